@@ -1,0 +1,1 @@
+"""The command-line interface (typer), a thin layer over :mod:`openclaw_memory.api`."""

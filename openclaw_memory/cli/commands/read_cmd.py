@@ -1,0 +1,36 @@
+"""``openclaw-memory read``: a paged read of one memory file (``memory_get``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from ... import api  # noqa: F401 (light: the heavy parts load lazily)
+from ..context import settings_from
+from ..output import print_json, warn
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("read")
+    def read(
+        ctx: typer.Context,
+        path: str = typer.Argument(..., help="Memory file, relative to the workspace (or inside an extra path)."),
+        from_line: int = typer.Option(1, "--from", help="First line to return (1-based)."),
+        lines: Optional[int] = typer.Option(None, "--lines", help="How many lines (default 120)."),
+        max_chars: Optional[int] = typer.Option(None, "--max-chars", help="Character budget (default 12000)."),
+        json_out: bool = typer.Option(False, "--json", help="Print JSON (OpenClaw's memory_get result)."),
+    ) -> int:
+        """Read a window of a memory file by lines and characters."""
+        settings = settings_from(ctx)
+        result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+        for message in result.warnings:
+            warn(message)
+        if json_out:
+            print_json(result.to_json())
+        elif result.text:
+            sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+        elif result.missing:
+            warn(f"{result.path} does not exist")
+        return 0

@@ -1,0 +1,32 @@
+"""Rendering helpers shared by the commands: JSON to stdout, messages to stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def error(message: str, as_json: bool) -> None:
+    if as_json:
+        print_json({"error": message})
+    sys.stderr.write(f"error: {message}\n")
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def stdout_console():
+    from rich.console import Console
+
+    return Console()

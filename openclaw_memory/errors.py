@@ -1,0 +1,53 @@
+"""Typed exceptions whose messages are written for the user.
+
+Every error the product raises on purpose derives from :class:`MemoryToolError`
+and carries the exit status the CLI maps it to, so the mapping lives in one place.
+"""
+
+from __future__ import annotations
+
+
+class MemoryToolError(Exception):
+    """Base class: a failure the user can act on; never shown as a traceback."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(MemoryToolError):
+    """Bad flags, arguments or settings."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A configuration file cannot be parsed or holds a value of the wrong type."""
+
+
+class WorkspaceError(UsageError):
+    """The workspace is missing, not a folder, or unreadable."""
+
+
+class PathRefused(UsageError):
+    """A path is not a memory path, not Markdown, a symlink, or escapes the workspace."""
+
+
+class LockTimeout(MemoryToolError):
+    """Another process holds the lock this command needs."""
+
+    exit_code = 2
+
+
+class WriteBlocked(MemoryToolError):
+    """A guarded write was refused because the file changed since the agent read it."""
+
+    exit_code = 3
+
+
+class IndexMissing(MemoryToolError):
+    """A search or status needs an index that has not been built yet."""
+
+    exit_code = 1

@@ -1,0 +1,238 @@
+"""Paged reads of one memory file: OpenClaw's ``memory_get``, to the letter.
+
+A window of ``lines`` lines from ``from`` (1-based), fitted to ``max_chars``:
+whole lines are dropped from the end while more than one remains and the text is
+too long; a single line still too long is cut ("hard cut"). The file is streamed,
+so a huge file (or a huge single line) is never loaded whole.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+from dataclasses import dataclass, field
+
+from ..errors import PathRefused
+from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from .paths import LEGACY_ROOT, REPAIR_DIR, display_path, is_memory_path
+
+NOTICE_NEXT = "[More content available. Use from={next} to continue.]"
+NOTICE_CUT = (
+    "[More content available. Requested excerpt exceeded the default maxChars budget. "
+    "If you need the full raw line, use read on the source file.]"
+)
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    text: str
+    path: str
+    from_line: int | None = None
+    lines: int | None = None
+    truncated: bool = False
+    next_from: int | None = None
+    missing: bool = False
+    abs_path: str = ""
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        """Exactly OpenClaw's keys: ``truncated``/``nextFrom`` only when they apply."""
+        if self.missing:
+            return {"text": "", "path": self.path}
+        out: dict = {"text": self.text, "path": self.path, "from": self.from_line, "lines": self.lines}
+        if self.truncated:
+            out["truncated"] = True
+        if self.next_from is not None:
+            out["nextFrom"] = self.next_from
+        return out
+
+
+@dataclass(frozen=True)
+class ResolvedPath:
+    abs_path: str
+    display: str
+    root: str  # the allowed root (workspace or extra path) the symlink check starts from
+
+
+def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] | list[str] = ()) -> ResolvedPath:
+    """Map a user-given path to a memory file, refusing anything that is not one.
+
+    Relative paths are taken from the workspace (not the current folder);
+    absolute ones must lie in the workspace's memory paths or an extra path.
+    """
+    if not path or not path.strip():
+        raise PathRefused("no path given")
+    raw = os.path.expanduser(path)
+    joined = raw if os.path.isabs(raw) else os.path.join(workspace, raw)
+    if not os.path.isabs(raw) and _escapes(raw):
+        raise PathRefused(f"refused: {path} escapes the workspace through '..'")
+    absolute = os.path.normpath(joined)
+    shown = display_path(absolute, workspace)
+    if not absolute.endswith(".md"):
+        raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
+
+    root = _allowed_root(absolute, workspace, extra_paths)
+    if root is None:
+        if absolute == os.path.join(workspace, LEGACY_ROOT):
+            raise PathRefused(
+                "refused: memory.md is the legacy root file, not memory; "
+                "MEMORY.md is canonical (run `openclaw-memory doctor --fix` to merge it)"
+            )
+        raise PathRefused(
+            f"refused: {shown} is not a memory path "
+            "(MEMORY.md, DREAMS.md, memory/**/*.md or a configured extra path)"
+        )
+    rel_parts = os.path.relpath(absolute, root).split(os.sep) if absolute != root else []
+    if REPAIR_DIR in rel_parts:
+        raise PathRefused(f"refused: {shown} is inside a {REPAIR_DIR} archive, which is never memory")
+    _refuse_symlinks(root, rel_parts, shown)
+    return ResolvedPath(absolute, shown, root)
+
+
+def _escapes(rel: str) -> bool:
+    depth = 0
+    for part in rel.replace(os.sep, "/").split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif part not in ("", "."):
+            depth += 1
+    return False
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _allowed_root(absolute: str, workspace: str, extra_paths) -> str | None:
+    if _inside(absolute, workspace):
+        rel = os.path.relpath(absolute, workspace).replace(os.sep, "/")
+        if is_memory_path(rel):
+            return workspace
+    for extra in extra_paths:
+        if _inside(absolute, extra):
+            return extra
+    return None
+
+
+def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
+    """Refuse a symlink at the allowed root or any component below it. Missing parts are fine."""
+    current = root
+    for part in [""] + rel_parts:
+        current = os.path.join(current, part) if part else current
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise PathRefused(f"refused: cannot inspect {shown}: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise PathRefused(f"refused: {shown} goes through a symlink ({current}); memory never follows symlinks")
+
+
+def read_memory_file(
+    path: str,
+    workspace: str,
+    *,
+    extra_paths: tuple[str, ...] | list[str] = (),
+    from_line: int = 1,
+    lines: int = 120,
+    max_chars: int = 12_000,
+) -> ReadResult:
+    """Read a window of a memory file with OpenClaw's ``memory_get`` semantics."""
+    for name, value in (("from", from_line), ("lines", lines), ("max-chars", max_chars)):
+        if not isinstance(value, int) or value < 1:
+            raise PathRefused(f"--{name} must be at least 1 (got {value})")
+    resolved = resolve_memory_path(path, workspace, extra_paths)
+    try:
+        fd, _ = open_regular_nofollow(resolved.abs_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return ReadResult("", resolved.display, missing=True, abs_path=resolved.abs_path)
+    except NotRegularFile as exc:
+        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
+    except PermissionError:
+        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
+    with os.fdopen(fd, "rb") as fh:
+        window, more_remain, bad_utf8 = _read_window(fh, from_line, lines, max_chars)
+    warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()
+    return fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
+
+
+def fit_window(window, more_remain, from_line, max_chars, resolved: ResolvedPath, warnings=()) -> ReadResult:
+    if not window:
+        return ReadResult("", resolved.display, from_line, 0, abs_path=resolved.abs_path, warnings=warnings)
+    included = list(window)
+    dropped = False
+    while len(included) > 1 and _joined_len(included) > max_chars:
+        included.pop()
+        dropped = True
+    text = "\n".join(included)
+    hard_cut = len(text) > max_chars
+    if hard_cut:
+        text = text[:max_chars]
+    next_from = from_line + len(included) if not hard_cut and (more_remain or dropped) else None
+    truncated = hard_cut or dropped or more_remain
+    if truncated and text:
+        notice = NOTICE_NEXT.format(next=next_from) if next_from is not None else NOTICE_CUT
+        text = f"{text}\n\n{notice}"
+    return ReadResult(text, resolved.display, from_line, len(included), truncated, next_from,
+                      abs_path=resolved.abs_path, warnings=warnings)
+
+
+def _joined_len(lines: list[str]) -> int:
+    return sum(len(line) for line in lines) + len(lines) - 1
+
+
+def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[str], bool, bool]:
+    """Return the window's lines (each at most ``max_chars + 1`` characters: enough to decide
+    every cut), whether more lines follow, and whether invalid UTF-8 was met."""
+    keep_bytes = 4 * (max_chars + 2)
+    for _ in range(from_line - 1):
+        if not _skip_line(fh):
+            return [], False, False
+    window: list[str] = []
+    bad = False
+    while len(window) < count:
+        prefix, found = _line_prefix(fh, keep_bytes)
+        if not found:
+            return window, False, bad
+        decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        try:
+            text = decoder.decode(prefix, final=len(prefix) < keep_bytes)
+        except UnicodeDecodeError:
+            bad = True
+            text = prefix.decode("utf-8", errors="replace")
+        window.append(text[: max_chars + 1])
+    more = _peek_line(fh)
+    return window, more, bad
+
+
+def _line_prefix(fh, keep_bytes: int) -> tuple[bytes, bool]:
+    """The first ``keep_bytes`` bytes of the next line (without its newline); the rest is skipped."""
+    chunk = fh.readline(keep_bytes)
+    if not chunk:
+        return b"", False
+    if chunk.endswith(b"\n"):
+        return chunk[:-1], True
+    if len(chunk) < keep_bytes:
+        return chunk, True  # last line, no final newline
+    _skip_line(fh)
+    return chunk, True
+
+
+def _skip_line(fh) -> bool:
+    """Skip one line in bounded reads; False at end of file."""
+    chunk = fh.readline(1 << 16)
+    if not chunk:
+        return False
+    while not chunk.endswith(b"\n"):
+        chunk = fh.readline(1 << 16)
+        if not chunk:
+            break
+    return True
+
+
+def _peek_line(fh) -> bool:
+    return bool(fh.read(1))

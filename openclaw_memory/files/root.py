@@ -1,0 +1,85 @@
+"""The root memory file, found by exact directory entry (never by ``stat``).
+
+On a case-insensitive file system ``stat("MEMORY.md")`` also finds ``memory.md``;
+listing the folder and matching names exactly is the only way to tell them apart.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, LEGACY_ROOT
+
+
+@dataclass(frozen=True)
+class RootEntry:
+    """One exact directory entry at the workspace root."""
+
+    name: str
+    path: str
+    exists: bool
+    is_symlink: bool = False
+    is_file: bool = False
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class RootMemoryFiles:
+    """What sits at the root: the canonical and legacy memory files, as directory entries."""
+
+    canonical: RootEntry
+    legacy: RootEntry
+
+    @property
+    def split(self) -> bool:
+        return self.canonical.exists and self.legacy.exists
+
+    @property
+    def legacy_only(self) -> bool:
+        return self.legacy.exists and not self.canonical.exists
+
+
+def workspace_entries(workspace: str | os.PathLike[str]) -> set[str]:
+    return set(os.listdir(workspace))
+
+
+def _entry(workspace: str, name: str, entries: set[str]) -> RootEntry:
+    path = os.path.join(workspace, name)
+    if name not in entries:
+        return RootEntry(name, path, exists=False)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return RootEntry(name, path, exists=False)
+    return RootEntry(
+        name,
+        path,
+        exists=True,
+        is_symlink=stat.S_ISLNK(st.st_mode),
+        is_file=stat.S_ISREG(st.st_mode),
+        size=st.st_size,
+    )
+
+
+def detect_root_memory_files(workspace: str | os.PathLike[str]) -> RootMemoryFiles:
+    ws = os.fspath(workspace)
+    entries = workspace_entries(ws)
+    return RootMemoryFiles(_entry(ws, CANONICAL_ROOT, entries), _entry(ws, LEGACY_ROOT, entries))
+
+
+def resolve_canonical_root_file(workspace: str | os.PathLike[str]) -> Path | None:
+    """``<workspace>/MEMORY.md`` when that exact entry is a regular file and not a symlink."""
+    ws = os.fspath(workspace)
+    entry = _entry(ws, CANONICAL_ROOT, workspace_entries(ws))
+    return Path(entry.path) if entry.exists and entry.is_file else None
+
+
+def resolve_dream_diary(workspace: str, entries: set[str]) -> tuple[RootEntry | None, list[RootEntry]]:
+    """The dream diary (``DREAMS.md``, else legacy ``dreams.md``) and the entries passed over."""
+    candidates = [_entry(workspace, name, entries) for name in (DREAMS, LEGACY_DREAMS)]
+    chosen = next((e for e in candidates if e.exists and e.is_file), None)
+    passed_over = [e for e in candidates if e.exists and e is not chosen]
+    return chosen, passed_over

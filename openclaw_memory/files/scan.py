@@ -1,0 +1,218 @@
+"""List exactly the memory files of a workspace, in OpenClaw's order.
+
+Order: the canonical root file and the dream diary, then the ``memory/`` tree,
+then the extra paths; the same real path is listed once (first occurrence kept).
+Nothing here opens a file, so a FIFO, socket or device can never block the scan.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+
+from .paths import (
+    CANONICAL_ROOT,
+    LEGACY_ROOT,
+    MAX_MEDIA_BYTES,
+    MEMORY_DIR,
+    REPAIR_DIR,
+    display_path,
+    file_kind,
+)
+from .root import resolve_dream_diary
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    path: str  # workspace-relative with "/" inside the workspace, absolute outside
+    abs_path: str
+    source: str  # "root" | "memory" | "extra"
+    kind: str  # "markdown" | "image" | "audio"
+    size: int
+    mtime_ns: int = 0
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "absPath": self.abs_path, "source": self.source, "kind": self.kind, "size": self.size}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    workspace: str
+    agent: str
+    files: list[MemoryFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems a user must hear about even without ``--json`` (unreadable folders)."""
+        return [f"cannot read {s.path}: {s.reason}" for s in self.skipped if s.reason.startswith("unreadable")]
+
+    def to_json(self) -> dict:
+        return {
+            "workspace": self.workspace,
+            "agent": self.agent,
+            "files": [f.to_json() for f in self.files],
+            "skipped": [s.to_json() for s in self.skipped],
+        }
+
+
+class _Collector:
+    def __init__(self, workspace: str, multimodal: bool):
+        self.workspace = workspace
+        self.multimodal = multimodal
+        self.files: list[MemoryFile] = []
+        self.skipped: list[Skipped] = []
+        self._seen_real: set[str] = set()
+        self._seen_dirs: set[tuple[int, int]] = set()
+        self._legacy_root = os.path.join(workspace, LEGACY_ROOT)
+        self._repair_root = os.path.join(workspace, REPAIR_DIR)
+
+    def skip(self, abs_path: str, reason: str) -> None:
+        shown = display_path(abs_path, self.workspace)
+        if not any(s.path == shown for s in self.skipped):
+            self.skipped.append(Skipped(shown, reason))
+
+    def add(self, abs_path: str, source: str, kind: str, st: os.stat_result) -> None:
+        if abs_path in self._seen_real:
+            return
+        self._seen_real.add(abs_path)
+        self.files.append(
+            MemoryFile(display_path(abs_path, self.workspace), abs_path, source, kind, st.st_size, st.st_mtime_ns)
+        )
+
+    def consider_file(self, abs_path: str, name: str, source: str, multimodal: bool, st: os.stat_result | None = None) -> None:
+        kind = file_kind(name, multimodal)
+        if kind is None:
+            return
+        if abs_path == self._legacy_root:
+            self.skip(abs_path, "legacy root memory.md is never memory (run `openclaw-memory doctor --fix`)")
+            return
+        if st is None:
+            try:
+                st = os.lstat(abs_path)
+            except FileNotFoundError:
+                return  # vanished mid-scan: it is simply not there any more
+        if stat.S_ISLNK(st.st_mode):
+            self.skip(abs_path, "symlink (ignored)")
+        elif not stat.S_ISREG(st.st_mode):
+            self.skip(abs_path, "not a regular file (FIFO, socket or device; never opened)")
+        elif kind != "markdown" and st.st_size > MAX_MEDIA_BYTES:
+            self.skip(abs_path, f"{kind} larger than {MAX_MEDIA_BYTES} bytes")
+        else:
+            self.add(abs_path, source, kind, st)
+
+    def walk(self, root: str, source: str, multimodal: bool) -> None:
+        """Depth-first, each folder's entries sorted by name, symlinks never followed."""
+        try:
+            st = os.lstat(root)
+        except OSError:
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in self._seen_dirs:
+            return
+        self._seen_dirs.add(key)
+        try:
+            with os.scandir(root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.skip(root, f"unreadable: {exc.strerror or exc}")
+            return
+        for entry in entries:
+            path = entry.path
+            try:
+                if entry.is_symlink():
+                    if entry.name.endswith(".md") or entry.is_dir() or file_kind(entry.name, multimodal):
+                        self.skip(path, "symlink (ignored)")
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name == REPAIR_DIR:
+                        self.skip(path, "repair archive (never memory)")
+                    elif path != self._repair_root:
+                        self.walk(path, source, multimodal)
+                    continue
+                if file_kind(entry.name, multimodal) is None:
+                    continue
+                self.consider_file(path, entry.name, source, multimodal, entry.stat(follow_symlinks=False))
+            except FileNotFoundError:
+                continue  # vanished mid-scan
+
+
+def scan_memory_files(
+    workspace: str | os.PathLike[str],
+    *,
+    extra_paths: tuple[str, ...] | list[str] = (),
+    multimodal: bool = False,
+    agent: str = "main",
+) -> ScanResult:
+    """List the memory files of ``workspace`` (already resolved) with what was skipped and why."""
+    ws = os.fspath(workspace)
+    c = _Collector(ws, multimodal)
+    entries = set(os.listdir(ws))
+
+    if CANONICAL_ROOT in entries:
+        c.consider_file(os.path.join(ws, CANONICAL_ROOT), CANONICAL_ROOT, "root", False)
+    diary, passed_over = resolve_dream_diary(ws, entries)
+    if diary is not None:
+        c.consider_file(diary.path, diary.name, "root", False)
+    for entry in passed_over:
+        reason = "symlink (ignored)" if entry.is_symlink else (
+            "legacy dream diary twin of DREAMS.md (ignored)" if entry.is_file else "not a regular file"
+        )
+        c.skip(entry.path, reason)
+    if LEGACY_ROOT in entries:
+        c.skip(os.path.join(ws, LEGACY_ROOT), "legacy root memory.md is never memory (run `openclaw-memory doctor --fix`)")
+    if REPAIR_DIR in entries:
+        c.skip(os.path.join(ws, REPAIR_DIR), "repair archive (never memory)")
+
+    if MEMORY_DIR in entries:
+        memory_dir = os.path.join(ws, MEMORY_DIR)
+        try:
+            st = os.lstat(memory_dir)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            c.skip(memory_dir, "symlink (ignored)")
+        elif st is not None and stat.S_ISDIR(st.st_mode):
+            c.walk(memory_dir, "memory", multimodal=False)
+
+    for extra in extra_paths:
+        _scan_extra(c, extra, multimodal)
+    return ScanResult(ws, agent, c.files, c.skipped)
+
+
+def _scan_extra(c: _Collector, extra: str, multimodal: bool) -> None:
+    try:
+        st = os.lstat(extra)
+    except FileNotFoundError:
+        c.skip(extra, "extra path missing")
+        return
+    except OSError as exc:
+        c.skip(extra, f"unreadable: {exc.strerror or exc}")
+        return
+    if stat.S_ISLNK(st.st_mode):
+        c.skip(extra, "symlink (ignored)")
+        return
+    # Parent folders may be symlinks (/tmp on macOS); the extra root itself is not.
+    real = os.path.join(os.path.realpath(os.path.dirname(extra)), os.path.basename(extra))
+    if _inside(real, c._repair_root):
+        c.skip(real, "repair archive (never memory)")
+    elif stat.S_ISDIR(st.st_mode):
+        c.walk(real, "extra", multimodal)
+    else:
+        c.consider_file(real, os.path.basename(real), "extra", multimodal, st)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder + os.sep)

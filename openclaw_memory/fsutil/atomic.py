@@ -1,0 +1,66 @@
+"""Atomic replacement of a file: temp file, fsync, rename, fsync the folder."""
+
+from __future__ import annotations
+
+import os
+
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_name_beside(path: str) -> str:
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
+
+
+def write_temp_beside(path: str, data: bytes, mode: int | None = None) -> str:
+    """Write ``data`` to a fresh (O_EXCL) temp file next to ``path``, fsynced; return its name."""
+    tmp = temp_name_beside(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if mode is not None:
+            os.fchmod(fd, mode)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` so a reader or a crash sees the old or the new bytes, never a mix.
+
+    The file keeps its permission bits when it exists already (``mode`` overrides).
+    """
+    path = os.fspath(path)
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+    tmp = write_temp_beside(path, data, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(os.path.dirname(path) or ".")
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode)

@@ -1,0 +1,71 @@
+"""An OS advisory lock (flock) that records its holder's pid and waits briefly."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+
+from ..errors import LockTimeout
+
+
+class FileLock:
+    """Exclusive lock on ``path``; waits up to ``timeout`` seconds, then raises LockTimeout.
+
+    The kernel drops a flock when its holder dies, SIGKILL included, so a crashed
+    process never leaves the lock taken; the pid written inside is only for messages.
+    """
+
+    def __init__(self, path: str, *, timeout: float = 5.0, what: str = "this workspace"):
+        self.path = path
+        self.timeout = timeout
+        self.what = what
+        self._fd: int | None = None
+
+    def holder_pid(self) -> str:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                return fh.read().strip() or "unknown"
+        except OSError:
+            return "unknown"
+
+    def acquire(self, on_wait=None) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        deadline = time.monotonic() + self.timeout
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told and on_wait is not None:
+                    on_wait(self.holder_pid())
+                    told = True
+                if time.monotonic() >= deadline:
+                    holder = self.holder_pid()
+                    os.close(fd)
+                    raise LockTimeout(
+                        f"{self.what} is locked by another openclaw-memory process (pid {holder}); "
+                        f"waited {self.timeout:g} s. Try again when it has finished."
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.ftruncate(fd, 0)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def __enter__(self) -> "FileLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -1,0 +1,53 @@
+"""The pending checkpoint: what changed while the agent was away.
+
+Breaks found by ``watchdog heartbeat`` and repairs made by ``doctor --fix`` append
+sections under one heading; ``prompt`` shows the file once, then moves it to
+``consumed/`` so the next session does not see the same news twice.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ..fsutil.atomic import atomic_write_text
+
+HEADING = "# ⚠️ Workspace Changes Detected"
+
+
+def checkpoint_path(data_dir: Path) -> Path:
+    return data_dir / "checkpoint.md"
+
+
+def append_checkpoint(data_dir: Path, section: str) -> Path:
+    """Add ``section`` to the pending checkpoint (creating it under the heading); nothing is overwritten."""
+    path = checkpoint_path(data_dir)
+    os.makedirs(data_dir, exist_ok=True)
+    try:
+        current = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = HEADING + "\n"
+    if not current.endswith("\n"):
+        current += "\n"
+    atomic_write_text(path, current + "\n" + section.rstrip("\n") + "\n")
+    return path
+
+
+def pending_checkpoint(data_dir: Path) -> str | None:
+    try:
+        return checkpoint_path(data_dir).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def consume_checkpoint(data_dir: Path) -> Path | None:
+    """Move the pending checkpoint to ``consumed/`` (kept, never deleted)."""
+    path = checkpoint_path(data_dir)
+    if not path.exists():
+        return None
+    consumed = data_dir / "consumed"
+    consumed.mkdir(parents=True, exist_ok=True)
+    target = consumed / f"checkpoint-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000_000:09d}.md"
+    os.replace(path, target)
+    return target
