@@ -93,7 +93,9 @@ def _load_json5(path: Path) -> dict[str, Any]:
     try:
         data = json5.loads(text)
     except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON5: {exc}") from None
+        # json5 words its errors as "<string>:LINE message"; name the real file instead.
+        detail = re.sub(r"^<string>:(\d+)\s*", r"line \1: ", str(exc))
+        raise ConfigError(f"{path}: not valid JSON5: {detail}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: line 1: the top level must be an object")
     return data

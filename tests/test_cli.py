@@ -1,0 +1,104 @@
+"""The CLI as a user runs it: flags anywhere, JSON, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import write
+
+
+def test_settings_flags_before_between_and_after(cli, workspace, tmp_path):
+    other = tmp_path / "other"
+    write(other / "MEMORY.md", "other\n")
+    write(workspace / "MEMORY.md", "mine\n")
+    before = cli("-w", str(other), "files", "--json").json()
+    after = cli("files", "--json", "-w", str(other)).json()
+    eq = cli("files", "--json", f"--workspace={other}").json()
+    assert before == after == eq
+    assert before["workspace"] == str(other)
+    assert cli("files", "--json").json()["workspace"] == str(workspace)
+    assert cli("-w", str(workspace), "files", "--json", "-w", str(other)).json()["workspace"] == str(other)
+
+
+def test_files_json_shape(cli, workspace, tmp_path):
+    write(workspace / "MEMORY.md", "m")
+    write(workspace / "memory.md", "legacy")
+    write(tmp_path / "x/e.md", "e")
+    data = cli("files", "--json", "--extra", str(tmp_path / "x"), "--agent", "ops").json()
+    assert data["agent"] == "ops" and data["workspace"] == str(workspace)
+    assert data["files"][0] == {"path": "MEMORY.md", "absPath": str(workspace / "MEMORY.md"), "source": "root", "kind": "markdown", "size": 1}
+    assert data["files"][1]["path"] == str(tmp_path / "x/e.md") and data["files"][1]["source"] == "extra"
+    assert data["skipped"][0]["path"] == "memory.md"
+
+
+def test_extra_paths_from_environment(cli, workspace, tmp_path):
+    write(tmp_path / "a/one.md", "1")
+    write(tmp_path / "b/two.md", "2")
+    env = {"OPENCLAW_MEMORY_EXTRA_PATHS": f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"}
+    files = [f["path"] for f in cli("files", "--json", env=env).json()["files"]]
+    assert files == [str(tmp_path / "a/one.md"), str(tmp_path / "b/two.md")]
+
+
+def test_read_refusal_exit_2_with_json_error(cli, workspace):
+    write(workspace / "notes.md", "x")
+    res = cli("read", "notes.md", "--json")
+    assert res.returncode == 2
+    assert "not a memory path" in res.json()["error"] and "not a memory path" in res.stderr
+    plain = cli("read", "../etc/passwd.md")
+    assert plain.returncode == 2 and plain.stdout == "" and "Traceback" not in plain.stderr
+
+
+def test_read_relative_to_workspace_not_cwd(cli, workspace, tmp_path):
+    write(workspace / "memory/a.md", "from workspace\n")
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere / "memory/a.md", "from cwd\n")
+    res = cli("read", "memory/a.md", "--json", cwd=elsewhere)
+    assert res.json()["text"] == "from workspace"
+
+
+def test_read_plain_and_paging(cli, workspace):
+    write(workspace / "MEMORY.md", "a\nb\nc\n")
+    res = cli("read", "MEMORY.md", "--from", "2", "--lines", "1")
+    assert res.stdout == "b\n\n[More content available. Use from=3 to continue.]\n"
+    bad = cli("read", "MEMORY.md", "--lines", "0", "--json")
+    assert bad.returncode == 2 and "at least 1" in bad.json()["error"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("-w", "/definitely/missing", "files"), "workspace not found"),
+    (("files", "--bogus"), "No such option"),
+    (("read",), "Missing argument"),
+])
+def test_user_mistakes_are_messages_not_tracebacks(cli, args, needle):
+    res = cli(*args)
+    assert res.returncode == 2
+    assert needle in res.stderr and "Traceback" not in res.stderr
+
+
+def test_file_given_as_workspace(cli, workspace):
+    f = write(workspace / "MEMORY.md", "x")
+    res = cli("files", "--json", "-w", str(f))
+    assert res.returncode == 2 and "not a folder" in res.json()["error"]
+
+
+def test_malformed_config_is_a_clear_error(cli, state_dir):
+    write(state_dir / "openclaw-memory.toml", "[read\n")
+    res = cli("files")
+    assert res.returncode == 2 and "openclaw-memory.toml" in res.stderr and "line 1" in res.stderr
+
+
+def test_non_utf8_read_warns(cli, workspace):
+    write(workspace / "MEMORY.md", b"caf\xe9\n")
+    res = cli("read", "MEMORY.md", "--json")
+    assert res.returncode == 0 and res.json()["text"] == "caf\ufffd"
+    assert "not valid UTF-8" in res.stderr
+
+
+def test_console_script_and_module_entry_points(workspace):
+    exe = os.path.join(os.path.dirname(sys.executable), "openclaw-memory")
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "files" in out.stdout and "read" in out.stdout

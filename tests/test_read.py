@@ -1,0 +1,196 @@
+"""Paged reads follow OpenClaw's memory_get semantics to the letter."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import write
+from openclaw_memory.errors import PathRefused
+from openclaw_memory.files.read import NOTICE_CUT, read_memory_file
+
+
+def read(ws, path, **kw):
+    return read_memory_file(path, str(ws), **kw).to_json()
+
+
+def test_default_window_and_continuation_notice(workspace):
+    write(workspace / "MEMORY.md", "".join(f"line {i}\n" for i in range(1, 201)))
+    out = read(workspace, "MEMORY.md")
+    assert out["lines"] == 120 and out["from"] == 1
+    assert out["truncated"] is True and out["nextFrom"] == 121
+    assert out["text"].endswith("line 120\n\n[More content available. Use from=121 to continue.]")
+    last = read(workspace, "MEMORY.md", from_line=121)
+    assert last == {"text": "\n".join(f"line {i}" for i in range(121, 201)), "path": "MEMORY.md", "from": 121, "lines": 80}
+
+
+def test_exact_keys_when_nothing_is_cut(workspace):
+    write(workspace / "memory/a.md", "one\ntwo\n")
+    assert read(workspace, "memory/a.md") == {"text": "one\ntwo", "path": "memory/a.md", "from": 1, "lines": 2}
+
+
+def test_final_newline_is_not_an_extra_line(workspace):
+    write(workspace / "memory/a.md", "one\ntwo\n")
+    assert read(workspace, "memory/a.md", from_line=3) == {"text": "", "path": "memory/a.md", "from": 3, "lines": 0}
+    write(workspace / "memory/b.md", "one\n\n")
+    assert read(workspace, "memory/b.md")["lines"] == 2
+
+
+def test_missing_file_gives_exactly_text_and_path(workspace):
+    assert read(workspace, "memory/nope.md") == {"text": "", "path": "memory/nope.md"}
+    assert read(workspace, "memory/no/such/dir.md") == {"text": "", "path": "memory/no/such/dir.md"}
+
+
+def test_lines_dropped_to_fit_budget_give_next_from(workspace):
+    write(workspace / "MEMORY.md", "aaaa\nbbbb\ncccc\n")
+    out = read(workspace, "MEMORY.md", max_chars=9)
+    assert out["text"] == "aaaa\nbbbb\n\n[More content available. Use from=3 to continue.]"
+    assert out["lines"] == 2 and out["truncated"] is True and out["nextFrom"] == 3
+
+
+def test_oversized_single_line_is_hard_cut_without_next_from(workspace):
+    write(workspace / "MEMORY.md", "x" * 50 + "\nnext\n")
+    out = read(workspace, "MEMORY.md", max_chars=10)
+    assert out["text"] == "x" * 10 + "\n\n" + NOTICE_CUT
+    assert out["truncated"] is True and "nextFrom" not in out and out["lines"] == 1
+
+
+def test_hard_cut_counts_characters_not_bytes(workspace):
+    write(workspace / "MEMORY.md", "é" * 30)
+    out = read(workspace, "MEMORY.md", max_chars=7)
+    assert out["text"].split("\n\n")[0] == "é" * 7
+
+
+def test_more_remaining_only(workspace):
+    write(workspace / "MEMORY.md", "a\nb\nc")
+    out = read(workspace, "MEMORY.md", lines=2)
+    assert out == {"text": "a\nb\n\n[More content available. Use from=3 to continue.]", "path": "MEMORY.md",
+                   "from": 1, "lines": 2, "truncated": True, "nextFrom": 3}
+
+
+def test_empty_text_gets_no_notice(workspace):
+    write(workspace / "MEMORY.md", "a\n\nc\n")
+    out = read(workspace, "MEMORY.md", from_line=2, lines=1)
+    assert out == {"text": "", "path": "MEMORY.md", "from": 2, "lines": 1, "truncated": True, "nextFrom": 3}
+
+
+@pytest.mark.parametrize("path,why", [
+    ("notes.md", "not a memory path"),
+    ("memory/a.txt", "not a Markdown"),
+    ("memory.md", "legacy root"),
+    ("../outside.md", "escapes the workspace"),
+    ("memory/../../outside.md", "escapes the workspace"),
+    (".openclaw-repair/root-memory/x/memory.md", "not a memory path"),
+    ("memory/.openclaw-repair/x.md", ".openclaw-repair"),
+])
+def test_refused_paths(workspace, path, why):
+    write(workspace / "notes.md", "x")
+    with pytest.raises(PathRefused, match=why):
+        read_memory_file(path, str(workspace))
+
+
+def test_symlink_file_and_folder_are_refused(workspace, tmp_path):
+    target = write(tmp_path / "secret.md", "secret")
+    write(workspace / "memory/real.md", "r")
+    os.symlink(target, workspace / "memory/link.md")
+    os.symlink(tmp_path, workspace / "memory/dir")
+    with pytest.raises(PathRefused, match="symlink"):
+        read_memory_file("memory/link.md", str(workspace))
+    with pytest.raises(PathRefused, match="symlink"):
+        read_memory_file("memory/dir/secret.md", str(workspace))
+
+
+def test_symlinked_memory_dir_is_refused(workspace, tmp_path):
+    write(tmp_path / "real/a.md", "a")
+    os.symlink(tmp_path / "real", workspace / "memory")
+    with pytest.raises(PathRefused, match="symlink"):
+        read_memory_file("memory/a.md", str(workspace))
+
+
+def test_fifo_is_refused_without_blocking(workspace):
+    (workspace / "memory").mkdir()
+    os.mkfifo(workspace / "memory/pipe.md")
+    with pytest.raises(PathRefused, match="not a regular file"):
+        read_memory_file("memory/pipe.md", str(workspace))
+
+
+def test_absolute_path_inside_extra_path(workspace, tmp_path):
+    note = write(tmp_path / "extra/n.md", "extra note\n")
+    out = read_memory_file(str(note), str(workspace), extra_paths=[str(tmp_path / "extra")]).to_json()
+    assert out["text"] == "extra note" and out["path"] == str(note)
+    with pytest.raises(PathRefused):
+        read_memory_file(str(note), str(workspace))
+
+
+def test_values_below_one_are_refused(workspace):
+    write(workspace / "MEMORY.md", "x")
+    for kw in ({"from_line": 0}, {"lines": 0}, {"max_chars": 0}):
+        with pytest.raises(PathRefused, match="at least 1"):
+            read_memory_file("MEMORY.md", str(workspace), **kw)
+
+
+def test_non_utf8_is_replaced_with_a_warning(workspace):
+    write(workspace / "MEMORY.md", b"caf\xe9\n")
+    result = read_memory_file("MEMORY.md", str(workspace))
+    assert result.text == "caf\ufffd" and result.warnings
+
+
+def test_huge_single_line_is_not_loaded_whole(workspace):
+    big = workspace / "MEMORY.md"
+    with open(big, "wb") as fh:
+        fh.write(b"y" * (64 << 20))
+        fh.write(b"\nsecond\n")
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = read(workspace, "MEMORY.md", max_chars=100)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert out["text"].startswith("y" * 100) and "nextFrom" not in out
+    assert grown_kib < 32 * 1024, f"peak memory grew by {grown_kib} KiB reading a 64 MiB line"
+
+
+def _reference(text: str, from_line: int, lines: int, max_chars: int) -> dict:
+    """OpenClaw's algorithm on a whole string, written out plainly, as the oracle."""
+    all_lines = text.split("\n")
+    if text.endswith("\n"):
+        all_lines.pop()
+    if text == "":
+        all_lines = []
+    window = all_lines[from_line - 1 : from_line - 1 + lines]
+    if not window:
+        return {"text": "", "path": "MEMORY.md", "from": from_line, "lines": 0}
+    more = len(all_lines) > from_line - 1 + lines
+    inc = list(window)
+    dropped = False
+    while len(inc) > 1 and len("\n".join(inc)) > max_chars:
+        inc.pop()
+        dropped = True
+    body = "\n".join(inc)
+    hard = len(body) > max_chars
+    if hard:
+        body = body[:max_chars]
+    nxt = from_line + len(inc) if not hard and (more or dropped) else None
+    trunc = hard or dropped or more
+    if trunc and body:
+        body += "\n\n" + (f"[More content available. Use from={nxt} to continue.]" if nxt else NOTICE_CUT)
+    out = {"text": body, "path": "MEMORY.md", "from": from_line, "lines": len(inc)}
+    if trunc:
+        out["truncated"] = True
+    if nxt is not None:
+        out["nextFrom"] = nxt
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(["a", "b", "é", "漢", "\n", "\n", " ", "\r"]), max_size=80),
+    from_line=st.integers(1, 12),
+    lines=st.integers(1, 12),
+    max_chars=st.integers(1, 30),
+)
+def test_matches_reference_algorithm(tmp_path_factory, text, from_line, lines, max_chars):
+    ws = tmp_path_factory.mktemp("ws")
+    (ws / "MEMORY.md").write_bytes(text.encode("utf-8"))
+    assert read(ws, "MEMORY.md", from_line=from_line, lines=lines, max_chars=max_chars) == _reference(text, from_line, lines, max_chars)

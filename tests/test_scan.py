@@ -1,0 +1,184 @@
+"""The scanner matches OpenClaw's listMemoryFiles, on real files, symlinks and FIFOs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import write
+from openclaw_memory.files.scan import scan_memory_files
+
+
+def paths(result):
+    return [f.path for f in result.files]
+
+
+def reasons(result):
+    return {s.path: s.reason for s in result.skipped}
+
+
+def test_order_root_then_memory_sorted_then_extras(workspace, tmp_path):
+    write(workspace / "MEMORY.md", "# root\n")
+    write(workspace / "memory/b.md", "b")
+    write(workspace / "memory/a/z.md", "z")
+    write(workspace / "memory/a.md", "a")
+    write(workspace / "memory/c.txt", "not markdown")
+    extra = write(tmp_path / "outside/notes.md", "n")
+    result = scan_memory_files(workspace, extra_paths=[str(extra.parent)])
+    assert paths(result) == ["MEMORY.md", "memory/a/z.md", "memory/a.md", "memory/b.md", str(extra)]
+    assert [f.source for f in result.files] == ["root", "memory", "memory", "memory", "extra"]
+    assert result.files[0].size == len("# root\n")
+
+
+def test_md_extension_is_case_sensitive(workspace):
+    write(workspace / "memory/upper.MD", "x")
+    write(workspace / "memory/ok.md", "x")
+    assert paths(scan_memory_files(workspace)) == ["memory/ok.md"]
+
+
+def test_legacy_root_is_never_listed_and_is_reported(workspace):
+    write(workspace / "memory.md", "legacy")
+    result = scan_memory_files(workspace)
+    assert paths(result) == []
+    assert "memory.md" in reasons(result)
+
+
+def test_both_root_files_lists_only_canonical(workspace):
+    write(workspace / "MEMORY.md", "canon")
+    write(workspace / "memory.md", "legacy")
+    result = scan_memory_files(workspace)
+    assert paths(result) == ["MEMORY.md"]
+
+
+def test_symlinked_root_file_is_ignored(workspace, tmp_path):
+    target = write(tmp_path / "elsewhere.md", "secret")
+    os.symlink(target, workspace / "MEMORY.md")
+    result = scan_memory_files(workspace)
+    assert paths(result) == []
+    assert reasons(result)["MEMORY.md"].startswith("symlink")
+
+
+def test_symlinked_memory_dir_is_not_walked(workspace, tmp_path):
+    write(tmp_path / "real/x.md", "x")
+    os.symlink(tmp_path / "real", workspace / "memory")
+    result = scan_memory_files(workspace)
+    assert paths(result) == []
+    assert reasons(result)["memory"].startswith("symlink")
+
+
+def test_symlinks_inside_memory_are_skipped(workspace, tmp_path):
+    write(workspace / "memory/real.md", "r")
+    write(tmp_path / "t.md", "t")
+    os.symlink(tmp_path / "t.md", workspace / "memory/link.md")
+    os.symlink(tmp_path, workspace / "memory/linkdir")
+    result = scan_memory_files(workspace)
+    assert paths(result) == ["memory/real.md"]
+    assert set(reasons(result)) == {"memory/link.md", "memory/linkdir"}
+
+
+def test_symlink_loop_does_not_hang(workspace):
+    write(workspace / "memory/a.md", "a")
+    os.symlink(workspace / "memory", workspace / "memory/loop")
+    assert paths(scan_memory_files(workspace)) == ["memory/a.md"]
+
+
+def test_repair_archives_are_never_listed(workspace):
+    write(workspace / ".openclaw-repair/root-memory/2026-01-01T00-00-00-000Z/memory.md", "old")
+    write(workspace / "memory/.openclaw-repair/x.md", "old")
+    write(workspace / "memory/keep.md", "k")
+    result = scan_memory_files(workspace, extra_paths=[str(workspace / ".openclaw-repair")])
+    assert paths(result) == ["memory/keep.md"]
+    assert "memory/.openclaw-repair" in reasons(result)
+
+
+def test_fifo_is_never_opened(workspace):
+    write(workspace / "memory/ok.md", "ok")
+    os.mkfifo(workspace / "memory/pipe.md")
+    result = scan_memory_files(workspace)  # would block forever if it opened the FIFO
+    assert paths(result) == ["memory/ok.md"]
+    assert "not a regular file" in reasons(result)["memory/pipe.md"]
+
+
+def test_dream_diary_follows_memory_md(workspace):
+    write(workspace / "MEMORY.md", "m")
+    write(workspace / "dreams.md", "d")
+    write(workspace / "memory/a.md", "a")
+    assert paths(scan_memory_files(workspace)) == ["MEMORY.md", "dreams.md", "memory/a.md"]
+    write(workspace / "DREAMS.md", "D")
+    result = scan_memory_files(workspace)
+    assert paths(result) == ["MEMORY.md", "DREAMS.md", "memory/a.md"]
+    assert "dreams.md" in reasons(result)
+
+
+def test_extra_paths_dedupe_by_real_path_and_single_files(workspace, tmp_path):
+    write(workspace / "memory/a.md", "a")
+    single = write(tmp_path / "x/single.md", "s")
+    result = scan_memory_files(
+        workspace, extra_paths=[str(workspace / "memory"), str(single), str(single)]
+    )
+    assert paths(result) == ["memory/a.md", str(single)]
+
+
+def test_extra_inside_workspace_is_relative_and_skips_legacy_root(workspace):
+    write(workspace / "notes/n.md", "n")
+    write(workspace / "memory.md", "legacy")
+    result = scan_memory_files(workspace, extra_paths=[str(workspace)])
+    assert "memory.md" not in paths(result)
+    assert "notes/n.md" in paths(result)
+
+
+def test_symlinked_extra_root_is_reported(workspace, tmp_path):
+    write(tmp_path / "real/n.md", "n")
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    result = scan_memory_files(workspace, extra_paths=[str(tmp_path / "link")])
+    assert paths(result) == []
+    assert reasons(result)[str(tmp_path / "link")].startswith("symlink")
+
+
+def test_multimodal_applies_to_extra_paths_only(workspace, tmp_path):
+    write(workspace / "memory/photo.png", b"\x89PNG")
+    write(tmp_path / "media/photo.PNG", b"\x89PNG")
+    write(tmp_path / "media/voice.mp3", b"ID3")
+    write(tmp_path / "media/huge.jpg", b"")
+    os.truncate(tmp_path / "media/huge.jpg", 10_000_001)
+    extra = [str(tmp_path / "media")]
+    assert paths(scan_memory_files(workspace, extra_paths=extra)) == []
+    result = scan_memory_files(workspace, extra_paths=extra, multimodal=True)
+    assert [(f.path.rsplit("/", 1)[1], f.kind) for f in result.files] == [("photo.PNG", "image"), ("voice.mp3", "audio")]
+    assert "larger than" in reasons(result)[str(tmp_path / "media/huge.jpg")]
+
+
+def test_unreadable_folder_is_reported_not_dropped(tmp_path):
+    """Root reads every folder, so when the tests run as root the scan runs in a child
+    process that drops to user nobody after importing (the interpreter lives under /root)."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    base = Path(tempfile.mkdtemp(prefix="ocm-perm-"))
+    os.chmod(base, 0o755)
+    ws = base / "ws"
+    write(ws / "memory/locked/x.md", "x")
+    write(ws / "memory/open.md", "o")
+    os.chmod(ws / "memory/locked", 0)
+    child = (
+        "import os, sys\n"
+        "import openclaw_memory.cli.app as app, openclaw_memory.api, openclaw_memory.cli.commands.files_cmd\n"
+        "import json, json5, tomllib, encodings.idna\n"
+        "if os.geteuid() == 0:\n"
+        "    os.setgid(65534); os.setuid(65534)\n"
+        "sys.exit(app.main(sys.argv[1:]))\n"
+    )
+    cmd = [sys.executable, "-c", child, "files", "--json", "-w", str(ws), "--state-dir", str(base / "state")]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    finally:
+        os.chmod(ws / "memory/locked", 0o755)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [f["path"] for f in data["files"]] == ["memory/open.md"]
+    assert {s["path"]: s["reason"] for s in data["skipped"]}["memory/locked"].startswith("unreadable")
+    assert "memory/locked" in proc.stderr  # a warning, not silence
