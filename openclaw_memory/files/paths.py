@@ -57,6 +57,10 @@ def is_daily_note(rel: str) -> bool:
 
 def display_path(abs_path: str, workspace: str) -> str:
     """Workspace-relative with ``/`` inside the workspace, absolute outside it."""
+    prefix = workspace.rstrip(os.sep) + os.sep
+    if abs_path.startswith(prefix) and f"{os.sep}{os.pardir}" not in abs_path:
+        rel = abs_path[len(prefix):]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
     try:
         rel = os.path.relpath(abs_path, workspace)
     except ValueError:

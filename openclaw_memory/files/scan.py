@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from operator import attrgetter
 from dataclasses import dataclass, field
 
 from .paths import (
@@ -123,7 +124,7 @@ class _Collector:
         self._seen_dirs.add(key)
         try:
             with os.scandir(root) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=attrgetter("name"))
         except FileNotFoundError:
             return
         except OSError as exc:

@@ -1,0 +1,29 @@
+# The two README commands: `make demo` and `make test`. Everything installs from this
+# repository's own files into .venv/ (torch pinned to the CPU build by constraints.txt).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,bench]' --config-settings editable_mode=compat
+	@touch $(STAMP)
+
+demo: install
+	@bash scripts/demo.sh
+
+test: install
+	$(PY) -m pytest
+
+bench: install
+	$(PY) bench/scan.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The main job on the embedded default, over a fresh copy of the sample workspace in fixtures/.
+# The copy and the state live under build/demo/, so the repository and ~/.openclaw stay untouched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+demo=build/demo
+rm -rf "$demo"
+mkdir -p "$demo"
+cp -R fixtures/workspace "$demo/workspace"
+export OPENCLAW_WORKSPACE="$PWD/$demo/workspace"
+export OPENCLAW_STATE_DIR="$PWD/$demo/state"
+om() { echo; echo "\$ openclaw-memory $*"; .venv/bin/openclaw-memory "$@"; }
+
+om files
+om doctor || true
+om doctor --fix --yes
+om index
+om search "when are database backups taken"
+om search "喝茶"
+om read memory/projects/openclaw-memory.md --lines 6
+om prompt --date 2026-11-30
+om watchdog snapshot demo
+echo "- new fact added behind the agent's back" >> "$OPENCLAW_WORKSPACE/MEMORY.md"
+om watchdog verify || true
+echo
+echo "Demo state is in $demo/ (delete it freely)."
