@@ -1,20 +1,39 @@
 """``openclaw-memory prompt``: the memory section for an agent's startup prompt."""
 
-from __future__ import annotations
 
 import datetime as dt
 import sys
 from typing import Optional
 
-import typer
-
-from ... import api  # noqa: F401 (light: the heavy parts load lazily)
+from ... import api
 from ...errors import UsageError
-from ..context import settings_from
 from ..output import print_json, warn
 
 
-def register(app: typer.Typer) -> None:
+def run_prompt(settings, date: Optional[str], peek: bool, json_out: bool) -> int:
+    today = None
+    if date is not None:
+        try:
+            today = dt.date.fromisoformat(date)
+        except ValueError:
+            raise UsageError(f"--date must be a date like 2026-11-30, not {date!r}") from None
+    section = api.build_prompt(settings, today=today, consume=not peek)
+    for message in section.warnings:
+        warn(message)
+    for cut in section.truncated:
+        warn(f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} characters)")
+    if json_out:
+        print_json(section.to_json())
+    else:
+        sys.stdout.write(section.text)
+    return 0
+
+
+def register(app) -> None:
+    import typer
+
+    from ..context import settings_from
+
     @app.command("prompt")
     def prompt(
         ctx: typer.Context,
@@ -23,20 +42,4 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> int:
         """Build the startup memory section: MEMORY.md, today's and yesterday's notes, within the caps."""
-        settings = settings_from(ctx)
-        today = None
-        if date is not None:
-            try:
-                today = dt.date.fromisoformat(date)
-            except ValueError:
-                raise UsageError(f"--date must be a date like 2026-11-30, not {date!r}") from None
-        section = api.build_prompt(settings, today=today, consume=not peek)
-        for message in section.warnings:
-            warn(message)
-        for cut in section.truncated:
-            warn(f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} characters)")
-        if json_out:
-            print_json(section.to_json())
-        else:
-            sys.stdout.write(section.text)
-        return 0
+        return run_prompt(settings_from(ctx), date, peek, json_out)

@@ -1,18 +1,31 @@
 """``openclaw-memory read``: a paged read of one memory file (``memory_get``)."""
 
-from __future__ import annotations
 
 import sys
 from typing import Optional
 
-import typer
-
-from ... import api  # noqa: F401 (light: the heavy parts load lazily)
-from ..context import settings_from
+from ... import api
 from ..output import print_json, warn
 
 
-def register(app: typer.Typer) -> None:
+def run_read(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool) -> int:
+    result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+    for message in result.warnings:
+        warn(message)
+    if json_out:
+        print_json(result.to_json())
+    elif result.text:
+        sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    elif result.missing:
+        warn(f"{result.path} does not exist")
+    return 0
+
+
+def register(app) -> None:
+    import typer
+
+    from ..context import settings_from
+
     @app.command("read")
     def read(
         ctx: typer.Context,
@@ -23,14 +36,4 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print JSON (OpenClaw's memory_get result)."),
     ) -> int:
         """Read a window of a memory file by lines and characters."""
-        settings = settings_from(ctx)
-        result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
-        for message in result.warnings:
-            warn(message)
-        if json_out:
-            print_json(result.to_json())
-        elif result.text:
-            sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
-        elif result.missing:
-            warn(f"{result.path} does not exist")
-        return 0
+        return run_read(settings_from(ctx), path, from_line, lines, max_chars, json_out)

@@ -1,0 +1,76 @@
+"""``openclaw-memory doctor``: check the workspace's memory files; ``--fix`` repairs them."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..context import settings_from
+from ..output import print_json, warn
+
+
+def _ask(finding, description: str) -> bool:
+    """One question per repair, on stderr, default yes (as OpenClaw asks)."""
+    from typer._click import exceptions as click_exc
+
+    sys.stderr.write(f"\n{finding.severity}: {finding.id}\n{finding.message}\n")
+    try:
+        return typer.confirm(f"Repair {finding.id}: {description}?", default=True, err=True)
+    except click_exc.Abort:  # stdin closed: take it as a no
+        sys.stderr.write("\n")
+        return False
+
+
+def _block(finding) -> str:
+    fix = " (fixable with --fix)" if finding.fixable else ""
+    return f"{finding.severity}: {finding.id}{fix}\n{finding.message}\n"
+
+
+def _render(report, fix: bool) -> None:
+    out = [f"Workspace: {report.workspace}", ""]
+    if fix:
+        found = ", ".join(f"{f.id} ({f.severity})" for f in report.findings) or "nothing"
+        out += [f"Found: {found}", ""]
+        if report.repairs:
+            out.append("Repairs:")
+            out += [f"- {r.id}: {r.action} {r.status}: {r.detail}" for r in report.repairs]
+            out.append("")
+    for finding in report.remaining:
+        out.append(_block(finding))
+    blocking = [f for f in report.remaining if f.blocking]
+    if not blocking:
+        out.append("No problems remain." if fix else "No problems found.")
+    else:
+        out.append(f"{len(blocking)} problem{'s' if len(blocking) != 1 else ''} {'remain' if fix else 'found'}.")
+        if not fix and any(f.fixable for f in blocking):
+            out.append('Run "openclaw-memory doctor --fix" to repair the fixable ones.')
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("doctor")
+    def doctor(
+        ctx: typer.Context,
+        fix: bool = typer.Option(False, "--fix", "--repair", help="Repair what can be repaired (asks first on a terminal)."),
+        yes: bool = typer.Option(False, "--yes", help="Do not ask before each repair."),
+        non_interactive: bool = typer.Option(False, "--non-interactive", help="Never prompt (for scripts)."),
+        json_out: bool = typer.Option(False, "--json", help="Print the findings and repairs as JSON (never prompts)."),
+    ) -> int:
+        """Check the memory files (split or legacy root, symlinks, extra paths, prompt caps, UTF-8, watchdog); --fix repairs."""
+        from ...doctor import run_doctor
+        from ...doctor.locking import LOCK_TIMEOUT_S
+
+        settings = settings_from(ctx)
+        interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
+        report = run_doctor(
+            settings,
+            fix=fix,
+            confirm=_ask if interactive else None,
+            on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting up to {LOCK_TIMEOUT_S:g} s"),
+        )
+        if json_out:
+            print_json(report.to_json())
+        else:
+            _render(report, fix)
+        return report.exit_code
