@@ -7,7 +7,6 @@ every source add up into one de-duplicated list; scalars follow the precedence.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -53,7 +52,9 @@ class Settings:
     @property
     def data_dir(self) -> Path:
         """This project's own data for this workspace, inside the state dir."""
-        key = hashlib.sha256(str(self.workspace).encode()).hexdigest()[:12]
+        import xxhash
+
+        key = xxhash.xxh3_64_hexdigest(str(self.workspace).encode())[:12]
         slug = re.sub(r"[^A-Za-z0-9]+", "-", self.workspace.name).strip("-") or "root"
         return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug}-{key}"
 
@@ -82,14 +83,14 @@ def _expand(path: str) -> str:
 
 
 def _load_json5(path: Path) -> dict[str, Any]:
-    import json5
-
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+    import json5
+
     try:
         data = json5.loads(text)
     except ValueError as exc:
@@ -102,14 +103,14 @@ def _load_json5(path: Path) -> dict[str, Any]:
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+    import tomllib
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
