@@ -1,0 +1,52 @@
+"""What follows every finished repair: watchdog baseline, checkpoint line, journal cleared.
+
+The baseline is refreshed for exactly the paths the repair changed, so the next
+``doctor`` is clean while any other change since the snapshot still shows; the
+checkpoint line tells the next agent session what doctor did.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ..errors import MemoryToolError
+from ..settings import Settings
+from . import hooks
+from .journal import clear_journal, step
+
+CHECKPOINT_DONE = "checkpoint-written"
+
+
+def refresh_watchdog(settings: Settings, rel_paths: list[str]) -> str:
+    """Update the watchdog baseline for ``rel_paths`` when one exists; return a note for the report."""
+    from ..watch.snapshot import has_baseline, refresh_baseline
+
+    if not has_baseline(settings):
+        return ""
+    try:
+        refresh_baseline(settings, rel_paths)
+    except (MemoryToolError, OSError) as exc:
+        message = exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
+        return f"; the watchdog baseline could not be updated ({message}): `watchdog verify` will list these paths"
+    return "; watchdog baseline updated for " + ", ".join(rel_paths)
+
+
+def finalize(settings: Settings, state: dict, rel_paths: list[str], note: str) -> str:
+    """Run the after-repair steps recorded in ``state`` that have not run yet; clear the journal."""
+    from ..watch.checkpoint import append_checkpoint
+
+    data_dir = settings.data_dir
+    extra = ""
+    try:
+        if state.get("step") != CHECKPOINT_DONE:
+            hooks.reach("finalize:baseline")
+            extra = refresh_watchdog(settings, rel_paths)
+            hooks.reach("finalize:checkpoint")
+            when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+            append_checkpoint(data_dir, f"- {when} doctor --fix: {note}")
+            step(data_dir, state, CHECKPOINT_DONE)
+        hooks.reach("finalize:clear")
+        clear_journal(data_dir)
+    except OSError as exc:
+        return f"{extra}; recording the repair failed ({exc.strerror or exc}): the next `doctor --fix` finishes that"
+    return extra

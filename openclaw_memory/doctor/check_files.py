@@ -1,0 +1,144 @@
+"""Checks of what memory files hold: extra paths, UTF-8, and the startup-prompt caps."""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import stat
+
+from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from .model import CheckContext, Finding
+
+BLOCK = 1 << 20
+
+
+def _extra_finding(ctx: CheckContext, extra: str) -> Finding | None:
+    shown = ctx.rel(extra)
+
+    def unreadable(reason: str) -> Finding:
+        return Finding(
+            "extra-path-unreadable", "warning",
+            f"Extra memory path {extra} cannot be read ({reason}); the notes in it are missing from the scan.",
+            False, (shown,),
+        )
+
+    try:
+        st = os.lstat(extra)
+    except (FileNotFoundError, NotADirectoryError):
+        return Finding(
+            "extra-path-missing", "warning",
+            f"Extra memory path {extra} does not exist. Create it, or remove it from the configuration "
+            "(openclaw.json memorySearch.extraPaths, openclaw-memory.toml extra_paths, $OPENCLAW_MEMORY_EXTRA_PATHS or --extra).",
+            False, (shown,),
+        )
+    except OSError as exc:
+        return unreadable(exc.strerror or str(exc))
+    if stat.S_ISLNK(st.st_mode):
+        return Finding(
+            "extra-path-symlink", "warning",
+            f"Extra memory path {extra} is a symlink{_target(extra)}; symlinked extra paths are ignored "
+            "(a link could pull files from anywhere into memory). Give the real path instead.",
+            False, (shown,),
+        )
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            with os.scandir(extra) as it:
+                next(it, None)
+        elif stat.S_ISREG(st.st_mode):
+            fd, _ = open_regular_nofollow(extra)
+            os.close(fd)
+        else:
+            return unreadable("not a regular file or folder: FIFOs, sockets and devices are never opened")
+    except OSError as exc:
+        return unreadable(exc.strerror or str(exc))
+    return None
+
+
+def _target(path: str) -> str:
+    try:
+        return f" (pointing to {os.readlink(path)})"
+    except OSError:
+        return ""
+
+
+def check_extra_paths(ctx: CheckContext) -> list[Finding]:
+    return [f for f in (_extra_finding(ctx, extra) for extra in ctx.settings.extra_paths) if f is not None]
+
+
+def first_invalid_utf8(path: str) -> int | None:
+    """Byte offset of the first invalid UTF-8 sequence, or None; streamed, never the whole file at once."""
+    fd, _ = open_regular_nofollow(path)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    try:
+        while True:
+            block = os.read(fd, BLOCK)
+            final = not block
+            pending = len(decoder.getstate()[0])  # bytes of a split sequence carried from the last block
+            try:
+                decoder.decode(block, final)
+            except UnicodeDecodeError as exc:
+                return offset - pending + exc.start
+            if final:
+                return None
+            offset += len(block)
+    finally:
+        os.close(fd)
+
+
+def check_utf8(ctx: CheckContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for f in ctx.scan.files:
+        if f.kind != "markdown":
+            continue
+        try:
+            bad = first_invalid_utf8(f.abs_path)
+        except (FileNotFoundError, NotRegularFile):
+            continue  # vanished or replaced since the scan: not a memory file any more
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EIO):
+                raise
+            findings.append(Finding(
+                "memory-file-unreadable", "warning",
+                f"Cannot read {f.path} ({exc.strerror}); it is missing from the prompt and the index.",
+                False, (f.path,),
+            ))
+            continue
+        if bad is not None:
+            findings.append(Finding(
+                "not-utf8", "warning",
+                f"{f.path} is not valid UTF-8 (first invalid byte at offset {bad}); readers show U+FFFD in place "
+                "of the invalid bytes. Re-save it as UTF-8.",
+                False, (f.path,),
+            ))
+    return findings
+
+
+def check_prompt_caps(ctx: CheckContext) -> list[Finding]:
+    """What the startup prompt would cut today (MEMORY.md, today's and yesterday's daily notes)."""
+    from ..prompt import build_prompt_section
+
+    limits = ctx.settings.prompt
+    section = build_prompt_section(ctx.scan, file_cap=limits.file_chars, total_cap=limits.total_chars)
+    findings: list[Finding] = []
+    for cut in section.truncated:
+        if cut.reason == "file-cap":
+            findings.append(Finding(
+                "prompt-file-cap", "warning",
+                f"{cut.path} is {cut.original_chars:,} characters, over the startup cap of {limits.file_chars:,} "
+                "([prompt] file_chars): at the start of a session only its head (about 75%) and tail are loaded and "
+                "the middle is cut. Move older details into memory/ notes (they stay searchable) or raise the cap.",
+                False, (cut.path,),
+            ))
+        else:
+            findings.append(Finding(
+                "prompt-total-cap", "warning",
+                f"The startup memory reaches the total cap of {limits.total_chars:,} characters ([prompt] total_chars): "
+                f"{cut.path} is cut to {cut.kept_chars:,} of {cut.original_chars:,} characters at the start of a session.",
+                False, (cut.path,),
+            ))
+    return findings
+
+
+CHECKS = [check_extra_paths, check_utf8, check_prompt_caps]

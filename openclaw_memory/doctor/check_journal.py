@@ -1,0 +1,32 @@
+"""Check: a repair that was interrupted (or is running right now)."""
+
+from __future__ import annotations
+
+from .journal import CorruptJournal, journal_path, read_journal
+from .locking import lock_holder
+from .model import CheckContext, Finding
+from .recovery import ID, describe_journal
+
+
+def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
+    data_dir = ctx.settings.data_dir
+    try:
+        state = read_journal(data_dir)
+    except CorruptJournal as exc:
+        return [Finding(ID, "error", f"The doctor journal is damaged: {exc}. Check MEMORY.md and memory.md by hand, then move the journal away.", False, (str(journal_path(data_dir)),))]
+    if state is None:
+        return []
+    paths = tuple(p for p in (state.get("archive"), state.get("temp")) if p)
+    holder = lock_holder(data_dir)
+    if holder is not None:
+        return [Finding(ID, "warning", f"A doctor --fix (pid {holder}) is repairing this workspace right now: {describe_journal(state)}.", False, paths)]
+    message = (
+        f"An interrupted repair was found: {describe_journal(state)}.\n"
+        "Every byte is still reachable (at its original path, in the archive, merged into MEMORY.md"
+        + (f", or at {state['temp']}" if state.get("temp") else "")
+        + ').\nRun "openclaw-memory doctor --fix" to complete or roll it back.'
+    )
+    return [Finding(ID, "error", message, True, paths)]
+
+
+CHECKS = [check_interrupted_repair]

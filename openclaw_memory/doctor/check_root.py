@@ -1,0 +1,129 @@
+"""Checks of the root memory file and the ``memory/`` folder (what the scanner ignores, and why)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, MEMORY_DIR
+from ..files.root import RootEntry
+from .model import CheckContext, Finding
+
+FIX_LINE = 'Run "openclaw-memory doctor --fix" to merge the legacy file into MEMORY.md with a backup.'
+
+
+def split_root_message(canonical: RootEntry, legacy: RootEntry) -> list[str]:
+    """OpenClaw's split-root warning, line by line."""
+    return [
+        "Split root durable memory files detected:",
+        f"- canonical: {canonical.path} ({canonical.size} bytes)",
+        f"- legacy: {legacy.path} ({legacy.size} bytes)",
+        "OpenClaw uses MEMORY.md as the canonical durable memory file.",
+        "Dreaming writes durable promotions to MEMORY.md, so older facts in memory.md can be shadowed.",
+    ]
+
+
+def _regular(entry: RootEntry) -> bool:
+    return entry.exists and entry.is_file and not entry.is_symlink
+
+
+def _kind(entry: RootEntry) -> str:
+    return "a symlink" if entry.is_symlink else "not a regular file"
+
+
+def _link_target(path: str) -> str:
+    try:
+        return f" (pointing to {os.readlink(path)})"
+    except OSError:
+        return ""
+
+
+def check_root_files(ctx: CheckContext) -> list[Finding]:
+    roots = ctx.roots
+    canonical, legacy = roots.canonical, roots.legacy
+    findings: list[Finding] = []
+    if canonical.exists and canonical.is_symlink:
+        findings.append(Finding(
+            "memory-md-symlink", "warning",
+            f"{canonical.path} is a symlink{_link_target(canonical.path)}. OpenClaw and openclaw-memory ignore a "
+            "symlinked MEMORY.md: its text is never loaded at startup, indexed or searched.\n"
+            "Replace the link with a regular file holding the text.",
+            False, (CANONICAL_ROOT,),
+        ))
+    elif canonical.exists and not canonical.is_file:
+        findings.append(Finding(
+            "memory-md-not-file", "warning",
+            f"{canonical.path} is not a regular file (a folder, FIFO or device), so it is ignored. Replace it with a regular file.",
+            False, (CANONICAL_ROOT,),
+        ))
+    if roots.split:
+        lines = split_root_message(canonical, legacy)
+        fixable = _regular(canonical) and _regular(legacy)
+        if fixable:
+            lines.append(FIX_LINE)
+        else:
+            bad = canonical if not _regular(canonical) else legacy
+            lines.append(f"{bad.name} is {_kind(bad)}, so doctor --fix will not merge automatically: merge the text by hand.")
+        findings.append(Finding("split-root", "warning", "\n".join(lines), fixable, (CANONICAL_ROOT, LEGACY_ROOT)))
+    elif roots.legacy_only:
+        fixable = _regular(legacy)
+        message = (
+            f"Legacy root memory file detected: {legacy.path} ({legacy.size} bytes).\n"
+            "OpenClaw uses MEMORY.md as the canonical durable memory file; memory.md at the root is never loaded at "
+            "startup or indexed.\n"
+        )
+        message += (
+            'Run "openclaw-memory doctor --fix" to rename it to MEMORY.md.'
+            if fixable
+            else f"memory.md is {_kind(legacy)}, so doctor --fix will not rename it: replace it with a regular MEMORY.md by hand."
+        )
+        findings.append(Finding("legacy-root", "warning", message, fixable, (LEGACY_ROOT,)))
+    return findings
+
+
+def check_memory_dir(ctx: CheckContext) -> list[Finding]:
+    path = os.path.join(ctx.workspace, MEMORY_DIR)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return []
+    if stat.S_ISLNK(st.st_mode):
+        return [Finding(
+            "memory-dir-symlink", "warning",
+            f"{path} is a symlink{_link_target(path)}. OpenClaw and openclaw-memory ignore a symlinked memory/ folder: "
+            "none of the notes in it are loaded, indexed or searched.\n"
+            "Replace the link with a real folder (move the notes into the workspace), or list the target as an extra path.",
+            False, (MEMORY_DIR,),
+        )]
+    if not stat.S_ISDIR(st.st_mode):
+        return [Finding(
+            "memory-dir-not-folder", "warning",
+            f"{path} is not a folder, so there are no memory notes. Rename it and create a memory/ folder.",
+            False, (MEMORY_DIR,),
+        )]
+    return []
+
+
+def check_skipped_entries(ctx: CheckContext) -> list[Finding]:
+    """Symlinked notes and unreadable folders the scanner passed over (extra roots are checked elsewhere)."""
+    extras = {ctx.rel(p) for p in ctx.settings.extra_paths}
+    links = [s.path for s in ctx.scan.skipped if s.reason.startswith("symlink") and s.path not in extras and s.path not in (CANONICAL_ROOT, MEMORY_DIR)]
+    unreadable = [s for s in ctx.scan.skipped if s.reason.startswith("unreadable") and s.path not in extras]
+    findings: list[Finding] = []
+    if links:
+        findings.append(Finding(
+            "memory-file-symlink", "warning",
+            "These memory entries are symlinks; OpenClaw and openclaw-memory ignore them (their text is never loaded, "
+            "indexed or searched):\n" + "\n".join(f"- {p}" for p in links) + "\nReplace each link with a regular file or folder.",
+            False, tuple(links),
+        ))
+    for s in unreadable:
+        findings.append(Finding(
+            "unreadable-folder", "warning",
+            f"Cannot read {s.path} ({s.reason.split(':', 1)[-1].strip()}); the memory notes inside are missing from the scan.",
+            False, (s.path,),
+        ))
+    return findings
+
+
+CHECKS = [check_root_files, check_memory_dir, check_skipped_entries]

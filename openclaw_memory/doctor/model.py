@@ -1,0 +1,111 @@
+"""What doctor reports: findings, repairs, and the context checks share.
+
+A check is a plain function ``(CheckContext) -> list[Finding]``; a repair is a
+:class:`RepairSpec` keyed by the id of the finding it fixes. Both are listed by
+module in :mod:`.checks` and :mod:`.repairs`, so later parts add their own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ..files.root import RootMemoryFiles
+    from ..files.scan import ScanResult
+    from ..settings import Settings
+
+SEVERITIES = ("error", "warning", "info")
+REPAIR_STATUSES = ("done", "declined", "failed", "rolled-back", "completed")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem (or note) found in the workspace."""
+
+    id: str
+    severity: str  # "error" | "warning" | "info"
+    message: str
+    fixable: bool = False
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"finding {self.id}: severity must be one of {SEVERITIES}, not {self.severity!r}")
+
+    @property
+    def blocking(self) -> bool:
+        """Errors and warnings make doctor exit 1; notes never do."""
+        return self.severity in ("error", "warning")
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "message": self.message,
+            "fixable": self.fixable,
+            "paths": list(self.paths),
+        }
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What one repair did (or why it did not)."""
+
+    id: str  # the id of the finding it addresses
+    action: str
+    status: str  # see REPAIR_STATUSES
+    detail: str
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.status not in REPAIR_STATUSES:
+            raise ValueError(f"repair {self.id}: status must be one of {REPAIR_STATUSES}, not {self.status!r}")
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "action": self.action,
+            "status": self.status,
+            "detail": self.detail,
+            "paths": list(self.paths),
+        }
+
+
+class CheckContext:
+    """Settings plus the workspace views several checks need, each computed once."""
+
+    def __init__(self, settings: "Settings"):
+        self.settings = settings
+        self.workspace = str(settings.workspace)
+
+    @cached_property
+    def roots(self) -> "RootMemoryFiles":
+        from ..files.root import detect_root_memory_files
+
+        return detect_root_memory_files(self.workspace)
+
+    @cached_property
+    def scan(self) -> "ScanResult":
+        from ..api import list_memory_files
+
+        return list_memory_files(self.settings)
+
+    def rel(self, path: str) -> str:
+        from ..files.paths import display_path
+
+        return display_path(os.fspath(path), self.workspace)
+
+
+Check = Callable[[CheckContext], "list[Finding]"]
+
+
+@dataclass(frozen=True)
+class RepairSpec:
+    """How to fix one kind of finding: its action name, a one-line description for the prompt, and the fix."""
+
+    action: str
+    describe: Callable[[Finding], str]
+    apply: Callable[["Settings", Finding], Repair]

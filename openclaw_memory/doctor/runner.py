@@ -1,0 +1,91 @@
+"""Run doctor: the checks, and with ``fix`` the repairs under the workspace lock.
+
+Plain doctor only reads (no lock, no state dir, nothing written). ``fix`` takes
+the per-workspace lock (waiting up to 5 s), looks again under the lock, applies
+one repair at a time (asking first when ``confirm`` is given) and looks again
+after each, since one repair changes what the others see (a resumed merge
+removes ``memory.md``). Each finding is repaired at most once per run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import UsageError
+from ..settings import Settings
+from . import hooks
+from .checks import load_checks, run_checks
+from .locking import doctor_lock
+from .model import Finding, Repair
+from .repairs import load_repairs
+
+Confirm = Callable[[Finding, str], bool]
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    workspace: str
+    findings: tuple[Finding, ...]
+    repairs: tuple[Repair, ...]
+    remaining: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        """No error or warning is left (notes do not count)."""
+        return not any(f.blocking for f in self.remaining)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_json(self) -> dict:
+        return {
+            "workspace": self.workspace,
+            "findings": [f.to_json() for f in self.findings],
+            "repairs": [r.to_json() for r in self.repairs],
+            "remaining": [f.to_json() for f in self.remaining],
+            "ok": self.ok,
+        }
+
+
+def run_doctor(
+    settings: Settings,
+    *,
+    fix: bool = False,
+    confirm: Confirm | None = None,
+    on_lock_wait: Callable[[str], None] | None = None,
+) -> DoctorReport:
+    """Check the workspace; with ``fix``, repair what can be repaired. Raises LockTimeout (exit 2)."""
+    workspace = str(settings.workspace)
+    checks = load_checks()
+    if not fix:
+        findings = tuple(run_checks(settings, checks))
+        return DoctorReport(workspace, findings, (), findings)
+
+    specs = load_repairs()
+    lock = doctor_lock(settings.data_dir, workspace)
+    try:
+        lock.acquire(on_wait=on_lock_wait)
+    except OSError as exc:
+        raise UsageError(f"cannot take the doctor lock in {settings.data_dir}: {exc.strerror or exc} (is the state dir writable?)") from None
+    try:
+        hooks.reach("locked")
+        findings = run_checks(settings, checks)
+        current = findings
+        repairs: list[Repair] = []
+        tried: set[tuple[str, tuple[str, ...]]] = set()
+        while True:
+            todo = next((f for f in current if f.fixable and f.id in specs and (f.id, f.paths) not in tried), None)
+            if todo is None:
+                break
+            tried.add((todo.id, todo.paths))
+            spec = specs[todo.id]
+            if confirm is not None and not confirm(todo, spec.describe(todo)):
+                repairs.append(Repair(todo.id, spec.action, "declined", "declined at the prompt; nothing changed", todo.paths))
+                continue
+            repairs.append(spec.apply(settings, todo))
+            current = run_checks(settings, checks)
+        return DoctorReport(workspace, tuple(findings), tuple(repairs), tuple(current))
+    finally:
+        lock.release()

@@ -1,0 +1,744 @@
+"""doctor: every check and fix on real files, the OpenClaw messages, exit codes, JSON, prompts, the lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pty
+import re
+import select
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+from openclaw_memory.doctor.check_files import first_invalid_utf8
+from openclaw_memory.doctor.hooks import PAUSE_ENV
+from openclaw_memory.doctor.merge import HEADING, marker
+from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
+from openclaw_memory.settings import Overrides, resolve_settings
+
+CANON = "# Durable memory\n- prefers tea ☕\n"
+LEGACY = "# old notes\n- lives in Zürich\n- 喝绿茶\n"
+STAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$")
+
+
+# ---------------------------------------------------------------- helpers (also used by test_doctor_crash.py)
+
+def child_env(workspace: Path, state_dir: Path, extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env["OPENCLAW_WORKSPACE"] = str(workspace)
+    env["OPENCLAW_STATE_DIR"] = str(state_dir)
+    env.update(extra or {})
+    return env
+
+
+def spawn(workspace: Path, state_dir: Path, *args: str, env: dict | None = None, **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "openclaw_memory", *args],
+        env=child_env(workspace, state_dir, env), cwd=workspace,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw,
+    )
+
+
+def wait_for_line(stream, needle: str, timeout: float = 60) -> str:
+    """Read ``stream`` until a line contains ``needle``; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.2)
+        if ready:
+            line = stream.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return line
+    raise AssertionError(f"never saw {needle!r}; got {''.join(seen)!r}")
+
+
+def archives(workspace: Path) -> list[Path]:
+    return sorted((workspace / ".openclaw-repair" / "root-memory").glob("*/memory.md"))
+
+
+def stamp_dirs(workspace: Path) -> list[Path]:
+    root = workspace / ".openclaw-repair" / "root-memory"
+    return sorted(p for p in root.iterdir()) if root.exists() else []
+
+
+def expected_merge(canon: bytes, legacy_text: str, archive_rel: str) -> bytes:
+    head = canon if canon.endswith(b"\n") or not canon else canon + b"\n"
+    body = legacy_text if legacy_text.endswith("\n") else legacy_text + "\n"
+    return head + b"\n" + f"{HEADING}\n{marker(archive_rel)}\n\n{body}".encode()
+
+
+def tree(path: Path) -> dict:
+    """Every entry under ``path`` with type, size, mtime and content: equal trees mean nothing was written."""
+    if not path.exists():
+        return {}
+    out = {}
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            content = Path(p).read_bytes() if stat.S_ISREG(st.st_mode) else (os.readlink(p) if stat.S_ISLNK(st.st_mode) else None)
+            out[os.path.relpath(p, path)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, content)
+    return out
+
+
+def data_dir(workspace: Path, state_dir: Path) -> Path:
+    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))).data_dir
+
+
+def ids(result) -> list[str]:
+    return [f["id"] for f in result.json()["findings"]]
+
+
+def split(workspace: Path, canon: str | bytes = CANON, legacy: str | bytes = LEGACY) -> None:
+    write(workspace / "MEMORY.md", canon)
+    write(workspace / "memory.md", legacy)
+
+
+# ---------------------------------------------------------------- clean workspace, JSON shape, exit codes
+
+def test_clean_workspace_exits_0(workspace, cli):
+    write(workspace / "MEMORY.md", CANON)
+    write(workspace / "memory/2020-01-01.md", "old note\n")
+    result = cli("doctor")
+    assert result.returncode == 0, result.stderr
+    assert "No problems found." in result.stdout
+    data = cli("doctor", "--json").json()
+    assert data == {"workspace": str(workspace), "findings": [], "repairs": [], "remaining": [], "ok": True}
+
+
+def test_json_shape_of_findings_and_repairs(workspace, cli):
+    split(workspace)
+    plain = cli("doctor", "--json")
+    assert plain.returncode == 1
+    data = plain.json()
+    assert set(data) == {"workspace", "findings", "repairs", "remaining", "ok"}
+    assert data["ok"] is False and data["repairs"] == [] and data["remaining"] == data["findings"]
+    (finding,) = data["findings"]
+    assert set(finding) == {"id", "severity", "message", "fixable", "paths"}
+    assert finding["id"] == "split-root" and finding["severity"] == "warning" and finding["fixable"] is True
+    assert finding["paths"] == ["MEMORY.md", "memory.md"]
+
+    fixed = cli("doctor", "--fix", "--json")
+    assert fixed.returncode == 0, fixed.stderr
+    data = fixed.json()
+    (repair,) = data["repairs"]
+    assert set(repair) == {"id", "action", "status", "detail", "paths"}
+    assert (repair["id"], repair["action"], repair["status"]) == ("split-root", "merge", "done")
+    assert data["ok"] is True and data["remaining"] == [] and [f["id"] for f in data["findings"]] == ["split-root"]
+
+
+def test_usage_error_exits_2(cli):
+    assert cli("doctor", "--no-such-flag").returncode == 2
+
+
+# ---------------------------------------------------------------- split root
+
+def test_split_root_warning_is_openclaws_line_by_line(workspace, cli):
+    split(workspace)
+    result = cli("doctor")
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    start = lines.index("Split root durable memory files detected:")
+    assert lines[start: start + 6] == [
+        "Split root durable memory files detected:",
+        f"- canonical: {workspace / 'MEMORY.md'} ({len(CANON.encode())} bytes)",
+        f"- legacy: {workspace / 'memory.md'} ({len(LEGACY.encode())} bytes)",
+        "OpenClaw uses MEMORY.md as the canonical durable memory file.",
+        "Dreaming writes durable promotions to MEMORY.md, so older facts in memory.md can be shadowed.",
+        'Run "openclaw-memory doctor --fix" to merge the legacy file into MEMORY.md with a backup.',
+    ]
+
+
+def test_fix_merges_different_files_then_archives(workspace, state_dir, cli):
+    split(workspace)
+    result = cli("doctor", "--fix")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No problems remain." in result.stdout
+    (archive,) = archives(workspace)
+    assert STAMP_RE.match(archive.parent.name)
+    assert archive.read_text(encoding="utf-8") == LEGACY
+    rel = archive.relative_to(workspace).as_posix()
+    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(CANON.encode(), LEGACY, rel)
+    assert not (workspace / "memory.md").exists()
+    checkpoint = (data_dir(workspace, state_dir) / "checkpoint.md").read_text(encoding="utf-8")
+    assert checkpoint.startswith("# ⚠️ Workspace Changes Detected")
+    assert f"merged memory.md into MEMORY.md; archive at {rel}" in checkpoint
+    again = cli("doctor", "--json")
+    assert again.returncode == 0 and again.json()["findings"] == []
+
+
+def test_archive_stamp_is_javascript_iso_with_dashes():
+    from openclaw_memory.doctor.archive import archive_rel, archive_stamp
+
+    when = dt.datetime(2026, 11, 30, 12, 55, 1, 427_999, tzinfo=dt.timezone.utc)
+    assert archive_stamp(when) == "2026-11-30T12-55-01-427Z"
+    assert archive_rel("2026-11-30T12-55-01-427Z") == ".openclaw-repair/root-memory/2026-11-30T12-55-01-427Z/memory.md"
+
+
+def test_second_split_gets_a_new_archive_and_keeps_the_first(workspace, cli):
+    split(workspace)
+    assert cli("doctor", "--fix").returncode == 0
+    (first,) = archives(workspace)
+    write(workspace / "memory.md", "another legacy text\n")
+    assert cli("doctor", "--fix").returncode == 0
+    both = archives(workspace)
+    assert len(both) == 2 and first in both
+    assert first.read_text(encoding="utf-8") == LEGACY
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.count(HEADING) == 2 and text.count(LEGACY) == 1 and text.count("another legacy text") == 1
+
+
+def test_identical_files_archive_only(workspace, cli):
+    split(workspace, CANON, CANON)
+    before = os.stat(workspace / "MEMORY.md")
+    data = cli("doctor", "--fix", "--json").json()
+    assert [(r["action"], r["status"]) for r in data["repairs"]] == [("archive", "done")]
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == CANON
+    assert os.stat(workspace / "MEMORY.md").st_ino == before.st_ino  # not even rewritten
+    (archive,) = archives(workspace)
+    assert archive.read_text(encoding="utf-8") == CANON
+    assert not (workspace / "memory.md").exists()
+
+
+def test_empty_legacy_archive_only(workspace, cli):
+    split(workspace, CANON, "")
+    data = cli("doctor", "--fix", "--json").json()
+    assert [(r["action"], r["status"]) for r in data["repairs"]] == [("archive", "done")]
+    assert "empty" in data["repairs"][0]["detail"]
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == CANON
+    (archive,) = archives(workspace)
+    assert archive.read_bytes() == b""
+
+
+def test_merge_adds_missing_newlines(workspace, cli):
+    split(workspace, "no newline at end", "legacy without newline")
+    assert cli("doctor", "--fix").returncode == 0
+    (archive,) = archives(workspace)
+    rel = archive.relative_to(workspace).as_posix()
+    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(b"no newline at end", "legacy without newline", rel)
+    assert archive.read_bytes() == b"legacy without newline"
+
+
+def test_non_utf8_legacy_is_merged_with_fffd_and_archived_raw(workspace, cli):
+    raw = b"caf\xe9 au lait\n\xff\xfe end\n"
+    split(workspace, CANON, raw)
+    data = cli("doctor", "--fix", "--json").json()
+    (repair,) = data["repairs"]
+    assert repair["status"] == "done" and "not valid UTF-8" in repair["detail"] and "U+FFFD" in repair["detail"]
+    merged = (workspace / "MEMORY.md").read_bytes()
+    merged.decode("utf-8")  # still valid UTF-8
+    assert "caf\ufffd au lait\n\ufffd\ufffd end\n" in merged.decode("utf-8")
+    (archive,) = archives(workspace)
+    assert archive.read_bytes() == raw
+
+
+def test_non_utf8_canonical_bytes_are_kept_exactly(workspace, cli):
+    canon = b"# mine \xe9\xe9\n"
+    split(workspace, canon, LEGACY)
+    assert cli("doctor", "--fix").returncode == 1  # merged, but MEMORY.md itself is still not UTF-8
+    assert (workspace / "MEMORY.md").read_bytes().startswith(canon + b"\n" + HEADING.encode())
+
+
+def test_text_merged_earlier_is_not_merged_twice(workspace, cli):
+    split(workspace)
+    assert cli("doctor", "--fix").returncode == 0
+    merged = (workspace / "MEMORY.md").read_bytes()
+    (first,) = archives(workspace)
+    write(workspace / "memory.md", first.read_bytes())  # e.g. restored from the archive by a backup tool
+    data = cli("doctor", "--fix", "--json").json()
+    (repair,) = data["repairs"]
+    assert (repair["action"], repair["status"]) == ("archive", "done")
+    assert "earlier merge" in repair["detail"]
+    assert (workspace / "MEMORY.md").read_bytes() == merged
+    assert len(archives(workspace)) == 2
+
+
+def test_split_root_with_symlinked_canonical_is_not_merged(workspace, tmp_path, cli):
+    target = write(tmp_path / "elsewhere.md", CANON)
+    os.symlink(target, workspace / "MEMORY.md")
+    write(workspace / "memory.md", LEGACY)
+    before = tree(workspace)
+    result = cli("doctor", "--fix", "--json")
+    assert result.returncode == 1
+    found = {f["id"]: f for f in result.json()["findings"]}
+    assert found["memory-md-symlink"]["fixable"] is False
+    assert found["split-root"]["fixable"] is False and "by hand" in found["split-root"]["message"]
+    assert result.json()["repairs"] == []
+    assert tree(workspace) == before and target.read_text(encoding="utf-8") == CANON
+
+
+def test_symlinked_archive_folder_is_refused(workspace, tmp_path, cli):
+    split(workspace)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, workspace / ".openclaw-repair")
+    result = cli("doctor", "--fix", "--json")
+    assert result.returncode == 1
+    (repair,) = result.json()["repairs"]
+    assert repair["status"] == "failed" and "symlink" in repair["detail"]
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == CANON
+    assert (workspace / "memory.md").read_text(encoding="utf-8") == LEGACY
+    assert list(outside.iterdir()) == []
+
+
+def paused_then_resumed(workspace, state_dir, step: str, meanwhile) -> dict:
+    """Run doctor --fix --json, pause it at ``step``, call ``meanwhile()``, let it carry on; return its JSON."""
+    proc = spawn(workspace, state_dir, "doctor", "--fix", "--json", env={PAUSE_ENV: step})
+    try:
+        wait_for_line(proc.stderr, f"test-hook: paused at {step}")
+        meanwhile()
+        proc.send_signal(signal.SIGUSR1)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return json.loads(out)
+
+
+def test_memory_md_edited_during_the_merge_is_not_overwritten(workspace, state_dir, cli):
+    split(workspace)
+    edit = CANON + "- written by the agent just now\n"
+    data = paused_then_resumed(workspace, state_dir, "merge:write-canonical", lambda: write(workspace / "MEMORY.md", edit))
+    (repair,) = data["repairs"]
+    assert repair["status"] == "failed" and "MEMORY.md changed under the repair" in repair["detail"]
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == edit
+    assert (workspace / "memory.md").read_text(encoding="utf-8") == LEGACY
+    assert stamp_dirs(workspace) == []  # the reserved archive folder was removed
+    assert not (data_dir(workspace, state_dir) / "doctor-journal.json").exists()
+    assert cli("doctor", "--fix").returncode == 0  # the next run merges the edited file
+    assert "- written by the agent just now" in (workspace / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_memory_md_created_during_the_migration_is_never_replaced(workspace, state_dir, cli):
+    write(workspace / "memory.md", LEGACY)
+    data = paused_then_resumed(workspace, state_dir, "migrate:at-temp", lambda: write(workspace / "MEMORY.md", CANON))
+    failed, merged = data["repairs"]
+    assert (failed["id"], failed["status"]) == ("legacy-root", "failed") and "put back" in failed["detail"]
+    # the run looks again after each repair: the new split root is merged, never replaced
+    assert (merged["id"], merged["action"], merged["status"]) == ("split-root", "merge", "done")
+    (archive,) = archives(workspace)
+    assert archive.read_text(encoding="utf-8") == LEGACY
+    rel = archive.relative_to(workspace).as_posix()
+    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(CANON.encode(), LEGACY, rel)
+    assert sorted(os.listdir(workspace)) == [".openclaw-repair", "MEMORY.md"]
+    assert data["ok"] is True
+
+
+def test_os_error_mid_repair_is_rolled_back_at_once(tmp_path, state_dir, cli):
+    ws = tmp_path / "ro-ws"
+    ws.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(ws)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here to make a read-only workspace")
+    try:
+        split(ws)
+        subprocess.run(["mount", "-o", "remount,ro", str(ws)], check=True)
+        result = cli("doctor", "--fix", "--json", env={"OPENCLAW_WORKSPACE": str(ws)})
+        assert result.returncode == 1
+        (repair,) = result.json()["repairs"]
+        assert repair["status"] == "failed" and "Read-only file system" in repair["detail"]
+        assert "rolled-back" in repair["detail"]
+        assert not (data_dir(ws, state_dir) / "doctor-journal.json").exists()
+        assert (ws / "MEMORY.md").read_text(encoding="utf-8") == CANON
+        assert (ws / "memory.md").read_text(encoding="utf-8") == LEGACY
+        assert ids(cli("doctor", "--json", env={"OPENCLAW_WORKSPACE": str(ws)})) == ["split-root"]
+    finally:
+        subprocess.run(["umount", str(ws)], check=True)
+
+
+def test_state_dir_that_cannot_be_created_is_an_error_not_a_traceback(workspace, state_dir, cli):
+    split(workspace)
+    write(state_dir / "openclaw-memory", "a file where the data folder should be")
+    result = cli("doctor", "--fix")
+    assert result.returncode == 2 and "cannot take the doctor lock" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- legacy-only root
+
+def test_legacy_only_is_migrated_by_rename(workspace, state_dir, cli):
+    write(workspace / "memory.md", LEGACY)
+    inode = os.stat(workspace / "memory.md").st_ino
+    plain = cli("doctor", "--json")
+    assert plain.returncode == 1
+    (finding,) = plain.json()["findings"]
+    assert (finding["id"], finding["fixable"], finding["paths"]) == ("legacy-root", True, ["memory.md"])
+    assert "never loaded" in finding["message"]
+
+    data = cli("doctor", "--fix", "--json").json()
+    assert [(r["id"], r["action"], r["status"]) for r in data["repairs"]] == [("legacy-root", "migrate", "done")]
+    assert data["ok"] is True
+    assert sorted(os.listdir(workspace)) == ["MEMORY.md"]  # no temp name left, exact entry name
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
+    assert os.stat(workspace / "MEMORY.md").st_ino == inode  # renamed, not copied
+    assert "renamed the legacy root memory.md to MEMORY.md" in (data_dir(workspace, state_dir) / "checkpoint.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def casefold_dir(tmp_path):
+    """A case-insensitive folder: ext4 with casefold on a loop device (Linux 5.2+ built with unicode support)."""
+    image, mount_point = tmp_path / "cf.img", tmp_path / "cf"
+    mount_point.mkdir()
+    steps = [
+        ["truncate", "-s", "8M", str(image)],
+        ["mkfs.ext4", "-q", "-O", "casefold", str(image)],
+        ["mount", "-o", "loop", str(image), str(mount_point)],
+    ]
+    for cmd in steps:
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            pytest.skip(f"{cmd[0]} is not installed: no case-insensitive file system to test on")
+        if proc.returncode != 0:
+            pytest.skip(f"no case-insensitive file system here: `{' '.join(cmd[:3])}` failed "
+                        f"({proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else proc.returncode}); "
+                        "this kernel lacks ext4 casefold or loop mounts")
+    try:
+        folder = mount_point / "ws"
+        folder.mkdir()
+        subprocess.run(["chattr", "+F", str(folder)], check=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_legacy_only_migration_on_a_case_insensitive_file_system(casefold_dir, cli):
+    write(casefold_dir / "memory.md", LEGACY)
+    assert (casefold_dir / "MEMORY.md").exists()  # stat() finds it under either name: the trap
+    plain = cli("doctor", "--json", env={"OPENCLAW_WORKSPACE": str(casefold_dir)})
+    assert [f["id"] for f in plain.json()["findings"]] == ["legacy-root"]  # exact entry, not a split root
+    fixed = cli("doctor", "--fix", "--json", env={"OPENCLAW_WORKSPACE": str(casefold_dir)})
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert os.listdir(casefold_dir) == ["MEMORY.md"]  # the entry now has the canonical spelling
+    assert (casefold_dir / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
+
+
+def test_symlinked_legacy_only_is_not_migrated(workspace, tmp_path, cli):
+    os.symlink(write(tmp_path / "x.md", "x"), workspace / "memory.md")
+    result = cli("doctor", "--fix", "--json")
+    assert result.returncode == 1
+    (finding,) = result.json()["findings"]
+    assert finding["id"] == "legacy-root" and finding["fixable"] is False
+    assert os.path.islink(workspace / "memory.md") and not os.path.lexists(workspace / "MEMORY.md")
+
+
+# ---------------------------------------------------------------- symlinks, extra paths, UTF-8, prompt caps
+
+def test_symlinked_memory_md_is_reported_as_ignored(workspace, tmp_path, cli):
+    os.symlink(write(tmp_path / "real.md", CANON), workspace / "MEMORY.md")
+    result = cli("doctor", "--json")
+    assert result.returncode == 1
+    (finding,) = result.json()["findings"]
+    assert (finding["id"], finding["severity"], finding["fixable"]) == ("memory-md-symlink", "warning", False)
+    assert "ignore" in finding["message"] and "never loaded" in finding["message"]
+    assert cli("doctor", "--fix").returncode == 1  # nothing doctor can do: still 1
+
+
+def test_symlinked_memory_dir_and_files(workspace, tmp_path, cli):
+    notes = tmp_path / "notes"
+    write(notes / "a.md", "a")
+    os.symlink(notes, workspace / "memory")
+    result = cli("doctor", "--json")
+    assert result.returncode == 1
+    (finding,) = result.json()["findings"]
+    assert (finding["id"], finding["fixable"], finding["paths"]) == ("memory-dir-symlink", False, ["memory"])
+    assert "ignore" in finding["message"]
+
+    os.unlink(workspace / "memory")
+    write(workspace / "memory/real.md", "r")
+    os.symlink(notes / "a.md", workspace / "memory/linked.md")
+    (finding,) = cli("doctor", "--json").json()["findings"]
+    assert finding["id"] == "memory-file-symlink" and finding["paths"] == ["memory/linked.md"]
+
+
+def test_memory_md_that_is_a_folder(workspace, cli):
+    (workspace / "MEMORY.md").mkdir()
+    result = cli("doctor", "--json")
+    assert result.returncode == 1 and ids(result) == ["memory-md-not-file"]
+
+
+def test_memory_dir_that_is_a_file(workspace, cli):
+    write(workspace / "memory", "oops")
+    assert ids(cli("doctor", "--json")) == ["memory-dir-not-folder"]
+
+
+def test_extra_paths_missing_symlinked_unreadable(workspace, tmp_path, cli):
+    ok = write(tmp_path / "ok/n.md", "fine\n").parent
+    missing = tmp_path / "gone"
+    link = tmp_path / "link"
+    os.symlink(ok, link)
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)  # ELOOP on any path through it: unreadable even for root
+    unreadable = loop / "notes"
+    result = cli("doctor", "--json", "--extra", str(ok), "--extra", str(missing), "--extra", str(link), "--extra", str(unreadable))
+    assert result.returncode == 1
+    found = {f["id"]: f for f in result.json()["findings"]}
+    assert set(found) == {"extra-path-missing", "extra-path-symlink", "extra-path-unreadable"}
+    assert found["extra-path-missing"]["paths"] == [str(missing)]
+    assert found["extra-path-symlink"]["paths"] == [str(link)] and "ignored" in found["extra-path-symlink"]["message"]
+    assert found["extra-path-unreadable"]["paths"] == [str(unreadable)]
+    assert not any(f["fixable"] for f in found.values())
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod-000 folder anyway; the ELOOP case above covers root")
+def test_extra_folder_without_permission(tmp_path, cli):
+    folder = write(tmp_path / "private/n.md", "x").parent
+    folder.chmod(0)
+    try:
+        assert ids(cli("doctor", "--json", "--extra", str(folder))) == ["extra-path-unreadable"]
+    finally:
+        folder.chmod(0o755)
+
+
+def test_non_utf8_memory_file(workspace, cli):
+    write(workspace / "MEMORY.md", CANON)
+    write(workspace / "memory/bad.md", b"good line\nbad \xc3\x28 here\n")
+    (finding,) = cli("doctor", "--json").json()["findings"]
+    assert (finding["id"], finding["paths"], finding["fixable"]) == ("not-utf8", ["memory/bad.md"], False)
+    assert "offset 14" in finding["message"]
+
+
+def test_first_invalid_utf8_across_block_boundaries(tmp_path):
+    block = 1 << 20
+    # a valid 3-byte character split across the first block boundary, then an invalid byte later
+    data = b"a" * (block - 1) + "€".encode() + b"b" * 10 + b"\xff" + b"c"
+    path = write(tmp_path / "big.md", data)
+    assert first_invalid_utf8(str(path)) == block - 1 + 3 + 10
+    write(path, b"a" * (block - 2) + "€".encode())
+    assert first_invalid_utf8(str(path)) is None
+    write(path, b"a" * (block - 1) + b"\xe2\x82")  # truncated at end of file
+    assert first_invalid_utf8(str(path)) == block - 1
+
+
+def test_prompt_caps(workspace, state_dir, cli):
+    (state_dir / "openclaw-memory.toml").write_text("[prompt]\nfile_chars = 200\ntotal_chars = 400\n", encoding="utf-8")
+    write(workspace / "MEMORY.md", "m" * 250 + "\n")
+    today = dt.date.today().isoformat()
+    write(workspace / f"memory/{today}.md", "d" * 150 + "\n")
+    write(workspace / "memory/2001-01-01.md", "x" * 5000)  # not loaded at startup: never cut
+    found = cli("doctor", "--json").json()["findings"]
+    by_id = {}
+    for f in found:
+        by_id.setdefault(f["id"], []).append(f)
+    assert by_id["prompt-file-cap"][0]["paths"] == ["MEMORY.md"]
+    assert "251 characters" in by_id["prompt-file-cap"][0]["message"] and "200" in by_id["prompt-file-cap"][0]["message"]
+    assert by_id["prompt-total-cap"][0]["paths"] == [f"memory/{today}.md"]
+    assert all("2001-01-01" not in p for f in found for p in f["paths"])
+
+
+# ---------------------------------------------------------------- plain doctor writes nothing
+
+def test_plain_doctor_writes_nothing(workspace, tmp_path, cli):
+    split(workspace)
+    write(workspace / "memory/bad.md", b"\xff")
+    state = tmp_path / "absent-state"
+    env = {"OPENCLAW_STATE_DIR": str(state)}
+    before = tree(workspace)
+    for args in (("doctor",), ("doctor", "--json"), ("doctor", "--yes"), ("doctor", "--non-interactive")):
+        result = cli(*args, env=env)
+        assert result.returncode == 1, (args, result.stderr)
+    assert not state.exists()
+    assert tree(workspace) == before
+
+
+def test_plain_doctor_reports_an_interrupted_repair_without_touching_it(workspace, state_dir, cli):
+    split(workspace)
+    killed = cli("doctor", "--fix", env={"OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT": "merge:canonical-written"})
+    assert killed.returncode == -signal.SIGKILL
+    before_ws, before_state = tree(workspace), tree(state_dir)
+    result = cli("doctor", "--json")
+    assert result.returncode == 1
+    finding = next(f for f in result.json()["findings"] if f["id"] == "interrupted-repair")
+    assert finding["severity"] == "error" and finding["fixable"] is True
+    assert "merge:canonical-written" not in finding["message"] and "interrupted at step 'write-canonical'" in finding["message"]
+    assert tree(workspace) == before_ws and tree(state_dir) == before_state
+
+
+def test_damaged_journal_is_reported_not_fixed(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", CANON)
+    journal = data_dir(workspace, state_dir) / "doctor-journal.json"
+    write(journal, "{not json")
+    result = cli("doctor", "--fix", "--json")
+    assert result.returncode == 1
+    (finding,) = result.json()["findings"]
+    assert (finding["id"], finding["severity"], finding["fixable"]) == ("interrupted-repair", "error", False)
+    assert journal.read_text() == "{not json"
+
+
+# ---------------------------------------------------------------- moves across file systems
+
+def test_injected_exdev_copies_verifies_then_unlinks(workspace, cli):
+    split(workspace)
+    result = cli("doctor", "--fix", "--json", env={INJECT_EXDEV_ENV: "1"})
+    assert result.returncode == 0, result.stderr
+    (repair,) = result.json()["repairs"]
+    assert "another file system" in repair["detail"] and "hash-verified" in repair["detail"]
+    (archive,) = archives(workspace)
+    assert archive.read_text(encoding="utf-8") == LEGACY
+    assert os.listdir(archive.parent) == ["memory.md"]  # no temp copy left
+    assert not (workspace / "memory.md").exists()
+
+
+@pytest.fixture
+def tmpfs_archive(workspace):
+    """Mount a tmpfs as the archive location: a real cross-device move."""
+    mount_point = workspace / ".openclaw-repair"
+    mount_point.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        mount_point.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or 'mount failed'}); "
+                    "the injected-EXDEV test covers the copy path")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_real_cross_device_move_to_tmpfs(workspace, tmpfs_archive, cli):
+    assert os.stat(tmpfs_archive).st_dev != os.stat(workspace).st_dev
+    split(workspace)
+    result = cli("doctor", "--fix", "--json")
+    assert result.returncode == 0, result.stderr
+    (repair,) = result.json()["repairs"]
+    assert repair["status"] == "done" and "another file system" in repair["detail"]
+    (archive,) = archives(workspace)
+    assert os.stat(archive).st_dev == os.stat(tmpfs_archive).st_dev
+    assert archive.read_text(encoding="utf-8") == LEGACY
+    assert not (workspace / "memory.md").exists()
+
+
+# ---------------------------------------------------------------- prompts
+
+def run_on_tty(workspace, state_dir, *args, answer: str = "") -> tuple[int, str, str]:
+    """Run doctor with a pseudo-terminal as stdin, typing ``answer``."""
+    master, slave = pty.openpty()
+    try:
+        proc = spawn(workspace, state_dir, *args, stdin=slave)
+        os.write(master, answer.encode())
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(slave)
+        os.close(master)
+    return proc.returncode, out, err
+
+
+def test_tty_prompt_declined_changes_nothing(workspace, state_dir):
+    split(workspace)
+    before = tree(workspace)
+    code, out, err = run_on_tty(workspace, state_dir, "doctor", "--fix", answer="n\n")
+    assert code == 1
+    assert "Repair split-root" in err and "[Y/n]" in err
+    assert "split-root: merge declined" in out
+    assert tree(workspace) == before
+
+
+def test_tty_prompt_defaults_to_yes(workspace, state_dir):
+    split(workspace)
+    code, out, err = run_on_tty(workspace, state_dir, "doctor", "--repair", answer="\n")
+    assert code == 0, out + err
+    assert "Repair split-root" in err
+    assert len(archives(workspace)) == 1
+
+
+@pytest.mark.parametrize("flag", ["--yes", "--non-interactive", "--json"])
+def test_tty_flags_suppress_the_prompt(workspace, state_dir, flag):
+    split(workspace)
+    code, out, err = run_on_tty(workspace, state_dir, "doctor", "--fix", flag)
+    assert code == 0, out + err
+    assert "Repair split-root" not in err
+    assert len(archives(workspace)) == 1
+
+
+def test_without_tty_fix_alone_applies(workspace, cli):
+    split(workspace)
+    result = cli("doctor", "--fix")
+    assert result.returncode == 0 and "Repair split-root" not in result.stderr
+    assert "split-root: merge done" in result.stdout
+
+
+# ---------------------------------------------------------------- the lock
+
+def test_second_fix_waits_then_exits_2_naming_the_holder(workspace, state_dir, cli):
+    split(workspace)
+    first = spawn(workspace, state_dir, "doctor", "--fix", env={PAUSE_ENV: "locked"})
+    try:
+        wait_for_line(first.stderr, "test-hook: paused at locked")
+        started = time.monotonic()
+        second = cli("doctor", "--fix")
+        waited = time.monotonic() - started
+        assert second.returncode == 2
+        assert f"pid {first.pid}" in second.stderr and "waited 5 s" in second.stderr
+        assert waited >= 5
+        as_json = cli("doctor", "--fix", "--json")
+        assert as_json.returncode == 2 and f"pid {first.pid}" in as_json.json()["error"]
+        plain = cli("doctor")  # takes no lock: answers at once
+        assert plain.returncode == 1 and "Split root durable memory files detected:" in plain.stdout
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert (workspace / "memory.md").read_text(encoding="utf-8") == LEGACY  # the paused run changed nothing
+    assert cli("doctor", "--fix").returncode == 0  # the kernel dropped the dead holder's lock
+
+
+# ---------------------------------------------------------------- the watchdog
+
+def test_watchdog_changes_are_reported_and_repairs_refresh_the_baseline(workspace, state_dir, cli):
+    from openclaw_memory.watch.snapshot import take_snapshot
+    from openclaw_memory.watch.verify import verify_workspace
+
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)))
+    write(workspace / "MEMORY.md", CANON)
+    write(workspace / "memory/a.md", "a\n")
+    write(workspace / "notes.txt", "n\n")
+    assert cli("doctor", "--json").json()["findings"] == []  # no baseline: no watchdog finding
+    take_snapshot(settings, "base")
+    before = tree(state_dir)
+    assert cli("doctor").returncode == 0
+    assert tree(state_dir) == before  # verify inside plain doctor writes nothing either
+
+    write(workspace / "new.txt", "new\n")
+    result = cli("doctor", "--json")
+    (finding,) = result.json()["findings"]
+    assert (finding["id"], finding["severity"], finding["paths"]) == ("watchdog-changes", "info", ["new.txt"])
+    assert result.returncode == 0  # new files alone are low risk: info does not fail
+
+    write(workspace / "notes.txt", "edited\n")
+    result = cli("doctor", "--json")
+    (finding,) = result.json()["findings"]
+    assert finding["severity"] == "warning" and finding["paths"] == ["notes.txt", "new.txt"]
+    assert "'base'" in finding["message"] and "- changed: notes.txt" in finding["message"]
+    assert result.returncode == 1
+
+    write(workspace / "memory.md", LEGACY)
+    take_snapshot(settings, "base2")
+    write(workspace / "notes.txt", "edited again\n")  # an unrelated change doctor must not hide
+    data = cli("doctor", "--fix", "--json").json()
+    assert [r["status"] for r in data["repairs"]] == ["done"]
+    assert "watchdog baseline updated" in data["repairs"][0]["detail"]
+    (left,) = data["remaining"]
+    assert left["id"] == "watchdog-changes" and left["paths"] == ["notes.txt"]
+    after = verify_workspace(settings)
+    assert [c.path for c in after.changed] == ["notes.txt"] and after.deleted == () and after.new == ()
+
+
+def test_damaged_watchdog_baseline_is_a_finding_not_a_crash(workspace, state_dir, cli):
+    from openclaw_memory.watch.snapshot import take_snapshot
+
+    write(workspace / "MEMORY.md", CANON)
+    info = take_snapshot(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))), "base")
+    Path(info.path).write_bytes(b"garbage")
+    result = cli("doctor", "--json")
+    assert result.returncode == 1
+    assert ids(result) == ["watchdog-unavailable"]

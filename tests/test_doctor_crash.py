@@ -1,0 +1,162 @@
+"""Crash safety of doctor --fix: SIGKILL at every named step, then check no byte is lost and nothing is merged twice.
+
+Each case runs the real CLI in a subprocess that is killed at one step (by the
+test-only hook killing itself, or paused there and killed by the test), checks
+that every byte of both root files is reachable, then reruns ``doctor --fix``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from conftest import write
+from openclaw_memory.doctor.hooks import KILL_ENV, PAUSE_ENV
+from openclaw_memory.doctor.merge import HEADING, MARKER_PREFIX
+from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
+from test_doctor import archives, data_dir, expected_merge, spawn, stamp_dirs, wait_for_line
+
+CANON = "# Durable memory\n- canonical fact ✓\n"
+LEGACY = "# legacy notes\n- legacy fact: 喝绿茶 in Zürich\n- second line\n"
+
+MERGE_STEPS = [
+    "merge:begin", "merge:archive-dir", "merge:write-canonical", "merge:canonical-written",
+    "merge:archive", "move:rename", "merge:archived",
+    "finalize:baseline", "finalize:checkpoint", "finalize:clear",
+]
+EXDEV_STEPS = ["move:rename", "move:copy-written", "move:unlink-source", "merge:archived"]
+IDENTICAL_STEPS = ["merge:begin", "merge:archive-dir", "merge:archive", "move:rename", "finalize:checkpoint", "finalize:clear"]
+MIGRATE_STEPS = ["migrate:begin", "migrate:at-temp", "migrate:linked", "migrate:renamed", "finalize:baseline", "finalize:checkpoint", "finalize:clear"]
+
+
+def workspace_files(workspace) -> dict[str, bytes]:
+    """Every regular file under the workspace, by relative path."""
+    out = {}
+    for root, _dirs, files in os.walk(workspace):
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                out[os.path.relpath(path, workspace)] = open(path, "rb").read()
+    return out
+
+
+def assert_all_bytes_reachable(workspace, canon: bytes, legacy: bytes) -> None:
+    files = workspace_files(workspace)
+    memory = files.get("MEMORY.md", b"")
+    # canonical bytes: MEMORY.md is only ever appended to, atomically
+    assert memory.startswith(canon), f"MEMORY.md lost its own bytes: {memory!r}"
+    # legacy bytes: at memory.md, in an archive (or a journaled temp name), or merged into MEMORY.md
+    holders = [name for name, data in files.items() if data == legacy and name != "MEMORY.md"]
+    merged = legacy in memory[len(canon):] if canon != legacy else False
+    assert holders or merged, f"legacy bytes lost; files now: {sorted(files)}"
+
+
+def kill_at(workspace, state_dir, step: str, env: dict, how: str) -> None:
+    """Run doctor --fix and SIGKILL it at ``step``."""
+    if how == "self":
+        proc = spawn(workspace, state_dir, "doctor", "--fix", env={**env, KILL_ENV: step})
+        out, err = proc.communicate(timeout=120)
+    else:
+        proc = spawn(workspace, state_dir, "doctor", "--fix", env={**env, PAUSE_ENV: step})
+        wait_for_line(proc.stderr, f"test-hook: paused at {step}")
+        proc.send_signal(signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, f"not killed at {step}: rc={proc.returncode}\n{out}\n{err}"
+
+
+def rerun(cli, env: dict) -> dict:
+    plain = cli("doctor", "--json")
+    assert plain.returncode == 1  # something is still to do (an interrupted repair or the split itself)
+    result = cli("doctor", "--fix", "--json", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = result.json()
+    assert data["ok"] is True and data["remaining"] == []
+    return data
+
+
+def assert_no_leftovers(workspace, state_dir) -> None:
+    assert not (data_dir(workspace, state_dir) / "doctor-journal.json").exists()
+    stray = [n for n in workspace_files(workspace) if n.endswith(".tmp")]
+    assert stray == [], stray
+    assert [d for d in stamp_dirs(workspace) if not any(d.iterdir())] == []  # no empty archive folders
+
+
+def checkpoint_text(workspace, state_dir) -> str:
+    return (data_dir(workspace, state_dir) / "checkpoint.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "step,exdev",
+    [(s, False) for s in MERGE_STEPS] + [(s, True) for s in EXDEV_STEPS],
+    ids=[f"{s}-rename" for s in MERGE_STEPS] + [f"{s}-exdev" for s in EXDEV_STEPS],
+)
+def test_merge_killed_at_each_step(workspace, state_dir, cli, step, exdev):
+    env = {INJECT_EXDEV_ENV: "1"} if exdev else {}
+    write(workspace / "MEMORY.md", CANON)
+    write(workspace / "memory.md", LEGACY)
+    kill_at(workspace, state_dir, step, env, "self")
+    assert_all_bytes_reachable(workspace, CANON.encode(), LEGACY.encode())
+
+    data = rerun(cli, env)
+    first = data["repairs"][0]
+    assert first["id"] == "interrupted-repair" and first["status"] in ("completed", "rolled-back")
+    if first["status"] == "rolled-back":  # nothing was merged yet: the rerun merges afresh
+        assert [(r["id"], r["status"]) for r in data["repairs"][1:]] == [("split-root", "done")]
+    else:
+        assert len(data["repairs"]) == 1
+
+    (archive,) = archives(workspace)
+    assert archive.read_text(encoding="utf-8") == LEGACY
+    rel = archive.relative_to(workspace).as_posix()
+    merged = (workspace / "MEMORY.md").read_bytes()
+    assert merged == expected_merge(CANON.encode(), LEGACY, rel)
+    text = merged.decode("utf-8")
+    assert text.count(HEADING) == 1 and text.count(MARKER_PREFIX) == 1 and text.count(LEGACY) == 1
+    assert not (workspace / "memory.md").exists()
+    assert_no_leftovers(workspace, state_dir)
+    assert checkpoint_text(workspace, state_dir).count("merged memory.md into MEMORY.md") == 1
+    assert cli("doctor").returncode == 0
+
+
+@pytest.mark.parametrize("step", ["merge:canonical-written", "move:rename"])
+def test_merge_paused_then_killed_from_outside(workspace, state_dir, cli, step):
+    write(workspace / "MEMORY.md", CANON)
+    write(workspace / "memory.md", LEGACY)
+    kill_at(workspace, state_dir, step, {}, "external")
+    assert_all_bytes_reachable(workspace, CANON.encode(), LEGACY.encode())
+    rerun(cli, {})
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.count(LEGACY) == 1 and len(archives(workspace)) == 1
+    assert_no_leftovers(workspace, state_dir)
+
+
+@pytest.mark.parametrize("step", IDENTICAL_STEPS)
+def test_identical_archive_killed_at_each_step(workspace, state_dir, cli, step):
+    write(workspace / "MEMORY.md", CANON)
+    write(workspace / "memory.md", CANON)
+    kill_at(workspace, state_dir, step, {}, "self")
+    assert_all_bytes_reachable(workspace, CANON.encode(), CANON.encode())
+    rerun(cli, {})
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == CANON  # never merged
+    (archive,) = archives(workspace)
+    assert archive.read_text(encoding="utf-8") == CANON
+    assert not (workspace / "memory.md").exists()
+    assert_no_leftovers(workspace, state_dir)
+
+
+@pytest.mark.parametrize("step", MIGRATE_STEPS)
+def test_migration_killed_at_each_step(workspace, state_dir, cli, step):
+    write(workspace / "memory.md", LEGACY)
+    kill_at(workspace, state_dir, step, {}, "self")
+    files = workspace_files(workspace)
+    assert LEGACY.encode() in files.values(), f"legacy bytes lost; files now: {sorted(files)}"
+
+    data = rerun(cli, {})
+    assert data["repairs"][0]["id"] == "interrupted-repair"
+    assert data["repairs"][0]["status"] in ("completed", "rolled-back")
+    assert sorted(os.listdir(workspace)) == ["MEMORY.md"]
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
+    assert_no_leftovers(workspace, state_dir)
+    assert checkpoint_text(workspace, state_dir).count("renamed the legacy root memory.md") == 1
