@@ -35,6 +35,10 @@ class PathRefused(UsageError):
     """A path is not a memory path, not Markdown, a symlink, or escapes the workspace."""
 
 
+class StateDirError(UsageError):
+    """The state dir (or something this project keeps in it) cannot be created or written."""
+
+
 class LockTimeout(MemoryToolError):
     """Another process holds the lock this command needs."""
 

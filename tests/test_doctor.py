@@ -361,7 +361,7 @@ def test_state_dir_that_cannot_be_created_is_an_error_not_a_traceback(workspace,
     split(workspace)
     write(state_dir / "openclaw-memory", "a file where the data folder should be")
     result = cli("doctor", "--fix")
-    assert result.returncode == 2 and "cannot take the doctor lock" in result.stderr
+    assert result.returncode == 2 and "cannot take the lock" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -65,10 +65,7 @@ def run_doctor(
 
     specs = load_repairs()
     lock = doctor_lock(settings.data_dir, workspace)
-    try:
-        lock.acquire(on_wait=on_lock_wait)
-    except OSError as exc:
-        raise UsageError(f"cannot take the doctor lock in {settings.data_dir}: {exc.strerror or exc} (is the state dir writable?)") from None
+    lock.acquire(on_wait=on_lock_wait)
     try:
         hooks.reach("locked")
         findings = run_checks(settings, checks)

@@ -6,7 +6,7 @@ import fcntl
 import os
 import time
 
-from ..errors import LockTimeout
+from ..errors import LockTimeout, StateDirError
 
 
 class FileLock:
@@ -30,8 +30,14 @@ class FileLock:
             return "unknown"
 
     def acquire(self, on_wait=None) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise StateDirError(
+                f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} "
+                "(is the state dir writable?)"
+            ) from None
         deadline = time.monotonic() + self.timeout
         told = False
         while True:

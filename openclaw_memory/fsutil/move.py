@@ -23,10 +23,39 @@ class CopyMismatch(OSError):
     """The copy at the destination does not hash like the source; the source was kept."""
 
 
-def _rename(src: str, dst: str) -> None:
+def _rename_noreplace(src: str, dst: str) -> None:
+    """Rename that never replaces a ``dst`` created meanwhile.
+
+    A hard link fails with EEXIST when ``dst`` exists, where ``os.rename`` would
+    silently replace it; between the link and the unlink both names hold the same
+    inode, so a crash there loses nothing. File systems without hard links fall
+    back to a plain rename after the existence check.
+    """
     if os.environ.get(INJECT_EXDEV_ENV) == "1":
         raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
-    os.rename(src, dst)
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if os.path.lexists(dst):
+            raise FileExistsError(errno.EEXIST, "destination exists", dst) from None
+        os.rename(src, dst)
+        return
+    os.unlink(src)
+
+
+def _link_into_place(tmp: str, dst: str) -> None:
+    try:
+        os.link(tmp, dst, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if os.path.lexists(dst):
+            raise FileExistsError(errno.EEXIST, "destination exists", dst) from None
+        os.rename(tmp, dst)
+        return
+    os.unlink(tmp)
 
 
 def safe_move(src: str, dst: str, *, on_step=None) -> str:
@@ -40,7 +69,7 @@ def safe_move(src: str, dst: str, *, on_step=None) -> str:
         raise FileExistsError(errno.EEXIST, "destination exists", dst)
     try:
         step("rename")
-        _rename(src, dst)
+        _rename_noreplace(src, dst)
         fsync_dir(os.path.dirname(dst))
         fsync_dir(os.path.dirname(src))
         return "rename"
@@ -67,7 +96,11 @@ def safe_move(src: str, dst: str, *, on_step=None) -> str:
     finally:
         os.close(fd)
     step("copy-written")
-    os.rename(tmp, dst)
+    try:
+        _link_into_place(tmp, dst)
+    except FileExistsError:
+        os.unlink(tmp)
+        raise
     fsync_dir(os.path.dirname(dst))
     fd, _ = open_regular_nofollow(dst)
     try:
