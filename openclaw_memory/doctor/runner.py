@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import UsageError
 from ..settings import Settings
 from . import hooks
 from .checks import load_checks, run_checks
