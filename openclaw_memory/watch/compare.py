@@ -1,0 +1,224 @@
+"""One pass over the workspace against a baseline: the delta, and optionally a new snapshot.
+
+The same pass serves ``verify`` (delta only, nothing hashed but suspects, nothing
+written), ``snapshot`` (a new table reusing the baseline's hashes where the stat
+still matches) and ``heartbeat`` (both at once, so no change can slip between the
+verify and the snapshot that replaces the baseline).
+
+An entry is trusted without reading it only when its stat tuple (mode, size,
+mtime_ns, ctime_ns, inode) equals the baseline's and it was not racy when
+recorded. Otherwise it is rehashed and compared by type and content hash, so a
+chmod alone or a rewrite with the same bytes is not a change.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import WorkspaceError
+from .ignore import IgnoreRules, compile_rules, excluded_state_dirs
+from .observe import KIND_DIR, Observation, observe
+from .store import HASHED, RACY, Table
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A baseline entry whose content or type differs now (hashes in hex; None: none could be taken)."""
+
+    path: str
+    old_hash: str | None
+    new_hash: str | None
+
+
+@dataclass
+class Delta:
+    changed: list[Changed] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    rehashed: int = 0
+    entries: int = 0
+
+
+def _hex(digest: bytes | None) -> str | None:
+    return digest.hex() if digest is not None else None
+
+
+def rules_for(workspace: Path, state_dir: Path, patterns: list[str]) -> IgnoreRules:
+    return compile_rules(patterns, excluded_state_dirs(workspace, state_dir))
+
+
+def record_observation(table: Table, rel: str, obs: Observation, guard_ns: int, delta: Delta) -> None:
+    st = obs.st
+    racy = max(st.st_mtime_ns, st.st_ctime_ns) >= obs.observed_ns - guard_ns
+    table.append(rel, obs.kind, st, obs.digest, racy)
+    if obs.problem:
+        delta.warnings.append(f"{rel}: {obs.problem}; recorded without a hash and rechecked every time")
+
+
+def scan_workspace(
+    workspace: Path,
+    rules: IgnoreRules,
+    base: Table | None,
+    record: Table | None,
+    guard_ns: int,
+) -> Delta:
+    """Walk ``workspace`` once, comparing with ``base`` and filling ``record`` when given.
+
+    Without ``base`` every entry is new. Without ``record`` nothing is hashed
+    except entries whose stat no longer vouches for them. Symlinks are entries,
+    never followed; folders are walked (unless ignored) but are not entries.
+    """
+    delta = Delta()
+    if base is None:
+        base = Table.empty("", "", "", 0, 0, [])
+        report_new = False
+    else:
+        report_new = True
+    # Lists hand back stored int objects; array indexing would allocate one per lookup.
+    b_paths, b_flags = base.paths, base.flags
+    b_mtime, b_ctime, b_size, b_ino, b_mode = (
+        base.mtime.tolist(), base.ctime.tolist(), base.size.tolist(), base.ino.tolist(), base.mode.tolist()
+    )
+    count = len(b_paths)
+    seen = bytearray(count)
+    index: dict[str, int] | None = None
+    # An unchanged tree lists in the order it was recorded: follow the baseline row by
+    # row and build the path index only when the order breaks.
+    cursor = 0
+    changed, new, warnings = delta.changed, delta.new, delta.warnings
+    ignores_file, ignores_dir = rules.ignores_file, rules.ignores_dir
+    suffixes = rules.file_suffixes_only
+    entries = 0
+    dirs: set[str] = set()
+    unreadable: list[tuple[str, str]] = []
+    stack: list[tuple[str, str]] = [("", os.fspath(workspace))]
+    while stack:
+        rel, folder = stack.pop()
+        try:
+            listing = os.scandir(folder)
+        except OSError as exc:
+            if not rel:
+                raise WorkspaceError(f"cannot list the workspace {folder}: {exc.strerror}") from None
+            unreadable.append((rel, exc.strerror or str(exc)))
+            continue
+        with listing:
+            try:
+                for entry in listing:
+                    name = entry.name
+                    path = rel + name
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        dirs.add(path)
+                        if not ignores_dir(path + "/"):
+                            stack.append((path + "/", entry.path))
+                        continue
+                    if suffixes is not None:
+                        if name.endswith(suffixes):
+                            continue
+                    elif ignores_file(path, name):
+                        continue
+                    entries += 1
+                    if cursor < count and b_paths[cursor] == path:
+                        i = cursor
+                        cursor += 1
+                    else:
+                        if index is None:
+                            index = base.index
+                        i = index.get(path)
+                        if i is not None:
+                            cursor = i + 1
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue  # gone since the listing: deleted if the baseline had it
+                    except OSError as exc:
+                        if i is not None:
+                            seen[i] = 1
+                            changed.append(Changed(path, _hex(base.digest(i)), None))
+                        warnings.append(f"{path}: cannot stat: {exc.strerror}")
+                        continue
+                    if i is None:
+                        if report_new:
+                            new.append(path)
+                        if record is not None:
+                            _record_new(record, path, entry.path, st, guard_ns, delta)
+                        continue
+                    seen[i] = 1
+                    flags = b_flags[i]
+                    if (
+                        b_mtime[i] == st.st_mtime_ns
+                        and b_ctime[i] == st.st_ctime_ns
+                        and b_size[i] == st.st_size
+                        and b_ino[i] == st.st_ino
+                        and b_mode[i] == st.st_mode
+                        and not flags & RACY
+                    ):
+                        if flags & HASHED:
+                            if record is not None:
+                                record.copy_row(base, i)
+                        elif record is None:
+                            warnings.append(
+                                f"{path}: could not be hashed at the snapshot; its stat is unchanged "
+                                "but its content is not verified"
+                            )
+                        else:
+                            # Unchanged stat says "not modified since", but nothing vouches for
+                            # the content: a new snapshot tries to hash it again.
+                            if not _record_new(record, path, entry.path, st, guard_ns, delta):
+                                seen[i] = 0
+                        continue
+                    _compare(base, i, path, entry.path, st, record, guard_ns, delta, seen)
+            except OSError as exc:  # the folder vanished or failed while being listed
+                unreadable.append((rel, exc.strerror or str(exc)))
+    delta.entries = entries
+    for rel, reason in unreadable:
+        warnings.append(f"{rel or '.'}: cannot list this folder ({reason}); its files were not checked")
+    i = seen.find(0)
+    while i != -1:
+        path = b_paths[i]
+        reason = next((why for folder, why in unreadable if path.startswith(folder)), None)
+        if path in dirs:  # a file (or link) of the baseline is a folder now
+            changed.append(Changed(path, _hex(base.digest(i)), None))
+        elif reason is None:
+            delta.deleted.append(path)
+        else:
+            changed.append(Changed(path, _hex(base.digest(i)), None))
+            if record is not None and b_flags[i] & HASHED:
+                record.copy_row(base, i)  # not seen, not known to be gone: keep what we knew
+        i = seen.find(0, i + 1)
+    changed.sort(key=lambda c: c.path)
+    delta.deleted.sort()
+    new.sort()
+    return delta
+
+
+def _record_new(record: Table, rel: str, path: str, st, guard_ns: int, delta: Delta) -> bool:
+    """Hash and record an entry; False when it vanished meanwhile."""
+    obs = observe(path, st)
+    delta.rehashed += 1
+    if obs.gone or obs.kind == KIND_DIR:
+        return not obs.gone
+    record_observation(record, rel, obs, guard_ns, delta)
+    return True
+
+
+def _compare(base: Table, i: int, rel: str, path: str, st, record: Table | None, guard_ns: int, delta: Delta, seen: bytearray) -> None:
+    """Rehash a baseline entry whose stat no longer vouches for it and report a real change."""
+    obs = observe(path, st)
+    delta.rehashed += 1
+    if obs.gone:
+        seen[i] = 0
+        return
+    old = base.digest(i)
+    if obs.kind != chr(base.kinds[i]) or obs.digest is None or old is None or obs.digest != old:
+        delta.changed.append(Changed(rel, _hex(old), _hex(obs.digest)))
+        if obs.problem:
+            delta.warnings.append(f"{rel}: {obs.problem}")
+    if record is not None and obs.kind != KIND_DIR:
+        record_observation(record, rel, obs, guard_ns, delta)

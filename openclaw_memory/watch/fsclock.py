@@ -1,0 +1,72 @@
+"""How close to a snapshot a file's timestamps must be for its stat to be untrustworthy.
+
+File systems stamp times from a coarse clock: two writes within one tick can
+leave identical stat data. An entry whose mtime or ctime lies within the guard of
+the moment it was observed is "racy" and is rehashed at every verify. The guard
+is 10 ms on local file systems and 2 s on network, FUSE or unknown ones (their
+timestamps come from another machine's clock or have coarse granularity).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LOCAL_GUARD_NS = 10_000_000
+REMOTE_GUARD_NS = 2_000_000_000
+LOCAL_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs"})
+MOUNTS = "/proc/self/mounts"
+
+
+def _unescape(field: str) -> str:
+    # /proc/self/mounts writes space, tab, newline and backslash as \ooo octal escapes.
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def read_mounts(path: str = MOUNTS) -> list[tuple[str, str]]:
+    """``(mount point, file system type)`` pairs; empty when the table cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    mounts = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 3:
+            mounts.append((_unescape(fields[1]), fields[2]))
+    return mounts
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
+
+
+def guard_ns(workspace: Path, mounts: list[tuple[str, str]] | None = None) -> int:
+    """The racy guard for a tree: the widest of the file systems it spans.
+
+    That is the file system holding the workspace plus any mounted inside it; a
+    missing mount table counts as unknown (2 s), the safe side.
+    """
+    table = read_mounts() if mounts is None else mounts
+    ws = os.fspath(workspace)
+    holder: tuple[str, str] | None = None
+    inside: list[str] = []
+    for point, fstype in table:
+        if _is_under(ws, point):
+            if holder is None or len(point) >= len(holder[0]):
+                holder = (point, fstype)
+        elif _is_under(point, ws):
+            inside.append(fstype)
+    if holder is None:
+        return REMOTE_GUARD_NS
+    types = [holder[1], *inside]
+    return LOCAL_GUARD_NS if all(t in LOCAL_TYPES for t in types) else REMOTE_GUARD_NS

@@ -1,0 +1,117 @@
+"""``watchdog heartbeat``: verify, then snapshot; on a break, leave a checkpoint.
+
+Verify and snapshot come from one pass over the tree (under the snapshot lock),
+so nothing that changes between them can be absorbed into the new baseline
+unreported. A break appends a section to the pending checkpoint (see
+:mod:`openclaw_memory.watch.checkpoint`), which the next ``prompt`` shows once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..settings import Settings
+from .checkpoint import append_checkpoint
+from .compare import rules_for, scan_workspace
+from .ignore import IgnoreRules, workspace_patterns
+from .snapshot import SnapshotInfo, load_baseline, new_table, save_table, timestamp_label
+from .store import Store, Table
+from .verify import VerifyResult, display, result_from
+
+OK = "HEARTBEAT_OK"
+BREAK = "BREAK"
+
+
+@dataclass(frozen=True)
+class HeartbeatResult:
+    status: str  # HEARTBEAT_OK or BREAK
+    verify: VerifyResult | None  # None when this heartbeat took the first snapshot
+    snapshot: SnapshotInfo
+    checkpoint: Path | None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        own = self.verify.warnings if self.verify is not None else ()
+        return tuple(dict.fromkeys(own + self.snapshot.warnings))
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status,
+            "verify": self.verify.to_json() if self.verify is not None else None,
+            "snapshot": self.snapshot.label,
+            "checkpoint": str(self.checkpoint) if self.checkpoint is not None else None,
+        }
+
+
+def _md(path: str) -> str:
+    # One line per path, and no backtick that could close the code span.
+    return display(path).encode("unicode_escape").decode("ascii").replace("`", "\\x60")
+
+
+def checkpoint_section(result: VerifyResult, snapshot_label: str, taken_at: str) -> str:
+    """The Markdown section a break adds to the checkpoint."""
+    lines = [
+        f"## {taken_at}: {result.break_count} change(s) since snapshot `{result.baseline}`",
+        "",
+        "Files were changed or deleted outside the agent's session; re-read them before relying on what you remember.",
+        "",
+    ]
+    for c in result.changed:
+        note = "" if c.new_hash else " (now unreadable, a folder, or still changing)"
+        lines.append(f"- changed: `{_md(c.path)}`{note}")
+    lines += [f"- deleted: `{_md(p)}`" for p in result.deleted]
+    shown = result.new[:20]
+    lines += [f"- new: `{_md(p)}`" for p in shown]
+    if len(result.new) > len(shown):
+        lines.append(f"- … and {len(result.new) - len(shown)} more new file(s)")
+    lines += ["", f"New baseline: snapshot `{snapshot_label}`."]
+    return "\n".join(lines)
+
+
+def heartbeat(settings: Settings) -> HeartbeatResult:
+    """Verify against the baseline, take a timestamped snapshot, write a checkpoint on a break.
+
+    With no baseline yet, the first snapshot is taken and the result is clean.
+    """
+    ws, sd = settings.workspace, settings.state_dir
+    store = Store(settings.data_dir)
+    patterns = workspace_patterns(ws)
+    rules = rules_for(ws, sd, patterns)
+    with store.lock():
+        base = load_baseline(store)
+        table = new_table(settings, timestamp_label("heartbeat-"), patterns)
+        delta = scan_workspace(ws, rules, base, table, table.guard_ns)
+        if base is None:
+            return HeartbeatResult(OK, None, save_table(settings, store, table, delta), None)
+        result = result_from(base, delta)
+        if base.ignore != patterns:
+            result = _judge_by_baseline_rules(settings, base, result, rules)
+        info = save_table(settings, store, table, delta)
+    if result.break_count == 0:
+        return HeartbeatResult(OK, result, info, None)
+    path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at))
+    return HeartbeatResult(BREAK, result, info, path)
+
+
+def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyResult, new_rules: IgnoreRules) -> VerifyResult:
+    """The ignore file changed since the baseline: report what the baseline's rules see.
+
+    The recording pass (new rules) already ran; its changes to paths both rule sets
+    track, and its deletions of paths the new rules do not ignore, are merged in so a
+    change made between the two passes is still reported.
+    """
+    old_rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
+    judged = result_from(base, scan_workspace(settings.workspace, old_rules, base, None, base.guard_ns))
+    changed = {c.path: c for c in judged.changed}
+    for c in recorded.changed:
+        changed.setdefault(c.path, c)
+    deleted = set(judged.deleted) | {p for p in recorded.deleted if not new_rules.ignores_path(p)}
+    deleted -= changed.keys()
+    return replace(
+        judged,
+        changed=tuple(sorted(changed.values(), key=lambda c: c.path)),
+        deleted=tuple(sorted(deleted)),
+        warnings=judged.warnings + ("the ignore file changed since the baseline; the delta uses the baseline's rules",),
+    )
+

@@ -1,0 +1,207 @@
+"""Look at one workspace entry: its type, its stat, and a hash of what it holds.
+
+A regular file is hashed by the protocol that pairs a stat with the bytes it
+describes: lstat -> open(O_NOFOLLOW | O_NONBLOCK) -> fstat (same device and inode
+as the lstat, still a regular file) -> read in blocks -> fstat. If size, mtime or
+ctime moved during the read, or the path was swapped between lstat and open, the
+whole sequence is retried; after ``TRIES`` attempts the file is reported as
+changing, without a hash. The stat kept is the fstat taken *before* the read, so a
+write landing during the read always shows as a stat difference later.
+
+Symlinks are never followed: their "content" is the target string (``readlink``).
+FIFOs, sockets and devices are never opened: their content is their type (and
+device number), so only a change of type or device shows.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import queue
+import stat
+import threading
+import time
+from dataclasses import dataclass
+
+import xxhash
+
+from ..fsutil.hashing import hash_bytes
+
+TRIES = 3
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+KIND_FILE = "f"
+KIND_DIR = "d"
+KIND_SYMLINK = "l"
+
+
+BLOCK = 1 << 20
+# From this size on, a reader thread fills buffers while this thread hashes the previous
+# one: the read (a system call, GIL released) and the hash overlap instead of adding up.
+PIPELINE_MIN = 16 * BLOCK
+_local = threading.local()
+
+
+def _hash_fd(fd: int, size: int) -> bytes:
+    """xxh3-128 digest of an open regular file, read from the start, never held whole.
+
+    A small file is read in one call of its size + 1 bytes (a short read of a regular
+    file means end of file), saving the empty read at the end. Larger ones stream
+    through reused buffers: a fresh 1 MiB object per block costs more page faults
+    than the hashing itself.
+    """
+    if size < BLOCK:
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return xxhash.xxh3_128_digest(data)
+        h = xxhash.xxh3_128(data)
+    else:
+        h = xxhash.xxh3_128()
+        if size >= PIPELINE_MIN:
+            return _hash_pipelined(fd, h)
+    buffer = getattr(_local, "buffer", None)
+    if buffer is None:
+        buffer = _local.buffer = bytearray(BLOCK)
+    view = memoryview(buffer)
+    while True:
+        n = os.readv(fd, [buffer])
+        if not n:
+            return h.digest()
+        h.update(view[:n])
+
+
+def _hash_pipelined(fd: int, h) -> bytes:
+    free: queue.SimpleQueue = queue.SimpleQueue()
+    full: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(3):
+        free.put(bytearray(BLOCK))
+
+    def reader() -> None:
+        while True:
+            buffer = free.get()
+            if buffer is None:
+                return
+            try:
+                n = os.readv(fd, [buffer])
+            except OSError as exc:
+                full.put((None, exc))
+                return
+            full.put((buffer, n))
+            if not n:
+                return
+
+    thread = threading.Thread(target=reader, name="openclaw-memory-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            buffer, n = full.get()
+            if buffer is None:
+                raise n
+            if not n:
+                return h.digest()
+            h.update(memoryview(buffer)[:n])
+            free.put(buffer)
+    finally:
+        free.put(None)  # stops a reader still waiting for a buffer
+        thread.join()
+
+
+def kind_of(mode: int) -> str:
+    """One letter per file type: f, d, l, p (FIFO), s (socket), c, b (devices), ? (other)."""
+    if stat.S_ISREG(mode):
+        return "f"
+    if stat.S_ISDIR(mode):
+        return "d"
+    if stat.S_ISLNK(mode):
+        return "l"
+    if stat.S_ISFIFO(mode):
+        return "p"
+    if stat.S_ISSOCK(mode):
+        return "s"
+    if stat.S_ISCHR(mode):
+        return "c"
+    if stat.S_ISBLK(mode):
+        return "b"
+    return "?"
+
+
+def stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What a verify compares: mode (type and permission bits), size, mtime, ctime, inode."""
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One entry as seen now. ``digest`` is None when the content could not be pinned down."""
+
+    kind: str
+    st: os.stat_result | None  # None: the entry vanished while we looked
+    digest: bytes | None
+    observed_ns: int
+    problem: str | None = None  # why there is no digest, for the warning
+
+    @property
+    def gone(self) -> bool:
+        return self.st is None
+
+
+def _special_digest(kind: str, st: os.stat_result) -> bytes:
+    device = f":{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" if kind in ("c", "b") else ""
+    return bytes.fromhex(hash_bytes(f"special:{kind}{device}".encode()))
+
+
+def _moved(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_size, a.st_mtime_ns, a.st_ctime_ns) != (b.st_size, b.st_mtime_ns, b.st_ctime_ns)
+
+
+def observe(path: str, st: os.stat_result | None = None) -> Observation:
+    """Observe the entry at absolute ``path`` (``st``: its lstat, if already taken)."""
+    last: os.stat_result | None = None
+    for _ in range(TRIES):
+        if st is None:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return Observation("", None, None, time.time_ns())
+            except OSError as exc:
+                return Observation("?", last, None, time.time_ns(), f"cannot stat: {exc.strerror}")
+        kind = kind_of(st.st_mode)
+        if kind == "l":
+            try:
+                target = os.readlink(path)
+            except FileNotFoundError:
+                return Observation("", None, None, time.time_ns())
+            except OSError:  # EINVAL: no longer a symlink; look again
+                st = None
+                continue
+            return Observation(kind, st, bytes.fromhex(hash_bytes(b"symlink:" + os.fsencode(target))), time.time_ns())
+        if kind != "f":
+            return Observation(kind, st, None if kind == "d" else _special_digest(kind, st), time.time_ns())
+        last = st
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except FileNotFoundError:
+            return Observation("", None, None, time.time_ns())
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # became a symlink since the lstat
+                st = None
+                continue
+            return Observation(kind, st, None, time.time_ns(), f"cannot read: {exc.strerror}")
+        try:
+            before = os.fstat(fd)
+            if not stat.S_ISREG(before.st_mode) or (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
+                st = None  # swapped between lstat and open
+                continue
+            last = before
+            try:
+                digest = _hash_fd(fd, before.st_size)
+            except OSError as exc:
+                return Observation(kind, before, None, time.time_ns(), f"cannot read: {exc.strerror}")
+            after = os.fstat(fd)
+            observed = time.time_ns()
+        finally:
+            os.close(fd)
+        if not _moved(before, after):
+            return Observation(kind, before, digest, observed)
+        st = None
+    return Observation(KIND_FILE, last, None, time.time_ns(), f"kept changing while being hashed ({TRIES} tries)")

@@ -1,0 +1,157 @@
+"""``watchdog snapshot``: record the workspace state; the newest snapshot is the baseline.
+
+Every file under the workspace (not only memory files) except ignored ones is
+recorded with its type, stat and xxh3-128 content hash. Hashes of the previous
+baseline are reused for entries whose stat still matches and that were not racy,
+so a snapshot of an unchanged tree costs a stat per file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from ..settings import Settings
+from .compare import Delta, record_observation, rules_for, scan_workspace
+from .fsclock import guard_ns
+from .ignore import workspace_patterns
+from .observe import KIND_DIR, observe
+from .store import HASHED, RACY, SnapshotDamaged, Store, Table, keep_count, validate_label
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What a snapshot recorded."""
+
+    label: str
+    path: Path
+    taken_at: str
+    entries: int
+    rehashed: int  # entries read now (the rest reused the previous baseline's hash)
+    racy: int  # entries whose timestamps were too close to the scan; rehashed at every verify
+    unhashed: int  # entries recorded without a hash (unreadable, or changing while hashed)
+    seal_ns: int
+    guard_ns: int
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label,
+            "file": str(self.path),
+            "taken_at": self.taken_at,
+            "entries": self.entries,
+            "rehashed": self.rehashed,
+            "racy": self.racy,
+            "unhashed": self.unhashed,
+            "guard_ms": self.guard_ns / 1e6,
+        }
+
+
+def timestamp_label(prefix: str = "") -> str:
+    """A label from the UTC clock, sortable and valid: ``2026-01-31T12-00-00.123456Z``."""
+    now = dt.datetime.now(dt.timezone.utc)
+    return prefix + now.strftime("%Y-%m-%dT%H-%M-%S.%fZ")
+
+
+def has_baseline(settings: Settings) -> bool:
+    """Whether a snapshot exists for this workspace."""
+    return Store(settings.data_dir).latest_label() is not None
+
+
+def load_baseline(store: Store) -> Table | None:
+    label = store.latest_label()
+    return store.load(label) if label is not None else None
+
+
+def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
+    taken_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return Table.empty(label, str(settings.workspace), taken_at, 0, guard_ns(settings.workspace), patterns)
+
+
+def save_table(settings: Settings, store: Store, table: Table, delta: Delta) -> SnapshotInfo:
+    """Seal ``table`` (the wall clock at the end of the scan) and write it as the baseline. Call under the lock."""
+    table.seal_ns = time.time_ns()
+    path = store.save(table, keep_count(settings.section("watchdog")))
+    flags = table.flags
+    return SnapshotInfo(
+        label=table.label,
+        path=path,
+        taken_at=table.taken_at,
+        entries=len(table),
+        rehashed=delta.rehashed,
+        racy=sum(1 for f in flags if f & RACY),
+        unhashed=sum(1 for f in flags if not f & HASHED),
+        seal_ns=table.seal_ns,
+        guard_ns=table.guard_ns,
+        warnings=tuple(delta.warnings),
+    )
+
+
+def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
+    """Record the workspace now under ``label`` (default: a UTC timestamp) and make it the baseline."""
+    label = validate_label(label) if label is not None else timestamp_label()
+    store = Store(settings.data_dir)
+    patterns = workspace_patterns(settings.workspace)
+    with store.lock():
+        notes: list[str] = []
+        try:
+            previous = load_baseline(store)
+        except SnapshotDamaged as exc:
+            previous = None  # hash everything afresh rather than trust it
+            notes.append(exc.message)
+        table = new_table(settings, label, patterns)
+        rules = rules_for(settings.workspace, settings.state_dir, patterns)
+        delta = scan_workspace(settings.workspace, rules, previous, table, table.guard_ns)
+        delta.warnings[:0] = notes
+        return save_table(settings, store, table, delta)
+
+
+def _entry_path(workspace: Path, rel: str) -> str | None:
+    """The absolute path of a workspace-relative ``rel`` whose folders are real folders (no symlinks)."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise UsageError(f"not a workspace-relative path: {rel!r}")
+    folder = os.fspath(workspace)
+    for part in parts[:-1]:
+        folder = os.path.join(folder, part)
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return None
+        except OSError:
+            return None
+    return os.path.join(folder, parts[-1])
+
+
+def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
+    """Re-record exactly ``rel_paths`` in the current baseline (dropping those gone or now folders).
+
+    ``doctor --fix`` calls this after a repair so the next ``doctor`` does not report
+    its own changes. Paths not yet in the baseline are added (when not ignored).
+    Without a baseline there is nothing to refresh.
+    """
+    store = Store(settings.data_dir)
+    wanted = dict.fromkeys(rel_paths)
+    with store.lock():
+        base = load_baseline(store)
+        if base is None:
+            return
+        rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
+        table = Table.empty(base.label, base.workspace, base.taken_at, base.seal_ns, base.guard_ns, base.ignore)
+        for i, rel in enumerate(base.paths):
+            if rel not in wanted:
+                table.copy_row(base, i)
+        delta = Delta()
+        for rel in wanted:
+            path = _entry_path(settings.workspace, rel)
+            if path is None or rules.ignores_path(rel):
+                continue
+            obs = observe(path)
+            if obs.gone or obs.kind == KIND_DIR:
+                continue
+            record_observation(table, rel, obs, base.guard_ns, delta)
+        store.save(table, keep_count(settings.section("watchdog")))

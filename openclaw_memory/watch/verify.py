@@ -1,0 +1,80 @@
+"""``watchdog verify``: what changed in the workspace since the baseline. Writes nothing.
+
+``break_count`` counts changed and deleted entries; new files are low risk and
+only listed. The ignore rules are the ones stored with the baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..settings import Settings
+from .compare import Changed, Delta, rules_for, scan_workspace
+from .store import Store, Table
+
+
+class NoBaseline(UsageError):
+    """``verify`` needs a snapshot to compare with."""
+
+
+def display(path: str) -> str:
+    """A path safe to print: bytes that are not UTF-8 become ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The delta between the baseline and the workspace now (workspace-relative paths)."""
+
+    baseline: str
+    changed: tuple[Changed, ...]
+    deleted: tuple[str, ...]
+    new: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    entries: int = 0  # entries looked at now
+    rehashed: int = 0  # of which read and hashed (stat differed, or racy at snapshot time)
+
+    @property
+    def break_count(self) -> int:
+        return len(self.changed) + len(self.deleted)
+
+    def to_json(self) -> dict:
+        return {
+            "baseline": self.baseline,
+            "changed": [{"path": display(c.path), "oldHash": c.old_hash, "newHash": c.new_hash} for c in self.changed],
+            "deleted": [display(p) for p in self.deleted],
+            "new": [display(p) for p in self.new],
+            "break_count": self.break_count,
+        }
+
+
+def no_baseline_message(settings: Settings) -> str:
+    return (
+        f"no watchdog baseline for {settings.workspace} yet: "
+        "run `openclaw-memory watchdog snapshot` first"
+    )
+
+
+def result_from(base: Table, delta: Delta) -> VerifyResult:
+    return VerifyResult(
+        baseline=base.label,
+        changed=tuple(delta.changed),
+        deleted=tuple(delta.deleted),
+        new=tuple(delta.new),
+        warnings=tuple(delta.warnings),
+        entries=delta.entries,
+        rehashed=delta.rehashed,
+    )
+
+
+def verify_workspace(settings: Settings) -> VerifyResult:
+    """Compare the workspace with the latest snapshot; raises NoBaseline when there is none."""
+    store = Store(settings.data_dir)
+    label = store.latest_label()
+    if label is None:
+        raise NoBaseline(no_baseline_message(settings))
+    base = store.load(label)
+    rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
+    delta = scan_workspace(settings.workspace, rules, base, None, base.guard_ns)
+    return result_from(base, delta)

@@ -1,0 +1,413 @@
+"""The workspace watchdog on real files: snapshot, verify, heartbeat, and their edge cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pathspec
+import pytest
+
+from openclaw_memory.errors import UsageError
+from openclaw_memory.settings import Overrides, resolve_settings
+from openclaw_memory.watch.checkpoint import HEADING
+from openclaw_memory.watch.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
+from openclaw_memory.watch.heartbeat import heartbeat
+from openclaw_memory.watch.ignore import DEFAULT_PATTERNS, compile_rules
+from openclaw_memory.watch.snapshot import has_baseline, refresh_baseline, take_snapshot
+from openclaw_memory.watch.store import RACY, Store
+from openclaw_memory.watch.verify import NoBaseline, verify_workspace
+
+from conftest import write
+
+
+def settings_for(workspace: Path, state_dir: Path):
+    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+
+
+@pytest.fixture
+def settings(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "2026-01-01.md", "day one\n")
+    return settings_for(workspace, state_dir)
+
+
+def age(path: Path, seconds: float = 5.0) -> None:
+    """Move a file's mtime into the past so it is not racy (ctime still says 'now')."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+
+
+def settle() -> None:
+    """Wait past the racy guard so a snapshot trusts what was just written."""
+    time.sleep(LOCAL_GUARD_NS / 1e9 * 3)
+
+
+# --- correctness of change detection -------------------------------------------------
+
+
+def test_same_size_rewrite_right_after_snapshot_is_detected(settings, workspace):
+    # Whatever the file system's timestamp granularity, a same-size rewrite right after
+    # the snapshot must be found: by a stat difference, or by the racy rule when the stat
+    # came out identical.
+    target = workspace / "memory" / "note.md"
+    for attempt in range(5):
+        write(target, f"version-{attempt}-a")
+        info = take_snapshot(settings)
+        before = os.lstat(target)
+        write(target, f"version-{attempt}-b")
+        after = os.lstat(target)
+        identical = (before.st_mtime_ns, before.st_ctime_ns, before.st_size, before.st_ino) == (
+            after.st_mtime_ns, after.st_ctime_ns, after.st_size, after.st_ino)
+        if identical:
+            assert info.racy >= 1, "an identical stat must have been recorded as racy"
+        result = verify_workspace(settings)
+        assert [c.path for c in result.changed] == ["memory/note.md"], attempt
+
+
+def test_racy_flag_is_what_catches_an_identical_stat(settings, workspace):
+    # Reproduce a coarse-timestamp file system: after a same-size rewrite, give the
+    # baseline row the file's new stat, as if the clock had not ticked. With the racy
+    # flag set the rewrite is still found; without it, the stat is trusted and it is not.
+    target = workspace / "memory" / "note.md"
+    write(target, "aaaa")
+    take_snapshot(settings)
+    write(target, "bbbb")
+    st = os.lstat(target)
+    store = Store(settings.data_dir)
+
+    def rewrite_baseline(racy: bool) -> None:
+        table = store.load(store.latest_label())
+        i = table.index["memory/note.md"]
+        table.mtime[i], table.ctime[i], table.size[i], table.ino[i], table.mode[i] = (
+            st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
+        table.flags[i] = (table.flags[i] | RACY) if racy else (table.flags[i] & ~RACY)
+        with store.lock():
+            store.save(table, 20)
+
+    rewrite_baseline(racy=True)
+    assert [c.path for c in verify_workspace(settings).changed] == ["memory/note.md"]
+    rewrite_baseline(racy=False)
+    assert verify_workspace(settings).changed == ()
+
+
+def test_back_dated_mtime_is_caught_by_ctime(settings, workspace):
+    target = workspace / "memory" / "note.md"
+    write(target, "original")
+    original = os.lstat(target)
+    settle()
+    info = take_snapshot(settings)
+    assert info.racy == 0
+    write(target, "FORGERY!")  # same size
+    os.utime(target, ns=(original.st_atime_ns, original.st_mtime_ns))
+    now = os.lstat(target)
+    assert (now.st_mtime_ns, now.st_size) == (original.st_mtime_ns, original.st_size)
+    result = verify_workspace(settings)
+    assert [c.path for c in result.changed] == ["memory/note.md"]
+    assert result.changed[0].old_hash != result.changed[0].new_hash
+
+
+def test_file_replaced_by_a_folder(settings, workspace):
+    target = workspace / "notes.md"
+    write(target, "x")
+    take_snapshot(settings)
+    target.unlink()
+    write(target / "inside.md", "y")
+    result = verify_workspace(settings)
+    assert [(c.path, c.new_hash) for c in result.changed] == [("notes.md", None)]
+    assert result.changed[0].old_hash is not None
+    assert result.new == ("notes.md/inside.md",)
+    assert result.break_count == 1
+
+
+def test_deleted_folder_lists_its_files(settings, workspace):
+    for name in ("a.md", "b.md", "sub/c.md"):
+        write(workspace / "project" / name, name)
+    take_snapshot(settings)
+    import shutil
+
+    shutil.rmtree(workspace / "project")
+    result = verify_workspace(settings)
+    assert result.deleted == ("project/a.md", "project/b.md", "project/sub/c.md")
+    assert result.break_count == 3
+
+
+def test_chmod_alone_and_same_bytes_rewrite_are_not_changes(settings, workspace):
+    target = workspace / "MEMORY.md"
+    take_snapshot(settings)
+    os.chmod(target, 0o600)
+    data = target.read_bytes()
+    tmp = workspace / "MEMORY.md.new"
+    tmp.write_bytes(data)
+    os.replace(tmp, target)  # an atomic save of the same bytes: new inode, same content
+    result = verify_workspace(settings)
+    assert result.rehashed >= 1  # the stat differed, so it was read again
+    assert result.break_count == 0 and result.new == ()
+
+
+def test_new_files_do_not_count_as_breaks(settings, workspace):
+    take_snapshot(settings)
+    write(workspace / "memory" / "2026-01-02.md", "day two\n")
+    result = verify_workspace(settings)
+    assert result.new == ("memory/2026-01-02.md",)
+    assert result.break_count == 0
+
+
+def test_fifo_in_the_tree_does_not_hang(settings, workspace):
+    fifo = workspace / "memory" / "pipe"
+    os.mkfifo(fifo)
+    done = {}
+
+    def run():
+        done["snapshot"] = take_snapshot(settings)
+        done["verify"] = verify_workspace(settings)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(20)
+    assert not worker.is_alive(), "snapshot or verify blocked on a FIFO"
+    assert done["verify"].break_count == 0
+    fifo.unlink()
+    write(fifo, "now a regular file")
+    result = verify_workspace(settings)
+    assert [c.path for c in result.changed] == ["memory/pipe"]
+
+
+def test_symlinks_are_entries_never_followed(settings, workspace, tmp_path):
+    outside = write(tmp_path / "outside.md", "secret v1")
+    link = workspace / "linked.md"
+    os.symlink(outside, link)
+    os.symlink(tmp_path, workspace / "linked-dir")
+    take_snapshot(settings)
+    write(outside, "secret v2, longer")  # the target changes: the link itself did not
+    write(tmp_path / "elsewhere.md", "z")  # inside the linked folder, which is not walked
+    assert verify_workspace(settings).break_count == 0
+    link.unlink()
+    os.symlink(tmp_path / "elsewhere.md", link)
+    result = verify_workspace(settings)
+    assert [c.path for c in result.changed] == ["linked.md"]
+
+
+def test_two_gigabyte_sparse_file_is_streamed(settings, workspace):
+    big = workspace / "big.bin"
+    with open(big, "wb") as fh:
+        fh.truncate(2 * 1024**3)
+    code = (
+        "import json, resource, sys\n"
+        "from openclaw_memory.settings import Overrides, resolve_settings\n"
+        "from openclaw_memory.watch.snapshot import take_snapshot\n"
+        "s = resolve_settings(Overrides(workspace=sys.argv[1], state_dir=sys.argv[2]), environ={})\n"
+        "info = take_snapshot(s)\n"
+        "print(json.dumps({'unhashed': info.unhashed, 'entries': info.entries,"
+        " 'maxrss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(workspace), str(settings.state_dir)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["unhashed"] == 0 and report["entries"] == 3
+    assert report["maxrss_kib"] < 300 * 1024, report  # far below the 2 GiB it would take whole
+
+
+def test_file_changing_while_hashed_is_recorded_without_hash(settings, workspace):
+    target = workspace / "growing.log.md"
+    write(target, b"\0" * (64 * 1024 * 1024))
+    stop = threading.Event()
+
+    def writer():
+        with open(target, "ab", buffering=0) as fh:
+            while not stop.is_set():
+                fh.write(b"x")
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        info = take_snapshot(settings)
+    finally:
+        stop.set()
+        thread.join()
+    assert info.unhashed == 1
+    assert any("growing.log.md" in w and "kept changing" in w for w in info.warnings)
+    result = verify_workspace(settings)  # it changed after the recorded stat: a change, old hash unknown
+    assert [(c.path, c.old_hash is None) for c in result.changed] == [("growing.log.md", True)]
+    settle()
+    assert take_snapshot(settings).unhashed == 0  # rechecked: hashed once it holds still
+
+
+# --- ignore rules ----------------------------------------------------------------------
+
+
+def test_default_and_workspace_ignore_rules(settings, workspace):
+    ignored = [
+        "scratch.tmp", "memory/run.log", ".git/config", "node_modules/pkg/index.js",
+        "memory/__pycache__/m.pyc", ".openclaw/agents/main/sessions/s1.jsonl", "build/out.md", "old.bak",
+    ]
+    for rel in ignored:
+        write(workspace / rel, "v1")
+    write(workspace / "keep.bak", "kept")
+    write(workspace / ".openclaw/agents/main/config.json", "{}")
+    write(workspace / ".openclaw-memoryignore", "# ours\nbuild/\n*.bak\n!keep.bak\n")
+    info = take_snapshot(settings)
+    store = Store(settings.data_dir)
+    recorded = set(store.load(info.label).paths)
+    assert recorded == {
+        "MEMORY.md", "memory/2026-01-01.md", "keep.bak", ".openclaw/agents/main/config.json", ".openclaw-memoryignore",
+    }
+    for rel in ignored:
+        write(workspace / rel, "v2 changed")
+    assert verify_workspace(settings).break_count == 0
+    # The rules in force are the baseline's: ignoring a file now does not hide its change,
+    # and the ignore file itself is tracked.
+    with open(workspace / ".openclaw-memoryignore", "a") as fh:
+        fh.write("MEMORY.md\n")
+    write(workspace / "MEMORY.md", "# Memory, edited\n")
+    result = verify_workspace(settings)
+    assert [c.path for c in result.changed] == [".openclaw-memoryignore", "MEMORY.md"]
+
+
+def test_ignore_matching_agrees_with_pathspec():
+    patterns = list(DEFAULT_PATTERNS) + ["/build", "docs/*.md", "x*.md", "*.b~k", "a/**/b", "\\#lit"]
+    paths = [
+        "a.tmp", "x/a.tmp", "build", "x/build", "docs/a.md", "docs/x/a.md", "a.md", "x.log", "a.b~k",
+        "xa.md", "d/xa.md", ".tmp", "tmp", "a/b", "a/q/r/b", "#lit", "d/#lit", "MEMORY.md",
+    ]
+    for extra in ([], ["!keep.tmp", "!x/a.tmp"]):
+        rules = compile_rules(patterns + extra)
+        spec = pathspec.GitIgnoreSpec.from_lines(patterns + extra)
+        for p in paths + ["keep.tmp"]:
+            assert rules.ignores_file(p, p.rpartition("/")[2]) == spec.match_file(p), (extra, p)
+    rules = compile_rules(patterns)
+    assert rules.ignores_dir("node_modules/") and rules.ignores_dir("a/.git/") and not rules.ignores_dir("memory/")
+
+
+def test_state_dir_inside_the_workspace_is_excluded(workspace):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    settings = settings_for(workspace, workspace / ".state")
+    assert heartbeat(settings).status == "HEARTBEAT_OK"
+    second = heartbeat(settings)
+    assert second.status == "HEARTBEAT_OK"
+    assert second.verify.new == () and second.snapshot.entries == 1
+
+
+# --- snapshots: labels, retention, refresh --------------------------------------------
+
+
+@pytest.mark.parametrize("label", ["", ".hidden", "a/b", "x" * 101, "sp ace", "é"])
+def test_invalid_labels_are_refused(settings, label):
+    with pytest.raises(UsageError):
+        take_snapshot(settings, label)
+
+
+def test_labels_and_retention(settings, workspace, state_dir):
+    write(state_dir / "openclaw-memory.toml", "[watchdog]\nkeep = 3\n")
+    settings = settings_for(workspace, state_dir)
+    assert not has_baseline(settings)
+    for label in ("one", "two.2", "three_3", "four-4", "x" * 100):
+        assert take_snapshot(settings, label).label == label
+    store = Store(settings.data_dir)
+    assert [e.label for e in store.entries()] == ["three_3", "four-4", "x" * 100]
+    assert sorted(p.name for p in store.folder.glob("*.snap")) == sorted(f"{l}.snap" for l in ("three_3", "four-4", "x" * 100))
+    assert has_baseline(settings)
+    take_snapshot(settings, "three_3")  # a reused label becomes the newest again
+    assert store.latest_label() == "three_3"
+    assert verify_workspace(settings).baseline == "three_3"
+
+
+def test_verify_without_baseline_and_verify_writes_nothing(settings):
+    with pytest.raises(NoBaseline) as err:
+        verify_workspace(settings)
+    assert "watchdog snapshot" in err.value.message and err.value.exit_code == 2
+    take_snapshot(settings)
+    before = sorted((p, p.stat().st_mtime_ns) for p in settings.data_dir.rglob("*"))
+    verify_workspace(settings)
+    assert sorted((p, p.stat().st_mtime_ns) for p in settings.data_dir.rglob("*")) == before
+
+
+def test_refresh_baseline_rerecords_exactly_the_given_paths(settings, workspace):
+    write(workspace / "other.md", "o1")
+    take_snapshot(settings)
+    write(workspace / "MEMORY.md", "# Memory, repaired by doctor\n")
+    (workspace / "memory" / "2026-01-01.md").unlink()
+    write(workspace / ".openclaw-repair" / "root-memory" / "t" / "memory.md", "archived")
+    write(workspace / "other.md", "o2, not refreshed")
+    refresh_baseline(settings, ["MEMORY.md", "memory/2026-01-01.md", ".openclaw-repair/root-memory/t/memory.md"])
+    result = verify_workspace(settings)
+    assert [c.path for c in result.changed] == ["other.md"]
+    assert result.deleted == () and result.new == ()
+    with pytest.raises(UsageError):
+        refresh_baseline(settings, ["../escape.md"])
+
+
+def test_guard_follows_the_mount_table():
+    local = [("/", "ext4"), ("/tmp", "tmpfs")]
+    assert guard_ns(Path("/tmp/ws"), local) == LOCAL_GUARD_NS
+    assert guard_ns(Path("/mnt/share/ws"), local + [("/mnt/share", "cifs")]) == REMOTE_GUARD_NS
+    assert guard_ns(Path("/data/ws"), [("/", "ext4"), ("/data/ws/remote", "nfs4")]) == REMOTE_GUARD_NS
+    assert guard_ns(Path("/x"), []) == REMOTE_GUARD_NS
+
+
+# --- heartbeat and the command line -----------------------------------------------------
+
+
+def test_heartbeat_api_first_run_then_break(settings, workspace):
+    first = heartbeat(settings)
+    assert (first.status, first.verify, first.checkpoint) == ("HEARTBEAT_OK", None, None)
+    assert first.snapshot.label.startswith("heartbeat-")
+    (workspace / "MEMORY.md").unlink()
+    result = heartbeat(settings)
+    assert result.status == "BREAK" and result.verify.deleted == ("MEMORY.md",)
+    text = result.checkpoint.read_text(encoding="utf-8")
+    assert text.startswith(HEADING) and "`MEMORY.md`" in text
+    assert set(result.to_json()) == {"status", "verify", "snapshot", "checkpoint"}
+    assert heartbeat(settings).status == "HEARTBEAT_OK"  # the break is in the new baseline
+
+
+def test_cli_verify_exit_codes_and_json(cli, workspace):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    missing = cli("watchdog", "verify")
+    assert missing.returncode == 2 and "watchdog snapshot" in missing.stderr
+    assert cli("watchdog", "verify", "--json").json() == {"error": missing.stderr.strip().removeprefix("error: ")}
+    snap = cli("watchdog", "snapshot", "first", "--json")
+    assert snap.returncode == 0 and snap.json()["label"] == "first" and snap.json()["entries"] == 1
+    clean = cli("watchdog", "verify", "--json")
+    assert clean.returncode == 0
+    assert clean.json() == {"baseline": "first", "changed": [], "deleted": [], "new": [], "break_count": 0}
+    write(workspace / "MEMORY.md", "# Memory, changed\n")
+    write(workspace / "new.md", "n")
+    broken = cli("watchdog", "verify", "--json")
+    assert broken.returncode == 1
+    data = broken.json()
+    assert set(data) == {"baseline", "changed", "deleted", "new", "break_count"}
+    assert [set(c) for c in data["changed"]] == [{"path", "oldHash", "newHash"}]
+    assert data["changed"][0]["path"] == "MEMORY.md" and data["new"] == ["new.md"] and data["break_count"] == 1
+    assert len(data["changed"][0]["oldHash"]) == 32 and data["changed"][0]["oldHash"] != data["changed"][0]["newHash"]
+    bad = cli("watchdog", "snapshot", ".hidden")
+    assert bad.returncode == 2 and "invalid snapshot label" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_cli_heartbeat_output_checkpoint_and_prompt(cli, workspace):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "plan.md", "plan\n")
+    first = cli("watchdog", "heartbeat")
+    assert (first.returncode, first.stdout, first.stderr) == (0, "HEARTBEAT_OK\n", "")
+    clean = cli("watchdog", "heartbeat")
+    assert (clean.returncode, clean.stdout) == (0, "HEARTBEAT_OK\n")
+    write(workspace / "memory" / "plan.md", "plan, rewritten elsewhere\n")
+    (workspace / "MEMORY.md").unlink()
+    broken = cli("watchdog", "heartbeat")
+    assert broken.returncode == 1
+    assert "changed: memory/plan.md" in broken.stdout and "deleted: MEMORY.md" in broken.stdout
+    as_json = cli("watchdog", "heartbeat", "--json").json()
+    assert as_json["status"] == "HEARTBEAT_OK" and as_json["checkpoint"] is None
+    prompt = cli("prompt")
+    assert prompt.returncode == 0
+    assert prompt.stdout.count("Workspace Changes Detected") == 1 and "memory/plan.md" in prompt.stdout
+    again = cli("prompt")
+    assert "Workspace Changes Detected" not in again.stdout
