@@ -16,6 +16,11 @@ __version__ = "0.1.0"
 # package (and every CLI command) pays only for what it touches.
 _EXPORTS = {
     "build_prompt": ".api",
+    "file_states": ".api",
+    "file_history": ".api",
+    "read_memory_diff": ".api",
+    "restore": ".api",
+    "write_memory": ".api",
     "list_memory_files": ".api",
     "read_memory": ".api",
     "MemoryToolError": ".errors",
@@ -26,6 +31,11 @@ _EXPORTS = {
     "MemoryFile": ".files.scan",
     "ScanResult": ".files.scan",
     "ReadResult": ".files.read",
+    "DiffRead": ".history.diff",
+    "WriteResult": ".history.guard",
+    "VersionHistory": ".history.listing",
+    "FileState": ".history.report",
+    "StateReport": ".history.report",
     "RootMemoryFiles": ".files.root",
     "detect_root_memory_files": ".files.root",
     "resolve_canonical_root_file": ".files.root",

@@ -6,15 +6,21 @@ returns plain data classes; nothing here prints.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from typing import TYPE_CHECKING
 
+from .errors import LockTimeout, MemoryToolError
 from .files.read import ReadResult, read_memory_file
 from .files.scan import ScanResult, scan_memory_files
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from .history.diff import DiffRead
+    from .history.guard import WriteResult
+    from .history.listing import VersionHistory
+    from .history.report import StateReport
     from .prompt import PromptSection
 
 
@@ -36,8 +42,16 @@ def read_memory(
     lines: int | None = None,
     max_chars: int | None = None,
 ) -> ReadResult:
-    """A paged read of one memory file (``memory_get``)."""
-    return read_memory_file(
+    """A paged read of one memory file (``memory_get``).
+
+    The whole file's version is recorded as read by ``settings.agent`` (the
+    stale-write guard and ``read --diff`` compare against it); reading a missing
+    file clears the record, so the agent may then create it.
+    """
+    from .history.states import record_read
+    from .history.store import Snapshot
+
+    result = read_memory_file(
         path,
         str(settings.workspace),
         extra_paths=settings.extra_paths,
@@ -45,6 +59,103 @@ def read_memory(
         lines=settings.read.default_lines if lines is None else lines,
         max_chars=settings.read.max_chars if max_chars is None else max_chars,
     )
+    if not result.missing and result.version is None:
+        return result  # changed during the read: nothing reliable to record
+    try:
+        record_read(settings, result.abs_path, result.path, None if result.missing else Snapshot(result.version, result.size))
+    except (LockTimeout, OSError) as exc:
+        # The read itself succeeded; without a record the guard makes the agent read again before writing.
+        reason = exc.message if isinstance(exc, LockTimeout) else (exc.strerror or str(exc))
+        return dataclasses.replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
+    return result
+
+
+def read_memory_diff(
+    settings: Settings,
+    path: str,
+    *,
+    from_line: int = 1,
+    lines: int | None = None,
+    max_chars: int | None = None,
+) -> "DiffRead":
+    """What changed since ``settings.agent`` last read the file (a unified diff); counts as a read.
+
+    ``mode`` is ``diff``, ``unchanged``, ``full`` (no earlier version to compare: the
+    paged read shaped by ``from_line``/``lines``/``max_chars`` instead) or ``missing``.
+    """
+    from .history.diff import read_diff
+
+    return read_diff(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+
+
+def write_memory(
+    settings: Settings,
+    path: str,
+    *,
+    content: bytes | str | None = None,
+    append: bytes | str | None = None,
+    expect: str | None = None,
+    update_index: bool = True,
+) -> "WriteResult":
+    """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
+
+    Give ``content`` (the whole new file) or ``append`` (text added on its own line).
+    ``expect`` (a version prefix of at least 8 hex characters) makes it a strict
+    compare-and-swap on that version. When an index exists for the agent it is
+    updated afterwards (skip with ``update_index=False``).
+    """
+    from .history.guard import write_memory_file
+
+    data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
+    result = write_memory_file(settings, path, content=data, append=append, expect=expect)
+    return _after_write(settings, result, update_index)
+
+
+def restore(settings: Settings, path: str, version: str, *, update_index: bool = True) -> "WriteResult":
+    """Restore an earlier version of a memory file (unique prefix, at least 8 hex characters), atomically.
+
+    The current version is recorded in the history first, so the restore can be undone.
+    """
+    from .history.guard import restore_file_version
+
+    result = restore_file_version(settings, path, version)
+    if not result.changed:
+        return dataclasses.replace(result, index={"updated": False, "reason": "nothing changed"})
+    return _after_write(settings, result, update_index)
+
+
+def file_history(settings: Settings, path: str) -> "VersionHistory":
+    """Every version of a memory file kept in the history, newest first (the file now is recorded first)."""
+    from .history.listing import file_history as listing
+
+    return listing(settings, path)
+
+
+def file_states(settings: Settings) -> "StateReport":
+    """The state of every memory file for ``settings.agent``: read_fresh, read_stale, discovered_unread, written_unread."""
+    from .history.report import file_states as compute
+
+    return compute(settings)
+
+
+def _after_write(settings: Settings, result: "WriteResult", update_index: bool) -> "WriteResult":
+    """Bring the agent's index up to date after a write, when it has one."""
+    if not update_index:
+        return dataclasses.replace(result, index={"updated": False, "reason": "skipped (--no-index)"})
+    from .index.collections import resolve_collections
+    from .index.manifest import load_manifest
+
+    if not any(load_manifest(settings.data_dir, c.name) is not None for c in resolve_collections(settings)):
+        return dataclasses.replace(result, index={"updated": False, "reason": f"no index for agent {settings.agent}"})
+    from .index.api import MemoryIndex
+
+    try:
+        with MemoryIndex(settings) as index:
+            summary = index.sync()
+    except MemoryToolError as exc:
+        # The file is written either way; `openclaw-memory index` (or a running watch) catches up.
+        return dataclasses.replace(result, index={"updated": False, "reason": f"index not updated: {exc.message}"})
+    return dataclasses.replace(result, index={"updated": True, **summary.to_json()})
 
 
 def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: bool = True) -> "PromptSection":

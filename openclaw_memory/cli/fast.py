@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     read.add_argument("--lines", type=int)
     read.add_argument("--max-chars", type=int)
     read.add_argument("--json", action="store_true")
+    read.add_argument("--diff", action="store_true")
     prompt = sub.add_parser("prompt", add_help=False, allow_abbrev=False)
     prompt.add_argument("--date")
     prompt.add_argument("--peek", action="store_true")
@@ -73,7 +74,7 @@ def run_fast(ns: argparse.Namespace) -> int:
     if ns.command == "read":
         from .commands.read_cmd import run_read
 
-        return run_read(settings, ns.path, ns.from_line, ns.lines, ns.max_chars, ns.json)
+        return run_read(settings, ns.path, ns.from_line, ns.lines, ns.max_chars, ns.json, ns.diff)
     from .commands.prompt_cmd import run_prompt
 
     return run_prompt(settings, ns.date, ns.peek, ns.json)

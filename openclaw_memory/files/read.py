@@ -4,6 +4,10 @@ A window of ``lines`` lines from ``from`` (1-based), fitted to ``max_chars``:
 whole lines are dropped from the end while more than one remains and the text is
 too long; a single line still too long is cut ("hard cut"). The file is streamed,
 so a huge file (or a huge single line) is never loaded whole.
+
+The result also carries the whole file's version (xxh3_128 of its bytes), hashed
+from the same open file as the window and checked against ``fstat`` before and
+after, so the version recorded for a read is the version the window came from.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ from __future__ import annotations
 import codecs
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import xxhash
 
 from ..errors import PathRefused
+from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
 from .paths import LEGACY_ROOT, REPAIR_DIR, display_path, is_memory_path
 
@@ -35,6 +42,10 @@ class ReadResult:
     missing: bool = False
     abs_path: str = ""
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # The whole file's content hash and size when the window was read; None when the
+    # file is missing or kept changing during the read. Never part of ``to_json``.
+    version: str | None = None
+    size: int | None = None
 
     def to_json(self) -> dict:
         """Exactly OpenClaw's keys: ``truncated``/``nextFrom`` only when they apply."""
@@ -132,6 +143,24 @@ def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
             raise PathRefused(f"refused: {shown} goes through a symlink ({current}); memory never follows symlinks")
 
 
+def check_window_args(from_line: int, lines: int, max_chars: int) -> None:
+    for name, value in (("from", from_line), ("lines", lines), ("max-chars", max_chars)):
+        if not isinstance(value, int) or value < 1:
+            raise PathRefused(f"--{name} must be at least 1 (got {value})")
+
+
+def read_window_bytes(data: bytes, resolved: ResolvedPath, *, from_line: int = 1, lines: int = 120,
+                      max_chars: int = 12_000, version: str | None = None) -> ReadResult:
+    """The window :func:`read_memory_file` would return, cut from bytes already read whole."""
+    import io
+
+    check_window_args(from_line, lines, max_chars)
+    window, more_remain, bad_utf8 = _read_window(io.BytesIO(data), from_line, lines, max_chars)
+    warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()
+    result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
+    return replace(result, version=version, size=len(data))
+
+
 def read_memory_file(
     path: str,
     workspace: str,
@@ -142,9 +171,7 @@ def read_memory_file(
     max_chars: int = 12_000,
 ) -> ReadResult:
     """Read a window of a memory file with OpenClaw's ``memory_get`` semantics."""
-    for name, value in (("from", from_line), ("lines", lines), ("max-chars", max_chars)):
-        if not isinstance(value, int) or value < 1:
-            raise PathRefused(f"--{name} must be at least 1 (got {value})")
+    check_window_args(from_line, lines, max_chars)
     resolved = resolve_memory_path(path, workspace, extra_paths)
     try:
         fd, _ = open_regular_nofollow(resolved.abs_path)
@@ -155,9 +182,42 @@ def read_memory_file(
     except PermissionError:
         raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
     with os.fdopen(fd, "rb") as fh:
-        window, more_remain, bad_utf8 = _read_window(fh, from_line, lines, max_chars)
+        (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
     warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()
-    return fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
+    result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
+    return replace(result, version=version, size=size)
+
+
+# A file rewritten in place while we read it: retry this often, then report no version.
+_VERSION_TRIES = 3
+
+
+def _stat_key(fd: int) -> tuple[int, int, int]:
+    st = os.fstat(fd)
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _read_versioned(fh, from_line: int, lines: int, max_chars: int):
+    """The window and the whole file's (version, size), from one open file.
+
+    Hash first (streamed), then read the window; if size, mtime or ctime moved in
+    between, the two may describe different bytes, so try again. A file that never
+    holds still gets its window with no version: nothing is recorded for it.
+    """
+    fd = fh.fileno()
+    for _ in range(_VERSION_TRIES):
+        before = _stat_key(fd)
+        fh.seek(0)
+        digest = xxhash.xxh3_128()
+        size = 0
+        while block := fh.read(BLOCK):
+            digest.update(block)
+            size += len(block)
+        fh.seek(0)
+        window = _read_window(fh, from_line, lines, max_chars)
+        if _stat_key(fd) == before:
+            return window, digest.hexdigest(), size
+    return window, None, None
 
 
 def fit_window(window, more_remain, from_line, max_chars, resolved: ResolvedPath, warnings=()) -> ReadResult:

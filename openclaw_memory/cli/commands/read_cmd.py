@@ -8,7 +8,10 @@ from ... import api
 from ..output import print_json, warn
 
 
-def run_read(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool) -> int:
+def run_read(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool,
+             diff: bool = False) -> int:
+    if diff:
+        return _run_diff(settings, path, from_line, lines, max_chars, json_out)
     result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
     for message in result.warnings:
         warn(message)
@@ -17,6 +20,26 @@ def run_read(settings, path: str, from_line: int, lines: Optional[int], max_char
     elif result.text:
         sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     elif result.missing:
+        warn(f"{result.path} does not exist")
+    return 0
+
+
+def _run_diff(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool) -> int:
+    result = api.read_memory_diff(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+    for message in result.warnings:
+        warn(message)
+    if json_out:
+        print_json(result.to_json())
+    elif result.mode == "diff":
+        sys.stdout.write(result.diff)
+    elif result.mode == "unchanged":
+        sys.stderr.write(f"{result.path}: unchanged since your last read (version {result.version[:12]})\n")
+    elif result.mode == "full":
+        sys.stderr.write(f"{result.path}: no earlier version to compare with ({result.reason}); the file follows\n")
+        text = result.read.text
+        if text:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
         warn(f"{result.path} does not exist")
     return 0
 
@@ -34,6 +57,7 @@ def register(app) -> None:
         lines: Optional[int] = typer.Option(None, "--lines", help="How many lines (default 120)."),
         max_chars: Optional[int] = typer.Option(None, "--max-chars", help="Character budget (default 12000)."),
         json_out: bool = typer.Option(False, "--json", help="Print JSON (OpenClaw's memory_get result)."),
+        diff: bool = typer.Option(False, "--diff", help="Show what changed since this agent's last read (whole file, unified diff)."),
     ) -> int:
         """Read a window of a memory file by lines and characters."""
-        return run_read(settings_from(ctx), path, from_line, lines, max_chars, json_out)
+        return run_read(settings_from(ctx), path, from_line, lines, max_chars, json_out, diff)

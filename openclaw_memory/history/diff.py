@@ -1,0 +1,124 @@
+"""``read --diff``: what changed in a file since this agent last read (or wrote) it.
+
+It counts as a read (the version now is recorded for the agent) and always diffs the
+whole file. Modes: ``diff`` (a unified diff labelled with short versions),
+``unchanged``, ``full`` (no earlier version to compare with: never read, or its bytes
+were evicted; the ordinary paged read follows) and ``missing``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+
+import xxhash
+
+from ..errors import PathRefused
+from ..files.read import ReadResult, check_window_args, read_window_bytes, resolve_memory_path
+from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from .states import READ, ReadRecords
+from .store import HistoryStore, Snapshot
+from .versions import short
+
+DIFF = "diff"
+UNCHANGED = "unchanged"
+FULL = "full"
+MISSING = "missing"
+NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+@dataclass(frozen=True)
+class DiffRead:
+    mode: str
+    path: str
+    version: str | None  # the file now; None when missing
+    previous: str | None  # what this agent last read or wrote
+    diff: str = ""
+    read: ReadResult | None = None  # the paged read, in mode ``full``
+    reason: str | None = None  # why mode ``full``
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        out: dict = {"mode": self.mode, "path": self.path}
+        if self.mode == DIFF:
+            out.update(fromVersion=self.previous, toVersion=self.version, diff=self.diff)
+        elif self.mode == UNCHANGED:
+            out["version"] = self.version
+        elif self.mode == FULL:
+            out.update(version=self.version, previousVersion=self.previous, reason=self.reason)
+            out.update(self.read.to_json())
+        else:
+            out["previousVersion"] = self.previous
+        return out
+
+
+def read_diff(settings, path: str, *, from_line: int = 1, lines: int | None = None, max_chars: int | None = None) -> DiffRead:
+    """Diff the file against the version ``settings.agent`` last read; record the version now as read.
+
+    ``from_line``/``lines``/``max_chars`` shape only the fallback read (mode ``full``).
+    """
+    lines = settings.read.default_lines if lines is None else lines
+    max_chars = settings.read.max_chars if max_chars is None else max_chars
+    check_window_args(from_line, lines, max_chars)
+    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    data = _read_whole(resolved)
+    store = HistoryStore.for_settings(settings)
+    records = ReadRecords(store, settings.agent)
+    with store.lock():
+        seen = records.get(resolved.abs_path)
+        previous = seen.version if seen else None
+        if data is None:
+            records.forget(resolved.abs_path)
+            return DiffRead(MISSING, resolved.display, None, previous)
+        snapshot = Snapshot(xxhash.xxh3_128_hexdigest(data), len(data))
+        store.observe(resolved.abs_path, resolved.display, snapshot, data=data)
+        old = None
+        if previous is not None and previous != snapshot.version:
+            old = store.objects.read_bytes(previous)
+        records.put(resolved.abs_path, snapshot, READ)
+    if previous == snapshot.version:
+        return DiffRead(UNCHANGED, resolved.display, snapshot.version, previous)
+    if old is None:
+        reason = (
+            f"agent '{settings.agent}' has not read this file before" if previous is None
+            else f"version {short(previous)} is no longer in the version store"
+        )
+        window = read_window_bytes(data, resolved, from_line=from_line, lines=lines, max_chars=max_chars, version=snapshot.version)
+        return DiffRead(FULL, resolved.display, snapshot.version, previous, read=window, reason=reason, warnings=window.warnings)
+    text, bad = unified_diff(old, data, resolved.display, previous, snapshot.version)
+    warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad else ()
+    return DiffRead(DIFF, resolved.display, snapshot.version, previous, diff=text, warnings=warnings)
+
+
+def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_version: str) -> tuple[str, bool]:
+    """A unified diff (3 lines of context) with git's marker for a missing final newline."""
+    a, bad_a = _text(old)
+    b, bad_b = _text(new)
+    out = []
+    for line in difflib.unified_diff(
+        a.splitlines(keepends=True), b.splitlines(keepends=True),
+        fromfile=f"a/{path} (version {short(old_version)})", tofile=f"b/{path} (version {short(new_version)})",
+    ):
+        out.append(line if line.endswith("\n") else line + "\n" + NO_NEWLINE)
+    return "".join(out), bad_a or bad_b
+
+
+def _text(data: bytes) -> tuple[str, bool]:
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
+def _read_whole(resolved) -> bytes | None:
+    try:
+        fd, _ = open_regular_nofollow(resolved.abs_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except NotRegularFile as exc:
+        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
+    except PermissionError:
+        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()

@@ -1,0 +1,97 @@
+"""``state``: every memory file's state for one agent (see :mod:`.states` for the four states)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..files.paths import display_path
+from ..files.scan import scan_memory_files
+from ..fsutil.safeopen import NotRegularFile
+from .states import STATES, ReadRecords, Seen, state_of
+from .store import HistoryStore, Snapshot
+from .versions import iso_time
+
+
+@dataclass(frozen=True)
+class FileState:
+    path: str
+    abs_path: str
+    state: str
+    version: str | None  # what the file holds now; None when it no longer exists
+    seen_version: str | None  # what this agent last read or wrote
+    seen_how: str | None
+    seen_time: float | None
+    size: int | None
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "state": self.state,
+            "exists": self.version is not None,
+            "version": self.version,
+            "size": self.size,
+            "seenVersion": self.seen_version,
+            "seenAs": self.seen_how,
+            "seenAt": iso_time(self.seen_time) if self.seen_time is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class StateReport:
+    agent: str
+    workspace: str
+    files: tuple[FileState, ...]
+
+    def counts(self) -> dict[str, int]:
+        return {name: sum(1 for f in self.files if f.state == name) for name in STATES}
+
+    def to_json(self) -> dict:
+        return {
+            "agent": self.agent,
+            "workspace": self.workspace,
+            "counts": self.counts(),
+            "files": [f.to_json() for f in self.files],
+        }
+
+
+def file_states(settings) -> StateReport:
+    """Every Markdown memory file's state for ``settings.agent``, plus files it read that are gone.
+
+    Hashing a file is a sighting: new versions go into the history (this is a verify).
+    """
+    scan = scan_memory_files(settings.workspace, extra_paths=settings.extra_paths, multimodal=False, agent=settings.agent)
+    store = HistoryStore.for_settings(settings)
+    workspace = str(settings.workspace)
+    out: list[FileState] = []
+    with store.lock():
+        records = ReadRecords(store, settings.agent).load()
+        listed = set()
+        for f in scan.files:
+            if f.kind != "markdown":
+                continue
+            listed.add(f.abs_path)
+            try:
+                snap = store.observe_file(f.abs_path, f.path)
+            except (NotRegularFile, PermissionError):
+                continue
+            out.append(_file_state(f.path, f.abs_path, records.get(f.abs_path), snap))
+        for abs_path, seen in records.items():
+            if abs_path in listed or os.path.lexists(abs_path):
+                continue
+            out.append(_file_state(display_path(abs_path, workspace), abs_path, seen, None))
+    return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None))
+
+
+def _file_state(path: str, abs_path: str, seen: Seen | None, snap: Snapshot | None) -> FileState:
+    current = snap.version if snap else None
+    return FileState(
+        path,
+        abs_path,
+        state_of(seen, current),
+        current,
+        seen.version if seen else None,
+        seen.how if seen else None,
+        seen.time if seen else None,
+        snap.size if snap else None,
+    )

@@ -1,0 +1,117 @@
+"""What each agent read or wrote, and the state of a file for that agent.
+
+A record per (agent, path) holds the version the agent last read (or wrote: an
+agent's own write counts as read). States are computed on demand from the files
+as they are now (see :mod:`.report`), so the guard does not depend on ``watch``:
+
+- ``read_fresh``: the agent read the version the file holds now;
+- ``written_unread``: the agent wrote the version the file holds now;
+- ``read_stale``: the file changed (or was deleted) since the agent read or wrote it;
+- ``discovered_unread``: a memory file the agent never read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import NamedTuple
+
+import xxhash
+
+from .store import HistoryStore, Snapshot
+
+READ_FRESH = "read_fresh"
+READ_STALE = "read_stale"
+DISCOVERED_UNREAD = "discovered_unread"
+WRITTEN_UNREAD = "written_unread"
+STATES = (READ_FRESH, READ_STALE, DISCOVERED_UNREAD, WRITTEN_UNREAD)
+
+READ = "read"
+WRITE = "write"
+
+
+class Seen(NamedTuple):
+    """The version an agent last read or wrote."""
+
+    version: str
+    size: int
+    time: float
+    how: str  # READ | WRITE
+
+
+class ReadRecords:
+    """One agent's records, in ``<history>/reads/<agent>-<hash>.json``; changed under the history lock."""
+
+    def __init__(self, store: HistoryStore, agent: str):
+        self.agent = agent
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent).strip("-") or "agent"
+        key = xxhash.xxh3_64_hexdigest(agent.encode("utf-8"))[:8]
+        self.path = os.path.join(store.root, "reads", f"{slug}-{key}.json")
+
+    def load(self) -> dict[str, Seen]:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (FileNotFoundError, ValueError):
+            return {}
+        files = data.get("files") if isinstance(data, dict) else None
+        out = {}
+        for abs_path, item in (files or {}).items():
+            if isinstance(item, dict) and isinstance(item.get("version"), str) and item.get("how") in (READ, WRITE):
+                out[abs_path] = Seen(item["version"], int(item.get("size", 0)), float(item.get("time", 0)), item["how"])
+        return out
+
+    def get(self, abs_path: str) -> Seen | None:
+        return self.load().get(abs_path)
+
+    def put(self, abs_path: str, snapshot: Snapshot, how: str) -> Seen:
+        seen = Seen(snapshot.version, snapshot.size, time.time(), how)
+        records = self.load()
+        records[abs_path] = seen
+        self._save(records)
+        return seen
+
+    def forget(self, abs_path: str) -> None:
+        records = self.load()
+        if records.pop(abs_path, None) is not None:
+            self._save(records)
+
+    def _save(self, records: dict[str, Seen]) -> None:
+        # Replaced atomically but not fsynced: a record lost in a crash only makes the
+        # agent read the file again (the guard then blocks, never lets a stale write through).
+        payload = {
+            "agent": self.agent,
+            "files": {p: {"version": s.version, "size": s.size, "time": s.time, "how": s.how} for p, s in sorted(records.items())},
+        }
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = f"{self.path}.{os.getpid()}.{os.urandom(3).hex()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, ensure_ascii=False)
+        os.replace(tmp, self.path)
+
+
+def state_of(seen: Seen | None, current: str | None) -> str | None:
+    """The state of a file whose content is now ``current`` (None: it does not exist)."""
+    if seen is None:
+        return DISCOVERED_UNREAD if current is not None else None
+    if current != seen.version:
+        return READ_STALE
+    return WRITTEN_UNREAD if seen.how == WRITE else READ_FRESH
+
+
+def record_read(settings, abs_path: str, display: str, snapshot: Snapshot | None) -> None:
+    """Record that ``settings.agent`` read ``snapshot`` of the file (None: it found the file missing).
+
+    The version's bytes are kept in the store (for ``read --diff`` and history): the
+    file is read again and kept only if it still hashes to the version read.
+    """
+    store = HistoryStore.for_settings(settings)
+    records = ReadRecords(store, settings.agent)
+    with store.lock():
+        if snapshot is None:
+            records.forget(abs_path)
+            return
+        store.observe(abs_path, display, snapshot)
+        records.put(abs_path, snapshot, READ)

@@ -1,0 +1,373 @@
+"""The stale-write guard: file states, guarded atomic writes, daily-note appends, --expect, the lock."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import xxhash
+
+from conftest import write
+from openclaw_memory import api
+from openclaw_memory.cli.fast import parse_fast
+from openclaw_memory.errors import PathRefused, UsageError, WriteBlocked
+from openclaw_memory.settings import Overrides, resolve_settings
+
+TODAY = f"memory/{datetime.date.today().isoformat()}.md"
+
+
+def settings_for(workspace, state_dir, agent="main", extra=()):
+    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir), agent=agent, extra=tuple(extra)))
+
+
+def version_of(data: bytes) -> str:
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def states(cli, *args) -> dict:
+    return {f["path"]: f for f in cli("state", "--json", *args).json()["files"]}
+
+
+def test_write_after_external_edit_is_blocked_and_says_read_again(cli, workspace):
+    write(workspace / "MEMORY.md", "alpha\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    write(workspace / "MEMORY.md", "alpha\nedited by a person\n")
+    res = cli("write", "MEMORY.md", "--append", "agent note")
+    assert res.returncode == 3
+    assert "changed since" in res.stderr and "Read it again" in res.stderr and "Traceback" not in res.stderr
+    assert (workspace / "MEMORY.md").read_text() == "alpha\nedited by a person\n"
+    as_json = cli("write", "MEMORY.md", "--append", "agent note", "--json")
+    assert as_json.returncode == 3 and "read it again" in as_json.json()["error"].lower()
+    # After reading again, the same write goes through and keeps the person's edit.
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "agent note").returncode == 0
+    assert (workspace / "MEMORY.md").read_text() == "alpha\nedited by a person\nagent note\n"
+
+
+def test_write_to_an_existing_file_never_read_is_blocked(cli, workspace):
+    write(workspace / "memory/project.md", "plans\n")
+    res = cli("write", "memory/project.md", "--append", "more")
+    assert res.returncode == 3 and "read it first" in res.stderr
+    assert (workspace / "memory/project.md").read_text() == "plans\n"
+
+
+def test_creating_a_new_file_is_allowed_including_new_folders(cli, workspace):
+    res = cli("write", "memory/topics/new.md", "--append", "first line", "--json")
+    assert res.returncode == 0, res.stderr
+    out = res.json()
+    assert out["created"] is True and out["previousVersion"] is None and out["action"] == "append"
+    assert (workspace / "memory/topics/new.md").read_bytes() == b"first line\n"
+    assert out["version"] == version_of(b"first line\n") and out["size"] == 11
+
+
+def test_own_write_counts_as_read_then_an_outside_change_makes_it_stale(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", "one\n")
+    api.read_memory(s, "MEMORY.md")
+    api.write_memory(s, "MEMORY.md", content="two\n")
+    api.write_memory(s, "MEMORY.md", content="three\n")  # second write: allowed, no read in between
+    assert api.file_states(s).files[0].state == "written_unread"
+    write(workspace / "MEMORY.md", "a person wrote this\n")
+    assert api.file_states(s).files[0].state == "read_stale"
+    with pytest.raises(WriteBlocked):
+        api.write_memory(s, "MEMORY.md", content="four\n")
+    assert (workspace / "MEMORY.md").read_text() == "a person wrote this\n"
+
+
+def test_a_file_read_then_deleted_elsewhere_is_blocked_until_read_again(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    write(workspace / "memory/gone.md", "x\n")
+    api.read_memory(s, "memory/gone.md")
+    os.unlink(workspace / "memory/gone.md")
+    with pytest.raises(WriteBlocked, match="deleted"):
+        api.write_memory(s, "memory/gone.md", content="recreated\n")
+    assert not (workspace / "memory/gone.md").exists()
+    assert api.read_memory(s, "memory/gone.md").missing  # the agent now knows it is gone
+    api.write_memory(s, "memory/gone.md", content="recreated\n")
+    assert (workspace / "memory/gone.md").read_text() == "recreated\n"
+
+
+def test_daily_note_append_allowed_after_someone_else_appended(cli, workspace):
+    write(workspace / TODAY, "# Today\n- morning\n")
+    assert cli("read", TODAY).returncode == 0
+    with open(workspace / TODAY, "a") as fh:  # another process appends (the person, another tool)
+        fh.write("- noon (by a person)\n")
+    res = cli("write", TODAY, "--append", "- evening (by the agent)")
+    assert res.returncode == 0, res.stderr
+    assert (workspace / TODAY).read_text() == "# Today\n- morning\n- noon (by a person)\n- evening (by the agent)\n"
+
+
+def test_daily_note_append_uses_the_last_version_seen_when_this_agent_never_read_it(workspace, state_dir):
+    other = settings_for(workspace, state_dir, agent="other")
+    me = settings_for(workspace, state_dir, agent="main")
+    api.write_memory(other, TODAY, append="- from other")  # created by another agent: seen by the product
+    with open(workspace / TODAY, "a") as fh:
+        fh.write("- appended outside\n")
+    api.write_memory(me, TODAY, append="- from main")
+    assert (workspace / TODAY).read_text() == "- from other\n- appended outside\n- from main\n"
+    # A note nobody ever saw through the product: nothing to check against, so read first.
+    write(workspace / "memory/2020-01-02.md", "old\n")
+    with pytest.raises(WriteBlocked, match="has not read"):
+        api.write_memory(me, "memory/2020-01-02.md", append="x")
+
+
+@pytest.mark.parametrize("rewrite", ["# Today\n", "# Today\n- MORNING\n- more\n", "X Today\n- morning\n"])
+def test_daily_note_append_blocked_when_the_file_shrank_or_was_rewritten(workspace, state_dir, rewrite):
+    s = settings_for(workspace, state_dir)
+    write(workspace / TODAY, "# Today\n- morning\n")
+    api.read_memory(s, TODAY)
+    write(workspace / TODAY, rewrite)
+    with pytest.raises(WriteBlocked, match="shrank or was rewritten"):
+        api.write_memory(s, TODAY, append="- evening")
+    assert (workspace / TODAY).read_text() == rewrite
+
+
+def test_only_real_daily_notes_get_the_append_rule(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    for name in ("memory/2026-02-30.md", "memory/sub/2026-01-05.md", "memory/notes.md"):
+        write(workspace / name, "start\n")
+        api.read_memory(s, name)
+        with open(workspace / name, "a") as fh:
+            fh.write("outside\n")
+        with pytest.raises(WriteBlocked, match="changed since"):
+            api.write_memory(s, name, append="agent")
+
+
+def test_expect_is_a_compare_and_swap_on_a_version_prefix(cli, workspace):
+    write(workspace / "MEMORY.md", "v1\n")
+    v1 = version_of(b"v1\n")
+    ok = cli("write", "MEMORY.md", "--stdin", "--expect", v1[:8], "--json", input="v2\n")
+    assert ok.returncode == 0, ok.stderr  # never read, but the expected version matches
+    assert ok.json()["previousVersion"] == v1
+    stale = cli("write", "MEMORY.md", "--stdin", "--expect", v1[:8], input="v3\n")
+    assert stale.returncode == 3 and "not " + v1[:8] in stale.stderr
+    assert (workspace / "MEMORY.md").read_text() == "v2\n"
+    assert cli("write", "MEMORY.md", "--stdin", "--expect", v1[:7], input="v3\n").returncode == 2
+    assert cli("write", "MEMORY.md", "--stdin", "--expect", "zzzzzzzz", input="v3\n").returncode == 2
+    missing = cli("write", "memory/none.md", "--append", "x", "--expect", v1[:8])
+    assert missing.returncode == 3 and "does not exist" in missing.stderr
+
+
+def test_expect_on_a_daily_note_is_strict(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    write(workspace / TODAY, "a\n")
+    api.read_memory(s, TODAY)
+    with open(workspace / TODAY, "a") as fh:
+        fh.write("b\n")
+    with pytest.raises(WriteBlocked):
+        api.write_memory(s, TODAY, append="c", expect=version_of(b"a\n")[:10])
+    api.write_memory(s, TODAY, append="c", expect=version_of(b"a\nb\n"))
+    assert (workspace / TODAY).read_text() == "a\nb\nc\n"
+
+
+def test_writes_only_memory_paths(cli, workspace, tmp_path):
+    write(workspace / "notes.md", "not memory\n")
+    write(workspace / "memory.md", "legacy\n")
+    write(tmp_path / "outside.md", "outside\n")
+    os.symlink(tmp_path / "outside.md", workspace / "MEMORY.md")
+    for target in ("notes.md", "memory.md", "../outside.md", str(tmp_path / "outside.md"), "memory/a.txt",
+                   "MEMORY.md", "memory/.openclaw-repair/x.md"):
+        res = cli("write", target, "--append", "x", "--json")
+        assert res.returncode == 2, (target, res.stderr)
+        assert "error" in res.json() and "Traceback" not in res.stderr
+    assert (workspace / "notes.md").read_text() == "not memory\n"
+    assert (tmp_path / "outside.md").read_text() == "outside\n"
+    assert not (workspace / "memory/a.txt").exists()
+
+
+def test_extra_paths_are_memory_paths(workspace, state_dir, tmp_path):
+    s = settings_for(workspace, state_dir, extra=[str(tmp_path / "shared")])
+    result = api.write_memory(s, str(tmp_path / "shared/team.md"), content="team\n")
+    assert result.created and (tmp_path / "shared/team.md").read_text() == "team\n"
+
+
+def test_exactly_one_source_of_content(cli, workspace, tmp_path):
+    assert cli("write", "MEMORY.md").returncode == 2
+    both = cli("write", "MEMORY.md", "--append", "x", "--stdin", "--json", input="y")
+    assert both.returncode == 2 and "exactly one" in both.json()["error"]
+    assert cli("write", "MEMORY.md", "--replace-file", str(tmp_path / "absent.txt")).returncode == 2
+
+
+def test_replace_file_and_stdin_write_exact_bytes(cli, workspace, tmp_path):
+    payload = b"caf\xc3\xa9\r\nno final newline"
+    write(tmp_path / "new.bin", payload)
+    assert cli("write", "memory/a.md", "--replace-file", str(tmp_path / "new.bin")).returncode == 0
+    assert (workspace / "memory/a.md").read_bytes() == payload
+    res = subprocess.run(
+        [sys.executable, "-m", "openclaw_memory", "write", "memory/b.md", "--stdin"],
+        input=payload, capture_output=True,
+        env={**os.environ, "OPENCLAW_WORKSPACE": str(workspace), "OPENCLAW_STATE_DIR": str(tmp_path / "state")},
+    )
+    assert res.returncode == 0 and (workspace / "memory/b.md").read_bytes() == payload
+
+
+def test_append_puts_the_text_on_its_own_line(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    write(workspace / "memory/a.md", "no newline at end")
+    api.read_memory(s, "memory/a.md")
+    api.write_memory(s, "memory/a.md", append="next")
+    api.write_memory(s, "memory/a.md", append="last\n")
+    assert (workspace / "memory/a.md").read_text() == "no newline at end\nnext\nlast\n"
+
+
+def test_write_is_atomic_replace_keeping_permissions(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    path = write(workspace / "MEMORY.md", "old\n")
+    os.chmod(path, 0o600)
+    before = os.stat(path)
+    with open(path, "rb") as reader:  # a reader holding the old file keeps seeing the old bytes
+        api.read_memory(s, "MEMORY.md")
+        api.write_memory(s, "MEMORY.md", content="new\n")
+        assert reader.read() == b"old\n"
+    after = os.stat(path)
+    assert after.st_ino != before.st_ino, "the file was rewritten in place, not replaced"
+    assert after.st_mode & 0o777 == 0o600
+    assert path.read_text() == "new\n"
+    assert sorted(os.listdir(workspace)) == ["MEMORY.md"], "a temp file was left behind"
+
+
+def _spawn_write(workspace, state_dir, agent, *args, stdin=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir))
+    return subprocess.Popen(
+        [sys.executable, "-m", "openclaw_memory", "--agent", agent, "write", *args],
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+
+
+def test_concurrent_appends_are_serialized_and_none_is_lost(workspace, state_dir):
+    write(workspace / TODAY, "# Log\n")
+    agents = [f"agent{i}" for i in range(6)]
+    for agent in agents:
+        api.read_memory(settings_for(workspace, state_dir, agent=agent), TODAY)
+    procs = [_spawn_write(workspace, state_dir, agent, TODAY, "--append", f"- entry from {agent}") for agent in agents]
+    results = [(p.wait(timeout=120), p.stderr.read().decode()) for p in procs]
+    assert all(code == 0 for code, _ in results), results
+    lines = (workspace / TODAY).read_text().splitlines()
+    assert lines[0] == "# Log" and sorted(lines[1:]) == sorted(f"- entry from {a}" for a in agents)
+
+
+def test_concurrent_replacements_of_one_read_version_let_exactly_one_through(workspace, state_dir):
+    write(workspace / "MEMORY.md", "base\n")
+    agents = [f"agent{i}" for i in range(4)]
+    for agent in agents:
+        api.read_memory(settings_for(workspace, state_dir, agent=agent), "MEMORY.md")
+    procs = [_spawn_write(workspace, state_dir, a, "MEMORY.md", "--stdin", stdin=True) for a in agents]
+    for agent, p in zip(agents, procs):
+        p.stdin.write(f"rewritten by {agent}\n".encode())
+        p.stdin.close()
+    codes = [p.wait(timeout=120) for p in procs]
+    assert sorted(codes) == [0, 3, 3, 3], codes
+    winner = agents[codes.index(0)]
+    assert (workspace / "MEMORY.md").read_text() == f"rewritten by {winner}\n"
+
+
+def test_state_json_shows_all_four_states_and_deleted_files(cli, workspace):
+    write(workspace / "MEMORY.md", "fresh\n")
+    write(workspace / "memory/stale.md", "old\n")
+    write(workspace / "memory/unread.md", "never read\n")
+    write(workspace / "memory/deleted.md", "soon gone\n")
+    for path in ("MEMORY.md", "memory/stale.md", "memory/deleted.md"):
+        assert cli("read", path).returncode == 0
+    assert cli("write", "memory/written.md", "--append", "by the agent").returncode == 0
+    write(workspace / "memory/stale.md", "changed outside\n")
+    os.unlink(workspace / "memory/deleted.md")
+    got = states(cli)
+    assert {p: f["state"] for p, f in got.items()} == {
+        "MEMORY.md": "read_fresh",
+        "memory/stale.md": "read_stale",
+        "memory/unread.md": "discovered_unread",
+        "memory/written.md": "written_unread",
+        "memory/deleted.md": "read_stale",
+    }
+    assert got["memory/deleted.md"]["exists"] is False and got["memory/deleted.md"]["version"] is None
+    assert got["memory/stale.md"]["seenVersion"] == version_of(b"old\n")
+    assert got["memory/stale.md"]["version"] == version_of(b"changed outside\n")
+    assert got["memory/written.md"]["seenAs"] == "write"
+    # States belong to an agent: another agent has read nothing.
+    assert {f["state"] for f in states(cli, "--agent", "other").values()} == {"discovered_unread"}
+    plain = cli("state")
+    assert plain.returncode == 0 and "read_stale" in plain.stdout and "memory/unread.md" in plain.stdout
+
+
+def test_read_json_keeps_openclaw_keys_and_a_paged_read_records_the_whole_file(cli, workspace):
+    body = "".join(f"line {i}\n" for i in range(1, 301)).encode()
+    write(workspace / "MEMORY.md", body)
+    out = cli("read", "MEMORY.md", "--json", "--from", "5", "--lines", "2").json()
+    assert set(out) == {"text", "path", "from", "lines", "truncated", "nextFrom"}
+    assert states(cli)["MEMORY.md"]["seenVersion"] == version_of(body)
+
+
+def test_write_reports_no_index_and_no_index_flag(cli, workspace):
+    out = cli("write", "memory/a.md", "--append", "x", "--json").json()
+    assert out["index"] == {"updated": False, "reason": "no index for agent main"}
+    out = cli("write", "memory/a.md", "--append", "y", "--json", "--no-index").json()
+    assert out["index"] == {"updated": False, "reason": "skipped (--no-index)"}
+
+
+def test_read_diff_is_on_the_fast_path_too():
+    ns = parse_fast(["read", "MEMORY.md", "--diff", "--json"])
+    assert ns is not None and ns.diff and ns.json
+
+
+def test_api_errors_are_typed(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    with pytest.raises(UsageError):
+        api.write_memory(s, "memory/a.md")
+    with pytest.raises(PathRefused):
+        api.write_memory(s, "README.md", content="x")
+
+
+def test_a_writer_waits_for_the_lock_held_by_another_process(workspace, state_dir):
+    from openclaw_memory.history.store import HistoryStore
+
+    s = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", "base\n")
+    api.read_memory(s, "MEMORY.md")
+    lock = HistoryStore.for_settings(s).lock()
+    lock.acquire()
+    try:
+        proc = _spawn_write(workspace, state_dir, "main", "MEMORY.md", "--append", "after the lock")
+        time.sleep(2.0)
+        assert proc.poll() is None, "the writer did not wait for the lock"
+        assert (workspace / "MEMORY.md").read_text() == "base\n"
+    finally:
+        lock.release()
+    assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+    assert (workspace / "MEMORY.md").read_text() == "base\nafter the lock\n"
+
+
+@pytest.mark.slow
+def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, state_dir):
+    from openclaw_memory.index.api import MemoryIndex
+
+    s = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", "# Memory\n\nThe boat is moored at pier seven.\n")
+    with MemoryIndex(s) as index:
+        index.sync()
+    api.read_memory(s, "MEMORY.md")
+    result = api.write_memory(s, "MEMORY.md", append="The spare key is under the zucchiniflowerpot.")
+    assert result.index["updated"] is True and result.index["chunksEmbedded"] >= 1
+    with MemoryIndex(s) as index:
+        assert index.status().stale == []
+        hits = index.search("zucchiniflowerpot", mode="text", sync=False, min_score=0.0).results
+        assert hits and hits[0].path == "MEMORY.md"
+    api.write_memory(s, "MEMORY.md", append="Unindexed line.", update_index=False)
+    with MemoryIndex(s) as index:
+        assert index.status().stale == ["MEMORY.md"]
+
+
+def test_append_text_that_is_not_utf8_or_empty(workspace, state_dir, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir))
+    run = [sys.executable, "-m", "openclaw_memory", "write", "memory/raw.md", "--append"]
+    res = subprocess.run(run + [b"caf\xe9 latin-1"], env=env, capture_output=True)
+    assert res.returncode == 0, res.stderr
+    assert (workspace / "memory/raw.md").read_bytes() == b"caf\xe9 latin-1\n"
+    empty = subprocess.run(run + [""], env=env, capture_output=True)
+    assert empty.returncode == 2 and b"nothing to append" in empty.stderr

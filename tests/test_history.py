@@ -1,0 +1,267 @@
+"""The version store: history, restore (and undoing it), retention, LRU eviction, read --diff."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+
+import xxhash
+
+from conftest import write
+from openclaw_memory import api
+from openclaw_memory.history.objects import ObjectStore
+from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.settings import Overrides, resolve_settings
+
+
+def settings_for(workspace, state_dir, agent="main"):
+    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir), agent=agent))
+
+
+def version_of(data: bytes) -> str:
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def configure(state_dir, **history):
+    body = "".join(f"{k} = {v}\n" for k, v in history.items())
+    write(state_dir / "openclaw-memory.toml", f"[history]\n{body}")
+
+
+def object_files(state_dir, workspace) -> set[str]:
+    store = HistoryStore(settings_for(workspace, state_dir).data_dir)
+    return store.objects.versions()
+
+
+V1 = b"first version\r\nwith CRLF, caf\xc3\xa9 and a stray \xff byte"
+V2 = b"second version\n"
+
+
+def test_history_and_restore_round_trip_byte_exact_and_undoable(cli, workspace):
+    write(workspace / "MEMORY.md", V1)
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--stdin", input=V2.decode()).returncode == 0
+    versions = cli("history", "MEMORY.md", "--json").json()["versions"]
+    assert [(v["version"], v["origin"], v["agent"], v["size"]) for v in versions] == [
+        (version_of(V2), "agent-write", "main", len(V2)),
+        (version_of(V1), "external-edit", None, len(V1)),
+    ]
+    assert all(v["hash"] == v["version"] and v["available"] for v in versions)
+    assert versions[0]["current"] is True and versions[1]["current"] is False
+    assert versions[0]["time"].endswith("Z") and versions[0]["time"] >= versions[1]["time"]
+
+    res = cli("restore", "MEMORY.md", version_of(V1)[:8], "--json")
+    assert res.returncode == 0, res.stderr
+    assert res.json()["previousVersion"] == version_of(V2) and res.json()["action"] == "restore"
+    assert (workspace / "MEMORY.md").read_bytes() == V1
+
+    # The restore recorded what it replaced, so it can itself be undone.
+    assert cli("restore", "MEMORY.md", version_of(V2)[:10]).returncode == 0
+    assert (workspace / "MEMORY.md").read_bytes() == V2
+    origins = [v["origin"] for v in cli("history", "MEMORY.md", "--json").json()["versions"]]
+    assert origins == ["restore", "restore", "agent-write", "external-edit"]
+    # A restore is the agent's own write: the next write needs no new read.
+    assert cli("write", "MEMORY.md", "--append", "after restore").returncode == 0
+
+
+def test_restore_to_the_current_version_changes_nothing(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    path = write(workspace / "MEMORY.md", V1)
+    inode = os.stat(path).st_ino
+    result = api.restore(s, "MEMORY.md", version_of(V1)[:8])
+    assert result.changed is False and os.stat(path).st_ino == inode
+
+
+def test_restore_a_deleted_file(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    write(workspace / "memory/note.md", V2)
+    api.read_memory(s, "memory/note.md")
+    os.unlink(workspace / "memory/note.md")
+    result = api.restore(s, "memory/note.md", version_of(V2)[:8])
+    assert result.created and (workspace / "memory/note.md").read_bytes() == V2
+
+
+def test_an_outside_edit_about_to_be_replaced_is_kept_in_history(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", b"seen by the agent\n")
+    api.read_memory(s, "MEMORY.md")
+    unseen = b"typed by a person, never read by the product\n"
+    write(workspace / "MEMORY.md", unseen)
+    api.write_memory(s, "MEMORY.md", content="agent overwrites\n", expect=version_of(unseen)[:12])
+    entries = api.file_history(s, "MEMORY.md").to_json()["versions"]
+    assert [e["version"] for e in entries][1] == version_of(unseen)
+    api.restore(s, "MEMORY.md", version_of(unseen)[:8])
+    assert (workspace / "MEMORY.md").read_bytes() == unseen
+
+
+def test_restore_needs_a_unique_prefix_of_eight_hex_characters(cli, workspace):
+    # Two contents whose versions share their first 8 hex characters (a birthday search).
+    seen: dict[str, bytes] = {}
+    for i in itertools.count():
+        data = f"note {i}\n".encode()
+        key = version_of(data)[:8]
+        if key in seen:
+            first, second = seen[key], data
+            break
+        seen[key] = data
+    write(workspace / "MEMORY.md", first)
+    assert cli("history", "MEMORY.md").returncode == 0  # a sighting
+    write(workspace / "MEMORY.md", second)
+    assert cli("history", "MEMORY.md").returncode == 0
+    ambiguous = cli("restore", "MEMORY.md", key, "--json")
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.json()["error"]
+    assert cli("restore", "MEMORY.md", version_of(first)[:9]).returncode == 0
+    assert (workspace / "MEMORY.md").read_bytes() == first
+    assert cli("restore", "MEMORY.md", key[:7]).returncode == 2
+    unknown = cli("restore", "MEMORY.md", "0123456789abcdef")
+    assert unknown.returncode == 2 and "no version" in unknown.stderr
+
+
+def test_history_of_an_unseen_file_records_it_as_an_external_edit(cli, workspace):
+    write(workspace / "memory/x.md", "hello\n")
+    versions = cli("history", "memory/x.md", "--json").json()["versions"]
+    assert len(versions) == 1 and versions[0]["origin"] == "external-edit" and versions[0]["current"]
+    none = cli("history", "memory/none.md", "--json").json()
+    assert none["versions"] == [] and none["currentVersion"] is None
+    assert cli("history", "notes.md").returncode == 2
+
+
+def test_retention_keeps_the_newest_versions_per_path_and_drops_their_objects(workspace, state_dir):
+    configure(state_dir, keep_per_path=3)
+    s = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", "v0\n")
+    api.read_memory(s, "MEMORY.md")
+    for i in range(1, 6):
+        api.write_memory(s, "MEMORY.md", content=f"v{i}\n")
+    listed = [e["version"] for e in api.file_history(s, "MEMORY.md").to_json()["versions"]]
+    assert listed == [version_of(f"v{i}\n".encode()) for i in (5, 4, 3)]
+    assert object_files(state_dir, workspace) == set(listed)
+
+
+def test_a_version_shared_by_two_paths_outlives_retention_on_one(workspace, state_dir):
+    configure(state_dir, keep_per_path=1)
+    s = settings_for(workspace, state_dir)
+    api.write_memory(s, "memory/a.md", content="shared\n")
+    api.write_memory(s, "memory/b.md", content="shared\n")
+    api.write_memory(s, "memory/a.md", content="a moved on\n")
+    assert version_of(b"shared\n") in object_files(state_dir, workspace)
+    assert api.file_history(s, "memory/b.md").to_json()["versions"][0]["available"] is True
+
+
+def test_max_bytes_evicts_least_recently_used_objects(tmp_path):
+    store = ObjectStore(str(tmp_path / "objects"), max_bytes=10_000)
+    blobs = [os.urandom(4_000) for _ in range(3)]  # random bytes do not compress
+    a, b, c = (store.put_bytes(blob) for blob in blobs)
+    assert store.usage() > 10_000 and store.evict() == [a]  # the oldest use goes first
+    old = time.time() - 100
+    for version in (b, c):
+        os.utime(store.object_path(version), (old, old))
+    assert store.read_bytes(b) == blobs[1]  # reading b makes it the most recently used
+    d = store.put_bytes(os.urandom(4_000))
+    assert store.evict(keep=frozenset({d})) == [c]
+    assert store.has(b) and store.has(d) and not store.has(c)
+    assert store.usage() == sum(os.path.getsize(store.object_path(v)) for v in (b, d)) <= 10_000
+
+
+def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli, workspace, state_dir):
+    configure(state_dir, max_bytes=16_000)  # random bytes do not compress: about 8 versions of 1900 bytes fit
+    s = settings_for(workspace, state_dir)
+    for _ in range(12):
+        content = os.urandom(1900)
+        api.write_memory(s, "memory/blob.md", content=content)
+    versions = cli("history", "memory/blob.md", "--json").json()["versions"]
+    assert len(versions) == 12
+    available = [v["available"] for v in versions]
+    assert available[0] is True and available[-1] is False
+    assert available == sorted(available, reverse=True), "eviction must take the least recently used first"
+    assert sum(os.path.getsize(HistoryStore(s.data_dir).objects.object_path(v["version"]))
+               for v in versions if v["available"]) <= 16_000
+    gone = cli("restore", "memory/blob.md", versions[-1]["version"][:8])
+    assert gone.returncode == 1 and "no longer stored" in gone.stderr
+    assert (workspace / "memory/blob.md").read_bytes() == content
+
+
+def test_a_version_too_big_for_the_store_is_logged_but_not_kept(cli, workspace, state_dir):
+    configure(state_dir, max_bytes=8_000)  # versions above 1000 bytes are not kept
+    write(workspace / "MEMORY.md", "x" * 1001)
+    assert cli("read", "MEMORY.md", "--lines", "1").returncode == 0
+    versions = cli("history", "MEMORY.md", "--json").json()["versions"]
+    assert len(versions) == 1 and versions[0]["available"] is False and versions[0]["size"] == 1001
+    assert object_files(state_dir, workspace) == set()
+
+
+def test_history_settings_are_validated(cli, workspace, state_dir):
+    configure(state_dir, keep_per_path=0)
+    res = cli("history", "MEMORY.md", "--json")
+    assert res.returncode == 2 and "keep_per_path" in res.json()["error"]
+
+
+def test_read_diff_modes(cli, workspace):
+    lines = [f"line {i}\n" for i in range(1, 201)]
+    write(workspace / "MEMORY.md", "".join(lines))
+    never = cli("read", "MEMORY.md", "--diff", "--json", "--lines", "2").json()
+    assert never["mode"] == "full" and "has not read" in never["reason"]
+    assert never["text"].startswith("line 1\nline 2\n") and never["nextFrom"] == 3
+
+    unchanged = cli("read", "MEMORY.md", "--diff", "--json").json()
+    assert unchanged == {"mode": "unchanged", "path": "MEMORY.md", "version": version_of("".join(lines).encode())}
+
+    old = "".join(lines).encode()
+    lines[149] = "line 150 edited\n"
+    write(workspace / "MEMORY.md", "".join(lines))
+    diff = cli("read", "MEMORY.md", "--diff", "--json", "--from", "1", "--lines", "1").json()
+    assert diff["mode"] == "diff" and diff["fromVersion"] == version_of(old)
+    assert diff["diff"].startswith(
+        f"--- a/MEMORY.md (version {version_of(old)[:12]})\n+++ b/MEMORY.md (version {diff['toVersion'][:12]})\n@@ -147,7 +147,7 @@\n"
+    )
+    assert "-line 150\n+line 150 edited\n" in diff["diff"]
+    # It counted as a read: the file is fresh and a write goes through.
+    assert cli("state", "--json").json()["files"][0]["state"] == "read_fresh"
+    assert cli("write", "MEMORY.md", "--append", "ok").returncode == 0
+
+    text = cli("read", "MEMORY.md", "--diff")
+    assert "unchanged since your last read" in text.stderr and text.stdout == ""
+
+    os.unlink(workspace / "MEMORY.md")
+    assert cli("read", "MEMORY.md", "--diff", "--json").json()["mode"] == "missing"
+
+
+def test_read_diff_marks_a_missing_final_newline(workspace, state_dir):
+    s = settings_for(workspace, state_dir)
+    write(workspace / "memory/a.md", "a\nb")
+    api.read_memory(s, "memory/a.md")
+    write(workspace / "memory/a.md", "a\nb\n")
+    out = api.read_memory_diff(s, "memory/a.md").diff
+    assert out.endswith("-b\n\\ No newline at end of file\n+b\n")
+
+
+def test_read_diff_falls_back_to_the_full_read_when_the_old_version_was_evicted(workspace, state_dir):
+    configure(state_dir, max_bytes=16_000)
+    s = settings_for(workspace, state_dir)
+    first = os.urandom(900).hex()
+    write(workspace / "memory/a.md", first)
+    api.read_memory(s, "memory/a.md")
+    for i in range(10):  # other files' versions push the old one out of the store
+        api.write_memory(s, f"memory/other{i}.md", content=os.urandom(1900))
+    write(workspace / "memory/a.md", first + "\nedited\n")
+    out = api.read_memory_diff(s, "memory/a.md")
+    assert out.mode == "full" and "no longer in the version store" in out.reason
+    assert out.to_json()["previousVersion"] == version_of(first.encode())
+    assert out.to_json()["text"].startswith(first[:100])
+
+
+def test_a_damaged_stored_version_is_never_restored(cli, workspace, state_dir):
+    import zlib
+
+    write(workspace / "MEMORY.md", V1)
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--stdin", input=V2.decode()).returncode == 0
+    store = HistoryStore(settings_for(workspace, state_dir).data_dir)
+    obj = store.objects.object_path(version_of(V1))
+    for damage in (zlib.compress(b"other bytes"), b"not zlib at all"):
+        with open(obj, "wb") as fh:
+            fh.write(damage)
+        res = cli("restore", "MEMORY.md", version_of(V1)[:8])
+        assert res.returncode == 1 and "damaged" in res.stderr and "Traceback" not in res.stderr
+        assert (workspace / "MEMORY.md").read_bytes() == V2
+    assert store.objects.read_bytes(version_of(V1)) is None
