@@ -1,0 +1,390 @@
+"""Markdown-aware chunking with exact line numbers and a budget in the model's own tokens.
+
+Rules (see docs/search.md):
+- a chunk's ``embed_text`` (heading path, a blank line, the text) never exceeds the budget, which
+  defaults to the model's window, so nothing past the window is ever silently truncated;
+- a cut is made only when the budget would overflow, preferring the start of a heading (the
+  higher the level the better), then a blank line, then a plain line, each weighted by how full
+  the chunk is there (never under a quarter full when another place exists);
+- a fenced code block (``` or ~~~) and a front-matter block are never cut unless alone they exceed
+  the budget, then they are cut between lines; a single line over budget is cut between graphemes;
+- about 15% of the budget is carried over as whole trailing lines of the previous chunk, except
+  after a cut at a heading, where the new section starts its own context;
+- blank lines never start or end a chunk; every other line is in at least one chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import xxhash
+
+from openclaw_memory.errors import UsageError
+
+CHUNKER_VERSION = 1
+DEFAULT_OVERLAP_RATIO = 0.15
+MIN_BUDGET = 8
+# The heading path may take at most this share of the budget; longer paths lose outer headings.
+_PATH_SHARE = 4
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_NOT_PARAGRAPH = re.compile(r"^[ \t]*(?:[-*+>|]|\d+[.)]|#|`{3}|~{3}|<)")
+
+# Cut preference before a unit, by what the unit starts with.
+_SCORE_BLANK = 20
+_SCORE_BLOCK = 15
+_SCORE_LINE = 5
+_SCORE_INSIDE_BLOCK = 0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A span of lines (1-based, inclusive) and exactly what is embedded for it."""
+
+    start_line: int
+    end_line: int
+    text: str
+    heading_path: str
+    embed_text: str
+    hash: str
+
+    def to_json(self) -> dict:
+        return {
+            "startLine": self.start_line,
+            "endLine": self.end_line,
+            "text": self.text,
+            "headingPath": self.heading_path,
+            "hash": self.hash,
+        }
+
+
+@dataclass
+class _Unit:
+    first: int  # 0-based line indexes, inclusive
+    last: int
+    tokens: int
+    score: int  # preference for a cut just before this unit
+    blank: bool
+    heading: bool
+
+
+def make_chunk(start_line: int, end_line: int, text: str, heading_path: str) -> Chunk:
+    """Build a chunk: ``embed_text`` is the heading path, a blank line and the text."""
+    embed = f"{heading_path}\n\n{text}" if heading_path else text
+    digest = xxhash.xxh3_128_hexdigest(embed.encode("utf-8", "surrogatepass"))
+    return Chunk(start_line, end_line, text, heading_path, embed, digest)
+
+
+def resolve_budget(counter, budget_tokens: int | None, overlap_tokens: int | None) -> tuple[int, int]:
+    """The effective (budget, overlap): defaults, then checks against the model's window."""
+    budget = counter.window if budget_tokens is None else int(budget_tokens)
+    if not MIN_BUDGET <= budget <= counter.window:
+        raise UsageError(
+            f"The chunk budget must be between {MIN_BUDGET} and the model's window of {counter.window} "
+            f"tokens (text past the window would never be embedded); got {budget}."
+        )
+    overlap = round(budget * DEFAULT_OVERLAP_RATIO) if overlap_tokens is None else int(overlap_tokens)
+    if not 0 <= overlap <= budget // 2:
+        raise UsageError(f"The chunk overlap must be between 0 and half the budget ({budget // 2}); got {overlap}.")
+    return budget, overlap
+
+
+def chunk_markdown(text: str, counter, budget_tokens: int | None = None, overlap_tokens: int | None = None) -> list[Chunk]:
+    """Cut one Markdown file's text into chunks (see the module docstring for the rules)."""
+    budget, overlap = resolve_budget(counter, budget_tokens, overlap_tokens)
+    if not text.strip():
+        return []
+    lines = text.split("\n")
+    chunks = _Chunker(lines, counter, budget, overlap).run()
+    if counter.additive:
+        return chunks  # counts of lines add up exactly: every chunk is within budget already
+    return [fitted for chunk in chunks for fitted in _enforce_budget(chunk, counter, budget)]
+
+
+class _Chunker:
+    def __init__(self, lines: list[str], counter, budget: int, overlap: int):
+        self.lines = lines
+        self.counter = counter
+        self.budget = budget
+        self.overlap = overlap
+        self.line_tokens = counter.count_many(lines)
+        self.blocks = _blocks(lines)
+        self.paths = _heading_paths(lines, self.blocks)
+        self.path_cache: dict[tuple[str, ...], tuple[str, int]] = {}
+        self.avail_cache: dict[int, int] = {}
+        self.units = self._units()
+        self.chunks: list[Chunk] = []
+
+    # -- structure ---------------------------------------------------------------------------
+
+    def _units(self) -> list[_Unit]:
+        lines, tok, blocks = self.lines, self.line_tokens, self.blocks
+        units: list[_Unit] = []
+        i = 0
+        while i < len(lines):
+            end = blocks.get(i)
+            if end is not None:
+                tokens = sum(tok[i : end + 1])
+                if tokens <= self._avail(i):
+                    units.append(_Unit(i, end, tokens, _SCORE_BLOCK, False, False))
+                else:
+                    # Too big alone: cut between its lines, after any better place outside it.
+                    units.append(self._line_unit(i, _SCORE_BLOCK))
+                    units.extend(self._line_unit(k, _SCORE_INSIDE_BLOCK) for k in range(i + 1, end + 1))
+                i = end + 1
+                continue
+            units.append(self._line_unit(i, None))
+            i += 1
+        return units
+
+    def _line_unit(self, i: int, score: int | None) -> _Unit:
+        line = self.lines[i]
+        blank = not line.strip()
+        heading_level = self.paths.heading_level.get(i)
+        if score is None:
+            if heading_level:
+                score = 100 - 10 * heading_level
+            elif blank or (i > 0 and not self.lines[i - 1].strip()):
+                score = _SCORE_BLANK
+            else:
+                score = _SCORE_LINE
+        return _Unit(i, i, self.line_tokens[i], score, blank, bool(heading_level))
+
+    def _path(self, line: int) -> tuple[str, int]:
+        """The heading path in force at ``line``, shortened to its share of the budget, and its tokens."""
+        key = self.paths.at(line)
+        hit = self.path_cache.get(key)
+        if hit is None:
+            hit = _fit_path(key, self.counter, self.budget // _PATH_SHARE)
+            self.path_cache[key] = hit
+        return hit
+
+    def _avail(self, line: int) -> int:
+        avail = self.avail_cache.get(line)
+        if avail is None:
+            avail = self.avail_cache[line] = self.budget - self._path(line)[1]
+        return avail
+
+    # -- assembly ----------------------------------------------------------------------------
+
+    def run(self) -> list[Chunk]:
+        units = self.units
+        start = self._content_from(0)
+        i = start
+        total = 0  # tokens of units[start:i]
+        while i < len(units):
+            unit = units[i]
+            if unit.first == unit.last and unit.tokens > self._avail(unit.first):
+                self._emit(start, i)
+                self._emit_long_line(unit.first)
+                start = i = self._content_from(i + 1)
+                total = 0
+                continue
+            avail = self._avail(units[start].first)
+            if total + unit.tokens <= avail:
+                total += unit.tokens
+                i += 1
+                continue
+            cut = self._best_cut(start, i, avail)
+            self._emit(start, cut)
+            start = self._next_start(start, cut, i)
+            total = sum(u.tokens for u in units[start:i])
+        self._emit(start, len(units))
+        return self.chunks
+
+    def _content_from(self, k: int) -> int:
+        while k < len(self.units) and self.units[k].blank:
+            k += 1
+        return k
+
+    def _best_cut(self, start: int, i: int, avail: int) -> int:
+        """The unit index in (start, i] before which to cut.
+
+        Each place scores its kind (heading, blank line, block edge, plain line) weighted by how
+        full the chunk would be, so a heading wins from a quarter full on, while a plain line wins
+        only near the end; places leaving the chunk under a quarter full are never taken (unless
+        no other exists), so chunks do not shrink to their overlap.
+        """
+        best, best_key = i, None
+        running = 0
+        floor = avail // 4
+        for j in range(start + 1, i + 1):
+            running += self.units[j - 1].tokens
+            if running < floor and j < i:
+                continue
+            weight = self.units[j].score * (0.3 + 0.7 * min(1.0, running / avail))
+            key = (weight, j)
+            if best_key is None or key >= best_key:
+                best, best_key = j, key
+        return best
+
+    def _next_start(self, start: int, cut: int, i: int) -> int:
+        """Where the chunk after a cut starts: whole trailing units of the last one as overlap."""
+        units = self.units
+        if cut < len(units) and units[cut].heading:
+            return self._content_from(cut)
+        k, carried = cut, 0
+        while k - 1 > start and carried + units[k - 1].tokens <= self.overlap:
+            k -= 1
+            carried += units[k].tokens
+        k = self._content_from(k)
+        # The overlap must leave room for what follows, or the next cut would repeat it.
+        while k < cut and sum(u.tokens for u in units[k : i + 1]) > self._avail(units[k].first):
+            k = self._content_from(k + 1)
+        return k if k < cut else self._content_from(cut)
+
+    def _emit(self, a: int, b: int) -> None:
+        """Emit units[a:b] as one chunk, blank lines at either end trimmed."""
+        while a < b and self.units[a].blank:
+            a += 1
+        while b > a and self.units[b - 1].blank:
+            b -= 1
+        if a >= b:
+            return
+        first, last = self.units[a].first, self.units[b - 1].last
+        path = self._path(first)[0]
+        text = "\n".join(self.lines[first : last + 1])
+        self.chunks.append(make_chunk(first + 1, last + 1, text, path))
+
+    def _emit_long_line(self, i: int) -> None:
+        path = self._path(i)[0]
+        for piece in self.counter.split_to_fit(self.lines[i], self._avail(i)):
+            if piece.strip():
+                self.chunks.append(make_chunk(i + 1, i + 1, piece, path))
+
+
+def _enforce_budget(chunk: Chunk, counter, budget: int) -> list[Chunk]:
+    """For tokenizers whose counts do not add up over lines (byte-level BPE counts newlines):
+    halve an over-budget chunk by lines, or re-cut a single line with a smaller piece budget."""
+    if counter.count(chunk.embed_text) <= budget:
+        return [chunk]
+    lines = chunk.text.split("\n")
+    if len(lines) > 1:
+        out: list[Chunk] = []
+        mid = len(lines) // 2
+        for offset, part in ((0, lines[:mid]), (mid, lines[mid:])):
+            keep = [k for k, line in enumerate(part) if line.strip()]
+            if keep:
+                text = "\n".join(part[keep[0] : keep[-1] + 1])
+                first = chunk.start_line + offset + keep[0]
+                piece = make_chunk(first, chunk.start_line + offset + keep[-1], text, chunk.heading_path)
+                out.extend(_enforce_budget(piece, counter, budget))
+        return out
+    piece_budget = budget - counter.count(chunk.heading_path)
+    while piece_budget >= 1:
+        pieces = [
+            make_chunk(chunk.start_line, chunk.end_line, p, chunk.heading_path)
+            for p in counter.split_to_fit(chunk.text, piece_budget)
+            if p.strip()
+        ]
+        if all(counter.count(p.embed_text) <= budget for p in pieces):
+            return pieces
+        piece_budget -= max(1, piece_budget // 8)
+    raise UsageError(f"The chunk budget of {budget} tokens is too small for this model's tokenizer.")
+
+
+# -- Markdown structure --------------------------------------------------------------------------
+
+
+def _blocks(lines: list[str]) -> dict[int, int]:
+    """Atomic blocks: first line index -> last line index, for fences and front matter."""
+    blocks: dict[int, int] = {}
+    i = 0
+    if lines and lines[0].rstrip() == "---":
+        for k in range(1, len(lines)):
+            if lines[k].rstrip() in ("---", "..."):
+                blocks[0] = k
+                i = k + 1
+                break
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            end = _fence_end(lines, i, m.group(1))
+            blocks[i] = end
+            i = end + 1
+        else:
+            i += 1
+    return blocks
+
+
+def _fence_end(lines: list[str], i: int, marker: str) -> int:
+    for k in range(i + 1, len(lines)):
+        m = _FENCE.match(lines[k])
+        if m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) and not m.group(2).strip():
+            return k
+    return len(lines) - 1  # an unclosed fence runs to the end of the file (CommonMark)
+
+
+class _Paths:
+    """Heading paths per line, computed once for the file."""
+
+    def __init__(self) -> None:
+        self.heading_level: dict[int, int] = {}  # line index where a heading's title starts
+        self._changes: list[tuple[int, tuple[str, ...]]] = []
+        self._starts: list[int] = []
+
+    def at(self, line: int) -> tuple[str, ...]:
+        """The titles of the headings in force at ``line`` (its own heading included)."""
+        index = bisect_right(self._starts, line)
+        return self._changes[index - 1][1] if index else ()
+
+    def add(self, line: int, titles: tuple[str, ...], level: int) -> None:
+        self.heading_level[line] = level
+        self._changes.append((line, titles))
+        self._starts.append(line)
+
+
+def _heading_paths(lines: list[str], blocks: dict[int, int]) -> _Paths:
+    paths = _Paths()
+    stack: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        if i in blocks:
+            i = blocks[i] + 1
+            continue
+        level, title, first = _heading_at(lines, i)
+        if level:
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            if title:
+                stack.append((level, title))
+            paths.add(first, tuple(t for _, t in stack), level)
+        i += 1
+    return paths
+
+
+def _heading_at(lines: list[str], i: int) -> tuple[int, str, int]:
+    """(level, title, first line) of a heading ending at line ``i``, or (0, "", i)."""
+    line = lines[i]
+    m = _ATX.match(line)
+    if m:
+        title = _ATX_CLOSE.sub("", m.group(2) or "").strip()
+        return len(m.group(1)), title, i
+    m = _SETEXT.match(line)
+    if m and i > 0 and _is_paragraph(lines[i - 1]):
+        return (1 if m.group(1)[0] == "=" else 2), lines[i - 1].strip(), i - 1
+    return 0, "", i
+
+
+def _is_paragraph(text: str) -> bool:
+    # The line before is never inside a block: blocks are skipped whole, and a closing fence or
+    # front-matter line does not read as a paragraph.
+    return bool(text.strip()) and not _NOT_PARAGRAPH.match(text) and not _SETEXT.match(text)
+
+
+def _fit_path(titles: tuple[str, ...], counter, cap: int) -> tuple[str, int]:
+    """Join titles with " > ", dropping outer ones (and cutting the last) to stay within ``cap``."""
+    for skip in range(len(titles)):
+        path = " > ".join(titles[skip:])
+        tokens = counter.count(path)
+        if tokens <= cap:
+            return path, tokens
+    if not titles or cap < 1:
+        return "", 0
+    path = counter.split_to_fit(titles[-1], cap)[0].strip()
+    return path, counter.count(path)

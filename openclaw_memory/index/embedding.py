@@ -1,0 +1,120 @@
+"""Sentence embeddings: the sentence-transformers reference path and the ONNX fast path.
+
+Both give L2-normalised float32 rows. sentence-transformers (and torch) cost seconds to import, so
+they are imported inside functions only, after the Hugging Face libraries are told to stay offline:
+no weights are ever downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from openclaw_memory.errors import UsageError
+from openclaw_memory.index.models import canonical_model_name, force_offline, resolve_model
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "Embedder",
+    "TorchEmbedder",
+    "choose_backend",
+    "embedding_fingerprint",
+    "load_embedder",
+    "resolve_model",
+]
+
+BACKENDS = ("auto", "torch", "onnx")
+
+
+class Embedder(Protocol):
+    model_name: str
+    dim: int
+    backend: str
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> "np.ndarray": ...
+
+
+class TorchEmbedder:
+    """The reference path: sentence-transformers on the CPU."""
+
+    backend = "torch"
+
+    def __init__(self, model_name: str, path: str):
+        force_offline()
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a weights-loading bar on every load is noise
+
+        self.model_name = canonical_model_name(model_name)
+        self.path = path
+        self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+        self.dim = int(self._model.get_embedding_dimension())
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> "np.ndarray":
+        """One L2-normalised float32 row per text."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def choose_backend(model_name: str, backend: str = "auto", cache_dir: str | Path | None = None) -> str:
+    """The backend ``load_embedder`` will use, decided without loading anything (cheap).
+
+    ``auto`` is ONNX when onnxruntime is installed, a cache folder is given, the model is one the
+    ONNX path reproduces, and its export is cached or can be made (torch and onnx installed);
+    else torch, the reference.
+    """
+    if backend not in BACKENDS:
+        raise UsageError(f"Unknown embedding backend {backend!r}; choose one of: {', '.join(BACKENDS)}.")
+    if backend != "auto":
+        return backend
+    if cache_dir is None or importlib.util.find_spec("onnxruntime") is None:
+        return "torch"
+    from openclaw_memory.index import onnx_embedding
+
+    if not onnx_embedding.supported(resolve_model(model_name)):
+        return "torch"
+    if onnx_embedding.is_exported(model_name, cache_dir) or onnx_embedding.can_export():
+        return "onnx"
+    return "torch"
+
+
+def load_embedder(model_name: str, backend: str = "auto", cache_dir: str | Path | None = None) -> Embedder:
+    """Load ``model_name`` for embedding; ``cache_dir`` (the state dir) holds the ONNX export."""
+    chosen = choose_backend(model_name, backend, cache_dir)
+    path = resolve_model(model_name)
+    if chosen == "torch":
+        return TorchEmbedder(model_name, path)
+    if cache_dir is None:
+        raise UsageError("The onnx embedding backend needs a cache folder for the exported model.")
+    from openclaw_memory.index.onnx_embedding import OnnxEmbedder
+
+    return OnnxEmbedder.load(model_name, path, Path(cache_dir))
+
+
+def embedding_fingerprint(model_name: str, dim: int, budget: int, overlap: int, backend: str) -> str:
+    """A short, stable, readable key of everything that shapes the stored vectors.
+
+    Stored with the index: when any part differs (model, dimension, chunk budget or overlap, the
+    backend whose vectors differ slightly, or the chunker's rules), every chunk is re-embedded,
+    and comparing two fingerprints field by field says why.
+    """
+    from openclaw_memory.index.chunking import CHUNKER_VERSION
+
+    return (
+        f"model={canonical_model_name(model_name)};dim={int(dim)};budget={int(budget)};"
+        f"overlap={int(overlap)};backend={backend};chunker={CHUNKER_VERSION}"
+    )

