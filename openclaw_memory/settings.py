@@ -45,6 +45,8 @@ class Settings:
     prompt: PromptLimits = field(default_factory=PromptLimits)
     # Sections of openclaw-memory.toml that later parts (index, watchdog, ...) read.
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A Qdrant server from --qdrant-url or OPENCLAW_MEMORY_QDRANT_URL; above toml [index] url.
+    qdrant_url: str | None = None
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.get(name, {})
@@ -71,6 +73,7 @@ class Overrides:
     state_dir: str | None = None
     extra: tuple[str, ...] = ()
     multimodal: bool | None = None
+    qdrant_url: str | None = None
 
 
 def _env(name: str, environ) -> str | None:
@@ -217,6 +220,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         read=read,
         prompt=prompt,
         sections=sections,
+        qdrant_url=(o.qdrant_url or _env("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
     )
 
 

@@ -1,0 +1,67 @@
+"""``migrate``: copy the workspace's index between the embedded engine and a Qdrant server."""
+
+import sys
+from typing import Optional
+
+import typer
+
+from ..output import print_json, warn
+
+
+def _progress(stack):
+    """A rich bar per collection on a TTY; nothing otherwise (the summary follows)."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..output import stderr_console
+
+    bar = stack.enter_context(
+        Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=stderr_console(), transient=True)
+    )
+    tasks: dict[str, int] = {}
+
+    def report(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = bar.add_task(f"copying {name}", total=total)
+        bar.update(tasks[name], completed=done, total=total)
+
+    return report
+
+
+def run_migrate(settings, to: str, source: str | None, json_out: bool) -> int:
+    from contextlib import ExitStack
+
+    from ...index.migrate import migrate_index
+
+    with ExitStack() as stack:
+        report = None if json_out else _progress(stack)
+        result = migrate_index(settings, to, source, progress=report)
+    for note in result.notes:
+        warn(note)
+    if json_out:
+        print_json(result.to_json())
+        return 0
+    for c in result.collections:
+        how = "already copied" if c.resumed else f"{c.copied} copied, {c.already} already there, {c.removed} removed"
+        print(f"{c.name}: {c.points} points ({how}), verified")
+    print(f"Migrated {sum(c.points for c in result.collections)} points from {result.source} to {result.target} in {result.seconds:.2f} s.")
+    if result.target_backend == "edge":
+        print("The index now answers from the embedded engine once no Qdrant URL is set (--qdrant-url, OPENCLAW_MEMORY_QDRANT_URL, [index] backend).")
+    else:
+        print(f'To use it: export OPENCLAW_MEMORY_QDRANT_URL={to}, or set [index] backend = "qdrant" and url = "{to}" in openclaw-memory.toml.')
+    return 0
+
+
+def register(app) -> None:
+    from ..context import settings_from
+
+    @app.command("migrate")
+    def migrate(
+        ctx: typer.Context,
+        to: str = typer.Option(..., "--to", help="Where to copy the index: a Qdrant URL (http://HOST:6333) or 'embedded'."),
+        source: Optional[str] = typer.Option(None, "--from", help="Where to copy it from: 'embedded' (default when --to is a URL) or a Qdrant URL."),
+        json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+    ) -> int:
+        """Copy every collection of the workspace (vectors and payloads, no re-embedding), verify counts; resumable."""
+        return run_migrate(settings_from(ctx), to, source, json_out)

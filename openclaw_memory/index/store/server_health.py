@@ -1,0 +1,172 @@
+"""The Qdrant server as ``status`` and ``doctor`` see it: backend, version, collections missing or mismatched.
+
+``server_report(settings)`` describes the backend (``None`` for the embedded
+engine); ``server_findings(settings)`` turns the same facts into doctor-style
+findings ``{"id", "severity", "message", "fixable", "paths"}``. Neither raises for
+a server that is down or refuses the key: that is a finding too.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ...errors import MemoryToolError
+from ..collections import resolve_collections
+from ..manifest import load_manifest
+from .server_config import ServerConfig, server_config
+
+MIN_VERSION = (1, 20)  # BM25 ranking over a text index (`TextQuery`) arrived in Qdrant 1.20
+
+
+def _finding(fid: str, severity: str, message: str, fixable: bool = False, paths: list[str] | None = None) -> dict:
+    return {"id": fid, "severity": severity, "message": message, "fixable": fixable, "paths": list(paths or [])}
+
+
+def _version_tuple(version: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(p) for p in version.split("-")[0].split(".")[:2])
+    except ValueError:
+        return None
+
+
+def _config_findings(config: ServerConfig) -> list[dict]:
+    found = []
+    if config.api_key and config.url.startswith("http://"):
+        host = config.display_url.split("//", 1)[1].split(":")[0].split("/")[0]
+        if host not in ("localhost", "127.0.0.1", "::1", "[::1]"):
+            found.append(
+                _finding("qdrant-key-plaintext", "warning", f"the API key is sent unencrypted to {config.display_url}: use https://")
+            )
+    if config.api_key_source.startswith("file "):
+        path = config.api_key_source[5:]
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = 0
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            found.append(
+                _finding(
+                    "qdrant-key-file-mode",
+                    "warning",
+                    f"the API key file {path} can be read by other users (mode {stat.S_IMODE(mode):o}); `chmod 600` it",
+                    paths=[path],
+                )
+            )
+    return found
+
+
+def server_report(settings) -> dict | None:
+    """Backend, URL, namespace, tenancy, server version and each of the agent's collections on the server."""
+    config = server_config(settings)
+    if config is None:
+        return None
+    from .server import ServerStore
+
+    report = {
+        "backend": "qdrant-local" if config.local_path else "qdrant",
+        "url": config.display_url,
+        "namespace": config.namespace,
+        "tenancy": config.tenancy,
+        "apiKey": config.api_key_source,
+        "version": None,
+        "reachable": False,
+        "error": None,
+        "collections": [],
+    }
+    try:
+        store = ServerStore(config)
+    except MemoryToolError as exc:
+        report["error"] = exc.message
+        return report
+    try:
+        report["version"] = store.server_version()
+        report["reachable"] = True
+        for c in resolve_collections(settings):
+            manifest = load_manifest(settings.data_dir, c.name)
+            meta = store.collection_meta(c.name)
+            report["collections"].append(
+                {
+                    "name": c.name,
+                    "qdrantCollection": store.physical(c.name),
+                    "present": meta is not None,
+                    "dim": meta.get("dim") if meta else None,
+                    "indexedDim": manifest.dim if manifest else None,
+                    "settingsKey": meta.get("settingsKey") if meta else None,
+                    "fingerprint": meta.get("fingerprint") if meta else None,
+                    "indexedFingerprint": manifest.fingerprint if manifest else None,
+                    "indexedSettingsKey": manifest.settings_key if manifest else None,
+                }
+            )
+    except MemoryToolError as exc:
+        report["error"] = exc.message
+    finally:
+        store.close()
+    return report
+
+
+def server_findings(settings) -> list[dict]:
+    """Doctor findings about the Qdrant backend; empty for the embedded engine."""
+    config = server_config(settings)
+    if config is None:
+        return []
+    found = _config_findings(config)
+    report = server_report(settings)
+    if report["error"] is not None:
+        fid = "qdrant-auth" if "API key" in report["error"] else "qdrant-unreachable"
+        return found + [_finding(fid, "error", report["error"])]
+    version = _version_tuple(report["version"]) if report["version"] != "local" else None
+    if version is not None and version < MIN_VERSION:
+        found.append(
+            _finding(
+                "qdrant-version",
+                "error",
+                f"the Qdrant server at {report['url']} runs {report['version']}; keyword and hybrid search need "
+                f"BM25 over text indexes, in Qdrant {'.'.join(map(str, MIN_VERSION))} or later: upgrade the server",
+            )
+        )
+    missing, dims, prints = [], [], []
+    for c in report["collections"]:
+        if c["indexedFingerprint"] is None:
+            continue  # never indexed here: nothing to compare with
+        if not c["present"]:
+            missing.append(c["name"])
+        elif c["dim"] != c["indexedDim"]:
+            dims.append(f"{c['name']} ({c['dim']} on the server, {c['indexedDim']} indexed)")
+        elif (c["fingerprint"] and c["fingerprint"] != c["indexedFingerprint"]) or (
+            not c["fingerprint"] and c["settingsKey"] and c["settingsKey"] != c["indexedSettingsKey"]
+        ):
+            prints.append(c["name"])
+    if missing:
+        found.append(
+            _finding(
+                "qdrant-collection-missing",
+                "warning",
+                f"{len(missing)} indexed collection(s) are missing on {report['url']} (namespace {report['namespace']}); "
+                "`openclaw-memory index` rebuilds them, `openclaw-memory migrate --to URL` copies them from the embedded engine",
+                fixable=True,
+                paths=missing,
+            )
+        )
+    if dims:
+        found.append(
+            _finding(
+                "qdrant-collection-dimension",
+                "error",
+                "vector dimensions differ between the server and this index: " + ", ".join(dims) + "; `openclaw-memory index --full` rebuilds them",
+                fixable=True,
+                paths=[d.split(" ")[0] for d in dims],
+            )
+        )
+    if prints:
+        found.append(
+            _finding(
+                "qdrant-collection-fingerprint",
+                "warning",
+                "collections on the server were written with other embedding settings than this index (another machine "
+                "sharing the namespace?); `openclaw-memory index --full` re-embeds them",
+                fixable=True,
+                paths=prints,
+            )
+        )
+    return found
