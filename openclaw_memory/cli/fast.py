@@ -28,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--extra", action="append", default=[])
     parser.add_argument("--multimodal", action="store_const", const=True, default=None)
     parser.add_argument("--no-multimodal", dest="multimodal", action="store_const", const=False)
+    parser.add_argument("--qdrant-url")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_NoExit)
     files = sub.add_parser("files", add_help=False, allow_abbrev=False)
     files.add_argument("--json", action="store_true")
@@ -65,6 +66,7 @@ def run_fast(ns: argparse.Namespace) -> int:
             state_dir=ns.state_dir or None,
             extra=tuple(ns.extra),
             multimodal=ns.multimodal,
+            qdrant_url=ns.qdrant_url or None,
         )
     )
     if ns.command == "files":
