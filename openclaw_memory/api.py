@@ -142,6 +142,11 @@ def _after_write(settings: Settings, result: "WriteResult", update_index: bool) 
     """Bring the agent's index up to date after a write, when it has one."""
     if not update_index:
         return dataclasses.replace(result, index={"updated": False, "reason": "skipped (--no-index)"})
+    from .live.presence import running_watch
+
+    watcher = running_watch(settings)
+    if watcher is not None:  # it has the model loaded and picks the write up within a second
+        return dataclasses.replace(result, index={"updated": False, "reason": f"the running watch (pid {watcher}) updates it"})
     from .index.collections import resolve_collections
     from .index.manifest import load_manifest
 

@@ -12,7 +12,7 @@ import typer
 
 HELP = """Find, read, index and search an AI agent's Markdown memory (MEMORY.md, memory/**/*.md, extra paths).
 
-Settings flags (-w/--workspace, --agent, --state-dir, --extra, --multimodal) may be given
+Settings flags (-w/--workspace, --agent, --state-dir, --extra, --multimodal, --qdrant-url) may be given
 before or after the command."""
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -26,6 +26,7 @@ def settings_callback(
     state_dir: Optional[str] = typer.Option(None, "--state-dir", help="State folder (else $OPENCLAW_STATE_DIR, else ~/.openclaw)."),
     extra: list[str] = typer.Option([], "--extra", help="Extra memory path (repeatable; adds to config and $OPENCLAW_MEMORY_EXTRA_PATHS)."),
     multimodal: Optional[bool] = typer.Option(None, "--multimodal/--no-multimodal", help="List images and audio in extra paths."),
+    qdrant_url: Optional[str] = typer.Option(None, "--qdrant-url", help="Use a Qdrant server for the index (else $OPENCLAW_MEMORY_QDRANT_URL, toml [index] url)."),
 ) -> None:
     from ..settings import Overrides
 
@@ -35,13 +36,14 @@ def settings_callback(
         state_dir=state_dir or None,
         extra=tuple(extra),
         multimodal=multimodal,
+        qdrant_url=qdrant_url or None,
     )
 
 
 def _register_commands() -> None:
-    from .commands import doctor_cmd, files_cmd, prompt_cmd, read_cmd
+    from .commands import doctor_cmd, files_cmd, history_cmd, index_cmd, mcp_cmd, migrate_cmd, prompt_cmd, read_cmd, watch_cmd, watchdog_cmd, write_cmd
 
-    for module in (files_cmd, read_cmd, prompt_cmd, doctor_cmd):
+    for module in (files_cmd, read_cmd, prompt_cmd, doctor_cmd, index_cmd, watchdog_cmd, write_cmd, history_cmd, migrate_cmd, watch_cmd, mcp_cmd):
         module.register(app)
 
 

@@ -18,6 +18,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "openclaw_memory.doctor.check_root",
     "openclaw_memory.doctor.check_files",
     "openclaw_memory.doctor.check_watchdog",
+    "openclaw_memory.doctor.check_index",
 )
 
 

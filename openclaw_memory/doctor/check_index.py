@@ -1,0 +1,42 @@
+"""Checks of the search index: missing, stale, built with other settings, orphaned shards,
+and (with a Qdrant server) the server itself. Only reads: no model is loaded, nothing written.
+"""
+
+from __future__ import annotations
+
+from ..errors import MemoryToolError
+from .model import CheckContext, Finding
+
+
+def _as_finding(raw: dict) -> Finding:
+    return Finding(raw["id"], raw["severity"], raw["message"], bool(raw["fixable"]), tuple(raw.get("paths") or ()))
+
+
+def check_index(ctx: CheckContext) -> list[Finding]:
+    from ..index.status import index_findings
+
+    try:
+        raw = index_findings(ctx.settings)
+    except MemoryToolError as exc:  # a busy or unreachable index must not hide the other checks
+        return [Finding("index-unavailable", "warning", f"The search index cannot be checked: {exc.message}")]
+    findings = []
+    for item in raw:
+        if item["id"] == "index-missing":
+            # Search is optional: a workspace without an index is healthy, and `doctor --fix`
+            # never starts a first (long) embedding run on its own.
+            item = {**item, "severity": "info", "fixable": False}
+        findings.append(_as_finding(item))
+    return findings
+
+
+def check_server(ctx: CheckContext) -> list[Finding]:
+    from ..index.store.server_config import server_config
+
+    if server_config(ctx.settings) is None:
+        return []
+    from ..index.store.server_health import server_findings
+
+    return [_as_finding(item) for item in server_findings(ctx.settings)]
+
+
+CHECKS = [check_index, check_server]

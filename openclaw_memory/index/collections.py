@@ -1,0 +1,178 @@
+"""Agent-scoped collection names, as OpenClaw spells them, kept stable in a registry.
+
+Per agent: ``memory-root-<agent>`` (``MEMORY.md`` and the dream diary),
+``memory-dir-<agent>`` (``memory/**/*.md``) and ``custom-<n>-<agent>`` for each
+extra path (n = 1-based position in the de-duplicated extra list when the path is
+first seen). Names live in ``<data-dir>/index/collections.json`` so that removing
+an extra path never renames the others, and two agent ids that sanitize alike
+(``A b`` and ``a-b``) get ``-2``, ``-3`` instead of sharing a collection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR
+from ..fsutil.atomic import atomic_write_text
+from ..fsutil.lock import FileLock
+
+REGISTRY_NAME = "collections.json"
+ROOT, DIR, CUSTOM = "root", "dir", "custom"
+ROOT_PATTERN = f"{CANONICAL_ROOT}, {DREAMS} ({LEGACY_DREAMS})"
+TREE_PATTERN = "**/*.md"
+
+
+def sanitize(value: str) -> str:
+    """Lowercase; each run of characters other than ``[a-z0-9]`` becomes ``-``; trimmed; never empty."""
+    text = re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-")
+    return text or "collection"
+
+
+def scoped_name(base: str, agent: str) -> str:
+    return f"{sanitize(base)}-{sanitize(agent)}"
+
+
+@dataclass(frozen=True)
+class Collection:
+    """One user-facing collection: a named set of memory files of one agent."""
+
+    name: str
+    kind: str  # root | dir | custom
+    agent: str
+    root: str  # folder (or single file, for a file extra path) the collection covers
+    pattern: str
+    recursive: bool
+
+    def owns(self, file) -> bool:
+        """Whether a scanned ``MemoryFile`` belongs to this collection (the scanner already de-duplicated)."""
+        if self.kind == ROOT:
+            return file.source == "root"
+        if self.kind == DIR:
+            return file.source == "memory"
+        return file.source == "extra" and (
+            file.abs_path == self.root or file.abs_path.startswith(self.root.rstrip(os.sep) + os.sep)
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "agent": self.agent,
+            "path": self.root,
+            "pattern": self.pattern,
+            "recursive": self.recursive,
+        }
+
+
+def assign_files(collections: list[Collection], files) -> dict[str, list]:
+    """Group the scanner's Markdown files by collection name (first owning collection wins)."""
+    groups: dict[str, list] = {c.name: [] for c in collections}
+    for f in files:
+        if f.kind != "markdown":
+            continue
+        for c in collections:
+            if c.owns(f):
+                groups[c.name].append(f)
+                break
+    return groups
+
+
+def registry_path(data_dir: Path) -> Path:
+    return Path(data_dir) / "index" / REGISTRY_NAME
+
+
+def _load_registry(data_dir: Path) -> list[dict]:
+    path = registry_path(data_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"collection registry {path} is unreadable ({exc}); delete it and run `openclaw-memory index --full`") from None
+    entries = data.get("collections") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ConfigError(f"collection registry {path} is malformed; delete it and run `openclaw-memory index --full`")
+    return [e for e in entries if isinstance(e, dict) and {"name", "agent", "kind", "key"} <= e.keys()]
+
+
+def _extra_root(extra: str) -> str:
+    # The scanner reports files under an extra path with its parent folders resolved
+    # (but not the extra root itself, which may be reported as a refused symlink).
+    return os.path.join(os.path.realpath(os.path.dirname(extra)), os.path.basename(extra))
+
+
+def _wanted(settings) -> list[tuple[str, str, str, str, bool, int]]:
+    """(kind, key, root, pattern, recursive, position) for every collection the agent should have."""
+    ws = str(settings.workspace)
+    wanted = [
+        (ROOT, ws, ws, ROOT_PATTERN, False, 0),
+        (DIR, os.path.join(ws, MEMORY_DIR), os.path.join(ws, MEMORY_DIR), TREE_PATTERN, True, 0),
+    ]
+    for position, extra in enumerate(settings.extra_paths, start=1):
+        root = _extra_root(extra)
+        is_file = os.path.isfile(root) and not os.path.isdir(root)
+        pattern = os.path.basename(root) if is_file else TREE_PATTERN
+        wanted.append((CUSTOM, extra, root, pattern, not is_file, position))
+    return wanted
+
+
+def resolve_collections(settings, *, register: bool = False) -> list[Collection]:
+    """The agent's collections in scan order; ``register=True`` records new names (the indexer does)."""
+    entries = _load_registry(settings.data_dir)
+    result, added = _allocate(entries, settings.agent, _wanted(settings))
+    if register and added:
+        lock = FileLock(str(registry_path(settings.data_dir)) + ".lock", what="the collection registry")
+        with lock:
+            # Re-read under the lock: another agent may have registered names meanwhile.
+            entries = _load_registry(settings.data_dir)
+            result, added = _allocate(entries, settings.agent, _wanted(settings))
+            if added:
+                path = registry_path(settings.data_dir)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path, json.dumps({"version": 1, "collections": entries + added}, indent=2) + "\n")
+    return result
+
+
+def registered_names(data_dir: Path) -> dict[str, dict]:
+    """Every registered collection name (all agents) with its registry entry."""
+    return {e["name"]: e for e in _load_registry(data_dir)}
+
+
+def _allocate(entries: list[dict], agent: str, wanted) -> tuple[list[Collection], list[dict]]:
+    taken = {e["name"] for e in entries}
+    by_key = {(e["agent"], e["kind"], e["key"]): e for e in entries}
+    used_numbers = {e.get("n") for e in entries if e["agent"] == agent and e["kind"] == CUSTOM}
+    added: list[dict] = []
+    result: list[Collection] = []
+    for kind, key, root, pattern, recursive, position in wanted:
+        entry = by_key.get((agent, kind, key))
+        if entry is None:
+            n = None
+            if kind == CUSTOM:
+                n = position
+                while n in used_numbers:
+                    n += 1
+                used_numbers.add(n)
+                base = f"custom-{n}"
+            else:
+                base = "memory-root" if kind == ROOT else "memory-dir"
+            name = _unique(scoped_name(base, agent), taken)
+            taken.add(name)
+            entry = {"name": name, "agent": agent, "kind": kind, "key": key, "n": n}
+            added.append(entry)
+        result.append(Collection(entry["name"], kind, agent, root, pattern, recursive))
+    return result, added
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    i = 2
+    while f"{name}-{i}" in taken:
+        i += 1
+    return f"{name}-{i}"

@@ -1,0 +1,204 @@
+"""What the index holds, per collection: each file's stat, content hash and chunk points.
+
+``<data-dir>/index/manifests/<collection>.json``. A file whose size and mtime match
+is not re-read; one whose stat changed is hashed, and only a changed hash means
+new content. The manifest is written last, after the store: a crash leaves the old
+manifest, so the next run redoes that work (point ids are deterministic: no
+duplicates). A ``.dirty`` marker, set before the first write to the store and
+cleared after the manifest is saved, tells the next run to reconcile the store
+with the manifest even when no file changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..fsutil.atomic import atomic_write_text
+from ..fsutil.hashing import hash_bytes, hash_file
+from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+
+VERSION = 1
+
+
+@dataclass
+class FileEntry:
+    size: int
+    mtime_ns: int
+    hash: str
+    chunks: list[tuple[str, str]] = field(default_factory=list)  # (point id, chunk hash)
+
+    def to_json(self) -> dict:
+        return {"size": self.size, "mtimeNs": self.mtime_ns, "hash": self.hash, "chunks": [list(c) for c in self.chunks]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FileEntry":
+        return cls(int(data["size"]), int(data["mtimeNs"]), str(data["hash"]), [(str(i), str(h)) for i, h in data["chunks"]])
+
+
+@dataclass
+class Manifest:
+    collection: str
+    agent: str
+    fingerprint: str = ""
+    settings_key: str = ""
+    model: str = ""
+    embed_backend: str = ""
+    store_backend: str = ""
+    dim: int = 0
+    indexed_at: float = 0.0
+    files: dict[str, FileEntry] = field(default_factory=dict)
+
+    @property
+    def chunk_count(self) -> int:
+        return sum(len(f.chunks) for f in self.files.values())
+
+    def to_json(self) -> dict:
+        return {
+            "version": VERSION,
+            "collection": self.collection,
+            "agent": self.agent,
+            "fingerprint": self.fingerprint,
+            "settingsKey": self.settings_key,
+            "model": self.model,
+            "embedBackend": self.embed_backend,
+            "storeBackend": self.store_backend,
+            "dim": self.dim,
+            "indexedAt": self.indexed_at,
+            "files": {p: f.to_json() for p, f in self.files.items()},
+        }
+
+
+def manifest_dir(data_dir: Path) -> Path:
+    return Path(data_dir) / "index" / "manifests"
+
+
+def load_manifest(data_dir: Path, collection: str) -> Manifest | None:
+    """The saved manifest, or None when the collection was never indexed (or the file is unusable)."""
+    path = manifest_dir(data_dir) / f"{collection}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != VERSION:
+            return None
+        return Manifest(
+            collection=data["collection"],
+            agent=data["agent"],
+            fingerprint=data["fingerprint"],
+            settings_key=data["settingsKey"],
+            model=data["model"],
+            embed_backend=data["embedBackend"],
+            store_backend=data["storeBackend"],
+            dim=int(data["dim"]),
+            indexed_at=float(data["indexedAt"]),
+            files={p: FileEntry.from_json(f) for p, f in data["files"].items()},
+        )
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        # A damaged manifest only costs a reconcile with the store, never wrong results.
+        return None
+
+
+def save_manifest(data_dir: Path, manifest: Manifest) -> None:
+    folder = manifest_dir(data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest.indexed_at = time.time()
+    atomic_write_text(folder / f"{manifest.collection}.json", json.dumps(manifest.to_json(), ensure_ascii=False) + "\n")
+
+
+def delete_manifest(data_dir: Path, collection: str) -> None:
+    for suffix in (".json", ".dirty"):
+        try:
+            os.unlink(manifest_dir(data_dir) / f"{collection}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def mark_dirty(data_dir: Path, collection: str) -> None:
+    folder = manifest_dir(data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / f"{collection}.dirty", f"{os.getpid()}\n")
+
+
+def clear_dirty(data_dir: Path, collection: str) -> None:
+    try:
+        os.unlink(manifest_dir(data_dir) / f"{collection}.dirty")
+    except FileNotFoundError:
+        pass
+
+
+def is_dirty(data_dir: Path, collection: str) -> bool:
+    return (manifest_dir(data_dir) / f"{collection}.dirty").exists()
+
+
+@dataclass(frozen=True)
+class Diff:
+    unchanged: list  # MemoryFile with the manifest's size and mtime: not re-read
+    suspects: list  # MemoryFile new or with another stat: read and hash to know
+    removed: list[str]  # manifest paths no longer scanned
+
+
+def diff_files(manifest: Manifest | None, files: list) -> Diff:
+    """Split scanned files by stat against the manifest; nothing is read here."""
+    known = manifest.files if manifest else {}
+    unchanged, suspects = [], []
+    for f in files:
+        entry = known.get(f.path)
+        if entry is not None and entry.size == f.size and entry.mtime_ns == f.mtime_ns:
+            unchanged.append(f)
+        else:
+            suspects.append(f)
+    scanned = {f.path for f in files}
+    return Diff(unchanged, suspects, sorted(p for p in known if p not in scanned))
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    """The bytes of a file as read once, with the stat and hash of exactly those bytes."""
+
+    data: bytes
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+def read_version(abs_path: str) -> FileVersion | None:
+    """Read a file (no symlinks, FIFOs or devices); None when it vanished or is no longer a regular file."""
+    try:
+        fd, st = open_regular_nofollow(abs_path)
+    except (FileNotFoundError, NotRegularFile, PermissionError):
+        return None
+    try:
+        chunks = []
+        while True:
+            block = os.read(fd, 1 << 20)
+            if not block:
+                break
+            chunks.append(block)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return FileVersion(data, st.st_size, st.st_mtime_ns, hash_bytes(data))
+
+
+def stale_paths(manifest: Manifest | None, files: list) -> list[str]:
+    """Paths whose content differs from the index (new, edited or removed), hashing only stat suspects."""
+    diff = diff_files(manifest, files)
+    known = manifest.files if manifest else {}
+    stale = list(diff.removed)
+    for f in diff.suspects:
+        entry = known.get(f.path)
+        if entry is None:
+            stale.append(f.path)
+            continue
+        try:
+            digest = hash_file(f.abs_path)
+        except (FileNotFoundError, NotRegularFile, PermissionError):
+            stale.append(f.path)
+            continue
+        if digest != entry.hash:
+            stale.append(f.path)
+    return sorted(stale)

@@ -1,0 +1,212 @@
+"""What the index holds and how it stands against the files, without loading any model.
+
+``index_status`` reads manifests and stats files (hashing only those whose stat
+moved); it opens no shard. ``index_findings`` turns the same facts into
+doctor-style findings; ``remove_orphaned_shards`` is their repair for orphans.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from ..files.scan import scan_memory_files
+from .collections import Collection, assign_files, registered_names, resolve_collections
+from .config import index_config
+from .manifest import delete_manifest, is_dirty, load_manifest, stale_paths
+
+
+@dataclass(frozen=True)
+class CollectionStatus:
+    name: str
+    kind: str
+    path: str
+    pattern: str
+    indexed: bool
+    files: int  # memory files the collection covers now
+    chunks: int  # points recorded by the last index
+    stale: tuple[str, ...]
+    interrupted: bool  # an index run stopped before saving this collection's manifest
+    last_indexed: str | None  # ISO 8601, UTC
+    model: str
+    settings_changed: bool
+    backend: str
+    disk_bytes: int
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "path": self.path,
+            "pattern": self.pattern,
+            "indexed": self.indexed,
+            "files": self.files,
+            "chunks": self.chunks,
+            "staleFiles": list(self.stale),
+            "interrupted": self.interrupted,
+            "lastIndexed": self.last_indexed,
+            "model": self.model,
+            "settingsChanged": self.settings_changed,
+            "backend": self.backend,
+            "diskBytes": self.disk_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    agent: str
+    workspace: str
+    model: str
+    backend: str
+    collections: tuple[CollectionStatus, ...]
+    not_indexable: tuple[str, ...]  # images and audio: listed, not embedded by a text model
+    orphaned: tuple[str, ...]  # shards no current collection of this agent owns
+
+    @property
+    def indexed(self) -> bool:
+        return any(c.indexed for c in self.collections)
+
+    @property
+    def stale(self) -> list[str]:
+        return sorted({p for c in self.collections for p in c.stale})
+
+    def to_json(self) -> dict:
+        return {
+            "agent": self.agent,
+            "workspace": self.workspace,
+            "model": self.model,
+            "backend": self.backend,
+            "indexed": self.indexed,
+            "collections": [c.to_json() for c in self.collections],
+            "notIndexable": list(self.not_indexable),
+            "orphanedShards": list(self.orphaned),
+        }
+
+
+def _iso(ts: float) -> str | None:
+    if not ts:
+        return None
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def index_status(settings, store, scan=None) -> IndexStatus:
+    config = index_config(settings)
+    collections = resolve_collections(settings)
+    if scan is None:
+        scan = scan_memory_files(
+            settings.workspace, extra_paths=settings.extra_paths, multimodal=settings.multimodal, agent=settings.agent
+        )
+    groups = assign_files(collections, scan.files)
+    rows = []
+    for c in collections:
+        m = load_manifest(settings.data_dir, c.name)
+        exists = store.exists(c.name)
+        indexed = m is not None and exists
+        rows.append(
+            CollectionStatus(
+                name=c.name,
+                kind=c.kind,
+                path=c.root,
+                pattern=c.pattern,
+                indexed=indexed,
+                files=len(groups[c.name]),
+                chunks=m.chunk_count if indexed else 0,
+                stale=tuple(stale_paths(m if indexed else None, groups[c.name])),
+                interrupted=is_dirty(settings.data_dir, c.name),
+                last_indexed=_iso(m.indexed_at) if m else None,
+                model=m.model if m else config.model,
+                settings_changed=bool(m) and m.settings_key != config.settings_key,
+                backend=store.backend,
+                disk_bytes=store.disk_usage(c.name) if exists else 0,
+            )
+        )
+    media = tuple(f.path for f in scan.files if f.kind != "markdown")
+    return IndexStatus(
+        agent=settings.agent,
+        workspace=str(settings.workspace),
+        model=config.model,
+        backend=store.backend,
+        collections=tuple(rows),
+        not_indexable=media,
+        orphaned=tuple(orphaned_shards(settings, store, collections)),
+    )
+
+
+def orphaned_shards(settings, store, collections: list[Collection] | None = None) -> list[str]:
+    """Shards of this agent no configured collection uses (an extra path was removed), and unregistered ones."""
+    current = {c.name for c in (collections if collections is not None else resolve_collections(settings))}
+    registry = registered_names(settings.data_dir)
+    orphans = []
+    for name in store.names():
+        entry = registry.get(name)
+        if entry is None or (entry["agent"] == settings.agent and name not in current):
+            orphans.append(name)
+    return orphans
+
+
+def remove_orphaned_shards(settings, store) -> list[str]:
+    """Delete the orphaned shards and their manifests; returns their names."""
+    removed = orphaned_shards(settings, store)
+    for name in removed:
+        store.drop(name)
+        delete_manifest(settings.data_dir, name)
+    return removed
+
+
+def index_findings(settings) -> list[dict]:
+    """Doctor findings about the index: missing, stale, fingerprint mismatch, orphaned shards."""
+    from .store.base import open_store
+
+    store = open_store(settings)
+    try:
+        status = index_status(settings, store)
+    finally:
+        store.close()
+    findings: list[dict] = []
+    files = sum(c.files for c in status.collections)
+    if not status.indexed:
+        if files:
+            findings.append(
+                _finding(
+                    "index-missing",
+                    "warning",
+                    f"no search index for agent {status.agent} yet ({files} memory files); `openclaw-memory index` builds it",
+                    [],
+                )
+            )
+    else:
+        stale = status.stale
+        if stale:
+            findings.append(
+                _finding("index-stale", "warning", f"{len(stale)} memory file(s) changed since the last index", stale)
+            )
+        changed = [c for c in status.collections if c.settings_changed]
+        if changed:
+            findings.append(
+                _finding(
+                    "index-fingerprint",
+                    "warning",
+                    f"the embedding settings changed since the last index (indexed with {changed[0].model}, "
+                    f"settings say {status.model}); re-indexing re-embeds every chunk",
+                    [c.name for c in changed],
+                )
+            )
+        interrupted = [c.name for c in status.collections if c.interrupted]
+        if interrupted:
+            findings.append(
+                _finding("index-interrupted", "warning", "an index run was interrupted; re-indexing repairs it", interrupted)
+            )
+    if status.orphaned:
+        findings.append(
+            _finding(
+                "index-orphaned-shards",
+                "warning",
+                f"{len(status.orphaned)} index shard(s) belong to no configured collection (an extra path was removed?)",
+                list(status.orphaned),
+            )
+        )
+    return findings
+
+
+def _finding(fid: str, severity: str, message: str, paths: list[str]) -> dict:
+    return {"id": fid, "severity": severity, "message": message, "fixable": True, "paths": list(paths)}

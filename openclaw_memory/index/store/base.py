@@ -1,0 +1,142 @@
+"""The store interface the indexer and the search talk to, whatever the engine.
+
+A *store* holds one shard per collection; a *shard* is opened by one process at a
+time (``with store.open(name, dim) as shard:``), used, and closed. Payload fields
+are fixed here so a second backend (a Qdrant server through ``qdrant-client``)
+only has to map these calls; sync and search never look at the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager, Iterable, Protocol, Sequence
+
+# Payload fields of every point.
+TEXT_FIELD = "text"  # heading path + chunk text: full-text index, BM25, multilingual words
+CJK_FIELD = "cjk"  # CJK character unigrams and bigrams, space separated: BM25, sub-word matches
+BODY_FIELD = "body"  # the chunk's own lines, for snippets (not indexed)
+PATH_FIELD = "path"  # keyword index
+AGENT_FIELD = "agent"  # keyword index
+TEXT_FIELDS = (TEXT_FIELD, CJK_FIELD)
+
+
+@dataclass(frozen=True)
+class PointData:
+    """A point to write: deterministic id, unit-length dense vector, payload."""
+
+    id: str
+    vector: Sequence[float]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A point read back; ``score`` is the engine's raw score (cosine or BM25)."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+    vector: Sequence[float] | None = None
+
+
+class Shard(Protocol):
+    """One open collection. Every method works on this collection only."""
+
+    def upsert(self, points: Sequence[PointData]) -> None: ...
+
+    def delete_ids(self, ids: Iterable[str]) -> None: ...
+
+    def delete_paths(self, paths: Iterable[str]) -> None:
+        """Delete every point whose ``path`` is one of ``paths``."""
+        ...
+
+    def delete_path_except(self, path: str, keep_ids: Iterable[str]) -> None:
+        """Delete the points of ``path`` whose id is not in ``keep_ids`` (orphans of any earlier run)."""
+        ...
+
+    def count(self) -> int: ...
+
+    def optimize(self) -> None:
+        """Let the engine build its search indexes (HNSW) once a batch of writes is done."""
+        ...
+
+    def path_counts(self) -> dict[str, int]:
+        """Points per ``path`` value (exact)."""
+        ...
+
+    def dense_query(self, vector: Sequence[float], limit: int, ids: Sequence[str] | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+        """Nearest points by cosine similarity; ``ids`` restricts the candidates, ``fields`` the payload (None: all)."""
+        ...
+
+    def text_query(
+        self,
+        field: str,
+        text: str,
+        limit: int,
+        ids: Sequence[str] | None = None,
+        with_vector: bool = False,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """BM25 over the full-text index of ``field`` (one of TEXT_FIELDS); ``fields`` as for dense_query."""
+        ...
+
+    def retrieve(self, ids: Sequence[str], with_vector: bool = False, fields: Sequence[str] | None = None) -> list[Hit]:
+        """The points among ``ids`` that exist (score 0)."""
+        ...
+
+    def scroll(self, fields: Sequence[str]) -> Iterable[Hit]:
+        """Every point with the named payload fields."""
+        ...
+
+
+class Store(Protocol):
+    """A set of shards, one per collection."""
+
+    backend: str
+
+    def exists(self, name: str) -> bool: ...
+
+    def open(self, name: str, dim: int | None = None) -> ContextManager[Shard]:
+        """Lock and open ``name`` (created with vectors of ``dim`` when missing and ``dim`` is given)."""
+        ...
+
+    def drop(self, name: str) -> None: ...
+
+    def names(self) -> list[str]:
+        """Every shard present, whoever owns it."""
+        ...
+
+    def disk_usage(self, name: str) -> int:
+        """Bytes actually allocated on disk for ``name``."""
+        ...
+
+    def held(self) -> ContextManager[None]:
+        """Keep the shards opened inside the block open (and locked) until it ends."""
+        ...
+
+    def close(self) -> None:
+        """Close whatever the store kept open."""
+        ...
+
+
+WaitCallback = Callable[[str, str], None]  # (what is locked, holder pid)
+
+
+def open_store(settings, on_wait: WaitCallback | None = None, keep_open: bool = False) -> Store:
+    """The store named by ``[index] backend`` (default ``edge``, the embedded engine)."""
+    from ...errors import ConfigError
+    from ..config import index_config
+
+    config = index_config(settings)
+    from .server_config import server_config
+
+    server = server_config(settings)  # --qdrant-url > OPENCLAW_MEMORY_QDRANT_URL > [index] backend = "qdrant"
+    if server is not None:
+        from .server import ServerStore
+
+        return ServerStore(server)
+    if config.backend == "edge":
+        from .edge import EdgeStore
+
+        return EdgeStore(settings.data_dir / "index", lock_timeout=config.lock_timeout, on_wait=on_wait, keep_open=keep_open)
+    raise ConfigError(f"[index] backend = {config.backend!r} is not available; use \"edge\" (the embedded Qdrant Edge engine) or \"qdrant\" with `url`")

@@ -1,0 +1,87 @@
+"""What one sync applied, file by file, read from the agent's manifests before and after it.
+
+The sync reports totals only; the manifests say, per file, its content hash and its chunk
+points. A chunk point that is new for a file was either embedded or reused: reused when its
+chunk hash was already indexed anywhere for the agent before the sync (the sync looks vectors
+up by chunk hash the same way), embedded otherwise. When one file changed, the sync's own
+totals are exact and are used as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..index.collections import resolve_collections
+from ..index.manifest import FileEntry, load_manifest
+
+ADDED, UPDATED, REMOVED = "added", "updated", "removed"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    action: str  # added | updated | removed
+    version: str | None  # the content hash now indexed; None once removed
+    chunks: int  # chunks the file has in the index now
+    embedded: int
+    reused: int
+    removed: int  # chunk points deleted
+    ms: int  # how long the sync that applied it took
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "action": self.action,
+            "version": self.version,
+            "chunks": self.chunks,
+            "chunksEmbedded": self.embedded,
+            "chunksReused": self.reused,
+            "chunksRemoved": self.removed,
+            "ms": self.ms,
+        }
+
+    def line(self) -> str:
+        """The one line ``watch`` prints for it."""
+        if self.action == REMOVED:
+            return f"{self.path}: removed, {self.removed} chunks removed ({self.ms} ms)"
+        return (
+            f"{self.path}: {self.action}, {self.embedded} chunks embedded, {self.reused} reused, "
+            f"{self.removed} removed ({self.ms} ms)"
+        )
+
+
+def indexed_files(settings) -> dict[str, FileEntry]:
+    """Every file the agent's manifests list now, by path."""
+    files: dict[str, FileEntry] = {}
+    for c in resolve_collections(settings):
+        manifest = load_manifest(settings.data_dir, c.name)
+        if manifest is not None:
+            files.update(manifest.files)
+    return files
+
+
+def applied_changes(before: dict[str, FileEntry], after: dict[str, FileEntry], ms: int, summary=None) -> list[FileChange]:
+    """The files whose indexed content differs between ``before`` and ``after``, in path order."""
+    known = {h for entry in before.values() for _pid, h in entry.chunks}
+    out: list[FileChange] = []
+    for path in sorted(set(before) | set(after)):
+        old, new = before.get(path), after.get(path)
+        if new is None:
+            out.append(FileChange(path, REMOVED, None, 0, 0, 0, len(old.chunks), ms))
+            continue
+        if old is not None and old.hash == new.hash:
+            continue
+        old_ids = {pid for pid, _h in old.chunks} if old else set()
+        fresh = [(pid, h) for pid, h in new.chunks if pid not in old_ids]
+        embedded = 0
+        for _pid, h in fresh:
+            if h not in known:
+                embedded += 1
+                known.add(h)  # a chunk text repeated in the batch is embedded once
+        removed = len(old_ids - {pid for pid, _h in new.chunks})
+        out.append(FileChange(path, UPDATED if old else ADDED, new.hash, len(new.chunks), embedded, len(fresh) - embedded, removed, ms))
+    if summary is not None and len(out) == 1 and out[0].action != REMOVED:
+        only = out[0]
+        reused = max(0, only.embedded + only.reused - summary.chunks_embedded)
+        out[0] = FileChange(only.path, only.action, only.version, only.chunks, summary.chunks_embedded, reused, summary.chunks_deleted, ms)
+    return out

@@ -1,0 +1,93 @@
+"""watchfiles in background threads, one per kind of watch (recursive folders, flat folders).
+
+watchfiles applies one ``recursive`` flag to all its paths, and the workspace root must not be
+watched recursively (it may hold anything), so there are two watchers. Each thread forwards raw
+event paths to one queue; the watcher loop does the debouncing. A thread's first message (its
+first event set, or an empty set at the first timeout) tells that its watches are in place.
+"""
+
+from __future__ import annotations
+
+import errno
+import queue
+import threading
+from dataclasses import dataclass
+
+POLL_DELAY_MS = 250
+_STEP_MS = 50  # how long a thread waits for more events before handing a set over
+_TIMEOUT_MS = 500  # how often a thread wakes up to check its stop event
+
+# How the OS says it has no watches left: notify's MaxFilesWatch (inotify ENOSPC), or
+# no inotify instance left (EMFILE).
+_LIMIT_WORDS = ("watch limit", "maxfileswatch", "no space left on device", "os error 28", "too many open files", "os error 24")
+
+
+@dataclass(frozen=True)
+class Message:
+    feed: "Feed"
+    paths: frozenset[str] = frozenset()
+    error: BaseException | None = None
+
+
+def is_watch_limit(exc: BaseException) -> bool:
+    """Whether ``exc`` says the inotify limits (watches or instances) are reached."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE):
+        return True
+    text = str(exc).lower()
+    return any(word in text for word in _LIMIT_WORDS)
+
+
+def is_permission_denied(exc: BaseException) -> bool:
+    """Whether ``exc`` says a folder to watch is unreadable."""
+    if isinstance(exc, PermissionError):
+        return True
+    return "permission denied" in str(exc).lower() or "os error 13" in str(exc).lower()
+
+
+class Feed:
+    """One watchfiles watcher over ``paths`` in a daemon thread, posting to ``out``."""
+
+    def __init__(self, paths: list[str], *, recursive: bool, polling: bool, out: "queue.Queue[Message]", ignore_denied: bool = False):
+        self.paths = list(paths)
+        self.recursive = recursive
+        self.polling = polling
+        # watchfiles' ignore_permission_denied also swallows "watch limit reached": only set it
+        # once an unreadable folder was met (see is_permission_denied).
+        self.ignore_denied = ignore_denied
+        self.out = out
+        self.stop_event = threading.Event()
+        self.armed = False
+        self._thread = threading.Thread(target=self._run, name=f"watch-{'tree' if recursive else 'flat'}", daemon=True)
+
+    def start(self) -> "Feed":
+        self._thread.start()
+        return self
+
+    def stop(self, wait: float = 2.0) -> None:
+        self.stop_event.set()
+        self._thread.join(wait)
+
+    def _run(self) -> None:
+        import watchfiles
+
+        told = False
+        try:
+            for changes in watchfiles.watch(
+                *self.paths,
+                watch_filter=None,  # every event is a hint; Targets.relevant decides
+                debounce=_TIMEOUT_MS,
+                step=_STEP_MS,
+                stop_event=self.stop_event,
+                rust_timeout=_TIMEOUT_MS,
+                yield_on_timeout=True,
+                raise_interrupt=False,
+                force_polling=self.polling,
+                poll_delay_ms=POLL_DELAY_MS,
+                recursive=self.recursive,
+                ignore_permission_denied=self.ignore_denied,
+            ):
+                if changes or not told:
+                    told = True
+                    self.out.put(Message(self, frozenset(path for _change, path in changes)))
+        except Exception as exc:  # the watch could not be set up or died: the loop decides what next
+            self.out.put(Message(self, error=exc))

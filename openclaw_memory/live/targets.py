@@ -1,0 +1,106 @@
+"""What ``watch`` watches: folders, never single files (an atomic save replaces a file's inode).
+
+- the workspace root, not recursively: only ``MEMORY.md``, the dream diary and ``memory/`` matter there;
+- ``memory/`` and every extra folder, recursively;
+- a single-file extra path through its parent folder, not recursively.
+
+Targets are recomputed after every batch: when ``memory/`` (or an extra folder) appears, is
+replaced or vanishes, the watcher re-arms.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+
+from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR
+
+ROOT_NAMES = frozenset({CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR})
+
+# Names editors write around a save (vim's 4913 probe and swap files, JetBrains' safe-write
+# temporaries, backups ending in ~, Emacs lock files, our own atomic-write temporaries). Their
+# events are noise: the save itself also touches the real name, which is what gets synced.
+_EDITOR_NOISE = re.compile(r"^\d+$|___jb_(tmp|old|bak)___$|~$|\.sw[a-p]$|^\.#|^#.*#$|\.tmp$")
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str
+    recursive: bool
+    names: frozenset[str] | None  # for a flat folder: the only names that matter; None: any
+    key: tuple[int, int]  # (st_dev, st_ino): a folder replaced by a new one needs a new watch
+
+
+@dataclass(frozen=True)
+class Targets:
+    flat: tuple[Target, ...]
+    recursive: tuple[Target, ...]
+
+    @property
+    def identity(self) -> tuple:
+        return tuple((t.path, t.recursive, t.names, t.key) for t in self.flat + self.recursive)
+
+    def paths(self) -> list[str]:
+        return [t.path for t in self.flat + self.recursive]
+
+    def relevant(self, path: str) -> bool:
+        """Whether an event on ``path`` can change what is indexed (a hint, verified by the sync)."""
+        name = os.path.basename(path)
+        if _EDITOR_NOISE.search(name):
+            return False
+        for t in self.recursive:
+            if path == t.path or path.startswith(t.path + os.sep):
+                return True
+        parent = os.path.dirname(path)
+        for t in self.flat:
+            if parent == t.path and (t.names is None or name in t.names):
+                return True
+        return False
+
+
+def _real_dir(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def watch_targets(settings) -> Targets:
+    """The folders to watch for ``settings`` as they are now (missing ones are left out)."""
+    ws = str(settings.workspace)
+    flat: dict[str, set[str]] = {}
+    keys: dict[str, tuple[int, int]] = {}
+    recursive: list[str] = []
+
+    ws_key = _real_dir(ws)
+    if ws_key is not None:
+        flat[ws] = set(ROOT_NAMES)
+        keys[ws] = ws_key
+    memory_dir = os.path.join(ws, MEMORY_DIR)
+    key = _real_dir(memory_dir)  # a symlinked memory/ is never memory (the scanner skips it)
+    if key is not None:
+        recursive.append(memory_dir)
+        keys[memory_dir] = key
+    for extra in settings.extra_paths:
+        # The scanner resolves the parents of an extra path, not the path itself.
+        root = os.path.join(os.path.realpath(os.path.dirname(extra)), os.path.basename(extra))
+        key = _real_dir(root)
+        if key is not None:
+            recursive.append(root)
+            keys[root] = key
+            continue
+        parent = os.path.dirname(root)
+        parent_key = _real_dir(parent)
+        if parent_key is not None and os.path.lexists(root):
+            flat.setdefault(parent, set()).add(os.path.basename(root))
+            keys[parent] = parent_key
+    # A folder inside another recursive one is already covered.
+    recursive = sorted(set(recursive))
+    kept = [p for p in recursive if not any(p != q and p.startswith(q + os.sep) for q in recursive)]
+    return Targets(
+        flat=tuple(Target(p, False, frozenset(n), keys[p]) for p, n in sorted(flat.items())),
+        recursive=tuple(Target(p, True, None, keys[p]) for p in kept),
+    )

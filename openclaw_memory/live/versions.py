@@ -1,0 +1,37 @@
+"""Every version ``watch`` sees goes into the history, so an outside edit can always be restored.
+
+A version that differs from the path's latest history entry is logged as ``external-edit``
+(the history's own rule); the agent's own writes are already logged as ``agent-write`` and
+are not logged twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from ..errors import LockTimeout
+from ..fsutil.safeopen import NotRegularFile
+from ..history.store import HistoryStore
+
+
+def record_versions(settings, paths: Iterable[str]) -> str | None:
+    """Hash each memory file (display paths) as it is now and record new versions.
+
+    Returns a warning when the history was busy for too long (the next sighting records them).
+    """
+    paths = list(dict.fromkeys(paths))
+    if not paths:
+        return None
+    store = HistoryStore.for_settings(settings)
+    workspace = str(settings.workspace)
+    try:
+        with store.lock():
+            for path in paths:
+                try:
+                    store.observe_file(os.path.join(workspace, path), path)
+                except (NotRegularFile, OSError):
+                    continue  # gone or not a regular file any more: nothing to keep
+    except LockTimeout as exc:
+        return f"versions not recorded in the history this time: {exc.message}"
+    return None

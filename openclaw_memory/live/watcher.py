@@ -1,0 +1,326 @@
+"""The watch loop: events are hints, the incremental sync is the truth.
+
+1. Take the agent's watch lock, arm the folder watchers (inotify; polling when the inotify
+   limits are reached), run one incremental sync of everything, record every memory file's
+   version in the history, load the model (it stays loaded).
+2. Collect event paths; once no event came for ``QUIET_S`` (or ``MAX_WAIT_S`` after the first),
+   run the same incremental sync: it stats every file and hashes only those whose stat moved,
+   so an editor's rename/replace dance, a burst of saves or a lost event all end in one
+   correct sync. Every ``BACKSTOP_S`` without events the same sync runs anyway (the kernel
+   queue can overflow and drop events silently).
+3. Between syncs no shard and no index lock is held: ``search``, ``status`` and ``index`` from
+   other processes work while the watch runs (each sync is a short exclusive session that
+   opens each shard it needs once, see :mod:`.sessions`).
+4. SIGINT/SIGTERM stop the loop; a sync in progress is abandoned at its next Python step (the
+   index is crash-safe: the next run finishes it) and every lock is released on the way out.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import LockTimeout, MemoryToolError
+from ..files.paths import display_path
+from ..files.scan import scan_memory_files
+from .changes import FileChange, applied_changes, indexed_files
+from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_watch_limit
+from .presence import hold_presence
+from .sessions import short_session
+from .targets import Targets, watch_targets
+from .versions import record_versions
+
+QUIET_S = 0.2
+MAX_WAIT_S = 2.0
+BACKSTOP_S = 30.0
+ARM_WAIT_S = 3.0  # how long to wait for the watchers to be in place before the first sync
+RETRY_S = 1.0  # after a failed sync (index busy) or a watcher error
+
+
+class WatchStopped(BaseException):
+    """Raised by the signal handler to abandon a sync in progress (BaseException: nothing swallows it)."""
+
+
+@dataclass(frozen=True)
+class WatchStarted:
+    workspace: str
+    agent: str
+    mode: str  # inotify | polling
+    folders: tuple[str, ...]
+    files: int  # memory files indexed after the first sync
+
+    def to_json(self) -> dict:
+        return {"workspace": self.workspace, "agent": self.agent, "mode": self.mode, "folders": list(self.folders), "files": self.files}
+
+
+@dataclass(frozen=True)
+class WatchSummary:
+    batches: int
+    changes: int
+    seconds: float
+    stopped_by: str  # the signal name, or "stop" when asked by the caller
+
+    def to_json(self) -> dict:
+        return {"batches": self.batches, "changes": self.changes, "seconds": round(self.seconds, 3), "stoppedBy": self.stopped_by}
+
+
+def _ignore(_message: str) -> None:
+    return None
+
+
+class Watcher:
+    """Keep ``settings.agent``'s index in step with its memory files until stopped.
+
+    ``on_change`` gets one :class:`FileChange` per file a sync applied, ``on_notice`` a line
+    of news (fallback to polling, re-arming, an index busy elsewhere), ``on_start`` the
+    :class:`WatchStarted` once the first sync is done and the model is loaded.
+    """
+
+    def __init__(
+        self,
+        settings,
+        *,
+        on_change: Callable[[FileChange], None],
+        on_notice: Callable[[str], None] = _ignore,
+        on_start: Callable[[WatchStarted], None] | None = None,
+        polling: bool = False,
+        backstop_s: float = BACKSTOP_S,
+    ):
+        self.settings = settings
+        self.on_change = on_change
+        self.on_notice = on_notice
+        self.on_start = on_start
+        self.polling = polling
+        self.backstop_s = backstop_s
+        self.stop_event = threading.Event()
+        self._queue: "queue.Queue[Message]" = queue.Queue()
+        self._feeds: list[Feed] = []
+        self._targets: Targets | None = None
+        self._rearm_at: float | None = None  # when to retry watchers that failed
+        self.ignore_denied = False
+        self._busy = False
+        self._signal = "stop"
+        self.batches = 0
+        self.changes = 0
+
+    # -- public ------------------------------------------------------------------------------
+
+    def run(self, *, handle_signals: bool = True) -> WatchSummary:
+        """Watch until SIGINT/SIGTERM (when ``handle_signals`` and on the main thread) or ``stop()``."""
+        started = time.monotonic()
+        presence = hold_presence(self.settings)
+        restore = self._install_signals() if handle_signals else None
+        index = None
+        try:
+            from ..index.api import MemoryIndex
+
+            index = MemoryIndex(self.settings, keep_open=True)  # closed after every batch: short_session
+            self._loop(index)
+        except WatchStopped:
+            pass
+        finally:
+            self._disarm()
+            if index is not None:
+                index.close()
+            presence.release()
+            if restore is not None:
+                restore()
+        return WatchSummary(self.batches, self.changes, time.monotonic() - started, self._signal)
+
+    def stop(self) -> None:
+        """Ask the loop to stop (from another thread); it returns within a fraction of a second."""
+        self.stop_event.set()
+
+    # -- signals -----------------------------------------------------------------------------
+
+    def _install_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def handler(signum, _frame):
+            self._signal = signal.Signals(signum).name
+            self.stop_event.set()
+            if self._busy:
+                raise WatchStopped()
+
+        for sig in previous:
+            signal.signal(sig, handler)
+
+        def restore():
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+        return restore
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _loop(self, index) -> None:
+        self._arm()
+        ok = self._apply(index, set(), first=True)
+        if self.stop_event.is_set():
+            return
+        self._warm(index)
+        if self.on_start is not None:
+            self.on_start(
+                WatchStarted(
+                    str(self.settings.workspace),
+                    self.settings.agent,
+                    "polling" if self.polling else "inotify",
+                    tuple(self._targets.paths()),
+                    len(indexed_files(self.settings)),
+                )
+            )
+        hints: set[str] = set()
+        first_at = last_at = 0.0
+        due = time.monotonic() + (self.backstop_s if ok else RETRY_S)  # next sync without events
+        while not self.stop_event.is_set():
+            now = time.monotonic()
+            wait = min(last_at + QUIET_S, first_at + MAX_WAIT_S) - now if hints else due - now
+            try:
+                message = self._queue.get(timeout=min(max(wait, 0.0), 0.25))
+            except queue.Empty:
+                message = None
+            if message is not None and message.feed in self._feeds:
+                if message.error is not None:
+                    if self._on_feed_error(message.error):
+                        self._arm()
+                    due = time.monotonic()  # events may have been lost with the watcher
+                else:
+                    fresh = {p for p in message.paths if self._targets.relevant(p)}
+                    if fresh:
+                        now = time.monotonic()
+                        if not hints:
+                            first_at = now
+                        last_at = now
+                        hints |= fresh
+            now = time.monotonic()
+            if self._rearm_at is not None and now >= self._rearm_at:
+                self._arm()
+                due = now
+            ready = hints and (now - last_at >= QUIET_S or now - first_at >= MAX_WAIT_S)
+            if ready or now >= due:
+                ok = self._apply(index, hints)
+                hints = set()
+                due = time.monotonic() + (self.backstop_s if ok else RETRY_S)
+                if self._targets_changed():
+                    self.on_notice("the watched folders changed; re-arming the watchers")
+                    self._arm()
+                    due = time.monotonic()  # events may have been missed while re-arming
+
+    def _apply(self, index, hints: set[str], first: bool = False) -> bool:
+        """One incremental sync; report what it applied and record the versions seen. False: retry soon."""
+        settings = self.settings
+        workspace = str(settings.workspace)
+        self._busy = True
+        try:
+            if self.stop_event.is_set():
+                raise WatchStopped()
+            before = indexed_files(settings)
+            started = time.monotonic()
+            try:
+                with short_session(index):
+                    summary = index.sync()
+            except LockTimeout as exc:
+                self.on_notice(f"index busy, will retry: {exc.message}")
+                return False
+            except MemoryToolError as exc:
+                self.on_notice(f"index not updated: {exc.message}")
+                return False
+            ms = int(round((time.monotonic() - started) * 1000))
+            after = indexed_files(settings)
+            changes = applied_changes(before, after, ms, summary)
+            if first:
+                scan = scan_memory_files(settings.workspace, extra_paths=settings.extra_paths, agent=settings.agent)
+                seen = [f.path for f in scan.files if f.kind == "markdown"]
+            else:
+                shown = (display_path(p, workspace) for p in hints)
+                seen = [c.path for c in changes if c.version is not None] + [p for p in shown if p in after]
+            warning = record_versions(settings, seen)
+        finally:
+            self._busy = False
+        self.batches += 1
+        for note in summary.notes:
+            self.on_notice(note)
+        if warning:
+            self.on_notice(warning)
+        for change in changes:
+            self.changes += 1
+            self.on_change(change)
+        return True
+
+    def _warm(self, index) -> None:
+        """Load the tokenizer and the model now, so the first edit does not wait for them."""
+        self._busy = True
+        try:
+            index.models.counter
+            index.models.embedder.encode(["warm-up"])
+        finally:
+            self._busy = False
+
+    # -- watchers ----------------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        """(Re)start the watchers on the current targets and wait until they are in place."""
+        self._rearm_at = None
+        while True:
+            error = self._start_feeds()
+            if error is None:
+                return
+            if not self._on_feed_error(error):
+                return
+
+    def _start_feeds(self) -> BaseException | None:
+        self._disarm()
+        self._targets = watch_targets(self.settings)
+        for targets, recursive in ((self._targets.recursive, True), (self._targets.flat, False)):
+            if targets:
+                feed = Feed([t.path for t in targets], recursive=recursive, polling=self.polling, out=self._queue,
+                            ignore_denied=self.ignore_denied)
+                self._feeds.append(feed.start())
+        deadline = time.monotonic() + ARM_WAIT_S
+        waiting = set(self._feeds)
+        while waiting and time.monotonic() < deadline and not self.stop_event.is_set():
+            try:
+                message = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if message.feed not in self._feeds:
+                continue
+            waiting.discard(message.feed)
+            if message.error is not None:
+                return message.error
+            # Events that arrived while arming are covered by the sync that follows.
+        return None
+
+    def _disarm(self) -> None:
+        feeds, self._feeds = self._feeds, []
+        for feed in feeds:
+            feed.stop_event.set()
+        for feed in feeds:
+            feed.stop()
+
+    def _on_feed_error(self, exc: BaseException) -> bool:
+        """Handle a watcher that failed; True when it should be re-armed at once (now polling)."""
+        if is_watch_limit(exc) and not self.polling:
+            self.polling = True
+            self.on_notice(
+                f"inotify limits reached ({exc}); falling back to polling every {POLL_DELAY_MS} ms "
+                "(raise fs.inotify.max_user_watches to get events again)"
+            )
+            return True
+        if is_permission_denied(exc) and not self.ignore_denied:
+            self.ignore_denied = True
+            self.on_notice(f"unreadable folder ({exc}): not watched; the {self.backstop_s:g} s verify covers what it can read")
+            return True
+        self.on_notice(f"a folder watcher stopped ({exc}); re-arming in {RETRY_S:g} s")
+        self._disarm()
+        self._rearm_at = time.monotonic() + RETRY_S
+        return False
+
+    def _targets_changed(self) -> bool:
+        return self._targets is None or watch_targets(self.settings).identity != self._targets.identity

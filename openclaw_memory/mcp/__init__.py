@@ -1,0 +1,1 @@
+"""``openclaw-memory mcp``: the agent's memory served over the Model Context Protocol (stdio)."""

@@ -1,0 +1,248 @@
+"""Incremental, idempotent indexing with the real model and the real engine.
+
+Slow: the embedding model is loaded once per module (``models`` fixture); the
+crash and lock tests run real processes (SIGKILL, two CLIs on one shard).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, write
+from openclaw_memory.index.api import MemoryIndex
+from openclaw_memory.index.config import IndexConfig
+from openclaw_memory.index.manifest import load_manifest
+from openclaw_memory.index.sync import KILL_HOOK_ENV, Models
+from openclaw_memory.settings import Overrides, resolve_settings
+
+pytestmark = pytest.mark.slow
+
+PARAGRAPH = "Paragraph {i} of {name}: the {topic} notes say {detail}, and we keep them for later reference.\n\n"
+TOPICS = ["gardening", "kubernetes", "espresso", "sailing", "taxes", "guitar", "hiking", "databases"]
+
+
+def note(name: str, n: int = 12, topic: str = "misc") -> str:
+    body = "".join(PARAGRAPH.format(i=i, name=name, topic=topic, detail=f"detail {i} about {topic} {name}") for i in range(n))
+    return f"# {name}\n\n## Section\n\n{body}"
+
+
+@pytest.fixture(scope="module")
+def models():
+    m = Models(IndexConfig())
+    m.embedder  # load once for the module
+    return m
+
+
+def settings_for(ws: Path, sd: Path, agent: str = "main", extra: tuple[str, ...] = ()):
+    return resolve_settings(Overrides(workspace=str(ws), state_dir=str(sd), agent=agent, extra=extra), environ={})
+
+
+def store_points(index: MemoryIndex) -> list[tuple[str, str, int, int, str]]:
+    """Every point of every collection: (id, path, startLine, endLine, hash)."""
+    points = []
+    for c in index.collections():
+        if c.points is None:
+            continue
+        with index.store.open(c.name) as shard:
+            for hit in shard.scroll(["path", "startLine", "endLine", "hash"]):
+                p = hit.payload
+                points.append((hit.id, p["path"], p["startLine"], p["endLine"], p["hash"]))
+    return points
+
+
+def assert_consistent(index: MemoryIndex) -> None:
+    """Store and manifests agree exactly: no duplicate, no orphan, nothing missing."""
+    points = store_points(index)
+    ids = [p[0] for p in points]
+    assert len(ids) == len(set(ids))
+    expected = {}
+    for c in index.collections():
+        m = load_manifest(index.settings.data_dir, c.name)
+        if m is not None:
+            for path, entry in m.files.items():
+                for pid, h in entry.chunks:
+                    expected[pid] = (path, h)
+    assert {p[0]: (p[1], p[4]) for p in points} == expected
+
+
+def test_incremental_edit_rename_move_delete(workspace, state_dir, tmp_path, models):
+    for i, topic in enumerate(TOPICS[:4]):
+        write(workspace / "memory" / f"n{i}.md", note(f"n{i}", topic=topic))
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers tea\n")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    index = MemoryIndex(settings_for(workspace, state_dir, extra=(str(extra),)), models=models)
+
+    first = index.sync()
+    assert first.files_scanned == 5 and first.files_changed == 5
+    assert first.chunks_embedded == len(store_points(index)) > 5
+    assert first.chunks_reused == 0 and first.chunks_deleted == 0
+    assert_consistent(index)
+
+    again = index.sync()
+    assert (again.files_changed, again.chunks_embedded, again.chunks_deleted) == (0, 0, 0)
+
+    # Edit: only the new chunk text is embedded.
+    path = workspace / "memory" / "n1.md"
+    path.write_text(path.read_text() + "## Added\n\nA brand new fact about lighthouse keepers.\n")
+    edit = index.sync()
+    assert edit.files_changed == 1
+    assert 1 <= edit.chunks_embedded < first.chunks_embedded / 4
+    assert_consistent(index)
+
+    # Rename and move into a sub-folder: nothing re-embedded.
+    before = Counter(p[1] for p in store_points(index))
+    os.rename(workspace / "memory" / "n2.md", workspace / "memory" / "renamed.md")
+    (workspace / "memory" / "sub").mkdir()
+    os.rename(workspace / "memory" / "n3.md", workspace / "memory" / "sub" / "n3.md")
+    moved = index.sync()
+    assert moved.chunks_embedded == 0
+    assert moved.files_changed == 2 and moved.files_removed == 2
+    assert moved.chunks_reused == before["memory/n2.md"] + before["memory/n3.md"] == moved.chunks_deleted
+    assert_consistent(index)
+
+    # Move across collections (memory/ -> extra path): still nothing re-embedded.
+    os.rename(workspace / "memory" / "renamed.md", extra / "renamed.md")
+    across = index.sync()
+    assert across.chunks_embedded == 0 and across.chunks_reused == before["memory/n2.md"]
+    assert_consistent(index)
+    assert {p[1] for p in store_points(index)} >= {str(extra / "renamed.md"), "memory/sub/n3.md"}
+
+    # Delete: its chunks leave the index.
+    os.unlink(workspace / "memory" / "n0.md")
+    gone = index.sync()
+    assert gone.files_removed == 1 and gone.chunks_deleted == before["memory/n0.md"]
+    assert "memory/n0.md" not in {p[1] for p in store_points(index)}
+    assert_consistent(index)
+
+    # Touch without change: re-read, nothing written.
+    os.utime(workspace / "MEMORY.md", ns=(1, 1))
+    touched = index.sync()
+    assert (touched.files_changed, touched.chunks_embedded, touched.chunks_deleted) == (0, 0, 0)
+
+
+def test_settings_change_reembeds_and_says_why(workspace, state_dir, models):
+    write(workspace / "memory" / "a.md", note("a", n=20, topic="sailing"))
+    MemoryIndex(settings_for(workspace, state_dir), models=models).sync()
+    (state_dir / "openclaw-memory.toml").write_text("[index]\nchunk_tokens = 64\n")
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    index.models._embedder = models.embedder  # same weights, other chunking: only the fingerprint differs
+    summary = index.sync()
+    assert any("embedding settings changed" in n for n in summary.notes)
+    assert summary.chunks_embedded == len(store_points(index)) > 0
+    assert_consistent(index)
+
+
+def test_full_rebuild(workspace, state_dir, models):
+    write(workspace / "memory" / "a.md", note("a", topic="guitar"))
+    index = MemoryIndex(settings_for(workspace, state_dir), models=models)
+    first = index.sync()
+    full = index.sync(full=True)
+    assert full.chunks_embedded == first.chunks_embedded and full.chunks_reused == 0
+    assert any("--full" in n for n in full.notes)
+    assert_consistent(index)
+
+
+def use_torch(state_dir: Path, extra: str = "") -> None:
+    """CLI runs embed with the torch reference path: the ONNX export would cost a minute per state dir."""
+    (state_dir / "openclaw-memory.toml").write_text('[index]\nembedding_backend = "torch"\n' + extra)
+
+
+def _cli_env(workspace: Path, state_dir: Path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir), **extra)
+    return env
+
+
+def test_noop_index_never_loads_the_model(workspace, state_dir, cli):
+    for i in range(5):
+        write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=3))
+    use_torch(state_dir)
+    assert cli("index", "--json").returncode == 0
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        from openclaw_memory.index.api import MemoryIndex
+        from openclaw_memory.settings import Overrides, resolve_settings
+        s = MemoryIndex(resolve_settings(Overrides(workspace={str(workspace)!r}, state_dir={str(state_dir)!r}))).sync()
+        print(s.files_changed, s.chunks_embedded, "torch" in sys.modules, "sentence_transformers" in sys.modules, "tokenizers" in sys.modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True).stdout.split()
+    assert out == ["0", "0", "False", "False", "False"]
+
+
+def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli):
+    for i, topic in enumerate(TOPICS):
+        write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=30, topic=topic))
+    use_torch(state_dir, "embed_batch = 8\n")
+    killed = cli("index", "--json", env={KILL_HOOK_ENV: "2"})
+    assert killed.returncode == -9, killed.stderr
+    settings = settings_for(workspace, state_dir)
+    partial = MemoryIndex(settings)
+    assert 0 < len(store_points(partial)) and all(load_manifest(settings.data_dir, c.name) is None for c in partial.collections())
+    partial.close()
+
+    # Meanwhile the user edits a file and deletes another: the rerun must converge anyway.
+    write(workspace / "memory" / "n1.md", note("n1-edited", n=30, topic="changed"))
+    os.unlink(workspace / "memory" / "n2.md")
+    rerun = cli("index", "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    healed = MemoryIndex(settings)
+    assert_consistent(healed)
+    got = sorted(p[1:] for p in store_points(healed))
+
+    fresh_state = tmp_path / "fresh-state"
+    fresh_state.mkdir()
+    use_torch(fresh_state)
+    fresh = subprocess.run(
+        [sys.executable, "-m", "openclaw_memory", "index", "--json"],
+        env=_cli_env(workspace, fresh_state), capture_output=True, text=True, cwd=workspace,
+    )
+    assert fresh.returncode == 0, fresh.stderr
+    clean = MemoryIndex(settings_for(workspace, fresh_state))
+    assert got == sorted(p[1:] for p in store_points(clean))
+    assert "memory/n2.md" not in {p[0] for p in got}
+
+
+def test_lock_contention_gives_a_clear_message(workspace, state_dir, cli):
+    write(workspace / "memory" / "a.md", note("a", n=2))
+    use_torch(state_dir)
+    assert cli("index").returncode == 0
+    use_torch(state_dir, "lock_timeout = 1\n")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sys, time
+                from openclaw_memory.index.api import MemoryIndex
+                from openclaw_memory.settings import Overrides, resolve_settings
+                index = MemoryIndex(resolve_settings(Overrides(workspace={str(workspace)!r}, state_dir={str(state_dir)!r})))
+                with index.store.open("memory-dir-main"):
+                    print("held", flush=True)
+                    time.sleep(20)
+                """
+            ),
+        ],
+        stdout=subprocess.PIPE, text=True, cwd=REPO,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        blocked = cli("search", "fact", "--mode", "text", "--json")
+        assert blocked.returncode == 2
+        assert "Traceback" not in blocked.stderr and "WouldBlock" not in blocked.stderr
+        assert f"pid {holder.pid}" in blocked.json()["error"]
+        assert "waiting" in blocked.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli("search", "fact", "--mode", "text", "--json").returncode == 0

@@ -1,0 +1,283 @@
+"""``watch`` with real processes: a running watch, edits from other processes, real searches.
+
+Every test starts ``openclaw-memory watch --json`` in a subprocess and checks what other
+processes see (``search --no-sync``, so the search itself never re-indexes: whatever it finds,
+the watch put there). Waits poll with generous deadlines; nothing asserts a duration.
+
+One state dir serves the whole module, so the embedding model's ONNX export is made once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+from openclaw_memory.fsutil.hashing import hash_file
+from openclaw_memory.fsutil.lock import FileLock
+from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.settings import Overrides, resolve_settings
+
+pytestmark = pytest.mark.slow
+
+START_TIMEOUT = 600  # the first start exports the model
+WAIT = 120
+
+
+@pytest.fixture(scope="module")
+def shared_state(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("live-state")
+
+
+@pytest.fixture
+def state_dir(shared_state: Path) -> Path:
+    return shared_state
+
+
+def env_for(workspace: Path, state_dir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env["OPENCLAW_WORKSPACE"] = str(workspace)
+    env["OPENCLAW_STATE_DIR"] = str(state_dir)
+    return env
+
+
+class Watch:
+    """A running ``openclaw-memory watch --json``; stdout lines parsed, stderr kept."""
+
+    def __init__(self, workspace: Path, state_dir: Path, prefix: list[str] | None = None):
+        cmd = (prefix or []) + [sys.executable, "-m", "openclaw_memory", "watch", "--json"]
+        self.proc = subprocess.Popen(
+            cmd, cwd=workspace, env=env_for(workspace, state_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.changes: list[dict] = []
+        self.stderr: list[str] = []
+        self._threads = [
+            threading.Thread(target=self._read_out, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read_out(self):
+        for line in self.proc.stdout:
+            self.changes.append(json.loads(line))
+
+    def _read_err(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def wait_started(self):
+        wait_for(lambda: any(line.startswith("watching ") for line in self.stderr) or self.proc.poll() is not None, START_TIMEOUT)
+        assert self.proc.poll() is None, "".join(self.stderr)
+
+    def change_for(self, path: str, action: str) -> dict | None:
+        return next((c for c in self.changes if c["path"] == path and c["action"] == action), None)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=WAIT)
+        for t in self._threads:
+            t.join(10)
+        return rc
+
+
+@pytest.fixture
+def watch(workspace, state_dir):
+    started: list[Watch] = []
+
+    def start(prefix: list[str] | None = None) -> Watch:
+        w = Watch(workspace, state_dir, prefix)
+        started.append(w)
+        w.wait_started()
+        return w
+
+    yield start
+    for w in started:
+        if w.proc.poll() is None:
+            w.proc.kill()
+            w.proc.wait()
+
+
+def wait_for(predicate, timeout: float = WAIT, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+def found(cli, query: str, path: str, mode: str = "text") -> bool:
+    r = cli("search", query, "--mode", mode, "--no-sync", "--json", "--min-score", "0")
+    assert r.returncode == 0, r.stderr  # a search arriving during a batch waits for it, then runs
+    return any(hit["path"] == path for hit in r.json()["results"])
+
+
+def seed(workspace: Path) -> None:
+    write(workspace / "MEMORY.md", "# Memory\n\nThe user prefers tea over coffee.\n")
+    write(workspace / "memory" / "projects.md", "# Projects\n\nThe garden shed needs a new roof before winter.\n")
+
+
+def test_edit_from_another_process_becomes_searchable(workspace, state_dir, cli, watch):
+    seed(workspace)
+    assert cli("index").returncode == 0
+    w = watch()
+    note = workspace / "memory" / "trips" / "2026-lisbon.md"
+    write(note, "# Lisbon\n\nWe rode the quixotic funicular up to the miradouro at dusk.\n")
+
+    wait_for(lambda: found(cli, "quixotic funicular", "memory/trips/2026-lisbon.md"))
+    assert found(cli, "riding a cable railway up a hill in the evening", "memory/trips/2026-lisbon.md", mode="hybrid")
+    change = wait_for(lambda: w.change_for("memory/trips/2026-lisbon.md", "added"))
+    assert change["chunksEmbedded"] >= 1 and change["chunks"] >= 1 and change["ms"] >= 0
+
+    # The version the watch saw is in the history as an outside edit (read without a new sighting).
+    store = HistoryStore(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={}).data_dir)
+    entries = store.entries(str(note))
+    assert entries and entries[-1].version == hash_file(str(note))
+    assert {e.origin for e in entries} == {"external-edit"}
+
+    # Between batches the watch holds no index, shard or history lock (only its own presence lock).
+    assert_unlocked(state_dir, timeout=10, but="live")
+    # Other commands work while the watch runs; a second watch for the agent is refused.
+    status = cli("status", "--json")
+    assert status.returncode == 0 and status.json()["indexed"], status.stderr
+    second = cli("watch", "--json")
+    assert second.returncode == 2 and "already running" in second.json()["error"]
+    assert w.stop() == 0
+
+
+def test_atomic_rename_save_is_picked_up(workspace, state_dir, cli, watch):
+    seed(workspace)
+    w = watch()  # the watch's own first sync builds the index
+    wait_for(lambda: found(cli, "shed roof", "memory/projects.md"))
+    target = workspace / "memory" / "projects.md"
+    tmp = workspace / "memory" / ".projects.md.tmp-save"
+    tmp.write_text("# Projects\n\nThe marmalade workshop opens on Saturday.\n", encoding="utf-8")
+    os.replace(tmp, target)
+
+    wait_for(lambda: found(cli, "marmalade workshop", "memory/projects.md"))
+    wait_for(lambda: not found(cli, "shed roof", "memory/projects.md"))
+    change = wait_for(lambda: w.change_for("memory/projects.md", "updated"))
+    assert change["chunksRemoved"] >= 1
+    assert w.stop() == 0
+
+
+def test_vim_and_jetbrains_saves_are_picked_up(workspace, state_dir, cli, watch):
+    seed(workspace)
+    w = watch()
+    mem = workspace / "memory"
+    # vim (backupcopy=no): probe the folder with "4913", rename the file to a backup, write anew, drop the backup.
+    probe = mem / "4913"
+    probe.write_bytes(b"")
+    probe.unlink()
+    os.rename(mem / "projects.md", mem / "projects.md~")
+    write(mem / "projects.md", "# Projects\n\nThe xylophone repair is booked for March.\n")
+    (mem / "projects.md~").unlink()
+    # JetBrains safe write: new text in a temp file, old file moved aside, temp renamed in place.
+    root = workspace / "MEMORY.md"
+    write(workspace / "MEMORY.md___jb_tmp___", "# Memory\n\nThe user now prefers yerba mate.\n")
+    os.rename(root, workspace / "MEMORY.md___jb_old___")
+    os.rename(workspace / "MEMORY.md___jb_tmp___", root)
+    (workspace / "MEMORY.md___jb_old___").unlink()
+
+    wait_for(lambda: found(cli, "xylophone repair", "memory/projects.md"))
+    wait_for(lambda: found(cli, "yerba mate", "MEMORY.md"))
+    assert not found(cli, "tea over coffee", "MEMORY.md")
+    # Editor temp names are never indexed nor reported.
+    assert not [c for c in w.changes if "4913" in c["path"] or "___jb_" in c["path"] or c["path"].endswith("~")]
+    assert w.stop() == 0
+
+
+def test_deleting_a_file_removes_its_chunks(workspace, state_dir, cli, watch):
+    seed(workspace)
+    write(workspace / "memory" / "old.md", "# Old\n\nThe obsolete pager number was 5550199.\n")
+    w = watch()
+    wait_for(lambda: found(cli, "obsolete pager", "memory/old.md"))
+    (workspace / "memory" / "old.md").unlink()
+
+    change = wait_for(lambda: w.change_for("memory/old.md", "removed"))
+    assert change["chunksRemoved"] >= 1 and change["version"] is None
+    assert not found(cli, "obsolete pager", "memory/old.md")
+    assert w.stop() == 0
+
+
+def test_memory_folder_created_later_is_watched(workspace, state_dir, cli, watch):
+    write(workspace / "MEMORY.md", "# Memory\n\nOnly the root file exists at first.\n")
+    w = watch()
+    write(workspace / "memory" / "2026-02-03.md", "# Notes\n\nThe porcupine sanctuary visit went well.\n")
+    wait_for(lambda: found(cli, "porcupine sanctuary", "memory/2026-02-03.md"))
+    # A later file deeper in the new folder arrives through the re-armed recursive watch.
+    write(workspace / "memory" / "deep" / "er" / "n.md", "# Deep\n\nA quetzal was seen near the river.\n")
+    wait_for(lambda: found(cli, "quetzal", "memory/deep/er/n.md"))
+    assert w.stop() == 0
+
+
+def lock_files(state_dir: Path) -> list[Path]:
+    return sorted(state_dir.rglob("*.lock"))
+
+
+def assert_unlocked(state_dir: Path, timeout: float = 0, but: str | None = None) -> None:
+    for path in lock_files(state_dir):
+        if but is not None and path.parent.name == but:
+            continue
+        lock = FileLock(str(path), timeout=timeout, what=path.name)
+        lock.acquire()  # raises LockTimeout if anyone still holds it
+        lock.release()
+
+
+def test_sigterm_leaves_no_lock_behind(workspace, state_dir, cli, watch, tmp_path):
+    seed(workspace)
+    w = watch()
+    write(workspace / "memory" / "x.md", "# X\n\nThe walrus choir rehearses on Tuesdays.\n")
+    wait_for(lambda: w.change_for("memory/x.md", "added"))
+    assert w.stop() == 0
+    assert lock_files(state_dir)
+    assert_unlocked(state_dir)
+    r = cli("index", "--json")
+    assert r.returncode == 0 and "waiting" not in r.stderr, r.stderr
+
+    # SIGTERM while the first sync is busy embedding many files: it stops, and still leaves no lock.
+    for i in range(150):
+        write(workspace / "memory" / "bulk" / f"n{i:03}.md", f"# Note {i}\n\n" + f"Sentence {i} about topic {i % 7}.\n" * 30)
+    busy = Watch(workspace, state_dir)
+    # Stop it as soon as its first sync starts writing (the index's dirty marker appears), or once started.
+    data_dir = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={}).data_dir
+    wait_for(lambda: list(data_dir.rglob("*.dirty")) or busy.proc.poll() is not None
+             or any(line.startswith("watching") for line in busy.stderr), START_TIMEOUT, 0.05)
+    assert busy.stop() == 0
+    assert_unlocked(state_dir)
+    r = cli("index", "--json")
+    assert r.returncode == 0 and "waiting" not in r.stderr, r.stderr
+    assert r.json()["filesScanned"] >= 152
+
+
+def test_falls_back_to_polling_when_inotify_watches_run_out(workspace, state_dir, cli, watch):
+    unshare = shutil.which("unshare")
+    probe = subprocess.run(
+        [unshare or "unshare", "-Ur", "sh", "-c", "echo 2 > /proc/sys/user/max_inotify_watches"], capture_output=True
+    ) if unshare else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("needs `unshare -Ur` to lower the inotify watch limit in a user namespace")
+    seed(workspace)
+    for sub in ("a", "b", "c", "d"):
+        write(workspace / "memory" / sub / "n.md", f"# {sub}\n\nFolder {sub}.\n")
+    # A user namespace of our own with room for 2 inotify watches: the real limit, really reached.
+    prefix = [unshare, "-Ur", "sh", "-c", 'echo 2 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
+    w = watch(prefix)
+    assert any("falling back to polling" in line for line in w.stderr), "".join(w.stderr)
+    assert any("(polling" in line for line in w.stderr)
+    write(workspace / "memory" / "c" / "n.md", "# c\n\nThe narwhal tusk measurement arrived.\n")
+    wait_for(lambda: found(cli, "narwhal tusk", "memory/c/n.md"))
+    assert w.stop() == 0

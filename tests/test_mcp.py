@@ -1,0 +1,143 @@
+"""``openclaw-memory mcp`` driven by a real MCP client session (same SDK) over stdio.
+
+The server is the real CLI in a subprocess; the client lists the tools and calls each, and
+the files are changed from this process in between, as a person in an editor would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from conftest import write
+
+pytestmark = pytest.mark.slow
+
+TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status"}
+
+
+@pytest.fixture(scope="module")
+def shared_state(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("mcp-state")
+
+
+@pytest.fixture
+def state_dir(shared_state: Path) -> Path:
+    return shared_state  # one model export for the module
+
+
+def server_params(workspace: Path, state_dir: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "openclaw_memory", "mcp", "-w", str(workspace), "--state-dir", str(state_dir)],
+        env={k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")},
+        cwd=str(workspace),
+    )
+
+
+def run_session(workspace: Path, state_dir: Path, script):
+    """Run ``script(session)`` against a fresh server; returns what it returns."""
+
+    async def main():
+        async with stdio_client(server_params(workspace, state_dir)) as (read, write_stream):
+            async with ClientSession(read, write_stream) as session:
+                await session.initialize()
+                return await script(session)
+
+    return asyncio.run(asyncio.wait_for(main(), timeout=600))
+
+
+def text_of(result) -> str:
+    return "".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+
+
+def payload(result) -> dict:
+    assert not result.is_error, text_of(result)
+    return json.loads(text_of(result))
+
+
+def test_tools_listed_and_each_one_works(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", "# Memory\n\nThe user's cat is called Pistachio.\n")
+    write(workspace / "memory" / "projects" / "boat.md", "# Boat\n\nSanding the teak deck of the ketch this spring.\n")
+    assert cli("index").returncode == 0
+
+    async def script(session):
+        out = {}
+        tools = (await session.list_tools()).tools
+        out["tools"] = {t.name: t for t in tools}
+        out["search"] = await session.call_tool("memory_search", {"query": "teak deck ketch", "maxResults": 3, "minScore": 0})
+        out["get"] = await session.call_tool("memory_get", {"path": "memory/projects/boat.md", "from": 1, "lines": 2})
+        out["write"] = await session.call_tool(
+            "memory_write", {"path": "memory/projects/boat.md", "content": "# Boat\n\nThe ketch got a new mainsail.\n"}
+        )
+        out["written_text"] = (workspace / "memory" / "projects" / "boat.md").read_text()
+        out["search_after_write"] = await session.call_tool("memory_search", {"query": "new mainsail", "minScore": 0})
+        # A person edits the file in an editor: the agent's next write, based on its old read, is blocked.
+        write(workspace / "memory" / "projects" / "boat.md", "# Boat\n\nEdited by hand: sold the ketch.\n")
+        out["blocked"] = await session.call_tool("memory_write", {"path": "memory/projects/boat.md", "append": "more"})
+        out["status"] = await session.call_tool("memory_status", {})
+        return out
+
+    out = run_session(workspace, state_dir, script)
+
+    assert set(out["tools"]) == TOOLS
+    for tool in out["tools"].values():
+        assert "MEMORY.md" in tool.description and "memory/" in tool.description and "recursively" in tool.description
+    assert set(out["tools"]["memory_get"].input_schema["properties"]) == {"path", "from", "lines"}
+    assert {"query", "maxResults", "minScore"} == set(out["tools"]["memory_search"].input_schema["properties"])
+
+    search = payload(out["search"])
+    assert search["results"] and search["results"][0]["path"] == "memory/projects/boat.md"
+    assert search["results"][0]["citation"].startswith("memory/projects/boat.md#L")
+
+    got = payload(out["get"])
+    assert got["path"] == "memory/projects/boat.md" and got["from"] == 1 and got["lines"] == 2
+    assert got["text"].startswith("# Boat\n") and got["nextFrom"] == 3
+    assert len(got["version"]) == 32
+
+    written = payload(out["write"])
+    assert written["action"] == "replace" and written["previousVersion"] == got["version"]
+    assert written["index"]["updated"] is True
+    assert out["written_text"] == "# Boat\n\nThe ketch got a new mainsail.\n"
+    assert any(h["path"] == "memory/projects/boat.md" for h in payload(out["search_after_write"])["results"])
+
+    assert out["blocked"].is_error
+    assert "changed since" in text_of(out["blocked"]) and "read it again" in text_of(out["blocked"]).lower()
+    assert (workspace / "memory" / "projects" / "boat.md").read_text() == "# Boat\n\nEdited by hand: sold the ketch.\n"
+
+    status = payload(out["status"])
+    assert status["indexed"] is True and {c["name"] for c in status["collections"]} >= {"memory-root-main", "memory-dir-main"}
+
+
+def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n\nNothing indexed yet.\n")
+    (workspace / "notes.txt").write_text("not memory\n")
+
+    async def script(session):
+        calls = [
+            ("memory_get", {"path": "../../etc/passwd"}),
+            ("memory_get", {"path": "notes.txt"}),
+            ("memory_write", {"path": "MEMORY.md", "content": "x", "append": "y"}),
+            ("memory_write", {"path": "MEMORY.md", "content": "overwrite without reading"}),
+            ("memory_search", {"query": "anything"}),
+            ("memory_search", {"maxResults": 3}),
+            ("memory_get", {"path": "MEMORY.md", "from": 0}),
+            ("memory_get", {"path": "MEMORY.md"}),
+        ]
+        return [await session.call_tool(name, args) for name, args in calls]
+
+    *errors, last = run_session(workspace, state_dir, script)
+    assert all(r.is_error for r in errors), [text_of(r) for r in errors]
+    texts = [text_of(r) for r in errors]
+    assert "memory" in texts[0].lower()  # the read refusal names what is allowed
+    assert "read it first" in texts[3]
+    assert "openclaw-memory index" in texts[4]  # no index yet: says how to build one
+    assert payload(last)["text"] == "# Memory\n\nNothing indexed yet."
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nNothing indexed yet.\n"
