@@ -40,6 +40,7 @@ def _remove_orphans(settings, finding: Finding) -> Repair:
 _REINDEX = RepairSpec("re-index", lambda f: "Bring the search index up to date (only changed chunks are embedded)", _reindex)
 
 REPAIRS = {
+    "index-missing": _REINDEX,
     "index-stale": _REINDEX,
     "index-fingerprint": _REINDEX,
     "index-interrupted": _REINDEX,

@@ -163,6 +163,11 @@ class ServerStore:
                 wait=True,
             )
 
+    @contextmanager
+    def held(self):
+        """Nothing to hold: a server shard costs no load, and the server orders concurrent writers."""
+        yield
+
     def close(self) -> None:
         self.conn.close()
 
@@ -474,6 +479,9 @@ class ServerShard:
         flt = self._filter(cond, must_not=[self._ids_condition(keep)] if keep else None)
         self._call("delete", self.client.delete, self.physical, points_selector=m.FilterSelector(filter=flt), wait=True)
 
+    def optimize(self) -> None:
+        """Nothing to do: the server's optimizer builds its HNSW graph on its own schedule."""
+
     def count(self) -> int:
         return int(self._call("count", self.client.count, self.physical, count_filter=self._filter(), exact=True).count)
 
@@ -484,7 +492,7 @@ class ServerShard:
         facet = self._call("facet", self.client.facet, self.physical, key=PATH_FIELD, facet_filter=self._filter(), limit=total, exact=True)
         return {str(h.value): int(h.count) for h in facet.hits}
 
-    def dense_query(self, vector, limit: int, ids: Sequence[str] | None = None) -> list[Hit]:
+    def dense_query(self, vector, limit: int, ids: Sequence[str] | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
         if ids is not None and not ids:
             return []
         result = self._call(
@@ -495,11 +503,19 @@ class ServerShard:
             using=DENSE,
             query_filter=self._filter(*([self._ids_condition(ids)] if ids is not None else [])),
             limit=limit,
-            with_payload=True,
+            with_payload=self._payload_selector(fields),
         )
         return [self._hit(p) for p in result.points]
 
-    def text_query(self, field: str, text: str, limit: int, ids: Sequence[str] | None = None, with_vector: bool = False) -> list[Hit]:
+    def text_query(
+        self,
+        field: str,
+        text: str,
+        limit: int,
+        ids: Sequence[str] | None = None,
+        with_vector: bool = False,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
         from qdrant_client import models as m
 
         if (ids is not None and not ids) or not text.strip():
@@ -517,7 +533,7 @@ class ServerShard:
             query_filter=self._filter(*([self._ids_condition(ids)] if ids is not None else [])),
             search_params=params,
             limit=limit,
-            with_payload=True,
+            with_payload=self._payload_selector(fields),
             with_vectors=[DENSE] if with_vector else False,
         )
         return [self._hit(p, with_vector) for p in result.points]
