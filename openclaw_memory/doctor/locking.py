@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 
-from ..fsutil.lock import FileLock
+from ..fsutil.lock import FileLock, lock_holder as probe_holder
 
 LOCK_NAME = "doctor.lock"
 LOCK_TIMEOUT_S = 5.0
@@ -22,18 +21,5 @@ def doctor_lock(data_dir: Path, workspace: str) -> FileLock:
 
 def lock_holder(data_dir: Path) -> str | None:
     """The pid of another running ``doctor --fix`` on this workspace, else None; writes nothing."""
-    path = lock_path(data_dir)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            return None if holder == str(os.getpid()) else holder  # our own --fix run holds it
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    holder = probe_holder(str(lock_path(data_dir)))
+    return None if holder == str(os.getpid()) else holder  # our own --fix run holds it

@@ -23,7 +23,7 @@ class CopyMismatch(OSError):
     """The copy at the destination does not hash like the source; the source was kept."""
 
 
-def _rename_noreplace(src: str, dst: str) -> None:
+def _link_noreplace(src: str, dst: str) -> None:
     """Rename that never replaces a ``dst`` created meanwhile.
 
     A hard link fails with EEXIST when ``dst`` exists, where ``os.rename`` would
@@ -31,8 +31,6 @@ def _rename_noreplace(src: str, dst: str) -> None:
     inode, so a crash there loses nothing. File systems without hard links fall
     back to a plain rename after the existence check.
     """
-    if os.environ.get(INJECT_EXDEV_ENV) == "1":
-        raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
     try:
         os.link(src, dst, follow_symlinks=False)
     except OSError as exc:
@@ -43,19 +41,6 @@ def _rename_noreplace(src: str, dst: str) -> None:
         os.rename(src, dst)
         return
     os.unlink(src)
-
-
-def _link_into_place(tmp: str, dst: str) -> None:
-    try:
-        os.link(tmp, dst, follow_symlinks=False)
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
-            raise
-        if os.path.lexists(dst):
-            raise FileExistsError(errno.EEXIST, "destination exists", dst) from None
-        os.rename(tmp, dst)
-        return
-    os.unlink(tmp)
 
 
 def safe_move(src: str, dst: str, *, on_step=None) -> str:
@@ -69,7 +54,9 @@ def safe_move(src: str, dst: str, *, on_step=None) -> str:
         raise FileExistsError(errno.EEXIST, "destination exists", dst)
     try:
         step("rename")
-        _rename_noreplace(src, dst)
+        if os.environ.get(INJECT_EXDEV_ENV) == "1":
+            raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
+        _link_noreplace(src, dst)
         fsync_dir(os.path.dirname(dst))
         fsync_dir(os.path.dirname(src))
         return "rename"
@@ -97,7 +84,7 @@ def safe_move(src: str, dst: str, *, on_step=None) -> str:
         os.close(fd)
     step("copy-written")
     try:
-        _link_into_place(tmp, dst)
+        _link_noreplace(tmp, dst)
     except FileExistsError:
         os.unlink(tmp)
         raise

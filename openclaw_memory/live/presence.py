@@ -6,13 +6,12 @@ to the running watch (``running_watch``). The kernel drops the lock when the pro
 
 from __future__ import annotations
 
-import fcntl
 import os
 
 import xxhash
 
 from ..errors import LockTimeout, UsageError
-from ..fsutil.lock import FileLock
+from ..fsutil.lock import FileLock, lock_holder
 from ..index.collections import sanitize
 
 
@@ -36,16 +35,4 @@ def hold_presence(settings) -> FileLock:
 
 def running_watch(settings) -> str | None:
     """The pid of the watch running for ``settings.agent`` in this workspace, or None."""
-    try:
-        fd = os.open(presence_path(settings), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    return lock_holder(presence_path(settings))
