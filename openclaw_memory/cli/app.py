@@ -26,7 +26,7 @@ def settings_callback(
     state_dir: Optional[str] = typer.Option(None, "--state-dir", help="State folder (else $OPENCLAW_STATE_DIR, else ~/.openclaw)."),
     extra: list[str] = typer.Option([], "--extra", help="Extra memory path (repeatable; adds to config and $OPENCLAW_MEMORY_EXTRA_PATHS)."),
     multimodal: Optional[bool] = typer.Option(None, "--multimodal/--no-multimodal", help="List images and audio in extra paths."),
-    qdrant_url: Optional[str] = typer.Option(None, "--qdrant-url", help="Use a Qdrant server for the index (else $OPENCLAW_MEMORY_QDRANT_URL, toml [index] url)."),
+    qdrant_url: Optional[str] = typer.Option(None, "--qdrant-url", help="Use a Qdrant server for the index (else $OPENCLAW_MEMORY_QDRANT_URL, toml \\[index] url)."),
 ) -> None:
     from ..settings import Overrides
 
