@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Iterable
 
 
 
@@ -19,15 +20,16 @@ def temp_name_beside(path: str) -> str:
     return os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
 
 
-def write_temp_beside(path: str, data: bytes, mode: int | None = None) -> str:
-    """Write ``data`` to a fresh (O_EXCL) temp file next to ``path``, fsynced; return its name."""
+def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None = None) -> str:
+    """Write ``data`` (bytes, or blocks streamed in order) to a fresh (O_EXCL) temp file next to
+    ``path``, fsynced; return its name. Nothing is left behind when writing fails."""
     tmp = temp_name_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        for block in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+            view = memoryview(block)
+            while view:
+                view = view[os.write(fd, view):]
         if mode is not None:
             os.fchmod(fd, mode)
         os.fsync(fd)

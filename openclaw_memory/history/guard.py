@@ -25,7 +25,7 @@ import xxhash
 from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
 from ..files.paths import is_daily_note
 from ..files.read import ResolvedPath, resolve_memory_path
-from ..fsutil.atomic import fsync_dir, temp_name_beside
+from ..fsutil.atomic import fsync_dir, write_temp_beside
 from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
 from .states import WRITE, ReadRecords, Seen
 from .store import HistoryStore, Snapshot, check_prefix, snapshot_fd
@@ -263,33 +263,23 @@ def _temp_from_blocks(target: str, blocks: Iterable[bytes], mode: int, tail: byt
     Returns the temp name, the new content's snapshot, and the hash of the ``blocks``
     part alone (for an append: the bytes copied from the current file).
     """
-    folder = os.path.dirname(target)
-    os.makedirs(folder, exist_ok=True)
-    tmp = temp_name_beside(target)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
     whole, head = xxhash.xxh3_128(), xxhash.xxh3_128()
     size = 0
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
+
+    def hashed() -> Iterator[bytes]:
+        nonlocal size
         for block in blocks:
             head.update(block)
-            size += _write(fd, block, whole)
-        size += _write(fd, tail, whole)
-        os.fchmod(fd, mode)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
-        raise
-    os.close(fd)
+            whole.update(block)
+            size += len(block)
+            yield block
+        whole.update(tail)
+        size += len(tail)
+        yield tail
+
+    tmp = write_temp_beside(target, hashed(), mode)
     return tmp, Snapshot(whole.hexdigest(), size), head.hexdigest()
-
-
-def _write(fd: int, data: bytes, digest) -> int:
-    digest.update(data)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    return len(data)
 
 
 def _current_version(abs_path: str) -> str | None:
