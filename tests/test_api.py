@@ -1,0 +1,32 @@
+"""The public Python API: every exported name resolves, and the facade works without the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import openclaw_memory as om
+from conftest import write
+
+
+def test_every_export_resolves():
+    for name in om.__all__:
+        assert getattr(om, name) is not None, name
+
+
+def test_importing_the_package_loads_no_heavy_library():
+    code = "import sys, openclaw_memory; print(sorted(m for m in ('torch', 'typer', 'qdrant_edge', 'sentence_transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_agent_flow_without_the_cli(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Prefs\nlikes tea\n")
+    write(workspace / "memory.md", "legacy\n")
+    settings = om.resolve_settings(om.Overrides(workspace=str(workspace), state_dir=str(state_dir)))
+    assert [f.path for f in om.list_memory_files(settings).files] == ["MEMORY.md"]
+    assert om.read_memory(settings, "MEMORY.md", lines=1).to_json()["nextFrom"] == 2
+    assert "likes tea" in om.build_prompt(settings).text
+    assert om.detect_root_memory_files(workspace).split
+    report = om.run_doctor(settings)
+    assert [f.id for f in report.findings] == ["split-root"]
