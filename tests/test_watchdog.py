@@ -198,13 +198,18 @@ def test_two_gigabyte_sparse_file_is_streamed(settings, workspace):
     with open(big, "wb") as fh:
         fh.truncate(2 * 1024**3)
     code = (
-        "import json, resource, sys\n"
+        "import json, sys\n"
+        # VmHWM is this process's own peak: ru_maxrss would carry over the pytest parent's
+        # peak through fork and exec (the model loaded by earlier tests: about 2 GB).
+        "def peak_kib():\n"
+        "    with open('/proc/self/status') as fh:\n"
+        "        return next(int(l.split()[1]) for l in fh if l.startswith('VmHWM:'))\n"
         "from openclaw_memory.settings import Overrides, resolve_settings\n"
         "from openclaw_memory.watch.snapshot import take_snapshot\n"
         "s = resolve_settings(Overrides(workspace=sys.argv[1], state_dir=sys.argv[2]), environ={})\n"
         "info = take_snapshot(s)\n"
         "print(json.dumps({'unhashed': info.unhashed, 'entries': info.entries,"
-        " 'maxrss_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n"
+        " 'maxrss_kib': peak_kib()}))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(workspace), str(settings.state_dir)],
