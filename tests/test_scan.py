@@ -11,6 +11,11 @@ from openclaw_memory.files.scan import scan_memory_files
 
 
 def paths(result):
+    """The listed paths, after checking each against its absolute path (the scan builds them apart)."""
+    from openclaw_memory.files.paths import display_path
+
+    for f in result.files:
+        assert f.path == display_path(f.abs_path, result.workspace), f
     return [f.path for f in result.files]
 
 

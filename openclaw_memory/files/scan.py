@@ -83,13 +83,13 @@ class _Collector:
         if not any(s.path == shown for s in self.skipped):
             self.skipped.append(Skipped(shown, reason))
 
-    def add(self, abs_path: str, source: str, kind: str, st: os.stat_result) -> None:
+    def add(self, abs_path: str, source: str, kind: str, st: os.stat_result, shown: str | None = None) -> None:
         if abs_path in self._seen_real:
             return
         self._seen_real.add(abs_path)
-        self.files.append(
-            MemoryFile(display_path(abs_path, self.workspace), abs_path, source, kind, st.st_size, st.st_mtime_ns)
-        )
+        if shown is None:
+            shown = display_path(abs_path, self.workspace)
+        self.files.append(MemoryFile(shown, abs_path, source, kind, st.st_size, st.st_mtime_ns))
 
     def consider_file(self, abs_path: str, name: str, source: str, multimodal: bool, st: os.stat_result | None = None) -> None:
         kind = file_kind(name, multimodal)
@@ -112,8 +112,14 @@ class _Collector:
         else:
             self.add(abs_path, source, kind, st)
 
-    def walk(self, root: str, source: str, multimodal: bool) -> None:
-        """Depth-first, each folder's entries sorted by name, symlinks never followed."""
+    def walk(self, root: str, source: str, multimodal: bool, shown_prefix: str | None = None) -> None:
+        """Depth-first, each folder's entries sorted by name, symlinks never followed.
+
+        ``shown_prefix`` is how ``root`` is displayed, plus "/": a listed file's path is
+        that prefix plus its name (the scan's hot path; 10,000 files must list fast).
+        """
+        if shown_prefix is None:
+            shown_prefix = "" if root == self.workspace else display_path(root, self.workspace) + "/"
         try:
             st = os.lstat(root)
         except OSError:
@@ -141,11 +147,13 @@ class _Collector:
                     if entry.name == REPAIR_DIR:
                         self.skip(path, "repair archive (never memory)")
                     elif path != self._repair_root:
-                        self.walk(path, source, multimodal)
+                        self.walk(path, source, multimodal, shown_prefix + entry.name + "/")
                     continue
-                if file_kind(entry.name, multimodal) is None:
-                    continue
-                self.consider_file(path, entry.name, source, multimodal, entry.stat(follow_symlinks=False))
+                name = entry.name
+                if name.endswith(".md") and entry.is_file(follow_symlinks=False) and path != self._legacy_root:
+                    self.add(path, source, "markdown", entry.stat(follow_symlinks=False), shown_prefix + name)
+                elif file_kind(name, multimodal) is not None:
+                    self.consider_file(path, name, source, multimodal, entry.stat(follow_symlinks=False))
             except FileNotFoundError:
                 continue  # vanished mid-scan
 
@@ -186,7 +194,7 @@ def scan_memory_files(
         if st is not None and stat.S_ISLNK(st.st_mode):
             c.skip(memory_dir, "symlink (ignored)")
         elif st is not None and stat.S_ISDIR(st.st_mode):
-            c.walk(memory_dir, "memory", multimodal=False)
+            c.walk(memory_dir, "memory", multimodal=False, shown_prefix=MEMORY_DIR + "/")
 
     for extra in extra_paths:
         _scan_extra(c, extra, multimodal)
