@@ -79,3 +79,22 @@ def test_cli_prompt_json_and_warning_every_time(cli, workspace):
         assert "MEMORY.md was cut" in res.stderr
     bad = cli("prompt", "--date", "yesterday")
     assert bad.returncode == 2 and "--date" in bad.stderr
+
+
+def test_a_note_dropped_by_the_total_cap_is_still_named(workspace):
+    write(workspace / "MEMORY.md", "m" * 9000)
+    write(workspace / "memory/2026-11-30.md", "t" * 3000)
+    write(workspace / "memory/2026-11-29.md", "y" * 3000)
+    result = section(workspace, file_cap=12_000, total_cap=9500)
+    cut = {c.path: c for c in result.truncated}
+    assert cut["memory/2026-11-29.md"].kept_chars == 0
+    assert "memory/2026-11-29.md omitted" in result.text
+    assert all(f["truncated"] for f in result.files if f["path"] in cut)
+
+
+def test_symlinked_memory_md_is_a_warning(workspace, tmp_path):
+    import os
+
+    os.symlink(write(tmp_path / "elsewhere.md", "x"), workspace / "MEMORY.md")
+    result = section(workspace)
+    assert result.text == "" and any("MEMORY.md is not loaded" in w for w in result.warnings)

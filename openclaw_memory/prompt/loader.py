@@ -114,6 +114,10 @@ def build_prompt_section(
         files.append({"path": path, "chars": len(text), "truncated": cut})
         return capped
 
+    for skipped in scan.skipped:
+        if skipped.path == CANONICAL_ROOT:
+            warnings.append(f"{CANONICAL_ROOT} is not loaded: {skipped.reason} (see `openclaw-memory doctor`)")
+
     root_text = load(CANONICAL_ROOT)
     if root_text is not None:
         blocks.append((CANONICAL_ROOT, f"## {CANONICAL_ROOT}\n\n{root_text.rstrip()}\n", "root"))
@@ -153,6 +157,14 @@ def build_prompt_section(
         if keep > 0:
             parts.append(block[:keep] + notice)
             used += keep + len(notice) + 1
+        else:
+            # Not even a part fits: one line still tells the agent the file exists.
+            omitted = f"[... {path} omitted: the startup memory total cap of {total_cap:,} characters was reached. Read {path} ...]\n"
+            parts.append(omitted)
+            used += len(omitted) + 1
         cuts.append(PromptCut(path, len(block), keep, "total-cap"))
+        for entry in files:
+            if entry["path"] == path:
+                entry["truncated"] = True
     text = "\n".join(parts).rstrip("\n") + "\n" if blocks else ""
     return PromptSection(text, today.isoformat(), files, cuts, checkpoint, warnings)

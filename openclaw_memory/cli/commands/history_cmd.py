@@ -31,9 +31,11 @@ def run_restore(settings, path: str, version: str, no_index: bool, json_out: boo
     elif not result.changed:
         print(f"{result.path} is already at version {result.version[:12]}; nothing to restore.")
     else:
-        before = result.previous[:12] if result.previous else "nothing (it did not exist)"
-        print(f"restored {result.path} to version {result.version[:12]} ({result.size} bytes); "
-              f"it was {before}, which `openclaw-memory restore` can bring back.")
+        head = f"restored {result.path} to version {result.version[:12]} ({result.size} bytes)"
+        if result.previous:
+            print(f"{head}; it was at {result.previous[:12]}, which `openclaw-memory restore` can bring back.")
+        else:
+            print(f"{head}; the file did not exist, so it was recreated.")
     return 0
 
 
