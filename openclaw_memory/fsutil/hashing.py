@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import xxhash
-
-BLOCK = 1 << 20
 
 
 def hash_bytes(data: bytes) -> str:
@@ -15,12 +14,8 @@ def hash_bytes(data: bytes) -> str:
 
 def hash_open_file(fd: int) -> str:
     """Hash from the current offset to the end, in blocks: never the whole file in memory."""
-    h = xxhash.xxh3_128()
-    while True:
-        block = os.read(fd, BLOCK)
-        if not block:
-            return h.hexdigest()
-        h.update(block)
+    remaining = os.fstat(fd).st_size - os.lseek(fd, 0, os.SEEK_CUR)
+    return digest_fd(fd, max(remaining, 0)).hex()
 
 
 def hash_file(path: str | os.PathLike[str]) -> str:
@@ -31,3 +26,78 @@ def hash_file(path: str | os.PathLike[str]) -> str:
         return hash_open_file(fd)
     finally:
         os.close(fd)
+
+
+BLOCK = 1 << 20
+# From this size on, a reader thread fills buffers while this thread hashes the previous
+# one: the read (a system call, GIL released) and the hash overlap instead of adding up.
+PIPELINE_MIN = 16 * BLOCK
+_local = threading.local()
+
+
+def digest_fd(fd: int, size: int) -> bytes:
+    """xxh3-128 digest of an open regular file from its current offset, never held whole.
+
+    ``size`` (the bytes expected) only chooses the strategy.
+
+    A small file is read in one call of its size + 1 bytes (a short read of a regular
+    file means end of file), saving the empty read at the end. Larger ones stream
+    through reused buffers: a fresh 1 MiB object per block costs more page faults
+    than the hashing itself.
+    """
+    if size < BLOCK:
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return xxhash.xxh3_128_digest(data)
+        h = xxhash.xxh3_128(data)
+    else:
+        h = xxhash.xxh3_128()
+        if size >= PIPELINE_MIN:
+            return _hash_pipelined(fd, h)
+    buffer = getattr(_local, "buffer", None)
+    if buffer is None:
+        buffer = _local.buffer = bytearray(BLOCK)
+    view = memoryview(buffer)
+    while True:
+        n = os.readv(fd, [buffer])
+        if not n:
+            return h.digest()
+        h.update(view[:n])
+
+
+def _hash_pipelined(fd: int, h) -> bytes:
+    import queue  # only for large files: kept off the start-up path
+
+    free: queue.SimpleQueue = queue.SimpleQueue()
+    full: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(3):
+        free.put(bytearray(BLOCK))
+
+    def reader() -> None:
+        while True:
+            buffer = free.get()
+            if buffer is None:
+                return
+            try:
+                n = os.readv(fd, [buffer])
+            except OSError as exc:
+                full.put((None, exc))
+                return
+            full.put((buffer, n))
+            if not n:
+                return
+
+    thread = threading.Thread(target=reader, name="openclaw-memory-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            buffer, n = full.get()
+            if buffer is None:
+                raise n
+            if not n:
+                return h.digest()
+            h.update(memoryview(buffer)[:n])
+            free.put(buffer)
+    finally:
+        free.put(None)  # stops a reader still waiting for a buffer
+        thread.join()

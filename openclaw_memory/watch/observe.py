@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import errno
 import os
-import queue
 import stat
-import threading
 import time
 from dataclasses import dataclass
 
 import xxhash
 
-from ..fsutil.hashing import hash_bytes
+from ..fsutil.hashing import digest_fd, hash_bytes
 
 TRIES = 3
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -33,77 +31,6 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 KIND_FILE = "f"
 KIND_DIR = "d"
 KIND_SYMLINK = "l"
-
-
-BLOCK = 1 << 20
-# From this size on, a reader thread fills buffers while this thread hashes the previous
-# one: the read (a system call, GIL released) and the hash overlap instead of adding up.
-PIPELINE_MIN = 16 * BLOCK
-_local = threading.local()
-
-
-def _hash_fd(fd: int, size: int) -> bytes:
-    """xxh3-128 digest of an open regular file, read from the start, never held whole.
-
-    A small file is read in one call of its size + 1 bytes (a short read of a regular
-    file means end of file), saving the empty read at the end. Larger ones stream
-    through reused buffers: a fresh 1 MiB object per block costs more page faults
-    than the hashing itself.
-    """
-    if size < BLOCK:
-        data = os.read(fd, size + 1)
-        if len(data) <= size:
-            return xxhash.xxh3_128_digest(data)
-        h = xxhash.xxh3_128(data)
-    else:
-        h = xxhash.xxh3_128()
-        if size >= PIPELINE_MIN:
-            return _hash_pipelined(fd, h)
-    buffer = getattr(_local, "buffer", None)
-    if buffer is None:
-        buffer = _local.buffer = bytearray(BLOCK)
-    view = memoryview(buffer)
-    while True:
-        n = os.readv(fd, [buffer])
-        if not n:
-            return h.digest()
-        h.update(view[:n])
-
-
-def _hash_pipelined(fd: int, h) -> bytes:
-    free: queue.SimpleQueue = queue.SimpleQueue()
-    full: queue.SimpleQueue = queue.SimpleQueue()
-    for _ in range(3):
-        free.put(bytearray(BLOCK))
-
-    def reader() -> None:
-        while True:
-            buffer = free.get()
-            if buffer is None:
-                return
-            try:
-                n = os.readv(fd, [buffer])
-            except OSError as exc:
-                full.put((None, exc))
-                return
-            full.put((buffer, n))
-            if not n:
-                return
-
-    thread = threading.Thread(target=reader, name="openclaw-memory-read", daemon=True)
-    thread.start()
-    try:
-        while True:
-            buffer, n = full.get()
-            if buffer is None:
-                raise n
-            if not n:
-                return h.digest()
-            h.update(memoryview(buffer)[:n])
-            free.put(buffer)
-    finally:
-        free.put(None)  # stops a reader still waiting for a buffer
-        thread.join()
 
 
 def kind_of(mode: int) -> str:
@@ -194,7 +121,7 @@ def observe(path: str, st: os.stat_result | None = None) -> Observation:
                 continue
             last = before
             try:
-                digest = _hash_fd(fd, before.st_size)
+                digest = digest_fd(fd, before.st_size)
             except OSError as exc:
                 return Observation(kind, before, None, time.time_ns(), f"cannot read: {exc.strerror}")
             after = os.fstat(fd)
