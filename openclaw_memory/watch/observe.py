@@ -21,7 +21,6 @@ import stat
 import time
 from dataclasses import dataclass
 
-import xxhash
 
 from ..fsutil.hashing import digest_fd, hash_bytes
 
