@@ -305,7 +305,6 @@ class EdgeShard:
         return [_hit(p, with_vector) for p in self._engine.query(request)]
 
     def retrieve(self, ids: Sequence[str], with_vector: bool = False, fields: Sequence[str] | None = None) -> list[Hit]:
-        import qdrant_edge as qe
 
         if not ids:
             return []
