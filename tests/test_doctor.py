@@ -742,3 +742,22 @@ def test_damaged_watchdog_baseline_is_a_finding_not_a_crash(workspace, state_dir
     result = cli("doctor", "--json")
     assert result.returncode == 1
     assert ids(result) == ["watchdog-unavailable"]
+
+
+# ---------------------------------------------------------------- index checks
+
+
+def test_index_missing_is_reported_only_where_search_is_in_use(workspace, state_dir, cli):
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    write(workspace / "MEMORY.md", "m\n")
+    assert cli("doctor", "--json").json()["findings"] == []  # never indexed: healthy
+    write(state_dir / "openclaw-memory.toml", "[index]\nmodel = \"all-MiniLM-L6-v2\"\n")
+    (finding,) = cli("doctor", "--json").json()["findings"]
+    assert (finding["id"], finding["severity"], finding["fixable"]) == ("index-missing", "info", False)
+    data_dir = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={}).data_dir
+    (data_dir / "index").mkdir(parents=True)  # an index existed here, this agent's is gone
+    result = cli("doctor", "--json")
+    (finding,) = result.json()["findings"]
+    assert (finding["id"], finding["severity"], finding["fixable"]) == ("index-missing", "warning", True)
+    assert result.returncode == 1

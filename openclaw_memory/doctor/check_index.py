@@ -19,26 +19,7 @@ def check_index(ctx: CheckContext) -> list[Finding]:
         raw = index_findings(ctx.settings)
     except MemoryToolError as exc:  # a busy or unreachable index must not hide the other checks
         return [Finding("index-unavailable", "warning", f"The search index cannot be checked: {exc.message}")]
-    findings = []
-    for item in raw:
-        if item["id"] == "index-missing":
-            item = _missing_index(ctx, item)
-            if item is None:
-                continue
-        findings.append(_as_finding(item))
-    return findings
-
-
-def _missing_index(ctx: CheckContext, item: dict) -> dict | None:
-    """Search is optional: a workspace never indexed is healthy (nothing to report), one whose
-    index was configured but never built gets a hint, and one whose index went missing is a
-    warning that `--fix` repairs by rebuilding it."""
-    if (ctx.settings.data_dir / "index").exists():
-        return {**item, "severity": "warning", "fixable": True,
-                "message": item["message"] + " (the index folder exists but holds no index for this agent)"}
-    if ctx.settings.section("index"):
-        return {**item, "severity": "info", "fixable": False}
-    return None
+    return [_as_finding(item) for item in raw]
 
 
 def check_server(ctx: CheckContext) -> list[Finding]:

@@ -165,15 +165,14 @@ def index_findings(settings) -> list[dict]:
     findings: list[dict] = []
     files = sum(c.files for c in status.collections)
     if not status.indexed:
-        if files:
-            findings.append(
-                _finding(
-                    "index-missing",
-                    "warning",
-                    f"no search index for agent {status.agent} yet ({files} memory files); `openclaw-memory index` builds it",
-                    [],
-                )
-            )
+        missing = f"no search index for agent {status.agent} yet ({files} memory files); `openclaw-memory index` builds it"
+        # Search is optional: a workspace never indexed is healthy (no finding), so `doctor --fix`
+        # never starts a first, long embedding run on its own. An index folder without this
+        # agent's index is a loss `--fix` repairs; a configured but unbuilt index gets a hint.
+        if files and (settings.data_dir / "index").exists():
+            findings.append(_finding("index-missing", "warning", missing + " (the index folder holds no index for this agent)", []))
+        elif files and settings.section("index"):
+            findings.append({**_finding("index-missing", "info", missing, []), "fixable": False})
     else:
         stale = status.stale
         if stale:
