@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from openclaw_memory.settings import Overrides, resolve_settings  # noqa: E402
-from openclaw_memory.watch.snapshot import take_snapshot  # noqa: E402
-from openclaw_memory.watch.verify import verify_workspace  # noqa: E402
+from openclaw_memory.watchdog.snapshot import take_snapshot  # noqa: E402
+from openclaw_memory.watchdog.verify import verify_workspace  # noqa: E402
 
 
 def settings_for(ws: Path, state: Path):

@@ -49,7 +49,7 @@ def read_memory(
     file clears the record, so the agent may then create it.
     """
     from .history.states import record_read
-    from .history.store import Snapshot
+    from .history.store import FileVersion
 
     result = read_memory_file(
         path,
@@ -62,7 +62,7 @@ def read_memory(
     if not result.missing and result.version is None:
         return result  # changed during the read: nothing reliable to record
     try:
-        record_read(settings, result.abs_path, result.path, None if result.missing else Snapshot(result.version, result.size))
+        record_read(settings, result.abs_path, result.path, None if result.missing else FileVersion(result.version, result.size))
     except (LockTimeout, OSError) as exc:
         # The read itself succeeded; without a record the guard makes the agent read again before writing.
         reason = exc.message if isinstance(exc, LockTimeout) else (exc.strerror or str(exc))
@@ -142,7 +142,7 @@ def _after_write(settings: Settings, result: "WriteResult", update_index: bool) 
     """Bring the agent's index up to date after a write, when it has one."""
     if not update_index:
         return dataclasses.replace(result, index={"updated": False, "reason": "skipped (--no-index)"})
-    from .live.presence import running_watch
+    from .watch.presence import running_watch
 
     watcher = running_watch(settings)
     if watcher is not None:  # it has the model loaded and picks the write up within a second
@@ -166,7 +166,7 @@ def _after_write(settings: Settings, result: "WriteResult", update_index: bool) 
 def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: bool = True) -> "PromptSection":
     """The startup-prompt memory section; a pending watchdog checkpoint is included once, then consumed."""
     from .prompt import build_prompt_section
-    from .watch.checkpoint import consume_checkpoint, pending_checkpoint
+    from .watchdog.checkpoint import consume_checkpoint, pending_checkpoint
 
     checkpoint = pending_checkpoint(settings.data_dir)
     section = build_prompt_section(

@@ -695,8 +695,8 @@ def test_second_fix_waits_then_exits_2_naming_the_holder(workspace, state_dir, c
 # ---------------------------------------------------------------- the watchdog
 
 def test_watchdog_changes_are_reported_and_repairs_refresh_the_baseline(workspace, state_dir, cli):
-    from openclaw_memory.watch.snapshot import take_snapshot
-    from openclaw_memory.watch.verify import verify_workspace
+    from openclaw_memory.watchdog.snapshot import take_snapshot
+    from openclaw_memory.watchdog.verify import verify_workspace
 
     settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)))
     write(workspace / "MEMORY.md", CANON)
@@ -734,7 +734,7 @@ def test_watchdog_changes_are_reported_and_repairs_refresh_the_baseline(workspac
 
 
 def test_damaged_watchdog_baseline_is_a_finding_not_a_crash(workspace, state_dir, cli):
-    from openclaw_memory.watch.snapshot import take_snapshot
+    from openclaw_memory.watchdog.snapshot import take_snapshot
 
     write(workspace / "MEMORY.md", CANON)
     info = take_snapshot(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))), "base")

@@ -9,7 +9,7 @@ from openclaw_memory import build_prompt
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.prompt import build_prompt_section
 from openclaw_memory.settings import Overrides, resolve_settings
-from openclaw_memory.watch.checkpoint import append_checkpoint
+from openclaw_memory.watchdog.checkpoint import append_checkpoint
 
 TODAY = dt.date(2026, 11, 30)
 

@@ -15,13 +15,13 @@ import pytest
 
 from openclaw_memory.errors import UsageError
 from openclaw_memory.settings import Overrides, resolve_settings
-from openclaw_memory.watch.checkpoint import HEADING
-from openclaw_memory.watch.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
-from openclaw_memory.watch.heartbeat import heartbeat
-from openclaw_memory.watch.ignore import DEFAULT_PATTERNS, compile_rules
-from openclaw_memory.watch.snapshot import has_baseline, refresh_baseline, take_snapshot
-from openclaw_memory.watch.store import RACY, Store
-from openclaw_memory.watch.verify import NoBaseline, verify_workspace
+from openclaw_memory.watchdog.checkpoint import HEADING
+from openclaw_memory.watchdog.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
+from openclaw_memory.watchdog.heartbeat import heartbeat
+from openclaw_memory.watchdog.ignore import DEFAULT_PATTERNS, compile_rules
+from openclaw_memory.watchdog.snapshot import has_baseline, refresh_baseline, take_snapshot
+from openclaw_memory.watchdog.store import RACY, SnapshotStore
+from openclaw_memory.watchdog.verify import NoBaseline, verify_workspace
 
 from conftest import write
 
@@ -79,7 +79,7 @@ def test_racy_flag_is_what_catches_an_identical_stat(settings, workspace):
     take_snapshot(settings)
     write(target, "bbbb")
     st = os.lstat(target)
-    store = Store(settings.data_dir)
+    store = SnapshotStore(settings.data_dir)
 
     def rewrite_baseline(racy: bool) -> None:
         table = store.load(store.latest_label())
@@ -205,7 +205,7 @@ def test_two_gigabyte_sparse_file_is_streamed(settings, workspace):
         "    with open('/proc/self/status') as fh:\n"
         "        return next(int(l.split()[1]) for l in fh if l.startswith('VmHWM:'))\n"
         "from openclaw_memory.settings import Overrides, resolve_settings\n"
-        "from openclaw_memory.watch.snapshot import take_snapshot\n"
+        "from openclaw_memory.watchdog.snapshot import take_snapshot\n"
         "s = resolve_settings(Overrides(workspace=sys.argv[1], state_dir=sys.argv[2]), environ={})\n"
         "info = take_snapshot(s)\n"
         "print(json.dumps({'unhashed': info.unhashed, 'entries': info.entries,"
@@ -260,7 +260,7 @@ def test_default_and_workspace_ignore_rules(settings, workspace):
     write(workspace / ".openclaw/agents/main/config.json", "{}")
     write(workspace / ".openclaw-memoryignore", "# ours\nbuild/\n*.bak\n!keep.bak\n")
     info = take_snapshot(settings)
-    store = Store(settings.data_dir)
+    store = SnapshotStore(settings.data_dir)
     recorded = set(store.load(info.label).paths)
     assert recorded == {
         "MEMORY.md", "memory/2026-01-01.md", "keep.bak", ".openclaw/agents/main/config.json", ".openclaw-memoryignore",
@@ -316,7 +316,7 @@ def test_labels_and_retention(settings, workspace, state_dir):
     assert not has_baseline(settings)
     for label in ("one", "two.2", "three_3", "four-4", "x" * 100):
         assert take_snapshot(settings, label).label == label
-    store = Store(settings.data_dir)
+    store = SnapshotStore(settings.data_dir)
     assert [e.label for e in store.entries()] == ["three_3", "four-4", "x" * 100]
     assert sorted(p.name for p in store.folder.glob("*.snap")) == sorted(f"{l}.snap" for l in ("three_3", "four-4", "x" * 100))
     assert has_baseline(settings)

@@ -19,7 +19,7 @@ CHECKPOINT_DONE = "checkpoint-written"
 
 def refresh_watchdog(settings: Settings, rel_paths: list[str]) -> str:
     """Update the watchdog baseline for ``rel_paths`` when one exists; return a note for the report."""
-    from ..watch.snapshot import has_baseline, refresh_baseline
+    from ..watchdog.snapshot import has_baseline, refresh_baseline
 
     if not has_baseline(settings):
         return ""
@@ -33,7 +33,7 @@ def refresh_watchdog(settings: Settings, rel_paths: list[str]) -> str:
 
 def finalize(settings: Settings, state: dict, rel_paths: list[str], note: str) -> str:
     """Run the after-repair steps recorded in ``state`` that have not run yet; clear the journal."""
-    from ..watch.checkpoint import append_checkpoint
+    from ..watchdog.checkpoint import append_checkpoint
 
     data_dir = settings.data_dir
     extra = ""

@@ -9,8 +9,8 @@ SHOWN = 20  # paths listed in the message; the finding's ``paths`` has them all
 
 
 def check_watchdog(ctx: CheckContext) -> list[Finding]:
-    from ..watch.snapshot import has_baseline
-    from ..watch.verify import display, verify_workspace
+    from ..watchdog.snapshot import has_baseline
+    from ..watchdog.verify import display, verify_workspace
 
     try:
         if not has_baseline(ctx.settings):

@@ -24,7 +24,7 @@ def _reindex(settings, finding: Finding) -> Repair:
 
 def _remove_orphans(settings, finding: Finding) -> Repair:
     from ..index.status import remove_orphaned_shards
-    from ..index.store.base import open_store
+    from ..index.store.factory import open_store
 
     try:
         store = open_store(settings)

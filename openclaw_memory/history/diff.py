@@ -18,7 +18,7 @@ from ..errors import PathRefused
 from ..files.read import ReadResult, check_window_args, read_window_bytes, resolve_memory_path
 from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
 from .states import READ, ReadRecords
-from .store import HistoryStore, Snapshot
+from .store import HistoryStore, FileVersion
 from .versions import short
 
 DIFF = "diff"
@@ -71,7 +71,7 @@ def read_diff(settings, path: str, *, from_line: int = 1, lines: int | None = No
         if data is None:
             records.forget(resolved.abs_path)
             return DiffRead(MISSING, resolved.display, None, previous)
-        snapshot = Snapshot(xxhash.xxh3_128_hexdigest(data), len(data))
+        snapshot = FileVersion(xxhash.xxh3_128_hexdigest(data), len(data))
         store.observe(resolved.abs_path, resolved.display, snapshot, data=data)
         old = None
         if previous is not None and previous != snapshot.version:

@@ -28,7 +28,7 @@ from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import fsync_dir, write_temp_beside
 from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
 from .states import WRITE, ReadRecords, Seen
-from .store import HistoryStore, Snapshot, check_prefix, snapshot_fd
+from .store import HistoryStore, FileVersion, check_prefix, snapshot_fd
 from .versions import AGENT_WRITE, RESTORE, Entry, short
 
 APPEND = "append"
@@ -168,7 +168,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
     return _commit(store, records, resolved, current, tmp, new, APPEND if added is not None else REPLACE)
 
 
-def _check(store, resolved, current: Snapshot | None, seen: Seen | None, expected: str | None, daily_append: bool,
+def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
            latest_before: Entry | None, agent: str, fd: int | None) -> None:
     shown = resolved.display
     if expected is not None:
@@ -213,7 +213,7 @@ def _read_again(shown: str) -> str:
     return f"Read it again (openclaw-memory read {shown}, or read --diff {shown}) and redo the change on the new version."
 
 
-def _has_prefix(fd: int, current: Snapshot, version: str, size: int) -> bool:
+def _has_prefix(fd: int, current: FileVersion, version: str, size: int) -> bool:
     if size > current.size:
         return False
     digest = xxhash.xxh3_128()
@@ -227,14 +227,14 @@ def _has_prefix(fd: int, current: Snapshot, version: str, size: int) -> bool:
     return digest.hexdigest() == version
 
 
-def _separator(fd: int | None, current: Snapshot | None) -> bytes:
+def _separator(fd: int | None, current: FileVersion | None) -> bytes:
     """A newline first when the file does not end with one, so the text starts its own line."""
     if fd is None or current is None or current.size == 0:
         return b""
     return b"" if os.pread(fd, 1, current.size - 1) == b"\n" else b"\n"
 
 
-def _open_current(resolved: ResolvedPath) -> tuple[int | None, Snapshot | None]:
+def _open_current(resolved: ResolvedPath) -> tuple[int | None, FileVersion | None]:
     try:
         fd, _ = open_regular_nofollow(resolved.abs_path)
     except (FileNotFoundError, NotADirectoryError):
@@ -257,7 +257,7 @@ def _pread_blocks(fd: int) -> Iterator[bytes]:
         yield block
 
 
-def _temp_from_blocks(target: str, blocks: Iterable[bytes], mode: int, tail: bytes = b"") -> tuple[str, Snapshot, str]:
+def _temp_from_blocks(target: str, blocks: Iterable[bytes], mode: int, tail: bytes = b"") -> tuple[str, FileVersion, str]:
     """Write ``blocks`` then ``tail`` to a fsynced temp file beside ``target``.
 
     Returns the temp name, the new content's snapshot, and the hash of the ``blocks``
@@ -279,7 +279,7 @@ def _temp_from_blocks(target: str, blocks: Iterable[bytes], mode: int, tail: byt
         yield tail
 
     tmp = write_temp_beside(target, hashed(), mode)
-    return tmp, Snapshot(whole.hexdigest(), size), head.hexdigest()
+    return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
 
 
 def _current_version(abs_path: str) -> str | None:
@@ -311,8 +311,8 @@ def _create(tmp: str, target: str) -> None:
     os.unlink(tmp)
 
 
-def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, current: Snapshot | None,
-            tmp: str, new: Snapshot, action: str) -> WriteResult:
+def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, current: FileVersion | None,
+            tmp: str, new: FileVersion, action: str) -> WriteResult:
     """Store the new version, re-check the target, swap the temp file in, record it."""
     target = resolved.abs_path
     try:

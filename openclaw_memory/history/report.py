@@ -9,7 +9,7 @@ from ..files.paths import display_path
 from ..files.scan import scan_memory_files
 from ..fsutil.safeopen import NotRegularFile
 from .states import STATES, ReadRecords, Seen, state_of
-from .store import HistoryStore, Snapshot
+from .store import HistoryStore, FileVersion
 from .versions import iso_time
 
 
@@ -83,7 +83,7 @@ def file_states(settings) -> StateReport:
     return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None))
 
 
-def _file_state(path: str, abs_path: str, seen: Seen | None, snap: Snapshot | None) -> FileState:
+def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState:
     current = snap.version if snap else None
     return FileState(
         path,

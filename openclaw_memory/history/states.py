@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import xxhash
 
-from .store import HistoryStore, Snapshot
+from .store import HistoryStore, FileVersion
 
 READ_FRESH = "read_fresh"
 READ_STALE = "read_stale"
@@ -66,7 +66,7 @@ class ReadRecords:
     def get(self, abs_path: str) -> Seen | None:
         return self.load().get(abs_path)
 
-    def put(self, abs_path: str, snapshot: Snapshot, how: str) -> Seen:
+    def put(self, abs_path: str, snapshot: FileVersion, how: str) -> Seen:
         seen = Seen(snapshot.version, snapshot.size, time.time(), how)
         records = self.load()
         records[abs_path] = seen
@@ -101,7 +101,7 @@ def state_of(seen: Seen | None, current: str | None) -> str | None:
     return WRITTEN_UNREAD if seen.how == WRITE else READ_FRESH
 
 
-def record_read(settings, abs_path: str, display: str, snapshot: Snapshot | None) -> None:
+def record_read(settings, abs_path: str, display: str, snapshot: FileVersion | None) -> None:
     """Record that ``settings.agent`` read ``snapshot`` of the file (None: it found the file missing).
 
     The version's bytes are kept in the store (for ``read --diff`` and history): the

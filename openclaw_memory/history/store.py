@@ -27,7 +27,7 @@ MIN_PREFIX = 8
 _HEX = re.compile(r"^[0-9a-f]+$")
 
 
-class Snapshot(NamedTuple):
+class FileVersion(NamedTuple):
     """A file's version as hashed from one open file."""
 
     version: str
@@ -60,7 +60,7 @@ class HistoryStore:
         self.objects.evict(keep=frozenset({version}))
         return entry
 
-    def observe(self, abs_path: str, display: str, snapshot: Snapshot, *, fd: int | None = None, data: bytes | None = None) -> Entry | None:
+    def observe(self, abs_path: str, display: str, snapshot: FileVersion, *, fd: int | None = None, data: bytes | None = None) -> Entry | None:
         """A sighting of ``snapshot``: keep its bytes (from ``fd`` or ``data``) and log it when new.
 
         A version that differs from the path's latest entry is logged as an outside
@@ -82,7 +82,7 @@ class HistoryStore:
             return None
         return self.record(abs_path, display, snapshot.version, snapshot.size, EXTERNAL_EDIT, None)
 
-    def observe_file(self, abs_path: str, display: str) -> Snapshot | None:
+    def observe_file(self, abs_path: str, display: str) -> FileVersion | None:
         """Hash the file as it is now and record the sighting; None when it does not exist.
 
         Raises NotRegularFile (a symlink, FIFO...) and PermissionError for the caller to word.
@@ -137,8 +137,8 @@ def check_prefix(prefix: str) -> str:
     return wanted
 
 
-def snapshot_fd(fd: int) -> Snapshot:
+def snapshot_fd(fd: int) -> FileVersion:
     """Hash the whole file open on ``fd`` from its start (streamed)."""
     os.lseek(fd, 0, os.SEEK_SET)
     version = hash_open_file(fd)
-    return Snapshot(version, os.lseek(fd, 0, os.SEEK_CUR))
+    return FileVersion(version, os.lseek(fd, 0, os.SEEK_CUR))

@@ -11,7 +11,7 @@ from .config import index_config
 from .manifest import load_manifest, manifest_dir, stale_paths
 from .search import MODES, QueryPlan, SearchResult, rank
 from .status import IndexStatus, index_status
-from .store.base import open_store
+from .store.factory import open_store
 from .sync import Models, ProgressCallback, SyncSummary, model_cache_dir, sync_index
 
 

@@ -155,7 +155,7 @@ def remove_orphaned_shards(settings, store) -> list[str]:
 
 def index_findings(settings) -> list[dict]:
     """Doctor findings about the index: missing, stale, fingerprint mismatch, orphaned shards."""
-    from .store.base import open_store
+    from .store.factory import open_store
 
     store = open_store(settings)
     try:

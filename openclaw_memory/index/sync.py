@@ -46,7 +46,8 @@ from .manifest import (
     read_version,
     save_manifest,
 )
-from .store.base import AGENT_FIELD, BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, PointData, Store, open_store
+from .store.base import AGENT_FIELD, BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, PointData, VectorStore
+from .store.factory import open_store
 from .terms import cjk_grams
 
 _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/openclaw-memory/chunk")
@@ -193,7 +194,7 @@ def sync_index(
     progress: ProgressCallback | None = None,
     on_wait=None,
     models: Models | None = None,
-    store: Store | None = None,
+    store: VectorStore | None = None,
 ) -> SyncSummary:
     """Bring the agent's collections in line with its memory files; see the module docstring."""
     config = index_config(settings)
@@ -211,7 +212,7 @@ def sync_index(
 
 
 class _Sync:
-    def __init__(self, settings, config: IndexConfig, store: Store, models: Models, progress):
+    def __init__(self, settings, config: IndexConfig, store: VectorStore, models: Models, progress):
         self.settings = settings
         self.config = config
         self.store = store

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from .. import api
 from ..errors import MemoryToolError
-from ..live.sessions import short_session
+from ..watch.sessions import short_session
 
 SERVER_NAME = "openclaw-memory"
 
@@ -82,7 +82,7 @@ class MemoryTools:
         return out
 
     def write(self, path: str, content: str | None, append: str | None, expect: str | None) -> dict:
-        from ..live.presence import running_watch
+        from ..watch.presence import running_watch
 
         result = api.write_memory(self.settings, path, content=content, append=append, expect=expect, update_index=False)
         pid = running_watch(self.settings)

@@ -16,7 +16,7 @@ def _emit_json(data: dict) -> None:
 
 
 def run_watch(settings, json_out: bool, poll: bool) -> int:
-    from ...live.watcher import Watcher
+    from ...watch.watcher import Watcher
 
     def on_change(change) -> None:
         if json_out:

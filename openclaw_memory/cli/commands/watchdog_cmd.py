@@ -16,7 +16,7 @@ watchdog_app = typer.Typer(
 
 
 def _print_delta(result) -> None:
-    from ...watch.verify import display
+    from ...watchdog.verify import display
 
     for c in result.changed:
         suffix = "" if c.new_hash else "  (unreadable, a folder, or still changing)"
@@ -34,7 +34,7 @@ def snapshot(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> int:
     """Record every workspace file (type, stat, content hash); the newest snapshot is the baseline."""
-    from ...watch.snapshot import take_snapshot
+    from ...watchdog.snapshot import take_snapshot
 
     info = take_snapshot(settings_from(ctx), label)
     for message in info.warnings:
@@ -49,7 +49,7 @@ def snapshot(
 @watchdog_app.command("verify")
 def verify(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
     """Compare the workspace with the baseline. Exit 0: no break; 1: files changed or deleted; 2: no baseline."""
-    from ...watch.verify import verify_workspace
+    from ...watchdog.verify import verify_workspace
 
     result = verify_workspace(settings_from(ctx))
     for message in result.warnings:
@@ -65,7 +65,7 @@ def verify(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", he
 @watchdog_app.command("heartbeat")
 def heartbeat(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
     """Verify, then take a timestamped snapshot. Clean: prints HEARTBEAT_OK. Break: lists the changes, writes a checkpoint."""
-    from ...watch.heartbeat import OK, heartbeat as run_heartbeat
+    from ...watchdog.heartbeat import OK, heartbeat as run_heartbeat
 
     result = run_heartbeat(settings_from(ctx))
     for message in result.warnings:

@@ -89,7 +89,7 @@ class Shard(Protocol):
         ...
 
 
-class Store(Protocol):
+class VectorStore(Protocol):
     """A set of shards, one per collection."""
 
     backend: str
@@ -120,23 +120,3 @@ class Store(Protocol):
 
 
 WaitCallback = Callable[[str, str], None]  # (what is locked, holder pid)
-
-
-def open_store(settings, on_wait: WaitCallback | None = None, keep_open: bool = False) -> Store:
-    """The store named by ``[index] backend`` (default ``edge``, the embedded engine)."""
-    from ...errors import ConfigError
-    from ..config import index_config
-
-    config = index_config(settings)
-    from .server_config import server_config
-
-    server = server_config(settings)  # --qdrant-url > OPENCLAW_MEMORY_QDRANT_URL > [index] backend = "qdrant"
-    if server is not None:
-        from .server import ServerStore
-
-        return ServerStore(server)
-    if config.backend == "edge":
-        from .edge import EdgeStore
-
-        return EdgeStore(settings.data_dir / "index", lock_timeout=config.lock_timeout, on_wait=on_wait, keep_open=keep_open)
-    raise ConfigError(f"[index] backend = {config.backend!r} is not available; use \"edge\" (the embedded Qdrant Edge engine) or \"qdrant\" with `url`")

@@ -107,7 +107,7 @@ class ServerStore:
     def _collection_exists(self, physical: str) -> bool:
         return bool(self._call(f"a check of collection {physical}", self.client.collection_exists, physical))
 
-    # -- Store ----------------------------------------------------------------------------
+    # -- VectorStore ----------------------------------------------------------------------------
 
     def exists(self, name: str) -> bool:
         if not self.shared:

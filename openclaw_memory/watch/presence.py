@@ -17,7 +17,7 @@ from ..index.collections import sanitize
 
 def presence_path(settings) -> str:
     key = xxhash.xxh3_64_hexdigest(settings.agent.encode("utf-8"))[:8]
-    return os.path.join(str(settings.data_dir), "live", f"watch-{sanitize(settings.agent)}-{key}.lock")
+    return os.path.join(str(settings.data_dir), "watch", f"watch-{sanitize(settings.agent)}-{key}.lock")
 
 
 def hold_presence(settings) -> FileLock:

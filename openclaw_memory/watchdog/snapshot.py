@@ -21,7 +21,7 @@ from .compare import Delta, record_observation, rules_for, scan_workspace
 from .fsclock import guard_ns
 from .ignore import workspace_patterns
 from .observe import KIND_DIR, observe
-from .store import HASHED, RACY, SnapshotDamaged, Store, Table, keep_count, validate_label
+from .store import HASHED, RACY, SnapshotDamaged, SnapshotStore, Table, keep_count, validate_label
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,10 @@ def timestamp_label(prefix: str = "") -> str:
 
 def has_baseline(settings: Settings) -> bool:
     """Whether a snapshot exists for this workspace."""
-    return Store(settings.data_dir).latest_label() is not None
+    return SnapshotStore(settings.data_dir).latest_label() is not None
 
 
-def load_baseline(store: Store) -> Table | None:
+def load_baseline(store: SnapshotStore) -> Table | None:
     label = store.latest_label()
     return store.load(label) if label is not None else None
 
@@ -73,7 +73,7 @@ def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
     return Table.empty(label, str(settings.workspace), taken_at, 0, guard_ns(settings.workspace), patterns)
 
 
-def save_table(settings: Settings, store: Store, table: Table, delta: Delta) -> SnapshotInfo:
+def save_table(settings: Settings, store: SnapshotStore, table: Table, delta: Delta) -> SnapshotInfo:
     """Seal ``table`` (the wall clock at the end of the scan) and write it as the baseline. Call under the lock."""
     table.seal_ns = time.time_ns()
     path = store.save(table, keep_count(settings.section("watchdog")))
@@ -95,7 +95,7 @@ def save_table(settings: Settings, store: Store, table: Table, delta: Delta) -> 
 def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
     """Record the workspace now under ``label`` (default: a UTC timestamp) and make it the baseline."""
     label = validate_label(label) if label is not None else timestamp_label()
-    store = Store(settings.data_dir)
+    store = SnapshotStore(settings.data_dir)
     patterns = workspace_patterns(settings.workspace)
     with store.lock():
         notes: list[str] = []
@@ -134,7 +134,7 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
     its own changes. Paths not yet in the baseline are added (when not ignored).
     Without a baseline there is nothing to refresh.
     """
-    store = Store(settings.data_dir)
+    store = SnapshotStore(settings.data_dir)
     wanted = dict.fromkeys(rel_paths)
     with store.lock():
         base = load_baseline(store)

@@ -72,7 +72,7 @@ def edit(ws: Path, i: int) -> tuple[str, str]:
 
 
 def searchable(index, phrase: str, path: str) -> bool:
-    from openclaw_memory.live.sessions import short_session
+    from openclaw_memory.watch.sessions import short_session
 
     with short_session(index):
         result = index.search(phrase, limit=5, min_score=0.0, mode="text", sync=False)
@@ -159,7 +159,7 @@ def main() -> None:
     # Baseline in the same run, no watch: edit, then an explicit incremental sync, then search.
     baseline_s = []
     index = MemoryIndex(settings, keep_open=True)
-    from openclaw_memory.live.sessions import short_session
+    from openclaw_memory.watch.sessions import short_session
 
     with short_session(index):
         index.sync()

@@ -201,7 +201,7 @@ class IndexEntry:
     count: int
 
 
-class Store:
+class SnapshotStore:
     """The snapshots of one workspace, under ``<data dir>/snapshots``."""
 
     def __init__(self, data_dir: Path):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from ..settings import Settings
 from .compare import Changed, Delta, rules_for, scan_workspace
-from .store import Store, Table
+from .store import SnapshotStore, Table
 
 
 class NoBaseline(UsageError):
@@ -70,7 +70,7 @@ def result_from(base: Table, delta: Delta) -> VerifyResult:
 
 def verify_workspace(settings: Settings) -> VerifyResult:
     """Compare the workspace with the latest snapshot; raises NoBaseline when there is none."""
-    store = Store(settings.data_dir)
+    store = SnapshotStore(settings.data_dir)
     label = store.latest_label()
     if label is None:
         raise NoBaseline(no_baseline_message(settings))

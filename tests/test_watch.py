@@ -149,7 +149,7 @@ def test_edit_from_another_process_becomes_searchable(workspace, state_dir, cli,
     assert {e.origin for e in entries} == {"external-edit"}
 
     # Between batches the watch holds no index, shard or history lock (only its own presence lock).
-    assert_unlocked(state_dir, timeout=10, but="live")
+    assert_unlocked(state_dir, timeout=10, but="watch")
     # Other commands work while the watch runs; a second watch for the agent is refused.
     status = cli("status", "--json")
     assert status.returncode == 0 and status.json()["indexed"], status.stderr

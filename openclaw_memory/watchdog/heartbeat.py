@@ -3,7 +3,7 @@
 Verify and snapshot come from one pass over the tree (under the snapshot lock),
 so nothing that changes between them can be absorbed into the new baseline
 unreported. A break appends a section to the pending checkpoint (see
-:mod:`openclaw_memory.watch.checkpoint`), which the next ``prompt`` shows once.
+:mod:`openclaw_memory.watchdog.checkpoint`), which the next ``prompt`` shows once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .checkpoint import append_checkpoint
 from .compare import rules_for, scan_workspace
 from .ignore import IgnoreRules, workspace_patterns
 from .snapshot import SnapshotInfo, load_baseline, new_table, save_table, timestamp_label
-from .store import Store, Table
+from .store import SnapshotStore, Table
 from .verify import VerifyResult, display, result_from
 
 OK = "HEARTBEAT_OK"
@@ -75,7 +75,7 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
     With no baseline yet, the first snapshot is taken and the result is clean.
     """
     ws, sd = settings.workspace, settings.state_dir
-    store = Store(settings.data_dir)
+    store = SnapshotStore(settings.data_dir)
     patterns = workspace_patterns(ws)
     rules = rules_for(ws, sd, patterns)
     with store.lock():

@@ -1,0 +1,1 @@
+"""Watching the workspace: checkpoints of changes made behind the agent's back."""
