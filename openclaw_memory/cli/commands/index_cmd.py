@@ -96,9 +96,9 @@ def run_index(settings, full: bool, json_out: bool) -> int:
     return 0
 
 
-def run_search(settings, query: str, limit: int, min_score: float, mode: str, sync: bool, json_out: bool) -> int:
+def run_search(settings, query: str, limit: int, min_score: float, mode: str, no_sync: bool, json_out: bool) -> int:
     with _index(settings) as index:
-        result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync)
+        result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync)
     for note in result.notes:
         warn(note)
     if result.stale:
@@ -165,48 +165,3 @@ def run_status(settings, json_out: bool) -> int:
     if not status.indexed:
         print("No index yet: `openclaw-memory index` builds it.")
     return 0
-
-
-def register(app) -> None:
-    import typer
-
-    from ..context import settings_from
-
-    @app.command("index")
-    def index(
-        ctx: typer.Context,
-        full: bool = typer.Option(False, "--full", help="Drop the agent's index and rebuild it from scratch."),
-        json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
-    ) -> int:
-        """Index the memory files for search (incremental: only what changed is re-embedded)."""
-        return run_index(settings_from(ctx), full, json_out)
-
-    @app.command("search")
-    def search(
-        ctx: typer.Context,
-        query: str = typer.Argument(..., help="What to look for."),
-        limit: int = typer.Option(6, "--limit", help="Most results to return."),
-        min_score: float = typer.Option(0.35, "--min-score", help="Drop results scoring below this (0-1, same scale in every mode)."),
-        mode: str = typer.Option("hybrid", "--mode", help="hybrid (default), vector or text (keywords only; never loads the model)."),
-        no_sync: bool = typer.Option(False, "--no-sync", help="Do not re-index changed files first; list them in `stale`."),
-        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> int:
-        """Search the memory: hybrid (meaning + keywords) by default."""
-        return run_search(settings_from(ctx), query, limit, min_score, mode, not no_sync, json_out)
-
-    @app.command("collections")
-    def collections(
-        ctx: typer.Context,
-        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> int:
-        """List the agent's collections: names, paths, patterns, point counts, backend."""
-        return run_collections(settings_from(ctx), json_out)
-
-    @app.command("status")
-    def status(
-        ctx: typer.Context,
-        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> int:
-        """Show the index per collection: files, chunks, stale files, last index, model, size on disk."""
-        return run_status(settings_from(ctx), json_out)
-

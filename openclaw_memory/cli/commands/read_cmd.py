@@ -42,22 +42,3 @@ def _run_diff(settings, path: str, from_line: int, lines: Optional[int], max_cha
     else:
         warn(f"{result.path} does not exist")
     return 0
-
-
-def register(app) -> None:
-    import typer
-
-    from ..context import settings_from
-
-    @app.command("read")
-    def read(
-        ctx: typer.Context,
-        path: str = typer.Argument(..., help="Memory file, relative to the workspace (or inside an extra path)."),
-        from_line: int = typer.Option(1, "--from", help="First line to return (1-based)."),
-        lines: Optional[int] = typer.Option(None, "--lines", help="How many lines (default 120)."),
-        max_chars: Optional[int] = typer.Option(None, "--max-chars", help="Character budget (default 12000)."),
-        json_out: bool = typer.Option(False, "--json", help="Print JSON (OpenClaw's memory_get result)."),
-        diff: bool = typer.Option(False, "--diff", help="Show what changed since this agent's last read (whole file, unified diff)."),
-    ) -> int:
-        """Read a window of a memory file by lines and characters."""
-        return run_read(settings_from(ctx), path, from_line, lines, max_chars, json_out, diff)

@@ -2,8 +2,7 @@
 
 import sys
 
-import typer
-
+from ...extras import require
 from ..output import warn
 
 
@@ -16,6 +15,7 @@ def _emit_json(data: dict) -> None:
 
 
 def run_watch(settings, json_out: bool, poll: bool) -> int:
+    require("watch")
     from ...watch.watcher import Watcher
 
     def on_change(change) -> None:
@@ -41,16 +41,3 @@ def run_watch(settings, json_out: bool, poll: bool) -> int:
         return 0
     sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)\n")
     return 0
-
-
-def register(app) -> None:
-    from ..context import settings_from
-
-    @app.command("watch")
-    def watch(
-        ctx: typer.Context,
-        json_out: bool = typer.Option(False, "--json", help="One JSON object per line per applied change."),
-        poll: bool = typer.Option(False, "--poll", help="Poll the folders instead of using inotify (network file systems)."),
-    ) -> int:
-        """Keep the search index up to date while memory files change (Ctrl-C or SIGTERM stops)."""
-        return run_watch(settings_from(ctx), json_out, poll)

@@ -39,23 +39,3 @@ def run_write(settings, path: str, append: Optional[str], replace_file: Optional
     verb = "created" if result.created else VERBS[result.action]
     print(f"{verb} {result.path}: version {result.version[:12]} ({result.size} bytes)")
     return 0
-
-
-def register(app) -> None:
-    import typer
-
-    from ..context import settings_from
-
-    @app.command("write")
-    def write(
-        ctx: typer.Context,
-        path: str = typer.Argument(..., help="Memory file, relative to the workspace (or inside an extra path)."),
-        append: Optional[str] = typer.Option(None, "--append", help="Add TEXT on its own line at the end of the file."),
-        replace_file: Optional[str] = typer.Option(None, "--replace-file", help="Replace the whole file with this file's bytes."),
-        stdin: bool = typer.Option(False, "--stdin", help="Replace the whole file with standard input."),
-        expect: Optional[str] = typer.Option(None, "--expect", help="Write only if the file is at this version (prefix of 8+ hex characters)."),
-        no_index: bool = typer.Option(False, "--no-index", help="Do not update the search index afterwards."),
-        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> int:
-        """Write a memory file atomically, blocked (exit 3) if it changed since this agent read it."""
-        return run_write(settings_from(ctx), path, append, replace_file, stdin, expect, no_index, json_out)
