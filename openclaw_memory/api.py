@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .errors import LockTimeout, MemoryToolError
 from .files.read import ReadResult, read_memory_file
-from .files.scan import ScanResult, scan_memory_files
+from .files.scan import ScanResult, scan_workspace
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -21,17 +21,13 @@ if TYPE_CHECKING:
     from .history.guard import WriteResult
     from .history.listing import VersionHistory
     from .history.report import StateReport
+    from .index.sync import SyncSummary
     from .prompt import PromptSection
 
 
 def list_memory_files(settings: Settings) -> ScanResult:
     """The workspace's memory files in OpenClaw's order, with what was skipped and why."""
-    return scan_memory_files(
-        settings.workspace,
-        extra_paths=settings.extra_paths,
-        multimodal=settings.multimodal,
-        agent=settings.agent,
-    )
+    return scan_workspace(settings)
 
 
 def read_memory(
@@ -96,19 +92,21 @@ def write_memory(
     append: bytes | str | None = None,
     expect: str | None = None,
     update_index: bool = True,
+    sync: "Callable[[], SyncSummary] | None" = None,
 ) -> "WriteResult":
     """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
 
     Give ``content`` (the whole new file) or ``append`` (text added on its own line).
     ``expect`` (a version prefix of at least 8 hex characters) makes it a strict
     compare-and-swap on that version. When an index exists for the agent it is
-    updated afterwards (skip with ``update_index=False``).
+    updated afterwards (skip with ``update_index=False``; ``sync`` runs the update in an index
+    the caller keeps open).
     """
     from .history.guard import write_memory_file
 
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
     result = write_memory_file(settings, path, content=data, append=append, expect=expect)
-    return _after_write(settings, result, update_index)
+    return _after_write(settings, result, update_index, sync)
 
 
 def restore(settings: Settings, path: str, version: str, *, update_index: bool = True) -> "WriteResult":
@@ -120,7 +118,9 @@ def restore(settings: Settings, path: str, version: str, *, update_index: bool =
 
     result = restore_file_version(settings, path, version)
     if not result.changed:
-        return dataclasses.replace(result, index={"updated": False, "reason": "nothing changed"})
+        from .history.guard import IndexUpdate
+
+        return dataclasses.replace(result, index=IndexUpdate(False, "nothing changed"))
     return _after_write(settings, result, update_index)
 
 
@@ -138,29 +138,41 @@ def file_states(settings: Settings) -> "StateReport":
     return compute(settings)
 
 
-def _after_write(settings: Settings, result: "WriteResult", update_index: bool) -> "WriteResult":
-    """Bring the agent's index up to date after a write, when it has one."""
+def _after_write(settings: Settings, result: "WriteResult", update_index: bool,
+                 sync: "Callable[[], SyncSummary] | None" = None) -> "WriteResult":
+    """Bring the agent's index up to date after a write, when it has one.
+
+    ``sync`` runs the update in an index the caller keeps open (the MCP server's); by default a
+    :class:`~openclaw_memory.index.api.MemoryIndex` is opened for it.
+    """
+    from .history.guard import IndexUpdate
+
+    def done(update: IndexUpdate) -> "WriteResult":
+        return dataclasses.replace(result, index=update)
+
     if not update_index:
-        return dataclasses.replace(result, index={"updated": False, "reason": "skipped (--no-index)"})
+        return done(IndexUpdate(False, "skipped (--no-index)"))
     from .watch.presence import running_watch
 
     watcher = running_watch(settings)
     if watcher is not None:  # it has the model loaded and picks the write up within a second
-        return dataclasses.replace(result, index={"updated": False, "reason": f"the running watch (pid {watcher}) updates it"})
+        return done(IndexUpdate(False, f"the running watch (pid {watcher}) updates it"))
     from .index.collections import resolve_collections
     from .index.manifest import load_manifest
 
     if not any(load_manifest(settings.data_dir, c.name) is not None for c in resolve_collections(settings)):
-        return dataclasses.replace(result, index={"updated": False, "reason": f"no index for agent {settings.agent}"})
-    from .index.api import MemoryIndex
-
+        return done(IndexUpdate(False, f"no index for agent {settings.agent}"))
     try:
-        with MemoryIndex(settings) as index:
-            summary = index.sync()
+        if sync is not None:
+            summary = sync()
+        else:
+            from .index.api import MemoryIndex
+
+            with MemoryIndex(settings) as index:
+                summary = index.sync()
     except MemoryToolError as exc:
-        # The file is written either way; `openclaw-memory index` (or a running watch) catches up.
-        return dataclasses.replace(result, index={"updated": False, "reason": f"index not updated: {exc.message}"})
-    return dataclasses.replace(result, index={"updated": True, **summary.to_json()})
+        return done(IndexUpdate(False, f"index not updated: {exc.message}", failed=True))
+    return done(IndexUpdate(True, sync=summary))
 
 
 def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: bool = True) -> "PromptSection":

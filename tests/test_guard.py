@@ -304,9 +304,9 @@ def test_read_json_keeps_openclaw_keys_and_a_paged_read_records_the_whole_file(c
 
 def test_write_reports_no_index_and_no_index_flag(cli, workspace):
     out = cli("write", "memory/a.md", "--append", "x", "--json").json()
-    assert out["index"] == {"updated": False, "reason": "no index for agent main"}
+    assert out["index"] == {"updated": False, "reason": "no index for agent main", "sync": None}
     out = cli("write", "memory/a.md", "--append", "y", "--json", "--no-index").json()
-    assert out["index"] == {"updated": False, "reason": "skipped (--no-index)"}
+    assert out["index"] == {"updated": False, "reason": "skipped (--no-index)", "sync": None}
 
 
 def test_api_errors_are_typed(workspace, state_dir):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
-from operator import attrgetter
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from .paths import (
     CANONICAL_ROOT,
@@ -22,6 +23,9 @@ from .paths import (
     file_kind,
 )
 from .root import resolve_dream_diary
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -225,3 +229,15 @@ def _scan_extra(c: _Collector, extra: str, multimodal: bool) -> None:
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder + os.sep)
+
+
+def scan_workspace(settings: "Settings", *, multimodal: bool | None = None) -> ScanResult:
+    """The memory files ``settings`` names (workspace, extra paths, agent); the one entry point
+    every part of the package scans through. ``multimodal`` overrides the setting (``False`` for
+    parts that only handle text)."""
+    return scan_memory_files(
+        settings.workspace,
+        extra_paths=settings.extra_paths,
+        multimodal=settings.multimodal if multimodal is None else multimodal,
+        agent=settings.agent,
+    )

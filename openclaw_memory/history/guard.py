@@ -18,6 +18,7 @@ import errno
 import os
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from collections.abc import Iterable, Iterator
 
 import xxhash
@@ -32,10 +33,31 @@ from .store import HistoryStore, FileVersion, check_prefix, snapshot_fd
 from .versions import AGENT_WRITE, RESTORE, Entry, short
 
 APPEND = "append"
+if TYPE_CHECKING:
+    from ..index.sync import SyncSummary
+
 REPLACE = "replace"
 RESTORED = "restore"
 # A daily-note append that loses a race to another append is simply tried again.
 _APPEND_TRIES = 5
+
+
+@dataclass(frozen=True)
+class IndexUpdate:
+    """What happened to the search index after a write.
+
+    ``updated``: the index now holds the write. Otherwise ``reason`` says why not; ``failed`` is
+    True only when an update was tried and failed (the file is written either way, and
+    ``openclaw-memory index`` catches up).
+    """
+
+    updated: bool
+    reason: str | None = None
+    failed: bool = False
+    sync: "SyncSummary | None" = None
+
+    def to_json(self) -> dict:
+        return {"updated": self.updated, "reason": self.reason, "sync": self.sync.to_json() if self.sync else None}
 
 
 @dataclass(frozen=True)
@@ -48,7 +70,7 @@ class WriteResult:
     size: int
     created: bool
     changed: bool = True  # False when a restore found the file already at that version
-    index: dict | None = None  # what the index update after the write did (set by the API)
+    index: IndexUpdate | None = None  # set by the API after the write
 
     def to_json(self) -> dict:
         return {
@@ -59,7 +81,7 @@ class WriteResult:
             "size": self.size,
             "created": self.created,
             "changed": self.changed,
-            "index": self.index,
+            "index": self.index.to_json() if self.index else None,
         }
 
 

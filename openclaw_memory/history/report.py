@@ -6,11 +6,16 @@ import os
 from dataclasses import dataclass
 
 from ..files.paths import display_path
-from ..files.scan import scan_memory_files
+from ..files.scan import scan_workspace
 from ..fsutil.safeopen import NotRegularFile
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import HistoryStore, FileVersion
 from .versions import iso_time
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,8 @@ class StateReport:
     files: tuple[FileState, ...]
 
     def counts(self) -> dict[str, int]:
-        return {name: sum(1 for f in self.files if f.state == name) for name in STATES}
+        """Files per state, keyed by the state's camelCase name (``readFresh``, ...) like every JSON key."""
+        return {_camel(name): sum(1 for f in self.files if f.state == name) for name in STATES}
 
     def to_json(self) -> dict:
         return {
@@ -60,7 +66,7 @@ def file_states(settings) -> StateReport:
 
     Hashing a file is a sighting: new versions go into the history (this is a verify).
     """
-    scan = scan_memory_files(settings.workspace, extra_paths=settings.extra_paths, multimodal=False, agent=settings.agent)
+    scan = scan_workspace(settings, multimodal=False)
     store = HistoryStore.for_settings(settings)
     workspace = str(settings.workspace)
     out: list[FileState] = []

@@ -15,7 +15,6 @@ user-facing message; the server keeps serving.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 from typing import Any, Callable, Optional
@@ -82,28 +81,11 @@ class MemoryTools:
         return out
 
     def write(self, path: str, content: str | None, append: str | None, expect: str | None) -> dict:
-        from ..watch.presence import running_watch
+        return api.write_memory(self.settings, path, content=content, append=append, expect=expect, sync=self._sync).to_json()
 
-        result = api.write_memory(self.settings, path, content=content, append=append, expect=expect, update_index=False)
-        pid = running_watch(self.settings)
-        if pid is not None:
-            index = {"updated": False, "reason": f"the running watch (pid {pid}) updates it"}
-        else:
-            index = self._update_index()
-        return dataclasses.replace(result, index=index).to_json()
-
-    def _update_index(self) -> dict:
-        from ..index.collections import resolve_collections
-        from ..index.manifest import load_manifest
-
-        if not any(load_manifest(self.settings.data_dir, c.name) is not None for c in resolve_collections(self.settings)):
-            return {"updated": False, "reason": f"no index for agent {self.settings.agent}"}
-        try:
-            with self._lock, short_session(self.index):
-                summary = self.index.sync()
-        except MemoryToolError as exc:
-            return {"updated": False, "reason": f"index not updated: {exc.message}"}
-        return {"updated": True, **summary.to_json()}
+    def _sync(self):
+        with self._lock, short_session(self.index):
+            return self.index.sync()
 
     def status(self) -> dict:
         with self._lock, short_session(self.index):

@@ -43,12 +43,12 @@ class SnapshotInfo:
         return {
             "label": self.label,
             "file": str(self.path),
-            "taken_at": self.taken_at,
+            "takenAt": self.taken_at,
             "entries": self.entries,
             "rehashed": self.rehashed,
             "racy": self.racy,
             "unhashed": self.unhashed,
-            "guard_ms": self.guard_ns / 1e6,
+            "guardMs": self.guard_ns / 1e6,
         }
 
 

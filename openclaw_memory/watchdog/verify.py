@@ -45,7 +45,7 @@ class VerifyResult:
             "changed": [{"path": display(c.path), "oldHash": c.old_hash, "newHash": c.new_hash} for c in self.changed],
             "deleted": [display(p) for p in self.deleted],
             "new": [display(p) for p in self.new],
-            "break_count": self.break_count,
+            "breakCount": self.break_count,
         }
 
 

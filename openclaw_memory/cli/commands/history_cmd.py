@@ -23,9 +23,8 @@ def run_history(settings, path: str, json_out: bool) -> int:
 
 def run_restore(settings, path: str, version: str, no_index: bool, json_out: bool) -> int:
     result = api.restore(settings, path, version, update_index=not no_index)
-    index = result.index or {}
-    if not index.get("updated") and str(index.get("reason", "")).startswith("index not updated"):
-        warn(index["reason"])
+    if result.index is not None and result.index.failed:
+        warn(result.index.reason)
     if json_out:
         print_json(result.to_json())
     elif not result.changed:

@@ -30,9 +30,8 @@ def run_write(settings, path: str, append: Optional[str], replace_file: Optional
     result = api.write_memory(
         settings, path, content=_new_content(replace_file, stdin), append=append, expect=expect, update_index=not no_index
     )
-    index = result.index or {}
-    if not index.get("updated") and str(index.get("reason", "")).startswith("index not updated"):
-        warn(index["reason"])
+    if result.index is not None and result.index.failed:
+        warn(result.index.reason)
     if json_out:
         print_json(result.to_json())
         return 0
