@@ -4,7 +4,7 @@ The stable public surface (like OpenClaw's plugin SDK facade). Every function ta
 :class:`Settings` and returns frozen data classes; errors are :class:`MemoryToolError` subclasses
 with messages written for the user::
 
-    from openclaw_memory import Overrides, resolve_settings, list_memory_files, read_memory
+    from openclaw_memory import Overrides as Overrides, resolve_settings as resolve_settings, list_memory_files as list_memory_files, read_memory as read_memory
 
     settings = resolve_settings(Overrides(workspace="~/agent"))
     for f in list_memory_files(settings).files:
@@ -23,28 +23,28 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .api import build_prompt, file_history, file_states, list_memory_files, read_memory, read_memory_diff, restore, write_memory
-    from .doctor.model import Finding, Repair
-    from .doctor.runner import DoctorReport, run_doctor
-    from .errors import ConfigError, IndexMissing, LockTimeout, MemoryToolError, MissingExtra, PathRefused, UsageError, WorkspaceError, WriteBlocked
-    from .files.paths import is_memory_path
-    from .files.read import ReadResult
-    from .files.root import RootMemoryFiles, detect_root_memory_files, resolve_canonical_root_file
-    from .files.scan import MemoryFile, ScanResult
-    from .history.diff import DiffRead
-    from .history.guard import IndexUpdate, WriteResult
-    from .history.listing import VersionHistory
-    from .history.report import FileState, StateReport
-    from .index.api import CollectionInfo, MemoryIndex
-    from .index.search import SearchHit, SearchResult
-    from .index.status import CollectionStatus, IndexStatus
-    from .index.sync import SyncSummary
-    from .prompt.loader import PromptSection
-    from .settings import Overrides, Settings, resolve_settings
-    from .types import FileStateName, RepairStatus, SearchMode, Severity, WriteAction
-    from .watchdog.heartbeat import HeartbeatResult, heartbeat
-    from .watchdog.snapshot import SnapshotInfo, take_snapshot
-    from .watchdog.verify import VerifyResult, verify_workspace
+    from .api import build_prompt as build_prompt, file_history as file_history, file_states as file_states, list_memory_files as list_memory_files, read_memory as read_memory, read_memory_diff as read_memory_diff, restore as restore, write_memory as write_memory
+    from .doctor.model import Finding as Finding, Repair as Repair
+    from .doctor.runner import DoctorReport as DoctorReport, run_doctor as run_doctor
+    from .errors import ConfigError as ConfigError, IndexMissing as IndexMissing, LockTimeout as LockTimeout, MemoryToolError as MemoryToolError, MissingExtra as MissingExtra, PathRefused as PathRefused, UsageError as UsageError, WorkspaceError as WorkspaceError, WriteBlocked as WriteBlocked
+    from .files.paths import is_memory_path as is_memory_path
+    from .files.read import ReadResult as ReadResult
+    from .files.root import RootMemoryFiles as RootMemoryFiles, detect_root_memory_files as detect_root_memory_files, resolve_canonical_root_file as resolve_canonical_root_file
+    from .files.scan import MemoryFile as MemoryFile, ScanResult as ScanResult
+    from .history.diff import DiffRead as DiffRead
+    from .history.guard import IndexUpdate as IndexUpdate, WriteResult as WriteResult
+    from .history.listing import VersionHistory as VersionHistory
+    from .history.report import FileState as FileState, StateReport as StateReport
+    from .index.api import CollectionInfo as CollectionInfo, MemoryIndex as MemoryIndex
+    from .index.search import SearchHit as SearchHit, SearchResult as SearchResult
+    from .index.status import CollectionStatus as CollectionStatus, IndexStatus as IndexStatus
+    from .index.sync import SyncSummary as SyncSummary
+    from .prompt.loader import PromptSection as PromptSection
+    from .settings import Overrides as Overrides, Settings as Settings, resolve_settings as resolve_settings
+    from .types import FileStateName as FileStateName, RepairStatus as RepairStatus, SearchMode as SearchMode, Severity as Severity, WriteAction as WriteAction
+    from .watchdog.heartbeat import HeartbeatResult as HeartbeatResult, heartbeat as heartbeat
+    from .watchdog.snapshot import SnapshotInfo as SnapshotInfo, take_snapshot as take_snapshot
+    from .watchdog.verify import VerifyResult as VerifyResult, verify_workspace as verify_workspace
 
 # Public name -> module that defines it.
 _EXPORTS = {
@@ -106,7 +106,64 @@ _EXPORTS = {
     "verify_workspace": ".watchdog.verify",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CollectionInfo",
+    "CollectionStatus",
+    "ConfigError",
+    "DiffRead",
+    "DoctorReport",
+    "FileState",
+    "FileStateName",
+    "Finding",
+    "HeartbeatResult",
+    "IndexMissing",
+    "IndexStatus",
+    "IndexUpdate",
+    "LockTimeout",
+    "MemoryFile",
+    "MemoryIndex",
+    "MemoryToolError",
+    "MissingExtra",
+    "Overrides",
+    "PathRefused",
+    "PromptSection",
+    "ReadResult",
+    "Repair",
+    "RepairStatus",
+    "RootMemoryFiles",
+    "ScanResult",
+    "SearchHit",
+    "SearchMode",
+    "SearchResult",
+    "Settings",
+    "Severity",
+    "SnapshotInfo",
+    "StateReport",
+    "SyncSummary",
+    "UsageError",
+    "VerifyResult",
+    "VersionHistory",
+    "WorkspaceError",
+    "WriteAction",
+    "WriteBlocked",
+    "WriteResult",
+    "build_prompt",
+    "detect_root_memory_files",
+    "file_history",
+    "file_states",
+    "heartbeat",
+    "is_memory_path",
+    "list_memory_files",
+    "read_memory",
+    "read_memory_diff",
+    "resolve_canonical_root_file",
+    "resolve_settings",
+    "restore",
+    "run_doctor",
+    "take_snapshot",
+    "verify_workspace",
+    "write_memory",
+]
 
 
 def __getattr__(name: str) -> Any:

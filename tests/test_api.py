@@ -41,6 +41,7 @@ def test_every_export_is_visible_to_type_checkers():
     guarded = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
     imported = {alias.name: "." * stmt.level + (stmt.module or "") for stmt in guarded.body for alias in stmt.names}
     assert imported == om._EXPORTS
+    assert sorted(om.__all__) == sorted(om._EXPORTS)
 
 
 def test_result_types_and_literals_are_exported():

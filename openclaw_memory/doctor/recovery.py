@@ -19,7 +19,7 @@ from .journal import CorruptJournal, clear_journal, journal_path, read_journal
 from .merge import has_merge_marker
 from .model import Finding, Repair, RepairSpec
 from .place import hash_or_none, place_no_replace, read_regular, same_file
-from .repair_root import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
+from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
 
 ID = "interrupted-repair"
 

@@ -20,8 +20,9 @@ from . import hooks
 from .aftercare import finalize
 from .archive import ArchiveRefused, archive_rel, make_stamp_dir, new_stamp
 from .journal import clear_journal, journal_pending, step, write_journal
-from .merge import HEADING, already_merged, legacy_block, merged_bytes
+from .merge import already_merged, legacy_block, merged_bytes
 from .model import Finding, Repair, RepairSpec
+from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
 from .place import place_no_replace, read_regular
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
@@ -33,41 +34,6 @@ class _CanonicalChanged(Exception):
 
 def _regular(entry: RootEntry) -> bool:
     return entry.exists and entry.is_file and not entry.is_symlink
-
-
-def merge_note(state: dict) -> str:
-    """The line the checkpoint gets for a finished merge."""
-    rel = state["archive"]
-    if state["mode"] == "append":
-        return f"merged memory.md into MEMORY.md; archive at {rel}"
-    return f"archived memory.md ({_mode_words(state)}) at {rel}; MEMORY.md unchanged"
-
-
-def merge_changed_paths(state: dict) -> list[str]:
-    """Workspace-relative paths a merge changes (for the watchdog baseline)."""
-    paths = [CANONICAL_ROOT] if state["mode"] == "append" else []
-    return paths + [LEGACY_ROOT, state["archive"]]
-
-
-def _mode_words(state: dict) -> str:
-    return {
-        "identical": "same bytes as MEMORY.md",
-        "empty": "it was empty",
-        "already-merged": f"MEMORY.md already holds its text from an earlier merge, archive {state.get('earlier')}",
-    }.get(state["mode"], state["mode"])
-
-
-def merge_detail(state: dict, how: str) -> str:
-    rel = state["archive"]
-    if state["mode"] == "append":
-        text = f"merged memory.md ({state['legacy_size']} bytes) into MEMORY.md under \"{HEADING}\"; archived the original at {rel}"
-    else:
-        text = f"archived memory.md at {rel} without merging ({_mode_words(state)}); MEMORY.md unchanged"
-    if state.get("lossy") and state["mode"] == "append":
-        text += "; memory.md was not valid UTF-8: it was merged with U+FFFD in place of the invalid bytes and its raw bytes are kept in the archive"
-    if how == "copy":
-        text += "; the archive is on another file system: copied, fsynced and hash-verified before the original was removed"
-    return text
 
 
 def _write_canonical(path: str, data: bytes) -> None:
@@ -170,7 +136,6 @@ def merge_split_root(settings: Settings, finding: Finding) -> Repair:
     return Repair("split-root", action, "done", merge_detail(state, how) + extra, (*SPLIT_PATHS, rel))
 
 
-MIGRATE_NOTE = "renamed the legacy root memory.md to MEMORY.md (the canonical name)"
 
 
 def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:

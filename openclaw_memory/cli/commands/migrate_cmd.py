@@ -1,7 +1,6 @@
 """``migrate``: copy the workspace's index between the embedded engine and a Qdrant server."""
 
 import sys
-from typing import Optional
 
 from ...extras import require
 from ..output import print_json, warn
