@@ -55,3 +55,34 @@ class IndexMissing(MemoryToolError):
     """A search or status needs an index that has not been built yet."""
 
     exit_code = 1
+
+
+class PathChanged(PathRefused):
+    """A folder on a memory path was swapped (for a symlink, say) while the command used it."""
+
+
+class DiskFull(MemoryToolError):
+    """No space left (or quota exceeded) where the command had to write; it changed nothing."""
+
+    exit_code = 1
+
+
+_NO_SPACE = (28, 122)  # ENOSPC, EDQUOT
+
+
+def is_no_space(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in _NO_SPACE
+
+
+def disk_full(exc: OSError, where: str, outcome: str = "nothing was changed") -> DiskFull:
+    """The message for a write that ran out of space in ``where`` (a folder the user can find)."""
+    what = "the disk quota is exceeded" if exc.errno == 122 else "the disk is full"
+    return DiskFull(f"{what}: no space left to write in {where}; {outcome}. Free some space and try again.")
+
+
+def os_error(exc: OSError, where: str, outcome: str = "nothing was changed") -> MemoryToolError:
+    """A typed error for an OS failure (disk full, read-only, I/O error...) while writing ``where``."""
+    if is_no_space(exc):
+        return disk_full(exc, where, outcome)
+    reason = exc.strerror or str(exc)
+    return MemoryToolError(f"cannot write in {where}: {reason}; {outcome}.")

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field, replace
 
 import xxhash
 
-from ..errors import PathRefused
+from ..errors import PathChanged, PathRefused
 from ..fsutil.hashing import BLOCK
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..fsutil.safeopen import Folder, NotRegularFile
+from ..fsutil.safeopen import PathChanged as _Swapped
 from .paths import LEGACY_ROOT, REPAIR_DIR, display_path, is_memory_path
 
 NOTICE_NEXT = "[More content available. Use from={next} to continue.]"
@@ -63,7 +64,50 @@ class ReadResult:
 class ResolvedPath:
     abs_path: str
     display: str
-    root: str  # the allowed root (workspace or extra path) the symlink check starts from
+    root: str  # the allowed root (workspace or extra path) every open starts from
+    parts: tuple[str, ...] = ()  # the components below ``root``, the file's name last
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else os.path.basename(self.abs_path)
+
+    def folder(self, *, create: bool = False) -> Folder:
+        """The file's folder, opened one component at a time from the root's descriptor.
+
+        Raises PathChanged when a folder on the way is a symlink or not a folder
+        (swapped since :func:`resolve_memory_path` checked it), FileNotFoundError
+        when one is missing (without ``create``).
+        """
+        try:
+            return Folder.under(self.root, self.parts[:-1], create=create)
+        except _Swapped as exc:
+            raise path_changed(self, exc) from None
+
+
+def path_changed(resolved: ResolvedPath, exc: OSError, outcome: str = "nothing was read or written") -> PathChanged:
+    where = display_path(exc.filename, resolved.root) if exc.filename else resolved.display
+    return PathChanged(
+        f"refused: {resolved.display}: the path changed while in use ({where} is now a symlink or not a folder); "
+        f"{outcome}. Memory never follows symlinks; check the folder and try again."
+    )
+
+
+def open_resolved(resolved: ResolvedPath) -> tuple[int, os.stat_result] | None:
+    """``(fd, fstat)`` of the memory file through its folder's descriptor; None when it does not exist.
+
+    Refusals (a symlink, FIFO, socket, a swapped folder, no permission) are PathRefused.
+    """
+    try:
+        with resolved.folder() as folder:
+            return folder.open_regular(resolved.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except NotRegularFile as exc:
+        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
+    except PermissionError:
+        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
+    except OSError as exc:
+        raise PathRefused(f"cannot open {resolved.display}: {exc.strerror or exc}") from None
 
 
 def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] | list[str] = ()) -> ResolvedPath:
@@ -98,7 +142,9 @@ def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] 
     if REPAIR_DIR in rel_parts:
         raise PathRefused(f"refused: {shown} is inside a {REPAIR_DIR} archive, which is never memory")
     _refuse_symlinks(root, rel_parts, shown)
-    return ResolvedPath(absolute, shown, root)
+    if not rel_parts:  # an extra path that is the file itself: opened from its folder
+        root, rel_parts = os.path.dirname(root), [os.path.basename(root)]
+    return ResolvedPath(absolute, shown, root, tuple(rel_parts))
 
 
 def _escapes(rel: str) -> bool:
@@ -135,7 +181,7 @@ def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
         current = os.path.join(current, part) if part else current
         try:
             st = os.lstat(current)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:
             raise PathRefused(f"refused: cannot inspect {shown}: {exc.strerror}") from None
@@ -173,15 +219,10 @@ def read_memory_file(
     """Read a window of a memory file with OpenClaw's ``memory_get`` semantics."""
     check_window_args(from_line, lines, max_chars)
     resolved = resolve_memory_path(path, workspace, extra_paths)
-    try:
-        fd, _ = open_regular_nofollow(resolved.abs_path)
-    except (FileNotFoundError, NotADirectoryError):
+    opened = open_resolved(resolved)
+    if opened is None:
         return ReadResult("", resolved.display, missing=True, abs_path=resolved.abs_path)
-    except NotRegularFile as exc:
-        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
-    except PermissionError:
-        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
-    with os.fdopen(fd, "rb") as fh:
+    with os.fdopen(opened[0], "rb") as fh:
         (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
     warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()
     result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import PathRefused
-from ..files.read import resolve_memory_path
-from ..fsutil.safeopen import NotRegularFile
+from ..files.read import path_changed, resolve_memory_path
+from ..fsutil.safeopen import NotRegularFile, PathChanged
 from .store import HistoryStore
 from .versions import Entry
 
@@ -36,6 +36,8 @@ def file_history(settings, path: str) -> VersionHistory:
     with store.lock():
         try:
             snapshot = store.observe_file(resolved.abs_path, resolved.display)
+        except PathChanged as exc:
+            raise path_changed(resolved, exc, "nothing was recorded") from None
         except NotRegularFile as exc:
             raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
         except PermissionError:
