@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..files.paths import display_path
 from ..files.scan import scan_memory_files
-from ..fsutil.safeopen import NotRegularFile
+from ..fsutil.safeopen import NotRegularFile, PathChanged
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import HistoryStore, FileVersion
 from .versions import iso_time
@@ -38,10 +38,26 @@ class FileState:
 
 
 @dataclass(frozen=True)
+class Unreadable:
+    """A memory file ``state`` could not hash (permission denied, replaced by a FIFO, swapped folder)."""
+
+    path: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class StateReport:
     agent: str
     workspace: str
     files: tuple[FileState, ...]
+    unreadable: tuple[Unreadable, ...] = ()
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"cannot read {u.path}: {u.reason}; its state is unknown" for u in self.unreadable]
 
     def counts(self) -> dict[str, int]:
         return {name: sum(1 for f in self.files if f.state == name) for name in STATES}
@@ -52,6 +68,7 @@ class StateReport:
             "workspace": self.workspace,
             "counts": self.counts(),
             "files": [f.to_json() for f in self.files],
+            "unreadable": [u.to_json() for u in self.unreadable],
         }
 
 
@@ -64,6 +81,7 @@ def file_states(settings) -> StateReport:
     store = HistoryStore.for_settings(settings)
     workspace = str(settings.workspace)
     out: list[FileState] = []
+    unreadable: list[Unreadable] = []
     with store.lock():
         records = ReadRecords(store, settings.agent).load()
         listed = set()
@@ -73,14 +91,21 @@ def file_states(settings) -> StateReport:
             listed.add(f.abs_path)
             try:
                 snap = store.observe_file(f.abs_path, f.path)
-            except (NotRegularFile, PermissionError):
+            except PathChanged:
+                unreadable.append(Unreadable(f.path, "a folder on its path changed while in use (now a symlink or not a folder)"))
+                continue
+            except NotRegularFile as exc:
+                unreadable.append(Unreadable(f.path, exc.strerror or "not a regular file"))
+                continue
+            except OSError as exc:
+                unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
                 continue
             out.append(_file_state(f.path, f.abs_path, records.get(f.abs_path), snap))
         for abs_path, seen in records.items():
             if abs_path in listed or os.path.lexists(abs_path):
                 continue
             out.append(_file_state(display_path(abs_path, workspace), abs_path, seen, None))
-    return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None))
+    return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None), tuple(unreadable))
 
 
 def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState:

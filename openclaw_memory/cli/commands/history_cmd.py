@@ -41,6 +41,8 @@ def run_restore(settings, path: str, version: str, no_index: bool, json_out: boo
 
 def run_state(settings, json_out: bool) -> int:
     report = api.file_states(settings)
+    for message in report.warnings:
+        warn(message)
     if json_out:
         print_json(report.to_json())
         return 0

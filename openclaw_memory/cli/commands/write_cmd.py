@@ -33,6 +33,8 @@ def run_write(settings, path: str, append: Optional[str], replace_file: Optional
     index = result.index or {}
     if not index.get("updated") and str(index.get("reason", "")).startswith("index not updated"):
         warn(index["reason"])
+    for message in result.warnings:
+        warn(message)
     if json_out:
         print_json(result.to_json())
         return 0
