@@ -60,6 +60,18 @@ class ReadResult:
         return out
 
 
+# Longer paths could still be reached one folder at a time, but nothing else (an editor,
+# the shell, OpenClaw) could open them: refuse them before creating any folder.
+def _path_max() -> int:
+    try:
+        return os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 4096
+
+
+_PATH_MAX = _path_max()
+
+
 @dataclass(frozen=True)
 class ResolvedPath:
     abs_path: str
@@ -123,6 +135,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] 
     if not os.path.isabs(raw) and _escapes(raw):
         raise PathRefused(f"refused: {path} escapes the workspace through '..'")
     absolute = os.path.normpath(joined)
+    if len(os.fsencode(absolute)) >= _PATH_MAX:
+        raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {_PATH_MAX - 1})")
     shown = display_path(absolute, workspace)
     if not absolute.endswith(".md"):
         raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
@@ -229,6 +243,7 @@ def read_memory_file(
     return replace(result, version=version, size=size)
 
 
+_MAX_BUDGET = 1 << 40
 # A file rewritten in place while we read it: retry this often, then report no version.
 _VERSION_TRIES = 3
 
@@ -289,7 +304,8 @@ def _joined_len(lines: list[str]) -> int:
 def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[str], bool, bool]:
     """Return the window's lines (each at most ``max_chars + 1`` characters: enough to decide
     every cut), whether more lines follow, and whether invalid UTF-8 was met."""
-    keep_bytes = 4 * (max_chars + 2)
+    # A budget beyond any file (99999999999999999999999) must not overflow a read size.
+    keep_bytes = 4 * (min(max_chars, _MAX_BUDGET) + 2)
     for _ in range(from_line - 1):
         if not _skip_line(fh):
             return [], False, False

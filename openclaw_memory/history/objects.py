@@ -209,6 +209,7 @@ class ObjectStore:
 
     def _write_usage(self, total: int) -> None:
         # Not fsynced: a lost update only makes the next eviction pass recount.
+        os.makedirs(self.folder, exist_ok=True)  # no object stored yet (the first file did not fit)
         path = os.path.join(self.folder, USAGE_FILE)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="ascii") as fh:

@@ -88,7 +88,7 @@ class ReadRecords:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         tmp = f"{self.path}.{os.getpid()}.{os.urandom(3).hex()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, ensure_ascii=False)
+            json.dump(payload, fh, ensure_ascii=True)  # a path that is not UTF-8 round-trips as \\udcXX
         os.replace(tmp, self.path)
 
 

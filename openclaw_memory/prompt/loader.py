@@ -132,7 +132,8 @@ def build_prompt_section(
     if root_text is not None:
         blocks.append((CANONICAL_ROOT, f"## {CANONICAL_ROOT}\n\n{root_text.rstrip()}\n", "root"))
 
-    for day, label in ((today, "today"), (today - dt.timedelta(days=1), "yesterday")):
+    days = [(today, "today")] + ([(today - dt.timedelta(days=1), "yesterday")] if today > dt.date.min else [])
+    for day, label in days:
         path = f"memory/{day.isoformat()}.md"
         note = load(path)
         if note is not None:
