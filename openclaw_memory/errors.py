@@ -86,3 +86,11 @@ def os_error(exc: OSError, where: str, outcome: str = "nothing was changed") -> 
         return disk_full(exc, where, outcome)
     reason = exc.strerror or str(exc)
     return MemoryToolError(f"cannot write in {where}: {reason}; {outcome}.")
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OS failure that reached the command line unworded (never a traceback)."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    if is_no_space(exc):
+        return f"the disk is full{where}: free some space and run the command again"
+    return f"{exc.strerror or exc}{where}"

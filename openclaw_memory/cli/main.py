@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, describe_os_error
 from .argv import hoist_settings_flags
 from .output import error
 
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a failure no layer below worded (the layers word the ones they expect)
+        error(describe_os_error(exc), as_json)
+        return 1
     except Exception as exc:  # click's own usage errors and aborts
         return _click_exit(exc, as_json)
     return result if isinstance(result, int) else 0

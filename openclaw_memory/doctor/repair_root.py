@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..errors import is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
 from ..fsutil.atomic import atomic_write_bytes
@@ -85,13 +86,23 @@ def _failure(exc: OSError, settings: Settings) -> str:
     """The detail of a repair stopped by an OS error (disk full, read-only file system): undo at once if possible."""
     from .recovery import resume  # recovery builds on this module
 
-    what = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+    what = describe_os_error(exc, settings)
     if not journal_pending(settings.data_dir):
         return f"{what}; nothing changed"
     undo = resume(settings)
     if undo.status in ("rolled-back", "completed"):
         return f"{what}; {undo.status}: {undo.detail}"
     return f"{what}; every byte is still reachable and the journal lets the next `doctor --fix` complete or roll back this repair"
+
+
+def describe_os_error(exc: OSError, settings: Settings) -> str:
+    """What stopped a repair, and where: a full disk is named as such, in the workspace or the state dir."""
+    name = os.fspath(exc.filename) if exc.filename else ""
+    in_state = name.startswith(str(settings.data_dir))
+    where = f"the state dir ({settings.data_dir})" if in_state else f"the workspace ({settings.workspace})"
+    if is_no_space(exc):
+        return f"the disk is full: no space left to write in {where}"
+    return f"{exc.strerror or exc} (in {where}{': ' + name if name else ''})"
 
 
 BUSY = "an interrupted repair is pending (see interrupted-repair); it must be completed or rolled back first"

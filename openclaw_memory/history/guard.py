@@ -20,6 +20,7 @@ history only if ``watch`` or a verify (``state``, ``history``) saw it first.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
 from dataclasses import dataclass, replace
@@ -158,20 +159,41 @@ def _translated(store, resolved: ResolvedPath, done: str, operation):
         raise path_changed(resolved, exc, f"nothing was {done}") from None
     except NotADirectoryError:
         raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
+    except _HistoryFailed as failed:
+        raise os_error(failed.error, f"the state dir ({store.root})", unchanged) from None
     except OSError as exc:
-        state = exc.filename is not None and os.fspath(exc.filename).startswith(store.root)
-        where = f"the state dir ({store.root})" if state else f"the workspace ({os.path.dirname(resolved.abs_path)})"
-        raise os_error(exc, where, unchanged) from None
+        raise os_error(exc, f"the workspace ({os.path.dirname(resolved.abs_path)})", unchanged) from None
+
+
+class _HistoryFailed(Exception):
+    """An OS error in the history (state dir), told apart from one in the workspace for the message."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+@contextlib.contextmanager
+def _in_history():
+    """Around history steps: their OS errors become _HistoryFailed (the state dir, not the workspace)."""
+    try:
+        yield
+    except _Swapped:
+        raise
+    except OSError as exc:
+        raise _HistoryFailed(exc) from None
 
 
 def _restore_once(store, records, resolved: ResolvedPath, version: str) -> WriteResult:
     folder, fd, current = _open_current(resolved)
     try:
         if current is not None:
-            store.observe(resolved.abs_path, resolved.display, current, fd=fd)
+            with _in_history():
+                store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         wanted = store.resolve_prefix(resolved.abs_path, resolved.display, version)
         if current is not None and current.version == wanted:
-            records.put(resolved.abs_path, current, WRITE)
+            with _in_history():
+                records.put(resolved.abs_path, current, WRITE)
             return WriteResult(resolved.display, resolved.abs_path, RESTORED, wanted, wanted, current.size, False, changed=False)
         blocks = store.objects.blocks(wanted)
         if blocks is None:
@@ -207,7 +229,8 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
     try:
         if current is not None:
             # The version about to be replaced goes into the history first.
-            store.observe(resolved.abs_path, resolved.display, current, fd=fd)
+            with _in_history():
+                store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         seen = records.get(resolved.abs_path)
         _check(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd)
         mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
@@ -402,12 +425,14 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
         if store.objects.fits(new.size) and not store.objects.touch(new.version):  # a restore's are stored already
             fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0), dir_fd=folder.fd)
             try:
-                store.objects.put_fd(fd, new.version)
+                with _in_history():
+                    store.objects.put_fd(fd, new.version)
             finally:
                 os.close(fd)
         if _current_version(folder, resolved.name) != (current.version if current else None):
             raise _Raced()
-        store.record(target, resolved.display, new.version, new.size, origin, records.agent)
+        with _in_history():
+            store.record(target, resolved.display, new.version, new.size, origin, records.agent)
         if current is None:
             _create(folder, tmp, resolved.name)
         else:

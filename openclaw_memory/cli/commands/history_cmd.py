@@ -7,6 +7,8 @@ from ..output import print_json, warn
 
 def run_history(settings, path: str, json_out: bool) -> int:
     result = api.file_history(settings, path)
+    for message in result.warnings:
+        warn(message)
     if json_out:
         print_json(result.to_json())
         return 0
