@@ -198,3 +198,19 @@ def open_regular_under(root: str, abs_path: str) -> tuple[int, os.stat_result]:
         raise NotRegularFile(0, "not a regular file", abs_path)
     with Folder.under(root, parts[:-1]) as folder:
         return folder.open_regular(parts[-1])
+
+
+def open_regular_in_roots(roots: Sequence[str], abs_path: str) -> tuple[int, os.stat_result]:
+    """Open a file from the descriptor of the allowed root that holds it (the longest match).
+
+    ``roots`` are the workspace and the extra paths; an extra path may be a single file,
+    opened from its own folder. A path under none of them is refused (NotRegularFile).
+    """
+    # The scanner names an extra path by its folder's real path (/tmp on macOS is a link): accept both.
+    spelled = {r for root in roots for r in (root, os.path.join(os.path.realpath(os.path.dirname(root)), os.path.basename(root)))}
+    for root in sorted(spelled, key=len, reverse=True):
+        if abs_path == root:
+            return open_regular_under(os.path.dirname(root), abs_path)
+        if abs_path.startswith(root.rstrip(os.sep) + os.sep):
+            return open_regular_under(root, abs_path)
+    raise NotRegularFile(0, "not inside the workspace or an extra path", abs_path)

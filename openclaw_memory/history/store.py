@@ -17,7 +17,7 @@ from typing import NamedTuple
 from ..errors import UsageError
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
-from ..fsutil.safeopen import NotRegularFile, open_regular_under
+from ..fsutil.safeopen import open_regular_in_roots
 from .config import HistoryConfig, history_config
 from .objects import ObjectStore
 from .versions import EXTERNAL_EDIT, Entry, VersionLog, short
@@ -40,7 +40,7 @@ class HistoryStore:
     def __init__(self, data_dir, config: HistoryConfig | None = None, roots: tuple[str, ...] = ()):
         self.config = config or HistoryConfig()
         # The allowed roots (workspace, extra paths): a file is only ever opened from one of them.
-        self.roots = tuple(sorted((os.fspath(r) for r in roots), key=len, reverse=True))
+        self.roots = tuple(os.fspath(r) for r in roots)
         self.root = os.path.join(os.fspath(data_dir), "history")
         self.objects = ObjectStore(os.path.join(self.root, "objects"), self.config.max_bytes)
         self.log = VersionLog(os.path.join(self.root, "logs"))
@@ -120,12 +120,7 @@ class HistoryStore:
 
     def open_file(self, abs_path: str) -> tuple[int, os.stat_result]:
         """Open a memory file from the descriptor of the allowed root that holds it, never by its whole path."""
-        for root in self.roots:
-            if abs_path == root:  # an extra path that is a single file
-                return open_regular_under(os.path.dirname(root), abs_path)
-            if abs_path.startswith(root.rstrip(os.sep) + os.sep):
-                return open_regular_under(root, abs_path)
-        raise NotRegularFile(0, "not inside the workspace or an extra path", abs_path)
+        return open_regular_in_roots(self.roots, abs_path)
 
     def _store_from_path(self, abs_path: str, version: str) -> bool:
         try:
