@@ -89,7 +89,7 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
                 raise PathChanged(errno.EINVAL, f"not a single path component: {part!r}", walked)
             walked = os.path.join(walked, part)
             try:
-                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+                child = _open_child(fd, part, walked)
             except FileNotFoundError:
                 if not create:
                     raise
@@ -99,10 +99,6 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
                 except FileExistsError:
                     pass  # made meanwhile by someone else: open it like any other
                 child = _open_child(fd, part, walked)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    _refuse(fd, part, walked, exc)
-                raise
             os.close(fd)
             fd = child
     except BaseException:
