@@ -11,10 +11,7 @@ import os
 from typing import Iterable
 
 
-def fsync_dir(path: str | os.PathLike[str] | None = None, *, dir_fd: int | None = None) -> None:
-    if dir_fd is not None:
-        os.fsync(dir_fd)
-        return
+def fsync_dir(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

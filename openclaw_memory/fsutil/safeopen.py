@@ -147,13 +147,6 @@ class Folder:
     def lstat(self, name: str) -> os.stat_result:
         return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
 
-    def exists(self, name: str) -> bool:
-        try:
-            self.lstat(name)
-        except FileNotFoundError:
-            return False
-        return True
-
     def unlink(self, name: str, *, missing_ok: bool = False) -> None:
         try:
             os.unlink(name, dir_fd=self.fd)
