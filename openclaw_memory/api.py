@@ -11,7 +11,7 @@ import datetime as dt
 
 from typing import TYPE_CHECKING, Callable
 
-from .errors import LockTimeout, MemoryToolError
+from .errors import LockTimeout, MemoryToolError, is_no_space
 from .files.read import ReadResult, read_memory_file
 from .files.scan import ScanResult, scan_workspace
 from .settings import Settings
@@ -61,7 +61,9 @@ def read_memory(
         record_read(settings, result.abs_path, result.path, None if result.missing else FileVersion(result.version, result.size))
     except (LockTimeout, OSError) as exc:
         # The read itself succeeded; without a record the guard makes the agent read again before writing.
-        reason = exc.message if isinstance(exc, LockTimeout) else (exc.strerror or str(exc))
+        reason = exc.message if isinstance(exc, LockTimeout) else (
+            f"the disk is full in the state dir ({settings.data_dir})" if is_no_space(exc) else (exc.strerror or str(exc))
+        )
         return dataclasses.replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
     return result
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, describe_os_error
 from .output import error
 from .parse import parse
 from .run import run_parsed
@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a failure no layer below worded (the layers word the ones they expect)
+        error(describe_os_error(exc), as_json)
+        return 1
 
 
 def run() -> None:

@@ -7,6 +7,8 @@ from ..output import print_json, warn
 
 def run_history(settings, path: str, json_out: bool) -> int:
     result = api.file_history(settings, path)
+    for message in result.warnings:
+        warn(message)
     if json_out:
         print_json(result.to_json())
         return 0
@@ -40,6 +42,8 @@ def run_restore(settings, path: str, version: str, no_index: bool, json_out: boo
 
 def run_state(settings, json_out: bool) -> int:
     report = api.file_states(settings)
+    for message in report.warnings:
+        warn(message)
     if json_out:
         print_json(report.to_json())
         return 0

@@ -32,6 +32,8 @@ def run_write(settings, path: str, append: Optional[str], replace_file: Optional
     )
     if result.index is not None and result.index.failed:
         warn(result.index.reason)
+    for message in result.warnings:
+        warn(message)
     if json_out:
         print_json(result.to_json())
         return 0
