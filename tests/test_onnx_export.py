@@ -92,7 +92,8 @@ def docs_chunks(count: int = 32) -> list[str]:
     from openclaw_memory.index.tokens import load_token_counter
 
     counter = load_token_counter(MODEL)
-    chunks = [c.embed_text for f in sorted((REPO / "docs").glob("*.md")) for c in chunk_markdown(f.read_text(encoding="utf-8"), counter)]
+    pages = [f.read_text(encoding="utf-8") for f in sorted((REPO / "docs").glob("*.md"))]
+    chunks = [c.embed_text for page in pages for c in chunk_markdown(page, counter)]
     return chunks[:: max(1, len(chunks) // count)][:count]
 
 

@@ -34,7 +34,6 @@ from openclaw_memory.index.models import canonical_model_name, force_offline, re
 FORMAT = 1  # bump when the export recipe changes, so old exports are redone
 MODEL_FILE = "model.int8.onnx"
 META_FILE = "meta.json"
-EXPORTERS = ("auto", "graph", "torch")
 _TORCH_EXPORT_NEEDS = ("torch", "transformers", "onnx", "onnxruntime")
 
 
