@@ -14,7 +14,7 @@ import os
 import time
 
 from ..files.paths import LEGACY_ROOT, REPAIR_ROOT_MEMORY
-from ..fsutil.safeopen import Folder, PathChanged, open_folder
+from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 
 ARCHIVE_PARTS = tuple(REPAIR_ROOT_MEMORY.split("/"))
 
@@ -47,7 +47,7 @@ def ensure_parents(workspace: str) -> Folder:
     """Open (creating them) ``.openclaw-repair/root-memory`` as real folders; refuse symlinks on the way."""
     try:
         return Folder.under(workspace, ARCHIVE_PARTS, create=True)
-    except (PathChanged, NotADirectoryError) as exc:
+    except (FolderSwapped, NotADirectoryError) as exc:
         where = exc.filename or os.path.join(workspace, REPAIR_ROOT_MEMORY)
         raise ArchiveRefused(0, f"{where} is a symlink or not a folder; move it away so the archive stays inside the workspace", where) from None
 

@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 
-from ..fsutil.safeopen import NotRegularFile, PathChanged, open_regular_in_roots, open_regular_nofollow
+from ..fsutil.safeopen import NotRegularFile, FolderSwapped, open_regular_in_roots, open_regular_nofollow
 from .model import CheckContext, Finding
 
 BLOCK = 1 << 20
@@ -98,7 +98,7 @@ def check_utf8(ctx: CheckContext) -> list[Finding]:
             continue
         try:
             bad = first_invalid_utf8(f.abs_path, roots)
-        except (FileNotFoundError, NotADirectoryError, NotRegularFile, PathChanged):
+        except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped):
             continue  # vanished or replaced since the scan: not a memory file any more
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EIO):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.move import link_noreplace
-from ..fsutil.safeopen import Folder, NotRegularFile, PathChanged
+from ..fsutil.safeopen import Folder, NotRegularFile, FolderSwapped
 from . import hooks
 
 
@@ -43,7 +43,7 @@ def folder_or_none(workspace: str, parts: Sequence[str]) -> Folder | None:
     missing, a symlink or not a folder (a repair never works through those)."""
     try:
         return Folder.under(workspace, parts)
-    except (FileNotFoundError, NotADirectoryError, PathChanged):
+    except (FileNotFoundError, NotADirectoryError, FolderSwapped):
         return None
 
 

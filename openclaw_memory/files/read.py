@@ -22,7 +22,7 @@ import xxhash
 from ..errors import PathChanged, PathRefused
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile
-from ..fsutil.safeopen import PathChanged as _Swapped
+from ..fsutil.safeopen import FolderSwapped as _Swapped
 from .paths import LEGACY_ROOT, REPAIR_DIR, display_path, is_memory_path
 
 NOTICE_NEXT = "[More content available. Use from={next} to continue.]"

@@ -23,7 +23,7 @@ from .paths import (
     display_path,
     file_kind,
 )
-from ..fsutil.safeopen import DIR_FLAGS, PathChanged, open_root
+from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, open_root
 from .root import resolve_dream_diary
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class _Collector:
         except FileNotFoundError:
             return
         except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR) or isinstance(exc, PathChanged):
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) or isinstance(exc, FolderSwapped):
                 self.skip(root, "symlink (ignored)")
             else:
                 self.skip(root, f"unreadable: {exc.strerror or exc}")

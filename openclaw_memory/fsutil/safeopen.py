@@ -6,7 +6,7 @@ atomically) sends the open outside the root. So nothing here opens a user's path
 name: the root is opened with ``O_DIRECTORY | O_NOFOLLOW``, each folder below it with
 ``openat(parent, name, O_DIRECTORY | O_NOFOLLOW)``, and the file (or temp file,
 rename, unlink) is then a ``*at`` call on the last folder's descriptor. A folder
-swapped before we reach it fails that open (ELOOP/ENOTDIR: :class:`PathChanged`);
+swapped before we reach it fails that open (ELOOP/ENOTDIR: :class:`FolderSwapped`);
 one swapped after we opened it no longer matters, because the descriptor still
 names the folder we checked, wherever it has been moved.
 
@@ -30,7 +30,7 @@ class NotRegularFile(OSError):
     """The path is a symlink, FIFO, socket, device or folder: we do not open those."""
 
 
-class PathChanged(OSError):
+class FolderSwapped(OSError):
     """A folder on the path is a symlink or not a folder now: it was swapped while in use."""
 
 
@@ -63,7 +63,7 @@ def open_root(root: str | os.PathLike[str]) -> int:
         return os.open(root, DIR_FLAGS)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise PathChanged(exc.errno, "is a symlink or not a folder", os.fspath(root)) from None
+            raise FolderSwapped(exc.errno, "is a symlink or not a folder", os.fspath(root)) from None
         raise
 
 
@@ -72,7 +72,7 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
     """A descriptor of ``root/parts[0]/.../parts[-1]``, each folder opened from its parent's.
 
     ``create`` makes missing folders (``mkdirat``). A component that is a symlink or
-    not a folder raises :class:`PathChanged` (its ``filename`` is the path up to it);
+    not a folder raises :class:`FolderSwapped` (its ``filename`` is the path up to it);
     a missing one without ``create`` raises FileNotFoundError. With ``root_fd`` the
     walk starts from that descriptor (left open) instead of opening ``root``.
     """
@@ -86,7 +86,7 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
     try:
         for part in parts:
             if part in ("", ".", "..") or "/" in part:
-                raise PathChanged(errno.EINVAL, f"not a single path component: {part!r}", walked)
+                raise FolderSwapped(errno.EINVAL, f"not a single path component: {part!r}", walked)
             walked = os.path.join(walked, part)
             try:
                 child = _open_child(fd, part, walked)
@@ -118,13 +118,13 @@ def _open_child(fd: int, part: str, walked: str) -> int:
 
 def _refuse(fd: int, part: str, walked: str, exc: OSError) -> None:
     """Why ``part`` did not open as a folder: a plain file there is NotADirectoryError (the path
-    names no folder); a symlink, or a folder again by now, is PathChanged (swapped under us)."""
+    names no folder); a symlink, or a folder again by now, is FolderSwapped (swapped under us)."""
     try:
         st = os.stat(part, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
-        raise PathChanged(exc.errno, "vanished while in use", walked) from None
+        raise FolderSwapped(exc.errno, "vanished while in use", walked) from None
     if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-        raise PathChanged(exc.errno, "is a symlink or not a folder", walked) from None
+        raise FolderSwapped(exc.errno, "is a symlink or not a folder", walked) from None
     raise NotADirectoryError(errno.ENOTDIR, "not a folder", walked) from None
 
 

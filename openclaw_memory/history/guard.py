@@ -35,7 +35,7 @@ from ..files.read import ResolvedPath, path_changed, resolve_memory_path
 from ..fsutil.atomic import unlink_quietly, write_temp_beside
 from ..fsutil.move import NO_LINK
 from ..fsutil.safeopen import Folder, NotRegularFile
-from ..fsutil.safeopen import PathChanged as _Swapped
+from ..fsutil.safeopen import FolderSwapped as _Swapped
 from .states import WRITE, ReadRecords, Seen
 from .store import HistoryStore, FileVersion, check_prefix, snapshot_fd
 from .versions import AGENT_WRITE, RESTORE, Entry, short

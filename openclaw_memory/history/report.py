@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..files.paths import display_path
 from ..errors import os_error
 from ..files.scan import scan_workspace
-from ..fsutil.safeopen import PathChanged
+from ..fsutil.safeopen import FolderSwapped
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import HistoryStore, FileVersion, snapshot_fd
 from .versions import iso_time
@@ -102,7 +102,7 @@ def file_states(settings) -> StateReport:
                 fd, _ = store.open_file(f.abs_path)
             except FileNotFoundError:
                 continue  # gone since the scan
-            except PathChanged:
+            except FolderSwapped:
                 unreadable.append(Unreadable(f.path, "a folder on its path changed while in use (now a symlink or not a folder)"))
                 continue
             except OSError as exc:

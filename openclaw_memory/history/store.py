@@ -87,7 +87,7 @@ class HistoryStore:
     def observe_file(self, abs_path: str, display: str) -> FileVersion | None:
         """Hash the file as it is now and record the sighting; None when it does not exist.
 
-        Raises NotRegularFile (a symlink, FIFO...), PathChanged (a folder on the way was
+        Raises NotRegularFile (a symlink, FIFO...), FolderSwapped (a folder on the way was
         swapped) and PermissionError for the caller to word.
         """
         try:
