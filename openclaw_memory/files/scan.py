@@ -1,8 +1,11 @@
 """List exactly the memory files of a workspace, in OpenClaw's order.
 
-Order: the canonical root file and the dream diary, then the ``memory/`` tree,
-then the extra paths; the same real path is listed once (first occurrence kept).
-Nothing here opens a file, so a FIFO, socket or device can never block the scan.
+Order: the root files (``MEMORY.md``, ``USER.md``, then the dream diary), then the
+``memory/`` tree, then each extra path in turn; within the tree and each extra folder
+the full paths are sorted as JavaScript sorts strings (UTF-16 code units), so
+``memory/a-b.md`` comes before ``memory/a.md`` and ``memory/a/z.md``. The same real
+path is listed once (first occurrence kept). Nothing here opens a file, so a FIFO,
+socket or device can never block the scan.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ import stat
 from operator import attrgetter
 from dataclasses import dataclass, field
 
+from .jstext import utf16_sort_key
 from .paths import (
     CANONICAL_ROOT,
+    USER_ROOT,
+    ExtraPath,
     LEGACY_ROOT,
     MAX_MEDIA_BYTES,
     MEMORY_DIR,
@@ -26,7 +32,7 @@ from .root import resolve_dream_diary
 
 @dataclass(frozen=True)
 class MemoryFile:
-    path: str  # workspace-relative with "/" inside the workspace, absolute outside
+    path: str  # relative to the workspace with "/" (``../notes/a.md`` outside it), as OpenClaw shows it
     abs_path: str
     source: str  # "root" | "memory" | "extra"
     kind: str  # "markdown" | "image" | "audio"
@@ -112,8 +118,13 @@ class _Collector:
         else:
             self.add(abs_path, source, kind, st)
 
-    def walk(self, root: str, source: str, multimodal: bool, shown_prefix: str | None = None) -> None:
-        """Depth-first, each folder's entries sorted by name, symlinks never followed.
+    def sort_from(self, start: int) -> None:
+        """Put the files listed since ``start`` (one source) in OpenClaw's order: full paths, UTF-16."""
+        self.files[start:] = sorted(self.files[start:], key=lambda f: utf16_sort_key(f.abs_path))
+
+    def walk(self, root: str, source: str, multimodal: bool, shown_prefix: str | None = None,
+             admits=None) -> None:
+        """Depth-first, symlinks never followed; ``admits`` (an extra path's pattern) filters files.
 
         ``shown_prefix`` is how ``root`` is displayed, plus "/": a listed file's path is
         that prefix plus its name (the scan's hot path; 10,000 files must list fast).
@@ -147,9 +158,11 @@ class _Collector:
                     if entry.name == REPAIR_DIR:
                         self.skip(path, "repair archive (never memory)")
                     elif path != self._repair_root:
-                        self.walk(path, source, multimodal, shown_prefix + entry.name + "/")
+                        self.walk(path, source, multimodal, shown_prefix + entry.name + "/", admits)
                     continue
                 name = entry.name
+                if admits is not None and not admits(path):
+                    continue
                 if name.endswith(".md") and entry.is_file(follow_symlinks=False) and path != self._legacy_root:
                     self.add(path, source, "markdown", entry.stat(follow_symlinks=False), shown_prefix + name)
                 elif file_kind(name, multimodal) is not None:
@@ -161,7 +174,7 @@ class _Collector:
 def scan_memory_files(
     workspace: str | os.PathLike[str],
     *,
-    extra_paths: tuple[str, ...] | list[str] = (),
+    extra_paths: tuple[str | ExtraPath, ...] | list[str | ExtraPath] = (),
     multimodal: bool = False,
     agent: str = "main",
 ) -> ScanResult:
@@ -170,8 +183,9 @@ def scan_memory_files(
     c = _Collector(ws, multimodal)
     entries = set(os.listdir(ws))
 
-    if CANONICAL_ROOT in entries:
-        c.consider_file(os.path.join(ws, CANONICAL_ROOT), CANONICAL_ROOT, "root", False)
+    for name in (CANONICAL_ROOT, USER_ROOT):
+        if name in entries:
+            c.consider_file(os.path.join(ws, name), name, "root", False)
     diary, passed_over = resolve_dream_diary(ws, entries)
     if diary is not None:
         c.consider_file(diary.path, diary.name, "root", False)
@@ -194,10 +208,14 @@ def scan_memory_files(
         if st is not None and stat.S_ISLNK(st.st_mode):
             c.skip(memory_dir, "symlink (ignored)")
         elif st is not None and stat.S_ISDIR(st.st_mode):
+            start = len(c.files)
             c.walk(memory_dir, "memory", multimodal=False, shown_prefix=MEMORY_DIR + "/")
+            c.sort_from(start)
 
     for extra in extra_paths:
+        start = len(c.files)
         _scan_extra(c, extra, multimodal)
+        c.sort_from(start)
     return ScanResult(ws, agent, c.files, c.skipped)
 
 
@@ -218,7 +236,8 @@ def _scan_extra(c: _Collector, extra: str, multimodal: bool) -> None:
     if _inside(real, c._repair_root):
         c.skip(real, "repair archive (never memory)")
     elif stat.S_ISDIR(st.st_mode):
-        c.walk(real, "extra", multimodal)
+        pattern = getattr(extra, "pattern", None)
+        c.walk(real, "extra", multimodal, admits=ExtraPath(real, pattern).admits if pattern else None)
     else:
         c.consider_file(real, os.path.basename(real), "extra", multimodal, st)
 
