@@ -147,6 +147,18 @@ def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
             raise PathRefused(f"refused: {shown} goes through a symlink ({current}); memory never follows symlinks")
 
 
+def clamp_window_args(from_line, lines, max_chars, *, default_lines: int, default_max_chars: int) -> tuple[int, int, int]:
+    """OpenClaw's ``memory_get`` window: each value floored, below 1 raised to 1, missing or not
+    a finite number replaced by the default (``resolveIntegerOption``)."""
+    import math
+
+    def one(value, default: int) -> int:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return max(1, math.floor(value if ok else default))
+
+    return one(from_line, 1), one(lines, default_lines), one(max_chars, default_max_chars)
+
+
 def check_window_args(from_line: int, lines: int, max_chars: int) -> None:
     for name, value in (("from", from_line), ("lines", lines), ("max-chars", max_chars)):
         if not isinstance(value, int) or value < 1:

@@ -119,8 +119,13 @@ class _Collector:
             self.add(abs_path, source, kind, st)
 
     def sort_from(self, start: int) -> None:
-        """Put the files listed since ``start`` (one source) in OpenClaw's order: full paths, UTF-16."""
+        """Put the files listed since ``start`` (one source) in OpenClaw's order: full paths, UTF-16.
+
+        Also ends the source's walk: the next source walks its folders again (the same
+        folder under two patterns lists the files of both), its files de-duplicated.
+        """
         self.files[start:] = sorted(self.files[start:], key=lambda f: utf16_sort_key(f.abs_path))
+        self._seen_dirs.clear()
 
     def walk(self, root: str, source: str, multimodal: bool, shown_prefix: str | None = None,
              admits=None) -> None:
