@@ -16,7 +16,7 @@ from ..fsutil.move import safe_move
 from ..settings import Settings
 from .aftercare import finalize
 from .journal import CorruptJournal, clear_journal, journal_path, read_journal
-from .merge import has_merge_marker
+from .merge import archive_shown, has_merge_marker
 from .model import Finding, Repair, RepairSpec
 from .place import hash_or_none, place_no_replace, read_regular, same_file
 from .repair_root import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
@@ -95,7 +95,7 @@ def _resume_merge(settings: Settings, state: dict) -> Repair:
     merged = state["mode"] != "append"
     if not merged and CANONICAL_ROOT in entries:
         try:
-            merged = has_merge_marker(read_regular(canon), rel)
+            merged = has_merge_marker(read_regular(canon), archive_shown(ws, rel))
         except OSError:
             merged = False
     if legacy_here or archive_ok:

@@ -97,6 +97,21 @@ def is_daily_note(rel: str) -> bool:
     return True
 
 
+def shorten_home(path: str) -> str:
+    """OpenClaw's ``shortenHomePath``: the home folder at the start of ``path`` shown as ``~``
+    (``$OPENCLAW_HOME`` when that is set)."""
+    custom = (os.environ.get("OPENCLAW_HOME") or "").strip()
+    home = os.path.expanduser(custom) if custom else os.path.expanduser("~")
+    prefix = "$OPENCLAW_HOME" if custom else "~"
+    if not home or home == os.sep:
+        return path
+    if path == home:
+        return prefix
+    if path.startswith(home + "/"):
+        return prefix + path[len(home):]
+    return path
+
+
 def display_path(abs_path: str, workspace: str) -> str:
     """Relative to the workspace with ``/``, as OpenClaw shows and indexes paths: a file in an
     extra folder outside the workspace is ``../outside/one.md`` (``path.relative``)."""
