@@ -39,7 +39,7 @@ def indexed_scope(settings) -> str:
     else:
         extras = ". No extra paths are configured."
     return (
-        f"Memory of agent '{settings.agent}' in workspace {settings.workspace}: MEMORY.md (and the dream "
+        f"Memory of agent '{settings.agent}' in workspace {settings.workspace}: MEMORY.md, USER.md (and the dream "
         f"diary DREAMS.md) at the workspace root, and every Markdown (.md) file under memory/, recursively{extras}"
     )
 
