@@ -46,7 +46,7 @@ def test_per_file_cap_keeps_head_and_tail_with_marker(workspace):
     assert head == "H" * kept_head and set(tail) == {"T"}
     assert kept_head // 3 - 1 <= kept_tail <= kept_head // 3 + 1  # OpenClaw's 75% head, 25% tail
     # The whole injected text fits the cap.
-    assert len(injected.content) <= 12_000 and len(tail) <= kept_tail and "M" not in injected.content
+    assert len(injected.content) <= 12_000 and len(tail) <= kept_tail and "M" * 2 not in injected.content
 
 
 def test_total_cap_cuts_and_says_so(workspace):
