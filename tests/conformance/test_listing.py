@@ -157,3 +157,27 @@ def test_normalized_extra_paths(oracle, new_ws, checks):
     ours = list(dict.fromkeys(str(e) for e in our_extras(ws, extra)))
     checks.same("normalizeExtraMemoryPaths", ours, answer["normalizedExtra"])
     checks.done()
+
+
+PATTERN_TOKENS = st.sampled_from(["*", "**", "?", "a", "b", ".", "-", "[ab]", "[!a]", "{a,b}", "{a,.b}", "/", "md",
+                                  "*.md", "@(a|b)", "+(a)", "[[:digit:]]", "1", "x"])
+GLOB_TREE = {f"../g/{p}": "x" for p in [
+    "a.md", "b.md", "ab.md", "a-b.md", "a1.md", ".a.md", "x/a.md", "x/b/a.md", "a/b.md", "a/.b/c.md", "b/a1.md",
+    "x/y/z/ab.md", "aa.md", "-.md", "1.md",
+]}
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+          phases=[Phase.explicit, Phase.generate])  # every example costs an OpenClaw run: no shrinking
+@given(patterns=st.lists(st.lists(PATTERN_TOKENS, min_size=1, max_size=6).map("".join), min_size=25, max_size=25))
+def test_generated_patterns(oracle, new_ws, patterns):
+    from .conftest import Checks
+
+    checks = Checks()
+    ws = new_ws()
+    build(ws, dict(GLOB_TREE, **{"MEMORY.md": "m"}))
+    extras = [[{"path": "../g", "pattern": p}] for p in patterns]
+    answers = oracle.batch([{"op": "list", "ws": str(ws), "extra": extra} for extra in extras])
+    for extra, answer in zip(extras, answers):
+        _compare(checks, f"pattern {extra[0]['pattern']!r}", ws, extra, False, answer)
+    checks.done()
