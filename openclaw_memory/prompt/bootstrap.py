@@ -95,6 +95,15 @@ def trim_bootstrap_content(content: str, name: str, max_chars: int) -> tuple[str
     return (truncate_utf16_safe(out, max_chars) if utf16_len(out) > max_chars else out), True
 
 
+def cut_causes(raw: int, injected: int, limit: int, remaining: int) -> tuple[str, ...]:
+    """Why a file lost text (OpenClaw's ``analyzeBootstrapBudget``): over its own cap, and/or over
+    what was left of the total when its turn came."""
+    if injected >= raw:
+        return ()
+    causes = ("per-file-limit",) if raw > limit else ()
+    return causes + (("total-limit",) if remaining < limit and raw > remaining else ())
+
+
 def clamp_to_budget(content: str, budget: int) -> str:
     if budget <= 0:
         return ""
@@ -125,13 +134,7 @@ def build_bootstrap(files: list[tuple[str, str]], max_chars: int, total_max_char
         raw = utf16_len(js_trim_end(text))
         if cut or utf16_len(within) < utf16_len(trimmed):
             warnings.append(f"workspace bootstrap file {name} is {raw} chars (limit {file_max}); truncating in injected context")
-        causes: list[str] = []
-        if utf16_len(within) < raw:
-            if raw > limit:
-                causes.append("per-file-limit")
-            if remaining < limit and raw > remaining:
-                causes.append("total-limit")
-        result.append(Injected(name, raw, within, limit, tuple(causes)))
+        result.append(Injected(name, raw, within, limit, cut_causes(raw, utf16_len(within), limit, remaining)))
         remaining = max(0, remaining - utf16_len(within))
     return result, warnings
 
@@ -154,11 +157,14 @@ def budget_report(injected: list[Injected], raw: dict[str, int], max_chars: int,
     """
     by_name = {f.name: f for f in injected}
     rows = []
+    remaining = total_max_chars  # OpenClaw's analyzeBootstrapBudget: the budget left before each file
     for name, raw_chars in raw.items():
         f = by_name.get(name)
         injected_chars = f.injected_chars if f else 0
         limit = file_limit(name, max_chars)
-        rows.append((name, raw_chars, injected_chars, limit, f.causes if f else ("total-limit",) if raw_chars else ()))
+        causes = cut_causes(raw_chars, injected_chars, limit, remaining)
+        remaining = max(0, remaining - injected_chars)
+        rows.append((name, raw_chars, injected_chars, limit, causes))
     truncated = [r for r in rows if r[2] < r[1]]
     near = [r for r in rows if r[1] >= math.ceil(r[3] * NEAR_LIMIT_RATIO)]
     total_injected = sum(r[2] for r in rows)
