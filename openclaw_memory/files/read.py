@@ -1,9 +1,10 @@
 """Paged reads of one memory file: OpenClaw's ``memory_get``, to the letter.
 
-A window of ``lines`` lines from ``from`` (1-based), fitted to ``max_chars``:
-whole lines are dropped from the end while more than one remains and the text is
-too long; a single line still too long is cut ("hard cut"). The file is streamed,
-so a huge file (or a huge single line) is never loaded whole.
+A window of ``lines`` lines from ``from`` (1-based), fitted to ``max_chars`` UTF-16
+code units (JavaScript's ``length``, as OpenClaw counts): the first line always, then
+whole lines while they fit; a first line still too long is cut ("hard cut"), never
+inside a surrogate pair. The file is streamed, so a huge file (or a huge single line)
+is never loaded whole.
 
 The result also carries the whole file's version (xxh3_128 of its bytes), hashed
 from the same open file as the window and checked against ``fstat`` before and
