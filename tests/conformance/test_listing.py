@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from openclaw_memory.files.paths import is_memory_path
 
-from .workspaces import DREAM_NAMES, DREAMS_REASON, build, our_list, their_list
+from .workspaces import DREAM_NAMES, DREAMS_REASON, SKIPPED_REASON, build, our_scan, their_list
 
 # Each case: a tree, the extra paths (every form OpenClaw accepts), multimodal.
 HAND_CASES = {
@@ -62,8 +62,13 @@ HAND_CASES = {
 
 
 def _compare(checks, label, ws, extra, multimodal, answer):
-    ours = our_list(ws, extra, multimodal)
+    scan = our_scan(ws, extra, multimodal)
+    ours = [f.path for f in scan.files]
     theirs = their_list(ws, answer)
+    if scan.skipped:
+        # OpenClaw's answer has no such list at all (only symlinked extra roots, through a callback).
+        skipped = {s.path for s in scan.skipped}
+        checks.deliberate("skipped-reported", SKIPPED_REASON, theirs == "ERROR" or not skipped & set(theirs), label)
     dreams = [p for p in ours if p in DREAM_NAMES]
     if dreams:
         checks.deliberate("dream-diary-listed", DREAMS_REASON, theirs == "ERROR" or not set(dreams) & set(theirs), label)

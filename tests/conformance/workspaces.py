@@ -14,6 +14,7 @@ from openclaw_memory.settings import normalize_extra_paths
 # Deliberate difference: this product lists the dream diary; OpenClaw 2026.9.6 only reads it.
 DREAM_NAMES = (DREAMS, LEGACY_DREAMS)
 DREAMS_REASON = "our users ask for the dream diary; OpenClaw 2026.9.6 only reads it"
+SKIPPED_REASON = "a user must learn why a note is missing; OpenClaw drops what it passes over silently"
 
 
 def build(root: Path, tree: dict[str, object]) -> Path:
@@ -37,9 +38,9 @@ def our_extras(ws: Path, extra: list) -> list:
     return normalize_extra_paths(items, ws)
 
 
-def our_list(ws: Path, extra: list, multimodal: bool = False) -> list[str]:
-    result = scan_memory_files(ws, extra_paths=our_extras(ws, extra), multimodal=multimodal)
-    return [f.path for f in result.files]
+def our_scan(ws: Path, extra: list, multimodal: bool = False):
+    return scan_memory_files(ws, extra_paths=our_extras(ws, extra), multimodal=multimodal)
+
 
 
 def their_list(ws: Path, answer: dict) -> list[str] | str:
