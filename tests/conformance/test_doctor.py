@@ -3,9 +3,6 @@ and its "memory system not found" check, on copies of the same workspaces."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 from openclaw_memory.doctor.check_openclaw import MEMORY_SYSTEM_PROMPT, memory_system_missing
 from openclaw_memory.doctor.runner import run_doctor
 from openclaw_memory.settings import Overrides, resolve_settings
@@ -32,7 +29,7 @@ SPLIT_CASES = {
 }
 
 
-def _our_doctor(ws, state, home_env):
+def _our_doctor(ws, state):
     s = resolve_settings(Overrides(workspace=str(ws), state_dir=str(state)))
     before = [f for f in run_doctor(s).findings if f.id == "split-root"]
     report = run_doctor(s, fix=True)
@@ -65,7 +62,7 @@ def test_split_root_warning_and_merge(oracle, new_ws, tmp_path, monkeypatch, hom
     for i, (label, ours_ws, theirs_ws) in enumerate(cases):
         detect, fix = answers[2 * i], answers[2 * i + 1]
         state = tmp_path / f"state-{i}"
-        before, report = _our_doctor(ours_ws, state, home)
+        before, report = _our_doctor(ours_ws, state)
         # Two copies of one workspace: each side's own folder is shown as <WS>.
         ours_lines = before[0].message.replace(str(ours_ws).replace(str(home), "~", 1), "<WS>").split("\n")[:5] if before else None
         theirs_lines = (detect["warning"].replace(str(theirs_ws).replace(str(home), "~", 1), "<WS>").split("\n")[:5]
@@ -111,7 +108,7 @@ def test_deliberate_root_repairs(oracle, new_ws, tmp_path, monkeypatch, home, ch
         built.append((name, reason, ours_ws, theirs_ws))
     answers = oracle.batch([{"op": "doctor-fix", "ws": str(t)} for _n, _r, _o, t in built])
     for (name, reason, ours_ws, theirs_ws), answer in zip(built, answers):
-        _our_doctor(ours_ws, tmp_path / f"state-{name}", home)
+        _our_doctor(ours_ws, tmp_path / f"state-{name}")
         differs = (ours_ws / "MEMORY.md").read_bytes() != (theirs_ws / "MEMORY.md").read_bytes() if (theirs_ws / "MEMORY.md").exists() \
             else (ours_ws / "MEMORY.md").exists()
         checks.deliberate(name, reason, differs, str(answer))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from openclaw_memory.files.paths import is_memory_path

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from .workspaces import build, our_read, read_request, their_read
