@@ -30,13 +30,21 @@ COMMANDS = (
 )
 
 
-def median_ms(cmd: list[str], env: dict, runs: int) -> float:
-    times = []
+def _once(cmd: list[str], env: dict) -> float:
+    start = time.perf_counter()
+    # Run from the workspace: `python -m` puts the current folder first on sys.path, and from a
+    # checkout that would shadow the PYTHONPATH of the other one.
+    subprocess.run(cmd, env=env, cwd=env.get("OPENCLAW_WORKSPACE"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def medians_ms(cmd: list[str], envs: list[dict], runs: int) -> list[float]:
+    """One median per environment; the runs interleave, so a load that comes and goes hits all alike."""
+    times: list[list[float]] = [[] for _ in envs]
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        for i, env in enumerate(envs):
+            times[i].append(_once(cmd, env))
+    return [statistics.median(t) * 1000 for t in times]
 
 
 def main() -> None:
@@ -55,14 +63,14 @@ def main() -> None:
     for label, root in checkouts:
         env = {**base_env, "PYTHONPATH": str(root), "OPENCLAW_WORKSPACE": str(ws), "OPENCLAW_STATE_DIR": str(tmp / label)}
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "openclaw_memory")], check=True)
-        subprocess.run([sys.executable, "-m", "openclaw_memory", "watchdog", "snapshot"], env=env, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "openclaw_memory", "watchdog", "snapshot"], env=env, cwd=ws, stdout=subprocess.DEVNULL)
         envs[label] = env
-    t_pass = median_ms([sys.executable, "-c", "pass"], base_env, args.runs)
+    t_pass = medians_ms([sys.executable, "-c", "pass"], [base_env], args.runs)[0]
     print(f"cold start, median of {args.runs} ({sys.executable}):")
     print(f"{'command':22s}" + "".join(f"{label:>18s}" for label, _ in checkouts))
     print(f"{'python -c pass':22s}" + "".join(f"{t_pass:15.1f} ms" for _ in checkouts))
     for name, argv in COMMANDS:
-        row = [median_ms([sys.executable, "-m", "openclaw_memory", *argv], envs[label], args.runs) for label, _ in checkouts]
+        row = medians_ms([sys.executable, "-m", "openclaw_memory", *argv], [envs[label] for label, _ in checkouts], args.runs)
         print(f"{name:22s}" + "".join(f"{t:15.1f} ms" for t in row))
 
 
