@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 
 from typing import TYPE_CHECKING
 
@@ -96,6 +97,8 @@ def write_memory(
     append: bytes | str | None = None,
     expect: str | None = None,
     update_index: bool = True,
+    idempotency_key: str | None = None,
+    tool: str = "write",
 ) -> "WriteResult":
     """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
 
@@ -103,12 +106,34 @@ def write_memory(
     ``expect`` (a version prefix of at least 8 hex characters) makes it a strict
     compare-and-swap on that version. When an index exists for the agent it is
     updated afterwards (skip with ``update_index=False``).
+
+    A write with the ``idempotency_key`` of an earlier one (default
+    ``<agent>.<tool>.<hash of path, mode and content>``) made less than 24 hours ago
+    writes nothing and returns that first result (``replayed``): a retry is harmless.
     """
     from .history.guard import write_memory_file
+    from .history.idempotency import IdempotencyStore, check_key, default_key
 
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
-    result = write_memory_file(settings, path, content=data, append=append, expect=expect)
-    return _after_write(settings, result, update_index)
+    added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
+    if idempotency_key is None:
+        mode, body = ("append", added) if added is not None else ("replace", data)
+        key = default_key(settings.agent, tool, path, mode, body if body is not None else b"")
+    else:
+        key = check_key(idempotency_key)
+    keys = IdempotencyStore(settings.data_dir)
+    with keys.lock():
+        first = keys.get(key)
+        if first is not None:
+            return first
+        result = write_memory_file(settings, path, content=data, append=append, expect=expect)
+        when = time.time()
+        keys.put(key, result, when)
+    keys.prune()
+    result = _after_write(settings, result, update_index)
+    with keys.lock():
+        keys.put(key, result, when)  # a later replay shows what the index update did
+    return result
 
 
 def restore(settings: Settings, path: str, version: str, *, update_index: bool = True) -> "WriteResult":

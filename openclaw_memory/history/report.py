@@ -65,7 +65,7 @@ def file_states(settings) -> StateReport:
     workspace = str(settings.workspace)
     out: list[FileState] = []
     with store.lock():
-        records = ReadRecords(store, settings.agent).load()
+        records = ReadRecords.for_settings(store, settings).load()
         listed = set()
         for f in scan.files:
             if f.kind != "markdown":
