@@ -18,6 +18,9 @@ from .files.scan import ScanResult, scan_memory_files
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from typing import Callable
+
+    from .index.sync import SyncSummary
     from .history.diff import DiffRead
     from .history.guard import WriteResult
     from .history.listing import VersionHistory
@@ -99,13 +102,15 @@ def write_memory(
     update_index: bool = True,
     idempotency_key: str | None = None,
     tool: str = "write",
+    sync: "Callable[[], SyncSummary] | None" = None,
 ) -> "WriteResult":
     """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
 
     Give ``content`` (the whole new file) or ``append`` (text added on its own line).
     ``expect`` (a version prefix of at least 8 hex characters) makes it a strict
     compare-and-swap on that version. When an index exists for the agent it is
-    updated afterwards (skip with ``update_index=False``).
+    updated afterwards (skip with ``update_index=False``); a long-lived process
+    passes ``sync`` to do it with its own loaded index.
 
     A write with the ``idempotency_key`` of an earlier one (default
     ``<agent>.<tool>.<hash of path, mode and content>``) made less than 24 hours ago
@@ -130,7 +135,7 @@ def write_memory(
         when = time.time()
         keys.put(key, result, when)
     keys.prune()
-    result = _after_write(settings, result, update_index)
+    result = _after_write(settings, result, update_index, sync)
     with keys.lock():
         keys.put(key, result, when)  # a later replay shows what the index update did
     return result
@@ -163,7 +168,7 @@ def file_states(settings: Settings) -> "StateReport":
     return compute(settings)
 
 
-def _after_write(settings: Settings, result: "WriteResult", update_index: bool) -> "WriteResult":
+def _after_write(settings: Settings, result: "WriteResult", update_index: bool, sync=None) -> "WriteResult":
     """Bring the agent's index up to date after a write, when it has one."""
     if not update_index:
         return dataclasses.replace(result, index={"updated": False, "reason": "skipped (--no-index)"})
@@ -177,11 +182,14 @@ def _after_write(settings: Settings, result: "WriteResult", update_index: bool) 
 
     if not any(load_manifest(settings.data_dir, c.name) is not None for c in resolve_collections(settings)):
         return dataclasses.replace(result, index={"updated": False, "reason": f"no index for agent {settings.agent}"})
-    from .index.api import MemoryIndex
-
     try:
-        with MemoryIndex(settings) as index:
-            summary = index.sync()
+        if sync is not None:
+            summary = sync()
+        else:
+            from .index.api import MemoryIndex
+
+            with MemoryIndex(settings) as index:
+                summary = index.sync()
     except MemoryToolError as exc:
         # The file is written either way; `openclaw-memory index` (or a running watch) catches up.
         return dataclasses.replace(result, index={"updated": False, "reason": f"index not updated: {exc.message}"})

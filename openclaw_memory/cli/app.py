@@ -41,9 +41,9 @@ def settings_callback(
 
 
 def _register_commands() -> None:
-    from .commands import doctor_cmd, files_cmd, history_cmd, index_cmd, mcp_cmd, migrate_cmd, prompt_cmd, read_cmd, watch_cmd, watchdog_cmd, write_cmd
+    from .commands import doctor_cmd, files_cmd, history_cmd, index_cmd, mcp_cmd, migrate_cmd, prompt_cmd, read_cmd, serve_cmd, watch_cmd, watchdog_cmd, write_cmd
 
-    for module in (files_cmd, read_cmd, prompt_cmd, doctor_cmd, index_cmd, watchdog_cmd, write_cmd, history_cmd, migrate_cmd, watch_cmd, mcp_cmd):
+    for module in (files_cmd, read_cmd, prompt_cmd, doctor_cmd, index_cmd, watchdog_cmd, write_cmd, history_cmd, migrate_cmd, serve_cmd, watch_cmd, mcp_cmd):
         module.register(app)
 
 
