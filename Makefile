@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,bench]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,test]'
 	@# Bytecode up front: with PYTHONDONTWRITEBYTECODE set, every command would recompile the package.
 	$(PY) -m compileall -q openclaw_memory
 	@touch $(STAMP)

@@ -55,3 +55,9 @@ class IndexMissing(MemoryToolError):
     """A search or status needs an index that has not been built yet."""
 
     exit_code = 1
+
+
+class MissingExtra(MemoryToolError):
+    """A command needs an optional part of the package that is not installed."""
+
+    exit_code = 1

@@ -70,8 +70,8 @@ def test_read_plain_and_paging(cli, workspace):
 
 @pytest.mark.parametrize("args,needle", [
     (("-w", "/definitely/missing", "files"), "workspace not found"),
-    (("files", "--bogus"), "No such option"),
-    (("read",), "Missing argument"),
+    (("files", "--bogus"), "no such option"),
+    (("read",), "missing argument"),
 ])
 def test_user_mistakes_are_messages_not_tracebacks(cli, args, needle):
     res = cli(*args)

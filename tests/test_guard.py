@@ -13,7 +13,6 @@ import xxhash
 
 from conftest import write
 from openclaw_memory import api
-from openclaw_memory.cli.fast import parse_fast
 from openclaw_memory.errors import PathRefused, UsageError, WriteBlocked
 from openclaw_memory.settings import Overrides, resolve_settings
 
@@ -308,11 +307,6 @@ def test_write_reports_no_index_and_no_index_flag(cli, workspace):
     assert out["index"] == {"updated": False, "reason": "no index for agent main"}
     out = cli("write", "memory/a.md", "--append", "y", "--json", "--no-index").json()
     assert out["index"] == {"updated": False, "reason": "skipped (--no-index)"}
-
-
-def test_read_diff_is_on_the_fast_path_too():
-    ns = parse_fast(["read", "MEMORY.md", "--diff", "--json"])
-    assert ns is not None and ns.diff and ns.json
 
 
 def test_api_errors_are_typed(workspace, state_dir):

@@ -1,50 +1,116 @@
-"""The typer application: the settings callback and the registered commands.
+"""The typer application, built from :mod:`.spec`: it renders ``--help``.
 
-Commands parse flags, call the API and render (rich for people, ``--json`` for
-programs). The entry point with the error-to-exit-code mapping is :mod:`.main`.
+Every command also runs through it with the same handlers (tests/test_cli_spec.py compares the
+two), but the entry point parses with :mod:`.parse`, so typer is imported only for help.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import inspect
+from typing import Any, Callable, List, Optional
 
 import typer
+from rich.markup import escape  # help texts are plain; typer reads them as rich markup
 
-HELP = """Find, read, index and search an AI agent's Markdown memory (MEMORY.md, memory/**/*.md, extra paths).
+from .spec import COMMANDS, GROUPS, HELP, SETTINGS, Command, Opt
 
-Settings flags (-w/--workspace, --agent, --state-dir, --extra, --multimodal, --qdrant-url) may be given
-before or after the command."""
-
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-
-
-@app.callback()
-def settings_callback(
-    ctx: typer.Context,
-    workspace: Optional[str] = typer.Option(None, "--workspace", "-w", help="Agent workspace (else $OPENCLAW_WORKSPACE, config, current folder)."),
-    agent: Optional[str] = typer.Option(None, "--agent", help="Agent id (default: main)."),
-    state_dir: Optional[str] = typer.Option(None, "--state-dir", help="State folder (else $OPENCLAW_STATE_DIR, else ~/.openclaw)."),
-    extra: list[str] = typer.Option([], "--extra", help="Extra memory path (repeatable; adds to config and $OPENCLAW_MEMORY_EXTRA_PATHS)."),
-    multimodal: Optional[bool] = typer.Option(None, "--multimodal/--no-multimodal", help="List images and audio in extra paths."),
-    qdrant_url: Optional[str] = typer.Option(None, "--qdrant-url", help="Use a Qdrant server for the index (else $OPENCLAW_MEMORY_QDRANT_URL, toml \\[index] url)."),
-) -> None:
-    from ..settings import Overrides
-
-    ctx.obj = Overrides(
-        workspace=workspace or None,
-        agent=agent or None,
-        state_dir=state_dir or None,
-        extra=tuple(extra),
-        multimodal=multimodal,
-        qdrant_url=qdrant_url or None,
-    )
+SETTINGS_PANEL = "Settings (before or after the command)"
+CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
-def _register_commands() -> None:
-    from .commands import doctor_cmd, files_cmd, history_cmd, index_cmd, mcp_cmd, migrate_cmd, prompt_cmd, read_cmd, serve_cmd, watch_cmd, watchdog_cmd, write_cmd
+def _annotation(opt: Opt):
+    if opt.kind == "switch":
+        return bool
+    if opt.kind == "toggle":
+        return Optional[bool]
+    if opt.repeat:
+        return List[opt.type]
+    return opt.type if opt.required or opt.default is not None else Optional[opt.type]
 
-    for module in (files_cmd, read_cmd, prompt_cmd, doctor_cmd, index_cmd, watchdog_cmd, write_cmd, history_cmd, migrate_cmd, serve_cmd, watch_cmd, mcp_cmd):
-        module.register(app)
+
+def _option(opt: Opt, panel: str | None = None):
+    flags = opt.flags if opt.kind != "toggle" else (f"{opt.flags[0]}/{opt.negative}",)
+    default: Any = [] if opt.repeat else (... if opt.required else opt.default)
+    return typer.Option(default, *flags, help=escape(opt.help), metavar=opt.metavar, rich_help_panel=panel, show_default=opt.kind == "value" and opt.default is not None)
 
 
-_register_commands()
+def _signature(command: Command | None, with_settings: bool = True) -> inspect.Signature:
+    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
+    for arg in command.args if command else ():
+        default = typer.Argument(... if arg.required else None, help=escape(arg.help), metavar=arg.metavar or arg.dest.upper())
+        params.append(inspect.Parameter(arg.dest, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=str if arg.required else Optional[str]))
+    for opt in command.opts if command else ():
+        params.append(inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=_option(opt), annotation=_annotation(opt)))
+    if with_settings:
+        for opt in SETTINGS:
+            params.append(inspect.Parameter("setting_" + opt.dest, inspect.Parameter.KEYWORD_ONLY, default=_option(opt, SETTINGS_PANEL), annotation=_annotation(opt)))
+    return inspect.Signature(params)
+
+
+def _with_signature(function: Callable, signature: inspect.Signature) -> Callable:
+    function.__signature__ = signature  # type: ignore[attr-defined]
+    function.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+    return function
+
+
+def _split_settings(kwargs: dict) -> dict:
+    return {k[len("setting_"):]: kwargs.pop(k) for k in list(kwargs) if k.startswith("setting_")}
+
+
+def _merged_settings(ctx: typer.Context, own: dict) -> dict:
+    """Root, then group, then command: for scalars the last level that gave one wins; extras add up."""
+    levels = []
+    node = ctx
+    while node is not None:
+        levels.append(node.obj if node is not ctx else own)
+        node = node.parent
+    merged: dict = {"extra": []}
+    for level in reversed([lv for lv in levels if lv]):
+        for dest, value in level.items():
+            if dest == "extra":
+                merged["extra"] += list(value)
+            elif value is not None:
+                merged[dest] = value
+    return merged
+
+
+def _settings_callback(*extra: inspect.Parameter) -> Callable:
+    """The callback of the root or a group: it keeps the settings flags given at its level."""
+
+    def callback(ctx: typer.Context, **kwargs) -> None:
+        kwargs.pop("version", None)  # handled by the parser before typer is ever loaded
+        ctx.obj = _split_settings(kwargs)
+
+    ctx_param, *settings = _signature(None).parameters.values()
+    return _with_signature(callback, inspect.Signature([ctx_param, *extra, *settings]))
+
+
+def _command_function(command: Command) -> Callable:
+    def run(ctx: typer.Context, **kwargs):
+        from .main import run_parsed
+        from .parse import Parsed
+
+        own = _split_settings(kwargs)
+        return run_parsed(Parsed("run", command.words, command, kwargs, _merged_settings(ctx, own), kwargs.get("json_out", False)))
+
+    run.__doc__ = command.help
+    return _with_signature(run, _signature(command))
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(help=escape(HELP), no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, context_settings=CONTEXT)
+    version = inspect.Parameter("version", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                                default=typer.Option(False, "--version", help="Show the version and exit."))
+    app.callback()(_settings_callback(version))
+    groups = {}
+    for name, help_text in GROUPS.items():
+        groups[name] = typer.Typer(help=escape(help_text), no_args_is_help=True, context_settings=CONTEXT)
+        groups[name].callback()(_settings_callback())
+        app.add_typer(groups[name], name=name)
+    for command in COMMANDS:
+        target = groups[command.words[0]] if len(command.words) == 2 else app
+        target.command(command.words[-1], help=escape(command.help))(_command_function(command))
+    return app
+
+
+app = build_app()

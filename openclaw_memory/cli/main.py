@@ -6,52 +6,75 @@ a message on stderr (and ``{"error": ...}`` on stdout with ``--json``), never a 
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from ..errors import MemoryToolError
-from .argv import hoist_settings_flags
 from .output import error
+from .parse import Parsed, parse
+
+
+def run_parsed(parsed: Parsed) -> int:
+    """Resolve the settings and call the command's handler (the typer app calls this too)."""
+    from ..settings import Overrides, resolve_settings
+
+    given = parsed.settings
+    settings = resolve_settings(
+        Overrides(
+            workspace=given.get("workspace") or None,
+            agent=given.get("agent") or None,
+            state_dir=given.get("state_dir") or None,
+            extra=tuple(given.get("extra") or ()),
+            multimodal=given.get("multimodal"),
+            qdrant_url=given.get("qdrant_url") or None,
+            session=given.get("session") or None,
+        )
+    )
+    module, function = parsed.command.handler.split(":")
+    handler = getattr(importlib.import_module(f".commands.{module}", __package__), function)
+    result = handler(settings, **parsed.values)
+    return result if isinstance(result, int) else 0
+
+
+def _show_help(words: tuple[str, ...]) -> int:
+    from .app import app
+
+    try:
+        app(args=[*words, "--help"], prog_name="openclaw-memory", standalone_mode=False)
+    except Exception:  # click ends help with an exit it raises as an exception
+        pass
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = hoist_settings_flags(list(sys.argv[1:] if argv is None else argv))
+    args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     try:
-        from .fast import parse_fast, run_fast
+        parsed = parse(args)
+        if parsed.action == "version":
+            from .. import __version__
 
-        fast = parse_fast(args)
-        if fast is not None:
-            return run_fast(fast)
-        from .app import app
-
-        result = app(args=args, prog_name="openclaw-memory", standalone_mode=False)
+            sys.stdout.write(f"openclaw-memory {__version__}\n")
+            return 0
+        if parsed.action == "help":
+            return _show_help(parsed.words)
+        return run_parsed(parsed)
     except MemoryToolError as exc:
         error(exc.message, as_json)
         return exc.exit_code
+    except ModuleNotFoundError as exc:
+        from ..extras import missing_extra
+
+        missing = missing_extra(exc)
+        if missing is None:
+            raise
+        error(missing.message, as_json)
+        return missing.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # click's own usage errors and aborts
-        return _click_exit(exc, as_json)
-    return result if isinstance(result, int) else 0
-
-
-def _click_exit(exc: Exception, as_json: bool) -> int:
-    import typer
-    from typer._click.exceptions import ClickException
-
-    if isinstance(exc, ClickException):
-        if as_json:
-            error(exc.format_message(), True)
-        else:
-            exc.show()
-        return exc.exit_code
-    if isinstance(exc, typer.Abort):
-        sys.stderr.write("aborted\n")
-        return 1
-    raise exc
 
 
 def run() -> None:

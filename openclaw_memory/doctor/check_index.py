@@ -5,6 +5,7 @@ and (with a Qdrant server) the server itself. Only reads: no model is loaded, no
 from __future__ import annotations
 
 from ..errors import MemoryToolError
+from ..extras import missing_extra
 from .model import CheckContext, Finding
 
 
@@ -19,6 +20,11 @@ def check_index(ctx: CheckContext) -> list[Finding]:
         raw = index_findings(ctx.settings)
     except MemoryToolError as exc:  # a busy or unreachable index must not hide the other checks
         return [Finding("index-unavailable", "warning", f"The search index cannot be checked: {exc.message}")]
+    except ModuleNotFoundError as exc:  # a core install checks the files; the index needs the search extra
+        missing = missing_extra(exc)
+        if missing is None:
+            raise
+        return [Finding("index-unchecked", "info", f"The search index was not checked: {missing.message}")]
     return [_as_finding(item) for item in raw]
 
 

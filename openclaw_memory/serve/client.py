@@ -159,3 +159,14 @@ def try_service(settings, op: str, **args):
         return IN_PROCESS
     finally:
         client.close()
+
+
+def service_status(settings) -> dict:
+    """``status``'s ``service`` field: ``{"running": false}`` or the running service's figures."""
+    client = ServiceClient(settings, timeout=min(2.0, service_timeout(settings)))
+    try:
+        return client.call("info").to_json()
+    except ServiceUnavailable as exc:
+        return {"running": False, "note": exc.message} if exc.message else {"running": False}
+    finally:
+        client.close()

@@ -64,8 +64,12 @@ class _BearerAuth:
 
 
 def _session_of(ctx) -> str:
-    sid = getattr(getattr(ctx, "request_context", None), "session_id", None)
-    return f"http-{sid}" if sid else "http"
+    """``http-<mcp-session-id>``: the transport routes a request to its session by that header,
+    so it names the session the request belongs to (a stateless request gets its own)."""
+    request_context = ctx.request_context
+    headers = getattr(request_context.request, "headers", None) or {}
+    sid = headers.get("mcp-session-id")
+    return f"http-{sid}" if sid else f"http-{id(request_context.session):x}"
 
 
 class HttpEndpoint:

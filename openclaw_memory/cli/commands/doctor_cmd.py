@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import sys
 
-import typer
-
-from ..context import settings_from
 from ..output import print_json, warn
 
 
 def _ask(finding, description: str) -> bool:
     """One question per repair, on stderr, default yes (as OpenClaw asks)."""
+    import typer
     from typer._click import exceptions as click_exc
 
     sys.stderr.write(f"\n{finding.severity}: {finding.id}\n{finding.message}\n")
@@ -48,29 +46,19 @@ def _render(report, fix: bool) -> None:
     sys.stdout.write("\n".join(out) + "\n")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("doctor")
-    def doctor(
-        ctx: typer.Context,
-        fix: bool = typer.Option(False, "--fix", "--repair", help="Repair what can be repaired (asks first on a terminal)."),
-        yes: bool = typer.Option(False, "--yes", help="Do not ask before each repair."),
-        non_interactive: bool = typer.Option(False, "--non-interactive", help="Never prompt (for scripts)."),
-        json_out: bool = typer.Option(False, "--json", help="Print the findings and repairs as JSON (never prompts)."),
-    ) -> int:
-        """Check the memory files (split or legacy root, symlinks, extra paths, prompt caps, UTF-8, watchdog); --fix repairs."""
-        from ...doctor import run_doctor
-        from ...doctor.locking import LOCK_TIMEOUT_S
+def run_doctor_command(settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:
+    from ...doctor import run_doctor
+    from ...doctor.locking import LOCK_TIMEOUT_S
 
-        settings = settings_from(ctx)
-        interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
-        report = run_doctor(
-            settings,
-            fix=fix,
-            confirm=_ask if interactive else None,
-            on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting up to {LOCK_TIMEOUT_S:g} s"),
-        )
-        if json_out:
-            print_json(report.to_json())
-        else:
-            _render(report, fix)
-        return report.exit_code
+    interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
+    report = run_doctor(
+        settings,
+        fix=fix,
+        confirm=_ask if interactive else None,
+        on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting up to {LOCK_TIMEOUT_S:g} s"),
+    )
+    if json_out:
+        print_json(report.to_json())
+    else:
+        _render(report, fix)
+    return report.exit_code

@@ -19,14 +19,3 @@ def run_files(settings, json_out: bool) -> int:
     for s in result.skipped:
         print(f"skipped: {s.path} ({s.reason})")
     return 0
-
-
-def register(app) -> None:
-    import typer
-
-    from ..context import settings_from
-
-    @app.command("files")
-    def files(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
-        """List the memory files: MEMORY.md, the dream diary, memory/**/*.md, extra paths."""
-        return run_files(settings_from(ctx), json_out)

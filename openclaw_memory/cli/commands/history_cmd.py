@@ -40,7 +40,11 @@ def run_restore(settings, path: str, version: str, no_index: bool, json_out: boo
 
 
 def run_state(settings, json_out: bool) -> int:
-    report = api.file_states(settings)
+    from ...serve.client import IN_PROCESS, try_service
+
+    report = try_service(settings, "state")
+    if report is IN_PROCESS:
+        report = api.file_states(settings)
     if json_out:
         print_json(report.to_json())
         return 0
@@ -50,34 +54,3 @@ def run_state(settings, json_out: bool) -> int:
         gone = "  (deleted)" if f.version is None else ""
         print(f"{f.state:<18} {f.path}{gone}")
     return 0
-
-
-def register(app) -> None:
-    import typer
-
-    from ..context import settings_from
-
-    @app.command("history")
-    def history(
-        ctx: typer.Context,
-        path: str = typer.Argument(..., help="Memory file, relative to the workspace (or inside an extra path)."),
-        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> int:
-        """List the versions of a memory file kept in the history, newest first."""
-        return run_history(settings_from(ctx), path, json_out)
-
-    @app.command("restore")
-    def restore(
-        ctx: typer.Context,
-        path: str = typer.Argument(..., help="Memory file to restore."),
-        version: str = typer.Argument(..., help="The version to bring back (a unique prefix of 8+ hex characters)."),
-        no_index: bool = typer.Option(False, "--no-index", help="Do not update the search index afterwards."),
-        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> int:
-        """Restore an earlier version atomically; the current one is kept, so this can be undone."""
-        return run_restore(settings_from(ctx), path, version, no_index, json_out)
-
-    @app.command("state")
-    def state(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
-        """Show each memory file's state for this agent: read_fresh, read_stale, discovered_unread, written_unread."""
-        return run_state(settings_from(ctx), json_out)

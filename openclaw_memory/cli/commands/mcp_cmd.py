@@ -1,15 +1,17 @@
-"""``openclaw-memory mcp``: serve the memory tools over the Model Context Protocol (stdio)."""
+"""``openclaw-memory mcp``: serve the memory tools over the Model Context Protocol (stdio, or HTTP)."""
 
-import typer
+from typing import Optional
+
+from ...extras import require
 
 
-def register(app) -> None:
-    from ..context import settings_from
+def run_mcp(settings, serve: bool = False, http: Optional[str] = None) -> int:
+    require("mcp")
+    if http is not None:
+        from .serve_cmd import run_serve
 
-    @app.command("mcp")
-    def mcp(ctx: typer.Context) -> int:
-        """Serve memory_search, memory_get, memory_write and memory_status over MCP on stdin/stdout."""
-        from ...mcp.server import serve
+        return run_serve(settings, live_sync=True, http=http)
+    from ...mcp.server import serve as serve_stdio
 
-        serve(settings_from(ctx))
-        return 0
+    serve_stdio(settings, start_service=serve)
+    return 0

@@ -3,8 +3,6 @@
 import sys
 from typing import Optional
 
-import typer
-
 from ..output import print_json, warn
 
 
@@ -51,17 +49,3 @@ def run_migrate(settings, to: str, source: str | None, json_out: bool) -> int:
     else:
         print(f'To use it: export OPENCLAW_MEMORY_QDRANT_URL={to}, or set [index] backend = "qdrant" and url = "{to}" in openclaw-memory.toml.')
     return 0
-
-
-def register(app) -> None:
-    from ..context import settings_from
-
-    @app.command("migrate")
-    def migrate(
-        ctx: typer.Context,
-        to: str = typer.Option(..., "--to", help="Where to copy the index: a Qdrant URL (http://HOST:6333) or 'embedded'."),
-        source: Optional[str] = typer.Option(None, "--from", help="Where to copy it from: 'embedded' (default when --to is a URL) or a Qdrant URL."),
-        json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
-    ) -> int:
-        """Copy every collection of the workspace (vectors and payloads, no re-embedding), verify counts; resumable."""
-        return run_migrate(settings_from(ctx), to, source, json_out)

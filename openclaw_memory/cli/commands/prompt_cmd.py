@@ -27,19 +27,3 @@ def run_prompt(settings, date: Optional[str], peek: bool, json_out: bool) -> int
     else:
         sys.stdout.write(section.text)
     return 0
-
-
-def register(app) -> None:
-    import typer
-
-    from ..context import settings_from
-
-    @app.command("prompt")
-    def prompt(
-        ctx: typer.Context,
-        date: Optional[str] = typer.Option(None, "--date", help="Which day is 'today' (YYYY-MM-DD; default: the local date)."),
-        peek: bool = typer.Option(False, "--peek", help="Show a pending workspace-change checkpoint without consuming it."),
-        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> int:
-        """Build the startup memory section: MEMORY.md, today's and yesterday's notes, within the caps."""
-        return run_prompt(settings_from(ctx), date, peek, json_out)

@@ -5,6 +5,7 @@ import sys
 from typing import Optional
 
 from ... import api
+from ...serve.client import IN_PROCESS, try_service
 from ..output import print_json, warn
 
 
@@ -12,7 +13,9 @@ def run_read(settings, path: str, from_line: int, lines: Optional[int], max_char
              diff: bool = False) -> int:
     if diff:
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
-    result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+    result = try_service(settings, "read", path=path, from_line=from_line, lines=lines, max_chars=max_chars)
+    if result is IN_PROCESS:
+        result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
     for message in result.warnings:
         warn(message)
     if json_out:
@@ -25,7 +28,9 @@ def run_read(settings, path: str, from_line: int, lines: Optional[int], max_char
 
 
 def _run_diff(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool) -> int:
-    result = api.read_memory_diff(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+    result = try_service(settings, "read_diff", path=path, from_line=from_line, lines=lines, max_chars=max_chars)
+    if result is IN_PROCESS:
+        result = api.read_memory_diff(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
     for message in result.warnings:
         warn(message)
     if json_out:
@@ -42,22 +47,3 @@ def _run_diff(settings, path: str, from_line: int, lines: Optional[int], max_cha
     else:
         warn(f"{result.path} does not exist")
     return 0
-
-
-def register(app) -> None:
-    import typer
-
-    from ..context import settings_from
-
-    @app.command("read")
-    def read(
-        ctx: typer.Context,
-        path: str = typer.Argument(..., help="Memory file, relative to the workspace (or inside an extra path)."),
-        from_line: int = typer.Option(1, "--from", help="First line to return (1-based)."),
-        lines: Optional[int] = typer.Option(None, "--lines", help="How many lines (default 120)."),
-        max_chars: Optional[int] = typer.Option(None, "--max-chars", help="Character budget (default 12000)."),
-        json_out: bool = typer.Option(False, "--json", help="Print JSON (OpenClaw's memory_get result)."),
-        diff: bool = typer.Option(False, "--diff", help="Show what changed since this agent's last read (whole file, unified diff)."),
-    ) -> int:
-        """Read a window of a memory file by lines and characters."""
-        return run_read(settings_from(ctx), path, from_line, lines, max_chars, json_out, diff)

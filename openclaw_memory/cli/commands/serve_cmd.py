@@ -3,8 +3,7 @@
 import sys
 from typing import Optional
 
-import typer
-
+from ...extras import require
 from ..output import warn
 
 
@@ -19,6 +18,7 @@ def _emit_json(data: dict) -> None:
 def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: Optional[str] = None,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
+    require("search")
     from ...serve.paths import token_path
     from ...serve.service import Service
 
@@ -61,16 +61,9 @@ def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: Opt
     return 0
 
 
-def register(app) -> None:
-    from ..context import settings_from
-
-    @app.command("serve")
-    def serve(
-        ctx: typer.Context,
-        no_watch: bool = typer.Option(False, "--no-watch", help="Answer requests only; do not follow file changes (no live sync)."),
-        poll: bool = typer.Option(False, "--poll", help="Poll the folders instead of using inotify (network file systems)."),
-        http: Optional[str] = typer.Option(None, "--http", help="Also serve MCP over streamable HTTP on this loopback HOST:PORT (port 0: any)."),
-        json_out: bool = typer.Option(False, "--json", help="One JSON object per line per applied change."),
-    ) -> int:
-        """Keep the model and index warm for this workspace and answer the CLI and MCP sessions (Ctrl-C or SIGTERM stops)."""
-        return run_serve(settings_from(ctx), live_sync=not no_watch, poll=poll, http=http, json_out=json_out)
+def run_serve_command(settings, no_watch: bool, poll: bool, http: Optional[str], json_out: bool) -> int:
+    if not no_watch:
+        require("watch")
+    if http is not None:
+        require("mcp")
+    return run_serve(settings, live_sync=not no_watch, poll=poll, http=http, json_out=json_out)

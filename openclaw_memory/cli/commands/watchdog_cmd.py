@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import typer
-
-from ..context import settings_from
 from ..output import print_json, warn
-
-watchdog_app = typer.Typer(
-    help="Snapshot the workspace and report what changed since (changed, deleted, new files).",
-    no_args_is_help=True,
-)
 
 
 def _print_delta(result) -> None:
@@ -27,16 +19,10 @@ def _print_delta(result) -> None:
         print(f"new:     {display(p)}")
 
 
-@watchdog_app.command("snapshot")
-def snapshot(
-    ctx: typer.Context,
-    label: Optional[str] = typer.Argument(None, help="Name for this snapshot (letters, digits, . _ -; default: a UTC timestamp)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-) -> int:
-    """Record every workspace file (type, stat, content hash); the newest snapshot is the baseline."""
+def run_snapshot(settings, label: Optional[str], json_out: bool) -> int:
     from ...watchdog.snapshot import take_snapshot
 
-    info = take_snapshot(settings_from(ctx), label)
+    info = take_snapshot(settings, label)
     for message in info.warnings:
         warn(message)
     if json_out:
@@ -46,12 +32,10 @@ def snapshot(
     return 0
 
 
-@watchdog_app.command("verify")
-def verify(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
-    """Compare the workspace with the baseline. Exit 0: no break; 1: files changed or deleted; 2: no baseline."""
+def run_verify(settings, json_out: bool) -> int:
     from ...watchdog.verify import verify_workspace
 
-    result = verify_workspace(settings_from(ctx))
+    result = verify_workspace(settings)
     for message in result.warnings:
         warn(message)
     if json_out:
@@ -62,12 +46,10 @@ def verify(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", he
     return 0 if result.break_count == 0 else 1
 
 
-@watchdog_app.command("heartbeat")
-def heartbeat(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> int:
-    """Verify, then take a timestamped snapshot. Clean: prints HEARTBEAT_OK. Break: lists the changes, writes a checkpoint."""
+def run_heartbeat(settings, json_out: bool) -> int:
     from ...watchdog.heartbeat import OK, heartbeat as run_heartbeat
 
-    result = run_heartbeat(settings_from(ctx))
+    result = run_heartbeat(settings)
     for message in result.warnings:
         warn(message)
     if json_out:
@@ -81,7 +63,3 @@ def heartbeat(ctx: typer.Context, json_out: bool = typer.Option(False, "--json",
         print(f"checkpoint: {result.checkpoint} (the next `openclaw-memory prompt` includes it once)")
         print(f"new baseline: {result.snapshot.label}")
     return 0 if result.status == OK else 1
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(watchdog_app, name="watchdog")

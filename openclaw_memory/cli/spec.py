@@ -1,0 +1,188 @@
+"""Every command, argument and flag of the CLI, declared once.
+
+Both the start-up parser (:mod:`.parse`, standard library only, which runs every command) and
+the typer application (:mod:`.app`, which renders ``--help``) are built from these tables, so
+they cannot disagree. A handler is named ``"module:function"`` under ``cli/commands`` and is
+called as ``function(settings, **values)`` with one keyword per argument and flag (its ``dest``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Kind = Literal["value", "switch", "toggle"]
+
+
+@dataclass(frozen=True)
+class Opt:
+    """A flag. ``value`` takes one value (repeatable with ``repeat``); ``switch`` is on/off;
+    ``toggle`` is ``--x/--no-x`` with ``None`` when neither is given."""
+
+    dest: str
+    flags: tuple[str, ...]
+    help: str
+    kind: Kind = "value"
+    type: type = str
+    default: Any = None
+    repeat: bool = False
+    metavar: str | None = None
+    required: bool = False
+
+    @property
+    def negative(self) -> str:
+        """The ``--no-x`` spelling of a toggle."""
+        return "--no-" + self.flags[0][2:]
+
+
+@dataclass(frozen=True)
+class Arg:
+    dest: str
+    help: str
+    required: bool = True
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # "files", or "watchdog snapshot" for a subcommand of a group
+    help: str
+    handler: str
+    args: tuple[Arg, ...] = ()
+    opts: tuple[Opt, ...] = ()
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return tuple(self.name.split())
+
+
+def json_opt(help: str = "Print JSON.") -> Opt:
+    return Opt("json_out", ("--json",), help, kind="switch", default=False)
+
+
+def _no_index() -> Opt:
+    return Opt("no_index", ("--no-index",), "Do not update the search index afterwards.", kind="switch", default=False)
+
+
+# Accepted before the command, between a group and its subcommand, and after the command.
+SETTINGS: tuple[Opt, ...] = (
+    Opt("workspace", ("--workspace", "-w"), "Agent workspace (else $OPENCLAW_WORKSPACE, config, current folder).", metavar="PATH"),
+    Opt("agent", ("--agent",), "Agent id (default: main).", metavar="ID"),
+    Opt("state_dir", ("--state-dir",), "State folder (else $OPENCLAW_STATE_DIR, else ~/.openclaw).", metavar="PATH"),
+    Opt("extra", ("--extra",), "Extra memory path (repeatable; adds to config and $OPENCLAW_MEMORY_EXTRA_PATHS).", repeat=True, metavar="PATH"),
+    Opt("multimodal", ("--multimodal",), "List images and audio in extra paths.", kind="toggle"),
+    Opt("qdrant_url", ("--qdrant-url",), "Use a Qdrant server for the index (else $OPENCLAW_MEMORY_QDRANT_URL, toml [index] url).", metavar="URL"),
+    Opt("session", ("--session",), "Read records of this session (the write guard checks what it read); default: the agent's CLI records.", metavar="ID"),
+)
+
+MEMORY_PATH = "Memory file, relative to the workspace (or inside an extra path)."
+
+COMMANDS: tuple[Command, ...] = (
+    Command("files", "List the memory files: MEMORY.md, USER.md, the dream diary, memory/**/*.md, extra paths.", "files_cmd:run_files",
+            opts=(json_opt(),)),
+    Command("read", "Read a window of a memory file by lines and characters (OpenClaw's memory_get).", "read_cmd:run_read",
+            args=(Arg("path", MEMORY_PATH),),
+            opts=(
+                Opt("from_line", ("--from",), "First line to return (1-based).", type=int, default=1, metavar="N"),
+                Opt("lines", ("--lines",), "How many lines (default 120).", type=int, metavar="N"),
+                Opt("max_chars", ("--max-chars",), "Character budget (default 12000).", type=int, metavar="N"),
+                json_opt("Print JSON (OpenClaw's memory_get result)."),
+                Opt("diff", ("--diff",), "Show what changed since this agent's last read (whole file, unified diff).", kind="switch", default=False),
+            )),
+    Command("prompt", "Build the startup memory section: MEMORY.md, recent daily notes, within OpenClaw's caps.", "prompt_cmd:run_prompt",
+            opts=(
+                Opt("date", ("--date",), "Which day is 'today' (YYYY-MM-DD; default: the local date).", metavar="DATE"),
+                Opt("peek", ("--peek",), "Show a pending workspace-change checkpoint without consuming it.", kind="switch", default=False),
+                json_opt(),
+            )),
+    Command("doctor", "Check the memory files (split or legacy root, symlinks, extra paths, prompt caps, UTF-8, watchdog, index); --fix repairs.",
+            "doctor_cmd:run_doctor_command",
+            opts=(
+                Opt("fix", ("--fix", "--repair"), "Repair what can be repaired (asks first on a terminal).", kind="switch", default=False),
+                Opt("yes", ("--yes",), "Do not ask before each repair.", kind="switch", default=False),
+                Opt("non_interactive", ("--non-interactive",), "Never prompt (for scripts).", kind="switch", default=False),
+                json_opt("Print the findings and repairs as JSON (never prompts)."),
+            )),
+    Command("index", "Index the memory files for search (incremental: only what changed is re-embedded).", "index_cmd:run_index",
+            opts=(
+                Opt("full", ("--full",), "Drop the agent's index and rebuild it from scratch.", kind="switch", default=False),
+                json_opt("Print a JSON summary."),
+            )),
+    Command("search", "Search the memory: hybrid (meaning + keywords) by default.", "index_cmd:run_search",
+            args=(Arg("query", "What to look for (put -- before a query that starts with -)."),),
+            opts=(
+                Opt("limit", ("--limit",), "Most results to return.", type=int, default=6, metavar="N"),
+                Opt("min_score", ("--min-score",), "Drop results scoring below this (0-1, same scale in every mode).", type=float, default=0.35, metavar="SCORE"),
+                Opt("mode", ("--mode",), "hybrid (default), vector or text (keywords only; never loads the model).", default="hybrid", metavar="MODE"),
+                Opt("no_sync", ("--no-sync",), "Do not re-index changed files first; list them in `stale`.", kind="switch", default=False),
+                json_opt(),
+            )),
+    Command("collections", "List the agent's collections: names, paths, patterns, point counts, backend.", "index_cmd:run_collections",
+            opts=(json_opt(),)),
+    Command("status", "Show the index per collection: files, chunks, stale files, last index, model, size on disk.", "index_cmd:run_status",
+            opts=(json_opt(),)),
+    Command("watchdog snapshot", "Record every workspace file (type, stat, content hash); the newest snapshot is the baseline.",
+            "watchdog_cmd:run_snapshot",
+            args=(Arg("label", "Name for this snapshot (letters, digits, . _ -; default: a UTC timestamp).", required=False),),
+            opts=(json_opt(),)),
+    Command("watchdog verify", "Compare the workspace with the baseline. Exit 0: no break; 1: files changed or deleted; 2: no baseline.",
+            "watchdog_cmd:run_verify", opts=(json_opt(),)),
+    Command("watchdog heartbeat", "Verify, then take a timestamped snapshot. Clean: prints HEARTBEAT_OK. Break: lists the changes, writes a checkpoint.",
+            "watchdog_cmd:run_heartbeat", opts=(json_opt(),)),
+    Command("write", "Write a memory file atomically, blocked (exit 3) if it changed since this agent read it.", "write_cmd:run_write",
+            args=(Arg("path", MEMORY_PATH),),
+            opts=(
+                Opt("append", ("--append",), "Add TEXT on its own line at the end of the file.", metavar="TEXT"),
+                Opt("replace_file", ("--replace-file",), "Replace the whole file with this file's bytes.", metavar="FILE"),
+                Opt("stdin", ("--stdin",), "Replace the whole file with standard input.", kind="switch", default=False),
+                Opt("expect", ("--expect",), "Write only if the file is at this version (prefix of 8+ hex characters).", metavar="VERSION"),
+                Opt("idempotency_key", ("--idempotency-key",), "Retry-safe key: a second write with it within 24 h writes nothing and prints the first result (default: agent, path, mode and content).", metavar="KEY"),
+                _no_index(),
+                json_opt(),
+            )),
+    Command("history", "List the versions of a memory file kept in the history, newest first.", "history_cmd:run_history",
+            args=(Arg("path", MEMORY_PATH),), opts=(json_opt(),)),
+    Command("restore", "Restore an earlier version atomically; the current one is kept, so this can be undone.", "history_cmd:run_restore",
+            args=(Arg("path", "Memory file to restore."), Arg("version", "The version to bring back (a unique prefix of 8+ hex characters).")),
+            opts=(_no_index(), json_opt())),
+    Command("state", "Show each memory file's state for this agent: read_fresh, read_stale, discovered_unread, written_unread.",
+            "history_cmd:run_state", opts=(json_opt(),)),
+    Command("migrate", "Copy every collection of the workspace (vectors and payloads, no re-embedding), verify counts; resumable.",
+            "migrate_cmd:run_migrate",
+            opts=(
+                Opt("to", ("--to",), "Where to copy the index: a Qdrant URL (http://HOST:6333) or 'embedded'.", required=True, metavar="TARGET"),
+                Opt("source", ("--from",), "Where to copy it from: 'embedded' (default when --to is a URL) or a Qdrant URL.", metavar="SOURCE"),
+                json_opt("Print a JSON summary."),
+            )),
+    Command("watch", "Keep the search index up to date while memory files change, and serve the CLI and MCP from warm memory (the service with live sync; Ctrl-C or SIGTERM stops).",
+            "watch_cmd:run_watch",
+            opts=(
+                json_opt("One JSON object per line per applied change."),
+                Opt("poll", ("--poll",), "Poll the folders instead of using inotify (network file systems).", kind="switch", default=False),
+            )),
+    Command("serve", "Run the workspace's memory service: model and index kept warm for the CLI and every MCP session, live sync on (Ctrl-C or SIGTERM stops).",
+            "serve_cmd:run_serve_command",
+            opts=(
+                Opt("no_watch", ("--no-watch",), "Answer requests only; do not follow file changes (no live sync).", kind="switch", default=False),
+                Opt("poll", ("--poll",), "Poll the folders instead of using inotify (network file systems).", kind="switch", default=False),
+                Opt("http", ("--http",), "Also serve MCP over streamable HTTP on this loopback HOST:PORT (port 0: any free one), with a bearer token.", metavar="ADDR"),
+                json_opt("One JSON object per line per applied change."),
+            )),
+    Command("mcp", "Serve memory_search, memory_get, memory_write and memory_status over MCP on stdin/stdout (through the service when it runs).", "mcp_cmd:run_mcp",
+            opts=(
+                Opt("serve", ("--serve",), "Start the workspace's service in the background first when none runs.", kind="switch", default=False),
+                Opt("http", ("--http",), "Serve MCP over streamable HTTP on this loopback HOST:PORT instead of stdio (runs the service in the foreground).", metavar="ADDR"),
+            )),
+)
+
+GROUPS = {"watchdog": "Snapshot the workspace and report what changed since (changed, deleted, new files)."}
+
+PROG = "openclaw-memory"
+HELP = "Find, read, index and search an AI agent's Markdown memory (MEMORY.md, USER.md, memory/**/*.md, extra paths)."
+
+
+def find_command(words: tuple[str, ...]) -> Command | None:
+    for command in COMMANDS:
+        if command.words == words:
+            return command
+    return None

