@@ -60,6 +60,7 @@ class MemoryTools:
         self.settings = settings
         self.client = client
         self.core = core
+        self.in_service = core is not None  # the HTTP endpoint, inside the service
         self._session = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
         self.session_of = session_of or (lambda _ctx: self._session)
         self._lock = threading.Lock()  # the client's one connection carries one request at a time
@@ -106,7 +107,12 @@ class MemoryTools:
         ).to_json()
 
     def status(self, ctx) -> dict:
-        return self.call("status", ctx).to_json()
+        out = self.call("status", ctx).to_json()
+        if self.client is not None or self.in_service:
+            out["service"] = self.call("info", ctx).to_json()
+        else:
+            out["service"] = {"running": False}
+        return out
 
     def close(self) -> None:
         if self.client is not None:
