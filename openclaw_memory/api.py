@@ -141,17 +141,19 @@ def write_memory(
     return result
 
 
-def restore(settings: Settings, path: str, version: str, *, update_index: bool = True) -> "WriteResult":
+def restore(settings: Settings, path: str, version: str, *, update_index: bool = True,
+            sync: "Callable[[], SyncSummary] | None" = None) -> "WriteResult":
     """Restore an earlier version of a memory file (unique prefix, at least 8 hex characters), atomically.
 
     The current version is recorded in the history first, so the restore can be undone.
+    ``sync`` as for :func:`write_memory`.
     """
     from .history.guard import restore_file_version
 
     result = restore_file_version(settings, path, version)
     if not result.changed:
         return dataclasses.replace(result, index={"updated": False, "reason": "nothing changed"})
-    return _after_write(settings, result, update_index)
+    return _after_write(settings, result, update_index, sync)
 
 
 def file_history(settings: Settings, path: str) -> "VersionHistory":

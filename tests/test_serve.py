@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+import xxhash
 
 from conftest import write
 from openclaw_memory.serve.paths import read_info, service_dir
@@ -111,8 +112,12 @@ def start(services, workspace, state_dir, *args) -> Serve:
     return s.wait_ready()
 
 
+MEMORY_TEXT = "# Memory\n\nThe user's cat is called Pistachio.\n"
+MEMORY_VERSION = xxhash.xxh3_128_hexdigest(MEMORY_TEXT.encode())
+
+
 def memory(workspace: Path):
-    write(workspace / "MEMORY.md", "# Memory\n\nThe user's cat is called Pistachio.\n")
+    write(workspace / "MEMORY.md", MEMORY_TEXT)
     write(workspace / "memory" / "projects" / "boat.md", "# Boat\n\nSanding the teak deck of the ketch this spring.\n")
 
 
@@ -144,6 +149,8 @@ SEQUENCE = [
     ("write", "memory/new.md", "--append", "hello there", "--no-index"),
     ("--session", "s2", "write", "MEMORY.md", "--append", "never read", "--no-index"),
     ("write", "MEMORY.md", "--append", "read first", "--no-index", "--json"),
+    ("restore", "MEMORY.md", MEMORY_VERSION[:12], "--no-index", "--json"),
+    ("history", "MEMORY.md", "--json"),
     ("status",),
     ("status", "--json"),
     ("index", "--json"),

@@ -266,14 +266,13 @@ class ServiceCore:
     def op_write(self, settings, path: str, content: bytes | None = None, append: bytes | str | None = None,
                  expect: str | None = None, update_index: bool = True, idempotency_key: str | None = None,
                  tool: str = "write"):
-        def sync():
-            with self._index(settings) as index:
-                return index.sync()
-
         return api.write_memory(
             settings, path, content=content, append=append, expect=expect, update_index=update_index,
-            idempotency_key=idempotency_key, tool=tool, sync=sync,
+            idempotency_key=idempotency_key, tool=tool, sync=lambda: self.op_index(settings),
         )
+
+    def op_restore(self, settings, path: str, version: str, update_index: bool = True):
+        return api.restore(settings, path, version, update_index=update_index, sync=lambda: self.op_index(settings))
 
     def op_end_session(self, settings):
         self.end_session(settings)

@@ -22,7 +22,11 @@ def run_history(settings, path: str, json_out: bool) -> int:
 
 
 def run_restore(settings, path: str, version: str, no_index: bool, json_out: bool) -> int:
-    result = api.restore(settings, path, version, update_index=not no_index)
+    from ...serve.client import IN_PROCESS, try_service
+
+    result = try_service(settings, "restore", path=path, version=version, update_index=not no_index)
+    if result is IN_PROCESS:
+        result = api.restore(settings, path, version, update_index=not no_index)
     index = result.index or {}
     if not index.get("updated") and str(index.get("reason", "")).startswith("index not updated"):
         warn(index["reason"])

@@ -4,7 +4,6 @@
 import sys
 from typing import Optional
 
-from ... import api
 from ...errors import UsageError
 from ...serve.client import IN_PROCESS, try_service
 from ..output import print_json, warn
@@ -34,6 +33,8 @@ def run_write(settings, path: str, append: Optional[str], replace_file: Optional
                 idempotency_key=idempotency_key)
     result = try_service(settings, "write", path=path, **args)
     if result is IN_PROCESS:
+        from ... import api  # only here: answered by the service, a write loads none of it
+
         result = api.write_memory(settings, path, **args)
     if result.to_json().get("replayed"):
         warn("already written by an earlier write with the same idempotency key; nothing written again")
