@@ -232,6 +232,19 @@ def test_status_shows_the_running_service(workspace, state_dir, cli, services):
     assert line and f"pid {service.proc.pid}" in line[0] and "1 session(s)" in line[0]
 
 
+HEAVY = ("torch", "sentence_transformers", "onnxruntime", "qdrant_edge", "qdrant_client", "numpy", "mcp", "watchfiles", "typer")
+
+
+def test_the_cli_answered_by_the_service_imports_nothing_heavy(workspace, state_dir, cli, services):
+    memory(workspace)
+    start(services, workspace, state_dir, "--no-watch")
+    for args in (("search", "teak", "--json"), ("read", "MEMORY.md"), ("state",), ("write", "memory/x.md", "--append", "y")):
+        result = cli(*args, env={"PYTHONPROFILEIMPORTTIME": "1"})
+        assert "in-process" not in result.stderr, result.stderr
+        loaded = {line.split("|")[-1].strip().split(".")[0] for line in result.stderr.splitlines() if line.startswith("import time:")}
+        assert loaded and not loaded & set(HEAVY), (args, loaded & set(HEAVY))
+
+
 def test_a_second_serve_names_the_holder_and_exits(workspace, state_dir, cli, services):
     memory(workspace)
     service = start(services, workspace, state_dir, "--no-watch")

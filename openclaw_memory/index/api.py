@@ -9,7 +9,8 @@ from ..files.scan import scan_memory_files
 from .collections import assign_files, resolve_collections
 from .config import index_config
 from .manifest import load_manifest, manifest_dir, stale_paths
-from .search import MODES, QueryPlan, SearchResult, rank
+from .results import SearchResult
+from .search import MODES, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
 from .sync import Models, ProgressCallback, SyncSummary, model_cache_dir, sync_index

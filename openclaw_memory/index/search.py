@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .results import SearchHit, SearchResult
+from .results import SearchHit, SearchResult  # noqa: F401  SearchResult: the package exports it from here
 from .snippets import make_snippet
 from .store.base import BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Shard
 

@@ -263,7 +263,7 @@ class Service:
         except OSError:
             return
         finally:
-            for session, settings in sessions.items():
+            for session in sessions:
                 self.core.connected(session, -1)
             conn.close()
 
