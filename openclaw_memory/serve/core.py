@@ -51,6 +51,9 @@ class ServiceInfo:
     rss_bytes: int | None
     http: str | None  # the MCP HTTP endpoint, when it listens
     requests: int
+    lock_waits: int  # requests that waited for an index in use (a sync, another request)
+    lock_waits_over_100ms: int
+    lock_wait_max_ms: float
 
     def to_json(self) -> dict:
         return {
@@ -63,6 +66,8 @@ class ServiceInfo:
             "memoryBytes": self.rss_bytes,
             "http": self.http,
             "requests": self.requests,
+            "lockWaits": {"count": self.lock_waits, "over100ms": self.lock_waits_over_100ms,
+                          "maxMs": round(self.lock_wait_max_ms, 1)},
         }
 
 
@@ -99,6 +104,7 @@ class ServiceCore:
         self._sessions: dict[str, float] = {}
         self._connected: dict[str, int] = {}
         self._sessions_lock = threading.Lock()
+        self._waits = [0, 0, 0.0]  # count, over 100 ms, longest (ms)
         idle = settings.section("service").get("shard_idle", SHARD_IDLE_S)
         if isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0:
             from ..errors import ConfigError
@@ -170,14 +176,22 @@ class ServiceCore:
     @contextmanager
     def _index(self, settings) -> Iterator[object]:
         slot = self.slot(settings)
-        with slot.lock:
+        if not slot.lock.acquire(blocking=False):
+            started = time.monotonic()
+            slot.lock.acquire()
+            waited = (time.monotonic() - started) * 1000
+            with self._sessions_lock:
+                self._waits[0] += 1
+                self._waits[1] += waited > 100
+                self._waits[2] = max(self._waits[2], waited)
+        try:
             slot.used = time.monotonic()
-            try:
-                yield slot.index
-            finally:
-                slot.used = time.monotonic()
-                if self.shard_idle_s == 0 and slot.index.store.backend == "edge":
-                    slot.index.store.close()
+            yield slot.index
+        finally:
+            slot.used = time.monotonic()
+            if self.shard_idle_s == 0 and slot.index.store.backend == "edge":
+                slot.index.store.close()
+            slot.lock.release()
 
     def close_idle_shards(self) -> None:
         """Close the shards of indexes unused for ``shard_idle_s`` (never one in use)."""
@@ -219,7 +233,7 @@ class ServiceCore:
             live = {s for s, t in self._sessions.items() if t >= cutoff} | set(self._connected)
         return ServiceInfo(
             os.getpid(), self.started, time.time() - self.started, self.settings.agent, self.live_sync,
-            tuple(sorted(live)), rss_bytes(), self.http, self.requests,
+            tuple(sorted(live)), rss_bytes(), self.http, self.requests, *self._waits,
         )
 
     def handle(self, op: str, settings, args: dict):
