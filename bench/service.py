@@ -36,7 +36,7 @@ import time
 import uuid
 from pathlib import Path
 
-from _common import cli, median, pct, settings_for
+from _common import REPO, cli, median, pct, settings_for
 from watch import subset_workspace
 
 PY = sys.executable
@@ -46,6 +46,7 @@ def env_for(ws: Path, state: Path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW") and k != "PYTHONDONTWRITEBYTECODE"}
     # Byte-code caches as an installed package has them (pip compiles at install), kept out of the tree.
     env["PYTHONPYCACHEPREFIX"] = str(ws.parent / "pycache")
+    env["PYTHONPATH"] = str(REPO)  # the processes run this tree's code, as this one does
     env.update(OPENCLAW_WORKSPACE=str(ws), OPENCLAW_STATE_DIR=str(state), **extra)
     return env
 
