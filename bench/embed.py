@@ -19,6 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus" / "openclaw-docs"
 MODEL = "all-MiniLM-L6-v2"
+HEAVY = ("torch", "transformers", "sentence_transformers", "onnx", "onnxruntime", "safetensors", "tokenizers")
 
 
 def worker(backend: str, cache_dir: str, texts_file: str, out_file: str, batch_size: int) -> None:
@@ -35,6 +36,7 @@ def worker(backend: str, cache_dir: str, texts_file: str, out_file: str, batch_s
 
     np.save(out_file, vectors)
     print(json.dumps({
+        "imported": sorted(m for m in HEAVY if m in sys.modules),
         "backend": embedder.backend,
         "load_s": loaded - started,
         "encode_s": done - loaded,

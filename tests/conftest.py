@@ -70,3 +70,9 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def shared_index_state(tmp_path_factory) -> Path:
+    """One state dir for every test that indexes: the model's ONNX export is made once per session."""
+    return tmp_path_factory.mktemp("shared-index-state")

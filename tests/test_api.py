@@ -30,3 +30,23 @@ def test_agent_flow_without_the_cli(workspace, state_dir):
     assert om.detect_root_memory_files(workspace).split
     report = om.run_doctor(settings)
     assert [f.id for f in report.findings] == ["split-root"]
+
+
+def test_every_export_is_visible_to_type_checkers():
+    """Type checkers do not run ``__getattr__``: each public name must be imported under TYPE_CHECKING."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(om.__file__).read_text(encoding="utf-8"))
+    guarded = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    imported = {alias.name: "." * stmt.level + (stmt.module or "") for stmt in guarded.body for alias in stmt.names}
+    assert imported == om._EXPORTS
+    assert sorted(om.__all__) == sorted(om._EXPORTS)
+
+
+def test_result_types_and_literals_are_exported():
+    for name in ("SearchHit", "IndexStatus", "Finding", "WriteResult", "IndexUpdate", "SearchMode", "Severity"):
+        assert name in om.__all__, name
+    from typing import get_args
+
+    assert get_args(om.SearchMode) == ("hybrid", "vector", "text")

@@ -514,11 +514,11 @@ def test_first_invalid_utf8_across_block_boundaries(tmp_path):
     # a valid 3-byte character split across the first block boundary, then an invalid byte later
     data = b"a" * (block - 1) + "€".encode() + b"b" * 10 + b"\xff" + b"c"
     path = write(tmp_path / "big.md", data)
-    assert first_invalid_utf8(str(path)) == block - 1 + 3 + 10
+    assert first_invalid_utf8(str(path), (str(tmp_path),)) == block - 1 + 3 + 10
     write(path, b"a" * (block - 2) + "€".encode())
-    assert first_invalid_utf8(str(path)) is None
+    assert first_invalid_utf8(str(path), (str(tmp_path),)) is None
     write(path, b"a" * (block - 1) + b"\xe2\x82")  # truncated at end of file
-    assert first_invalid_utf8(str(path)) == block - 1
+    assert first_invalid_utf8(str(path), (str(tmp_path),)) == block - 1
 
 
 def test_prompt_caps(workspace, state_dir, cli):

@@ -143,7 +143,7 @@ def onnx_cache(tmp_path_factory):
 
 
 def test_onnx_export_matches_torch(embedder, onnx_cache):
-    """The real export (torch -> ONNX, fused, int8): same dimension, normalised, near-identical."""
+    """The real export (graph written from the weights, fused, int8): same dimension, normalised, near-identical."""
     assert choose_backend("all-MiniLM-L6-v2", "auto", onnx_cache) == "onnx"  # exportable
     fast = load_embedder("all-MiniLM-L6-v2", backend="auto", cache_dir=onnx_cache)
     assert fast.backend == "onnx" and fast.dim == 384

@@ -304,9 +304,9 @@ def test_read_json_keeps_openclaw_keys_and_a_paged_read_records_the_whole_file(c
 
 def test_write_reports_no_index_and_no_index_flag(cli, workspace):
     out = cli("write", "memory/a.md", "--append", "x", "--json").json()
-    assert out["index"] == {"updated": False, "reason": "no index for agent main"}
+    assert out["index"] == {"updated": False, "reason": "no index for agent main", "sync": None}
     out = cli("write", "memory/a.md", "--append", "y", "--json", "--no-index").json()
-    assert out["index"] == {"updated": False, "reason": "skipped (--no-index)"}
+    assert out["index"] == {"updated": False, "reason": "skipped (--no-index)", "sync": None}
 
 
 def test_api_errors_are_typed(workspace, state_dir):
@@ -337,16 +337,16 @@ def test_a_writer_waits_for_the_lock_held_by_another_process(workspace, state_di
 
 
 @pytest.mark.slow
-def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, state_dir):
+def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, shared_index_state):
     from openclaw_memory.index.api import MemoryIndex
 
-    s = settings_for(workspace, state_dir)
+    s = settings_for(workspace, shared_index_state)
     write(workspace / "MEMORY.md", "# Memory\n\nThe boat is moored at pier seven.\n")
     with MemoryIndex(s) as index:
         index.sync()
     api.read_memory(s, "MEMORY.md")
     result = api.write_memory(s, "MEMORY.md", append="The spare key is under the zucchiniflowerpot.")
-    assert result.index["updated"] is True and result.index["chunksEmbedded"] >= 1
+    assert result.index.updated is True and result.index.sync.chunks_embedded >= 1
     with MemoryIndex(s) as index:
         assert index.status().stale == []
         hits = index.search("zucchiniflowerpot", mode="text", sync=False, min_score=0.0).results

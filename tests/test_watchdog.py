@@ -383,15 +383,15 @@ def test_cli_verify_exit_codes_and_json(cli, workspace):
     assert snap.returncode == 0 and snap.json()["label"] == "first" and snap.json()["entries"] == 1
     clean = cli("watchdog", "verify", "--json")
     assert clean.returncode == 0
-    assert clean.json() == {"baseline": "first", "changed": [], "deleted": [], "new": [], "break_count": 0}
+    assert clean.json() == {"baseline": "first", "changed": [], "deleted": [], "new": [], "breakCount": 0}
     write(workspace / "MEMORY.md", "# Memory, changed\n")
     write(workspace / "new.md", "n")
     broken = cli("watchdog", "verify", "--json")
     assert broken.returncode == 1
     data = broken.json()
-    assert set(data) == {"baseline", "changed", "deleted", "new", "break_count"}
+    assert set(data) == {"baseline", "changed", "deleted", "new", "breakCount"}
     assert [set(c) for c in data["changed"]] == [{"path", "oldHash", "newHash"}]
-    assert data["changed"][0]["path"] == "MEMORY.md" and data["new"] == ["new.md"] and data["break_count"] == 1
+    assert data["changed"][0]["path"] == "MEMORY.md" and data["new"] == ["new.md"] and data["breakCount"] == 1
     assert len(data["changed"][0]["oldHash"]) == 32 and data["changed"][0]["oldHash"] != data["changed"][0]["newHash"]
     bad = cli("watchdog", "snapshot", ".hidden")
     assert bad.returncode == 2 and "invalid snapshot label" in bad.stderr and "Traceback" not in bad.stderr

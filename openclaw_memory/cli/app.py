@@ -87,8 +87,8 @@ def _settings_callback(*extra: inspect.Parameter) -> Callable:
 
 def _command_function(command: Command) -> Callable:
     def run(ctx: typer.Context, **kwargs):
-        from .main import run_parsed
         from .parse import Parsed
+        from .run import run_parsed
 
         own = _split_settings(kwargs)
         return run_parsed(Parsed("run", command.words, command, kwargs, _merged_settings(ctx, own), kwargs.get("json_out", False)))

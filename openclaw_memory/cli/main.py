@@ -6,34 +6,12 @@ a message on stderr (and ``{"error": ...}`` on stdout with ``--json``), never a 
 
 from __future__ import annotations
 
-import importlib
 import sys
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, describe_os_error
 from .output import error
-from .parse import Parsed, parse
-
-
-def run_parsed(parsed: Parsed) -> int:
-    """Resolve the settings and call the command's handler (the typer app calls this too)."""
-    from ..settings import Overrides, resolve_settings
-
-    given = parsed.settings
-    settings = resolve_settings(
-        Overrides(
-            workspace=given.get("workspace") or None,
-            agent=given.get("agent") or None,
-            state_dir=given.get("state_dir") or None,
-            extra=tuple(given.get("extra") or ()),
-            multimodal=given.get("multimodal"),
-            qdrant_url=given.get("qdrant_url") or None,
-            session=given.get("session") or None,
-        )
-    )
-    module, function = parsed.command.handler.split(":")
-    handler = getattr(importlib.import_module(f".commands.{module}", __package__), function)
-    result = handler(settings, **parsed.values)
-    return result if isinstance(result, int) else 0
+from .parse import parse
+from .run import run_parsed
 
 
 def _show_help(words: tuple[str, ...]) -> int:
@@ -75,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a failure no layer below worded (the layers word the ones they expect)
+        error(describe_os_error(exc), as_json)
+        return 1
 
 
 def run() -> None:

@@ -7,7 +7,14 @@ import sys
 
 
 def print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A file name that is not UTF-8 (surrogate-escaped): \udcXX escapes keep the JSON valid
+        # UTF-8 and give the exact name back to a JSON reader.
+        text = json.dumps(data, ensure_ascii=True, indent=2)
+    sys.stdout.write(text + "\n")
 
 
 def warn(message: str) -> None:

@@ -2,18 +2,21 @@
 
 Stamps are JavaScript ISO timestamps with ``:`` and ``.`` replaced by ``-``
 (``2026-11-30T12-55-01-427Z``). The stamp folder is created exclusively, so an
-earlier archive is never overwritten; on a clash a new stamp is taken.
+earlier archive is never overwritten; on a clash a new stamp is taken. Every folder
+on the way is opened from the workspace's descriptor (``O_NOFOLLOW``): a symlink
+there, planted before or swapped in during the repair, is refused.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import stat
 import time
 
 from ..files.paths import LEGACY_ROOT, REPAIR_ROOT_MEMORY
-from ..fsutil.atomic import fsync_dir
+from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
+
+ARCHIVE_PARTS = tuple(REPAIR_ROOT_MEMORY.split("/"))
 
 
 class ArchiveRefused(OSError):
@@ -40,26 +43,43 @@ def new_stamp(workspace: str) -> str:
         time.sleep(0.001)
 
 
-def ensure_parents(workspace: str) -> str:
-    """Create ``.openclaw-repair/root-memory`` as real folders; refuse symlinks on the way."""
-    path = workspace
-    for part in REPAIR_ROOT_MEMORY.split("/"):
-        path = os.path.join(path, part)
+def ensure_parents(workspace: str) -> Folder:
+    """Open (creating them) ``.openclaw-repair/root-memory`` as real folders; refuse symlinks on the way."""
+    try:
+        return Folder.under(workspace, ARCHIVE_PARTS, create=True)
+    except (FolderSwapped, NotADirectoryError) as exc:
+        where = exc.filename or os.path.join(workspace, REPAIR_ROOT_MEMORY)
+        raise ArchiveRefused(0, f"{where} is a symlink or not a folder; move it away so the archive stays inside the workspace", where) from None
+
+
+class StampDir:
+    """A freshly created stamp folder, held open, with its parent (to remove it again)."""
+
+    def __init__(self, parent: Folder, name: str):
+        self.parent = parent
+        self.name = name
+        self.folder = Folder(open_folder(parent.path, (name,), root_fd=parent.fd), os.path.join(parent.path, name))
+
+    def remove_if_empty(self) -> None:
+        self.folder.close()
         try:
-            os.mkdir(path, 0o755)
-            fsync_dir(os.path.dirname(path))
-        except FileExistsError:
-            st = os.lstat(path)
-            if not stat.S_ISDIR(st.st_mode):
-                kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a folder"
-                raise ArchiveRefused(0, f"{path} is {kind}; move it away so the archive stays inside the workspace", path) from None
-    return path
+            os.rmdir(self.name, dir_fd=self.parent.fd)
+        except OSError:
+            return  # not empty (someone put a file there) or already gone: leave it
+        self.parent.fsync()
+
+    def close(self) -> None:
+        self.folder.close()
+        self.parent.close()
 
 
-def make_stamp_dir(workspace: str, stamp: str) -> str:
-    """Create the stamp folder exclusively (FileExistsError on a clash) and return its path."""
+def make_stamp_dir(workspace: str, stamp: str) -> StampDir:
+    """Create the stamp folder exclusively (FileExistsError on a clash) and hold it open."""
     parent = ensure_parents(workspace)
-    path = os.path.join(parent, stamp)
-    os.mkdir(path, 0o755)
-    fsync_dir(parent)
-    return path
+    try:
+        os.mkdir(stamp, 0o755, dir_fd=parent.fd)
+        parent.fsync()
+        return StampDir(parent, stamp)
+    except BaseException:
+        parent.close()
+        raise

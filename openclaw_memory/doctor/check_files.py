@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..fsutil.safeopen import NotRegularFile, FolderSwapped, open_regular_in_roots, open_regular_nofollow
 from .model import CheckContext, Finding
 
 BLOCK = 1 << 20
@@ -66,9 +66,12 @@ def check_extra_paths(ctx: CheckContext) -> list[Finding]:
     return [f for f in (_extra_finding(ctx, extra) for extra in ctx.settings.extra_paths) if f is not None]
 
 
-def first_invalid_utf8(path: str) -> int | None:
-    """Byte offset of the first invalid UTF-8 sequence, or None; streamed, never the whole file at once."""
-    fd, _ = open_regular_nofollow(path)
+def first_invalid_utf8(path: str, roots: tuple[str, ...]) -> int | None:
+    """Byte offset of the first invalid UTF-8 sequence, or None; streamed, never the whole file at once.
+
+    The file is opened from the descriptor of its allowed root (``roots``), never through a swapped folder.
+    """
+    fd, _ = open_regular_in_roots(roots, path)
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
     try:
@@ -89,12 +92,13 @@ def first_invalid_utf8(path: str) -> int | None:
 
 def check_utf8(ctx: CheckContext) -> list[Finding]:
     findings: list[Finding] = []
+    roots = (str(ctx.settings.workspace), *ctx.settings.extra_paths)
     for f in ctx.scan.files:
         if f.kind != "markdown":
             continue
         try:
-            bad = first_invalid_utf8(f.abs_path)
-        except (FileNotFoundError, NotRegularFile):
+            bad = first_invalid_utf8(f.abs_path, roots)
+        except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped):
             continue  # vanished or replaced since the scan: not a memory file any more
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EIO):

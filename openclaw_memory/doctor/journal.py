@@ -53,7 +53,13 @@ def write_journal(data_dir: Path, state: dict) -> dict:
     """Record ``state`` durably (file and folder fsynced) and return it."""
     os.makedirs(data_dir, exist_ok=True)
     state = {**state, "version": VERSION, "pid": os.getpid(), "updated": time.time()}
-    atomic_write_bytes(journal_path(data_dir), json.dumps(state, indent=2, sort_keys=True).encode("utf-8"), 0o600)
+    path = journal_path(data_dir)
+    try:
+        atomic_write_bytes(path, json.dumps(state, indent=2, sort_keys=True).encode("utf-8"), 0o600)
+    except OSError as exc:
+        if exc.filename is None:  # a failed write() names no file: say it was the journal (state dir)
+            exc.filename = str(path)
+        raise
     return state
 
 

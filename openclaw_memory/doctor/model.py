@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable
 
+from ..types import REPAIR_STATUSES, SEVERITIES, RepairStatus, Severity
+
 if TYPE_CHECKING:
     from ..files.root import RootMemoryFiles
     from ..files.scan import ScanResult
     from ..settings import Settings
 
-SEVERITIES = ("error", "warning", "info")
-REPAIR_STATUSES = ("done", "declined", "failed", "rolled-back", "completed")
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Finding:
     """One problem (or note) found in the workspace."""
 
     id: str
-    severity: str  # "error" | "warning" | "info"
+    severity: Severity
     message: str
     fixable: bool = False
     paths: tuple[str, ...] = ()
@@ -56,7 +56,7 @@ class Repair:
 
     id: str  # the id of the finding it addresses
     action: str
-    status: str  # see REPAIR_STATUSES
+    status: RepairStatus
     detail: str
     paths: tuple[str, ...] = ()
 

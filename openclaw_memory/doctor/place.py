@@ -1,29 +1,35 @@
-"""Small file-system steps the repairs share: read a root file, place a file without replacing."""
+"""Small file-system steps the repairs share, on names in a folder held open by descriptor.
+
+Every repair opens the workspace root (and the archive folders below it) once, one
+component at a time (see :mod:`openclaw_memory.fsutil.safeopen`), and works on names
+in those descriptors: a folder swapped for a symlink while a repair runs cannot send
+a read, a move or a temp file outside the workspace.
+"""
 
 from __future__ import annotations
 
-import errno
 import os
+from collections.abc import Sequence
 
 from ..fsutil.hashing import hash_open_file
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..fsutil.move import link_noreplace
+from ..fsutil.safeopen import Folder, NotRegularFile, FolderSwapped
 from . import hooks
 
-# Link unsupported (FAT, some FUSE file systems): fall back to check-then-rename.
-_NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
 
-
-def read_regular(path: str) -> bytes:
+def read_regular(folder: Folder, name: str) -> bytes:
     """The bytes of a regular file (never through a symlink, never a FIFO)."""
-    fd, _ = open_regular_nofollow(path)
+    fd, _ = folder.open_regular(name)
     with os.fdopen(fd, "rb") as fh:
         return fh.read()
 
 
-def hash_or_none(path: str) -> str | None:
-    """xxh3 of a regular file, or None when it is missing or not a regular file."""
+def hash_or_none(folder: Folder | None, name: str) -> str | None:
+    """xxh3 of a regular file, or None when it (or its folder) is missing or not a regular file."""
+    if folder is None:
+        return None
     try:
-        fd, _ = open_regular_nofollow(path)
+        fd, _ = folder.open_regular(name)
     except (FileNotFoundError, NotRegularFile):
         return None
     try:
@@ -32,31 +38,28 @@ def hash_or_none(path: str) -> str | None:
         os.close(fd)
 
 
-def place_no_replace(src: str, dst: str, step_prefix: str) -> None:
+def folder_or_none(workspace: str, parts: Sequence[str]) -> Folder | None:
+    """The folder ``workspace/parts...`` opened from the workspace's descriptor; None when it is
+    missing, a symlink or not a folder (a repair never works through those)."""
+    try:
+        return Folder.under(workspace, parts)
+    except (FileNotFoundError, NotADirectoryError, FolderSwapped):
+        return None
+
+
+def place_no_replace(folder: Folder, src: str, dst: str, step_prefix: str) -> None:
     """Give ``src`` the name ``dst`` in the same folder, never replacing an existing ``dst``.
 
     A hard link fails atomically when ``dst`` exists (FileExistsError); the source
     name is removed only after the link is in place, so a crash between the two
     leaves two names for the same bytes, which recovery recognises by inode.
     """
-    try:
-        os.link(src, dst, follow_symlinks=False)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in _NO_LINK:
-            raise
-        if os.path.lexists(dst):
-            raise FileExistsError(errno.EEXIST, "destination exists", dst) from None
-        os.rename(src, dst)
-        return
-    hooks.reach(f"{step_prefix}:linked")
-    os.unlink(src)
+    link_noreplace(folder.fd, src, folder.fd, dst, on_linked=lambda: hooks.reach(f"{step_prefix}:linked"))
 
 
-def same_file(a: str, b: str) -> bool:
+def same_file(folder: Folder, a: str, b: str) -> bool:
     try:
-        sa, sb = os.lstat(a), os.lstat(b)
+        sa, sb = folder.lstat(a), folder.lstat(b)
     except FileNotFoundError:
         return False
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)

@@ -10,16 +10,17 @@ from __future__ import annotations
 import os
 import stat
 
-from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
-from ..fsutil.atomic import fsync_dir
+from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..fsutil.move import safe_move
+from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from .aftercare import finalize
+from .archive import ARCHIVE_PARTS, ArchiveRefused
 from .journal import CorruptJournal, clear_journal, journal_path, read_journal
 from .merge import has_merge_marker
 from .model import Finding, Repair, RepairSpec
-from .place import hash_or_none, place_no_replace, read_regular, same_file
-from .repair_root import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
+from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
+from .place import folder_or_none, hash_or_none, place_no_replace, read_regular, same_file
 
 ID = "interrupted-repair"
 
@@ -44,132 +45,148 @@ def resume(settings: Settings, finding: Finding | None = None) -> Repair:
     if state is None:
         return Repair(ID, "resume", "completed", "the interrupted repair was already finished by another run", ())
     try:
-        if state["kind"] == "merge":
-            return _resume_merge(settings, state)
-        return _resume_migrate(settings, state)
+        with Folder.under(str(settings.workspace)) as root:
+            if state["kind"] == "merge":
+                return _resume_merge(settings, state, root)
+            return _resume_migrate(settings, state, root)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         return Repair(ID, "resume", "failed", f"{exc.strerror or exc}{where}; the journal is kept, every byte is still reachable: fix the cause and run `doctor --fix` again", ())
 
 
-def _entries(ws: str) -> set[str]:
-    return set(os.listdir(ws))
+def _entries(root: Folder) -> set[str]:
+    return set(os.listdir(root.fd))
 
 
-def _remove_partial_copies(folder: str) -> None:
+def _remove_partial_copies(folder: Folder | None) -> None:
     """Drop half-written EXDEV copies (``.memory.md.<hex>.tmp``) in our own archive folder."""
-    try:
-        names = os.listdir(folder)
-    except FileNotFoundError:
+    if folder is None:
         return
-    for name in names:
+    for name in os.listdir(folder.fd):
         if name.startswith(f".{LEGACY_ROOT}.") and name.endswith(".tmp"):
-            path = os.path.join(folder, name)
-            if stat.S_ISREG(os.lstat(path).st_mode):
-                os.unlink(path)
-    fsync_dir(folder)
+            if stat.S_ISREG(folder.lstat(name).st_mode):
+                folder.unlink(name, missing_ok=True)
+    folder.fsync()
 
 
-def _rmdir_if_empty(folder: str) -> None:
-    try:
-        os.rmdir(folder)
-    except OSError:
-        return  # not empty (someone put a file there) or already gone: leave it
-    fsync_dir(os.path.dirname(folder))
+def _rmdir_if_empty(ws: str, archive_parts: tuple[str, ...]) -> None:
+    parent = folder_or_none(ws, archive_parts[:-1])
+    if parent is None:
+        return
+    with parent:
+        try:
+            os.rmdir(archive_parts[-1], dir_fd=parent.fd)
+        except OSError:
+            return  # not empty (someone put a file there) or already gone: leave it
+        parent.fsync()
 
 
-def _resume_merge(settings: Settings, state: dict) -> Repair:
+def _archive_parts(rel: str) -> tuple[str, ...]:
+    """The stamp folder's components, from the journal; only ever a folder of our archive."""
+    parts = tuple(rel.split("/")) if isinstance(rel, str) else ()
+    if len(parts) != 4 or parts[:2] != ARCHIVE_PARTS or parts[3] != LEGACY_ROOT or parts[2] in ("", ".", ".."):
+        raise ArchiveRefused(0, f"the journal names an archive outside {REPAIR_ROOT_MEMORY}/: {rel!r}", str(rel))
+    return parts[:3]
+
+
+def _resume_merge(settings: Settings, state: dict, root: Folder) -> Repair:
     ws = str(settings.workspace)
     data_dir = settings.data_dir
     rel = state["archive"]
-    archive = os.path.join(ws, rel)
-    archive_dir = os.path.dirname(archive)
-    legacy = os.path.join(ws, LEGACY_ROOT)
-    canon = os.path.join(ws, CANONICAL_ROOT)
+    parts = _archive_parts(rel)
     paths = (CANONICAL_ROOT, LEGACY_ROOT, rel)
     where = f"resumed the {'merge' if state['mode'] == 'append' else 'archive'} interrupted at step '{state.get('step')}'"
 
-    entries = _entries(ws)
-    legacy_here = LEGACY_ROOT in entries and hash_or_none(legacy) == state["legacy_hash"]
-    archive_ok = hash_or_none(archive) == state["legacy_hash"]
-    merged = state["mode"] != "append"
-    if not merged and CANONICAL_ROOT in entries:
-        try:
-            merged = has_merge_marker(read_regular(canon), rel)
-        except OSError:
-            merged = False
-    if legacy_here or archive_ok:
-        _remove_partial_copies(archive_dir)
+    archive_dir = folder_or_none(ws, parts)
+    try:
+        entries = _entries(root)
+        legacy_here = LEGACY_ROOT in entries and hash_or_none(root, LEGACY_ROOT) == state["legacy_hash"]
+        archive_ok = hash_or_none(archive_dir, LEGACY_ROOT) == state["legacy_hash"]
+        merged = state["mode"] != "append"
+        if not merged and CANONICAL_ROOT in entries:
+            try:
+                merged = has_merge_marker(read_regular(root, CANONICAL_ROOT), rel)
+            except OSError:
+                merged = False
+        if legacy_here or archive_ok:
+            _remove_partial_copies(archive_dir)
 
-    how = "rename"
-    if archive_ok and legacy_here:
-        if merged:
-            how = "copy"
-            os.unlink(legacy)  # the verified copy is in the archive (cross-device move)
-            fsync_dir(ws)
-        else:
-            os.unlink(archive)
-            _rmdir_if_empty(archive_dir)
+        how = "rename"
+        if archive_ok and legacy_here:
+            if merged:
+                how = "copy"
+                root.unlink(LEGACY_ROOT)  # the verified copy is in the archive (cross-device move)
+                root.fsync()
+            else:
+                archive_dir.unlink(LEGACY_ROOT)
+                archive_dir.close()
+                _rmdir_if_empty(ws, parts)
+                clear_journal(data_dir)
+                return Repair(ID, "resume", "rolled-back", f"{where}: nothing was merged yet; removed the extra archive copy, memory.md is in place", paths)
+        elif legacy_here:
+            if not merged:
+                if archive_dir is not None:
+                    archive_dir.close()
+                _rmdir_if_empty(ws, parts)
+                clear_journal(data_dir)
+                return Repair(ID, "resume", "rolled-back", f"{where}: nothing was merged or moved yet; MEMORY.md and memory.md are as they were", paths)
+            if archive_dir is None:
+                archive_dir = Folder.under(ws, parts, create=True)
+            how = safe_move(root.fd, LEGACY_ROOT, archive_dir.fd, LEGACY_ROOT)
+            detail = merge_detail(state, how)
+            extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
+            again = "MEMORY.md already held the merge, so it was not merged again; " if state["mode"] == "append" else ""
+            return Repair(ID, "resume", "completed", f"{where}: {again}{detail}{extra}", paths)
+        elif not archive_ok:
+            if archive_dir is not None:
+                archive_dir.close()
+            _rmdir_if_empty(ws, parts)
             clear_journal(data_dir)
-            return Repair(ID, "resume", "rolled-back", f"{where}: nothing was merged yet; removed the extra archive copy, memory.md is in place", paths)
-    elif legacy_here:
-        if not merged:
-            _rmdir_if_empty(archive_dir)
-            clear_journal(data_dir)
-            return Repair(ID, "resume", "rolled-back", f"{where}: nothing was merged or moved yet; MEMORY.md and memory.md are as they were", paths)
-        os.makedirs(archive_dir, exist_ok=True)
-        how = safe_move(legacy, archive)
-        detail = merge_detail(state, how)
-        extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
-        again = "MEMORY.md already held the merge, so it was not merged again; " if state["mode"] == "append" else ""
-        return Repair(ID, "resume", "completed", f"{where}: {again}{detail}{extra}", paths)
-    elif not archive_ok:
-        _rmdir_if_empty(archive_dir)
-        clear_journal(data_dir)
-        if LEGACY_ROOT in entries:
+            if LEGACY_ROOT in entries:
+                return Repair(
+                    ID, "resume", "rolled-back",
+                    f"{where}: memory.md was changed by someone else since; the interrupted repair was abandoned"
+                    + (f" (MEMORY.md keeps the earlier text under the marker for {rel})" if merged else "")
+                    + " and memory.md is left for a fresh repair",
+                    paths,
+                )
             return Repair(
-                ID, "resume", "rolled-back",
-                f"{where}: memory.md was changed by someone else since; the interrupted repair was abandoned"
-                + (f" (MEMORY.md keeps the earlier text under the marker for {rel})" if merged else "")
-                + " and memory.md is left for a fresh repair",
+                ID, "resume", "failed",
+                f"{where}: memory.md was removed by someone else and the archive does not hold it"
+                + (f"; MEMORY.md holds its text under the marker for {rel}" if merged else ""),
                 paths,
             )
-        return Repair(
-            ID, "resume", "failed",
-            f"{where}: memory.md was removed by someone else and the archive does not hold it"
-            + (f"; MEMORY.md holds its text under the marker for {rel}" if merged else ""),
-            paths,
-        )
+    finally:
+        if archive_dir is not None:
+            archive_dir.close()
     detail = merge_detail(state, how)
     extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
     return Repair(ID, "resume", "completed", f"{where}: {detail}{extra}", paths)
 
 
-def _resume_migrate(settings: Settings, state: dict) -> Repair:
-    ws = str(settings.workspace)
+def _resume_migrate(settings: Settings, state: dict, root: Folder) -> Repair:
     data_dir = settings.data_dir
     temp_name = state["temp"]
-    temp = os.path.join(ws, temp_name)
-    canon = os.path.join(ws, CANONICAL_ROOT)
-    legacy = os.path.join(ws, LEGACY_ROOT)
     paths = (LEGACY_ROOT, CANONICAL_ROOT, temp_name)
     where = f"resumed the rename interrupted at step '{state.get('step')}'"
+    if not isinstance(temp_name, str) or "/" in temp_name or temp_name in ("", ".", ".."):
+        return Repair(ID, "resume", "failed", f"the journal names a temporary file that is not in the workspace root: {temp_name!r}", paths)
 
-    entries = _entries(ws)
+    entries = _entries(root)
     has_temp, has_canon, has_legacy = temp_name in entries, CANONICAL_ROOT in entries, LEGACY_ROOT in entries
-    if has_temp and has_canon and not same_file(temp, canon):
+    if has_temp and has_canon and not same_file(root, temp_name, CANONICAL_ROOT):
         if has_legacy:
             return Repair(ID, "resume", "failed", f"MEMORY.md and memory.md both appeared meanwhile; the renamed file's bytes are at {temp_name} — merge them by hand", paths)
-        os.rename(temp, legacy)
-        fsync_dir(ws)
+        os.rename(temp_name, LEGACY_ROOT, src_dir_fd=root.fd, dst_dir_fd=root.fd)
+        root.fsync()
         clear_journal(data_dir)
         return Repair(ID, "resume", "rolled-back", f"{where}: MEMORY.md appeared meanwhile, so memory.md was put back (a split root, which doctor --fix merges)", paths)
     if has_temp and has_canon:
-        os.unlink(temp)  # both names are the same file: the rename had finished but for this unlink
-        fsync_dir(ws)
+        root.unlink(temp_name)  # both names are the same file: the rename had finished but for this unlink
+        root.fsync()
     elif has_temp:
-        place_no_replace(temp, canon, "migrate")
-        fsync_dir(ws)
+        place_no_replace(root, temp_name, CANONICAL_ROOT, "migrate")
+        root.fsync()
     elif has_legacy:
         clear_journal(data_dir)
         return Repair(ID, "resume", "rolled-back", f"{where}: memory.md had not been moved yet; nothing changed", paths)

@@ -10,18 +10,21 @@ from __future__ import annotations
 import os
 import time
 
+from ..errors import is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
-from ..fsutil.atomic import atomic_write_bytes, fsync_dir
-from ..fsutil.hashing import hash_bytes, hash_file
+from ..fsutil.atomic import atomic_write_bytes
+from ..fsutil.hashing import hash_bytes, hash_open_file
 from ..fsutil.move import safe_move
+from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from . import hooks
 from .aftercare import finalize
 from .archive import ArchiveRefused, archive_rel, make_stamp_dir, new_stamp
 from .journal import clear_journal, journal_pending, step, write_journal
-from .merge import HEADING, already_merged, legacy_block, merged_bytes
+from .merge import already_merged, legacy_block, merged_bytes
 from .model import Finding, Repair, RepairSpec
+from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
 from .place import place_no_replace, read_regular
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
@@ -35,47 +38,12 @@ def _regular(entry: RootEntry) -> bool:
     return entry.exists and entry.is_file and not entry.is_symlink
 
 
-def merge_note(state: dict) -> str:
-    """The line the checkpoint gets for a finished merge."""
-    rel = state["archive"]
-    if state["mode"] == "append":
-        return f"merged memory.md into MEMORY.md; archive at {rel}"
-    return f"archived memory.md ({_mode_words(state)}) at {rel}; MEMORY.md unchanged"
-
-
-def merge_changed_paths(state: dict) -> list[str]:
-    """Workspace-relative paths a merge changes (for the watchdog baseline)."""
-    paths = [CANONICAL_ROOT] if state["mode"] == "append" else []
-    return paths + [LEGACY_ROOT, state["archive"]]
-
-
-def _mode_words(state: dict) -> str:
-    return {
-        "identical": "same bytes as MEMORY.md",
-        "empty": "it was empty",
-        "already-merged": f"MEMORY.md already holds its text from an earlier merge, archive {state.get('earlier')}",
-    }.get(state["mode"], state["mode"])
-
-
-def merge_detail(state: dict, how: str) -> str:
-    rel = state["archive"]
-    if state["mode"] == "append":
-        text = f"merged memory.md ({state['legacy_size']} bytes) into MEMORY.md under \"{HEADING}\"; archived the original at {rel}"
-    else:
-        text = f"archived memory.md at {rel} without merging ({_mode_words(state)}); MEMORY.md unchanged"
-    if state.get("lossy") and state["mode"] == "append":
-        text += "; memory.md was not valid UTF-8: it was merged with U+FFFD in place of the invalid bytes and its raw bytes are kept in the archive"
-    if how == "copy":
-        text += "; the archive is on another file system: copied, fsynced and hash-verified before the original was removed"
-    return text
-
-
-def _write_canonical(path: str, data: bytes) -> None:
-    st = os.lstat(path)
-    atomic_write_bytes(path, data)
+def _write_canonical(root: Folder, data: bytes) -> None:
+    st = root.lstat(CANONICAL_ROOT)
+    atomic_write_bytes(CANONICAL_ROOT, data, dir_fd=root.fd)
     if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
         try:
-            os.chown(path, st.st_uid, st.st_gid, follow_symlinks=False)
+            os.chown(CANONICAL_ROOT, st.st_uid, st.st_gid, dir_fd=root.fd, follow_symlinks=False)
         except PermissionError:
             pass  # not root: the file was ours to begin with
 
@@ -84,7 +52,7 @@ def _failure(exc: OSError, settings: Settings) -> str:
     """The detail of a repair stopped by an OS error (disk full, read-only file system): undo at once if possible."""
     from .recovery import resume  # recovery builds on this module
 
-    what = f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+    what = describe_os_error(exc, settings)
     if not journal_pending(settings.data_dir):
         return f"{what}; nothing changed"
     undo = resume(settings)
@@ -93,23 +61,41 @@ def _failure(exc: OSError, settings: Settings) -> str:
     return f"{what}; every byte is still reachable and the journal lets the next `doctor --fix` complete or roll back this repair"
 
 
+def describe_os_error(exc: OSError, settings: Settings) -> str:
+    """What stopped a repair, and where: a full disk is named as such, in the workspace or the state dir."""
+    name = os.fspath(exc.filename) if exc.filename else ""
+    in_state = name.startswith(str(settings.data_dir))
+    where = f"the state dir ({settings.data_dir})" if in_state else f"the workspace ({settings.workspace})"
+    if is_no_space(exc):
+        return f"the disk is full: no space left to write in {where}"
+    return f"{exc.strerror or exc} (in {where}{': ' + name if name else ''})"
+
+
 BUSY = "an interrupted repair is pending (see interrupted-repair); it must be completed or rolled back first"
 
 
 def merge_split_root(settings: Settings, finding: Finding) -> Repair:
     """Merge ``memory.md`` into ``MEMORY.md`` (unless identical, empty or merged already), then archive it."""
     ws = str(settings.workspace)
-    data_dir = settings.data_dir
-    if journal_pending(data_dir):
+    if journal_pending(settings.data_dir):
         return Repair("split-root", "merge", "failed", BUSY, SPLIT_PATHS)
-    canon = os.path.join(ws, CANONICAL_ROOT)
-    legacy = os.path.join(ws, LEGACY_ROOT)
     roots = detect_root_memory_files(ws)
     if not (_regular(roots.canonical) and _regular(roots.legacy)):
         return Repair("split-root", "merge", "failed", "MEMORY.md and memory.md are no longer both regular files; nothing changed", SPLIT_PATHS)
     try:
-        canonical = read_regular(canon)
-        legacy_bytes = read_regular(legacy)
+        root = Folder.under(ws)
+    except OSError as exc:
+        return Repair("split-root", "merge", "failed", f"cannot open the workspace ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
+    with root:
+        return _merge(settings, root)
+
+
+def _merge(settings: Settings, root: Folder) -> Repair:
+    ws = str(settings.workspace)
+    data_dir = settings.data_dir
+    try:
+        canonical = read_regular(root, CANONICAL_ROOT)
+        legacy_bytes = read_regular(root, LEGACY_ROOT)
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot read the root files ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
 
@@ -149,28 +135,30 @@ def merge_split_root(settings: Settings, finding: Finding) -> Repair:
             new = merged_bytes(canonical, block, rel)
             state = step(data_dir, state, "write-canonical")
             hooks.reach("merge:write-canonical")
-            if read_regular(canon) != canonical:
+            if read_regular(root, CANONICAL_ROOT) != canonical:
                 raise _CanonicalChanged()
-            _write_canonical(canon, new)
+            _write_canonical(root, new)
             hooks.reach("merge:canonical-written")
         state = step(data_dir, state, "archive")
         hooks.reach("merge:archive")
-        how = safe_move(legacy, os.path.join(ws, rel), on_step=lambda name: hooks.reach(f"move:{name}"))
+        how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT, on_step=lambda name: hooks.reach(f"move:{name}"))
         hooks.reach("merge:archived")
     except ArchiveRefused as exc:
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", f"{exc.strerror}; nothing changed", SPLIT_PATHS)
     except _CanonicalChanged:
-        os.rmdir(stamp_dir)
+        stamp_dir.remove_if_empty()
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", "MEMORY.md changed under the repair (someone else wrote it); doctor changed nothing — run `doctor --fix` again", SPLIT_PATHS)
     except OSError as exc:
         return Repair("split-root", action, "failed", _failure(exc, settings), SPLIT_PATHS)
+    finally:
+        if stamp_dir is not None:
+            stamp_dir.close()
     extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
     return Repair("split-root", action, "done", merge_detail(state, how) + extra, (*SPLIT_PATHS, rel))
 
 
-MIGRATE_NOTE = "renamed the legacy root memory.md to MEMORY.md (the canonical name)"
 
 
 def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
@@ -183,32 +171,35 @@ def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
     data_dir = settings.data_dir
     if journal_pending(data_dir):
         return Repair("legacy-root", "migrate", "failed", BUSY, SPLIT_PATHS)
-    canon = os.path.join(ws, CANONICAL_ROOT)
-    legacy = os.path.join(ws, LEGACY_ROOT)
     roots = detect_root_memory_files(ws)
     if roots.canonical.exists or not _regular(roots.legacy):
         return Repair("legacy-root", "migrate", "failed", "the root files changed since the check; nothing changed", SPLIT_PATHS)
     temp_name = f".{LEGACY_ROOT}.migrate-{os.urandom(4).hex()}.tmp"
-    temp = os.path.join(ws, temp_name)
     try:
-        state = write_journal(data_dir, {
-            "kind": "migrate", "step": "to-temp", "temp": temp_name,
-            "legacy_hash": hash_file(legacy), "started": time.time(),
-        })
-        hooks.reach("migrate:begin")
-        os.rename(legacy, temp)
-        fsync_dir(ws)
-        state = step(data_dir, state, "to-canonical")
-        hooks.reach("migrate:at-temp")
-        try:
-            place_no_replace(temp, canon, "migrate")
-        except FileExistsError:
-            os.rename(temp, legacy)
-            fsync_dir(ws)
-            clear_journal(data_dir)
-            return Repair("legacy-root", "migrate", "failed", "MEMORY.md appeared while the repair ran; memory.md was put back — run `doctor --fix` again to merge", SPLIT_PATHS)
-        fsync_dir(ws)
-        hooks.reach("migrate:renamed")
+        with Folder.under(ws) as root:
+            fd, _ = root.open_regular(LEGACY_ROOT)
+            try:
+                legacy_hash = hash_open_file(fd)
+            finally:
+                os.close(fd)
+            state = write_journal(data_dir, {
+                "kind": "migrate", "step": "to-temp", "temp": temp_name,
+                "legacy_hash": legacy_hash, "started": time.time(),
+            })
+            hooks.reach("migrate:begin")
+            os.rename(LEGACY_ROOT, temp_name, src_dir_fd=root.fd, dst_dir_fd=root.fd)
+            root.fsync()
+            state = step(data_dir, state, "to-canonical")
+            hooks.reach("migrate:at-temp")
+            try:
+                place_no_replace(root, temp_name, CANONICAL_ROOT, "migrate")
+            except FileExistsError:
+                os.rename(temp_name, LEGACY_ROOT, src_dir_fd=root.fd, dst_dir_fd=root.fd)
+                root.fsync()
+                clear_journal(data_dir)
+                return Repair("legacy-root", "migrate", "failed", "MEMORY.md appeared while the repair ran; memory.md was put back — run `doctor --fix` again to merge", SPLIT_PATHS)
+            root.fsync()
+            hooks.reach("migrate:renamed")
     except OSError as exc:
         return Repair("legacy-root", "migrate", "failed", _failure(exc, settings), SPLIT_PATHS)
     extra = finalize(settings, state, [LEGACY_ROOT, CANONICAL_ROOT], MIGRATE_NOTE)

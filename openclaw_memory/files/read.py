@@ -19,9 +19,10 @@ from dataclasses import dataclass, field, replace
 
 import xxhash
 
-from ..errors import PathRefused
+from ..errors import PathChanged, PathRefused
 from ..fsutil.hashing import BLOCK
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..fsutil.safeopen import Folder, NotRegularFile
+from ..fsutil.safeopen import FolderSwapped as _Swapped
 from .paths import LEGACY_ROOT, REPAIR_DIR, display_path, is_memory_path
 
 NOTICE_NEXT = "[More content available. Use from={next} to continue.]"
@@ -59,11 +60,66 @@ class ReadResult:
         return out
 
 
+# Longer paths could still be reached one folder at a time, but nothing else (an editor,
+# the shell, OpenClaw) could open them: refuse them before creating any folder.
+def _path_max() -> int:
+    try:
+        return os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 4096
+
+
+_PATH_MAX = _path_max()
+
+
 @dataclass(frozen=True)
 class ResolvedPath:
     abs_path: str
     display: str
-    root: str  # the allowed root (workspace or extra path) the symlink check starts from
+    root: str  # the allowed root (workspace or extra path) every open starts from
+    parts: tuple[str, ...] = ()  # the components below ``root``, the file's name last
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else os.path.basename(self.abs_path)
+
+    def folder(self, *, create: bool = False) -> Folder:
+        """The file's folder, opened one component at a time from the root's descriptor.
+
+        Raises PathChanged when a folder on the way is a symlink or not a folder
+        (swapped since :func:`resolve_memory_path` checked it), FileNotFoundError
+        when one is missing (without ``create``).
+        """
+        try:
+            return Folder.under(self.root, self.parts[:-1], create=create)
+        except _Swapped as exc:
+            raise path_changed(self, exc) from None
+
+
+def path_changed(resolved: ResolvedPath, exc: OSError, outcome: str = "nothing was read or written") -> PathChanged:
+    where = display_path(exc.filename, resolved.root) if exc.filename else resolved.display
+    return PathChanged(
+        f"refused: {resolved.display}: the path changed while in use ({where} is now a symlink or not a folder); "
+        f"{outcome}. Memory never follows symlinks; check the folder and try again."
+    )
+
+
+def open_resolved(resolved: ResolvedPath) -> tuple[int, os.stat_result] | None:
+    """``(fd, fstat)`` of the memory file through its folder's descriptor; None when it does not exist.
+
+    Refusals (a symlink, FIFO, socket, a swapped folder, no permission) are PathRefused.
+    """
+    try:
+        with resolved.folder() as folder:
+            return folder.open_regular(resolved.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except NotRegularFile as exc:
+        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
+    except PermissionError:
+        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
+    except OSError as exc:
+        raise PathRefused(f"cannot open {resolved.display}: {exc.strerror or exc}") from None
 
 
 def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] | list[str] = ()) -> ResolvedPath:
@@ -79,6 +135,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] 
     if not os.path.isabs(raw) and _escapes(raw):
         raise PathRefused(f"refused: {path} escapes the workspace through '..'")
     absolute = os.path.normpath(joined)
+    if len(os.fsencode(absolute)) >= _PATH_MAX:
+        raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {_PATH_MAX - 1})")
     shown = display_path(absolute, workspace)
     if not absolute.endswith(".md"):
         raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
@@ -98,7 +156,9 @@ def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] 
     if REPAIR_DIR in rel_parts:
         raise PathRefused(f"refused: {shown} is inside a {REPAIR_DIR} archive, which is never memory")
     _refuse_symlinks(root, rel_parts, shown)
-    return ResolvedPath(absolute, shown, root)
+    if not rel_parts:  # an extra path that is the file itself: opened from its folder
+        root, rel_parts = os.path.dirname(root), [os.path.basename(root)]
+    return ResolvedPath(absolute, shown, root, tuple(rel_parts))
 
 
 def _escapes(rel: str) -> bool:
@@ -135,7 +195,7 @@ def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
         current = os.path.join(current, part) if part else current
         try:
             st = os.lstat(current)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:
             raise PathRefused(f"refused: cannot inspect {shown}: {exc.strerror}") from None
@@ -173,21 +233,17 @@ def read_memory_file(
     """Read a window of a memory file with OpenClaw's ``memory_get`` semantics."""
     check_window_args(from_line, lines, max_chars)
     resolved = resolve_memory_path(path, workspace, extra_paths)
-    try:
-        fd, _ = open_regular_nofollow(resolved.abs_path)
-    except (FileNotFoundError, NotADirectoryError):
+    opened = open_resolved(resolved)
+    if opened is None:
         return ReadResult("", resolved.display, missing=True, abs_path=resolved.abs_path)
-    except NotRegularFile as exc:
-        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
-    except PermissionError:
-        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
-    with os.fdopen(fd, "rb") as fh:
+    with os.fdopen(opened[0], "rb") as fh:
         (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
     warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()
     result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
     return replace(result, version=version, size=size)
 
 
+_MAX_BUDGET = 1 << 40
 # A file rewritten in place while we read it: retry this often, then report no version.
 _VERSION_TRIES = 3
 
@@ -248,7 +304,8 @@ def _joined_len(lines: list[str]) -> int:
 def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[str], bool, bool]:
     """Return the window's lines (each at most ``max_chars + 1`` characters: enough to decide
     every cut), whether more lines follow, and whether invalid UTF-8 was met."""
-    keep_bytes = 4 * (max_chars + 2)
+    # A budget beyond any file (99999999999999999999999) must not overflow a read size.
+    keep_bytes = 4 * (min(max_chars, _MAX_BUDGET) + 2)
     for _ in range(from_line - 1):
         if not _skip_line(fh):
             return [], False, False

@@ -1,10 +1,14 @@
-"""Atomic replacement of a file: temp file, fsync, rename, fsync the folder."""
+"""Atomic replacement of a file: temp file, fsync, rename, fsync the folder.
+
+Every function takes an optional ``dir_fd``: then the path is a name in that open
+folder (see :mod:`.safeopen`), and the temp file, the rename and the fsync all go
+through the descriptor, so a folder swapped meanwhile cannot redirect them.
+"""
 
 from __future__ import annotations
 
 import os
 from typing import Iterable
-
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -20,11 +24,21 @@ def temp_name_beside(path: str) -> str:
     return os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
 
 
-def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None = None) -> str:
+def unlink_quietly(path: str, *, dir_fd: int | None = None) -> None:
+    """Remove a temp file of ours; already gone is fine (the cleanup of a failed step must not fail)."""
+    try:
+        os.unlink(path, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+
+
+def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None = None, *,
+                      dir_fd: int | None = None) -> str:
     """Write ``data`` (bytes, or blocks streamed in order) to a fresh (O_EXCL) temp file next to
-    ``path``, fsynced; return its name. Nothing is left behind when writing fails."""
+    ``path``, fsynced; return its name. Nothing is left behind when writing fails (disk full...)."""
     tmp = temp_name_beside(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
+                 dir_fd=dir_fd)
     try:
         for block in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
             view = memoryview(block)
@@ -35,13 +49,14 @@ def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        os.unlink(tmp)
+        unlink_quietly(tmp, dir_fd=dir_fd)
         raise
     os.close(fd)
     return tmp
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None, *,
+                       dir_fd: int | None = None) -> None:
     """Replace ``path`` with ``data`` so a reader or a crash sees the old or the new bytes, never a mix.
 
     The file keeps its permission bits when it exists already (``mode`` overrides).
@@ -49,20 +64,21 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
     path = os.fspath(path)
     if mode is None:
         try:
-            mode = os.stat(path).st_mode & 0o7777
+            mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
-    tmp = write_temp_beside(path, data, mode)
+    tmp = write_temp_beside(path, data, mode, dir_fd=dir_fd)
     try:
-        os.replace(tmp, path)
+        os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        unlink_quietly(tmp, dir_fd=dir_fd)
         raise
-    fsync_dir(os.path.dirname(path) or ".")
+    if dir_fd is not None:
+        os.fsync(dir_fd)
+    else:
+        fsync_dir(os.path.dirname(path) or ".")
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
+def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None, *,
+                      dir_fd: int | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode, dir_fd=dir_fd)

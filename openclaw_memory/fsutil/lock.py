@@ -65,8 +65,11 @@ class FileLock:
                         f"waited {self.timeout:g} s. Try again when it has finished."
                     ) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # a full disk: the lock holds all the same, only the pid for messages is missing
         self._fd = fd
 
     def release(self) -> None:
@@ -77,6 +80,8 @@ class FileLock:
                     os.unlink(self.path)  # while still locked: a waiter then sees a deleted file
                 else:
                     os.ftruncate(fd, 0)
+            except OSError:
+                pass  # the pid is informational; the unlock below is what matters
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from ..errors import PathRefused
-from ..files.read import ReadResult, check_window_args, read_window_bytes, resolve_memory_path
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
 from .states import READ, ReadRecords
 from .store import HistoryStore, FileVersion
 from .versions import short
@@ -112,13 +110,8 @@ def _text(data: bytes) -> tuple[str, bool]:
 
 
 def _read_whole(resolved) -> bytes | None:
-    try:
-        fd, _ = open_regular_nofollow(resolved.abs_path)
-    except (FileNotFoundError, NotADirectoryError):
+    opened = open_resolved(resolved)
+    if opened is None:
         return None
-    except NotRegularFile as exc:
-        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
-    except PermissionError:
-        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
-    with os.fdopen(fd, "rb") as fh:
+    with os.fdopen(opened[0], "rb") as fh:
         return fh.read()

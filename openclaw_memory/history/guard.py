@@ -3,39 +3,69 @@
 Under the history lock: hash the file as it is, record that version in the history
 (so what is about to be replaced can always be restored), check the guard rules,
 write the new bytes to a temp file beside the target and fsync it, store the new
-version, hash the target once more, and only if it still holds the version checked
-``os.replace`` the temp file over it and fsync the folder. A new file is created
-with ``link``, which fails if anything appeared at that name meanwhile.
+version, hash the target once more, log the new version, and only if it still held
+the version checked rename the temp file over it and fsync the folder. A new file
+is created with ``link``, which fails if anything appeared at that name meanwhile.
 
-What remains is the window between the last hash and the replace (microseconds):
+The file's folder is opened once, one component at a time from the allowed root's
+descriptor, and every open, temp file, rename and unlink goes through it: a folder
+swapped for a symlink meanwhile cannot send the write outside (PathChanged).
+Everything that can run out of space happens before the rename, so a full disk
+stops the write with the file unchanged and no temp file left.
+
+What remains is the window between the last hash and the replace (one log write):
 an outside editor that saves exactly then is overwritten; its version is in the
 history only if ``watch`` or a verify (``state``, ``history``) saw it first.
 """
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from collections.abc import Iterable, Iterator
 
 import xxhash
 
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
-from ..files.paths import is_daily_note
-from ..files.read import ResolvedPath, resolve_memory_path
-from ..fsutil.atomic import fsync_dir, write_temp_beside
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, os_error
+from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
+from ..files.read import ResolvedPath, path_changed, resolve_memory_path
+from ..fsutil.atomic import unlink_quietly, write_temp_beside
+from ..fsutil.move import NO_LINK
+from ..fsutil.safeopen import Folder, NotRegularFile
+from ..fsutil.safeopen import FolderSwapped as _Swapped
 from .states import WRITE, ReadRecords, Seen
 from .store import HistoryStore, FileVersion, check_prefix, snapshot_fd
 from .versions import AGENT_WRITE, RESTORE, Entry, short
 
 APPEND = "append"
+if TYPE_CHECKING:
+    from ..index.sync import SyncSummary
+
 REPLACE = "replace"
 RESTORED = "restore"
 # A daily-note append that loses a race to another append is simply tried again.
 _APPEND_TRIES = 5
+
+
+@dataclass(frozen=True)
+class IndexUpdate:
+    """What happened to the search index after a write.
+
+    ``updated``: the index now holds the write. Otherwise ``reason`` says why not; ``failed`` is
+    True only when an update was tried and failed (the file is written either way, and
+    ``openclaw-memory index`` catches up).
+    """
+
+    updated: bool
+    reason: str | None = None
+    failed: bool = False
+    sync: "SyncSummary | None" = None
+
+    def to_json(self) -> dict:
+        return {"updated": self.updated, "reason": self.reason, "sync": self.sync.to_json() if self.sync else None}
 
 
 @dataclass(frozen=True)
@@ -48,7 +78,8 @@ class WriteResult:
     size: int
     created: bool
     changed: bool = True  # False when a restore found the file already at that version
-    index: dict | None = None  # what the index update after the write did (set by the API)
+    index: IndexUpdate | None = None  # set by the API after the write
+    warnings: tuple[str, ...] = ()  # the write happened; something after it did not (see _commit)
 
     def to_json(self) -> dict:
         return {
@@ -59,7 +90,8 @@ class WriteResult:
             "size": self.size,
             "created": self.created,
             "changed": self.changed,
-            "index": self.index,
+            "index": self.index.to_json() if self.index else None,
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
 
@@ -72,11 +104,13 @@ def write_memory_file(settings, path: str, *, content: bytes | None = None, appe
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
 
     Raises WriteBlocked (exit 3) when the agent's view of the file is out of date,
-    PathRefused for anything that is not a memory path.
+    PathRefused for anything that is not a memory path (or whose folder was swapped
+    while in use), DiskFull when there is no space to write: then nothing was changed.
     """
     if (content is None) == (append is None):
         raise UsageError("give exactly one of: text to append, or the new content")
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    _refuse_dream_twin(resolved, str(settings.workspace))
     expected = check_prefix(expect) if expect is not None else None
     # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
@@ -89,7 +123,8 @@ def write_memory_file(settings, path: str, *, content: bytes | None = None, appe
     with store.lock():
         for _ in range(tries):
             try:
-                return _write_once(store, records, resolved, content, added, expected, daily_append)
+                return _translated(store, resolved, "written",
+                                   lambda: _write_once(store, records, resolved, content, added, expected, daily_append))
             except _Raced:
                 continue
     raise WriteBlocked(
@@ -108,34 +143,8 @@ def restore_file_version(settings, path: str, version: str) -> WriteResult:
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
     with store.lock():
-        fd, current = _open_current(resolved)
         try:
-            if current is not None:
-                store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-            wanted = store.resolve_prefix(resolved.abs_path, resolved.display, version)
-            if current is not None and current.version == wanted:
-                records.put(resolved.abs_path, current, WRITE)
-                return WriteResult(resolved.display, resolved.abs_path, RESTORED, wanted, wanted, current.size, False, changed=False)
-            blocks = store.objects.blocks(wanted)
-            if blocks is None:
-                raise MemoryToolError(
-                    f"version {short(wanted)} of {resolved.display} is no longer stored "
-                    "(evicted from the version store to stay within [history] max_bytes)"
-                )
-            mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
-        finally:
-            if fd is not None:
-                os.close(fd)
-        damaged = MemoryToolError(f"the stored copy of version {short(wanted)} is damaged; {resolved.display} was not changed")
-        try:
-            tmp, new, _ = _temp_from_blocks(resolved.abs_path, blocks, mode)
-        except zlib.error:
-            raise damaged from None
-        if new.version != wanted:
-            os.unlink(tmp)
-            raise damaged
-        try:
-            return _commit(store, records, resolved, current, tmp, new, RESTORED)
+            return _translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version))
         except _Raced:
             raise WriteBlocked(
                 f"blocked: {resolved.display} changed while it was being restored; nothing was written. "
@@ -143,29 +152,127 @@ def restore_file_version(settings, path: str, version: str) -> WriteResult:
             ) from None
 
 
-def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append) -> WriteResult:
-    latest_before = store.log.latest(resolved.abs_path)
-    fd, current = _open_current(resolved)
+def _refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
+    """``dreams.md`` is the dream diary only while ``DREAMS.md`` is absent; otherwise the scan skips it."""
+    if resolved.display != LEGACY_DREAMS or resolved.root != workspace:
+        return
+    try:
+        with resolved.folder() as folder:
+            names = set(os.listdir(folder.fd))
+    except (OSError, PathRefused):
+        return  # the write's own open reports what is wrong with the folder
+    if DREAMS in names:
+        raise PathRefused(
+            f"refused: {DREAMS} exists, so {LEGACY_DREAMS} is not memory (the scan skips it as a legacy twin); "
+            f"write to {DREAMS}, the dream diary"
+        )
+
+
+def _translated(store, resolved: ResolvedPath, done: str, operation):
+    """Run a write step, turning the OS failures a user can meet into typed errors.
+
+    Everything that can fail runs before the file is replaced (see :func:`_commit`),
+    so each of these messages can truthfully say the file was not changed.
+    """
+    unchanged = f"nothing was {done}: {resolved.display} is unchanged"
+    try:
+        return operation()
+    except _Swapped as exc:
+        raise path_changed(resolved, exc, f"nothing was {done}") from None
+    except NotADirectoryError:
+        raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
+    except _HistoryFailed as failed:
+        raise os_error(failed.error, f"the state dir ({store.root})", unchanged) from None
+    except OSError as exc:
+        raise os_error(exc, f"the workspace ({os.path.dirname(resolved.abs_path)})", unchanged) from None
+
+
+class _HistoryFailed(Exception):
+    """An OS error in the history (state dir), told apart from one in the workspace for the message."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+@contextlib.contextmanager
+def _in_history():
+    """Around history steps: their OS errors become _HistoryFailed (the state dir, not the workspace)."""
+    try:
+        yield
+    except _Swapped:
+        raise
+    except OSError as exc:
+        raise _HistoryFailed(exc) from None
+
+
+def _restore_once(store, records, resolved: ResolvedPath, version: str) -> WriteResult:
+    folder, fd, current = _open_current(resolved)
     try:
         if current is not None:
-            # The version about to be replaced goes into the history first.
-            store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-        seen = records.get(resolved.abs_path)
-        _check(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd)
+            with _in_history():
+                store.observe(resolved.abs_path, resolved.display, current, fd=fd)
+        wanted = store.resolve_prefix(resolved.abs_path, resolved.display, version)
+        if current is not None and current.version == wanted:
+            with _in_history():
+                records.put(resolved.abs_path, current, WRITE)
+            return WriteResult(resolved.display, resolved.abs_path, RESTORED, wanted, wanted, current.size, False, changed=False)
+        blocks = store.objects.blocks(wanted)
+        if blocks is None:
+            raise MemoryToolError(
+                f"version {short(wanted)} of {resolved.display} is no longer stored "
+                "(evicted from the version store to stay within [history] max_bytes)"
+            )
         mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
-        if added is None:
-            tmp, new, _ = _temp_from_blocks(resolved.abs_path, [content], mode)
-        else:
-            copied = _pread_blocks(fd) if fd is not None else iter(())
-            tail = _separator(fd, current) + added + (b"" if added.endswith(b"\n") else b"\n")
-            tmp, new, prefix = _temp_from_blocks(resolved.abs_path, copied, mode, tail)
-            if current is not None and prefix != current.version:
-                os.unlink(tmp)
-                raise _Raced()
+        if fd is not None:
+            os.close(fd)
+            fd = None
+        if folder is None:
+            folder = resolved.folder(create=True)
+        damaged = MemoryToolError(f"the stored copy of version {short(wanted)} is damaged; {resolved.display} was not changed")
+        try:
+            tmp, new, _ = _temp_from_blocks(folder, resolved, blocks, mode)
+        except zlib.error:
+            raise damaged from None
+        if new.version != wanted:
+            unlink_quietly(tmp, dir_fd=folder.fd)
+            raise damaged
+        return _commit(store, records, resolved, folder, current, tmp, new, RESTORED)
     finally:
         if fd is not None:
             os.close(fd)
-    return _commit(store, records, resolved, current, tmp, new, APPEND if added is not None else REPLACE)
+        if folder is not None:
+            folder.close()
+
+
+def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append) -> WriteResult:
+    latest_before = store.log.latest(resolved.abs_path)
+    folder, fd, current = _open_current(resolved)
+    try:
+        if current is not None:
+            # The version about to be replaced goes into the history first.
+            with _in_history():
+                store.observe(resolved.abs_path, resolved.display, current, fd=fd)
+        seen = records.get(resolved.abs_path)
+        _check(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd)
+        mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
+        if folder is None:
+            folder = resolved.folder(create=True)
+        if added is None:
+            tmp, new, _ = _temp_from_blocks(folder, resolved, [content], mode)
+        else:
+            copied = _pread_blocks(fd) if fd is not None else iter(())
+            tail = _separator(fd, current) + added + (b"" if added.endswith(b"\n") else b"\n")
+            tmp, new, prefix = _temp_from_blocks(folder, resolved, copied, mode, tail)
+            if current is not None and prefix != current.version:
+                unlink_quietly(tmp, dir_fd=folder.fd)
+                raise _Raced()
+        return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if folder is not None:
+            folder.close()
 
 
 def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
@@ -234,22 +341,6 @@ def _separator(fd: int | None, current: FileVersion | None) -> bytes:
     return b"" if os.pread(fd, 1, current.size - 1) == b"\n" else b"\n"
 
 
-def _open_current(resolved: ResolvedPath) -> tuple[int | None, FileVersion | None]:
-    try:
-        fd, _ = open_regular_nofollow(resolved.abs_path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None, None
-    except NotRegularFile as exc:
-        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
-    except PermissionError:
-        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
-    try:
-        return fd, snapshot_fd(fd)
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def _pread_blocks(fd: int) -> Iterator[bytes]:
     offset = 0
     while block := os.pread(fd, 1 << 20, offset):
@@ -257,13 +348,44 @@ def _pread_blocks(fd: int) -> Iterator[bytes]:
         yield block
 
 
-def _temp_from_blocks(target: str, blocks: Iterable[bytes], mode: int, tail: bytes = b"") -> tuple[str, FileVersion, str]:
-    """Write ``blocks`` then ``tail`` to a fsynced temp file beside ``target``.
+def _open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, FileVersion | None]:
+    """The file's folder (None when a folder on the way does not exist yet), the file and its version.
+
+    Everything after this goes through the folder's descriptor: a folder swapped
+    later cannot redirect the temp file, the check or the rename.
+    """
+    try:
+        folder = resolved.folder()
+    except FileNotFoundError:
+        return None, None, None
+    try:
+        fd, _ = folder.open_regular(resolved.name)
+    except FileNotFoundError:
+        return folder, None, None
+    except NotRegularFile as exc:
+        folder.close()
+        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
+    except PermissionError:
+        folder.close()
+        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
+    except BaseException:
+        folder.close()
+        raise
+    try:
+        return folder, fd, snapshot_fd(fd)
+    except BaseException:
+        os.close(fd)
+        folder.close()
+        raise
+
+
+def _temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], mode: int,
+                      tail: bytes = b"") -> tuple[str, FileVersion, str]:
+    """Write ``blocks`` then ``tail`` to a fsynced temp file beside the target, in ``folder``.
 
     Returns the temp name, the new content's snapshot, and the hash of the ``blocks``
     part alone (for an append: the bytes copied from the current file).
     """
-    os.makedirs(os.path.dirname(target), exist_ok=True)
     whole, head = xxhash.xxh3_128(), xxhash.xxh3_128()
     size = 0
 
@@ -278,15 +400,15 @@ def _temp_from_blocks(target: str, blocks: Iterable[bytes], mode: int, tail: byt
         size += len(tail)
         yield tail
 
-    tmp = write_temp_beside(target, hashed(), mode)
+    tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd)
     return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
 
 
-def _current_version(abs_path: str) -> str | None:
+def _current_version(folder: Folder, name: str) -> str | None:
     """The target's version just before the swap (a non-regular file counts as a change)."""
     try:
-        fd, _ = open_regular_nofollow(abs_path)
-    except (FileNotFoundError, NotADirectoryError):
+        fd, _ = folder.open_regular(name)
+    except FileNotFoundError:
         return None
     except OSError:
         return "not-a-regular-file"
@@ -296,50 +418,64 @@ def _current_version(abs_path: str) -> str | None:
         os.close(fd)
 
 
-def _create(tmp: str, target: str) -> None:
-    """Move the temp file to ``target`` only if nothing is there: ``link`` fails on an existing name."""
+def _create(folder: Folder, tmp: str, name: str) -> None:
+    """Move the temp file to ``name`` only if nothing is there: ``link`` fails on an existing name."""
     try:
-        os.link(tmp, target)
+        os.link(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd, follow_symlinks=False)
     except FileExistsError:
         raise _Raced() from None
     except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+        if exc.errno not in NO_LINK:
             raise
         # No hard links on this file system (some FUSE/SMB mounts): the checked replace it is.
-        os.replace(tmp, target)
+        os.replace(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
         return
-    os.unlink(tmp)
+    os.unlink(tmp, dir_fd=folder.fd)
 
 
-def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, current: FileVersion | None,
-            tmp: str, new: FileVersion, action: str) -> WriteResult:
-    """Store the new version, re-check the target, swap the temp file in, record it."""
+def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
+            current: FileVersion | None, tmp: str, new: FileVersion, action: str) -> WriteResult:
+    """Store the new version and log it, re-check the target, swap the temp file in, record the write.
+
+    The history steps that can run out of space (object, log entry) come before the
+    swap: a disk-full state dir stops the write with the file unchanged. Only the
+    agent's read record is saved after it; losing that only makes the agent read again.
+    """
     target = resolved.abs_path
+    origin = RESTORE if action == RESTORED else AGENT_WRITE
     try:
         if store.objects.fits(new.size) and not store.objects.touch(new.version):  # a restore's are stored already
-            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0), dir_fd=folder.fd)
             try:
-                store.objects.put_fd(fd, new.version)
+                with _in_history():
+                    store.objects.put_fd(fd, new.version)
             finally:
                 os.close(fd)
-        if _current_version(target) != (current.version if current else None):
+        if _current_version(folder, resolved.name) != (current.version if current else None):
             raise _Raced()
+        with _in_history():
+            store.record(target, resolved.display, new.version, new.size, origin, records.agent)
         if current is None:
-            _create(tmp, target)
+            _create(folder, tmp, resolved.name)
         else:
-            os.replace(tmp, target)
-        fsync_dir(os.path.dirname(target))
+            os.replace(tmp, resolved.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        unlink_quietly(tmp, dir_fd=folder.fd)
         raise
-    origin = RESTORE if action == RESTORED else AGENT_WRITE
-    store.record(target, resolved.display, new.version, new.size, origin, records.agent)
-    records.put(target, new, WRITE)
-    return WriteResult(
+    result = WriteResult(
         resolved.display, target, action, new.version,
         current.version if current else None, new.size, created=current is None,
     )
-
+    notes = []
+    try:
+        folder.fsync()
+    except OSError as exc:
+        notes.append(f"the folder of {resolved.display} could not be synced to disk ({exc.strerror or exc})")
+    try:
+        records.put(target, new, WRITE)
+    except OSError as exc:
+        notes.append(
+            f"{resolved.display} was {'restored' if action == RESTORED else 'written'}, but agent "
+            f"'{records.agent}''s record of it could not be saved ({exc.strerror or exc}): read it before the next write"
+        )
+    return replace(result, warnings=tuple(notes)) if notes else result

@@ -20,6 +20,7 @@ import time
 
 import xxhash
 
+from .. import wire
 from ..errors import UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
@@ -77,14 +78,16 @@ class IdempotencyStore:
                 data = json.load(fh)
             if data["key"] != key or time.time() - float(data["time"]) >= self.keep_s:
                 return None
-            fields = {f.name for f in dataclasses.fields(WriteResult)}
-            result = {k: v for k, v in data["result"].items() if k in fields}
-            return ReplayedWrite(**result, key=key, first_time=float(data["time"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            first = wire.decode(data["result"])
+            if not isinstance(first, WriteResult):
+                return None
+            fields = {f.name: getattr(first, f.name) for f in dataclasses.fields(WriteResult)}
+            return ReplayedWrite(**fields, key=key, first_time=float(data["time"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
             return None  # absent or damaged: the write goes ahead and the entry is written anew
 
     def put(self, key: str, result: WriteResult, when: float | None = None) -> None:
-        payload = {"key": key, "time": time.time() if when is None else when, "result": dataclasses.asdict(result)}
+        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.encode(result)}
         os.makedirs(self.root, exist_ok=True)
         atomic_write_bytes(self._file(key), json.dumps(payload, ensure_ascii=False).encode("utf-8"), 0o600)
 

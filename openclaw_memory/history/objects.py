@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 
 import xxhash
 
-from ..fsutil.atomic import fsync_dir
+from ..fsutil.atomic import fsync_dir, unlink_quietly
 
 BLOCK = 1 << 20
 USAGE_FILE = "usage"  # running total of object bytes; recounted at every eviction pass
@@ -85,8 +85,12 @@ class ObjectStore:
             return version
         subdir = os.path.dirname(target)
         fresh_dir = not os.path.isdir(subdir)
-        os.makedirs(subdir, exist_ok=True)
-        os.replace(tmp, target)
+        try:
+            os.makedirs(subdir, exist_ok=True)
+            os.replace(tmp, target)
+        except BaseException:
+            unlink_quietly(tmp)  # no room for the folder: no half-stored object left behind
+            raise
         fsync_dir(subdir)
         if fresh_dir:
             fsync_dir(self.folder)
@@ -209,11 +213,16 @@ class ObjectStore:
 
     def _write_usage(self, total: int) -> None:
         # Not fsynced: a lost update only makes the next eviction pass recount.
+        os.makedirs(self.folder, exist_ok=True)  # no object stored yet (the first file did not fit)
         path = os.path.join(self.folder, USAGE_FILE)
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="ascii") as fh:
-            fh.write(f"{total}\n")
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "w", encoding="ascii") as fh:
+                fh.write(f"{total}\n")
+            os.replace(tmp, path)
+        except BaseException:
+            unlink_quietly(tmp)
+            raise
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -6,11 +6,17 @@ import os
 from dataclasses import dataclass
 
 from ..files.paths import display_path
-from ..files.scan import scan_memory_files
-from ..fsutil.safeopen import NotRegularFile
+from ..errors import os_error
+from ..files.scan import scan_workspace
+from ..fsutil.safeopen import FolderSwapped
 from .states import STATES, ReadRecords, Seen, state_of
-from .store import HistoryStore, FileVersion
+from .store import HistoryStore, FileVersion, snapshot_fd
 from .versions import iso_time
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 @dataclass(frozen=True)
@@ -38,13 +44,31 @@ class FileState:
 
 
 @dataclass(frozen=True)
+class Unreadable:
+    """A memory file ``state`` could not hash (permission denied, replaced by a FIFO, swapped folder)."""
+
+    path: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class StateReport:
     agent: str
     workspace: str
     files: tuple[FileState, ...]
+    unreadable: tuple[Unreadable, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"cannot read {u.path}: {u.reason}; its state is unknown" for u in self.unreadable] + list(self.notes)
 
     def counts(self) -> dict[str, int]:
-        return {name: sum(1 for f in self.files if f.state == name) for name in STATES}
+        """Files per state, keyed by the state's camelCase name (``readFresh``, ...) like every JSON key."""
+        return {_camel(name): sum(1 for f in self.files if f.state == name) for name in STATES}
 
     def to_json(self) -> dict:
         return {
@@ -52,6 +76,7 @@ class StateReport:
             "workspace": self.workspace,
             "counts": self.counts(),
             "files": [f.to_json() for f in self.files],
+            "unreadable": [u.to_json() for u in self.unreadable],
         }
 
 
@@ -60,10 +85,12 @@ def file_states(settings) -> StateReport:
 
     Hashing a file is a sighting: new versions go into the history (this is a verify).
     """
-    scan = scan_memory_files(settings.workspace, extra_paths=settings.extra_paths, multimodal=False, agent=settings.agent)
+    scan = scan_workspace(settings, multimodal=False)
     store = HistoryStore.for_settings(settings)
     workspace = str(settings.workspace)
     out: list[FileState] = []
+    unreadable: list[Unreadable] = []
+    unrecorded: list[str] = []
     with store.lock():
         records = ReadRecords.for_settings(store, settings).load()
         listed = set()
@@ -72,15 +99,35 @@ def file_states(settings) -> StateReport:
                 continue
             listed.add(f.abs_path)
             try:
-                snap = store.observe_file(f.abs_path, f.path)
-            except (NotRegularFile, PermissionError):
+                fd, _ = store.open_file(f.abs_path)
+            except FileNotFoundError:
+                continue  # gone since the scan
+            except FolderSwapped:
+                unreadable.append(Unreadable(f.path, "a folder on its path changed while in use (now a symlink or not a folder)"))
                 continue
+            except OSError as exc:
+                unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
+                continue
+            try:
+                snap = snapshot_fd(fd)
+                if not unrecorded:
+                    try:
+                        store.observe(f.abs_path, f.path, snap, fd=fd)
+                    except OSError as exc:
+                        # The states are still true; only new versions miss the history this time.
+                        unrecorded.append(os_error(exc, f"the state dir ({store.root})", "the states below are still correct").message)
+            except OSError as exc:
+                unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
+                continue
+            finally:
+                os.close(fd)
             out.append(_file_state(f.path, f.abs_path, records.get(f.abs_path), snap))
         for abs_path, seen in records.items():
             if abs_path in listed or os.path.lexists(abs_path):
                 continue
             out.append(_file_state(display_path(abs_path, workspace), abs_path, seen, None))
-    return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None))
+    return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None), tuple(unreadable),
+                       tuple(f"new versions not recorded in the history: {m}" for m in unrecorded))
 
 
 def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState:

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import xxhash
 
+from ..fsutil.atomic import unlink_quietly
 from .store import HistoryStore, FileVersion
 
 READ_FRESH = "read_fresh"
@@ -100,9 +101,13 @@ class ReadRecords:
         }
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         tmp = f"{self.path}.{os.getpid()}.{os.urandom(3).hex()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, ensure_ascii=False)
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(payload, fh, ensure_ascii=True)  # a path that is not UTF-8 round-trips as \udcXX
+            os.replace(tmp, self.path)
+        except BaseException:
+            unlink_quietly(tmp)  # a full disk leaves no temp file behind
+            raise
 
 
 def _slug(name: str) -> str:

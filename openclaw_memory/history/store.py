@@ -17,7 +17,7 @@ from typing import NamedTuple
 from ..errors import UsageError
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
-from ..fsutil.safeopen import open_regular_nofollow
+from ..fsutil.safeopen import open_regular_in_roots
 from .config import HistoryConfig, history_config
 from .objects import ObjectStore
 from .versions import EXTERNAL_EDIT, Entry, VersionLog, short
@@ -37,15 +37,17 @@ class FileVersion(NamedTuple):
 class HistoryStore:
     """One workspace's version history (shared by all agents)."""
 
-    def __init__(self, data_dir, config: HistoryConfig | None = None):
+    def __init__(self, data_dir, config: HistoryConfig | None = None, roots: tuple[str, ...] = ()):
         self.config = config or HistoryConfig()
+        # The allowed roots (workspace, extra paths): a file is only ever opened from one of them.
+        self.roots = tuple(os.fspath(r) for r in roots)
         self.root = os.path.join(os.fspath(data_dir), "history")
         self.objects = ObjectStore(os.path.join(self.root, "objects"), self.config.max_bytes)
         self.log = VersionLog(os.path.join(self.root, "logs"))
 
     @classmethod
     def for_settings(cls, settings) -> "HistoryStore":
-        return cls(settings.data_dir, history_config(settings))
+        return cls(settings.data_dir, history_config(settings), (str(settings.workspace), *settings.extra_paths))
 
     def lock(self) -> FileLock:
         return FileLock(os.path.join(self.root, "lock"), timeout=LOCK_TIMEOUT_S, what="the memory files of this workspace (a write or history update)")
@@ -85,10 +87,11 @@ class HistoryStore:
     def observe_file(self, abs_path: str, display: str) -> FileVersion | None:
         """Hash the file as it is now and record the sighting; None when it does not exist.
 
-        Raises NotRegularFile (a symlink, FIFO...) and PermissionError for the caller to word.
+        Raises NotRegularFile (a symlink, FIFO...), FolderSwapped (a folder on the way was
+        swapped) and PermissionError for the caller to word.
         """
         try:
-            fd, _ = open_regular_nofollow(abs_path)
+            fd, _ = self.open_file(abs_path)
         except (FileNotFoundError, NotADirectoryError):
             return None
         try:
@@ -115,9 +118,13 @@ class HistoryStore:
             )
         return matches[0]
 
+    def open_file(self, abs_path: str) -> tuple[int, os.stat_result]:
+        """Open a memory file from the descriptor of the allowed root that holds it, never by its whole path."""
+        return open_regular_in_roots(self.roots, abs_path)
+
     def _store_from_path(self, abs_path: str, version: str) -> bool:
         try:
-            fd, _ = open_regular_nofollow(abs_path)
+            fd, _ = self.open_file(abs_path)
         except OSError:
             return False
         try:

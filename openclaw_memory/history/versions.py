@@ -88,7 +88,7 @@ class VersionLog:
         kept = entries[len(dropped):]
         payload = {"absPath": abs_path, "path": display, "entries": [e._asdict() for e in kept]}
         os.makedirs(self.folder, exist_ok=True)
-        atomic_write_bytes(self.log_path(abs_path), json.dumps(payload, ensure_ascii=False).encode("utf-8"), 0o644)
+        atomic_write_bytes(self.log_path(abs_path), json.dumps(payload, ensure_ascii=True).encode("ascii"), 0o644)
         return dropped
 
     def all_versions(self) -> set[str]:

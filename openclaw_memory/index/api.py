@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import IndexMissing, LockTimeout, MemoryToolError, UsageError
-from ..files.scan import scan_memory_files
+from ..files.scan import scan_workspace
 from .collections import assign_files, resolve_collections
 from .config import index_config
 from .manifest import load_manifest, manifest_dir, stale_paths
+from ..types import SearchMode
 from .results import SearchResult
 from .search import MODES, QueryPlan, rank
 from .status import IndexStatus, index_status
@@ -68,8 +69,13 @@ class MemoryIndex:
         """Index what changed (everything with ``full=True``); see ``index.sync``."""
         return sync_index(self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models, store=self.store)
 
-    def search(self, query: str, limit: int = 6, min_score: float = 0.35, mode: str = "hybrid", sync: bool = True) -> SearchResult:
-        """Search the agent's memory; see ``index.search`` for the score scale."""
+    def search(self, query: str, limit: int = 6, min_score: float = 0.35, mode: SearchMode = "hybrid", sync: bool = True) -> SearchResult:
+        """Search the agent's memory; see ``index.search`` for the score scale.
+
+        >>> with MemoryIndex(resolve_settings(Overrides(workspace="~/agent"))) as index:
+        ...     for hit in index.search("when are backups taken").results:
+        ...         print(hit.score, hit.citation)
+        """
         if mode not in MODES:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
         if not query.strip():
@@ -132,12 +138,7 @@ class MemoryIndex:
         return cached[1]
 
     def _stale(self, collections, manifests) -> list[str]:
-        scan = scan_memory_files(
-            self.settings.workspace,
-            extra_paths=self.settings.extra_paths,
-            multimodal=self.settings.multimodal,
-            agent=self.settings.agent,
-        )
+        scan = scan_workspace(self.settings)
         groups = assign_files(collections, scan.files)
         stale: set[str] = set()
         for c in collections:

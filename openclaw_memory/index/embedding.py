@@ -74,8 +74,8 @@ def choose_backend(model_name: str, backend: str = "auto", cache_dir: str | Path
     """The backend ``load_embedder`` will use, decided without loading anything (cheap).
 
     ``auto`` is ONNX when onnxruntime is installed, a cache folder is given, the model is one the
-    ONNX path reproduces, and its export is cached or can be made (torch and onnx installed);
-    else torch, the reference.
+    ONNX path reproduces, and its export is cached or can be made (from its safetensors weights,
+    or with torch); else torch, the reference.
     """
     if backend not in BACKENDS:
         raise UsageError(f"Unknown embedding backend {backend!r}; choose one of: {', '.join(BACKENDS)}.")
@@ -85,9 +85,10 @@ def choose_backend(model_name: str, backend: str = "auto", cache_dir: str | Path
         return "torch"
     from openclaw_memory.index import onnx_embedding
 
-    if not onnx_embedding.supported(resolve_model(model_name)):
+    path = resolve_model(model_name)
+    if not onnx_embedding.supported(path):
         return "torch"
-    if onnx_embedding.is_exported(model_name, cache_dir) or onnx_embedding.can_export():
+    if onnx_embedding.is_exported(model_name, cache_dir) or onnx_embedding.can_export(path):
         return "onnx"
     return "torch"
 

@@ -156,7 +156,7 @@ def diff_files(manifest: Manifest | None, files: list) -> Diff:
 
 
 @dataclass(frozen=True)
-class FileVersion:
+class FileContent:
     """The bytes of a file as read once, with the stat and hash of exactly those bytes."""
 
     data: bytes
@@ -165,7 +165,7 @@ class FileVersion:
     hash: str
 
 
-def read_version(abs_path: str) -> FileVersion | None:
+def read_version(abs_path: str) -> FileContent | None:
     """Read a file (no symlinks, FIFOs or devices); None when it vanished or is no longer a regular file."""
     try:
         fd, st = open_regular_nofollow(abs_path)
@@ -181,7 +181,7 @@ def read_version(abs_path: str) -> FileVersion | None:
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    return FileVersion(data, st.st_size, st.st_mtime_ns, hash_bytes(data))
+    return FileContent(data, st.st_size, st.st_mtime_ns, hash_bytes(data))
 
 
 def stale_paths(manifest: Manifest | None, files: list) -> list[str]:

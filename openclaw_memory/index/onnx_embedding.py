@@ -1,10 +1,14 @@
 """The ONNX fast path: the same model, exported once, run with onnxruntime + tokenizers.
 
 ``import sentence_transformers`` alone costs seconds; onnxruntime loads in a fraction of one. The
-model is exported with torch once (eager attention, so onnxruntime's optimiser can fuse it),
-its attention and layer norms fused, its MatMul weights quantised to int8 per channel, and the
-result cached in the state dir. Inference reproduces the sentence-transformers pipeline: the
-model's truncation, mean pooling over the attention mask, L2 normalisation.
+model's graph is written once, its attention and layer norms fused, its MatMul weights quantised
+to int8 per channel, and the result cached in the state dir. The graph is written straight from
+``model.safetensors`` (:mod:`~openclaw_memory.index.onnx_graph`, no torch: the light ``search``
+install); a model that one cannot describe (tanh GELU, relative positions, a ``.bin`` checkpoint)
+is traced with torch instead, when torch is installed. Both give the same fused graph, so an
+index embedded through either needs no re-embedding. Inference reproduces the
+sentence-transformers pipeline: the model's truncation, mean pooling over the attention mask,
+L2 normalisation.
 
 Only BERT-family models with plain mean pooling are exported; any other model uses torch.
 """
@@ -30,12 +34,23 @@ from openclaw_memory.index.models import canonical_model_name, force_offline, re
 FORMAT = 1  # bump when the export recipe changes, so old exports are redone
 MODEL_FILE = "model.int8.onnx"
 META_FILE = "meta.json"
-_EXPORT_NEEDS = ("torch", "transformers", "onnx", "onnxruntime")
+_TORCH_EXPORT_NEEDS = ("torch", "transformers", "onnx", "onnxruntime")
 
 
-def can_export() -> bool:
-    """Whether the libraries an export needs are installed (nothing is imported)."""
-    return all(importlib.util.find_spec(name) is not None for name in _EXPORT_NEEDS)
+def can_export(model_path: str | Path) -> bool:
+    """Whether this model can be exported here, by either exporter (nothing is imported)."""
+    return _exporter(model_path, "auto") is not None
+
+
+def _exporter(model_path: str | Path, wanted: str) -> str | None:
+    """``graph`` (from the weights, no torch) where it fits, else ``torch`` where installed."""
+    from openclaw_memory.index import onnx_graph
+
+    if wanted in ("auto", "graph") and importlib.util.find_spec("onnxruntime") and onnx_graph.can_build(model_path):
+        return "graph"
+    if wanted in ("auto", "torch") and all(importlib.util.find_spec(name) for name in _TORCH_EXPORT_NEEDS):
+        return "torch"
+    return None
 
 
 def export_folder(model_name: str, cache_dir: str | Path, model_path: str | None = None) -> Path:
@@ -138,54 +153,36 @@ class OnnxEmbedder:
         return out
 
 
-def export_model(model_path: str, folder: Path) -> None:
-    """Export, fuse and quantise the model into ``folder`` (atomically: a crash leaves no half file)."""
-    force_offline()
+def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
+    """Export, fuse and quantise the model into ``folder`` (atomically: a crash leaves no half file).
+
+    ``exporter`` picks how the fp32 graph is made (``auto``: from the weights where possible);
+    returns the one used.
+    """
+    chosen = _exporter(model_path, exporter)
+    if chosen is None:
+        raise UsageError(
+            "The onnx embedding backend cannot export this model here: it needs onnx, onnxruntime and "
+            "safetensors for a BERT model with safetensors weights, or torch and transformers for any "
+            "other; use the torch backend, or pip install 'openclaw-memory[torch]'."
+        )
     import onnx
-    import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
-    from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
 
     config = _read_json(Path(model_path) / "config.json")
     max_seq = _read_json(Path(model_path) / "sentence_bert_config.json").get("max_seq_length") or min(
         512, int(config.get("max_position_embeddings", 512))
     )
-    # Eager attention exports the pattern onnxruntime's optimiser recognises and fuses.
-    model = AutoModel.from_pretrained(model_path, attn_implementation="eager", local_files_only=True).eval()
-
-    class _Hidden(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=folder.parent))
     try:
-        names = ["input_ids", "attention_mask", "token_type_ids"]
-        sample = torch.ones((2, 16), dtype=torch.long)
-        with torch.no_grad(), warnings.catch_warnings():
-            # The TorchScript exporter warns about its own deprecation and tracing; the result is
-            # checked against the torch vectors by the tests and bench/embed.py.
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                _Hidden(model),
-                (sample, torch.ones_like(sample), torch.zeros_like(sample)),
-                str(work / "model.onnx"),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]},
-                opset_version=17,
-                dynamo=False,
-            )
+        if chosen == "graph":
+            from openclaw_memory.index.onnx_graph import build_bert_graph
+
+            build_bert_graph(model_path, work / "model.onnx")
+        else:
+            _trace_with_torch(model_path, work / "model.onnx")
         fused = optimize_model(
             str(work / "model.onnx"),
             model_type="bert",
@@ -204,7 +201,13 @@ def export_model(model_path: str, folder: Path) -> None:
                 # Fused ops are outside ONNX's shape inference: their outputs are float.
                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
             )
-        meta = {"format": FORMAT, "dim": int(config["hidden_size"]), "max_seq_length": int(max_seq), "source": model_path}
+        meta = {
+            "format": FORMAT,
+            "dim": int(config["hidden_size"]),
+            "max_seq_length": int(max_seq),
+            "source": model_path,
+            "exporter": chosen,
+        }
         (work / META_FILE).write_text(json.dumps(meta, indent=2))
         final = Path(tempfile.mkdtemp(prefix=".ready-", dir=folder.parent))
         for name in (MODEL_FILE, META_FILE):
@@ -217,6 +220,46 @@ def export_model(model_path: str, folder: Path) -> None:
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return chosen
+
+
+def _trace_with_torch(model_path: str, out_file: Path) -> None:
+    """The fp32 graph traced from the transformers model: for what the graph writer does not cover."""
+    force_offline()
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    # Eager attention exports the pattern onnxruntime's optimiser recognises and fuses.
+    model = AutoModel.from_pretrained(model_path, attn_implementation="eager", local_files_only=True).eval()
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    sample = torch.ones((2, 16), dtype=torch.long)
+    with torch.no_grad(), warnings.catch_warnings():
+        # The TorchScript exporter warns about its own deprecation and tracing; the result is
+        # checked against the torch vectors by the tests and bench/embed.py.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            _Hidden(model),
+            (sample, torch.ones_like(sample), torch.zeros_like(sample)),
+            str(out_file),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]},
+            opset_version=17,
+            dynamo=False,
+        )
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..types import SEARCH_MODES
 from .results import SearchHit, SearchResult  # noqa: F401  SearchResult: the package exports it from here
 from .snippets import make_snippet
 from .store.base import BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Shard
@@ -34,7 +35,7 @@ from .store.base import BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Shard
 RESULT_FIELDS = (PATH_FIELD, "startLine", "endLine", TEXT_FIELD, BODY_FIELD)
 from .terms import cjk_grams, contains_all, has_cjk, query_terms, term_patterns
 
-MODES = ("hybrid", "vector", "text")
+MODES = SEARCH_MODES
 AGREEMENT_BONUS = 0.3
 LITERAL_FLOOR = 0.4
 CANDIDATES_PER_RESULT = 4

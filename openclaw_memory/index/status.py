@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from ..files.scan import scan_memory_files
+from ..files.scan import scan_workspace
 from .collections import Collection, assign_files, registered_names, resolve_collections
 from .config import index_config
 from .manifest import delete_manifest, is_dirty, load_manifest, stale_paths
@@ -93,9 +93,7 @@ def index_status(settings, store, scan=None) -> IndexStatus:
     config = index_config(settings)
     collections = resolve_collections(settings)
     if scan is None:
-        scan = scan_memory_files(
-            settings.workspace, extra_paths=settings.extra_paths, multimodal=settings.multimodal, agent=settings.agent
-        )
+        scan = scan_workspace(settings)
     groups = assign_files(collections, scan.files)
     rows = []
     for c in collections:

@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..files.scan import scan_memory_files
+from ..files.scan import scan_workspace
 from ..fsutil.lock import FileLock
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize
 from .config import IndexConfig, index_config
@@ -228,12 +228,7 @@ class _Sync:
         started = time.monotonic()
         data_dir = self.settings.data_dir
         collections = resolve_collections(self.settings, register=True)
-        scan = scan_memory_files(
-            self.settings.workspace,
-            extra_paths=self.settings.extra_paths,
-            multimodal=self.settings.multimodal,
-            agent=self.settings.agent,
-        )
+        scan = scan_workspace(self.settings)
         groups = assign_files(collections, scan.files)
         olds = {c.name: load_manifest(data_dir, c.name) for c in collections}
         if full:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..files.paths import CANONICAL_ROOT
 from ..files.scan import ScanResult
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..fsutil.safeopen import open_regular_under
 
 HEAD_SHARE = 0.75
 
@@ -47,13 +47,19 @@ class PromptSection:
             "files": self.files,
             "truncated": [c.to_json() for c in self.truncated],
             "checkpoint": self.checkpoint,
+            "warnings": self.warnings,
         }
 
 
-def _read_text(abs_path: str) -> tuple[str, bool] | None:
+def _read_text(workspace: str, abs_path: str) -> tuple[str, bool] | None:
+    """The file's text, opened from the workspace's descriptor; None when it vanished.
+
+    Anything else that stops the read (permission, a FIFO, a swapped folder) raises
+    OSError for the caller to report: a memory file never silently drops out.
+    """
     try:
-        fd, _ = open_regular_nofollow(abs_path)
-    except (FileNotFoundError, NotRegularFile, PermissionError):
+        fd, _ = open_regular_under(workspace, abs_path)
+    except (FileNotFoundError, NotADirectoryError):
         return None
     with os.fdopen(fd, "rb") as fh:
         raw = fh.read()
@@ -102,7 +108,11 @@ def build_prompt_section(
         entry = by_path.get(path)
         if entry is None:
             return None
-        loaded = _read_text(entry.abs_path)
+        try:
+            loaded = _read_text(scan.workspace, entry.abs_path)
+        except OSError as exc:
+            warnings.append(f"{path} is not loaded: cannot read it ({exc.strerror or exc})")
+            return None
         if loaded is None:
             return None
         text, bad = loaded
@@ -122,7 +132,8 @@ def build_prompt_section(
     if root_text is not None:
         blocks.append((CANONICAL_ROOT, f"## {CANONICAL_ROOT}\n\n{root_text.rstrip()}\n", "root"))
 
-    for day, label in ((today, "today"), (today - dt.timedelta(days=1), "yesterday")):
+    days = [(today, "today")] + ([(today - dt.timedelta(days=1), "yesterday")] if today > dt.date.min else [])
+    for day, label in days:
         path = f"memory/{day.isoformat()}.md"
         note = load(path)
         if note is not None:

@@ -19,7 +19,7 @@ import os
 import socket
 import sys
 
-from . import wire
+from .. import wire
 from .paths import read_info, socket_address
 from .protocol import MAX_LINE, request_line, service_timeout
 

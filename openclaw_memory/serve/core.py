@@ -66,7 +66,7 @@ class ServiceInfo:
             "memoryBytes": self.rss_bytes,
             "http": self.http,
             "requests": self.requests,
-            "lockWaits": {"count": self.lock_waits, "over100ms": self.lock_waits_over_100ms,
+            "lockWaits": {"count": self.lock_waits, "slow": self.lock_waits_over_100ms,
                           "maxMs": round(self.lock_wait_max_ms, 1)},
         }
 

@@ -2,7 +2,7 @@
 
 A request is one line: ``{"op", "args", "settings": {workspace, stateDir, agent, session, key}}``.
 While the service works on it, it sends an empty line every ``HEARTBEAT_S``; then the answer:
-``{"ok": true, "value": ...}`` (see :mod:`.wire`), ``{"ok": false, "error": {"type", "message"}}``
+``{"ok": true, "value": ...}`` (see :mod:`openclaw_memory.wire`), ``{"ok": false, "error": {"type", "message"}}``
 for an error of the product (raised again, same type and words, in the caller), or
 ``{"ok": false, "refused": "..."}`` when the service cannot answer for these settings (the
 caller then works in-process). A caller that hears nothing for its timeout knows the

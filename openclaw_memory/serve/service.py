@@ -28,7 +28,7 @@ from typing import Callable
 from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
-from . import wire
+from .. import wire
 from .core import Refused, ServiceCore, Stopping
 from .paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
 from .protocol import HEARTBEAT_S, MAX_LINE

@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..errors import LockTimeout, MemoryToolError
 from ..files.paths import display_path
-from ..files.scan import scan_memory_files
+from ..files.scan import scan_workspace
 from .changes import FileChange, applied_changes, indexed_files
 from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_watch_limit
 from .presence import hold_presence
@@ -241,7 +241,7 @@ class Watcher:
             after = indexed_files(settings)
             changes = applied_changes(before, after, ms, summary)
             if first:
-                scan = scan_memory_files(settings.workspace, extra_paths=settings.extra_paths, agent=settings.agent)
+                scan = scan_workspace(settings, multimodal=False)
                 seen = [f.path for f in scan.files if f.kind == "markdown"]
             else:
                 shown = (display_path(p, workspace) for p in hints)

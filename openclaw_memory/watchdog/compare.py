@@ -13,11 +13,13 @@ chmod alone or a rewrite with the same bytes is not a change.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import WorkspaceError
+from ..fsutil.safeopen import DIR_FLAGS
 from .ignore import IgnoreRules, compile_rules, excluded_state_dirs
 from .observe import KIND_DIR, Observation, observe
 from .store import HASHED, RACY, Table
@@ -58,7 +60,7 @@ def record_observation(table: Table, rel: str, obs: Observation, guard_ns: int, 
         delta.warnings.append(f"{rel}: {obs.problem}; recorded without a hash and rechecked every time")
 
 
-def scan_workspace(
+def compare_workspace(
     workspace: Path,
     rules: IgnoreRules,
     base: Table | None,
@@ -94,14 +96,30 @@ def scan_workspace(
     entries = 0
     dirs: set[str] = set()
     unreadable: list[tuple[str, str]] = []
-    stack: list[tuple[str, str]] = [("", os.fspath(workspace))]
+    # Each folder is opened from its parent's descriptor (O_NOFOLLOW): a folder swapped
+    # for a symlink after it was listed is refused, never followed outside the workspace.
+    stack: list[tuple[str, _Held | None, str]] = [("", None, os.fspath(workspace))]
     while stack:
-        rel, folder = stack.pop()
+        rel, parent, name = stack.pop()
         try:
-            listing = os.scandir(folder)
+            if parent is None:
+                fd = os.open(name, DIR_FLAGS)
+            else:
+                try:
+                    fd = os.open(name, DIR_FLAGS, dir_fd=parent.fd)
+                finally:
+                    parent.release()
         except OSError as exc:
             if not rel:
-                raise WorkspaceError(f"cannot list the workspace {folder}: {exc.strerror}") from None
+                raise WorkspaceError(f"cannot list the workspace {name}: {exc.strerror}") from None
+            reason = "it was replaced by a symlink or a file while being checked" if exc.errno in (errno.ELOOP, errno.ENOTDIR) else (exc.strerror or str(exc))
+            unreadable.append((rel, reason))
+            continue
+        held = _Held(fd)
+        try:
+            listing = os.scandir(fd)
+        except OSError as exc:
+            held.release()
             unreadable.append((rel, exc.strerror or str(exc)))
             continue
         with listing:
@@ -116,7 +134,8 @@ def scan_workspace(
                     if is_dir:
                         dirs.add(path)
                         if not ignores_dir(path + "/"):
-                            stack.append((path + "/", entry.path))
+                            held.waiting += 1
+                            stack.append((path + "/", held, name))
                         continue
                     if suffixes is not None:
                         if name.endswith(suffixes):
@@ -147,7 +166,7 @@ def scan_workspace(
                         if report_new:
                             new.append(path)
                         if record is not None:
-                            _record_new(record, path, entry.path, st, guard_ns, delta)
+                            _record_new(record, path, fd, name, st, guard_ns, delta)
                         continue
                     seen[i] = 1
                     flags = b_flags[i]
@@ -170,12 +189,14 @@ def scan_workspace(
                         else:
                             # Unchanged stat says "not modified since", but nothing vouches for
                             # the content: a new snapshot tries to hash it again.
-                            if not _record_new(record, path, entry.path, st, guard_ns, delta):
+                            if not _record_new(record, path, fd, name, st, guard_ns, delta):
                                 seen[i] = 0
                         continue
-                    _compare(base, i, path, entry.path, st, record, guard_ns, delta, seen)
+                    _compare(base, i, path, fd, name, st, record, guard_ns, delta, seen)
             except OSError as exc:  # the folder vanished or failed while being listed
                 unreadable.append((rel, exc.strerror or str(exc)))
+            finally:
+                held.release()
     delta.entries = entries
     for rel, reason in unreadable:
         warnings.append(f"{rel or '.'}: cannot list this folder ({reason}); its files were not checked")
@@ -198,9 +219,24 @@ def scan_workspace(
     return delta
 
 
-def _record_new(record: Table, rel: str, path: str, st, guard_ns: int, delta: Delta) -> bool:
+class _Held:
+    """A folder's descriptor, open while its listing runs or a subfolder still waits to be opened from it."""
+
+    __slots__ = ("fd", "waiting")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.waiting = 1  # the listing itself
+
+    def release(self) -> None:
+        self.waiting -= 1
+        if self.waiting == 0:
+            os.close(self.fd)
+
+
+def _record_new(record: Table, rel: str, dir_fd: int, name: str, st, guard_ns: int, delta: Delta) -> bool:
     """Hash and record an entry; False when it vanished meanwhile."""
-    obs = observe(path, st)
+    obs = observe(name, st, dir_fd=dir_fd)
     delta.rehashed += 1
     if obs.gone or obs.kind == KIND_DIR:
         return not obs.gone
@@ -208,9 +244,10 @@ def _record_new(record: Table, rel: str, path: str, st, guard_ns: int, delta: De
     return True
 
 
-def _compare(base: Table, i: int, rel: str, path: str, st, record: Table | None, guard_ns: int, delta: Delta, seen: bytearray) -> None:
+def _compare(base: Table, i: int, rel: str, dir_fd: int, name: str, st, record: Table | None, guard_ns: int,
+             delta: Delta, seen: bytearray) -> None:
     """Rehash a baseline entry whose stat no longer vouches for it and report a real change."""
-    obs = observe(path, st)
+    obs = observe(name, st, dir_fd=dir_fd)
     delta.rehashed += 1
     if obs.gone:
         seen[i] = 0

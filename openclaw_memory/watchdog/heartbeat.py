@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..settings import Settings
 from .checkpoint import append_checkpoint
-from .compare import rules_for, scan_workspace
+from .compare import rules_for, compare_workspace
 from .ignore import IgnoreRules, workspace_patterns
 from .snapshot import SnapshotInfo, load_baseline, new_table, save_table, timestamp_label
 from .store import SnapshotStore, Table
@@ -81,7 +81,7 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
     with store.lock():
         base = load_baseline(store)
         table = new_table(settings, timestamp_label("heartbeat-"), patterns)
-        delta = scan_workspace(ws, rules, base, table, table.guard_ns)
+        delta = compare_workspace(ws, rules, base, table, table.guard_ns)
         if base is None:
             return HeartbeatResult(OK, None, save_table(settings, store, table, delta), None)
         result = result_from(base, delta)
@@ -102,7 +102,7 @@ def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyRe
     change made between the two passes is still reported.
     """
     old_rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
-    judged = result_from(base, scan_workspace(settings.workspace, old_rules, base, None, base.guard_ns))
+    judged = result_from(base, compare_workspace(settings.workspace, old_rules, base, None, base.guard_ns))
     changed = {c.path: c for c in judged.changed}
     for c in recorded.changed:
         changed.setdefault(c.path, c)

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 
 from ..fsutil.hashing import digest_fd, hash_bytes
+from ..fsutil.safeopen import FILE_FLAGS as _OPEN_FLAGS
 
 TRIES = 3
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 KIND_FILE = "f"
 KIND_DIR = "d"
@@ -80,13 +80,18 @@ def _moved(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_size, a.st_mtime_ns, a.st_ctime_ns) != (b.st_size, b.st_mtime_ns, b.st_ctime_ns)
 
 
-def observe(path: str, st: os.stat_result | None = None) -> Observation:
-    """Observe the entry at absolute ``path`` (``st``: its lstat, if already taken)."""
+def observe(path: str, st: os.stat_result | None = None, *, dir_fd: int | None = None) -> Observation:
+    """Observe the entry at ``path`` (``st``: its lstat, if already taken).
+
+    With ``dir_fd``, ``path`` is a name in that open folder: the walk opens every
+    folder from its parent's descriptor, so a folder swapped for a symlink meanwhile
+    cannot make us read (or hash) anything outside the workspace.
+    """
     last: os.stat_result | None = None
     for _ in range(TRIES):
         if st is None:
             try:
-                st = os.lstat(path)
+                st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
             except FileNotFoundError:
                 return Observation("", None, None, time.time_ns())
             except OSError as exc:
@@ -94,7 +99,7 @@ def observe(path: str, st: os.stat_result | None = None) -> Observation:
         kind = kind_of(st.st_mode)
         if kind == "l":
             try:
-                target = os.readlink(path)
+                target = os.readlink(path, dir_fd=dir_fd)
             except FileNotFoundError:
                 return Observation("", None, None, time.time_ns())
             except OSError:  # EINVAL: no longer a symlink; look again
@@ -105,7 +110,7 @@ def observe(path: str, st: os.stat_result | None = None) -> Observation:
             return Observation(kind, st, None if kind == "d" else _special_digest(kind, st), time.time_ns())
         last = st
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = os.open(path, _OPEN_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
             return Observation("", None, None, time.time_ns())
         except OSError as exc:

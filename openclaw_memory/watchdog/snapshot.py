@@ -9,15 +9,14 @@ so a snapshot of an unchanged tree costs a stat per file.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from ..fsutil.safeopen import Folder
 from ..settings import Settings
-from .compare import Delta, record_observation, rules_for, scan_workspace
+from .compare import Delta, record_observation, rules_for, compare_workspace
 from .fsclock import guard_ns
 from .ignore import workspace_patterns
 from .observe import KIND_DIR, observe
@@ -43,12 +42,12 @@ class SnapshotInfo:
         return {
             "label": self.label,
             "file": str(self.path),
-            "taken_at": self.taken_at,
+            "takenAt": self.taken_at,
             "entries": self.entries,
             "rehashed": self.rehashed,
             "racy": self.racy,
             "unhashed": self.unhashed,
-            "guard_ms": self.guard_ns / 1e6,
+            "guardMs": self.guard_ns / 1e6,
         }
 
 
@@ -106,25 +105,20 @@ def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
             notes.append(exc.message)
         table = new_table(settings, label, patterns)
         rules = rules_for(settings.workspace, settings.state_dir, patterns)
-        delta = scan_workspace(settings.workspace, rules, previous, table, table.guard_ns)
+        delta = compare_workspace(settings.workspace, rules, previous, table, table.guard_ns)
         delta.warnings[:0] = notes
         return save_table(settings, store, table, delta)
 
 
-def _entry_path(workspace: Path, rel: str) -> str | None:
-    """The absolute path of a workspace-relative ``rel`` whose folders are real folders (no symlinks)."""
+def _entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
+    """The folder of a workspace-relative ``rel`` (opened one real folder at a time, no symlinks) and its name."""
     parts = rel.split("/")
     if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise UsageError(f"not a workspace-relative path: {rel!r}")
-    folder = os.fspath(workspace)
-    for part in parts[:-1]:
-        folder = os.path.join(folder, part)
-        try:
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                return None
-        except OSError:
-            return None
-    return os.path.join(folder, parts[-1])
+    try:
+        return Folder.under(workspace, parts[:-1]), parts[-1]
+    except OSError:
+        return None
 
 
 def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
@@ -147,10 +141,14 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
                 table.copy_row(base, i)
         delta = Delta()
         for rel in wanted:
-            path = _entry_path(settings.workspace, rel)
-            if path is None or rules.ignores_path(rel):
+            if rules.ignores_path(rel):
                 continue
-            obs = observe(path)
+            found = _entry_folder(settings.workspace, rel)
+            if found is None:
+                continue
+            folder, name = found
+            with folder:
+                obs = observe(name, dir_fd=folder.fd)
             if obs.gone or obs.kind == KIND_DIR:
                 continue
             record_observation(table, rel, obs, base.guard_ns, delta)

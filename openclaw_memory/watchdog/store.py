@@ -13,6 +13,7 @@ index, so a crash leaves the previous baseline in force. Writers take a lock.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import xxhash
 
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError, os_error
 from ..fsutil.atomic import atomic_write_bytes, atomic_write_text
 from ..fsutil.lock import FileLock
 
@@ -237,15 +238,24 @@ class SnapshotStore:
         return Table.from_bytes(data, str(path))
 
     def save(self, table: Table, keep: int) -> Path:
-        """Write ``table`` and make it the baseline; prune to the newest ``keep``. Call under ``lock()``."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Write ``table`` and make it the baseline; prune to the newest ``keep``. Call under ``lock()``.
+
+        A full disk (or any write error) raises a typed error before the index names the
+        new table: the previous baseline stays the baseline, and no temp file is left.
+        """
         path = self.path_of(table.label)
-        atomic_write_bytes(path, table.to_bytes(), 0o600)
-        entries = [e for e in self.entries() if e.label != table.label]
-        entries.append(IndexEntry(table.label, table.taken_at, len(table)))
-        kept, dropped = entries[-keep:], entries[:-keep]
-        doc = {"snapshots": [{"label": e.label, "taken_at": e.taken_at, "count": e.count} for e in kept]}
-        atomic_write_text(self.index_path, json.dumps(doc, ensure_ascii=True, indent=1) + "\n", 0o600)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, table.to_bytes(), 0o600)
+            entries = [e for e in self.entries() if e.label != table.label]
+            entries.append(IndexEntry(table.label, table.taken_at, len(table)))
+            kept, dropped = entries[-keep:], entries[:-keep]
+            doc = {"snapshots": [{"label": e.label, "taken_at": e.taken_at, "count": e.count} for e in kept]}
+            atomic_write_text(self.index_path, json.dumps(doc, ensure_ascii=True, indent=1) + "\n", 0o600)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                path.unlink()  # written, but never named by the index: not a snapshot
+            raise os_error(exc, f"the state dir ({self.folder})", "no snapshot was saved; the previous baseline is unchanged") from None
         for entry in dropped:
             try:
                 self.path_of(entry.label).unlink()

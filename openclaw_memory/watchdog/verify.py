@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..settings import Settings
-from .compare import Changed, Delta, rules_for, scan_workspace
+from .compare import Changed, Delta, rules_for, compare_workspace
 from .store import SnapshotStore, Table
 
 
@@ -45,7 +45,7 @@ class VerifyResult:
             "changed": [{"path": display(c.path), "oldHash": c.old_hash, "newHash": c.new_hash} for c in self.changed],
             "deleted": [display(p) for p in self.deleted],
             "new": [display(p) for p in self.new],
-            "break_count": self.break_count,
+            "breakCount": self.break_count,
         }
 
 
@@ -76,5 +76,5 @@ def verify_workspace(settings: Settings) -> VerifyResult:
         raise NoBaseline(no_baseline_message(settings))
     base = store.load(label)
     rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
-    delta = scan_workspace(settings.workspace, rules, base, None, base.guard_ns)
+    delta = compare_workspace(settings.workspace, rules, base, None, base.guard_ns)
     return result_from(base, delta)

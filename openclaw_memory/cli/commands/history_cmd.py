@@ -7,6 +7,8 @@ from ..output import print_json, warn
 
 def run_history(settings, path: str, json_out: bool) -> int:
     result = api.file_history(settings, path)
+    for message in result.warnings:
+        warn(message)
     if json_out:
         print_json(result.to_json())
         return 0
@@ -27,9 +29,8 @@ def run_restore(settings, path: str, version: str, no_index: bool, json_out: boo
     result = try_service(settings, "restore", path=path, version=version, update_index=not no_index)
     if result is IN_PROCESS:
         result = api.restore(settings, path, version, update_index=not no_index)
-    index = result.index or {}
-    if not index.get("updated") and str(index.get("reason", "")).startswith("index not updated"):
-        warn(index["reason"])
+    if result.index is not None and result.index.failed:
+        warn(result.index.reason)
     if json_out:
         print_json(result.to_json())
     elif not result.changed:
@@ -49,6 +50,8 @@ def run_state(settings, json_out: bool) -> int:
     report = try_service(settings, "state")
     if report is IN_PROCESS:
         report = api.file_states(settings)
+    for message in report.warnings:
+        warn(message)
     if json_out:
         print_json(report.to_json())
         return 0

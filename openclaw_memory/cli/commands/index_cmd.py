@@ -3,6 +3,7 @@
 
 import sys
 
+from ...extras import require
 from ...serve.client import IN_PROCESS, service_status, try_service
 from ..output import print_json, warn
 
@@ -12,6 +13,7 @@ def _on_wait(what: str, pid: str) -> None:
 
 
 def _index(settings, **kw):
+    require("search")  # before any index work, so a core install hears what to install, not "no index"
     from ...index.api import MemoryIndex
 
     return MemoryIndex(settings, on_wait=_on_wait, **kw)

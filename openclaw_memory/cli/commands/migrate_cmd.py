@@ -1,8 +1,8 @@
 """``migrate``: copy the workspace's index between the embedded engine and a Qdrant server."""
 
 import sys
-from typing import Optional
 
+from ...extras import require
 from ..output import print_json, warn
 
 
@@ -30,6 +30,7 @@ def _progress(stack):
 def run_migrate(settings, to: str, source: str | None, json_out: bool) -> int:
     from contextlib import ExitStack
 
+    require("qdrant")
     from ...index.migrate import migrate_index
 
     with ExitStack() as stack:

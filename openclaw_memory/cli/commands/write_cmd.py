@@ -38,9 +38,10 @@ def run_write(settings, path: str, append: Optional[str], replace_file: Optional
         result = api.write_memory(settings, path, **args)
     if result.to_json().get("replayed"):
         warn("already written by an earlier write with the same idempotency key; nothing written again")
-    index = result.index or {}
-    if not index.get("updated") and str(index.get("reason", "")).startswith("index not updated"):
-        warn(index["reason"])
+    if result.index is not None and result.index.failed:
+        warn(result.index.reason)
+    for message in result.warnings:
+        warn(message)
     if json_out:
         print_json(result.to_json())
         return 0

@@ -1,7 +1,8 @@
-"""The service's wire format: the API's own result objects as JSON, rebuilt exactly on the other side.
+"""The API's own result objects as JSON, rebuilt exactly on the other side.
 
-The CLI renders the same frozen dataclasses whether they were computed in-process or by the
-service, so its output is identical either way. Values are JSON with a few tagged forms:
+The service sends its answers in this form, so the CLI renders the same frozen dataclasses
+whether they were computed in-process or by the service (its output is identical either way);
+the idempotency store keeps a write's first result in it. Values are JSON with a few tagged forms:
 ``{"~c": "module:Class", "f": {...}}`` a dataclass, ``{"~n": ..., "v": [...]}`` a NamedTuple,
 ``{"~t": [...]}`` a tuple, ``{"~p": "..."}`` a path, ``{"~b": "base64"}`` bytes, and
 ``{"~m": {...}}`` a dict (so a dict whose keys look like tags stays a dict). Floats survive

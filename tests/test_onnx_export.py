@@ -1,0 +1,198 @@
+"""The torch-free ONNX export: the graph written from model.safetensors, and the light install.
+
+Real model, real onnxruntime. The light install (``search`` extra without torch) is simulated by
+hiding torch, transformers and sentence-transformers from the import system of a subprocess, as
+if they were not installed: our code runs unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, write
+from openclaw_memory.errors import UsageError
+from openclaw_memory.index.embedding import load_embedder
+from openclaw_memory.index.models import resolve_model
+from openclaw_memory.index.onnx_embedding import META_FILE, MODEL_FILE, OnnxEmbedder, export_folder, export_model
+from openclaw_memory.index.onnx_graph import build_bert_graph, can_build
+
+pytestmark = pytest.mark.slow
+
+MODEL = "all-MiniLM-L6-v2"
+SENTENCES = [
+    "The user prefers the vim editor for writing code.",
+    "For programming, the user likes to edit in vim.",
+    "Meeting notes: the deploy moved to Thursday; Anna owns the rollback plan.",
+    "The quarterly tax report is due at the end of March.",
+    "Rotate the gateway token with `openclaw gateway token rotate` and restart the daemon.",
+    "我喜欢喝绿茶",
+    "👨‍👩‍👧‍👦 family trip to Zermatt, July 2026",
+    "",
+    "- [ ] buy oat milk\n- [x] call the plumber about the leaking tap",
+    "| key | default |\n|---|---|\n| chunk_tokens | 254 |",
+    " ".join(f"word{n}" for n in range(400)),  # past the window: truncated as sentence-transformers does
+]
+
+# Hides these packages from every finder, so `import torch` fails and find_spec("torch") is None,
+# exactly as in an install without them; each lookup is logged, to show none was even tried.
+BLOCKER = '''
+import os, sys
+
+_HIDDEN = {"torch", "transformers", "sentence_transformers"}
+_LOG = os.environ["OCM_TEST_HIDDEN_LOG"]
+
+
+class _Hide:
+    def __init__(self, inner):
+        self._inner = inner
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in _HIDDEN:
+            with open(_LOG, "a", encoding="utf-8") as log:
+                log.write(name + "\\n")
+            return None
+        find = getattr(self._inner, "find_spec", None)
+        return find(name, path, target) if find else None
+
+    def __getattr__(self, attr):
+        return getattr(self._inner, attr)
+
+
+sys.meta_path[:] = [_Hide(finder) for finder in sys.meta_path]
+'''
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load_embedder(MODEL, backend="torch")
+
+
+@pytest.fixture
+def light_env(tmp_path) -> tuple[dict, Path]:
+    """Environment of a process that runs as the light install: torch and friends absent."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    log = tmp_path / "hidden-lookups.log"
+    log.write_text("")
+    return {"PYTHONPATH": f"{blocker}{os.pathsep}{REPO}", "OCM_TEST_HIDDEN_LOG": str(log)}, log
+
+
+def docs_chunks(count: int = 32) -> list[str]:
+    """Real prose: chunks of this project's own docs, cut by the real chunker, spread evenly."""
+    from openclaw_memory.index.chunking import chunk_markdown
+    from openclaw_memory.index.tokens import load_token_counter
+
+    counter = load_token_counter(MODEL)
+    pages = [f.read_text(encoding="utf-8") for f in sorted((REPO / "docs").glob("*.md"))]
+    chunks = [c.embed_text for page in pages for c in chunk_markdown(page, counter)]
+    return chunks[:: max(1, len(chunks) // count)][:count]
+
+
+def test_graph_export_matches_sentence_transformers(reference, shared_index_state, tmp_path):
+    fast = load_embedder(MODEL, backend="auto", cache_dir=shared_index_state)
+    meta = json.loads((export_folder(MODEL, shared_index_state) / META_FILE).read_text())
+    assert fast.backend == "onnx" and meta["exporter"] == "graph"  # the default export needs no torch
+    prose = docs_chunks()
+    expected, quick = reference.encode(prose), fast.encode(prose)
+    assert quick.shape == (len(prose), 384) and quick.dtype == np.float32
+    assert np.allclose(np.linalg.norm(quick, axis=1), 1.0, atol=1e-5)
+    cosines = (expected * quick).sum(axis=1)
+    assert cosines.mean() >= 0.99 and cosines.min() >= 0.97, cosines  # as on the corpus (bench/onnx_export.py)
+    # Short and odd inputs lose a little more to int8, never much.
+    expected_odd = reference.encode(SENTENCES)
+    odd = (expected_odd * fast.encode(SENTENCES, batch_size=4)).sum(axis=1)
+    assert odd.min() >= 0.97, odd
+
+    # The fp32 graph before fusion and int8 is BERT itself: only float rounding apart.
+    path = resolve_model(MODEL)
+    folder = tmp_path / "fp32"
+    folder.mkdir()
+    build_bert_graph(path, folder / MODEL_FILE)
+    (folder / META_FILE).write_text(json.dumps({"dim": 384, "max_seq_length": 256}))
+    exact = OnnxEmbedder(MODEL, folder, path)
+    assert (expected * exact.encode(prose)).sum(axis=1).min() > 0.99999
+    assert (expected_odd * exact.encode(SENTENCES, batch_size=4)).sum(axis=1).min() > 0.99999
+
+
+def test_both_exporters_give_the_same_int8_model(shared_index_state, tmp_path):
+    """Why an index embedded through a torch export is kept as is: the model is the same."""
+    pytest.importorskip("torch")
+    import onnx
+    from onnx import numpy_helper
+
+    graph_folder = export_folder(MODEL, shared_index_state)
+    if not (graph_folder / MODEL_FILE).is_file():
+        load_embedder(MODEL, backend="onnx", cache_dir=shared_index_state)
+    assert export_model(resolve_model(MODEL), tmp_path / "traced", exporter="torch") == "torch"
+
+    def signature(folder: Path):
+        model = onnx.load(str(folder / MODEL_FILE))
+        weights = sorted((numpy_helper.to_array(t).tobytes(), numpy_helper.to_array(t).shape) for t in model.graph.initializer)
+        return [n.op_type for n in model.graph.node], weights, [i.name for i in model.graph.input]
+
+    assert signature(graph_folder) == signature(tmp_path / "traced")
+
+
+def test_light_install_indexes_and_searches_without_torch(workspace, tmp_path, cli, light_env):
+    """A fresh state dir: the export itself runs in the light install too."""
+    env, log = light_env
+    check = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('torch'))"],
+                           env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    assert check.stdout.strip() == "None" and set(log.read_text().split()) == {"torch"}, "the blocker does not hide torch"
+    log.write_text("")
+
+    write(workspace / "MEMORY.md", "# Memory\n\n## Preferences\n\nThe user prefers dark roast coffee and the vim editor.\n")
+    write(workspace / "memory" / "2026-11-02.md", "# Nov 2\n\nBooked the hiking trip to Zermatt with Priya for July.\n")
+    write(workspace / "memory" / "2026-11-03.md", "# Nov 3\n\nThe quarterly tax report is due at the end of March.\n")
+    indexed = cli("index", "--json", env=env)
+    assert indexed.returncode == 0, indexed.stderr
+    assert indexed.json()["chunksEmbedded"] >= 3
+    found = cli("search", "mountain holiday plans", "--mode", "vector", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    assert found.json()["results"][0]["path"] == "memory/2026-11-02.md"
+    assert log.read_text() == "", "something looked for torch, transformers or sentence-transformers"
+    meta = next((tmp_path / "state").rglob(META_FILE))
+    assert json.loads(meta.read_text())["exporter"] == "graph"
+
+
+def test_light_install_asks_for_the_torch_extra_for_the_torch_backend(workspace, state_dir, cli, light_env):
+    env, _ = light_env
+    (state_dir / "openclaw-memory.toml").write_text('[index]\nembedding_backend = "torch"\n')
+    write(workspace / "MEMORY.md", "# Memory\n\nA fact.\n")
+    res = cli("index", env=env)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "pip install 'openclaw-memory[torch]'" in res.stderr, res.stderr
+
+
+def test_what_the_graph_writer_does_not_cover(tmp_path):
+    path = Path(resolve_model(MODEL))
+    assert can_build(path)
+    config = json.loads((path / "config.json").read_text())
+    for change in ({"hidden_act": "gelu_new"}, {"position_embedding_type": "relative_key"}, {"model_type": "roberta"}):
+        folder = tmp_path / next(iter(change.values()))
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({**config, **change}))
+        shutil.copy(path / "model.safetensors", folder)
+        assert not can_build(folder), change
+    no_weights = tmp_path / "bin-only"
+    no_weights.mkdir()
+    shutil.copy(path / "config.json", no_weights)
+    assert not can_build(no_weights)  # a pytorch_model.bin needs torch to read
+
+    from safetensors.numpy import save_file
+
+    other = tmp_path / "other-weights"
+    other.mkdir()
+    shutil.copy(path / "config.json", other)
+    save_file({"decoder.weight": np.zeros((2, 2), dtype=np.float32)}, str(other / "model.safetensors"))
+    with pytest.raises(UsageError, match="no tensor 'embeddings.word_embeddings.weight'"):
+        build_bert_graph(other, tmp_path / "never.onnx")

@@ -1,0 +1,89 @@
+"""The package's shape: no import circles, class names unique, folders named after the commands."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "openclaw_memory"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING"
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """Every package module ``path`` imports, at the top or inside a function (not under TYPE_CHECKING)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _is_type_checking(child):
+                continue
+            if isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                for alias in child.names:
+                    target = f"{base}.{alias.name}"
+                    found.add(target if target in modules else base)
+            elif isinstance(child, ast.Import):
+                found.update(alias.name for alias in child.names)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    # A package's __init__ reached only to get at a submodule is not an edge to that __init__'s imports.
+    return {m for m in found if m in modules and m != name}
+
+
+def test_no_import_circles():
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {name: _imports(path, set(files)) for name, path in files.items()}
+    packages = {n for n, p in files.items() if p.name == "__init__.py"}
+    for edges in graph.values():
+        edges -= packages  # importing a package's __init__ (lazy facades) is not a circle through it
+    circles = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                circles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                dfs(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            dfs(node)
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_class_names_are_unique():
+    names = Counter()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                names[node.name] += 1
+    assert [n for n, c in names.items() if c > 1] == []
+
+
+def test_folders_are_named_after_the_commands():
+    from openclaw_memory.cli.spec import COMMANDS
+
+    for command in ("watch", "watchdog", "doctor", "prompt", "history", "mcp"):
+        assert (PACKAGE / command).is_dir(), f"`openclaw-memory {command}` has no folder {command}/"
+        assert any(c.words[0] == command for c in COMMANDS)
