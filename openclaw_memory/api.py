@@ -128,12 +128,25 @@ def write_memory(
             return first
         result = write_memory_file(settings, path, content=data, append=append, expect=expect)
         when = time.time()
-        keys.put(key, result, when)
+        recorded = _record_key(keys, key, result, when)
+    if not recorded:
+        result = dataclasses.replace(result, warnings=result.warnings + (
+            "the write is done, but its idempotency key could not be recorded (state dir full or unwritable): "
+            "a retry would write again",))
     keys.prune()
     result = _after_write(settings, result, update_index, sync)
-    with keys.lock():
-        keys.put(key, result, when)  # a later replay shows what the index update did
+    if recorded:
+        with keys.lock():
+            _record_key(keys, key, result, when)  # a later replay shows what the index update did
     return result
+
+
+def _record_key(keys, key: str, result: "WriteResult", when: float) -> bool:
+    try:
+        keys.put(key, result, when)
+    except OSError:
+        return False
+    return True
 
 
 def restore(settings: Settings, path: str, version: str, *, update_index: bool = True,

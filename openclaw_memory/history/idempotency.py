@@ -97,7 +97,7 @@ class IdempotencyStore:
         removed = 0
         try:
             entries = list(os.scandir(self.root))
-        except FileNotFoundError:
+        except OSError:
             return 0
         for entry in entries:
             if not entry.name.endswith((".json", ".tmp")):
@@ -106,6 +106,6 @@ class IdempotencyStore:
                 if entry.stat().st_mtime < cutoff:
                     os.unlink(entry.path)
                     removed += 1
-            except FileNotFoundError:
-                continue
+            except OSError:
+                continue  # gone meanwhile, or not ours to delete: the next prune tries again
         return removed
