@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test conformance bench clean
 
 install: $(STAMP)
 
@@ -22,7 +22,13 @@ demo: install
 	@bash scripts/demo.sh
 
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest --ignore=tests/conformance
+
+# The differential suite against the real OpenClaw 2026.9.6 (from the npm registry, into build/oracle).
+ORACLE := build/oracle
+conformance: install
+	../shared/oracle/setup.sh $(ORACLE) >/dev/null
+	$(PY) -m pytest tests/conformance
 
 bench: install
 	$(PY) bench/scan.py

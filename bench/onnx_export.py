@@ -122,7 +122,7 @@ def main() -> None:
     print(f"  torch int8 vs sentence-transformers fp32: {cosines(vectors['torch'], vectors['fp32'])}")
     print(f"  graph int8 vs torch int8:                 {cosines(vectors['graph'], vectors['torch'])}")
 
-    print(f"\ncold query embedding (fresh process: import + load + 1 query):")
+    print("\ncold query embedding (fresh process: import + load + 1 query):")
     print(f"{'path':<7} {'import+load s':>14} {'(cpu s)':>8} {'query ms':>9}  imported")
     for e, r in colds.items():
         print(f"{e:<7} {r['load_s']:>14.2f} {r['load_cpu_s']:>8.2f} {r['encode_s'] * 1000:>9.1f}  {', '.join(r['imported'])}")

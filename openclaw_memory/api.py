@@ -228,6 +228,7 @@ def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: b
         today=today,
         file_cap=settings.prompt.file_chars,
         total_cap=settings.prompt.total_chars,
+        startup=settings.prompt.startup,
         checkpoint=checkpoint,
     )
     if checkpoint is not None and consume:

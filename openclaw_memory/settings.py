@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, UsageError, WorkspaceError
+from .files.paths import ExtraPath
 
 DEFAULT_AGENT = "main"
 TOML_NAME = "openclaw-memory.toml"
@@ -24,13 +25,27 @@ OPENCLAW_JSON_NAME = "openclaw.json"
 @dataclass(frozen=True)
 class ReadLimits:
     default_lines: int = 120
-    max_chars: int = 12_000
+    max_chars: int = 12_000  # OpenClaw's contextLimits.memoryGetMaxChars default
+
+
+@dataclass(frozen=True)
+class StartupContext:
+    """OpenClaw's ``agents.defaults.startupContext``: the daily notes a new session starts with."""
+
+    enabled: bool = True
+    apply_on: tuple[str, ...] = ()  # empty: every new session
+    daily_memory_days: int = 2
+    max_file_bytes: int = 16_384
+    max_file_chars: int = 1_200
+    max_total_chars: int = 2_800
+    user_timezone: str | None = None  # agents.defaults.userTimezone; None: the host's zone
 
 
 @dataclass(frozen=True)
 class PromptLimits:
-    file_chars: int = 12_000
-    total_chars: int = 60_000
+    file_chars: int = 20_000  # OpenClaw's bootstrapMaxChars
+    total_chars: int = 60_000  # OpenClaw's bootstrapTotalMaxChars
+    startup: StartupContext = field(default_factory=StartupContext)
 
 
 @dataclass(frozen=True)
@@ -183,8 +198,10 @@ def _check_toml_types(data: dict[str, Any], path: Path) -> None:
             raise ConfigError(f"{path}: `{key}` must be {words}, not {data[key]!r}")
     if "extra_paths" in data:
         value = data["extra_paths"]
-        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise ConfigError(f"{path}: `extra_paths` must be a list of strings (folder or file paths), not {value!r}")
+        if not (isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value)):
+            raise ConfigError(
+                f"{path}: `extra_paths` must be a list of strings (folder or file paths) or {{path, pattern}} tables, not {value!r}"
+            )
     for key in TOML_TABLES:
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{path}: `{key}` must be a table ([{key}] with keys under it), not {data[key]!r}")
@@ -212,14 +229,59 @@ def _agent_entry(openclaw: dict[str, Any], agent: str, where: str) -> dict[str, 
     return {}
 
 
-def _str_list(value: Any, where: str) -> list[str]:
+def _extra_list(value: Any, where: str) -> list:
+    """Extra paths as OpenClaw accepts them: strings, or ``{path, pattern}`` objects (a glob filter)."""
     if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise ConfigError(f"{where} must be a list of paths (strings), not {value!r:.60}")
+    if isinstance(value, (str, dict)):
+        value = [value]
+    if not isinstance(value, list):
+        raise ConfigError(f"{where} must be a list of paths or {{path, pattern}} objects")
+    out: list = []
+    for item in value:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("path"), str) and isinstance(item.get("pattern", ""), str):
+            out.append((item["path"], item.get("pattern") or ""))
+        else:
+            raise ConfigError(f"{where} must be a list of paths or {{path, pattern}} objects, not {item!r}")
+    return out
+
+
+def _js_int(value: Any, default: int, low: int | None = 1, high: int | None = None) -> int:
+    """OpenClaw's ``resolveIntegerOption``: a finite number floored and clamped, anything else the default."""
+    import math
+
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else default
+    number = math.floor(number)
+    if low is not None:
+        number = max(low, number)
+    return number if high is None else min(high, number)
+
+
+def _js_positive(value: Any, default: int) -> int:
+    """OpenClaw's bootstrap limit rule: a finite number above 0, floored; else the default."""
+    import math
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return math.floor(value)
+    return default
+
+
+def _startup_context(defaults: dict[str, Any]) -> StartupContext:
+    raw = defaults.get("startupContext")
+    raw = raw if isinstance(raw, dict) else {}
+    apply_on = raw.get("applyOn")
+    tz = defaults.get("userTimezone")
+    return StartupContext(
+        enabled=raw.get("enabled") is not False,
+        apply_on=tuple(a for a in apply_on if isinstance(a, str)) if isinstance(apply_on, list) else (),
+        daily_memory_days=_js_int(raw.get("dailyMemoryDays"), 2, 1, 14),
+        max_file_bytes=_js_int(raw.get("maxFileBytes"), 16_384, 1, 65_536),
+        max_file_chars=_js_int(raw.get("maxFileChars"), 1_200, 1, 10_000),
+        max_total_chars=_js_int(raw.get("maxTotalChars"), 2_800, 1, 50_000),
+        user_timezone=tz.strip() or None if isinstance(tz, str) else None,
+    )
 
 
 def _multimodal_flag(value: Any, where: str) -> bool | None:
@@ -262,6 +324,10 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     entry = _agent_entry(openclaw, agent, str(json_path))
     defaults_search = _object(defaults.get("memorySearch"), f"{json_path}: agents.defaults.memorySearch")
     entry_search = _object(entry.get("memorySearch"), f"{json_path}: agents.list[{agent}].memorySearch")
+    # OpenClaw 2026.9.6 keeps search settings in `memory.search` (top level and per agent).
+    top_search = _object(_object(openclaw.get("memory"), f"{json_path}: memory").get("search"), f"{json_path}: memory.search")
+    entry_memory_search = _object(_object(entry.get("memory"), f"{json_path}: agents.list[{agent}].memory").get("search"),
+                                  f"{json_path}: agents.list[{agent}].memory.search")
 
     workspace_raw = (
         o.workspace
@@ -274,10 +340,12 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     )
     workspace = resolve_workspace(str(workspace_raw))
 
-    extras: list[str] = []
-    extras += _str_list(defaults_search.get("extraPaths"), f"{json_path}: agents.defaults.memorySearch.extraPaths")
-    extras += _str_list(entry_search.get("extraPaths"), f"{json_path}: agents.list[{agent}].memorySearch.extraPaths")
-    extras += _str_list(own.get("extra_paths"), f"{toml_path}: extra_paths")
+    extras: list = []
+    extras += _extra_list(top_search.get("extraPaths"), f"{json_path}: memory.search.extraPaths")
+    extras += _extra_list(entry_memory_search.get("extraPaths"), f"{json_path}: agents.list[{agent}].memory.search.extraPaths")
+    extras += _extra_list(defaults_search.get("extraPaths"), f"{json_path}: agents.defaults.memorySearch.extraPaths")
+    extras += _extra_list(entry_search.get("extraPaths"), f"{json_path}: agents.list[{agent}].memorySearch.extraPaths")
+    extras += _extra_list(own.get("extra_paths"), f"{toml_path}: extra_paths")
     env_extra = _env("OPENCLAW_MEMORY_EXTRA_PATHS", env)
     if env_extra:
         extras += env_extra.split(os.pathsep)
@@ -295,13 +363,22 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
 
     read_table = own.get("read") or {}
     prompt_table = own.get("prompt") or {}
+    # An agent's own contextLimits object replaces the defaults' whole (OpenClaw's rule).
+    limits = entry.get("contextLimits") if isinstance(entry.get("contextLimits"), dict) else defaults.get("contextLimits")
+    limits = limits if isinstance(limits, dict) else {}
     read = ReadLimits(
         default_lines=_positive_int(read_table, "default_lines", 120, f"{toml_path} [read]"),
-        max_chars=_positive_int(read_table, "max_chars", 12_000, f"{toml_path} [read]"),
+        max_chars=_positive_int(read_table, "max_chars", _js_int(limits.get("memoryGetMaxChars"), 12_000), f"{toml_path} [read]"),
     )
+
+    def bootstrap(key: str, default: int) -> int:
+        value = entry.get(key) if entry.get(key) is not None else defaults.get(key)
+        return _js_positive(value, default)
+
     prompt = PromptLimits(
-        file_chars=_positive_int(prompt_table, "file_chars", 12_000, f"{toml_path} [prompt]"),
-        total_chars=_positive_int(prompt_table, "total_chars", 60_000, f"{toml_path} [prompt]"),
+        file_chars=_positive_int(prompt_table, "file_chars", bootstrap("bootstrapMaxChars", 20_000), f"{toml_path} [prompt]"),
+        total_chars=_positive_int(prompt_table, "total_chars", bootstrap("bootstrapTotalMaxChars", 60_000), f"{toml_path} [prompt]"),
+        startup=_startup_context(defaults),
     )
     sections = {k: v for k, v in own.items() if isinstance(v, dict)}
     return Settings(
@@ -333,20 +410,26 @@ def resolve_workspace(raw: str) -> Path:
     return real
 
 
-def normalize_extra_paths(raw: list[str], workspace: Path) -> list[str]:
+def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
     """Trim, drop empties, expand ``~``, resolve relative ones against the workspace, de-duplicate.
 
-    Symlinks are not resolved here: the scanner must still see (and report) a symlinked extra root.
+    An item is a path or a ``(path, pattern)`` pair; the same folder with two patterns is
+    two entries (OpenClaw lists each in turn). Symlinks are not resolved here: the
+    scanner must still see (and report) a symlinked extra root.
     """
-    seen: set[str] = set()
-    result: list[str] = []
+    from .files.jstext import js_trim
+
+    seen: set[tuple[str, str]] = set()
+    result: list[ExtraPath] = []
     for item in raw:
-        text = item.strip()
+        path, pattern = (item, "") if isinstance(item, str) else item
+        text = js_trim(path)
+        pattern = js_trim(pattern).replace("\\", "/")
         if not text:
             continue
         expanded = os.path.expanduser(text)
         absolute = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workspace, expanded))
-        if absolute not in seen:
-            seen.add(absolute)
-            result.append(absolute)
+        if (absolute, pattern) not in seen:
+            seen.add((absolute, pattern))
+            result.append(ExtraPath(absolute, pattern or None))
     return result

@@ -31,7 +31,8 @@ def test_files_json_shape(cli, workspace, tmp_path):
     data = cli("files", "--json", "--extra", str(tmp_path / "x"), "--agent", "ops").json()
     assert data["agent"] == "ops" and data["workspace"] == str(workspace)
     assert data["files"][0] == {"path": "MEMORY.md", "absPath": str(workspace / "MEMORY.md"), "source": "root", "kind": "markdown", "size": 1}
-    assert data["files"][1]["path"] == str(tmp_path / "x/e.md") and data["files"][1]["source"] == "extra"
+    assert data["files"][1]["path"] == "../x/e.md" and data["files"][1]["source"] == "extra"  # relative, as OpenClaw shows it
+    assert data["files"][1]["absPath"] == str(tmp_path / "x/e.md")
     assert data["skipped"][0]["path"] == "memory.md"
 
 
@@ -40,7 +41,7 @@ def test_extra_paths_from_environment(cli, workspace, tmp_path):
     write(tmp_path / "b/two.md", "2")
     env = {"OPENCLAW_MEMORY_EXTRA_PATHS": f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"}
     files = [f["path"] for f in cli("files", "--json", env=env).json()["files"]]
-    assert files == [str(tmp_path / "a/one.md"), str(tmp_path / "b/two.md")]
+    assert files == ["../a/one.md", "../b/two.md"]
 
 
 def test_read_refusal_exit_2_with_json_error(cli, workspace):

@@ -70,6 +70,7 @@ def test_files_are_assigned_to_their_collection(workspace, state_dir, tmp_path):
     extra = tmp_path / "notes"
     write(workspace / "MEMORY.md", "# root\n")
     write(workspace / "DREAMS.md", "# dreams\n")
+    write(workspace / "USER.md", "# user\n")
     write(workspace / "memory" / "a.md", "a\n")
     write(workspace / "memory" / "deep" / "b.md", "b\n")
     write(extra / "c.md", "c\n")
@@ -79,9 +80,9 @@ def test_files_are_assigned_to_their_collection(workspace, state_dir, tmp_path):
     scan = scan_memory_files(settings.workspace, extra_paths=settings.extra_paths, agent=settings.agent)
     groups = {name: sorted(f.path for f in files) for name, files in assign_files(collections, scan.files).items()}
     assert groups == {
-        "memory-root-main": ["DREAMS.md", "MEMORY.md"],
+        "memory-root-main": ["DREAMS.md", "MEMORY.md", "USER.md"],
         "memory-dir-main": ["memory/a.md", "memory/deep/b.md"],
-        "custom-1-main": [str(extra / "c.md")],
-        "custom-2-main": [str(single)],
+        "custom-1-main": ["../notes/c.md"],  # relative to the workspace, as OpenClaw indexes them
+        "custom-2-main": ["../single.md"],
     }
     assert collections[3].pattern == "single.md" and not collections[3].recursive

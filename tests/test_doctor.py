@@ -20,7 +20,7 @@ import pytest
 from conftest import write
 from openclaw_memory.doctor.check_files import first_invalid_utf8
 from openclaw_memory.doctor.hooks import PAUSE_ENV
-from openclaw_memory.doctor.merge import HEADING, marker
+from openclaw_memory.doctor.merge import HEADING, SENTENCE, marker
 from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
 from openclaw_memory.settings import Overrides, resolve_settings
 
@@ -72,10 +72,11 @@ def stamp_dirs(workspace: Path) -> list[Path]:
     return sorted(p for p in root.iterdir()) if root.exists() else []
 
 
-def expected_merge(canon: bytes, legacy_text: str, archive_rel: str) -> bytes:
-    head = canon if canon.endswith(b"\n") or not canon else canon + b"\n"
-    body = legacy_text if legacy_text.endswith("\n") else legacy_text + "\n"
-    return head + b"\n" + f"{HEADING}\n{marker(archive_rel)}\n\n{body}".encode()
+def expected_merge(canon: bytes, legacy_text: str, archive_rel: str, workspace: Path | None = None) -> bytes:
+    """OpenClaw's layout: trimmed canonical text, blank line, heading, blank line, marker (the
+    archive's absolute path), OpenClaw's sentence, blank line, trimmed legacy text, newline."""
+    shown = str(workspace / archive_rel) if workspace is not None else archive_rel
+    return (canon.decode().rstrip() + f"\n\n{HEADING}\n\n{marker(shown)}\n{SENTENCE}\n\n{legacy_text.strip()}\n").encode()
 
 
 def tree(path: Path) -> dict:
@@ -97,7 +98,13 @@ def data_dir(workspace: Path, state_dir: Path) -> Path:
 
 
 def ids(result) -> list[str]:
-    return [f["id"] for f in result.json()["findings"]]
+    """Finding ids, without OpenClaw's "memory system not found" note (most workspaces here have no MEMORY.md)."""
+    return [f["id"] for f in result.json()["findings"] if f["id"] != "memory-system-not-found"]
+
+
+def problems(result) -> list[dict]:
+    """The findings that are warnings or errors (notes left out)."""
+    return [f for f in result.json()["findings"] if f["severity"] != "info"]
 
 
 def split(workspace: Path, canon: str | bytes = CANON, legacy: str | bytes = LEGACY) -> None:
@@ -169,7 +176,7 @@ def test_fix_merges_different_files_then_archives(workspace, state_dir, cli):
     assert STAMP_RE.match(archive.parent.name)
     assert archive.read_text(encoding="utf-8") == LEGACY
     rel = archive.relative_to(workspace).as_posix()
-    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(CANON.encode(), LEGACY, rel)
+    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(CANON.encode(), LEGACY, rel, workspace)
     assert not (workspace / "memory.md").exists()
     checkpoint = (data_dir(workspace, state_dir) / "checkpoint.md").read_text(encoding="utf-8")
     assert checkpoint.startswith("# ⚠️ Workspace Changes Detected")
@@ -226,7 +233,7 @@ def test_merge_adds_missing_newlines(workspace, cli):
     assert cli("doctor", "--fix").returncode == 0
     (archive,) = archives(workspace)
     rel = archive.relative_to(workspace).as_posix()
-    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(b"no newline at end", "legacy without newline", rel)
+    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(b"no newline at end", "legacy without newline", rel, workspace)
     assert archive.read_bytes() == b"legacy without newline"
 
 
@@ -331,7 +338,7 @@ def test_memory_md_created_during_the_migration_is_never_replaced(workspace, sta
     (archive,) = archives(workspace)
     assert archive.read_text(encoding="utf-8") == LEGACY
     rel = archive.relative_to(workspace).as_posix()
-    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(CANON.encode(), LEGACY, rel)
+    assert (workspace / "MEMORY.md").read_bytes() == expected_merge(CANON.encode(), LEGACY, rel, workspace)
     assert sorted(os.listdir(workspace)) == [".openclaw-repair", "MEMORY.md"]
     assert data["ok"] is True
 
@@ -372,7 +379,7 @@ def test_legacy_only_is_migrated_by_rename(workspace, state_dir, cli):
     inode = os.stat(workspace / "memory.md").st_ino
     plain = cli("doctor", "--json")
     assert plain.returncode == 1
-    (finding,) = plain.json()["findings"]
+    (finding,) = problems(plain)
     assert (finding["id"], finding["fixable"], finding["paths"]) == ("legacy-root", True, ["memory.md"])
     assert "never loaded" in finding["message"]
 
@@ -428,7 +435,7 @@ def test_symlinked_legacy_only_is_not_migrated(workspace, tmp_path, cli):
     os.symlink(write(tmp_path / "x.md", "x"), workspace / "memory.md")
     result = cli("doctor", "--fix", "--json")
     assert result.returncode == 1
-    (finding,) = result.json()["findings"]
+    (finding,) = problems(result)
     assert finding["id"] == "legacy-root" and finding["fixable"] is False
     assert os.path.islink(workspace / "memory.md") and not os.path.lexists(workspace / "MEMORY.md")
 
@@ -451,14 +458,14 @@ def test_symlinked_memory_dir_and_files(workspace, tmp_path, cli):
     os.symlink(notes, workspace / "memory")
     result = cli("doctor", "--json")
     assert result.returncode == 1
-    (finding,) = result.json()["findings"]
+    (finding,) = problems(result)
     assert (finding["id"], finding["fixable"], finding["paths"]) == ("memory-dir-symlink", False, ["memory"])
     assert "ignore" in finding["message"]
 
     os.unlink(workspace / "memory")
     write(workspace / "memory/real.md", "r")
     os.symlink(notes / "a.md", workspace / "memory/linked.md")
-    (finding,) = cli("doctor", "--json").json()["findings"]
+    (finding,) = problems(cli("doctor", "--json"))
     assert finding["id"] == "memory-file-symlink" and finding["paths"] == ["memory/linked.md"]
 
 
@@ -483,11 +490,12 @@ def test_extra_paths_missing_symlinked_unreadable(workspace, tmp_path, cli):
     unreadable = loop / "notes"
     result = cli("doctor", "--json", "--extra", str(ok), "--extra", str(missing), "--extra", str(link), "--extra", str(unreadable))
     assert result.returncode == 1
-    found = {f["id"]: f for f in result.json()["findings"]}
+    found = {f["id"]: f for f in problems(result)}
     assert set(found) == {"extra-path-missing", "extra-path-symlink", "extra-path-unreadable"}
-    assert found["extra-path-missing"]["paths"] == [str(missing)]
-    assert found["extra-path-symlink"]["paths"] == [str(link)] and "ignored" in found["extra-path-symlink"]["message"]
-    assert found["extra-path-unreadable"]["paths"] == [str(unreadable)]
+    # Paths relative to the workspace, as OpenClaw shows them.
+    assert found["extra-path-missing"]["paths"] == ["../gone"]
+    assert found["extra-path-symlink"]["paths"] == ["../link"] and "ignored" in found["extra-path-symlink"]["message"]
+    assert found["extra-path-unreadable"]["paths"] == ["../loop/notes"]
     assert not any(f["fixable"] for f in found.values())
 
 
@@ -522,19 +530,57 @@ def test_first_invalid_utf8_across_block_boundaries(tmp_path):
 
 
 def test_prompt_caps(workspace, state_dir, cli):
-    (state_dir / "openclaw-memory.toml").write_text("[prompt]\nfile_chars = 200\ntotal_chars = 400\n", encoding="utf-8")
-    write(workspace / "MEMORY.md", "m" * 250 + "\n")
-    today = dt.date.today().isoformat()
-    write(workspace / f"memory/{today}.md", "d" * 150 + "\n")
+    (state_dir / "openclaw-memory.toml").write_text("[prompt]\nfile_chars = 300\ntotal_chars = 400\n", encoding="utf-8")
+    write(workspace / "USER.md", "u" * 320 + "\n\n")  # over its cap: 320 characters once trailing white space goes
+    write(workspace / "MEMORY.md", "m" * 250 + "\n")  # under its cap, but only 100 of the total are left
     write(workspace / "memory/2001-01-01.md", "x" * 5000)  # not loaded at startup: never cut
     found = cli("doctor", "--json").json()["findings"]
     by_id = {}
     for f in found:
         by_id.setdefault(f["id"], []).append(f)
-    assert by_id["prompt-file-cap"][0]["paths"] == ["MEMORY.md"]
-    assert "251 characters" in by_id["prompt-file-cap"][0]["message"] and "200" in by_id["prompt-file-cap"][0]["message"]
-    assert by_id["prompt-total-cap"][0]["paths"] == [f"memory/{today}.md"]
+    assert by_id["prompt-file-cap"][0]["paths"] == ["USER.md"]
+    assert "320 characters" in by_id["prompt-file-cap"][0]["message"] and "300" in by_id["prompt-file-cap"][0]["message"]
+    assert by_id["prompt-total-cap"][0]["paths"] == ["MEMORY.md"]
+    assert re.search(r"cut to 9\d of 250 characters", by_id["prompt-total-cap"][0]["message"])  # 100 left, marker inside
+    (budget,) = by_id["bootstrap-budget"]
+    assert budget["severity"] == "info"
+    assert "- USER.md: 320 raw / 300 injected (6% truncated; max/file)" in budget["message"]
+    assert re.search(r"- MEMORY\.md: 250 raw / 9\d injected \(6\d% truncated; max/total\)", budget["message"])
+    assert re.search(r"Total bootstrap injected chars: 39\d \(\d+% of max/total 400\)\.", budget["message"])
     assert all("2001-01-01" not in p for f in found for p in f["paths"])
+
+
+def test_memory_system_not_found_is_a_note(workspace, cli):
+    """OpenClaw's check: no MEMORY.md file and AGENTS.md does not name it (exact word)."""
+    assert "memory-system-not-found" in [f["id"] for f in cli("doctor", "--json").json()["findings"]]
+    write(workspace / "AGENTS.md", "Keep notes in MEMORY.mdx only\n")
+    result = cli("doctor", "--json")
+    (note,) = [f for f in result.json()["findings"] if f["id"] == "memory-system-not-found"]
+    assert note["severity"] == "info" and result.returncode == 0
+    assert note["message"].startswith("Memory system not found in workspace.\nPaste this into your agent:")
+    write(workspace / "AGENTS.md", "Read MEMORY.md first.\n")
+    assert "memory-system-not-found" not in [f["id"] for f in cli("doctor", "--json").json()["findings"]]
+
+
+def test_retired_qmd_settings_reported_not_rewritten(workspace, state_dir, cli):
+    config = state_dir / "openclaw.json"
+    config.write_text(
+        '{memory: {backend: "qmd", qmd: {paths: [{path: "~/notes", pattern: "**/*.md"}, {path: " "}]},'
+        ' search: {qmd: {extraCollections: [{path: "/srv/wiki"}]}}},'
+        ' agents: {list: [{id: "ops", memory: {search: {qmd: {}}}}]}}',
+        encoding="utf-8",
+    )
+    before = config.read_bytes()
+    write(workspace / "MEMORY.md", "m\n")
+    result = cli("doctor", "--fix", "--json")
+    (finding,) = [f for f in result.json()["remaining"] if f["id"] == "retired-qmd-settings"]
+    assert finding["severity"] == "warning" and finding["fixable"] is False and result.returncode == 1
+    message = finding["message"]
+    assert "memory.backend is retired" in message
+    assert 'Add {"path": "~/notes", "pattern": "**/*.md"} to memory.search.extraPaths, then remove memory.qmd.' in message
+    assert 'Add "/srv/wiki" to memory.search.extraPaths, then remove memory.search.qmd.' in message
+    assert "agents.list[0] (ops).memory.search.qmd is retired" in message
+    assert config.read_bytes() == before  # OpenClaw's file: read, never written
 
 
 # ---------------------------------------------------------------- plain doctor writes nothing

@@ -111,7 +111,7 @@ def test_merge_killed_at_each_step(workspace, state_dir, cli, step, exdev):
     assert archive.read_text(encoding="utf-8") == LEGACY
     rel = archive.relative_to(workspace).as_posix()
     merged = (workspace / "MEMORY.md").read_bytes()
-    assert merged == expected_merge(CANON.encode(), LEGACY, rel)
+    assert merged == expected_merge(CANON.encode(), LEGACY, rel, workspace)
     text = merged.decode("utf-8")
     assert text.count(HEADING) == 1 and text.count(MARKER_PREFIX) == 1 and text.count(LEGACY) == 1
     assert not (workspace / "memory.md").exists()

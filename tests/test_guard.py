@@ -180,6 +180,9 @@ def test_writes_only_memory_paths(cli, workspace, tmp_path):
 
 def test_extra_paths_are_memory_paths(workspace, state_dir, tmp_path):
     s = settings_for(workspace, state_dir, extra=[str(tmp_path / "shared")])
+    with pytest.raises(PathRefused, match="not a memory path"):  # the extra folder does not exist (yet)
+        api.write_memory(s, str(tmp_path / "shared/team.md"), content="team\n")
+    (tmp_path / "shared").mkdir()
     result = api.write_memory(s, str(tmp_path / "shared/team.md"), content="team\n")
     assert result.created and (tmp_path / "shared/team.md").read_text() == "team\n"
 
@@ -298,7 +301,7 @@ def test_read_json_keeps_openclaw_keys_and_a_paged_read_records_the_whole_file(c
     body = "".join(f"line {i}\n" for i in range(1, 301)).encode()
     write(workspace / "MEMORY.md", body)
     out = cli("read", "MEMORY.md", "--json", "--from", "5", "--lines", "2").json()
-    assert set(out) == {"text", "path", "from", "lines", "truncated", "nextFrom"}
+    assert set(out) == {"status", "text", "path", "from", "lines", "truncated", "nextFrom"}
     assert states(cli)["MEMORY.md"]["seenVersion"] == version_of(body)
 
 

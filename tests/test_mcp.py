@@ -90,7 +90,7 @@ def test_tools_listed_and_each_one_works(workspace, state_dir, cli):
     assert set(out["tools"]) == TOOLS
     for tool in out["tools"].values():
         assert "MEMORY.md" in tool.description and "memory/" in tool.description and "recursively" in tool.description
-    assert set(out["tools"]["memory_get"].input_schema["properties"]) == {"path", "from", "lines"}
+    assert set(out["tools"]["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "maxChars"}
     assert {"query", "maxResults", "minScore"} == set(out["tools"]["memory_search"].input_schema["properties"])
 
     search = payload(out["search"])
@@ -130,8 +130,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
             ("memory_write", {"path": "MEMORY.md", "content": "overwrite without reading"}),
             ("memory_search", {"query": "anything"}),
             ("memory_search", {"maxResults": 3}),
-            ("memory_get", {"path": "MEMORY.md", "from": 0}),
-            ("memory_get", {"path": "MEMORY.md"}),
+            ("memory_get", {"path": "MEMORY.md", "from": 0, "lines": -1, "maxChars": 0.5}),  # clamped to 1, as OpenClaw
         ]
         return [await session.call_tool(name, args) for name, args in calls]
 
@@ -141,5 +140,8 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     assert "memory" in texts[0].lower()  # the read refusal names what is allowed
     assert "call memory_get first" in texts[3] and "--expect" not in texts[3]
     assert "openclaw-memory index" in texts[4]  # no index yet: says how to build one
-    assert payload(last)["text"] == "# Memory\n\nNothing indexed yet."
+    clamped = payload(last)
+    assert (clamped["from"], clamped["lines"], clamped["truncated"], clamped["text"]) == (
+        1, 1, True, "#\n\n[More content available. Requested excerpt exceeded the default maxChars budget. "
+        "If you need the full raw line, use read on the source file.]")
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nNothing indexed yet.\n"

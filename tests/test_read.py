@@ -13,7 +13,11 @@ from openclaw_memory.files.read import NOTICE_CUT, read_memory_file
 
 
 def read(ws, path, **kw):
-    return read_memory_file(path, str(ws), **kw).to_json()
+    """The read's JSON without ``status`` (checked here: ``not_found`` exactly for a missing file)."""
+    result = read_memory_file(path, str(ws), **kw)
+    out = result.to_json()
+    assert out.pop("status") == ("not_found" if result.missing else "ok")
+    return out
 
 
 def test_default_window_and_continuation_notice(workspace):
@@ -80,8 +84,10 @@ def test_empty_text_gets_no_notice(workspace):
     ("notes.md", "not a memory path"),
     ("memory/a.txt", "not a Markdown"),
     ("memory.md", "legacy root"),
-    ("../outside.md", "escapes the workspace"),
-    ("memory/../../outside.md", "escapes the workspace"),
+    ("../outside.md", "not a memory path"),
+    ("memory/../../outside.md", "not a memory path"),
+    ("~/MEMORY.md", "'~' is not expanded"),
+    ("memory\\a.md", "backslash"),
     (".openclaw-repair/root-memory/x/memory.md", "not a memory path"),
     ("memory/.openclaw-repair/x.md", ".openclaw-repair"),
 ])
@@ -119,7 +125,7 @@ def test_fifo_is_refused_without_blocking(workspace):
 def test_absolute_path_inside_extra_path(workspace, tmp_path):
     note = write(tmp_path / "extra/n.md", "extra note\n")
     out = read_memory_file(str(note), str(workspace), extra_paths=[str(tmp_path / "extra")]).to_json()
-    assert out["text"] == "extra note" and out["path"] == str(note)
+    assert out["text"] == "extra note" and out["path"] == "../extra/n.md"  # relative, as OpenClaw shows it
     with pytest.raises(PathRefused):
         read_memory_file(str(note), str(workspace))
 

@@ -6,6 +6,7 @@ import os
 
 
 from conftest import write
+from openclaw_memory.files.paths import MAX_MEDIA_BYTES
 from openclaw_memory.files.scan import scan_memory_files
 
 
@@ -30,7 +31,8 @@ def test_order_root_then_memory_sorted_then_extras(workspace, tmp_path):
     write(workspace / "memory/c.txt", "not markdown")
     extra = write(tmp_path / "outside/notes.md", "n")
     result = scan_memory_files(workspace, extra_paths=[str(extra.parent)])
-    assert paths(result) == ["MEMORY.md", "memory/a/z.md", "memory/a.md", "memory/b.md", str(extra)]
+    # Full paths sorted as JavaScript sorts strings: "a.md" < "a/z.md" ('.' < '/').
+    assert paths(result) == ["MEMORY.md", "memory/a.md", "memory/a/z.md", "memory/b.md", "../outside/notes.md"]
     assert [f.source for f in result.files] == ["root", "memory", "memory", "memory", "extra"]
     assert result.files[0].size == len("# root\n")
 
@@ -121,7 +123,7 @@ def test_extra_paths_dedupe_by_real_path_and_single_files(workspace, tmp_path):
     result = scan_memory_files(
         workspace, extra_paths=[str(workspace / "memory"), str(single), str(single)]
     )
-    assert paths(result) == ["memory/a.md", str(single)]
+    assert paths(result) == ["memory/a.md", "../x/single.md"]
 
 
 def test_extra_inside_workspace_is_relative_and_skips_legacy_root(workspace):
@@ -137,7 +139,7 @@ def test_symlinked_extra_root_is_reported(workspace, tmp_path):
     os.symlink(tmp_path / "real", tmp_path / "link")
     result = scan_memory_files(workspace, extra_paths=[str(tmp_path / "link")])
     assert paths(result) == []
-    assert reasons(result)[str(tmp_path / "link")].startswith("symlink")
+    assert reasons(result)["../link"].startswith("symlink")
 
 
 def test_multimodal_applies_to_extra_paths_only(workspace, tmp_path):
@@ -145,12 +147,12 @@ def test_multimodal_applies_to_extra_paths_only(workspace, tmp_path):
     write(tmp_path / "media/photo.PNG", b"\x89PNG")
     write(tmp_path / "media/voice.mp3", b"ID3")
     write(tmp_path / "media/huge.jpg", b"")
-    os.truncate(tmp_path / "media/huge.jpg", 10_000_001)
+    os.truncate(tmp_path / "media/huge.jpg", MAX_MEDIA_BYTES + 1)
     extra = [str(tmp_path / "media")]
     assert paths(scan_memory_files(workspace, extra_paths=extra)) == []
     result = scan_memory_files(workspace, extra_paths=extra, multimodal=True)
     assert [(f.path.rsplit("/", 1)[1], f.kind) for f in result.files] == [("photo.PNG", "image"), ("voice.mp3", "audio")]
-    assert "larger than" in reasons(result)[str(tmp_path / "media/huge.jpg")]
+    assert "larger than" in reasons(result)["../media/huge.jpg"]
 
 
 def test_unreadable_folder_is_reported_not_dropped(tmp_path):

@@ -75,3 +75,37 @@ def test_workspace_is_real_path(tmp_path, state_dir):
     real.mkdir()
     os.symlink(real, tmp_path / "link")
     assert resolve(state_dir, workspace=str(tmp_path / "link")).workspace == real
+
+
+def test_extra_path_objects_with_patterns_from_every_config(tmp_path, state_dir, workspace):
+    write(state_dir / "openclaw.json", '{memory: {search: {extraPaths: [{path: "notes", pattern: " *.md "}, "notes"]}},'
+          ' agents: {list: [{id: "ops", memory: {search: {extraPaths: [{path: "ops"}]}}}]}}')
+    write(state_dir / "openclaw-memory.toml", 'extra_paths = [{ path = "notes", pattern = "sub/**" }, "  "]\n')
+    s = resolve(state_dir, workspace=str(workspace), agent="ops")
+    assert [(str(e), e.pattern) for e in s.extra_paths] == [
+        (str(workspace / "notes"), "*.md"), (str(workspace / "notes"), None), (str(workspace / "ops"), None),
+        (str(workspace / "notes"), "sub/**"),
+    ]
+    write(state_dir / "openclaw-memory.toml", 'extra_paths = [{ pattern = "x" }]\n')
+    with pytest.raises(ConfigError, match="extra_paths must be a list of paths or"):
+        resolve(state_dir, workspace=str(workspace))
+
+
+def test_openclaw_limits_per_agent_and_toml_above_them(state_dir, workspace):
+    write(state_dir / "openclaw.json", """{agents: {
+        defaults: {bootstrapMaxChars: 15000.9, bootstrapTotalMaxChars: -5, contextLimits: {memoryGetMaxChars: 900},
+                   userTimezone: " Europe/Paris ",
+                   startupContext: {enabled: false, applyOn: ["reset", 3], dailyMemoryDays: 40, maxFileBytes: 0,
+                                    maxFileChars: "big", maxTotalChars: 777.7}},
+        list: [{id: "ops", bootstrapMaxChars: 5000, contextLimits: {}}]}}""")
+    main = resolve(state_dir, workspace=str(workspace))
+    assert (main.prompt.file_chars, main.prompt.total_chars, main.read.max_chars) == (15000, 60000, 900)
+    startup = main.prompt.startup
+    assert (startup.enabled, startup.apply_on, startup.daily_memory_days, startup.max_file_bytes,
+            startup.max_file_chars, startup.max_total_chars, startup.user_timezone) == (
+        False, ("reset",), 14, 1, 1200, 777, "Europe/Paris")
+    ops = resolve(state_dir, workspace=str(workspace), agent="ops")
+    # The agent's own contextLimits replaces the defaults' whole object (OpenClaw's rule).
+    assert (ops.prompt.file_chars, ops.read.max_chars) == (5000, 12000)
+    write(state_dir / "openclaw-memory.toml", "[prompt]\nfile_chars = 300\n[read]\nmax_chars = 50\n")
+    assert (resolve(state_dir, workspace=str(workspace)).prompt.file_chars, resolve(state_dir, workspace=str(workspace)).read.max_chars) == (300, 50)

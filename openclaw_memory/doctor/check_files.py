@@ -120,28 +120,34 @@ def check_utf8(ctx: CheckContext) -> list[Finding]:
 
 
 def check_prompt_caps(ctx: CheckContext) -> list[Finding]:
-    """What the startup prompt would cut today (MEMORY.md, today's and yesterday's daily notes)."""
+    """What the startup prompt cuts today (USER.md, MEMORY.md, the daily notes), and OpenClaw's
+    bootstrap budget report (raw vs injected characters per file)."""
     from ..prompt import build_prompt_section
 
     limits = ctx.settings.prompt
-    section = build_prompt_section(ctx.scan, file_cap=limits.file_chars, total_cap=limits.total_chars)
+    section = build_prompt_section(ctx.scan, file_cap=limits.file_chars, total_cap=limits.total_chars,
+                                   startup=limits.startup)
     findings: list[Finding] = []
     for cut in section.truncated:
         if cut.reason == "file-cap":
             findings.append(Finding(
                 "prompt-file-cap", "warning",
-                f"{cut.path} is {cut.original_chars:,} characters, over the startup cap of {limits.file_chars:,} "
-                "([prompt] file_chars): at the start of a session only its head (about 75%) and tail are loaded and "
-                "the middle is cut. Move older details into memory/ notes (they stay searchable) or raise the cap.",
+                f"{cut.path} is {cut.original_chars:,} characters, over its startup cap "
+                f"(bootstrapMaxChars {limits.file_chars:,}; USER.md at most 4,000): at the start of a session only "
+                "its head (75%) and tail (25%) are loaded and the middle is cut. Move older details into memory/ "
+                "notes (they stay searchable) or raise the cap.",
                 False, (cut.path,),
             ))
-        else:
+        elif cut.reason == "total-cap":
             findings.append(Finding(
                 "prompt-total-cap", "warning",
-                f"The startup memory reaches the total cap of {limits.total_chars:,} characters ([prompt] total_chars): "
+                f"The startup files reach the total cap of {limits.total_chars:,} characters (bootstrapTotalMaxChars): "
                 f"{cut.path} is cut to {cut.kept_chars:,} of {cut.original_chars:,} characters at the start of a session.",
                 False, (cut.path,),
             ))
+    if section.budget:
+        findings.append(Finding("bootstrap-budget", "info", "\n".join(section.budget), False,
+                                tuple(f.name for f in section.injected)))
     return findings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, MEMORY_DIR
+from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, MEMORY_DIR, shorten_home
 from ..files.root import RootEntry
 from .model import CheckContext, Finding
 
@@ -14,10 +14,13 @@ FIX_LINE = 'Run "openclaw-memory doctor --fix" to merge the legacy file into MEM
 
 def split_root_message(canonical: RootEntry, legacy: RootEntry) -> list[str]:
     """OpenClaw's split-root warning, line by line."""
+    def size(entry: RootEntry) -> str:
+        return f"{entry.target_size} bytes" if entry.target_size is not None else "size unknown"
+
     return [
         "Split root durable memory files detected:",
-        f"- canonical: {canonical.path} ({canonical.size} bytes)",
-        f"- legacy: {legacy.path} ({legacy.size} bytes)",
+        f"- canonical: {shorten_home(canonical.path)} ({size(canonical)})",
+        f"- legacy: {shorten_home(legacy.path)} ({size(legacy)})",
         "OpenClaw uses MEMORY.md as the canonical durable memory file.",
         "Dreaming writes durable promotions to MEMORY.md, so older facts in memory.md can be shadowed.",
     ]
@@ -68,7 +71,7 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
     elif roots.legacy_only:
         fixable = _regular(legacy)
         message = (
-            f"Legacy root memory file detected: {legacy.path} ({legacy.size} bytes).\n"
+            f"Legacy root memory file detected: {shorten_home(legacy.path)} ({legacy.target_size} bytes).\n"
             "OpenClaw uses MEMORY.md as the canonical durable memory file; memory.md at the root is never loaded at "
             "startup or indexed.\n"
         )

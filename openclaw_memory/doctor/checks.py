@@ -17,6 +17,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "openclaw_memory.doctor.check_journal",
     "openclaw_memory.doctor.check_root",
     "openclaw_memory.doctor.check_files",
+    "openclaw_memory.doctor.check_openclaw",
     "openclaw_memory.doctor.check_watchdog",
     "openclaw_memory.doctor.check_index",
 )

@@ -1,48 +1,64 @@
-"""The text of a split-root merge: layout, marker, and "was this merged already?".
+"""The text of a split-root merge, exactly as OpenClaw writes it, and "was this merged already?".
 
-Layout (appended to ``MEMORY.md``): the existing bytes (newline added if
-missing), a blank line, ``## Imported From Legacy Root memory.md``, the marker
-comment naming the archive, a blank line, the legacy text, a final newline.
-The existing ``MEMORY.md`` bytes are kept exactly, even when they are not UTF-8.
+Layout (OpenClaw's ``migrateLegacyRootMemoryFile``): the ``MEMORY.md`` text with trailing
+white space removed, a blank line, ``## Imported From Legacy Root memory.md``, a blank
+line, the marker comment naming the archive (its absolute path, the home folder shown
+as ``~``), the sentence OpenClaw adds, a blank line, the legacy text trimmed, one final
+newline. A ``MEMORY.md`` that is not valid UTF-8 keeps its bytes (only trailing ASCII
+white space is removed): OpenClaw would rewrite them as U+FFFD.
 """
 
 from __future__ import annotations
 
+import os
+
+from ..files.jstext import js_trim, js_trim_end
+from ..files.paths import shorten_home
+
 HEADING = "## Imported From Legacy Root memory.md"
 MARKER_PREFIX = "<!-- openclaw-root-memory-merge source=memory.md archived="
+SENTENCE = "This content came from legacy root `memory.md`, which was shadowed by `MEMORY.md`."
+# OpenClaw's safe-read limit: a bigger root file is never merged.
+MAX_ROOT_BYTES = 8 * 1024 * 1024
+TOO_LARGE = "Workspace memory root repair skipped (a file exceeded the safe read limit):"
 
 
-def marker(archive_rel: str) -> str:
-    return f"{MARKER_PREFIX}{archive_rel} -->"
+def marker(archive_shown: str) -> str:
+    return f"{MARKER_PREFIX}{archive_shown} -->"
+
+
+def archive_shown(workspace: str, archive_rel: str) -> str:
+    """The archive path as OpenClaw writes it into the marker."""
+    return shorten_home(os.path.join(workspace, archive_rel))
 
 
 def legacy_block(legacy: bytes) -> tuple[bytes, bool]:
-    """The legacy text as it is merged (valid UTF-8, final newline) and whether bytes were replaced."""
+    """The legacy text as it is merged (trimmed, valid UTF-8, final newline) and whether bytes were replaced."""
     try:
         text = legacy.decode("utf-8")
         lossy = False
     except UnicodeDecodeError:
         text = legacy.decode("utf-8", errors="replace")
         lossy = True
-    if not text.endswith("\n"):
-        text += "\n"
-    return text.encode("utf-8"), lossy
+    return (js_trim(text) + "\n").encode("utf-8"), lossy
 
 
-def merged_bytes(canonical: bytes, block: bytes, archive_rel: str) -> bytes:
-    """``MEMORY.md`` after the merge."""
-    head = canonical
-    if head and not head.endswith(b"\n"):
-        head += b"\n"
-    if head:
-        head += b"\n"  # the blank line before the heading; an empty MEMORY.md starts with the heading
-    section = f"{HEADING}\n{marker(archive_rel)}\n\n".encode("utf-8")
-    return head + section + block
+def _canonical_head(canonical: bytes) -> bytes:
+    try:
+        return js_trim_end(canonical.decode("utf-8")).encode("utf-8")
+    except UnicodeDecodeError:
+        return canonical.rstrip(b" \t\n\v\f\r")
 
 
-def has_merge_marker(canonical: bytes, archive_rel: str) -> bool:
-    """True when ``MEMORY.md`` holds the merge that archives to ``archive_rel``."""
-    return marker(archive_rel).encode("utf-8") in canonical
+def merged_bytes(canonical: bytes, block: bytes, shown: str) -> bytes:
+    """``MEMORY.md`` after the merge (``block`` from :func:`legacy_block`)."""
+    section = f"\n\n{HEADING}\n\n{marker(shown)}\n{SENTENCE}\n\n".encode("utf-8")
+    return _canonical_head(canonical) + section + block
+
+
+def has_merge_marker(canonical: bytes, shown: str) -> bool:
+    """True when ``MEMORY.md`` holds the merge that archives to ``shown``."""
+    return marker(shown).encode("utf-8") in canonical
 
 
 def already_merged(canonical: bytes, block: bytes) -> str | None:
@@ -52,15 +68,15 @@ def already_merged(canonical: bytes, block: bytes) -> str | None:
     archive) still never merges the same text twice.
     """
     prefix = MARKER_PREFIX.encode("utf-8")
+    after = f" -->\n{SENTENCE}\n\n".encode("utf-8")
     start = 0
     while True:
         at = canonical.find(prefix, start)
         if at < 0:
             return None
-        end = canonical.find(b" -->\n", at)
+        end = canonical.find(after, at)
         if end < 0:
             return None
-        body = canonical[end + len(b" -->\n"):]
-        if body.startswith(b"\n" + block):
+        if canonical[end + len(after):].startswith(block):
             return canonical[at + len(prefix):end].decode("utf-8", "replace")
         start = end

@@ -17,7 +17,7 @@ from ..settings import Settings
 from .aftercare import finalize
 from .archive import ARCHIVE_PARTS, ArchiveRefused
 from .journal import CorruptJournal, clear_journal, journal_path, read_journal
-from .merge import has_merge_marker
+from .merge import archive_shown, has_merge_marker
 from .model import Finding, Repair, RepairSpec
 from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
 from .place import folder_or_none, hash_or_none, place_no_replace, read_regular, same_file
@@ -105,7 +105,7 @@ def _resume_merge(settings: Settings, state: dict, root: Folder) -> Repair:
         merged = state["mode"] != "append"
         if not merged and CANONICAL_ROOT in entries:
             try:
-                merged = has_merge_marker(read_regular(root, CANONICAL_ROOT), rel)
+                merged = has_merge_marker(read_regular(root, CANONICAL_ROOT), archive_shown(ws, rel))
             except OSError:
                 merged = False
         if legacy_here or archive_ok:

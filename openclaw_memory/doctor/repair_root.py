@@ -22,7 +22,7 @@ from . import hooks
 from .aftercare import finalize
 from .archive import ArchiveRefused, archive_rel, make_stamp_dir, new_stamp
 from .journal import clear_journal, journal_pending, step, write_journal
-from .merge import already_merged, legacy_block, merged_bytes
+from .merge import MAX_ROOT_BYTES, TOO_LARGE, already_merged, archive_shown, legacy_block, merged_bytes
 from .model import Finding, Repair, RepairSpec
 from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
 from .place import place_no_replace, read_regular
@@ -82,6 +82,11 @@ def merge_split_root(settings: Settings, finding: Finding) -> Repair:
     roots = detect_root_memory_files(ws)
     if not (_regular(roots.canonical) and _regular(roots.legacy)):
         return Repair("split-root", "merge", "failed", "MEMORY.md and memory.md are no longer both regular files; nothing changed", SPLIT_PATHS)
+    if any(e.target_size is not None and e.target_size > MAX_ROOT_BYTES for e in (roots.canonical, roots.legacy)):
+        canon, legacy = os.path.join(ws, CANONICAL_ROOT), os.path.join(ws, LEGACY_ROOT)
+        return Repair("split-root", "merge", "failed",
+                      f"{TOO_LARGE}\n- canonical: {canon}\n- legacy: {legacy}\n(limit {MAX_ROOT_BYTES} bytes; nothing changed)",
+                      SPLIT_PATHS)
     try:
         root = Folder.under(ws)
     except OSError as exc:
@@ -98,6 +103,11 @@ def _merge(settings: Settings, root: Folder) -> Repair:
         legacy_bytes = read_regular(root, LEGACY_ROOT)
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot read the root files ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
+    if max(len(canonical), len(legacy_bytes)) > MAX_ROOT_BYTES:  # grew since the check above
+        canon, legacy = os.path.join(ws, CANONICAL_ROOT), os.path.join(ws, LEGACY_ROOT)
+        return Repair("split-root", "merge", "failed",
+                      f"{TOO_LARGE}\n- canonical: {canon}\n- legacy: {legacy}\n(limit {MAX_ROOT_BYTES} bytes; nothing changed)",
+                      SPLIT_PATHS)
 
     block, lossy = legacy_block(legacy_bytes)
     earlier = None
@@ -132,7 +142,7 @@ def _merge(settings: Settings, root: Folder) -> Repair:
         hooks.reach("merge:archive-dir")
         rel = state["archive"]
         if mode == "append":
-            new = merged_bytes(canonical, block, rel)
+            new = merged_bytes(canonical, block, archive_shown(ws, rel))
             state = step(data_dir, state, "write-canonical")
             hooks.reach("merge:write-canonical")
             if read_regular(root, CANONICAL_ROOT) != canonical:

@@ -6,6 +6,7 @@ import os
 import re
 
 CANONICAL_ROOT = "MEMORY.md"
+USER_ROOT = "USER.md"
 LEGACY_ROOT = "memory.md"
 DREAMS = "DREAMS.md"
 LEGACY_DREAMS = "dreams.md"
@@ -14,8 +15,8 @@ REPAIR_DIR = ".openclaw-repair"
 REPAIR_ROOT_MEMORY = f"{REPAIR_DIR}/root-memory"
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".heic", ".heif"})
-AUDIO_EXTENSIONS = frozenset({".mp3", ".wav", ".ogg", ".opus", ".m4a", ".aac", ".flac"})
-MAX_MEDIA_BYTES = 10_000_000
+AUDIO_EXTENSIONS = frozenset({".mp3", ".wav", ".ogg", ".opus", ".m4a", ".m2a", ".aac", ".flac"})
+MAX_MEDIA_BYTES = 10_485_760  # OpenClaw's multimodal maxFileBytes default (10 MiB)
 
 DAILY_NOTE = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
 
@@ -35,11 +36,52 @@ def file_kind(name: str, multimodal: bool) -> str | None:
 
 
 def is_memory_path(rel: str) -> bool:
-    """OpenClaw's ``isMemoryPath``: the root file, the dream diary, or anything under ``memory/``."""
-    rel = rel.replace(os.sep, "/")
-    if rel in (CANONICAL_ROOT, DREAMS, LEGACY_DREAMS):
+    """OpenClaw's ``isMemoryPath``: ``MEMORY.md``, ``USER.md``, the dream diary (any case), or under ``memory/``."""
+    from .jstext import js_trim
+
+    rel = re.sub(r"^[./]+", "", js_trim(rel)).replace("\\", "/")
+    if not rel:
+        return False
+    if rel in (CANONICAL_ROOT, USER_ROOT) or rel.lower() == LEGACY_DREAMS:
         return True
-    return rel.startswith(MEMORY_DIR + "/") and len(rel) > len(MEMORY_DIR) + 1
+    return rel.startswith(MEMORY_DIR + "/")
+
+
+class ExtraPath(str):
+    """An extra memory path (absolute, normalized) and the optional glob ``pattern`` filtering it.
+
+    A ``str`` (the path) so that every caller that only needs where the extra path
+    lives keeps working; only the scanner and the reader look at ``pattern``.
+    """
+
+    pattern: str | None
+
+    def __new__(cls, path: str, pattern: str | None = None) -> "ExtraPath":
+        obj = super().__new__(cls, path)
+        obj.pattern = pattern or None
+        return obj
+
+    def __repr__(self) -> str:
+        return f"ExtraPath({str(self)!r}, pattern={self.pattern!r})" if self.pattern else f"ExtraPath({str(self)!r})"
+
+    def __reduce__(self):
+        return (ExtraPath, (str(self), self.pattern))
+
+    def admits(self, abs_path: str) -> bool:
+        """OpenClaw's ``matchesExtraMemoryPathEntry``: no pattern, the path itself, or a match below it."""
+        if not self.pattern:
+            return True
+        rel = os.path.relpath(abs_path, self)
+        if rel == os.curdir:
+            return True
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            return False
+        from .glob import matches_glob
+
+        try:
+            return matches_glob(rel.replace(os.sep, "/"), self.pattern)
+        except (re.error, RecursionError):
+            return False
 
 
 def is_daily_note(rel: str) -> bool:
@@ -55,8 +97,24 @@ def is_daily_note(rel: str) -> bool:
     return True
 
 
+def shorten_home(path: str) -> str:
+    """OpenClaw's ``shortenHomePath``: the home folder at the start of ``path`` shown as ``~``
+    (``$OPENCLAW_HOME`` when that is set)."""
+    custom = (os.environ.get("OPENCLAW_HOME") or "").strip()
+    home = os.path.expanduser(custom) if custom else os.path.expanduser("~")
+    prefix = "$OPENCLAW_HOME" if custom else "~"
+    if not home or home == os.sep:
+        return path
+    if path == home:
+        return prefix
+    if path.startswith(home + "/"):
+        return prefix + path[len(home):]
+    return path
+
+
 def display_path(abs_path: str, workspace: str) -> str:
-    """Workspace-relative with ``/`` inside the workspace, absolute outside it."""
+    """Relative to the workspace with ``/``, as OpenClaw shows and indexes paths: a file in an
+    extra folder outside the workspace is ``../outside/one.md`` (``path.relative``)."""
     prefix = workspace.rstrip(os.sep) + os.sep
     if abs_path.startswith(prefix) and f"{os.sep}{os.pardir}" not in abs_path:
         rel = abs_path[len(prefix):]
@@ -64,7 +122,5 @@ def display_path(abs_path: str, workspace: str) -> str:
     try:
         rel = os.path.relpath(abs_path, workspace)
     except ValueError:
-        return abs_path
-    if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
-        return abs_path
-    return rel.replace(os.sep, "/")
+        return abs_path  # another drive (Windows): no relative form exists
+    return "" if rel == os.curdir else rel.replace(os.sep, "/")

@@ -1,9 +1,10 @@
 """Paged reads of one memory file: OpenClaw's ``memory_get``, to the letter.
 
-A window of ``lines`` lines from ``from`` (1-based), fitted to ``max_chars``:
-whole lines are dropped from the end while more than one remains and the text is
-too long; a single line still too long is cut ("hard cut"). The file is streamed,
-so a huge file (or a huge single line) is never loaded whole.
+A window of ``lines`` lines from ``from`` (1-based), fitted to ``max_chars`` UTF-16
+code units (JavaScript's ``length``, as OpenClaw counts): the first line always, then
+whole lines while they fit; a first line still too long is cut ("hard cut"), never
+inside a surrogate pair. The file is streamed, so a huge file (or a huge single line)
+is never loaded whole.
 
 The result also carries the whole file's version (xxh3_128 of its bytes), hashed
 from the same open file as the window and checked against ``fstat`` before and
@@ -23,13 +24,12 @@ from ..errors import PathChanged, PathRefused
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
-from .paths import LEGACY_ROOT, REPAIR_DIR, display_path, is_memory_path
+from .jstext import js_trim, truncate_utf16_safe, utf16_len
+from .paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path, is_memory_path
 
 NOTICE_NEXT = "[More content available. Use from={next} to continue.]"
-NOTICE_CUT = (
-    "[More content available. Requested excerpt exceeded the default maxChars budget. "
-    "If you need the full raw line, use read on the source file.]"
-)
+NOTICE_CUT_EXTRA = "[More content available. Requested excerpt exceeded the default maxChars budget.]"
+NOTICE_CUT = NOTICE_CUT_EXTRA[:-1] + " If you need the full raw line, use read on the source file.]"
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class ReadResult:
     def to_json(self) -> dict:
         """Exactly OpenClaw's keys: ``truncated``/``nextFrom`` only when they apply."""
         if self.missing:
-            return {"text": "", "path": self.path}
-        out: dict = {"text": self.text, "path": self.path, "from": self.from_line, "lines": self.lines}
+            return {"status": "not_found", "text": "", "path": self.path}
+        out: dict = {"status": "ok", "text": self.text, "path": self.path, "from": self.from_line, "lines": self.lines}
         if self.truncated:
             out["truncated"] = True
         if self.next_from is not None:
@@ -78,6 +78,9 @@ class ResolvedPath:
     display: str
     root: str  # the allowed root (workspace or extra path) every open starts from
     parts: tuple[str, ...] = ()  # the components below ``root``, the file's name last
+    # Under the workspace's memory paths (not an extra path): only then does a hard cut
+    # suggest reading the raw file (OpenClaw's ``suggestReadFallback``).
+    in_workspace: bool = True
 
     @property
     def name(self) -> str:
@@ -122,26 +125,28 @@ def open_resolved(resolved: ResolvedPath) -> tuple[int, os.stat_result] | None:
         raise PathRefused(f"cannot open {resolved.display}: {exc.strerror or exc}") from None
 
 
-def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] | list[str] = ()) -> ResolvedPath:
-    """Map a user-given path to a memory file, refusing anything that is not one.
+def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
+    """Map a user-given path to a memory file, refusing anything that is not one (OpenClaw's rules).
 
-    Relative paths are taken from the workspace (not the current folder);
-    absolute ones must lie in the workspace's memory paths or an extra path.
+    White space around the path is trimmed; relative paths are taken from the workspace
+    (not the current folder), ``..`` included, so ``../notes/a.md`` names a file of an
+    extra folder beside the workspace; ``~`` is not expanded. Inside an extra folder the
+    folder must exist and its ``pattern`` (when it has one) must match.
     """
-    if not path or not path.strip():
+    raw = js_trim(path or "")
+    if not raw:
         raise PathRefused("no path given")
-    raw = os.path.expanduser(path)
-    joined = raw if os.path.isabs(raw) else os.path.join(workspace, raw)
-    if not os.path.isabs(raw) and _escapes(raw):
-        raise PathRefused(f"refused: {path} escapes the workspace through '..'")
-    absolute = os.path.normpath(joined)
+    if "\\" in raw:
+        raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'")
+    if raw.startswith("~"):
+        raise PathRefused(f"refused: {raw}: '~' is not expanded; give the path relative to the workspace or absolute")
+    absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw))
     if len(os.fsencode(absolute)) >= _PATH_MAX:
         raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {_PATH_MAX - 1})")
     shown = display_path(absolute, workspace)
-    if not absolute.endswith(".md"):
-        raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
-
-    root = _allowed_root(absolute, workspace, extra_paths)
+    rel = os.path.relpath(absolute, workspace)
+    in_workspace = rel != os.curdir and not rel.startswith(os.pardir) and is_memory_path(rel)
+    root = workspace if in_workspace else _allowed_extra(absolute, extra_paths)
     if root is None:
         if absolute == os.path.join(workspace, LEGACY_ROOT):
             raise PathRefused(
@@ -150,40 +155,40 @@ def resolve_memory_path(path: str, workspace: str, extra_paths: tuple[str, ...] 
             )
         raise PathRefused(
             f"refused: {shown} is not a memory path "
-            "(MEMORY.md, DREAMS.md, memory/**/*.md or a configured extra path)"
+            "(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"
         )
+    if not absolute.endswith(".md") and not (root == absolute and not in_workspace):
+        raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
     rel_parts = os.path.relpath(absolute, root).split(os.sep) if absolute != root else []
     if REPAIR_DIR in rel_parts:
         raise PathRefused(f"refused: {shown} is inside a {REPAIR_DIR} archive, which is never memory")
     _refuse_symlinks(root, rel_parts, shown)
     if not rel_parts:  # an extra path that is the file itself: opened from its folder
         root, rel_parts = os.path.dirname(root), [os.path.basename(root)]
-    return ResolvedPath(absolute, shown, root, tuple(rel_parts))
-
-
-def _escapes(rel: str) -> bool:
-    depth = 0
-    for part in rel.replace(os.sep, "/").split("/"):
-        if part == "..":
-            depth -= 1
-            if depth < 0:
-                return True
-        elif part not in ("", "."):
-            depth += 1
-    return False
+    return ResolvedPath(absolute, shown, root, tuple(rel_parts), in_workspace)
 
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _allowed_root(absolute: str, workspace: str, extra_paths) -> str | None:
-    if _inside(absolute, workspace):
-        rel = os.path.relpath(absolute, workspace).replace(os.sep, "/")
-        if is_memory_path(rel):
-            return workspace
+def _allowed_extra(absolute: str, extra_paths) -> str | None:
+    """The extra path that admits ``absolute``: the extra file itself, or a ``.md`` file below an
+    existing extra folder whose pattern matches. A missing extra folder admits nothing."""
     for extra in extra_paths:
-        if _inside(absolute, extra):
+        is_file_entry = absolute == extra and absolute.endswith(".md")
+        in_folder = absolute.endswith(".md") and _inside(absolute, extra) and (
+            not isinstance(extra, ExtraPath) or extra.admits(absolute)
+        )
+        if not is_file_entry and not in_folder:
+            continue
+        try:
+            st = os.lstat(extra)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and in_folder and absolute != extra:
+            return extra
+        if stat.S_ISREG(st.st_mode) and is_file_entry:
             return extra
     return None
 
@@ -201,6 +206,18 @@ def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
             raise PathRefused(f"refused: cannot inspect {shown}: {exc.strerror}") from None
         if stat.S_ISLNK(st.st_mode):
             raise PathRefused(f"refused: {shown} goes through a symlink ({current}); memory never follows symlinks")
+
+
+def clamp_window_args(from_line, lines, max_chars, *, default_lines: int, default_max_chars: int) -> tuple[int, int, int]:
+    """OpenClaw's ``memory_get`` window: each value floored, below 1 raised to 1, missing or not
+    a finite number replaced by the default (``resolveIntegerOption``)."""
+    import math
+
+    def one(value, default: int) -> int:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return max(1, math.floor(value if ok else default))
+
+    return one(from_line, 1), one(lines, default_lines), one(max_chars, default_max_chars)
 
 
 def check_window_args(from_line: int, lines: int, max_chars: int) -> None:
@@ -225,7 +242,7 @@ def read_memory_file(
     path: str,
     workspace: str,
     *,
-    extra_paths: tuple[str, ...] | list[str] = (),
+    extra_paths=(),
     from_line: int = 1,
     lines: int = 120,
     max_chars: int = 12_000,
@@ -277,28 +294,30 @@ def _read_versioned(fh, from_line: int, lines: int, max_chars: int):
 
 
 def fit_window(window, more_remain, from_line, max_chars, resolved: ResolvedPath, warnings=()) -> ReadResult:
-    if not window:
-        return ReadResult("", resolved.display, from_line, 0, abs_path=resolved.abs_path, warnings=warnings)
-    included = list(window)
-    dropped = False
-    while len(included) > 1 and _joined_len(included) > max_chars:
-        included.pop()
-        dropped = True
-    text = "\n".join(included)
-    hard_cut = len(text) > max_chars
-    if hard_cut:
-        text = text[:max_chars]
-    next_from = from_line + len(included) if not hard_cut and (more_remain or dropped) else None
+    """OpenClaw's ``fitLinesToCharBudget``: lengths in UTF-16 code units, the first line always
+    taken, then whole lines while they fit; a first line still too long is cut, never inside
+    a surrogate pair."""
+    included = 0
+    chars = 0
+    for line in window:
+        after = chars + utf16_len(line) + (1 if included else 0)
+        if included and after > max_chars:
+            break
+        included += 1
+        chars = after
+    text = truncate_utf16_safe("\n".join(window[:included]), max_chars)
+    hard_cut = chars > max_chars
+    dropped = included < len(window)
+    next_from = from_line + included if not hard_cut and (more_remain or dropped) else None
     truncated = hard_cut or dropped or more_remain
-    if truncated and text:
-        notice = NOTICE_NEXT.format(next=next_from) if next_from is not None else NOTICE_CUT
+    if truncated and (text or hard_cut):
+        if next_from is not None:
+            notice = NOTICE_NEXT.format(next=next_from)
+        else:
+            notice = NOTICE_CUT if resolved.in_workspace else NOTICE_CUT_EXTRA
         text = f"{text}\n\n{notice}"
-    return ReadResult(text, resolved.display, from_line, len(included), truncated, next_from,
+    return ReadResult(text, resolved.display, from_line, included, truncated, next_from,
                       abs_path=resolved.abs_path, warnings=warnings)
-
-
-def _joined_len(lines: list[str]) -> int:
-    return sum(len(line) for line in lines) + len(lines) - 1
 
 
 def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[str], bool, bool]:

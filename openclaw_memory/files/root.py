@@ -24,6 +24,10 @@ class RootEntry:
     is_symlink: bool = False
     is_file: bool = False
     size: int | None = None
+    # What ``stat`` (following a symlink) finds: OpenClaw's doctor counts a symlinked root
+    # file that points at a file as present, with its target's size.
+    target_is_file: bool = False
+    target_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -35,11 +39,13 @@ class RootMemoryFiles:
 
     @property
     def split(self) -> bool:
-        return self.canonical.exists and self.legacy.exists
+        """OpenClaw's split root: both names are files (through a symlink too); a folder named
+        ``memory.md`` is not a legacy file."""
+        return self.canonical.target_is_file and self.legacy.target_is_file
 
     @property
     def legacy_only(self) -> bool:
-        return self.legacy.exists and not self.canonical.exists
+        return self.legacy.target_is_file and not self.canonical.exists
 
 
 def workspace_entries(workspace: str | os.PathLike[str]) -> set[str]:
@@ -54,6 +60,13 @@ def _entry(workspace: str, name: str, entries: set[str]) -> RootEntry:
         st = os.lstat(path)
     except FileNotFoundError:
         return RootEntry(name, path, exists=False)
+    target = st
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.stat(path)
+        except OSError:
+            target = None
+    target_is_file = target is not None and stat.S_ISREG(target.st_mode)
     return RootEntry(
         name,
         path,
@@ -61,6 +74,8 @@ def _entry(workspace: str, name: str, entries: set[str]) -> RootEntry:
         is_symlink=stat.S_ISLNK(st.st_mode),
         is_file=stat.S_ISREG(st.st_mode),
         size=st.st_size,
+        target_is_file=target_is_file,
+        target_size=target.st_size if target_is_file else None,
     )
 
 

@@ -1,8 +1,11 @@
 """List exactly the memory files of a workspace, in OpenClaw's order.
 
-Order: the canonical root file and the dream diary, then the ``memory/`` tree,
-then the extra paths; the same real path is listed once (first occurrence kept).
-Nothing here opens a file, so a FIFO, socket or device can never block the scan.
+Order: the root files (``MEMORY.md``, ``USER.md``, then the dream diary), then the
+``memory/`` tree, then each extra path in turn; within the tree and each extra folder
+the full paths are sorted as JavaScript sorts strings (UTF-16 code units), so
+``memory/a-b.md`` comes before ``memory/a.md`` and ``memory/a/z.md``. The same real
+path is listed once (first occurrence kept). Nothing here opens a file, so a FIFO,
+socket or device can never block the scan.
 """
 
 from __future__ import annotations
@@ -14,8 +17,11 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from .jstext import utf16_sort_key
 from .paths import (
     CANONICAL_ROOT,
+    USER_ROOT,
+    ExtraPath,
     LEGACY_ROOT,
     MAX_MEDIA_BYTES,
     MEMORY_DIR,
@@ -32,7 +38,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class MemoryFile:
-    path: str  # workspace-relative with "/" inside the workspace, absolute outside
+    path: str  # relative to the workspace with "/" (``../notes/a.md`` outside it), as OpenClaw shows it
     abs_path: str
     source: str  # "root" | "memory" | "extra"
     kind: str  # "markdown" | "image" | "audio"
@@ -118,9 +124,18 @@ class _Collector:
         else:
             self.add(abs_path, source, kind, st)
 
+    def sort_from(self, start: int) -> None:
+        """Put the files listed since ``start`` (one source) in OpenClaw's order: full paths, UTF-16.
+
+        Also ends the source's walk: the next source walks its folders again (the same
+        folder under two patterns lists the files of both), its files de-duplicated.
+        """
+        self.files[start:] = sorted(self.files[start:], key=lambda f: utf16_sort_key(f.abs_path))
+        self._seen_dirs.clear()
+
     def walk(self, root: str, source: str, multimodal: bool, shown_prefix: str | None = None,
-             parent_fd: int | None = None) -> None:
-        """Depth-first, each folder's entries sorted by name, symlinks never followed.
+             admits=None, parent_fd: int | None = None) -> None:
+        """Depth-first, symlinks never followed; ``admits`` (an extra path's pattern) filters files.
 
         Each folder is opened from its parent's descriptor (``O_NOFOLLOW``), so a folder
         swapped for a symlink while we walk is never listed: nothing outside the root
@@ -164,7 +179,9 @@ class _Collector:
                         if name == REPAIR_DIR:
                             self.skip(path, "repair archive (never memory)")
                         elif path != self._repair_root:
-                            self.walk(path, source, multimodal, shown_prefix + name + "/", fd)
+                            self.walk(path, source, multimodal, shown_prefix + name + "/", admits, fd)
+                        continue
+                    if admits is not None and not admits(path):
                         continue
                     if name.endswith(".md") and entry.is_file(follow_symlinks=False) and path != self._legacy_root:
                         self.add(path, source, "markdown", entry.stat(follow_symlinks=False), shown_prefix + name)
@@ -179,7 +196,7 @@ class _Collector:
 def scan_memory_files(
     workspace: str | os.PathLike[str],
     *,
-    extra_paths: tuple[str, ...] | list[str] = (),
+    extra_paths: tuple[str | ExtraPath, ...] | list[str | ExtraPath] = (),
     multimodal: bool = False,
     agent: str = "main",
 ) -> ScanResult:
@@ -188,8 +205,9 @@ def scan_memory_files(
     c = _Collector(ws, multimodal)
     entries = set(os.listdir(ws))
 
-    if CANONICAL_ROOT in entries:
-        c.consider_file(os.path.join(ws, CANONICAL_ROOT), CANONICAL_ROOT, "root", False)
+    for name in (CANONICAL_ROOT, USER_ROOT):
+        if name in entries:
+            c.consider_file(os.path.join(ws, name), name, "root", False)
     diary, passed_over = resolve_dream_diary(ws, entries)
     if diary is not None:
         c.consider_file(diary.path, diary.name, "root", False)
@@ -212,10 +230,14 @@ def scan_memory_files(
         if st is not None and stat.S_ISLNK(st.st_mode):
             c.skip(memory_dir, "symlink (ignored)")
         elif st is not None and stat.S_ISDIR(st.st_mode):
+            start = len(c.files)
             c.walk(memory_dir, "memory", multimodal=False, shown_prefix=MEMORY_DIR + "/")
+            c.sort_from(start)
 
     for extra in extra_paths:
+        start = len(c.files)
         _scan_extra(c, extra, multimodal)
+        c.sort_from(start)
     return ScanResult(ws, agent, c.files, c.skipped)
 
 
@@ -236,7 +258,8 @@ def _scan_extra(c: _Collector, extra: str, multimodal: bool) -> None:
     if _inside(real, c._repair_root):
         c.skip(real, "repair archive (never memory)")
     elif stat.S_ISDIR(st.st_mode):
-        c.walk(real, "extra", multimodal)
+        pattern = getattr(extra, "pattern", None)
+        c.walk(real, "extra", multimodal, admits=ExtraPath(real, pattern).admits if pattern else None)
     else:
         c.consider_file(real, os.path.basename(real), "extra", multimodal, st)
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR
+from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
 from ..fsutil.atomic import atomic_write_text
 from ..fsutil.lock import FileLock
 
 REGISTRY_NAME = "collections.json"
 ROOT, DIR, CUSTOM = "root", "dir", "custom"
-ROOT_PATTERN = f"{CANONICAL_ROOT}, {DREAMS} ({LEGACY_DREAMS})"
+ROOT_PATTERN = f"{CANONICAL_ROOT}, {USER_ROOT}, {DREAMS} ({LEGACY_DREAMS})"
 TREE_PATTERN = "**/*.md"
 
 
@@ -113,7 +113,8 @@ def _wanted(settings) -> list[tuple[str, str, str, str, bool, int]]:
         (ROOT, ws, ws, ROOT_PATTERN, False, 0),
         (DIR, os.path.join(ws, MEMORY_DIR), os.path.join(ws, MEMORY_DIR), TREE_PATTERN, True, 0),
     ]
-    for position, extra in enumerate(settings.extra_paths, start=1):
+    # One collection per extra folder: the same folder under two patterns is one collection.
+    for position, extra in enumerate(dict.fromkeys(str(e) for e in settings.extra_paths), start=1):
         root = _extra_root(extra)
         is_file = os.path.isfile(root) and not os.path.isdir(root)
         pattern = os.path.basename(root) if is_file else TREE_PATTERN

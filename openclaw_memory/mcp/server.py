@@ -1,7 +1,7 @@
 """The MCP server: the agent's memory as four tools over stdio (official ``mcp`` SDK, 2.x).
 
 - ``memory_search`` (query, maxResults, minScore): the JSON of ``search --json``;
-- ``memory_get`` (path, from, lines): the JSON of ``read --json`` plus ``version`` (a read, recorded
+- ``memory_get`` (path, from, lines, maxChars; below 1 clamped to 1, as OpenClaw's reader does): the JSON of ``read --json`` plus ``version`` (a read, recorded
   for the stale-write guard);
 - ``memory_write`` (path, content or append, expect): guarded like ``write``; a blocked write is a
   tool error carrying the message that says what to do;
@@ -42,7 +42,7 @@ def indexed_scope(settings) -> str:
     else:
         extras = ". No extra paths are configured."
     return (
-        f"Memory of agent '{settings.agent}' in workspace {settings.workspace}: MEMORY.md (and the dream "
+        f"Memory of agent '{settings.agent}' in workspace {settings.workspace}: MEMORY.md, USER.md (and the dream "
         f"diary DREAMS.md) at the workspace root, and every Markdown (.md) file under memory/, recursively{extras}"
     )
 
@@ -91,8 +91,9 @@ class MemoryTools:
     def search(self, ctx, query: str, max_results: int, min_score: float) -> dict:
         return self.call("search", ctx, query=query, limit=max_results, min_score=min_score).to_json()
 
-    def get(self, ctx, path: str, from_line: int, lines: int | None) -> dict:
-        result = self.call("read", ctx, path=path, from_line=from_line, lines=lines)
+    def get(self, ctx, path: str, from_line: int | None, lines: int | None, max_chars: int | None = None) -> dict:
+        from_line, lines, max_chars = get_window(self.settings, from_line, lines, max_chars)
+        result = self.call("read", ctx, path=path, from_line=from_line, lines=lines, max_chars=max_chars)
         out = result.to_json()
         if not result.missing and result.version is not None:
             out["version"] = result.version
@@ -155,6 +156,15 @@ def tool_words(message: str) -> str:
     return message
 
 
+def get_window(settings, from_line, lines, max_chars) -> tuple[int, int, int]:
+    """``memory_get``'s window as OpenClaw's reader takes it: values below 1 count as 1, and the
+    budget defaults to ``contextLimits.memoryGetMaxChars`` (``[read] max_chars``)."""
+    from ..files.read import clamp_window_args
+
+    return clamp_window_args(from_line, lines, max_chars, default_lines=settings.read.default_lines,
+                             default_max_chars=settings.read.max_chars)
+
+
 def _tool_errors(fn: Callable[..., dict]) -> Callable[..., str]:
     """Run ``fn``; its JSON is the result, a product error the tool error's message."""
     from mcp.server.mcpserver.exceptions import ToolError
@@ -197,8 +207,11 @@ def _arg_models():
 
     class GetArgs(ArgModelBase):
         path: str = Field(description="Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra path.")
-        from_line: int = Field(1, alias="from", ge=1, description="First line to return (1-based).")
-        lines: Optional[int] = Field(None, ge=1, description="How many lines (default 120).")
+        from_line: Optional[float] = Field(None, alias="from", description="First line to return (1-based; below 1 reads from 1).")
+        lines: Optional[float] = Field(None, description="How many lines (default 120; below 1 reads 1).")
+        max_chars: Optional[float] = Field(
+            None, alias="maxChars", description="Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, 12000)."
+        )
 
     class WriteArgs(ArgModelBase):
         path: str = Field(description="Memory file to write: MEMORY.md, memory/... or a file inside an extra path.")
@@ -243,7 +256,7 @@ def build_server(tools: MemoryTools):
                 "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
                 "content hash, recorded as read (memory_write checks it).",
                 get_args,
-                lambda path, lines, ctx=None, **kw: tools.get(ctx, path, kw["from"], lines),
+                lambda path, lines, maxChars, ctx=None, **kw: tools.get(ctx, path, kw["from"], lines, maxChars),
             ),
             _tool(
                 "memory_write",

@@ -15,9 +15,9 @@ import re
 import stat
 from dataclasses import dataclass
 
-from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR
+from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
 
-ROOT_NAMES = frozenset({CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR})
+ROOT_NAMES = frozenset({CANONICAL_ROOT, USER_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR})
 
 # Names editors write around a save (vim's 4913 probe and swap files, JetBrains' safe-write
 # temporaries, backups ending in ~, Emacs lock files, our own atomic-write temporaries). Their

@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+// oc_more.mjs — OpenClaw functions the shared oracle driver (../shared/oracle/oc_driver.mjs) does not
+// expose in the form these tests need, found the same way (by their "//#region <source file>" marker
+// and the chunk's final export list) in the OpenClaw install at $OC_ROOT:
+//   bootstrap  : loadWorkspaceBootstrapFiles(ws, names) + buildBootstrapContextFiles (USER.md and MEMORY.md)
+//   prelude    : buildSessionStartupContextPrelude with a configured userTimezone and an exact nowMs
+//   suggest    : shouldSuggestMemorySystem (doctor's "Memory system not found")
+// Usage: node oc_more.mjs --batch < requests.jsonl   (one JSON answer per line)
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const OC_ROOT = process.env.OC_ROOT || "/tmp/oc";
+const DIST = path.join(OC_ROOT, "app", "node_modules", "openclaw", "dist");
+const files = fs.readdirSync(DIST).filter((n) => n.endsWith(".mjs")).map((n) => path.join(DIST, n));
+
+function chunk(region) {
+  const marker = `//#region ${region}\n`;
+  for (const file of files) {
+    const text = fs.readFileSync(file, "utf8");
+    if (text.includes(marker)) return { file, text };
+  }
+  throw new Error(`no chunk has region ${region}`);
+}
+async function pick(region, name) {
+  const { file, text } = chunk(region);
+  const m = [...text.matchAll(/export \{([^}]*)\};?\s*$/gm)].pop();
+  for (const part of m[1].split(",")) {
+    const mm = part.trim().match(/^(\S+)\s+as\s+(\S+)$/);
+    if (mm && mm[1] === name) return (await import(pathToFileURL(file).href))[mm[2]];
+    if (part.trim() === name) return (await import(pathToFileURL(file).href))[name];
+  }
+  throw new Error(`${name} is not exported from ${path.basename(file)}`);
+}
+// The prelude is not exported: the shared driver extracts it to $OC_ROOT/extract (run it once first).
+async function prelude() {
+  const p = path.join(OC_ROOT, "extract", "startup-context.mjs");
+  return (await import(pathToFileURL(p).href)).buildSessionStartupContextPrelude;
+}
+
+const ops = {
+  async bootstrap(req) {
+    const load = await pick("src/agents/workspace.ts", "loadWorkspaceBootstrapFiles");
+    const build = await pick("src/agents/embedded-agent-helpers/bootstrap.ts", "buildBootstrapContextFiles");
+    const warnings = [];
+    const loaded = await load(req.ws, req.names ?? ["USER.md", "MEMORY.md"]);
+    const out = build(loaded, { maxChars: req.maxChars ?? 20000, totalMaxChars: req.totalMaxChars ?? 60000, warn: (m) => warnings.push(m) });
+    return {
+      injected: out.map((f) => ({ name: path.basename(f.path), content: f.content })),
+      loaded: loaded.map((f) => ({ name: f.name, missing: !!f.missing })),
+      warnings,
+    };
+  },
+  async prelude(req) {
+    const fn = await prelude();
+    const cfg = { agents: { defaults: { ...(req.userTimezone ? { userTimezone: req.userTimezone } : {}), ...(req.startupContext ? { startupContext: req.startupContext } : {}) } } };
+    return { prelude: await fn({ workspaceDir: req.ws, cfg, nowMs: req.nowMs }) };
+  },
+  async suggest(req) {
+    const fn = await pick("src/commands/doctor-workspace.ts", "shouldSuggestMemorySystem");
+    const text = await pick("src/commands/doctor-workspace.ts", "MEMORY_SYSTEM_PROMPT");
+    return { suggest: await fn(req.ws), text };
+  },
+};
+
+const input = fs.readFileSync(0, "utf8");
+for (const line of input.split("\n")) {
+  if (!line.trim()) continue;
+  let out;
+  try {
+    const req = JSON.parse(line);
+    out = await ops[req.op](req);
+  } catch (e) {
+    out = { error: String(e && e.stack ? e.stack : e) };
+  }
+  process.stdout.write(JSON.stringify(out) + "\n");
+}
+process.exit(0);

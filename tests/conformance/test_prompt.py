@@ -1,0 +1,187 @@
+"""``prompt`` against OpenClaw's bootstrap loader (USER.md, MEMORY.md caps) and its new-session prelude."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from openclaw_memory.files.scan import scan_memory_files
+from openclaw_memory.prompt import build_prompt_section
+from openclaw_memory.settings import _startup_context
+
+from .workspaces import build
+
+NOW = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc)
+
+
+def ours(ws, *, max_chars=20_000, total=60_000, startup=None, tz=None, now=NOW):
+    cfg = _startup_context({"startupContext": startup or {}, **({"userTimezone": tz} if tz else {})})
+    return build_prompt_section(scan_memory_files(ws), now=now, file_cap=max_chars, total_cap=total, startup=cfg)
+
+
+BOOTSTRAP_CASES = [
+    ({"MEMORY.md": "short\n\n  \n"}, 20_000, 60_000),
+    ({"MEMORY.md": "m" * 20_000 + "\n\n\n"}, 20_000, 60_000),  # the cap is checked without trailing white space
+    ({"MEMORY.md": "m" * 20_001}, 20_000, 60_000),
+    ({"MEMORY.md": "H" * 15_000 + "M" * 10_000 + "T" * 5_000}, 20_000, 60_000),
+    ({"MEMORY.md": "😀" * 12_000}, 20_000, 60_000),  # astral characters at both cut points
+    ({"MEMORY.md": "a😀" * 40}, 50, 60_000),
+    ({"MEMORY.md": "x" * 300}, 10, 60_000),  # the compact marker
+    ({"MEMORY.md": "x" * 300}, 100, 60_000),
+    ({"MEMORY.md": "x" * 300}, 1, 60_000),
+    ({"MEMORY.md": "line\r\n" * 5000}, 20_000, 60_000),
+    ({"MEMORY.md": ""}, 20_000, 60_000),  # empty: left out
+    ({"MEMORY.md": " \n\t\r\n"}, 20_000, 60_000),  # white space only: left out
+    ({"USER.md": "u" * 4_000, "MEMORY.md": "m"}, 20_000, 60_000),
+    ({"USER.md": "u" * 4_001, "MEMORY.md": "m"}, 20_000, 60_000),  # USER.md's own cap
+    ({"USER.md": "u" * 9_000, "MEMORY.md": "m" * 30_000}, 3_000, 60_000),
+    ({"USER.md": "u" * 5_000, "MEMORY.md": "m" * 5_000}, 20_000, 4_050),  # total budget spent in order
+    ({"USER.md": "u" * 3_990, "MEMORY.md": "m" * 5_000}, 20_000, 4_050),  # under 64 left: MEMORY.md skipped
+    ({"USER.md": "u" * 100, "MEMORY.md": "m" * 5_000}, 20_000, 150),
+    ({"USER.md": "u" * 100, "MEMORY.md": "m" * 5_000}, 20_000, 60),
+    ({"MEMORY.md": "m" * 70}, 20_000, 66),
+    ({"USER.md": "   ", "MEMORY.md": "m\n"}, 20_000, 60_000),
+    ({"user.md": "lower case is not USER.md", "MEMORY.md": "m"}, 20_000, 60_000),
+]
+
+
+def test_bootstrap_files(oracle, new_ws, checks):
+    cases = []
+    for tree, max_chars, total in BOOTSTRAP_CASES:
+        ws = new_ws()
+        build(ws, tree)
+        cases.append((ws, tree, max_chars, total))
+    answers = oracle.more([{"op": "bootstrap", "ws": str(ws), "maxChars": m, "totalMaxChars": t} for ws, _tr, m, t in cases])
+    for (ws, tree, max_chars, total), answer in zip(cases, answers):
+        section = ours(ws, max_chars=max_chars, total=total)
+        label = f"{ {k: len(v) for k, v in tree.items()} } max={max_chars} total={total}"
+        checks.same(f"{label}: injected", [(f.name, f.content) for f in section.injected],
+                    [(f["name"], f["content"]) for f in answer["injected"]])
+        checks.same(f"{label}: warnings", list(section.bootstrap_warnings), answer["warnings"])
+    checks.done()
+
+
+def test_shared_driver_prompt_op(oracle, new_ws, checks):
+    """The shared driver's ``prompt`` op (MEMORY.md alone, UTC): caps and prelude together."""
+    ws = new_ws()
+    build(ws, {"MEMORY.md": "M" * 21_000 + "\n", "memory/2026-11-30.md": "today\n", "memory/2026-11-29.md": "yesterday\n"})
+    (answer,) = oracle.batch([{"op": "prompt", "ws": str(ws), "date": "2026-11-30"}])
+    section = ours(ws)
+    checks.same("MEMORY.md injected", [f.content for f in section.injected], [f["content"] for f in answer["bootstrap"]])
+    checks.same("prelude", section.prelude, answer["prelude"])
+    checks.done()
+
+
+def test_symlinked_memory_md_not_followed(oracle, new_ws, checks):
+    ws = new_ws()
+    build(ws, {"real.md": "real text\n", "MEMORY.md": ("symlink", "real.md")})
+    (answer,) = oracle.more([{"op": "bootstrap", "ws": str(ws)}])
+    checks.deliberate(
+        "symlinked-memory-md-not-loaded", "a link can pull any file into the prompt; OpenClaw's loader follows it",
+        not ours(ws).injected and bool(answer["injected"]), str(answer),
+    )
+    checks.done()
+
+
+def _days(*offsets):
+    return [(NOW.date() - dt.timedelta(days=o)).isoformat() for o in offsets]
+
+
+def _prelude_tree():
+    today, yesterday, before, old = _days(0, 1, 2, 20)
+    return {
+        f"memory/{today}.md": "today's note\n```code```\n",
+        f"memory/{yesterday}.md": "yesterday\r\nwith CRLF\r\n",
+        f"memory/{before}.md": "two days ago " + "😀" * 700,
+        f"memory/{old}.md": "too old",
+        **{f"memory/{today}-s{i}.md": f"slug {i}\n" for i in range(6)},
+        f"memory/{yesterday}-blank.md": " \n\t\n",
+        f"memory/{yesterday}-big.md": "b" * 20_000,
+        f"memory/{yesterday}-[weird] name é.md": "odd label",
+        f"memory/{today}x.md": "not a slug (no dash)",
+        f"memory/sub/{today}.md": "not directly under memory/",
+    }
+
+
+PRELUDE_SETTINGS = [
+    {}, {"dailyMemoryDays": 1}, {"dailyMemoryDays": 3}, {"dailyMemoryDays": 20}, {"dailyMemoryDays": 0},
+    {"maxFileChars": 5}, {"maxFileChars": 1}, {"maxTotalChars": 300}, {"maxTotalChars": 120}, {"maxTotalChars": 1},
+    {"maxTotalChars": 600, "maxFileChars": 50}, {"maxFileBytes": 10}, {"maxFileBytes": 19_999}, {"maxFileBytes": 20_000},
+    {"maxFileBytes": 100_000}, {"enabled": False}, {"applyOn": ["reset"]}, {"applyOn": ["new", "reset"]},
+    {"maxFileChars": 2.9, "dailyMemoryDays": "3"},
+]
+
+
+def test_prelude_settings(oracle, new_ws, checks):
+    ws = new_ws()
+    tree = _prelude_tree()
+    build(ws, tree)
+    # Distinct modification times, newest first as listed: OpenClaw keeps the newest 4 slugged notes.
+    for i, rel in enumerate(sorted(r for r in tree if "-s" in r)):
+        t = 1_700_000_000 + i * 10
+        os.utime(ws / rel, (t, t))
+    requests = [{"op": "prelude", "ws": str(ws), "nowMs": int(NOW.timestamp() * 1000), "userTimezone": "UTC",
+                 "startupContext": sc} for sc in PRELUDE_SETTINGS]
+    for sc, answer in zip(PRELUDE_SETTINGS, oracle.more(requests)):
+        mine = ours(ws, startup=sc, tz="UTC").prelude
+        theirs = answer["prelude"]
+        if sc.get("applyOn") == ["reset"] or sc.get("enabled") is False:
+            # OpenClaw checks these before it builds the prelude (shouldApplyStartupContext, for the
+            # session's action; ours is "new"), so the builder the oracle calls still answers.
+            checks.same(f"prelude {sc}: not applied to a new session", mine, None)
+            continue
+        checks.same(f"prelude {sc}", mine, theirs)
+    checks.done()
+
+
+TIMES = [
+    (dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc), "UTC"),
+    (dt.datetime(2026, 11, 30, 23, 30, tzinfo=dt.timezone.utc), "Pacific/Kiritimati"),
+    (dt.datetime(2026, 11, 30, 0, 30, tzinfo=dt.timezone.utc), "America/Los_Angeles"),
+    (dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc), "Asia/Kolkata"),
+    (dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc), "Pacific/Pago_Pago"),
+    (dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc), "Not/AZone"),
+]
+
+
+def test_prelude_dates_in_user_timezone_and_utc(oracle, new_ws, checks):
+    ws = new_ws()
+    build(ws, {f"memory/{d}.md": f"note of {d}\n" for d in ["2026-11-28", "2026-11-29", "2026-11-30", "2026-12-01", "2026-12-02"]})
+    requests = [{"op": "prelude", "ws": str(ws), "nowMs": int(now.timestamp() * 1000), "userTimezone": tz,
+                 "startupContext": {"dailyMemoryDays": 2}} for now, tz in TIMES]
+    for (now, tz), answer in zip(TIMES, oracle.more(requests)):
+        # An unknown zone falls back to the host's zone (UTC for both sides here).
+        checks.same(f"prelude at {now} in {tz}", ours(ws, tz=tz, now=now, startup={"dailyMemoryDays": 2}).prelude,
+                    answer["prelude"])
+    checks.done()
+
+
+CHARS = st.sampled_from(["a", " ", "\n", "\r\n", "\t", "😀", "é", "`", "```", "\u3000", "\ufeff", "x"])
+TEXT = st.lists(CHARS, max_size=80).map("".join)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+          phases=[Phase.explicit, Phase.generate])  # every example costs an OpenClaw run: no shrinking
+@given(cases=st.lists(st.tuples(TEXT, TEXT, st.integers(1, 90), st.integers(1, 200), TEXT, TEXT,
+                                st.integers(1, 60), st.integers(1, 400)), min_size=10, max_size=10))
+def test_generated_caps_and_notes(oracle, new_ws, cases):
+    from .conftest import Checks
+
+    checks = Checks()
+    built = []
+    for user, memory, max_chars, total, today_note, slug_note, file_chars, total_chars in cases:
+        ws = new_ws()
+        build(ws, {"USER.md": user, "MEMORY.md": memory, "memory/2026-11-30.md": today_note,
+                   "memory/2026-11-29-s.md": slug_note})
+        built.append((ws, max_chars, total, {"maxFileChars": file_chars, "maxTotalChars": total_chars}))
+    boot = oracle.more([{"op": "bootstrap", "ws": str(ws), "maxChars": m, "totalMaxChars": t} for ws, m, t, _s in built])
+    pre = oracle.more([{"op": "prelude", "ws": str(ws), "nowMs": int(NOW.timestamp() * 1000), "userTimezone": "UTC",
+                        "startupContext": s} for ws, _m, _t, s in built])
+    for (ws, m, t, s), b, p in zip(built, boot, pre):
+        section = ours(ws, max_chars=m, total=t, startup=s, tz="UTC")
+        checks.same(f"{ws} max={m} total={t}: injected", [(f.name, f.content) for f in section.injected],
+                    [(f["name"], f["content"]) for f in b["injected"]])
+        checks.same(f"{ws} {s}: prelude", section.prelude, p["prelude"])
+    checks.done()
