@@ -33,7 +33,7 @@ def settings_key(settings) -> str:
     data = [
         str(settings.workspace),
         str(settings.state_dir),
-        list(settings.extra_paths),
+        [(str(p), getattr(p, "pattern", None)) for p in settings.extra_paths],  # an extra path's glob too
         bool(settings.multimodal),
         settings.qdrant_url,
         settings.sections,
