@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 
 from typing import TYPE_CHECKING, Callable
 
@@ -94,6 +95,8 @@ def write_memory(
     append: bytes | str | None = None,
     expect: str | None = None,
     update_index: bool = True,
+    idempotency_key: str | None = None,
+    tool: str = "write",
     sync: "Callable[[], SyncSummary] | None" = None,
 ) -> "WriteResult":
     """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
@@ -103,18 +106,55 @@ def write_memory(
     compare-and-swap on that version. When an index exists for the agent it is
     updated afterwards (skip with ``update_index=False``; ``sync`` runs the update in an index
     the caller keeps open).
+
+    A write with the ``idempotency_key`` of an earlier one (default
+    ``<agent>.<tool>.<hash of path, mode and content>``) made less than 24 hours ago
+    writes nothing and returns that first result (``replayed``): a retry is harmless.
     """
     from .history.guard import write_memory_file
+    from .history.idempotency import IdempotencyStore, check_key, default_key
 
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
-    result = write_memory_file(settings, path, content=data, append=append, expect=expect)
-    return _after_write(settings, result, update_index, sync)
+    added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
+    if idempotency_key is None:
+        mode, body = ("append", added) if added is not None else ("replace", data)
+        key = default_key(settings.agent, tool, path, mode, body if body is not None else b"")
+    else:
+        key = check_key(idempotency_key)
+    keys = IdempotencyStore(settings.data_dir)
+    with keys.lock():
+        first = keys.get(key)
+        if first is not None:
+            return first
+        result = write_memory_file(settings, path, content=data, append=append, expect=expect)
+        when = time.time()
+        recorded = _record_key(keys, key, result, when)
+    if not recorded:
+        result = dataclasses.replace(result, warnings=result.warnings + (
+            "the write is done, but its idempotency key could not be recorded (state dir full or unwritable): "
+            "a retry would write again",))
+    keys.prune()
+    result = _after_write(settings, result, update_index, sync)
+    if recorded:
+        with keys.lock():
+            _record_key(keys, key, result, when)  # a later replay shows what the index update did
+    return result
 
 
-def restore(settings: Settings, path: str, version: str, *, update_index: bool = True) -> "WriteResult":
+def _record_key(keys, key: str, result: "WriteResult", when: float) -> bool:
+    try:
+        keys.put(key, result, when)
+    except OSError:
+        return False
+    return True
+
+
+def restore(settings: Settings, path: str, version: str, *, update_index: bool = True,
+            sync: "Callable[[], SyncSummary] | None" = None) -> "WriteResult":
     """Restore an earlier version of a memory file (unique prefix, at least 8 hex characters), atomically.
 
     The current version is recorded in the history first, so the restore can be undone.
+    ``sync`` as for :func:`write_memory`.
     """
     from .history.guard import restore_file_version
 
@@ -123,7 +163,7 @@ def restore(settings: Settings, path: str, version: str, *, update_index: bool =
         from .history.guard import IndexUpdate
 
         return dataclasses.replace(result, index=IndexUpdate(False, "nothing changed"))
-    return _after_write(settings, result, update_index)
+    return _after_write(settings, result, update_index, sync)
 
 
 def file_history(settings: Settings, path: str) -> "VersionHistory":

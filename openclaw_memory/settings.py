@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, WorkspaceError
+from .errors import ConfigError, UsageError, WorkspaceError
 from .files.paths import ExtraPath
 
 DEFAULT_AGENT = "main"
@@ -63,6 +63,9 @@ class Settings:
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A Qdrant server from --qdrant-url or OPENCLAW_MEMORY_QDRANT_URL; above toml [index] url.
     qdrant_url: str | None = None
+    # Whose read records the write guard checks: None is the plain CLI's own records for the agent;
+    # an MCP session or ``--session ID`` has its own (see history.states).
+    session: str | None = None
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.get(name, {})
@@ -79,6 +82,9 @@ class Settings:
     def with_agent(self, agent: str) -> "Settings":
         return replace(self, agent=agent)
 
+    def with_session(self, session: str | None) -> "Settings":
+        return replace(self, session=check_session(session))
+
 
 @dataclass(frozen=True)
 class Overrides:
@@ -90,6 +96,21 @@ class Overrides:
     extra: tuple[str, ...] = ()
     multimodal: bool | None = None
     qdrant_url: str | None = None
+    session: str | None = None
+
+
+_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
+
+
+def check_session(session: str | None) -> str | None:
+    """A session id as given to ``--session``: 1-100 of ``A-Za-z0-9._:-``, starting with a letter or digit."""
+    if session is None:
+        return None
+    if not _SESSION.match(session):
+        raise UsageError(
+            f"a session id is 1 to 100 letters, digits, '.', '_', ':' or '-' (starting with a letter or digit), not {session!r}"
+        )
+    return session
 
 
 def _env(name: str, environ) -> str | None:
@@ -370,6 +391,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         prompt=prompt,
         sections=sections,
         qdrant_url=(o.qdrant_url or _env("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
+        session=check_session(o.session or None),
     )
 
 

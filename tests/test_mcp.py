@@ -109,7 +109,9 @@ def test_tools_listed_and_each_one_works(workspace, state_dir, cli):
     assert any(h["path"] == "memory/projects/boat.md" for h in payload(out["search_after_write"])["results"])
 
     assert out["blocked"].is_error
-    assert "changed since" in text_of(out["blocked"]) and "read it again" in text_of(out["blocked"]).lower()
+    # In the tools' words, not the CLI's.
+    assert "changed since" in text_of(out["blocked"]) and "call memory_get again" in text_of(out["blocked"]).lower()
+    assert "openclaw-memory read" not in text_of(out["blocked"])
     assert (workspace / "memory" / "projects" / "boat.md").read_text() == "# Boat\n\nEdited by hand: sold the ketch.\n"
 
     status = payload(out["status"])
@@ -136,7 +138,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     assert all(r.is_error for r in errors), [text_of(r) for r in errors]
     texts = [text_of(r) for r in errors]
     assert "memory" in texts[0].lower()  # the read refusal names what is allowed
-    assert "read it first" in texts[3]
+    assert "call memory_get first" in texts[3] and "--expect" not in texts[3]
     assert "openclaw-memory index" in texts[4]  # no index yet: says how to build one
     clamped = payload(last)
     assert (clamped["from"], clamped["lines"], clamped["truncated"], clamped["text"]) == (

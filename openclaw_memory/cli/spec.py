@@ -72,6 +72,7 @@ SETTINGS: tuple[Opt, ...] = (
     Opt("extra", ("--extra",), "Extra memory path (repeatable; adds to config and $OPENCLAW_MEMORY_EXTRA_PATHS).", repeat=True, metavar="PATH"),
     Opt("multimodal", ("--multimodal",), "List images and audio in extra paths.", kind="toggle"),
     Opt("qdrant_url", ("--qdrant-url",), "Use a Qdrant server for the index (else $OPENCLAW_MEMORY_QDRANT_URL, toml [index] url).", metavar="URL"),
+    Opt("session", ("--session",), "Read records of this session (the write guard checks what it read); default: the agent's CLI records.", metavar="ID"),
 )
 
 MEMORY_PATH = "Memory file, relative to the workspace (or inside an extra path)."
@@ -135,6 +136,7 @@ COMMANDS: tuple[Command, ...] = (
                 Opt("replace_file", ("--replace-file",), "Replace the whole file with this file's bytes.", metavar="FILE"),
                 Opt("stdin", ("--stdin",), "Replace the whole file with standard input.", kind="switch", default=False),
                 Opt("expect", ("--expect",), "Write only if the file is at this version (prefix of 8+ hex characters).", metavar="VERSION"),
+                Opt("idempotency_key", ("--idempotency-key",), "Retry-safe key: a second write with it within 24 h writes nothing and prints the first result (default: agent, path, mode and content).", metavar="KEY"),
                 _no_index(),
                 json_opt(),
             )),
@@ -152,12 +154,25 @@ COMMANDS: tuple[Command, ...] = (
                 Opt("source", ("--from",), "Where to copy it from: 'embedded' (default when --to is a URL) or a Qdrant URL.", metavar="SOURCE"),
                 json_opt("Print a JSON summary."),
             )),
-    Command("watch", "Keep the search index up to date while memory files change (Ctrl-C or SIGTERM stops).", "watch_cmd:run_watch",
+    Command("watch", "Keep the search index up to date while memory files change, and serve the CLI and MCP from warm memory (the service with live sync; Ctrl-C or SIGTERM stops).",
+            "watch_cmd:run_watch",
             opts=(
                 json_opt("One JSON object per line per applied change."),
                 Opt("poll", ("--poll",), "Poll the folders instead of using inotify (network file systems).", kind="switch", default=False),
             )),
-    Command("mcp", "Serve memory_search, memory_get, memory_write and memory_status over MCP on stdin/stdout.", "mcp_cmd:run_mcp"),
+    Command("serve", "Run the workspace's memory service: model and index kept warm for the CLI and every MCP session, live sync on (Ctrl-C or SIGTERM stops).",
+            "serve_cmd:run_serve_command",
+            opts=(
+                Opt("no_watch", ("--no-watch",), "Answer requests only; do not follow file changes (no live sync).", kind="switch", default=False),
+                Opt("poll", ("--poll",), "Poll the folders instead of using inotify (network file systems).", kind="switch", default=False),
+                Opt("http", ("--http",), "Also serve MCP over streamable HTTP on this loopback HOST:PORT (port 0: any free one), with a bearer token.", metavar="ADDR"),
+                json_opt("One JSON object per line per applied change."),
+            )),
+    Command("mcp", "Serve memory_search, memory_get, memory_write and memory_status over MCP on stdin/stdout (through the service when it runs).", "mcp_cmd:run_mcp",
+            opts=(
+                Opt("serve", ("--serve",), "Start the workspace's service in the background first when none runs.", kind="switch", default=False),
+                Opt("http", ("--http",), "Serve MCP over streamable HTTP on this loopback HOST:PORT instead of stdio (runs the service in the foreground).", metavar="ADDR"),
+            )),
 )
 
 GROUPS = {"watchdog": "Snapshot the workspace and report what changed since (changed, deleted, new files)."}

@@ -14,12 +14,17 @@ class FileLock:
 
     The kernel drops a flock when its holder dies, SIGKILL included, so a crashed
     process never leaves the lock taken; the pid written inside is only for messages.
+
+    ``remove=True`` deletes the lock file on release (a service leaves nothing behind). A
+    waiter may then hold a lock on the deleted file, so each acquire checks that the file
+    it locked is still the one at ``path`` and starts again when it is not.
     """
 
-    def __init__(self, path: str, *, timeout: float = 5.0, what: str = "this workspace"):
+    def __init__(self, path: str, *, timeout: float = 5.0, what: str = "this workspace", remove: bool = False):
         self.path = path
         self.timeout = timeout
         self.what = what
+        self.remove = remove
         self._fd: int | None = None
 
     def holder_pid(self) -> str:
@@ -43,6 +48,10 @@ class FileLock:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if self.remove and not _still_at(fd, self.path):
+                    os.close(fd)  # its holder deleted it on release: lock the new file instead
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                    continue
                 break
             except BlockingIOError:
                 if not told and on_wait is not None:
@@ -67,7 +76,10 @@ class FileLock:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
-                os.ftruncate(fd, 0)
+                if self.remove:
+                    os.unlink(self.path)  # while still locked: a waiter then sees a deleted file
+                else:
+                    os.ftruncate(fd, 0)
             except OSError:
                 pass  # the pid is informational; the unlock below is what matters
             finally:
@@ -80,6 +92,15 @@ class FileLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _still_at(fd: int, path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def lock_holder(path: str) -> str | None:

@@ -62,7 +62,7 @@ def read_diff(settings, path: str, *, from_line: int = 1, lines: int | None = No
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     data = _read_whole(resolved)
     store = HistoryStore.for_settings(settings)
-    records = ReadRecords(store, settings.agent)
+    records = ReadRecords.for_settings(store, settings)
     with store.lock():
         seen = records.get(resolved.abs_path)
         previous = seen.version if seen else None

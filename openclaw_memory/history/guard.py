@@ -119,7 +119,7 @@ def write_memory_file(settings, path: str, *, content: bytes | None = None, appe
     daily_append = added is not None and is_daily_note(resolved.display)
     tries = _APPEND_TRIES if daily_append and expected is None else 1
     store = HistoryStore.for_settings(settings)
-    records = ReadRecords(store, settings.agent)
+    records = ReadRecords.for_settings(store, settings)
     with store.lock():
         for _ in range(tries):
             try:
@@ -141,7 +141,7 @@ def restore_file_version(settings, path: str, version: str) -> WriteResult:
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     check_prefix(version)
     store = HistoryStore.for_settings(settings)
-    records = ReadRecords(store, settings.agent)
+    records = ReadRecords.for_settings(store, settings)
     with store.lock():
         try:
             return _translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version))

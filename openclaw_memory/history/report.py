@@ -92,7 +92,7 @@ def file_states(settings) -> StateReport:
     unreadable: list[Unreadable] = []
     unrecorded: list[str] = []
     with store.lock():
-        records = ReadRecords(store, settings.agent).load()
+        records = ReadRecords.for_settings(store, settings).load()
         listed = set()
         for f in scan.files:
             if f.kind != "markdown":

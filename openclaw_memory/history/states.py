@@ -1,7 +1,9 @@
 """What each agent read or wrote, and the state of a file for that agent.
 
-A record per (agent, path) holds the version the agent last read (or wrote: an
-agent's own write counts as read). States are computed on demand from the files
+A record per (agent, session, path) holds the version last read (or written: an
+agent's own write counts as read). Each MCP session and each ``--session ID`` has its
+own records, so a session that never read a file cannot overwrite it; the plain CLI
+(no session) keeps one record set per agent. States are computed on demand from the files
 as they are now (see :mod:`.report`), so the guard does not depend on ``watch``:
 
 - ``read_fresh``: the agent read the version the file holds now;
@@ -43,13 +45,23 @@ class Seen(NamedTuple):
 
 
 class ReadRecords:
-    """One agent's records, in ``<history>/reads/<agent>-<hash>.json``; changed under the history lock."""
+    """One agent's (or one session's) records; changed under the history lock.
 
-    def __init__(self, store: HistoryStore, agent: str):
+    ``<history>/reads/<agent>-<hash>.json`` for the plain CLI, and
+    ``<history>/reads/<agent>-<hash>.session-<session>-<hash>.json`` for a session.
+    """
+
+    def __init__(self, store: HistoryStore, agent: str, session: str | None = None):
         self.agent = agent
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent).strip("-") or "agent"
-        key = xxhash.xxh3_64_hexdigest(agent.encode("utf-8"))[:8]
-        self.path = os.path.join(store.root, "reads", f"{slug}-{key}.json")
+        self.session = session
+        name = _slug(agent)
+        if session is not None:
+            name += f".session-{_slug(session)}"
+        self.path = os.path.join(store.root, "reads", f"{name}.json")
+
+    @classmethod
+    def for_settings(cls, store: HistoryStore, settings) -> "ReadRecords":
+        return cls(store, settings.agent, getattr(settings, "session", None))
 
     def load(self) -> dict[str, Seen]:
         try:
@@ -84,6 +96,7 @@ class ReadRecords:
         # agent read the file again (the guard then blocks, never lets a stale write through).
         payload = {
             "agent": self.agent,
+            "session": self.session,
             "files": {p: {"version": s.version, "size": s.size, "time": s.time, "how": s.how} for p, s in sorted(records.items())},
         }
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -97,6 +110,19 @@ class ReadRecords:
             raise
 
 
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "agent"
+    return f"{slug}-{xxhash.xxh3_64_hexdigest(name.encode('utf-8'))[:8]}"
+
+
+def forget_session(store: HistoryStore, agent: str, session: str) -> None:
+    """Drop a finished session's records (an MCP session that ended never writes again)."""
+    try:
+        os.unlink(ReadRecords(store, agent, session).path)
+    except FileNotFoundError:
+        pass
+
+
 def state_of(seen: Seen | None, current: str | None) -> str | None:
     """The state of a file whose content is now ``current`` (None: it does not exist)."""
     if seen is None:
@@ -107,13 +133,13 @@ def state_of(seen: Seen | None, current: str | None) -> str | None:
 
 
 def record_read(settings, abs_path: str, display: str, snapshot: FileVersion | None) -> None:
-    """Record that ``settings.agent`` read ``snapshot`` of the file (None: it found the file missing).
+    """Record that ``settings.agent`` (its ``settings.session``) read ``snapshot`` of the file (None: it found the file missing).
 
     The version's bytes are kept in the store (for ``read --diff`` and history): the
     file is read again and kept only if it still hashes to the version read.
     """
     store = HistoryStore.for_settings(settings)
-    records = ReadRecords(store, settings.agent)
+    records = ReadRecords.for_settings(store, settings)
     with store.lock():
         if snapshot is None:
             records.forget(abs_path)

@@ -10,7 +10,8 @@ from .collections import assign_files, resolve_collections
 from .config import index_config
 from .manifest import load_manifest, manifest_dir, stale_paths
 from ..types import SearchMode
-from .search import MODES, QueryPlan, SearchResult, rank
+from .results import SearchResult
+from .search import MODES, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
 from .sync import Models, ProgressCallback, SyncSummary, model_cache_dir, sync_index

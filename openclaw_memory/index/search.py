@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..types import SEARCH_MODES
+from .results import SearchHit, SearchResult  # noqa: F401  SearchResult: the package exports it from here
 from .snippets import make_snippet
 from .store.base import BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Shard
 
@@ -39,42 +40,6 @@ AGREEMENT_BONUS = 0.3
 LITERAL_FLOOR = 0.4
 CANDIDATES_PER_RESULT = 4
 MIN_CANDIDATES = 24
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    snippet: str
-    source: str  # collection name
-
-    @property
-    def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
-
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "startLine": self.start_line,
-            "endLine": self.end_line,
-            "score": round(self.score, 4),
-            "snippet": self.snippet,
-            "source": self.source,
-            "citation": self.citation,
-        }
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    results: tuple[SearchHit, ...]
-    mode: str
-    stale: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    def to_json(self) -> dict:
-        return {"results": [r.to_json() for r in self.results], "mode": self.mode, "stale": list(self.stale)}
 
 
 def text_score(bm25: float, literal: bool) -> float:

@@ -7,23 +7,27 @@
   tool error carrying the message that says what to do;
 - ``memory_status``: the JSON of ``status --json``.
 
-One server serves one agent of one workspace. The embedding model is loaded once (in the
-background at start when an index exists) and kept; no shard lock is held between calls, so
-the CLI and a ``watch`` keep working beside it. Every failure is a tool error with the
-user-facing message; the server keeps serving.
+One server serves one agent of one workspace, and is one session: its reads are its own
+(the write guard checks what this session read). When the workspace's service runs
+(``openclaw-memory serve``, or ``mcp --serve`` to start it), the calls go to it and many
+sessions share one index and one model; otherwise the model is loaded here once and no shard
+lock is held between calls. Every failure is a tool error in the tools' words; the server
+keeps serving. :mod:`openclaw_memory.serve.http` serves the same tools over streamable HTTP.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import secrets
+import sys
 import threading
 from typing import Any, Callable, Optional
 
 from pydantic import Field
 
-from .. import api
 from ..errors import MemoryToolError
-from ..watch.sessions import short_session
 
 SERVER_NAME = "openclaw-memory"
 
@@ -44,56 +48,112 @@ def indexed_scope(settings) -> str:
 
 
 class MemoryTools:
-    """The tools' logic over one ``MemoryIndex`` (model loaded once); thread-safe."""
+    """The tools' logic: each call goes to a backend with the MCP session's own settings.
 
-    def __init__(self, settings):
-        from ..index.api import MemoryIndex
+    The backend is the workspace's service when one runs (many sessions share its index and
+    model), else a :class:`~openclaw_memory.serve.core.ServiceCore` in this process. A service
+    that stops answering is reported once on stderr and replaced by the in-process one.
+    ``session_of(ctx)`` names the MCP session of a call (its read records are its own).
+    """
 
+    def __init__(self, settings, *, client=None, core=None, session_of: Callable[[Any], str] | None = None):
         self.settings = settings
-        self.index = MemoryIndex(settings, keep_open=True)  # shards closed after every call: short_session
-        # The SDK runs each sync tool in a worker thread; the index and its model are used by one at a time.
-        self._lock = threading.Lock()
+        self.client = client
+        self.core = core
+        self.in_service = core is not None  # the HTTP endpoint, inside the service
+        self._session = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
+        self.session_of = session_of or (lambda _ctx: self._session)
+        self._lock = threading.Lock()  # the client's one connection carries one request at a time
+        if client is None and core is None:
+            self.core = _local_core(settings)
+
+    def call(self, op: str, ctx, **args):
+        settings = self.settings.with_session(self.session_of(ctx))
+        if self.client is not None:
+            from ..serve.client import ServiceUnavailable
+
+            try:
+                with self._lock:
+                    return self.client.call(op, settings, **args)
+            except ServiceUnavailable as exc:
+                sys.stderr.write(f"warning: {exc.message}\n")
+                sys.stderr.flush()
+                self.client = None
+                with self._lock:
+                    if self.core is None:
+                        self.core = _local_core(self.settings)
+        return self.core.handle(op, settings, args)
 
     def warm(self) -> None:
-        """Load the model now when the agent has an index (the first search then answers at once)."""
-        from ..index.collections import resolve_collections
-        from ..index.manifest import load_manifest
+        if self.core is not None and self.client is None:
+            self.core.warm()
 
-        with self._lock:
-            manifests = [load_manifest(self.settings.data_dir, c.name) for c in resolve_collections(self.settings)]
-            manifests = [m for m in manifests if m is not None]
-            if not manifests:
-                return
-            for m in manifests:
-                if m.embed_backend:
-                    self.index.models.pin_backend(m.embed_backend)  # embed queries like the index was built
-            self.index.models.embedder.encode(["warm-up"])
+    def search(self, ctx, query: str, max_results: int, min_score: float) -> dict:
+        return self.call("search", ctx, query=query, limit=max_results, min_score=min_score).to_json()
 
-    def search(self, query: str, max_results: int, min_score: float) -> dict:
-        with self._lock, short_session(self.index):
-            return self.index.search(query, limit=max_results, min_score=min_score).to_json()
-
-    def get(self, path: str, from_line: int | None, lines: int | None, max_chars: int | None = None) -> dict:
+    def get(self, ctx, path: str, from_line: int | None, lines: int | None, max_chars: int | None = None) -> dict:
         from_line, lines, max_chars = get_window(self.settings, from_line, lines, max_chars)
-        result = api.read_memory(self.settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+        result = self.call("read", ctx, path=path, from_line=from_line, lines=lines, max_chars=max_chars)
         out = result.to_json()
         if not result.missing and result.version is not None:
             out["version"] = result.version
         return out
 
-    def write(self, path: str, content: str | None, append: str | None, expect: str | None) -> dict:
-        return api.write_memory(self.settings, path, content=content, append=append, expect=expect, sync=self._sync).to_json()
+    def write(self, ctx, path: str, content: str | None, append: str | None, expect: str | None,
+              idempotency_key: str | None = None) -> dict:
+        data = content.encode("utf-8", "surrogateescape") if content is not None else None
+        return self.call(
+            "write", ctx, path=path, content=data, append=append, expect=expect, idempotency_key=idempotency_key,
+            tool="memory_write",
+        ).to_json()
 
-    def _sync(self):
-        with self._lock, short_session(self.index):
-            return self.index.sync()
-
-    def status(self) -> dict:
-        with self._lock, short_session(self.index):
-            return self.index.status().to_json()
+    def status(self, ctx) -> dict:
+        out = self.call("status", ctx).to_json()
+        if self.client is not None or self.in_service:
+            out["service"] = self.call("info", ctx).to_json()
+        else:
+            out["service"] = {"running": False}
+        return out
 
     def close(self) -> None:
-        self.index.close()
+        if self.client is not None:
+            from ..serve.client import ServiceUnavailable
+
+            try:
+                with self._lock:
+                    self.client.call("end_session", self.settings.with_session(self._session))
+            except (ServiceUnavailable, MemoryToolError):
+                pass
+            self.client.close()
+        elif self.core is not None:
+            self.core.end_session(self.settings.with_session(self._session))
+        if self.core is not None:
+            self.core.close()
+
+
+def _local_core(settings):
+    from ..serve.core import ServiceCore
+
+    # Shards closed after every call: the CLI and other processes keep working beside it.
+    return ServiceCore(settings, live_sync=False, shard_idle_s=0)
+
+
+# The guard's messages name CLI commands; a tool error names the tools instead.
+_TOOL_WORDS = (
+    (re.compile(r"[Rr]ead it again \(openclaw-memory read [^)]*\) and redo"), "Call memory_get again and redo"),
+    (re.compile(r"read it first \(openclaw-memory read [^)]*\), then write, or pass --expect VERSION\."),
+     "call memory_get first, then write (or pass expect: the version memory_get returned)."),
+    (re.compile(r"read it first \(openclaw-memory read [^)]*\), then append\."), "call memory_get first, then append."),
+    (re.compile(r"agent '([^']*)' (last read|has not read|read it|last saw)"), r"this session (agent '\1') \2"),
+    (re.compile(r"--expect\b"), "expect"),
+)
+
+
+def tool_words(message: str) -> str:
+    """A product message in the tools' language (``call memory_get first``), not the CLI's."""
+    for pattern, words in _TOOL_WORDS:
+        message = pattern.sub(words, message)
+    return message
 
 
 def get_window(settings, from_line, lines, max_chars) -> tuple[int, int, int]:
@@ -113,7 +173,7 @@ def _tool_errors(fn: Callable[..., dict]) -> Callable[..., str]:
         try:
             return json.dumps(fn(**kwargs), ensure_ascii=False, indent=2)
         except MemoryToolError as exc:
-            raise ToolError(exc.message) from None
+            raise ToolError(tool_words(exc.message)) from None
         except OSError as exc:  # refused (symlink, FIFO...) or unreadable
             reason = exc.strerror or str(exc)
             raise ToolError(f"{exc.filename}: {reason}" if exc.filename else reason) from None
@@ -133,6 +193,7 @@ def _tool(name: str, description: str, args_model, fn: Callable[..., dict]):
         parameters=args_model.model_json_schema(by_alias=True),
         fn_metadata=FuncMetadata(arg_model=args_model),
         is_async=False,
+        context_kwarg="ctx",
     )
 
 
@@ -159,6 +220,11 @@ def _arg_models():
         expect: Optional[str] = Field(
             None, description="Write only if the file is at this version (8+ hex characters of `version` from memory_get)."
         )
+        idempotency_key: Optional[str] = Field(
+            None, alias="idempotencyKey",
+            description="Retry-safe key: a second write with the same key within 24 hours writes nothing and returns "
+            "the first result (default: derived from agent, path, mode and content).",
+        )
 
     class StatusArgs(ArgModelBase):
         pass
@@ -182,7 +248,7 @@ def build_server(tools: MemoryTools):
                 f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
                 "{results: [{path, startLine, endLine, score, snippet, source, citation}], mode, stale}.",
                 search_args,
-                lambda query, maxResults, minScore: tools.search(query, maxResults, minScore),
+                lambda query, maxResults, minScore, ctx=None: tools.search(ctx, query, maxResults, minScore),
             ),
             _tool(
                 "memory_get",
@@ -190,32 +256,54 @@ def build_server(tools: MemoryTools):
                 "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
                 "content hash, recorded as read (memory_write checks it).",
                 get_args,
-                lambda path, lines, maxChars, **kw: tools.get(path, kw["from"], lines, maxChars),
+                lambda path, lines, maxChars, ctx=None, **kw: tools.get(ctx, path, kw["from"], lines, maxChars),
             ),
             _tool(
                 "memory_write",
                 f"Write one memory file atomically, guarded: give content (replace) or append. Writable: {scope} "
                 "The write is refused (tool error) when the file changed since you last read it with memory_get: "
                 "read it again and redo the change. Appending to today's daily note (memory/YYYY-MM-DD.md) is "
-                "allowed while the file only grew. expect makes it a strict compare-and-swap on that version.",
+                "allowed while the file only grew. expect makes it a strict compare-and-swap on that version. "
+                "A retried call (same idempotencyKey, by default the same path, mode and content) within 24 hours "
+                "writes nothing and returns the first result with replayed: true.",
                 write_args,
-                lambda path, content, append, expect: tools.write(path, content, append, expect),
+                lambda path, content, append, expect, idempotencyKey=None, ctx=None: tools.write(
+                    ctx, path, content, append, expect, idempotencyKey
+                ),
             ),
             _tool(
                 "memory_status",
                 f"The search index of this memory: per collection files, chunks, stale files, last indexed, "
                 f"model, size. Covers: {scope}",
                 status_args,
-                lambda: tools.status(),
+                lambda ctx=None: tools.status(ctx),
             ),
         ],
     )
 
 
-def serve(settings) -> None:
-    """Serve over stdin/stdout until the client closes the connection."""
-    tools = MemoryTools(settings)
-    threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
+def serve(settings, *, start_service: bool = False) -> None:
+    """Serve over stdin/stdout until the client closes the connection.
+
+    When the workspace's service runs (or ``start_service`` starts it), every call goes
+    to it; otherwise the tools run in this process.
+    """
+    from ..serve.client import ServiceClient, ServiceUnavailable, service_disabled
+
+    client = None
+    if start_service:
+        from ..serve.launch import ensure_service
+
+        ensure_service(settings, notice=lambda m: sys.stderr.write(m + "\n"))
+    if not service_disabled():
+        try:
+            client = ServiceClient(settings).connect()
+        except ServiceUnavailable as exc:
+            if exc.message:
+                sys.stderr.write(f"warning: {exc.message}\n")
+    tools = MemoryTools(settings, client=client)
+    if client is None:
+        threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
     try:
         build_server(tools).run("stdio")
     finally:

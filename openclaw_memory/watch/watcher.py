@@ -89,6 +89,8 @@ class Watcher:
         on_start: Callable[[WatchStarted], None] | None = None,
         polling: bool = False,
         backstop_s: float = BACKSTOP_S,
+        index=None,
+        index_session=short_session,
     ):
         self.settings = settings
         self.on_change = on_change
@@ -96,6 +98,9 @@ class Watcher:
         self.on_start = on_start
         self.polling = polling
         self.backstop_s = backstop_s
+        # The service lends its warm index (shards kept open) and its lock as the session.
+        self._index = index
+        self._index_session = index_session
         self.stop_event = threading.Event()
         self._queue: "queue.Queue[Message]" = queue.Queue()
         self._feeds: list[Feed] = []
@@ -114,17 +119,18 @@ class Watcher:
         started = time.monotonic()
         presence = hold_presence(self.settings)
         restore = self._install_signals() if handle_signals else None
-        index = None
+        index = self._index
         try:
-            from ..index.api import MemoryIndex
+            if index is None:
+                from ..index.api import MemoryIndex
 
-            index = MemoryIndex(self.settings, keep_open=True)  # closed after every batch: short_session
+                index = MemoryIndex(self.settings, keep_open=True)  # closed after every batch: short_session
             self._loop(index)
         except WatchStopped:
             pass
         finally:
             self._disarm()
-            if index is not None:
+            if index is not None and self._index is None:
                 index.close()
             presence.release()
             if restore is not None:
@@ -223,7 +229,7 @@ class Watcher:
             before = indexed_files(settings)
             started = time.monotonic()
             try:
-                with short_session(index):
+                with self._index_session(index):
                     summary = index.sync()
             except LockTimeout as exc:
                 self.on_notice(f"index busy, will retry: {exc.message}")
@@ -257,8 +263,9 @@ class Watcher:
         """Load the tokenizer and the model now, so the first edit does not wait for them."""
         self._busy = True
         try:
-            index.models.counter
-            index.models.embedder.encode(["warm-up"])
+            with self._index_session(index):
+                index.models.counter
+                index.models.embedder.encode(["warm-up"])
         finally:
             self._busy = False
 

@@ -24,7 +24,11 @@ def run_history(settings, path: str, json_out: bool) -> int:
 
 
 def run_restore(settings, path: str, version: str, no_index: bool, json_out: bool) -> int:
-    result = api.restore(settings, path, version, update_index=not no_index)
+    from ...serve.client import IN_PROCESS, try_service
+
+    result = try_service(settings, "restore", path=path, version=version, update_index=not no_index)
+    if result is IN_PROCESS:
+        result = api.restore(settings, path, version, update_index=not no_index)
     if result.index is not None and result.index.failed:
         warn(result.index.reason)
     if json_out:
@@ -41,7 +45,11 @@ def run_restore(settings, path: str, version: str, no_index: bool, json_out: boo
 
 
 def run_state(settings, json_out: bool) -> int:
-    report = api.file_states(settings)
+    from ...serve.client import IN_PROCESS, try_service
+
+    report = try_service(settings, "state")
+    if report is IN_PROCESS:
+        report = api.file_states(settings)
     for message in report.warnings:
         warn(message)
     if json_out:

@@ -4,6 +4,7 @@
 import sys
 
 from ...extras import require
+from ...serve.client import IN_PROCESS, service_status, try_service
 from ..output import print_json, warn
 
 
@@ -81,10 +82,12 @@ def _progress_reporter(stack):
 def run_index(settings, full: bool, json_out: bool) -> int:
     from contextlib import ExitStack
 
-    with ExitStack() as stack:
-        index = stack.enter_context(_index(settings))
-        report = None if json_out else _progress_reporter(stack)
-        summary = index.sync(full=full, progress=report)
+    summary = try_service(settings, "index", full=full)
+    if summary is IN_PROCESS:
+        with ExitStack() as stack:
+            index = stack.enter_context(_index(settings))
+            report = None if json_out else _progress_reporter(stack)
+            summary = index.sync(full=full, progress=report)
     for note in summary.notes:
         warn(note)
     if json_out:
@@ -99,8 +102,10 @@ def run_index(settings, full: bool, json_out: bool) -> int:
 
 
 def run_search(settings, query: str, limit: int, min_score: float, mode: str, no_sync: bool, json_out: bool) -> int:
-    with _index(settings) as index:
-        result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync)
+    result = try_service(settings, "search", query=query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync)
+    if result is IN_PROCESS:
+        with _index(settings) as index:
+            result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync)
     for note in result.notes:
         warn(note)
     if result.stale:
@@ -124,8 +129,10 @@ def run_search(settings, query: str, limit: int, min_score: float, mode: str, no
 
 
 def run_collections(settings, json_out: bool) -> int:
-    with _index(settings) as index:
-        rows = index.collections()
+    rows = try_service(settings, "collections")
+    if rows is IN_PROCESS:
+        with _index(settings) as index:
+            rows = index.collections()
     if json_out:
         print_json({"agent": settings.agent, "collections": [r.to_json() for r in rows]})
         return 0
@@ -144,10 +151,13 @@ def _size(n: int) -> str:
 
 
 def run_status(settings, json_out: bool) -> int:
-    with _index(settings) as index:
-        status = index.status()
+    status = try_service(settings, "status")
+    if status is IN_PROCESS:
+        with _index(settings) as index:
+            status = index.status()
+    service = service_status(settings)
     if json_out:
-        print_json(status.to_json())
+        print_json({**status.to_json(), "service": service})
         return 0
     print(f"Agent {status.agent} in {status.workspace} (model {status.model}, backend {status.backend})")
     for c in status.collections:
@@ -166,4 +176,24 @@ def run_status(settings, json_out: bool) -> int:
         print(f"  orphaned shard: {name} (`openclaw-memory doctor --fix` removes it)")
     if not status.indexed:
         print("No index yet: `openclaw-memory index` builds it.")
+    print(_service_line(service))
     return 0
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def _service_line(service: dict) -> str:
+    if not service.get("running"):
+        return "Service: not running (`openclaw-memory serve` keeps the model and index warm)"
+    memory = _size(service["memoryBytes"]) if service.get("memoryBytes") is not None else "unknown"
+    sync = f"live sync of agent {service['agent']}" if service.get("liveSync") else "no live sync"
+    http = f", MCP over HTTP at {service['http']}" if service.get("http") else ""
+    return (f"Service: running (pid {service['pid']}, up {_duration(service['uptimeS'])}, "
+            f"{service['sessions']} session(s), {memory} resident; {sync}{http})")

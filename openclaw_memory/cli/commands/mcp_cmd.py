@@ -1,11 +1,17 @@
-"""``openclaw-memory mcp``: serve the memory tools over the Model Context Protocol (stdio)."""
+"""``openclaw-memory mcp``: serve the memory tools over the Model Context Protocol (stdio, or HTTP)."""
+
+from typing import Optional
 
 from ...extras import require
 
 
-def run_mcp(settings) -> int:
+def run_mcp(settings, serve: bool = False, http: Optional[str] = None) -> int:
     require("mcp")
-    from ...mcp.server import serve
+    if http is not None:
+        from .serve_cmd import run_serve
 
-    serve(settings)
+        return run_serve(settings, live_sync=True, http=http)
+    from ...mcp.server import serve as serve_stdio
+
+    serve_stdio(settings, start_service=serve)
     return 0

@@ -4,7 +4,7 @@
 import sys
 from typing import Optional
 
-from ... import api
+from ...serve.client import IN_PROCESS, try_service
 from ..output import print_json, warn
 
 
@@ -12,7 +12,11 @@ def run_read(settings, path: str, from_line: int, lines: Optional[int], max_char
              diff: bool = False) -> int:
     if diff:
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
-    result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+    result = try_service(settings, "read", path=path, from_line=from_line, lines=lines, max_chars=max_chars)
+    if result is IN_PROCESS:
+        from ... import api  # only here: answered by the service, a read loads none of it
+
+        result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
     for message in result.warnings:
         warn(message)
     if json_out:
@@ -25,7 +29,11 @@ def run_read(settings, path: str, from_line: int, lines: Optional[int], max_char
 
 
 def _run_diff(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool) -> int:
-    result = api.read_memory_diff(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
+    result = try_service(settings, "read_diff", path=path, from_line=from_line, lines=lines, max_chars=max_chars)
+    if result is IN_PROCESS:
+        from ... import api
+
+        result = api.read_memory_diff(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
     for message in result.warnings:
         warn(message)
     if json_out:

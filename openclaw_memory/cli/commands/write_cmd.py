@@ -4,8 +4,8 @@
 import sys
 from typing import Optional
 
-from ... import api
 from ...errors import UsageError
+from ...serve.client import IN_PROCESS, try_service
 from ..output import print_json, warn
 
 VERBS = {"append": "appended to", "replace": "wrote"}
@@ -24,12 +24,20 @@ def _new_content(replace_file: Optional[str], stdin: bool) -> Optional[bytes]:
 
 
 def run_write(settings, path: str, append: Optional[str], replace_file: Optional[str], stdin: bool,
-              expect: Optional[str], no_index: bool, json_out: bool) -> int:
+              expect: Optional[str], no_index: bool, json_out: bool, idempotency_key: Optional[str] = None) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
-    result = api.write_memory(
-        settings, path, content=_new_content(replace_file, stdin), append=append, expect=expect, update_index=not no_index
-    )
+    # Bytes of an argument that was not UTF-8 travel exactly (surrogateescape), as in-process.
+    added = append.encode("utf-8", "surrogateescape") if append is not None else None
+    args = dict(content=_new_content(replace_file, stdin), append=added, expect=expect, update_index=not no_index,
+                idempotency_key=idempotency_key)
+    result = try_service(settings, "write", path=path, **args)
+    if result is IN_PROCESS:
+        from ... import api  # only here: answered by the service, a write loads none of it
+
+        result = api.write_memory(settings, path, **args)
+    if result.to_json().get("replayed"):
+        warn("already written by an earlier write with the same idempotency key; nothing written again")
     if result.index is not None and result.index.failed:
         warn(result.index.reason)
     for message in result.warnings:

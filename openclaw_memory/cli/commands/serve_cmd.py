@@ -1,0 +1,69 @@
+"""``openclaw-memory serve``: the workspace's warm memory service (``watch`` is the same process)."""
+
+import sys
+from typing import Optional
+
+from ...extras import require
+from ..output import warn
+
+
+def _emit_json(data: dict) -> None:
+    import json
+
+    # One object per line, flushed: a program reads the stream as it comes.
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: Optional[str] = None,
+              json_out: bool = False, watch_lines: bool = False) -> int:
+    """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
+    require("search")
+    from ...serve.paths import token_path
+    from ...serve.service import Service
+
+    def on_change(change) -> None:
+        if json_out:
+            _emit_json(change.to_json())
+        else:
+            sys.stdout.write(change.line() + "\n")
+            sys.stdout.flush()
+
+    def on_notice(message: str) -> None:
+        warn(message)
+        sys.stderr.flush()
+
+    def on_start(info) -> None:
+        if not watch_lines:
+            line = f"serving {info.workspace} for agent {info.agent} on {info.socket} (pid {info.pid}"
+            line += ", live sync on)" if info.live_sync else ", live sync off)"
+            sys.stderr.write(line + "\n")
+        if info.http:
+            sys.stderr.write(f"MCP over HTTP at {info.http} (bearer token in {token_path(settings)})\n")
+        sys.stderr.flush()
+
+    def on_watch_start(info) -> None:
+        sys.stderr.write(
+            f"watching {len(info.folders)} folder(s) of {info.workspace} for agent {info.agent} "
+            f"({info.mode}, {info.files} files indexed); Ctrl-C stops\n"
+        )
+        sys.stderr.flush()
+
+    summary = Service(settings, live_sync=live_sync, polling=poll, http=http, on_change=on_change,
+                      on_notice=on_notice, on_start=on_start, on_watch_start=on_watch_start).run()
+    if json_out:
+        return 0
+    if watch_lines:
+        sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)\n")
+    else:
+        sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.requests} request(s) answered, "
+                         f"{summary.changes} change(s) applied\n")
+    return 0
+
+
+def run_serve_command(settings, no_watch: bool, poll: bool, http: Optional[str], json_out: bool) -> int:
+    if not no_watch:
+        require("watch")
+    if http is not None:
+        require("mcp")
+    return run_serve(settings, live_sync=not no_watch, poll=poll, http=http, json_out=json_out)

@@ -1,0 +1,111 @@
+"""Idempotency keys for writes: a retried ``write`` / ``memory_write`` returns the first result.
+
+An agent that times out and retries must not append twice. Every write carries a key (by
+default ``<agent>.<tool>.<hash of path, mode and content>``, the checkpoint seed's
+``<agent_id>.<tool_name>.<input_hash>``); a second write with the same key within 24 hours
+writes nothing and returns the first write's result, marked ``"replayed": true``.
+
+One small JSON file per key under ``<data dir>/idempotency/`` (named by a hash of the key),
+replaced atomically; a damaged, foreign or expired file counts as absent. The check and
+the write happen under one lock of their own (taken before the history lock, never after
+it), so two concurrent retries write once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+import xxhash
+
+from .. import wire
+from ..errors import UsageError
+from ..fsutil.atomic import atomic_write_bytes
+from ..fsutil.lock import FileLock
+from .guard import WriteResult
+
+KEEP_S = 24 * 3600
+LOCK_TIMEOUT_S = 10.0
+MAX_KEY = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayedWrite(WriteResult):
+    """The first result of a write whose key was seen again: nothing was written this time."""
+
+    key: str = ""
+    first_time: float = 0.0
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "replayed": True}
+
+
+def default_key(agent: str, tool: str, path: str, mode: str, data: bytes) -> str:
+    """``<agent>.<tool>.<xxh3_128 of path, mode and content>``."""
+    digest = xxhash.xxh3_128()
+    for part in (os.path.normpath(path).encode("utf-8", "surrogateescape"), mode.encode("ascii")):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    digest.update(data)
+    return f"{agent}.{tool}.{digest.hexdigest()}"
+
+
+def check_key(key: str) -> str:
+    if not key or len(key) > MAX_KEY or not key.isprintable():
+        raise UsageError(f"an idempotency key is 1 to {MAX_KEY} printable characters, not {key!r}")
+    return key
+
+
+class IdempotencyStore:
+    """The keys of one workspace (all agents), in ``<data dir>/idempotency/``."""
+
+    def __init__(self, data_dir, *, keep_s: float = KEEP_S):
+        self.root = os.path.join(os.fspath(data_dir), "idempotency")
+        self.keep_s = keep_s
+
+    def lock(self) -> FileLock:
+        return FileLock(os.path.join(self.root, "lock"), timeout=LOCK_TIMEOUT_S, what="the idempotency keys of this workspace")
+
+    def _file(self, key: str) -> str:
+        return os.path.join(self.root, xxhash.xxh3_128_hexdigest(key.encode("utf-8", "surrogateescape")) + ".json")
+
+    def get(self, key: str) -> ReplayedWrite | None:
+        """The first result for ``key`` when it was written less than 24 hours ago."""
+        try:
+            with open(self._file(key), encoding="utf-8") as fh:
+                data = json.load(fh)
+            if data["key"] != key or time.time() - float(data["time"]) >= self.keep_s:
+                return None
+            first = wire.decode(data["result"])
+            if not isinstance(first, WriteResult):
+                return None
+            fields = {f.name: getattr(first, f.name) for f in dataclasses.fields(WriteResult)}
+            return ReplayedWrite(**fields, key=key, first_time=float(data["time"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
+            return None  # absent or damaged: the write goes ahead and the entry is written anew
+
+    def put(self, key: str, result: WriteResult, when: float | None = None) -> None:
+        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.encode(result)}
+        os.makedirs(self.root, exist_ok=True)
+        atomic_write_bytes(self._file(key), json.dumps(payload, ensure_ascii=False).encode("utf-8"), 0o600)
+
+    def prune(self) -> int:
+        """Delete the entries older than 24 hours (by file time: a damaged file goes too); returns how many."""
+        cutoff = time.time() - self.keep_s
+        removed = 0
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return 0
+        for entry in entries:
+            if not entry.name.endswith((".json", ".tmp")):
+                continue
+            try:
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:
+                continue  # gone meanwhile, or not ours to delete: the next prune tries again
+        return removed

@@ -1,0 +1,45 @@
+"""What a search returns: plain frozen dataclasses, with nothing to import.
+
+Kept apart from :mod:`.search` so that a process that only shows results (the CLI, answered by the
+service) does not load the search code (its term patterns are compiled at import).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str  # collection name
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "startLine": self.start_line,
+            "endLine": self.end_line,
+            "score": round(self.score, 4),
+            "snippet": self.snippet,
+            "source": self.source,
+            "citation": self.citation,
+        }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    results: tuple[SearchHit, ...]
+    mode: str
+    stale: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"results": [r.to_json() for r in self.results], "mode": self.mode, "stale": list(self.stale)}

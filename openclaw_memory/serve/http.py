@@ -1,0 +1,117 @@
+"""MCP over streamable HTTP, inside the service, on a loopback address only, behind a bearer token.
+
+The token (32 random bytes, URL-safe) is written to ``<data dir>/service/token`` (mode 0600)
+when the endpoint starts and removed when it stops: whoever can read the user's state dir
+can use it, nobody else. Every HTTP request must carry ``Authorization: Bearer <token>``;
+anything else gets 401. Each MCP session (the transport's ``mcp-session-id``) has its own
+read records, as a stdio session does.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import secrets
+import threading
+import time
+
+from ..errors import UsageError
+from ..fsutil.atomic import atomic_write_bytes
+from .paths import token_path
+
+START_WAIT_S = 20.0
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``PORT``) on a loopback address; port 0 picks a free one."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise UsageError(f"--http takes HOST:PORT or PORT, not {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise UsageError(f"--http: port {number} is out of range")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise UsageError(f"--http listens on a loopback address only (127.0.0.1, ::1, localhost), not {host!r}")
+    return host, number
+
+
+class _BearerAuth:
+    """ASGI middleware: 401 unless ``Authorization: Bearer <token>`` (compared in constant time)."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self.expected = f"Bearer {token}".encode("ascii")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body",
+                            "body": b'{"error": "missing or wrong bearer token (see <state dir>/.../service/token)"}'})
+                return
+        await self.app(scope, receive, send)
+
+
+def _session_of(ctx) -> str:
+    """``http-<mcp-session-id>``: the transport routes a request to its session by that header,
+    so it names the session the request belongs to (a stateless request gets its own)."""
+    request_context = ctx.request_context
+    headers = getattr(request_context.request, "headers", None) or {}
+    sid = headers.get("mcp-session-id")
+    return f"http-{sid}" if sid else f"http-{id(request_context.session):x}"
+
+
+class HttpEndpoint:
+    def __init__(self, core, settings, address: str):
+        self.core = core
+        self.settings = settings
+        self.host, self.port = parse_address(address)
+        self.url: str | None = None
+        self.token: str | None = None
+        self._server = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "HttpEndpoint":
+        import uvicorn
+
+        from ..mcp.server import MemoryTools, build_server
+
+        self.token = secrets.token_urlsafe(32)
+        atomic_write_bytes(token_path(self.settings), self.token.encode("ascii") + b"\n", 0o600)
+        tools = MemoryTools(self.settings, core=self.core, session_of=_session_of)
+        app = _BearerAuth(build_server(tools).streamable_http_app(host=self.host), self.token)
+        config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_WAIT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise UsageError(f"--http: cannot listen on {self.host}:{self.port} (in use?)")
+            time.sleep(0.02)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{shown}:{port}/mcp"
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(5.0)
+        try:
+            os.unlink(token_path(self.settings))
+        except FileNotFoundError:
+            pass

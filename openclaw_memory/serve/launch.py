@@ -1,0 +1,59 @@
+"""Start the workspace's service in the background when none runs (``mcp --serve``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from ..errors import MemoryToolError
+from .client import ServiceClient, ServiceUnavailable
+from .paths import service_dir
+
+START_WAIT_S = 60.0
+
+
+def _answers(settings) -> bool:
+    client = ServiceClient(settings, timeout=2.0)
+    try:
+        client.call("info")
+        return True
+    except ServiceUnavailable:
+        return False
+    finally:
+        client.close()
+
+
+def service_command(settings) -> list[str]:
+    """``openclaw-memory serve`` with exactly these settings."""
+    cmd = [sys.executable, "-m", "openclaw_memory", "serve", "-w", str(settings.workspace),
+           "--state-dir", str(settings.state_dir), "--agent", settings.agent]
+    for extra in settings.extra_paths:
+        cmd += ["--extra", extra]
+    cmd.append("--multimodal" if settings.multimodal else "--no-multimodal")
+    if settings.qdrant_url:
+        cmd += ["--qdrant-url", settings.qdrant_url]
+    return cmd
+
+
+def ensure_service(settings, notice=lambda _m: None) -> None:
+    """Make sure a service answers for ``settings``: start one (detached) when none runs."""
+    if _answers(settings):
+        return
+    os.makedirs(os.path.dirname(service_dir(settings)), exist_ok=True)
+    log_path = os.path.join(str(settings.data_dir), "service.log")
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(service_command(settings), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        if _answers(settings):
+            notice(f"started the memory service (pid {proc.pid}); its log is {log_path}")
+            return
+        if proc.poll() is not None:
+            if _answers(settings):  # another one won the race to start
+                return
+            raise MemoryToolError(f"the memory service did not start (exit {proc.returncode}); see {log_path}")
+        time.sleep(0.1)
+    raise MemoryToolError(f"the memory service did not answer within {START_WAIT_S:g} s; see {log_path}")

@@ -1,0 +1,63 @@
+"""Where a workspace's service keeps its files, all under ``<data dir>/service/`` (mode 0700).
+
+- ``lock``: held (flock, with the pid inside) for as long as the service runs; one per
+  (state dir, workspace), so a second ``serve`` names the holder and exits;
+- ``sock``: the Unix domain socket (mode 0600) the CLI and ``mcp`` talk to;
+- ``info.json``: pid, start time, HTTP address (for ``status`` and messages);
+- ``token``: the bearer token of the MCP HTTP endpoint (mode 0600), only while it listens.
+
+A clean stop removes all four. Socket paths are limited to 107 bytes, and a state dir can be
+deeper than that, so the socket is always reached through ``/proc/self/fd/<folder fd>/sock``:
+descriptor-relative, whatever the length of the folder's path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+SOCKET = "sock"
+LOCK = "lock"
+INFO = "info.json"
+TOKEN = "token"
+
+
+def service_dir(settings) -> str:
+    return os.path.join(str(settings.data_dir), "service")
+
+
+def lock_path(settings) -> str:
+    return os.path.join(service_dir(settings), LOCK)
+
+
+def socket_path(settings) -> str:
+    return os.path.join(service_dir(settings), SOCKET)
+
+
+def token_path(settings) -> str:
+    return os.path.join(service_dir(settings), TOKEN)
+
+
+@contextmanager
+def socket_address(settings) -> Iterator[str]:
+    """An address for ``bind``/``connect`` that reaches the socket through a folder descriptor.
+
+    Raises FileNotFoundError when the service folder does not exist (no service ever ran).
+    """
+    fd = os.open(service_dir(settings), os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        yield f"/proc/self/fd/{fd}/{SOCKET}"
+    finally:
+        os.close(fd)
+
+
+def read_info(settings) -> dict | None:
+    """What the service wrote about itself, or None (no service, or a damaged file)."""
+    try:
+        with open(os.path.join(service_dir(settings), INFO), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,330 @@
+"""``openclaw-memory serve``: one resident process per (state dir, workspace).
+
+1. Take the service lock (``<data dir>/service/lock``, without waiting): a second ``serve``
+   for the workspace names the holder's pid and exits (exit 2). Holding it also means any
+   socket left in the folder is stale (its service was killed): it is removed and replaced.
+2. Bind the Unix socket (mode 0600, in a 0700 folder) and answer requests, one thread per
+   connection, each request through :class:`.core.ServiceCore` (the same API the CLI calls),
+   with a heartbeat every half second while it works.
+3. With live sync on (the default; ``watch`` is this process), run the watcher in the main
+   thread on the service's own warm index; without it, wait for a signal.
+4. Optionally, MCP over streamable HTTP on a loopback address (see :mod:`.http`).
+5. SIGTERM/SIGINT: stop accepting, let requests in flight finish (a full index is abandoned
+   at its next step: the index is crash-safe), close the shards, remove the socket, token,
+   info file and lock file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import LockTimeout, MemoryToolError, UsageError
+from ..fsutil.atomic import atomic_write_bytes
+from ..fsutil.lock import FileLock
+from .. import wire
+from .core import Refused, ServiceCore, Stopping
+from .paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
+from .protocol import HEARTBEAT_S, MAX_LINE
+
+DRAIN_S = 10.0  # how long a stop waits for requests in flight
+
+
+@dataclass(frozen=True)
+class ServiceStarted:
+    workspace: str
+    agent: str
+    pid: int
+    socket: str
+    http: str | None
+    live_sync: bool
+
+    def to_json(self) -> dict:
+        return {"workspace": self.workspace, "agent": self.agent, "pid": self.pid, "socket": self.socket,
+                "http": self.http, "liveSync": self.live_sync}
+
+
+@dataclass(frozen=True)
+class ServiceSummary:
+    requests: int
+    seconds: float
+    stopped_by: str
+    changes: int
+    batches: int
+
+    def to_json(self) -> dict:
+        return {"requests": self.requests, "seconds": round(self.seconds, 3), "stoppedBy": self.stopped_by,
+                "changes": self.changes, "batches": self.batches}
+
+
+def _ignore(*_args) -> None:
+    return None
+
+
+def hold_service_lock(settings) -> FileLock:
+    lock = FileLock(lock_path(settings), timeout=0, what=f"the memory service of {settings.workspace}", remove=True)
+    try:
+        lock.acquire()
+    except LockTimeout:
+        raise UsageError(
+            f"a memory service for {settings.workspace} is already running (pid {lock.holder_pid()}); "
+            "the CLI and `openclaw-memory mcp` use it: no second one is needed"
+        ) from None
+    return lock
+
+
+class Service:
+    """Run until SIGTERM/SIGINT (or ``stop()``); see the module docstring."""
+
+    def __init__(
+        self,
+        settings,
+        *,
+        live_sync: bool = True,
+        polling: bool = False,
+        http: str | None = None,
+        on_change: Callable = _ignore,
+        on_notice: Callable[[str], None] = _ignore,
+        on_start: Callable[[ServiceStarted], None] = _ignore,
+        on_watch_start: Callable = _ignore,
+    ):
+        self.settings = settings
+        self.live_sync = live_sync
+        self.polling = polling
+        self.http_address = http
+        self.on_change = on_change
+        self.on_notice = on_notice
+        self.on_start = on_start
+        self.on_watch_start = on_watch_start
+        self.core = ServiceCore(settings, live_sync=live_sync)
+        self._stop = threading.Event()
+        self._stopped_by = "stop"
+        self._listener: socket.socket | None = None
+        self._inflight = 0
+        self._inflight_lock = threading.Condition()
+        self._http = None
+        self._watcher = None
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.core.stopping.set()
+        if self._watcher is not None:
+            self._watcher.stop()
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def run(self) -> ServiceSummary:
+        started = time.monotonic()
+        folder = service_dir(self.settings)
+        lock = hold_service_lock(self.settings)
+        changes = batches = 0
+        try:
+            os.chmod(folder, 0o700)
+            for name in (SOCKET, TOKEN, INFO):  # left by a killed service: ours now
+                try:
+                    os.unlink(os.path.join(folder, name))
+                except FileNotFoundError:
+                    pass
+            self._listener = self._bind()
+            threading.Thread(target=self._accept_loop, name="service-accept", daemon=True).start()
+            threading.Thread(target=self._janitor, name="service-janitor", daemon=True).start()
+            if self.http_address:
+                from .http import HttpEndpoint
+
+                self._http = HttpEndpoint(self.core, self.settings, self.http_address).start()
+                self.core.http = self._http.url
+            self._write_info()
+            self.on_start(ServiceStarted(str(self.settings.workspace), self.settings.agent, os.getpid(),
+                                         os.path.join(folder, SOCKET), self.core.http, self.live_sync))
+            if self.live_sync:
+                changes, batches = self._watch()
+            else:
+                self._wait_for_signal()
+        finally:
+            self._shutdown(folder)
+            lock.release()
+        return ServiceSummary(self.core.requests, time.monotonic() - started, self._stopped_by, changes, batches)
+
+    def _bind(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # born 0600: no moment where another user could connect
+        try:
+            with socket_address(self.settings) as address:
+                sock.bind(address)
+        finally:
+            os.umask(old)
+        os.chmod(os.path.join(service_dir(self.settings), SOCKET), 0o600)
+        sock.listen(64)
+        sock.settimeout(0.25)  # the accept loop checks for a stop this often
+        return sock
+
+    def _write_info(self) -> None:
+        info = {"pid": os.getpid(), "started": self.core.started, "agent": self.settings.agent,
+                "workspace": str(self.settings.workspace), "liveSync": self.live_sync, "http": self.core.http}
+        atomic_write_bytes(os.path.join(service_dir(self.settings), INFO), json.dumps(info).encode("utf-8"), 0o600)
+
+    def _watch(self) -> tuple[int, int]:
+        from ..watch.watcher import Watcher
+
+        slot = self.core.slot(self.settings)
+        self._watcher = Watcher(
+            self.settings, on_change=self.on_change, on_notice=self.on_notice, on_start=self.on_watch_start,
+            polling=self.polling, index=slot.index, index_session=self.core.using,
+        )
+        summary = self._watcher.run(handle_signals=True)
+        self._stopped_by = summary.stopped_by
+        self.core.stopping.set()
+        return summary.changes, summary.batches
+
+    def _wait_for_signal(self) -> None:
+        previous = {}
+
+        def handler(signum, _frame):
+            self._stopped_by = signal.Signals(signum).name
+            self.stop()
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, handler)
+        threading.Thread(target=self._warm_quietly, name="model-warm-up", daemon=True).start()
+        try:
+            while not self._stop.wait(0.25):
+                pass
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+    def _warm_quietly(self) -> None:
+        try:
+            self.core.warm()
+        except (MemoryToolError, OSError) as exc:
+            self.on_notice(f"model not loaded ahead: {getattr(exc, 'message', exc)}")
+
+    def _shutdown(self, folder: str) -> None:
+        self._stop.set()
+        self.core.stopping.set()
+        if self._listener is not None:
+            self._listener.close()
+        for name in (SOCKET, TOKEN, INFO):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass
+        if self._http is not None:
+            self._http.stop()
+        deadline = time.monotonic() + DRAIN_S
+        with self._inflight_lock:
+            while self._inflight and time.monotonic() < deadline:
+                self._inflight_lock.wait(0.1)
+        self.core.close()
+
+    def _janitor(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self.core.close_idle_shards()
+            except MemoryToolError as exc:
+                self.on_notice(f"could not close idle shards: {exc.message}")
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return  # closed by the shutdown
+            threading.Thread(target=self._serve_connection, args=(conn,), name="service-conn", daemon=True).start()
+
+    def _serve_connection(self, conn: socket.socket) -> None:
+        conn.settimeout(None)
+        buffer = b""
+        sessions: dict[str, object] = {}  # sessions seen on this connection: ended when it closes
+        send_lock = threading.Lock()
+        try:
+            while not self._stop.is_set():
+                while b"\n" not in buffer:
+                    chunk = conn.recv(1 << 16)
+                    if not chunk:
+                        return
+                    buffer += chunk
+                    if len(buffer) > MAX_LINE:
+                        return
+                line, _, buffer = buffer.partition(b"\n")
+                if line.strip():
+                    self._answer(conn, send_lock, line, sessions)
+        except OSError:
+            return
+        finally:
+            for session in sessions:
+                self.core.connected(session, -1)
+            conn.close()
+
+    def _answer(self, conn: socket.socket, send_lock: threading.Lock, line: bytes, sessions: dict) -> None:
+        with self._inflight_lock:
+            self._inflight += 1
+        done = threading.Event()
+
+        def heartbeat():
+            while not done.wait(HEARTBEAT_S):
+                with send_lock:
+                    if done.is_set():
+                        return
+                    try:
+                        conn.sendall(b"\n")
+                    except OSError:
+                        return
+
+        beat = threading.Thread(target=heartbeat, name="service-heartbeat", daemon=True)
+        beat.start()
+        try:
+            answer = self._compute(line, sessions)
+            data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
+        finally:
+            done.set()
+            with self._inflight_lock:
+                self._inflight -= 1
+                self._inflight_lock.notify_all()
+        with send_lock:
+            try:
+                conn.sendall(data)
+            except OSError:
+                pass  # the caller gave up (timeout) and works in-process; nothing to undo
+
+    def _compute(self, line: bytes, sessions: dict) -> dict:
+        try:
+            request = json.loads(line)
+            op = str(request["op"])
+            settings = self.core.settings_for(request.get("settings") or {})
+            args = wire.decode(request.get("args") or {})
+        except Refused as exc:
+            return {"ok": False, "refused": str(exc)}
+        except MemoryToolError as exc:
+            return {"ok": False, "error": {"type": type(exc).__name__, "message": exc.message}}
+        except (ValueError, KeyError, TypeError) as exc:
+            return {"ok": False, "refused": f"a request it cannot read ({exc})"}
+        if settings.session and settings.session not in sessions:
+            sessions[settings.session] = settings
+            self.core.connected(settings.session, +1)
+        try:
+            if op == "end_session":
+                sessions.pop(settings.session, None)
+                self.core.connected(settings.session, -1)
+            value = self.core.handle(op, settings, args)
+            return {"ok": True, "value": wire.encode(value)}
+        except MemoryToolError as exc:
+            return {"ok": False, "error": {"type": type(exc).__name__, "message": exc.message}}
+        except Stopping:
+            return {"ok": False, "refused": "it is stopping"}
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            return {"ok": False, "error": {"type": "MemoryToolError", "message": f"{exc.filename}: {reason}" if exc.filename else reason}}
+        except Exception as exc:  # a bug, not the caller's fault: the caller still gets its answer in-process
+            return {"ok": False, "refused": f"it failed ({type(exc).__name__}: {exc})"}

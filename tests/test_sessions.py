@@ -1,0 +1,175 @@
+"""Read records per session, idempotency keys for writes, and the self-removing lock file.
+
+Real files and real processes (the CLI in subprocesses); no index and no model are needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from conftest import write
+from openclaw_memory import api
+from openclaw_memory.errors import LockTimeout, UsageError, WriteBlocked
+from openclaw_memory.fsutil.lock import FileLock
+from openclaw_memory.history.idempotency import KEEP_S, IdempotencyStore, default_key
+from openclaw_memory.settings import Overrides, resolve_settings
+
+
+@pytest.fixture
+def settings(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")
+    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+def test_a_session_that_never_read_cannot_overwrite_what_the_cli_read(cli, workspace):
+    write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    blind = cli("--session", "s1", "write", "MEMORY.md", "--append", "beta")
+    assert blind.returncode == 3 and "has not read it" in blind.stderr
+    assert cli("write", "MEMORY.md", "--append", "from the cli").returncode == 0  # the CLI's own read still counts
+    assert cli("read", "MEMORY.md", "--session", "s1").returncode == 0
+    ok = cli("--session", "s1", "write", "MEMORY.md", "--append", "beta", "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert (workspace / "MEMORY.md").read_text().endswith("from the cli\nbeta\n")
+    states = cli("--session", "s1", "state", "--json").json()
+    assert [f["state"] for f in states["files"] if f["path"] == "MEMORY.md"] == ["written_unread"]
+    assert [f["state"] for f in cli("state", "--json").json()["files"] if f["path"] == "MEMORY.md"] == ["read_stale"]
+
+
+def test_session_ids_are_checked(cli, workspace):
+    bad = cli("--session", "no spaces!", "state")
+    assert bad.returncode == 2 and "session id" in bad.stderr
+
+
+def test_session_records_stay_apart_in_the_api(settings):
+    one, two = settings.with_session("one"), settings.with_session("two")
+    api.read_memory(one, "MEMORY.md")
+    with pytest.raises(WriteBlocked):
+        api.write_memory(two, "MEMORY.md", append="from two")
+    assert api.write_memory(one, "MEMORY.md", append="from one").changed
+    with pytest.raises(UsageError):
+        settings.with_session("")
+
+
+# -- idempotency -------------------------------------------------------------------------------
+
+
+def test_a_retried_append_is_written_once_and_answered_with_the_first_result(settings, workspace):
+    api.read_memory(settings, "MEMORY.md")
+    first = api.write_memory(settings, "MEMORY.md", append="- call the plumber")
+    again = api.write_memory(settings, "MEMORY.md", append="- call the plumber")
+    assert (workspace / "MEMORY.md").read_text().count("call the plumber") == 1
+    assert again.to_json() == {**first.to_json(), "replayed": True}
+    assert "replayed" not in first.to_json()
+
+
+def test_keys_default_to_agent_tool_and_input_hash(settings):
+    key = default_key("main", "write", "MEMORY.md", "append", b"x")
+    assert key.startswith("main.write.") and len(key.split(".")[-1]) == 32
+    assert key == default_key("main", "write", "./MEMORY.md", "append", b"x")
+    others = {default_key("ops", "write", "MEMORY.md", "append", b"x"), default_key("main", "memory_write", "MEMORY.md", "append", b"x"),
+              default_key("main", "write", "MEMORY.md", "replace", b"x"), default_key("main", "write", "MEMORY.md", "append", b"y")}
+    assert key not in others and len(others) == 4
+
+
+def test_an_explicit_key_makes_a_second_identical_append_a_new_write(settings, workspace):
+    api.read_memory(settings, "MEMORY.md")
+    api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-1")
+    api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-2")
+    replay = api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-2")
+    assert replay.to_json()["replayed"] is True
+    assert (workspace / "MEMORY.md").read_text().count("- tick") == 2
+    with pytest.raises(UsageError):
+        api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="")
+
+
+def test_a_key_older_than_a_day_or_damaged_counts_as_absent(settings, workspace):
+    store = IdempotencyStore(settings.data_dir)
+    api.read_memory(settings, "MEMORY.md")
+    api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old")
+    path = store._file("k-old")
+    data = json.loads(open(path).read())
+    data["time"] -= KEEP_S + 1
+    open(path, "w").write(json.dumps(data))
+    assert "replayed" not in api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old").to_json()
+    open(path, "w").write("{not json")
+    assert "replayed" not in api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old").to_json()
+    assert (workspace / "MEMORY.md").read_text().count("- daily") == 3
+    assert api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old").to_json()["replayed"] is True
+    assert stat_mode(path) == 0o600
+    old = os.path.getmtime(path) - KEEP_S - 10
+    os.utime(path, (old, old))
+    assert store.prune() == 1 and not os.path.exists(path)
+
+
+def stat_mode(path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_concurrent_retries_write_once(settings, workspace):
+    api.read_memory(settings, "MEMORY.md")
+    results, errors = [], []
+
+    def attempt():
+        try:
+            results.append(api.write_memory(settings, "MEMORY.md", append="- once", update_index=False).to_json())
+        except Exception as exc:  # collected: the assertion below shows it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=attempt) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert (workspace / "MEMORY.md").read_text().count("- once") == 1
+    assert sum(1 for r in results if r.get("replayed")) == 3
+
+
+def test_the_cli_says_a_retried_write_was_already_done(cli, workspace):
+    write(workspace / "memory" / "2026-11-30.md", "# Notes\n")
+    assert cli("read", "memory/2026-11-30.md").returncode == 0
+    first = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded", "--json")
+    again = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded", "--json")
+    assert first.returncode == again.returncode == 0
+    assert again.json() == {**first.json(), "replayed": True}
+    assert "already written" in again.stderr
+    assert (workspace / "memory" / "2026-11-30.md").read_text() == "# Notes\n- boat: sanded\n"
+    other = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded", "--idempotency-key", "second time")
+    assert other.returncode == 0
+    assert (workspace / "memory" / "2026-11-30.md").read_text().count("- boat: sanded") == 2
+
+
+# -- the lock that removes its file --------------------------------------------------------------
+
+
+def test_a_removing_lock_leaves_no_file_and_a_waiter_locks_the_live_file(tmp_path):
+    path = str(tmp_path / "svc" / "lock")
+    first = FileLock(path, timeout=0, remove=True)
+    first.acquire()
+    waiter = FileLock(path, timeout=10, remove=True)
+    got = threading.Event()
+
+    def wait():
+        waiter.acquire()
+        got.set()
+
+    t = threading.Thread(target=wait)
+    t.start()
+    time.sleep(0.3)  # the waiter now blocks on the first holder's file
+    first.release()
+    t.join(10)
+    assert got.is_set()
+    # The waiter holds the file that is at the path now, so nobody else can take it.
+    with pytest.raises(LockTimeout):
+        FileLock(path, timeout=0, remove=True).acquire()
+    waiter.release()
+    assert not os.path.exists(path)
