@@ -12,7 +12,7 @@ import datetime as dt
 from ..errors import MemoryToolError
 from ..settings import Settings
 from . import hooks
-from .journal import clear_journal, step
+from .journal import JournalRecord, clear_journal, step
 
 CHECKPOINT_DONE = "checkpoint-written"
 
@@ -31,14 +31,14 @@ def refresh_watchdog(settings: Settings, rel_paths: list[str]) -> str:
     return "; watchdog baseline updated for " + ", ".join(rel_paths)
 
 
-def finalize(settings: Settings, state: dict, rel_paths: list[str], note: str) -> str:
+def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], note: str) -> str:
     """Run the after-repair steps recorded in ``state`` that have not run yet; clear the journal."""
     from ..watchdog.checkpoint import append_checkpoint
 
     data_dir = settings.data_dir
     extra = ""
     try:
-        if state.get("step") != CHECKPOINT_DONE:
+        if state.step != CHECKPOINT_DONE:
             hooks.reach("finalize:baseline")
             extra = refresh_watchdog(settings, rel_paths)
             hooks.reach("finalize:checkpoint")

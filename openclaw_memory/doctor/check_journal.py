@@ -16,14 +16,14 @@ def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
         return [Finding(ID, "error", f"The doctor journal is damaged: {exc}. Check MEMORY.md and memory.md by hand, then move the journal away.", False, (str(journal_path(data_dir)),))]
     if state is None:
         return []
-    paths = tuple(p for p in (state.get("archive"), state.get("temp")) if p)
+    paths = tuple(p for p in (state.archive, state.temp) if p)
     holder = lock_holder(data_dir)
     if holder is not None:
         return [Finding(ID, "warning", f"A doctor --fix (pid {holder}) is repairing this workspace right now: {describe_journal(state)}.", False, paths)]
     message = (
         f"An interrupted repair was found: {describe_journal(state)}.\n"
         "Every byte is still reachable (at its original path, in the archive, merged into MEMORY.md"
-        + (f", or at {state['temp']}" if state.get("temp") else "")
+        + (f", or at {state.temp}" if state.temp else "")
         + ').\nRun "openclaw-memory doctor --fix" to complete or roll it back.'
     )
     return [Finding(ID, "error", message, True, paths)]

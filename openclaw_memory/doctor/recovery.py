@@ -16,7 +16,7 @@ from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from .aftercare import finalize
 from .archive import ARCHIVE_PARTS, ArchiveRefused
-from .journal import CorruptJournal, clear_journal, journal_path, read_journal
+from .journal import CorruptJournal, JournalRecord, clear_journal, journal_path, read_journal
 from .merge import archive_shown, has_merge_marker
 from .model import Finding, Repair, RepairSpec
 from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
@@ -25,14 +25,14 @@ from .place import folder_or_none, hash_or_none, place_no_replace, read_regular,
 ID = "interrupted-repair"
 
 
-def describe_journal(state: dict) -> str:
+def describe_journal(state: JournalRecord) -> str:
     """One sentence on what the interrupted repair was doing."""
     what = (
-        f"merge of memory.md into MEMORY.md (archive {state.get('archive')})"
-        if state["kind"] == "merge"
-        else f"rename of memory.md to MEMORY.md (through {state.get('temp')})"
+        f"merge of memory.md into MEMORY.md (archive {state.archive})"
+        if state.kind == "merge"
+        else f"rename of memory.md to MEMORY.md (through {state.temp})"
     )
-    return f"{what}, interrupted at step '{state.get('step')}' (pid {state.get('pid')})"
+    return f"{what}, interrupted at step '{state.step}' (pid {state.pid})"
 
 
 def resume(settings: Settings, finding: Finding | None = None) -> Repair:
@@ -46,7 +46,7 @@ def resume(settings: Settings, finding: Finding | None = None) -> Repair:
         return Repair(ID, "resume", "completed", "the interrupted repair was already finished by another run", ())
     try:
         with Folder.under(str(settings.workspace)) as root:
-            if state["kind"] == "merge":
+            if state.kind == "merge":
                 return _resume_merge(settings, state, root)
             return _resume_migrate(settings, state, root)
     except OSError as exc:
@@ -89,20 +89,20 @@ def _archive_parts(rel: str) -> tuple[str, ...]:
     return parts[:3]
 
 
-def _resume_merge(settings: Settings, state: dict, root: Folder) -> Repair:
+def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Repair:
     ws = str(settings.workspace)
     data_dir = settings.data_dir
-    rel = state["archive"]
+    rel = state.archive
     parts = _archive_parts(rel)
     paths = (CANONICAL_ROOT, LEGACY_ROOT, rel)
-    where = f"resumed the {'merge' if state['mode'] == 'append' else 'archive'} interrupted at step '{state.get('step')}'"
+    where = f"resumed the {'merge' if state.mode == 'append' else 'archive'} interrupted at step '{state.step}'"
 
     archive_dir = folder_or_none(ws, parts)
     try:
         entries = _entries(root)
-        legacy_here = LEGACY_ROOT in entries and hash_or_none(root, LEGACY_ROOT) == state["legacy_hash"]
-        archive_ok = hash_or_none(archive_dir, LEGACY_ROOT) == state["legacy_hash"]
-        merged = state["mode"] != "append"
+        legacy_here = LEGACY_ROOT in entries and hash_or_none(root, LEGACY_ROOT) == state.legacy_hash
+        archive_ok = hash_or_none(archive_dir, LEGACY_ROOT) == state.legacy_hash
+        merged = state.mode != "append"
         if not merged and CANONICAL_ROOT in entries:
             try:
                 merged = has_merge_marker(read_regular(root, CANONICAL_ROOT), archive_shown(ws, rel))
@@ -135,7 +135,7 @@ def _resume_merge(settings: Settings, state: dict, root: Folder) -> Repair:
             how = safe_move(root.fd, LEGACY_ROOT, archive_dir.fd, LEGACY_ROOT)
             detail = merge_detail(state, how)
             extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
-            again = "MEMORY.md already held the merge, so it was not merged again; " if state["mode"] == "append" else ""
+            again = "MEMORY.md already held the merge, so it was not merged again; " if state.mode == "append" else ""
             return Repair(ID, "resume", "completed", f"{where}: {again}{detail}{extra}", paths)
         elif not archive_ok:
             if archive_dir is not None:
@@ -164,11 +164,11 @@ def _resume_merge(settings: Settings, state: dict, root: Folder) -> Repair:
     return Repair(ID, "resume", "completed", f"{where}: {detail}{extra}", paths)
 
 
-def _resume_migrate(settings: Settings, state: dict, root: Folder) -> Repair:
+def _resume_migrate(settings: Settings, state: JournalRecord, root: Folder) -> Repair:
     data_dir = settings.data_dir
-    temp_name = state["temp"]
+    temp_name = state.temp
     paths = (LEGACY_ROOT, CANONICAL_ROOT, temp_name)
-    where = f"resumed the rename interrupted at step '{state.get('step')}'"
+    where = f"resumed the rename interrupted at step '{state.step}'"
     if not isinstance(temp_name, str) or "/" in temp_name or temp_name in ("", ".", ".."):
         return Repair(ID, "resume", "failed", f"the journal names a temporary file that is not in the workspace root: {temp_name!r}", paths)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 from ..errors import is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
@@ -21,7 +22,7 @@ from ..settings import Settings
 from . import hooks
 from .aftercare import finalize
 from .archive import ArchiveRefused, archive_rel, make_stamp_dir, new_stamp
-from .journal import clear_journal, journal_pending, step, write_journal
+from .journal import JournalRecord, clear_journal, journal_pending, step, write_journal
 from .merge import MAX_ROOT_BYTES, TOO_LARGE, already_merged, archive_shown, legacy_block, merged_bytes
 from .model import Finding, Repair, RepairSpec
 from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
@@ -118,29 +119,23 @@ def _merge(settings: Settings, root: Folder) -> Repair:
     else:
         earlier = already_merged(canonical, block)
         mode = "already-merged" if earlier else "append"
-    state = {
-        "kind": "merge",
-        "mode": mode,
-        "earlier": earlier,
-        "started": time.time(),
-        "legacy_hash": hash_bytes(legacy_bytes),
-        "legacy_size": len(legacy_bytes),
-        "canonical_hash": hash_bytes(canonical),
-        "lossy": lossy,
-    }
+    state = JournalRecord(
+        "merge", "begin", started=time.time(), legacy_hash=hash_bytes(legacy_bytes), mode=mode, earlier=earlier,
+        legacy_size=len(legacy_bytes), canonical_hash=hash_bytes(canonical), lossy=lossy,
+    )
     action = "merge" if mode == "append" else "archive"
     stamp_dir = None
     try:
         while stamp_dir is None:
             stamp = new_stamp(ws)
-            state = write_journal(data_dir, {**state, "step": "begin", "archive": archive_rel(stamp)})
+            state = write_journal(data_dir, replace(state, step="begin", archive=archive_rel(stamp)))
             hooks.reach("merge:begin")
             try:
                 stamp_dir = make_stamp_dir(ws, stamp)
             except FileExistsError:
                 continue  # another process took this stamp: take a new one
         hooks.reach("merge:archive-dir")
-        rel = state["archive"]
+        rel = state.archive
         if mode == "append":
             new = merged_bytes(canonical, block, archive_shown(ws, rel))
             state = step(data_dir, state, "write-canonical")
@@ -192,10 +187,7 @@ def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
                 legacy_hash = hash_open_file(fd)
             finally:
                 os.close(fd)
-            state = write_journal(data_dir, {
-                "kind": "migrate", "step": "to-temp", "temp": temp_name,
-                "legacy_hash": legacy_hash, "started": time.time(),
-            })
+            state = write_journal(data_dir, JournalRecord("migrate", "to-temp", started=time.time(), legacy_hash=legacy_hash, temp=temp_name))
             hooks.reach("migrate:begin")
             os.rename(LEGACY_ROOT, temp_name, src_dir_fd=root.fd, dst_dir_fd=root.fd)
             root.fsync()
