@@ -24,7 +24,8 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .api import build_prompt as build_prompt, file_history as file_history, file_states as file_states, list_memory_files as list_memory_files, read_memory as read_memory, read_memory_diff as read_memory_diff, restore as restore, write_memory as write_memory
-    from .doctor.model import Finding as Finding, Repair as Repair
+    from .doctor.model import Repair as Repair
+    from .findings import Finding as Finding
     from .doctor.runner import DoctorReport as DoctorReport, run_doctor as run_doctor
     from .errors import ConfigError as ConfigError, IndexMissing as IndexMissing, LockTimeout as LockTimeout, MemoryToolError as MemoryToolError, MissingExtra as MissingExtra, PathRefused as PathRefused, UsageError as UsageError, WorkspaceError as WorkspaceError, WriteBlocked as WriteBlocked
     from .files.paths import is_memory_path as is_memory_path
@@ -56,7 +57,7 @@ _EXPORTS = {
     "read_memory_diff": ".api",
     "restore": ".api",
     "write_memory": ".api",
-    "Finding": ".doctor.model",
+    "Finding": ".findings",
     "Repair": ".doctor.model",
     "DoctorReport": ".doctor.runner",
     "run_doctor": ".doctor.runner",

@@ -416,16 +416,16 @@ def test_server_findings_report_missing_and_mismatched_collections(workspace, st
     with store.open("memory-dir-main", dim=4) as shard:
         shard.upsert(points())
     store.close()
-    found = {f["id"]: f for f in server_findings(s)}
-    assert found["qdrant-collection-missing"]["paths"] == ["memory-root-main"]
-    assert found["qdrant-collection-dimension"]["paths"] == ["memory-dir-main"]
-    assert all(set(f) == {"id", "severity", "message", "fixable", "paths"} for f in found.values())
+    found = {f.id: f for f in server_findings(s)}
+    assert found["qdrant-collection-missing"].paths == ("memory-root-main",)
+    assert found["qdrant-collection-dimension"].paths == ("memory-dir-main",)
+    assert all(set(f.to_json()) == {"id", "severity", "message", "fixable", "paths"} for f in found.values())
     report = server_report(s)
     assert report["backend"] == "qdrant-local" and report["reachable"]
     write(state_dir / "openclaw-memory.toml", "[index.server]\nretries = 0\n")
     down = dataclasses.replace(settings_for(workspace, state_dir), qdrant_url=f"http://127.0.0.1:{free_port()}")
     (unreachable,) = server_findings(down)
-    assert unreachable["id"] == "qdrant-unreachable" and unreachable["severity"] == "error"
+    assert unreachable.id == "qdrant-unreachable" and unreachable.severity == "error"
 
 
 # -- with the real model ----------------------------------------------------------------

@@ -9,15 +9,11 @@ from ..extras import missing_extra
 from .model import CheckContext, Finding
 
 
-def _as_finding(raw: dict) -> Finding:
-    return Finding(raw["id"], raw["severity"], raw["message"], bool(raw["fixable"]), tuple(raw.get("paths") or ()))
-
-
 def check_index(ctx: CheckContext) -> list[Finding]:
     from ..index.status import index_findings
 
     try:
-        raw = index_findings(ctx.settings)
+        return index_findings(ctx.settings)
     except MemoryToolError as exc:  # a busy or unreachable index must not hide the other checks
         return [Finding("index-unavailable", "warning", f"The search index cannot be checked: {exc.message}")]
     except ModuleNotFoundError as exc:  # a core install checks the files; the index needs the search extra
@@ -25,7 +21,6 @@ def check_index(ctx: CheckContext) -> list[Finding]:
         if missing is None:
             raise
         return [Finding("index-unchecked", "info", f"The search index was not checked: {missing.message}")]
-    return [_as_finding(item) for item in raw]
 
 
 def check_server(ctx: CheckContext) -> list[Finding]:
@@ -35,7 +30,7 @@ def check_server(ctx: CheckContext) -> list[Finding]:
         return []
     from ..index.store.server_health import server_findings
 
-    return [_as_finding(item) for item in server_findings(ctx.settings)]
+    return server_findings(ctx.settings)
 
 
 CHECKS = [check_index, check_server]

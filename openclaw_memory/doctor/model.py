@@ -12,42 +12,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable
 
-from ..types import REPAIR_STATUSES, SEVERITIES, RepairStatus, Severity
+from ..findings import Finding
+from ..types import REPAIR_STATUSES, RepairStatus
 
 if TYPE_CHECKING:
     from ..files.root import RootMemoryFiles
     from ..files.scan import ScanResult
     from ..settings import Settings
 
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem (or note) found in the workspace."""
-
-    id: str
-    severity: Severity
-    message: str
-    fixable: bool = False
-    paths: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"finding {self.id}: severity must be one of {SEVERITIES}, not {self.severity!r}")
-
-    @property
-    def blocking(self) -> bool:
-        """Errors and warnings make doctor exit 1; notes never do."""
-        return self.severity in ("error", "warning")
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "message": self.message,
-            "fixable": self.fixable,
-            "paths": list(self.paths),
-        }
 
 
 @dataclass(frozen=True)

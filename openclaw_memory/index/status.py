@@ -11,6 +11,8 @@ import datetime
 from dataclasses import dataclass
 
 from ..files.scan import scan_workspace
+from ..findings import Finding
+from ..types import Severity
 from .collections import Collection, assign_files, registered_names, resolve_collections
 from .config import index_config
 from .manifest import delete_manifest, is_dirty, load_manifest, stale_paths
@@ -151,7 +153,7 @@ def remove_orphaned_shards(settings, store) -> list[str]:
     return removed
 
 
-def index_findings(settings) -> list[dict]:
+def index_findings(settings) -> list[Finding]:
     """Doctor findings about the index: missing, stale, fingerprint mismatch, orphaned shards."""
     from .store.factory import open_store
 
@@ -160,7 +162,7 @@ def index_findings(settings) -> list[dict]:
         status = index_status(settings, store)
     finally:
         store.close()
-    findings: list[dict] = []
+    findings: list[Finding] = []
     files = sum(c.files for c in status.collections)
     if not status.indexed:
         missing = f"no search index for agent {status.agent} yet ({files} memory files); `openclaw-memory index` builds it"
@@ -170,7 +172,7 @@ def index_findings(settings) -> list[dict]:
         if files and (settings.data_dir / "index").exists():
             findings.append(_finding("index-missing", "warning", missing + " (the index folder holds no index for this agent)", []))
         elif files and settings.section("index"):
-            findings.append({**_finding("index-missing", "info", missing, []), "fixable": False})
+            findings.append(Finding("index-missing", "info", missing))
     else:
         stale = status.stale
         if stale:
@@ -205,5 +207,6 @@ def index_findings(settings) -> list[dict]:
     return findings
 
 
-def _finding(fid: str, severity: str, message: str, paths: list[str]) -> dict:
-    return {"id": fid, "severity": severity, "message": message, "fixable": True, "paths": list(paths)}
+def _finding(fid: str, severity: Severity, message: str, paths: list[str]) -> Finding:
+    """An index finding `doctor --fix` repairs (by re-indexing or removing shards)."""
+    return Finding(fid, severity, message, True, tuple(paths))

@@ -2,7 +2,7 @@
 
 ``server_report(settings)`` describes the backend (``None`` for the embedded
 engine); ``server_findings(settings)`` turns the same facts into doctor-style
-findings ``{"id", "severity", "message", "fixable", "paths"}``. Neither raises for
+findings (:class:`~openclaw_memory.findings.Finding`). Neither raises for
 a server that is down or refuses the key: that is a finding too.
 """
 
@@ -12,6 +12,8 @@ import os
 import stat
 
 from ...errors import MemoryToolError
+from ...findings import Finding
+from ...types import Severity
 from ..collections import resolve_collections
 from ..manifest import load_manifest
 from .server_config import ServerConfig, server_config
@@ -19,8 +21,8 @@ from .server_config import ServerConfig, server_config
 MIN_VERSION = (1, 20)  # BM25 ranking over a text index (`TextQuery`) arrived in Qdrant 1.20
 
 
-def _finding(fid: str, severity: str, message: str, fixable: bool = False, paths: list[str] | None = None) -> dict:
-    return {"id": fid, "severity": severity, "message": message, "fixable": fixable, "paths": list(paths or [])}
+def _finding(fid: str, severity: Severity, message: str, fixable: bool = False, paths: list[str] | None = None) -> Finding:
+    return Finding(fid, severity, message, fixable, tuple(paths or ()))
 
 
 def _version_tuple(version: str) -> tuple[int, ...] | None:
@@ -105,7 +107,7 @@ def server_report(settings) -> dict | None:
     return report
 
 
-def server_findings(settings) -> list[dict]:
+def server_findings(settings) -> list[Finding]:
     """Doctor findings about the Qdrant backend; empty for the embedded engine."""
     config = server_config(settings)
     if config is None:
