@@ -47,6 +47,8 @@ class Settings:
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A Qdrant server from --qdrant-url or OPENCLAW_MEMORY_QDRANT_URL; above toml [index] url.
     qdrant_url: str | None = None
+    # OpenClaw's memorySearch.query.hybrid (agents.defaults, then the agent's own entry on top).
+    openclaw_hybrid: dict[str, Any] = field(default_factory=dict)
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.get(name, {})
@@ -211,6 +213,12 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         total_chars=_positive_int(prompt_table, "total_chars", 60_000, f"{toml_path} [prompt]"),
     )
     sections = {k: v for k, v in own.items() if isinstance(v, dict)}
+    hybrid: dict[str, Any] = {}
+    for source in (defaults_search, entry_search):
+        table = ((source.get("query") or {}) if isinstance(source.get("query"), dict) else {}).get("hybrid")
+        if isinstance(table, dict):
+            for key, value in table.items():
+                hybrid[key] = {**hybrid[key], **value} if isinstance(value, dict) and isinstance(hybrid.get(key), dict) else value
     return Settings(
         workspace=workspace,
         agent=agent,
@@ -221,6 +229,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         prompt=prompt,
         sections=sections,
         qdrant_url=(o.qdrant_url or _env("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
+        openclaw_hybrid=hybrid,
     )
 
 

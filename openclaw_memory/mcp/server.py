@@ -70,11 +70,29 @@ class MemoryTools:
                     self.index.models.pin_backend(m.embed_backend)  # embed queries like the index was built
             self.index.models.embedder.encode(["warm-up"])
 
-    def search(self, query: str, max_results: int, min_score: float) -> dict:
+    def search(self, query: str, max_results: int, min_score: float, collection=None, paths=None, since=None, until=None) -> dict:
+        from ..index.filters import SearchFilters, parse_day
+
+        filters = SearchFilters(
+            collections=tuple(collection or ()),
+            paths=tuple(paths or ()),
+            since=parse_day(since, "since") if since else None,
+            until=parse_day(until, "until") if until else None,
+        )
         with self._lock, short_session(self.index):
-            return self.index.search(query, limit=max_results, min_score=min_score).to_json()
+            result = self.index.search(query, limit=max_results, min_score=min_score, filters=filters).to_json()
+        if not result["results"]:
+            result["message"] = f"Nothing in this memory matches (no file scored {min_score:g} or more)."
+        return result
 
     def get(self, path: str, from_line: int, lines: int | None) -> dict:
+        from ..files.citation import parse_citation
+
+        citation = parse_citation(path)
+        if citation is not None:  # a memory_search citation: its lines, unless from/lines say otherwise
+            path = citation.path
+            from_line = citation.from_line if from_line == 1 else from_line
+            lines = citation.lines if lines is None else lines
         result = api.read_memory(self.settings, path, from_line=from_line, lines=lines)
         out = result.to_json()
         if not result.missing and result.version is not None:
@@ -147,13 +165,24 @@ def _tool(name: str, description: str, args_model, fn: Callable[..., dict]):
 def _arg_models():
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 
+    from ..index.search import DEFAULT_MIN_SCORE
+
     class SearchArgs(ArgModelBase):
         query: str = Field(description="What to look for (meaning and keywords: hybrid search).")
         max_results: int = Field(6, alias="maxResults", ge=1, le=100, description="Most results to return.")
-        min_score: float = Field(0.35, alias="minScore", ge=0.0, le=1.0, description="Drop results scoring below this (0-1).")
+        min_score: float = Field(
+            DEFAULT_MIN_SCORE, alias="minScore", ge=0.0, le=1.0, description="Drop results scoring below this (0-1, calibrated relevance)."
+        )
+        collection: Optional[list[str]] = Field(None, description="Only these collections (names as memory_status lists them).")
+        paths: Optional[list[str]] = Field(None, description="Only files matching one of these globs (memory/people/*.md).")
+        since: Optional[str] = Field(None, description="Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD).")
+        until: Optional[str] = Field(None, description="Only files dated or modified on or before this day (YYYY-MM-DD).")
 
     class GetArgs(ArgModelBase):
-        path: str = Field(description="Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra path.")
+        path: str = Field(
+            description="Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra path; "
+            "or a memory_search citation (memory/notes.md#L10-L24), which reads those lines."
+        )
         from_line: int = Field(1, alias="from", ge=1, description="First line to return (1-based).")
         lines: Optional[int] = Field(None, ge=1, description="How many lines (default 120).")
 
@@ -185,9 +214,13 @@ def build_server(tools: MemoryTools):
             _tool(
                 "memory_search",
                 f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
-                "{results: [{path, startLine, endLine, score, snippet, source, citation}], mode, stale}.",
+                "{results: [{path, startLine, endLine, score, snippet, source, citation, alsoIn?}], mode, stale, "
+                "message?}: one result per file, its best passage; message says so when nothing matched. "
+                "Pass a citation to memory_get to read the passage.",
                 search_args,
-                lambda query, maxResults, minScore: tools.search(query, maxResults, minScore),
+                lambda query, maxResults, minScore, collection, paths, since, until: tools.search(
+                    query, maxResults, minScore, collection, paths, since, until
+                ),
             ),
             _tool(
                 "memory_get",

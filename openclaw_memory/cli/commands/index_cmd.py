@@ -52,7 +52,9 @@ def _progress_reporter(stack):
         phase = {"embed": False}
 
         def report(p):
-            if p.chunks_total:
+            if p.phase == "model":
+                progress.update(task, total=None, description="loading model")
+            elif p.chunks_total:
                 if not phase["embed"]:
                     phase["embed"] = True
                     progress.reset(task, total=p.chunks_total, description=f"embedding ({p.files_total} files)", phase="embed")
@@ -62,14 +64,24 @@ def _progress_reporter(stack):
 
         return report
 
-    last = {"line": ""}
+    import time
+
+    last = {"line": "", "start": None, "base": 0}
 
     def plain(p):
-        if p.chunks_total:
-            line = f"embedded {p.chunks_done}/{p.chunks_total} chunks"
+        if p.phase == "model":
+            line = "loading model"
+        elif p.chunks_total:
+            if last["start"] is None:
+                last["start"], last["base"] = time.monotonic(), p.chunks_done
+            line = f"embedded {p.chunks_done}/{p.chunks_total} chunks of {p.files_total} files"
+            elapsed = time.monotonic() - last["start"]
+            if p.chunks_done > last["base"] and elapsed > 0:
+                rate = (p.chunks_done - last["base"]) / elapsed
+                line += f", {rate:.1f} chunks/s, ETA {(p.chunks_total - p.chunks_done) / rate:.0f} s"
         else:
             line = f"read {p.files_done}/{p.files_total} files"
-        if line != last["line"] and (p.chunks_total or p.files_done == p.files_total):
+        if line != last["line"] and (p.chunks_total or p.phase == "model" or p.files_done == p.files_total):
             last["line"] = line
             sys.stderr.write(line + "\n")
 
@@ -79,10 +91,25 @@ def _progress_reporter(stack):
 def run_index(settings, full: bool, json_out: bool) -> int:
     from contextlib import ExitStack
 
-    with ExitStack() as stack:
-        index = stack.enter_context(_index(settings))
-        report = None if json_out else _progress_reporter(stack)
-        summary = index.sync(full=full, progress=report)
+    seen = {"done": 0, "total": 0}
+
+    def track(report):
+        def both(p):
+            if p.phase == "embed":
+                seen["done"], seen["total"] = p.chunks_written, p.chunks_total
+            if report is not None:
+                report(p)
+        return both
+
+    try:
+        with ExitStack() as stack:
+            index = stack.enter_context(_index(settings))
+            report = None if json_out else _progress_reporter(stack)
+            summary = index.sync(full=full, progress=track(report))
+    except KeyboardInterrupt:
+        kept = f"{seen['done']} of {seen['total']} new chunks were embedded and saved" if seen["total"] else "nothing was embedded yet"
+        warn(f"interrupted: {kept}; the next `openclaw-memory index` resumes from there without embedding them again")
+        return 130
     for note in summary.notes:
         warn(note)
     if json_out:
@@ -96,9 +123,18 @@ def run_index(settings, full: bool, json_out: bool) -> int:
     return 0
 
 
-def run_search(settings, query: str, limit: int, min_score: float, mode: str, sync: bool, json_out: bool) -> int:
+def run_search(settings, query: str, limit: int, min_score: float, mode: str, sync: bool, json_out: bool,
+               collections=(), paths=(), since=None, until=None) -> int:
+    from ...index.filters import SearchFilters, parse_day
+
+    filters = SearchFilters(
+        collections=tuple(collections or ()),
+        paths=tuple(paths or ()),
+        since=parse_day(since, "--since") if since else None,
+        until=parse_day(until, "--until") if until else None,
+    )
     with _index(settings) as index:
-        result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync)
+        result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync, filters=filters)
     for note in result.notes:
         warn(note)
     if result.stale:
@@ -112,13 +148,35 @@ def run_search(settings, query: str, limit: int, min_score: float, mode: str, sy
         print_json(result.to_json())
         return 0
     if not result.results:
-        print(f"No results above --min-score {min_score:g}.")
+        print(f"Nothing matches: no file scored {min_score:g} or more (--min-score).")
+    highlight = _highlighter(query) if sys.stdout.isatty() else None
     for hit in result.results:
-        print(f"{hit.score:.3f}  {hit.citation}  [{hit.source}]")
+        also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
+        print(f"{hit.score:.3f}  {hit.citation}  [{hit.source}]{also}")
         for line in hit.snippet.splitlines():
-            print(f"    {line}")
+            print(f"    {highlight(line) if highlight else line}")
         print()
     return 0
+
+
+def _highlighter(query: str):
+    """Bold the query's terms in a snippet line (terminal only)."""
+    from ...index.terms import query_terms, term_patterns
+
+    patterns = term_patterns(query_terms(query))
+
+    def mark(line: str) -> str:
+        lowered = line.lower()
+        spans = sorted((m.start(), m.end()) for p in patterns for m in p.finditer(lowered))
+        out, pos = [], 0
+        for start, end in spans:
+            if start < pos:
+                continue
+            out += [line[pos:start], "\x1b[1;33m", line[start:end], "\x1b[0m"]
+            pos = end
+        return "".join(out) + line[pos:]
+
+    return mark
 
 
 def run_collections(settings, json_out: bool) -> int:
@@ -156,8 +214,9 @@ def run_status(settings, json_out: bool) -> int:
         if c.settings_changed:
             line += f" (built with {c.model}: re-index to apply the new settings)"
         print(line)
-        for path in c.stale[:10]:
-            print(f"    stale: {path}")
+        if c.stale:
+            more = f" and {len(c.stale) - 5} more" if len(c.stale) > 5 else ""
+            print(f"    stale: {', '.join(c.stale[:5])}{more} (`openclaw-memory index` updates them)")
     for path in status.not_indexable:
         print(f"  not indexable with a text model: {path}")
     for name in status.orphaned:
@@ -168,8 +227,11 @@ def run_status(settings, json_out: bool) -> int:
 
 
 def register(app) -> None:
+    from typing import Optional
+
     import typer
 
+    from ...index.search import DEFAULT_MIN_SCORE
     from ..context import settings_from
 
     @app.command("index")
@@ -186,13 +248,17 @@ def register(app) -> None:
         ctx: typer.Context,
         query: str = typer.Argument(..., help="What to look for."),
         limit: int = typer.Option(6, "--limit", help="Most results to return."),
-        min_score: float = typer.Option(0.35, "--min-score", help="Drop results scoring below this (0-1, same scale in every mode)."),
+        min_score: float = typer.Option(DEFAULT_MIN_SCORE, "--min-score", help="Drop results scoring below this (0-1: calibrated relevance, same scale in every mode)."),
         mode: str = typer.Option("hybrid", "--mode", help="hybrid (default), vector or text (keywords only; never loads the model)."),
         no_sync: bool = typer.Option(False, "--no-sync", help="Do not re-index changed files first; list them in `stale`."),
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+        collection: Optional[list[str]] = typer.Option(None, "--collection", help="Only this collection (repeatable)."),
+        path: Optional[list[str]] = typer.Option(None, "--path", help="Only files matching this glob (repeatable)."),
+        since: Optional[str] = typer.Option(None, "--since", help="Only files dated (daily notes) or modified on or after YYYY-MM-DD."),
+        until: Optional[str] = typer.Option(None, "--until", help="Only files dated or modified on or before YYYY-MM-DD."),
     ) -> int:
-        """Search the memory: hybrid (meaning + keywords) by default."""
-        return run_search(settings_from(ctx), query, limit, min_score, mode, not no_sync, json_out)
+        """Search the memory: hybrid (meaning + keywords) by default, one result per file."""
+        return run_search(settings_from(ctx), query, limit, min_score, mode, not no_sync, json_out, collection, path, since, until)
 
     @app.command("collections")
     def collections(

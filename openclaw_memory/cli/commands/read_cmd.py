@@ -10,6 +10,12 @@ from ..output import print_json, warn
 
 def run_read(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool,
              diff: bool = False) -> int:
+    from ...files.citation import parse_citation
+
+    citation = parse_citation(path)
+    if citation is not None:  # a search result's citation: its lines, unless --from/--lines say otherwise
+        path = citation.path
+        from_line, lines = (citation.from_line if from_line == 1 else from_line), (citation.lines if lines is None else lines)
     if diff:
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
     result = api.read_memory(settings, path, from_line=from_line, lines=lines, max_chars=max_chars)
@@ -52,7 +58,7 @@ def register(app) -> None:
     @app.command("read")
     def read(
         ctx: typer.Context,
-        path: str = typer.Argument(..., help="Memory file, relative to the workspace (or inside an extra path)."),
+        path: str = typer.Argument(..., help="Memory file, relative to the workspace (or inside an extra path), or a search citation (PATH#L10-L24)."),
         from_line: int = typer.Option(1, "--from", help="First line to return (1-based)."),
         lines: Optional[int] = typer.Option(None, "--lines", help="How many lines (default 120)."),
         max_chars: Optional[int] = typer.Option(None, "--max-chars", help="Character budget (default 12000)."),
