@@ -110,14 +110,6 @@ class Bm25:
         norm = K1 * (1 - B + B * len(doc_terms) / self.avg)
         return sum(w * self.idf(t) * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in query.items() if tf[t])
 
-    def coverage(self, query: dict[str, float], doc_terms: list[str]) -> float:
-        """The share of the query's weight (w x idf) whose terms the chunk contains, in [0, 1]."""
-        total = self.full_match(query)
-        if total <= 0:
-            return 0.0
-        present = set(doc_terms)
-        return sum(w * self.idf(t) for t, w in query.items() if t in present) / total
-
     def full_match(self, query: dict[str, float]) -> float:
         """What a chunk of average length holding every query term once scores: the scale of "all matched"."""
         return sum(w * self.idf(t) for t, w in query.items())

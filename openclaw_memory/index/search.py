@@ -21,7 +21,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from .bm25 import Bm25
@@ -107,9 +107,7 @@ class _Candidate:
     payload: dict
     source: str
     v: float = 0.0  # cosine, clamped at 0
-    k: float = 0.0  # keyword signal in [0, 1]
-    bm: float = 0.0  # BM25 over the BM25 of "every query term once"
-    cov: float = 0.0  # share of the query's idf weight present
+    k: float = 0.0  # keyword signal: BM25 over the BM25 of "every query term once", clamped to [0, 1]
     vector: Sequence[float] | None = None
 
 
@@ -186,9 +184,7 @@ class QueryPlan:
         if self.full > 0:
             for c in found.values():
                 terms = str(c.payload.get(TERMS_FIELD, "")).split()
-                c.bm = min(1.0, self.bm25.score(self.terms, terms) / self.full)
-                c.cov = self.bm25.coverage(self.terms, terms)
-                c.k = c.bm
+                c.k = min(1.0, self.bm25.score(self.terms, terms) / self.full)
         return list(found.values())
 
 
@@ -225,7 +221,7 @@ def rank(plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates:
     if plan.ranking.mmr:
         files = _mmr(files, plan.ranking.mmr_lambda, plan.limit * 2)
     hits: list[SearchHit] = []
-    seen: dict[tuple, int] = {}
+    seen: dict[str, int] = {}
     for f in files:
         best = _best_passage(plan, f)
         p = best.payload
@@ -233,10 +229,10 @@ def rank(plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates:
             str(p.get(BODY_FIELD, "")), int(p.get("startLine", 1)), plan.patterns,
             fence=str(p.get("fence", "")), fence_line=int(p.get("fenceLine", 0) or 0),
         )
-        key = (passage.text.strip(),)
-        if passage.text.strip() and key in seen:
+        key = passage.text.strip()
+        if key and key in seen:  # the same passage in another file: shown once, naming both
             i = seen[key]
-            hits[i] = _with_also(hits[i], f.path)
+            hits[i] = replace(hits[i], also_in=hits[i].also_in + (f.path,))
             continue
         if len(hits) == plan.limit:
             break
@@ -252,12 +248,6 @@ def rank(plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates:
             )
         )
     return hits
-
-
-def _with_also(hit: SearchHit, path: str) -> SearchHit:
-    from dataclasses import replace
-
-    return replace(hit, also_in=hit.also_in + (path,))
 
 
 def _best_passage(plan: QueryPlan, f: _File) -> _Candidate:
