@@ -13,6 +13,7 @@ from conftest import REPO, write
 from openclaw_memory.errors import IndexMissing
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.config import IndexConfig
+from openclaw_memory.index.search import DEFAULT_MIN_SCORE
 from openclaw_memory.index.sync import Models
 from openclaw_memory.settings import Overrides, resolve_settings
 
@@ -45,7 +46,7 @@ def test_exact_keyword_is_never_dropped_by_min_score(workspace, state_dir, model
     for mode in ("text", "hybrid"):
         result = index.search("gateway", limit=50, mode=mode)
         assert len(result.results) == 31, mode
-        assert all(0.35 <= r.score <= 1.0 for r in result.results)
+        assert all(DEFAULT_MIN_SCORE <= r.score <= 1.0 for r in result.results)
         phrase = index.search("quarterly gateway token rotation", limit=3, mode=mode)
         assert phrase.results[0].path == "memory/zzz.md"
 
