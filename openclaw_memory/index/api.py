@@ -11,7 +11,7 @@ from .bm25 import Bm25, load_stats, stats_path
 from .config import index_config, search_ranking
 from .filters import SearchFilters, file_dates
 from .manifest import load_manifest, manifest_dir, stale_paths
-from .search import DEFAULT_MIN_SCORE, MODES, QueryPlan, SearchResult, rank
+from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, SearchResult, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
 from .sync import Models, ProgressCallback, SyncSummary, model_cache_dir, sync_index
@@ -133,8 +133,19 @@ class MemoryIndex:
             with self.store.open(c.name) as shard:
                 candidates.extend(plan.candidates(shard, c.name))
         dates = file_dates(manifests.values()) if self.ranking.decay else None
-        hits = rank(plan, candidates, min_score, dates=dates, today=filters.today())
+        hits = rank(plan, candidates, min_score, dates=dates, today=filters.today(), fetch=self._fetch_passages)
         return SearchResult(tuple(hits), mode, tuple(stale), tuple(notes))
+
+    def _fetch_passages(self, candidates) -> None:
+        """Read the passage fields (body, fence) of the candidates shown, one retrieve per collection."""
+        by_source: dict[str, list] = {}
+        for c in candidates:
+            by_source.setdefault(c.source, []).append(c)
+        for name, group in by_source.items():
+            with self.store.open(name) as shard:
+                found = {h.id: h.payload for h in shard.retrieve([c.id for c in group], fields=PASSAGE_FIELDS)}
+            for c in group:
+                c.payload.update(found.get(c.id, {}))
 
     def _term_stats(self, name: str):
         """A collection's keyword statistics, read again only when their file changed."""

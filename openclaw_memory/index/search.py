@@ -31,8 +31,10 @@ from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
 from .terms import keyword_terms, query_terms, term_patterns
 
 MODES = ("hybrid", "vector", "text")
-# What a candidate needs: where it is, its kind, its terms (BM25) and its lines (snippet).
-CANDIDATE_FIELDS = (PATH_FIELD, "startLine", "endLine", "kind", TERMS_FIELD, BODY_FIELD, "fence", "fenceLine")
+# What a candidate needs: where it is, its kind and its terms (BM25); the passage fields (body,
+# fence) are read only for the results, not for every candidate.
+CANDIDATE_FIELDS = (PATH_FIELD, "startLine", "endLine", "kind", TERMS_FIELD)
+PASSAGE_FIELDS = (BODY_FIELD, "fence", "fenceLine")
 CANDIDATES = 48  # per collection and signal
 VECTOR_WEIGHT = 0.5
 
@@ -166,8 +168,9 @@ class QueryPlan:
         found: dict[str, _Candidate] = {}
         ids = sorted(self.allowed) if self.allowed is not None else None
         want_vectors = self.ranking.mmr and self.mode != "text"
+        fields = CANDIDATE_FIELDS if self.mode != "vector" else CANDIDATE_FIELDS[:-1]
         if self.mode in ("vector", "hybrid"):
-            for hit in shard.dense_query(self.vector, self.pool, ids=ids, fields=CANDIDATE_FIELDS):
+            for hit in shard.dense_query(self.vector, self.pool, ids=ids, fields=fields):
                 found[hit.id] = _Candidate(hit.id, hit.payload, source, v=max(0.0, hit.score))
         if self.mode in ("text", "hybrid") and self.terms:
             text = " ".join(self.terms)
@@ -181,7 +184,7 @@ class QueryPlan:
             missing = [i for i, c in found.items() if c.vector is None]
             for hit in shard.retrieve(missing, with_vector=True, fields=()):
                 found[hit.id].vector = hit.vector
-        if self.full > 0:
+        if self.full > 0 and self.mode != "vector":
             for c in found.values():
                 terms = str(c.payload.get(TERMS_FIELD, "")).split()
                 c.k = min(1.0, self.bm25.score(self.terms, terms) / self.full)
@@ -208,8 +211,14 @@ def score_files(plan: QueryPlan, candidates: list[_Candidate]) -> list[_File]:
     return list(files.values())
 
 
-def rank(plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates: dict | None = None, today=None) -> list[SearchHit]:
-    """Files scored, decayed/diversified when asked, filtered on ``min_score``, one passage each."""
+def rank(
+    plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates: dict | None = None, today=None, fetch=None
+) -> list[SearchHit]:
+    """Files scored, decayed/diversified when asked, filtered on ``min_score``, one passage each.
+
+    ``fetch(candidates)`` adds the passage fields to the payloads of the candidates shown
+    (None: the payloads already hold them).
+    """
     files = score_files(plan, candidates)
     if plan.ranking.decay and dates:
         for f in files:
@@ -222,8 +231,11 @@ def rank(plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates:
         files = _mmr(files, plan.ranking.mmr_lambda, plan.limit * 2)
     hits: list[SearchHit] = []
     seen: dict[str, int] = {}
-    for f in files:
-        best = _best_passage(plan, f)
+    # Enough passages for the limit, with room for files whose passage repeats an earlier one.
+    shown = [(f, _best_passage(plan, f)) for f in files[: plan.limit * 2]]
+    if fetch is not None:
+        fetch([best for _f, best in shown])
+    for f, best in shown:
         p = best.payload
         passage = make_passage(
             str(p.get(BODY_FIELD, "")), int(p.get("startLine", 1)), plan.patterns,
