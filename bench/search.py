@@ -5,7 +5,7 @@
 2. Warm query latency (model loaded, shards kept open), p50/p95 over 100 queries,
    on the corpus and on a synthetic 100,000-chunk collection. Target p50 <= 20 ms hybrid.
 3. Quality on bench/queries.json: recall@5 and MRR (over distinct files) for text,
-   vector and hybrid, plus the fusion alternatives scored on the same candidates.
+   vector and hybrid with every result kept (bench/quality.py measures the defaults).
 
 Usage: .venv/bin/python bench/search.py [--embedding-backend auto|torch|onnx] [--skip-synthetic] [--reuse]
 """
@@ -51,74 +51,17 @@ def latency(index, queries: list[str], mode: str) -> tuple[float, float]:
     return median(times), pct(times, 95)
 
 
-def blends():
-    from openclaw_memory.index.search import hybrid_score
-
-    def rrf(k):
-        def f(cands):
-            by_v = sorted(cands, key=lambda c: -c["v"])
-            by_t = sorted(cands, key=lambda c: -c["t"])
-            score = {id(c): 0.0 for c in cands}
-            for rank, c in enumerate(by_v):
-                score[id(c)] += 1 / (k + rank + 1)
-            for rank, c in enumerate(by_t):
-                if c["t"] > 0:
-                    score[id(c)] += 1 / (k + rank + 1)
-            return [score[id(c)] for c in cands]
-        return f
-
-    per = lambda g: (lambda cands: [g(c["v"], c["t"]) for c in cands])  # noqa: E731
-    return {
-        "text (t)": per(lambda v, t: t),
-        "vector (v)": per(lambda v, t: v),
-        "hybrid: max+0.3min, knee at 0.7 (shipped)": per(hybrid_score),
-        "max(v,t)+0.3min clipped at 1": per(lambda v, t: min(1.0, max(v, t) + 0.3 * min(v, t))),
-        "max(v,t)": per(max),
-        "1-(1-v)(1-t)": per(lambda v, t: 1 - (1 - v) * (1 - t)),
-        "0.7v+0.3t (OpenClaw)": per(lambda v, t: 0.7 * v + 0.3 * t),
-        "0.5v+0.5t": per(lambda v, t: 0.5 * v + 0.5 * t),
-        "v+t (sum)": per(lambda v, t: v + t),
-        "RRF k=60": rrf(60),
-        "RRF k=10": rrf(10),
-    }
-
-
 def quality(index) -> None:
-    from openclaw_memory.index.collections import resolve_collections
-    from openclaw_memory.index.search import QueryPlan
-    from openclaw_memory.index.store.base import TEXT_FIELD
-    from openclaw_memory.index.terms import contains_all
-    from openclaw_memory.index.search import text_score
-
-    names = [c.name for c in resolve_collections(index.settings) if index.store.exists(c.name)]
-    rows = {name: [] for name in blends()}
+    """Recall@5 and MRR per mode, with every result kept (min_score 0); bench/quality.py runs the defaults."""
     modes = {"text": [], "vector": [], "hybrid": []}
     for item in QUERIES:
         relevant = {f"memory/{f}" for f in item["files"]}
-        vec = index.models.embedder.encode([item["q"]])[0]
-        plan = QueryPlan(item["q"], "hybrid", vec, 20)
-        cands = []
-        for name in names:
-            with index.store.open(name) as shard:
-                cands += plan.candidates(shard, name)
-        table = [
-            {"path": c.payload["path"], "v": c.v or 0.0,
-             "t": text_score(c.bm25, contains_all(str(c.payload.get(TEXT_FIELD, "")).lower(), plan.patterns))}
-            for c in cands
-        ]
-        for name, f in blends().items():
-            scores = f(table)
-            ordered = sorted(zip(scores, [c["path"] for c in table]), key=lambda sp: (-sp[0], sp[1]))
-            rows[name].append(_rank([p for s, p in ordered if s > 0], relevant))
         for mode in modes:
             res = index.search(item["q"], limit=20, min_score=0.0, mode=mode, sync=False)
             modes[mode].append(_rank([r.path for r in res.results], relevant))
     print(f"quality over {len(QUERIES)} queries (distinct files; recall@5 = a relevant file in the top 5):")
     for mode, ranks in modes.items():
         print(f"  search --mode {mode:7s} recall@5 {_recall(ranks):.3f}  MRR {_mrr(ranks):.3f}")
-    print("  fusion alternatives on the same candidates:")
-    for name, ranks in rows.items():
-        print(f"    {name:42s} recall@5 {_recall(ranks):.3f}  MRR {_mrr(ranks):.3f}")
 
 
 def _rank(paths: list[str], relevant: set[str]) -> int | None:
@@ -147,8 +90,9 @@ def synthetic(index_model, n: int = 100_000) -> None:
     from openclaw_memory.index.api import MemoryIndex
     from openclaw_memory.index.config import IndexConfig
     from openclaw_memory.index.manifest import Manifest, save_manifest
-    from openclaw_memory.index.store.base import PointData
-    from openclaw_memory.index.terms import cjk_grams
+    from openclaw_memory.index.bm25 import count_stats, save_stats
+    from openclaw_memory.index.store.base import TERMS_FIELD, PointData
+    from openclaw_memory.index.terms import keyword_terms
 
     from _common import ROOT
 
@@ -178,11 +122,13 @@ def synthetic(index_model, n: int = 100_000) -> None:
                 text = " ".join(random.choices(words, k=120))
                 points.append(PointData(str(uuid.uuid4()), vecs[i], {
                     "agent": "main", "collection": name, "path": f"memory/s{(start + i) // 10}.md", "hash": str(start + i),
-                    "startLine": 1, "endLine": 10, "heading": "", "text": text, "cjk": cjk_grams(text), "body": text}))
+                    "startLine": 1, "endLine": 10, "heading": "", "kind": "section", "text": text,
+                    TERMS_FIELD: " ".join(keyword_terms(text)), "body": text}))
             shard.upsert(points)
         t1 = time.perf_counter()
         shard.optimize()  # what `index` does after writing: builds the HNSW graph
         print(f"synthetic: HNSW build (optimize) {time.perf_counter() - t1:.1f} s")
+        save_stats(settings.data_dir, name, count_stats(h.payload.get(TERMS_FIELD, "") for h in shard.scroll([TERMS_FIELD])))
     m = Manifest(name, "main", fingerprint="synthetic", settings_key=IndexConfig().settings_key, model="synthetic",
                  store_backend="edge", dim=dim)
     save_manifest(settings.data_dir, m)

@@ -23,7 +23,7 @@ from _common import CORPUS, median, pct
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from openclaw_memory.index.store.base import AGENT_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, PointData  # noqa: E402
+from openclaw_memory.index.store.base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, PointData  # noqa: E402
 from openclaw_memory.index.store.edge import EdgeStore  # noqa: E402
 from openclaw_memory.index.store.server import ServerStore  # noqa: E402
 from openclaw_memory.index.store.server_config import ServerConfig  # noqa: E402
@@ -51,7 +51,7 @@ def corpus_points(n: int) -> list[PointData]:
         PointData(
             str(uuid.uuid5(uuid.NAMESPACE_OID, f"bench{i}")),
             unit(rng),
-            {AGENT_FIELD: "main", PATH_FIELD: path, TEXT_FIELD: text, CJK_FIELD: cjk_grams(text), "body": text, "hash": str(i)},
+            {AGENT_FIELD: "main", PATH_FIELD: path, TEXT_FIELD: text, TERMS_FIELD: cjk_grams(text), "body": text, "hash": str(i)},
         )
         for i, (path, text) in enumerate(texts[:n])
     ]

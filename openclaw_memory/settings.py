@@ -66,6 +66,8 @@ class Settings:
     # Whose read records the write guard checks: None is the plain CLI's own records for the agent;
     # an MCP session or ``--session ID`` has its own (see history.states).
     session: str | None = None
+    # OpenClaw's memorySearch.query.hybrid (agents.defaults, then the agent's own entry on top).
+    openclaw_hybrid: dict[str, Any] = field(default_factory=dict)
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.get(name, {})
@@ -381,6 +383,12 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         startup=_startup_context(defaults),
     )
     sections = {k: v for k, v in own.items() if isinstance(v, dict)}
+    hybrid: dict[str, Any] = {}
+    for source in (defaults_search, entry_search):
+        table = ((source.get("query") or {}) if isinstance(source.get("query"), dict) else {}).get("hybrid")
+        if isinstance(table, dict):
+            for key, value in table.items():
+                hybrid[key] = {**hybrid[key], **value} if isinstance(value, dict) and isinstance(hybrid.get(key), dict) else value
     return Settings(
         workspace=workspace,
         agent=agent,
@@ -392,6 +400,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         sections=sections,
         qdrant_url=(o.qdrant_url or _env("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
         session=check_session(o.session or None),
+        openclaw_hybrid=hybrid,
     )
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openclaw_memory.errors import UsageError
-from openclaw_memory.index.chunking import Chunk, chunk_markdown, make_chunk
+from openclaw_memory.index.chunking import Chunk, chunk_document, chunk_markdown, make_chunk
 from openclaw_memory.index.tokens import load_token_counter
 
 GRAPHEME = regex.compile(r"\X", regex.DOTALL)
@@ -322,12 +322,29 @@ def test_crlf_lines_are_kept_exact(counter):
     assert chunks[0].heading_path == "Title"
 
 
-def test_front_matter_kept_whole(counter):
-    text = "---\ntitle: Notes\ntags: [a, b]\n---\n# Body\n" + "\n".join(f"line {n} words" for n in range(40))
-    chunks = chunk_markdown(text, counter, budget_tokens=48)
-    assert chunks[0].start_line == 1 and chunks[0].end_line >= 4
-    assert not any(1 < c.start_line <= 4 for c in chunks)
-    check_invariants(text, chunks, counter, 48)
+def test_front_matter_is_parsed_into_the_card_not_chunked(counter):
+    text = '---\ntitle: "Field notes"\ntags: [alpha, beta]\nread_when:\n  - planning a trip\n---\nIntro line.\n\n## Gear\n' + "\n".join(
+        f"line {n} words" for n in range(40)
+    )
+    chunks = chunk_document(text, counter, budget_tokens=48, path="memory/notes/field.md")
+    sections = [c for c in chunks if c.kind == "section"]
+    assert sections and all(c.start_line > 6 for c in sections)
+    assert all("tags:" not in c.text and "---" not in c.text for c in sections)
+    assert all(c.heading_path.startswith("Field notes") for c in sections)  # no H1: the front-matter title
+    card = chunks[-1]
+    assert card.kind == "card" and (card.start_line, card.end_line) == (sections[0].start_line, sections[0].end_line)
+    for part in ("Field notes", "alpha; beta", "planning a trip", "Sections: Gear"):
+        assert part in card.embed_text
+    assert counter.count(card.embed_text) <= 48
+
+
+def test_each_heading_starts_a_section_and_the_title_leads_the_path(counter):
+    text = "Intro about the house and who lives in it. " * 4 + "\n\n## Kitchen\n" + "The kettle is descaled monthly. " * 5 + "\n\n## Garden\nTulips by the fence.\n"
+    chunks = chunk_document(text, counter, path="memory/house.md")
+    assert [(c.kind, c.heading_path) for c in chunks] == [("section", "house"), ("section", "house > Kitchen"), ("section", "house > Garden"), ("card", "house")]
+    assert chunks[1].embed_text.startswith("house > Kitchen\n\n## Kitchen")
+    single = chunk_document("# Note\n\nOne line.\n", counter, path="memory/n.md")
+    assert [c.kind for c in single] == ["section"]  # one section, no front matter: no card
 
 
 def test_byte_level_tokenizer_budget_enforced(tmp_path):

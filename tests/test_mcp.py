@@ -91,7 +91,9 @@ def test_tools_listed_and_each_one_works(workspace, state_dir, cli):
     for tool in out["tools"].values():
         assert "MEMORY.md" in tool.description and "memory/" in tool.description and "recursively" in tool.description
     assert set(out["tools"]["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "maxChars"}
-    assert {"query", "maxResults", "minScore"} == set(out["tools"]["memory_search"].input_schema["properties"])
+    assert {"query", "maxResults", "minScore", "collection", "paths", "since", "until"} == set(
+        out["tools"]["memory_search"].input_schema["properties"]
+    )
 
     search = payload(out["search"])
     assert search["results"] and search["results"][0]["path"] == "memory/projects/boat.md"

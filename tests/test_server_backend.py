@@ -27,7 +27,7 @@ import pytest
 
 from conftest import write
 from openclaw_memory.errors import MemoryToolError
-from openclaw_memory.index.store.base import AGENT_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, PointData
+from openclaw_memory.index.store.base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, PointData
 from openclaw_memory.index.store.edge import EdgeStore
 from openclaw_memory.index.store.server import ServerStore
 from openclaw_memory.index.store.server_client import FAIL_HOOK_ENV, ServerRejected, ServerUnavailable
@@ -72,7 +72,7 @@ def points(collection: str = "memory-dir-main") -> list[PointData]:
             "endLine": i + 2,
             "heading": "",
             TEXT_FIELD: text,
-            CJK_FIELD: cjk_grams(text),
+            TERMS_FIELD: cjk_grams(text),
             "body": text,
         }
         out.append(PointData(str(uuid.uuid5(uuid.NAMESPACE_OID, f"{collection}{i}")), unit(vec), payload))
@@ -91,7 +91,7 @@ def observe(store, name: str) -> dict:
             "dense_ids": hits(shard.dense_query(unit([1, 0, 0, 0.2]), 5, ids=ids[1:3])),
             "text": hits(shard.text_query(TEXT_FIELD, "gateway vault", 5)),
             "text_ids": hits(shard.text_query(TEXT_FIELD, "gateway", 5, ids=ids[4:])),
-            "cjk": hits(shard.text_query(CJK_FIELD, cjk_grams("绿茶"), 5)),
+            "cjk": hits(shard.text_query(TERMS_FIELD, cjk_grams("绿茶"), 5)),
             "vectors": [[round(x, 5) for x in h.vector] for h in shard.text_query(TEXT_FIELD, "tea", 5, with_vector=True)],
             "retrieve": sorted((h.id, tuple(sorted(h.payload))) for h in shard.retrieve(ids + ["00000000-0000-0000-0000-000000000000"], fields=["hash"])),
             "scroll": sorted((h.id, h.payload.get("hash")) for h in shard.scroll(["hash"])),

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..index.results import DEFAULT_MIN_SCORE
+
 Kind = Literal["value", "switch", "toggle"]
 
 
@@ -81,9 +83,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("files", "List the memory files: MEMORY.md, USER.md, the dream diary, memory/**/*.md, extra paths.", "files_cmd:run_files",
             opts=(json_opt(),)),
     Command("read", "Read a window of a memory file by lines and characters (OpenClaw's memory_get).", "read_cmd:run_read",
-            args=(Arg("path", MEMORY_PATH),),
+            args=(Arg("path", MEMORY_PATH[:-1] + ", or a search citation (PATH#L10-L24)."),),
             opts=(
-                Opt("from_line", ("--from",), "First line to return (1-based).", type=int, default=1, metavar="N"),
+                Opt("from_line", ("--from",), "First line to return (1-based; default 1, or a citation's first line).", type=int, metavar="N"),
                 Opt("lines", ("--lines",), "How many lines (default 120).", type=int, metavar="N"),
                 Opt("max_chars", ("--max-chars",), "Character budget (default 12000).", type=int, metavar="N"),
                 json_opt("Print JSON (OpenClaw's memory_get result)."),
@@ -108,13 +110,18 @@ COMMANDS: tuple[Command, ...] = (
                 Opt("full", ("--full",), "Drop the agent's index and rebuild it from scratch.", kind="switch", default=False),
                 json_opt("Print a JSON summary."),
             )),
-    Command("search", "Search the memory: hybrid (meaning + keywords) by default.", "index_cmd:run_search",
+    Command("search", "Search the memory: hybrid (meaning + keywords) by default, one result per file.", "index_cmd:run_search",
             args=(Arg("query", "What to look for (put -- before a query that starts with -)."),),
             opts=(
                 Opt("limit", ("--limit",), "Most results to return.", type=int, default=6, metavar="N"),
-                Opt("min_score", ("--min-score",), "Drop results scoring below this (0-1, same scale in every mode).", type=float, default=0.35, metavar="SCORE"),
+                Opt("min_score", ("--min-score",), "Drop results scoring below this (0-1: calibrated relevance, same scale in every mode).",
+                    type=float, default=DEFAULT_MIN_SCORE, metavar="SCORE"),
                 Opt("mode", ("--mode",), "hybrid (default), vector or text (keywords only; never loads the model).", default="hybrid", metavar="MODE"),
                 Opt("no_sync", ("--no-sync",), "Do not re-index changed files first; list them in `stale`.", kind="switch", default=False),
+                Opt("collections", ("--collection",), "Only this collection (repeatable; names as `collections` lists them).", repeat=True, metavar="NAME"),
+                Opt("paths", ("--path",), "Only files matching this glob (repeatable; memory/people/*.md).", repeat=True, metavar="GLOB"),
+                Opt("since", ("--since",), "Only files dated (daily notes) or modified on or after this day.", metavar="YYYY-MM-DD"),
+                Opt("until", ("--until",), "Only files dated or modified on or before this day.", metavar="YYYY-MM-DD"),
                 json_opt(),
             )),
     Command("collections", "List the agent's collections: names, paths, patterns, point counts, backend.", "index_cmd:run_collections",

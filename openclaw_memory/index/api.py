@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from ..errors import IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import scan_workspace
 from .collections import assign_files, resolve_collections
-from .config import index_config
+from .bm25 import Bm25, load_stats, stats_path
+from .config import index_config, search_ranking
+from .filters import SearchFilters, file_dates
 from .manifest import load_manifest, manifest_dir, stale_paths
 from ..types import SearchMode
 from .results import SearchResult
-from .search import MODES, QueryPlan, rank
+from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
 from .sync import Models, ProgressCallback, SyncSummary, model_cache_dir, sync_index
@@ -54,6 +56,8 @@ class MemoryIndex:
         self.models = models if models is not None and models.config.settings_key == self.config.settings_key else Models(self.config, cache_dir=model_cache_dir(settings))
         self.on_wait = on_wait
         self._manifests: dict = {}
+        self._stats: dict = {}
+        self.ranking = search_ranking(settings)
         self.store = open_store(settings, on_wait=on_wait, keep_open=keep_open)
 
     def close(self) -> None:
@@ -69,8 +73,16 @@ class MemoryIndex:
         """Index what changed (everything with ``full=True``); see ``index.sync``."""
         return sync_index(self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models, store=self.store)
 
-    def search(self, query: str, limit: int = 6, min_score: float = 0.35, mode: SearchMode = "hybrid", sync: bool = True) -> SearchResult:
-        """Search the agent's memory; see ``index.search`` for the score scale.
+    def search(
+        self,
+        query: str,
+        limit: int = 6,
+        min_score: float = DEFAULT_MIN_SCORE,
+        mode: SearchMode = "hybrid",
+        sync: bool = True,
+        filters: SearchFilters | None = None,
+    ) -> SearchResult:
+        """Search the agent's memory; see ``index.search`` for the ranking and the score scale.
 
         >>> with MemoryIndex(resolve_settings(Overrides(workspace="~/agent"))) as index:
         ...     for hit in index.search("when are backups taken").results:
@@ -84,7 +96,9 @@ class MemoryIndex:
             raise UsageError(f"--limit must be at least 1, not {limit}")
         if not 0.0 <= min_score <= 1.0:
             raise UsageError(f"--min-score must be between 0 and 1, not {min_score}")
+        filters = filters or SearchFilters()
         collections = resolve_collections(self.settings)
+        filters.check_collections([c.name for c in collections])
         manifests = {c.name: self._manifest(c.name) for c in collections}
         indexed = [c for c in collections if manifests[c.name] is not None and self.store.exists(c.name)]
         if not indexed:
@@ -116,12 +130,48 @@ class MemoryIndex:
                 if m is not None and m.embed_backend:
                     self.models.pin_backend(m.embed_backend)
             vector = self.models.embedder.encode([query])[0]
-        plan = QueryPlan(query, mode, vector, limit)
+        manifests = {c.name: self._manifest(c.name) for c in collections}
+        bm25 = Bm25(self._term_stats(c.name) for c in indexed)
+        searched = [c for c in indexed if filters.wants_collection(c.name)]
+        allowed = filters.point_ids({c.name: manifests[c.name] for c in searched}, self.settings.workspace)
+        plan = QueryPlan(query, mode, vector, limit, bm25, ids=allowed, ranking=self.ranking)
         candidates = []
-        for c in indexed:
+        for c in searched:
             with self.store.open(c.name) as shard:
                 candidates.extend(plan.candidates(shard, c.name))
-        return SearchResult(tuple(rank(plan, candidates, min_score)), mode, tuple(stale), tuple(notes))
+        dates = file_dates(manifests.values()) if self.ranking.decay else None
+        hits = rank(plan, candidates, min_score, dates=dates, today=filters.today(), fetch=self._fetch_passages)
+        return SearchResult(tuple(hits), mode, tuple(stale), tuple(notes))
+
+    def _fetch_passages(self, candidates) -> None:
+        """Read the passage fields (body, fence) of the candidates shown, one retrieve per collection."""
+        by_source: dict[str, list] = {}
+        for c in candidates:
+            by_source.setdefault(c.source, []).append(c)
+        for name, group in by_source.items():
+            with self.store.open(name) as shard:
+                found = {h.id: h.payload for h in shard.retrieve([c.id for c in group], fields=PASSAGE_FIELDS)}
+            for c in group:
+                c.payload.update(found.get(c.id, {}))
+
+    def _term_stats(self, name: str):
+        """A collection's keyword statistics, read again only when their file changed."""
+        path = stats_path(self.settings.data_dir, name)
+        try:
+            st = path.stat()
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            raise MemoryToolError(
+                f"the index of collection {name} was built by an older version (no keyword statistics): "
+                "run `openclaw-memory index --full`"
+            ) from None
+        cached = self._stats.get(name)
+        if cached is None or cached[0] != key:
+            stats = load_stats(path)
+            if stats is None:
+                raise MemoryToolError(f"the keyword statistics of collection {name} are damaged: run `openclaw-memory index --full`")
+            cached = self._stats[name] = (key, stats)
+        return cached[1]
 
     def _manifest(self, name: str):
         """The collection's manifest, parsed again only when its file changed (warm queries)."""

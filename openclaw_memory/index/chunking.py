@@ -10,7 +10,15 @@ Rules (see docs/search.md):
   the budget, then they are cut between lines; a single line over budget is cut between graphemes;
 - about 15% of the budget is carried over as whole trailing lines of the previous chunk, except
   after a cut at a heading, where the new section starts its own context;
-- blank lines never start or end a chunk; every other line is in at least one chunk.
+- every heading starts a new chunk once the chunk before it holds a section's worth of text
+  (an eighth of the budget), so one chunk is one section and its vector is not a blend of several;
+- what is embedded is the file's title (its H1, else the front-matter ``title``, else the file's
+  name) and the heading path, a blank line, then the text;
+- a front-matter block is parsed, never chunked as text: its fields go into the file's *card*, one
+  extra chunk per file (title, front-matter fields, an outline of the headings) that answers
+  questions about the file as a whole;
+- blank lines never start or end a chunk; every other line (front matter aside) is in at least one
+  chunk.
 """
 
 from __future__ import annotations
@@ -23,11 +31,17 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
 _PATH_SHARE = 4
+# A heading starts a new chunk once the open one has this share of the budget in text.
+_SECTION_SHARE = 8
+CARD = "card"
+SECTION = "section"
+ITEM = "item"
+_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -52,6 +66,9 @@ class Chunk:
     heading_path: str
     embed_text: str
     hash: str
+    kind: str = SECTION
+    fence_line: int = 0  # when the chunk starts inside a fenced code block: the fence's line (1-based)
+    fence: str = ""  # ... and that line's text, so a snippet can open with it
 
     def to_json(self) -> dict:
         return {
@@ -60,7 +77,16 @@ class Chunk:
             "text": self.text,
             "headingPath": self.heading_path,
             "hash": self.hash,
+            "kind": self.kind,
         }
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    """A leading ``---`` block: its fields (lists joined with "; ") and its last line (1-based, 0: none)."""
+
+    fields: dict
+    end_line: int
 
 
 @dataclass
@@ -94,27 +120,167 @@ def resolve_budget(counter, budget_tokens: int | None, overlap_tokens: int | Non
     return budget, overlap
 
 
-def chunk_markdown(text: str, counter, budget_tokens: int | None = None, overlap_tokens: int | None = None) -> list[Chunk]:
-    """Cut one Markdown file's text into chunks (see the module docstring for the rules)."""
+def chunk_markdown(
+    text: str, counter, budget_tokens: int | None = None, overlap_tokens: int | None = None, path: str | None = None
+) -> list[Chunk]:
+    """Cut one Markdown file's text into section chunks (see the module docstring for the rules).
+
+    ``path`` names the file, whose name is the title when it has neither an H1 nor a front-matter title.
+    """
     budget, overlap = resolve_budget(counter, budget_tokens, overlap_tokens)
     if not text.strip():
         return []
     lines = text.split("\n")
-    chunks = _Chunker(lines, counter, budget, overlap).run()
+    front = parse_front_matter(lines)
+    body = [""] * front.end_line + lines[front.end_line :]
+    chunks = _Chunker(body, counter, budget, overlap, document_title(body, front, path)).run()
     if counter.additive:
         return chunks  # counts of lines add up exactly: every chunk is within budget already
     return [fitted for chunk in chunks for fitted in _enforce_budget(chunk, counter, budget)]
 
 
+def chunk_document(
+    text: str,
+    counter,
+    budget_tokens: int | None = None,
+    overlap_tokens: int | None = None,
+    path: str | None = None,
+    items: bool = False,
+) -> list[Chunk]:
+    """The file's section chunks, its list items with ``items`` (a file of durable facts, one a
+    line: ``MEMORY.md``), then its card (when it has front matter or more than one section)."""
+    sections = chunk_markdown(text, counter, budget_tokens, overlap_tokens, path)
+    if not text.strip():
+        return sections
+    budget, overlap = resolve_budget(counter, budget_tokens, overlap_tokens)
+    lines = text.split("\n")
+    extra = list_items(lines, counter, budget, overlap, path) if items else []
+    card = make_card(lines, sections, counter, budget, path)
+    return sections + extra + ([card] if card is not None else [])
+
+
+def list_items(lines: list[str], counter, budget: int, overlap: int, path: str | None) -> list[Chunk]:
+    """One chunk per top-level list item (with its continuation lines), under its heading path.
+
+    A section of MEMORY.md holds a dozen unrelated facts; embedded together, none of them is
+    found by a question that shares no words with it. Embedded one by one, each is.
+    """
+    front = parse_front_matter(lines)
+    body = [""] * front.end_line + lines[front.end_line :]
+    chunker = _Chunker(body, counter, budget, overlap, document_title(body, front, path))
+    inside = set()
+    for first, last in chunker.blocks.items():
+        inside.update(range(first, last + 1))
+    out: list[Chunk] = []
+    i = 0
+    while i < len(body):
+        if i in inside or not _ITEM.match(body[i]):
+            i += 1
+            continue
+        end = i
+        while end + 1 < len(body) and body[end + 1].strip() and not _ITEM.match(body[end + 1]) and end + 1 not in inside \
+                and not chunker.paths.heading_level.get(end + 1):
+            end += 1
+        chunk = make_chunk(i + 1, end + 1, "\n".join(body[i : end + 1]), chunker._path(i)[0])
+        if counter.count(chunk.embed_text) <= budget:
+            out.append(Chunk(chunk.start_line, chunk.end_line, chunk.text, chunk.heading_path, chunk.embed_text, chunk.hash, ITEM))
+        i = end + 1
+    return out
+
+
+def make_card(lines: list[str], sections: list[Chunk], counter, budget: int, path: str | None) -> Chunk | None:
+    """The file's card: what it is about as a whole, cited at its first section.
+
+    Its embedded text is the title, the front-matter fields (summary, description, tags, ...)
+    and an outline of the headings; a file of one section without front matter needs none.
+    """
+    front = parse_front_matter(lines)
+    if not front.fields and len(sections) <= 1:
+        return None
+    body = [""] * front.end_line + lines[front.end_line :]
+    title = document_title(body, front, path)
+    outline = [t for t in _outline(body) if t != title]
+    parts = [title] + [v for k, v in front.fields.items() if k != "title" and v]
+    if outline:
+        parts.append("Sections: " + "; ".join(outline))
+    embed = "\n\n".join(p for p in parts if p)
+    if counter.count(embed) > budget:
+        embed = counter.split_to_fit(embed, budget)[0].rstrip()
+    if sections:
+        start, end, text = sections[0].start_line, sections[0].end_line, sections[0].text
+    else:
+        start, end, text = 1, max(1, front.end_line), ""
+    digest = xxhash.xxh3_128_hexdigest(embed.encode("utf-8", "surrogatepass"))
+    return Chunk(start, end, text, title, embed, digest, CARD)
+
+
+def parse_front_matter(lines: list[str]) -> FrontMatter:
+    """A YAML front-matter block's scalar and list fields (the subset Markdown notes use)."""
+    if not lines or lines[0].rstrip() != "---":
+        return FrontMatter({}, 0)
+    end = next((k for k in range(1, len(lines)) if lines[k].rstrip() in ("---", "...")), None)
+    if end is None:
+        return FrontMatter({}, 0)
+    fields: dict[str, list[str]] = {}
+    key = None
+    for line in lines[1:end]:
+        m = _FM_KEY.match(line)
+        if m:
+            key = m.group(1)
+            value = m.group(2).strip()
+            if value.startswith("[") and value.endswith("]"):
+                items = [_unquote(v) for v in value[1:-1].split(",")]
+            else:
+                items = [_unquote(value)] if value and value not in ("|", ">", "|-", ">-") else []
+            fields[key] = items
+        elif key is not None and line.strip():
+            item = line.strip()
+            fields[key].append(_unquote(item[2:] if item.startswith("- ") else item))
+    return FrontMatter({k: "; ".join(v for v in vs if v) for k, vs in fields.items()}, end + 1)
+
+
+_FM_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(.*)$")
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def document_title(lines: list[str], front: FrontMatter, path: str | None) -> str:
+    """The first H1, else the front-matter title, else the file's name without extension."""
+    blocks = _blocks(lines)
+    paths = _heading_paths(lines, blocks)
+    for line, level in sorted(paths.heading_level.items()):
+        if level == 1 and paths.at(line):
+            return paths.at(line)[-1]
+    if front.fields.get("title"):
+        return front.fields["title"]
+    if path:
+        name = path.replace("\\", "/").rsplit("/", 1)[-1]
+        return name[:-3] if name.lower().endswith(".md") else name
+    return ""
+
+
+def _outline(lines: list[str]) -> list[str]:
+    paths = _heading_paths(lines, _blocks(lines))
+    return [paths.at(line)[-1] for line in sorted(paths.heading_level) if paths.at(line)]
+
+
 class _Chunker:
-    def __init__(self, lines: list[str], counter, budget: int, overlap: int):
+    def __init__(self, lines: list[str], counter, budget: int, overlap: int, title: str = ""):
         self.lines = lines
+        self.title = title
+        self.min_section = budget // _SECTION_SHARE
         self.counter = counter
         self.budget = budget
         self.overlap = overlap
         self.line_tokens = counter.count_many(lines)
         self.blocks = _blocks(lines)
         self.paths = _heading_paths(lines, self.blocks)
+        self.has_h1 = 1 in self.paths.heading_level.values()
         self.path_cache: dict[tuple[str, ...], tuple[str, int]] = {}
         self.avail_cache: dict[int, int] = {}
         self.units = self._units()
@@ -158,6 +324,9 @@ class _Chunker:
     def _path(self, line: int) -> tuple[str, int]:
         """The heading path in force at ``line``, shortened to its share of the budget, and its tokens."""
         key = self.paths.at(line)
+        # The title leads the path unless an H1 already does (a file's later H1s stand alone).
+        if self.title and (not key or not self.has_h1) and key[:1] != (self.title,):
+            key = (self.title, *key)
         hit = self.path_cache.get(key)
         if hit is None:
             hit = _fit_path(key, self.counter, self.budget // _PATH_SHARE)
@@ -179,6 +348,10 @@ class _Chunker:
         total = 0  # tokens of units[start:i]
         while i < len(units):
             unit = units[i]
+            if unit.heading and i > start and self._text_tokens(start, i) >= self.min_section:
+                self._emit(start, i)
+                start, total = i, 0
+                continue
             if unit.first == unit.last and unit.tokens > self._avail(unit.first):
                 self._emit(start, i)
                 self._emit_long_line(unit.first)
@@ -196,6 +369,9 @@ class _Chunker:
             total = sum(u.tokens for u in units[start:i])
         self._emit(start, len(units))
         return self.chunks
+
+    def _text_tokens(self, a: int, b: int) -> int:
+        return sum(u.tokens for u in self.units[a:b] if not (u.blank or u.heading))
 
     def _content_from(self, k: int) -> int:
         while k < len(self.units) and self.units[k].blank:
@@ -249,13 +425,22 @@ class _Chunker:
         first, last = self.units[a].first, self.units[b - 1].last
         path = self._path(first)[0]
         text = "\n".join(self.lines[first : last + 1])
-        self.chunks.append(make_chunk(first + 1, last + 1, text, path))
+        self.chunks.append(self._in_fence(make_chunk(first + 1, last + 1, text, path), first))
+
+    def _in_fence(self, chunk: Chunk, first: int) -> Chunk:
+        """Record the opening fence of the code block ``first`` (0-based) is inside, if any."""
+        for start, end in self.blocks.items():
+            if start < first <= end and _FENCE.match(self.lines[start]):
+                from dataclasses import replace
+
+                return replace(chunk, fence_line=start + 1, fence=self.lines[start])
+        return chunk
 
     def _emit_long_line(self, i: int) -> None:
         path = self._path(i)[0]
         for piece in self.counter.split_to_fit(self.lines[i], self._avail(i)):
             if piece.strip():
-                self.chunks.append(make_chunk(i + 1, i + 1, piece, path))
+                self.chunks.append(self._in_fence(make_chunk(i + 1, i + 1, piece, path), i))
 
 
 def _enforce_budget(chunk: Chunk, counter, budget: int) -> list[Chunk]:

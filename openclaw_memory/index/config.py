@@ -30,7 +30,10 @@ class IndexConfig:
     @property
     def settings_key(self) -> str:
         """What the user set that shapes the vectors; equal keys mean the stored fingerprint still holds."""
-        return json.dumps([self.model, self.chunk_tokens, self.overlap_tokens, self.embedding_backend])
+        from .chunking import CHUNKER_VERSION
+
+        # The chunker's version is part of it: new chunking rules re-embed an index built by older ones.
+        return json.dumps([self.model, self.chunk_tokens, self.overlap_tokens, self.embedding_backend, CHUNKER_VERSION])
 
 
 def index_config(settings) -> IndexConfig:
@@ -66,3 +69,30 @@ def index_config(settings) -> IndexConfig:
         lock_timeout=float(timeout),
         embed_batch=count("embed_batch", 256, 1),
     )
+
+
+def search_ranking(settings):
+    """MMR and temporal decay: OpenClaw's ``memorySearch.query.hybrid`` (``mmr``, ``temporalDecay``),
+    overridden by openclaw-memory.toml ``[search]`` (``mmr``, ``mmr_lambda``, ``temporal_decay``,
+    ``half_life_days``). Both are off unless enabled, as in OpenClaw."""
+    from .search import Ranking
+
+    hybrid = settings.openclaw_hybrid
+    mmr = hybrid.get("mmr") if isinstance(hybrid.get("mmr"), dict) else {}
+    decay = hybrid.get("temporalDecay") if isinstance(hybrid.get("temporalDecay"), dict) else {}
+    own = settings.section("search")
+    values = {
+        "mmr": own.get("mmr", mmr.get("enabled", False)),
+        "mmr_lambda": own.get("mmr_lambda", mmr.get("lambda", 0.7)),
+        "decay": own.get("temporal_decay", decay.get("enabled", False)),
+        "half_life_days": own.get("half_life_days", decay.get("halfLifeDays", 30)),
+    }
+    for key in ("mmr", "decay"):
+        if not isinstance(values[key], bool):
+            raise ConfigError(f"search settings: `{key}` must be true or false, not {values[key]!r}")
+    lam, half = values["mmr_lambda"], values["half_life_days"]
+    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
+        raise ConfigError(f"search settings: the MMR lambda must be a number from 0 to 1, not {lam!r}")
+    if isinstance(half, bool) or not isinstance(half, (int, float)) or half <= 0:
+        raise ConfigError(f"search settings: the temporal-decay half-life must be a positive number of days, not {half!r}")
+    return Ranking(values["mmr"], float(lam), values["decay"], float(half))

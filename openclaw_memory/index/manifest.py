@@ -110,7 +110,7 @@ def save_manifest(data_dir: Path, manifest: Manifest) -> None:
 
 
 def delete_manifest(data_dir: Path, collection: str) -> None:
-    for suffix in (".json", ".dirty"):
+    for suffix in (".json", ".dirty", ".terms.json"):
         try:
             os.unlink(manifest_dir(data_dir) / f"{collection}{suffix}")
         except FileNotFoundError:

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The calibrated score below which nothing answers (index.search: CALIBRATION); here, not there, so
+# the CLI's flag spec and the MCP tool read it without loading the search code.
+DEFAULT_MIN_SCORE = 0.03
+
 
 @dataclass(frozen=True)
 class SearchHit:
@@ -17,13 +21,14 @@ class SearchHit:
     score: float
     snippet: str
     source: str  # collection name
+    also_in: tuple[str, ...] = ()  # other files with exactly this passage
 
     @property
     def citation(self) -> str:
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "path": self.path,
             "startLine": self.start_line,
             "endLine": self.end_line,
@@ -32,6 +37,9 @@ class SearchHit:
             "source": self.source,
             "citation": self.citation,
         }
+        if self.also_in:
+            data["alsoIn"] = list(self.also_in)
+        return data
 
 
 @dataclass(frozen=True)

@@ -1,58 +1,67 @@
-"""Hybrid, vector and keyword search over an agent's collections, on one score scale.
+"""Search an agent's collections: ranked by file, answered by passage, on one calibrated score.
 
-Every score is in [0, 1] and means the same in every mode and collection size:
-
-- vector ``v`` = cosine similarity of the query and the chunk embeddings, clamped at 0;
-- text ``t`` = ``b = bm25 / (1 + bm25)`` (BM25 of the words field, or of the CJK
-  n-gram field when the query has CJK text, whichever is higher); a chunk that
-  contains every query term literally (whole words; CJK bigrams as substrings)
-  scores ``0.4 + 0.6·b`` instead, so it always clears the default ``--min-score``
-  0.35 however common its words are, and keeps its BM25 order;
-- hybrid: ``u = max(v, t) + 0.3·min(v, t)`` (the stronger signal, plus a bonus when
-  both agree), then ``u`` above 0.7 is halved in slope (``0.7 + (u - 0.7) / 2``) so the
-  range [0, 1.3] lands in [0, 1] without clipping: clipping at 1 tied every strong
-  match at 1.0 and ranked them by path (measured recall@5 0.48 against 1.00). The
-  map is monotone, so ranking is exactly that of ``u``, and never below 0.4 when
-  ``t`` is (a literal match still passes 0.35).
-
-Each candidate gets both ``v`` and ``t`` exactly (a dense-only candidate is scored
-by BM25 restricted to its id; a keyword-only candidate's stored vector is compared
-with the query), and candidates from all collections are merged on that score,
-never on per-shard ranks. Results are sorted by score, then path, then line.
+1. **Candidates.** Each collection returns its nearest chunks by cosine and its best chunks by
+   the engine's BM25 over the ``terms`` field. Every candidate then gets both signals exactly:
+   its cosine (a keyword-only candidate's stored vector against the query's) and its BM25
+   computed again with the *agent's* statistics (``index.bm25``), so a file scores the same
+   whichever collection holds it.
+2. **Per file.** A chunk's keyword signal is its BM25 over the BM25 of "every query term once"
+   (clamped to [0, 1]); its meaning signal the cosine. A file takes, per signal, its best chunk
+   (adding 0.3 x its next two measured worse: MEMORY.md's many items then outweigh the one
+   note that answers), and the two are fused: ``0.5 x vector + 0.5 x keywords`` in hybrid
+   mode, either one alone in the single modes.
+3. **Calibration.** That raw value is mapped to a score in [0, 1] by a monotone piecewise-linear
+   table per mode, fitted on the benchmark's development queries, so the score reads as "how
+   likely this is an answer", the same in every mode, and the default ``min_score`` returns
+   nothing when no file answers (docs/search.md has the table and how to refit it).
+4. **Results.** One per file: the file's best passage (a section, or the card when no section
+   was a candidate), optional temporal decay of dated notes and MMR diversity (OpenClaw's
+   ``memorySearch.query.hybrid`` settings), identical passages of several files shown once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ..types import SEARCH_MODES
-from .results import SearchHit, SearchResult  # noqa: F401  SearchResult: the package exports it from here
-from .snippets import make_snippet
-from .store.base import BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Shard
-
-# What a candidate needs: where it is, its text (literal check) and its lines (snippet).
-RESULT_FIELDS = (PATH_FIELD, "startLine", "endLine", TEXT_FIELD, BODY_FIELD)
-from .terms import cjk_grams, contains_all, has_cjk, query_terms, term_patterns
+from .bm25 import Bm25
+from .chunking import CARD
+from .results import DEFAULT_MIN_SCORE, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
+from .snippets import make_passage
+from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
+from .terms import keyword_terms, query_terms, term_patterns
 
 MODES = SEARCH_MODES
-AGREEMENT_BONUS = 0.3
-LITERAL_FLOOR = 0.4
-CANDIDATES_PER_RESULT = 4
-MIN_CANDIDATES = 24
+# What a candidate needs: where it is, its kind and its terms (BM25); the passage fields (body,
+# fence) are read only for the results, not for every candidate.
+CANDIDATE_FIELDS = (PATH_FIELD, "startLine", "endLine", "kind", TERMS_FIELD)
+PASSAGE_FIELDS = (BODY_FIELD, "fence", "fenceLine")
+CANDIDATES = 24  # per collection and signal (48 and 100 measured the same on the benchmark)
+VECTOR_WEIGHT = 0.5
+
+# Calibration: raw value -> score, per mode: monotone, piecewise linear, fitted (isotonic) on the
+# development queries of ../shared/eval so that a score is the share of results scoring about the
+# same that answer the question (docs/search.md: the table, and how to refit it).
+CALIBRATION = {
+    "hybrid": ((0.0, 0.0), (0.2, 0.016), (0.25, 0.047), (0.3, 0.085), (0.4, 0.136), (0.5, 0.245), (0.6, 0.325),
+               (0.7, 0.626), (0.8, 0.77), (0.9, 0.917), (1.0, 0.95)),
+    "vector": ((0.0, 0.0), (0.25, 0.019), (0.3, 0.032), (0.35, 0.074), (0.4, 0.11), (0.5, 0.201), (0.6, 0.26),
+               (0.7, 0.512), (0.8, 0.767), (1.0, 0.95)),
+    "text": ((0.0, 0.0), (0.1, 0.03), (0.2, 0.092), (0.4, 0.112), (0.6, 0.225), (0.8, 0.43), (0.9, 0.5), (1.0, 0.841)),
+}
+# DEFAULT_MIN_SCORE (index.results): below it (hybrid raw ~0.23) no answer of a development query
+# was found, while unrelated questions ("What is the capital of Peru?": 0.009) end there.
 
 
-def text_score(bm25: float, literal: bool) -> float:
-    b = bm25 / (1.0 + bm25) if bm25 > 0 else 0.0
-    return LITERAL_FLOOR + (1 - LITERAL_FLOOR) * b if literal else b
+@dataclass(frozen=True)
+class Ranking:
+    """Re-ranking options (OpenClaw's ``memorySearch.query.hybrid``): MMR and temporal decay."""
 
-
-KNEE = 0.7
-
-
-def hybrid_score(v: float, t: float) -> float:
-    u = max(v, t) + AGREEMENT_BONUS * min(v, t)
-    return u if u <= KNEE else min(1.0, KNEE + (u - KNEE) / 2)
+    mmr: bool = False
+    mmr_lambda: float = 0.7
+    decay: bool = False
+    half_life_days: float = 30.0
 
 
 @dataclass
@@ -60,58 +69,87 @@ class _Candidate:
     id: str
     payload: dict
     source: str
-    v: float | None = None
-    bm25: float = 0.0
+    v: float = 0.0  # cosine, clamped at 0
+    k: float = 0.0  # keyword signal: BM25 over the BM25 of "every query term once", clamped to [0, 1]
+    vector: Sequence[float] | None = None
+
+
+@dataclass
+class _File:
+    path: str
+    chunks: list = field(default_factory=list)
+    raw: float = 0.0
+    score: float = 0.0
+
+
+def calibrate(mode: str, raw: float) -> float:
+    table = CALIBRATION[mode]
+    if raw <= table[0][0]:
+        return table[0][1]
+    for (x0, y0), (x1, y1) in zip(table, table[1:]):
+        if raw <= x1:
+            return y0 + (y1 - y0) * (raw - x0) / (x1 - x0) if x1 > x0 else y1
+    return table[-1][1]
+
+
+def fuse(mode: str, v: float, k: float) -> float:
+    if mode == "vector":
+        return v
+    if mode == "text":
+        return k
+    return VECTOR_WEIGHT * v + (1 - VECTOR_WEIGHT) * k
 
 
 class QueryPlan:
-    """A query prepared once (terms, CJK grams, vector) and run against each shard."""
+    """A query prepared once (terms, vector, statistics) and run against each shard."""
 
-    def __init__(self, query: str, mode: str, vector: Sequence[float] | None, limit: int):
+    def __init__(
+        self,
+        query: str,
+        mode: str,
+        vector: Sequence[float] | None,
+        limit: int,
+        bm25: Bm25,
+        ids: set[str] | None = None,
+        ranking: Ranking = Ranking(),
+    ):
         self.query = query
         self.mode = mode
         self.vector = vector
         self.limit = limit
+        self.bm25 = bm25
+        self.allowed = ids  # None: every point; else only these (filters)
+        self.ranking = ranking
+        self.terms = dict.fromkeys(keyword_terms(query), 1.0)
+        self.full = bm25.full_match(self.terms)
         self.patterns = term_patterns(query_terms(query))
-        self.grams = cjk_grams(query) if has_cjk(query) else ""
-        self.pool = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
-
-    def _bm25(self, shard: Shard, ids: Sequence[str] | None, with_vector: bool):
-        # Re-scoring known ids needs no payload; new candidates need theirs.
-        limit, fields = (self.pool, RESULT_FIELDS) if ids is None else (len(ids), ())
-        hits = list(shard.text_query(TEXT_FIELD, self.query, limit, ids=ids, with_vector=with_vector, fields=fields))
-        if self.grams:
-            hits += shard.text_query(CJK_FIELD, self.grams, limit, ids=ids, with_vector=with_vector, fields=fields)
-        return hits
+        self.pool = max(limit * 4, CANDIDATES)
 
     def candidates(self, shard: Shard, source: str) -> list[_Candidate]:
         found: dict[str, _Candidate] = {}
+        ids = sorted(self.allowed) if self.allowed is not None else None
+        want_vectors = self.ranking.mmr and self.mode != "text"
+        fields = CANDIDATE_FIELDS if self.mode != "vector" else CANDIDATE_FIELDS[:-1]
         if self.mode in ("vector", "hybrid"):
-            for hit in shard.dense_query(self.vector, self.pool, fields=RESULT_FIELDS):
+            for hit in shard.dense_query(self.vector, self.pool, ids=ids, fields=fields):
                 found[hit.id] = _Candidate(hit.id, hit.payload, source, v=max(0.0, hit.score))
-        if self.mode in ("text", "hybrid"):
-            dense_ids = list(found)
-            for hit in self._bm25(shard, None, with_vector=self.mode == "hybrid"):
-                c = found.get(hit.id)
-                if c is None:
+        if self.mode in ("text", "hybrid") and self.terms:
+            text = " ".join(self.terms)
+            for hit in shard.text_query(TERMS_FIELD, text, self.pool, ids=ids, with_vector=self.mode == "hybrid", fields=CANDIDATE_FIELDS):
+                if hit.id not in found:
                     c = found[hit.id] = _Candidate(hit.id, hit.payload, source)
                     if hit.vector is not None:
                         c.v = max(0.0, _dot(self.vector, hit.vector))
-                c.bm25 = max(c.bm25, hit.score)
-            unscored = [i for i in dense_ids if found[i].bm25 == 0.0]
-            if unscored:  # dense candidates the keyword pool missed: their own BM25, exactly
-                for hit in self._bm25(shard, unscored, with_vector=False):
-                    found[hit.id].bm25 = max(found[hit.id].bm25, hit.score)
+                        c.vector = hit.vector
+        if want_vectors:
+            missing = [i for i, c in found.items() if c.vector is None]
+            for hit in shard.retrieve(missing, with_vector=True, fields=()):
+                found[hit.id].vector = hit.vector
+        if self.full > 0 and self.mode != "vector":
+            for c in found.values():
+                terms = str(c.payload.get(TERMS_FIELD, "")).split()
+                c.k = min(1.0, self.bm25.score(self.terms, terms) / self.full)
         return list(found.values())
-
-    def score(self, c: _Candidate) -> float:
-        if self.mode == "vector":
-            return c.v or 0.0
-        literal = contains_all(str(c.payload.get(TEXT_FIELD, "")).lower(), self.patterns)
-        t = text_score(c.bm25, literal)
-        if self.mode == "text":
-            return t
-        return hybrid_score(c.v or 0.0, t)
 
 
 def _dot(a, b) -> float:
@@ -120,25 +158,95 @@ def _dot(a, b) -> float:
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
-def rank(plan: QueryPlan, candidates: list[_Candidate], min_score: float) -> list[SearchHit]:
-    """Score, filter on ``min_score``, sort (score, path, line) and cut to the plan's limit."""
-    scored = []
+def score_files(plan: QueryPlan, candidates: list[_Candidate]) -> list[_File]:
+    """Candidates grouped per file, each file with its raw fused value and calibrated score."""
+    files: dict[str, _File] = {}
     for c in candidates:
-        s = plan.score(c)
-        if s >= min_score and s > 0:
-            scored.append((s, c))
-    scored.sort(key=lambda sc: (-sc[0], str(sc[1].payload.get(PATH_FIELD, "")), int(sc[1].payload.get("startLine", 0))))
-    hits = []
-    for s, c in scored[: plan.limit]:
-        p = c.payload
+        path = str(c.payload.get(PATH_FIELD, ""))
+        files.setdefault(path, _File(path)).chunks.append(c)
+    for f in files.values():
+        v = max(c.v for c in f.chunks) if plan.mode != "text" else 0.0
+        k = max(c.k for c in f.chunks) if plan.mode != "vector" else 0.0
+        f.raw = fuse(plan.mode, v, k)
+        f.score = calibrate(plan.mode, f.raw)
+    return list(files.values())
+
+
+def rank(
+    plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates: dict | None = None, today=None, fetch=None
+) -> list[SearchHit]:
+    """Files scored, decayed/diversified when asked, filtered on ``min_score``, one passage each.
+
+    ``fetch(candidates)`` adds the passage fields to the payloads of the candidates shown
+    (None: the payloads already hold them).
+    """
+    files = score_files(plan, candidates)
+    if plan.ranking.decay and dates:
+        for f in files:
+            age = dates.get(f.path)
+            if age is not None and today is not None:
+                f.score *= 0.5 ** (max(0, (today - age).days) / plan.ranking.half_life_days)
+    files = [f for f in files if f.score >= min_score and f.score > 0]
+    files.sort(key=lambda f: (-f.score, f.path))
+    if plan.ranking.mmr:
+        files = _mmr(files, plan.ranking.mmr_lambda, plan.limit * 2)
+    hits: list[SearchHit] = []
+    seen: dict[str, int] = {}
+    # Enough passages for the limit, with room for files whose passage repeats an earlier one.
+    shown = [(f, _best_passage(plan, f)) for f in files[: plan.limit * 2]]
+    if fetch is not None:
+        fetch([best for _f, best in shown])
+    for f, best in shown:
+        p = best.payload
+        passage = make_passage(
+            str(p.get(BODY_FIELD, "")), int(p.get("startLine", 1)), plan.patterns,
+            fence=str(p.get("fence", "")), fence_line=int(p.get("fenceLine", 0) or 0),
+        )
+        key = passage.text.strip()
+        if key and key in seen:  # the same passage in another file: shown once, naming both
+            i = seen[key]
+            hits[i] = replace(hits[i], also_in=hits[i].also_in + (f.path,))
+            continue
+        if len(hits) == plan.limit:
+            break
+        seen[key] = len(hits)
         hits.append(
             SearchHit(
-                path=str(p.get(PATH_FIELD, "")),
-                start_line=int(p.get("startLine", 0)),
-                end_line=int(p.get("endLine", 0)),
-                score=s,
-                snippet=make_snippet(str(p.get(BODY_FIELD, "")), plan.patterns),
-                source=c.source,
+                path=f.path,
+                start_line=passage.start_line,
+                end_line=passage.end_line,
+                score=f.score,
+                snippet=passage.text,
+                source=best.source,
             )
         )
     return hits
+
+
+def _best_passage(plan: QueryPlan, f: _File) -> _Candidate:
+    """The section that best answers (the card only when no section of the file is a candidate)."""
+    sections = [c for c in f.chunks if c.payload.get("kind") != CARD] or f.chunks
+    return max(sections, key=lambda c: (fuse(plan.mode, c.v, c.k), -int(c.payload.get("startLine", 0))))
+
+
+def _mmr(files: list[_File], lam: float, keep: int) -> list[_File]:
+    """Maximal marginal relevance over files (similarity: cosine of their best chunks' vectors)."""
+    import numpy as np
+
+    def vec(f: _File):
+        best = max(f.chunks, key=lambda c: c.v)
+        return None if best.vector is None else np.asarray(best.vector, dtype=np.float32)
+
+    pool = [(f, vec(f)) for f in files]
+    chosen: list[tuple[_File, object]] = []
+    while pool and len(chosen) < keep:
+        def gain(item):
+            f, v = item
+            sim = max((float(np.dot(v, w)) for _g, w in chosen if v is not None and w is not None), default=0.0)
+            return lam * f.score - (1 - lam) * sim
+
+        best = max(pool, key=gain)
+        pool.remove(best)
+        chosen.append(best)
+    return [f for f, _v in chosen] + [f for f, _v in pool]
+

@@ -46,13 +46,15 @@ from .manifest import (
     read_version,
     save_manifest,
 )
-from .store.base import AGENT_FIELD, BODY_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, PointData, VectorStore
+from .bm25 import save_stats, scan_stats
+from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, VectorStore
 from .store.factory import open_store
-from .terms import cjk_grams
+from .terms import keyword_terms
 
 _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/openclaw-memory/chunk")
 # Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index.
 KILL_HOOK_ENV = "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS"
+PROGRESS_STEP = 32  # chunks per progress report while embedding
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class SyncProgress:
     files_total: int
     chunks_done: int
     chunks_total: int
+    phase: str = "read"  # "read" (files), "model" (loading the embedding model), "embed" (chunks)
+    chunks_written: int = 0  # of chunks_done, those already in the store (kept if the run stops)
 
 
 ProgressCallback = Callable[[SyncProgress], None]
@@ -151,10 +155,15 @@ class Models:
 
         return resolve_budget(self.counter, self.config.chunk_tokens, self.config.overlap_tokens)
 
-    def chunk(self, text: str):
-        from .chunking import chunk_markdown
+    def chunk(self, text: str, path: str | None = None, items: bool = False):
+        """The file's section chunks, its list items with ``items``, and its card (``path`` names
+        the file: a title of last resort)."""
+        from .chunking import chunk_document
 
-        return chunk_markdown(text, self.counter, budget_tokens=self.config.chunk_tokens, overlap_tokens=self.config.overlap_tokens)
+        return chunk_document(
+            text, self.counter, budget_tokens=self.config.chunk_tokens, overlap_tokens=self.config.overlap_tokens,
+            path=path, items=items,
+        )
 
     def fingerprint(self) -> str:
         from .embedding import embedding_fingerprint
@@ -338,10 +347,14 @@ class _Sync:
         text = version.data.decode("utf-8", errors="replace")
         seen: dict[str, int] = {}
         points = []
-        for chunk in self.models.chunk(text):
+        # The root collection holds MEMORY.md (and the dream diary): durable facts, one per list item.
+        for chunk in self.models.chunk(text, f.path, items=work.collection.kind == "root"):
             k = seen.get(chunk.hash, 0)
             seen[chunk.hash] = k + 1
             heading = chunk.heading_path if isinstance(chunk.heading_path, str) else " > ".join(chunk.heading_path)
+            # Keywords of a section are its own lines (weighting titles and headings higher measured
+            # worse); a card's are its title, front-matter fields, outline and the file's path.
+            keywords = f"{chunk.embed_text}\n{f.path}" if chunk.kind == "card" else chunk.text
             payload = {
                 AGENT_FIELD: self.settings.agent,
                 "collection": work.collection.name,
@@ -350,10 +363,13 @@ class _Sync:
                 "startLine": chunk.start_line,
                 "endLine": chunk.end_line,
                 "heading": heading,
+                "kind": chunk.kind,
                 TEXT_FIELD: chunk.embed_text,
-                CJK_FIELD: cjk_grams(chunk.embed_text),
+                TERMS_FIELD: " ".join(keyword_terms(keywords)),
                 BODY_FIELD: chunk.text,
             }
+            if chunk.fence_line:  # the chunk starts inside a code block: its snippet opens with the fence
+                payload["fenceLine"], payload["fence"] = chunk.fence_line, chunk.fence
             points.append((point_id(work.collection.name, f.path, chunk.hash, k), chunk.hash, payload))
         work.changed = [ch for ch in work.changed if ch.file.path != f.path]
         work.changed.append(_Changed(f, version.size, version.mtime_ns, version.hash, points))
@@ -386,25 +402,35 @@ class _Sync:
         vectors = self._reusable_vectors(all_works, needed)
         missing = sorted((h for h in needed if h not in vectors), key=lambda h: -len(needed[h]))
         files_total = sum(len(w.suspects) for w in works)
-        self.progress(SyncProgress(files_total, files_total, 0, len(missing)))
+        if missing and not self.models.loaded:
+            self.progress(SyncProgress(files_total, files_total, 0, len(missing), "model"))
+            self.models.embedder  # noqa: B018 - load it now, so the wait is reported as such
+        self.progress(SyncProgress(files_total, files_total, 0, len(missing), "embed"))
 
         for w in works:
             self._flush(w, vectors, first=True)
         batch = self.config.embed_batch
         for start in range(0, len(missing), batch):
             hashes = missing[start : start + batch]
-            encoded = self.models.embedder.encode([needed[h] for h in hashes])
-            for h, vec in zip(hashes, encoded):
-                vectors[h] = vec
+            # Embedded in steps of at most PROGRESS_STEP chunks, each reported (rate, ETA); written per batch.
+            for step in range(0, len(hashes), PROGRESS_STEP):
+                part = hashes[step : step + PROGRESS_STEP]
+                for h, vec in zip(part, self.models.embedder.encode([needed[h] for h in part])):
+                    vectors[h] = vec
+                if step + PROGRESS_STEP < len(hashes):
+                    self.progress(SyncProgress(files_total, files_total, start + step + len(part), len(missing), "embed", start))
             batch_hashes = set(hashes)
             self.embedded += sum(1 for w in works for ch in w.changed for _p, h, _ in ch.points if h in batch_hashes)
             for w in works:
                 self._flush(w, vectors, only=batch_hashes)
-            self.progress(SyncProgress(files_total, files_total, min(start + batch, len(missing)), len(missing)))
+            done = min(start + batch, len(missing))
+            self.progress(SyncProgress(files_total, files_total, done, len(missing), "embed", done))
         for w in works:
             if w.started:
                 with self.store.open(w.collection.name) as shard:
                     shard.optimize()
+                    # Keyword statistics of what the shard now holds (index.bm25: one per agent).
+                    save_stats(self.settings.data_dir, w.collection.name, scan_stats(shard))
 
     def _reusable_vectors(self, works: list[_Work], needed: dict[str, str]) -> dict:
         """Vectors already in the store for the needed chunk hashes: any path, any collection of the agent."""

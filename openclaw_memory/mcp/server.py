@@ -88,10 +88,24 @@ class MemoryTools:
         if self.core is not None and self.client is None:
             self.core.warm()
 
-    def search(self, ctx, query: str, max_results: int, min_score: float) -> dict:
-        return self.call("search", ctx, query=query, limit=max_results, min_score=min_score).to_json()
+    def search(self, ctx, query: str, max_results: int, min_score: float, collection=None, paths=None, since=None,
+               until=None) -> dict:
+        result = self.call(
+            "search", ctx, query=query, limit=max_results, min_score=min_score,
+            collections=tuple(collection or ()), paths=tuple(paths or ()), since=since, until=until,
+        ).to_json()
+        if not result["results"]:
+            result["message"] = f"Nothing in this memory matches (no file scored {min_score:g} or more)."
+        return result
 
     def get(self, ctx, path: str, from_line: int | None, lines: int | None, max_chars: int | None = None) -> dict:
+        from ..files.citation import parse_citation
+
+        citation = parse_citation(path)
+        if citation is not None:  # a memory_search citation: its lines, unless from/lines say otherwise
+            path = citation.path
+            from_line = citation.from_line if from_line is None else from_line
+            lines = citation.lines if lines is None else lines
         from_line, lines, max_chars = get_window(self.settings, from_line, lines, max_chars)
         result = self.call("read", ctx, path=path, from_line=from_line, lines=lines, max_chars=max_chars)
         out = result.to_json()
@@ -200,13 +214,24 @@ def _tool(name: str, description: str, args_model, fn: Callable[..., dict]):
 def _arg_models():
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 
+    from ..index.results import DEFAULT_MIN_SCORE
+
     class SearchArgs(ArgModelBase):
         query: str = Field(description="What to look for (meaning and keywords: hybrid search).")
         max_results: int = Field(6, alias="maxResults", ge=1, le=100, description="Most results to return.")
-        min_score: float = Field(0.35, alias="minScore", ge=0.0, le=1.0, description="Drop results scoring below this (0-1).")
+        min_score: float = Field(
+            DEFAULT_MIN_SCORE, alias="minScore", ge=0.0, le=1.0, description="Drop results scoring below this (0-1, calibrated relevance)."
+        )
+        collection: Optional[list[str]] = Field(None, description="Only these collections (names as memory_status lists them).")
+        paths: Optional[list[str]] = Field(None, description="Only files matching one of these globs (memory/people/*.md).")
+        since: Optional[str] = Field(None, description="Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD).")
+        until: Optional[str] = Field(None, description="Only files dated or modified on or before this day (YYYY-MM-DD).")
 
     class GetArgs(ArgModelBase):
-        path: str = Field(description="Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra path.")
+        path: str = Field(
+            description="Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra path; "
+            "or a memory_search citation (memory/notes.md#L10-L24), which reads those lines."
+        )
         from_line: Optional[float] = Field(None, alias="from", description="First line to return (1-based; below 1 reads from 1).")
         lines: Optional[float] = Field(None, description="How many lines (default 120; below 1 reads 1).")
         max_chars: Optional[float] = Field(
@@ -246,9 +271,13 @@ def build_server(tools: MemoryTools):
             _tool(
                 "memory_search",
                 f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
-                "{results: [{path, startLine, endLine, score, snippet, source, citation}], mode, stale}.",
+                "{results: [{path, startLine, endLine, score, snippet, source, citation, alsoIn?}], mode, stale, "
+                "message?}: one result per file, its best passage; message says so when nothing matched. "
+                "Pass a citation to memory_get to read the passage.",
                 search_args,
-                lambda query, maxResults, minScore, ctx=None: tools.search(ctx, query, maxResults, minScore),
+                lambda query, maxResults, minScore, collection, paths, since, until, ctx=None: tools.search(
+                    ctx, query, maxResults, minScore, collection, paths, since, until
+                ),
             ),
             _tool(
                 "memory_get",

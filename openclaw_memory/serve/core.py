@@ -248,9 +248,15 @@ class ServiceCore:
     def op_info(self, settings):
         return self.info()
 
-    def op_search(self, settings, query: str, limit: int = 6, min_score: float = 0.35, mode: str = "hybrid", sync: bool = True):
+    def op_search(self, settings, query: str, limit: int = 6, min_score: float | None = None, mode: str = "hybrid", sync: bool = True,
+                  collections=(), paths=(), since: str | None = None, until: str | None = None):
+        from ..index.filters import SearchFilters
+        from ..index.results import DEFAULT_MIN_SCORE
+
+        filters = SearchFilters.from_args(collections, paths, since, until)
         with self._index(settings) as index:
-            return index.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync)
+            return index.search(query, limit=limit, min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, mode=mode,
+                                sync=sync, filters=filters)
 
     def op_index(self, settings, full: bool = False):
         def progress(_p) -> None:

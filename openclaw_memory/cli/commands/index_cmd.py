@@ -55,7 +55,9 @@ def _progress_reporter(stack):
         phase = {"embed": False}
 
         def report(p):
-            if p.chunks_total:
+            if p.phase == "model":
+                progress.update(task, total=None, description="loading model")
+            elif p.chunks_total:
                 if not phase["embed"]:
                     phase["embed"] = True
                     progress.reset(task, total=p.chunks_total, description=f"embedding ({p.files_total} files)", phase="embed")
@@ -65,14 +67,24 @@ def _progress_reporter(stack):
 
         return report
 
-    last = {"line": ""}
+    import time
+
+    last = {"line": "", "start": None, "base": 0}
 
     def plain(p):
-        if p.chunks_total:
-            line = f"embedded {p.chunks_done}/{p.chunks_total} chunks"
+        if p.phase == "model":
+            line = "loading model"
+        elif p.chunks_total:
+            if last["start"] is None:
+                last["start"], last["base"] = time.monotonic(), p.chunks_done
+            line = f"embedded {p.chunks_done}/{p.chunks_total} chunks of {p.files_total} files"
+            elapsed = time.monotonic() - last["start"]
+            if p.chunks_done > last["base"] and elapsed > 0:
+                rate = (p.chunks_done - last["base"]) / elapsed
+                line += f", {rate:.1f} chunks/s, ETA {(p.chunks_total - p.chunks_done) / rate:.0f} s"
         else:
             line = f"read {p.files_done}/{p.files_total} files"
-        if line != last["line"] and (p.chunks_total or p.files_done == p.files_total):
+        if line != last["line"] and (p.chunks_total or p.phase == "model" or p.files_done == p.files_total):
             last["line"] = line
             sys.stderr.write(line + "\n")
 
@@ -84,10 +96,25 @@ def run_index(settings, full: bool, json_out: bool) -> int:
 
     summary = try_service(settings, "index", full=full)
     if summary is IN_PROCESS:
-        with ExitStack() as stack:
-            index = stack.enter_context(_index(settings))
-            report = None if json_out else _progress_reporter(stack)
-            summary = index.sync(full=full, progress=report)
+        seen = {"done": 0, "total": 0}
+
+        def track(report):
+            def both(p):
+                if p.phase == "embed":
+                    seen["done"], seen["total"] = p.chunks_written, p.chunks_total
+                if report is not None:
+                    report(p)
+            return both
+
+        try:
+            with ExitStack() as stack:
+                index = stack.enter_context(_index(settings))
+                report = None if json_out else _progress_reporter(stack)
+                summary = index.sync(full=full, progress=track(report))
+        except KeyboardInterrupt:
+            kept = f"{seen['done']} of {seen['total']} new chunks were embedded and saved" if seen["total"] else "nothing was embedded yet"
+            warn(f"interrupted: {kept}; the next `openclaw-memory index` resumes from there without embedding them again")
+            return 130
     for note in summary.notes:
         warn(note)
     if json_out:
@@ -101,11 +128,16 @@ def run_index(settings, full: bool, json_out: bool) -> int:
     return 0
 
 
-def run_search(settings, query: str, limit: int, min_score: float, mode: str, no_sync: bool, json_out: bool) -> int:
-    result = try_service(settings, "search", query=query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync)
+def run_search(settings, query: str, limit: int, min_score: float, mode: str, no_sync: bool, json_out: bool,
+               collections: list[str], paths: list[str], since: str | None, until: str | None) -> int:
+    wanted = dict(collections=tuple(collections), paths=tuple(paths), since=since, until=until)
+    result = try_service(settings, "search", query=query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync, **wanted)
     if result is IN_PROCESS:
+        from ...index.filters import SearchFilters
+
         with _index(settings) as index:
-            result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync)
+            result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync,
+                                  filters=SearchFilters.from_args(**wanted))
     for note in result.notes:
         warn(note)
     if result.stale:
@@ -119,13 +151,35 @@ def run_search(settings, query: str, limit: int, min_score: float, mode: str, no
         print_json(result.to_json())
         return 0
     if not result.results:
-        print(f"No results above --min-score {min_score:g}.")
+        print(f"Nothing matches: no file scored {min_score:g} or more (--min-score).")
+    highlight = _highlighter(query) if sys.stdout.isatty() else None
     for hit in result.results:
-        print(f"{hit.score:.3f}  {hit.citation}  [{hit.source}]")
+        also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
+        print(f"{hit.score:.3f}  {hit.citation}  [{hit.source}]{also}")
         for line in hit.snippet.splitlines():
-            print(f"    {line}")
+            print(f"    {highlight(line) if highlight else line}")
         print()
     return 0
+
+
+def _highlighter(query: str):
+    """Bold the query's terms in a snippet line (terminal only)."""
+    from ...index.terms import query_terms, term_patterns
+
+    patterns = term_patterns(query_terms(query))
+
+    def mark(line: str) -> str:
+        lowered = line.lower()
+        spans = sorted((m.start(), m.end()) for p in patterns for m in p.finditer(lowered))
+        out, pos = [], 0
+        for start, end in spans:
+            if start < pos:
+                continue
+            out += [line[pos:start], "\x1b[1;33m", line[start:end], "\x1b[0m"]
+            pos = end
+        return "".join(out) + line[pos:]
+
+    return mark
 
 
 def run_collections(settings, json_out: bool) -> int:
@@ -168,8 +222,9 @@ def run_status(settings, json_out: bool) -> int:
         if c.settings_changed:
             line += f" (built with {c.model}: re-index to apply the new settings)"
         print(line)
-        for path in c.stale[:10]:
-            print(f"    stale: {path}")
+        if c.stale:
+            more = f" and {len(c.stale) - 5} more" if len(c.stale) > 5 else ""
+            print(f"    stale: {', '.join(c.stale[:5])}{more} (`openclaw-memory index` updates them)")
     for path in status.not_indexable:
         print(f"  not indexable with a text model: {path}")
     for name in status.orphaned:

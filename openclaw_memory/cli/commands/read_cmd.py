@@ -8,8 +8,16 @@ from ...serve.client import IN_PROCESS, try_service
 from ..output import print_json, warn
 
 
-def run_read(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool,
+def run_read(settings, path: str, from_line: Optional[int], lines: Optional[int], max_chars: Optional[int], json_out: bool,
              diff: bool = False) -> int:
+    from ...files.citation import parse_citation
+
+    citation = parse_citation(path)
+    if citation is not None:  # a search result's citation: its lines, unless --from/--lines say otherwise
+        path = citation.path
+        from_line = citation.from_line if from_line is None else from_line
+        lines = citation.lines if lines is None else lines
+    from_line = 1 if from_line is None else from_line
     if diff:
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
     result = try_service(settings, "read", path=path, from_line=from_line, lines=lines, max_chars=max_chars)

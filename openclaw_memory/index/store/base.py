@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterable, Protocol, Sequence
 
 # Payload fields of every point.
-TEXT_FIELD = "text"  # heading path + chunk text: full-text index, BM25, multilingual words
-CJK_FIELD = "cjk"  # CJK character unigrams and bigrams, space separated: BM25, sub-word matches
+TEXT_FIELD = "text"  # what was embedded (title, heading path, chunk text): full-text index, multilingual words
+TERMS_FIELD = "terms"  # keyword terms (index.terms.keyword_terms), space separated: candidates by BM25
 BODY_FIELD = "body"  # the chunk's own lines, for snippets (not indexed)
 PATH_FIELD = "path"  # keyword index
 AGENT_FIELD = "agent"  # keyword index
-TEXT_FIELDS = (TEXT_FIELD, CJK_FIELD)
+TEXT_FIELDS = (TEXT_FIELD, TERMS_FIELD)
 
 
 @dataclass(frozen=True)

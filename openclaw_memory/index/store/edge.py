@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Sequence
 
 from ...errors import MemoryToolError
 from ...fsutil.lock import FileLock
-from .base import AGENT_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData, WaitCallback
+from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData, WaitCallback
 
 DENSE = "dense"
 _BATCH = 256
@@ -172,7 +172,7 @@ class EdgeStore:
         grams = qe.TextIndexParams(tokenizer=qe.TokenizerType.Whitespace, lowercase=False, scoring=True)
         for field, schema in (
             (TEXT_FIELD, words),
-            (CJK_FIELD, grams),
+            (TERMS_FIELD, grams),
             (PATH_FIELD, qe.KeywordIndexParams()),
             (AGENT_FIELD, qe.KeywordIndexParams()),
         ):

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator, Sequence
 
 from ...errors import MemoryToolError
-from .base import AGENT_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData
+from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData
 from .server_client import Connection
 from .server_config import ServerConfig
 
@@ -65,7 +65,7 @@ def text_index_params(local: bool) -> dict:
 
     if local:
         plain = m.TextIndexParams(type=m.TextIndexType.TEXT, tokenizer=m.TokenizerType.WORD, lowercase=True, scoring=True)
-        return {TEXT_FIELD: plain, CJK_FIELD: plain}
+        return {TEXT_FIELD: plain, TERMS_FIELD: plain}
     words = m.TextIndexParams(
         type=m.TextIndexType.TEXT,
         tokenizer=m.TokenizerType.MULTILINGUAL,
@@ -74,7 +74,7 @@ def text_index_params(local: bool) -> dict:
         scoring=True,
     )
     grams = m.TextIndexParams(type=m.TextIndexType.TEXT, tokenizer=m.TokenizerType.WHITESPACE, lowercase=False, scoring=True)
-    return {TEXT_FIELD: words, CJK_FIELD: grams}
+    return {TEXT_FIELD: words, TERMS_FIELD: grams}
 
 
 class ServerStore:

@@ -1,0 +1,201 @@
+"""Search quality on the agent-memory benchmark of ../shared/eval (figures, not a test).
+
+Builds the benchmark workspace of ``../shared/eval/README.md`` under ``build/quality/`` (the
+personal workspace, with the OpenClaw docs corpus at ``memory/docs/``), indexes it with default
+settings, then runs every query with the search's own defaults (result count and ``min_score``)
+and prints, per kind: recall@5 and MRR over the first five distinct files; abstention on the
+negative queries and the number of answerable queries that returned nothing (false abstentions);
+warm latency p50/p95; and the time the full index took. The same for ``bench/queries.json``
+(documentation questions only) and for each mode (text, vector, hybrid).
+
+Usage: .venv/bin/python bench/quality.py [--reuse] [--modes hybrid,vector,text] [--raw-encode N]
+                                         [--dump FILE] [--queries FILE]
+
+``--reuse`` keeps the index of an earlier run (incremental sync: nothing to do when the code's
+chunking did not change); ``--raw-encode N`` also times the bare model on N of the indexed texts,
+to compare with the index throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import shutil
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from _common import REPO, median, pct, settings_for
+
+SHARED = Path(os.environ.get("OPENCLAW_MEMORY_SHARED", REPO.parent / "shared"))
+EVAL = SHARED / "eval"
+CORPUS = SHARED / "corpus" / "openclaw-docs"
+BUILD = Path(os.environ.get("OPENCLAW_MEMORY_QUALITY_DIR", REPO / "build" / "quality"))
+KIND_ORDER = ["personal-fact", "personal-temporal", "docs-paraphrase", "docs-identifier", "cjk", "cross-lingual", "multi-hop"]
+
+
+def build_workspace(reuse: bool) -> tuple[Path, Path]:
+    ws, state = BUILD / "ws", BUILD / "state"
+    if reuse and ws.is_dir() and state.is_dir():
+        return ws, state
+    shutil.rmtree(BUILD, ignore_errors=True)
+    (ws / "memory" / "docs").mkdir(parents=True)
+    shutil.copytree(EVAL / "workspace", ws, dirs_exist_ok=True)
+    shutil.copytree(CORPUS, ws / "memory" / "docs", dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
+    state.mkdir(parents=True)
+    return ws, state
+
+
+def load_sets(extra: list[str]) -> dict[str, list[dict]]:
+    sets = {"dev": json.loads((EVAL / "queries-dev.json").read_text(encoding="utf-8"))}
+    docs = json.loads((REPO / "bench" / "queries.json").read_text(encoding="utf-8"))["queries"]
+    sets["bench/queries.json"] = [
+        {"id": f"b-{i}", "q": d["q"], "targets": [f"memory/docs/{f}" for f in d["files"]], "kind": "docs"}
+        for i, d in enumerate(docs)
+    ]
+    for path in extra:
+        sets[Path(path).name] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return sets
+
+
+def first_files(paths: list[str], n: int = 5) -> list[str]:
+    seen: list[str] = []
+    for p in paths:
+        if p not in seen:
+            seen.append(p)
+        if len(seen) == n:
+            break
+    return seen
+
+
+def evaluate(index, queries: list[dict], mode: str) -> tuple[dict, list[dict], list[float]]:
+    """Per-kind figures, per-query rows and warm latencies (ms) for one mode, defaults only."""
+    per_kind: dict[str, list] = defaultdict(list)
+    rows, times = [], []
+    index.search(queries[0]["q"], mode=mode, sync=False)  # warm: model loaded, shards open
+    for item in queries:
+        t0 = time.perf_counter()
+        res = index.search(item["q"], mode=mode, sync=False)
+        times.append((time.perf_counter() - t0) * 1000)
+        files = first_files([r.path for r in res.results])
+        rank = next((i for i, f in enumerate(files, 1) if f in set(item["targets"])), None)
+        per_kind[item["kind"]].append((rank, len(res.results)))
+        rows.append({"id": item["id"], "kind": item["kind"], "q": item["q"], "targets": item["targets"], "rank": rank,
+                     "results": [{"path": r.path, "score": round(r.score, 4), "lines": [r.start_line, r.end_line]} for r in res.results]})
+    return per_kind, rows, times
+
+
+def summarize(per_kind: dict) -> dict:
+    out = {}
+    answerable = []
+    for kind, items in per_kind.items():
+        if kind == "negative":
+            out[kind] = {"n": len(items), "abstention": sum(1 for _r, n in items if n == 0) / len(items)}
+            continue
+        answerable += items
+        out[kind] = _figures(items)
+    if answerable:
+        out["overall"] = _figures(answerable)
+        out["overall"]["falseAbstentions"] = sum(1 for _r, n in answerable if n == 0)
+    return out
+
+
+def _figures(items) -> dict:
+    return {
+        "n": len(items),
+        "recall5": sum(1 for r, _n in items if r is not None) / len(items),
+        "mrr": sum(1 / r for r, _n in items if r is not None) / len(items),
+    }
+
+
+def print_table(title: str, by_mode: dict) -> None:
+    print(f"\n{title}")
+    modes = list(by_mode)
+    print(f"  {'kind':20s} {'n':>3s}  " + "  ".join(f"{m + ' R@5/MRR':>20s}" for m in modes))
+    kinds = [k for k in KIND_ORDER + sorted(by_mode[modes[0]]) if isinstance(by_mode[modes[0]].get(k), dict) and k not in ("overall", "negative")]
+    for kind in dict.fromkeys(kinds + ["overall"]):
+        if kind not in by_mode[modes[0]]:
+            continue
+        cells = [f"{by_mode[m][kind]['recall5']:>9.3f} / {by_mode[m][kind]['mrr']:.3f}" for m in modes]
+        print(f"  {kind:20s} {by_mode[modes[0]][kind]['n']:>3d}  " + "  ".join(f"{c:>20s}" for c in cells))
+    if "negative" in by_mode[modes[0]]:
+        cells = [f"{by_mode[m]['negative']['abstention']:>20.2f}" for m in modes]
+        print(f"  {'abstention (neg)':20s} {by_mode[modes[0]]['negative']['n']:>3d}  " + "  ".join(cells))
+    cells = [f"{by_mode[m]['overall'].get('falseAbstentions', 0):>20d}" for m in modes]
+    print(f"  {'false abstentions':20s} {'':>3s}  " + "  ".join(cells))
+    cells = [f"{by_mode[m]['p50']:>8.1f} / {by_mode[m]['p95']:.1f} ms" for m in modes]
+    print(f"  {'warm p50 / p95':20s} {'':>3s}  " + "  ".join(f"{c:>20s}" for c in cells))
+
+
+def raw_encode(index, n: int) -> float:
+    """Chunks per second of the bare model on ``n`` of the indexed texts (same batching as index)."""
+    from openclaw_memory.index.collections import resolve_collections
+    from openclaw_memory.index.store.base import TEXT_FIELD
+
+    texts: list[str] = []
+    for c in resolve_collections(index.settings):
+        if index.store.exists(c.name):
+            with index.store.open(c.name) as shard:
+                texts += [str(h.payload.get(TEXT_FIELD, "")) for h in shard.scroll([TEXT_FIELD])]
+    texts = texts[:: max(1, len(texts) // n)][:n]
+    embedder = index.models.embedder
+    t0 = time.perf_counter()
+    for start in range(0, len(texts), 32):
+        embedder.encode(texts[start : start + 32])
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reuse", action="store_true", help="keep the index of an earlier run")
+    parser.add_argument("--modes", default="hybrid,vector,text")
+    parser.add_argument("--raw-encode", type=int, default=0, metavar="N", help="also time raw encode on N indexed texts")
+    parser.add_argument("--dump", help="write per-query results (JSON) here")
+    parser.add_argument("--queries", action="append", default=[], help="another query file in the same format")
+    args = parser.parse_args()
+    if not (EVAL / "queries-dev.json").is_file() or not CORPUS.is_dir():
+        sys.exit(f"benchmark not found under {SHARED} (set OPENCLAW_MEMORY_SHARED)")
+
+    from openclaw_memory.index.api import MemoryIndex
+
+    ws, state = build_workspace(args.reuse)
+    settings = settings_for(ws, state)
+    index = MemoryIndex(settings, keep_open=True)
+    timing_file = BUILD / "index-time.json"
+    t0 = time.perf_counter()
+    summary = index.sync()
+    elapsed = time.perf_counter() - t0
+    if summary.chunks_embedded:
+        timing_file.write_text(json.dumps({"seconds": elapsed, "chunks": summary.chunks_embedded, "files": summary.files_scanned}))
+    timing = json.loads(timing_file.read_text()) if timing_file.is_file() else None
+    defaults = inspect.signature(index.search).parameters
+    print(f"workspace {ws}: {summary.files_scanned} files; defaults limit={defaults['limit'].default} "
+          f"min_score={defaults['min_score'].default}; embedding backend {index.models.embedder.backend}")
+    if timing:
+        print(f"full index: {timing['seconds']:.1f} s for {timing['chunks']} chunks ({timing['chunks'] / timing['seconds']:.1f} chunks/s)"
+              + ("" if summary.chunks_embedded else " (from the run that built it)"))
+    if args.raw_encode:
+        rate = raw_encode(index, args.raw_encode)
+        line = f"raw encode: {rate:.1f} chunks/s"
+        if timing:
+            line += f"; index throughput {timing['chunks'] / timing['seconds'] / rate:.0%} of raw"
+        print(line)
+
+    dump = {}
+    for name, queries in load_sets(args.queries).items():
+        by_mode = {}
+        for mode in args.modes.split(","):
+            per_kind, rows, times = evaluate(index, queries, mode)
+            by_mode[mode] = summarize(per_kind) | {"p50": median(times), "p95": pct(times, 95)}
+            dump[f"{name}:{mode}"] = rows
+        print_table(f"{name} ({len(queries)} queries)", by_mode)
+    index.close()
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dump, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Citations as search prints them (``memory/notes.md#L10-L24``), read back into a line window.
+
+``read`` and MCP ``memory_get`` both accept a citation where a path goes, so an agent can open
+exactly the passage a search result names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CITATION = re.compile(r"^(?P<path>.+)#L(?P<start>[1-9]\d*)(?:-L(?P<end>[1-9]\d*))?$")
+
+
+@dataclass(frozen=True)
+class Citation:
+    path: str
+    from_line: int
+    lines: int
+
+
+def parse_citation(text: str) -> Citation | None:
+    """``PATH#L10-L24`` (or ``PATH#L10``) as a path and a window; None when ``text`` is a plain path."""
+    m = _CITATION.match(text)
+    if not m:
+        return None
+    start = int(m.group("start"))
+    end = int(m.group("end") or start)
+    if end < start:
+        return None
+    return Citation(m.group("path"), start, end - start + 1)

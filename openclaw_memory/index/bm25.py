@@ -1,0 +1,115 @@
+"""BM25 with one statistic per agent: document frequencies and lengths over all its collections.
+
+The engine's own BM25 is computed inside each shard, so a term's weight depended on which
+collection held the file: ``MEMORY.md`` alone in its collection lost to the big ``memory/`` one
+(a term found only there ranked it 37th). Here the engine only finds candidates (its BM25 over
+the ``terms`` field); their scores are computed again with the agent's statistics, as if all its
+collections were one corpus.
+
+Each collection's statistics (chunks, total length, document frequency per term) are counted
+from its points after every index run that wrote to it, and kept next to its manifest
+(``manifests/<collection>.terms.json``); a search adds up those of the agent's collections.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ..fsutil.atomic import atomic_write_text
+from .manifest import manifest_dir
+from .store.base import TERMS_FIELD
+
+K1 = 1.2
+B = 0.75
+SUFFIX = ".terms.json"
+
+
+@dataclass(frozen=True)
+class TermStats:
+    chunks: int = 0
+    length: int = 0
+    df: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"chunks": self.chunks, "length": self.length, "df": self.df}
+
+
+def count_stats(terms_of_points: Iterable[str]) -> TermStats:
+    """Statistics of a collection from its points' ``terms`` fields."""
+    df: Counter = Counter()
+    chunks = length = 0
+    for text in terms_of_points:
+        terms = text.split()
+        chunks += 1
+        length += len(terms)
+        df.update(set(terms))
+    return TermStats(chunks, length, dict(df))
+
+
+def scan_stats(shard) -> TermStats:
+    return count_stats(str(h.payload.get(TERMS_FIELD, "")) for h in shard.scroll([TERMS_FIELD]))
+
+
+def stats_path(data_dir: Path, collection: str) -> Path:
+    return manifest_dir(data_dir) / f"{collection}{SUFFIX}"
+
+
+def save_stats(data_dir: Path, collection: str, stats: TermStats) -> None:
+    path = stats_path(data_dir, collection)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":")))
+
+
+def load_stats(path: Path) -> TermStats | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return TermStats(int(data["chunks"]), int(data["length"]), dict(data["df"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def delete_stats(data_dir: Path, collection: str) -> None:
+    try:
+        os.unlink(stats_path(data_dir, collection))
+    except FileNotFoundError:
+        pass
+
+
+class Bm25:
+    """Okapi BM25 (k1 1.2, b 0.75) over the sum of some collections' statistics."""
+
+    def __init__(self, parts: Iterable[TermStats]):
+        parts = list(parts)
+        self.chunks = sum(p.chunks for p in parts)
+        length = sum(p.length for p in parts)
+        self.avg = length / self.chunks if self.chunks else 1.0
+        self._parts = parts
+        self._idf: dict[str, float] = {}
+
+    def df(self, term: str) -> int:
+        return sum(p.df.get(term, 0) for p in self._parts)
+
+    def idf(self, term: str) -> float:
+        value = self._idf.get(term)
+        if value is None:
+            n = self.df(term)
+            value = self._idf[term] = math.log(1 + (self.chunks - n + 0.5) / (n + 0.5))
+        return value
+
+    def score(self, query: dict[str, float], doc_terms: list[str]) -> float:
+        """BM25 of a chunk (its terms, in order) for ``query`` (term -> weight)."""
+        if not doc_terms:
+            return 0.0
+        tf = Counter(t for t in doc_terms if t in query)
+        norm = K1 * (1 - B + B * len(doc_terms) / self.avg)
+        return sum(w * self.idf(t) * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in query.items() if tf[t])
+
+    def full_match(self, query: dict[str, float]) -> float:
+        """What a chunk of average length holding every query term once scores: the scale of "all matched"."""
+        return sum(w * self.idf(t) for t, w in query.items())

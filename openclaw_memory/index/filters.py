@@ -1,0 +1,112 @@
+"""Search filters: collections, path globs and a date range, turned into the points to search.
+
+Filters are resolved against the manifests (which know every indexed file, its chunks and its
+modification time), so the engine searches exactly the allowed points and the candidate pool is
+never spent on files that would be dropped afterwards.
+
+- ``collections``: collection names (as ``collections`` lists them);
+- ``paths``: globs matched against the path as ``files`` writes it (``*`` also crosses ``/``);
+  a glob without ``/`` also matches the file's name; a file passes when any glob matches;
+- ``since`` / ``until`` (inclusive dates): the date of a dated note (``memory/YYYY-MM-DD*.md``),
+  else the day the file was last modified (local time).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from fnmatch import fnmatchcase
+from typing import Iterable
+
+from ..errors import UsageError
+
+DATED = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
+
+
+def note_date(path: str) -> date | None:
+    """The date in a dated note's name (``memory/2026-11-03.md``, ``memory/2026-11-03-standup.md``)."""
+    m = DATED.search(path.replace("\\", "/"))
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def parse_day(value: str, flag: str) -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise UsageError(f"{flag} must be a date like 2026-11-03, not {value!r}") from None
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    collections: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    since: date | None = None
+    until: date | None = None
+
+    @classmethod
+    def from_args(cls, collections: Iterable[str] = (), paths: Iterable[str] = (), since: str | None = None,
+                  until: str | None = None) -> "SearchFilters":
+        """The filters as the CLI, MCP and the service take them: names, globs and ``YYYY-MM-DD`` strings."""
+        return cls(tuple(collections), tuple(paths), parse_day(since, "--since") if since else None,
+                   parse_day(until, "--until") if until else None)
+
+    def __post_init__(self) -> None:
+        if self.since and self.until and self.since > self.until:
+            raise UsageError(f"--since {self.since} is after --until {self.until}")
+
+    def check_collections(self, names: list[str]) -> None:
+        unknown = [c for c in self.collections if c not in names]
+        if unknown:
+            raise UsageError(f"no collection {', '.join(unknown)} for this agent; its collections: {', '.join(names)}")
+
+    def wants_collection(self, name: str) -> bool:
+        return not self.collections or name in self.collections
+
+    def wants_path(self, path: str) -> bool:
+        if not self.paths:
+            return True
+        name = path.rsplit("/", 1)[-1]
+        return any(fnmatchcase(path, g) or ("/" not in g and fnmatchcase(name, g)) for g in self.paths)
+
+    def wants_day(self, day: date) -> bool:
+        return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
+
+    def point_ids(self, manifests: dict, workspace) -> set[str] | None:
+        """The point ids of the files that pass (None: no path or date filter, every point)."""
+        if not self.paths and self.since is None and self.until is None:
+            return None
+        ids: set[str] = set()
+        for manifest in manifests.values():
+            if manifest is None:
+                continue
+            for path, entry in manifest.files.items():
+                if self.wants_path(path) and self.wants_day(file_day(path, entry.mtime_ns)):
+                    ids.update(pid for pid, _h in entry.chunks)
+        return ids
+
+    @staticmethod
+    def today() -> date:
+        return date.today()
+
+
+def file_day(path: str, mtime_ns: int) -> date:
+    return note_date(path) or datetime.fromtimestamp(mtime_ns / 1e9).date()
+
+
+def file_dates(manifests: Iterable) -> dict[str, date]:
+    """Dated notes of the indexed files, for temporal decay (undated files, MEMORY.md: none)."""
+    out: dict[str, date] = {}
+    for manifest in manifests:
+        if manifest is None:
+            continue
+        for path in manifest.files:
+            day = note_date(path)
+            if day is not None:
+                out[path] = day
+    return out
