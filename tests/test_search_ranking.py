@@ -8,6 +8,8 @@ decay, citations (read and MCP memory_get), filters, numbers and front matter.
 
 from __future__ import annotations
 
+import os
+
 import dataclasses
 import json
 from pathlib import Path
@@ -110,9 +112,10 @@ def test_a_term_only_in_memory_md_ranks_it_first_in_every_mode(built):
 
 
 def test_an_extra_path_runbook_ranks_first_for_its_own_words(built):
-    _ws, _state, extra, index = built
+    ws, _state, extra, index = built
+    shown = os.path.relpath(extra / "vpn.md", ws)  # an extra file is shown relative to the workspace, as OpenClaw does
     for mode in ("hybrid", "text"):
-        assert paths(index.search("VPN password", mode=mode))[:1] == [str(extra / "vpn.md")], mode
+        assert paths(index.search("VPN password", mode=mode))[:1] == [shown], mode
 
 
 def test_an_unrelated_question_returns_nothing_by_default(built):
@@ -178,9 +181,9 @@ def test_decay_and_mmr_are_read_from_openclaw_settings(tmp_path):
 
 
 def test_citation_round_trips_through_read(built, cli_env):
-    ws, state, extra, index = built
+    ws, _state, _extra, index = built
     hit = index.search("VPN password rotation").results[0]
-    lines = Path(hit.path).read_text(encoding="utf-8").split("\n")
+    lines = (ws / hit.path).read_text(encoding="utf-8").split("\n")  # paths are shown relative to the workspace
     assert hit.snippet == "\n".join(lines[hit.start_line - 1 : hit.end_line])
     out = cli_env("read", hit.citation, "--json")
     assert out.returncode == 0, out.stderr
@@ -206,7 +209,7 @@ def test_filters(built):
     recent = index.search("staging cluster Frankfurt", min_score=0.0, filters=SearchFilters(since=date(2026, 11, 1), until=date(2026, 11, 30)))
     assert "memory/2026-11-20.md" in paths(recent) and "memory/2026-10-01.md" not in paths(recent)
     names = index.search("VPN password", min_score=0.0, filters=SearchFilters(paths=("vpn.md",)))
-    assert paths(names) == [str(extra / "vpn.md")]
+    assert paths(names) == [os.path.relpath(extra / "vpn.md", ws)]
 
 
 @pytest.mark.parametrize(
@@ -237,7 +240,7 @@ def test_front_matter_is_searchable_but_never_a_snippet(built):
 def test_mcp_memory_get_reads_a_citation_and_search_says_nothing_matched(built):
     from test_mcp import payload, run_session
 
-    ws, state, extra, index = built
+    ws, state, _extra, index = built
     hit = index.search("VPN password rotation").results[0]
 
     async def script(session):
