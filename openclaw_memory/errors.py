@@ -55,3 +55,19 @@ class IndexMissing(MemoryToolError):
     """A search or status needs an index that has not been built yet."""
 
     exit_code = 1
+
+
+class StateDamaged(MemoryToolError):
+    """A file openclaw-memory keeps in the state dir is damaged; ``doctor --fix`` repairs it."""
+
+    exit_code = 1
+
+
+class IndexDamaged(StateDamaged):
+    """An index shard cannot be loaded or does not hold what its manifest says."""
+
+
+class DiskFull(MemoryToolError):
+    """No space left where this command had to write; it changed nothing."""
+
+    exit_code = 1

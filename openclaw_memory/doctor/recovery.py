@@ -39,8 +39,10 @@ def resume(settings: Settings, finding: Finding | None = None) -> Repair:
     data_dir = settings.data_dir
     try:
         state = read_journal(data_dir)
-    except CorruptJournal as exc:
-        return Repair(ID, "resume", "failed", f"{exc}; move it away after checking the root files by hand", (str(journal_path(data_dir)),))
+    except CorruptJournal:
+        from .repair_state import recover_without_journal
+
+        return recover_without_journal(settings)
     if state is None:
         return Repair(ID, "resume", "completed", "the interrupted repair was already finished by another run", ())
     try:

@@ -34,6 +34,7 @@ def file_history(settings, path: str) -> VersionHistory:
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
     with store.lock():
+        store.check_log(resolved.abs_path, resolved.display)  # before the sighting would set it aside
         try:
             snapshot = store.observe_file(resolved.abs_path, resolved.display)
         except NotRegularFile as exc:

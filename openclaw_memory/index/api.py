@@ -12,7 +12,7 @@ from .manifest import load_manifest, manifest_dir, stale_paths
 from .search import MODES, QueryPlan, SearchResult, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
-from .sync import Models, ProgressCallback, SyncSummary, model_cache_dir, sync_index
+from .sync import Models, ProgressCallback, SyncSummary, agent_lock, model_cache_dir, sync_index
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,12 @@ class MemoryIndex:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def sync(self, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:
-        """Index what changed (everything with ``full=True``); see ``index.sync``."""
-        return sync_index(self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models, store=self.store)
+    def sync(self, full: bool = False, progress: ProgressCallback | None = None, wait: bool = True) -> SyncSummary:
+        """Index what changed (everything with ``full=True``); see ``index.sync``. ``wait=False``:
+        LockTimeout at once when another process is indexing this agent."""
+        return sync_index(
+            self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models, store=self.store, wait=wait
+        )
 
     def search(self, query: str, limit: int = 6, min_score: float = 0.35, mode: str = "hybrid", sync: bool = True) -> SearchResult:
         """Search the agent's memory; see ``index.search`` for the score scale."""
@@ -91,13 +94,18 @@ class MemoryIndex:
         if mode != "text" and (stale or settings_changed):
             if sync:
                 try:
-                    summary = self.sync()
+                    # Never wait for a running index: the last complete index answers meanwhile.
+                    summary = self.sync(wait=False)
                     notes.extend(summary.notes)
                     stale = []
                     settings_changed = False
                     indexed = [c for c in collections if self.store.exists(c.name)]
-                except LockTimeout as exc:
-                    notes.append(f"index not refreshed: {exc.message}")
+                    manifests = {c.name: self._manifest(c.name) for c in collections}
+                except LockTimeout:
+                    holder = agent_lock(self.settings, 0).holder_pid()
+                    notes.append(
+                        f"an index run (pid {holder}) is updating the index: answering from the last complete index"
+                    )
             if settings_changed:
                 raise MemoryToolError(
                     "the index was built with other embedding settings (model, chunk size or backend); "
