@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import IndexMissing, LockTimeout, MemoryToolError, UsageError
+from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import scan_memory_files
 from .collections import assign_files, resolve_collections
 from .config import index_config
@@ -106,6 +106,8 @@ class MemoryIndex:
                     notes.append(
                         f"an index run (pid {holder}) is updating the index: answering from the last complete index"
                     )
+                except DiskFull as exc:
+                    notes.append(f"index not refreshed: {exc.message}")
             if settings_changed:
                 raise MemoryToolError(
                     "the index was built with other embedding settings (model, chunk size or backend); "

@@ -53,8 +53,10 @@ from .store.factory import open_store
 from .terms import cjk_grams
 
 _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/openclaw-memory/chunk")
-# Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index.
+# Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index;
+# pause after N (until SIGUSR1), to prove searches answer while an index runs.
 KILL_HOOK_ENV = "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS"
+PAUSE_HOOK_ENV = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS"
 
 
 @dataclass(frozen=True)
@@ -213,7 +215,7 @@ def sync_index(
     models = models or Models(config, cache_dir=model_cache_dir(settings))
     lock = agent_lock(settings, config.lock_timeout if wait else 0)
     try:
-        lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait else None)
+        lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait and wait else None)
         try:
             return _Sync(settings, config, store, models, progress).run(full)
         finally:
@@ -248,12 +250,14 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
-# Room the engine needs before it writes: its memory-mapped files grow as they are written, and
-# a write that finds the disk full there is a SIGBUS, not an error. Measured on Qdrant Edge with
-# 384-dimension vectors: ~6 KB per point across vectors, payload, text indexes and the WAL; the
-# margin covers a new shard's first pages and the engine's own flushes.
+# Room the engine needs before it writes: its files are memory-mapped, and a write that finds
+# the disk full there is a SIGBUS, not an error. Measured on Qdrant Edge (384-dimension vectors):
+# a new shard allocates ~85 MiB at once where the file system does not keep holes (tmpfs: its
+# payload-index pages are written whole), a point takes ~6 KB across vectors, payload, text
+# indexes and WAL, and a full page file grows by 32 MiB at a time.
 _BYTES_PER_POINT = 16 << 10
-_MARGIN = 32 << 20
+_NEW_SHARD = 96 << 20
+_MARGIN = 64 << 20
 
 
 class _Sync:
@@ -267,6 +271,7 @@ class _Sync:
         self.embedded = self.reused = self.deleted = 0
         self.upserts = 0
         self.kill_after = int(os.environ.get(KILL_HOOK_ENV, "0") or 0)
+        self.pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "0") or 0)
         self.rekeyed: set[str] = set()  # settings key changed, fingerprint did not: save the new key
         self.by_hash: dict[str, dict[str, list[str]]] = {}  # chunk hash -> collection -> point ids (old manifests)
         self.files_done = self.files_total = 0
@@ -509,10 +514,11 @@ class _Sync:
                 stale += len({pid for pid, _h in entry.chunks} - {pid for pid, _h in ch.points})
         return stale
 
-    def _preflight(self, points: int, copy: int = 0) -> None:
-        """Refuse (DiskFull, nothing written) when the index's disk cannot take ``points`` more."""
+    def _preflight(self, points: int, copy: int = 0, new_shard: bool = False) -> None:
+        """Refuse (DiskFull, nothing written) when the index's disk cannot take ``points`` more
+        (plus a copy of ``copy`` bytes, or a new shard)."""
         folder = self.settings.data_dir / "index"
-        needed = _MARGIN + points * _BYTES_PER_POINT + copy
+        needed = _MARGIN + points * _BYTES_PER_POINT + copy + (_NEW_SHARD if new_shard else 0)
         if self.store.backend == "edge" and _free_bytes(folder) < needed:
             raise disk_full(folder, needed)
 
@@ -571,10 +577,19 @@ class _Sync:
         self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
         shard.upsert(points)
         self.chunks_done += len(points)
+        self._upserted()
+        self._report()
+
+    def _upserted(self) -> None:
         self.upserts += 1
         if self.kill_after and self.upserts >= self.kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
-        self._report()
+        if self.pause_after and self.upserts == self.pause_after:
+            resumed: list[bool] = []
+            signal.signal(signal.SIGUSR1, lambda *_: resumed.append(True))
+            os.write(2, f"test-hook: index paused (pid {os.getpid()})\n".encode())
+            while not resumed:
+                time.sleep(0.05)
 
     def _write_live(self, w: _Work, changes: list[_Changed]) -> None:
         """A change of at most one batch: embed first, then one short locked write to the live shard
@@ -585,7 +600,7 @@ class _Sync:
             needed = {h: payload[TEXT_FIELD] for _pid, h, payload in piece}
             prepared.append((piece, self._vectors(w, needed, [pid for pid, _h, _p in piece]), self._fresh_hashes))
         dim = self._dim([v for _p, vectors, _f in prepared for v in vectors.values()])
-        self._preflight(sum(len(p) for p in pieces))
+        self._preflight(sum(len(p) for p in pieces), new_shard=not self.store.exists(w.collection.name))
         mark_dirty(self.settings.data_dir, w.collection.name)
         w.started = True
         with self.store.open(w.collection.name, dim=dim) as shard:
@@ -596,9 +611,7 @@ class _Sync:
                 self.embedded += sum(1 for _pid, h, _p in piece if h in fresh)
                 self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
                 self.chunks_done += len(piece)
-                self.upserts += 1
-                if self.kill_after and self.upserts >= self.kill_after:
-                    os.kill(os.getpid(), signal.SIGKILL)
+                self._upserted()
             shard.optimize()
         self._report()
 
@@ -608,12 +621,12 @@ class _Sync:
         name = w.collection.name
         live = self.store.exists(name)
         if not live:
-            self._preflight(self.config.embed_batch)
+            self._preflight(self.config.embed_batch, new_shard=True)
             mark_dirty(self.settings.data_dir, name)
             w.started = True
             return name
         copy = 0 if w.fresh else self.store.disk_usage(name)
-        self._preflight(self.config.embed_batch, copy)
+        self._preflight(self.config.embed_batch, copy, new_shard=w.fresh)
         staged = self.store.stage(name, self.models.embedder.dim, copy=not w.fresh)
         if w.removed and not w.fresh:
             with self.store.open(staged) as shard:

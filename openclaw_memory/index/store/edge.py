@@ -15,12 +15,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from ...errors import IndexDamaged, MemoryToolError
+from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
 from .base import AGENT_FIELD, CJK_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData, WaitCallback
 
 DENSE = "dense"
 _BATCH = 256
+# Opening a shard maps its files and allocates their pages (~32 MiB of vectors at once); where
+# the disk has no room for that the engine dies of SIGBUS, so a shard is not opened without it.
+LOAD_ROOM = 64 << 20
 PROBE_TIMEOUT_S = 300.0
 
 # Run in a child process: a damaged shard can make the engine abort (SIGABRT) instead of
@@ -148,6 +151,8 @@ class EdgeStore:
             )
         except subprocess.TimeoutExpired:
             return f"the engine did not load it within {PROBE_TIMEOUT_S:g} s", 0
+        if proc.returncode == -signal.SIGBUS:
+            _ensure_room(path)  # a full disk, not a damaged shard
         if proc.returncode < 0:
             try:
                 signame = signal.Signals(-proc.returncode).name
@@ -369,6 +374,7 @@ class EdgeStore:
         import qdrant_edge as qe
 
         path = self.shard_path(name)
+        _ensure_room(self.root)
         try:
             if self.exists(name):
                 reason = self.damage(name)
@@ -419,6 +425,19 @@ class EdgeStore:
         engine.close()
         os.rename(tmp, final)
         return qe.EdgeShard.load(str(final))
+
+
+def _ensure_room(folder: Path) -> None:
+    path = os.fspath(folder)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    st = os.statvfs(path)
+    free = st.f_bavail * st.f_frsize
+    if free < LOAD_ROOM:
+        raise DiskFull(
+            f"the disk holding the index ({folder}) is full ({free / (1 << 20):.1f} MiB free): the engine needs about "
+            f"{LOAD_ROOM >> 20} MiB to open the index; nothing was changed; free some space and try again"
+        )
 
 
 def damaged_message(name: str, path, reason: str) -> str:
