@@ -66,6 +66,7 @@ class VersionLog:
 
     def __init__(self, folder: str):
         self.folder = folder
+        self.durable = True  # see ObjectStore.durable
 
     def log_path(self, abs_path: str) -> str:
         key = xxhash.xxh3_128_hexdigest(abs_path.encode("utf-8", "surrogateescape"))
@@ -78,13 +79,13 @@ class VersionLog:
         file has no history (``doctor --fix`` sets such a log aside).
         """
         log = self.log_path(abs_path)
-        reason = self.damage(log)
-        if reason is not None:
+        try:
+            return self._entries(log, abs_path)
+        except _Damaged as exc:
             raise StateDamaged(
-                f"the history log of {abs_path} ({log}) is damaged ({reason}); "
+                f"the history log of {abs_path} ({log}) is damaged ({exc}); "
                 "`openclaw-memory doctor --fix` sets it aside and starts a new log"
-            )
-        return self._entries(log, abs_path)
+            ) from None
 
     def latest(self, abs_path: str) -> Entry | None:
         """The newest entry; a damaged log is set aside first (kept under ``damaged/``), so a
@@ -99,7 +100,15 @@ class VersionLog:
         kept = entries[len(dropped):]
         payload = {"absPath": abs_path, "path": display, "entries": [e._asdict() for e in kept]}
         os.makedirs(self.folder, exist_ok=True)
-        atomic_write_bytes(self.log_path(abs_path), json.dumps(payload, ensure_ascii=False).encode("utf-8"), 0o644)
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        if self.durable:
+            atomic_write_bytes(self.log_path(abs_path), data, 0o644)
+        else:
+            path = self.log_path(abs_path)
+            tmp = f"{path}.{os.getpid()}.{os.urandom(3).hex()}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
         return dropped
 
     def all_versions(self) -> set[str]:
@@ -148,10 +157,11 @@ class VersionLog:
 
     def _tolerant_entries(self, abs_path: str) -> list[Entry]:
         log = self.log_path(abs_path)
-        if self.damage(log) is not None:
+        try:
+            return self._entries(log, abs_path)
+        except _Damaged:
             self.set_aside(log)
             return []
-        return self._entries(log, abs_path)
 
     def _entries(self, log: str, abs_path: str) -> list[Entry]:
         data = self._load(log)

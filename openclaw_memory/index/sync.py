@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections import OrderedDict
 import signal
 import time
 import uuid
@@ -258,6 +259,7 @@ def _mib(n: int) -> str:
 _BYTES_PER_POINT = 16 << 10
 _NEW_SHARD = 96 << 20
 _MARGIN = 64 << 20
+_RECENT = 4096  # vectors kept for reuse within a run (~6 MB)
 
 
 class _Sync:
@@ -276,6 +278,9 @@ class _Sync:
         self.by_hash: dict[str, dict[str, list[str]]] = {}  # chunk hash -> collection -> point ids (old manifests)
         self.files_done = self.files_total = 0
         self.chunks_done = self.chunks_seen = 0
+        # Vectors embedded by this run, the most recent first out last: the same text in many
+        # files is embedded once, and memory stays bounded however large the corpus.
+        self.recent: OrderedDict[str, object] = OrderedDict()
 
     def run(self, full: bool) -> SyncSummary:
         started = time.monotonic()
@@ -527,6 +532,10 @@ class _Sync:
         point of the agent holds that text already (any path, any collection, a killed run's
         points included), else embedded."""
         vectors: dict = {}
+        for h in needed:
+            if h in self.recent:
+                self.recent.move_to_end(h)
+                vectors[h] = self.recent[h]
         if not w.fresh:
             candidates: dict[str, set[str]] = {}
             for h in needed:
@@ -544,6 +553,9 @@ class _Sync:
         if missing:
             for h, vec in zip(missing, self.models.embedder.encode([needed[h] for h in missing])):
                 vectors[h] = vec
+                self.recent[h] = vec
+            while len(self.recent) > _RECENT:
+                self.recent.popitem(last=False)
         self._fresh_hashes = set(missing)
         return vectors
 
