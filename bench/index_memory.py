@@ -7,9 +7,9 @@ texts (feasible on 2 cores) while every note is still read, chunked and written 
 points: what made memory grow with the corpus. With ``--baseline PATH`` (a checkout of an
 earlier version, e.g. /work/main) the same runs are made with that code first.
 
-Target: the larger corpus peaks within 10% of the smaller one (a bounded pipeline).
+Target: the larger corpus's peak heap within 10% of the smaller one's (a bounded pipeline).
 
-Usage: .venv/bin/python bench/index_memory.py [--notes 1000] [--baseline /work/main]
+Usage: .venv/bin/python bench/index_memory.py [--notes 400] [--baseline /work/main]
 """
 
 from __future__ import annotations
@@ -24,19 +24,34 @@ import time
 
 from _common import REPO, ROOT
 
+# VmHWM counts the engine's memory-mapped index files too (page cache the kernel can drop, and
+# proportional to the index on disk); the heap is the anonymous memory, sampled every 20 ms.
 RUNNER = r"""
-import sys
+import sys, threading, time
+peak_anon = [0]
+def anon():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("RssAnon:"))
+def sample():
+    while True:
+        peak_anon[0] = max(peak_anon[0], anon())
+        time.sleep(0.02)
+threading.Thread(target=sample, daemon=True).start()
 from openclaw_memory.cli.main import main
 rc = main(["index", "--json"])
+peak_anon[0] = max(peak_anon[0], anon())
 with open("/proc/self/status") as fh:
     peak = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))
-sys.stderr.write(f"peak-rss-kib {peak}\n")
+sys.stderr.write(f"peak-rss-kib {peak} {peak_anon[0]}\n")
 sys.exit(rc)
 """
 
+# Six sections of about 250 word pieces each: one chunk apiece.
 NOTE = "".join(
-    f"## Part {i}\n\nThe team agreed that release {i} ships after the review of the storage layer, "
-    "the migration notes and the on-call handover; everything else waits for the next cycle.\n\n"
+    f"## Part {i}\n\n"
+    + f"The team agreed that release {i} ships after the review of the storage layer, the migration notes "
+    "and the on-call handover; everything else waits for the next cycle. " * 9
+    + "\n\n"
     for i in range(6)
 )
 
@@ -49,7 +64,7 @@ def corpus(folder, notes: int) -> None:
     (folder / "MEMORY.md").write_text("# Memory\n\n- prefers short answers\n", encoding="utf-8")
 
 
-def index_once(code: str, ws, state) -> tuple[int, float, str]:
+def index_once(code: str, ws, state) -> tuple[tuple[int, int], float, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
     env.update(PYTHONPATH=code, OPENCLAW_WORKSPACE=str(ws), OPENCLAW_STATE_DIR=str(state))
     t0 = time.perf_counter()
@@ -57,13 +72,14 @@ def index_once(code: str, ws, state) -> tuple[int, float, str]:
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         sys.exit(f"index failed ({code}): {done.stderr[-2000:]}")
-    peak = next(int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("peak-rss-kib"))
-    return peak, seconds, done.stdout
+    line = next(line for line in done.stderr.splitlines() if line.startswith("peak-rss-kib"))
+    _, rss, heap = line.split()
+    return (int(rss), int(heap)), seconds, done.stdout
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--notes", type=int, default=1000, help="notes in the smaller corpus (the larger has 4x)")
+    parser.add_argument("--notes", type=int, default=400, help="notes in the smaller corpus (the larger has 4x)")
     parser.add_argument("--baseline", help="another checkout to measure the same way, first")
     args = parser.parse_args()
     sizes = (args.notes, args.notes * 4)
@@ -84,12 +100,12 @@ def main() -> None:
             summary = json.loads(out)
             rows.append((label, n, summary["chunksEmbedded"] + summary["chunksReused"], peak, seconds))
             shutil.rmtree(ws)
-    print(f"{'code':9s} {'notes':>6s} {'points':>7s} {'peak RSS':>10s} {'time':>8s}")
-    for label, n, points, peak, seconds in rows:
-        print(f"{label:9s} {n:6d} {points:7d} {peak / 1024:8.1f} MB {seconds:7.1f} s")
+    print(f"{'code':9s} {'notes':>6s} {'points':>7s} {'peak RSS':>10s} {'peak heap':>10s} {'time':>8s}")
+    for label, n, points, (rss, heap), seconds in rows:
+        print(f"{label:9s} {n:6d} {points:7d} {rss / 1024:7.1f} MB {heap / 1024:7.1f} MB {seconds:7.1f} s")
     for label, _code in codes:
-        small, large = [r[3] for r in rows if r[0] == label]
-        print(f"{label}: {sizes[1]} notes peak / {sizes[0]} notes peak = {large / small:.2f}  (target <= 1.10)")
+        small, large = [r[3][1] for r in rows if r[0] == label]
+        print(f"{label}: peak heap with {sizes[1]} notes / with {sizes[0]} notes = {large / small:.2f}  (target <= 1.10)")
 
 
 if __name__ == "__main__":

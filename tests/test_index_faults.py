@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -178,4 +177,3 @@ def test_first_index_on_a_full_state_dir(workspace, small_tmpfs):
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "full" in result.stderr and "nothing was changed" in result.stderr
     assert _leftovers(sd) == []
-    shutil.rmtree(sd)

@@ -15,7 +15,7 @@ from ..fsutil.atomic import fsync_dir
 from ..fsutil.move import safe_move
 from ..settings import Settings
 from .aftercare import finalize
-from .journal import CorruptJournal, clear_journal, journal_path, read_journal
+from .journal import CorruptJournal, clear_journal, read_journal
 from .merge import has_merge_marker
 from .model import Finding, Repair, RepairSpec
 from .place import hash_or_none, place_no_replace, read_regular, same_file

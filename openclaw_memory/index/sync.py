@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import errno
 import os
-from collections import OrderedDict
 import signal
 import time
 import uuid
+from collections import OrderedDict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -415,28 +416,36 @@ class _Sync:
         pending: list[_Changed] = []
         count = 0
         batch = self.config.embed_batch
-        for f, force in todo:
-            change = self._read(w, f, force)
-            self.files_done += 1
-            if change is not None:
-                pending.append(change)
-                count += len(change.points)
-                self.chunks_seen += len(change.points)
-            if self.files_done % 16 == 0 or self.files_done == self.files_total:
-                self._report()
-            if count >= batch:
-                staged = staged or self._stage(w)
-                self._flush(w, staged, pending)
-                pending, count = [], 0
-        if staged is None and w.fresh:
-            staged = self._stage(w)
-        if staged is None:
-            if not (pending or w.removed or w.dirty or w.old is None):
-                return bool(w.changed)
-            self._write_live(w, pending)
-        else:
-            self._flush(w, staged, pending)
-            w.staged = staged
+        # The shard being built is opened once for the whole collection: no search uses it (a copy
+        # beside the live one, or a first build that has no manifest yet).
+        with ExitStack() as building:
+            shard = None
+            for f, force in todo:
+                change = self._read(w, f, force)
+                self.files_done += 1
+                if change is not None:
+                    pending.append(change)
+                    count += len(change.points)
+                    self.chunks_seen += len(change.points)
+                if self.files_done % 16 == 0 or self.files_done == self.files_total:
+                    self._report()
+                if count >= batch:
+                    if staged is None:
+                        staged = self._stage(w)
+                        shard = building.enter_context(self.store.open(staged, dim=self.models.embedder.dim))
+                    self._flush(w, staged, shard, pending)
+                    pending, count = [], 0
+            if staged is None and w.fresh:
+                staged = self._stage(w)
+                shard = building.enter_context(self.store.open(staged, dim=self.models.embedder.dim))
+            if staged is None:
+                if not (pending or w.removed or w.dirty or w.old is None):
+                    return bool(w.changed)
+                self._write_live(w, pending)
+            else:
+                self._flush(w, staged, shard, pending)
+                shard.optimize()
+                w.staged = staged
         self.deleted += self._stale_count(w)
         return True
 
@@ -645,21 +654,18 @@ class _Sync:
                 shard.delete_paths(w.removed)
         return staged
 
-    def _flush(self, w: _Work, target: str, changes: list[_Changed]) -> None:
+    def _flush(self, w: _Work, target: str, shard, changes: list[_Changed]) -> None:
         if not changes:
             return
         self._preflight(sum(len(ch.points) for ch in changes))
-        with self.store.open(target, dim=self.models.embedder.dim) as shard:
-            if not w.fresh:
-                for ch in changes:
-                    shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
-            for piece in self._points(w, changes):
-                self._upsert(shard, target, w, piece)
+        if not w.fresh:
+            for ch in changes:
+                shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
+        for piece in self._points(w, changes):
+            self._upsert(shard, target, w, piece)
 
     def _publish(self, w: _Work, staged: str) -> None:
         name = w.collection.name
-        with self.store.open(staged) as shard:
-            shard.optimize()
         if staged == name:
             return
         mark_dirty(self.settings.data_dir, name)  # until the manifest of the new shard is saved
