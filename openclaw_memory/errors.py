@@ -61,6 +61,8 @@ class MissingExtra(MemoryToolError):
     """A command needs an optional part of the package that is not installed."""
 
     exit_code = 1
+
+
 class PathChanged(PathRefused):
     """A folder on a memory path was swapped (for a symlink, say) while the command used it."""
 
@@ -98,3 +100,13 @@ def describe_os_error(exc: OSError) -> str:
     if is_no_space(exc):
         return f"the disk is full{where}: free some space and run the command again"
     return f"{exc.strerror or exc}{where}"
+
+
+class StateDamaged(MemoryToolError):
+    """A file openclaw-memory keeps in the state dir is damaged; ``doctor --fix`` repairs it."""
+
+    exit_code = 1
+
+
+class IndexDamaged(StateDamaged):
+    """An index shard cannot be loaded or does not hold what its manifest says."""

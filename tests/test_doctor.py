@@ -611,15 +611,20 @@ def test_plain_doctor_reports_an_interrupted_repair_without_touching_it(workspac
     assert tree(workspace) == before_ws and tree(state_dir) == before_state
 
 
-def test_damaged_journal_is_reported_not_fixed(workspace, state_dir, cli):
+def test_damaged_journal_is_set_aside_and_nothing_else_changes(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", CANON)
     journal = data_dir(workspace, state_dir) / "doctor-journal.json"
     write(journal, "{not json")
+    before = tree(workspace)
+    plain = cli("doctor", "--json")
+    (finding,) = plain.json()["findings"]
+    assert (finding["id"], finding["severity"], finding["fixable"]) == ("interrupted-repair", "error", True)
     result = cli("doctor", "--fix", "--json")
-    assert result.returncode == 1
-    (finding,) = result.json()["findings"]
-    assert (finding["id"], finding["severity"], finding["fixable"]) == ("interrupted-repair", "error", False)
-    assert journal.read_text() == "{not json"
+    assert result.returncode == 0, result.stdout
+    assert result.json()["repairs"][0]["status"] == "completed"
+    assert not journal.exists() and tree(workspace) == before
+    (kept,) = (data_dir(workspace, state_dir) / "damaged").rglob("doctor-journal.json")
+    assert kept.read_text() == "{not json"
 
 
 # ---------------------------------------------------------------- moves across file systems
@@ -787,7 +792,11 @@ def test_damaged_watchdog_baseline_is_a_finding_not_a_crash(workspace, state_dir
     Path(info.path).write_bytes(b"garbage")
     result = cli("doctor", "--json")
     assert result.returncode == 1
-    assert ids(result) == ["watchdog-unavailable"]
+    assert ids(result) == ["watchdog-damaged"]
+    fixed = cli("doctor", "--fix", "--json")
+    assert fixed.returncode == 0 and fixed.json()["repairs"][0]["action"] == "set aside"
+    assert not Path(info.path).exists()
+    assert list((data_dir(workspace, state_dir) / "damaged").rglob("base.snap"))
 
 
 # ---------------------------------------------------------------- index checks

@@ -4,7 +4,7 @@ and (with a Qdrant server) the server itself. Only reads: no model is loaded, no
 
 from __future__ import annotations
 
-from ..errors import MemoryToolError
+from ..errors import IndexDamaged, MemoryToolError
 from ..extras import missing_extra
 from .model import CheckContext, Finding
 
@@ -14,6 +14,8 @@ def check_index(ctx: CheckContext) -> list[Finding]:
 
     try:
         return index_findings(ctx.settings)
+    except IndexDamaged:
+        return []  # reported, with its repair, as index-damaged (check_state)
     except MemoryToolError as exc:  # a busy or unreachable index must not hide the other checks
         return [Finding("index-unavailable", "warning", f"The search index cannot be checked: {exc.message}")]
     except ModuleNotFoundError as exc:  # a core install checks the files; the index needs the search extra

@@ -13,7 +13,13 @@ def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
     try:
         state = read_journal(data_dir)
     except CorruptJournal as exc:
-        return [Finding(ID, "error", f"The doctor journal is damaged: {exc}. Check MEMORY.md and memory.md by hand, then move the journal away.", False, (str(journal_path(data_dir)),))]
+        return [Finding(
+            ID, "error",
+            f"The doctor journal is damaged: {exc}. `openclaw-memory doctor --fix` sets it aside and recovers from "
+            "what the files show (an interrupted rename's temporary file gets its name back; a merge already done "
+            "is recognised by its marker and never repeated).",
+            True, (str(journal_path(data_dir)),),
+        )]
     if state is None:
         return []
     paths = tuple(p for p in (state.archive, state.temp) if p)

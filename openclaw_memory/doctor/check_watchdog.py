@@ -10,13 +10,16 @@ SHOWN = 20  # paths listed in the message; the finding's ``paths`` has them all
 
 def check_watchdog(ctx: CheckContext) -> list[Finding]:
     from ..watchdog.snapshot import has_baseline
+    from ..watchdog.store import SnapshotDamaged
     from ..watchdog.verify import display, verify_workspace
 
     try:
         if not has_baseline(ctx.settings):
             return []
         result = verify_workspace(ctx.settings)
-    except (MemoryToolError, OSError) as exc:  # a damaged or unreadable snapshot must not hide the other checks
+    except SnapshotDamaged:
+        return []  # reported, with its repair, as watchdog-damaged (check_state)
+    except (MemoryToolError, OSError) as exc:  # an unreadable snapshot must not hide the other checks
         reason = exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename})"
         return [Finding("watchdog-unavailable", "warning", f"The watchdog baseline cannot be used: {reason}", False, ())]
     changed = [display(c.path) for c in result.changed]

@@ -15,6 +15,7 @@ from .model import Check, CheckContext, Finding
 
 CHECK_MODULES: tuple[str, ...] = (
     "openclaw_memory.doctor.check_journal",
+    "openclaw_memory.doctor.check_state",
     "openclaw_memory.doctor.check_root",
     "openclaw_memory.doctor.check_files",
     "openclaw_memory.doctor.check_openclaw",

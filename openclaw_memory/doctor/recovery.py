@@ -16,7 +16,7 @@ from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from .aftercare import finalize
 from .archive import ARCHIVE_PARTS, ArchiveRefused
-from .journal import CorruptJournal, JournalRecord, clear_journal, journal_path, read_journal
+from .journal import CorruptJournal, JournalRecord, clear_journal, read_journal
 from .merge import archive_shown, has_merge_marker
 from .model import Finding, Repair, RepairSpec
 from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
@@ -40,8 +40,10 @@ def resume(settings: Settings, finding: Finding | None = None) -> Repair:
     data_dir = settings.data_dir
     try:
         state = read_journal(data_dir)
-    except CorruptJournal as exc:
-        return Repair(ID, "resume", "failed", f"{exc}; move it away after checking the root files by hand", (str(journal_path(data_dir)),))
+    except CorruptJournal:
+        from .repair_state import recover_without_journal
+
+        return recover_without_journal(settings)
     if state is None:
         return Repair(ID, "resume", "completed", "the interrupted repair was already finished by another run", ())
     try:

@@ -12,6 +12,7 @@ from .model import RepairSpec
 
 REPAIR_MODULES: tuple[str, ...] = (
     "openclaw_memory.doctor.recovery",
+    "openclaw_memory.doctor.repair_state",
     "openclaw_memory.doctor.repair_root",
     "openclaw_memory.doctor.repair_index",
 )

@@ -19,6 +19,23 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def sync_filesystem(path: str | os.PathLike[str]) -> None:
+    """Flush everything written to the file system holding ``path`` (one ``syncfs`` where Linux
+    has it): one barrier for many files instead of an fsync each."""
+    import ctypes
+
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            if ctypes.CDLL(None, use_errno=True).syncfs(fd) == 0:
+                return
+        except (OSError, AttributeError):
+            pass
+        os.sync()
+    finally:
+        os.close(fd)
+
+
 def temp_name_beside(path: str) -> str:
     folder, name = os.path.split(path)
     return os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")

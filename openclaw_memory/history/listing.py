@@ -36,6 +36,7 @@ def file_history(settings, path: str) -> VersionHistory:
     store = HistoryStore.for_settings(settings)
     warnings: tuple[str, ...] = ()
     with store.lock():
+        store.check_log(resolved.abs_path, resolved.display)  # before the sighting would set it aside
         opened = open_resolved(resolved)
         snapshot = None
         if opened is not None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from dataclasses import dataclass
 
 from ..files.paths import display_path
 from ..errors import os_error
 from ..files.scan import scan_workspace
+from ..fsutil.atomic import sync_filesystem
 from ..fsutil.safeopen import FolderSwapped
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import HistoryStore, FileVersion, snapshot_fd
@@ -89,45 +92,95 @@ def file_states(settings) -> StateReport:
     store = HistoryStore.for_settings(settings)
     workspace = str(settings.workspace)
     out: list[FileState] = []
+    settled = time.time_ns() - _RACY_NS
     unreadable: list[Unreadable] = []
     unrecorded: list[str] = []
     with store.lock():
         records = ReadRecords.for_settings(store, settings).load()
+        known = _load_sightings(store)
+        seen: dict[str, list] = {}
         listed = set()
-        for f in scan.files:
-            if f.kind != "markdown":
-                continue
-            listed.add(f.abs_path)
+        # Sightings are flushed to disk once, at the end, not file by file (see sync_filesystem).
+        store.objects.durable = store.log.durable = False
+        try:
+            for f in scan.files:
+                if f.kind != "markdown":
+                    continue
+                listed.add(f.abs_path)
+                key = _stat_key(f.abs_path)
+                cached = known.get(f.abs_path)
+                if key is not None and cached is not None and cached[:4] == key:
+                    snap = FileVersion(cached[4], key[0])  # hashed and logged already, unchanged since
+                else:
+                    snap = _observe(store, f, unreadable, unrecorded)
+                    if snap is None:
+                        continue
+                    # Remembered only once it can no longer change within the stat's resolution.
+                    if key is not None and key[1] < settled and _stat_key(f.abs_path) == key and not unrecorded:
+                        key = [*key, snap.version]
+                    else:
+                        key = None
+                if key is not None:
+                    seen[f.abs_path] = key if len(key) == 5 else [*key, snap.version]
+                out.append(_file_state(f.path, f.abs_path, records.get(f.abs_path), snap))
+        finally:
+            store.objects.durable = store.log.durable = True
             try:
-                fd, _ = store.open_file(f.abs_path)
-            except FileNotFoundError:
-                continue  # gone since the scan
-            except FolderSwapped:
-                unreadable.append(Unreadable(f.path, "a folder on its path changed while in use (now a symlink or not a folder)"))
-                continue
+                store.objects.flush()
+                if os.path.isdir(store.root):
+                    sync_filesystem(store.root)
             except OSError as exc:
-                unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
-                continue
-            try:
-                snap = snapshot_fd(fd)
-                if not unrecorded:
-                    try:
-                        store.observe(f.abs_path, f.path, snap, fd=fd)
-                    except OSError as exc:
-                        # The states are still true; only new versions miss the history this time.
-                        unrecorded.append(os_error(exc, f"the state dir ({store.root})", "the states below are still correct").message)
-            except OSError as exc:
-                unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
-                continue
-            finally:
-                os.close(fd)
-            out.append(_file_state(f.path, f.abs_path, records.get(f.abs_path), snap))
+                unrecorded.append(os_error(exc, f"the state dir ({store.root})", "the states below are still correct").message)
+        if seen != known and not unrecorded:
+            _save_sightings(store, seen)
         for abs_path, seen in records.items():
             if abs_path in listed or os.path.lexists(abs_path):
                 continue
             out.append(_file_state(display_path(abs_path, workspace), abs_path, seen, None))
     return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None), tuple(unreadable),
                        tuple(f"new versions not recorded in the history: {m}" for m in unrecorded))
+
+
+# ``state`` reads a file again only when its stat moved since it was last hashed: the cost of a
+# run follows what changed. A file modified within this many ns of the scan is hashed every
+# time (an edit in the same clock tick would keep the stat).
+_RACY_NS = 2_000_000_000
+SIGHTINGS = "sightings.json"
+
+
+def _stat_key(abs_path: str) -> list | None:
+    try:
+        st = os.lstat(abs_path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _load_sightings(store: HistoryStore) -> dict[str, list]:
+    """{path: [size, mtime_ns, ctime_ns, inode, version]}; a damaged cache is simply rebuilt."""
+    try:
+        with open(os.path.join(store.root, SIGHTINGS), "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        p: v for p, v in data.items()
+        if isinstance(v, list) and len(v) == 5 and all(isinstance(x, int) for x in v[:4]) and isinstance(v[4], str)
+    }
+
+
+def _save_sightings(store: HistoryStore, data: dict[str, list]) -> None:
+    path = os.path.join(store.root, SIGHTINGS)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(store.root, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # only a cache: the next run hashes again
 
 
 def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState:
@@ -142,3 +195,32 @@ def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion |
         seen.time if seen else None,
         snap.size if snap else None,
     )
+
+
+def _observe(store: HistoryStore, f, unreadable: list, unrecorded: list) -> FileVersion | None:
+    """Hash ``f`` through its folder's descriptor and record the sighting; None when it is gone or
+    unreadable (then listed in ``unreadable``). A full state dir only stops the recording."""
+    try:
+        fd, _ = store.open_file(f.abs_path)
+    except FileNotFoundError:
+        return None  # gone since the scan
+    except FolderSwapped:
+        unreadable.append(Unreadable(f.path, "a folder on its path changed while in use (now a symlink or not a folder)"))
+        return None
+    except OSError as exc:
+        unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
+        return None
+    try:
+        snap = snapshot_fd(fd)
+        if not unrecorded:
+            try:
+                store.observe(f.abs_path, f.path, snap, fd=fd)
+            except OSError as exc:
+                # The states are still true; only new versions miss the history this time.
+                unrecorded.append(os_error(exc, f"the state dir ({store.root})", "the states below are still correct").message)
+        return snap
+    except OSError as exc:
+        unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
+        return None
+    finally:
+        os.close(fd)

@@ -58,22 +58,57 @@ class ReadRecords:
         if session is not None:
             name += f".session-{_slug(session)}"
         self.path = os.path.join(store.root, "reads", f"{name}.json")
+        self.store_root = store.root
 
     @classmethod
     def for_settings(cls, store: HistoryStore, settings) -> "ReadRecords":
         return cls(store, settings.agent, getattr(settings, "session", None))
 
     def load(self) -> dict[str, Seen]:
+        """The records; a damaged file is set aside (kept under ``damaged/``) and counts as no record,
+        so the guard asks the agent to read again rather than trust it. Call under the history lock."""
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (FileNotFoundError, ValueError):
+            return self._parse()
+        except _Damaged:
+            from ..fsutil.setaside import set_aside
+
+            set_aside(os.path.dirname(self.store_root), self.path)
             return {}
+
+    def damage(self) -> str | None:
+        """Why the records file cannot be used, or None. Only reads."""
+        try:
+            self._parse()
+        except _Damaged as exc:
+            return str(exc)
+        return None
+
+    def _parse(self) -> dict[str, Seen]:
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise _Damaged(exc.strerror or str(exc)) from None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except ValueError as exc:  # UnicodeDecodeError included
+            raise _Damaged(f"not JSON: {exc}") from None
         files = data.get("files") if isinstance(data, dict) else None
+        if not isinstance(files, dict):
+            raise _Damaged("not a read-records file")
         out = {}
-        for abs_path, item in (files or {}).items():
-            if isinstance(item, dict) and isinstance(item.get("version"), str) and item.get("how") in (READ, WRITE):
-                out[abs_path] = Seen(item["version"], int(item.get("size", 0)), float(item.get("time", 0)), item["how"])
+        for abs_path, item in files.items():
+            if not (
+                isinstance(item, dict)
+                and isinstance(item.get("version"), str)
+                and item.get("how") in (READ, WRITE)
+                and isinstance(item.get("size", 0), int)
+                and isinstance(item.get("time", 0), (int, float))
+            ):
+                raise _Damaged(f"the record of {abs_path} is malformed")
+            out[abs_path] = Seen(item["version"], int(item.get("size", 0)), float(item.get("time", 0)), item["how"])
         return out
 
     def get(self, abs_path: str) -> Seen | None:
@@ -121,6 +156,10 @@ def forget_session(store: HistoryStore, agent: str, session: str) -> None:
         os.unlink(ReadRecords(store, agent, session).path)
     except FileNotFoundError:
         pass
+
+
+class _Damaged(Exception):
+    pass
 
 
 def state_of(seen: Seen | None, current: str | None) -> str | None:

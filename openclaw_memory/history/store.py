@@ -14,7 +14,7 @@ import re
 import time
 from typing import NamedTuple
 
-from ..errors import UsageError
+from ..errors import StateDamaged, UsageError
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
 from ..fsutil.safeopen import open_regular_in_roots
@@ -104,10 +104,26 @@ class HistoryStore:
     def entries(self, abs_path: str) -> list[Entry]:
         return self.log.entries(abs_path)
 
+    def check_log(self, abs_path: str, display: str) -> None:
+        """Raise StateDamaged, naming ``display``, when the path's history log cannot be read."""
+        log = self.log.log_path(abs_path)
+        reason = self.log.damage(log)
+        if reason is not None:
+            raise StateDamaged(
+                f"the history of {display} ({log}) is damaged ({reason}); "
+                "`openclaw-memory doctor --fix` sets it aside and starts a new log"
+            )
+
     def resolve_prefix(self, abs_path: str, display: str, prefix: str, also: tuple[str, ...] = ()) -> str:
         """The one version of ``abs_path`` (its history, plus ``also``) that starts with ``prefix``."""
         wanted = check_prefix(prefix)
-        known = {e.version for e in self.entries(abs_path)} | {v for v in also if v}
+        also_known = {v for v in also if v}
+        try:
+            known = {e.version for e in self.entries(abs_path)} | also_known
+        except StateDamaged:
+            if not any(v.startswith(wanted) for v in also_known):
+                raise
+            known = also_known  # the version asked for is the file's own: no need of the log
         matches = sorted(v for v in known if v.startswith(wanted))
         if not matches:
             raise UsageError(f"no version of {display} starts with {wanted} (see `openclaw-memory history {display}`)")

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import xxhash
 
+from ..errors import StateDamaged
 from ..fsutil.atomic import atomic_write_bytes
 
 AGENT_WRITE = "agent-write"
@@ -65,30 +66,49 @@ class VersionLog:
 
     def __init__(self, folder: str):
         self.folder = folder
+        self.durable = True  # see ObjectStore.durable
 
     def log_path(self, abs_path: str) -> str:
         key = xxhash.xxh3_128_hexdigest(abs_path.encode("utf-8", "surrogateescape"))
         return os.path.join(self.folder, f"{key}.json")
 
     def entries(self, abs_path: str) -> list[Entry]:
-        """The path's entries, oldest first (empty when never seen)."""
-        data = self._load(self.log_path(abs_path))
-        if data is None or data.get("absPath") != abs_path:
-            return []
-        return [_entry(item) for item in data.get("entries", []) if _valid(item)]
+        """The path's entries, oldest first (empty when never seen).
+
+        Raises StateDamaged when the log cannot be read: listing it must not pretend the
+        file has no history (``doctor --fix`` sets such a log aside).
+        """
+        log = self.log_path(abs_path)
+        try:
+            return self._entries(log, abs_path)
+        except _Damaged as exc:
+            raise StateDamaged(
+                f"the history log of {abs_path} ({log}) is damaged ({exc}); "
+                "`openclaw-memory doctor --fix` sets it aside and starts a new log"
+            ) from None
 
     def latest(self, abs_path: str) -> Entry | None:
-        entries = self.entries(abs_path)
+        """The newest entry; a damaged log is set aside first (kept under ``damaged/``), so a
+        write or a sighting still works and logs a fresh first version."""
+        entries = self._tolerant_entries(abs_path)
         return entries[-1] if entries else None
 
     def append(self, abs_path: str, display: str, entry: Entry, keep: int) -> list[Entry]:
         """Add ``entry``; returns the entries retention dropped."""
-        entries = self.entries(abs_path) + [entry]
+        entries = self._tolerant_entries(abs_path) + [entry]
         dropped = entries[:-keep] if len(entries) > keep else []
         kept = entries[len(dropped):]
         payload = {"absPath": abs_path, "path": display, "entries": [e._asdict() for e in kept]}
         os.makedirs(self.folder, exist_ok=True)
-        atomic_write_bytes(self.log_path(abs_path), json.dumps(payload, ensure_ascii=True).encode("ascii"), 0o644)
+        data = json.dumps(payload, ensure_ascii=True).encode("ascii")
+        if self.durable:
+            atomic_write_bytes(self.log_path(abs_path), data, 0o644)
+        else:
+            path = self.log_path(abs_path)
+            tmp = f"{path}.{os.getpid()}.{os.urandom(3).hex()}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
         return dropped
 
     def all_versions(self) -> set[str]:
@@ -100,22 +120,91 @@ class VersionLog:
             return versions
         for name in names:
             if name.endswith(".json"):
-                data = self._load(os.path.join(self.folder, name)) or {}
+                try:
+                    data = self._load(os.path.join(self.folder, name)) or {}
+                except _Damaged:
+                    continue
                 versions.update(item["version"] for item in data.get("entries", []) if _valid(item))
         return versions
 
+    def damaged_logs(self) -> list[tuple[str, str]]:
+        """(log file, reason) for every log that cannot be read. Only reads."""
+        try:
+            names = sorted(os.listdir(self.folder))
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            if name.endswith(".json"):
+                path = os.path.join(self.folder, name)
+                reason = self.damage(path)
+                if reason is not None:
+                    found.append((path, reason))
+        return found
+
+    def damage(self, log: str) -> str | None:
+        """Why the log file ``log`` cannot be used, or None (also when it does not exist)."""
+        try:
+            self._load(log)
+        except _Damaged as exc:
+            return str(exc)
+        return None
+
+    def set_aside(self, log: str):
+        from ..fsutil.setaside import set_aside
+
+        return set_aside(os.path.dirname(os.path.dirname(self.folder)), log)
+
+    def _tolerant_entries(self, abs_path: str) -> list[Entry]:
+        log = self.log_path(abs_path)
+        try:
+            return self._entries(log, abs_path)
+        except _Damaged:
+            self.set_aside(log)
+            return []
+
+    def _entries(self, log: str, abs_path: str) -> list[Entry]:
+        data = self._load(log)
+        if data is None or data.get("absPath") != abs_path:
+            return []
+        return [_entry(item) for item in data.get("entries", []) if _valid(item)]
+
     @staticmethod
     def _load(path: str) -> dict | None:
+        """The log's JSON; None when there is none. Raises _Damaged when it cannot be read."""
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (FileNotFoundError, ValueError):
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
             return None
-        return data if isinstance(data, dict) else None
+        except OSError as exc:
+            raise _Damaged(exc.strerror or str(exc)) from None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise _Damaged(f"not UTF-8 at byte {exc.start}") from None
+        except ValueError as exc:
+            raise _Damaged(f"not JSON: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("absPath"), str) or not isinstance(data.get("entries"), list):
+            raise _Damaged("not a history log")
+        if not all(_valid(item) for item in data["entries"]):
+            raise _Damaged("an entry is malformed")
+        return data
+
+
+class _Damaged(Exception):
+    pass
 
 
 def _valid(item) -> bool:
-    return isinstance(item, dict) and isinstance(item.get("version"), str) and item.get("origin") in ORIGINS
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("version"), str)
+        and item.get("origin") in ORIGINS
+        and isinstance(item.get("time", 0), (int, float))
+        and isinstance(item.get("size", 0), int)
+        and isinstance(item.get("agent"), (str, type(None)))
+    )
 
 
 def _entry(item: dict) -> Entry:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import IndexMissing, LockTimeout, MemoryToolError, UsageError
+from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import scan_workspace
 from .collections import assign_files, resolve_collections
 from .bm25 import Bm25, load_stats, stats_path
@@ -16,7 +16,7 @@ from .results import SearchResult
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
-from .sync import Models, ProgressCallback, SyncSummary, model_cache_dir, sync_index
+from .sync import Models, ProgressCallback, SyncSummary, agent_lock, model_cache_dir, sync_index
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,12 @@ class MemoryIndex:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def sync(self, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:
-        """Index what changed (everything with ``full=True``); see ``index.sync``."""
-        return sync_index(self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models, store=self.store)
+    def sync(self, full: bool = False, progress: ProgressCallback | None = None, wait: bool = True) -> SyncSummary:
+        """Index what changed (everything with ``full=True``); see ``index.sync``. ``wait=False``:
+        LockTimeout at once when another process is indexing this agent."""
+        return sync_index(
+            self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models, store=self.store, wait=wait
+        )
 
     def search(
         self,
@@ -112,12 +115,19 @@ class MemoryIndex:
         if mode != "text" and (stale or settings_changed):
             if sync:
                 try:
-                    summary = self.sync()
+                    # Never wait for a running index: the last complete index answers meanwhile.
+                    summary = self.sync(wait=False)
                     notes.extend(summary.notes)
                     stale = []
                     settings_changed = False
                     indexed = [c for c in collections if self.store.exists(c.name)]
-                except LockTimeout as exc:
+                    manifests = {c.name: self._manifest(c.name) for c in collections}
+                except LockTimeout:
+                    holder = agent_lock(self.settings, 0).holder_pid()
+                    notes.append(
+                        f"an index run (pid {holder}) is updating the index: answering from the last complete index"
+                    )
+                except DiskFull as exc:
                     notes.append(f"index not refreshed: {exc.message}")
             if settings_changed:
                 raise MemoryToolError(

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import IndexDamaged
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
 from ..fsutil.atomic import atomic_write_text
 from ..fsutil.lock import FileLock
@@ -88,16 +88,22 @@ def registry_path(data_dir: Path) -> Path:
 
 def _load_registry(data_dir: Path) -> list[dict]:
     path = registry_path(data_dir)
+    fix = "`openclaw-memory doctor --fix` sets it aside and rebuilds the index"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         return []
+    except UnicodeDecodeError as exc:
+        raise IndexDamaged(f"the collection registry {path} is damaged (not UTF-8 at byte {exc.start}); {fix}") from None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"collection registry {path} is unreadable ({exc}); delete it and run `openclaw-memory index --full`") from None
+        raise IndexDamaged(f"the collection registry {path} is damaged ({exc}); {fix}") from None
     entries = data.get("collections") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise ConfigError(f"collection registry {path} is malformed; delete it and run `openclaw-memory index --full`")
-    return [e for e in entries if isinstance(e, dict) and {"name", "agent", "kind", "key"} <= e.keys()]
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and {"name", "agent", "kind", "key"} <= e.keys() and all(isinstance(e[k], str) for k in ("name", "agent", "kind", "key"))
+        for e in entries
+    ):
+        raise IndexDamaged(f"the collection registry {path} is damaged (not a list of collections); {fix}")
+    return entries
 
 
 def _extra_root(extra: str) -> str:

@@ -102,6 +102,14 @@ def load_manifest(data_dir: Path, collection: str) -> Manifest | None:
         return None
 
 
+def manifest_damage(data_dir: Path, collection: str) -> str | None:
+    """Why the collection's manifest file cannot be used, or None (also when there is none)."""
+    path = manifest_dir(data_dir) / f"{collection}.json"
+    if not os.path.lexists(path) or load_manifest(data_dir, collection) is not None:
+        return None
+    return f"its manifest {path} cannot be read"
+
+
 def save_manifest(data_dir: Path, manifest: Manifest) -> None:
     folder = manifest_dir(data_dir)
     folder.mkdir(parents=True, exist_ok=True)

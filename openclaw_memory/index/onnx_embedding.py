@@ -97,6 +97,8 @@ class OnnxEmbedder:
         from tokenizers import Tokenizer
 
         meta = _read_json(folder / META_FILE)
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{folder / META_FILE} is not an export of this version")
         self.model_name = canonical_model_name(model_name)
         self.dim = int(meta["dim"])
         self.folder = folder
@@ -126,7 +128,14 @@ class OnnxEmbedder:
         folder = export_folder(model_name, cache_dir, model_path)
         if not ((folder / MODEL_FILE).is_file() and (folder / META_FILE).is_file()):
             export_model(model_path, folder)
-        return cls(model_name, folder, model_path)
+        try:
+            return cls(model_name, folder, model_path)
+        except Exception:  # noqa: BLE001 - onnxruntime raises its own classes for a damaged model file
+            # The export is a cache of the model in the state dir: a damaged one (truncated,
+            # zeroed, garbled) is thrown away and made again, never trusted.
+            _discard(folder)
+            export_model(model_path, folder)
+            return cls(model_name, folder, model_path)
 
     def encode(self, texts: list[str], batch_size: int = 32):
         """One L2-normalised float32 row per text."""
@@ -260,6 +269,16 @@ def _trace_with_torch(model_path: str, out_file: Path) -> None:
             opset_version=17,
             dynamo=False,
         )
+
+
+def _discard(folder: Path) -> None:
+    """Remove a damaged export; renamed first so no other process loads it half deleted."""
+    doomed = folder.with_name(f".discard-{folder.name}-{os.getpid()}-{os.urandom(3).hex()}")
+    try:
+        os.rename(folder, doomed)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(doomed, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -22,14 +22,17 @@ Rules (docs/search.md tells users the same):
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
-from contextlib import nullcontext
 import time
 import uuid
+from collections import OrderedDict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..errors import DiskFull
 from ..files.scan import scan_workspace
 from ..fsutil.lock import FileLock
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize
@@ -42,6 +45,7 @@ from .manifest import (
     diff_files,
     is_dirty,
     load_manifest,
+    manifest_damage,
     mark_dirty,
     read_version,
     save_manifest,
@@ -52,8 +56,10 @@ from .store.factory import open_store
 from .terms import keyword_terms
 
 _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/openclaw-memory/chunk")
-# Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index.
+# Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index;
+# pause after N (until SIGUSR1), to prove searches answer while an index runs.
 KILL_HOOK_ENV = "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS"
+PAUSE_HOOK_ENV = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS"
 PROGRESS_STEP = 32  # chunks per progress report while embedding
 
 
@@ -82,7 +88,8 @@ class SyncSummary:
 
 @dataclass(frozen=True)
 class SyncProgress:
-    """Reported while indexing: files read so far, chunks embedded so far, and their totals."""
+    """Reported while indexing: files read so far, chunks embedded so far, and their totals
+    (``chunks_total`` grows as files are read: files are read, embedded and written in batches)."""
 
     files_done: int
     files_total: int
@@ -179,7 +186,8 @@ class _Changed:
     size: int
     mtime_ns: int
     hash: str
-    points: list[tuple[str, str, dict]]  # (point id, chunk hash, payload without vector)
+    points: list[tuple[str, str]]  # (point id, chunk hash), in file order
+    chunks: list | None  # the chunks themselves until they are written (then None: memory stays bounded)
 
 
 @dataclass
@@ -190,10 +198,12 @@ class _Work:
     changed: list[_Changed] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     dirty: bool = False
+    fresh: bool = False  # rebuild from nothing (--full, new embedding settings): no vector is reused
     files: dict = field(default_factory=dict)  # path -> MemoryFile scanned now
     suspects: list = field(default_factory=list)  # files whose stat moved: to read
     stat_only: bool = False  # same content, new stat: manifest update only
-    started: bool = False  # dirty marker set, stale points deleted
+    started: bool = False  # something was written for this collection
+    staged: str | None = None  # the shard built beside the live one, to swap in at the end
 
 
 def sync_index(
@@ -204,20 +214,63 @@ def sync_index(
     on_wait=None,
     models: Models | None = None,
     store: VectorStore | None = None,
+    wait: bool = True,
 ) -> SyncSummary:
-    """Bring the agent's collections in line with its memory files; see the module docstring."""
+    """Bring the agent's collections in line with its memory files; see the module docstring.
+
+    ``wait=False`` gives up at once (LockTimeout) when another process is indexing this agent.
+    Raises DiskFull, having changed nothing, when the state dir has no room for the index.
+    """
     config = index_config(settings)
     own_store = store is None
     store = store or open_store(settings, on_wait)
     models = models or Models(config, cache_dir=model_cache_dir(settings))
-    lock = agent_lock(settings, config.lock_timeout)
-    lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait else None)
+    lock = agent_lock(settings, config.lock_timeout if wait else 0)
     try:
-        return _Sync(settings, config, store, models, progress).run(full)
+        lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait and wait else None)
+        try:
+            return _Sync(settings, config, store, models, progress).run(full)
+        finally:
+            lock.release()
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise disk_full(settings.data_dir / "index") from None
     finally:
-        lock.release()
         if own_store:
             store.close()
+
+
+def disk_full(folder, needed: int | None = None) -> DiskFull:
+    free = _free_bytes(folder)
+    need = f", about {_mib(needed)} needed" if needed else ""
+    return DiskFull(
+        f"the disk holding the index ({folder}) is full ({_mib(free)} free{need}): nothing was changed, the last "
+        "complete index is still in use; free some space and run `openclaw-memory index` again"
+    )
+
+
+def _free_bytes(folder) -> int:
+    path = os.fspath(folder)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+# Room the engine needs before it writes: its files are memory-mapped, and a write that finds
+# the disk full there is a SIGBUS, not an error. Measured on Qdrant Edge (384-dimension vectors):
+# a new shard allocates ~85 MiB at once where the file system does not keep holes (tmpfs: its
+# payload-index pages are written whole), a point takes ~6 KB across vectors, payload, text
+# indexes and WAL, and a full page file grows by 32 MiB at a time.
+_BYTES_PER_POINT = 16 << 10
+_NEW_SHARD = 96 << 20
+_MARGIN = 64 << 20
+_RECENT = 4096  # vectors kept for reuse within a run (~6 MB)
 
 
 class _Sync:
@@ -231,37 +284,49 @@ class _Sync:
         self.embedded = self.reused = self.deleted = 0
         self.upserts = 0
         self.kill_after = int(os.environ.get(KILL_HOOK_ENV, "0") or 0)
+        self.pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "0") or 0)
         self.rekeyed: set[str] = set()  # settings key changed, fingerprint did not: save the new key
+        self.by_hash: dict[str, dict[str, list[str]]] = {}  # chunk hash -> collection -> point ids (old manifests)
+        self.files_done = self.files_total = 0
+        self.chunks_done = self.chunks_seen = 0
+        # Vectors embedded by this run, the most recent first out last: the same text in many
+        # files is embedded once, and memory stays bounded however large the corpus.
+        self.recent: OrderedDict[str, object] = OrderedDict()
 
     def run(self, full: bool) -> SyncSummary:
         started = time.monotonic()
-        data_dir = self.settings.data_dir
         collections = resolve_collections(self.settings, register=True)
         scan = scan_workspace(self.settings)
         groups = assign_files(collections, scan.files)
-        olds = {c.name: load_manifest(data_dir, c.name) for c in collections}
+        olds = {c.name: load_manifest(self.settings.data_dir, c.name) for c in collections}
+        for c in collections:
+            self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
+        fresh: set[str] = set()
         if full:
-            self._drop_agent(collections)
+            fresh = {c.name for c in collections if self.store.exists(c.name)}
             olds = dict.fromkeys(olds)
-            self.notes.append("--full: dropped the agent's index and rebuilt it")
-        olds = self._check_fingerprints(collections, olds)
+            self.notes.append("--full: rebuilt the agent's index beside the live one and swapped it in")
+        olds = self._check_fingerprints(collections, olds, fresh)
         for old in olds.values():
             if old is not None and old.embed_backend:
                 self.models.pin_backend(old.embed_backend)
+        for name, old in olds.items():
+            if old is not None and name not in fresh:
+                for entry in old.files.values():
+                    for pid, h in entry.chunks:
+                        self.by_hash.setdefault(h, {}).setdefault(name, []).append(pid)
 
-        works = [self._plan(c, olds[c.name], groups[c.name]) for c in collections]
-        self._read_suspects(works)
-        busy = [w for w in works if w.changed or w.removed or w.dirty or w.old is None]
-        if busy:
-            # A small sync keeps its shards open from start to end (each load costs ~0.3 s on
-            # the corpus); a long one opens them per batch so searches get through meanwhile.
-            chunks = sum(len(ch.points) for w in busy for ch in w.changed)
-            with self.store.held() if chunks <= self.config.embed_batch else nullcontext():
-                self._reconcile([w for w in busy if w.dirty])
-                self._write(busy, works)
-        for w in works:
-            if w in busy or w.stat_only or w.collection.name in self.rekeyed:
-                self._save(w)
+        works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh) for c in collections]
+        self.files_total = sum(len(w.suspects) for w in works)
+        saved = [w for w in works if self._sync_work(w) or w.stat_only or w.collection.name in self.rekeyed]
+        # Removals and swaps come last: until then every old point can still lend its vector
+        # (a file moved from one collection to another is not embedded again).
+        for w in saved:
+            self._finish(w)
+        for w in saved:
+            self._save(w)
+        if full:
+            self._drop_unused(collections)
         files_total = sum(len(g) for g in groups.values())
         return SyncSummary(
             files_scanned=files_total,
@@ -276,23 +341,36 @@ class _Sync:
 
     # -- planning -------------------------------------------------------------------------
 
-    def _drop_agent(self, collections: list[Collection]) -> None:
-        names = {c.name for c in collections}
-        names |= {n for n, e in registered_names(self.settings.data_dir).items() if e["agent"] == self.settings.agent}
-        for name in sorted(names):
-            if self.store.exists(name):
-                self.store.drop(name)
-            delete_manifest(self.settings.data_dir, name)
+    def _drop_unused(self, collections: list[Collection]) -> None:
+        """After --full: the agent's registered collections no current one uses (removed extra paths)."""
+        current = {c.name for c in collections}
+        for name, entry in sorted(registered_names(self.settings.data_dir).items()):
+            if entry["agent"] == self.settings.agent and name not in current:
+                if self.store.exists(name):
+                    self.store.drop(name)
+                delete_manifest(self.settings.data_dir, name)
 
-    def _check_fingerprints(self, collections, olds: dict) -> dict:
+    def _check_fingerprints(self, collections, olds: dict, fresh: set[str]) -> dict:
         result = dict(olds)
+        data_dir = self.settings.data_dir
         for c in collections:
             old = olds[c.name]
+            if self.store.exists(c.name) or (old is None and manifest_damage(data_dir, c.name)):
+                expected = old.chunk_count if old is not None and not is_dirty(data_dir, c.name) else None
+                reason = self.store.check(c.name, expected) or manifest_damage(data_dir, c.name)
+                if reason is not None:
+                    # Derived from the memory files: a damaged shard is rebuilt, never trusted.
+                    self.notes.append(f"{c.name} was damaged ({reason}): rebuilt it from the memory files")
+                    self.store.drop(c.name)
+                    delete_manifest(data_dir, c.name)
+                    fresh.discard(c.name)
+                    result[c.name] = None
+                    continue
             if old is None:
                 continue
             if not self.store.exists(c.name):
                 self.notes.append(f"{c.name}: the store has no shard for it; rebuilding")
-                delete_manifest(self.settings.data_dir, c.name)
+                delete_manifest(data_dir, c.name)
                 result[c.name] = None
                 continue
             if old.settings_key == self.config.settings_key and old.store_backend == self.store.backend:
@@ -306,200 +384,335 @@ class _Sync:
                 f"fingerprint {old.fingerprint[:12]}; now model {self.config.model}, {self.models.embedder.backend}, "
                 f"fingerprint {current[:12]}): re-embedding every chunk"
             )
-            self.store.drop(c.name)
-            delete_manifest(self.settings.data_dir, c.name)
+            fresh.add(c.name)  # built beside the live shard, which searches keep using until the swap
             result[c.name] = None
         return result
 
-    def _plan(self, c: Collection, old: Manifest | None, files: list) -> _Work:
+    def _plan(self, c: Collection, old: Manifest | None, files: list, fresh: bool) -> _Work:
         data_dir = self.settings.data_dir
         new = Manifest(c.name, self.settings.agent, files=dict(old.files) if old else {})
         if old is not None:
             new.fingerprint, new.dim = old.fingerprint, old.dim
-        work = _Work(c, old, new, dirty=is_dirty(data_dir, c.name) or (old is None and self.store.exists(c.name)))
+        dirty = not fresh and (is_dirty(data_dir, c.name) or (old is None and self.store.exists(c.name)))
+        work = _Work(c, old, new, dirty=dirty, fresh=fresh)
         work.files = {f.path: f for f in files}
         diff = diff_files(old, files)
         work.removed = list(diff.removed)
         work.suspects = diff.suspects
         return work
 
-    def _read_suspects(self, works: list[_Work]) -> None:
-        total = sum(len(w.suspects) for w in works)
-        done = 0
-        for w in works:
-            for f in w.suspects:
-                self._read(w, f)
-                done += 1
-                if done % 16 == 0 or done == total:
-                    self.progress(SyncProgress(done, total, 0, 0))
+    # -- one collection, in bounded batches -------------------------------------------------
 
-    def _read(self, work: _Work, f, force: bool = False) -> None:
+    def _sync_work(self, w: _Work) -> bool:
+        """Read, chunk, embed and write one collection, ``embed_batch`` chunks at a time; True when
+        its manifest must be saved.
+
+        Searches keep answering from the last complete index meanwhile: a change that fits in one
+        batch is embedded first and written to the live shard in one short locked step; a larger
+        one (or a rebuild) is written to a copy beside the live shard, swapped in at the end.
+        """
+        name = w.collection.name
+        todo = [(f, False) for f in w.suspects]
+        if w.dirty and self.store.exists(name):
+            todo += [(f, True) for f in self._reconcile(w, {f.path for f in w.suspects})]
+        if not (todo or w.removed or w.dirty or w.old is None or w.fresh):
+            return False
+        staged: str | None = None
+        pending: list[_Changed] = []
+        count = 0
+        batch = self.config.embed_batch
+        # The shard being built is opened once for the whole collection: no search uses it (a copy
+        # beside the live one, or a first build that has no manifest yet).
+        with ExitStack() as building:
+            shard = None
+            for f, force in todo:
+                change = self._read(w, f, force)
+                self.files_done += 1
+                if change is not None:
+                    pending.append(change)
+                    count += len(change.points)
+                    self.chunks_seen += len(change.points)
+                if self.files_done % 16 == 0 or self.files_done == self.files_total:
+                    self._report()
+                if count >= batch:
+                    if staged is None:
+                        staged = self._stage(w)
+                        shard = building.enter_context(self.store.open(staged, dim=self.models.embedder.dim))
+                    self._flush(w, staged, shard, pending)
+                    pending, count = [], 0
+            if staged is None and w.fresh:
+                staged = self._stage(w)
+                shard = building.enter_context(self.store.open(staged, dim=self.models.embedder.dim))
+            if staged is None:
+                if not (pending or w.removed or w.dirty or w.old is None):
+                    return bool(w.changed)
+                self._write_live(w, pending)
+            else:
+                self._flush(w, staged, shard, pending)
+                shard.optimize()
+                self._save_stats(w, shard)
+                w.staged = staged
+        self.deleted += self._stale_count(w)
+        return True
+
+    def _finish(self, w: _Work) -> None:
+        if w.staged is not None:
+            self._publish(w, w.staged)
+        elif w.removed and w.started:
+            with self.store.open(w.collection.name) as shard:
+                shard.delete_paths(w.removed)
+                self._save_stats(w, shard)
+
+    def _save_stats(self, w: _Work, shard) -> None:
+        """Keyword statistics of what the shard now holds (index.bm25: one statistic per agent)."""
+        save_stats(self.settings.data_dir, w.collection.name, scan_stats(shard))
+
+    def _report(self, phase: str | None = None, embedded_now: int = 0) -> None:
+        phase = phase or ("embed" if self.chunks_seen else "read")
+        self.progress(SyncProgress(self.files_done, self.files_total, self.chunks_done + embedded_now, self.chunks_seen, phase,
+                                   self.chunks_done))
+
+    def _read(self, work: _Work, f, force: bool = False) -> _Changed | None:
         version = read_version(f.abs_path)
         entry = work.old.files.get(f.path) if work.old else None
         if version is None:
             if entry is not None:
                 work.removed.append(f.path)
-            return
+            return None
         if entry is not None and entry.hash == version.hash and not force:
             work.new.files[f.path] = FileEntry(version.size, version.mtime_ns, version.hash, entry.chunks)
             work.stat_only = True
-            return
+            return None
         text = version.data.decode("utf-8", errors="replace")
         seen: dict[str, int] = {}
-        points = []
         # The root collection holds MEMORY.md (and the dream diary): durable facts, one per list item.
-        for chunk in self.models.chunk(text, f.path, items=work.collection.kind == "root"):
+        chunks = self.models.chunk(text, f.path, items=work.collection.kind == "root")
+        points = []
+        for chunk in chunks:
             k = seen.get(chunk.hash, 0)
             seen[chunk.hash] = k + 1
-            heading = chunk.heading_path if isinstance(chunk.heading_path, str) else " > ".join(chunk.heading_path)
-            # Keywords of a section are its own lines (weighting titles and headings higher measured
-            # worse); a card's are its title, front-matter fields, outline and the file's path.
-            keywords = f"{chunk.embed_text}\n{f.path}" if chunk.kind == "card" else chunk.text
-            payload = {
-                AGENT_FIELD: self.settings.agent,
-                "collection": work.collection.name,
-                PATH_FIELD: f.path,
-                "hash": chunk.hash,
-                "startLine": chunk.start_line,
-                "endLine": chunk.end_line,
-                "heading": heading,
-                "kind": chunk.kind,
-                TEXT_FIELD: chunk.embed_text,
-                TERMS_FIELD: " ".join(keyword_terms(keywords)),
-                BODY_FIELD: chunk.text,
-            }
-            if chunk.fence_line:  # the chunk starts inside a code block: its snippet opens with the fence
-                payload["fenceLine"], payload["fence"] = chunk.fence_line, chunk.fence
-            points.append((point_id(work.collection.name, f.path, chunk.hash, k), chunk.hash, payload))
+            points.append((point_id(work.collection.name, f.path, chunk.hash, k), chunk.hash))
         work.changed = [ch for ch in work.changed if ch.file.path != f.path]
-        work.changed.append(_Changed(f, version.size, version.mtime_ns, version.hash, points))
+        change = _Changed(f, version.size, version.mtime_ns, version.hash, points, chunks)
+        work.changed.append(change)
+        return change
 
-    def _reconcile(self, works: list[_Work]) -> None:
-        """After a crash: delete points of files no longer indexed, re-chunk files whose points don't add up."""
-        for w in works:
-            if not self.store.exists(w.collection.name):
+    def _payload(self, work: _Work, path: str, chunk) -> dict:
+        heading = chunk.heading_path if isinstance(chunk.heading_path, str) else " > ".join(chunk.heading_path)
+        # Keywords of a section are its own lines (weighting titles and headings higher measured
+        # worse); a card's are its title, front-matter fields, outline and the file's path.
+        keywords = f"{chunk.embed_text}\n{path}" if chunk.kind == "card" else chunk.text
+        payload = {
+            AGENT_FIELD: self.settings.agent,
+            "collection": work.collection.name,
+            PATH_FIELD: path,
+            "hash": chunk.hash,
+            "startLine": chunk.start_line,
+            "endLine": chunk.end_line,
+            "heading": heading,
+            "kind": chunk.kind,
+            TEXT_FIELD: chunk.embed_text,
+            TERMS_FIELD: " ".join(keyword_terms(keywords)),
+            BODY_FIELD: chunk.text,
+        }
+        if chunk.fence_line:  # the chunk starts inside a code block: its snippet opens with the fence
+            payload["fenceLine"], payload["fence"] = chunk.fence_line, chunk.fence
+        return payload
+
+    def _reconcile(self, w: _Work, reading: set[str]) -> list:
+        """After a crash: delete points of files no longer indexed; returns the files whose points
+        don't add up (to re-chunk)."""
+        with self.store.open(w.collection.name) as shard:
+            counts = shard.path_counts()
+        current = {p for p in w.new.files if p not in w.removed}
+        orphans = [p for p in counts if p not in current and p not in reading and p not in w.removed]
+        w.removed.extend(orphans)
+        self.deleted += sum(counts[p] for p in orphans)
+        again = []
+        for path, entry in list(w.new.files.items()):
+            if path in reading or path in w.removed:
                 continue
-            with self.store.open(w.collection.name) as shard:
-                counts = shard.path_counts()
-            changed = {ch.file.path for ch in w.changed}
-            current = {p for p in w.new.files if p not in w.removed}
-            orphans = [p for p in counts if p not in current and p not in changed and p not in w.removed]
-            w.removed.extend(orphans)
-            for path, entry in list(w.new.files.items()):
-                if path in changed or path in w.removed:
-                    continue
-                if counts.get(path, 0) != len(entry.chunks) and path in w.files:
-                    self._read(w, w.files[path], force=True)
+            if counts.get(path, 0) != len(entry.chunks) and path in w.files:
+                again.append(w.files[path])
+        return again
 
     # -- writing --------------------------------------------------------------------------
 
-    def _write(self, works: list[_Work], all_works: list[_Work]) -> None:
-        needed: dict[str, str] = {}
-        for w in works:
-            for ch in w.changed:
-                for _pid, h, payload in ch.points:
-                    needed.setdefault(h, payload[TEXT_FIELD])
-        vectors = self._reusable_vectors(all_works, needed)
-        missing = sorted((h for h in needed if h not in vectors), key=lambda h: -len(needed[h]))
-        files_total = sum(len(w.suspects) for w in works)
-        if missing and not self.models.loaded:
-            self.progress(SyncProgress(files_total, files_total, 0, len(missing), "model"))
-            self.models.embedder  # noqa: B018 - load it now, so the wait is reported as such
-        self.progress(SyncProgress(files_total, files_total, 0, len(missing), "embed"))
+    def _stale_count(self, w: _Work) -> int:
+        """Points of the old manifest this run's changes and removals made stale."""
+        if w.old is None:
+            return 0
+        stale = sum(len(w.old.files[p].chunks) for p in w.removed if p in w.old.files)
+        for ch in w.changed:
+            entry = w.old.files.get(ch.file.path)
+            if entry is not None:
+                stale += len({pid for pid, _h in entry.chunks} - {pid for pid, _h in ch.points})
+        return stale
 
-        for w in works:
-            self._flush(w, vectors, first=True)
-        batch = self.config.embed_batch
-        for start in range(0, len(missing), batch):
-            hashes = missing[start : start + batch]
-            # Embedded in steps of at most PROGRESS_STEP chunks, each reported (rate, ETA); written per batch.
-            for step in range(0, len(hashes), PROGRESS_STEP):
-                part = hashes[step : step + PROGRESS_STEP]
+    def _preflight(self, points: int, copy: int = 0, new_shard: bool = False) -> None:
+        """Refuse (DiskFull, nothing written) when the index's disk cannot take ``points`` more
+        (plus a copy of ``copy`` bytes, or a new shard)."""
+        folder = self.settings.data_dir / "index"
+        needed = _MARGIN + points * _BYTES_PER_POINT + copy + (_NEW_SHARD if new_shard else 0)
+        if self.store.backend == "edge" and _free_bytes(folder) < needed:
+            raise disk_full(folder, needed)
+
+    def _vectors(self, w: _Work, needed: dict[str, str], own_ids: list[str], open_as: tuple | None = None) -> dict:
+        """Vectors for the chunk hashes ``needed`` (hash -> text): reused from the store when any
+        point of the agent holds that text already (any path, any collection, a killed run's
+        points included), else embedded."""
+        vectors: dict = {}
+        for h in needed:
+            if h in self.recent:
+                self.recent.move_to_end(h)
+                vectors[h] = self.recent[h]
+        if not w.fresh:
+            candidates: dict[str, set[str]] = {}
+            for h in needed:
+                for name, ids in self.by_hash.get(h, {}).items():
+                    candidates.setdefault(name, set()).update(ids)
+            if w.dirty or w.old is None:
+                candidates.setdefault(w.collection.name, set()).update(own_ids)
+            for name, ids in candidates.items():
+                if open_as is not None and open_as[0] == name:
+                    self._take(vectors, needed, open_as[1], ids)  # the shard this run writes, open already
+                elif self.store.exists(name):
+                    with self.store.open(name) as shard:
+                        self._take(vectors, needed, shard, ids)
+        missing = sorted((h for h in needed if h not in vectors), key=lambda h: -len(needed[h]))
+        if missing:
+            if not self.models.loaded:
+                self._report("model")
+                self.models.embedder  # noqa: B018 - load it now, so the wait is reported as such
+            # Embedded in steps of at most PROGRESS_STEP chunks, each reported (rate, ETA).
+            for step in range(0, len(missing), PROGRESS_STEP):
+                part = missing[step : step + PROGRESS_STEP]
                 for h, vec in zip(part, self.models.embedder.encode([needed[h] for h in part])):
                     vectors[h] = vec
-                if step + PROGRESS_STEP < len(hashes):
-                    self.progress(SyncProgress(files_total, files_total, start + step + len(part), len(missing), "embed", start))
-            batch_hashes = set(hashes)
-            self.embedded += sum(1 for w in works for ch in w.changed for _p, h, _ in ch.points if h in batch_hashes)
-            for w in works:
-                self._flush(w, vectors, only=batch_hashes)
-            done = min(start + batch, len(missing))
-            self.progress(SyncProgress(files_total, files_total, done, len(missing), "embed", done))
-        for w in works:
-            if w.started:
-                with self.store.open(w.collection.name) as shard:
-                    shard.optimize()
-                    # Keyword statistics of what the shard now holds (index.bm25: one per agent).
-                    save_stats(self.settings.data_dir, w.collection.name, scan_stats(shard))
-
-    def _reusable_vectors(self, works: list[_Work], needed: dict[str, str]) -> dict:
-        """Vectors already in the store for the needed chunk hashes: any path, any collection of the agent."""
-        candidates: dict[str, set[str]] = {}
-        for w in works:
-            if w.old is None:
-                continue
-            name = w.collection.name
-            for entry in w.old.files.values():
-                for pid, h in entry.chunks:
-                    if h in needed:
-                        candidates.setdefault(name, set()).add(pid)
-        for w in works:  # points a killed run may have written already
-            for ch in w.changed:
-                candidates.setdefault(w.collection.name, set()).update(pid for pid, _h, _p in ch.points)
-        vectors: dict = {}
-        for name, ids in candidates.items():
-            if not self.store.exists(name):
-                continue
-            with self.store.open(name) as shard:
-                for hit in shard.retrieve(sorted(ids), with_vector=True, fields=["hash"]):
-                    h = hit.payload.get("hash")
-                    if h in needed and hit.vector is not None:
-                        vectors.setdefault(h, hit.vector)
+                    self.recent[h] = vec
+                self._report("embed", step + len(part))
+            while len(self.recent) > _RECENT:
+                self.recent.popitem(last=False)
+        self._fresh_hashes = set(missing)
         return vectors
 
-    def _dim(self, vectors: dict) -> int:
+    @staticmethod
+    def _take(vectors: dict, needed: dict, shard, ids) -> None:
+        for hit in shard.retrieve(sorted(ids), with_vector=True, fields=["hash"]):
+            h = hit.payload.get("hash")
+            if h in needed and hit.vector is not None:
+                vectors.setdefault(h, hit.vector)
+
+    def _points(self, w: _Work, changes: list[_Changed]):
+        """(point, chunk hash) for every chunk of ``changes``, in slices of at most ``embed_batch``."""
+        batch = self.config.embed_batch
+        current: list[tuple[str, str, dict]] = []
+        for ch in changes:
+            for (pid, h), chunk in zip(ch.points, ch.chunks or ()):
+                current.append((pid, h, self._payload(w, ch.file.path, chunk)))
+                if len(current) >= batch:
+                    yield current
+                    current = []
+            ch.chunks = None  # written below: the text is not kept
+        if current:
+            yield current
+
+    def _upsert(self, shard, target: str, w: _Work, piece: list[tuple[str, str, dict]]) -> None:
+        needed = {h: payload[TEXT_FIELD] for _pid, h, payload in piece}
+        vectors = self._vectors(w, needed, [pid for pid, _h, _p in piece], (target, shard))
+        fresh = self._fresh_hashes
+        points = [PointData(pid, vectors[h], payload) for pid, h, payload in piece]
+        self.embedded += sum(1 for _pid, h, _p in piece if h in fresh)
+        self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
+        shard.upsert(points)
+        self.chunks_done += len(points)
+        self._upserted()
+        self._report()
+
+    def _upserted(self) -> None:
+        self.upserts += 1
+        if self.kill_after and self.upserts >= self.kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.pause_after and self.upserts == self.pause_after:
+            resumed: list[bool] = []
+            signal.signal(signal.SIGUSR1, lambda *_: resumed.append(True))
+            os.write(2, f"test-hook: index paused (pid {os.getpid()})\n".encode())
+            while not resumed:
+                time.sleep(0.05)
+
+    def _write_live(self, w: _Work, changes: list[_Changed]) -> None:
+        """A change of at most one batch: embed first, then one short locked write to the live shard
+        (a killed run leaves the ``.dirty`` marker: the next run reconciles)."""
+        pieces = list(self._points(w, changes))
+        prepared = []
+        for piece in pieces:
+            needed = {h: payload[TEXT_FIELD] for _pid, h, payload in piece}
+            prepared.append((piece, self._vectors(w, needed, [pid for pid, _h, _p in piece]), self._fresh_hashes))
+        dim = self._dim([v for _p, vectors, _f in prepared for v in vectors.values()])
+        self._preflight(sum(len(p) for p in pieces), new_shard=not self.store.exists(w.collection.name))
+        mark_dirty(self.settings.data_dir, w.collection.name)
+        w.started = True
+        with self.store.open(w.collection.name, dim=dim) as shard:
+            for ch in changes:
+                shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
+            for piece, vectors, fresh in prepared:
+                shard.upsert([PointData(pid, vectors[h], payload) for pid, h, payload in piece])
+                self.embedded += sum(1 for _pid, h, _p in piece if h in fresh)
+                self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
+                self.chunks_done += len(piece)
+                self._upserted()
+            shard.optimize()
+            self._save_stats(w, shard)
+        self._report()
+
+    def _stage(self, w: _Work) -> str:
+        """Where this run writes the collection: a copy of the live shard beside it (a fresh shard
+        for a rebuild), or the live shard itself when there is none yet (nothing to keep serving)."""
+        name = w.collection.name
+        live = self.store.exists(name)
+        if not live:
+            self._preflight(self.config.embed_batch, new_shard=True)
+            mark_dirty(self.settings.data_dir, name)
+            w.started = True
+            return name
+        copy = 0 if w.fresh else self.store.disk_usage(name)
+        self._preflight(self.config.embed_batch, copy, new_shard=w.fresh)
+        staged = self.store.stage(name, self.models.embedder.dim, copy=not w.fresh)
+        if w.removed and not w.fresh:
+            with self.store.open(staged) as shard:
+                shard.delete_paths(w.removed)
+        return staged
+
+    def _flush(self, w: _Work, target: str, shard, changes: list[_Changed]) -> None:
+        if not changes:
+            return
+        self._preflight(sum(len(ch.points) for ch in changes))
+        if not w.fresh:
+            for ch in changes:
+                shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
+        for piece in self._points(w, changes):
+            self._upsert(shard, target, w, piece)
+
+    def _publish(self, w: _Work, staged: str) -> None:
+        name = w.collection.name
+        if staged == name:
+            return
+        mark_dirty(self.settings.data_dir, name)  # until the manifest of the new shard is saved
+        w.started = True
+        self.store.publish(staged, name)
+
+    def _dim(self, vectors) -> int:
         if self.models.loaded:
             return self.models.embedder.dim
-        for vec in vectors.values():
+        for vec in vectors:
             return len(vec)
         return self.models.embedder.dim
-
-    def _flush(self, w: _Work, vectors: dict, *, first: bool = False, only: set | None = None) -> None:
-        points = []
-        for ch in w.changed:
-            for pid, h, payload in ch.points:
-                if (only is None and h in vectors) or (only is not None and h in only):
-                    points.append(PointData(pid, vectors[h], payload))
-        if first:
-            if only is None:
-                self.reused += len(points)
-            if not (points or w.removed or w.changed or w.dirty or w.old is None):
-                return
-        elif not points:
-            return
-        data_dir = self.settings.data_dir
-        if not w.started:
-            mark_dirty(data_dir, w.collection.name)
-            w.started = True
-        with self.store.open(w.collection.name, dim=self._dim(vectors)) as shard:
-            if first:
-                before = shard.count()
-                if w.removed:
-                    shard.delete_paths(w.removed)
-                for ch in w.changed:
-                    shard.delete_path_except(ch.file.path, [pid for pid, _h, _p in ch.points])
-                self.deleted += before - shard.count()
-            if points:
-                shard.upsert(points)
-                self.upserts += 1
-                if self.kill_after and self.upserts >= self.kill_after:
-                    os.kill(os.getpid(), signal.SIGKILL)
 
     def _save(self, w: _Work) -> None:
         for path in w.removed:
             w.new.files.pop(path, None)
         for ch in w.changed:
-            w.new.files[ch.file.path] = FileEntry(ch.size, ch.mtime_ns, ch.hash, [(pid, h) for pid, h, _ in ch.points])
+            w.new.files[ch.file.path] = FileEntry(ch.size, ch.mtime_ns, ch.hash, list(ch.points))
         if w.old is None or w.old.settings_key != self.config.settings_key or not w.new.fingerprint:
             w.new.fingerprint = self.models.fingerprint()
             w.new.dim = self.models.embedder.dim

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from ..fsutil.atomic import atomic_write_text
+from ..fsutil.atomic import atomic_write_bytes
 
 HEADING = "# ⚠️ Workspace Changes Detected"
 
@@ -25,12 +25,12 @@ def append_checkpoint(data_dir: Path, section: str) -> Path:
     path = checkpoint_path(data_dir)
     os.makedirs(data_dir, exist_ok=True)
     try:
-        current = path.read_text(encoding="utf-8")
+        current = path.read_bytes()  # kept byte for byte, even damaged (doctor reports that)
     except FileNotFoundError:
-        current = HEADING + "\n"
-    if not current.endswith("\n"):
-        current += "\n"
-    atomic_write_text(path, current + "\n" + section.rstrip("\n") + "\n")
+        current = (HEADING + "\n").encode("utf-8")
+    if not current.endswith(b"\n"):
+        current += b"\n"
+    atomic_write_bytes(path, current + b"\n" + section.rstrip("\n").encode("utf-8") + b"\n")
     return path
 
 

@@ -186,13 +186,24 @@ class Table:
             paths = text.split("\0") if count else []
             if len(paths) != count or any(len(c) != count for c in columns.values()):
                 raise ValueError("column lengths disagree")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SnapshotDamaged(f"snapshot {where} is damaged ({exc}); take a new one with `openclaw-memory watchdog snapshot`") from None
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise SnapshotDamaged(
+                f"snapshot {where} is damaged ({_reason(exc)}); `openclaw-memory doctor --fix` sets it aside "
+                "(the previous snapshot becomes the baseline)"
+            ) from None
         return cls(
             header["label"], header["workspace"], header["taken_at"], header["seal_ns"], header["guard_ns"],
             list(header["ignore"]), paths, bytearray(parts["kinds"]), columns["mode"], columns["size"],
             columns["mtime"], columns["ctime"], columns["ino"], bytearray(parts["digests"]), bytearray(parts["flags"]),
         )
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 at byte {exc.start}"
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} field"
+    return str(exc) or type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -214,13 +225,77 @@ class SnapshotStore:
 
     def entries(self) -> list[IndexEntry]:
         try:
-            raw = self.index_path.read_text(encoding="utf-8")
+            raw = self.index_path.read_bytes()
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise SnapshotDamaged(f"cannot read {self.index_path}: {exc.strerror}") from None
         try:
-            return [IndexEntry(e["label"], e["taken_at"], e["count"]) for e in json.loads(raw)["snapshots"]]
-        except (ValueError, KeyError, TypeError):
-            raise SnapshotDamaged(f"{self.index_path} is damaged; delete it and take a new snapshot") from None
+            entries = [IndexEntry(e["label"], e["taken_at"], e["count"]) for e in json.loads(raw.decode("utf-8"))["snapshots"]]
+            if not all(isinstance(e.label, str) and LABEL_RE.fullmatch(e.label) and isinstance(e.count, int) for e in entries):
+                raise ValueError("an entry is malformed")
+        except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+            raise SnapshotDamaged(
+                f"the watchdog's snapshot list {self.index_path} is damaged ({_reason(exc)}); "
+                "`openclaw-memory doctor --fix` rebuilds it from the snapshot files"
+            ) from None
+        return entries
+
+    def snapshot_files(self) -> list[Path]:
+        try:
+            return sorted(p for p in self.folder.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith("."))
+        except FileNotFoundError:
+            return []
+
+    def damaged(self) -> list[tuple[Path, str]]:
+        """(file, reason) for the snapshot list and each snapshot file that cannot be used. Only reads."""
+        found: list[tuple[Path, str]] = []
+        try:
+            listed = {e.label for e in self.entries()}
+        except SnapshotDamaged as exc:
+            found.append((self.index_path, exc.message))
+            listed = None
+        for path in self.snapshot_files():
+            label = path.name[: -len(SUFFIX)]
+            if listed is not None and label not in listed:
+                continue  # left by a save that crashed before the list: never the baseline
+            try:
+                self.load(label)
+            except SnapshotDamaged as exc:
+                found.append((path, exc.message))
+        if listed:
+            present = {p.name[: -len(SUFFIX)] for p in self.snapshot_files()}
+            missing = sorted(listed - present)
+            if missing:
+                found.append((self.index_path, f"the snapshot list names {len(missing)} snapshot file(s) that are gone ({missing[0]})"))
+        return found
+
+    def rebuild(self, data_dir: Path, keep: int) -> tuple[list[Path], str | None]:
+        """Set aside every damaged snapshot (and a damaged list), then rewrite the list from the
+        snapshot files that load, oldest first. Returns (what was set aside, the new baseline label).
+        Call under ``lock()``."""
+        from ..fsutil.setaside import set_aside
+
+        moved: list[Path] = []
+        try:
+            listed = [e.label for e in self.entries()]
+        except SnapshotDamaged:
+            listed = None
+            moved.append(set_aside(data_dir, self.index_path) or self.index_path)
+        tables = []
+        for path in self.snapshot_files():
+            label = path.name[: -len(SUFFIX)]
+            if listed is not None and label not in listed:
+                continue
+            try:
+                tables.append(self.load(label))
+            except SnapshotDamaged:
+                moved.append(set_aside(data_dir, path) or path)
+        tables.sort(key=lambda t: (t.taken_at, t.label))
+        kept = tables[-keep:]
+        doc = {"snapshots": [{"label": t.label, "taken_at": t.taken_at, "count": len(t)} for t in kept]}
+        atomic_write_text(self.index_path, json.dumps(doc, ensure_ascii=True, indent=1) + "\n", 0o600)
+        return moved, kept[-1].label if kept else None
 
     def latest_label(self) -> str | None:
         entries = self.entries()
@@ -233,6 +308,10 @@ class SnapshotStore:
         path = self.path_of(label)
         try:
             data = path.read_bytes()
+        except FileNotFoundError:
+            raise SnapshotDamaged(
+                f"snapshot {path} is listed but gone; `openclaw-memory doctor --fix` rebuilds the snapshot list"
+            ) from None
         except OSError as exc:
             raise SnapshotDamaged(f"cannot read snapshot {path}: {exc.strerror}") from None
         return Table.from_bytes(data, str(path))

@@ -102,6 +102,24 @@ class VectorStore(Protocol):
 
     def drop(self, name: str) -> None: ...
 
+    def stage(self, name: str, dim: int, *, copy: bool) -> str:
+        """A shard to build ``name`` into (a copy of it, or empty) while searches keep using ``name``."""
+        ...
+
+    def publish(self, staged: str, name: str) -> None:
+        """Put the shard built by ``stage`` in place of ``name``, in one step."""
+        ...
+
+    def discard_stages(self, name: str) -> None:
+        """Remove what a killed build of ``name`` left behind."""
+        ...
+
+    def check(self, name: str, expected: int | None = None, *, record: bool = True) -> str | None:
+        """Why the shard ``name`` cannot be trusted (damaged, or not holding ``expected`` points), else None.
+
+        ``record=False`` writes nothing (plain ``doctor``)."""
+        ...
+
     def names(self) -> list[str]:
         """Every shard present, whoever owns it."""
         ...

@@ -15,12 +15,47 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from ...errors import MemoryToolError
+from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
 from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData, WaitCallback
 
 DENSE = "dense"
 _BATCH = 256
+# Opening a shard maps its files and allocates their pages (~32 MiB of vectors at once); where
+# the disk has no room for that the engine dies of SIGBUS, so a shard is not opened without it.
+LOAD_ROOM = 64 << 20
+PROBE_TIMEOUT_S = 300.0
+
+# Run in a child process: a damaged shard can make the engine abort (SIGABRT) instead of
+# raising, which would take the whole command down. The child loads the shard and reads
+# every part a command reads (count, the path facet, each point's payload and vector, a
+# dense and a full-text query), then prints what a parent checks against the manifest.
+_PROBE = r"""
+import json, math, sys
+import qdrant_edge as qe
+path = sys.argv[1]
+with open(path + "/edge_config.json", encoding="utf-8") as fh:
+    dim = int(json.load(fh)["vectors"]["dense"]["size"])
+shard = qe.EdgeShard.load(path)
+count = int(shard.count(qe.CountRequest(exact=True)))
+facet = sum(int(h.count) for h in shard.facet(qe.FacetRequest("path", limit=1 << 30, exact=True)))
+bad = seen = 0
+offset = None
+while True:
+    points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=1024, with_payload=True, with_vector=True))
+    for p in points:
+        seen += 1
+        v = p.vector["dense"] if isinstance(p.vector, dict) else p.vector
+        norm = math.sqrt(sum(x * x for x in v)) if v else 0.0
+        if not (p.payload and isinstance(p.payload.get("path"), str)) or abs(norm - 1.0) > 1e-3:
+            bad += 1
+    if offset is None:
+        break
+shard.query(qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] + [0.0] * (dim - 1), using="dense"), with_payload=True))
+shard.query(qe.QueryRequest(limit=1, query=qe.TextQuery("text", "memory"), with_payload=True))
+shard.close()
+print(json.dumps({"count": count, "facet": facet, "seen": seen, "bad": bad}))
+"""
 
 
 class EdgeStore:
@@ -63,13 +98,213 @@ class EdgeStore:
                     continue
         return total
 
+    def check(self, name: str, expected: int | None = None, *, record: bool = True) -> str | None:
+        """``damage`` under the shard's lock, so no process opens the shard while the probe has it.
+
+        ``record=False`` (plain ``doctor``) takes only a shared lock, writing nothing; when a
+        writer holds the shard past the timeout it is not checked now (None).
+        """
+        if not self.shard_path(name).is_dir():
+            return None
+        if record:
+            lock = self._acquire(name)
+            try:
+                return self.damage(name, expected)
+            finally:
+                lock.release()
+        with _shared_lock(str(self.root / "locks" / f"{name}.lock"), self.lock_timeout) as held:
+            return self.damage(name, expected, record=False) if held else None
+
+    def damage(self, name: str, expected: int | None = None, *, record: bool = True) -> str | None:
+        """Why the shard ``name`` cannot be trusted, or None when it is sound.
+
+        Probed in a child process (see ``_PROBE``) unless its files are exactly as a process of
+        ours last left them (their stat is recorded after each close), so a healthy shard is not
+        probed again on every command. ``expected`` is the number of points its manifest lists.
+        ``record=False`` writes nothing (plain ``doctor``). Call with the shard's lock held, or
+        with nobody writing it.
+        """
+        key = self._stat_key(name)
+        recorded = self._recorded(name)
+        if key is not None and recorded is not None and recorded[0] == key:
+            if expected is None or recorded[1] == expected:
+                return None
+            return f"it holds {recorded[1]} points where its manifest lists {expected}"
+        reason, count = self._probe(name, expected)
+        if reason is None and record:
+            self._record(name, key, count)
+        return reason
+
+    def _probe(self, name: str, expected: int | None) -> tuple[str | None, int]:
+        import json
+        import signal
+        import subprocess
+        import sys
+
+        path = self.shard_path(name)
+        if not (path / "edge_config.json").is_file():
+            return "its configuration file edge_config.json is missing", 0
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", _PROBE, str(path)],
+                capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            return f"the engine did not load it within {PROBE_TIMEOUT_S:g} s", 0
+        if proc.returncode == -signal.SIGBUS:
+            _ensure_room(path)  # a full disk, not a damaged shard
+        if proc.returncode < 0:
+            try:
+                signame = signal.Signals(-proc.returncode).name
+            except ValueError:
+                signame = f"signal {-proc.returncode}"
+            return f"the engine aborts on it ({signame})", 0
+        if proc.returncode != 0:
+            lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+            return "the engine cannot load it: " + (lines[-1][-300:] if lines else f"exit status {proc.returncode}"), 0
+        try:
+            facts = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return "the engine's probe printed nothing usable", 0
+        if facts["bad"]:
+            return f"{facts['bad']} of its {facts['seen']} points have a damaged vector or payload", 0
+        if facts["seen"] != facts["count"] or facts["facet"] != facts["count"]:
+            return f"its parts disagree ({facts['count']} points counted, {facts['seen']} readable, {facts['facet']} in the path index)", 0
+        if expected is not None and facts["count"] != expected:
+            return f"it holds {facts['count']} points where its manifest lists {expected}", 0
+        return None, int(facts["count"])
+
+    def _stat_key(self, name: str) -> str | None:
+        import xxhash
+
+        root = self.shard_path(name)
+        rows = []
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            for f in sorted(files):
+                full = os.path.join(folder, f)
+                try:
+                    st = os.lstat(full)
+                except FileNotFoundError:
+                    continue
+                rows.append(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
+        return xxhash.xxh3_128_hexdigest("\n".join(rows).encode("utf-8", "surrogateescape")) if rows else None
+
+    def _key_path(self, name: str) -> Path:
+        return self.root / "probes" / f"{name}.key"
+
+    def _recorded(self, name: str) -> tuple[str, int] | None:
+        """(stat key, point count) recorded when a process of ours last closed the shard."""
+        try:
+            key, count = self._key_path(name).read_text(encoding="ascii").split()
+            return key, int(count)
+        except (OSError, ValueError):
+            return None
+
+    def _record(self, name: str, key: str | None, count: int) -> None:
+        from ...fsutil.atomic import atomic_write_text
+
+        if key is None:
+            return
+        try:
+            self._key_path(name).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self._key_path(name), f"{key} {count}\n")
+        except OSError:
+            pass  # only a cache: without it the next command probes again
+
+    def _forget_key(self, name: str) -> None:
+        try:
+            os.unlink(self._key_path(name))
+        except FileNotFoundError:
+            pass
+
     def drop(self, name: str) -> None:
         self._close_one(name)
         lock = self._acquire(name)
         try:
-            shutil.rmtree(self.shard_path(name), ignore_errors=True)
+            _remove_tree(self.shard_path(name))
+            self._forget_key(name)
         finally:
             lock.release()
+
+    # -- building beside the live shard -------------------------------------------------------
+
+    def _stage_prefix(self, name: str) -> str:
+        return f".stage-{name}-"
+
+    def stage(self, name: str, dim: int, *, copy: bool) -> str:
+        """A shard beside ``name`` to build into (a copy of it, or empty); returns its name.
+
+        Searches keep using ``name`` meanwhile; :meth:`publish` swaps the two. The copy is
+        taken under ``name``'s lock (the engine's files are at rest) and keeps their holes:
+        the engine's files are sparse, so only the bytes in use are copied.
+        """
+        staged = f"{self._stage_prefix(name)}{os.getpid()}"
+        target = self.shard_path(staged)
+        _remove_tree(target)
+        if not copy:
+            self._create(staged, dim).close()
+            self._record(staged, self._stat_key(staged), 0)
+            return staged
+        self._close_one(name)
+        lock = self._acquire(name)
+        try:
+            try:
+                _copy_sparse_tree(self.shard_path(name), target)
+            except BaseException:
+                _remove_tree(target)
+                raise
+            recorded = self._recorded(name)
+        finally:
+            lock.release()
+        if recorded is not None:
+            self._record(staged, self._stat_key(staged), recorded[1])
+        return staged
+
+    def publish(self, staged: str, name: str) -> None:
+        """Swap the built shard in place of ``name`` in one step, under ``name``'s lock."""
+        self._close_one(staged)
+        self._close_one(name)
+        recorded = self._recorded(staged)
+        lock = self._acquire(name)
+        try:
+            final, built = self.shard_path(name), self.shard_path(staged)
+            if final.exists():
+                if not _exchange(built, final):
+                    old = final.parent / f".old-{name}-{os.getpid()}"
+                    os.rename(final, old)
+                    os.rename(built, final)
+                    built = old
+                _remove_tree(built)  # now the previous shard
+            else:
+                os.rename(built, final)
+            if recorded is not None:
+                self._record(name, recorded[0], recorded[1])  # the stat of the files moves with them
+            else:
+                self._forget_key(name)
+        finally:
+            lock.release()
+        self._forget_stage(staged)
+
+    def discard_stages(self, name: str) -> None:
+        """Remove what a killed build of ``name`` left beside it. Call under the agent's sync lock."""
+        prefix = self._stage_prefix(name)
+        for folder in (self.root / "edge",):
+            try:
+                entries = [e.name for e in os.scandir(folder) if e.name.startswith((prefix, f".old-{name}-", f".{name}."))]
+            except FileNotFoundError:
+                return
+            for entry in entries:
+                _remove_tree(folder / entry)
+                if entry.startswith(prefix):
+                    self._forget_stage(entry)
+
+    def _forget_stage(self, staged: str) -> None:
+        self._forget_key(staged)
+        try:
+            os.unlink(self.root / "locks" / f"{staged}.lock")
+        except FileNotFoundError:
+            pass
 
     def _acquire(self, name: str) -> FileLock:
         lock = self._lock(name)
@@ -96,7 +331,7 @@ class EdgeStore:
             yield shard
         finally:
             try:
-                shard.close()
+                self._close_and_record(name, shard)
             finally:
                 lock.release()
 
@@ -120,9 +355,15 @@ class EdgeStore:
         if held is not None:
             shard, lock = held
             try:
-                shard.close()
+                self._close_and_record(name, shard)
             finally:
                 lock.release()
+
+    def _close_and_record(self, name: str, shard: "EdgeShard") -> None:
+        count = shard.count()
+        shard.close()
+        # The shard is as this process left it: the next open needs no probe while it stays so.
+        self._record(name, self._stat_key(name), count)
 
     def close(self) -> None:
         """Close every shard kept open, releasing their locks."""
@@ -133,8 +374,12 @@ class EdgeStore:
         import qdrant_edge as qe
 
         path = self.shard_path(name)
+        _ensure_room(self.root)
         try:
             if self.exists(name):
+                reason = self.damage(name)
+                if reason is not None:
+                    raise IndexDamaged(damaged_message(name, path, reason))
                 return qe.EdgeShard.load(str(path))
             if dim is None:
                 raise MemoryToolError(f"index collection {name} does not exist yet: run `openclaw-memory index`")
@@ -157,8 +402,8 @@ class EdgeStore:
 
         final = self.shard_path(name)
         tmp = final.parent / f".{name}.{os.getpid()}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(final, ignore_errors=True)  # a folder without a config is a failed create
+        _remove_tree(tmp)
+        _remove_tree(final)  # a folder without a config is a failed create
         tmp.parent.mkdir(parents=True, exist_ok=True)
         engine = qe.EdgeShard.create(str(tmp), qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)}))
         # Whole words in any language (Multilingual segments CJK into words), English stems so
@@ -180,6 +425,116 @@ class EdgeStore:
         engine.close()
         os.rename(tmp, final)
         return qe.EdgeShard.load(str(final))
+
+
+def _ensure_room(folder: Path) -> None:
+    path = os.fspath(folder)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    st = os.statvfs(path)
+    free = st.f_bavail * st.f_frsize
+    if free < LOAD_ROOM:
+        raise DiskFull(
+            f"the disk holding the index ({folder}) is full ({free / (1 << 20):.1f} MiB free): the engine needs about "
+            f"{LOAD_ROOM >> 20} MiB to open the index; nothing was changed; free some space and try again"
+        )
+
+
+def damaged_message(name: str, path, reason: str) -> str:
+    return (
+        f"index collection {name} at {path} is damaged ({reason}); `openclaw-memory doctor --fix` "
+        "rebuilds it from the memory files (so does `openclaw-memory index`)"
+    )
+
+
+@contextmanager
+def _shared_lock(path: str, timeout: float) -> Iterator[bool]:
+    """A shared flock on an existing lock file, taken without writing anything; yields whether it got it."""
+    import fcntl
+    import time
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        yield True  # no process of ours ever opened the shard
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
+    import ctypes
+    import errno
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a))
+
+
+def _copy_sparse_tree(src: Path, dst: Path) -> None:
+    for folder, _dirs, files in os.walk(src):
+        out = dst / os.path.relpath(folder, src)
+        out.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            _copy_sparse(os.path.join(folder, f), os.fspath(out / f))
+
+
+def _copy_sparse(src: str, dst: str) -> None:
+    """Copy the data regions of ``src`` only (SEEK_DATA/SEEK_HOLE), leaving its holes as holes."""
+    import errno
+
+    fin = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            size = os.fstat(fin).st_size
+            offset = 0
+            while offset < size:
+                try:
+                    start = os.lseek(fin, offset, os.SEEK_DATA)
+                    end = os.lseek(fin, start, os.SEEK_HOLE)
+                except OSError as exc:
+                    if exc.errno == errno.ENXIO:
+                        break  # only a hole is left
+                    start, end = offset, size  # no hole support here: copy the rest
+                while start < end:
+                    block = os.pread(fin, min(end - start, 1 << 20), start)
+                    if not block:
+                        break
+                    start += os.pwrite(fout, block, start)
+                offset = end
+            os.ftruncate(fout, size)
+            os.fsync(fout)
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
+
+
+def _remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _ids_filter(ids: Sequence[str] | None):

@@ -137,6 +137,22 @@ class ServerStore:
                     continue
         return total
 
+    def stage(self, name: str, dim: int, *, copy: bool) -> str:
+        # The server's collections are shared and tenant-filtered: a rebuild is done in place.
+        if not copy:
+            self.drop(name)
+        return name
+
+    def publish(self, staged: str, name: str) -> None:
+        return None
+
+    def discard_stages(self, name: str) -> None:
+        return None
+
+    def check(self, name: str, expected: int | None = None, *, record: bool = True) -> str | None:
+        # The server keeps its own storage sound (and reports failures through its API): nothing to probe.
+        return None
+
     def drop(self, name: str) -> None:
         physical = self.physical(name)
         self._tenants.discard(name)

@@ -1,0 +1,166 @@
+"""Checks of what openclaw-memory keeps in the state dir: damaged (truncated, zeroed, garbled) files.
+
+Each finding names the damaged files and says what ``doctor --fix`` does with them
+(:mod:`.repair_state`). Only reads: an index shard is probed in a child process
+under a shared lock, and nothing is recorded (plain ``doctor`` writes nothing).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import MemoryToolError
+from .model import CheckContext, Finding
+
+WATCHDOG_DAMAGED = "watchdog-damaged"
+HISTORY_DAMAGED = "history-damaged"
+CHECKPOINT_DAMAGED = "checkpoint-damaged"
+INDEX_DAMAGED = "index-damaged"
+
+
+def _listing(found: list[tuple[str, str]]) -> str:
+    return "\n".join(f"- {path}: {reason}" for path, reason in found)
+
+
+def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
+    from ..watchdog.store import SnapshotStore
+
+    found = [(str(p), reason) for p, reason in SnapshotStore(ctx.settings.data_dir).damaged()]
+    if not found:
+        return []
+    return [Finding(
+        WATCHDOG_DAMAGED,
+        "warning",
+        f"{len(found)} watchdog file(s) are damaged:\n{_listing(found)}\n"
+        "`openclaw-memory doctor --fix` sets the damaged snapshots aside (under the state dir's damaged/ folder) "
+        "and rebuilds the snapshot list from the sound ones; the newest sound snapshot becomes the baseline.",
+        True,
+        tuple(dict.fromkeys(p for p, _ in found)),
+    )]
+
+
+def damaged_history(settings) -> list[tuple[str, str]]:
+    """(file, reason) for every history log and read-records file that cannot be read."""
+    from ..history.states import ReadRecords
+    from ..history.store import HistoryStore
+
+    store = HistoryStore(settings.data_dir)
+    found = list(store.log.damaged_logs())
+    reads = os.path.join(store.root, "reads")
+    try:
+        names = sorted(n for n in os.listdir(reads) if n.endswith(".json"))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        records = ReadRecords(store, "")
+        records.path = os.path.join(reads, name)
+        reason = records.damage()
+        if reason is not None:
+            found.append((records.path, reason))
+    return found
+
+
+def check_history_files(ctx: CheckContext) -> list[Finding]:
+    found = damaged_history(ctx.settings)
+    if not found:
+        return []
+    return [Finding(
+        HISTORY_DAMAGED,
+        "warning",
+        f"{len(found)} history file(s) are damaged (the versions or reads they recorded cannot be listed):\n"
+        f"{_listing(found)}\n"
+        "`openclaw-memory doctor --fix` sets them aside (under the state dir's damaged/ folder, never deleted); "
+        "new logs start with the files as they are now, and an agent reads a file again before writing it.",
+        True,
+        tuple(p for p, _ in found),
+    )]
+
+
+def checkpoint_damage(data_dir) -> str | None:
+    """Why the pending checkpoint cannot be shown as it is, or None."""
+    from ..watchdog.checkpoint import HEADING, checkpoint_path
+
+    try:
+        raw = checkpoint_path(data_dir).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 at byte {exc.start}"
+    if "\0" in text:
+        return "it holds NUL bytes"
+    if not text.startswith(HEADING):
+        return "it does not start with the checkpoint heading"
+    return None
+
+
+def check_checkpoint(ctx: CheckContext) -> list[Finding]:
+    from ..watchdog.checkpoint import checkpoint_path
+
+    reason = checkpoint_damage(ctx.settings.data_dir)
+    if reason is None:
+        return []
+    path = str(checkpoint_path(ctx.settings.data_dir))
+    return [Finding(
+        CHECKPOINT_DAMAGED,
+        "warning",
+        f"The pending checkpoint (what the next agent session is told) is damaged: {path}: {reason}.\n"
+        "`openclaw-memory doctor --fix` sets it aside (under the state dir's damaged/ folder) and leaves a new "
+        "checkpoint with its readable lines, saying where the damaged file is.",
+        True,
+        (path,),
+    )]
+
+
+def damaged_index(settings) -> list[tuple[str, str]]:
+    """(file or shard, reason) for the collection registry, each manifest and each shard of the agent."""
+    from ..errors import IndexDamaged
+    from ..index.collections import registry_path, resolve_collections
+    from ..index.manifest import is_dirty, load_manifest, manifest_damage
+    from ..index.store.factory import open_store
+
+    try:
+        collections = resolve_collections(settings)
+    except IndexDamaged as exc:
+        return [(str(registry_path(settings.data_dir)), exc.message)]
+    found: list[tuple[str, str]] = []
+    store = open_store(settings)
+    try:
+        for c in collections:
+            reason = manifest_damage(settings.data_dir, c.name)
+            if reason is not None:
+                found.append((c.name, reason))
+                continue
+            if not store.exists(c.name) and not os.path.isdir(settings.data_dir / "index" / "edge" / c.name):
+                continue
+            manifest = load_manifest(settings.data_dir, c.name)
+            expected = manifest.chunk_count if manifest is not None and not is_dirty(settings.data_dir, c.name) else None
+            reason = store.check(c.name, expected, record=False)
+            if reason is not None:
+                found.append((c.name, reason))
+    finally:
+        store.close()
+    return found
+
+
+def check_index_files(ctx: CheckContext) -> list[Finding]:
+    try:
+        found = damaged_index(ctx.settings)
+    except MemoryToolError:
+        return []  # a busy or unreachable index is reported by the index checks
+    if not found:
+        return []
+    return [Finding(
+        INDEX_DAMAGED,
+        "warning",
+        f"The search index is damaged:\n{_listing(found)}\n"
+        "`openclaw-memory doctor --fix` rebuilds the damaged parts from the memory files (the memory files are not touched).",
+        True,
+        tuple(p for p, _ in found),
+    )]
+
+
+CHECKS = [check_watchdog_files, check_history_files, check_checkpoint, check_index_files]

@@ -1,0 +1,168 @@
+"""Repairs of damaged state files (see :mod:`.check_state`).
+
+Nothing that may be the only trace of something is deleted: damaged snapshots, history
+logs, read records, the checkpoint, the collection registry and the doctor journal are
+set aside under ``<data dir>/damaged/<stamp>/`` (:mod:`openclaw_memory.fsutil.setaside`).
+The index is derived from the memory files, so its damaged parts are rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from ..errors import MemoryToolError
+from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
+from ..fsutil.atomic import fsync_dir
+from ..fsutil.setaside import set_aside
+from .check_state import (
+    CHECKPOINT_DAMAGED,
+    HISTORY_DAMAGED,
+    INDEX_DAMAGED,
+    WATCHDOG_DAMAGED,
+    checkpoint_damage,
+    damaged_history,
+    damaged_index,
+)
+from .model import Finding, Repair, RepairSpec
+from .place import place_no_replace
+
+
+def _failed(finding: Finding, action: str, exc: Exception) -> Repair:
+    message = exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename or ''})"
+    return Repair(finding.id, action, "failed", f"{message}; nothing was deleted", finding.paths)
+
+
+def _rebuild_snapshots(settings, finding: Finding) -> Repair:
+    from ..watchdog.store import SnapshotStore, keep_count
+
+    store = SnapshotStore(settings.data_dir)
+    try:
+        with store.lock():
+            moved, baseline = store.rebuild(settings.data_dir, keep_count(settings.section("watchdog")))
+    except (MemoryToolError, OSError) as exc:
+        return _failed(finding, "set aside", exc)
+    where = f"set aside {len(moved)} damaged file(s) under {moved[0].parent}" if moved else "nothing needed setting aside"
+    after = f"the baseline is now snapshot '{baseline}'" if baseline else "no sound snapshot is left: take one with `openclaw-memory watchdog snapshot`"
+    return Repair(finding.id, "set aside", "done", f"{where}; rebuilt the snapshot list; {after}", tuple(str(p) for p in moved))
+
+
+def _set_aside_history(settings, finding: Finding) -> Repair:
+    from ..history.store import HistoryStore
+
+    store = HistoryStore.for_settings(settings)
+    moved = []
+    try:
+        with store.lock():
+            for path, _reason in damaged_history(settings):  # looked at again under the lock
+                target = set_aside(settings.data_dir, path)
+                if target is not None:
+                    moved.append(str(target))
+    except (MemoryToolError, OSError) as exc:
+        return _failed(finding, "set aside", exc)
+    folder = os.path.dirname(os.path.dirname(os.path.dirname(moved[0]))) if moved else ""
+    return Repair(finding.id, "set aside", "done", f"set aside {len(moved)} damaged history file(s) under {folder}", tuple(moved))
+
+
+def _replace_checkpoint(settings, finding: Finding) -> Repair:
+    from ..watchdog.checkpoint import HEADING, append_checkpoint, checkpoint_path
+
+    data_dir = settings.data_dir
+    path = checkpoint_path(data_dir)
+    try:
+        if checkpoint_damage(data_dir) is None:
+            return Repair(finding.id, "set aside", "done", "the checkpoint is sound again; nothing to do", finding.paths)
+        raw = path.read_bytes()
+        target = set_aside(data_dir, path)
+        readable = [
+            line for line in raw.decode("utf-8", errors="replace").replace("\0", "").splitlines()
+            if line.strip() and line.strip() != HEADING and "\ufffd" not in line
+        ]
+        when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+        section = f"- {when} doctor --fix: the pending checkpoint was damaged and was set aside at {target}"
+        if readable:
+            section += "; its readable lines follow\n\n" + "\n".join(readable)
+        append_checkpoint(data_dir, section)
+    except OSError as exc:
+        return _failed(finding, "set aside", exc)
+    return Repair(finding.id, "set aside", "done", f"set aside the damaged checkpoint at {target}; a new one holds its readable lines", (str(target),))
+
+
+def _rebuild_index(settings, finding: Finding) -> Repair:
+    from ..index.api import MemoryIndex
+    from ..index.collections import registry_path
+    from ..index.manifest import delete_manifest
+    from ..index.store.factory import open_store
+
+    try:
+        damaged = damaged_index(settings)
+        registry = str(registry_path(settings.data_dir))
+        store = open_store(settings)
+        try:
+            if any(path == registry for path, _ in damaged):
+                # Without the registry no shard can be told apart: all are rebuilt.
+                set_aside(settings.data_dir, registry)
+                names = store.names()
+                for name in names:
+                    store.drop(name)
+                    delete_manifest(settings.data_dir, name)
+                dropped = f"set the collection registry aside and dropped {len(names)} shard(s)"
+            else:
+                for name, _reason in damaged:
+                    if store.exists(name) or (settings.data_dir / "index" / "edge" / name).is_dir():
+                        store.drop(name)
+                    delete_manifest(settings.data_dir, name)
+                dropped = "dropped " + ", ".join(name for name, _ in damaged) if damaged else "nothing was damaged any more"
+        finally:
+            store.close()
+        with MemoryIndex(settings) as index:
+            summary = index.sync()
+    except (MemoryToolError, OSError) as exc:
+        return _failed(finding, "rebuild", exc)
+    detail = (
+        f"{dropped}; re-indexed: {summary.chunks_embedded} chunk(s) embedded, {summary.chunks_reused} reused"
+    )
+    return Repair(finding.id, "rebuild", "done", detail, finding.paths)
+
+
+def recover_without_journal(settings) -> Repair:
+    """The doctor journal cannot be read: set it aside and recover from what the files show.
+
+    A repair leaves the legacy bytes at ``memory.md``, in the archive, merged into
+    ``MEMORY.md`` (under a marker the split-root check recognises, so nothing is merged
+    twice), or at a migration's temporary name ``.memory.md.migrate-<hex>.tmp``. Only the
+    last needs this repair: the file is given back a name the other checks see.
+    """
+    from .journal import journal_path
+
+    ws = str(settings.workspace)
+    ident = "interrupted-repair"
+    notes = []
+    try:
+        temps = sorted(n for n in os.listdir(ws) if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp"))
+        for name in temps:
+            temp = os.path.join(ws, name)
+            for target in (CANONICAL_ROOT, LEGACY_ROOT):
+                try:
+                    place_no_replace(temp, os.path.join(ws, target), "migrate")
+                except FileExistsError:
+                    continue
+                fsync_dir(ws)
+                notes.append(f"{name} (an interrupted rename) is {target} again")
+                break
+            else:
+                notes.append(f"{name} holds the text of an interrupted rename while MEMORY.md and memory.md both exist: merge it by hand")
+        moved = set_aside(settings.data_dir, journal_path(settings.data_dir))
+    except OSError as exc:
+        return Repair(ident, "resume", "failed", f"{exc.strerror or exc} ({exc.filename or ''}); nothing was moved", ())
+    detail = f"set the damaged journal aside at {moved}" + ("; " + "; ".join(notes) if notes else "")
+    detail += "; the root files are checked again as they are (a merge already done is never repeated)"
+    return Repair(ident, "resume", "completed", detail, tuple(temps))
+
+
+REPAIRS = {
+    WATCHDOG_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged watchdog files aside and rebuild the snapshot list", _rebuild_snapshots),
+    HISTORY_DAMAGED: RepairSpec("set aside", lambda f: f"Set {len(f.paths)} damaged history file(s) aside", _set_aside_history),
+    CHECKPOINT_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged checkpoint aside, keeping its readable lines", _replace_checkpoint),
+    INDEX_DAMAGED: RepairSpec("rebuild", lambda f: "Rebuild the damaged parts of the search index from the memory files", _rebuild_index),
+}
