@@ -13,7 +13,7 @@ import os
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
-from ..fsutil.atomic import fsync_dir
+from ..fsutil.safeopen import Folder
 from ..fsutil.setaside import set_aside
 from .check_state import (
     CHECKPOINT_DAMAGED,
@@ -139,19 +139,19 @@ def recover_without_journal(settings) -> Repair:
     ident = "interrupted-repair"
     notes = []
     try:
-        temps = sorted(n for n in os.listdir(ws) if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp"))
-        for name in temps:
-            temp = os.path.join(ws, name)
-            for target in (CANONICAL_ROOT, LEGACY_ROOT):
-                try:
-                    place_no_replace(temp, os.path.join(ws, target), "migrate")
-                except FileExistsError:
-                    continue
-                fsync_dir(ws)
-                notes.append(f"{name} (an interrupted rename) is {target} again")
-                break
-            else:
-                notes.append(f"{name} holds the text of an interrupted rename while MEMORY.md and memory.md both exist: merge it by hand")
+        with Folder.under(ws) as root:  # names in the workspace's descriptor, as every doctor move
+            temps = sorted(n for n in os.listdir(root.fd) if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp"))
+            for name in temps:
+                for target in (CANONICAL_ROOT, LEGACY_ROOT):
+                    try:
+                        place_no_replace(root, name, target, "migrate")
+                    except FileExistsError:
+                        continue
+                    root.fsync()
+                    notes.append(f"{name} (an interrupted rename) is {target} again")
+                    break
+                else:
+                    notes.append(f"{name} holds the text of an interrupted rename while MEMORY.md and memory.md both exist: merge it by hand")
         moved = set_aside(settings.data_dir, journal_path(settings.data_dir))
     except OSError as exc:
         return Repair(ident, "resume", "failed", f"{exc.strerror or exc} ({exc.filename or ''}); nothing was moved", ())
