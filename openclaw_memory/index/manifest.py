@@ -16,10 +16,11 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from ..fsutil.atomic import atomic_write_text
 from ..fsutil.hashing import hash_bytes, hash_file
-from ..fsutil.safeopen import NotRegularFile, open_regular_nofollow
+from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
 
 VERSION = 1
 
@@ -173,11 +174,13 @@ class FileContent:
     hash: str
 
 
-def read_version(abs_path: str) -> FileContent | None:
-    """Read a file (no symlinks, FIFOs or devices); None when it vanished or is no longer a regular file."""
+def read_version(abs_path: str, roots: Sequence[str]) -> FileContent | None:
+    """Read a file (no symlinks, FIFOs or devices) from the descriptor of its allowed root
+    (``roots``: the workspace and the extra paths), one folder at a time, so a folder swapped for
+    a symlink is never read through; None when it vanished or is no longer a regular file."""
     try:
-        fd, st = open_regular_nofollow(abs_path)
-    except (FileNotFoundError, NotRegularFile, PermissionError):
+        fd, st = open_regular_in_roots(roots, abs_path)
+    except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped, PermissionError):
         return None
     try:
         chunks = []

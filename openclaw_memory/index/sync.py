@@ -279,6 +279,8 @@ class _Sync:
         self.config = config
         self.store = store
         self.models = models
+        # Files are read from the descriptor of their allowed root (boundary: docs/guarantees.md).
+        self.roots = (str(settings.workspace), *map(str, settings.extra_paths))
         self.progress = progress or (lambda p: None)
         self.notes: list[str] = []
         self.embedded = self.reused = self.deleted = 0
@@ -473,7 +475,7 @@ class _Sync:
                                    self.chunks_done))
 
     def _read(self, work: _Work, f, force: bool = False) -> _Changed | None:
-        version = read_version(f.abs_path)
+        version = read_version(f.abs_path, self.roots)
         entry = work.old.files.get(f.path) if work.old else None
         if version is None:
             if entry is not None:
