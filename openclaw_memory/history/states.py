@@ -69,7 +69,7 @@ class ReadRecords:
         so the guard asks the agent to read again rather than trust it. Call under the history lock."""
         try:
             return self._parse()
-        except _Damaged:
+        except _RecordsDamaged:
             from ..fsutil.setaside import set_aside
 
             set_aside(os.path.dirname(self.store_root), self.path)
@@ -79,7 +79,7 @@ class ReadRecords:
         """Why the records file cannot be used, or None. Only reads."""
         try:
             self._parse()
-        except _Damaged as exc:
+        except _RecordsDamaged as exc:
             return str(exc)
         return None
 
@@ -90,14 +90,14 @@ class ReadRecords:
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            raise _Damaged(exc.strerror or str(exc)) from None
+            raise _RecordsDamaged(exc.strerror or str(exc)) from None
         try:
             data = json.loads(raw.decode("utf-8"))
         except ValueError as exc:  # UnicodeDecodeError included
-            raise _Damaged(f"not JSON: {exc}") from None
+            raise _RecordsDamaged(f"not JSON: {exc}") from None
         files = data.get("files") if isinstance(data, dict) else None
         if not isinstance(files, dict):
-            raise _Damaged("not a read-records file")
+            raise _RecordsDamaged("not a read-records file")
         out = {}
         for abs_path, item in files.items():
             if not (
@@ -107,7 +107,7 @@ class ReadRecords:
                 and isinstance(item.get("size", 0), int)
                 and isinstance(item.get("time", 0), (int, float))
             ):
-                raise _Damaged(f"the record of {abs_path} is malformed")
+                raise _RecordsDamaged(f"the record of {abs_path} is malformed")
             out[abs_path] = Seen(item["version"], int(item.get("size", 0)), float(item.get("time", 0)), item["how"])
         return out
 
@@ -158,7 +158,7 @@ def forget_session(store: HistoryStore, agent: str, session: str) -> None:
         pass
 
 
-class _Damaged(Exception):
+class _RecordsDamaged(Exception):
     pass
 
 

@@ -81,7 +81,7 @@ class VersionLog:
         log = self.log_path(abs_path)
         try:
             return self._entries(log, abs_path)
-        except _Damaged as exc:
+        except _LogDamaged as exc:
             raise StateDamaged(
                 f"the history log of {abs_path} ({log}) is damaged ({exc}); "
                 "`openclaw-memory doctor --fix` sets it aside and starts a new log"
@@ -122,7 +122,7 @@ class VersionLog:
             if name.endswith(".json"):
                 try:
                     data = self._load(os.path.join(self.folder, name)) or {}
-                except _Damaged:
+                except _LogDamaged:
                     continue
                 versions.update(item["version"] for item in data.get("entries", []) if _valid(item))
         return versions
@@ -146,7 +146,7 @@ class VersionLog:
         """Why the log file ``log`` cannot be used, or None (also when it does not exist)."""
         try:
             self._load(log)
-        except _Damaged as exc:
+        except _LogDamaged as exc:
             return str(exc)
         return None
 
@@ -159,7 +159,7 @@ class VersionLog:
         log = self.log_path(abs_path)
         try:
             return self._entries(log, abs_path)
-        except _Damaged:
+        except _LogDamaged:
             self.set_aside(log)
             return []
 
@@ -171,28 +171,28 @@ class VersionLog:
 
     @staticmethod
     def _load(path: str) -> dict | None:
-        """The log's JSON; None when there is none. Raises _Damaged when it cannot be read."""
+        """The log's JSON; None when there is none. Raises _LogDamaged when it cannot be read."""
         try:
             with open(path, "rb") as fh:
                 raw = fh.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise _Damaged(exc.strerror or str(exc)) from None
+            raise _LogDamaged(exc.strerror or str(exc)) from None
         try:
             data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise _Damaged(f"not UTF-8 at byte {exc.start}") from None
+            raise _LogDamaged(f"not UTF-8 at byte {exc.start}") from None
         except ValueError as exc:
-            raise _Damaged(f"not JSON: {exc}") from None
+            raise _LogDamaged(f"not JSON: {exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("absPath"), str) or not isinstance(data.get("entries"), list):
-            raise _Damaged("not a history log")
+            raise _LogDamaged("not a history log")
         if not all(_valid(item) for item in data["entries"]):
-            raise _Damaged("an entry is malformed")
+            raise _LogDamaged("an entry is malformed")
         return data
 
 
-class _Damaged(Exception):
+class _LogDamaged(Exception):
     pass
 
 
