@@ -150,6 +150,23 @@ def test_full_rebuild(workspace, state_dir, models):
     assert_consistent(index)
 
 
+def test_a_process_keeping_shards_open_syncs_again(workspace, state_dir, models):
+    """What ``watch`` and ``serve`` do: shards (and their locks) kept open between syncs.
+
+    The second sync checks the shards it already holds; it must not wait on its own lock.
+    """
+    write(workspace / "memory" / "a.md", note("a", topic="guitar"))
+    index = MemoryIndex(settings_for(workspace, state_dir), models=models, keep_open=True)
+    try:
+        index.sync()
+        write(workspace / "memory" / "a.md", note("a", topic="violin"))
+        again = index.sync()
+        assert again.files_changed == 1
+        assert_consistent(index)
+    finally:
+        index.close()
+
+
 def use_torch(state_dir: Path, extra: str = "") -> None:
     """CLI runs embed with the torch reference path: the ONNX export would cost a minute per state dir."""
     (state_dir / "openclaw-memory.toml").write_text('[index]\nembedding_backend = "torch"\n' + extra)

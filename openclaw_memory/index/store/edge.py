@@ -106,6 +106,8 @@ class EdgeStore:
         """
         if not self.shard_path(name).is_dir():
             return None
+        if name in self._open:
+            return None  # this process loaded it (probed then) and holds its lock: nobody else has written it
         if record:
             lock = self._acquire(name)
             try:
