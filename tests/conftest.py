@@ -6,8 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -40,15 +43,37 @@ def state_dir(tmp_path: Path) -> Path:
     return sd
 
 
+def env_for(workspace: Path, state_dir: Path, **extra: str) -> dict:
+    """This process's environment without any OPENCLAW* setting, naming one workspace and state dir."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir), **extra)
+    return env
+
+
+def wait_for(condition, timeout: float, step: float = 0.1):
+    """Poll ``condition`` until it returns something true (returned) or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(step)
+
+
+@pytest.fixture(scope="module")
+def module_state_dir(tmp_path_factory, request) -> Path:
+    """One state dir for a whole module of process tests: the model's ONNX export is made once."""
+    return tmp_path_factory.mktemp(f"{request.module.__name__.removeprefix('test_')}-state")
+
+
 @pytest.fixture
 def cli(workspace: Path, state_dir: Path):
     """Run ``openclaw-memory`` in a new process with this test's workspace and state dir."""
 
     def run(*args: str, input: str | None = None, env: dict | None = None, cwd=None, timeout: float = 300) -> CliResult:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-        full_env["OPENCLAW_WORKSPACE"] = str(workspace)
-        full_env["OPENCLAW_STATE_DIR"] = str(state_dir)
-        full_env.update(env or {})
+        full_env = env_for(workspace, state_dir, **(env or {}))
         proc = subprocess.run(
             [sys.executable, "-m", "openclaw_memory", *args],
             input=input,
@@ -76,3 +101,18 @@ def write(path: Path, text: str | bytes) -> Path:
 def shared_index_state(tmp_path_factory) -> Path:
     """One state dir for every test that indexes: the model's ONNX export is made once per session."""
     return tmp_path_factory.mktemp("shared-index-state")
+
+
+@contextmanager
+def tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of ``size`` mounted at ``folder`` (for full disks and cross-device moves); skips
+    the test where this machine cannot mount one (mounting needs root)."""
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        folder.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or 'mount failed'}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

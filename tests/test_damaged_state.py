@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, env_for, write
 
 pytestmark = pytest.mark.slow
 
@@ -65,10 +65,7 @@ ROLES = [
 
 
 def _env(ws: Path, sd: Path, extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(OPENCLAW_WORKSPACE=str(ws), OPENCLAW_STATE_DIR=str(sd), PYTHONPATH=str(REPO))
-    env.update(extra or {})
-    return env
+    return env_for(ws, sd, PYTHONPATH=str(REPO), **(extra or {}))
 
 
 def _run(ws: Path, sd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

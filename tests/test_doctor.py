@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import tmpfs, write
 from openclaw_memory.doctor.check_files import first_invalid_utf8
 from openclaw_memory.doctor.hooks import PAUSE_ENV
 from openclaw_memory.doctor.merge import HEADING, SENTENCE, marker
@@ -344,11 +344,7 @@ def test_memory_md_created_during_the_migration_is_never_replaced(workspace, sta
 
 
 def test_os_error_mid_repair_is_rolled_back_at_once(tmp_path, state_dir, cli):
-    ws = tmp_path / "ro-ws"
-    ws.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(ws)], capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here to make a read-only workspace")
-    try:
+    with tmpfs(tmp_path / "ro-ws", "4m") as ws:
         split(ws)
         subprocess.run(["mount", "-o", "remount,ro", str(ws)], check=True)
         result = cli("doctor", "--fix", "--json", env={"OPENCLAW_WORKSPACE": str(ws)})
@@ -360,8 +356,6 @@ def test_os_error_mid_repair_is_rolled_back_at_once(tmp_path, state_dir, cli):
         assert (ws / "MEMORY.md").read_text(encoding="utf-8") == CANON
         assert (ws / "memory.md").read_text(encoding="utf-8") == LEGACY
         assert ids(cli("doctor", "--json", env={"OPENCLAW_WORKSPACE": str(ws)})) == ["split-root"]
-    finally:
-        subprocess.run(["umount", str(ws)], check=True)
 
 
 def test_state_dir_that_cannot_be_created_is_an_error_not_a_traceback(workspace, state_dir, cli):
@@ -643,18 +637,10 @@ def test_injected_exdev_copies_verifies_then_unlinks(workspace, cli):
 
 @pytest.fixture
 def tmpfs_archive(workspace):
-    """Mount a tmpfs as the archive location: a real cross-device move."""
-    mount_point = workspace / ".openclaw-repair"
-    mount_point.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        mount_point.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or 'mount failed'}); "
-                    "the injected-EXDEV test covers the copy path")
-    try:
+    """A tmpfs as the archive location: a real cross-device move (the injected-EXDEV test covers
+    the copy path where none can be mounted)."""
+    with tmpfs(workspace / ".openclaw-repair", "8m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=True)
 
 
 def test_real_cross_device_move_to_tmpfs(workspace, tmpfs_archive, cli):

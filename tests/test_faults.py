@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, write
+from conftest import CliResult, tmpfs, write
 
 
 def run_cli(workspace: Path, state_dir: Path, *args: str, input: str | None = None, timeout: float = 120) -> CliResult:
@@ -39,31 +39,26 @@ def temp_files(*folders: Path) -> list[str]:
 @pytest.fixture
 def small_disk(tmp_path):
     """A 1 MiB tmpfs; ``fill()`` takes every free block."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or 'mount failed'}); disk-full cases need one")
+    with tmpfs(tmp_path / "small-disk", "1m") as mount:
 
-    class Disk:
-        path = mount
+        class Disk:
+            path = mount
 
-        def fill(self) -> None:
-            fd = os.open(mount / f"filler-{uuid.uuid4().hex}", os.O_WRONLY | os.O_CREAT, 0o600)
-            try:
-                while True:
-                    os.write(fd, b"\0" * 4096)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
+            def fill(self) -> None:
+                fd = os.open(mount / f"filler-{uuid.uuid4().hex}", os.O_WRONLY | os.O_CREAT, 0o600)
+                try:
+                    while True:
+                        os.write(fd, b"\0" * 4096)
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
 
-        def free(self) -> None:
-            for filler in mount.glob("filler-*"):
-                filler.unlink()
+            def free(self) -> None:
+                for filler in mount.glob("filler-*"):
+                    filler.unlink()
 
-    yield Disk()
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+        yield Disk()
 
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, env_for, tmpfs, write
 
 pytestmark = pytest.mark.slow
 
@@ -28,10 +28,7 @@ TOML = '[index]\nembedding_backend = "torch"\nembed_batch = 2\n'
 
 
 def _env(ws: Path, sd: Path, extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(OPENCLAW_WORKSPACE=str(ws), OPENCLAW_STATE_DIR=str(sd), PYTHONPATH=str(REPO))
-    env.update(extra or {})
-    return env
+    return env_for(ws, sd, PYTHONPATH=str(REPO), **(extra or {}))
 
 
 def _cli(ws: Path, sd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -113,13 +110,8 @@ def test_full_rebuild_is_built_beside_and_swapped_in(indexed):
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    mount = tmp_path / "full"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600m", "tmpfs", str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    with tmpfs(tmp_path / "full", "600m") as mount:
+        yield mount
 
 
 def _fill(folder: Path, leave: int) -> None:

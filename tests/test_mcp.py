@@ -23,14 +23,9 @@ pytestmark = pytest.mark.slow
 TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status"}
 
 
-@pytest.fixture(scope="module")
-def shared_state(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("mcp-state")
-
-
 @pytest.fixture
-def state_dir(shared_state: Path) -> Path:
-    return shared_state  # one model export for the module
+def state_dir(module_state_dir: Path) -> Path:
+    return module_state_dir
 
 
 def server_params(workspace: Path, state_dir: Path) -> StdioServerParameters:

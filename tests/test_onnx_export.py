@@ -21,7 +21,7 @@ from conftest import REPO, write
 from openclaw_memory.errors import UsageError
 from openclaw_memory.index.embedding import load_embedder
 from openclaw_memory.index.models import resolve_model
-from openclaw_memory.index.onnx_embedding import META_FILE, MODEL_FILE, OnnxEmbedder, export_folder, export_model
+from openclaw_memory.index.onnx_embedding import FORMAT, META_FILE, MODEL_FILE, OnnxEmbedder, export_folder, export_model
 from openclaw_memory.index.onnx_graph import build_bert_graph, can_build
 
 pytestmark = pytest.mark.slow
@@ -117,7 +117,7 @@ def test_graph_export_matches_sentence_transformers(reference, shared_index_stat
     folder = tmp_path / "fp32"
     folder.mkdir()
     build_bert_graph(path, folder / MODEL_FILE)
-    (folder / META_FILE).write_text(json.dumps({"dim": 384, "max_seq_length": 256}))
+    (folder / META_FILE).write_text(json.dumps({"format": FORMAT, "dim": 384, "max_seq_length": 256}))
     exact = OnnxEmbedder(MODEL, folder, path)
     assert (expected * exact.encode(prose)).sum(axis=1).min() > 0.99999
     assert (expected_odd * exact.encode(SENTENCES, batch_size=4)).sum(axis=1).min() > 0.99999

@@ -189,3 +189,38 @@ def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     assert [f["path"] for f in data["files"]] == ["memory/open.md"]
     assert {s["path"]: s["reason"] for s in data["skipped"]}["memory/locked"].startswith("unreadable")
     assert "memory/locked" in proc.stderr  # a warning, not silence
+
+
+def test_scan_cache_reuses_a_scan_only_while_nothing_it_saw_changed(workspace, tmp_path):
+    from openclaw_memory.files.scan import ScanCache
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    write(workspace / "MEMORY.md", "# root\n")
+    write(workspace / "memory/a/one.md", "one")
+    extra = tmp_path / "outside" / "runbook.md"  # a single-file extra path, missing at first
+    extra.parent.mkdir()
+    settings = resolve_settings(
+        Overrides(workspace=str(workspace), state_dir=str(tmp_path / "state"), extra=(str(extra),)), environ={}
+    )
+    cache = ScanCache(settings)
+    first = cache.scan()
+    assert cache.scan() is first
+
+    def changed_to(expected):
+        result = cache.scan()
+        assert paths(result) == expected
+        assert cache.scan() is result
+        return result
+
+    write(workspace / "memory/a/two.md", "two")  # a new entry in a nested folder
+    changed_to(["MEMORY.md", "memory/a/one.md", "memory/a/two.md"])
+    edited = cache.scan()
+    (workspace / "memory/a/one.md").write_text("one, longer now")  # same folders, new size
+    assert cache.scan() is not edited and cache.scan().files[1].size == len("one, longer now")
+    os.rename(workspace / "memory/a/two.md", workspace / "memory/a/three.md")
+    changed_to(["MEMORY.md", "memory/a/one.md", "memory/a/three.md"])
+    os.unlink(workspace / "MEMORY.md")
+    os.symlink(workspace / "memory/a/one.md", workspace / "MEMORY.md")  # swapped for a symlink
+    changed_to(["memory/a/one.md", "memory/a/three.md"])
+    write(extra, "the VPN password rotates monthly")
+    changed_to(["memory/a/one.md", "memory/a/three.md", "../outside/runbook.md"])

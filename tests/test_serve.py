@@ -17,13 +17,13 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import xxhash
 
-from conftest import write
+from conftest import env_for, write
+from conftest import wait_for as wait_until
 from openclaw_memory.serve.paths import read_info, service_dir
 from openclaw_memory.settings import Overrides, resolve_settings
 
@@ -33,36 +33,17 @@ START_TIMEOUT = 600  # the first start may export the model
 WAIT = 120
 
 
-@pytest.fixture(scope="module")
-def shared_state(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("serve-state")
-
-
 @pytest.fixture
-def state_dir(shared_state: Path) -> Path:
-    return shared_state  # one model export for the module
-
-
-def env_for(workspace: Path, state_dir: Path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env["OPENCLAW_WORKSPACE"] = str(workspace)
-    env["OPENCLAW_STATE_DIR"] = str(state_dir)
-    env.update(extra)
-    return env
+def state_dir(module_state_dir: Path) -> Path:
+    return module_state_dir
 
 
 def settings_for(workspace: Path, state_dir: Path):
     return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
 
 
-def wait_for(condition, timeout: float = WAIT, step: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"condition not met within {timeout} s")
+def wait_for(condition, timeout: float = WAIT):
+    return wait_until(condition, timeout)
 
 
 class Serve:

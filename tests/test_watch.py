@@ -16,12 +16,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import env_for, write
+from conftest import wait_for as wait_until
 from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.store import HistoryStore
@@ -33,21 +33,9 @@ START_TIMEOUT = 600  # the first start exports the model
 WAIT = 120
 
 
-@pytest.fixture(scope="module")
-def shared_state(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("live-state")
-
-
 @pytest.fixture
-def state_dir(shared_state: Path) -> Path:
-    return shared_state
-
-
-def env_for(workspace: Path, state_dir: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env["OPENCLAW_WORKSPACE"] = str(workspace)
-    env["OPENCLAW_STATE_DIR"] = str(state_dir)
-    return env
+def state_dir(module_state_dir: Path) -> Path:
+    return module_state_dir
 
 
 class Watch:
@@ -108,15 +96,8 @@ def watch(workspace, state_dir):
             w.proc.wait()
 
 
-def wait_for(predicate, timeout: float = WAIT, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
+def wait_for(predicate, timeout: float = WAIT):
+    return wait_until(predicate, timeout, step=0.2)
 
 
 def found(cli, query: str, path: str, mode: str = "text") -> bool:

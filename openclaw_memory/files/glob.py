@@ -64,20 +64,7 @@ def _brace_options(body: str) -> list[str] | None:
             seq = range(x, y + 1) if x <= y else range(x, y - 1, -1)
             return [chr(c) for c in seq]
         return None
-    parts: list[str] = []
-    depth = 0
-    current = ""
-    for ch in body:
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
+    parts = _split_top_level(body, ",", "{", "}")
     return parts if len(parts) > 1 else None
 
 
@@ -117,7 +104,7 @@ def _segment_regex(segment: str) -> str:
         if ch in "@?*+!" and i + 1 < len(segment) and segment[i + 1] == "(" and ch != "!":
             close = _matching_paren(segment, i + 1)
             if close is not None:
-                alts = "|".join(_segment_regex(a) for a in _split_alts(segment[i + 2:close]))
+                alts = "|".join(_segment_regex(a) for a in _split_top_level(segment[i + 2:close], "|", "(", ")"))
                 quant = {"@": "", "?": "?", "*": "*", "+": "+"}[ch]
                 out += f"(?:{alts}){quant}"
                 i = close + 1
@@ -154,14 +141,17 @@ def _matching_paren(text: str, open_at: int) -> int | None:
     return None
 
 
-def _split_alts(body: str) -> list[str]:
-    parts, depth, current = [], 0, ""
+def _split_top_level(body: str, sep: str, opening: str, closing: str) -> list[str]:
+    """``body`` cut at each ``sep`` outside nested ``opening``/``closing`` pairs."""
+    parts: list[str] = []
+    depth = 0
+    current = ""
     for ch in body:
-        if ch == "(":
+        if ch == opening:
             depth += 1
-        elif ch == ")":
+        elif ch == closing:
             depth -= 1
-        if ch == "|" and depth == 0:
+        if ch == sep and depth == 0:
             parts.append(current)
             current = ""
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
-from ..files.scan import scan_workspace
+from ..files.scan import ScanCache
 from .collections import assign_files, resolve_collections
 from .bm25 import Bm25, load_stats, stats_path
 from .config import index_config, search_ranking
@@ -57,6 +57,8 @@ class MemoryIndex:
         self.on_wait = on_wait
         self._manifests: dict = {}
         self._stats: dict = {}
+        self._scans = ScanCache(settings)  # the stale check of every search
+        self._last_stale: tuple | None = None
         self.ranking = search_ranking(settings)
         self.store = open_store(settings, on_wait=on_wait, keep_open=keep_open)
 
@@ -198,11 +200,17 @@ class MemoryIndex:
         return cached[1]
 
     def _stale(self, collections, manifests) -> list[str]:
-        scan = scan_workspace(self.settings)
+        scan = self._scans.scan()
+        # The same scan against the same manifests gives the same answer (a file whose stat
+        # changes gives a new scan), so a warm process does not hash its suspects again.
+        key = (id(scan), tuple(id(manifests[c.name]) for c in collections))
+        if self._last_stale is not None and self._last_stale[0] == key:
+            return list(self._last_stale[1])
         groups = assign_files(collections, scan.files)
         stale: set[str] = set()
         for c in collections:
             stale.update(stale_paths(manifests[c.name], groups[c.name]))
+        self._last_stale = (key, sorted(stale), scan)  # the scan is kept so that its id is not reused
         return sorted(stale)
 
     def status(self) -> IndexStatus:

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterable, Protocol, Sequence
 
 # Payload fields of every point.
-TEXT_FIELD = "text"  # what was embedded (title, heading path, chunk text): full-text index, multilingual words
+TEXT_FIELD = "text"  # what was embedded (title, heading path, chunk text): stored, not indexed
 TERMS_FIELD = "terms"  # keyword terms (index.terms.keyword_terms), space separated: candidates by BM25
 BODY_FIELD = "body"  # the chunk's own lines, for snippets (not indexed)
 PATH_FIELD = "path"  # keyword index
 AGENT_FIELD = "agent"  # keyword index
-TEXT_FIELDS = (TEXT_FIELD, TERMS_FIELD)
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ class Shard(Protocol):
         with_vector: bool = False,
         fields: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """BM25 over the full-text index of ``field`` (one of TEXT_FIELDS); ``fields`` as for dense_query."""
+        """BM25 over the full-text index of ``field`` (``terms``); ``fields`` as for dense_query."""
         ...
 
     def retrieve(self, ids: Sequence[str], with_vector: bool = False, fields: Sequence[str] | None = None) -> list[Hit]:

@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Sequence
 
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
-from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData, WaitCallback
+from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, Hit, PointData, WaitCallback
 
 DENSE = "dense"
 _BATCH = 256
@@ -408,20 +408,14 @@ class EdgeStore:
         _remove_tree(final)  # a folder without a config is a failed create
         tmp.parent.mkdir(parents=True, exist_ok=True)
         engine = qe.EdgeShard.create(str(tmp), qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)}))
-        # Whole words in any language (Multilingual segments CJK into words), English stems so
-        # "drinks" finds "drinking"; BM25 scoring needs the per-document statistics.
-        words = qe.TextIndexParams(
-            tokenizer=qe.TokenizerType.Multilingual,
-            lowercase=True,
-            scoring=True,
-            stemmer=qe.SnowballParams(qe.SnowballLanguage.English),
-        )
-        grams = qe.TextIndexParams(tokenizer=qe.TokenizerType.Whitespace, lowercase=False, scoring=True)
+        # Keyword candidates come from the ``terms`` field (index.terms: stems and CJK grams, one
+        # statistic per agent); its postings live on disk (memory-mapped) so that the engine's
+        # resident memory does not grow with the corpus. The embedded text is stored, not indexed.
+        grams = qe.TextIndexParams(tokenizer=qe.TokenizerType.Whitespace, lowercase=False, scoring=True, on_disk=True)
         for field, schema in (
-            (TEXT_FIELD, words),
             (TERMS_FIELD, grams),
-            (PATH_FIELD, qe.KeywordIndexParams()),
-            (AGENT_FIELD, qe.KeywordIndexParams()),
+            (PATH_FIELD, qe.KeywordIndexParams(on_disk=True)),
+            (AGENT_FIELD, qe.KeywordIndexParams(on_disk=True)),
         ):
             engine.update(qe.UpdateOperation.create_field_index(field, schema))
         engine.close()

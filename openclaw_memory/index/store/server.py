@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator, Sequence
 
 from ...errors import MemoryToolError
-from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, Hit, PointData
+from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, Hit, PointData
 from .server_client import Connection
 from .server_config import ServerConfig
 
@@ -60,21 +60,12 @@ def collection_kind(name: str) -> str:
 
 
 def text_index_params(local: bool) -> dict:
-    """Text index parameters per field: the embedded engine's on a server, the default word tokenizer in local mode."""
+    """The full-text index per field: the ``terms`` field, tokenised by index.terms already, split
+    on whitespace as in the embedded engine (the default word tokenizer in local mode)."""
     from qdrant_client import models as m
 
-    if local:
-        plain = m.TextIndexParams(type=m.TextIndexType.TEXT, tokenizer=m.TokenizerType.WORD, lowercase=True, scoring=True)
-        return {TEXT_FIELD: plain, TERMS_FIELD: plain}
-    words = m.TextIndexParams(
-        type=m.TextIndexType.TEXT,
-        tokenizer=m.TokenizerType.MULTILINGUAL,
-        lowercase=True,
-        stemmer=m.SnowballParams(type=m.Snowball.SNOWBALL, language=m.SnowballLanguage.ENGLISH),
-        scoring=True,
-    )
-    grams = m.TextIndexParams(type=m.TextIndexType.TEXT, tokenizer=m.TokenizerType.WHITESPACE, lowercase=False, scoring=True)
-    return {TEXT_FIELD: words, TERMS_FIELD: grams}
+    tokenizer = m.TokenizerType.WORD if local else m.TokenizerType.WHITESPACE
+    return {TERMS_FIELD: m.TextIndexParams(type=m.TextIndexType.TEXT, tokenizer=tokenizer, lowercase=local, scoring=True)}
 
 
 class ServerStore:
