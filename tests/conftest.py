@@ -46,7 +46,8 @@ def state_dir(tmp_path: Path) -> Path:
 def env_for(workspace: Path, state_dir: Path, **extra: str) -> dict:
     """This process's environment without any OPENCLAW* setting, naming one workspace and state dir."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir), **extra)
+    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir))
+    env.update(extra)  # may name another workspace or state dir
     return env
 
 

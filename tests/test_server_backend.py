@@ -32,7 +32,7 @@ from openclaw_memory.index.store.edge import EdgeStore
 from openclaw_memory.index.store.server import ServerStore
 from openclaw_memory.index.store.server_client import FAIL_HOOK_ENV, ServerRejected, ServerUnavailable
 from openclaw_memory.index.store.server_config import ServerConfig, server_config
-from openclaw_memory.index.terms import cjk_grams
+from openclaw_memory.index.terms import keyword_terms
 from openclaw_memory.settings import Overrides, resolve_settings
 
 SERVER_ENV = "OPENCLAW_MEMORY_TEST_QDRANT_URL"
@@ -60,6 +60,11 @@ NOTES = [
 ]
 
 
+def terms(query: str) -> str:
+    """A query's keyword terms, as the search sends them to the store."""
+    return " ".join(keyword_terms(query))
+
+
 def points(collection: str = "memory-dir-main") -> list[PointData]:
     out = []
     for i, (path, text, vec) in enumerate(NOTES):
@@ -72,7 +77,7 @@ def points(collection: str = "memory-dir-main") -> list[PointData]:
             "endLine": i + 2,
             "heading": "",
             TEXT_FIELD: text,
-            TERMS_FIELD: cjk_grams(text),
+            TERMS_FIELD: " ".join(keyword_terms(text)),
             "body": text,
         }
         out.append(PointData(str(uuid.uuid5(uuid.NAMESPACE_OID, f"{collection}{i}")), unit(vec), payload))
@@ -89,10 +94,10 @@ def observe(store, name: str) -> dict:
             "paths": shard.path_counts(),
             "dense": hits(shard.dense_query(unit([1, 0, 0, 0.2]), 3)),
             "dense_ids": hits(shard.dense_query(unit([1, 0, 0, 0.2]), 5, ids=ids[1:3])),
-            "text": hits(shard.text_query(TEXT_FIELD, "gateway vault", 5)),
-            "text_ids": hits(shard.text_query(TEXT_FIELD, "gateway", 5, ids=ids[4:])),
-            "cjk": hits(shard.text_query(TERMS_FIELD, cjk_grams("绿茶"), 5)),
-            "vectors": [[round(x, 5) for x in h.vector] for h in shard.text_query(TEXT_FIELD, "tea", 5, with_vector=True)],
+            "text": hits(shard.text_query(TERMS_FIELD, terms("gateway vault"), 5)),
+            "text_ids": hits(shard.text_query(TERMS_FIELD, terms("gateway"), 5, ids=ids[4:])),
+            "cjk": hits(shard.text_query(TERMS_FIELD, terms("绿茶"), 5)),
+            "vectors": [[round(x, 5) for x in h.vector] for h in shard.text_query(TERMS_FIELD, terms("tea"), 5, with_vector=True)],
             "retrieve": sorted((h.id, tuple(sorted(h.payload))) for h in shard.retrieve(ids + ["00000000-0000-0000-0000-000000000000"], fields=["hash"])),
             "scroll": sorted((h.id, h.payload.get("hash")) for h in shard.scroll(["hash"])),
         }

@@ -96,8 +96,8 @@ def watch(workspace, state_dir):
             w.proc.wait()
 
 
-def wait_for(predicate, timeout: float = WAIT):
-    return wait_until(predicate, timeout, step=0.2)
+def wait_for(predicate, timeout: float = WAIT, step: float = 0.2):
+    return wait_until(predicate, timeout, step)
 
 
 def found(cli, query: str, path: str, mode: str = "text") -> bool:

@@ -320,11 +320,17 @@ class _Sync:
 
         works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh) for c in collections]
         self.files_total = sum(len(w.suspects) for w in works)
-        saved = [w for w in works if self._sync_work(w) or w.stat_only or w.collection.name in self.rekeyed]
-        # Removals and swaps come last: until then every old point can still lend its vector
-        # (a file moved from one collection to another is not embedded again).
-        for w in saved:
-            self._finish(w)
+        try:
+            saved = [w for w in works if self._sync_work(w) or w.stat_only or w.collection.name in self.rekeyed]
+            # Removals and swaps come last: until then every old point can still lend its vector
+            # (a file moved from one collection to another is not embedded again).
+            for w in saved:
+                self._finish(w)
+        except BaseException:
+            # A failed run (a full disk, Ctrl-C) leaves no half-built shard beside a live one.
+            for c in collections:
+                self.store.discard_stages(c.name)
+            raise
         for w in saved:
             self._save(w)
         if full:

@@ -52,7 +52,7 @@ while True:
     if offset is None:
         break
 shard.query(qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] + [0.0] * (dim - 1), using="dense"), with_payload=True))
-shard.query(qe.QueryRequest(limit=1, query=qe.TextQuery("text", "memory"), with_payload=True))
+shard.query(qe.QueryRequest(limit=1, query=qe.TextQuery("terms", "memory"), with_payload=True))
 shard.close()
 print(json.dumps({"count": count, "facet": facet, "seen": seen, "bad": bad}))
 """
@@ -289,7 +289,7 @@ class EdgeStore:
         self._forget_stage(staged)
 
     def discard_stages(self, name: str) -> None:
-        """Remove what a killed build of ``name`` left beside it. Call under the agent's sync lock."""
+        """Remove what a killed or failed build of ``name`` left beside it. Call under the agent's sync lock."""
         prefix = self._stage_prefix(name)
         for folder in (self.root / "edge",):
             try:
@@ -297,6 +297,7 @@ class EdgeStore:
             except FileNotFoundError:
                 return
             for entry in entries:
+                self._close_one(entry)
                 _remove_tree(folder / entry)
                 if entry.startswith(prefix):
                     self._forget_stage(entry)
