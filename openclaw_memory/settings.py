@@ -11,6 +11,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ class Settings:
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.get(name, {})
 
-    @property
+    @cached_property  # read on every search; a frozen dataclass keeps it in its __dict__
     def data_dir(self) -> Path:
         """This project's own data for this workspace, inside the state dir."""
         import xxhash
