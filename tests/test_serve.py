@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import re
 import signal
 import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -247,6 +249,23 @@ def test_socket_is_owner_only_and_sigint_stops_cleanly(workspace, state_dir, ser
     assert service.stop(signal.SIGINT) == 0
     assert service_files(workspace, state_dir) == []
     assert any(line.startswith("stopped (SIGINT)") for line in service.stderr)
+
+
+def test_a_signal_at_any_moment_stops_the_service(workspace, state_dir, services):
+    """SIGTERM/SIGINT at random moments of an idle service: each stops it, cleanly and soon.
+
+    The handler once set an Event the main thread was waiting on; a signal landing while that
+    wait held the Event's lock hung the service (once in about ten runs of the hung-service test
+    under load; the same Python pattern alone hangs once in ~200 signals). This does not hit
+    that window every run; it checks that every signal is honoured.
+    """
+    memory(workspace)
+    rnd = random.Random(13)
+    for sig in [signal.SIGTERM, signal.SIGINT] * 6:
+        service = start(services, workspace, state_dir, "--no-watch")
+        time.sleep(rnd.uniform(0, 0.6))
+        assert service.stop(sig) == 0
+        assert service_files(workspace, state_dir) == []
 
 
 def test_a_killed_service_is_reported_once_then_replaced(workspace, state_dir, cli, services):

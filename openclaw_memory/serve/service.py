@@ -184,21 +184,26 @@ class Service:
 
     def _wait_for_signal(self) -> None:
         previous = {}
+        signalled: list[str] = []
 
         def handler(signum, _frame):
-            self._stopped_by = signal.Signals(signum).name
-            self.stop()
+            # Only a list append here: Event.set() takes the lock that the Event.wait() this
+            # handler interrupts may hold at that moment, and would wait for itself forever.
+            signalled.append(signal.Signals(signum).name)
 
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, handler)
         threading.Thread(target=self._warm_quietly, name="model-warm-up", daemon=True).start()
         try:
-            while not self._stop.wait(0.25):
+            while not signalled and not self._stop.wait(0.25):
                 pass
         finally:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+        if signalled:
+            self._stopped_by = signalled[0]
+            self.stop()
 
     def _warm_quietly(self) -> None:
         try:

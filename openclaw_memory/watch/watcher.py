@@ -109,6 +109,7 @@ class Watcher:
         self.ignore_denied = False
         self._busy = False
         self._signal = "stop"
+        self._signalled = False  # set by the signal handler, which may take no lock
         self.batches = 0
         self.changes = 0
 
@@ -141,6 +142,9 @@ class Watcher:
         """Ask the loop to stop (from another thread); it returns within a fraction of a second."""
         self.stop_event.set()
 
+    def _stopping(self) -> bool:
+        return self._signalled or self.stop_event.is_set()
+
     # -- signals -----------------------------------------------------------------------------
 
     def _install_signals(self):
@@ -149,8 +153,10 @@ class Watcher:
         previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
         def handler(signum, _frame):
+            # No Event.set() here: it takes a lock the interrupted code may hold (a deadlock);
+            # the loop checks ``_signalled`` as often as the stop event.
             self._signal = signal.Signals(signum).name
-            self.stop_event.set()
+            self._signalled = True
             if self._busy:
                 raise WatchStopped()
 
@@ -168,7 +174,7 @@ class Watcher:
     def _loop(self, index) -> None:
         self._arm()
         ok = self._apply(index, set(), first=True)
-        if self.stop_event.is_set():
+        if self._stopping():
             return
         self._warm(index)
         if self.on_start is not None:
@@ -184,7 +190,7 @@ class Watcher:
         hints: set[str] = set()
         first_at = last_at = 0.0
         due = time.monotonic() + (self.backstop_s if ok else RETRY_S)  # next sync without events
-        while not self.stop_event.is_set():
+        while not self._stopping():
             now = time.monotonic()
             wait = min(last_at + QUIET_S, first_at + MAX_WAIT_S) - now if hints else due - now
             try:
@@ -224,7 +230,7 @@ class Watcher:
         workspace = str(settings.workspace)
         self._busy = True
         try:
-            if self.stop_event.is_set():
+            if self._stopping():
                 raise WatchStopped()
             before = indexed_files(settings)
             started = time.monotonic()
@@ -291,7 +297,7 @@ class Watcher:
                 self._feeds.append(feed.start())
         deadline = time.monotonic() + ARM_WAIT_S
         waiting = set(self._feeds)
-        while waiting and time.monotonic() < deadline and not self.stop_event.is_set():
+        while waiting and time.monotonic() < deadline and not self._stopping():
             try:
                 message = self._queue.get(timeout=0.1)
             except queue.Empty:
