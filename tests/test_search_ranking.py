@@ -188,6 +188,8 @@ def test_citation_round_trips_through_read(built, cli_env):
     out = cli_env("read", hit.citation, "--json")
     assert out.returncode == 0, out.stderr
     assert out.json()["text"].rstrip("\n") == hit.snippet
+    backwards = cli_env("read", f"{hit.path}#L{hit.end_line + 1}-L{hit.start_line}")
+    assert backwards.returncode == 2 and f"{hit.path}#L{hit.start_line}-L{hit.end_line + 1}" in backwards.stderr
 
 
 def test_snippet_never_opens_inside_a_code_fence(built):

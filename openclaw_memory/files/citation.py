@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import UsageError
+
 _CITATION = re.compile(r"^(?P<path>.+)#L(?P<start>[1-9]\d*)(?:-L(?P<end>[1-9]\d*))?$")
 
 
@@ -20,12 +22,16 @@ class Citation:
 
 
 def parse_citation(text: str) -> Citation | None:
-    """``PATH#L10-L24`` (or ``PATH#L10``) as a path and a window; None when ``text`` is a plain path."""
+    """``PATH#L10-L24`` (or ``PATH#L10``) as a path and a window; None when ``text`` is a plain path.
+
+    A range that runs backwards is refused, naming the order that works (it is no path either).
+    """
     m = _CITATION.match(text)
     if not m:
         return None
     start = int(m.group("start"))
     end = int(m.group("end") or start)
     if end < start:
-        return None
+        path = m.group("path")
+        raise UsageError(f"{text}: a citation's lines run from the first to the last ({path}#L{end}-L{start})")
     return Citation(m.group("path"), start, end - start + 1)
