@@ -44,6 +44,8 @@ class MemoryFile:
     kind: str  # "markdown" | "image" | "audio"
     size: int
     mtime_ns: int = 0
+    ctime_ns: int = 0
+    inode: int = 0  # with the size and times: the stat key by which ``state`` knows a file unchanged
 
     def to_json(self) -> dict:
         return {"path": self.path, "absPath": self.abs_path, "source": self.source, "kind": self.kind, "size": self.size}
@@ -111,7 +113,7 @@ class _Collector:
         self._seen_real.add(abs_path)
         if shown is None:
             shown = display_path(abs_path, self.workspace)
-        self.files.append(MemoryFile(shown, abs_path, source, kind, st.st_size, st.st_mtime_ns))
+        self.files.append(MemoryFile(shown, abs_path, source, kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
 
     def consider_file(self, abs_path: str, name: str, source: str, multimodal: bool, st: os.stat_result | None = None) -> None:
         kind = file_kind(name, multimodal)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..files.paths import display_path
 from ..errors import os_error
 from ..files.scan import scan_workspace
-from ..fsutil.atomic import sync_filesystem
+from ..fsutil.atomic import atomic_write_text, sync_filesystem
 from ..fsutil.safeopen import FolderSwapped
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import HistoryStore, FileVersion, snapshot_fd
@@ -107,21 +107,18 @@ def file_states(settings) -> StateReport:
                 if f.kind != "markdown":
                     continue
                 listed.add(f.abs_path)
-                key = _stat_key(f.abs_path)
+                key = [f.size, f.mtime_ns, f.ctime_ns, f.inode]  # the stat the scan took
                 cached = known.get(f.abs_path)
-                if key is not None and cached is not None and cached[:4] == key:
-                    snap = FileVersion(cached[4], key[0])  # hashed and logged already, unchanged since
+                if cached is not None and cached[:4] == key:
+                    snap = FileVersion(cached[4], f.size)  # hashed and logged already, unchanged since
+                    seen[f.abs_path] = cached
                 else:
                     snap = _observe(store, f, unreadable, unrecorded)
                     if snap is None:
                         continue
                     # Remembered only once it can no longer change within the stat's resolution.
-                    if key is not None and key[1] < settled and _stat_key(f.abs_path) == key and not unrecorded:
-                        key = [*key, snap.version]
-                    else:
-                        key = None
-                if key is not None:
-                    seen[f.abs_path] = key if len(key) == 5 else [*key, snap.version]
+                    if f.mtime_ns < settled and _stat_key(f.abs_path) == key and not unrecorded:
+                        seen[f.abs_path] = [*key, snap.version]
                 out.append(_file_state(f.path, f.abs_path, records.get(f.abs_path), snap))
         finally:
             store.objects.durable = store.log.durable = True
@@ -172,15 +169,11 @@ def _load_sightings(store: HistoryStore) -> dict[str, list]:
 
 
 def _save_sightings(store: HistoryStore, data: dict[str, list]) -> None:
-    path = os.path.join(store.root, SIGHTINGS)
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(store.root, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, separators=(",", ":"))
-        os.replace(tmp, path)
+        atomic_write_text(os.path.join(store.root, SIGHTINGS), json.dumps(data, ensure_ascii=False, separators=(",", ":")))
     except OSError:
-        pass  # only a cache: the next run hashes again
+        pass  # only a cache: the next run hashes again (a failed write leaves no temp file)
 
 
 def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState:

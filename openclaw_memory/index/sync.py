@@ -35,6 +35,7 @@ from typing import Callable
 from ..errors import DiskFull
 from ..files.scan import scan_workspace
 from ..fsutil.lock import FileLock
+from ..fsutil.space import free_bytes
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize
 from .config import IndexConfig, index_config
 from .manifest import (
@@ -242,20 +243,12 @@ def sync_index(
 
 
 def disk_full(folder, needed: int | None = None) -> DiskFull:
-    free = _free_bytes(folder)
+    free = free_bytes(folder)
     need = f", about {_mib(needed)} needed" if needed else ""
     return DiskFull(
         f"the disk holding the index ({folder}) is full ({_mib(free)} free{need}): nothing was changed, the last "
         "complete index is still in use; free some space and run `openclaw-memory index` again"
     )
-
-
-def _free_bytes(folder) -> int:
-    path = os.fspath(folder)
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize
 
 
 def _mib(n: int) -> str:
@@ -562,13 +555,15 @@ class _Sync:
         (plus a copy of ``copy`` bytes, or a new shard)."""
         folder = self.settings.data_dir / "index"
         needed = _MARGIN + points * _BYTES_PER_POINT + copy + (_NEW_SHARD if new_shard else 0)
-        if self.store.backend == "edge" and _free_bytes(folder) < needed:
+        if self.store.backend == "edge" and free_bytes(folder) < needed:
             raise disk_full(folder, needed)
 
-    def _vectors(self, w: _Work, needed: dict[str, str], own_ids: list[str], open_as: tuple | None = None) -> dict:
-        """Vectors for the chunk hashes ``needed`` (hash -> text): reused from the store when any
-        point of the agent holds that text already (any path, any collection, a killed run's
-        points included), else embedded."""
+    def _vectors(self, w: _Work, piece: list[tuple[str, str, dict]], open_as: tuple | None = None) -> tuple[dict, set[str]]:
+        """Vectors for the chunks of ``piece`` by hash, and the hashes embedded now: reused from
+        the store when any point of the agent holds that text already (any path, any collection,
+        a killed run's points included), else embedded."""
+        needed = {h: payload[TEXT_FIELD] for _pid, h, payload in piece}
+        own_ids = [pid for pid, _h, _p in piece]
         vectors: dict = {}
         for h in needed:
             if h in self.recent:
@@ -601,8 +596,7 @@ class _Sync:
                 self._report("embed", step + len(part))
             while len(self.recent) > _RECENT:
                 self.recent.popitem(last=False)
-        self._fresh_hashes = set(missing)
-        return vectors
+        return vectors, set(missing)
 
     @staticmethod
     def _take(vectors: dict, needed: dict, shard, ids) -> None:
@@ -626,16 +620,16 @@ class _Sync:
             yield current
 
     def _upsert(self, shard, target: str, w: _Work, piece: list[tuple[str, str, dict]]) -> None:
-        needed = {h: payload[TEXT_FIELD] for _pid, h, payload in piece}
-        vectors = self._vectors(w, needed, [pid for pid, _h, _p in piece], (target, shard))
-        fresh = self._fresh_hashes
-        points = [PointData(pid, vectors[h], payload) for pid, h, payload in piece]
+        vectors, fresh = self._vectors(w, piece, (target, shard))
+        self._write_piece(shard, piece, vectors, fresh)
+        self._report()
+
+    def _write_piece(self, shard, piece: list[tuple[str, str, dict]], vectors: dict, fresh: set[str]) -> None:
+        shard.upsert([PointData(pid, vectors[h], payload) for pid, h, payload in piece])
         self.embedded += sum(1 for _pid, h, _p in piece if h in fresh)
         self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
-        shard.upsert(points)
-        self.chunks_done += len(points)
+        self.chunks_done += len(piece)
         self._upserted()
-        self._report()
 
     def _upserted(self) -> None:
         self.upserts += 1
@@ -652,10 +646,7 @@ class _Sync:
         """A change of at most one batch: embed first, then one short locked write to the live shard
         (a killed run leaves the ``.dirty`` marker: the next run reconciles)."""
         pieces = list(self._points(w, changes))
-        prepared = []
-        for piece in pieces:
-            needed = {h: payload[TEXT_FIELD] for _pid, h, payload in piece}
-            prepared.append((piece, self._vectors(w, needed, [pid for pid, _h, _p in piece]), self._fresh_hashes))
+        prepared = [(piece, *self._vectors(w, piece)) for piece in pieces]
         dim = self._dim([v for _p, vectors, _f in prepared for v in vectors.values()])
         self._preflight(sum(len(p) for p in pieces), new_shard=not self.store.exists(w.collection.name))
         mark_dirty(self.settings.data_dir, w.collection.name)
@@ -664,11 +655,7 @@ class _Sync:
             for ch in changes:
                 shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
             for piece, vectors, fresh in prepared:
-                shard.upsert([PointData(pid, vectors[h], payload) for pid, h, payload in piece])
-                self.embedded += sum(1 for _pid, h, _p in piece if h in fresh)
-                self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
-                self.chunks_done += len(piece)
-                self._upserted()
+                self._write_piece(shard, piece, vectors, fresh)
             shard.optimize()
             self._save_stats(w, shard)
         self._report()

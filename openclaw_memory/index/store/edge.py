@@ -17,6 +17,7 @@ from typing import Iterable, Iterator, Sequence
 
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
+from ...fsutil.space import free_bytes
 from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, Hit, PointData, WaitCallback
 
 DENSE = "dense"
@@ -425,11 +426,7 @@ class EdgeStore:
 
 
 def _ensure_room(folder: Path) -> None:
-    path = os.fspath(folder)
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    st = os.statvfs(path)
-    free = st.f_bavail * st.f_frsize
+    free = free_bytes(folder)
     if free < LOAD_ROOM:
         raise DiskFull(
             f"the disk holding the index ({folder}) is full ({free / (1 << 20):.1f} MiB free): the engine needs about "
