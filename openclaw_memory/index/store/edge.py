@@ -9,6 +9,7 @@ gives up with a clear message instead of an engine error.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from contextlib import contextmanager
@@ -22,6 +23,19 @@ from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, Hit, PointData, WaitCall
 
 DENSE = "dense"
 _BATCH = 256
+# The engine keeps an appendable segment's points on the heap (about 2.5 KB each, most of it the
+# ``terms`` postings) until an optimize turns the segment into memory-mapped ones, and what that
+# optimize built is only freed when the shard is reopened. So a shard that took this many points
+# since it was opened or last settled is optimized and reopened: the peak memory of an index run
+# stays the same whatever the corpus size (bench/index_memory.py).
+SETTLE_POINTS = 4096
+# In KB of vectors (1.5 KB each at 384 dimensions): an optimize turns a segment of ~650 points
+# and more into a memory-mapped one, and merges segments up to ~21,000 points, no further: a
+# merge builds its segment in memory, so this caps the peak, while keeping segments large
+# enough that their HNSW graph is the one a dense query uses.
+_INDEXING_THRESHOLD_KB = 1_000
+_MAX_SEGMENT_KB = 32_000
+_INDEXING_POINTS = 650
 # Opening a shard maps its files and allocates their pages (~32 MiB of vectors at once); where
 # the disk has no room for that the engine dies of SIGBUS, so a shard is not opened without it.
 LOAD_ROOM = 64 << 20
@@ -323,7 +337,7 @@ class EdgeStore:
             return
         lock = self._acquire(name)
         try:
-            shard = EdgeShard(name, self._load_or_create(name, dim))
+            shard = EdgeShard(name, self.shard_path(name), self._load_or_create(name, dim))
         except BaseException:
             lock.release()
             raise
@@ -384,7 +398,7 @@ class EdgeStore:
                 reason = self.damage(name)
                 if reason is not None:
                     raise IndexDamaged(damaged_message(name, path, reason))
-                return qe.EdgeShard.load(str(path))
+                return _load(path)
             if dim is None:
                 raise MemoryToolError(f"index collection {name} does not exist yet: run `openclaw-memory index`")
             return self._create(name, dim)
@@ -409,7 +423,7 @@ class EdgeStore:
         _remove_tree(tmp)
         _remove_tree(final)  # a folder without a config is a failed create
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        engine = qe.EdgeShard.create(str(tmp), qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)}))
+        engine = qe.EdgeShard.create(str(tmp), _config(dim))
         # Keyword candidates come from the ``terms`` field (index.terms: stems and CJK grams, one
         # statistic per agent); its postings live on disk (memory-mapped) so that the engine's
         # resident memory does not grow with the corpus. The embedded text is stored, not indexed.
@@ -422,7 +436,39 @@ class EdgeStore:
             engine.update(qe.UpdateOperation.create_field_index(field, schema))
         engine.close()
         os.rename(tmp, final)
-        return qe.EdgeShard.load(str(final))
+        return _load(final)
+
+
+def _config(dim: int):
+    import qdrant_edge as qe
+
+    return qe.EdgeConfig(
+        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=_INDEXING_THRESHOLD_KB, max_segment_size=_MAX_SEGMENT_KB),
+    )
+
+
+def _load(path: Path):
+    """Open a shard, giving one built by an earlier version this version's optimizer settings."""
+    import qdrant_edge as qe
+
+    with open(path / "edge_config.json", encoding="utf-8") as fh:
+        stored = json.load(fh)
+    wanted = {"indexing_threshold": _INDEXING_THRESHOLD_KB, "max_segment_size": _MAX_SEGMENT_KB}
+    optimizers = stored.get("optimizers") or {}
+    if any(optimizers.get(key) != value for key, value in wanted.items()):
+        return qe.EdgeShard.load(str(path), _config(int(stored["vectors"][DENSE]["size"])))
+    return qe.EdgeShard.load(str(path))
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap the engine just freed back to the system (glibc keeps it otherwise)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # not glibc: the memory is reused by the next segment
+        pass
 
 
 def _ensure_room(folder: Path) -> None:
@@ -557,9 +603,11 @@ def _hit(point, with_vector: bool = False) -> Hit:
 class EdgeShard:
     """An open Qdrant Edge shard; see ``base.Shard`` for the contract."""
 
-    def __init__(self, name: str, engine):
+    def __init__(self, name: str, path: Path, engine):
         self.name = name
+        self._path = path
         self._engine = engine
+        self._unsettled = 0
 
     def close(self) -> None:
         self._engine.close()
@@ -574,6 +622,9 @@ class EdgeShard:
                     [qe.Point(p.id, {DENSE: [float(x) for x in p.vector]}, p.payload) for p in batch]
                 )
             )
+            self._unsettled += len(batch)
+            if self._unsettled >= SETTLE_POINTS:
+                self.optimize()
 
     def delete_ids(self, ids: Iterable[str]) -> None:
         import qdrant_edge as qe
@@ -602,10 +653,18 @@ class EdgeShard:
         )
 
     def optimize(self) -> None:
-        # Below the engine's indexing threshold (~20k chunks) this returns at once; above it,
-        # it builds the HNSW graph the dense queries need to stay fast (measured: 100k chunks
-        # answer in ~5 ms instead of ~25 ms by brute force).
+        # From the indexing threshold on, the engine turns the appendable segment into
+        # memory-mapped ones and builds their HNSW graph (100k chunks answer in ~5 ms instead of
+        # ~25 ms by brute force); a reopen then frees what it built (see SETTLE_POINTS). Below
+        # it nothing was built, and a reopen (~100 ms) would only slow a live edit down.
         self._engine.optimize()
+        if self._unsettled >= _INDEXING_POINTS:
+            import qdrant_edge as qe
+
+            self._engine.close()
+            _return_freed_memory()
+            self._engine = qe.EdgeShard.load(str(self._path))
+            self._unsettled = 0
 
     def count(self) -> int:
         import qdrant_edge as qe

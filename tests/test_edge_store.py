@@ -1,0 +1,87 @@
+"""The embedded store's shards on the real Qdrant Edge engine: what a large write leaves behind.
+
+An index run that writes more than ``SETTLE_POINTS`` points into one shard has its appendable
+segment turned into memory-mapped segments and the shard reopened on the way, so that the run's
+memory does not grow with the corpus (``bench/index_memory.py`` measures that); these tests check
+that nothing is lost or changed by it, and that shards built by an earlier version get the same
+settings when opened.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from openclaw_memory.index.store.base import PATH_FIELD, TERMS_FIELD, PointData
+from openclaw_memory.index.store.edge import DENSE, SETTLE_POINTS, EdgeStore
+
+DIM = 384
+NAME = "memory-dir-main"
+
+
+def unit_vectors(n: int, seed: int = 7) -> list[list[float]]:
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        v = [rnd.gauss(0, 1) for _ in range(DIM)]
+        norm = sum(x * x for x in v) ** 0.5
+        out.append([x / norm for x in v])
+    return out
+
+
+def points(vectors: list[list[float]]) -> list[PointData]:
+    return [
+        PointData(f"00000000-0000-0000-0000-{i:012d}", v, {PATH_FIELD: f"memory/n{i // 10}.md", TERMS_FIELD: f"common word{i}"})
+        for i, v in enumerate(vectors)
+    ]
+
+
+def segments(store: EdgeStore) -> list[str]:
+    return sorted(p.name for p in (store.shard_path(NAME) / "segments").iterdir() if p.is_dir())
+
+
+def check_every_point(store: EdgeStore, vectors: list[list[float]], sample: range) -> None:
+    with store.open(NAME) as shard:
+        assert shard.count() == len(vectors)
+        assert sum(shard.path_counts().values()) == len(vectors)
+        for i in sample:
+            pid = f"00000000-0000-0000-0000-{i:012d}"
+            assert shard.dense_query(vectors[i], 1)[0].id == pid
+            assert [h.id for h in shard.text_query(TERMS_FIELD, f"word{i}", 3)] == [pid]
+
+
+def test_a_write_larger_than_the_settle_size_keeps_every_point(tmp_path: Path):
+    store = EdgeStore(tmp_path / "index")
+    vectors = unit_vectors(SETTLE_POINTS + 1000)
+    with store.open(NAME, dim=DIM) as shard:
+        shard.upsert(points(vectors))
+        # Settled on the way: the first SETTLE_POINTS points no longer sit in the appendable segment.
+        assert len(segments(store)) >= 2
+        shard.optimize()
+        shard.upsert(points(vectors)[:5])  # rewritten in place after the settle: still one point each
+    check_every_point(store, vectors, range(0, len(vectors), 397))
+    config = json.loads((store.shard_path(NAME) / "edge_config.json").read_text())
+    assert config["optimizers"]["indexing_threshold"] and config["optimizers"]["max_segment_size"]
+    assert EdgeStore(tmp_path / "index").damage(NAME, len(vectors)) is None  # a fresh process's probe agrees
+
+
+def test_a_shard_built_by_an_earlier_version_gets_the_settings_when_opened(tmp_path: Path):
+    import qdrant_edge as qe
+
+    store = EdgeStore(tmp_path / "index")
+    path = store.shard_path(NAME)
+    path.parent.mkdir(parents=True)
+    # The layout earlier versions created: the engine's default optimizers.
+    engine = qe.EdgeShard.create(str(path), qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)}))
+    engine.update(qe.UpdateOperation.create_field_index(TERMS_FIELD, qe.TextIndexParams(tokenizer=qe.TokenizerType.Whitespace, lowercase=False, scoring=True, on_disk=True)))
+    engine.update(qe.UpdateOperation.create_field_index(PATH_FIELD, qe.KeywordIndexParams(on_disk=True)))
+    vectors = unit_vectors(300, seed=3)
+    engine.update(qe.UpdateOperation.upsert_points([qe.Point(p.id, {DENSE: p.vector}, p.payload) for p in points(vectors)]))
+    engine.close()
+    assert "optimizers" not in json.loads((path / "edge_config.json").read_text())
+
+    check_every_point(store, vectors, range(0, 300, 37))
+    config = json.loads((path / "edge_config.json").read_text())
+    assert config["optimizers"]["indexing_threshold"] and config["optimizers"]["max_segment_size"]
+    check_every_point(EdgeStore(tmp_path / "index"), vectors, range(5, 300, 41))
