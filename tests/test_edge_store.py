@@ -10,11 +10,15 @@ settings when opened.
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
+import pytest
+
+from openclaw_memory.errors import DiskFull
 from openclaw_memory.index.store.base import PATH_FIELD, TERMS_FIELD, PointData
-from openclaw_memory.index.store.edge import DENSE, SETTLE_POINTS, EdgeStore
+from openclaw_memory.index.store.edge import DENSE, OPTIMIZE_ROOM, SETTLE_POINTS, EdgeStore
 
 DIM = 384
 NAME = "memory-dir-main"
@@ -85,3 +89,21 @@ def test_a_shard_built_by_an_earlier_version_gets_the_settings_when_opened(tmp_p
     config = json.loads((path / "edge_config.json").read_text())
     assert config["optimizers"]["indexing_threshold"] and config["optimizers"]["max_segment_size"]
     check_every_point(EdgeStore(tmp_path / "index"), vectors, range(5, 300, 41))
+
+
+def test_no_optimize_starts_without_room_for_the_segments_it_writes(tmp_path: Path):
+    from conftest import tmpfs
+
+    with tmpfs(tmp_path / "small", "400m") as mount:
+        store = EdgeStore(mount / "index")
+        vectors = unit_vectors(1000, seed=5)
+        with store.open(NAME, dim=DIM) as shard:
+            shard.upsert(points(vectors))
+            st = os.statvfs(mount)
+            with open(mount / "filler", "wb") as fh:  # leave room to open the shard, not to optimize it
+                fh.write(b"\1" * (st.f_bavail * st.f_frsize - (OPTIMIZE_ROOM - (16 << 20))))
+            with pytest.raises(DiskFull, match="optimize the index"):
+                shard.optimize()
+            assert shard.count() == 1000  # still open and whole
+        os.unlink(mount / "filler")
+        check_every_point(store, vectors, range(0, 1000, 111))

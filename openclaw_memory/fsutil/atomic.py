@@ -72,9 +72,10 @@ def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None
     return tmp
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None, *,
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mode: int | None = None, *,
                        dir_fd: int | None = None) -> None:
-    """Replace ``path`` with ``data`` so a reader or a crash sees the old or the new bytes, never a mix.
+    """Replace ``path`` with ``data`` (bytes, or blocks in order) so a reader or a crash sees the old
+    or the new bytes, never a mix.
 
     The file keeps its permission bits when it exists already (``mode`` overrides).
     """

@@ -16,9 +16,9 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
-from ..fsutil.atomic import atomic_write_text
+from ..fsutil.atomic import atomic_write_bytes, atomic_write_text
 from ..fsutil.hashing import hash_bytes, hash_file
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
 
@@ -57,8 +57,10 @@ class Manifest:
     def chunk_count(self) -> int:
         return sum(len(f.chunks) for f in self.files.values())
 
-    def to_json(self) -> dict:
-        return {
+    def json_blocks(self) -> Iterator[bytes]:
+        """The manifest as JSON, about a MiB at a time: a large index is saved without a second
+        copy of its entries in memory (the peak of ``index`` stays bounded, bench/index_memory.py)."""
+        head = {
             "version": VERSION,
             "collection": self.collection,
             "agent": self.agent,
@@ -69,8 +71,18 @@ class Manifest:
             "storeBackend": self.store_backend,
             "dim": self.dim,
             "indexedAt": self.indexed_at,
-            "files": {p: f.to_json() for p, f in self.files.items()},
         }
+        block = [json.dumps(head, ensure_ascii=False)[:-1], ', "files": {']
+        size = 0
+        for n, (path, entry) in enumerate(self.files.items()):
+            piece = f"{', ' if n else ''}{json.dumps(path, ensure_ascii=False)}: {json.dumps(entry.to_json(), ensure_ascii=False)}"
+            block.append(piece)
+            size += len(piece)
+            if size >= 1 << 20:
+                yield "".join(block).encode("utf-8")
+                block, size = [], 0
+        block.append("}}\n")
+        yield "".join(block).encode("utf-8")
 
 
 def manifest_dir(data_dir: Path) -> Path:
@@ -115,7 +127,7 @@ def save_manifest(data_dir: Path, manifest: Manifest) -> None:
     folder = manifest_dir(data_dir)
     folder.mkdir(parents=True, exist_ok=True)
     manifest.indexed_at = time.time()
-    atomic_write_text(folder / f"{manifest.collection}.json", json.dumps(manifest.to_json(), ensure_ascii=False) + "\n")
+    atomic_write_bytes(folder / f"{manifest.collection}.json", manifest.json_blocks())
 
 
 def delete_manifest(data_dir: Path, collection: str) -> None:

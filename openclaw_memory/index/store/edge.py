@@ -39,6 +39,9 @@ _INDEXING_POINTS = 650
 # Opening a shard maps its files and allocates their pages (~32 MiB of vectors at once); where
 # the disk has no room for that the engine dies of SIGBUS, so a shard is not opened without it.
 LOAD_ROOM = 64 << 20
+# An optimize writes the segments it builds or merges (up to _MAX_SEGMENT_KB of vectors, ~5 KB a
+# point on disk with their payload and indexes) before it drops the old ones.
+OPTIMIZE_ROOM = 128 << 20
 PROBE_TIMEOUT_S = 300.0
 
 # Run in a child process: a damaged shard can make the engine abort (SIGABRT) instead of
@@ -389,8 +392,6 @@ class EdgeStore:
             self._close_one(name)
 
     def _load_or_create(self, name: str, dim: int | None):
-        import qdrant_edge as qe
-
         path = self.shard_path(name)
         _ensure_room(self.root)
         try:
@@ -402,7 +403,7 @@ class EdgeStore:
             if dim is None:
                 raise MemoryToolError(f"index collection {name} does not exist yet: run `openclaw-memory index`")
             return self._create(name, dim)
-        except MemoryToolError:
+        except (MemoryToolError, ModuleNotFoundError):  # the second names the extra to install
             raise
         except Exception as exc:  # the engine raises plain Exception with its own wording
             if "WouldBlock" in str(exc):
@@ -471,12 +472,12 @@ def _return_freed_memory() -> None:
         pass
 
 
-def _ensure_room(folder: Path) -> None:
+def _ensure_room(folder: Path, needed: int = LOAD_ROOM, doing: str = "open the index") -> None:
     free = free_bytes(folder)
-    if free < LOAD_ROOM:
+    if free < needed:
         raise DiskFull(
             f"the disk holding the index ({folder}) is full ({free / (1 << 20):.1f} MiB free): the engine needs about "
-            f"{LOAD_ROOM >> 20} MiB to open the index; nothing was changed; free some space and try again"
+            f"{needed >> 20} MiB to {doing}; nothing was changed; free some space and try again"
         )
 
 
@@ -657,8 +658,11 @@ class EdgeShard:
         # memory-mapped ones and builds their HNSW graph (100k chunks answer in ~5 ms instead of
         # ~25 ms by brute force); a reopen then frees what it built (see SETTLE_POINTS). Below
         # it nothing was built, and a reopen (~100 ms) would only slow a live edit down.
+        settle = self._unsettled >= _INDEXING_POINTS
+        if settle:
+            _ensure_room(self._path.parent, OPTIMIZE_ROOM, "optimize the index")
         self._engine.optimize()
-        if self._unsettled >= _INDEXING_POINTS:
+        if settle:
             import qdrant_edge as qe
 
             self._engine.close()
