@@ -26,8 +26,8 @@ _BATCH = 256
 # The engine keeps an appendable segment's points on the heap (about 2.5 KB each, most of it the
 # ``terms`` postings) until an optimize turns the segment into memory-mapped ones, and what that
 # optimize built is only freed when the shard is reopened. So a shard that took this many points
-# since it was opened or last settled is optimized and reopened: the peak memory of an index run
-# stays the same whatever the corpus size (bench/index_memory.py).
+# since it was opened or last settled is optimized and reopened: the engine's share of an index
+# run's memory stays bounded whatever the corpus size (bench/index_memory.py).
 SETTLE_POINTS = 4096
 # In KB of vectors (1.5 KB each at 384 dimensions): an optimize turns a segment of ~650 points
 # and more into a memory-mapped one, and merges segments up to ~21,000 points, no further: a
@@ -39,9 +39,9 @@ _INDEXING_POINTS = 650
 # Opening a shard maps its files and allocates their pages (~32 MiB of vectors at once); where
 # the disk has no room for that the engine dies of SIGBUS, so a shard is not opened without it.
 LOAD_ROOM = 64 << 20
-# An optimize writes the segments it builds or merges (up to _MAX_SEGMENT_KB of vectors, ~5 KB a
-# point on disk with their payload and indexes) before it drops the old ones.
-OPTIMIZE_ROOM = 128 << 20
+# An optimize writes the segments it builds or merges (up to _MAX_SEGMENT_KB of vectors: ~21,000
+# points of ~5 KB on disk with their payload and indexes) before it drops the old ones.
+OPTIMIZE_ROOM = 192 << 20  # and room to reopen the shard after it (LOAD_ROOM)
 PROBE_TIMEOUT_S = 300.0
 
 # Run in a child process: a damaged shard can make the engine abort (SIGABRT) instead of
@@ -381,6 +381,9 @@ class EdgeStore:
                 lock.release()
 
     def _close_and_record(self, name: str, shard: "EdgeShard") -> None:
+        if shard.closed:  # it could not be reopened after an optimize: the next open probes it
+            self._forget_key(name)
+            return
         count = shard.count()
         shard.close()
         # The shard is as this process left it: the next open needs no probe while it stays so.
@@ -610,8 +613,13 @@ class EdgeShard:
         self._engine = engine
         self._unsettled = 0
 
+    @property
+    def closed(self) -> bool:
+        return self._engine is None
+
     def close(self) -> None:
-        self._engine.close()
+        if self._engine is not None:
+            self._engine.close()
 
     def upsert(self, points: Sequence[PointData]) -> None:
         import qdrant_edge as qe
@@ -667,7 +675,14 @@ class EdgeShard:
 
             self._engine.close()
             _return_freed_memory()
-            self._engine = qe.EdgeShard.load(str(self._path))
+            try:
+                self._engine = qe.EdgeShard.load(str(self._path))
+            except Exception as exc:  # the engine's own wording; the shard is closed and whole on disk
+                self._engine = None
+                raise MemoryToolError(
+                    f"index collection {self.name} could not be reopened after its optimize ({exc}); "
+                    "run `openclaw-memory index` again"
+                ) from None
             self._unsettled = 0
 
     def count(self) -> int:
