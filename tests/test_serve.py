@@ -441,7 +441,17 @@ def test_mcp_over_http_needs_the_token_and_keeps_sessions_apart(workspace, state
     assert httpx2.post(url, json={}).status_code == 401
     assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
     cli("read", "MEMORY.md")
-    out = asyncio.run(asyncio.wait_for(_two_http_sessions(url, token, lambda a, b: _guard_script(a, b, workspace)), timeout=600))
+    reads = Path(settings.data_dir) / "history" / "reads"
+
+    async def script(a, b):
+        out = await _guard_script(a, b, workspace)
+        out["records"] = sorted(p.name for p in reads.glob("*.session-http-*"))
+        return out
+
+    out = asyncio.run(asyncio.wait_for(_two_http_sessions(url, token, script), timeout=600))
     _check_guards(out)
+    assert len(out["records"]) == 2, out["records"]  # one per MCP session while they ran...
+    wait_for(lambda: not list(reads.glob("*.session-http-*")))  # ...gone once the clients ended them
+    assert list(reads.glob("*.json"))  # the CLI's own records stay
     assert service.stop() == 0
     assert service_files(workspace, state_dir) == []  # the token went with it

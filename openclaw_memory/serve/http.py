@@ -4,7 +4,7 @@ The token (32 random bytes, URL-safe) is written to ``<data dir>/service/token``
 when the endpoint starts and removed when it stops: whoever can read the user's state dir
 can use it, nobody else. Every HTTP request must carry ``Authorization: Bearer <token>``;
 anything else gets 401. Each MCP session (the transport's ``mcp-session-id``) has its own
-read records, as a stdio session does.
+read records, as a stdio session does, and they go when the client ends the session (its DELETE).
 """
 
 from __future__ import annotations
@@ -63,6 +63,33 @@ class _BearerAuth:
         await self.app(scope, receive, send)
 
 
+class _SessionEnds:
+    """ASGI middleware: once the transport has ended an MCP session (the client's DELETE with its
+    ``mcp-session-id``, answered 2xx), ``end(session)`` drops what the service keeps for it."""
+
+    def __init__(self, app, end):
+        self.app = app
+        self.end = end
+
+    async def __call__(self, scope, receive, send):
+        sid = None
+        if scope["type"] == "http" and scope.get("method") == "DELETE":
+            sid = dict(scope.get("headers") or []).get(b"mcp-session-id")
+        if not sid:
+            await self.app(scope, receive, send)
+            return
+        status: list[int] = []
+
+        async def watched(message):
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        await self.app(scope, receive, watched)
+        if status and 200 <= status[0] < 300:
+            self.end(f"http-{sid.decode('ascii', 'replace')}")
+
+
 def _session_of(ctx) -> str:
     """``http-<mcp-session-id>``: the transport routes a request to its session by that header,
     so it names the session the request belongs to (a stateless request gets its own)."""
@@ -90,7 +117,9 @@ class HttpEndpoint:
         self.token = secrets.token_urlsafe(32)
         atomic_write_bytes(token_path(self.settings), self.token.encode("ascii") + b"\n", 0o600)
         tools = MemoryTools(self.settings, core=self.core, session_of=_session_of)
-        app = _BearerAuth(build_server(tools).streamable_http_app(host=self.host), self.token)
+        app = _SessionEnds(build_server(tools).streamable_http_app(host=self.host),
+                           lambda session: self.core.end_session(self.settings.with_session(session)))
+        app = _BearerAuth(app, self.token)
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
