@@ -117,9 +117,9 @@ class HttpEndpoint:
         self.token = secrets.token_urlsafe(32)
         atomic_write_bytes(token_path(self.settings), self.token.encode("ascii") + b"\n", 0o600)
         tools = MemoryTools(self.settings, core=self.core, session_of=_session_of)
-        app = _SessionEnds(build_server(tools).streamable_http_app(host=self.host),
-                           lambda session: self.core.end_session(self.settings.with_session(session)))
-        app = _BearerAuth(app, self.token)
+        sessions = _SessionEnds(build_server(tools).streamable_http_app(host=self.host),
+                                lambda session: self.core.end_session(self.settings.with_session(session)))
+        app = _BearerAuth(sessions, self.token)
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
