@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import tmpfs
 from openclaw_memory.errors import DiskFull
 from openclaw_memory.index.store.base import PATH_FIELD, TERMS_FIELD, PointData
 from openclaw_memory.index.store.edge import DENSE, OPTIMIZE_ROOM, SETTLE_POINTS, EdgeStore
@@ -92,8 +93,6 @@ def test_a_shard_built_by_an_earlier_version_gets_the_settings_when_opened(tmp_p
 
 
 def test_no_optimize_starts_without_room_for_the_segments_it_writes(tmp_path: Path):
-    from conftest import tmpfs
-
     with tmpfs(tmp_path / "small", "400m") as mount:
         store = EdgeStore(mount / "index")
         vectors = unit_vectors(1000, seed=5)

@@ -35,7 +35,6 @@ SETTLE_POINTS = 4096
 # enough that their HNSW graph is the one a dense query uses.
 _INDEXING_THRESHOLD_KB = 1_000
 _MAX_SEGMENT_KB = 32_000
-_INDEXING_POINTS = 650
 # Opening a shard maps its files and allocates their pages (~32 MiB of vectors at once); where
 # the disk has no room for that the engine dies of SIGBUS, so a shard is not opened without it.
 LOAD_ROOM = 64 << 20
@@ -263,7 +262,7 @@ class EdgeStore:
         target = self.shard_path(staged)
         _remove_tree(target)
         if not copy:
-            self._create(staged, dim).close()
+            self._create(staged, dim)
             self._record(staged, self._stat_key(staged), 0)
             return staged
         self._close_one(name)
@@ -340,7 +339,7 @@ class EdgeStore:
             return
         lock = self._acquire(name)
         try:
-            shard = EdgeShard(name, self.shard_path(name), self._load_or_create(name, dim))
+            shard = EdgeShard(name, self.shard_path(name), *self._load_or_create(name, dim))
         except BaseException:
             lock.release()
             raise
@@ -405,7 +404,8 @@ class EdgeStore:
                 return _load(path)
             if dim is None:
                 raise MemoryToolError(f"index collection {name} does not exist yet: run `openclaw-memory index`")
-            return self._create(name, dim)
+            self._create(name, dim)
+            return _load(path)
         except (MemoryToolError, ModuleNotFoundError):  # the second names the extra to install
             raise
         except Exception as exc:  # the engine raises plain Exception with its own wording
@@ -418,7 +418,7 @@ class EdgeStore:
                 f"index collection {name} at {path} cannot be opened ({exc}); rebuild it with `openclaw-memory index --full`"
             ) from None
 
-    def _create(self, name: str, dim: int):
+    def _create(self, name: str, dim: int) -> None:
         """Build the shard in a temporary folder and rename it in place, so a crash leaves no half shard."""
         import qdrant_edge as qe
 
@@ -440,7 +440,6 @@ class EdgeStore:
             engine.update(qe.UpdateOperation.create_field_index(field, schema))
         engine.close()
         os.rename(tmp, final)
-        return _load(final)
 
 
 def _config(dim: int):
@@ -453,16 +452,18 @@ def _config(dim: int):
 
 
 def _load(path: Path):
-    """Open a shard, giving one built by an earlier version this version's optimizer settings."""
+    """Open a shard, giving one built by an earlier version this version's optimizer settings;
+    returns the engine and the shard's vector dimension."""
     import qdrant_edge as qe
 
     with open(path / "edge_config.json", encoding="utf-8") as fh:
         stored = json.load(fh)
     wanted = {"indexing_threshold": _INDEXING_THRESHOLD_KB, "max_segment_size": _MAX_SEGMENT_KB}
     optimizers = stored.get("optimizers") or {}
+    dim = int(stored["vectors"][DENSE]["size"])
     if any(optimizers.get(key) != value for key, value in wanted.items()):
-        return qe.EdgeShard.load(str(path), _config(int(stored["vectors"][DENSE]["size"])))
-    return qe.EdgeShard.load(str(path))
+        return qe.EdgeShard.load(str(path), _config(dim)), dim
+    return qe.EdgeShard.load(str(path)), dim
 
 
 def _return_freed_memory() -> None:
@@ -607,11 +608,13 @@ def _hit(point, with_vector: bool = False) -> Hit:
 class EdgeShard:
     """An open Qdrant Edge shard; see ``base.Shard`` for the contract."""
 
-    def __init__(self, name: str, path: Path, engine):
+    def __init__(self, name: str, path: Path, engine, dim: int):
         self.name = name
         self._path = path
         self._engine = engine
         self._unsettled = 0
+        # Points that fill the engine's indexing threshold: from there on an optimize builds.
+        self._indexing_points = _INDEXING_THRESHOLD_KB * 1024 // (4 * dim)
 
     @property
     def closed(self) -> bool:
@@ -666,7 +669,7 @@ class EdgeShard:
         # memory-mapped ones and builds their HNSW graph (100k chunks answer in ~5 ms instead of
         # ~25 ms by brute force); a reopen then frees what it built (see SETTLE_POINTS). Below
         # it nothing was built, and a reopen (~100 ms) would only slow a live edit down.
-        settle = self._unsettled >= _INDEXING_POINTS
+        settle = self._unsettled >= self._indexing_points
         if settle:
             _ensure_room(self._path.parent, OPTIMIZE_ROOM, "optimize the index")
         self._engine.optimize()
