@@ -69,6 +69,12 @@ class Settings:
     session: str | None = None
     # OpenClaw's memorySearch.query.hybrid (agents.defaults, then the agent's own entry on top).
     openclaw_hybrid: dict[str, Any] = field(default_factory=dict)
+    # Exports of embedding models, one per machine (user), shared by every state dir: a cache,
+    # rebuilt from the packaged weights when missing or damaged.
+    model_cache: Path = field(default_factory=lambda: default_model_cache(os.environ))
+    # OPENCLAW_MEMORY_EMBEDDING_BACKEND: above toml [index] embedding_backend, as
+    # OPENCLAW_MEMORY_QDRANT_URL is above [index] url.
+    embedding_backend: str | None = None
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.get(name, {})
@@ -119,6 +125,17 @@ def check_session(session: str | None) -> str | None:
 def _env(name: str, environ) -> str | None:
     value = environ.get(name)
     return value if value not in (None, "") else None
+
+
+def default_model_cache(environ) -> Path:
+    """``OPENCLAW_MEMORY_MODEL_CACHE``, else ``$XDG_CACHE_HOME/openclaw-memory/models``, else
+    ``~/.cache/openclaw-memory/models``."""
+    own = _env("OPENCLAW_MEMORY_MODEL_CACHE", environ)
+    if own:
+        return Path(_expand(own)).absolute()
+    xdg = _env("XDG_CACHE_HOME", environ)
+    base = Path(_expand(xdg)) if xdg and os.path.isabs(_expand(xdg)) else Path("~/.cache").expanduser()
+    return base / "openclaw-memory" / "models"
 
 
 def _expand(path: str) -> str:
@@ -402,6 +419,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         qdrant_url=(o.qdrant_url or _env("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
         session=check_session(o.session or None),
         openclaw_hybrid=hybrid,
+        model_cache=default_model_cache(env),
+        embedding_backend=(_env("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env) or "").strip() or None,
     )
 
 

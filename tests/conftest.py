@@ -1,22 +1,37 @@
-"""Shared fixtures: real workspaces in temporary folders, and the CLI run as a user runs it."""
+"""The one set of test helpers: real workspaces in temporary folders, settings, the CLI (in process
+or as a real process), waiting on conditions, real tmpfs mounts.
+
+Every test embeds with the model-free ``hash`` backend (``OPENCLAW_MEMORY_EMBEDDING_BACKEND``)
+unless it asks for the real model (``real_model`` fixture or ``real_model=True``): ranking quality,
+the model path itself and the end-to-end tests do; everything else only needs vectors that are the
+same for the same text.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 import time
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus" / "openclaw-docs"
+
+BACKEND_ENV = "OPENCLAW_MEMORY_EMBEDDING_BACKEND"
+FAKE_MODEL = {BACKEND_ENV: "hash"}
+# Hooks that kill or stop the process that reads them: never in the test process itself.
+PROCESS_ONLY_ENV = ("OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT", "OPENCLAW_MEMORY_TEST_DOCTOR_PAUSE_AT",
+                    "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS", "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS")
 
 
 @dataclass
@@ -43,15 +58,29 @@ def state_dir(tmp_path: Path) -> Path:
     return sd
 
 
-def env_for(workspace: Path, state_dir: Path, **extra: str) -> dict:
-    """This process's environment without any OPENCLAW* setting, naming one workspace and state dir."""
+def env_for(workspace: Path, state_dir: Path, real_model: bool = False, **extra: str) -> dict:
+    """This process's environment without any OPENCLAW* setting, naming one workspace and state dir
+    (and the hash embedder unless ``real_model``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
     env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir))
+    if not real_model:
+        env.update(FAKE_MODEL)
     env.update(extra)  # may name another workspace or state dir
     return env
 
 
-def wait_for(condition, timeout: float, step: float = 0.1):
+def settings_for(workspace: Path, state_dir: Path, agent: str = "main", extra=(), real_model: bool = False, **overrides):
+    """Settings as the CLI resolves them, from these folders only (never the real environment)."""
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    environ = {} if real_model else dict(FAKE_MODEL)
+    return resolve_settings(
+        Overrides(workspace=str(workspace), state_dir=str(state_dir), agent=agent, extra=tuple(extra), **overrides),
+        environ=environ,
+    )
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 60, step: float = 0.05):
     """Poll ``condition`` until it returns something true (returned) or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
     while True:
@@ -63,32 +92,6 @@ def wait_for(condition, timeout: float, step: float = 0.1):
         time.sleep(step)
 
 
-@pytest.fixture(scope="module")
-def module_state_dir(tmp_path_factory, request) -> Path:
-    """One state dir for a whole module of process tests: the model's ONNX export is made once."""
-    return tmp_path_factory.mktemp(f"{request.module.__name__.removeprefix('test_')}-state")
-
-
-@pytest.fixture
-def cli(workspace: Path, state_dir: Path):
-    """Run ``openclaw-memory`` in a new process with this test's workspace and state dir."""
-
-    def run(*args: str, input: str | None = None, env: dict | None = None, cwd=None, timeout: float = 300) -> CliResult:
-        full_env = env_for(workspace, state_dir, **(env or {}))
-        proc = subprocess.run(
-            [sys.executable, "-m", "openclaw_memory", *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=full_env,
-            cwd=cwd or workspace,
-            timeout=timeout,
-        )
-        return CliResult(proc.returncode, proc.stdout, proc.stderr)
-
-    return run
-
-
 def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):
@@ -98,9 +101,86 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
+def run_process(args, env: dict, cwd: Path, input: str | None = None, timeout: float = 300) -> CliResult:
+    """``openclaw-memory ARGS`` in a new process: for the entry point, signals, crashes and locks."""
+    proc = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], input=input, capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=timeout)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_in_process(args, env: dict, cwd: Path, input: str | None = None) -> CliResult:
+    """``openclaw-memory ARGS`` called in this process (the entry point's ``main``), its standard
+    streams, environment and working folder swapped for the call, as a new process would see them."""
+    from openclaw_memory.cli.main import main
+
+    hooks = [k for k in PROCESS_ONLY_ENV if k in env]
+    if hooks:
+        raise RuntimeError(f"{hooks} stop the process that reads them: use cli_process")
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    sys.stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # what a process would print before dying with status 1
+            sys.stderr.write(traceback.format_exc())
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Read before the wrappers go: a collected TextIOWrapper closes the buffer under it.
+        stdout, stderr = out.getvalue(), err.getvalue()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = streams
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    return CliResult(code, stdout.decode("utf-8", "surrogateescape"), stderr.decode("utf-8", "surrogateescape"))
+
+
+def _runner(run, workspace: Path, state_dir: Path, real_model: bool):
+    def cli(*args: str, input: str | None = None, env: dict | None = None, cwd=None, **kw) -> CliResult:
+        full_env = env_for(workspace, state_dir, real_model=real_model, **(env or {}))
+        return run(args, env=full_env, cwd=cwd or workspace, input=input, **kw)
+
+    return cli
+
+
+@pytest.fixture
+def real_model() -> bool:
+    """Override with ``True`` (a fixture of the same name in a module) to embed with the real model."""
+    return False
+
+
+@pytest.fixture
+def cli(workspace: Path, state_dir: Path, real_model: bool):
+    """Run ``openclaw-memory`` in this process with this test's workspace and state dir."""
+    return _runner(lambda args, timeout=None, **kw: run_in_process(args, **kw), workspace, state_dir, real_model)
+
+
+@pytest.fixture
+def cli_process(workspace: Path, state_dir: Path, real_model: bool):
+    """Run ``openclaw-memory`` in a new process with this test's workspace and state dir."""
+    return _runner(run_process, workspace, state_dir, real_model)
+
+
+@pytest.fixture(scope="module")
+def module_state_dir(tmp_path_factory, request) -> Path:
+    """One state dir for a whole module of tests."""
+    return tmp_path_factory.mktemp(f"{request.module.__name__.removeprefix('test_')}-state")
+
+
 @pytest.fixture(scope="session")
 def shared_index_state(tmp_path_factory) -> Path:
-    """One state dir for every test that indexes: the model's ONNX export is made once per session."""
+    """One state dir for the tests that index with the real model."""
     return tmp_path_factory.mktemp("shared-index-state")
 
 

@@ -592,9 +592,9 @@ def test_plain_doctor_writes_nothing(workspace, tmp_path, cli):
     assert tree(workspace) == before
 
 
-def test_plain_doctor_reports_an_interrupted_repair_without_touching_it(workspace, state_dir, cli):
+def test_plain_doctor_reports_an_interrupted_repair_without_touching_it(workspace, state_dir, cli, cli_process):
     split(workspace)
-    killed = cli("doctor", "--fix", env={"OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT": "merge:canonical-written"})
+    killed = cli_process("doctor", "--fix", env={"OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT": "merge:canonical-written"})
     assert killed.returncode == -signal.SIGKILL
     before_ws, before_state = tree(workspace), tree(state_dir)
     result = cli("doctor", "--json")

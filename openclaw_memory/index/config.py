@@ -2,7 +2,7 @@
 
 Keys: ``model`` (default all-MiniLM-L6-v2), ``chunk_tokens`` and ``overlap_tokens``
 (default: the model's window and about 15% of it), ``backend`` (store engine,
-default ``edge``), ``embedding_backend`` (``auto``, ``torch`` or ``onnx``),
+default ``edge``), ``embedding_backend`` (``auto``, ``torch``, ``onnx`` or the model-free ``hash``),
 ``lock_timeout`` (seconds a process waits for a collection another one holds,
 default 5), ``embed_batch`` (chunks embedded and written per step, default 256).
 """
@@ -57,9 +57,10 @@ def index_config(settings) -> IndexConfig:
     timeout = table.get("lock_timeout", 5)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
         raise ConfigError(f"{where}: `lock_timeout` must be a number of seconds, not {timeout!r}")
-    embedding_backend = text("embedding_backend", "auto")
-    if embedding_backend not in ("auto", "torch", "onnx"):
-        raise ConfigError(f"{where}: `embedding_backend` must be auto, torch or onnx, not {embedding_backend!r}")
+    embedding_backend = settings.embedding_backend or text("embedding_backend", "auto")
+    if embedding_backend not in ("auto", "torch", "onnx", "hash"):
+        source = "OPENCLAW_MEMORY_EMBEDDING_BACKEND" if settings.embedding_backend else f"{where}: `embedding_backend`"
+        raise ConfigError(f"{source} must be auto, torch, onnx or hash, not {embedding_backend!r}")
     return IndexConfig(
         model=text("model", DEFAULT_MODEL),
         chunk_tokens=count("chunk_tokens", None, 16),

@@ -1,6 +1,7 @@
-"""Sentence embeddings: the sentence-transformers reference path and the ONNX fast path.
+"""Sentence embeddings: the sentence-transformers reference path, the ONNX fast path, and the
+model-free ``hash`` backend (:mod:`~openclaw_memory.index.hash_embedding`).
 
-Both give L2-normalised float32 rows. sentence-transformers (and torch) cost seconds to import, so
+All give L2-normalised float32 rows. sentence-transformers (and torch) cost seconds to import, so
 they are imported inside functions only, after the Hugging Face libraries are told to stay offline:
 no weights are ever downloaded at run time.
 """
@@ -26,7 +27,7 @@ __all__ = [
     "resolve_model",
 ]
 
-BACKENDS = ("auto", "torch", "onnx")
+BACKENDS = ("auto", "torch", "onnx", "hash")
 
 
 class Embedder(Protocol):
@@ -94,8 +95,12 @@ def choose_backend(model_name: str, backend: str = "auto", cache_dir: str | Path
 
 
 def load_embedder(model_name: str, backend: str = "auto", cache_dir: str | Path | None = None) -> Embedder:
-    """Load ``model_name`` for embedding; ``cache_dir`` (the state dir) holds the ONNX export."""
+    """Load ``model_name`` for embedding; ``cache_dir`` (settings.model_cache) holds the ONNX export."""
     chosen = choose_backend(model_name, backend, cache_dir)
+    if chosen == "hash":
+        from openclaw_memory.index.hash_embedding import HashEmbedder
+
+        return HashEmbedder(model_name)
     path = resolve_model(model_name)
     if chosen == "torch":
         return TorchEmbedder(model_name, path)

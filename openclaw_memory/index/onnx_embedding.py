@@ -2,7 +2,8 @@
 
 ``import sentence_transformers`` alone costs seconds; onnxruntime loads in a fraction of one. The
 model's graph is written once, its attention and layer norms fused, its MatMul weights quantised
-to int8 per channel, and the result cached in the state dir. The graph is written straight from
+to int8 per channel, and the result cached once per machine (``settings.model_cache``), in a
+folder named after the hash of the model's files, which every state dir shares. The graph is written straight from
 ``model.safetensors`` (:mod:`~openclaw_memory.index.onnx_graph`, no torch: the light ``search``
 install); a model that one cannot describe (tanh GELU, relative positions, a ``.bin`` checkpoint)
 is traced with torch instead, when torch is installed. Both give the same fused graph, so an
@@ -54,13 +55,33 @@ def _exporter(model_path: str | Path, wanted: str) -> str | None:
 
 
 def export_folder(model_name: str, cache_dir: str | Path, model_path: str | None = None) -> Path:
-    """The cache folder of this model's export: named after the model and its files' identity."""
+    """The cache folder of this model's export: named after the model and the hash of its files."""
     path = Path(model_path or resolve_model(model_name))
-    weights = [p for p in ("model.safetensors", "pytorch_model.bin") if (path / p).is_file()]
-    stat = (path / weights[0]).stat() if weights else None
-    identity = f"{FORMAT}|{path}|{stat.st_size if stat else 0}|{stat.st_mtime_ns if stat else 0}"
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", canonical_model_name(model_name)).strip("-")[:80]
-    return Path(cache_dir) / "onnx" / f"{slug}-{xxhash.xxh3_64_hexdigest(identity.encode())}"
+    return Path(cache_dir) / "onnx" / f"{slug}-{model_hash(path)}"
+
+
+_IDENTITY_FILES = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json", "sentence_bert_config.json")
+_hashes: dict[tuple, str] = {}
+
+
+def model_hash(model_path: Path) -> str:
+    """The hash of what shapes the export (the recipe's format, the weights, config, tokenizer).
+
+    Keyed by content, not by place: the same model installed in two environments shares one
+    export, and a changed file gets a new one. Remembered per process by the files' stat.
+    """
+    files = [model_path / name for name in _IDENTITY_FILES if (model_path / name).is_file()]
+    key = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    if key not in _hashes:
+        digest = xxhash.xxh3_128(f"format={FORMAT}".encode())
+        for f in files:
+            digest.update(f"\x00{f.name}\x00".encode())
+            with open(f, "rb") as stream:
+                while block := stream.read(1 << 22):
+                    digest.update(block)
+        _hashes[key] = digest.hexdigest()[:16]
+    return _hashes[key]
 
 
 def is_exported(model_name: str, cache_dir: str | Path) -> bool:
@@ -131,7 +152,7 @@ class OnnxEmbedder:
         try:
             return cls(model_name, folder, model_path)
         except Exception:  # noqa: BLE001 - onnxruntime raises its own classes for a damaged model file
-            # The export is a cache of the model in the state dir: a damaged one (truncated,
+            # The export is a cache of the model: a damaged one (truncated,
             # zeroed, garbled) is thrown away and made again, never trusted.
             _discard(folder)
             export_model(model_path, folder)

@@ -108,8 +108,8 @@ def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:
 
 
 def model_cache_dir(settings):
-    """Exports of embedding models (ONNX), shared by every workspace of the state dir."""
-    return settings.state_dir / "openclaw-memory" / "models"
+    """Exports of embedding models (ONNX), shared by every state dir of this machine's user."""
+    return settings.model_cache
 
 
 def agent_lock(settings, timeout: float) -> FileLock:
@@ -125,7 +125,7 @@ class Models:
 
     def __init__(self, config: IndexConfig, cache_dir=None):
         self.config = config
-        self.cache_dir = cache_dir  # where the ONNX export of the model is cached (the state dir)
+        self.cache_dir = cache_dir  # where the ONNX export of the model is cached (settings.model_cache)
         self._counter = None
         self._embedder = None
         self._pinned: str | None = None

@@ -25,8 +25,8 @@ MAX_LINE = 256 * 1024 * 1024  # a request with a whole file in it can be large; 
 def settings_key(settings) -> str:
     """What the service and its caller must agree on, besides the agent and session.
 
-    The workspace, state dir, extra paths, multimodal flag, Qdrant URL and every setting
-    from the toml file: a caller with other settings (a per-agent extra path, a changed
+    The workspace, state dir, extra paths, multimodal flag, Qdrant URL, embedding backend and
+    every setting from the toml file: a caller with other settings (a per-agent extra path, a changed
     config) gets ``refused`` and works in-process rather than being answered for settings
     it does not have.
     """
@@ -37,6 +37,7 @@ def settings_key(settings) -> str:
         bool(settings.multimodal),
         settings.qdrant_url,
         settings.sections,
+        settings.embedding_backend,
         dataclasses.asdict(settings.read),
         dataclasses.asdict(settings.prompt),
     ]
