@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test conformance bench clean
+.PHONY: install demo test test-slow conformance bench clean
 
 install: $(STAMP)
 
@@ -21,14 +21,22 @@ $(STAMP): pyproject.toml constraints.txt
 demo: install
 	@bash scripts/demo.sh
 
+# The fast tier, in parallel (the hash embedder, the CLI in process): what to run before every commit.
+# TEST_WORKERS: pytest-xdist workers; more than the cores pays off, since many tests wait on processes.
+TEST_WORKERS ?= 4
+PYTEST_FLAGS ?= --durations=15
 test: install
-	$(PY) -m pytest --ignore=tests/conformance
+	$(PY) -m pytest --ignore=tests/conformance -m "not slow" -n $(TEST_WORKERS) $(PYTEST_FLAGS)
+
+# The slow tier: the real model, large trees, many real processes (CI runs it after `make test`).
+test-slow: install
+	$(PY) -m pytest --ignore=tests/conformance -m slow -n $(TEST_WORKERS) $(PYTEST_FLAGS)
 
 # The differential suite against the real OpenClaw 2026.9.6 (from the npm registry, into build/oracle).
 ORACLE := build/oracle
 conformance: install
 	../shared/oracle/setup.sh $(ORACLE) >/dev/null
-	$(PY) -m pytest tests/conformance
+	$(PY) -m pytest tests/conformance $(PYTEST_FLAGS)
 
 bench: install
 	$(PY) bench/scan.py

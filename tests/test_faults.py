@@ -16,15 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, tmpfs, write
+from conftest import CliResult, env_for, run_in_process, tmpfs, write
 
 
-def run_cli(workspace: Path, state_dir: Path, *args: str, input: str | None = None, timeout: float = 120) -> CliResult:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir))
-    proc = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], input=input, capture_output=True,
-                          text=True, env=env, cwd=workspace, timeout=timeout)
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+def run_cli(workspace: Path, state_dir: Path, *args: str, input: str | None = None) -> CliResult:
+    return run_in_process(args, env_for(workspace, state_dir), cwd=workspace, input=input)
 
 
 def no_traceback(res: CliResult) -> CliResult:
@@ -209,10 +205,9 @@ def unreadable_memory(tmp_path):
             pytest.skip("cannot make a file unreadable here (root keeps its file-access override)")
 
     def cli(*args):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-        env.update(OPENCLAW_WORKSPACE=str(ws), OPENCLAW_STATE_DIR=str(state))
+        # A real process: the capability drop happens between fork and exec.
         proc = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], capture_output=True, text=True,
-                              env=env, cwd=ws, timeout=120, preexec_fn=drop)
+                              env=env_for(ws, state), cwd=ws, timeout=120, preexec_fn=drop)
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return cli

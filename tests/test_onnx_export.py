@@ -26,6 +26,11 @@ from openclaw_memory.index.onnx_graph import build_bert_graph, can_build
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture
+def real_model() -> bool:
+    return True  # the subject is the model's export
+
 MODEL = "all-MiniLM-L6-v2"
 SENTENCES = [
     "The user prefers the vim editor for writing code.",
@@ -142,9 +147,10 @@ def test_both_exporters_give_the_same_int8_model(shared_index_state, tmp_path):
     assert signature(graph_folder) == signature(tmp_path / "traced")
 
 
-def test_light_install_indexes_and_searches_without_torch(workspace, tmp_path, cli, light_env):
-    """A fresh state dir: the export itself runs in the light install too."""
+def test_light_install_indexes_and_searches_without_torch(workspace, tmp_path, cli_process, light_env):
+    """A fresh model cache: the export itself runs in the light install too."""
     env, log = light_env
+    env = {**env, "OPENCLAW_MEMORY_MODEL_CACHE": str(tmp_path / "models")}
     check = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('torch'))"],
                            env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
     assert check.stdout.strip() == "None" and set(log.read_text().split()) == {"torch"}, "the blocker does not hide torch"
@@ -153,22 +159,22 @@ def test_light_install_indexes_and_searches_without_torch(workspace, tmp_path, c
     write(workspace / "MEMORY.md", "# Memory\n\n## Preferences\n\nThe user prefers dark roast coffee and the vim editor.\n")
     write(workspace / "memory" / "2026-11-02.md", "# Nov 2\n\nBooked the hiking trip to Zermatt with Priya for July.\n")
     write(workspace / "memory" / "2026-11-03.md", "# Nov 3\n\nThe quarterly tax report is due at the end of March.\n")
-    indexed = cli("index", "--json", env=env)
+    indexed = cli_process("index", "--json", env=env)
     assert indexed.returncode == 0, indexed.stderr
     assert indexed.json()["chunksEmbedded"] >= 3
-    found = cli("search", "mountain holiday plans", "--mode", "vector", "--json", env=env)
+    found = cli_process("search", "mountain holiday plans", "--mode", "vector", "--json", env=env)
     assert found.returncode == 0, found.stderr
     assert found.json()["results"][0]["path"] == "memory/2026-11-02.md"
     assert log.read_text() == "", "something looked for torch, transformers or sentence-transformers"
-    meta = next((tmp_path / "state").rglob(META_FILE))
+    meta = next((tmp_path / "models").rglob(META_FILE))
     assert json.loads(meta.read_text())["exporter"] == "graph"
 
 
-def test_light_install_asks_for_the_torch_extra_for_the_torch_backend(workspace, state_dir, cli, light_env):
+def test_light_install_asks_for_the_torch_extra_for_the_torch_backend(workspace, state_dir, cli_process, light_env):
     env, _ = light_env
     (state_dir / "openclaw-memory.toml").write_text('[index]\nembedding_backend = "torch"\n')
     write(workspace / "MEMORY.md", "# Memory\n\nA fact.\n")
-    res = cli("index", env=env)
+    res = cli_process("index", env=env)
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert "pip install 'openclaw-memory[torch]'" in res.stderr, res.stderr
 

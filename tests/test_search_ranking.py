@@ -26,6 +26,11 @@ from openclaw_memory.settings import Overrides, resolve_settings
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture
+def real_model() -> bool:
+    return True  # ranking quality is the subject
+
 TOPICS = [
     ("backups", "The nightly backups of the laptop finished; the backup disk is half full."),
     ("vpn", "Joined the VPN from the train, the connection dropped twice near Hamburg."),
@@ -77,7 +82,7 @@ def _workspace(root: Path) -> tuple[Path, Path, Path]:
     )
     write(extra / "vpn.md", "# VPN runbook\n\nThe VPN password rotates on the first Monday of every quarter.\n")
     state.mkdir(parents=True)
-    # The torch reference path: an ONNX export would cost a minute in this fresh state dir.
+    # The torch reference path: the rankings below were set on its vectors.
     # The extra path is configured in the state dir, so the CLI and the MCP server see it too.
     (state / "openclaw-memory.toml").write_text(
         f'extra_paths = [{json.dumps(str(extra))}]\n[index]\nembedding_backend = "torch"\n', encoding="utf-8"
