@@ -22,7 +22,7 @@ from _common import cli, fresh_workspace, median, settings_for
 def main() -> None:
     from openclaw_memory.index.api import MemoryIndex
     from openclaw_memory.index.config import index_config
-    from openclaw_memory.index.sync import Models, model_cache_dir
+    from openclaw_memory.index.sync import Models
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--embedding-backend", default="auto")
@@ -30,7 +30,7 @@ def main() -> None:
     ws, state = fresh_workspace(f"index-{args.embedding_backend}")
     (state / "openclaw-memory.toml").write_text(f'[index]\nembedding_backend = "{args.embedding_backend}"\n', encoding="utf-8")
     settings = settings_for(ws, state)
-    models = Models(index_config(settings), cache_dir=model_cache_dir(settings))
+    models = Models(index_config(settings), cache_dir=settings.model_cache)
     t0 = time.perf_counter()
     embedder = models.embedder
     load_s = time.perf_counter() - t0

@@ -1,7 +1,7 @@
-"""Incremental, idempotent indexing with the real model and the real engine.
+"""Incremental, idempotent indexing with the real engine; crash healing and locks.
 
-Slow: the embedding model is loaded once per module (``models`` fixture); the
-crash and lock tests run real processes (SIGKILL, two CLIs on one shard).
+Nothing here is about ranking, so vectors come from the model-free hash embedder. The crash and
+lock tests run real processes (SIGKILL, a second process holding a shard).
 """
 
 from __future__ import annotations
@@ -11,18 +11,14 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, env_for, settings_for, write
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.config import IndexConfig
 from openclaw_memory.index.manifest import load_manifest
 from openclaw_memory.index.sync import KILL_HOOK_ENV, Models
-from openclaw_memory.settings import Overrides, resolve_settings
-
-pytestmark = pytest.mark.slow
 
 PARAGRAPH = "Paragraph {i} of {name}: the {topic} notes say {detail}, and we keep them for later reference.\n\n"
 TOPICS = ["gardening", "kubernetes", "espresso", "sailing", "taxes", "guitar", "hiking", "databases"]
@@ -35,13 +31,7 @@ def note(name: str, n: int = 12, topic: str = "misc") -> str:
 
 @pytest.fixture(scope="module")
 def models():
-    m = Models(IndexConfig())
-    m.embedder  # load once for the module
-    return m
-
-
-def settings_for(ws: Path, sd: Path, agent: str = "main", extra: tuple[str, ...] = ()):
-    return resolve_settings(Overrides(workspace=str(ws), state_dir=str(sd), agent=agent, extra=extra), environ={})
+    return Models(IndexConfig(embedding_backend="hash"))  # the tokenizer is loaded once for the module
 
 
 def store_points(index: MemoryIndex) -> list[tuple[str, str, int, int, str]]:
@@ -133,7 +123,6 @@ def test_settings_change_reembeds_and_says_why(workspace, state_dir, models):
     MemoryIndex(settings_for(workspace, state_dir), models=models).sync()
     (state_dir / "openclaw-memory.toml").write_text("[index]\nchunk_tokens = 64\n")
     index = MemoryIndex(settings_for(workspace, state_dir))
-    index.models._embedder = models.embedder  # same weights, other chunking: only the fingerprint differs
     summary = index.sync()
     assert any("embedding settings changed" in n for n in summary.notes)
     assert summary.chunks_embedded == len(store_points(index)) > 0

@@ -8,31 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
-import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import write
-
-pytestmark = pytest.mark.slow
+from conftest import env_for, write
 
 TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status"}
-
-
-@pytest.fixture
-def state_dir(module_state_dir: Path) -> Path:
-    return module_state_dir
-
 
 def server_params(workspace: Path, state_dir: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "openclaw_memory", "mcp", "-w", str(workspace), "--state-dir", str(state_dir)],
-        env={k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")},
+        env=env_for(workspace, state_dir),
         cwd=str(workspace),
     )
 
@@ -46,7 +36,7 @@ def run_session(workspace: Path, state_dir: Path, script):
                 await session.initialize()
                 return await script(session)
 
-    return asyncio.run(asyncio.wait_for(main(), timeout=600))
+    return asyncio.run(asyncio.wait_for(main(), timeout=120))
 
 
 def text_of(result) -> str:

@@ -16,7 +16,7 @@ from .results import SearchResult
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
-from .sync import Models, ProgressCallback, SyncSummary, agent_lock, model_cache_dir, sync_index
+from .sync import Models, ProgressCallback, SyncSummary, agent_lock, sync_index
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class MemoryIndex:
         self.settings = settings
         self.config = index_config(settings)
         # Callers indexing several workspaces with one model may share a loaded ``Models``.
-        self.models = models if models is not None and models.config.settings_key == self.config.settings_key else Models(self.config, cache_dir=model_cache_dir(settings))
+        self.models = models if models is not None and models.config.settings_key == self.config.settings_key else Models(self.config, cache_dir=settings.model_cache)
         self.on_wait = on_wait
         self._manifests: dict = {}
         self._stats: dict = {}

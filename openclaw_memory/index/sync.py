@@ -107,11 +107,6 @@ def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:
     return str(uuid.uuid5(_POINT_NAMESPACE, f"{collection}\x00{path}\x00{chunk_hash}\x00{k}"))
 
 
-def model_cache_dir(settings):
-    """Exports of embedding models (ONNX), shared by every state dir of this machine's user."""
-    return settings.model_cache
-
-
 def agent_lock(settings, timeout: float) -> FileLock:
     import hashlib
 
@@ -225,7 +220,7 @@ def sync_index(
     config = index_config(settings)
     own_store = store is None
     store = store or open_store(settings, on_wait)
-    models = models or Models(config, cache_dir=model_cache_dir(settings))
+    models = models or Models(config, cache_dir=settings.model_cache)
     lock = agent_lock(settings, config.lock_timeout if wait else 0)
     try:
         lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait and wait else None)
