@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from conftest import write
+from conftest import settings_for, write
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.index.collections import assign_files, registry_path, resolve_collections, sanitize, scoped_name
-from openclaw_memory.settings import Overrides, resolve_settings
-
-
-def _settings(ws: Path, sd: Path, agent: str = "main", extra: tuple[str, ...] = ()):
-    return resolve_settings(Overrides(workspace=str(ws), state_dir=str(sd), agent=agent, extra=extra), environ={})
 
 
 def test_sanitize_rules():
@@ -25,43 +19,43 @@ def test_sanitize_rules():
 
 
 def test_default_names_and_patterns(workspace, state_dir):
-    names = [c.name for c in resolve_collections(_settings(workspace, state_dir, agent="Ops Bot"))]
+    names = [c.name for c in resolve_collections(settings_for(workspace, state_dir, agent="Ops Bot"))]
     assert names == ["memory-root-ops-bot", "memory-dir-ops-bot"]
-    root, tree = resolve_collections(_settings(workspace, state_dir))
+    root, tree = resolve_collections(settings_for(workspace, state_dir))
     assert root.pattern.startswith("MEMORY.md") and not root.recursive
     assert tree.pattern == "**/*.md" and tree.root == str(workspace / "memory") and tree.recursive
 
 
 def test_agents_that_sanitize_alike_get_suffixes(workspace, state_dir):
-    first = resolve_collections(_settings(workspace, state_dir, agent="a b"), register=True)
-    second = resolve_collections(_settings(workspace, state_dir, agent="A-B"), register=True)
-    third = resolve_collections(_settings(workspace, state_dir, agent="a_b"), register=True)
+    first = resolve_collections(settings_for(workspace, state_dir, agent="a b"), register=True)
+    second = resolve_collections(settings_for(workspace, state_dir, agent="A-B"), register=True)
+    third = resolve_collections(settings_for(workspace, state_dir, agent="a_b"), register=True)
     assert [c.name for c in first] == ["memory-root-a-b", "memory-dir-a-b"]
     assert [c.name for c in second] == ["memory-root-a-b-2", "memory-dir-a-b-2"]
     assert [c.name for c in third] == ["memory-root-a-b-3", "memory-dir-a-b-3"]
     # Stable: asking again gives the same names, in any order of agents.
-    assert [c.name for c in resolve_collections(_settings(workspace, state_dir, agent="A-B"))] == [c.name for c in second]
+    assert [c.name for c in resolve_collections(settings_for(workspace, state_dir, agent="A-B"))] == [c.name for c in second]
 
 
 def test_custom_numbers_stay_stable_when_an_extra_path_is_removed(workspace, state_dir, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir()
     two.mkdir()
-    both = resolve_collections(_settings(workspace, state_dir, extra=(str(one), str(two))), register=True)
+    both = resolve_collections(settings_for(workspace, state_dir, extra=(str(one), str(two))), register=True)
     assert [c.name for c in both][2:] == ["custom-1-main", "custom-2-main"]
-    only_two = resolve_collections(_settings(workspace, state_dir, extra=(str(two),)), register=True)
+    only_two = resolve_collections(settings_for(workspace, state_dir, extra=(str(two),)), register=True)
     assert [c.name for c in only_two][2:] == ["custom-2-main"]
     three = tmp_path / "three"
     three.mkdir()
-    again = resolve_collections(_settings(workspace, state_dir, extra=(str(three), str(two))), register=True)
+    again = resolve_collections(settings_for(workspace, state_dir, extra=(str(three), str(two))), register=True)
     # position 1 is free for the new path only if no earlier path of this agent holds it
     assert [c.name for c in again][2:] == ["custom-3-main", "custom-2-main"]
-    entries = json.loads(registry_path(_settings(workspace, state_dir).data_dir).read_text())["collections"]
+    entries = json.loads(registry_path(settings_for(workspace, state_dir).data_dir).read_text())["collections"]
     assert len({e["name"] for e in entries}) == len(entries)
 
 
 def test_unregistered_lookup_writes_nothing(workspace, state_dir):
-    settings = _settings(workspace, state_dir)
+    settings = settings_for(workspace, state_dir)
     resolve_collections(settings)
     assert not registry_path(settings.data_dir).exists()
 
@@ -75,7 +69,7 @@ def test_files_are_assigned_to_their_collection(workspace, state_dir, tmp_path):
     write(workspace / "memory" / "deep" / "b.md", "b\n")
     write(extra / "c.md", "c\n")
     single = write(tmp_path / "single.md", "d\n")
-    settings = _settings(workspace, state_dir, extra=(str(extra), str(single)))
+    settings = settings_for(workspace, state_dir, extra=(str(extra), str(single)))
     collections = resolve_collections(settings)
     scan = scan_memory_files(settings.workspace, extra_paths=settings.extra_paths, agent=settings.agent)
     groups = {name: sorted(f.path for f in files) for name, files in assign_files(collections, scan.files).items()}

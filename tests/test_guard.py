@@ -6,21 +6,15 @@ import datetime
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import xxhash
 
-from conftest import write
+from conftest import env_for, settings_for, wait_for, write
 from openclaw_memory import api
 from openclaw_memory.errors import PathRefused, UsageError, WriteBlocked
-from openclaw_memory.settings import Overrides, resolve_settings
 
 TODAY = f"memory/{datetime.date.today().isoformat()}.md"
-
-
-def settings_for(workspace, state_dir, agent="main", extra=()):
-    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir), agent=agent, extra=tuple(extra)))
 
 
 def version_of(data: bytes) -> str:
@@ -194,15 +188,14 @@ def test_exactly_one_source_of_content(cli, workspace, tmp_path):
     assert cli("write", "MEMORY.md", "--replace-file", str(tmp_path / "absent.txt")).returncode == 2
 
 
-def test_replace_file_and_stdin_write_exact_bytes(cli, workspace, tmp_path):
+def test_replace_file_and_stdin_write_exact_bytes(cli, workspace, state_dir, tmp_path):
     payload = b"caf\xc3\xa9\r\nno final newline"
     write(tmp_path / "new.bin", payload)
     assert cli("write", "memory/a.md", "--replace-file", str(tmp_path / "new.bin")).returncode == 0
     assert (workspace / "memory/a.md").read_bytes() == payload
     res = subprocess.run(
         [sys.executable, "-m", "openclaw_memory", "write", "memory/b.md", "--stdin"],
-        input=payload, capture_output=True,
-        env={**os.environ, "OPENCLAW_WORKSPACE": str(workspace), "OPENCLAW_STATE_DIR": str(tmp_path / "state")},
+        input=payload, capture_output=True, env=env_for(workspace, state_dir),
     )
     assert res.returncode == 0 and (workspace / "memory/b.md").read_bytes() == payload
 
@@ -233,13 +226,23 @@ def test_write_is_atomic_replace_keeping_permissions(workspace, state_dir):
 
 
 def _spawn_write(workspace, state_dir, agent, *args, stdin=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir))
     return subprocess.Popen(
         [sys.executable, "-m", "openclaw_memory", "--agent", agent, "write", *args],
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(workspace, state_dir),
     )
+
+
+def _waiting_on(pid: int, lock_path: str) -> bool:
+    """The process has the lock file open and sleeps: its lock's only sleep is between two tries."""
+    target = os.path.realpath(lock_path)
+    try:
+        opened = any(os.readlink(f"/proc/{pid}/fd/{fd}") == target for fd in os.listdir(f"/proc/{pid}/fd"))
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            state = fh.read().rpartition(")")[2].split()[0]
+    except OSError:  # gone, or an fd closed while we looked
+        return False
+    return opened and state == "S"
 
 
 def test_concurrent_appends_are_serialized_and_none_is_lost(workspace, state_dir):
@@ -330,7 +333,7 @@ def test_a_writer_waits_for_the_lock_held_by_another_process(workspace, state_di
     lock.acquire()
     try:
         proc = _spawn_write(workspace, state_dir, "main", "MEMORY.md", "--append", "after the lock")
-        time.sleep(2.0)
+        wait_for(lambda: proc.poll() is not None or _waiting_on(proc.pid, lock.path), timeout=120)
         assert proc.poll() is None, "the writer did not wait for the lock"
         assert (workspace / "MEMORY.md").read_text() == "base\n"
     finally:
@@ -339,11 +342,10 @@ def test_a_writer_waits_for_the_lock_held_by_another_process(workspace, state_di
     assert (workspace / "MEMORY.md").read_text() == "base\nafter the lock\n"
 
 
-@pytest.mark.slow
-def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, shared_index_state):
+def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, state_dir):
     from openclaw_memory.index.api import MemoryIndex
 
-    s = settings_for(workspace, shared_index_state)
+    s = settings_for(workspace, state_dir)
     write(workspace / "MEMORY.md", "# Memory\n\nThe boat is moored at pier seven.\n")
     with MemoryIndex(s) as index:
         index.sync()
@@ -359,9 +361,8 @@ def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, shar
         assert index.status().stale == ["MEMORY.md"]
 
 
-def test_append_text_that_is_not_utf8_or_empty(workspace, state_dir, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir))
+def test_append_text_that_is_not_utf8_or_empty(workspace, state_dir):
+    env = env_for(workspace, state_dir)  # a real process: argv bytes that are not UTF-8
     run = [sys.executable, "-m", "openclaw_memory", "write", "memory/raw.md", "--append"]
     res = subprocess.run(run + [b"caf\xe9 latin-1"], env=env, capture_output=True)
     assert res.returncode == 0, res.stderr

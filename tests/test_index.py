@@ -16,6 +16,7 @@ import pytest
 
 from conftest import REPO, env_for, settings_for, write
 from openclaw_memory.index.api import MemoryIndex
+from openclaw_memory.index.collections import resolve_collections
 from openclaw_memory.index.config import IndexConfig
 from openclaw_memory.index.manifest import load_manifest
 from openclaw_memory.index.sync import KILL_HOOK_ENV, Models
@@ -37,29 +38,32 @@ def models():
 def store_points(index: MemoryIndex) -> list[tuple[str, str, int, int, str]]:
     """Every point of every collection: (id, path, startLine, endLine, hash)."""
     points = []
-    for c in index.collections():
-        if c.points is None:
-            continue
-        with index.store.open(c.name) as shard:
-            for hit in shard.scroll(["path", "startLine", "endLine", "hash"]):
-                p = hit.payload
-                points.append((hit.id, p["path"], p["startLine"], p["endLine"], p["hash"]))
+    with index.store.held():  # one load per shard, not one to count and one to scroll
+        for c in index.collections():
+            if c.points is None:
+                continue
+            with index.store.open(c.name) as shard:
+                for hit in shard.scroll(["path", "startLine", "endLine", "hash"]):
+                    p = hit.payload
+                    points.append((hit.id, p["path"], p["startLine"], p["endLine"], p["hash"]))
     return points
 
 
-def assert_consistent(index: MemoryIndex) -> None:
-    """Store and manifests agree exactly: no duplicate, no orphan, nothing missing."""
+def assert_consistent(index: MemoryIndex) -> list[tuple[str, str, int, int, str]]:
+    """Store and manifests agree exactly: no duplicate, no orphan, nothing missing. Returns the
+    store's points (each look at the store loads every shard)."""
     points = store_points(index)
     ids = [p[0] for p in points]
     assert len(ids) == len(set(ids))
     expected = {}
-    for c in index.collections():
+    for c in resolve_collections(index.settings):
         m = load_manifest(index.settings.data_dir, c.name)
         if m is not None:
             for path, entry in m.files.items():
                 for pid, h in entry.chunks:
                     expected[pid] = (path, h)
     assert {p[0]: (p[1], p[4]) for p in points} == expected
+    return points
 
 
 def test_incremental_edit_rename_move_delete(workspace, state_dir, tmp_path, models):
@@ -72,9 +76,8 @@ def test_incremental_edit_rename_move_delete(workspace, state_dir, tmp_path, mod
 
     first = index.sync()
     assert first.files_scanned == 5 and first.files_changed == 5
-    assert first.chunks_embedded == len(store_points(index)) > 5
     assert first.chunks_reused == 0 and first.chunks_deleted == 0
-    assert_consistent(index)
+    assert first.chunks_embedded == len(assert_consistent(index)) > 5
 
     again = index.sync()
     assert (again.files_changed, again.chunks_embedded, again.chunks_deleted) == (0, 0, 0)
@@ -85,10 +88,9 @@ def test_incremental_edit_rename_move_delete(workspace, state_dir, tmp_path, mod
     edit = index.sync()
     assert edit.files_changed == 1
     assert 1 <= edit.chunks_embedded < first.chunks_embedded / 4
-    assert_consistent(index)
+    before = Counter(p[1] for p in assert_consistent(index))
 
     # Rename and move into a sub-folder: nothing re-embedded.
-    before = Counter(p[1] for p in store_points(index))
     os.rename(workspace / "memory" / "n2.md", workspace / "memory" / "renamed.md")
     (workspace / "memory" / "sub").mkdir()
     os.rename(workspace / "memory" / "n3.md", workspace / "memory" / "sub" / "n3.md")
@@ -102,15 +104,13 @@ def test_incremental_edit_rename_move_delete(workspace, state_dir, tmp_path, mod
     os.rename(workspace / "memory" / "renamed.md", extra / "renamed.md")
     across = index.sync()
     assert across.chunks_embedded == 0 and across.chunks_reused == before["memory/n2.md"]
-    assert_consistent(index)
-    assert {p[1] for p in store_points(index)} >= {os.path.relpath(extra / "renamed.md", workspace), "memory/sub/n3.md"}
+    assert {p[1] for p in assert_consistent(index)} >= {os.path.relpath(extra / "renamed.md", workspace), "memory/sub/n3.md"}
 
     # Delete: its chunks leave the index.
     os.unlink(workspace / "memory" / "n0.md")
     gone = index.sync()
     assert gone.files_removed == 1 and gone.chunks_deleted == before["memory/n0.md"]
-    assert "memory/n0.md" not in {p[1] for p in store_points(index)}
-    assert_consistent(index)
+    assert "memory/n0.md" not in {p[1] for p in assert_consistent(index)}
 
     # Touch without change: re-read, nothing written.
     os.utime(workspace / "MEMORY.md", ns=(1, 1))
@@ -125,8 +125,7 @@ def test_settings_change_reembeds_and_says_why(workspace, state_dir, models):
     index = MemoryIndex(settings_for(workspace, state_dir))
     summary = index.sync()
     assert any("embedding settings changed" in n for n in summary.notes)
-    assert summary.chunks_embedded == len(store_points(index)) > 0
-    assert_consistent(index)
+    assert summary.chunks_embedded == len(assert_consistent(index)) > 0
 
 
 def test_full_rebuild(workspace, state_dir, models):
@@ -156,40 +155,32 @@ def test_a_process_keeping_shards_open_syncs_again(workspace, state_dir, models)
         index.close()
 
 
-def use_torch(state_dir: Path, extra: str = "") -> None:
-    """CLI runs embed with the torch reference path: the ONNX export would cost a minute per state dir."""
-    (state_dir / "openclaw-memory.toml").write_text('[index]\nembedding_backend = "torch"\n' + extra)
-
-
-def _cli_env(workspace: Path, state_dir: Path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(OPENCLAW_WORKSPACE=str(workspace), OPENCLAW_STATE_DIR=str(state_dir), **extra)
-    return env
-
-
 def test_noop_index_never_loads_the_model(workspace, state_dir, cli):
     for i in range(5):
         write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=3))
-    use_torch(state_dir)
     assert cli("index", "--json").returncode == 0
+    # A fresh process, so that sys.modules shows what the no-op sync loaded: neither the tokenizer
+    # nor any embedder (the hash one included).
     probe = textwrap.dedent(
-        f"""
+        """
         import sys
         from openclaw_memory.index.api import MemoryIndex
-        from openclaw_memory.settings import Overrides, resolve_settings
-        s = MemoryIndex(resolve_settings(Overrides(workspace={str(workspace)!r}, state_dir={str(state_dir)!r}))).sync()
-        print(s.files_changed, s.chunks_embedded, "torch" in sys.modules, "sentence_transformers" in sys.modules, "tokenizers" in sys.modules)
+        from openclaw_memory.settings import resolve_settings
+        s = MemoryIndex(resolve_settings()).sync()
+        print(s.files_changed, s.chunks_embedded, *(m in sys.modules for m in (
+            "torch", "sentence_transformers", "tokenizers", "onnxruntime", "openclaw_memory.index.hash_embedding")))
         """
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True).stdout.split()
-    assert out == ["0", "0", "False", "False", "False"]
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True,
+                         env=env_for(workspace, state_dir)).stdout.split()
+    assert out == ["0", "0", "False", "False", "False", "False", "False"]
 
 
-def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli):
+def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli, cli_process):
     for i, topic in enumerate(TOPICS):
         write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=30, topic=topic))
-    use_torch(state_dir, "embed_batch = 8\n")
-    killed = cli("index", "--json", env={KILL_HOOK_ENV: "2"})
+    (state_dir / "openclaw-memory.toml").write_text("[index]\nembed_batch = 8\n")
+    killed = cli_process("index", "--json", env={KILL_HOOK_ENV: "2"})
     assert killed.returncode == -9, killed.stderr
     settings = settings_for(workspace, state_dir)
     partial = MemoryIndex(settings)
@@ -202,16 +193,11 @@ def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli)
     rerun = cli("index", "--json")
     assert rerun.returncode == 0, rerun.stderr
     healed = MemoryIndex(settings)
-    assert_consistent(healed)
-    got = sorted(p[1:] for p in store_points(healed))
+    got = sorted(p[1:] for p in assert_consistent(healed))
 
     fresh_state = tmp_path / "fresh-state"
     fresh_state.mkdir()
-    use_torch(fresh_state)
-    fresh = subprocess.run(
-        [sys.executable, "-m", "openclaw_memory", "index", "--json"],
-        env=_cli_env(workspace, fresh_state), capture_output=True, text=True, cwd=workspace,
-    )
+    fresh = cli("index", "--json", env={"OPENCLAW_STATE_DIR": str(fresh_state)})
     assert fresh.returncode == 0, fresh.stderr
     clean = MemoryIndex(settings_for(workspace, fresh_state))
     assert got == sorted(p[1:] for p in store_points(clean))
@@ -220,26 +206,25 @@ def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli)
 
 def test_lock_contention_gives_a_clear_message(workspace, state_dir, cli):
     write(workspace / "memory" / "a.md", note("a", n=2))
-    use_torch(state_dir)
     assert cli("index").returncode == 0
-    use_torch(state_dir, "lock_timeout = 1\n")
+    (state_dir / "openclaw-memory.toml").write_text("[index]\nlock_timeout = 1\n")
+    # Another process holds the shard until its stdin closes.
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             textwrap.dedent(
-                f"""
-                import sys, time
+                """
+                import sys
                 from openclaw_memory.index.api import MemoryIndex
-                from openclaw_memory.settings import Overrides, resolve_settings
-                index = MemoryIndex(resolve_settings(Overrides(workspace={str(workspace)!r}, state_dir={str(state_dir)!r})))
-                with index.store.open("memory-dir-main"):
+                from openclaw_memory.settings import resolve_settings
+                with MemoryIndex(resolve_settings()).store.open("memory-dir-main"):
                     print("held", flush=True)
-                    time.sleep(20)
+                    sys.stdin.read()
                 """
             ),
         ],
-        stdout=subprocess.PIPE, text=True, cwd=REPO,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env_for(workspace, state_dir),
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -249,6 +234,6 @@ def test_lock_contention_gives_a_clear_message(workspace, state_dir, cli):
         assert f"pid {holder.pid}" in blocked.json()["error"]
         assert "waiting" in blocked.stderr
     finally:
-        holder.kill()
-        holder.wait()
+        holder.stdin.close()
+        assert holder.wait(timeout=60) == 0
     assert cli("search", "fact", "--mode", "text", "--json").returncode == 0

@@ -1,14 +1,17 @@
-"""The index under a running index, a rebuild and a full disk: real processes, engine and model.
+"""The index under a running index, a rebuild and a full disk: real processes and engine (the hash
+embedder: nothing here is about ranking).
 
 - a search while `index` runs answers at once from the last complete index (no wait, no "locked");
 - `index --full` builds beside the live index: searches meanwhile use the old one, then the new;
 - a state dir on a full (real, small) tmpfs: `index` says the disk is full, where, and that
   nothing changed; no SIGBUS, no temp folder left, the previous index still answers.
+
+The paused `index` is a real process (its hook stops the process), and so is every command while
+the disk is full: a SIGBUS there would kill the test process. The other commands run in this process.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,23 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, env_for, tmpfs, write
-
-pytestmark = pytest.mark.slow
+from conftest import CliResult, env_for, tmpfs, write
 
 FACTS = "# Memory\n\n## Preferences\n\n- likes green tea in the morning\n"
-# The torch reference path: the ONNX export would cost a minute (and 60 MB) per state dir.
 # A batch of 2 chunks makes a small note need several: it is built beside the live shard.
-TOML = '[index]\nembedding_backend = "torch"\nembed_batch = 2\n'
-
-
-def _env(ws: Path, sd: Path, extra: dict | None = None) -> dict:
-    return env_for(ws, sd, PYTHONPATH=str(REPO), **(extra or {}))
-
-
-def _cli(ws: Path, sd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "openclaw_memory", *args], capture_output=True, text=True,
-                          cwd=ws, env=_env(ws, sd, env), timeout=900)
+TOML = "[index]\nembed_batch = 2\n"
 
 
 def _note(word: str, n: int) -> str:
@@ -45,7 +36,7 @@ def _paused_index(ws: Path, sd: Path, *args: str) -> subprocess.Popen:
     """`index` stopped by the test hook after its first batch is written."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "openclaw_memory", "index", *args], cwd=ws, text=True,
-        env=_env(ws, sd, {"OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS": "1"}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env_for(ws, sd, OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     for line in proc.stderr:
         if line.startswith("test-hook: index paused"):
@@ -60,9 +51,9 @@ def _resume(proc: subprocess.Popen) -> None:
     assert proc.wait(timeout=900) == 0
 
 
-def _paths(result: subprocess.CompletedProcess) -> set[str]:
+def _paths(result: CliResult) -> set[str]:
     assert result.returncode == 0, result.stderr
-    return {r["path"] for r in json.loads(result.stdout)["results"]}
+    return {r["path"] for r in result.json()["results"]}
 
 
 def _edge(sd: Path) -> Path:
@@ -71,41 +62,41 @@ def _edge(sd: Path) -> Path:
 
 
 @pytest.fixture
-def indexed(workspace, state_dir):
+def indexed(workspace, state_dir, cli):
     write(state_dir / "openclaw-memory.toml", TOML)
     write(workspace / "MEMORY.md", FACTS)
     write(workspace / "memory" / "sailing.md", _note("sailing", 3))
-    assert _cli(workspace, state_dir, "index").returncode == 0
+    assert cli("index").returncode == 0
     return workspace, state_dir
 
 
-def test_search_while_index_runs_answers_from_the_last_complete_index(indexed):
+def test_search_while_index_runs_answers_from_the_last_complete_index(indexed, cli):
     ws, sd = indexed
     write(ws / "memory" / "zeppelin.md", _note("zeppelin", 12))  # more than one batch: built beside
     proc = _paused_index(ws, sd)
     try:
-        during = _cli(ws, sd, "search", "green tea", "--json")
+        during = cli("search", "green tea", "--json")
         assert "MEMORY.md" in _paths(during)
         assert "answering from the last complete index" in during.stderr, during.stderr
-        assert "memory/zeppelin.md" not in _paths(_cli(ws, sd, "search", "zeppelin fact", "--mode", "text", "--json"))
+        assert "memory/zeppelin.md" not in _paths(cli("search", "zeppelin fact", "--mode", "text", "--json"))
     finally:
         _resume(proc)
-    assert "memory/zeppelin.md" in _paths(_cli(ws, sd, "search", "zeppelin fact", "--mode", "text", "--json"))
+    assert "memory/zeppelin.md" in _paths(cli("search", "zeppelin fact", "--mode", "text", "--json"))
     assert not [p for p in _edge(sd).iterdir() if p.name.startswith(".")]
 
 
-def test_full_rebuild_is_built_beside_and_swapped_in(indexed):
+def test_full_rebuild_is_built_beside_and_swapped_in(indexed, cli):
     ws, sd = indexed
     before = sorted(p.name for p in _edge(sd).iterdir())
     proc = _paused_index(ws, sd, "--full")
     try:
         assert any(p.name.startswith(".stage-") for p in _edge(sd).iterdir())
-        assert {"MEMORY.md", "memory/sailing.md"} <= _paths(_cli(ws, sd, "search", "green tea sailing fact", "--mode", "text", "--json"))
+        assert {"MEMORY.md", "memory/sailing.md"} <= _paths(cli("search", "green tea sailing fact", "--mode", "text", "--json"))
     finally:
         _resume(proc)
     assert sorted(p.name for p in _edge(sd).iterdir()) == before
-    assert {"MEMORY.md", "memory/sailing.md"} <= _paths(_cli(ws, sd, "search", "green tea sailing fact", "--mode", "text", "--json"))
-    assert _cli(ws, sd, "doctor").returncode == 0
+    assert {"MEMORY.md", "memory/sailing.md"} <= _paths(cli("search", "green tea sailing fact", "--mode", "text", "--json"))
+    assert cli("doctor").returncode == 0
 
 
 @pytest.fixture
@@ -125,47 +116,49 @@ def _leftovers(sd: Path) -> list[str]:
     return [str(p) for p in sd.rglob("*") if p.name.startswith(".stage-") or p.name.endswith(".tmp")]
 
 
-def test_index_on_a_full_state_dir_says_so_and_changes_nothing(workspace, small_tmpfs):
+def test_index_on_a_full_state_dir_says_so_and_changes_nothing(workspace, small_tmpfs, cli, cli_process):
     sd = small_tmpfs / "state"
     sd.mkdir()
+    on_full = {"OPENCLAW_STATE_DIR": str(sd)}
     write(sd / "openclaw-memory.toml", TOML)
     write(workspace / "MEMORY.md", FACTS)
     write(workspace / "memory" / "sailing.md", _note("sailing", 3))
-    assert _cli(workspace, sd, "index").returncode == 0
+    assert cli("index", env=on_full).returncode == 0
     manifests = {p.name: p.read_bytes() for p in sd.rglob("manifests/*.json")}
 
     write(workspace / "memory" / "zeppelin.md", _note("zeppelin", 12))
     _fill(small_tmpfs, 130 << 20)  # room to open the index (64 MiB), not to copy a shard beside it (~85 MiB more)
-    result = _cli(workspace, sd, "index")
+    result = cli_process("index", env=on_full)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     message = result.stderr
     assert "full" in message and str(sd) in message and "nothing was changed" in message
     assert _leftovers(sd) == []
     assert {p.name: p.read_bytes() for p in sd.rglob("manifests/*.json")} == manifests
 
-    search = _cli(workspace, sd, "search", "green tea", "--json")
+    search = cli_process("search", "green tea", "--json", env=on_full)
     assert "MEMORY.md" in _paths(search)  # the previous index still answers
     assert "index not refreshed" in search.stderr and "full" in search.stderr
 
     _fill(small_tmpfs, 1 << 20)  # now not even room to open it: a message, not a SIGBUS
     for args in (["search", "green tea"], ["index"], ["doctor"]):
-        refused = _cli(workspace, sd, *args)
+        refused = cli_process(*args, env=on_full)
         assert refused.returncode in (0, 1) and "Traceback" not in refused.stderr, (args, refused.stderr)
     assert _leftovers(sd) == []
 
     for filler in small_tmpfs.glob("filler*"):
         filler.unlink()
-    assert _cli(workspace, sd, "index").returncode == 0
-    assert "memory/zeppelin.md" in _paths(_cli(workspace, sd, "search", "zeppelin fact", "--mode", "text", "--json"))
+    assert cli("index", env=on_full).returncode == 0
+    assert "memory/zeppelin.md" in _paths(cli("search", "zeppelin fact", "--mode", "text", "--json", env=on_full))
 
 
-def test_first_index_on_a_full_state_dir(workspace, small_tmpfs):
+def test_first_index_on_a_full_state_dir(workspace, small_tmpfs, cli_process):
     sd = small_tmpfs / "state"
     sd.mkdir()
+    on_full = {"OPENCLAW_STATE_DIR": str(sd)}
     write(sd / "openclaw-memory.toml", TOML)
     write(workspace / "MEMORY.md", FACTS)
     _fill(small_tmpfs, 1 << 20)
-    result = _cli(workspace, sd, "index")
+    result = cli_process("index", env=on_full)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "full" in result.stderr and "nothing was changed" in result.stderr
     assert _leftovers(sd) == []

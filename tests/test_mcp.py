@@ -18,20 +18,20 @@ from conftest import env_for, write
 
 TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status"}
 
-def server_params(workspace: Path, state_dir: Path) -> StdioServerParameters:
+def server_params(workspace: Path, state_dir: Path, real_model: bool = False) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "openclaw_memory", "mcp", "-w", str(workspace), "--state-dir", str(state_dir)],
-        env=env_for(workspace, state_dir),
+        env=env_for(workspace, state_dir, real_model=real_model),
         cwd=str(workspace),
     )
 
 
-def run_session(workspace: Path, state_dir: Path, script):
+def run_session(workspace: Path, state_dir: Path, script, real_model: bool = False):
     """Run ``script(session)`` against a fresh server; returns what it returns."""
 
     async def main():
-        async with stdio_client(server_params(workspace, state_dir)) as (read, write_stream):
+        async with stdio_client(server_params(workspace, state_dir, real_model)) as (read, write_stream):
             async with ClientSession(read, write_stream) as session:
                 await session.initialize()
                 return await script(session)
@@ -134,3 +134,47 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
         1, 1, True, "#\n\n[More content available. Requested excerpt exceeded the default maxChars budget. "
         "If you need the full raw line, use read on the source file.]")
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nNothing indexed yet.\n"
+
+
+def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+
+    async def main():
+        async with stdio_client(server_params(workspace, state_dir)) as (read, write_stream):
+            async with ClientSession(read, write_stream) as session:
+                init = await session.initialize()
+                listed = {t.name: t for t in (await session.list_tools()).tools}
+                bad = [
+                    await session.call_tool("memory_search", {"query": "tea", "maxResults": "abc"}),
+                    await session.call_tool("memory_search", {"query": "tea", "minScore": 2}),
+                    await session.call_tool("memory_search", {}),
+                    await session.call_tool("memory_get", {"path": "MEMORY.md", "from": "one"}),
+                    await session.call_tool("memory_write", {"path": 5, "append": "x"}),
+                    await session.call_tool("memory_nothing", {}),
+                ]
+                floored = await session.call_tool("memory_get", {"path": "MEMORY.md", "from": 2.7, "lines": 1.9})
+                return init, listed, bad, floored
+
+    init, listed, bad, floored = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    caps = init.capabilities
+    assert caps.tools is not None and caps.resources is None and caps.prompts is None
+    notes = {name: tool.annotations for name, tool in listed.items()}
+    assert all(notes[n].read_only_hint is True for n in ("memory_search", "memory_get", "memory_status"))
+    write_note = notes["memory_write"]
+    assert (write_note.read_only_hint, write_note.destructive_hint, write_note.idempotent_hint) == (False, False, True)
+    assert all(note.open_world_hint is False and note.title for note in notes.values())
+    window = listed["memory_get"].input_schema["properties"]
+    assert [window[k]["type"] for k in ("from", "lines", "maxChars")] == ["integer"] * 3
+    assert listed["memory_search"].input_schema["required"] == ["query"]
+
+    texts = [text_of(r) for r in bad]
+    assert all(r.is_error for r in bad), texts
+    assert texts[0] == '`maxResults` must be a whole number from 1 to 100, not "abc"'
+    assert texts[1] == "`minScore` must be a number from 0 to 1, not 2"
+    assert texts[2].startswith("`query` is required")
+    assert texts[3] == '`from` must be a whole number (1 or more), not "one"'
+    assert texts[4] == "`path` must be a string, not 5"
+    assert "there is no tool 'memory_nothing'" in texts[5] and "memory_search" in texts[5]
+    assert not any("pydantic" in t or "validation error" in t for t in texts)
+    got = payload(floored)
+    assert (got["from"], got["lines"], got["text"]) == (2, 1, "")  # floored as OpenClaw's reader does

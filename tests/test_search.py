@@ -1,4 +1,8 @@
-"""Search with the real model and engine: scores, CJK, isolation, stale files, JSON shapes."""
+"""Search with the real engine: scores, CJK, isolation, snippets, stale files, JSON shapes.
+
+Scores and CJK ranking are the real model's (slow tier); isolation, snippets, stale files and the
+JSON shapes hold for any embedder, so those tests use the hash one.
+"""
 
 from __future__ import annotations
 
@@ -6,43 +10,37 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, env_for, settings_for, write
 from openclaw_memory.errors import IndexMissing
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.config import IndexConfig
 from openclaw_memory.index.search import DEFAULT_MIN_SCORE
 from openclaw_memory.index.sync import Models
-from openclaw_memory.settings import Overrides, resolve_settings
-
-pytestmark = pytest.mark.slow
+from openclaw_memory.settings import default_model_cache
 
 
 @pytest.fixture(scope="module")
 def models():
-    m = Models(IndexConfig())
-    m.embedder
-    return m
-
-
-def settings_for(ws: Path, sd: Path, agent: str = "main", extra: tuple[str, ...] = ()):
-    return resolve_settings(Overrides(workspace=str(ws), state_dir=str(sd), agent=agent, extra=extra), environ={})
+    """The real model, loaded on first use, from the ONNX export cached where ``settings_for`` and
+    the CLI look (far cheaper than importing torch)."""
+    return Models(IndexConfig(), cache_dir=default_model_cache({}))
 
 
 def filler(i: int) -> str:
     return f"Line {i}: routine log entry about the weekly meeting, nothing notable happened here.\n"
 
 
+@pytest.mark.slow
 def test_exact_keyword_is_never_dropped_by_min_score(workspace, state_dir, models):
     # "gateway" is in every file (low IDF), so raw BM25 is tiny; a literal match must still pass:
     # the keyword signal is measured against what "every query term" would score.
     for i in range(30):
         write(workspace / "memory" / f"d{i:02}.md", f"# Day {i}\n\nThe gateway restarted at {i}:00 after the update.\n")
     write(workspace / "memory" / "zzz.md", "# Other\n\nThe quarterly gateway token rotation is documented here.\n")
-    index = MemoryIndex(settings_for(workspace, state_dir), models=models)
+    index = MemoryIndex(settings_for(workspace, state_dir, real_model=True), models=models)
     index.sync()
     for mode in ("text", "hybrid"):
         result = index.search("gateway", limit=50, mode=mode)
@@ -52,11 +50,12 @@ def test_exact_keyword_is_never_dropped_by_min_score(workspace, state_dir, model
         assert phrase.results[0].path == "memory/zzz.md"
 
 
+@pytest.mark.slow
 def test_chinese_queries_find_chinese_notes(workspace, state_dir, models):
     write(workspace / "memory" / "tea.md", "# 偏好\n\n我每天早上喜欢喝绿茶，不喝咖啡。\n")
     write(workspace / "memory" / "trip.md", "# 旅行\n\n下个月去东京出差，住在新宿。\n")
     write(workspace / "memory" / "en.md", "# Notes\n\nThe build uses docker compose on the staging host.\n")
-    index = MemoryIndex(settings_for(workspace, state_dir), models=models)
+    index = MemoryIndex(settings_for(workspace, state_dir, real_model=True), models=models)
     index.sync()
     for mode in ("text", "hybrid"):
         for query in ("喝绿茶", "绿茶", "喝茶"):  # a word, a sub-word, and characters not adjacent in the note
@@ -67,12 +66,12 @@ def test_chinese_queries_find_chinese_notes(workspace, state_dir, models):
         assert "东京" in trip.results[0].snippet
 
 
-def test_agents_are_isolated(workspace, state_dir, tmp_path, models):
+def test_agents_are_isolated(workspace, state_dir, tmp_path):
     write(workspace / "MEMORY.md", "# Shared\n\nEveryone knows the wifi password is on the fridge.\n")
     secret_a = write(tmp_path / "a-notes" / "secret.md", "# A\n\nThe zanzibar project codename belongs to agent a.\n")
     write(tmp_path / "b-notes" / "other.md", "# B\n\nAgent b tracks the marmalade budget.\n")
-    a = MemoryIndex(settings_for(workspace, state_dir, agent="a", extra=(str(tmp_path / "a-notes"),)), models=models)
-    b = MemoryIndex(settings_for(workspace, state_dir, agent="b", extra=(str(tmp_path / "b-notes"),)), models=models)
+    a = MemoryIndex(settings_for(workspace, state_dir, agent="a", extra=(str(tmp_path / "a-notes"),)))
+    b = MemoryIndex(settings_for(workspace, state_dir, agent="b", extra=(str(tmp_path / "b-notes"),)))
     a.sync()
     b.sync()
     shown = os.path.relpath(secret_a, workspace)  # "../a-notes/secret.md", as OpenClaw indexes it
@@ -85,11 +84,11 @@ def test_agents_are_isolated(workspace, state_dir, tmp_path, models):
     assert {r.source for r in b.search("marmalade budget", min_score=0.0, limit=20).results} <= {"memory-root-b", "custom-1-b"}
 
 
-def test_snippet_is_the_matching_passage(workspace, state_dir, models):
+def test_snippet_is_the_matching_passage(workspace, state_dir):
     lines = [filler(i) for i in range(1, 200)]
     lines[150] = "The spare key for the boathouse is under the blue flowerpot.\n"
     write(workspace / "memory" / "long.md", "# Log\n\n" + "".join(lines))
-    index = MemoryIndex(settings_for(workspace, state_dir), models=models)
+    index = MemoryIndex(settings_for(workspace, state_dir))
     index.sync()
     hit = index.search("boathouse spare key").results[0]
     assert "blue flowerpot" in hit.snippet and len(hit.snippet) <= 700
@@ -112,8 +111,6 @@ def test_no_index_says_how_to_build_it(workspace, state_dir, cli):
 def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# Memory\n\n## Preferences\n\nI prefer dark roast coffee and vim.\n")
     write(workspace / "memory" / "2024-05-01.md", "# May 1\n\nMet Priya about the hiking trip to Zermatt.\n")
-    # The torch reference path: the ONNX export would cost a minute in this fresh state dir.
-    (state_dir / "openclaw-memory.toml").write_text('[index]\nembedding_backend = "torch"\n')
     summary = cli("index", "--json")
     assert summary.returncode == 0, summary.stderr
     assert set(summary.json()) == {"filesScanned", "filesChanged", "filesRemoved", "chunksEmbedded", "chunksReused", "chunksDeleted", "seconds"}
@@ -128,19 +125,22 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     keys = [(-r["score"], r["path"]) for r in data["results"]]
     assert keys == sorted(keys)
 
-    # Edit after indexing: text mode reports the stale file and loads no model.
+    # Edit after indexing: text mode reports the stale file and loads no embedder (a fresh process:
+    # its sys.modules shows what the search loaded).
     write(workspace / "memory" / "2024-05-01.md", "# May 1\n\nMet Priya about the kayak trip to Lake Bled.\n")
     probe = textwrap.dedent(
-        f"""
+        """
         import json, sys
         from openclaw_memory.index.api import MemoryIndex
-        from openclaw_memory.settings import Overrides, resolve_settings
-        r = MemoryIndex(resolve_settings(Overrides(workspace={str(workspace)!r}, state_dir={str(state_dir)!r}))).search("trip", mode="text")
-        print(json.dumps([r.to_json()["stale"], "torch" in sys.modules, "sentence_transformers" in sys.modules]))
+        from openclaw_memory.settings import resolve_settings
+        r = MemoryIndex(resolve_settings()).search("trip", mode="text")
+        print(json.dumps([r.to_json()["stale"], *(m in sys.modules for m in (
+            "torch", "sentence_transformers", "onnxruntime", "openclaw_memory.index.hash_embedding"))]))
         """
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True).stdout
-    assert out.strip() == '[["memory/2024-05-01.md"], false, false]'
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True,
+                         env=env_for(workspace, state_dir)).stdout
+    assert out.strip() == '[["memory/2024-05-01.md"], false, false, false, false]'
 
     no_sync = cli("search", "kayak Lake Bled", "--no-sync", "--json").json()
     assert no_sync["stale"] == ["memory/2024-05-01.md"]

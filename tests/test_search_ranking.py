@@ -257,7 +257,7 @@ def test_mcp_memory_get_reads_a_citation_and_search_says_nothing_matched(built):
         return got, none, only
 
     index.store.close()  # the server opens the shards itself
-    got, none, only = run_session(ws, state, script)
+    got, none, only = run_session(ws, state, script, real_model=True)
     assert got["text"].rstrip("\n") == hit.snippet and got["from"] == hit.start_line
     assert none["results"] == [] and "Nothing" in none["message"]
     assert only["results"] and all(r["path"].startswith("memory/2026-") for r in only["results"])

@@ -27,7 +27,7 @@ import xxhash
 from conftest import env_for, settings_for, wait_for, write
 from openclaw_memory.serve.paths import read_info, service_dir
 
-WAIT = 120  # seconds for a process to stop: generous, the machine may be loaded
+WAIT = 120  # seconds for a process to start, a session to finish or a process to stop: the machine may be loaded
 
 
 class Serve:
@@ -233,6 +233,7 @@ def test_socket_is_owner_only_and_sigint_stops_cleanly(workspace, state_dir, ser
     assert any(line.startswith("stopped (SIGINT)") for line in service.stderr)
 
 
+@pytest.mark.slow  # twelve starts, and up to 0.6 s of waiting before each signal
 def test_a_signal_at_any_moment_stops_the_service(workspace, state_dir, services):
     """SIGTERM/SIGINT at random moments of an idle service: each stops it, cleanly and soon.
 
@@ -359,6 +360,7 @@ def _check_guards(out: dict):
     assert any(hit["path"] == "memory/projects/boat.md" for hit in out["search"]["results"])
 
 
+@pytest.mark.slow  # two MCP server processes (the SDK's import alone is ~2 s of CPU each) and the service
 def test_two_stdio_mcp_sessions_share_the_service_with_separate_guards(workspace, state_dir, cli, services):
     memory(workspace)
     assert cli("index").returncode == 0
@@ -372,6 +374,7 @@ def test_two_stdio_mcp_sessions_share_the_service_with_separate_guards(workspace
     assert service.stop() == 0
 
 
+@pytest.mark.slow  # two MCP server processes and the service one of them starts
 def test_mcp_serve_starts_the_service(workspace, state_dir, cli):
     memory(workspace)
 
@@ -403,6 +406,7 @@ async def _two_http_sessions(url: str, token: str, script):
                     return await script(a, b)
 
 
+@pytest.mark.slow  # the service with the MCP SDK loaded, a refused second serve and two sessions
 def test_mcp_over_http_needs_the_token_and_keeps_sessions_apart(workspace, state_dir, cli, cli_process, services):
     import httpx2
 

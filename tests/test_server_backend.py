@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import settings_for, write
 from openclaw_memory.errors import MemoryToolError
 from openclaw_memory.index.store.base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, PointData
 from openclaw_memory.index.store.edge import EdgeStore
@@ -36,10 +36,6 @@ from openclaw_memory.index.terms import keyword_terms
 from openclaw_memory.settings import Overrides, resolve_settings
 
 SERVER_ENV = "OPENCLAW_MEMORY_TEST_QDRANT_URL"
-
-
-def settings_for(ws: Path, sd: Path, url: str | None = None, agent: str = "main"):
-    return resolve_settings(Overrides(workspace=str(ws), state_dir=str(sd), agent=agent, qdrant_url=url), environ={})
 
 
 def local_config(folder: Path, **kw) -> ServerConfig:
@@ -192,7 +188,7 @@ def test_url_precedence_and_api_key_sources(workspace, state_dir, tmp_path):
 
     key_file = write(tmp_path / "key", "s3cret-file\n")
     write(state_dir / "openclaw-memory.toml", f'[index.server]\napi_key_file = "{key_file}"\n')
-    s = settings_for(workspace, state_dir, "https://user:pw@db.example:6333")
+    s = settings_for(workspace, state_dir, qdrant_url="https://user:pw@db.example:6333")
     from_file = server_config(s, environ={})
     assert from_file.api_key == "s3cret-file" and from_file.api_key_source == f"file {key_file}"
     from_env = server_config(s, environ={"OPENCLAW_MEMORY_QDRANT_API_KEY": "s3cret-env"})
@@ -200,9 +196,9 @@ def test_url_precedence_and_api_key_sources(workspace, state_dir, tmp_path):
     assert "s3cret" not in repr(from_env) and "pw" not in from_env.display_url
     write(state_dir / "openclaw-memory.toml", '[index.server]\napi_key = "inline"\n')
     with pytest.raises(MemoryToolError, match="OPENCLAW_MEMORY_QDRANT_API_KEY"):
-        server_config(settings_for(workspace, state_dir, "http://x:6333"), environ={})
+        server_config(settings_for(workspace, state_dir, qdrant_url="http://x:6333"), environ={})
     with pytest.raises(MemoryToolError, match="not a Qdrant URL"):
-        server_config(settings_for(workspace, state_dir, "ftp://x"), environ={})
+        server_config(settings_for(workspace, state_dir, qdrant_url="ftp://x"), environ={})
 
 
 # -- network faults ---------------------------------------------------------------------
@@ -413,7 +409,7 @@ def test_server_findings_report_missing_and_mismatched_collections(workspace, st
     from openclaw_memory.index.store.server_health import server_findings, server_report
 
     url = f"file://{tmp_path / 'qdrant'}"
-    s = settings_for(workspace, state_dir, url)
+    s = settings_for(workspace, state_dir, qdrant_url=url)
     assert server_findings(settings_for(workspace, state_dir)) == []  # embedded engine: nothing to say
     for name, dim in (("memory-root-main", 4), ("memory-dir-main", 8)):
         save_manifest(s.data_dir, Manifest(name, "main", fingerprint="fp", settings_key="k", dim=dim))
@@ -433,7 +429,7 @@ def test_server_findings_report_missing_and_mismatched_collections(workspace, st
     assert unreachable.id == "qdrant-unreachable" and unreachable.severity == "error"
 
 
-# -- with the real model ----------------------------------------------------------------
+# -- indexing and search through the backend -------------------------------------------
 
 # Words without inflected variants: the embedded engine's English stemmer and local
 # mode's plain word tokenizer then see the same terms, so BM25 agrees exactly.
@@ -457,15 +453,13 @@ def search_all(index, modes=("vector", "text", "hybrid")) -> dict:
 
 @pytest.fixture(scope="module")
 def models():
+    """The hash embedder: what is compared is the two engines, fed the same vectors."""
     from openclaw_memory.index.config import IndexConfig
     from openclaw_memory.index.sync import Models
 
-    m = Models(IndexConfig())
-    m.embedder
-    return m
+    return Models(IndexConfig(embedding_backend="hash"))
 
 
-@pytest.mark.slow
 def test_index_and_search_through_local_mode_match_the_embedded_engine(tmp_path, models):
     from openclaw_memory.index.api import MemoryIndex
 
@@ -474,7 +468,7 @@ def test_index_and_search_through_local_mode_match_the_embedded_engine(tmp_path,
     results = {}
     for label, url in (("edge", None), ("local", f"file://{tmp_path / 'qdrant'}")):
         (tmp_path / label).mkdir()
-        with MemoryIndex(settings_for(ws, tmp_path / label, url), models=models) as index:
+        with MemoryIndex(settings_for(ws, tmp_path / label, qdrant_url=url), models=models) as index:
             summary = index.sync()
             assert summary.chunks_embedded > 0
             results[label] = search_all(index)
@@ -483,7 +477,6 @@ def test_index_and_search_through_local_mode_match_the_embedded_engine(tmp_path,
     assert any(r["results"] for r in results["edge"].values())
 
 
-@pytest.mark.slow
 def test_network_failure_mid_index_is_completed_by_the_next_run(workspace, state_dir, cli, tmp_path):
     from openclaw_memory.index.manifest import load_manifest
     from openclaw_memory.index.collections import resolve_collections
@@ -496,7 +489,7 @@ def test_network_failure_mid_index_is_completed_by_the_next_run(workspace, state
     assert broken.returncode == 1 and "simulated network failure" in broken.stderr and "Traceback" not in broken.stderr
     done = cli("index", "--qdrant-url", url, "--json")
     assert done.returncode == 0, done.stderr
-    s = settings_for(workspace, state_dir, url)
+    s = settings_for(workspace, state_dir, qdrant_url=url)
     store = ServerStore(server_config(s))
     try:
         for c in resolve_collections(s):
@@ -512,7 +505,6 @@ def test_network_failure_mid_index_is_completed_by_the_next_run(workspace, state
     assert again["chunksEmbedded"] == 0 and again["filesChanged"] == 0
 
 
-@pytest.mark.slow
 def test_migration_round_trip_keeps_search_results_and_resumes(workspace, state_dir, cli, tmp_path):
     import shutil
 
@@ -553,7 +545,6 @@ def test_migration_round_trip_keeps_search_results_and_resumes(workspace, state_
 
 
 @pytest.mark.skipif(not os.environ.get(SERVER_ENV), reason=f"no Qdrant server: set {SERVER_ENV}=http://HOST:6333 to run against one")
-@pytest.mark.slow
 @pytest.mark.parametrize("tenancy", ["collection", "shared"])
 def test_against_a_real_server(tmp_path, models, tenancy):
     from openclaw_memory.index.api import MemoryIndex
@@ -570,7 +561,7 @@ def test_against_a_real_server(tmp_path, models, tenancy):
         expected = search_all(index)
         expected["drinks"] = index.search("drinks tea", mode="hybrid").to_json()
         expected["cjk"] = index.search("喝茶", mode="text").to_json()
-    s = settings_for(ws, tmp_path / "srv", os.environ[SERVER_ENV])
+    s = settings_for(ws, tmp_path / "srv", qdrant_url=os.environ[SERVER_ENV])
     with MemoryIndex(s, models=models) as index:
         try:
             index.sync()

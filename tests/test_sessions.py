@@ -1,6 +1,6 @@
 """Read records per session, idempotency keys for writes, and the self-removing lock file.
 
-Real files and real processes (the CLI in subprocesses); no index and no model are needed.
+Real files, threads and the CLI (called in this process); no index and no model are needed.
 """
 
 from __future__ import annotations
@@ -8,22 +8,20 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 
 import pytest
 
-from conftest import write
+from conftest import settings_for, write
 from openclaw_memory import api
 from openclaw_memory.errors import LockTimeout, UsageError, WriteBlocked
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.idempotency import KEEP_S, IdempotencyStore, default_key
-from openclaw_memory.settings import Overrides, resolve_settings
 
 
 @pytest.fixture
 def settings(workspace, state_dir):
     write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")
-    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+    return settings_for(workspace, state_dir)
 
 
 # -- sessions ----------------------------------------------------------------------------------
@@ -156,15 +154,15 @@ def test_a_removing_lock_leaves_no_file_and_a_waiter_locks_the_live_file(tmp_pat
     first = FileLock(path, timeout=0, remove=True)
     first.acquire()
     waiter = FileLock(path, timeout=10, remove=True)
-    got = threading.Event()
+    blocked, got = threading.Event(), threading.Event()
 
     def wait():
-        waiter.acquire()
+        waiter.acquire(on_wait=lambda _pid: blocked.set())
         got.set()
 
     t = threading.Thread(target=wait)
     t.start()
-    time.sleep(0.3)  # the waiter now blocks on the first holder's file
+    assert blocked.wait(10)  # the waiter now blocks on the first holder's file
     first.release()
     t.join(10)
     assert got.is_set()

@@ -2,9 +2,9 @@
 
 Every test starts ``openclaw-memory watch --json`` in a subprocess and checks what other
 processes see (``search --no-sync``, so the search itself never re-indexes: whatever it finds,
-the watch put there). Waits poll with generous deadlines; nothing asserts a duration.
-
-One state dir serves the whole module, so the embedding model's ONNX export is made once.
+the watch put there). Waits are on the watch's own output lines or on what a search finds, with
+generous deadlines; nothing asserts a duration. The watch embeds with the hash backend: what is
+tested is that it follows the files, not what the model makes of them.
 """
 
 from __future__ import annotations
@@ -20,31 +20,23 @@ from pathlib import Path
 
 import pytest
 
-from conftest import env_for, write
-from conftest import wait_for as wait_until
+from conftest import env_for, settings_for, wait_for, write
 from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.store import HistoryStore
-from openclaw_memory.settings import Overrides, resolve_settings
+from openclaw_memory.index.sync import PAUSE_HOOK_ENV
 
-pytestmark = pytest.mark.slow
-
-START_TIMEOUT = 600  # the first start exports the model
-WAIT = 120
-
-
-@pytest.fixture
-def state_dir(module_state_dir: Path) -> Path:
-    return module_state_dir
+WAIT = 120  # a loaded machine: generous, never a measure
 
 
 class Watch:
     """A running ``openclaw-memory watch --json``; stdout lines parsed, stderr kept."""
 
-    def __init__(self, workspace: Path, state_dir: Path, prefix: list[str] | None = None):
+    def __init__(self, workspace: Path, state_dir: Path, prefix: list[str] | None = None, **env: str):
         cmd = (prefix or []) + [sys.executable, "-m", "openclaw_memory", "watch", "--json"]
         self.proc = subprocess.Popen(
-            cmd, cwd=workspace, env=env_for(workspace, state_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            cmd, cwd=workspace, env=env_for(workspace, state_dir, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
         )
         self.changes: list[dict] = []
         self.stderr: list[str] = []
@@ -63,9 +55,15 @@ class Watch:
         for line in self.proc.stderr:
             self.stderr.append(line)
 
-    def wait_started(self):
-        wait_for(lambda: any(line.startswith("watching ") for line in self.stderr) or self.proc.poll() is not None, START_TIMEOUT)
+    def said(self, prefix: str) -> bool:
+        return any(line.startswith(prefix) for line in self.stderr)
+
+    def wait_said(self, prefix: str) -> None:
+        wait_for(lambda: self.said(prefix) or self.proc.poll() is not None, WAIT)
         assert self.proc.poll() is None, "".join(self.stderr)
+
+    def wait_started(self):
+        self.wait_said("watching ")
 
     def change_for(self, path: str, action: str) -> dict | None:
         return next((c for c in self.changes if c["path"] == path and c["action"] == action), None)
@@ -83,10 +81,11 @@ class Watch:
 def watch(workspace, state_dir):
     started: list[Watch] = []
 
-    def start(prefix: list[str] | None = None) -> Watch:
-        w = Watch(workspace, state_dir, prefix)
+    def start(prefix: list[str] | None = None, wait: bool = True, **env: str) -> Watch:
+        w = Watch(workspace, state_dir, prefix, **env)
         started.append(w)
-        w.wait_started()
+        if wait:
+            w.wait_started()
         return w
 
     yield start
@@ -96,14 +95,18 @@ def watch(workspace, state_dir):
             w.proc.wait()
 
 
-def wait_for(predicate, timeout: float = WAIT, step: float = 0.2):
-    return wait_until(predicate, timeout, step)
+def results(cli, query: str, mode: str = "text") -> list[str]:
+    r = cli("search", query, "--mode", mode, "--no-sync", "--json", "--min-score", "0")
+    assert r.returncode == 0, r.stderr  # a search arriving during a batch waits for it, then runs
+    return [hit["path"] for hit in r.json()["results"]]
 
 
 def found(cli, query: str, path: str, mode: str = "text") -> bool:
-    r = cli("search", query, "--mode", mode, "--no-sync", "--json", "--min-score", "0")
-    assert r.returncode == 0, r.stderr  # a search arriving during a batch waits for it, then runs
-    return any(hit["path"] == path for hit in r.json()["results"])
+    return path in results(cli, query, mode)
+
+
+def top(cli, query: str, mode: str) -> str | None:
+    return next(iter(results(cli, query, mode)), None)
 
 
 def seed(workspace: Path) -> None:
@@ -111,27 +114,30 @@ def seed(workspace: Path) -> None:
     write(workspace / "memory" / "projects.md", "# Projects\n\nThe garden shed needs a new roof before winter.\n")
 
 
+@pytest.mark.slow  # an index in this process, a watch, then the service's shard_idle to wait out: about 8 s
 def test_edit_from_another_process_becomes_searchable(workspace, state_dir, cli, watch):
+    write(state_dir / "openclaw-memory.toml", "[service]\nshard_idle = 1\n")  # not the 10 s default: a shorter wait below
     seed(workspace)
     assert cli("index").returncode == 0
     w = watch()
     note = workspace / "memory" / "trips" / "2026-lisbon.md"
     write(note, "# Lisbon\n\nWe rode the quixotic funicular up to the miradouro at dusk.\n")
 
-    wait_for(lambda: found(cli, "quixotic funicular", "memory/trips/2026-lisbon.md"))
-    assert found(cli, "riding a cable railway up a hill in the evening", "memory/trips/2026-lisbon.md", mode="hybrid")
-    change = wait_for(lambda: w.change_for("memory/trips/2026-lisbon.md", "added"))
+    wait_for(lambda: found(cli, "quixotic funicular", "memory/trips/2026-lisbon.md"), WAIT)
+    # The watch embedded it too: a vector search with the note's own words ranks it first.
+    assert top(cli, "quixotic funicular miradouro dusk", mode="vector") == "memory/trips/2026-lisbon.md"
+    change = wait_for(lambda: w.change_for("memory/trips/2026-lisbon.md", "added"), WAIT)
     assert change["chunksEmbedded"] >= 1 and change["chunks"] >= 1 and change["ms"] >= 0
 
     # The version the watch saw is in the history as an outside edit (read without a new sighting).
-    store = HistoryStore(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={}).data_dir)
+    store = HistoryStore(settings_for(workspace, state_dir).data_dir)
     entries = store.entries(str(note))
     assert entries and entries[-1].version == hash_file(str(note))
     assert {e.origin for e in entries} == {"external-edit"}
 
     # Between batches the watch holds no index or history lock (only its own presence lock); it
     # keeps shards open for other processes' searches and closes them after [service] shard_idle
-    # (10 s) unused, so a tool that opens them directly gets them.
+    # (1 s in this test's config) unused, so a tool that opens them directly gets them.
     assert_unlocked(state_dir, timeout=30, but="watch")
     # Other commands work while the watch runs; a second watch for the agent is refused.
     status = cli("status", "--json")
@@ -144,15 +150,15 @@ def test_edit_from_another_process_becomes_searchable(workspace, state_dir, cli,
 def test_atomic_rename_save_is_picked_up(workspace, state_dir, cli, watch):
     seed(workspace)
     w = watch()  # the watch's own first sync builds the index
-    wait_for(lambda: found(cli, "shed roof", "memory/projects.md"))
+    wait_for(lambda: found(cli, "shed roof", "memory/projects.md"), WAIT)
     target = workspace / "memory" / "projects.md"
     tmp = workspace / "memory" / ".projects.md.tmp-save"
     tmp.write_text("# Projects\n\nThe marmalade workshop opens on Saturday.\n", encoding="utf-8")
     os.replace(tmp, target)
 
-    wait_for(lambda: found(cli, "marmalade workshop", "memory/projects.md"))
-    wait_for(lambda: not found(cli, "shed roof", "memory/projects.md"))
-    change = wait_for(lambda: w.change_for("memory/projects.md", "updated"))
+    wait_for(lambda: found(cli, "marmalade workshop", "memory/projects.md"), WAIT)
+    wait_for(lambda: not found(cli, "shed roof", "memory/projects.md"), WAIT)
+    change = wait_for(lambda: w.change_for("memory/projects.md", "updated"), WAIT)
     assert change["chunksRemoved"] >= 1
     assert w.stop() == 0
 
@@ -175,8 +181,8 @@ def test_vim_and_jetbrains_saves_are_picked_up(workspace, state_dir, cli, watch)
     os.rename(workspace / "MEMORY.md___jb_tmp___", root)
     (workspace / "MEMORY.md___jb_old___").unlink()
 
-    wait_for(lambda: found(cli, "xylophone repair", "memory/projects.md"))
-    wait_for(lambda: found(cli, "yerba mate", "MEMORY.md"))
+    wait_for(lambda: found(cli, "xylophone repair", "memory/projects.md"), WAIT)
+    wait_for(lambda: found(cli, "yerba mate", "MEMORY.md"), WAIT)
     assert not found(cli, "tea over coffee", "MEMORY.md")
     # Editor temp names are never indexed nor reported.
     assert not [c for c in w.changes if "4913" in c["path"] or "___jb_" in c["path"] or c["path"].endswith("~")]
@@ -187,10 +193,10 @@ def test_deleting_a_file_removes_its_chunks(workspace, state_dir, cli, watch):
     seed(workspace)
     write(workspace / "memory" / "old.md", "# Old\n\nThe obsolete pager number was 5550199.\n")
     w = watch()
-    wait_for(lambda: found(cli, "obsolete pager", "memory/old.md"))
+    wait_for(lambda: found(cli, "obsolete pager", "memory/old.md"), WAIT)
     (workspace / "memory" / "old.md").unlink()
 
-    change = wait_for(lambda: w.change_for("memory/old.md", "removed"))
+    change = wait_for(lambda: w.change_for("memory/old.md", "removed"), WAIT)
     assert change["chunksRemoved"] >= 1 and change["version"] is None
     assert not found(cli, "obsolete pager", "memory/old.md")
     assert w.stop() == 0
@@ -200,10 +206,10 @@ def test_memory_folder_created_later_is_watched(workspace, state_dir, cli, watch
     write(workspace / "MEMORY.md", "# Memory\n\nOnly the root file exists at first.\n")
     w = watch()
     write(workspace / "memory" / "2026-02-03.md", "# Notes\n\nThe porcupine sanctuary visit went well.\n")
-    wait_for(lambda: found(cli, "porcupine sanctuary", "memory/2026-02-03.md"))
+    wait_for(lambda: found(cli, "porcupine sanctuary", "memory/2026-02-03.md"), WAIT)
     # A later file deeper in the new folder arrives through the re-armed recursive watch.
     write(workspace / "memory" / "deep" / "er" / "n.md", "# Deep\n\nA quetzal was seen near the river.\n")
-    wait_for(lambda: found(cli, "quetzal", "memory/deep/er/n.md"))
+    wait_for(lambda: found(cli, "quetzal", "memory/deep/er/n.md"), WAIT)
     assert w.stop() == 0
 
 
@@ -220,11 +226,12 @@ def assert_unlocked(state_dir: Path, timeout: float = 0, but: str | None = None)
         lock.release()
 
 
-def test_sigterm_leaves_no_lock_behind(workspace, state_dir, cli, watch, tmp_path):
+@pytest.mark.slow  # two watches and two indexes of 150 notes: about 9 s
+def test_sigterm_leaves_no_lock_behind(workspace, state_dir, cli, watch):
     seed(workspace)
     w = watch()
     write(workspace / "memory" / "x.md", "# X\n\nThe walrus choir rehearses on Tuesdays.\n")
-    wait_for(lambda: w.change_for("memory/x.md", "added"))
+    wait_for(lambda: w.change_for("memory/x.md", "added"), WAIT)
     assert w.stop() == 0
     assert lock_files(state_dir)
     assert_unlocked(state_dir)
@@ -234,13 +241,12 @@ def test_sigterm_leaves_no_lock_behind(workspace, state_dir, cli, watch, tmp_pat
     # SIGTERM while the first sync is busy embedding many files: it stops, and still leaves no lock.
     for i in range(150):
         write(workspace / "memory" / "bulk" / f"n{i:03}.md", f"# Note {i}\n\n" + f"Sentence {i} about topic {i % 7}.\n" * 30)
-    busy = Watch(workspace, state_dir)
-    # Stop it as soon as its first sync starts writing (the index's dirty marker appears), or once started.
-    data_dir = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={}).data_dir
-    # Only the manifest folder: the engine's own folders gain and lose temp files meanwhile.
-    manifests = data_dir / "index" / "manifests"
-    wait_for(lambda: (manifests.is_dir() and list(manifests.glob("*.dirty"))) or busy.proc.poll() is not None
-             or any(line.startswith("watching") for line in busy.stderr), START_TIMEOUT, 0.05)
+    # The index's test hook holds the first sync right after its first write to the shard.
+    busy = watch(wait=False, **{PAUSE_HOOK_ENV: "1"})
+    busy.wait_said("test-hook: index paused")
+    manifests = settings_for(workspace, state_dir).data_dir / "index" / "manifests"
+    assert list(manifests.glob("*.dirty")), "the sync was not under way"
+    assert not busy.said("watching")
     assert busy.stop() == 0
     assert_unlocked(state_dir)
     r = cli("index", "--json")
@@ -264,5 +270,5 @@ def test_falls_back_to_polling_when_inotify_watches_run_out(workspace, state_dir
     assert any("falling back to polling" in line for line in w.stderr), "".join(w.stderr)
     assert any("(polling" in line for line in w.stderr)
     write(workspace / "memory" / "c" / "n.md", "# c\n\nThe narwhal tusk measurement arrived.\n")
-    wait_for(lambda: found(cli, "narwhal tusk", "memory/c/n.md"))
+    wait_for(lambda: found(cli, "narwhal tusk", "memory/c/n.md"), WAIT)
     assert w.stop() == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -14,7 +15,6 @@ import pathspec
 import pytest
 
 from openclaw_memory.errors import UsageError
-from openclaw_memory.settings import Overrides, resolve_settings
 from openclaw_memory.watchdog.checkpoint import HEADING
 from openclaw_memory.watchdog.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
 from openclaw_memory.watchdog.heartbeat import heartbeat
@@ -23,11 +23,7 @@ from openclaw_memory.watchdog.snapshot import has_baseline, refresh_baseline, ta
 from openclaw_memory.watchdog.store import RACY, SnapshotStore
 from openclaw_memory.watchdog.verify import NoBaseline, verify_workspace
 
-from conftest import write
-
-
-def settings_for(workspace: Path, state_dir: Path):
-    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+from conftest import settings_for, wait_for, write
 
 
 @pytest.fixture
@@ -37,15 +33,13 @@ def settings(workspace, state_dir):
     return settings_for(workspace, state_dir)
 
 
-def age(path: Path, seconds: float = 5.0) -> None:
-    """Move a file's mtime into the past so it is not racy (ctime still says 'now')."""
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
-
-
-def settle() -> None:
-    """Wait past the racy guard so a snapshot trusts what was just written."""
-    time.sleep(LOCAL_GUARD_NS / 1e9 * 3)
+def settle(workspace: Path) -> None:
+    """Wait until the clock is past the racy guard of every file's timestamps, so a snapshot trusts
+    what was just written. A wait, not os.utime: the ctime counts too, and only time moves it."""
+    guard = guard_ns(workspace)
+    entries = (p.lstat() for p in workspace.rglob("*"))
+    newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in entries if not stat.S_ISDIR(st.st_mode))
+    wait_for(lambda: time.time_ns() - guard > newest, timeout=30, step=guard / 1e9)
 
 
 # --- correctness of change detection -------------------------------------------------
@@ -100,7 +94,7 @@ def test_back_dated_mtime_is_caught_by_ctime(settings, workspace):
     target = workspace / "memory" / "note.md"
     write(target, "original")
     original = os.lstat(target)
-    settle()
+    settle(workspace)
     info = take_snapshot(settings)
     assert info.racy == 0
     write(target, "FORGERY!")  # same size
@@ -242,7 +236,7 @@ def test_file_changing_while_hashed_is_recorded_without_hash(settings, workspace
     assert any("growing.log.md" in w and "kept changing" in w for w in info.warnings)
     result = verify_workspace(settings)  # it changed after the recorded stat: a change, old hash unknown
     assert [(c.path, c.old_hash is None) for c in result.changed] == [("growing.log.md", True)]
-    settle()
+    settle(workspace)
     assert take_snapshot(settings).unhashed == 0  # rechecked: hashed once it holds still
 
 

@@ -18,14 +18,14 @@ keeps serving. :mod:`openclaw_memory.serve.http` serves the same tools over stre
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
 import sys
 import threading
-from typing import Any, Callable, Optional
-
-from pydantic import Field
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..errors import MemoryToolError
 
@@ -179,135 +179,232 @@ def get_window(settings, from_line, lines, max_chars) -> tuple[int, int, int]:
                              default_max_chars=settings.read.max_chars)
 
 
-def _tool_errors(fn: Callable[..., dict]) -> Callable[..., str]:
-    """Run ``fn``; its JSON is the result, a product error the tool error's message."""
-    from mcp.server.mcpserver.exceptions import ToolError
+@dataclass(frozen=True)
+class Param:
+    """One argument of a tool: its JSON schema and its check, worded for the model that calls it.
 
-    def call(**kwargs: Any) -> str:
-        try:
-            return json.dumps(fn(**kwargs), ensure_ascii=False, indent=2)
-        except MemoryToolError as exc:
-            raise ToolError(tool_words(exc.message)) from None
-        except OSError as exc:  # refused (symlink, FIFO...) or unreadable
-            reason = exc.strerror or str(exc)
-            raise ToolError(f"{exc.filename}: {reason}" if exc.filename else reason) from None
+    ``kind``: ``string``, ``strings`` (a list of strings), ``integer`` and ``number`` (within
+    ``minimum``/``maximum``), ``window`` (an integer in the schema; any finite number is taken and
+    floored, as OpenClaw's ``memory_get`` reader takes it).
+    """
 
-    return call
+    name: str
+    kind: str
+    description: str
+    required: bool = False
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def schema(self) -> dict:
+        types = {"string": "string", "strings": "array", "integer": "integer", "number": "number", "window": "integer"}
+        out: dict[str, Any] = {"type": types[self.kind], "description": self.description}
+        if self.kind == "strings":
+            out["items"] = {"type": "string"}
+        if self.minimum is not None:
+            out["minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        if self.default is not None:
+            out["default"] = self.default
+        return out
+
+    def take(self, args: dict) -> Any:
+        if self.name not in args or args[self.name] is None:
+            if self.required:
+                raise ToolArgumentError(f"`{self.name}` is required: {self.description}")
+            return self.default
+        value = args[self.name]
+        if self.kind == "string":
+            if isinstance(value, str):
+                return value
+            raise ToolArgumentError(f"`{self.name}` must be a string, not {_shown(value)}")
+        if self.kind == "strings":
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return value
+            raise ToolArgumentError(f"`{self.name}` must be a list of strings, not {_shown(value)}")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if self.kind == "window":
+            if number:
+                return value
+            raise ToolArgumentError(f"`{self.name}` must be a whole number (1 or more), not {_shown(value)}")
+        whole = self.kind == "integer"
+        ok = number and (not whole or float(value).is_integer())
+        ok = ok and (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
+        if not ok:
+            what = "a whole number" if whole else "a number"
+            low, high = (f"{v:g}" if v is not None else None for v in (self.minimum, self.maximum))
+            span = f" from {low} to {high}" if low and high else f" of at least {low}" if low else ""
+            raise ToolArgumentError(f"`{self.name}` must be {what}{span}, not {_shown(value)}")
+        return int(value) if whole else float(value)
 
 
-def _tool(name: str, description: str, args_model, fn: Callable[..., dict]):
-    """A tool whose arguments are ``args_model`` (camelCase aliases, ``from``), not a Python signature."""
-    from mcp.server.mcpserver.tools import Tool
-    from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-
-    return Tool(
-        fn=_tool_errors(fn),
-        name=name,
-        description=description,
-        parameters=args_model.model_json_schema(by_alias=True),
-        fn_metadata=FuncMetadata(arg_model=args_model),
-        is_async=False,
-        context_kwarg="ctx",
-    )
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _arg_models():
-    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+class ToolArgumentError(Exception):
+    """An argument the schema does not allow, worded for the model (which argument, what was expected)."""
 
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    params: tuple[Param, ...]
+    read_only: bool
+    run: Callable[[Any, dict], dict]  # (request context, checked arguments) -> the tool's JSON
+    idempotent: bool = True
+
+    def wire(self):
+        from mcp import types
+
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema={
+                "type": "object",
+                "properties": {p.name: p.schema() for p in self.params},
+                "required": [p.name for p in self.params if p.required],
+            },
+            annotations=types.ToolAnnotations(
+                title=self.title, read_only_hint=self.read_only, destructive_hint=False,
+                idempotent_hint=self.idempotent, open_world_hint=False,
+            ),
+        )
+
+    def call(self, ctx, arguments: dict) -> str:
+        """The tool's JSON text; raises ToolArgumentError or a product error, worded."""
+        checked = {p.name: p.take(arguments) for p in self.params}
+        return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
+
+
+def tool_specs(tools: MemoryTools) -> list[ToolSpec]:
     from ..index.results import DEFAULT_MIN_SCORE
 
-    class SearchArgs(ArgModelBase):
-        query: str = Field(description="What to look for (meaning and keywords: hybrid search).")
-        max_results: int = Field(6, alias="maxResults", ge=1, le=100, description="Most results to return.")
-        min_score: float = Field(
-            DEFAULT_MIN_SCORE, alias="minScore", ge=0.0, le=1.0, description="Drop results scoring below this (0-1, calibrated relevance)."
-        )
-        collection: Optional[list[str]] = Field(None, description="Only these collections (names as memory_status lists them).")
-        paths: Optional[list[str]] = Field(None, description="Only files matching one of these globs (memory/people/*.md).")
-        since: Optional[str] = Field(None, description="Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD).")
-        until: Optional[str] = Field(None, description="Only files dated or modified on or before this day (YYYY-MM-DD).")
-
-    class GetArgs(ArgModelBase):
-        path: str = Field(
-            description="Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra path; "
-            "or a memory_search citation (memory/notes.md#L10-L24), which reads those lines."
-        )
-        from_line: Optional[float] = Field(None, alias="from", description="First line to return (1-based; below 1 reads from 1).")
-        lines: Optional[float] = Field(None, description="How many lines (default 120; below 1 reads 1).")
-        max_chars: Optional[float] = Field(
-            None, alias="maxChars", description="Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, 12000)."
-        )
-
-    class WriteArgs(ArgModelBase):
-        path: str = Field(description="Memory file to write: MEMORY.md, memory/... or a file inside an extra path.")
-        content: Optional[str] = Field(None, description="The whole new content of the file (replaces it).")
-        append: Optional[str] = Field(None, description="Text to add on its own line at the end of the file.")
-        expect: Optional[str] = Field(
-            None, description="Write only if the file is at this version (8+ hex characters of `version` from memory_get)."
-        )
-        idempotency_key: Optional[str] = Field(
-            None, alias="idempotencyKey",
-            description="Retry-safe key: a second write with the same key within 24 hours writes nothing and returns "
-            "the first result (default: derived from agent, path, mode and content).",
-        )
-
-    class StatusArgs(ArgModelBase):
-        pass
-
-    return SearchArgs, GetArgs, WriteArgs, StatusArgs
-
-
-def build_server(tools: MemoryTools):
-    """The ``MCPServer`` with the four tools bound to ``tools``."""
-    from mcp.server.mcpserver import MCPServer
-
     scope = indexed_scope(tools.settings)
-    search_args, get_args, write_args, status_args = _arg_models()
-    return MCPServer(
-        name=SERVER_NAME,
-        instructions=f"{scope} Read a file with memory_get before changing it with memory_write.",
-        log_level="WARNING",
-        tools=[
-            _tool(
-                "memory_search",
-                f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
-                "{results: [{path, startLine, endLine, score, snippet, source, citation, alsoIn?}], mode, stale, "
-                "message?}: one result per file, its best passage; message says so when nothing matched. "
-                "Pass a citation to memory_get to read the passage.",
-                search_args,
-                lambda query, maxResults, minScore, collection, paths, since, until, ctx=None: tools.search(
-                    ctx, query, maxResults, minScore, collection, paths, since, until
-                ),
+    return [
+        ToolSpec(
+            "memory_search", "Search memory",
+            f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
+            "{results: [{path, startLine, endLine, score, snippet, source, citation, alsoIn?}], mode, stale, "
+            "message?}: one result per file, its best passage; message says so when nothing matched. "
+            "Pass a citation to memory_get to read the passage.",
+            (
+                Param("query", "string", "What to look for (meaning and keywords: hybrid search).", required=True),
+                Param("maxResults", "integer", "Most results to return.", default=6, minimum=1, maximum=100),
+                Param("minScore", "number", "Drop results scoring below this (0-1, calibrated relevance).",
+                      default=DEFAULT_MIN_SCORE, minimum=0.0, maximum=1.0),
+                Param("collection", "strings", "Only these collections (names as memory_status lists them)."),
+                Param("paths", "strings", "Only files matching one of these globs (memory/people/*.md)."),
+                Param("since", "string", "Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD)."),
+                Param("until", "string", "Only files dated or modified on or before this day (YYYY-MM-DD)."),
             ),
-            _tool(
-                "memory_get",
-                f"Read lines of one memory file (a window: from, lines). Readable: {scope} Returns "
-                "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
-                "content hash, recorded as read (memory_write checks it).",
-                get_args,
-                lambda path, lines, maxChars, ctx=None, **kw: tools.get(ctx, path, kw["from"], lines, maxChars),
+            read_only=True,
+            run=lambda ctx, a: tools.search(ctx, a["query"], a["maxResults"], a["minScore"], a["collection"], a["paths"],
+                                            a["since"], a["until"]),
+        ),
+        ToolSpec(
+            "memory_get", "Read memory",
+            f"Read lines of one memory file (a window: from, lines). Readable: {scope} Returns "
+            "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
+            "content hash, recorded as read (memory_write checks it).",
+            (
+                Param("path", "string", "Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra "
+                      "path; or a memory_search citation (memory/notes.md#L10-L24), which reads those lines.", required=True),
+                Param("from", "window", "First line to return (1-based; below 1 reads from 1)."),
+                Param("lines", "window", "How many lines (default 120; below 1 reads 1)."),
+                Param("maxChars", "window", "Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, 12000)."),
             ),
-            _tool(
-                "memory_write",
-                f"Write one memory file atomically, guarded: give content (replace) or append. Writable: {scope} "
-                "The write is refused (tool error) when the file changed since you last read it with memory_get: "
-                "read it again and redo the change. Appending to today's daily note (memory/YYYY-MM-DD.md) is "
-                "allowed while the file only grew. expect makes it a strict compare-and-swap on that version. "
-                "A retried call (same idempotencyKey, by default the same path, mode and content) within 24 hours "
-                "writes nothing and returns the first result with replayed: true.",
-                write_args,
-                lambda path, content, append, expect, idempotencyKey=None, ctx=None: tools.write(
-                    ctx, path, content, append, expect, idempotencyKey
-                ),
+            read_only=True,
+            run=lambda ctx, a: tools.get(ctx, a["path"], a["from"], a["lines"], a["maxChars"]),
+        ),
+        ToolSpec(
+            "memory_write", "Write memory",
+            f"Write one memory file atomically, guarded: give content (replace) or append. Writable: {scope} "
+            "The write is refused (tool error) when the file changed since you last read it with memory_get: "
+            "read it again and redo the change. Appending to today's daily note (memory/YYYY-MM-DD.md) is "
+            "allowed while the file only grew. expect makes it a strict compare-and-swap on that version. "
+            "A retried call (same idempotencyKey, by default the same path, mode and content) within 24 hours "
+            "writes nothing and returns the first result with replayed: true. Every version stays in the "
+            "history (openclaw-memory history / restore).",
+            (
+                Param("path", "string", "Memory file to write: MEMORY.md, memory/... or a file inside an extra path.",
+                      required=True),
+                Param("content", "string", "The whole new content of the file (replaces it)."),
+                Param("append", "string", "Text to add on its own line at the end of the file."),
+                Param("expect", "string", "Write only if the file is at this version (8+ hex characters of `version` "
+                      "from memory_get)."),
+                Param("idempotencyKey", "string", "Retry-safe key: a second write with the same key within 24 hours "
+                      "writes nothing and returns the first result (default: derived from agent, path, mode and content)."),
             ),
-            _tool(
-                "memory_status",
-                f"The search index of this memory: per collection files, chunks, stale files, last indexed, "
-                f"model, size. Covers: {scope}",
-                status_args,
-                lambda ctx=None: tools.status(ctx),
-            ),
-        ],
+            read_only=False,
+            run=lambda ctx, a: tools.write(ctx, a["path"], a["content"], a["append"], a["expect"], a["idempotencyKey"]),
+        ),
+        ToolSpec(
+            "memory_status", "Memory index status",
+            f"The search index of this memory: per collection files, chunks, stale files, last indexed, "
+            f"model, size. Covers: {scope}",
+            (),
+            read_only=True,
+            run=lambda ctx, a: tools.status(ctx),
+        ),
+    ]
+
+
+def tool_error_text(exc: BaseException) -> str | None:
+    """A failure as the model reads it; None for one that is not the caller's or the product's."""
+    if isinstance(exc, ToolArgumentError):
+        return str(exc)
+    if isinstance(exc, MemoryToolError):
+        return tool_words(exc.message)
+    if isinstance(exc, OSError):  # refused (symlink, FIFO...) or unreadable
+        reason = exc.strerror or str(exc)
+        return f"{exc.filename}: {reason}" if exc.filename else reason
+    return None
+
+
+def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None):
+    """The MCP server (the SDK's low-level ``Server``): the four tools bound to ``tools``, and only
+    them (no resources or prompts are advertised). ``on_listed`` runs after the first tools/list."""
+    import anyio
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    from .. import __version__
+
+    specs = {spec.name: spec for spec in tool_specs(tools)}
+    listed: list[bool] = []
+
+    async def list_tools(ctx, params) -> "types.ListToolsResult":
+        if on_listed is not None and not listed:
+            listed.append(True)
+            on_listed()
+        return types.ListToolsResult(tools=[spec.wire() for spec in specs.values()])
+
+    async def call_tool(ctx, params) -> "types.CallToolResult":
+        spec = specs.get(params.name)
+        try:
+            if spec is None:
+                raise ToolArgumentError(f"there is no tool {params.name!r}; the tools are {', '.join(specs)}")
+            arguments = params.arguments or {}
+            text = await anyio.to_thread.run_sync(lambda: spec.call(ctx, arguments))
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        except Exception as exc:  # noqa: BLE001 - every failure is a tool error, the server keeps serving
+            worded = tool_error_text(exc)
+            if worded is None:
+                raise
+            return types.CallToolResult(content=[types.TextContent(type="text", text=worded)], is_error=True)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=f"{indexed_scope(tools.settings)} Read a file with memory_get before changing it with memory_write.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
     )
 
 
@@ -331,10 +428,26 @@ def serve(settings, *, start_service: bool = False) -> None:
             if exc.message:
                 sys.stderr.write(f"warning: {exc.message}\n")
     tools = MemoryTools(settings, client=client)
-    if client is None:
-        threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
+
+    def warm() -> None:
+        # Not before initialize is answered: loading the model competes for the interpreter, and a
+        # client waits only seconds for initialize (OpenClaw: 5). The agent's first call follows
+        # tools/list by seconds at least; by then the model is loaded.
+        if client is None:
+            threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
+
+    server = build_server(tools, on_listed=warm)
+
+    async def run() -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
     try:
-        build_server(tools).run("stdio")
+        import anyio
+
+        anyio.run(run)
     finally:
         tools.close()
 

@@ -93,10 +93,23 @@ class _SessionEnds:
 def _session_of(ctx) -> str:
     """``http-<mcp-session-id>``: the transport routes a request to its session by that header,
     so it names the session the request belongs to (a stateless request gets its own)."""
-    request_context = ctx.request_context
-    headers = getattr(request_context.request, "headers", None) or {}
+    headers = getattr(ctx.request, "headers", None) or {}
     sid = headers.get("mcp-session-id")
-    return f"http-{sid}" if sid else f"http-{id(request_context.session):x}"
+    return f"http-{sid}" if sid else f"http-{id(ctx.session):x}"
+
+
+def _transport_security(host: str):
+    """DNS-rebinding protection for the loopback address served, whichever it is: only requests
+    naming that host (any port) and, when they send an Origin, coming from it, are answered."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    # `localhost` names the loopback by definition: a rebinding page cannot make a browser send it.
+    hosts = ["localhost", "127.0.0.1", "[::1]"] if host == "localhost" else [f"[{host}]" if ":" in host else host, "localhost"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts],
+    )
 
 
 class HttpEndpoint:
@@ -117,7 +130,8 @@ class HttpEndpoint:
         self.token = secrets.token_urlsafe(32)
         atomic_write_bytes(token_path(self.settings), self.token.encode("ascii") + b"\n", 0o600)
         tools = MemoryTools(self.settings, core=self.core, session_of=_session_of)
-        sessions = _SessionEnds(build_server(tools).streamable_http_app(host=self.host),
+        app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host))
+        sessions = _SessionEnds(app,
                                 lambda session: self.core.end_session(self.settings.with_session(session)))
         app = _BearerAuth(sessions, self.token)
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
