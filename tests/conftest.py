@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -90,6 +91,22 @@ def wait_for(condition: Callable[[], Any], timeout: float = 60, step: float = 0.
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(step)
+
+
+def wait_for_line(stream, needle: str, timeout: float = 60) -> str:
+    """Read a child's ``stream`` until a line contains ``needle``; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.2)
+        if ready:
+            line = stream.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return line
+    raise AssertionError(f"never saw {needle!r}; got {''.join(seen)!r}")
 
 
 def write(path: Path, text: str | bytes) -> Path:

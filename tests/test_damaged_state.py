@@ -2,15 +2,20 @@
 each one works or says what is damaged and that `doctor --fix` repairs it, plain `doctor` names
 the damage, and `doctor --fix` leaves a clean doctor without touching a memory file.
 
-Real processes, the real engine and model. One state is built per module (an index, reads and
-writes, a watchdog snapshot, a checkpoint); each case restores it at the same paths (the data dir
-is named after the workspace path), damages one file and runs the commands.
+The real engine, the hash embedder. One state is built per module (an index, reads and writes, a
+watchdog snapshot, a checkpoint); each case restores it at the same paths (the data dir is named
+after the workspace path), damages one file and runs the commands in this process: a command
+loads a shard whose files are not as our last process left them only after a child process has
+probed it (where the engine may abort), so a damaged shard cannot take the command, here pytest,
+down. The two ONNX roles are about the real
+model's cached export: their state is built with the real model and a private copy of the
+machine's model cache, which they damage, and their commands run in real processes, since
+onnxruntime loads the damaged file in the command's own process.
 """
 
 from __future__ import annotations
 
 import glob
-import json
 import os
 import random
 import shutil
@@ -20,10 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conftest import REPO, env_for, write
-
-pytestmark = pytest.mark.slow
+from conftest import CliResult, env_for, run_in_process, run_process, wait_for, write
 
 WAYS = ("truncated", "zeroed", "garbled")
 LIGHT = [
@@ -35,8 +37,9 @@ LIGHT = [
     ["write", "memory/new-note.md", "--append", "a new line", "--no-index"],
 ]
 SEARCH = [["search", "green tea"], ["index"]]
+MODEL_CACHE_ENV = "OPENCLAW_MEMORY_MODEL_CACHE"
 
-# (role, glob under the data dir or the models folder, commands beyond doctor)
+# (role, glob under the data dir or the model cache, commands beyond doctor)
 ROLES = [
     ("snapshot list", "snapshots/index.json", LIGHT),
     ("snapshot", "snapshots/*.snap", LIGHT),
@@ -62,17 +65,8 @@ ROLES = [
     ("ONNX export", "MODELS/onnx/*/model.int8.onnx", [["search", "green tea"]]),
     ("ONNX meta", "MODELS/onnx/*/meta.json", [["search", "green tea"]]),
 ]
-
-
-def _env(ws: Path, sd: Path, extra: dict | None = None) -> dict:
-    return env_for(ws, sd, PYTHONPATH=str(REPO), **(extra or {}))
-
-
-def _run(ws: Path, sd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "openclaw_memory", *args],
-        capture_output=True, text=True, cwd=ws, env=_env(ws, sd, env), timeout=900,
-    )
+# The roles about the real model's cached export: built and run with the real model.
+MODEL_ROLES = {"ONNX export", "ONNX meta"}
 
 
 def _data_dir(sd: Path) -> Path:
@@ -89,48 +83,115 @@ def _memory_files(ws: Path) -> dict[str, bytes]:
 
 
 class Built:
-    """The pristine state, and the paths it must be restored to."""
+    """The pristine state (and, for the real model, its model cache), and the paths it must be
+    restored to."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, real_model: bool):
         self.root = root
-        self.ws, self.sd = root / "live" / "ws", root / "live" / "sd"
+        self.real_model = real_model
+        live = root / "live"
+        self.ws, self.sd, self.models = live / "ws", live / "sd", live / "models"
         self.pristine = root / "pristine"
 
     def restore(self) -> None:
         shutil.rmtree(self.root / "live", ignore_errors=True)
-        shutil.copytree(self.pristine, self.root / "live", symlinks=True)
+        shutil.copytree(self.pristine, self.root / "live", symlinks=True, copy_function=_copy_sparse)
+        _record_shards(_data_dir(self.sd))
 
-    def run(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-        return _run(self.ws, self.sd, *args, env=env)
+    def env(self, **extra: str) -> dict:
+        # Never the machine's model cache: the cases damage the one they use.
+        return env_for(self.ws, self.sd, real_model=self.real_model, **{MODEL_CACHE_ENV: str(self.models)}, **extra)
+
+    def run(self, *args: str, process: bool = False, env: dict | None = None) -> CliResult:
+        full = self.env(**(env or {}))
+        if process:
+            return run_process(args, env=full, cwd=self.ws, timeout=900)
+        return run_in_process(args, env=full, cwd=self.ws)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Built:
-    b = Built(tmp_path_factory.mktemp("damaged"))
+def _copy_sparse(src: str, dst: str, *, follow_symlinks: bool = True) -> None:
+    """``shutil.copy2`` keeping the file's holes: the engine creates its files (WAL, mmaps) as
+    32 MiB holes, which a plain copy would write out in full (~360 MB a case instead of ~1 MB)."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        size = os.fstat(fin.fileno()).st_size
+        start = 0
+        while start < size:
+            try:
+                start = os.lseek(fin.fileno(), start, os.SEEK_DATA)
+            except OSError:  # ENXIO: nothing but a hole after start
+                break
+            end = os.lseek(fin.fileno(), start, os.SEEK_HOLE)
+            fin.seek(start)
+            fout.seek(start)
+            fout.write(fin.read(end - start))
+            start = end
+        fout.truncate(size)
+    shutil.copystat(src, dst, follow_symlinks=follow_symlinks)
+
+
+def _record_shards(data_dir: Path) -> None:
+    """Record each restored shard as the process that last closed it did: its record names the
+    files' inodes, which a copy changes, and a shard whose record does not match is probed in a
+    child process (~0.5 s) by every command, several times by `doctor --fix`. Damaging a shard
+    file after this still changes its stat, so a damaged shard is probed as in real life."""
+    from openclaw_memory.index.store.edge import EdgeStore
+
+    store = EdgeStore(data_dir / "index")
+    for name in store.names():
+        recorded = store._recorded(name)
+        if recorded is not None:
+            store._record(name, store._stat_key(name), recorded[1])
+
+
+def _build(root: Path, real_model: bool) -> Built:
+    from openclaw_memory.index.config import DEFAULT_MODEL
+    from openclaw_memory.index.onnx_embedding import export_folder
+    from openclaw_memory.settings import default_model_cache
+
+    b = Built(root, real_model)
     ws, sd = b.ws, b.sd
     ws.mkdir(parents=True)
     sd.mkdir()
+    if real_model:
+        machine_cache = default_model_cache(os.environ)
+        export = export_folder(DEFAULT_MODEL, machine_cache)
+        if export.is_dir():  # else the first index exports the model into the private cache
+            shutil.copytree(export, b.models / export.relative_to(machine_cache))
     write(ws / "MEMORY.md", "# Memory\n\n## Preferences\n\n- likes green tea in the morning\n")
     for i, topic in enumerate(("gardening", "sailing", "espresso")):
         write(ws / "memory" / f"n{i}.md", f"# {topic}\n\n" + "".join(f"Note {j} about {topic}.\n\n" for j in range(6)))
     for args in (["index"], ["read", "MEMORY.md"], ["read", "memory/n0.md"],
                  ["write", "memory/n0.md", "--append", "more", "--no-index"], ["index"], ["watchdog", "snapshot"]):
-        assert b.run(*args).returncode == 0, args
+        done = b.run(*args)
+        assert done.returncode == 0, (args, done.stderr)
     write(ws / "memory" / "n1.md", "# sailing\n\nchanged outside\n")
     assert b.run("watchdog", "heartbeat").returncode == 1  # a break: leaves a checkpoint
     assert b.run("index").returncode == 0
-    watch = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "watch"], cwd=ws, env=_env(ws, sd),
+    # A real watcher, stopped the way a user stops it, leaves its presence lock behind.
+    watch = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "watch"], cwd=ws, env=b.env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     presence = _data_dir(sd) / "watch"
-    for _ in range(600):
-        if presence.is_dir() and any(presence.iterdir()):
-            break
-        subprocess.run(["sleep", "0.1"])
-    watch.send_signal(signal.SIGINT)
-    watch.wait(timeout=60)
-    assert b.run("doctor", "--fix").returncode == 0  # the pristine state is clean (and doctor.lock exists)
-    shutil.copytree(b.root / "live", b.pristine, symlinks=True)
+    try:
+        wait_for(lambda: presence.is_dir() and any(presence.iterdir()), timeout=120)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=60)
+    if real_model:  # the one export the cases damage is the one the commands load
+        assert len(list((b.models / "onnx").iterdir())) == 1
+    fixed = b.run("doctor", "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr  # the pristine state is clean (and doctor.lock exists)
+    shutil.copytree(b.root / "live", b.pristine, symlinks=True, copy_function=_copy_sparse)
     return b
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Built:
+    return _build(tmp_path_factory.mktemp("damaged"), real_model=False)
+
+
+@pytest.fixture(scope="module")
+def built_real(tmp_path_factory) -> Built:
+    return _build(tmp_path_factory.mktemp("damaged-model"), real_model=True)
 
 
 def _damage(path: Path, way: str) -> None:
@@ -147,42 +208,49 @@ def _damage(path: Path, way: str) -> None:
 
 
 def _target(built: Built, pattern: str) -> Path:
-    base = built.sd / "openclaw-memory" / "models" if pattern.startswith("MODELS/") else _data_dir(built.sd)
+    base = built.models if pattern.startswith("MODELS/") else _data_dir(built.sd)
     matches = sorted(glob.glob(str(base / pattern.removeprefix("MODELS/"))))
     assert matches, pattern
     return Path(matches[-1])  # the newest snapshot, the last log: any one will do
 
 
-def _clean(result: subprocess.CompletedProcess) -> None:
+def _clean(result: CliResult) -> None:
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode >= 0, f"killed by signal {-result.returncode}: {result.stderr}"
 
 
 @pytest.mark.parametrize("way", WAYS)
-@pytest.mark.parametrize("role,pattern,commands", ROLES, ids=[r[0] for r in ROLES])
-def test_damaged_state_file(built, role, pattern, commands, way):
+@pytest.mark.parametrize("role,pattern,commands", [
+    pytest.param(*r, id=r[0], marks=[pytest.mark.slow] if r[0] in MODEL_ROLES else []) for r in ROLES
+])
+def test_damaged_state_file(request, role, pattern, commands, way):
+    real_model = role in MODEL_ROLES
+    built = request.getfixturevalue("built_real" if real_model else "built")
     built.restore()
     target = _target(built, pattern)
     before = _memory_files(built.ws)
     _damage(target, way)
 
-    plain = built.run("doctor", "--json")
+    def run(*args: str) -> CliResult:
+        return built.run(*args, process=real_model)
+
+    plain = run("doctor", "--json")
     _clean(plain)
     reported = plain.returncode != 0
     for args in commands:
-        result = built.run(*args)
+        result = run(*args)
         _clean(result)
         if result.returncode != 0:
             said = result.stderr + result.stdout
             assert "damaged" in said and "doctor --fix" in said, (args, said)
             assert reported, f"{args} refused ({said.strip()}) but plain doctor found nothing"
 
-    fixed = built.run("doctor", "--fix", "--json")
+    fixed = run("doctor", "--fix", "--json")
     _clean(fixed)
-    assert all(r["status"] in ("done", "completed") for r in json.loads(fixed.stdout)["repairs"]), fixed.stdout
-    after = built.run("doctor", "--json")
+    assert all(r["status"] in ("done", "completed") for r in fixed.json()["repairs"]), fixed.stdout
+    after = run("doctor", "--json")
     _clean(after)
-    remaining = {f["id"] for f in json.loads(after.stdout)["remaining"] if f["severity"] != "info"}
+    remaining = {f["id"] for f in after.json()["remaining"] if f["severity"] != "info"}
     # The newest snapshot set aside, the one before it is the baseline: the edit made since is news.
     assert remaining <= ({"watchdog-changes"} if role == "snapshot" else set()), after.stdout
     now = _memory_files(built.ws)
@@ -194,7 +262,7 @@ def test_damaged_journal_is_set_aside_and_the_interrupted_rename_recovered(built
     built.restore()
     ws = built.ws
     (ws / "MEMORY.md").rename(ws / "memory.md")  # a legacy root: doctor --fix renames it
-    killed = built.run("doctor", "--fix", env={"OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT": "migrate:at-temp"})
+    killed = built.run("doctor", "--fix", process=True, env={"OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT": "migrate:at-temp"})
     assert killed.returncode == -signal.SIGKILL
     (temp,) = [p for p in ws.iterdir() if p.name.startswith(".memory.md.migrate-")]
     legacy_bytes = temp.read_bytes()
@@ -204,7 +272,7 @@ def test_damaged_journal_is_set_aside_and_the_interrupted_rename_recovered(built
         _damage(journal, way)
         plain = built.run("doctor", "--json")
         _clean(plain)
-        finding = next(f for f in json.loads(plain.stdout)["findings"] if f["id"] == "interrupted-repair")
+        finding = next(f for f in plain.json()["findings"] if f["id"] == "interrupted-repair")
         assert finding["fixable"] and "damaged" in finding["message"]
         if way != WAYS[-1]:
             journal.write_bytes(saved)

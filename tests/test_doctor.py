@@ -7,7 +7,6 @@ import json
 import os
 import pty
 import re
-import select
 import signal
 import stat
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tmpfs, write
+from conftest import env_for, tmpfs, wait_for_line, write
 from openclaw_memory.doctor.check_files import first_invalid_utf8
 from openclaw_memory.doctor.hooks import PAUSE_ENV
 from openclaw_memory.doctor.merge import HEADING, SENTENCE, marker
@@ -31,36 +30,12 @@ STAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$")
 
 # ---------------------------------------------------------------- helpers (also used by test_doctor_crash.py)
 
-def child_env(workspace: Path, state_dir: Path, extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env["OPENCLAW_WORKSPACE"] = str(workspace)
-    env["OPENCLAW_STATE_DIR"] = str(state_dir)
-    env.update(extra or {})
-    return env
-
-
 def spawn(workspace: Path, state_dir: Path, *args: str, env: dict | None = None, **kw) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "openclaw_memory", *args],
-        env=child_env(workspace, state_dir, env), cwd=workspace,
+        env=env_for(workspace, state_dir, **(env or {})), cwd=workspace,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw,
     )
-
-
-def wait_for_line(stream, needle: str, timeout: float = 60) -> str:
-    """Read ``stream`` until a line contains ``needle``; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.2)
-        if ready:
-            line = stream.readline()
-            if not line:
-                break
-            seen.append(line)
-            if needle in line:
-                return line
-    raise AssertionError(f"never saw {needle!r}; got {''.join(seen)!r}")
 
 
 def archives(workspace: Path) -> list[Path]:

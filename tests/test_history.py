@@ -8,15 +8,10 @@ import time
 
 import xxhash
 
-from conftest import write
+from conftest import settings_for, write
 from openclaw_memory import api
 from openclaw_memory.history.objects import ObjectStore
 from openclaw_memory.history.store import HistoryStore
-from openclaw_memory.settings import Overrides, resolve_settings
-
-
-def settings_for(workspace, state_dir, agent="main"):
-    return resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir), agent=agent))
 
 
 def version_of(data: bytes) -> str:

@@ -438,3 +438,28 @@ def test_mcp_over_http_needs_the_token_and_keeps_sessions_apart(workspace, state
     assert list(reads.glob("*.json"))  # the CLI's own records stay
     assert service.stop() == 0
     assert service_files(workspace, state_dir) == []  # the token went with it
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.0.0.1"])
+def test_mcp_over_http_refuses_other_hosts_and_origins_on_any_loopback_bind(workspace, state_dir, services, host):
+    """DNS rebinding: a page on evil.example resolving to the loopback sends its own Host and Origin."""
+    import httpx2
+
+    memory(workspace)
+    service = start(services, workspace, state_dir, "--no-watch", "--http", f"{host}:0")
+    settings = settings_for(workspace, state_dir)
+    token = Path(service_dir(settings), "token").read_text().strip()
+    url = read_info(settings)["http"]
+    assert url.startswith(f"http://{host}:")
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    base = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+
+    def post(**headers):
+        return httpx2.post(url, json=hello, headers={**base, **headers}).status_code
+
+    assert post() == 200
+    assert post(Host="evil.example") in (403, 421)
+    assert post(Origin="null") == 403 and post(Origin="http://evil.example") == 403
+    assert post(Origin=f"http://{host}:1234") == 200
+    assert service.stop() == 0
