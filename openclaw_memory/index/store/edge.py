@@ -406,9 +406,9 @@ class EdgeStore:
                 raise MemoryToolError(f"index collection {name} does not exist yet: run `openclaw-memory index`")
             self._create(name, dim)
             return _load(path)
-        except (MemoryToolError, ModuleNotFoundError):  # the second names the extra to install
+        except (MemoryToolError, ModuleNotFoundError, KeyboardInterrupt, SystemExit):  # the second names the extra
             raise
-        except Exception as exc:  # the engine raises plain Exception with its own wording
+        except BaseException as exc:  # the engine's wording: an Exception, or pyo3's PanicException (a BaseException)
             if "WouldBlock" in str(exc):
                 raise MemoryToolError(
                     f"index collection {name} is open in another process that does not use openclaw-memory's lock; "
@@ -680,7 +680,9 @@ class EdgeShard:
             _return_freed_memory()
             try:
                 self._engine = qe.EdgeShard.load(str(self._path))
-            except Exception as exc:  # the engine's own wording; the shard is closed and whole on disk
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # an Exception or a PanicException; the shard is closed and whole on disk
                 self._engine = None
                 raise MemoryToolError(
                     f"index collection {self.name} could not be reopened after its optimize ({exc}); "
