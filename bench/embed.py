@@ -91,8 +91,8 @@ def main() -> None:
     step = max(1, len(chunks) // args.sample) if args.sample else 1
     sample = [c.embed_text for c in chunks[::step]][: args.sample or None]
 
-    from openclaw_memory.index.onnx_embedding import export_folder, is_exported
     from openclaw_memory.index.embedding import load_embedder
+    from openclaw_memory.index.onnx_embedding import export_folder, is_exported
 
     if not is_exported(MODEL, args.cache_dir):
         started = time.perf_counter()

@@ -87,7 +87,7 @@ def main() -> None:
         t_pass = median_seconds(lambda: run_quiet([sys.executable, "-c", "pass"]), args.runs)
         print(f"{'python -c pass':40s} {t_pass * 1000:8.1f} ms")
         for name, argv in (("read", ["read", "MEMORY.md"]), ("files", ["files"]), ("prompt", ["prompt", "--peek"])):
-            t = median_seconds(lambda: run_quiet([str(SCRIPT), *argv], env_small), args.runs)
+            t = median_seconds(lambda argv=argv: run_quiet([str(SCRIPT), *argv], env_small), args.runs)
             print(f"{'openclaw-memory ' + name:40s} {t * 1000:8.1f} ms   (+{(t - t_pass) * 1000:.0f} ms over python)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

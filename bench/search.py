@@ -25,9 +25,9 @@ QUERIES = json.loads((Path(__file__).parent / "queries.json").read_text(encoding
 
 
 def build(backend: str, reuse: bool):
-    from openclaw_memory.index.api import MemoryIndex
-
     from _common import ROOT
+
+    from openclaw_memory.index.api import MemoryIndex
 
     ws, state = ROOT / f"search-{backend}" / "ws", ROOT / f"search-{backend}" / "state"
     if not (reuse and (state / "openclaw-memory.toml").is_file()):
@@ -86,15 +86,14 @@ def _mrr(ranks) -> float:
 def synthetic(index_model, n: int = 100_000) -> None:
     """A collection of ``n`` random chunks (random unit vectors, words drawn from the corpus)."""
     import numpy as np
+    from _common import ROOT
 
     from openclaw_memory.index.api import MemoryIndex
+    from openclaw_memory.index.bm25 import count_stats, save_stats
     from openclaw_memory.index.config import IndexConfig
     from openclaw_memory.index.manifest import Manifest, save_manifest
-    from openclaw_memory.index.bm25 import count_stats, save_stats
     from openclaw_memory.index.store.base import TERMS_FIELD, PointData
     from openclaw_memory.index.terms import keyword_terms
-
-    from _common import ROOT
 
     base = ROOT / "synthetic"
     import shutil

@@ -23,7 +23,7 @@ from _common import CORPUS, median, pct
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from openclaw_memory.index.store.base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, PointData  # noqa: E402
+from openclaw_memory.index.store.base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData  # noqa: E402
 from openclaw_memory.index.store.edge import EdgeStore  # noqa: E402
 from openclaw_memory.index.store.server import ServerStore  # noqa: E402
 from openclaw_memory.index.store.server_config import ServerConfig  # noqa: E402

@@ -22,9 +22,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=60)
     args = parser.parse_args()
+    from openclaw_memory.files.scan import scan_memory_files
     from openclaw_memory.index.api import MemoryIndex
     from openclaw_memory.index.collections import assign_files, resolve_collections
-    from openclaw_memory.files.scan import scan_memory_files
 
     src = BUILD / "ws"
     if not src.is_dir():

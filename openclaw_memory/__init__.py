@@ -23,29 +23,62 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .api import build_prompt as build_prompt, file_history as file_history, file_states as file_states, list_memory_files as list_memory_files, read_memory as read_memory, read_memory_diff as read_memory_diff, restore as restore, write_memory as write_memory
+    from .api import build_prompt as build_prompt
+    from .api import file_history as file_history
+    from .api import file_states as file_states
+    from .api import list_memory_files as list_memory_files
+    from .api import read_memory as read_memory
+    from .api import read_memory_diff as read_memory_diff
+    from .api import restore as restore
+    from .api import write_memory as write_memory
     from .doctor.model import Repair as Repair
-    from .findings import Finding as Finding
-    from .doctor.runner import DoctorReport as DoctorReport, run_doctor as run_doctor
-    from .errors import ConfigError as ConfigError, IndexMissing as IndexMissing, LockTimeout as LockTimeout, MemoryToolError as MemoryToolError, MissingExtra as MissingExtra, PathRefused as PathRefused, UsageError as UsageError, WorkspaceError as WorkspaceError, WriteBlocked as WriteBlocked
+    from .doctor.runner import DoctorReport as DoctorReport
+    from .doctor.runner import run_doctor as run_doctor
+    from .errors import ConfigError as ConfigError
+    from .errors import IndexMissing as IndexMissing
+    from .errors import LockTimeout as LockTimeout
+    from .errors import MemoryToolError as MemoryToolError
+    from .errors import MissingExtra as MissingExtra
+    from .errors import PathRefused as PathRefused
+    from .errors import UsageError as UsageError
+    from .errors import WorkspaceError as WorkspaceError
+    from .errors import WriteBlocked as WriteBlocked
     from .files.paths import is_memory_path as is_memory_path
     from .files.read import ReadResult as ReadResult
-    from .files.root import RootMemoryFiles as RootMemoryFiles, detect_root_memory_files as detect_root_memory_files, resolve_canonical_root_file as resolve_canonical_root_file
-    from .files.scan import MemoryFile as MemoryFile, ScanResult as ScanResult
+    from .files.root import RootMemoryFiles as RootMemoryFiles
+    from .files.root import detect_root_memory_files as detect_root_memory_files
+    from .files.root import resolve_canonical_root_file as resolve_canonical_root_file
+    from .files.scan import MemoryFile as MemoryFile
+    from .files.scan import ScanResult as ScanResult
+    from .findings import Finding as Finding
     from .history.diff import DiffRead as DiffRead
-    from .history.guard import IndexUpdate as IndexUpdate, WriteResult as WriteResult
+    from .history.guard import IndexUpdate as IndexUpdate
+    from .history.guard import WriteResult as WriteResult
     from .history.listing import VersionHistory as VersionHistory
-    from .history.report import FileState as FileState, StateReport as StateReport
-    from .index.api import CollectionInfo as CollectionInfo, MemoryIndex as MemoryIndex
-    from .index.search import SearchHit as SearchHit, SearchResult as SearchResult
-    from .index.status import CollectionStatus as CollectionStatus, IndexStatus as IndexStatus
+    from .history.report import FileState as FileState
+    from .history.report import StateReport as StateReport
+    from .index.api import CollectionInfo as CollectionInfo
+    from .index.api import MemoryIndex as MemoryIndex
+    from .index.search import SearchHit as SearchHit
+    from .index.search import SearchResult as SearchResult
+    from .index.status import CollectionStatus as CollectionStatus
+    from .index.status import IndexStatus as IndexStatus
     from .index.sync import SyncSummary as SyncSummary
     from .prompt.loader import PromptSection as PromptSection
-    from .settings import Overrides as Overrides, Settings as Settings, resolve_settings as resolve_settings
-    from .types import FileStateName as FileStateName, RepairStatus as RepairStatus, SearchMode as SearchMode, Severity as Severity, WriteAction as WriteAction
-    from .watchdog.heartbeat import HeartbeatResult as HeartbeatResult, heartbeat as heartbeat
-    from .watchdog.snapshot import SnapshotInfo as SnapshotInfo, take_snapshot as take_snapshot
-    from .watchdog.verify import VerifyResult as VerifyResult, verify_workspace as verify_workspace
+    from .settings import Overrides as Overrides
+    from .settings import Settings as Settings
+    from .settings import resolve_settings as resolve_settings
+    from .types import FileStateName as FileStateName
+    from .types import RepairStatus as RepairStatus
+    from .types import SearchMode as SearchMode
+    from .types import Severity as Severity
+    from .types import WriteAction as WriteAction
+    from .watchdog.heartbeat import HeartbeatResult as HeartbeatResult
+    from .watchdog.heartbeat import heartbeat as heartbeat
+    from .watchdog.snapshot import SnapshotInfo as SnapshotInfo
+    from .watchdog.snapshot import take_snapshot as take_snapshot
+    from .watchdog.verify import VerifyResult as VerifyResult
+    from .watchdog.verify import verify_workspace as verify_workspace
 
 # Public name -> module that defines it.
 _EXPORTS = {

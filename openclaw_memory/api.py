@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .errors import LockTimeout, MemoryToolError, is_no_space
 from .files.read import ReadResult, read_memory_file
@@ -76,7 +76,7 @@ def read_memory_diff(
     from_line: int = 1,
     lines: int | None = None,
     max_chars: int | None = None,
-) -> "DiffRead":
+) -> DiffRead:
     """What changed since ``settings.agent`` last read the file (a unified diff); counts as a read.
 
     ``mode`` is ``diff``, ``unchanged``, ``full`` (no earlier version to compare: the
@@ -97,8 +97,8 @@ def write_memory(
     update_index: bool = True,
     idempotency_key: str | None = None,
     tool: str = "write",
-    sync: "Callable[[], SyncSummary] | None" = None,
-) -> "WriteResult":
+    sync: Callable[[], SyncSummary] | None = None,
+) -> WriteResult:
     """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
 
     Give ``content`` (the whole new file) or ``append`` (text added on its own line).
@@ -141,7 +141,7 @@ def write_memory(
     return result
 
 
-def _record_key(keys, key: str, result: "WriteResult", when: float) -> bool:
+def _record_key(keys, key: str, result: WriteResult, when: float) -> bool:
     try:
         keys.put(key, result, when)
     except OSError:
@@ -150,7 +150,7 @@ def _record_key(keys, key: str, result: "WriteResult", when: float) -> bool:
 
 
 def restore(settings: Settings, path: str, version: str, *, update_index: bool = True,
-            sync: "Callable[[], SyncSummary] | None" = None) -> "WriteResult":
+            sync: Callable[[], SyncSummary] | None = None) -> WriteResult:
     """Restore an earlier version of a memory file (unique prefix, at least 8 hex characters), atomically.
 
     The current version is recorded in the history first, so the restore can be undone.
@@ -166,22 +166,22 @@ def restore(settings: Settings, path: str, version: str, *, update_index: bool =
     return _after_write(settings, result, update_index, sync)
 
 
-def file_history(settings: Settings, path: str) -> "VersionHistory":
+def file_history(settings: Settings, path: str) -> VersionHistory:
     """Every version of a memory file kept in the history, newest first (the file now is recorded first)."""
     from .history.listing import file_history as listing
 
     return listing(settings, path)
 
 
-def file_states(settings: Settings) -> "StateReport":
+def file_states(settings: Settings) -> StateReport:
     """The state of every memory file for ``settings.agent``: read_fresh, read_stale, discovered_unread, written_unread."""
     from .history.report import file_states as compute
 
     return compute(settings)
 
 
-def _after_write(settings: Settings, result: "WriteResult", update_index: bool,
-                 sync: "Callable[[], SyncSummary] | None" = None) -> "WriteResult":
+def _after_write(settings: Settings, result: WriteResult, update_index: bool,
+                 sync: Callable[[], SyncSummary] | None = None) -> WriteResult:
     """Bring the agent's index up to date after a write, when it has one.
 
     ``sync`` runs the update in an index the caller keeps open (the MCP server's); by default a
@@ -189,7 +189,7 @@ def _after_write(settings: Settings, result: "WriteResult", update_index: bool,
     """
     from .history.guard import IndexUpdate
 
-    def done(update: IndexUpdate) -> "WriteResult":
+    def done(update: IndexUpdate) -> WriteResult:
         return dataclasses.replace(result, index=update)
 
     if not update_index:
@@ -217,7 +217,7 @@ def _after_write(settings: Settings, result: "WriteResult", update_index: bool,
     return done(IndexUpdate(True, sync=summary))
 
 
-def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: bool = True) -> "PromptSection":
+def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: bool = True) -> PromptSection:
     """The startup-prompt memory section; a pending watchdog checkpoint is included once, then consumed."""
     from .prompt import build_prompt_section
     from .watchdog.checkpoint import consume_checkpoint, pending_checkpoint

@@ -88,10 +88,10 @@ class Settings:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", self.workspace.name).strip("-") or "root"
         return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug}-{key}"
 
-    def with_agent(self, agent: str) -> "Settings":
+    def with_agent(self, agent: str) -> Settings:
         return replace(self, agent=agent)
 
-    def with_session(self, session: str | None) -> "Settings":
+    def with_session(self, session: str | None) -> Settings:
         return replace(self, session=check_session(session))
 
 

@@ -190,7 +190,7 @@ def test_cli_reads_writes_restores_and_history_never_leave_the_workspace(arena):
     assert len(wanted) == 2 and not t.tracebacks
 
     with swapping(ws, ("memory/sub", "memory/evil")):
-        for i in range(READS):
+        for _ in range(READS):
             rc, out, _ = t.cli(["read", "memory/sub/secret.md", "--json"])
             if rc == 0 and json.loads(out)["text"] not in ("inside secret", ""):
                 t.escapes.append(f"read returned {out[:100]}")
@@ -198,12 +198,12 @@ def test_cli_reads_writes_restores_and_history_never_leave_the_workspace(arena):
             t.cli(["write", f"memory/sub/n{i}.md", "--append", f"note {i}"], refused=(2, 3))
         for i in range(RESTORES):
             t.cli(["restore", "memory/sub/r.md", wanted[i % 2][:12]], refused=(2, 3))
-        for i in range(HISTORIES):
+        for _ in range(HISTORIES):
             rc, out, _ = t.cli(["history", "memory/sub/secret.md", "--json"])
-        for i in range(STATES):
+        for _ in range(STATES):
             t.cli(["state", "--json"])
             t.cli(["files", "--json"])
-        for i in range(SNAPSHOTS):
+        for _ in range(SNAPSHOTS):
             t.cli(["watchdog", "snapshot"])
 
     outside_versions = {xxhash.xxh3_128_hexdigest(b) for b in before.values()}
@@ -281,7 +281,7 @@ def test_mcp_get_and_write_never_leave_the_workspace(arena):
                 counts["unexplained"].append(text)
 
     async def script(session):
-        for i in range(MCP_GETS):
+        for _ in range(MCP_GETS):
             counts["get"] += 1
             judge(await session.call_tool("memory_get", {"path": "memory/sub/secret.md"}), "get")
         for i in range(MCP_WRITES):

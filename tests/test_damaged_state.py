@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import CliResult, env_for, run_in_process, run_process, wait_for, write
 
 WAYS = ("truncated", "zeroed", "garbled")

@@ -11,12 +11,12 @@ import os
 import signal
 
 import pytest
+from test_doctor import archives, data_dir, expected_merge, spawn, stamp_dirs
 
 from conftest import wait_for_line, write
 from openclaw_memory.doctor.hooks import KILL_ENV, PAUSE_ENV
 from openclaw_memory.doctor.merge import HEADING, MARKER_PREFIX
 from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
-from test_doctor import archives, data_dir, expected_merge, spawn, stamp_dirs
 
 CANON = "# Durable memory\n- canonical fact ✓\n"
 LEGACY = "# legacy notes\n- legacy fact: 喝绿茶 in Zürich\n- second line\n"

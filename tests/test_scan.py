@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-
 from conftest import write
 from openclaw_memory.files.paths import MAX_MEDIA_BYTES
 from openclaw_memory.files.scan import scan_memory_files

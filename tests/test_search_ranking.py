@@ -8,10 +8,9 @@ decay, citations (read and MCP memory_get), filters, numbers and front matter.
 
 from __future__ import annotations
 
-import os
-
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -131,7 +130,7 @@ def test_an_unrelated_question_returns_nothing_by_default(built):
 
 
 def test_scores_are_calibrated_and_monotone():
-    for mode, table in CALIBRATION.items():
+    for mode in CALIBRATION:
         xs = [i / 50 for i in range(0, 101)]
         ys = [calibrate(mode, x) for x in xs]
         assert all(0.0 <= y <= 1.0 for y in ys)

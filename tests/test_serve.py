@@ -46,7 +46,7 @@ class Serve:
         for line in self.proc.stderr:
             self.stderr.append(line)
 
-    def wait_ready(self) -> "Serve":
+    def wait_ready(self) -> Serve:
         wait_for(lambda: any(line.startswith("serving ") for line in self.stderr) or self.proc.poll() is not None, WAIT)
         assert self.proc.poll() is None, "".join(self.stderr)
         return self

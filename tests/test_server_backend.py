@@ -27,7 +27,7 @@ import pytest
 
 from conftest import settings_for, write
 from openclaw_memory.errors import MemoryToolError
-from openclaw_memory.index.store.base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, TEXT_FIELD, PointData
+from openclaw_memory.index.store.base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData
 from openclaw_memory.index.store.edge import EdgeStore
 from openclaw_memory.index.store.server import ServerStore
 from openclaw_memory.index.store.server_client import FAIL_HOOK_ENV, ServerRejected, ServerUnavailable
@@ -274,7 +274,7 @@ class FaultyProxy:
         while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             self.connections += 1
             n = self.connections
@@ -478,8 +478,8 @@ def test_index_and_search_through_local_mode_match_the_embedded_engine(tmp_path,
 
 
 def test_network_failure_mid_index_is_completed_by_the_next_run(workspace, state_dir, cli, tmp_path):
-    from openclaw_memory.index.manifest import load_manifest
     from openclaw_memory.index.collections import resolve_collections
+    from openclaw_memory.index.manifest import load_manifest
 
     for i in range(6):
         write(workspace / "memory" / f"day{i}.md", f"# Day {i}\n\nNote number {i} about the project.\n")

@@ -19,7 +19,7 @@ def test_workspace_precedence(tmp_path, state_dir):
     a, b, c, d = (tmp_path / n for n in "abcd")
     for p in (a, b, c, d):
         p.mkdir()
-    write(state_dir / "openclaw.json", '{agents: {defaults: {workspace: "%s"}, // comment\n}}' % c)
+    write(state_dir / "openclaw.json", f'{{agents: {{defaults: {{workspace: "{c}"}}, // comment\n}}}}')
     assert resolve_settings(Overrides(state_dir=str(state_dir)), environ={}, cwd=str(d)).workspace == c
     env = {"OPENCLAW_WORKSPACE": str(b)}
     assert resolve_settings(Overrides(state_dir=str(state_dir)), environ=env).workspace == b
@@ -33,9 +33,9 @@ def test_agent_entry_workspace_and_extra_paths_add_up(tmp_path, state_dir):
     write(state_dir / "openclaw.json", """{
       agents: {
         defaults: { memorySearch: { extraPaths: ["~/notes", "shared"] } },
-        list: [ { id: "ops", workspace: "%s", memorySearch: { extraPaths: ["ops-notes"] } } ],
+        list: [ { id: "ops", workspace: "WS", memorySearch: { extraPaths: ["ops-notes"] } } ],
       },
-    }""" % ws)
+    }""".replace("WS", str(ws)))
     write(state_dir / "openclaw-memory.toml", 'extra_paths = ["toml-notes"]\n')
     env = {"OPENCLAW_MEMORY_EXTRA_PATHS": os.pathsep.join(["env-a", "", " shared "])}
     s = resolve_settings(Overrides(state_dir=str(state_dir), agent="ops", extra=("flag", "shared")), environ=env)

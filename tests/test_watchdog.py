@@ -14,6 +14,7 @@ from pathlib import Path
 import pathspec
 import pytest
 
+from conftest import settings_for, wait_for, write
 from openclaw_memory.errors import UsageError
 from openclaw_memory.watchdog.checkpoint import HEADING
 from openclaw_memory.watchdog.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
@@ -22,8 +23,6 @@ from openclaw_memory.watchdog.ignore import DEFAULT_PATTERNS, compile_rules
 from openclaw_memory.watchdog.snapshot import has_baseline, refresh_baseline, take_snapshot
 from openclaw_memory.watchdog.store import RACY, SnapshotStore
 from openclaw_memory.watchdog.verify import NoBaseline, verify_workspace
-
-from conftest import settings_for, wait_for, write
 
 
 @pytest.fixture
@@ -312,7 +311,7 @@ def test_labels_and_retention(settings, workspace, state_dir):
         assert take_snapshot(settings, label).label == label
     store = SnapshotStore(settings.data_dir)
     assert [e.label for e in store.entries()] == ["three_3", "four-4", "x" * 100]
-    assert sorted(p.name for p in store.folder.glob("*.snap")) == sorted(f"{l}.snap" for l in ("three_3", "four-4", "x" * 100))
+    assert sorted(p.name for p in store.folder.glob("*.snap")) == sorted(f"{label}.snap" for label in ("three_3", "four-4", "x" * 100))
     assert has_baseline(settings)
     take_snapshot(settings, "three_3")  # a reused label becomes the newest again
     assert store.latest_label() == "three_3"

@@ -7,7 +7,8 @@ two), but the entry point parses with :mod:`.parse`, so typer is imported only f
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, List, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape  # help texts are plain; typer reads them as rich markup
@@ -22,10 +23,10 @@ def _annotation(opt: Opt):
     if opt.kind == "switch":
         return bool
     if opt.kind == "toggle":
-        return Optional[bool]
+        return Optional[bool]  # noqa: UP045 - a value typer inspects, spelled as typer documents it
     if opt.repeat:
-        return List[opt.type]
-    return opt.type if opt.required or opt.default is not None else Optional[opt.type]
+        return list[opt.type]
+    return opt.type if opt.required or opt.default is not None else Optional[opt.type]  # noqa: UP045
 
 
 def _option(opt: Opt, panel: str | None = None):
@@ -38,7 +39,7 @@ def _signature(command: Command | None, with_settings: bool = True) -> inspect.S
     params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
     for arg in command.args if command else ():
         default = typer.Argument(... if arg.required else None, help=escape(arg.help), metavar=arg.metavar or arg.dest.upper())
-        params.append(inspect.Parameter(arg.dest, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=str if arg.required else Optional[str]))
+        params.append(inspect.Parameter(arg.dest, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=str if arg.required else Optional[str]))  # noqa: UP045
     for opt in command.opts if command else ():
         params.append(inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=_option(opt), annotation=_annotation(opt)))
     if with_settings:

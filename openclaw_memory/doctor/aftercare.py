@@ -42,7 +42,7 @@ def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], not
             hooks.reach("finalize:baseline")
             extra = refresh_watchdog(settings, rel_paths)
             hooks.reach("finalize:checkpoint")
-            when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+            when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
             append_checkpoint(data_dir, f"- {when} doctor --fix: {note}")
             step(data_dir, state, CHECKPOINT_DONE)
         hooks.reach("finalize:clear")

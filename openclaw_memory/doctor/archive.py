@@ -24,8 +24,8 @@ class ArchiveRefused(OSError):
 
 
 def archive_stamp(now: dt.datetime | None = None) -> str:
-    now = now or dt.datetime.now(dt.timezone.utc)
-    now = now.astimezone(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
+    now = now.astimezone(dt.UTC)
     return now.strftime("%Y-%m-%dT%H-%M-%S-") + f"{now.microsecond // 1000:03d}Z"
 
 

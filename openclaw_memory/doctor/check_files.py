@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 
-from ..fsutil.safeopen import NotRegularFile, FolderSwapped, open_regular_in_roots, open_regular_nofollow
+from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, open_regular_nofollow
 from .model import CheckContext, Finding
 
 BLOCK = 1 << 20

@@ -59,7 +59,7 @@ class JournalRecord:
         return {**{f.name: getattr(self, f.name) for f in fields(self)}, "version": VERSION}
 
     @classmethod
-    def from_json(cls, data: dict) -> "JournalRecord":
+    def from_json(cls, data: dict) -> JournalRecord:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

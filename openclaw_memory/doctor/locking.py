@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..fsutil.lock import FileLock, lock_holder as probe_holder
+from ..fsutil.lock import FileLock
+from ..fsutil.lock import lock_holder as probe_holder
 
 LOCK_NAME = "doctor.lock"
 LOCK_TIMEOUT_S = 5.0

@@ -52,7 +52,7 @@ def _canonical_head(canonical: bytes) -> bytes:
 
 def merged_bytes(canonical: bytes, block: bytes, shown: str) -> bytes:
     """``MEMORY.md`` after the merge (``block`` from :func:`legacy_block`)."""
-    section = f"\n\n{HEADING}\n\n{marker(shown)}\n{SENTENCE}\n\n".encode("utf-8")
+    section = f"\n\n{HEADING}\n\n{marker(shown)}\n{SENTENCE}\n\n".encode()
     return _canonical_head(canonical) + section + block
 
 
@@ -68,7 +68,7 @@ def already_merged(canonical: bytes, block: bytes) -> str | None:
     archive) still never merges the same text twice.
     """
     prefix = MARKER_PREFIX.encode("utf-8")
-    after = f" -->\n{SENTENCE}\n\n".encode("utf-8")
+    after = f" -->\n{SENTENCE}\n\n".encode()
     start = 0
     while True:
         at = canonical.find(prefix, start)

@@ -8,9 +8,10 @@ module in :mod:`.checks` and :mod:`.repairs`, so later parts add their own.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..findings import Finding
 from ..types import REPAIR_STATUSES, RepairStatus
@@ -49,18 +50,18 @@ class Repair:
 class CheckContext:
     """Settings plus the workspace views several checks need, each computed once."""
 
-    def __init__(self, settings: "Settings"):
+    def __init__(self, settings: Settings):
         self.settings = settings
         self.workspace = str(settings.workspace)
 
     @cached_property
-    def roots(self) -> "RootMemoryFiles":
+    def roots(self) -> RootMemoryFiles:
         from ..files.root import detect_root_memory_files
 
         return detect_root_memory_files(self.workspace)
 
     @cached_property
-    def scan(self) -> "ScanResult":
+    def scan(self) -> ScanResult:
         from ..api import list_memory_files
 
         return list_memory_files(self.settings)
@@ -80,4 +81,4 @@ class RepairSpec:
 
     action: str
     describe: Callable[[Finding], str]
-    apply: Callable[["Settings", Finding], Repair]
+    apply: Callable[[Settings, Finding], Repair]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.move import link_noreplace
-from ..fsutil.safeopen import Folder, NotRegularFile, FolderSwapped
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from . import hooks
 
 

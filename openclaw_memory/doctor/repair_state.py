@@ -78,7 +78,7 @@ def _replace_checkpoint(settings, finding: Finding) -> Repair:
             line for line in raw.decode("utf-8", errors="replace").replace("\0", "").splitlines()
             if line.strip() and line.strip() != HEADING and "\ufffd" not in line
         ]
-        when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+        when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         section = f"- {when} doctor --fix: the pending checkpoint was damaged and was set aside at {target}"
         if readable:
             section += "; its readable lines follow\n\n" + "\n".join(readable)

@@ -9,8 +9,8 @@ removes ``memory.md``). Each finding is repaired at most once per run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..settings import Settings
 from . import hooks

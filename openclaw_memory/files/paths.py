@@ -56,7 +56,7 @@ class ExtraPath(str):
 
     pattern: str | None
 
-    def __new__(cls, path: str, pattern: str | None = None) -> "ExtraPath":
+    def __new__(cls, path: str, pattern: str | None = None) -> ExtraPath:
         obj = super().__new__(cls, path)
         obj.pattern = pattern or None
         return obj

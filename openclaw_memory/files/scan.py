@@ -17,19 +17,19 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, open_root
 from .jstext import utf16_sort_key
 from .paths import (
     CANONICAL_ROOT,
-    USER_ROOT,
-    ExtraPath,
     LEGACY_ROOT,
     MAX_MEDIA_BYTES,
     MEMORY_DIR,
     REPAIR_DIR,
+    USER_ROOT,
+    ExtraPath,
     display_path,
     file_kind,
 )
-from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, open_root
 from .root import resolve_dream_diary
 
 if TYPE_CHECKING:
@@ -295,7 +295,7 @@ class ScanCache:
     never reused (making it readable changes nothing a stat here sees).
     """
 
-    def __init__(self, settings: "Settings"):
+    def __init__(self, settings: Settings):
         self.settings = settings
         self._last: ScanResult | None = None
 
@@ -328,7 +328,7 @@ def _unchanged(result: ScanResult) -> bool:
     return True
 
 
-def scan_workspace(settings: "Settings", *, multimodal: bool | None = None) -> ScanResult:
+def scan_workspace(settings: Settings, *, multimodal: bool | None = None) -> ScanResult:
     """The memory files ``settings`` names (workspace, extra paths, agent); the one entry point
     every part of the package scans through. ``multimodal`` overrides the setting (``False`` for
     parts that only handle text)."""

@@ -8,7 +8,7 @@ through the descriptor, so a folder swapped meanwhile cannot redirect them.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

@@ -86,7 +86,7 @@ class FileLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
 
-    def __enter__(self) -> "FileLock":
+    def __enter__(self) -> FileLock:
         self.acquire()
         return self
 

@@ -138,7 +138,7 @@ class Folder:
         self.path = path  # for messages only: never opened by name
 
     @classmethod
-    def under(cls, root: str | os.PathLike[str], parts: Sequence[str] = (), *, create: bool = False) -> "Folder":
+    def under(cls, root: str | os.PathLike[str], parts: Sequence[str] = (), *, create: bool = False) -> Folder:
         return cls(open_folder(root, parts, create=create), os.path.join(os.fspath(root), *parts))
 
     def open_regular(self, name: str) -> tuple[int, os.stat_result]:
@@ -162,7 +162,7 @@ class Folder:
             fd, self.fd = self.fd, -1
             os.close(fd)
 
-    def __enter__(self) -> "Folder":
+    def __enter__(self) -> Folder:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -25,7 +25,7 @@ def set_aside(data_dir: Path, path: str | os.PathLike[str]) -> Path | None:
     rel = os.path.relpath(os.fspath(path), data_dir)
     if rel.startswith(".."):
         raise ValueError(f"{path} is not inside {data_dir}")
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
     target = damaged_dir(data_dir) / stamp / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -16,7 +16,7 @@ import xxhash
 
 from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
 from .states import READ, ReadRecords
-from .store import HistoryStore, FileVersion
+from .store import FileVersion, HistoryStore
 from .versions import short
 
 DIFF = "diff"

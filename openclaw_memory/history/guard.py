@@ -23,9 +23,9 @@ from __future__ import annotations
 import contextlib
 import os
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
-from collections.abc import Iterable, Iterator
 
 import xxhash
 
@@ -37,7 +37,7 @@ from ..fsutil.move import NO_LINK
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from .states import WRITE, ReadRecords, Seen
-from .store import HistoryStore, FileVersion, check_prefix, snapshot_fd
+from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import AGENT_WRITE, RESTORE, Entry, short
 
 APPEND = "append"
@@ -62,7 +62,7 @@ class IndexUpdate:
     updated: bool
     reason: str | None = None
     failed: bool = False
-    sync: "SyncSummary | None" = None
+    sync: SyncSummary | None = None
 
     def to_json(self) -> dict:
         return {"updated": self.updated, "reason": self.reason, "sync": self.sync.to_json() if self.sync else None}

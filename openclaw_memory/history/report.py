@@ -7,13 +7,13 @@ import os
 import time
 from dataclasses import dataclass
 
-from ..files.paths import display_path
 from ..errors import os_error
+from ..files.paths import display_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import atomic_write_text, sync_filesystem
 from ..fsutil.safeopen import FolderSwapped
 from .states import STATES, ReadRecords, Seen, state_of
-from .store import HistoryStore, FileVersion, snapshot_fd
+from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import iso_time
 
 

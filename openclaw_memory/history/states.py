@@ -23,7 +23,7 @@ from typing import NamedTuple
 import xxhash
 
 from ..fsutil.atomic import unlink_quietly
-from .store import HistoryStore, FileVersion
+from .store import FileVersion, HistoryStore
 
 READ_FRESH = "read_fresh"
 READ_STALE = "read_stale"
@@ -61,7 +61,7 @@ class ReadRecords:
         self.store_root = store.root
 
     @classmethod
-    def for_settings(cls, store: HistoryStore, settings) -> "ReadRecords":
+    def for_settings(cls, store: HistoryStore, settings) -> ReadRecords:
         return cls(store, settings.agent, getattr(settings, "session", None))
 
     def load(self) -> dict[str, Seen]:

@@ -46,7 +46,7 @@ class HistoryStore:
         self.log = VersionLog(os.path.join(self.root, "logs"))
 
     @classmethod
-    def for_settings(cls, settings) -> "HistoryStore":
+    def for_settings(cls, settings) -> HistoryStore:
         return cls(settings.data_dir, history_config(settings), (str(settings.workspace), *settings.extra_paths))
 
     def lock(self) -> FileLock:

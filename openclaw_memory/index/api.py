@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
-from .collections import assign_files, resolve_collections
+from ..types import SearchMode
 from .bm25 import Bm25, load_stats, stats_path
+from .collections import assign_files, resolve_collections
 from .config import index_config, search_ranking
 from .filters import SearchFilters, file_dates
 from .manifest import load_manifest, manifest_dir, stale_paths
-from ..types import SearchMode
 from .results import SearchResult
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
@@ -65,7 +65,7 @@ class MemoryIndex:
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> "MemoryIndex":
+    def __enter__(self) -> MemoryIndex:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -17,9 +17,9 @@ import json
 import math
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ..fsutil.atomic import atomic_write_text
 from .manifest import manifest_dir

@@ -35,7 +35,7 @@ class Embedder(Protocol):
     dim: int
     backend: str
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> "np.ndarray": ...
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray: ...
 
 
 class TorchEmbedder:
@@ -55,7 +55,7 @@ class TorchEmbedder:
         self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
         self.dim = int(self._model.get_embedding_dimension())
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> "np.ndarray":
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """One L2-normalised float32 row per text."""
         import numpy as np
 

@@ -14,10 +14,10 @@ never spent on files that would be dropped afterwards.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from fnmatch import fnmatchcase
-from typing import Iterable
 
 from ..errors import UsageError
 
@@ -51,7 +51,7 @@ class SearchFilters:
 
     @classmethod
     def from_args(cls, collections: Iterable[str] = (), paths: Iterable[str] = (), since: str | None = None,
-                  until: str | None = None) -> "SearchFilters":
+                  until: str | None = None) -> SearchFilters:
         """The filters as the CLI, MCP and the service take them: names, globs and ``YYYY-MM-DD`` strings."""
         return cls(tuple(collections), tuple(paths), parse_day(since, "--since") if since else None,
                    parse_day(until, "--until") if until else None)

@@ -32,7 +32,7 @@ class HashEmbedder:
         self.model_name = canonical_model_name(model_name)
         self.dim = DIM
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> "np.ndarray":
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """One L2-normalised float32 row per text (``batch_size`` is accepted for the protocol)."""
         import numpy as np
 

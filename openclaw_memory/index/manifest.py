@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ..fsutil.atomic import atomic_write_bytes, atomic_write_text
 from ..fsutil.hashing import hash_bytes, hash_file
@@ -36,7 +36,7 @@ class FileEntry:
         return {"size": self.size, "mtimeNs": self.mtime_ns, "hash": self.hash, "chunks": [list(c) for c in self.chunks]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "FileEntry":
+    def from_json(cls, data: dict) -> FileEntry:
         return cls(int(data["size"]), int(data["mtimeNs"]), str(data["hash"]), [(str(i), str(h)) for i, h in data["chunks"]])
 
 

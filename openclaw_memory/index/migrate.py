@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_text

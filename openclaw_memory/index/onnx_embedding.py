@@ -135,7 +135,7 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
 
     @classmethod
-    def load(cls, model_name: str, model_path: str, cache_dir: Path) -> "OnnxEmbedder":
+    def load(cls, model_name: str, model_path: str, cache_dir: Path) -> OnnxEmbedder:
         """Load the cached export, exporting first when there is none."""
         try:
             import onnxruntime  # noqa: F401

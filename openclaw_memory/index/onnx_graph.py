@@ -121,7 +121,7 @@ def build_bert_graph(model_path: str | Path, out_file: str | Path) -> None:
     for n in range(layers):
         p = f"encoder.layer.{n}"
 
-        def heads_of(kind: str, perm: list[int]) -> str:
+        def heads_of(kind: str, perm: list[int], x: str = x, p: str = p) -> str:
             projected = linear(x, f"{p}.attention.self.{kind}")
             split = node("Reshape", [projected, split_heads], f"{p}/{kind}/split")
             return node("Transpose", [split], f"{p}/{kind}/heads", perm=perm)

@@ -21,8 +21,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 from ..types import SEARCH_MODES
 from .bm25 import Bm25

@@ -88,7 +88,7 @@ class IndexStatus:
 def _iso(ts: float) -> str | None:
     if not ts:
         return None
-    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.fromtimestamp(ts, datetime.UTC).isoformat(timespec="seconds")
 
 
 def index_status(settings, store, scan=None) -> IndexStatus:

@@ -28,14 +28,15 @@ import signal
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import DiskFull
 from ..files.scan import scan_workspace
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
+from .bm25 import save_stats, scan_stats
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize
 from .config import IndexConfig, index_config
 from .manifest import (
@@ -51,7 +52,6 @@ from .manifest import (
     read_version,
     save_manifest,
 )
-from .bm25 import save_stats, scan_stats
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, VectorStore
 from .store.factory import open_store
 from .terms import keyword_terms

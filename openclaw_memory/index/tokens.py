@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import regex
 

@@ -24,8 +24,9 @@ import re
 import secrets
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import MemoryToolError
 
@@ -379,13 +380,13 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
     specs = {spec.name: spec for spec in tool_specs(tools)}
     listed: list[bool] = []
 
-    async def list_tools(ctx, params) -> "types.ListToolsResult":
+    async def list_tools(ctx, params) -> types.ListToolsResult:
         if on_listed is not None and not listed:
             listed.append(True)
             on_listed()
         return types.ListToolsResult(tools=[spec.wire() for spec in specs.values()])
 
-    async def call_tool(ctx, params) -> "types.CallToolResult":
+    async def call_tool(ctx, params) -> types.CallToolResult:
         spec = specs.get(params.name)
         try:
             if spec is None:

@@ -99,7 +99,7 @@ def build_prompt_section(
     alone means noon UTC of that date.
     """
     if now is None:
-        now = dt.datetime.combine(today, dt.time(12), dt.timezone.utc) if today else dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.combine(today, dt.time(12), dt.UTC) if today else dt.datetime.now(dt.UTC)
     startup = startup or StartupContext()
     by_path = {f.path: f for f in scan.files if f.kind == "markdown" and f.source == "root"}
     warnings: list[str] = []

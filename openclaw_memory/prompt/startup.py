@@ -65,7 +65,7 @@ def _zone(name: str | None):
 
 def date_stamps(now: dt.datetime, days: int, timezone: str | None) -> list[str]:
     """``buildStartupMemoryDateStamps``: local dates newest first, UTC's today added when it differs."""
-    utc_date = now.astimezone(dt.timezone.utc).date()
+    utc_date = now.astimezone(dt.UTC).date()
     try:
         local = now.astimezone(_zone(timezone)).date()
     except OverflowError:  # the first or last day the calendar has: no zone can shift it

@@ -49,7 +49,7 @@ class ServiceClient:
         self._sock: socket.socket | None = None
         self._buffer = b""
 
-    def connect(self) -> "ServiceClient":
+    def connect(self) -> ServiceClient:
         """Connect; raises ServiceUnavailable (with an empty message when no service runs)."""
         if self._sock is not None:
             return self
@@ -66,7 +66,7 @@ class ServiceClient:
             raise ServiceUnavailable(
                 f"{_who(self.settings)} is not running (its socket is left over); working in-process"
             ) from None
-        except socket.timeout:
+        except TimeoutError:
             sock.close()
             raise ServiceUnavailable(f"{_who(self.settings)} did not accept the connection within {self.timeout:g} s; working in-process") from None
         except OSError as exc:
@@ -90,7 +90,7 @@ class ServiceClient:
         try:
             self._sock.sendall(request_line(op, wire.encode(args), settings))
             answer = self._answer()
-        except socket.timeout:
+        except TimeoutError:
             self.close()
             raise ServiceUnavailable(f"{_who(self.settings)} did not answer within {self.timeout:g} s; working in-process") from None
         except (OSError, ValueError) as exc:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 from .. import api
 from ..errors import UsageError
@@ -115,7 +115,7 @@ class ServiceCore:
 
     # -- settings of a request ---------------------------------------------------------------
 
-    def settings_for(self, wanted: dict) -> "object":
+    def settings_for(self, wanted: dict) -> object:
         """The service's settings for the request's agent and session; Refused when they differ."""
         agent = str(wanted.get("agent") or self.settings.agent)
         settings = self.settings.with_agent(agent).with_session(wanted.get("session"))

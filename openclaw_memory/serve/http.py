@@ -122,7 +122,7 @@ class HttpEndpoint:
         self._server = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "HttpEndpoint":
+    def start(self) -> HttpEndpoint:
         import uvicorn
 
         from ..mcp.server import MemoryTools, build_server

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 SOCKET = "sock"
 LOCK = "lock"

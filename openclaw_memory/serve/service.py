@@ -22,13 +22,13 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
+from .. import wire
 from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
-from .. import wire
 from .core import Refused, ServiceCore, Stopping
 from .paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
 from .protocol import HEARTBEAT_S, MAX_LINE
@@ -242,7 +242,7 @@ class Service:
         while not self._stop.is_set():
             try:
                 conn, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return  # closed by the shutdown

@@ -24,7 +24,7 @@ _LIMIT_WORDS = ("watch limit", "maxfileswatch", "no space left on device", "os e
 
 @dataclass(frozen=True)
 class Message:
-    feed: "Feed"
+    feed: Feed
     paths: frozenset[str] = frozenset()
     error: BaseException | None = None
 
@@ -47,7 +47,7 @@ def is_permission_denied(exc: BaseException) -> bool:
 class Feed:
     """One watchfiles watcher over ``paths`` in a daemon thread, posting to ``out``."""
 
-    def __init__(self, paths: list[str], *, recursive: bool, polling: bool, out: "queue.Queue[Message]", ignore_denied: bool = False):
+    def __init__(self, paths: list[str], *, recursive: bool, polling: bool, out: queue.Queue[Message], ignore_denied: bool = False):
         self.paths = list(paths)
         self.recursive = recursive
         self.polling = polling
@@ -59,7 +59,7 @@ class Feed:
         self.armed = False
         self._thread = threading.Thread(target=self._run, name=f"watch-{'tree' if recursive else 'flat'}", daemon=True)
 
-    def start(self) -> "Feed":
+    def start(self) -> Feed:
         self._thread.start()
         return self
 

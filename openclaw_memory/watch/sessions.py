@@ -9,8 +9,8 @@ processes' ``search``, ``status`` and ``index`` run as usual.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager

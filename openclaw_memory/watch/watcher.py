@@ -21,8 +21,8 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import LockTimeout, MemoryToolError
 from ..files.paths import display_path
@@ -102,7 +102,7 @@ class Watcher:
         self._index = index
         self._index_session = index_session
         self.stop_event = threading.Event()
-        self._queue: "queue.Queue[Message]" = queue.Queue()
+        self._queue: queue.Queue[Message] = queue.Queue()
         self._feeds: list[Feed] = []
         self._targets: Targets | None = None
         self._rearm_at: float | None = None  # when to retry watchers that failed
@@ -270,7 +270,7 @@ class Watcher:
         self._busy = True
         try:
             with self._index_session(index):
-                index.models.counter
+                _ = index.models.counter  # loaded on first access
                 index.models.embedder.encode(["warm-up"])
         finally:
             self._busy = False

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..settings import Settings
 from .checkpoint import append_checkpoint
-from .compare import rules_for, compare_workspace
+from .compare import compare_workspace, rules_for
 from .ignore import IgnoreRules, workspace_patterns
 from .snapshot import SnapshotInfo, load_baseline, new_table, save_table, timestamp_label
 from .store import SnapshotStore, Table

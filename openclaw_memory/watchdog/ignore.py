@@ -53,13 +53,13 @@ class IgnoreRules:
     """Compiled ignore rules; ``patterns`` is what gets stored with a snapshot."""
 
     patterns: tuple[str, ...]
-    _full: "re.Pattern[str] | None"
+    _full: re.Pattern[str] | None
     _include: tuple[bool, ...]
     # Without negations, a file needs only the patterns that can match a file, split into
     # name-only ones (tested on the last component) and path ones; with negations, all of them.
     _suffixes: tuple[str, ...]  # "*.log"-style name patterns, checked with str.endswith
-    _name: "re.Pattern[str] | None"
-    _path: "re.Pattern[str] | None"
+    _name: re.Pattern[str] | None
+    _path: re.Pattern[str] | None
     _has_negation: bool
     # Workspace-relative folders ("a/b/") excluded whatever the patterns say (a state dir inside).
     excluded_dirs: frozenset[str] = frozenset()
@@ -107,7 +107,7 @@ def _is_name_only(regex: str) -> bool:
     return regex.startswith(_ANY_DEPTH) and "/" not in rest
 
 
-def _alternation(bodies: list[str]) -> "re.Pattern[str] | None":
+def _alternation(bodies: list[str]) -> re.Pattern[str] | None:
     if not bodies:
         return None
     return re.compile("|".join(f"(?P<g{n}>{_PATHSPEC_GROUP.sub('(?:', body)})" for n, body in enumerate(bodies)))

@@ -21,7 +21,6 @@ import stat
 import time
 from dataclasses import dataclass
 
-
 from ..fsutil.hashing import digest_fd, hash_bytes
 from ..fsutil.safeopen import FILE_FLAGS as _OPEN_FLAGS
 

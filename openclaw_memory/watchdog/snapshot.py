@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..fsutil.safeopen import Folder
 from ..settings import Settings
-from .compare import Delta, record_observation, rules_for, compare_workspace
+from .compare import Delta, compare_workspace, record_observation, rules_for
 from .fsclock import guard_ns
 from .ignore import workspace_patterns
 from .observe import KIND_DIR, observe
@@ -53,7 +53,7 @@ class SnapshotInfo:
 
 def timestamp_label(prefix: str = "") -> str:
     """A label from the UTC clock, sortable and valid: ``2026-01-31T12-00-00.123456Z``."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     return prefix + now.strftime("%Y-%m-%dT%H-%M-%S.%fZ")
 
 
@@ -68,7 +68,7 @@ def load_baseline(store: SnapshotStore) -> Table | None:
 
 
 def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
-    taken_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    taken_at = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
     return Table.empty(label, str(settings.workspace), taken_at, 0, guard_ns(settings.workspace), patterns)
 
 

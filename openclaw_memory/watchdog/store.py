@@ -80,7 +80,7 @@ class Table:
     _index: dict[str, int] | None = field(default=None, repr=False)
 
     @classmethod
-    def empty(cls, label: str, workspace: str, taken_at: str, seal_ns: int, guard_ns: int, ignore: list[str]) -> "Table":
+    def empty(cls, label: str, workspace: str, taken_at: str, seal_ns: int, guard_ns: int, ignore: list[str]) -> Table:
         return cls(label, workspace, taken_at, seal_ns, guard_ns, ignore, [], bytearray(), array("q"), array("q"),
                    array("q"), array("q"), array("Q"), bytearray(), bytearray())
 
@@ -96,7 +96,7 @@ class Table:
         self.flags.append((HASHED if digest is not None else 0) | (RACY if racy else 0))
         self._index = None
 
-    def copy_row(self, other: "Table", i: int) -> None:
+    def copy_row(self, other: Table, i: int) -> None:
         """Append row ``i`` of ``other`` unchanged (an entry whose stat still matches)."""
         self.paths.append(other.paths[i])
         self.kinds.append(other.kinds[i])
@@ -160,7 +160,7 @@ class Table:
         return json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + body
 
     @classmethod
-    def from_bytes(cls, data: bytes, where: str) -> "Table":
+    def from_bytes(cls, data: bytes, where: str) -> Table:
         newline = data.find(b"\n")
         try:
             header = json.loads(data[:newline])

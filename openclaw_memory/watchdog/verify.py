@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..settings import Settings
-from .compare import Changed, Delta, rules_for, compare_workspace
+from .compare import Changed, Delta, compare_workspace, rules_for
 from .store import SnapshotStore, Table
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from openclaw_memory.files.paths import is_memory_path
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.prompt import build_prompt_section
@@ -13,7 +14,7 @@ from openclaw_memory.settings import _startup_context
 
 from .workspaces import build
 
-NOW = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
 
 
 def ours(ws, *, max_chars=20_000, total=60_000, startup=None, tz=None, now=NOW):
@@ -137,12 +138,12 @@ def test_prelude_settings(oracle, new_ws, checks):
 
 
 TIMES = [
-    (dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc), "UTC"),
-    (dt.datetime(2026, 11, 30, 23, 30, tzinfo=dt.timezone.utc), "Pacific/Kiritimati"),
-    (dt.datetime(2026, 11, 30, 0, 30, tzinfo=dt.timezone.utc), "America/Los_Angeles"),
-    (dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc), "Asia/Kolkata"),
-    (dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc), "Pacific/Pago_Pago"),
-    (dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc), "Not/AZone"),
+    (dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC), "UTC"),
+    (dt.datetime(2026, 11, 30, 23, 30, tzinfo=dt.UTC), "Pacific/Kiritimati"),
+    (dt.datetime(2026, 11, 30, 0, 30, tzinfo=dt.UTC), "America/Los_Angeles"),
+    (dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC), "Asia/Kolkata"),
+    (dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC), "Pacific/Pago_Pago"),
+    (dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC), "Not/AZone"),
 ]
 
 

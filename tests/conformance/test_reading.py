@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from .workspaces import build, our_read, read_request, their_read
 

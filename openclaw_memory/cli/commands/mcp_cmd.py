@@ -1,11 +1,10 @@
 """``openclaw-memory mcp``: serve the memory tools over the Model Context Protocol (stdio, or HTTP)."""
 
-from typing import Optional
 
 from ...extras import require
 
 
-def run_mcp(settings, serve: bool = False, http: Optional[str] = None) -> int:
+def run_mcp(settings, serve: bool = False, http: str | None = None) -> int:
     require("mcp")
     if http is not None:
         from .serve_cmd import run_serve

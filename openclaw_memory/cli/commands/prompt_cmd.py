@@ -3,14 +3,13 @@
 
 import datetime as dt
 import sys
-from typing import Optional
 
 from ... import api
 from ...errors import UsageError
 from ..output import print_json, warn
 
 
-def run_prompt(settings, date: Optional[str], peek: bool, json_out: bool) -> int:
+def run_prompt(settings, date: str | None, peek: bool, json_out: bool) -> int:
     today = None
     if date is not None:
         try:

@@ -2,13 +2,12 @@
 
 
 import sys
-from typing import Optional
 
 from ...serve.client import IN_PROCESS, try_service
 from ..output import print_json, warn
 
 
-def run_read(settings, path: str, from_line: Optional[int], lines: Optional[int], max_chars: Optional[int], json_out: bool,
+def run_read(settings, path: str, from_line: int | None, lines: int | None, max_chars: int | None, json_out: bool,
              diff: bool = False) -> int:
     from ...files.citation import parse_citation
 
@@ -36,7 +35,7 @@ def run_read(settings, path: str, from_line: Optional[int], lines: Optional[int]
     return 0
 
 
-def _run_diff(settings, path: str, from_line: int, lines: Optional[int], max_chars: Optional[int], json_out: bool) -> int:
+def _run_diff(settings, path: str, from_line: int, lines: int | None, max_chars: int | None, json_out: bool) -> int:
     result = try_service(settings, "read_diff", path=path, from_line=from_line, lines=lines, max_chars=max_chars)
     if result is IN_PROCESS:
         from ... import api

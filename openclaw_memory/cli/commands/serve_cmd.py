@@ -1,7 +1,6 @@
 """``openclaw-memory serve``: the workspace's warm memory service (``watch`` is the same process)."""
 
 import sys
-from typing import Optional
 
 from ...extras import require
 from ..output import warn
@@ -15,7 +14,7 @@ def _emit_json(data: dict) -> None:
     sys.stdout.flush()
 
 
-def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: Optional[str] = None,
+def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: str | None = None,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
     require("search")
@@ -61,7 +60,7 @@ def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: Opt
     return 0
 
 
-def run_serve_command(settings, no_watch: bool, poll: bool, http: Optional[str], json_out: bool) -> int:
+def run_serve_command(settings, no_watch: bool, poll: bool, http: str | None, json_out: bool) -> int:
     if not no_watch:
         require("watch")
     if http is not None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..output import print_json, warn
 
 
@@ -19,7 +17,7 @@ def _print_delta(result) -> None:
         print(f"new:     {display(p)}")
 
 
-def run_snapshot(settings, label: Optional[str], json_out: bool) -> int:
+def run_snapshot(settings, label: str | None, json_out: bool) -> int:
     from ...watchdog.snapshot import take_snapshot
 
     info = take_snapshot(settings, label)
@@ -47,7 +45,8 @@ def run_verify(settings, json_out: bool) -> int:
 
 
 def run_heartbeat(settings, json_out: bool) -> int:
-    from ...watchdog.heartbeat import OK, heartbeat as run_heartbeat
+    from ...watchdog.heartbeat import OK
+    from ...watchdog.heartbeat import heartbeat as run_heartbeat
 
     result = run_heartbeat(settings)
     for message in result.warnings:

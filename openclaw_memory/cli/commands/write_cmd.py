@@ -2,7 +2,6 @@
 
 
 import sys
-from typing import Optional
 
 from ...errors import UsageError
 from ...serve.client import IN_PROCESS, try_service
@@ -11,7 +10,7 @@ from ..output import print_json, warn
 VERBS = {"append": "appended to", "replace": "wrote"}
 
 
-def _new_content(replace_file: Optional[str], stdin: bool) -> Optional[bytes]:
+def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
     if stdin:
         return sys.stdin.buffer.read()
     if replace_file is None:
@@ -23,8 +22,8 @@ def _new_content(replace_file: Optional[str], stdin: bool) -> Optional[bytes]:
         raise UsageError(f"cannot read --replace-file {replace_file}: {exc.strerror or exc}") from None
 
 
-def run_write(settings, path: str, append: Optional[str], replace_file: Optional[str], stdin: bool,
-              expect: Optional[str], no_index: bool, json_out: bool, idempotency_key: Optional[str] = None) -> int:
+def run_write(settings, path: str, append: str | None, replace_file: str | None, stdin: bool,
+              expect: str | None, no_index: bool, json_out: bool, idempotency_key: str | None = None) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
     # Bytes of an argument that was not UTF-8 travel exactly (surrogateescape), as in-process.

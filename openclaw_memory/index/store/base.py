@@ -8,8 +8,10 @@ only has to map these calls; sync and search never look at the engine.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 # Payload fields of every point.
 TEXT_FIELD = "text"  # what was embedded (title, heading path, chunk text): stored, not indexed
@@ -95,7 +97,7 @@ class VectorStore(Protocol):
 
     def exists(self, name: str) -> bool: ...
 
-    def open(self, name: str, dim: int | None = None) -> ContextManager[Shard]:
+    def open(self, name: str, dim: int | None = None) -> AbstractContextManager[Shard]:
         """Lock and open ``name`` (created with vectors of ``dim`` when missing and ``dim`` is given)."""
         ...
 
@@ -127,7 +129,7 @@ class VectorStore(Protocol):
         """Bytes actually allocated on disk for ``name``."""
         ...
 
-    def held(self) -> ContextManager[None]:
+    def held(self) -> AbstractContextManager[None]:
         """Keep the shards opened inside the block open (and locked) until it ends."""
         ...
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
 from ...fsutil.space import free_bytes
-from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, Hit, PointData, WaitCallback
+from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, Hit, PointData, WaitCallback
 
 DENSE = "dense"
 _BATCH = 256
@@ -87,7 +87,7 @@ class EdgeStore:
         # A long-lived process (MCP server, benchmark) may keep shards open between calls:
         # it then holds their locks until close().
         self.keep_open = keep_open
-        self._open: dict[str, tuple["EdgeShard", FileLock]] = {}
+        self._open: dict[str, tuple[EdgeShard, FileLock]] = {}
 
     def shard_path(self, name: str) -> Path:
         return self.root / "edge" / name
@@ -333,7 +333,7 @@ class EdgeStore:
         return lock
 
     @contextmanager
-    def open(self, name: str, dim: int | None = None) -> Iterator["EdgeShard"]:
+    def open(self, name: str, dim: int | None = None) -> Iterator[EdgeShard]:
         if name in self._open:
             yield self._open[name][0]
             return
@@ -379,7 +379,7 @@ class EdgeStore:
             finally:
                 lock.release()
 
-    def _close_and_record(self, name: str, shard: "EdgeShard") -> None:
+    def _close_and_record(self, name: str, shard: EdgeShard) -> None:
         if shard.closed:  # it could not be reopened after an optimize: the next open probes it
             self._forget_key(name)
             return

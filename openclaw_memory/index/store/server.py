@@ -29,11 +29,11 @@ and BM25 statistics in shared tenancy span the whole collection.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Sequence
 
 from ...errors import MemoryToolError
-from .base import AGENT_FIELD, TERMS_FIELD, PATH_FIELD, Hit, PointData
+from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, Hit, PointData
 from .server_client import Connection
 from .server_config import ServerConfig
 
@@ -179,7 +179,7 @@ class ServerStore:
         self.conn.close()
 
     @contextmanager
-    def open(self, name: str, dim: int | None = None) -> Iterator["ServerShard"]:
+    def open(self, name: str, dim: int | None = None) -> Iterator[ServerShard]:
         physical = self.physical(name)
         if physical not in self._ready:
             self._ready[physical] = self._prepare_collection(name, physical, dim)

@@ -16,7 +16,8 @@ import os
 import random
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import MemoryToolError, UsageError
 from .server_config import API_KEY_ENV, URL_ENV, ServerConfig

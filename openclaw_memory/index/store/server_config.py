@@ -81,7 +81,7 @@ def normalize_url(raw: str, where: str) -> str:
             "or file:///folder for qdrant-client's local mode"
         )
     try:
-        parts.port
+        _ = parts.port  # urllib checks the port only when asked
     except ValueError:
         raise UsageError(f"{where}: {text!r} has an invalid port") from None
     return text.rstrip("/")
