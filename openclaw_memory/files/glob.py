@@ -160,12 +160,20 @@ def _split_top_level(body: str, sep: str, opening: str, closing: str) -> list[st
     return parts
 
 
+class _Globstar:
+    """``**``: any number of folders (none starting with a dot)."""
+
+
+_GLOBSTAR = _Globstar()
+_Segment = _Globstar | tuple["re.Pattern[str]", bool]
+
+
 @functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> tuple[tuple[object, ...], ...]:
+def _compile(pattern: str) -> tuple[tuple[_Segment, ...], ...]:
     """Each brace alternative as a list of segments: ``GLOBSTAR`` or (regex, dot-allowed)."""
     compiled = []
     for alt in expand_braces(pattern):
-        segments: list[object] = []
+        segments: list[_Segment] = []
         for seg in alt.split("/"):
             if seg == "**":
                 if not segments or segments[-1] is not _GLOBSTAR:
@@ -176,14 +184,11 @@ def _compile(pattern: str) -> tuple[tuple[object, ...], ...]:
     return tuple(compiled)
 
 
-_GLOBSTAR = object()
-
-
-def _match(segments: tuple[object, ...], parts: list[str]) -> bool:
+def _match(segments: tuple[_Segment, ...], parts: list[str]) -> bool:
     if not segments:
         return not parts
     head, rest = segments[0], segments[1:]
-    if head is _GLOBSTAR:
+    if isinstance(head, _Globstar):
         for k in range(len(parts) + 1):
             if any(p.startswith(".") for p in parts[:k]):
                 break
@@ -192,7 +197,7 @@ def _match(segments: tuple[object, ...], parts: list[str]) -> bool:
         return False
     if not parts:
         return False
-    regex, literal_dot = head  # type: ignore[misc]
+    regex, literal_dot = head
     part = parts[0]
     if part.startswith(".") and not literal_dot:
         return False

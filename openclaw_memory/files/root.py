@@ -60,7 +60,7 @@ def _entry(workspace: str, name: str, entries: set[str]) -> RootEntry:
         st = os.lstat(path)
     except FileNotFoundError:
         return RootEntry(name, path, exists=False)
-    target = st
+    target: os.stat_result | None = st
     if stat.S_ISLNK(st.st_mode):
         try:
             target = os.stat(path)
@@ -75,7 +75,7 @@ def _entry(workspace: str, name: str, entries: set[str]) -> RootEntry:
         is_file=stat.S_ISREG(st.st_mode),
         size=st.st_size,
         target_is_file=target_is_file,
-        target_size=target.st_size if target_is_file else None,
+        target_size=target.st_size if target is not None and target_is_file else None,
     )
 
 

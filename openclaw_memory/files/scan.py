@@ -33,6 +33,8 @@ from .paths import (
 from .root import resolve_dream_diary
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..settings import Settings
 
 
@@ -146,64 +148,110 @@ class _Collector:
         self._seen_dirs.clear()
 
     def walk(self, root: str, source: str, multimodal: bool, shown_prefix: str | None = None,
-             admits=None, parent_fd: int | None = None) -> None:
+             admits: Callable[[str], bool] | None = None) -> None:
         """Depth-first, symlinks never followed; ``admits`` (an extra path's pattern) filters files.
 
         Each folder is opened from its parent's descriptor (``O_NOFOLLOW``), so a folder
         swapped for a symlink while we walk is never listed: nothing outside the root
         shows up as memory. ``shown_prefix`` is how ``root`` is displayed, plus "/": a
-        listed file's path is that prefix plus its name (the scan's hot path).
+        listed file's path is that prefix plus its name (the scan's hot path). The walk keeps
+        its own stack (a chain of folders thousands deep is walked like any other), holding
+        open the descriptors of the folders on the current path only.
         """
         if shown_prefix is None:
             shown_prefix = "" if root == self.workspace else display_path(root, self.workspace) + "/"
+        stack: list[_Folder] = []
+        folder = self._open(root, shown_prefix, None)
+        if folder is not None:
+            stack.append(folder)
+        try:
+            while stack:
+                top = stack[-1]
+                if top.next >= len(top.entries):
+                    os.close(stack.pop().fd)
+                    continue
+                entry = top.entries[top.next]
+                top.next += 1
+                child = self._visit(top, entry, source, multimodal, admits)
+                if child is not None:
+                    stack.append(child)
+        finally:
+            for open_folder in stack:
+                os.close(open_folder.fd)
+
+    def _open(self, root: str, shown_prefix: str, parent_fd: int | None) -> _Folder | None:
+        """The folder ``root``, opened and listed; None (reported) when it cannot be, or was seen."""
         try:
             fd = os.open(os.path.basename(root), DIR_FLAGS, dir_fd=parent_fd) if parent_fd is not None else open_root(root)
         except FileNotFoundError:
-            return
+            return None
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR) or isinstance(exc, FolderSwapped):
                 self.skip(root, "symlink (ignored)")
             else:
                 self.skip(root, f"unreadable: {exc.strerror or exc}")
-            return
+            return None
         try:
             st = os.fstat(fd)
             key = (st.st_dev, st.st_ino)
             if key in self._seen_dirs:
-                return
+                os.close(fd)
+                return None
             self._seen_dirs.add(key)
             self.folders.append((root, st.st_ino, st.st_mtime_ns))
-            try:
-                with os.scandir(fd) as it:
-                    entries = sorted(it, key=attrgetter("name"))
-            except OSError as exc:
-                self.skip(root, f"unreadable: {exc.strerror or exc}")
-                return
-            prefix = root + os.sep
-            for entry in entries:
-                name = entry.name
-                path = prefix + name
-                try:
-                    if entry.is_symlink():
-                        if name.endswith(".md") or entry.is_dir() or file_kind(name, multimodal):
-                            self.skip(path, "symlink (ignored)")
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        if name == REPAIR_DIR:
-                            self.skip(path, "repair archive (never memory)")
-                        elif path != self._repair_root:
-                            self.walk(path, source, multimodal, shown_prefix + name + "/", admits, fd)
-                        continue
-                    if admits is not None and not admits(path):
-                        continue
-                    if name.endswith(".md") and entry.is_file(follow_symlinks=False) and path != self._legacy_root:
-                        self.add(path, source, "markdown", entry.stat(follow_symlinks=False), shown_prefix + name)
-                    elif file_kind(name, multimodal) is not None:
-                        self.consider_file(path, name, source, multimodal, entry.stat(follow_symlinks=False))
-                except FileNotFoundError:
-                    continue  # vanished mid-scan
-        finally:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=attrgetter("name"))
+        except OSError as exc:
             os.close(fd)
+            self.skip(root, f"unreadable: {exc.strerror or exc}")
+            return None
+        return _Folder(fd, root + os.sep, shown_prefix, entries)
+
+    def _visit(self, folder: _Folder, entry: os.DirEntry, source: str, multimodal: bool,
+               admits: Callable[[str], bool] | None) -> _Folder | None:
+        """List or skip one entry of ``folder``; a sub-folder to walk next is returned, opened."""
+        name = entry.name
+        path = folder.prefix + name
+        try:
+            if entry.is_symlink():
+                if name.endswith(".md") or file_kind(name, multimodal) or _leads_to_folder(entry):
+                    self.skip(path, "symlink (ignored)")
+                return None
+            if entry.is_dir(follow_symlinks=False):
+                if name == REPAIR_DIR:
+                    self.skip(path, "repair archive (never memory)")
+                elif path != self._repair_root:
+                    return self._open(path, folder.shown_prefix + name + "/", folder.fd)
+                return None
+            if admits is not None and not admits(path):
+                return None
+            if name.endswith(".md") and entry.is_file(follow_symlinks=False) and path != self._legacy_root:
+                self.add(path, source, "markdown", entry.stat(follow_symlinks=False), folder.shown_prefix + name)
+            elif file_kind(name, multimodal) is not None:
+                self.consider_file(path, name, source, multimodal, entry.stat(follow_symlinks=False))
+        except FileNotFoundError:
+            pass  # vanished mid-scan
+        return None
+
+
+@dataclass
+class _Folder:
+    """A folder on the walk's current path: its descriptor, kept open while its entries are visited."""
+
+    fd: int
+    prefix: str  # its path plus the separator
+    shown_prefix: str
+    entries: list[os.DirEntry]
+    next: int = 0
+
+
+def _leads_to_folder(entry: os.DirEntry) -> bool:
+    """Whether a symlink points at a folder, or cannot be followed at all (a loop: ``a -> a``,
+    ``a -> b -> a``): both are reported as skipped symlinks, never walked."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return True
 
 
 def scan_memory_files(

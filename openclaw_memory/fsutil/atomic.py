@@ -36,9 +36,19 @@ def sync_filesystem(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+_NAME_MAX = 255  # bytes in one file name (Linux, macOS: every common file system)
+
+
 def temp_name_beside(path: str) -> str:
+    """``.NAME.<random>.tmp`` beside ``path``, NAME cut so the whole fits in one file name: a file
+    whose own name is already 255 bytes long can be written too."""
     folder, name = os.path.split(path)
-    return os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
+    suffix = f".{os.urandom(4).hex()}.tmp"
+    raw = os.fsencode(name)
+    room = _NAME_MAX - 1 - len(suffix)
+    if len(raw) > room:
+        name = os.fsdecode(raw[:room])  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
+    return os.path.join(folder, f".{name}{suffix}")
 
 
 def unlink_quietly(path: str, *, dir_fd: int | None = None) -> None:

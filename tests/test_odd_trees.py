@@ -1,0 +1,75 @@
+"""Trees a person or a tool can make that no scan should trip on: symlink loops of any name, and a
+chain of folders deeper than Python's recursion limit. Every command that scans the workspace
+answers; a loop is listed as a skipped symlink, the deep file as memory."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import write
+
+DEPTH = 1100  # past sys.getrecursionlimit() (1000)
+SCANNING = [["files", "--json"], ["index", "--json"], ["search", "walrus", "--json"], ["status", "--json"],
+            ["state", "--json"], ["prompt", "--json"], ["doctor", "--json"]]
+
+
+def _deep_chain(folder, depth: int) -> str:
+    """``folder/d/d/.../d`` made one level at a time (os.makedirs itself recurses)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        with open(os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as out:
+            out.write("# Deep\n\nA note about a walrus at the bottom of the tree.\n")
+    finally:
+        os.close(fd)
+    return "memory/" + "d/" * depth + "deep.md"
+
+
+@pytest.fixture
+def odd_tree(workspace):
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    write(workspace / "memory" / "a.md", "# A\n\nA plain note.\n")
+    (workspace / "memory" / "sub").mkdir()
+    os.symlink("self", workspace / "memory" / "sub" / "self")  # a loop of one, no .md name
+    os.symlink("b", workspace / "memory" / "a2")  # a -> b -> a
+    os.symlink("a2", workspace / "memory" / "b")
+    return _deep_chain(workspace / "memory", DEPTH)
+
+
+@pytest.mark.parametrize("args", SCANNING, ids=lambda a: a[0])
+def test_every_scanning_command_answers(cli, odd_tree, args):
+    if args[0] == "search":
+        assert cli("index").returncode == 0
+    res = cli(*args)
+    assert res.returncode in (0, 1), res.stderr  # doctor: 1 = problems found (the symlinks)
+    assert "Traceback" not in res.stderr and "Too many levels" not in res.stdout + res.stderr
+    assert "RecursionError" not in res.stderr
+
+
+def test_loops_are_skipped_symlinks_and_the_deep_note_is_memory(cli, odd_tree):
+    data = cli("files", "--json").json()
+    assert {f["path"] for f in data["files"]} == {"MEMORY.md", "memory/a.md", odd_tree}
+    skipped = {s["path"]: s["reason"] for s in data["skipped"]}
+    assert skipped == {p: "symlink (ignored)" for p in ("memory/a2", "memory/b", "memory/sub/self")}
+    assert cli("index").returncode == 0
+    found = cli("search", "walrus at the bottom", "--json").json()["results"]
+    assert found and found[0]["path"] == odd_tree
+    assert cli("read", odd_tree, "--json").json()["text"].startswith("# Deep")
+
+
+def test_a_listed_file_with_a_name_of_255_bytes_can_be_written(cli, workspace):
+    name = "n" * 252 + ".md"  # NAME_MAX: the temp file beside it must still fit
+    note = write(workspace / "memory" / name, "# Long\n\nfirst line\n")
+    assert f"memory/{name}" in {f["path"] for f in cli("files", "--json").json()["files"]}
+    assert cli("read", f"memory/{name}").returncode == 0
+    done = cli("write", f"memory/{name}", "--append", "second line", "--json")
+    assert done.returncode == 0, done.stderr
+    assert note.read_text() == "# Long\n\nfirst line\nsecond line\n"
+    assert [p.name for p in note.parent.iterdir()] == [name]  # no temp file left beside it
+    assert cli("write", f"memory/{name}", "--replace-file", str(note), "--json").returncode == 0
