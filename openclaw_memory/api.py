@@ -56,10 +56,13 @@ def read_memory(
         lines=settings.read.default_lines if lines is None else lines,
         max_chars=settings.read.max_chars if max_chars is None else max_chars,
     )
-    if not result.missing and result.version is None:
-        return result  # changed during the read: nothing reliable to record
+    version: FileVersion | None = None  # recorded as None: the agent found the file missing
+    if not result.missing:
+        if result.version is None or result.size is None:
+            return result  # changed during the read: nothing reliable to record
+        version = FileVersion(result.version, result.size)
     try:
-        record_read(settings, result.abs_path, result.path, None if result.missing else FileVersion(result.version, result.size))
+        record_read(settings, result.abs_path, result.path, version)
     except (LockTimeout, OSError) as exc:
         # The read itself succeeded; without a record the guard makes the agent read again before writing.
         reason = exc.message if isinstance(exc, LockTimeout) else (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from types import GenericAlias
 from typing import Any, Optional
 
 import typer
@@ -25,7 +26,7 @@ def _annotation(opt: Opt):
     if opt.kind == "toggle":
         return Optional[bool]  # noqa: UP045 - a value typer inspects, spelled as typer documents it
     if opt.repeat:
-        return list[opt.type]
+        return GenericAlias(list, opt.type)  # list[opt.type], spelled so a checker reads it as a value
     return opt.type if opt.required or opt.default is not None else Optional[opt.type]  # noqa: UP045
 
 
@@ -60,11 +61,11 @@ def _split_settings(kwargs: dict) -> dict:
 
 def _merged_settings(ctx: typer.Context, own: dict) -> dict:
     """Root, then group, then command: for scalars the last level that gave one wins; extras add up."""
-    levels = []
-    node = ctx
-    while node is not None:
-        levels.append(node.obj if node is not ctx else own)
-        node = node.parent
+    levels = [own]
+    parent = ctx.parent
+    while parent is not None:
+        levels.append(parent.obj)
+        parent = parent.parent
     merged: dict = {"extra": []}
     for level in reversed([lv for lv in levels if lv]):
         for dest, value in level.items():

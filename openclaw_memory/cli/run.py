@@ -11,6 +11,8 @@ def run_parsed(parsed: Parsed) -> int:
     """Resolve the settings and call the command's handler (the typer app calls this too)."""
     from ..settings import Overrides, resolve_settings
 
+    if parsed.command is None:
+        raise ValueError(f"a {parsed.action!r} command line names no command to run")
     given = parsed.settings
     settings = resolve_settings(
         Overrides(

@@ -57,7 +57,7 @@ def check_memory_system(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-def _record(value):
+def _record(value: object) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
@@ -66,10 +66,10 @@ def _qmd_paths(value) -> list[dict]:
     out = []
     for item in value if isinstance(value, list) else []:
         item = _record(item) or {}
-        path = item.get("path").strip() if isinstance(item.get("path"), str) else ""
+        path = raw.strip() if isinstance(raw := item.get("path"), str) else ""
         if not path:
             continue
-        pattern = item.get("pattern").strip() if isinstance(item.get("pattern"), str) else ""
+        pattern = raw.strip() if isinstance(raw := item.get("pattern"), str) else ""
         out.append({"path": path, **({"pattern": pattern} if pattern else {})})
     return out
 
@@ -106,7 +106,7 @@ def retired_qmd_findings(config: dict, where: str) -> list[str]:
     scopes: list[tuple[str, dict]] = []
     if _record(agents.get("defaults")):
         scopes.append(("agents.defaults", agents["defaults"]))
-    for i, entry in enumerate(agents.get("list") if isinstance(agents.get("list"), list) else []):
+    for i, entry in enumerate(listed if isinstance(listed := agents.get("list"), list) else []):
         if _record(entry):
             scopes.append((f"agents.list[{i}]" + (f" ({entry['id']})" if isinstance(entry.get("id"), str) else ""), entry))
     for key, entry in (_record(agents.get("entries")) or {}).items():

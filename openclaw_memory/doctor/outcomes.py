@@ -21,10 +21,11 @@ def merge_note(state: JournalRecord) -> str:
     return f"archived memory.md ({_mode_words(state)}) at {rel}; MEMORY.md unchanged"
 
 
-def merge_changed_paths(state: JournalRecord) -> list[str]:
-    """Workspace-relative paths a merge changes (for the watchdog baseline)."""
+def merge_changed_paths(state: JournalRecord, archive: str) -> list[str]:
+    """Workspace-relative paths a merge changes (for the watchdog baseline); ``archive`` is
+    ``state.archive``, which the caller has checked."""
     paths = [CANONICAL_ROOT] if state.mode == "append" else []
-    return paths + [LEGACY_ROOT, state.archive]
+    return paths + [LEGACY_ROOT, archive]
 
 
 def _mode_words(state: JournalRecord) -> str:

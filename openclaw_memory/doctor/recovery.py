@@ -83,45 +83,51 @@ def _rmdir_if_empty(ws: str, archive_parts: tuple[str, ...]) -> None:
         parent.fsync()
 
 
-def _archive_parts(rel: str) -> tuple[str, ...]:
-    """The stamp folder's components, from the journal; only ever a folder of our archive."""
+def _archive_parts(rel: object) -> tuple[str, tuple[str, ...]]:
+    """The journal's archive path and its stamp folder's components; only ever a folder of our archive.
+
+    ``rel`` is typed ``object``: the journal is read from disk, so it may hold anything.
+    """
     parts = tuple(rel.split("/")) if isinstance(rel, str) else ()
-    if len(parts) != 4 or parts[:2] != ARCHIVE_PARTS or parts[3] != LEGACY_ROOT or parts[2] in ("", ".", ".."):
+    if not isinstance(rel, str) or len(parts) != 4 or parts[:2] != ARCHIVE_PARTS or parts[3] != LEGACY_ROOT or parts[2] in ("", ".", ".."):
         raise ArchiveRefused(0, f"the journal names an archive outside {REPAIR_ROOT_MEMORY}/: {rel!r}", str(rel))
-    return parts[:3]
+    return rel, parts[:3]
 
 
 def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Repair:
     ws = str(settings.workspace)
     data_dir = settings.data_dir
-    rel = state.archive
-    parts = _archive_parts(rel)
+    rel, parts = _archive_parts(state.archive)
     paths = (CANONICAL_ROOT, LEGACY_ROOT, rel)
     where = f"resumed the {'merge' if state.mode == 'append' else 'archive'} interrupted at step '{state.step}'"
 
     archive_dir = folder_or_none(ws, parts)
+    # A journal without the legacy hash recognises no file: hash_or_none's None (missing,
+    # not a regular file) must not count as a match.
+    known = state.legacy_hash
     try:
         entries = _entries(root)
-        legacy_here = LEGACY_ROOT in entries and hash_or_none(root, LEGACY_ROOT) == state.legacy_hash
-        archive_ok = hash_or_none(archive_dir, LEGACY_ROOT) == state.legacy_hash
+        legacy_here = known is not None and LEGACY_ROOT in entries and hash_or_none(root, LEGACY_ROOT) == known
+        # The archive folder when it holds the legacy bytes (hash_or_none(None, ...) is None).
+        holding = archive_dir if known is not None and hash_or_none(archive_dir, LEGACY_ROOT) == known else None
         merged = state.mode != "append"
         if not merged and CANONICAL_ROOT in entries:
             try:
                 merged = has_merge_marker(read_regular(root, CANONICAL_ROOT), archive_shown(ws, rel))
             except OSError:
                 merged = False
-        if legacy_here or archive_ok:
+        if legacy_here or holding is not None:
             _remove_partial_copies(archive_dir)
 
         how = "rename"
-        if archive_ok and legacy_here:
+        if holding is not None and legacy_here:
             if merged:
                 how = "copy"
                 root.unlink(LEGACY_ROOT)  # the verified copy is in the archive (cross-device move)
                 root.fsync()
             else:
-                archive_dir.unlink(LEGACY_ROOT)
-                archive_dir.close()
+                holding.unlink(LEGACY_ROOT)
+                holding.close()
                 _rmdir_if_empty(ws, parts)
                 clear_journal(data_dir)
                 return Repair(ID, "resume", "rolled-back", f"{where}: nothing was merged yet; removed the extra archive copy, memory.md is in place", paths)
@@ -136,10 +142,10 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
                 archive_dir = Folder.under(ws, parts, create=True)
             how = safe_move(root.fd, LEGACY_ROOT, archive_dir.fd, LEGACY_ROOT)
             detail = merge_detail(state, how)
-            extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
+            extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state))
             again = "MEMORY.md already held the merge, so it was not merged again; " if state.mode == "append" else ""
             return Repair(ID, "resume", "completed", f"{where}: {again}{detail}{extra}", paths)
-        elif not archive_ok:
+        elif holding is None:
             if archive_dir is not None:
                 archive_dir.close()
             _rmdir_if_empty(ws, parts)
@@ -162,17 +168,19 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
         if archive_dir is not None:
             archive_dir.close()
     detail = merge_detail(state, how)
-    extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
+    extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state))
     return Repair(ID, "resume", "completed", f"{where}: {detail}{extra}", paths)
 
 
 def _resume_migrate(settings: Settings, state: JournalRecord, root: Folder) -> Repair:
     data_dir = settings.data_dir
     temp_name = state.temp
-    paths = (LEGACY_ROOT, CANONICAL_ROOT, temp_name)
     where = f"resumed the rename interrupted at step '{state.step}'"
     if not isinstance(temp_name, str) or "/" in temp_name or temp_name in ("", ".", ".."):
-        return Repair(ID, "resume", "failed", f"the journal names a temporary file that is not in the workspace root: {temp_name!r}", paths)
+        # Not a name in the workspace root, so not one of the paths the repair touched.
+        return Repair(ID, "resume", "failed", f"the journal names a temporary file that is not in the workspace root: {temp_name!r}",
+                      (LEGACY_ROOT, CANONICAL_ROOT))
+    paths = (LEGACY_ROOT, CANONICAL_ROOT, temp_name)
 
     entries = _entries(root)
     has_temp, has_canon, has_legacy = temp_name in entries, CANONICAL_ROOT in entries, LEGACY_ROOT in entries

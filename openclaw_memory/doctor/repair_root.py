@@ -21,7 +21,7 @@ from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from . import hooks
 from .aftercare import finalize
-from .archive import ArchiveRefused, archive_rel, make_stamp_dir, new_stamp
+from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
 from .journal import JournalRecord, clear_journal, journal_pending, step, write_journal
 from .merge import MAX_ROOT_BYTES, TOO_LARGE, already_merged, archive_shown, legacy_block, merged_bytes
 from .model import Finding, Repair, RepairSpec
@@ -33,6 +33,10 @@ SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
 class _CanonicalChanged(Exception):
     """MEMORY.md changed between our read and our write: merging now could drop that edit."""
+
+    def __init__(self, stamp_dir: StampDir):
+        super().__init__()
+        self.stamp_dir = stamp_dir  # the archive folder made for this merge, still empty
 
 
 def _regular(entry: RootEntry) -> bool:
@@ -128,20 +132,20 @@ def _merge(settings: Settings, root: Folder) -> Repair:
     try:
         while stamp_dir is None:
             stamp = new_stamp(ws)
-            state = write_journal(data_dir, replace(state, step="begin", archive=archive_rel(stamp)))
+            rel = archive_rel(stamp)
+            state = write_journal(data_dir, replace(state, step="begin", archive=rel))
             hooks.reach("merge:begin")
             try:
                 stamp_dir = make_stamp_dir(ws, stamp)
             except FileExistsError:
                 continue  # another process took this stamp: take a new one
         hooks.reach("merge:archive-dir")
-        rel = state.archive
         if mode == "append":
             new = merged_bytes(canonical, block, archive_shown(ws, rel))
             state = step(data_dir, state, "write-canonical")
             hooks.reach("merge:write-canonical")
             if read_regular(root, CANONICAL_ROOT) != canonical:
-                raise _CanonicalChanged()
+                raise _CanonicalChanged(stamp_dir)
             _write_canonical(root, new)
             hooks.reach("merge:canonical-written")
         state = step(data_dir, state, "archive")
@@ -151,8 +155,8 @@ def _merge(settings: Settings, root: Folder) -> Repair:
     except ArchiveRefused as exc:
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", f"{exc.strerror}; nothing changed", SPLIT_PATHS)
-    except _CanonicalChanged:
-        stamp_dir.remove_if_empty()
+    except _CanonicalChanged as exc:
+        exc.stamp_dir.remove_if_empty()
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", "MEMORY.md changed under the repair (someone else wrote it); doctor changed nothing — run `doctor --fix` again", SPLIT_PATHS)
     except OSError as exc:
@@ -160,7 +164,7 @@ def _merge(settings: Settings, root: Folder) -> Repair:
     finally:
         if stamp_dir is not None:
             stamp_dir.close()
-    extra = finalize(settings, state, merge_changed_paths(state), merge_note(state))
+    extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state))
     return Repair("split-root", action, "done", merge_detail(state, how) + extra, (*SPLIT_PATHS, rel))
 
 

@@ -28,7 +28,7 @@ from .model import Finding, Repair, RepairSpec
 from .place import place_no_replace
 
 
-def _failed(finding: Finding, action: str, exc: Exception) -> Repair:
+def _failed(finding: Finding, action: str, exc: MemoryToolError | OSError) -> Repair:
     message = exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename or ''})"
     return Repair(finding.id, action, "failed", f"{message}; nothing was deleted", finding.paths)
 

@@ -59,8 +59,8 @@ def run_doctor(
     workspace = str(settings.workspace)
     checks = load_checks()
     if not fix:
-        findings = tuple(run_checks(settings, checks))
-        return DoctorReport(workspace, findings, (), findings)
+        found = tuple(run_checks(settings, checks))
+        return DoctorReport(workspace, found, (), found)
 
     specs = load_repairs()
     lock = doctor_lock(settings.data_dir, workspace)

@@ -45,6 +45,7 @@ class DiffRead:
             out["version"] = self.version
         elif self.mode == FULL:
             out.update(version=self.version, previousVersion=self.previous, reason=self.reason)
+            assert self.read is not None, "read_diff gives mode full its paged read"
             out.update(self.read.to_json())
         else:
             out["previousVersion"] = self.previous
@@ -77,7 +78,7 @@ def read_diff(settings, path: str, *, from_line: int = 1, lines: int | None = No
         records.put(resolved.abs_path, snapshot, READ)
     if previous == snapshot.version:
         return DiffRead(UNCHANGED, resolved.display, snapshot.version, previous)
-    if old is None:
+    if old is None or previous is None:  # old is None whenever previous is; this only narrows
         reason = (
             f"agent '{settings.agent}' has not read this file before" if previous is None
             else f"version {short(previous)} is no longer in the version store"

@@ -288,7 +288,7 @@ def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expe
         # The prefix matches what is there now; make sure it names nothing else in the history.
         store.resolve_prefix(resolved.abs_path, shown, expected, also=(current.version,))
         return
-    if current is None:
+    if current is None or fd is None:  # _open_current gives both or neither
         if seen is not None:
             raise WriteBlocked(
                 f"blocked: {shown} was deleted since agent '{agent}' read it. {_read_again(shown)}"

@@ -189,7 +189,7 @@ class ObjectStore:
 
     def _listing(self) -> list[tuple[str, int, int]]:
         """(version, compressed size, last use in ns) of every stored object."""
-        out = []
+        out: list[tuple[str, int, int]] = []
         try:
             subdirs = os.scandir(self.folder)
         except FileNotFoundError:

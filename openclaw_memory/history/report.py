@@ -109,6 +109,7 @@ def file_states(settings) -> StateReport:
                 listed.add(f.abs_path)
                 key = [f.size, f.mtime_ns, f.ctime_ns, f.inode]  # the stat the scan took
                 cached = known.get(f.abs_path)
+                snap: FileVersion | None
                 if cached is not None and cached[:4] == key:
                     snap = FileVersion(cached[4], f.size)  # hashed and logged already, unchanged since
                     seen[f.abs_path] = cached
@@ -119,7 +120,9 @@ def file_states(settings) -> StateReport:
                     # Remembered only once it can no longer change within the stat's resolution.
                     if f.mtime_ns < settled and _stat_key(f.abs_path) == key and not unrecorded:
                         seen[f.abs_path] = [*key, snap.version]
-                out.append(_file_state(f.path, f.abs_path, records.get(f.abs_path), snap))
+                state = _file_state(f.path, f.abs_path, records.get(f.abs_path), snap)
+                if state is not None:
+                    out.append(state)
         finally:
             store.objects.durable = store.log.durable = True
             try:
@@ -130,11 +133,13 @@ def file_states(settings) -> StateReport:
                 unrecorded.append(os_error(exc, f"the state dir ({store.root})", "the states below are still correct").message)
         if seen != known and not unrecorded:
             _save_sightings(store, seen)
-        for abs_path, seen in records.items():
+        for abs_path, record in records.items():
             if abs_path in listed or os.path.lexists(abs_path):
                 continue
-            out.append(_file_state(display_path(abs_path, workspace), abs_path, seen, None))
-    return StateReport(settings.agent, workspace, tuple(s for s in out if s.state is not None), tuple(unreadable),
+            state = _file_state(display_path(abs_path, workspace), abs_path, record, None)
+            if state is not None:
+                out.append(state)
+    return StateReport(settings.agent, workspace, tuple(out), tuple(unreadable),
                        tuple(f"new versions not recorded in the history: {m}" for m in unrecorded))
 
 
@@ -176,12 +181,16 @@ def _save_sightings(store: HistoryStore, data: dict[str, list]) -> None:
         pass  # only a cache: the next run hashes again (a failed write leaves no temp file)
 
 
-def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState:
+def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState | None:
+    """None when the file has no state for the agent (never read, and gone)."""
     current = snap.version if snap else None
+    state = state_of(seen, current)
+    if state is None:
+        return None
     return FileState(
         path,
         abs_path,
-        state_of(seen, current),
+        state,
         current,
         seen.version if seen else None,
         seen.how if seen else None,

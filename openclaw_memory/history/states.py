@@ -18,6 +18,7 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 import xxhash
@@ -72,7 +73,7 @@ class ReadRecords:
         except _RecordsDamaged:
             from ..fsutil.setaside import set_aside
 
-            set_aside(os.path.dirname(self.store_root), self.path)
+            set_aside(Path(os.path.dirname(self.store_root)), self.path)
             return {}
 
     def damage(self) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 import xxhash
@@ -150,10 +151,10 @@ class VersionLog:
             return str(exc)
         return None
 
-    def set_aside(self, log: str):
+    def set_aside(self, log: str) -> Path | None:
         from ..fsutil.setaside import set_aside
 
-        return set_aside(os.path.dirname(os.path.dirname(self.folder)), log)
+        return set_aside(Path(os.path.dirname(os.path.dirname(self.folder))), log)
 
     def _tolerant_entries(self, abs_path: str) -> list[Entry]:
         log = self.log_path(abs_path)

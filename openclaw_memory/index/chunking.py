@@ -168,7 +168,7 @@ def list_items(lines: list[str], counter, budget: int, overlap: int, path: str |
     front = parse_front_matter(lines)
     body = [""] * front.end_line + lines[front.end_line :]
     chunker = _Chunker(body, counter, budget, overlap, document_title(body, front, path))
-    inside = set()
+    inside: set[int] = set()
     for first, last in chunker.blocks.items():
         inside.update(range(first, last + 1))
     out: list[Chunk] = []

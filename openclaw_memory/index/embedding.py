@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from openclaw_memory.errors import UsageError
+from openclaw_memory.errors import MemoryToolError, UsageError
 from openclaw_memory.index.models import canonical_model_name, force_offline, resolve_model
 
 if TYPE_CHECKING:
@@ -53,7 +53,10 @@ class TorchEmbedder:
         self.model_name = canonical_model_name(model_name)
         self.path = path
         self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
-        self.dim = int(self._model.get_embedding_dimension())
+        dim = self._model.get_embedding_dimension()
+        if dim is None:  # a model without a pooling or dense layer that states its output size
+            raise MemoryToolError(f"the embedding model at {path} does not say the size of its vectors")
+        self.dim = int(dim)
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """One L2-normalised float32 row per text."""

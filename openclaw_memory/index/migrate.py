@@ -88,6 +88,8 @@ def _endpoint(settings, spec: str):
     from .store.server_config import server_config
 
     config = server_config(settings, url=spec)
+    if config is None:  # only for an empty spec, which _resolve_specs already refuses
+        raise UsageError("give a Qdrant URL (http(s)://HOST:PORT or file:///folder) or `embedded`")
     label = f"{config.display_url} (namespace {config.namespace}, tenancy {config.tenancy})"
     return label, ServerStore(config)
 

@@ -113,6 +113,8 @@ class QueryPlan:
         ids: set[str] | None = None,
         ranking: Ranking = Ranking(),
     ):
+        if vector is None and mode != "text":
+            raise ValueError(f"a {mode} search needs the query's vector")
         self.query = query
         self.mode = mode
         self.vector = vector
@@ -130,8 +132,10 @@ class QueryPlan:
         ids = sorted(self.allowed) if self.allowed is not None else None
         want_vectors = self.ranking.mmr and self.mode != "text"
         fields = CANDIDATE_FIELDS if self.mode != "vector" else CANDIDATE_FIELDS[:-1]
-        if self.mode in ("vector", "hybrid"):
-            for hit in shard.dense_query(self.vector, self.pool, ids=ids, fields=fields):
+        # Set for every mode but text (checked in __init__).
+        vector = self.vector
+        if vector is not None and self.mode in ("vector", "hybrid"):
+            for hit in shard.dense_query(vector, self.pool, ids=ids, fields=fields):
                 found[hit.id] = _Candidate(hit.id, hit.payload, source, v=max(0.0, hit.score))
         if self.mode in ("text", "hybrid") and self.terms:
             text = " ".join(self.terms)

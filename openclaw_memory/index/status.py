@@ -101,21 +101,21 @@ def index_status(settings, store, scan=None) -> IndexStatus:
     for c in collections:
         m = load_manifest(settings.data_dir, c.name)
         exists = store.exists(c.name)
-        indexed = m is not None and exists
+        built = m if exists else None  # the manifest of a collection the store holds
         rows.append(
             CollectionStatus(
                 name=c.name,
                 kind=c.kind,
                 path=c.root,
                 pattern=c.pattern,
-                indexed=indexed,
+                indexed=built is not None,
                 files=len(groups[c.name]),
-                chunks=m.chunk_count if indexed else 0,
-                stale=tuple(stale_paths(m if indexed else None, groups[c.name])),
+                chunks=built.chunk_count if built is not None else 0,
+                stale=tuple(stale_paths(built, groups[c.name])),
                 interrupted=is_dirty(settings.data_dir, c.name),
                 last_indexed=_iso(m.indexed_at) if m else None,
                 model=m.model if m else config.model,
-                settings_changed=bool(m) and m.settings_key != config.settings_key,
+                settings_changed=m is not None and m.settings_key != config.settings_key,
                 backend=store.backend,
                 disk_bytes=store.disk_usage(c.name) if exists else 0,
             )

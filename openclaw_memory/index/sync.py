@@ -33,7 +33,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from ..errors import DiskFull
-from ..files.scan import scan_workspace
+from ..files.scan import MemoryFile, scan_workspace
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from .bm25 import save_stats, scan_stats
@@ -52,7 +52,7 @@ from .manifest import (
     read_version,
     save_manifest,
 )
-from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, VectorStore
+from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
 from .store.factory import open_store
 from .terms import keyword_terms
 
@@ -178,7 +178,7 @@ class Models:
 
 @dataclass
 class _Changed:
-    file: object  # MemoryFile
+    file: MemoryFile
     size: int
     mtime_ns: int
     hash: str
@@ -195,8 +195,8 @@ class _Work:
     removed: list[str] = field(default_factory=list)
     dirty: bool = False
     fresh: bool = False  # rebuild from nothing (--full, new embedding settings): no vector is reused
-    files: dict = field(default_factory=dict)  # path -> MemoryFile scanned now
-    suspects: list = field(default_factory=list)  # files whose stat moved: to read
+    files: dict[str, MemoryFile] = field(default_factory=dict)  # path -> the file as scanned now
+    suspects: list[MemoryFile] = field(default_factory=list)  # files whose stat moved: to read
     stat_only: bool = False  # same content, new stat: manifest update only
     started: bool = False  # something was written for this collection
     staged: str | None = None  # the shard built beside the live one, to swap in at the end
@@ -413,14 +413,19 @@ class _Sync:
             todo += [(f, True) for f in self._reconcile(w, {f.path for f in w.suspects})]
         if not (todo or w.removed or w.dirty or w.old is None or w.fresh):
             return False
-        staged: str | None = None
         pending: list[_Changed] = []
         count = 0
         batch = self.config.embed_batch
         # The shard being built is opened once for the whole collection: no search uses it (a copy
         # beside the live one, or a first build that has no manifest yet).
         with ExitStack() as building:
-            shard = None
+
+            def start_building() -> tuple[str, Shard]:
+                where = self._stage(w)
+                return where, building.enter_context(self.store.open(where, dim=self.models.embedder.dim))
+
+            # Where the collection is built and its shard, open; None until the first batch is written.
+            target: tuple[str, Shard] | None = None
             for f, force in todo:
                 change = self._read(w, f, force)
                 self.files_done += 1
@@ -431,19 +436,18 @@ class _Sync:
                 if self.files_done % 16 == 0 or self.files_done == self.files_total:
                     self._report()
                 if count >= batch:
-                    if staged is None:
-                        staged = self._stage(w)
-                        shard = building.enter_context(self.store.open(staged, dim=self.models.embedder.dim))
-                    self._flush(w, staged, shard, pending)
+                    if target is None:
+                        target = start_building()
+                    self._flush(w, target[0], target[1], pending)
                     pending, count = [], 0
-            if staged is None and w.fresh:
-                staged = self._stage(w)
-                shard = building.enter_context(self.store.open(staged, dim=self.models.embedder.dim))
-            if staged is None:
+            if target is None and w.fresh:
+                target = start_building()
+            if target is None:
                 if not (pending or w.removed or w.dirty or w.old is None):
                     return bool(w.changed)
                 self._write_live(w, pending)
             else:
+                staged, shard = target
                 self._flush(w, staged, shard, pending)
                 shard.optimize()
                 self._save_stats(w, shard)
@@ -571,12 +575,12 @@ class _Sync:
                     candidates.setdefault(name, set()).update(ids)
             if w.dirty or w.old is None:
                 candidates.setdefault(w.collection.name, set()).update(own_ids)
-            for name, ids in candidates.items():
+            for name, wanted in candidates.items():
                 if open_as is not None and open_as[0] == name:
-                    self._take(vectors, needed, open_as[1], ids)  # the shard this run writes, open already
+                    self._take(vectors, needed, open_as[1], wanted)  # the shard this run writes, open already
                 elif self.store.exists(name):
                     with self.store.open(name) as shard:
-                        self._take(vectors, needed, shard, ids)
+                        self._take(vectors, needed, shard, wanted)
         missing = sorted((h for h in needed if h not in vectors), key=lambda h: -len(needed[h]))
         if missing:
             if not self.models.loaded:

@@ -51,8 +51,13 @@ class ServiceClient:
 
     def connect(self) -> ServiceClient:
         """Connect; raises ServiceUnavailable (with an empty message when no service runs)."""
+        self._connected()
+        return self
+
+    def _connected(self) -> socket.socket:
+        """The open connection, made first when there is none."""
         if self._sock is not None:
-            return self
+            return self._sock
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
@@ -73,7 +78,7 @@ class ServiceClient:
             sock.close()
             raise ServiceUnavailable(f"cannot reach {_who(self.settings)} ({exc.strerror or exc}); working in-process") from None
         self._sock = sock
-        return self
+        return sock
 
     def close(self) -> None:
         if self._sock is not None:
@@ -85,11 +90,11 @@ class ServiceClient:
 
         Raises ServiceUnavailable when the service refused, hung or went away.
         """
-        self.connect()
+        sock = self._connected()
         settings = settings or self.settings
         try:
-            self._sock.sendall(request_line(op, wire.encode(args), settings))
-            answer = self._answer()
+            sock.sendall(request_line(op, wire.encode(args), settings))
+            answer = self._answer(sock)
         except TimeoutError:
             self.close()
             raise ServiceUnavailable(f"{_who(self.settings)} did not answer within {self.timeout:g} s; working in-process") from None
@@ -103,15 +108,15 @@ class ServiceClient:
             raise ServiceUnavailable(f"{_who(self.settings)} cannot answer this: {answer['refused']}; working in-process")
         raise _error(answer.get("error") or {})
 
-    def _answer(self) -> dict:
+    def _answer(self, sock: socket.socket) -> dict:
         while True:
-            line = self._line()
+            line = self._line(sock)
             if line.strip():
                 return json.loads(line)
 
-    def _line(self) -> bytes:
+    def _line(self, sock: socket.socket) -> bytes:
         while b"\n" not in self._buffer:
-            chunk = self._sock.recv(1 << 16)
+            chunk = sock.recv(1 << 16)
             if not chunk:
                 raise ValueError("connection closed")
             self._buffer += chunk

@@ -21,10 +21,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .. import api
 from ..errors import UsageError
 from .protocol import settings_key
+
+if TYPE_CHECKING:  # the index loads on a request's first use, not when the service starts
+    from ..index.api import MemoryIndex
+    from ..index.sync import Models
+    from ..settings import Settings
+    from ..types import SearchMode
 
 SHARD_IDLE_S = 10.0
 SESSION_IDLE_S = 30 * 60.0
@@ -84,14 +91,14 @@ def rss_bytes(pid: int | str = "self") -> int | None:
 
 
 class _Slot:
-    def __init__(self, index):
+    def __init__(self, index: MemoryIndex):
         self.index = index
         self.lock = threading.RLock()
         self.used = time.monotonic()
 
 
 class ServiceCore:
-    def __init__(self, settings, *, live_sync: bool = True, shard_idle_s: float | None = None):
+    def __init__(self, settings: Settings, *, live_sync: bool = True, shard_idle_s: float | None = None):
         self.settings = settings
         self.live_sync = live_sync
         self.started = time.time()
@@ -100,11 +107,13 @@ class ServiceCore:
         self.requests = 0
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
-        self._models = None
+        self._models: Models | None = None
         self._sessions: dict[str, float] = {}
         self._connected: dict[str, int] = {}
         self._sessions_lock = threading.Lock()
-        self._waits = [0, 0, 0.0]  # count, over 100 ms, longest (ms)
+        self._waits = 0
+        self._slow_waits = 0  # over 100 ms
+        self._longest_wait_ms = 0.0
         idle = settings.section("service").get("shard_idle", SHARD_IDLE_S)
         if isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0:
             from ..errors import ConfigError
@@ -115,7 +124,7 @@ class ServiceCore:
 
     # -- settings of a request ---------------------------------------------------------------
 
-    def settings_for(self, wanted: dict) -> object:
+    def settings_for(self, wanted: dict) -> Settings:
         """The service's settings for the request's agent and session; Refused when they differ."""
         agent = str(wanted.get("agent") or self.settings.agent)
         settings = self.settings.with_agent(agent).with_session(wanted.get("session"))
@@ -151,7 +160,7 @@ class ServiceCore:
 
     # -- indexes -----------------------------------------------------------------------------
 
-    def slot(self, settings) -> _Slot:
+    def slot(self, settings: Settings) -> _Slot:
         from ..index.api import MemoryIndex
 
         with self._slots_lock:
@@ -163,7 +172,7 @@ class ServiceCore:
             return slot
 
     @contextmanager
-    def using(self, index) -> Iterator[None]:
+    def using(self, index: MemoryIndex) -> Iterator[None]:
         """The live sync's session on a shared index: its lock, shards left open."""
         slot = next(s for s in list(self._slots.values()) if s.index is index)
         with slot.lock:
@@ -174,16 +183,16 @@ class ServiceCore:
                 slot.used = time.monotonic()
 
     @contextmanager
-    def _index(self, settings) -> Iterator[object]:
+    def _index(self, settings: Settings) -> Iterator[MemoryIndex]:
         slot = self.slot(settings)
         if not slot.lock.acquire(blocking=False):
             started = time.monotonic()
             slot.lock.acquire()
             waited = (time.monotonic() - started) * 1000
             with self._sessions_lock:
-                self._waits[0] += 1
-                self._waits[1] += waited > 100
-                self._waits[2] = max(self._waits[2], waited)
+                self._waits += 1
+                self._slow_waits += waited > 100
+                self._longest_wait_ms = max(self._longest_wait_ms, waited)
         try:
             slot.used = time.monotonic()
             yield slot.index
@@ -215,8 +224,8 @@ class ServiceCore:
         from ..index.collections import resolve_collections
         from ..index.manifest import load_manifest
 
-        manifests = [load_manifest(self.settings.data_dir, c.name) for c in resolve_collections(self.settings)]
-        manifests = [m for m in manifests if m is not None]
+        loaded = [load_manifest(self.settings.data_dir, c.name) for c in resolve_collections(self.settings)]
+        manifests = [m for m in loaded if m is not None]
         if not manifests:
             return
         with self._index(self.settings) as index:
@@ -233,7 +242,7 @@ class ServiceCore:
             live = {s for s, t in self._sessions.items() if t >= cutoff} | set(self._connected)
         return ServiceInfo(
             os.getpid(), self.started, time.time() - self.started, self.settings.agent, self.live_sync,
-            tuple(sorted(live)), rss_bytes(), self.http, self.requests, *self._waits,
+            tuple(sorted(live)), rss_bytes(), self.http, self.requests, self._waits, self._slow_waits, self._longest_wait_ms,
         )
 
     def handle(self, op: str, settings, args: dict):
@@ -248,7 +257,7 @@ class ServiceCore:
     def op_info(self, settings):
         return self.info()
 
-    def op_search(self, settings, query: str, limit: int = 6, min_score: float | None = None, mode: str = "hybrid", sync: bool = True,
+    def op_search(self, settings, query: str, limit: int = 6, min_score: float | None = None, mode: SearchMode = "hybrid", sync: bool = True,
                   collections=(), paths=(), since: str | None = None, until: str | None = None):
         from ..index.filters import SearchFilters
         from ..index.results import DEFAULT_MIN_SCORE

@@ -15,10 +15,14 @@ import os
 import secrets
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from .paths import token_path
+
+if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
+    import uvicorn
 
 START_WAIT_S = 20.0
 
@@ -119,7 +123,7 @@ class HttpEndpoint:
         self.host, self.port = parse_address(address)
         self.url: str | None = None
         self.token: str | None = None
-        self._server = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> HttpEndpoint:
@@ -135,16 +139,16 @@ class HttpEndpoint:
                                 lambda session: self.core.end_session(self.settings.with_session(session)))
         app = _BearerAuth(sessions, self.token)
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
-        self._thread.start()
+        server = self._server = uvicorn.Server(config)
+        thread = self._thread = threading.Thread(target=server.run, name="mcp-http", daemon=True)
+        thread.start()
         deadline = time.monotonic() + START_WAIT_S
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
                 raise UsageError(f"--http: cannot listen on {self.host}:{self.port} (in use?)")
             time.sleep(0.02)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
+        port = server.servers[0].sockets[0].getsockname()[1]
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{shown}:{port}/mcp"
         return self

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import wire
 from ..errors import LockTimeout, MemoryToolError, UsageError
@@ -32,6 +33,10 @@ from ..fsutil.lock import FileLock
 from .core import Refused, ServiceCore, Stopping
 from .paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
 from .protocol import HEARTBEAT_S, MAX_LINE
+
+if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
+    from ..watch.watcher import Watcher
+    from .http import HttpEndpoint
 
 DRAIN_S = 10.0  # how long a stop waits for requests in flight
 
@@ -108,8 +113,8 @@ class Service:
         self._listener: socket.socket | None = None
         self._inflight = 0
         self._inflight_lock = threading.Condition()
-        self._http = None
-        self._watcher = None
+        self._http: HttpEndpoint | None = None
+        self._watcher: Watcher | None = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -131,14 +136,14 @@ class Service:
                     os.unlink(os.path.join(folder, name))
                 except FileNotFoundError:
                     pass
-            self._listener = self._bind()
-            threading.Thread(target=self._accept_loop, name="service-accept", daemon=True).start()
+            listener = self._listener = self._bind()
+            threading.Thread(target=self._accept_loop, args=(listener,), name="service-accept", daemon=True).start()
             threading.Thread(target=self._janitor, name="service-janitor", daemon=True).start()
             if self.http_address:
                 from .http import HttpEndpoint
 
-                self._http = HttpEndpoint(self.core, self.settings, self.http_address).start()
-                self.core.http = self._http.url
+                http = self._http = HttpEndpoint(self.core, self.settings, self.http_address).start()
+                self.core.http = http.url
             self._write_info()
             self.on_start(ServiceStarted(str(self.settings.workspace), self.settings.agent, os.getpid(),
                                          os.path.join(folder, SOCKET), self.core.http, self.live_sync))
@@ -173,11 +178,11 @@ class Service:
         from ..watch.watcher import Watcher
 
         slot = self.core.slot(self.settings)
-        self._watcher = Watcher(
+        watcher = self._watcher = Watcher(
             self.settings, on_change=self.on_change, on_notice=self.on_notice, on_start=self.on_watch_start,
             polling=self.polling, index=slot.index, index_session=self.core.using,
         )
-        summary = self._watcher.run(handle_signals=True)
+        summary = watcher.run(handle_signals=True)
         self._stopped_by = summary.stopped_by
         self.core.stopping.set()
         return summary.changes, summary.batches
@@ -238,10 +243,10 @@ class Service:
 
     # -- connections -------------------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
+    def _accept_loop(self, listener: socket.socket) -> None:
         while not self._stop.is_set():
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = listener.accept()
             except TimeoutError:
                 continue
             except OSError:
@@ -319,7 +324,7 @@ class Service:
             sessions[settings.session] = settings
             self.core.connected(settings.session, +1)
         try:
-            if op == "end_session":
+            if op == "end_session" and settings.session:  # a request without a session counted none
                 sessions.pop(settings.session, None)
                 self.core.connected(settings.session, -1)
             value = self.core.handle(op, settings, args)

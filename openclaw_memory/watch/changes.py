@@ -65,10 +65,11 @@ def applied_changes(before: dict[str, FileEntry], after: dict[str, FileEntry], m
     known = {h for entry in before.values() for _pid, h in entry.chunks}
     out: list[FileChange] = []
     for path in sorted(set(before) | set(after)):
-        old, new = before.get(path), after.get(path)
-        if new is None:
-            out.append(FileChange(path, REMOVED, None, 0, 0, 0, len(old.chunks), ms))
+        old = before.get(path)
+        if path not in after:
+            out.append(FileChange(path, REMOVED, None, 0, 0, 0, len(before[path].chunks), ms))
             continue
+        new = after[path]
         if old is not None and old.hash == new.hash:
             continue
         old_ids = {pid for pid, _h in old.chunks} if old else set()

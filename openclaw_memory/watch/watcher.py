@@ -172,7 +172,7 @@ class Watcher:
     # -- the loop ----------------------------------------------------------------------------
 
     def _loop(self, index) -> None:
-        self._arm()
+        targets = self._arm()
         ok = self._apply(index, set(), first=True)
         if self._stopping():
             return
@@ -183,7 +183,7 @@ class Watcher:
                     str(self.settings.workspace),
                     self.settings.agent,
                     "polling" if self.polling else "inotify",
-                    tuple(self._targets.paths()),
+                    tuple(targets.paths()),
                     len(indexed_files(self.settings)),
                 )
             )
@@ -200,10 +200,10 @@ class Watcher:
             if message is not None and message.feed in self._feeds:
                 if message.error is not None:
                     if self._on_feed_error(message.error):
-                        self._arm()
+                        targets = self._arm()
                     due = time.monotonic()  # events may have been lost with the watcher
                 else:
-                    fresh = {p for p in message.paths if self._targets.relevant(p)}
+                    fresh = {p for p in message.paths if targets.relevant(p)}
                     if fresh:
                         now = time.monotonic()
                         if not hints:
@@ -212,7 +212,7 @@ class Watcher:
                         hints |= fresh
             now = time.monotonic()
             if self._rearm_at is not None and now >= self._rearm_at:
-                self._arm()
+                targets = self._arm()
                 due = now
             ready = hints and (now - last_at >= QUIET_S or now - first_at >= MAX_WAIT_S)
             if ready or now >= due:
@@ -221,7 +221,7 @@ class Watcher:
                 due = time.monotonic() + (self.backstop_s if ok else RETRY_S)
                 if self._targets_changed():
                     self.on_notice("the watched folders changed; re-arming the watchers")
-                    self._arm()
+                    targets = self._arm()
                     due = time.monotonic()  # events may have been missed while re-arming
 
     def _apply(self, index, hints: set[str], first: bool = False) -> bool:
@@ -277,22 +277,23 @@ class Watcher:
 
     # -- watchers ----------------------------------------------------------------------------
 
-    def _arm(self) -> None:
-        """(Re)start the watchers on the current targets and wait until they are in place."""
+    def _arm(self) -> Targets:
+        """(Re)start the watchers on the current targets and wait until they are in place; the targets."""
         self._rearm_at = None
         while True:
-            error = self._start_feeds()
+            targets, error = self._start_feeds()
             if error is None:
-                return
+                return targets
             if not self._on_feed_error(error):
-                return
+                return targets
 
-    def _start_feeds(self) -> BaseException | None:
+    def _start_feeds(self) -> tuple[Targets, BaseException | None]:
+        """The targets now and the error of a watcher that failed to start (None: all in place)."""
         self._disarm()
-        self._targets = watch_targets(self.settings)
-        for targets, recursive in ((self._targets.recursive, True), (self._targets.flat, False)):
-            if targets:
-                feed = Feed([t.path for t in targets], recursive=recursive, polling=self.polling, out=self._queue,
+        targets = self._targets = watch_targets(self.settings)
+        for group, recursive in ((targets.recursive, True), (targets.flat, False)):
+            if group:
+                feed = Feed([t.path for t in group], recursive=recursive, polling=self.polling, out=self._queue,
                             ignore_denied=self.ignore_denied)
                 self._feeds.append(feed.start())
         deadline = time.monotonic() + ARM_WAIT_S
@@ -306,9 +307,9 @@ class Watcher:
                 continue
             waiting.discard(message.feed)
             if message.error is not None:
-                return message.error
+                return targets, message.error
             # Events that arrived while arming are covered by the sync that follows.
-        return None
+        return targets, None
 
     def _disarm(self) -> None:
         feeds, self._feeds = self._feeds, []

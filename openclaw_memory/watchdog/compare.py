@@ -53,7 +53,10 @@ def rules_for(workspace: Path, state_dir: Path, patterns: list[str]) -> IgnoreRu
 
 
 def record_observation(table: Table, rel: str, obs: Observation, guard_ns: int, delta: Delta) -> None:
+    """Add ``obs`` to ``table``; the caller has checked it is not gone."""
     st = obs.st
+    if st is None:
+        raise ValueError(f"{rel} vanished while observed: there is nothing to record")
     racy = max(st.st_mtime_ns, st.st_ctime_ns) >= obs.observed_ns - guard_ns
     table.append(rel, obs.kind, st, obs.digest, racy)
     if obs.problem:
@@ -90,6 +93,7 @@ def compare_workspace(
     # An unchanged tree lists in the order it was recorded: follow the baseline row by
     # row and build the path index only when the order breaks.
     cursor = 0
+    i: int | None  # the entry's baseline row
     changed, new, warnings = delta.changed, delta.new, delta.warnings
     ignores_file, ignores_dir = rules.ignores_file, rules.ignores_dir
     suffixes = rules.file_suffixes_only
@@ -203,10 +207,10 @@ def compare_workspace(
     i = seen.find(0)
     while i != -1:
         path = b_paths[i]
-        reason = next((why for folder, why in unreadable if path.startswith(folder)), None)
+        unlisted = next((why for folder, why in unreadable if path.startswith(folder)), None)
         if path in dirs:  # a file (or link) of the baseline is a folder now
             changed.append(Changed(path, _hex(base.digest(i)), None))
-        elif reason is None:
+        elif unlisted is None:
             delta.deleted.append(path)
         else:
             changed.append(Changed(path, _hex(base.digest(i)), None))

@@ -94,7 +94,11 @@ class IgnoreRules:
         if self._full is None:
             return False
         m = self._full.match(rel)
-        return m is not None and self._include[int(m.lastgroup[1:])]
+        if m is None:
+            return False
+        # Every alternative is one outer named group, the last to close on a match.
+        assert m.lastgroup is not None
+        return self._include[int(m.lastgroup[1:])]
 
 
 _ANY_DEPTH = "^(?:.+/)?"
@@ -116,19 +120,23 @@ def _alternation(bodies: list[str]) -> re.Pattern[str] | None:
 def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozenset[str] = frozenset()) -> IgnoreRules:
     """Compile gitignore ``patterns`` (blank lines and comments allowed)."""
     spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
-    compiled = [p for p in spec.patterns if p.include is not None and getattr(p, "regex", None) is not None]
+    # (include, regex source) of every pattern that matches anything.
+    compiled: list[tuple[bool, str]] = [
+        (p.include, regex.pattern) for p in spec.patterns
+        if p.include is not None and (regex := getattr(p, "regex", None)) is not None
+    ]
     newest_first = list(reversed(compiled))
-    has_negation = any(not p.include for p in compiled)
+    has_negation = any(not include for include, _ in compiled)
     # A regex without an end anchor matches only through a folder prefix ("dir/"), and such
     # a folder was tested and pruned before any file inside it is looked at.
-    file_capable = [p.regex.pattern for p in compiled if p.regex.pattern.endswith("$)") or p.regex.pattern.endswith("$")]
+    file_capable = [r for _, r in compiled if r.endswith("$)") or r.endswith("$")]
     suffixes = [m.group(1).replace("\\", "") for r in file_capable if (m := _SUFFIX_REGEX.fullmatch(r))]
     names = [r[len(_ANY_DEPTH):] for r in file_capable if _is_name_only(r) and not _SUFFIX_REGEX.fullmatch(r)]
     paths = [r for r in file_capable if not _is_name_only(r)]
     return IgnoreRules(
         tuple(patterns),
-        _alternation([p.regex.pattern for p in newest_first]),
-        tuple(bool(p.include) for p in newest_first),
+        _alternation([r for _, r in newest_first]),
+        tuple(include for include, _ in newest_first),
         tuple(suffixes),
         _alternation(names),
         _alternation(paths),

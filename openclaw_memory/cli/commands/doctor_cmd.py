@@ -10,12 +10,11 @@ from ..output import print_json, warn
 def _ask(finding, description: str) -> bool:
     """One question per repair, on stderr, default yes (as OpenClaw asks)."""
     import typer
-    from typer._click import exceptions as click_exc
 
     sys.stderr.write(f"\n{finding.severity}: {finding.id}\n{finding.message}\n")
     try:
         return typer.confirm(f"Repair {finding.id}: {description}?", default=True, err=True)
-    except click_exc.Abort:  # stdin closed: take it as a no
+    except typer.Abort:  # stdin closed: take it as a no (typer's vendored click raises typer's own Abort)
         sys.stderr.write("\n")
         return False
 

@@ -2,10 +2,20 @@
 
 
 import sys
+from typing import TypedDict
 
 from ...extras import require
 from ...serve.client import IN_PROCESS, service_status, try_service
 from ..output import print_json, warn
+
+
+class _Filters(TypedDict):
+    """A search's filters, as the service and ``SearchFilters.from_args`` both take them."""
+
+    collections: tuple[str, ...]
+    paths: tuple[str, ...]
+    since: str | None
+    until: str | None
 
 
 def _on_wait(what: str, pid: str) -> None:
@@ -130,7 +140,7 @@ def run_index(settings, full: bool, json_out: bool) -> int:
 
 def run_search(settings, query: str, limit: int, min_score: float, mode: str, no_sync: bool, json_out: bool,
                collections: list[str], paths: list[str], since: str | None, until: str | None) -> int:
-    wanted = dict(collections=tuple(collections), paths=tuple(paths), since=since, until=until)
+    wanted = _Filters(collections=tuple(collections), paths=tuple(paths), since=since, until=until)
     result = try_service(settings, "search", query=query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync, **wanted)
     if result is IN_PROCESS:
         from ...index.filters import SearchFilters
@@ -196,7 +206,7 @@ def run_collections(settings, json_out: bool) -> int:
     return 0
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

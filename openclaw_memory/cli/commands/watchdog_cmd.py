@@ -57,6 +57,7 @@ def run_heartbeat(settings, json_out: bool) -> int:
         print(OK)
     else:
         verify_result = result.verify
+        assert verify_result is not None  # only a heartbeat that took the first snapshot has none, and it is OK
         print(f"⚠️ Workspace changed since snapshot {verify_result.baseline}: {verify_result.break_count} break(s)")
         _print_delta(verify_result)
         print(f"checkpoint: {result.checkpoint} (the next `openclaw-memory prompt` includes it once)")

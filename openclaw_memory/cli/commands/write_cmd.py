@@ -2,12 +2,23 @@
 
 
 import sys
+from typing import TypedDict
 
 from ...errors import UsageError
 from ...serve.client import IN_PROCESS, try_service
 from ..output import print_json, warn
 
 VERBS = {"append": "appended to", "replace": "wrote"}
+
+
+class _WriteArgs(TypedDict):
+    """What the service and the in-process API are both given."""
+
+    content: bytes | None
+    append: bytes | None
+    expect: str | None
+    update_index: bool
+    idempotency_key: str | None
 
 
 def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
@@ -28,8 +39,8 @@ def run_write(settings, path: str, append: str | None, replace_file: str | None,
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
     # Bytes of an argument that was not UTF-8 travel exactly (surrogateescape), as in-process.
     added = append.encode("utf-8", "surrogateescape") if append is not None else None
-    args = dict(content=_new_content(replace_file, stdin), append=added, expect=expect, update_index=not no_index,
-                idempotency_key=idempotency_key)
+    args = _WriteArgs(content=_new_content(replace_file, stdin), append=added, expect=expect, update_index=not no_index,
+                      idempotency_key=idempotency_key)
     result = try_service(settings, "write", path=path, **args)
     if result is IN_PROCESS:
         from ... import api  # only here: answered by the service, a write loads none of it

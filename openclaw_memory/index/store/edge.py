@@ -15,11 +15,15 @@ import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
 from ...fsutil.space import free_bytes
 from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, Hit, PointData, WaitCallback
+
+if TYPE_CHECKING:
+    from qdrant_edge import PointId
 
 DENSE = "dense"
 _BATCH = 256
@@ -641,9 +645,10 @@ class EdgeShard:
     def delete_ids(self, ids: Iterable[str]) -> None:
         import qdrant_edge as qe
 
-        ids = list(ids)
-        for start in range(0, len(ids), _BATCH):
-            self._engine.update(qe.UpdateOperation.delete_points(ids[start : start + _BATCH]))
+        # The engine's id lists are invariant in their item type, so ours (all str) is declared as theirs.
+        id_list: list[PointId] = list(ids)
+        for start in range(0, len(id_list), _BATCH):
+            self._engine.update(qe.UpdateOperation.delete_points(id_list[start : start + _BATCH]))
 
     def delete_paths(self, paths: Iterable[str]) -> None:
         import qdrant_edge as qe
@@ -656,7 +661,7 @@ class EdgeShard:
     def delete_path_except(self, path: str, keep_ids: Iterable[str]) -> None:
         import qdrant_edge as qe
 
-        keep = set(keep_ids)
+        keep: set[PointId] = set(keep_ids)
         cond = qe.FieldCondition(PATH_FIELD, match=qe.MatchValue(path))
         self._engine.update(
             qe.UpdateOperation.delete_points_by_filter(

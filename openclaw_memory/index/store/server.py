@@ -31,11 +31,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ...errors import MemoryToolError
 from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, Hit, PointData
 from .server_client import Connection
 from .server_config import ServerConfig
+
+if TYPE_CHECKING:
+    from qdrant_client.models import ExtendedPointId
 
 DENSE = "dense"
 TENANT_FIELD = "tenant"
@@ -114,11 +118,12 @@ class ServerStore:
 
     def disk_usage(self, name: str) -> int:
         """Bytes on this machine: a local-mode collection's folder; 0 for a server, whose disks are not ours to see."""
-        if not self.local:
+        local_path = self.config.local_path
+        if not self.local or local_path is None:
             return 0
         import os
 
-        folder = os.path.join(self.config.local_path, "collection", self.physical(name))
+        folder = os.path.join(local_path, "collection", self.physical(name))
         total = 0
         for root, _dirs, files in os.walk(folder):
             for f in files:
@@ -309,7 +314,8 @@ class ServerStore:
         if not self._collection_exists(REGISTRY):
             return []
         flt = m.Filter(must=[m.FieldCondition(key="namespace", match=m.MatchValue(value=self.config.namespace))])
-        entries, offset = [], None
+        entries: list[dict] = []
+        offset = None
         while True:
             points, offset = self._call(
                 "reading the tenant registry", self.client.scroll, REGISTRY, scroll_filter=flt, limit=1024, offset=offset, with_payload=True
@@ -467,7 +473,8 @@ class ServerShard:
 
         ids = list(ids)
         for start in range(0, len(ids), _BATCH):
-            chunk = [self.store.point_uuid(self.name, i) for i in ids[start : start + _BATCH]]
+            # The client's id lists are invariant in their item type, so ours (all str) is declared as theirs.
+            chunk: list[ExtendedPointId] = [self.store.point_uuid(self.name, i) for i in ids[start : start + _BATCH]]
             self._call("delete", self.client.delete, self.physical, points_selector=m.PointIdsList(points=chunk), wait=True)
 
     def delete_paths(self, paths: Iterable[str]) -> None:

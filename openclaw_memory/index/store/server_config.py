@@ -164,6 +164,7 @@ def server_config(settings, url: str | None = None, environ=None) -> ServerConfi
     if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
         raise ConfigError(f"{_WHERE}: `namespace` must be 1-64 letters, digits, '-' or '_', not {namespace!r}")
     api_key, source = _api_key(server, env)
+    retries = _count(server, "retries", 0)
     return ServerConfig(
         url=chosen,
         namespace=namespace,
@@ -171,7 +172,7 @@ def server_config(settings, url: str | None = None, environ=None) -> ServerConfi
         api_key=api_key,
         api_key_source=source,
         timeout=_seconds(server, "timeout", 10.0, 0.1),
-        retries=_count(server, "retries", 0) if "retries" in server else 4,
+        retries=4 if retries is None else retries,
         retry_backoff=_seconds(server, "retry_backoff", 0.5, 0.0),
         tenancy=tenancy,
         shard_number=_count(server, "shard_number", 1),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import TypedDict
 
 from ...errors import MemoryToolError
 from ...findings import Finding
@@ -19,6 +20,34 @@ from ..manifest import load_manifest
 from .server_config import ServerConfig, server_config
 
 MIN_VERSION = (1, 20)  # BM25 ranking over a text index (`TextQuery`) arrived in Qdrant 1.20
+
+
+class CollectionReport(TypedDict):
+    """One of the agent's collections, as the server holds it and as this index recorded it."""
+
+    name: str
+    qdrantCollection: str
+    present: bool
+    dim: int | None
+    indexedDim: int | None
+    settingsKey: str | None
+    fingerprint: str | None
+    indexedFingerprint: str | None
+    indexedSettingsKey: str | None
+
+
+class ServerReport(TypedDict):
+    """What ``server_report`` returns (a JSON object in ``status --json``)."""
+
+    backend: str
+    url: str
+    namespace: str
+    tenancy: str
+    apiKey: str
+    version: str | None
+    reachable: bool
+    error: str | None
+    collections: list[CollectionReport]
 
 
 def _finding(fid: str, severity: Severity, message: str, fixable: bool = False, paths: list[str] | None = None) -> Finding:
@@ -32,8 +61,8 @@ def _version_tuple(version: str) -> tuple[int, ...] | None:
         return None
 
 
-def _config_findings(config: ServerConfig) -> list[dict]:
-    found = []
+def _config_findings(config: ServerConfig) -> list[Finding]:
+    found: list[Finding] = []
     if config.api_key and config.url.startswith("http://"):
         host = config.display_url.split("//", 1)[1].split(":")[0].split("/")[0]
         if host not in ("localhost", "127.0.0.1", "::1", "[::1]"):
@@ -58,14 +87,18 @@ def _config_findings(config: ServerConfig) -> list[dict]:
     return found
 
 
-def server_report(settings) -> dict | None:
+def server_report(settings) -> ServerReport | None:
     """Backend, URL, namespace, tenancy, server version and each of the agent's collections on the server."""
     config = server_config(settings)
     if config is None:
         return None
+    return _server_report(settings, config)
+
+
+def _server_report(settings, config: ServerConfig) -> ServerReport:
     from .server import ServerStore
 
-    report = {
+    report: ServerReport = {
         "backend": "qdrant-local" if config.local_path else "qdrant",
         "url": config.display_url,
         "namespace": config.namespace,
@@ -113,11 +146,14 @@ def server_findings(settings) -> list[Finding]:
     if config is None:
         return []
     found = _config_findings(config)
-    report = server_report(settings)
-    if report["error"] is not None:
-        fid = "qdrant-auth" if "API key" in report["error"] else "qdrant-unreachable"
-        return found + [_finding(fid, "error", report["error"])]
-    version = _version_tuple(report["version"]) if report["version"] != "local" else None
+    report = _server_report(settings, config)
+    error = report["error"]
+    if error is not None:
+        fid = "qdrant-auth" if "API key" in error else "qdrant-unreachable"
+        return found + [_finding(fid, "error", error)]
+    # Without an error the server answered, so the version is set.
+    served = report["version"]
+    version = _version_tuple(served) if served is not None and served != "local" else None
     if version is not None and version < MIN_VERSION:
         found.append(
             _finding(
@@ -127,7 +163,9 @@ def server_findings(settings) -> list[Finding]:
                 f"BM25 over text indexes, in Qdrant {'.'.join(map(str, MIN_VERSION))} or later: upgrade the server",
             )
         )
-    missing, dims, prints = [], [], []
+    missing: list[str] = []
+    dims: list[str] = []
+    prints: list[str] = []
     for c in report["collections"]:
         if c["indexedFingerprint"] is None:
             continue  # never indexed here: nothing to compare with
