@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-slow conformance bench clean
+.PHONY: install demo lint test test-slow conformance bench clean
 
 install: $(STAMP)
 
@@ -25,8 +25,13 @@ demo: install
 # TEST_WORKERS: pytest-xdist workers, one per core by default (4 on 2 cores measured no faster).
 TEST_WORKERS ?= auto
 PYTEST_FLAGS ?= --durations=15
-test: install
+test: install lint
 	$(PY) -m pytest --ignore=tests/conformance -m "not slow" -n $(TEST_WORKERS) $(PYTEST_FLAGS)
+
+# The linter and the type checker, configured in pyproject.toml; part of `make test`.
+lint: install
+	$(VENV)/bin/ruff check openclaw_memory tests bench scripts
+	$(VENV)/bin/mypy
 
 # The slow tier: the real model, large trees, many real processes (CI runs it after `make test`).
 test-slow: install
@@ -42,4 +47,4 @@ bench: install
 	$(PY) bench/scan.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .hypothesis .mypy_cache .ruff_cache

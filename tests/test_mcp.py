@@ -178,3 +178,56 @@ def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_di
     assert not any("pydantic" in t or "validation error" in t for t in texts)
     got = payload(floored)
     assert (got["from"], got["lines"], got["text"]) == (2, 1, "")  # floored as OpenClaw's reader does
+
+
+def _raw_session(workspace, state_dir, lines: list[dict | str]) -> tuple[list[dict], str]:
+    """Raw JSON-RPC lines to ``openclaw-memory mcp``: the answers to the requests, and its stderr."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
+    assert proc.stdin and proc.stdout and proc.stderr
+    answers = []
+    for line in lines:
+        proc.stdin.write((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n")
+        proc.stdin.flush()
+        if isinstance(line, dict) and "id" in line:  # a garbled line gets no answer (no id to answer)
+            answers.append(json.loads(proc.stdout.readline()))
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    return answers, proc.stderr.read().decode()
+
+
+HELLO = {"jsonrpc": "2.0", "id": 7, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def test_initialize_is_answered_before_the_sdk_loads_and_as_the_sdk_answers(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    answers, stderr = _raw_session(workspace, state_dir, [
+        HELLO, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "id": 8, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}},
+    ])
+    hello, listed, got = answers
+    assert hello["id"] == 7 and hello["result"]["protocolVersion"] == "2025-06-18"
+    assert hello["result"]["capabilities"] == {"tools": {"listChanged": False}}
+    assert "differed" not in stderr, stderr  # the SDK's own answer, compared and dropped, was the same
+    assert len(listed["result"]["tools"]) == 4
+    assert json.loads(got["result"]["content"][0]["text"])["text"].startswith("# Memory")
+    old, _ = _raw_session(workspace, state_dir, [{**HELLO, "params": {**HELLO["params"], "protocolVersion": "1999-01-01"}}])
+    assert old[0]["result"]["protocolVersion"] == "2025-11-25"  # the newest handshake version, as the SDK picks
+
+
+def test_a_first_line_that_is_not_initialize_goes_to_the_sdk(workspace, state_dir):
+    answers, stderr = _raw_session(workspace, state_dir, ["{not json", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, HELLO])
+    early, hello = answers
+    assert early["id"] == 1 and "error" in early  # before initialize: refused by the SDK
+    assert hello["result"]["serverInfo"]["name"] == "openclaw-memory" and "Traceback" not in stderr
+
+
+def test_the_handshake_versions_are_the_sdks():
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from openclaw_memory.mcp.stdio import HANDSHAKE_VERSIONS
+
+    assert HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS

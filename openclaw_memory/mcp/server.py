@@ -403,18 +403,49 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
     return Server(
         SERVER_NAME,
         version=__version__,
-        instructions=f"{indexed_scope(tools.settings)} Read a file with memory_get before changing it with memory_write.",
+        instructions=server_instructions(tools.settings),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def server_instructions(settings) -> str:
+    return f"{indexed_scope(settings)} Read a file with memory_get before changing it with memory_write."
 
 
 def serve(settings, *, start_service: bool = False) -> None:
     """Serve over stdin/stdout until the client closes the connection.
 
     When the workspace's service runs (or ``start_service`` starts it), every call goes
-    to it; otherwise the tools run in this process.
+    to it; otherwise the tools run in this process. ``initialize`` is answered first, before
+    any of that (see :mod:`.stdio`).
     """
+    from .. import __version__
+    from .stdio import serve_stdio
+
+    opened: list[MemoryTools] = []
+
+    def make_server():
+        tools = _stdio_tools(settings, start_service)
+        opened.append(tools)
+
+        def warm() -> None:
+            # Not before tools/list: loading the model competes for the interpreter while the
+            # client waits for its first answers. The agent's first call follows by seconds at least.
+            if tools.client is None:
+                threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
+
+        return build_server(tools, on_listed=warm)
+
+    def close() -> None:
+        for tools in opened:
+            tools.close()
+
+    serve_stdio(make_server, name=SERVER_NAME, version=__version__, instructions=server_instructions(settings),
+                after=close)
+
+
+def _stdio_tools(settings, start_service: bool) -> MemoryTools:
     from ..serve.client import ServiceClient, ServiceUnavailable, service_disabled
 
     client = None
@@ -428,29 +459,7 @@ def serve(settings, *, start_service: bool = False) -> None:
         except ServiceUnavailable as exc:
             if exc.message:
                 sys.stderr.write(f"warning: {exc.message}\n")
-    tools = MemoryTools(settings, client=client)
-
-    def warm() -> None:
-        # Not before initialize is answered: loading the model competes for the interpreter, and a
-        # client waits only seconds for initialize (OpenClaw: 5). The agent's first call follows
-        # tools/list by seconds at least; by then the model is loaded.
-        if client is None:
-            threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
-
-    server = build_server(tools, on_listed=warm)
-
-    async def run() -> None:
-        from mcp.server.stdio import stdio_server
-
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    try:
-        import anyio
-
-        anyio.run(run)
-    finally:
-        tools.close()
+    return MemoryTools(settings, client=client)
 
 
 def _warm_quietly(tools: MemoryTools) -> None:
