@@ -139,8 +139,9 @@ def run_in_process(args, env: dict, cwd: Path, input: str | None = None) -> CliR
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     sys.stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
-    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    # The error handlers a new process here would get (surrogateescape in the C locale or UTF-8 mode).
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", errors=sys.__stdout__.errors, write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors=sys.__stderr__.errors, write_through=True)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)

@@ -73,3 +73,28 @@ def test_a_listed_file_with_a_name_of_255_bytes_can_be_written(cli, workspace):
     assert note.read_text() == "# Long\n\nfirst line\nsecond line\n"
     assert [p.name for p in note.parent.iterdir()] == [name]  # no temp file left beside it
     assert cli("write", f"memory/{name}", "--replace-file", str(note), "--json").returncode == 0
+
+
+def test_a_file_name_that_is_not_utf8_works_in_every_command(cli, workspace):
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    raw = os.path.join(os.fsencode(workspace), b"memory", b"bad\xff\xfe.md")
+    os.makedirs(os.path.dirname(raw))
+    with open(raw, "wb") as out:
+        out.write(b"# Odd\n\nA note with an odd name.\n")
+    name = os.fsdecode(b"memory/bad\xff\xfe.md")  # as a process gets it in argv
+    indexed = cli("index", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "not UTF-8" in indexed.stderr and "memory/bad\\xff\\xfe.md" in indexed.stderr
+    for args in (["state", "--json"], ["status", "--json"], ["doctor", "--fix", "--json"], ["search", "green tea"],
+                 ["files"], ["prompt"]):
+        res = cli(*args)
+        assert res.returncode == 0, (args, res.stderr)
+        assert "Traceback" not in res.stderr
+    assert cli("doctor", "--json").json()["remaining"] == []  # the left-out file is not a stale index
+    assert cli("read", name).returncode == 0
+    first = cli("write", name, "--append", "one more line", "--json")
+    again = cli("write", name, "--append", "one more line", "--json")  # a retry
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    assert again.json()["replayed"] is True
+    with open(raw, "rb") as back:
+        assert back.read() == b"# Odd\n\nA note with an odd name.\none more line\n"

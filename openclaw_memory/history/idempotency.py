@@ -89,7 +89,8 @@ class IdempotencyStore:
     def put(self, key: str, result: WriteResult, when: float | None = None) -> None:
         payload = {"key": key, "time": time.time() if when is None else when, "result": wire.encode(result)}
         os.makedirs(self.root, exist_ok=True)
-        atomic_write_bytes(self._file(key), json.dumps(payload, ensure_ascii=False).encode("utf-8"), 0o600)
+        # ensure_ascii: a name that is not UTF-8 round-trips as \udcXX
+        atomic_write_bytes(self._file(key), json.dumps(payload, ensure_ascii=True).encode("ascii"), 0o600)
 
     def prune(self) -> int:
         """Delete the entries older than 24 hours (by file time: a damaged file goes too); returns how many."""

@@ -176,7 +176,8 @@ def _load_sightings(store: HistoryStore) -> dict[str, list]:
 def _save_sightings(store: HistoryStore, data: dict[str, list]) -> None:
     try:
         os.makedirs(store.root, exist_ok=True)
-        atomic_write_text(os.path.join(store.root, SIGHTINGS), json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+        # ensure_ascii: a name that is not UTF-8 round-trips as \udcXX
+        atomic_write_text(os.path.join(store.root, SIGHTINGS), json.dumps(data, ensure_ascii=True, separators=(",", ":")))
     except OSError:
         pass  # only a cache: the next run hashes again (a failed write leaves no temp file)
 

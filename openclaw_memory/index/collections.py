@@ -70,16 +70,33 @@ class Collection:
 
 
 def assign_files(collections: list[Collection], files) -> dict[str, list]:
-    """Group the scanner's Markdown files by collection name (first owning collection wins)."""
+    """Group the scanner's Markdown files by collection name (first owning collection wins).
+
+    A file whose name is not UTF-8 is left out (see :func:`unindexable`): the engine keeps paths as
+    UTF-8 text, and such a file is still listed, read and written by every other command."""
     groups: dict[str, list] = {c.name: [] for c in collections}
     for f in files:
-        if f.kind != "markdown":
+        if f.kind != "markdown" or not _utf8(f.path):
             continue
         for c in collections:
             if c.owns(f):
                 groups[c.name].append(f)
                 break
     return groups
+
+
+def unindexable(files) -> list[str]:
+    """The Markdown files the index leaves out because their names are not UTF-8, as shown to a
+    user (the name's bytes, escaped)."""
+    return [os.fsencode(f.path).decode("utf-8", "backslashreplace") for f in files if f.kind == "markdown" and not _utf8(f.path)]
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate-escaped bytes of a name that is not UTF-8
+        return False
+    return True
 
 
 def registry_path(data_dir: Path) -> Path:

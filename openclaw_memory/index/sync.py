@@ -37,7 +37,7 @@ from ..files.scan import MemoryFile, scan_workspace
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from .bm25 import save_stats, scan_stats
-from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize
+from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
 from .manifest import (
     FileEntry,
@@ -288,6 +288,9 @@ class _Sync:
         collections = resolve_collections(self.settings, register=True)
         scan = scan_workspace(self.settings)
         groups = assign_files(collections, scan.files)
+        left_out = unindexable(scan.files)
+        if left_out:
+            self.notes.append(f"not indexed, as the file name is not UTF-8 (rename it to index it): {', '.join(left_out)}")
         olds = {c.name: load_manifest(self.settings.data_dir, c.name) for c in collections}
         for c in collections:
             self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
