@@ -6,7 +6,8 @@ the idempotency store keeps a write's first result in it. Values are JSON with a
 ``{"~c": "module:Class", "f": {...}}`` a dataclass, ``{"~n": ..., "v": [...]}`` a NamedTuple,
 ``{"~t": [...]}`` a tuple, ``{"~p": "..."}`` a path, ``{"~b": "base64"}`` bytes, and
 ``{"~m": {...}}`` a dict (so a dict whose keys look like tags stays a dict). Floats survive
-JSON exactly (shortest repr). Only classes of this package are rebuilt.
+JSON exactly (shortest repr). Only the data types listed in :data:`TYPES` are rebuilt: data never
+names code (no module, function or class outside that closed list is ever looked up).
 
 Standard library only: the CLI imports this on its fast path.
 """
@@ -18,7 +19,87 @@ import dataclasses
 import importlib
 from pathlib import PurePath
 
-_PACKAGE = "openclaw_memory."
+# Every type that may be rebuilt from the wire or the data dir: the package's public data types
+# (dataclasses and NamedTuples outside the front-ends); tests/test_wire.py keeps it complete.
+TYPES = frozenset({
+    "openclaw_memory.doctor.journal:JournalRecord",
+    "openclaw_memory.doctor.model:Repair",
+    "openclaw_memory.doctor.model:RepairSpec",
+    "openclaw_memory.doctor.runner:DoctorReport",
+    "openclaw_memory.files.citation:Citation",
+    "openclaw_memory.files.read:ReadResult",
+    "openclaw_memory.files.read:ResolvedPath",
+    "openclaw_memory.files.root:RootEntry",
+    "openclaw_memory.files.root:RootMemoryFiles",
+    "openclaw_memory.files.scan:MemoryFile",
+    "openclaw_memory.files.scan:Skipped",
+    "openclaw_memory.files.scan:ScanResult",
+    "openclaw_memory.findings:Finding",
+    "openclaw_memory.history.config:HistoryConfig",
+    "openclaw_memory.history.diff:DiffRead",
+    "openclaw_memory.history.guard:IndexUpdate",
+    "openclaw_memory.history.guard:WriteResult",
+    "openclaw_memory.history.idempotency:ReplayedWrite",
+    "openclaw_memory.history.listing:VersionHistory",
+    "openclaw_memory.history.report:FileState",
+    "openclaw_memory.history.report:Unreadable",
+    "openclaw_memory.history.report:StateReport",
+    "openclaw_memory.history.states:Seen",
+    "openclaw_memory.history.store:FileVersion",
+    "openclaw_memory.history.versions:Entry",
+    "openclaw_memory.index.api:CollectionInfo",
+    "openclaw_memory.index.bm25:TermStats",
+    "openclaw_memory.index.chunking:Chunk",
+    "openclaw_memory.index.chunking:FrontMatter",
+    "openclaw_memory.index.collections:Collection",
+    "openclaw_memory.index.config:IndexConfig",
+    "openclaw_memory.index.filters:SearchFilters",
+    "openclaw_memory.index.manifest:FileEntry",
+    "openclaw_memory.index.manifest:Manifest",
+    "openclaw_memory.index.manifest:Diff",
+    "openclaw_memory.index.manifest:FileContent",
+    "openclaw_memory.index.migrate:CollectionCopy",
+    "openclaw_memory.index.migrate:MigrationResult",
+    "openclaw_memory.index.results:SearchHit",
+    "openclaw_memory.index.results:SearchResult",
+    "openclaw_memory.index.search:Ranking",
+    "openclaw_memory.index.snippets:Passage",
+    "openclaw_memory.index.status:CollectionStatus",
+    "openclaw_memory.index.status:IndexStatus",
+    "openclaw_memory.index.store.base:PointData",
+    "openclaw_memory.index.store.base:Hit",
+    "openclaw_memory.index.store.server_config:ServerConfig",
+    "openclaw_memory.index.sync:SyncSummary",
+    "openclaw_memory.index.sync:SyncProgress",
+    "openclaw_memory.prompt.bootstrap:Injected",
+    "openclaw_memory.prompt.loader:PromptCut",
+    "openclaw_memory.prompt.loader:PromptSection",
+    "openclaw_memory.prompt.startup:DailyNote",
+    "openclaw_memory.prompt.startup:Prelude",
+    "openclaw_memory.serve.core:ServiceInfo",
+    "openclaw_memory.serve.service:ServiceStarted",
+    "openclaw_memory.serve.service:ServiceSummary",
+    "openclaw_memory.settings:ReadLimits",
+    "openclaw_memory.settings:StartupContext",
+    "openclaw_memory.settings:PromptLimits",
+    "openclaw_memory.settings:Settings",
+    "openclaw_memory.settings:Overrides",
+    "openclaw_memory.watch.changes:FileChange",
+    "openclaw_memory.watch.feeds:Message",
+    "openclaw_memory.watch.targets:Target",
+    "openclaw_memory.watch.targets:Targets",
+    "openclaw_memory.watch.watcher:WatchStarted",
+    "openclaw_memory.watch.watcher:WatchSummary",
+    "openclaw_memory.watchdog.compare:Changed",
+    "openclaw_memory.watchdog.compare:Delta",
+    "openclaw_memory.watchdog.heartbeat:HeartbeatResult",
+    "openclaw_memory.watchdog.ignore:IgnoreRules",
+    "openclaw_memory.watchdog.observe:Observation",
+    "openclaw_memory.watchdog.snapshot:SnapshotInfo",
+    "openclaw_memory.watchdog.store:Table",
+    "openclaw_memory.watchdog.store:IndexEntry",
+    "openclaw_memory.watchdog.verify:VerifyResult",
+})
 
 
 def encode(value):
@@ -45,14 +126,15 @@ def encode(value):
     raise TypeError(f"cannot send a {type(value).__name__} over the service socket")
 
 
-def _class(name: str):
+def _class(name: str) -> type:
+    """The data type ``name`` stands for: one of :data:`TYPES`, nothing else, whatever the bytes."""
+    if not isinstance(name, str) or name not in TYPES:
+        raise ValueError(f"refusing to rebuild {str(name)[:100]!r}: not one of the product's data types")
     module, _, qualname = name.partition(":")
-    if not module.startswith(_PACKAGE):
-        raise ValueError(f"refusing to rebuild {name}: not a class of this package")
-    obj = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+    cls = getattr(importlib.import_module(module), qualname)
+    if not (isinstance(cls, type) and (dataclasses.is_dataclass(cls) or issubclass(cls, tuple))):
+        raise ValueError(f"refusing to rebuild {name}: not a data type")
+    return cls
 
 
 def decode(value):

@@ -31,6 +31,15 @@ def _deep_chain(folder, depth: int) -> str:
     return "memory/" + "d/" * depth + "deep.md"
 
 
+def _remove_chain(folder, depth: int) -> None:
+    """Bottom up, one level at a time: pytest's own clean-up of old temp folders recurses."""
+    path = os.path.join(folder, *["d"] * depth)
+    os.unlink(os.path.join(path, "deep.md"))
+    for _ in range(depth):
+        os.rmdir(path)
+        path = os.path.dirname(path)
+
+
 @pytest.fixture
 def odd_tree(workspace):
     write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
@@ -39,7 +48,8 @@ def odd_tree(workspace):
     os.symlink("self", workspace / "memory" / "sub" / "self")  # a loop of one, no .md name
     os.symlink("b", workspace / "memory" / "a2")  # a -> b -> a
     os.symlink("a2", workspace / "memory" / "b")
-    return _deep_chain(workspace / "memory", DEPTH)
+    yield _deep_chain(workspace / "memory", DEPTH)
+    _remove_chain(workspace / "memory", DEPTH)
 
 
 @pytest.mark.parametrize("args", SCANNING, ids=lambda a: a[0])

@@ -21,7 +21,7 @@ import sys
 
 from .. import wire
 from .paths import read_info, socket_address
-from .protocol import MAX_LINE, request_line, service_timeout
+from .protocol import LineReader, LineTooLong, request_line, service_timeout
 
 OFF_ENV = "OPENCLAW_MEMORY_SERVICE"
 
@@ -47,7 +47,7 @@ class ServiceClient:
         self.settings = settings
         self.timeout = service_timeout(settings) if timeout is None else timeout
         self._sock: socket.socket | None = None
-        self._buffer = b""
+        self._lines: LineReader | None = None
 
     def connect(self) -> ServiceClient:
         """Connect; raises ServiceUnavailable (with an empty message when no service runs)."""
@@ -115,14 +115,14 @@ class ServiceClient:
                 return json.loads(line)
 
     def _line(self, sock: socket.socket) -> bytes:
-        while b"\n" not in self._buffer:
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                raise ValueError("connection closed")
-            self._buffer += chunk
-            if len(self._buffer) > MAX_LINE:
-                raise ValueError("answer too large")
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        if self._lines is None or self._lines.sock is not sock:
+            self._lines = LineReader(sock)
+        try:
+            line = self._lines.next()
+        except LineTooLong:
+            raise ValueError("answer too large") from None
+        if line is None:
+            raise ValueError("connection closed")
         return line
 
 

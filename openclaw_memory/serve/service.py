@@ -32,7 +32,7 @@ from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
 from .core import Refused, ServiceCore, Stopping
 from .paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
-from .protocol import HEARTBEAT_S, MAX_LINE
+from .protocol import HEARTBEAT_S, MAX_LINE, LineReader, LineTooLong
 
 if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
     from ..watch.watcher import Watcher
@@ -255,19 +255,21 @@ class Service:
 
     def _serve_connection(self, conn: socket.socket) -> None:
         conn.settimeout(None)
-        buffer = b""
         sessions: dict[str, object] = {}  # sessions seen on this connection: ended when it closes
         send_lock = threading.Lock()
+        lines = LineReader(conn)
         try:
             while not self._stop.is_set():
-                while b"\n" not in buffer:
-                    chunk = conn.recv(1 << 16)
-                    if not chunk:
-                        return
-                    buffer += chunk
-                    if len(buffer) > MAX_LINE:
-                        return
-                line, _, buffer = buffer.partition(b"\n")
+                try:
+                    line = lines.next()
+                except LineTooLong:
+                    with send_lock:
+                        conn.sendall(json.dumps({"ok": False, "refused": (
+                            f"a request of more than {MAX_LINE >> 20} MiB; write a file that large in-process "
+                            "(OPENCLAW_MEMORY_SERVICE=off)")}).encode("ascii") + b"\n")
+                    return
+                if line is None:
+                    return
                 if line.strip():
                     self._answer(conn, send_lock, line, sessions)
         except OSError:
@@ -311,15 +313,20 @@ class Service:
     def _compute(self, line: bytes, sessions: dict) -> dict:
         try:
             request = json.loads(line)
+            if not isinstance(request, dict) or not isinstance(request.get("settings") or {}, dict):
+                raise ValueError("a request is a JSON object whose settings are an object")
             op = str(request["op"])
             settings = self.core.settings_for(request.get("settings") or {})
             args = wire.decode(request.get("args") or {})
+            if not isinstance(args, dict):
+                raise ValueError("the arguments of a request are an object")
         except Refused as exc:
             return {"ok": False, "refused": str(exc)}
         except MemoryToolError as exc:
             return {"ok": False, "error": {"type": type(exc).__name__, "message": exc.message}}
-        except (ValueError, KeyError, TypeError) as exc:
-            return {"ok": False, "refused": f"a request it cannot read ({exc})"}
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            # RecursionError: JSON nested deeper than the decoder goes
+            return {"ok": False, "refused": f"a request it cannot read ({type(exc).__name__}: {str(exc)[:200]})"}
         if settings.session and settings.session not in sessions:
             sessions[settings.session] = settings
             self.core.connected(settings.session, +1)
