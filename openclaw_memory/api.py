@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import LockTimeout, MemoryToolError, is_no_space
+from .errors import LockTimeout, MemoryToolError, UsageError, is_no_space
 from .files.read import ReadResult, read_memory_file
 from .files.scan import ScanResult, scan_workspace
 from .settings import Settings
@@ -114,24 +114,33 @@ def write_memory(
     ``<agent>.<tool>.<hash of path, mode and content>``) made less than 24 hours ago
     writes nothing and returns that first result (``replayed``): a retry is harmless.
     """
-    from .history.guard import write_memory_file
-    from .history.idempotency import IdempotencyStore, check_key, default_key
+    from .history.guard import current_file_version, write_memory_file
+    from .history.idempotency import IdempotencyStore, binding, check_key, default_key, describe
 
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
+    mode, body = ("append", added) if added is not None else ("replace", data)
+    bound = binding(settings.agent, settings.session, path, mode, body if body is not None else b"")
     if idempotency_key is None:
-        mode, body = ("append", added) if added is not None else ("replace", data)
-        key = default_key(settings.agent, tool, path, mode, body if body is not None else b"")
+        key = default_key(settings.agent, tool, path, mode, body if body is not None else b"", settings.session)
     else:
         key = check_key(idempotency_key)
     keys = IdempotencyStore(settings.data_dir)
     with keys.lock():
-        first = keys.get(key)
-        if first is not None:
-            return first
+        found = keys.get(key)
+        if found is not None:
+            first, first_bound = found
+            if first_bound is not None and first_bound != bound:
+                raise UsageError(
+                    f"the idempotency key {key!r} was first used for {describe(first_bound, bound)}; a key stands "
+                    "for one write: give this write a new key (nothing was written)"
+                )
+            if current_file_version(settings, path) == first.version:
+                return first
+            # The file no longer holds what that write made (restored or edited since): write it again.
         result = write_memory_file(settings, path, content=data, append=append, expect=expect)
         when = time.time()
-        recorded = _record_key(keys, key, result, when)
+        recorded = _record_key(keys, key, result, when, bound)
     if not recorded:
         result = dataclasses.replace(result, warnings=result.warnings + (
             "the write is done, but its idempotency key could not be recorded (state dir full or unwritable): "
@@ -140,13 +149,13 @@ def write_memory(
     result = _after_write(settings, result, update_index, sync)
     if recorded:
         with keys.lock():
-            _record_key(keys, key, result, when)  # a later replay shows what the index update did
+            _record_key(keys, key, result, when, bound)  # a later replay shows what the index update did
     return result
 
 
-def _record_key(keys, key: str, result: WriteResult, when: float) -> bool:
+def _record_key(keys, key: str, result: WriteResult, when: float, bound: dict) -> bool:
     try:
-        keys.put(key, result, when)
+        keys.put(key, result, when, bound)
     except OSError:
         return False
     return True

@@ -89,6 +89,39 @@ def test_an_explicit_key_makes_a_second_identical_append_a_new_write(settings, w
         api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="")
 
 
+def test_a_key_is_bound_to_its_write_and_a_reuse_for_another_is_refused(settings, workspace):
+    write(workspace / "memory" / "b.md", "b\n")
+    for path in ("MEMORY.md", "memory/b.md"):
+        api.read_memory(settings, path)
+    api.write_memory(settings, "MEMORY.md", append="- first fact", idempotency_key="turn-7")
+    other_session = settings.with_session("s-2")
+    api.read_memory(other_session, "MEMORY.md")
+    for kwargs in ({"path": "MEMORY.md", "append": "- second fact"},  # other content
+                   {"path": "memory/b.md", "append": "- first fact"},  # another file
+                   {"path": "MEMORY.md", "content": "- first fact\n"}):  # another mode
+        with pytest.raises(UsageError, match="'turn-7' was first used for an append of MEMORY.md by agent 'main'"):
+            api.write_memory(settings, idempotency_key="turn-7", **kwargs)
+    with pytest.raises(UsageError, match="other in its session"):
+        api.write_memory(other_session, "MEMORY.md", append="- first fact", idempotency_key="turn-7")
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- first fact\n"
+    assert (workspace / "memory" / "b.md").read_text() == "b\n"
+    assert api.write_memory(settings, "MEMORY.md", append="- first fact", idempotency_key="turn-7").to_json()["replayed"]
+
+
+def test_a_replay_is_answered_only_while_the_file_holds_what_the_first_write_made(settings, workspace):
+    api.read_memory(settings, "MEMORY.md")
+    first = api.write_memory(settings, "MEMORY.md", append="- remember the keys")
+    api.restore(settings, "MEMORY.md", first.previous)  # the person takes the fact out again
+    api.read_memory(settings, "MEMORY.md")
+    again = api.write_memory(settings, "MEMORY.md", append="- remember the keys")
+    assert "replayed" not in again.to_json()  # written again, not answered from a version the file no longer has
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- remember the keys\n"
+    other = settings.with_session("s-9")  # without a key, another session's same text is its own write
+    api.read_memory(other, "MEMORY.md")
+    assert "replayed" not in api.write_memory(other, "MEMORY.md", append="- remember the keys").to_json()
+    assert (workspace / "MEMORY.md").read_text().count("- remember the keys") == 2
+
+
 def test_a_key_older_than_a_day_or_damaged_counts_as_absent(settings, workspace):
     store = IdempotencyStore(settings.data_dir)
     api.read_memory(settings, "MEMORY.md")

@@ -133,6 +133,17 @@ def write_memory_file(settings, path: str, *, content: bytes | None = None, appe
     )
 
 
+def current_file_version(settings, path: str) -> str | None:
+    """The version (content hash) the memory file ``path`` holds now; None when it does not exist."""
+    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    folder, fd, current = _open_current(resolved)
+    if fd is not None:
+        os.close(fd)
+    if folder is not None:
+        folder.close()
+    return current.version if current is not None else None
+
+
 def restore_file_version(settings, path: str, version: str) -> WriteResult:
     """Put back the bytes of an earlier version (a unique prefix of at least 8 hex characters).
 

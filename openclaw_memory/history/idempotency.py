@@ -1,9 +1,12 @@
 """Idempotency keys for writes: a retried ``write`` / ``memory_write`` returns the first result.
 
 An agent that times out and retries must not append twice. Every write carries a key (by
-default ``<agent>.<tool>.<hash of path, mode and content>``, the checkpoint seed's
+default ``<agent>.<tool>.<hash of session, path, mode and content>``, the checkpoint seed's
 ``<agent_id>.<tool_name>.<input_hash>``); a second write with the same key within 24 hours
-writes nothing and returns the first write's result, marked ``"replayed": true``.
+writes nothing and returns the first write's result, marked ``"replayed": true``, as long as
+the file still holds what that write made (after a restore or an edit, the same write is made
+again). A key is bound to what it was first used for (agent, session, path, mode, content): the
+same key with anything else is refused, never answered with the first result.
 
 One small JSON file per key under ``<data dir>/idempotency/`` (named by a hash of the key),
 replaced atomically; a damaged, foreign or expired file counts as absent. The check and
@@ -42,14 +45,28 @@ class ReplayedWrite(WriteResult):
         return {**super().to_json(), "replayed": True}
 
 
-def default_key(agent: str, tool: str, path: str, mode: str, data: bytes) -> str:
-    """``<agent>.<tool>.<xxh3_128 of path, mode and content>``."""
+def default_key(agent: str, tool: str, path: str, mode: str, data: bytes, session: str | None = None) -> str:
+    """``<agent>.<tool>.<xxh3_128 of session, path, mode and content>``."""
     digest = xxhash.xxh3_128()
-    for part in (os.path.normpath(path).encode("utf-8", "surrogateescape"), mode.encode("ascii")):
+    for part in ((session or "").encode("utf-8"), os.path.normpath(path).encode("utf-8", "surrogateescape"),
+                 mode.encode("ascii")):
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
     digest.update(data)
     return f"{agent}.{tool}.{digest.hexdigest()}"
+
+
+def binding(agent: str, session: str | None, path: str, mode: str, data: bytes) -> dict:
+    """What a key stands for: the same key with any other of these is another write."""
+    return {"agent": agent, "session": session, "path": os.path.normpath(path), "mode": mode,
+            "content": xxhash.xxh3_128_hexdigest(data)}
+
+
+def describe(first: dict, now: dict) -> str:
+    """The first write a key stood for, and how this one differs from it."""
+    who = f"agent '{first.get('agent')}'" + (f" (session {first['session']})" if first.get("session") else "")
+    differs = [name for name in ("agent", "session", "path", "mode", "content") if first.get(name) != now.get(name)]
+    return f"{'an append' if first.get('mode') == 'append' else 'a replace'} of {first.get('path')} by {who}, other in its {', '.join(differs)}"
 
 
 def check_key(key: str) -> str:
@@ -71,8 +88,9 @@ class IdempotencyStore:
     def _file(self, key: str) -> str:
         return os.path.join(self.root, xxhash.xxh3_128_hexdigest(key.encode("utf-8", "surrogateescape")) + ".json")
 
-    def get(self, key: str) -> ReplayedWrite | None:
-        """The first result for ``key`` when it was written less than 24 hours ago."""
+    def get(self, key: str) -> tuple[ReplayedWrite, dict | None] | None:
+        """The first result for ``key`` and what the key was bound to (None in a record of an
+        earlier release), when it was written less than 24 hours ago."""
         try:
             with open(self._file(key), encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -81,13 +99,15 @@ class IdempotencyStore:
             first = wire.decode(data["result"])
             if not isinstance(first, WriteResult):
                 return None
+            bound = data.get("binding")
             fields = {f.name: getattr(first, f.name) for f in dataclasses.fields(WriteResult)}
-            return ReplayedWrite(**fields, key=key, first_time=float(data["time"]))
+            return ReplayedWrite(**fields, key=key, first_time=float(data["time"])), bound if isinstance(bound, dict) else None
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
             return None  # absent or damaged: the write goes ahead and the entry is written anew
 
-    def put(self, key: str, result: WriteResult, when: float | None = None) -> None:
-        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.encode(result)}
+    def put(self, key: str, result: WriteResult, when: float | None = None, bound: dict | None = None) -> None:
+        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.encode(result),
+                   "binding": bound}
         os.makedirs(self.root, exist_ok=True)
         # ensure_ascii: a name that is not UTF-8 round-trips as \udcXX
         atomic_write_bytes(self._file(key), json.dumps(payload, ensure_ascii=True).encode("ascii"), 0o600)
