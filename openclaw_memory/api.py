@@ -115,7 +115,7 @@ def write_memory(
     writes nothing and returns that first result (``replayed``): a retry is harmless.
     """
     from .history.guard import current_file_version, write_memory_file
-    from .history.idempotency import IdempotencyStore, binding, check_key, default_key, describe
+    from .history.idempotency import IdempotencyStore, binding, check_key, default_key, describe, reach
 
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
@@ -138,27 +138,24 @@ def write_memory(
             if current_file_version(settings, path) == first.version:
                 return first
             # The file no longer holds what that write made (restored or edited since): write it again.
-        result = write_memory_file(settings, path, content=data, append=append, expect=expect)
         when = time.time()
-        recorded = _record_key(keys, key, result, when, bound)
-    if not recorded:
-        result = dataclasses.replace(result, warnings=result.warnings + (
-            "the write is done, but its idempotency key could not be recorded (state dir full or unwritable): "
-            "a retry would write again",))
+
+        def record_first(to_be: WriteResult) -> None:
+            # In the same step as the write: before the rename, with the version it will make. A
+            # crash after the rename leaves the key, and the retry finds the file at that version.
+            keys.put(key, to_be, when, bound)
+            reach("key-recorded")
+
+        result = write_memory_file(settings, path, content=data, append=append, expect=expect, before_swap=record_first)
+        reach("swapped")
     keys.prune()
     result = _after_write(settings, result, update_index, sync)
-    if recorded:
-        with keys.lock():
-            _record_key(keys, key, result, when, bound)  # a later replay shows what the index update did
+    with keys.lock():
+        try:
+            keys.put(key, result, when, bound)  # a later replay shows what the index update did
+        except OSError:
+            pass  # the key recorded before the rename stands
     return result
-
-
-def _record_key(keys, key: str, result: WriteResult, when: float, bound: dict) -> bool:
-    try:
-        keys.put(key, result, when, bound)
-    except OSError:
-        return False
-    return True
 
 
 def restore(settings: Settings, path: str, version: str, *, update_index: bool = True,

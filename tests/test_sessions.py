@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from conftest import settings_for, write
+from conftest import env_for, settings_for, wait_for, write
 from openclaw_memory import api
 from openclaw_memory.errors import LockTimeout, UsageError, WriteBlocked
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.idempotency import KEEP_S, IdempotencyStore, default_key
+from openclaw_memory.serve.paths import read_info
 
 
 @pytest.fixture
@@ -204,3 +207,34 @@ def test_a_removing_lock_leaves_no_file_and_a_waiter_locks_the_live_file(tmp_pat
         FileLock(path, timeout=0, remove=True).acquire()
     waiter.release()
     assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("step", ["key-recorded", "swapped"])
+def test_a_keyed_write_killed_at_any_step_is_written_exactly_once(workspace, state_dir, cli, cli_process, step):
+    write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    args = ("write", "MEMORY.md", "--append", "- exactly once", "--idempotency-key", "turn-3", "--json")
+    killed = cli_process(*args, env={"OPENCLAW_MEMORY_TEST_WRITE_KILL_AT": step, "OPENCLAW_MEMORY_SERVICE": "off"})
+    assert killed.returncode == -9, killed.stderr
+    retry = cli(*args)
+    assert retry.returncode == 0, retry.stderr
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- exactly once\n"
+    assert retry.json().get("replayed", False) is (step == "swapped")  # renamed before the kill: answered
+
+
+@pytest.mark.parametrize("step", ["key-recorded", "swapped"])
+def test_a_service_killed_mid_write_then_the_in_process_retry_writes_once(workspace, state_dir, cli, step):
+    write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=workspace,
+                               env=env_for(workspace, state_dir, OPENCLAW_MEMORY_TEST_WRITE_KILL_AT=step),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: read_info(settings_for(workspace, state_dir)), timeout=120)
+        done = cli("write", "MEMORY.md", "--append", "- exactly once", "--idempotency-key", "turn-4", "--json")
+        assert service.wait(timeout=60) == -9  # the service died at that step; the CLI carried on in-process
+    finally:
+        if service.poll() is None:
+            service.kill()
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- exactly once\n"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -100,9 +100,11 @@ class _Raced(Exception):
 
 
 def write_memory_file(settings, path: str, *, content: bytes | None = None, append: str | bytes | None = None,
-                      expect: str | None = None) -> WriteResult:
+                      expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
 
+    ``before_swap`` is given the result the write will have, just before the new content is
+    renamed into place (an error it raises stops the write, changing nothing).
     Raises WriteBlocked (exit 3) when the agent's view of the file is out of date,
     PathRefused for anything that is not a memory path (or whose folder was swapped
     while in use), DiskFull when there is no space to write: then nothing was changed.
@@ -123,8 +125,8 @@ def write_memory_file(settings, path: str, *, content: bytes | None = None, appe
     with store.lock():
         for _ in range(tries):
             try:
-                return _translated(store, resolved, "written",
-                                   lambda: _write_once(store, records, resolved, content, added, expected, daily_append))
+                return _translated(store, resolved, "written", lambda: _write_once(
+                    store, records, resolved, content, added, expected, daily_append, before_swap))
             except _Raced:
                 continue
     raise WriteBlocked(
@@ -256,7 +258,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str) -> Write
             folder.close()
 
 
-def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append) -> WriteResult:
+def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append,
+                before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     latest_before = store.log.latest(resolved.abs_path)
     folder, fd, current = _open_current(resolved)
     try:
@@ -278,7 +281,8 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             if current is not None and prefix != current.version:
                 unlink_quietly(tmp, dir_fd=folder.fd)
                 raise _Raced()
-        return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE)
+        return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE,
+                       before_swap)
     finally:
         if fd is not None:
             os.close(fd)
@@ -445,7 +449,8 @@ def _create(folder: Folder, tmp: str, name: str) -> None:
 
 
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
-            current: FileVersion | None, tmp: str, new: FileVersion, action: str) -> WriteResult:
+            current: FileVersion | None, tmp: str, new: FileVersion, action: str,
+            before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     """Store the new version and log it, re-check the target, swap the temp file in, record the write.
 
     The history steps that can run out of space (object, log entry) come before the
@@ -466,6 +471,12 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
             raise _Raced()
         with _in_history():
             store.record(target, resolved.display, new.version, new.size, origin, records.agent)
+        result = WriteResult(
+            resolved.display, target, action, new.version,
+            current.version if current else None, new.size, created=current is None,
+        )
+        if before_swap is not None:
+            before_swap(result)
         if current is None:
             _create(folder, tmp, resolved.name)
         else:
@@ -473,10 +484,6 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     except BaseException:
         unlink_quietly(tmp, dir_fd=folder.fd)
         raise
-    result = WriteResult(
-        resolved.display, target, action, new.version,
-        current.version if current else None, new.size, created=current is None,
-    )
     notes = []
     try:
         folder.fsync()

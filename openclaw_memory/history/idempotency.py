@@ -30,6 +30,9 @@ from ..fsutil.lock import FileLock
 from .guard import WriteResult
 
 KEEP_S = 24 * 3600
+# Test-only: SIGKILL the process at a step of a keyed write (``key-recorded``: the key and the
+# result to be are recorded, the new content not yet renamed into place; ``swapped``: renamed).
+KILL_ENV = "OPENCLAW_MEMORY_TEST_WRITE_KILL_AT"
 LOCK_TIMEOUT_S = 10.0
 MAX_KEY = 300
 
@@ -67,6 +70,13 @@ def describe(first: dict, now: dict) -> str:
     who = f"agent '{first.get('agent')}'" + (f" (session {first['session']})" if first.get("session") else "")
     differs = [name for name in ("agent", "session", "path", "mode", "content") if first.get(name) != now.get(name)]
     return f"{'an append' if first.get('mode') == 'append' else 'a replace'} of {first.get('path')} by {who}, other in its {', '.join(differs)}"
+
+
+def reach(step: str) -> None:
+    if os.environ.get(KILL_ENV) == step:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def check_key(key: str) -> str:
