@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .history.guard import WriteResult
     from .history.listing import VersionHistory
     from .history.report import StateReport
-    from .index.sync import SyncSummary
+    from .index.sync import ProgressCallback, SyncSummary
     from .prompt import PromptSection
 
 
@@ -101,6 +101,7 @@ def write_memory(
     idempotency_key: str | None = None,
     tool: str = "write",
     sync: Callable[[], SyncSummary] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> WriteResult:
     """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
 
@@ -149,7 +150,7 @@ def write_memory(
         result = write_memory_file(settings, path, content=data, append=append, expect=expect, before_swap=record_first)
         reach("swapped")
     keys.prune()
-    result = _after_write(settings, result, update_index, sync)
+    result = _after_write(settings, result, update_index, sync, progress)
     with keys.lock():
         try:
             keys.put(key, result, when, bound)  # a later replay shows what the index update did
@@ -190,11 +191,12 @@ def file_states(settings: Settings) -> StateReport:
 
 
 def _after_write(settings: Settings, result: WriteResult, update_index: bool,
-                 sync: Callable[[], SyncSummary] | None = None) -> WriteResult:
+                 sync: Callable[[], SyncSummary] | None = None, progress: ProgressCallback | None = None) -> WriteResult:
     """Bring the agent's index up to date after a write, when it has one.
 
     ``sync`` runs the update in an index the caller keeps open (the MCP server's); by default a
-    :class:`~openclaw_memory.index.api.MemoryIndex` is opened for it.
+    :class:`~openclaw_memory.index.api.MemoryIndex` is opened for it, reporting to ``progress``
+    (every stale file of the agent is brought up to date, not only the one written).
     """
     from .history.guard import IndexUpdate
 
@@ -220,7 +222,7 @@ def _after_write(settings: Settings, result: WriteResult, update_index: bool,
             from .index.api import MemoryIndex
 
             with MemoryIndex(settings) as index:
-                summary = index.sync()
+                summary = index.sync(progress=progress)
     except MemoryToolError as exc:
         return done(IndexUpdate(False, f"index not updated: {exc.message}", failed=True))
     return done(IndexUpdate(True, sync=summary))

@@ -369,3 +369,15 @@ def test_append_text_that_is_not_utf8_or_empty(workspace, state_dir):
     assert (workspace / "memory/raw.md").read_bytes() == b"caf\xe9 latin-1\n"
     empty = subprocess.run(run + [""], env=env, capture_output=True)
     assert empty.returncode == 2 and b"nothing to append" in empty.stderr
+
+
+def test_a_write_that_brings_many_stale_files_into_the_index_says_so_and_shows_progress(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    assert cli("index").returncode == 0
+    for i in range(400):  # edited while no watch or service kept the index up to date
+        write(workspace / "memory" / f"2026-01-{i:03}.md", f"# Note {i}\n\nThe note number {i} about the garden.\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    done = cli("write", "MEMORY.md", "--append", "- and oolong")
+    assert done.returncode == 0, done.stderr
+    assert "bringing the agent's index up to date" in done.stderr
+    assert "read 401/401 files" in done.stderr or "embedded" in done.stderr

@@ -1,6 +1,7 @@
 """``openclaw-memory write``: a guarded, atomic write of one memory file."""
 
 
+import contextlib
 import sys
 from typing import TypedDict
 
@@ -33,6 +34,25 @@ def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
         raise UsageError(f"cannot read --replace-file {replace_file}: {exc.strerror or exc}") from None
 
 
+def _progress_past_one_file(stack):
+    """Progress of the index update after the write, shown when it covers more than the file written
+    (other files of the agent changed too: no watch or service kept the index up to date)."""
+    from .index_cmd import _progress_reporter
+
+    shown: list = []
+
+    def report(p) -> None:
+        if not shown:
+            if p.files_total <= 1:
+                return
+            warn(f"the write is done; bringing the agent's index up to date ({p.files_total} changed files; "
+                 "Ctrl-C stops this, not the write)")
+            shown.append(_progress_reporter(stack))
+        shown[0](p)
+
+    return report
+
+
 def run_write(settings, path: str, append: str | None, replace_file: str | None, stdin: bool,
               expect: str | None, no_index: bool, json_out: bool, idempotency_key: str | None = None) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
@@ -45,7 +65,8 @@ def run_write(settings, path: str, append: str | None, replace_file: str | None,
     if result is IN_PROCESS:
         from ... import api  # only here: answered by the service, a write loads none of it
 
-        result = api.write_memory(settings, path, **args)
+        with contextlib.ExitStack() as stack:
+            result = api.write_memory(settings, path, progress=_progress_past_one_file(stack), **args)
     if result.to_json().get("replayed"):
         warn("already written by an earlier write with the same idempotency key; nothing written again")
     if result.index is not None and result.index.failed:
