@@ -463,3 +463,34 @@ def test_mcp_over_http_refuses_other_hosts_and_origins_on_any_loopback_bind(work
     assert post(Origin="null") == 403 and post(Origin="http://evil.example") == 403
     assert post(Origin=f"http://{host}:1234") == 200
     assert service.stop() == 0
+
+
+def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace, state_dir, services):
+    import concurrent.futures
+
+    import httpx2
+
+    memory(workspace)
+    service = start(services, workspace, state_dir, "--no-watch", "--http", "127.0.0.1:0")
+    settings = settings_for(workspace, state_dir)
+    token = Path(service_dir(settings), "token").read_text().strip()
+    url = read_info(settings)["http"]
+    base = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    hello = httpx2.post(url, headers=base, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
+    httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_status", "arguments": {}}}
+
+    def post(_):
+        return httpx2.post(url, headers=session, json=call, timeout=60)
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(post, range(10)))
+    assert all(a.status_code == 200 for a in answers)
+    bodies = [a.text for a in answers]
+    assert all('"id":5' in b.replace(" ", "") for b in bodies), bodies
+    assert any('"result"' in b for b in bodies)
+    refused = [b for b in bodies if "already in flight" in b]
+    assert len(refused) + sum('"result"' in b for b in bodies) == 10
+    assert service.stop() == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import os
 import secrets
 import threading
@@ -94,6 +95,68 @@ class _SessionEnds:
             self.end(f"http-{sid.decode('ascii', 'replace')}")
 
 
+class _OneRequestPerId:
+    """ASGI middleware: a JSON-RPC request whose id is already in flight in the same MCP session is
+    answered at once with an error, instead of waiting on a response the transport can route to
+    only one of them (concurrent calls reusing an id were left hanging for minutes)."""
+
+    def __init__(self, app):
+        self.app = app
+        self.inflight: set[tuple[bytes, str]] = set()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        sid = dict(scope.get("headers") or []).get(b"mcp-session-id", b"")
+        body, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message], receive), send)
+                return
+            body.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        data = b"".join(body)
+        ids = _request_ids(data)
+        taken = [i for i in ids if (sid, i) in self.inflight]
+        if taken:
+            error = {"jsonrpc": "2.0", "id": json.loads(taken[0]), "error": {
+                "code": -32600, "message": f"request id {taken[0]} is already in flight in this session; give each request its own id"}}
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": json.dumps(error).encode("utf-8")})
+            return
+        keys = {(sid, i) for i in ids}
+        self.inflight |= keys
+        try:
+            await self.app(scope, _replay([{"type": "http.request", "body": data, "more_body": False}], receive), send)
+        finally:
+            self.inflight -= keys
+
+
+def _replay(messages: list[dict], receive):
+    """``receive`` with ``messages`` (already taken from it) given back first."""
+    pending = list(messages)
+
+    async def replayed():
+        if pending:
+            return pending.pop(0)
+        return await receive()  # the disconnect, when it comes
+
+    return replayed
+
+
+def _request_ids(data: bytes) -> list[str]:
+    """The ids of the JSON-RPC requests in a POST body (one message or a batch), as JSON text."""
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        return []
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    return [json.dumps(m["id"]) for m in messages
+            if isinstance(m, dict) and "method" in m and isinstance(m.get("id"), (int, str)) and not isinstance(m.get("id"), bool)]
+
+
 def _session_of(ctx) -> str:
     """``http-<mcp-session-id>``: the transport routes a request to its session by that header,
     so it names the session the request belongs to (a stateless request gets its own)."""
@@ -137,7 +200,7 @@ class HttpEndpoint:
         app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host))
         sessions = _SessionEnds(app,
                                 lambda session: self.core.end_session(self.settings.with_session(session)))
-        app = _BearerAuth(sessions, self.token)
+        app = _BearerAuth(_OneRequestPerId(sessions), self.token)
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
         server = self._server = uvicorn.Server(config)
         thread = self._thread = threading.Thread(target=server.run, name="mcp-http", daemon=True)
