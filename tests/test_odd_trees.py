@@ -94,7 +94,7 @@ def test_a_file_name_that_is_not_utf8_works_in_every_command(cli, workspace):
     name = os.fsdecode(b"memory/bad\xff\xfe.md")  # as a process gets it in argv
     indexed = cli("index", "--json")
     assert indexed.returncode == 0, indexed.stderr
-    assert "not UTF-8" in indexed.stderr and "memory/bad\\xff\\xfe.md" in indexed.stderr
+    assert "not indexed: memory/bad\\xff\\xfe.md (its name is not UTF-8: rename it)" in indexed.stderr
     for args in (["state", "--json"], ["status", "--json"], ["doctor", "--fix", "--json"], ["search", "green tea"],
                  ["files"], ["prompt"]):
         res = cli(*args)
@@ -108,3 +108,22 @@ def test_a_file_name_that_is_not_utf8_works_in_every_command(cli, workspace):
     assert again.json()["replayed"] is True
     with open(raw, "rb") as back:
         assert back.read() == b"# Odd\n\nA note with an odd name.\none more line\n"
+
+
+def test_a_file_over_the_index_limit_is_named_and_left_out_and_the_rest_indexed(cli, workspace):
+    from openclaw_memory.index.collections import MAX_INDEXED_BYTES
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    line = b"- a line of a huge log that nobody split\n"
+    huge = workspace / "memory" / "huge.md"
+    huge.parent.mkdir()
+    with open(huge, "wb") as out:
+        for _ in range(MAX_INDEXED_BYTES // len(line) + 1):
+            out.write(line)
+    indexed = cli("index", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "not indexed: memory/huge.md (16.0 MiB, over the 16 MiB an indexed file may have: split it)" in indexed.stderr
+    assert indexed.json()["filesScanned"] == 1
+    assert cli("doctor", "--json").json()["remaining"] == []  # not a stale index either
+    assert cli("read", "memory/huge.md", "--lines", "1", "--json").json()["text"].startswith(line.decode())
+    assert cli("search", "green tea", "--json").json()["results"][0]["path"] == "MEMORY.md"

@@ -72,11 +72,11 @@ class Collection:
 def assign_files(collections: list[Collection], files) -> dict[str, list]:
     """Group the scanner's Markdown files by collection name (first owning collection wins).
 
-    A file whose name is not UTF-8 is left out (see :func:`unindexable`): the engine keeps paths as
-    UTF-8 text, and such a file is still listed, read and written by every other command."""
+    A file whose name is not UTF-8, or larger than ``MAX_INDEXED_BYTES``, is left out (see
+    :func:`unindexable`); such a file is still listed, read and written by every other command."""
     groups: dict[str, list] = {c.name: [] for c in collections}
     for f in files:
-        if f.kind != "markdown" or not _utf8(f.path):
+        if f.kind != "markdown" or _left_out(f) is not None:
             continue
         for c in collections:
             if c.owns(f):
@@ -85,10 +85,27 @@ def assign_files(collections: list[Collection], files) -> dict[str, list]:
     return groups
 
 
+# A memory file past this is not indexed (chunking and embedding hold a file whole: a 52 MB file
+# took minutes without a word of progress and 3 GB of memory); split it to index it.
+MAX_INDEXED_BYTES = 16 << 20
+
+
 def unindexable(files) -> list[str]:
-    """The Markdown files the index leaves out because their names are not UTF-8, as shown to a
-    user (the name's bytes, escaped)."""
-    return [os.fsencode(f.path).decode("utf-8", "backslashreplace") for f in files if f.kind == "markdown" and not _utf8(f.path)]
+    """The Markdown files the index leaves out, each as shown to a user with the reason."""
+    out = []
+    for f in files:
+        reason = _left_out(f) if f.kind == "markdown" else None
+        if reason is not None:
+            out.append(f"{os.fsencode(f.path).decode('utf-8', 'backslashreplace')} ({reason})")
+    return out
+
+
+def _left_out(f) -> str | None:
+    if not _utf8(f.path):
+        return "its name is not UTF-8: rename it"  # the engine keeps paths as UTF-8 text
+    if f.size > MAX_INDEXED_BYTES:
+        return f"{f.size / (1 << 20):.1f} MiB, over the {MAX_INDEXED_BYTES >> 20} MiB an indexed file may have: split it"
+    return None
 
 
 def _utf8(path: str) -> bool:

@@ -290,7 +290,7 @@ class _Sync:
         groups = assign_files(collections, scan.files)
         left_out = unindexable(scan.files)
         if left_out:
-            self.notes.append(f"not indexed, as the file name is not UTF-8 (rename it to index it): {', '.join(left_out)}")
+            self.notes.append(f"not indexed: {'; '.join(left_out)}")
         olds = {c.name: load_manifest(self.settings.data_dir, c.name) for c in collections}
         for c in collections:
             self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
