@@ -153,8 +153,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
                 "refused: memory.md is the legacy root file, not memory; "
                 "MEMORY.md is canonical (run `openclaw-memory doctor --fix` to merge it)"
             )
-        raise PathRefused(
-            f"refused: {shown} is not a memory path "
+        raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
+            f"refused: {raw if os.path.isabs(raw) else shown} is not a memory path "
             "(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"
         )
     if not absolute.endswith(".md") and not (root == absolute and not in_workspace):

@@ -259,23 +259,26 @@ class ToolSpec:
     run: Callable[[Any, dict], dict]  # (request context, checked arguments) -> the tool's JSON
     idempotent: bool = True
 
-    def wire(self):
-        from mcp import types
-
-        return types.Tool(
-            name=self.name,
-            title=self.title,
-            description=self.description,
-            input_schema={
+    def listing(self) -> dict:
+        """The tool as ``tools/list`` gives it (the JSON, without the SDK: the handshake is answered
+        before the SDK is loaded; see :mod:`.stdio`)."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": {
                 "type": "object",
                 "properties": {p.name: p.schema() for p in self.params},
                 "required": [p.name for p in self.params if p.required],
             },
-            annotations=types.ToolAnnotations(
-                title=self.title, read_only_hint=self.read_only, destructive_hint=False,
-                idempotent_hint=self.idempotent, open_world_hint=False,
-            ),
-        )
+            "annotations": {"title": self.title, "readOnlyHint": self.read_only, "destructiveHint": False,
+                            "idempotentHint": self.idempotent, "openWorldHint": False},
+        }
+
+    def wire(self):
+        from mcp import types
+
+        return types.Tool.model_validate(self.listing(), by_name=False)
 
     def call(self, ctx, arguments: dict) -> str:
         """The tool's JSON text; raises ToolArgumentError or a product error, worded."""
@@ -283,10 +286,16 @@ class ToolSpec:
         return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
 
 
-def tool_specs(tools: MemoryTools) -> list[ToolSpec]:
+def tool_specs(settings, tools: MemoryTools | None) -> list[ToolSpec]:
+    """The four tools; ``tools`` runs them (None: for the listing only)."""
     from ..index.results import DEFAULT_MIN_SCORE
 
-    scope = indexed_scope(tools.settings)
+    def on(ctx) -> MemoryTools:
+        if tools is None:
+            raise RuntimeError("these tool specs only list the tools")
+        return tools
+
+    scope = indexed_scope(settings)
     return [
         ToolSpec(
             "memory_search", "Search memory",
@@ -305,7 +314,7 @@ def tool_specs(tools: MemoryTools) -> list[ToolSpec]:
                 Param("until", "string", "Only files dated or modified on or before this day (YYYY-MM-DD)."),
             ),
             read_only=True,
-            run=lambda ctx, a: tools.search(ctx, a["query"], a["maxResults"], a["minScore"], a["collection"], a["paths"],
+            run=lambda ctx, a: on(ctx).search(ctx, a["query"], a["maxResults"], a["minScore"], a["collection"], a["paths"],
                                             a["since"], a["until"]),
         ),
         ToolSpec(
@@ -321,7 +330,7 @@ def tool_specs(tools: MemoryTools) -> list[ToolSpec]:
                 Param("maxChars", "window", "Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, 12000)."),
             ),
             read_only=True,
-            run=lambda ctx, a: tools.get(ctx, a["path"], a["from"], a["lines"], a["maxChars"]),
+            run=lambda ctx, a: on(ctx).get(ctx, a["path"], a["from"], a["lines"], a["maxChars"]),
         ),
         ToolSpec(
             "memory_write", "Write memory",
@@ -343,7 +352,7 @@ def tool_specs(tools: MemoryTools) -> list[ToolSpec]:
                       "writes nothing and returns the first result (default: derived from agent, path, mode and content)."),
             ),
             read_only=False,
-            run=lambda ctx, a: tools.write(ctx, a["path"], a["content"], a["append"], a["expect"], a["idempotencyKey"]),
+            run=lambda ctx, a: on(ctx).write(ctx, a["path"], a["content"], a["append"], a["expect"], a["idempotencyKey"]),
         ),
         ToolSpec(
             "memory_status", "Memory index status",
@@ -351,7 +360,7 @@ def tool_specs(tools: MemoryTools) -> list[ToolSpec]:
             f"model, size. Covers: {scope}",
             (),
             read_only=True,
-            run=lambda ctx, a: tools.status(ctx),
+            run=lambda ctx, a: on(ctx).status(ctx),
         ),
     ]
 
@@ -377,7 +386,7 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
 
     from .. import __version__
 
-    specs = {spec.name: spec for spec in tool_specs(tools)}
+    specs = {spec.name: spec for spec in tool_specs(tools.settings, tools)}
     listed: list[bool] = []
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
@@ -442,7 +451,7 @@ def serve(settings, *, start_service: bool = False) -> None:
             tools.close()
 
     serve_stdio(make_server, name=SERVER_NAME, version=__version__, instructions=server_instructions(settings),
-                after=close)
+                tools=[spec.listing() for spec in tool_specs(settings, None)], after=close)
 
 
 def _stdio_tools(settings, start_service: bool) -> MemoryTools:

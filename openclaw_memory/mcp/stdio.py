@@ -2,11 +2,13 @@
 
 Importing the SDK costs more than a second of CPU (its protocol models are built at import), and
 a client gives a stdio server a few seconds to answer ``initialize`` (OpenClaw: 5): on a loaded
-machine the import alone missed that. So the first line is read here, and a well-formed
-``initialize`` is answered at once with what the server will say anyway (protocol version, tools
-capability, server info, instructions). Then the SDK is imported and served the same request,
-and its own answer to it is checked against the early one and dropped: the SDK's session state is
-exactly as if it had answered. Anything else as a first line goes to the SDK untouched.
+machine the import alone missed that (and OpenClaw's probe waits 1.5 s for the tool list). So the
+SDK is imported in a thread while the handshake is answered here: a well-formed ``initialize``
+with what the server will say anyway (protocol version, tools capability, server info,
+instructions), then ``tools/list`` with the tools' own listing. Then the SDK is served every byte
+read so far, and its own answers to those requests are checked against the early ones and
+dropped: the SDK's session state is exactly as if it had answered. Anything else (a tool call, a
+line that is not the handshake) waits for the SDK and goes to it untouched.
 
 As the SDK's own stdio transport does, the wire gets private descriptors while serving: fd 0
 reads the null device and fd 1 writes to stderr, so nothing else in the process (a child, a
@@ -15,10 +17,13 @@ stray print) can read from or write to the protocol stream.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import select
 import sys
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
@@ -36,16 +41,12 @@ def initialize_result(requested: Any, *, name: str, version: str, instructions: 
     }
 
 
-def _initialize_request(line: bytes) -> dict | None:
-    """The parsed request when ``line`` is a well-formed ``initialize``, else None."""
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
+def _initialize_request(message: object) -> dict | None:
+    """``message`` when it is a well-formed ``initialize`` request, else None."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or message.get("method") != "initialize":
         return None
     params = message.get("params")
-    if not isinstance(message.get("id"), (int, str)) or isinstance(message.get("id"), bool) or not isinstance(params, dict):
+    if not _has_id(message) or not isinstance(params, dict):
         return None
     client = params.get("clientInfo")
     if not (isinstance(params.get("protocolVersion"), str) and isinstance(params.get("capabilities"), dict)
@@ -54,16 +55,8 @@ def _initialize_request(line: bytes) -> dict | None:
     return message
 
 
-def _read_line(fd: int) -> bytes:
-    """One line from ``fd``, read a byte at a time: nothing past it is taken from the pipe."""
-    out = bytearray()
-    while True:
-        byte = os.read(fd, 1)
-        if not byte:
-            return bytes(out)
-        out += byte
-        if byte == b"\n":
-            return bytes(out)
+def _has_id(message: dict) -> bool:
+    return isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
 
 
 def _claim_wire() -> tuple[int, int, Callable[[], None]]:
@@ -83,20 +76,25 @@ def _claim_wire() -> tuple[int, int, Callable[[], None]]:
     return wire_in, wire_out, restore
 
 
-def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, instructions: str,
+def _import_sdk() -> None:
+    import anyio  # noqa: F401  (the import is the work)
+    import mcp.server.lowlevel  # noqa: F401
+    import mcp.server.stdio  # noqa: F401
+
+
+def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, instructions: str, tools: list[dict],
                 after: Callable[[], None] | None = None) -> None:
-    """Serve the server ``make_server()`` builds (imports the SDK) over this process's stdin/stdout."""
+    """Serve the server ``make_server()`` builds over this process's stdin/stdout, answering the
+    handshake (``initialize``, then ``tools/list`` with ``tools``) while the SDK is imported."""
     wire_in, wire_out, restore = _claim_wire()
     out = os.fdopen(os.dup(wire_out), "wb", buffering=0)
+    loader = threading.Thread(target=_import_sdk, name="mcp-sdk-import", daemon=True)
+    loader.start()
     try:
-        first = _read_line(wire_in)
-        early = _initialize_request(first) if first else None
-        sent = None
-        if early is not None:
-            sent = {"jsonrpc": "2.0", "id": early["id"], "result": initialize_result(
-                early["params"]["protocolVersion"], name=name, version=version, instructions=instructions)}
-            out.write(json.dumps(sent, ensure_ascii=False).encode("utf-8") + b"\n")
-        _run(make_server(), first, wire_in, out, sent)
+        consumed, answered = _handshake(wire_in, out, loader, tools, initialize_result=lambda requested: initialize_result(
+            requested, name=name, version=version, instructions=instructions))
+        loader.join()
+        _run(make_server(), consumed, wire_in, out, answered)
     finally:
         out.close()
         restore()
@@ -104,22 +102,56 @@ def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, inst
             after()
 
 
-def _run(server: Any, first: bytes, wire_in: int, out: BinaryIO, sent: dict | None) -> None:
+def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: list[dict],
+               initialize_result: Callable[[Any], dict]) -> tuple[bytes, dict[str, dict]]:
+    """Answer what can be answered before the SDK is loaded; every byte read is returned (the SDK
+    reads it all again), with the answers sent, by request id."""
+    consumed = bytearray()
+    answered: dict[str, dict] = {}
+    start = 0  # where the next unread line begins in ``consumed``
+    initialized = False
+    while loader.is_alive():
+        end = consumed.find(b"\n", start)
+        if end < 0:
+            if not loader.is_alive():
+                break  # the SDK is ready: it reads the rest of the line itself
+            ready, _, _ = select.select([wire_in], [], [], 0.05)
+            if ready:
+                chunk = os.read(wire_in, 1 << 16)
+                if not chunk:
+                    break
+                consumed += chunk
+            continue
+        line, start = bytes(consumed[start:end]), end + 1
+        try:
+            message = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(message, dict):
+            break
+        if not initialized and _initialize_request(message) is not None:
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": initialize_result(message["params"]["protocolVersion"])}
+            initialized = True
+        elif initialized and message.get("method") == "notifications/initialized" and "id" not in message:
+            continue
+        elif initialized and message.get("method") == "tools/list" and _has_id(message) and not message.get("params"):
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}}
+        else:
+            break  # only the SDK can answer this one
+        out.write(json.dumps(answer, ensure_ascii=False).encode("utf-8") + b"\n")
+        answered[json.dumps(message["id"])] = answer
+    return bytes(consumed), answered
+
+
+def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: dict[str, dict]) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    reader = os.fdopen(os.dup(wire_in), "r", encoding="utf-8", errors="replace", closefd=True)
-
-    async def lines() -> AsyncIterator[str]:
-        if first:
-            yield first.decode("utf-8", "replace")
-        async for line in anyio.wrap_file(reader):
-            yield line
-
-    wire = _Wire(out, sent)
+    reader = io.TextIOWrapper(io.BufferedReader(_Prefixed(consumed, os.dup(wire_in))), encoding="utf-8", errors="replace")
 
     async def main() -> None:
-        async with stdio_server(stdin=lines(), stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
+        stdin = anyio.wrap_file(reader)
+        async with stdio_server(stdin=stdin, stdout=_Wire(out, answered)) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:
@@ -128,20 +160,47 @@ def _run(server: Any, first: bytes, wire_in: int, out: BinaryIO, sent: dict | No
         reader.close()
 
 
-class _Wire:
-    """The SDK's stdout: its answer to the initialize already answered is compared, then dropped."""
+class _Prefixed(io.RawIOBase):
+    """The bytes already read from the wire, then the wire itself."""
 
-    def __init__(self, out: BinaryIO, sent: dict | None):
+    def __init__(self, prefix: bytes, fd: int):
+        self.prefix = memoryview(prefix)
+        self.fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.prefix:
+            n = min(len(buffer), len(self.prefix))
+            buffer[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            return n
+        data = os.read(self.fd, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+class _Wire:
+    """The SDK's stdout: its answers to requests already answered are compared, then dropped."""
+
+    def __init__(self, out: BinaryIO, answered: dict[str, dict]):
         self.out = out
-        self.pending = sent
+        self.answered = answered
 
     async def write(self, text: str) -> None:
-        if self.pending is not None:
+        if self.answered:
             message = json.loads(text)
-            if message.get("id") == self.pending["id"] and ("result" in message or "error" in message):
-                if message != self.pending:
-                    sys.stderr.write(f"warning: the early initialize answer differed from the SDK's: {text.strip()}\n")
-                self.pending = None
+            key = json.dumps(message.get("id"))
+            if key in self.answered and ("result" in message or "error" in message):
+                sent = self.answered.pop(key)
+                if message != sent:
+                    sys.stderr.write(f"warning: an early answer differed from the SDK's: {text.strip()[:300]}\n")
                 return
         await _in_thread(lambda: self.out.write(text.encode("utf-8")))
 

@@ -39,7 +39,8 @@ def _render(report, fix: bool) -> None:
     if not blocking:
         out.append("No problems remain." if fix else "No problems found.")
     else:
-        out.append(f"{len(blocking)} problem{'s' if len(blocking) != 1 else ''} {'remain' if fix else 'found'}.")
+        plural = len(blocking) != 1
+        out.append(f"{len(blocking)} problem{'s' if plural else ''} {('remain' if plural else 'remains') if fix else 'found'}.")
         if not fix and any(f.fixable for f in blocking):
             out.append('Run "openclaw-memory doctor --fix" to repair the fixable ones.')
     sys.stdout.write("\n".join(out) + "\n")

@@ -225,8 +225,8 @@ def run_status(settings, json_out: bool) -> int:
         return 0
     print(f"Agent {status.agent} in {status.workspace} (model {status.model}, backend {status.backend})")
     for c in status.collections:
-        when = c.last_indexed or "never indexed"
-        line = f"  {c.name}: {c.files} files, {c.chunks} chunks, {len(c.stale)} stale, last indexed {when}, {_size(c.disk_bytes)} on disk"
+        when = f"last indexed {c.last_indexed}" if c.last_indexed else "never indexed"
+        line = f"  {c.name}: {c.files} files, {c.chunks} chunks, {len(c.stale)} stale, {when}, {_size(c.disk_bytes)} on disk"
         if c.interrupted:
             line += " (last index run interrupted)"
         if c.settings_changed:

@@ -32,7 +32,7 @@ def run_read(settings, path: str, from_line: int | None, lines: int | None, max_
         sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     elif result.missing:
         warn(f"{result.path} does not exist")
-    return 0
+    return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
 
 
 def _run_diff(settings, path: str, from_line: int, lines: int | None, max_chars: int | None, json_out: bool) -> int:
