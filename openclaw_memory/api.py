@@ -112,18 +112,19 @@ def write_memory(
     the caller keeps open).
 
     A write with the ``idempotency_key`` of an earlier one (default
-    ``<agent>.<tool>.<hash of path, mode and content>``) made less than 24 hours ago
-    writes nothing and returns that first result (``replayed``): a retry is harmless.
+    ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
+    writes nothing and returns that first result (``replayed``) while the file still holds what it
+    made: a retry is harmless. A key reused for another write is refused (UsageError).
     """
     from .history.guard import current_file_version, write_memory_file
     from .history.idempotency import IdempotencyStore, binding, check_key, default_key, describe, reach
 
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
-    mode, body = ("append", added) if added is not None else ("replace", data)
-    bound = binding(settings.agent, settings.session, path, mode, body if body is not None else b"")
+    mode, body = ("append", added or b"") if added is not None else ("replace", data or b"")
+    bound = binding(settings.agent, settings.session, path, mode, body)
     if idempotency_key is None:
-        key = default_key(settings.agent, tool, path, mode, body if body is not None else b"", settings.session)
+        key = default_key(settings.agent, tool, path, mode, body, settings.session)
     else:
         key = check_key(idempotency_key)
     keys = IdempotencyStore(settings.data_dir)

@@ -103,3 +103,15 @@ def test_console_script_and_module_entry_points(workspace):
     exe = os.path.join(os.path.dirname(sys.executable), "openclaw-memory")
     out = subprocess.run([exe, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "files" in out.stdout and "read" in out.stdout
+
+
+def test_the_first_hour_wording_and_exit_statuses(cli, workspace):
+    missing = cli("read", "memory/nope.md")
+    assert missing.returncode == 1 and "memory/nope.md does not exist" in missing.stderr
+    as_json = cli("read", "memory/nope.md", "--json")
+    assert as_json.returncode == 1 and as_json.json() == {"status": "not_found", "text": "", "path": "memory/nope.md"}
+    refused = cli("read", "/etc/passwd")
+    assert refused.returncode == 2 and "refused: /etc/passwd is not a memory path" in refused.stderr
+    write(workspace / "MEMORY.md", "# Memory\n")
+    status = cli("status")
+    assert "never indexed" in status.stdout and "last indexed never" not in status.stdout

@@ -741,6 +741,7 @@ def test_watchdog_changes_are_reported_and_repairs_refresh_the_baseline(workspac
     assert "watchdog baseline updated" in data["repairs"][0]["detail"]
     (left,) = data["remaining"]
     assert left["id"] == "watchdog-changes" and left["paths"] == ["notes.txt"]
+    assert cli("doctor", "--fix").stdout.rstrip().endswith("1 problem remains.")
     after = verify_workspace(settings)
     assert [c.path for c in after.changed] == ["notes.txt"] and after.deleted == () and after.new == ()
 

@@ -104,3 +104,22 @@ def test_a_request_naming_a_function_gets_a_refusal_and_the_service_keeps_servin
         service.terminate()
         _, err = service.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()[-2000:]
+
+
+def test_socket_lines_are_framed_across_chunks_and_a_line_past_the_limit_is_refused():
+    from openclaw_memory.serve.protocol import LineReader, LineTooLong
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b'{"a": 1}\n{"b"' + b": 2}\n" + b"x" * 5000 + b"\n" + b"y" * 300)
+        theirs.shutdown(socket.SHUT_WR)
+        lines = LineReader(ours, limit=4096)
+        assert lines.next() == b'{"a": 1}' and lines.next() == b'{"b": 2}'
+        with pytest.raises(LineTooLong):
+            lines.next()
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"one\ntwo")
+        theirs.shutdown(socket.SHUT_WR)
+        lines = LineReader(ours)
+        assert (lines.next(), lines.next()) == (b"one", None)  # an unfinished last line is not a request

@@ -46,7 +46,7 @@ def _initialize_request(message: object) -> dict | None:
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or message.get("method") != "initialize":
         return None
     params = message.get("params")
-    if not _has_id(message) or not isinstance(params, dict):
+    if not has_request_id(message) or not isinstance(params, dict):
         return None
     client = params.get("clientInfo")
     if not (isinstance(params.get("protocolVersion"), str) and isinstance(params.get("capabilities"), dict)
@@ -55,7 +55,8 @@ def _initialize_request(message: object) -> dict | None:
     return message
 
 
-def _has_id(message: dict) -> bool:
+def has_request_id(message: dict) -> bool:
+    """Whether a JSON-RPC message carries a request id (a string or a number)."""
     return isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
 
 
@@ -134,7 +135,7 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
             initialized = True
         elif initialized and message.get("method") == "notifications/initialized" and "id" not in message:
             continue
-        elif initialized and message.get("method") == "tools/list" and _has_id(message) and not message.get("params"):
+        elif initialized and message.get("method") == "tools/list" and has_request_id(message) and not message.get("params"):
             answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}}
         else:
             break  # only the SDK can answer this one

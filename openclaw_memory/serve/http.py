@@ -153,8 +153,9 @@ def _request_ids(data: bytes) -> list[str]:
     except (ValueError, RecursionError):
         return []
     messages = parsed if isinstance(parsed, list) else [parsed]
-    return [json.dumps(m["id"]) for m in messages
-            if isinstance(m, dict) and "method" in m and isinstance(m.get("id"), (int, str)) and not isinstance(m.get("id"), bool)]
+    from ..mcp.stdio import has_request_id
+
+    return [json.dumps(m["id"]) for m in messages if isinstance(m, dict) and "method" in m and has_request_id(m)]
 
 
 def _session_of(ctx) -> str:

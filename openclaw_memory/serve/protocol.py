@@ -79,8 +79,9 @@ class LineReader:
     line is joined from its chunks only when it is complete (a 64 MiB request took minutes when the
     whole buffer was searched after every chunk). The bytes of a line past ``MAX_LINE`` are not kept."""
 
-    def __init__(self, sock):
+    def __init__(self, sock, limit: int = MAX_LINE):
         self.sock = sock
+        self.limit = limit
         self.rest = b""
 
     def next(self) -> bytes | None:
@@ -93,10 +94,12 @@ class LineReader:
                 end = chunk.find(b"\n")
                 if end >= 0:
                     self.rest = chunk[end + 1 :]
+                    if size + end > self.limit:
+                        raise LineTooLong
                     return b"".join([*parts, chunk[:end]])
                 parts.append(chunk)
                 size += len(chunk)
-                if size > MAX_LINE:
+                if size > self.limit:
                     raise LineTooLong
             chunk = self.sock.recv(1 << 20)
             if not chunk:

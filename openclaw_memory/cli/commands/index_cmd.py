@@ -7,6 +7,7 @@ from typing import TypedDict
 from ...extras import require
 from ...serve.client import IN_PROCESS, service_status, try_service
 from ..output import print_json, warn
+from ..progress import progress_reporter
 
 
 class _Filters(TypedDict):
@@ -29,78 +30,6 @@ def _index(settings, **kw):
     return MemoryIndex(settings, on_wait=_on_wait, **kw)
 
 
-def _chunk_rate_column():
-    """A rich column: chunks embedded per second (blank while files are read)."""
-    from rich.progress import ProgressColumn
-    from rich.text import Text
-
-    class ChunkRate(ProgressColumn):
-        def render(self, task):
-            if task.fields.get("phase") != "embed" or not task.speed:
-                return Text("")
-            return Text(f"{task.speed:.1f} chunks/s")
-
-    return ChunkRate()
-
-
-def _progress_reporter(stack):
-    """A callback for sync progress: a rich bar on a TTY, plain lines otherwise."""
-    if sys.stderr.isatty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        from ..output import stderr_console
-
-        progress = stack.enter_context(
-            Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                _chunk_rate_column(),
-                TimeRemainingColumn(),
-                console=stderr_console(),
-                transient=True,
-            )
-        )
-        task = progress.add_task("reading files", total=None)
-        phase = {"embed": False}
-
-        def report(p):
-            if p.phase == "model":
-                progress.update(task, total=None, description="loading model")
-            elif p.chunks_total:
-                if not phase["embed"]:
-                    phase["embed"] = True
-                    progress.reset(task, total=p.chunks_total, description=f"embedding ({p.files_total} files)", phase="embed")
-                progress.update(task, completed=p.chunks_done)
-            else:
-                progress.update(task, total=p.files_total, completed=p.files_done, description="reading files")
-
-        return report
-
-    import time
-
-    last = {"line": "", "start": None, "base": 0}
-
-    def plain(p):
-        if p.phase == "model":
-            line = "loading model"
-        elif p.chunks_total:
-            if last["start"] is None:
-                last["start"], last["base"] = time.monotonic(), p.chunks_done
-            line = f"embedded {p.chunks_done}/{p.chunks_total} chunks of {p.files_total} files"
-            elapsed = time.monotonic() - last["start"]
-            if p.chunks_done > last["base"] and elapsed > 0:
-                rate = (p.chunks_done - last["base"]) / elapsed
-                line += f", {rate:.1f} chunks/s, ETA {(p.chunks_total - p.chunks_done) / rate:.0f} s"
-        else:
-            line = f"read {p.files_done}/{p.files_total} files"
-        if line != last["line"] and (p.chunks_total or p.phase == "model" or p.files_done == p.files_total):
-            last["line"] = line
-            sys.stderr.write(line + "\n")
-
-    return plain
-
-
 def run_index(settings, full: bool, json_out: bool) -> int:
     from contextlib import ExitStack
 
@@ -119,7 +48,7 @@ def run_index(settings, full: bool, json_out: bool) -> int:
         try:
             with ExitStack() as stack:
                 index = stack.enter_context(_index(settings))
-                report = None if json_out else _progress_reporter(stack)
+                report = None if json_out else progress_reporter(stack)
                 summary = index.sync(full=full, progress=track(report))
         except KeyboardInterrupt:
             kept = f"{seen['done']} of {seen['total']} new chunks were embedded and saved" if seen["total"] else "nothing was embedded yet"

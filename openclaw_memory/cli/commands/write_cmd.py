@@ -37,7 +37,7 @@ def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
 def _progress_past_one_file(stack):
     """Progress of the index update after the write, shown when it covers more than the file written
     (other files of the agent changed too: no watch or service kept the index up to date)."""
-    from .index_cmd import _progress_reporter
+    from ..progress import progress_reporter
 
     shown: list = []
 
@@ -47,7 +47,7 @@ def _progress_past_one_file(stack):
                 return
             warn(f"the write is done; bringing the agent's index up to date ({p.files_total} changed files; "
                  "Ctrl-C stops this, not the write)")
-            shown.append(_progress_reporter(stack))
+            shown.append(progress_reporter(stack))
         shown[0](p)
 
     return report

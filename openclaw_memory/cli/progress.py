@@ -1,0 +1,78 @@
+"""Progress of an index run on stderr: a rich bar on a terminal, plain lines otherwise (``index``,
+and ``write`` when its index update covers more than the file written)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def _chunk_rate_column():
+    """A rich column: chunks embedded per second (blank while files are read)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class ChunkRate(ProgressColumn):
+        def render(self, task):
+            if task.fields.get("phase") != "embed" or not task.speed:
+                return Text("")
+            return Text(f"{task.speed:.1f} chunks/s")
+
+    return ChunkRate()
+
+
+def progress_reporter(stack):
+    """A callback for sync progress: a rich bar on a TTY, plain lines otherwise."""
+    if sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from .output import stderr_console
+
+        progress = stack.enter_context(
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _chunk_rate_column(),
+                TimeRemainingColumn(),
+                console=stderr_console(),
+                transient=True,
+            )
+        )
+        task = progress.add_task("reading files", total=None)
+        phase = {"embed": False}
+
+        def report(p):
+            if p.phase == "model":
+                progress.update(task, total=None, description="loading model")
+            elif p.chunks_total:
+                if not phase["embed"]:
+                    phase["embed"] = True
+                    progress.reset(task, total=p.chunks_total, description=f"embedding ({p.files_total} files)", phase="embed")
+                progress.update(task, completed=p.chunks_done)
+            else:
+                progress.update(task, total=p.files_total, completed=p.files_done, description="reading files")
+
+        return report
+
+    import time
+
+    last = {"line": "", "start": None, "base": 0}
+
+    def plain(p):
+        if p.phase == "model":
+            line = "loading model"
+        elif p.chunks_total:
+            if last["start"] is None:
+                last["start"], last["base"] = time.monotonic(), p.chunks_done
+            line = f"embedded {p.chunks_done}/{p.chunks_total} chunks of {p.files_total} files"
+            elapsed = time.monotonic() - last["start"]
+            if p.chunks_done > last["base"] and elapsed > 0:
+                rate = (p.chunks_done - last["base"]) / elapsed
+                line += f", {rate:.1f} chunks/s, ETA {(p.chunks_total - p.chunks_done) / rate:.0f} s"
+        else:
+            line = f"read {p.files_done}/{p.files_total} files"
+        if line != last["line"] and (p.chunks_total or p.phase == "model" or p.files_done == p.files_total):
+            last["line"] = line
+            sys.stderr.write(line + "\n")
+
+    return plain
