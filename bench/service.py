@@ -69,11 +69,11 @@ def ms(values: list[float]) -> str:
 
 
 def service_info(ws: Path, state: Path) -> dict:
-    from openclaw_memory.serve.client import ServiceClient
+    from openclaw_memory.memory.client import ServiceClient
 
     client = ServiceClient(settings_for(ws, state))
     try:
-        return client.call("info").to_json()
+        return client.call("service").to_json()
     finally:
         client.close()
 
@@ -148,7 +148,7 @@ async def _timed_searches(session, runs: int) -> list[float]:
 
 
 def edit_to_searchable(ws: Path, state: Path, edits: int) -> list[float]:
-    from openclaw_memory.serve.client import ServiceClient
+    from openclaw_memory.memory.client import ServiceClient
 
     client = ServiceClient(settings_for(ws, state)).connect()
     out = []
@@ -303,7 +303,7 @@ def main() -> None:
     print(f"  search with the service / cold read: {with_p50 / read_p50:.2f}x (target <= 1.5x); "
           f"without the service: {median(rows[2][1]) / read_p50:.2f}x")
 
-    from openclaw_memory.serve.paths import read_info, token_path
+    from openclaw_memory.memory.paths import read_info, token_path
 
     settings = settings_for(ws, state)
     info = read_info(settings)

@@ -102,6 +102,7 @@ def write_memory(
     tool: str = "write",
     sync: Callable[[], SyncSummary] | None = None,
     progress: ProgressCallback | None = None,
+    index_kept_by: Callable[[Settings], str | None] | None = None,
 ) -> WriteResult:
     """Write a memory file, guarded: blocked (WriteBlocked, exit 3) when it changed since this agent read it.
 
@@ -109,7 +110,8 @@ def write_memory(
     ``expect`` (a version prefix of at least 8 hex characters) makes it a strict
     compare-and-swap on that version. When an index exists for the agent it is
     updated afterwards (skip with ``update_index=False``; ``sync`` runs the update in an index
-    the caller keeps open).
+    the caller keeps open; ``index_kept_by`` names who else keeps it up to date, when someone does:
+    then the update is left to them).
 
     A write with the ``idempotency_key`` of an earlier one (default
     ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
@@ -151,7 +153,7 @@ def write_memory(
         result = write_memory_file(settings, path, content=data, append=append, expect=expect, before_swap=record_first)
         reach("swapped")
     keys.prune()
-    result = _after_write(settings, result, update_index, sync, progress)
+    result = _after_write(settings, result, update_index, sync, progress, index_kept_by)
     with keys.lock():
         try:
             keys.put(key, result, when, bound)  # a later replay shows what the index update did
@@ -161,11 +163,12 @@ def write_memory(
 
 
 def restore(settings: Settings, path: str, version: str, *, update_index: bool = True,
-            sync: Callable[[], SyncSummary] | None = None) -> WriteResult:
+            sync: Callable[[], SyncSummary] | None = None,
+            index_kept_by: Callable[[Settings], str | None] | None = None) -> WriteResult:
     """Restore an earlier version of a memory file (unique prefix, at least 8 hex characters), atomically.
 
     The current version is recorded in the history first, so the restore can be undone.
-    ``sync`` as for :func:`write_memory`.
+    ``sync`` and ``index_kept_by`` as for :func:`write_memory`.
     """
     from .history.guard import restore_file_version
 
@@ -174,7 +177,7 @@ def restore(settings: Settings, path: str, version: str, *, update_index: bool =
         from .history.guard import IndexUpdate
 
         return dataclasses.replace(result, index=IndexUpdate(False, "nothing changed"))
-    return _after_write(settings, result, update_index, sync)
+    return _after_write(settings, result, update_index, sync, index_kept_by=index_kept_by)
 
 
 def file_history(settings: Settings, path: str) -> VersionHistory:
@@ -192,7 +195,8 @@ def file_states(settings: Settings) -> StateReport:
 
 
 def _after_write(settings: Settings, result: WriteResult, update_index: bool,
-                 sync: Callable[[], SyncSummary] | None = None, progress: ProgressCallback | None = None) -> WriteResult:
+                 sync: Callable[[], SyncSummary] | None = None, progress: ProgressCallback | None = None,
+                 index_kept_by: Callable[[Settings], str | None] | None = None) -> WriteResult:
     """Bring the agent's index up to date after a write, when it has one.
 
     ``sync`` runs the update in an index the caller keeps open (the MCP server's); by default a
@@ -206,11 +210,9 @@ def _after_write(settings: Settings, result: WriteResult, update_index: bool,
 
     if not update_index:
         return done(IndexUpdate(False, "skipped (--no-index)"))
-    from .watch.presence import running_watch
-
-    watcher = running_watch(settings)
-    if watcher is not None:  # it has the model loaded and picks the write up within a second
-        return done(IndexUpdate(False, f"the running watch (pid {watcher}) updates it"))
+    keeper = index_kept_by(settings) if index_kept_by is not None else None
+    if keeper is not None:
+        return done(IndexUpdate(False, keeper))
     from .index.collections import resolve_collections
     from .index.manifest import load_manifest
 

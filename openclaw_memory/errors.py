@@ -16,6 +16,10 @@ class MemoryToolError(Exception):
         super().__init__(message)
         self.message = message
 
+    def fields(self) -> dict[str, str]:
+        """The error's data beyond its message (sent by the service with it)."""
+        return {}
+
 
 class UsageError(MemoryToolError):
     """Bad flags, arguments or settings."""
@@ -46,9 +50,60 @@ class LockTimeout(MemoryToolError):
 
 
 class WriteBlocked(MemoryToolError):
-    """A guarded write was refused because the file changed since the agent read it."""
+    """A guarded write was refused because the file changed since the agent read it.
+
+    ``problem`` says what is wrong, with ``{reader}`` where the reader is named; ``step`` what to do
+    (:data:`BLOCKED_STEPS`). ``message`` is worded for the command line; :meth:`worded_for_tools`
+    for an agent calling the MCP tools. A blocked write crossing the service socket arrives as its
+    ``message``.
+    """
 
     exit_code = 3
+
+    def __init__(self, message: str, *, problem: str | None = None, path: str = "", step: str = "read_again",
+                 agent: str = ""):
+        self.problem, self.path, self.step, self.agent = problem, path, step, agent
+        super().__init__(self._worded("cli") if problem is not None else message)
+
+    def _worded(self, audience: str) -> str:
+        assert self.problem is not None
+        reader = f"agent '{self.agent}'" if audience == "cli" else f"this session (agent '{self.agent}')"
+        step = BLOCKED_STEPS[self.step][audience].replace("{path}", self.path)
+        return f"blocked: {self.problem.replace('{reader}', reader)}{step}"
+
+    def worded_for_tools(self) -> str:
+        return self._worded("tools") if self.problem is not None else self.message
+
+    def fields(self) -> dict[str, str]:
+        """What the service sends so the caller can word the error for its own audience."""
+        if self.problem is None:
+            return {}
+        return {"problem": self.problem, "path": self.path, "step": self.step, "agent": self.agent}
+
+    @classmethod
+    def because(cls, problem: str, *, path: str, step: str = "read_again", agent: str = "") -> WriteBlocked:
+        return cls("", problem=problem, path=path, step=step, agent=agent)
+
+
+# What a blocked writer does next, for each audience, following the problem.
+BLOCKED_STEPS = {
+    "read_again": {
+        "cli": " Read it again (openclaw-memory read {path}, or read --diff {path}) and redo the change on the new version.",
+        "tools": " Call memory_get again and redo the change on the new version.",
+    },
+    "read_first": {
+        "cli": "; read it first (openclaw-memory read {path}), then write, or pass --expect VERSION.",
+        "tools": "; call memory_get first, then write (or pass expect: the version memory_get returned).",
+    },
+    "read_first_append": {
+        "cli": "; read it first (openclaw-memory read {path}), then append.",
+        "tools": "; call memory_get first, then append.",
+    },
+    "history": {
+        "cli": " Check `openclaw-memory history` and try again.",
+        "tools": " Check `openclaw-memory history` and try again.",
+    },
+}
 
 
 class IndexMissing(MemoryToolError):
@@ -110,3 +165,11 @@ class StateDamaged(MemoryToolError):
 
 class IndexDamaged(StateDamaged):
     """An index shard cannot be loaded or does not hold what its manifest says."""
+
+
+# The errors a service answer may name (by class name), to raise the same one in the caller.
+ERROR_KINDS: dict[str, type[MemoryToolError]] = {
+    cls.__name__: cls
+    for cls in (MemoryToolError, UsageError, ConfigError, WorkspaceError, PathRefused, StateDirError, LockTimeout,
+                WriteBlocked, IndexMissing, MissingExtra, PathChanged, DiskFull, StateDamaged, IndexDamaged)
+}

@@ -3,6 +3,11 @@
 Config files are OpenClaw's own ``<state-dir>/openclaw.json`` (JSON5, read-only)
 and this project's ``<state-dir>/openclaw-memory.toml``. Extra memory paths from
 every source add up into one de-duplicated list; scalars follow the precedence.
+
+Every table of the toml is a frozen dataclass held by :class:`Settings` (``settings.index``,
+``settings.service``, ...), built and checked here, once: an unknown table or key, or a value of the
+wrong type, is a ConfigError naming the file, the table and the key. Nothing downstream reads raw
+toml or checks it again.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -23,10 +29,71 @@ TOML_NAME = "openclaw-memory.toml"
 OPENCLAW_JSON_NAME = "openclaw.json"
 
 
+# -- openclaw-memory.toml: one frozen dataclass per table -----------------------------------------
+#
+# A field the toml may set carries its check in its metadata (``_toml(default, check)``); a table
+# inside a table is a ``_subtable``. ``_table_values`` reads every table at once when settings are
+# resolved: an unknown table or key, or a value of the wrong type, is a ConfigError in one format,
+# ``<file>: [table] key must be <what>, not <value>``.
+
+_BAD: Any = object()  # what a check answers for a value it refuses
+
+
+class _Check:
+    """How one key is checked (a plain class: a dataclass costs start-up time on every command)."""
+
+    __slots__ = ("words", "convert")
+
+    def __init__(self, words: str, convert: Callable[[Any], Any]):
+        self.words = words  # what the value must be, for the message
+        self.convert = convert  # the value as Settings keeps it, or _BAD
+
+
+def _toml(default: Any, check: _Check) -> Any:
+    return field(default=default, metadata={"toml": check})
+
+
+def _subtable(cls: type) -> Any:
+    return field(default_factory=cls, metadata={"table": cls})
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(minimum: int) -> _Check:
+    return _Check(f"a whole number of at least {minimum}",
+                  lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= minimum else _BAD)
+
+
+def _seconds(minimum: float | None = None) -> _Check:
+    """A number of seconds: above 0 (``minimum`` None) or at least ``minimum``."""
+    if minimum is None:
+        return _Check("a positive number of seconds", lambda v: float(v) if _real(v) and v > 0 else _BAD)
+    return _Check(f"a number of seconds of at least {minimum:g}", lambda v: float(v) if _real(v) and v >= minimum else _BAD)
+
+
+def _nonempty(words: str = "a non-empty string") -> _Check:
+    return _Check(words, lambda v: v.strip() if isinstance(v, str) and v.strip() else _BAD)
+
+
+def _choice(*options: str) -> _Check:
+    words = ", ".join(options[:-1]) + " or " + options[-1]
+    return _Check(words, lambda v: v.strip() if isinstance(v, str) and v.strip() in options else _BAD)
+
+
+_FLAG = _Check("true or false", lambda v: v if isinstance(v, bool) else _BAD)
+# An empty namespace is the default one (one per workspace). The pattern is compiled when first used.
+_NAMESPACE_CHECK = _Check("1-64 letters, digits, '-' or '_'", lambda v: (v or None) if isinstance(v, str) and (
+    not v or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", v)) else _BAD)
+
+
 @dataclass(frozen=True)
 class ReadLimits:
-    default_lines: int = 120
-    max_chars: int = 12_000  # OpenClaw's contextLimits.memoryGetMaxChars default
+    """``[read]``: ``read`` / ``memory_get``."""
+
+    default_lines: int = _toml(120, _whole(1))
+    max_chars: int = _toml(12_000, _whole(1))  # OpenClaw's contextLimits.memoryGetMaxChars default
 
 
 @dataclass(frozen=True)
@@ -44,9 +111,97 @@ class StartupContext:
 
 @dataclass(frozen=True)
 class PromptLimits:
-    file_chars: int = 20_000  # OpenClaw's bootstrapMaxChars
-    total_chars: int = 60_000  # OpenClaw's bootstrapTotalMaxChars
+    """``[prompt]``: USER.md and MEMORY.md at startup (``startup`` is openclaw.json's, not the toml's)."""
+
+    file_chars: int = _toml(20_000, _whole(1))  # OpenClaw's bootstrapMaxChars
+    total_chars: int = _toml(60_000, _whole(1))  # OpenClaw's bootstrapTotalMaxChars
     startup: StartupContext = field(default_factory=StartupContext)
+
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+EMBEDDING_BACKENDS = ("auto", "torch", "onnx", "hash")
+
+
+@dataclass(frozen=True)
+class IndexServerSettings:
+    """``[index.server]``: how the index uses a Qdrant server (docs/scaling.md). The API key itself is
+    never read from the toml: ``api_key_file`` names a file holding it (read when the server is used)."""
+
+    api_key_file: str | None = _toml(None, _nonempty("a path (the file holding the API key)"))
+    tenancy: str = _toml("collection", _choice("collection", "shared"))
+    namespace: str | None = _toml(None, _NAMESPACE_CHECK)  # None: one per workspace
+    shard_number: int | None = _toml(None, _whole(1))
+    replication_factor: int | None = _toml(None, _whole(1))
+    write_consistency_factor: int | None = _toml(None, _whole(1))
+    hnsw_m: int | None = _toml(None, _whole(0))
+    hnsw_ef_construct: int | None = _toml(None, _whole(4))
+    timeout: float = _toml(10.0, _seconds(0.1))
+    retries: int = _toml(4, _whole(0))
+    retry_backoff: float = _toml(0.5, _seconds(0.0))
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """``[index]``: the search index (docs/search.md). ``OPENCLAW_MEMORY_EMBEDDING_BACKEND`` (in
+    ``Settings.embedding_backend``) is above ``embedding_backend``, ``--qdrant-url`` and
+    ``OPENCLAW_MEMORY_QDRANT_URL`` (``Settings.qdrant_url``) above ``url``."""
+
+    model: str = _toml(DEFAULT_MODEL, _nonempty())
+    chunk_tokens: int | None = _toml(None, _whole(16))  # None: the model's window
+    overlap_tokens: int | None = _toml(None, _whole(0))  # None: about 15% of the budget
+    embedding_backend: str = _toml("auto", _choice(*EMBEDDING_BACKENDS))
+    backend: str = _toml("edge", _choice("edge", "qdrant"))
+    url: str | None = _toml(None, _nonempty("a Qdrant URL (http(s)://HOST:PORT, or file:///folder)"))
+    lock_timeout: float = _toml(5.0, _seconds(0.0))
+    embed_batch: int = _toml(256, _whole(1))
+    server: IndexServerSettings = _subtable(IndexServerSettings)
+    configured: bool = False  # the toml has an [index] table with something in it (doctor's hint)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """``[search]``: re-ranking, above openclaw.json's ``memorySearch.query.hybrid``; None: not set here."""
+
+    mmr: bool | None = _toml(None, _FLAG)
+    mmr_lambda: float | None = _toml(None, _Check("a number from 0 to 1", lambda v: float(v) if _real(v) and 0 <= v <= 1 else _BAD))
+    temporal_decay: bool | None = _toml(None, _FLAG)
+    half_life_days: float | None = _toml(None, _Check("a positive number of days", lambda v: float(v) if _real(v) and v > 0 else _BAD))
+
+
+@dataclass(frozen=True)
+class HistorySettings:
+    """``[history]``: the version history's limits (docs/watch.md)."""
+
+    keep_per_path: int = _toml(50, _whole(1))
+    max_bytes: int = _toml(256 * 1024 * 1024, _whole(1))
+
+
+@dataclass(frozen=True)
+class WatchdogSettings:
+    """``[watchdog]``: snapshots kept (docs/watchdog.md)."""
+
+    keep: int = _toml(20, _whole(1))
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """``[service]``: the memory service (docs/serve.md)."""
+
+    timeout: float = _toml(5.0, _seconds())  # silence before a service counts as hung
+    shard_idle: float = _toml(10.0, _seconds())  # before the service closes an unused shard
+
+
+# The tables of openclaw-memory.toml, each by the Settings field that holds it.
+TOML_TABLES: dict[str, type] = {
+    "read": ReadLimits,
+    "prompt": PromptLimits,
+    "index": IndexSettings,
+    "search": SearchSettings,
+    "history": HistorySettings,
+    "watchdog": WatchdogSettings,
+    "service": ServiceSettings,
+}
+TOML_KEYS = ("workspace", "extra_paths", "multimodal")  # the keys above the tables
 
 
 @dataclass(frozen=True)
@@ -58,10 +213,14 @@ class Settings:
     state_dir: Path = Path("~/.openclaw").expanduser()
     extra_paths: tuple[str, ...] = ()
     multimodal: bool = False
+    # The tables of openclaw-memory.toml, resolved and validated (TOML_TABLES).
     read: ReadLimits = field(default_factory=ReadLimits)
     prompt: PromptLimits = field(default_factory=PromptLimits)
-    # Sections of openclaw-memory.toml that later parts (index, watchdog, ...) read.
-    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    history: HistorySettings = field(default_factory=HistorySettings)
+    watchdog: WatchdogSettings = field(default_factory=WatchdogSettings)
+    service: ServiceSettings = field(default_factory=ServiceSettings)
     # A Qdrant server from --qdrant-url or OPENCLAW_MEMORY_QDRANT_URL; above toml [index] url.
     qdrant_url: str | None = None
     # Whose read records the write guard checks: None is the plain CLI's own records for the agent;
@@ -76,8 +235,9 @@ class Settings:
     # OPENCLAW_MEMORY_QDRANT_URL is above [index] url.
     embedding_backend: str | None = None
 
-    def section(self, name: str) -> dict[str, Any]:
-        return self.sections.get(name, {})
+    def tables(self) -> dict[str, Any]:
+        """The tables of openclaw-memory.toml as resolved (defaults filled in), by name."""
+        return {name: getattr(self, name) for name in TOML_TABLES}
 
     @cached_property  # read on every search; a frozen dataclass keeps it in its __dict__
     def data_dir(self) -> Path:
@@ -202,29 +362,87 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    _check_toml_types(data, path)
     return data
 
 
-# The tables of openclaw-memory.toml; each module that reads one validates its keys.
-TOML_TABLES = ("read", "prompt", "index", "history", "watchdog")
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _check_toml_types(data: dict[str, Any], path: Path) -> None:
-    """Top-level keys of the wrong type are errors naming the file, the key and the type expected."""
-    expected = {"workspace": (str, "a string (a folder path)"), "multimodal": (bool, "true or false")}
-    for key, (kind, words) in expected.items():
-        if key in data and not isinstance(data[key], kind):
-            raise ConfigError(f"{path}: `{key}` must be {words}, not {data[key]!r}")
-    if "extra_paths" in data:
-        value = data["extra_paths"]
-        if not (isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value)):
-            raise ConfigError(
-                f"{path}: `extra_paths` must be a list of strings (folder or file paths) or {{path, pattern}} tables, not {value!r}"
+def _unknown(key: str, value: Any, known: list[str], tables: set[str], inside: str | None) -> str:
+    """``unknown key 'x'`` / ``unknown table [x]``, with the closest valid name (or the valid names)."""
+    import difflib
+
+    def name(k: str) -> str:
+        full = f"{inside}.{k}" if inside else k
+        return f"[{full}]" if k in tables else f"'{k}'"
+
+    full = f"{inside}.{key}" if inside else key
+    what = f"unknown table [{full}]" if isinstance(value, dict) else f"{f'[{inside}] ' if inside else ''}unknown key '{key}'"
+    close = difflib.get_close_matches(key, known, n=1)
+    if close:
+        return f"{what} (did you mean {name(close[0])}?)"
+    return f"{what} (known: {', '.join(name(k) for k in known)})"
+
+
+# Keys refused with a reason of their own rather than as unknown.
+_REFUSED = {
+    ("index.server", "api_key"): (
+        "is not read from the toml, so the key never sits in a shared file; "
+        "set OPENCLAW_MEMORY_QDRANT_API_KEY or name a file holding it with api_key_file"
+    ),
+}
+
+
+def _table_values(cls: type, raw: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
+    """The keys of ``[name]`` as ``cls`` keeps them; an unknown key or a wrong value is a ConfigError."""
+    known = {f.name: f for f in fields(cls) if "toml" in f.metadata or "table" in f.metadata}
+    tables = {k for k, f in known.items() if "table" in f.metadata}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        f = known.get(key)
+        if f is None:
+            if (name, key) in _REFUSED:
+                raise ConfigError(f"{path}: [{name}] {key} {_REFUSED[name, key]}")
+            raise ConfigError(f"{path}: {_unknown(key, value, list(known), tables, name)}")
+        if "table" in f.metadata:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [{name}] {key} must be a table ([{name}.{key}] with keys under it), not {_shown(value)}")
+            sub = f.metadata["table"]
+            values[key] = sub(**_table_values(sub, value, f"{name}.{key}", path))
+            continue
+        check: _Check = f.metadata["toml"]
+        kept = check.convert(value)
+        if kept is _BAD:
+            raise ConfigError(f"{path}: [{name}] {key} must be {check.words}, not {_shown(value)}")
+        values[key] = kept
+    return values
+
+
+def _toml_tables(data: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
+    """Check every key of openclaw-memory.toml; the values of each table as its dataclass keeps them
+    (only the keys the file sets: defaults that come from openclaw.json are filled in by the caller)."""
+    words = {
+        "workspace": "a string (a folder path)",
+        "multimodal": "true or false",
+        "extra_paths": "a list of strings (folder or file paths) or {path, pattern} tables",
+    }
+    for key, value in data.items():
+        if key in TOML_TABLES:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: {key} must be a table ([{key}] with keys under it), not {_shown(value)}")
+        elif key in words:
+            good = (
+                isinstance(value, str) if key == "workspace"
+                else isinstance(value, bool) if key == "multimodal"
+                else isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value)
             )
-    for key in TOML_TABLES:
-        if key in data and not isinstance(data[key], dict):
-            raise ConfigError(f"{path}: `{key}` must be a table ([{key}] with keys under it), not {data[key]!r}")
+            if not good:
+                raise ConfigError(f"{path}: {key} must be {words[key]}, not {_shown(value)}")
+        else:
+            raise ConfigError(f"{path}: {_unknown(key, value, [*TOML_KEYS, *TOML_TABLES], set(TOML_TABLES), None)}")
+    return {name: _table_values(cls, data.get(name, {}), name, path) for name, cls in TOML_TABLES.items()}
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -320,13 +538,6 @@ def _text(value: Any, where: str) -> str | None:
     raise ConfigError(f"{where} must be a string (a folder path), not {value!r:.60}")
 
 
-def _positive_int(table: dict[str, Any], key: str, default: int, where: str) -> int:
-    value = table.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{where}: `{key}` must be a whole number of at least 1, not {value!r}")
-    return value
-
-
 def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str | None = None) -> Settings:
     """Resolve settings from flags, the environment, config files and defaults."""
     o = overrides or Overrides()
@@ -339,6 +550,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     openclaw = _load_json5(json_path)
     toml_path = state_dir / TOML_NAME
     own = _load_toml(toml_path)
+    tables = _toml_tables(own, toml_path)  # every key checked here, once
 
     defaults = _object(_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), f"{json_path}: agents.defaults")
     entry = _agent_entry(openclaw, agent, str(json_path))
@@ -381,14 +593,13 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     if multimodal is None:
         multimodal = _multimodal_flag(defaults_search.get("multimodal"), f"{json_path}: agents.defaults.memorySearch.multimodal")
 
-    read_table = own.get("read") or {}
-    prompt_table = own.get("prompt") or {}
+    read_table, prompt_table = tables["read"], tables["prompt"]
     # An agent's own contextLimits object replaces the defaults' whole (OpenClaw's rule).
     limits = entry.get("contextLimits") if isinstance(entry.get("contextLimits"), dict) else defaults.get("contextLimits")
     limits = limits if isinstance(limits, dict) else {}
     read = ReadLimits(
-        default_lines=_positive_int(read_table, "default_lines", 120, f"{toml_path} [read]"),
-        max_chars=_positive_int(read_table, "max_chars", _js_int(limits.get("memoryGetMaxChars"), 12_000), f"{toml_path} [read]"),
+        default_lines=read_table.get("default_lines", ReadLimits.default_lines),
+        max_chars=read_table.get("max_chars", _js_int(limits.get("memoryGetMaxChars"), ReadLimits.max_chars)),
     )
 
     def bootstrap(key: str, default: int) -> int:
@@ -396,11 +607,10 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         return _js_positive(value, default)
 
     prompt = PromptLimits(
-        file_chars=_positive_int(prompt_table, "file_chars", bootstrap("bootstrapMaxChars", 20_000), f"{toml_path} [prompt]"),
-        total_chars=_positive_int(prompt_table, "total_chars", bootstrap("bootstrapTotalMaxChars", 60_000), f"{toml_path} [prompt]"),
+        file_chars=prompt_table.get("file_chars", bootstrap("bootstrapMaxChars", PromptLimits.file_chars)),
+        total_chars=prompt_table.get("total_chars", bootstrap("bootstrapTotalMaxChars", PromptLimits.total_chars)),
         startup=_startup_context(defaults),
     )
-    sections = {k: v for k, v in own.items() if isinstance(v, dict)}
     hybrid: dict[str, Any] = {}
     for source in (defaults_search, entry_search):
         table = ((source.get("query") or {}) if isinstance(source.get("query"), dict) else {}).get("hybrid")
@@ -415,7 +625,11 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
         multimodal=bool(multimodal),
         read=read,
         prompt=prompt,
-        sections=sections,
+        index=IndexSettings(**tables["index"], configured=bool(own.get("index"))),
+        search=SearchSettings(**tables["search"]),
+        history=HistorySettings(**tables["history"]),
+        watchdog=WatchdogSettings(**tables["watchdog"]),
+        service=ServiceSettings(**tables["service"]),
         qdrant_url=(o.qdrant_url or _env("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
         session=check_session(o.session or None),
         openclaw_hybrid=hybrid,

@@ -1,13 +1,12 @@
-"""The API's own result objects as JSON, rebuilt exactly on the other side.
+"""The product's data as JSON and back, by its declared type: what crosses the service socket and
+what the data dir keeps (a write's first result, for its idempotency key).
 
-The service sends its answers in this form, so the CLI renders the same frozen dataclasses
-whether they were computed in-process or by the service (its output is identical either way);
-the idempotency store keeps a write's first result in it. Values are JSON with a few tagged forms:
-``{"~c": "module:Class", "f": {...}}`` a dataclass, ``{"~n": ..., "v": [...]}`` a NamedTuple,
-``{"~t": [...]}`` a tuple, ``{"~p": "..."}`` a path, ``{"~b": "base64"}`` bytes, and
-``{"~m": {...}}`` a dict (so a dict whose keys look like tags stays a dict). Floats survive
-JSON exactly (shortest repr). Only the data types listed in :data:`TYPES` are rebuilt: data never
-names code (no module, function or class outside that closed list is ever looked up).
+A dataclass is an object of its fields with camelCase keys; a NamedTuple, tuple, list or set an
+array; bytes ``{"base64": "..."}``; a path a string. Nothing on the wire names a type: the
+reader says which type it expects (the return type of the :class:`~openclaw_memory.memory.Memory`
+method it called) and the JSON is read into that type only, field by field, checking each value
+against its annotation. Unknown keys are ignored (a newer peer may send more); a missing field
+takes its default. Floats survive JSON exactly (shortest repr).
 
 Standard library only: the CLI imports this on its fast path.
 """
@@ -16,151 +15,197 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import importlib
-from pathlib import PurePath
+import types
+import typing
+from pathlib import Path, PurePath
+from typing import Any, Literal, Union
 
-# Every type that may be rebuilt from the wire or the data dir: the package's public data types
-# (dataclasses and NamedTuples outside the front-ends); tests/test_wire.py keeps it complete.
-TYPES = frozenset({
-    "openclaw_memory.doctor.journal:JournalRecord",
-    "openclaw_memory.doctor.model:Repair",
-    "openclaw_memory.doctor.model:RepairSpec",
-    "openclaw_memory.doctor.runner:DoctorReport",
-    "openclaw_memory.files.citation:Citation",
-    "openclaw_memory.files.read:ReadResult",
-    "openclaw_memory.files.read:ResolvedPath",
-    "openclaw_memory.files.root:RootEntry",
-    "openclaw_memory.files.root:RootMemoryFiles",
-    "openclaw_memory.files.scan:MemoryFile",
-    "openclaw_memory.files.scan:Skipped",
-    "openclaw_memory.files.scan:ScanResult",
-    "openclaw_memory.findings:Finding",
-    "openclaw_memory.history.config:HistoryConfig",
-    "openclaw_memory.history.diff:DiffRead",
-    "openclaw_memory.history.guard:IndexUpdate",
-    "openclaw_memory.history.guard:WriteResult",
-    "openclaw_memory.history.idempotency:ReplayedWrite",
-    "openclaw_memory.history.listing:VersionHistory",
-    "openclaw_memory.history.report:FileState",
-    "openclaw_memory.history.report:Unreadable",
-    "openclaw_memory.history.report:StateReport",
-    "openclaw_memory.history.states:Seen",
-    "openclaw_memory.history.store:FileVersion",
-    "openclaw_memory.history.versions:Entry",
-    "openclaw_memory.index.api:CollectionInfo",
-    "openclaw_memory.index.bm25:TermStats",
-    "openclaw_memory.index.chunking:Chunk",
-    "openclaw_memory.index.chunking:FrontMatter",
-    "openclaw_memory.index.collections:Collection",
-    "openclaw_memory.index.config:IndexConfig",
-    "openclaw_memory.index.filters:SearchFilters",
-    "openclaw_memory.index.manifest:FileEntry",
-    "openclaw_memory.index.manifest:Manifest",
-    "openclaw_memory.index.manifest:Diff",
-    "openclaw_memory.index.manifest:FileContent",
-    "openclaw_memory.index.migrate:CollectionCopy",
-    "openclaw_memory.index.migrate:MigrationResult",
-    "openclaw_memory.index.results:SearchHit",
-    "openclaw_memory.index.results:SearchResult",
-    "openclaw_memory.index.search:Ranking",
-    "openclaw_memory.index.snippets:Passage",
-    "openclaw_memory.index.status:CollectionStatus",
-    "openclaw_memory.index.status:IndexStatus",
-    "openclaw_memory.index.store.base:PointData",
-    "openclaw_memory.index.store.base:Hit",
-    "openclaw_memory.index.store.server_config:ServerConfig",
-    "openclaw_memory.index.sync:SyncSummary",
-    "openclaw_memory.index.sync:SyncProgress",
-    "openclaw_memory.prompt.bootstrap:Injected",
-    "openclaw_memory.prompt.loader:PromptCut",
-    "openclaw_memory.prompt.loader:PromptSection",
-    "openclaw_memory.prompt.startup:DailyNote",
-    "openclaw_memory.prompt.startup:Prelude",
-    "openclaw_memory.serve.core:ServiceInfo",
-    "openclaw_memory.serve.service:ServiceStarted",
-    "openclaw_memory.serve.service:ServiceSummary",
-    "openclaw_memory.settings:ReadLimits",
-    "openclaw_memory.settings:StartupContext",
-    "openclaw_memory.settings:PromptLimits",
-    "openclaw_memory.settings:Settings",
-    "openclaw_memory.settings:Overrides",
-    "openclaw_memory.watch.changes:FileChange",
-    "openclaw_memory.watch.feeds:Message",
-    "openclaw_memory.watch.targets:Target",
-    "openclaw_memory.watch.targets:Targets",
-    "openclaw_memory.watch.watcher:WatchStarted",
-    "openclaw_memory.watch.watcher:WatchSummary",
-    "openclaw_memory.watchdog.compare:Changed",
-    "openclaw_memory.watchdog.compare:Delta",
-    "openclaw_memory.watchdog.heartbeat:HeartbeatResult",
-    "openclaw_memory.watchdog.ignore:IgnoreRules",
-    "openclaw_memory.watchdog.observe:Observation",
-    "openclaw_memory.watchdog.snapshot:SnapshotInfo",
-    "openclaw_memory.watchdog.store:Table",
-    "openclaw_memory.watchdog.store:IndexEntry",
-    "openclaw_memory.watchdog.verify:VerifyResult",
-})
+JsonValue = Any
+
+# Names that modules import only for type checkers, resolved when a field's annotation needs them.
+_DEFERRED = {
+    "SyncSummary": "openclaw_memory.index.sync",
+    "Settings": "openclaw_memory.settings",
+}
 
 
-def encode(value):
+class WireError(ValueError):
+    """JSON that is not a value of the expected type."""
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def dump(value: Any) -> JsonValue:
+    """``value`` as JSON data (see the module docstring)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        cls = type(value)
-        return {"~c": f"{cls.__module__}:{cls.__qualname__}", "f": {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        cls = type(value)
-        return {"~n": f"{cls.__module__}:{cls.__qualname__}", "v": [encode(v) for v in value]}
-    if isinstance(value, tuple):
-        return {"~t": [encode(v) for v in value]}
-    if isinstance(value, list):
-        return [encode(v) for v in value]
-    if isinstance(value, dict):
-        return {"~m": {str(k): encode(v) for k, v in value.items()}}
-    if isinstance(value, PurePath):
-        return {"~p": str(value)}
-    if isinstance(value, (bytes, bytearray)):
-        return {"~b": base64.b64encode(bytes(value)).decode("ascii")}
+        return {camel(f.name): dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [dump(v) for v in value]
     if isinstance(value, (set, frozenset)):
-        return {"~t": [encode(v) for v in sorted(value)]}
+        return [dump(v) for v in sorted(value)]
+    if isinstance(value, dict):
+        return {str(k): dump(v) for k, v in value.items()}
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
     raise TypeError(f"cannot send a {type(value).__name__} over the service socket")
 
 
-def _class(name: str) -> type:
-    """The data type ``name`` stands for: one of :data:`TYPES`, nothing else, whatever the bytes."""
-    if not isinstance(name, str) or name not in TYPES:
-        raise ValueError(f"refusing to rebuild {str(name)[:100]!r}: not one of the product's data types")
-    module, _, qualname = name.partition(":")
-    cls = getattr(importlib.import_module(module), qualname)
-    if not (isinstance(cls, type) and (dataclasses.is_dataclass(cls) or issubclass(cls, tuple))):
-        raise ValueError(f"refusing to rebuild {name}: not a data type")
-    return cls
+def load(data: JsonValue, hint: Any) -> Any:
+    """JSON ``data`` read as a value of type ``hint``; WireError when it is not one."""
+    try:
+        return _load(data, hint, "value")
+    except RecursionError:
+        raise WireError("nested deeper than the reader goes") from None
 
 
-def decode(value):
+def _fail(where: str, expected: str, data: Any) -> typing.NoReturn:
+    shown = repr(data)
+    raise WireError(f"{where}: expected {expected}, not {shown[:80]}")
+
+
+def _load(data: Any, hint: Any, where: str) -> Any:
+    if hint is Any or hint is object:
+        return data
+    if hint is None or hint is type(None):
+        if data is not None:
+            _fail(where, "null", data)
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if data is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _load(data, option, where)
+            except WireError as exc:
+                errors.append(str(exc))
+        raise WireError(errors[0] if len(errors) == 1 else f"{where}: none of {len(errors)} types fits")
+    if origin is Literal:
+        if data not in typing.get_args(hint):
+            _fail(where, " or ".join(map(repr, typing.get_args(hint))), data)
+        return data
+    if hint is bool:
+        if not isinstance(data, bool):
+            _fail(where, "true or false", data)
+        return data
+    if hint is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            _fail(where, "a whole number", data)
+        return data
+    if hint is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            _fail(where, "a number", data)
+        return float(data)
+    if hint is str:
+        if not isinstance(data, str):
+            _fail(where, "a string", data)
+        return data
+    if hint in (bytes, bytearray):
+        if not (isinstance(data, dict) and set(data) == {"base64"} and isinstance(data["base64"], str)):
+            _fail(where, '{"base64": ...}', data)
+        try:
+            return base64.b64decode(data["base64"], validate=True)
+        except ValueError:
+            _fail(where, "base64 data", data["base64"])
+    if hint in (Path, PurePath):
+        if not isinstance(data, str):
+            _fail(where, "a path", data)
+        return Path(data)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _load_dataclass(data, hint, where)
+    if isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_fields"):
+        if not isinstance(data, list) or len(data) != len(hint._fields):
+            _fail(where, f"an array of {len(hint._fields)}", data)
+        hints = _hints(hint)
+        return hint(*(_load(v, hints[name], f"{where}.{name}") for name, v in zip(hint._fields, data)))
+    if origin in (tuple, list, set, frozenset) or hint in (tuple, list, set, frozenset):
+        if not isinstance(data, list):
+            _fail(where, "an array", data)
+        args = typing.get_args(hint)
+        container = origin or hint
+        if container is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(args) != len(data):
+                _fail(where, f"an array of {len(args)}", data)
+            return tuple(_load(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(data, args)))
+        item = args[0] if args else Any
+        values = [_load(v, item, f"{where}[{i}]") for i, v in enumerate(data)]
+        return values if container is list else container(values)
+    if origin is dict or hint is dict:
+        if not isinstance(data, dict):
+            _fail(where, "an object", data)
+        args = typing.get_args(hint)
+        value_hint = args[1] if args else Any
+        return {k: _load(v, value_hint, f"{where}.{k}") for k, v in data.items()}
+    raise WireError(f"{where}: {hint!r} is not a type the wire carries")
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    module = importlib.import_module(cls.__module__)
+    namespace = dict(vars(module))
+    for name, where in _DEFERRED.items():
+        if name not in namespace:
+            namespace[name] = getattr(importlib.import_module(where), name)
+    return typing.get_type_hints(cls, globalns=namespace)
+
+
+def _load_dataclass(data: Any, cls: type, where: str) -> Any:
+    if not isinstance(data, dict):
+        _fail(where, f"an object ({cls.__name__})", data)
+    hints = _hints(cls)
+    init: dict[str, Any] = {}
+    late: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        key = camel(f.name)
+        if key not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.init:
+                _fail(f"{where}.{key}", "a value", None)
+            continue
+        value = _load(data[key], hints[f.name], f"{where}.{key}")
+        (init if f.init else late)[f.name] = value
+    obj = cls(**init)
+    for name, value in late.items():
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def untag(value: Any) -> JsonValue:
+    """A record in the tagged form of releases before 0.2 (``{"~c": ..., "f": ...}``) as plain data.
+
+    The tags' type names are dropped, never looked up: the reader's type decides, as for new records.
+    """
     if isinstance(value, list):
-        return [decode(v) for v in value]
+        return [untag(v) for v in value]
     if not isinstance(value, dict):
         return value
-    if "~c" in value:
-        cls = _class(value["~c"])
-        fields = {k: decode(v) for k, v in value["f"].items()}
-        init = {f.name for f in dataclasses.fields(cls) if f.init}
-        obj = cls(**{k: v for k, v in fields.items() if k in init})
-        for k, v in fields.items():
-            if k not in init:
-                object.__setattr__(obj, k, v)
-        return obj
-    if "~n" in value:
-        return _class(value["~n"])(*(decode(v) for v in value["v"]))
-    if "~t" in value:
-        return tuple(decode(v) for v in value["~t"])
-    if "~m" in value:
-        return {k: decode(v) for k, v in value["~m"].items()}
+    if "~c" in value and isinstance(value.get("f"), dict):
+        return {camel(str(k)): untag(v) for k, v in value["f"].items()}
+    for tag in ("~n", "~t"):
+        if tag in value:
+            items = value.get("v") if tag == "~n" else value.get(tag)
+            return [untag(v) for v in items] if isinstance(items, list) else None
+    if "~m" in value and isinstance(value["~m"], dict):
+        return {k: untag(v) for k, v in value["~m"].items()}
     if "~p" in value:
-        from pathlib import Path
-
-        return Path(value["~p"])
+        return value["~p"]
     if "~b" in value:
-        return base64.b64decode(value["~b"])
-    raise ValueError(f"unknown value on the service socket: {sorted(value)}")
+        return {"base64": value["~b"]}
+    return {k: untag(v) for k, v in value.items()}
+
+
+def is_tagged(value: Any) -> bool:
+    return isinstance(value, dict) and any(tag in value for tag in ("~c", "~n", "~t", "~m", "~p", "~b"))
+

@@ -24,12 +24,13 @@ def test_agent_flow_without_the_cli(workspace, state_dir):
     write(workspace / "MEMORY.md", "# Prefs\nlikes tea\n")
     write(workspace / "memory.md", "legacy\n")
     settings = om.resolve_settings(om.Overrides(workspace=str(workspace), state_dir=str(state_dir)))
-    assert [f.path for f in om.list_memory_files(settings).files] == ["MEMORY.md"]
-    assert om.read_memory(settings, "MEMORY.md", lines=1).to_json()["nextFrom"] == 2
-    assert "likes tea" in om.build_prompt(settings).text
-    assert om.detect_root_memory_files(workspace).split
-    report = om.run_doctor(settings)
-    assert [f.id for f in report.findings] == ["split-root"]
+    memory = om.open_memory(settings)
+    assert [f.path for f in memory.files().files] == ["MEMORY.md"]
+    assert memory.read("MEMORY.md", lines=1).to_json()["nextFrom"] == 2
+    assert memory.read("MEMORY.md#L2").text == "likes tea"  # a search citation reads its lines
+    assert "likes tea" in memory.prompt().text
+    assert [f.id for f in memory.doctor().findings] == ["split-root"]
+    memory.close()
 
 
 def test_every_export_is_visible_to_type_checkers():
@@ -40,8 +41,9 @@ def test_every_export_is_visible_to_type_checkers():
     tree = ast.parse(Path(om.__file__).read_text(encoding="utf-8"))
     guarded = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
     imported = {alias.name: "." * stmt.level + (stmt.module or "") for stmt in guarded.body for alias in stmt.names}
-    assert imported == om._EXPORTS
-    assert sorted(om.__all__) == sorted(om._EXPORTS)
+    assert imported == om._RESULT_TYPES
+    eager = {alias.name for stmt in tree.body if isinstance(stmt, ast.ImportFrom) and stmt.level for alias in stmt.names}
+    assert sorted(om.__all__) == sorted(eager | set(om._RESULT_TYPES))
 
 
 def test_result_types_and_literals_are_exported():

@@ -6,7 +6,7 @@ import datetime as dt
 import re
 
 from conftest import write
-from openclaw_memory import build_prompt
+from openclaw_memory.api import build_prompt
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.prompt import build_prompt_section
 from openclaw_memory.settings import Overrides, resolve_settings

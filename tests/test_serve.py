@@ -25,7 +25,7 @@ import pytest
 import xxhash
 
 from conftest import env_for, settings_for, wait_for, write
-from openclaw_memory.serve.paths import read_info, service_dir
+from openclaw_memory.memory.paths import read_info, service_dir
 
 WAIT = 120  # seconds for a process to start, a session to finish or a process to stop: the machine may be loaded
 

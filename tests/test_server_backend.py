@@ -197,6 +197,7 @@ def test_url_precedence_and_api_key_sources(workspace, state_dir, tmp_path):
     write(state_dir / "openclaw-memory.toml", '[index.server]\napi_key = "inline"\n')
     with pytest.raises(MemoryToolError, match="OPENCLAW_MEMORY_QDRANT_API_KEY"):
         server_config(settings_for(workspace, state_dir, qdrant_url="http://x:6333"), environ={})
+    write(state_dir / "openclaw-memory.toml", "")  # the key in the toml stops settings themselves
     with pytest.raises(MemoryToolError, match="not a Qdrant URL"):
         server_config(settings_for(workspace, state_dir, qdrant_url="ftp://x"), environ={})
 

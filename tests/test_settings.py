@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import re
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +114,211 @@ def test_openclaw_limits_per_agent_and_toml_above_them(state_dir, workspace):
     assert (ops.prompt.file_chars, ops.read.max_chars) == (5000, 12000)
     write(state_dir / "openclaw-memory.toml", "[prompt]\nfile_chars = 300\n[read]\nmax_chars = 50\n")
     assert (resolve(state_dir, workspace=str(workspace)).prompt.file_chars, resolve(state_dir, workspace=str(workspace)).read.max_chars) == (300, 50)
+
+
+# -- openclaw-memory.toml: one typed tree, checked once -----------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+# A valid value for every key of every table (the typed field then holds it).
+VALID = {
+    "read": {"default_lines": 10, "max_chars": 500},
+    "prompt": {"file_chars": 300, "total_chars": 400},
+    "index": {"model": "all-MiniLM-L6-v2", "chunk_tokens": 64, "overlap_tokens": 8, "embedding_backend": "onnx",
+              "backend": "qdrant", "url": "http://localhost:6333", "lock_timeout": 1.5, "embed_batch": 8},
+    "index.server": {"api_key_file": "~/qdrant.key", "tenancy": "shared", "namespace": "team-memory", "shard_number": 3,
+                     "replication_factor": 2, "write_consistency_factor": 1, "hnsw_m": 16, "hnsw_ef_construct": 100,
+                     "timeout": 3, "retries": 0, "retry_backoff": 0.25},
+    "search": {"mmr": True, "mmr_lambda": 0.5, "temporal_decay": True, "half_life_days": 14},
+    "history": {"keep_per_path": 5, "max_bytes": 80_000},
+    "watchdog": {"keep": 3},
+    "service": {"timeout": 1, "shard_idle": 0.5},
+}
+
+
+def _toml_value(value) -> str:
+    return json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+def _typed(settings, table: str):
+    node = settings
+    for part in table.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def _toml_error(state_dir, workspace, body: str) -> str:
+    write(state_dir / "openclaw-memory.toml", body)
+    with pytest.raises(ConfigError) as err:
+        resolve(state_dir, workspace=str(workspace))
+    return err.value.message
+
+
+def test_every_key_of_every_table_lands_in_its_typed_field(state_dir, workspace):
+    body = "".join(f"[{table}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in keys.items()) for table, keys in VALID.items())
+    write(state_dir / "openclaw-memory.toml", body)
+    s = resolve(state_dir, workspace=str(workspace))
+    for table, keys in VALID.items():
+        for key, value in keys.items():
+            assert getattr(_typed(s, table), key) == value, (table, key)
+    assert isinstance(s.service.timeout, float) and isinstance(s.index.server.timeout, float)
+    assert s.index.configured
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.service.timeout = 2  # type: ignore[misc]
+    write(state_dir / "openclaw-memory.toml", "")
+    defaults = resolve(state_dir, workspace=str(workspace))
+    assert (defaults.service.timeout, defaults.service.shard_idle, defaults.watchdog.keep) == (5.0, 10.0, 20)
+    assert (defaults.history.keep_per_path, defaults.history.max_bytes) == (50, 256 * 1024 * 1024)
+    assert defaults.index.backend == "edge" and defaults.index.server.retries == 4 and not defaults.index.configured
+    assert defaults.search.mmr is None  # not set in the toml: openclaw.json's (or off)
+
+
+def _documented_keys() -> dict[str, set[str]]:
+    """The tables and keys docs/configuration.md lists, and the keys above the tables in its toml example."""
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    tables: dict[str, set[str]] = {}
+    for table, cell in re.findall(r"^\| `\[([a-z_.]+)\]` \| (.+?) \|", text, flags=re.M):
+        tables[table] = set(re.findall(r"`([a-z_]+)`", re.sub(r"\([^)]*\)", "", cell)))
+    example = re.search(r"```toml\n(.*?)```", text, flags=re.S)
+    assert example
+    tables[""] = set(re.findall(r"^([a-z_]+) =", example.group(1).split("\n[")[0], flags=re.M))
+    return tables
+
+
+def _accepted_keys() -> dict[str, set[str]]:
+    from openclaw_memory.settings import TOML_KEYS, TOML_TABLES
+
+    accepted = {"": set(TOML_KEYS)}
+
+    def walk(name: str, cls) -> None:
+        accepted[name] = set()
+        for f in dataclasses.fields(cls):
+            if "table" in f.metadata:
+                walk(f"{name}.{f.name}", f.metadata["table"])
+            elif "toml" in f.metadata:
+                accepted[name].add(f.name)
+
+    for name, cls in TOML_TABLES.items():
+        walk(name, cls)
+    return accepted
+
+
+def test_the_documented_tables_and_keys_are_the_accepted_ones():
+    documented, accepted = _documented_keys(), _accepted_keys()
+    assert documented == accepted
+    assert {t: set(k) for t, k in VALID.items()} == {t: k for t, k in accepted.items() if t}
+
+
+def _doc_examples() -> list:
+    """Every ```toml block of the docs, with commented-out settings (``# key = value``) switched on."""
+    found = []
+    for page in sorted(DOCS.glob("*.md")):
+        blocks = re.findall(r"```toml\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
+        for n, block in enumerate(blocks, 1):
+            found.append(pytest.param(page.name, re.sub(r"^# ([a-z_]+ = )", r"\1", block, flags=re.M), id=f"{page.stem}-{n}"))
+    assert len(found) >= 5
+    return found
+
+
+@pytest.mark.parametrize(("page", "body"), _doc_examples())
+def test_every_toml_example_in_the_docs_is_accepted(state_dir, workspace, page, body):
+    write(state_dir / "openclaw-memory.toml", body)
+    s = resolve(state_dir, workspace=str(workspace))  # the flag is above an example's `workspace`
+    data = tomllib.loads(body)
+    for table, keys in data.items():
+        if isinstance(keys, dict):
+            for key, value in keys.items():
+                if not isinstance(value, dict):
+                    assert getattr(_typed(s, table), key) == value, (page, table, key)
+
+
+def test_unknown_table_is_refused_with_the_closest_name(state_dir, workspace):
+    toml = state_dir / "openclaw-memory.toml"
+    assert _toml_error(state_dir, workspace, "[serivce]\ntimeout = 5\n") == f"{toml}: unknown table [serivce] (did you mean [service]?)"
+    assert _toml_error(state_dir, workspace, '[index.servr]\ntenancy = "shared"\n') == (
+        f"{toml}: unknown table [index.servr] (did you mean [index.server]?)")
+    message = _toml_error(state_dir, workspace, "[zzz]\na = 1\n")
+    assert message.startswith(f"{toml}: unknown table [zzz] (known: 'workspace', ") and "[service]" in message
+
+
+def test_unknown_key_is_refused_with_the_closest_name(state_dir, workspace):
+    toml = state_dir / "openclaw-memory.toml"
+    assert _toml_error(state_dir, workspace, "[service]\nshard_idel = 3\n") == (
+        f"{toml}: [service] unknown key 'shard_idel' (did you mean 'shard_idle'?)")
+    assert _toml_error(state_dir, workspace, "multimodel = true\n") == f"{toml}: unknown key 'multimodel' (did you mean 'multimodal'?)"
+    assert _toml_error(state_dir, workspace, '[index.server]\ntenacy = "shared"\n') == (
+        f"{toml}: [index.server] unknown key 'tenacy' (did you mean 'tenancy'?)")
+    assert _toml_error(state_dir, workspace, "[watchdog]\nzzz = 1\n") == f"{toml}: [watchdog] unknown key 'zzz' (known: 'keep')"
+    # [prompt]'s startup context is openclaw.json's, not a key of the toml
+    assert "[prompt] unknown key 'startup'" in _toml_error(state_dir, workspace, "[prompt]\nstartup = 1\n")
+    assert "[index.server] api_key is not read from the toml" in _toml_error(state_dir, workspace, '[index.server]\napi_key = "k"\n')
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ('[service]\nshard_idle = "x"\n', "[service] shard_idle must be a positive number of seconds, not 'x'"),
+    ("[service]\ntimeout = 0\n", "[service] timeout must be a positive number of seconds, not 0"),
+    ("[service]\ntimeout = nan\n", "[service] timeout must be a positive number of seconds, not nan"),
+    ("[read]\ndefault_lines = 0\n", "[read] default_lines must be a whole number of at least 1, not 0"),
+    ("[prompt]\ntotal_chars = 1.5\n", "[prompt] total_chars must be a whole number of at least 1, not 1.5"),
+    ("[history]\nkeep_per_path = true\n", "[history] keep_per_path must be a whole number of at least 1, not True"),
+    ("[watchdog]\nkeep = 1.5\n", "[watchdog] keep must be a whole number of at least 1, not 1.5"),
+    ('[index]\nchunk_tokens = "many"\n', "[index] chunk_tokens must be a whole number of at least 16, not 'many'"),
+    ('[index]\nembedding_backend = "fast"\n', "[index] embedding_backend must be auto, torch, onnx or hash, not 'fast'"),
+    ('[index]\nbackend = "postgres"\n', "[index] backend must be edge or qdrant, not 'postgres'"),
+    ('[index]\nmodel = " "\n', "[index] model must be a non-empty string, not ' '"),
+    ("[index]\nlock_timeout = -1\n", "[index] lock_timeout must be a number of seconds of at least 0, not -1"),
+    ("[index]\nserver = 5\n", "[index] server must be a table ([index.server] with keys under it), not 5"),
+    ('[index.server]\ntenancy = "one"\n', "[index.server] tenancy must be collection or shared, not 'one'"),
+    ('[index.server]\nnamespace = "a b"\n', "[index.server] namespace must be 1-64 letters, digits, '-' or '_', not 'a b'"),
+    ("[index.server]\ntimeout = 0.05\n", "[index.server] timeout must be a number of seconds of at least 0.1, not 0.05"),
+    ("[index.server]\nhnsw_ef_construct = 2\n", "[index.server] hnsw_ef_construct must be a whole number of at least 4, not 2"),
+    ('[search]\nmmr = "yes"\n', "[search] mmr must be true or false, not 'yes'"),
+    ("[search]\nmmr_lambda = 2\n", "[search] mmr_lambda must be a number from 0 to 1, not 2"),
+    ("[search]\nhalf_life_days = 0\n", "[search] half_life_days must be a positive number of days, not 0"),
+    ("workspace = 5\n", "workspace must be a string (a folder path), not 5"),
+    ('multimodal = "maybe"\n', "multimodal must be true or false, not 'maybe'"),
+    ('extra_paths = "x"\n', "extra_paths must be a list of strings (folder or file paths) or {path, pattern} tables, not 'x'"),
+    ("service = 5\n", "service must be a table ([service] with keys under it), not 5"),
+])
+def test_a_wrong_type_names_the_file_table_key_and_what_is_expected(state_dir, workspace, body, words):
+    assert _toml_error(state_dir, workspace, body) == f"{state_dir / 'openclaw-memory.toml'}: {words}"
+
+
+def test_environment_overrides_stay_above_the_toml(state_dir, workspace):
+    from openclaw_memory.index.config import index_config
+    from openclaw_memory.index.store.server_config import server_config
+
+    write(state_dir / "openclaw-memory.toml", '[index]\nembedding_backend = "torch"\nbackend = "qdrant"\nurl = "http://toml:6333"\n')
+    env = {"OPENCLAW_MEMORY_EMBEDDING_BACKEND": "hash", "OPENCLAW_MEMORY_QDRANT_URL": "http://env:6333"}
+    s = resolve(state_dir, workspace=str(workspace), environ=env)
+    assert s.index.embedding_backend == "torch" and index_config(s).embedding_backend == "hash"
+    config = server_config(s, environ={})
+    assert config is not None and config.url == "http://env:6333"
+    # A wrong environment value is refused where it is used, as before; the toml's at once.
+    wrong = resolve(state_dir, workspace=str(workspace), environ={"OPENCLAW_MEMORY_EMBEDDING_BACKEND": "fast"})
+    with pytest.raises(ConfigError, match="OPENCLAW_MEMORY_EMBEDDING_BACKEND must be auto, torch, onnx or hash, not 'fast'"):
+        index_config(wrong)
+
+
+def test_the_service_key_follows_the_meaning_of_the_toml(state_dir, workspace):
+    from openclaw_memory.memory.protocol import settings_key
+
+    def key(body: str) -> str:
+        write(state_dir / "openclaw-memory.toml", body)
+        return settings_key(resolve(state_dir, workspace=str(workspace)))
+
+    plain = key("")
+    assert key("[service]\ntimeout = 5\n") == key("[service]\ntimeout = 5.0\n") == plain  # the default, spelled out
+    assert key("[service]\ntimeout = 2\n") != plain
+    assert key("[watchdog]\nkeep = 3\n") != plain
+    assert key("[index.server]\nretries = 1\n") != key("[index.server]\nretries = 2\n")
+    assert key("[search]\nmmr = false\n") != plain  # set in the toml: above openclaw.json's
+
+
+def test_every_command_stops_at_a_mistake_in_the_toml(cli, workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(state_dir / "openclaw-memory.toml", "[service]\nshard_idel = 3\n")  # read never used [service] before
+    for args in (("read", "MEMORY.md"), ("files",)):
+        res = cli(*args)
+        assert res.returncode == 2 and "Traceback" not in res.stderr
+        assert "[service] unknown key 'shard_idel' (did you mean 'shard_idle'?)" in res.stderr

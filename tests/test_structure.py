@@ -72,6 +72,70 @@ def test_no_import_circles():
     assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
 
 
+def _graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: _imports(path, set(files)) for name, path in files.items()}
+
+
+def _package(module: str) -> str:
+    """``openclaw_memory.index.store.edge`` -> ``index``; a module at the top is its own package."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_no_package_circles():
+    """Between the package's folders (and top modules), with imports inside functions counted."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in _graph().items():
+        for target in targets:
+            if target == "openclaw_memory":
+                continue  # the lazy public face, imported only for __version__
+            a, b = _package(module), _package(target)
+            if a != b:
+                edges.setdefault(a, set()).add(b)
+    circles = []
+    for start in sorted(edges):
+        seen, frontier = set(), [(start, [start])]
+        while frontier:
+            node, path = frontier.pop()
+            for nxt in sorted(edges.get(node, ())):
+                if nxt == start:
+                    circles.append(" -> ".join(path + [start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    frontier.append((nxt, path + [nxt]))
+    assert not circles, "package circles:\n" + "\n".join(sorted(set(circles)))
+
+
+# What the front-ends may import: the door (memory/), settings, errors, the shared literals, the
+# extras check, each other's entry points, and the modules that only define result types.
+FRONT_END_MAY_IMPORT = {
+    "memory", "settings", "errors", "types", "extras", "cli", "mcp",
+    "serve.service",  # `serve` and `watch` start the service, a front-end of its own
+    "index.results",  # SearchResult, DEFAULT_MIN_SCORE
+}
+
+
+def test_the_front_ends_go_through_the_door():
+    wrong = []
+    for module, targets in sorted(_graph().items()):
+        if _package(module) not in ("cli", "mcp"):
+            continue
+        for target in sorted(targets - {"openclaw_memory"}):
+            inner = target.split(".", 1)[1]
+            if not any(inner == allowed or inner.startswith(allowed + ".") for allowed in FRONT_END_MAY_IMPORT):
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_domain_code_never_imports_a_front_end_or_the_door():
+    """The public face (the package itself) and the entry point stand above the front-ends."""
+    front = ("cli", "mcp", "serve", "memory")
+    wrong = [f"{m} imports {t}" for m, ts in sorted(_graph().items()) for t in sorted(ts)
+             if _package(m) not in (*front, "__main__", "openclaw_memory") and _package(t) in front]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_class_names_are_unique():
     names = Counter()
     for path in PACKAGE.rglob("*.py"):

@@ -17,6 +17,11 @@ def print_json(data) -> None:
     sys.stdout.write(text + "\n")
 
 
+def printable(path: str) -> str:
+    """A path safe to print: bytes that are not UTF-8 become ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 

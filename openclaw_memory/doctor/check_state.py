@@ -8,9 +8,13 @@ under a shared lock, and nothing is recorded (plain ``doctor`` writes nothing).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from .model import CheckContext, Finding
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 WATCHDOG_DAMAGED = "watchdog-damaged"
 HISTORY_DAMAGED = "history-damaged"
@@ -39,7 +43,7 @@ def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-def damaged_history(settings) -> list[tuple[str, str]]:
+def damaged_history(settings: Settings) -> list[tuple[str, str]]:
     """(file, reason) for every history log and read-records file that cannot be read."""
     from ..history.states import ReadRecords
     from ..history.store import HistoryStore
@@ -115,7 +119,7 @@ def check_checkpoint(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-def damaged_index(settings) -> list[tuple[str, str]]:
+def damaged_index(settings: Settings) -> list[tuple[str, str]]:
     """(file or shard, reason) for the collection registry, each manifest and each shard of the agent."""
     from ..errors import IndexDamaged
     from ..index.collections import registry_path, resolve_collections

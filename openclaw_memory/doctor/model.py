@@ -62,9 +62,9 @@ class CheckContext:
 
     @cached_property
     def scan(self) -> ScanResult:
-        from ..api import list_memory_files
+        from ..files.scan import scan_workspace
 
-        return list_memory_files(self.settings)
+        return scan_workspace(self.settings)
 
     def rel(self, path: str) -> str:
         from ..files.paths import display_path

@@ -3,11 +3,16 @@ delete shards that no collection owns any more."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import MemoryToolError
 from .model import Finding, Repair, RepairSpec
 
+if TYPE_CHECKING:
+    from ..settings import Settings
 
-def _reindex(settings, finding: Finding) -> Repair:
+
+def _reindex(settings: Settings, finding: Finding) -> Repair:
     from ..index.api import MemoryIndex
 
     try:
@@ -22,7 +27,7 @@ def _reindex(settings, finding: Finding) -> Repair:
     return Repair(finding.id, "re-index", "done", detail, finding.paths)
 
 
-def _remove_orphans(settings, finding: Finding) -> Repair:
+def _remove_orphans(settings: Settings, finding: Finding) -> Repair:
     from ..index.status import remove_orphaned_shards
     from ..index.store.factory import open_store
 

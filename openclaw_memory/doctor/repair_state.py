@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
@@ -27,19 +28,22 @@ from .check_state import (
 from .model import Finding, Repair, RepairSpec
 from .place import place_no_replace
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 
 def _failed(finding: Finding, action: str, exc: MemoryToolError | OSError) -> Repair:
     message = exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename or ''})"
     return Repair(finding.id, action, "failed", f"{message}; nothing was deleted", finding.paths)
 
 
-def _rebuild_snapshots(settings, finding: Finding) -> Repair:
-    from ..watchdog.store import SnapshotStore, keep_count
+def _rebuild_snapshots(settings: Settings, finding: Finding) -> Repair:
+    from ..watchdog.store import SnapshotStore
 
     store = SnapshotStore(settings.data_dir)
     try:
         with store.lock():
-            moved, baseline = store.rebuild(settings.data_dir, keep_count(settings.section("watchdog")))
+            moved, baseline = store.rebuild(settings.data_dir, settings.watchdog.keep)
     except (MemoryToolError, OSError) as exc:
         return _failed(finding, "set aside", exc)
     where = f"set aside {len(moved)} damaged file(s) under {moved[0].parent}" if moved else "nothing needed setting aside"
@@ -47,7 +51,7 @@ def _rebuild_snapshots(settings, finding: Finding) -> Repair:
     return Repair(finding.id, "set aside", "done", f"{where}; rebuilt the snapshot list; {after}", tuple(str(p) for p in moved))
 
 
-def _set_aside_history(settings, finding: Finding) -> Repair:
+def _set_aside_history(settings: Settings, finding: Finding) -> Repair:
     from ..history.store import HistoryStore
 
     store = HistoryStore.for_settings(settings)
@@ -64,7 +68,7 @@ def _set_aside_history(settings, finding: Finding) -> Repair:
     return Repair(finding.id, "set aside", "done", f"set aside {len(moved)} damaged history file(s) under {folder}", tuple(moved))
 
 
-def _replace_checkpoint(settings, finding: Finding) -> Repair:
+def _replace_checkpoint(settings: Settings, finding: Finding) -> Repair:
     from ..watchdog.checkpoint import HEADING, append_checkpoint, checkpoint_path
 
     data_dir = settings.data_dir
@@ -88,7 +92,7 @@ def _replace_checkpoint(settings, finding: Finding) -> Repair:
     return Repair(finding.id, "set aside", "done", f"set aside the damaged checkpoint at {target}; a new one holds its readable lines", (str(target),))
 
 
-def _rebuild_index(settings, finding: Finding) -> Repair:
+def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
     from ..index.api import MemoryIndex
     from ..index.collections import registry_path
     from ..index.manifest import delete_manifest
@@ -125,7 +129,7 @@ def _rebuild_index(settings, finding: Finding) -> Repair:
     return Repair(finding.id, "rebuild", "done", detail, finding.paths)
 
 
-def recover_without_journal(settings) -> Repair:
+def recover_without_journal(settings: Settings) -> Repair:
     """The doctor journal cannot be read: set it aside and recover from what the files show.
 
     A repair leaves the legacy bytes at ``memory.md``, in the archive, merged into

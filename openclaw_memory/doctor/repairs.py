@@ -1,25 +1,11 @@
 """The list of doctor repairs, keyed by the id of the finding each one fixes.
 
-Each module named in :data:`REPAIR_MODULES` exposes ``REPAIRS``
-(``{finding id: RepairSpec}``); a later part adds repairs by adding its module.
+Each repair module exposes ``REPAIRS`` (``{finding id: RepairSpec}``); :data:`REPAIRS` joins them.
 """
 
 from __future__ import annotations
 
-import importlib
-
+from . import recovery, repair_index, repair_root, repair_state
 from .model import RepairSpec
 
-REPAIR_MODULES: tuple[str, ...] = (
-    "openclaw_memory.doctor.recovery",
-    "openclaw_memory.doctor.repair_state",
-    "openclaw_memory.doctor.repair_root",
-    "openclaw_memory.doctor.repair_index",
-)
-
-
-def load_repairs(modules: tuple[str, ...] = REPAIR_MODULES) -> dict[str, RepairSpec]:
-    repairs: dict[str, RepairSpec] = {}
-    for name in modules:
-        repairs.update(importlib.import_module(name).REPAIRS)
-    return repairs
+REPAIRS: dict[str, RepairSpec] = {**recovery.REPAIRS, **repair_state.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}

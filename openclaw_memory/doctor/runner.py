@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from ..settings import Settings
 from . import hooks
-from .checks import load_checks, run_checks
+from .checks import run_checks
 from .locking import doctor_lock
 from .model import Finding, Repair
-from .repairs import load_repairs
+from .repairs import REPAIRS
 
 Confirm = Callable[[Finding, str], bool]
 
@@ -57,17 +57,16 @@ def run_doctor(
 ) -> DoctorReport:
     """Check the workspace; with ``fix``, repair what can be repaired. Raises LockTimeout (exit 2)."""
     workspace = str(settings.workspace)
-    checks = load_checks()
     if not fix:
-        found = tuple(run_checks(settings, checks))
+        found = tuple(run_checks(settings))
         return DoctorReport(workspace, found, (), found)
 
-    specs = load_repairs()
+    specs = REPAIRS
     lock = doctor_lock(settings.data_dir, workspace)
     lock.acquire(on_wait=on_lock_wait)
     try:
         hooks.reach("locked")
-        findings = run_checks(settings, checks)
+        findings = run_checks(settings)
         current = findings
         repairs: list[Repair] = []
         tried: set[tuple[str, tuple[str, ...]]] = set()
@@ -81,7 +80,7 @@ def run_doctor(
                 repairs.append(Repair(todo.id, spec.action, "declined", "declined at the prompt; nothing changed", todo.paths))
                 continue
             repairs.append(spec.apply(settings, todo))
-            current = run_checks(settings, checks)
+            current = run_checks(settings)
         return DoctorReport(workspace, tuple(findings), tuple(repairs), tuple(current))
     finally:
         lock.release()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import ConfigError
+from ..settings import HistorySettings
 
-DEFAULT_KEEP_PER_PATH = 50
-DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+DEFAULT_KEEP_PER_PATH: int = HistorySettings.keep_per_path
+DEFAULT_MAX_BYTES: int = HistorySettings.max_bytes
 
 
 class HistoryConfig(NamedTuple):
@@ -15,16 +18,6 @@ class HistoryConfig(NamedTuple):
     max_bytes: int = DEFAULT_MAX_BYTES
 
 
-def history_config(settings) -> HistoryConfig:
-    """Read ``[history] keep_per_path`` and ``max_bytes``; a wrong type is a ConfigError naming the key."""
-    table = settings.section("history")
-    values = {}
-    for key, default in (("keep_per_path", DEFAULT_KEEP_PER_PATH), ("max_bytes", DEFAULT_MAX_BYTES)):
-        value = table.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(
-                f"{settings.state_dir / 'openclaw-memory.toml'} [history]: "
-                f"`{key}` must be a whole number of at least 1, not {value!r}"
-            )
-        values[key] = value
-    return HistoryConfig(**values)
+def history_config(settings: Settings) -> HistoryConfig:
+    """``[history] keep_per_path`` and ``max_bytes``, checked when settings were resolved."""
+    return HistoryConfig(settings.history.keep_per_path, settings.history.max_bytes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import xxhash
 
@@ -18,6 +19,9 @@ from ..files.read import ReadResult, check_window_args, open_resolved, read_wind
 from .states import READ, ReadRecords
 from .store import FileVersion, HistoryStore
 from .versions import short
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 DIFF = "diff"
 UNCHANGED = "unchanged"
@@ -52,7 +56,7 @@ class DiffRead:
         return out
 
 
-def read_diff(settings, path: str, *, from_line: int = 1, lines: int | None = None, max_chars: int | None = None) -> DiffRead:
+def read_diff(settings: Settings, path: str, *, from_line: int = 1, lines: int | None = None, max_chars: int | None = None) -> DiffRead:
     """Diff the file against the version ``settings.agent`` last read; record the version now as read.
 
     ``from_line``/``lines``/``max_chars`` shape only the fallback read (mode ``full``).

@@ -43,6 +43,7 @@ from .versions import AGENT_WRITE, RESTORE, Entry, short
 APPEND = "append"
 if TYPE_CHECKING:
     from ..index.sync import SyncSummary
+    from ..settings import Settings
 
 REPLACE = "replace"
 RESTORED = "restore"
@@ -69,6 +70,14 @@ class IndexUpdate:
 
 
 @dataclass(frozen=True)
+class Replay:
+    """A write whose idempotency key was seen again: nothing was written; this is the first one's result."""
+
+    key: str
+    first_time: float
+
+
+@dataclass(frozen=True)
 class WriteResult:
     path: str
     abs_path: str
@@ -80,6 +89,7 @@ class WriteResult:
     changed: bool = True  # False when a restore found the file already at that version
     index: IndexUpdate | None = None  # set by the API after the write
     warnings: tuple[str, ...] = ()  # the write happened; something after it did not (see _commit)
+    replay: Replay | None = None  # set when this is an earlier write's result, replayed
 
     def to_json(self) -> dict:
         return {
@@ -92,6 +102,7 @@ class WriteResult:
             "changed": self.changed,
             "index": self.index.to_json() if self.index else None,
             **({"warnings": list(self.warnings)} if self.warnings else {}),
+            **({"replayed": True} if self.replay is not None else {}),
         }
 
 
@@ -99,7 +110,7 @@ class _Raced(Exception):
     """The target changed between the check and the replace."""
 
 
-def write_memory_file(settings, path: str, *, content: bytes | None = None, append: str | bytes | None = None,
+def write_memory_file(settings: Settings, path: str, *, content: bytes | None = None, append: str | bytes | None = None,
                       expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
 
@@ -129,13 +140,11 @@ def write_memory_file(settings, path: str, *, content: bytes | None = None, appe
                     store, records, resolved, content, added, expected, daily_append, before_swap))
             except _Raced:
                 continue
-    raise WriteBlocked(
-        f"blocked: {resolved.display} changed while it was being written; nothing was written. "
-        + _read_again(resolved.display)
-    )
+    raise WriteBlocked.because(f"{resolved.display} changed while it was being written; nothing was written.",
+                               path=resolved.display)
 
 
-def current_file_version(settings, path: str) -> str | None:
+def current_file_version(settings: Settings, path: str) -> str | None:
     """The version (content hash) the memory file ``path`` holds now; None when it does not exist."""
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     folder, fd, current = _open_current(resolved)
@@ -146,7 +155,7 @@ def current_file_version(settings, path: str) -> str | None:
     return current.version if current is not None else None
 
 
-def restore_file_version(settings, path: str, version: str) -> WriteResult:
+def restore_file_version(settings: Settings, path: str, version: str) -> WriteResult:
     """Put back the bytes of an earlier version (a unique prefix of at least 8 hex characters).
 
     The version the file holds now is recorded first, so the restore can be undone.
@@ -159,10 +168,8 @@ def restore_file_version(settings, path: str, version: str) -> WriteResult:
         try:
             return _translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version))
         except _Raced:
-            raise WriteBlocked(
-                f"blocked: {resolved.display} changed while it was being restored; nothing was written. "
-                "Check `openclaw-memory history` and try again."
-            ) from None
+            raise WriteBlocked.because(f"{resolved.display} changed while it was being restored; nothing was written.",
+                                       path=resolved.display, step="history") from None
 
 
 def _refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
@@ -295,44 +302,35 @@ def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expe
     shown = resolved.display
     if expected is not None:
         if current is None:
-            raise WriteBlocked(f"blocked: {shown} does not exist, so it is not at version {expected}. {_read_again(shown)}")
+            raise WriteBlocked.because(f"{shown} does not exist, so it is not at version {expected}.", path=shown)
         if not current.version.startswith(expected):
-            raise WriteBlocked(
-                f"blocked: {shown} is at version {short(current.version)}, not {expected}: it changed. {_read_again(shown)}"
-            )
+            raise WriteBlocked.because(f"{shown} is at version {short(current.version)}, not {expected}: it changed.",
+                                       path=shown)
         # The prefix matches what is there now; make sure it names nothing else in the history.
         store.resolve_prefix(resolved.abs_path, shown, expected, also=(current.version,))
         return
     if current is None or fd is None:  # _open_current gives both or neither
         if seen is not None:
-            raise WriteBlocked(
-                f"blocked: {shown} was deleted since agent '{agent}' read it. {_read_again(shown)}"
-            )
+            raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", path=shown, agent=agent)
         return
     if daily_append:
         base = seen if seen is not None else latest_before
         if base is None:
-            raise WriteBlocked(f"blocked: agent '{agent}' has not read {shown}; read it first (openclaw-memory read {shown}), then append.")
+            raise WriteBlocked.because(f"{{reader}} has not read {shown}", path=shown, step="read_first_append", agent=agent)
         if not _has_prefix(fd, current, base.version, base.size):
-            raise WriteBlocked(
-                f"blocked: {shown} shrank or was rewritten since agent '{agent}' last saw it "
-                f"(version {short(base.version)} is no longer the start of the file). {_read_again(shown)}"
+            raise WriteBlocked.because(
+                f"{shown} shrank or was rewritten since {{reader}} last saw it "
+                f"(version {short(base.version)} is no longer the start of the file).", path=shown, agent=agent,
             )
         return
     if seen is None:
-        raise WriteBlocked(
-            f"blocked: {shown} exists and agent '{agent}' has not read it; read it first "
-            f"(openclaw-memory read {shown}), then write, or pass --expect VERSION."
-        )
+        raise WriteBlocked.because(f"{shown} exists and {{reader}} has not read it", path=shown, step="read_first",
+                                   agent=agent)
     if seen.version != current.version:
-        raise WriteBlocked(
-            f"blocked: {shown} changed since agent '{agent}' last read it "
-            f"(read {short(seen.version)}, now {short(current.version)}). {_read_again(shown)}"
+        raise WriteBlocked.because(
+            f"{shown} changed since {{reader}} last read it (read {short(seen.version)}, now {short(current.version)}).",
+            path=shown, agent=agent,
         )
-
-
-def _read_again(shown: str) -> str:
-    return f"Read it again (openclaw-memory read {shown}, or read --diff {shown}) and redo the change on the new version."
 
 
 def _has_prefix(fd: int, current: FileVersion, version: str, size: int) -> bool:

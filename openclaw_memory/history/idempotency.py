@@ -27,7 +27,7 @@ from .. import wire
 from ..errors import UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
-from .guard import WriteResult
+from .guard import Replay, WriteResult
 
 KEEP_S = 24 * 3600
 # Test-only: SIGKILL the process at a step of a keyed write (``key-recorded``: the key and the
@@ -35,17 +35,6 @@ KEEP_S = 24 * 3600
 KILL_ENV = "OPENCLAW_MEMORY_TEST_WRITE_KILL_AT"
 LOCK_TIMEOUT_S = 10.0
 MAX_KEY = 300
-
-
-@dataclasses.dataclass(frozen=True)
-class ReplayedWrite(WriteResult):
-    """The first result of a write whose key was seen again: nothing was written this time."""
-
-    key: str = ""
-    first_time: float = 0.0
-
-    def to_json(self) -> dict:
-        return {**super().to_json(), "replayed": True}
 
 
 def default_key(agent: str, tool: str, path: str, mode: str, data: bytes, session: str | None = None) -> str:
@@ -98,7 +87,7 @@ class IdempotencyStore:
     def _file(self, key: str) -> str:
         return os.path.join(self.root, xxhash.xxh3_128_hexdigest(key.encode("utf-8", "surrogateescape")) + ".json")
 
-    def get(self, key: str) -> tuple[ReplayedWrite, dict | None] | None:
+    def get(self, key: str) -> tuple[WriteResult, dict | None] | None:
         """The first result for ``key`` and what the key was bound to (None in a record of an
         earlier release), when it was written less than 24 hours ago."""
         try:
@@ -106,17 +95,16 @@ class IdempotencyStore:
                 data = json.load(fh)
             if data["key"] != key or time.time() - float(data["time"]) >= self.keep_s:
                 return None
-            first = wire.decode(data["result"])
-            if not isinstance(first, WriteResult):
-                return None
+            recorded = data["result"]
+            first = wire.load(wire.untag(recorded) if wire.is_tagged(recorded) else recorded, WriteResult)
             bound = data.get("binding")
-            fields = {f.name: getattr(first, f.name) for f in dataclasses.fields(WriteResult)}
-            return ReplayedWrite(**fields, key=key, first_time=float(data["time"])), bound if isinstance(bound, dict) else None
+            replayed = dataclasses.replace(first, replay=Replay(key, float(data["time"])))
+            return replayed, bound if isinstance(bound, dict) else None
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
             return None  # absent or damaged: the write goes ahead and the entry is written anew
 
     def put(self, key: str, result: WriteResult, when: float | None = None, bound: dict | None = None) -> None:
-        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.encode(result),
+        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.dump(result),
                    "binding": bound}
         os.makedirs(self.root, exist_ok=True)
         # ensure_ascii: a name that is not UTF-8 round-trips as \udcXX

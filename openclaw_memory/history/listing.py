@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import PathRefused, os_error
 from ..files.read import open_resolved, resolve_memory_path
 from .store import HistoryStore, snapshot_fd
 from .versions import Entry
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,7 @@ class VersionHistory:
         }
 
 
-def file_history(settings, path: str) -> VersionHistory:
+def file_history(settings: Settings, path: str) -> VersionHistory:
     """List the versions of ``path``; the file as it is now is recorded first (a sighting)."""
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)

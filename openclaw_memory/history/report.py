@@ -6,6 +6,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import os_error
 from ..files.paths import display_path
@@ -15,6 +16,9 @@ from ..fsutil.safeopen import FolderSwapped
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import iso_time
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 def _camel(name: str) -> str:
@@ -83,7 +87,7 @@ class StateReport:
         }
 
 
-def file_states(settings) -> StateReport:
+def file_states(settings: Settings) -> StateReport:
     """Every Markdown memory file's state for ``settings.agent``, plus files it read that are gone.
 
     Hashing a file is a sighting: new versions go into the history (this is a verify).

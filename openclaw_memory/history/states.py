@@ -19,12 +19,15 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import xxhash
 
 from ..fsutil.atomic import unlink_quietly
 from .store import FileVersion, HistoryStore
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 READ_FRESH = "read_fresh"
 READ_STALE = "read_stale"
@@ -62,7 +65,7 @@ class ReadRecords:
         self.store_root = store.root
 
     @classmethod
-    def for_settings(cls, store: HistoryStore, settings) -> ReadRecords:
+    def for_settings(cls, store: HistoryStore, settings: Settings) -> ReadRecords:
         return cls(store, settings.agent, getattr(settings, "session", None))
 
     def load(self) -> dict[str, Seen]:
@@ -172,7 +175,7 @@ def state_of(seen: Seen | None, current: str | None) -> str | None:
     return WRITTEN_UNREAD if seen.how == WRITE else READ_FRESH
 
 
-def record_read(settings, abs_path: str, display: str, snapshot: FileVersion | None) -> None:
+def record_read(settings: Settings, abs_path: str, display: str, snapshot: FileVersion | None) -> None:
     """Record that ``settings.agent`` (its ``settings.session``) read ``snapshot`` of the file (None: it found the file missing).
 
     The version's bytes are kept in the store (for ``read --diff`` and history): the

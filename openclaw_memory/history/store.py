@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import StateDamaged, UsageError
 from ..fsutil.hashing import hash_open_file
@@ -21,6 +21,9 @@ from ..fsutil.safeopen import open_regular_in_roots
 from .config import HistoryConfig, history_config
 from .objects import ObjectStore
 from .versions import EXTERNAL_EDIT, Entry, VersionLog, short
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 LOCK_TIMEOUT_S = 10.0
 MIN_PREFIX = 8
@@ -46,7 +49,7 @@ class HistoryStore:
         self.log = VersionLog(os.path.join(self.root, "logs"))
 
     @classmethod
-    def for_settings(cls, settings) -> HistoryStore:
+    def for_settings(cls, settings: Settings) -> HistoryStore:
         return cls(settings.data_dir, history_config(settings), (str(settings.workspace), *settings.extra_paths))
 
     def lock(self) -> FileLock:

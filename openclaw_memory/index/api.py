@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
@@ -17,6 +18,10 @@ from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
 from .sync import Models, ProgressCallback, SyncSummary, agent_lock, sync_index
+from .terms import query_terms
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ class MemoryIndex:
     ``on_wait(what, pid)`` is told once when another process holds a lock we wait on.
     """
 
-    def __init__(self, settings, *, keep_open: bool = False, on_wait=None, models: Models | None = None):
+    def __init__(self, settings: Settings, *, keep_open: bool = False, on_wait=None, models: Models | None = None):
         self.settings = settings
         self.config = index_config(settings)
         # Callers indexing several workspaces with one model may share a loaded ``Models``.
@@ -153,7 +158,7 @@ class MemoryIndex:
                 candidates.extend(plan.candidates(shard, c.name))
         dates = file_dates(manifests.values()) if self.ranking.decay else None
         hits = rank(plan, candidates, min_score, dates=dates, today=filters.today(), fetch=self._fetch_passages)
-        return SearchResult(tuple(hits), mode, tuple(stale), tuple(notes))
+        return SearchResult(tuple(hits), mode, tuple(stale), tuple(notes), tuple(query_terms(query)))
 
     def _fetch_passages(self, candidates) -> None:
         """Read the passage fields (body, fence) of the candidates shown, one retrieve per collection."""

@@ -15,11 +15,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import IndexDamaged
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
 from ..fsutil.atomic import atomic_write_text
 from ..fsutil.lock import FileLock
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 REGISTRY_NAME = "collections.json"
 ROOT, DIR, CUSTOM = "root", "dir", "custom"
@@ -146,7 +150,7 @@ def _extra_root(extra: str) -> str:
     return os.path.join(os.path.realpath(os.path.dirname(extra)), os.path.basename(extra))
 
 
-def _wanted(settings) -> list[tuple[str, str, str, str, bool, int]]:
+def _wanted(settings: Settings) -> list[tuple[str, str, str, str, bool, int]]:
     """(kind, key, root, pattern, recursive, position) for every collection the agent should have."""
     ws = str(settings.workspace)
     wanted = [
@@ -162,7 +166,7 @@ def _wanted(settings) -> list[tuple[str, str, str, str, bool, int]]:
     return wanted
 
 
-def resolve_collections(settings, *, register: bool = False) -> list[Collection]:
+def resolve_collections(settings: Settings, *, register: bool = False) -> list[Collection]:
     """The agent's collections in scan order; ``register=True`` records new names (the indexer does)."""
     entries = _load_registry(settings.data_dir)
     result, added = _allocate(entries, settings.agent, _wanted(settings))

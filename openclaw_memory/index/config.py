@@ -1,4 +1,5 @@
-"""The ``[index]`` table of openclaw-memory.toml, validated once.
+"""The ``[index]`` table of openclaw-memory.toml as the index uses it (``Settings.index``, checked
+when settings are resolved).
 
 Keys: ``model`` (default all-MiniLM-L6-v2), ``chunk_tokens`` and ``overlap_tokens``
 (default: the model's window and about 15% of it), ``backend`` (store engine,
@@ -10,11 +11,16 @@ default 5), ``embed_batch`` (chunks embedded and written per step, default 256).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from ..settings import DEFAULT_MODEL, EMBEDDING_BACKENDS
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .search import Ranking
 
 
 @dataclass(frozen=True)
@@ -36,64 +42,55 @@ class IndexConfig:
         return json.dumps([self.model, self.chunk_tokens, self.overlap_tokens, self.embedding_backend, CHUNKER_VERSION])
 
 
-def index_config(settings) -> IndexConfig:
-    table = settings.section("index")
-    where = "openclaw-memory.toml [index]"
-
-    def text(key: str, default: str) -> str:
-        value = table.get(key, default)
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{where}: `{key}` must be a non-empty string, not {value!r}")
-        return value.strip()
-
-    def count(key: str, default, minimum: int):
-        value = table.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigError(f"{where}: `{key}` must be a whole number of at least {minimum}, not {value!r}")
-        return value
-
-    timeout = table.get("lock_timeout", 5)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-        raise ConfigError(f"{where}: `lock_timeout` must be a number of seconds, not {timeout!r}")
-    embedding_backend = settings.embedding_backend or text("embedding_backend", "auto")
-    if embedding_backend not in ("auto", "torch", "onnx", "hash"):
-        source = "OPENCLAW_MEMORY_EMBEDDING_BACKEND" if settings.embedding_backend else f"{where}: `embedding_backend`"
-        raise ConfigError(f"{source} must be auto, torch, onnx or hash, not {embedding_backend!r}")
+def index_config(settings: Settings) -> IndexConfig:
+    """``[index]`` as the index uses it (checked when settings were resolved), with
+    ``OPENCLAW_MEMORY_EMBEDDING_BACKEND`` above its ``embedding_backend``."""
+    table = settings.index
+    embedding_backend = settings.embedding_backend or table.embedding_backend
+    if embedding_backend not in EMBEDDING_BACKENDS:
+        raise ConfigError(f"OPENCLAW_MEMORY_EMBEDDING_BACKEND must be auto, torch, onnx or hash, not {embedding_backend!r}")
     return IndexConfig(
-        model=text("model", DEFAULT_MODEL),
-        chunk_tokens=count("chunk_tokens", None, 16),
-        overlap_tokens=count("overlap_tokens", None, 0),
-        backend=text("backend", "edge"),
+        model=table.model,
+        chunk_tokens=table.chunk_tokens,
+        overlap_tokens=table.overlap_tokens,
+        backend=table.backend,
         embedding_backend=embedding_backend,
-        lock_timeout=float(timeout),
-        embed_batch=count("embed_batch", 256, 1),
+        lock_timeout=table.lock_timeout,
+        embed_batch=table.embed_batch,
     )
 
 
-def search_ranking(settings):
+def search_ranking(settings: Settings) -> Ranking:
     """MMR and temporal decay: OpenClaw's ``memorySearch.query.hybrid`` (``mmr``, ``temporalDecay``),
     overridden by openclaw-memory.toml ``[search]`` (``mmr``, ``mmr_lambda``, ``temporal_decay``,
     ``half_life_days``). Both are off unless enabled, as in OpenClaw."""
     from .search import Ranking
 
     hybrid = settings.openclaw_hybrid
-    mmr = hybrid.get("mmr") if isinstance(hybrid.get("mmr"), dict) else {}
-    decay = hybrid.get("temporalDecay") if isinstance(hybrid.get("temporalDecay"), dict) else {}
-    own = settings.section("search")
-    values = {
-        "mmr": own.get("mmr", mmr.get("enabled", False)),
-        "mmr_lambda": own.get("mmr_lambda", mmr.get("lambda", 0.7)),
-        "decay": own.get("temporal_decay", decay.get("enabled", False)),
-        "half_life_days": own.get("half_life_days", decay.get("halfLifeDays", 30)),
-    }
-    for key in ("mmr", "decay"):
-        if not isinstance(values[key], bool):
-            raise ConfigError(f"search settings: `{key}` must be true or false, not {values[key]!r}")
-    lam, half = values["mmr_lambda"], values["half_life_days"]
-    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
-        raise ConfigError(f"search settings: the MMR lambda must be a number from 0 to 1, not {lam!r}")
-    if isinstance(half, bool) or not isinstance(half, (int, float)) or half <= 0:
-        raise ConfigError(f"search settings: the temporal-decay half-life must be a positive number of days, not {half!r}")
-    return Ranking(values["mmr"], float(lam), values["decay"], float(half))
+    mmr: dict[str, Any] = hybrid["mmr"] if isinstance(hybrid.get("mmr"), dict) else {}
+    decay: dict[str, Any] = hybrid["temporalDecay"] if isinstance(hybrid.get("temporalDecay"), dict) else {}
+    own = settings.search  # the toml's, checked when settings were resolved; None: not set there
+    # What is left to check came from openclaw.json (OpenClaw's file, read as it is).
+    where = "openclaw.json memorySearch.query.hybrid"
+
+    def flag(mine: bool | None, theirs: Any, name: str) -> bool:
+        if mine is not None:
+            return mine
+        if not isinstance(theirs, bool):
+            raise ConfigError(f"{where}: {name} must be true or false, not {theirs!r}")
+        return theirs
+
+    def number(mine: float | None, theirs: Any, name: str, words: str, ok: Callable[[float], bool]) -> float:
+        if mine is not None:
+            return mine
+        if isinstance(theirs, bool) or not isinstance(theirs, (int, float)) or not ok(theirs):
+            raise ConfigError(f"{where}: {name} must be {words}, not {theirs!r}")
+        return float(theirs)
+
+    return Ranking(
+        flag(own.mmr, mmr.get("enabled", False), "mmr.enabled"),
+        number(own.mmr_lambda, mmr.get("lambda", 0.7), "mmr.lambda", "a number from 0 to 1", lambda v: 0 <= v <= 1),
+        flag(own.temporal_decay, decay.get("enabled", False), "temporalDecay.enabled"),
+        number(own.half_life_days, decay.get("halfLifeDays", 30), "temporalDecay.halfLifeDays", "a positive number of days",
+               lambda v: v > 0),
+    )

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_text
@@ -27,6 +28,9 @@ from .collections import registered_names
 from .config import index_config
 from .manifest import load_manifest, save_manifest
 from .store.base import PATH_FIELD, PointData
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 EMBEDDED = "embedded"
 PROGRESS_NAME = "migrate-progress.json"
@@ -78,7 +82,7 @@ class MigrationResult:
 MigrateProgress = Callable[[str, int, int], None]
 
 
-def _endpoint(settings, spec: str):
+def _endpoint(settings: Settings, spec: str):
     """(label, store) for ``embedded`` or a Qdrant URL."""
     if spec == EMBEDDED:
         from .store.edge import EdgeStore
@@ -94,7 +98,7 @@ def _endpoint(settings, spec: str):
     return label, ServerStore(config)
 
 
-def _resolve_specs(settings, to: str, source: str | None) -> tuple[str, str]:
+def _resolve_specs(settings: Settings, to: str, source: str | None) -> tuple[str, str]:
     from .store.server_config import normalize_url, server_config
 
     to = to.strip()
@@ -118,7 +122,7 @@ def _resolve_specs(settings, to: str, source: str | None) -> tuple[str, str]:
     return source, to
 
 
-def _progress_path(settings) -> Path:
+def _progress_path(settings: Settings) -> Path:
     return Path(settings.data_dir) / "index" / PROGRESS_NAME
 
 
@@ -137,7 +141,7 @@ def _save_progress(path: Path, key: str, done: dict[str, int]) -> None:
     atomic_write_text(path, json.dumps({"key": key, "done": done}, indent=2) + "\n")
 
 
-def _agent_locks(settings, stack: ExitStack) -> None:
+def _agent_locks(settings: Settings, stack: ExitStack) -> None:
     from .sync import agent_lock
 
     agents = {settings.agent} | {e["agent"] for e in registered_names(settings.data_dir).values()}
@@ -146,7 +150,7 @@ def _agent_locks(settings, stack: ExitStack) -> None:
         stack.enter_context(agent_lock(settings.with_agent(agent), timeout))
 
 
-def migrate_index(settings, to: str, source: str | None = None, progress: MigrateProgress | None = None) -> MigrationResult:
+def migrate_index(settings: Settings, to: str, source: str | None = None, progress: MigrateProgress | None = None) -> MigrationResult:
     """Copy every collection of the workspace from ``source`` to ``to`` (``embedded`` or a Qdrant URL)."""
     started = time.monotonic()
     src_spec, dst_spec = _resolve_specs(settings, to, source)
@@ -177,7 +181,7 @@ def migrate_index(settings, to: str, source: str | None = None, progress: Migrat
     return MigrationResult(src_label, dst_label, dst.backend, tuple(copies), time.monotonic() - started, tuple(notes))
 
 
-def _copy_collection(settings, src, dst, name: str, recorded: int | None, report: MigrateProgress) -> CollectionCopy | None:
+def _copy_collection(settings: Settings, src, dst, name: str, recorded: int | None, report: MigrateProgress) -> CollectionCopy | None:
     manifest = load_manifest(settings.data_dir, name)
     with src.open(name) as s:
         source_ids = [h.id for h in s.scroll([PATH_FIELD])]
@@ -223,7 +227,7 @@ def _verify(name: str, s, d) -> None:
         raise MemoryToolError(f"{name}: verification failed: the points per file differ between source and target; run the migration again")
 
 
-def _retag_manifests(settings, dst, names: list[str]) -> None:
+def _retag_manifests(settings: Settings, dst, names: list[str]) -> None:
     """Record the target engine in each manifest, so the next index run trusts the copy instead of re-checking it."""
     for name in names:
         manifest = load_manifest(settings.data_dir, name)

@@ -48,6 +48,19 @@ class SearchResult:
     mode: str
     stale: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    terms: tuple[str, ...] = ()  # the query's words, as the keyword side matched them
+
+    def term_spans(self, line: str) -> list[tuple[int, int]]:
+        """Where the query's words occur in a line of a snippet (for highlighting), in order, not overlapping."""
+        from .terms import term_patterns
+
+        lowered = line.lower()
+        spans = sorted((m.start(), m.end()) for p in term_patterns(list(self.terms)) for m in p.finditer(lowered))
+        kept: list[tuple[int, int]] = []
+        for start, end in spans:
+            if not kept or start >= kept[-1][1]:
+                kept.append((start, end))
+        return kept
 
     def to_json(self) -> dict:
         return {"results": [r.to_json() for r in self.results], "mode": self.mode, "stale": list(self.stale)}

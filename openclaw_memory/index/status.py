@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..files.scan import scan_workspace
 from ..findings import Finding
@@ -16,6 +17,9 @@ from ..types import Severity
 from .collections import Collection, assign_files, registered_names, resolve_collections
 from .config import index_config
 from .manifest import delete_manifest, is_dirty, load_manifest, stale_paths
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ def _iso(ts: float) -> str | None:
     return datetime.datetime.fromtimestamp(ts, datetime.UTC).isoformat(timespec="seconds")
 
 
-def index_status(settings, store, scan=None) -> IndexStatus:
+def index_status(settings: Settings, store, scan=None) -> IndexStatus:
     config = index_config(settings)
     collections = resolve_collections(settings)
     if scan is None:
@@ -132,7 +136,7 @@ def index_status(settings, store, scan=None) -> IndexStatus:
     )
 
 
-def orphaned_shards(settings, store, collections: list[Collection] | None = None) -> list[str]:
+def orphaned_shards(settings: Settings, store, collections: list[Collection] | None = None) -> list[str]:
     """Shards of this agent no configured collection uses (an extra path was removed), and unregistered ones."""
     current = {c.name for c in (collections if collections is not None else resolve_collections(settings))}
     registry = registered_names(settings.data_dir)
@@ -144,7 +148,7 @@ def orphaned_shards(settings, store, collections: list[Collection] | None = None
     return orphans
 
 
-def remove_orphaned_shards(settings, store) -> list[str]:
+def remove_orphaned_shards(settings: Settings, store) -> list[str]:
     """Delete the orphaned shards and their manifests; returns their names."""
     removed = orphaned_shards(settings, store)
     for name in removed:
@@ -153,7 +157,7 @@ def remove_orphaned_shards(settings, store) -> list[str]:
     return removed
 
 
-def index_findings(settings) -> list[Finding]:
+def index_findings(settings: Settings) -> list[Finding]:
     """Doctor findings about the index: missing, stale, fingerprint mismatch, orphaned shards."""
     from .store.factory import open_store
 
@@ -171,7 +175,7 @@ def index_findings(settings) -> list[Finding]:
         # agent's index is a loss `--fix` repairs; a configured but unbuilt index gets a hint.
         if files and (settings.data_dir / "index").exists():
             findings.append(_finding("index-missing", "warning", missing + " (the index folder holds no index for this agent)", []))
-        elif files and settings.section("index"):
+        elif files and settings.index.configured:
             findings.append(Finding("index-missing", "info", missing))
     else:
         stale = status.stale

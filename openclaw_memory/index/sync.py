@@ -31,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import DiskFull
 from ..files.scan import MemoryFile, scan_workspace
@@ -55,6 +56,9 @@ from .manifest import (
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
 from .store.factory import open_store
 from .terms import keyword_terms
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/openclaw-memory/chunk")
 # Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index;
@@ -107,7 +111,7 @@ def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:
     return str(uuid.uuid5(_POINT_NAMESPACE, f"{collection}\x00{path}\x00{chunk_hash}\x00{k}"))
 
 
-def agent_lock(settings, timeout: float) -> FileLock:
+def agent_lock(settings: Settings, timeout: float) -> FileLock:
     import hashlib
 
     key = hashlib.sha256(settings.agent.encode()).hexdigest()[:8]
@@ -203,7 +207,7 @@ class _Work:
 
 
 def sync_index(
-    settings,
+    settings: Settings,
     *,
     full: bool = False,
     progress: ProgressCallback | None = None,
@@ -262,7 +266,7 @@ _RECENT = 4096  # vectors kept for reuse within a run (~6 MB)
 
 
 class _Sync:
-    def __init__(self, settings, config: IndexConfig, store: VectorStore, models: Models, progress):
+    def __init__(self, settings: Settings, config: IndexConfig, store: VectorStore, models: Models, progress):
         self.settings = settings
         self.config = config
         self.store = store

@@ -12,7 +12,7 @@ One server serves one agent of one workspace, and is one session: its reads are 
 (``openclaw-memory serve``, or ``mcp --serve`` to start it), the calls go to it and many
 sessions share one index and one model; otherwise the model is loaded here once and no shard
 lock is held between calls. Every failure is a tool error in the tools' words; the server
-keeps serving. :mod:`openclaw_memory.serve.http` serves the same tools over streamable HTTP.
+keeps serving. :mod:`.http` serves the same tools over streamable HTTP.
 """
 
 from __future__ import annotations
@@ -20,20 +20,23 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import secrets
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, WriteBlocked
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..settings import Settings
 
 SERVER_NAME = "openclaw-memory"
 
 
-def indexed_scope(settings) -> str:
+def indexed_scope(settings: Settings) -> str:
     """Exactly what the tools see, for the tool descriptions."""
     if settings.extra_paths:
         extras = (
@@ -49,66 +52,30 @@ def indexed_scope(settings) -> str:
 
 
 class MemoryTools:
-    """The tools' logic: each call goes to a backend with the MCP session's own settings.
+    """The tools' logic: each call goes to the :class:`~openclaw_memory.memory.Memory` for the MCP
+    session of the call (``session_of(ctx)``; its read records are its own)."""
 
-    The backend is the workspace's service when one runs (many sessions share its index and
-    model), else a :class:`~openclaw_memory.serve.core.ServiceCore` in this process. A service
-    that stops answering is reported once on stderr and replaced by the in-process one.
-    ``session_of(ctx)`` names the MCP session of a call (its read records are its own).
-    """
-
-    def __init__(self, settings, *, client=None, core=None, session_of: Callable[[Any], str] | None = None):
-        self.settings = settings
-        self.client = client
-        self.core = core
-        self.in_service = core is not None  # the HTTP endpoint, inside the service
+    def __init__(self, memory: Memory, *, session_of: Callable[[Any], str] | None = None):
+        self.memory = memory
+        self.settings = memory.settings
         self._session = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
         self.session_of = session_of or (lambda _ctx: self._session)
-        self._lock = threading.Lock()  # the client's one connection carries one request at a time
-        if client is None and core is None:
-            self.core = _local_core(settings)
 
-    def call(self, op: str, ctx, **args):
-        settings = self.settings.with_session(self.session_of(ctx))
-        if self.client is not None:
-            from ..serve.client import ServiceUnavailable
-
-            try:
-                with self._lock:
-                    return self.client.call(op, settings, **args)
-            except ServiceUnavailable as exc:
-                sys.stderr.write(f"warning: {exc.message}\n")
-                sys.stderr.flush()
-                self.client = None
-                with self._lock:
-                    if self.core is None:
-                        self.core = _local_core(self.settings)
-        return self.core.handle(op, settings, args)
-
-    def warm(self) -> None:
-        if self.core is not None and self.client is None:
-            self.core.warm()
+    def _for(self, ctx) -> Memory:
+        return self.memory.for_session(self.session_of(ctx))
 
     def search(self, ctx, query: str, max_results: int, min_score: float, collection=None, paths=None, since=None,
                until=None) -> dict:
-        result = self.call(
-            "search", ctx, query=query, limit=max_results, min_score=min_score,
-            collections=tuple(collection or ()), paths=tuple(paths or ()), since=since, until=until,
+        result = self._for(ctx).search(
+            query, limit=max_results, min_score=min_score, collections=tuple(collection or ()), paths=tuple(paths or ()),
+            since=since, until=until,
         ).to_json()
         if not result["results"]:
             result["message"] = f"Nothing in this memory matches (no file scored {min_score:g} or more)."
         return result
 
-    def get(self, ctx, path: str, from_line: int | None, lines: int | None, max_chars: int | None = None) -> dict:
-        from ..files.citation import parse_citation
-
-        citation = parse_citation(path)
-        if citation is not None:  # a memory_search citation: its lines, unless from/lines say otherwise
-            path = citation.path
-            from_line = citation.from_line if from_line is None else from_line
-            lines = citation.lines if lines is None else lines
-        from_line, lines, max_chars = get_window(self.settings, from_line, lines, max_chars)
-        result = self.call("read", ctx, path=path, from_line=from_line, lines=lines, max_chars=max_chars)
+    def get(self, ctx, path: str, from_line: float | None, lines: float | None, max_chars: float | None = None) -> dict:
+        result = self._for(ctx).read(path, from_line=from_line, lines=lines, max_chars=max_chars, clamp=True)
         out = result.to_json()
         if not result.missing and result.version is not None:
             out["version"] = result.version
@@ -116,68 +83,19 @@ class MemoryTools:
 
     def write(self, ctx, path: str, content: str | None, append: str | None, expect: str | None,
               idempotency_key: str | None = None) -> dict:
-        data = content.encode("utf-8", "surrogateescape") if content is not None else None
-        return self.call(
-            "write", ctx, path=path, content=data, append=append, expect=expect, idempotency_key=idempotency_key,
-            tool="memory_write",
-        ).to_json()
+        return self._for(ctx).write(path, content=content, append=append, expect=expect, idempotency_key=idempotency_key,
+                                    tool="memory_write").to_json()
 
     def status(self, ctx) -> dict:
-        out = self.call("status", ctx).to_json()
-        if self.client is not None or self.in_service:
-            out["service"] = self.call("info", ctx).to_json()
-        else:
-            out["service"] = {"running": False}
-        return out
+        memory = self._for(ctx)
+        return {**memory.status().to_json(), "service": memory.service().to_json()}
 
     def close(self) -> None:
-        if self.client is not None:
-            from ..serve.client import ServiceUnavailable
-
-            try:
-                with self._lock:
-                    self.client.call("end_session", self.settings.with_session(self._session))
-            except (ServiceUnavailable, MemoryToolError):
-                pass
-            self.client.close()
-        elif self.core is not None:
-            self.core.end_session(self.settings.with_session(self._session))
-        if self.core is not None:
-            self.core.close()
-
-
-def _local_core(settings):
-    from ..serve.core import ServiceCore
-
-    # Shards closed after every call: the CLI and other processes keep working beside it.
-    return ServiceCore(settings, live_sync=False, shard_idle_s=0)
-
-
-# The guard's messages name CLI commands; a tool error names the tools instead.
-_TOOL_WORDS = (
-    (re.compile(r"[Rr]ead it again \(openclaw-memory read [^)]*\) and redo"), "Call memory_get again and redo"),
-    (re.compile(r"read it first \(openclaw-memory read [^)]*\), then write, or pass --expect VERSION\."),
-     "call memory_get first, then write (or pass expect: the version memory_get returned)."),
-    (re.compile(r"read it first \(openclaw-memory read [^)]*\), then append\."), "call memory_get first, then append."),
-    (re.compile(r"agent '([^']*)' (last read|has not read|read it|last saw)"), r"this session (agent '\1') \2"),
-    (re.compile(r"--expect\b"), "expect"),
-)
-
-
-def tool_words(message: str) -> str:
-    """A product message in the tools' language (``call memory_get first``), not the CLI's."""
-    for pattern, words in _TOOL_WORDS:
-        message = pattern.sub(words, message)
-    return message
-
-
-def get_window(settings, from_line, lines, max_chars) -> tuple[int, int, int]:
-    """``memory_get``'s window as OpenClaw's reader takes it: values below 1 count as 1, and the
-    budget defaults to ``contextLimits.memoryGetMaxChars`` (``[read] max_chars``)."""
-    from ..files.read import clamp_window_args
-
-    return clamp_window_args(from_line, lines, max_chars, default_lines=settings.read.default_lines,
-                             default_max_chars=settings.read.max_chars)
+        try:
+            self.memory.for_session(self._session).end_session()
+        except (MemoryToolError, OSError):
+            pass  # its read records stay until the service's own sweep, or the next session's
+        self.memory.close()
 
 
 @dataclass(frozen=True)
@@ -286,7 +204,7 @@ class ToolSpec:
         return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
 
 
-def tool_specs(settings, tools: MemoryTools | None) -> list[ToolSpec]:
+def tool_specs(settings: Settings, tools: MemoryTools | None) -> list[ToolSpec]:
     """The four tools; ``tools`` runs them (None: for the listing only)."""
     from ..index.results import DEFAULT_MIN_SCORE
 
@@ -369,8 +287,10 @@ def tool_error_text(exc: BaseException) -> str | None:
     """A failure as the model reads it; None for one that is not the caller's or the product's."""
     if isinstance(exc, ToolArgumentError):
         return str(exc)
+    if isinstance(exc, WriteBlocked):
+        return exc.worded_for_tools()
     if isinstance(exc, MemoryToolError):
-        return tool_words(exc.message)
+        return exc.message
     if isinstance(exc, OSError):  # refused (symlink, FIFO...) or unreadable
         reason = exc.strerror or str(exc)
         return f"{exc.filename}: {reason}" if exc.filename else reason
@@ -418,11 +338,11 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
     )
 
 
-def server_instructions(settings) -> str:
+def server_instructions(settings: Settings) -> str:
     return f"{indexed_scope(settings)} Read a file with memory_get before changing it with memory_write."
 
 
-def serve(settings, *, start_service: bool = False) -> None:
+def serve(settings: Settings, *, start_service: bool = False) -> None:
     """Serve over stdin/stdout until the client closes the connection.
 
     When the workspace's service runs (or ``start_service`` starts it), every call goes
@@ -430,19 +350,19 @@ def serve(settings, *, start_service: bool = False) -> None:
     any of that (see :mod:`.stdio`).
     """
     from .. import __version__
+    from ..memory import open_memory
     from .stdio import serve_stdio
 
     opened: list[MemoryTools] = []
 
     def make_server():
-        tools = _stdio_tools(settings, start_service)
+        tools = MemoryTools(open_memory(settings, notice=_warn, start_service=start_service))
         opened.append(tools)
 
         def warm() -> None:
             # Not before tools/list: loading the model competes for the interpreter while the
             # client waits for its first answers. The agent's first call follows by seconds at least.
-            if tools.client is None:
-                threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
+            threading.Thread(target=_warm_quietly, args=(tools.memory,), name="model-warm-up", daemon=True).start()
 
         return build_server(tools, on_listed=warm)
 
@@ -454,26 +374,14 @@ def serve(settings, *, start_service: bool = False) -> None:
                 tools=[spec.listing() for spec in tool_specs(settings, None)], after=close)
 
 
-def _stdio_tools(settings, start_service: bool) -> MemoryTools:
-    from ..serve.client import ServiceClient, ServiceUnavailable, service_disabled
-
-    client = None
-    if start_service:
-        from ..serve.launch import ensure_service
-
-        ensure_service(settings, notice=lambda m: sys.stderr.write(m + "\n"))
-    if not service_disabled():
-        try:
-            client = ServiceClient(settings).connect()
-        except ServiceUnavailable as exc:
-            if exc.message:
-                sys.stderr.write(f"warning: {exc.message}\n")
-    return MemoryTools(settings, client=client)
+def _warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.flush()
 
 
-def _warm_quietly(tools: MemoryTools) -> None:
+def _warm_quietly(memory: Memory) -> None:
     # A failure here (no index, busy index) shows up, worded, at the first tool call instead.
     try:
-        tools.warm()
+        memory.warm()
     except (MemoryToolError, OSError):
         pass

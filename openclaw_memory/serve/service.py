@@ -26,17 +26,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import wire
 from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
-from .core import Refused, ServiceCore, Stopping
-from .paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
-from .protocol import HEARTBEAT_S, MAX_LINE, LineReader, LineTooLong
+from ..memory.paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
+from ..memory.protocol import HEARTBEAT_S, MAX_LINE, REFUSED, LineReader, LineTooLong, answer_line
+from .core import Refused, ServiceCore, error_answer, legacy_refusal
 
 if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
+    from ..mcp.http import HttpEndpoint
+    from ..settings import Settings
     from ..watch.watcher import Watcher
-    from .http import HttpEndpoint
 
 DRAIN_S = 10.0  # how long a stop waits for requests in flight
 
@@ -72,7 +72,7 @@ def _ignore(*_args) -> None:
     return None
 
 
-def hold_service_lock(settings) -> FileLock:
+def hold_service_lock(settings: Settings) -> FileLock:
     lock = FileLock(lock_path(settings), timeout=0, what=f"the memory service of {settings.workspace}", remove=True)
     try:
         lock.acquire()
@@ -89,7 +89,7 @@ class Service:
 
     def __init__(
         self,
-        settings,
+        settings: Settings,
         *,
         live_sync: bool = True,
         polling: bool = False,
@@ -140,9 +140,11 @@ class Service:
             threading.Thread(target=self._accept_loop, args=(listener,), name="service-accept", daemon=True).start()
             threading.Thread(target=self._janitor, name="service-janitor", daemon=True).start()
             if self.http_address:
-                from .http import HttpEndpoint
+                from ..mcp.http import HttpEndpoint
 
-                http = self._http = HttpEndpoint(self.core, self.settings, self.http_address).start()
+                core = self.core
+                http = self._http = HttpEndpoint(core.memory, self.settings, self.http_address,
+                                                 lambda session: core.end_session(core.memory.for_session(session))).start()
                 self.core.http = http.url
             self._write_info()
             self.on_start(ServiceStarted(str(self.settings.workspace), self.settings.agent, os.getpid(),
@@ -177,10 +179,10 @@ class Service:
     def _watch(self) -> tuple[int, int]:
         from ..watch.watcher import Watcher
 
-        slot = self.core.slot(self.settings)
+        slot = self.core.pool.slot(self.settings)
         watcher = self._watcher = Watcher(
             self.settings, on_change=self.on_change, on_notice=self.on_notice, on_start=self.on_watch_start,
-            polling=self.polling, index=slot.index, index_session=self.core.using,
+            polling=self.polling, index=slot.index, index_session=self.core.pool.using,
         )
         summary = watcher.run(handle_signals=True)
         self._stopped_by = summary.stopped_by
@@ -237,7 +239,7 @@ class Service:
     def _janitor(self) -> None:
         while not self._stop.wait(1.0):
             try:
-                self.core.close_idle_shards()
+                self.core.pool.close_idle_shards()
             except MemoryToolError as exc:
                 self.on_notice(f"could not close idle shards: {exc.message}")
 
@@ -264,9 +266,9 @@ class Service:
                     line = lines.next()
                 except LineTooLong:
                     with send_lock:
-                        conn.sendall(json.dumps({"ok": False, "refused": (
+                        conn.sendall(answer_line(error_answer(None, REFUSED, (
                             f"a request of more than {MAX_LINE >> 20} MiB; write a file that large in-process "
-                            "(OPENCLAW_MEMORY_SERVICE=off)")}).encode("ascii") + b"\n")
+                            "(OPENCLAW_MEMORY_SERVICE=off)"))))
                     return
                 if line is None:
                     return
@@ -297,8 +299,7 @@ class Service:
         beat = threading.Thread(target=heartbeat, name="service-heartbeat", daemon=True)
         beat.start()
         try:
-            answer = self._compute(line, sessions)
-            data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
+            data = answer_line(self._compute(line, sessions))
         finally:
             done.set()
             with self._inflight_lock:
@@ -311,37 +312,18 @@ class Service:
                 pass  # the caller gave up (timeout) and works in-process; nothing to undo
 
     def _compute(self, line: bytes, sessions: dict) -> dict:
+        legacy = legacy_refusal(line)
+        if legacy is not None:
+            return legacy
         try:
-            request = json.loads(line)
-            if not isinstance(request, dict) or not isinstance(request.get("settings") or {}, dict):
-                raise ValueError("a request is a JSON object whose settings are an object")
-            op = str(request["op"])
-            settings = self.core.settings_for(request.get("settings") or {})
-            args = wire.decode(request.get("args") or {})
-            if not isinstance(args, dict):
-                raise ValueError("the arguments of a request are an object")
+            request = self.core.read_request(line)
         except Refused as exc:
-            return {"ok": False, "refused": str(exc)}
-        except MemoryToolError as exc:
-            return {"ok": False, "error": {"type": type(exc).__name__, "message": exc.message}}
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            # RecursionError: JSON nested deeper than the decoder goes
-            return {"ok": False, "refused": f"a request it cannot read ({type(exc).__name__}: {str(exc)[:200]})"}
-        if settings.session and settings.session not in sessions:
-            sessions[settings.session] = settings
-            self.core.connected(settings.session, +1)
-        try:
-            if op == "end_session" and settings.session:  # a request without a session counted none
-                sessions.pop(settings.session, None)
-                self.core.connected(settings.session, -1)
-            value = self.core.handle(op, settings, args)
-            return {"ok": True, "value": wire.encode(value)}
-        except MemoryToolError as exc:
-            return {"ok": False, "error": {"type": type(exc).__name__, "message": exc.message}}
-        except Stopping:
-            return {"ok": False, "refused": "it is stopping"}
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            return {"ok": False, "error": {"type": "MemoryToolError", "message": f"{exc.filename}: {reason}" if exc.filename else reason}}
-        except Exception as exc:  # a bug, not the caller's fault: the caller still gets its answer in-process
-            return {"ok": False, "refused": f"it failed ({type(exc).__name__}: {exc})"}
+            return error_answer(None, exc.code, str(exc))
+        session = request.settings.session
+        if session and session not in sessions:
+            sessions[session] = request.settings
+            self.core.connected(session, +1)
+        if request.method == "end_session" and session:  # a request without a session counted none
+            sessions.pop(session, None)
+            self.core.connected(session, -1)
+        return self.core.answer(request)

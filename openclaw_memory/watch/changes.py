@@ -10,9 +10,13 @@ totals are exact and are used as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..index.collections import resolve_collections
 from ..index.manifest import FileEntry, load_manifest
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 ADDED, UPDATED, REMOVED = "added", "updated", "removed"
 
@@ -50,7 +54,7 @@ class FileChange:
         )
 
 
-def indexed_files(settings) -> dict[str, FileEntry]:
+def indexed_files(settings: Settings) -> dict[str, FileEntry]:
     """Every file the agent's manifests list now, by path."""
     files: dict[str, FileEntry] = {}
     for c in resolve_collections(settings):

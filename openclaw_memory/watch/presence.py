@@ -7,6 +7,7 @@ to the running watch (``running_watch``). The kernel drops the lock when the pro
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import xxhash
 
@@ -14,13 +15,16 @@ from ..errors import LockTimeout, UsageError
 from ..fsutil.lock import FileLock, lock_holder
 from ..index.collections import sanitize
 
+if TYPE_CHECKING:
+    from ..settings import Settings
 
-def presence_path(settings) -> str:
+
+def presence_path(settings: Settings) -> str:
     key = xxhash.xxh3_64_hexdigest(settings.agent.encode("utf-8"))[:8]
     return os.path.join(str(settings.data_dir), "watch", f"watch-{sanitize(settings.agent)}-{key}.lock")
 
 
-def hold_presence(settings) -> FileLock:
+def hold_presence(settings: Settings) -> FileLock:
     """Take the agent's watch lock; raises UsageError naming the pid of a watch already running."""
     lock = FileLock(presence_path(settings), timeout=0, what=f"watch for agent {settings.agent}")
     try:
@@ -33,6 +37,6 @@ def hold_presence(settings) -> FileLock:
     return lock
 
 
-def running_watch(settings) -> str | None:
+def running_watch(settings: Settings) -> str | None:
     """The pid of the watch running for ``settings.agent`` in this workspace, or None."""
     return lock_holder(presence_path(settings))

@@ -14,8 +14,12 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 ROOT_NAMES = frozenset({CANONICAL_ROOT, USER_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR})
 
@@ -68,7 +72,7 @@ def _real_dir(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
-def watch_targets(settings) -> Targets:
+def watch_targets(settings: Settings) -> Targets:
     """The folders to watch for ``settings`` as they are now (missing ones are left out)."""
     ws = str(settings.workspace)
     flat: dict[str, set[str]] = {}

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import LockTimeout
 from ..fsutil.safeopen import NotRegularFile
 from ..history.store import HistoryStore
 
+if TYPE_CHECKING:
+    from ..settings import Settings
 
-def record_versions(settings, paths: Iterable[str]) -> str | None:
+
+def record_versions(settings: Settings, paths: Iterable[str]) -> str | None:
     """Hash each memory file (display paths) as it is now and record new versions.
 
     Returns a warning when the history was busy for too long (the next sighting records them).

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import LockTimeout, MemoryToolError
 from ..files.paths import display_path
@@ -33,6 +34,9 @@ from .presence import hold_presence
 from .sessions import short_session
 from .targets import Targets, watch_targets
 from .versions import record_versions
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 QUIET_S = 0.2
 MAX_WAIT_S = 2.0
@@ -82,7 +86,7 @@ class Watcher:
 
     def __init__(
         self,
-        settings,
+        settings: Settings,
         *,
         on_change: Callable[[FileChange], None],
         on_notice: Callable[[str], None] = _ignore,

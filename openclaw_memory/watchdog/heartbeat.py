@@ -31,6 +31,10 @@ class HeartbeatResult:
     checkpoint: Path | None
 
     @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
     def warnings(self) -> tuple[str, ...]:
         own = self.verify.warnings if self.verify is not None else ()
         return tuple(dict.fromkeys(own + self.snapshot.warnings))

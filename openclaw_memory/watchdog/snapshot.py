@@ -20,7 +20,7 @@ from .compare import Delta, compare_workspace, record_observation, rules_for
 from .fsclock import guard_ns
 from .ignore import workspace_patterns
 from .observe import KIND_DIR, observe
-from .store import HASHED, RACY, SnapshotDamaged, SnapshotStore, Table, keep_count, validate_label
+from .store import HASHED, RACY, SnapshotDamaged, SnapshotStore, Table, validate_label
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
 def save_table(settings: Settings, store: SnapshotStore, table: Table, delta: Delta) -> SnapshotInfo:
     """Seal ``table`` (the wall clock at the end of the scan) and write it as the baseline. Call under the lock."""
     table.seal_ns = time.time_ns()
-    path = store.save(table, keep_count(settings.section("watchdog")))
+    path = store.save(table, settings.watchdog.keep)
     flags = table.flags
     return SnapshotInfo(
         label=table.label,
@@ -152,4 +152,4 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
             if obs.gone or obs.kind == KIND_DIR:
                 continue
             record_observation(table, rel, obs, base.guard_ns, delta)
-        store.save(table, keep_count(settings.section("watchdog")))
+        store.save(table, settings.watchdog.keep)

@@ -24,14 +24,13 @@ from pathlib import Path
 
 import xxhash
 
-from ..errors import ConfigError, UsageError, os_error
+from ..errors import UsageError, os_error
 from ..fsutil.atomic import atomic_write_bytes, atomic_write_text
 from ..fsutil.lock import FileLock
 
 FORMAT = "openclaw-memory-snapshot"
 VERSION = 1
 LABEL_RE = re.compile(r"[A-Za-z0-9._-]{1,100}")
-DEFAULT_KEEP = 20
 SUFFIX = ".snap"
 # Flag bits per entry.
 HASHED = 1
@@ -45,13 +44,6 @@ def validate_label(label: str) -> str:
             f"invalid snapshot label {label!r}: use 1 to 100 letters, digits, '.', '_' or '-', not starting with '.'"
         )
     return label
-
-
-def keep_count(section: dict) -> int:
-    value = section.get("keep", DEFAULT_KEEP)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"openclaw-memory.toml [watchdog]: `keep` must be a whole number of at least 1, not {value!r}")
-    return value
 
 
 class SnapshotDamaged(UsageError):

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
+from ...memory import open_memory
 from ..output import print_json, warn
+
+if TYPE_CHECKING:
+    from ...settings import Settings
 
 
 def _ask(finding, description: str) -> bool:
@@ -46,16 +51,12 @@ def _render(report, fix: bool) -> None:
     sys.stdout.write("\n".join(out) + "\n")
 
 
-def run_doctor_command(settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:
-    from ...doctor import run_doctor
-    from ...doctor.locking import LOCK_TIMEOUT_S
-
+def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:
     interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
-    report = run_doctor(
-        settings,
+    report = open_memory(settings, notice=warn).doctor(
         fix=fix,
         confirm=_ask if interactive else None,
-        on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting up to {LOCK_TIMEOUT_S:g} s"),
+        on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting for it"),
     )
     if json_out:
         print_json(report.to_json())

@@ -1,12 +1,18 @@
 """``openclaw-memory files``: list the memory files."""
 
+from __future__ import annotations
 
-from ... import api
+from typing import TYPE_CHECKING
+
+from ...memory import open_memory
 from ..output import print_json, warn
 
+if TYPE_CHECKING:
+    from ...settings import Settings
 
-def run_files(settings, json_out: bool) -> int:
-    result = api.list_memory_files(settings)
+
+def run_files(settings: Settings, json_out: bool) -> int:
+    result = open_memory(settings, notice=warn).files()
     for message in result.warnings:
         warn(message)
     if json_out:

@@ -1,12 +1,20 @@
 """``history``, ``restore`` and ``state``: versions of memory files and what this agent has seen."""
 
+from __future__ import annotations
 
-from ... import api
+from contextlib import closing
+from typing import TYPE_CHECKING
+
+from ...memory import open_memory
 from ..output import print_json, warn
 
+if TYPE_CHECKING:
+    from ...settings import Settings
 
-def run_history(settings, path: str, json_out: bool) -> int:
-    result = api.file_history(settings, path)
+
+def run_history(settings: Settings, path: str, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn)) as memory:
+        result = memory.history(path)
     for message in result.warnings:
         warn(message)
     if json_out:
@@ -23,14 +31,11 @@ def run_history(settings, path: str, json_out: bool) -> int:
     return 0
 
 
-def run_restore(settings, path: str, version: str, no_index: bool, json_out: bool) -> int:
-    from ...serve.client import IN_PROCESS, try_service
-
-    result = try_service(settings, "restore", path=path, version=version, update_index=not no_index)
-    if result is IN_PROCESS:
-        result = api.restore(settings, path, version, update_index=not no_index)
+def run_restore(settings: Settings, path: str, version: str, no_index: bool, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn)) as memory:
+        result = memory.restore(path, version, update_index=not no_index)
     if result.index is not None and result.index.failed:
-        warn(result.index.reason)
+        warn(result.index.reason or "the index was not updated")
     if json_out:
         print_json(result.to_json())
     elif not result.changed:
@@ -44,12 +49,9 @@ def run_restore(settings, path: str, version: str, no_index: bool, json_out: boo
     return 0
 
 
-def run_state(settings, json_out: bool) -> int:
-    from ...serve.client import IN_PROCESS, try_service
-
-    report = try_service(settings, "state")
-    if report is IN_PROCESS:
-        report = api.file_states(settings)
+def run_state(settings: Settings, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn)) as memory:
+        report = memory.state()
     for message in report.warnings:
         warn(message)
     if json_out:

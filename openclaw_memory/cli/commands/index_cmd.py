@@ -1,59 +1,41 @@
 """``index``, ``search``, ``collections`` and ``status``: the semantic index from the command line."""
 
+from __future__ import annotations
 
 import sys
-from typing import TypedDict
+from contextlib import ExitStack, closing
+from typing import TYPE_CHECKING
 
-from ...extras import require
-from ...serve.client import IN_PROCESS, service_status, try_service
+from ...memory import open_memory
 from ..output import print_json, warn
 from ..progress import progress_reporter
 
-
-class _Filters(TypedDict):
-    """A search's filters, as the service and ``SearchFilters.from_args`` both take them."""
-
-    collections: tuple[str, ...]
-    paths: tuple[str, ...]
-    since: str | None
-    until: str | None
+if TYPE_CHECKING:
+    from ...index.sync import SyncProgress
+    from ...settings import Settings
+    from ...types import SearchMode
 
 
-def _on_wait(what: str, pid: str) -> None:
-    warn(f"{what} is in use by another openclaw-memory process (pid {pid}); waiting")
+def run_index(settings: Settings, full: bool, json_out: bool) -> int:
+    seen = {"done": 0, "total": 0}
 
+    def track(report):
+        def both(p: SyncProgress) -> None:
+            if p.phase == "embed":
+                seen["done"], seen["total"] = p.chunks_written, p.chunks_total
+            if report is not None:
+                report(p)
+        return both
 
-def _index(settings, **kw):
-    require("search")  # before any index work, so a core install hears what to install, not "no index"
-    from ...index.api import MemoryIndex
-
-    return MemoryIndex(settings, on_wait=_on_wait, **kw)
-
-
-def run_index(settings, full: bool, json_out: bool) -> int:
-    from contextlib import ExitStack
-
-    summary = try_service(settings, "index", full=full)
-    if summary is IN_PROCESS:
-        seen = {"done": 0, "total": 0}
-
-        def track(report):
-            def both(p):
-                if p.phase == "embed":
-                    seen["done"], seen["total"] = p.chunks_written, p.chunks_total
-                if report is not None:
-                    report(p)
-            return both
-
-        try:
-            with ExitStack() as stack:
-                index = stack.enter_context(_index(settings))
-                report = None if json_out else progress_reporter(stack)
-                summary = index.sync(full=full, progress=track(report))
-        except KeyboardInterrupt:
-            kept = f"{seen['done']} of {seen['total']} new chunks were embedded and saved" if seen["total"] else "nothing was embedded yet"
-            warn(f"interrupted: {kept}; the next `openclaw-memory index` resumes from there without embedding them again")
-            return 130
+    try:
+        with ExitStack() as stack:
+            memory = stack.enter_context(closing(open_memory(settings, notice=warn)))
+            report = None if json_out else progress_reporter(stack)
+            summary = memory.index(full=full, progress=track(report))
+    except KeyboardInterrupt:
+        kept = f"{seen['done']} of {seen['total']} new chunks were embedded and saved" if seen["total"] else "nothing was embedded yet"
+        warn(f"interrupted: {kept}; the next `openclaw-memory index` resumes from there without embedding them again")
+        return 130
     for note in summary.notes:
         warn(note)
     if json_out:
@@ -67,16 +49,11 @@ def run_index(settings, full: bool, json_out: bool) -> int:
     return 0
 
 
-def run_search(settings, query: str, limit: int, min_score: float, mode: str, no_sync: bool, json_out: bool,
+def run_search(settings: Settings, query: str, limit: int, min_score: float, mode: SearchMode, no_sync: bool, json_out: bool,
                collections: list[str], paths: list[str], since: str | None, until: str | None) -> int:
-    wanted = _Filters(collections=tuple(collections), paths=tuple(paths), since=since, until=until)
-    result = try_service(settings, "search", query=query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync, **wanted)
-    if result is IN_PROCESS:
-        from ...index.filters import SearchFilters
-
-        with _index(settings) as index:
-            result = index.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync,
-                                  filters=SearchFilters.from_args(**wanted))
+    with closing(open_memory(settings, notice=warn)) as memory:
+        result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync,
+                               collections=tuple(collections), paths=tuple(paths), since=since, until=until)
     for note in result.notes:
         warn(note)
     if result.stale:
@@ -91,41 +68,28 @@ def run_search(settings, query: str, limit: int, min_score: float, mode: str, no
         return 0
     if not result.results:
         print(f"Nothing matches: no file scored {min_score:g} or more (--min-score).")
-    highlight = _highlighter(query) if sys.stdout.isatty() else None
+    highlight = sys.stdout.isatty()
     for hit in result.results:
         also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
         print(f"{hit.score:.3f}  {hit.citation}  [{hit.source}]{also}")
         for line in hit.snippet.splitlines():
-            print(f"    {highlight(line) if highlight else line}")
+            print(f"    {_highlighted(line, result.term_spans(line)) if highlight else line}")
         print()
     return 0
 
 
-def _highlighter(query: str):
-    """Bold the query's terms in a snippet line (terminal only)."""
-    from ...index.terms import query_terms, term_patterns
-
-    patterns = term_patterns(query_terms(query))
-
-    def mark(line: str) -> str:
-        lowered = line.lower()
-        spans = sorted((m.start(), m.end()) for p in patterns for m in p.finditer(lowered))
-        out, pos = [], 0
-        for start, end in spans:
-            if start < pos:
-                continue
-            out += [line[pos:start], "\x1b[1;33m", line[start:end], "\x1b[0m"]
-            pos = end
-        return "".join(out) + line[pos:]
-
-    return mark
+def _highlighted(line: str, spans: list[tuple[int, int]]) -> str:
+    """The query's words in bold (terminal only)."""
+    out, pos = [], 0
+    for start, end in spans:
+        out += [line[pos:start], "\x1b[1;33m", line[start:end], "\x1b[0m"]
+        pos = end
+    return "".join(out) + line[pos:]
 
 
-def run_collections(settings, json_out: bool) -> int:
-    rows = try_service(settings, "collections")
-    if rows is IN_PROCESS:
-        with _index(settings) as index:
-            rows = index.collections()
+def run_collections(settings: Settings, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn)) as memory:
+        rows = memory.collections()
     if json_out:
         print_json({"agent": settings.agent, "collections": [r.to_json() for r in rows]})
         return 0
@@ -143,12 +107,10 @@ def _size(n: float) -> str:
     return str(n)
 
 
-def run_status(settings, json_out: bool) -> int:
-    status = try_service(settings, "status")
-    if status is IN_PROCESS:
-        with _index(settings) as index:
-            status = index.status()
-    service = service_status(settings)
+def run_status(settings: Settings, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn)) as memory:
+        status = memory.status()
+        service = memory.service().to_json()
     if json_out:
         print_json({**status.to_json(), "service": service})
         return 0

@@ -1,9 +1,15 @@
 """``migrate``: copy the workspace's index between the embedded engine and a Qdrant server."""
 
-import sys
+from __future__ import annotations
 
-from ...extras import require
+import sys
+from typing import TYPE_CHECKING
+
+from ...memory import open_memory
 from ..output import print_json, warn
+
+if TYPE_CHECKING:
+    from ...settings import Settings
 
 
 def _progress(stack):
@@ -27,15 +33,12 @@ def _progress(stack):
     return report
 
 
-def run_migrate(settings, to: str, source: str | None, json_out: bool) -> int:
+def run_migrate(settings: Settings, to: str, source: str | None, json_out: bool) -> int:
     from contextlib import ExitStack
-
-    require("qdrant")
-    from ...index.migrate import migrate_index
 
     with ExitStack() as stack:
         report = None if json_out else _progress(stack)
-        result = migrate_index(settings, to, source, progress=report)
+        result = open_memory(settings, notice=warn).migrate(to, source, progress=report)
     for note in result.notes:
         warn(note)
     if json_out:

@@ -1,22 +1,27 @@
 """``openclaw-memory prompt``: the memory section for an agent's startup prompt."""
 
+from __future__ import annotations
 
 import datetime as dt
 import sys
+from typing import TYPE_CHECKING
 
-from ... import api
 from ...errors import UsageError
+from ...memory import open_memory
 from ..output import print_json, warn
 
+if TYPE_CHECKING:
+    from ...settings import Settings
 
-def run_prompt(settings, date: str | None, peek: bool, json_out: bool) -> int:
+
+def run_prompt(settings: Settings, date: str | None, peek: bool, json_out: bool) -> int:
     today = None
     if date is not None:
         try:
             today = dt.date.fromisoformat(date)
         except ValueError:
             raise UsageError(f"--date must be a date like 2026-11-30, not {date!r}") from None
-    section = api.build_prompt(settings, today=today, consume=not peek)
+    section = open_memory(settings, notice=warn).prompt(today=today, consume=not peek)
     for message in section.warnings:
         warn(message)
     for cut in section.truncated:

@@ -1,9 +1,15 @@
 """``openclaw-memory serve``: the workspace's warm memory service (``watch`` is the same process)."""
 
+from __future__ import annotations
+
 import sys
+from typing import TYPE_CHECKING
 
 from ...extras import require
 from ..output import warn
+
+if TYPE_CHECKING:
+    from ...settings import Settings
 
 
 def _emit_json(data: dict) -> None:
@@ -14,11 +20,11 @@ def _emit_json(data: dict) -> None:
     sys.stdout.flush()
 
 
-def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: str | None = None,
+def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False, http: str | None = None,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
     require("search")
-    from ...serve.paths import token_path
+    from ...memory.paths import token_path
     from ...serve.service import Service
 
     def on_change(change) -> None:
@@ -60,7 +66,7 @@ def run_serve(settings, *, live_sync: bool = True, poll: bool = False, http: str
     return 0
 
 
-def run_serve_command(settings, no_watch: bool, poll: bool, http: str | None, json_out: bool) -> int:
+def run_serve_command(settings: Settings, no_watch: bool, poll: bool, http: str | None, json_out: bool) -> int:
     if not no_watch:
         require("watch")
     if http is not None:

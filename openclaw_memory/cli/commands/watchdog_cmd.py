@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from ..output import print_json, warn
+from typing import TYPE_CHECKING
+
+from ...memory import open_memory
+from ..output import print_json, printable, warn
+
+if TYPE_CHECKING:
+    from ...settings import Settings
 
 
 def _print_delta(result) -> None:
-    from ...watchdog.verify import display
-
     for c in result.changed:
         suffix = "" if c.new_hash else "  (unreadable, a folder, or still changing)"
-        print(f"changed: {display(c.path)}{suffix}")
+        print(f"changed: {printable(c.path)}{suffix}")
     for p in result.deleted:
-        print(f"deleted: {display(p)}")
+        print(f"deleted: {printable(p)}")
     for p in result.new:
-        print(f"new:     {display(p)}")
+        print(f"new:     {printable(p)}")
 
 
-def run_snapshot(settings, label: str | None, json_out: bool) -> int:
-    from ...watchdog.snapshot import take_snapshot
-
-    info = take_snapshot(settings, label)
+def run_snapshot(settings: Settings, label: str | None, json_out: bool) -> int:
+    info = open_memory(settings, notice=warn).snapshot(label)
     for message in info.warnings:
         warn(message)
     if json_out:
@@ -30,10 +32,8 @@ def run_snapshot(settings, label: str | None, json_out: bool) -> int:
     return 0
 
 
-def run_verify(settings, json_out: bool) -> int:
-    from ...watchdog.verify import verify_workspace
-
-    result = verify_workspace(settings)
+def run_verify(settings: Settings, json_out: bool) -> int:
+    result = open_memory(settings, notice=warn).verify()
     for message in result.warnings:
         warn(message)
     if json_out:
@@ -44,17 +44,14 @@ def run_verify(settings, json_out: bool) -> int:
     return 0 if result.break_count == 0 else 1
 
 
-def run_heartbeat(settings, json_out: bool) -> int:
-    from ...watchdog.heartbeat import OK
-    from ...watchdog.heartbeat import heartbeat as run_heartbeat
-
-    result = run_heartbeat(settings)
+def run_heartbeat(settings: Settings, json_out: bool) -> int:
+    result = open_memory(settings, notice=warn).heartbeat()
     for message in result.warnings:
         warn(message)
     if json_out:
         print_json(result.to_json())
-    elif result.status == OK:
-        print(OK)
+    elif result.ok:
+        print(result.status)
     else:
         verify_result = result.verify
         assert verify_result is not None  # only a heartbeat that took the first snapshot has none, and it is OK
@@ -62,4 +59,4 @@ def run_heartbeat(settings, json_out: bool) -> int:
         _print_delta(verify_result)
         print(f"checkpoint: {result.checkpoint} (the next `openclaw-memory prompt` includes it once)")
         print(f"new baseline: {result.snapshot.label}")
-    return 0 if result.status == OK else 1
+    return 0 if result.ok else 1

@@ -1,25 +1,19 @@
 """``openclaw-memory write``: a guarded, atomic write of one memory file."""
 
+from __future__ import annotations
 
 import contextlib
 import sys
-from typing import TypedDict
+from typing import TYPE_CHECKING
 
 from ...errors import UsageError
-from ...serve.client import IN_PROCESS, try_service
+from ...memory import open_memory
 from ..output import print_json, warn
 
+if TYPE_CHECKING:
+    from ...settings import Settings
+
 VERBS = {"append": "appended to", "replace": "wrote"}
-
-
-class _WriteArgs(TypedDict):
-    """What the service and the in-process API are both given."""
-
-    content: bytes | None
-    append: bytes | None
-    expect: str | None
-    update_index: bool
-    idempotency_key: str | None
 
 
 def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
@@ -53,24 +47,19 @@ def _progress_past_one_file(stack):
     return report
 
 
-def run_write(settings, path: str, append: str | None, replace_file: str | None, stdin: bool,
+def run_write(settings: Settings, path: str, append: str | None, replace_file: str | None, stdin: bool,
               expect: str | None, no_index: bool, json_out: bool, idempotency_key: str | None = None) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
-    # Bytes of an argument that was not UTF-8 travel exactly (surrogateescape), as in-process.
-    added = append.encode("utf-8", "surrogateescape") if append is not None else None
-    args = _WriteArgs(content=_new_content(replace_file, stdin), append=added, expect=expect, update_index=not no_index,
-                      idempotency_key=idempotency_key)
-    result = try_service(settings, "write", path=path, **args)
-    if result is IN_PROCESS:
-        from ... import api  # only here: answered by the service, a write loads none of it
-
-        with contextlib.ExitStack() as stack:
-            result = api.write_memory(settings, path, progress=_progress_past_one_file(stack), **args)
-    if result.to_json().get("replayed"):
+    content = _new_content(replace_file, stdin)
+    with contextlib.ExitStack() as stack:
+        memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn)))
+        result = memory.write(path, content=content, append=append, expect=expect, update_index=not no_index,
+                              idempotency_key=idempotency_key, progress=_progress_past_one_file(stack))
+    if result.replay is not None:
         warn("already written by an earlier write with the same idempotency key; nothing written again")
     if result.index is not None and result.index.failed:
-        warn(result.index.reason)
+        warn(result.index.reason or "the index was not updated")
     for message in result.warnings:
         warn(message)
     if json_out:

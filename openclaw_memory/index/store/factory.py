@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import VectorStore, WaitCallback
 
+if TYPE_CHECKING:
+    from ...settings import Settings
 
-def open_store(settings, on_wait: WaitCallback | None = None, keep_open: bool = False) -> VectorStore:
+
+def open_store(settings: Settings, on_wait: WaitCallback | None = None, keep_open: bool = False) -> VectorStore:
     """The store named by ``[index] backend`` (default ``edge``, the embedded engine)."""
     from ...errors import ConfigError
     from ..config import index_config

@@ -18,16 +18,18 @@ agent's collection as a tenant key), ``namespace``, ``shard_number``,
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from ...errors import ConfigError, UsageError
 
+if TYPE_CHECKING:
+    from ...settings import IndexServerSettings, Settings
+
 URL_ENV = "OPENCLAW_MEMORY_QDRANT_URL"
 API_KEY_ENV = "OPENCLAW_MEMORY_QDRANT_API_KEY"
-TENANCIES = ("collection", "shared")
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _WHERE = "openclaw-memory.toml [index.server]"
 
 
@@ -87,37 +89,15 @@ def normalize_url(raw: str, where: str) -> str:
     return text.rstrip("/")
 
 
-def _count(table: dict, key: str, minimum: int) -> int | None:
-    value = table.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{_WHERE}: `{key}` must be a whole number of at least {minimum}, not {value!r}")
-    return value
-
-
-def _seconds(table: dict, key: str, default: float, minimum: float) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        raise ConfigError(f"{_WHERE}: `{key}` must be a number of seconds of at least {minimum:g}, not {value!r}")
-    return float(value)
-
-
-def _api_key(table: dict, environ) -> tuple[str | None, str]:
-    if "api_key" in table:
-        raise ConfigError(
-            f"{_WHERE}: `api_key` is not read from the toml, so the key never sits in a shared file; "
-            f"set {API_KEY_ENV} or name a file holding it with `api_key_file`"
-        )
+def _api_key(table: IndexServerSettings, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """The key from the environment, else from ``api_key_file`` (a key in the toml itself was refused
+    when settings were resolved)."""
     key = (environ.get(API_KEY_ENV) or "").strip()
     if key:
         return key, "environment"
-    path = table.get("api_key_file")
-    if path is None:
+    if table.api_key_file is None:
         return None, "none"
-    if not isinstance(path, str) or not path.strip():
-        raise ConfigError(f"{_WHERE}: `api_key_file` must be a path, not {path!r}")
-    path = os.path.expanduser(path.strip())
+    path = os.path.expanduser(table.api_key_file)
     try:
         with open(path, encoding="utf-8") as fh:
             key = fh.read().strip()
@@ -130,54 +110,44 @@ def _api_key(table: dict, environ) -> tuple[str | None, str]:
     return key, f"file {path}"
 
 
-def default_namespace(settings) -> str:
+def default_namespace(settings: Settings) -> str:
     """One namespace per workspace (its data folder's name), so two workspaces never share a collection."""
     return "ocm-" + settings.data_dir.name[-60:].lstrip("-_")
 
 
-def server_config(settings, url: str | None = None, environ=None) -> ServerConfig | None:
+def server_config(settings: Settings, url: str | None = None, environ: Mapping[str, str] | None = None) -> ServerConfig | None:
     """The Qdrant target for ``settings`` (``url`` overrides every source), or None for the embedded engine."""
     from ..config import index_config
 
     env = os.environ if environ is None else environ
-    table = settings.section("index")
-    backend = table.get("backend", "edge")
-    chosen = url or getattr(settings, "qdrant_url", None)
+    table = settings.index  # [index] and [index.server], checked when settings were resolved
+    chosen = url or settings.qdrant_url
     where = "--qdrant-url" if url else f"--qdrant-url / {URL_ENV}" if chosen else "openclaw-memory.toml [index] url"
     if not chosen:
-        if backend != "qdrant":
+        if table.backend != "qdrant":
             return None
-        chosen = table.get("url")
-        if not isinstance(chosen, str) or not chosen.strip():
+        chosen = table.url
+        if chosen is None:
             raise ConfigError(
-                'openclaw-memory.toml [index]: backend = "qdrant" needs `url` (for example "http://localhost:6333"), '
+                'openclaw-memory.toml: [index] backend = "qdrant" needs url (for example "http://localhost:6333"), '
                 f"or give --qdrant-url / {URL_ENV}"
             )
     chosen = normalize_url(chosen, where)
-    server = table.get("server", {})
-    if not isinstance(server, dict):
-        raise ConfigError(f"{_WHERE} must be a table")
-    tenancy = server.get("tenancy", "collection")
-    if tenancy not in TENANCIES:
-        raise ConfigError(f"{_WHERE}: `tenancy` must be one of {', '.join(TENANCIES)}, not {tenancy!r}")
-    namespace = server.get("namespace") or default_namespace(settings)
-    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
-        raise ConfigError(f"{_WHERE}: `namespace` must be 1-64 letters, digits, '-' or '_', not {namespace!r}")
+    server = table.server
     api_key, source = _api_key(server, env)
-    retries = _count(server, "retries", 0)
     return ServerConfig(
         url=chosen,
-        namespace=namespace,
+        namespace=server.namespace or default_namespace(settings),
         settings_key=index_config(settings).settings_key,
         api_key=api_key,
         api_key_source=source,
-        timeout=_seconds(server, "timeout", 10.0, 0.1),
-        retries=4 if retries is None else retries,
-        retry_backoff=_seconds(server, "retry_backoff", 0.5, 0.0),
-        tenancy=tenancy,
-        shard_number=_count(server, "shard_number", 1),
-        replication_factor=_count(server, "replication_factor", 1),
-        write_consistency_factor=_count(server, "write_consistency_factor", 1),
-        hnsw_m=_count(server, "hnsw_m", 0),
-        hnsw_ef_construct=_count(server, "hnsw_ef_construct", 4),
+        timeout=server.timeout,
+        retries=server.retries,
+        retry_backoff=server.retry_backoff,
+        tenancy=server.tenancy,
+        shard_number=server.shard_number,
+        replication_factor=server.replication_factor,
+        write_consistency_factor=server.write_consistency_factor,
+        hnsw_m=server.hnsw_m,
+        hnsw_ef_construct=server.hnsw_ef_construct,
     )

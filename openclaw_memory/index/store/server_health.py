@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from ...errors import MemoryToolError
 from ...findings import Finding
@@ -18,6 +18,9 @@ from ...types import Severity
 from ..collections import resolve_collections
 from ..manifest import load_manifest
 from .server_config import ServerConfig, server_config
+
+if TYPE_CHECKING:
+    from ...settings import Settings
 
 MIN_VERSION = (1, 20)  # BM25 ranking over a text index (`TextQuery`) arrived in Qdrant 1.20
 
@@ -87,7 +90,7 @@ def _config_findings(config: ServerConfig) -> list[Finding]:
     return found
 
 
-def server_report(settings) -> ServerReport | None:
+def server_report(settings: Settings) -> ServerReport | None:
     """Backend, URL, namespace, tenancy, server version and each of the agent's collections on the server."""
     config = server_config(settings)
     if config is None:
@@ -95,7 +98,7 @@ def server_report(settings) -> ServerReport | None:
     return _server_report(settings, config)
 
 
-def _server_report(settings, config: ServerConfig) -> ServerReport:
+def _server_report(settings: Settings, config: ServerConfig) -> ServerReport:
     from .server import ServerStore
 
     report: ServerReport = {
@@ -140,7 +143,7 @@ def _server_report(settings, config: ServerConfig) -> ServerReport:
     return report
 
 
-def server_findings(settings) -> list[Finding]:
+def server_findings(settings: Settings) -> list[Finding]:
     """Doctor findings about the Qdrant backend; empty for the embedded engine."""
     config = server_config(settings)
     if config is None:

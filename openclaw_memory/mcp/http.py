@@ -12,18 +12,21 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import os
 import secrets
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..fsutil.atomic import atomic_write_bytes
-from .paths import token_path
+from ..memory.paths import remove_token, write_token
 
 if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
+    from collections.abc import Callable
+
     import uvicorn
+
+    from ..memory import Memory
+    from ..settings import Settings
 
 START_WAIT_S = 20.0
 
@@ -153,7 +156,7 @@ def _request_ids(data: bytes) -> list[str]:
     except (ValueError, RecursionError):
         return []
     messages = parsed if isinstance(parsed, list) else [parsed]
-    from ..mcp.stdio import has_request_id
+    from .stdio import has_request_id
 
     return [json.dumps(m["id"]) for m in messages if isinstance(m, dict) and "method" in m and has_request_id(m)]
 
@@ -181,8 +184,11 @@ def _transport_security(host: str):
 
 
 class HttpEndpoint:
-    def __init__(self, core, settings, address: str):
-        self.core = core
+    """The endpoint, serving ``memory`` (the service's own); ``on_session_end`` hears each session that ends."""
+
+    def __init__(self, memory: Memory, settings: Settings, address: str, on_session_end: Callable[[str], None]):
+        self.memory = memory
+        self.on_session_end = on_session_end
         self.settings = settings
         self.host, self.port = parse_address(address)
         self.url: str | None = None
@@ -193,14 +199,13 @@ class HttpEndpoint:
     def start(self) -> HttpEndpoint:
         import uvicorn
 
-        from ..mcp.server import MemoryTools, build_server
+        from .server import MemoryTools, build_server
 
         self.token = secrets.token_urlsafe(32)
-        atomic_write_bytes(token_path(self.settings), self.token.encode("ascii") + b"\n", 0o600)
-        tools = MemoryTools(self.settings, core=self.core, session_of=_session_of)
+        write_token(self.settings, self.token)
+        tools = MemoryTools(self.memory, session_of=_session_of)
         app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host))
-        sessions = _SessionEnds(app,
-                                lambda session: self.core.end_session(self.settings.with_session(session)))
+        sessions = _SessionEnds(app, self.on_session_end)
         app = _BearerAuth(_OneRequestPerId(sessions), self.token)
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
         server = self._server = uvicorn.Server(config)
@@ -222,7 +227,4 @@ class HttpEndpoint:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(5.0)
-        try:
-            os.unlink(token_path(self.settings))
-        except FileNotFoundError:
-            pass
+        remove_token(self.settings)

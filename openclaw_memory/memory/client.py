@@ -1,7 +1,7 @@
-"""Talk to the workspace's service, or say in one line why not and let the caller work in-process.
+"""Talk to the workspace's service, or say in one line why not (the caller then works in-process).
 
-Standard library only (socket + json, plus :mod:`.wire` and :mod:`.protocol`): this is the
-CLI's path when a service runs, so nothing heavy may load here.
+Standard library only (socket + json, plus :mod:`openclaw_memory.wire` and :mod:`.protocol`):
+this is the CLI's path when a service runs, so nothing heavy may load here.
 
 - No service folder or no socket: no service runs; nothing is said.
 - A socket nobody listens on (the service was killed): one line, then in-process.
@@ -9,6 +9,7 @@ CLI's path when a service runs, so nothing heavy may load here.
   service sends a heartbeat every half second) or drops the connection: one line, then
   in-process. A write retried that way is safe: the idempotency key makes the second
   attempt return the first one's result if the first went through.
+- A service of another version (another protocol): one line saying to restart it, then in-process.
 - ``OPENCLAW_MEMORY_SERVICE=off`` in the environment: always in-process, silently.
 """
 
@@ -17,11 +18,16 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
+from typing import TYPE_CHECKING, Any
 
 from .. import wire
-from .paths import read_info, socket_address
-from .protocol import LineReader, LineTooLong, request_line, service_timeout
+from .operations import OPERATIONS
+from .paths import read_info, socket_address, socket_path
+from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, request_line, service_timeout
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .base import ServiceStatus
 
 OFF_ENV = "OPENCLAW_MEMORY_SERVICE"
 
@@ -34,20 +40,30 @@ class ServiceUnavailable(Exception):
         self.message = message
 
 
-def _who(settings) -> str:
+def _who(settings: Settings) -> str:
     info = read_info(settings) or {}
     pid = info.get("pid")
     return f"the memory service (pid {pid})" if pid else "the memory service"
 
 
+def service_disabled() -> bool:
+    return os.environ.get(OFF_ENV, "").strip().lower() in ("off", "0", "no", "false")
+
+
+def service_may_run(settings: Settings) -> bool:
+    """Whether a service could answer: not switched off, and its socket exists (one stat)."""
+    return not service_disabled() and os.path.lexists(socket_path(settings))
+
+
 class ServiceClient:
     """One connection to the service; requests go one after the other. Not thread-safe."""
 
-    def __init__(self, settings, timeout: float | None = None):
+    def __init__(self, settings: Settings, timeout: float | None = None):
         self.settings = settings
         self.timeout = service_timeout(settings) if timeout is None else timeout
         self._sock: socket.socket | None = None
         self._lines: LineReader | None = None
+        self._next_id = 0
 
     def connect(self) -> ServiceClient:
         """Connect; raises ServiceUnavailable (with an empty message when no service runs)."""
@@ -85,15 +101,18 @@ class ServiceClient:
             sock, self._sock = self._sock, None
             sock.close()
 
-    def call(self, op: str, settings=None, **args):
-        """The service's answer to ``op``: the API's result object, or its error raised here.
+    def call(self, method: str, settings: Settings | None = None, **args: Any) -> Any:
+        """The service's answer to ``method``, read into the method's result type; its error raised here.
 
         Raises ServiceUnavailable when the service refused, hung or went away.
         """
+        operation = OPERATIONS[method]
         sock = self._connected()
         settings = settings or self.settings
+        self._next_id += 1
         try:
-            sock.sendall(request_line(op, wire.encode(args), settings))
+            params = {wire.camel(name): wire.dump(value) for name, value in args.items()}
+            sock.sendall(request_line(self._next_id, method, params, settings))
             answer = self._answer(sock)
         except TimeoutError:
             self.close()
@@ -102,17 +121,34 @@ class ServiceClient:
             self.close()
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "connection closed"
             raise ServiceUnavailable(f"{_who(self.settings)} stopped answering ({detail}); working in-process") from None
-        if answer.get("ok"):
-            return wire.decode(answer.get("value"))
-        if "refused" in answer:
-            raise ServiceUnavailable(f"{_who(self.settings)} cannot answer this: {answer['refused']}; working in-process")
-        raise _error(answer.get("error") or {})
+        if answer.get("jsonrpc") != "2.0":
+            self.close()  # a service of a release before 0.2: its line format, not JSON-RPC
+            raise ServiceUnavailable(
+                f"{_who(self.settings)} is of an older version of openclaw-memory (it does not speak protocol {PROTOCOL}); "
+                "restart it (stop it, then `openclaw-memory serve`); working in-process"
+            )
+        if "result" in answer:
+            try:
+                return wire.load(answer["result"], operation.result())
+            except ValueError as exc:
+                raise ServiceUnavailable(f"{_who(self.settings)} sent an answer this version cannot read ({exc}); "
+                                         "working in-process") from None
+        error = answer.get("error")
+        error = error if isinstance(error, dict) else {}
+        message = str(error.get("message") or "the memory service failed")
+        if error.get("code") == PRODUCT_ERROR:
+            data = error.get("data")
+            raise _product_error(data if isinstance(data, dict) else {}, message)
+        raise ServiceUnavailable(f"{_who(self.settings)} cannot answer this: {message}; working in-process")
 
     def _answer(self, sock: socket.socket) -> dict:
         while True:
             line = self._line(sock)
             if line.strip():
-                return json.loads(line)
+                answer = json.loads(line)
+                if not isinstance(answer, dict):
+                    raise ValueError("not an answer")
+                return answer
 
     def _line(self, sock: socket.socket) -> bytes:
         if self._lines is None or self._lines.sock is not sock:
@@ -126,52 +162,29 @@ class ServiceClient:
         return line
 
 
-def _error(data: dict) -> Exception:
+def _product_error(data: dict, message: str) -> Exception:
     from .. import errors
 
-    cls = getattr(errors, str(data.get("type")), None)
-    if not (isinstance(cls, type) and issubclass(cls, errors.MemoryToolError)):
-        cls = errors.MemoryToolError
-    return cls(str(data.get("message") or "the memory service failed"))
+    cls = errors.ERROR_KINDS.get(str(data.get("kind")), errors.MemoryToolError)
+    fields = data.get("fields")
+    if cls is errors.WriteBlocked and isinstance(fields, dict) and all(isinstance(v, str) for v in fields.values()):
+        known = {k: fields[k] for k in ("problem", "path", "step", "agent") if k in fields}
+        if known.get("step", "read_again") in errors.BLOCKED_STEPS and "problem" in known:
+            return errors.WriteBlocked(message, **known)
+    return cls(message)
 
 
-def service_disabled() -> bool:
-    return os.environ.get(OFF_ENV, "").strip().lower() in ("off", "0", "no", "false")
+def service_status(settings: Settings) -> ServiceStatus:
+    """Whether the workspace's service answers: its figures, or why not (nothing when none runs)."""
+    from .base import ServiceStatus
 
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "IN_PROCESS"
-
-
-IN_PROCESS = _Absent()
-
-
-def try_service(settings, op: str, **args):
-    """The service's answer, or ``IN_PROCESS`` when the caller must do the work itself.
-
-    A service that is gone, hung or refusing is reported in one line on stderr first.
-    Product errors (a blocked write, no index) are raised as they are.
-    """
-    if service_disabled():
-        return IN_PROCESS
-    client = ServiceClient(settings)
-    try:
-        return client.call(op, **args)
-    except ServiceUnavailable as exc:
-        if exc.message:
-            sys.stderr.write(f"warning: {exc.message}\n")
-        return IN_PROCESS
-    finally:
-        client.close()
-
-
-def service_status(settings) -> dict:
-    """``status``'s ``service`` field: ``{"running": false}`` or the running service's figures."""
+    if not os.path.lexists(socket_path(settings)):  # asked even when this caller works in-process
+        return ServiceStatus()
     client = ServiceClient(settings, timeout=min(2.0, service_timeout(settings)))
     try:
-        return client.call("info").to_json()
+        status = client.call("service")
+        return status if status.info is not None else ServiceStatus(note="the memory service did not give its figures")
     except ServiceUnavailable as exc:
-        return {"running": False, "note": exc.message} if exc.message else {"running": False}
+        return ServiceStatus(note=exc.message)
     finally:
         client.close()

@@ -17,6 +17,10 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 SOCKET = "sock"
 LOCK = "lock"
@@ -24,24 +28,24 @@ INFO = "info.json"
 TOKEN = "token"
 
 
-def service_dir(settings) -> str:
+def service_dir(settings: Settings) -> str:
     return os.path.join(str(settings.data_dir), "service")
 
 
-def lock_path(settings) -> str:
+def lock_path(settings: Settings) -> str:
     return os.path.join(service_dir(settings), LOCK)
 
 
-def socket_path(settings) -> str:
+def socket_path(settings: Settings) -> str:
     return os.path.join(service_dir(settings), SOCKET)
 
 
-def token_path(settings) -> str:
+def token_path(settings: Settings) -> str:
     return os.path.join(service_dir(settings), TOKEN)
 
 
 @contextmanager
-def socket_address(settings) -> Iterator[str]:
+def socket_address(settings: Settings) -> Iterator[str]:
     """An address for ``bind``/``connect`` that reaches the socket through a folder descriptor.
 
     Raises FileNotFoundError when the service folder does not exist (no service ever ran).
@@ -53,7 +57,21 @@ def socket_address(settings) -> Iterator[str]:
         os.close(fd)
 
 
-def read_info(settings) -> dict | None:
+def write_token(settings: Settings, token: str) -> None:
+    """The MCP HTTP endpoint's bearer token, readable by this user only."""
+    from ..fsutil.atomic import atomic_write_bytes
+
+    atomic_write_bytes(token_path(settings), token.encode("ascii") + b"\n", 0o600)
+
+
+def remove_token(settings: Settings) -> None:
+    try:
+        os.unlink(token_path(settings))
+    except FileNotFoundError:
+        pass
+
+
+def read_info(settings: Settings) -> dict | None:
     """What the service wrote about itself, or None (no service, or a damaged file)."""
     try:
         with open(os.path.join(service_dir(settings), INFO), encoding="utf-8") as fh:

@@ -6,18 +6,23 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from .client import ServiceClient, ServiceUnavailable
 from .paths import service_dir
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 START_WAIT_S = 60.0
 
 
-def _answers(settings) -> bool:
+def _answers(settings: Settings) -> bool:
     client = ServiceClient(settings, timeout=2.0)
     try:
-        client.call("info")
+        client.call("service")
         return True
     except ServiceUnavailable:
         return False
@@ -25,7 +30,7 @@ def _answers(settings) -> bool:
         client.close()
 
 
-def service_command(settings) -> list[str]:
+def service_command(settings: Settings) -> list[str]:
     """``openclaw-memory serve`` with exactly these settings."""
     cmd = [sys.executable, "-m", "openclaw_memory", "serve", "-w", str(settings.workspace),
            "--state-dir", str(settings.state_dir), "--agent", settings.agent]
@@ -37,7 +42,7 @@ def service_command(settings) -> list[str]:
     return cmd
 
 
-def ensure_service(settings, notice=lambda _m: None) -> None:
+def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m: None) -> None:
     """Make sure a service answers for ``settings``: start one (detached) when none runs."""
     if _answers(settings):
         return

@@ -1,12 +1,18 @@
-"""One request, one answer, over the service socket: JSON lines.
+"""Requests and answers over the service socket: JSON-RPC 2.0 (the protocol MCP speaks), one per line.
 
-A request is one line: ``{"op", "args", "settings": {workspace, stateDir, agent, session, key}}``.
-While the service works on it, it sends an empty line every ``HEARTBEAT_S``; then the answer:
-``{"ok": true, "value": ...}`` (see :mod:`openclaw_memory.wire`), ``{"ok": false, "error": {"type", "message"}}``
-for an error of the product (raised again, same type and words, in the caller), or
-``{"ok": false, "refused": "..."}`` when the service cannot answer for these settings (the
-caller then works in-process). A caller that hears nothing for its timeout knows the
-service hangs. A connection may carry many requests, one after the other.
+A request: ``{"jsonrpc": "2.0", "id": n, "method": "search", "params": {"args": {...}, "context":
+{workspace, stateDir, agent, session, key, protocol}}}``, the method one of
+:data:`~openclaw_memory.memory.operations.OPERATIONS`, the arguments and the result JSON data of the
+declared types (:mod:`openclaw_memory.wire`: no type names). While the service works on it, it sends an
+empty line every ``HEARTBEAT_S``; then ``{"jsonrpc": "2.0", "id": n, "result": ...}`` or ``"error":
+{code, message, data: {kind}}``: :data:`PRODUCT_ERROR` for an error of the product (raised again in the
+caller, same kind and words), :data:`REFUSED` or a JSON-RPC code when the service cannot answer this
+request (the caller then works in-process, saying why). A caller that hears nothing for its timeout
+knows the service hangs. A connection may carry many requests, one after the other.
+
+``protocol`` in the context is :data:`PROTOCOL`; a service of another protocol refuses the request,
+and a request in the line format of releases before 0.2 (``{"op": ...}``) is answered in that format
+with a refusal that says to restart the service, so an older CLI works in-process instead.
 
 Standard library only (with :mod:`.paths`): the CLI imports this on its fast path.
 """
@@ -16,13 +22,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 HEARTBEAT_S = 0.5
-DEFAULT_TIMEOUT_S = 5.0
 MAX_LINE = 256 * 1024 * 1024  # a request with a whole file in it can be large; more is refused
 
 
-def settings_key(settings) -> str:
+def settings_key(settings: Settings) -> str:
     """What the service and its caller must agree on, besides the agent and session.
 
     The workspace, state dir, extra paths, multimodal flag, Qdrant URL, embedding backend and
@@ -36,38 +45,39 @@ def settings_key(settings) -> str:
         [(str(p), getattr(p, "pattern", None)) for p in settings.extra_paths],  # an extra path's glob too
         bool(settings.multimodal),
         settings.qdrant_url,
-        settings.sections,
         settings.embedding_backend,
-        dataclasses.asdict(settings.read),
-        dataclasses.asdict(settings.prompt),
+        # Every table of the toml as resolved ([read] and [prompt] with openclaw.json's limits in them).
+        {name: dataclasses.asdict(table) for name, table in settings.tables().items()},
     ]
     text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def request_line(op: str, args: dict, settings) -> bytes:
-    payload = {
-        "op": op,
-        "args": args,
-        "settings": {
-            "workspace": str(settings.workspace),
-            "stateDir": str(settings.state_dir),
-            "agent": settings.agent,
-            "session": settings.session,
-            "key": settings_key(settings),
-        },
+PROTOCOL = 2
+PRODUCT_ERROR = -32000  # a MemoryToolError: data.kind names which, from the closed set in errors
+REFUSED = -32001  # this service does not answer this request: the caller works in-process
+
+
+def request_line(request_id: int, method: str, args: dict, settings: Settings) -> bytes:
+    context = {
+        "workspace": str(settings.workspace),
+        "stateDir": str(settings.state_dir),
+        "agent": settings.agent,
+        "session": settings.session,
+        "key": settings_key(settings),
+        "protocol": PROTOCOL,
     }
+    payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"args": args, "context": context}}
     return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
 
 
-def service_timeout(settings) -> float:
-    """``[service] timeout``: seconds of silence after which the service counts as hung."""
-    value = settings.section("service").get("timeout", DEFAULT_TIMEOUT_S)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        from ..errors import ConfigError
+def answer_line(answer: dict) -> bytes:
+    return json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
 
-        raise ConfigError(f"[service] timeout must be a positive number of seconds, not {value!r}")
-    return float(value)
+
+def service_timeout(settings: Settings) -> float:
+    """``[service] timeout``: seconds of silence after which the service counts as hung."""
+    return settings.service.timeout
 
 
 class LineTooLong(Exception):

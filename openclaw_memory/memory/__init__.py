@@ -1,0 +1,15 @@
+"""The one door to an agent's memory: :class:`Memory`, opened by :func:`open_memory`.
+
+- :mod:`.base`: the protocol and the service's status types;
+- :mod:`.local`: the memory computed in this process (the API, warm pooled indexes);
+- :mod:`.remote`: the memory answered by the workspace's service;
+- :mod:`.factory`: ``open_memory``, which chooses between them once;
+- :mod:`.operations`: what the service answers, with the types of arguments and results;
+- :mod:`.protocol`, :mod:`.client`, :mod:`.paths`, :mod:`.launch`: the socket, JSON-RPC 2.0 lines,
+  the service folder, starting a service in the background.
+"""
+
+from .base import Memory, ServiceInfo, ServiceStatus
+from .factory import open_memory
+
+__all__ = ["Memory", "ServiceInfo", "ServiceStatus", "open_memory"]

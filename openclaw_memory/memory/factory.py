@@ -1,0 +1,45 @@
+"""The one place that chooses how an agent's memory is served: here, or by the workspace's service."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .base import Memory
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.flush()
+
+
+def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, start_service: bool = False,
+                in_process: bool = False) -> Memory:
+    """The agent's memory: the workspace's service when one may answer, else this process.
+
+    ``notice`` hears, in one line each, why the service could not answer (then this process
+    does) and that another process holds a lock this one waits for. ``start_service`` starts the
+    service in the background first when none runs (``mcp --serve``); ``in_process`` never asks it.
+    Like qdrant-client's constructor, the choice is made here once; the memory only delegates.
+    """
+    from .client import service_may_run
+    from .local import IndexPool, LocalMemory
+
+    def on_wait(what: str, pid: str) -> None:
+        notice(f"{what} is in use by another openclaw-memory process (pid {pid}); waiting")
+
+    def local() -> LocalMemory:
+        return LocalMemory(settings, IndexPool(on_wait=on_wait))
+
+    if start_service and not in_process:
+        from .launch import ensure_service
+
+        ensure_service(settings, notice=notice)
+    if in_process or not service_may_run(settings):
+        return local()
+    from .remote import ServiceMemory
+
+    return ServiceMemory.connect(settings, local, notice)

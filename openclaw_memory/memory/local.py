@@ -1,0 +1,320 @@
+"""The memory in this process: the API's functions, and a pool of warm indexes.
+
+One :class:`~openclaw_memory.index.api.MemoryIndex` per agent, created on first use, all
+sharing one loaded embedding model, their shards kept open between calls (a warm search costs
+milliseconds, not the 0.2-0.4 s of opening a shard). An index is used by one thread at a time
+(its lock); the service's live sync takes the same lock. Shards unused for ``shard_idle_s``
+seconds are closed (0: after every call, for a process that runs beside others: the CLI, an
+MCP server without a service), so ``doctor --fix`` or another tool can open them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .. import api
+from ..extras import require
+from .base import OnLockWait, ServiceInfo, ServiceStatus
+
+if TYPE_CHECKING:
+    from ..doctor.model import Finding
+    from ..doctor.runner import DoctorReport
+    from ..files.read import ReadResult
+    from ..files.scan import ScanResult
+    from ..history.diff import DiffRead
+    from ..history.guard import WriteResult
+    from ..history.listing import VersionHistory
+    from ..history.report import StateReport
+    from ..index.api import CollectionInfo, MemoryIndex
+    from ..index.migrate import MigrationResult
+    from ..index.results import SearchResult
+    from ..index.status import IndexStatus
+    from ..index.sync import Models, ProgressCallback, SyncProgress, SyncSummary
+    from ..prompt.loader import PromptSection
+    from ..settings import Settings
+    from ..types import SearchMode
+    from ..watchdog.heartbeat import HeartbeatResult
+    from ..watchdog.snapshot import SnapshotInfo
+    from ..watchdog.verify import VerifyResult
+
+
+class Stopping(BaseException):
+    """Raised inside long work (a full index) when the service is asked to stop."""
+
+
+class _Slot:
+    def __init__(self, index: MemoryIndex):
+        self.index = index
+        self.lock = threading.RLock()
+        self.used = time.monotonic()
+
+
+class IndexPool:
+    """Warm indexes, one per agent, sharing one model; see the module docstring."""
+
+    def __init__(self, *, shard_idle_s: float = 0.0, on_wait: OnLockWait | None = None):
+        self.shard_idle_s = shard_idle_s
+        self.on_wait = on_wait
+        self.stopping = threading.Event()
+        self._slots: dict[str, _Slot] = {}
+        self._slots_lock = threading.Lock()
+        self._models: Models | None = None
+        self._stats_lock = threading.Lock()
+        self.waits = 0
+        self.slow_waits = 0  # over 100 ms
+        self.longest_wait_ms = 0.0
+
+    def slot(self, settings: Settings) -> _Slot:
+        require("search")  # before any index work, so a core install hears what to install, not "no index"
+        from ..index.api import MemoryIndex
+
+        with self._slots_lock:
+            slot = self._slots.get(settings.agent)
+            if slot is None:
+                index = MemoryIndex(replace(settings, session=None), keep_open=True, models=self._models, on_wait=self.on_wait)
+                self._models = self._models or index.models
+                slot = self._slots[settings.agent] = _Slot(index)
+            return slot
+
+    @contextmanager
+    def using(self, index: MemoryIndex) -> Iterator[None]:
+        """The live sync's session on a pooled index: its lock, shards left open."""
+        slot = next(s for s in list(self._slots.values()) if s.index is index)
+        with slot.lock:
+            slot.used = time.monotonic()
+            try:
+                yield
+            finally:
+                slot.used = time.monotonic()
+
+    @contextmanager
+    def index(self, settings: Settings) -> Iterator[MemoryIndex]:
+        slot = self.slot(settings)
+        if not slot.lock.acquire(blocking=False):
+            started = time.monotonic()
+            slot.lock.acquire()
+            waited = (time.monotonic() - started) * 1000
+            with self._stats_lock:
+                self.waits += 1
+                self.slow_waits += waited > 100
+                self.longest_wait_ms = max(self.longest_wait_ms, waited)
+        try:
+            slot.used = time.monotonic()
+            yield slot.index
+        finally:
+            slot.used = time.monotonic()
+            if self.shard_idle_s == 0 and slot.index.store.backend == "edge":
+                slot.index.store.close()
+            slot.lock.release()
+
+    def close_idle_shards(self) -> None:
+        """Close the shards of indexes unused for ``shard_idle_s`` (never one in use)."""
+        now = time.monotonic()
+        for slot in list(self._slots.values()):
+            if now - slot.used < self.shard_idle_s or slot.index.store.backend != "edge":
+                continue
+            if slot.lock.acquire(blocking=False):
+                try:
+                    slot.index.store.close()
+                finally:
+                    slot.lock.release()
+
+    def warm(self, settings: Settings) -> None:
+        """Load the model now when the agent has an index (the first search then answers at once)."""
+        from ..index.collections import resolve_collections
+        from ..index.manifest import load_manifest
+
+        loaded = [load_manifest(settings.data_dir, c.name) for c in resolve_collections(settings)]
+        manifests = [m for m in loaded if m is not None]
+        if not manifests:
+            return
+        with self.index(settings) as index:
+            for m in manifests:
+                if m.embed_backend:
+                    index.models.pin_backend(m.embed_backend)
+            index.models.embedder.encode(["warm-up"])
+
+    def close(self) -> None:
+        for slot in list(self._slots.values()):
+            with slot.lock:
+                slot.index.close()
+
+
+def _kept_by_watch(settings: Settings) -> str | None:
+    from ..watch.presence import running_watch
+
+    watcher = running_watch(settings)
+    # It has the model loaded and picks the write up within a second.
+    return None if watcher is None else f"the running watch (pid {watcher}) updates it"
+
+
+class LocalMemory:
+    """:class:`~openclaw_memory.memory.Memory` computed here (see the module docstring).
+
+    ``service_info`` is given inside the service, whose own figures ``service()`` then returns.
+    """
+
+    def __init__(self, settings: Settings, pool: IndexPool | None = None, *,
+                 service_info: Callable[[], ServiceInfo] | None = None):
+        self._settings = settings
+        self.pool = pool or IndexPool()
+        self._service_info = service_info
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def for_session(self, session: str | None) -> LocalMemory:
+        return LocalMemory(self._settings.with_session(session), self.pool, service_info=self._service_info)
+
+    def for_agent(self, agent: str, session: str | None) -> LocalMemory:
+        return LocalMemory(self._settings.with_agent(agent).with_session(session), self.pool, service_info=self._service_info)
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def files(self) -> ScanResult:
+        return api.list_memory_files(self._settings)
+
+    def read(self, path: str, *, from_line: float | None = None, lines: float | None = None,
+             max_chars: float | None = None, clamp: bool = False) -> ReadResult:
+        path, from_line, lines = _cited(path, from_line, lines)
+        if clamp:
+            from ..files.read import clamp_window_args
+
+            read = self._settings.read
+            from_line, lines, max_chars = clamp_window_args(from_line, lines, max_chars, default_lines=read.default_lines,
+                                                            default_max_chars=read.max_chars)
+        return api.read_memory(self._settings, path, from_line=1 if from_line is None else int(from_line),
+                               lines=None if lines is None else int(lines),
+                               max_chars=None if max_chars is None else int(max_chars))
+
+    def read_diff(self, path: str, *, from_line: int | None = None, lines: int | None = None,
+                  max_chars: int | None = None) -> DiffRead:
+        path, start, count = _cited(path, from_line, lines)
+        return api.read_memory_diff(self._settings, path, from_line=1 if start is None else int(start),
+                                    lines=None if count is None else int(count), max_chars=max_chars)
+
+    def write(self, path: str, *, content: bytes | str | None = None, append: bytes | str | None = None,
+              expect: str | None = None, update_index: bool = True, idempotency_key: str | None = None,
+              tool: str = "write", progress: ProgressCallback | None = None) -> WriteResult:
+        return api.write_memory(
+            self._settings, path, content=content, append=append, expect=expect, update_index=update_index,
+            idempotency_key=idempotency_key, tool=tool, sync=lambda: self.index(progress=progress),
+            index_kept_by=_kept_by_watch,
+        )
+
+    def restore(self, path: str, version: str, *, update_index: bool = True) -> WriteResult:
+        return api.restore(self._settings, path, version, update_index=update_index, sync=self.index,
+                           index_kept_by=_kept_by_watch)
+
+    def history(self, path: str) -> VersionHistory:
+        return api.file_history(self._settings, path)
+
+    def state(self) -> StateReport:
+        return api.file_states(self._settings)
+
+    def prompt(self, *, today: dt.date | None = None, consume: bool = True) -> PromptSection:
+        return api.build_prompt(self._settings, today=today, consume=consume)
+
+    # -- index and search ------------------------------------------------------------------------
+
+    def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:
+        stopping = self.pool.stopping
+
+        def report(p: SyncProgress) -> None:
+            if stopping.is_set():
+                raise Stopping()  # the index is crash-safe: the next run finishes what this one started
+            if progress is not None:
+                progress(p)
+
+        with self.pool.index(self._settings) as index:
+            return index.sync(full=full, progress=report)
+
+    def search(self, query: str, *, limit: int = 6, min_score: float | None = None, mode: SearchMode = "hybrid",
+               sync: bool = True, collections: tuple[str, ...] = (), paths: tuple[str, ...] = (),
+               since: str | None = None, until: str | None = None) -> SearchResult:
+        require("search")
+        from ..index.filters import SearchFilters
+        from ..index.results import DEFAULT_MIN_SCORE
+
+        filters = SearchFilters.from_args(collections, paths, since, until)
+        with self.pool.index(self._settings) as index:
+            return index.search(query, limit=limit, min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
+                                mode=mode, sync=sync, filters=filters)
+
+    def status(self) -> IndexStatus:
+        with self.pool.index(self._settings) as index:
+            return index.status()
+
+    def collections(self) -> list[CollectionInfo]:
+        with self.pool.index(self._settings) as index:
+            return index.collections()
+
+    def migrate(self, to: str, source: str | None = None,
+                progress: Callable[[str, int, int], None] | None = None) -> MigrationResult:
+        require("qdrant")
+        from ..index.migrate import migrate_index
+
+        return migrate_index(self._settings, to, source, progress=progress)
+
+    def service(self) -> ServiceStatus:
+        if self._service_info is not None:
+            return ServiceStatus(self._service_info())
+        from .client import service_status
+
+        return service_status(self._settings)
+
+    # -- repair and watchdog ---------------------------------------------------------------------
+
+    def doctor(self, *, fix: bool = False, confirm: Callable[[Finding, str], bool] | None = None,
+               on_lock_wait: Callable[[str], None] | None = None) -> DoctorReport:
+        from ..doctor import run_doctor
+
+        return run_doctor(self._settings, fix=fix, confirm=confirm, on_lock_wait=on_lock_wait)
+
+    def snapshot(self, label: str | None = None) -> SnapshotInfo:
+        from ..watchdog.snapshot import take_snapshot
+
+        return take_snapshot(self._settings, label)
+
+    def verify(self) -> VerifyResult:
+        from ..watchdog.verify import verify_workspace
+
+        return verify_workspace(self._settings)
+
+    def heartbeat(self) -> HeartbeatResult:
+        from ..watchdog.heartbeat import heartbeat
+
+        return heartbeat(self._settings)
+
+    # -- lifetime --------------------------------------------------------------------------------
+
+    def warm(self) -> None:
+        self.pool.warm(self._settings)
+
+    def end_session(self) -> None:
+        from ..history.states import forget_session
+        from ..history.store import HistoryStore
+
+        if self._settings.session:
+            forget_session(HistoryStore.for_settings(self._settings), self._settings.agent, self._settings.session)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _cited(path: str, from_line: float | None, lines: float | None) -> tuple[str, float | None, float | None]:
+    """A search citation (``memory/a.md#L10-L24``) as its path and lines, unless the window is given."""
+    from ..files.citation import parse_citation
+
+    citation = parse_citation(path)
+    if citation is None:
+        return path, from_line, lines
+    return (citation.path, citation.from_line if from_line is None else from_line,
+            citation.lines if lines is None else lines)
