@@ -4,8 +4,10 @@ Run: .venv/bin/python bench/onnx_export.py [--sample 500] [--rounds 2]
 Each export runs in a fresh process (time, and which heavy libraries it imported); then each
 int8 model embeds the same corpus chunks in fresh processes (``bench/embed.py``'s worker),
 alternating, best of ``--rounds``; sentence-transformers (fp32, the reference) embeds them once.
-Cosines compare every pair. A query's cold start is import + load + one query, fresh process.
-Figures, not tests.
+Cosines compare every pair, and the export shipped with the package is compared with the one
+written here from the same weights. The exports are of the model's folder (a model the package
+does not ship, so the export path runs). A query's cold start is import + load + one query, fresh
+process. Figures, not tests.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def export_worker(exporter: str, cache_dir: str) -> None:
     from openclaw_memory.index.onnx_embedding import MODEL_FILE, export_folder, export_model
 
     path = resolve_model(MODEL)
-    folder = export_folder(MODEL, cache_dir, path)
+    folder = export_folder(path, cache_dir, path)
     used = export_model(path, folder, exporter=exporter)
     print(json.dumps({
         "exporter": used,
@@ -54,9 +56,12 @@ def fresh(cmd: list[str]) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def embed(backend: str, cache_dir: str, texts_file: Path, out: Path, batch_size: int) -> dict:
-    return fresh([str(EMBED), "--worker", backend, "--cache-dir", cache_dir, "--texts", str(texts_file),
-                  "--out", str(out), "--batch-size", str(batch_size)])
+def embed(backend: str, cache_dir: str, texts_file: Path, out: Path, batch_size: int, model: str | None = None) -> dict:
+    """``model``: the default model's folder (exported into ``cache_dir``) unless named (MODEL: shipped)."""
+    from openclaw_memory.index.models import resolve_model
+
+    return fresh([str(EMBED), "--worker", backend, "--cache-dir", cache_dir, "--texts", str(texts_file), "--alone", "0",
+                  "--model", model or resolve_model(MODEL), "--out", str(out), "--batch-size", str(batch_size)])
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> str:
@@ -100,6 +105,8 @@ def main() -> None:
                 vectors[e] = np.load(root / f"{e}.npy")
         reference = embed("torch", str(root / "ref"), texts_file, root / "ref.npy", args.batch_size)
         vectors["fp32"] = np.load(root / "ref.npy")
+        embed("onnx", str(root / "none"), texts_file, root / "shipped.npy", args.batch_size, model=MODEL)
+        vectors["shipped"] = np.load(root / "shipped.npy")
         colds = {e: embed("onnx", caches[e], query_file, root / f"q-{e}.npy", 1) for e in EXPORTERS}
         colds["fp32"] = embed("torch", str(root / "ref"), query_file, root / "q-ref.npy", 1)
 
@@ -121,6 +128,7 @@ def main() -> None:
     print(f"  graph int8 vs sentence-transformers fp32: {cosines(vectors['graph'], vectors['fp32'])}")
     print(f"  torch int8 vs sentence-transformers fp32: {cosines(vectors['torch'], vectors['fp32'])}")
     print(f"  graph int8 vs torch int8:                 {cosines(vectors['graph'], vectors['torch'])}")
+    print(f"  shipped int8 vs graph int8: max |difference| {np.abs(vectors['shipped'] - vectors['graph']).max():.2e}")
 
     print("\ncold query embedding (fresh process: import + load + 1 query):")
     print(f"{'path':<7} {'import+load s':>14} {'(cpu s)':>8} {'query ms':>9}  imported")

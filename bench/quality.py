@@ -8,8 +8,14 @@ negative queries and the number of answerable queries that returned nothing (fal
 warm latency p50/p95; and the time the full index took. The same for ``bench/queries.json``
 (documentation questions only) and for each mode (text, vector, hybrid).
 
+Line level, for the sets whose queries know the lines that answer them (the development set, with
+``bench/answer_lines.json``; the chat log): line recall@5 (an answering line inside a passage
+cited by one of the first five results; ``best``: inside the result's first passage) and the lines
+cited per result (all of its passages, each line once). The chat log (``bench/chat_log.py``) is a
+workspace of its own under ``build/quality/chat/``: a generated conversation, one line per turn.
+
 Usage: .venv/bin/python bench/quality.py [--reuse] [--modes hybrid,vector,text] [--raw-encode N]
-                                         [--dump FILE] [--queries FILE]
+                                         [--dump FILE] [--queries FILE] [--no-chat]
 
 ``--reuse`` keeps the index of an earlier run (incremental sync: nothing to do when the code's
 chunking did not change); ``--raw-encode N`` also times the bare model on N of the indexed texts,
@@ -29,6 +35,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from _common import REPO, median, pct, settings_for
+from chat_log import generate as generate_chat
 
 SHARED = Path(os.environ.get("OPENCLAW_MEMORY_SHARED", REPO.parent / "shared"))
 EVAL = SHARED / "eval"
@@ -51,6 +58,10 @@ def build_workspace(reuse: bool) -> tuple[Path, Path]:
 
 def load_sets(extra: list[str]) -> dict[str, list[dict]]:
     sets = {"dev": json.loads((EVAL / "queries-dev.json").read_text(encoding="utf-8"))}
+    answers = json.loads((REPO / "bench" / "answer_lines.json").read_text(encoding="utf-8"))["queries"]
+    for item in sets["dev"]:
+        if item["id"] in answers:
+            item["lines"] = answers[item["id"]]
     docs = json.loads((REPO / "bench" / "queries.json").read_text(encoding="utf-8"))["queries"]
     sets["bench/queries.json"] = [
         {"id": f"b-{i}", "q": d["q"], "targets": [f"memory/docs/{f}" for f in d["files"]], "kind": "docs"}
@@ -71,8 +82,33 @@ def first_files(paths: list[str], n: int = 5) -> list[str]:
     return seen
 
 
+def build_chat(reuse: bool) -> tuple[Path, Path, list[dict]]:
+    """The chat-log workspace (generated again each run: unchanged files are not rewritten)."""
+    ws, state = BUILD / "chat" / "ws", BUILD / "chat" / "state"
+    if not reuse:
+        shutil.rmtree(BUILD / "chat", ignore_errors=True)
+    state.mkdir(parents=True, exist_ok=True)
+    return ws, state, generate_chat(ws)
+
+
+def passages_of(hit) -> list[tuple[int, int]]:
+    """The line ranges a result cites: its passages (the first is the best), or its one citation."""
+    many = getattr(hit, "passages", None)
+    if many:
+        return [(p.start_line, p.end_line) for p in many]
+    return [(hit.start_line, hit.end_line)]
+
+
+def line_hit(spans: list[tuple[int, int]], answers: list[list[int]]) -> bool:
+    return any(a <= e and s <= b for s, e in spans for a, b in answers)
+
+
 def evaluate(index, queries: list[dict], mode: str) -> tuple[dict, list[dict], list[float]]:
-    """Per-kind figures, per-query rows and warm latencies (ms) for one mode, defaults only."""
+    """Per-kind figures, per-query rows and warm latencies (ms) for one mode, defaults only.
+
+    Per query: (file rank, results, line hit in any passage, line hit in the best passage, lines
+    cited per result among the first five files) -- the line figures None when its lines are unknown.
+    """
     per_kind: dict[str, list] = defaultdict(list)
     rows, times = [], []
     index.search(queries[0]["q"], mode=mode, sync=False)  # warm: model loaded, shards open
@@ -82,9 +118,18 @@ def evaluate(index, queries: list[dict], mode: str) -> tuple[dict, list[dict], l
         times.append((time.perf_counter() - t0) * 1000)
         files = first_files([r.path for r in res.results])
         rank = next((i for i, f in enumerate(files, 1) if f in set(item["targets"])), None)
-        per_kind[item["kind"]].append((rank, len(res.results)))
+        top = [r for r in res.results if r.path in files]
+        answers = item.get("lines")
+        any_hit = best_hit = None
+        if answers is not None:
+            any_hit = any(line_hit(passages_of(r), answers.get(r.path, [])) for r in top)
+            best_hit = any(line_hit(passages_of(r)[:1], answers.get(r.path, [])) for r in top)
+        cited = [len({n for s, e in passages_of(r) for n in range(s, e + 1)}) for r in top]
+        per_kind[item["kind"]].append((rank, len(res.results), any_hit, best_hit, cited))
         rows.append({"id": item["id"], "kind": item["kind"], "q": item["q"], "targets": item["targets"], "rank": rank,
-                     "results": [{"path": r.path, "score": round(r.score, 4), "lines": [r.start_line, r.end_line]} for r in res.results]})
+                     "lineHit": any_hit, "bestLineHit": best_hit, "answerLines": answers,
+                     "results": [{"path": r.path, "score": round(r.score, 4), "lines": [r.start_line, r.end_line],
+                                  "passages": passages_of(r)} for r in res.results]})
     return per_kind, rows, times
 
 
@@ -93,22 +138,29 @@ def summarize(per_kind: dict) -> dict:
     answerable = []
     for kind, items in per_kind.items():
         if kind == "negative":
-            out[kind] = {"n": len(items), "abstention": sum(1 for _r, n in items if n == 0) / len(items)}
+            out[kind] = {"n": len(items), "abstention": sum(1 for _r, n, *_ in items if n == 0) / len(items)}
             continue
         answerable += items
         out[kind] = _figures(items)
     if answerable:
         out["overall"] = _figures(answerable)
-        out["overall"]["falseAbstentions"] = sum(1 for _r, n in answerable if n == 0)
+        out["overall"]["falseAbstentions"] = sum(1 for _r, n, *_ in answerable if n == 0)
     return out
 
 
 def _figures(items) -> dict:
-    return {
+    out = {
         "n": len(items),
-        "recall5": sum(1 for r, _n in items if r is not None) / len(items),
-        "mrr": sum(1 / r for r, _n in items if r is not None) / len(items),
+        "recall5": sum(1 for r, *_ in items if r is not None) / len(items),
+        "mrr": sum(1 / r for r, *_ in items if r is not None) / len(items),
     }
+    known = [(a, b) for _r, _n, a, b, _c in items if a is not None]
+    cited = [c for *_, lines in items for c in lines]
+    if known:
+        out["lineRecall5"] = sum(1 for a, _b in known if a) / len(known)
+        out["bestLineRecall5"] = sum(1 for _a, b in known if b) / len(known)
+    out["linesPerResult"] = sum(cited) / len(cited) if cited else 0.0
+    return out
 
 
 def print_table(title: str, by_mode: dict) -> None:
@@ -128,6 +180,15 @@ def print_table(title: str, by_mode: dict) -> None:
     print(f"  {'false abstentions':20s} {'':>3s}  " + "  ".join(cells))
     cells = [f"{by_mode[m]['p50']:>8.1f} / {by_mode[m]['p95']:.1f} ms" for m in modes]
     print(f"  {'warm p50 / p95':20s} {'':>3s}  " + "  ".join(f"{c:>20s}" for c in cells))
+    if "lineRecall5" not in by_mode[modes[0]]["overall"]:
+        return
+    print(f"  {'line level':20s} {'':>3s}  " + "  ".join(f"{m + ' L@5/best/lines':>24s}" for m in modes))
+    for kind in dict.fromkeys(kinds + ["overall"]):
+        if "lineRecall5" not in by_mode[modes[0]].get(kind, {}):
+            continue
+        cells = [f"{by_mode[m][kind]['lineRecall5']:.3f} / {by_mode[m][kind]['bestLineRecall5']:.3f} / "
+                 f"{by_mode[m][kind]['linesPerResult']:4.1f}" for m in modes]
+        print(f"  {kind:20s} {by_mode[modes[0]][kind]['n']:>3d}  " + "  ".join(f"{c:>24s}" for c in cells))
 
 
 def raw_encode(index, n: int) -> float:
@@ -155,6 +216,7 @@ def main() -> None:
     parser.add_argument("--raw-encode", type=int, default=0, metavar="N", help="also time raw encode on N indexed texts")
     parser.add_argument("--dump", help="write per-query results (JSON) here")
     parser.add_argument("--queries", action="append", default=[], help="another query file in the same format")
+    parser.add_argument("--no-chat", action="store_true", help="skip the chat-log workload")
     args = parser.parse_args()
     if not (EVAL / "queries-dev.json").is_file() or not CORPUS.is_dir():
         sys.exit(f"benchmark not found under {SHARED} (set OPENCLAW_MEMORY_SHARED)")
@@ -193,6 +255,20 @@ def main() -> None:
             dump[f"{name}:{mode}"] = rows
         print_table(f"{name} ({len(queries)} queries)", by_mode)
     index.close()
+    if not args.no_chat:
+        ws, state, queries = build_chat(args.reuse)
+        index = MemoryIndex(settings_for(ws, state), keep_open=True)
+        t0 = time.perf_counter()
+        summary = index.sync()
+        print(f"\nchat log {ws}: {summary.files_scanned} files, {summary.chunks_embedded} chunks embedded "
+              f"in {time.perf_counter() - t0:.1f} s")
+        by_mode = {}
+        for mode in args.modes.split(","):
+            per_kind, rows, times = evaluate(index, queries, mode)
+            by_mode[mode] = summarize(per_kind) | {"p50": median(times), "p95": pct(times, 95)}
+            dump[f"chat:{mode}"] = rows
+        print_table(f"chat log ({len(queries)} queries)", by_mode)
+        index.close()
     if args.dump:
         Path(args.dump).write_text(json.dumps(dump, ensure_ascii=False, indent=1), encoding="utf-8")
 

@@ -27,7 +27,7 @@ from openclaw_memory.index.store.base import AGENT_FIELD, PATH_FIELD, TERMS_FIEL
 from openclaw_memory.index.store.edge import EdgeStore  # noqa: E402
 from openclaw_memory.index.store.server import ServerStore  # noqa: E402
 from openclaw_memory.index.store.server_config import ServerConfig  # noqa: E402
-from openclaw_memory.index.terms import cjk_grams  # noqa: E402
+from openclaw_memory.index.terms import keyword_terms  # noqa: E402
 
 DIM = 384
 QUERIES = ["gateway token", "install plugins", "telegram bot", "restart the daemon", "memory search", "cron jobs", "sandbox", "oauth login"]
@@ -51,7 +51,7 @@ def corpus_points(n: int) -> list[PointData]:
         PointData(
             str(uuid.uuid5(uuid.NAMESPACE_OID, f"bench{i}")),
             unit(rng),
-            {AGENT_FIELD: "main", PATH_FIELD: path, TEXT_FIELD: text, TERMS_FIELD: cjk_grams(text), "body": text, "hash": str(i)},
+            {AGENT_FIELD: "main", PATH_FIELD: path, TEXT_FIELD: text, TERMS_FIELD: " ".join(keyword_terms(text)), "body": text, "hash": str(i)},
         )
         for i, (path, text) in enumerate(texts[:n])
     ]

@@ -31,6 +31,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from _common import CORPUS, ROOT, median, pct, settings_for
@@ -71,9 +73,18 @@ def edit(ws: Path, i: int) -> tuple[str, str]:
     return existing.relative_to(ws).as_posix(), phrase
 
 
-def searchable(index, phrase: str, path: str) -> bool:
-    from openclaw_memory.watch.sessions import short_session
+@contextmanager
+def short_session(index) -> Iterator[None]:
+    """One exclusive session on the embedded engine: the shards opened in the block are closed at its end,
+    so the running watch can open them between polls (what another process's ``search --no-sync`` does)."""
+    try:
+        yield
+    finally:
+        if index.store.backend == "edge":
+            index.store.close()
 
+
+def searchable(index, phrase: str, path: str) -> bool:
     with short_session(index):
         result = index.search(phrase, limit=5, min_score=0.0, mode="text", sync=False)
     return any(hit.path == path for hit in result.results)
@@ -159,8 +170,6 @@ def main() -> None:
     # Baseline in the same run, no watch: edit, then an explicit incremental sync, then search.
     baseline_s = []
     index = MemoryIndex(settings, keep_open=True)
-    from openclaw_memory.watch.sessions import short_session
-
     with short_session(index):
         index.sync()
     index.models.embedder.encode(["warm-up"])

@@ -1,7 +1,8 @@
-"""The public Python API: what agents and plugins import (re-exported by the package).
+"""The memory's operations on files and history, computed in this process.
 
-Every function takes resolved :class:`~openclaw_memory.settings.Settings` and
-returns plain data classes; nothing here prints.
+:class:`~openclaw_memory.memory.local.LocalMemory` calls these (agents and plugins use
+:func:`openclaw_memory.open_memory` instead). Every function takes resolved
+:class:`~openclaw_memory.settings.Settings` and returns plain data classes; nothing here prints.
 """
 
 from __future__ import annotations

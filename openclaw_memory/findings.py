@@ -17,6 +17,13 @@ class Finding:
     message: str
     fixable: bool = False
     paths: tuple[str, ...] = ()
+    fix_hint: str = ""  # the last line of ``message`` when it says to run doctor --fix
+
+    def without_fix_hint(self) -> str:
+        """The message as shown once ``doctor --fix`` tried this repair and could not: no hint to try again."""
+        if self.fix_hint and self.message.endswith(self.fix_hint):
+            return self.message[: -len(self.fix_hint)].rstrip("\n")
+        return self.message
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

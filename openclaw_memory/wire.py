@@ -154,18 +154,33 @@ def _load(data: Any, hint: Any, where: str) -> Any:
 
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
-    module = importlib.import_module(cls.__module__)
-    namespace = dict(vars(module))
-    for name, where in _DEFERRED.items():
-        if name not in namespace:
-            namespace[name] = getattr(importlib.import_module(where), name)
-    return typing.get_type_hints(cls, globalns=namespace)
+    """Every field's type (NamedTuples: all at once, they are small and local)."""
+    return typing.get_type_hints(cls, globalns=vars(importlib.import_module(cls.__module__)))
+
+
+@functools.cache
+def _field_hint(cls: type, name: str) -> Any:
+    """One field's type, evaluated when a value of it is read: a name its module imports only for type
+    checkers is imported then (an index result inside a write's result loads the index's module only
+    when there is one)."""
+    annotation = next(f.type for f in dataclasses.fields(cls) if f.name == name)
+    if not isinstance(annotation, str):
+        return annotation
+    namespace = dict(vars(importlib.import_module(cls.__module__)))
+    try:
+        return eval(annotation, namespace)  # noqa: S307 - the package's own annotations, never data
+    except NameError as exc:
+        missing = exc.name or ""
+        where = _DEFERRED.get(missing)
+        if where is None:
+            raise
+        namespace[missing] = getattr(importlib.import_module(where), missing)
+        return eval(annotation, namespace)  # noqa: S307
 
 
 def _load_dataclass(data: Any, cls: type, where: str) -> Any:
     if not isinstance(data, dict):
         _fail(where, f"an object ({cls.__name__})", data)
-    hints = _hints(cls)
     init: dict[str, Any] = {}
     late: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
@@ -174,12 +189,21 @@ def _load_dataclass(data: Any, cls: type, where: str) -> Any:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.init:
                 _fail(f"{where}.{key}", "a value", None)
             continue
-        value = _load(data[key], hints[f.name], f"{where}.{key}")
+        if data[key] is None and _admits_none(f.type):
+            value = None
+        else:
+            value = _load(data[key], _field_hint(cls, f.name), f"{where}.{key}")
         (init if f.init else late)[f.name] = value
     obj = cls(**init)
     for name, value in late.items():
         object.__setattr__(obj, name, value)
     return obj
+
+
+def _admits_none(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return any(part.strip() == "None" for part in annotation.split("|"))
+    return type(None) in typing.get_args(annotation)
 
 
 def untag(value: Any) -> JsonValue:

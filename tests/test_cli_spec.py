@@ -1,44 +1,36 @@
-"""One declaration of every flag: the parser that runs commands and the typer app that renders
-help are both built from cli/spec.py, and give the same results."""
+"""The one command-line parser, generated from cli/spec.py: what it makes of command lines, its
+usage errors, its help (every flag of every command, checked from the spec), and the handlers
+the spec names."""
 
 from __future__ import annotations
 
-import contextlib
-import io
+import inspect
+import json
 import subprocess
 import sys
 
 import pytest
 
 from conftest import write
-from openclaw_memory.cli.app import app as typer_app
 from openclaw_memory.cli.main import main
-from openclaw_memory.cli.output import error
-from openclaw_memory.cli.parse import parse
-from openclaw_memory.cli.spec import COMMANDS, SETTINGS
-from openclaw_memory.errors import MemoryToolError
+from openclaw_memory.cli.parse import SETTINGS_TITLE, parse
+from openclaw_memory.cli.spec import COMMANDS, GROUPS, HELP, SETTINGS, Command
+
+NO_SETTINGS = {"workspace": None, "agent": None, "state_dir": None, "extra": [], "multimodal": None, "qdrant_url": None, "session": None}
 
 
-def _capture(run):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run()
-    return code, out.getvalue()
+def defaults(command: Command) -> dict:
+    """What the handler gets for a command line that gives none of the command's flags."""
+    return {o.dest: o.default_value() for o in command.opts} | {a.dest: None for a in command.args}
 
 
-def via_parser(args):
-    return _capture(lambda: main(args))
+def command(words: str) -> Command:
+    return next(c for c in COMMANDS if c.name == words)
 
 
-def via_typer(args):
-    def run():
-        try:
-            return typer_app(args=args, prog_name="openclaw-memory", standalone_mode=False)
-        except MemoryToolError as exc:  # main() maps these to an exit status and a message
-            error(exc.message, "--json" in args)
-            return exc.exit_code
-
-    return _capture(run)
+def flat(text: str) -> str:
+    """Help text without its line breaks and indentation (argparse wraps to the terminal)."""
+    return "".join(text.split())
 
 
 @pytest.fixture
@@ -49,76 +41,186 @@ def tree(workspace, state_dir, tmp_path):
     return ["-w", str(workspace), "--state-dir", str(state_dir), "--extra", str(tmp_path / "extra")]
 
 
-@pytest.mark.parametrize("argv", [
-    ["files"], ["files", "--json"], ["--multimodal", "files", "--json"], ["files", "--no-multimodal", "--json"],
-    ["read", "MEMORY.md"], ["read", "MEMORY.md", "--json", "--from", "2", "--lines", "1"],
-    ["read", "memory/2026-11-30.md", "--max-chars", "3", "--json"], ["read", "memory/none.md", "--json"],
-    ["read", "--from=2", "MEMORY.md"],
-    ["prompt", "--peek", "--date", "2026-11-30"], ["prompt", "--json", "--peek", "--date", "2026-11-30"],
-    ["state", "--json"], ["history", "MEMORY.md", "--json"], ["doctor", "--json"],
-    ["watchdog", "verify", "--json"],
-])
-def test_parser_and_typer_give_the_same_output(tree, argv):
-    assert via_parser(tree + argv) == via_typer(tree + argv)
+# The command lines the parser was once compared on with the typer app: what each one means.
+LINES = [
+    (["files"], "files", {}, {}),
+    (["files", "--json"], "files", {"json_out": True}, {}),
+    (["--multimodal", "files", "--json"], "files", {"json_out": True}, {"multimodal": True}),
+    (["files", "--no-multimodal", "--json"], "files", {"json_out": True}, {"multimodal": False}),
+    (["read", "MEMORY.md"], "read", {"path": "MEMORY.md"}, {}),
+    (["read", "MEMORY.md", "--json", "--from", "2", "--lines", "1"], "read", {"path": "MEMORY.md", "json_out": True, "from_line": 2, "lines": 1}, {}),
+    (["read", "memory/2026-11-30.md", "--max-chars", "3", "--json"], "read", {"path": "memory/2026-11-30.md", "max_chars": 3, "json_out": True}, {}),
+    (["read", "memory/none.md", "--json"], "read", {"path": "memory/none.md", "json_out": True}, {}),
+    (["read", "--from=2", "MEMORY.md"], "read", {"path": "MEMORY.md", "from_line": 2}, {}),
+    (["prompt", "--peek", "--date", "2026-11-30"], "prompt", {"peek": True, "date": "2026-11-30"}, {}),
+    (["prompt", "--json", "--peek", "--date", "2026-11-30"], "prompt", {"peek": True, "date": "2026-11-30", "json_out": True}, {}),
+    (["state", "--json"], "state", {"json_out": True}, {}),
+    (["history", "MEMORY.md", "--json"], "history", {"path": "MEMORY.md", "json_out": True}, {}),
+    (["doctor", "--json"], "doctor", {"json_out": True}, {}),
+    (["watchdog", "verify", "--json"], "watchdog verify", {"json_out": True}, {}),
+    # flags of every kind, and settings at every level
+    (["doctor", "--repair", "--yes"], "doctor", {"fix": True, "yes": True}, {}),
+    (["watchdog", "snapshot", "--json", "lab"], "watchdog snapshot", {"label": "lab", "json_out": True}, {}),
+    (["search", "q", "--collection", "a", "--path=memory/*.md", "--collection", "b", "--limit", "3", "--min-score", "-0.5"], "search",
+     {"query": "q", "collections": ["a", "b"], "paths": ["memory/*.md"], "limit": 3, "min_score": -0.5}, {}),
+    (["search", "--mode", "text", "--", "--agent"], "search", {"query": "--agent", "mode": "text"}, {}),
+    (["write", "memory/x.md", "--append", "-wow", "--no-index"], "write", {"path": "memory/x.md", "append": "-wow", "no_index": True}, {}),
+    (["restore", "a", "b", "--json"], "restore", {"path": "a", "version": "b", "json_out": True}, {}),
+    (["migrate", "--to", "embedded", "--from", "http://h:6333"], "migrate", {"to": "embedded", "source": "http://h:6333"}, {}),
+    (["read", "-wX", "MEMORY.md", "-w", "-Y"], "read", {"path": "MEMORY.md"}, {"workspace": "-Y"}),
+    (["--agent", "--json", "files"], "files", {}, {"agent": "--json"}),  # before the command, --json is no flag
+    (["-w", "w1", "watchdog", "-w", "w2", "verify"], "watchdog verify", {}, {"workspace": "w2"}),
+    (["-w", "w1", "watchdog", "-w", "w2", "verify", "-w", "w3"], "watchdog verify", {}, {"workspace": "w3"}),
+    (["--extra", "a", "watchdog", "--extra", "b", "verify", "--extra", "c"], "watchdog verify", {}, {"extra": ["a", "b", "c"]}),
+    (["files", "--extra", "b", "--agent=x", "--session", "s", "--qdrant-url", "http://q", "--state-dir", "d"], "files", {},
+     {"extra": ["b"], "agent": "x", "session": "s", "qdrant_url": "http://q", "state_dir": "d"}),
+    (["--", "files"], "files", {}, {}),
+]
 
 
-def test_settings_between_a_group_and_its_subcommand(tree, workspace, state_dir):
-    code, out = via_parser(["watchdog", "-w", str(workspace), "--state-dir", str(state_dir), "snapshot", "--json"])
-    assert code == 0 and '"label"' in out
+@pytest.mark.parametrize("argv, name, values, settings", LINES, ids=[" ".join(line[0]) for line in LINES])
+def test_what_a_command_line_means(argv, name, values, settings):
+    parsed = parse(argv)
+    assert parsed.action == "run" and parsed.command == command(name) and parsed.words == tuple(name.split())
+    assert parsed.values == defaults(command(name)) | values
+    assert parsed.settings == NO_SETTINGS | settings
+    assert parsed.json == bool(values.get("json_out"))
 
 
-def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace):
-    code, out = via_parser(tree + ["write", "memory/x.md", "--append", "-wow, dashes", "--json", "--no-index"])
-    assert code == 0, out
+EXIT = {"read memory/none.md --json": 1, "watchdog verify --json": 2}  # a missing file; no baseline yet
+
+
+@pytest.mark.parametrize("argv", [line[0] for line in LINES[:15]], ids=[" ".join(line[0]) for line in LINES[:15]])
+def test_the_command_lines_run(tree, capsys, argv):
+    assert main(tree + argv) == EXIT.get(" ".join(argv), 0)
+    out = capsys.readouterr().out
+    if "--json" in argv:
+        json.loads(out)
+
+
+def test_settings_between_a_group_and_its_subcommand(tree, workspace, state_dir, capsys):
+    assert main(["watchdog", "-w", str(workspace), "--state-dir", str(state_dir), "snapshot", "--json"]) == 0
+    assert '"label"' in capsys.readouterr().out
+
+
+def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
+    assert main(tree + ["write", "memory/x.md", "--append", "-wow, dashes", "--json", "--no-index"]) == 0, capsys.readouterr()
     assert (workspace / "memory/x.md").read_text() == "-wow, dashes\n"
 
 
-def test_a_flag_is_never_taken_as_a_value(capsys):
-    assert main(["search", "--agent", "--mode", "text"]) == 2
-    err = capsys.readouterr().err
-    assert "--agent needs a value" in err and "--agent=VALUE" in err
-
-
-def test_a_query_that_starts_with_a_dash_after_double_dash():
-    parsed = parse(["search", "--mode", "text", "--", "--agent"])
-    assert parsed.values["query"] == "--agent" and parsed.values["mode"] == "text" and parsed.settings["agent"] is None
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["files", "--bogus"], "no such option: --bogus"),
-    (["fiels"], "did you mean 'files'"),
-    (["read"], "missing argument PATH"),
-    (["read", "a", "b"], "unexpected argument 'b'"),
-    (["read", "a", "--lines", "x"], "--lines must be an integer"),
-    (["migrate"], "missing option --to"),
-    (["files", "--json=1"], "--json takes no value"),
+@pytest.mark.parametrize("argv, message, where", [
+    (["files", "--bogus"], "no such option: --bogus", "files"),
+    (["files", "--jso"], "no such option: --jso (did you mean --json?)", "files"),
+    (["read", "MEMORY.md", "--max", "4"], "no such option: --max (did you mean --max-chars?)", "read"),  # no abbreviations
+    (["--bogus", "files"], "no such option: --bogus", ""),
+    (["files", "--version"], "no such option: --version", "files"),
+    (["fiels"], "no such command 'fiels' (did you mean 'files'?)", ""),
+    (["watchdog", "verfy"], "no such command 'verfy' (did you mean 'verify'?)", "watchdog"),
+    (["read"], "missing argument PATH", "read"),
+    (["restore", "a"], "missing argument VERSION", "restore"),
+    (["read", "a", "b"], "unexpected argument 'b'", "read"),
+    (["files", "--", "x"], "unexpected argument 'x'", "files"),
+    (["read", "a", "--lines", "x"], "--lines must be an integer, not 'x'", "read"),
+    (["search", "q", "--min-score", "high"], "--min-score must be a number, not 'high'", "search"),
+    (["migrate"], "missing option --to", "migrate"),
+    (["files", "--json=1"], "--json takes no value", "files"),
+    (["files", "--no-multimodal=yes"], "--no-multimodal takes no value", "files"),
+    (["search", "--agent", "--mode", "text"], "--agent needs a value (write --agent=VALUE for a value that starts with -)", "search"),
+    (["files", "-w"], "-w needs a value", "files"),
+    (["read", "--lines", "-h"], "--lines needs a value", "read"),
 ])
-def test_usage_errors_exit_2_with_a_hint(capsys, argv, message):
+def test_usage_errors_exit_2_with_a_hint(capsys, argv, message, where):
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and "--help' for help" in err and "Traceback" not in err
+    captured = capsys.readouterr()
+    help_line = f"Try '{' '.join(['openclaw-memory', *where.split()])} --help' for help."
+    assert captured.err.startswith(f"error: {message}") and help_line in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
 
 
-def test_version_and_short_help(capsys):
-    assert main(["--version"]) == 0
-    assert capsys.readouterr().out.startswith("openclaw-memory ")
-    assert main(["read", "-h"]) == 0
-    assert "--max-chars" in capsys.readouterr().out
+def test_a_usage_error_with_json_is_json_too(capsys):
+    assert main(["read", "--json"]) == 2
+    assert "missing argument PATH" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_version(capsys):
+    for argv in (["--version"], ["--version", "files"], ["-w", "x", "--version"]):
+        assert main(argv) == 0
+        assert capsys.readouterr().out.startswith("openclaw-memory ")
+
+
+@pytest.mark.parametrize("argv, words", [
+    ([], ()), (["-h"], ()), (["--help"], ()), (["-w", "x"], ()),
+    (["read", "-h"], ("read",)), (["-h", "read"], ("read",)), (["read", "MEMORY.md", "--json", "--help"], ("read",)),
+    (["watchdog"], ("watchdog",)), (["watchdog", "-h"], ("watchdog",)), (["watchdog", "snapshot", "--help"], ("watchdog", "snapshot")),
+    (["migrate", "-h"], ("migrate",)),  # help before a missing required option
+])
+def test_help_wherever_it_is_asked(capsys, argv, words):
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: {' '.join(('openclaw-memory', *words))} [OPTIONS]")
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
-def test_every_flag_and_every_settings_flag_is_in_the_help(capsys, command):
+def test_the_help_of_every_command_lists_every_flag(capsys, command):
     assert main([*command.words, "--help"]) == 0
     text = capsys.readouterr().out
-    for opt in command.opts + SETTINGS:
-        assert opt.flags[0] in text, f"{opt.flags[0]} missing from `{command.name} --help`"
+    usage = " ".join(["openclaw-memory", *command.words, "[OPTIONS]"] + [a.metavar or a.dest.upper() if a.required else f"[{(a.metavar or a.dest.upper())}]"
+                                                                       for a in command.args])
+    assert text.startswith(f"usage: {usage}\n")
+    assert flat(command.help) in flat(text)
+    for arg in command.args:
+        assert (arg.metavar or arg.dest.upper()) in text and flat(arg.help) in flat(text)
+    own, settings = text.split(SETTINGS_TITLE)
+    for opt, part in [(o, own) for o in command.opts] + [(o, settings) for o in SETTINGS]:
+        for flag in opt.flags + ((opt.negative,) if opt.kind == "toggle" else ()):
+            assert flag in part.replace(",", " ").split(), f"{flag} missing from `{command.name} --help`"
+        if opt.kind == "value":
+            assert (opt.metavar or opt.dest.upper()) in part
+        assert flat(opt.help) in flat(part), f"the help of {opt.flags[0]} missing from `{command.name} --help`"
+        if opt.kind == "value" and opt.default_value() not in (None, []) and "default" not in opt.help:
+            assert flat(f"(default: {opt.default_value()})") in flat(part)
 
 
-def test_the_parser_path_never_imports_typer_or_rich(tree):
+@pytest.mark.parametrize("words", [()] + [(g,) for g in GROUPS], ids=lambda w: " ".join(w) or "root")
+def test_the_help_of_the_root_and_of_a_group_lists_its_commands(capsys, words):
+    assert main([*words, "--help"]) == 0
+    text = capsys.readouterr().out
+    commands, settings = text.split(SETTINGS_TITLE)
+    assert flat(HELP if not words else GROUPS[words[0]]) in flat(commands)
+    listed = {c.words[len(words)]: (c.help if len(c.words) == len(words) + 1 else GROUPS[c.words[len(words)]])
+              for c in COMMANDS if c.words[: len(words)] == words}
+    for name, help_text in listed.items():
+        assert f"\n    {name} " in commands and flat(help_text) in flat(commands)
+    for opt in SETTINGS:
+        assert opt.flags[0] in settings and flat(opt.help) in flat(settings)
+    assert ("--version" in commands) == (not words)
+
+
+def test_every_handler_takes_exactly_its_commands_arguments_and_flags():
+    for command in COMMANDS:
+        params = list(inspect.signature(command.handler).parameters.values())
+        assert params[0].name == "settings", command.name
+        assert {p.name for p in params[1:]} == set(defaults(command)), f"{command.name}: {[p.name for p in params]}"
+        inspect.signature(command.handler).bind(None, **defaults(command))  # called with one keyword per dest
+
+
+def test_a_level_has_each_flag_once():
+    for command in COMMANDS:
+        spellings = [f for o in command.opts + SETTINGS for f in o.flags + ((o.negative,) if o.kind == "toggle" else ())]
+        dests = [o.dest for o in command.opts + SETTINGS] + [a.dest for a in command.args]
+        assert len(spellings) == len(set(spellings)) and len(dests) == len(set(dests)), command.name
+
+
+HEAVY = ("typer", "rich", "click", "numpy", "onnxruntime", "torch", "sentence_transformers", "tokenizers", "qdrant_edge",
+         "qdrant_client", "mcp", "watchfiles")
+
+
+def test_a_light_command_imports_nothing_heavy(tree):
+    """The spec imports every command module, so none of them may import a heavy library at its top."""
     for argv in (["files", "--json"], ["read", "MEMORY.md"], ["prompt", "--peek"], ["state"], ["watchdog", "verify"],
-                 ["history", "MEMORY.md"], ["write", "memory/y.md", "--append", "y", "--no-index"], ["doctor", "--json"]):
+                 ["history", "MEMORY.md"], ["write", "memory/y.md", "--append", "y", "--no-index"], ["doctor", "--json"], ["read", "--help"]):
         child = ("import sys\nfrom openclaw_memory.cli.main import main\nmain(sys.argv[1:])\n"
-                 "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'rich', 'click'))\n"
+                 f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
                  "sys.stderr.write('HEAVY:' + ','.join(heavy))\n")
         proc = subprocess.run([sys.executable, "-c", child, *tree, *argv], capture_output=True, text=True)
         assert proc.stderr.rsplit("HEAVY:", 1)[1] == "", f"{argv} imported {proc.stderr.rsplit('HEAVY:', 1)[1]}"

@@ -146,18 +146,19 @@ def _record_shards(data_dir: Path) -> None:
 
 def _build(root: Path, real_model: bool) -> Built:
     from openclaw_memory.index.config import DEFAULT_MODEL
-    from openclaw_memory.index.onnx_embedding import export_folder
-    from openclaw_memory.settings import default_model_cache
 
     b = Built(root, real_model)
     ws, sd = b.ws, b.sd
     ws.mkdir(parents=True)
     sd.mkdir()
     if real_model:
-        machine_cache = default_model_cache(os.environ)
-        export = export_folder(DEFAULT_MODEL, machine_cache)
-        if export.is_dir():  # else the first index exports the model into the private cache
-            shutil.copytree(export, b.models / export.relative_to(machine_cache))
+        # The default model's export ships with the package: the cases damage the cached export of
+        # any other model, here the default model's weights named by their folder.
+        from openclaw_memory.index.models import resolve_model
+
+        weights = root / "weights"
+        shutil.copytree(resolve_model(DEFAULT_MODEL), weights)
+        (sd / "openclaw-memory.toml").write_text(f'[index]\nmodel = "{weights}"\n')
     write(ws / "MEMORY.md", "# Memory\n\n## Preferences\n\n- likes green tea in the morning\n")
     for i, topic in enumerate(("gardening", "sailing", "espresso")):
         write(ws / "memory" / f"n{i}.md", f"# {topic}\n\n" + "".join(f"Note {j} about {topic}.\n\n" for j in range(6)))

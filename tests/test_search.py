@@ -119,7 +119,9 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     data = res.json()
     assert set(data) == {"results", "mode", "stale"} and data["mode"] == "hybrid" and data["stale"] == []
     first = data["results"][0]
-    assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation"}
+    assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages"}
+    assert set(first["passages"][0]) == {"startLine", "endLine", "score", "snippet", "citation"}
+    assert first["passages"][0]["citation"] == first["citation"]
     assert first["path"] == "memory/2024-05-01.md" and first["source"] == "memory-dir-main"
     assert first["citation"] == f"memory/2024-05-01.md#L{first['startLine']}-L{first['endLine']}"
     keys = [(-r["score"], r["path"]) for r in data["results"]]
@@ -160,3 +162,124 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
 
     bad = cli("search", "x", "--mode", "fuzzy", "--json")
     assert bad.returncode == 2 and "--mode" in bad.json()["error"]
+
+
+# -- passages (snippets.build_passages): pure, then through a real index -----------------------------
+
+def _passages(body: str, query: str, v: float = 0.5, first_line: int = 1, **kw):
+    from openclaw_memory.index.snippets import ChunkText, build_passages
+    from openclaw_memory.index.terms import keyword_terms, query_terms, term_patterns
+
+    chunks = kw.pop("chunks", None) or [ChunkText(body, first_line, v)]
+    terms = dict.fromkeys(keyword_terms(query), 1.0)
+    return build_passages(chunks, terms, lambda: term_patterns(query_terms(query)), lambda v, k: 0.5 * v + 0.5 * k, **kw)
+
+
+def test_a_passage_is_the_matching_entry_widened_to_its_whole_item_and_a_little_context():
+    body = "\n".join([
+        "# Notes", "",
+        "- Renewed the passport at the Bürgeramt.",
+        "- The boathouse key is kept under the blue flowerpot,",
+        "  next to the rain barrel behind the shed.",
+        "- Paid the water bill.",
+        *[f"- Unrelated entry number {i} about the weekly groceries and the laundry rota." for i in range(30)],
+    ])
+    best = _passages(body, "where is the boathouse key")[0]
+    assert (best.start_line, best.end_line) != (4, 4)  # the item's continuation line comes with it
+    assert best.start_line <= 4 and best.end_line >= 5 and best.end_line - best.start_line <= 6
+    assert "rain barrel" in best.text and "number 29" not in best.text
+    lines = body.split("\n")
+    assert best.text == "\n".join(lines[best.start_line - 1 : best.end_line])  # the citation reads it back
+
+
+def test_a_table_row_comes_with_its_header_and_a_chat_turn_is_its_own_entry():
+    table = "\n".join(["# Dumplings", "", "| Ingredient | Amount |", "|---|---|", "| chives | 500 g |", "| eggs | 5 |",
+                       "| tofu | 200 g |", "", *[f"Filler paragraph {i} about the dinner guests and the music." for i in range(12)]])
+    row = _passages(table, "how many grams of chives")[0]
+    assert row.start_line <= 3 and row.end_line >= 5 and "| chives | 500 g |" in row.text  # the header row too
+    log = "\n".join(["# 2025-01-14", ""] + [f"[09:{i:02d}] {'Sam' if i % 2 else 'Lena'}: ok, see you later then" for i in range(40)])
+    lines = log.split("\n")
+    lines[30] = "[09:28] Sam: My sister Carla is getting married in Porto on 14 June."
+    turn = _passages("\n".join(lines), "where is Carla getting married")[0]
+    assert turn.start_line <= 31 <= turn.end_line and turn.end_line - turn.start_line <= 8  # not the whole session
+
+
+def test_several_matching_entries_of_a_file_give_several_passages_each_with_its_lines():
+    body = "\n".join([
+        "# Car", "",
+        "- The car insurance renews on 1 March with HUK.",
+        *[f"- Filler note {i} about the garden and the neighbours' dog." for i in range(12)],
+        "- Car insurance claim for the dented door was paid in January.",
+        *[f"- More filler {i} about cooking pasta on Sundays." for i in range(12)],
+    ])
+    found = _passages(body, "car insurance")
+    assert 2 <= len(found) <= 3
+    spans = [(p.start_line, p.end_line) for p in found]
+    assert any(a <= 3 <= b for a, b in spans) and any(a <= 16 <= b for a, b in spans)
+    assert all(b1 < a2 or b2 < a1 for i, (a1, b1) in enumerate(spans) for a2, b2 in spans[i + 1 :])  # no overlap
+    assert found[0].value >= found[1].value
+    assert len(_passages(body, "car insurance", max_passages=1)) == 1
+
+
+def test_a_heading_that_matches_only_by_its_date_is_never_the_passage():
+    body = "\n".join(["# 2026-11-03", "", "Met the storage vendor about the quote.", "",
+                      *[f"- Item {i}: walked the dog, then the shopping." for i in range(25)]])
+    for query in ("2026-11-03", "what happened on 2026-11-03 with the vendor"):
+        best = _passages(body, query)[0]
+        assert best.start_line != 1 or best.end_line > 1, query
+        assert best.text.strip() != "# 2026-11-03"
+    assert "storage vendor" in _passages(body, "what happened on 2026-11-03 with the vendor")[0].text
+    # A heading that names the query is shown with the text under it.
+    titled = _passages("## Wide-area discovery over Tailscale\n\nRun a DNS server on the gateway host.\n", "wide-area discovery")[0]
+    assert titled.start_line == 1 and titled.end_line == 3
+
+
+def test_an_item_chunk_points_at_its_own_line_inside_its_section():
+    from openclaw_memory.index.snippets import ChunkText
+
+    section = "## Rules\n\n- Never book Ryanair.\n- Window seat on trains.\n- Quiet hours after 22:30."
+    chunks = [ChunkText(section, 10, 0.40), ChunkText("- Quiet hours after 22:30.", 14, 0.62)]  # the item's own cosine
+    best = _passages("", "no terms in common here", chunks=chunks)[0]
+    assert best.start_line <= 14 <= best.end_line
+
+
+def test_search_results_carry_their_passages(workspace, state_dir):
+    notes = [f"- Note {i}: the weekly meeting notes, nothing notable, the usual agenda items." for i in range(40)]
+    notes[5] = "- The boathouse key is under the blue flowerpot."
+    notes[30] = "- A second boathouse key hangs in the garage, on the hook by the door."
+    write(workspace / "memory" / "keys.md", "# Keys\n\n" + "\n".join(notes) + "\n")
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    index.sync()
+    hit = index.search("boathouse key", mode="text").results[0]
+    assert hit.path == "memory/keys.md" and len(hit.passages) >= 2
+    first = hit.passages[0]
+    assert (first.start_line, first.end_line, first.snippet) == (hit.start_line, hit.end_line, hit.snippet)
+    text = (workspace / "memory" / "keys.md").read_text().split("\n")
+    for p in hit.passages:
+        assert p.snippet == "\n".join(text[p.start_line - 1 : p.end_line]) and 0 < p.score <= 1
+    cited = [p for p in hit.passages if "boathouse" in p.snippet]
+    assert len(cited) >= 2
+    data = hit.to_json()
+    assert [p["citation"] for p in data["passages"]] == [f"memory/keys.md#L{p.start_line}-L{p.end_line}" for p in hit.passages]
+    assert data["passages"][0]["citation"] == data["citation"]
+
+
+def test_entries_are_items_paragraphs_rows_turns_code_and_headings():
+    from openclaw_memory.index.chunking import CODE, HEADING, ITEM, PARAGRAPH, ROW, TURN, entries
+
+    lines = [
+        "# Day", "",
+        "A paragraph that wraps", "over two lines.", "",
+        "- an item", "  continued here", "  - a nested item", "- another item", "",
+        "| a | b |", "|---|---|", "| 1 | 2 |", "",
+        "[09:14] Sam: hi", "[09:15] Lena: hello there", "Lena: and a third turn", "",
+        "```sh", "echo 1", "```",
+    ]
+    got = [(e.first + 1, e.last + 1, e.kind) for e in entries(lines)]
+    assert got == [
+        (1, 1, HEADING), (3, 4, PARAGRAPH), (6, 7, ITEM), (8, 8, ITEM), (9, 9, ITEM),
+        (11, 11, ROW), (12, 12, ROW), (13, 13, ROW), (15, 15, TURN), (16, 16, TURN), (17, 17, TURN), (19, 21, CODE),
+    ]
+    assert [e.depth for e in entries(lines) if e.kind == ITEM] == [0, 2, 0]
+    # A chunk cut inside a code block starts with code up to the closing fence.
+    assert [(e.first, e.last, e.kind) for e in entries(["x = 1", "```", "", "After."], in_fence=True)] == [(0, 1, CODE), (3, 3, PARAGRAPH)]

@@ -494,3 +494,273 @@ def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace,
     refused = [b for b in bodies if "already in flight" in b]
     assert len(refused) + sum('"result"' in b for b in bodies) == 10
     assert service.stop() == 0
+
+
+def test_a_service_started_in_the_background_says_it_stays_and_how_to_stop_it(workspace, state_dir, monkeypatch, cli):
+    from conftest import FAKE_MODEL
+    from openclaw_memory.memory.launch import ensure_service
+
+    for name, value in FAKE_MODEL.items():  # the service inherits this process's environment
+        monkeypatch.setenv(name, value)
+    memory(workspace)
+    said: list[str] = []
+    ensure_service(settings_for(workspace, state_dir), notice=said.append)
+    info = read_info(settings_for(workspace, state_dir))
+    assert info is not None and len(said) == 1
+    assert "keeps running after this session" in said[0] and "serve --stop" in said[0]
+    log = settings_for(workspace, state_dir).data_dir / "service.log"
+    wait_for(lambda: "watching" in log.read_text())  # its signal handlers are in place: a clean stop
+    stopped = cli("serve", "--stop", "--json")
+    assert stopped.returncode == 0 and json.loads(stopped.stdout) == {"stopped": True, "pid": info["pid"]}
+    assert service_files(workspace, state_dir) == []  # it finished and removed its files before --stop returned
+    again = cli("serve", "--stop")
+    assert again.returncode == 0 and "no memory service runs" in again.stderr
+
+
+# -- the read view: searches in the service while its sync writes (in process, real threads) -----------
+
+
+def _versioned(marker: str, sections: int) -> str:
+    """A note of ``sections`` chunks, every one holding the word zebra and ``marker``."""
+    body = "".join(f"## Part {i}\n\nThe zebra {marker} fact number {i} stays here.\n\n" for i in range(sections))
+    return f"# Zebras\n\n{body}"
+
+
+class _Gate:
+    """Stops the sync's thread at one call (others pass): ``reached`` is set, then it waits for ``go``."""
+
+    def __init__(self):
+        self.thread: int | None = None
+        self.reached = threading.Event()
+        self.go = threading.Event()
+
+    def wrap(self, fn):
+        def gated(*args, **kwargs):
+            if threading.get_ident() == self.thread and not self.go.is_set():
+                self.reached.set()
+                assert self.go.wait(WAIT)
+            return fn(*args, **kwargs)
+
+        return gated
+
+
+def _state_of(memory, path: str) -> tuple[set[str], bool]:
+    """What one search call sees of ``path``: the markers of its chunks in a keyword search, and
+    whether the shard holds exactly the chunks its manifest lists (read in the same call)."""
+    hits = memory.search("zebra", limit=50, min_score=0.0, mode="text", sync=False).results
+    markers = {w for h in hits if h.path == path for w in ("alpha", "beta") if w in h.snippet}
+    with memory.pool.index(memory.settings) as index:
+        (name,) = [c.name for c in index.collections() if c.kind != "root"]
+        manifest = index._manifest(name)
+        listed = {pid for pid, _h in manifest.files[path].chunks}
+        with index.store.open(name) as shard:
+            held = shard.path_counts().get(path, 0)
+            found = {h.id for h in shard.retrieve(sorted(listed), fields=["path"])}
+    return markers, held == len(listed) == len(found)
+
+
+def _in_thread(fn):
+    """Run ``fn`` in a thread; returns (done event, result list)."""
+    done, out = threading.Event(), []
+
+    def run():
+        try:
+            out.append(fn())
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done, out
+
+
+@pytest.fixture
+def pooled(workspace, state_dir):
+    from openclaw_memory.memory.local import IndexPool, LocalMemory
+
+    write(workspace / "MEMORY.md", MEMORY_TEXT)
+    write(workspace / "memory" / "zebras.md", _versioned("alpha", 6))
+    pool = IndexPool(shard_idle_s=60)  # as the service keeps them
+    memory = LocalMemory(settings_for(workspace, state_dir), pool)
+    memory.index()
+    yield memory
+    pool.close()
+
+
+def _sync_in_thread(memory, *gates: _Gate):
+    done, out = threading.Event(), []
+
+    def run():
+        for gate in gates:
+            gate.thread = threading.get_ident()
+        try:
+            out.append(memory.index())
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done, out
+
+
+def test_a_search_during_a_sync_answers_from_the_last_commit_and_waits_only_for_the_commit(pooled, workspace, monkeypatch):
+    from openclaw_memory.index.store.edge import EdgeShard
+
+    memory, path = pooled, "memory/zebras.md"
+    index = memory.pool.slot(memory.settings).index
+    embedding, committing = _Gate(), _Gate()
+    monkeypatch.setattr(index.models.embedder, "encode", embedding.wrap(index.models.embedder.encode))
+    # The commit writes the new chunks, then removes the old ones: stopped between the two.
+    monkeypatch.setattr(EdgeShard, "delete_path_except", committing.wrap(EdgeShard.delete_path_except))
+    write(workspace / "memory" / "zebras.md", _versioned("beta", 6))
+    synced, _ = _sync_in_thread(memory, embedding, committing)
+
+    assert embedding.reached.wait(WAIT)  # the sync is embedding the new chunks
+    done, seen = _in_thread(lambda: _state_of(memory, path))
+    assert done.wait(WAIT), "a search waited for the embedding"
+    assert seen == [({"alpha"}, True)]
+    assert memory.pool.waits == 0
+
+    embedding.go.set()
+    assert committing.reached.wait(WAIT)  # inside the commit: new chunks in, old ones not yet removed
+    done, seen = _in_thread(lambda: _state_of(memory, path))
+    view = index.store.view
+    wait_for(lambda: view.readers_waiting == 1, WAIT)  # the search waits for the commit...
+    assert not done.is_set()
+    committing.go.set()
+    assert done.wait(WAIT) and synced.wait(WAIT)
+    assert seen == [({"beta"}, True)]  # ...and then sees the whole new file, never a mix
+    assert memory.pool.waits == 1
+
+
+def test_a_large_change_is_built_beside_while_searches_use_the_open_shard(workspace, state_dir, monkeypatch):
+    from openclaw_memory.memory.local import IndexPool, LocalMemory
+
+    write(state_dir / "openclaw-memory.toml", "[index]\nembed_batch = 2\n")  # 8 chunks: more than a batch
+    write(workspace / "MEMORY.md", MEMORY_TEXT)
+    write(workspace / "memory" / "zebras.md", _versioned("alpha", 6))
+    memory = LocalMemory(settings_for(workspace, state_dir), IndexPool(shard_idle_s=60))
+    memory.index()
+    path = "memory/zebras.md"
+    index = memory.pool.slot(memory.settings).index
+    assert _state_of(memory, path) == ({"alpha"}, True)
+    gate = _Gate()
+    monkeypatch.setattr(index.models.embedder, "encode", gate.wrap(index.models.embedder.encode))
+    write(workspace / "memory" / "zebras.md", _versioned("beta", 8))
+    synced, summary = _sync_in_thread(memory, gate)
+    assert gate.reached.wait(WAIT)
+    edge = index.store.shard_path("x").parent
+    assert any(p.name.startswith(".stage-") for p in edge.iterdir())  # a copy, taken with the live shard open
+    done, seen = _in_thread(lambda: _state_of(memory, path))
+    assert done.wait(WAIT) and seen == [({"alpha"}, True)]
+    gate.go.set()
+    assert synced.wait(WAIT) and summary[0].files_changed == 1
+    assert _state_of(memory, path) == ({"beta"}, True)
+    assert not [p.name for p in edge.iterdir() if p.name.startswith(".")]
+    memory.pool.close()
+
+
+def test_keyword_statistics_kept_by_each_live_write_equal_a_count_of_the_shard(pooled, workspace):
+    from openclaw_memory.index.bm25 import load_stats, scan_stats, stats_path
+
+    memory = pooled
+    steps = [
+        ("memory/zebras.md", _versioned("beta", 4)),  # fewer chunks
+        ("memory/new.md", "# New\n\nThe zebra crossing is painted white.\n"),  # a new file
+        ("memory/zebras.md", _versioned("beta", 4) + "## More\n\nzebra zebra stripes.\n"),  # one chunk more
+        ("memory/new.md", None),  # removed
+    ]
+    for rel, text in steps:
+        if text is None:
+            (workspace / rel).unlink()
+        else:
+            write(workspace / rel, text)
+        summary = memory.index()
+        assert summary.files_changed + summary.files_removed == 1
+        with memory.pool.index(memory.settings) as index:
+            for c in index.collections():
+                with index.store.open(c.name) as shard:
+                    assert load_stats(stats_path(memory.settings.data_dir, c.name)) == scan_stats(shard), (rel, c.name)
+
+
+class _Holder:
+    """A thread that takes the view (``read`` or ``write``), holds it until ``release`` is set, then leaves."""
+
+    def __init__(self, view, mode: str):
+        self.view, self.mode = view, mode
+        self.held, self.release, self.left = threading.Event(), threading.Event(), threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        take, give = ((self.view.acquire_read, self.view.release_read) if self.mode == "read"
+                      else (self.view.acquire_write, self.view.release_write))
+        take()
+        self.held.set()
+        assert self.release.wait(WAIT)
+        give()
+        self.left.set()
+
+
+def test_read_view_readers_share_a_writer_waits_for_them_and_goes_first():
+    from openclaw_memory.index.store.edge import ReadView
+
+    view = ReadView()
+    assert view.acquire_read() and view.acquire_read()  # reentrant
+    other = _Holder(view, "read")
+    assert other.held.wait(WAIT)  # readers share
+    view.grace_s = 0.0  # the writer presses at once
+    writer = _Holder(view, "write")
+    wait_for(lambda: view._pressing == 1, WAIT)  # the writer waits for both readers
+    late = _Holder(view, "read")
+    wait_for(lambda: view.readers_waiting == 1, WAIT)  # past it, a new reader waits behind the writer
+    view.release_read()
+    view.release_read()
+    assert not writer.held.is_set()  # the other reader still reads
+    other.release.set()
+    assert writer.held.wait(WAIT) and not late.held.is_set()
+    assert not view.acquire_read(blocking=False) and not view.acquire_write(blocking=False)
+    writer.release.set()
+    assert late.held.wait(WAIT)
+    late.release.set()
+    assert late.left.wait(WAIT) and view.acquire_write(blocking=False)
+    view.release_write()
+
+
+def test_read_view_a_new_reader_comes_in_during_a_writers_grace():
+    from openclaw_memory.index.store.edge import ReadView
+
+    view = ReadView()
+    view.grace_s = 3600.0
+    first = _Holder(view, "read")
+    assert first.held.wait(WAIT)
+    writer = _Holder(view, "write")
+    wait_for(lambda: view._waiting == 1, WAIT)
+    early = _Holder(view, "read")
+    assert early.held.wait(WAIT)  # no wait behind a writer that has not waited long
+    first.release.set()
+    early.release.set()
+    assert writer.held.wait(WAIT)
+    writer.release.set()
+    assert writer.left.wait(WAIT)
+
+
+def test_read_view_a_reader_may_write_and_lets_go_while_it_waits():
+    from openclaw_memory.index.store.edge import ReadView
+
+    view = ReadView()
+    with view.reading():
+        with view.writing():  # the sync: reads while it embeds, writes to commit
+            assert view.writing_here() and view.acquire_read()
+            view.release_read()
+        with view.released():  # waiting for the agent's lock, holding nothing: a writer gets in
+            writer = _Holder(view, "write")
+            assert writer.held.wait(WAIT)
+            writer.release.set()
+            assert writer.left.wait(WAIT)
+        assert view.held_here() and not view.writing_here()
+        other = _Holder(view, "read")
+        assert other.held.wait(WAIT)
+        upgrading = _Holder(other.view, "write")  # a second thread that only writes waits its turn
+        wait_for(lambda: view._waiting == 1, WAIT)
+        other.release.set()
+    assert upgrading.held.wait(WAIT)
+    upgrading.release.set()
+    assert upgrading.left.wait(WAIT)

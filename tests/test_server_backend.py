@@ -322,19 +322,17 @@ def remote_store(port: int, sleeps: list | None = None, **kw) -> ServerStore:
     return ServerStore(config, Connection(config, sleep=sleep))
 
 
-def test_refused_connection_is_retried_with_backoff_then_reported():
+def test_a_url_that_never_answered_and_refuses_is_reported_after_one_quick_retry():
+    """Nothing listens there (a typo, a server not started): waiting out the retries mends nothing."""
     sleeps: list[float] = []
-    store = remote_store(free_port(), sleeps, retries=3, retry_backoff=0.05, timeout=1)
+    store = remote_store(free_port(), sleeps, retries=5, retry_backoff=2.0, timeout=1)
     try:
         with pytest.raises(ServerUnavailable) as err:
             store.exists("memory-dir-main")
     finally:
         store.close()
-    assert "connection refused" in err.value.message and "4 tries" in err.value.message
-    assert len(sleeps) == 3
-    # Exponential: each wait is drawn from [base·2^k / 2, base·2^k].
-    for k, s in enumerate(sleeps):
-        assert 0.05 * 2**k / 2 <= s <= 0.05 * 2**k
+    assert "connection refused" in err.value.message and "2 tries" in err.value.message
+    assert len(sleeps) == 1 and sleeps[0] <= 0.5
 
 
 def test_dropped_connections_are_retried_through_a_proxy():

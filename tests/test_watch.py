@@ -272,3 +272,46 @@ def test_falls_back_to_polling_when_inotify_watches_run_out(workspace, state_dir
     write(workspace / "memory" / "c" / "n.md", "# c\n\nThe narwhal tusk measurement arrived.\n")
     wait_for(lambda: found(cli, "narwhal tusk", "memory/c/n.md"), WAIT)
     assert w.stop() == 0
+
+
+def test_the_feed_tells_an_atomic_save_from_a_write_in_place(tmp_path):
+    """An atomic save (a temporary renamed over the note) or a new file is synced at once; a write
+    in place or a removal waits the quiet time: the feed marks which paths are which."""
+    import queue
+
+    from openclaw_memory.watch.feeds import Feed
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    note = folder / "note.md"
+    note.write_text("# Note\n\nfirst\n", encoding="utf-8")
+    out: queue.Queue = queue.Queue()
+    feed = Feed([str(folder)], recursive=True, polling=False, out=out).start()
+    try:
+        out.get(timeout=WAIT)  # armed
+
+        def next_with(path: Path):
+            while True:
+                message = out.get(timeout=WAIT)
+                assert message.error is None, message.error
+                if str(path) in message.paths:
+                    return message
+
+        tmp = folder / ".note.md.save"
+        tmp.write_text("# Note\n\nsaved whole\n", encoding="utf-8")
+        os.replace(tmp, note)
+        saved = next_with(note)
+        assert not saved.unsettled, saved  # the note renamed into place, its temporary gone: all settled
+
+        fresh = folder / "fresh.md"
+        fresh.write_text("# Fresh\n", encoding="utf-8")
+        assert not next_with(fresh).unsettled
+
+        with open(note, "a", encoding="utf-8") as fh:  # an editor writing the file itself
+            fh.write("appended\n")
+        assert str(note) in next_with(note).unsettled
+
+        fresh.unlink()
+        assert str(fresh) in next_with(fresh).unsettled
+    finally:
+        feed.stop()

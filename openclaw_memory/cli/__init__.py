@@ -1,1 +1,1 @@
-"""The command-line interface (typer), a thin layer over :mod:`openclaw_memory.api`."""
+"""The command-line interface, a thin layer over the :class:`~openclaw_memory.memory.Memory` door."""

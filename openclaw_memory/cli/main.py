@@ -14,16 +14,6 @@ from .parse import parse
 from .run import run_parsed
 
 
-def _show_help(words: tuple[str, ...]) -> int:
-    from .app import app
-
-    try:
-        app(args=[*words, "--help"], prog_name="openclaw-memory", standalone_mode=False)
-    except Exception:  # click ends help with an exit it raises as an exception
-        pass
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
@@ -35,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(f"openclaw-memory {__version__}\n")
             return 0
         if parsed.action == "help":
-            return _show_help(parsed.words)
+            sys.stdout.write(parsed.help)
+            return 0
         return run_parsed(parsed)
     except MemoryToolError as exc:
         error(exc.message, as_json)

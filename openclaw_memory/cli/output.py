@@ -37,8 +37,3 @@ def stderr_console():
 
     return Console(stderr=True)
 
-
-def stdout_console():
-    from rich.console import Console
-
-    return Console()

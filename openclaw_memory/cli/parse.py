@@ -1,23 +1,42 @@
-"""The command-line parser built from :mod:`.spec`, standard library only.
+"""The command-line parser: one argparse parser, generated from :mod:`.spec`, that runs every
+command and renders every ``--help``.
 
-It parses every command line (typer's import alone costs 100-150 ms here, most of a light
-command's start-up budget); typer is loaded only to render ``--help``. Settings flags are
-accepted anywhere before a bare ``--``. An option that takes a value takes the next word even when
-it starts with ``-`` (``--append "-wow"``), unless that word is itself one of the command's flags
-(``--agent --mode text`` is a missing value, not an agent named ``--mode``).
+Each level (the root, a group, a command) is an :class:`argparse.ArgumentParser` holding the
+spec's flags of that level plus the settings flags, so settings are accepted before the command,
+between a group and its subcommand, and after the command; a deeper level's scalar wins, and
+``--extra`` adds up over the levels. A level is built only when the command line reaches it
+(building all of them would cost a light command more than its whole parse).
+
+Before argparse assigns the values, each level checks its own words against the spec
+(:meth:`_Level.canonical`), for the rules argparse does not have:
+
+- a flag that takes a value takes the next word even when it starts with ``-``
+  (``--append "-wow"``), unless that word is itself one of the level's flags or ``-h``/``--help``
+  (``--agent --mode text`` is a missing value, not an agent named ``--mode``);
+- an unknown flag or command is an error with the closest spelling suggested; no abbreviations;
+- usage errors are :class:`CommandLineError` (exit 2), never argparse's own exit.
+
+A command level then hands argparse its words as ``--flag=VALUE ... -- ARG ...``, so argparse
+never has to guess whether a word is a flag or an argument.
 """
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError
-from .spec import COMMANDS, GROUPS, PROG, SETTINGS, Command, Opt, find_command
+from .spec import COMMANDS, GROUPS, HELP, PROG, SETTINGS, Arg, Command, Opt, find_command
 
 HELP_FLAGS = ("-h", "--help")
 VERSION_FLAG = "--version"
+SETTINGS_TITLE = "settings (before or after the command)"
+_LEVEL = " level"  # namespace keys no flag can have: the deepest level reached, words it left over
+_EXTRAS = " extras"
 
 
 class CommandLineError(UsageError):
@@ -28,131 +47,299 @@ class CommandLineError(UsageError):
         super().__init__(f"{message}\nTry '{where} --help' for help.")
 
 
-@dataclass(frozen=True)
-class Parsed:
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+
+
+class Parsed(NamedTuple):
     action: Literal["run", "help", "version"]
     words: tuple[str, ...] = ()  # the command (or group) named
     command: Command | None = None
-    values: dict[str, Any] = field(default_factory=dict)  # the command's arguments and flags, by dest
-    settings: dict[str, Any] = field(default_factory=dict)  # the settings flags, by dest
+    values: Mapping[str, Any] = _NOTHING  # the command's arguments and flags, by dest
+    settings: Mapping[str, Any] = _NOTHING  # the settings flags, by dest
     json: bool = False
+    help: str = ""  # the rendered help, for "help"
 
 
-def _defaults(opts) -> dict[str, Any]:
-    return {o.dest: ([] if o.repeat else o.default) for o in opts}
+class _HelpRequested(Exception):
+    def __init__(self, level: _Level):
+        self.level = level
 
 
-def _table(opts) -> dict[str, tuple[Opt, Any]]:
-    """Flag spelling -> (option, the value a bare flag means)."""
-    table: dict[str, tuple[Opt, Any]] = {}
+class _VersionRequested(Exception):
+    pass
+
+
+class _Help(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise _HelpRequested(parser)
+
+
+class _Version(_Help):
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise _VersionRequested()
+
+
+class _Commands(argparse.Action):
+    """A root's or a group's command: its name and every word after it go to the command's level."""
+
+    def __init__(self, option_strings, dest, names: dict[str, str], **kwargs):
+        kwargs.pop("required", None)  # no command at all means help
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=argparse.PARSER, metavar="COMMAND", required=False, **kwargs)
+        self.names = names
+
+    def _get_subactions(self) -> list[argparse.Action]:
+        """The commands, one line each under COMMAND: the hook argparse's help formatter asks every
+        action for (its own subparsers action answers it the same way)."""
+        return [argparse.Action([], name, metavar=name, help=_escape(text)) for name, text in self.names.items()]
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        name, *rest = values
+        level = _Level((*parser.words, name))
+        given, extras = level.parse_known_args(rest)
+        for key, value in vars(given).items():  # settings given at both levels: the deeper one wins
+            setattr(namespace, key, value)
+        if extras:
+            setattr(namespace, _EXTRAS, extras)
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout; the terminal's width read without importing shutil (which loads
+    bz2 and lzma: a few milliseconds of every command's start, for the width of a help page)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None, **kwargs):
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width, **kwargs)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+def _escape(text: str) -> str:
+    return text.replace("%", "%%")  # argparse %-formats help texts
+
+
+def _metavar(item: Opt | Arg) -> str:
+    return item.metavar or item.dest.upper()
+
+
+def _repeat_dest(opt: Opt, depth: int) -> str:
+    """A repeatable setting keeps one list per level (root, group, command), added up afterwards."""
+    return f"{opt.dest} {depth}"
+
+
+def _names(words: tuple[str, ...]) -> dict[str, str]:
+    """The commands (and groups) directly under a root or a group, in the spec's order: name -> help."""
+    names: dict[str, str] = {}
+    for command in COMMANDS:
+        if len(command.words) > len(words) and command.words[: len(words)] == words:
+            name = command.words[len(words)]
+            names.setdefault(name, command.help if len(command.words) == len(words) + 1 else GROUPS[name])
+    return names
+
+
+class _Level(argparse.ArgumentParser):
+    """The root (no words), a group or a command: its flags (the settings included), then argparse."""
+
+    def __init__(self, words: tuple[str, ...] = ()):
+        self.words = words
+        self.command = find_command(words) if words else None
+        self.names = {} if self.command else _names(words)
+        if words and not self.command and not self.names:
+            raise ValueError(f"the spec has no command or group {' '.join(words)!r}")
+        command_opts = self.command.opts if self.command else ()
+        self.table = _table(command_opts + SETTINGS)
+        text = HELP if not words else self.command.help if self.command else GROUPS[words[0]]
+        super().__init__(prog=" ".join((PROG, *words)), usage=_usage(words, self.command), description=text,
+                         formatter_class=_Formatter, add_help=False, allow_abbrev=False, exit_on_error=False)
+        self.add_argument(*HELP_FLAGS, action=_Help, help="Show this help and exit.")
+        if not words:
+            self.add_argument(VERSION_FLAG, action=_Version, help="Show the version and exit.")
+        if self.names:
+            self.add_argument_group("commands").add_argument("command", action=_Commands, names=self.names)
+        for arg in self.command.args if self.command else ():
+            self.add_argument(arg.dest, metavar=_metavar(arg), help=_escape(arg.help), nargs=None if arg.required else "?",
+                              default=argparse.SUPPRESS)
+        for opt in command_opts:
+            self._add_opt(self, opt)
+        settings = self.add_argument_group(SETTINGS_TITLE)
+        for opt in SETTINGS:
+            self._add_opt(settings, opt)
+        self.set_defaults(**{_LEVEL: self})
+
+    def _add_opt(self, target, opt: Opt) -> None:
+        help_text = opt.help
+        if opt.kind == "value" and opt.default_value() not in (None, []) and "default" not in help_text:
+            help_text += f" (default: {opt.default_value()})"
+        common: dict[str, Any] = {"help": _escape(help_text), "default": argparse.SUPPRESS}
+        if opt.kind == "switch":
+            target.add_argument(*opt.flags, dest=opt.dest, action="store_true", **common)
+        elif opt.kind == "toggle":
+            target.add_argument(*opt.flags, dest=opt.dest, action=argparse.BooleanOptionalAction, **common)
+        else:
+            dest = _repeat_dest(opt, len(self.words)) if opt.repeat and opt in SETTINGS else opt.dest
+            target.add_argument(*opt.flags, dest=dest, action="append" if opt.repeat else "store", metavar=_metavar(opt),
+                                type=None if opt.type is str else _converter(opt, self.words), **common)
+
+    def parse_known_args(self, args=None, namespace=None):
+        return super().parse_known_args(self.canonical(list(args or ())), namespace)
+
+    def error(self, message: str):
+        """What argparse itself finds wrong (the checks in canonical() come first)."""
+        raise CommandLineError(message, self.words)
+
+    def canonical(self, argv: list[str]) -> list[str]:
+        """Check this level's words against the spec; give argparse every value as ``--flag=VALUE``.
+
+        A root or a group stops at its command's name (the rest is the command's); a command
+        puts its arguments last, after ``--``.
+        """
+        flags: list[str] = []
+        positionals: list[str] = []
+        wants_help = False
+        i = 0
+        while i < len(argv):
+            token = argv[i]
+            i += 1
+            if token == "--" and self.command is None:  # the next word names the command, whatever it looks like
+                if i < len(argv):
+                    return self._named(argv[i], flags, argv[i + 1:])
+                break
+            if token == "--":
+                positionals += argv[i:]
+                break
+            if token == "-" or not token.startswith("-"):
+                if self.command is None:
+                    return self._named(token, flags, argv[i:])
+                positionals.append(token)
+                continue
+            if token in HELP_FLAGS or (token == VERSION_FLAG and not self.words):
+                wants_help = wants_help or token in HELP_FLAGS
+                flags.append(token)
+                continue
+            flag, inline = token, None
+            if token.startswith("--") and "=" in token:
+                flag, inline = token.split("=", 1)
+            elif not token.startswith("--") and len(token) > 2 and token[:2] in self.table:
+                flag, inline = token[:2], token[2:]  # -wPATH
+            if flag not in self.table:
+                raise CommandLineError(_unknown_option(flag, self.table), self.words)
+            opt = self.table[flag]
+            if opt.kind != "value":
+                if inline is not None:
+                    raise CommandLineError(f"{flag} takes no value", self.words)
+                flags.append(token)
+                continue
+            if inline is None:
+                if i >= len(argv) or argv[i] in self.table or argv[i] in HELP_FLAGS:
+                    raise CommandLineError(f"{flag} needs a value (write {flag}=VALUE for a value that starts with -)", self.words)
+                inline = argv[i]
+                i += 1
+            flags.append(f"{opt.flags[0]}={inline}")
+        if self.command is not None and not wants_help:
+            _check_arguments(self.command, positionals)
+        return flags + (["--", *positionals] if positionals else [])
+
+    def _named(self, name: str, flags: list[str], rest: list[str]) -> list[str]:
+        """A root's or a group's words: its own flags, its command's name, the command's words."""
+        if name not in self.names:
+            raise CommandLineError(_unknown_command(name, self.names), self.words)
+        helps = [f for f in flags if f in HELP_FLAGS]  # -h before a command asks for the command's help
+        return [f for f in flags if f not in HELP_FLAGS] + [name] + helps + rest
+
+
+def _usage(words: tuple[str, ...], command: Command | None) -> str:
+    if command is None:
+        return _escape(" ".join((PROG, *words, "[OPTIONS] COMMAND [ARGS]...")))
+    args = [_metavar(a) if a.required else f"[{_metavar(a)}]" for a in command.args]
+    return _escape(" ".join((PROG, *words, "[OPTIONS]", *args)))
+
+
+def _table(opts: tuple[Opt, ...]) -> dict[str, Opt]:
+    """Every spelling of every flag -> its option (``--no-x`` included)."""
+    table: dict[str, Opt] = {}
     for opt in opts:
         for flag in opt.flags:
-            table[flag] = (opt, True)
+            table[flag] = opt
         if opt.kind == "toggle":
-            table[opt.negative] = (opt, False)
+            table[opt.negative] = opt
     return table
 
 
-def _convert(opt: Opt, flag: str, raw: str, words) -> Any:
-    if opt.type is str:
-        return raw
-    try:
-        return opt.type(raw)
-    except ValueError:
-        kind = "an integer" if opt.type is int else "a number"
-        raise CommandLineError(f"{flag} must be {kind}, not {raw!r}", words) from None
+def _converter(opt: Opt, words: tuple[str, ...]):
+    kind = "an integer" if opt.type is int else "a number"
+
+    def convert(raw: str):
+        try:
+            return opt.type(raw)
+        except ValueError:
+            raise CommandLineError(f"{opt.flags[0]} must be {kind}, not {raw!r}", words) from None
+
+    return convert
 
 
-def parse(argv: list[str]) -> Parsed:
-    settings = _defaults(SETTINGS)
-    values: dict[str, Any] = {}
-    words: list[str] = []
-    command: Command | None = None
-    table = _table(SETTINGS)
-    positionals: list[str] = []
-    wants_help = wants_version = as_json = False
-    only_positionals = False
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        i += 1
-        if only_positionals or token == "-" or not token.startswith("-"):
-            if command is None and not only_positionals:
-                words.append(token)
-                command = find_command(tuple(words))
-                if command is None and not (len(words) == 1 and token in GROUPS):
-                    raise CommandLineError(_unknown_command(words), tuple(words[:-1]))
-                if command is not None:
-                    values = _defaults(command.opts)
-                    table = _table(SETTINGS + command.opts)
-            else:
-                positionals.append(token)
-            continue
-        if token == "--":
-            only_positionals = True
-            continue
-        if token in HELP_FLAGS:
-            wants_help = True
-            continue
-        if token == VERSION_FLAG and command is None:
-            wants_version = True
-            continue
-        flag, inline = token, None
-        if token.startswith("--") and "=" in token:
-            flag, inline = token.split("=", 1)
-        elif not token.startswith("--") and len(token) > 2 and token[:2] in table:
-            flag, inline = token[:2], token[2:]  # -wPATH
-        if flag not in table:
-            raise CommandLineError(_unknown_option(flag, table), tuple(words))
-        opt, meaning = table[flag]
-        target = settings if opt in SETTINGS else values
-        if opt.kind != "value":
-            if inline is not None:
-                raise CommandLineError(f"{flag} takes no value", tuple(words))
-            target[opt.dest] = meaning
-            if opt.dest == "json_out":
-                as_json = True
-            continue
-        if inline is None:
-            if i >= len(argv) or argv[i] in table or argv[i] in HELP_FLAGS:
-                raise CommandLineError(f"{flag} needs a value (write {flag}=VALUE for a value that starts with -)", tuple(words))
-            inline = argv[i]
-            i += 1
-        value = _convert(opt, flag, inline, tuple(words))
-        if opt.repeat:
-            target[opt.dest].append(value)
-        else:
-            target[opt.dest] = value
-    if wants_version:
-        return Parsed("version")
-    if wants_help or command is None:
-        return Parsed("help", tuple(words))
-    _place_positionals(command, positionals, values)
-    for opt in command.opts:
-        if opt.required and values[opt.dest] is None:
-            raise CommandLineError(f"missing option {opt.flags[0]}", command.words)
-    return Parsed("run", command.words, command, values, settings, as_json)
-
-
-def _place_positionals(command: Command, positionals: list[str], values: dict[str, Any]) -> None:
+def _check_arguments(command: Command, positionals: list[str]) -> None:
     if len(positionals) > len(command.args):
-        extra = positionals[len(command.args)]
-        raise CommandLineError(f"unexpected argument {extra!r}", command.words)
-    for arg, given in zip(command.args, positionals + [None] * len(command.args)):
-        if given is None and arg.required:
+        raise CommandLineError(f"unexpected argument {positionals[len(command.args)]!r}", command.words)
+    for arg in command.args[len(positionals):]:
+        if arg.required:
             raise CommandLineError(f"missing argument {(arg.metavar or arg.dest).upper()}", command.words)
-        values[arg.dest] = given
 
 
-def _unknown_command(words: list[str]) -> str:
-    level = len(words)
-    names = sorted({c.words[level - 1] for c in COMMANDS if len(c.words) >= level and c.words[: level - 1] == tuple(words[:-1])})
-    close = difflib.get_close_matches(words[-1], names, n=1)
+def _unknown_command(name: str, names: dict[str, str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"no such command {words[-1]!r}{hint}"
+    return f"no such command {name!r}{hint}"
 
 
-def _unknown_option(flag: str, table) -> str:
+def _unknown_option(flag: str, table: dict[str, Opt]) -> str:
+    import difflib
+
     close = difflib.get_close_matches(flag, [f for f in table if f.startswith("--")], n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"no such option: {flag}{hint}"
+
+
+def parse(argv: list[str]) -> Parsed:
+    try:
+        namespace, extras = _Level().parse_known_args(argv)
+    except _VersionRequested:
+        return Parsed("version")
+    except _HelpRequested as wanted:
+        return Parsed("help", wanted.level.words, help=wanted.level.format_help())
+    except argparse.ArgumentError as exc:  # argparse's own findings (canonical() checks first)
+        raise CommandLineError(str(exc)) from None
+    given = vars(namespace)
+    level: _Level = given[_LEVEL]
+    extras += given.get(_EXTRAS, [])
+    if extras:  # canonical() lets none through; kept so that argparse never drops a word unsaid
+        raise CommandLineError(f"unexpected argument {extras[0]!r}", level.words)
+    command = level.command
+    if command is None:
+        return Parsed("help", level.words, help=level.format_help())
+    values = {o.dest: given[o.dest] if o.dest in given else o.default_value() for o in command.opts}
+    values.update({a.dest: given.get(a.dest) for a in command.args})
+    for opt in command.opts:
+        if opt.required and values[opt.dest] is None:
+            raise CommandLineError(f"missing option {opt.flags[0]}", command.words)
+    settings: dict[str, Any] = {}
+    for opt in SETTINGS:
+        if opt.repeat:
+            settings[opt.dest] = [v for depth in range(len(command.words) + 1) for v in given.get(_repeat_dest(opt, depth), [])]
+        else:
+            settings[opt.dest] = given.get(opt.dest, opt.default_value())
+    return Parsed("run", command.words, command, values, settings, bool(values.get("json_out")))

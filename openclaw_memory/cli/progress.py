@@ -1,5 +1,10 @@
 """Progress of an index run on stderr: a rich bar on a terminal, plain lines otherwise (``index``,
-and ``write`` when its index update covers more than the file written)."""
+and ``write`` when its index update covers more than the file written).
+
+Files are read, embedded and written in batches, so the number of chunks is known only once every
+file has been read: until then the count is shown as still counting (no total, no ETA), never as a
+total that later grows.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,11 @@ def _chunk_rate_column():
             return Text(f"{task.speed:.1f} chunks/s")
 
     return ChunkRate()
+
+
+def _counting(p) -> bool:
+    """Whether files remain to be read: their chunks are not in ``chunks_total`` yet."""
+    return p.files_done < p.files_total
 
 
 def progress_reporter(stack):
@@ -47,8 +57,13 @@ def progress_reporter(stack):
             elif p.chunks_total:
                 if not phase["embed"]:
                     phase["embed"] = True
-                    progress.reset(task, total=p.chunks_total, description=f"embedding ({p.files_total} files)", phase="embed")
-                progress.update(task, completed=p.chunks_done)
+                    progress.reset(task, total=None, phase="embed")
+                if _counting(p):
+                    progress.update(task, total=None, completed=p.chunks_done,
+                                    description=f"embedding (counting chunks: {p.files_done}/{p.files_total} files read)")
+                else:
+                    progress.update(task, total=p.chunks_total, completed=p.chunks_done,
+                                    description=f"embedding ({p.files_total} files)")
             else:
                 progress.update(task, total=p.files_total, completed=p.files_done, description="reading files")
 
@@ -61,6 +76,8 @@ def progress_reporter(stack):
     def plain(p):
         if p.phase == "model":
             line = "loading model"
+        elif p.chunks_total and _counting(p):
+            line = f"embedded {p.chunks_done} chunks so far; {p.files_done}/{p.files_total} files read (still counting chunks)"
         elif p.chunks_total:
             if last["start"] is None:
                 last["start"], last["base"] = time.monotonic(), p.chunks_done

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-
 from .parse import Parsed
 
 
 def run_parsed(parsed: Parsed) -> int:
-    """Resolve the settings and call the command's handler (the typer app calls this too)."""
+    """Resolve the settings and call the command's handler."""
     from ..settings import Overrides, resolve_settings
 
     if parsed.command is None:
@@ -25,7 +23,5 @@ def run_parsed(parsed: Parsed) -> int:
             session=given.get("session") or None,
         )
     )
-    module, function = parsed.command.handler.split(":")
-    handler = getattr(importlib.import_module(f".commands.{module}", __package__), function)
-    result = handler(settings, **parsed.values)
+    result = parsed.command.handler(settings, **parsed.values)
     return result if isinstance(result, int) else 0

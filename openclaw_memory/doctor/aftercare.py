@@ -31,6 +31,24 @@ def refresh_watchdog(settings: Settings, rel_paths: list[str]) -> str:
     return "; watchdog baseline updated for " + ", ".join(rel_paths)
 
 
+def record_in_history(settings: Settings, rel_paths: list[str], origin: str) -> None:
+    """Log what the memory files among ``rel_paths`` hold now, as ``origin``, in the version history
+    (before a repair: the version it replaces; after: the repair's own, not an outside edit)."""
+    import os
+
+    from ..files.paths import is_memory_path
+    from ..history.store import HistoryStore
+
+    store = HistoryStore.for_settings(settings)
+    try:
+        with store.lock():
+            for rel in rel_paths:
+                if is_memory_path(rel):
+                    store.observe_file(os.path.join(str(settings.workspace), rel), rel, origin)
+    except (MemoryToolError, OSError):
+        pass  # the history is a record, not the repair: the next sighting logs the file
+
+
 def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], note: str) -> str:
     """Run the after-repair steps recorded in ``state`` that have not run yet; clear the journal."""
     from ..watchdog.checkpoint import append_checkpoint
@@ -39,6 +57,9 @@ def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], not
     extra = ""
     try:
         if state.step != CHECKPOINT_DONE:
+            from ..history.versions import DOCTOR_FIX
+
+            record_in_history(settings, rel_paths, DOCTOR_FIX)
             hooks.reach("finalize:baseline")
             extra = refresh_watchdog(settings, rel_paths)
             hooks.reach("finalize:checkpoint")

@@ -30,9 +30,11 @@ def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
         f"An interrupted repair was found: {describe_journal(state)}.\n"
         "Every byte is still reachable (at its original path, in the archive, merged into MEMORY.md"
         + (f", or at {state.temp}" if state.temp else "")
-        + ').\nRun "openclaw-memory doctor --fix" to complete or roll it back.'
+        + ").\n" + FIX_HINT
     )
-    return [Finding(ID, "error", message, True, paths)]
+    return [Finding(ID, "error", message, True, paths, FIX_HINT)]
 
+
+FIX_HINT = 'Run "openclaw-memory doctor --fix" to complete or roll it back.'
 
 CHECKS = [check_interrupted_repair]

@@ -7,7 +7,9 @@ import stat
 
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, MEMORY_DIR, shorten_home
 from ..files.root import RootEntry
+from .merge import MAX_ROOT_BYTES
 from .model import CheckContext, Finding
+from .place import identical_twins
 
 FIX_LINE = 'Run "openclaw-memory doctor --fix" to merge the legacy file into MEMORY.md with a backup.'
 
@@ -62,12 +64,27 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
     if roots.split:
         lines = split_root_message(canonical, legacy)
         fixable = _regular(canonical) and _regular(legacy)
-        if fixable:
-            lines.append(FIX_LINE)
+        too_large = [e for e in (canonical, legacy) if (e.target_size or 0) > MAX_ROOT_BYTES]
+        hint = ""
+        if fixable and too_large and identical_twins(ctx.workspace):
+            hint = 'Run "openclaw-memory doctor --fix" to archive memory.md (identical to MEMORY.md) with a backup.'
+            lines.append(hint)
+        elif fixable and too_large:
+            fixable = False
+            names = " and ".join(f"{e.name} ({e.target_size:,} bytes)" for e in too_large)
+            lines += [
+                f"{names} {'is' if len(too_large) == 1 else 'are'} over the {MAX_ROOT_BYTES >> 20} MiB OpenClaw reads safely, "
+                "so doctor --fix will not merge the two (OpenClaw's doctor refuses too). Merge by hand: copy what memory.md "
+                "still holds that MEMORY.md lacks into MEMORY.md (or into notes under memory/), then move memory.md out "
+                f"of the workspace, e.g. `mv {shorten_home(legacy.path)} ~/memory.md.bak`: the file keeps every byte.",
+            ]
+        elif fixable:
+            hint = FIX_LINE
+            lines.append(hint)
         else:
             bad = canonical if not _regular(canonical) else legacy
             lines.append(f"{bad.name} is {_kind(bad)}, so doctor --fix will not merge automatically: merge the text by hand.")
-        findings.append(Finding("split-root", "warning", "\n".join(lines), fixable, (CANONICAL_ROOT, LEGACY_ROOT)))
+        findings.append(Finding("split-root", "warning", "\n".join(lines), fixable, (CANONICAL_ROOT, LEGACY_ROOT), hint))
     elif roots.legacy_only:
         fixable = _regular(legacy)
         message = (
@@ -75,12 +92,11 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
             "OpenClaw uses MEMORY.md as the canonical durable memory file; memory.md at the root is never loaded at "
             "startup or indexed.\n"
         )
-        message += (
-            'Run "openclaw-memory doctor --fix" to rename it to MEMORY.md.'
-            if fixable
-            else f"memory.md is {_kind(legacy)}, so doctor --fix will not rename it: replace it with a regular MEMORY.md by hand."
+        hint = 'Run "openclaw-memory doctor --fix" to rename it to MEMORY.md.' if fixable else ""
+        message += hint or (
+            f"memory.md is {_kind(legacy)}, so doctor --fix will not rename it: replace it with a regular MEMORY.md by hand."
         )
-        findings.append(Finding("legacy-root", "warning", message, fixable, (LEGACY_ROOT,)))
+        findings.append(Finding("legacy-root", "warning", message, fixable, (LEGACY_ROOT,), hint))
     return findings
 
 

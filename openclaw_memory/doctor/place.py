@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
@@ -63,3 +64,13 @@ def same_file(folder: Folder, a: str, b: str) -> bool:
     except FileNotFoundError:
         return False
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def identical_twins(workspace: str) -> bool:
+    """Whether MEMORY.md and memory.md hold the same bytes (compared by streamed hash, any size)."""
+    try:
+        with Folder.under(workspace) as root:
+            first = hash_or_none(root, CANONICAL_ROOT)
+            return first is not None and first == hash_or_none(root, LEGACY_ROOT)
+    except OSError:
+        return False

@@ -18,15 +18,16 @@ from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.hashing import hash_bytes, hash_open_file
 from ..fsutil.move import safe_move
 from ..fsutil.safeopen import Folder
+from ..history.versions import EXTERNAL_EDIT
 from ..settings import Settings
 from . import hooks
-from .aftercare import finalize
+from .aftercare import finalize, record_in_history
 from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
 from .journal import JournalRecord, clear_journal, journal_pending, step, write_journal
 from .merge import MAX_ROOT_BYTES, TOO_LARGE, already_merged, archive_shown, legacy_block, merged_bytes
 from .model import Finding, Repair, RepairSpec
 from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
-from .place import place_no_replace, read_regular
+from .place import identical_twins, place_no_replace, read_regular
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
@@ -87,7 +88,8 @@ def merge_split_root(settings: Settings, finding: Finding) -> Repair:
     roots = detect_root_memory_files(ws)
     if not (_regular(roots.canonical) and _regular(roots.legacy)):
         return Repair("split-root", "merge", "failed", "MEMORY.md and memory.md are no longer both regular files; nothing changed", SPLIT_PATHS)
-    if any(e.target_size is not None and e.target_size > MAX_ROOT_BYTES for e in (roots.canonical, roots.legacy)):
+    too_large = any(e.target_size is not None and e.target_size > MAX_ROOT_BYTES for e in (roots.canonical, roots.legacy))
+    if too_large and not identical_twins(ws):  # identical twins are archived, whatever their size
         canon, legacy = os.path.join(ws, CANONICAL_ROOT), os.path.join(ws, LEGACY_ROOT)
         return Repair("split-root", "merge", "failed",
                       f"{TOO_LARGE}\n- canonical: {canon}\n- legacy: {legacy}\n(limit {MAX_ROOT_BYTES} bytes; nothing changed)",
@@ -96,11 +98,12 @@ def merge_split_root(settings: Settings, finding: Finding) -> Repair:
         root = Folder.under(ws)
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot open the workspace ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
+    record_in_history(settings, [CANONICAL_ROOT], EXTERNAL_EDIT)  # the version the merge replaces, restorable
     with root:
-        return _merge(settings, root)
+        return _merge(settings, root, large_ok=too_large)
 
 
-def _merge(settings: Settings, root: Folder) -> Repair:
+def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     ws = str(settings.workspace)
     data_dir = settings.data_dir
     try:
@@ -108,7 +111,8 @@ def _merge(settings: Settings, root: Folder) -> Repair:
         legacy_bytes = read_regular(root, LEGACY_ROOT)
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot read the root files ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
-    if max(len(canonical), len(legacy_bytes)) > MAX_ROOT_BYTES:  # grew since the check above
+    if max(len(canonical), len(legacy_bytes)) > MAX_ROOT_BYTES and not (large_ok and canonical == legacy_bytes):
+        # grew since the check above, or no longer identical
         canon, legacy = os.path.join(ws, CANONICAL_ROOT), os.path.join(ws, LEGACY_ROOT)
         return Repair("split-root", "merge", "failed",
                       f"{TOO_LARGE}\n- canonical: {canon}\n- legacy: {legacy}\n(limit {MAX_ROOT_BYTES} bytes; nothing changed)",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 
 from .paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, LEGACY_ROOT
 
@@ -83,13 +82,6 @@ def detect_root_memory_files(workspace: str | os.PathLike[str]) -> RootMemoryFil
     ws = os.fspath(workspace)
     entries = workspace_entries(ws)
     return RootMemoryFiles(_entry(ws, CANONICAL_ROOT, entries), _entry(ws, LEGACY_ROOT, entries))
-
-
-def resolve_canonical_root_file(workspace: str | os.PathLike[str]) -> Path | None:
-    """``<workspace>/MEMORY.md`` when that exact entry is a regular file and not a symlink."""
-    ws = os.fspath(workspace)
-    entry = _entry(ws, CANONICAL_ROOT, workspace_entries(ws))
-    return Path(entry.path) if entry.exists and entry.is_file else None
 
 
 def resolve_dream_diary(workspace: str, entries: set[str]) -> tuple[RootEntry | None, list[RootEntry]]:

@@ -18,7 +18,7 @@ from ..errors import StateDamaged, UsageError
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
 from ..fsutil.safeopen import open_regular_in_roots
-from .config import HistoryConfig, history_config
+from ..settings import HistorySettings
 from .objects import ObjectStore
 from .versions import EXTERNAL_EDIT, Entry, VersionLog, short
 
@@ -40,8 +40,8 @@ class FileVersion(NamedTuple):
 class HistoryStore:
     """One workspace's version history (shared by all agents)."""
 
-    def __init__(self, data_dir, config: HistoryConfig | None = None, roots: tuple[str, ...] = ()):
-        self.config = config or HistoryConfig()
+    def __init__(self, data_dir, config: HistorySettings | None = None, roots: tuple[str, ...] = ()):
+        self.config = config or HistorySettings()  # [history]: keep_per_path, max_bytes (checked by settings)
         # The allowed roots (workspace, extra paths): a file is only ever opened from one of them.
         self.roots = tuple(os.fspath(r) for r in roots)
         self.root = os.path.join(os.fspath(data_dir), "history")
@@ -50,7 +50,7 @@ class HistoryStore:
 
     @classmethod
     def for_settings(cls, settings: Settings) -> HistoryStore:
-        return cls(settings.data_dir, history_config(settings), (str(settings.workspace), *settings.extra_paths))
+        return cls(settings.data_dir, settings.history, (str(settings.workspace), *settings.extra_paths))
 
     def lock(self) -> FileLock:
         return FileLock(os.path.join(self.root, "lock"), timeout=LOCK_TIMEOUT_S, what="the memory files of this workspace (a write or history update)")
@@ -65,11 +65,12 @@ class HistoryStore:
         self.objects.evict(keep=frozenset({version}))
         return entry
 
-    def observe(self, abs_path: str, display: str, snapshot: FileVersion, *, fd: int | None = None, data: bytes | None = None) -> Entry | None:
+    def observe(self, abs_path: str, display: str, snapshot: FileVersion, *, fd: int | None = None, data: bytes | None = None,
+                origin: str = EXTERNAL_EDIT) -> Entry | None:
         """A sighting of ``snapshot``: keep its bytes (from ``fd`` or ``data``) and log it when new.
 
-        A version that differs from the path's latest entry is logged as an outside
-        edit (the first sighting of a file too). Bytes that no longer hash to the
+        A version that differs from the path's latest entry is logged with ``origin`` (by default
+        an outside edit; the first sighting of a file too). Bytes that no longer hash to the
         version (the file moved on) are not stored; the entry then shows as unavailable.
         """
         stored = False
@@ -85,9 +86,9 @@ class HistoryStore:
             if stored:
                 self.objects.evict(keep=frozenset({snapshot.version}))
             return None
-        return self.record(abs_path, display, snapshot.version, snapshot.size, EXTERNAL_EDIT, None)
+        return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None)
 
-    def observe_file(self, abs_path: str, display: str) -> FileVersion | None:
+    def observe_file(self, abs_path: str, display: str, origin: str = EXTERNAL_EDIT) -> FileVersion | None:
         """Hash the file as it is now and record the sighting; None when it does not exist.
 
         Raises NotRegularFile (a symlink, FIFO...), FolderSwapped (a folder on the way was
@@ -99,7 +100,7 @@ class HistoryStore:
             return None
         try:
             snapshot = snapshot_fd(fd)
-            self.observe(abs_path, display, snapshot, fd=fd)
+            self.observe(abs_path, display, snapshot, fd=fd, origin=origin)
         finally:
             os.close(fd)
         return snapshot

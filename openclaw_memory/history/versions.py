@@ -22,7 +22,8 @@ from ..fsutil.atomic import atomic_write_bytes
 AGENT_WRITE = "agent-write"
 EXTERNAL_EDIT = "external-edit"
 RESTORE = "restore"
-ORIGINS = (AGENT_WRITE, EXTERNAL_EDIT, RESTORE)
+DOCTOR_FIX = "doctor-fix"  # a repair of `doctor --fix` (a legacy root merged into MEMORY.md)
+ORIGINS = (AGENT_WRITE, EXTERNAL_EDIT, RESTORE, DOCTOR_FIX)
 
 
 class Entry(NamedTuple):

@@ -11,6 +11,7 @@ from ..types import SearchMode
 from .bm25 import Bm25, load_stats, stats_path
 from .collections import assign_files, resolve_collections
 from .config import index_config, search_ranking
+from .embedding import recipe_outdated
 from .filters import SearchFilters, file_dates
 from .manifest import load_manifest, manifest_dir, stale_paths
 from .results import SearchResult
@@ -117,7 +118,9 @@ class MemoryIndex:
                 "build it with `openclaw-memory index`"
             )
         stale = self._stale(collections, manifests)
-        settings_changed = any(m is not None and m.settings_key != self.config.settings_key for m in manifests.values())
+        settings_changed = any(
+            m is not None and (m.settings_key != self.config.settings_key or recipe_outdated(m.fingerprint)) for m in manifests.values()
+        )
         notes: list[str] = []
         if mode != "text" and (stale or settings_changed):
             if sync:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -72,13 +71,6 @@ def load_stats(path: Path) -> TermStats | None:
         return TermStats(int(data["chunks"]), int(data["length"]), dict(data["df"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def delete_stats(data_dir: Path, collection: str) -> None:
-    try:
-        os.unlink(stats_path(data_dir, collection))
-    except FileNotFoundError:
-        pass
 
 
 class Bm25:

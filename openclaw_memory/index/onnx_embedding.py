@@ -1,25 +1,27 @@
 """The ONNX fast path: the same model, exported once, run with onnxruntime + tokenizers.
 
 ``import sentence_transformers`` alone costs seconds; onnxruntime loads in a fraction of one. The
-model's graph is written once, its attention and layer norms fused, its MatMul weights quantised
-to int8 per channel, and the result cached once per machine (``settings.model_cache``), in a
-folder named after the hash of the model's files, which every state dir shares. The graph is written straight from
+default model's export ships with this package (``index/shipped/``, written by
+``scripts/build_model.py``, its files checked against ``files.json`` at load): no weights, no export
+step, no cache. Any other model's graph is written once, its attention and layer norms fused, its
+weights quantised to int8 (:func:`~openclaw_memory.index.onnx_graph.quantize_rowwise`: a scale per
+weight channel, and per activation row, so a text's vector does not depend on its batch), and the
+result cached once per machine (``settings.model_cache``), in a folder named after the hash of the
+model's files, which every state dir shares. The graph is written straight from
 ``model.safetensors`` (:mod:`~openclaw_memory.index.onnx_graph`, no torch: the light ``search``
 install); a model that one cannot describe (tanh GELU, relative positions, a ``.bin`` checkpoint)
 is traced with torch instead, when torch is installed. Both give the same fused graph, so an
-index embedded through either needs no re-embedding. Inference reproduces the
-sentence-transformers pipeline: the model's truncation, mean pooling over the attention mask,
-L2 normalisation.
+index embedded through either needs no re-embedding; the shipped export is this same export of
+the default model's weights. Inference reproduces the sentence-transformers pipeline: the model's
+truncation, mean pooling over the attention mask, L2 normalisation.
 
 Only BERT-family models with plain mean pooling are exported; any other model uses torch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
-import logging
 import os
 import re
 import shutil
@@ -30,11 +32,16 @@ from pathlib import Path
 import xxhash
 
 from openclaw_memory.errors import UsageError
-from openclaw_memory.index.models import canonical_model_name, force_offline, resolve_model
+from openclaw_memory.index.models import canonical_model_name, force_offline, is_default_model, resolve_model, shipped_model
 
-FORMAT = 1  # bump when the export recipe changes, so old exports are redone
+# Bump when the export recipe changes: old exports are redone, and an index embedded by an older
+# recipe is re-embedded (the recipe is part of the embedding fingerprint). 2: activations quantised
+# with a scale per row, not per batch (a text's vector no longer depends on its batch); the word
+# table stored as int8.
+FORMAT = 2
 MODEL_FILE = "model.int8.onnx"
 META_FILE = "meta.json"
+CHECKSUMS_FILE = "files.json"  # of a shipped export: every file's size, xxh3-128 (checked at load) and SHA-256
 _TORCH_EXPORT_NEEDS = ("torch", "transformers", "onnx", "onnxruntime")
 
 
@@ -135,12 +142,19 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
 
     @classmethod
-    def load(cls, model_name: str, model_path: str, cache_dir: Path) -> OnnxEmbedder:
-        """Load the cached export, exporting first when there is none."""
+    def load(cls, model_name: str, model_path: str, cache_dir: Path | None) -> OnnxEmbedder:
+        """The shipped export of the default model; for any other, the cached export, exporting
+        first when there is none."""
         try:
             import onnxruntime  # noqa: F401
         except ImportError:
             raise UsageError("The onnx embedding backend needs onnxruntime: pip install onnxruntime") from None
+        shipped = shipped_export(model_name)
+        if shipped is not None:
+            verify_shipped(shipped)
+            return cls(model_name, shipped, str(shipped))
+        if cache_dir is None:
+            raise UsageError("The onnx embedding backend needs a cache folder for the exported model.")
         if not supported(model_path):
             raise UsageError(
                 f"Model {model_name!r} cannot run on the onnx backend (only BERT models with mean pooling "
@@ -163,17 +177,20 @@ class OnnxEmbedder:
         import numpy as np
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Batches of similar length waste little on padding (sentence-transformers sorts too).
-        order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
+        if not texts:
+            return out
+        # Batches of texts of equal token counts: next to no padding (sorted by characters, 20% of
+        # the tokens of corpus batches were padding). Each row's vector is the same in any batch.
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda k: -len(encodings[k].ids))
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
-            encodings = self._tokenizer.encode_batch([texts[k] for k in rows])
-            width = max(len(e.ids) for e in encodings)
+            width = max(len(encodings[k].ids) for k in rows)
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, enc in enumerate(encodings):
-                ids[r, : len(enc.ids)] = enc.ids
-                mask[r, : len(enc.ids)] = 1
+            for r, k in enumerate(rows):
+                ids[r, : len(encodings[k].ids)] = encodings[k].ids
+                mask[r, : len(encodings[k].ids)] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
             summed = (hidden * mask[..., None]).sum(axis=1)
@@ -181,6 +198,47 @@ class OnnxEmbedder:
             norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
             out[rows] = pooled / norms
         return out
+
+
+def shipped_export(model_name: str) -> Path | None:
+    """The export this package ships for ``model_name`` (the default model only), if present."""
+    folder = shipped_model() if is_default_model(model_name) else None
+    return folder if folder is not None and (folder / MODEL_FILE).is_file() else None
+
+
+_verified: set[tuple] = set()
+
+
+def verify_shipped(folder: Path) -> None:
+    """Check every file of a shipped export against its checksums (size, xxh3-128: 20 ms for the
+    24 MB, where SHA-256 takes 130); a damaged or incomplete install raises :class:`UsageError`
+    naming the file. Once per process and file stat."""
+    listed = _read_json(folder / CHECKSUMS_FILE).get("files")
+    if not isinstance(listed, dict) or MODEL_FILE not in listed or META_FILE not in listed:
+        raise UsageError(f"{folder / CHECKSUMS_FILE} is missing or damaged: {_REINSTALL}")
+    for name, expected in sorted(listed.items()):
+        path = folder / name
+        try:
+            st = path.stat()
+        except OSError:
+            raise UsageError(f"{path} is missing: {_REINSTALL}") from None
+        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        if key in _verified:
+            continue
+        if not isinstance(expected, dict) or st.st_size != expected.get("bytes") or _xxh3(path) != expected.get("xxh3_128"):
+            raise UsageError(f"{path} is damaged (its size or checksum is not the one shipped): {_REINSTALL}")
+        _verified.add(key)
+
+
+_REINSTALL = "reinstall openclaw-memory (pip install --force-reinstall 'openclaw-memory[search]')"
+
+
+def _xxh3(path: Path) -> str:
+    digest = xxhash.xxh3_128()
+    with open(path, "rb") as stream:
+        while block := stream.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
@@ -197,8 +255,9 @@ def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
             "other; use the torch backend, or pip install 'openclaw-memory[torch]'."
         )
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
+
+    from openclaw_memory.index.onnx_graph import quantize_rowwise
 
     config = _read_json(Path(model_path) / "config.json")
     max_seq = _read_json(Path(model_path) / "sentence_bert_config.json").get("max_seq_length") or min(
@@ -220,17 +279,7 @@ def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
             hidden_size=int(config["hidden_size"]),
             opt_level=0,
         )
-        fused.save_model_to_file(str(work / "fused.onnx"))
-        with _quiet_root_logger():
-            quantize_dynamic(
-                str(work / "fused.onnx"),
-                str(work / MODEL_FILE),
-                per_channel=True,
-                weight_type=QuantType.QInt8,
-                op_types_to_quantize=["MatMul", "Attention"],
-                # Fused ops are outside ONNX's shape inference: their outputs are float.
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-            )
+        onnx.save_model(quantize_rowwise(fused.model), str(work / MODEL_FILE))
         meta = {
             "format": FORMAT,
             "dim": int(config["hidden_size"]),
@@ -300,18 +349,6 @@ def _discard(folder: Path) -> None:
     except FileNotFoundError:
         return
     shutil.rmtree(doomed, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _quiet_root_logger():
-    """quantize_dynamic logs advice (run pre-processing) on the root logger: not for our users."""
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
 
 
 def _read_json(path: Path) -> dict:

@@ -178,3 +178,150 @@ class _Weights:
             f"{self._source} has no tensor {key!r}: it is not a BERT encoder's weights; "
             "use the torch embedding backend for this model."
         )
+
+
+# -- int8 with a scale per row ------------------------------------------------------------------
+#
+# onnxruntime's dynamic quantisation scales activations by the range of the whole input tensor
+# (batch × tokens × hidden): a text's vector then depends on the other texts of its batch and on
+# their padding. Here each row (one token's hidden vector) is quantised by its own symmetric scale,
+# computed in the graph, so every token's arithmetic (integer products, its own scale) is the same
+# whatever else is in the batch: a text embedded alone and inside any batch gives identical vectors.
+
+
+def quantize_rowwise(model, word_table: bool = True):
+    """The fused fp32 ``model`` with its weight MatMuls (and attention projections) in int8.
+
+    Weights: int8, symmetric, one scale per output channel. Activations: uint8 around a zero
+    point of 128, one symmetric scale per row (``max |x| / 127`` over the last axis), so a row is
+    quantised the same in any batch. ``MatMulIntegerToFloat`` applies the weight scales, a ``Mul``
+    the row's. A fused ``Attention`` becomes three such projections (query, key, value: one
+    quantised input) and ``MultiHeadAttention``. With ``word_table``, the word-embedding table,
+    most of the file, is stored as int8 with a scale per row (a ``Cast`` and ``Mul`` that
+    onnxruntime folds to the fp32 table once, when it loads the model).
+    """
+    import numpy as np
+    from onnx import NodeProto, TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    initializers = {t.name: t for t in graph.initializer}
+    nodes: list = []
+    added: dict = {}
+    dropped: set[str] = set()
+    ms_domain = "com.microsoft"
+
+    def const(name: str, value) -> str:
+        if name not in added:
+            added[name] = numpy_helper.from_array(np.asarray(value), name)
+        return name
+
+    def node(op: str, inputs: list[str], out: str, domain: str = "", **attrs) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], name=out, domain=domain, **attrs))
+        return out
+
+    quantized: dict[str, tuple[str, str]] = {}
+
+    def quantize_input(x: str) -> tuple[str, str]:
+        """(uint8 rows, their scales [..., 1]) of activation ``x``, once per tensor."""
+        if x not in quantized:
+            high = node("ReduceMax", [x], f"{x}/rowq/max", axes=[-1], keepdims=1)
+            low = node("ReduceMin", [x], f"{x}/rowq/min", axes=[-1], keepdims=1)
+            amax = node("Max", [high, node("Neg", [low], f"{x}/rowq/-min"), const("rowq/tiny", np.float32(1e-30))], f"{x}/rowq/amax")
+            levels = const("rowq/127", np.float32(127.0))
+            scale = node("Div", [amax, levels], f"{x}/rowq/scale")
+            scaled = node("Mul", [x, node("Div", [levels, amax], f"{x}/rowq/inverse")], f"{x}/rowq/scaled")
+            # Already in units of the row's scale: round half to even, + 128, saturate (never reached).
+            q = node("QuantizeLinear", [scaled, const("rowq/one", np.float32(1.0)), const("rowq/zero128", np.uint8(128))], f"{x}/rowq/uint8")
+            quantized[x] = (q, scale)
+        return quantized[x]
+
+    def linear(x: str, weight, out: str) -> str:
+        """``x @ weight`` (no bias) with int8 weights and per-row activation scales."""
+        q, row_scale = quantize_input(x)
+        amax = np.abs(weight).max(axis=0)
+        scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+        w8 = np.clip(np.round(weight / scale), -127, 127).astype(np.int8)
+        product = node(
+            "MatMulIntegerToFloat",
+            [q, const(f"{out}/w_int8", w8), const("rowq/one", np.float32(1.0)), const(f"{out}/w_scale", scale),
+             const("rowq/zero128", np.uint8(128))],
+            f"{out}/per_channel", domain=ms_domain,
+        )
+        return node("Mul", [product, row_scale], out)
+
+    def weight_of(name: str):
+        tensor = initializers.get(name)
+        return None if tensor is None else numpy_helper.to_array(tensor)
+
+    for n in graph.node:
+        if n.op_type == "MatMul" and n.domain == "":
+            weight = weight_of(n.input[1])
+            if weight is not None and weight.ndim == 2 and weight.dtype == np.float32:
+                linear(n.input[0], weight, n.output[0])
+                dropped.add(n.input[1])
+                continue
+        if n.op_type == "Attention" and n.domain == ms_domain:
+            attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+            weight, bias = weight_of(n.input[1]), weight_of(n.input[2]) if len(n.input) > 2 else None
+            plain = (
+                set(attrs) <= {"num_heads", "mask_filter_value", "scale"}
+                and len([i for i in n.input[4:] if i]) == 0
+                and weight is not None and bias is not None and weight.ndim == 2 and weight.shape[1] % 3 == 0
+            )
+            if plain:  # else (past state, rotary, unequal sizes) the fp32 Attention stays: still row-exact
+                assert weight is not None
+                size = weight.shape[1] // 3
+                out = n.output[0]
+                parts = [linear(n.input[0], weight[:, k * size : (k + 1) * size], f"{out}/{kind}")
+                         for k, kind in enumerate(("query", "key", "value"))]
+                mask = n.input[3] if len(n.input) > 3 else ""
+                nodes.append(helper.make_node("MultiHeadAttention", [*parts, n.input[2], mask], [out],
+                                              name=f"{out}/attention", domain=ms_domain, **attrs))
+                dropped.add(n.input[1])
+                continue
+        nodes.append(n)
+
+    if word_table:
+        for k, n in enumerate(nodes):
+            if n.op_type == "EmbedLayerNormalization" and n.domain == ms_domain:
+                table = weight_of(n.input[2])
+                if table is None or table.ndim != 2:
+                    continue
+                amax = np.abs(table).max(axis=1, keepdims=True)
+                scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+                t8 = np.clip(np.round(table / scale), -127, 127).astype(np.int8)
+                name = n.input[2]
+                wide = node("Cast", [const(f"{name}/int8", t8)], f"{name}/float", to=TensorProto.FLOAT)
+                fused = NodeProto()
+                fused.CopyFrom(n)
+                fused.input[2] = node("Mul", [wide, const(f"{name}/row_scale", scale)], f"{name}/dequantized")
+                nodes[k] = fused
+                dropped.add(name)
+
+    kept = [t for t in graph.initializer if t.name not in dropped]
+    new_graph = helper.make_graph(
+        _topological(nodes, {i.name for i in graph.input} | {t.name for t in kept} | set(added)),
+        graph.name, list(graph.input), list(graph.output), kept + list(added.values()),
+    )
+    opsets = {o.domain: o.version for o in model.opset_import}
+    opsets.setdefault(ms_domain, 1)
+    quantized_model = helper.make_model(new_graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
+    quantized_model.ir_version = model.ir_version
+    return quantized_model
+
+
+def _topological(nodes: list, available: set[str]) -> list:
+    """``nodes`` in an order where each input is made before it is used (the ONNX rule)."""
+    made = {"", *available}
+    ordered: list = []
+    pending = list(nodes)
+    while pending:
+        ready = [n for n in pending if all(i in made for i in n.input)]
+        if not ready:
+            raise ValueError("the quantised graph has a cycle or an input nothing makes")
+        for n in ready:
+            made.update(n.output)
+        ordered += ready
+        ids = {id(n) for n in ready}
+        pending = [n for n in pending if id(n) not in ids]
+    return ordered

@@ -14,7 +14,29 @@ DEFAULT_MIN_SCORE = 0.03
 
 
 @dataclass(frozen=True)
+class HitPassage:
+    """One passage of a result: its exact lines in the result's file, its text and its own score."""
+
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    score: float
+    snippet: str
+
+    def to_json(self, path: str) -> dict:
+        return {
+            "startLine": self.start_line,
+            "endLine": self.end_line,
+            "score": round(self.score, 4),
+            "snippet": self.snippet,
+            "citation": f"{path}#L{self.start_line}-L{self.end_line}",
+        }
+
+
+@dataclass(frozen=True)
 class SearchHit:
+    """One result: a file, with its best passage (``start_line``, ``end_line``, ``snippet``,
+    ``citation``) and, in ``passages``, that passage and up to two more of the same file."""
+
     path: str
     start_line: int
     end_line: int
@@ -22,6 +44,7 @@ class SearchHit:
     snippet: str
     source: str  # collection name
     also_in: tuple[str, ...] = ()  # other files with exactly this passage
+    passages: tuple[HitPassage, ...] = ()  # best first; the first is the passage above
 
     @property
     def citation(self) -> str:
@@ -36,6 +59,7 @@ class SearchHit:
             "snippet": self.snippet,
             "source": self.source,
             "citation": self.citation,
+            "passages": [p.to_json(self.path) for p in self.passages],
         }
         if self.also_in:
             data["alsoIn"] = list(self.also_in)

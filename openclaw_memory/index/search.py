@@ -14,23 +14,26 @@
    table per mode, fitted on the benchmark's development queries, so the score reads as "how
    likely this is an answer", the same in every mode, and the default ``min_score`` returns
    nothing when no file answers (docs/search.md has the table and how to refit it).
-4. **Results.** One per file: the file's best passage (a section, or the card when no section
-   was a candidate), optional temporal decay of dated notes and MMR diversity (OpenClaw's
-   ``memorySearch.query.hybrid`` settings), identical passages of several files shown once.
+4. **Results.** One per file, with its passages (``snippets.build_passages``, from its best
+   candidates): the best chunk's best entry, and up to two more entries of the file that
+   score nearly as well, each with its lines and own score; optional temporal decay of dated
+   notes and MMR diversity (OpenClaw's ``memorySearch.query.hybrid`` settings), identical best
+   passages of several files shown once.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..types import SEARCH_MODES
 from .bm25 import Bm25
 from .chunking import CARD
-from .results import DEFAULT_MIN_SCORE, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
-from .snippets import make_passage
+from .results import DEFAULT_MIN_SCORE, HitPassage, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
+from .snippets import ChunkText, build_passages
 from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
-from .terms import keyword_terms, query_terms, term_patterns
+from .terms import TermFinder, keyword_terms, query_terms, term_patterns
 
 MODES = SEARCH_MODES
 # What a candidate needs: where it is, its kind and its terms (BM25); the passage fields (body,
@@ -38,6 +41,11 @@ MODES = SEARCH_MODES
 CANDIDATE_FIELDS = (PATH_FIELD, "startLine", "endLine", "kind", TERMS_FIELD)
 PASSAGE_FIELDS = (BODY_FIELD, "fence", "fenceLine")
 CANDIDATES = 24  # per collection and signal (48 and 100 measured the same on the benchmark)
+# A shown file's passages are built from its best candidates: at most this many (12 and 16: one
+# line hit fewer on the development set), scoring at least this share of its best one (0.7: one
+# best passage fewer; 0.6 reads 40% fewer chunks than none, for the same passages).
+PASSAGE_CHUNKS = 8
+PASSAGE_FLOOR = 0.6
 VECTOR_WEIGHT = 0.5
 
 # Calibration: raw value -> score, per mode: monotone, piecewise linear, fitted (isotonic) on the
@@ -124,8 +132,24 @@ class QueryPlan:
         self.ranking = ranking
         self.terms = dict.fromkeys(keyword_terms(query), 1.0)
         self.full = bm25.full_match(self.terms)
-        self.patterns = term_patterns(query_terms(query))
+        self._patterns: list[re.Pattern] | None = None
         self.pool = max(limit * 4, CANDIDATES)
+        self._passage_terms: tuple[dict[str, float], TermFinder] | None = None
+
+    @property
+    def patterns(self) -> list[re.Pattern]:
+        """The query's words as patterns, for a window inside a long entry: compiled only when one is
+        needed (a dozen patterns per query cost more than building the passages)."""
+        if self._patterns is None:
+            self._patterns = term_patterns(query_terms(self.query))
+        return self._patterns
+
+    def passage_terms(self) -> tuple[dict[str, float], TermFinder]:
+        """The query's terms with their weights (IDF), and their finder, for the passages (once per query)."""
+        if self._passage_terms is None:
+            weights = {t: self.bm25.idf(t) for t in self.terms}
+            self._passage_terms = weights, TermFinder(weights)
+        return self._passage_terms
 
     def candidates(self, shard: Shard, source: str) -> list[_Candidate]:
         found: dict[str, _Candidate] = {}
@@ -196,17 +220,18 @@ def rank(
         files = _mmr(files, plan.ranking.mmr_lambda, plan.limit * 2)
     hits: list[SearchHit] = []
     seen: dict[str, int] = {}
-    # Enough passages for the limit, with room for files whose passage repeats an earlier one.
-    shown = [(f, _best_passage(plan, f)) for f in files[: plan.limit * 2]]
-    if fetch is not None:
-        fetch([best for _f, best in shown])
-    for f, best in shown:
-        p = best.payload
-        passage = make_passage(
-            str(p.get(BODY_FIELD, "")), int(p.get("startLine", 1)), plan.patterns,
-            fence=str(p.get("fence", "")), fence_line=int(p.get("fenceLine", 0) or 0),
-        )
-        key = passage.text.strip()
+    # Enough files for the limit, with room for files whose passage repeats an earlier one; their
+    # passage fields are read as they are needed: the files still wanted and one more (it may be
+    # a copy of one shown), in one read.
+    shown = [(f, _passage_chunks(plan, f)) for f in files[: plan.limit * 2]]
+    read = 0
+    for i, (f, chunks) in enumerate(shown):
+        if fetch is not None and i >= read:
+            read = i + plan.limit - len(hits) + 1
+            fetch([c for _f, batch in shown[i:read] for c in batch])
+        passages = _passages(plan, chunks)
+        best = passages[0]
+        key = best.snippet.strip()
         if key and key in seen:  # the same passage in another file: shown once, naming both
             i = seen[key]
             hits[i] = replace(hits[i], also_in=hits[i].also_in + (f.path,))
@@ -217,20 +242,40 @@ def rank(
         hits.append(
             SearchHit(
                 path=f.path,
-                start_line=passage.start_line,
-                end_line=passage.end_line,
+                start_line=best.start_line,
+                end_line=best.end_line,
                 score=f.score,
-                snippet=passage.text,
-                source=best.source,
+                snippet=best.snippet,
+                source=chunks[0].source,
+                passages=tuple(passages),
             )
         )
     return hits
 
 
-def _best_passage(plan: QueryPlan, f: _File) -> _Candidate:
-    """The section that best answers (the card only when no section of the file is a candidate)."""
-    sections = [c for c in f.chunks if c.payload.get("kind") != CARD] or f.chunks
-    return max(sections, key=lambda c: (fuse(plan.mode, c.v, c.k), -int(c.payload.get("startLine", 0))))
+def _passage_chunks(plan: QueryPlan, f: _File) -> list[_Candidate]:
+    """The file's candidates its passages are built from: its best sections and items (its card
+    only when none is a candidate), best first (PASSAGE_CHUNKS, PASSAGE_FLOOR)."""
+    sections = sorted([c for c in f.chunks if c.payload.get("kind") != CARD] or f.chunks,
+                      key=lambda c: (-fuse(plan.mode, c.v, c.k), int(c.payload.get("startLine", 0))))
+    floor = PASSAGE_FLOOR * fuse(plan.mode, sections[0].v, sections[0].k)
+    return [c for c in sections[:PASSAGE_CHUNKS] if fuse(plan.mode, c.v, c.k) >= floor]
+
+
+def _passages(plan: QueryPlan, chunks: list[_Candidate]) -> list[HitPassage]:
+    """The file's passages, best first (snippets.build_passages), each scored on the calibrated scale."""
+    texts = [
+        ChunkText(str(c.payload.get(BODY_FIELD, "")), int(c.payload.get("startLine", 1)), c.v if plan.mode != "text" else 0.0,
+                  fence=str(c.payload.get("fence", "")), fence_line=int(c.payload.get("fenceLine", 0) or 0))
+        for c in chunks
+    ]
+    weights, finder = plan.passage_terms()
+    built = build_passages(texts, weights, lambda: plan.patterns, lambda v, k: fuse(plan.mode, v, k), finder=finder)
+    if not built:
+        first = chunks[0].payload
+        start = int(first.get("startLine", 1))
+        return [HitPassage(start, start, 0.0, "")]
+    return [HitPassage(b.start_line, b.end_line, calibrate(plan.mode, b.value), b.text) for b in built]
 
 
 def _mmr(files: list[_File], lam: float, keep: int) -> list[_File]:

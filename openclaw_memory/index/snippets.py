@@ -1,22 +1,36 @@
-"""The matching passage of a chunk: at most 700 characters around its best lines.
+"""A result's passages: the entries of a file that answer, with their exact lines.
 
 OpenClaw users saw the start of the file instead of the passage that matched
-(#47730). Here the snippet is a window of whole lines inside the chunk, centred
-on the line with the most query-term hits, grown line by line on both sides
-while it fits; a single line longer than the budget is cut around its first hit.
-A window that would open inside a fenced code block starts at the fence's line
-instead (a window deep inside a long block is shown after the block's fence
-line, and cited from it), so the snippet never shows code without its fence. The
+(#47730); a 700-character window around the line with most hits cited a dozen
+lines for a one-line answer. Here (``build_passages``) a file's candidate chunks
+are cut into entries (``chunking.entries``: list items, paragraphs, table rows,
+chat-log turns, code blocks, headings), each entry is scored by the ranking's
+own signals (its chunk's cosine, the query terms its lines hold), and the
+passage is the best chunk's best entry, widened to what it needs to be read and
+a small context budget, never past its chunk; a few more of the file's entries
+that score nearly as well are passages of their own. A heading that matched only
+by its date is never the passage.
+
+Inside an entry longer than the snippet limit, or a code block, the passage is a
+window (``make_passage``): whole lines centred on the line with the most
+query-term hits, grown on both sides while it fits; a single longer line is cut
+around its first hit. A window that would open inside a fenced code block starts
+at the fence's line instead (deep inside a long block it is shown after the
+fence line, and cited from it), so code is never shown without its fence. Every
 passage knows its exact lines: the citation names them, and reading the citation
 gives them back.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-from .terms import hit_count
+from .chunking import CODE, HEADING, ROW, entries, is_table_rule
+from .terms import TermFinder, hit_count
 
 MAX_SNIPPET = 700
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
@@ -27,6 +41,7 @@ class Passage:
     text: str
     start_line: int  # 1-based, inclusive, in the file
     end_line: int
+    value: float = 0.0  # build_passages: its fused signals (its chunk's cosine, its own lines' share of the query)
 
 
 def make_passage(
@@ -135,3 +150,225 @@ def _is_mark(ch: str) -> bool:
     import unicodedata
 
     return unicodedata.category(ch) in ("Mn", "Mc", "Me") or "\udc00" <= ch <= "\udfff"
+
+
+# -- passages: the entries that matched, each with its own lines and score ------------------------
+
+MAX_PASSAGES = 3
+# A passage shorter than this is given its neighbouring entries as context (whole entries, in its chunk).
+CONTEXT_CHARS = 320
+MORE_CONTEXT_CHARS = 80  # ... and the file's other passages this much
+# Another entry of the file is a passage of its own when it scores at least this share of the best.
+SECOND_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    """What a passage can be built from: one candidate chunk of a file, with its signals."""
+
+    body: str
+    first_line: int  # the body's first line in the file (1-based)
+    v: float  # the chunk's cosine to the query (0 in text mode)
+    fence: str = ""  # the chunk starts inside a code block opened by this line ...
+    fence_line: int = 0  # ... at this file line
+
+
+@dataclass
+class _Entry:
+    first: int  # file lines, 1-based, inclusive
+    last: int
+    kind: str
+    depth: int
+    terms: frozenset  # the query's terms its lines hold
+    v: float  # the cosine of the most specific chunk holding it ...
+    span: int  # ... that chunk's lines (an item chunk of MEMORY.md beats its section)
+    k: float = 0.0  # the share of the query's weight it holds
+
+    @property
+    def own_chunk(self) -> bool:
+        """Whether the entry is a chunk of its own, so that its cosine is its own."""
+        return self.span == self.last - self.first + 1
+
+    @property
+    def pointed(self) -> bool:
+        """Whether the signals point at this entry's own lines: it holds query terms (a heading:
+        terms other than numbers), or it is a chunk of its own (a ``MEMORY.md`` item)."""
+        return self.k > 0 or (self.own_chunk and self.kind != HEADING)
+
+
+def build_passages(
+    chunks: list[ChunkText],
+    terms: dict[str, float],
+    patterns: Callable[[], list[re.Pattern]],
+    fuse: Callable[[float, float], float],
+    max_passages: int = MAX_PASSAGES,
+    limit: int = MAX_SNIPPET,
+    finder: TermFinder | None = None,
+) -> list[Passage]:
+    """A file's passages, best first, each with its lines and its ``value`` (fused signals).
+
+    ``chunks``: the file's candidate chunks, best first; ``terms``: the query's keyword terms with
+    their weights (IDF); ``fuse(v, k)``: the ranking's fusion of a cosine and a keyword share;
+    ``patterns()``: the query's words, for a window inside an entry longer than ``limit`` (asked
+    for only then).
+
+    Every entry of the chunks (list item, paragraph, table row, chat-log turn, code block,
+    heading) gets the cosine of the smallest chunk holding it (a ``MEMORY.md`` item's own, before
+    its section's) and ``k``, the share of the query's weight its own lines hold, a term counting
+    less the more of the file's entries hold it (``Theo`` in a file about Theo). A heading's
+    numbers (a daily note's date) count for nothing. The best passage is the best chunk's best
+    entry; then up to ``max_passages - 1`` more of the file's entries the signals point at, each
+    scoring at least ``SECOND_SHARE`` of the best entry; each widened (``_widen``), none overlapping.
+    """
+    lines: dict[int, str] = {}  # file line -> text, from the chunks' bodies
+    ranges: list[tuple[int, int]] = []  # each chunk's lines, blank tail left out
+    found: dict[tuple[int, int], _Entry] = {}
+    finder = finder or TermFinder(terms)
+    on_line: dict[int, frozenset] = {}  # file line -> the query's terms it holds (none: not there)
+    for chunk in chunks:
+        body = chunk.body.split("\n")
+        while body and not body[-1].strip():
+            body.pop()
+        if not body:
+            ranges.append((chunk.first_line, chunk.first_line - 1))
+            continue
+        span = len(body)
+        ranges.append((chunk.first_line, chunk.first_line + span - 1))
+        if any(chunk.first_line + i not in lines for i in range(span)):  # not all seen in a chunk before
+            for i, text in enumerate(body):
+                lines.setdefault(chunk.first_line + i, text)
+            for i, words in finder.by_line(chunk.body).items():
+                on_line.setdefault(chunk.first_line + i, words)
+        inside = bool(chunk.fence) and 0 < chunk.fence_line < chunk.first_line
+        for unit in entries(body, in_fence=inside):
+            if unit.kind == ROW and is_table_rule(body[unit.first]):
+                continue
+            key = (chunk.first_line + unit.first, chunk.first_line + unit.last)
+            have = found.get(key)
+            if have is None:
+                words = on_line.get(key[0], _NONE) if key[0] == key[1] else frozenset().union(
+                    *(on_line.get(n, _NONE) for n in range(key[0], key[1] + 1)))
+                if unit.kind == HEADING:
+                    words = frozenset(t for t in words if not _numeric(t))
+                found[key] = _Entry(*key, unit.kind, unit.depth, words, chunk.v, span)
+            elif (span, -chunk.v) < (have.span, -have.v):
+                have.v, have.span = chunk.v, span
+    if not found:
+        return []
+    every = sorted(found.values(), key=lambda e: (e.first, e.last))
+    firsts = [e.first for e in every]
+    _share(every, terms)
+    value = {id(e): fuse(e.v, e.k) for e in every}
+    out: list[Passage] = []
+
+    def overlaps(a: int, b: int) -> bool:
+        return any(p.start_line <= b and a <= p.end_line for p in out)
+
+    # The best passage: the best chunk's best entry (or, when the signals point at none of its
+    # entries, its first entry that is not a heading).
+    lo, hi = ranges[0]
+    inner = [e for e in every if lo <= e.first and e.last <= hi]
+    best = max((e for e in inner if e.pointed), key=lambda e: (value[id(e)], e.k, -e.first), default=None)
+    if best is None:
+        best = next((e for e in inner if e.kind != HEADING), None)
+    if best is None:
+        first = chunks[0]
+        out.append(make_passage(first.body, first.first_line, patterns(), limit, first.fence, first.fence_line))
+    else:
+        passage = _widen(best, every, firsts, lines, chunks[0], ranges[0], patterns, limit, out, CONTEXT_CHARS)
+        out.append(replace(passage, value=value[id(best)]))
+    # More passages: the file's other entries the signals point at, scoring nearly as well.
+    ranked = sorted((e for e in every if e.pointed), key=lambda e: (-value[id(e)], -e.k, e.span, e.first))
+    for e in ranked:
+        if len(out) >= max_passages or value[id(e)] < SECOND_SHARE * value[id(ranked[0])]:
+            break
+        if overlaps(e.first, e.last):
+            continue
+        # It may widen within the widest candidate holding it (a MEMORY.md item: its section).
+        room = max((i for i, (a, b) in enumerate(ranges) if a <= e.first and e.last <= b), key=lambda i: ranges[i][1] - ranges[i][0])
+        passage = _widen(e, every, firsts, lines, chunks[room], ranges[room], patterns, limit, out, MORE_CONTEXT_CHARS)
+        if not overlaps(passage.start_line, passage.end_line):
+            out.append(replace(passage, value=value[id(e)]))
+    return out
+
+
+_NONE: frozenset = frozenset()
+
+
+def _share(every: list[_Entry], terms: dict[str, float]) -> None:
+    """Each entry's ``k``: the weight of the query terms it holds over the query's whole weight,
+    a term held by ``c`` of the file's ``n`` entries weighted by ``log(1 + n/c) / log(1 + n)``."""
+    total = sum(terms.values()) or 1.0
+    counts: dict[str, int] = {}
+    for e in every:
+        for t in e.terms:
+            counts[t] = counts.get(t, 0) + 1
+    n = len(every)
+    scale = math.log(1 + n)
+    weight = {t: terms[t] * math.log(1 + n / c) / scale / total for t, c in counts.items()}
+    for e in every:
+        if e.terms:
+            e.k = sum(weight[t] for t in e.terms)
+
+
+def _numeric(term: str) -> bool:
+    return not any(ch.isalpha() for ch in term)
+
+
+def _widen(e: _Entry, every: list[_Entry], firsts: list[int], lines: dict[int, str], chunk: ChunkText,
+           bounds: tuple[int, int], patterns: Callable[[], list[re.Pattern]], limit: int, taken: list[Passage],
+           budget: int) -> Passage:
+    """The entry, with what it needs to be read (the text under a heading, a table's header row,
+    a nested item's parent) and then whole neighbouring entries, the one holding more of the
+    query first, while the passage is under ``budget`` characters: never past the chunk
+    (``bounds``), the snippet ``limit`` or into a passage already ``taken``. An entry longer than
+    the limit, or a code block, is a window of its lines (``make_passage``: cut around its best
+    lines, opened by its fence)."""
+    lo_chunk, hi_chunk = bounds  # ``every`` is in first-line order, ``firsts`` its first lines
+    if e.kind == CODE or _size(lines, e.first, e.last) > limit:
+        body = "\n".join(lines.get(k, "") for k in range(e.first, e.last + 1))
+        fence = chunk.fence if e.first == chunk.first_line else ""
+        return make_passage(body, e.first, patterns(), limit, fence, chunk.fence_line if fence else 0)
+    at = bisect_left(firsts, lo_chunk)
+    own = [x for x in every[at : bisect_right(firsts, hi_chunk)] if x.last <= hi_chunk]  # in first-line order
+    mine = own.index(e)
+    lo, hi = e.first, e.last
+    if e.kind == HEADING and mine + 1 < len(own):
+        hi = own[mine + 1].last  # a heading: the text under it
+    elif e.kind == ROW:
+        header = next((x for x in reversed(own[:mine]) if x.kind != ROW), None)
+        top = (header.last + 1) if header is not None else lo_chunk
+        if top < lo and _size(lines, top, hi) <= limit and lo - top <= 4:
+            lo = top  # the table's header row (and its rule)
+    elif e.depth > 0:
+        parent = next((x for x in reversed(own[:mine]) if x.depth < e.depth), None)
+        if parent is not None and _size(lines, parent.first, hi) <= limit and e.first - parent.first <= 4:
+            lo = parent.first
+    size = _size(lines, lo, hi)
+    below = next((k for k in range(mine, len(own)) if own[k].first > hi), len(own))  # the next entry down
+    above = next((k for k in range(mine, -1, -1) if own[k].last < lo), -1)  # ... and up
+    while size < budget:
+        sides = [k for k in (above, below) if 0 <= k < len(own) and not any(
+            p.start_line <= own[k].last and own[k].first <= p.end_line for p in taken)]
+        sides.sort(key=lambda k: (-own[k].k, k == above))
+        for k in sides:
+            a, b = min(lo, own[k].first), max(hi, own[k].last)
+            grown = _size(lines, a, b)
+            if grown <= limit:
+                lo, hi, size = a, b, grown
+                if k == above:
+                    above -= 1
+                else:
+                    below += 1
+                break
+        else:
+            break
+    while lo < hi and not lines.get(lo, "").strip():
+        lo += 1
+    while hi > lo and not lines.get(hi, "").strip():
+        hi -= 1
+    return Passage("\n".join(lines.get(k, "") for k in range(lo, hi + 1)), lo, hi)
+
+
+def _size(lines: dict[int, str], a: int, b: int) -> int:
+    return sum(len(lines.get(k, "")) + 1 for k in range(a, b + 1)) - 1

@@ -16,6 +16,7 @@ from ..findings import Finding
 from ..types import Severity
 from .collections import Collection, assign_files, registered_names, resolve_collections
 from .config import index_config
+from .embedding import recipe_outdated
 from .manifest import delete_manifest, is_dirty, load_manifest, stale_paths
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
                 interrupted=is_dirty(settings.data_dir, c.name),
                 last_indexed=_iso(m.indexed_at) if m else None,
                 model=m.model if m else config.model,
-                settings_changed=m is not None and m.settings_key != config.settings_key,
+                settings_changed=m is not None and (m.settings_key != config.settings_key or recipe_outdated(m.fingerprint)),
                 backend=store.backend,
                 disk_bytes=store.disk_usage(c.name) if exists else 0,
             )

@@ -14,6 +14,10 @@ Rules (docs/search.md tells users the same):
   anything a crashed run orphaned) are deleted by path and id.
 - Each collection's manifest is saved after its store writes; a ``.dirty`` marker
   set before the first write makes the next run reconcile store and manifest.
+- Searches in this process answer from the last committed state meanwhile: reading, chunking
+  and embedding share the store's read view with them; the commit (every live write, swap and
+  removal, the keyword statistics and the manifests) has it alone, and is only writes: a search
+  sees each file's chunks all old or all new, never half of them. Optimizing comes after.
 - When nothing changed, no shard is opened and neither the tokenizer nor the model
   is loaded (no torch import).
 - A change of model, chunk budget, overlap or embedding backend (the fingerprint)
@@ -23,25 +27,32 @@ Rules (docs/search.md tells users the same):
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
+import threading
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DiskFull
 from ..files.scan import MemoryFile, scan_workspace
+from ..fsutil.atomic import fsync_dir, unlink_quietly, write_temp_beside
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
-from .bm25 import save_stats, scan_stats
+from ..watchdog.fsclock import guard_ns
+from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats, stats_path
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
+from .embedding import recipe_outdated
 from .manifest import (
     FileEntry,
+    FileStat,
     Manifest,
     clear_dirty,
     delete_manifest,
@@ -49,9 +60,9 @@ from .manifest import (
     is_dirty,
     load_manifest,
     manifest_damage,
+    manifest_dir,
     mark_dirty,
     read_version,
-    save_manifest,
 )
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
 from .store.factory import open_store
@@ -128,6 +139,16 @@ class Models:
         self._counter = None
         self._embedder = None
         self._pinned: str | None = None
+        self._lend: Callable[[Any], Any] | None = None
+        self._loading = threading.Lock()  # threads that share the models load each one once
+
+    def lend(self, wrap: Callable[[Any], Any]) -> None:
+        """Hand the embedding model out as ``wrap(model)`` from now on (loaded or not yet): a pool
+        that shares it between threads watches its calls."""
+        with self._loading:
+            self._lend = wrap
+            if self._embedder is not None:
+                self._embedder = wrap(self._embedder)
 
     def pin_backend(self, backend: str) -> None:
         """Embed with the backend an existing index was built with (``auto`` may resolve otherwise now)."""
@@ -139,7 +160,9 @@ class Models:
         if self._counter is None:
             from .tokens import load_token_counter
 
-            self._counter = load_token_counter(self.config.model)
+            with self._loading:
+                if self._counter is None:
+                    self._counter = load_token_counter(self.config.model)
         return self._counter
 
     @property
@@ -147,13 +170,20 @@ class Models:
         if self._embedder is None:
             from .embedding import load_embedder
 
-            backend = self._pinned or self.config.embedding_backend
-            self._embedder = load_embedder(self.config.model, backend=backend, cache_dir=self.cache_dir)
+            with self._loading:
+                if self._embedder is None:
+                    backend = self._pinned or self.config.embedding_backend
+                    model = load_embedder(self.config.model, backend=backend, cache_dir=self.cache_dir)
+                    self._embedder = self._lend(model) if self._lend is not None else model
         return self._embedder
 
     @property
     def loaded(self) -> bool:
         return self._embedder is not None
+
+    @property
+    def lent(self) -> bool:
+        return self._lend is not None
 
     @property
     def budget(self) -> tuple[int, int]:
@@ -183,8 +213,7 @@ class Models:
 @dataclass
 class _Changed:
     file: MemoryFile
-    size: int
-    mtime_ns: int
+    stat: FileStat
     hash: str
     points: list[tuple[str, str]]  # (point id, chunk hash), in file order
     chunks: list | None  # the chunks themselves until they are written (then None: memory stays bounded)
@@ -204,6 +233,17 @@ class _Work:
     stat_only: bool = False  # same content, new stat: manifest update only
     started: bool = False  # something was written for this collection
     staged: str | None = None  # the shard built beside the live one, to swap in at the end
+    live: _Live | None = None  # a change embedded for the live shard, written at the commit
+    stats: TermStats | None = None  # the keyword statistics of a built shard, saved at the commit
+    written: dict[str, tuple[str, str]] = field(default_factory=dict)  # (written beside, its place): renamed in at the commit
+
+
+@dataclass
+class _Live:
+    changes: list[_Changed]
+    prepared: list[tuple[list[tuple[str, str, dict]], dict, set[str]]]  # (piece, vectors by hash, hashes embedded now)
+    dim: int
+    stats: TermStats | None  # the statistics after the write, when known without a scan
 
 
 def sync_index(
@@ -226,10 +266,15 @@ def sync_index(
     store = store or open_store(settings, on_wait)
     models = models or Models(config, cache_dir=settings.model_cache)
     lock = agent_lock(settings, config.lock_timeout if wait else 0)
+    view = getattr(store, "view", None)  # the edge store's (store.edge.ReadView): what this process's searches read
     try:
-        lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait and wait else None)
+        # A caller that reads the view (a search that syncs first) lets go of it while it waits:
+        # the sync holding the lock may be waiting for its readers to commit.
+        with view.released() if view is not None else nullcontext():
+            lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait and wait else None)
         try:
-            return _Sync(settings, config, store, models, progress).run(full)
+            with view.reading() if view is not None else nullcontext():
+                return _Sync(settings, config, store, models, progress, view).run(full)
         finally:
             lock.release()
     except OSError as exc:
@@ -239,6 +284,32 @@ def sync_index(
     finally:
         if own_store:
             store.close()
+
+
+def _beside(path: Path, data) -> tuple[str, str]:
+    """``data`` written and synced beside ``path`` (the commit renames it in): (temp, path)."""
+    try:
+        mode = os.stat(path).st_mode & 0o7777  # as atomic_write_bytes keeps it
+    except FileNotFoundError:
+        mode = 0o644
+    return write_temp_beside(str(path), data, mode), str(path)
+
+
+def _stats_bytes(stats: TermStats) -> bytes:
+    return json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # as save_stats
+
+
+def _adjusted(before: TermStats, gone: Iterable[str], added: Iterable[str]) -> TermStats | None:
+    """``before`` less the points whose terms are ``gone``, plus those of ``added`` (None: they
+    do not add up, ``before`` was not what the shard held)."""
+    minus, plus = count_stats(gone), count_stats(added)
+    df = Counter(before.df)
+    df.subtract(minus.df)
+    df.update(plus.df)
+    if any(n < 0 for n in df.values()) or minus.chunks > before.chunks:
+        return None
+    return TermStats(before.chunks - minus.chunks + plus.chunks, before.length - minus.length + plus.length,
+                     {t: n for t, n in df.items() if n > 0})
 
 
 def disk_full(folder, needed: int | None = None) -> DiskFull:
@@ -266,13 +337,15 @@ _RECENT = 4096  # vectors kept for reuse within a run (~6 MB)
 
 
 class _Sync:
-    def __init__(self, settings: Settings, config: IndexConfig, store: VectorStore, models: Models, progress):
+    def __init__(self, settings: Settings, config: IndexConfig, store: VectorStore, models: Models, progress, view=None):
         self.settings = settings
+        self.view = view
         self.config = config
         self.store = store
         self.models = models
         # Files are read from the descriptor of their allowed root (boundary: docs/guarantees.md).
         self.roots = (str(settings.workspace), *map(str, settings.extra_paths))
+        self.racy_guard_ns = max(guard_ns(Path(root)) for root in self.roots)
         self.progress = progress or (lambda p: None)
         self.notes: list[str] = []
         self.embedded = self.reused = self.deleted = 0
@@ -317,19 +390,34 @@ class _Sync:
         self.files_total = sum(len(w.suspects) for w in works)
         try:
             saved = [w for w in works if self._sync_work(w) or w.stat_only or w.collection.name in self.rekeyed]
-            # Removals and swaps come last: until then every old point can still lend its vector
+            # The commit: searches wait for it (writes only, everything was embedded before).
+            # Removals and swaps come last: until then every old point could lend its vector
             # (a file moved from one collection to another is not embedded again).
-            for w in saved:
-                self._finish(w)
+            with self.store.held():  # a shard the commit writes is opened once for it and the optimize after
+                try:
+                    for w in saved:
+                        self._prepare_commit(w)
+                    with self._committing():
+                        for w in saved:
+                            self._commit(w)
+                finally:
+                    for w in saved:
+                        for f in w.written.values():
+                            unlink_quietly(f[0])  # written, not renamed in: the commit failed
+                if saved:
+                    fsync_dir(manifest_dir(self.settings.data_dir))  # the renames of the commit, on disk
+                for w in saved:
+                    clear_dirty(self.settings.data_dir, w.collection.name)
+                for w in saved:
+                    self._settle(w)
         except BaseException:
             # A failed run (a full disk, Ctrl-C) leaves no half-built shard beside a live one.
             for c in collections:
                 self.store.discard_stages(c.name)
             raise
-        for w in saved:
-            self._save(w)
         if full:
-            self._drop_unused(collections)
+            with self._committing():
+                self._drop_unused(collections)
         files_total = sum(len(g) for g in groups.values())
         return SyncSummary(
             files_scanned=files_total,
@@ -364,8 +452,9 @@ class _Sync:
                 if reason is not None:
                     # Derived from the memory files: a damaged shard is rebuilt, never trusted.
                     self.notes.append(f"{c.name} was damaged ({reason}): rebuilt it from the memory files")
-                    self.store.drop(c.name)
-                    delete_manifest(data_dir, c.name)
+                    with self._committing():
+                        self.store.drop(c.name)
+                        delete_manifest(data_dir, c.name)
                     fresh.discard(c.name)
                     result[c.name] = None
                     continue
@@ -376,14 +465,21 @@ class _Sync:
                 delete_manifest(data_dir, c.name)
                 result[c.name] = None
                 continue
-            if old.settings_key == self.config.settings_key and old.store_backend == self.store.backend:
+            if (
+                old.settings_key == self.config.settings_key
+                and old.store_backend == self.store.backend
+                and not recipe_outdated(old.fingerprint)  # an older ONNX export's vectors
+            ):
                 continue
             current = self.models.fingerprint()
             if current == old.fingerprint:
                 self.rekeyed.add(c.name)
                 continue
+            why = "embedding settings changed"
+            if old.settings_key == self.config.settings_key and recipe_outdated(old.fingerprint):
+                why = "the ONNX export's int8 recipe changed"
             self.notes.append(
-                f"{c.name}: embedding settings changed (was model {old.model}, {old.embed_backend}, "
+                f"{c.name}: {why} (was model {old.model}, {old.embed_backend}, "
                 f"fingerprint {old.fingerprint[:12]}; now model {self.config.model}, {self.models.embedder.backend}, "
                 f"fingerprint {current[:12]}): re-embedding every chunk"
             )
@@ -452,27 +548,60 @@ class _Sync:
             if target is None:
                 if not (pending or w.removed or w.dirty or w.old is None):
                     return bool(w.changed)
-                self._write_live(w, pending)
+                self._prepare_live(w, pending)
             else:
                 staged, shard = target
                 self._flush(w, staged, shard, pending)
                 shard.optimize()
-                self._save_stats(w, shard)
+                w.stats = scan_stats(shard)
                 w.staged = staged
         self.deleted += self._stale_count(w)
         return True
 
-    def _finish(self, w: _Work) -> None:
-        if w.staged is not None:
-            self._publish(w, w.staged)
-        elif w.removed and w.started:
-            with self.store.open(w.collection.name) as shard:
-                shard.delete_paths(w.removed)
-                self._save_stats(w, shard)
+    def _committing(self) -> AbstractContextManager:
+        """The view to write (searches of this process wait): the commit's writes only."""
+        return self.view.writing() if self.view is not None else nullcontext()
 
-    def _save_stats(self, w: _Work, shard) -> None:
-        """Keyword statistics of what the shard now holds (index.bm25: one statistic per agent)."""
-        save_stats(self.settings.data_dir, w.collection.name, scan_stats(shard))
+    def _prepare_commit(self, w: _Work) -> None:
+        """Before the commit, searches still answering: the ``.dirty`` marker of a shard about to
+        change, and the keyword statistics (index.bm25: one statistic per agent) and the manifest
+        written and synced beside their files, so that the commit only renames them in."""
+        name = w.collection.name
+        if w.live is not None or (w.staged is not None and w.staged != name):
+            mark_dirty(self.settings.data_dir, name)  # until the manifest of the new state is saved
+            w.started = True
+        stats = w.live.stats if w.live is not None else w.stats
+        if stats is not None:
+            w.written["stats"] = _beside(stats_path(self.settings.data_dir, name), _stats_bytes(stats))
+        self._fill_manifest(w)
+        folder = manifest_dir(self.settings.data_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        w.new.indexed_at = time.time()  # as save_manifest writes it
+        w.written["manifest"] = _beside(folder / f"{name}.json", w.new.json_blocks())
+
+    def _commit(self, w: _Work) -> None:
+        """Write what was embedded for the live shard, or swap the built one in; then rename the
+        statistics and the manifest in. Searches wait meanwhile: no embedding, no fsync here."""
+        if w.live is not None:
+            self._write_live(w, w.live)
+        elif w.staged is not None and w.staged != w.collection.name:  # (a first build is written in place)
+            self.store.publish(w.staged, w.collection.name)
+        for key in ("stats", "manifest"):
+            f = w.written.pop(key, None)
+            if f is not None:
+                os.replace(f[0], f[1])
+
+    def _settle(self, w: _Work) -> None:
+        """After the commit, searches answering meanwhile: check the statistics the commit saved
+        add up, and let the engine optimize what the live write added."""
+        if w.live is not None:
+            with self.store.open(w.collection.name) as shard:
+                if w.live.stats is not None and w.live.stats.chunks != shard.count():
+                    stats = scan_stats(shard)  # they do not (never seen): the shard's own count replaces them
+                    with self._committing():
+                        save_stats(self.settings.data_dir, w.collection.name, stats)
+                shard.optimize()
+            self._report()
 
     def _report(self, phase: str | None = None, embedded_now: int = 0) -> None:
         phase = phase or ("embed" if self.chunks_seen else "read")
@@ -480,27 +609,31 @@ class _Sync:
                                    self.chunks_done))
 
     def _read(self, work: _Work, f, force: bool = False) -> _Changed | None:
-        version = read_version(f.abs_path, self.roots)
+        version = read_version(f.abs_path, self.roots, self.racy_guard_ns)
         entry = work.old.files.get(f.path) if work.old else None
         if version is None:
             if entry is not None:
                 work.removed.append(f.path)
             return None
         if entry is not None and entry.hash == version.hash and not force:
-            work.new.files[f.path] = FileEntry(version.size, version.mtime_ns, version.hash, entry.chunks)
+            work.new.files[f.path] = FileEntry(version.stat, version.hash, entry.chunks)
             work.stat_only = True
             return None
-        text = version.data.decode("utf-8", errors="replace")
         seen: dict[str, int] = {}
-        # The root collection holds MEMORY.md (and the dream diary): durable facts, one per list item.
-        chunks = self.models.chunk(text, f.path, items=work.collection.kind == "root")
+        if b"\x00" in version.data:  # a binary file named .md (an ELF, an image): no text to embed
+            self.notes.append(f"not indexed: {f.path} is not text (it holds NUL bytes)")
+            chunks = []
+        else:
+            text = version.data.decode("utf-8", errors="replace")
+            # The root collection holds MEMORY.md (and the dream diary): durable facts, one per list item.
+            chunks = self.models.chunk(text, f.path, items=work.collection.kind == "root")
         points = []
         for chunk in chunks:
             k = seen.get(chunk.hash, 0)
             seen[chunk.hash] = k + 1
             points.append((point_id(work.collection.name, f.path, chunk.hash, k), chunk.hash))
         work.changed = [ch for ch in work.changed if ch.file.path != f.path]
-        change = _Changed(f, version.size, version.mtime_ns, version.hash, points, chunks)
+        change = _Changed(f, version.stat, version.hash, points, chunks)
         work.changed.append(change)
         return change
 
@@ -648,23 +781,45 @@ class _Sync:
             while not resumed:
                 time.sleep(0.05)
 
-    def _write_live(self, w: _Work, changes: list[_Changed]) -> None:
-        """A change of at most one batch: embed first, then one short locked write to the live shard
-        (a killed run leaves the ``.dirty`` marker: the next run reconciles)."""
+    def _prepare_live(self, w: _Work, changes: list[_Changed]) -> None:
+        """A change of at most one batch, for the live shard: embedded now, written at the commit."""
         pieces = list(self._points(w, changes))
         prepared = [(piece, *self._vectors(w, piece)) for piece in pieces]
         dim = self._dim([v for _p, vectors, _f in prepared for v in vectors.values()])
         self._preflight(sum(len(p) for p in pieces), new_shard=not self.store.exists(w.collection.name))
-        mark_dirty(self.settings.data_dir, w.collection.name)
-        w.started = True
-        with self.store.open(w.collection.name, dim=dim) as shard:
-            for ch in changes:
-                shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
-            for piece, vectors, fresh in prepared:
-                self._write_piece(shard, piece, vectors, fresh)
-            shard.optimize()
-            self._save_stats(w, shard)
+        w.live = _Live(changes, prepared, dim, self._live_stats(w, changes, pieces))
         self._report()
+
+    def _live_stats(self, w: _Work, changes: list[_Changed], pieces: list) -> TermStats | None:
+        """The collection's keyword statistics once the live write is done, from those saved and the
+        chunks it replaces, without reading every point; None where those cannot be trusted (a
+        first or a reconciling run, statistics missing): then the commit counts them all."""
+        name = w.collection.name
+        if w.old is None or w.dirty or not self.store.exists(name):
+            return None
+        before = load_stats(stats_path(self.settings.data_dir, name))
+        if before is None:
+            return None
+        paths = [ch.file.path for ch in changes] + list(w.removed)
+        old_ids = sorted({pid for p in paths if p in w.old.files for pid, _h in w.old.files[p].chunks})
+        with self.store.open(name) as shard:
+            gone = [str(h.payload.get(TERMS_FIELD, "")) for h in shard.retrieve(old_ids, fields=[TERMS_FIELD])]
+        if len(gone) != len(old_ids):
+            return None  # the shard does not hold what the manifest says: count them all
+        return _adjusted(before, gone, (payload[TERMS_FIELD] for piece in pieces for _pid, _h, payload in piece))
+
+    def _write_live(self, w: _Work, live: _Live) -> None:
+        """The commit's write to the live shard: the new chunks, then the removal of the old ones
+        (a killed run leaves the ``.dirty`` marker: the next run reconciles)."""
+        with self.store.open(w.collection.name, dim=live.dim) as shard:
+            for piece, vectors, fresh in live.prepared:
+                self._write_piece(shard, piece, vectors, fresh)
+            for ch in live.changes:
+                shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
+            if w.removed:
+                shard.delete_paths(w.removed)
+            if live.stats is None:  # statistics not known beforehand: counted from the shard, now
+                save_stats(self.settings.data_dir, w.collection.name, scan_stats(shard))
 
     def _stage(self, w: _Work) -> str:
         """Where this run writes the collection: a copy of the live shard beside it (a fresh shard
@@ -694,14 +849,6 @@ class _Sync:
         for piece in self._points(w, changes):
             self._upsert(shard, target, w, piece)
 
-    def _publish(self, w: _Work, staged: str) -> None:
-        name = w.collection.name
-        if staged == name:
-            return
-        mark_dirty(self.settings.data_dir, name)  # until the manifest of the new shard is saved
-        w.started = True
-        self.store.publish(staged, name)
-
     def _dim(self, vectors) -> int:
         if self.models.loaded:
             return self.models.embedder.dim
@@ -709,12 +856,16 @@ class _Sync:
             return len(vec)
         return self.models.embedder.dim
 
-    def _save(self, w: _Work) -> None:
+    def _new_fingerprint(self, w: _Work) -> bool:
+        return w.old is None or w.old.settings_key != self.config.settings_key or not w.new.fingerprint
+
+    def _fill_manifest(self, w: _Work) -> None:
+        """The collection's new manifest, as the commit saves it."""
         for path in w.removed:
             w.new.files.pop(path, None)
         for ch in w.changed:
-            w.new.files[ch.file.path] = FileEntry(ch.size, ch.mtime_ns, ch.hash, list(ch.points))
-        if w.old is None or w.old.settings_key != self.config.settings_key or not w.new.fingerprint:
+            w.new.files[ch.file.path] = FileEntry(ch.stat, ch.hash, list(ch.points))
+        if self._new_fingerprint(w):
             w.new.fingerprint = self.models.fingerprint()
             w.new.dim = self.models.embedder.dim
         elif self.models.loaded:
@@ -723,5 +874,3 @@ class _Sync:
         w.new.model = self.config.model
         w.new.embed_backend = self.models.embedder.backend if self.models.loaded else (w.old.embed_backend if w.old else "")
         w.new.store_backend = self.store.backend
-        save_manifest(self.settings.data_dir, w.new)
-        clear_dirty(self.settings.data_dir, w.collection.name)

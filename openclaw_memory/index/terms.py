@@ -1,8 +1,8 @@
-"""Query terms and CJK n-grams shared by the indexer, the scorer and the snippets.
+"""Query terms and keyword terms shared by the indexer, the scorer and the snippets.
 
 A whole-word tokenizer cannot match ``喝茶`` inside ``喝绿茶``, so CJK text is
-also indexed as character unigrams and bigrams (the ``cjk`` field): a sub-word
-CJK query then shares grams with the passage that contains it.
+also indexed as character unigrams and bigrams (in the ``terms`` field, see
+:func:`keyword_terms`): a sub-word CJK query then shares grams with the passage that contains it.
 """
 
 from __future__ import annotations
@@ -17,19 +17,6 @@ _CJK = (
 )
 CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(f"[^\\W_{_CJK}]+")
-
-
-def cjk_grams(text: str) -> str:
-    """Space-separated unigrams and bigrams of every CJK run in ``text`` ('' when there is none)."""
-    grams: list[str] = []
-    for run in CJK_RUN.findall(text):
-        grams.extend(run)
-        grams.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return " ".join(grams)
-
-
-def has_cjk(text: str) -> bool:
-    return CJK_RUN.search(text) is not None
 
 
 def query_terms(query: str) -> list[str]:
@@ -55,11 +42,6 @@ def term_patterns(terms: list[str]) -> list[re.Pattern]:
     return [_pattern(t) for t in terms]
 
 
-def contains_all(text_lower: str, patterns: list[re.Pattern]) -> bool:
-    """Whether every term occurs in the (lowercased) text as a whole word, or as a CJK substring."""
-    return bool(patterns) and all(p.search(text_lower) for p in patterns)
-
-
 def hit_count(text_lower: str, patterns: list[re.Pattern]) -> int:
     return sum(len(p.findall(text_lower)) for p in patterns)
 
@@ -70,6 +52,7 @@ def hit_count(text_lower: str, patterns: list[re.Pattern]) -> int:
 # restic-restore.md); it is a term of its own and so is each of its parts.
 _IDENT = re.compile(f"[^\\W{_CJK}]+(?:[-_.:/][^\\W{_CJK}]+)*")
 _PART = re.compile(f"[^\\W_{_CJK}]+")
+_WORD_CHAR = re.compile(f"[^\\W_{_CJK}]")
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has have
@@ -107,6 +90,58 @@ def stem(word: str) -> str:
     if word.endswith("y") and len(word) > 4:
         word = word[:-1] + "i"
     return word
+
+
+class TermFinder:
+    """Which of a query's keyword terms some lines of text hold, as ``keyword_terms`` would cut
+    them, without cutting every word: a word can only stem to a term if it starts with the term
+    (``stem`` only shortens a word's ending, but for a final y or i), so only the words found
+    starting so are cut, with the rest of their identifier (so ``self-hosted`` is also found
+    inside ``x/self-hosted``); a CJK gram is simply looked up."""
+
+    def __init__(self, terms):
+        self.terms = frozenset(terms)
+        self.grams = [t for t in self.terms if CJK_RUN.fullmatch(t)]
+        # A stem is its word's beginning, except where y became i ("happy" -> "happi") or "ies" y
+        # ("tries" -> "try"): there the word starts with the stem less its last letter. A term of
+        # one or two letters is a whole word (no shorter stem comes from a longer word).
+        words = [t for t in self.terms if not CJK_RUN.fullmatch(t)]
+        self.roots = sorted({(t[:-1] if t[-1] in "iy" else t, False) if len(t) > 2 else (t, True) for t in words})
+        self.tokens: dict[str, frozenset] = {}  # identifier -> the terms it holds, cut once per query
+
+    def by_line(self, text: str) -> dict[int, frozenset]:
+        """The terms each line of ``text`` holds (by line index; lines holding none left out),
+        found in one pass (an identifier never spans lines)."""
+        text = text.lower()
+        hits: list[tuple[int, frozenset]] = []
+        for gram in self.grams:
+            i = text.find(gram)
+            while i >= 0:
+                hits.append((i, frozenset((gram,))))
+                i = text.find(gram, i + 1)
+        seen: set[int] = set()
+        for root, whole in self.roots:
+            i = text.find(root)
+            while i >= 0:
+                if i not in seen and (i == 0 or not _WORD_CHAR.match(text, i - 1)) and not (
+                        whole and _WORD_CHAR.match(text, i + len(root))):
+                    seen.add(i)
+                    m = _IDENT.match(text, i)
+                    if m:
+                        token = m.group(0)
+                        got = self.tokens.get(token)
+                        if got is None:
+                            got = self.tokens[token] = frozenset(keyword_terms(token)) & self.terms
+                        if got:
+                            hits.append((i, got))
+                i = text.find(root, i + 1)
+        if not hits:
+            return {}
+        found: dict[int, frozenset] = {}
+        for i, got in hits:
+            line = text.count("\n", 0, i)
+            found[line] = found[line] | got if line in found else got
+        return found
 
 
 def keyword_terms(text: str) -> list[str]:

@@ -1,1 +1,2 @@
-"""``openclaw-memory mcp``: the agent's memory served over the Model Context Protocol (stdio)."""
+"""``openclaw-memory mcp``: the agent's memory served over the Model Context Protocol (stdio, or
+streamable HTTP inside the service)."""

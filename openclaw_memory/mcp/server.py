@@ -218,8 +218,10 @@ def tool_specs(settings: Settings, tools: MemoryTools | None) -> list[ToolSpec]:
         ToolSpec(
             "memory_search", "Search memory",
             f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
-            "{results: [{path, startLine, endLine, score, snippet, source, citation, alsoIn?}], mode, stale, "
-            "message?}: one result per file, its best passage; message says so when nothing matched. "
+            "{results: [{path, startLine, endLine, score, snippet, source, citation, alsoIn?, passages: [{startLine, "
+            "endLine, score, snippet, citation}]}], mode, stale, message?}: one result per file with its best passage, "
+            "and in passages that one and up to two more entries of the file that answer; message says so when "
+            "nothing matched. "
             "Pass a citation to memory_get to read the passage.",
             (
                 Param("query", "string", "What to look for (meaning and keywords: hybrid search).", required=True),

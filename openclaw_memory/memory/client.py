@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from .base import ServiceStatus
 
-OFF_ENV = "OPENCLAW_MEMORY_SERVICE"
-
-
 class ServiceUnavailable(Exception):
     """No answer from the service; ``message`` says why in one line (empty: none runs)."""
 
@@ -44,15 +41,6 @@ def _who(settings: Settings) -> str:
     info = read_info(settings) or {}
     pid = info.get("pid")
     return f"the memory service (pid {pid})" if pid else "the memory service"
-
-
-def service_disabled() -> bool:
-    return os.environ.get(OFF_ENV, "").strip().lower() in ("off", "0", "no", "false")
-
-
-def service_may_run(settings: Settings) -> bool:
-    """Whether a service could answer: not switched off, and its socket exists (one stat)."""
-    return not service_disabled() and os.path.lexists(socket_path(settings))
 
 
 class ServiceClient:

@@ -25,8 +25,8 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
     service in the background first when none runs (``mcp --serve``); ``in_process`` never asks it.
     Like qdrant-client's constructor, the choice is made here once; the memory only delegates.
     """
-    from .client import service_may_run
     from .local import IndexPool, LocalMemory
+    from .paths import service_may_run
 
     def on_wait(what: str, pid: str) -> None:
         notice(f"{what} is in use by another openclaw-memory process (pid {pid}); waiting")

@@ -19,6 +19,45 @@ if TYPE_CHECKING:
 START_WAIT_S = 60.0
 
 
+STOP_WAIT_S = 30.0
+
+
+def stop_service(settings: Settings) -> int | None:
+    """Stop the workspace's service: SIGTERM to the holder of its lock, then wait until the lock is
+    free (the service has answered what it was working on and removed its files). Returns its pid,
+    or None when none runs. Raises MemoryToolError when it does not stop in time."""
+    import signal
+
+    from ..errors import LockTimeout
+    from ..fsutil.lock import FileLock
+    from .paths import lock_path
+
+    lock = FileLock(lock_path(settings), timeout=0, what="the memory service", remove=True)
+    try:
+        lock.acquire()
+    except LockTimeout:
+        pass
+    else:
+        lock.release()  # nobody held it: no service runs
+        return None
+    holder = lock.holder_pid()
+    if not holder.isdigit():
+        raise MemoryToolError(f"a memory service runs but its lock names no pid ({holder!r}); stop it by hand")
+    pid = int(holder)
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return None  # it ended meanwhile
+    waiting = FileLock(lock_path(settings), timeout=STOP_WAIT_S, what=f"the memory service (pid {pid})", remove=True)
+    try:
+        waiting.acquire()
+    except LockTimeout:
+        raise MemoryToolError(f"the memory service (pid {pid}) did not stop within {STOP_WAIT_S:g} s; "
+                              f"`kill -9 {pid}` ends it (the index is crash-safe)") from None
+    waiting.release()
+    return pid
+
+
 def _answers(settings: Settings) -> bool:
     client = ServiceClient(settings, timeout=2.0)
     try:
@@ -54,7 +93,9 @@ def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
         if _answers(settings):
-            notice(f"started the memory service (pid {proc.pid}); its log is {log_path}")
+            notice(f"started the memory service (pid {proc.pid}); it keeps running after this session ends, for the "
+                   "CLI and every MCP session (`openclaw-memory status` shows it; `openclaw-memory serve --stop` stops it); "
+                   f"its log is {log_path}")
             return
         if proc.poll() is not None:
             if _answers(settings):  # another one won the race to start

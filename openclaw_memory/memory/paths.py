@@ -28,6 +28,19 @@ INFO = "info.json"
 TOKEN = "token"
 
 
+OFF_ENV = "OPENCLAW_MEMORY_SERVICE"
+
+
+def service_disabled() -> bool:
+    """``OPENCLAW_MEMORY_SERVICE=off``: always in-process, silently."""
+    return os.environ.get(OFF_ENV, "").strip().lower() in ("off", "0", "no", "false")
+
+
+def service_may_run(settings: Settings) -> bool:
+    """Whether a service could answer: not switched off, and its socket exists (one stat)."""
+    return not service_disabled() and os.path.lexists(socket_path(settings))
+
+
 def service_dir(settings: Settings) -> str:
     return os.path.join(str(settings.data_dir), "service")
 

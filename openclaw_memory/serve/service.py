@@ -4,11 +4,11 @@
    for the workspace names the holder's pid and exits (exit 2). Holding it also means any
    socket left in the folder is stale (its service was killed): it is removed and replaced.
 2. Bind the Unix socket (mode 0600, in a 0700 folder) and answer requests, one thread per
-   connection, each request through :class:`.core.ServiceCore` (the same API the CLI calls),
+   connection, each request through :class:`.core.ServiceCore` (the service's LocalMemory),
    with a heartbeat every half second while it works.
 3. With live sync on (the default; ``watch`` is this process), run the watcher in the main
    thread on the service's own warm index; without it, wait for a signal.
-4. Optionally, MCP over streamable HTTP on a loopback address (see :mod:`.http`).
+4. Optionally, MCP over streamable HTTP on a loopback address (see :mod:`openclaw_memory.mcp.http`).
 5. SIGTERM/SIGINT: stop accepting, let requests in flight finish (a full index is abandoned
    at its next step: the index is crash-safe), close the shards, remove the socket, token,
    info file and lock file.
@@ -184,7 +184,7 @@ class Service:
             self.settings, on_change=self.on_change, on_notice=self.on_notice, on_start=self.on_watch_start,
             polling=self.polling, index=slot.index, index_session=self.core.pool.using,
         )
-        summary = watcher.run(handle_signals=True)
+        summary = watcher.run()
         self._stopped_by = summary.stopped_by
         self.core.stopping.set()
         return summary.changes, summary.batches

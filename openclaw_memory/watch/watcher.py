@@ -6,13 +6,19 @@
 2. Collect event paths; once no event came for ``QUIET_S`` (or ``MAX_WAIT_S`` after the first),
    run the same incremental sync: it stats every file and hashes only those whose stat moved,
    so an editor's rename/replace dance, a burst of saves or a lost event all end in one
-   correct sync. Every ``BACKSTOP_S`` without events the same sync runs anyway (the kernel
+   correct sync. When every event of the batch created a file or renamed one into place (an
+   atomic save, the file is whole), the sync runs at once (``SETTLED_S``); a file written in
+   place or removed waits the full ``QUIET_S`` (it may still be written, or be half of an
+   editor's dance). Every ``BACKSTOP_S`` without events the same sync runs anyway (the kernel
    queue can overflow and drop events silently).
-3. Between syncs no shard and no index lock is held: ``search``, ``status`` and ``index`` from
-   other processes work while the watch runs (each sync is a short exclusive session that
-   opens each shard it needs once, see :mod:`.sessions`).
+3. The watcher runs inside the service (:mod:`openclaw_memory.serve.service`), on the
+   service's warm index: each sync and the warm-up run in ``index_session`` (shards left
+   open); the sync reads the index beside the service's requests while it embeds and has it
+   alone only for its commit, so a search waits for that commit at most, never for a whole
+   sync; the service closes shards left unused (``[service] shard_idle``).
 4. SIGINT/SIGTERM stop the loop; a sync in progress is abandoned at its next Python step (the
-   index is crash-safe: the next run finishes it) and every lock is released on the way out.
+   index is crash-safe: the next run finishes it), except inside its commit, which it finishes
+   first (searches in flight would see it half done); every lock is released on the way out.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,14 +38,15 @@ from ..files.scan import scan_workspace
 from .changes import FileChange, applied_changes, indexed_files
 from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_watch_limit
 from .presence import hold_presence
-from .sessions import short_session
 from .targets import Targets, watch_targets
 from .versions import record_versions
 
 if TYPE_CHECKING:
+    from ..index.api import MemoryIndex
     from ..settings import Settings
 
 QUIET_S = 0.2
+SETTLED_S = 0.0  # after the feed's own step (feeds._STEP_MS): a batch of atomic saves and new files
 MAX_WAIT_S = 2.0
 BACKSTOP_S = 30.0
 ARM_WAIT_S = 3.0  # how long to wait for the watchers to be in place before the first sync
@@ -79,7 +87,8 @@ def _ignore(_message: str) -> None:
 class Watcher:
     """Keep ``settings.agent``'s index in step with its memory files until stopped.
 
-    ``on_change`` gets one :class:`FileChange` per file a sync applied, ``on_notice`` a line
+    ``index`` is the service's warm index and ``index_session(index)`` the block each sync runs
+    in (its lock). ``on_change`` gets one :class:`FileChange` per file a sync applied, ``on_notice`` a line
     of news (fallback to polling, re-arming, an index busy elsewhere), ``on_start`` the
     :class:`WatchStarted` once the first sync is done and the model is loaded.
     """
@@ -88,13 +97,13 @@ class Watcher:
         self,
         settings: Settings,
         *,
+        index: MemoryIndex,
+        index_session: Callable[[MemoryIndex], AbstractContextManager[None]],
         on_change: Callable[[FileChange], None],
         on_notice: Callable[[str], None] = _ignore,
         on_start: Callable[[WatchStarted], None] | None = None,
         polling: bool = False,
         backstop_s: float = BACKSTOP_S,
-        index=None,
-        index_session=short_session,
     ):
         self.settings = settings
         self.on_change = on_change
@@ -102,7 +111,6 @@ class Watcher:
         self.on_start = on_start
         self.polling = polling
         self.backstop_s = backstop_s
-        # The service lends its warm index (shards kept open) and its lock as the session.
         self._index = index
         self._index_session = index_session
         self.stop_event = threading.Event()
@@ -119,24 +127,17 @@ class Watcher:
 
     # -- public ------------------------------------------------------------------------------
 
-    def run(self, *, handle_signals: bool = True) -> WatchSummary:
-        """Watch until SIGINT/SIGTERM (when ``handle_signals`` and on the main thread) or ``stop()``."""
+    def run(self) -> WatchSummary:
+        """Watch until SIGINT/SIGTERM (on the main thread) or ``stop()``."""
         started = time.monotonic()
         presence = hold_presence(self.settings)
-        restore = self._install_signals() if handle_signals else None
-        index = self._index
+        restore = self._install_signals()
         try:
-            if index is None:
-                from ..index.api import MemoryIndex
-
-                index = MemoryIndex(self.settings, keep_open=True)  # closed after every batch: short_session
-            self._loop(index)
+            self._loop(self._index)
         except WatchStopped:
             pass
         finally:
             self._disarm()
-            if index is not None and self._index is None:
-                index.close()
             presence.release()
             if restore is not None:
                 restore()
@@ -148,6 +149,11 @@ class Watcher:
 
     def _stopping(self) -> bool:
         return self._signalled or self.stop_event.is_set()
+
+    def _committing(self) -> bool:
+        """Whether this thread is inside a sync's commit (the index's read view held to write)."""
+        view = getattr(self._index.store, "view", None)
+        return view is not None and view.writing_here()
 
     # -- signals -----------------------------------------------------------------------------
 
@@ -161,7 +167,7 @@ class Watcher:
             # the loop checks ``_signalled`` as often as the stop event.
             self._signal = signal.Signals(signum).name
             self._signalled = True
-            if self._busy:
+            if self._busy and not self._committing():
                 raise WatchStopped()
 
         for sig in previous:
@@ -175,7 +181,7 @@ class Watcher:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    def _loop(self, index) -> None:
+    def _loop(self, index: MemoryIndex) -> None:
         targets = self._arm()
         ok = self._apply(index, set(), first=True)
         if self._stopping():
@@ -193,10 +199,11 @@ class Watcher:
             )
         hints: set[str] = set()
         first_at = last_at = 0.0
+        quiet = SETTLED_S  # QUIET_S once the batch has a file written in place or removed
         due = time.monotonic() + (self.backstop_s if ok else RETRY_S)  # next sync without events
         while not self._stopping():
             now = time.monotonic()
-            wait = min(last_at + QUIET_S, first_at + MAX_WAIT_S) - now if hints else due - now
+            wait = min(last_at + quiet, first_at + MAX_WAIT_S) - now if hints else due - now
             try:
                 message = self._queue.get(timeout=min(max(wait, 0.0), 0.25))
             except queue.Empty:
@@ -212,13 +219,16 @@ class Watcher:
                         now = time.monotonic()
                         if not hints:
                             first_at = now
+                            quiet = SETTLED_S
                         last_at = now
                         hints |= fresh
+                        if not fresh.isdisjoint(message.unsettled):
+                            quiet = QUIET_S
             now = time.monotonic()
             if self._rearm_at is not None and now >= self._rearm_at:
                 targets = self._arm()
                 due = now
-            ready = hints and (now - last_at >= QUIET_S or now - first_at >= MAX_WAIT_S)
+            ready = hints and (now - last_at >= quiet or now - first_at >= MAX_WAIT_S)
             if ready or now >= due:
                 ok = self._apply(index, hints)
                 hints = set()
@@ -228,7 +238,7 @@ class Watcher:
                     targets = self._arm()
                     due = time.monotonic()  # events may have been missed while re-arming
 
-    def _apply(self, index, hints: set[str], first: bool = False) -> bool:
+    def _apply(self, index: MemoryIndex, hints: set[str], first: bool = False) -> bool:
         """One incremental sync; report what it applied and record the versions seen. False: retry soon."""
         settings = self.settings
         workspace = str(settings.workspace)
@@ -269,7 +279,7 @@ class Watcher:
             self.on_change(change)
         return True
 
-    def _warm(self, index) -> None:
+    def _warm(self, index: MemoryIndex) -> None:
         """Load the tokenizer and the model now, so the first edit does not wait for them."""
         self._busy = True
         try:

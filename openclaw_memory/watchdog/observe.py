@@ -28,7 +28,6 @@ TRIES = 3
 
 KIND_FILE = "f"
 KIND_DIR = "d"
-KIND_SYMLINK = "l"
 
 
 def kind_of(mode: int) -> str:
@@ -48,11 +47,6 @@ def kind_of(mode: int) -> str:
     if stat.S_ISBLK(mode):
         return "b"
     return "?"
-
-
-def stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    """What a verify compares: mode (type and permission bits), size, mtime, ctime, inode."""
-    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 @dataclass(frozen=True)

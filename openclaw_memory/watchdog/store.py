@@ -116,15 +116,6 @@ class Table:
     def racy(self, i: int) -> bool:
         return bool(self.flags[i] & RACY)
 
-    def same_stat(self, i: int, st: os.stat_result) -> bool:
-        return (
-            self.mtime[i] == st.st_mtime_ns
-            and self.ctime[i] == st.st_ctime_ns
-            and self.size[i] == st.st_size
-            and self.ino[i] == st.st_ino
-            and self.mode[i] == st.st_mode
-        )
-
     def to_bytes(self) -> bytes:
         blobs = [
             ("paths", "\0".join(self.paths).encode("utf-8", "surrogateescape")),

@@ -69,8 +69,14 @@ def test_split_root_warning_and_merge(oracle, new_ws, tmp_path, monkeypatch, hom
                         if detect["warning"] else None)
         checks.same(f"{label}: split-root warning (the fix hint names each tool's own command)", ours_lines, theirs_lines)
         if theirs_lines and "symlinked" not in label:
-            checks.same(f"{label}: fix hint", before[0].message.split("\n")[5].replace("openclaw-memory", "openclaw"),
-                        detect["warning"].split("\n")[5])
+            ours_hint = before[0].message.split("\n")[5].replace("openclaw-memory", "openclaw")
+            if fix.get("readLimitExceeded"):
+                checks.deliberate("oversized-twin-manual-steps", "OpenClaw's hint sends the user to doctor --fix, which then "
+                                  "refuses the file over its read limit; ours says how to merge by hand",
+                                  ours_hint != detect["warning"].split("\n")[5] and "Merge by hand" in before[0].message,
+                                  before[0].message)
+            else:
+                checks.same(f"{label}: fix hint", ours_hint, detect["warning"].split("\n")[5])
         if "symlinked" in label:
             # Neither merges through a link (OpenClaw's read refuses it: readError); ours says so up front.
             checks.same(f"{label}: nothing merged", any(r.status == "done" for r in report.repairs), bool(fix.get("changed")))
@@ -88,9 +94,7 @@ def test_split_root_warning_and_merge(oracle, new_ws, tmp_path, monkeypatch, hom
                     _normalized((ours_ws / "MEMORY.md").read_bytes(), ours_shown),
                     _normalized((theirs_ws / "MEMORY.md").read_bytes(), theirs_shown))
         if fix.get("readLimitExceeded"):
-            failed = [r for r in report.repairs if r.id == "split-root"]
-            checks.same(f"{label}: refused with OpenClaw's reason", bool(failed) and failed[0].status == "failed" and
-                        failed[0].detail.startswith("Workspace memory root repair skipped (a file exceeded the safe read limit):"), True)
+            checks.same(f"{label}: nothing merged over the read limit", any(r.status == "done" for r in report.repairs), False)
     checks.done()
 
 

@@ -13,20 +13,28 @@ if TYPE_CHECKING:
 
 
 def _ask(finding, description: str) -> bool:
-    """One question per repair, on stderr, default yes (as OpenClaw asks)."""
-    import typer
-
+    """One question per repair, on stderr, default yes (as OpenClaw asks); a closed stdin is a no."""
     sys.stderr.write(f"\n{finding.severity}: {finding.id}\n{finding.message}\n")
-    try:
-        return typer.confirm(f"Repair {finding.id}: {description}?", default=True, err=True)
-    except typer.Abort:  # stdin closed: take it as a no (typer's vendored click raises typer's own Abort)
-        sys.stderr.write("\n")
-        return False
+    while True:
+        sys.stderr.write(f"Repair {finding.id}: {description}? [Y/n]: ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        if not answer:  # end of input
+            sys.stderr.write("\n")
+            return False
+        answer = answer.strip().lower()
+        if answer in ("", "y", "yes"):
+            return True
+        if answer in ("n", "no"):
+            return False
+        sys.stderr.write("Error: invalid input\n")
 
 
-def _block(finding) -> str:
-    fix = " (fixable with --fix)" if finding.fixable else ""
-    return f"{finding.severity}: {finding.id}{fix}\n{finding.message}\n"
+def _block(finding, tried: bool = False) -> str:
+    """A finding; one whose repair ``--fix`` just tried and could not make loses its hint to run it."""
+    fix = " (fixable with --fix)" if finding.fixable and not tried else ""
+    message = finding.without_fix_hint() if tried else finding.message
+    return f"{finding.severity}: {finding.id}{fix}\n{message}\n"
 
 
 def _render(report, fix: bool) -> None:
@@ -38,8 +46,9 @@ def _render(report, fix: bool) -> None:
             out.append("Repairs:")
             out += [f"- {r.id}: {r.action} {r.status}: {r.detail}" for r in report.repairs]
             out.append("")
+    failed = {r.id for r in report.repairs if r.status == "failed"}
     for finding in report.remaining:
-        out.append(_block(finding))
+        out.append(_block(finding, tried=finding.id in failed))
     blocking = [f for f in report.remaining if f.blocking]
     if not blocking:
         out.append("No problems remain." if fix else "No problems found.")

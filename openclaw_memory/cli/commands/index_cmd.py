@@ -74,6 +74,10 @@ def run_search(settings: Settings, query: str, limit: int, min_score: float, mod
         print(f"{hit.score:.3f}  {hit.citation}  [{hit.source}]{also}")
         for line in hit.snippet.splitlines():
             print(f"    {_highlighted(line, result.term_spans(line)) if highlight else line}")
+        for passage in hit.passages[1:]:  # more entries of the same file that answer too
+            print(f"  {passage.score:.3f}  {hit.path}#L{passage.start_line}-L{passage.end_line}")
+            for line in passage.snippet.splitlines():
+                print(f"    {_highlighted(line, result.term_spans(line)) if highlight else line}")
         print()
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import closing
 from typing import TYPE_CHECKING
@@ -25,10 +26,24 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
     if json_out:
         print_json(result.to_json())
     elif result.text:
-        sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+        sys.stdout.write(_shown(result.path, result.text))
     elif result.missing:
         warn(f"{result.path} does not exist")
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
+
+
+# Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _shown(path: str, text: str) -> str:
+    """The text for a person: a binary file (NUL bytes) or any text bound for a terminal has its control
+    characters shown as ``\\xNN`` instead of sent raw (``--json`` gives the exact text)."""
+    if "\x00" in text:
+        warn(f"{path} is not text (it holds NUL bytes): control characters are shown escaped; --json gives the exact text")
+    if "\x00" in text or sys.stdout.isatty():
+        text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int | None, max_chars: int | None,
@@ -47,7 +62,7 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
         sys.stderr.write(f"{result.path}: no earlier version to compare with ({result.reason}); the file follows\n")
         text = result.read.text if result.read is not None else ""
         if text:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.write(_shown(result.path, text))
     else:
         warn(f"{result.path} does not exist")
     return 0

@@ -20,6 +20,19 @@ def _emit_json(data: dict) -> None:
     sys.stdout.flush()
 
 
+def _stop(settings: Settings, json_out: bool) -> int:
+    from ...memory.launch import stop_service
+
+    pid = stop_service(settings)
+    if json_out:
+        _emit_json({"stopped": pid is not None, "pid": pid})
+    elif pid is None:
+        sys.stderr.write(f"no memory service runs for {settings.workspace}\n")
+    else:
+        sys.stderr.write(f"stopped the memory service (pid {pid})\n")
+    return 0
+
+
 def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False, http: str | None = None,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
@@ -66,7 +79,10 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
     return 0
 
 
-def run_serve_command(settings: Settings, no_watch: bool, poll: bool, http: str | None, json_out: bool) -> int:
+def run_serve_command(settings: Settings, no_watch: bool, poll: bool, http: str | None, json_out: bool,
+                      stop: bool = False) -> int:
+    if stop:
+        return _stop(settings, json_out)
     if not no_watch:
         require("watch")
     if http is not None:

@@ -5,6 +5,15 @@ segments) and ``locks/<collection>.lock``. The engine lets one process open a
 shard at a time (a second open fails deep in the WAL), so every open takes the
 collection's file lock first: a second process waits, says who holds it, and
 gives up with a clear message instead of an engine error.
+
+Inside one process, threads share the open shards through the store's :class:`ReadView`:
+searches read side by side, and what changes the state they read (a sync's commit, closing or
+swapping a shard) waits for the searches in flight and has the shards alone, briefly. The
+engine lets readers query a shard while it optimizes it (``optimize`` releases the GIL and
+the engine keeps every segment readable, measured with reader threads against an optimizing
+writer: no panic, no inconsistent count); its updates hold the GIL, so each one is whole, but
+a file's new chunks and the removal of its old ones are two updates: the view keeps searches
+from seeing the state between them.
 """
 
 from __future__ import annotations
@@ -12,8 +21,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,8 +90,155 @@ print(json.dumps({"count": count, "facet": facet, "seen": seen, "bad": bad}))
 """
 
 
+class ReadView:
+    """The index as this process's searches read it (the open shards, and the manifests and keyword
+    statistics written with them): readers share it, a writer has it alone.
+
+    Reentrant per thread, and a thread that reads may also write (a sync reads while it embeds,
+    then writes to commit); two threads that both read must not both wait to write (each would
+    wait for the other's read; the agent's sync lock lets one sync at a time in, and anything else
+    that writes holds no read). A writer waits for the readers in flight; new readers still come
+    in for its first ``grace_s`` (a reader arriving then would wait for the searches before it
+    as well as for the commit), then wait behind it, so a commit is not held off for long by a
+    stream of searches.
+    """
+
+    grace_s = 0.25
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers: dict[int, int] = {}  # thread id -> depth
+        self._writer: int | None = None
+        self._writes = 0  # the writer's depth
+        self._waiting = 0  # writers waiting
+        self._pressing = 0  # writers waiting past their grace: new readers wait behind them
+        self.readers_waiting = 0  # readers waiting for a writer
+        self._upgrading: int | None = None  # a reader waiting to write
+
+    def acquire_read(self, blocking: bool = True) -> bool:
+        me = threading.get_ident()
+        with self._cond:
+            held = self._readers.get(me, 0)
+            if held or self._writer == me:
+                self._readers[me] = held + 1
+                return True
+            if self._writer is not None or self._pressing:
+                if not blocking:
+                    return False
+                self.readers_waiting += 1
+                try:
+                    while self._writer is not None or self._pressing:
+                        self._cond.wait()
+                finally:
+                    self.readers_waiting -= 1
+            self._readers[me] = 1
+            return True
+
+    def release_read(self) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            left = self._readers[me] - 1
+            if left:
+                self._readers[me] = left
+            else:
+                del self._readers[me]
+                self._cond.notify_all()
+
+    def acquire_write(self, blocking: bool = True) -> bool:
+        me = threading.get_ident()
+        with self._cond:
+            if self._writer == me:
+                self._writes += 1
+                return True
+            if self._writer is None and not self._others(me):
+                self._writer, self._writes = me, 1
+                return True
+            if not blocking:
+                return False
+            reader = me in self._readers
+            if reader:
+                if self._upgrading is not None:
+                    raise RuntimeError("two threads that read the index both wait to write it")
+                self._upgrading = me
+            self._waiting += 1
+            pressing = False
+            deadline = time.monotonic() + self.grace_s
+            try:
+                while self._writer is not None or self._others(me):
+                    left = deadline - time.monotonic()
+                    if not pressing and left <= 0:
+                        pressing = True
+                        self._pressing += 1
+                    self._cond.wait(None if pressing else left)
+            finally:
+                self._waiting -= 1
+                if pressing:
+                    self._pressing -= 1
+                    self._cond.notify_all()
+                if reader:
+                    self._upgrading = None
+            self._writer, self._writes = me, 1
+            return True
+
+    def release_write(self) -> None:
+        with self._cond:
+            self._writes -= 1
+            if not self._writes:
+                self._writer = None
+                self._cond.notify_all()
+
+    def _others(self, me: int) -> bool:
+        return any(t != me for t in self._readers)
+
+    def writing_here(self) -> bool:
+        """Whether this thread holds the view to write (a commit in progress)."""
+        return self._writer == threading.get_ident()
+
+    def held_here(self) -> bool:
+        """Whether this thread holds the view at all."""
+        me = threading.get_ident()
+        return self._writer == me or me in self._readers
+
+    def depth_here(self) -> int:
+        """How many reads of the view this thread holds (nested)."""
+        return self._readers.get(threading.get_ident(), 0)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        self.acquire_read()
+        try:
+            yield
+        finally:
+            self.release_read()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        self.acquire_write()
+        try:
+            yield
+        finally:
+            self.release_write()
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """This thread's reads let go for the block (a wait for a lock that a writer of this view
+        may hold), then taken again."""
+        me = threading.get_ident()
+        with self._cond:
+            held = 0 if self._writer == me else self._readers.pop(me, 0)
+            if held:
+                self._cond.notify_all()
+        try:
+            yield
+        finally:
+            if held:
+                self.acquire_read()
+                with self._cond:
+                    self._readers[me] = held
+
+
 class EdgeStore:
-    """Shards of Qdrant Edge under one folder."""
+    """Shards of Qdrant Edge under one folder; threads share them through :attr:`view`."""
 
     backend = "edge"
 
@@ -92,6 +250,12 @@ class EdgeStore:
         # it then holds their locks until close().
         self.keep_open = keep_open
         self._open: dict[str, tuple[EdgeShard, FileLock]] = {}
+        self.view = ReadView()
+        self._loading = threading.RLock()  # one thread loads (or probes) a shard at a time
+        # A resident process (the service) whose own threads search these shards: a shard being
+        # copied stays open for them. Elsewhere it is closed for the copy, so that other
+        # processes can open it meanwhile.
+        self.serving = False
 
     def shard_path(self, name: str) -> Path:
         return self.root / "edge" / name
@@ -130,11 +294,14 @@ class EdgeStore:
         if name in self._open:
             return None  # this process loaded it (probed then) and holds its lock: nobody else has written it
         if record:
-            lock = self._acquire(name)
-            try:
-                return self.damage(name, expected)
-            finally:
-                lock.release()
+            with self._loading:  # a search of this process that opens it meanwhile waits here, not on the file lock
+                if name in self._open:
+                    return None
+                lock = self._acquire(name)
+                try:
+                    return self.damage(name, expected)
+                finally:
+                    lock.release()
         with _shared_lock(str(self.root / "locks" / f"{name}.lock"), self.lock_timeout) as held:
             return self.damage(name, expected, record=False) if held else None
 
@@ -242,13 +409,14 @@ class EdgeStore:
             pass
 
     def drop(self, name: str) -> None:
-        self._close_one(name)
-        lock = self._acquire(name)
-        try:
-            _remove_tree(self.shard_path(name))
-            self._forget_key(name)
-        finally:
-            lock.release()
+        with self.view.writing():
+            self._close_one(name)
+            lock = self._acquire(name)
+            try:
+                _remove_tree(self.shard_path(name))
+                self._forget_key(name)
+            finally:
+                lock.release()
 
     # -- building beside the live shard -------------------------------------------------------
 
@@ -260,7 +428,10 @@ class EdgeStore:
 
         Searches keep using ``name`` meanwhile; :meth:`publish` swaps the two. The copy is
         taken under ``name``'s lock (the engine's files are at rest) and keeps their holes:
-        the engine's files are sparse, so only the bytes in use are copied.
+        the engine's files are sparse, so only the bytes in use are copied. A shard this store
+        keeps open stays open and searchable: its engine writes its state to disk first, and
+        nothing writes it during the copy (its file lock is ours; the caller holds the agent's
+        sync lock), so the copy is what a reload would find.
         """
         staged = f"{self._stage_prefix(name)}{os.getpid()}"
         target = self.shard_path(staged)
@@ -269,8 +440,24 @@ class EdgeStore:
             self._create(staged, dim)
             self._record(staged, self._stat_key(staged), 0)
             return staged
-        self._close_one(name)
-        lock = self._acquire(name)
+        if self.serving and self.keep_open and name not in self._open:
+            with self.open(name):
+                pass  # kept open: searches use it while it is copied
+        held = self._open.get(name) if self.serving else None
+        if held is not None and not held[0].closed:
+            shard = held[0]
+            with self.view.reading():
+                shard.flush()
+                try:
+                    _copy_sparse_tree(self.shard_path(name), target)
+                except BaseException:
+                    _remove_tree(target)
+                    raise
+                self._record(staged, self._stat_key(staged), shard.count())
+            return staged
+        with self.view.writing():
+            self._close_one(name)
+            lock = self._acquire(name)
         try:
             try:
                 _copy_sparse_tree(self.shard_path(name), target)
@@ -285,28 +472,40 @@ class EdgeStore:
         return staged
 
     def publish(self, staged: str, name: str) -> None:
-        """Swap the built shard in place of ``name`` in one step, under ``name``'s lock."""
-        self._close_one(staged)
-        self._close_one(name)
-        recorded = self._recorded(staged)
-        lock = self._acquire(name)
-        try:
-            final, built = self.shard_path(name), self.shard_path(staged)
-            if final.exists():
-                if not _exchange(built, final):
-                    old = final.parent / f".old-{name}-{os.getpid()}"
-                    os.rename(final, old)
+        """Swap the built shard in place of ``name`` in one step, under ``name``'s lock.
+
+        This process's searches wait for the swap only: closing the old shard, the rename, and
+        loading the new one where the store keeps shards open; the old files are removed after.
+        """
+        self._close_one(staged)  # nobody searches it
+        previous: Path | None = None
+        with self.view.writing():
+            reopen = self.serving and name in self._open
+            self._close_one(name)
+            recorded = self._recorded(staged)
+            lock = self._acquire(name)
+            try:
+                final, built = self.shard_path(name), self.shard_path(staged)
+                if final.exists():
+                    if not _exchange(built, final):
+                        old = final.parent / f".old-{name}-{os.getpid()}"
+                        os.rename(final, old)
+                        os.rename(built, final)
+                        built = old
+                    previous = built  # now the previous shard
+                else:
                     os.rename(built, final)
-                    built = old
-                _remove_tree(built)  # now the previous shard
-            else:
-                os.rename(built, final)
-            if recorded is not None:
-                self._record(name, recorded[0], recorded[1])  # the stat of the files moves with them
-            else:
-                self._forget_key(name)
-        finally:
-            lock.release()
+                if recorded is not None:
+                    self._record(name, recorded[0], recorded[1])  # the stat of the files moves with them
+                else:
+                    self._forget_key(name)
+            finally:
+                lock.release()
+            if reopen:
+                with self.open(name):
+                    pass
+        if previous is not None:
+            _remove_tree(previous)
         self._forget_stage(staged)
 
     def discard_stages(self, name: str) -> None:
@@ -338,26 +537,34 @@ class EdgeStore:
 
     @contextmanager
     def open(self, name: str, dim: int | None = None) -> Iterator[EdgeShard]:
-        if name in self._open:
-            yield self._open[name][0]
-            return
-        lock = self._acquire(name)
-        try:
-            shard = EdgeShard(name, self.shard_path(name), *self._load_or_create(name, dim))
-        except BaseException:
-            lock.release()
-            raise
-        if self.keep_open:
-            self._open[name] = (shard, lock)
-            yield shard
-            return
-        try:
-            yield shard
-        finally:
+        """The shard ``name``, read (or written) inside the block under :attr:`view`."""
+        with self.view.reading():
+            held = self._open.get(name)
+            if held is not None:
+                yield held[0]
+                return
+            with self._loading:
+                held = self._open.get(name)  # another thread may have loaded it meanwhile
+                if held is None:
+                    lock = self._acquire(name)
+                    try:
+                        engine, size = self._load_or_create(name, dim)
+                        shard = EdgeShard(name, self.shard_path(name), engine, size, view=self.view)
+                    except BaseException:
+                        lock.release()
+                        raise
+                    if self.keep_open:
+                        self._open[name] = (shard, lock)
+            if held is not None or self.keep_open:
+                yield held[0] if held is not None else shard
+                return
             try:
-                self._close_and_record(name, shard)
+                yield shard
             finally:
-                lock.release()
+                try:
+                    self._close_and_record(name, shard)
+                finally:
+                    lock.release()
 
     @contextmanager
     def held(self):
@@ -375,13 +582,17 @@ class EdgeStore:
                 self._close_one(name)
 
     def _close_one(self, name: str) -> None:
-        held = self._open.pop(name, None)
-        if held is not None:
-            shard, lock = held
-            try:
-                self._close_and_record(name, shard)
-            finally:
-                lock.release()
+        if name not in self._open:
+            return
+        # No search of this process is using it (none opens a shard being built, named ".stage-...").
+        with self.view.writing() if not name.startswith(".") else nullcontext():
+            held = self._open.pop(name, None)
+            if held is not None:
+                shard, lock = held
+                try:
+                    self._close_and_record(name, shard)
+                finally:
+                    lock.release()
 
     def _close_and_record(self, name: str, shard: EdgeShard) -> None:
         if shard.closed:  # it could not be reopened after an optimize: the next open probes it
@@ -612,10 +823,11 @@ def _hit(point, with_vector: bool = False) -> Hit:
 class EdgeShard:
     """An open Qdrant Edge shard; see ``base.Shard`` for the contract."""
 
-    def __init__(self, name: str, path: Path, engine, dim: int):
+    def __init__(self, name: str, path: Path, engine, dim: int, view: ReadView | None = None):
         self.name = name
         self._path = path
         self._engine = engine
+        self._view = view or ReadView()  # the store's: a reopen waits for the searches using the engine
         self._unsettled = 0
         # Points that fill the engine's indexing threshold: from there on an optimize builds.
         self._indexing_points = _INDEXING_THRESHOLD_KB * 1024 // (4 * dim)
@@ -627,6 +839,10 @@ class EdgeShard:
     def close(self) -> None:
         if self._engine is not None:
             self._engine.close()
+
+    def flush(self) -> None:
+        """Write what the engine holds in memory to its files (a copy of them is then whole)."""
+        self._engine.flush()
 
     def upsert(self, points: Sequence[PointData]) -> None:
         import qdrant_edge as qe
@@ -674,26 +890,32 @@ class EdgeShard:
         # memory-mapped ones and builds their HNSW graph (100k chunks answer in ~5 ms instead of
         # ~25 ms by brute force); a reopen then frees what it built (see SETTLE_POINTS). Below
         # it nothing was built, and a reopen (~100 ms) would only slow a live edit down.
+        # Searches keep reading while the engine optimizes (it builds beside the segments it
+        # replaces); only the reopen has the engine to itself.
         settle = self._unsettled >= self._indexing_points
         if settle:
             _ensure_room(self._path.parent, OPTIMIZE_ROOM, "optimize the index")
         self._engine.optimize()
         if settle:
-            import qdrant_edge as qe
+            with self._view.writing():
+                self._reopen()
 
-            self._engine.close()
-            _return_freed_memory()
-            try:
-                self._engine = qe.EdgeShard.load(str(self._path))
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as exc:  # an Exception or a PanicException; the shard is closed and whole on disk
-                self._engine = None
-                raise MemoryToolError(
-                    f"index collection {self.name} could not be reopened after its optimize ({exc}); "
-                    "run `openclaw-memory index` again"
-                ) from None
-            self._unsettled = 0
+    def _reopen(self) -> None:
+        import qdrant_edge as qe
+
+        self._engine.close()
+        _return_freed_memory()
+        try:
+            self._engine = qe.EdgeShard.load(str(self._path))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # an Exception or a PanicException; the shard is closed and whole on disk
+            self._engine = None
+            raise MemoryToolError(
+                f"index collection {self.name} could not be reopened after its optimize ({exc}); "
+                "run `openclaw-memory index` again"
+            ) from None
+        self._unsettled = 0
 
     def count(self) -> int:
         import qdrant_edge as qe

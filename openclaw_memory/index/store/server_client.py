@@ -77,6 +77,7 @@ class Connection:
         self._upserts = 0
         self._fail_after = int(os.environ.get(FAIL_HOOK_ENV, "0") or 0)
         self._down = False
+        self._answered = False  # whether the server ever answered this connection
         self.client = self._connect()
 
     @property
@@ -124,7 +125,9 @@ class Connection:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     self._maybe_fail(what)
-                    return fn(*args, **kwargs)
+                    value = fn(*args, **kwargs)
+                self._answered = True
+                return value
             except (ResponseHandlingException, _SimulatedNetworkFailure) as exc:
                 reason = _transport_reason(exc)
                 if reason is None:  # an answer that is not Qdrant's
@@ -146,7 +149,10 @@ class Connection:
                     raise
                 # Local mode reports misuse with plain exceptions; say which call and why.
                 raise MemoryToolError(f"qdrant-client local mode ({c.local_path}) refused {what}: {exc}") from None
-            if attempt >= c.retries:
+            # Nothing listens at a URL that refused twice and never answered: a typo or a server not
+            # started, which waiting does not mend. One that answered before may be restarting.
+            never_there = reason == "connection refused" and not self._answered and attempt >= 1
+            if attempt >= c.retries or never_there:
                 tries = attempt + 1
                 raise ServerUnavailable(
                     f"cannot reach the Qdrant server at {c.display_url} for {what}: {reason} "
@@ -155,6 +161,8 @@ class Connection:
                     f"`[index.server] timeout` and `retries` tune the waiting"
                 )
             wait = retry_after if retry_after is not None else min(_MAX_WAIT, c.retry_backoff * (2**attempt))
+            if reason == "connection refused" and not self._answered:
+                wait = min(wait, 0.5)
             self._sleep(wait * (0.5 + random.random() / 2) if retry_after is None else wait)
             attempt += 1
 
