@@ -764,3 +764,27 @@ def test_read_view_a_reader_may_write_and_lets_go_while_it_waits():
     assert upgrading.held.wait(WAIT)
     upgrading.release.set()
     assert upgrading.left.wait(WAIT)
+
+
+def test_read_view_two_readers_waiting_to_write_is_refused_not_a_deadlock():
+    from openclaw_memory.index.store.edge import ReadView
+
+    view = ReadView()
+    view.acquire_read()
+    upgrader_waits, upgraded = threading.Event(), threading.Event()
+
+    def upgrade():
+        view.acquire_read()
+        upgrader_waits.set()
+        view.acquire_write()  # waits for this test's read
+        upgraded.set()
+        view.release_write()
+        view.release_read()
+
+    threading.Thread(target=upgrade, daemon=True).start()
+    assert upgrader_waits.wait(WAIT)
+    wait_for(lambda: view._upgrading is not None, WAIT)
+    with pytest.raises(RuntimeError, match="both wait to write"):
+        view.acquire_write()
+    view.release_read()
+    assert upgraded.wait(WAIT)

@@ -352,6 +352,7 @@ class _Sync:
         self.upserts = 0
         self.kill_after = int(os.environ.get(KILL_HOOK_ENV, "0") or 0)
         self.pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "0") or 0)
+        self.paused = False
         self.rekeyed: set[str] = set()  # settings key changed, fingerprint did not: save the new key
         self.by_hash: dict[str, dict[str, list[str]]] = {}  # chunk hash -> collection -> point ids (old manifests)
         self.files_done = self.files_total = 0
@@ -397,6 +398,7 @@ class _Sync:
                 try:
                     for w in saved:
                         self._prepare_commit(w)
+                    self._pause_before_commit(saved)
                     with self._committing():
                         for w in saved:
                             self._commit(w)
@@ -774,12 +776,24 @@ class _Sync:
         self.upserts += 1
         if self.kill_after and self.upserts >= self.kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
-        if self.pause_after and self.upserts == self.pause_after:
-            resumed: list[bool] = []
-            signal.signal(signal.SIGUSR1, lambda *_: resumed.append(True))
-            os.write(2, f"test-hook: index paused (pid {os.getpid()})\n".encode())
-            while not resumed:
-                time.sleep(0.05)
+        if self.pause_after and self.upserts == self.pause_after and not self.paused:
+            self._pause()
+
+    def _pause_before_commit(self, saved: list[_Work]) -> None:
+        """The pause hook, when the commit's writes would reach it: taken before the commit, the
+        ``.dirty`` marker written (paused inside it, this process's searches and a signal to stop
+        would wait for it)."""
+        coming = sum(len(w.live.prepared) for w in saved if w.live is not None)
+        if self.pause_after and not self.paused and self.upserts < self.pause_after <= self.upserts + coming:
+            self._pause()
+
+    def _pause(self) -> None:
+        self.paused = True
+        resumed: list[bool] = []
+        signal.signal(signal.SIGUSR1, lambda *_: resumed.append(True))
+        os.write(2, f"test-hook: index paused (pid {os.getpid()})\n".encode())
+        while not resumed:
+            time.sleep(0.05)
 
     def _prepare_live(self, w: _Work, changes: list[_Changed]) -> None:
         """A change of at most one batch, for the live shard: embedded now, written at the commit."""
