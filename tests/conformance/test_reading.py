@@ -137,10 +137,11 @@ def test_generated_contents_and_windows(oracle, new_ws, files, windows):
 
 
 def test_mcp_memory_get_clamps_and_uses_context_limit(oracle, new_ws, tmp_path, checks):
-    """The MCP tool's window (``MemoryTools.get``): below 1 -> 1, ``contextLimits.memoryGetMaxChars`` the budget."""
+    """The MCP tool's window (``Memory.read(clamp=True)``, what ``memory_get`` calls): below 1 -> 1,
+    ``contextLimits.memoryGetMaxChars`` the budget."""
     import json
 
-    from openclaw_memory.mcp.server import get_window
+    from openclaw_memory.memory.local import LocalMemory
     from openclaw_memory.settings import Overrides, resolve_settings
 
     ws = new_ws()
@@ -151,10 +152,8 @@ def test_mcp_memory_get_clamps_and_uses_context_limit(oracle, new_ws, tmp_path, 
     s = resolve_settings(Overrides(workspace=str(ws), state_dir=str(state)))
     cases = [(None, None, None), (0, 0, 0), (-2, 3, None), (5, None, 100), (2.7, 1, -4)]
     requests = [read_request(ws, "MEMORY.md", [], f, n, m if m is not None else 25) for f, n, m in cases]
+    memory = LocalMemory(s)
     for (f, n, m), answer in zip(cases, oracle.batch(requests)):
-        ff, nn, mm = get_window(s, f, n, m)
-        from openclaw_memory.files.read import read_memory_file
-
-        mine = read_memory_file("MEMORY.md", str(ws), from_line=ff, lines=nn, max_chars=mm).to_json()
+        mine = memory.read("MEMORY.md", from_line=f, lines=n, max_chars=m, clamp=True).to_json()
         checks.same(f"memory_get from={f} lines={n} maxChars={m}", mine, their_read(answer))
     checks.done()
