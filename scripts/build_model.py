@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from openclaw_memory.fsutil.hashing import hash_file  # noqa: E402
 from openclaw_memory.index.models import SHIPPED_DIR  # noqa: E402
 from openclaw_memory.index.onnx_embedding import CHECKSUMS_FILE, FORMAT, META_FILE, MODEL_FILE, export_model  # noqa: E402
 
@@ -90,12 +91,6 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def xxh3(path: Path) -> str:
-    import xxhash
-
-    return xxhash.xxh3_128(path.read_bytes()).hexdigest()
-
-
 def build(out: Path) -> None:
     source, package, version = weights_package()
     work = Path(tempfile.mkdtemp(prefix="build-model-"))
@@ -125,7 +120,7 @@ def build(out: Path) -> None:
         encoding="utf-8",
     )
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != CHECKSUMS_FILE)
-    checksums = {"files": {n: {"bytes": (out / n).stat().st_size, "xxh3_128": xxh3(out / n), "sha256": sha256(out / n)} for n in names}}
+    checksums = {"files": {n: {"bytes": (out / n).stat().st_size, "xxh3_128": hash_file(out / n), "sha256": sha256(out / n)} for n in names}}
     (out / CHECKSUMS_FILE).write_text(json.dumps(checksums, indent=2) + "\n", encoding="utf-8")
 
 

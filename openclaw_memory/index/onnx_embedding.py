@@ -32,6 +32,7 @@ from pathlib import Path
 import xxhash
 
 from openclaw_memory.errors import UsageError
+from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.index.models import canonical_model_name, force_offline, is_default_model, resolve_model, shipped_model
 
 # Bump when the export recipe changes: old exports are redone, and an index embedded by an older
@@ -225,20 +226,12 @@ def verify_shipped(folder: Path) -> None:
         key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
         if key in _verified:
             continue
-        if not isinstance(expected, dict) or st.st_size != expected.get("bytes") or _xxh3(path) != expected.get("xxh3_128"):
+        if not isinstance(expected, dict) or st.st_size != expected.get("bytes") or hash_file(path) != expected.get("xxh3_128"):
             raise UsageError(f"{path} is damaged (its size or checksum is not the one shipped): {_REINSTALL}")
         _verified.add(key)
 
 
 _REINSTALL = "reinstall openclaw-memory (pip install --force-reinstall 'openclaw-memory[search]')"
-
-
-def _xxh3(path: Path) -> str:
-    digest = xxhash.xxh3_128()
-    with open(path, "rb") as stream:
-        while block := stream.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
