@@ -44,6 +44,8 @@ from pathlib import Path
 from _common import REPO, cli, median, pct, settings_for
 from watch import subset_workspace
 
+from openclaw_memory.wire import to_json
+
 PY = sys.executable
 PHASES = ("startup", "mcp", "edit", "load", "memory")
 
@@ -79,7 +81,7 @@ def service_info(ws: Path, state: Path) -> dict:
 
     client = ServiceClient(settings_for(ws, state))
     try:
-        return client.call("service").to_json()
+        return to_json(client.call("service"))
     finally:
         client.close()
 

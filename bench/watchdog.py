@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from openclaw_memory.wire import to_json
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -100,7 +102,7 @@ def tree_benchmark(base: Path, files: int, runs: int) -> None:
     print(f"first snapshot (hash every file): {first:.2f} s")
     subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True)  # refresh git's index stat data
     result = verify_workspace(settings)
-    assert result.break_count == 0 and not result.new, result.to_json()
+    assert result.break_count == 0 and not result.new, to_json(result)
     assert cli(ws, state, "watchdog", "verify").returncode == 0
 
     times: dict[str, list[float]] = {k: [] for k in ("git status", "bare scandir+lstat", "verify (in-process)", "verify (CLI process)", "snapshot, unchanged (in-process)")}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .types import SEVERITIES, Severity
+from .wire import key
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Finding:
     message: str
     fixable: bool = False
     paths: tuple[str, ...] = ()
-    fix_hint: str = ""  # the last line of ``message`` when it says to run doctor --fix
+    fix_hint: str = key(omit=lambda f: not f.fix_hint, default="")  # the last line of ``message`` when it says to run doctor --fix
 
     def without_fix_hint(self) -> str:
         """The message as shown once ``doctor --fix`` tried this repair and could not: no hint to try again."""
@@ -33,12 +34,3 @@ class Finding:
     def blocking(self) -> bool:
         """Errors and warnings make doctor exit 1; notes never do."""
         return self.severity in ("error", "warning")
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "message": self.message,
-            "fixable": self.fixable,
-            "paths": list(self.paths),
-        }

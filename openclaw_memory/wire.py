@@ -1,12 +1,16 @@
-"""The product's data as JSON and back, by its declared type: what crosses the service socket and
-what the data dir keeps (a write's first result, for its idempotency key).
+"""The product's data as JSON and back, by its declared type: what ``--json`` prints, what crosses
+the service socket and what the data dir keeps (a write's first result, for its idempotency key).
+One shape for all three: a result prints exactly what the service sends.
 
 A dataclass is an object of its fields with camelCase keys; a NamedTuple, tuple, list or set an
-array; bytes ``{"base64": "..."}``; a path a string. Nothing on the wire names a type: the
-reader says which type it expects (the return type of the :class:`~openclaw_memory.memory.Memory`
-method it called) and the JSON is read into that type only, field by field, checking each value
-against its annotation. Unknown keys are ignored (a newer peer may send more); a missing field
-takes its default. Floats survive JSON exactly (shortest repr).
+array; bytes ``{"base64": "..."}``; a path a string. A field's :func:`key` may rename it, round
+it, leave it out when it does not apply, or merge a nested result's keys into its own; a class's
+``JSON_DERIVED`` names properties printed after the fields (left out when None; readers skip them). Nothing on the
+wire names a type: the reader says which type it expects (the return type of the
+:class:`~openclaw_memory.memory.Memory` method it called) and the JSON is read into that type
+only, field by field, checking each value against its annotation. Unknown keys are ignored (a
+newer peer may send more); a missing field takes its default; a renamed field is also found under
+its plain camelCase name (records written before it was renamed).
 
 Standard library only: the CLI imports this on its fast path.
 """
@@ -19,6 +23,7 @@ import functools
 import importlib
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any, Literal, Union
 
@@ -40,18 +45,72 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def dump(value: Any) -> JsonValue:
+_SHAPE = "openclaw_memory.wire"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    name: str | None  # the JSON key; None: camel(field name)
+    omit: Callable[[Any], bool] | None  # given the whole object: True leaves the key out
+    digits: int | None
+    flatten: bool  # a nested dataclass whose keys are this object's
+    hidden: bool  # meaningful only in the process that made it: never in the JSON (readers: the default)
+
+
+def key(name: str | None = None, *, omit: Callable[[Any], bool] | None = None, digits: int | None = None,
+        flatten: bool = False, hidden: bool = False, **field_args: Any) -> Any:
+    """A dataclass field with its JSON shape: ``name`` (the key), ``omit`` (a test on the object: the
+    key is left out, and a reader takes the field's default), ``digits`` (a float rounded to that
+    many places), ``flatten`` (a nested result's keys printed among this object's), ``hidden``
+    (never in the JSON: a path or stat only the process that made the value can use)."""
+    metadata = {_SHAPE: _Shape(name, omit, digits, flatten, hidden)}
+    return dataclasses.field(metadata=metadata, **field_args)
+
+
+@functools.cache
+def _layout(cls: Any) -> tuple[tuple[str, str, _Shape | None], ...]:
+    """Per field: its name, its JSON key and its shape (None: the plain camelCase key)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        shape = f.metadata.get(_SHAPE)
+        out.append((f.name, (shape.name if shape and shape.name else camel(f.name)), shape))
+    return tuple(out)
+
+
+def _object_of(value: Any) -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {}
+    cls: Any = type(value)
+    for name, json_key, shape in _layout(cls):
+        item = getattr(value, name)
+        if shape is not None:
+            if shape.hidden or (shape.omit is not None and shape.omit(value)):
+                continue
+            if shape.flatten:
+                if item is not None:
+                    out.update(_object_of(item))
+                continue
+            if shape.digits is not None and item is not None:
+                item = round(item, shape.digits)
+        out[json_key] = to_json(item)
+    for name in getattr(value, "JSON_DERIVED", ()):
+        derived = getattr(value, name)
+        if derived is not None:  # a derived key that does not apply is left out
+            out[camel(name)] = to_json(derived)
+    return out
+
+
+def to_json(value: Any) -> JsonValue:
     """``value`` as JSON data (see the module docstring)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {camel(f.name): dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return _object_of(value)
     if isinstance(value, (tuple, list)):
-        return [dump(v) for v in value]
+        return [to_json(v) for v in value]
     if isinstance(value, (set, frozenset)):
-        return [dump(v) for v in sorted(value)]
+        return [to_json(v) for v in sorted(value)]
     if isinstance(value, dict):
-        return {str(k): dump(v) for k, v in value.items()}
+        return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, PurePath):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
@@ -59,7 +118,7 @@ def dump(value: Any) -> JsonValue:
     raise TypeError(f"cannot send a {type(value).__name__} over the service socket")
 
 
-def load(data: JsonValue, hint: Any) -> Any:
+def from_json(data: JsonValue, hint: Any) -> Any:
     """JSON ``data`` read as a value of type ``hint``; WireError when it is not one."""
     try:
         return _load(data, hint, "value")
@@ -183,21 +242,38 @@ def _load_dataclass(data: Any, cls: type, where: str) -> Any:
         _fail(where, f"an object ({cls.__name__})", data)
     init: dict[str, Any] = {}
     late: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        key = camel(f.name)
-        if key not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.init:
-                _fail(f"{where}.{key}", "a value", None)
+    for f, (_, json_key, shape) in zip(dataclasses.fields(cls), _layout(cls)):
+        if shape is not None and shape.hidden:
             continue
-        if data[key] is None and _admits_none(f.type):
+        if shape is not None and shape.flatten:
+            nested = _flattened(data, _field_hint(cls, f.name))
+            value = None if nested is None else _load(data, nested, where)
+            (init if f.init else late)[f.name] = value
+            continue
+        if json_key not in data and camel(f.name) in data:
+            json_key = camel(f.name)
+        if json_key not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.init:
+                _fail(f"{where}.{json_key}", "a value", None)
+            continue
+        if data[json_key] is None and _admits_none(f.type):
             value = None
         else:
-            value = _load(data[key], _field_hint(cls, f.name), f"{where}.{key}")
+            value = _load(data[json_key], _field_hint(cls, f.name), f"{where}.{json_key}")
         (init if f.init else late)[f.name] = value
     obj = cls(**init)
     for name, value in late.items():
         object.__setattr__(obj, name, value)
     return obj
+
+
+def _flattened(data: dict, hint: Any) -> Any:
+    """The dataclass a flattened field holds, or None when ``data`` lacks one of its required keys."""
+    options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    cls = options[0]
+    required = [json_key for f, (_, json_key, _) in zip(dataclasses.fields(cls), _layout(cls))
+                if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    return cls if all(k in data for k in required) else None
 
 
 def _admits_none(annotation: Any) -> bool:

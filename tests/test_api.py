@@ -7,6 +7,7 @@ import sys
 
 import openclaw_memory as om
 from conftest import write
+from openclaw_memory.wire import to_json
 
 
 def test_every_export_resolves():
@@ -26,7 +27,7 @@ def test_agent_flow_without_the_cli(workspace, state_dir):
     settings = om.resolve_settings(om.Overrides(workspace=str(workspace), state_dir=str(state_dir)))
     memory = om.open_memory(settings)
     assert [f.path for f in memory.files().files] == ["MEMORY.md"]
-    assert memory.read("MEMORY.md", lines=1).to_json()["nextFrom"] == 2
+    assert to_json(memory.read("MEMORY.md", lines=1))["nextFrom"] == 2
     assert memory.read("MEMORY.md#L2").text == "likes tea"  # a search citation reads its lines
     assert "likes tea" in memory.prompt().text
     assert [f.id for f in memory.doctor().findings] == ["split-root"]

@@ -107,7 +107,8 @@ def test_json_shape_of_findings_and_repairs(workspace, cli):
     assert set(data) == {"workspace", "findings", "repairs", "remaining", "ok"}
     assert data["ok"] is False and data["repairs"] == [] and data["remaining"] == data["findings"]
     (finding,) = data["findings"]
-    assert set(finding) == {"id", "severity", "message", "fixable", "paths"}
+    assert set(finding) == {"id", "severity", "message", "fixable", "paths", "fixHint"}
+    assert finding["message"].endswith(finding["fixHint"])
     assert finding["id"] == "split-root" and finding["severity"] == "warning" and finding["fixable"] is True
     assert finding["paths"] == ["MEMORY.md", "memory.md"]
 

@@ -304,15 +304,16 @@ def test_read_json_keeps_openclaw_keys_and_a_paged_read_records_the_whole_file(c
     body = "".join(f"line {i}\n" for i in range(1, 301)).encode()
     write(workspace / "MEMORY.md", body)
     out = cli("read", "MEMORY.md", "--json", "--from", "5", "--lines", "2").json()
-    assert set(out) == {"status", "text", "path", "from", "lines", "truncated", "nextFrom"}
+    assert set(out) == {"status", "text", "path", "from", "lines", "truncated", "nextFrom", "version"}
+    assert out["version"] == version_of(body)
     assert states(cli)["MEMORY.md"]["seenVersion"] == version_of(body)
 
 
 def test_write_reports_no_index_and_no_index_flag(cli, workspace):
     out = cli("write", "memory/a.md", "--append", "x", "--json").json()
-    assert out["index"] == {"updated": False, "reason": "no index for agent main", "sync": None}
+    assert out["index"] == {"updated": False, "reason": "no index for agent main", "failed": False, "sync": None}
     out = cli("write", "memory/a.md", "--append", "y", "--json", "--no-index").json()
-    assert out["index"] == {"updated": False, "reason": "skipped (--no-index)", "sync": None}
+    assert out["index"] == {"updated": False, "reason": "skipped (--no-index)", "failed": False, "sync": None}
 
 
 def test_api_errors_are_typed(workspace, state_dir):

@@ -12,6 +12,7 @@ from conftest import settings_for, write
 from openclaw_memory import api
 from openclaw_memory.history.objects import ObjectStore
 from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.wire import to_json
 
 
 def version_of(data: bytes) -> str:
@@ -83,7 +84,7 @@ def test_an_outside_edit_about_to_be_replaced_is_kept_in_history(workspace, stat
     unseen = b"typed by a person, never read by the product\n"
     write(workspace / "MEMORY.md", unseen)
     api.write_memory(s, "MEMORY.md", content="agent overwrites\n", expect=version_of(unseen)[:12])
-    entries = api.file_history(s, "MEMORY.md").to_json()["versions"]
+    entries = to_json(api.file_history(s, "MEMORY.md"))["versions"]
     assert [e["version"] for e in entries][1] == version_of(unseen)
     api.restore(s, "MEMORY.md", version_of(unseen)[:8])
     assert (workspace / "MEMORY.md").read_bytes() == unseen
@@ -128,7 +129,7 @@ def test_retention_keeps_the_newest_versions_per_path_and_drops_their_objects(wo
     api.read_memory(s, "MEMORY.md")
     for i in range(1, 6):
         api.write_memory(s, "MEMORY.md", content=f"v{i}\n")
-    listed = [e["version"] for e in api.file_history(s, "MEMORY.md").to_json()["versions"]]
+    listed = [e["version"] for e in to_json(api.file_history(s, "MEMORY.md"))["versions"]]
     assert listed == [version_of(f"v{i}\n".encode()) for i in (5, 4, 3)]
     assert object_files(state_dir, workspace) == set(listed)
 
@@ -140,7 +141,7 @@ def test_a_version_shared_by_two_paths_outlives_retention_on_one(workspace, stat
     api.write_memory(s, "memory/b.md", content="shared\n")
     api.write_memory(s, "memory/a.md", content="a moved on\n")
     assert version_of(b"shared\n") in object_files(state_dir, workspace)
-    assert api.file_history(s, "memory/b.md").to_json()["versions"][0]["available"] is True
+    assert to_json(api.file_history(s, "memory/b.md"))["versions"][0]["available"] is True
 
 
 def test_max_bytes_evicts_least_recently_used_objects(tmp_path):
@@ -199,7 +200,8 @@ def test_read_diff_modes(cli, workspace):
     assert never["text"].startswith("line 1\nline 2\n") and never["nextFrom"] == 3
 
     unchanged = cli("read", "MEMORY.md", "--diff", "--json").json()
-    assert unchanged == {"mode": "unchanged", "path": "MEMORY.md", "version": version_of("".join(lines).encode())}
+    now = version_of("".join(lines).encode())
+    assert unchanged == {"mode": "unchanged", "path": "MEMORY.md", "version": now, "previousVersion": now}
 
     old = "".join(lines).encode()
     lines[149] = "line 150 edited\n"
@@ -241,8 +243,8 @@ def test_read_diff_falls_back_to_the_full_read_when_the_old_version_was_evicted(
     write(workspace / "memory/a.md", first + "\nedited\n")
     out = api.read_memory_diff(s, "memory/a.md")
     assert out.mode == "full" and "no longer in the version store" in out.reason
-    assert out.to_json()["previousVersion"] == version_of(first.encode())
-    assert out.to_json()["text"].startswith(first[:100])
+    assert to_json(out)["previousVersion"] == version_of(first.encode())
+    assert to_json(out)["text"].startswith(first[:100])
 
 
 def test_a_damaged_stored_version_is_never_restored(cli, workspace, state_dir):

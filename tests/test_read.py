@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 from conftest import write
 from openclaw_memory.errors import PathRefused
 from openclaw_memory.files.read import NOTICE_CUT, read_memory_file
+from openclaw_memory.wire import to_json
 
 
 def read(ws, path, **kw):
-    """The read's JSON without ``status`` (checked here: ``not_found`` exactly for a missing file)."""
+    """The read's JSON as OpenClaw's ``memory_get`` gives it, without ``status`` (checked here:
+    ``not_found`` exactly for a missing file) and the ``version`` this product adds (checked here too)."""
     result = read_memory_file(path, str(ws), **kw)
-    out = result.to_json()
+    out = to_json(result)
     assert out.pop("status") == ("not_found" if result.missing else "ok")
+    assert out.pop("version", None) == result.version and (result.version is None) == result.missing
     return out
 
 
@@ -126,7 +129,7 @@ def test_fifo_is_refused_without_blocking(workspace):
 
 def test_absolute_path_inside_extra_path(workspace, tmp_path):
     note = write(tmp_path / "extra/n.md", "extra note\n")
-    out = read_memory_file(str(note), str(workspace), extra_paths=[str(tmp_path / "extra")]).to_json()
+    out = to_json(read_memory_file(str(note), str(workspace), extra_paths=[str(tmp_path / "extra")]))
     assert out["text"] == "extra note" and out["path"] == "../extra/n.md"  # relative, as OpenClaw shows it
     with pytest.raises(PathRefused):
         read_memory_file(str(note), str(workspace))

@@ -20,6 +20,7 @@ from openclaw_memory.index.config import IndexConfig
 from openclaw_memory.index.search import DEFAULT_MIN_SCORE
 from openclaw_memory.index.sync import Models
 from openclaw_memory.settings import default_model_cache
+from openclaw_memory.wire import to_json
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +118,8 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
 
     res = cli("search", "hiking trip", "--json")
     data = res.json()
-    assert set(data) == {"results", "mode", "stale"} and data["mode"] == "hybrid" and data["stale"] == []
+    assert set(data) == {"results", "mode", "stale", "terms"} and data["mode"] == "hybrid" and data["stale"] == []
+    assert data["terms"] == ["hiking", "trip"]
     first = data["results"][0]
     assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages"}
     assert set(first["passages"][0]) == {"startLine", "endLine", "score", "snippet", "citation"}
@@ -136,7 +138,7 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
         from openclaw_memory.index.api import MemoryIndex
         from openclaw_memory.settings import resolve_settings
         r = MemoryIndex(resolve_settings()).search("trip", mode="text")
-        print(json.dumps([r.to_json()["stale"], *(m in sys.modules for m in (
+        print(json.dumps([list(r.stale), *(m in sys.modules for m in (
             "torch", "sentence_transformers", "onnxruntime", "openclaw_memory.index.hash_embedding"))]))
         """
     )
@@ -259,7 +261,7 @@ def test_search_results_carry_their_passages(workspace, state_dir):
         assert p.snippet == "\n".join(text[p.start_line - 1 : p.end_line]) and 0 < p.score <= 1
     cited = [p for p in hit.passages if "boathouse" in p.snippet]
     assert len(cited) >= 2
-    data = hit.to_json()
+    data = to_json(hit)
     assert [p["citation"] for p in data["passages"]] == [f"memory/keys.md#L{p.start_line}-L{p.end_line}" for p in hit.passages]
     assert data["passages"][0]["citation"] == data["citation"]
 

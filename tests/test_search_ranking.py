@@ -22,6 +22,7 @@ from openclaw_memory.index.filters import SearchFilters
 from openclaw_memory.index.search import CALIBRATION, Ranking, calibrate
 from openclaw_memory.index.sync import Models
 from openclaw_memory.settings import Overrides, resolve_settings
+from openclaw_memory.wire import to_json
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +150,7 @@ def test_no_overlapping_passages_and_identical_files_shown_once(built):
     copies = [r for r in bike.results if "copies/" in r.path]
     assert len(copies) == 1
     assert {copies[0].path, *copies[0].also_in} == {"memory/copies/parking.md", "memory/copies/parking-old.md"}
-    assert copies[0].to_json()["alsoIn"]
+    assert to_json(copies[0])["alsoIn"]
 
 
 def test_temporal_decay_prefers_the_newer_note_and_never_decays_memory_md(built):
@@ -275,7 +276,7 @@ def cli_env(built, cli):
 
 def test_search_json_keys(built):
     *_, index = built
-    data = index.search("VPN password").to_json()
+    data = to_json(index.search("VPN password"))
     assert set(data) == {"results", "mode", "stale"}
     assert set(data["results"][0]) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages"}
     json.dumps(data)

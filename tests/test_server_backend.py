@@ -34,6 +34,7 @@ from openclaw_memory.index.store.server_client import FAIL_HOOK_ENV, ServerRejec
 from openclaw_memory.index.store.server_config import ServerConfig, server_config
 from openclaw_memory.index.terms import keyword_terms
 from openclaw_memory.settings import Overrides, resolve_settings
+from openclaw_memory.wire import to_json
 
 SERVER_ENV = "OPENCLAW_MEMORY_TEST_QDRANT_URL"
 
@@ -419,7 +420,7 @@ def test_server_findings_report_missing_and_mismatched_collections(workspace, st
     found = {f.id: f for f in server_findings(s)}
     assert found["qdrant-collection-missing"].paths == ("memory-root-main",)
     assert found["qdrant-collection-dimension"].paths == ("memory-dir-main",)
-    assert all(set(f.to_json()) == {"id", "severity", "message", "fixable", "paths"} for f in found.values())
+    assert all(set(to_json(f)) == {"id", "severity", "message", "fixable", "paths"} for f in found.values())
     report = server_report(s)
     assert report["backend"] == "qdrant-local" and report["reachable"]
     write(state_dir / "openclaw-memory.toml", "[index.server]\nretries = 0\n")
@@ -447,7 +448,7 @@ def fill(ws: Path) -> None:
 
 
 def search_all(index, modes=("vector", "text", "hybrid")) -> dict:
-    return {f"{m}:{q}": index.search(q, mode=m, limit=5, min_score=0.0).to_json() for q in QUERIES for m in modes}
+    return {f"{m}:{q}": to_json(index.search(q, mode=m, limit=5, min_score=0.0)) for q in QUERIES for m in modes}
 
 
 @pytest.fixture(scope="module")
@@ -558,15 +559,15 @@ def test_against_a_real_server(tmp_path, models, tenancy):
     with MemoryIndex(settings_for(ws, tmp_path / "edge"), models=models) as index:
         index.sync()
         expected = search_all(index)
-        expected["drinks"] = index.search("drinks tea", mode="hybrid").to_json()
-        expected["cjk"] = index.search("喝茶", mode="text").to_json()
+        expected["drinks"] = to_json(index.search("drinks tea", mode="hybrid"))
+        expected["cjk"] = to_json(index.search("喝茶", mode="text"))
     s = settings_for(ws, tmp_path / "srv", qdrant_url=os.environ[SERVER_ENV])
     with MemoryIndex(s, models=models) as index:
         try:
             index.sync()
             got = search_all(index)
-            got["drinks"] = index.search("drinks tea", mode="hybrid").to_json()
-            got["cjk"] = index.search("喝茶", mode="text").to_json()
+            got["drinks"] = to_json(index.search("drinks tea", mode="hybrid"))
+            got["cjk"] = to_json(index.search("喝茶", mode="text"))
             assert got == expected  # the same engine core: exact parity, stemming and CJK included
             assert server_findings(s) == []
         finally:

@@ -19,6 +19,7 @@ from openclaw_memory.errors import LockTimeout, UsageError, WriteBlocked
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.idempotency import KEEP_S, IdempotencyStore, default_key
 from openclaw_memory.memory.paths import read_info
+from openclaw_memory.wire import to_json
 
 
 @pytest.fixture
@@ -68,8 +69,10 @@ def test_a_retried_append_is_written_once_and_answered_with_the_first_result(set
     first = api.write_memory(settings, "MEMORY.md", append="- call the plumber")
     again = api.write_memory(settings, "MEMORY.md", append="- call the plumber")
     assert (workspace / "MEMORY.md").read_text().count("call the plumber") == 1
-    assert again.to_json() == {**first.to_json(), "replayed": True}
-    assert "replayed" not in first.to_json()
+    replayed = to_json(again)
+    assert replayed.pop("replay") == {"key": again.replay.key, "firstTime": again.replay.first_time}
+    assert replayed == {**to_json(first), "replayed": True}
+    assert "replayed" not in to_json(first) and "replay" not in to_json(first)
 
 
 def test_keys_default_to_agent_tool_and_input_hash(settings):
@@ -86,7 +89,7 @@ def test_an_explicit_key_makes_a_second_identical_append_a_new_write(settings, w
     api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-1")
     api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-2")
     replay = api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-2")
-    assert replay.to_json()["replayed"] is True
+    assert to_json(replay)["replayed"] is True
     assert (workspace / "MEMORY.md").read_text().count("- tick") == 2
     with pytest.raises(UsageError):
         api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="")
@@ -108,7 +111,7 @@ def test_a_key_is_bound_to_its_write_and_a_reuse_for_another_is_refused(settings
         api.write_memory(other_session, "MEMORY.md", append="- first fact", idempotency_key="turn-7")
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- first fact\n"
     assert (workspace / "memory" / "b.md").read_text() == "b\n"
-    assert api.write_memory(settings, "MEMORY.md", append="- first fact", idempotency_key="turn-7").to_json()["replayed"]
+    assert to_json(api.write_memory(settings, "MEMORY.md", append="- first fact", idempotency_key="turn-7"))["replayed"]
 
 
 def test_a_replay_is_answered_only_while_the_file_holds_what_the_first_write_made(settings, workspace):
@@ -117,11 +120,11 @@ def test_a_replay_is_answered_only_while_the_file_holds_what_the_first_write_mad
     api.restore(settings, "MEMORY.md", first.previous)  # the person takes the fact out again
     api.read_memory(settings, "MEMORY.md")
     again = api.write_memory(settings, "MEMORY.md", append="- remember the keys")
-    assert "replayed" not in again.to_json()  # written again, not answered from a version the file no longer has
+    assert "replayed" not in to_json(again)  # written again, not answered from a version the file no longer has
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- remember the keys\n"
     other = settings.with_session("s-9")  # without a key, another session's same text is its own write
     api.read_memory(other, "MEMORY.md")
-    assert "replayed" not in api.write_memory(other, "MEMORY.md", append="- remember the keys").to_json()
+    assert "replayed" not in to_json(api.write_memory(other, "MEMORY.md", append="- remember the keys"))
     assert (workspace / "MEMORY.md").read_text().count("- remember the keys") == 2
 
 
@@ -133,11 +136,11 @@ def test_a_key_older_than_a_day_or_damaged_counts_as_absent(settings, workspace)
     data = json.loads(open(path).read())
     data["time"] -= KEEP_S + 1
     open(path, "w").write(json.dumps(data))
-    assert "replayed" not in api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old").to_json()
+    assert "replayed" not in to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))
     open(path, "w").write("{not json")
-    assert "replayed" not in api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old").to_json()
+    assert "replayed" not in to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))
     assert (workspace / "MEMORY.md").read_text().count("- daily") == 3
-    assert api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old").to_json()["replayed"] is True
+    assert to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))["replayed"] is True
     assert stat_mode(path) == 0o600
     old = os.path.getmtime(path) - KEEP_S - 10
     os.utime(path, (old, old))
@@ -154,7 +157,7 @@ def test_concurrent_retries_write_once(settings, workspace):
 
     def attempt():
         try:
-            results.append(api.write_memory(settings, "MEMORY.md", append="- once", update_index=False).to_json())
+            results.append(to_json(api.write_memory(settings, "MEMORY.md", append="- once", update_index=False)))
         except Exception as exc:  # collected: the assertion below shows it
             errors.append(exc)
 
@@ -174,7 +177,9 @@ def test_the_cli_says_a_retried_write_was_already_done(cli, workspace):
     first = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded", "--json")
     again = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded", "--json")
     assert first.returncode == again.returncode == 0
-    assert again.json() == {**first.json(), "replayed": True}
+    replayed = again.json()
+    assert set(replayed.pop("replay")) == {"key", "firstTime"}
+    assert replayed == {**first.json(), "replayed": True}
     assert "already written" in again.stderr
     assert (workspace / "memory" / "2026-11-30.md").read_text() == "# Notes\n- boat: sanded\n"
     other = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded", "--idempotency-key", "second time")

@@ -23,6 +23,7 @@ from openclaw_memory.watchdog.ignore import DEFAULT_PATTERNS, compile_rules
 from openclaw_memory.watchdog.snapshot import has_baseline, refresh_baseline, take_snapshot
 from openclaw_memory.watchdog.store import RACY, SnapshotStore
 from openclaw_memory.watchdog.verify import NoBaseline, verify_workspace
+from openclaw_memory.wire import to_json
 
 
 @pytest.fixture
@@ -291,7 +292,7 @@ def test_state_dir_inside_the_workspace_is_excluded(workspace):
     assert heartbeat(settings).status == "HEARTBEAT_OK"
     second = heartbeat(settings)
     assert second.status == "HEARTBEAT_OK"
-    assert second.verify.new == () and second.snapshot.entries == 1
+    assert second.verify.new == () and second.verify.entries == 1
 
 
 # --- snapshots: labels, retention, refresh --------------------------------------------
@@ -357,13 +358,13 @@ def test_guard_follows_the_mount_table():
 def test_heartbeat_api_first_run_then_break(settings, workspace):
     first = heartbeat(settings)
     assert (first.status, first.verify, first.checkpoint) == ("HEARTBEAT_OK", None, None)
-    assert first.snapshot.label.startswith("heartbeat-")
+    assert first.snapshot.startswith("heartbeat-")
     (workspace / "MEMORY.md").unlink()
     result = heartbeat(settings)
     assert result.status == "BREAK" and result.verify.deleted == ("MEMORY.md",)
     text = result.checkpoint.read_text(encoding="utf-8")
     assert text.startswith(HEADING) and "`MEMORY.md`" in text
-    assert set(result.to_json()) == {"status", "verify", "snapshot", "checkpoint"}
+    assert set(to_json(result)) == {"status", "verify", "snapshot", "checkpoint"}
     assert heartbeat(settings).status == "HEARTBEAT_OK"  # the break is in the new baseline
 
 
@@ -376,13 +377,14 @@ def test_cli_verify_exit_codes_and_json(cli, workspace):
     assert snap.returncode == 0 and snap.json()["label"] == "first" and snap.json()["entries"] == 1
     clean = cli("watchdog", "verify", "--json")
     assert clean.returncode == 0
-    assert clean.json() == {"baseline": "first", "changed": [], "deleted": [], "new": [], "breakCount": 0}
+    assert {**clean.json(), "rehashed": 0} == {"baseline": "first", "changed": [], "deleted": [], "new": [],
+                                               "breakCount": 0, "entries": 1, "rehashed": 0}
     write(workspace / "MEMORY.md", "# Memory, changed\n")
     write(workspace / "new.md", "n")
     broken = cli("watchdog", "verify", "--json")
     assert broken.returncode == 1
     data = broken.json()
-    assert set(data) == {"baseline", "changed", "deleted", "new", "breakCount"}
+    assert set(data) == {"baseline", "changed", "deleted", "new", "breakCount", "entries", "rehashed"}
     assert [set(c) for c in data["changed"]] == [{"path", "oldHash", "newHash"}]
     assert data["changed"][0]["path"] == "MEMORY.md" and data["new"] == ["new.md"] and data["breakCount"] == 1
     assert len(data["changed"][0]["oldHash"]) == 32 and data["changed"][0]["oldHash"] != data["changed"][0]["newHash"]

@@ -37,15 +37,6 @@ class Repair:
         if self.status not in REPAIR_STATUSES:
             raise ValueError(f"repair {self.id}: status must be one of {REPAIR_STATUSES}, not {self.status!r}")
 
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "action": self.action,
-            "status": self.status,
-            "detail": self.detail,
-            "paths": list(self.paths),
-        }
-
 
 class CheckContext:
     """Settings plus the workspace views several checks need, each computed once."""

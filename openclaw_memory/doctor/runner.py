@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..settings import Settings
 from . import hooks
@@ -29,6 +30,8 @@ class DoctorReport:
     repairs: tuple[Repair, ...]
     remaining: tuple[Finding, ...]
 
+    JSON_DERIVED: ClassVar = ("ok",)
+
     @property
     def ok(self) -> bool:
         """No error or warning is left (notes do not count)."""
@@ -37,15 +40,6 @@ class DoctorReport:
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else 1
-
-    def to_json(self) -> dict:
-        return {
-            "workspace": self.workspace,
-            "findings": [f.to_json() for f in self.findings],
-            "repairs": [r.to_json() for r in self.repairs],
-            "remaining": [f.to_json() for f in self.remaining],
-            "ok": self.ok,
-        }
 
 
 def run_doctor(

@@ -16,7 +16,8 @@ from __future__ import annotations
 import codecs
 import os
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import xxhash
 
@@ -24,6 +25,7 @@ from ..errors import PathChanged, PathRefused
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
+from ..wire import key
 from .jstext import js_trim, truncate_utf16_safe, utf16_len
 from .paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path, is_memory_path
 
@@ -34,30 +36,26 @@ NOTICE_CUT = NOTICE_CUT_EXTRA[:-1] + " If you need the full raw line, use read o
 
 @dataclass(frozen=True)
 class ReadResult:
+    """OpenClaw's ``memory_get`` keys (``truncated``/``nextFrom`` only when they apply), plus the
+    version the window came from and any warnings."""
+
     text: str
     path: str
-    from_line: int | None = None
-    lines: int | None = None
-    truncated: bool = False
-    next_from: int | None = None
-    missing: bool = False
-    abs_path: str = ""
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-    # The whole file's content hash and size when the window was read; None when the
-    # file is missing or kept changing during the read. Never part of ``to_json``.
-    version: str | None = None
-    size: int | None = None
+    from_line: int | None = key("from", omit=lambda r: r.missing, default=None)
+    lines: int | None = key(omit=lambda r: r.missing, default=None)
+    truncated: bool = key(omit=lambda r: not r.truncated, default=False)
+    next_from: int | None = key(omit=lambda r: r.next_from is None, default=None)
+    status: Literal["ok", "not_found"] = "ok"
+    abs_path: str = key(hidden=True, default="")
+    warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
+    # The whole file's content hash when the window was read; None when the file is missing or
+    # kept changing during the read.
+    version: str | None = key(omit=lambda r: r.version is None, default=None)
+    size: int | None = key(hidden=True, default=None)  # for the read record, in this process
 
-    def to_json(self) -> dict:
-        """Exactly OpenClaw's keys: ``truncated``/``nextFrom`` only when they apply."""
-        if self.missing:
-            return {"status": "not_found", "text": "", "path": self.path}
-        out: dict = {"status": "ok", "text": self.text, "path": self.path, "from": self.from_line, "lines": self.lines}
-        if self.truncated:
-            out["truncated"] = True
-        if self.next_from is not None:
-            out["nextFrom"] = self.next_from
-        return out
+    @property
+    def missing(self) -> bool:
+        return self.status == "not_found"
 
 
 # Longer paths could still be reached one folder at a time, but nothing else (an editor,
@@ -252,7 +250,7 @@ def read_memory_file(
     resolved = resolve_memory_path(path, workspace, extra_paths)
     opened = open_resolved(resolved)
     if opened is None:
-        return ReadResult("", resolved.display, missing=True, abs_path=resolved.abs_path)
+        return ReadResult("", resolved.display, status="not_found", abs_path=resolved.abs_path)
     with os.fdopen(opened[0], "rb") as fh:
         (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
     warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()

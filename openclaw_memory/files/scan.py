@@ -18,6 +18,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, open_root
+from ..wire import key
 from .jstext import utf16_sort_key
 from .paths import (
     CANONICAL_ROOT,
@@ -45,21 +46,15 @@ class MemoryFile:
     source: str  # "root" | "memory" | "extra"
     kind: str  # "markdown" | "image" | "audio"
     size: int
-    mtime_ns: int = 0
-    ctime_ns: int = 0
-    inode: int = 0  # with the size and times: the stat key by which ``state`` knows a file unchanged
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "absPath": self.abs_path, "source": self.source, "kind": self.kind, "size": self.size}
+    mtime_ns: int = key(hidden=True, default=0)
+    ctime_ns: int = key(hidden=True, default=0)
+    inode: int = key(hidden=True, default=0)  # with the size and times: the stat key by which ``state`` knows a file unchanged
 
 
 @dataclass(frozen=True)
 class Skipped:
     path: str
     reason: str
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -69,20 +64,12 @@ class ScanResult:
     files: list[MemoryFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     # Every folder listed, with (inode, mtime) taken before listing it: see ScanCache.
-    folders: list[tuple[str, int, int]] = field(default_factory=list)
+    folders: list[tuple[str, int, int]] = key(hidden=True, default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
         """Problems a user must hear about even without ``--json`` (unreadable folders)."""
         return [f"cannot read {s.path}: {s.reason}" for s in self.skipped if s.reason.startswith("unreadable")]
-
-    def to_json(self) -> dict:
-        return {
-            "workspace": self.workspace,
-            "agent": self.agent,
-            "files": [f.to_json() for f in self.files],
-            "skipped": [s.to_json() for s in self.skipped],
-        }
 
 
 class _Collector:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import xxhash
 
 from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
+from ..wire import key
 from .states import READ, ReadRecords
 from .store import FileVersion, HistoryStore
 from .versions import short
@@ -35,25 +36,21 @@ class DiffRead:
     mode: str
     path: str
     version: str | None  # the file now; None when missing
-    previous: str | None  # what this agent last read or wrote
-    diff: str = ""
-    read: ReadResult | None = None  # the paged read, in mode ``full``
-    reason: str | None = None  # why mode ``full``
-    warnings: tuple[str, ...] = ()
+    previous: str | None = key("previousVersion")  # what this agent last read or wrote
+    diff: str = key(omit=lambda d: d.mode != DIFF, default="")
+    read: ReadResult | None = key(flatten=True, default=None)  # the paged read, in mode ``full``
+    reason: str | None = key(omit=lambda d: d.reason is None, default=None)  # why mode ``full``
+    warnings: tuple[str, ...] = key(omit=lambda d: not d.warnings, default=())
 
-    def to_json(self) -> dict:
-        out: dict = {"mode": self.mode, "path": self.path}
-        if self.mode == DIFF:
-            out.update(fromVersion=self.previous, toVersion=self.version, diff=self.diff)
-        elif self.mode == UNCHANGED:
-            out["version"] = self.version
-        elif self.mode == FULL:
-            out.update(version=self.version, previousVersion=self.previous, reason=self.reason)
-            assert self.read is not None, "read_diff gives mode full its paged read"
-            out.update(self.read.to_json())
-        else:
-            out["previousVersion"] = self.previous
-        return out
+    JSON_DERIVED: ClassVar = ("from_version", "to_version")
+
+    @property
+    def from_version(self) -> str | None:
+        return self.previous if self.mode == DIFF else None
+
+    @property
+    def to_version(self) -> str | None:
+        return self.version if self.mode == DIFF else None
 
 
 def read_diff(settings: Settings, path: str, *, from_line: int = 1, lines: int | None = None, max_chars: int | None = None) -> DiffRead:

@@ -25,7 +25,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import xxhash
 
@@ -36,6 +36,7 @@ from ..fsutil.atomic import unlink_quietly, write_temp_beside
 from ..fsutil.move import NO_LINK
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
+from ..wire import key
 from .states import WRITE, ReadRecords, Seen
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import AGENT_WRITE, RESTORE, Entry, short
@@ -65,9 +66,6 @@ class IndexUpdate:
     failed: bool = False
     sync: SyncSummary | None = None
 
-    def to_json(self) -> dict:
-        return {"updated": self.updated, "reason": self.reason, "sync": self.sync.to_json() if self.sync else None}
-
 
 @dataclass(frozen=True)
 class Replay:
@@ -83,27 +81,21 @@ class WriteResult:
     abs_path: str
     action: str  # append | replace | restore
     version: str
-    previous: str | None  # the version replaced; None when the file was created
-    size: int
-    created: bool
+    previous: str | None = key("previousVersion")  # the version replaced; None when the file was created
+    size: int = key()
+    created: bool = key()
     changed: bool = True  # False when a restore found the file already at that version
     index: IndexUpdate | None = None  # set by the API after the write
-    warnings: tuple[str, ...] = ()  # the write happened; something after it did not (see _commit)
-    replay: Replay | None = None  # set when this is an earlier write's result, replayed
+    # The write happened; something after it did not (see _commit).
+    warnings: tuple[str, ...] = key(omit=lambda w: not w.warnings, default=())
+    # Set when this is an earlier write's result, replayed.
+    replay: Replay | None = key(omit=lambda w: w.replay is None, default=None)
 
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "action": self.action,
-            "version": self.version,
-            "previousVersion": self.previous,
-            "size": self.size,
-            "created": self.created,
-            "changed": self.changed,
-            "index": self.index.to_json() if self.index else None,
-            **({"warnings": list(self.warnings)} if self.warnings else {}),
-            **({"replayed": True} if self.replay is not None else {}),
-        }
+    JSON_DERIVED: ClassVar = ("replayed",)
+
+    @property
+    def replayed(self) -> bool | None:
+        return True if self.replay is not None else None
 
 
 class _Raced(Exception):

@@ -96,7 +96,7 @@ class IdempotencyStore:
             if data["key"] != key or time.time() - float(data["time"]) >= self.keep_s:
                 return None
             recorded = data["result"]
-            first = wire.load(wire.untag(recorded) if wire.is_tagged(recorded) else recorded, WriteResult)
+            first = wire.from_json(wire.untag(recorded) if wire.is_tagged(recorded) else recorded, WriteResult)
             bound = data.get("binding")
             replayed = dataclasses.replace(first, replay=Replay(key, float(data["time"])))
             return replayed, bound if isinstance(bound, dict) else None
@@ -104,7 +104,7 @@ class IdempotencyStore:
             return None  # absent or damaged: the write goes ahead and the entry is written anew
 
     def put(self, key: str, result: WriteResult, when: float | None = None, bound: dict | None = None) -> None:
-        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.dump(result),
+        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.to_json(result),
                    "binding": bound}
         os.makedirs(self.root, exist_ok=True)
         # ensure_ascii: a name that is not UTF-8 round-trips as \udcXX

@@ -4,34 +4,47 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import PathRefused, os_error
 from ..files.read import open_resolved, resolve_memory_path
+from ..wire import key
 from .store import HistoryStore, snapshot_fd
-from .versions import Entry
+from .versions import Entry, iso_time
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
 
 @dataclass(frozen=True)
+class ListedVersion:
+    version: str
+    time: str  # iso_time
+    size: int
+    origin: str  # one of versions.ORIGINS
+    agent: str | None  # who wrote or restored it; None for an outside edit
+    available: bool  # its bytes are still stored (restore can bring it back)
+    current: bool  # the file holds it now (the newest entry only)
+
+    JSON_DERIVED: ClassVar = ("hash",)
+
+    @property
+    def hash(self) -> str:
+        """``version`` again, under the name the issue gave it."""
+        return self.version
+
+
+@dataclass(frozen=True)
 class VersionHistory:
     path: str
-    current: str | None  # the version the file holds now; None when it does not exist
-    entries: tuple[Entry, ...]  # newest first
-    available: frozenset[str]  # versions whose bytes are still stored
-    warnings: tuple[str, ...] = ()
+    current: str | None = key("currentVersion")  # the version the file holds now; None when it does not exist
+    versions: tuple[ListedVersion, ...] = key()  # newest first
+    warnings: tuple[str, ...] = key(omit=lambda h: not h.warnings, default=())
 
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "currentVersion": self.current,
-            "versions": [
-                e.to_json(available=e.version in self.available, current=e.version == self.current and i == 0)
-                for i, e in enumerate(self.entries)
-            ],
-        }
+
+def _listed(entries: tuple[Entry, ...], current: str | None, available: frozenset[str]) -> tuple[ListedVersion, ...]:
+    return tuple(ListedVersion(e.version, iso_time(e.time), e.size, e.origin, e.agent, e.version in available,
+                               e.version == current and i == 0) for i, e in enumerate(entries))
 
 
 def file_history(settings: Settings, path: str) -> VersionHistory:
@@ -58,4 +71,5 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
                 os.close(fd)
         entries = tuple(reversed(store.entries(resolved.abs_path)))
         available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
-    return VersionHistory(resolved.display, snapshot.version if snapshot else None, entries, available, warnings)
+    current = snapshot.version if snapshot else None
+    return VersionHistory(resolved.display, current, _listed(entries, current, available), warnings)

@@ -6,13 +6,14 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import os_error
 from ..files.paths import display_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import atomic_write_text, sync_filesystem
 from ..fsutil.safeopen import FolderSwapped
+from ..wire import camel, key
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import iso_time
@@ -20,10 +21,6 @@ from .versions import iso_time
 if TYPE_CHECKING:
     from ..settings import Settings
 
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.title() for word in rest)
 
 
 @dataclass(frozen=True)
@@ -33,21 +30,15 @@ class FileState:
     state: str
     version: str | None  # what the file holds now; None when it no longer exists
     seen_version: str | None  # what this agent last read or wrote
-    seen_how: str | None
-    seen_time: float | None
-    size: int | None
+    seen_how: str | None = key("seenAs")
+    seen_at: str | None = key()  # when, as iso_time
+    size: int | None = key()
 
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "state": self.state,
-            "exists": self.version is not None,
-            "version": self.version,
-            "size": self.size,
-            "seenVersion": self.seen_version,
-            "seenAs": self.seen_how,
-            "seenAt": iso_time(self.seen_time) if self.seen_time is not None else None,
-        }
+    JSON_DERIVED: ClassVar = ("exists",)
+
+    @property
+    def exists(self) -> bool:
+        return self.version is not None
 
 
 @dataclass(frozen=True)
@@ -57,9 +48,6 @@ class Unreadable:
     path: str
     reason: str
 
-    def to_json(self) -> dict:
-        return {"path": self.path, "reason": self.reason}
-
 
 @dataclass(frozen=True)
 class StateReport:
@@ -67,24 +55,18 @@ class StateReport:
     workspace: str
     files: tuple[FileState, ...]
     unreadable: tuple[Unreadable, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = key(omit=lambda r: not r.notes, default=())
+
+    JSON_DERIVED: ClassVar = ("counts",)
 
     @property
     def warnings(self) -> list[str]:
         return [f"cannot read {u.path}: {u.reason}; its state is unknown" for u in self.unreadable] + list(self.notes)
 
+    @property
     def counts(self) -> dict[str, int]:
         """Files per state, keyed by the state's camelCase name (``readFresh``, ...) like every JSON key."""
-        return {_camel(name): sum(1 for f in self.files if f.state == name) for name in STATES}
-
-    def to_json(self) -> dict:
-        return {
-            "agent": self.agent,
-            "workspace": self.workspace,
-            "counts": self.counts(),
-            "files": [f.to_json() for f in self.files],
-            "unreadable": [u.to_json() for u in self.unreadable],
-        }
+        return {camel(name): sum(1 for f in self.files if f.state == name) for name in STATES}
 
 
 def file_states(settings: Settings) -> StateReport:
@@ -199,7 +181,7 @@ def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion |
         current,
         seen.version if seen else None,
         seen.how if seen else None,
-        seen.time if seen else None,
+        iso_time(seen.time) if seen else None,
         snap.size if snap else None,
     )
 

@@ -35,19 +35,6 @@ class Entry(NamedTuple):
     origin: str  # one of ORIGINS; a first sighting is an external edit
     agent: str | None  # the agent that wrote or restored it; None for an outside edit
 
-    def to_json(self, *, available: bool, current: bool) -> dict:
-        """The ``history --json`` entry; ``hash`` repeats ``version`` (the issue's name for it)."""
-        return {
-            "version": self.version,
-            "time": iso_time(self.time),
-            "size": self.size,
-            "hash": self.version,
-            "origin": self.origin,
-            "agent": self.agent,
-            "available": available,
-            "current": current,
-        }
-
 
 def iso_time(seconds: float) -> str:
     """UTC, millisecond precision: ``2026-11-30T13:45:12.123Z``."""

@@ -35,17 +35,6 @@ class CollectionInfo:
     points: int | None  # None: never indexed
     backend: str
 
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "agent": self.agent,
-            "path": self.path,
-            "pattern": self.pattern,
-            "points": self.points,
-            "backend": self.backend,
-        }
-
 
 class MemoryIndex:
     """Sync, search and inspect the index of ``settings.agent`` in ``settings.workspace``.

@@ -18,7 +18,10 @@ Rules (see docs/search.md):
   extra chunk per file (title, front-matter fields, an outline of the headings) that answers
   questions about the file as a whole;
 - blank lines never start or end a chunk; every other line (front matter aside) is in at least one
-  chunk.
+  chunk;
+- every chat-log turn (a line of a paragraph that reads as a chat log, see ``entries``) is also a
+  chunk of its own, under its heading path, as ``MEMORY.md``'s items are (``turn_chunks``): a
+  section of a long conversation blends a dozen turns into one vector.
 
 ``entries`` cuts a chunk's lines into the units a search passage is made of (list items, paragraphs,
 table rows, chat-log turns, code blocks, headings); it changes nothing in the chunks.
@@ -28,13 +31,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import xxhash
 
 from openclaw_memory.errors import UsageError
 
-CHUNKER_VERSION = 2
+# 3: every chat-log turn is also a chunk of its own.
+CHUNKER_VERSION = 3
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
@@ -72,16 +76,6 @@ class Chunk:
     kind: str = SECTION
     fence_line: int = 0  # when the chunk starts inside a fenced code block: the fence's line (1-based)
     fence: str = ""  # ... and that line's text, so a snippet can open with it
-
-    def to_json(self) -> dict:
-        return {
-            "startLine": self.start_line,
-            "endLine": self.end_line,
-            "text": self.text,
-            "headingPath": self.heading_path,
-            "hash": self.hash,
-            "kind": self.kind,
-        }
 
 
 @dataclass(frozen=True)
@@ -151,13 +145,14 @@ def chunk_document(
     items: bool = False,
 ) -> list[Chunk]:
     """The file's section chunks, its list items with ``items`` (a file of durable facts, one a
-    line: ``MEMORY.md``), then its card (when it has front matter or more than one section)."""
+    line: ``MEMORY.md``), its chat-log turns, then its card (when it has front matter or more than one section)."""
     sections = chunk_markdown(text, counter, budget_tokens, overlap_tokens, path)
     if not text.strip():
         return sections
     budget, overlap = resolve_budget(counter, budget_tokens, overlap_tokens)
     lines = text.split("\n")
     extra = list_items(lines, counter, budget, overlap, path) if items else []
+    extra += turn_chunks(lines, counter, budget, overlap, path)
     card = make_card(lines, sections, counter, budget, path)
     return sections + extra + ([card] if card is not None else [])
 
@@ -188,6 +183,33 @@ def list_items(lines: list[str], counter, budget: int, overlap: int, path: str |
         if counter.count(chunk.embed_text) <= budget:
             out.append(Chunk(chunk.start_line, chunk.end_line, chunk.text, chunk.heading_path, chunk.embed_text, chunk.hash, ITEM))
         i = end + 1
+    return out
+
+
+def turn_chunks(lines: list[str], counter, budget: int, overlap: int, path: str | None) -> list[Chunk]:
+    """One chunk per chat-log turn (``entries``: a paragraph most of whose lines start a turn, one
+    entry per turn), under its heading path; none when the file has no such paragraph.
+
+    A section of a long conversation holds a dozen turns about different things; embedded
+    together, a question that shares no word with its answering turn ("car" for a Skoda) does not
+    find it. Embedded one by one, the turn is found (its section chunk still carries the context).
+    """
+    if not any(_TURN.match(line) for line in lines):
+        return []
+    front = parse_front_matter(lines)
+    body = [""] * front.end_line + lines[front.end_line :]
+    turns = [e for e in entries(body) if e.kind == TURN]
+    if not turns:
+        return []
+    chunker = _Chunker(body, counter, budget, overlap, document_title(body, front, path))
+    out: list[Chunk] = []
+    for e in turns:
+        text = "\n".join(body[e.first : e.last + 1]).rstrip()
+        if not text.strip():
+            continue
+        chunk = make_chunk(e.first + 1, e.first + len(text.split("\n")), text, chunker._path(e.first)[0])
+        if counter.count(chunk.embed_text) <= budget:
+            out.append(replace(chunk, kind=ITEM))
     return out
 
 

@@ -62,16 +62,6 @@ class Collection:
             file.abs_path == self.root or file.abs_path.startswith(self.root.rstrip(os.sep) + os.sep)
         )
 
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "agent": self.agent,
-            "path": self.root,
-            "pattern": self.pattern,
-            "recursive": self.recursive,
-        }
-
 
 def assign_files(collections: list[Collection], files) -> dict[str, list]:
     """Group the scanner's Markdown files by collection name (first owning collection wins).

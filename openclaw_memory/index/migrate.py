@@ -20,10 +20,11 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_text
+from ..wire import key
 from .collections import registered_names
 from .config import index_config
 from .manifest import load_manifest, save_manifest
@@ -42,40 +43,30 @@ class CollectionCopy:
     name: str
     points: int  # in the source, = in the target once verified
     copied: int  # written by this run
-    already: int  # found in the target already (an earlier, interrupted run)
-    removed: int  # in the target only, deleted
-    resumed: bool  # verified by an earlier run and only re-counted now
-
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "points": self.points,
-            "copied": self.copied,
-            "alreadyThere": self.already,
-            "removed": self.removed,
-            "skippedAsDone": self.resumed,
-        }
+    already: int = key("alreadyThere")  # found in the target already (an earlier, interrupted run)
+    removed: int = key()  # in the target only, deleted
+    resumed: bool = key("skippedAsDone")  # verified by an earlier run and only re-counted now
 
 
 @dataclass(frozen=True)
 class MigrationResult:
-    source: str
-    target: str
-    target_backend: str
-    collections: tuple[CollectionCopy, ...]
-    seconds: float
-    notes: tuple[str, ...] = ()
+    source: str = key("from")
+    target: str = key("to")
+    target_backend: str = key()
+    collections: tuple[CollectionCopy, ...] = key()
+    seconds: float = key(digits=3)
+    notes: tuple[str, ...] = key(omit=lambda m: not m.notes, default=())
 
-    def to_json(self) -> dict:
-        return {
-            "from": self.source,
-            "to": self.target,
-            "targetBackend": self.target_backend,
-            "collections": [c.to_json() for c in self.collections],
-            "points": sum(c.points for c in self.collections),
-            "verified": True,
-            "seconds": round(self.seconds, 3),
-        }
+    JSON_DERIVED: ClassVar = ("points", "verified")
+
+    @property
+    def points(self) -> int:
+        return sum(c.points for c in self.collections)
+
+    @property
+    def verified(self) -> bool:
+        """Always: a migration that could not verify every collection raises instead of returning."""
+        return True
 
 
 # (collection, points done, points in that collection)

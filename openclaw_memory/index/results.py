@@ -6,7 +6,10 @@ service) does not load the search code (its term patterns are compiled at import
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from ..wire import key
 
 # The calibrated score below which nothing answers (index.search: CALIBRATION); here, not there, so
 # the CLI's flag spec and the MCP tool read it without loading the search code.
@@ -19,17 +22,9 @@ class HitPassage:
 
     start_line: int  # 1-based, inclusive
     end_line: int
-    score: float
-    snippet: str
-
-    def to_json(self, path: str) -> dict:
-        return {
-            "startLine": self.start_line,
-            "endLine": self.end_line,
-            "score": round(self.score, 4),
-            "snippet": self.snippet,
-            "citation": f"{path}#L{self.start_line}-L{self.end_line}",
-        }
+    score: float = key(digits=4)
+    snippet: str = key()
+    citation: str = ""  # ``path#Lx-Ly``: set by the result that holds it
 
 
 @dataclass(frozen=True)
@@ -40,30 +35,22 @@ class SearchHit:
     path: str
     start_line: int
     end_line: int
-    score: float
-    snippet: str
-    source: str  # collection name
-    also_in: tuple[str, ...] = ()  # other files with exactly this passage
+    score: float = key(digits=4)
+    snippet: str = key()
+    source: str = key()  # collection name
+    also_in: tuple[str, ...] = key(omit=lambda h: not h.also_in, default=())  # other files with exactly this passage
     passages: tuple[HitPassage, ...] = ()  # best first; the first is the passage above
+
+    JSON_DERIVED: ClassVar = ("citation",)
+
+    def __post_init__(self) -> None:
+        cited = tuple(p if p.citation else replace(p, citation=f"{self.path}#L{p.start_line}-L{p.end_line}")
+                      for p in self.passages)
+        object.__setattr__(self, "passages", cited)
 
     @property
     def citation(self) -> str:
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
-
-    def to_json(self) -> dict:
-        data = {
-            "path": self.path,
-            "startLine": self.start_line,
-            "endLine": self.end_line,
-            "score": round(self.score, 4),
-            "snippet": self.snippet,
-            "source": self.source,
-            "citation": self.citation,
-            "passages": [p.to_json(self.path) for p in self.passages],
-        }
-        if self.also_in:
-            data["alsoIn"] = list(self.also_in)
-        return data
 
 
 @dataclass(frozen=True)
@@ -71,8 +58,8 @@ class SearchResult:
     results: tuple[SearchHit, ...]
     mode: str
     stale: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    terms: tuple[str, ...] = ()  # the query's words, as the keyword side matched them
+    notes: tuple[str, ...] = key(omit=lambda r: not r.notes, default=())
+    terms: tuple[str, ...] = ()  # the query's words, as the keyword side matched them (for highlighting)
 
     def term_spans(self, line: str) -> list[tuple[int, int]]:
         """Where the query's words occur in a line of a snippet (for highlighting), in order, not overlapping."""
@@ -85,6 +72,3 @@ class SearchResult:
             if not kept or start >= kept[-1][1]:
                 kept.append((start, end))
         return kept
-
-    def to_json(self) -> dict:
-        return {"results": [r.to_json() for r in self.results], "mode": self.mode, "stale": list(self.stale)}

@@ -16,7 +16,8 @@
    nothing when no file answers (docs/search.md has the table and how to refit it).
 4. **Results.** One per file, with its passages (``snippets.build_passages``, from its best
    candidates): the best chunk's best entry, and up to two more entries of the file that
-   score nearly as well, each with its lines and own score; optional temporal decay of dated
+   score nearly as well, each with its lines and own score; the newest dated note on a
+   subject before older ones that answer about as well (``_prefer_newer``); optional temporal decay of dated
    notes and MMR diversity (OpenClaw's ``memorySearch.query.hybrid`` settings), identical best
    passages of several files shown once.
 """
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from ..types import SEARCH_MODES
 from .bm25 import Bm25
 from .chunking import CARD
+from .filters import note_date
 from .results import DEFAULT_MIN_SCORE, HitPassage, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
 from .snippets import ChunkText, build_passages
 from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
@@ -47,6 +49,13 @@ CANDIDATES = 24  # per collection and signal (48 and 100 measured the same on th
 PASSAGE_CHUNKS = 8
 PASSAGE_FLOOR = 0.6
 VECTOR_WEIGHT = 0.5
+# The newest note on a subject first (``_prefer_newer``): a dated note is put before an older dated
+# note ranked above it when its raw value is at most RECENCY_MARGIN lower, and the two are about
+# the same subject: the newer holds at least RECENCY_SHARE of the (IDF-weighted) query terms the
+# older holds, and what they share is at least RECENCY_QUERY_SHARE of the query's weight.
+RECENCY_MARGIN = 0.15
+RECENCY_SHARE = 0.7
+RECENCY_QUERY_SHARE = 0.3
 
 # Calibration: raw value -> score, per mode: monotone, piecewise linear, fitted (isotonic) on the
 # development queries of ../shared/eval so that a score is the share of results scoring about the
@@ -70,6 +79,7 @@ class Ranking:
     mmr_lambda: float = 0.7
     decay: bool = False
     half_life_days: float = 30.0
+    prefer_newer: bool = True  # the newest dated note on a subject first (``_prefer_newer``)
 
 
 @dataclass
@@ -216,6 +226,8 @@ def rank(
                 f.score *= 0.5 ** (max(0, (today - age).days) / plan.ranking.half_life_days)
     files = [f for f in files if f.score >= min_score and f.score > 0]
     files.sort(key=lambda f: (-f.score, f.path))
+    if plan.ranking.prefer_newer and plan.mode != "vector":
+        files = _prefer_newer(plan, files)
     if plan.ranking.mmr:
         files = _mmr(files, plan.ranking.mmr_lambda, plan.limit * 2)
     hits: list[SearchHit] = []
@@ -251,6 +263,54 @@ def rank(
             )
         )
     return hits
+
+
+def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
+    """Among dated notes on one subject that answer about as well, the newest first.
+
+    ``files`` best first. A dated note (``memory/YYYY-MM-DD*.md``) moves just before an older
+    dated note ranked above it when its raw value is within ``RECENCY_MARGIN`` of the older one's
+    and both are about the same subject (the query terms their candidate chunks hold: see
+    ``RECENCY_SHARE``, ``RECENCY_QUERY_SHARE``); it then takes the older note's score, so scores stay
+    in order. ``MEMORY.md`` and undated files never move and are never passed; a newer note that
+    shares too little of the query with the older one (another subject) or scores much lower
+    stays where it is.
+    """
+    weights, _finder = plan.passage_terms()
+    total = sum(weights.values())
+    if total <= 0:
+        return files
+    dates = {f.path: note_date(f.path) for f in files}
+    if sum(1 for d in dates.values() if d is not None) < 2:
+        return files
+    held: dict[str, frozenset] = {}
+
+    def terms_of(f: _File) -> frozenset:
+        if f.path not in held:
+            words: set[str] = set()
+            for c in f.chunks:
+                words.update(str(c.payload.get(TERMS_FIELD, "")).split())
+            held[f.path] = frozenset(t for t in weights if t in words)
+        return held[f.path]
+
+    order = list(files)
+    for f in files:
+        day = dates[f.path]
+        if day is None:
+            continue
+        for older in order[: order.index(f)]:
+            was = dates[older.path]
+            if was is None or was >= day or f.raw < older.raw - RECENCY_MARGIN:
+                continue
+            theirs = sum(weights[t] for t in terms_of(older))
+            shared = sum(weights[t] for t in terms_of(older) & terms_of(f))
+            if theirs <= 0 or shared < RECENCY_SHARE * theirs or shared < RECENCY_QUERY_SHARE * total:
+                continue
+            order.remove(f)
+            order.insert(order.index(older), f)
+            f.score = max(f.score, older.score)
+            break
+    return order
 
 
 def _passage_chunks(plan: QueryPlan, f: _File) -> list[_Candidate]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..files.scan import scan_workspace
 from ..findings import Finding
 from ..types import Severity
+from ..wire import key
 from .collections import Collection, assign_files, registered_names, resolve_collections
 from .config import index_config
 from .embedding import recipe_outdated
@@ -32,31 +33,13 @@ class CollectionStatus:
     indexed: bool
     files: int  # memory files the collection covers now
     chunks: int  # points recorded by the last index
-    stale: tuple[str, ...]
-    interrupted: bool  # an index run stopped before saving this collection's manifest
-    last_indexed: str | None  # ISO 8601, UTC
-    model: str
-    settings_changed: bool
-    backend: str
-    disk_bytes: int
-
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "path": self.path,
-            "pattern": self.pattern,
-            "indexed": self.indexed,
-            "files": self.files,
-            "chunks": self.chunks,
-            "staleFiles": list(self.stale),
-            "interrupted": self.interrupted,
-            "lastIndexed": self.last_indexed,
-            "model": self.model,
-            "settingsChanged": self.settings_changed,
-            "backend": self.backend,
-            "diskBytes": self.disk_bytes,
-        }
+    stale: tuple[str, ...] = key("staleFiles")
+    interrupted: bool = key()  # an index run stopped before saving this collection's manifest
+    last_indexed: str | None = key()  # ISO 8601, UTC
+    model: str = key()
+    settings_changed: bool = key()
+    backend: str = key()
+    disk_bytes: int = key()
 
 
 @dataclass(frozen=True)
@@ -67,7 +50,9 @@ class IndexStatus:
     backend: str
     collections: tuple[CollectionStatus, ...]
     not_indexable: tuple[str, ...]  # images and audio: listed, not embedded by a text model
-    orphaned: tuple[str, ...]  # shards no current collection of this agent owns
+    orphaned: tuple[str, ...] = key("orphanedShards")  # shards no current collection of this agent owns
+
+    JSON_DERIVED: ClassVar = ("indexed",)
 
     @property
     def indexed(self) -> bool:
@@ -76,18 +61,6 @@ class IndexStatus:
     @property
     def stale(self) -> list[str]:
         return sorted({p for c in self.collections for p in c.stale})
-
-    def to_json(self) -> dict:
-        return {
-            "agent": self.agent,
-            "workspace": self.workspace,
-            "model": self.model,
-            "backend": self.backend,
-            "indexed": self.indexed,
-            "collections": [c.to_json() for c in self.collections],
-            "notIndexable": list(self.not_indexable),
-            "orphanedShards": list(self.orphaned),
-        }
 
 
 def _iso(ts: float) -> str | None:

@@ -46,6 +46,7 @@ from ..fsutil.atomic import fsync_dir, unlink_quietly, write_temp_beside
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from ..watchdog.fsclock import guard_ns
+from ..wire import key
 from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats, stats_path
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
@@ -87,19 +88,8 @@ class SyncSummary:
     chunks_embedded: int
     chunks_reused: int
     chunks_deleted: int
-    seconds: float
-    notes: tuple[str, ...] = ()
-
-    def to_json(self) -> dict:
-        return {
-            "filesScanned": self.files_scanned,
-            "filesChanged": self.files_changed,
-            "filesRemoved": self.files_removed,
-            "chunksEmbedded": self.chunks_embedded,
-            "chunksReused": self.chunks_reused,
-            "chunksDeleted": self.chunks_deleted,
-            "seconds": round(self.seconds, 3),
-        }
+    seconds: float = key(digits=3)
+    notes: tuple[str, ...] = key(omit=lambda s: not s.notes, default=())
 
 
 @dataclass(frozen=True)
@@ -588,8 +578,8 @@ class _Sync:
             self._write_live(w, w.live)
         elif w.staged is not None and w.staged != w.collection.name:  # (a first build is written in place)
             self.store.publish(w.staged, w.collection.name)
-        for key in ("stats", "manifest"):
-            f = w.written.pop(key, None)
+        for kind in ("stats", "manifest"):
+            f = w.written.pop(kind, None)
             if f is not None:
                 os.replace(f[0], f[1])
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemoryToolError, WriteBlocked
+from ..memory import to_json
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -66,29 +67,25 @@ class MemoryTools:
 
     def search(self, ctx, query: str, max_results: int, min_score: float, collection=None, paths=None, since=None,
                until=None) -> dict:
-        result = self._for(ctx).search(
+        result = to_json(self._for(ctx).search(
             query, limit=max_results, min_score=min_score, collections=tuple(collection or ()), paths=tuple(paths or ()),
             since=since, until=until,
-        ).to_json()
+        ))
         if not result["results"]:
             result["message"] = f"Nothing in this memory matches (no file scored {min_score:g} or more)."
         return result
 
     def get(self, ctx, path: str, from_line: float | None, lines: float | None, max_chars: float | None = None) -> dict:
-        result = self._for(ctx).read(path, from_line=from_line, lines=lines, max_chars=max_chars, clamp=True)
-        out = result.to_json()
-        if not result.missing and result.version is not None:
-            out["version"] = result.version
-        return out
+        return to_json(self._for(ctx).read(path, from_line=from_line, lines=lines, max_chars=max_chars, clamp=True))
 
     def write(self, ctx, path: str, content: str | None, append: str | None, expect: str | None,
               idempotency_key: str | None = None) -> dict:
-        return self._for(ctx).write(path, content=content, append=append, expect=expect, idempotency_key=idempotency_key,
-                                    tool="memory_write").to_json()
+        return to_json(self._for(ctx).write(path, content=content, append=append, expect=expect,
+                                            idempotency_key=idempotency_key, tool="memory_write"))
 
     def status(self, ctx) -> dict:
         memory = self._for(ctx)
-        return {**memory.status().to_json(), "service": memory.service().to_json()}
+        return {**to_json(memory.status()), "service": to_json(memory.service())}
 
     def close(self) -> None:
         try:

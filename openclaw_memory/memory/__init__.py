@@ -7,9 +7,12 @@
 - :mod:`.operations`: what the service answers, with the types of arguments and results;
 - :mod:`.protocol`, :mod:`.client`, :mod:`.paths`, :mod:`.launch`: the socket, JSON-RPC 2.0 lines,
   the service folder, starting a service in the background.
+
+``to_json`` gives any result its one JSON shape: what ``--json`` prints and the service sends.
 """
 
+from ..wire import to_json
 from .base import Memory, ServiceInfo, ServiceStatus
 from .factory import open_memory
 
-__all__ = ["Memory", "ServiceInfo", "ServiceStatus", "open_memory"]
+__all__ = ["Memory", "ServiceInfo", "ServiceStatus", "open_memory", "to_json"]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from ..wire import key
 
 if TYPE_CHECKING:
     from ..doctor.model import Finding
@@ -41,44 +43,37 @@ class ServiceInfo:
 
     pid: int
     started: float
-    uptime_s: float
-    agent: str  # the agent whose files the live sync follows
-    live_sync: bool
-    sessions: tuple[str, ...]  # sessions that made a request in the last 30 minutes (or are connected)
-    rss_bytes: int | None
-    http: str | None  # the MCP HTTP endpoint, when it listens
-    requests: int
-    lock_waits: int  # requests that waited for an index in use (a sync, another request)
-    lock_waits_over_100ms: int
-    lock_wait_max_ms: float
+    uptime_s: float = key("uptimeS", digits=1)
+    agent: str = key()  # the agent whose files the live sync follows
+    live_sync: bool = key()
+    sessions: int = key()  # sessions that made a request in the last 30 minutes (or are connected)
+    rss_bytes: int | None = key("memoryBytes")
+    http: str | None = key()  # the MCP HTTP endpoint, when it listens
+    requests: int = key()
+    lock_waits: LockWaits = key()
 
-    def to_json(self) -> dict:
-        return {
-            "running": True,
-            "pid": self.pid,
-            "uptimeS": round(self.uptime_s, 1),
-            "agent": self.agent,
-            "liveSync": self.live_sync,
-            "sessions": len(self.sessions),
-            "memoryBytes": self.rss_bytes,
-            "http": self.http,
-            "requests": self.requests,
-            "lockWaits": {"count": self.lock_waits, "slow": self.lock_waits_over_100ms,
-                          "maxMs": round(self.lock_wait_max_ms, 1)},
-        }
+
+@dataclass(frozen=True)
+class LockWaits:
+    """Requests that waited for an index in use (a sync, another request)."""
+
+    count: int
+    slow: int  # over 100 ms
+    max_ms: float = key(digits=1)
 
 
 @dataclass(frozen=True)
 class ServiceStatus:
     """Whether the workspace's service runs: its figures, or why it does not answer (``note``)."""
 
-    info: ServiceInfo | None = None
-    note: str = ""
+    info: ServiceInfo | None = key(flatten=True, default=None)
+    note: str = key(omit=lambda s: not s.note, default="")
 
-    def to_json(self) -> dict:
-        if self.info is not None:
-            return self.info.to_json()
-        return {"running": False, "note": self.note} if self.note else {"running": False}
+    JSON_DERIVED: ClassVar = ("running",)
+
+    @property
+    def running(self) -> bool:
+        return self.info is not None
 
 
 OnLockWait = Callable[[str, str], None]  # (what is locked, the holder's pid)

@@ -99,7 +99,7 @@ class ServiceClient:
         settings = settings or self.settings
         self._next_id += 1
         try:
-            params = {wire.camel(name): wire.dump(value) for name, value in args.items()}
+            params = {wire.camel(name): wire.to_json(value) for name, value in args.items()}
             sock.sendall(request_line(self._next_id, method, params, settings))
             answer = self._answer(sock)
         except TimeoutError:
@@ -117,7 +117,7 @@ class ServiceClient:
             )
         if "result" in answer:
             try:
-                return wire.load(answer["result"], operation.result())
+                return wire.from_json(answer["result"], operation.result())
             except ValueError as exc:
                 raise ServiceUnavailable(f"{_who(self.settings)} sent an answer this version cannot read ({exc}); "
                                          "working in-process") from None

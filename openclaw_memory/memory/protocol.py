@@ -53,7 +53,7 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-PROTOCOL = 2
+PROTOCOL = 3  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested
 PRODUCT_ERROR = -32000  # a MemoryToolError: data.kind names which, from the closed set in errors
 REFUSED = -32001  # this service does not answer this request: the caller works in-process
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..files.jstext import js_trim_end, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
 from ..fsutil.safeopen import open_regular_under
 from ..settings import StartupContext
+from ..wire import key
 from .bootstrap import Injected, budget_report, build_bootstrap
 from .startup import build_prelude
 
@@ -31,9 +33,6 @@ class PromptCut:
     kept_chars: int
     reason: str  # "file-cap" | "total-cap" | "daily-cap"
 
-    def to_json(self) -> dict:
-        return {"path": self.path, "originalChars": self.original_chars, "keptChars": self.kept_chars, "reason": self.reason}
-
 
 @dataclass(frozen=True)
 class PromptSection:
@@ -43,22 +42,19 @@ class PromptSection:
     truncated: list[PromptCut] = field(default_factory=list)
     checkpoint: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # What the conformance suite compares with OpenClaw's own prompt assembly, never printed.
     # OpenClaw doctor's bootstrap budget note (None: nothing near a limit).
-    budget: list[str] | None = None
-    injected: tuple[Injected, ...] = ()
-    prelude: str | None = None
-    bootstrap_warnings: tuple[str, ...] = ()  # OpenClaw's own words for each cut file
+    budget: list[str] | None = key(hidden=True, default=None)
+    injected: tuple[Injected, ...] = key(hidden=True, default=())
+    prelude: str | None = key(hidden=True, default=None)
+    bootstrap_warnings: tuple[str, ...] = key(hidden=True, default=())  # OpenClaw's own words for each cut file
 
-    def to_json(self) -> dict:
-        return {
-            "text": self.text,
-            "date": self.date,
-            "chars": utf16_len(self.text),
-            "files": self.files,
-            "truncated": [c.to_json() for c in self.truncated],
-            "checkpoint": self.checkpoint,
-            "warnings": self.warnings,
-        }
+    JSON_DERIVED: ClassVar = ("chars",)
+
+    @property
+    def chars(self) -> int:
+        """The text's length as OpenClaw counts it (UTF-16 code units)."""
+        return utf16_len(self.text)
 
 
 def _read_text(workspace: str, abs_path: str) -> tuple[str, bool] | None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import wire
 from ..errors import MemoryToolError
-from ..memory.base import ServiceInfo
+from ..memory.base import LockWaits, ServiceInfo
 from ..memory.local import IndexPool, LocalMemory, Stopping
 from ..memory.operations import OPERATIONS
 from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, settings_key
@@ -109,8 +109,8 @@ class ServiceCore:
             live = {s for s, t in self._sessions.items() if t >= cutoff} | set(self._connected)
         return ServiceInfo(
             os.getpid(), self.started, time.time() - self.started, self.settings.agent, self.live_sync,
-            tuple(sorted(live)), rss_bytes(), self.http, self.requests, self.pool.waits, self.pool.slow_waits,
-            self.pool.longest_wait_ms,
+            len(live), rss_bytes(), self.http, self.requests,
+            LockWaits(self.pool.waits, self.pool.slow_waits, self.pool.longest_wait_ms),
         )
 
     # -- requests ------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ class ServiceCore:
         if unknown:
             raise Refused(f"unknown arguments for {data['method']}: {', '.join(unknown)[:200]}", INVALID_PARAMS)
         try:
-            typed = {name: wire.load(args[wire.camel(name)], hint) for name, hint in operation.params.items()
+            typed = {name: wire.from_json(args[wire.camel(name)], hint) for name, hint in operation.params.items()
                      if wire.camel(name) in args}
         except ValueError as exc:
             raise Refused(f"arguments it cannot read ({exc})", INVALID_PARAMS) from None
@@ -166,7 +166,7 @@ class ServiceCore:
                 value = None
             else:
                 value = getattr(memory, request.method)(**request.args)
-            return {"jsonrpc": "2.0", "id": request.id, "result": wire.dump(value)}
+            return {"jsonrpc": "2.0", "id": request.id, "result": wire.to_json(value)}
         except MemoryToolError as exc:
             return error_answer(request.id, PRODUCT_ERROR, exc.message, type(exc).__name__, exc.fields())
         except Stopping:

@@ -31,6 +31,7 @@ from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
 from ..memory.paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
 from ..memory.protocol import HEARTBEAT_S, MAX_LINE, REFUSED, LineReader, LineTooLong, answer_line
+from ..wire import key
 from .core import Refused, ServiceCore, error_answer, legacy_refusal
 
 if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
@@ -50,22 +51,14 @@ class ServiceStarted:
     http: str | None
     live_sync: bool
 
-    def to_json(self) -> dict:
-        return {"workspace": self.workspace, "agent": self.agent, "pid": self.pid, "socket": self.socket,
-                "http": self.http, "liveSync": self.live_sync}
-
 
 @dataclass(frozen=True)
 class ServiceSummary:
     requests: int
-    seconds: float
-    stopped_by: str
-    changes: int
-    batches: int
-
-    def to_json(self) -> dict:
-        return {"requests": self.requests, "seconds": round(self.seconds, 3), "stoppedBy": self.stopped_by,
-                "changes": self.changes, "batches": self.batches}
+    seconds: float = key(digits=3)
+    stopped_by: str = key()
+    changes: int = key()
+    batches: int = key()
 
 
 def _ignore(*_args) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..index.collections import resolve_collections
 from ..index.manifest import FileEntry, load_manifest
+from ..wire import key
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -27,22 +28,10 @@ class FileChange:
     action: str  # added | updated | removed
     version: str | None  # the content hash now indexed; None once removed
     chunks: int  # chunks the file has in the index now
-    embedded: int
-    reused: int
-    removed: int  # chunk points deleted
-    ms: int  # how long the sync that applied it took
-
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "action": self.action,
-            "version": self.version,
-            "chunks": self.chunks,
-            "chunksEmbedded": self.embedded,
-            "chunksReused": self.reused,
-            "chunksRemoved": self.removed,
-            "ms": self.ms,
-        }
+    embedded: int = key("chunksEmbedded")
+    reused: int = key("chunksReused")
+    removed: int = key("chunksRemoved")  # chunk points deleted
+    ms: int = key()  # how long the sync that applied it took
 
     def line(self) -> str:
         """The one line ``watch`` prints for it."""

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from ..errors import LockTimeout, MemoryToolError
 from ..files.paths import display_path
 from ..files.scan import scan_workspace
+from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
 from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_watch_limit
 from .presence import hold_presence
@@ -65,19 +66,13 @@ class WatchStarted:
     folders: tuple[str, ...]
     files: int  # memory files indexed after the first sync
 
-    def to_json(self) -> dict:
-        return {"workspace": self.workspace, "agent": self.agent, "mode": self.mode, "folders": list(self.folders), "files": self.files}
-
 
 @dataclass(frozen=True)
 class WatchSummary:
     batches: int
     changes: int
-    seconds: float
-    stopped_by: str  # the signal name, or "stop" when asked by the caller
-
-    def to_json(self) -> dict:
-        return {"batches": self.batches, "changes": self.changes, "seconds": round(self.seconds, 3), "stoppedBy": self.stopped_by}
+    seconds: float = key(digits=3)
+    stopped_by: str = key()  # the signal name, or "stop" when asked by the caller
 
 
 def _ignore(_message: str) -> None:

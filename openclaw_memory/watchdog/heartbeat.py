@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..settings import Settings
+from ..wire import key
 from .checkpoint import append_checkpoint
 from .compare import compare_workspace, rules_for
 from .ignore import IgnoreRules, workspace_patterns
@@ -27,25 +28,18 @@ BREAK = "BREAK"
 class HeartbeatResult:
     status: str  # HEARTBEAT_OK or BREAK
     verify: VerifyResult | None  # None when this heartbeat took the first snapshot
-    snapshot: SnapshotInfo
+    snapshot: str  # the new baseline's label
     checkpoint: Path | None
+    warnings: tuple[str, ...] = key(omit=lambda h: not h.warnings, default=())
 
     @property
     def ok(self) -> bool:
         return self.status == OK
 
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        own = self.verify.warnings if self.verify is not None else ()
-        return tuple(dict.fromkeys(own + self.snapshot.warnings))
 
-    def to_json(self) -> dict:
-        return {
-            "status": self.status,
-            "verify": self.verify.to_json() if self.verify is not None else None,
-            "snapshot": self.snapshot.label,
-            "checkpoint": str(self.checkpoint) if self.checkpoint is not None else None,
-        }
+def _result(status: str, verify: VerifyResult | None, info: SnapshotInfo, checkpoint: Path | None) -> HeartbeatResult:
+    own = verify.warnings if verify is not None else ()
+    return HeartbeatResult(status, verify, info.label, checkpoint, tuple(dict.fromkeys(own + info.warnings)))
 
 
 def _md(path: str) -> str:
@@ -87,15 +81,15 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
         table = new_table(settings, timestamp_label("heartbeat-"), patterns)
         delta = compare_workspace(ws, rules, base, table, table.guard_ns)
         if base is None:
-            return HeartbeatResult(OK, None, save_table(settings, store, table, delta), None)
+            return _result(OK, None, save_table(settings, store, table, delta), None)
         result = result_from(base, delta)
         if base.ignore != patterns:
             result = _judge_by_baseline_rules(settings, base, result, rules)
         info = save_table(settings, store, table, delta)
     if result.break_count == 0:
-        return HeartbeatResult(OK, result, info, None)
+        return _result(OK, result, info, None)
     path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at))
-    return HeartbeatResult(BREAK, result, info, path)
+    return _result(BREAK, result, info, path)
 
 
 def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyResult, new_rules: IgnoreRules) -> VerifyResult:

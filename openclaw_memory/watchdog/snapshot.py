@@ -12,10 +12,12 @@ import datetime as dt
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import UsageError
 from ..fsutil.safeopen import Folder
 from ..settings import Settings
+from ..wire import key
 from .compare import Delta, compare_workspace, record_observation, rules_for
 from .fsclock import guard_ns
 from .ignore import workspace_patterns
@@ -28,27 +30,21 @@ class SnapshotInfo:
     """What a snapshot recorded."""
 
     label: str
-    path: Path
-    taken_at: str
-    entries: int
-    rehashed: int  # entries read now (the rest reused the previous baseline's hash)
-    racy: int  # entries whose timestamps were too close to the scan; rehashed at every verify
-    unhashed: int  # entries recorded without a hash (unreadable, or changing while hashed)
-    seal_ns: int
-    guard_ns: int
-    warnings: tuple[str, ...] = ()
+    path: Path = key("file")
+    taken_at: str = key()
+    entries: int = key()
+    rehashed: int = key()  # entries read now (the rest reused the previous baseline's hash)
+    racy: int = key()  # entries whose timestamps were too close to the scan; rehashed at every verify
+    unhashed: int = key()  # entries recorded without a hash (unreadable, or changing while hashed)
+    seal_ns: int = key(hidden=True, default=0)
+    guard_ns: int = key(hidden=True, default=0)
+    warnings: tuple[str, ...] = key(omit=lambda s: not s.warnings, default=())
 
-    def to_json(self) -> dict:
-        return {
-            "label": self.label,
-            "file": str(self.path),
-            "takenAt": self.taken_at,
-            "entries": self.entries,
-            "rehashed": self.rehashed,
-            "racy": self.racy,
-            "unhashed": self.unhashed,
-            "guardMs": self.guard_ns / 1e6,
-        }
+    JSON_DERIVED: ClassVar = ("guard_ms",)
+
+    @property
+    def guard_ms(self) -> float:
+        return self.guard_ns / 1e6
 
 
 def timestamp_label(prefix: str = "") -> str:

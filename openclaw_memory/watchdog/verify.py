@@ -7,9 +7,11 @@ only listed. The ignore rules are the ones stored with the baseline.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..errors import UsageError
 from ..settings import Settings
+from ..wire import key
 from .compare import Changed, Delta, compare_workspace, rules_for
 from .store import SnapshotStore, Table
 
@@ -31,22 +33,15 @@ class VerifyResult:
     changed: tuple[Changed, ...]
     deleted: tuple[str, ...]
     new: tuple[str, ...]
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = key(omit=lambda v: not v.warnings, default=())
     entries: int = 0  # entries looked at now
     rehashed: int = 0  # of which read and hashed (stat differed, or racy at snapshot time)
+
+    JSON_DERIVED: ClassVar = ("break_count",)
 
     @property
     def break_count(self) -> int:
         return len(self.changed) + len(self.deleted)
-
-    def to_json(self) -> dict:
-        return {
-            "baseline": self.baseline,
-            "changed": [{"path": display(c.path), "oldHash": c.old_hash, "newHash": c.new_hash} for c in self.changed],
-            "deleted": [display(p) for p in self.deleted],
-            "new": [display(p) for p in self.new],
-            "breakCount": self.break_count,
-        }
 
 
 def no_baseline_message(settings: Settings) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from .workspaces import build, our_read, read_request, their_read
+from openclaw_memory.wire import to_json
+
+from .workspaces import build, openclaw_keys, our_read, read_request, their_read
 
 EMOJI_LINES = "😀😀\n😀😀\n😀😀\n"
 LONG = "x" * 50 + "😀" + "y" * 30
@@ -154,6 +156,8 @@ def test_mcp_memory_get_clamps_and_uses_context_limit(oracle, new_ws, tmp_path, 
     requests = [read_request(ws, "MEMORY.md", [], f, n, m if m is not None else 25) for f, n, m in cases]
     memory = LocalMemory(s)
     for (f, n, m), answer in zip(cases, oracle.batch(requests)):
-        mine = memory.read("MEMORY.md", from_line=f, lines=n, max_chars=m, clamp=True).to_json()
-        checks.same(f"memory_get from={f} lines={n} maxChars={m}", mine, their_read(answer))
+        mine = to_json(memory.read("MEMORY.md", from_line=f, lines=n, max_chars=m, clamp=True))
+        checks.deliberate("read-version", "a read also gives the version it came from (for write --expect)",
+                          "version" in mine and "version" not in their_read(answer))
+        checks.same(f"memory_get from={f} lines={n} maxChars={m}", openclaw_keys(mine), their_read(answer))
     checks.done()

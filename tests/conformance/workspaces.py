@@ -10,6 +10,7 @@ from openclaw_memory.files.paths import DREAMS, LEGACY_DREAMS
 from openclaw_memory.files.read import read_memory_file
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.settings import normalize_extra_paths
+from openclaw_memory.wire import to_json
 
 # Deliberate difference: this product lists the dream diary; OpenClaw 2026.9.6 only reads it.
 DREAM_NAMES = (DREAMS, LEGACY_DREAMS)
@@ -49,12 +50,18 @@ def their_list(ws: Path, answer: dict) -> list[str] | str:
     return [os.path.relpath(p, ws) for p in answer["files"]]
 
 
+def openclaw_keys(read: dict) -> dict:
+    """A read's JSON less the ``version`` it adds (a deliberate difference: docs/openclaw.md)."""
+    return {k: v for k, v in read.items() if k != "version"}
+
+
 def our_read(ws: Path, path: str, extra: list, from_line=None, lines=None, max_chars=None) -> dict | str:
     from openclaw_memory.files.read import clamp_window_args
 
     f, n, m = clamp_window_args(from_line, lines, max_chars, default_lines=120, default_max_chars=12_000)
     try:
-        return read_memory_file(path, str(ws), extra_paths=our_extras(ws, extra), from_line=f, lines=n, max_chars=m).to_json()
+        return openclaw_keys(to_json(read_memory_file(path, str(ws), extra_paths=our_extras(ws, extra),
+                                                      from_line=f, lines=n, max_chars=m)))
     except MemoryToolError:
         return "ERROR"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive
         on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting for it"),
     )
     if json_out:
-        print_json(report.to_json())
+        print_json(to_json(report))
     else:
         _render(report, fix)
     return report.exit_code

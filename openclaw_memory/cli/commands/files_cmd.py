@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ def run_files(settings: Settings, json_out: bool) -> int:
     for message in result.warnings:
         warn(message)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
         return 0
     if not result.files:
         print(f"No memory files in {result.workspace} (agent {result.agent}).")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import closing
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 
 if TYPE_CHECKING:
@@ -18,16 +18,15 @@ def run_history(settings: Settings, path: str, json_out: bool) -> int:
     for message in result.warnings:
         warn(message)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
         return 0
-    data = result.to_json()
-    if not data["versions"]:
+    if not result.versions:
         print(f"{result.path} does not exist and has no history.")
-    for v in data["versions"]:
-        marks = [m for m, on in (("current", v["current"]), ("evicted", not v["available"])) if on]
-        who = f" by {v['agent']}" if v["agent"] else ""
+    for v in result.versions:
+        marks = [m for m, on in (("current", v.current), ("evicted", not v.available)) if on]
+        who = f" by {v.agent}" if v.agent else ""
         tail = f"  [{', '.join(marks)}]" if marks else ""
-        print(f"{v['version'][:12]}  {v['time']}  {v['size']:>9} B  {v['origin']}{who}{tail}")
+        print(f"{v.version[:12]}  {v.time}  {v.size:>9} B  {v.origin}{who}{tail}")
     return 0
 
 
@@ -37,7 +36,7 @@ def run_restore(settings: Settings, path: str, version: str, no_index: bool, jso
     if result.index is not None and result.index.failed:
         warn(result.index.reason or "the index was not updated")
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
     elif not result.changed:
         print(f"{result.path} is already at version {result.version[:12]}; nothing to restore.")
     else:
@@ -55,7 +54,7 @@ def run_state(settings: Settings, json_out: bool) -> int:
     for message in report.warnings:
         warn(message)
     if json_out:
-        print_json(report.to_json())
+        print_json(to_json(report))
         return 0
     if not report.files:
         print(f"No memory files in {report.workspace} (agent {report.agent}).")

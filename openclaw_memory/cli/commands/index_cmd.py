@@ -6,7 +6,7 @@ import sys
 from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 from ..progress import progress_reporter
 
@@ -39,7 +39,7 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
     for note in summary.notes:
         warn(note)
     if json_out:
-        print_json(summary.to_json())
+        print_json(to_json(summary))
         return 0
     print(
         f"Indexed agent {settings.agent}: {summary.files_scanned} files scanned, {summary.files_changed} changed, "
@@ -64,7 +64,7 @@ def run_search(settings: Settings, query: str, limit: int, min_score: float, mod
             + " (run `openclaw-memory index`)"
         )
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
         return 0
     if not result.results:
         print(f"Nothing matches: no file scored {min_score:g} or more (--min-score).")
@@ -95,7 +95,7 @@ def run_collections(settings: Settings, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn)) as memory:
         rows = memory.collections()
     if json_out:
-        print_json({"agent": settings.agent, "collections": [r.to_json() for r in rows]})
+        print_json({"agent": settings.agent, "collections": [to_json(r) for r in rows]})
         return 0
     for r in rows:
         points = "not indexed" if r.points is None else f"{r.points} points"
@@ -114,9 +114,9 @@ def _size(n: float) -> str:
 def run_status(settings: Settings, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn)) as memory:
         status = memory.status()
-        service = memory.service().to_json()
+        service = to_json(memory.service())
     if json_out:
-        print_json({**status.to_json(), "service": service})
+        print_json({**to_json(status), "service": service})
         return 0
     print(f"Agent {status.agent} in {status.workspace} (model {status.model}, backend {status.backend})")
     for c in status.collections:

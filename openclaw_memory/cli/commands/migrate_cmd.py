@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def run_migrate(settings: Settings, to: str, source: str | None, json_out: bool)
     for note in result.notes:
         warn(note)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
         return 0
     for c in result.collections:
         how = "already copied" if c.resumed else f"{c.copied} copied, {c.already} already there, {c.removed} removed"

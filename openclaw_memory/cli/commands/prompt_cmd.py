@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import UsageError
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def run_prompt(settings: Settings, date: str | None, peek: bool, json_out: bool)
     for cut in section.truncated:
         warn(f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} characters)")
     if json_out:
-        print_json(section.to_json())
+        print_json(to_json(section))
     else:
         sys.stdout.write(section.text)
     return 0

@@ -7,7 +7,7 @@ import sys
 from contextlib import closing
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
     for message in result.warnings:
         warn(message)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
     elif result.text:
         sys.stdout.write(_shown(result.path, result.text))
     elif result.missing:
@@ -53,7 +53,7 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
     for message in result.warnings:
         warn(message)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
     elif result.mode == "diff":
         sys.stdout.write(result.diff)
     elif result.mode == "unchanged":

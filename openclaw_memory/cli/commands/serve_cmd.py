@@ -6,6 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...extras import require
+from ...memory import to_json
 from ..output import warn
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
 
     def on_change(change) -> None:
         if json_out:
-            _emit_json(change.to_json())
+            _emit_json(to_json(change))
         else:
             sys.stdout.write(change.line() + "\n")
             sys.stdout.flush()

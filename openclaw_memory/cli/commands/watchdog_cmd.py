@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, printable, warn
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def run_snapshot(settings: Settings, label: str | None, json_out: bool) -> int:
     for message in info.warnings:
         warn(message)
     if json_out:
-        print_json(info.to_json())
+        print_json(to_json(info))
     else:
         print(f"snapshot {info.label}: {info.entries} entries ({info.rehashed} hashed now, {info.racy} racy, {info.unhashed} without hash)")
     return 0
@@ -37,7 +37,7 @@ def run_verify(settings: Settings, json_out: bool) -> int:
     for message in result.warnings:
         warn(message)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
     else:
         _print_delta(result)
         print(f"{result.break_count} break(s) since snapshot {result.baseline} ({len(result.new)} new file(s), not counted)")
@@ -49,7 +49,7 @@ def run_heartbeat(settings: Settings, json_out: bool) -> int:
     for message in result.warnings:
         warn(message)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
     elif result.ok:
         print(result.status)
     else:
@@ -58,5 +58,5 @@ def run_heartbeat(settings: Settings, json_out: bool) -> int:
         print(f"⚠️ Workspace changed since snapshot {verify_result.baseline}: {verify_result.break_count} break(s)")
         _print_delta(verify_result)
         print(f"checkpoint: {result.checkpoint} (the next `openclaw-memory prompt` includes it once)")
-        print(f"new baseline: {result.snapshot.label}")
+        print(f"new baseline: {result.snapshot}")
     return 0 if result.ok else 1

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import UsageError
-from ...memory import open_memory
+from ...memory import open_memory, to_json
 from ..output import print_json, warn
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
     for message in result.warnings:
         warn(message)
     if json_out:
-        print_json(result.to_json())
+        print_json(to_json(result))
         return 0
     verb = "created" if result.created else VERBS[result.action]
     print(f"{verb} {result.path}: version {result.version[:12]} ({result.size} bytes)")
