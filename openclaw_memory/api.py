@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import LockTimeout, MemoryToolError, UsageError, is_no_space
+from .errors import DiskFull, LockTimeout, MemoryToolError, UsageError, is_no_space
 from .files.read import ReadResult, read_memory_file
 from .files.scan import ScanResult, scan_workspace
 from .settings import Settings
@@ -64,10 +64,11 @@ def read_memory(
         version = FileVersion(result.version, result.size)
     try:
         record_read(settings, result.abs_path, result.path, version)
-    except (LockTimeout, OSError) as exc:
+    except (LockTimeout, DiskFull, OSError) as exc:
         # The read itself succeeded; without a record the guard makes the agent read again before writing.
         reason = exc.message if isinstance(exc, LockTimeout) else (
-            f"the disk is full in the state dir ({settings.data_dir})" if is_no_space(exc) else (exc.strerror or str(exc))
+            f"the disk is full in the state dir ({settings.data_dir})"
+            if isinstance(exc, DiskFull) or is_no_space(exc) else (exc.strerror or str(exc))
         )
         return dataclasses.replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
     return result
@@ -121,6 +122,7 @@ def write_memory(
     """
     from .history.guard import current_file_version, write_memory_file
     from .history.idempotency import IdempotencyStore, binding, check_key, default_key, describe, reach
+    from .history.store import HistoryStore
 
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
@@ -131,7 +133,7 @@ def write_memory(
     else:
         key = check_key(idempotency_key)
     keys = IdempotencyStore(settings.data_dir)
-    with keys.lock():
+    with HistoryStore.for_settings(settings).write_lock():
         found = keys.get(key)
         if found is not None:
             first, first_bound = found
@@ -155,11 +157,10 @@ def write_memory(
         reach("swapped")
     keys.prune()
     result = _after_write(settings, result, update_index, sync, progress, index_kept_by)
-    with keys.lock():
-        try:
-            keys.put(key, result, when, bound)  # a later replay shows what the index update did
-        except OSError:
-            pass  # the key recorded before the rename stands
+    try:
+        keys.put(key, result, when, bound)  # a later replay shows what the index update did
+    except MemoryToolError:
+        pass  # the key recorded before the rename stands
     return result
 
 

@@ -325,12 +325,13 @@ def test_api_errors_are_typed(workspace, state_dir):
 
 
 def test_a_writer_waits_for_the_lock_held_by_another_process(workspace, state_dir):
+    from openclaw_memory.fsutil.lock import FileLock
     from openclaw_memory.history.store import HistoryStore
 
     s = settings_for(workspace, state_dir)
     write(workspace / "MEMORY.md", "base\n")
     api.read_memory(s, "MEMORY.md")
-    lock = HistoryStore.for_settings(s).lock()
+    lock = FileLock(HistoryStore.for_settings(s).write_lock_path)
     lock.acquire()
     try:
         proc = _spawn_write(workspace, state_dir, "main", "MEMORY.md", "--append", "after the lock")

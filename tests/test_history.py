@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 
 import xxhash
 
 from conftest import settings_for, write
 from openclaw_memory import api
+from openclaw_memory.database import Database
 from openclaw_memory.history.objects import ObjectStore
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.wire import to_json
@@ -27,6 +27,11 @@ def configure(state_dir, **history):
 def object_files(state_dir, workspace) -> set[str]:
     store = HistoryStore(settings_for(workspace, state_dir).data_dir)
     return store.objects.versions()
+
+
+def stored_size(objects, version: str) -> int:
+    """The compressed bytes of a stored version, counted from its parts."""
+    return sum(len(row[0]) for row in objects.db.rows("SELECT data FROM object_parts WHERE version = ?", (version,)))
 
 
 V1 = b"first version\r\nwith CRLF, caf\xc3\xa9 and a stray \xff byte"
@@ -145,18 +150,17 @@ def test_a_version_shared_by_two_paths_outlives_retention_on_one(workspace, stat
 
 
 def test_max_bytes_evicts_least_recently_used_objects(tmp_path):
-    store = ObjectStore(str(tmp_path / "objects"), max_bytes=10_000)
+    store = ObjectStore(Database(tmp_path), max_bytes=10_000)
     blobs = [os.urandom(4_000) for _ in range(3)]  # random bytes do not compress
     a, b, c = (store.put_bytes(blob) for blob in blobs)
     assert store.usage() > 10_000 and store.evict() == [a]  # the oldest use goes first
-    old = time.time() - 100
-    for version in (b, c):
-        os.utime(store.object_path(version), (old, old))
+    with store.db.transaction() as conn:  # b and c last used at the same moment, long ago
+        conn.execute("UPDATE objects SET used = 1")
     assert store.read_bytes(b) == blobs[1]  # reading b makes it the most recently used
     d = store.put_bytes(os.urandom(4_000))
     assert store.evict(keep=frozenset({d})) == [c]
     assert store.has(b) and store.has(d) and not store.has(c)
-    assert store.usage() == sum(os.path.getsize(store.object_path(v)) for v in (b, d)) <= 10_000
+    assert store.usage() == sum(stored_size(store, v) for v in (b, d)) <= 10_000
 
 
 def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli, workspace, state_dir):
@@ -170,8 +174,7 @@ def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli,
     available = [v["available"] for v in versions]
     assert available[0] is True and available[-1] is False
     assert available == sorted(available, reverse=True), "eviction must take the least recently used first"
-    assert sum(os.path.getsize(HistoryStore(s.data_dir).objects.object_path(v["version"]))
-               for v in versions if v["available"]) <= 16_000
+    assert sum(stored_size(HistoryStore(s.data_dir).objects, v["version"]) for v in versions if v["available"]) <= 16_000
     gone = cli("restore", "memory/blob.md", versions[-1]["version"][:8])
     assert gone.returncode == 1 and "no longer stored" in gone.stderr
     assert (workspace / "memory/blob.md").read_bytes() == content
@@ -254,10 +257,9 @@ def test_a_damaged_stored_version_is_never_restored(cli, workspace, state_dir):
     assert cli("read", "MEMORY.md").returncode == 0
     assert cli("write", "MEMORY.md", "--stdin", input=V2.decode()).returncode == 0
     store = HistoryStore(settings_for(workspace, state_dir).data_dir)
-    obj = store.objects.object_path(version_of(V1))
     for damage in (zlib.compress(b"other bytes"), b"not zlib at all"):
-        with open(obj, "wb") as fh:
-            fh.write(damage)
+        with store.db.transaction() as conn:
+            conn.execute("UPDATE object_parts SET data = ? WHERE version = ?", (damage, version_of(V1)))
         res = cli("restore", "MEMORY.md", version_of(V1)[:8])
         assert res.returncode == 1 and "damaged" in res.stderr and "Traceback" not in res.stderr
         assert (workspace / "MEMORY.md").read_bytes() == V2

@@ -25,6 +25,7 @@ import pytest
 import xxhash
 
 from conftest import env_for, settings_for, wait_for, write
+from openclaw_memory.database import Database
 from openclaw_memory.memory.paths import read_info, service_dir
 
 WAIT = 120  # seconds for a process to start, a session to finish or a process to stop: the machine may be loaded
@@ -424,18 +425,20 @@ def test_mcp_over_http_needs_the_token_and_keeps_sessions_apart(workspace, state
     assert httpx2.post(url, json={}).status_code == 401
     assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
     cli("read", "MEMORY.md")
-    reads = Path(settings.data_dir) / "history" / "reads"
+    db = Database(settings.data_dir)
+
+    def sessions() -> list[bytes]:
+        return [row[0] for row in db.rows("SELECT DISTINCT session FROM reads")]
 
     async def script(a, b):
         out = await _guard_script(a, b, workspace)
-        out["records"] = sorted(p.name for p in reads.glob("*.session-http-*"))
+        out["records"] = sorted(s for s in sessions() if s.startswith(b"http-"))
         return out
 
     out = asyncio.run(asyncio.wait_for(_two_http_sessions(url, token, script), timeout=WAIT))
     _check_guards(out)
     assert len(out["records"]) == 2, out["records"]  # one per MCP session while they ran...
-    wait_for(lambda: not list(reads.glob("*.session-http-*")))  # ...gone once the clients ended them
-    assert list(reads.glob("*.json"))  # the CLI's own records stay
+    wait_for(lambda: sessions() == [b""])  # ...gone once the clients ended them; the CLI's own records stay
     assert service.stop() == 0
     assert service_files(workspace, state_dir) == []  # the token went with it
 

@@ -5,7 +5,6 @@ Real files, threads and the CLI (called in this process); no index and no model 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -132,19 +131,18 @@ def test_a_key_older_than_a_day_or_damaged_counts_as_absent(settings, workspace)
     store = IdempotencyStore(settings.data_dir)
     api.read_memory(settings, "MEMORY.md")
     api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old")
-    path = store._file("k-old")
-    data = json.loads(open(path).read())
-    data["time"] -= KEEP_S + 1
-    open(path, "w").write(json.dumps(data))
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE idempotency SET time = time - ?", (KEEP_S + 1,))
     assert "replayed" not in to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))
-    open(path, "w").write("{not json")
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE idempotency SET result = '{not json'")
     assert "replayed" not in to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))
     assert (workspace / "MEMORY.md").read_text().count("- daily") == 3
     assert to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))["replayed"] is True
-    assert stat_mode(path) == 0o600
-    old = os.path.getmtime(path) - KEEP_S - 10
-    os.utime(path, (old, old))
-    assert store.prune() == 1 and not os.path.exists(path)
+    assert stat_mode(store.db.path) == 0o600
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE idempotency SET time = time - ?", (KEEP_S + 10,))
+    assert store.prune() == 1 and store.get("k-old") is None
 
 
 def stat_mode(path) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 from dataclasses import replace
@@ -86,11 +87,11 @@ def test_a_planted_idempotency_record_runs_nothing(workspace, state_dir, cli, tm
     write(workspace / "MEMORY.md", "# Memory\n")
     assert cli("read", "MEMORY.md").returncode == 0
     assert cli("write", "MEMORY.md", "--append", "- one", "--idempotency-key", "k1").returncode == 0
-    (record,) = (p for p in state_dir.rglob("idempotency/*.json"))
+    (record,) = state_dir.rglob("state.db")
     marker = tmp_path / "pwned"
-    data = json.loads(record.read_text())
-    data["result"] = {"~n": "os:system", "v": [f"touch {marker}"]}
-    record.write_text(json.dumps(data))
+    planted = json.dumps({"~n": "os:system", "v": [f"touch {marker}"]})
+    with sqlite3.connect(record) as db:
+        db.execute("UPDATE idempotency SET result = ?", (planted,))
     again = cli("write", "MEMORY.md", "--append", "- one", "--idempotency-key", "k1", "--json")
     assert again.returncode in (0, 3) and "Traceback" not in again.stderr
     assert not marker.exists()

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 WATCHDOG_DAMAGED = "watchdog-damaged"
-HISTORY_DAMAGED = "history-damaged"
+STATE_DB_DAMAGED = "state-db-damaged"
 CHECKPOINT_DAMAGED = "checkpoint-damaged"
 INDEX_DAMAGED = "index-damaged"
 
@@ -43,40 +43,24 @@ def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-def damaged_history(settings: Settings) -> list[tuple[str, str]]:
-    """(file, reason) for every history log and read-records file that cannot be read."""
-    from ..history.states import ReadRecords
-    from ..history.store import HistoryStore
+def check_database(ctx: CheckContext) -> list[Finding]:
+    from ..database import Database
+    from ..database.repair import damage
 
-    store = HistoryStore(settings.data_dir)
-    found = list(store.log.damaged_logs())
-    reads = os.path.join(store.root, "reads")
-    try:
-        names = sorted(n for n in os.listdir(reads) if n.endswith(".json"))
-    except FileNotFoundError:
-        names = []
-    for name in names:
-        records = ReadRecords(store, "")
-        records.path = os.path.join(reads, name)
-        reason = records.damage()
-        if reason is not None:
-            found.append((records.path, reason))
-    return found
-
-
-def check_history_files(ctx: CheckContext) -> list[Finding]:
-    found = damaged_history(ctx.settings)
-    if not found:
+    db = Database(ctx.settings.data_dir)
+    reason = damage(db)
+    if reason is None:
         return []
     return [Finding(
-        HISTORY_DAMAGED,
-        "warning",
-        f"{len(found)} history file(s) are damaged (the versions or reads they recorded cannot be listed):\n"
-        f"{_listing(found)}\n"
-        "`openclaw-memory doctor --fix` sets them aside (under the state dir's damaged/ folder, never deleted); "
-        "new logs start with the files as they are now, and an agent reads a file again before writing it.",
+        STATE_DB_DAMAGED,
+        "error",
+        f"The state database is damaged: {db.path}: {reason}.\n"
+        "It holds the version history, what each agent read, the write keys and the `state` cache. "
+        "`openclaw-memory doctor --fix` sets it aside (under the state dir's damaged/ folder, never deleted), "
+        "builds a new one from every row the damaged file still yields, and says what could not be read; "
+        "an agent then reads a file again before writing it.",
         True,
-        tuple(p for p, _ in found),
+        (db.path,),
     )]
 
 
@@ -167,4 +151,4 @@ def check_index_files(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-CHECKS = [check_watchdog_files, check_history_files, check_checkpoint, check_index_files]
+CHECKS = [check_watchdog_files, check_database, check_checkpoint, check_index_files]

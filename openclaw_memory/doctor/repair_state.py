@@ -1,8 +1,8 @@
 """Repairs of damaged state files (see :mod:`.check_state`).
 
-Nothing that may be the only trace of something is deleted: damaged snapshots, history
-logs, read records, the checkpoint, the collection registry and the doctor journal are
-set aside under ``<data dir>/damaged/<stamp>/`` (:mod:`openclaw_memory.fsutil.setaside`).
+Nothing that may be the only trace of something is deleted: damaged snapshots, the state
+database, the checkpoint, the collection registry and the doctor journal are set aside under
+``<data dir>/damaged/<stamp>/`` (:mod:`openclaw_memory.fsutil.setaside`).
 The index is derived from the memory files, so its damaged parts are rebuilt from them.
 """
 
@@ -18,11 +18,10 @@ from ..fsutil.safeopen import Folder
 from ..fsutil.setaside import set_aside
 from .check_state import (
     CHECKPOINT_DAMAGED,
-    HISTORY_DAMAGED,
     INDEX_DAMAGED,
+    STATE_DB_DAMAGED,
     WATCHDOG_DAMAGED,
     checkpoint_damage,
-    damaged_history,
     damaged_index,
 )
 from .model import Finding, Repair, RepairSpec
@@ -51,21 +50,24 @@ def _rebuild_snapshots(settings: Settings, finding: Finding) -> Repair:
     return Repair(finding.id, "set aside", "done", f"{where}; rebuilt the snapshot list; {after}", tuple(str(p) for p in moved))
 
 
-def _set_aside_history(settings: Settings, finding: Finding) -> Repair:
+def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
+    from ..database import Database
+    from ..database.repair import damage, rebuild
     from ..history.store import HistoryStore
 
-    store = HistoryStore.for_settings(settings)
-    moved = []
+    db = Database(settings.data_dir)
     try:
-        with store.lock():
-            for path, _reason in damaged_history(settings):  # looked at again under the lock
-                target = set_aside(settings.data_dir, path)
-                if target is not None:
-                    moved.append(str(target))
+        with HistoryStore.for_settings(settings).write_lock():
+            if damage(db) is None:  # looked at again under the lock
+                return Repair(finding.id, "rebuild", "done", "the state database is sound again; nothing to do", finding.paths)
+            salvage = rebuild(db)
     except (MemoryToolError, OSError) as exc:
-        return _failed(finding, "set aside", exc)
-    folder = os.path.dirname(os.path.dirname(os.path.dirname(moved[0]))) if moved else ""
-    return Repair(finding.id, "set aside", "done", f"set aside {len(moved)} damaged history file(s) under {folder}", tuple(moved))
+        return _failed(finding, "rebuild", exc)
+    kept = ", ".join(f"{n} {table}" for table, n in salvage.recovered.items() if n) or "nothing"
+    lost = "; ".join(f"{table}: {why}" for table, why in salvage.lost.items())
+    detail = f"set the damaged database aside at {salvage.set_aside}; the new one holds {kept}"
+    detail += f". Could not be recovered: {lost}" if lost else "; every row was recovered"
+    return Repair(finding.id, "rebuild", "done", detail, tuple(str(p) for p in (salvage.set_aside,) if p))
 
 
 def _replace_checkpoint(settings: Settings, finding: Finding) -> Repair:
@@ -166,7 +168,8 @@ def recover_without_journal(settings: Settings) -> Repair:
 
 REPAIRS = {
     WATCHDOG_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged watchdog files aside and rebuild the snapshot list", _rebuild_snapshots),
-    HISTORY_DAMAGED: RepairSpec("set aside", lambda f: f"Set {len(f.paths)} damaged history file(s) aside", _set_aside_history),
+    STATE_DB_DAMAGED: RepairSpec("rebuild", lambda f: "Set the damaged state database aside and rebuild it from what it still holds",
+                                 _rebuild_database),
     CHECKPOINT_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged checkpoint aside, keeping its readable lines", _replace_checkpoint),
     INDEX_DAMAGED: RepairSpec("rebuild", lambda f: "Rebuild the damaged parts of the search index from the memory files", _rebuild_index),
 }

@@ -21,6 +21,7 @@ history only if ``watch`` or a verify (``state``, ``history``) saw it first.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import xxhash
 
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, os_error
+from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
 from ..fsutil.atomic import unlink_quietly, write_temp_beside
@@ -125,7 +126,7 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
     tries = _APPEND_TRIES if daily_append and expected is None else 1
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
-    with store.lock():
+    with store.write_lock():
         for _ in range(tries):
             try:
                 return _translated(store, resolved, "written", lambda: _write_once(
@@ -156,7 +157,7 @@ def restore_file_version(settings: Settings, path: str, version: str) -> WriteRe
     check_prefix(version)
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
-    with store.lock():
+    with store.write_lock():
         try:
             return _translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version))
         except _Raced:
@@ -194,7 +195,9 @@ def _translated(store, resolved: ResolvedPath, done: str, operation):
     except NotADirectoryError:
         raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
     except _HistoryFailed as failed:
-        raise os_error(failed.error, f"the state dir ({store.root})", unchanged) from None
+        raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged) from None
+    except DiskFull:
+        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged) from None
     except OSError as exc:
         raise os_error(exc, f"the workspace ({os.path.dirname(resolved.abs_path)})", unchanged) from None
 
@@ -481,9 +484,10 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
         notes.append(f"the folder of {resolved.display} could not be synced to disk ({exc.strerror or exc})")
     try:
         records.put(target, new, WRITE)
-    except OSError as exc:
+    except (OSError, MemoryToolError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         notes.append(
             f"{resolved.display} was {'restored' if action == RESTORED else 'written'}, but agent "
-            f"'{records.agent}''s record of it could not be saved ({exc.strerror or exc}): read it before the next write"
+            f"'{records.agent}''s record of it could not be saved ({why}): read it before the next write"
         )
     return replace(result, warnings=tuple(notes)) if notes else result

@@ -8,10 +8,10 @@ the file still holds what that write made (after a restore or an edit, the same 
 again). A key is bound to what it was first used for (agent, session, path, mode, content): the
 same key with anything else is refused, never answered with the first result.
 
-One small JSON file per key under ``<data dir>/idempotency/`` (named by a hash of the key),
-replaced atomically; a damaged, foreign or expired file counts as absent. The check and
-the write happen under one lock of their own (taken before the history lock, never after
-it), so two concurrent retries write once.
+Rows of the state database's ``idempotency`` table; an expired or unreadable entry counts as
+absent. The check and the write happen under the workspace's write lock (see
+:meth:`~openclaw_memory.history.store.HistoryStore.write_lock`), so two concurrent retries write
+once; the key is committed before the new content is renamed into place.
 """
 
 from __future__ import annotations
@@ -24,16 +24,14 @@ import time
 import xxhash
 
 from .. import wire
+from ..database import Database, enc
 from ..errors import UsageError
-from ..fsutil.atomic import atomic_write_bytes
-from ..fsutil.lock import FileLock
 from .guard import Replay, WriteResult
 
 KEEP_S = 24 * 3600
 # Test-only: SIGKILL the process at a step of a keyed write (``key-recorded``: the key and the
 # result to be are recorded, the new content not yet renamed into place; ``swapped``: renamed).
 KILL_ENV = "OPENCLAW_MEMORY_TEST_WRITE_KILL_AT"
-LOCK_TIMEOUT_S = 10.0
 MAX_KEY = 300
 
 
@@ -75,56 +73,36 @@ def check_key(key: str) -> str:
 
 
 class IdempotencyStore:
-    """The keys of one workspace (all agents), in ``<data dir>/idempotency/``."""
+    """The keys of one workspace (all agents), in the state database."""
 
     def __init__(self, data_dir, *, keep_s: float = KEEP_S):
-        self.root = os.path.join(os.fspath(data_dir), "idempotency")
+        self.db = Database(data_dir)
         self.keep_s = keep_s
-
-    def lock(self) -> FileLock:
-        return FileLock(os.path.join(self.root, "lock"), timeout=LOCK_TIMEOUT_S, what="the idempotency keys of this workspace")
-
-    def _file(self, key: str) -> str:
-        return os.path.join(self.root, xxhash.xxh3_128_hexdigest(key.encode("utf-8", "surrogateescape")) + ".json")
 
     def get(self, key: str) -> tuple[WriteResult, dict | None] | None:
         """The first result for ``key`` and what the key was bound to (None in a record of an
         earlier release), when it was written less than 24 hours ago."""
+        row = self.db.one("SELECT time, result, binding FROM idempotency WHERE key = ?", (enc(key),))
+        if row is None or time.time() - row[0] >= self.keep_s:
+            return None
         try:
-            with open(self._file(key), encoding="utf-8") as fh:
-                data = json.load(fh)
-            if data["key"] != key or time.time() - float(data["time"]) >= self.keep_s:
-                return None
-            recorded = data["result"]
+            recorded = json.loads(row[1])
             first = wire.from_json(wire.untag(recorded) if wire.is_tagged(recorded) else recorded, WriteResult)
-            bound = data.get("binding")
-            replayed = dataclasses.replace(first, replay=Replay(key, float(data["time"])))
-            return replayed, bound if isinstance(bound, dict) else None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
-            return None  # absent or damaged: the write goes ahead and the entry is written anew
+            bound = json.loads(row[2]) if row[2] else None
+        except ValueError:
+            return None  # unreadable: the write goes ahead and the entry is written anew
+        replayed = dataclasses.replace(first, replay=Replay(key, float(row[0])))
+        return replayed, bound if isinstance(bound, dict) else None
 
     def put(self, key: str, result: WriteResult, when: float | None = None, bound: dict | None = None) -> None:
-        payload = {"key": key, "time": time.time() if when is None else when, "result": wire.to_json(result),
-                   "binding": bound}
-        os.makedirs(self.root, exist_ok=True)
         # ensure_ascii: a name that is not UTF-8 round-trips as \udcXX
-        atomic_write_bytes(self._file(key), json.dumps(payload, ensure_ascii=True).encode("ascii"), 0o600)
+        result_json = json.dumps(wire.to_json(result), ensure_ascii=True)
+        with self.db.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?)",
+                         (enc(key), time.time() if when is None else when, result_json,
+                          json.dumps(bound, ensure_ascii=True) if bound is not None else None))
 
     def prune(self) -> int:
-        """Delete the entries older than 24 hours (by file time: a damaged file goes too); returns how many."""
-        cutoff = time.time() - self.keep_s
-        removed = 0
-        try:
-            entries = list(os.scandir(self.root))
-        except OSError:
-            return 0
-        for entry in entries:
-            if not entry.name.endswith((".json", ".tmp")):
-                continue
-            try:
-                if entry.stat().st_mtime < cutoff:
-                    os.unlink(entry.path)
-                    removed += 1
-            except OSError:
-                continue  # gone meanwhile, or not ours to delete: the next prune tries again
-        return removed
+        """Delete the entries older than 24 hours; returns how many."""
+        with self.db.transaction() as conn:
+            return conn.execute("DELETE FROM idempotency WHERE time < ?", (time.time() - self.keep_s,)).rowcount

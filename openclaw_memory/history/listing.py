@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import PathRefused, os_error
+from ..errors import DiskFull, PathRefused
 from ..files.read import open_resolved, resolve_memory_path
 from ..wire import key
 from .store import HistoryStore, snapshot_fd
@@ -52,24 +52,22 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
     warnings: tuple[str, ...] = ()
-    with store.lock():
-        store.check_log(resolved.abs_path, resolved.display)  # before the sighting would set it aside
-        opened = open_resolved(resolved)
-        snapshot = None
-        if opened is not None:
-            fd = opened[0]
-            try:
-                snapshot = snapshot_fd(fd)
+    opened = open_resolved(resolved)
+    snapshot = None
+    if opened is not None:
+        fd = opened[0]
+        try:
+            snapshot = snapshot_fd(fd)
+            with store.lock():
                 store.observe(resolved.abs_path, resolved.display, snapshot, fd=fd)
-            except OSError as exc:
-                if snapshot is None:
-                    raise PathRefused(f"cannot read {resolved.display}: {exc.strerror or exc}") from None
-                # The listing is still true; only this sighting is not kept (a full state dir).
-                warnings = (f"the version {resolved.display} holds now is not recorded in the history: "
-                            f"{os_error(exc, f'the state dir ({store.root})', 'the history is unchanged').message}",)
-            finally:
-                os.close(fd)
-        entries = tuple(reversed(store.entries(resolved.abs_path)))
-        available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
+        except OSError as exc:
+            raise PathRefused(f"cannot read {resolved.display}: {exc.strerror or exc}") from None
+        except DiskFull as exc:
+            # The listing is still true; only this sighting is not kept (a full state dir).
+            warnings = (f"the version {resolved.display} holds now is not recorded in the history: {exc.message}",)
+        finally:
+            os.close(fd)
+    entries = tuple(reversed(store.entries(resolved.abs_path)))
+    available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
     current = snapshot.version if snapshot else None
     return VersionHistory(resolved.display, current, _listed(entries, current, available), warnings)

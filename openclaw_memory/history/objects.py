@@ -1,59 +1,46 @@
 """The content-addressed object store: each version's bytes, zlib-compressed, stored once.
 
-An object lives at ``objects/<2 hex>/<30 hex>.z``, named by the xxh3_128 of its
-uncompressed bytes, so identical contents (a revert, the same text in two files)
-share one object. An object's mtime is its last use: reading it (restore, diff)
-or seeing its version again touches it, and eviction removes the least recently
-used objects first until the total fits ``max_bytes``. Objects are written to a
-temp file, fsynced, then renamed into place: a crash leaves a whole object or none.
+An object is a row of the state database's ``objects`` table, named by the xxh3_128 of its
+uncompressed bytes (so identical contents, a revert or the same text in two files, share one),
+with its compressed bytes in parts of at most 1 MiB in ``object_parts`` (a huge file is never
+held whole). ``used`` is its last use: reading it (restore, diff) or seeing its version again
+touches it, and eviction removes the least recently used objects first until the compressed
+total fits ``max_bytes``. An object is stored in one transaction: whole, or not at all.
 """
 
 from __future__ import annotations
 
 import os
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 
 import xxhash
 
-from ..fsutil.atomic import fsync_dir, unlink_quietly
+from ..database import Database
 
 BLOCK = 1 << 20
-USAGE_FILE = "usage"  # running total of object bytes; recounted at every eviction pass
 
 
 class ObjectStore:
-    """Compressed blobs keyed by the hash of their contents, bounded by ``max_bytes`` (LRU).
+    """Compressed blobs keyed by the hash of their contents, bounded by ``max_bytes`` (LRU)."""
 
-    Callers that add or remove objects hold the history lock (see :mod:`.store`).
-    """
-
-    def __init__(self, folder: str, max_bytes: int):
-        self.folder = folder
+    def __init__(self, db: Database, max_bytes: int):
+        self.db = db
         self.max_bytes = max_bytes
-        # False while a caller that flushes the whole file system at its end (``state``) writes
-        # many objects: one barrier instead of three fsyncs per object.
-        self.durable = True
-        self._usage: int | None = None  # the running total while not durable, written by flush()
 
     def fits(self, size: int) -> bool:
         """Whether a version of ``size`` bytes is kept at all: one huge file must not flush
         the whole store (nor make a paged read of it compress gigabytes)."""
         return size <= max(1, self.max_bytes // 8)
 
-    def object_path(self, version: str) -> str:
-        return os.path.join(self.folder, version[:2], version[2:] + ".z")
-
     def has(self, version: str) -> bool:
-        return os.path.exists(self.object_path(version))
+        return self.db.one("SELECT 1 FROM objects WHERE version = ?", (version,)) is not None
 
     def touch(self, version: str) -> bool:
         """Mark an object as just used; False when it is not stored (never was, or evicted)."""
-        try:
-            os.utime(self.object_path(version))
-            return True
-        except FileNotFoundError:
-            return False
+        with self.db.transaction() as conn:
+            return conn.execute("UPDATE objects SET used = ? WHERE version = ?", (time.time_ns(), version)).rowcount > 0
 
     def put_blocks(self, blocks: Iterable[bytes], expected: str | None = None) -> str | None:
         """Store the bytes ``blocks`` yield; return their version.
@@ -61,46 +48,35 @@ class ObjectStore:
         With ``expected``, the bytes must hash to it (they come from a file that may be
         changing under us); when they do not, nothing is stored and None is returned.
         """
-        os.makedirs(self.folder, exist_ok=True)
-        tmp = os.path.join(self.folder, f".incoming.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        incoming = f"~incoming-{os.getpid()}-{os.urandom(4).hex()}"
         digest = xxhash.xxh3_128()
         compressor = zlib.compressobj(1)  # fast: objects are written on the read path
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
+        with self.db.transaction() as conn:
+            conn.execute("SAVEPOINT put_object")
+            seq = stored = size = 0
+            pending = b""
             for block in blocks:
                 digest.update(block)
-                _write_all(fd, compressor.compress(block))
-            _write_all(fd, compressor.flush())
-            if self.durable:
-                os.fsync(fd)
-            stored = os.fstat(fd).st_size
-        except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
-            raise
-        os.close(fd)
-        version = digest.hexdigest()
-        if expected is not None and version != expected:
-            os.unlink(tmp)
-            return None
-        target = self.object_path(version)
-        if os.path.exists(target):
-            os.unlink(tmp)
-            self.touch(version)
-            return version
-        subdir = os.path.dirname(target)
-        fresh_dir = not os.path.isdir(subdir)
-        try:
-            os.makedirs(subdir, exist_ok=True)
-            os.replace(tmp, target)
-        except BaseException:
-            unlink_quietly(tmp)  # no room for the folder: no half-stored object left behind
-            raise
-        if self.durable:
-            fsync_dir(subdir)
-            if fresh_dir:
-                fsync_dir(self.folder)
-        self._add_usage(stored)
+                size += len(block)
+                pending += compressor.compress(block)
+                while len(pending) >= BLOCK:
+                    conn.execute("INSERT INTO object_parts VALUES (?, ?, ?)", (incoming, seq, pending[:BLOCK]))
+                    stored, seq, pending = stored + BLOCK, seq + 1, pending[BLOCK:]
+            pending += compressor.flush()
+            if pending:
+                conn.execute("INSERT INTO object_parts VALUES (?, ?, ?)", (incoming, seq, pending))
+                stored += len(pending)
+            version = digest.hexdigest()
+            if (expected is not None and version != expected) or self.has(version):
+                conn.execute("ROLLBACK TO put_object")
+                conn.execute("RELEASE put_object")
+                if expected is not None and version != expected:
+                    return None
+                self.touch(version)
+                return version
+            conn.execute("UPDATE object_parts SET version = ? WHERE version = ?", (version, incoming))
+            conn.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (version, size, stored, time.time_ns()))
+            conn.execute("RELEASE put_object")
         return version
 
     def put_bytes(self, data: bytes, expected: str | None = None) -> str | None:
@@ -116,12 +92,20 @@ class ObjectStore:
         The caller must check the hash of what it consumed (see :meth:`read_bytes`):
         a damaged object is detected by its hash, never trusted.
         """
-        try:
-            fh = open(self.object_path(version), "rb")
-        except FileNotFoundError:
+        if not self.touch(version):
             return None
-        self.touch(version)
-        return _inflate(fh)
+        return _inflate(self._parts(version))
+
+    def _parts(self, version: str) -> Iterator[bytes]:
+        """One part at a time, each its own query: nothing else using the connection meanwhile
+        (a write between two blocks of a restore) can cut the stream."""
+        seq = 0
+        while True:
+            row = self.db.one("SELECT data FROM object_parts WHERE version = ? AND seq = ?", (version, seq))
+            if row is None:
+                return
+            yield row[0]
+            seq += 1
 
     def read_bytes(self, version: str) -> bytes | None:
         """The whole stored version, verified against its hash; None when missing or damaged."""
@@ -135,30 +119,20 @@ class ObjectStore:
         return data if xxhash.xxh3_128_hexdigest(data) == version else None
 
     def remove(self, versions: Iterable[str]) -> int:
-        """Delete these objects; returns the bytes freed."""
+        """Delete these objects; returns the compressed bytes freed."""
         freed = 0
-        for version in versions:
-            path = self.object_path(version)
-            try:
-                size = os.stat(path).st_size
-                os.unlink(path)
-            except FileNotFoundError:
-                continue
-            freed += size
-        if freed:
-            self._add_usage(-freed)
+        with self.db.transaction() as conn:
+            for version in versions:
+                row = conn.execute("SELECT stored FROM objects WHERE version = ?", (version,)).fetchone()
+                if row is not None:
+                    conn.execute("DELETE FROM objects WHERE version = ?", (version,))
+                    conn.execute("DELETE FROM object_parts WHERE version = ?", (version,))
+                    freed += row[0]
         return freed
 
     def usage(self) -> int:
-        if self._usage is not None:
-            return self._usage
-        current = self._read_usage()
-        return self.recount() if current is None else current
-
-    def recount(self) -> int:
-        total = sum(size for _, size, _ in self._listing())
-        self._write_usage(total)
-        return total
+        row = self.db.one("SELECT COALESCE(SUM(stored), 0) FROM objects")
+        return row[0] if row else 0
 
     def evict(self, keep: frozenset[str] = frozenset()) -> list[str]:
         """Remove least-recently-used objects until the total fits ``max_bytes``.
@@ -166,91 +140,23 @@ class ObjectStore:
         ``keep`` (the versions this very operation still needs) is evicted last of all.
         Returns the evicted versions.
         """
-        if self.usage() <= self.max_bytes:
-            return []
-        listing = self._listing()
-        total = sum(size for _, size, _ in listing)
-        order = sorted(listing, key=lambda item: (item[0] in keep, item[2]))
-        evicted = []
-        for version, size, _ in order:
+        with self.db.transaction() as conn:
+            total = self.usage()
             if total <= self.max_bytes:
-                break
-            try:
-                os.unlink(self.object_path(version))
-            except FileNotFoundError:
-                pass
-            total -= size
-            evicted.append(version)
-        self._write_usage(total)
+                return []
+            rows = conn.execute("SELECT version, stored, used FROM objects").fetchall()
+            evicted = []
+            for version, stored, _ in sorted(rows, key=lambda r: (r[0] in keep, r[2])):
+                if total <= self.max_bytes:
+                    break
+                conn.execute("DELETE FROM objects WHERE version = ?", (version,))
+                conn.execute("DELETE FROM object_parts WHERE version = ?", (version,))
+                total -= stored
+                evicted.append(version)
         return evicted
 
     def versions(self) -> set[str]:
-        return {version for version, _, _ in self._listing()}
-
-    def _listing(self) -> list[tuple[str, int, int]]:
-        """(version, compressed size, last use in ns) of every stored object."""
-        out: list[tuple[str, int, int]] = []
-        try:
-            subdirs = os.scandir(self.folder)
-        except FileNotFoundError:
-            return out
-        with subdirs:
-            for sub in subdirs:
-                if len(sub.name) != 2 or not sub.is_dir(follow_symlinks=False):
-                    continue
-                with os.scandir(sub.path) as entries:
-                    for entry in entries:
-                        if entry.name.endswith(".z"):
-                            st = entry.stat(follow_symlinks=False)
-                            out.append((sub.name + entry.name[:-2], st.st_size, st.st_mtime_ns))
-        return out
-
-    def _read_usage(self) -> int | None:
-        try:
-            with open(os.path.join(self.folder, USAGE_FILE), encoding="ascii") as fh:
-                return int(fh.read().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-
-    def flush(self) -> None:
-        """Write the running total kept in memory while not durable."""
-        if self._usage is not None:
-            total, self._usage = self._usage, None
-            self._write_usage(total)
-
-    def _add_usage(self, delta: int) -> None:
-        if not self.durable:
-            if self._usage is None:
-                self._usage = self.usage()
-            self._usage = max(0, self._usage + delta)
-            return
-        current = self._read_usage()
-        if current is None:
-            self.recount()  # the count already includes this change
-        else:
-            self._write_usage(max(0, current + delta))
-
-    def _write_usage(self, total: int) -> None:
-        if self._usage is not None:
-            self._usage = total
-            return
-        # Not fsynced: a lost update only makes the next eviction pass recount.
-        os.makedirs(self.folder, exist_ok=True)  # no object stored yet (the first file did not fit)
-        path = os.path.join(self.folder, USAGE_FILE)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "w", encoding="ascii") as fh:
-                fh.write(f"{total}\n")
-            os.replace(tmp, path)
-        except BaseException:
-            unlink_quietly(tmp)
-            raise
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+        return {row[0] for row in self.db.rows("SELECT version FROM objects")}
 
 
 def _pread_blocks(fd: int) -> Iterator[bytes]:
@@ -263,19 +169,15 @@ def _pread_blocks(fd: int) -> Iterator[bytes]:
         yield block
 
 
-def _inflate(fh) -> Iterator[bytes]:
-    with fh:
-        decompressor = zlib.decompressobj()
-        while True:
-            raw = fh.read(BLOCK)
-            if not raw:
-                break
-            while raw:
-                # Cap each output block so a highly compressible object never inflates whole.
-                out = decompressor.decompress(raw, BLOCK)
-                if out:
-                    yield out
-                raw = decompressor.unconsumed_tail
-        tail = decompressor.flush()
-        if tail:
-            yield tail
+def _inflate(parts: Iterable[bytes]) -> Iterator[bytes]:
+    decompressor = zlib.decompressobj()
+    for raw in parts:
+        while raw:
+            # Cap each output block so a highly compressible object never inflates whole.
+            out = decompressor.decompress(raw, BLOCK)
+            if out:
+                yield out
+            raw = decompressor.unconsumed_tail
+    tail = decompressor.flush()
+    if tail:
+        yield tail

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import os_error
+from ..database import dec, enc
+from ..errors import DiskFull
 from ..files.paths import display_path
 from ..files.scan import scan_workspace
-from ..fsutil.atomic import atomic_write_text, sync_filesystem
 from ..fsutil.safeopen import FolderSwapped
 from ..wire import camel, key
 from .states import STATES, ReadRecords, Seen, state_of
@@ -81,14 +80,13 @@ def file_states(settings: Settings) -> StateReport:
     settled = time.time_ns() - _RACY_NS
     unreadable: list[Unreadable] = []
     unrecorded: list[str] = []
-    with store.lock():
-        records = ReadRecords.for_settings(store, settings).load()
-        known = _load_sightings(store)
-        seen: dict[str, list] = {}
-        listed = set()
-        # Sightings are flushed to disk once, at the end, not file by file (see sync_filesystem).
-        store.objects.durable = store.log.durable = False
-        try:
+    records = ReadRecords.for_settings(store, settings).load()
+    known = _load_sightings(store)
+    seen: dict[str, list] = {}
+    listed = set()
+    try:
+        # One transaction: every sighting of the run is committed (synced to disk) once, at its end.
+        with store.lock():
             for f in scan.files:
                 if f.kind != "markdown":
                     continue
@@ -109,22 +107,17 @@ def file_states(settings: Settings) -> StateReport:
                 state = _file_state(f.path, f.abs_path, records.get(f.abs_path), snap)
                 if state is not None:
                     out.append(state)
-        finally:
-            store.objects.durable = store.log.durable = True
-            try:
-                store.objects.flush()
-                if os.path.isdir(store.root):
-                    sync_filesystem(store.root)
-            except OSError as exc:
-                unrecorded.append(os_error(exc, f"the state dir ({store.root})", "the states below are still correct").message)
-        if seen != known and not unrecorded:
-            _save_sightings(store, seen)
-        for abs_path, record in records.items():
-            if abs_path in listed or os.path.lexists(abs_path):
-                continue
-            state = _file_state(display_path(abs_path, workspace), abs_path, record, None)
-            if state is not None:
-                out.append(state)
+            if seen != known and not unrecorded:
+                _save_sightings(store, seen)
+    except DiskFull as exc:
+        # The states are still true; only new versions miss the history this time.
+        unrecorded.append(exc.message)
+    for abs_path, record in records.items():
+        if abs_path in listed or os.path.lexists(abs_path):
+            continue
+        state = _file_state(display_path(abs_path, workspace), abs_path, record, None)
+        if state is not None:
+            out.append(state)
     return StateReport(settings.agent, workspace, tuple(out), tuple(unreadable),
                        tuple(f"new versions not recorded in the history: {m}" for m in unrecorded))
 
@@ -133,7 +126,6 @@ def file_states(settings: Settings) -> StateReport:
 # run follows what changed. A file modified within this many ns of the scan is hashed every
 # time (an edit in the same clock tick would keep the stat).
 _RACY_NS = 2_000_000_000
-SIGHTINGS = "sightings.json"
 
 
 def _stat_key(abs_path: str) -> list | None:
@@ -145,27 +137,15 @@ def _stat_key(abs_path: str) -> list | None:
 
 
 def _load_sightings(store: HistoryStore) -> dict[str, list]:
-    """{path: [size, mtime_ns, ctime_ns, inode, version]}; a damaged cache is simply rebuilt."""
-    try:
-        with open(os.path.join(store.root, SIGHTINGS), "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {
-        p: v for p, v in data.items()
-        if isinstance(v, list) and len(v) == 5 and all(isinstance(x, int) for x in v[:4]) and isinstance(v[4], str)
-    }
+    """{path: [size, mtime_ns, ctime_ns, inode, version]}."""
+    rows = store.db.rows("SELECT path, size, mtime_ns, ctime_ns, inode, version FROM sightings")
+    return {dec(p): [size, mtime, ctime, inode, version] for p, size, mtime, ctime, inode, version in rows}
 
 
 def _save_sightings(store: HistoryStore, data: dict[str, list]) -> None:
-    try:
-        os.makedirs(store.root, exist_ok=True)
-        # ensure_ascii: a name that is not UTF-8 round-trips as \udcXX
-        atomic_write_text(os.path.join(store.root, SIGHTINGS), json.dumps(data, ensure_ascii=True, separators=(",", ":")))
-    except OSError:
-        pass  # only a cache: the next run hashes again (a failed write leaves no temp file)
+    with store.db.transaction() as conn:
+        conn.execute("DELETE FROM sightings")
+        conn.executemany("INSERT INTO sightings VALUES (?, ?, ?, ?, ?, ?)", [(enc(p), *v) for p, v in data.items()])
 
 
 def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState | None:
@@ -203,10 +183,11 @@ def _observe(store: HistoryStore, f, unreadable: list, unrecorded: list) -> File
         snap = snapshot_fd(fd)
         if not unrecorded:
             try:
-                store.observe(f.abs_path, f.path, snap, fd=fd)
-            except OSError as exc:
+                with store.db.savepoint():
+                    store.observe(f.abs_path, f.path, snap, fd=fd)
+            except DiskFull as exc:
                 # The states are still true; only new versions miss the history this time.
-                unrecorded.append(os_error(exc, f"the state dir ({store.root})", "the states below are still correct").message)
+                unrecorded.append(exc.message)
         return snap
     except OSError as exc:
         unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))

@@ -14,16 +14,10 @@ as they are now (see :mod:`.report`), so the guard does not depend on ``watch``:
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import xxhash
-
-from ..fsutil.atomic import unlink_quietly
+from ..database import dec, enc
 from .store import FileVersion, HistoryStore
 
 if TYPE_CHECKING:
@@ -49,121 +43,44 @@ class Seen(NamedTuple):
 
 
 class ReadRecords:
-    """One agent's (or one session's) records; changed under the history lock.
-
-    ``<history>/reads/<agent>-<hash>.json`` for the plain CLI, and
-    ``<history>/reads/<agent>-<hash>.session-<session>-<hash>.json`` for a session.
-    """
+    """One agent's (or one session's) records: rows of the state database's ``reads`` table
+    (the plain command line is the session ``""``)."""
 
     def __init__(self, store: HistoryStore, agent: str, session: str | None = None):
         self.agent = agent
         self.session = session
-        name = _slug(agent)
-        if session is not None:
-            name += f".session-{_slug(session)}"
-        self.path = os.path.join(store.root, "reads", f"{name}.json")
-        self.store_root = store.root
+        self.db = store.db
+        self._owner = (enc(agent), enc(session or ""))
 
     @classmethod
     def for_settings(cls, store: HistoryStore, settings: Settings) -> ReadRecords:
         return cls(store, settings.agent, getattr(settings, "session", None))
 
     def load(self) -> dict[str, Seen]:
-        """The records; a damaged file is set aside (kept under ``damaged/``) and counts as no record,
-        so the guard asks the agent to read again rather than trust it. Call under the history lock."""
-        try:
-            return self._parse()
-        except _RecordsDamaged:
-            from ..fsutil.setaside import set_aside
-
-            set_aside(Path(os.path.dirname(self.store_root)), self.path)
-            return {}
-
-    def damage(self) -> str | None:
-        """Why the records file cannot be used, or None. Only reads."""
-        try:
-            self._parse()
-        except _RecordsDamaged as exc:
-            return str(exc)
-        return None
-
-    def _parse(self) -> dict[str, Seen]:
-        try:
-            with open(self.path, "rb") as fh:
-                raw = fh.read()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise _RecordsDamaged(exc.strerror or str(exc)) from None
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except ValueError as exc:  # UnicodeDecodeError included
-            raise _RecordsDamaged(f"not JSON: {exc}") from None
-        files = data.get("files") if isinstance(data, dict) else None
-        if not isinstance(files, dict):
-            raise _RecordsDamaged("not a read-records file")
-        out = {}
-        for abs_path, item in files.items():
-            if not (
-                isinstance(item, dict)
-                and isinstance(item.get("version"), str)
-                and item.get("how") in (READ, WRITE)
-                and isinstance(item.get("size", 0), int)
-                and isinstance(item.get("time", 0), (int, float))
-            ):
-                raise _RecordsDamaged(f"the record of {abs_path} is malformed")
-            out[abs_path] = Seen(item["version"], int(item.get("size", 0)), float(item.get("time", 0)), item["how"])
-        return out
+        rows = self.db.rows("SELECT path, version, size, time, how FROM reads WHERE agent = ? AND session = ?", self._owner)
+        return {dec(p): Seen(v, s, t, h) for p, v, s, t, h in rows}
 
     def get(self, abs_path: str) -> Seen | None:
-        return self.load().get(abs_path)
+        row = self.db.one("SELECT version, size, time, how FROM reads WHERE agent = ? AND session = ? AND path = ?",
+                          (*self._owner, enc(abs_path)))
+        return Seen(*row) if row else None
 
     def put(self, abs_path: str, snapshot: FileVersion, how: str) -> Seen:
         seen = Seen(snapshot.version, snapshot.size, time.time(), how)
-        records = self.load()
-        records[abs_path] = seen
-        self._save(records)
+        with self.db.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO reads VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (*self._owner, enc(abs_path), seen.version, seen.size, seen.time, seen.how))
         return seen
 
     def forget(self, abs_path: str) -> None:
-        records = self.load()
-        if records.pop(abs_path, None) is not None:
-            self._save(records)
-
-    def _save(self, records: dict[str, Seen]) -> None:
-        # Replaced atomically but not fsynced: a record lost in a crash only makes the
-        # agent read the file again (the guard then blocks, never lets a stale write through).
-        payload = {
-            "agent": self.agent,
-            "session": self.session,
-            "files": {p: {"version": s.version, "size": s.size, "time": s.time, "how": s.how} for p, s in sorted(records.items())},
-        }
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = f"{self.path}.{os.getpid()}.{os.urandom(3).hex()}.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh, ensure_ascii=True)  # a path that is not UTF-8 round-trips as \udcXX
-            os.replace(tmp, self.path)
-        except BaseException:
-            unlink_quietly(tmp)  # a full disk leaves no temp file behind
-            raise
-
-
-def _slug(name: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "agent"
-    return f"{slug}-{xxhash.xxh3_64_hexdigest(name.encode('utf-8'))[:8]}"
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM reads WHERE agent = ? AND session = ? AND path = ?", (*self._owner, enc(abs_path)))
 
 
 def forget_session(store: HistoryStore, agent: str, session: str) -> None:
     """Drop a finished session's records (an MCP session that ended never writes again)."""
-    try:
-        os.unlink(ReadRecords(store, agent, session).path)
-    except FileNotFoundError:
-        pass
-
-
-class _RecordsDamaged(Exception):
-    pass
+    with store.db.transaction() as conn:
+        conn.execute("DELETE FROM reads WHERE agent = ? AND session = ?", (enc(agent), enc(session)))
 
 
 def state_of(seen: Seen | None, current: str | None) -> str | None:

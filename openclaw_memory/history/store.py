@@ -1,19 +1,27 @@
-"""The version store: objects and per-path logs behind one lock, and "observe a file".
+"""The version store: objects and per-path logs in the state database, and "observe a file".
 
-Layout under ``<data_dir>/history/``: ``objects/`` (content-addressed, compressed),
-``logs/`` (one version log per path), ``reads/`` (what each agent read or wrote,
-see :mod:`.states`) and ``lock``. Every change to any of them happens while the
-lock is held, so concurrent reads, writes and restores of one workspace never
-interleave their check-then-act steps.
+Tables ``objects``/``object_parts`` (content-addressed, compressed), ``versions`` (the log of
+each path) and ``reads`` (what each agent read or wrote, see :mod:`.states`). Each change is a
+transaction. :meth:`HistoryStore.lock` is a transaction too: a check and what it decides (a
+sighting and its log entry, a read record) are one step for every other process.
+
+A write to a user's memory file is more than a transaction can cover (the file is renamed into
+place outside the database), so writers also take the workspace's write lock
+(:meth:`HistoryStore.write_lock`, ``<data dir>/write.lock``): a guarded write's check, the
+rename and what it records never interleave with another writer's.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..database import Database
 from ..errors import StateDamaged, UsageError
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
@@ -28,6 +36,7 @@ if TYPE_CHECKING:
 LOCK_TIMEOUT_S = 10.0
 MIN_PREFIX = 8
 _HEX = re.compile(r"^[0-9a-f]+$")
+_held = threading.local()
 
 
 class FileVersion(NamedTuple):
@@ -44,24 +53,42 @@ class HistoryStore:
         self.config = config or HistorySettings()  # [history]: keep_per_path, max_bytes (checked by settings)
         # The allowed roots (workspace, extra paths): a file is only ever opened from one of them.
         self.roots = tuple(os.fspath(r) for r in roots)
-        self.root = os.path.join(os.fspath(data_dir), "history")
-        self.objects = ObjectStore(os.path.join(self.root, "objects"), self.config.max_bytes)
-        self.log = VersionLog(os.path.join(self.root, "logs"))
+        self.data_dir = os.fspath(data_dir)
+        self.db = Database(self.data_dir)
+        self.objects = ObjectStore(self.db, self.config.max_bytes)
+        self.log = VersionLog(self.db)
+        self.write_lock_path = os.path.join(self.data_dir, "write.lock")
 
     @classmethod
     def for_settings(cls, settings: Settings) -> HistoryStore:
         return cls(settings.data_dir, settings.history, (str(settings.workspace), *settings.extra_paths))
 
-    def lock(self) -> FileLock:
-        return FileLock(os.path.join(self.root, "lock"), timeout=LOCK_TIMEOUT_S, what="the memory files of this workspace (a write or history update)")
+    def lock(self):
+        """One transaction for what follows (a context manager)."""
+        return self.db.transaction()
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Held by every writer of a memory file; a thread that holds it already (a keyed write
+        around its guarded write) goes on."""
+        path = self.write_lock_path
+        held = _held.__dict__.setdefault("paths", set())
+        if path in held:
+            yield
+            return
+        with FileLock(path, timeout=LOCK_TIMEOUT_S, what="the memory files of this workspace (another write)"):
+            held.add(path)
+            try:
+                yield
+            finally:
+                held.discard(path)
 
     def record(self, abs_path: str, display: str, version: str, size: int, origin: str, agent: str | None) -> Entry:
         """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits."""
         entry = Entry(version, time.time(), size, origin, agent)
-        dropped = self.log.append(abs_path, display, entry, self.config.keep_per_path)
+        dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path)}
         if dropped:
-            unreferenced = {e.version for e in dropped} - self.log.all_versions()
-            self.objects.remove(unreferenced)
+            self.objects.remove(dropped - self.log.referenced(dropped))
         self.objects.evict(keep=frozenset({version}))
         return entry
 
@@ -108,16 +135,6 @@ class HistoryStore:
     def entries(self, abs_path: str) -> list[Entry]:
         return self.log.entries(abs_path)
 
-    def check_log(self, abs_path: str, display: str) -> None:
-        """Raise StateDamaged, naming ``display``, when the path's history log cannot be read."""
-        log = self.log.log_path(abs_path)
-        reason = self.log.damage(log)
-        if reason is not None:
-            raise StateDamaged(
-                f"the history of {display} ({log}) is damaged ({reason}); "
-                "`openclaw-memory doctor --fix` sets it aside and starts a new log"
-            )
-
     def resolve_prefix(self, abs_path: str, display: str, prefix: str, also: tuple[str, ...] = ()) -> str:
         """The one version of ``abs_path`` (its history, plus ``also``) that starts with ``prefix``."""
         wanted = check_prefix(prefix)
@@ -127,7 +144,7 @@ class HistoryStore:
         except StateDamaged:
             if not any(v.startswith(wanted) for v in also_known):
                 raise
-            known = also_known  # the version asked for is the file's own: no need of the log
+            known = also_known  # the version asked for is the file's own: no need of the history
         matches = sorted(v for v in known if v.startswith(wanted))
         if not matches:
             raise UsageError(f"no version of {display} starts with {wanted} (see `openclaw-memory history {display}`)")

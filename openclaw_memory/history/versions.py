@@ -1,23 +1,19 @@
 """The per-path version log: every version of a file the product saw, oldest first.
 
-One small JSON file per memory path under ``logs/`` (named by a hash of the absolute
-path). An entry is one sighting of a version: the same bytes seen again later (a
-revert) get a new entry and share the stored object. Retention keeps the newest
-``keep_per_path`` entries; older ones are dropped from the log.
+Rows of the state database's ``versions`` table, by absolute path. An entry is one sighting
+of a version: the same bytes seen again later (a revert) get a new entry and share the stored
+object. Retention keeps the newest ``keep_per_path`` entries; older ones are dropped.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import xxhash
+from ..database import dec, enc
 
-from ..errors import StateDamaged
-from ..fsutil.atomic import atomic_write_bytes
+if TYPE_CHECKING:
+    from ..database import Database
 
 AGENT_WRITE = "agent-write"
 EXTERNAL_EDIT = "external-edit"
@@ -51,150 +47,34 @@ def short(version: str | None) -> str:
 
 
 class VersionLog:
-    """The logs of every path, in ``folder``. Callers that append hold the history lock."""
+    """The logs of every path, in the state database."""
 
-    def __init__(self, folder: str):
-        self.folder = folder
-        self.durable = True  # see ObjectStore.durable
-
-    def log_path(self, abs_path: str) -> str:
-        key = xxhash.xxh3_128_hexdigest(abs_path.encode("utf-8", "surrogateescape"))
-        return os.path.join(self.folder, f"{key}.json")
+    def __init__(self, db: Database):
+        self.db = db
 
     def entries(self, abs_path: str) -> list[Entry]:
-        """The path's entries, oldest first (empty when never seen).
-
-        Raises StateDamaged when the log cannot be read: listing it must not pretend the
-        file has no history (``doctor --fix`` sets such a log aside).
-        """
-        log = self.log_path(abs_path)
-        try:
-            return self._entries(log, abs_path)
-        except _LogDamaged as exc:
-            raise StateDamaged(
-                f"the history log of {abs_path} ({log}) is damaged ({exc}); "
-                "`openclaw-memory doctor --fix` sets it aside and starts a new log"
-            ) from None
+        """The path's entries, oldest first (empty when never seen)."""
+        rows = self.db.rows("SELECT version, time, size, origin, agent FROM versions WHERE path = ? ORDER BY id", (enc(abs_path),))
+        return [Entry(v, t, s, o, dec(a) if a is not None else None) for v, t, s, o, a in rows]
 
     def latest(self, abs_path: str) -> Entry | None:
-        """The newest entry; a damaged log is set aside first (kept under ``damaged/``), so a
-        write or a sighting still works and logs a fresh first version."""
-        entries = self._tolerant_entries(abs_path)
+        entries = self.entries(abs_path)
         return entries[-1] if entries else None
 
     def append(self, abs_path: str, display: str, entry: Entry, keep: int) -> list[Entry]:
         """Add ``entry``; returns the entries retention dropped."""
-        entries = self._tolerant_entries(abs_path) + [entry]
-        dropped = entries[:-keep] if len(entries) > keep else []
-        kept = entries[len(dropped):]
-        payload = {"absPath": abs_path, "path": display, "entries": [e._asdict() for e in kept]}
-        os.makedirs(self.folder, exist_ok=True)
-        data = json.dumps(payload, ensure_ascii=True).encode("ascii")
-        if self.durable:
-            atomic_write_bytes(self.log_path(abs_path), data, 0o644)
-        else:
-            path = self.log_path(abs_path)
-            tmp = f"{path}.{os.getpid()}.{os.urandom(3).hex()}.tmp"
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        return dropped
+        path = enc(abs_path)
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO versions (path, display, version, time, size, origin, agent) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (path, enc(display), entry.version, entry.time, entry.size, entry.origin,
+                 enc(entry.agent) if entry.agent is not None else None))
+            old = conn.execute(
+                "SELECT id, version, time, size, origin, agent FROM versions WHERE path = ? ORDER BY id DESC LIMIT -1 OFFSET ?",
+                (path, keep)).fetchall()
+            conn.executemany("DELETE FROM versions WHERE id = ?", [(row[0],) for row in old])
+        return [Entry(v, t, s, o, dec(a) if a is not None else None) for _, v, t, s, o, a in reversed(old)]
 
-    def all_versions(self) -> set[str]:
-        """Every version any log still lists (what eviction of dropped entries must keep)."""
-        versions: set[str] = set()
-        try:
-            names = os.listdir(self.folder)
-        except FileNotFoundError:
-            return versions
-        for name in names:
-            if name.endswith(".json"):
-                try:
-                    data = self._load(os.path.join(self.folder, name)) or {}
-                except _LogDamaged:
-                    continue
-                versions.update(item["version"] for item in data.get("entries", []) if _valid(item))
-        return versions
-
-    def damaged_logs(self) -> list[tuple[str, str]]:
-        """(log file, reason) for every log that cannot be read. Only reads."""
-        try:
-            names = sorted(os.listdir(self.folder))
-        except FileNotFoundError:
-            return []
-        found = []
-        for name in names:
-            if name.endswith(".json"):
-                path = os.path.join(self.folder, name)
-                reason = self.damage(path)
-                if reason is not None:
-                    found.append((path, reason))
-        return found
-
-    def damage(self, log: str) -> str | None:
-        """Why the log file ``log`` cannot be used, or None (also when it does not exist)."""
-        try:
-            self._load(log)
-        except _LogDamaged as exc:
-            return str(exc)
-        return None
-
-    def set_aside(self, log: str) -> Path | None:
-        from ..fsutil.setaside import set_aside
-
-        return set_aside(Path(os.path.dirname(os.path.dirname(self.folder))), log)
-
-    def _tolerant_entries(self, abs_path: str) -> list[Entry]:
-        log = self.log_path(abs_path)
-        try:
-            return self._entries(log, abs_path)
-        except _LogDamaged:
-            self.set_aside(log)
-            return []
-
-    def _entries(self, log: str, abs_path: str) -> list[Entry]:
-        data = self._load(log)
-        if data is None or data.get("absPath") != abs_path:
-            return []
-        return [_entry(item) for item in data.get("entries", []) if _valid(item)]
-
-    @staticmethod
-    def _load(path: str) -> dict | None:
-        """The log's JSON; None when there is none. Raises _LogDamaged when it cannot be read."""
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise _LogDamaged(exc.strerror or str(exc)) from None
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise _LogDamaged(f"not UTF-8 at byte {exc.start}") from None
-        except ValueError as exc:
-            raise _LogDamaged(f"not JSON: {exc}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("absPath"), str) or not isinstance(data.get("entries"), list):
-            raise _LogDamaged("not a history log")
-        if not all(_valid(item) for item in data["entries"]):
-            raise _LogDamaged("an entry is malformed")
-        return data
-
-
-class _LogDamaged(Exception):
-    pass
-
-
-def _valid(item) -> bool:
-    return (
-        isinstance(item, dict)
-        and isinstance(item.get("version"), str)
-        and item.get("origin") in ORIGINS
-        and isinstance(item.get("time", 0), (int, float))
-        and isinstance(item.get("size", 0), int)
-        and isinstance(item.get("agent"), (str, type(None)))
-    )
-
-
-def _entry(item: dict) -> Entry:
-    return Entry(item["version"], float(item.get("time", 0)), int(item.get("size", 0)), item["origin"], item.get("agent"))
+    def referenced(self, versions: set[str]) -> set[str]:
+        """Which of ``versions`` some log still lists (what eviction of dropped entries must keep)."""
+        return {v for v in versions if self.db.one("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (v,))}

@@ -1,0 +1,9 @@
+"""The product's own state in one SQLite database per data dir (``state.db``): see
+:mod:`.connection` for durability and errors, :mod:`.schema` for the tables, :mod:`.upgrade` for
+the import of the file layout of earlier releases, :mod:`.repair` for what ``doctor`` does with a
+damaged database."""
+
+from .connection import DB_NAME, Database, database_path, forget_connections
+from .failures import dec, enc
+
+__all__ = ["DB_NAME", "Database", "database_path", "dec", "enc", "forget_connections"]

@@ -1,0 +1,157 @@
+"""The state database: one SQLite file per data dir (``state.db``), opened once per thread.
+
+Durability: WAL journal with ``synchronous=FULL``: a committed transaction is on disk (its WAL
+frames fsynced) before ``commit`` returns, so a crash or power cut after a write keeps what the
+write recorded; a crash before the commit leaves the previous state. Readers never wait for a
+writer (WAL); a writer waits up to ``BUSY_TIMEOUT_S`` for another and then says who holds it.
+
+Every SQLite failure becomes a typed error worded for the user: a damaged file
+(:class:`~openclaw_memory.errors.StateDamaged`, which ``doctor --fix`` repairs), a full disk
+(:class:`~openclaw_memory.errors.DiskFull`, the transaction rolled back), a busy database
+(:class:`~openclaw_memory.errors.LockTimeout`) or a state dir that cannot be written.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import StateDirError
+from .failures import BUSY_TIMEOUT_S, translated
+from .schema import create_or_migrate
+
+DB_NAME = "state.db"
+
+_local = threading.local()
+
+
+def database_path(data_dir: str | os.PathLike[str]) -> str:
+    return os.path.join(os.fspath(data_dir), DB_NAME)
+
+
+class Database:
+    """The data dir's database. Cheap to make; the connection is opened on first use, one per
+    thread and path, and shared by every ``Database`` of that path in the thread (so a transaction
+    that calls code opening its own ``Database`` joins it instead of waiting for itself)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str]):
+        self.data_dir = os.fspath(data_dir)
+        self.path = database_path(self.data_dir)
+
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        cache: dict[str, _Handle] = _local.__dict__.setdefault("handles", {})
+        handle = cache.get(self.path)
+        if handle is not None and not handle.alive():
+            if not handle.conn.in_transaction:
+                handle.conn.close()
+                handle = None
+        if handle is None:
+            conn = self._open()
+            handle = _Handle(conn, self.path)
+            cache[self.path] = handle
+        return handle.conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            os.makedirs(self.data_dir, exist_ok=True)
+        except OSError as exc:
+            raise StateDirError(f"cannot create the state dir {self.data_dir}: {exc.strerror or exc}") from None
+        with translated(self.path):
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                create_or_migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+        try:
+            os.chmod(self.path, 0o600)
+        except OSError:
+            pass
+        from .upgrade import upgrade_old_layout
+
+        upgrade_old_layout(self, conn)
+        return conn
+
+    def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """A query outside any transaction (WAL: it reads the last committed state, never waits)."""
+        with translated(self.path):
+            return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: tuple = ()) -> tuple | None:
+        with translated(self.path):
+            return self.conn.execute(sql, params).fetchone()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``: taken at the start, so a check and the write it
+        decides are one step); nested calls in the thread join the outer one."""
+        conn = self.conn
+        if conn.in_transaction:
+            with translated(self.path):
+                yield conn
+            return
+        with translated(self.path):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """Inside a transaction: what the block wrote is undone if it fails, the rest stays."""
+        conn = self.conn
+        with translated(self.path):
+            conn.execute("SAVEPOINT step")
+            try:
+                yield
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK TO step")
+                    conn.execute("RELEASE step")
+                raise
+            conn.execute("RELEASE step")
+
+    def close(self) -> None:
+        """Close this thread's connection (the next use opens it again)."""
+        handle = _local.__dict__.get("handles", {}).pop(self.path, None)
+        if handle is not None:
+            handle.conn.close()
+
+
+class _Handle:
+    def __init__(self, conn: sqlite3.Connection, path: str):
+        self.conn = conn
+        self.path = path
+        self.pid = os.getpid()
+        self.file = _identity(path)
+
+    def alive(self) -> bool:
+        """Still the database at its path: a forked child opens its own, and a file moved away
+        (``doctor --fix`` set a damaged one aside) or replaced is opened anew."""
+        return self.pid == os.getpid() and _identity(self.path) == self.file
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def forget_connections() -> None:
+    """Close every connection of this thread (a test that replaces the data dir's files)."""
+    for handle in _local.__dict__.pop("handles", {}).values():
+        handle.conn.close()

@@ -1,0 +1,53 @@
+"""SQLite's failures as the product's typed errors, worded for the user (see :mod:`.connection`)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import LockTimeout, MemoryToolError, StateDamaged, StateDirError, disk_full
+
+BUSY_TIMEOUT_S = 10.0
+
+
+def enc(text: str) -> bytes:
+    """A path, name or key as stored: its bytes (a name that is not UTF-8 round-trips exactly)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def dec(data: bytes) -> str:
+    return bytes(data).decode("utf-8", "surrogateescape")
+
+
+@contextmanager
+def translated(path: str) -> Iterator[None]:
+    """SQLite's failures as the product's errors (see the module docstring)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise worded(exc, path) from None
+
+
+def worded(exc: sqlite3.Error, path: str) -> MemoryToolError:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
+        return LockTimeout(
+            f"the state database ({path}) is busy: another openclaw-memory process kept it for more than "
+            f"{BUSY_TIMEOUT_S:g} s; nothing was changed, try again"
+        )
+    if name == "SQLITE_FULL" or "disk is full" in text:
+        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({os.path.dirname(path)})")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
+        return StateDamaged(
+            f"the state database ({path}) is damaged ({text}); `openclaw-memory doctor --fix` sets it aside, "
+            "rebuilds it and recovers what it still holds"
+        )
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
+        return StateDirError(f"cannot write the state database ({path}): {text} (is the state dir writable?)")
+    if name.startswith("SQLITE_IOERR"):
+        return MemoryToolError(f"cannot read or write the state database ({path}): an I/O error ({text}); nothing was changed")
+    return MemoryToolError(f"the state database ({path}) failed: {text}")

@@ -1,0 +1,98 @@
+"""The state database's tables, versioned by ``PRAGMA user_version`` with forward migrations.
+
+Paths, names and keys are stored as their bytes (BLOB, see :func:`.connection.enc`): a file name
+that is not UTF-8 is kept exactly. A newer database than this release knows is refused, never
+written (a newer openclaw-memory may have changed what a table means).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..errors import StateDamaged
+
+# Each entry moves the schema from its index to the next version; a new table is a new entry.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE objects (            -- each stored version's bytes, zlib-compressed, in parts
+        version TEXT PRIMARY KEY,     -- xxh3_128 of the uncompressed bytes
+        size INTEGER NOT NULL,        -- uncompressed
+        stored INTEGER NOT NULL,      -- compressed bytes, what the [history] max_bytes bounds
+        used INTEGER NOT NULL         -- last use, ns: eviction drops the least recently used
+    );
+    CREATE TABLE object_parts (
+        version TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (version, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE versions (           -- every version of a memory file seen, oldest first per path
+        id INTEGER PRIMARY KEY,
+        path BLOB NOT NULL,           -- absolute
+        display BLOB NOT NULL,        -- as the user names it
+        version TEXT NOT NULL,
+        time REAL NOT NULL,
+        size INTEGER NOT NULL,
+        origin TEXT NOT NULL,
+        agent BLOB
+    );
+    CREATE INDEX versions_by_path ON versions (path, id);
+    CREATE INDEX versions_by_version ON versions (version);
+    CREATE TABLE reads (              -- what each agent (and session) last read or wrote
+        agent BLOB NOT NULL,
+        session BLOB NOT NULL,        -- empty for the plain command line
+        path BLOB NOT NULL,
+        version TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        time REAL NOT NULL,
+        how TEXT NOT NULL,
+        PRIMARY KEY (agent, session, path)
+    ) WITHOUT ROWID;
+    CREATE TABLE sightings (          -- `state`'s stat cache: a file whose stat is unchanged is not hashed
+        path BLOB PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        version TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE idempotency (        -- a write's key and its first result, for 24 hours
+        key BLOB PRIMARY KEY,
+        time REAL NOT NULL,
+        result TEXT NOT NULL,         -- the WriteResult's JSON shape
+        binding TEXT                  -- what the key stands for (JSON)
+    ) WITHOUT ROWID;
+    CREATE INDEX idempotency_by_time ON idempotency (time);
+    CREATE TABLE imports (            -- the upgrade from the file layout of releases before 0.3
+        source TEXT PRIMARY KEY,      -- the folder imported
+        time REAL NOT NULL,
+        counts TEXT NOT NULL          -- JSON: rows imported per table, checked before setting it aside
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def create_or_migrate(conn: sqlite3.Connection) -> None:
+    """Bring the database to :data:`SCHEMA_VERSION` (each step in its own transaction)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise StateDamaged(
+            f"the state database was written by a newer openclaw-memory (schema {version}, this release knows "
+            f"{SCHEMA_VERSION}); upgrade openclaw-memory, or move the state dir's state.db aside"
+        )
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Looked at again inside the transaction: another process may have migrated meanwhile.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version}")
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.execute("COMMIT")

@@ -1,0 +1,110 @@
+"""A data dir written by the release before the state database is upgraded with nothing lost.
+
+The previous release (the commit before the database, from this repository's git history) writes
+a history, read records, a `state` cache and write keys as files; this release imports them on
+its first run, moves the old folders under ``before-state-db/`` and answers exactly as the old
+one did. A SIGKILL at each step of the upgrade leaves a data dir that the next run uses whole.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, env_for, write
+
+OLD = "89dac6e"  # the last commit whose history lived in files
+pytestmark = pytest.mark.slow  # two releases in real processes
+
+
+@pytest.fixture(scope="module")
+def old_release(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("old")
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", OLD, "openclaw_memory"], capture_output=True)
+    if archive.returncode != 0:
+        pytest.skip(f"needs the git history of this repository (commit {OLD}): {archive.stderr.decode()[:200]}")
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return str(folder)
+
+
+def _run(workspace, state_dir, *args, python_path=None, extra=None, stdin=None):
+    env = env_for(workspace, state_dir, **(extra or {}))
+    if python_path:
+        env["PYTHONPATH"] = python_path
+    return subprocess.run([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _written_by_the_old_release(workspace, state_dir, old):
+    """What users have today: versions of two files, reads, a keyed write, a `state` cache."""
+    write(workspace / "MEMORY.md", "# Memory\n- one\n")
+    write(workspace / "memory" / "2026-11-30.md", "# Day\n")
+    steps = [
+        ("read", "MEMORY.md"), ("write", "MEMORY.md", "--append", "- two"), ("write", "MEMORY.md", "--append", "- three"),
+        ("read", "memory/2026-11-30.md"), ("write", "memory/2026-11-30.md", "--append", "- boat", "--idempotency-key", "k1"),
+        ("state",),
+    ]
+    for args in steps:
+        done = _run(workspace, state_dir, *args, "--no-index" if args[0] == "write" else "--json", python_path=old)
+        assert done.returncode == 0, (args, done.stderr)
+    (data_dir,) = (state_dir / "openclaw-memory" / "workspaces").iterdir()
+    assert (data_dir / "history" / "logs").is_dir() and (data_dir / "idempotency").is_dir()
+    return data_dir
+
+
+def _answers(workspace, state_dir, python_path=None) -> dict:
+    out = {}
+    for name, args in {"history": ("history", "MEMORY.md"), "day": ("history", "memory/2026-11-30.md"),
+                       "state": ("state",)}.items():
+        done = _run(workspace, state_dir, *args, "--json", python_path=python_path)
+        assert done.returncode == 0, (args, done.stderr)
+        out[name] = json.loads(done.stdout)
+    return out
+
+
+def _comparable(answers: dict) -> dict:
+    """What both releases print the same (this release adds keys, e.g. ``absPath``)."""
+    keep = {"history": ("version", "time", "size", "origin", "agent", "available", "current")}
+    return {
+        "history": [{k: v[k] for k in keep["history"]} for v in answers["history"]["versions"]],
+        "day": [{k: v[k] for k in keep["history"]} for v in answers["day"]["versions"]],
+        "state": sorted((f["path"], f["state"], f["version"], f["seenVersion"], f["seenAs"]) for f in answers["state"]["files"]),
+    }
+
+
+def test_an_old_data_dir_is_imported_whole_and_set_aside(workspace, state_dir, old_release):
+    data_dir = _written_by_the_old_release(workspace, state_dir, old_release)
+    before = _comparable(_answers(workspace, state_dir, old_release))
+    after = _comparable(_answers(workspace, state_dir))
+    assert after == before
+    assert not (data_dir / "history").exists() and not (data_dir / "idempotency").exists()
+    kept = data_dir / "before-state-db"
+    assert (kept / "history" / "logs").is_dir() and (kept / "idempotency").is_dir()  # never deleted
+    # The imported read record guards the next write; the imported key answers a retry.
+    diff = _run(workspace, state_dir, "read", "MEMORY.md", "--diff", "--json")
+    assert json.loads(diff.stdout)["mode"] == "unchanged", diff.stderr
+    retry = _run(workspace, state_dir, "write", "memory/2026-11-30.md", "--append", "- boat", "--idempotency-key", "k1",
+                 "--no-index", "--json")
+    assert retry.returncode == 0 and json.loads(retry.stdout)["replayed"] is True, retry.stderr
+    assert (workspace / "memory" / "2026-11-30.md").read_text().count("- boat") == 1
+    # An old version's bytes came along: restore brings back the first MEMORY.md.
+    first = before["history"][-1]["version"]
+    assert _run(workspace, state_dir, "restore", "MEMORY.md", first[:12], "--no-index").returncode == 0
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n- one\n"
+
+
+@pytest.mark.parametrize("step", ["imported", "committed"])
+def test_a_kill_during_the_upgrade_leaves_a_usable_data_dir(workspace, state_dir, old_release, step):
+    data_dir = _written_by_the_old_release(workspace, state_dir, old_release)
+    before = _comparable(_answers(workspace, state_dir, old_release))
+    killed = _run(workspace, state_dir, "history", "MEMORY.md", extra={"OPENCLAW_MEMORY_TEST_UPGRADE_KILL_AT": step})
+    assert killed.returncode == -signal.SIGKILL
+    # Killed before the commit: the old layout, whole; after it: the new one, the old folders still there.
+    assert (data_dir / "history" / "logs").is_dir()
+    assert _comparable(_answers(workspace, state_dir)) == before
+    assert not (data_dir / "history").exists() and (data_dir / "before-state-db" / "history").is_dir()
+    assert not (data_dir / "before-state-db" / "history.2").exists()  # imported once, moved once
