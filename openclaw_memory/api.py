@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import DiskFull, LockTimeout, MemoryToolError, UsageError, is_no_space
+from .errors import DiskFull, LockTimeout, MemoryToolError, StateDamaged, UsageError, is_no_space
 from .files.read import ReadResult, read_memory_file
 from .files.scan import ScanResult, scan_workspace
 from .settings import Settings
@@ -64,9 +64,9 @@ def read_memory(
         version = FileVersion(result.version, result.size)
     try:
         record_read(settings, result.abs_path, result.path, version)
-    except (LockTimeout, DiskFull, OSError) as exc:
+    except (LockTimeout, DiskFull, StateDamaged, OSError) as exc:
         # The read itself succeeded; without a record the guard makes the agent read again before writing.
-        reason = exc.message if isinstance(exc, LockTimeout) else (
+        reason = exc.message if isinstance(exc, (LockTimeout, StateDamaged)) else (
             f"the disk is full in the state dir ({settings.data_dir})"
             if isinstance(exc, DiskFull) or is_no_space(exc) else (exc.strerror or str(exc))
         )

@@ -34,7 +34,7 @@ FAKE_MODEL = {BACKEND_ENV: "hash"}
 # Hooks that kill or stop the process that reads them: never in the test process itself.
 PROCESS_ONLY_ENV = ("OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT", "OPENCLAW_MEMORY_TEST_DOCTOR_PAUSE_AT",
                     "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS", "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS",
-                    "OPENCLAW_MEMORY_TEST_WRITE_KILL_AT")
+                    "OPENCLAW_MEMORY_TEST_WRITE_KILL_AT", "OPENCLAW_MEMORY_TEST_UPGRADE_KILL_AT")
 
 
 @dataclass
