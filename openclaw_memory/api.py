@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import DiskFull, LockTimeout, MemoryToolError, StateDamaged, UsageError, is_no_space
+from .errors import DiskFull, MemoryToolError, UsageError, is_no_space
 from .files.read import ReadResult, read_memory_file
 from .files.scan import ScanResult, scan_workspace
 from .settings import Settings
@@ -64,11 +64,12 @@ def read_memory(
         version = FileVersion(result.version, result.size)
     try:
         record_read(settings, result.abs_path, result.path, version)
-    except (LockTimeout, DiskFull, StateDamaged, OSError) as exc:
-        # The read itself succeeded; without a record the guard makes the agent read again before writing.
-        reason = exc.message if isinstance(exc, (LockTimeout, StateDamaged)) else (
-            f"the disk is full in the state dir ({settings.data_dir})"
-            if isinstance(exc, DiskFull) or is_no_space(exc) else (exc.strerror or str(exc))
+    except (MemoryToolError, OSError) as exc:
+        # The read itself succeeded (a state dir that is full, read-only, busy or damaged only costs
+        # the record): without one the guard makes the agent read again before writing.
+        reason = (
+            f"the disk is full in the state dir ({settings.data_dir})" if isinstance(exc, DiskFull) or is_no_space(exc)
+            else exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
         )
         return dataclasses.replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
     return result

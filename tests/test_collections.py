@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from conftest import settings_for, write
+from openclaw_memory.database import Database
 from openclaw_memory.files.scan import scan_memory_files
-from openclaw_memory.index.collections import assign_files, registry_path, resolve_collections, sanitize, scoped_name
+from openclaw_memory.index.collections import assign_files, resolve_collections, sanitize, scoped_name
 
 
 def test_sanitize_rules():
@@ -50,14 +49,14 @@ def test_custom_numbers_stay_stable_when_an_extra_path_is_removed(workspace, sta
     again = resolve_collections(settings_for(workspace, state_dir, extra=(str(three), str(two))), register=True)
     # position 1 is free for the new path only if no earlier path of this agent holds it
     assert [c.name for c in again][2:] == ["custom-3-main", "custom-2-main"]
-    entries = json.loads(registry_path(settings_for(workspace, state_dir).data_dir).read_text())["collections"]
-    assert len({e["name"] for e in entries}) == len(entries)
+    names = [row[0] for row in Database(settings_for(workspace, state_dir).data_dir).rows("SELECT name FROM collections")]
+    assert len(set(names)) == len(names) == 5
 
 
 def test_unregistered_lookup_writes_nothing(workspace, state_dir):
     settings = settings_for(workspace, state_dir)
     resolve_collections(settings)
-    assert not registry_path(settings.data_dir).exists()
+    assert Database(settings.data_dir).rows("SELECT name FROM collections") == []
 
 
 def test_files_are_assigned_to_their_collection(workspace, state_dir, tmp_path):

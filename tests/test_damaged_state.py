@@ -49,7 +49,6 @@ ROLES = [
     ("write lock", "write.lock", LIGHT),
     ("doctor lock", "doctor.lock", LIGHT),
     ("watch presence lock", "watch/*.lock", LIGHT),
-    ("collection registry", "index/collections.json", SEARCH),
     ("manifest", "index/manifests/memory-dir-main.json", SEARCH),
     ("probe record", "index/probes/memory-dir-main.key", SEARCH),
     ("shard config", "index/edge/memory-dir-main/edge_config.json", SEARCH),

@@ -46,13 +46,14 @@ def _written_by_the_old_release(workspace, state_dir, old):
     steps = [
         ("read", "MEMORY.md"), ("write", "MEMORY.md", "--append", "- two"), ("write", "MEMORY.md", "--append", "- three"),
         ("read", "memory/2026-11-30.md"), ("write", "memory/2026-11-30.md", "--append", "- boat", "--idempotency-key", "k1"),
-        ("state",),
+        ("state",), ("index",),
     ]
     for args in steps:
         done = _run(workspace, state_dir, *args, "--no-index" if args[0] == "write" else "--json", python_path=old)
         assert done.returncode == 0, (args, done.stderr)
     (data_dir,) = (state_dir / "openclaw-memory" / "workspaces").iterdir()
     assert (data_dir / "history" / "logs").is_dir() and (data_dir / "idempotency").is_dir()
+    assert (data_dir / "index" / "collections.json").is_file()
     return data_dir
 
 
@@ -84,6 +85,10 @@ def test_an_old_data_dir_is_imported_whole_and_set_aside(workspace, state_dir, o
     assert not (data_dir / "history").exists() and not (data_dir / "idempotency").exists()
     kept = data_dir / "before-state-db"
     assert (kept / "history" / "logs").is_dir() and (kept / "idempotency").is_dir()  # never deleted
+    assert (kept / "index" / "collections.json").is_file() and not (data_dir / "index" / "collections.json").exists()
+    # The collections kept their names: the index is still up to date, nothing is embedded again.
+    synced = _run(workspace, state_dir, "index", "--json")
+    assert synced.returncode == 0 and json.loads(synced.stdout)["chunksEmbedded"] == 0, synced.stdout + synced.stderr
     # The imported read record guards the next write; the imported key answers a retry.
     diff = _run(workspace, state_dir, "read", "MEMORY.md", "--diff", "--json")
     assert json.loads(diff.stdout)["mode"] == "unchanged", diff.stderr

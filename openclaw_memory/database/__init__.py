@@ -3,7 +3,7 @@
 the import of the file layout of earlier releases, :mod:`.repair` for what ``doctor`` does with a
 damaged database."""
 
-from .connection import DB_NAME, Database, database_path, forget_connections
+from .connection import DB_NAME, Database, database_path, forget_connections, is_read_only, read_only
 from .failures import dec, enc
 
-__all__ = ["DB_NAME", "Database", "database_path", "dec", "enc", "forget_connections"]
+__all__ = ["DB_NAME", "Database", "database_path", "dec", "enc", "forget_connections", "is_read_only", "read_only"]

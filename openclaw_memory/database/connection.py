@@ -18,6 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from ..errors import StateDirError
 from .failures import BUSY_TIMEOUT_S, translated
@@ -26,6 +27,22 @@ from .schema import create_or_migrate
 DB_NAME = "state.db"
 
 _local = threading.local()
+_read_only: ContextVar[bool] = ContextVar("openclaw_memory_state_read_only", default=False)
+
+
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Within it the database is only read, never created, migrated or upgraded (plain ``doctor``,
+    which writes nothing): a database that does not exist yet reads as empty, and a write is a bug."""
+    token = _read_only.set(True)
+    try:
+        yield
+    finally:
+        _read_only.reset(token)
+
+
+def is_read_only() -> bool:
+    return _read_only.get()
 
 
 def database_path(data_dir: str | os.PathLike[str]) -> str:
@@ -78,22 +95,47 @@ class Database:
             pass
         from .upgrade import upgrade_old_layout
 
-        upgrade_old_layout(self, conn)
+        try:
+            upgrade_old_layout(self, conn)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
         """A query outside any transaction (WAL: it reads the last committed state, never waits)."""
+        if _read_only.get():
+            return self._peek(sql, params)
         with translated(self.path):
             return self.conn.execute(sql, params).fetchall()
 
     def one(self, sql: str, params: tuple = ()) -> tuple | None:
+        found = self.rows(sql, params) if _read_only.get() else None
+        if found is not None:
+            return found[0] if found else None
         with translated(self.path):
             return self.conn.execute(sql, params).fetchone()
+
+    def _peek(self, sql: str, params: tuple) -> list[tuple]:
+        if not self.exists():
+            return []
+        with translated(self.path):
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+            try:
+                return conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []  # a database of an earlier schema: what it lacks reads as empty
+                raise
+            finally:
+                conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``: taken at the start, so a check and the write it
         decides are one step); nested calls in the thread join the outer one."""
+        if _read_only.get():
+            raise RuntimeError("a write to the state database where only reading is allowed (plain doctor)")
         conn = self.conn
         if conn.in_transaction:
             with translated(self.path):
@@ -103,10 +145,11 @@ class Database:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.rollback()
+                if conn.in_transaction:  # also when the commit itself failed (a full disk)
+                    conn.rollback()
                 raise
-            conn.execute("COMMIT")
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:

@@ -69,6 +69,15 @@ MIGRATIONS: tuple[str, ...] = (
         counts TEXT NOT NULL          -- JSON: rows imported per table, checked before setting it aside
     );
     """,
+    """
+    CREATE TABLE collections (        -- the index's collection names, stable across extra-path changes
+        name TEXT PRIMARY KEY,
+        agent BLOB NOT NULL,
+        kind TEXT NOT NULL,           -- root | dir | custom
+        key BLOB NOT NULL,            -- the folder (or extra path) it stands for
+        n INTEGER                     -- a custom collection's number
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -2,7 +2,8 @@
 
 Releases before 0.3 kept the history as files: ``history/logs/*.json`` (a version log per path),
 ``history/objects/xx/*.z`` (each version's bytes), ``history/reads/*.json`` (read records),
-``history/sightings.json`` and ``idempotency/*.json`` (write keys). The first connection that
+``history/sightings.json``, ``idempotency/*.json`` (write keys) and the index's collection names
+in ``index/collections.json``. The first connection that
 finds them imports every one in a single transaction, checks the import (row counts, and every
 object's hash read back from the database), records it in ``imports`` and commits; only then
 are the old folders moved under ``<data dir>/before-state-db/`` (never deleted). A crash before
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 # Test-only: SIGKILL the process at a step of the upgrade (``imported``: every row written, not
 # committed; ``committed``: committed, the old folders not yet moved aside).
 KILL_ENV = "OPENCLAW_MEMORY_TEST_UPGRADE_KILL_AT"
-OLD_FOLDERS = ("history", "idempotency")
+OLD_LAYOUT = ("history", "idempotency", "index/collections.json")
 SET_ASIDE = "before-state-db"
 _ORIGINS = ("agent-write", "external-edit", "restore", "doctor-fix")
 
@@ -41,7 +42,7 @@ class UpgradeFailed(MemoryToolError):
 
 
 def upgrade_old_layout(db: Database, conn: sqlite3.Connection) -> None:
-    present = [name for name in OLD_FOLDERS if os.path.isdir(os.path.join(db.data_dir, name))]
+    present = pending(db.data_dir)
     if not present:
         return
     with translated(db.path):
@@ -49,7 +50,7 @@ def upgrade_old_layout(db: Database, conn: sqlite3.Connection) -> None:
         try:
             done = {row[0] for row in conn.execute("SELECT source FROM imports")}
             for name in present:
-                if name not in done and os.path.isdir(os.path.join(db.data_dir, name)):
+                if name not in done and os.path.exists(os.path.join(db.data_dir, name)):
                     before = _rows(conn)
                     counts = _IMPORTERS[name](conn, os.path.join(db.data_dir, name))
                     after = _rows(conn)
@@ -76,7 +77,12 @@ def _reach(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-_TABLES = ("versions", "objects", "object_parts", "reads", "sightings", "idempotency")
+_TABLES = ("versions", "objects", "object_parts", "reads", "sightings", "idempotency", "collections")
+
+
+def pending(data_dir: str) -> list[str]:
+    """The parts of an earlier release's layout still in ``data_dir`` (imported or not)."""
+    return [name for name in OLD_LAYOUT if os.path.exists(os.path.join(data_dir, name))]
 
 
 def _rows(conn: sqlite3.Connection) -> dict[str, int]:
@@ -85,13 +91,13 @@ def _rows(conn: sqlite3.Connection) -> dict[str, int]:
 
 def _set_aside(data_dir: str, name: str) -> None:
     source = os.path.join(data_dir, name)
-    folder = os.path.join(data_dir, SET_ASIDE)
-    os.makedirs(folder, exist_ok=True)
-    target = os.path.join(folder, name)
+    target = os.path.join(data_dir, SET_ASIDE, name)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
     n = 1
+    first = target
     while os.path.lexists(target):
         n += 1
-        target = os.path.join(folder, f"{name}.{n}")
+        target = f"{first}.{n}"
     try:
         os.rename(source, target)
     except FileNotFoundError:
@@ -197,4 +203,25 @@ def _valid_entry(item: object) -> bool:
             and isinstance(item.get("agent"), (str, type(None))))
 
 
-_IMPORTERS = {"history": _import_history, "idempotency": _import_keys}
+def legacy_registry(path: str) -> list[dict] | None:
+    """The entries of an earlier release's ``collections.json``; None when it cannot be read."""
+    data = _load(path)
+    entries = data.get("collections") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("name", "agent", "kind", "key"))
+        and isinstance(e.get("n"), (int, type(None))) for e in entries
+    ):
+        return None
+    return entries
+
+
+def _import_registry(conn: sqlite3.Connection, path: str) -> dict[str, int]:
+    entries = legacy_registry(path)
+    if entries is None:
+        return {"collections": 0, "unreadable": 1}  # its shards are indexed again under names given anew
+    added = sum(conn.execute("INSERT OR IGNORE INTO collections VALUES (?, ?, ?, ?, ?)",
+                             (e["name"], enc(e["agent"]), e["kind"], enc(e["key"]), e.get("n"))).rowcount for e in entries)
+    return {"collections": added, "unreadable": 0}
+
+
+_IMPORTERS = {"history": _import_history, "idempotency": _import_keys, "index/collections.json": _import_registry}

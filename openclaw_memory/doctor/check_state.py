@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, StateDamaged
 from .model import CheckContext, Finding
 
 if TYPE_CHECKING:
@@ -104,16 +104,15 @@ def check_checkpoint(ctx: CheckContext) -> list[Finding]:
 
 
 def damaged_index(settings: Settings) -> list[tuple[str, str]]:
-    """(file or shard, reason) for the collection registry, each manifest and each shard of the agent."""
-    from ..errors import IndexDamaged
-    from ..index.collections import registry_path, resolve_collections
+    """(shard, reason) for each manifest and each shard of the agent."""
+    from ..index.collections import resolve_collections
     from ..index.manifest import is_dirty, load_manifest, manifest_damage
     from ..index.store.factory import open_store
 
     try:
         collections = resolve_collections(settings)
-    except IndexDamaged as exc:
-        return [(str(registry_path(settings.data_dir)), exc.message)]
+    except StateDamaged:
+        return []  # the state database's own finding says it (the names live there)
     found: list[tuple[str, str]] = []
     store = open_store(settings)
     try:

@@ -96,29 +96,18 @@ def _replace_checkpoint(settings: Settings, finding: Finding) -> Repair:
 
 def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
     from ..index.api import MemoryIndex
-    from ..index.collections import registry_path
     from ..index.manifest import delete_manifest
     from ..index.store.factory import open_store
 
     try:
         damaged = damaged_index(settings)
-        registry = str(registry_path(settings.data_dir))
         store = open_store(settings)
         try:
-            if any(path == registry for path, _ in damaged):
-                # Without the registry no shard can be told apart: all are rebuilt.
-                set_aside(settings.data_dir, registry)
-                names = store.names()
-                for name in names:
+            for name, _reason in damaged:
+                if store.exists(name) or (settings.data_dir / "index" / "edge" / name).is_dir():
                     store.drop(name)
-                    delete_manifest(settings.data_dir, name)
-                dropped = f"set the collection registry aside and dropped {len(names)} shard(s)"
-            else:
-                for name, _reason in damaged:
-                    if store.exists(name) or (settings.data_dir / "index" / "edge" / name).is_dir():
-                        store.drop(name)
-                    delete_manifest(settings.data_dir, name)
-                dropped = "dropped " + ", ".join(name for name, _ in damaged) if damaged else "nothing was damaged any more"
+                delete_manifest(settings.data_dir, name)
+            dropped = "dropped " + ", ".join(name for name, _ in damaged) if damaged else "nothing was damaged any more"
         finally:
             store.close()
         with MemoryIndex(settings) as index:

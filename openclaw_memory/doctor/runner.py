@@ -52,7 +52,10 @@ def run_doctor(
     """Check the workspace; with ``fix``, repair what can be repaired. Raises LockTimeout (exit 2)."""
     workspace = str(settings.workspace)
     if not fix:
-        found = tuple(run_checks(settings))
+        from ..database import read_only
+
+        with read_only():
+            found = tuple(run_checks(settings))
         return DoctorReport(workspace, found, (), found)
 
     specs = REPAIRS

@@ -3,29 +3,26 @@
 Per agent: ``memory-root-<agent>`` (``MEMORY.md`` and the dream diary),
 ``memory-dir-<agent>`` (``memory/**/*.md``) and ``custom-<n>-<agent>`` for each
 extra path (n = 1-based position in the de-duplicated extra list when the path is
-first seen). Names live in ``<data-dir>/index/collections.json`` so that removing
+first seen). Names live in the state database's ``collections`` table so that removing
 an extra path never renames the others, and two agent ids that sanitize alike
 (``A b`` and ``a-b``) get ``-2``, ``-3`` instead of sharing a collection.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import IndexDamaged
+from ..database import Database, dec, enc, is_read_only
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
-from ..fsutil.atomic import atomic_write_text
-from ..fsutil.lock import FileLock
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-REGISTRY_NAME = "collections.json"
+LEGACY_REGISTRY = "index/collections.json"  # where releases before the state database kept the names
 ROOT, DIR, CUSTOM = "root", "dir", "custom"
 ROOT_PATTERN = f"{CANONICAL_ROOT}, {USER_ROOT}, {DREAMS} ({LEGACY_DREAMS})"
 TREE_PATTERN = "**/*.md"
@@ -110,28 +107,17 @@ def _utf8(path: str) -> bool:
     return True
 
 
-def registry_path(data_dir: Path) -> Path:
-    return Path(data_dir) / "index" / REGISTRY_NAME
-
-
 def _load_registry(data_dir: Path) -> list[dict]:
-    path = registry_path(data_dir)
-    fix = "`openclaw-memory doctor --fix` sets it aside and rebuilds the index"
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        return []
-    except UnicodeDecodeError as exc:
-        raise IndexDamaged(f"the collection registry {path} is damaged (not UTF-8 at byte {exc.start}); {fix}") from None
-    except (OSError, ValueError) as exc:
-        raise IndexDamaged(f"the collection registry {path} is damaged ({exc}); {fix}") from None
-    entries = data.get("collections") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or not all(
-        isinstance(e, dict) and {"name", "agent", "kind", "key"} <= e.keys() and all(isinstance(e[k], str) for k in ("name", "agent", "kind", "key"))
-        for e in entries
-    ):
-        raise IndexDamaged(f"the collection registry {path} is damaged (not a list of collections); {fix}")
-    return entries
+    db = Database(data_dir)
+    if is_read_only():
+        # Plain doctor upgrades nothing: an earlier release's names still count.
+        from ..database.upgrade import legacy_registry
+
+        legacy = os.path.join(os.fspath(data_dir), LEGACY_REGISTRY)
+        if os.path.exists(legacy) and not db.rows("SELECT 1 FROM imports WHERE source = ?", (LEGACY_REGISTRY,)):
+            return legacy_registry(legacy) or []
+    rows = db.rows("SELECT name, agent, kind, key, n FROM collections ORDER BY rowid")
+    return [{"name": name, "agent": dec(agent), "kind": kind, "key": dec(key), "n": n} for name, agent, kind, key, n in rows]
 
 
 def _extra_root(extra: str) -> str:
@@ -161,15 +147,12 @@ def resolve_collections(settings: Settings, *, register: bool = False) -> list[C
     entries = _load_registry(settings.data_dir)
     result, added = _allocate(entries, settings.agent, _wanted(settings))
     if register and added:
-        lock = FileLock(str(registry_path(settings.data_dir)) + ".lock", what="the collection registry")
-        with lock:
-            # Re-read under the lock: another agent may have registered names meanwhile.
+        with Database(settings.data_dir).transaction() as conn:
+            # Read again inside the transaction: another agent may have registered names meanwhile.
             entries = _load_registry(settings.data_dir)
             result, added = _allocate(entries, settings.agent, _wanted(settings))
-            if added:
-                path = registry_path(settings.data_dir)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(path, json.dumps({"version": 1, "collections": entries + added}, indent=2) + "\n")
+            conn.executemany("INSERT INTO collections VALUES (?, ?, ?, ?, ?)",
+                             [(e["name"], enc(e["agent"]), e["kind"], enc(e["key"]), e["n"]) for e in added])
     return result
 
 
