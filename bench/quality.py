@@ -8,6 +8,9 @@ negative queries and the number of answerable queries that returned nothing (fal
 warm latency p50/p95; and the time the full index took. The same for ``bench/queries.json``
 (documentation questions only) and for each mode (text, vector, hybrid).
 
+For the multi-hop kind (the answer split over two files), also the share of queries with every
+answering file among the first five ("multi-hop: all in 5").
+
 Line level, for the sets whose queries know the lines that answer them (the development set, with
 ``bench/answer_lines.json``; the chat log): line recall@5 (an answering line inside a passage
 cited by one of the first five results; ``best``: inside the result's first passage) and the lines
@@ -125,7 +128,8 @@ def evaluate(index, queries: list[dict], mode: str) -> tuple[dict, list[dict], l
             any_hit = any(line_hit(passages_of(r), answers.get(r.path, [])) for r in top)
             best_hit = any(line_hit(passages_of(r)[:1], answers.get(r.path, [])) for r in top)
         cited = [len({n for s, e in passages_of(r) for n in range(s, e + 1)}) for r in top]
-        per_kind[item["kind"]].append((rank, len(res.results), any_hit, best_hit, cited))
+        every = all(t in files for t in item["targets"]) if item["targets"] else None
+        per_kind[item["kind"]].append((rank, len(res.results), any_hit, best_hit, cited, every))
         rows.append({"id": item["id"], "kind": item["kind"], "q": item["q"], "targets": item["targets"], "rank": rank,
                      "lineHit": any_hit, "bestLineHit": best_hit, "answerLines": answers,
                      "results": [{"path": r.path, "score": round(r.score, 4), "lines": [r.start_line, r.end_line],
@@ -154,8 +158,9 @@ def _figures(items) -> dict:
         "recall5": sum(1 for r, *_ in items if r is not None) / len(items),
         "mrr": sum(1 / r for r, *_ in items if r is not None) / len(items),
     }
-    known = [(a, b) for _r, _n, a, b, _c in items if a is not None]
-    cited = [c for *_, lines in items for c in lines]
+    known = [(a, b) for _r, _n, a, b, _c, _e in items if a is not None]
+    cited = [c for *_, lines, _e in items for c in lines]
+    out["allFiles5"] = sum(1 for *_, e in items if e) / len(items)  # every target in the first five files
     if known:
         out["lineRecall5"] = sum(1 for a, _b in known if a) / len(known)
         out["bestLineRecall5"] = sum(1 for _a, b in known if b) / len(known)
@@ -178,6 +183,9 @@ def print_table(title: str, by_mode: dict) -> None:
         print(f"  {'abstention (neg)':20s} {by_mode[modes[0]]['negative']['n']:>3d}  " + "  ".join(cells))
     cells = [f"{by_mode[m]['overall'].get('falseAbstentions', 0):>20d}" for m in modes]
     print(f"  {'false abstentions':20s} {'':>3s}  " + "  ".join(cells))
+    if "multi-hop" in by_mode[modes[0]]:  # its targets are the two halves of the answer: both wanted
+        cells = [f"{by_mode[m]['multi-hop']['allFiles5']:>20.3f}" for m in modes]
+        print(f"  {'multi-hop: all in 5':20s} {by_mode[modes[0]]['multi-hop']['n']:>3d}  " + "  ".join(cells))
     cells = [f"{by_mode[m]['p50']:>8.1f} / {by_mode[m]['p95']:.1f} ms" for m in modes]
     print(f"  {'warm p50 / p95':20s} {'':>3s}  " + "  ".join(f"{c:>20s}" for c in cells))
     if "lineRecall5" not in by_mode[modes[0]]["overall"]:

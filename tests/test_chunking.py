@@ -365,3 +365,16 @@ def test_byte_level_tokenizer_budget_enforced(tmp_path):
     text = "# Notes\n" + "\n".join(f"fact {n}\n\n" + "short " * (n % 7) for n in range(80))
     chunks = chunk_markdown(text, counter, budget_tokens=32)
     check_invariants(text, chunks, counter, 32)
+
+
+def test_every_chat_turn_is_also_a_chunk_of_its_own(counter):
+    text = ("# 2025-01-06\n\n[09:14] Sam: We finally bought it: a used Skoda Octavia.\n[09:15] Lena: Nice!\n"
+            "and more from Lena\n[09:16] Sam: ok\n\nA plain paragraph.\n")
+    chunks = chunk_document(text, counter, path="memory/2025-01-06.md")
+    check_invariants(text, chunks, counter, counter.window)
+    turns = [(c.start_line, c.end_line, c.text) for c in chunks if c.kind == "item"]
+    assert turns == [(3, 3, "[09:14] Sam: We finally bought it: a used Skoda Octavia."),
+                     (4, 5, "[09:15] Lena: Nice!\nand more from Lena"), (6, 6, "[09:16] Sam: ok")]
+    assert all(c.heading_path.endswith("2025-01-06") for c in chunks if c.kind == "item")
+    plain = "# Notes\n\nNote: this is one line.\nAnd a second line that is prose.\n\n- Sam: an item\n"
+    assert [c.kind for c in chunk_document(plain, counter, path="notes.md")] == ["section"]

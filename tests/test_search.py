@@ -285,3 +285,80 @@ def test_entries_are_items_paragraphs_rows_turns_code_and_headings():
     assert [e.depth for e in entries(lines) if e.kind == ITEM] == [0, 2, 0]
     # A chunk cut inside a code block starts with code up to the closing fence.
     assert [(e.first, e.last, e.kind) for e in entries(["x = 1", "```", "", "After."], in_fence=True)] == [(0, 1, CODE), (3, 3, PARAGRAPH)]
+
+
+# -- dates matched as dates, the newest note on a subject first (issue 21) ----------------------------
+
+
+def test_dates_give_date_terms_written_any_way():
+    from openclaw_memory.index.terms import date_terms, keyword_terms
+
+    def dates(text: str) -> list[str]:
+        return list(date_terms(text))
+
+    iso = dates("Ostrom starts 2026-12-01.")
+    assert iso == ["date:m12", "date:12-01", "date:2026-12", "date:2026-12-01"]
+    assert date_terms("2026-12-01") == dict.fromkeys(iso, 0.25)  # one date weighs one unit, its terms share it
+    assert dates("since 1 December 2026") == iso
+    assert dates("since December 1st, 2026") == iso
+    assert dates("2026年12月1日开始") == iso
+    assert dates("on 3 Nov") == ["date:m11", "date:11-03"]
+    assert dates("What happens in December?") == ["date:m12"]  # a month alone: the month
+    assert dates("I may go; march on") == []  # words that are also months need a day or a year
+    assert dates("May 2026") == ["date:m05", "date:2026-05"]
+    assert dates("v2026.9.6, 555-0199, 2026-13-01, 09:30, backup-2026-11-03") == []
+    assert not any(t.startswith("date:") for t in keyword_terms("2026-12-01 in December"))  # BM25 keeps words
+
+
+def test_a_month_in_the_query_finds_the_line_with_an_iso_date_and_never_the_dated_heading():
+    from openclaw_memory.index.snippets import ChunkText, build_passages
+    from openclaw_memory.index.terms import TermFinder, date_terms, keyword_terms, query_terms, term_patterns
+
+    long = ", and then some more of the same talk about it" * 4
+    body = (f"# 2026-12-01\n\n- Met the team about the roadmap{long}.\n- Ostrom tariff from 2026-12-01 on.\n"
+            f"- Lunch at the canteen with the team{long}.\n- Roadmap review moved{long}.")
+    query = "What starts in December?"
+    weights = dict.fromkeys(keyword_terms(query), 1.0) | date_terms(query)
+    assert TermFinder(weights).by_line(body) == {0: frozenset({"date:m12"}), 3: frozenset({"date:m12"})}
+    passages = build_passages([ChunkText(body, 1, 0.5)], weights, lambda: term_patterns(query_terms(query)),
+                              lambda v, k: 0.5 * v + 0.5 * k)
+    assert passages[0].start_line <= 4 <= passages[0].end_line  # the entry of that date (line 4) ...
+    assert passages[0].start_line > 1  # ... not the heading
+
+
+class _Plan:
+    """What ``_prefer_newer`` reads of a query plan: the query's terms and their weights."""
+
+    limit = 6
+
+    def __init__(self, weights: dict[str, float]):
+        self.weights = weights
+
+    def passage_terms(self):
+        return self.weights, None
+
+
+def _file(path: str, raw: float, terms: str):
+    from openclaw_memory.index.search import _Candidate, _File, calibrate
+
+    chunk = _Candidate(path, {"path": path, "terms": terms}, "memory-dir-main")
+    return _File(path, [chunk], raw, calibrate("hybrid", raw))
+
+
+def test_the_newer_note_on_the_same_subject_goes_first_and_an_unrelated_one_does_not():
+    from openclaw_memory.index.search import RECENCY_MARGIN, _prefer_newer
+
+    plan = _Plan({"heron": 5.0, "databas": 6.0, "storag": 4.0, "choos": 3.0})
+    old = _file("memory/2026-09-08.md", 0.67, "heron storag databas timescal")
+    topic = _file("memory/projects/heron.md", 0.6, "heron storag databas")
+    new = _file("memory/2026-11-03.md", 0.67 - RECENCY_MARGIN + 0.01, "heron databas clickhous storag")
+    other = _file("memory/2026-11-20.md", 0.6, "choos lunch")  # newer, but about something else
+    far = _file("memory/2026-11-25.md", 0.67 - RECENCY_MARGIN - 0.05, "heron storag databas")  # newer, much worse
+    memory = _file("MEMORY.md", 0.69, "heron databas storag")
+    files = [memory, old, topic, other, new, far]
+    order = [f.path for f in _prefer_newer(plan, files)]
+    assert order == ["MEMORY.md", "memory/2026-11-03.md", "memory/2026-09-08.md", "memory/projects/heron.md",
+                     "memory/2026-11-20.md", "memory/2026-11-25.md"]
+    # it takes the older note's score, so scores stay in order; MEMORY.md and undated files keep theirs
+    assert new.score == old.score and memory.score == _file("MEMORY.md", 0.69, "").score
+    assert [f.path for f in _prefer_newer(_Plan({}), files)] == [f.path for f in files]  # no terms: as it was

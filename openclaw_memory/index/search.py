@@ -35,7 +35,7 @@ from .filters import note_date
 from .results import DEFAULT_MIN_SCORE, HitPassage, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
 from .snippets import ChunkText, build_passages
 from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
-from .terms import TermFinder, keyword_terms, query_terms, term_patterns
+from .terms import DATE_PREFIX, TermFinder, date_terms, keyword_terms, query_terms, term_patterns
 
 MODES = SEARCH_MODES
 # What a candidate needs: where it is, its kind and its terms (BM25); the passage fields (body,
@@ -155,9 +155,15 @@ class QueryPlan:
         return self._patterns
 
     def passage_terms(self) -> tuple[dict[str, float], TermFinder]:
-        """The query's terms with their weights (IDF), and their finder, for the passages (once per query)."""
+        """The query's terms with their weights (IDF), and their finder, for the passages (once per
+        query); its dates as date terms (``terms.date_terms``), so the entry of that date is found,
+        written any way."""
         if self._passage_terms is None:
             weights = {t: self.bm25.idf(t) for t in self.terms}
+            dates = date_terms(self.query)
+            if dates:  # a date of the query weighs as much as one of its average words
+                unit = sum(weights.values()) / len(weights) if weights else 1.0
+                weights.update({t: w * unit for t, w in dates.items()})
             self._passage_terms = weights, TermFinder(weights)
         return self._passage_terms
 
@@ -270,14 +276,14 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
 
     ``files`` best first. A dated note (``memory/YYYY-MM-DD*.md``) moves just before an older
     dated note ranked above it when its raw value is within ``RECENCY_MARGIN`` of the older one's
-    and both are about the same subject (the query terms their candidate chunks hold: see
-    ``RECENCY_SHARE``, ``RECENCY_QUERY_SHARE``); it then takes the older note's score, so scores stay
-    in order. ``MEMORY.md`` and undated files never move and are never passed; a newer note that
+    (and of every file between them) and both are about the same subject (the query terms their
+    candidate chunks hold, dates left out: see ``RECENCY_SHARE``, ``RECENCY_QUERY_SHARE``); it then
+    takes the older note's score, so scores stay in order. ``MEMORY.md`` and undated files never move and are never passed; a newer note that
     shares too little of the query with the older one (another subject) or scores much lower
     stays where it is.
     """
     weights, _finder = plan.passage_terms()
-    total = sum(weights.values())
+    total = sum(w for t, w in weights.items() if not t.startswith(DATE_PREFIX))  # a date is no subject
     if total <= 0:
         return files
     dates = {f.path: note_date(f.path) for f in files}
@@ -290,24 +296,28 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
             words: set[str] = set()
             for c in f.chunks:
                 words.update(str(c.payload.get(TERMS_FIELD, "")).split())
-            held[f.path] = frozenset(t for t in weights if t in words)
+            held[f.path] = frozenset(t for t in weights if t in words and not t.startswith(DATE_PREFIX))
         return held[f.path]
 
     order = list(files)
+    # A file scoring more than the margin below the last one shown never passes it: it stays unseen.
+    shown = files[min(len(files), 2 * plan.limit) - 1].raw - RECENCY_MARGIN
     for f in files:
         day = dates[f.path]
-        if day is None:
+        if day is None or f.raw < shown:
             continue
-        for older in order[: order.index(f)]:
+        at = order.index(f)
+        for i, older in enumerate(order[:at]):
             was = dates[older.path]
-            if was is None or was >= day or f.raw < older.raw - RECENCY_MARGIN:
+            # Within the margin of every file it would pass (no chain of small steps up).
+            if was is None or was >= day or f.raw < max(g.raw for g in order[i:at]) - RECENCY_MARGIN:
                 continue
             theirs = sum(weights[t] for t in terms_of(older))
             shared = sum(weights[t] for t in terms_of(older) & terms_of(f))
             if theirs <= 0 or shared < RECENCY_SHARE * theirs or shared < RECENCY_QUERY_SHARE * total:
                 continue
             order.remove(f)
-            order.insert(order.index(older), f)
+            order.insert(i, f)
             f.score = max(f.score, older.score)
             break
     return order

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .chunking import CODE, HEADING, ROW, entries, is_table_rule
-from .terms import TermFinder, hit_count
+from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
@@ -248,8 +248,8 @@ def build_passages(
             if have is None:
                 words = on_line.get(key[0], _NONE) if key[0] == key[1] else frozenset().union(
                     *(on_line.get(n, _NONE) for n in range(key[0], key[1] + 1)))
-                if unit.kind == HEADING:
-                    words = frozenset(t for t in words if not _numeric(t))
+                if unit.kind == HEADING:  # a heading's numbers and dates (a daily note's date) count for nothing
+                    words = frozenset(t for t in words if not _numeric(t) and not t.startswith(DATE_PREFIX))
                 found[key] = _Entry(*key, unit.kind, unit.depth, words, chunk.v, span)
             elif (span, -chunk.v) < (have.span, -have.v):
                 have.v, have.span = chunk.v, span

@@ -92,6 +92,66 @@ def stem(word: str) -> str:
     return word
 
 
+# -- dates: matched as dates, not as words -------------------------------------------------------
+
+DATE_PREFIX = "date:"
+_MONTHS = {name: n for n, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+    ("december", "dec")), 1) for name in names}
+# A month's name alone is a date (the month) only when it is written out and not also a common word.
+_MONTH_ALONE = frozenset(("january", "february", "april", "june", "july", "august", "september", "october",
+                          "november", "december"))
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DATES = re.compile(
+    r"(?<![\w-])(?P<iy>\d{4})-(?P<im>\d{1,2})(?:-(?P<id>\d{1,2}))?(?![\w-]*\d)"  # 2026-11-03, 2026-11
+    rf"|(?<!\w)(?P<dd>\d{{1,2}})(?:st|nd|rd|th)?\.?[ \t]+(?:of[ \t]+)?(?P<dm>{_MONTH})\b\.?(?:,?[ \t]+(?P<dy>\d{{4}})\b)?"  # 3 November 2026
+    rf"|(?<!\w)(?P<md>{_MONTH})\b\.?[ \t]+(?P<mn>\d{{1,2}})(?:st|nd|rd|th)?\b(?!:)(?:,?[ \t]+(?P<my>\d{{4}})\b)?"  # November 3, 2026
+    rf"|(?<!\w)(?P<mo>{_MONTH})\b(?:[ \t]+(?P<oy>\d{{4}})\b)?"  # November (2026)
+    r"|(?:(?P<cy>\d{4})年)?(?P<cm>\d{1,2})月(?:(?P<cd>\d{1,2})[日号])?"  # 2026年11月3日
+)
+
+
+def date_hits(lowered: str) -> list[tuple[int, list[str]]]:
+    """The dates written in ``lowered`` (lowercased text) as (position, date terms): ISO
+    (``2026-11-03``, ``2026-11``), written out (``3 November 2026``, ``Nov 3``, ``November``) and
+    Chinese (``11月3日``). A date's terms: its month (``date:m11``), its day in the month
+    (``date:11-03``), its year and month (``date:2026-11``) and its full date (``date:2026-11-03``),
+    as far as it says them; the same for queries and notes' lines, so ``in November`` matches
+    ``2026-11-03`` and ``on 3 Nov`` matches ``2026-11-03``. A bare abbreviation or ``may``/``march``
+    is a month only beside a day or a year."""
+    if not any(ch.isdigit() for ch in lowered) and not any(m in lowered for m in _MONTH_ALONE):
+        return []
+    out: list[tuple[int, list[str]]] = []
+    for m in _DATES.finditer(lowered):
+        g = m.groupdict()
+        year: int | None
+        day: int | None
+        if g["iy"]:
+            year, month, day = int(g["iy"]), int(g["im"]), int(g["id"]) if g["id"] else None
+        elif g["dm"]:
+            year, month, day = int(g["dy"]) if g["dy"] else None, _MONTHS[g["dm"]], int(g["dd"])
+        elif g["md"]:
+            year, month, day = int(g["my"]) if g["my"] else None, _MONTHS[g["md"]], int(g["mn"])
+        elif g["mo"]:
+            if g["mo"] not in _MONTH_ALONE and not g["oy"]:
+                continue
+            year, month, day = int(g["oy"]) if g["oy"] else None, _MONTHS[g["mo"]], None
+        else:
+            year, month, day = int(g["cy"]) if g["cy"] else None, int(g["cm"]), int(g["cd"]) if g["cd"] else None
+        if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31) or (year is not None and not 1900 <= year <= 2199):
+            continue
+        terms = [f"{DATE_PREFIX}m{month:02d}"]
+        if day is not None:
+            terms.append(f"{DATE_PREFIX}{month:02d}-{day:02d}")
+        if year is not None:
+            terms.append(f"{DATE_PREFIX}{year}-{month:02d}")
+            if day is not None:
+                terms.append(f"{DATE_PREFIX}{year}-{month:02d}-{day:02d}")
+        out.append((m.start(), terms))
+    return out
+
+
 class TermFinder:
     """Which of a query's keyword terms some lines of text hold, as ``keyword_terms`` would cut
     them, without cutting every word: a word can only stem to a term if it starts with the term
@@ -101,11 +161,12 @@ class TermFinder:
 
     def __init__(self, terms):
         self.terms = frozenset(terms)
+        self.dates = frozenset(t for t in self.terms if t.startswith(DATE_PREFIX))
         self.grams = [t for t in self.terms if CJK_RUN.fullmatch(t)]
         # A stem is its word's beginning, except where y became i ("happy" -> "happi") or "ies" y
         # ("tries" -> "try"): there the word starts with the stem less its last letter. A term of
         # one or two letters is a whole word (no shorter stem comes from a longer word).
-        words = [t for t in self.terms if not CJK_RUN.fullmatch(t)]
+        words = [t for t in self.terms if not CJK_RUN.fullmatch(t) and t not in self.dates]
         self.roots = sorted({(t[:-1] if t[-1] in "iy" else t, False) if len(t) > 2 else (t, True) for t in words})
         self.tokens: dict[str, frozenset] = {}  # identifier -> the terms it holds, cut once per query
 
@@ -119,6 +180,11 @@ class TermFinder:
             while i >= 0:
                 hits.append((i, frozenset((gram,))))
                 i = text.find(gram, i + 1)
+        if self.dates:
+            for i, derived in date_hits(text):
+                got = self.dates.intersection(derived)
+                if got:
+                    hits.append((i, got))
         seen: set[int] = set()
         for root, whole in self.roots:
             i = text.find(root)
@@ -164,3 +230,15 @@ def keyword_terms(text: str) -> list[str]:
         terms.extend(run)
         terms.extend(run[i : i + 2] for i in range(len(run) - 1))
     return terms
+
+
+def date_terms(text: str) -> dict[str, float]:
+    """The date terms of the dates in ``text`` (a query), each date's terms sharing one unit of
+    weight (``2026-12-01`` gives four terms of 0.25: a line saying ``1 December`` holds half of it,
+    one saying ``December`` a quarter). They are for the passages (``TermFinder`` finds them in
+    notes' lines, written any way), not for BM25: the keyword index holds words, not dates."""
+    out: dict[str, float] = {}
+    for _i, derived in date_hits(text.lower()):
+        for t in derived:
+            out[t] = out.get(t, 0.0) + 1.0 / len(derived)
+    return out
