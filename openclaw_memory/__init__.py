@@ -33,7 +33,7 @@ from .errors import (
     WorkspaceError,
     WriteBlocked,
 )
-from .memory import Memory, ServiceInfo, ServiceStatus, open_memory
+from .memory import Memory, ServiceInfo, ServiceStatus, open_memory, to_json
 from .settings import Overrides, Settings, resolve_settings
 from .types import FileStateName, RepairStatus, SearchMode, Severity, WriteAction
 
@@ -90,7 +90,7 @@ _RESULT_TYPES = {
 __all__ = [
     "ConfigError", "DiskFull", "IndexMissing", "LockTimeout", "MemoryToolError", "MissingExtra", "PathRefused",
     "UsageError", "WorkspaceError", "WriteBlocked",
-    "Memory", "ServiceInfo", "ServiceStatus", "open_memory",
+    "Memory", "ServiceInfo", "ServiceStatus", "open_memory", "to_json",
     "Overrides", "Settings", "resolve_settings",
     "FileStateName", "RepairStatus", "SearchMode", "Severity", "WriteAction",
     *_RESULT_TYPES,
