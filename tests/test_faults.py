@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CliResult, env_for, run_in_process, tmpfs, write
+from openclaw_memory.database import forget_connections
 
 
 def run_cli(workspace: Path, state_dir: Path, *args: str, input: str | None = None) -> CliResult:
@@ -297,3 +298,29 @@ def test_bad_input_gets_a_message_never_a_traceback(cli, workspace, state_dir, s
     if argv[0] == "state" and res.returncode == 0:
         paths = {f["path"] for f in json.loads(res.stdout)["files"]}
         assert "MEMORY.md" in paths and any(p.startswith("memory/caf") for p in paths)
+
+
+# -- state dir read-only -------------------------------------------------------------------------
+
+def test_a_read_only_state_dir_still_reads_and_says_what_it_cannot_record(tmp_path):
+    """The state dir on media remounted read-only (a full disk's usual end, a read-only backup)."""
+    ws = tmp_path / "ws"
+    write(ws / "MEMORY.md", "# Memory\n")
+    with tmpfs(tmp_path / "ro-state", "4m") as mount:
+        state = mount / "state"
+        assert run_cli(ws, state, "read", "MEMORY.md").returncode == 0
+        write(ws / "MEMORY.md", "# Memory\n- edited meanwhile\n")
+        forget_connections()  # the commands ran in this process: its open database would keep the mount busy
+        remounted = subprocess.run(["mount", "-o", "remount,ro", str(mount)], capture_output=True, text=True)
+        if remounted.returncode != 0:
+            pytest.skip(f"cannot remount the tmpfs read-only: {remounted.stderr.strip()}")
+        read = no_traceback(run_cli(ws, state, "read", "MEMORY.md"))
+        assert read.returncode == 0 and "edited meanwhile" in read.stdout and "not recorded" in read.stderr
+        listed = no_traceback(run_cli(ws, state, "state"))
+        assert listed.returncode == 0 and "read_stale" in listed.stdout and "not recorded" in listed.stderr
+        history = no_traceback(run_cli(ws, state, "history", "MEMORY.md"))
+        assert history.returncode == 0 and "not recorded" in history.stderr
+        blocked = no_traceback(run_cli(ws, state, "write", "MEMORY.md", "--append", "- more"))
+        assert blocked.returncode == 2 and "writable" in blocked.stderr
+        assert (ws / "MEMORY.md").read_text() == "# Memory\n- edited meanwhile\n"
+        assert no_traceback(run_cli(ws, state, "doctor")).returncode == 0

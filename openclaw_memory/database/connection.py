@@ -80,15 +80,20 @@ class Database:
             os.makedirs(self.data_dir, exist_ok=True)
         except OSError as exc:
             raise StateDirError(f"cannot create the state dir {self.data_dir}: {exc.strerror or exc}") from None
-        with translated(self.path):
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
-                create_or_migrate(conn)
-            except BaseException:
-                conn.close()
+        try:
+            with translated(self.path):
+                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=FULL")
+                    create_or_migrate(conn)
+                except BaseException:
+                    conn.close()
+                    raise
+        except StateDirError:
+            if not self.exists():
                 raise
+            return self._read_only_copy()  # a read-only state dir (or file): what it holds still reads
         try:
             os.chmod(self.path, 0o600)
         except OSError:
@@ -100,6 +105,15 @@ class Database:
         except BaseException:
             conn.close()
             raise
+        return conn
+
+    def _read_only_copy(self) -> sqlite3.Connection:
+        """The database as it is on read-only media (``immutable``: no lock, no ``-shm``); a write
+        through it fails as SQLite's "readonly", worded as a state dir that cannot be written."""
+        with translated(self.path):
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         return conn
 
     def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -120,15 +134,18 @@ class Database:
         if not self.exists():
             return []
         with translated(self.path):
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-            try:
-                return conn.execute(sql, params).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return []  # a database of an earlier schema: what it lacks reads as empty
-                raise
-            finally:
-                conn.close()
+            for mode in ("ro", "ro&immutable=1"):  # immutable: read-only media, where no -shm can be made
+                conn = sqlite3.connect(f"file:{self.path}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S)
+                try:
+                    return conn.execute(sql, params).fetchall()
+                except sqlite3.OperationalError as exc:
+                    if "no such table" in str(exc):
+                        return []  # a database of an earlier schema: what it lacks reads as empty
+                    if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or mode != "ro":
+                        raise
+                finally:
+                    conn.close()
+            return []
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import DiskFull, PathRefused
+from ..errors import DiskFull, PathRefused, StateDirError
 from ..files.read import open_resolved, resolve_memory_path
 from ..wire import key
 from .store import HistoryStore, snapshot_fd
@@ -62,7 +62,7 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
                 store.observe(resolved.abs_path, resolved.display, snapshot, fd=fd)
         except OSError as exc:
             raise PathRefused(f"cannot read {resolved.display}: {exc.strerror or exc}") from None
-        except DiskFull as exc:
+        except (DiskFull, StateDirError) as exc:
             # The listing is still true; only this sighting is not kept (a full state dir).
             warnings = (f"the version {resolved.display} holds now is not recorded in the history: {exc.message}",)
         finally:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ..database import dec, enc
-from ..errors import DiskFull
+from ..errors import DiskFull, StateDirError
 from ..files.paths import display_path
 from ..files.scan import scan_workspace
 from ..fsutil.safeopen import FolderSwapped
@@ -84,34 +84,40 @@ def file_states(settings: Settings) -> StateReport:
     known = _load_sightings(store)
     seen: dict[str, list] = {}
     listed = set()
+
+    def look() -> None:
+        for f in scan.files:
+            if f.kind != "markdown":
+                continue
+            listed.add(f.abs_path)
+            key = [f.size, f.mtime_ns, f.ctime_ns, f.inode]  # the stat the scan took
+            cached = known.get(f.abs_path)
+            snap: FileVersion | None
+            if cached is not None and cached[:4] == key:
+                snap = FileVersion(cached[4], f.size)  # hashed and logged already, unchanged since
+                seen[f.abs_path] = cached
+            else:
+                snap = _observe(store, f, unreadable, unrecorded)
+                if snap is None:
+                    continue
+                # Remembered only once it can no longer change within the stat's resolution.
+                if f.mtime_ns < settled and _stat_key(f.abs_path) == key and not unrecorded:
+                    seen[f.abs_path] = [*key, snap.version]
+            state = _file_state(f.path, f.abs_path, records.get(f.abs_path), snap)
+            if state is not None:
+                out.append(state)
+
     try:
         # One transaction: every sighting of the run is committed (synced to disk) once, at its end.
         with store.lock():
-            for f in scan.files:
-                if f.kind != "markdown":
-                    continue
-                listed.add(f.abs_path)
-                key = [f.size, f.mtime_ns, f.ctime_ns, f.inode]  # the stat the scan took
-                cached = known.get(f.abs_path)
-                snap: FileVersion | None
-                if cached is not None and cached[:4] == key:
-                    snap = FileVersion(cached[4], f.size)  # hashed and logged already, unchanged since
-                    seen[f.abs_path] = cached
-                else:
-                    snap = _observe(store, f, unreadable, unrecorded)
-                    if snap is None:
-                        continue
-                    # Remembered only once it can no longer change within the stat's resolution.
-                    if f.mtime_ns < settled and _stat_key(f.abs_path) == key and not unrecorded:
-                        seen[f.abs_path] = [*key, snap.version]
-                state = _file_state(f.path, f.abs_path, records.get(f.abs_path), snap)
-                if state is not None:
-                    out.append(state)
+            look()
             if seen != known and not unrecorded:
                 _save_sightings(store, seen)
-    except DiskFull as exc:
+    except (DiskFull, StateDirError) as exc:
         # The states are still true; only new versions miss the history this time.
         unrecorded.append(exc.message)
+        if not listed:  # the transaction could not even start (a read-only state dir): look without it
+            look()
     for abs_path, record in records.items():
         if abs_path in listed or os.path.lexists(abs_path):
             continue
@@ -185,7 +191,7 @@ def _observe(store: HistoryStore, f, unreadable: list, unrecorded: list) -> File
             try:
                 with store.db.savepoint():
                     store.observe(f.abs_path, f.path, snap, fd=fd)
-            except DiskFull as exc:
+            except (DiskFull, StateDirError) as exc:
                 # The states are still true; only new versions miss the history this time.
                 unrecorded.append(exc.message)
         return snap
