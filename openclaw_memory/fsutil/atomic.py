@@ -19,23 +19,6 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def sync_filesystem(path: str | os.PathLike[str]) -> None:
-    """Flush everything written to the file system holding ``path`` (one ``syncfs`` where Linux
-    has it): one barrier for many files instead of an fsync each."""
-    import ctypes
-
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        try:
-            if ctypes.CDLL(None, use_errno=True).syncfs(fd) == 0:
-                return
-        except (OSError, AttributeError):
-            pass
-        os.sync()
-    finally:
-        os.close(fd)
-
-
 _NAME_MAX = 255  # bytes in one file name (Linux, macOS: every common file system)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from openclaw_memory.files.read import read_memory_file
 from openclaw_memory.wire import to_json
 
-from .workspaces import build, openclaw_keys, our_read, read_request, their_read
+from .workspaces import build, openclaw_keys, our_extras, our_read, read_request, their_read
 
 EMOJI_LINES = "😀😀\n😀😀\n😀😀\n"
 LONG = "x" * 50 + "😀" + "y" * 30
@@ -74,6 +75,10 @@ def test_hand_written_reads(oracle, new_ws, checks):
     answers = oracle.batch(requests)
     for (p, window, mine), answer in zip(ours, answers):
         checks.same(f"read {p!r} window={window}", mine, their_read(answer))
+    bad = next(answer for (p, window, _), answer in zip(ours, answers) if p == "memory/bad-utf8.md")
+    said = to_json(read_memory_file("memory/bad-utf8.md", str(ws), extra_paths=our_extras(ws, EXTRA)))
+    checks.deliberate("read-warnings", "a read says when it showed invalid UTF-8 as U+FFFD",
+                      bool(said.get("warnings")) and "warnings" not in their_read(bad))
     deliberate = [read_request(ws, p, EXTRA) for p in REFUSED_HERE]
     for (p, (name, reason)), answer in zip(REFUSED_HERE.items(), oracle.batch(deliberate)):
         checks.deliberate(name, reason, our_read(ws, p, EXTRA) == "ERROR" and their_read(answer) != "ERROR", p)
