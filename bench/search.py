@@ -88,10 +88,11 @@ def synthetic(index_model, n: int = 100_000) -> None:
     import numpy as np
     from _common import ROOT
 
+    from openclaw_memory.database import Database
     from openclaw_memory.index.api import MemoryIndex
     from openclaw_memory.index.bm25 import count_stats, save_stats
     from openclaw_memory.index.config import IndexConfig
-    from openclaw_memory.index.manifest import Manifest, save_manifest
+    from openclaw_memory.index.manifest import Manifest, write_manifest
     from openclaw_memory.index.store.base import TERMS_FIELD, PointData
     from openclaw_memory.index.terms import keyword_terms
 
@@ -127,10 +128,12 @@ def synthetic(index_model, n: int = 100_000) -> None:
         t1 = time.perf_counter()
         shard.optimize()  # what `index` does after writing: builds the HNSW graph
         print(f"synthetic: HNSW build (optimize) {time.perf_counter() - t1:.1f} s")
-        save_stats(settings.data_dir, name, count_stats(h.payload.get(TERMS_FIELD, "") for h in shard.scroll([TERMS_FIELD])))
+        stats = count_stats(h.payload.get(TERMS_FIELD, "") for h in shard.scroll([TERMS_FIELD]))
     m = Manifest(name, "main", fingerprint="synthetic", settings_key=IndexConfig().settings_key, model="synthetic",
                  store_backend="edge", dim=dim)
-    save_manifest(settings.data_dir, m)
+    with Database(settings.data_dir).transaction() as conn:
+        write_manifest(conn, m, None)
+        save_stats(conn, name, stats)
     print(f"synthetic {n} chunks written in {time.perf_counter() - t0:.1f} s")
     qs = [q["q"] for q in QUERIES]
     qs = (qs * 3)[:100]

@@ -237,9 +237,14 @@ def _after_write(settings: Settings, result: WriteResult, update_index: bool,
 def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: bool = True) -> PromptSection:
     """The startup-prompt memory section; a pending watchdog checkpoint is included once, then consumed."""
     from .prompt import build_prompt_section
-    from .watchdog.checkpoint import consume_checkpoint, pending_checkpoint
+    from .watchdog.checkpoint import consume_checkpoint, read_checkpoint
 
-    checkpoint = pending_checkpoint(settings.data_dir)
+    unread = None
+    try:
+        pending = read_checkpoint(settings.data_dir)
+    except MemoryToolError as exc:  # the memory files still make a prompt; the news waits for the repair
+        pending, unread = None, f"the pending watchdog checkpoint cannot be read: {exc.message}"
+    checkpoint = pending.text if pending is not None else None
     section = build_prompt_section(
         list_memory_files(settings),
         today=today,
@@ -248,6 +253,8 @@ def build_prompt(settings: Settings, *, today: dt.date | None = None, consume: b
         startup=settings.prompt.startup,
         checkpoint=checkpoint,
     )
-    if checkpoint is not None and consume:
-        consume_checkpoint(settings.data_dir)
+    if unread is not None:
+        section.warnings.append(unread)
+    if pending is not None and consume:
+        consume_checkpoint(settings.data_dir, pending.last)
     return section

@@ -120,6 +120,23 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
+def doctor_journal(data_dir: Path) -> str | bytes | None:
+    """The doctor's pending journal record, as stored in the state database (None: none)."""
+    from openclaw_memory.database import Database, read_only
+
+    with read_only():
+        row = Database(data_dir).one("SELECT record FROM journal WHERE id = 1")
+    return row[0] if row else None
+
+
+def set_doctor_journal(data_dir: Path, record: str | bytes) -> None:
+    """Store ``record`` as the doctor's journal (a test that damages it)."""
+    from openclaw_memory.database import Database
+
+    with Database(data_dir).transaction() as conn:
+        conn.execute("INSERT OR REPLACE INTO journal VALUES (1, ?)", (record,))
+
+
 def run_process(args, env: dict, cwd: Path, input: str | None = None, timeout: float = 300) -> CliResult:
     """``openclaw-memory ARGS`` in a new process: for the entry point, signals, crashes and locks."""
     proc = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], input=input, capture_output=True,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, env_for, run_in_process, run_process, wait_for, write
+from conftest import CliResult, doctor_journal, env_for, run_in_process, run_process, set_doctor_journal, wait_for, write
 
 WAYS = ("truncated", "zeroed", "garbled")
 LIGHT = [
@@ -42,14 +42,10 @@ MODEL_CACHE_ENV = "OPENCLAW_MEMORY_MODEL_CACHE"
 
 # (role, glob under the data dir or the model cache, commands beyond doctor)
 ROLES = [
-    ("snapshot list", "snapshots/index.json", LIGHT),
-    ("snapshot", "snapshots/*.snap", LIGHT),
-    ("checkpoint", "checkpoint.md", LIGHT),
     ("state database", "state.db", LIGHT),
     ("write lock", "write.lock", LIGHT),
     ("doctor lock", "doctor.lock", LIGHT),
     ("watch presence lock", "watch/*.lock", LIGHT),
-    ("manifest", "index/manifests/memory-dir-main.json", SEARCH),
     ("probe record", "index/probes/memory-dir-main.key", SEARCH),
     ("shard config", "index/edge/memory-dir-main/edge_config.json", SEARCH),
     ("segment config", "index/edge/memory-dir-main/segments/*/segment.json", SEARCH),
@@ -205,6 +201,18 @@ def _damage(path: Path, way: str) -> None:
             fh.write(bytes(rnd.getrandbits(8) for _ in range(max(1, min(size, 1 << 16)))))
 
 
+def _damage_bytes(data_dir: Path, way: str, record: bytes) -> None:
+    """The doctor's journal row damaged the ways a file is (it is a row of the state database)."""
+    if way == "truncated":
+        damaged = record[: len(record) // 2]
+    elif way == "zeroed":
+        damaged = b"\0" * len(record)
+    else:
+        rnd = random.Random("journal")
+        damaged = bytes(rnd.getrandbits(8) for _ in range(len(record)))
+    set_doctor_journal(data_dir, damaged)
+
+
 def _target(built: Built, pattern: str) -> Path:
     base = built.models if pattern.startswith("MODELS/") else _data_dir(built.sd)
     matches = sorted(glob.glob(str(base / pattern.removeprefix("MODELS/"))))
@@ -249,8 +257,7 @@ def test_damaged_state_file(request, role, pattern, commands, way):
     after = run("doctor", "--json")
     _clean(after)
     remaining = {f["id"] for f in after.json()["remaining"] if f["severity"] != "info"}
-    # The newest snapshot set aside, the one before it is the baseline: the edit made since is news.
-    assert remaining <= ({"watchdog-changes"} if role == "snapshot" else set()), after.stdout
+    assert remaining == set(), after.stdout
     now = _memory_files(built.ws)
     now.pop("memory/new-note.md", None)
     assert now == before  # no memory file was touched by any repair
@@ -264,19 +271,21 @@ def test_damaged_journal_is_set_aside_and_the_interrupted_rename_recovered(built
     assert killed.returncode == -signal.SIGKILL
     (temp,) = [p for p in ws.iterdir() if p.name.startswith(".memory.md.migrate-")]
     legacy_bytes = temp.read_bytes()
-    journal = _data_dir(built.sd) / "doctor-journal.json"
+    data_dir = _data_dir(built.sd)
+    saved = doctor_journal(data_dir)
+    assert isinstance(saved, str)
     for way in WAYS:
-        saved = journal.read_bytes()
-        _damage(journal, way)
+        _damage_bytes(data_dir, way, saved.encode())
         plain = built.run("doctor", "--json")
         _clean(plain)
         finding = next(f for f in plain.json()["findings"] if f["id"] == "interrupted-repair")
         assert finding["fixable"] and "damaged" in finding["message"]
         if way != WAYS[-1]:
-            journal.write_bytes(saved)
+            set_doctor_journal(data_dir, saved)
+    damaged = doctor_journal(data_dir)
     fixed = built.run("doctor", "--fix", "--json")
     _clean(fixed)
-    assert not journal.exists() and not temp.exists()
+    assert doctor_journal(data_dir) is None and not temp.exists()
     assert (ws / "MEMORY.md").read_bytes() == legacy_bytes
-    kept = list((_data_dir(built.sd) / "damaged").rglob("doctor-journal.json"))
-    assert len(kept) == 1
+    kept = list((data_dir / "damaged").rglob("doctor-journal.json"))
+    assert len(kept) == 1 and kept[0].read_bytes() == damaged  # its bytes, kept

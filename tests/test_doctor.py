@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import env_for, tmpfs, wait_for_line, write
+from conftest import doctor_journal, env_for, set_doctor_journal, tmpfs, wait_for_line, write
 from openclaw_memory.doctor.check_files import first_invalid_utf8
 from openclaw_memory.doctor.hooks import PAUSE_ENV
 from openclaw_memory.doctor.merge import HEADING, SENTENCE, marker
 from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
 from openclaw_memory.settings import Overrides, resolve_settings
+from openclaw_memory.watchdog.checkpoint import pending_checkpoint
 
 CANON = "# Durable memory\n- prefers tea ☕\n"
 LEGACY = "# old notes\n- lives in Zürich\n- 喝绿茶\n"
@@ -154,7 +155,7 @@ def test_fix_merges_different_files_then_archives(workspace, state_dir, cli):
     rel = archive.relative_to(workspace).as_posix()
     assert (workspace / "MEMORY.md").read_bytes() == expected_merge(CANON.encode(), LEGACY, rel, workspace)
     assert not (workspace / "memory.md").exists()
-    checkpoint = (data_dir(workspace, state_dir) / "checkpoint.md").read_text(encoding="utf-8")
+    checkpoint = pending_checkpoint(data_dir(workspace, state_dir))
     assert checkpoint.startswith("# ⚠️ Workspace Changes Detected")
     assert f"merged memory.md into MEMORY.md; archive at {rel}" in checkpoint
     again = cli("doctor", "--json")
@@ -299,7 +300,7 @@ def test_memory_md_edited_during_the_merge_is_not_overwritten(workspace, state_d
     assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == edit
     assert (workspace / "memory.md").read_text(encoding="utf-8") == LEGACY
     assert stamp_dirs(workspace) == []  # the reserved archive folder was removed
-    assert not (data_dir(workspace, state_dir) / "doctor-journal.json").exists()
+    assert doctor_journal(data_dir(workspace, state_dir)) is None
     assert cli("doctor", "--fix").returncode == 0  # the next run merges the edited file
     assert "- written by the agent just now" in (workspace / "MEMORY.md").read_text(encoding="utf-8")
 
@@ -328,7 +329,7 @@ def test_os_error_mid_repair_is_rolled_back_at_once(tmp_path, state_dir, cli):
         (repair,) = result.json()["repairs"]
         assert repair["status"] == "failed" and "Read-only file system" in repair["detail"]
         assert "rolled-back" in repair["detail"]
-        assert not (data_dir(ws, state_dir) / "doctor-journal.json").exists()
+        assert doctor_journal(data_dir(ws, state_dir)) is None
         assert (ws / "MEMORY.md").read_text(encoding="utf-8") == CANON
         assert (ws / "memory.md").read_text(encoding="utf-8") == LEGACY
         assert ids(cli("doctor", "--json", env={"OPENCLAW_WORKSPACE": str(ws)})) == ["split-root"]
@@ -363,7 +364,7 @@ def test_legacy_only_is_migrated_by_rename(workspace, state_dir, cli):
     assert sorted(os.listdir(workspace)) == ["MEMORY.md"]  # no temp name left, exact entry name
     assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
     assert os.stat(workspace / "MEMORY.md").st_ino == inode  # renamed, not copied
-    assert "renamed the legacy root memory.md to MEMORY.md" in (data_dir(workspace, state_dir) / "checkpoint.md").read_text(encoding="utf-8")
+    assert "renamed the legacy root memory.md to MEMORY.md" in pending_checkpoint(data_dir(workspace, state_dir))
 
 
 @pytest.fixture
@@ -592,8 +593,7 @@ def _unmarked(entries: dict) -> dict:
 
 def test_damaged_journal_is_set_aside_and_nothing_else_changes(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", CANON)
-    journal = data_dir(workspace, state_dir) / "doctor-journal.json"
-    write(journal, "{not json")
+    set_doctor_journal(data_dir(workspace, state_dir), "{not json")
     before = tree(workspace)
     plain = cli("doctor", "--json")
     (finding,) = plain.json()["findings"]
@@ -601,7 +601,7 @@ def test_damaged_journal_is_set_aside_and_nothing_else_changes(workspace, state_
     result = cli("doctor", "--fix", "--json")
     assert result.returncode == 0, result.stdout
     assert result.json()["repairs"][0]["status"] == "completed"
-    assert not journal.exists() and tree(workspace) == before
+    assert doctor_journal(data_dir(workspace, state_dir)) is None and tree(workspace) == before
     (kept,) = (data_dir(workspace, state_dir) / "damaged").rglob("doctor-journal.json")
     assert kept.read_text() == "{not json"
 
@@ -728,7 +728,7 @@ def test_watchdog_changes_are_reported_and_repairs_refresh_the_baseline(workspac
     take_snapshot(settings, "base")
     before = tree(state_dir)
     assert cli("doctor").returncode == 0
-    assert tree(state_dir) == before  # verify inside plain doctor writes nothing either
+    assert _unmarked(tree(state_dir)) == _unmarked(before)  # verify inside plain doctor writes nothing either
 
     write(workspace / "new.txt", "new\n")
     result = cli("doctor", "--json")
@@ -757,18 +757,36 @@ def test_watchdog_changes_are_reported_and_repairs_refresh_the_baseline(workspac
 
 
 def test_damaged_watchdog_baseline_is_a_finding_not_a_crash(workspace, state_dir, cli):
-    from openclaw_memory.watchdog.snapshot import take_snapshot
+    import sqlite3
 
+    from openclaw_memory.watchdog.snapshot import take_snapshot
+    from openclaw_memory.watchdog.verify import verify_workspace
+
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)))
     write(workspace / "MEMORY.md", CANON)
-    info = take_snapshot(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))), "base")
-    Path(info.path).write_bytes(b"garbage")
+    take_snapshot(settings, "base")
+    write(workspace / "MEMORY.md", CANON + "edited\n")
+    info = take_snapshot(settings, "newer")
+    with sqlite3.connect(info.path) as conn:  # one byte of the body flipped: the database is sound, the checksum fails
+        (body,) = conn.execute("SELECT body FROM snapshots WHERE label = 'newer'").fetchone()
+        damaged = body[:-1] + bytes([body[-1] ^ 0xFF])
+        conn.execute("UPDATE snapshots SET body = ? WHERE label = 'newer'", (damaged,))
+    conn.close()
+    verify = cli("watchdog", "verify")
+    assert verify.returncode == 2 and "damaged" in verify.stderr and "doctor --fix" in verify.stderr
     result = cli("doctor", "--json")
     assert result.returncode == 1
     assert ids(result) == ["watchdog-damaged"]
+    (finding,) = [f for f in result.json()["findings"] if f["id"] == "watchdog-damaged"]
+    assert "'newer'" in finding["message"] and "checksum mismatch" in finding["message"]
     fixed = cli("doctor", "--fix", "--json")
-    assert fixed.returncode == 0 and fixed.json()["repairs"][0]["action"] == "set aside"
-    assert not Path(info.path).exists()
-    assert list((data_dir(workspace, state_dir) / "damaged").rglob("base.snap"))
+    assert fixed.returncode == 1, fixed.stdout  # the edit since "base" is news again
+    (repair,) = fixed.json()["repairs"]
+    assert repair["action"] == "set aside" and repair["status"] == "done" and "'base'" in repair["detail"]
+    (kept,) = (data_dir(workspace, state_dir) / "damaged").rglob("newer.snap")
+    assert kept.read_bytes() == damaged and str(kept) in repair["detail"]  # the bytes are kept, never deleted
+    assert [f["id"] for f in fixed.json()["remaining"]] == ["watchdog-changes"]
+    assert [c.path for c in verify_workspace(settings).changed] == ["MEMORY.md"]
 
 
 # ---------------------------------------------------------------- index checks

@@ -13,10 +13,11 @@ import signal
 import pytest
 from test_doctor import archives, data_dir, expected_merge, spawn, stamp_dirs
 
-from conftest import wait_for_line, write
+from conftest import doctor_journal, wait_for_line, write
 from openclaw_memory.doctor.hooks import KILL_ENV, PAUSE_ENV
 from openclaw_memory.doctor.merge import HEADING, MARKER_PREFIX
 from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
+from openclaw_memory.watchdog.checkpoint import pending_checkpoint
 
 CANON = "# Durable memory\n- canonical fact ✓\n"
 LEGACY = "# legacy notes\n- legacy fact: 喝绿茶 in Zürich\n- second line\n"
@@ -77,14 +78,14 @@ def rerun(cli, env: dict) -> dict:
 
 
 def assert_no_leftovers(workspace, state_dir) -> None:
-    assert not (data_dir(workspace, state_dir) / "doctor-journal.json").exists()
+    assert doctor_journal(data_dir(workspace, state_dir)) is None
     stray = [n for n in workspace_files(workspace) if n.endswith(".tmp")]
     assert stray == [], stray
     assert [d for d in stamp_dirs(workspace) if not any(d.iterdir())] == []  # no empty archive folders
 
 
 def checkpoint_text(workspace, state_dir) -> str:
-    return (data_dir(workspace, state_dir) / "checkpoint.md").read_text(encoding="utf-8")
+    return pending_checkpoint(data_dir(workspace, state_dir)) or ""
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@ shipped export when the weights are not installed, the recipe in the fingerprint
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import settings_for, write
+from openclaw_memory.database import Database
 from openclaw_memory.errors import UsageError
 from openclaw_memory.index.chunking import chunk_markdown
 from openclaw_memory.index.embedding import (
@@ -185,13 +185,14 @@ def test_an_index_of_an_older_onnx_recipe_is_reported_and_re_embedded(tmp_path):
         first = index.sync()
         assert first.chunks_embedded > 0 and not any(c.settings_changed for c in index.status().collections)
     # Make the manifests what the recipe-1 export left: the same settings, no recipe in the fingerprint.
-    manifests = [m for m in (settings.data_dir / "index" / "manifests").glob("*.json") if not m.name.endswith(".terms.json")]
+    db = Database(settings.data_dir)
+    manifests = db.rows("SELECT collection, embed_backend, fingerprint FROM manifests")
     assert manifests
-    for manifest in manifests:
-        data = json.loads(manifest.read_text())
-        assert data["embedBackend"] == "onnx" and ";recipe=onnx-" in data["fingerprint"]
-        data["fingerprint"] = data["fingerprint"].rsplit(";recipe=", 1)[0]
-        manifest.write_text(json.dumps(data))
+    with db.transaction() as conn:
+        for name, backend, fingerprint in manifests:
+            assert backend == "onnx" and ";recipe=onnx-" in fingerprint
+            conn.execute("UPDATE manifests SET fingerprint = ?, serial = serial + 1 WHERE collection = ?",
+                         (fingerprint.rsplit(";recipe=", 1)[0], name))
     with MemoryIndex(settings) as index:
         assert all(c.settings_changed for c in index.status().collections if c.indexed)
         again = index.sync()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CliResult, env_for, tmpfs, write
+from openclaw_memory.database import forget_connections
 
 FACTS = "# Memory\n\n## Preferences\n\n- likes green tea in the morning\n"
 # A batch of 2 chunks makes a small note need several: it is built beside the live shard.
@@ -112,6 +114,16 @@ def _fill(folder: Path, leave: int) -> None:
         fh.write(b"\1" * max(0, free - leave))
 
 
+def _manifest_rows(sd: Path) -> list[tuple]:
+    (db,) = sd.rglob("state.db")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT * FROM manifests ORDER BY collection").fetchall() + conn.execute(
+            "SELECT * FROM manifest_files ORDER BY collection, path").fetchall()
+    finally:
+        conn.close()
+
+
 def _leftovers(sd: Path) -> list[str]:
     return [str(p) for p in sd.rglob("*") if p.name.startswith(".stage-") or p.name.endswith(".tmp")]
 
@@ -124,7 +136,8 @@ def test_index_on_a_full_state_dir_says_so_and_changes_nothing(workspace, small_
     write(workspace / "MEMORY.md", FACTS)
     write(workspace / "memory" / "sailing.md", _note("sailing", 3))
     assert cli("index", env=on_full).returncode == 0
-    manifests = {p.name: p.read_bytes() for p in sd.rglob("manifests/*.json")}
+    manifests = _manifest_rows(sd)
+    assert manifests
 
     write(workspace / "memory" / "zeppelin.md", _note("zeppelin", 12))
     _fill(small_tmpfs, 130 << 20)  # room to open the index (64 MiB), not to copy a shard beside it (~85 MiB more)
@@ -133,7 +146,7 @@ def test_index_on_a_full_state_dir_says_so_and_changes_nothing(workspace, small_
     message = result.stderr
     assert "full" in message and str(sd) in message and "nothing was changed" in message
     assert _leftovers(sd) == []
-    assert {p.name: p.read_bytes() for p in sd.rglob("manifests/*.json")} == manifests
+    assert _manifest_rows(sd) == manifests
 
     search = cli_process("search", "green tea", "--json", env=on_full)
     assert "MEMORY.md" in _paths(search)  # the previous index still answers
@@ -162,3 +175,23 @@ def test_first_index_on_a_full_state_dir(workspace, small_tmpfs, cli_process):
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "full" in result.stderr and "nothing was changed" in result.stderr
     assert _leftovers(sd) == []
+
+
+def test_a_rebuilt_state_database_costs_a_reread_of_the_files_not_an_embedding(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", FACTS)
+    write(workspace / "memory" / "sailing.md", _note("sailing", 3))
+    first = cli("index", "--json")
+    assert first.returncode == 0 and first.json()["chunksEmbedded"] > 0, first.stderr
+    before = _paths(cli("search", "green tea", "--json"))
+    (db,) = state_dir.rglob("state.db")
+    forget_connections()
+    with open(db, "r+b") as fh:  # garbled past the header: SQLite's integrity check fails
+        fh.seek(4096)
+        fh.write(b"\xa5" * 8192)
+    assert "state-db-damaged" in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
+    fixed = cli("doctor", "--fix", "--json")
+    assert fixed.returncode == 0 and fixed.json()["remaining"] == [], fixed.stdout
+    again = cli("index", "--json")
+    assert again.returncode == 0, again.stderr
+    assert again.json()["chunksEmbedded"] == 0 and again.json()["chunksDeleted"] == 0, again.stdout
+    assert _paths(cli("search", "green tea", "--json")) == before

@@ -7,6 +7,7 @@ import re
 
 from conftest import write
 from openclaw_memory.api import build_prompt
+from openclaw_memory.database import Database
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.prompt import build_prompt_section
 from openclaw_memory.settings import Overrides, resolve_settings
@@ -71,7 +72,8 @@ def test_checkpoint_included_once_then_consumed(workspace, state_dir):
     first = build_prompt(settings, today=TODAY)
     assert "changed: notes.txt" in first.text
     assert "changed: notes.txt" not in build_prompt(settings, today=TODAY).text
-    assert list((settings.data_dir / "consumed").iterdir())
+    kept = Database(settings.data_dir).rows("SELECT section, consumed FROM checkpoint")
+    assert [(section, consumed is not None) for section, consumed in kept] == [("## Break\n- changed: notes.txt", True)]
 
 
 def test_cli_prompt_json_and_warning_every_time(cli, workspace):

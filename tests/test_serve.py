@@ -662,7 +662,7 @@ def test_a_large_change_is_built_beside_while_searches_use_the_open_shard(worksp
 
 
 def test_keyword_statistics_kept_by_each_live_write_equal_a_count_of_the_shard(pooled, workspace):
-    from openclaw_memory.index.bm25 import load_stats, scan_stats, stats_path
+    from openclaw_memory.index.bm25 import load_stats, scan_stats
 
     memory = pooled
     steps = [
@@ -681,7 +681,7 @@ def test_keyword_statistics_kept_by_each_live_write_equal_a_count_of_the_shard(p
         with memory.pool.index(memory.settings) as index:
             for c in index.collections():
                 with index.store.open(c.name) as shard:
-                    assert load_stats(stats_path(memory.settings.data_dir, c.name)) == scan_stats(shard), (rel, c.name)
+                    assert load_stats(memory.settings.data_dir, c.name) == scan_stats(shard), (rel, c.name)
 
 
 class _Holder:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 
@@ -55,6 +56,28 @@ def _written_by_the_old_release(workspace, state_dir, old):
     assert (data_dir / "history" / "logs").is_dir() and (data_dir / "idempotency").is_dir()
     assert (data_dir / "index" / "collections.json").is_file()
     return data_dir
+
+
+def _watched_by_the_old_release(workspace, state_dir, old, data_dir):
+    """Watchdog snapshots, a checkpoint the old `prompt` consumed and one still pending."""
+    assert _run(workspace, state_dir, "watchdog", "snapshot", "first", python_path=old).returncode == 0
+    for n, (rel, text) in enumerate((("memory/2026-11-30.md", "# Day, rewritten elsewhere\n"), ("memory/2026-11-30.md", "# Day, again\n"))):
+        write(workspace / rel, text)
+        beat = _run(workspace, state_dir, "watchdog", "heartbeat", python_path=old)
+        assert beat.returncode == 1, beat.stdout + beat.stderr  # a break: a checkpoint section
+        if n == 0:
+            assert _run(workspace, state_dir, "prompt", python_path=old).returncode == 0  # consumed
+    (workspace / "MEMORY.md").unlink()  # what `verify` reports after the upgrade
+    assert (data_dir / "snapshots" / "index.json").is_file() and (data_dir / "checkpoint.md").is_file()
+    assert list((data_dir / "consumed").iterdir())
+
+
+def _watchdog_answers(workspace, state_dir, python_path=None) -> dict:
+    verify = _run(workspace, state_dir, "watchdog", "verify", "--json", python_path=python_path)
+    assert verify.returncode == 1, verify.stderr
+    prompt = _run(workspace, state_dir, "prompt", "--peek", "--json", python_path=python_path)
+    assert prompt.returncode == 0, prompt.stderr
+    return {"verify": json.loads(verify.stdout), "checkpoint": json.loads(prompt.stdout)["checkpoint"]}
 
 
 def _answers(workspace, state_dir, python_path=None) -> dict:
@@ -113,3 +136,47 @@ def test_a_kill_during_the_upgrade_leaves_a_usable_data_dir(workspace, state_dir
     assert _comparable(_answers(workspace, state_dir)) == before
     assert not (data_dir / "history").exists() and (data_dir / "before-state-db" / "history").is_dir()
     assert not (data_dir / "before-state-db" / "history.2").exists()  # imported once, moved once
+
+
+def test_old_snapshots_and_checkpoint_are_imported_with_nothing_lost(workspace, state_dir, old_release):
+    data_dir = _written_by_the_old_release(workspace, state_dir, old_release)
+    _watched_by_the_old_release(workspace, state_dir, old_release, data_dir)
+    listed = [e["label"] for e in json.loads((data_dir / "snapshots" / "index.json").read_text())["snapshots"]]
+    files = {label: (data_dir / "snapshots" / f"{label}.snap").read_bytes() for label in listed}
+    consumed = sorted(p.name for p in (data_dir / "consumed").iterdir())
+    before = _watchdog_answers(workspace, state_dir, old_release)
+    assert before["checkpoint"].count("Workspace Changes Detected") == 1 and before["checkpoint"].count("2026-11-30.md") == 1
+    after = _watchdog_answers(workspace, state_dir)
+    assert after == before  # the same baseline, the same delta, the same pending text
+    kept = data_dir / "before-state-db"
+    assert not (data_dir / "snapshots").exists() and not (data_dir / "checkpoint.md").exists()
+    assert (kept / "snapshots" / "index.json").is_file() and (kept / "checkpoint.md").is_file()  # never deleted
+    assert sorted(p.name for p in (data_dir / "consumed").iterdir()) == consumed  # the archive stays
+    with sqlite3.connect(data_dir / "state.db") as conn:
+        rows = conn.execute("SELECT label, body FROM snapshots ORDER BY seq").fetchall()
+        counts = json.loads(conn.execute("SELECT counts FROM imports WHERE source = 'snapshots'").fetchone()[0])
+    conn.close()
+    assert [(label, bytes(body)) for label, body in rows] == list(files.items())  # every one, in order, byte for byte
+    assert counts == {"snapshots": len(listed), "unreadable": 0}
+    # Consumed when shown, as before; the next heartbeat judges against the imported baseline.
+    assert "Workspace Changes Detected" in _run(workspace, state_dir, "prompt").stdout
+    assert _run(workspace, state_dir, "prompt", "--json").stdout.count("Workspace Changes Detected") == 0
+    beat = _run(workspace, state_dir, "watchdog", "heartbeat", "--json")
+    assert beat.returncode == 1 and json.loads(beat.stdout)["verify"]["deleted"] == ["MEMORY.md"], beat.stdout
+
+
+def test_a_damaged_old_snapshot_is_counted_and_kept(workspace, state_dir, old_release):
+    data_dir = _written_by_the_old_release(workspace, state_dir, old_release)
+    _watched_by_the_old_release(workspace, state_dir, old_release, data_dir)
+    listed = [e["label"] for e in json.loads((data_dir / "snapshots" / "index.json").read_text())["snapshots"]]
+    newest = data_dir / "snapshots" / f"{listed[-1]}.snap"
+    damaged = newest.read_bytes()[:-1] + b"\xff"
+    newest.write_bytes(damaged)
+    verify = _run(workspace, state_dir, "watchdog", "verify", "--json")
+    assert verify.returncode == 1 and json.loads(verify.stdout)["baseline"] == listed[-2], verify.stderr
+    assert (data_dir / "before-state-db" / "snapshots" / newest.name).read_bytes() == damaged
+    with sqlite3.connect(data_dir / "state.db") as conn:
+        counts = json.loads(conn.execute("SELECT counts FROM imports WHERE source = 'snapshots'").fetchone()[0])
+    conn.close()
+    assert counts == {"snapshots": len(listed) - 1, "unreadable": 1}
+

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import env_for, settings_for, wait_for, write
+from openclaw_memory.database import Database
 from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.store import HistoryStore
@@ -244,8 +245,8 @@ def test_sigterm_leaves_no_lock_behind(workspace, state_dir, cli, watch):
     # The index's test hook holds the first sync right after its first write to the shard.
     busy = watch(wait=False, **{PAUSE_HOOK_ENV: "1"})
     busy.wait_said("test-hook: index paused")
-    manifests = settings_for(workspace, state_dir).data_dir / "index" / "manifests"
-    assert list(manifests.glob("*.dirty")), "the sync was not under way"
+    assert Database(settings_for(workspace, state_dir).data_dir).rows("SELECT collection FROM index_dirty"), \
+        "the sync was not under way"
     assert not busy.said("watching")
     assert busy.stop() == 0
     assert_unlocked(state_dir)

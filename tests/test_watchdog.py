@@ -15,8 +15,10 @@ import pathspec
 import pytest
 
 from conftest import settings_for, wait_for, write
+from openclaw_memory.database import Database
+from openclaw_memory.database.upgrade import CHECKPOINT_HEADING
 from openclaw_memory.errors import UsageError
-from openclaw_memory.watchdog.checkpoint import HEADING
+from openclaw_memory.watchdog.checkpoint import HEADING, pending_checkpoint
 from openclaw_memory.watchdog.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
 from openclaw_memory.watchdog.heartbeat import heartbeat
 from openclaw_memory.watchdog.ignore import DEFAULT_PATTERNS, compile_rules
@@ -81,8 +83,7 @@ def test_racy_flag_is_what_catches_an_identical_stat(settings, workspace):
         table.mtime[i], table.ctime[i], table.size[i], table.ino[i], table.mode[i] = (
             st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
         table.flags[i] = (table.flags[i] | RACY) if racy else (table.flags[i] & ~RACY)
-        with store.lock():
-            store.save(table, 20)
+        store.save(table, 20)
 
     rewrite_baseline(racy=True)
     assert [c.path for c in verify_workspace(settings).changed] == ["memory/note.md"]
@@ -312,7 +313,7 @@ def test_labels_and_retention(settings, workspace, state_dir):
         assert take_snapshot(settings, label).label == label
     store = SnapshotStore(settings.data_dir)
     assert [e.label for e in store.entries()] == ["three_3", "four-4", "x" * 100]
-    assert sorted(p.name for p in store.folder.glob("*.snap")) == sorted(f"{label}.snap" for label in ("three_3", "four-4", "x" * 100))
+    assert [r[0] for r in store.db.rows("SELECT label FROM snapshots ORDER BY seq")] == ["three_3", "four-4", "x" * 100]
     assert has_baseline(settings)
     take_snapshot(settings, "three_3")  # a reused label becomes the newest again
     assert store.latest_label() == "three_3"
@@ -355,6 +356,10 @@ def test_guard_follows_the_mount_table():
 # --- heartbeat and the command line -----------------------------------------------------
 
 
+def test_the_upgrade_strips_the_same_checkpoint_heading():
+    assert CHECKPOINT_HEADING == HEADING  # the upgrade cannot import the watchdog (it is below it)
+
+
 def test_heartbeat_api_first_run_then_break(settings, workspace):
     first = heartbeat(settings)
     assert (first.status, first.verify, first.checkpoint) == ("HEARTBEAT_OK", None, None)
@@ -362,7 +367,8 @@ def test_heartbeat_api_first_run_then_break(settings, workspace):
     (workspace / "MEMORY.md").unlink()
     result = heartbeat(settings)
     assert result.status == "BREAK" and result.verify.deleted == ("MEMORY.md",)
-    text = result.checkpoint.read_text(encoding="utf-8")
+    assert result.checkpoint == Path(Database(settings.data_dir).path)
+    text = pending_checkpoint(settings.data_dir)
     assert text.startswith(HEADING) and "`MEMORY.md`" in text
     assert set(to_json(result)) == {"status", "verify", "snapshot", "checkpoint"}
     assert heartbeat(settings).status == "HEARTBEAT_OK"  # the break is in the new baseline

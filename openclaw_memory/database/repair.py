@@ -24,9 +24,13 @@ from .connection import Database, forget_connections
 from .schema import MIGRATIONS
 
 # Copied in this order; the key is what a damaged page is skipped by.
+# The index's tables (manifests, statistics, observations) are not copied: a partly readable
+# manifest would hide points from the reconcile. They are rebuilt from the files and the shards
+# (the next `index` reads every file again and takes its vectors from the shard, embedding nothing).
 _TABLES = {
     "objects": "version", "object_parts": "version, seq", "versions": "id", "reads": "agent, session, path",
-    "sightings": "path", "idempotency": "key", "imports": "source",
+    "idempotency": "key", "imports": "source", "collections": "name", "snapshots": "seq", "checkpoint": "id",
+    "journal": "id",
 }
 
 

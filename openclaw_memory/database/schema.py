@@ -78,30 +78,91 @@ MIGRATIONS: tuple[str, ...] = (
         n INTEGER                     -- a custom collection's number
     );
     """,
+    """
+    CREATE TABLE observations (       -- the one change rule's memory: a file's stat when its bytes had `hash`
+        path BLOB PRIMARY KEY,        -- absolute
+        mode INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        racy INTEGER NOT NULL,        -- seen within the timestamp granularity: not trusted, hashed again
+        hash TEXT NOT NULL            -- xxh3_128 of the bytes
+    ) WITHOUT ROWID;
+    INSERT INTO observations SELECT path, 0, size, mtime_ns, ctime_ns, inode, 0, version FROM sightings;
+    DROP TABLE sightings;
+    CREATE TABLE manifests (          -- what the index holds, per collection
+        collection TEXT PRIMARY KEY,
+        agent BLOB NOT NULL,
+        fingerprint TEXT NOT NULL,
+        settings_key TEXT NOT NULL,
+        model TEXT NOT NULL,
+        embed_backend TEXT NOT NULL,
+        store_backend TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        indexed_at REAL NOT NULL,
+        serial INTEGER NOT NULL       -- changes at every save: a search reloads what it caches
+    );
+    CREATE TABLE manifest_files (
+        collection TEXT NOT NULL,
+        path BLOB NOT NULL,           -- as the collection names it
+        abs_path BLOB NOT NULL,       -- its observation
+        hash TEXT NOT NULL,           -- the content indexed
+        chunks TEXT NOT NULL,         -- JSON: [[point id, chunk hash], ...]
+        PRIMARY KEY (collection, path)
+    ) WITHOUT ROWID;
+    CREATE TABLE term_stats (         -- a collection's keyword statistics (index.bm25)
+        collection TEXT PRIMARY KEY,
+        serial INTEGER NOT NULL,
+        data TEXT NOT NULL            -- JSON
+    );
+    CREATE TABLE index_dirty (        -- a shard written past its manifest: the next run reconciles them
+        collection TEXT PRIMARY KEY,
+        pid INTEGER NOT NULL
+    );
+    CREATE TABLE snapshots (          -- the watchdog's snapshots, oldest first (by seq): the last is the baseline
+        label TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL UNIQUE,
+        taken_at TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        body BLOB NOT NULL            -- the columnar table of watchdog.store, with its checksum
+    );
+    CREATE TABLE checkpoint (         -- what changed while the agent was away, one section per row
+        id INTEGER PRIMARY KEY,
+        time REAL NOT NULL,
+        section TEXT NOT NULL,
+        consumed REAL                 -- when `prompt` showed it: kept, never deleted
+    );
+    CREATE TABLE journal (            -- the doctor's repair in progress: its intent before each step
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        record TEXT NOT NULL          -- JSON
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
-    """Bring the database to :data:`SCHEMA_VERSION` (each step in its own transaction)."""
+    """Bring the database to :data:`SCHEMA_VERSION`."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise StateDamaged(
             f"the state database was written by a newer openclaw-memory (schema {version}, this release knows "
             f"{SCHEMA_VERSION}); upgrade openclaw-memory, or move the state dir's state.db aside"
         )
-    while version < SCHEMA_VERSION:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Looked at again inside the transaction: another process may have migrated meanwhile.
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                version += 1
-                conn.execute(f"PRAGMA user_version = {version}")
-        except BaseException:
-            conn.rollback()
-            raise
-        conn.execute("COMMIT")
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")  # every step in one transaction: one sync to disk, all or nothing
+    try:
+        # Looked at again inside the transaction: another process may have migrated meanwhile.
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        while version < SCHEMA_VERSION:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            version += 1
+        conn.execute(f"PRAGMA user_version = {version}")
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.execute("COMMIT")

@@ -2,8 +2,9 @@
 
 Releases before 0.3 kept the history as files: ``history/logs/*.json`` (a version log per path),
 ``history/objects/xx/*.z`` (each version's bytes), ``history/reads/*.json`` (read records),
-``history/sightings.json``, ``idempotency/*.json`` (write keys) and the index's collection names
-in ``index/collections.json``. The first connection that
+``history/sightings.json``, ``idempotency/*.json`` (write keys), the index's collection names
+in ``index/collections.json`` and its manifests, keyword statistics and dirty marks in
+``index/manifests/``. The first connection that
 finds them imports every one in a single transaction, checks the import (row counts, and every
 object's hash read back from the database), records it in ``imports`` and commits; only then
 are the old folders moved under ``<data dir>/before-state-db/`` (never deleted). A crash before
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 # Test-only: SIGKILL the process at a step of the upgrade (``imported``: every row written, not
 # committed; ``committed``: committed, the old folders not yet moved aside).
 KILL_ENV = "OPENCLAW_MEMORY_TEST_UPGRADE_KILL_AT"
-OLD_LAYOUT = ("history", "idempotency", "index/collections.json")
+OLD_LAYOUT = ("history", "idempotency", "index/collections.json", "index/manifests", "snapshots", "checkpoint.md",
+              "doctor-journal.json")
 SET_ASIDE = "before-state-db"
 _ORIGINS = ("agent-write", "external-edit", "restore", "doctor-fix")
 
@@ -77,7 +79,8 @@ def _reach(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-_TABLES = ("versions", "objects", "object_parts", "reads", "sightings", "idempotency", "collections")
+_TABLES = ("versions", "objects", "object_parts", "reads", "observations", "idempotency", "collections", "manifests",
+           "manifest_files", "term_stats", "index_dirty", "snapshots", "checkpoint", "journal")
 
 
 def pending(data_dir: str) -> list[str]:
@@ -120,7 +123,7 @@ def _load(path: str) -> Any:
 
 
 def _import_history(conn: sqlite3.Connection, root: str) -> dict[str, int]:
-    counts = {"versions": 0, "objects": 0, "reads": 0, "sightings": 0, "unreadable": 0}
+    counts = {"versions": 0, "objects": 0, "reads": 0, "observations": 0, "unreadable": 0}
     for path in _json_files(os.path.join(root, "logs")):
         data = _load(path)
         if not (isinstance(data, dict) and isinstance(data.get("absPath"), str) and isinstance(data.get("entries"), list)
@@ -171,8 +174,9 @@ def _import_history(conn: sqlite3.Connection, root: str) -> dict[str, int]:
     sightings = _load(os.path.join(root, "sightings.json"))
     for abs_path, v in sightings.items() if isinstance(sightings, dict) else ():
         if isinstance(v, list) and len(v) == 5 and all(isinstance(x, int) for x in v[:4]) and isinstance(v[4], str):
-            counts["sightings"] += conn.execute("INSERT OR IGNORE INTO sightings VALUES (?, ?, ?, ?, ?, ?)",
-                                                (enc(abs_path), *v)).rowcount
+            # No mode was kept: each file is hashed once more, then known by the whole rule.
+            counts["observations"] += conn.execute("INSERT OR IGNORE INTO observations VALUES (?, 0, ?, ?, ?, ?, 0, ?)",
+                                                   (enc(abs_path), *v)).rowcount
     for (version,) in conn.execute("SELECT version FROM objects").fetchall():
         packed = b"".join(row[0] for row in conn.execute(
             "SELECT data FROM object_parts WHERE version = ? ORDER BY seq", (version,)))
@@ -224,4 +228,138 @@ def _import_registry(conn: sqlite3.Connection, path: str) -> dict[str, int]:
     return {"collections": added, "unreadable": 0}
 
 
-_IMPORTERS = {"history": _import_history, "idempotency": _import_keys, "index/collections.json": _import_registry}
+def _import_manifests(conn: sqlite3.Connection, root: str) -> dict[str, int]:
+    """``index/manifests/<collection>.json`` with its ``.terms.json`` and ``.dirty``. A file's entry
+    keeps its hash and chunk points; its stat named no absolute path, so the next `index` hashes
+    each file once (re-embedding nothing) and records its observation then."""
+    counts = {"manifests": 0, "manifest_files": 0, "term_stats": 0, "index_dirty": 0, "unreadable": 0}
+    serial = time.time_ns()
+    for path in _json_files(root):
+        name = os.path.basename(path)[: -len(".json")]
+        if name.endswith(".terms"):
+            continue
+        if conn.execute("SELECT 1 FROM manifests WHERE collection = ?", (name,)).fetchone():
+            counts["newer"] = counts.get("newer", 0) + 1  # the database's own manifest is the newer one
+            continue
+        data = _load(path)
+        try:
+            files = data["files"]
+            head = (name, enc(str(data["agent"])), str(data["fingerprint"]), str(data["settingsKey"]), str(data["model"]),
+                    str(data["embedBackend"]), str(data["storeBackend"]), int(data["dim"]), float(data["indexedAt"]), serial)
+            rows = [(name, enc(p), b"", str(e["hash"]), json.dumps([[str(i), str(h)] for i, h in e["chunks"]]))
+                    for p, e in files.items()]
+        except (TypeError, KeyError, ValueError, AttributeError):
+            counts["unreadable"] += 1  # its collection is reconciled with its shard by the next `index`
+            counts["index_dirty"] += conn.execute("INSERT OR IGNORE INTO index_dirty VALUES (?, 0)", (name,)).rowcount
+            continue
+        counts["manifests"] += conn.execute("INSERT INTO manifests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", head).rowcount
+        conn.execute("DELETE FROM manifest_files WHERE collection = ?", (name,))
+        counts["manifest_files"] += conn.executemany("INSERT INTO manifest_files VALUES (?, ?, ?, ?, ?)", rows).rowcount
+        stats = _load(os.path.join(root, f"{name}.terms.json"))
+        if isinstance(stats, dict) and all(k in stats for k in ("chunks", "length", "df")):
+            counts["term_stats"] += conn.execute("INSERT OR IGNORE INTO term_stats VALUES (?, ?, ?)",
+                                                 (name, serial, json.dumps(stats, ensure_ascii=False))).rowcount
+        if os.path.exists(os.path.join(root, f"{name}.dirty")):
+            counts["index_dirty"] += conn.execute("INSERT OR IGNORE INTO index_dirty VALUES (?, 0)", (name,)).rowcount
+    return counts
+
+
+def _import_journal(conn: sqlite3.Connection, path: str) -> dict[str, int]:
+    """An interrupted repair's journal, byte for byte (a damaged one too: doctor reads it from the
+    database as it read the file, and sets it aside the same way)."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        record: str | bytes = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        record = raw
+    return {"journal": conn.execute("INSERT OR IGNORE INTO journal VALUES (1, ?)", (record,)).rowcount}
+
+
+_IMPORTERS = {"history": _import_history, "idempotency": _import_keys, "index/collections.json": _import_registry,
+              "index/manifests": _import_manifests, "doctor-journal.json": _import_journal}
+
+
+def _snapshot_header(body: bytes) -> dict | None:
+    """The header of a snapshot file (watchdog.store's format, which imports this package) whose
+    body still matches its checksum, or None."""
+    head, newline, rest = body.partition(b"\n")
+    try:
+        header = json.loads(head)
+        sound = (newline and header["format"] == "openclaw-memory-snapshot" and header["version"] == 1
+                 and xxhash.xxh3_128_hexdigest(rest) == header["checksum"] and isinstance(header["label"], str)
+                 and isinstance(header["taken_at"], str) and isinstance(header["count"], int))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return header if sound else None
+
+
+def _import_snapshots(conn: sqlite3.Connection, root: str) -> dict[str, int]:
+    """The watchdog's ``snapshots/``: each snapshot ``index.json`` lists, in its order (the last is
+    the baseline), stored as it was (the file is the row's body). One that does not load stays in
+    the moved folder, counted; with the list itself unreadable, every snapshot file that loads, by
+    time (what that release's ``doctor --fix`` rebuilt the list from)."""
+    counts = {"snapshots": 0, "unreadable": 0}
+    listing = _load(os.path.join(root, "index.json"))
+    entries = listing.get("snapshots") if isinstance(listing, dict) else None
+    if isinstance(entries, list):
+        labels = [e["label"] for e in entries if isinstance(e, dict) and isinstance(e.get("label"), str)]
+    else:
+        counts["unreadable"] += 1
+        try:
+            labels = [n[: -len(".snap")] for n in os.listdir(root) if n.endswith(".snap") and not n.startswith(".")]
+        except OSError:
+            labels = []
+    loaded = []
+    for label in dict.fromkeys(labels):
+        try:
+            with open(os.path.join(root, label + ".snap"), "rb") as fh:
+                body = fh.read()
+        except OSError:
+            body = b""
+        header = _snapshot_header(body)
+        if header is None or header["label"] != label:
+            counts["unreadable"] += 1
+            continue
+        loaded.append((header, body))
+    if not isinstance(entries, list):
+        loaded.sort(key=lambda t: (t[0]["taken_at"], t[0]["label"]))
+    for header, body in loaded:
+        counts["snapshots"] += conn.execute(
+            "INSERT OR IGNORE INTO snapshots VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots), ?, ?, ?)",
+            (header["label"], header["taken_at"], header["count"], body)).rowcount
+    return counts
+
+
+CHECKPOINT_HEADING = "# ⚠️ Workspace Changes Detected"  # watchdog.checkpoint.HEADING (it imports this package)
+
+
+def _import_checkpoint(conn: sqlite3.Connection, path: str) -> dict[str, int]:
+    """The pending ``checkpoint.md``: one unconsumed section holding all it said after the heading,
+    so ``prompt`` shows the same text. Damaged (not UTF-8, NUL bytes, no heading), its readable
+    lines are kept with a note; the file itself stays in the moved folder. ``consumed/`` (what
+    ``prompt`` showed before) is a user-readable archive and stays where it is."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        when = os.stat(path).st_mtime
+    except OSError:
+        return {"checkpoint": 0, "unreadable": 1}
+    text = raw.decode("utf-8", "replace")
+    if "\ufffd" not in text and "\0" not in text and text.startswith(CHECKPOINT_HEADING):
+        section, unreadable = text.partition("\n")[2].strip("\n"), 0
+    else:
+        readable = [line for line in text.replace("\0", "").splitlines()
+                    if line.strip() and line.strip() != CHECKPOINT_HEADING and "\ufffd" not in line]
+        section = (f"- the pending checkpoint of the earlier release was damaged; it is kept at "
+                   f"{os.path.join(os.path.dirname(path), SET_ASIDE, os.path.basename(path))}")
+        section += "; its readable lines follow\n\n" + "\n".join(readable) if readable else ""
+        unreadable = 1
+    if not section:
+        return {"checkpoint": 0, "unreadable": unreadable}
+    added = conn.execute("INSERT INTO checkpoint (time, section) VALUES (?, ?)", (when, section)).rowcount
+    return {"checkpoint": added, "unreadable": unreadable}
+
+
+_IMPORTERS["snapshots"] = _import_snapshots
+_IMPORTERS["checkpoint.md"] = _import_checkpoint

@@ -68,6 +68,7 @@ def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], not
             step(data_dir, state, CHECKPOINT_DONE)
         hooks.reach("finalize:clear")
         clear_journal(data_dir)
-    except OSError as exc:
-        return f"{extra}; recording the repair failed ({exc.strerror or exc}): the next `doctor --fix` finishes that"
+    except (MemoryToolError, OSError) as exc:
+        reason = exc.message if isinstance(exc, MemoryToolError) else exc.strerror or str(exc)
+        return f"{extra}; recording the repair failed ({reason}): the next `doctor --fix` finishes that"
     return extra

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .journal import CorruptJournal, journal_path, read_journal
+from .journal import CorruptJournal, journal_place, read_journal
 from .locking import lock_holder
 from .model import CheckContext, Finding
 from .recovery import ID, describe_journal
@@ -18,7 +18,7 @@ def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
             f"The doctor journal is damaged: {exc}. `openclaw-memory doctor --fix` sets it aside and recovers from "
             "what the files show (an interrupted rename's temporary file gets its name back; a merge already done "
             "is recognised by its marker and never repeated).",
-            True, (str(journal_path(data_dir)),),
+            True, (journal_place(data_dir),),
         )]
     if state is None:
         return []

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 WATCHDOG_DAMAGED = "watchdog-damaged"
 STATE_DB_DAMAGED = "state-db-damaged"
-CHECKPOINT_DAMAGED = "checkpoint-damaged"
 INDEX_DAMAGED = "index-damaged"
 
 
@@ -29,17 +28,21 @@ def _listing(found: list[tuple[str, str]]) -> str:
 def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
     from ..watchdog.store import SnapshotStore
 
-    found = [(str(p), reason) for p, reason in SnapshotStore(ctx.settings.data_dir).damaged()]
+    store = SnapshotStore(ctx.settings.data_dir)
+    try:
+        found = store.damaged()
+    except StateDamaged:
+        return []  # the state database's own finding says it
     if not found:
         return []
     return [Finding(
         WATCHDOG_DAMAGED,
         "warning",
-        f"{len(found)} watchdog file(s) are damaged:\n{_listing(found)}\n"
-        "`openclaw-memory doctor --fix` sets the damaged snapshots aside (under the state dir's damaged/ folder) "
-        "and rebuilds the snapshot list from the sound ones; the newest sound snapshot becomes the baseline.",
+        f"{len(found)} watchdog snapshot(s) are damaged:\n{_listing(found)}\n"
+        "`openclaw-memory doctor --fix` sets the damaged snapshots aside (written under the state dir's damaged/ "
+        "folder, then removed from the state database); the newest sound snapshot becomes the baseline.",
         True,
-        tuple(dict.fromkeys(p for p, _ in found)),
+        (str(store.path),),
     )]
 
 
@@ -55,7 +58,8 @@ def check_database(ctx: CheckContext) -> list[Finding]:
         STATE_DB_DAMAGED,
         "error",
         f"The state database is damaged: {db.path}: {reason}.\n"
-        "It holds the version history, what each agent read, the write keys and the `state` cache. "
+        "It holds the version history, what each agent read, the write keys, the `state` cache, the watchdog's "
+        "snapshots and the pending checkpoint. "
         "`openclaw-memory doctor --fix` sets it aside (under the state dir's damaged/ folder, never deleted), "
         "builds a new one from every row the damaged file still yields, and says what could not be read; "
         "an agent then reads a file again before writing it.",
@@ -64,49 +68,10 @@ def check_database(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-def checkpoint_damage(data_dir) -> str | None:
-    """Why the pending checkpoint cannot be shown as it is, or None."""
-    from ..watchdog.checkpoint import HEADING, checkpoint_path
-
-    try:
-        raw = checkpoint_path(data_dir).read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 at byte {exc.start}"
-    if "\0" in text:
-        return "it holds NUL bytes"
-    if not text.startswith(HEADING):
-        return "it does not start with the checkpoint heading"
-    return None
-
-
-def check_checkpoint(ctx: CheckContext) -> list[Finding]:
-    from ..watchdog.checkpoint import checkpoint_path
-
-    reason = checkpoint_damage(ctx.settings.data_dir)
-    if reason is None:
-        return []
-    path = str(checkpoint_path(ctx.settings.data_dir))
-    return [Finding(
-        CHECKPOINT_DAMAGED,
-        "warning",
-        f"The pending checkpoint (what the next agent session is told) is damaged: {path}: {reason}.\n"
-        "`openclaw-memory doctor --fix` sets it aside (under the state dir's damaged/ folder) and leaves a new "
-        "checkpoint with its readable lines, saying where the damaged file is.",
-        True,
-        (path,),
-    )]
-
-
 def damaged_index(settings: Settings) -> list[tuple[str, str]]:
-    """(shard, reason) for each manifest and each shard of the agent."""
+    """(shard, reason) for each shard of the agent that is damaged or does not hold what its manifest says."""
     from ..index.collections import resolve_collections
-    from ..index.manifest import is_dirty, load_manifest, manifest_damage
+    from ..index.manifest import is_dirty, load_manifest
     from ..index.store.factory import open_store
 
     try:
@@ -117,10 +82,6 @@ def damaged_index(settings: Settings) -> list[tuple[str, str]]:
     store = open_store(settings)
     try:
         for c in collections:
-            reason = manifest_damage(settings.data_dir, c.name)
-            if reason is not None:
-                found.append((c.name, reason))
-                continue
             if not store.exists(c.name) and not os.path.isdir(settings.data_dir / "index" / "edge" / c.name):
                 continue
             manifest = load_manifest(settings.data_dir, c.name)
@@ -150,4 +111,4 @@ def check_index_files(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-CHECKS = [check_watchdog_files, check_database, check_checkpoint, check_index_files]
+CHECKS = [check_watchdog_files, check_database, check_index_files]

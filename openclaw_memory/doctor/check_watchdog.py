@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, StateDamaged
 from .model import CheckContext, Finding
 
 SHOWN = 20  # paths listed in the message; the finding's ``paths`` has them all
@@ -17,8 +17,8 @@ def check_watchdog(ctx: CheckContext) -> list[Finding]:
         if not has_baseline(ctx.settings):
             return []
         result = verify_workspace(ctx.settings)
-    except SnapshotDamaged:
-        return []  # reported, with its repair, as watchdog-damaged (check_state)
+    except (SnapshotDamaged, StateDamaged):
+        return []  # reported, with its repair, as watchdog-damaged or state-db-damaged (check_state)
     except (MemoryToolError, OSError) as exc:  # an unreadable snapshot must not hide the other checks
         reason = exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename})"
         return [Finding("watchdog-unavailable", "warning", f"The watchdog baseline cannot be used: {reason}", False, ())]

@@ -1,8 +1,8 @@
 """The intent journal: what a repair is about to do, on disk before it does it.
 
-One JSON file in the workspace's data dir, replaced atomically and fsynced
-before every step, so a doctor killed at any point leaves a record that the next
-``doctor --fix`` uses to complete or roll back the interrupted repair.
+One row of the state database (``journal``), written in its own transaction (synced to disk
+before it returns) before every step, so a doctor killed at any point leaves a record that the
+next ``doctor --fix`` uses to complete or roll back the interrupted repair.
 """
 
 from __future__ import annotations
@@ -14,23 +14,33 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
 
-from ..fsutil.atomic import atomic_write_bytes, fsync_dir
+from ..database import Database, database_path
 
-JOURNAL_NAME = "doctor-journal.json"
 VERSION = 1
+# Where a journal that cannot be read is set aside (under the data dir's damaged/), as a file.
+SET_ASIDE_NAME = "doctor-journal.json"
 
 
 class CorruptJournal(ValueError):
-    """The journal file exists but cannot be read as a journal."""
+    """The journal exists but cannot be read as a journal."""
 
 
-def journal_path(data_dir: Path) -> Path:
-    return Path(data_dir) / JOURNAL_NAME
+def journal_place(data_dir: Path) -> str:
+    """Where the journal lives, as findings name it."""
+    return f"{database_path(data_dir)} (table journal)"
 
 
 def journal_pending(data_dir: Path) -> bool:
     """True while a repair record exists, readable or not."""
-    return os.path.lexists(journal_path(data_dir))
+    return Database(data_dir).one("SELECT 1 FROM journal WHERE id = 1") is not None
+
+
+def raw_journal(data_dir: Path) -> bytes | None:
+    """The record's bytes as stored (what a damaged journal's set-aside file keeps)."""
+    row = Database(data_dir).one("SELECT record FROM journal WHERE id = 1")
+    if row is None:
+        return None
+    return row[0] if isinstance(row[0], bytes) else str(row[0]).encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True)
@@ -66,36 +76,28 @@ class JournalRecord:
 
 def read_journal(data_dir: Path) -> JournalRecord | None:
     """The pending repair record, or None. Reads only: plain ``doctor`` calls this."""
-    path = journal_path(data_dir)
-    try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
+    raw = raw_journal(data_dir)
+    if raw is None:
         return None
-    except OSError as exc:
-        raise CorruptJournal(f"cannot read {path}: {exc.strerror or exc}") from None
+    where = journal_place(data_dir)
     try:
         state = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise CorruptJournal(f"{path} is not valid JSON") from None
+        raise CorruptJournal(f"the journal in {where} is not valid JSON") from None
     if not isinstance(state, dict) or state.get("kind") not in ("merge", "migrate") or not isinstance(state.get("step"), str):
-        raise CorruptJournal(f"{path} is not a doctor journal this version understands")
+        raise CorruptJournal(f"the journal in {where} is not one this version understands")
     try:
         return JournalRecord.from_json(state)
     except TypeError:
-        raise CorruptJournal(f"{path} is not a doctor journal this version understands") from None
+        raise CorruptJournal(f"the journal in {where} is not one this version understands") from None
 
 
 def write_journal(data_dir: Path, record: JournalRecord) -> JournalRecord:
-    """Record ``record`` durably (file and folder fsynced) and return it as written."""
-    os.makedirs(data_dir, exist_ok=True)
+    """Record ``record`` durably (committed) and return it as written."""
     record = replace(record, pid=os.getpid(), updated=time.time())
-    path = journal_path(data_dir)
-    try:
-        atomic_write_bytes(path, json.dumps(record.to_json(), indent=2, sort_keys=True).encode("utf-8"), 0o600)
-    except OSError as exc:
-        if exc.filename is None:  # a failed write() names no file: say it was the journal (state dir)
-            exc.filename = str(path)
-        raise
+    text = json.dumps(record.to_json(), indent=2, sort_keys=True)
+    with Database(data_dir).transaction() as conn:
+        conn.execute("INSERT OR REPLACE INTO journal VALUES (1, ?)", (text,))
     return record
 
 
@@ -106,8 +108,5 @@ def step(data_dir: Path, record: JournalRecord, name: str) -> JournalRecord:
 
 def clear_journal(data_dir: Path) -> None:
     """The repair is finished: drop the record, durably."""
-    try:
-        os.unlink(journal_path(data_dir))
-    except FileNotFoundError:
-        return
-    fsync_dir(data_dir)
+    with Database(data_dir).transaction() as conn:
+        conn.execute("DELETE FROM journal WHERE id = 1")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 
+from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..fsutil.move import safe_move
 from ..fsutil.safeopen import Folder
@@ -51,6 +52,9 @@ def resume(settings: Settings, finding: Finding | None = None) -> Repair:
             if state.kind == "merge":
                 return _resume_merge(settings, state, root)
             return _resume_migrate(settings, state, root)
+    except MemoryToolError as exc:  # the state database (its journal): worded already
+        return Repair(ID, "resume", "failed", f"{exc.message}; the journal is kept, every byte is still reachable: fix the cause "
+                      "and run `doctor --fix` again", ())
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         return Repair(ID, "resume", "failed", f"{exc.strerror or exc}{where}; the journal is kept, every byte is still reachable: fix the cause and run `doctor --fix` again", ())

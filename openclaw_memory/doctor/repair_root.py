@@ -11,7 +11,7 @@ import os
 import time
 from dataclasses import replace
 
-from ..errors import is_no_space
+from ..errors import MemoryToolError, is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
 from ..fsutil.atomic import atomic_write_bytes
@@ -54,11 +54,12 @@ def _write_canonical(root: Folder, data: bytes) -> None:
             pass  # not root: the file was ours to begin with
 
 
-def _failure(exc: OSError, settings: Settings) -> str:
+def _failure(exc: OSError | MemoryToolError, settings: Settings) -> str:
     """The detail of a repair stopped by an OS error (disk full, read-only file system): undo at once if possible."""
     from .recovery import resume  # recovery builds on this module
 
-    what = describe_os_error(exc, settings)
+    # A failure of the state database (its journal) comes worded already: a full disk, a busy file.
+    what = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc, settings)
     if not journal_pending(settings.data_dir):
         return f"{what}; nothing changed"
     undo = resume(settings)
@@ -163,7 +164,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         exc.stamp_dir.remove_if_empty()
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", "MEMORY.md changed under the repair (someone else wrote it); doctor changed nothing — run `doctor --fix` again", SPLIT_PATHS)
-    except OSError as exc:
+    except (OSError, MemoryToolError) as exc:
         return Repair("split-root", action, "failed", _failure(exc, settings), SPLIT_PATHS)
     finally:
         if stamp_dir is not None:
@@ -210,7 +211,7 @@ def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
                 return Repair("legacy-root", "migrate", "failed", "MEMORY.md appeared while the repair ran; memory.md was put back — run `doctor --fix` again to merge", SPLIT_PATHS)
             root.fsync()
             hooks.reach("migrate:renamed")
-    except OSError as exc:
+    except (OSError, MemoryToolError) as exc:
         return Repair("legacy-root", "migrate", "failed", _failure(exc, settings), SPLIT_PATHS)
     extra = finalize(settings, state, [LEGACY_ROOT, CANONICAL_ROOT], MIGRATE_NOTE)
     return Repair("legacy-root", "migrate", "done", f"{MIGRATE_NOTE}, through the temporary name {temp_name}{extra}", SPLIT_PATHS)

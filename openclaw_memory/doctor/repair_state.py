@@ -1,29 +1,20 @@
 """Repairs of damaged state files (see :mod:`.check_state`).
 
-Nothing that may be the only trace of something is deleted: damaged snapshots, the state
-database, the checkpoint, the collection registry and the doctor journal are set aside under
-``<data dir>/damaged/<stamp>/`` (:mod:`openclaw_memory.fsutil.setaside`).
+Nothing that may be the only trace of something is deleted: the state database and the doctor
+journal are set aside under ``<data dir>/damaged/<stamp>/``, and a damaged snapshot's bytes are
+written there before its row is deleted (:mod:`openclaw_memory.fsutil.setaside`).
 The index is derived from the memory files, so its damaged parts are rebuilt from them.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
 from ..fsutil.safeopen import Folder
-from ..fsutil.setaside import set_aside
-from .check_state import (
-    CHECKPOINT_DAMAGED,
-    INDEX_DAMAGED,
-    STATE_DB_DAMAGED,
-    WATCHDOG_DAMAGED,
-    checkpoint_damage,
-    damaged_index,
-)
+from .check_state import INDEX_DAMAGED, STATE_DB_DAMAGED, WATCHDOG_DAMAGED, damaged_index
 from .model import Finding, Repair, RepairSpec
 from .place import place_no_replace
 
@@ -39,15 +30,14 @@ def _failed(finding: Finding, action: str, exc: MemoryToolError | OSError) -> Re
 def _rebuild_snapshots(settings: Settings, finding: Finding) -> Repair:
     from ..watchdog.store import SnapshotStore
 
-    store = SnapshotStore(settings.data_dir)
     try:
-        with store.lock():
-            moved, baseline = store.rebuild(settings.data_dir, settings.watchdog.keep)
+        moved, baseline = SnapshotStore(settings.data_dir).rebuild(settings.watchdog.keep)
     except (MemoryToolError, OSError) as exc:
         return _failed(finding, "set aside", exc)
-    where = f"set aside {len(moved)} damaged file(s) under {moved[0].parent}" if moved else "nothing needed setting aside"
+    where = (f"wrote {len(moved)} damaged snapshot(s) to {', '.join(str(p) for p in moved)} and removed them from the "
+             "state database" if moved else "nothing needed setting aside")
     after = f"the baseline is now snapshot '{baseline}'" if baseline else "no sound snapshot is left: take one with `openclaw-memory watchdog snapshot`"
-    return Repair(finding.id, "set aside", "done", f"{where}; rebuilt the snapshot list; {after}", tuple(str(p) for p in moved))
+    return Repair(finding.id, "set aside", "done", f"{where}; {after}", tuple(str(p) for p in moved))
 
 
 def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
@@ -68,30 +58,6 @@ def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
     detail = f"set the damaged database aside at {salvage.set_aside}; the new one holds {kept}"
     detail += f". Could not be recovered: {lost}" if lost else "; every row was recovered"
     return Repair(finding.id, "rebuild", "done", detail, tuple(str(p) for p in (salvage.set_aside,) if p))
-
-
-def _replace_checkpoint(settings: Settings, finding: Finding) -> Repair:
-    from ..watchdog.checkpoint import HEADING, append_checkpoint, checkpoint_path
-
-    data_dir = settings.data_dir
-    path = checkpoint_path(data_dir)
-    try:
-        if checkpoint_damage(data_dir) is None:
-            return Repair(finding.id, "set aside", "done", "the checkpoint is sound again; nothing to do", finding.paths)
-        raw = path.read_bytes()
-        target = set_aside(data_dir, path)
-        readable = [
-            line for line in raw.decode("utf-8", errors="replace").replace("\0", "").splitlines()
-            if line.strip() and line.strip() != HEADING and "\ufffd" not in line
-        ]
-        when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-        section = f"- {when} doctor --fix: the pending checkpoint was damaged and was set aside at {target}"
-        if readable:
-            section += "; its readable lines follow\n\n" + "\n".join(readable)
-        append_checkpoint(data_dir, section)
-    except OSError as exc:
-        return _failed(finding, "set aside", exc)
-    return Repair(finding.id, "set aside", "done", f"set aside the damaged checkpoint at {target}; a new one holds its readable lines", (str(target),))
 
 
 def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
@@ -128,7 +94,8 @@ def recover_without_journal(settings: Settings) -> Repair:
     twice), or at a migration's temporary name ``.memory.md.migrate-<hex>.tmp``. Only the
     last needs this repair: the file is given back a name the other checks see.
     """
-    from .journal import journal_path
+    from ..fsutil.setaside import set_aside_bytes
+    from .journal import SET_ASIDE_NAME, clear_journal, raw_journal
 
     ws = str(settings.workspace)
     ident = "interrupted-repair"
@@ -147,18 +114,21 @@ def recover_without_journal(settings: Settings) -> Repair:
                     break
                 else:
                     notes.append(f"{name} holds the text of an interrupted rename while MEMORY.md and memory.md both exist: merge it by hand")
-        moved = set_aside(settings.data_dir, journal_path(settings.data_dir))
+        raw = raw_journal(settings.data_dir)
+        moved = set_aside_bytes(settings.data_dir, SET_ASIDE_NAME, raw) if raw is not None else None
+        clear_journal(settings.data_dir)  # kept as a file first: its bytes are never lost
     except OSError as exc:
         return Repair(ident, "resume", "failed", f"{exc.strerror or exc} ({exc.filename or ''}); nothing was moved", ())
+    except MemoryToolError as exc:
+        return Repair(ident, "resume", "failed", f"{exc.message}; nothing was moved", ())
     detail = f"set the damaged journal aside at {moved}" + ("; " + "; ".join(notes) if notes else "")
     detail += "; the root files are checked again as they are (a merge already done is never repeated)"
     return Repair(ident, "resume", "completed", detail, tuple(temps))
 
 
 REPAIRS = {
-    WATCHDOG_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged watchdog files aside and rebuild the snapshot list", _rebuild_snapshots),
+    WATCHDOG_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged watchdog snapshots aside (kept as files under damaged/)", _rebuild_snapshots),
     STATE_DB_DAMAGED: RepairSpec("rebuild", lambda f: "Set the damaged state database aside and rebuild it from what it still holds",
                                  _rebuild_database),
-    CHECKPOINT_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged checkpoint aside, keeping its readable lines", _replace_checkpoint),
     INDEX_DAMAGED: RepairSpec("rebuild", lambda f: "Rebuild the damaged parts of the search index from the memory files", _rebuild_index),
 }

@@ -48,7 +48,8 @@ class MemoryFile:
     size: int
     mtime_ns: int = key(hidden=True, default=0)
     ctime_ns: int = key(hidden=True, default=0)
-    inode: int = key(hidden=True, default=0)  # with the size and times: the stat key by which ``state`` knows a file unchanged
+    inode: int = key(hidden=True, default=0)
+    mode: int = key(hidden=True, default=0)  # with the size, times and inode: what the change rule compares (database.observations)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ class _Collector:
         self._seen_real.add(abs_path)
         if shown is None:
             shown = display_path(abs_path, self.workspace)
-        self.files.append(MemoryFile(shown, abs_path, source, kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        self.files.append(MemoryFile(shown, abs_path, source, kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                                     st.st_mode))
 
     def consider_file(self, abs_path: str, name: str, source: str, multimodal: bool, st: os.stat_result | None = None) -> None:
         kind = file_kind(name, multimodal)

@@ -1,9 +1,10 @@
 """Damaged state files are set aside, never deleted: ``<data dir>/damaged/<stamp>/<same path>``.
 
-What openclaw-memory keeps in the state dir (history logs, read records, snapshots,
-the collection registry, the checkpoint) may be the only trace of something; a
-repair that cannot read such a file moves it out of the way under ``damaged/``,
-keeping its path relative to the data dir, so a person can still look at it.
+What openclaw-memory keeps in the state dir (the state database, the doctor journal) may be
+the only trace of something; a repair that cannot read such a file moves it out of the way
+under ``damaged/``, keeping its path relative to the data dir, so a person can still look at
+it. A damaged row of a sound database (a snapshot whose checksum fails) is written there as a
+file before the row is deleted.
 """
 
 from __future__ import annotations
@@ -32,4 +33,16 @@ def set_aside(data_dir: Path, path: str | os.PathLike[str]) -> Path | None:
         os.rename(path, target)
     except FileNotFoundError:
         return None
+    return target
+
+
+def set_aside_bytes(data_dir: Path, rel: str, data: bytes) -> Path:
+    """Keep ``data`` (a damaged row of the state database) as ``damaged/<stamp>/<rel>``, fsynced
+    before the caller deletes the row."""
+    from .atomic import atomic_write_bytes
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
+    target = damaged_dir(data_dir) / stamp / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, data, 0o600)
     return target

@@ -7,11 +7,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..database import dec, enc
+from ..database.observations import FileStat, Observations, is_racy
 from ..errors import DiskFull, StateDirError
 from ..files.paths import display_path
 from ..files.scan import scan_workspace
 from ..fsutil.safeopen import FolderSwapped
+from ..watchdog.fsclock import guard_ns
 from ..wire import camel, key
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import FileVersion, HistoryStore, snapshot_fd
@@ -71,18 +72,19 @@ class StateReport:
 def file_states(settings: Settings) -> StateReport:
     """Every Markdown memory file's state for ``settings.agent``, plus files it read that are gone.
 
-    Hashing a file is a sighting: new versions go into the history (this is a verify).
+    Hashing a file is a sighting: new versions go into the history (this is a verify). A file
+    the change rule (:mod:`..database.observations`) knows unchanged is not hashed.
     """
     scan = scan_workspace(settings, multimodal=False)
     store = HistoryStore.for_settings(settings)
     workspace = str(settings.workspace)
     out: list[FileState] = []
-    settled = time.time_ns() - _RACY_NS
+    guard = guard_ns(settings.workspace)
     unreadable: list[Unreadable] = []
     unrecorded: list[str] = []
     records = ReadRecords.for_settings(store, settings).load()
-    known = _load_sightings(store)
-    seen: dict[str, list] = {}
+    known = Observations(store.db).load()
+    seen: list[tuple[str, FileStat, str]] = []
     listed = set()
 
     def look() -> None:
@@ -90,29 +92,31 @@ def file_states(settings: Settings) -> StateReport:
             if f.kind != "markdown":
                 continue
             listed.add(f.abs_path)
-            key = [f.size, f.mtime_ns, f.ctime_ns, f.inode]  # the stat the scan took
             cached = known.get(f.abs_path)
             snap: FileVersion | None
-            if cached is not None and cached[:4] == key:
-                snap = FileVersion(cached[4], f.size)  # hashed and logged already, unchanged since
-                seen[f.abs_path] = cached
+            if cached is not None and cached.stat.matches(f):
+                snap = FileVersion(cached.hash, f.size)  # hashed and logged already, unchanged since
             else:
+                started_ns = time.time_ns()
                 snap = _observe(store, f, unreadable, unrecorded)
                 if snap is None:
                     continue
-                # Remembered only once it can no longer change within the stat's resolution.
-                if f.mtime_ns < settled and _stat_key(f.abs_path) == key and not unrecorded:
-                    seen[f.abs_path] = [*key, snap.version]
+                # The scan's stat describes the bytes hashed only if the file still has it now.
+                stat = FileStat(f.size, f.mtime_ns, f.ctime_ns, f.inode, is_racy(f.mtime_ns, f.ctime_ns, started_ns, guard),
+                                f.mode)
+                if not stat.racy and _stat_now(f.abs_path) == stat and not unrecorded:
+                    seen.append((f.abs_path, stat, snap.version))
             state = _file_state(f.path, f.abs_path, records.get(f.abs_path), snap)
             if state is not None:
                 out.append(state)
 
     try:
         # One transaction: every sighting of the run is committed (synced to disk) once, at its end.
-        with store.lock():
+        with store.lock() as conn:
             look()
-            if seen != known and not unrecorded:
-                _save_sightings(store, seen)
+            if not unrecorded:
+                Observations.record(conn, seen)
+                Observations.forget(conn, [p for p in known if p not in listed and not os.path.lexists(p)])
     except (DiskFull, StateDirError) as exc:
         # The states are still true; only new versions miss the history this time.
         unrecorded.append(exc.message)
@@ -128,30 +132,12 @@ def file_states(settings: Settings) -> StateReport:
                        tuple(f"new versions not recorded in the history: {m}" for m in unrecorded))
 
 
-# ``state`` reads a file again only when its stat moved since it was last hashed: the cost of a
-# run follows what changed. A file modified within this many ns of the scan is hashed every
-# time (an edit in the same clock tick would keep the stat).
-_RACY_NS = 2_000_000_000
-
-
-def _stat_key(abs_path: str) -> list | None:
+def _stat_now(abs_path: str) -> FileStat | None:
     try:
         st = os.lstat(abs_path)
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-def _load_sightings(store: HistoryStore) -> dict[str, list]:
-    """{path: [size, mtime_ns, ctime_ns, inode, version]}."""
-    rows = store.db.rows("SELECT path, size, mtime_ns, ctime_ns, inode, version FROM sightings")
-    return {dec(p): [size, mtime, ctime, inode, version] for p, size, mtime, ctime, inode, version in rows}
-
-
-def _save_sightings(store: HistoryStore, data: dict[str, list]) -> None:
-    with store.db.transaction() as conn:
-        conn.execute("DELETE FROM sightings")
-        conn.executemany("INSERT INTO sightings VALUES (?, ?, ?, ?, ?, ?)", [(enc(p), *v) for p, v in data.items()])
+    return FileStat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, False, st.st_mode)
 
 
 def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion | None) -> FileState | None:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
 from ..types import SearchMode
-from .bm25 import Bm25, load_stats, stats_path
+from .bm25 import Bm25, load_stats, stats_serial
 from .collections import assign_files, resolve_collections
 from .config import index_config, search_ranking
 from .embedding import recipe_outdated
 from .filters import SearchFilters, file_dates
-from .manifest import load_manifest, manifest_dir, stale_paths
+from .manifest import load_manifest, manifest_serial, stale_paths
 from .results import SearchResult
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
@@ -164,31 +164,25 @@ class MemoryIndex:
                 c.payload.update(found.get(c.id, {}))
 
     def _term_stats(self, name: str):
-        """A collection's keyword statistics, read again only when their file changed."""
-        path = stats_path(self.settings.data_dir, name)
-        try:
-            st = path.stat()
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except FileNotFoundError:
+        """A collection's keyword statistics, read again only when they were saved again."""
+        key = stats_serial(self.settings.data_dir, name)
+        if key is None:
             raise MemoryToolError(
-                f"the index of collection {name} was built by an older version (no keyword statistics): "
-                "run `openclaw-memory index --full`"
-            ) from None
+                f"the index of collection {name} has no keyword statistics (built by an older version, or its "
+                "state database was rebuilt): run `openclaw-memory index`"
+            )
         cached = self._stats.get(name)
         if cached is None or cached[0] != key:
-            stats = load_stats(path)
+            stats = load_stats(self.settings.data_dir, name)
             if stats is None:
                 raise MemoryToolError(f"the keyword statistics of collection {name} are damaged: run `openclaw-memory index --full`")
             cached = self._stats[name] = (key, stats)
         return cached[1]
 
     def _manifest(self, name: str):
-        """The collection's manifest, parsed again only when its file changed (warm queries)."""
-        path = manifest_dir(self.settings.data_dir) / f"{name}.json"
-        try:
-            st = path.stat()
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except FileNotFoundError:
+        """The collection's manifest, read again only when it was saved again (warm queries)."""
+        key = manifest_serial(self.settings.data_dir, name)
+        if key is None:
             self._manifests.pop(name, None)
             return None
         cached = self._manifests.get(name)

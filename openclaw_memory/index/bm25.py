@@ -7,26 +7,26 @@ the ``terms`` field); their scores are computed again with the agent's statistic
 collections were one corpus.
 
 Each collection's statistics (chunks, total length, document frequency per term) are counted
-from its points after every index run that wrote to it, and kept next to its manifest
-(``manifests/<collection>.terms.json``); a search adds up those of the agent's collections.
+from its points after every index run that wrote to it, and saved with its manifest (the state
+database's ``term_stats``); a search adds up those of the agent's collections.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sqlite3
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..fsutil.atomic import atomic_write_text
-from .manifest import manifest_dir
+from ..database import Database
 from .store.base import TERMS_FIELD
 
 K1 = 1.2
 B = 0.75
-SUFFIX = ".terms.json"
 
 
 @dataclass(frozen=True)
@@ -55,21 +55,26 @@ def scan_stats(shard) -> TermStats:
     return count_stats(str(h.payload.get(TERMS_FIELD, "")) for h in shard.scroll([TERMS_FIELD]))
 
 
-def stats_path(data_dir: Path, collection: str) -> Path:
-    return manifest_dir(data_dir) / f"{collection}{SUFFIX}"
+def save_stats(conn: sqlite3.Connection, collection: str, stats: TermStats) -> None:
+    """In the caller's transaction (the one that saves the manifest)."""
+    conn.execute("INSERT OR REPLACE INTO term_stats VALUES (?, ?, ?)",
+                 (collection, time.time_ns(), json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":"))))
 
 
-def save_stats(data_dir: Path, collection: str, stats: TermStats) -> None:
-    path = stats_path(data_dir, collection)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":")))
+def stats_serial(data_dir: Path, collection: str) -> int | None:
+    """What changes at every save of the collection's statistics (None: none saved): a cache key."""
+    row = Database(data_dir).one("SELECT serial FROM term_stats WHERE collection = ?", (collection,))
+    return row[0] if row else None
 
 
-def load_stats(path: Path) -> TermStats | None:
+def load_stats(data_dir: Path, collection: str) -> TermStats | None:
+    row = Database(data_dir).one("SELECT data FROM term_stats WHERE collection = ?", (collection,))
+    if row is None:
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(row[0])
         return TermStats(int(data["chunks"]), int(data["length"]), dict(data["df"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 

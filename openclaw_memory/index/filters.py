@@ -86,7 +86,7 @@ class SearchFilters:
             if manifest is None:
                 continue
             for path, entry in manifest.files.items():
-                if self.wants_path(path) and self.wants_day(file_day(path, entry.stat.mtime_ns)):
+                if self.wants_path(path) and self.wants_day(file_day(path, entry.mtime_ns)):
                     ids.update(pid for pid, _h in entry.chunks)
         return ids
 

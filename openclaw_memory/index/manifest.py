@@ -1,71 +1,41 @@
-"""What the index holds, per collection: each file's stat, content hash and chunk points.
+"""What the index holds, per collection: each file's content hash and chunk points.
 
-``<data-dir>/index/manifests/<collection>.json``. A file is not re-read while its stat matches
-the entry: size, ns mtime, ns ctime and inode (the watchdog's rule), and the entry is not
-*racy* (read less than the file system's timestamp granularity after its mtime: a rewrite of
-the same size in that window would keep every stat field, so a racy entry is hashed again at
-the next run). A file whose stat changed is hashed, and only a changed hash means new content. The manifest is written last, after the store: a crash leaves the old
-manifest, so the next run redoes that work (point ids are deterministic: no
-duplicates). A ``.dirty`` marker, set before the first write to the store and
-cleared after the manifest is saved, tells the next run to reconcile the store
-with the manifest even when no file changed.
+Rows of the state database (``manifests``, ``manifest_files``). A file is not read again while
+the one change rule (``database.observations``) knows it unchanged since the content it was
+indexed with was hashed; only a changed hash means new content. The manifest is saved after the
+store is written, in the transaction that records the files' observations: a crash before
+leaves the old manifest, so the next run redoes that work (point ids are deterministic: no
+duplicates). A collection marked *dirty* (``index_dirty``, set in its own transaction before the
+first write to the store, cleared with the save) tells the next run to reconcile the store with
+the manifest even when no file changed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..fsutil.atomic import atomic_write_bytes, atomic_write_text
+from ..database import Database, dec, enc
+from ..database.observations import FileStat, Observations
 from ..fsutil.hashing import hash_bytes, hash_file
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
-
-VERSION = 1
-
-
-@dataclass(frozen=True)
-class FileStat:
-    """The stat of the bytes read (from the descriptor they were read through), and whether the
-    read came so soon after the mtime that a same-size rewrite could keep all of it (racy)."""
-
-    size: int
-    mtime_ns: int
-    ctime_ns: int = 0
-    inode: int = 0
-    racy: bool = False
-
-    def matches(self, f) -> bool:
-        """Whether the scanned file ``f`` (a MemoryFile) is known unchanged by its stat alone."""
-        return (not self.racy and self.size == f.size and self.mtime_ns == f.mtime_ns and self.ctime_ns == f.ctime_ns
-                and self.inode == f.inode)
 
 
 @dataclass
 class FileEntry:
-    stat: FileStat
+    stat: FileStat | None  # the observation of the indexed content; None once the file was seen otherwise
     hash: str
     chunks: list[tuple[str, str]] = field(default_factory=list)  # (point id, chunk hash)
+    abs_path: str = ""
 
     @property
-    def size(self) -> int:
-        return self.stat.size
-
-    def to_json(self) -> dict:
-        s = self.stat
-        return {"size": s.size, "mtimeNs": s.mtime_ns, "ctimeNs": s.ctime_ns, "inode": s.inode, "racy": s.racy,
-                "hash": self.hash, "chunks": [list(c) for c in self.chunks]}
-
-    @classmethod
-    def from_json(cls, data: dict) -> FileEntry:
-        # Entries written before 0.2 have no ctime or inode: they differ from every scan once, are
-        # hashed again (nothing is re-embedded when the hash is the same) and saved with them.
-        stat = FileStat(int(data["size"]), int(data["mtimeNs"]), int(data.get("ctimeNs", 0)), int(data.get("inode", 0)),
-                        bool(data.get("racy", False)))
-        return cls(stat, str(data["hash"]), [(str(i), str(h)) for i, h in data["chunks"]])
+    def mtime_ns(self) -> int:
+        return self.stat.mtime_ns if self.stat is not None else 0
 
 
 @dataclass
@@ -85,102 +55,76 @@ class Manifest:
     def chunk_count(self) -> int:
         return sum(len(f.chunks) for f in self.files.values())
 
-    def json_blocks(self) -> Iterator[bytes]:
-        """The manifest as JSON, about a MiB at a time: a large index is saved without a second
-        copy of its entries in memory (the peak of ``index`` stays bounded, bench/index_memory.py)."""
-        head = {
-            "version": VERSION,
-            "collection": self.collection,
-            "agent": self.agent,
-            "fingerprint": self.fingerprint,
-            "settingsKey": self.settings_key,
-            "model": self.model,
-            "embedBackend": self.embed_backend,
-            "storeBackend": self.store_backend,
-            "dim": self.dim,
-            "indexedAt": self.indexed_at,
-        }
-        block = [json.dumps(head, ensure_ascii=False)[:-1], ', "files": {']
-        size = 0
-        for n, (path, entry) in enumerate(self.files.items()):
-            piece = f"{', ' if n else ''}{json.dumps(path, ensure_ascii=False)}: {json.dumps(entry.to_json(), ensure_ascii=False)}"
-            block.append(piece)
-            size += len(piece)
-            if size >= 1 << 20:
-                yield "".join(block).encode("utf-8")
-                block, size = [], 0
-        block.append("}}\n")
-        yield "".join(block).encode("utf-8")
 
-
-def manifest_dir(data_dir: Path) -> Path:
-    return Path(data_dir) / "index" / "manifests"
+def manifest_serial(data_dir: Path, collection: str) -> int | None:
+    """What changes at every save of the collection's manifest (None: none saved): a cache key."""
+    row = Database(data_dir).one("SELECT serial FROM manifests WHERE collection = ?", (collection,))
+    return row[0] if row else None
 
 
 def load_manifest(data_dir: Path, collection: str) -> Manifest | None:
-    """The saved manifest, or None when the collection was never indexed (or the file is unusable)."""
-    path = manifest_dir(data_dir) / f"{collection}.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("version") != VERSION:
-            return None
-        return Manifest(
-            collection=data["collection"],
-            agent=data["agent"],
-            fingerprint=data["fingerprint"],
-            settings_key=data["settingsKey"],
-            model=data["model"],
-            embed_backend=data["embedBackend"],
-            store_backend=data["storeBackend"],
-            dim=int(data["dim"]),
-            indexed_at=float(data["indexedAt"]),
-            files={p: FileEntry.from_json(f) for p, f in data["files"].items()},
-        )
-    except FileNotFoundError:
+    """The saved manifest, or None when the collection was never indexed."""
+    db = Database(data_dir)
+    head = db.one("SELECT agent, fingerprint, settings_key, model, embed_backend, store_backend, dim, indexed_at "
+                  "FROM manifests WHERE collection = ?", (collection,))
+    if head is None:
         return None
-    except (OSError, ValueError, KeyError, TypeError):
-        # A damaged manifest only costs a reconcile with the store, never wrong results.
-        return None
+    agent, fingerprint, settings_key, model, embed_backend, store_backend, dim, indexed_at = head
+    manifest = Manifest(collection, dec(agent), fingerprint, settings_key, model, embed_backend, store_backend, dim,
+                        indexed_at)
+    rows = db.rows(
+        "SELECT f.path, f.abs_path, f.hash, f.chunks, o.mode, o.size, o.mtime_ns, o.ctime_ns, o.inode, o.racy, o.hash "
+        "FROM manifest_files f LEFT JOIN observations o ON o.path = f.abs_path WHERE f.collection = ?", (collection,))
+    for path, abs_path, digest, chunks, mode, size, mtime, ctime, inode, racy, seen in rows:
+        stat = FileStat(size, mtime, ctime, inode, bool(racy), mode) if seen == digest else None
+        manifest.files[dec(path)] = FileEntry(stat, digest, [(i, h) for i, h in json.loads(chunks)], dec(abs_path))
+    return manifest
 
 
-def manifest_damage(data_dir: Path, collection: str) -> str | None:
-    """Why the collection's manifest file cannot be used, or None (also when there is none)."""
-    path = manifest_dir(data_dir) / f"{collection}.json"
-    if not os.path.lexists(path) or load_manifest(data_dir, collection) is not None:
-        return None
-    return f"its manifest {path} cannot be read"
+def save_manifest(data_dir: Path, manifest: Manifest, before: Manifest | None = None) -> None:
+    """Save ``manifest`` (only what differs from ``before``, the manifest it was made from), with
+    the observations of its files; joins the caller's transaction."""
+    with Database(data_dir).transaction() as conn:
+        write_manifest(conn, manifest, before)
 
 
-def save_manifest(data_dir: Path, manifest: Manifest) -> None:
-    folder = manifest_dir(data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+def write_manifest(conn: sqlite3.Connection, manifest: Manifest, before: Manifest | None) -> None:
+    name = manifest.collection
     manifest.indexed_at = time.time()
-    atomic_write_bytes(folder / f"{manifest.collection}.json", manifest.json_blocks())
+    conn.execute("INSERT OR REPLACE INTO manifests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (name, enc(manifest.agent), manifest.fingerprint, manifest.settings_key, manifest.model,
+                  manifest.embed_backend, manifest.store_backend, manifest.dim, manifest.indexed_at, time.time_ns()))
+    old = before.files if before is not None else None
+    if old is None:
+        conn.execute("DELETE FROM manifest_files WHERE collection = ?", (name,))
+        old = {}
+    gone = [p for p in old if p not in manifest.files]
+    conn.executemany("DELETE FROM manifest_files WHERE collection = ? AND path = ?", [(name, enc(p)) for p in gone])
+    changed = [(p, e) for p, e in manifest.files.items() if old.get(p) != e]
+    conn.executemany("INSERT OR REPLACE INTO manifest_files VALUES (?, ?, ?, ?, ?)",
+                     [(name, enc(p), enc(e.abs_path), e.hash, json.dumps(e.chunks, separators=(",", ":")))
+                      for p, e in changed])
+    Observations.record(conn, [(e.abs_path, e.stat, e.hash) for _p, e in changed if e.stat is not None and e.abs_path])
 
 
 def delete_manifest(data_dir: Path, collection: str) -> None:
-    for suffix in (".json", ".dirty", ".terms.json"):
-        try:
-            os.unlink(manifest_dir(data_dir) / f"{collection}{suffix}")
-        except FileNotFoundError:
-            pass
+    """Forget what the index held for the collection: its manifest, statistics and dirty mark."""
+    with Database(data_dir).transaction() as conn:
+        for table in ("manifests", "manifest_files", "term_stats", "index_dirty"):
+            conn.execute(f"DELETE FROM {table} WHERE collection = ?", (collection,))  # noqa: S608 - our names
 
 
 def mark_dirty(data_dir: Path, collection: str) -> None:
-    folder = manifest_dir(data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / f"{collection}.dirty", f"{os.getpid()}\n")
+    with Database(data_dir).transaction() as conn:
+        conn.execute("INSERT OR REPLACE INTO index_dirty VALUES (?, ?)", (collection, os.getpid()))
 
 
-def clear_dirty(data_dir: Path, collection: str) -> None:
-    try:
-        os.unlink(manifest_dir(data_dir) / f"{collection}.dirty")
-    except FileNotFoundError:
-        pass
+def clear_dirty(conn: sqlite3.Connection, collection: str) -> None:
+    conn.execute("DELETE FROM index_dirty WHERE collection = ?", (collection,))
 
 
 def is_dirty(data_dir: Path, collection: str) -> bool:
-    return (manifest_dir(data_dir) / f"{collection}.dirty").exists()
+    return Database(data_dir).one("SELECT 1 FROM index_dirty WHERE collection = ?", (collection,)) is not None
 
 
 @dataclass(frozen=True)
@@ -196,7 +140,7 @@ def diff_files(manifest: Manifest | None, files: list) -> Diff:
     unchanged, suspects = [], []
     for f in files:
         entry = known.get(f.path)
-        if entry is not None and entry.stat.matches(f):
+        if entry is not None and entry.stat is not None and entry.stat.matches(f):
             unchanged.append(f)
         else:
             suspects.append(f)
@@ -237,8 +181,7 @@ def read_version(abs_path: str, roots: Sequence[str], racy_guard_ns: int) -> Fil
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    racy = started_ns - max(st.st_mtime_ns, st.st_ctime_ns) < racy_guard_ns
-    return FileContent(data, FileStat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, racy), hash_bytes(data))
+    return FileContent(data, FileStat.of(st, started_ns, racy_guard_ns), hash_bytes(data))
 
 
 def stale_paths(manifest: Manifest | None, files: list) -> list[str]:

@@ -1,7 +1,7 @@
 """What the index holds and how it stands against the files, without loading any model.
 
-``index_status`` reads manifests and stats files (hashing only those whose stat
-moved); it opens no shard. ``index_findings`` turns the same facts into
+``index_status`` reads the manifests (hashing only the files the change rule cannot vouch
+for); it opens no shard. ``index_findings`` turns the same facts into
 doctor-style findings; ``remove_orphaned_shards`` is their repair for orphans.
 """
 

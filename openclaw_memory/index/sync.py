@@ -1,8 +1,8 @@
 """Incremental, idempotent sync of an agent's memory files into its collections.
 
 Rules (docs/search.md tells users the same):
-- A file whose size and mtime match the manifest is not read; one whose stat moved
-  is read once and hashed (xxh3); only new content is chunked.
+- A file the change rule (``database.observations``) knows unchanged since its indexed content
+  was hashed is not read; any other is read once and hashed (xxh3); only new content is chunked.
 - A point id is ``uuid5(collection, path, chunk hash, k)`` (k: how many identical
   chunks came before it in the file), so re-running after a crash rewrites the same
   points: never a duplicate.
@@ -12,7 +12,7 @@ Rules (docs/search.md tells users the same):
   copy therefore re-embeds nothing; only never-seen chunk texts reach the model.
 - Stale points (old chunks of an edited file, every chunk of a removed file, and
   anything a crashed run orphaned) are deleted by path and id.
-- Each collection's manifest is saved after its store writes; a ``.dirty`` marker
+- Each collection's manifest is saved after its store writes; a dirty mark (state database)
   set before the first write makes the next run reconcile store and manifest.
 - Searches in this process answer from the last committed state meanwhile: reading, chunking
   and embedding share the store's read view with them; the commit (every live write, swap and
@@ -27,7 +27,6 @@ Rules (docs/search.md tells users the same):
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import threading
@@ -40,14 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..database import Database
 from ..errors import DiskFull
 from ..files.scan import MemoryFile, scan_workspace
-from ..fsutil.atomic import fsync_dir, unlink_quietly, write_temp_beside
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from ..watchdog.fsclock import guard_ns
 from ..wire import key
-from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats, stats_path
+from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
@@ -60,10 +59,9 @@ from .manifest import (
     diff_files,
     is_dirty,
     load_manifest,
-    manifest_damage,
-    manifest_dir,
     mark_dirty,
     read_version,
+    write_manifest,
 )
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
 from .store.factory import open_store
@@ -224,8 +222,7 @@ class _Work:
     started: bool = False  # something was written for this collection
     staged: str | None = None  # the shard built beside the live one, to swap in at the end
     live: _Live | None = None  # a change embedded for the live shard, written at the commit
-    stats: TermStats | None = None  # the keyword statistics of a built shard, saved at the commit
-    written: dict[str, tuple[str, str]] = field(default_factory=dict)  # (written beside, its place): renamed in at the commit
+    stats: TermStats | None = None  # the keyword statistics to save at the commit (None: those saved hold)
 
 
 @dataclass
@@ -274,19 +271,6 @@ def sync_index(
     finally:
         if own_store:
             store.close()
-
-
-def _beside(path: Path, data) -> tuple[str, str]:
-    """``data`` written and synced beside ``path`` (the commit renames it in): (temp, path)."""
-    try:
-        mode = os.stat(path).st_mode & 0o7777  # as atomic_write_bytes keeps it
-    except FileNotFoundError:
-        mode = 0o644
-    return write_temp_beside(str(path), data, mode), str(path)
-
-
-def _stats_bytes(stats: TermStats) -> bytes:
-    return json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # as save_stats
 
 
 def _adjusted(before: TermStats, gone: Iterable[str], added: Iterable[str]) -> TermStats | None:
@@ -385,21 +369,18 @@ class _Sync:
             # Removals and swaps come last: until then every old point could lend its vector
             # (a file moved from one collection to another is not embedded again).
             with self.store.held():  # a shard the commit writes is opened once for it and the optimize after
-                try:
-                    for w in saved:
-                        self._prepare_commit(w)
-                    self._pause_before_commit(saved)
-                    with self._committing():
-                        for w in saved:
-                            self._commit(w)
-                finally:
-                    for w in saved:
-                        for f in w.written.values():
-                            unlink_quietly(f[0])  # written, not renamed in: the commit failed
-                if saved:
-                    fsync_dir(manifest_dir(self.settings.data_dir))  # the renames of the commit, on disk
                 for w in saved:
-                    clear_dirty(self.settings.data_dir, w.collection.name)
+                    self._prepare_commit(w)
+                self._pause_before_commit(saved)
+                with self._committing():
+                    for w in saved:
+                        self._commit(w)
+                    if saved:
+                        # One transaction for every manifest, statistic and observation of the run:
+                        # a crash before it leaves the dirty marks, and the next run reconciles.
+                        with Database(self.settings.data_dir).transaction() as conn:
+                            for w in saved:
+                                self._record(conn, w)
                 for w in saved:
                     self._settle(w)
         except BaseException:
@@ -438,9 +419,9 @@ class _Sync:
         data_dir = self.settings.data_dir
         for c in collections:
             old = olds[c.name]
-            if self.store.exists(c.name) or (old is None and manifest_damage(data_dir, c.name)):
+            if self.store.exists(c.name):
                 expected = old.chunk_count if old is not None and not is_dirty(data_dir, c.name) else None
-                reason = self.store.check(c.name, expected) or manifest_damage(data_dir, c.name)
+                reason = self.store.check(c.name, expected)
                 if reason is not None:
                     # Derived from the memory files: a damaged shard is rebuilt, never trusted.
                     self.notes.append(f"{c.name} was damaged ({reason}): rebuilt it from the memory files")
@@ -555,33 +536,32 @@ class _Sync:
         return self.view.writing() if self.view is not None else nullcontext()
 
     def _prepare_commit(self, w: _Work) -> None:
-        """Before the commit, searches still answering: the ``.dirty`` marker of a shard about to
-        change, and the keyword statistics (index.bm25: one statistic per agent) and the manifest
-        written and synced beside their files, so that the commit only renames them in."""
+        """Before the commit, searches still answering: the dirty mark of a shard about to change
+        (committed on its own, before any write to the shard), and the new manifest."""
         name = w.collection.name
         if w.live is not None or (w.staged is not None and w.staged != name):
             mark_dirty(self.settings.data_dir, name)  # until the manifest of the new state is saved
             w.started = True
-        stats = w.live.stats if w.live is not None else w.stats
-        if stats is not None:
-            w.written["stats"] = _beside(stats_path(self.settings.data_dir, name), _stats_bytes(stats))
+        if w.live is not None:
+            w.stats = w.live.stats
         self._fill_manifest(w)
-        folder = manifest_dir(self.settings.data_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        w.new.indexed_at = time.time()  # as save_manifest writes it
-        w.written["manifest"] = _beside(folder / f"{name}.json", w.new.json_blocks())
 
     def _commit(self, w: _Work) -> None:
-        """Write what was embedded for the live shard, or swap the built one in; then rename the
-        statistics and the manifest in. Searches wait meanwhile: no embedding, no fsync here."""
+        """Write what was embedded for the live shard, or swap the built one in. Searches wait
+        meanwhile: no embedding here."""
         if w.live is not None:
             self._write_live(w, w.live)
         elif w.staged is not None and w.staged != w.collection.name:  # (a first build is written in place)
             self.store.publish(w.staged, w.collection.name)
-        for kind in ("stats", "manifest"):
-            f = w.written.pop(kind, None)
-            if f is not None:
-                os.replace(f[0], f[1])
+
+    def _record(self, conn, w: _Work) -> None:
+        """The collection's manifest, its keyword statistics (index.bm25: one statistic per agent)
+        and the observations of its files, saved; its dirty mark cleared."""
+        name = w.collection.name
+        write_manifest(conn, w.new, w.old)
+        if w.stats is not None:
+            save_stats(conn, name, w.stats)
+        clear_dirty(conn, name)
 
     def _settle(self, w: _Work) -> None:
         """After the commit, searches answering meanwhile: check the statistics the commit saved
@@ -590,8 +570,8 @@ class _Sync:
             with self.store.open(w.collection.name) as shard:
                 if w.live.stats is not None and w.live.stats.chunks != shard.count():
                     stats = scan_stats(shard)  # they do not (never seen): the shard's own count replaces them
-                    with self._committing():
-                        save_stats(self.settings.data_dir, w.collection.name, stats)
+                    with self._committing(), Database(self.settings.data_dir).transaction() as conn:
+                        save_stats(conn, w.collection.name, stats)
                 shard.optimize()
             self._report()
 
@@ -608,7 +588,7 @@ class _Sync:
                 work.removed.append(f.path)
             return None
         if entry is not None and entry.hash == version.hash and not force:
-            work.new.files[f.path] = FileEntry(version.stat, version.hash, entry.chunks)
+            work.new.files[f.path] = FileEntry(version.stat, version.hash, entry.chunks, f.abs_path)
             work.stat_only = True
             return None
         seen: dict[str, int] = {}
@@ -801,7 +781,7 @@ class _Sync:
         name = w.collection.name
         if w.old is None or w.dirty or not self.store.exists(name):
             return None
-        before = load_stats(stats_path(self.settings.data_dir, name))
+        before = load_stats(self.settings.data_dir, name)
         if before is None:
             return None
         paths = [ch.file.path for ch in changes] + list(w.removed)
@@ -823,7 +803,7 @@ class _Sync:
             if w.removed:
                 shard.delete_paths(w.removed)
             if live.stats is None:  # statistics not known beforehand: counted from the shard, now
-                save_stats(self.settings.data_dir, w.collection.name, scan_stats(shard))
+                w.stats = scan_stats(shard)
 
     def _stage(self, w: _Work) -> str:
         """Where this run writes the collection: a copy of the live shard beside it (a fresh shard
@@ -868,7 +848,7 @@ class _Sync:
         for path in w.removed:
             w.new.files.pop(path, None)
         for ch in w.changed:
-            w.new.files[ch.file.path] = FileEntry(ch.stat, ch.hash, list(ch.points))
+            w.new.files[ch.file.path] = FileEntry(ch.stat, ch.hash, list(ch.points), ch.file.abs_path)
         if self._new_fingerprint(w):
             w.new.fingerprint = self.models.fingerprint()
             w.new.dim = self.models.embedder.dim

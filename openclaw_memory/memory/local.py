@@ -371,6 +371,13 @@ class LocalMemory:
 
     # -- lifetime --------------------------------------------------------------------------------
 
+    def open_state(self) -> None:
+        """Open the state database now (created, migrated, an earlier layout imported): a service
+        says it is ready only once no first request has that to do."""
+        from ..database import Database
+
+        Database(self._settings.data_dir).conn  # noqa: B018 - opening it is the point
+
     def warm(self) -> None:
         self.pool.warm(self._settings)
 

@@ -139,6 +139,7 @@ class Service:
                 http = self._http = HttpEndpoint(core.memory, self.settings, self.http_address,
                                                  lambda session: core.end_session(core.memory.for_session(session))).start()
                 self.core.http = http.url
+            self.core.memory.open_state()
             self._write_info()
             self.on_start(ServiceStarted(str(self.settings.workspace), self.settings.agent, os.getpid(),
                                          os.path.join(folder, SOCKET), self.core.http, self.live_sync))

@@ -1,8 +1,9 @@
 """``watchdog heartbeat``: verify, then snapshot; on a break, leave a checkpoint.
 
-Verify and snapshot come from one pass over the tree (under the snapshot lock),
-so nothing that changes between them can be absorbed into the new baseline
-unreported. A break appends a section to the pending checkpoint (see
+Verify and snapshot come from one pass over the tree, so nothing that changes
+between them can be absorbed into the new baseline unreported; the pass is reported
+against the baseline it loaded, whatever another heartbeat saved meanwhile (at worst a
+change is reported twice, never not at all). A break appends a section to the pending checkpoint (see
 :mod:`openclaw_memory.watchdog.checkpoint`), which the next ``prompt`` shows once.
 """
 
@@ -76,16 +77,15 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
     store = SnapshotStore(settings.data_dir)
     patterns = workspace_patterns(ws)
     rules = rules_for(ws, sd, patterns)
-    with store.lock():
-        base = load_baseline(store)
-        table = new_table(settings, timestamp_label("heartbeat-"), patterns)
-        delta = compare_workspace(ws, rules, base, table, table.guard_ns)
-        if base is None:
-            return _result(OK, None, save_table(settings, store, table, delta), None)
-        result = result_from(base, delta)
-        if base.ignore != patterns:
-            result = _judge_by_baseline_rules(settings, base, result, rules)
-        info = save_table(settings, store, table, delta)
+    base = load_baseline(store)
+    table = new_table(settings, timestamp_label("heartbeat-"), patterns)
+    delta = compare_workspace(ws, rules, base, table, table.guard_ns)
+    if base is None:
+        return _result(OK, None, save_table(settings, store, table, delta), None)
+    result = result_from(base, delta)
+    if base.ignore != patterns:
+        result = _judge_by_baseline_rules(settings, base, result, rules)
+    info = save_table(settings, store, table, delta)
     if result.break_count == 0:
         return _result(OK, result, info, None)
     path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at))

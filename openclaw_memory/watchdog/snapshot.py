@@ -59,8 +59,7 @@ def has_baseline(settings: Settings) -> bool:
 
 
 def load_baseline(store: SnapshotStore) -> Table | None:
-    label = store.latest_label()
-    return store.load(label) if label is not None else None
+    return store.baseline()
 
 
 def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
@@ -69,7 +68,7 @@ def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
 
 
 def save_table(settings: Settings, store: SnapshotStore, table: Table, delta: Delta) -> SnapshotInfo:
-    """Seal ``table`` (the wall clock at the end of the scan) and write it as the baseline. Call under the lock."""
+    """Seal ``table`` (the wall clock at the end of the scan) and store it as the baseline."""
     table.seal_ns = time.time_ns()
     path = store.save(table, settings.watchdog.keep)
     flags = table.flags
@@ -92,18 +91,17 @@ def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
     label = validate_label(label) if label is not None else timestamp_label()
     store = SnapshotStore(settings.data_dir)
     patterns = workspace_patterns(settings.workspace)
-    with store.lock():
-        notes: list[str] = []
-        try:
-            previous = load_baseline(store)
-        except SnapshotDamaged as exc:
-            previous = None  # hash everything afresh rather than trust it
-            notes.append(exc.message)
-        table = new_table(settings, label, patterns)
-        rules = rules_for(settings.workspace, settings.state_dir, patterns)
-        delta = compare_workspace(settings.workspace, rules, previous, table, table.guard_ns)
-        delta.warnings[:0] = notes
-        return save_table(settings, store, table, delta)
+    notes: list[str] = []
+    try:
+        previous = load_baseline(store)
+    except SnapshotDamaged as exc:
+        previous = None  # hash everything afresh rather than trust it
+        notes.append(exc.message)
+    table = new_table(settings, label, patterns)
+    rules = rules_for(settings.workspace, settings.state_dir, patterns)
+    delta = compare_workspace(settings.workspace, rules, previous, table, table.guard_ns)
+    delta.warnings[:0] = notes
+    return save_table(settings, store, table, delta)
 
 
 def _entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
@@ -126,7 +124,8 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
     """
     store = SnapshotStore(settings.data_dir)
     wanted = dict.fromkeys(rel_paths)
-    with store.lock():
+    # One transaction: a snapshot saved meanwhile is never overwritten by this older baseline's copy.
+    with store.db.transaction():
         base = load_baseline(store)
         if base is None:
             return

@@ -1,22 +1,23 @@
-"""Snapshots on disk: one compact file per label, an index naming the newest.
+"""Snapshots in the state database: one row per label, its body a compact columnar table.
 
-A snapshot file is one line of JSON (label, seal, guard, ignore rules, section
+A snapshot body is one line of JSON (label, seal, guard, ignore rules, section
 sizes, a checksum of the body) followed by a binary body of columns: the paths
 joined by NUL, one type letter per entry, the stat fields as 64-bit arrays,
 16-byte xxh3-128 digests, and one flag byte per entry. Loading 100,000 entries
 is a few array copies and one ``split`` instead of parsing JSON objects.
 
-``index.json`` lists the snapshots oldest first; the last one is the baseline.
-Files are written atomically (temp, fsync, rename), the snapshot before the
-index, so a crash leaves the previous baseline in force. Writers take a lock.
+The ``snapshots`` table orders them oldest first (``seq``); the last one is the baseline. A
+save is one transaction, so a crash leaves the previous baseline in force; the body keeps its
+checksum, so bytes damaged inside a sound database are still found (``doctor``).
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import json
 import os
 import re
+import sqlite3
 import sys
 from array import array
 from dataclasses import dataclass, field
@@ -24,9 +25,8 @@ from pathlib import Path
 
 import xxhash
 
-from ..errors import UsageError, os_error
-from ..fsutil.atomic import atomic_write_bytes, atomic_write_text
-from ..fsutil.lock import FileLock
+from ..database import Database
+from ..errors import DiskFull, UsageError, disk_full, os_error
 
 FORMAT = "openclaw-memory-snapshot"
 VERSION = 1
@@ -47,7 +47,7 @@ def validate_label(label: str) -> str:
 
 
 class SnapshotDamaged(UsageError):
-    """A snapshot file is unreadable or corrupt."""
+    """A snapshot's body is unreadable or corrupt (its checksum fails)."""
 
 
 @dataclass
@@ -197,130 +197,89 @@ class IndexEntry:
 
 
 class SnapshotStore:
-    """The snapshots of one workspace, under ``<data dir>/snapshots``."""
+    """The snapshots of one workspace: rows of the state database's ``snapshots`` table, oldest
+    first by ``seq``; the last is the baseline. A snapshot is one row and its body one blob, so
+    loading the baseline is one read, and saving one is one transaction (a whole one or none)."""
 
     def __init__(self, data_dir: Path):
-        self.folder = data_dir / "snapshots"
-        self.index_path = self.folder / "index.json"
+        self.data_dir = Path(data_dir)
+        self.db = Database(self.data_dir)
 
-    def lock(self) -> FileLock:
-        return FileLock(str(self.folder / ".lock"), timeout=5.0, what="the watchdog snapshots of this workspace")
+    @property
+    def path(self) -> Path:
+        """Where the snapshots are: the state database."""
+        return Path(self.db.path)
+
+    def where(self, label: str) -> str:
+        return f"'{label}' in the state database ({self.db.path})"
 
     def entries(self) -> list[IndexEntry]:
-        try:
-            raw = self.index_path.read_bytes()
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise SnapshotDamaged(f"cannot read {self.index_path}: {exc.strerror}") from None
-        try:
-            entries = [IndexEntry(e["label"], e["taken_at"], e["count"]) for e in json.loads(raw.decode("utf-8"))["snapshots"]]
-            if not all(isinstance(e.label, str) and LABEL_RE.fullmatch(e.label) and isinstance(e.count, int) for e in entries):
-                raise ValueError("an entry is malformed")
-        except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
-            raise SnapshotDamaged(
-                f"the watchdog's snapshot list {self.index_path} is damaged ({_reason(exc)}); "
-                "`openclaw-memory doctor --fix` rebuilds it from the snapshot files"
-            ) from None
-        return entries
+        return [IndexEntry(label, taken_at, count) for label, taken_at, count in
+                self.db.rows("SELECT label, taken_at, count FROM snapshots ORDER BY seq")]
 
-    def snapshot_files(self) -> list[Path]:
-        try:
-            return sorted(p for p in self.folder.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith("."))
-        except FileNotFoundError:
-            return []
-
-    def damaged(self) -> list[tuple[Path, str]]:
-        """(file, reason) for the snapshot list and each snapshot file that cannot be used. Only reads."""
-        found: list[tuple[Path, str]] = []
-        try:
-            listed = {e.label for e in self.entries()}
-        except SnapshotDamaged as exc:
-            found.append((self.index_path, exc.message))
-            listed = None
-        for path in self.snapshot_files():
-            label = path.name[: -len(SUFFIX)]
-            if listed is not None and label not in listed:
-                continue  # left by a save that crashed before the list: never the baseline
+    def damaged(self) -> list[tuple[str, str]]:
+        """(where, reason) for each snapshot whose body does not load. Only reads."""
+        found: list[tuple[str, str]] = []
+        for entry in self.entries():
             try:
-                self.load(label)
+                self.load(entry.label)
             except SnapshotDamaged as exc:
-                found.append((path, exc.message))
-        if listed:
-            present = {p.name[: -len(SUFFIX)] for p in self.snapshot_files()}
-            missing = sorted(listed - present)
-            if missing:
-                found.append((self.index_path, f"the snapshot list names {len(missing)} snapshot file(s) that are gone ({missing[0]})"))
+                found.append((self.where(entry.label), exc.message))
         return found
 
-    def rebuild(self, data_dir: Path, keep: int) -> tuple[list[Path], str | None]:
-        """Set aside every damaged snapshot (and a damaged list), then rewrite the list from the
-        snapshot files that load, oldest first. Returns (what was set aside, the new baseline label).
-        Call under ``lock()``."""
-        from ..fsutil.setaside import set_aside
+    def rebuild(self, keep: int) -> tuple[list[Path], str | None]:
+        """Set aside every snapshot whose body does not load: its bytes are written under
+        ``<data dir>/damaged/<stamp>/snapshots/<label>.snap`` (fsynced) before its row is deleted.
+        Returns (the files written, the new baseline label)."""
+        from ..fsutil.setaside import set_aside_bytes
 
         moved: list[Path] = []
-        try:
-            listed = [e.label for e in self.entries()]
-        except SnapshotDamaged:
-            listed = None
-            moved.append(set_aside(data_dir, self.index_path) or self.index_path)
-        tables = []
-        for path in self.snapshot_files():
-            label = path.name[: -len(SUFFIX)]
-            if listed is not None and label not in listed:
-                continue
-            try:
-                tables.append(self.load(label))
-            except SnapshotDamaged:
-                moved.append(set_aside(data_dir, path) or path)
-        tables.sort(key=lambda t: (t.taken_at, t.label))
-        kept = tables[-keep:]
-        doc = {"snapshots": [{"label": t.label, "taken_at": t.taken_at, "count": len(t)} for t in kept]}
-        atomic_write_text(self.index_path, json.dumps(doc, ensure_ascii=True, indent=1) + "\n", 0o600)
-        return moved, kept[-1].label if kept else None
+        with self.db.transaction() as conn:
+            for label, body in conn.execute("SELECT label, body FROM snapshots ORDER BY seq").fetchall():
+                try:
+                    Table.from_bytes(bytes(body), self.where(label))
+                except SnapshotDamaged:
+                    try:
+                        moved.append(set_aside_bytes(self.data_dir, f"snapshots/{label}{SUFFIX}", bytes(body)))
+                    except OSError as exc:
+                        raise os_error(exc, f"the state dir ({self.data_dir})",
+                                       "the damaged snapshot was not removed") from None
+                    conn.execute("DELETE FROM snapshots WHERE label = ?", (label,))
+            _prune(conn, keep)
+        return moved, self.latest_label()
 
     def latest_label(self) -> str | None:
-        entries = self.entries()
-        return entries[-1].label if entries else None
+        row = self.db.one("SELECT label FROM snapshots ORDER BY seq DESC LIMIT 1")
+        return row[0] if row else None
 
-    def path_of(self, label: str) -> Path:
-        return self.folder / (label + SUFFIX)
+    def baseline(self) -> Table | None:
+        """The newest snapshot (one row read), or None when there is none."""
+        row = self.db.one("SELECT label, body FROM snapshots ORDER BY seq DESC LIMIT 1")
+        return Table.from_bytes(bytes(row[1]), self.where(row[0])) if row else None
 
     def load(self, label: str) -> Table:
-        path = self.path_of(label)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise SnapshotDamaged(
-                f"snapshot {path} is listed but gone; `openclaw-memory doctor --fix` rebuilds the snapshot list"
-            ) from None
-        except OSError as exc:
-            raise SnapshotDamaged(f"cannot read snapshot {path}: {exc.strerror}") from None
-        return Table.from_bytes(data, str(path))
+        row = self.db.one("SELECT body FROM snapshots WHERE label = ?", (label,))
+        if row is None:
+            raise SnapshotDamaged(f"snapshot {self.where(label)} is gone; take one with `openclaw-memory watchdog snapshot`")
+        return Table.from_bytes(bytes(row[0]), self.where(label))
 
     def save(self, table: Table, keep: int) -> Path:
-        """Write ``table`` and make it the baseline; prune to the newest ``keep``. Call under ``lock()``.
-
-        A full disk (or any write error) raises a typed error before the index names the
-        new table: the previous baseline stays the baseline, and no temp file is left.
-        """
-        path = self.path_of(table.label)
+        """Store ``table`` as the baseline (a reused label becomes the newest) and prune to the
+        newest ``keep``, in one transaction: a full disk leaves the previous baseline in force."""
+        body = table.to_bytes()
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(path, table.to_bytes(), 0o600)
-            entries = [e for e in self.entries() if e.label != table.label]
-            entries.append(IndexEntry(table.label, table.taken_at, len(table)))
-            kept, dropped = entries[-keep:], entries[:-keep]
-            doc = {"snapshots": [{"label": e.label, "taken_at": e.taken_at, "count": e.count} for e in kept]}
-            atomic_write_text(self.index_path, json.dumps(doc, ensure_ascii=True, indent=1) + "\n", 0o600)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                path.unlink()  # written, but never named by the index: not a snapshot
-            raise os_error(exc, f"the state dir ({self.folder})", "no snapshot was saved; the previous baseline is unchanged") from None
-        for entry in dropped:
-            try:
-                self.path_of(entry.label).unlink()
-            except FileNotFoundError:
-                pass
-        return path
+            with self.db.transaction() as conn:
+                conn.execute("DELETE FROM snapshots WHERE label = ?", (table.label,))
+                conn.execute(
+                    "INSERT INTO snapshots VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots), ?, ?, ?)",
+                    (table.label, table.taken_at, len(table), body))
+                _prune(conn, keep)
+        except DiskFull:
+            raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({self.data_dir})",
+                            "no snapshot was saved; the previous baseline is unchanged") from None
+        return self.path
+
+
+def _prune(conn: sqlite3.Connection, keep: int) -> None:
+    conn.execute("DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)",
+                 (max(keep, 1),))

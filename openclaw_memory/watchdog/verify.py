@@ -65,11 +65,9 @@ def result_from(base: Table, delta: Delta) -> VerifyResult:
 
 def verify_workspace(settings: Settings) -> VerifyResult:
     """Compare the workspace with the latest snapshot; raises NoBaseline when there is none."""
-    store = SnapshotStore(settings.data_dir)
-    label = store.latest_label()
-    if label is None:
+    base = SnapshotStore(settings.data_dir).baseline()
+    if base is None:
         raise NoBaseline(no_baseline_message(settings))
-    base = store.load(label)
     rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
     delta = compare_workspace(settings.workspace, rules, base, None, base.guard_ns)
     return result_from(base, delta)

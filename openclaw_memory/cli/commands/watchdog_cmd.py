@@ -57,6 +57,6 @@ def run_heartbeat(settings: Settings, json_out: bool) -> int:
         assert verify_result is not None  # only a heartbeat that took the first snapshot has none, and it is OK
         print(f"⚠️ Workspace changed since snapshot {verify_result.baseline}: {verify_result.break_count} break(s)")
         _print_delta(verify_result)
-        print(f"checkpoint: {result.checkpoint} (the next `openclaw-memory prompt` includes it once)")
+        print(f"checkpoint: saved in {result.checkpoint} (the next `openclaw-memory prompt` includes it once)")
         print(f"new baseline: {result.snapshot}")
     return 0 if result.ok else 1
