@@ -46,7 +46,6 @@ ROLES = [
     ("write lock", "write.lock", LIGHT),
     ("doctor lock", "doctor.lock", LIGHT),
     ("watch presence lock", "watch/*.lock", LIGHT),
-    ("probe record", "index/probes/memory-dir-main.key", SEARCH),
     ("shard config", "index/edge/memory-dir-main/edge_config.json", SEARCH),
     ("segment config", "index/edge/memory-dir-main/segments/*/segment.json", SEARCH),
     ("id tracker", "index/edge/memory-dir-main/segments/*/mutable_id_tracker.mappings", SEARCH),

@@ -3,7 +3,7 @@
 That release (the last commit before the index moved into the state database, from this
 repository's git history) kept its history in the database, schema 2, with `state`'s stat cache
 in ``sightings``, and each collection's manifest, keyword statistics and dirty mark as files
-under ``index/manifests/``. This release migrates the schema, imports the manifests, moves the
+under ``index/manifests/`` (and the probe records under ``index/probes/``). This release migrates the schema, imports the manifests, moves the
 folder under ``before-state-db/`` and searches as the old one did, embedding nothing again.
 """
 
@@ -57,6 +57,8 @@ def test_old_manifests_are_imported_and_nothing_is_embedded_again(workspace, sta
     assert all(before.values()) and len(state_before["files"]) == 3
     (data_dir,) = (state_dir / "openclaw-memory" / "workspaces").iterdir()
     manifests = sorted(p.name for p in (data_dir / "index" / "manifests").iterdir())
+    probes = sorted(p.name for p in (data_dir / "index" / "probes").iterdir())
+    assert probes
     assert any(n.endswith(".terms.json") for n in manifests) and any(n.endswith(".json") for n in manifests)
     with sqlite3.connect(data_dir / "state.db") as conn:
         sightings = conn.execute("SELECT COUNT(*) FROM sightings").fetchone()[0]
@@ -77,7 +79,9 @@ def test_old_manifests_are_imported_and_nothing_is_embedded_again(workspace, sta
         counts = json.loads(conn.execute("SELECT counts FROM imports WHERE source = 'index/manifests'").fetchone()[0])
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         observed = conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+        probed = [row[0] + ".key" for row in conn.execute("SELECT collection FROM probes ORDER BY collection")]
     conn.close()
     assert [n + ".json" for n in names] == [n for n in manifests if not n.endswith(".terms.json")]
     assert counts["manifests"] == len(names) and counts["term_stats"] == len(names) and counts["unreadable"] == 0
+    assert probed == probes and not (data_dir / "index" / "probes").exists()  # a shard found as left is not probed
     assert "sightings" not in tables and observed >= sightings  # `state`'s cache became observations

@@ -133,6 +133,17 @@ MIGRATIONS: tuple[str, ...] = (
         section TEXT NOT NULL,
         consumed REAL                 -- when `prompt` showed it: kept, never deleted
     );
+    CREATE TABLE probes (             -- a shard as a process of ours last closed it: found so, it is not probed again
+        collection TEXT PRIMARY KEY,
+        key TEXT NOT NULL,            -- xxh3 of the stat of every file of the shard
+        count INTEGER NOT NULL        -- its points then
+    );
+    CREATE TABLE migration (          -- `index migrate` under way: collections copied and verified so far
+        key TEXT NOT NULL,            -- "<source> -> <target>": another migration's rows are dropped
+        collection TEXT NOT NULL,
+        points INTEGER NOT NULL,
+        PRIMARY KEY (key, collection)
+    ) WITHOUT ROWID;
     CREATE TABLE journal (            -- the doctor's repair in progress: its intent before each step
         id INTEGER PRIMARY KEY CHECK (id = 1),
         record TEXT NOT NULL          -- JSON

@@ -3,8 +3,10 @@
 Releases before 0.3 kept the history as files: ``history/logs/*.json`` (a version log per path),
 ``history/objects/xx/*.z`` (each version's bytes), ``history/reads/*.json`` (read records),
 ``history/sightings.json``, ``idempotency/*.json`` (write keys), the index's collection names
-in ``index/collections.json`` and its manifests, keyword statistics and dirty marks in
-``index/manifests/``. The first connection that
+in ``index/collections.json``, its manifests, keyword statistics and dirty marks in
+``index/manifests/``, its probe records in ``index/probes/``, an ``index migrate`` under way in
+``index/migrate-progress.json``, the watchdog's ``snapshots/``, the pending ``checkpoint.md`` and
+the doctor's ``doctor-journal.json``. The first connection that
 finds them imports every one in a single transaction, checks the import (row counts, and every
 object's hash read back from the database), records it in ``imports`` and commits; only then
 are the old folders moved under ``<data dir>/before-state-db/`` (never deleted). A crash before
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 # committed; ``committed``: committed, the old folders not yet moved aside).
 KILL_ENV = "OPENCLAW_MEMORY_TEST_UPGRADE_KILL_AT"
 OLD_LAYOUT = ("history", "idempotency", "index/collections.json", "index/manifests", "snapshots", "checkpoint.md",
-              "doctor-journal.json")
+              "doctor-journal.json", "index/probes", "index/migrate-progress.json")
 SET_ASIDE = "before-state-db"
 _ORIGINS = ("agent-write", "external-edit", "restore", "doctor-fix")
 
@@ -80,7 +82,8 @@ def _reach(step: str) -> None:
 
 
 _TABLES = ("versions", "objects", "object_parts", "reads", "observations", "idempotency", "collections", "manifests",
-           "manifest_files", "term_stats", "index_dirty", "snapshots", "checkpoint", "journal")
+           "manifest_files", "term_stats", "index_dirty", "snapshots", "checkpoint", "journal", "probes",
+           "migration")
 
 
 def pending(data_dir: str) -> list[str]:
@@ -276,8 +279,36 @@ def _import_journal(conn: sqlite3.Connection, path: str) -> dict[str, int]:
     return {"journal": conn.execute("INSERT OR IGNORE INTO journal VALUES (1, ?)", (record,)).rowcount}
 
 
+def _import_probes(conn: sqlite3.Connection, root: str) -> dict[str, int]:
+    """``index/probes/<collection>.key`` ("<stat key> <points>"): a cache, so an unreadable one only
+    costs a probe of its shard."""
+    counts = {"probes": 0, "unreadable": 0}
+    names = sorted(n for n in os.listdir(root) if n.endswith(".key")) if os.path.isdir(root) else []
+    for name in names:
+        try:
+            with open(os.path.join(root, name), encoding="ascii") as fh:
+                key, count = fh.read().split()
+            row = (name[: -len(".key")], key, int(count))
+        except (OSError, ValueError):
+            counts["unreadable"] += 1
+            continue
+        counts["probes"] += conn.execute("INSERT OR IGNORE INTO probes VALUES (?, ?, ?)", row).rowcount
+    return counts
+
+
+def _import_migration(conn: sqlite3.Connection, path: str) -> dict[str, int]:
+    """An interrupted `index migrate`'s record: the collections it had verified."""
+    data = _load(path)
+    done = data.get("done") if isinstance(data, dict) and isinstance(data.get("key"), str) else None
+    if not isinstance(done, dict) or not all(isinstance(v, int) for v in done.values()):
+        return {"migration": 0, "unreadable": 1}  # the next run starts over: upserts by id make that safe
+    rows = [(data["key"], str(name), points) for name, points in done.items()]
+    return {"migration": conn.executemany("INSERT OR IGNORE INTO migration VALUES (?, ?, ?)", rows).rowcount, "unreadable": 0}
+
+
 _IMPORTERS = {"history": _import_history, "idempotency": _import_keys, "index/collections.json": _import_registry,
-              "index/manifests": _import_manifests, "doctor-journal.json": _import_journal}
+              "index/manifests": _import_manifests, "doctor-journal.json": _import_journal, "index/probes": _import_probes,
+              "index/migrate-progress.json": _import_migration}
 
 
 def _snapshot_header(body: bytes) -> dict | None:

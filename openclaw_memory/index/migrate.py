@@ -3,8 +3,8 @@
 Nothing is re-embedded: every point is read with its vector and payload and
 written under the same id. Each collection is made an exact copy (points the
 target holds and the source does not are deleted) and verified by its point
-count and its points per file. Progress is recorded in
-``<data-dir>/index/migrate-progress.json`` after each verified collection; an
+count and its points per file. Progress is recorded in the state database (``migration``)
+after each verified collection; an
 interrupted run (network failure, kill) is run again with the same command and
 goes on: collections already verified are checked by count and skipped, and in a
 partly copied one only the points the target lacks are written (upserts by id
@@ -14,16 +14,14 @@ held throughout, so no index run changes the source meanwhile.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from ..database import Database
 from ..errors import MemoryToolError, UsageError
-from ..fsutil.atomic import atomic_write_text
 from ..wire import key
 from .collections import registered_names
 from .config import index_config
@@ -34,7 +32,6 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 EMBEDDED = "embedded"
-PROGRESS_NAME = "migrate-progress.json"
 _BATCH = 256
 
 
@@ -113,23 +110,16 @@ def _resolve_specs(settings: Settings, to: str, source: str | None) -> tuple[str
     return source, to
 
 
-def _progress_path(settings: Settings) -> Path:
-    return Path(settings.data_dir) / "index" / PROGRESS_NAME
+def _load_progress(db: Database, key: str) -> dict[str, int]:
+    """The collections this migration verified already (another migration's record: none, and
+    starting over is safe: upserts by id)."""
+    return {str(name): int(points) for name, points in db.rows("SELECT collection, points FROM migration WHERE key = ?", (key,))}
 
 
-def _load_progress(path: Path, key: str) -> dict[str, int]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("done"), dict):
-        return {}  # another migration's record: start over (upserts by id make that safe)
-    return {str(k): int(v) for k, v in data["done"].items()}
-
-
-def _save_progress(path: Path, key: str, done: dict[str, int]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps({"key": key, "done": done}, indent=2) + "\n")
+def _save_progress(db: Database, key: str, name: str, points: int) -> None:
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM migration WHERE key != ?", (key,))
+        conn.execute("INSERT OR REPLACE INTO migration VALUES (?, ?, ?)", (key, name, points))
 
 
 def _agent_locks(settings: Settings, stack: ExitStack) -> None:
@@ -153,8 +143,8 @@ def migrate_index(settings: Settings, to: str, source: str | None = None, progre
         dst_label, dst = _endpoint(settings, dst_spec)
         stack.callback(dst.close)
         key = f"{src_label} -> {dst_label}"
-        record_path = _progress_path(settings)
-        done = _load_progress(record_path, key)
+        db = Database(settings.data_dir)
+        done = _load_progress(db, key)
         names = src.names()
         if not names:
             raise MemoryToolError(f"nothing to migrate: {src_label} holds no collection of this workspace (run `openclaw-memory index` first)")
@@ -166,9 +156,10 @@ def migrate_index(settings: Settings, to: str, source: str | None = None, progre
                 continue
             copies.append(copy)
             done[name] = copy.points
-            _save_progress(record_path, key, done)
+            _save_progress(db, key, name, copy.points)
         _retag_manifests(settings, dst, names)
-        record_path.unlink(missing_ok=True)
+        with db.transaction() as conn:
+            conn.execute("DELETE FROM migration")
     return MigrationResult(src_label, dst_label, dst.backend, tuple(copies), time.monotonic() - started, tuple(notes))
 
 

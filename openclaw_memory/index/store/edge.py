@@ -28,6 +28,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...database import Database, is_read_only
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
 from ...fsutil.space import free_bytes
@@ -380,33 +381,34 @@ class EdgeStore:
                 rows.append(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
         return xxhash.xxh3_128_hexdigest("\n".join(rows).encode("utf-8", "surrogateescape")) if rows else None
 
-    def _key_path(self, name: str) -> Path:
-        return self.root / "probes" / f"{name}.key"
+    def _probes(self) -> Database:
+        return Database(self.root.parent)  # the data dir's state database (the store lives in <data dir>/index)
 
     def _recorded(self, name: str) -> tuple[str, int] | None:
         """(stat key, point count) recorded when a process of ours last closed the shard."""
         try:
-            key, count = self._key_path(name).read_text(encoding="ascii").split()
-            return key, int(count)
-        except (OSError, ValueError):
-            return None
+            row = self._probes().one("SELECT key, count FROM probes WHERE collection = ?", (name,))
+        except MemoryToolError:
+            return None  # only a cache: the shard is probed
+        return (str(row[0]), int(row[1])) if row else None
 
     def _record(self, name: str, key: str | None, count: int) -> None:
-        from ...fsutil.atomic import atomic_write_text
-
-        if key is None:
+        if key is None or is_read_only():  # plain doctor writes nothing
             return
         try:
-            self._key_path(name).parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self._key_path(name), f"{key} {count}\n")
-        except OSError:
+            with self._probes().transaction() as conn:
+                conn.execute("INSERT OR REPLACE INTO probes VALUES (?, ?, ?)", (name, key, count))
+        except MemoryToolError:
             pass  # only a cache: without it the next command probes again
 
     def _forget_key(self, name: str) -> None:
+        if is_read_only():
+            return
         try:
-            os.unlink(self._key_path(name))
-        except FileNotFoundError:
-            pass
+            with self._probes().transaction() as conn:
+                conn.execute("DELETE FROM probes WHERE collection = ?", (name,))
+        except MemoryToolError:
+            pass  # a record that stays names files that changed since: it no longer matches
 
     def drop(self, name: str) -> None:
         with self.view.writing():
