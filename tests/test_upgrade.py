@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, env_for, write
+from conftest import env_for, release_checkout, write
 
 OLD = "89dac6e"  # the last commit whose history lived in files
 pytestmark = pytest.mark.slow  # two releases in real processes
@@ -24,12 +24,7 @@ pytestmark = pytest.mark.slow  # two releases in real processes
 
 @pytest.fixture(scope="module")
 def old_release(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("old")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", OLD, "openclaw_memory"], capture_output=True)
-    if archive.returncode != 0:
-        pytest.skip(f"needs the git history of this repository (commit {OLD}): {archive.stderr.decode()[:200]}")
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    return str(folder)
+    return release_checkout(tmp_path_factory, OLD)
 
 
 def _run(workspace, state_dir, *args, python_path=None, extra=None, stdin=None):

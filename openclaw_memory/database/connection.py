@@ -134,18 +134,12 @@ class Database:
         if not self.exists():
             return []
         with translated(self.path):
-            for mode in ("ro", "ro&immutable=1"):  # immutable: read-only media, where no -shm can be made
-                conn = sqlite3.connect(f"file:{self.path}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S)
-                try:
-                    return conn.execute(sql, params).fetchall()
-                except sqlite3.OperationalError as exc:
-                    if "no such table" in str(exc):
-                        return []  # a database of an earlier schema: what it lacks reads as empty
-                    if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or mode != "ro":
-                        raise
-                finally:
-                    conn.close()
-            return []
+            try:
+                return peek(self.path, sql, params)
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []  # a database of an earlier schema: what it lacks reads as empty
+                raise
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -188,6 +182,21 @@ class Database:
         handle = _local.__dict__.get("handles", {}).pop(self.path, None)
         if handle is not None:
             handle.conn.close()
+
+
+def peek(path: str, sql: str, params: tuple = ()) -> list[tuple]:
+    """``sql`` on a read-only connection that writes nothing (SQLite still keeps its readers' marks
+    in the ``-shm`` beside the file, as any reader does); raises sqlite3.Error."""
+    for mode in ("ro", "ro&immutable=1"):  # immutable: read-only media, where no -shm can be made
+        conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or mode != "ro":
+                raise
+        finally:
+            conn.close()
+    return []
 
 
 class _Handle:

@@ -20,7 +20,7 @@ from pathlib import Path
 import xxhash
 
 from ..fsutil.setaside import set_aside
-from .connection import Database, forget_connections
+from .connection import Database, forget_connections, peek
 from .schema import MIGRATIONS
 
 # Copied in this order; the key is what a damaged page is skipped by.
@@ -48,22 +48,10 @@ def damage(db: Database) -> str | None:
     ``-shm`` index beside the file, as any reader does)."""
     if not db.exists():
         return None
-    rows = None
-    for mode in ("ro", "ro&immutable=1"):  # immutable: on read-only media, where a WAL file cannot be opened
-        try:
-            conn = sqlite3.connect(f"file:{db.path}?mode={mode}", uri=True, timeout=5.0)
-        except sqlite3.Error as exc:
-            return str(exc)
-        try:
-            rows = conn.execute("PRAGMA quick_check").fetchall()
-            break
-        except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or mode != "ro":
-                return str(exc)
-        finally:
-            conn.close()
-    if rows is None:
-        return None
+    try:
+        rows = peek(db.path, "PRAGMA quick_check")
+    except sqlite3.Error as exc:
+        return str(exc)
     problems = [str(r[0]) for r in rows if r[0] != "ok"]
     return "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "") if problems else None
 
