@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..database.observations import is_racy
 from ..errors import WorkspaceError
 from ..fsutil.safeopen import DIR_FLAGS
 from .ignore import IgnoreRules, compile_rules, excluded_state_dirs
@@ -57,7 +58,7 @@ def record_observation(table: Table, rel: str, obs: Observation, guard_ns: int, 
     st = obs.st
     if st is None:
         raise ValueError(f"{rel} vanished while observed: there is nothing to record")
-    racy = max(st.st_mtime_ns, st.st_ctime_ns) >= obs.observed_ns - guard_ns
+    racy = is_racy(st.st_mtime_ns, st.st_ctime_ns, obs.observed_ns, guard_ns)
     table.append(rel, obs.kind, st, obs.digest, racy)
     if obs.problem:
         delta.warnings.append(f"{rel}: {obs.problem}; recorded without a hash and rechecked every time")
