@@ -89,7 +89,3 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[byte
     else:
         fsync_dir(os.path.dirname(path) or ".")
 
-
-def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None, *,
-                      dir_fd: int | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode, dir_fd=dir_fd)
