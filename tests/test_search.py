@@ -362,3 +362,15 @@ def test_the_newer_note_on_the_same_subject_goes_first_and_an_unrelated_one_does
     # it takes the older note's score, so scores stay in order; MEMORY.md and undated files keep theirs
     assert new.score == old.score and memory.score == _file("MEMORY.md", 0.69, "").score
     assert [f.path for f in _prefer_newer(_Plan({}), files)] == [f.path for f in files]  # no terms: as it was
+
+
+def test_a_chinese_chunk_is_as_long_for_bm25_as_its_characters_not_its_bigrams():
+    from openclaw_memory.index.bm25 import doc_length
+    from openclaw_memory.index.terms import keyword_terms
+
+    chinese = keyword_terms("我们周六去公园散步")  # nine characters: unigrams and bigrams
+    assert len(chinese) > 9 and doc_length(chinese) == 9
+    english = keyword_terms("we walked in the park on saturday")
+    assert doc_length(english) == len(english)  # no CJK: every term counts
+    mixed = keyword_terms("Heron 数据库 Postgres")
+    assert doc_length(mixed) == len(mixed) - 2  # "数据", "据库" left out

@@ -24,9 +24,20 @@ from pathlib import Path
 
 from ..database import Database
 from .store.base import TERMS_FIELD
+from .terms import CJK_RUN
 
 K1 = 1.2
 B = 0.75
+
+
+def doc_length(doc_terms: list[str]) -> int:
+    """A chunk's length for BM25's length normalisation: its terms less its CJK bigrams.
+
+    A CJK run of n characters gives n unigrams and n - 1 bigrams (``terms.keyword_terms``), so
+    counting every term made a Chinese note look twice as long as its text and cut its keyword
+    signal against English chunks of the same size; its unigrams measure it as a word count does.
+    """
+    return sum(1 for t in doc_terms if not (len(t) == 2 and t[0] >= "\u3040" and CJK_RUN.fullmatch(t)))
 
 
 @dataclass(frozen=True)
@@ -99,12 +110,14 @@ class Bm25:
             value = self._idf[term] = math.log(1 + (self.chunks - n + 0.5) / (n + 0.5))
         return value
 
-    def score(self, query: dict[str, float], doc_terms: list[str]) -> float:
-        """BM25 of a chunk (its terms, in order) for ``query`` (term -> weight)."""
+    def score(self, query: dict[str, float], doc_terms: list[str], length: int | None = None) -> float:
+        """BM25 of a chunk (its terms, in order) for ``query`` (term -> weight); ``length``: its
+        ``doc_length`` when the caller knows it (None: counted here)."""
         if not doc_terms:
             return 0.0
         tf = Counter(t for t in doc_terms if t in query)
-        norm = K1 * (1 - B + B * len(doc_terms) / self.avg)
+        length = doc_length(doc_terms) if length is None else length
+        norm = K1 * (1 - B + B * length / self.avg)
         return sum(w * self.idf(t) * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in query.items() if tf[t])
 
     def full_match(self, query: dict[str, float]) -> float:
