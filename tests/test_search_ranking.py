@@ -292,4 +292,3 @@ def test_mmr_puts_a_different_file_before_a_near_duplicate():
     a, b, c = file("a.md", 0.9, [1.0, 0.0]), file("b.md", 0.85, [1.0, 0.0]), file("c.md", 0.5, [0.0, 1.0])
     assert [f.path for f in _mmr([a, b, c], 0.7, 3)] == ["a.md", "c.md", "b.md"]
     assert [f.path for f in _mmr([a, b, c], 1.0, 3)] == ["a.md", "b.md", "c.md"]  # lambda 1: relevance only
-
