@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 
 import pytest
@@ -307,3 +308,30 @@ def test_a_binary_file_named_md_is_left_out_of_the_index_and_named(workspace, st
     (collection,) = [c for c in status["collections"] if c["name"].startswith("memory-dir")]
     assert collection["chunks"] == 0 and collection["staleFiles"] == []  # not re-read at every search
     assert summary["chunksEmbedded"] >= 1  # MEMORY.md still is
+
+
+def test_index_and_state_share_one_observation_per_file_and_drop_it_when_the_file_goes(workspace, state_dir, models):
+    from openclaw_memory.database import Database, dec
+    from openclaw_memory.history.report import file_states
+
+    note = write(workspace / "memory" / "kept.md", "# Kept\n\nthe garden gate is blue\n")
+    gone = write(workspace / "memory" / "gone.md", "# Gone\n\na note that will be deleted\n")
+    old = time.time() - 60  # past every timestamp granularity: the sightings are trusted
+    for path in (note, gone):
+        os.utime(path, (old, old))
+    settings = settings_for(workspace, state_dir)
+    db = Database(settings.data_dir)
+
+    def observed() -> dict[str, str]:
+        return {dec(p): h for p, h in db.rows("SELECT path, hash FROM observations")}
+
+    with MemoryIndex(settings, models=models) as index:
+        index.sync()
+        seen = observed()
+        assert {str(note), str(gone)} <= set(seen)  # the index recorded what it hashed
+        states = {f.path: f.version for f in file_states(settings).files}
+        assert states["memory/kept.md"] == seen[str(note)]  # `state` took the index's sighting, same hash
+        assert observed() == seen
+        gone.unlink()
+        assert index.sync().files_removed == 1
+        assert str(gone) not in observed() and str(note) in observed()

@@ -365,12 +365,16 @@ def test_the_newer_note_on_the_same_subject_goes_first_and_an_unrelated_one_does
 
 
 def test_a_chinese_chunk_is_as_long_for_bm25_as_its_characters_not_its_bigrams():
-    from openclaw_memory.index.bm25 import doc_length
+    from openclaw_memory.index.bm25 import count_stats, doc_length
     from openclaw_memory.index.terms import keyword_terms
 
-    chinese = keyword_terms("我们周六去公园散步")  # nine characters: unigrams and bigrams
-    assert len(chinese) > 9 and doc_length(chinese) == 9
-    english = keyword_terms("we walked in the park on saturday")
-    assert doc_length(english) == len(english)  # no CJK: every term counts
-    mixed = keyword_terms("Heron 数据库 Postgres")
-    assert doc_length(mixed) == len(mixed) - 2  # "数据", "据库" left out
+    def length(text: str) -> int:
+        terms = keyword_terms(text)
+        return doc_length(" ".join(terms), terms)
+
+    assert len(keyword_terms("我们周六去公园散步")) > 9 and length("我们周六去公园散步") == 9  # nine characters
+    english = "we walked in the park on saturday"
+    assert length(english) == len(keyword_terms(english))  # no CJK: every term counts
+    assert length("Heron 数据库 Postgres") == len(keyword_terms("Heron 数据库 Postgres")) - 2  # "数据", "据库" out
+    # The statistics' average length counts the same way as each chunk's.
+    assert count_stats([" ".join(keyword_terms("我们周六去公园散步"))]).length == 9

@@ -81,3 +81,28 @@ def test_old_manifests_are_imported_and_nothing_is_embedded_again(workspace, sta
     assert counts["manifests"] == len(names) and counts["term_stats"] == len(names) and counts["unreadable"] == 0
     assert probed == probes and not (data_dir / "index" / "probes").exists()  # a shard found as left is not probed
     assert "sightings" not in tables and observed >= sightings  # `state`'s cache became observations
+
+
+def test_an_old_releases_interrupted_repair_is_finished_after_the_upgrade(workspace, state_dir, old_release):
+    legacy = "# Memory\n- the boat is called Marlin\n"
+    write(workspace / "memory.md", legacy)  # a legacy root: doctor --fix renames it, journaled
+    env = env_for(workspace, state_dir, OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT="migrate:at-temp")
+    env["PYTHONPATH"] = old_release
+    killed = subprocess.run([sys.executable, "-m", "openclaw_memory", "doctor", "--fix"], cwd=workspace, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    (data_dir,) = (state_dir / "openclaw-memory" / "workspaces").iterdir()
+    journal = (data_dir / "doctor-journal.json").read_bytes()
+
+    env = env_for(workspace, state_dir)
+    plain = subprocess.run([sys.executable, "-m", "openclaw_memory", "doctor", "--json"], cwd=workspace, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert "interrupted-repair" in {f["id"] for f in json.loads(plain.stdout)["findings"]}, plain.stdout
+    fixed = _run(workspace, state_dir, "doctor", "--fix")
+    assert fixed["ok"] is True, fixed
+    assert (workspace / "MEMORY.md").read_text() == legacy and not (workspace / "memory.md").exists()
+    assert (data_dir / "before-state-db" / "doctor-journal.json").read_bytes() == journal  # kept as it was
+    with sqlite3.connect(data_dir / "state.db") as conn:
+        left = conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0]
+    conn.close()
+    assert left == 0  # the repair is finished

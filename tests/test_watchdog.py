@@ -417,3 +417,28 @@ def test_cli_heartbeat_output_checkpoint_and_prompt(cli, workspace):
     assert prompt.stdout.count("Workspace Changes Detected") == 1 and "memory/plan.md" in prompt.stdout
     again = cli("prompt")
     assert "Workspace Changes Detected" not in again.stdout
+
+
+def test_a_heartbeat_that_another_overtook_judges_again_and_reports_each_change_once(workspace, state_dir, monkeypatch):
+    import openclaw_memory.watchdog.heartbeat as beat
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    settings = settings_for(workspace, state_dir)
+    assert heartbeat(settings).ok  # the first baseline
+    write(workspace / "MEMORY.md", "# Memory\n- changed behind the agent's back\n")
+    walk = beat.compare_workspace
+    overtaken: list = []
+
+    def walk_then_overtaken(*args, **kwargs):
+        delta = walk(*args, **kwargs)
+        if not overtaken:  # another heartbeat saves its baseline while this one walked
+            monkeypatch.setattr(beat, "compare_workspace", walk)
+            overtaken.append(heartbeat(settings))
+            monkeypatch.setattr(beat, "compare_workspace", walk_then_overtaken)
+        return delta
+
+    monkeypatch.setattr(beat, "compare_workspace", walk_then_overtaken)
+    late = heartbeat(settings)
+    assert not overtaken[0].ok and late.ok  # the change is the first one's; the late one found nothing new
+    text = pending_checkpoint(settings.data_dir) or ""
+    assert text.count("MEMORY.md") == 1, text

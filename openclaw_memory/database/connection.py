@@ -61,6 +61,10 @@ class Database:
     def exists(self) -> bool:
         return os.path.exists(self.path)
 
+    def open(self) -> None:
+        """Open this thread's connection now: the file created, migrated, an earlier layout imported."""
+        self.conn  # noqa: B018 - the property opens it
+
     @property
     def conn(self) -> sqlite3.Connection:
         cache: dict[str, _Handle] = _local.__dict__.setdefault("handles", {})

@@ -58,8 +58,8 @@ def check_database(ctx: CheckContext) -> list[Finding]:
         STATE_DB_DAMAGED,
         "error",
         f"The state database is damaged: {db.path}: {reason}.\n"
-        "It holds the version history, what each agent read, the write keys, the `state` cache, the watchdog's "
-        "snapshots and the pending checkpoint. "
+        "It holds the version history, what each agent read, the write keys, the index's manifests and "
+        "statistics, the watchdog's snapshots, the pending checkpoint and the doctor's journal. "
         "`openclaw-memory doctor --fix` sets it aside (under the state dir's damaged/ folder, never deleted), "
         "builds a new one from every row the damaged file still yields, and says what could not be read; "
         "an agent then reads a file again before writing it.",

@@ -17,8 +17,9 @@ from typing import Literal
 from ..database import Database, database_path
 
 VERSION = 1
-# Where a journal that cannot be read is set aside (under the data dir's damaged/), as a file.
-SET_ASIDE_NAME = "doctor-journal.json"
+# The journal as a file: where releases before 0.3 kept it (in the data dir), and where one that
+# cannot be read is set aside (under its damaged/).
+FILE_NAME = "doctor-journal.json"
 
 
 class CorruptJournal(ValueError):
@@ -39,7 +40,13 @@ def raw_journal(data_dir: Path) -> bytes | None:
     """The record's bytes as stored (what a damaged journal's set-aside file keeps)."""
     row = Database(data_dir).one("SELECT record FROM journal WHERE id = 1")
     if row is None:
-        return None
+        # An earlier release's, not imported yet: plain doctor only reads, so it never upgrades.
+        try:
+            return (Path(data_dir) / FILE_NAME).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise CorruptJournal(f"cannot read {Path(data_dir) / FILE_NAME}: {exc.strerror or exc}") from None
     return row[0] if isinstance(row[0], bytes) else str(row[0]).encode("utf-8", "surrogateescape")
 
 

@@ -95,7 +95,7 @@ def recover_without_journal(settings: Settings) -> Repair:
     last needs this repair: the file is given back a name the other checks see.
     """
     from ..fsutil.setaside import set_aside_bytes
-    from .journal import SET_ASIDE_NAME, clear_journal, raw_journal
+    from .journal import FILE_NAME, clear_journal, raw_journal
 
     ws = str(settings.workspace)
     ident = "interrupted-repair"
@@ -115,7 +115,7 @@ def recover_without_journal(settings: Settings) -> Repair:
                 else:
                     notes.append(f"{name} holds the text of an interrupted rename while MEMORY.md and memory.md both exist: merge it by hand")
         raw = raw_journal(settings.data_dir)
-        moved = set_aside_bytes(settings.data_dir, SET_ASIDE_NAME, raw) if raw is not None else None
+        moved = set_aside_bytes(settings.data_dir, FILE_NAME, raw) if raw is not None else None
         clear_journal(settings.data_dir)  # kept as a file first: its bytes are never lost
     except OSError as exc:
         return Repair(ident, "resume", "failed", f"{exc.strerror or exc} ({exc.filename or ''}); nothing was moved", ())

@@ -30,14 +30,17 @@ K1 = 1.2
 B = 0.75
 
 
-def doc_length(doc_terms: list[str]) -> int:
-    """A chunk's length for BM25's length normalisation: its terms less its CJK bigrams.
+def doc_length(text: str, terms: list[str]) -> int:
+    """A chunk's length for BM25 (``text``: its ``terms`` field; ``terms``: that split): its terms
+    less its CJK bigrams, for the statistics' average and for each chunk alike.
 
     A CJK run of n characters gives n unigrams and n - 1 bigrams (``terms.keyword_terms``), so
     counting every term made a Chinese note look twice as long as its text and cut its keyword
     signal against English chunks of the same size; its unigrams measure it as a word count does.
     """
-    return sum(1 for t in doc_terms if not (len(t) == 2 and t[0] >= "\u3040" and CJK_RUN.fullmatch(t)))
+    if text.isascii():  # no CJK, no bigram: the count (the common case, no scan of the terms)
+        return len(terms)
+    return sum(1 for t in terms if not (len(t) == 2 and t[0] >= "\u3040" and CJK_RUN.fullmatch(t)))
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def count_stats(terms_of_points: Iterable[str]) -> TermStats:
     for text in terms_of_points:
         terms = text.split()
         chunks += 1
-        length += len(terms)
+        length += doc_length(text, terms)
         df.update(set(terms))
     return TermStats(chunks, length, dict(df))
 
@@ -110,13 +113,13 @@ class Bm25:
             value = self._idf[term] = math.log(1 + (self.chunks - n + 0.5) / (n + 0.5))
         return value
 
-    def score(self, query: dict[str, float], doc_terms: list[str], length: int | None = None) -> float:
-        """BM25 of a chunk (its terms, in order) for ``query`` (term -> weight); ``length``: its
-        ``doc_length`` when the caller knows it (None: counted here)."""
+    def score(self, query: dict[str, float], text: str) -> float:
+        """BM25 of a chunk (``text``: its ``terms`` field) for ``query`` (term -> weight)."""
+        doc_terms = text.split()
         if not doc_terms:
             return 0.0
         tf = Counter(t for t in doc_terms if t in query)
-        length = doc_length(doc_terms) if length is None else length
+        length = doc_length(text, doc_terms)
         norm = K1 * (1 - B + B * length / self.avg)
         return sum(w * self.idf(t) * tf[t] * (K1 + 1) / (tf[t] + norm) for t, w in query.items() if tf[t])
 

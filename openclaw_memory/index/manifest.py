@@ -100,6 +100,8 @@ def write_manifest(conn: sqlite3.Connection, manifest: Manifest, before: Manifes
         old = {}
     gone = [p for p in old if p not in manifest.files]
     conn.executemany("DELETE FROM manifest_files WHERE collection = ? AND path = ?", [(name, enc(p)) for p in gone])
+    # A file that left the index because it is gone leaves no observation behind either.
+    Observations.forget(conn, [old[p].abs_path for p in gone if old[p].abs_path and not os.path.lexists(old[p].abs_path)])
     changed = [(p, e) for p, e in manifest.files.items() if old.get(p) != e]
     conn.executemany("INSERT OR REPLACE INTO manifest_files VALUES (?, ?, ?, ?, ?)",
                      [(name, enc(p), enc(e.abs_path), e.hash, json.dumps(e.chunks, separators=(",", ":")))

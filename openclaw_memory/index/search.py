@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..types import SEARCH_MODES
-from .bm25 import Bm25, doc_length
+from .bm25 import Bm25
 from .chunking import CARD
 from .filters import note_date
 from .results import DEFAULT_MIN_SCORE, HitPassage, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
@@ -211,11 +211,7 @@ class QueryPlan:
                 found[hit.id].vector = hit.vector
         if self.full > 0 and self.mode != "vector":
             for c in found.values():
-                text = str(c.payload.get(TERMS_FIELD, ""))
-                terms = text.split()
-                # An ASCII chunk holds no CJK bigram: its length is its term count (the fast path).
-                length = len(terms) if text.isascii() else doc_length(terms)
-                c.k = min(1.0, self.bm25.score(self.terms, terms, length) / self.full)
+                c.k = min(1.0, self.bm25.score(self.terms, str(c.payload.get(TERMS_FIELD, ""))) / self.full)
         return list(found.values())
 
 

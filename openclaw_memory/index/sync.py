@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import sqlite3
 import threading
 import time
 import uuid
@@ -554,7 +555,7 @@ class _Sync:
         elif w.staged is not None and w.staged != w.collection.name:  # (a first build is written in place)
             self.store.publish(w.staged, w.collection.name)
 
-    def _record(self, conn, w: _Work) -> None:
+    def _record(self, conn: sqlite3.Connection, w: _Work) -> None:
         """The collection's manifest, its keyword statistics (index.bm25: one statistic per agent)
         and the observations of its files, saved; its dirty mark cleared."""
         name = w.collection.name

@@ -376,7 +376,7 @@ class LocalMemory:
         says it is ready only once no first request has that to do."""
         from ..database import Database
 
-        Database(self._settings.data_dir).conn  # noqa: B018 - opening it is the point
+        Database(self._settings.data_dir).open()
 
     def warm(self) -> None:
         self.pool.warm(self._settings)

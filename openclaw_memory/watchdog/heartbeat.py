@@ -1,9 +1,10 @@
 """``watchdog heartbeat``: verify, then snapshot; on a break, leave a checkpoint.
 
 Verify and snapshot come from one pass over the tree, so nothing that changes
-between them can be absorbed into the new baseline unreported; the pass is reported
-against the baseline it loaded, whatever another heartbeat saved meanwhile (at worst a
-change is reported twice, never not at all). A break appends a section to the pending checkpoint (see
+between them can be absorbed into the new baseline unreported. The new baseline and the
+checkpoint section are saved in one transaction, only over the baseline the pass compared
+with (another heartbeat that saved meanwhile makes the pass run again against its baseline):
+no change is reported twice or absorbed unreported. A break appends a section to the pending checkpoint (see
 :mod:`openclaw_memory.watchdog.checkpoint`), which the next ``prompt`` shows once.
 """
 
@@ -77,19 +78,29 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
     store = SnapshotStore(settings.data_dir)
     patterns = workspace_patterns(ws)
     rules = rules_for(ws, sd, patterns)
-    base = load_baseline(store)
-    table = new_table(settings, timestamp_label("heartbeat-"), patterns)
-    delta = compare_workspace(ws, rules, base, table, table.guard_ns)
-    if base is None:
-        return _result(OK, None, save_table(settings, store, table, delta), None)
-    result = result_from(base, delta)
-    if base.ignore != patterns:
-        result = _judge_by_baseline_rules(settings, base, result, rules)
-    info = save_table(settings, store, table, delta)
-    if result.break_count == 0:
-        return _result(OK, result, info, None)
-    path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at))
-    return _result(BREAK, result, info, path)
+    while True:
+        base = load_baseline(store)
+        table = new_table(settings, timestamp_label("heartbeat-"), patterns)
+        # The walks run outside any transaction; the state database is written only at the end.
+        delta = compare_workspace(ws, rules, base, table, table.guard_ns)
+        result = None
+        if base is not None:
+            result = result_from(base, delta)
+            if base.ignore != patterns:
+                result = _judge_by_baseline_rules(settings, base, result, rules)
+        # The new baseline and the checkpoint of what it absorbed in one transaction, and only over
+        # the baseline this pass compared with: a heartbeat that saved meanwhile made this pass's
+        # delta stale, and it is taken again against that one (no change reported twice).
+        with store.saving():
+            if store.latest_label() != (base.label if base is not None else None):
+                continue
+            info = save_table(settings, store, table, delta)
+            if result is None:
+                return _result(OK, None, info, None)
+            if result.break_count == 0:
+                return _result(OK, result, info, None)
+            path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at))
+            return _result(BREAK, result, info, path)
 
 
 def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyResult, new_rules: IgnoreRules) -> VerifyResult:

@@ -125,7 +125,7 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
     store = SnapshotStore(settings.data_dir)
     wanted = dict.fromkeys(rel_paths)
     # One transaction: a snapshot saved meanwhile is never overwritten by this older baseline's copy.
-    with store.db.transaction():
+    with store.saving():
         base = load_baseline(store)
         if base is None:
             return

@@ -20,6 +20,8 @@ import re
 import sqlite3
 import sys
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -267,17 +269,24 @@ class SnapshotStore:
         """Store ``table`` as the baseline (a reused label becomes the newest) and prune to the
         newest ``keep``, in one transaction: a full disk leaves the previous baseline in force."""
         body = table.to_bytes()
+        with self.saving() as conn:
+            conn.execute("DELETE FROM snapshots WHERE label = ?", (table.label,))
+            conn.execute(
+                "INSERT INTO snapshots VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots), ?, ?, ?)",
+                (table.label, table.taken_at, len(table), body))
+            _prune(conn, keep)
+        return self.path
+
+    @contextmanager
+    def saving(self) -> Iterator[sqlite3.Connection]:
+        """The transaction that saves a baseline (with what goes with it: a heartbeat's checkpoint):
+        a full disk leaves the previous baseline in force, and says so."""
         try:
             with self.db.transaction() as conn:
-                conn.execute("DELETE FROM snapshots WHERE label = ?", (table.label,))
-                conn.execute(
-                    "INSERT INTO snapshots VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots), ?, ?, ?)",
-                    (table.label, table.taken_at, len(table), body))
-                _prune(conn, keep)
+                yield conn
         except DiskFull:
             raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({self.data_dir})",
                             "no snapshot was saved; the previous baseline is unchanged") from None
-        return self.path
 
 
 def _prune(conn: sqlite3.Connection, keep: int) -> None:
