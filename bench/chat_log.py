@@ -143,8 +143,18 @@ QUESTIONS = ["what time?", "which one?", "really?", "are you sure?", "how come?"
 TAILS = ["", "", "", " I think", " again", " btw", " today", " tbh", " apparently", " as usual"]
 
 
-def generate(root: Path) -> list[dict]:
-    """Write the log under ``root`` (``memory/YYYY-MM-DD.md`` and a small ``MEMORY.md``); the queries."""
+STYLES = {
+    "time": lambda clock, speaker, text: f"[{clock}] {speaker}: {text}",
+    # Chat exports and hand-kept logs in Markdown often bold the name, colon inside.
+    "bold": lambda clock, speaker, text: f"**{speaker}:** {text}",
+}
+
+
+def generate(root: Path, style: str = "time") -> list[dict]:
+    """Write the log under ``root`` (``memory/YYYY-MM-DD.md`` and a small ``MEMORY.md``); the queries.
+
+    ``style``: how a turn is written (``STYLES``); the same chat, the same lines, either way."""
+    turn = STYLES[style]
     rng = random.Random(SEED)
     by_session: dict[int, list[tuple[str, str, str | None, str]]] = {}
     for session, speaker, text, question, kind in FACTS:
@@ -182,7 +192,7 @@ def generate(root: Path) -> list[dict]:
                 else:
                     text = rng.choice(TOPICS) + rng.choice(TAILS)
                 text = text[0].upper() + text[1:]
-            lines.append(f"[{minute // 60 % 24:02d}:{minute % 60:02d}] {speaker}: {text}")
+            lines.append(turn(f"{minute // 60 % 24:02d}:{minute % 60:02d}", speaker, text))
         _write(root / path, "\n".join(lines) + "\n")
     return queries
 

@@ -4,7 +4,9 @@ Builds the benchmark workspace of ``../shared/eval/README.md`` under ``build/qua
 personal workspace, with the OpenClaw docs corpus at ``memory/docs/``), indexes it with default
 settings, then runs every query with the search's own defaults (result count and ``min_score``)
 and prints, per kind: recall@5 and MRR over the first five distinct files; abstention on the
-negative queries and the number of answerable queries that returned nothing (false abstentions);
+negative queries, and on the off-topic questions of ``bench/offtopic.json`` (asked of the same
+workspace: general questions that nothing in it answers, written without seeing it), and the
+number of answerable queries that returned nothing (false abstentions);
 warm latency p50/p95; and the time the full index took. The same for ``bench/queries.json``
 (documentation questions only) and for each mode (text, vector, hybrid).
 
@@ -15,7 +17,8 @@ Line level, for the sets whose queries know the lines that answer them (the deve
 ``bench/answer_lines.json``; the chat log): line recall@5 (an answering line inside a passage
 cited by one of the first five results; ``best``: inside the result's first passage) and the lines
 cited per result (all of its passages, each line once). The chat log (``bench/chat_log.py``) is a
-workspace of its own under ``build/quality/chat/``: a generated conversation, one line per turn.
+workspace of its own under ``build/quality/chat/``: a generated conversation, one line per turn;
+the same conversation again with the turns written ``**Name:** text`` (``chat-bold/``).
 
 Usage: .venv/bin/python bench/quality.py [--reuse] [--modes hybrid,vector,text] [--raw-encode N]
                                          [--dump FILE] [--queries FILE] [--no-chat]
@@ -38,12 +41,14 @@ from collections import defaultdict
 from pathlib import Path
 
 from _common import REPO, median, pct, settings_for
+from chat_log import STYLES as CHAT_STYLES
 from chat_log import generate as generate_chat
 
 SHARED = Path(os.environ.get("OPENCLAW_MEMORY_SHARED", REPO.parent / "shared"))
 EVAL = SHARED / "eval"
 CORPUS = SHARED / "corpus" / "openclaw-docs"
 BUILD = Path(os.environ.get("OPENCLAW_MEMORY_QUALITY_DIR", REPO / "build" / "quality"))
+ABSTAIN_KINDS = ("negative", "off-topic")  # nothing answers them: the figure is the share with no result
 KIND_ORDER = ["personal-fact", "personal-temporal", "docs-paraphrase", "docs-identifier", "cjk", "cross-lingual", "multi-hop"]
 
 
@@ -61,6 +66,8 @@ def build_workspace(reuse: bool) -> tuple[Path, Path]:
 
 def load_sets(extra: list[str]) -> dict[str, list[dict]]:
     sets = {"dev": json.loads((EVAL / "queries-dev.json").read_text(encoding="utf-8"))}
+    offtopic = json.loads((REPO / "bench" / "offtopic.json").read_text(encoding="utf-8"))["queries"]
+    sets["dev"] += [{**item, "targets": [], "kind": "off-topic"} for item in offtopic]
     answers = json.loads((REPO / "bench" / "answer_lines.json").read_text(encoding="utf-8"))["queries"]
     for item in sets["dev"]:
         if item["id"] in answers:
@@ -85,13 +92,15 @@ def first_files(paths: list[str], n: int = 5) -> list[str]:
     return seen
 
 
-def build_chat(reuse: bool) -> tuple[Path, Path, list[dict]]:
-    """The chat-log workspace (generated again each run: unchanged files are not rewritten)."""
-    ws, state = BUILD / "chat" / "ws", BUILD / "chat" / "state"
+def build_chat(reuse: bool, style: str = "time") -> tuple[Path, Path, list[dict]]:
+    """The chat-log workspace in one turn style (generated again each run: unchanged files are not
+    rewritten)."""
+    folder = BUILD / ("chat" if style == "time" else f"chat-{style}")
+    ws, state = folder / "ws", folder / "state"
     if not reuse:
-        shutil.rmtree(BUILD / "chat", ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
     state.mkdir(parents=True, exist_ok=True)
-    return ws, state, generate_chat(ws)
+    return ws, state, generate_chat(ws, style)
 
 
 def passages_of(hit) -> list[tuple[int, int]]:
@@ -141,7 +150,7 @@ def summarize(per_kind: dict) -> dict:
     out = {}
     answerable = []
     for kind, items in per_kind.items():
-        if kind == "negative":
+        if kind in ABSTAIN_KINDS:
             out[kind] = {"n": len(items), "abstention": sum(1 for _r, n, *_ in items if n == 0) / len(items)}
             continue
         answerable += items
@@ -172,15 +181,16 @@ def print_table(title: str, by_mode: dict) -> None:
     print(f"\n{title}")
     modes = list(by_mode)
     print(f"  {'kind':20s} {'n':>3s}  " + "  ".join(f"{m + ' R@5/MRR':>20s}" for m in modes))
-    kinds = [k for k in KIND_ORDER + sorted(by_mode[modes[0]]) if isinstance(by_mode[modes[0]].get(k), dict) and k not in ("overall", "negative")]
+    kinds = [k for k in KIND_ORDER + sorted(by_mode[modes[0]]) if isinstance(by_mode[modes[0]].get(k), dict) and k not in ("overall", *ABSTAIN_KINDS)]
     for kind in dict.fromkeys(kinds + ["overall"]):
         if kind not in by_mode[modes[0]]:
             continue
         cells = [f"{by_mode[m][kind]['recall5']:>9.3f} / {by_mode[m][kind]['mrr']:.3f}" for m in modes]
         print(f"  {kind:20s} {by_mode[modes[0]][kind]['n']:>3d}  " + "  ".join(f"{c:>20s}" for c in cells))
-    if "negative" in by_mode[modes[0]]:
-        cells = [f"{by_mode[m]['negative']['abstention']:>20.2f}" for m in modes]
-        print(f"  {'abstention (neg)':20s} {by_mode[modes[0]]['negative']['n']:>3d}  " + "  ".join(cells))
+    for kind in ABSTAIN_KINDS:
+        if kind in by_mode[modes[0]]:
+            cells = [f"{by_mode[m][kind]['abstention']:>20.2f}" for m in modes]
+            print(f"  {'abstain ' + kind:20s} {by_mode[modes[0]][kind]['n']:>3d}  " + "  ".join(cells))
     cells = [f"{by_mode[m]['overall'].get('falseAbstentions', 0):>20d}" for m in modes]
     print(f"  {'false abstentions':20s} {'':>3s}  " + "  ".join(cells))
     if "multi-hop" in by_mode[modes[0]]:  # its targets are the two halves of the answer: both wanted
@@ -263,19 +273,19 @@ def main() -> None:
             dump[f"{name}:{mode}"] = rows
         print_table(f"{name} ({len(queries)} queries)", by_mode)
     index.close()
-    if not args.no_chat:
-        ws, state, queries = build_chat(args.reuse)
+    for style in () if args.no_chat else CHAT_STYLES:
+        ws, state, queries = build_chat(args.reuse, style)
         index = MemoryIndex(settings_for(ws, state), keep_open=True)
         t0 = time.perf_counter()
         summary = index.sync()
-        print(f"\nchat log {ws}: {summary.files_scanned} files, {summary.chunks_embedded} chunks embedded "
+        print(f"\nchat log, {style} style, {ws}: {summary.files_scanned} files, {summary.chunks_embedded} chunks embedded "
               f"in {time.perf_counter() - t0:.1f} s")
         by_mode = {}
         for mode in args.modes.split(","):
             per_kind, rows, times = evaluate(index, queries, mode)
             by_mode[mode] = summarize(per_kind) | {"p50": median(times), "p95": pct(times, 95)}
-            dump[f"chat:{mode}"] = rows
-        print_table(f"chat log ({len(queries)} queries)", by_mode)
+            dump[f"chat-{style}:{mode}"] = rows
+        print_table(f"chat log, {style} style ({len(queries)} queries)", by_mode)
         index.close()
     if args.dump:
         Path(args.dump).write_text(json.dumps(dump, ensure_ascii=False, indent=1), encoding="utf-8")

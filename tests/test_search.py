@@ -287,6 +287,22 @@ def test_entries_are_items_paragraphs_rows_turns_code_and_headings():
     assert [(e.first, e.last, e.kind) for e in entries(["x = 1", "```", "", "After."], in_fence=True)] == [(0, 1, CODE), (3, 3, PARAGRAPH)]
 
 
+def test_chat_turns_are_found_in_the_ways_logs_write_them():
+    from openclaw_memory.index.chunking import PARAGRAPH, TURN, entries
+
+    for first, second in [
+        ("**Sam:** hi", "**Lena:** hello there"),  # the colon inside the emphasis (many exports)
+        ("**Sam**: hi", "**Lena**: hello there"),
+        ("*Sam:* hi", "*Lena:* hello there"),
+        ("> Sam: hi", "> Lena: hello there"),  # a quoted log
+        ("Sam (09:14): hi", "Lena (09:15): hello there"),
+        ("[D1:3] Sam: hi", "[D1:4] Lena: hello there"),
+    ]:
+        assert [e.kind for e in entries([first, second])] == [TURN, TURN], first
+    # Prose with a colon in it, or emphasis without one, stays a paragraph.
+    assert [e.kind for e in entries(["**Bold words** and more", "a second line: with a colon later"])] == [PARAGRAPH]
+
+
 # -- dates matched as dates, the newest note on a subject first (issue 21) ----------------------------
 
 

@@ -37,8 +37,8 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-# 3: every chat-log turn is also a chunk of its own.
-CHUNKER_VERSION = 3
+# 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", or quoted.
+CHUNKER_VERSION = 4
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
@@ -616,11 +616,12 @@ _BLOCK_START = re.compile(
 )
 _ROW_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
 # A chat-log turn: a bracketed time or stamp, or a short speaker name and a colon (after an
-# optional time), at the start of the line: "[09:14] Sam: ...", "Sam: ...", "**Sam** (09:14): ...".
+# optional time), at the start of the line, quoted or not: "[09:14] Sam: ...", "Sam: ...",
+# "**Sam** (09:14): ...", "**Sam:** ..." (the emphasis closed before or after the colon).
 _TURN = re.compile(
-    r"^[ \t]*(?:[-*][ \t]+)?(?:\[[^\]\n]{1,40}\][ \t]*\S"
-    r"|(?:\(?\d{1,2}:\d{2}(?::\d{2})?\)?[ \t]*[-–]?[ \t]*)?(?:\*\*|__)?[\w][\w .'’-]{0,30}?(?:\*\*|__)?"
-    r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:[ \t]+\S)"
+    r"^[ \t]*(?:>[ \t]?)*(?:[-*][ \t]+)?(?:\[[^\]\n]{1,40}\][ \t]*\S"
+    r"|(?:\(?\d{1,2}:\d{2}(?::\d{2})?\)?[ \t]*[-–]?[ \t]*)?(?:\*\*?|__)?[\w][\w .'’-]{0,30}?(?:\*\*?|__)?"
+    r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:(?:\*\*?|__)?[ \t]+\S)"
 )
 
 
