@@ -145,8 +145,10 @@ TAILS = ["", "", "", " I think", " again", " btw", " today", " tbh", " apparentl
 
 STYLES = {
     "time": lambda clock, speaker, text: f"[{clock}] {speaker}: {text}",
-    # Chat exports and hand-kept logs in Markdown often bold the name, colon inside.
+    # Chat exports and hand-kept logs in Markdown often bold the name, colon inside ...
     "bold": lambda clock, speaker, text: f"**{speaker}:** {text}",
+    # ... and leave a blank line after each turn, so that each renders as a paragraph of its own.
+    "spaced": lambda clock, speaker, text: f"**{speaker}:** {text}\n",
 }
 
 
@@ -192,7 +194,7 @@ def generate(root: Path, style: str = "time") -> list[dict]:
                 else:
                     text = rng.choice(TOPICS) + rng.choice(TAILS)
                 text = text[0].upper() + text[1:]
-            lines.append(turn(f"{minute // 60 % 24:02d}:{minute % 60:02d}", speaker, text))
+            lines.extend(turn(f"{minute // 60 % 24:02d}:{minute % 60:02d}", speaker, text).split("\n"))
         _write(root / path, "\n".join(lines) + "\n")
     return queries
 

@@ -18,7 +18,8 @@ Line level, for the sets whose queries know the lines that answer them (the deve
 cited by one of the first five results; ``best``: inside the result's first passage) and the lines
 cited per result (all of its passages, each line once). The chat log (``bench/chat_log.py``) is a
 workspace of its own under ``build/quality/chat/``: a generated conversation, one line per turn;
-the same conversation again with the turns written ``**Name:** text`` (``chat-bold/``).
+the same conversation again with the turns written ``**Name:** text`` (``chat-bold/``), and so
+with a blank line after each turn (``chat-spaced/``).
 
 Usage: .venv/bin/python bench/quality.py [--reuse] [--modes hybrid,vector,text] [--raw-encode N]
                                          [--dump FILE] [--queries FILE] [--no-chat]

@@ -378,3 +378,13 @@ def test_every_chat_turn_is_also_a_chunk_of_its_own(counter):
     assert all(c.heading_path.endswith("2025-01-06") for c in chunks if c.kind == "item")
     plain = "# Notes\n\nNote: this is one line.\nAnd a second line that is prose.\n\n- Sam: an item\n"
     assert [c.kind for c in chunk_document(plain, counter, path="notes.md")] == ["section"]
+
+
+def test_a_chat_log_with_a_blank_line_after_each_turn_has_a_chunk_per_turn(counter):
+    text = ("# 2025-01-06\n\n**Sam:** We finally bought it: a used Skoda Octavia.\n\n**Lena:** Nice!\n\n**Sam:** ok\n\n"
+            "**Lena:** see you\n")
+    chunks = chunk_document(text, counter, path="memory/2025-01-06.md")
+    check_invariants(text, chunks, counter, counter.window)
+    assert [(c.start_line, c.text) for c in chunks if c.kind == "item"] == [
+        (3, "**Sam:** We finally bought it: a used Skoda Octavia."), (5, "**Lena:** Nice!"), (7, "**Sam:** ok"),
+        (9, "**Lena:** see you")]

@@ -301,6 +301,15 @@ def test_chat_turns_are_found_in_the_ways_logs_write_them():
         assert [e.kind for e in entries([first, second])] == [TURN, TURN], first
     # Prose with a colon in it, or emphasis without one, stays a paragraph.
     assert [e.kind for e in entries(["**Bold words** and more", "a second line: with a colon later"])] == [PARAGRAPH]
+    # A blank line after each turn (each its own paragraph in Markdown): still turns, a wrapped one whole.
+    spaced = ["**Sam:** hi", "", "**Lena:** hello there,", "wrapped", "", "**Sam:** ok?", "", "**Lena:** bye", "",
+              "Plain words.", "", "Note: lone"]
+    assert [(e.first, e.last, e.kind) for e in entries(spaced)] == [
+        (0, 0, TURN), (2, 3, TURN), (5, 5, TURN), (7, 7, TURN), (9, 9, PARAGRAPH), (11, 11, PARAGRAPH)]
+    # Labelled paragraphs in a row are not a conversation: too many names, or too few paragraphs.
+    labels = ["Cause: a", "", "Fix: b", "", "Resolution: c", "", "Status: d"]
+    assert {e.kind for e in entries(labels)} == {PARAGRAPH}
+    assert {e.kind for e in entries(spaced[:6])} == {PARAGRAPH}
 
 
 # -- dates matched as dates, the newest note on a subject first (issue 21) ----------------------------

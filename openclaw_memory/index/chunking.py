@@ -37,7 +37,8 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-# 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", or quoted.
+# 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
+# a paragraph each.
 CHUNKER_VERSION = 4
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
@@ -687,7 +688,37 @@ def entries(lines: list[str], in_fence: bool = False) -> list[TextEntry]:
             continue
         out.extend(_paragraph(lines, i, end))
         i = end + 1
+    return _spaced_turns(lines, out)
+
+
+def _spaced_turns(lines: list[str], found: list[TextEntry]) -> list[TextEntry]:
+    """A log written with a blank line after each turn (so that Markdown shows each as a paragraph)
+    is as much a chat log as one turn a line: a run of at least ``_SPACED_RUN`` paragraphs that each
+    start like a turn, among which the speakers repeat (at most half as many names as turns), is
+    one turn per paragraph. Runs of labels (``Note:``, ``Cause:``, ``Fix:``) stay paragraphs."""
+    starts = [e.kind == PARAGRAPH and bool(_TURN.match(lines[e.first])) for e in found]
+    if sum(starts) < _SPACED_RUN:
+        return found
+    out = list(found)
+    k = 0
+    while k < len(found):
+        end = k
+        while end < len(found) and starts[end]:
+            end += 1
+        run = found[k:end]
+        if len(run) >= _SPACED_RUN and 2 * len({_speaker(lines[e.first]) for e in run}) <= len(run):
+            out[k:end] = [TextEntry(e.first, e.last, TURN) for e in run]
+        k = max(end, k + 1)
     return out
+
+
+_SPACED_RUN = 4
+_SPEAKER = re.compile(r"^[ \t>]*(?:[-*][ \t]+)?(?:\[[^\]\n]*\][ \t]*)?(?:\(?\d{1,2}:\d{2}(?::\d{2})?\)?[ \t]*[-–]?[ \t]*)?[*_]*([^:(*_\n]*)")
+
+
+def _speaker(line: str) -> str:
+    m = _SPEAKER.match(line)
+    return m.group(1).strip().lower() if m else ""
 
 
 def _continues(line: str, depth: int) -> bool:
