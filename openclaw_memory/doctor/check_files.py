@@ -8,7 +8,7 @@ import os
 import stat
 
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, open_regular_nofollow
-from .model import CheckContext, Finding
+from .model import CheckContext, Finding, symlink_target
 
 BLOCK = 1 << 20
 
@@ -37,7 +37,7 @@ def _extra_finding(ctx: CheckContext, extra: str) -> Finding | None:
     if stat.S_ISLNK(st.st_mode):
         return Finding(
             "extra-path-symlink", "warning",
-            f"Extra memory path {extra} is a symlink{_target(extra)}; symlinked extra paths are ignored "
+            f"Extra memory path {extra} is a symlink{symlink_target(extra)}; symlinked extra paths are ignored "
             "(a link could pull files from anywhere into memory). Give the real path instead.",
             False, (shown,),
         )
@@ -53,13 +53,6 @@ def _extra_finding(ctx: CheckContext, extra: str) -> Finding | None:
     except OSError as exc:
         return unreadable(exc.strerror or str(exc))
     return None
-
-
-def _target(path: str) -> str:
-    try:
-        return f" (pointing to {os.readlink(path)})"
-    except OSError:
-        return ""
 
 
 def check_extra_paths(ctx: CheckContext) -> list[Finding]:

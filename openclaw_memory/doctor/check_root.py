@@ -8,7 +8,7 @@ import stat
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, MEMORY_DIR, shorten_home
 from ..files.root import RootEntry
 from .merge import MAX_ROOT_BYTES
-from .model import CheckContext, Finding
+from .model import CheckContext, Finding, symlink_target
 from .place import identical_twins
 
 FIX_LINE = 'Run "openclaw-memory doctor --fix" to merge the legacy file into MEMORY.md with a backup.'
@@ -36,13 +36,6 @@ def _kind(entry: RootEntry) -> str:
     return "a symlink" if entry.is_symlink else "not a regular file"
 
 
-def _link_target(path: str) -> str:
-    try:
-        return f" (pointing to {os.readlink(path)})"
-    except OSError:
-        return ""
-
-
 def check_root_files(ctx: CheckContext) -> list[Finding]:
     roots = ctx.roots
     canonical, legacy = roots.canonical, roots.legacy
@@ -50,7 +43,7 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
     if canonical.exists and canonical.is_symlink:
         findings.append(Finding(
             "memory-md-symlink", "warning",
-            f"{canonical.path} is a symlink{_link_target(canonical.path)}. OpenClaw and openclaw-memory ignore a "
+            f"{canonical.path} is a symlink{symlink_target(canonical.path)}. OpenClaw and openclaw-memory ignore a "
             "symlinked MEMORY.md: its text is never loaded at startup, indexed or searched.\n"
             "Replace the link with a regular file holding the text.",
             False, (CANONICAL_ROOT,),
@@ -109,7 +102,7 @@ def check_memory_dir(ctx: CheckContext) -> list[Finding]:
     if stat.S_ISLNK(st.st_mode):
         return [Finding(
             "memory-dir-symlink", "warning",
-            f"{path} is a symlink{_link_target(path)}. OpenClaw and openclaw-memory ignore a symlinked memory/ folder: "
+            f"{path} is a symlink{symlink_target(path)}. OpenClaw and openclaw-memory ignore a symlinked memory/ folder: "
             "none of the notes in it are loaded, indexed or searched.\n"
             "Replace the link with a real folder (move the notes into the workspace), or list the target as an extra path.",
             False, (MEMORY_DIR,),

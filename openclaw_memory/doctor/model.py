@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 
 
 
+def symlink_target(path: str) -> str:
+    """`` (pointing to X)`` for a finding about a symlink, or nothing when it cannot be read."""
+    try:
+        return f" (pointing to {os.readlink(path)})"
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True)
 class Repair:
     """What one repair did (or why it did not)."""

@@ -608,8 +608,6 @@ PARAGRAPH = "paragraph"
 ROW = "row"
 TURN = "turn"
 CODE = "code"
-_ANY_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
-_ROW = re.compile(r"^[ \t]*\|")
 # Whatever starts an entry other than a paragraph, by kind: a fence, an ATX heading, a table row, a list item.
 _BLOCK_START = re.compile(
     r"(?P<fence>^[ \t]*(?:`{3,}|~{3,}))|(?P<atx>^ {0,3}#{1,6}(?:[ \t]|$))|(?P<row>^[ \t]*\|)"
