@@ -297,6 +297,8 @@ def test_chat_turns_are_found_in_the_ways_logs_write_them():
         ("> Sam: hi", "> Lena: hello there"),  # a quoted log
         ("Sam (09:14): hi", "Lena (09:15): hello there"),
         ("[D1:3] Sam: hi", "[D1:4] Lena: hello there"),
+        ("12/05/2023, 13:56 - Sam: hi", "12/05/2023, 13:57 - Lena: hello there"),  # a phone's chat export
+        ("1:56 pm - Sam: hi", "1:57 pm - Lena: hello there"),
     ]:
         assert [e.kind for e in entries([first, second])] == [TURN, TURN], first
     # Prose with a colon in it, or emphasis without one, stays a paragraph.
@@ -310,6 +312,11 @@ def test_chat_turns_are_found_in_the_ways_logs_write_them():
     labels = ["Cause: a", "", "Fix: b", "", "Resolution: c", "", "Status: d"]
     assert {e.kind for e in entries(labels)} == {PARAGRAPH}
     assert {e.kind for e in entries(spaced[:6])} == {PARAGRAPH}
+    # The speaker is the name, whatever stamp comes before it (so a log's two people count as two).
+    from openclaw_memory.index.chunking import _speaker
+
+    for line in ["**Sam:** hi", "[09:14] Sam: hi", "12/05/2023, 13:56 - Sam: hi", "1:56 PM - Sam: hi", "> *Sam* (9:14): hi"]:
+        assert _speaker(line) == "sam", line
 
 
 # -- dates matched as dates, the newest note on a subject first (issue 21) ----------------------------
