@@ -130,6 +130,31 @@ def test_settings_change_reembeds_and_says_why(workspace, state_dir, models):
     assert summary.chunks_embedded == len(assert_consistent(index)) > 0
 
 
+def test_new_chunking_rules_chunk_every_file_again_and_embed_only_new_texts(workspace, state_dir, monkeypatch):
+    import openclaw_memory.index.chunking as chunking
+
+    write(workspace / "memory" / "a.md", note("a", n=20, topic="sailing"))
+    turns = "".join(f"**{who}:** turn {i} about the {topic}\n\n" for i, (who, topic) in
+                    enumerate(zip(["Sam", "Lena"] * 4, ["boat", "sail", "mast", "keel"] * 2)))
+    write(workspace / "memory" / "2025-01-06.md", f"# 2025-01-06\n\n{turns}")
+    # Built by the rules before this version: no turns in a log with a blank line after each.
+    with monkeypatch.context() as old:
+        old.setattr(chunking, "CHUNKER_VERSION", chunking.CHUNKER_VERSION - 1)
+        old.setattr(chunking, "_spaced_turns", lambda lines, found: found)
+        MemoryIndex(settings_for(workspace, state_dir)).sync()
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    # Its vectors hold: not reported as other embedding settings, and a search without a sync answers.
+    assert not any(c.settings_changed for c in index.status().collections)
+    assert index.search("keel", sync=False).results
+    summary = index.sync()
+    assert any("chunking rules changed" in n for n in summary.notes), summary.notes
+    # Only the log's eight turns are new texts: its section keeps its vector, and a.md is unchanged.
+    assert summary.chunks_embedded == 8 and summary.chunks_reused == 1 and summary.files_changed == 1, summary
+    assert_consistent(index)
+    again = index.sync()
+    assert again.chunks_embedded == 0 and again.files_changed == 0 and not again.notes
+
+
 def test_full_rebuild(workspace, state_dir, models):
     write(workspace / "memory" / "a.md", note("a", topic="guitar"))
     index = MemoryIndex(settings_for(workspace, state_dir), models=models)

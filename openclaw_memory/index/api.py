@@ -108,10 +108,13 @@ class MemoryIndex:
             )
         stale = self._stale(collections, manifests)
         settings_changed = any(
-            m is not None and (m.settings_key != self.config.settings_key or recipe_outdated(m.fingerprint)) for m in manifests.values()
+            m is not None and (not self.config.vectors_hold(m.settings_key) or recipe_outdated(m.fingerprint))
+            for m in manifests.values()
         )
+        # Built by older chunking rules: its vectors hold, the next sync chunks the files again.
+        rechunk = any(m is not None and m.settings_key != self.config.settings_key for m in manifests.values())
         notes: list[str] = []
-        if mode != "text" and (stale or settings_changed):
+        if mode != "text" and (stale or settings_changed or (rechunk and sync)):
             if sync:
                 try:
                     # Never wait for a running index: the last complete index answers meanwhile.

@@ -41,6 +41,19 @@ class IndexConfig:
         # The chunker's version is part of it: new chunking rules re-embed an index built by older ones.
         return json.dumps([self.model, self.chunk_tokens, self.overlap_tokens, self.embedding_backend, CHUNKER_VERSION])
 
+    def vectors_hold(self, stored_key: str) -> bool:
+        """Whether an index built under ``stored_key`` has the vectors these settings would give
+        (its key equal, or differing only in the chunker's version: new rules, same vectors per text)."""
+        return stored_key == self.settings_key or _less_chunker(stored_key) == _less_chunker(self.settings_key) != ""
+
+
+def _less_chunker(key: str) -> str:
+    try:
+        data = json.loads(key)
+    except ValueError:
+        return ""
+    return json.dumps(data[:-1]) if isinstance(data, list) and len(data) == 5 else ""
+
 
 def index_config(settings: Settings) -> IndexConfig:
     """``[index]`` as the index uses it (checked when settings were resolved), with

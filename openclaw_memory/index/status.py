@@ -93,7 +93,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
                 interrupted=is_dirty(settings.data_dir, c.name),
                 last_indexed=_iso(m.indexed_at) if m else None,
                 model=m.model if m else config.model,
-                settings_changed=m is not None and (m.settings_key != config.settings_key or recipe_outdated(m.fingerprint)),
+                settings_changed=m is not None and (not config.vectors_hold(m.settings_key) or recipe_outdated(m.fingerprint)),
                 backend=store.backend,
                 disk_bytes=store.disk_usage(c.name) if exists else 0,
             )

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import sqlite3
 import threading
@@ -217,6 +218,7 @@ class _Work:
     removed: list[str] = field(default_factory=list)
     dirty: bool = False
     fresh: bool = False  # rebuild from nothing (--full, new embedding settings): no vector is reused
+    rechunk: bool = False  # new chunking rules, same vectors: every file chunked again, known texts reused
     files: dict[str, MemoryFile] = field(default_factory=dict)  # path -> the file as scanned now
     suspects: list[MemoryFile] = field(default_factory=list)  # files whose stat moved: to read
     stat_only: bool = False  # same content, new stat: manifest update only
@@ -329,6 +331,7 @@ class _Sync:
         self.pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "0") or 0)
         self.paused = False
         self.rekeyed: set[str] = set()  # settings key changed, fingerprint did not: save the new key
+        self.rechunk: set[str] = set()  # only the chunker's version changed: chunk again, reuse vectors
         self.by_hash: dict[str, dict[str, list[str]]] = {}  # chunk hash -> collection -> point ids (old manifests)
         self.files_done = self.files_total = 0
         self.chunks_done = self.chunks_seen = 0
@@ -363,9 +366,13 @@ class _Sync:
                         self.by_hash.setdefault(h, {}).setdefault(name, []).append(pid)
 
         works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh) for c in collections]
+        for w in works:
+            if w.collection.name in self.rechunk:
+                w.rechunk = True
+                w.suspects = sorted(w.files.values(), key=lambda f: f.path)  # every file, whatever its stat
         self.files_total = sum(len(w.suspects) for w in works)
         try:
-            saved = [w for w in works if self._sync_work(w) or w.stat_only or w.collection.name in self.rekeyed]
+            saved = [w for w in works if self._sync_work(w) or w.stat_only or w.rechunk or w.collection.name in self.rekeyed]
             # The commit: searches wait for it (writes only, everything was embedded before).
             # Removals and swaps come last: until then every old point could lend its vector
             # (a file moved from one collection to another is not embedded again).
@@ -448,6 +455,13 @@ class _Sync:
             current = self.models.fingerprint()
             if current == old.fingerprint:
                 self.rekeyed.add(c.name)
+                continue
+            if old.store_backend == self.store.backend and _without_chunker(current) == _without_chunker(old.fingerprint):
+                # The same vectors for the same text: chunk every file again and embed only the
+                # texts no point holds yet (an upgrade does not re-embed a whole index).
+                self.notes.append(f"{c.name}: the chunking rules changed: chunked every file again, "
+                                  "embedding only the chunks whose text is new")
+                self.rechunk.add(c.name)
                 continue
             why = "embedding settings changed"
             if old.settings_key == self.config.settings_key and recipe_outdated(old.fingerprint):
@@ -588,7 +602,8 @@ class _Sync:
             if entry is not None:
                 work.removed.append(f.path)
             return None
-        if entry is not None and entry.hash == version.hash and not force:
+        same = entry is not None and entry.hash == version.hash and not force
+        if same and entry is not None and not work.rechunk:
             work.new.files[f.path] = FileEntry(version.stat, version.hash, entry.chunks, f.abs_path)
             work.stat_only = True
             return None
@@ -605,6 +620,10 @@ class _Sync:
             k = seen.get(chunk.hash, 0)
             seen[chunk.hash] = k + 1
             points.append((point_id(work.collection.name, f.path, chunk.hash, k), chunk.hash))
+        if same and entry is not None and [tuple(c) for c in entry.chunks] == points:  # chunked again, the same chunks
+            work.new.files[f.path] = FileEntry(version.stat, version.hash, entry.chunks, f.abs_path)
+            work.stat_only = True
+            return None
         work.changed = [ch for ch in work.changed if ch.file.path != f.path]
         change = _Changed(f, version.stat, version.hash, points, chunks)
         work.changed.append(change)
@@ -859,3 +878,11 @@ class _Sync:
         w.new.model = self.config.model
         w.new.embed_backend = self.models.embedder.backend if self.models.loaded else (w.old.embed_backend if w.old else "")
         w.new.store_backend = self.store.backend
+
+
+_CHUNKER_PART = re.compile(r";chunker=[^;]*")
+
+
+def _without_chunker(fingerprint: str) -> str:
+    """A fingerprint less the chunker's version: what shapes a vector for a given text."""
+    return _CHUNKER_PART.sub("", fingerprint)
