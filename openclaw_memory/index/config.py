@@ -38,7 +38,8 @@ class IndexConfig:
         """What the user set that shapes the vectors; equal keys mean the stored fingerprint still holds."""
         from .chunking import CHUNKER_VERSION
 
-        # The chunker's version is part of it: new chunking rules re-embed an index built by older ones.
+        # The chunker's version is part of it: new chunking rules chunk every file of an index built
+        # by older ones again (its vectors hold: see vectors_hold).
         return json.dumps([self.model, self.chunk_tokens, self.overlap_tokens, self.embedding_backend, CHUNKER_VERSION])
 
     def vectors_hold(self, stored_key: str) -> bool:

@@ -21,7 +21,8 @@ Rules (docs/search.md tells users the same):
 - When nothing changed, no shard is opened and neither the tokenizer nor the model
   is loaded (no torch import).
 - A change of model, chunk budget, overlap or embedding backend (the fingerprint)
-  drops the agent's collections and re-embeds, and the summary says why.
+  drops the agent's collections and re-embeds, and the summary says why. New chunking rules alone
+  (the chunker's version) chunk every file again and embed only texts no point holds.
 """
 
 from __future__ import annotations
