@@ -130,8 +130,11 @@ def test_settings_change_reembeds_and_says_why(workspace, state_dir, models):
     assert summary.chunks_embedded == len(assert_consistent(index)) > 0
 
 
-def test_new_chunking_rules_chunk_every_file_again_and_embed_only_new_texts(workspace, state_dir, monkeypatch):
+@pytest.mark.parametrize("server", [False, True], ids=["edge", "qdrant-local"])
+def test_new_chunking_rules_chunk_every_file_again_and_embed_only_new_texts(workspace, state_dir, tmp_path, monkeypatch, server):
     import openclaw_memory.index.chunking as chunking
+
+    url = f"file://{tmp_path / 'qdrant'}" if server else None  # the server backend's client, on its local mode
 
     write(workspace / "memory" / "a.md", note("a", n=20, topic="sailing"))
     turns = "".join(f"**{who}:** turn {i} about the {topic}\n\n" for i, (who, topic) in
@@ -141,8 +144,8 @@ def test_new_chunking_rules_chunk_every_file_again_and_embed_only_new_texts(work
     with monkeypatch.context() as old:
         old.setattr(chunking, "CHUNKER_VERSION", chunking.CHUNKER_VERSION - 1)
         old.setattr(chunking, "_spaced_turns", lambda lines, found: found)
-        MemoryIndex(settings_for(workspace, state_dir)).sync()
-    index = MemoryIndex(settings_for(workspace, state_dir))
+        MemoryIndex(settings_for(workspace, state_dir, qdrant_url=url)).sync()
+    index = MemoryIndex(settings_for(workspace, state_dir, qdrant_url=url))
     # Its vectors hold: not reported as other embedding settings, and a search without a sync answers.
     assert not any(c.settings_changed for c in index.status().collections)
     assert index.search("keel", sync=False).results
