@@ -130,7 +130,6 @@ class Service:
                 except FileNotFoundError:
                     pass
             listener = self._listener = self._bind()
-            threading.Thread(target=self._accept_loop, args=(listener,), name="service-accept", daemon=True).start()
             threading.Thread(target=self._janitor, name="service-janitor", daemon=True).start()
             if self.http_address:
                 from ..mcp.http import HttpEndpoint
@@ -141,6 +140,9 @@ class Service:
                 self.core.http = http.url
             self.core.memory.open_state()
             self._write_info()
+            # Answered from here on (a client that connected earlier waits in the backlog): a caller
+            # that gets an answer finds the state database open and the info file written.
+            threading.Thread(target=self._accept_loop, args=(listener,), name="service-accept", daemon=True).start()
             self.on_start(ServiceStarted(str(self.settings.workspace), self.settings.agent, os.getpid(),
                                          os.path.join(folder, SOCKET), self.core.http, self.live_sync))
             if self.live_sync:
