@@ -791,3 +791,37 @@ def test_read_view_two_readers_waiting_to_write_is_refused_not_a_deadlock():
         view.acquire_write()
     view.release_read()
     assert upgraded.wait(WAIT)
+
+
+def test_the_service_answers_only_once_its_state_is_open_and_its_info_written(workspace, state_dir, monkeypatch):
+    from openclaw_memory.memory.client import ServiceClient
+    from openclaw_memory.memory.local import LocalMemory
+    from openclaw_memory.memory.paths import SOCKET
+    from openclaw_memory.serve.service import Service
+
+    memory(workspace)
+    settings = settings_for(workspace, state_dir)
+    opening, opened = threading.Event(), threading.Event()
+    real_open = LocalMemory.open_state
+
+    def slow_open(self):  # the state database takes its time (an upgrade from an earlier release)
+        opening.set()
+        assert opened.wait(WAIT)
+        real_open(self)
+
+    monkeypatch.setattr(LocalMemory, "open_state", slow_open)
+    service = Service(settings, live_sync=False)
+    stopped, _ = _in_thread(service.run)
+    try:
+        assert opening.wait(WAIT) and os.path.exists(os.path.join(service_dir(settings), SOCKET))
+        client = ServiceClient(settings, timeout=WAIT)
+        answered, status = _in_thread(lambda: client.call("service"))
+        # Connected, but no answer while the database is opened (before this, one came at once).
+        assert not answered.wait(1.0)
+        opened.set()
+        assert answered.wait(WAIT) and status and read_info(settings) is not None
+        client.close()
+    finally:
+        opened.set()
+        service.stop()
+        assert stopped.wait(WAIT)

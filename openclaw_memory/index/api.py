@@ -107,14 +107,13 @@ class MemoryIndex:
                 "build it with `openclaw-memory index`"
             )
         stale = self._stale(collections, manifests)
-        settings_changed = any(
-            m is not None and (not self.config.vectors_hold(m.settings_key) or recipe_outdated(m.fingerprint))
-            for m in manifests.values()
-        )
-        # Built by older chunking rules: its vectors hold, the next sync chunks the files again.
-        rechunk = any(m is not None and m.settings_key != self.config.settings_key for m in manifests.values())
+        built = [m for m in manifests.values() if m is not None]
+        settings_changed = any(not self.config.vectors_hold(m.settings_key) or recipe_outdated(m.fingerprint) for m in built)
+        # Built under other settings: a sync re-embeds it, or only chunks it again (new chunking rules,
+        # whose vectors still answer when there is no sync).
+        outdated = settings_changed or any(m.settings_key != self.config.settings_key for m in built)
         notes: list[str] = []
-        if mode != "text" and (stale or settings_changed or (rechunk and sync)):
+        if mode != "text" and (stale or outdated):
             if sync:
                 try:
                     # Never wait for a running index: the last complete index answers meanwhile.

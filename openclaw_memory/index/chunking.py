@@ -614,13 +614,15 @@ _BLOCK_START = re.compile(
     r"|(?P<item>^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S)"
 )
 _ROW_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
-# A chat-log turn: a bracketed time or stamp, or a short speaker name and a colon (after an
-# optional time, itself after an optional date), at the start of the line, quoted or not: "[09:14]
-# Sam: ...", "Sam: ...", "**Sam** (09:14): ...", "**Sam:** ..." (the emphasis closed before or after
-# the colon), "12/05/2023, 13:56 - Sam: ..." (a phone's chat export).
+# A chat-log turn: after a quote or list marker (_LEAD), a bracketed stamp, or a short speaker name
+# and a colon after an optional date and time (_STAMP): "[09:14] Sam: ...", "Sam: ...", "**Sam**
+# (09:14): ...", "**Sam:** ..." (the emphasis closed before or after the colon), "12/05/2023, 13:56
+# - Sam: ..." (a phone's chat export). _SPEAKER reads the name after the same lead and stamp.
+_LEAD = r"^[ \t]*(?:>[ \t]?)*(?:[-*][ \t]+)?"
+_STAMP = r"(?:(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?[ \t]+)?\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[aApP]\.?[mM]\.?)?[ \t]*[-–]?[ \t]*)?"
 _TURN = re.compile(
-    r"^[ \t]*(?:>[ \t]?)*(?:[-*][ \t]+)?(?:\[[^\]\n]{1,40}\][ \t]*\S"
-    r"|(?:(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?[ \t]+)?\(?\d{1,2}:\d{2}(?::\d{2})?\)?[ \t]*[-–]?[ \t]*)?(?:\*\*?|__)?[\w][\w .'’-]{0,30}?(?:\*\*?|__)?"
+    _LEAD + r"(?:\[[^\]\n]{1,40}\][ \t]*\S"
+    r"|" + _STAMP + r"(?:\*\*?|__)?[\w][\w .'’-]{0,30}?(?:\*\*?|__)?"
     r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:(?:\*\*?|__)?[ \t]+\S)"
 )
 
@@ -712,8 +714,7 @@ def _spaced_turns(lines: list[str], found: list[TextEntry]) -> list[TextEntry]:
 
 
 _SPACED_RUN = 4
-_SPEAKER = re.compile(r"^[ \t>]*(?:[-*][ \t]+)?(?:\[[^\]\n]*\][ \t]*)?(?:(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?[ \t]+)?"
-                      r"\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[ap]\.?m\.?)?[ \t]*[-–]?[ \t]*)?[*_]*([^:(*_\n]*)", re.IGNORECASE)
+_SPEAKER = re.compile(_LEAD + r"(?:\[[^\]\n]*\][ \t]*)?" + _STAMP + r"[*_]*([^:(*_\n]*)")
 
 
 def _speaker(line: str) -> str:

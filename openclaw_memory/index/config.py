@@ -38,22 +38,23 @@ class IndexConfig:
         """What the user set that shapes the vectors; equal keys mean the stored fingerprint still holds."""
         from .chunking import CHUNKER_VERSION
 
-        # The chunker's version is part of it: new chunking rules chunk every file of an index built
-        # by older ones again (its vectors hold: see vectors_hold).
-        return json.dumps([self.model, self.chunk_tokens, self.overlap_tokens, self.embedding_backend, CHUNKER_VERSION])
+        # The chunker's version is its last part: new chunking rules chunk every file of an index
+        # built by older ones again (its vectors hold: see vectors_hold).
+        return json.dumps([*self._vector_settings(), CHUNKER_VERSION])
+
+    def _vector_settings(self) -> list:
+        return [self.model, self.chunk_tokens, self.overlap_tokens, self.embedding_backend]
 
     def vectors_hold(self, stored_key: str) -> bool:
-        """Whether an index built under ``stored_key`` has the vectors these settings would give
-        (its key equal, or differing only in the chunker's version: new rules, same vectors per text)."""
-        return stored_key == self.settings_key or _less_chunker(stored_key) == _less_chunker(self.settings_key) != ""
-
-
-def _less_chunker(key: str) -> str:
-    try:
-        data = json.loads(key)
-    except ValueError:
-        return ""
-    return json.dumps(data[:-1]) if isinstance(data, list) and len(data) == 5 else ""
+        """Whether an index built under ``stored_key`` has the vectors these settings would give:
+        its key equal, or differing only in the chunker's version (new rules, same vector per text)."""
+        if stored_key == self.settings_key:
+            return True
+        try:
+            stored = json.loads(stored_key)
+        except ValueError:
+            return False
+        return isinstance(stored, list) and stored[:-1] == self._vector_settings()
 
 
 def index_config(settings: Settings) -> IndexConfig:

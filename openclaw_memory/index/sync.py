@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import signal
 import sqlite3
 import threading
@@ -453,16 +452,20 @@ class _Sync:
                 and not recipe_outdated(old.fingerprint)  # an older ONNX export's vectors
             ):
                 continue
-            current = self.models.fingerprint()
-            if current == old.fingerprint:
-                self.rekeyed.add(c.name)
-                continue
-            if old.store_backend == self.store.backend and _without_chunker(current) == _without_chunker(old.fingerprint):
-                # The same vectors for the same text: chunk every file again and embed only the
-                # texts no point holds yet (an upgrade does not re-embed a whole index).
+            if (
+                self.config.vectors_hold(old.settings_key)
+                and old.store_backend == self.store.backend
+                and not recipe_outdated(old.fingerprint)
+            ):
+                # New chunking rules, the same vector for the same text: chunk every file again and
+                # embed only the texts no point holds yet (an upgrade does not re-embed a whole index).
                 self.notes.append(f"{c.name}: the chunking rules changed: chunked every file again, "
                                   "embedding only the chunks whose text is new")
                 self.rechunk.add(c.name)
+                continue
+            current = self.models.fingerprint()
+            if current == old.fingerprint:
+                self.rekeyed.add(c.name)
                 continue
             why = "embedding settings changed"
             if old.settings_key == self.config.settings_key and recipe_outdated(old.fingerprint):
@@ -879,11 +882,3 @@ class _Sync:
         w.new.model = self.config.model
         w.new.embed_backend = self.models.embedder.backend if self.models.loaded else (w.old.embed_backend if w.old else "")
         w.new.store_backend = self.store.backend
-
-
-_CHUNKER_PART = re.compile(r";chunker=[^;]*")
-
-
-def _without_chunker(fingerprint: str) -> str:
-    """A fingerprint less the chunker's version: what shapes a vector for a given text."""
-    return _CHUNKER_PART.sub("", fingerprint)
