@@ -44,12 +44,12 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
     env.update(OPENCLAW_WORKSPACE=str(ws), OPENCLAW_STATE_DIR=str(state), PYTHONPATH=str(REPO))
     writer = f"""
-from openclaw_memory import api
+from openclaw_memory.memory.local import LocalMemory
 from openclaw_memory.settings import resolve_settings
-s = resolve_settings()
-api.read_memory(s, "memory/long.md")
+memory = LocalMemory(resolve_settings())
+memory.read("memory/long.md")
 for i in range({args.versions}):
-    api.write_memory(s, "memory/long.md", append=f"- entry {{i}}", update_index=False)
+    memory.write("memory/long.md", append=f"- entry {{i}}", update_index=False)
 """
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", writer], env=env, cwd=ws, check=True)

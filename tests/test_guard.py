@@ -11,8 +11,8 @@ import pytest
 import xxhash
 
 from conftest import env_for, settings_for, wait_for, write
-from openclaw_memory import api
 from openclaw_memory.errors import PathRefused, UsageError, WriteBlocked
+from openclaw_memory.memory.local import LocalMemory
 
 TODAY = f"memory/{datetime.date.today().isoformat()}.md"
 
@@ -60,27 +60,27 @@ def test_creating_a_new_file_is_allowed_including_new_folders(cli, workspace):
 def test_own_write_counts_as_read_then_an_outside_change_makes_it_stale(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     write(workspace / "MEMORY.md", "one\n")
-    api.read_memory(s, "MEMORY.md")
-    api.write_memory(s, "MEMORY.md", content="two\n")
-    api.write_memory(s, "MEMORY.md", content="three\n")  # second write: allowed, no read in between
-    assert api.file_states(s).files[0].state == "written_unread"
+    LocalMemory(s).read("MEMORY.md")
+    LocalMemory(s).write("MEMORY.md", content="two\n")
+    LocalMemory(s).write("MEMORY.md", content="three\n")  # second write: allowed, no read in between
+    assert LocalMemory(s).state().files[0].state == "written_unread"
     write(workspace / "MEMORY.md", "a person wrote this\n")
-    assert api.file_states(s).files[0].state == "read_stale"
+    assert LocalMemory(s).state().files[0].state == "read_stale"
     with pytest.raises(WriteBlocked):
-        api.write_memory(s, "MEMORY.md", content="four\n")
+        LocalMemory(s).write("MEMORY.md", content="four\n")
     assert (workspace / "MEMORY.md").read_text() == "a person wrote this\n"
 
 
 def test_a_file_read_then_deleted_elsewhere_is_blocked_until_read_again(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     write(workspace / "memory/gone.md", "x\n")
-    api.read_memory(s, "memory/gone.md")
+    LocalMemory(s).read("memory/gone.md")
     os.unlink(workspace / "memory/gone.md")
     with pytest.raises(WriteBlocked, match="deleted"):
-        api.write_memory(s, "memory/gone.md", content="recreated\n")
+        LocalMemory(s).write("memory/gone.md", content="recreated\n")
     assert not (workspace / "memory/gone.md").exists()
-    assert api.read_memory(s, "memory/gone.md").missing  # the agent now knows it is gone
-    api.write_memory(s, "memory/gone.md", content="recreated\n")
+    assert LocalMemory(s).read("memory/gone.md").missing  # the agent now knows it is gone
+    LocalMemory(s).write("memory/gone.md", content="recreated\n")
     assert (workspace / "memory/gone.md").read_text() == "recreated\n"
 
 
@@ -97,25 +97,25 @@ def test_daily_note_append_allowed_after_someone_else_appended(cli, workspace):
 def test_daily_note_append_uses_the_last_version_seen_when_this_agent_never_read_it(workspace, state_dir):
     other = settings_for(workspace, state_dir, agent="other")
     me = settings_for(workspace, state_dir, agent="main")
-    api.write_memory(other, TODAY, append="- from other")  # created by another agent: seen by the product
+    LocalMemory(other).write(TODAY, append="- from other")  # created by another agent: seen by the product
     with open(workspace / TODAY, "a") as fh:
         fh.write("- appended outside\n")
-    api.write_memory(me, TODAY, append="- from main")
+    LocalMemory(me).write(TODAY, append="- from main")
     assert (workspace / TODAY).read_text() == "- from other\n- appended outside\n- from main\n"
     # A note nobody ever saw through the product: nothing to check against, so read first.
     write(workspace / "memory/2020-01-02.md", "old\n")
     with pytest.raises(WriteBlocked, match="has not read"):
-        api.write_memory(me, "memory/2020-01-02.md", append="x")
+        LocalMemory(me).write("memory/2020-01-02.md", append="x")
 
 
 @pytest.mark.parametrize("rewrite", ["# Today\n", "# Today\n- MORNING\n- more\n", "X Today\n- morning\n"])
 def test_daily_note_append_blocked_when_the_file_shrank_or_was_rewritten(workspace, state_dir, rewrite):
     s = settings_for(workspace, state_dir)
     write(workspace / TODAY, "# Today\n- morning\n")
-    api.read_memory(s, TODAY)
+    LocalMemory(s).read(TODAY)
     write(workspace / TODAY, rewrite)
     with pytest.raises(WriteBlocked, match="shrank or was rewritten"):
-        api.write_memory(s, TODAY, append="- evening")
+        LocalMemory(s).write(TODAY, append="- evening")
     assert (workspace / TODAY).read_text() == rewrite
 
 
@@ -123,11 +123,11 @@ def test_only_real_daily_notes_get_the_append_rule(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     for name in ("memory/2026-02-30.md", "memory/sub/2026-01-05.md", "memory/notes.md"):
         write(workspace / name, "start\n")
-        api.read_memory(s, name)
+        LocalMemory(s).read(name)
         with open(workspace / name, "a") as fh:
             fh.write("outside\n")
         with pytest.raises(WriteBlocked, match="changed since"):
-            api.write_memory(s, name, append="agent")
+            LocalMemory(s).write(name, append="agent")
 
 
 def test_expect_is_a_compare_and_swap_on_a_version_prefix(cli, workspace):
@@ -148,12 +148,12 @@ def test_expect_is_a_compare_and_swap_on_a_version_prefix(cli, workspace):
 def test_expect_on_a_daily_note_is_strict(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     write(workspace / TODAY, "a\n")
-    api.read_memory(s, TODAY)
+    LocalMemory(s).read(TODAY)
     with open(workspace / TODAY, "a") as fh:
         fh.write("b\n")
     with pytest.raises(WriteBlocked):
-        api.write_memory(s, TODAY, append="c", expect=version_of(b"a\n")[:10])
-    api.write_memory(s, TODAY, append="c", expect=version_of(b"a\nb\n"))
+        LocalMemory(s).write(TODAY, append="c", expect=version_of(b"a\n")[:10])
+    LocalMemory(s).write(TODAY, append="c", expect=version_of(b"a\nb\n"))
     assert (workspace / TODAY).read_text() == "a\nb\nc\n"
 
 
@@ -175,9 +175,9 @@ def test_writes_only_memory_paths(cli, workspace, tmp_path):
 def test_extra_paths_are_memory_paths(workspace, state_dir, tmp_path):
     s = settings_for(workspace, state_dir, extra=[str(tmp_path / "shared")])
     with pytest.raises(PathRefused, match="not a memory path"):  # the extra folder does not exist (yet)
-        api.write_memory(s, str(tmp_path / "shared/team.md"), content="team\n")
+        LocalMemory(s).write(str(tmp_path / "shared/team.md"), content="team\n")
     (tmp_path / "shared").mkdir()
-    result = api.write_memory(s, str(tmp_path / "shared/team.md"), content="team\n")
+    result = LocalMemory(s).write(str(tmp_path / "shared/team.md"), content="team\n")
     assert result.created and (tmp_path / "shared/team.md").read_text() == "team\n"
 
 
@@ -203,9 +203,9 @@ def test_replace_file_and_stdin_write_exact_bytes(cli, workspace, state_dir, tmp
 def test_append_puts_the_text_on_its_own_line(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     write(workspace / "memory/a.md", "no newline at end")
-    api.read_memory(s, "memory/a.md")
-    api.write_memory(s, "memory/a.md", append="next")
-    api.write_memory(s, "memory/a.md", append="last\n")
+    LocalMemory(s).read("memory/a.md")
+    LocalMemory(s).write("memory/a.md", append="next")
+    LocalMemory(s).write("memory/a.md", append="last\n")
     assert (workspace / "memory/a.md").read_text() == "no newline at end\nnext\nlast\n"
 
 
@@ -215,8 +215,8 @@ def test_write_is_atomic_replace_keeping_permissions(workspace, state_dir):
     os.chmod(path, 0o600)
     before = os.stat(path)
     with open(path, "rb") as reader:  # a reader holding the old file keeps seeing the old bytes
-        api.read_memory(s, "MEMORY.md")
-        api.write_memory(s, "MEMORY.md", content="new\n")
+        LocalMemory(s).read("MEMORY.md")
+        LocalMemory(s).write("MEMORY.md", content="new\n")
         assert reader.read() == b"old\n"
     after = os.stat(path)
     assert after.st_ino != before.st_ino, "the file was rewritten in place, not replaced"
@@ -249,7 +249,7 @@ def test_concurrent_appends_are_serialized_and_none_is_lost(workspace, state_dir
     write(workspace / TODAY, "# Log\n")
     agents = [f"agent{i}" for i in range(6)]
     for agent in agents:
-        api.read_memory(settings_for(workspace, state_dir, agent=agent), TODAY)
+        LocalMemory(settings_for(workspace, state_dir, agent=agent)).read(TODAY)
     procs = [_spawn_write(workspace, state_dir, agent, TODAY, "--append", f"- entry from {agent}") for agent in agents]
     results = [(p.wait(timeout=120), p.stderr.read().decode()) for p in procs]
     assert all(code == 0 for code, _ in results), results
@@ -261,7 +261,7 @@ def test_concurrent_replacements_of_one_read_version_let_exactly_one_through(wor
     write(workspace / "MEMORY.md", "base\n")
     agents = [f"agent{i}" for i in range(4)]
     for agent in agents:
-        api.read_memory(settings_for(workspace, state_dir, agent=agent), "MEMORY.md")
+        LocalMemory(settings_for(workspace, state_dir, agent=agent)).read("MEMORY.md")
     procs = [_spawn_write(workspace, state_dir, a, "MEMORY.md", "--stdin", stdin=True) for a in agents]
     for agent, p in zip(agents, procs):
         p.stdin.write(f"rewritten by {agent}\n".encode())
@@ -319,9 +319,9 @@ def test_write_reports_no_index_and_no_index_flag(cli, workspace):
 def test_api_errors_are_typed(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     with pytest.raises(UsageError):
-        api.write_memory(s, "memory/a.md")
+        LocalMemory(s).write("memory/a.md")
     with pytest.raises(PathRefused):
-        api.write_memory(s, "README.md", content="x")
+        LocalMemory(s).write("README.md", content="x")
 
 
 def test_a_writer_waits_for_the_lock_held_by_another_process(workspace, state_dir):
@@ -330,7 +330,7 @@ def test_a_writer_waits_for_the_lock_held_by_another_process(workspace, state_di
 
     s = settings_for(workspace, state_dir)
     write(workspace / "MEMORY.md", "base\n")
-    api.read_memory(s, "MEMORY.md")
+    LocalMemory(s).read("MEMORY.md")
     lock = FileLock(HistoryStore.for_settings(s).write_lock_path)
     lock.acquire()
     try:
@@ -351,14 +351,14 @@ def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, stat
     write(workspace / "MEMORY.md", "# Memory\n\nThe boat is moored at pier seven.\n")
     with MemoryIndex(s) as index:
         index.sync()
-    api.read_memory(s, "MEMORY.md")
-    result = api.write_memory(s, "MEMORY.md", append="The spare key is under the zucchiniflowerpot.")
+    LocalMemory(s).read("MEMORY.md")
+    result = LocalMemory(s).write("MEMORY.md", append="The spare key is under the zucchiniflowerpot.")
     assert result.index.updated is True and result.index.sync.chunks_embedded >= 1
     with MemoryIndex(s) as index:
         assert index.status().stale == []
         hits = index.search("zucchiniflowerpot", mode="text", sync=False, min_score=0.0).results
         assert hits and hits[0].path == "MEMORY.md"
-    api.write_memory(s, "MEMORY.md", append="Unindexed line.", update_index=False)
+    LocalMemory(s).write("MEMORY.md", append="Unindexed line.", update_index=False)
     with MemoryIndex(s) as index:
         assert index.status().stale == ["MEMORY.md"]
 

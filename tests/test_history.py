@@ -8,10 +8,10 @@ import os
 import xxhash
 
 from conftest import settings_for, write
-from openclaw_memory import api
 from openclaw_memory.database import Database
 from openclaw_memory.history.objects import ObjectStore
 from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.memory.local import LocalMemory
 from openclaw_memory.wire import to_json
 
 
@@ -69,29 +69,29 @@ def test_restore_to_the_current_version_changes_nothing(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     path = write(workspace / "MEMORY.md", V1)
     inode = os.stat(path).st_ino
-    result = api.restore(s, "MEMORY.md", version_of(V1)[:8])
+    result = LocalMemory(s).restore("MEMORY.md", version_of(V1)[:8])
     assert result.changed is False and os.stat(path).st_ino == inode
 
 
 def test_restore_a_deleted_file(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     write(workspace / "memory/note.md", V2)
-    api.read_memory(s, "memory/note.md")
+    LocalMemory(s).read("memory/note.md")
     os.unlink(workspace / "memory/note.md")
-    result = api.restore(s, "memory/note.md", version_of(V2)[:8])
+    result = LocalMemory(s).restore("memory/note.md", version_of(V2)[:8])
     assert result.created and (workspace / "memory/note.md").read_bytes() == V2
 
 
 def test_an_outside_edit_about_to_be_replaced_is_kept_in_history(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     write(workspace / "MEMORY.md", b"seen by the agent\n")
-    api.read_memory(s, "MEMORY.md")
+    LocalMemory(s).read("MEMORY.md")
     unseen = b"typed by a person, never read by the product\n"
     write(workspace / "MEMORY.md", unseen)
-    api.write_memory(s, "MEMORY.md", content="agent overwrites\n", expect=version_of(unseen)[:12])
-    entries = to_json(api.file_history(s, "MEMORY.md"))["versions"]
+    LocalMemory(s).write("MEMORY.md", content="agent overwrites\n", expect=version_of(unseen)[:12])
+    entries = to_json(LocalMemory(s).history("MEMORY.md"))["versions"]
     assert [e["version"] for e in entries][1] == version_of(unseen)
-    api.restore(s, "MEMORY.md", version_of(unseen)[:8])
+    LocalMemory(s).restore("MEMORY.md", version_of(unseen)[:8])
     assert (workspace / "MEMORY.md").read_bytes() == unseen
 
 
@@ -131,10 +131,10 @@ def test_retention_keeps_the_newest_versions_per_path_and_drops_their_objects(wo
     configure(state_dir, keep_per_path=3)
     s = settings_for(workspace, state_dir)
     write(workspace / "MEMORY.md", "v0\n")
-    api.read_memory(s, "MEMORY.md")
+    LocalMemory(s).read("MEMORY.md")
     for i in range(1, 6):
-        api.write_memory(s, "MEMORY.md", content=f"v{i}\n")
-    listed = [e["version"] for e in to_json(api.file_history(s, "MEMORY.md"))["versions"]]
+        LocalMemory(s).write("MEMORY.md", content=f"v{i}\n")
+    listed = [e["version"] for e in to_json(LocalMemory(s).history("MEMORY.md"))["versions"]]
     assert listed == [version_of(f"v{i}\n".encode()) for i in (5, 4, 3)]
     assert object_files(state_dir, workspace) == set(listed)
 
@@ -142,11 +142,11 @@ def test_retention_keeps_the_newest_versions_per_path_and_drops_their_objects(wo
 def test_a_version_shared_by_two_paths_outlives_retention_on_one(workspace, state_dir):
     configure(state_dir, keep_per_path=1)
     s = settings_for(workspace, state_dir)
-    api.write_memory(s, "memory/a.md", content="shared\n")
-    api.write_memory(s, "memory/b.md", content="shared\n")
-    api.write_memory(s, "memory/a.md", content="a moved on\n")
+    LocalMemory(s).write("memory/a.md", content="shared\n")
+    LocalMemory(s).write("memory/b.md", content="shared\n")
+    LocalMemory(s).write("memory/a.md", content="a moved on\n")
     assert version_of(b"shared\n") in object_files(state_dir, workspace)
-    assert to_json(api.file_history(s, "memory/b.md"))["versions"][0]["available"] is True
+    assert to_json(LocalMemory(s).history("memory/b.md"))["versions"][0]["available"] is True
 
 
 def test_max_bytes_evicts_least_recently_used_objects(tmp_path):
@@ -168,7 +168,7 @@ def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli,
     s = settings_for(workspace, state_dir)
     for _ in range(12):
         content = os.urandom(1900)
-        api.write_memory(s, "memory/blob.md", content=content)
+        LocalMemory(s).write("memory/blob.md", content=content)
     versions = cli("history", "memory/blob.md", "--json").json()["versions"]
     assert len(versions) == 12
     available = [v["available"] for v in versions]
@@ -229,9 +229,9 @@ def test_read_diff_modes(cli, workspace):
 def test_read_diff_marks_a_missing_final_newline(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     write(workspace / "memory/a.md", "a\nb")
-    api.read_memory(s, "memory/a.md")
+    LocalMemory(s).read("memory/a.md")
     write(workspace / "memory/a.md", "a\nb\n")
-    out = api.read_memory_diff(s, "memory/a.md").diff
+    out = LocalMemory(s).read_diff("memory/a.md").diff
     assert out.endswith("-b\n\\ No newline at end of file\n+b\n")
 
 
@@ -240,11 +240,11 @@ def test_read_diff_falls_back_to_the_full_read_when_the_old_version_was_evicted(
     s = settings_for(workspace, state_dir)
     first = os.urandom(900).hex()
     write(workspace / "memory/a.md", first)
-    api.read_memory(s, "memory/a.md")
+    LocalMemory(s).read("memory/a.md")
     for i in range(10):  # other files' versions push the old one out of the store
-        api.write_memory(s, f"memory/other{i}.md", content=os.urandom(1900))
+        LocalMemory(s).write(f"memory/other{i}.md", content=os.urandom(1900))
     write(workspace / "memory/a.md", first + "\nedited\n")
-    out = api.read_memory_diff(s, "memory/a.md")
+    out = LocalMemory(s).read_diff("memory/a.md")
     assert out.mode == "full" and "no longer in the version store" in out.reason
     assert to_json(out)["previousVersion"] == version_of(first.encode())
     assert to_json(out)["text"].startswith(first[:100])

@@ -6,9 +6,9 @@ import datetime as dt
 import re
 
 from conftest import write
-from openclaw_memory.api import build_prompt
 from openclaw_memory.database import Database
 from openclaw_memory.files.scan import scan_memory_files
+from openclaw_memory.memory.local import LocalMemory
 from openclaw_memory.prompt import build_prompt_section
 from openclaw_memory.settings import Overrides, resolve_settings
 from openclaw_memory.watchdog.checkpoint import append_checkpoint
@@ -67,11 +67,11 @@ def test_checkpoint_included_once_then_consumed(workspace, state_dir):
     write(workspace / "MEMORY.md", "m\n")
     settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)))
     append_checkpoint(settings.data_dir, "## Break\n- changed: notes.txt")
-    peek = build_prompt(settings, today=TODAY, consume=False)
+    peek = LocalMemory(settings).prompt(today=TODAY, consume=False)
     assert "# ⚠️ Workspace Changes Detected" in peek.text
-    first = build_prompt(settings, today=TODAY)
+    first = LocalMemory(settings).prompt(today=TODAY)
     assert "changed: notes.txt" in first.text
-    assert "changed: notes.txt" not in build_prompt(settings, today=TODAY).text
+    assert "changed: notes.txt" not in LocalMemory(settings).prompt(today=TODAY).text
     kept = Database(settings.data_dir).rows("SELECT section, consumed FROM checkpoint")
     assert [(section, consumed is not None) for section, consumed in kept] == [("## Break\n- changed: notes.txt", True)]
 

@@ -171,7 +171,8 @@ def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     os.chmod(ws / "memory/locked", 0)
     child = (
         "import os, sys\n"
-        "import openclaw_memory.cli.main as app, openclaw_memory.cli.parse, openclaw_memory.api, openclaw_memory.cli.commands.files_cmd\n"
+        "import openclaw_memory.cli.main as app, openclaw_memory.cli.parse, openclaw_memory.memory.local, "
+        "openclaw_memory.files.scan, openclaw_memory.cli.commands.files_cmd\n"
         "import json, json5, tomllib, encodings.idna, openclaw_memory.settings\n"
         "openclaw_memory.cli.parse.parse(sys.argv[1:])  # warm the parser's lazy imports\n"
         "if os.geteuid() == 0:\n"

@@ -13,10 +13,10 @@ import threading
 import pytest
 
 from conftest import env_for, settings_for, wait_for, write
-from openclaw_memory import api
 from openclaw_memory.errors import LockTimeout, UsageError, WriteBlocked
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.idempotency import KEEP_S, IdempotencyStore, default_key
+from openclaw_memory.memory.local import LocalMemory
 from openclaw_memory.memory.paths import read_info
 from openclaw_memory.wire import to_json
 
@@ -52,10 +52,10 @@ def test_session_ids_are_checked(cli, workspace):
 
 def test_session_records_stay_apart_in_the_api(settings):
     one, two = settings.with_session("one"), settings.with_session("two")
-    api.read_memory(one, "MEMORY.md")
+    LocalMemory(one).read("MEMORY.md")
     with pytest.raises(WriteBlocked):
-        api.write_memory(two, "MEMORY.md", append="from two")
-    assert api.write_memory(one, "MEMORY.md", append="from one").changed
+        LocalMemory(two).write("MEMORY.md", append="from two")
+    assert LocalMemory(one).write("MEMORY.md", append="from one").changed
     with pytest.raises(UsageError):
         settings.with_session("")
 
@@ -64,9 +64,9 @@ def test_session_records_stay_apart_in_the_api(settings):
 
 
 def test_a_retried_append_is_written_once_and_answered_with_the_first_result(settings, workspace):
-    api.read_memory(settings, "MEMORY.md")
-    first = api.write_memory(settings, "MEMORY.md", append="- call the plumber")
-    again = api.write_memory(settings, "MEMORY.md", append="- call the plumber")
+    LocalMemory(settings).read("MEMORY.md")
+    first = LocalMemory(settings).write("MEMORY.md", append="- call the plumber")
+    again = LocalMemory(settings).write("MEMORY.md", append="- call the plumber")
     assert (workspace / "MEMORY.md").read_text().count("call the plumber") == 1
     replayed = to_json(again)
     assert replayed.pop("replay") == {"key": again.replay.key, "firstTime": again.replay.first_time}
@@ -84,61 +84,61 @@ def test_keys_default_to_agent_tool_and_input_hash(settings):
 
 
 def test_an_explicit_key_makes_a_second_identical_append_a_new_write(settings, workspace):
-    api.read_memory(settings, "MEMORY.md")
-    api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-1")
-    api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-2")
-    replay = api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="turn-2")
+    LocalMemory(settings).read("MEMORY.md")
+    LocalMemory(settings).write("MEMORY.md", append="- tick", idempotency_key="turn-1")
+    LocalMemory(settings).write("MEMORY.md", append="- tick", idempotency_key="turn-2")
+    replay = LocalMemory(settings).write("MEMORY.md", append="- tick", idempotency_key="turn-2")
     assert to_json(replay)["replayed"] is True
     assert (workspace / "MEMORY.md").read_text().count("- tick") == 2
     with pytest.raises(UsageError):
-        api.write_memory(settings, "MEMORY.md", append="- tick", idempotency_key="")
+        LocalMemory(settings).write("MEMORY.md", append="- tick", idempotency_key="")
 
 
 def test_a_key_is_bound_to_its_write_and_a_reuse_for_another_is_refused(settings, workspace):
     write(workspace / "memory" / "b.md", "b\n")
     for path in ("MEMORY.md", "memory/b.md"):
-        api.read_memory(settings, path)
-    api.write_memory(settings, "MEMORY.md", append="- first fact", idempotency_key="turn-7")
+        LocalMemory(settings).read(path)
+    LocalMemory(settings).write("MEMORY.md", append="- first fact", idempotency_key="turn-7")
     other_session = settings.with_session("s-2")
-    api.read_memory(other_session, "MEMORY.md")
+    LocalMemory(other_session).read("MEMORY.md")
     for kwargs in ({"path": "MEMORY.md", "append": "- second fact"},  # other content
                    {"path": "memory/b.md", "append": "- first fact"},  # another file
                    {"path": "MEMORY.md", "content": "- first fact\n"}):  # another mode
         with pytest.raises(UsageError, match="'turn-7' was first used for an append of MEMORY.md by agent 'main'"):
-            api.write_memory(settings, idempotency_key="turn-7", **kwargs)
+            LocalMemory(settings).write(idempotency_key="turn-7", **kwargs)
     with pytest.raises(UsageError, match="other in its session"):
-        api.write_memory(other_session, "MEMORY.md", append="- first fact", idempotency_key="turn-7")
+        LocalMemory(other_session).write("MEMORY.md", append="- first fact", idempotency_key="turn-7")
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- first fact\n"
     assert (workspace / "memory" / "b.md").read_text() == "b\n"
-    assert to_json(api.write_memory(settings, "MEMORY.md", append="- first fact", idempotency_key="turn-7"))["replayed"]
+    assert to_json(LocalMemory(settings).write("MEMORY.md", append="- first fact", idempotency_key="turn-7"))["replayed"]
 
 
 def test_a_replay_is_answered_only_while_the_file_holds_what_the_first_write_made(settings, workspace):
-    api.read_memory(settings, "MEMORY.md")
-    first = api.write_memory(settings, "MEMORY.md", append="- remember the keys")
-    api.restore(settings, "MEMORY.md", first.previous)  # the person takes the fact out again
-    api.read_memory(settings, "MEMORY.md")
-    again = api.write_memory(settings, "MEMORY.md", append="- remember the keys")
+    LocalMemory(settings).read("MEMORY.md")
+    first = LocalMemory(settings).write("MEMORY.md", append="- remember the keys")
+    LocalMemory(settings).restore("MEMORY.md", first.previous)  # the person takes the fact out again
+    LocalMemory(settings).read("MEMORY.md")
+    again = LocalMemory(settings).write("MEMORY.md", append="- remember the keys")
     assert "replayed" not in to_json(again)  # written again, not answered from a version the file no longer has
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- remember the keys\n"
     other = settings.with_session("s-9")  # without a key, another session's same text is its own write
-    api.read_memory(other, "MEMORY.md")
-    assert "replayed" not in to_json(api.write_memory(other, "MEMORY.md", append="- remember the keys"))
+    LocalMemory(other).read("MEMORY.md")
+    assert "replayed" not in to_json(LocalMemory(other).write("MEMORY.md", append="- remember the keys"))
     assert (workspace / "MEMORY.md").read_text().count("- remember the keys") == 2
 
 
 def test_a_key_older_than_a_day_or_damaged_counts_as_absent(settings, workspace):
     store = IdempotencyStore(settings.data_dir)
-    api.read_memory(settings, "MEMORY.md")
-    api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old")
+    LocalMemory(settings).read("MEMORY.md")
+    LocalMemory(settings).write("MEMORY.md", append="- daily", idempotency_key="k-old")
     with store.db.transaction() as conn:
         conn.execute("UPDATE idempotency SET time = time - ?", (KEEP_S + 1,))
-    assert "replayed" not in to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))
+    assert "replayed" not in to_json(LocalMemory(settings).write("MEMORY.md", append="- daily", idempotency_key="k-old"))
     with store.db.transaction() as conn:
         conn.execute("UPDATE idempotency SET result = '{not json'")
-    assert "replayed" not in to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))
+    assert "replayed" not in to_json(LocalMemory(settings).write("MEMORY.md", append="- daily", idempotency_key="k-old"))
     assert (workspace / "MEMORY.md").read_text().count("- daily") == 3
-    assert to_json(api.write_memory(settings, "MEMORY.md", append="- daily", idempotency_key="k-old"))["replayed"] is True
+    assert to_json(LocalMemory(settings).write("MEMORY.md", append="- daily", idempotency_key="k-old"))["replayed"] is True
     assert stat_mode(store.db.path) == 0o600
     with store.db.transaction() as conn:
         conn.execute("UPDATE idempotency SET time = time - ?", (KEEP_S + 10,))
@@ -150,12 +150,12 @@ def stat_mode(path) -> int:
 
 
 def test_concurrent_retries_write_once(settings, workspace):
-    api.read_memory(settings, "MEMORY.md")
+    LocalMemory(settings).read("MEMORY.md")
     results, errors = [], []
 
     def attempt():
         try:
-            results.append(to_json(api.write_memory(settings, "MEMORY.md", append="- once", update_index=False)))
+            results.append(to_json(LocalMemory(settings).write("MEMORY.md", append="- once", update_index=False)))
         except Exception as exc:  # collected: the assertion below shows it
             errors.append(exc)
 

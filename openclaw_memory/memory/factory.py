@@ -31,15 +31,13 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
     def on_wait(what: str, pid: str) -> None:
         notice(f"{what} is in use by another openclaw-memory process (pid {pid}); waiting")
 
-    def local() -> LocalMemory:
-        return LocalMemory(settings, IndexPool(on_wait=on_wait))
-
+    pool = IndexPool(on_wait=on_wait)
     if start_service and not in_process:
         from .launch import ensure_service
 
         ensure_service(settings, notice=notice)
     if in_process or not service_may_run(settings):
-        return local()
+        return LocalMemory(settings, pool)
     from .remote import ServiceMemory
 
-    return ServiceMemory.connect(settings, local, notice)
+    return ServiceMemory.connect(settings, pool, notice)

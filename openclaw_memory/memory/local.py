@@ -1,4 +1,4 @@
-"""The memory in this process: the API's functions, and a pool of warm indexes.
+"""The memory in this process, over the domain packages, and a pool of warm indexes.
 
 One :class:`~openclaw_memory.index.api.MemoryIndex` per agent, created on first use, all
 sharing one loaded embedding model, their shards kept open between calls (a warm search costs
@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .. import api
+from ..errors import DiskFull, MemoryToolError, UsageError, is_no_space
 from ..extras import require
 from .base import OnLockWait, ServiceInfo, ServiceStatus
 
@@ -222,14 +222,6 @@ class IndexPool:
                 slot.index.close()
 
 
-def _kept_by_watch(settings: Settings) -> str | None:
-    from ..watch.presence import running_watch
-
-    watcher = running_watch(settings)
-    # It has the model loaded and picks the write up within a second.
-    return None if watcher is None else f"the running watch (pid {watcher}) updates it"
-
-
 class LocalMemory:
     """:class:`~openclaw_memory.memory.Memory` computed here (see the module docstring).
 
@@ -255,48 +247,165 @@ class LocalMemory:
     # -- files ---------------------------------------------------------------------------------
 
     def files(self) -> ScanResult:
-        return api.list_memory_files(self._settings)
+        from ..files.scan import scan_workspace
+
+        return scan_workspace(self._settings)
 
     def read(self, path: str, *, from_line: float | None = None, lines: float | None = None,
              max_chars: float | None = None, clamp: bool = False) -> ReadResult:
+        from ..files.read import clamp_window_args, read_memory_file
+        from ..history.states import record_read
+        from ..history.store import FileVersion
+
+        settings = self._settings
         path, from_line, lines = _cited(path, from_line, lines)
         if clamp:
-            from ..files.read import clamp_window_args
-
-            read = self._settings.read
-            from_line, lines, max_chars = clamp_window_args(from_line, lines, max_chars, default_lines=read.default_lines,
-                                                            default_max_chars=read.max_chars)
-        return api.read_memory(self._settings, path, from_line=1 if from_line is None else int(from_line),
-                               lines=None if lines is None else int(lines),
-                               max_chars=None if max_chars is None else int(max_chars))
+            from_line, lines, max_chars = clamp_window_args(from_line, lines, max_chars, default_lines=settings.read.default_lines,
+                                                            default_max_chars=settings.read.max_chars)
+        result = read_memory_file(
+            path, str(settings.workspace), extra_paths=settings.extra_paths,
+            from_line=1 if from_line is None else int(from_line),
+            lines=settings.read.default_lines if lines is None else int(lines),
+            max_chars=settings.read.max_chars if max_chars is None else int(max_chars),
+        )
+        # The whole file's version is recorded as read (the write guard and ``read --diff`` compare
+        # against it); a missing file is recorded as None, so the agent may then create it.
+        version: FileVersion | None = None
+        if not result.missing:
+            if result.version is None or result.size is None:
+                return result  # changed during the read: nothing reliable to record
+            version = FileVersion(result.version, result.size)
+        try:
+            record_read(settings, result.abs_path, result.path, version)
+        except (MemoryToolError, OSError) as exc:
+            # The read itself succeeded (a state dir that is full, read-only, busy or damaged only costs
+            # the record): without one the guard makes the agent read again before writing.
+            reason = (
+                f"the disk is full in the state dir ({settings.data_dir})" if isinstance(exc, DiskFull) or is_no_space(exc)
+                else exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
+            )
+            return replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
+        return result
 
     def read_diff(self, path: str, *, from_line: int | None = None, lines: int | None = None,
                   max_chars: int | None = None) -> DiffRead:
+        from ..history.diff import read_diff
+
         path, start, count = _cited(path, from_line, lines)
-        return api.read_memory_diff(self._settings, path, from_line=1 if start is None else int(start),
-                                    lines=None if count is None else int(count), max_chars=max_chars)
+        return read_diff(self._settings, path, from_line=1 if start is None else int(start),
+                         lines=None if count is None else int(count), max_chars=max_chars)
 
     def write(self, path: str, *, content: bytes | str | None = None, append: bytes | str | None = None,
               expect: str | None = None, update_index: bool = True, idempotency_key: str | None = None,
               tool: str = "write", progress: ProgressCallback | None = None) -> WriteResult:
-        return api.write_memory(
-            self._settings, path, content=content, append=append, expect=expect, update_index=update_index,
-            idempotency_key=idempotency_key, tool=tool, sync=lambda: self.index(progress=progress),
-            index_kept_by=_kept_by_watch,
-        )
+        """The guarded write, made idempotent: a write with the key of an earlier one (default
+        ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
+        writes nothing and returns that first result (``replayed``) while the file still holds what
+        it made; a key reused for another write is refused."""
+        from ..history.guard import current_file_version, write_memory_file
+        from ..history.idempotency import IdempotencyStore, binding, check_key, default_key, describe, reach
+        from ..history.store import HistoryStore
+
+        settings = self._settings
+        data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
+        added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
+        mode, body = ("append", added or b"") if added is not None else ("replace", data or b"")
+        bound = binding(settings.agent, settings.session, path, mode, body)
+        if idempotency_key is None:
+            key = default_key(settings.agent, tool, path, mode, body, settings.session)
+        else:
+            key = check_key(idempotency_key)
+        keys = IdempotencyStore(settings.data_dir)
+        with HistoryStore.for_settings(settings).write_lock():
+            found = keys.get(key)
+            if found is not None:
+                first, first_bound = found
+                if first_bound is not None and first_bound != bound:
+                    raise UsageError(
+                        f"the idempotency key {key!r} was first used for {describe(first_bound, bound)}; a key stands "
+                        "for one write: give this write a new key (nothing was written)"
+                    )
+                if current_file_version(settings, path) == first.version:
+                    return first
+                # The file no longer holds what that write made (restored or edited since): write it again.
+            when = time.time()
+
+            def record_first(to_be: WriteResult) -> None:
+                # In the same step as the write: before the rename, with the version it will make. A
+                # crash after the rename leaves the key, and the retry finds the file at that version.
+                keys.put(key, to_be, when, bound)
+                reach("key-recorded")
+
+            result = write_memory_file(settings, path, content=data, append=added, expect=expect, before_swap=record_first)
+            reach("swapped")
+        keys.prune()
+        result = self._after_write(result, update_index, progress)
+        try:
+            keys.put(key, result, when, bound)  # a later replay shows what the index update did
+        except MemoryToolError:
+            pass  # the key recorded before the rename stands
+        return result
 
     def restore(self, path: str, version: str, *, update_index: bool = True) -> WriteResult:
-        return api.restore(self._settings, path, version, update_index=update_index, sync=self.index,
-                           index_kept_by=_kept_by_watch)
+        from ..history.guard import IndexUpdate, restore_file_version
+
+        result = restore_file_version(self._settings, path, version)
+        if not result.changed:
+            return replace(result, index=IndexUpdate(False, "nothing changed"))
+        return self._after_write(result, update_index)
+
+    def _after_write(self, result: WriteResult, update_index: bool, progress: ProgressCallback | None = None) -> WriteResult:
+        """The agent's index brought up to date after a write, when it has one (every stale file of
+        the agent, not only the one written), unless a running watch does that."""
+        from ..history.guard import IndexUpdate
+
+        def done(update: IndexUpdate) -> WriteResult:
+            return replace(result, index=update)
+
+        if not update_index:
+            return done(IndexUpdate(False, "skipped (--no-index)"))
+        from ..watch.presence import running_watch
+
+        watcher = running_watch(self._settings)
+        if watcher is not None:  # it has the model loaded and picks the write up within a second
+            return done(IndexUpdate(False, f"the running watch (pid {watcher}) updates it"))
+        if not _has_index(self._settings):
+            return done(IndexUpdate(False, f"no index for agent {self._settings.agent}"))
+        try:
+            summary = self.index(progress=progress)
+        except MemoryToolError as exc:
+            return done(IndexUpdate(False, f"index not updated: {exc.message}", failed=True))
+        return done(IndexUpdate(True, sync=summary))
 
     def history(self, path: str) -> VersionHistory:
-        return api.file_history(self._settings, path)
+        from ..history.listing import file_history
+
+        return file_history(self._settings, path)
 
     def state(self) -> StateReport:
-        return api.file_states(self._settings)
+        from ..history.report import file_states
+
+        return file_states(self._settings)
 
     def prompt(self, *, today: dt.date | None = None, consume: bool = True) -> PromptSection:
-        return api.build_prompt(self._settings, today=today, consume=consume)
+        from ..prompt import build_prompt_section
+        from ..watchdog.checkpoint import consume_checkpoint, read_checkpoint
+
+        settings = self._settings
+        unread = None
+        try:
+            pending = read_checkpoint(settings.data_dir)
+        except MemoryToolError as exc:  # the memory files still make a prompt; the news waits for the repair
+            pending, unread = None, f"the pending watchdog checkpoint cannot be read: {exc.message}"
+        section = build_prompt_section(
+            self.files(), today=today, file_cap=settings.prompt.file_chars, total_cap=settings.prompt.total_chars,
+            startup=settings.prompt.startup, checkpoint=pending.text if pending is not None else None,
+        )
+        if unread is not None:
+            section.warnings.append(unread)
+        if pending is not None and consume:
+            consume_checkpoint(settings.data_dir, pending.last)
+        return section
 
     # -- index and search ------------------------------------------------------------------------
 
@@ -401,3 +510,10 @@ def _cited(path: str, from_line: float | None, lines: float | None) -> tuple[str
         return path, from_line, lines
     return (citation.path, citation.from_line if from_line is None else from_line,
             citation.lines if lines is None else lines)
+
+
+def _has_index(settings: Settings) -> bool:
+    from ..index.collections import resolve_collections
+    from ..index.manifest import load_manifest
+
+    return any(load_manifest(settings.data_dir, c.name) is not None for c in resolve_collections(settings))
