@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 
 
 def print_json(data) -> None:
@@ -15,6 +16,18 @@ def print_json(data) -> None:
         # UTF-8 and give the exact name back to a JSON reader.
         text = json.dumps(data, ensure_ascii=True, indent=2)
     sys.stdout.write(text + "\n")
+
+
+def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> bool:
+    """Warn ``warnings`` (default: the result's own), then print the result's JSON when asked:
+    True when it was printed (the command has nothing more to show)."""
+    for message in result.warnings if warnings is None else warnings:
+        warn(message)
+    if json_out:
+        from ..memory import to_json
+
+        print_json(to_json(result))
+    return json_out
 
 
 def printable(path: str) -> str:

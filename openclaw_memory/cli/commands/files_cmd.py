@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ...memory import open_memory
+from ..output import reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -13,10 +13,7 @@ if TYPE_CHECKING:
 
 def run_files(settings: Settings, json_out: bool) -> int:
     result = open_memory(settings, notice=warn).files()
-    for message in result.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(result))
+    if reported(result, json_out):
         return 0
     if not result.files:
         print(f"No memory files in {result.workspace} (agent {result.agent}).")

@@ -6,7 +6,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ..output import print_json, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -15,10 +15,7 @@ if TYPE_CHECKING:
 def run_history(settings: Settings, path: str, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn)) as memory:
         result = memory.history(path)
-    for message in result.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(result))
+    if reported(result, json_out):
         return 0
     if not result.versions:
         print(f"{result.path} does not exist and has no history.")
@@ -51,10 +48,7 @@ def run_restore(settings: Settings, path: str, version: str, no_index: bool, jso
 def run_state(settings: Settings, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn)) as memory:
         report = memory.state()
-    for message in report.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(report))
+    if reported(report, json_out):
         return 0
     if not report.files:
         print(f"No memory files in {report.workspace} (agent {report.agent}).")

@@ -7,7 +7,7 @@ from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ..output import print_json, reported, warn
 from ..progress import progress_reporter
 
 if TYPE_CHECKING:
@@ -36,10 +36,7 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
         kept = f"{seen['done']} of {seen['total']} new chunks were embedded and saved" if seen["total"] else "nothing was embedded yet"
         warn(f"interrupted: {kept}; the next `openclaw-memory index` resumes from there without embedding them again")
         return 130
-    for note in summary.notes:
-        warn(note)
-    if json_out:
-        print_json(to_json(summary))
+    if reported(summary, json_out, summary.notes):
         return 0
     print(
         f"Indexed agent {settings.agent}: {summary.files_scanned} files scanned, {summary.files_changed} changed, "
@@ -54,17 +51,10 @@ def run_search(settings: Settings, query: str, limit: int, min_score: float, mod
     with closing(open_memory(settings, notice=warn)) as memory:
         result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync,
                                collections=tuple(collections), paths=tuple(paths), since=since, until=until)
-    for note in result.notes:
-        warn(note)
-    if result.stale:
-        warn(
-            f"{len(result.stale)} file(s) changed since the last index and were not searched as they are now: "
-            + ", ".join(result.stale[:10])
-            + (" ..." if len(result.stale) > 10 else "")
-            + " (run `openclaw-memory index`)"
-        )
-    if json_out:
-        print_json(to_json(result))
+    stale = [f"{len(result.stale)} file(s) changed since the last index and were not searched as they are now: "
+             + ", ".join(result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + " (run `openclaw-memory index`)"
+             ] if result.stale else []
+    if reported(result, json_out, [*result.notes, *stale]):
         return 0
     if not result.results:
         print(f"Nothing matches: no file scored {min_score:g} or more (--min-score).")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ...memory import open_memory
+from ..output import reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -39,10 +39,7 @@ def run_migrate(settings: Settings, to: str, source: str | None, json_out: bool)
     with ExitStack() as stack:
         report = None if json_out else _progress(stack)
         result = open_memory(settings, notice=warn).migrate(to, source, progress=report)
-    for note in result.notes:
-        warn(note)
-    if json_out:
-        print_json(to_json(result))
+    if reported(result, json_out, result.notes):
         return 0
     for c in result.collections:
         how = "already copied" if c.resumed else f"{c.copied} copied, {c.already} already there, {c.removed} removed"

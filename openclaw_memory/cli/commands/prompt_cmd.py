@@ -7,8 +7,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import UsageError
-from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ...memory import open_memory
+from ..output import reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -22,12 +22,8 @@ def run_prompt(settings: Settings, date: str | None, peek: bool, json_out: bool)
         except ValueError:
             raise UsageError(f"--date must be a date like 2026-11-30, not {date!r}") from None
     section = open_memory(settings, notice=warn).prompt(today=today, consume=not peek)
-    for message in section.warnings:
-        warn(message)
-    for cut in section.truncated:
-        warn(f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} characters)")
-    if json_out:
-        print_json(to_json(section))
-    else:
+    cuts = [f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
+            "characters)" for cut in section.truncated]
+    if not reported(section, json_out, [*section.warnings, *cuts]):
         sys.stdout.write(section.text)
     return 0

@@ -7,8 +7,8 @@ import sys
 from contextlib import closing
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ...memory import open_memory
+from ..output import reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -21,14 +21,11 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
     with closing(open_memory(settings, notice=warn)) as memory:
         result = memory.read(path, from_line=from_line, lines=lines, max_chars=max_chars)
-    for message in result.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(result))
-    elif result.text:
-        sys.stdout.write(_shown(result.path, result.text))
-    elif result.missing:
-        warn(f"{result.path} does not exist")
+    if not reported(result, json_out):
+        if result.text:
+            sys.stdout.write(_shown(result.path, result.text))
+        elif result.missing:
+            warn(f"{result.path} does not exist")
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
 
 
@@ -50,11 +47,9 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
               json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn)) as memory:
         result = memory.read_diff(path, from_line=from_line, lines=lines, max_chars=max_chars)
-    for message in result.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(result))
-    elif result.mode == "diff":
+    if reported(result, json_out):
+        return 0
+    if result.mode == "diff":
         sys.stdout.write(result.diff)
     elif result.mode == "unchanged":
         sys.stderr.write(f"{result.path}: unchanged since your last read (version {(result.version or '')[:12]})\n")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory, to_json
-from ..output import print_json, printable, warn
+from ...memory import open_memory
+from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -23,22 +23,14 @@ def _print_delta(result) -> None:
 
 def run_snapshot(settings: Settings, label: str | None, json_out: bool) -> int:
     info = open_memory(settings, notice=warn).snapshot(label)
-    for message in info.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(info))
-    else:
+    if not reported(info, json_out):
         print(f"snapshot {info.label}: {info.entries} entries ({info.rehashed} hashed now, {info.racy} racy, {info.unhashed} without hash)")
     return 0
 
 
 def run_verify(settings: Settings, json_out: bool) -> int:
     result = open_memory(settings, notice=warn).verify()
-    for message in result.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(result))
-    else:
+    if not reported(result, json_out):
         _print_delta(result)
         print(f"{result.break_count} break(s) since snapshot {result.baseline} ({len(result.new)} new file(s), not counted)")
     return 0 if result.break_count == 0 else 1
@@ -46,10 +38,8 @@ def run_verify(settings: Settings, json_out: bool) -> int:
 
 def run_heartbeat(settings: Settings, json_out: bool) -> int:
     result = open_memory(settings, notice=warn).heartbeat()
-    for message in result.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(result))
+    if reported(result, json_out):
+        pass
     elif result.ok:
         print(result.status)
     else:

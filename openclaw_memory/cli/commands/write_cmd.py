@@ -7,8 +7,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import UsageError
-from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ...memory import open_memory
+from ..output import reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -60,10 +60,7 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
         warn("already written by an earlier write with the same idempotency key; nothing written again")
     if result.index is not None and result.index.failed:
         warn(result.index.reason or "the index was not updated")
-    for message in result.warnings:
-        warn(message)
-    if json_out:
-        print_json(to_json(result))
+    if reported(result, json_out):
         return 0
     verb = "created" if result.created else VERBS[result.action]
     print(f"{verb} {result.path}: version {result.version[:12]} ({result.size} bytes)")
