@@ -10,8 +10,7 @@ import sys
 
 from ..errors import MemoryToolError, describe_os_error
 from .output import error
-from .parse import parse
-from .run import run_parsed
+from .parse import Parsed, parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +46,28 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a failure no layer below worded (the layers word the ones they expect)
         error(describe_os_error(exc), as_json)
         return 1
+
+
+def run_parsed(parsed: Parsed) -> int:
+    """Resolve the settings and call the command's handler."""
+    from ..settings import Overrides, resolve_settings
+
+    if parsed.command is None:
+        raise ValueError(f"a {parsed.action!r} command line names no command to run")
+    given = parsed.settings
+    settings = resolve_settings(
+        Overrides(
+            workspace=given.get("workspace") or None,
+            agent=given.get("agent") or None,
+            state_dir=given.get("state_dir") or None,
+            extra=tuple(given.get("extra") or ()),
+            multimodal=given.get("multimodal"),
+            qdrant_url=given.get("qdrant_url") or None,
+            session=given.get("session") or None,
+        )
+    )
+    result = parsed.command.handler(settings, **parsed.values)
+    return result if isinstance(result, int) else 0
 
 
 def run() -> None:

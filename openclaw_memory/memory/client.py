@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .. import wire
 from .operations import OPERATIONS
 from .paths import read_info, socket_address, socket_path
-from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, request_line, service_timeout
+from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, request_line
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -48,7 +48,7 @@ class ServiceClient:
 
     def __init__(self, settings: Settings, timeout: float | None = None):
         self.settings = settings
-        self.timeout = service_timeout(settings) if timeout is None else timeout
+        self.timeout = settings.service.timeout if timeout is None else timeout
         self._sock: socket.socket | None = None
         self._lines: LineReader | None = None
         self._next_id = 0
@@ -168,7 +168,7 @@ def service_status(settings: Settings) -> ServiceStatus:
 
     if not os.path.lexists(socket_path(settings)):  # asked even when this caller works in-process
         return ServiceStatus()
-    client = ServiceClient(settings, timeout=min(2.0, service_timeout(settings)))
+    client = ServiceClient(settings, timeout=min(2.0, settings.service.timeout))
     try:
         status = client.call("service")
         return status if status.info is not None else ServiceStatus(note="the memory service did not give its figures")

@@ -75,11 +75,6 @@ def answer_line(answer: dict) -> bytes:
     return json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
 
 
-def service_timeout(settings: Settings) -> float:
-    """``[service] timeout``: seconds of silence after which the service counts as hung."""
-    return settings.service.timeout
-
-
 class LineTooLong(Exception):
     """A line past ``MAX_LINE``: refused as soon as it is known to be too long."""
 

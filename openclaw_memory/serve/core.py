@@ -71,7 +71,7 @@ class ServiceCore:
         self.started = time.time()
         self.http: str | None = None
         self.requests = 0
-        self.pool = IndexPool(shard_idle_s=_shard_idle(settings))
+        self.pool = IndexPool(shard_idle_s=settings.service.shard_idle)
         self.memory = LocalMemory(settings, self.pool, service_info=self.info)
         self._sessions: dict[str, float] = {}
         self._connected: dict[str, int] = {}
@@ -183,11 +183,6 @@ class ServiceCore:
 
     def warm(self) -> None:
         self.pool.warm(self.settings)
-
-
-def _shard_idle(settings: Settings) -> float:
-    """``[service] shard_idle``, checked when settings were resolved."""
-    return settings.service.shard_idle
 
 
 def error_answer(request_id: Any, code: int, message: str, kind: str | None = None,
