@@ -8,12 +8,15 @@ only has to map these calls; sync and search never look at the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 # Payload fields of every point.
+DENSE = "dense"  # the named dense vector of every point
+BATCH = 256  # points per upsert
 TEXT_FIELD = "text"  # what was embedded (title, heading path, chunk text): stored, not indexed
 TERMS_FIELD = "terms"  # keyword terms (index.terms.keyword_terms), space separated: candidates by BM25
 BODY_FIELD = "body"  # the chunk's own lines, for snippets (not indexed)
@@ -139,3 +142,25 @@ class VectorStore(Protocol):
 
 
 WaitCallback = Callable[[str, str], None]  # (what is locked, holder pid)
+
+
+def folder_bytes(folder: str | os.PathLike[str]) -> int:
+    """The blocks a folder's files take on disk (a shard preallocates sparse files: not their size)."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except FileNotFoundError:
+                continue
+    return total
+
+
+def scroll_all(fetch: Callable[[Any], tuple[Sequence[Any], Any]]) -> Iterator[Any]:
+    """Every point of a paged scroll: ``fetch(offset)`` gives a page and the next offset (None: the last)."""
+    offset = None
+    while True:
+        points, offset = fetch(offset)
+        yield from points
+        if offset is None:
+            return

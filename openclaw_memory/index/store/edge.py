@@ -32,13 +32,11 @@ from ...database import Database, is_read_only
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
 from ...fsutil.space import free_bytes
-from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, Hit, PointData, WaitCallback
+from .base import AGENT_FIELD, BATCH, DENSE, PATH_FIELD, TERMS_FIELD, Hit, PointData, WaitCallback, folder_bytes, scroll_all
 
 if TYPE_CHECKING:
     from qdrant_edge import PointId
 
-DENSE = "dense"
-_BATCH = 256
 # The engine keeps an appendable segment's points on the heap (about 2.5 KB each, most of it the
 # ``terms`` postings) until an optimize turns the segment into memory-mapped ones, and what that
 # optimize built is only freed when the shard is reopened. So a shard that took this many points
@@ -275,14 +273,7 @@ class EdgeStore:
             return []
 
     def disk_usage(self, name: str) -> int:
-        total = 0
-        for folder, _dirs, files in os.walk(self.shard_path(name)):
-            for f in files:
-                try:
-                    total += os.lstat(os.path.join(folder, f)).st_blocks * 512
-                except FileNotFoundError:
-                    continue
-        return total
+        return folder_bytes(self.shard_path(name))
 
     def check(self, name: str, expected: int | None = None, *, record: bool = True) -> str | None:
         """``damage`` under the shard's lock, so no process opens the shard while the probe has it.
@@ -327,7 +318,6 @@ class EdgeStore:
         return reason
 
     def _probe(self, name: str, expected: int | None) -> tuple[str | None, int]:
-        import json
         import signal
         import subprocess
         import sys
@@ -415,7 +405,7 @@ class EdgeStore:
             self._close_one(name)
             lock = self._acquire(name)
             try:
-                _remove_tree(self.shard_path(name))
+                shutil.rmtree(self.shard_path(name), ignore_errors=True)
                 self._forget_key(name)
             finally:
                 lock.release()
@@ -437,7 +427,7 @@ class EdgeStore:
         """
         staged = f"{self._stage_prefix(name)}{os.getpid()}"
         target = self.shard_path(staged)
-        _remove_tree(target)
+        shutil.rmtree(target, ignore_errors=True)
         if not copy:
             self._create(staged, dim)
             self._record(staged, self._stat_key(staged), 0)
@@ -453,7 +443,7 @@ class EdgeStore:
                 try:
                     _copy_sparse_tree(self.shard_path(name), target)
                 except BaseException:
-                    _remove_tree(target)
+                    shutil.rmtree(target, ignore_errors=True)
                     raise
                 self._record(staged, self._stat_key(staged), shard.count())
             return staged
@@ -464,7 +454,7 @@ class EdgeStore:
             try:
                 _copy_sparse_tree(self.shard_path(name), target)
             except BaseException:
-                _remove_tree(target)
+                shutil.rmtree(target, ignore_errors=True)
                 raise
             recorded = self._recorded(name)
         finally:
@@ -507,22 +497,22 @@ class EdgeStore:
                 with self.open(name):
                     pass
         if previous is not None:
-            _remove_tree(previous)
+            shutil.rmtree(previous, ignore_errors=True)
         self._forget_stage(staged)
 
     def discard_stages(self, name: str) -> None:
         """Remove what a killed or failed build of ``name`` left beside it. Call under the agent's sync lock."""
         prefix = self._stage_prefix(name)
-        for folder in (self.root / "edge",):
-            try:
-                entries = [e.name for e in os.scandir(folder) if e.name.startswith((prefix, f".old-{name}-", f".{name}."))]
-            except FileNotFoundError:
-                return
-            for entry in entries:
-                self._close_one(entry)
-                _remove_tree(folder / entry)
-                if entry.startswith(prefix):
-                    self._forget_stage(entry)
+        folder = self.root / "edge"
+        try:
+            entries = [e.name for e in os.scandir(folder) if e.name.startswith((prefix, f".old-{name}-", f".{name}."))]
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            self._close_one(entry)
+            shutil.rmtree(folder / entry, ignore_errors=True)
+            if entry.startswith(prefix):
+                self._forget_stage(entry)
 
     def _forget_stage(self, staged: str) -> None:
         self._forget_key(staged)
@@ -641,8 +631,8 @@ class EdgeStore:
 
         final = self.shard_path(name)
         tmp = final.parent / f".{name}.{os.getpid()}.tmp"
-        _remove_tree(tmp)
-        _remove_tree(final)  # a folder without a config is a failed create
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(final, ignore_errors=True)  # a folder without a config is a failed create
         tmp.parent.mkdir(parents=True, exist_ok=True)
         engine = qe.EdgeShard.create(str(tmp), _config(dim))
         # Keyword candidates come from the ``terms`` field (index.terms: stems and CJK grams, one
@@ -713,7 +703,6 @@ def damaged_message(name: str, path, reason: str) -> str:
 def _shared_lock(path: str, timeout: float) -> Iterator[bool]:
     """A shared flock on an existing lock file, taken without writing anything; yields whether it got it."""
     import fcntl
-    import time
 
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -795,8 +784,6 @@ def _copy_sparse(src: str, dst: str) -> None:
         os.close(fin)
 
 
-def _remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _ids_filter(ids: Sequence[str] | None):
@@ -849,8 +836,8 @@ class EdgeShard:
     def upsert(self, points: Sequence[PointData]) -> None:
         import qdrant_edge as qe
 
-        for start in range(0, len(points), _BATCH):
-            batch = points[start : start + _BATCH]
+        for start in range(0, len(points), BATCH):
+            batch = points[start : start + BATCH]
             self._engine.update(
                 qe.UpdateOperation.upsert_points(
                     [qe.Point(p.id, {DENSE: [float(x) for x in p.vector]}, p.payload) for p in batch]
@@ -865,15 +852,15 @@ class EdgeShard:
 
         # The engine's id lists are invariant in their item type, so ours (all str) is declared as theirs.
         id_list: list[PointId] = list(ids)
-        for start in range(0, len(id_list), _BATCH):
-            self._engine.update(qe.UpdateOperation.delete_points(id_list[start : start + _BATCH]))
+        for start in range(0, len(id_list), BATCH):
+            self._engine.update(qe.UpdateOperation.delete_points(id_list[start : start + BATCH]))
 
     def delete_paths(self, paths: Iterable[str]) -> None:
         import qdrant_edge as qe
 
         paths = list(paths)
-        for start in range(0, len(paths), _BATCH):
-            cond = qe.FieldCondition(PATH_FIELD, match=qe.MatchAny(paths[start : start + _BATCH]))
+        for start in range(0, len(paths), BATCH):
+            cond = qe.FieldCondition(PATH_FIELD, match=qe.MatchAny(paths[start : start + BATCH]))
             self._engine.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[cond])))
 
     def delete_path_except(self, path: str, keep_ids: Iterable[str]) -> None:
@@ -975,12 +962,6 @@ class EdgeShard:
     def scroll(self, fields: Sequence[str]) -> Iterator[Hit]:
         import qdrant_edge as qe
 
-        offset = None
-        while True:
-            points, offset = self._engine.scroll(
-                qe.ScrollRequest(offset=offset, limit=1024, with_payload=qe.PayloadSelector.Include(list(fields)))
-            )
-            for p in points:
-                yield _hit(p)
-            if offset is None:
-                return
+        selector = qe.PayloadSelector.Include(list(fields))
+        pages = scroll_all(lambda offset: self._engine.scroll(qe.ScrollRequest(offset=offset, limit=1024, with_payload=selector)))
+        return (_hit(p) for p in pages)

@@ -31,21 +31,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import MemoryToolError
-from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, Hit, PointData
+from .base import AGENT_FIELD, BATCH, DENSE, PATH_FIELD, TERMS_FIELD, Hit, PointData, folder_bytes, scroll_all
 from .server_client import Connection
 from .server_config import ServerConfig
 
 if TYPE_CHECKING:
     from qdrant_client.models import ExtendedPointId
 
-DENSE = "dense"
 TENANT_FIELD = "tenant"
 POINT_FIELD = "pointId"  # shared tenancy: the caller's id of a point
 _HIDDEN = (TENANT_FIELD, POINT_FIELD)
-_BATCH = 256
 _SEP = "__"
 SHARED_PREFIX = "openclaw-memory-"
 REGISTRY = "openclaw-memory-tenants"
@@ -121,17 +120,7 @@ class ServerStore:
         local_path = self.config.local_path
         if not self.local or local_path is None:
             return 0
-        import os
-
-        folder = os.path.join(local_path, "collection", self.physical(name))
-        total = 0
-        for root, _dirs, files in os.walk(folder):
-            for f in files:
-                try:
-                    total += os.lstat(os.path.join(root, f)).st_blocks * 512
-                except FileNotFoundError:
-                    continue
-        return total
+        return folder_bytes(Path(local_path, "collection", self.physical(name)))
 
     def stage(self, name: str, dim: int, *, copy: bool) -> str:
         # The server's collections are shared and tenant-filtered: a rebuild is done in place.
@@ -314,15 +303,9 @@ class ServerStore:
         if not self._collection_exists(REGISTRY):
             return []
         flt = m.Filter(must=[m.FieldCondition(key="namespace", match=m.MatchValue(value=self.config.namespace))])
-        entries: list[dict] = []
-        offset = None
-        while True:
-            points, offset = self._call(
-                "reading the tenant registry", self.client.scroll, REGISTRY, scroll_filter=flt, limit=1024, offset=offset, with_payload=True
-            )
-            entries.extend(dict(p.payload or {}) for p in points)
-            if offset is None:
-                return entries
+        return [dict(p.payload or {}) for p in scroll_all(lambda offset: self._call(
+            "reading the tenant registry", self.client.scroll, REGISTRY, scroll_filter=flt, limit=1024, offset=offset,
+            with_payload=True))]
 
     def _register(self, name: str, dim: int) -> None:
         from qdrant_client import models as m
@@ -456,9 +439,9 @@ class ServerShard:
         from qdrant_client import models as m
 
         shared = self.store.shared
-        for start in range(0, len(points), _BATCH):
+        for start in range(0, len(points), BATCH):
             batch = []
-            for p in points[start : start + _BATCH]:
+            for p in points[start : start + BATCH]:
                 payload = dict(p.payload)
                 if shared:
                     payload[TENANT_FIELD] = self.store.tenant(self.name)
@@ -472,17 +455,17 @@ class ServerShard:
         from qdrant_client import models as m
 
         ids = list(ids)
-        for start in range(0, len(ids), _BATCH):
+        for start in range(0, len(ids), BATCH):
             # The client's id lists are invariant in their item type, so ours (all str) is declared as theirs.
-            chunk: list[ExtendedPointId] = [self.store.point_uuid(self.name, i) for i in ids[start : start + _BATCH]]
+            chunk: list[ExtendedPointId] = [self.store.point_uuid(self.name, i) for i in ids[start : start + BATCH]]
             self._call("delete", self.client.delete, self.physical, points_selector=m.PointIdsList(points=chunk), wait=True)
 
     def delete_paths(self, paths: Iterable[str]) -> None:
         from qdrant_client import models as m
 
         paths = list(paths)
-        for start in range(0, len(paths), _BATCH):
-            cond = m.FieldCondition(key=PATH_FIELD, match=m.MatchAny(any=paths[start : start + _BATCH]))
+        for start in range(0, len(paths), BATCH):
+            cond = m.FieldCondition(key=PATH_FIELD, match=m.MatchAny(any=paths[start : start + BATCH]))
             self._call("delete", self.client.delete, self.physical, points_selector=m.FilterSelector(filter=self._filter(cond)), wait=True)
 
     def delete_path_except(self, path: str, keep_ids: Iterable[str]) -> None:
@@ -557,8 +540,8 @@ class ServerShard:
             return []
         hits = []
         ids = list(ids)
-        for start in range(0, len(ids), _BATCH):
-            chunk = ids[start : start + _BATCH]
+        for start in range(0, len(ids), BATCH):
+            chunk = ids[start : start + BATCH]
             physical_ids = {self.store.point_uuid(self.name, i): i for i in chunk}
             points = self._call(
                 "retrieve",
@@ -574,18 +557,7 @@ class ServerShard:
         return hits
 
     def scroll(self, fields: Sequence[str]) -> Iterator[Hit]:
-        offset = None
-        while True:
-            points, offset = self._call(
-                "scroll",
-                self.client.scroll,
-                self.physical,
-                scroll_filter=self._filter(),
-                limit=1024,
-                offset=offset,
-                with_payload=self._payload_selector(fields),
-            )
-            for p in points:
-                yield self._hit(p)
-            if offset is None:
-                return
+        selector, flt = self._payload_selector(fields), self._filter()
+        pages = scroll_all(lambda offset: self._call("scroll", self.client.scroll, self.physical, scroll_filter=flt,
+                                                     limit=1024, offset=offset, with_payload=selector))
+        return (self._hit(p) for p in pages)
