@@ -128,13 +128,7 @@ def chunk_markdown(
     budget, overlap = resolve_budget(counter, budget_tokens, overlap_tokens)
     if not text.strip():
         return []
-    lines = text.split("\n")
-    front = parse_front_matter(lines)
-    body = [""] * front.end_line + lines[front.end_line :]
-    chunks = _Chunker(body, counter, budget, overlap, document_title(body, front, path)).run()
-    if counter.additive:
-        return chunks  # counts of lines add up exactly: every chunk is within budget already
-    return [fitted for chunk in chunks for fitted in _enforce_budget(chunk, counter, budget)]
+    return _sections(_chunker(text, counter, budget, overlap, path)[0])
 
 
 def chunk_document(
@@ -147,26 +141,39 @@ def chunk_document(
 ) -> list[Chunk]:
     """The file's section chunks, its list items with ``items`` (a file of durable facts, one a
     line: ``MEMORY.md``), its chat-log turns, then its card (when it has front matter or more than one section)."""
-    sections = chunk_markdown(text, counter, budget_tokens, overlap_tokens, path)
-    if not text.strip():
-        return sections
     budget, overlap = resolve_budget(counter, budget_tokens, overlap_tokens)
-    lines = text.split("\n")
-    extra = list_items(lines, counter, budget, overlap, path) if items else []
-    extra += turn_chunks(lines, counter, budget, overlap, path)
-    card = make_card(lines, sections, counter, budget, path)
+    if not text.strip():
+        return []
+    chunker, front = _chunker(text, counter, budget, overlap, path)  # one per file: it counts every line's tokens
+    sections = _sections(chunker)
+    extra = list_items(chunker) if items else []
+    extra += turn_chunks(chunker)
+    card = make_card(chunker, front, sections)
     return sections + extra + ([card] if card is not None else [])
 
 
-def list_items(lines: list[str], counter, budget: int, overlap: int, path: str | None) -> list[Chunk]:
+def _chunker(text: str, counter, budget: int, overlap: int, path: str | None) -> tuple[_Chunker, FrontMatter]:
+    """The file's lines with its front matter blanked (line numbers kept), ready to cut."""
+    lines = text.split("\n")
+    front = parse_front_matter(lines)
+    body = [""] * front.end_line + lines[front.end_line :]
+    return _Chunker(body, counter, budget, overlap, document_title(body, front, path)), front
+
+
+def _sections(chunker: _Chunker) -> list[Chunk]:
+    chunks = chunker.run()
+    if chunker.counter.additive:
+        return chunks  # counts of lines add up exactly: every chunk is within budget already
+    return [fitted for chunk in chunks for fitted in _enforce_budget(chunk, chunker.counter, chunker.budget)]
+
+
+def list_items(chunker: _Chunker) -> list[Chunk]:
     """One chunk per top-level list item (with its continuation lines), under its heading path.
 
     A section of MEMORY.md holds a dozen unrelated facts; embedded together, none of them is
     found by a question that shares no words with it. Embedded one by one, each is.
     """
-    front = parse_front_matter(lines)
-    body = [""] * front.end_line + lines[front.end_line :]
-    chunker = _Chunker(body, counter, budget, overlap, document_title(body, front, path))
+    body = chunker.lines
     inside: set[int] = set()
     for first, last in chunker.blocks.items():
         inside.update(range(first, last + 1))
@@ -181,13 +188,13 @@ def list_items(lines: list[str], counter, budget: int, overlap: int, path: str |
                 and not chunker.paths.heading_level.get(end + 1):
             end += 1
         chunk = make_chunk(i + 1, end + 1, "\n".join(body[i : end + 1]), chunker._path(i)[0])
-        if counter.count(chunk.embed_text) <= budget:
-            out.append(Chunk(chunk.start_line, chunk.end_line, chunk.text, chunk.heading_path, chunk.embed_text, chunk.hash, ITEM))
+        if chunker.counter.count(chunk.embed_text) <= chunker.budget:
+            out.append(replace(chunk, kind=ITEM))
         i = end + 1
     return out
 
 
-def turn_chunks(lines: list[str], counter, budget: int, overlap: int, path: str | None) -> list[Chunk]:
+def turn_chunks(chunker: _Chunker) -> list[Chunk]:
     """One chunk per chat-log turn (``entries``: a paragraph most of whose lines start a turn, one
     entry per turn), under its heading path; none when the file has no such paragraph.
 
@@ -195,43 +202,38 @@ def turn_chunks(lines: list[str], counter, budget: int, overlap: int, path: str 
     together, a question that shares no word with its answering turn ("car" for a Skoda) does not
     find it. Embedded one by one, the turn is found (its section chunk still carries the context).
     """
-    if not any(_TURN.match(line) for line in lines):
+    body = chunker.lines
+    if not any(_TURN.match(line) for line in body):
         return []
-    front = parse_front_matter(lines)
-    body = [""] * front.end_line + lines[front.end_line :]
-    turns = [e for e in entries(body) if e.kind == TURN]
-    if not turns:
-        return []
-    chunker = _Chunker(body, counter, budget, overlap, document_title(body, front, path))
     out: list[Chunk] = []
-    for e in turns:
+    for e in entries(body):
+        if e.kind != TURN:
+            continue
         text = "\n".join(body[e.first : e.last + 1]).rstrip()
         if not text.strip():
             continue
         chunk = make_chunk(e.first + 1, e.first + len(text.split("\n")), text, chunker._path(e.first)[0])
-        if counter.count(chunk.embed_text) <= budget:
+        if chunker.counter.count(chunk.embed_text) <= chunker.budget:
             out.append(replace(chunk, kind=ITEM))
     return out
 
 
-def make_card(lines: list[str], sections: list[Chunk], counter, budget: int, path: str | None) -> Chunk | None:
+def make_card(chunker: _Chunker, front: FrontMatter, sections: list[Chunk]) -> Chunk | None:
     """The file's card: what it is about as a whole, cited at its first section.
 
     Its embedded text is the title, the front-matter fields (summary, description, tags, ...)
     and an outline of the headings; a file of one section without front matter needs none.
     """
-    front = parse_front_matter(lines)
     if not front.fields and len(sections) <= 1:
         return None
-    body = [""] * front.end_line + lines[front.end_line :]
-    title = document_title(body, front, path)
-    outline = [t for t in _outline(body) if t != title]
+    title = chunker.title
+    outline = [t for t in _outline(chunker.lines) if t != title]
     parts = [title] + [v for k, v in front.fields.items() if k != "title" and v]
     if outline:
         parts.append("Sections: " + "; ".join(outline))
     embed = "\n\n".join(p for p in parts if p)
-    if counter.count(embed) > budget:
-        embed = counter.split_to_fit(embed, budget)[0].rstrip()
+    if chunker.counter.count(embed) > chunker.budget:
+        embed = chunker.counter.split_to_fit(embed, chunker.budget)[0].rstrip()
     if sections:
         start, end, text = sections[0].start_line, sections[0].end_line, sections[0].text
     else:
