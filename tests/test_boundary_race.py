@@ -213,10 +213,9 @@ def test_cli_reads_writes_restores_and_history_never_leave_the_workspace(arena):
     if any(OUTSIDE_MARK.encode() in obj for obj in history_objects(state)):
         t.escapes.append("outside content stored in the history")
     from openclaw_memory.settings import Overrides, resolve_settings
-    from openclaw_memory.watchdog.snapshot import load_baseline
     from openclaw_memory.watchdog.store import SnapshotStore
 
-    baseline = load_baseline(SnapshotStore(resolve_settings(Overrides(), environ=dict(os.environ)).data_dir))
+    baseline = SnapshotStore(resolve_settings(Overrides(), environ=dict(os.environ)).data_dir).baseline()
     if any(OUTSIDE_ONLY in p for p in baseline.paths):
         t.escapes.append("the watchdog recorded an outside file")
     after = tree(outside)

@@ -1,6 +1,6 @@
 """``openclaw-memory doctor``: find what is wrong with a workspace's memory, and fix it without losing a byte.
 
-Checks only read (:mod:`.checks`); repairs (:mod:`.repairs`) journal every step
+Checks only read (``runner.CHECKS``); repairs (``runner.REPAIRS``) journal every step
 (:mod:`.journal`) so an interrupted one is completed or rolled back next time.
 """
 

@@ -14,11 +14,33 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..settings import Settings
-from . import hooks
-from .checks import run_checks
+from . import (
+    check_files,
+    check_index,
+    check_journal,
+    check_openclaw,
+    check_root,
+    check_state,
+    check_watchdog,
+    hooks,
+    recovery,
+    repair_index,
+    repair_root,
+    repair_state,
+)
 from .locking import doctor_lock
-from .model import Finding, Repair
-from .repairs import REPAIRS
+from .model import CheckContext, Finding, Repair
+
+# Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
+CHECKS = (*check_journal.CHECKS, *check_state.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
+          *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS)
+REPAIRS = {**recovery.REPAIRS, **repair_state.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}
+
+
+def run_checks(settings: Settings) -> list[Finding]:
+    """Every finding, in check order, from one fresh look at the workspace."""
+    ctx = CheckContext(settings)
+    return [finding for check in CHECKS for finding in check(ctx)]
 
 Confirm = Callable[[Finding, str], bool]
 

@@ -34,10 +34,11 @@ from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBl
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
 from ..fsutil.atomic import unlink_quietly, write_temp_beside
-from ..fsutil.move import NO_LINK
+from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
+from .objects import pread_blocks
 from .states import WRITE, ReadRecords, Seen
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import AGENT_WRITE, RESTORE, Entry, short
@@ -277,7 +278,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
         if added is None:
             tmp, new, _ = _temp_from_blocks(folder, resolved, [content], mode)
         else:
-            copied = _pread_blocks(fd) if fd is not None else iter(())
+            copied = pread_blocks(fd) if fd is not None else iter(())
             tail = _separator(fd, current) + added + (b"" if added.endswith(b"\n") else b"\n")
             tmp, new, prefix = _temp_from_blocks(folder, resolved, copied, mode, tail)
             if current is not None and prefix != current.version:
@@ -347,13 +348,6 @@ def _separator(fd: int | None, current: FileVersion | None) -> bytes:
     if fd is None or current is None or current.size == 0:
         return b""
     return b"" if os.pread(fd, 1, current.size - 1) == b"\n" else b"\n"
-
-
-def _pread_blocks(fd: int) -> Iterator[bytes]:
-    offset = 0
-    while block := os.pread(fd, 1 << 20, offset):
-        offset += len(block)
-        yield block
 
 
 def _open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, FileVersion | None]:
@@ -427,18 +421,11 @@ def _current_version(folder: Folder, name: str) -> str | None:
 
 
 def _create(folder: Folder, tmp: str, name: str) -> None:
-    """Move the temp file to ``name`` only if nothing is there: ``link`` fails on an existing name."""
+    """Move the temp file to ``name`` only if nothing is there (link, or a checked rename without hard links)."""
     try:
-        os.link(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd, follow_symlinks=False)
+        link_noreplace(folder.fd, tmp, folder.fd, name)
     except FileExistsError:
         raise _Raced() from None
-    except OSError as exc:
-        if exc.errno not in NO_LINK:
-            raise
-        # No hard links on this file system (some FUSE/SMB mounts): the checked replace it is.
-        os.replace(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
-        return
-    os.unlink(tmp, dir_fd=folder.fd)
 
 
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,

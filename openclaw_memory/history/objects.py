@@ -84,7 +84,7 @@ class ObjectStore:
 
     def put_fd(self, fd: int, expected: str | None = None) -> str | None:
         """Store the whole file open on ``fd`` (read with pread: its offset is left alone)."""
-        return self.put_blocks(_pread_blocks(fd), expected)
+        return self.put_blocks(pread_blocks(fd), expected)
 
     def blocks(self, version: str) -> Iterator[bytes] | None:
         """The stored bytes of ``version`` in blocks, or None when not stored.
@@ -159,7 +159,7 @@ class ObjectStore:
         return {row[0] for row in self.db.rows("SELECT version FROM objects")}
 
 
-def _pread_blocks(fd: int) -> Iterator[bytes]:
+def pread_blocks(fd: int) -> Iterator[bytes]:
     offset = 0
     while True:
         block = os.pread(fd, BLOCK, offset)

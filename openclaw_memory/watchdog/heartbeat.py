@@ -18,7 +18,7 @@ from ..wire import key
 from .checkpoint import append_checkpoint
 from .compare import compare_workspace, rules_for
 from .ignore import IgnoreRules, workspace_patterns
-from .snapshot import SnapshotInfo, load_baseline, new_table, save_table, timestamp_label
+from .snapshot import SnapshotInfo, new_table, save_table, timestamp_label
 from .store import SnapshotStore, Table
 from .verify import VerifyResult, display, result_from
 
@@ -79,7 +79,7 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
     patterns = workspace_patterns(ws)
     rules = rules_for(ws, sd, patterns)
     while True:
-        base = load_baseline(store)
+        base = store.baseline()
         table = new_table(settings, timestamp_label("heartbeat-"), patterns)
         # The walks run outside any transaction; the state database is written only at the end.
         delta = compare_workspace(ws, rules, base, table, table.guard_ns)

@@ -30,23 +30,13 @@ KIND_FILE = "f"
 KIND_DIR = "d"
 
 
+_KINDS = {stat.S_IFREG: "f", stat.S_IFDIR: "d", stat.S_IFLNK: "l", stat.S_IFIFO: "p", stat.S_IFSOCK: "s",
+          stat.S_IFCHR: "c", stat.S_IFBLK: "b"}
+
+
 def kind_of(mode: int) -> str:
     """One letter per file type: f, d, l, p (FIFO), s (socket), c, b (devices), ? (other)."""
-    if stat.S_ISREG(mode):
-        return "f"
-    if stat.S_ISDIR(mode):
-        return "d"
-    if stat.S_ISLNK(mode):
-        return "l"
-    if stat.S_ISFIFO(mode):
-        return "p"
-    if stat.S_ISSOCK(mode):
-        return "s"
-    if stat.S_ISCHR(mode):
-        return "c"
-    if stat.S_ISBLK(mode):
-        return "b"
-    return "?"
+    return _KINDS.get(stat.S_IFMT(mode), "?")
 
 
 @dataclass(frozen=True)

@@ -58,10 +58,6 @@ def has_baseline(settings: Settings) -> bool:
     return SnapshotStore(settings.data_dir).latest_label() is not None
 
 
-def load_baseline(store: SnapshotStore) -> Table | None:
-    return store.baseline()
-
-
 def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
     taken_at = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
     return Table.empty(label, str(settings.workspace), taken_at, 0, guard_ns(settings.workspace), patterns)
@@ -93,7 +89,7 @@ def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
     patterns = workspace_patterns(settings.workspace)
     notes: list[str] = []
     try:
-        previous = load_baseline(store)
+        previous = store.baseline()
     except SnapshotDamaged as exc:
         previous = None  # hash everything afresh rather than trust it
         notes.append(exc.message)
@@ -126,7 +122,7 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
     wanted = dict.fromkeys(rel_paths)
     # One transaction: a snapshot saved meanwhile is never overwritten by this older baseline's copy.
     with store.saving():
-        base = load_baseline(store)
+        base = store.baseline()
         if base is None:
             return
         rules = rules_for(settings.workspace, settings.state_dir, base.ignore)

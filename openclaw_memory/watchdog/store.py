@@ -115,9 +115,6 @@ class Table:
     def digest(self, i: int) -> bytes | None:
         return bytes(self.digests[16 * i : 16 * i + 16]) if self.flags[i] & HASHED else None
 
-    def racy(self, i: int) -> bool:
-        return bool(self.flags[i] & RACY)
-
     def to_bytes(self) -> bytes:
         blobs = [
             ("paths", "\0".join(self.paths).encode("utf-8", "surrogateescape")),
