@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import os
 
-from .atomic import temp_name_beside, unlink_quietly
+from .atomic import write_temp_beside
 from .hashing import hash_open_file
 from .safeopen import open_regular_nofollow
 
@@ -80,22 +80,8 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -
             raise
     fd, st = open_regular_nofollow(src, dir_fd=src_dir)
     try:
-        tmp = temp_name_beside(dst)
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, st.st_mode & 0o7777, dir_fd=dst_dir)
-        try:
-            while True:
-                block = os.read(fd, 1 << 20)
-                if not block:
-                    break
-                view = memoryview(block)
-                while view:
-                    view = view[os.write(out, view):]
-            os.fsync(out)
-        except BaseException:
-            os.close(out)
-            unlink_quietly(tmp, dir_fd=dst_dir)  # a disk full mid-copy leaves no half copy
-            raise
-        os.close(out)
+        # A disk full mid-copy leaves no half copy.
+        tmp = write_temp_beside(dst, iter(lambda: os.read(fd, 1 << 20), b""), st.st_mode & 0o7777, dir_fd=dst_dir)
         os.lseek(fd, 0, os.SEEK_SET)
         source_hash = hash_open_file(fd)
     finally:
