@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from ..files.jstext import js_trim, js_trim_end
+from ..files.jstext import decode_lossy, js_trim, js_trim_end
 from ..files.paths import shorten_home
 
 HEADING = "## Imported From Legacy Root memory.md"
@@ -34,12 +34,7 @@ def archive_shown(workspace: str, archive_rel: str) -> str:
 
 def legacy_block(legacy: bytes) -> tuple[bytes, bool]:
     """The legacy text as it is merged (trimmed, valid UTF-8, final newline) and whether bytes were replaced."""
-    try:
-        text = legacy.decode("utf-8")
-        lossy = False
-    except UnicodeDecodeError:
-        text = legacy.decode("utf-8", errors="replace")
-        lossy = True
+    text, lossy = decode_lossy(legacy)
     return (js_trim(text) + "\n").encode("utf-8"), lossy
 
 

@@ -96,3 +96,15 @@ def truncate_utf16_safe(text: str, limit: int) -> str:
     if utf16_len(text) <= limit:
         return text
     return slice_utf16_safe(text, 0, limit)
+
+
+def decode_lossy(data: bytes) -> tuple[str, bool]:
+    """UTF-8 text, invalid bytes as U+FFFD (as a reader shows them), and whether there were any."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
+def not_utf8(name: str) -> str:
+    return f"{name} is not valid UTF-8; invalid bytes shown as U+FFFD"

@@ -26,7 +26,7 @@ from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
-from .jstext import js_trim, truncate_utf16_safe, utf16_len
+from .jstext import js_trim, not_utf8, truncate_utf16_safe, utf16_len
 from .paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path, is_memory_path
 
 NOTICE_NEXT = "[More content available. Use from={next} to continue.]"
@@ -231,7 +231,7 @@ def read_window_bytes(data: bytes, resolved: ResolvedPath, *, from_line: int = 1
 
     check_window_args(from_line, lines, max_chars)
     window, more_remain, bad_utf8 = _read_window(io.BytesIO(data), from_line, lines, max_chars)
-    warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()
+    warnings = (not_utf8(resolved.display),) if bad_utf8 else ()
     result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
     return replace(result, version=version, size=len(data))
 
@@ -253,7 +253,7 @@ def read_memory_file(
         return ReadResult("", resolved.display, status="not_found", abs_path=resolved.abs_path)
     with os.fdopen(opened[0], "rb") as fh:
         (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
-    warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad_utf8 else ()
+    warnings = (not_utf8(resolved.display),) if bad_utf8 else ()
     result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
     return replace(result, version=version, size=size)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import xxhash
 
+from ..files.jstext import decode_lossy, not_utf8
 from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
 from ..wire import key
 from .states import READ, ReadRecords
@@ -87,14 +88,14 @@ def read_diff(settings: Settings, path: str, *, from_line: int = 1, lines: int |
         window = read_window_bytes(data, resolved, from_line=from_line, lines=lines, max_chars=max_chars, version=snapshot.version)
         return DiffRead(FULL, resolved.display, snapshot.version, previous, read=window, reason=reason, warnings=window.warnings)
     text, bad = unified_diff(old, data, resolved.display, previous, snapshot.version)
-    warnings = (f"{resolved.display} is not valid UTF-8; invalid bytes shown as U+FFFD",) if bad else ()
+    warnings = (not_utf8(resolved.display),) if bad else ()
     return DiffRead(DIFF, resolved.display, snapshot.version, previous, diff=text, warnings=warnings)
 
 
 def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_version: str) -> tuple[str, bool]:
     """A unified diff (3 lines of context) with git's marker for a missing final newline."""
-    a, bad_a = _text(old)
-    b, bad_b = _text(new)
+    a, bad_a = decode_lossy(old)
+    b, bad_b = decode_lossy(new)
     out = []
     for line in difflib.unified_diff(
         a.splitlines(keepends=True), b.splitlines(keepends=True),
@@ -102,13 +103,6 @@ def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_versio
     ):
         out.append(line if line.endswith("\n") else line + "\n" + NO_NEWLINE)
     return "".join(out), bad_a or bad_b
-
-
-def _text(data: bytes) -> tuple[str, bool]:
-    try:
-        return data.decode("utf-8"), False
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
 
 
 def _read_whole(resolved) -> bytes | None:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..files.jstext import js_trim_end, utf16_len
+from ..files.jstext import decode_lossy, js_trim_end, not_utf8, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
 from ..fsutil.safeopen import open_regular_under
@@ -68,11 +68,7 @@ def _read_text(workspace: str, abs_path: str) -> tuple[str, bool] | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     with os.fdopen(fd, "rb") as fh:
-        raw = fh.read()
-    try:
-        return raw.decode("utf-8"), False
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", errors="replace"), True
+        return decode_lossy(fh.read())
 
 
 def _quote(text: str) -> str:
@@ -115,7 +111,7 @@ def build_prompt_section(
             continue
         text, bad = got
         if bad:
-            warnings.append(f"{name} is not valid UTF-8; invalid bytes shown as U+FFFD")
+            warnings.append(not_utf8(name))
         loaded.append((name, text))
     injected, bootstrap_warnings = build_bootstrap(loaded, file_cap, total_cap)
     raw = {name: utf16_len(js_trim_end(text)) for name, text in loaded}
