@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .journal import CorruptJournal, journal_place, read_journal
-from .locking import lock_holder
+from .journal import CorruptJournal, journal_place, lock_holder, read_journal
 from .model import CheckContext, Finding
 from .recovery import ID, describe_journal
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Literal
 
 from ..database import Database, database_path
+from ..fsutil.lock import FileLock
+from ..fsutil.lock import lock_holder as probe_holder
 
 VERSION = 1
 # The journal as a file: where releases before 0.3 kept it (in the data dir), and where one that
@@ -117,3 +119,21 @@ def clear_journal(data_dir: Path) -> None:
     """The repair is finished: drop the record, durably."""
     with Database(data_dir).transaction() as conn:
         conn.execute("DELETE FROM journal WHERE id = 1")
+
+
+LOCK_NAME = "doctor.lock"
+LOCK_TIMEOUT_S = 5.0
+
+
+def lock_path(data_dir: Path) -> Path:
+    return Path(data_dir) / LOCK_NAME
+
+
+def doctor_lock(data_dir: Path, workspace: str) -> FileLock:
+    return FileLock(str(lock_path(data_dir)), timeout=LOCK_TIMEOUT_S, what=f"workspace {workspace} (doctor --fix)")
+
+
+def lock_holder(data_dir: Path) -> str | None:
+    """The pid of another running ``doctor --fix`` on this workspace, else None; writes nothing."""
+    holder = probe_holder(str(lock_path(data_dir)))
+    return None if holder == str(os.getpid()) else holder  # our own --fix run holds it

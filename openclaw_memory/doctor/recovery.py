@@ -18,9 +18,8 @@ from ..settings import Settings
 from .aftercare import finalize
 from .archive import ARCHIVE_PARTS, ArchiveRefused
 from .journal import CorruptJournal, JournalRecord, clear_journal, read_journal
-from .merge import archive_shown, has_merge_marker
+from .merge import MIGRATE_NOTE, archive_shown, has_merge_marker, merge_changed_paths, merge_detail, merge_note
 from .model import Finding, Repair, RepairSpec
-from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
 from .place import folder_or_none, hash_or_none, place_no_replace, read_regular, same_file
 
 ID = "interrupted-repair"

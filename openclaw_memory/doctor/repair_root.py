@@ -24,9 +24,19 @@ from . import hooks
 from .aftercare import finalize, record_in_history
 from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
 from .journal import JournalRecord, clear_journal, journal_pending, step, write_journal
-from .merge import MAX_ROOT_BYTES, TOO_LARGE, already_merged, archive_shown, legacy_block, merged_bytes
+from .merge import (
+    MAX_ROOT_BYTES,
+    MIGRATE_NOTE,
+    TOO_LARGE,
+    already_merged,
+    archive_shown,
+    legacy_block,
+    merge_changed_paths,
+    merge_detail,
+    merge_note,
+    merged_bytes,
+)
 from .model import Finding, Repair, RepairSpec
-from .outcomes import MIGRATE_NOTE, merge_changed_paths, merge_detail, merge_note
 from .place import identical_twins, place_no_replace, read_regular
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)

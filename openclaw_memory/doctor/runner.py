@@ -28,7 +28,7 @@ from . import (
     repair_root,
     repair_state,
 )
-from .locking import doctor_lock
+from .journal import doctor_lock
 from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
