@@ -16,19 +16,20 @@ from pathlib import Path
 DAMAGED_DIR = "damaged"
 
 
-def damaged_dir(data_dir: Path) -> Path:
-    return Path(data_dir) / DAMAGED_DIR
+def _new_place(data_dir: Path, rel: str) -> Path:
+    """``damaged/<stamp>/<rel>``, its folder made."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
+    target = Path(data_dir) / DAMAGED_DIR / stamp / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
 
 
 def set_aside(data_dir: Path, path: str | os.PathLike[str]) -> Path | None:
     """Move ``path`` (inside ``data_dir``) under ``damaged/<stamp>/``; None when it was already gone."""
-    data_dir = Path(data_dir)
     rel = os.path.relpath(os.fspath(path), data_dir)
     if rel.startswith(".."):
         raise ValueError(f"{path} is not inside {data_dir}")
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
-    target = damaged_dir(data_dir) / stamp / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = _new_place(data_dir, rel)
     try:
         os.rename(path, target)
     except FileNotFoundError:
@@ -41,8 +42,6 @@ def set_aside_bytes(data_dir: Path, rel: str, data: bytes) -> Path:
     before the caller deletes the row."""
     from .atomic import atomic_write_bytes
 
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
-    target = damaged_dir(data_dir) / stamp / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = _new_place(data_dir, rel)
     atomic_write_bytes(target, data, 0o600)
     return target

@@ -155,7 +155,6 @@ def migrate_index(settings: Settings, to: str, source: str | None = None, progre
                 notes.append(f"{name}: empty and of unknown dimension in the source; not created in the target")
                 continue
             copies.append(copy)
-            done[name] = copy.points
             _save_progress(db, key, name, copy.points)
         _retag_manifests(settings, dst, names)
         with db.transaction() as conn:

@@ -344,17 +344,18 @@ def _discard(folder: Path) -> None:
     shutil.rmtree(doomed, ignore_errors=True)
 
 
-def _read_json(path: Path) -> dict:
+def _load_json(path: Path) -> object:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return None
+
+
+def _read_json(path: Path) -> dict:
+    data = _load_json(path)
     return data if isinstance(data, dict) else {}
 
 
 def _read_json_list(path: Path) -> list[dict]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
+    data = _load_json(path)
     return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []

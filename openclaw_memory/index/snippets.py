@@ -72,16 +72,12 @@ def _fence_openers(lines: list[str]) -> list[int | None]:
     marker = ""
     for i, line in enumerate(lines):
         m = _FENCE.match(line)
+        out.append(opener)
         if opener is None:
-            out.append(None)
             if m:
                 opener, marker = i, m.group(1)
-        else:
-            if m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) and not line.strip()[len(m.group(1)):].strip():
-                out.append(opener)
-                opener = None
-            else:
-                out.append(opener)
+        elif m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) and not line.strip()[len(m.group(1)):].strip():
+            opener = None
     return out
 
 

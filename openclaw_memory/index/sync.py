@@ -446,17 +446,11 @@ class _Sync:
                 delete_manifest(data_dir, c.name)
                 result[c.name] = None
                 continue
-            if (
-                old.settings_key == self.config.settings_key
-                and old.store_backend == self.store.backend
-                and not recipe_outdated(old.fingerprint)  # an older ONNX export's vectors
-            ):
+            # Not moved to another store, and not an older ONNX export's vectors.
+            same_vectors = old.store_backend == self.store.backend and not recipe_outdated(old.fingerprint)
+            if same_vectors and old.settings_key == self.config.settings_key:
                 continue
-            if (
-                self.config.vectors_hold(old.settings_key)
-                and old.store_backend == self.store.backend
-                and not recipe_outdated(old.fingerprint)
-            ):
+            if same_vectors and self.config.vectors_hold(old.settings_key):
                 # New chunking rules, the same vector for the same text: chunk every file again and
                 # embed only the texts no point holds yet (an upgrade does not re-embed a whole index).
                 self.notes.append(f"{c.name}: the chunking rules changed: chunked every file again, "
