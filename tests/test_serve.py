@@ -499,6 +499,26 @@ def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace,
     assert service.stop() == 0
 
 
+def test_a_service_started_for_a_caller_runs_with_the_callers_settings(workspace, state_dir):
+    """``mcp --serve`` starts ``serve`` with the caller's settings: the service must compute the same
+    settings key, or it refuses every call (an extra path with a glob from openclaw.json, given
+    again as a plain --extra, was a second entry)."""
+    from openclaw_memory.cli.parse import parse
+    from openclaw_memory.memory.launch import service_command
+    from openclaw_memory.memory.protocol import settings_key
+
+    write(workspace / "notes" / "a.md", "# A\n")
+    write(workspace / "more" / "b.md", "# B\n")
+    write(state_dir / "openclaw.json", json.dumps(
+        {"agents": {"defaults": {"memorySearch": {"extraPaths": [{"path": "notes", "pattern": "*.md"}]}}}}))
+    caller = settings_for(workspace, state_dir, extra=("more",))
+    given = parse(service_command(caller)[3:]).settings
+    service = settings_for(Path(given["workspace"]), Path(given["state_dir"]), agent=given["agent"],
+                           extra=tuple(given.get("extra") or ()), multimodal=given.get("multimodal"))
+    assert [(str(e), e.pattern) for e in service.extra_paths] == [(str(e), e.pattern) for e in caller.extra_paths]
+    assert settings_key(service) == settings_key(caller)
+
+
 def test_a_service_started_in_the_background_says_it_stays_and_how_to_stop_it(workspace, state_dir, monkeypatch, cli):
     from conftest import FAKE_MODEL
     from openclaw_memory.memory.launch import ensure_service

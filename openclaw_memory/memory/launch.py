@@ -70,11 +70,14 @@ def _answers(settings: Settings) -> bool:
 
 
 def service_command(settings: Settings) -> list[str]:
-    """``openclaw-memory serve`` with exactly these settings."""
+    """``openclaw-memory serve`` with exactly these settings (the service reads the same config
+    files and environment: an extra path with a glob can only come from those, and is not given
+    again as a plain ``--extra``, which would make it a second, unfiltered entry)."""
     cmd = [sys.executable, "-m", "openclaw_memory", "serve", "-w", str(settings.workspace),
            "--state-dir", str(settings.state_dir), "--agent", settings.agent]
     for extra in settings.extra_paths:
-        cmd += ["--extra", extra]
+        if not extra.pattern:
+            cmd += ["--extra", str(extra)]
     cmd.append("--multimodal" if settings.multimodal else "--no-multimodal")
     if settings.qdrant_url:
         cmd += ["--qdrant-url", settings.qdrant_url]
