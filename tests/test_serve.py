@@ -499,6 +499,32 @@ def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace,
     assert service.stop() == 0
 
 
+def test_mcp_clients_connecting_at_once_over_http_all_get_a_session(workspace, state_dir, services):
+    """Each initialize has no session id yet: id 1 of one client is not id 1 of another."""
+    import concurrent.futures
+
+    import httpx2
+
+    memory(workspace)
+    service = start(services, workspace, state_dir, "--no-watch", "--http", "127.0.0.1:0")
+    settings = settings_for(workspace, state_dir)
+    token = Path(service_dir(settings), "token").read_text().strip()
+    url = read_info(settings)["http"]
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+    def connect(_):
+        return httpx2.post(url, headers=headers, json=hello, timeout=60)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(connect, range(8)))
+    assert [a.status_code for a in answers] == [200] * 8
+    assert all('"result"' in a.text and "already in flight" not in a.text for a in answers)
+    assert len({a.headers["mcp-session-id"] for a in answers}) == 8
+    assert service.stop() == 0
+
+
 def test_a_service_started_for_a_caller_runs_with_the_callers_settings(workspace, state_dir):
     """``mcp --serve`` starts ``serve`` with the caller's settings: the service must compute the same
     settings key, or it refuses every call (an extra path with a glob from openclaw.json, given

@@ -111,7 +111,10 @@ class _OneRequestPerId:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        sid = dict(scope.get("headers") or []).get(b"mcp-session-id", b"")
+        sid = dict(scope.get("headers") or []).get(b"mcp-session-id")
+        if not sid:  # no session yet (an initialize) or stateless: nothing to share an id with
+            await self.app(scope, receive, send)
+            return
         body, more = [], True
         while more:
             message = await receive()
