@@ -118,6 +118,8 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
             ("memory_search", {"query": "anything"}),
             ("memory_search", {"maxResults": 3}),
             ("memory_get", {"path": "MEMORY.md#L3-L1"}),  # a citation running backwards
+            ("memory_get", {"path": "memory/a\x00b.md"}),
+            ("memory_search", {"query": "anything", "maxResults": 10**400}),  # past any float
             ("memory_get", {"path": "MEMORY.md", "from": 0, "lines": -1, "maxChars": 0.5}),  # clamped to 1, as OpenClaw
         ]
         return [await session.call_tool(name, args) for name, args in calls]
@@ -129,6 +131,8 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     assert "call memory_get first" in texts[3] and "--expect" not in texts[3]
     assert "openclaw-memory index" in texts[4]  # no index yet: says how to build one
     assert "MEMORY.md#L1-L3" in texts[6]  # the order that works
+    assert "NUL character" in texts[7]
+    assert texts[8].startswith("`maxResults` must be a whole number from 1 to 100, not 1000")
     clamped = payload(last)
     assert (clamped["from"], clamped["lines"], clamped["truncated"], clamped["text"]) == (
         1, 1, True, "#\n\n[More content available. Requested excerpt exceeded the default maxChars budget. "

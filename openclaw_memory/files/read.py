@@ -134,6 +134,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     raw = js_trim(path or "")
     if not raw:
         raise PathRefused("no path given")
+    if "\x00" in raw:
+        raise PathRefused(f"refused: {raw!r} contains a NUL character, which no file name can hold")
     if "\\" in raw:
         raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'")
     if raw.startswith("~"):
@@ -211,8 +213,14 @@ def clamp_window_args(from_line, lines, max_chars, *, default_lines: int, defaul
     a finite number replaced by the default (``resolveIntegerOption``)."""
     import math
 
+    def finite(value) -> bool:
+        try:
+            return math.isfinite(value)
+        except OverflowError:  # an integer past any float: JavaScript reads it as Infinity
+            return False
+
     def one(value, default: int) -> int:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and finite(value)
         return max(1, math.floor(value if ok else default))
 
     return one(from_line, 1), one(lines, default_lines), one(max_chars, default_max_chars)

@@ -139,7 +139,7 @@ class Param:
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
                 return value
             raise ToolArgumentError(f"`{self.name}` must be a list of strings, not {_shown(value)}")
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
         if self.kind == "window":
             if number:
                 return value
@@ -153,6 +153,13 @@ class Param:
             span = f" from {low} to {high}" if low and high else f" of at least {low}" if low else ""
             raise ToolArgumentError(f"`{self.name}` must be {what}{span}, not {_shown(value)}")
         return int(value) if whole else float(value)
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer past any float, as JSON's 1e400 is infinite to OpenClaw
+        return False
 
 
 def _shown(value: Any) -> str:
