@@ -288,3 +288,23 @@ def test_damaged_journal_is_set_aside_and_the_interrupted_rename_recovered(built
     assert (ws / "MEMORY.md").read_bytes() == legacy_bytes
     kept = list((data_dir / "damaged").rglob("doctor-journal.json"))
     assert len(kept) == 1 and kept[0].read_bytes() == damaged  # its bytes, kept
+
+
+@pytest.mark.parametrize("keep", [1000, 4096, 0x2000])
+def test_a_state_database_damaged_in_its_first_pages_is_found_and_rebuilt(workspace, state_dir, cli_process, keep):
+    """Damage where the doctor's journal is read (the first pages, no WAL to read them from): the
+    database check reports it and --fix rebuilds, instead of the journal check stopping the run."""
+    write(workspace / "MEMORY.md", "# Memory\n\n- likes tea\n")
+    assert cli_process("read", "MEMORY.md").returncode == 0
+    db = _data_dir(state_dir) / "state.db"
+    for suffix in ("-wal", "-shm"):  # as a clean close leaves it: everything in the main file
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    os.truncate(db, keep)
+    plain = cli_process("doctor", "--json")
+    _clean(plain)
+    assert "state-db-damaged" in {f["id"] for f in plain.json()["findings"]}, plain.stdout + plain.stderr
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"] == ["done"], fixed.stdout
+    assert cli_process("state").returncode == 0
+    assert list((_data_dir(state_dir) / "damaged").glob("*/state.db"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import StateDamaged
 from .journal import CorruptJournal, journal_place, lock_holder, read_journal
 from .model import CheckContext, Finding
 from .recovery import ID, describe_journal
@@ -11,6 +12,8 @@ def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
     data_dir = ctx.settings.data_dir
     try:
         state = read_journal(data_dir)
+    except StateDamaged:
+        return []  # the journal is in the state database, whose damage the database check reports
     except CorruptJournal as exc:
         return [Finding(
             ID, "error",
