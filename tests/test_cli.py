@@ -115,3 +115,18 @@ def test_the_first_hour_wording_and_exit_statuses(cli, workspace):
     write(workspace / "MEMORY.md", "# Memory\n")
     status = cli("status")
     assert "never indexed" in status.stdout and "last indexed never" not in status.stdout
+
+
+def test_inputs_that_would_hang_or_overflow_are_usage_errors(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    fifo = workspace.parent / "pipe"
+    os.mkfifo(fifo)
+    for source in (str(fifo), "/dev/zero"):  # would wait forever, or fill memory
+        refused = cli("write", "MEMORY.md", "--replace-file", source, "--json")
+        assert refused.returncode == 2 and "not a regular file" in refused.json()["error"], refused.stderr
+    huge = cli("search", "tea", "--limit", str(2**63), "--json")
+    assert huge.returncode == 2 and "--limit must be from 1 to" in huge.json()["error"], huge.stderr
+    url = cli("--qdrant-url", "http://[::1", "status", "--json")
+    assert url.returncode == 2 and "is not a Qdrant URL" in url.json()["error"], url.stderr
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n"

@@ -24,6 +24,8 @@ from .terms import query_terms
 if TYPE_CHECKING:
     from ..settings import Settings
 
+MAX_LIMIT = 1000  # results a search returns at most (a larger limit is a usage error, not an engine overflow)
+
 
 @dataclass(frozen=True)
 class CollectionInfo:
@@ -92,8 +94,8 @@ class MemoryIndex:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
         if not query.strip():
             raise UsageError("the search query is empty")
-        if limit < 1:
-            raise UsageError(f"--limit must be at least 1, not {limit}")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise UsageError(f"--limit must be from 1 to {MAX_LIMIT}, not {limit}")
         if not 0.0 <= min_score <= 1.0:
             raise UsageError(f"--min-score must be between 0 and 1, not {min_score}")
         filters = filters or SearchFilters()

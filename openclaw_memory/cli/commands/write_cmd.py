@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import sys
 from typing import TYPE_CHECKING
 
@@ -16,16 +18,32 @@ if TYPE_CHECKING:
 VERBS = {"append": "appended to", "replace": "wrote"}
 
 
+MAX_CONTENT = 256 * 1024 * 1024  # what the service takes in one request; a memory file is far smaller
+
+
 def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
     if stdin:
-        return sys.stdin.buffer.read()
+        return _bounded(sys.stdin.buffer, "--stdin")
     if replace_file is None:
         return None
     try:
-        with open(replace_file, "rb") as fh:
-            return fh.read()
+        # Non-blocking, and only a regular file: a FIFO or a device (/dev/zero) must not hang or fill memory.
+        fd = os.open(replace_file, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise UsageError(f"--replace-file {replace_file} is not a regular file (a FIFO, device or folder); "
+                                 "use --stdin to pipe content")
+            os.set_blocking(fd, True)
+            return _bounded(fh, f"--replace-file {replace_file}")
     except OSError as exc:
         raise UsageError(f"cannot read --replace-file {replace_file}: {exc.strerror or exc}") from None
+
+
+def _bounded(fh, what: str) -> bytes:
+    data = fh.read(MAX_CONTENT + 1)
+    if len(data) > MAX_CONTENT:
+        raise UsageError(f"{what}: the new content is larger than {MAX_CONTENT // (1024 * 1024)} MiB; nothing was written")
+    return data
 
 
 def _progress_past_one_file(stack):

@@ -72,7 +72,10 @@ class ServerConfig:
 def normalize_url(raw: str, where: str) -> str:
     """Validate a server URL (http, https) or a local-mode folder (``file:///abs/folder``)."""
     text = raw.strip()
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:  # an unclosed [IPv6 bracket, say
+        raise UsageError(f"{where}: {text!r} is not a Qdrant URL ({exc})") from None
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
             raise UsageError(f"{where}: a local-mode URL is file:///absolute/folder, not {text!r}")
