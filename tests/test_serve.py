@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -280,6 +281,34 @@ def test_a_hung_service_times_out_and_the_command_works_in_process(workspace, st
     os.kill(service.proc.pid, signal.SIGCONT)
     assert service.stop() == 0
     assert service_files(workspace, state_dir) == []
+
+
+def test_a_long_session_goes_back_to_the_service_after_it_hung(workspace, state_dir, services, monkeypatch):
+    """An MCP session outlives a stall of the service: after one timeout it works in-process, then
+    asks the service again (working alone for good, it could not open the shards the service holds)."""
+    from openclaw_memory.memory import open_memory, remote
+
+    memory(workspace)
+    (state_dir / "openclaw-memory.toml").write_text("[service]\ntimeout = 1\n")
+    service = start(services, workspace, state_dir, "--no-watch")
+    said: list[str] = []
+    mem = open_memory(settings_for(workspace, state_dir), notice=said.append)
+    try:
+        assert mem.service().info.pid == service.proc.pid
+        os.kill(service.proc.pid, signal.SIGSTOP)
+        assert mem.read("MEMORY.md").text.startswith("# Memory")  # in-process, after the timeout
+        assert len(said) == 1 and "did not answer within 1 s" in said[0]
+        os.kill(service.proc.pid, signal.SIGCONT)
+        mem.read("MEMORY.md")
+        assert not mem.connected and len(said) == 1  # too soon to ask the service again
+        later = time.monotonic() + remote.RETRY_S + 1
+        monkeypatch.setattr(remote, "time", types.SimpleNamespace(monotonic=lambda: later))
+        mem.read("MEMORY.md")
+        assert mem.connected and mem.service().info.pid == service.proc.pid
+        assert len(said) == 2 and "answers again" in said[1]
+    finally:
+        mem.close()
+    assert service.stop() == 0
 
 
 def test_other_settings_are_refused_and_answered_in_process(workspace, state_dir, cli, services, tmp_path):

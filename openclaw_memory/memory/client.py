@@ -30,11 +30,13 @@ if TYPE_CHECKING:
     from .base import ServiceStatus
 
 class ServiceUnavailable(Exception):
-    """No answer from the service; ``message`` says why in one line (empty: none runs)."""
+    """No answer from the service; ``message`` says why in one line (empty: none runs). ``refused``:
+    it answered that it will not serve this caller (another version, other settings)."""
 
-    def __init__(self, message: str = ""):
+    def __init__(self, message: str = "", *, refused: bool = False):
         super().__init__(message)
         self.message = message
+        self.refused = refused
 
 
 def _who(settings: Settings) -> str:
@@ -113,21 +115,22 @@ class ServiceClient:
             self.close()  # a service of a release before 0.2: its line format, not JSON-RPC
             raise ServiceUnavailable(
                 f"{_who(self.settings)} is of an older version of openclaw-memory (it does not speak protocol {PROTOCOL}); "
-                "restart it (stop it, then `openclaw-memory serve`); working in-process"
+                "restart it (stop it, then `openclaw-memory serve`); working in-process", refused=True
             )
         if "result" in answer:
             try:
                 return wire.from_json(answer["result"], operation.result())
             except ValueError as exc:
                 raise ServiceUnavailable(f"{_who(self.settings)} sent an answer this version cannot read ({exc}); "
-                                         "working in-process") from None
+                                         "working in-process", refused=True) from None
         error = answer.get("error")
         error = error if isinstance(error, dict) else {}
         message = str(error.get("message") or "the memory service failed")
         if error.get("code") == PRODUCT_ERROR:
             data = error.get("data")
             raise _product_error(data if isinstance(data, dict) else {}, message)
-        raise ServiceUnavailable(f"{_who(self.settings)} cannot answer this: {message}; working in-process")
+        raise ServiceUnavailable(f"{_who(self.settings)} cannot answer this: {message}; working in-process",
+                                 refused=message != "it is stopping")
 
     def _answer(self, sock: socket.socket) -> dict:
         while True:

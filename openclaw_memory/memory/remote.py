@@ -3,13 +3,17 @@
 The calls the service answers (:data:`.operations.OPERATIONS`) go to it; the rest (listing files,
 the prompt, history, doctor, the watchdog) are as fast in this process and run here, inherited from
 :class:`~.local.LocalMemory`. A service that is gone, hung, refusing or of another version is
-reported once (``notice``) and the memory works in this process from then on. Several threads may
-call at once (an MCP server): the one connection carries one request at a time.
+reported (``notice``) and the memory works in this process; a service that hung or went away is
+asked again after ``RETRY_S`` (a long-lived MCP session must not stay on its own after one stall:
+the service still holds the shards it would need), one that refused (another version, other
+settings) is not. Several threads may call at once (an MCP server): the one connection carries one
+request at a time.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -17,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .base import ServiceStatus
 from .client import ServiceClient, ServiceUnavailable
 from .local import IndexPool, LocalMemory
+from .paths import service_may_run
 
 if TYPE_CHECKING:
     from ..files.read import ReadResult
@@ -31,27 +36,41 @@ if TYPE_CHECKING:
     from ..types import SearchMode
 
 
+RETRY_S = 10.0
+
+
 class _Link:
     """The connection every session's view shares, and its lock."""
 
-    def __init__(self, client: ServiceClient | None, notice: Callable[[str], None]):
-        self.client = client
+    def __init__(self, settings: Settings, notice: Callable[[str], None]):
+        self.settings = settings
+        self.client: ServiceClient | None = ServiceClient(settings)
         self.lock = threading.Lock()
         self.notice = notice
+        self.retry_at: float | None = None  # None: never again (the service refused)
+        self.said = ""
 
     def call(self, settings: Settings, method: str, **args: Any) -> Any:
-        """The service's answer; ServiceUnavailable with ``self.client`` dropped when it gave none (said once)."""
+        """The service's answer; ServiceUnavailable with ``self.client`` dropped when it gave none."""
         with self.lock:
             if self.client is None:
-                raise ServiceUnavailable()
+                if self.retry_at is None or time.monotonic() < self.retry_at or not service_may_run(self.settings):
+                    raise ServiceUnavailable()
+                self.client = ServiceClient(self.settings)
             try:
-                return self.client.call(method, settings, **args)
+                answer = self.client.call(method, settings, **args)
             except ServiceUnavailable as exc:
                 self.client.close()
                 self.client = None
-                if exc.message:
+                self.retry_at = None if exc.refused else time.monotonic() + RETRY_S
+                if exc.message and exc.message != self.said:  # a service that stays hung is said once
                     self.notice(exc.message)
+                self.said = exc.message
                 raise
+            if self.said:
+                self.notice("the memory service answers again; calls go to it")
+                self.said = ""
+            return answer
 
 
 class ServiceMemory(LocalMemory):
@@ -64,7 +83,7 @@ class ServiceMemory(LocalMemory):
     @classmethod
     def connect(cls, settings: Settings, pool: IndexPool, notice: Callable[[str], None]) -> ServiceMemory:
         """Connected lazily: the first call the service answers makes the connection."""
-        return cls(settings, pool, _Link(ServiceClient(settings), notice))
+        return cls(settings, pool, _Link(settings, notice))
 
     @property
     def connected(self) -> bool:
