@@ -74,6 +74,27 @@ def test_a_retried_append_is_written_once_and_answered_with_the_first_result(set
     assert "replayed" not in to_json(first) and "replay" not in to_json(first)
 
 
+def test_a_retried_append_to_a_daily_note_others_appended_to_since_is_not_written_twice(settings, workspace):
+    """The daily note is the file with several writers: the first append's text is still there,
+    at its place, when the retry comes after another session's append."""
+    import datetime as dt
+
+    note = f"memory/{dt.date.today().isoformat()}.md"
+    write(workspace / note, "# today\n")
+    one, two = LocalMemory(settings.with_session("s1")), LocalMemory(settings.with_session("s2"))
+    one.read(note)
+    first = one.write(note, append="- bought milk")
+    two.read(note)
+    two.write(note, append="- other line")
+    again = one.write(note, append="- bought milk")
+    assert again.replay is not None and again.version == first.version
+    assert (workspace / note).read_text() == "# today\n- bought milk\n- other line\n"
+    write(workspace / note, "# today\n- rewritten by hand\n")  # what it made is gone: the retry writes again
+    one.read(note)
+    assert one.write(note, append="- bought milk").replay is None
+    assert (workspace / note).read_text().count("bought milk") == 1
+
+
 def test_keys_default_to_agent_tool_and_input_hash(settings):
     key = default_key("main", "write", "MEMORY.md", "append", b"x")
     assert key.startswith("main.write.") and len(key.split(".")[-1]) == 32

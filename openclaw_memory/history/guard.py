@@ -138,15 +138,31 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
                                path=resolved.display)
 
 
-def current_file_version(settings: Settings, path: str) -> str | None:
-    """The version (content hash) the memory file ``path`` holds now; None when it does not exist."""
+def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: bool = False) -> bool:
+    """Whether the memory file ``path`` holds what a write made: exactly, or with ``at_start`` as its
+    first bytes (an append that others have appended after since)."""
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     folder, fd, current = _open_current(resolved)
-    if fd is not None:
-        os.close(fd)
-    if folder is not None:
-        folder.close()
-    return current.version if current is not None else None
+    try:
+        if current is None or fd is None:
+            return False
+        if current.version == made.version:
+            return True
+        if not at_start or current.size < made.size:
+            return False
+        start, offset = xxhash.xxh3_128(), 0
+        while offset < made.size:
+            block = os.pread(fd, min(1 << 20, made.size - offset), offset)
+            if not block:
+                return False
+            start.update(block)
+            offset += len(block)
+        return start.hexdigest() == made.version
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if folder is not None:
+            folder.close()
 
 
 def restore_file_version(settings: Settings, path: str, version: str) -> WriteResult:

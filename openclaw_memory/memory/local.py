@@ -302,9 +302,9 @@ class LocalMemory:
         ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
         writes nothing and returns that first result (``replayed``) while the file still holds what
         it made; a key reused for another write is refused."""
-        from ..history.guard import current_file_version, write_memory_file
+        from ..history.guard import still_holds, write_memory_file
         from ..history.idempotency import IdempotencyStore, binding, check_key, default_key, describe, reach
-        from ..history.store import HistoryStore
+        from ..history.store import FileVersion, HistoryStore
 
         settings = self._settings
         data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
@@ -325,7 +325,7 @@ class LocalMemory:
                         f"the idempotency key {key!r} was first used for {describe(first_bound, bound)}; a key stands "
                         "for one write: give this write a new key (nothing was written)"
                     )
-                if current_file_version(settings, path) == first.version:
+                if still_holds(settings, path, FileVersion(first.version, first.size), at_start=mode == "append"):
                     return first
                 # The file no longer holds what that write made (restored or edited since): write it again.
             when = time.time()
