@@ -249,7 +249,7 @@ class Settings:
         return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug}-{key}"
 
     def with_agent(self, agent: str) -> Settings:
-        return replace(self, agent=agent)
+        return replace(self, agent=check_agent(agent))
 
     def with_session(self, session: str | None) -> Settings:
         return replace(self, session=check_session(session))
@@ -271,13 +271,22 @@ class Overrides:
 _SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 
 
+def check_agent(agent: str) -> str:
+    """An agent id: up to 100 printable characters, no '/' or '\\' (it is part of lock, shard and
+    collection names, sanitised as OpenClaw sanitises it: "Ops Bot" is fine)."""
+    if not (0 < len(agent) <= 100 and agent.isprintable() and not {"/", "\\"} & set(agent) and agent not in (".", "..")):
+        raise UsageError(f"an agent id is 1 to 100 printable characters without '/' or '\\', not {_shown(agent)}")
+    return agent
+
+
 def check_session(session: str | None) -> str | None:
     """A session id as given to ``--session``: 1-100 of ``A-Za-z0-9._:-``, starting with a letter or digit."""
     if session is None:
         return None
     if not _SESSION.match(session):
         raise UsageError(
-            f"a session id is 1 to 100 letters, digits, '.', '_', ':' or '-' (starting with a letter or digit), not {session!r}"
+            f"a session id is 1 to 100 letters, digits, '.', '_', ':' or '-' (starting with a letter or digit), "
+            f"not {_shown(session)}"
         )
     return session
 
@@ -544,7 +553,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     env = os.environ if environ is None else environ
 
     state_dir = Path(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw")).absolute()
-    agent = (o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT
+    agent = check_agent((o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT)
 
     json_path = state_dir / OPENCLAW_JSON_NAME
     openclaw = _load_json5(json_path)

@@ -147,7 +147,10 @@ class ServiceCore:
     def _settings_for(self, context: dict) -> Settings:
         agent = str(context.get("agent") or self.settings.agent)
         session = context.get("session")
-        settings = self.settings.with_agent(agent).with_session(session if isinstance(session, str) else None)
+        try:
+            settings = self.settings.with_agent(agent).with_session(session if isinstance(session, str) else None)
+        except MemoryToolError as exc:  # an agent or session id no command line could give
+            raise Refused(exc.message, INVALID_PARAMS) from None
         if context.get("key") != settings_key(settings):
             raise Refused(
                 "it runs with other settings for this workspace (extra paths, config or state dir differ); "
