@@ -12,6 +12,7 @@ toml or checks it again.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -58,7 +59,8 @@ def _subtable(cls: type) -> Any:
 
 
 def _real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite number (TOML has inf and nan)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _whole(minimum: int) -> _Check:
@@ -70,7 +72,8 @@ def _seconds(minimum: float | None = None) -> _Check:
     """A number of seconds: above 0 (``minimum`` None) or at least ``minimum``."""
     if minimum is None:
         return _Check("a positive number of seconds", lambda v: float(v) if _real(v) and v > 0 else _BAD)
-    return _Check(f"a number of seconds of at least {minimum:g}", lambda v: float(v) if _real(v) and v >= minimum else _BAD)
+    return _Check(f"a number of seconds of at least {minimum:g}",
+                  lambda v: float(v) if _real(v) and v >= minimum else _BAD)
 
 
 def _nonempty(words: str = "a non-empty string") -> _Check:
@@ -451,7 +454,15 @@ def _toml_tables(data: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
                 raise ConfigError(f"{path}: {key} must be {words[key]}, not {_shown(value)}")
         else:
             raise ConfigError(f"{path}: {_unknown(key, value, [*TOML_KEYS, *TOML_TABLES], set(TOML_TABLES), None)}")
-    return {name: _table_values(cls, data.get(name, {}), name, path) for name, cls in TOML_TABLES.items()}
+    for item in data.get("extra_paths") or ():
+        unknown = sorted(set(item) - {"path", "pattern"}) if isinstance(item, dict) else []
+        if unknown:
+            raise ConfigError(f"{path}: extra_paths: unknown key '{unknown[0]}' in {_shown(item)} (an entry is {{path, pattern}})")
+    tables = {name: _table_values(cls, data.get(name, {}), name, path) for name, cls in TOML_TABLES.items()}
+    budget, overlap = tables["index"].get("chunk_tokens"), tables["index"].get("overlap_tokens")
+    if budget is not None and overlap is not None and overlap > budget // 2:
+        raise ConfigError(f"{path}: [index] overlap_tokens must be at most half of chunk_tokens ({budget // 2}), not {overlap}")
+    return tables
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:

@@ -340,3 +340,14 @@ def test_an_agent_id_from_the_socket_is_checked_as_one_from_the_command_line(wor
     with pytest.raises(Refused, match="an agent id is"):
         core.read_request(line)
     assert settings_for(workspace, state_dir, agent="Ops Bot").agent == "Ops Bot"
+
+
+@pytest.mark.parametrize("toml,said", [
+    ("[index]\nchunk_tokens = 16\noverlap_tokens = 100\n", "[index] overlap_tokens must be at most half of chunk_tokens (8), not 100"),
+    ('extra_paths = [{path = "x", pattern = "*.md", junk = 1}]\n', "extra_paths: unknown key 'junk'"),
+    ("[service]\ntimeout = inf\n", "[service] timeout must be a positive number of seconds, not inf"),
+])
+def test_the_toml_is_checked_whole_when_read(cli, state_dir, toml, said):
+    (state_dir / "openclaw-memory.toml").write_text(toml)
+    refused = cli("files", "--json")
+    assert refused.returncode == 2 and said in refused.json()["error"], refused.stdout
