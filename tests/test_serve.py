@@ -453,6 +453,9 @@ def test_mcp_over_http_needs_the_token_and_keeps_sessions_apart(workspace, state
     assert url.startswith("http://127.0.0.1:")
     assert httpx2.post(url, json={}).status_code == 401
     assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert httpx2.post(url, json={}, headers={"Authorization": f"Basic {token}"}).status_code == 401
+    # The scheme is case-insensitive: past the check (the transport then answers the empty body).
+    assert httpx2.post(url, json={}, headers={"Authorization": f"bearer {token}"}).status_code != 401
     cli("read", "MEMORY.md")
     db = Database(settings.data_dir)
 

@@ -57,12 +57,13 @@ class _BearerAuth:
 
     def __init__(self, app, token: str):
         self.app = app
-        self.expected = f"Bearer {token}".encode("ascii")
+        self.expected = token.encode("ascii")
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            scheme, _, given = dict(scope.get("headers") or []).get(b"authorization", b"").partition(b" ")
+            # The scheme is case-insensitive (RFC 9110); the token is compared in constant time.
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.expected):
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
                 await send({"type": "http.response.body",
