@@ -195,7 +195,7 @@ def _raw_session(workspace, state_dir, lines: list[dict | str]) -> tuple[list[di
     for line in lines:
         proc.stdin.write((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n")
         proc.stdin.flush()
-        if isinstance(line, dict) and "id" in line:  # a garbled line gets no answer (no id to answer)
+        if isinstance(line, str) or "id" in line:  # a garbled line is answered too (id null when none is found)
             answers.append(json.loads(proc.stdout.readline()))
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
@@ -224,7 +224,9 @@ def test_initialize_is_answered_before_the_sdk_loads_and_as_the_sdk_answers(work
 
 def test_a_first_line_that_is_not_initialize_goes_to_the_sdk(workspace, state_dir):
     answers, stderr = _raw_session(workspace, state_dir, ["{not json", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, HELLO])
-    early, hello = answers
+    garbled, early, hello = answers
+    assert garbled == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32700, "message": "the request cannot be read: Invalid JSON: key must be a string at line 1 column 2"}}
     assert early["id"] == 1 and "error" in early  # before initialize: refused by the SDK
     assert hello["result"]["serverInfo"]["name"] == "openclaw-memory" and "Traceback" not in stderr
 
@@ -235,3 +237,25 @@ def test_the_handshake_versions_are_the_sdks():
     from openclaw_memory.mcp.stdio import HANDSHAKE_VERSIONS
 
     assert HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def test_every_request_read_is_answered_even_one_the_sdk_cannot_read_and_at_the_end_of_input(workspace, state_dir):
+    """A client may write its requests and close its end (a script, a pipe): each one is answered
+    before the server exits. JavaScript writes half an emoji as a lone surrogate escape, which the
+    SDK cannot read: that request gets an error with its id instead of no answer."""
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    get = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}}
+    lines = [json.dumps(HELLO), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             *(json.dumps({**get, "id": n}) for n in (20, 21, 22)),
+             '{"jsonrpc": "2.0", "id": 23, "method": "tools/call", "params": {"name": "memory_write", '
+             '"arguments": {"path": "MEMORY.md", "append": "half \\ud83d"}}}']
+    done = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"], input="\n".join(lines).encode() + b"\n",
+                          capture_output=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.decode().splitlines())}
+    assert sorted(answers) == [7, 20, 21, 22, 23], done.stdout
+    assert all(answers[n]["result"]["content"][0]["text"] for n in (20, 21, 22))
+    assert answers[23]["error"]["code"] == -32600 and "surrogate" in answers[23]["error"]["message"]
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- prefers green tea\n"

@@ -13,6 +13,11 @@ line that is not the handshake) waits for the SDK and goes to it untouched.
 As the SDK's own stdio transport does, the wire gets private descriptors while serving: fd 0
 reads the null device and fd 1 writes to stderr, so nothing else in the process (a child, a
 stray print) can read from or write to the protocol stream.
+
+Two things the SDK's stdio loop does not do are done on its way in (:class:`_Lines`): a line it
+cannot read (not JSON, a lone UTF-16 surrogate as JavaScript writes half an emoji, a number of
+thousands of digits) gets a JSON-RPC error instead of no answer at all, and at the end of the
+input every request already read is answered before the server exits.
 """
 
 from __future__ import annotations
@@ -151,8 +156,9 @@ def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: di
     reader = io.TextIOWrapper(io.BufferedReader(_Prefixed(consumed, os.dup(wire_in))), encoding="utf-8", errors="replace")
 
     async def main() -> None:
-        stdin = anyio.wrap_file(reader)
-        async with stdio_server(stdin=stdin, stdout=_Wire(out, answered)) as (read_stream, write_stream):  # type: ignore[arg-type]
+        wire = _Wire(out, answered)
+        stdin = _Lines(anyio.wrap_file(reader), wire)
+        async with stdio_server(stdin=stdin, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:
@@ -187,23 +193,88 @@ class _Prefixed(io.RawIOBase):
         super().close()
 
 
+class _Lines:
+    """The input lines for the SDK; see the module docstring."""
+
+    def __init__(self, stdin: Any, wire: _Wire):
+        self.stdin = stdin
+        self.wire = wire
+
+    def __aiter__(self):
+        return self._lines()
+
+    async def _lines(self):
+        import anyio
+        from mcp import types
+
+        async for line in self.stdin:
+            if not line.strip():
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except Exception as exc:  # noqa: BLE001 - whatever the SDK cannot read, it would not answer
+                await self.wire.refuse(line, exc)
+                continue
+            data = message.model_dump(by_alias=True, exclude_unset=True)
+            if "method" in data and "id" in data:
+                self.wire.pending.add(json.dumps(data["id"]))
+            elif data.get("method") == "notifications/cancelled":  # a cancelled request gets no answer
+                self.wire.pending.discard(json.dumps((data.get("params") or {}).get("requestId")))
+            yield line
+        while self.wire.pending:  # the end of the input: answer what was asked first
+            await anyio.sleep(0.02)
+
+
 class _Wire:
-    """The SDK's stdout: its answers to requests already answered are compared, then dropped."""
+    """The SDK's stdout: its answers to requests already answered are compared, then dropped;
+    ``pending`` holds the ids of requests not answered yet."""
 
     def __init__(self, out: BinaryIO, answered: dict[str, dict]):
         self.out = out
         self.answered = answered
+        self.pending: set[str] = set()
+        self.lock = threading.Lock()
+
+    async def refuse(self, line: str, exc: Exception) -> None:
+        """A JSON-RPC error for a line the SDK cannot read, with its id when one can be found."""
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            data, code = None, -32700
+        else:
+            code = -32600
+        if isinstance(data, dict) and "id" not in data:
+            return  # a notification: nothing to answer
+        request_id = data.get("id") if isinstance(data, dict) and has_request_id(data) else None
+        detail = str(exc).splitlines()
+        reason = next((d.strip() for d in detail[1:] if d.strip()), detail[0] if detail else "unreadable")
+        reason = reason.split(" [type=")[0]  # pydantic's own annotation, not for the caller
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            reason = "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
+        error = {"jsonrpc": "2.0", "id": request_id, "error": {
+            "code": code, "message": f"the request cannot be read: {reason[:300]}"}}
+        text = json.dumps(error, ensure_ascii=True)
+        await _in_thread(lambda: self._send(text.encode("ascii") + b"\n"))
+
+    def _send(self, data: bytes) -> None:
+        with self.lock:  # the SDK's answers and this transport's own refusals, one line at a time
+            self.out.write(data)
 
     async def write(self, text: str) -> None:
-        if self.answered:
-            message = json.loads(text)
-            key = json.dumps(message.get("id"))
-            if key in self.answered and ("result" in message or "error" in message):
+        message = json.loads(text) if self.pending or self.answered else {}
+        key = json.dumps(message.get("id")) if "result" in message or "error" in message else None
+        try:
+            if key is not None and key in self.answered:
                 sent = self.answered.pop(key)
                 if message != sent:
                     sys.stderr.write(f"warning: an early answer differed from the SDK's: {text.strip()[:300]}\n")
-                return
-        await _in_thread(lambda: self.out.write(text.encode("utf-8")))
+            else:
+                await _in_thread(lambda: self._send(text.encode("utf-8")))
+        finally:
+            if key is not None:  # answered, on the wire already (or the client is gone): the input may end
+                self.pending.discard(key)
 
     async def flush(self) -> None:
         await _in_thread(self.out.flush)
