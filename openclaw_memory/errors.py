@@ -7,6 +7,12 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 from __future__ import annotations
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """A value as an error message quotes it: its repr, cut short (a 100,000-character key is not echoed)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class MemoryToolError(Exception):
     """Base class: a failure the user can act on; never shown as a traceback."""
 

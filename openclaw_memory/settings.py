@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, UsageError, WorkspaceError
+from .errors import ConfigError, UsageError, WorkspaceError, shown
 from .files.paths import ExtraPath
 
 DEFAULT_AGENT = "main"
@@ -278,7 +278,7 @@ def check_agent(agent: str) -> str:
     """An agent id: up to 100 printable characters, no '/' or '\\' (it is part of lock, shard and
     collection names, sanitised as OpenClaw sanitises it: "Ops Bot" is fine)."""
     if not (0 < len(agent) <= 100 and agent.isprintable() and not {"/", "\\"} & set(agent) and agent not in (".", "..")):
-        raise UsageError(f"an agent id is 1 to 100 printable characters without '/' or '\\', not {_shown(agent)}")
+        raise UsageError(f"an agent id is 1 to 100 printable characters without '/' or '\\', not {shown(agent)}")
     return agent
 
 
@@ -289,7 +289,7 @@ def check_session(session: str | None) -> str | None:
     if not _SESSION.match(session):
         raise UsageError(
             f"a session id is 1 to 100 letters, digits, '.', '_', ':' or '-' (starting with a letter or digit), "
-            f"not {_shown(session)}"
+            f"not {shown(session)}"
         )
     return session
 
@@ -377,10 +377,6 @@ def _load_toml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
 
 def _unknown(key: str, value: Any, known: list[str], tables: set[str], inside: str | None) -> str:
     """``unknown key 'x'`` / ``unknown table [x]``, with the closest valid name (or the valid names)."""
@@ -420,14 +416,14 @@ def _table_values(cls: type, raw: dict[str, Any], name: str, path: Path) -> dict
             raise ConfigError(f"{path}: {_unknown(key, value, list(known), tables, name)}")
         if "table" in f.metadata:
             if not isinstance(value, dict):
-                raise ConfigError(f"{path}: [{name}] {key} must be a table ([{name}.{key}] with keys under it), not {_shown(value)}")
+                raise ConfigError(f"{path}: [{name}] {key} must be a table ([{name}.{key}] with keys under it), not {shown(value)}")
             sub = f.metadata["table"]
             values[key] = sub(**_table_values(sub, value, f"{name}.{key}", path))
             continue
         check: _Check = f.metadata["toml"]
         kept = check.convert(value)
         if kept is _BAD:
-            raise ConfigError(f"{path}: [{name}] {key} must be {check.words}, not {_shown(value)}")
+            raise ConfigError(f"{path}: [{name}] {key} must be {check.words}, not {shown(value)}")
         values[key] = kept
     return values
 
@@ -443,7 +439,7 @@ def _toml_tables(data: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
     for key, value in data.items():
         if key in TOML_TABLES:
             if not isinstance(value, dict):
-                raise ConfigError(f"{path}: {key} must be a table ([{key}] with keys under it), not {_shown(value)}")
+                raise ConfigError(f"{path}: {key} must be a table ([{key}] with keys under it), not {shown(value)}")
         elif key in words:
             good = (
                 isinstance(value, str) if key == "workspace"
@@ -451,13 +447,13 @@ def _toml_tables(data: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
                 else isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value)
             )
             if not good:
-                raise ConfigError(f"{path}: {key} must be {words[key]}, not {_shown(value)}")
+                raise ConfigError(f"{path}: {key} must be {words[key]}, not {shown(value)}")
         else:
             raise ConfigError(f"{path}: {_unknown(key, value, [*TOML_KEYS, *TOML_TABLES], set(TOML_TABLES), None)}")
     for item in data.get("extra_paths") or ():
         unknown = sorted(set(item) - {"path", "pattern"}) if isinstance(item, dict) else []
         if unknown:
-            raise ConfigError(f"{path}: extra_paths: unknown key '{unknown[0]}' in {_shown(item)} (an entry is {{path, pattern}})")
+            raise ConfigError(f"{path}: extra_paths: unknown key '{unknown[0]}' in {shown(item)} (an entry is {{path, pattern}})")
     tables = {name: _table_values(cls, data.get(name, {}), name, path) for name, cls in TOML_TABLES.items()}
     budget, overlap = tables["index"].get("chunk_tokens"), tables["index"].get("overlap_tokens")
     if budget is not None and overlap is not None and overlap > budget // 2:

@@ -130,3 +130,14 @@ def test_inputs_that_would_hang_or_overflow_are_usage_errors(workspace, state_di
     url = cli("--qdrant-url", "http://[::1", "status", "--json")
     assert url.returncode == 2 and "is not a Qdrant URL" in url.json()["error"], url.stderr
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n"
+
+
+def test_messages_name_what_was_given_and_stay_short(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert "refused: . is not a memory path" in cli("read", ".").stderr
+    zero = cli("read", "MEMORY.md#L0-L2")
+    assert zero.returncode == 2 and "counted from 1 (MEMORY.md#L1-L2)" in zero.stderr
+    long_key = cli("read", "MEMORY.md") and cli("write", "MEMORY.md", "--append", "x", "--idempotency-key", "k" * 100_000)
+    assert long_key.returncode == 2 and len(long_key.stderr) < 300, len(long_key.stderr)
+    as_text = cli("read", "--", "--json")  # after --, --json is the path, and the error is not JSON
+    assert as_text.returncode == 2 and as_text.stdout == "" and "--json" in as_text.stderr

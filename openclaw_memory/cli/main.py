@@ -15,7 +15,7 @@ from .parse import Parsed, parse
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in args
+    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)  # after --, it is an argument
     try:
         parsed = parse(args)
         if parsed.action == "version":
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         error(missing.message, as_json)
         return missing.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        error("interrupted", as_json)
         return 130
     except BrokenPipeError:
         return 0

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-from ..errors import UsageError
+from ..errors import UsageError, shown
 from .spec import COMMANDS, GROUPS, HELP, PROG, SETTINGS, Arg, Command, Opt, find_command
 
 HELP_FLAGS = ("-h", "--help")
@@ -285,14 +285,14 @@ def _converter(opt: Opt, words: tuple[str, ...]):
         try:
             return opt.type(raw)
         except ValueError:
-            raise CommandLineError(f"{opt.flags[0]} must be {kind}, not {raw!r}", words) from None
+            raise CommandLineError(f"{opt.flags[0]} must be {kind}, not {shown(raw)}", words) from None
 
     return convert
 
 
 def _check_arguments(command: Command, positionals: list[str]) -> None:
     if len(positionals) > len(command.args):
-        raise CommandLineError(f"unexpected argument {positionals[len(command.args)]!r}", command.words)
+        raise CommandLineError(f"unexpected argument {shown(positionals[len(command.args)])}", command.words)
     for arg in command.args[len(positionals):]:
         if arg.required:
             raise CommandLineError(f"missing argument {(arg.metavar or arg.dest).upper()}", command.words)
@@ -327,7 +327,7 @@ def parse(argv: list[str]) -> Parsed:
     level: _Level = given[_LEVEL]
     extras += given.get(_EXTRAS, [])
     if extras:  # canonical() lets none through; kept so that argparse never drops a word unsaid
-        raise CommandLineError(f"unexpected argument {extras[0]!r}", level.words)
+        raise CommandLineError(f"unexpected argument {shown(extras[0])}", level.words)
     command = level.command
     if command is None:
         return Parsed("help", level.words, help=level.format_help())

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 
-_CITATION = re.compile(r"^(?P<path>.+)#L(?P<start>[1-9]\d*)(?:-L(?P<end>[1-9]\d*))?$")
+_CITATION = re.compile(r"^(?P<path>.+)#L(?P<start>\d+)(?:-L(?P<end>\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ def parse_citation(text: str) -> Citation | None:
         return None
     start = int(m.group("start"))
     end = int(m.group("end") or start)
+    if min(start, end) < 1:
+        raise UsageError(f"{text}: a citation's lines are counted from 1 ({m.group('path')}#L1-L{max(end, 1)})")
     if end < start:
         path = m.group("path")
         raise UsageError(f"{text}: a citation's lines run from the first to the last ({path}#L{end}-L{start})")

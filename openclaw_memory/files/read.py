@@ -154,7 +154,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
                 "MEMORY.md is canonical (run `openclaw-memory doctor --fix` to merge it)"
             )
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
-            f"refused: {raw if os.path.isabs(raw) else shown} is not a memory path "
+            f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
             "(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"
         )
     if not absolute.endswith(".md") and not (root == absolute and not in_workspace):

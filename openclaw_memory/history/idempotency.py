@@ -25,7 +25,7 @@ import xxhash
 
 from .. import wire
 from ..database import Database, enc
-from ..errors import UsageError
+from ..errors import UsageError, shown
 from .guard import Replay, WriteResult
 
 KEEP_S = 24 * 3600
@@ -68,7 +68,7 @@ def reach(step: str) -> None:
 
 def check_key(key: str) -> str:
     if not key or len(key) > MAX_KEY or not key.isprintable():
-        raise UsageError(f"an idempotency key is 1 to {MAX_KEY} printable characters, not {key!r}")
+        raise UsageError(f"an idempotency key is 1 to {MAX_KEY} printable characters, not {shown(key)}")
     return key
 
 

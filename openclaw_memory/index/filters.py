@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from fnmatch import fnmatchcase
 
-from ..errors import UsageError
+from ..errors import UsageError, shown
 
 DATED = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
 
@@ -39,7 +39,7 @@ def parse_day(value: str, flag: str) -> date:
     try:
         return date.fromisoformat(value.strip())
     except ValueError:
-        raise UsageError(f"{flag} must be a date like 2026-11-03, not {value!r}") from None
+        raise UsageError(f"{flag} must be a date like 2026-11-03, not {shown(value)}") from None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 import xxhash
 
 from ..database import Database
-from ..errors import DiskFull, UsageError, disk_full, os_error
+from ..errors import DiskFull, UsageError, disk_full, os_error, shown
 
 FORMAT = "openclaw-memory-snapshot"
 VERSION = 1
@@ -43,7 +43,7 @@ _INT_COLUMNS = ("mode", "size", "mtime", "ctime")
 def validate_label(label: str) -> str:
     if not LABEL_RE.fullmatch(label) or label.startswith("."):
         raise UsageError(
-            f"invalid snapshot label {label!r}: use 1 to 100 letters, digits, '.', '_' or '-', not starting with '.'"
+            f"invalid snapshot label {shown(label)}: use 1 to 100 letters, digits, '.', '_' or '-', not starting with '.'"
         )
     return label
 

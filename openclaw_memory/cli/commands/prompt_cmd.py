@@ -6,7 +6,7 @@ import datetime as dt
 import sys
 from typing import TYPE_CHECKING
 
-from ...errors import UsageError
+from ...errors import UsageError, shown
 from ...memory import open_memory
 from ..output import reported, warn
 
@@ -20,7 +20,7 @@ def run_prompt(settings: Settings, date: str | None, peek: bool, json_out: bool)
         try:
             today = dt.date.fromisoformat(date)
         except ValueError:
-            raise UsageError(f"--date must be a date like 2026-11-30, not {date!r}") from None
+            raise UsageError(f"--date must be a date like 2026-11-30, not {shown(date)}") from None
     section = open_memory(settings, notice=warn).prompt(today=today, consume=not peek)
     cuts = [f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
             "characters)" for cut in section.truncated]
