@@ -6,6 +6,7 @@ import datetime
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import xxhash
@@ -383,3 +384,21 @@ def test_a_write_that_brings_many_stale_files_into_the_index_says_so_and_shows_p
     assert done.returncode == 0, done.stderr
     assert "bringing the agent's index up to date" in done.stderr
     assert "read 401/401 files" in done.stderr or "embedded" in done.stderr
+
+
+def test_a_killed_writes_temp_files_go_at_the_next_write_of_the_file(workspace, state_dir):
+    write(workspace / "memory" / "k.md", "# K\n")
+    folder = workspace / "memory"
+    old, fresh = folder / ".k.md.0123abcd.tmp", folder / ".k.md.89abcdef.tmp"
+    other, doctors = folder / ".other.md.0123abcd.tmp", folder / ".k.md.migrate-0123abcd.tmp"
+    for leftover in (old, fresh, other, doctors):
+        leftover.write_bytes(b"half of a write" * 1000)
+    hour_ago = time.time() - 3600
+    for aged in (old, other, doctors):
+        os.utime(aged, (hour_ago, hour_ago))
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    memory.read("memory/k.md")
+    memory.write("memory/k.md", append="- more")
+    assert not old.exists()  # this file's, killed before its rename an hour ago
+    assert fresh.exists() and other.exists() and doctors.exists()  # too new, another file's, not a write's
+    assert (folder / "k.md").read_text() == "# K\n- more\n"

@@ -23,6 +23,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import stat
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -280,6 +283,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
         mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
         if folder is None:
             folder = resolved.folder(create=True)
+        _sweep_leftovers(folder, resolved.name)
         if added is None:
             tmp, new, _ = _temp_from_blocks(folder, resolved, [content], mode)
         else:
@@ -296,6 +300,31 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             os.close(fd)
         if folder is not None:
             folder.close()
+
+
+_TEMP_TAG = re.compile(r"[0-9a-f]{8}")
+LEFTOVER_AGE_S = 600.0
+
+
+def _sweep_leftovers(folder: Folder, name: str) -> None:
+    """Remove the temp files (``.NAME.<hex>.tmp``) of earlier writes of this file that were killed
+    before their rename: they hold only what those writes would have written, never a byte the file
+    had, and nothing else removes them. Every write holds the lock this one holds, so none of them
+    is in progress; ten minutes old at least all the same (another tool's temp file by that name)."""
+    prefix = f".{name}."
+    try:
+        entries = os.listdir(folder.fd)
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.startswith(prefix) and entry.endswith(".tmp") and _TEMP_TAG.fullmatch(entry[len(prefix):-4])):
+            continue
+        try:
+            st = os.stat(entry, dir_fd=folder.fd, follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S:
+                os.unlink(entry, dir_fd=folder.fd)
+        except OSError:
+            continue
 
 
 def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
