@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from .client import ServiceClient, ServiceUnavailable
-from .paths import service_dir
+from .paths import read_info, service_dir
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -96,6 +96,8 @@ def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
         if _answers(settings):
+            if (read_info(settings) or {}).get("pid") != proc.pid:
+                return  # another caller's service won the race to start: it answers, this one exits
             notice(f"started the memory service (pid {proc.pid}); it keeps running after this session ends, for the "
                    "CLI and every MCP session (`openclaw-memory status` shows it; `openclaw-memory serve --stop` stops it); "
                    f"its log is {log_path}")
