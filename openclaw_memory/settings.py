@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, UsageError, WorkspaceError, shown
+from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
 from .files.paths import ExtraPath
 
 DEFAULT_AGENT = "main"
@@ -562,6 +562,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     state_dir = Path(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw")).absolute()
     agent = check_agent((o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT)
 
+    if os.path.lexists(state_dir) and not state_dir.is_dir():
+        raise StateDirError(f"the state dir {state_dir} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
     json_path = state_dir / OPENCLAW_JSON_NAME
     openclaw = _load_json5(json_path)
     toml_path = state_dir / TOML_NAME

@@ -351,3 +351,10 @@ def test_the_toml_is_checked_whole_when_read(cli, state_dir, toml, said):
     (state_dir / "openclaw-memory.toml").write_text(toml)
     refused = cli("files", "--json")
     assert refused.returncode == 2 and said in refused.json()["error"], refused.stdout
+
+
+def test_a_state_dir_that_is_a_file_is_named_as_such(cli, tmp_path):
+    plain = tmp_path / "not-a-folder"
+    plain.write_text("")
+    refused = cli("--state-dir", str(plain), "write", "MEMORY.md", "--append", "x", "--json")
+    assert refused.returncode == 2 and refused.json()["error"].startswith(f"the state dir {plain} is not a folder")
