@@ -133,8 +133,8 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
             message = json.loads(line)
         except ValueError:
             break
-        if not isinstance(message, dict):
-            break
+        if not isinstance(message, dict) or json.dumps(message.get("id")) in answered:
+            break  # an id answered already: the SDK answers (it sees both), once each
         if not initialized and _initialize_request(message) is not None:
             answer = {"jsonrpc": "2.0", "id": message["id"], "result": initialize_result(message["params"]["protocolVersion"])}
             initialized = True
