@@ -363,3 +363,21 @@ def test_index_and_state_share_one_observation_per_file_and_drop_it_when_the_fil
         gone.unlink()
         assert index.sync().files_removed == 1
         assert str(gone) not in observed() and str(note) in observed()
+
+
+def test_a_search_while_the_first_index_is_built_says_so(workspace, state_dir):
+    from openclaw_memory.errors import IndexMissing
+    from openclaw_memory.index.sync import agent_lock
+    from openclaw_memory.memory.local import LocalMemory
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- likes tea\n")
+    settings = settings_for(workspace, state_dir)
+    with pytest.raises(IndexMissing, match="build it with `openclaw-memory index`"):
+        LocalMemory(settings).search("tea")
+    lock = agent_lock(settings, 0)
+    lock.acquire()  # as the sync of a service that just started holds it
+    try:
+        with pytest.raises(IndexMissing, match=r"being built right now \(pid \d+\); search again"):
+            LocalMemory(settings).search("tea")
+    finally:
+        lock.release()

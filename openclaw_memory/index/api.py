@@ -104,6 +104,12 @@ class MemoryIndex:
         manifests = {c.name: self._manifest(c.name) for c in collections}
         indexed = [c for c in collections if manifests[c.name] is not None and self.store.exists(c.name)]
         if not indexed:
+            from ..fsutil.lock import lock_holder
+
+            builder = lock_holder(agent_lock(self.settings, 0).path)
+            if builder is not None:  # the first index, by a service that just started or an `index` run
+                raise IndexMissing(f"the search index of agent {self.settings.agent} is being built right now "
+                                   f"(pid {builder}); search again in a few seconds")
             raise IndexMissing(
                 f"no search index for agent {self.settings.agent} in {self.settings.workspace} yet: "
                 "build it with `openclaw-memory index`"
