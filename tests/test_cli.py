@@ -141,3 +141,13 @@ def test_messages_name_what_was_given_and_stay_short(workspace, state_dir, cli):
     assert long_key.returncode == 2 and len(long_key.stderr) < 300, len(long_key.stderr)
     as_text = cli("read", "--", "--json")  # after --, --json is the path, and the error is not JSON
     assert as_text.returncode == 2 and as_text.stdout == "" and "--json" in as_text.stderr
+
+
+def test_a_file_name_with_a_newline_stays_one_line_in_the_listing(workspace, cli):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "two\nlines.md", "# Odd\n")
+    listed = cli("files")
+    assert listed.returncode == 0
+    assert "memory/two\\x0alines.md\tmemory" in listed.stdout
+    assert len(listed.stdout.splitlines()) == 2
+    assert "memory/two\nlines.md" in {f["path"] for f in cli("files", "--json").json()["files"]}  # exact in JSON

@@ -31,8 +31,10 @@ def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> b
 
 
 def printable(path: str) -> str:
-    """A path safe to print: bytes that are not UTF-8 become ``\\xNN``."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
+    in a file name) become ``\\xNN``."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
 
 
 def warn(message: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import reported, warn
+from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -18,7 +18,7 @@ def run_files(settings: Settings, json_out: bool) -> int:
     if not result.files:
         print(f"No memory files in {result.workspace} (agent {result.agent}).")
     for f in result.files:
-        print(f"{f.path}\t{f.source}\t{f.kind}\t{f.size}")
+        print(f"{printable(f.path)}\t{f.source}\t{f.kind}\t{f.size}")
     for s in result.skipped:
-        print(f"skipped: {s.path} ({s.reason})")
+        print(f"skipped: {printable(s.path)} ({s.reason})")
     return 0
