@@ -23,11 +23,16 @@ def js_trim_end(text: str) -> str:
     return text.rstrip(JS_WHITESPACE)
 
 
+def _utf16(text: str) -> bytes:
+    # surrogatepass: a lone surrogate (a file name's undecodable byte) is one code unit, as in JavaScript.
+    return text.encode("utf-16-le", "surrogatepass")
+
+
 def utf16_len(text: str) -> int:
     """``text.length`` in JavaScript: astral characters count twice."""
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    return len(_utf16(text)) // 2
 
 
 def _split_astral(ch: str) -> str:
@@ -43,51 +48,28 @@ def utf16_sort_key(text: str) -> str:
     return "".join(_split_astral(ch) if ord(ch) > 0xFFFF else ch for ch in text)
 
 
-def _units(text: str) -> list[str]:
-    """One item per UTF-16 code unit (an astral character gives its two surrogates)."""
-    return list(utf16_sort_key(text))
-
-
-def _from_units(units: list[str]) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(units):
-        u = units[i]
-        if _high(u) and i + 1 < len(units) and _low(units[i + 1]):
-            out.append(chr(0x10000 + ((ord(u) - 0xD800) << 10) + (ord(units[i + 1]) - 0xDC00)))
-            i += 2
-            continue
-        out.append(u)
-        i += 1
-    return "".join(out)
-
-
-def _high(unit: str) -> bool:
-    return "\ud800" <= unit <= "\udbff"
-
-
-def _low(unit: str) -> bool:
-    return "\udc00" <= unit <= "\udfff"
+def _unit(data: bytes, i: int) -> int:
+    return data[2 * i] | data[2 * i + 1] << 8
 
 
 def slice_utf16_safe(text: str, start: int, end: int | None = None) -> str:
     """OpenClaw's ``sliceUtf16Safe``: a UTF-16 slice that never returns half a surrogate pair."""
-    if text.isascii() or utf16_len(text) == len(text):
+    if text.isascii() or max(text) < "\U00010000":  # one code unit per character
         length = len(text)
         frm = max(length + start, 0) if start < 0 else min(start, length)
         to = length if end is None else (max(length + end, 0) if end < 0 else min(end, length))
         return text[frm:to] if to > frm else ""
-    units = _units(text)
-    length = len(units)
+    data = _utf16(text)
+    length = len(data) // 2
     frm = max(length + start, 0) if start < 0 else min(start, length)
     to = length if end is None else (max(length + end, 0) if end < 0 else min(end, length))
     if to <= frm:
         return ""
-    if 0 < frm < length and _low(units[frm]) and _high(units[frm - 1]):
+    if 0 < frm < length and 0xDC00 <= _unit(data, frm) <= 0xDFFF and 0xD800 <= _unit(data, frm - 1) <= 0xDBFF:
         frm += 1
-    if 0 < to < length and _high(units[to - 1]) and _low(units[to]):
+    if 0 < to < length and 0xD800 <= _unit(data, to - 1) <= 0xDBFF and 0xDC00 <= _unit(data, to) <= 0xDFFF:
         to -= 1
-    return _from_units(units[frm:to])
+    return data[2 * frm : 2 * to].decode("utf-16-le", "surrogatepass")
 
 
 def truncate_utf16_safe(text: str, limit: int) -> str:
