@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openclaw_memory.files.glob import expand_braces, matches_glob
 from openclaw_memory.files.jstext import js_trim, js_trim_end, slice_utf16_safe, truncate_utf16_safe, utf16_len, utf16_sort_key
@@ -40,3 +42,33 @@ def test_patterns(path, pattern, expected):
 def test_brace_expansion():
     assert expand_braces("a{b,c{d,e}}f") == ["abf", "acdf", "acef"]
     assert expand_braces("{x}") == ["{x}"]
+
+
+def _units(text: str) -> list[str]:
+    """The reference: one item per UTF-16 code unit, astral characters as their two surrogates."""
+    return list(utf16_sort_key(text))
+
+
+def _joined(units: list[str]) -> str:
+    return "".join(units).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+@given(st.text(alphabet=st.sampled_from(["a", " ", "é", "绿", "🎉", "𝄞", "\ud800", "\udc80", "\uffff"]), max_size=14),
+       st.integers(-16, 16), st.one_of(st.none(), st.integers(-16, 16)))
+def test_utf16_slices_match_a_per_unit_reference(text, start, end):
+    units = _units(text)
+    assert utf16_len(text) == len(units)
+    n = len(units)
+    frm = max(n + start, 0) if start < 0 else min(start, n)
+    to = n if end is None else (max(n + end, 0) if end < 0 else min(end, n))
+    if to <= frm:
+        assert slice_utf16_safe(text, start, end) == ""
+        return
+    if max(text, default="a") < "\U00010000":  # one unit per character: a plain slice
+        assert slice_utf16_safe(text, start, end) == text[frm:to]
+        return
+    if 0 < frm < n and "\udc00" <= units[frm] <= "\udfff" and "\ud800" <= units[frm - 1] <= "\udbff":
+        frm += 1  # a cut never leaves half a pair
+    if 0 < to < n and "\ud800" <= units[to - 1] <= "\udbff" and "\udc00" <= units[to] <= "\udfff":
+        to -= 1
+    assert slice_utf16_safe(text, start, end) == (_joined(units[frm:to]) if to > frm else "")
