@@ -227,6 +227,18 @@ def test_non_utf8_legacy_is_merged_with_fffd_and_archived_raw(workspace, cli):
     assert archive.read_bytes() == raw
 
 
+def test_a_nul_byte_in_the_legacy_file_is_not_merged_into_memory_md(workspace, cli):
+    """MEMORY.md with a NUL byte is binary to the index: the merge would have dropped it from search."""
+    raw = b"fact B \x00nul\n"
+    split(workspace, CANON, raw)
+    (repair,) = cli("doctor", "--fix", "--json").json()["repairs"]
+    assert repair["status"] == "done" and "U+FFFD" in repair["detail"]
+    merged = (workspace / "MEMORY.md").read_bytes()
+    assert b"\x00" not in merged and "fact B \ufffdnul" in merged.decode("utf-8")
+    (archive,) = archives(workspace)
+    assert archive.read_bytes() == raw  # the raw bytes, NUL included
+
+
 def test_non_utf8_canonical_bytes_are_kept_exactly(workspace, cli):
     canon = b"# mine \xe9\xe9\n"
     split(workspace, canon, LEGACY)

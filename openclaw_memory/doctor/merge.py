@@ -34,8 +34,12 @@ def archive_shown(workspace: str, archive_rel: str) -> str:
 
 
 def legacy_block(legacy: bytes) -> tuple[bytes, bool]:
-    """The legacy text as it is merged (trimmed, valid UTF-8, final newline) and whether bytes were replaced."""
+    """The legacy text as it is merged (trimmed, valid UTF-8 without NUL, final newline) and whether
+    bytes were replaced: a NUL byte merged into MEMORY.md would make the whole file binary to the
+    index (its raw bytes stay in the archive)."""
     text, lossy = decode_lossy(legacy)
+    if "\x00" in text:
+        text, lossy = text.replace("\x00", "\ufffd"), True
     return (js_trim(text) + "\n").encode("utf-8"), lossy
 
 
@@ -114,7 +118,8 @@ def merge_detail(state: JournalRecord, how: str) -> str:
     else:
         text = f"archived memory.md at {rel} without merging ({_mode_words(state)}); MEMORY.md unchanged"
     if state.lossy and state.mode == "append":
-        text += "; memory.md was not valid UTF-8: it was merged with U+FFFD in place of the invalid bytes and its raw bytes are kept in the archive"
+        text += ("; memory.md was not valid UTF-8 text (invalid bytes or NUL): it was merged with U+FFFD in place of "
+                 "those bytes and its raw bytes are kept in the archive")
     if how == "copy":
         text += "; the archive is on another file system: copied, fsynced and hash-verified before the original was removed"
     return text
