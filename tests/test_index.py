@@ -381,3 +381,25 @@ def test_a_search_while_the_first_index_is_built_says_so(workspace, state_dir):
             LocalMemory(settings).search("tea")
     finally:
         lock.release()
+
+
+def test_progress_counts_as_saved_only_what_an_interrupted_run_keeps(workspace, state_dir):
+    """A first index is written in place (kept if stopped); changes past one batch to an existing
+    index are built beside it and swapped in at the end (not kept): Ctrl-C must not call them saved."""
+    from openclaw_memory.memory.local import LocalMemory
+
+    (state_dir / "openclaw-memory.toml").write_text("[index]\nembed_batch = 2\n")
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for i in range(6):
+        write(workspace / "memory" / f"n{i}.md", f"# Note {i}\n\nAbout topic {i}.\n")
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    first: list = []
+    memory.index(progress=first.append)
+    embedded = [p for p in first if p.phase == "embed"]
+    assert embedded and embedded[-1].chunks_written == embedded[-1].chunks_done > 0
+    for i in range(6):
+        write(workspace / "memory" / f"n{i}.md", f"# Note {i}\n\nAbout topic {i}, changed.\n")
+    again: list = []
+    memory.index(progress=again.append)
+    embedded = [p for p in again if p.phase == "embed"]
+    assert embedded and embedded[-1].chunks_done > 0 and all(p.chunks_written == 0 for p in embedded)

@@ -102,7 +102,9 @@ class SyncProgress:
     chunks_done: int
     chunks_total: int
     phase: str = "read"  # "read" (files), "model" (loading the embedding model), "embed" (chunks)
-    chunks_written: int = 0  # of chunks_done, those already in the store (kept if the run stops)
+    # Of chunks_done, those already in the live store (kept if the run stops); what is built beside
+    # the live shard (changes past one batch, --full) is swapped in only at the end.
+    chunks_written: int = 0
 
 
 ProgressCallback = Callable[[SyncProgress], None]
@@ -334,7 +336,7 @@ class _Sync:
         self.rechunk: set[str] = set()  # only the chunker's version changed: chunk again, reuse vectors
         self.by_hash: dict[str, dict[str, list[str]]] = {}  # chunk hash -> collection -> point ids (old manifests)
         self.files_done = self.files_total = 0
-        self.chunks_done = self.chunks_seen = 0
+        self.chunks_done = self.chunks_seen = self.chunks_kept = 0
         # Vectors embedded by this run, the most recent first out last: the same text in many
         # files is embedded once, and memory stays bounded however large the corpus.
         self.recent: OrderedDict[str, object] = OrderedDict()
@@ -591,7 +593,7 @@ class _Sync:
     def _report(self, phase: str | None = None, embedded_now: int = 0) -> None:
         phase = phase or ("embed" if self.chunks_seen else "read")
         self.progress(SyncProgress(self.files_done, self.files_total, self.chunks_done + embedded_now, self.chunks_seen, phase,
-                                   self.chunks_done))
+                                   self.chunks_kept))
 
     def _read(self, work: _Work, f, force: bool = False) -> _Changed | None:
         version = read_version(f.abs_path, self.roots, self.racy_guard_ns)
@@ -750,14 +752,16 @@ class _Sync:
 
     def _upsert(self, shard, target: str, w: _Work, piece: list[tuple[str, str, dict]]) -> None:
         vectors, fresh = self._vectors(w, piece, (target, shard))
-        self._write_piece(shard, piece, vectors, fresh)
+        self._write_piece(shard, piece, vectors, fresh, kept=target == w.collection.name)
         self._report()
 
-    def _write_piece(self, shard, piece: list[tuple[str, str, dict]], vectors: dict, fresh: set[str]) -> None:
+    def _write_piece(self, shard, piece: list[tuple[str, str, dict]], vectors: dict, fresh: set[str], *,
+                     kept: bool = True) -> None:
         shard.upsert([PointData(pid, vectors[h], payload) for pid, h, payload in piece])
         self.embedded += sum(1 for _pid, h, _p in piece if h in fresh)
         self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
         self.chunks_done += len(piece)
+        self.chunks_kept += len(piece) if kept else 0
         self._upserted()
 
     def _upserted(self) -> None:

@@ -17,12 +17,12 @@ if TYPE_CHECKING:
 
 
 def run_index(settings: Settings, full: bool, json_out: bool) -> int:
-    seen = {"done": 0, "total": 0}
+    seen = {"done": 0, "total": 0, "embedded": 0}
 
     def track(report):
         def both(p: SyncProgress) -> None:
             if p.phase == "embed":
-                seen["done"], seen["total"] = p.chunks_written, p.chunks_total
+                seen["done"], seen["total"], seen["embedded"] = p.chunks_written, p.chunks_total, p.chunks_done
             if report is not None:
                 report(p)
         return both
@@ -33,8 +33,14 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
             report = None if json_out else progress_reporter(stack)
             summary = memory.index(full=full, progress=track(report))
     except KeyboardInterrupt:
-        kept = f"{seen['done']} of {seen['total']} new chunks were embedded and saved" if seen["total"] else "nothing was embedded yet"
-        warn(f"interrupted: {kept}; the next `openclaw-memory index` resumes from there without embedding them again")
+        if seen["done"]:
+            warn(f"interrupted: {seen['done']} of {seen['total']} new chunks were embedded and saved; the next "
+                 "`openclaw-memory index` resumes from there without embedding them again")
+        elif seen["embedded"]:
+            warn("interrupted: the changes were being built beside the live index, which is unchanged and still "
+                 "searched; the next `openclaw-memory index` builds them again")
+        else:
+            warn("interrupted: nothing was embedded yet")
         return 130
     if reported(summary, json_out, summary.notes):
         return 0
