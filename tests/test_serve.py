@@ -311,6 +311,16 @@ def test_a_long_session_goes_back_to_the_service_after_it_hung(workspace, state_
     assert service.stop() == 0
 
 
+def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, services):
+    memory(workspace)
+    service = start(services, workspace, state_dir, "--no-watch")
+    service.stop(signal.SIGKILL)
+    assert "sock" in service_files(workspace, state_dir) and "info.json" in service_files(workspace, state_dir)
+    stopped = cli("serve", "--stop")
+    assert stopped.returncode == 0 and "no memory service runs" in stopped.stderr
+    assert [f for f in service_files(workspace, state_dir) if f in ("sock", "info.json")] == []
+
+
 def test_other_settings_are_refused_and_answered_in_process(workspace, state_dir, cli, services, tmp_path):
     memory(workspace)
     start(services, workspace, state_dir, "--no-watch")

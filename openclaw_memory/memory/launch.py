@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from .client import ServiceClient, ServiceUnavailable
-from .paths import read_info, service_dir
+from .paths import INFO, read_info, service_dir, socket_path
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -38,7 +39,12 @@ def stop_service(settings: Settings) -> int | None:
     except LockTimeout:
         pass
     else:
-        lock.release()  # nobody held it: no service runs
+        try:  # nobody held it: no service runs; what a killed one left goes
+            for leftover in (socket_path(settings), os.path.join(service_dir(settings), INFO)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+        finally:
+            lock.release()
         return None
     holder = lock.holder_pid()
     if not holder.isdigit():
@@ -55,7 +61,24 @@ def stop_service(settings: Settings) -> int | None:
         raise MemoryToolError(f"the memory service (pid {pid}) did not stop within {STOP_WAIT_S:g} s; "
                               f"`kill -9 {pid}` ends it (the index is crash-safe)") from None
     waiting.release()
+    deadline = time.monotonic() + STOP_WAIT_S  # its files are gone; the process itself ends just after
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.02)
     return pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a child of this process that ended but was not reaped yet is done too
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _answers(settings: Settings) -> bool:
