@@ -321,6 +321,21 @@ def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, servi
     assert [f for f in service_files(workspace, state_dir) if f in ("sock", "info.json")] == []
 
 
+def test_status_says_a_hung_service_does_not_answer(workspace, state_dir, cli, services):
+    memory(workspace)
+    (state_dir / "openclaw-memory.toml").write_text("[service]\ntimeout = 1\n")
+    service = start(services, workspace, state_dir, "--no-watch")
+    os.kill(service.proc.pid, signal.SIGSTOP)
+    shown = cli("status")
+    said = cli("status", "--json")
+    os.kill(service.proc.pid, signal.SIGCONT)
+    assert shown.returncode == 0 and f"Service: not answering: the memory service (pid {service.proc.pid}) did not answer" in shown.stdout
+    assert len(shown.stderr.strip().splitlines()) == 1  # asked once, said once
+    got = json.loads(said.stdout)["service"]
+    assert got["running"] is False and "did not answer within 1 s" in got["note"]
+    assert service.stop() == 0
+
+
 def test_other_settings_are_refused_and_answered_in_process(workspace, state_dir, cli, services, tmp_path):
     memory(workspace)
     start(services, workspace, state_dir, "--no-watch")

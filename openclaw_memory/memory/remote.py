@@ -138,6 +138,8 @@ class ServiceMemory(LocalMemory):
         return self._remote("collections", super().collections)
 
     def service(self) -> ServiceStatus:
+        if self._link.client is None and self._link.said:  # it just failed to answer: say why, not wait again
+            return ServiceStatus(note=self._link.said)
         return self._remote("service", super().service)
 
     def end_session(self) -> None:

@@ -147,6 +147,8 @@ def _duration(seconds: float) -> str:
 
 def _service_line(service: dict) -> str:
     if not service.get("running"):
+        if service.get("note"):  # it runs (its socket is there) but does not answer
+            return f"Service: not answering: {service['note']}"
         return "Service: not running (`openclaw-memory serve` keeps the model and index warm)"
     memory = _size(service["memoryBytes"]) if service.get("memoryBytes") is not None else "unknown"
     sync = f"live sync of agent {service['agent']}" if service.get("liveSync") else "no live sync"
