@@ -67,13 +67,14 @@ class WriteBlocked(MemoryToolError):
     exit_code = 3
 
     def __init__(self, message: str, *, problem: str | None = None, path: str = "", step: str = "read_again",
-                 agent: str = ""):
-        self.problem, self.path, self.step, self.agent = problem, path, step, agent
+                 agent: str = "", session: str = ""):
+        self.problem, self.path, self.step, self.agent, self.session = problem, path, step, agent, session
         super().__init__(self._worded("cli") if problem is not None else message)
 
     def _worded(self, audience: str) -> str:
         assert self.problem is not None
-        reader = f"agent '{self.agent}'" if audience == "cli" else f"this session (agent '{self.agent}')"
+        within = f" (session {self.session})" if self.session else ""  # the reader the guard checked
+        reader = f"agent '{self.agent}'{within}" if audience == "cli" else f"this session (agent '{self.agent}')"
         step = BLOCKED_STEPS[self.step][audience].replace("{path}", self.path)
         return f"blocked: {self.problem.replace('{reader}', reader)}{step}"
 
@@ -84,11 +85,11 @@ class WriteBlocked(MemoryToolError):
         """What the service sends so the caller can word the error for its own audience."""
         if self.problem is None:
             return {}
-        return {"problem": self.problem, "path": self.path, "step": self.step, "agent": self.agent}
+        return {"problem": self.problem, "path": self.path, "step": self.step, "agent": self.agent, "session": self.session}
 
     @classmethod
-    def because(cls, problem: str, *, path: str, step: str = "read_again", agent: str = "") -> WriteBlocked:
-        return cls("", problem=problem, path=path, step=step, agent=agent)
+    def because(cls, problem: str, *, path: str, step: str = "read_again", agent: str = "", session: str = "") -> WriteBlocked:
+        return cls("", problem=problem, path=path, step=step, agent=agent, session=session)
 
 
 # What a blocked writer does next, for each audience, following the problem.

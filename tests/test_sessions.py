@@ -262,3 +262,10 @@ def test_a_service_killed_mid_write_then_the_in_process_retry_writes_once(worksp
             service.kill()
     assert done.returncode == 0, done.stderr
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- exactly once\n"
+
+
+def test_a_blocked_write_names_the_session_that_did_not_read(cli, workspace):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("--session", "s1", "read", "MEMORY.md").returncode == 0
+    blocked = cli("--session", "s2", "write", "MEMORY.md", "--append", "x")
+    assert blocked.returncode == 3 and "agent 'main' (session s2) has not read it" in blocked.stderr

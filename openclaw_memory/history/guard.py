@@ -279,7 +279,8 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             with _in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         seen = records.get(resolved.abs_path)
-        _check(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd)
+        _check(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd,
+               records.session or "")
         mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
         if folder is None:
             folder = resolved.folder(create=True)
@@ -328,7 +329,7 @@ def _sweep_leftovers(folder: Folder, name: str) -> None:
 
 
 def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
-           latest_before: Entry | None, agent: str, fd: int | None) -> None:
+           latest_before: Entry | None, agent: str, fd: int | None, session: str = "") -> None:
     shown = resolved.display
     if expected is not None:
         if current is None:
@@ -341,25 +342,25 @@ def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expe
         return
     if current is None or fd is None:  # _open_current gives both or neither
         if seen is not None:
-            raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", path=shown, agent=agent)
+            raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", path=shown, agent=agent, session=session)
         return
     if daily_append:
         base = seen if seen is not None else latest_before
         if base is None:
-            raise WriteBlocked.because(f"{{reader}} has not read {shown}", path=shown, step="read_first_append", agent=agent)
+            raise WriteBlocked.because(f"{{reader}} has not read {shown}", path=shown, step="read_first_append", agent=agent, session=session)
         if not _has_prefix(fd, current, base.version, base.size):
             raise WriteBlocked.because(
                 f"{shown} shrank or was rewritten since {{reader}} last saw it "
-                f"(version {short(base.version)} is no longer the start of the file).", path=shown, agent=agent,
+                f"(version {short(base.version)} is no longer the start of the file).", path=shown, agent=agent, session=session,
             )
         return
     if seen is None:
         raise WriteBlocked.because(f"{shown} exists and {{reader}} has not read it", path=shown, step="read_first",
-                                   agent=agent)
+                                   agent=agent, session=session)
     if seen.version != current.version:
         raise WriteBlocked.because(
             f"{shown} changed since {{reader}} last read it (read {short(seen.version)}, now {short(current.version)}).",
-            path=shown, agent=agent,
+            path=shown, agent=agent, session=session,
         )
 
 
