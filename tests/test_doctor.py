@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import doctor_journal, env_for, set_doctor_journal, tmpfs, wait_for_line, write
-from openclaw_memory.doctor.check_files import first_invalid_utf8
+from openclaw_memory.doctor.check_files import text_faults
 from openclaw_memory.doctor.hooks import PAUSE_ENV
 from openclaw_memory.doctor.merge import HEADING, SENTENCE, marker
 from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
@@ -509,11 +509,11 @@ def test_first_invalid_utf8_across_block_boundaries(tmp_path):
     # a valid 3-byte character split across the first block boundary, then an invalid byte later
     data = b"a" * (block - 1) + "€".encode() + b"b" * 10 + b"\xff" + b"c"
     path = write(tmp_path / "big.md", data)
-    assert first_invalid_utf8(str(path), (str(tmp_path),)) == block - 1 + 3 + 10
+    assert text_faults(str(path), (str(tmp_path),))[0] == block - 1 + 3 + 10
     write(path, b"a" * (block - 2) + "€".encode())
-    assert first_invalid_utf8(str(path), (str(tmp_path),)) is None
+    assert text_faults(str(path), (str(tmp_path),))[0] is None
     write(path, b"a" * (block - 1) + b"\xe2\x82")  # truncated at end of file
-    assert first_invalid_utf8(str(path), (str(tmp_path),)) == block - 1
+    assert text_faults(str(path), (str(tmp_path),))[0] == block - 1
 
 
 def test_prompt_caps(workspace, state_dir, cli):
@@ -853,3 +853,11 @@ def test_the_doctors_merge_is_its_own_version_in_the_history(workspace, cli):
     versions = json.loads(cli("history", "MEMORY.md", "--json").stdout)["versions"]
     assert [v["origin"] for v in versions] == ["doctor-fix", "external-edit"]  # newest first
     assert versions[1]["available"]  # the text before the merge can be restored
+
+
+def test_a_memory_file_with_a_nul_byte_is_reported_as_not_text(workspace, cli):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "nul.md", b"# Note\nfact \x00 here\n")
+    findings = {f["id"]: f for f in cli("doctor", "--json").json()["findings"]}
+    found = findings["memory-file-not-text"]
+    assert found["paths"] == ["memory/nul.md"] and "offset 12" in found["message"]

@@ -59,25 +59,31 @@ def check_extra_paths(ctx: CheckContext) -> list[Finding]:
     return [f for f in (_extra_finding(ctx, extra) for extra in ctx.settings.extra_paths) if f is not None]
 
 
-def first_invalid_utf8(path: str, roots: tuple[str, ...]) -> int | None:
-    """Byte offset of the first invalid UTF-8 sequence, or None; streamed, never the whole file at once.
+def text_faults(path: str, roots: tuple[str, ...]) -> tuple[int | None, int | None]:
+    """Byte offsets of the first invalid UTF-8 sequence and of the first NUL byte (None: none);
+    streamed, never the whole file at once.
 
     The file is opened from the descriptor of its allowed root (``roots``), never through a swapped folder.
     """
     fd, _ = open_regular_in_roots(roots, path)
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
+    bad: int | None = None
+    nul: int | None = None
     try:
         while True:
             block = os.read(fd, BLOCK)
             final = not block
-            pending = len(decoder.getstate()[0])  # bytes of a split sequence carried from the last block
-            try:
-                decoder.decode(block, final)
-            except UnicodeDecodeError as exc:
-                return offset - pending + exc.start
-            if final:
-                return None
+            if nul is None and (at := block.find(b"\x00")) >= 0:
+                nul = offset + at
+            if bad is None:
+                pending = len(decoder.getstate()[0])  # bytes of a split sequence carried from the last block
+                try:
+                    decoder.decode(block, final)
+                except UnicodeDecodeError as exc:
+                    bad = offset - pending + exc.start
+            if final or (bad is not None and nul is not None):
+                return bad, nul
             offset += len(block)
     finally:
         os.close(fd)
@@ -90,7 +96,7 @@ def check_utf8(ctx: CheckContext) -> list[Finding]:
         if f.kind != "markdown":
             continue
         try:
-            bad = first_invalid_utf8(f.abs_path, roots)
+            bad, nul = text_faults(f.abs_path, roots)
         except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped):
             continue  # vanished or replaced since the scan: not a memory file any more
         except OSError as exc:
@@ -107,6 +113,14 @@ def check_utf8(ctx: CheckContext) -> list[Finding]:
                 "not-utf8", "warning",
                 f"{f.path} is not valid UTF-8 (first invalid byte at offset {bad}); readers show U+FFFD in place "
                 "of the invalid bytes. Re-save it as UTF-8.",
+                False, (f.path,),
+            ))
+        if nul is not None:
+            findings.append(Finding(
+                "memory-file-not-text", "warning",
+                f"{f.path} holds a NUL byte (first at offset {nul}): the search index leaves it out as binary, "
+                "so nothing in it is found. If it is a note, remove the NUL bytes (`openclaw-memory history` "
+                "keeps every earlier version).",
                 False, (f.path,),
             ))
     return findings
