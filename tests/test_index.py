@@ -403,11 +403,3 @@ def test_progress_counts_as_saved_only_what_an_interrupted_run_keeps(workspace, 
     memory.index(progress=again.append)
     embedded = [p for p in again if p.phase == "embed"]
     assert embedded and embedded[-1].chunks_done > 0 and all(p.chunks_written == 0 for p in embedded)
-
-
-def test_index_json_keeps_stdout_for_the_summary_and_still_shows_progress(workspace, state_dir, cli):
-    for i in range(8):
-        write(workspace / "memory" / f"n{i}.md", f"# Note {i}\n\n" + f"words of note {i} " * 30)
-    done = cli("index", "--json")
-    assert done.returncode == 0 and json.loads(done.stdout)["filesChanged"] == 8
-    assert "embedded" in done.stderr  # progress on stderr, as without --json

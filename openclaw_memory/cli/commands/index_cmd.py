@@ -30,7 +30,7 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
     try:
         with ExitStack() as stack:
             memory = stack.enter_context(closing(open_memory(settings, notice=warn)))
-            report = progress_reporter(stack)  # on stderr, --json or not: stdout holds the summary only
+            report = None if json_out else progress_reporter(stack)
             summary = memory.index(full=full, progress=track(report))
     except KeyboardInterrupt:
         if seen["done"]:
