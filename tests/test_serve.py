@@ -525,19 +525,27 @@ def test_mcp_over_http_refuses_other_hosts_and_origins_on_any_loopback_bind(work
     assert service.stop() == 0
 
 
+HTTP_HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def _http_service(services, workspace, state_dir) -> tuple[Serve, str, dict[str, str]]:
+    """A service with MCP over HTTP on a free port: it, its URL, and the headers a client sends."""
+    memory(workspace)
+    service = start(services, workspace, state_dir, "--no-watch", "--http", "127.0.0.1:0")
+    settings = settings_for(workspace, state_dir)
+    token = Path(service_dir(settings), "token").read_text().strip()
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    return service, read_info(settings)["http"], headers
+
+
 def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace, state_dir, services):
     import concurrent.futures
 
     import httpx2
 
-    memory(workspace)
-    service = start(services, workspace, state_dir, "--no-watch", "--http", "127.0.0.1:0")
-    settings = settings_for(workspace, state_dir)
-    token = Path(service_dir(settings), "token").read_text().strip()
-    url = read_info(settings)["http"]
-    base = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
-    hello = httpx2.post(url, headers=base, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    service, url, base = _http_service(services, workspace, state_dir)
+    hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
     session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
     httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_status", "arguments": {}}}
@@ -562,17 +570,10 @@ def test_mcp_clients_connecting_at_once_over_http_all_get_a_session(workspace, s
 
     import httpx2
 
-    memory(workspace)
-    service = start(services, workspace, state_dir, "--no-watch", "--http", "127.0.0.1:0")
-    settings = settings_for(workspace, state_dir)
-    token = Path(service_dir(settings), "token").read_text().strip()
-    url = read_info(settings)["http"]
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    service, url, headers = _http_service(services, workspace, state_dir)
 
     def connect(_):
-        return httpx2.post(url, headers=headers, json=hello, timeout=60)
+        return httpx2.post(url, headers=headers, json=HTTP_HELLO, timeout=60)
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(connect, range(8)))

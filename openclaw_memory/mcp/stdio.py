@@ -215,11 +215,11 @@ class _Lines:
             except Exception as exc:  # noqa: BLE001 - whatever the SDK cannot read, it would not answer
                 await self.wire.refuse(line, exc)
                 continue
-            data = message.model_dump(by_alias=True, exclude_unset=True)
-            if "method" in data and "id" in data:
-                self.wire.pending.add(json.dumps(data["id"]))
-            elif data.get("method") == "notifications/cancelled":  # a cancelled request gets no answer
-                self.wire.pending.discard(json.dumps((data.get("params") or {}).get("requestId")))
+            method, request_id = getattr(message, "method", None), getattr(message, "id", None)
+            if method is not None and request_id is not None:
+                self.wire.pending.add(json.dumps(request_id))
+            elif method == "notifications/cancelled":  # a cancelled request gets no answer
+                self.wire.pending.discard(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
             yield line
         while self.wire.pending:  # the end of the input: answer what was asked first
             await anyio.sleep(0.02)

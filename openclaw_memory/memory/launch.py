@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from .client import ServiceClient, ServiceUnavailable
-from .paths import INFO, read_info, service_dir, socket_path
+from .paths import read_info, remove_service_files, service_dir
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -40,9 +39,7 @@ def stop_service(settings: Settings) -> int | None:
         pass
     else:
         try:  # nobody held it: no service runs; what a killed one left goes
-            for leftover in (socket_path(settings), os.path.join(service_dir(settings), INFO)):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(leftover)
+            remove_service_files(settings)
         finally:
             lock.release()
         return None

@@ -70,6 +70,15 @@ def socket_address(settings: Settings) -> Iterator[str]:
         os.close(fd)
 
 
+def remove_service_files(settings: Settings) -> None:
+    """The socket, token and info file (a clean stop's, or what a killed service left)."""
+    for name in (SOCKET, TOKEN, INFO):
+        try:
+            os.unlink(os.path.join(service_dir(settings), name))
+        except FileNotFoundError:
+            pass
+
+
 def write_token(settings: Settings, token: str) -> None:
     """The MCP HTTP endpoint's bearer token, readable by this user only."""
     from ..fsutil.atomic import atomic_write_bytes

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
-from ..memory.paths import INFO, SOCKET, TOKEN, lock_path, service_dir, socket_address
+from ..memory.paths import INFO, SOCKET, lock_path, remove_service_files, service_dir, socket_address
 from ..memory.protocol import HEARTBEAT_S, MAX_LINE, REFUSED, LineReader, LineTooLong, answer_line
 from ..wire import key
 from .core import Refused, ServiceCore, error_answer, legacy_refusal
@@ -124,11 +124,7 @@ class Service:
         changes = batches = 0
         try:
             os.chmod(folder, 0o700)
-            for name in (SOCKET, TOKEN, INFO):  # left by a killed service: ours now
-                try:
-                    os.unlink(os.path.join(folder, name))
-                except FileNotFoundError:
-                    pass
+            remove_service_files(self.settings)  # left by a killed service: ours now
             listener = self._listener = self._bind()
             threading.Thread(target=self._janitor, name="service-janitor", daemon=True).start()
             if self.http_address:
@@ -150,7 +146,7 @@ class Service:
             else:
                 self._wait_for_signal()
         finally:
-            self._shutdown(folder)
+            self._shutdown()
             lock.release()
         return ServiceSummary(self.core.requests, time.monotonic() - started, self._stopped_by, changes, batches)
 
@@ -214,16 +210,12 @@ class Service:
         except (MemoryToolError, OSError) as exc:
             self.on_notice(f"model not loaded ahead: {getattr(exc, 'message', exc)}")
 
-    def _shutdown(self, folder: str) -> None:
+    def _shutdown(self) -> None:
         self._stop.set()
         self.core.stopping.set()
         if self._listener is not None:
             self._listener.close()
-        for name in (SOCKET, TOKEN, INFO):
-            try:
-                os.unlink(os.path.join(folder, name))
-            except FileNotFoundError:
-                pass
+        remove_service_files(self.settings)
         if self._http is not None:
             self._http.stop()
         deadline = time.monotonic() + DRAIN_S
