@@ -259,3 +259,15 @@ def test_every_request_read_is_answered_even_one_the_sdk_cannot_read_and_at_the_
     assert all(answers[n]["result"]["content"][0]["text"] for n in (20, 21, 22))
     assert answers[23]["error"]["code"] == -32600 and "surrogate" in answers[23]["error"]["message"]
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- prefers green tea\n"
+
+
+def test_a_request_id_reused_in_the_handshake_is_answered_once_per_request(workspace, state_dir):
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    lines = [json.dumps({**HELLO, "id": 1}), json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})]
+    done = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"], input="\n".join(lines).encode() + b"\n",
+                          capture_output=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=120)
+    answers = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert len(answers) == 2 and "serverInfo" in answers[0]["result"] and "tools" in answers[1]["result"]
+    assert "differed" not in done.stderr.decode()

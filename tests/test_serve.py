@@ -619,6 +619,8 @@ def test_a_service_started_in_the_background_says_it_stays_and_how_to_stop_it(wo
     wait_for(lambda: "watching" in log.read_text())  # its signal handlers are in place: a clean stop
     stopped = cli("serve", "--stop", "--json")
     assert stopped.returncode == 0 and json.loads(stopped.stdout) == {"stopped": True, "pid": info["pid"]}
+    state = Path(f"/proc/{info['pid']}/stat")  # the process has ended (a child not reaped yet is a zombie)
+    assert not state.exists() or state.read_text().rpartition(")")[2].split()[0] == "Z"
     assert service_files(workspace, state_dir) == []  # it finished and removed its files before --stop returned
     again = cli("serve", "--stop")
     assert again.returncode == 0 and "no memory service runs" in again.stderr
