@@ -164,6 +164,23 @@ def test_atomic_rename_save_is_picked_up(workspace, state_dir, cli, watch):
     assert w.stop() == 0
 
 
+def test_a_file_name_that_is_not_utf8_does_not_stop_the_watch(workspace, state_dir, cli, watch):
+    seed(workspace)
+    w = watch()
+    bad = os.path.join(os.fsencode(workspace / "memory"), b"notes\xff.md")
+    for n in range(3):  # watchfiles gives up on its whole watch at each event for this name
+        with open(bad, "ab") as f:
+            f.write(b"line %d\n" % n)
+        wait_for(lambda: any("cannot follow" in line for line in w.stderr) or w.proc.poll() is not None, WAIT)
+    write(workspace / "memory" / "projects.md", "# Projects\n\nThe pomegranate tree needs pruning.\n")
+    wait_for(lambda: found(cli, "pomegranate pruning", "memory/projects.md"), WAIT)
+    told = [line for line in w.stderr if "not UTF-8" in line and "watcher" in line]
+    assert len(told) == 1, w.stderr  # said once, not at every restart
+    assert len([line for line in w.stderr if "not indexed" in line]) == 1, w.stderr  # nor at every sync
+    assert not any("a folder watcher stopped" in line for line in w.stderr), w.stderr
+    assert w.stop() == 0
+
+
 def test_vim_and_jetbrains_saves_are_picked_up(workspace, state_dir, cli, watch):
     seed(workspace)
     w = watch()

@@ -53,6 +53,11 @@ def is_watch_limit(exc: BaseException) -> bool:
     return any(word in text for word in _LIMIT_WORDS)
 
 
+def is_undecodable_name(exc: BaseException) -> bool:
+    """Whether ``exc`` is watchfiles failing on a path that is not UTF-8."""
+    return "unable to decode path" in str(exc).lower()
+
+
 def is_permission_denied(exc: BaseException) -> bool:
     """Whether ``exc`` says a folder to watch is unreadable."""
     if isinstance(exc, PermissionError):

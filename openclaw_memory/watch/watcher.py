@@ -37,7 +37,7 @@ from ..files.paths import display_path
 from ..files.scan import scan_workspace
 from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
-from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_watch_limit
+from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_undecodable_name, is_watch_limit
 from .presence import hold_presence
 from .targets import Targets, watch_targets
 from .versions import record_versions
@@ -114,6 +114,9 @@ class Watcher:
         self._targets: Targets | None = None
         self._rearm_at: float | None = None  # when to retry watchers that failed
         self.ignore_denied = False
+        self._told: set[str] = set()  # watcher errors already told
+        self._said: set[str] = set()  # the previous sync's notes
+        self._quick_rearm_at = -RETRY_S  # the last re-arm at once after an undecodable name
         self._busy = False
         self._signal = "stop"
         self._signalled = False  # set by the signal handler, which may take no lock
@@ -266,7 +269,9 @@ class Watcher:
             self._busy = False
         self.batches += 1
         for note in summary.notes:
-            self.on_notice(note)
+            if note not in self._said:  # a standing condition ("not indexed: ...") is said once
+                self.on_notice(note)
+        self._said = set(summary.notes)
         if warning:
             self.on_notice(warning)
         for change in changes:
@@ -340,9 +345,21 @@ class Watcher:
             self.ignore_denied = True
             self.on_notice(f"unreadable folder ({exc}): not watched; the {self.backstop_s:g} s verify covers what it can read")
             return True
-        self.on_notice(f"a folder watcher stopped ({exc}); re-arming in {RETRY_S:g} s")
+        now = time.monotonic()
+        if is_undecodable_name(exc):
+            # watchfiles gives up on the whole watch at each event for such a name: a new watch
+            # works until the next one, and the sync that follows covers what the old one missed.
+            if str(exc) not in self._told:
+                self._told.add(str(exc))
+                self.on_notice(f"the folder watcher cannot follow a file whose name is not UTF-8 ({exc}): "
+                               "it restarts after each change to that file; rename it")
+            if now - self._quick_rearm_at >= RETRY_S:
+                self._quick_rearm_at = now
+                return True
+        else:
+            self.on_notice(f"a folder watcher stopped ({exc}); re-arming in {RETRY_S:g} s")
         self._disarm()
-        self._rearm_at = time.monotonic() + RETRY_S
+        self._rearm_at = now + RETRY_S
         return False
 
     def _targets_changed(self) -> bool:
