@@ -317,6 +317,39 @@ def test_memory_md_edited_during_the_merge_is_not_overwritten(workspace, state_d
     assert "- written by the agent just now" in (workspace / "MEMORY.md").read_text(encoding="utf-8")
 
 
+def test_the_merge_holds_the_write_lock_so_no_agent_write_lands_between_its_check_and_its_rename(workspace, state_dir):
+    from openclaw_memory.errors import LockTimeout
+    from openclaw_memory.fsutil.lock import FileLock
+
+    split(workspace)
+    lock = FileLock(str(data_dir(workspace, state_dir) / "write.lock"), timeout=0.2)
+
+    def try_the_lock() -> None:
+        with pytest.raises(LockTimeout):
+            lock.acquire()
+
+    data = paused_then_resumed(workspace, state_dir, "merge:write-canonical", try_the_lock)
+    (repair,) = data["repairs"]
+    assert repair["status"] == "done"
+    lock.acquire()  # released once the repair is over
+    lock.release()
+
+
+def test_memory_md_edited_while_it_is_archived_is_put_back_not_lost(workspace, state_dir, cli):
+    split(workspace)
+    edit = LEGACY + "- added while doctor ran\n"
+    data = paused_then_resumed(workspace, state_dir, "merge:archive", lambda: write(workspace / "memory.md", edit))
+    (repair,) = data["repairs"]
+    assert repair["status"] == "failed" and "memory.md changed under the repair" in repair["detail"], repair
+    assert (workspace / "memory.md").read_text(encoding="utf-8") == edit
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == CANON  # the merge was undone
+    assert stamp_dirs(workspace) == []
+    assert doctor_journal(data_dir(workspace, state_dir)) is None
+    assert cli("doctor", "--fix").returncode == 0  # the next run merges the edited file, once
+    merged = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert merged.count("- added while doctor ran") == 1 and merged.count("- lives in Zürich") == 1
+
+
 def test_memory_md_created_during_the_migration_is_never_replaced(workspace, state_dir, cli):
     write(workspace / "memory.md", LEGACY)
     data = paused_then_resumed(workspace, state_dir, "migrate:at-temp", lambda: write(workspace / "MEMORY.md", CANON))
@@ -766,6 +799,21 @@ def test_watchdog_changes_are_reported_and_repairs_refresh_the_baseline(workspac
     assert cli("doctor", "--fix").stdout.rstrip().endswith("1 problem remains.")
     after = verify_workspace(settings)
     assert [c.path for c in after.changed] == ["notes.txt"] and after.deleted == () and after.new == ()
+
+
+def test_an_outside_edit_of_memory_md_before_the_repair_stays_visible_to_the_watchdog(workspace, state_dir, cli):
+    from openclaw_memory.watchdog.snapshot import take_snapshot
+
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)))
+    split(workspace)
+    take_snapshot(settings, "base")
+    write(workspace / "MEMORY.md", CANON + "- slipped in behind the agent's back\n")
+    assert cli("watchdog", "verify").returncode == 1
+    data = cli("doctor", "--fix", "--json").json()
+    (repair,) = data["repairs"]
+    assert repair["status"] == "done" and "baseline was left as it was: MEMORY.md had changed" in repair["detail"]
+    result = cli("watchdog", "verify", "--json")
+    assert result.returncode == 1 and "MEMORY.md" in [c["path"] for c in result.json()["changed"]]
 
 
 def test_damaged_watchdog_baseline_is_a_finding_not_a_crash(workspace, state_dir, cli):

@@ -17,18 +17,35 @@ from .journal import JournalRecord, clear_journal, step
 CHECKPOINT_DONE = "checkpoint-written"
 
 
-def refresh_watchdog(settings: Settings, rel_paths: list[str]) -> str:
+def refresh_watchdog(settings: Settings, rel_paths: list[str], started_from: dict[str, str | None]) -> str:
     """Update the watchdog baseline for ``rel_paths`` when one exists; return a note for the report."""
     from ..watchdog.snapshot import has_baseline, refresh_baseline
 
     if not has_baseline(settings):
         return ""
     try:
-        refresh_baseline(settings, rel_paths)
+        moved = refresh_baseline(settings, rel_paths, started_from)
     except (MemoryToolError, OSError) as exc:
         message = exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
         return f"; the watchdog baseline could not be updated ({message}): `watchdog verify` will list these paths"
+    if moved:
+        return (f"; the watchdog baseline was left as it was: {', '.join(moved)} had changed since the snapshot before "
+                "the repair, so `watchdog verify` lists that change along with the repair's")
     return "; watchdog baseline updated for " + ", ".join(rel_paths)
+
+
+def _started_from(state: JournalRecord) -> dict[str, str | None]:
+    """What the root files held when the repair began, as far as the journal knows."""
+    from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
+
+    start: dict[str, str | None] = {}
+    if state.legacy_hash is not None:
+        start[LEGACY_ROOT] = state.legacy_hash
+    if state.kind == "migrate":
+        start[CANONICAL_ROOT] = None
+    elif state.canonical_hash is not None:
+        start[CANONICAL_ROOT] = state.canonical_hash
+    return start
 
 
 def record_in_history(settings: Settings, rel_paths: list[str], origin: str) -> None:
@@ -61,7 +78,7 @@ def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], not
 
             record_in_history(settings, rel_paths, DOCTOR_FIX)
             hooks.reach("finalize:baseline")
-            extra = refresh_watchdog(settings, rel_paths)
+            extra = refresh_watchdog(settings, rel_paths, _started_from(state))
             hooks.reach("finalize:checkpoint")
             when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
             append_checkpoint(data_dir, f"- {when} doctor --fix: {note}")

@@ -18,6 +18,7 @@ from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.hashing import hash_bytes, hash_open_file
 from ..fsutil.move import safe_move
 from ..fsutil.safeopen import Folder
+from ..history.store import HistoryStore
 from ..history.versions import EXTERNAL_EDIT
 from ..settings import Settings
 from . import hooks
@@ -37,7 +38,7 @@ from .merge import (
     merged_bytes,
 )
 from .model import Finding, Repair, RepairSpec
-from .place import identical_twins, place_no_replace, read_regular
+from .place import hash_or_none, identical_twins, place_no_replace, read_regular
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
@@ -109,9 +110,15 @@ def merge_split_root(settings: Settings, finding: Finding) -> Repair:
         root = Folder.under(ws)
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot open the workspace ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
-    record_in_history(settings, [CANONICAL_ROOT], EXTERNAL_EDIT)  # the version the merge replaces, restorable
+    # Agent writes (write, restore, MCP) wait while the merge reads, rewrites and archives:
+    # one landing between its check and its rename would be overwritten.
     with root:
-        return _merge(settings, root, large_ok=too_large)
+        try:
+            with HistoryStore.for_settings(settings).write_lock():
+                record_in_history(settings, [CANONICAL_ROOT], EXTERNAL_EDIT)  # the version the merge replaces, restorable
+                return _merge(settings, root, large_ok=too_large)
+        except MemoryToolError as exc:  # the lock: another write held it too long, or the state dir
+            return Repair("split-root", "merge", "failed", f"{exc.message}; nothing changed", SPLIT_PATHS)
 
 
 def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
@@ -167,6 +174,9 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         hooks.reach("merge:archive")
         how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT, on_step=lambda name: hooks.reach(f"move:{name}"))
         hooks.reach("merge:archived")
+        if hash_or_none(stamp_dir.folder, LEGACY_ROOT) != state.legacy_hash:
+            # memory.md was edited after it was read: its new text is only in the archive.
+            return _undo_merge(settings, root, stamp_dir, canonical, new if mode == "append" else None)
     except ArchiveRefused as exc:
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", f"{exc.strerror}; nothing changed", SPLIT_PATHS)
@@ -181,6 +191,29 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
             stamp_dir.close()
     extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state))
     return Repair("split-root", action, "done", merge_detail(state, how) + extra, (*SPLIT_PATHS, rel))
+
+
+def _undo_merge(settings: Settings, root: Folder, stamp_dir: StampDir, canonical: bytes, merged: bytes | None) -> Repair:
+    """Put memory.md back from the archive and MEMORY.md back to its bytes before the merge."""
+    action = "archive" if merged is None else "merge"
+    try:
+        safe_move(stamp_dir.folder.fd, LEGACY_ROOT, root.fd, LEGACY_ROOT)
+    except FileExistsError:
+        clear_journal(settings.data_dir)
+        return Repair("split-root", action, "failed",
+                      f"memory.md changed while the repair ran and was then created again; its changed text is kept at "
+                      f"{archive_rel(stamp_dir.name)} — merge it by hand", SPLIT_PATHS)
+    note = ""
+    if merged is not None:
+        if read_regular(root, CANONICAL_ROOT) == merged:
+            _write_canonical(root, canonical)
+        else:
+            note = " (MEMORY.md was changed since the merge too, so it keeps the merged text)"
+    stamp_dir.remove_if_empty()
+    clear_journal(settings.data_dir)
+    return Repair("split-root", action, "failed",
+                  f"memory.md changed under the repair (someone else wrote it); it was put back{note} — run `doctor --fix` again",
+                  SPLIT_PATHS)
 
 
 

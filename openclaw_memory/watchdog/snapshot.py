@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -21,7 +22,7 @@ from ..wire import key
 from .compare import Delta, compare_workspace, record_observation, rules_for
 from .fsclock import guard_ns
 from .ignore import workspace_patterns
-from .observe import KIND_DIR, observe
+from .observe import KIND_DIR, KIND_FILE, observe
 from .store import HASHED, RACY, SnapshotDamaged, SnapshotStore, Table, validate_label
 
 
@@ -111,12 +112,17 @@ def _entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
         return None
 
 
-def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
+def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Mapping[str, str | None] | None = None) -> list[str]:
     """Re-record exactly ``rel_paths`` in the current baseline (dropping those gone or now folders).
 
     ``doctor --fix`` calls this after a repair so the next ``doctor`` does not report
     its own changes. Paths not yet in the baseline are added (when not ignored).
     Without a baseline there is nothing to refresh.
+
+    ``started_from`` gives the hash (None: absent) each file held when the repair began.
+    When one of them is not what the baseline recorded, it was changed behind the
+    agent's back before the repair: refreshing would hide that change, so nothing is
+    refreshed and those paths are returned.
     """
     store = SnapshotStore(settings.data_dir)
     wanted = dict.fromkeys(rel_paths)
@@ -124,8 +130,12 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
     with store.saving():
         base = store.baseline()
         if base is None:
-            return
+            return []
         rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
+        moved = [rel for rel, version in (started_from or {}).items()
+                 if not rules.ignores_path(rel) and not _recorded_as(base, rel, version)]
+        if moved:
+            return moved
         table = Table.empty(base.label, base.workspace, base.taken_at, base.seal_ns, base.guard_ns, base.ignore)
         for i, rel in enumerate(base.paths):
             if rel not in wanted:
@@ -144,3 +154,13 @@ def refresh_baseline(settings: Settings, rel_paths: list[str]) -> None:
                 continue
             record_observation(table, rel, obs, base.guard_ns, delta)
         store.save(table, settings.watchdog.keep)
+    return []
+
+
+def _recorded_as(base: Table, rel: str, version: str | None) -> bool:
+    """Whether the baseline holds ``rel`` at ``version`` (None: holds no entry for it)."""
+    i = base.index.get(rel)
+    if i is None or version is None:
+        return i is None and version is None
+    digest = base.digest(i)
+    return digest is not None and chr(base.kinds[i]) == KIND_FILE and digest.hex() == version
