@@ -244,6 +244,30 @@ def test_file_changing_while_hashed_is_recorded_without_hash(settings, workspace
 # --- ignore rules ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.write_bytes(b"build/\nnotes\\\n"), "line 2: 'notes\\\\' is not a valid gitignore pattern"),
+    (lambda p: os.mkfifo(p), "not a regular file"),
+    (lambda p: p.symlink_to("/dev/zero"), "is a symlink"),
+    (lambda p: p.write_bytes(b"#" * (2 << 20)), "larger than 1024 KiB"),
+])
+def test_an_unusable_ignore_file_is_a_clear_error_never_a_hang(workspace, cli, make, words):
+    write(workspace / "MEMORY.md", "m\n")
+    make(workspace / ".openclaw-memoryignore")
+    for command in (("watchdog", "snapshot"), ("watchdog", "heartbeat")):
+        result = cli(*command, "--json")
+        assert result.returncode == 2, result
+        assert words in result.json()["error"]
+
+
+def test_binary_bytes_in_the_ignore_file_are_patterns_like_any_other(workspace, cli):
+    write(workspace / "MEMORY.md", "m\n")
+    (workspace / ".openclaw-memoryignore").write_bytes(b"\x00\xff\xfe\n*.bin\n")
+    write(workspace / "blob.bin", "b\n")
+    assert cli("watchdog", "snapshot").returncode == 0
+    write(workspace / "blob.bin", "changed\n")
+    assert cli("watchdog", "verify").returncode == 0
+
+
 def test_default_and_workspace_ignore_rules(settings, workspace):
     ignored = [
         "scratch.tmp", "memory/run.log", ".git/config", "node_modules/pkg/index.js",

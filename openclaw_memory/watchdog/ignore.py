@@ -13,6 +13,7 @@ git's rule that nothing inside an excluded folder can be re-included.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import pathspec
 
 from ..errors import UsageError
+from ..fsutil.safeopen import Folder, NotRegularFile
 
 DEFAULT_PATTERNS: tuple[str, ...] = (
     "*.tmp",
@@ -30,22 +32,49 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     ".openclaw/agents/*/sessions/",
 )
 IGNORE_FILE = ".openclaw-memoryignore"
+MAX_IGNORE_BYTES = 1 << 20
 # pathspec names a group in every pattern; the combined expression needs unique names.
 _PATHSPEC_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
 def read_ignore_file(workspace: Path) -> list[str]:
-    """The lines of the workspace's root ignore file (none when it is absent)."""
+    """The lines of the workspace's root ignore file (none when it is absent).
+
+    Opened from the workspace's descriptor as a regular file only: a symlink (which
+    could pull in rules from anywhere, or ``/dev/zero``) or a FIFO (which would hang
+    the snapshot) is refused, and so is a file past ``MAX_IGNORE_BYTES``.
+    """
     path = workspace / IGNORE_FILE
     try:
-        raw = path.read_bytes()
+        with Folder.under(str(workspace)) as root:
+            fd, _ = root.open_regular(IGNORE_FILE)
+            with os.fdopen(fd, "rb") as fh:
+                raw = fh.read(MAX_IGNORE_BYTES + 1)
     except FileNotFoundError:
         return []
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a folder; it should be a file of gitignore patterns") from None
+    except NotRegularFile as exc:
+        what = "a symlink" if exc.strerror == "is a symlink" else "not a regular file (a folder, FIFO, socket or device)"
+        raise UsageError(f"{path} is {what}; it should be a regular file of gitignore patterns") from None
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    return raw.decode("utf-8", errors="replace").splitlines()
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_IGNORE_BYTES:
+        raise UsageError(f"{path} is larger than {MAX_IGNORE_BYTES // 1024} KiB; it should be a short file of gitignore patterns")
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    _check_patterns(lines, path)
+    return lines
+
+
+def _check_patterns(lines: list[str], path: Path) -> None:
+    try:
+        pathspec.GitIgnoreSpec.from_lines(lines)
+    except ValueError as whole:
+        for number, line in enumerate(lines, 1):
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except ValueError:
+                hint = " (a pattern cannot end with a single backslash)" if line.endswith("\\") else ""
+                raise UsageError(f"{path}, line {number}: {line!r} is not a valid gitignore pattern{hint}") from None
+        raise UsageError(f"{path} holds patterns that are not valid gitignore: {whole}") from None
 
 
 @dataclass(frozen=True)
