@@ -122,6 +122,32 @@ def test_state_dir_full_write_and_read_say_so(small_disk, tmp_path):
     assert temp_files(ws, state) == []
 
 
+def test_state_dir_full_before_any_process_opened_the_database_still_reads(small_disk, tmp_path):
+    """A fresh process must make SQLite's -shm to open the database: with no space for it the
+    database is read as it is on disk, and what cannot be written is named as a full disk."""
+    ws, state = tmp_path / "ws", small_disk.path / "state"
+    write(ws / "MEMORY.md", "# Memory\n")
+    assert run_cli(ws, state, "read", "MEMORY.md").returncode == 0
+    assert run_cli(ws, state, "watchdog", "snapshot").returncode == 0
+    forget_connections()  # the last connection closes: SQLite removes its -wal and -shm
+    small_disk.fill()
+    for args in (("watchdog", "verify"), ("history", "MEMORY.md"), ("state",), ("read", "MEMORY.md"), ("prompt",)):
+        res = no_traceback(run_cli(ws, state, *args))
+        assert res.returncode == 0, (args, res.stderr)
+        assert "I/O error" not in res.stderr, (args, res.stderr)
+        forget_connections()
+    assert "disk is full" in run_cli(ws, state, "state").stderr
+    forget_connections()
+    res = no_traceback(run_cli(ws, state, "doctor", "--json"))
+    assert res.returncode == 0 and res.json()["findings"] == [], res.stdout
+    forget_connections()
+    res = no_traceback(run_cli(ws, state, "write", "MEMORY.md", "--append", "more"))
+    assert res.returncode == 1 and "the disk is full: no space left to write in the state dir" in res.stderr
+    forget_connections()
+    small_disk.free()
+    assert run_cli(ws, state, "write", "MEMORY.md", "--append", "more").returncode == 0  # writable again at once
+
+
 def test_state_dir_full_doctor_fix_changes_nothing(small_disk, tmp_path):
     ws, state = tmp_path / "ws", small_disk.path / "state"
     write(ws / "MEMORY.md", "# Memory\n")

@@ -20,8 +20,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ..errors import StateDirError
-from .failures import BUSY_TIMEOUT_S, translated
+from ..errors import DiskFull, StateDirError
+from .failures import (
+    BUSY_TIMEOUT_S,
+    is_full,
+    is_opened_read_only_on_a_full_disk,
+    opened_read_only_on_a_full_disk,
+    translated,
+)
 from .schema import create_or_migrate
 
 DB_NAME = "state.db"
@@ -75,7 +81,7 @@ class Database:
                 handle = None
         if handle is None:
             conn = self._open()
-            handle = _Handle(conn, self.path)
+            handle = _Handle(conn, self.path, degraded=is_opened_read_only_on_a_full_disk(self.path))
             cache[self.path] = handle
         return handle.conn
 
@@ -98,6 +104,18 @@ class Database:
             if not self.exists():
                 raise
             return self._read_only_copy()  # a read-only state dir (or file): what it holds still reads
+        except DiskFull:
+            # SQLite cannot make its -shm: what the file holds still reads when no other process
+            # has writes pending in the WAL (those are not in the file yet) and it has its tables.
+            if not (self.exists() and wal_is_empty(self.path)):
+                raise
+            conn = self._read_only_copy()
+            if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
+                conn.close()
+                raise
+            opened_read_only_on_a_full_disk(self.path)
+            return conn
+        opened_read_only_on_a_full_disk(self.path, False)
         try:
             os.chmod(self.path, 0o600)
         except OSError:
@@ -188,15 +206,26 @@ class Database:
             handle.conn.close()
 
 
+def wal_is_empty(path: str) -> bool:
+    """Whether no writes wait in the WAL beside ``path`` (so the main file is the whole database)."""
+    try:
+        return os.path.getsize(path + "-wal") == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def peek(path: str, sql: str, params: tuple = ()) -> list[tuple]:
     """``sql`` on a read-only connection that writes nothing (SQLite still keeps its readers' marks
     in the ``-shm`` beside the file, as any reader does); raises sqlite3.Error."""
-    for mode in ("ro", "ro&immutable=1"):  # immutable: read-only media, where no -shm can be made
+    for mode in ("ro", "ro&immutable=1"):  # immutable: read-only media or a full disk, where no -shm can be made
         conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=BUSY_TIMEOUT_S)
         try:
             return conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or mode != "ro":
+            no_shm = getattr(exc, "sqlite_errorname", "") == "SQLITE_CANTOPEN" or (is_full(exc, path) and wal_is_empty(path))
+            if not no_shm or mode != "ro":
                 raise
         finally:
             conn.close()
@@ -204,16 +233,17 @@ def peek(path: str, sql: str, params: tuple = ()) -> list[tuple]:
 
 
 class _Handle:
-    def __init__(self, conn: sqlite3.Connection, path: str):
+    def __init__(self, conn: sqlite3.Connection, path: str, degraded: bool = False):
         self.conn = conn
         self.path = path
         self.pid = os.getpid()
         self.file = _identity(path)
+        self.degraded = degraded  # read-only because the disk was full: tried anew at each use
 
     def alive(self) -> bool:
         """Still the database at its path: a forked child opens its own, and a file moved away
         (``doctor --fix`` set a damaged one aside) or replaced is opened anew."""
-        return self.pid == os.getpid() and _identity(self.path) == self.file
+        return not self.degraded and self.pid == os.getpid() and _identity(self.path) == self.file
 
 
 def _identity(path: str) -> tuple[int, int] | None:

@@ -31,16 +31,49 @@ def translated(path: str) -> Iterator[None]:
         raise worded(exc, path) from None
 
 
+# Databases opened read-only because their disk is full: a write through one is a full disk.
+_opened_full: set[str] = set()
+
+
+def opened_read_only_on_a_full_disk(path: str, full: bool = True) -> None:
+    if full:
+        _opened_full.add(path)
+    else:
+        _opened_full.discard(path)
+
+
+def is_opened_read_only_on_a_full_disk(path: str) -> bool:
+    return path in _opened_full
+
+
+def is_full(exc: sqlite3.Error, path: str) -> bool:
+    """Whether ``exc`` means no space: SQLite's "full", or an I/O error (its ``-shm`` cannot grow,
+    a page cannot be written) on a file system with no space left."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name == "SQLITE_FULL" or "disk is full" in str(exc) or name == "SQLITE_IOERR_SHMSIZE":
+        return True
+    if name.startswith("SQLITE_READONLY") and path in _opened_full:
+        return True
+    if not name.startswith("SQLITE_IOERR"):
+        return False
+    try:
+        vfs = os.statvfs(os.path.dirname(path))
+    except OSError:
+        return False
+    free = vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail
+    return free * vfs.f_frsize < 64 * 1024
+
+
 def worded(exc: sqlite3.Error, path: str) -> MemoryToolError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
+    if is_full(exc, path):
+        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({os.path.dirname(path)})")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
         return LockTimeout(
             f"the state database ({path}) is busy: another openclaw-memory process kept it for more than "
             f"{BUSY_TIMEOUT_S:g} s; nothing was changed, try again"
         )
-    if name == "SQLITE_FULL" or "disk is full" in text:
-        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({os.path.dirname(path)})")
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
         return StateDamaged(
             f"the state database ({path}) is damaged ({text}); `openclaw-memory doctor --fix` sets it aside, "

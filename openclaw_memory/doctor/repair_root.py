@@ -72,7 +72,7 @@ def _failure(exc: OSError | MemoryToolError, settings: Settings) -> str:
     # A failure of the state database (its journal) comes worded already: a full disk, a busy file.
     what = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc, settings)
     if not journal_pending(settings.data_dir):
-        return f"{what}; nothing changed"
+        return what if "nothing was changed" in what else f"{what}; nothing changed"
     undo = resume(settings)
     if undo.status in ("rolled-back", "completed"):
         return f"{what}; {undo.status}: {undo.detail}"
