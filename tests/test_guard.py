@@ -173,6 +173,16 @@ def test_writes_only_memory_paths(cli, workspace, tmp_path):
     assert not (workspace / "memory/a.txt").exists()
 
 
+def test_an_extra_path_holding_the_workspace_does_not_make_memory_md_memory(cli, workspace):
+    write(workspace / "memory.md", "legacy\n")
+    write(workspace / "notes.md", "notes\n")
+    for args in (("read", "memory.md"), ("write", "memory.md", "--append", "x"), ("read", "memory.md", "--diff")):
+        res = cli(*args, "--extra", ".", "--json")
+        assert res.returncode == 2 and "legacy root file" in res.json()["error"], (args, res.stdout)
+    assert (workspace / "memory.md").read_text() == "legacy\n"
+    assert cli("read", "notes.md", "--extra", ".").stdout == "notes\n"  # the rest of the folder is memory
+
+
 def test_extra_paths_are_memory_paths(workspace, state_dir, tmp_path):
     s = settings_for(workspace, state_dir, extra=[str(tmp_path / "shared")])
     with pytest.raises(PathRefused, match="not a memory path"):  # the extra folder does not exist (yet)

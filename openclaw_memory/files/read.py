@@ -145,14 +145,14 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {_PATH_MAX - 1})")
     shown = display_path(absolute, workspace)
     rel = os.path.relpath(absolute, workspace)
+    if absolute == os.path.join(workspace, LEGACY_ROOT):  # also when an extra path holds the workspace
+        raise PathRefused(
+            "refused: memory.md is the legacy root file, not memory; "
+            "MEMORY.md is canonical (run `openclaw-memory doctor --fix` to merge it)"
+        )
     in_workspace = rel != os.curdir and not rel.startswith(os.pardir) and is_memory_path(rel)
     root = workspace if in_workspace else _allowed_extra(absolute, extra_paths)
     if root is None:
-        if absolute == os.path.join(workspace, LEGACY_ROOT):
-            raise PathRefused(
-                "refused: memory.md is the legacy root file, not memory; "
-                "MEMORY.md is canonical (run `openclaw-memory doctor --fix` to merge it)"
-            )
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
             f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
             "(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"

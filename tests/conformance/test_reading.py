@@ -62,6 +62,17 @@ REFUSED_HERE = {
 }
 
 
+def test_the_legacy_root_is_never_read_through_an_extra_path_holding_the_workspace(oracle, new_ws, checks):
+    ws = new_ws()
+    build(ws, {"MEMORY.md": "# M\n", "memory.md": "legacy\n", "notes.md": "an extra file\n"})
+    extra = ["."]
+    legacy, notes = oracle.batch([read_request(ws, "memory.md", extra), read_request(ws, "notes.md", extra)])
+    checks.same("read 'notes.md' through the extra path '.'", our_read(ws, "notes.md", extra), their_read(notes))
+    checks.deliberate("legacy-root-read-refused", "memory.md is never memory, whichever extra path holds it (OpenClaw's own listing leaves it out)",
+                      our_read(ws, "memory.md", extra) == "ERROR" and their_read(legacy) != "ERROR", "memory.md")
+    checks.done()
+
+
 def test_hand_written_reads(oracle, new_ws, checks):
     ws = new_ws()
     build(ws, TREE)
