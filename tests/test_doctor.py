@@ -495,6 +495,19 @@ def test_memory_md_that_is_a_folder(workspace, cli):
     assert result.returncode == 1 and ids(result) == ["memory-md-not-file"]
 
 
+@pytest.mark.parametrize("make", [lambda p: p.mkdir(), lambda p: os.mkfifo(p), lambda p: os.symlink("/nonexistent", p)],
+                         ids=["folder", "fifo", "dangling-symlink"])
+def test_memory_md_beside_an_unusable_memory_md_is_named_with_what_to_do(workspace, cli, make):
+    make(workspace / "MEMORY.md")
+    write(workspace / "memory.md", LEGACY)
+    (finding,) = problems(cli("doctor", "--json"))
+    assert finding["paths"] == ["MEMORY.md", "memory.md"] and "is never loaded either" in finding["message"]
+    canonical = workspace / "MEMORY.md"
+    canonical.rmdir() if canonical.is_dir() and not canonical.is_symlink() else canonical.unlink()
+    assert cli("doctor", "--fix").returncode == 0  # as the message says: then the rename goes through
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
+
+
 def test_memory_dir_that_is_a_file(workspace, cli):
     write(workspace / "memory", "oops")
     assert ids(cli("doctor", "--json")) == ["memory-dir-not-folder"]

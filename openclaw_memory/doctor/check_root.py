@@ -54,6 +54,15 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
             f"{canonical.path} is not a regular file (a folder, FIFO or device), so it is ignored. Replace it with a regular file.",
             False, (CANONICAL_ROOT,),
         ))
+    if findings and legacy.exists and not (roots.split or roots.legacy_only):
+        # MEMORY.md is there but unusable, which hides memory.md from the other checks.
+        first = findings[0]
+        findings[0] = Finding(
+            first.id, first.severity,
+            f"{first.message}\n{shorten_home(legacy.path)} (the legacy root file) is never loaded either; once MEMORY.md "
+            "is a regular file (or moved away), `openclaw-memory doctor --fix` merges memory.md into it (or renames it).",
+            first.fixable, (CANONICAL_ROOT, LEGACY_ROOT),
+        )
     if roots.split:
         lines = split_root_message(canonical, legacy)
         fixable = _regular(canonical) and _regular(legacy)
