@@ -116,6 +116,8 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["files", "--version"], "no such option: --version", "files"),
     (["fiels"], "no such command 'fiels' (did you mean 'files'?)", ""),
     (["watchdog", "verfy"], "no such command 'verfy' (did you mean 'verify'?)", "watchdog"),
+    (["--lines", "3", "read", "a"], "--lines is an option of a command, so it goes after the command's name: "
+                                    "openclaw-memory read --lines", ""),
     (["read"], "missing argument PATH", "read"),
     (["restore", "a"], "missing argument VERSION", "restore"),
     (["read", "a", "b"], "unexpected argument 'b'", "read"),
@@ -135,6 +137,13 @@ def test_usage_errors_exit_2_with_a_hint(capsys, argv, message, where):
     help_line = f"Try '{' '.join(['openclaw-memory', *where.split()])} --help' for help."
     assert captured.err.startswith(f"error: {message}") and help_line in captured.err and "Traceback" not in captured.err
     assert captured.out == ""
+
+
+def test_a_command_flag_given_to_a_group_says_where_it_goes(capsys):
+    assert main(["watchdog", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error.startswith("--json is an option of a command, so it goes after the command's name: "
+                            "openclaw-memory watchdog snapshot --json")
 
 
 def test_a_usage_error_with_json_is_json_too(capsys):

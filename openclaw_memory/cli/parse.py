@@ -235,6 +235,11 @@ class _Level(argparse.ArgumentParser):
             elif not token.startswith("--") and len(token) > 2 and token[:2] in self.table:
                 flag, inline = token[:2], token[2:]  # -wPATH
             if flag not in self.table:
+                below = [c for c in COMMANDS if c.words[: len(self.words)] == self.words and flag in _table(c.opts)]
+                if self.names and below:
+                    example = " ".join((PROG, *below[0].words, flag))
+                    raise CommandLineError(f"{flag} is an option of a command, so it goes after the command's name: {example}",
+                                           self.words)
                 raise CommandLineError(_unknown_option(flag, self.table), self.words)
             opt = self.table[flag]
             if opt.kind != "value":

@@ -120,6 +120,8 @@ class _Collector:
                 return  # vanished mid-scan: it is simply not there any more
         if stat.S_ISLNK(st.st_mode):
             self.skip(abs_path, "symlink (ignored)")
+        elif stat.S_ISDIR(st.st_mode):
+            self.skip(abs_path, "a folder, not a file")
         elif not stat.S_ISREG(st.st_mode):
             self.skip(abs_path, "not a regular file (FIFO, socket or device; never opened)")
         elif kind != "markdown" and st.st_size > MAX_MEDIA_BYTES:
