@@ -192,6 +192,31 @@ def test_extra_paths_are_memory_paths(workspace, state_dir, tmp_path):
     assert result.created and (tmp_path / "shared/team.md").read_text() == "team\n"
 
 
+def test_replacing_a_file_with_its_own_bytes_says_nothing_changed(cli, workspace, tmp_path):
+    write(workspace / "MEMORY.md", "same\n")
+    write(tmp_path / "same.md", "same\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    result = cli("write", "MEMORY.md", "--replace-file", str(tmp_path / "same.md"), "--json", "--no-index").json()
+    assert result["changed"] is False and result["version"] == result["previousVersion"]
+    result = cli("write", "MEMORY.md", "--append", "more", "--json", "--no-index").json()
+    assert result["changed"] is True
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_write_by_root_keeps_the_file_owned_by_its_user(cli, workspace):
+    write(workspace / "MEMORY.md", "owned by a user\n")
+    os.chown(workspace / "MEMORY.md", 1234, 2345)
+    os.chmod(workspace / "MEMORY.md", 0o640)
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "root wrote this", "--no-index").returncode == 0
+    st = os.stat(workspace / "MEMORY.md")
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1234, 2345, 0o640)
+    version = cli("history", "MEMORY.md", "--json").json()["versions"][-1]["version"]
+    assert cli("restore", "MEMORY.md", version, "--no-index").returncode == 0
+    st = os.stat(workspace / "MEMORY.md")
+    assert (st.st_uid, st.st_gid) == (1234, 2345)
+
+
 def test_exactly_one_source_of_content(cli, workspace, tmp_path):
     assert cli("write", "MEMORY.md").returncode == 2
     both = cli("write", "MEMORY.md", "--append", "x", "--stdin", "--json", input="y")

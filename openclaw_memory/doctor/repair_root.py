@@ -56,13 +56,7 @@ def _regular(entry: RootEntry) -> bool:
 
 
 def _write_canonical(root: Folder, data: bytes) -> None:
-    st = root.lstat(CANONICAL_ROOT)
-    atomic_write_bytes(CANONICAL_ROOT, data, dir_fd=root.fd)
-    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
-        try:
-            os.chown(CANONICAL_ROOT, st.st_uid, st.st_gid, dir_fd=root.fd, follow_symlinks=False)
-        except PermissionError:
-            pass  # not root: the file was ours to begin with
+    atomic_write_bytes(CANONICAL_ROOT, data, dir_fd=root.fd)  # keeps its mode and owner
 
 
 def _failure(exc: OSError | MemoryToolError, settings: Settings) -> str:

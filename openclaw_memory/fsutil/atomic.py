@@ -43,9 +43,13 @@ def unlink_quietly(path: str, *, dir_fd: int | None = None) -> None:
 
 
 def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None = None, *,
-                      dir_fd: int | None = None) -> str:
+                      dir_fd: int | None = None, owner: tuple[int, int] | None = None) -> str:
     """Write ``data`` (bytes, or blocks streamed in order) to a fresh (O_EXCL) temp file next to
-    ``path``, fsynced; return its name. Nothing is left behind when writing fails (disk full...)."""
+    ``path``, fsynced; return its name. Nothing is left behind when writing fails (disk full...).
+
+    ``owner`` (uid, gid) is given to the temp file when this process may (root writing a
+    user's file keeps it the user's); otherwise it stays ours.
+    """
     tmp = temp_name_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
                  dir_fd=dir_fd)
@@ -54,8 +58,13 @@ def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None
             view = memoryview(block)
             while view:
                 view = view[os.write(fd, view):]
+        if owner is not None and owner != (os.geteuid(), os.getegid()):
+            try:
+                os.fchown(fd, *owner)
+            except PermissionError:
+                pass
         if mode is not None:
-            os.fchmod(fd, mode)
+            os.fchmod(fd, mode)  # after the chown, which clears set-id bits
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -70,15 +79,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[byte
     """Replace ``path`` with ``data`` (bytes, or blocks in order) so a reader or a crash sees the old
     or the new bytes, never a mix.
 
-    The file keeps its permission bits when it exists already (``mode`` overrides).
+    The file keeps its permission bits (``mode`` overrides) and, where this process may, its
+    owner when it exists already.
     """
     path = os.fspath(path)
-    if mode is None:
-        try:
-            mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o644
-    tmp = write_temp_beside(path, data, mode, dir_fd=dir_fd)
+    try:
+        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+        owner: tuple[int, int] | None = (st.st_uid, st.st_gid)
+        mode = st.st_mode & 0o7777 if mode is None else mode
+    except FileNotFoundError:
+        owner, mode = None, 0o644 if mode is None else mode
+    tmp = write_temp_beside(path, data, mode, dir_fd=dir_fd, owner=owner)
     try:
         os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:

@@ -89,7 +89,7 @@ class WriteResult:
     previous: str | None = key("previousVersion")  # the version replaced; None when the file was created
     size: int = key()
     created: bool = key()
-    changed: bool = True  # False when a restore found the file already at that version
+    changed: bool = True  # False when the file already held these bytes (a restore to its version, the same content)
     index: IndexUpdate | None = None  # set by the API after the write
     # The write happened; something after it did not (see _commit).
     warnings: tuple[str, ...] = key(omit=lambda w: not w.warnings, default=())
@@ -247,7 +247,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str) -> Write
                 f"version {short(wanted)} of {resolved.display} is no longer stored "
                 "(evicted from the version store to stay within [history] max_bytes)"
             )
-        mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
+        kept = _kept(fd)
         if fd is not None:
             os.close(fd)
             fd = None
@@ -255,7 +255,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str) -> Write
             folder = resolved.folder(create=True)
         damaged = MemoryToolError(f"the stored copy of version {short(wanted)} is damaged; {resolved.display} was not changed")
         try:
-            tmp, new, _ = _temp_from_blocks(folder, resolved, blocks, mode)
+            tmp, new, _ = _temp_from_blocks(folder, resolved, blocks, kept)
         except zlib.error:
             raise damaged from None
         if new.version != wanted:
@@ -281,16 +281,16 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
         seen = records.get(resolved.abs_path)
         _check(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd,
                records.session or "")
-        mode = os.fstat(fd).st_mode & 0o7777 if fd is not None else 0o644
+        kept = _kept(fd)
         if folder is None:
             folder = resolved.folder(create=True)
         _sweep_leftovers(folder, resolved.name)
         if added is None:
-            tmp, new, _ = _temp_from_blocks(folder, resolved, [content], mode)
+            tmp, new, _ = _temp_from_blocks(folder, resolved, [content], kept)
         else:
             copied = pread_blocks(fd) if fd is not None else iter(())
             tail = _separator(fd, current) + added + (b"" if added.endswith(b"\n") else b"\n")
-            tmp, new, prefix = _temp_from_blocks(folder, resolved, copied, mode, tail)
+            tmp, new, prefix = _temp_from_blocks(folder, resolved, copied, kept, tail)
             if current is not None and prefix != current.version:
                 unlink_quietly(tmp, dir_fd=folder.fd)
                 raise _Raced()
@@ -416,7 +416,12 @@ def _open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, Fi
         raise
 
 
-def _temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], mode: int,
+def _kept(fd: int | None) -> os.stat_result | None:
+    """The stat of the file being replaced: its mode and owner carry over to the new one."""
+    return os.fstat(fd) if fd is not None else None
+
+
+def _temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], kept: os.stat_result | None,
                       tail: bytes = b"") -> tuple[str, FileVersion, str]:
     """Write ``blocks`` then ``tail`` to a fsynced temp file beside the target, in ``folder``.
 
@@ -437,7 +442,8 @@ def _temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[b
         size += len(tail)
         yield tail
 
-    tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd)
+    mode, owner = (kept.st_mode & 0o7777, (kept.st_uid, kept.st_gid)) if kept is not None else (0o644, None)
+    tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd, owner=owner)
     return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
 
 
@@ -489,6 +495,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
         result = WriteResult(
             resolved.display, target, action, new.version,
             current.version if current else None, new.size, created=current is None,
+            changed=current is None or current.version != new.version,
         )
         if before_swap is not None:
             before_swap(result)
