@@ -103,6 +103,27 @@ def test_workspace_full_doctor_fix_rolls_back_and_says_so(small_disk, tmp_path):
 
 # -- state dir full ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("free_inodes", [1, 2, 4])
+def test_a_workspace_out_of_inodes_leaves_no_empty_folders_behind(tmp_path, free_inodes):
+    with tmpfs(tmp_path / "ws", "1m,nr_inodes=64") as ws:
+        state = tmp_path / "state"
+        write(ws / "MEMORY.md", "# Memory\n")
+        (ws / "memory").mkdir()
+        fillers = []
+        try:
+            while True:
+                fillers.append(ws / f"filler-{len(fillers)}")
+                fillers[-1].touch()
+        except OSError:
+            fillers.pop()
+        for filler in fillers[:free_inodes]:
+            filler.unlink()
+        res = no_traceback(run_cli(ws, state, "write", "memory/p/q/r/s.md", "--append", "x", "--no-index"))
+        assert res.returncode == 1 and "disk is full" in res.stderr, res.stderr
+        assert sorted(p.name for p in (ws / "memory").iterdir()) == []
+        forget_connections()
+
+
 def test_state_dir_full_write_and_read_say_so(small_disk, tmp_path):
     ws, state = tmp_path / "ws", small_disk.path / "state"
     write(ws / "MEMORY.md", "# Memory\n")

@@ -273,6 +273,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     latest_before = store.log.latest(resolved.abs_path)
     folder, fd, current = _open_current(resolved)
+    existed: int | None = None  # how many of the file's folders there were, when this write made the rest
     try:
         if current is not None:
             # The version about to be replaced goes into the history first.
@@ -283,7 +284,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                records.session or "")
         kept = _kept(fd)
         if folder is None:
-            folder = resolved.folder(create=True)
+            folder, existed = _make_folder(resolved)
         _sweep_leftovers(folder, resolved.name)
         if added is None:
             tmp, new, _ = _temp_from_blocks(folder, resolved, [content], kept)
@@ -296,6 +297,10 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 raise _Raced()
         return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE,
                        before_swap)
+    except BaseException:
+        if existed is not None:
+            _remove_made_folders(resolved, existed)
+        raise
     finally:
         if fd is not None:
             os.close(fd)
@@ -414,6 +419,41 @@ def _open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, Fi
         os.close(fd)
         folder.close()
         raise
+
+
+def _make_folder(resolved: ResolvedPath) -> tuple[Folder, int]:
+    """The file's folder, created as needed, and how many of its folders existed already."""
+    dirs = resolved.parts[:-1]
+    existed = len(dirs)
+    while existed and not _is_folder(resolved.root, dirs[:existed]):
+        existed -= 1
+    try:
+        return resolved.folder(create=True), existed
+    except BaseException:
+        _remove_made_folders(resolved, existed)
+        raise
+
+
+def _is_folder(root: str, parts: tuple[str, ...]) -> bool:
+    try:
+        Folder.under(root, parts).close()
+    except OSError:
+        return False
+    return True
+
+
+def _remove_made_folders(resolved: ResolvedPath, existed: int) -> None:
+    """Undo what :func:`_make_folder` made for a write that failed (a disk out of inodes): empty
+    folders only, deepest first, each removed by name from its parent's descriptor."""
+    dirs = resolved.parts[:-1]
+    for depth in range(len(dirs), existed, -1):
+        try:
+            with Folder.under(resolved.root, dirs[: depth - 1]) as parent:
+                os.rmdir(dirs[depth - 1], dir_fd=parent.fd)
+        except FileNotFoundError:
+            continue  # the creation stopped above this depth
+        except OSError:
+            return  # not empty (someone wrote there meanwhile): leave it and its parents
 
 
 def _kept(fd: int | None) -> os.stat_result | None:
