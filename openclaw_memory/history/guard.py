@@ -232,6 +232,7 @@ def _in_history():
 
 def _restore_once(store, records, resolved: ResolvedPath, version: str) -> WriteResult:
     folder, fd, current = _open_current(resolved)
+    existed: int | None = None  # as in _write_once
     try:
         if current is not None:
             with _in_history():
@@ -252,7 +253,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str) -> Write
             os.close(fd)
             fd = None
         if folder is None:
-            folder = resolved.folder(create=True)
+            folder, existed = _make_folder(resolved)
         damaged = MemoryToolError(f"the stored copy of version {short(wanted)} is damaged; {resolved.display} was not changed")
         try:
             tmp, new, _ = _temp_from_blocks(folder, resolved, blocks, kept)
@@ -262,6 +263,10 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str) -> Write
             unlink_quietly(tmp, dir_fd=folder.fd)
             raise damaged
         return _commit(store, records, resolved, folder, current, tmp, new, RESTORED)
+    except BaseException:
+        if existed is not None:
+            _remove_made_folders(resolved, existed)
+        raise
     finally:
         if fd is not None:
             os.close(fd)
