@@ -262,6 +262,26 @@ def test_damaged_state_file(request, role, pattern, commands, way):
     assert now == before  # no memory file was touched by any repair
 
 
+SHARD_ROLES = [r for r in ROLES if r[2] is SEARCH]
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("role,pattern", [r[:2] for r in SHARD_ROLES], ids=[r[0] for r in SHARD_ROLES])
+def test_a_search_never_answers_from_a_damaged_shard_as_if_it_were_whole(built, role, pattern, way):
+    built.restore()
+    query = ("search", "note about sailing", "--mode", "text", "--no-sync", "--json")
+    whole = built.run(*query)
+    assert whole.returncode == 0 and whole.json()["results"], whole.stderr
+    built.restore()
+    _damage(_target(built, pattern), way)
+    result = built.run(*query)
+    _clean(result)
+    if result.returncode == 0:
+        assert result.json()["results"] == whole.json()["results"], "answered from a damaged shard"
+    else:
+        assert result.returncode == 1 and "damaged" in result.stderr and "doctor --fix" in result.stderr, result.stderr
+
+
 def test_damaged_journal_is_set_aside_and_the_interrupted_rename_recovered(built):
     built.restore()
     ws = built.ws

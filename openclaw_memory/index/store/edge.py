@@ -605,7 +605,7 @@ class EdgeStore:
         _ensure_room(self.root)
         try:
             if self.exists(name):
-                reason = self.damage(name)
+                reason = self.damage(name, self._listed(name))
                 if reason is not None:
                     raise IndexDamaged(damaged_message(name, path, reason))
                 return _load(path)
@@ -624,6 +624,18 @@ class EdgeStore:
             raise MemoryToolError(
                 f"index collection {name} at {path} cannot be opened ({exc}); rebuild it with `openclaw-memory index --full`"
             ) from None
+
+    def _listed(self, name: str) -> int | None:
+        """The points the shard's manifest lists (None while a write to it is unfinished, or for a
+        staged shard): a shard that holds another number lost points, and a search would answer
+        from what is left as if it were the whole."""
+        from ..manifest import is_dirty, load_manifest
+
+        if name.startswith("."):
+            return None
+        data_dir = self.root.parent
+        manifest = load_manifest(data_dir, name)
+        return manifest.chunk_count if manifest is not None and not is_dirty(data_dir, name) else None
 
     def _create(self, name: str, dim: int) -> None:
         """Build the shard in a temporary folder and rename it in place, so a crash leaves no half shard."""
