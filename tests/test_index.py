@@ -234,6 +234,35 @@ def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli,
     assert "memory/n2.md" not in {p[0] for p in got}
 
 
+def test_a_search_does_not_wait_for_a_writer_of_the_state_database(workspace, state_dir, cli):
+    """The probe cache a search writes is only a cache: with another process writing the state
+    database, the search answers without it instead of waiting on the database."""
+    import sqlite3
+    import threading
+
+    from openclaw_memory.database.failures import BUSY_TIMEOUT_S
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- likes green tea\n")
+    write(workspace / "memory/notes.md", "# Notes\n\nsailing on Sunday\n")
+    assert cli("index").returncode == 0
+    db = settings_for(workspace, state_dir).data_dir / "state.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("DELETE FROM probes")  # every shard is probed, and its probe recorded, again
+    holder.execute("BEGIN IMMEDIATE")
+    outcome: list = []
+    search = threading.Thread(target=lambda: outcome.append(cli("search", "sailing", "--no-sync", "--json")))
+    try:
+        search.start()
+        search.join(timeout=BUSY_TIMEOUT_S / 2)
+        assert not search.is_alive(), "the search waited for the writer"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        search.join()
+    (result,) = outcome
+    assert result.returncode == 0 and result.json()["results"][0]["path"] == "memory/notes.md"
+
+
 def test_lock_contention_gives_a_clear_message(workspace, state_dir, cli):
     write(workspace / "memory" / "a.md", note("a", n=2))
     assert cli("index").returncode == 0

@@ -164,9 +164,13 @@ class Database:
                 raise
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``: taken at the start, so a check and the write it
-        decides are one step); nested calls in the thread join the outer one."""
+        decides are one step); nested calls in the thread join the outer one.
+
+        ``wait=False`` gives up at once (LockTimeout) when another process is writing: for a write
+        that is only a cache, which a reader must not wait for.
+        """
         if _read_only.get():
             raise RuntimeError("a write to the state database where only reading is allowed (plain doctor)")
         conn = self.conn
@@ -175,7 +179,14 @@ class Database:
                 yield conn
             return
         with translated(self.path):
-            conn.execute("BEGIN IMMEDIATE")
+            if wait:
+                conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             try:
                 yield conn
                 conn.execute("COMMIT")

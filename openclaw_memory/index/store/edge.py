@@ -386,7 +386,7 @@ class EdgeStore:
         if key is None or is_read_only():  # plain doctor writes nothing
             return
         try:
-            with self._probes().transaction() as conn:
+            with self._probes().transaction(wait=False) as conn:
                 conn.execute("INSERT OR REPLACE INTO probes VALUES (?, ?, ?)", (name, key, count))
         except MemoryToolError:
             pass  # only a cache: without it the next command probes again
@@ -395,7 +395,7 @@ class EdgeStore:
         if is_read_only():
             return
         try:
-            with self._probes().transaction() as conn:
+            with self._probes().transaction(wait=False) as conn:
                 conn.execute("DELETE FROM probes WHERE collection = ?", (name,))
         except MemoryToolError:
             pass  # a record that stays names files that changed since: it no longer matches
