@@ -15,8 +15,8 @@ reads the null device and fd 1 writes to stderr, so nothing else in the process 
 stray print) can read from or write to the protocol stream.
 
 Two things the SDK's stdio loop does not do are done on its way in (:class:`_Lines`): a line it
-cannot read (not JSON, a lone UTF-16 surrogate as JavaScript writes half an emoji, a number of
-thousands of digits) gets a JSON-RPC error instead of no answer at all, and at the end of the
+cannot read (not JSON, bytes that are not UTF-8, a lone UTF-16 surrogate as JavaScript writes half
+an emoji, a number of thousands of digits) gets a JSON-RPC error instead of no answer at all, and at the end of the
 input every request already read is answered before the server exits.
 """
 
@@ -63,6 +63,15 @@ def _initialize_request(message: object) -> dict | None:
 def has_request_id(message: dict) -> bool:
     """Whether a JSON-RPC message carries a request id (a string or a number)."""
     return isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
+
+
+def _odd_id(line: str) -> bool:
+    """Whether the message on ``line`` has an ``id`` member that is not a request id."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "id" in data and not has_request_id(data)
 
 
 def _claim_wire() -> tuple[int, int, Callable[[], None]]:
@@ -153,7 +162,7 @@ def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: di
     import anyio
     from mcp.server.stdio import stdio_server
 
-    reader = io.TextIOWrapper(io.BufferedReader(_Prefixed(consumed, os.dup(wire_in))), encoding="utf-8", errors="replace")
+    reader = io.TextIOWrapper(io.BufferedReader(_Prefixed(consumed, os.dup(wire_in))), encoding="utf-8", errors="surrogateescape")
 
     async def main() -> None:
         wire = _Wire(out, answered)
@@ -211,11 +220,25 @@ class _Lines:
             if not line.strip():
                 continue
             try:
+                line.encode("utf-8")
+            except UnicodeEncodeError as exc:  # bytes that are not UTF-8, kept as they came (surrogateescape)
+                where = len(line[: exc.start].encode("utf-8", "surrogateescape"))
+                await self.wire.refuse(line, exc, code=-32700,
+                                       reason=f"it is not valid UTF-8 (byte {where} of the line); JSON text is UTF-8")
+                continue
+            try:
                 message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except Exception as exc:  # noqa: BLE001 - whatever the SDK cannot read, it would not answer
                 await self.wire.refuse(line, exc)
                 continue
             method, request_id = getattr(message, "method", None), getattr(message, "id", None)
+            if method is not None and request_id is None and '"id"' in line and _odd_id(line):
+                # The SDK reads a request whose id is null, a fraction, a boolean or an object as a
+                # notification: it would run unanswered.
+                await self.wire.refuse(line, ValueError(), code=-32600,
+                                       reason="its id must be a string or an integer (null, fractions, booleans, "
+                                              "arrays and objects are not request ids)")
+                continue
             if method is not None and request_id is not None:
                 self.wire.pending.add(json.dumps(request_id))
             elif method == "notifications/cancelled":  # a cancelled request gets no answer
@@ -235,24 +258,26 @@ class _Wire:
         self.pending: set[str] = set()
         self.lock = threading.Lock()
 
-    async def refuse(self, line: str, exc: Exception) -> None:
+    async def refuse(self, line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
         """A JSON-RPC error for a line the SDK cannot read, with its id when one can be found."""
         try:
             data = json.loads(line)
         except (ValueError, RecursionError):
-            data, code = None, -32700
+            data, found = None, -32700
         else:
-            code = -32600
+            found = -32600
+        code = code or found
         if isinstance(data, dict) and "id" not in data:
             return  # a notification: nothing to answer
         request_id = data.get("id") if isinstance(data, dict) and has_request_id(data) else None
-        detail = str(exc).splitlines()
-        reason = next((d.strip() for d in detail[1:] if d.strip()), detail[0] if detail else "unreadable")
-        reason = reason.split(" [type=")[0]  # pydantic's own annotation, not for the caller
-        try:
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            reason = "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
+        if reason is None:
+            detail = str(exc).splitlines()
+            reason = next((d.strip() for d in detail[1:] if d.strip()), detail[0] if detail else "unreadable")
+            reason = reason.split(" [type=")[0]  # pydantic's own annotation, not for the caller
+            try:
+                json.dumps(data, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                reason = "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
         error = {"jsonrpc": "2.0", "id": request_id, "error": {
             "code": code, "message": f"the request cannot be read: {reason[:300]}"}}
         text = json.dumps(error, ensure_ascii=True)
