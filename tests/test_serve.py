@@ -564,6 +564,22 @@ def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace,
     assert service.stop() == 0
 
 
+def test_a_write_larger_than_the_sdks_default_body_limit_goes_through_over_http(workspace, state_dir, services):
+    import httpx2
+
+    service, url, base = _http_service(services, workspace, state_dir)
+    hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
+    session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
+    httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    content = "a line of a long note\n" * (8 * 1024 * 1024 // 22)  # 8 MiB: twice the SDK's default
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "memory_write", "arguments": {"path": "memory/big.md", "content": content}}}
+    answer = httpx2.post(url, headers=session, json=call, timeout=120)
+    assert answer.status_code == 200 and '"result"' in answer.text, answer.text[:300]
+    assert (workspace / "memory/big.md").read_text() == content
+    assert service.stop() == 0
+
+
 def test_mcp_clients_connecting_at_once_over_http_all_get_a_session(workspace, state_dir, services):
     """Each initialize has no session id yet: id 1 of one client is not id 1 of another."""
     import concurrent.futures

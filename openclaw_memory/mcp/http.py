@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..memory.paths import remove_token, write_token
+from ..memory.protocol import MAX_LINE
 
 if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
     from collections.abc import Callable
@@ -208,7 +209,10 @@ class HttpEndpoint:
         self.token = secrets.token_urlsafe(32)
         write_token(self.settings, self.token)
         tools = MemoryTools(self.memory, session_of=_session_of)
-        app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host))
+        # The SDK's default (4 MiB) refuses a write that stdio and the CLI take, with a 413 that its
+        # client shows the model only as "Server returned an error response".
+        app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host),
+                                                      max_request_body_size=MAX_LINE)
         sessions = _SessionEnds(app, self.on_session_end)
         app = _BearerAuth(_OneRequestPerId(sessions), self.token)
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
