@@ -261,7 +261,7 @@ def test_every_request_read_is_answered_even_one_the_sdk_cannot_read_and_at_the_
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- prefers green tea\n"
 
 
-def test_bytes_that_are_not_utf8_and_ids_that_are_not_request_ids_are_refused_never_rewritten(workspace, state_dir):
+def test_bytes_that_are_not_utf8_odd_ids_and_endless_numbers_are_refused_never_rewritten(workspace, state_dir):
     import subprocess
 
     write(workspace / "MEMORY.md", "# Memory\n")
@@ -270,6 +270,8 @@ def test_bytes_that_are_not_utf8_and_ids_that_are_not_request_ids_are_refused_ne
              call % (b"30", b'{"path": "memory/bin.md", "content": "caf\xe9 \xff bytes"}'),
              call % (b"31", b'{"path": "memory/\xff.md", "content": "x"}'),
              *(call % (odd, b'{"path": "memory/odd.md", "content": "x"}') for odd in (b"null", b"1.5", b"true", b"{}")),
+             b'{"jsonrpc": "2.0", "id": 33, "method": "tools/call", "params": {"name": "memory_get", '
+             b'"arguments": {"path": "MEMORY.md", "from": ' + b"9" * 5000 + b'}}}',
              b'{"jsonrpc": "2.0", "id": 32, "method": "ping"}']
     done = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"], input=b"\n".join(lines) + b"\n",
                           capture_output=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=120)
@@ -280,6 +282,7 @@ def test_bytes_that_are_not_utf8_and_ids_that_are_not_request_ids_are_refused_ne
     odd = [a for a in answers if a["id"] is None]
     assert len(odd) == 4 and all("must be a string or an integer" in a["error"]["message"] for a in odd)
     assert by_id[32]["result"] == {}
+    assert by_id[33]["error"]["code"] in (-32700, -32600)  # a number past any limit: refused with its id
     assert not (workspace / "memory").exists() or not any((workspace / "memory").iterdir())  # nothing was written
 
 

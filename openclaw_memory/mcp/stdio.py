@@ -65,6 +65,13 @@ def has_request_id(message: dict) -> bool:
     return isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
 
 
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:  # past Python's limit on the digits of an int read from text
+        return None
+
+
 def _odd_id(line: str) -> bool:
     """Whether the message on ``line`` has an ``id`` member that is not a request id."""
     try:
@@ -261,7 +268,7 @@ class _Wire:
     async def refuse(self, line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
         """A JSON-RPC error for a line the SDK cannot read, with its id when one can be found."""
         try:
-            data = json.loads(line)
+            data = json.loads(line, parse_int=_int_or_none)  # a number of thousands of digits still gives the id
         except (ValueError, RecursionError):
             data, found = None, -32700
         else:
