@@ -132,6 +132,12 @@ def test_inputs_that_would_hang_or_overflow_are_usage_errors(workspace, state_di
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n"
 
 
+def test_a_citation_of_a_file_whose_name_holds_a_newline_reads_back(workspace, cli):
+    write(workspace / "memory" / "new\nline.md", "one\ntwo\nthree\n")
+    assert cli("read", "memory/new\nline.md#L2-L3").stdout == "two\nthree\n"
+    assert cli("read", "MEMORY.md#L1\n").returncode == 2  # a newline after a citation is no citation
+
+
 def test_messages_name_what_was_given_and_stay_short(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# Memory\n")
     assert "refused: . is not a memory path" in cli("read", ".").stderr

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 
-_CITATION = re.compile(r"^(?P<path>.+)#L(?P<start>\d+)(?:-L(?P<end>\d+))?$")
+# DOTALL: a file name may hold a newline; fullmatch: "$" would also match before a final one.
+_CITATION = re.compile(r"(?P<path>.+)#L(?P<start>[0-9]+)(?:-L(?P<end>[0-9]+))?", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ def parse_citation(text: str) -> Citation | None:
 
     A range that runs backwards is refused, naming the order that works (it is no path either).
     """
-    m = _CITATION.match(text)
+    m = _CITATION.fullmatch(text)
     if not m:
         return None
     start = int(m.group("start"))
