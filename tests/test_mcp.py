@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -284,6 +285,44 @@ def test_bytes_that_are_not_utf8_odd_ids_and_endless_numbers_are_refused_never_r
     assert by_id[32]["result"] == {}
     assert by_id[33]["error"]["code"] in (-32700, -32600)  # a number past any limit: refused with its id
     assert not (workspace / "memory").exists() or not any((workspace / "memory").iterdir())  # nothing was written
+
+
+def test_a_line_past_the_cap_is_refused_unread_and_the_next_line_is_served():
+    import io
+
+    import anyio
+
+    from openclaw_memory.mcp.stdio import _Lines, _Wire
+
+    out = io.BytesIO()
+    ping = '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'  # a request would wait for its answer
+    long = '{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"x": "' + "a" * 5000 + '"}}\n'
+    lines = _Lines(io.StringIO(long + ping + long[:-1]), _Wire(out, {}), limit=1000)
+
+    async def served() -> list[str]:
+        return [line async for line in lines]
+
+    assert anyio.run(served) == [ping]
+    refused = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(refused) == 2  # the one in the middle and the one the input ends with
+    assert all(r["error"]["code"] == -32600 and "longer than" in r["error"]["message"] for r in refused)
+
+
+@pytest.mark.slow
+def test_a_request_past_256_mib_on_stdio_is_refused_and_the_session_goes_on(workspace, state_dir):
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    huge = b'{"jsonrpc": "2.0", "id": 40, "method": "tools/call", "params": {"name": "memory_write", ' \
+           b'"arguments": {"path": "memory/big.md", "content": "' + b"x" * (257 << 20) + b'"}}}'
+    lines = [json.dumps(HELLO).encode(), b'{"jsonrpc": "2.0", "method": "notifications/initialized"}', huge,
+             b'{"jsonrpc": "2.0", "id": 41, "method": "ping"}']
+    done = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"], input=b"\n".join(lines) + b"\n",
+                          capture_output=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=300)
+    answers = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert [a["id"] for a in answers] == [7, None, 41], answers
+    assert "longer than 256 MiB" in answers[1]["error"]["message"] and answers[2]["result"] == {}
+    assert not (workspace / "memory" / "big.md").exists()
 
 
 def test_a_request_id_reused_in_the_handshake_is_answered_once_per_request(workspace, state_dir):

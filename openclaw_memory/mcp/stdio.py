@@ -14,10 +14,11 @@ As the SDK's own stdio transport does, the wire gets private descriptors while s
 reads the null device and fd 1 writes to stderr, so nothing else in the process (a child, a
 stray print) can read from or write to the protocol stream.
 
-Two things the SDK's stdio loop does not do are done on its way in (:class:`_Lines`): a line it
+Three things the SDK's stdio loop does not do are done on its way in (:class:`_Lines`): a line it
 cannot read (not JSON, bytes that are not UTF-8, a lone UTF-16 surrogate as JavaScript writes half
-an emoji, a number of thousands of digits) gets a JSON-RPC error instead of no answer at all, and at the end of the
-input every request already read is answered before the server exits.
+an emoji, a number of thousands of digits) gets a JSON-RPC error instead of no answer at all; a
+line past ``MAX_LINE`` is refused without being held whole; and at the end of the input every
+request already read is answered before the server exits.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
+
+from ..memory.protocol import MAX_LINE
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
@@ -137,6 +140,8 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
         if end < 0:
             if not loader.is_alive():
                 break  # the SDK is ready: it reads the rest of the line itself
+            if len(consumed) - start > 1 << 20:
+                break  # no handshake line is this long: the SDK reads it (and the transport caps it)
             ready, _, _ = select.select([wire_in], [], [], 0.05)
             if ready:
                 chunk = os.read(wire_in, 1 << 16)
@@ -173,7 +178,7 @@ def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: di
 
     async def main() -> None:
         wire = _Wire(out, answered)
-        stdin = _Lines(anyio.wrap_file(reader), wire)
+        stdin = _Lines(reader, wire)
         async with stdio_server(stdin=stdin, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
@@ -212,9 +217,10 @@ class _Prefixed(io.RawIOBase):
 class _Lines:
     """The input lines for the SDK; see the module docstring."""
 
-    def __init__(self, stdin: Any, wire: _Wire):
+    def __init__(self, stdin: io.TextIOBase, wire: _Wire, limit: int = MAX_LINE):
         self.stdin = stdin
         self.wire = wire
+        self.limit = limit
 
     def __aiter__(self):
         return self._lines()
@@ -223,7 +229,17 @@ class _Lines:
         import anyio
         from mcp import types
 
-        async for line in self.stdin:
+        async def readline(size: int) -> str:
+            return await anyio.to_thread.run_sync(self.stdin.readline, size)
+
+        while line := await readline(self.limit + 1):
+            if len(line) > self.limit and not line.endswith("\n"):
+                # A line past the cap (the service's and HTTP's): its rest is read and dropped, never held.
+                while (rest := await readline(1 << 20)) and not rest.endswith("\n"):
+                    pass
+                await self.wire.refuse("", ValueError(), code=-32600,
+                                       reason=f"it is longer than {self.limit >> 20} MiB; write a file that large in-process")
+                continue
             if not line.strip():
                 continue
             try:
