@@ -247,7 +247,7 @@ class Settings:
         """This project's own data for this workspace, inside the state dir."""
         import xxhash
 
-        key = xxhash.xxh3_64_hexdigest(str(self.workspace).encode())[:12]
+        key = xxhash.xxh3_64_hexdigest(os.fsencode(self.workspace))[:12]
         slug = re.sub(r"[^A-Za-z0-9]+", "-", self.workspace.name).strip("-") or "root"
         return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug}-{key}"
 

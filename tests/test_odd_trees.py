@@ -127,3 +127,16 @@ def test_a_file_over_the_index_limit_is_named_and_left_out_and_the_rest_indexed(
     assert cli("doctor", "--json").json()["remaining"] == []  # not a stale index either
     assert cli("read", "memory/huge.md", "--lines", "1", "--json").json()["text"].startswith(line.decode())
     assert cli("search", "green tea", "--json").json()["results"][0]["path"] == "MEMORY.md"
+
+
+def test_a_workspace_whose_own_path_is_not_utf8_works_like_any_other(tmp_path, state_dir):
+    """Its path names the data dir (a hash of the path's bytes): every command answers."""
+    from conftest import env_for, run_in_process
+
+    workspace = tmp_path / os.fsdecode(b"notes-\xff")
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    env = env_for(workspace, state_dir)
+    for args in SCANNING + [["read", "MEMORY.md"], ["write", "memory/a.md", "--append", "x"], ["watchdog", "snapshot"]]:
+        res = run_in_process(args, env=env, cwd=workspace)
+        assert res.returncode == 0, (args, res.stderr)
+    assert run_in_process(["search", "green tea", "--json"], env=env, cwd=workspace).json()["results"][0]["path"] == "MEMORY.md"
