@@ -12,6 +12,7 @@ toml or checks it again.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -63,9 +64,12 @@ def _real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+MAX_WHOLE = 2**53  # past it a count means nothing here, and a store (SQLite, the engine) would overflow
+
+
 def _whole(minimum: int) -> _Check:
-    return _Check(f"a whole number of at least {minimum}",
-                  lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= minimum else _BAD)
+    return _Check(f"a whole number from {minimum} to {MAX_WHOLE:,}",
+                  lambda v: v if isinstance(v, int) and not isinstance(v, bool) and minimum <= v <= MAX_WHOLE else _BAD)
 
 
 def _seconds(minimum: float | None = None) -> _Check:
@@ -130,7 +134,8 @@ class IndexServerSettings:
     """``[index.server]``: how the index uses a Qdrant server (docs/scaling.md). The API key itself is
     never read from the toml: ``api_key_file`` names a file holding it (read when the server is used)."""
 
-    api_key_file: str | None = _toml(None, _nonempty("a path (the file holding the API key)"))
+    api_key_file: str | None = _toml(None, _Check("a path (the file holding the API key)", lambda v: v.strip() if (
+        isinstance(v, str) and v.strip() and _unpathable(v) is None) else _BAD))
     tenancy: str = _toml("collection", _choice("collection", "shared"))
     namespace: str | None = _toml(None, _NAMESPACE_CHECK)  # None: one per workspace
     shard_number: int | None = _toml(None, _whole(1))
@@ -347,19 +352,28 @@ def _load_json5(path: Path) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"cannot read {path}: not UTF-8 ({exc})") from None
+    try:  # most files are plain JSON, which the C parser reads a hundred times faster than json5
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if data is None:
+        data = _parse_json5(text, path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: line 1: the top level must be an object")
+    return data
+
+
+def _parse_json5(text: str, path: Path) -> Any:
     import json5
 
     try:
-        data = json5.loads(text)
+        return json5.loads(text)
     except RecursionError:
         raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
     except ValueError as exc:
         # json5 words its errors as "<string>:LINE message"; name the real file instead.
         detail = re.sub(r"^<string>:(\d+)\s*", r"line \1: ", str(exc))
         raise ConfigError(f"{path}: not valid JSON5: {detail}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: line 1: the top level must be an object")
-    return data
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -369,7 +383,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
     import tomllib
 
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))  # the BOM a Windows editor writes
     except RecursionError:
         raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -494,9 +508,9 @@ def _extra_list(value: Any, where: str) -> list:
     out: list = []
     for item in value:
         if isinstance(item, str):
-            out.append(item)
+            out.append(_path_text(item, where))
         elif isinstance(item, dict) and isinstance(item.get("path"), str) and isinstance(item.get("pattern", ""), str):
-            out.append((item["path"], item.get("pattern") or ""))
+            out.append((_path_text(item["path"], where), _path_text(item.get("pattern") or "", where)))
         else:
             raise ConfigError(f"{where} must be a list of paths or {{path, pattern}} objects, not {item!r}")
     return out
@@ -550,8 +564,26 @@ def _multimodal_flag(value: Any, where: str) -> bool | None:
 
 def _text(value: Any, where: str) -> str | None:
     if value is None or isinstance(value, str):
-        return value
+        return value if value is None else _path_text(value, where)
     raise ConfigError(f"{where} must be a string (a folder path), not {value!r:.60}")
+
+
+def _unpathable(value: str) -> str | None:
+    """Why no file system can hold the path ``value``, or None."""
+    if "\x00" in value:
+        return "holds a NUL character"
+    try:
+        value.encode("utf-8", "surrogateescape")  # a name that is not UTF-8 comes as surrogate escapes: fine
+    except UnicodeEncodeError:
+        return "holds a lone UTF-16 surrogate (half a character)"
+    return None
+
+
+def _path_text(value: str, where: str) -> str:
+    why = _unpathable(value)
+    if why is not None:
+        raise ConfigError(f"{where}: the path {shown(value)} {why}, which no path can hold")
+    return value
 
 
 def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str | None = None) -> Settings:
@@ -582,7 +614,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     workspace_raw = (
         o.workspace
         or _env("OPENCLAW_WORKSPACE", env)
-        or own.get("workspace")
+        or _text(own.get("workspace"), f"{toml_path}: workspace")
         or _text(entry.get("workspace"), f"{json_path}: agents.list[{agent}].workspace")
         or _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
         or cwd

@@ -258,11 +258,11 @@ def test_unknown_key_is_refused_with_the_closest_name(state_dir, workspace):
     ('[service]\nshard_idle = "x"\n', "[service] shard_idle must be a positive number of seconds, not 'x'"),
     ("[service]\ntimeout = 0\n", "[service] timeout must be a positive number of seconds, not 0"),
     ("[service]\ntimeout = nan\n", "[service] timeout must be a positive number of seconds, not nan"),
-    ("[read]\ndefault_lines = 0\n", "[read] default_lines must be a whole number of at least 1, not 0"),
-    ("[prompt]\ntotal_chars = 1.5\n", "[prompt] total_chars must be a whole number of at least 1, not 1.5"),
-    ("[history]\nkeep_per_path = true\n", "[history] keep_per_path must be a whole number of at least 1, not True"),
-    ("[watchdog]\nkeep = 1.5\n", "[watchdog] keep must be a whole number of at least 1, not 1.5"),
-    ('[index]\nchunk_tokens = "many"\n', "[index] chunk_tokens must be a whole number of at least 16, not 'many'"),
+    ("[read]\ndefault_lines = 0\n", "[read] default_lines must be a whole number from 1 to 9,007,199,254,740,992, not 0"),
+    ("[prompt]\ntotal_chars = 1.5\n", "[prompt] total_chars must be a whole number from 1 to 9,007,199,254,740,992, not 1.5"),
+    ("[history]\nkeep_per_path = true\n", "[history] keep_per_path must be a whole number from 1 to 9,007,199,254,740,992, not True"),
+    ("[watchdog]\nkeep = 1.5\n", "[watchdog] keep must be a whole number from 1 to 9,007,199,254,740,992, not 1.5"),
+    ('[index]\nchunk_tokens = "many"\n', "[index] chunk_tokens must be a whole number from 16 to 9,007,199,254,740,992, not 'many'"),
     ('[index]\nembedding_backend = "fast"\n', "[index] embedding_backend must be auto, torch, onnx or hash, not 'fast'"),
     ('[index]\nbackend = "postgres"\n', "[index] backend must be edge or qdrant, not 'postgres'"),
     ('[index]\nmodel = " "\n', "[index] model must be a non-empty string, not ' '"),
@@ -271,7 +271,7 @@ def test_unknown_key_is_refused_with_the_closest_name(state_dir, workspace):
     ('[index.server]\ntenancy = "one"\n', "[index.server] tenancy must be collection or shared, not 'one'"),
     ('[index.server]\nnamespace = "a b"\n', "[index.server] namespace must be 1-64 letters, digits, '-' or '_', not 'a b'"),
     ("[index.server]\ntimeout = 0.05\n", "[index.server] timeout must be a number of seconds of at least 0.1, not 0.05"),
-    ("[index.server]\nhnsw_ef_construct = 2\n", "[index.server] hnsw_ef_construct must be a whole number of at least 4, not 2"),
+    ("[index.server]\nhnsw_ef_construct = 2\n", "[index.server] hnsw_ef_construct must be a whole number from 4 to 9,007,199,254,740,992, not 2"),
     ('[search]\nmmr = "yes"\n', "[search] mmr must be true or false, not 'yes'"),
     ("[search]\nmmr_lambda = 2\n", "[search] mmr_lambda must be a number from 0 to 1, not 2"),
     ("[search]\nhalf_life_days = 0\n", "[search] half_life_days must be a positive number of days, not 0"),
@@ -346,11 +346,40 @@ def test_an_agent_id_from_the_socket_is_checked_as_one_from_the_command_line(wor
     ("[index]\nchunk_tokens = 16\noverlap_tokens = 100\n", "[index] overlap_tokens must be at most half of chunk_tokens (8), not 100"),
     ('extra_paths = [{path = "x", pattern = "*.md", junk = 1}]\n', "extra_paths: unknown key 'junk'"),
     ("[service]\ntimeout = inf\n", "[service] timeout must be a positive number of seconds, not inf"),
+    ("[history]\nkeep_per_path = 9223372036854775808\n", "[history] keep_per_path must be a whole number from 1 to"),
+    ("[watchdog]\nkeep = 9223372036854775808\n", "[watchdog] keep must be a whole number from 1 to"),
+    ("[index]\nchunk_tokens = 99999999999999999999\n", "[index] chunk_tokens must be a whole number from 16 to"),
+    ('extra_paths = ["a\\u0000b"]\n', "extra_paths: the path 'a\\x00b' holds a NUL character, which no path can hold"),
+    ('workspace = "a\\u0000b"\n', "workspace: the path 'a\\x00b' holds a NUL character"),
+    ('[index.server]\napi_key_file = "k\\u0000"\n', "[index.server] api_key_file must be a path"),
 ])
 def test_the_toml_is_checked_whole_when_read(cli, state_dir, toml, said):
     (state_dir / "openclaw-memory.toml").write_text(toml)
-    refused = cli("files", "--json")
+    refused = cli("files", "--json", env={"OPENCLAW_WORKSPACE": ""})  # the toml's workspace is the one used
     assert refused.returncode == 2 and said in refused.json()["error"], refused.stdout
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ('{"agents": {"defaults": {"workspace": "\\ud800"}}}', "agents.defaults.workspace: the path '\\ud800' holds a lone UTF-16 surrogate"),
+    ('{"memory": {"search": {"extraPaths": ["\\ud800x"]}}}', "memory.search.extraPaths: the path '\\ud800x' holds a lone"),
+    ('{"memory": {"search": {"extraPaths": [{"path": "a\\u0000"}]}}}', "memory.search.extraPaths: the path 'a\\x00' holds a NUL"),
+    ("{agents: {list: [{id: 'main', memorySearch: {extraPaths: ['\\ud800']}}]}}", "agents.list[main].memorySearch.extraPaths: the path"),
+])
+def test_a_path_no_file_system_can_hold_in_openclaw_json_is_named(cli, state_dir, body, said):
+    (state_dir / "openclaw.json").write_text(body)
+    for args in (("files", "--json"), ("doctor", "--json")):
+        refused = cli(*args, env={"OPENCLAW_WORKSPACE": ""})
+        assert refused.returncode == 2 and said in refused.json()["error"], refused.stdout + refused.stderr
+
+
+def test_openclaw_json_as_plain_json_with_a_bom_or_as_json5_reads_the_same(state_dir, workspace):
+    data = {"agents": {"defaults": {"bootstrapMaxChars": 1234}}}
+    for text in (json.dumps(data), "\ufeff" + json.dumps(data), "// a comment\n{agents: {defaults: {bootstrapMaxChars: 1234,},},}"):
+        (state_dir / "openclaw.json").write_text(text, encoding="utf-8")
+        assert resolve(state_dir, workspace=str(workspace)).prompt.file_chars == 1234
+    (state_dir / "openclaw.json").unlink()
+    write(state_dir / "openclaw-memory.toml", "\ufeff[prompt]\nfile_chars = 99\n")  # the BOM a Windows editor writes
+    assert resolve(state_dir, workspace=str(workspace)).prompt.file_chars == 99
 
 
 def test_a_state_dir_that_is_a_file_is_named_as_such(cli, tmp_path):

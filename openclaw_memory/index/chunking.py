@@ -109,12 +109,13 @@ def resolve_budget(counter, budget_tokens: int | None, overlap_tokens: int | Non
     budget = counter.window if budget_tokens is None else int(budget_tokens)
     if not MIN_BUDGET <= budget <= counter.window:
         raise UsageError(
-            f"The chunk budget must be between {MIN_BUDGET} and the model's window of {counter.window} "
-            f"tokens (text past the window would never be embedded); got {budget}."
+            f"openclaw-memory.toml: [index] chunk_tokens must be at most the model's window of {counter.window} "
+            f"tokens (text past the window would never be embedded), and at least {MIN_BUDGET}; not {budget}"
         )
     overlap = round(budget * DEFAULT_OVERLAP_RATIO) if overlap_tokens is None else int(overlap_tokens)
     if not 0 <= overlap <= budget // 2:
-        raise UsageError(f"The chunk overlap must be between 0 and half the budget ({budget // 2}); got {overlap}.")
+        raise UsageError(f"openclaw-memory.toml: [index] overlap_tokens must be from 0 to half the chunk budget "
+                         f"({budget // 2}); not {overlap}")
     return budget, overlap
 
 
