@@ -922,3 +922,20 @@ def test_a_memory_file_with_a_nul_byte_is_reported_as_not_text(workspace, cli):
     findings = {f["id"]: f for f in cli("doctor", "--json").json()["findings"]}
     found = findings["memory-file-not-text"]
     assert found["paths"] == ["memory/nul.md"] and "offset 12" in found["message"]
+
+
+@pytest.mark.parametrize("make", ["folder", "dangling"])
+def test_a_memory_md_that_is_no_file_is_named_by_doctor_and_files_says_what_to_do(cli, workspace, make):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    if make == "folder":
+        write(workspace / "memory.md" / "note.md", "a note nothing loads\n")
+    else:
+        os.symlink("nowhere", workspace / "memory.md")
+    found = cli("doctor", "--json")
+    assert found.returncode == 1
+    (finding,) = found.json()["findings"]
+    assert finding["id"] == "legacy-root-not-file" and finding["fixable"] is False
+    assert ("Move what it holds under memory/" if make == "folder" else "Remove the link") in finding["message"]
+    skipped = cli("files", "--json").json()["skipped"]
+    assert [s["reason"] for s in skipped if s["path"] == "memory.md"] == [
+        "named like the legacy root file but not a file, so never memory: move what it holds under memory/"]

@@ -161,3 +161,29 @@ def test_migration_killed_at_each_step(workspace, state_dir, cli, step):
     assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
     assert_no_leftovers(workspace, state_dir)
     assert checkpoint_text(workspace, state_dir).count("renamed the legacy root memory.md") == 1
+
+
+@pytest.mark.parametrize("beside", [None, "MEMORY.md"])
+def test_a_rename_killed_at_its_temp_name_is_found_again_by_a_state_dir_without_its_journal(workspace, state_dir, cli,
+                                                                                               tmp_path, beside):
+    """The journal is in the state dir: a new one (or one rebuilt after damage) has none, and the
+    file waiting at its temporary name must still be found and named again."""
+    write(workspace / "memory.md", LEGACY)
+    kill_at(workspace, state_dir, "migrate:at-temp", {}, "self")
+    if beside:
+        write(workspace / beside, CANON)  # MEMORY.md made meanwhile: the bytes go back to memory.md
+    fresh = {"OPENCLAW_STATE_DIR": str(tmp_path / "fresh-state")}
+    plain = cli("doctor", "--json", env=fresh)
+    assert plain.returncode == 1
+    found = [f for f in plain.json()["findings"] if f["id"] == "interrupted-repair"]
+    assert found and found[0]["fixable"] and ".memory.md.migrate-" in found[0]["message"]
+    fixed = cli("doctor", "--fix", "--json", env=fresh).json()
+    assert fixed["repairs"][0]["status"] == "completed" and fixed["remaining"] == [], fixed
+    if beside:  # named memory.md again, then merged as the split root it makes, in the same run
+        assert [r["id"] for r in fixed["repairs"]] == ["interrupted-repair", "split-root"]
+        memory = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+        assert memory.startswith(CANON) and LEGACY.strip() in memory
+    else:
+        assert sorted(os.listdir(workspace)) == ["MEMORY.md"]
+        assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
+    assert not [n for n in os.listdir(workspace) if n.endswith(".tmp")]

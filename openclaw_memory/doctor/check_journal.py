@@ -23,7 +23,7 @@ def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
             True, (journal_place(data_dir),),
         )]
     if state is None:
-        return []
+        return _orphaned_renames(ctx)
     paths = tuple(p for p in (state.archive, state.temp) if p)
     holder = lock_holder(data_dir)
     if holder is not None:
@@ -38,5 +38,25 @@ def check_interrupted_repair(ctx: CheckContext) -> list[Finding]:
 
 
 FIX_HINT = 'Run "openclaw-memory doctor --fix" to complete or roll it back.'
+
+
+def _orphaned_renames(ctx: CheckContext) -> list[Finding]:
+    """A rename's temporary file whose journal is gone (a new state dir, or one rebuilt after damage):
+    nothing loads it, so it is reported from the files alone."""
+    from .repair_state import migrate_temps
+
+    try:
+        temps = migrate_temps(ctx.workspace)
+    except OSError:
+        return []
+    if not temps or lock_holder(ctx.settings.data_dir) is not None:
+        return []
+    hint = 'Run "openclaw-memory doctor --fix" to give it its name back.'
+    return [Finding(
+        ID, "error",
+        f"An interrupted rename of memory.md to MEMORY.md left the file's bytes at {', '.join(temps)}, and no journal "
+        "says so (a new state dir, or one rebuilt after damage): nothing loads, indexes or searches it.\n" + hint,
+        True, tuple(temps), hint,
+    )]
 
 CHECKS = [check_interrupted_repair]

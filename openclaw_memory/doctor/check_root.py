@@ -99,6 +99,14 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
             f"memory.md is {_kind(legacy)}, so doctor --fix will not rename it: replace it with a regular MEMORY.md by hand."
         )
         findings.append(Finding("legacy-root", "warning", message, fixable, (LEGACY_ROOT,), hint))
+    elif legacy.exists and not legacy.target_is_file and not findings:
+        what, todo = (("a symlink that leads to no file", "Remove the link.") if legacy.is_symlink else
+                      ("a folder, FIFO or device, not a file", "Move what it holds under memory/ (or into MEMORY.md), then remove it."))
+        findings.append(Finding(
+            "legacy-root-not-file", "warning",
+            f"{shorten_home(legacy.path)} is {what}: OpenClaw reads memory.md only as a file, so nothing in it is ever "
+            f"loaded at startup, indexed or searched.\n{todo}", False, (LEGACY_ROOT,),
+        ))
     return findings
 
 

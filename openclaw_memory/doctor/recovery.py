@@ -45,6 +45,10 @@ def resume(settings: Settings, finding: Finding | None = None) -> Repair:
 
         return recover_without_journal(settings)
     if state is None:
+        from .repair_state import migrate_temps, recover_without_journal
+
+        if migrate_temps(str(settings.workspace)):  # its journal is gone: the files say what to do
+            return recover_without_journal(settings)
         return Repair(ID, "resume", "completed", "the interrupted repair was already finished by another run", ())
     try:
         with Folder.under(str(settings.workspace)) as root:

@@ -86,8 +86,14 @@ def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
     return Repair(finding.id, "rebuild", "done", detail, finding.paths)
 
 
+def migrate_temps(folder: int | str) -> list[str]:
+    """The temporary names of interrupted renames of memory.md in the workspace root ``folder``."""
+    return sorted(n for n in os.listdir(folder) if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp"))
+
+
 def recover_without_journal(settings: Settings) -> Repair:
-    """The doctor journal cannot be read: set it aside and recover from what the files show.
+    """The doctor journal cannot be read, or is gone (a new or rebuilt state dir) while a rename's
+    temporary file is left: set the journal aside and recover from what the files show.
 
     A repair leaves the legacy bytes at ``memory.md``, in the archive, merged into
     ``MEMORY.md`` (under a marker the split-root check recognises, so nothing is merged
@@ -102,7 +108,7 @@ def recover_without_journal(settings: Settings) -> Repair:
     notes = []
     try:
         with Folder.under(ws) as root:  # names in the workspace's descriptor, as every doctor move
-            temps = sorted(n for n in os.listdir(root.fd) if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp"))
+            temps = migrate_temps(root.fd)
             for name in temps:
                 for target in (CANONICAL_ROOT, LEGACY_ROOT):
                     try:
@@ -121,7 +127,7 @@ def recover_without_journal(settings: Settings) -> Repair:
         return Repair(ident, "resume", "failed", f"{exc.strerror or exc} ({exc.filename or ''}); nothing was moved", ())
     except MemoryToolError as exc:
         return Repair(ident, "resume", "failed", f"{exc.message}; nothing was moved", ())
-    detail = f"set the damaged journal aside at {moved}" + ("; " + "; ".join(notes) if notes else "")
+    detail = "; ".join(([f"set the damaged journal aside at {moved}"] if moved is not None else []) + notes)
     detail += "; the root files are checked again as they are (a merge already done is never repeated)"
     return Repair(ident, "resume", "completed", detail, tuple(temps))
 

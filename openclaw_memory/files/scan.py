@@ -270,7 +270,13 @@ def scan_memory_files(
         )
         c.skip(entry.path, reason)
     if LEGACY_ROOT in entries:
-        c.skip(os.path.join(ws, LEGACY_ROOT), "legacy root memory.md is never memory (run `openclaw-memory doctor --fix`)")
+        legacy = os.path.join(ws, LEGACY_ROOT)
+        try:
+            regular = stat.S_ISREG(os.stat(legacy).st_mode)
+        except OSError:
+            regular = False
+        c.skip(legacy, "legacy root memory.md is never memory (run `openclaw-memory doctor --fix`)" if regular else
+               "named like the legacy root file but not a file, so never memory: move what it holds under memory/")
     if REPAIR_DIR in entries:
         c.skip(os.path.join(ws, REPAIR_DIR), "repair archive (never memory)")
 
