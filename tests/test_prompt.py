@@ -96,6 +96,7 @@ def test_a_note_dropped_by_the_total_cap_is_still_named(workspace):
     result = section(workspace, startup=StartupContext(max_file_chars=1200, max_total_chars=1300))
     cut = {c.path: c for c in result.truncated}
     assert cut["memory/2026-11-29.md"].kept_chars == 0 and cut["memory/2026-11-29.md"].reason == "daily-cap"
+    assert 0 < cut["memory/2026-11-30.md"].kept_chars < 1200  # the note's own text that fits, no cut marker
     assert result.text.rstrip().endswith("...[additional startup memory truncated]...")
     assert all(f["truncated"] for f in result.files if f["path"] in cut)
 
@@ -106,3 +107,13 @@ def test_symlinked_memory_md_is_a_warning(workspace, tmp_path):
     os.symlink(write(tmp_path / "elsewhere.md", "x"), workspace / "MEMORY.md")
     result = section(workspace)
     assert result.text == "" and any("MEMORY.md is not loaded" in w for w in result.warnings)
+
+
+def test_a_note_cut_to_one_character_keeps_one(workspace):
+    from openclaw_memory.settings import StartupContext
+
+    write(workspace / "memory/2026-11-30.md", "note 2026-11-30")
+    result = section(workspace, startup=StartupContext(max_file_chars=1))
+    (cut,) = result.truncated
+    assert (cut.original_chars, cut.kept_chars) == (15, 1)
+    assert "```text\nn\n...[truncated]...\n```" in result.text

@@ -39,7 +39,7 @@ HEADER = (
 class DailyNote:
     path: str  # memory/YYYY-MM-DD[-slug].md
     raw_chars: int  # UTF-16 length of the note, white space trimmed
-    kept_chars: int  # UTF-16 length of what the prelude quotes (cut marker included); 0: left out
+    kept_chars: int  # UTF-16 length of the note's text the prelude quotes (not the cut marker); 0: left out
 
     @property
     def cut(self) -> bool:
@@ -204,5 +204,6 @@ def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, acti
         block, quoted = fitted
         sections.append(block)
         total += utf16_len(block)
-        notes.append(DailyNote(rel, raw, raw if quoted == content and not content.endswith(TRUNCATED) else utf16_len(quoted)))
+        cut = quoted != content or content.endswith(TRUNCATED)
+        notes.append(DailyNote(rel, raw, utf16_len(quoted.removesuffix(TRUNCATED)) if cut else raw))
     return Prelude("\n".join([*HEADER, *sections]), tuple(notes))
