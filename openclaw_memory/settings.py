@@ -591,7 +591,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     o = overrides or Overrides()
     env = os.environ if environ is None else environ
 
-    state_dir = Path(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw")).absolute()
+    # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
+    state_dir = Path(os.path.realpath(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw")))
     agent = check_agent((o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT)
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():

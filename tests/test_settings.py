@@ -387,3 +387,14 @@ def test_a_state_dir_that_is_a_file_is_named_as_such(cli, tmp_path):
     plain.write_text("")
     refused = cli("--state-dir", str(plain), "write", "MEMORY.md", "--append", "x", "--json")
     assert refused.returncode == 2 and refused.json()["error"].startswith(f"the state dir {plain} is not a folder")
+
+
+def test_a_state_dir_through_a_symlink_or_dot_dot_is_the_same_state_dir(tmp_path, state_dir, workspace):
+    """One service answers them all: its settings key names the state dir."""
+    from openclaw_memory.memory.protocol import settings_key
+
+    (tmp_path / "link").symlink_to(state_dir)
+    plain = resolve(state_dir, workspace=str(workspace))
+    for spelled in (tmp_path / "link", state_dir / ".." / state_dir.name, f"{state_dir}/"):
+        other = resolve(spelled, workspace=str(workspace))
+        assert other.state_dir == plain.state_dir and settings_key(other) == settings_key(plain)

@@ -333,3 +333,37 @@ def test_the_feed_tells_an_atomic_save_from_a_write_in_place(tmp_path):
         assert str(fresh) in next_with(fresh).unsettled
     finally:
         feed.stop()
+
+
+def test_memory_folder_removed_and_made_again_is_watched_again_even_with_its_old_inode(workspace, state_dir):
+    """ext4 gives a folder made right after one was removed the same inode number, so the folder's
+    identity alone does not show that its watch is gone. The backstop sync is an hour away here:
+    only the re-arm can find the new note."""
+    import contextlib
+    import threading
+
+    from conftest import settings_for
+    from openclaw_memory.index.api import MemoryIndex
+    from openclaw_memory.watch.watcher import Watcher
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    (workspace / "memory").mkdir()
+    settings = settings_for(workspace, state_dir)
+    changes: list = []
+    started, rearmed = threading.Event(), threading.Event()
+    with MemoryIndex(settings) as index:
+        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
+                          on_change=changes.append, on_start=lambda _s: started.set(),
+                          on_notice=lambda text: rearmed.set() if "re-arming" in text else None, backstop_s=3600)
+        runner = threading.Thread(target=watcher.run)
+        runner.start()
+        try:
+            assert started.wait(WAIT)
+            (workspace / "memory").rmdir()
+            (workspace / "memory").mkdir()
+            assert rearmed.wait(WAIT)
+            write(workspace / "memory" / "2026-02-04.md", "# Notes\n\nThe pangolin keeper called back.\n")
+            wait_for(lambda: any(c.path == "memory/2026-02-04.md" for c in changes), WAIT)
+        finally:
+            watcher.stop()
+            runner.join(WAIT)

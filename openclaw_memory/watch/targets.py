@@ -49,6 +49,12 @@ class Targets:
     def paths(self) -> list[str]:
         return [t.path for t in self.flat + self.recursive]
 
+    def names_a_watched_folder(self, paths) -> bool:
+        """Whether an event is on a recursively watched folder itself: removed and made again, it
+        needs a new watch even when the new folder got the old one's inode number (ext4 reuses it)."""
+        folders = {t.path for t in self.recursive}
+        return not folders.isdisjoint(paths)
+
     def relevant(self, path: str) -> bool:
         """Whether an event on ``path`` can change what is indexed (a hint, verified by the sync)."""
         name = os.path.basename(path)

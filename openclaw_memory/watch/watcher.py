@@ -196,6 +196,7 @@ class Watcher:
                 )
             )
         hints: set[str] = set()
+        rearm = False  # a watched folder itself was removed or made again
         first_at = last_at = 0.0
         quiet = SETTLED_S  # QUIET_S once the batch has a file written in place or removed
         due = time.monotonic() + (self.backstop_s if ok else RETRY_S)  # next sync without events
@@ -213,6 +214,7 @@ class Watcher:
                     due = time.monotonic()  # events may have been lost with the watcher
                 else:
                     fresh = {p for p in message.paths if targets.relevant(p)}
+                    rearm = rearm or targets.names_a_watched_folder(message.paths)
                     if fresh:
                         now = time.monotonic()
                         if not hints:
@@ -231,9 +233,10 @@ class Watcher:
                 ok = self._apply(index, hints)
                 hints = set()
                 due = time.monotonic() + (self.backstop_s if ok else RETRY_S)
-                if self._targets_changed():
+                if rearm or self._targets_changed():
                     self.on_notice("the watched folders changed; re-arming the watchers")
                     targets = self._arm()
+                    rearm = False
                     due = time.monotonic()  # events may have been missed while re-arming
 
     def _apply(self, index: MemoryIndex, hints: set[str], first: bool = False) -> bool:
