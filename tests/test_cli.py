@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import write
+from conftest import env_for, write
 
 
 def test_settings_flags_before_between_and_after(cli, workspace, tmp_path):
@@ -157,3 +157,15 @@ def test_a_file_name_with_a_newline_stays_one_line_in_the_listing(workspace, cli
     assert "memory/two\\x0alines.md\tmemory" in listed.stdout
     assert len(listed.stdout.splitlines()) == 2
     assert "memory/two\nlines.md" in {f["path"] for f in cli("files", "--json").json()["files"]}  # exact in JSON
+
+
+def test_a_closed_stdout_is_no_traceback_and_a_write_still_says_it_wrote(workspace, state_dir):
+    """`cmd >&-`: Python's sys.stdout is None; the write happens, so the exit status says it did."""
+    import subprocess
+
+    write(workspace / "memory" / "pipe.md", "a note\n")
+    for args in (["read", "memory/pipe.md"], ["write", "memory/new.md", "--append", "hi", "--json"], ["files", "--json"]):
+        done = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], capture_output=False, stderr=subprocess.PIPE,
+                              env=env_for(workspace, state_dir), cwd=workspace, timeout=120, preexec_fn=lambda: os.close(1))
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, (args, done.stderr)
+    assert (workspace / "memory" / "new.md").read_text() == "hi\n"
