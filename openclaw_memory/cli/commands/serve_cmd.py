@@ -52,7 +52,14 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
         warn(message)
         sys.stderr.flush()
 
+    started: dict = {}  # with --json: the service's half of the started object, until the watch's
+
     def on_start(info) -> None:
+        if json_out:
+            started.update(to_json(info))
+            if not info.live_sync:
+                _emit_json(started)
+            return
         if not watch_lines:
             line = f"serving {info.workspace} for agent {info.agent} on {info.socket} (pid {info.pid}"
             line += ", live sync on)" if info.live_sync else ", live sync off)"
@@ -62,6 +69,9 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
         sys.stderr.flush()
 
     def on_watch_start(info) -> None:
+        if json_out:
+            _emit_json({**started, **to_json(info)})
+            return
         sys.stderr.write(
             f"watching {len(info.folders)} folder(s) of {info.workspace} for agent {info.agent} "
             f"({info.mode}, {info.files} files indexed); Ctrl-C stops\n"
@@ -71,6 +81,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
     summary = Service(settings, live_sync=live_sync, polling=poll, http=http, on_change=on_change,
                       on_notice=on_notice, on_start=on_start, on_watch_start=on_watch_start).run()
     if json_out:
+        _emit_json(to_json(summary))
         return 0
     if watch_lines:
         sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)\n")
