@@ -169,3 +169,13 @@ def test_a_closed_stdout_is_no_traceback_and_a_write_still_says_it_wrote(workspa
                               env=env_for(workspace, state_dir), cwd=workspace, timeout=120, preexec_fn=lambda: os.close(1))
         assert done.returncode == 0 and b"Traceback" not in done.stderr, (args, done.stderr)
     assert (workspace / "memory" / "new.md").read_text() == "hi\n"
+
+
+def test_a_name_or_text_with_terminal_escapes_never_reaches_the_terminal_raw(cli, workspace):
+    write(workspace / "memory" / "\x1b[31mred.md", "# Red\n\nThe \x1b[2J kestrel note.\n")
+    assert cli("index").returncode == 0
+    outputs = [cli("files"), cli("search", "kestrel"), cli("read", "memory/\x1b[2Jx.txt"), cli("-w", "/nonexist\x1b[31mRED", "files")]
+    for res in outputs:
+        assert "\x1b" not in res.stdout + res.stderr, res
+    assert "memory/\\x1b[31mred.md#L1-L3" in outputs[1].stdout and "\\x1b[2J kestrel" in outputs[1].stdout
+    assert cli("search", "kestrel", "--json").json()["results"][0]["path"] == "memory/\x1b[31mred.md"  # JSON: exact

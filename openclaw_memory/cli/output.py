@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable
 
@@ -30,6 +31,16 @@ def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> b
     return json_out
 
 
+# Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def no_controls(text: str) -> str:
+    """``text`` with its control characters (but tab and line ends) shown as ``\\xNN``: a file's text
+    or name must not drive the terminal it is printed on."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def printable(path: str) -> str:
     """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
     in a file name) become ``\\xNN``."""
@@ -38,13 +49,13 @@ def printable(path: str) -> str:
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.write(f"warning: {no_controls(message)}\n")
 
 
 def error(message: str, as_json: bool) -> None:
     if as_json:
         print_json({"error": message})
-    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.write(f"error: {no_controls(message)}\n")
 
 
 def stderr_console():

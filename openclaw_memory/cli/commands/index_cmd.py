@@ -7,7 +7,7 @@ from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import print_json, reported, warn
+from ..output import no_controls, print_json, printable, reported, warn
 from ..progress import progress_reporter
 
 if TYPE_CHECKING:
@@ -67,13 +67,13 @@ def run_search(settings: Settings, query: str, limit: int, min_score: float, mod
     highlight = sys.stdout.isatty()
     for hit in result.results:
         also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
-        print(f"{hit.score:.3f}  {hit.citation}  [{hit.source}]{also}")
+        print(f"{hit.score:.3f}  {printable(hit.citation)}  [{hit.source}]{also}")
         for line in hit.snippet.splitlines():
-            print(f"    {_highlighted(line, result.term_spans(line)) if highlight else line}")
+            print(f"    {_highlighted(line, result.term_spans(line)) if highlight else no_controls(line)}")
         for passage in hit.passages[1:]:  # more entries of the same file that answer too
-            print(f"  {passage.score:.3f}  {hit.path}#L{passage.start_line}-L{passage.end_line}")
+            print(f"  {passage.score:.3f}  {printable(hit.path)}#L{passage.start_line}-L{passage.end_line}")
             for line in passage.snippet.splitlines():
-                print(f"    {_highlighted(line, result.term_spans(line)) if highlight else line}")
+                print(f"    {_highlighted(line, result.term_spans(line)) if highlight else no_controls(line)}")
         print()
     return 0
 
@@ -82,9 +82,9 @@ def _highlighted(line: str, spans: list[tuple[int, int]]) -> str:
     """The query's words in bold (terminal only)."""
     out, pos = [], 0
     for start, end in spans:
-        out += [line[pos:start], "\x1b[1;33m", line[start:end], "\x1b[0m"]
+        out += [no_controls(line[pos:start]), "\x1b[1;33m", no_controls(line[start:end]), "\x1b[0m"]
         pos = end
-    return "".join(out) + line[pos:]
+    return "".join(out) + no_controls(line[pos:])
 
 
 def run_collections(settings: Settings, json_out: bool) -> int:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import reported, warn
+from ..output import no_controls, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -29,17 +28,13 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
 
 
-# Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells).
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
 def _shown(path: str, text: str) -> str:
     """The text for a person: a binary file (NUL bytes) or any text bound for a terminal has its control
     characters shown as ``\\xNN`` instead of sent raw (``--json`` gives the exact text)."""
     if "\x00" in text:
         warn(f"{path} is not text (it holds NUL bytes): control characters are shown escaped; --json gives the exact text")
     if "\x00" in text or sys.stdout.isatty():
-        text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+        text = no_controls(text)
     return text if text.endswith("\n") else text + "\n"
 
 
