@@ -64,12 +64,13 @@ def _real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-MAX_WHOLE = 2**53  # past it a count means nothing here, and a store (SQLite, the engine) would overflow
+# Past it a count or budget is no limit at all: kept as this, which SQLite and the engine can hold.
+MAX_WHOLE = 2**53
 
 
 def _whole(minimum: int) -> _Check:
-    return _Check(f"a whole number from {minimum} to {MAX_WHOLE:,}",
-                  lambda v: v if isinstance(v, int) and not isinstance(v, bool) and minimum <= v <= MAX_WHOLE else _BAD)
+    return _Check(f"a whole number of at least {minimum}",
+                  lambda v: min(v, MAX_WHOLE) if isinstance(v, int) and not isinstance(v, bool) and v >= minimum else _BAD)
 
 
 def _seconds(minimum: float | None = None) -> _Check:

@@ -432,3 +432,42 @@ def test_progress_counts_as_saved_only_what_an_interrupted_run_keeps(workspace, 
     memory.index(progress=again.append)
     embedded = [p for p in again if p.phase == "embed"]
     assert embedded and embedded[-1].chunks_done > 0 and all(p.chunks_written == 0 for p in embedded)
+
+
+def test_an_unreadable_note_is_named_not_stale_and_comes_back_once_readable(workspace, state_dir):
+    """Run as a user without root's override (a user namespace where this uid is 1000): a note of
+    mode 000 cannot be read. It was treated as removed, then listed as stale forever with advice
+    (`run index`) that could not help."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import env_for
+
+    unshare = shutil.which("unshare")
+    as_user = [unshare or "unshare", "-U", "--map-user=1000", "--map-group=1000"]
+    if not unshare or subprocess.run([*as_user, "true"], capture_output=True).returncode != 0:
+        pytest.skip("needs `unshare -U --map-user` to run without root's permission override")
+
+    def run(*args: str) -> dict:
+        done = subprocess.run([*as_user, sys.executable, "-m", "openclaw_memory", *args, "--json"], capture_output=True,
+                              text=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    note = write(workspace / "memory" / "locked.md", "# Locked\n\nThe okapi enclosure code.\n")
+    write(workspace / "memory" / "sub" / "in.md", "# In\n\nA folder that turns unreadable.\n")
+    assert run("index")["filesScanned"] == 3
+    note.chmod(0)
+    (workspace / "memory" / "sub").chmod(0)
+    try:
+        indexed = run("index")
+        assert "not indexed: memory/locked.md (permission denied: it is indexed again once it can be read)" in indexed["notes"]
+        assert any("memory/sub" in n and "not indexed" in n for n in indexed["notes"])
+        assert all(c["staleFiles"] == [] for c in run("status")["collections"])
+    finally:
+        note.chmod(0o644)
+        (workspace / "memory" / "sub").chmod(0o755)
+    run("index")
+    assert run("search", "okapi enclosure", "--mode", "text")["results"][0]["path"] == "memory/locked.md"

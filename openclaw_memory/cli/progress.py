@@ -25,6 +25,9 @@ def _chunk_rate_column():
     return ChunkRate()
 
 
+PLAIN_EVERY_S = 2.0  # how often plain progress lines may come when stderr is not a terminal
+
+
 def _counting(p) -> bool:
     """Whether files remain to be read: their chunks are not in ``chunks_total`` yet."""
     return p.files_done < p.files_total
@@ -71,7 +74,7 @@ def progress_reporter(stack):
 
     import time
 
-    last = {"line": "", "start": None, "base": 0}
+    last = {"line": "", "start": None, "base": 0, "at": 0.0}
 
     def plain(p):
         if p.phase == "model":
@@ -88,8 +91,12 @@ def progress_reporter(stack):
                 line += f", {rate:.1f} chunks/s, ETA {(p.chunks_total - p.chunks_done) / rate:.0f} s"
         else:
             line = f"read {p.files_done}/{p.files_total} files"
-        if line != last["line"] and (p.chunks_total or p.phase == "model" or p.files_done == p.files_total):
-            last["line"] = line
+        done = p.chunks_total and not _counting(p) and p.chunks_done >= p.chunks_total
+        now = time.monotonic()
+        # A log, not a bar: a line every few seconds at most, and the last one of each part of the run.
+        if line != last["line"] and (p.chunks_total or p.phase == "model" or p.files_done == p.files_total) and (
+                now - last["at"] >= PLAIN_EVERY_S or done or p.phase == "model"):
+            last["line"], last["at"] = line, now
             sys.stderr.write(line + "\n")
 
     return plain

@@ -63,7 +63,7 @@ class Collection:
 def assign_files(collections: list[Collection], files) -> dict[str, list]:
     """Group the scanner's Markdown files by collection name (first owning collection wins).
 
-    A file whose name is not UTF-8, or larger than ``MAX_INDEXED_BYTES``, is left out (see
+    A file whose name is not UTF-8, larger than ``MAX_INDEXED_BYTES`` or unreadable, is left out (see
     :func:`unindexable`); such a file is still listed, read and written by every other command."""
     groups: dict[str, list] = {c.name: [] for c in collections}
     for f in files:
@@ -96,6 +96,9 @@ def _left_out(f) -> str | None:
         return "its name is not UTF-8: rename it"  # the engine keeps paths as UTF-8 text
     if f.size > MAX_INDEXED_BYTES:
         return f"{f.size / (1 << 20):.1f} MiB, over the {MAX_INDEXED_BYTES >> 20} MiB an indexed file may have: split it"
+    if not os.access(f.abs_path, os.R_OK, follow_symlinks=False):
+        # Not a removed file (its chunks go) nor a stale one (no index run can read it): named instead.
+        return "permission denied: it is indexed again once it can be read"
     return None
 
 

@@ -349,6 +349,7 @@ class _Sync:
         left_out = unindexable(scan.files)
         if left_out:
             self.notes.append(f"not indexed: {'; '.join(left_out)}")
+        self.notes += [f"{w}: the notes in it are not indexed" for w in scan.warnings]
         olds = {c.name: load_manifest(self.settings.data_dir, c.name) for c in collections}
         for c in collections:
             self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
