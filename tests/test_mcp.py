@@ -335,3 +335,44 @@ def test_a_request_id_reused_in_the_handshake_is_answered_once_per_request(works
     answers = [json.loads(line) for line in done.stdout.decode().splitlines()]
     assert len(answers) == 2 and "serverInfo" in answers[0]["result"] and "tools" in answers[1]["result"]
     assert "differed" not in done.stderr.decode()
+
+
+def _stdio_server(workspace, state_dir):
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off"), cwd=workspace)
+
+    def send(message: dict) -> None:
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+
+    send(HELLO)
+    assert json.loads(proc.stdout.readline())["id"] == 7
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}})
+    assert json.loads(proc.stdout.readline())["id"] == 2
+    return proc, send
+
+
+def test_ctrl_c_stops_a_stdio_server_whose_client_still_holds_its_input_open(workspace, state_dir):
+    import signal
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    proc, _send = _stdio_server(workspace, state_dir)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130  # it waited for the client's next line before
+    proc.stdin.close()
+    assert b"interrupted" in proc.stderr.read()
+
+
+def test_a_client_that_closes_the_servers_output_stops_it_quietly(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n\n- alpha\n")
+    proc, send = _stdio_server(workspace, state_dir)
+    send({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "memory_search", "arguments": {"query": "alpha"}}})
+    proc.stdout.close()
+    send({"jsonrpc": "2.0", "id": 8, "method": "ping"})  # answered after the close whatever the search's speed
+    proc.stdin.close()
+    assert proc.wait(timeout=120) == 0
+    stderr = proc.stderr.read().decode()
+    assert "Traceback" not in stderr and "closed its end" in stderr

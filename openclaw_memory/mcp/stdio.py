@@ -174,7 +174,8 @@ def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: di
     import anyio
     from mcp.server.stdio import stdio_server
 
-    reader = io.TextIOWrapper(io.BufferedReader(_Prefixed(consumed, os.dup(wire_in))), encoding="utf-8", errors="surrogateescape")
+    wire_reader = _Prefixed(consumed, os.dup(wire_in))
+    reader = io.TextIOWrapper(io.BufferedReader(wire_reader), encoding="utf-8", errors="surrogateescape")
 
     async def main() -> None:
         wire = _Wire(out, answered)
@@ -184,16 +185,20 @@ def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: di
 
     try:
         anyio.run(main)
+    except* (BrokenPipeError, ConnectionResetError):
+        sys.stderr.write("the client closed its end of the connection; stopping\n")
     finally:
+        wire_reader.stopping = True  # a read still waiting for the client ends, so the reader can close
         reader.close()
 
 
 class _Prefixed(io.RawIOBase):
-    """The bytes already read from the wire, then the wire itself."""
+    """The bytes already read from the wire, then the wire itself; once ``stopping``, the end."""
 
     def __init__(self, prefix: bytes, fd: int):
         self.prefix = memoryview(prefix)
         self.fd = fd
+        self.stopping = False
 
     def readable(self) -> bool:
         return True
@@ -204,6 +209,11 @@ class _Prefixed(io.RawIOBase):
             buffer[:n] = self.prefix[:n]
             self.prefix = self.prefix[n:]
             return n
+        # Waited for in slices: a blocked read would hold the reader's lock, and closing it (Ctrl-C)
+        # would wait for a client that may never write again.
+        while not select.select([self.fd], [], [], 0.2)[0]:
+            if self.stopping:
+                return 0
         data = os.read(self.fd, len(buffer))
         buffer[: len(data)] = data
         return len(data)
@@ -230,7 +240,8 @@ class _Lines:
         from mcp import types
 
         async def readline(size: int) -> str:
-            return await anyio.to_thread.run_sync(self.stdin.readline, size)
+            # Abandoned on cancel (Ctrl-C): a read waits for the client, which may never write again.
+            return await anyio.to_thread.run_sync(self.stdin.readline, size, abandon_on_cancel=True)
 
         while line := await readline(self.limit + 1):
             if len(line) > self.limit and not line.endswith("\n"):
