@@ -376,3 +376,18 @@ def test_a_client_that_closes_the_servers_output_stops_it_quietly(workspace, sta
     assert proc.wait(timeout=120) == 0
     stderr = proc.stderr.read().decode()
     assert "Traceback" not in stderr and "closed its end" in stderr
+
+
+def test_messages_the_sdk_cannot_take_are_refused_in_plain_words_on_stdio(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    lines = [{"jsonrpc": "2.0", "id": 40}, {"jsonrpc": "1.0", "id": 41, "method": "ping"}, "[]",
+             {"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": "memory_get", "arguments": "MEMORY.md"}},
+             {"jsonrpc": "2.0", "id": 43, "method": "tools/call", "params": {"arguments": {}}}]
+    answers, stderr = _raw_session(workspace, state_dir, [HELLO, *lines])
+    said = {a["id"]: a["error"] for a in answers[1:]}
+    assert said[40]["code"] == -32600 and 'it has no "method"' in said[40]["message"]
+    assert said[41]["code"] == -32600 and '"jsonrpc" member must be "2.0"' in said[41]["message"]
+    assert "a batch" in said[None]["message"]
+    assert said[42]["code"] == -32602 and '"params.arguments" must be an object' in said[42]["message"]
+    assert said[43]["code"] == -32602 and 'must hold "name"' in said[43]["message"]
+    assert not any("JSONRPC" in e["message"] for e in said.values()) and "Traceback" not in stderr

@@ -564,6 +564,26 @@ def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace,
     assert service.stop() == 0
 
 
+def test_bodies_the_sdk_words_in_its_validators_terms_are_refused_in_plain_words_over_http(workspace, state_dir, services):
+    import httpx2
+
+    service, url, base = _http_service(services, workspace, state_dir)
+    hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
+    session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
+    httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    cases = [
+        ([{"jsonrpc": "2.0", "id": 4, "method": "ping"}], None, "a batch (a JSON array of messages) is not supported"),
+        ({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_get", "arguments": "MEMORY.md"}},
+         5, 'its "params.arguments" must be an object'),
+        ({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"arguments": {}}}, 6, 'must hold "name"'),
+    ]
+    for body, request_id, words in cases:
+        answer = httpx2.post(url, headers=session, json=body, timeout=60).json()
+        assert answer["id"] == request_id and words in answer["error"]["message"], answer
+        assert "pydantic" not in answer["error"]["message"] and "JSONRPC" not in answer["error"]["message"]
+    assert service.stop() == 0
+
+
 def test_a_write_larger_than_the_sdks_default_body_limit_goes_through_over_http(workspace, state_dir, services):
     import httpx2
 

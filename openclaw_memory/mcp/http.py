@@ -103,7 +103,8 @@ class _SessionEnds:
 class _OneRequestPerId:
     """ASGI middleware: a JSON-RPC request whose id is already in flight in the same MCP session is
     answered at once with an error, instead of waiting on a response the transport can route to
-    only one of them (concurrent calls reusing an id were left hanging for minutes)."""
+    only one of them (concurrent calls reusing an id were left hanging for minutes); a body the SDK
+    would refuse in its validator's words is refused in plain ones (:mod:`.refusals`)."""
 
     def __init__(self, app):
         self.app = app
@@ -126,13 +127,15 @@ class _OneRequestPerId:
             body.append(message.get("body", b""))
             more = message.get("more_body", False)
         data = b"".join(body)
+        refused = _refusal(data)
+        if refused is not None:
+            await _answer(send, refused)
+            return
         ids = _request_ids(data)
         taken = [i for i in ids if (sid, i) in self.inflight]
         if taken:
-            error = {"jsonrpc": "2.0", "id": json.loads(taken[0]), "error": {
-                "code": -32600, "message": f"request id {taken[0]} is already in flight in this session; give each request its own id"}}
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
-            await send({"type": "http.response.body", "body": json.dumps(error).encode("utf-8")})
+            await _answer(send, {"jsonrpc": "2.0", "id": json.loads(taken[0]), "error": {
+                "code": -32600, "message": f"request id {taken[0]} is already in flight in this session; give each request its own id"}})
             return
         keys = {(sid, i) for i in ids}
         self.inflight |= keys
@@ -140,6 +143,28 @@ class _OneRequestPerId:
             await self.app(scope, _replay([{"type": "http.request", "body": data, "more_body": False}], receive), send)
         finally:
             self.inflight -= keys
+
+
+async def _answer(send, error: dict) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps(error).encode("utf-8")})
+
+
+def _refusal(data: bytes) -> dict | None:
+    """The error for a body the SDK would refuse in its validator's words (a batch, a tools/call
+    without a tool's name or arguments...), in plain ones; None: the SDK takes it (or words it well)."""
+    from .refusals import message_problem
+    from .stdio import has_request_id
+
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    problem = message_problem(parsed)
+    if problem is None or (isinstance(parsed, dict) and "id" not in parsed):
+        return None  # a notification gets no answer
+    request_id = parsed["id"] if isinstance(parsed, dict) and has_request_id(parsed) else None
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": problem[0], "message": f"the request cannot be read: {problem[1]}"}}
 
 
 def _replay(messages: list[dict], receive):
@@ -155,15 +180,14 @@ def _replay(messages: list[dict], receive):
 
 
 def _request_ids(data: bytes) -> list[str]:
-    """The ids of the JSON-RPC requests in a POST body (one message or a batch), as JSON text."""
+    """The id of the JSON-RPC request in a POST body (a batch is refused before), as JSON text."""
     try:
         parsed = json.loads(data)
     except (ValueError, RecursionError):
         return []
-    messages = parsed if isinstance(parsed, list) else [parsed]
     from .stdio import has_request_id
 
-    return [json.dumps(m["id"]) for m in messages if isinstance(m, dict) and "method" in m and has_request_id(m)]
+    return [json.dumps(parsed["id"])] if isinstance(parsed, dict) and "method" in parsed and has_request_id(parsed) else []
 
 
 def _session_of(ctx) -> str:

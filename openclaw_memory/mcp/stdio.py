@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..memory.protocol import MAX_LINE
+from .refusals import message_problem, tool_call_problem
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
@@ -266,6 +267,10 @@ class _Lines:
                 await self.wire.refuse(line, exc)
                 continue
             method, request_id = getattr(message, "method", None), getattr(message, "id", None)
+            problem = tool_call_problem(getattr(message, "params", None) or {}) if method == "tools/call" else None
+            if problem is not None and request_id is not None:  # the SDK would say only "Invalid request parameters"
+                await self.wire.refuse(line, ValueError(), code=problem[0], reason=problem[1])
+                continue
             if method is not None and request_id is None and '"id"' in line and _odd_id(line):
                 # The SDK reads a request whose id is null, a fraction, a boolean or an object as a
                 # notification: it would run unanswered.
@@ -304,10 +309,11 @@ class _Wire:
         if isinstance(data, dict) and "id" not in data:
             return  # a notification: nothing to answer
         request_id = data.get("id") if isinstance(data, dict) and has_request_id(data) else None
+        problem = message_problem(data) if reason is None and code == -32600 else None
+        if problem is not None:
+            code, reason = problem
         if reason is None:
-            detail = str(exc).splitlines()
-            reason = next((d.strip() for d in detail[1:] if d.strip()), detail[0] if detail else "unreadable")
-            reason = reason.split(" [type=")[0]  # pydantic's own annotation, not for the caller
+            reason = _plain(exc)
             try:
                 json.dumps(data, ensure_ascii=False).encode("utf-8")
             except UnicodeEncodeError:
@@ -337,6 +343,17 @@ class _Wire:
 
     async def flush(self) -> None:
         await _in_thread(self.out.flush)
+
+
+def _plain(exc: Exception) -> str:
+    """A validator's complaint without its class names and annotations: where, and what."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ()) if not str(part).startswith("JSONRPC"))
+        return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
+    detail = str(exc).splitlines()
+    return detail[0] if detail else "unreadable"
 
 
 async def _in_thread(work: Callable[[], object]) -> None:

@@ -1,0 +1,54 @@
+"""Plain words for JSON-RPC messages the MCP SDK cannot take.
+
+The SDK words such a message in its validator's terms (``JSONRPCRequest.method``, a union's
+whole dump, or ``Invalid request parameters`` with nothing said): stdio and HTTP answer these
+reasons instead, with the request's id when it has one.
+"""
+
+from __future__ import annotations
+
+INVALID_REQUEST, INVALID_PARAMS = -32600, -32602
+
+
+def message_problem(data: object) -> tuple[int, str] | None:
+    """(code, reason) when ``data``, one parsed JSON-RPC message, cannot be taken; None when it can."""
+    if isinstance(data, list):
+        return INVALID_REQUEST, "a batch (a JSON array of messages) is not supported: send one message at a time"
+    if not isinstance(data, dict):
+        return INVALID_REQUEST, f"a message is a JSON object, not {_kind(data)}"
+    if data.get("jsonrpc") != "2.0":
+        return INVALID_REQUEST, 'its "jsonrpc" member must be "2.0"'
+    if "method" not in data:
+        if "result" in data or "error" in data:
+            return None  # a response to a request of the server's
+        return INVALID_REQUEST, 'it has no "method" (a request names the method it calls)'
+    if not isinstance(data["method"], str):
+        return INVALID_REQUEST, f'its "method" must be a string, not {_kind(data["method"])}'
+    params = data.get("params")
+    if params is not None and not isinstance(params, dict):
+        return INVALID_PARAMS, f'its "params" must be an object, not {_kind(params)}'
+    if data["method"] == "tools/call":
+        return tool_call_problem(params or {})
+    return None
+
+
+def tool_call_problem(params: dict) -> tuple[int, str] | None:
+    """(code, reason) when the params of a ``tools/call`` cannot name a tool and its arguments."""
+    if not isinstance(params.get("name"), str):
+        return INVALID_PARAMS, 'its "params" must hold "name", the tool to call (a string)'
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        return INVALID_PARAMS, f'its "params.arguments" must be an object of the tool\'s arguments, not {_kind(arguments)}'
+    return None
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
