@@ -26,11 +26,32 @@ class MemoryToolError(Exception):
         """The error's data beyond its message (sent by the service with it)."""
         return {}
 
+    def worded_for_tools(self) -> str:
+        """The message for an agent calling the MCP tools (the command line's, unless a subclass knows better)."""
+        return self.message
+
 
 class UsageError(MemoryToolError):
     """Bad flags, arguments or settings."""
 
     exit_code = 2
+
+
+class BadValue(UsageError):
+    """A value that is not what it must be, named as each front-end names it: ``--since`` on the
+    command line, ``since`` for a tool (:meth:`worded_for_tools`). ``name`` is the tool's argument;
+    ``hint`` says where a good value comes from, ``hint_tools`` the same in the tools' terms."""
+
+    def __init__(self, name: str, problem: str, *, hint: str = "", hint_tools: str | None = None):
+        self.name, self.problem, self.hint = name, problem, hint
+        self.hint_tools = hint if hint_tools is None else hint_tools
+        super().__init__(f"--{name} {problem}{hint}")
+
+    def worded_for_tools(self) -> str:
+        return f"`{self.name}` {self.problem}{self.hint_tools}"
+
+    def fields(self) -> dict[str, str]:
+        return {"name": self.name, "problem": self.problem, "hint": self.hint, "hintTools": self.hint_tools}
 
 
 class ConfigError(UsageError):
@@ -177,6 +198,6 @@ class IndexDamaged(StateDamaged):
 # The errors a service answer may name (by class name), to raise the same one in the caller.
 ERROR_KINDS: dict[str, type[MemoryToolError]] = {
     cls.__name__: cls
-    for cls in (MemoryToolError, UsageError, ConfigError, WorkspaceError, PathRefused, StateDirError, LockTimeout,
+    for cls in (MemoryToolError, UsageError, BadValue, ConfigError, WorkspaceError, PathRefused, StateDirError, LockTimeout,
                 WriteBlocked, IndexMissing, MissingExtra, PathChanged, DiskFull, StateDamaged, IndexDamaged)
 }

@@ -179,3 +179,14 @@ def test_a_name_or_text_with_terminal_escapes_never_reaches_the_terminal_raw(cli
         assert "\x1b" not in res.stdout + res.stderr, res
     assert "memory/\\x1b[31mred.md#L1-L3" in outputs[1].stdout and "\\x1b[2J kestrel" in outputs[1].stdout
     assert cli("search", "kestrel", "--json").json()["results"][0]["path"] == "memory/\x1b[31mred.md"  # JSON: exact
+
+
+def test_a_bad_value_is_named_by_its_flag_on_the_command_line(cli, workspace):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("index").returncode == 0
+    since = cli("search", "x", "--since", "yesterday")
+    assert since.returncode == 2 and "--since must be a date like 2026-11-03, not 'yesterday'" in since.stderr
+    order = cli("search", "x", "--since", "2027-01-01", "--until", "2020-01-01")
+    assert "--since 2027-01-01 is after the until date, 2020-01-01" in order.stderr
+    expect = cli("write", "MEMORY.md", "--append", "x", "--expect", "59cc")
+    assert expect.returncode == 2 and "--expect must be a version" in expect.stderr and "`history`" in expect.stderr

@@ -121,6 +121,9 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
             ("memory_get", {"path": "MEMORY.md#L3-L1"}),  # a citation running backwards
             ("memory_get", {"path": "memory/a\x00b.md"}),
             ("memory_search", {"query": "anything", "maxResults": 10**400}),  # past any float
+            ("memory_search", {"query": "anything", "since": "yesterday"}),
+            ("memory_search", {"query": "anything", "since": "2027-01-01", "until": "2020-01-01"}),
+            ("memory_write", {"path": "MEMORY.md", "append": "x", "expect": "59cc"}),
             ("memory_get", {"path": "MEMORY.md", "from": 0, "lines": -1, "maxChars": 0.5}),  # clamped to 1, as OpenClaw
         ]
         return [await session.call_tool(name, args) for name, args in calls]
@@ -134,6 +137,10 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     assert "MEMORY.md#L1-L3" in texts[6]  # the order that works
     assert "NUL character" in texts[7]
     assert texts[8].startswith("`maxResults` must be a whole number from 1 to 100, not 1000")
+    # In the tools' words: the argument as the schema names it, the next step a tool can take.
+    assert texts[9] == "`since` must be a date like 2026-11-03, not 'yesterday'"
+    assert texts[10] == "`since` 2027-01-01 is after the until date, 2020-01-01"
+    assert texts[11].startswith("`expect` must be a version") and "memory_get" in texts[11] and "history" not in texts[11]
     clamped = payload(last)
     assert (clamped["from"], clamped["lines"], clamped["truncated"], clamped["text"]) == (
         1, 1, True, "#\n\n[More content available. Requested excerpt exceeded the default maxChars budget. "

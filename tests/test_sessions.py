@@ -127,7 +127,7 @@ def test_a_key_is_bound_to_its_write_and_a_reuse_for_another_is_refused(settings
                    {"path": "MEMORY.md", "content": "- first fact\n"}):  # another mode
         with pytest.raises(UsageError, match="'turn-7' was first used for an append of MEMORY.md by agent 'main'"):
             LocalMemory(settings).write(idempotency_key="turn-7", **kwargs)
-    with pytest.raises(UsageError, match="other in its session"):
+    with pytest.raises(UsageError, match="this write differs in its session"):
         LocalMemory(other_session).write("MEMORY.md", append="- first fact", idempotency_key="turn-7")
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- first fact\n"
     assert (workspace / "memory" / "b.md").read_text() == "b\n"

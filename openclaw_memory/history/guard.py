@@ -121,7 +121,7 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
         raise UsageError("give exactly one of: text to append, or the new content")
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     _refuse_dream_twin(resolved, str(settings.workspace))
-    expected = check_prefix(expect) if expect is not None else None
+    expected = check_prefix(expect, "expect") if expect is not None else None
     # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
     if added is not None and not added.strip(b"\n"):

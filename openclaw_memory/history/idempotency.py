@@ -56,7 +56,8 @@ def describe(first: dict, now: dict) -> str:
     """The first write a key stood for, and how this one differs from it."""
     who = f"agent '{first.get('agent')}'" + (f" (session {first['session']})" if first.get("session") else "")
     differs = [name for name in ("agent", "session", "path", "mode", "content") if first.get(name) != now.get(name)]
-    return f"{'an append' if first.get('mode') == 'append' else 'a replace'} of {first.get('path')} by {who}, other in its {', '.join(differs)}"
+    named = " and ".join(filter(None, [", ".join(differs[:-1]), differs[-1]])) if differs else "nothing"
+    return f"{'an append' if first.get('mode') == 'append' else 'a replace'} of {first.get('path')} by {who}; this write differs in its {named}"
 
 
 def reach(step: str) -> None:

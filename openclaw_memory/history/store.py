@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..database import Database
-from ..errors import StateDamaged, UsageError
+from ..errors import BadValue, StateDamaged, UsageError, shown
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
 from ..fsutil.safeopen import open_regular_in_roots
@@ -170,14 +170,15 @@ class HistoryStore:
             os.close(fd)
 
 
-def check_prefix(prefix: str) -> str:
-    """A version prefix as given to ``--expect`` or ``restore``: at least 8 hex characters."""
+def check_prefix(prefix: str, name: str | None = None) -> str:
+    """A version prefix as given to ``--expect`` (``name`` ``expect``) or ``restore``: 8 to 32 hex characters."""
     wanted = (prefix or "").strip().lower()
     if len(wanted) < MIN_PREFIX or len(wanted) > 32 or not _HEX.match(wanted):
-        raise UsageError(
-            f"a version is {MIN_PREFIX} to 32 hexadecimal characters (a prefix of the xxh3_128 hash "
-            f"shown by `state --json` or `history`), not {prefix!r}"
-        )
+        problem = f"must be a version: {MIN_PREFIX} to 32 hexadecimal characters, not {shown(prefix)}"
+        where = " (a prefix of the xxh3_128 hash shown by `state --json` or `history`)"
+        if name is None:
+            raise UsageError(f"a version is {MIN_PREFIX} to 32 hexadecimal characters{where}, not {shown(prefix)}")
+        raise BadValue(name, problem, hint=where, hint_tools=" (the version memory_get gives, or a prefix of it)")
     return wanted
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from fnmatch import fnmatchcase
 
-from ..errors import UsageError, shown
+from ..errors import BadValue, UsageError, shown
 
 DATED = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
 
@@ -35,11 +35,11 @@ def note_date(path: str) -> date | None:
         return None
 
 
-def parse_day(value: str, flag: str) -> date:
+def parse_day(value: str, name: str) -> date:
     try:
         return date.fromisoformat(value.strip())
     except ValueError:
-        raise UsageError(f"{flag} must be a date like 2026-11-03, not {shown(value)}") from None
+        raise BadValue(name, f"must be a date like 2026-11-03, not {shown(value)}") from None
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,12 @@ class SearchFilters:
     def from_args(cls, collections: Iterable[str] = (), paths: Iterable[str] = (), since: str | None = None,
                   until: str | None = None) -> SearchFilters:
         """The filters as the CLI, MCP and the service take them: names, globs and ``YYYY-MM-DD`` strings."""
-        return cls(tuple(collections), tuple(paths), parse_day(since, "--since") if since else None,
-                   parse_day(until, "--until") if until else None)
+        return cls(tuple(collections), tuple(paths), parse_day(since, "since") if since else None,
+                   parse_day(until, "until") if until else None)
 
     def __post_init__(self) -> None:
         if self.since and self.until and self.since > self.until:
-            raise UsageError(f"--since {self.since} is after --until {self.until}")
+            raise BadValue("since", f"{self.since} is after the until date, {self.until}")
 
     def check_collections(self, names: list[str]) -> None:
         unknown = [c for c in self.collections if c not in names]

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemoryToolError, WriteBlocked
+from ..errors import MemoryToolError
 from ..memory import to_json
 
 if TYPE_CHECKING:
@@ -293,10 +293,8 @@ def tool_error_text(exc: BaseException) -> str | None:
     """A failure as the model reads it; None for one that is not the caller's or the product's."""
     if isinstance(exc, ToolArgumentError):
         return str(exc)
-    if isinstance(exc, WriteBlocked):
-        return exc.worded_for_tools()
     if isinstance(exc, MemoryToolError):
-        return exc.message
+        return exc.worded_for_tools()
     if isinstance(exc, OSError):  # refused (symlink, FIFO...) or unreadable
         reason = exc.strerror or str(exc)
         return f"{exc.filename}: {reason}" if exc.filename else reason
