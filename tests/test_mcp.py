@@ -398,3 +398,21 @@ def test_messages_the_sdk_cannot_take_are_refused_in_plain_words_on_stdio(worksp
     assert said[42]["code"] == -32602 and '"params.arguments" must be an object' in said[42]["message"]
     assert said[43]["code"] == -32602 and 'must hold "name"' in said[43]["message"]
     assert not any("JSONRPC" in e["message"] for e in said.values()) and "Traceback" not in stderr
+
+
+def test_parallel_calls_of_one_session_do_not_blame_another_process(workspace, state_dir):
+    """Appends sent at once wait for each other's index update inside one server: no news for the client's log."""
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    subprocess.run([sys.executable, "-m", "openclaw_memory", "index"], env=env_for(workspace, state_dir), cwd=workspace,
+                   check=True, capture_output=True, timeout=120)  # each write then updates the index
+    proc, send = _stdio_server(workspace, state_dir)
+    for n in range(12):
+        send({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call",
+              "params": {"name": "memory_write", "arguments": {"path": "memory/2026-12-03.md", "append": f"note {n}"}}})
+    answers = [json.loads(proc.stdout.readline()) for _ in range(12)]
+    proc.stdin.close()
+    assert proc.wait(timeout=120) == 0
+    assert all("result" in a and not a["result"].get("isError") for a in answers), answers
+    assert f"(pid {proc.pid})" not in proc.stderr.read().decode()

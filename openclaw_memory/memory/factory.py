@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -29,7 +30,10 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
     from .paths import service_may_run
 
     def on_wait(what: str, pid: str) -> None:
-        notice(f"{what} is in use by another openclaw-memory process (pid {pid}); waiting")
+        if pid == str(os.getpid()):
+            return  # another call of this same process (an MCP session's parallel writes): no news
+        holder = f" (pid {pid})" if pid.isdigit() else ""
+        notice(f"{what} is in use by another openclaw-memory process{holder}; waiting")
 
     pool = IndexPool(on_wait=on_wait)
     if start_service and not in_process:
