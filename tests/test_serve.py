@@ -584,6 +584,24 @@ def test_bodies_the_sdk_words_in_its_validators_terms_are_refused_in_plain_words
     assert service.stop() == 0
 
 
+def test_calls_over_http_count_in_the_services_sessions_and_requests(workspace, state_dir, services):
+    import httpx2
+
+    service, url, base = _http_service(services, workspace, state_dir)
+    hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
+    session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
+    httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for n in range(3):
+        httpx2.post(url, headers=session, timeout=60, json={"jsonrpc": "2.0", "id": 20 + n, "method": "tools/call",
+                                                            "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}})
+    status = httpx2.post(url, headers=session, timeout=60, json={
+        "jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {"name": "memory_status", "arguments": {}}})
+    body = json.loads(status.text[status.text.index("{"):].splitlines()[0])  # a JSON body, or an SSE event's data
+    figures = json.loads(body["result"]["content"][0]["text"])["service"]
+    assert figures["sessions"] == 1 and figures["requests"] >= 4, figures
+    assert service.stop() == 0
+
+
 def test_a_write_larger_than_the_sdks_default_body_limit_goes_through_over_http(workspace, state_dir, services):
     import httpx2
 

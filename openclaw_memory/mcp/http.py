@@ -213,11 +213,14 @@ def _transport_security(host: str):
 
 
 class HttpEndpoint:
-    """The endpoint, serving ``memory`` (the service's own); ``on_session_end`` hears each session that ends."""
+    """The endpoint, serving ``memory`` (the service's own); ``on_session_end`` hears each session that
+    ends, ``on_call`` the session of each tool call (the service counts them with its socket's)."""
 
-    def __init__(self, memory: Memory, settings: Settings, address: str, on_session_end: Callable[[str], None]):
+    def __init__(self, memory: Memory, settings: Settings, address: str, on_session_end: Callable[[str], None],
+                 on_call: Callable[[str], None] = lambda _session: None):
         self.memory = memory
         self.on_session_end = on_session_end
+        self.on_call = on_call
         self.settings = settings
         self.host, self.port = parse_address(address)
         self.url: str | None = None
@@ -232,7 +235,7 @@ class HttpEndpoint:
 
         self.token = secrets.token_urlsafe(32)
         write_token(self.settings, self.token)
-        tools = MemoryTools(self.memory, session_of=_session_of)
+        tools = MemoryTools(self.memory, session_of=self._session_of)
         # The SDK's default (4 MiB) refuses a write that stdio and the CLI take, with a 413 that its
         # client shows the model only as "Server returned an error response".
         app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host),
@@ -253,6 +256,11 @@ class HttpEndpoint:
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{shown}:{port}/mcp"
         return self
+
+    def _session_of(self, ctx) -> str:
+        session = _session_of(ctx)
+        self.on_call(session)
+        return session
 
     def stop(self) -> None:
         if self._server is not None:

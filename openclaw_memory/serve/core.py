@@ -88,6 +88,11 @@ class ServiceCore:
             with self._sessions_lock:
                 self._sessions[session] = time.time()
 
+    def called(self, session: str | None) -> None:
+        """One more request answered for ``session`` (the socket's, and MCP over HTTP's tool calls)."""
+        self.requests += 1
+        self.touch_session(session)
+
     def connected(self, session: str, delta: int) -> None:
         with self._sessions_lock:
             n = self._connected.get(session, 0) + delta
@@ -160,8 +165,7 @@ class ServiceCore:
 
     def answer(self, request: Request) -> dict:
         """The JSON-RPC answer to one request."""
-        self.requests += 1
-        self.touch_session(request.settings.session)
+        self.called(request.settings.session)
         memory = self.memory.for_agent(request.settings.agent, request.settings.session)
         try:
             if request.method == "end_session":

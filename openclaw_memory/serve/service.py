@@ -132,7 +132,8 @@ class Service:
 
                 core = self.core
                 http = self._http = HttpEndpoint(core.memory, self.settings, self.http_address,
-                                                 lambda session: core.end_session(core.memory.for_session(session))).start()
+                                                 lambda session: core.end_session(core.memory.for_session(session)),
+                                                 on_call=core.called).start()
                 self.core.http = http.url
             self.core.memory.open_state()
             self._write_info()
