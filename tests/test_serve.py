@@ -576,11 +576,18 @@ def test_bodies_the_sdk_words_in_its_validators_terms_are_refused_in_plain_words
         ({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_get", "arguments": "MEMORY.md"}},
          5, 'its "params.arguments" must be an object'),
         ({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"arguments": {}}}, 6, 'must hold "name"'),
+        ({"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": {"name": "memory_status"}}, None,
+         "its id must be a string or an integer"),  # the SDK ran it as an unanswered notification
+        ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "memory_write", '
+         '"arguments": {"path": "memory/half.md", "append": "half \\ud83d"}}}', 7, "lone UTF-16 surrogate"),
     ]
     for body, request_id, words in cases:
-        answer = httpx2.post(url, headers=session, json=body, timeout=60).json()
+        sent = {"content": body, "headers": {**session, "Content-Type": "application/json"}} if isinstance(body, str) else {
+            "json": body, "headers": session}
+        answer = httpx2.post(url, timeout=60, **sent).json()
         assert answer["id"] == request_id and words in answer["error"]["message"], answer
         assert "pydantic" not in answer["error"]["message"] and "JSONRPC" not in answer["error"]["message"]
+    assert not (workspace / "memory" / "half.md").exists()
     assert service.stop() == 0
 
 

@@ -127,11 +127,15 @@ class _OneRequestPerId:
             body.append(message.get("body", b""))
             more = message.get("more_body", False)
         data = b"".join(body)
-        refused = _refusal(data)
+        try:
+            parsed = json.loads(data)
+        except (ValueError, RecursionError):
+            parsed = _UNREADABLE  # the SDK's own parse error says it
+        refused = _refusal(data, parsed)
         if refused is not None:
             await _answer(send, refused)
             return
-        ids = _request_ids(data)
+        ids = _request_ids(parsed)
         taken = [i for i in ids if (sid, i) in self.inflight]
         if taken:
             await _answer(send, {"jsonrpc": "2.0", "id": json.loads(taken[0]), "error": {
@@ -150,17 +154,19 @@ async def _answer(send, error: dict) -> None:
     await send({"type": "http.response.body", "body": json.dumps(error).encode("utf-8")})
 
 
-def _refusal(data: bytes) -> dict | None:
+_UNREADABLE = object()  # a body that is not JSON
+
+
+def _refusal(data: bytes, parsed: object) -> dict | None:
     """The error for a body the SDK would refuse in its validator's words (a batch, a tools/call
     without a tool's name or arguments...), in plain ones; None: the SDK takes it (or words it well)."""
-    from .refusals import message_problem
-    from .stdio import has_request_id
+    from .refusals import INVALID_REQUEST, has_request_id, lone_surrogate, message_problem
 
-    try:
-        parsed = json.loads(data)
-    except (ValueError, RecursionError):
+    if parsed is _UNREADABLE:
         return None
     problem = message_problem(parsed)
+    if problem is None and lone_surrogate(data, parsed):
+        problem = INVALID_REQUEST, "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
     if problem is None or (isinstance(parsed, dict) and "id" not in parsed):
         return None  # a notification gets no answer
     request_id = parsed["id"] if isinstance(parsed, dict) and has_request_id(parsed) else None
@@ -179,13 +185,9 @@ def _replay(messages: list[dict], receive):
     return replayed
 
 
-def _request_ids(data: bytes) -> list[str]:
-    """The id of the JSON-RPC request in a POST body (a batch is refused before), as JSON text."""
-    try:
-        parsed = json.loads(data)
-    except (ValueError, RecursionError):
-        return []
-    from .stdio import has_request_id
+def _request_ids(parsed: object) -> list[str]:
+    """The id of the JSON-RPC request of a POST body (a batch is refused before), as JSON text."""
+    from .refusals import has_request_id
 
     return [json.dumps(parsed["id"])] if isinstance(parsed, dict) and "method" in parsed and has_request_id(parsed) else []
 

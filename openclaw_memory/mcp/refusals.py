@@ -7,7 +7,28 @@ reasons instead, with the request's id when it has one.
 
 from __future__ import annotations
 
+import json
+import re
+
 INVALID_REQUEST, INVALID_PARAMS = -32600, -32602
+ODD_ID = "its id must be a string or an integer (null, fractions, booleans, arrays and objects are not request ids)"
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def has_request_id(message: dict) -> bool:
+    """Whether a JSON-RPC message carries a request id (a string or a whole number)."""
+    return isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
+
+
+def lone_surrogate(body: bytes, parsed: object) -> bool:
+    """Whether a message holds half a UTF-16 pair (as JavaScript writes half an emoji): no text can."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return False
+    try:
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def message_problem(data: object) -> tuple[int, str] | None:
@@ -22,6 +43,10 @@ def message_problem(data: object) -> tuple[int, str] | None:
         if "result" in data or "error" in data:
             return None  # a response to a request of the server's
         return INVALID_REQUEST, 'it has no "method" (a request names the method it calls)'
+    if "id" in data and not has_request_id(data):
+        # The SDK takes a request whose id is null, a fraction, a boolean or an object for a
+        # notification: it would run unanswered.
+        return INVALID_REQUEST, ODD_ID
     if not isinstance(data["method"], str):
         return INVALID_REQUEST, f'its "method" must be a string, not {_kind(data["method"])}'
     params = data.get("params")

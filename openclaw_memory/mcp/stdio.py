@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..memory.protocol import MAX_LINE
-from .refusals import message_problem, tool_call_problem
+from .refusals import ODD_ID, has_request_id, message_problem, tool_call_problem
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
@@ -62,11 +62,6 @@ def _initialize_request(message: object) -> dict | None:
             and isinstance(client, dict) and isinstance(client.get("name"), str) and isinstance(client.get("version"), str)):
         return None
     return message
-
-
-def has_request_id(message: dict) -> bool:
-    """Whether a JSON-RPC message carries a request id (a string or a number)."""
-    return isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -274,9 +269,7 @@ class _Lines:
             if method is not None and request_id is None and '"id"' in line and _odd_id(line):
                 # The SDK reads a request whose id is null, a fraction, a boolean or an object as a
                 # notification: it would run unanswered.
-                await self.wire.refuse(line, ValueError(), code=-32600,
-                                       reason="its id must be a string or an integer (null, fractions, booleans, "
-                                              "arrays and objects are not request ids)")
+                await self.wire.refuse(line, ValueError(), code=-32600, reason=ODD_ID)
                 continue
             if method is not None and request_id is not None:
                 self.wire.pending.add(json.dumps(request_id))
