@@ -72,7 +72,8 @@ class MemoryTools:
             since=since, until=until,
         ))
         if not result["results"]:
-            result["message"] = f"Nothing in this memory matches (no file scored {min_score:g} or more)."
+            result["message"] = (f"Nothing in this memory matches (no file scored {min_score:g} or more)." if min_score > 0
+                                 else "Nothing in this memory (within the filters given) answers the query.")
         return result
 
     def get(self, ctx, path: str, from_line: float | None, lines: float | None, max_chars: float | None = None) -> dict:

@@ -63,7 +63,8 @@ def run_search(settings: Settings, query: str, limit: int, min_score: float, mod
     if reported(result, json_out, [*result.notes, *stale]):
         return 0
     if not result.results:
-        print(f"Nothing matches: no file scored {min_score:g} or more (--min-score).")
+        print(f"Nothing matches: no file scored {min_score:g} or more (--min-score)." if min_score > 0 else
+              "Nothing matches: no file of the memory (within the filters given) answers the query.")
     highlight = sys.stdout.isatty()
     for hit in result.results:
         also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
