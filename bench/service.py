@@ -117,9 +117,10 @@ class ServeProcess:
     def change_for(self, path: str, version_after: int) -> dict | None:
         return next((c for c in self.changes[version_after:] if c.get("path") == path), None)
 
-    def wait(self, prefix: str, timeout: float = 600) -> None:
+    def wait_started(self, timeout: float = 600) -> None:
+        """Until the started object (after the first sync): its keys include the watch's ``mode``."""
         deadline = time.monotonic() + timeout
-        while not any(line.startswith(prefix) for line in self.lines):
+        while not any("mode" in c for c in self.changes):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 sys.exit("serve did not start: " + "".join(self.lines))
             time.sleep(0.05)
@@ -353,7 +354,7 @@ def main() -> None:
         rows.append(("search (hybrid), no service", timed_runs([PY, *query], env, ws, max(5, args.runs // 2))))
 
     service = ServeProcess(ws, state, "--http", "127.0.0.1:0")
-    service.wait("watching ")
+    service.wait_started()
     timed_runs([PY, *query], env, ws, 2)  # the first search after start opens the shards
     if "startup" in only:
         rows.append(("search (hybrid), service running", timed_runs([PY, *query], env, ws, args.runs)))

@@ -112,13 +112,15 @@ class WatchProcess:
         threading.Thread(target=self._err, daemon=True).start()
 
     def _out(self):
-        for line in self.proc.stdout:
-            self.lines.append((time.perf_counter(), json.loads(line)))
+        for line in self.proc.stdout:  # JSON lines: the changes, after the started object ("mode" among its keys)
+            data = json.loads(line)
+            if "mode" in data:
+                self.started.set()
+            elif "path" in data:
+                self.lines.append((time.perf_counter(), data))
 
     def _err(self):
         for line in self.proc.stderr:
-            if line.startswith("watching "):
-                self.started.set()
             sys.stderr.write("  watch: " + line)
 
     def change_after(self, path: str, since: float, timeout: float = 60.0) -> tuple[float, dict]:
