@@ -1,10 +1,10 @@
 """Edit-to-searchable latency with ``openclaw-memory watch`` running (figures, not a test).
 
 A temporary workspace holds a subset of the OpenClaw docs corpus as its ``memory/`` tree.
-``openclaw-memory watch --json`` runs in its own process. For each of N edits (new files and
-rewrites of existing ones, each with a unique phrase) this process writes the file and then
-polls a keyword search from *this* process (an in-process ``MemoryIndex``, ``--mode text``
-without search-time sync, one short shard session per poll: exactly what another process's
+``openclaw-memory watch --json`` runs in its own process (the workspace's service, holding its
+shards). For each of N edits (new files and rewrites of existing ones, each with a unique phrase)
+this process writes the file and then polls a keyword search through the watch's socket (the
+product's ``Memory`` door, ``--mode text`` without search-time sync: what another process's
 ``search --no-sync`` does, minus the CLI's start-up) until the phrase is found.
 
 Printed side by side:
@@ -17,7 +17,7 @@ Printed side by side:
 
 Target: p50 <= 1 s for the watch.
 
-Usage: .venv/bin/python bench/live.py [--files 80] [--edits 20]
+Usage: .venv/bin/python bench/watch.py [--files 80] [--edits 20]
 """
 
 from __future__ import annotations
@@ -90,9 +90,14 @@ def searchable(index, phrase: str, path: str) -> bool:
     return any(hit.path == path for hit in result.results)
 
 
-def wait_searchable(index, phrase: str, path: str, started: float, timeout: float = 60.0) -> float:
+def found_through(memory, phrase: str, path: str) -> bool:
+    result = memory.search(phrase, limit=5, min_score=0.0, mode="text", sync=False)
+    return any(hit.path == path for hit in result.results)
+
+
+def wait_searchable(found, phrase: str, path: str, started: float, timeout: float = 60.0) -> float:
     while time.perf_counter() - started < timeout:
-        if searchable(index, phrase, path):
+        if found(phrase, path):
             return time.perf_counter() - started
         time.sleep(POLL_GAP_S)
     sys.exit(f"edit {path} ({phrase}) not searchable after {timeout:.0f} s")
@@ -154,19 +159,22 @@ def main() -> None:
     if not watch.started.wait(1200):
         sys.exit("the watch did not start")
     print(f"watch started (first sync of the workspace, model loaded) in {time.perf_counter() - t0:.1f} s")
-    poller = MemoryIndex(settings, keep_open=True)
+    from openclaw_memory import open_memory
+
+    memory = open_memory(settings)
     searchable_s, reported_s, sync_ms = [], [], []
     try:
         time.sleep(1.0)
         for i in range(args.edits):
             start = time.perf_counter()
             path, phrase = edit(ws, i)
-            searchable_s.append(wait_searchable(poller, phrase, path, start))
+            searchable_s.append(wait_searchable(lambda p, f: found_through(memory, p, f), phrase, path, start))
             at, change = watch.change_after(path, start)
             reported_s.append(at - start)
             sync_ms.append(change["ms"])
             time.sleep(0.5)  # let the watch go idle: each edit is measured on its own
     finally:
+        memory.close()
         watch.stop()
 
     # Baseline in the same run, no watch: edit, then an explicit incremental sync, then search.
@@ -180,7 +188,7 @@ def main() -> None:
         path, phrase = edit(ws, i)
         with short_session(index):
             index.sync()
-        baseline_s.append(wait_searchable(index, phrase, path, start))
+        baseline_s.append(wait_searchable(lambda p, f: searchable(index, p, f), phrase, path, start))
 
     # What the engine allows when one process keeps the shards open (no open/close per batch):
     # the floor a watch that also answered the searches would reach.
