@@ -156,6 +156,7 @@ def test_edit_from_another_process_becomes_searchable(workspace, state_dir, cli,
     assert status.returncode == 0 and status.json()["indexed"], status.stderr
     second = cli("watch", "--json")
     assert second.returncode == 2 and "already running" in second.json()["error"]
+    assert len(second.stdout.splitlines()) == 1  # JSON lines, as the stream a running watch prints
     assert w.stop() == 0
 
 

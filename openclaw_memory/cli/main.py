@@ -13,12 +13,16 @@ from ..errors import MemoryToolError, describe_os_error
 from .output import error
 from .parse import Parsed, parse
 
+JSON_LINES = ("watch", "serve")  # with --json, a stream of one object a line
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)  # after --, it is an argument
+    lines = False  # a JSON-lines command: its error is one line too
     try:
         parsed = parse(args)
+        lines = parsed.command is not None and parsed.command.name in JSON_LINES
         if parsed.action == "version":
             from .. import __version__
 
@@ -29,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return run_parsed(parsed)
     except MemoryToolError as exc:
-        error(exc.message, as_json)
+        error(exc.message, as_json, one_line=lines)
         return exc.exit_code
     except ModuleNotFoundError as exc:
         from ..extras import missing_extra

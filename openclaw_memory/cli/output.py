@@ -8,14 +8,15 @@ import sys
 from collections.abc import Iterable
 
 
-def print_json(data) -> None:
-    text = json.dumps(data, ensure_ascii=False, indent=2)
+def print_json(data, *, one_line: bool = False) -> None:
+    indent = None if one_line else 2
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # A file name that is not UTF-8 (surrogate-escaped): \udcXX escapes keep the JSON valid
         # UTF-8 and give the exact name back to a JSON reader.
-        text = json.dumps(data, ensure_ascii=True, indent=2)
+        text = json.dumps(data, ensure_ascii=True, indent=indent)
     sys.stdout.write(text + "\n")
 
 
@@ -52,9 +53,9 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {no_controls(message)}\n")
 
 
-def error(message: str, as_json: bool) -> None:
+def error(message: str, as_json: bool, *, one_line: bool = False) -> None:
     if as_json:
-        print_json({"error": message})
+        print_json({"error": message}, one_line=one_line)
     sys.stderr.write(f"error: {no_controls(message)}\n")
 
 
