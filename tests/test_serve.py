@@ -539,15 +539,23 @@ def _http_service(services, workspace, state_dir) -> tuple[Serve, str, dict[str,
     return service, read_info(settings)["http"], headers
 
 
-def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace, state_dir, services):
-    import concurrent.futures
-
+def _http_session(services, workspace, state_dir) -> tuple[Serve, str, dict[str, str]]:
+    """An HTTP service and one initialized MCP session on it: the service, its URL, the session's headers."""
     import httpx2
 
     service, url, base = _http_service(services, workspace, state_dir)
     hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
     session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
     httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return service, url, session
+
+
+def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace, state_dir, services):
+    import concurrent.futures
+
+    import httpx2
+
+    service, url, session = _http_session(services, workspace, state_dir)
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_status", "arguments": {}}}
 
     def post(_):
@@ -567,10 +575,7 @@ def test_concurrent_mcp_calls_reusing_one_request_id_are_all_answered(workspace,
 def test_bodies_the_sdk_words_in_its_validators_terms_are_refused_in_plain_words_over_http(workspace, state_dir, services):
     import httpx2
 
-    service, url, base = _http_service(services, workspace, state_dir)
-    hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
-    session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
-    httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    service, url, session = _http_session(services, workspace, state_dir)
     cases = [
         ([{"jsonrpc": "2.0", "id": 4, "method": "ping"}], None, "a batch (a JSON array of messages) is not supported"),
         ({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_get", "arguments": "MEMORY.md"}},
@@ -594,10 +599,7 @@ def test_bodies_the_sdk_words_in_its_validators_terms_are_refused_in_plain_words
 def test_calls_over_http_count_in_the_services_sessions_and_requests(workspace, state_dir, services):
     import httpx2
 
-    service, url, base = _http_service(services, workspace, state_dir)
-    hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
-    session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
-    httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    service, url, session = _http_session(services, workspace, state_dir)
     for n in range(3):
         httpx2.post(url, headers=session, timeout=60, json={"jsonrpc": "2.0", "id": 20 + n, "method": "tools/call",
                                                             "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}})
@@ -612,10 +614,7 @@ def test_calls_over_http_count_in_the_services_sessions_and_requests(workspace, 
 def test_a_write_larger_than_the_sdks_default_body_limit_goes_through_over_http(workspace, state_dir, services):
     import httpx2
 
-    service, url, base = _http_service(services, workspace, state_dir)
-    hello = httpx2.post(url, headers=base, json=HTTP_HELLO)
-    session = {**base, "mcp-session-id": hello.headers["mcp-session-id"]}
-    httpx2.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    service, url, session = _http_session(services, workspace, state_dir)
     content = "a line of a long note\n" * (8 * 1024 * 1024 // 22)  # 8 MiB: twice the SDK's default
     call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
             "params": {"name": "memory_write", "arguments": {"path": "memory/big.md", "content": content}}}
