@@ -34,19 +34,24 @@ def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> b
 
 # Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANY_CONTROL = re.compile("[\x00-\x1f\x7f]")  # a path is one line: tab and line ends too
+
+
+def _escaped(match: re.Match) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def no_controls(text: str) -> str:
     """``text`` with its control characters (but tab and line ends) shown as ``\\xNN``: a file's text
     or name must not drive the terminal it is printed on."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escaped, text)
 
 
 def printable(path: str) -> str:
     """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
     in a file name) become ``\\xNN``."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
+    return _ANY_CONTROL.sub(_escaped, text)
 
 
 def warn(message: str) -> None:

@@ -96,7 +96,8 @@ def _left_out(f) -> str | None:
         return "its name is not UTF-8: rename it"  # the engine keeps paths as UTF-8 text
     if f.size > MAX_INDEXED_BYTES:
         return f"{f.size / (1 << 20):.1f} MiB, over the {MAX_INDEXED_BYTES >> 20} MiB an indexed file may have: split it"
-    if not os.access(f.abs_path, os.R_OK, follow_symlinks=False):
+    if f.mode & 0o444 != 0o444 and not os.access(f.abs_path, os.R_OK, follow_symlinks=False):
+        # Asked only of a file some users may not read: every search checks this for every file.
         # Not a removed file (its chunks go) nor a stale one (no index run can read it): named instead.
         return "permission denied: it is indexed again once it can be read"
     return None
