@@ -29,6 +29,7 @@ import os
 import select
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -272,9 +273,9 @@ class _Lines:
                 await self.wire.refuse(line, ValueError(), code=-32600, reason=ODD_ID)
                 continue
             if method is not None and request_id is not None:
-                self.wire.pending.add(json.dumps(request_id))
+                self.wire.pending[json.dumps(request_id)] += 1
             elif method == "notifications/cancelled":  # a cancelled request gets no answer
-                self.wire.pending.discard(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
+                self.wire.settle(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
             yield line
         while self.wire.pending:  # the end of the input: answer what was asked first
             await anyio.sleep(0.02)
@@ -282,13 +283,24 @@ class _Lines:
 
 class _Wire:
     """The SDK's stdout: its answers to requests already answered are compared, then dropped;
-    ``pending`` holds the ids of requests not answered yet."""
+    ``pending`` counts the requests not answered yet, by id."""
 
     def __init__(self, out: BinaryIO, answered: dict[str, dict]):
         self.out = out
         self.answered = answered
-        self.pending: set[str] = set()
+        # Counted, not a set: a client may reuse an id once its answer came (the handshake's early
+        # answers come first), so one id can stand for two requests read and not yet answered by
+        # the SDK; a set held it once, the first answer emptied it and the input ended with the
+        # second still running (the SDK cancels what is in flight when its input closes).
+        self.pending: Counter[str] = Counter()
         self.lock = threading.Lock()
+
+    def settle(self, key: str) -> None:
+        """One request with the id ``key`` needs no answer any more (answered, or cancelled)."""
+        if self.pending[key] > 1:
+            self.pending[key] -= 1
+        else:
+            del self.pending[key]
 
     async def refuse(self, line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
         """A JSON-RPC error for a line the SDK cannot read, with its id when one can be found."""
@@ -332,7 +344,7 @@ class _Wire:
                 await _in_thread(lambda: self._send(text.encode("utf-8")))
         finally:
             if key is not None:  # answered, on the wire already (or the client is gone): the input may end
-                self.pending.discard(key)
+                self.settle(key)
 
     async def flush(self) -> None:
         await _in_thread(self.out.flush)
