@@ -155,8 +155,11 @@ def test_multimodal_applies_to_extra_paths_only(workspace, tmp_path):
 
 
 def test_unreadable_folder_is_reported_not_dropped(tmp_path):
-    """Root reads every folder, so when the tests run as root the scan runs in a child
-    process that drops to user nobody after importing (the interpreter lives under /root)."""
+    """Root reads every folder, so when the tests run as root the scan runs in a child process
+    that drops to user nobody after importing: the interpreter lives under /root, and the checkout
+    may sit in a folder nobody cannot enter (a 0700 ``mktemp -d``), so every module of the package
+    is imported first, not only the ones this command imports at its start (it imports others when
+    it needs them, as ``memory.paths``)."""
     import json
     import subprocess
     import sys
@@ -170,10 +173,12 @@ def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     write(ws / "memory/open.md", "o")
     os.chmod(ws / "memory/locked", 0)
     child = (
-        "import os, sys\n"
-        "import openclaw_memory.cli.main as app, openclaw_memory.cli.parse, openclaw_memory.memory.local, "
-        "openclaw_memory.files.scan, openclaw_memory.cli.commands.files_cmd\n"
-        "import json, json5, tomllib, encodings.idna, openclaw_memory.settings\n"
+        "import importlib, os, pkgutil, sys\n"
+        "import openclaw_memory, openclaw_memory.cli.main as app, openclaw_memory.cli.parse\n"
+        "for module in pkgutil.walk_packages(openclaw_memory.__path__, 'openclaw_memory.'):\n"
+        "    if not module.name.endswith('__main__'):  # the one module that runs on import\n"
+        "        importlib.import_module(module.name)\n"
+        "import json, json5, tomllib, encodings.idna\n"
         "openclaw_memory.cli.parse.parse(sys.argv[1:])  # warm the parser's lazy imports\n"
         "if os.geteuid() == 0:\n"
         "    os.setgid(65534); os.setuid(65534)\n"
