@@ -198,6 +198,7 @@ class ServiceSettings:
 
     timeout: float = _toml(5.0, _seconds())  # silence before a service counts as hung
     shard_idle: float = _toml(10.0, _seconds())  # before the service closes an unused shard
+    http_body_timeout: float = _toml(60.0, _seconds())  # for an MCP-over-HTTP request's body to arrive whole
 
 
 # The tables of openclaw-memory.toml, each by the Settings field that holds it.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import re
 import secrets
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from ..memory.paths import remove_token, write_token
 from ..memory.protocol import MAX_LINE
+from .body import BoundedBody, replay
 
 if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
     from collections.abc import Callable
@@ -118,15 +120,8 @@ class _OneRequestPerId:
         if not sid:  # no session yet (an initialize) or stateless: nothing to share an id with
             await self.app(scope, receive, send)
             return
-        body, more = [], True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                await self.app(scope, _replay([message], receive), send)
-                return
-            body.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        data = b"".join(body)
+        message = await receive()  # the whole body, in one message (BoundedBody, outside this)
+        data = message.get("body", b"")
         try:
             parsed = json.loads(data)
         except (ValueError, RecursionError):
@@ -136,6 +131,7 @@ class _OneRequestPerId:
             await _answer(send, refused)
             return
         ids = _request_ids(parsed)
+        del data, parsed  # the SDK parses the body again: not kept twice while the call runs
         taken = [i for i in ids if (sid, i) in self.inflight]
         if taken:
             await _answer(send, {"jsonrpc": "2.0", "id": json.loads(taken[0]), "error": {
@@ -144,7 +140,7 @@ class _OneRequestPerId:
         keys = {(sid, i) for i in ids}
         self.inflight |= keys
         try:
-            await self.app(scope, _replay([{"type": "http.request", "body": data, "more_body": False}], receive), send)
+            await self.app(scope, replay([message], receive), send)
         finally:
             self.inflight -= keys
 
@@ -173,18 +169,6 @@ def _refusal(data: bytes, parsed: object) -> dict | None:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": problem[0], "message": f"the request cannot be read: {problem[1]}"}}
 
 
-def _replay(messages: list[dict], receive):
-    """``receive`` with ``messages`` (already taken from it) given back first."""
-    pending = list(messages)
-
-    async def replayed():
-        if pending:
-            return pending.pop(0)
-        return await receive()  # the disconnect, when it comes
-
-    return replayed
-
-
 def _request_ids(parsed: object) -> list[str]:
     """The id of the JSON-RPC request of a POST body (a batch is refused before), as JSON text."""
     from .refusals import has_request_id
@@ -200,18 +184,59 @@ def _session_of(ctx) -> str:
     return f"http-{sid}" if sid else f"http-{id(ctx.session):x}"
 
 
+def _served_names(host: str) -> list[str]:
+    """The names a request may give for the loopback address served (its ``Host``, without the port)."""
+    # `localhost` names the loopback by definition: a rebinding page cannot make a browser send it.
+    return ["localhost", "127.0.0.1", "[::1]"] if host == "localhost" else [f"[{host}]" if ":" in host else host, "localhost"]
+
+
 def _transport_security(host: str):
-    """DNS-rebinding protection for the loopback address served, whichever it is: only requests
-    naming that host (any port) and, when they send an Origin, coming from it, are answered."""
+    """The SDK's own DNS-rebinding check, on the same names as :class:`_LoopbackOnly` (which answers first)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    # `localhost` names the loopback by definition: a rebinding page cannot make a browser send it.
-    hosts = ["localhost", "127.0.0.1", "[::1]"] if host == "localhost" else [f"[{host}]" if ":" in host else host, "localhost"]
+    hosts = _served_names(host)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{h}:*" for h in hosts],
-        allowed_origins=[f"http://{h}:*" for h in hosts],
+        allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
+        allowed_origins=[*(f"http://{h}" for h in hosts), *(f"http://{h}:*" for h in hosts)],
     )
+
+
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+)(?::[0-9]{1,5})?")
+
+
+class _LoopbackOnly:
+    """ASGI middleware, outermost: DNS-rebinding protection before anything answers. A request
+    whose ``Host`` is not one of ``names`` (an optional port after it), or is empty or missing, gets
+    421; one whose ``Origin``, when sent, is not ``http://`` and such a host gets 403. The SDK checks
+    the same, but only for what reaches it: our own answers (a refused body, a repeated id, the
+    bearer token's 401) came before it."""
+
+    def __init__(self, app, names: list[str]):
+        self.app = app
+        self.names = {n.lower() for n in names}
+
+    def _ours(self, host: bytes) -> bool:
+        match = _HOST.fullmatch(host.decode("latin-1"))
+        return match is not None and match.group(1).lower() in self.names
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            origin = headers.get(b"origin")
+            if not self._ours(headers.get(b"host", b"")):
+                await _plain(send, 421, b"the Host header must name the loopback address this endpoint serves")
+                return
+            if origin is not None and not (origin.startswith(b"http://") and self._ours(origin[len(b"http://"):])):
+                await _plain(send, 403, b"the Origin header must be the loopback address this endpoint serves")
+                return
+        await self.app(scope, receive, send)
+
+
+async def _plain(send, status: int, text: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": text})
 
 
 class HttpEndpoint:
@@ -243,7 +268,8 @@ class HttpEndpoint:
         app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host),
                                                       max_request_body_size=MAX_LINE)
         sessions = _SessionEnds(app, self.on_session_end)
-        app = _BearerAuth(_OneRequestPerId(sessions), self.token)
+        app = BoundedBody(_OneRequestPerId(sessions), MAX_LINE, self.settings.service.http_body_timeout)
+        app = _LoopbackOnly(_BearerAuth(app, self.token), _served_names(self.host))
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
         server = self._server = uvicorn.Server(config)
         thread = self._thread = threading.Thread(target=server.run, name="mcp-http", daemon=True)

@@ -1,0 +1,94 @@
+"""A POST body read whole within a size limit and a time limit, before anything parses it.
+
+Everything behind this reads a request's body whole (the per-session id check parses it, and so
+does the SDK, which measures it only once read). So the body is read here, once, counted as it
+streams:
+
+- past ``limit`` bytes (or a ``Content-Length`` declaring more) the request is answered 413 at
+  once and the connection closed: nothing more is read or kept;
+- a body still unfinished ``timeout`` seconds after its request arrived is answered 408 and the
+  connection closed;
+- a client that disconnects mid-body is simply forgotten (nobody is left to answer).
+
+Each refusal is one log line, never the traceback the SDK logs for a body it could not read.
+What goes on is one ``http.request`` message holding the whole body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+log = logging.getLogger(__name__)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB"
+
+
+class BoundedBody:
+    """ASGI middleware: every POST body read whole, at most ``limit`` bytes within ``timeout`` seconds."""
+
+    def __init__(self, app, limit: int, timeout: float):
+        self.app = app
+        self.limit = limit
+        self.timeout = timeout
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send, 413, f"the request body ({_mib(int(declared))}) is over the {_mib(self.limit)} limit")
+            return
+        chunks: list[bytes] = []  # kept as they came: one join at the end, no growing copy
+        size = 0
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                await self._refuse(send, 408, f"the request body did not end within {self.timeout:g} s "
+                                              f"({size:,} bytes received)")
+                return
+            if message["type"] != "http.request":
+                return  # the client went away mid-body: nobody to answer
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                chunks.clear()
+                await self._refuse(send, 413, f"the request body is over the {_mib(self.limit)} limit "
+                                              f"(refused at {_mib(size)}, before its end)")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        chunks.clear()
+        await self.app(scope, replay([whole], receive), send)
+
+    @staticmethod
+    async def _refuse(send, status: int, reason: str) -> None:
+        """Answer ``status`` with a JSON-RPC error naming ``reason`` and close the connection (the
+        rest of the body is never read)."""
+        log.warning("MCP over HTTP: refused a request (%d): %s", status, reason)
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}).encode("utf-8")
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii")),
+            (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def replay(messages: list[dict], receive):
+    """``receive`` with ``messages`` (already taken from it) given back first, each let go once given."""
+    pending = list(messages)
+
+    async def replayed():
+        if pending:
+            return pending.pop(0)
+        return await receive()  # the disconnect, when it comes
+
+    return replayed

@@ -1,0 +1,182 @@
+"""Memory bounded by the limits, not by what arrives: request bodies, config files, root files.
+
+Real processes only: the service (``serve --http``) over a real socket, its RSS read from
+``/proc/PID/status``; the CLI as a child process, its peak RSS from ``wait4``. The ceilings are
+correctness bounds (what a command keeps grows with a limit, not with the input), far from both
+the limit and the input, never timings.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from test_serve import WAIT, Serve
+
+from conftest import settings_for, write
+from openclaw_memory.memory.paths import read_info, service_dir
+from openclaw_memory.memory.protocol import MAX_LINE
+
+MiB = 1 << 20
+
+
+def _status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak) of a running process, in bytes."""
+    with open(f"/proc/{pid}/status") as fh:
+        fields = dict(line.split(":", 1) for line in fh)
+    return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
+
+
+class HttpService:
+    """``serve --no-watch --http 127.0.0.1:0`` on a workspace with a MEMORY.md, and one MCP session on it."""
+
+    def __init__(self, workspace: Path, state_dir: Path):
+        write(workspace / "MEMORY.md", "# Memory\n\nThe user sails a ketch.\n")
+        self.serve = Serve(workspace, state_dir, "--no-watch", "--http", "127.0.0.1:0").wait_ready()
+        settings = settings_for(workspace, state_dir)
+        self.token = Path(service_dir(settings), "token").read_text().strip()
+        url = read_info(settings)["http"]
+        self.host, _, port = url.removeprefix("http://").removesuffix("/mcp").rpartition(":")
+        self.port = int(port)
+        hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+        answer = self.exchange(self.head("POST", length=len(hello)) + hello)
+        self.session = next(line.split(":", 1)[1].strip() for line in answer.decode("latin-1").split("\r\n")
+                            if line.lower().startswith("mcp-session-id:"))
+
+    def head(self, method: str, *, host: str | None = None, length: int | None = None, session: bool = False,
+             extra: str = "") -> bytes:
+        """A request's head: ``host`` None names the served address; ``length`` None sends a chunked body."""
+        lines = [f"{method} /mcp HTTP/1.1", f"Authorization: Bearer {self.token}",
+                 "Accept: application/json, text/event-stream", "Content-Type: application/json", "Connection: close"]
+        if host is None:
+            lines.append(f"Host: {self.host}:{self.port}")
+        elif host != "-":  # "-": no Host header at all
+            lines.append(f"Host: {host}")
+        lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
+        if session:
+            lines.append(f"mcp-session-id: {self.session}")
+        return ("\r\n".join(lines) + "\r\n" + extra + "\r\n").encode("latin-1")
+
+    def connect(self) -> socket.socket:
+        sock = socket.create_connection((self.host, self.port), timeout=WAIT)
+        return sock
+
+    def exchange(self, request: bytes) -> bytes:
+        """Send a whole request, return the whole answer (the server closes: Connection: close)."""
+        with self.connect() as sock:
+            sock.sendall(request)
+            return _read_all(sock)
+
+    def rss(self) -> dict[str, int]:
+        return _status(self.serve.proc.pid)
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    return got
+
+
+def _status_code(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+@pytest.fixture
+def http_service(workspace, state_dir):
+    started: list[HttpService] = []
+
+    def start() -> HttpService:
+        started.append(HttpService(workspace, state_dir))
+        return started[-1]
+
+    yield start
+    for s in started:
+        s.serve.kill()
+
+
+@pytest.mark.slow  # a GiB through the loopback
+def test_a_huge_chunked_body_is_refused_while_it_streams_and_never_held_whole(http_service):
+    """An authenticated chunked body (no Content-Length to refuse it by) of 1 GiB: 413 once the
+    count passes the limit, before the body ends, and the server holds at most the limit's worth."""
+    service = http_service()
+    before = service.rss()
+    chunk = b"x" * MiB
+    sent = 0
+    answer: list[bytes] = []
+    with service.connect() as sock:
+        sock.sendall(service.head("POST", session=True))
+        reader = threading.Thread(target=lambda: answer.append(_read_all(sock)), daemon=True)
+        reader.start()
+        try:
+            while sent < 1024 * MiB and not answer:
+                sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                sent += len(chunk)
+            if not answer:
+                sock.sendall(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server closed the connection after its answer: the rest of the body is never read
+        reader.join(WAIT)
+    after = service.rss()
+    grown = after["VmHWM"] - before["VmHWM"]
+    assert grown < MAX_LINE + 48 * MiB, f"peak RSS grew {grown / MiB:.0f} MiB for a {sent / MiB:.0f} MiB body"
+    assert sent < 1024 * MiB  # answered before the body ended
+    assert answer and _status_code(answer[0]) == 413 and b"limit" in answer[0], answer[:1]
+    assert service.serve.stop() == 0
+    assert "Traceback" not in "".join(service.serve.stderr)
+
+
+def test_bodies_that_never_end_are_dropped_with_one_line_each_and_no_traceback(http_service, state_dir):
+    """50 clients start a body and go away; 50 start one and wait: those are answered 408 once
+    ``[service] http_body_timeout`` passes. The service's log: one line per drop, no traceback."""
+    write(state_dir / "openclaw-memory.toml", "[service]\nhttp_body_timeout = 1\n")
+    service = http_service()
+    partial = service.head("POST", session=True) + b"5\r\nhello\r\n"
+    gone = []
+    for _ in range(50):
+        sock = service.connect()
+        sock.sendall(partial)
+        gone.append(sock)
+    waiting = []
+    for _ in range(50):
+        sock = service.connect()
+        sock.sendall(partial)
+        waiting.append(sock)
+    for sock in gone:
+        sock.close()
+    answers = []
+    for sock in waiting:
+        with sock:
+            answers.append(_read_all(sock))
+    assert [_status_code(a) for a in answers] == [408] * 50, answers[:1]
+    assert all(b"did not end within 1 s" in a for a in answers)
+    assert service.serve.stop() == 0
+    log = "".join(service.serve.stderr)
+    assert "Traceback" not in log and "ClientDisconnect" not in log, log[-2000:]
+    assert log.count("refused a request (408)") == 50, log[-2000:]
+
+
+def test_an_empty_missing_or_foreign_host_is_refused_before_anything_answers(http_service):
+    """Only the served loopback names are answered (docs/mcp.md), also where the endpoint answers
+    by itself (a body refused in plain words, a session's DELETE), not only where the SDK checks."""
+    service = http_service()
+    batch = b'[{"jsonrpc": "2.0", "id": 4, "method": "ping"}]'
+
+    def post(host: str | None, extra: str = "") -> int:
+        return _status_code(service.exchange(service.head("POST", host=host, length=len(batch), session=True, extra=extra) + batch))
+
+    assert post(None) == 200  # the control: the served name, answered (with a plain refusal of the batch)
+    assert post("localhost:1234") == 200
+    for host in ("", "evil.example", f"evil.example:{service.port}", "127.0.0.1.evil.example", "[::1"):
+        assert post(host) == 421, host
+    assert _status_code(service.exchange(service.head("POST", host="-", length=len(batch), session=True) + batch)) in (400, 421)
+    assert post(None, "Origin: http://evil.example\r\n") == 403
+    assert post(None, "Origin: null\r\n") == 403
+    assert post(None, f"Origin: http://{service.host}:9\r\n") == 200
+    assert _status_code(service.exchange(service.head("DELETE", host="", length=0, session=True))) == 421
+    assert _status_code(service.exchange(service.head("DELETE", length=0, session=True))) == 200  # the session was still there
+    assert service.serve.stop() == 0
