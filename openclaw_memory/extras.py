@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from .errors import MissingExtra
 
-PACKAGE = "openclaw-memory"
+# The distribution's name on PyPI (pyproject.toml): "openclaw-memory" there is another project.
+PACKAGE = "openclaw-memory-files"
+# torch from PyPI is the CUDA build on Linux (gigabytes of nvidia-* packages); PyTorch's own index
+# serves the CPU build, which the reference backend needs. Installed first, the torch extra keeps it.
+TORCH_CPU = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
 
 # Top-level import name -> the extra that installs it.
 _PROVIDERS = {
@@ -44,7 +48,13 @@ FEATURES = {
 
 
 def pip_command(extra: str) -> str:
-    return f"pip install '{PACKAGE}[{extra}]'"
+    command = f"pip install '{PACKAGE}[{extra}]'"
+    return f"{TORCH_CPU}, then {command}" if extra == "torch" else command
+
+
+def reinstall_command() -> str:
+    """What puts back the package's own files (the shipped model export) when they are damaged."""
+    return f"pip install --force-reinstall '{PACKAGE}[search]'"
 
 
 def missing_extra(exc: ModuleNotFoundError) -> MissingExtra | None:

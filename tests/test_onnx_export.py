@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, write
+from conftest import REPO, needs_torch_extra, write
 from openclaw_memory.errors import UsageError
+from openclaw_memory.extras import pip_command
 from openclaw_memory.index import models
 from openclaw_memory.index.embedding import load_embedder
 from openclaw_memory.index.models import SHIPPED_DIR, resolve_model
@@ -121,6 +122,7 @@ def shipped():
     return load_embedder(MODEL)  # no cache folder: the export ships with the package
 
 
+@needs_torch_extra
 def test_the_shipped_export_matches_sentence_transformers(reference, shipped, tmp_path):
     assert shipped.backend == "onnx" and shipped.folder == SHIPPED_DIR
     prose = docs_chunks()
@@ -165,6 +167,7 @@ def test_a_text_embeds_the_same_alone_and_in_any_batch(shipped):
         assert difference <= 1e-6, f"{name}: {difference}"
 
 
+@needs_torch_extra
 def test_the_shipped_export_is_the_export_of_the_packaged_weights(shipped, tmp_path):
     """scripts/build_model.py writes it with the export every other model gets (same vectors), and
     its checksums hold."""
@@ -196,9 +199,9 @@ def test_a_damaged_shipped_export_is_refused(tmp_path, monkeypatch):
         load_embedder(MODEL, backend="onnx")
 
 
+@needs_torch_extra
 def test_both_exporters_give_the_same_int8_model(tmp_path):
     """Why an index embedded through a torch export is kept as is: the model is the same."""
-    pytest.importorskip("torch")
     import onnx
     from onnx import numpy_helper
 
@@ -236,6 +239,7 @@ def test_light_install_indexes_and_searches_without_torch(workspace, tmp_path, c
     assert not list((tmp_path / "models").rglob(MODEL_FILE)), "the default model was exported, not loaded as shipped"
 
 
+@needs_torch_extra
 def test_light_install_exports_another_bert_model_from_its_weights(workspace, state_dir, tmp_path, cli_process, light_env):
     """Any other BERT model (here: the same weights, named by their folder) is exported from its
     safetensors into the model cache, in the light install too."""
@@ -258,9 +262,10 @@ def test_light_install_asks_for_the_torch_extra_for_the_torch_backend(workspace,
     write(workspace / "MEMORY.md", "# Memory\n\nA fact.\n")
     res = cli_process("index", env=env)
     assert res.returncode == 1 and "Traceback" not in res.stderr
-    assert "pip install 'openclaw-memory[torch]'" in res.stderr, res.stderr
+    assert pip_command("torch") in res.stderr, res.stderr
 
 
+@needs_torch_extra
 def test_what_the_graph_writer_does_not_cover(tmp_path):
     path = Path(resolve_model(MODEL))
     assert can_build(path)

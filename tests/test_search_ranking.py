@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import skip_without_torch_extra, write
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.config import IndexConfig
 from openclaw_memory.index.filters import SearchFilters
@@ -96,6 +96,7 @@ def _settings(ws: Path, state: Path):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    skip_without_torch_extra()  # the rankings below were set on the torch reference backend's vectors
     ws, state, extra = _workspace(tmp_path_factory.mktemp("ranking"))
     settings = _settings(ws, state)
     models = Models(IndexConfig(embedding_backend="torch"))

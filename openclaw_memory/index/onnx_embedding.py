@@ -32,6 +32,7 @@ from pathlib import Path
 import xxhash
 
 from openclaw_memory.errors import UsageError
+from openclaw_memory.extras import pip_command, reinstall_command
 from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.index.models import canonical_model_name, force_offline, is_default_model, resolve_model, shipped_model
 
@@ -231,7 +232,7 @@ def verify_shipped(folder: Path) -> None:
         _verified.add(key)
 
 
-_REINSTALL = "reinstall openclaw-memory (pip install --force-reinstall 'openclaw-memory[search]')"
+_REINSTALL = f"reinstall openclaw-memory ({reinstall_command()})"
 
 
 def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
@@ -245,7 +246,7 @@ def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
         raise UsageError(
             "The onnx embedding backend cannot export this model here: it needs onnx, onnxruntime and "
             "safetensors for a BERT model with safetensors weights, or torch and transformers for any "
-            "other; use the torch backend, or pip install 'openclaw-memory[torch]'."
+            f"other; use the torch backend: {pip_command('torch')}."
         )
     import onnx
     from onnxruntime.transformers.optimizer import optimize_model

