@@ -44,6 +44,7 @@ from ..wire import key
 from .objects import pread_blocks
 from .states import WRITE, ReadRecords, Seen
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
+from .swap import Swap
 from .versions import AGENT_WRITE, RESTORE, Entry, short
 
 APPEND = "append"
@@ -290,7 +291,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
         kept = _kept(fd)
         if folder is None:
             folder, existed = _make_folder(resolved)
-        _sweep_leftovers(folder, resolved.name)
+        _sweep_leftovers(store, resolved, folder)
         if added is None:
             tmp, new, _ = _temp_from_blocks(folder, resolved, [content], kept)
         else:
@@ -317,25 +318,50 @@ _TEMP_TAG = re.compile(r"[0-9a-f]{8}")
 LEFTOVER_AGE_S = 600.0
 
 
-def _sweep_leftovers(folder: Folder, name: str) -> None:
-    """Remove the temp files (``.NAME.<hex>.tmp``) of earlier writes of this file that were killed
-    before their rename: they hold only what those writes would have written, never a byte the file
-    had, and nothing else removes them. Every write holds the lock this one holds, so none of them
-    is in progress; ten minutes old at least all the same (another tool's temp file by that name)."""
-    prefix = f".{name}."
+def _sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder) -> None:
+    """Remove what earlier writes of this file that were killed left beside it. Every write holds
+    the lock this one holds, so none of them is in progress.
+
+    A temp file (``.NAME.<hex>.tmp``) holds only what such a write would have written, never a byte
+    the file had: removed once ten minutes old (another tool's temp file by that name is that old at
+    least). A swap file (``.NAME.<hex>.swap``, see :func:`_commit`) may hold the version an exchange
+    took off the file: removed once its bytes are in the history, after recording them there as an
+    outside edit when they are not (a write killed between its exchange and the check of what it
+    displaced); one too big for the history stays."""
+    prefix = f".{resolved.name}."
     try:
         entries = os.listdir(folder.fd)
     except OSError:
         return
     for entry in entries:
-        if not (entry.startswith(prefix) and entry.endswith(".tmp") and _TEMP_TAG.fullmatch(entry[len(prefix):-4])):
+        tag, _, kind = entry[len(prefix):].partition(".")
+        if not (entry.startswith(prefix) and kind in ("tmp", "swap") and _TEMP_TAG.fullmatch(tag)):
             continue
         try:
-            st = os.stat(entry, dir_fd=folder.fd, follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S:
-                os.unlink(entry, dir_fd=folder.fd)
-        except OSError:
+            if kind == "tmp":
+                st = folder.lstat(entry)
+                if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S:
+                    folder.unlink(entry)
+            elif _in_history_now(store, resolved, folder, entry):
+                folder.unlink(entry)
+        except (OSError, MemoryToolError):
             continue
+
+
+def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder, name: str) -> bool:
+    """Whether the bytes of the file ``name`` in ``folder`` are in the history (recorded here if need be)."""
+    fd, _ = folder.open_regular(name)
+    try:
+        found = snapshot_fd(fd)
+        if store.objects.has(found.version):
+            return True
+        if not store.objects.fits(found.size):
+            return False
+        with store.lock():
+            store.observe(resolved.abs_path, resolved.display, found, fd=fd)
+        return store.objects.has(found.version)
+    finally:
+        os.close(fd)
 
 
 def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
@@ -517,14 +543,24 @@ def _create(folder: Folder, tmp: str, name: str) -> None:
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
             current: FileVersion | None, tmp: str, new: FileVersion, action: str,
             before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
-    """Store the new version and log it, re-check the target, swap the temp file in, record the write.
+    """Store the new version, re-check the target, swap the temp file in, then log the new version.
 
-    The history steps that can run out of space (object, log entry) come before the
-    swap: a disk-full state dir stops the write with the file unchanged. Only the
-    agent's read record is saved after it; losing that only makes the agent read again.
+    Every commit that can come before the check does (the new version's bytes, ``before_swap``'s
+    idempotency key), so a disk-full state dir stops the write with the file unchanged, and nothing
+    but a hash separates the check from the swap. The swap keeps what it displaces (:mod:`.swap`):
+    a save that landed after the check is recorded in the history and put back, and the write is
+    raced (tried again on the new version, or blocked). The agent-write entry is logged only once
+    the new version is in place, so the history never lists a version the file never held.
     """
     target = resolved.abs_path
-    origin = RESTORE if action == RESTORED else AGENT_WRITE
+    result = WriteResult(
+        resolved.display, target, action, new.version,
+        current.version if current else None, new.size, created=current is None,
+        changed=current is None or current.version != new.version,
+    )
+    swap: Swap | None = None
+    swapped: bool | None = None
+    recorded: set[str] = set()  # the versions displaced by the swap that the history holds now
     try:
         if store.objects.fits(new.size) and not store.objects.touch(new.version):  # a restore's are stored already
             fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0), dir_fd=folder.fd)
@@ -533,25 +569,53 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
                     store.objects.put_fd(fd, new.version)
             finally:
                 os.close(fd)
-        if _current_version(folder, resolved.name) != (current.version if current else None):
-            raise _Raced()
-        with _in_history():
-            store.record(target, resolved.display, new.version, new.size, origin, records.agent)
-        result = WriteResult(
-            resolved.display, target, action, new.version,
-            current.version if current else None, new.size, created=current is None,
-            changed=current is None or current.version != new.version,
-        )
         if before_swap is not None:
             before_swap(result)
         if current is None:
             _create(folder, tmp, resolved.name)
         else:
-            os.replace(tmp, resolved.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+            # From here on the temp file may hold a displaced version: named apart from a bare temp file.
+            tmp = _swap_name(folder, tmp)
+            swap = Swap(folder, tmp, resolved.name)
+            if _current_version(folder, resolved.name) != current.version:
+                raise _Raced()
+            swapped = swap.exchange(current.version)
+            if swapped is None:  # this file system cannot exchange: the check and a rename, nothing between
+                os.replace(tmp, resolved.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+            elif not swapped:
+                with _in_history(), store.lock():  # every version displaced, before any is removed
+                    for taken in swap.taken:
+                        store.observe(target, resolved.display, taken.version, fd=taken.fd)
+                recorded = {taken.version.version for taken in swap.taken}
+                raise _Raced()
     except BaseException:
-        unlink_quietly(tmp, dir_fd=folder.fd)
+        if swap is None:
+            unlink_quietly(tmp, dir_fd=folder.fd)
+        else:  # the new file, or a displaced version the history holds; anything else stays for the sweep
+            swap.remove_leftover(recorded)
+            swap.close()
         raise
     notes = []
+    try:
+        with _in_history(), store.lock():
+            store.record(target, resolved.display, new.version, new.size,
+                         RESTORE if action == RESTORED else AGENT_WRITE, records.agent)
+    except (_HistoryFailed, MemoryToolError) as exc:
+        if swap is not None and swapped:  # undone: the history and the file agree that nothing was written
+            try:
+                swap.put_back()
+            finally:
+                swap.remove_leftover({current.version} if current else set())
+                swap.close()
+            raise
+        # A rename or a creation cannot be undone without a window of its own: the write stands, and
+        # the history lists this version as an edit once it sees it.
+        why = exc.error.strerror if isinstance(exc, _HistoryFailed) else exc.message
+        notes.append(f"{resolved.display} was {'restored' if action == RESTORED else 'written'}, but the history "
+                     f"could not record this version ({why}): it is listed as an outside edit once seen")
+    if swap is not None:
+        swap.remove_leftover({current.version} if current else set())
+        swap.close()
     try:
         folder.fsync()
     except OSError as exc:
@@ -565,3 +629,11 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
             f"'{records.agent}''s record of it could not be saved ({why}): read it before the next write"
         )
     return replace(result, warnings=tuple(notes)) if notes else result
+
+
+def _swap_name(folder: Folder, tmp: str) -> str:
+    """``.NAME.<hex>.swap``: the temp file, renamed once its bytes are stored and its key recorded.
+    An exchange leaves the displaced file at this name, which the sweep records before removing."""
+    swap = tmp[: -len(".tmp")] + ".swap"
+    os.rename(tmp, swap, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+    return swap

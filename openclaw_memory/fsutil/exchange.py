@@ -1,0 +1,53 @@
+"""Swap two names in one folder atomically: Linux ``renameat2(RENAME_EXCHANGE)``.
+
+A plain rename over a file unlinks whatever is at the target at that instant, even a file another
+program renamed there a microsecond after we looked. An exchange never unlinks: both names exist
+throughout, and what was at the target is left at the other name, where it can be checked (and put
+back). Only Linux has it (glibc 2.28 and later, kernel 3.15 and later), and only where the file
+system implements it (ext4, xfs, btrfs, tmpfs, overlayfs do; NFS and many FUSE mounts do not).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+_RENAME_EXCHANGE = 2
+# The answers of a kernel, C library or file system that has no exchange (nothing was renamed).
+UNSUPPORTED = frozenset({errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
+_renameat2 = None
+
+
+def _function():
+    global _renameat2
+    if _renameat2 is None:
+        import ctypes
+
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+        except (OSError, AttributeError):  # not Linux, or a C library older than glibc 2.28
+            _renameat2 = False
+        else:
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+    return _renameat2
+
+
+def exchange(dir_fd: int, a: str, b: str) -> bool:
+    """Swap the entries ``a`` and ``b`` of the folder open on ``dir_fd`` (both must exist).
+
+    False, having changed nothing, where this system or file system cannot; other failures raise
+    OSError as a rename's would.
+    """
+    fn = _function()
+    if not fn:
+        return False
+    import ctypes
+
+    if fn(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in UNSUPPORTED:
+        return False
+    raise OSError(err, os.strerror(err), a, None, b)

@@ -1,0 +1,102 @@
+"""Put a written file in place of a memory file without ever unlinking someone else's save.
+
+The guarded write checks the file's version, then replaces it. A rename would unlink whatever is
+at the name at that instant, so an editor's save that landed between the check and the rename
+would vanish. Instead the new file is *exchanged* with the target (:func:`~..fsutil.exchange.exchange`):
+what the exchange took off the target is left at our temp name, still a file, and is checked. When
+it is not the version the write checked, someone saved in between: the exchange is undone by
+exchanging again, and again as long as what comes back is not what we had put there (a save made
+during the undo goes back too, so the file ends holding the newest save). Every version taken off
+the target stays open here for the caller to record in the history before anything is removed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from ..fsutil.exchange import exchange
+from ..fsutil.safeopen import Folder, NotRegularFile
+from .store import FileVersion, snapshot_fd
+
+# A writer that keeps replacing the file faster than two exchanges gets its latest save put back
+# at most this many times; every version taken off is recorded all the same.
+_PUT_BACK_TRIES = 100
+
+
+class Taken(NamedTuple):
+    """A file taken off the target by an exchange, open (its bytes stay readable even once unlinked)."""
+
+    fd: int
+    version: FileVersion
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+class Swap:
+    """One exchange of the temp file ``tmp`` with the target ``name`` in ``folder``, and its undo."""
+
+    def __init__(self, folder: Folder, tmp: str, name: str):
+        self.folder, self.tmp, self.name = folder, tmp, name
+        self.ours, _ = folder.open_regular(tmp)  # held open: its inode number cannot be reused meanwhile
+        self.placed = _identity(os.fstat(self.ours))  # what our last exchange put at the target
+        self.taken: list[Taken] = []  # every regular file an exchange took off the target, in order
+
+    def exchange(self, checked: str) -> bool | None:
+        """Exchange the temp file with the target. True: the target held ``checked`` and now holds
+        the new file (``tmp`` holds the old one). False: another version was there; it has been put
+        back and is in :attr:`taken`. None: this file system cannot exchange (nothing changed)."""
+        if not exchange(self.folder.fd, self.tmp, self.name):
+            return None
+        first = self._take()
+        if first is not None and first.version.version == checked:
+            return True
+        self.put_back()
+        return False
+
+    def put_back(self) -> None:
+        """Undo the exchange: the target gets back what was taken off it, or a save made since."""
+        for _ in range(_PUT_BACK_TRIES):
+            going = self._at_tmp()
+            exchange(self.folder.fd, self.tmp, self.name)
+            if self._at_tmp() == self.placed:
+                return  # nobody replaced the target since our last exchange
+            self._take()  # someone did: keep that version too and put it back in its turn
+            self.placed = going
+
+    def remove_leftover(self, recorded: set[str]) -> bool:
+        """Remove what is left at the temp name when it is the new file or a version in ``recorded``
+        (one in the history); anything else stays for a later write to record (True: removed)."""
+        try:
+            at_tmp = self._at_tmp()
+        except FileNotFoundError:
+            return True  # renamed into place (a file system without exchange)
+        known = {_identity(os.fstat(t.fd)) for t in self.taken if t.version.version in recorded}
+        if at_tmp != _identity(os.fstat(self.ours)) and at_tmp not in known:
+            return False
+        self.folder.unlink(self.tmp, missing_ok=True)
+        return True
+
+    def close(self) -> None:
+        for fd in [self.ours, *(t.fd for t in self.taken)]:
+            os.close(fd)
+        self.taken = []
+
+    def _at_tmp(self) -> tuple[int, int]:
+        return _identity(self.folder.lstat(self.tmp))
+
+    def _take(self) -> Taken | None:
+        """Open and hash what an exchange just left at the temp name (None: not a regular file)."""
+        try:
+            fd, _ = self.folder.open_regular(self.tmp)
+        except NotRegularFile:
+            return None
+        try:
+            taken = Taken(fd, snapshot_fd(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        self.taken.append(taken)
+        return taken
