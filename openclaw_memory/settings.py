@@ -321,12 +321,17 @@ def _expand(path: str) -> str:
     return os.path.expanduser(path.strip())
 
 
+# Real config files are a few KB; every command reads both, whole, before anything else.
+MAX_CONFIG_BYTES = 16 << 20
+
+
 def _read_config(path: Path) -> bytes | None:
     """The bytes of a config file; None when there is none.
 
     Opened non-blocking and checked to be a regular file first: a FIFO (or a device)
     named like the config must not hang every command. A symlink to a regular file
-    is fine here (dotfile managers make those); this is not a memory path.
+    is fine here (dotfile managers make those); this is not a memory path. A file over
+    ``MAX_CONFIG_BYTES`` is refused having read no more than that.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -339,7 +344,13 @@ def _read_config(path: Path) -> bytes | None:
             raise ConfigError(f"cannot read {path}: not a regular file (a FIFO, socket, device or folder)")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
+            data = fh.read(MAX_CONFIG_BYTES + 1)  # never more, whatever the file's size says
+        if len(data) > MAX_CONFIG_BYTES:
+            size = max(os.fstat(fd).st_size, len(data))
+            shown = f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.1f} MiB"
+            raise ConfigError(f"cannot read {path}: it is {shown}; the limit is {MAX_CONFIG_BYTES >> 20} MiB "
+                              "(a config file is a few KB: is it the right file?)")
+        return data
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     finally:

@@ -9,14 +9,17 @@ the limit and the input, never timings.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from test_serve import WAIT, Serve
 
-from conftest import settings_for, write
+from conftest import env_for, settings_for, write
 from openclaw_memory.memory.paths import read_info, service_dir
 from openclaw_memory.memory.protocol import MAX_LINE
 
@@ -28,6 +31,19 @@ def _status(pid: int) -> dict[str, int]:
     with open(f"/proc/{pid}/status") as fh:
         fields = dict(line.split(":", 1) for line in fh)
     return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
+
+
+def run_measured(workspace: Path, state_dir: Path, *args: str) -> tuple[int, str, int]:
+    """The CLI as a child process: its exit status, stderr and peak RSS in bytes (``wait4``: the
+    child's own high-water mark, reaped here rather than by ``Popen``)."""
+    child = subprocess.Popen([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace,
+                             env=env_for(workspace, state_dir), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    err = child.stderr.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, err, usage.ru_maxrss * 1024
 
 
 class HttpService:
@@ -180,3 +196,21 @@ def test_an_empty_missing_or_foreign_host_is_refused_before_anything_answers(htt
     assert _status_code(service.exchange(service.head("DELETE", host="", length=0, session=True))) == 421
     assert _status_code(service.exchange(service.head("DELETE", length=0, session=True))) == 200  # the session was still there
     assert service.serve.stop() == 0
+
+
+@pytest.mark.parametrize("name", ["openclaw.json", "openclaw-memory.toml"])
+def test_a_config_file_of_gigabytes_is_refused_by_its_size_unread(workspace, state_dir, name):
+    """A 2 GiB config file (sparse: no disk used) was read whole by every command, then decoded and
+    parsed (4.2 GB RSS) before "not valid JSON5/TOML"; now one line names the size and the limit."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    config = state_dir / name
+    config.touch()
+    os.truncate(config, 2 << 30)
+    code, err, peak = run_measured(workspace, state_dir, "files")
+    assert code == 2
+    assert err.strip() == (f"error: cannot read {config}: it is 2.0 GiB; the limit is 16 MiB "
+                           "(a config file is a few KB: is it the right file?)"), err
+    assert peak < 128 * MiB, f"peak RSS {peak / MiB:.0f} MiB for a 2 GiB {name}"
+    os.truncate(config, 16 << 20)  # at the limit: read, and then judged by what it holds
+    code, err, _ = run_measured(workspace, state_dir, "files")
+    assert code == 2 and "not valid" in err and "limit" not in err, err
