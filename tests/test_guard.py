@@ -437,3 +437,20 @@ def test_a_killed_writes_temp_files_go_at_the_next_write_of_the_file(workspace, 
     assert not old.exists()  # this file's, killed before its rename an hour ago
     assert fresh.exists() and other.exists() and doctors.exists()  # too new, another file's, not a write's
     assert (folder / "k.md").read_text() == "# K\n- more\n"
+
+
+def test_a_version_a_killed_write_displaced_is_recorded_before_its_swap_file_goes(workspace, state_dir):
+    """A write killed between its exchange and the check of what it took off the file leaves that
+    version in ``.NAME.<hex>.swap``: the next write records it in the history, then removes it."""
+    write(workspace / "memory" / "k.md", "# K\n")
+    folder = workspace / "memory"
+    displaced, stored = folder / ".k.md.0123abcd.swap", folder / ".k.md.89abcdef.swap"
+    displaced.write_bytes(b"# K\nsaved in an editor at the wrong moment\n")
+    stored.write_bytes(b"# K\n")  # the version the file holds: in the history once read
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    memory.read("memory/k.md")
+    memory.write("memory/k.md", append="- more")
+    assert not displaced.exists() and not stored.exists()
+    kept = [v.version for v in memory.history("memory/k.md").versions]
+    assert version_of(b"# K\nsaved in an editor at the wrong moment\n") in kept
+    assert (folder / "k.md").read_text() == "# K\n- more\n"

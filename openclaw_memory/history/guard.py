@@ -3,19 +3,22 @@
 Under the history lock: hash the file as it is, record that version in the history
 (so what is about to be replaced can always be restored), check the guard rules,
 write the new bytes to a temp file beside the target and fsync it, store the new
-version, hash the target once more, log the new version, and only if it still held
-the version checked rename the temp file over it and fsync the folder. A new file
-is created with ``link``, which fails if anything appeared at that name meanwhile.
+version and the idempotency key, hash the target once more and, only if it still
+holds the version checked, exchange the temp file with it (:mod:`.swap`); then log the
+new version and fsync the folder. A new file is created with ``link``, which fails if
+anything appeared at that name meanwhile.
 
 The file's folder is opened once, one component at a time from the allowed root's
 descriptor, and every open, temp file, rename and unlink goes through it: a folder
 swapped for a symlink meanwhile cannot send the write outside (PathChanged).
-Everything that can run out of space happens before the rename, so a full disk
-stops the write with the file unchanged and no temp file left.
+Everything that can run out of space happens before the swap, or is undone with it, so
+a full disk stops the write with the file unchanged and no temp file left.
 
-What remains is the window between the last hash and the replace (one log write):
-an outside editor that saves exactly then is overwritten; its version is in the
-history only if ``watch`` or a verify (``state``, ``history``) saw it first.
+Nothing but a hash separates the last check from the exchange, and the exchange keeps
+what it displaced: an outside editor that saves exactly then has its save recorded in
+the history and put back, and the write is tried again on it (a daily-note append) or
+blocked. Where the file system cannot exchange, a rename follows the check at once;
+a save landing in that window (no commit in it) is overwritten.
 """
 
 from __future__ import annotations
