@@ -24,11 +24,11 @@ LEGACY = "# legacy notes\n- legacy fact: 喝绿茶 in Zürich\n- second line\n"
 
 MERGE_STEPS = [
     "merge:begin", "merge:archive-dir", "merge:write-canonical", "merge:canonical-written",
-    "merge:archive", "move:rename", "merge:archived",
+    "merge:archive", "move:rename", "move:linked", "merge:archived",
     "finalize:baseline", "finalize:checkpoint", "finalize:clear",
 ]
-EXDEV_STEPS = ["move:rename", "move:copy-written", "move:unlink-source", "merge:archived"]
-IDENTICAL_STEPS = ["merge:begin", "merge:archive-dir", "merge:archive", "move:rename", "finalize:checkpoint", "finalize:clear"]
+EXDEV_STEPS = ["move:rename", "move:copy-written", "move:unlink-source", "move:source-aside", "merge:archived"]
+IDENTICAL_STEPS = ["merge:begin", "merge:archive-dir", "merge:archive", "move:rename", "move:linked", "finalize:checkpoint", "finalize:clear"]
 MIGRATE_STEPS = ["migrate:begin", "migrate:at-temp", "migrate:linked", "migrate:renamed", "finalize:baseline", "finalize:checkpoint", "finalize:clear"]
 
 
@@ -79,7 +79,7 @@ def rerun(cli, env: dict) -> dict:
 
 def assert_no_leftovers(workspace, state_dir) -> None:
     assert doctor_journal(data_dir(workspace, state_dir)) is None
-    stray = [n for n in workspace_files(workspace) if n.endswith(".tmp")]
+    stray = [n for n in workspace_files(workspace) if n.endswith(".tmp") or ".aside-" in n]  # temp copies, a move's private name
     assert stray == [], stray
     assert [d for d in stamp_dirs(workspace) if not any(d.iterdir())] == []  # no empty archive folders
 

@@ -41,12 +41,13 @@ FIX_HINT = 'Run "openclaw-memory doctor --fix" to complete or roll it back.'
 
 
 def _orphaned_renames(ctx: CheckContext) -> list[Finding]:
-    """A rename's temporary file whose journal is gone (a new state dir, or one rebuilt after damage):
-    nothing loads it, so it is reported from the files alone."""
-    from .repair_state import migrate_temps
+    """A rename's or a move's temporary name holding memory.md with no journal naming it (a new state
+    dir, one rebuilt after damage, or a move that kept memory.md there because a new memory.md was
+    made meanwhile): nothing loads it, so it is reported from the files alone."""
+    from .repair_state import stranded_temps
 
     try:
-        temps = migrate_temps(ctx.workspace)
+        temps = stranded_temps(ctx.workspace)
     except OSError:
         return []
     if not temps or lock_holder(ctx.settings.data_dir) is not None:
@@ -54,8 +55,8 @@ def _orphaned_renames(ctx: CheckContext) -> list[Finding]:
     hint = 'Run "openclaw-memory doctor --fix" to give it its name back.'
     return [Finding(
         ID, "error",
-        f"An interrupted rename of memory.md to MEMORY.md left the file's bytes at {', '.join(temps)}, and no journal "
-        "says so (a new state dir, or one rebuilt after damage): nothing loads, indexes or searches it.\n" + hint,
+        f"An interrupted repair left the bytes of memory.md at {', '.join(temps)} (a rename's or a move's temporary "
+        "name), and no journal says so: nothing loads, indexes or searches it.\n" + hint,
         True, tuple(temps), hint,
     )]
 

@@ -121,5 +121,6 @@ def merge_detail(state: JournalRecord, how: str) -> str:
         text += ("; memory.md was not valid UTF-8 text (invalid bytes or NUL): it was merged with U+FFFD in place of "
                  "those bytes and its raw bytes are kept in the archive")
     if how == "copy":
-        text += "; the archive is on another file system: copied, fsynced and hash-verified before the original was removed"
+        text += ("; the archive is on another file system: copied, fsynced and hash-verified, and the original was removed "
+                 "only as the file that was copied, with those same bytes, held open by no other process")
     return text

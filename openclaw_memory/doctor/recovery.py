@@ -12,7 +12,7 @@ import stat
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
-from ..fsutil.move import safe_move
+from ..fsutil.move import SourceKept, asides_of, link_noreplace, remove_if_holds, safe_move
 from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from .aftercare import finalize
@@ -45,9 +45,9 @@ def resume(settings: Settings, finding: Finding | None = None) -> Repair:
 
         return recover_without_journal(settings)
     if state is None:
-        from .repair_state import migrate_temps, recover_without_journal
+        from .repair_state import recover_without_journal, stranded_temps
 
-        if migrate_temps(str(settings.workspace)):  # its journal is gone: the files say what to do
+        if stranded_temps(str(settings.workspace)):  # its journal is gone: the files say what to do
             return recover_without_journal(settings)
         return Repair(ID, "resume", "completed", "the interrupted repair was already finished by another run", ())
     try:
@@ -112,7 +112,11 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
     # A journal without the legacy hash recognises no file: hash_or_none's None (missing,
     # not a regular file) must not count as a match.
     known = state.legacy_hash
+    kept = ""
     try:
+        _restore_asides(root)
+        if archive_dir is not None:
+            _restore_asides(archive_dir)  # the source of a move back (an undone merge) is in the archive
         entries = _entries(root)
         legacy_here = known is not None and LEGACY_ROOT in entries and hash_or_none(root, LEGACY_ROOT) == known
         # The archive folder when it holds the legacy bytes (hash_or_none(None, ...) is None).
@@ -127,11 +131,13 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
             _remove_partial_copies(archive_dir)
 
         how = "rename"
-        if holding is not None and legacy_here:
+        if holding is not None and legacy_here and known is not None:  # (legacy_here implies a known hash)
             if merged:
-                how = "copy"
-                root.unlink(LEGACY_ROOT)  # the verified copy is in the archive (cross-device move)
-                root.fsync()
+                try:  # the verified copy is in the archive (cross-device move); memory.md goes only as that copy
+                    remove_if_holds(root.fd, LEGACY_ROOT, known)
+                    how = "copy"
+                except SourceKept as exc:
+                    kept = f"; memory.md {exc.WORDS[exc.reason]}, so it was kept (at {exc.kept_at}) for a new merge"
             else:
                 holding.unlink(LEGACY_ROOT)
                 holding.close()
@@ -176,7 +182,19 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
             archive_dir.close()
     detail = merge_detail(state, how)
     extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state))
-    return Repair(ID, "resume", "completed", f"{where}: {detail}{extra}", paths)
+    return Repair(ID, "resume", "completed", f"{where}: {detail}{kept}{extra}", paths)
+
+
+def _restore_asides(folder: Folder) -> None:
+    """A move killed between taking its source aside and unlinking it left it at
+    ``.memory.md.aside-<hex>``: it gets its name back where that is free, so both copies are
+    there as before that step. A taken name leaves it where it is (the check reports it)."""
+    for aside in asides_of(os.listdir(folder.fd), LEGACY_ROOT):
+        try:
+            link_noreplace(folder.fd, aside, folder.fd, LEGACY_ROOT)
+        except FileExistsError:
+            continue
+        folder.fsync()
 
 
 def _resume_migrate(settings: Settings, state: JournalRecord, root: Folder) -> Repair:

@@ -16,7 +16,7 @@ from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.hashing import hash_bytes, hash_open_file
-from ..fsutil.move import safe_move
+from ..fsutil.move import SourceKept, safe_move
 from ..fsutil.safeopen import Folder
 from ..history.store import HistoryStore
 from ..history.versions import EXTERNAL_EDIT
@@ -166,7 +166,10 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
             hooks.reach("merge:canonical-written")
         state = step(data_dir, state, "archive")
         hooks.reach("merge:archive")
-        how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT, on_step=lambda name: hooks.reach(f"move:{name}"))
+        try:
+            how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT, on_step=lambda name: hooks.reach(f"move:{name}"))
+        except SourceKept as exc:
+            return _source_kept(settings, root, stamp_dir, canonical, new if mode == "append" else None, exc)
         hooks.reach("merge:archived")
         if hash_or_none(stamp_dir.folder, LEGACY_ROOT) != state.legacy_hash:
             # memory.md was edited after it was read: its new text is only in the archive.
@@ -197,17 +200,43 @@ def _undo_merge(settings: Settings, root: Folder, stamp_dir: StampDir, canonical
         return Repair("split-root", action, "failed",
                       f"memory.md changed while the repair ran and was then created again; its changed text is kept at "
                       f"{archive_rel(stamp_dir.name)} — merge it by hand", SPLIT_PATHS)
-    note = ""
-    if merged is not None:
-        if read_regular(root, CANONICAL_ROOT) == merged:
-            _write_canonical(root, canonical)
-        else:
-            note = " (MEMORY.md was changed since the merge too, so it keeps the merged text)"
+    note = _put_canonical_back(root, canonical, merged)
     stamp_dir.remove_if_empty()
     clear_journal(settings.data_dir)
     return Repair("split-root", action, "failed",
                   f"memory.md changed under the repair (someone else wrote it); it was put back{note} — run `doctor --fix` again",
                   SPLIT_PATHS)
+
+
+def _put_canonical_back(root: Folder, canonical: bytes, merged: bytes | None) -> str:
+    """Undo the merge in MEMORY.md unless it changed since (then it keeps the merged text): a note for the detail."""
+    if merged is None:
+        return ""
+    if read_regular(root, CANONICAL_ROOT) == merged:
+        _write_canonical(root, canonical)
+        return ""
+    return " (MEMORY.md was changed since the merge too, so it keeps the merged text)"
+
+
+def _source_kept(settings: Settings, root: Folder, stamp_dir: StampDir, canonical: bytes, merged: bytes | None,
+                 exc: SourceKept) -> Repair:
+    """The cross-device move kept memory.md (edited, replaced or held open while it was copied): the
+    repair stops there. MEMORY.md gets its bytes before the merge back, so the next `doctor --fix`
+    merges memory.md as it is now, once; the copy in the archive is kept, never deleted."""
+    action = "archive" if merged is None else "merge"
+    note = _put_canonical_back(root, canonical, merged)
+    rel = archive_rel(stamp_dir.name)
+    clear_journal(settings.data_dir)
+    if exc.kept_at == LEGACY_ROOT:
+        where = "it is still memory.md"
+    else:  # a new memory.md was made meanwhile; the interrupted-repair check reports this name
+        where = f"a new memory.md was made meanwhile, so it is kept at {exc.kept_at}"
+    merged_note = f"; MEMORY.md was put back as it was before the merge{note}" if merged is not None else ""
+    again = "close it there and run `doctor --fix` again" if exc.reason == "open" else "run `doctor --fix` again"
+    return Repair("split-root", action, "failed",
+                  f"memory.md {SourceKept.WORDS[exc.reason]}, so it was not removed: {where}{merged_note}; "
+                  f"what reached the archive before that is kept at {rel} — {again}",
+                  tuple(dict.fromkeys((*SPLIT_PATHS, rel, exc.kept_at))))
 
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
+from ..fsutil.move import asides_of
 from ..fsutil.safeopen import Folder
 from .check_state import INDEX_DAMAGED, STATE_DB_DAMAGED, WATCHDOG_DAMAGED, damaged_index
 from .model import Finding, Repair, RepairSpec
@@ -86,9 +87,14 @@ def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
     return Repair(finding.id, "rebuild", "done", detail, finding.paths)
 
 
-def migrate_temps(folder: int | str) -> list[str]:
-    """The temporary names of interrupted renames of memory.md in the workspace root ``folder``."""
-    return sorted(n for n in os.listdir(folder) if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp"))
+def stranded_temps(folder: int | str) -> list[str]:
+    """The names memory.md is left at in the workspace root ``folder`` when nothing loads it: an
+    interrupted rename's ``.memory.md.migrate-<hex>.tmp``, and a move's private name
+    ``.memory.md.aside-<hex>`` (killed before it unlinked it, or kept because a new memory.md
+    was made while the move checked it)."""
+    names = os.listdir(folder)
+    renames = [n for n in names if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp")]
+    return sorted(renames + asides_of(names, LEGACY_ROOT))
 
 
 def recover_without_journal(settings: Settings) -> Repair:
@@ -108,7 +114,7 @@ def recover_without_journal(settings: Settings) -> Repair:
     notes = []
     try:
         with Folder.under(ws) as root:  # names in the workspace's descriptor, as every doctor move
-            temps = migrate_temps(root.fd)
+            temps = stranded_temps(root.fd)
             for name in temps:
                 for target in (CANONICAL_ROOT, LEGACY_ROOT):
                     try:
@@ -116,10 +122,10 @@ def recover_without_journal(settings: Settings) -> Repair:
                     except FileExistsError:
                         continue
                     root.fsync()
-                    notes.append(f"{name} (an interrupted rename) is {target} again")
+                    notes.append(f"{name} (an interrupted repair's temporary name) is {target} again")
                     break
                 else:
-                    notes.append(f"{name} holds the text of an interrupted rename while MEMORY.md and memory.md both exist: merge it by hand")
+                    notes.append(f"{name} holds the text of memory.md from an interrupted repair while MEMORY.md and memory.md both exist: merge it by hand")
         raw = raw_journal(settings.data_dir)
         moved = set_aside_bytes(settings.data_dir, FILE_NAME, raw) if raw is not None else None
         clear_journal(settings.data_dir)  # kept as a file first: its bytes are never lost

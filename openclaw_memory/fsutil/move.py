@@ -1,9 +1,31 @@
-"""Move a file without ever losing it, even across file systems.
+"""Move a file without ever losing it, even across file systems, even while others write it.
 
-``rename`` is atomic on one file system. Across file systems (EXDEV) we copy into
-a temp file at the destination, fsync it, rename it into place, fsync the folder,
-check the copy's hash against the source, and only then unlink the source. At
-every instant the bytes exist complete at the source, the destination, or both.
+``rename`` is atomic on one file system. Across file systems (EXDEV) the file is
+opened once, by descriptor, and copied from that descriptor into a temp file at the
+destination, which is fsynced, linked into place (never over a file there) and read
+back. The source is then removed only as the object that was copied, holding the
+bytes that were copied, checked at the moment it goes (:func:`remove_if_holds`):
+
+1. its name is renamed, within its own folder, to a private name
+   (``.NAME.aside-<hex>``): from then on no program that opens the name reaches it;
+2. the object at the private name must be the inode behind our descriptor (an
+   editor's atomic save renamed a new file over the name: that new file is kept);
+3. where the system has leases (Linux), a write lease is taken on the descriptor: the
+   kernel grants it only while no other process holds the file open (for reading or
+   writing), and while it is held another process's ``open`` of it waits and we see
+   that it does. A file that stays open elsewhere (an appender holding its
+   descriptor) is kept, since whatever it writes after an unlink would be lost;
+4. its bytes, read again through the descriptor, must hash like the copy;
+5. only then the private name is unlinked. Otherwise the object gets its name back
+   (or, when a new file took the name meanwhile, stays at the private name, where
+   ``doctor`` reports it) and :class:`SourceKept` says so; the copy stays too.
+
+At every instant the bytes exist complete at the source (its name or the private
+name), the destination, or both. Left out of reach: a process whose ``open`` of the
+name began before step 1 and reaches the kernel's lease check only after step 5 (a
+few instructions inside one system call); without leases (not Linux, a file system
+that refuses them, a file owned by another user without CAP_LEASE), a writer that
+holds the file open across steps 1-5 and writes after them.
 
 Both ends are a name in a folder held open by descriptor (see :mod:`.safeopen`):
 every link, rename, unlink and fsync is an ``*at`` call on those descriptors, so a
@@ -13,7 +35,10 @@ folder swapped for a symlink while the move runs cannot send the file outside.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import signal
+import time
 
 from .atomic import write_temp_beside
 from .hashing import hash_open_file
@@ -23,19 +48,55 @@ from .safeopen import open_regular_nofollow
 INJECT_EXDEV_ENV = "OPENCLAW_MEMORY_TEST_INJECT_EXDEV"
 # No hard links on this file system (FAT, some FUSE/SMB mounts): check, then rename.
 NO_LINK = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
+ASIDE_TAG = ".aside-"
+# How long a source held open by another process is waited for before it is kept.
+OPEN_WAIT_S = 2.0
 
 
 class CopyMismatch(OSError):
     """The copy at the destination does not hash like the source; the source was kept."""
 
 
-def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=None) -> None:
+class SourceKept(OSError):
+    """The source was not removed: it changed, was replaced or stayed open elsewhere while it was moved.
+
+    ``reason`` is ``"changed"``, ``"replaced"`` or ``"open"``; ``kept_at`` is the name it
+    has in its folder now: its own name again, or its private name (``.NAME.aside-<hex>``)
+    when a new file took its name meanwhile. The copy at the destination stays.
+    """
+
+    WORDS = {
+        "changed": "changed while it was moved (someone wrote to it)",
+        "replaced": "was replaced while it was moved (a new file was saved under its name)",
+        "open": "is held open by another process, which could still write to it",
+    }
+
+    def __init__(self, reason: str, name: str, kept_at: str):
+        super().__init__(errno.EBUSY, f"{self.WORDS[reason]}; kept at {kept_at}", name)
+        self.reason = reason
+        self.kept_at = kept_at
+
+
+def aside_name(name: str) -> str:
+    """A private name beside ``name`` for the instant between taking it away and unlinking it."""
+    return f".{name}{ASIDE_TAG}{os.urandom(8).hex()}"
+
+
+def asides_of(names: list[str], name: str) -> list[str]:
+    """The private names of ``name`` among ``names`` (a folder listing): an interrupted move's source."""
+    prefix = f".{name}{ASIDE_TAG}"
+    return sorted(n for n in names if n.startswith(prefix) and len(n) == len(prefix) + 16)
+
+
+def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=None, verified: bool = False) -> None:
     """Rename that never replaces a ``dst`` created meanwhile.
 
     A hard link fails with EEXIST when ``dst`` exists, where a rename would silently
     replace it; between the link and the unlink both names hold the same inode, so
     a crash there loses nothing. File systems without hard links fall back to a
     plain rename after the existence check. ``on_linked`` runs between link and unlink.
+    With ``verified`` (``src`` is a name others use), ``src`` is unlinked only while it
+    still names the linked inode: a file renamed over it meanwhile is kept (SourceKept).
     """
     try:
         os.link(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir, follow_symlinks=False)
@@ -50,7 +111,19 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
         raise FileExistsError(errno.EEXIST, "destination exists", dst) from None
     if on_linked is not None:
         on_linked()
-    os.unlink(src, dir_fd=src_dir)
+    if not verified:
+        os.unlink(src, dir_fd=src_dir)
+        return
+    linked = os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
+    aside = aside_name(src)
+    try:
+        os.rename(src, aside, src_dir_fd=src_dir, dst_dir_fd=src_dir)
+    except FileNotFoundError:
+        return  # someone else removed the name meanwhile: the file is at dst
+    if _same_inode(os.stat(aside, dir_fd=src_dir, follow_symlinks=False), linked):
+        os.unlink(aside, dir_fd=src_dir)
+        return
+    raise SourceKept("replaced", src, _put_back(src_dir, aside, src))
 
 
 def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -> str:
@@ -58,7 +131,8 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -
 
     Returns ``"rename"`` or ``"copy"``. ``on_step`` is called with a step name before
     each irreversible step, so a caller can journal progress (and tests can kill the
-    process there).
+    process there). Raises :class:`SourceKept` when the source could not be removed as
+    the object that was moved (the source and the copy are both kept).
     """
     step = on_step or (lambda name: None)
     try:
@@ -71,7 +145,7 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -
         step("rename")
         if os.environ.get(INJECT_EXDEV_ENV) == "1":
             raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
-        link_noreplace(src_dir, src, dst_dir, dst)
+        link_noreplace(src_dir, src, dst_dir, dst, on_linked=lambda: step("linked"), verified=True)
         os.fsync(dst_dir)
         os.fsync(src_dir)
         return "rename"
@@ -82,25 +156,128 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -
     try:
         # A disk full mid-copy leaves no half copy.
         tmp = write_temp_beside(dst, iter(lambda: os.read(fd, 1 << 20), b""), st.st_mode & 0o7777, dir_fd=dst_dir)
-        os.lseek(fd, 0, os.SEEK_SET)
-        source_hash = hash_open_file(fd)
+        step("copy-written")
+        try:
+            link_noreplace(dst_dir, tmp, dst_dir, dst)
+        except FileExistsError:
+            os.unlink(tmp, dir_fd=dst_dir)
+            raise
+        os.fsync(dst_dir)
+        copy_fd, copy_st = open_regular_nofollow(dst, dir_fd=dst_dir)
+        try:
+            copy_hash = hash_open_file(copy_fd)  # what landed, read back: the source must hash like this
+        finally:
+            os.close(copy_fd)
+        step("unlink-source")
+        _remove_object(src_dir, src, fd, copy_hash, copy_st.st_size, step)
     finally:
         os.close(fd)
-    step("copy-written")
-    try:
-        link_noreplace(dst_dir, tmp, dst_dir, dst)
-    except FileExistsError:
-        os.unlink(tmp, dir_fd=dst_dir)
-        raise
-    os.fsync(dst_dir)
-    fd, _ = open_regular_nofollow(dst, dir_fd=dst_dir)
-    try:
-        copy_hash = hash_open_file(fd)
-    finally:
-        os.close(fd)
-    if copy_hash != source_hash:
-        raise CopyMismatch(errno.EIO, "copy does not match the source; source kept", dst)
-    step("unlink-source")
-    os.unlink(src, dir_fd=src_dir)
-    os.fsync(src_dir)
     return "copy"
+
+
+def remove_if_holds(dir_fd: int, name: str, expect_hash: str) -> None:
+    """Unlink ``name`` only as a file holding exactly the bytes hashed as ``expect_hash``, checked
+    at the moment it goes (see the module's steps). SourceKept when it does not."""
+    fd, _ = open_regular_nofollow(name, dir_fd=dir_fd)
+    try:
+        _remove_object(dir_fd, name, fd, expect_hash, None, lambda step: None)
+    finally:
+        os.close(fd)
+
+
+def _remove_object(dir_fd: int, name: str, fd: int, expect_hash: str, expect_size: int | None, step) -> None:
+    """Steps 1-5 of the module's docstring for the object open on ``fd``, found at ``name``."""
+    aside = aside_name(name)
+    try:
+        os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except FileNotFoundError:
+        return  # someone else deleted or renamed it meanwhile: there is nothing of ours to remove
+    lease = _Lease(fd)
+    try:
+        step("source-aside")
+        reason = _why_kept(dir_fd, aside, fd, expect_hash, expect_size, lease)
+        if reason is None:
+            os.unlink(aside, dir_fd=dir_fd)  # under the lease: no open of it can complete meanwhile
+    except BaseException:
+        _put_back(dir_fd, aside, name)
+        raise
+    finally:
+        lease.release()
+    if reason is not None:
+        raise SourceKept(reason, name, _put_back(dir_fd, aside, name))
+    os.fsync(dir_fd)
+
+
+def _why_kept(dir_fd: int, aside: str, fd: int, expect_hash: str, expect_size: int | None, lease: _Lease) -> str | None:
+    """Why the object at ``aside`` must not be unlinked, or None when it is exactly what was copied."""
+    if not _same_inode(os.stat(aside, dir_fd=dir_fd, follow_symlinks=False), os.fstat(fd)):
+        return "replaced"
+    if expect_size is not None and os.fstat(fd).st_size != expect_size:
+        return "changed"  # an append: known at once, so the name is given back before a new file takes it
+    if not lease.take():
+        return "open"
+    os.lseek(fd, 0, os.SEEK_SET)
+    if hash_open_file(fd) != expect_hash:
+        return "changed"
+    if lease.broken():
+        return "open"  # a writer's open is waiting on the lease: it would write to an unlinked file
+    return None
+
+
+def _same_inode(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _put_back(dir_fd: int, aside: str, name: str) -> str:
+    """Give the private name's object its name back, never over a file made there meanwhile; where it is now."""
+    try:
+        link_noreplace(dir_fd, aside, dir_fd, name)
+    except FileExistsError:
+        return aside
+    finally:
+        os.fsync(dir_fd)
+    return name
+
+
+class _Lease:
+    """A write lease (Linux ``F_SETLEASE``) on an open file: granted only while no other open file
+    description of it exists; while held, another process's ``open`` waits for us and shows in
+    ``F_GETLEASE``. Where leases are missing or refused, :meth:`take` grants nothing and the
+    move goes on without this check (see the module docstring)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.held = False
+
+    def take(self) -> bool:
+        """False when the file stayed open elsewhere for ``OPEN_WAIT_S``; True otherwise."""
+        if not hasattr(fcntl, "F_SETLEASE"):
+            return True
+        try:
+            # A lease break signals the holder, by default with SIGIO, which would end this
+            # process; SIGURG is ignored unless handled, and we ask F_GETLEASE instead.
+            fcntl.fcntl(self.fd, fcntl.F_SETSIG, signal.SIGURG)
+        except OSError:
+            return True
+        deadline = time.monotonic() + OPEN_WAIT_S
+        while True:
+            try:
+                fcntl.fcntl(self.fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+            except OSError as exc:
+                if exc.errno != errno.EAGAIN:
+                    return True  # no leases here (EINVAL), or not ours to take (EACCES)
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.01)  # an appender that opens, writes and closes is done within this
+                continue
+            self.held = True
+            return True
+
+    def broken(self) -> bool:
+        """Whether another process is opening the file for writing (a read does not matter)."""
+        return self.held and fcntl.fcntl(self.fd, fcntl.F_GETLEASE) == fcntl.F_UNLCK
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            fcntl.fcntl(self.fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
