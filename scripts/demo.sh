@@ -16,6 +16,9 @@ om doctor || true
 om doctor --fix --yes
 om index
 om search "when are database backups taken"
+echo
+echo "# Chinese words are found by their characters (the keyword side: 喝 and 茶 in 喝绿茶), not by meaning:"
+echo "# the model is English-only, so \"who likes green tea\" does not find this note (docs/search.md, CJK)."
 om search "喝茶"
 om read memory/projects/openclaw-memory.md --lines 6
 om prompt --date 2026-11-30

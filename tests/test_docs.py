@@ -1,0 +1,85 @@
+"""What the docs say, checked against the product: their Python examples compile, the lists they give
+are the product's lists, the versions they name exist, and `serve` prints what they say it prints."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, env_for, wait_for_line, write
+from openclaw_memory import __version__
+from openclaw_memory.history.versions import ORIGINS
+from openclaw_memory.index.results import SearchResult
+from openclaw_memory.settings import default_model_cache
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def _text(name: str) -> str:
+    return (REPO / name).read_text(encoding="utf-8")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_python_example_compiles(page):
+    """As written, to be pasted into a file: a top-level `async with` is a SyntaxError there."""
+    for number, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S), 1):
+        compile(block, f"{page.name} python example {number}", "exec")
+
+
+def test_every_history_origin_is_documented():
+    bullet = _text("docs/watch.md").split("- `origin`: ", 1)[1].split("\n- ", 1)[0]
+    listed = re.sub(r"\([^()]*\)", "", bullet)  # the names, without what each one means
+    assert set(re.findall(r"`([a-z-]+)`", listed)) == set(ORIGINS), bullet
+
+
+def test_the_mcp_search_result_names_every_key_of_search_json():
+    row = next(line for line in _text("docs/mcp.md").splitlines() if line.startswith("| `memory_search` |"))
+    shape = row.split("the JSON of `search --json`: `", 1)[1].split("`", 1)[0]
+    top = re.sub(r"\[.*\]", "", shape)  # the keys of the result itself, not of its hits
+    documented = {k.rstrip("?") for k in re.findall(r"[A-Za-z]+\??", top)}
+    assert documented == {_camel(f.name) for f in dataclasses.fields(SearchResult)}, shape
+
+
+def test_the_model_cache_is_documented_where_it_is():
+    """One place: the per-machine cache (ONNX exports), not the state dir."""
+    cache = str(default_model_cache({})).replace(str(default_model_cache({}).home()), "~", 1)
+    page = _text("docs/configuration.md")
+    assert cache == "~/.cache/openclaw-memory/models" and cache in page
+    assert "<state-dir>/openclaw-memory/models" not in page
+
+
+def test_no_page_names_a_release_after_this_version():
+    """The upgrade's older layouts come from development builds: --version says what was released."""
+    current = tuple(int(n) for n in __version__.split(".")[:2])
+    for page in PAGES:
+        for major, minor in re.findall(r"(?:[Rr]eleases? before|[Bb]efore) (\d+)\.(\d+)\b", page.read_text(encoding="utf-8")):
+            assert (int(major), int(minor)) <= current, f"{page.name} names release {major}.{minor}; this is {__version__}"
+
+
+@pytest.mark.slow
+def test_serve_prints_each_applied_change_as_watch_does(workspace, state_dir):
+    """docs/serve.md and docs/watch.md: `serve` with its live sync prints one line per applied change
+    on stdout (a service's journal), the line `watch` prints."""
+    write(workspace / "MEMORY.md", "# Memory\n\nThe user prefers green tea.\n")
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve"], cwd=workspace, env=env_for(workspace, state_dir),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_line(proc.stderr, "watching ", timeout=120)
+        with open(workspace / "MEMORY.md", "a", encoding="utf-8") as f:
+            f.write("\nBackups run at 02:00.\n")
+        line = wait_for_line(proc.stdout, "MEMORY.md: updated", timeout=120)  # (the first sync printed "added")
+        assert re.fullmatch(r"MEMORY\.md: updated, \d+ chunks embedded, \d+ reused, \d+ removed \(\d+ ms\)\n", line), line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+    assert proc.returncode == 0
