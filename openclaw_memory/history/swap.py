@@ -50,7 +50,11 @@ class Swap:
         back and is in :attr:`taken`. None: this file system cannot exchange (nothing changed)."""
         if not exchange(self.folder.fd, self.tmp, self.name):
             return None
-        first = self._take()
+        try:
+            first = self._take()
+        except BaseException:  # what came off cannot be read (permissions, I/O): it goes back unread
+            self.put_back()
+            raise
         if first is not None and first.version.version == checked:
             return True
         self.put_back()
