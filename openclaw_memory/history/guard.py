@@ -115,8 +115,8 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
                       expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
 
-    ``before_swap`` is given the result the write will have, just before the new content is
-    renamed into place (an error it raises stops the write, changing nothing).
+    ``before_swap`` is given the result the write will have, just before the last check of the
+    file and the swap (an error it raises stops the write, changing nothing).
     Raises WriteBlocked (exit 3) when the agent's view of the file is out of date,
     PathRefused for anything that is not a memory path (or whose folder was swapped
     while in use), DiskFull when there is no space to write: then nothing was changed.
