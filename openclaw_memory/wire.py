@@ -21,6 +21,7 @@ import base64
 import dataclasses
 import functools
 import importlib
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -167,7 +168,13 @@ def _load(data: Any, hint: Any, where: str) -> Any:
     if hint is float:
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             _fail(where, "a number", data)
-        return float(data)
+        try:
+            number = float(data)
+        except OverflowError:  # an integer past any float
+            number = math.inf
+        if not math.isfinite(number):  # 1e400 reads as infinity: no JSON value, and none a reader can use
+            _fail(where, "a finite number", data)
+        return number
     if hint is str:
         if not isinstance(data, str):
             _fail(where, "a string", data)

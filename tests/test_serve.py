@@ -321,6 +321,63 @@ def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, servi
     assert [f for f in service_files(workspace, state_dir) if f in ("sock", "info.json")] == []
 
 
+def _socket_of(workspace, state_dir) -> str:
+    return os.path.join(service_dir(settings_for(workspace, state_dir)), "sock")
+
+
+def test_a_service_whose_socket_is_removed_says_so_and_stops_and_the_cli_says_so_meanwhile(workspace, state_dir, cli, services):
+    """The socket removed (a cleaner, a person): the CLI says in one line that the service it cannot reach
+    runs, instead of going silently in-process; the service notices, says so and stops, freeing the
+    shards it held, so a search completes; a new serve then starts. The service is stopped (SIGSTOP)
+    while the socket goes, which holds open the moment before it notices."""
+    memory(workspace)
+    # Shards kept open all test long: only the service's stop frees them for the in-process search.
+    (state_dir / "openclaw-memory.toml").write_text("[service]\nshard_idle = 600\n")
+    first = start(services, workspace, state_dir, "--no-watch")
+    assert cli("index").returncode == 0 and "boat.md" in cli("search", "teak deck ketch").stdout  # its shards open
+    os.kill(first.proc.pid, signal.SIGSTOP)
+    os.unlink(_socket_of(workspace, state_dir))
+    for args in (("read", "MEMORY.md"), ("write", "memory/new.md", "--append", "hello", "--no-index")):
+        done = cli(*args)
+        assert done.returncode == 0, done.stderr
+        notes = done.stderr.strip().splitlines()
+        assert len(notes) == 1 and f"(pid {first.proc.pid}) cannot be reached" in notes[0] and "was removed" in notes[0], notes
+    assert "Pistachio" in cli("read", "MEMORY.md").stdout
+    shown = json.loads(cli("status", "--json").stdout)["service"]
+    assert shown["running"] is False and "socket" in shown["note"]
+    os.kill(first.proc.pid, signal.SIGCONT)
+    found = cli("search", "teak deck ketch")  # waits, if at all, only for the service to stop
+    assert found.returncode == 0 and "boat.md" in found.stdout, found.stderr
+    assert all(line.startswith("warning: ") for line in found.stderr.splitlines()), found.stderr
+    assert first.proc.wait(WAIT) == 1  # stopped on its own, not as asked
+    said = "".join(first.stderr)
+    assert "its socket was removed" in said and "stopped (its socket was removed)" in said and "Traceback" not in said
+    assert service_files(workspace, state_dir) == []
+    second = start(services, workspace, state_dir, "--no-watch")
+    again = cli("read", "MEMORY.md")
+    assert again.returncode == 0 and again.stderr == ""
+    assert json.loads(cli("status", "--json").stdout)["service"]["pid"] == second.proc.pid
+
+
+def test_a_new_serve_waits_for_a_service_whose_socket_was_removed_and_takes_over(workspace, state_dir, cli, services):
+    memory(workspace)
+    first = start(services, workspace, state_dir, "--no-watch")
+    os.kill(first.proc.pid, signal.SIGSTOP)  # it cannot notice yet: the new serve must wait, not refuse
+    os.unlink(_socket_of(workspace, state_dir))
+    second = Serve(workspace, state_dir, "--no-watch")
+    services.append(second)
+    wait_for(lambda: any("waiting for it" in line for line in second.stderr) or second.proc.poll() is not None, WAIT)
+    assert second.proc.poll() is None, "".join(second.stderr)
+    assert f"(pid {first.proc.pid}) cannot be reached" in "".join(second.stderr)
+    os.kill(first.proc.pid, signal.SIGCONT)
+    second.wait_ready()
+    assert first.proc.wait(WAIT) == 1
+    read = cli("read", "MEMORY.md")
+    assert read.returncode == 0 and read.stderr == ""
+    assert json.loads(cli("status", "--json").stdout)["service"]["pid"] == second.proc.pid
+    assert second.stop() == 0 and service_files(workspace, state_dir) == []
+
+
 def test_status_says_a_hung_service_does_not_answer(workspace, state_dir, cli, services):
     memory(workspace)
     (state_dir / "openclaw-memory.toml").write_text("[service]\ntimeout = 1\n")

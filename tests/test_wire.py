@@ -212,3 +212,72 @@ def test_socket_lines_are_framed_across_chunks_and_a_line_past_the_limit_is_refu
         theirs.shutdown(socket.SHUT_WR)
         lines = LineReader(ours)
         assert (lines.next(), lines.next()) == (b"one", None)  # an unfinished last line is not a request
+
+
+def _strict(data: bytes):
+    """``data`` read as strict JSON: UTF-8, and no NaN or Infinity (JavaScript's, not JSON's)."""
+
+    def refuse(constant: str):
+        raise AssertionError(f"{constant} in an answer: not JSON")
+
+    return json.loads(data.decode("utf-8"), parse_constant=refuse)
+
+
+def _answer_to(settings, line: bytes) -> bytes:
+    """The raw answer line to one request (heartbeats skipped); fails when the service closes the
+    connection without one."""
+    from openclaw_memory.memory.paths import socket_address
+
+    with socket.socket(socket.AF_UNIX) as sock, socket_address(settings) as address:
+        sock.settimeout(60)
+        sock.connect(address)
+        sock.sendall(line + b"\n")
+        data = b""
+        while not data.strip() or not data.endswith(b"\n"):
+            chunk = sock.recv(1 << 16)
+            assert chunk, f"the service closed the connection without an answer (got {data!r})"
+            data += chunk
+        return data.strip().splitlines()[-1]
+
+
+def test_every_answer_on_the_socket_is_strict_json_whatever_the_id_or_path(workspace, state_dir, cli):
+    """Ids strict JSON cannot carry back (a lone surrogate, 1e400 read as infinity, NaN) are refused
+    with a null id; a path no file name can hold is the product's own refusal, not a failure; a
+    file name that is not UTF-8 crosses as its escape. No answer is ever missing or not JSON."""
+    from conftest import settings_for
+    from openclaw_memory.memory.paths import read_info
+    from openclaw_memory.memory.protocol import request_line
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "old.md", "# Old\n")
+    (workspace / "memory" / "old.md").rename(workspace / "memory" / "bad\udcff.md")  # the name's byte is 0xff
+    service = _serve(workspace, state_dir)
+    settings = settings_for(workspace, state_dir)
+    try:
+        wait_for(lambda: read_info(settings), timeout=120)
+        good = request_line(7, "read", {"path": "MEMORY.md"}, settings).strip()
+        assert b'"id": 7,' in good
+
+        def ask(old: bytes, new: bytes) -> dict:
+            return _strict(_answer_to(settings, good.replace(old, new)))
+
+        for request_id, code in ((rb'"\ud800"', -32600), (rb'"\udcff"', -32600), (b"1e400", -32600),
+                                 (b"-1e400", -32600), (b"NaN", -32700), (b"Infinity", -32700)):
+            answer = ask(b'"id": 7,', b'"id": ' + request_id + b",")
+            assert answer["id"] is None and answer["error"]["code"] == code, (request_id, answer)
+        for path in (rb'"\ud800.md"', rb'"memory/\udfff.md"'):
+            answer = ask(b'"MEMORY.md"', path)
+            assert answer["id"] == 7 and answer["error"]["code"] == -32000, answer
+            assert answer["error"]["data"]["kind"] == "PathRefused" and "no file name can hold" in answer["error"]["message"]
+        written = ask(b'"read", "params": {"args": {"path": "MEMORY.md"}',
+                      b'"write", "params": {"args": {"path": "\\ud800.md", "content": {"base64": "eA=="}}')
+        assert written["error"]["data"]["kind"] == "PathRefused", written
+        not_utf8 = ask(b'"MEMORY.md"', rb'"memory/bad\udcff.md"')
+        assert not_utf8["result"]["text"] == "# Old" and not_utf8["result"]["path"] == "memory/bad\udcff.md"
+        assert ask(b"", b"")["result"]["text"] == "# Memory"  # and it still serves
+        through = cli("read", "memory/bad\udcff.md")  # the CLI's request with that name is strict JSON too
+        assert through.returncode == 0 and through.stdout == "# Old\n" and through.stderr == "", through.stderr
+    finally:
+        service.terminate()
+        _, err = service.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode()[-2000:]

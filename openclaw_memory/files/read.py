@@ -21,7 +21,7 @@ from typing import Literal
 
 import xxhash
 
-from ..errors import PathChanged, PathRefused
+from ..errors import PathChanged, PathRefused, shown
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -123,6 +123,19 @@ def open_resolved(resolved: ResolvedPath) -> tuple[int, os.stat_result] | None:
         raise PathRefused(f"cannot open {resolved.display}: {exc.strerror or exc}") from None
 
 
+def refuse_unnamable(path: str) -> None:
+    """PathRefused for a path no file name can hold: a NUL, or a lone UTF-16 surrogate other than
+    the ``\\udc80``-``\\udcff`` that stand for the bytes of a name that is not UTF-8 (an MCP
+    client or a socket request can send ``"\\ud800.md"``; a command line cannot)."""
+    if "\x00" in path:
+        raise PathRefused(f"refused: {shown(path)} contains a NUL character, which no file name can hold")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        char = f"U+{ord(path[exc.start]):04X}"
+        raise PathRefused(f"refused: {shown(path)} contains {char}, a lone surrogate, which no file name can hold") from None
+
+
 def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
     """Map a user-given path to a memory file, refusing anything that is not one (OpenClaw's rules).
 
@@ -134,8 +147,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     raw = js_trim(path or "")
     if not raw:
         raise PathRefused("no path given")
-    if "\x00" in raw:
-        raise PathRefused(f"refused: {raw!r} contains a NUL character, which no file name can hold")
+    refuse_unnamable(raw)
     if "\\" in raw:
         raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'")
     if raw.startswith("~"):

@@ -76,8 +76,10 @@ class FileLock:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
-                if self.remove:
-                    os.unlink(self.path)  # while still locked: a waiter then sees a deleted file
+                # Unlinked while still locked, so a waiter sees a deleted file; only when the file at
+                # the path is ours: one removed under us left the name to a new holder's file.
+                if self.remove and _still_at(fd, self.path):
+                    os.unlink(self.path)
                 else:
                     os.ftruncate(fd, 0)
             except OSError:
@@ -85,6 +87,10 @@ class FileLock:
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+
+    def held_at_path(self) -> bool:
+        """Held, and its file still the one at ``path`` (not removed, with its folder, under us)."""
+        return self._fd is not None and _still_at(self._fd, self.path)
 
     def __enter__(self) -> FileLock:
         self.acquire()

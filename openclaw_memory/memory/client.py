@@ -5,6 +5,8 @@ this is the CLI's path when a service runs, so nothing heavy may load here.
 
 - No service folder or no socket: no service runs; nothing is said.
 - A socket nobody listens on (the service was killed): one line, then in-process.
+- A service that runs with its socket removed (nothing can reach it): one line, then in-process
+  (:func:`unreachable_note`; the service itself stops within a second).
 - A service that sends nothing for ``[service] timeout`` seconds (default 5; a working
   service sends a heartbeat every half second) or drops the connection: one line, then
   in-process. A write retried that way is safe: the idempotency key makes the second
@@ -15,15 +17,14 @@ this is the CLI's path when a service runs, so nothing heavy may load here.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from typing import TYPE_CHECKING, Any
 
 from .. import wire
 from .operations import OPERATIONS
-from .paths import read_info, socket_address, socket_path
-from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, request_line
+from .paths import read_info, socket_address, socket_path, unreachable_service
+from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, parse_line, request_line
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -37,6 +38,13 @@ class ServiceUnavailable(Exception):
         super().__init__(message)
         self.message = message
         self.refused = refused
+
+
+def unreachable_note(settings: Settings, pid: str) -> str:
+    """The line for a service that runs with its socket removed (:func:`.paths.unreachable_service`):
+    it notices within a second and stops, and a new ``serve`` waits for that."""
+    return (f"the memory service (pid {pid}) cannot be reached: its socket {socket_path(settings)} was removed; "
+            "it stops on its own and a new `openclaw-memory serve` takes over; working in-process")
 
 
 def _who(settings: Settings) -> str:
@@ -100,9 +108,13 @@ class ServiceClient:
         sock = self._connected()
         settings = settings or self.settings
         self._next_id += 1
+        params = {wire.camel(name): wire.to_json(value) for name, value in args.items()}
         try:
-            params = {wire.camel(name): wire.to_json(value) for name, value in args.items()}
-            sock.sendall(request_line(self._next_id, method, params, settings))
+            line = request_line(self._next_id, method, params, settings)
+        except ValueError as exc:  # a number JSON cannot hold (NaN, infinity): this process answers it
+            raise ServiceUnavailable(f"{_who(self.settings)} cannot be sent this request ({exc}); working in-process") from None
+        try:
+            sock.sendall(line)
             answer = self._answer(sock)
         except TimeoutError:
             self.close()
@@ -136,7 +148,7 @@ class ServiceClient:
         while True:
             line = self._line(sock)
             if line.strip():
-                answer = json.loads(line)
+                answer = parse_line(line)
                 if not isinstance(answer, dict):
                     raise ValueError("not an answer")
                 return answer
@@ -173,7 +185,8 @@ def service_status(settings: Settings) -> ServiceStatus:
     from .base import ServiceStatus
 
     if not os.path.lexists(socket_path(settings)):  # asked even when this caller works in-process
-        return ServiceStatus()
+        pid = unreachable_service(settings)
+        return ServiceStatus(note=unreachable_note(settings, pid) if pid else "")
     client = ServiceClient(settings, timeout=min(2.0, settings.service.timeout))
     try:
         status = client.call("service")

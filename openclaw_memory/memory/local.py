@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import DiskFull, MemoryToolError, UsageError, is_no_space
+from ..errors import DiskFull, MemoryToolError, UsageError, is_no_space, shown
 from ..extras import require
 from .base import OnLockWait, ServiceInfo, ServiceStatus
 
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from ..watchdog.heartbeat import HeartbeatResult
     from ..watchdog.snapshot import SnapshotInfo
     from ..watchdog.verify import VerifyResult
+
+WRITE_TOOLS = ("write", "memory_write")  # who made a write (its default idempotency key names it)
 
 
 class Stopping(BaseException):
@@ -302,10 +304,14 @@ class LocalMemory:
         ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
         writes nothing and returns that first result (``replayed``) while the file still holds what
         it made; a key reused for another write is refused."""
+        from ..files.read import refuse_unnamable
         from ..history.guard import still_holds, write_memory_file
         from ..history.idempotency import IdempotencyStore, binding, check_key, default_key, describe, reach
         from ..history.store import FileVersion, HistoryStore
 
+        refuse_unnamable(path)  # before the key is made of it, and of the tool:
+        if tool not in WRITE_TOOLS:
+            raise UsageError(f"a write is made by the tool {' or '.join(WRITE_TOOLS)}, not {shown(tool)}")
         settings = self._settings
         data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
         added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append

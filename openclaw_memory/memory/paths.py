@@ -70,9 +70,22 @@ def socket_address(settings: Settings) -> Iterator[str]:
         os.close(fd)
 
 
+def unreachable_service(settings: Settings) -> str | None:
+    """The pid of a service that runs but that nothing can reach: it holds the lock and wrote its
+    info file, and its socket is gone (someone removed it). None when none runs, when one is
+    starting (it writes its info file after binding), or when its socket is there."""
+    folder = service_dir(settings)
+    if os.path.lexists(os.path.join(folder, SOCKET)) or not os.path.lexists(os.path.join(folder, INFO)):
+        return None
+    from ..fsutil.lock import lock_holder
+
+    return lock_holder(os.path.join(folder, LOCK))
+
+
 def remove_service_files(settings: Settings) -> None:
-    """The socket, token and info file (a clean stop's, or what a killed service left)."""
-    for name in (SOCKET, TOKEN, INFO):
+    """The info file, token and socket (a clean stop's, or what a killed service left). The info
+    file goes first: an info file without its socket never means a clean stop."""
+    for name in (INFO, TOKEN, SOCKET):
         try:
             os.unlink(os.path.join(service_dir(settings), name))
         except FileNotFoundError:

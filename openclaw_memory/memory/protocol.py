@@ -68,11 +68,35 @@ def request_line(request_id: int, method: str, args: dict, settings: Settings) -
         "protocol": PROTOCOL,
     }
     payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"args": args, "context": context}}
-    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
+    return json_line(payload)
 
 
 def answer_line(answer: dict) -> bytes:
-    return json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
+    return json_line(answer)
+
+
+def json_line(message: dict) -> bytes:
+    """``message`` as one line of strict JSON: UTF-8, never ``NaN`` or ``Infinity`` (ValueError
+    for a number JSON cannot hold). A string with a lone surrogate (a file name that is not UTF-8,
+    read with surrogateescape) cannot be UTF-8: the line is then written all ASCII, each such
+    character as its ``\\uXXXX`` escape, which reads back as the same string (its raw bytes made
+    the line not UTF-8, so not JSON, and the peer refused it)."""
+    text = json.dumps(message, ensure_ascii=False, allow_nan=False)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = json.dumps(message, allow_nan=False).encode("ascii")
+    return data + b"\n"
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def parse_line(line: bytes):
+    """A line read as strict JSON: UTF-8 (not the surrogates json.loads lets through in bytes) and
+    no ``NaN``/``Infinity``; ValueError (or RecursionError, nested too deep) otherwise."""
+    return json.loads(line.decode("utf-8"), parse_constant=_not_json)
 
 
 class LineTooLong(Exception):

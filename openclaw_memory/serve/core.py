@@ -10,7 +10,7 @@ protocol.
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import threading
 import time
@@ -22,7 +22,7 @@ from ..errors import MemoryToolError
 from ..memory.base import LockWaits, ServiceInfo
 from ..memory.local import IndexPool, LocalMemory, Stopping
 from ..memory.operations import OPERATIONS
-from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, settings_key
+from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, answer_line, parse_line, settings_key
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -123,11 +123,16 @@ class ServiceCore:
     def read_request(self, line: bytes) -> Request:
         """The request on ``line``, its arguments read into their declared types; Refused otherwise."""
         try:
-            data = json.loads(line)
-        except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the decoder goes
-            raise Refused("a request that is not JSON", PARSE_ERROR) from None
+            data = parse_line(line)
+        except ValueError as exc:  # not UTF-8, not JSON, or NaN/Infinity (JavaScript's, not JSON's)
+            raise Refused(f"a request that is not JSON ({str(exc)[:120]})", PARSE_ERROR) from None
+        except RecursionError:  # JSON nested deeper than the decoder goes
+            raise Refused("a request that is not JSON (nested too deeply)", PARSE_ERROR) from None
         if not isinstance(data, dict) or data.get("jsonrpc") != "2.0" or not isinstance(data.get("method"), str):
             raise Refused("a request that is not JSON-RPC 2.0", INVALID_REQUEST)
+        if not carriable_id(data.get("id")):
+            raise Refused("a request whose id an answer cannot carry: an id is a string of Unicode text "
+                          "(no lone surrogate), a finite number or null", INVALID_REQUEST)
         params = data.get("params")
         context = params.get("context") if isinstance(params, dict) else None
         args = params.get("args", {}) if isinstance(params, dict) else None
@@ -200,11 +205,36 @@ def error_answer(request_id: Any, code: int, message: str, kind: str | None = No
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
+def carriable_id(request_id: Any) -> bool:
+    """Whether an answer can echo this id as JSON: JSON-RPC's string, number or null, and only what
+    strict JSON holds (``1e400`` reads as infinity, ``"\\ud800"`` as a string no UTF-8 can hold)."""
+    if request_id is None:
+        return True
+    if isinstance(request_id, str):
+        try:
+            request_id.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(request_id, float):
+        return math.isfinite(request_id)
+    return isinstance(request_id, int) and not isinstance(request_id, bool)
+
+
+def encoded(answer: dict) -> bytes:
+    """The answer's line. A result strict JSON cannot hold (a NaN or infinite number in it: a bug) is
+    answered as a failure instead, so the caller still gets its answer, in-process."""
+    try:
+        return answer_line(answer)
+    except ValueError as exc:
+        return answer_line(error_answer(answer.get("id"), REFUSED, f"it failed (an answer JSON cannot hold: {exc})"))
+
+
 def legacy_refusal(line: bytes) -> dict | None:
     """The answer to a request in the line format of releases before 0.2 (``{"op": ...}``), in that
     format, so an older CLI works in-process and says why; None for any other line."""
     try:
-        data = json.loads(line)
+        data = parse_line(line)
     except (ValueError, RecursionError):
         return None
     if isinstance(data, dict) and "op" in data and "jsonrpc" not in data:

@@ -12,6 +12,9 @@
 5. SIGTERM/SIGINT: stop accepting, let requests in flight finish (a full index is abandoned
    at its next step: the index is crash-safe), close the shards, remove the socket, token,
    info file and lock file.
+6. Its socket removed while it runs (checked every second): nothing can reach it, so it says so and
+   stops as on a signal, freeing the shards and the lock; a new ``serve`` waits for that and takes
+   over (docs/serve.md says why it does not bind the socket again).
 """
 
 from __future__ import annotations
@@ -29,10 +32,19 @@ from typing import TYPE_CHECKING
 from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
-from ..memory.paths import INFO, SOCKET, lock_path, remove_service_files, service_dir, socket_address
+from ..memory.paths import (
+    INFO,
+    SOCKET,
+    lock_path,
+    remove_service_files,
+    service_dir,
+    socket_address,
+    socket_path,
+    unreachable_service,
+)
 from ..memory.protocol import HEARTBEAT_S, MAX_LINE, REFUSED, LineReader, LineTooLong, answer_line
 from ..wire import key
-from .core import Refused, ServiceCore, error_answer, legacy_refusal
+from .core import Refused, ServiceCore, encoded, error_answer, legacy_refusal
 
 if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
     from ..mcp.http import HttpEndpoint
@@ -40,6 +52,8 @@ if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
     from ..watch.watcher import Watcher
 
 DRAIN_S = 10.0  # how long a stop waits for requests in flight
+TAKEOVER_S = 30.0  # how long a new serve waits for a service whose socket was removed to stop
+SOCKET_GONE = "its socket was removed"  # why a service stopped by itself (ServiceSummary.stopped_by)
 
 
 @dataclass(frozen=True)
@@ -65,14 +79,30 @@ def _ignore(*_args) -> None:
     return None
 
 
-def hold_service_lock(settings: Settings) -> FileLock:
-    lock = FileLock(lock_path(settings), timeout=0, what=f"the memory service of {settings.workspace}", remove=True)
+def hold_service_lock(settings: Settings, on_notice: Callable[[str], None] = _ignore) -> FileLock:
+    """The service lock. A holder whose socket was removed stops on its own (it checks every second):
+    this one waits for it, up to ``TAKEOVER_S``, and takes over."""
+    what = f"the memory service of {settings.workspace}"
+    lock = FileLock(lock_path(settings), timeout=0, what=what, remove=True)
+    try:
+        lock.acquire()
+        return lock
+    except LockTimeout:
+        holder = unreachable_service(settings)
+        if holder is None:
+            raise UsageError(
+                f"a memory service for {settings.workspace} is already running (pid {lock.holder_pid()}); "
+                "the CLI and `openclaw-memory mcp` use it: no second one is needed"
+            ) from None
+    on_notice(f"the memory service (pid {holder}) cannot be reached (its socket {socket_path(settings)} was removed) "
+              "and is stopping; waiting for it to finish, then taking over")
+    lock = FileLock(lock_path(settings), timeout=TAKEOVER_S, what=what, remove=True)
     try:
         lock.acquire()
     except LockTimeout:
         raise UsageError(
-            f"a memory service for {settings.workspace} is already running (pid {lock.holder_pid()}); "
-            "the CLI and `openclaw-memory mcp` use it: no second one is needed"
+            f"the memory service for {settings.workspace} (pid {holder}) lost its socket but did not stop within "
+            f"{TAKEOVER_S:g} s; stop it (`kill {holder}`) and run `openclaw-memory serve` again"
         ) from None
     return lock
 
@@ -108,6 +138,7 @@ class Service:
         self._inflight_lock = threading.Condition()
         self._http: HttpEndpoint | None = None
         self._watcher: Watcher | None = None
+        self._socket_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket it bound
 
     def stop(self) -> None:
         self._stop.set()
@@ -120,7 +151,7 @@ class Service:
     def run(self) -> ServiceSummary:
         started = time.monotonic()
         folder = service_dir(self.settings)
-        lock = hold_service_lock(self.settings)
+        lock = hold_service_lock(self.settings, self.on_notice)
         changes = batches = 0
         try:
             os.chmod(folder, 0o700)
@@ -147,7 +178,7 @@ class Service:
             else:
                 self._wait_for_signal()
         finally:
-            self._shutdown()
+            self._shutdown(lock)
             lock.release()
         return ServiceSummary(self.core.requests, time.monotonic() - started, self._stopped_by, changes, batches)
 
@@ -160,6 +191,8 @@ class Service:
         finally:
             os.umask(old)
         os.chmod(os.path.join(service_dir(self.settings), SOCKET), 0o600)
+        st = os.stat(socket_path(self.settings))
+        self._socket_id = (st.st_dev, st.st_ino)
         sock.listen(64)
         sock.settimeout(0.25)  # the accept loop checks for a stop this often
         return sock
@@ -177,8 +210,11 @@ class Service:
             self.settings, on_change=self.on_change, on_notice=self.on_notice, on_start=self.on_watch_start,
             polling=self.polling, index=slot.index, index_session=self.core.pool.using,
         )
+        if self._stop.is_set():  # stopped (its socket removed) before the watcher was there to hear it
+            watcher.stop()
         summary = watcher.run()
-        self._stopped_by = summary.stopped_by
+        if self._stopped_by != SOCKET_GONE:
+            self._stopped_by = summary.stopped_by
         self.core.stopping.set()
         return summary.changes, summary.batches
 
@@ -211,12 +247,13 @@ class Service:
         except (MemoryToolError, OSError) as exc:
             self.on_notice(f"model not loaded ahead: {getattr(exc, 'message', exc)}")
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, lock: FileLock) -> None:
         self._stop.set()
         self.core.stopping.set()
         if self._listener is not None:
             self._listener.close()
-        remove_service_files(self.settings)
+        if lock.held_at_path():  # else the folder was removed under it: what is there now is not its own
+            remove_service_files(self.settings)
         if self._http is not None:
             self._http.stop()
         deadline = time.monotonic() + DRAIN_S
@@ -225,8 +262,23 @@ class Service:
                 self._inflight_lock.wait(0.1)
         self.core.close()
 
+    def _socket_is_there(self) -> bool:
+        try:
+            st = os.stat(socket_path(self.settings))
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._socket_id
+
     def _janitor(self) -> None:
         while not self._stop.wait(1.0):
+            if not self._socket_is_there():
+                # Removed by someone (a cleaner, a person): nothing can reach this service, and it holds
+                # the shards and the service lock the CLI and a new serve need. Stopping frees them.
+                self.on_notice(f"{SOCKET_GONE} ({socket_path(self.settings)}): nothing can reach this service; "
+                               "stopping (a new `openclaw-memory serve` starts a fresh one)")
+                self._stopped_by = SOCKET_GONE
+                self.stop()
+                return
             try:
                 self.core.pool.close_idle_shards()
             except MemoryToolError as exc:
@@ -288,7 +340,7 @@ class Service:
         beat = threading.Thread(target=heartbeat, name="service-heartbeat", daemon=True)
         beat.start()
         try:
-            data = answer_line(self._compute(line, sessions))
+            data = encoded(self._compute(line, sessions))
         finally:
             done.set()
             with self._inflight_lock:

@@ -39,7 +39,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
     require("search")
     from ...memory.paths import token_path
-    from ...serve.service import Service
+    from ...serve.service import SOCKET_GONE, Service
 
     def on_change(change) -> None:
         if json_out:
@@ -80,15 +80,18 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
 
     summary = Service(settings, live_sync=live_sync, polling=poll, http=http, on_change=on_change,
                       on_notice=on_notice, on_start=on_start, on_watch_start=on_watch_start).run()
+    # A service that stopped because its socket was removed did not stop as asked: status 1, so a
+    # supervisor that restarts a failed service (systemd's Restart=on-failure) binds a new one.
+    status = 1 if summary.stopped_by == SOCKET_GONE else 0
     if json_out:
         _emit_json(to_json(summary))
-        return 0
+        return status
     if watch_lines:
         sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)\n")
     else:
         sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.requests} request(s) answered, "
                          f"{summary.changes} change(s) applied\n")
-    return 0
+    return status
 
 
 def run_serve_command(settings: Settings, no_watch: bool, poll: bool, http: str | None, json_out: bool,
