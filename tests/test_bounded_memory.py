@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -214,3 +215,105 @@ def test_a_config_file_of_gigabytes_is_refused_by_its_size_unread(workspace, sta
     os.truncate(config, 16 << 20)  # at the limit: read, and then judged by what it holds
     code, err, _ = run_measured(workspace, state_dir, "files")
     assert code == 2 and "not valid" in err and "limit" not in err, err
+
+
+LINE = "- The user sails a ketch named Étoile 🌊 and keeps the teak deck sanded each spring.\n"
+
+
+def write_text(path: Path, size: int) -> int:
+    """``size`` bytes (about) of real UTF-8 text, lines of notes with accents and astral characters."""
+    block = (LINE * ((1 << 20) // len(LINE.encode()))).encode()
+    written = 0
+    with open(path, "wb") as fh:
+        while written < size:
+            fh.write(block)
+            written += len(block)
+    return written
+
+
+def _peak_on_memory_md(folder: Path, size: int, *args: str, twin: bool) -> tuple[int, str]:
+    """Peak RSS (bytes) and stderr of ``args`` in a new workspace whose MEMORY.md holds ``size``
+    bytes of text (and a legacy memory.md with the same bytes, when ``twin``)."""
+    workspace, state_dir = folder / "ws", folder / "state"
+    workspace.mkdir(parents=True)
+    state_dir.mkdir()
+    write_text(workspace / "MEMORY.md", size)
+    if twin:
+        shutil.copyfile(workspace / "MEMORY.md", workspace / "memory.md")
+    code, err, peak = run_measured(workspace, state_dir, *args)
+    assert code in (0, 1) and "Traceback" not in err, err
+    if twin:  # the twin was archived, MEMORY.md kept
+        assert not (workspace / "memory.md").exists() and (workspace / "MEMORY.md").stat().st_size >= size
+    return peak, err
+
+
+COMMANDS = [pytest.param(("prompt",), False, id="prompt"), pytest.param(("doctor",), False, id="doctor"),
+            pytest.param(("doctor", "--fix"), True, id="doctor-fix-twins")]
+
+
+def _check_streamed(tmp_path: Path, size: int, args: tuple[str, ...], twin: bool, ceiling: int) -> None:
+    small, _ = _peak_on_memory_md(tmp_path / "small", 1 << 10, *args, twin=twin)
+    large, err = _peak_on_memory_md(tmp_path / "large", size, *args, twin=twin)
+    if args == ("prompt",):
+        assert "MEMORY.md was cut for the startup prompt" in err, err
+    grown = large - small
+    assert grown < ceiling, f"{' '.join(args)}: peak RSS {small / MiB:.0f} -> {large / MiB:.0f} MiB for a {size / MiB:.0f} MiB MEMORY.md"
+
+
+@pytest.mark.parametrize(("args", "twin"), COMMANDS)
+def test_prompt_and_doctor_read_a_large_memory_md_in_blocks(tmp_path, args, twin):
+    """``prompt`` keeps only the cap's worth of MEMORY.md's head and tail; doctor's checks (UTF-8,
+    the prompt caps) and ``doctor --fix`` archiving an identical memory.md stream it. Before, each
+    held the file several times over (a 96 MiB file: about 4x in RSS)."""
+    _check_streamed(tmp_path, 96 * MiB, args, twin, 24 * MiB)
+
+
+@pytest.mark.slow  # 500 MB of text written and read three times
+@pytest.mark.parametrize(("args", "twin"), COMMANDS)
+def test_prompt_and_doctor_on_a_500_mb_memory_md_stay_small(tmp_path, args, twin):
+    _check_streamed(tmp_path, 500 * 1000 * 1000, args, twin, 64 * MiB)
+
+
+def _reference(data: bytes, keep: int):
+    """What the streamed reader must give: the whole file decoded and trimmed, then abridged."""
+    from openclaw_memory.files.jstext import decode_lossy, js_trim_end, utf16_len
+    from openclaw_memory.prompt.roottext import RootText
+
+    text, bad = decode_lossy(data)
+    whole = js_trim_end(text)
+    shown = whole if len(whole) <= 2 * keep else whole[:keep] + whole[-keep:]
+    return RootText(shown, utf16_len(whole)), RootText(whole, utf16_len(whole)), bad
+
+
+def test_the_streamed_root_text_cuts_exactly_as_the_whole_text(tmp_path):
+    """Block edges (1 MiB) inside a character, an invalid sequence or a white-space run; astral
+    characters at the kept edges; trailing white space longer than what is kept: the streamed
+    text gives the same length, the same warning and the same cut as the whole file decoded."""
+    import random
+
+    from openclaw_memory.prompt.bootstrap import trim_bootstrap_content
+    from openclaw_memory.prompt.roottext import BLOCK, read_root_text
+
+    rng = random.Random(36)
+    pieces = [b"a", b"note ", b"\n", b" ", b"\t", "é".encode(), "🌊".encode(), "\u3000".encode(), "\u00a0".encode(),
+              b"\xff", b"\xe2\x82", b"\xf0\x9f", "\ufffd".encode()]
+    cases = [b"", b"   \n\n", "🌊".encode() * 70, b"x" * 100 + b" " * 5000]
+    for _ in range(6):
+        body = b"".join(rng.choice(pieces) for _ in range(rng.randrange(10, 4000)))
+        edge = b"".join(rng.choice(pieces) for _ in range(40))
+        tail = " \n\t\u3000".encode() * rng.randrange(0, 3000)
+        cases.append(body + b"z" * (BLOCK - len(body) - 20) + edge + body + tail)  # edge across the block's end
+        cases.append(b" " * (BLOCK - 1) + "🌊".encode() + body)
+    for n, data in enumerate(cases):
+        path = tmp_path / f"{n}.md"
+        path.write_bytes(data)
+        for keep in (16, 80, 3000):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                got, bad = read_root_text(fd, keep)
+            finally:
+                os.close(fd)
+            shown, whole, want_bad = _reference(data, keep)
+            assert (got, bad) == (shown, want_bad), (n, keep)
+            for cap in (c for c in (1, 20, keep - 16) if c >= 1):  # the caps a `keep` serves (the cap plus 16)
+                assert trim_bootstrap_content(got, "MEMORY.md", cap) == trim_bootstrap_content(whole, "MEMORY.md", cap), (n, keep, cap)

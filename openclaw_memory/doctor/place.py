@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
-from ..fsutil.hashing import hash_open_file
+from ..fsutil.hashing import hash_bytes, hash_open_file
 from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from . import hooks
@@ -23,6 +23,24 @@ def read_regular(folder: Folder, name: str) -> bytes:
     fd, _ = folder.open_regular(name)
     with os.fdopen(fd, "rb") as fh:
         return fh.read()
+
+
+def read_within(folder: Folder, name: str, limit: int) -> tuple[bytes | None, str, int]:
+    """``(bytes, hash, size)`` of a regular file (never through a symlink, never a FIFO); the bytes
+    are None when the file is over ``limit``: at most ``limit + 1`` bytes are ever held, and the
+    hash of a bigger file is streamed."""
+    fd, st = folder.open_regular(name)
+    try:
+        if st.st_size <= limit:
+            data = b""
+            while len(data) <= limit and (block := os.read(fd, limit + 1 - len(data))):
+                data += block
+            if len(data) <= limit:
+                return data, hash_bytes(data), len(data)
+            os.lseek(fd, 0, os.SEEK_SET)  # it grew past the limit while read
+        return None, hash_open_file(fd), os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def hash_or_none(folder: Folder | None, name: str) -> str | None:

@@ -15,7 +15,7 @@ from ..errors import MemoryToolError, is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
 from ..fsutil.atomic import atomic_write_bytes
-from ..fsutil.hashing import hash_bytes, hash_open_file
+from ..fsutil.hashing import hash_open_file
 from ..fsutil.move import SourceKept, safe_move
 from ..fsutil.safeopen import Folder
 from ..history.store import HistoryStore
@@ -38,7 +38,7 @@ from .merge import (
     merged_bytes,
 )
 from .model import Finding, Repair, RepairSpec
-from .place import hash_or_none, identical_twins, place_no_replace, read_regular
+from .place import hash_or_none, identical_twins, place_no_replace, read_regular, read_within
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
@@ -119,29 +119,33 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     ws = str(settings.workspace)
     data_dir = settings.data_dir
     try:
-        canonical = read_regular(root, CANONICAL_ROOT)
-        legacy_bytes = read_regular(root, LEGACY_ROOT)
+        # A file over the limit is never held whole: only identical twins (by streamed hash) go on then.
+        read_canonical, canonical_hash, _ = read_within(root, CANONICAL_ROOT, MAX_ROOT_BYTES)
+        legacy_bytes, legacy_hash, legacy_size = read_within(root, LEGACY_ROOT, MAX_ROOT_BYTES)
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot read the root files ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
-    if max(len(canonical), len(legacy_bytes)) > MAX_ROOT_BYTES and not (large_ok and canonical == legacy_bytes):
-        # grew since the check above, or no longer identical
-        canon, legacy = os.path.join(ws, CANONICAL_ROOT), os.path.join(ws, LEGACY_ROOT)
-        return Repair("split-root", "merge", "failed",
-                      f"{TOO_LARGE}\n- canonical: {canon}\n- legacy: {legacy}\n(limit {MAX_ROOT_BYTES} bytes; nothing changed)",
-                      SPLIT_PATHS)
-
-    block, lossy = legacy_block(legacy_bytes)
-    earlier = None
-    if not legacy_bytes:
-        mode = "empty"
-    elif legacy_bytes == canonical:
-        mode = "identical"
+    if read_canonical is None or legacy_bytes is None:
+        if not (large_ok and canonical_hash == legacy_hash):  # grew since the check above, or no longer identical
+            canon, legacy = os.path.join(ws, CANONICAL_ROOT), os.path.join(ws, LEGACY_ROOT)
+            return Repair("split-root", "merge", "failed",
+                          f"{TOO_LARGE}\n- canonical: {canon}\n- legacy: {legacy}\n(limit {MAX_ROOT_BYTES} bytes; nothing changed)",
+                          SPLIT_PATHS)
+        block, lossy, earlier, mode = b"", False, None, "identical"
     else:
-        earlier = already_merged(canonical, block)
-        mode = "already-merged" if earlier else "append"
+        block, lossy = legacy_block(legacy_bytes)
+        earlier = None
+        if not legacy_bytes:
+            mode = "empty"
+        elif legacy_bytes == read_canonical:
+            mode = "identical"
+        else:
+            earlier = already_merged(read_canonical, block)
+            mode = "already-merged" if earlier else "append"
+    # What MEMORY.md is put back to if a merge is undone; identical twins never change it (not read when large).
+    canonical = read_canonical if read_canonical is not None else b""
     state = JournalRecord(
-        "merge", "begin", started=time.time(), legacy_hash=hash_bytes(legacy_bytes), mode=mode, earlier=earlier,
-        legacy_size=len(legacy_bytes), canonical_hash=hash_bytes(canonical), lossy=lossy,
+        "merge", "begin", started=time.time(), legacy_hash=legacy_hash, mode=mode, earlier=earlier,
+        legacy_size=legacy_size, canonical_hash=canonical_hash, lossy=lossy,
     )
     action = "merge" if mode == "append" else "archive"
     stamp_dir = None
@@ -160,7 +164,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
             new = merged_bytes(canonical, block, archive_shown(ws, rel))
             state = step(data_dir, state, "write-canonical")
             hooks.reach("merge:write-canonical")
-            if read_regular(root, CANONICAL_ROOT) != canonical:
+            if read_within(root, CANONICAL_ROOT, MAX_ROOT_BYTES)[0] != canonical:
                 raise _CanonicalChanged(stamp_dir)
             _write_canonical(root, new)
             hooks.reach("merge:canonical-written")

@@ -14,13 +14,14 @@ import os
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..files.jstext import decode_lossy, js_trim_end, not_utf8, utf16_len
+from ..files.jstext import not_utf8, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
 from ..fsutil.safeopen import open_regular_under
 from ..settings import StartupContext
 from ..wire import key
 from .bootstrap import Injected, budget_report, build_bootstrap
+from .roottext import RootText, read_root_text
 from .startup import build_prelude
 
 BOOTSTRAP_ORDER = (USER_ROOT, CANONICAL_ROOT)
@@ -57,8 +58,9 @@ class PromptSection:
         return utf16_len(self.text)
 
 
-def _read_text(workspace: str, abs_path: str) -> tuple[str, bool] | None:
-    """The file's text, opened from the workspace's descriptor; None when it vanished.
+def _read_text(workspace: str, abs_path: str, keep: int) -> tuple[RootText, bool] | None:
+    """The file's text for cuts of at most ``keep`` characters (streamed: its length, head and tail),
+    opened from the workspace's descriptor, and whether it was not UTF-8; None when it vanished.
 
     Anything else that stops the read (permission, a FIFO, a swapped folder) raises
     OSError for the caller to report: a memory file never silently drops out.
@@ -67,8 +69,10 @@ def _read_text(workspace: str, abs_path: str) -> tuple[str, bool] | None:
         fd, _ = open_regular_under(workspace, abs_path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    with os.fdopen(fd, "rb") as fh:
-        return decode_lossy(fh.read())
+    try:
+        return read_root_text(fd, keep)
+    finally:
+        os.close(fd)
 
 
 def _quote(text: str) -> str:
@@ -99,22 +103,24 @@ def build_prompt_section(
         if skipped.path in BOOTSTRAP_ORDER:
             warnings.append(f"{skipped.path} is not loaded: {skipped.reason} (see `openclaw-memory doctor`)")
 
-    loaded: list[tuple[str, str]] = []
+    loaded: list[tuple[str, RootText]] = []
+    # No cut takes more than a file's cap from either end (a margin for a surrogate pair at the edge).
+    keep = max(file_cap, 1) + 16
     for name in BOOTSTRAP_ORDER:
         entry = by_path.get(name)
         try:
-            got = _read_text(scan.workspace, entry.abs_path) if entry else None
+            got = _read_text(scan.workspace, entry.abs_path, keep) if entry else None
         except OSError as exc:
             warnings.append(f"{name} is not loaded: cannot read it ({exc.strerror or exc})")
             continue
         if got is None:
             continue
-        text, bad = got
+        root, bad = got
         if bad:
             warnings.append(not_utf8(name))
-        loaded.append((name, text))
+        loaded.append((name, root))
     injected, bootstrap_warnings = build_bootstrap(loaded, file_cap, total_cap)
-    raw = {name: utf16_len(js_trim_end(text)) for name, text in loaded}
+    raw = {name: root.chars for name, root in loaded}
     cuts: list[PromptCut] = []
     files: list[dict] = []
     for f in injected:
