@@ -70,6 +70,16 @@ class StateDirError(UsageError):
     """The state dir (or something this project keeps in it) cannot be created or written."""
 
 
+class StateDirUnsafe(StateDirError):
+    """The state dir, or a folder of the data dir, is one another user could have read or changed
+    (theirs, or writable by others): ``role`` names which ("state dir", "data dir", "folder"),
+    ``problem`` why, ``fix`` the command that mends it."""
+
+    def __init__(self, role: str, path: str, problem: str, fix: str):
+        self.role, self.path, self.problem, self.fix = role, path, problem, fix
+        super().__init__(f"refusing the {role} {path}: {problem}; nothing was read or written there. {fix[:1].upper()}{fix[1:]}")
+
+
 class LockTimeout(MemoryToolError):
     """Another process holds the lock this command needs."""
 

@@ -71,7 +71,10 @@ def run_parsed(parsed: Parsed) -> int:
             session=given.get("session") or None,
         )
     )
-    result = parsed.command.handler(settings, **parsed.values)
+    from ..memory import private_umask
+
+    with private_umask():  # every file the command makes in the state dir is owner-only, the engine's too
+        result = parsed.command.handler(settings, **parsed.values)
     return result if isinstance(result, int) else 0
 
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..errors import DiskFull, StateDirError
+from ..fsutil.private import make_dirs
 from .failures import (
     BUSY_TIMEOUT_S,
     is_full,
@@ -87,9 +89,10 @@ class Database:
 
     def _open(self) -> sqlite3.Connection:
         try:
-            os.makedirs(self.data_dir, exist_ok=True)
+            make_dirs(self.data_dir)
         except OSError as exc:
             raise StateDirError(f"cannot create the state dir {self.data_dir}: {exc.strerror or exc}") from None
+        _owner_only(self.path)
         try:
             with translated(self.path):
                 conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
@@ -116,10 +119,6 @@ class Database:
             opened_read_only_on_a_full_disk(self.path)
             return conn
         opened_read_only_on_a_full_disk(self.path, False)
-        try:
-            os.chmod(self.path, 0o600)
-        except OSError:
-            pass
         from .upgrade import upgrade_old_layout
 
         try:
@@ -215,6 +214,23 @@ class Database:
         handle = _local.__dict__.get("handles", {}).pop(self.path, None)
         if handle is not None:
             handle.conn.close()
+
+
+def _owner_only(path: str) -> None:
+    """The database file made (or left by an earlier release) 0600 before SQLite opens it: SQLite
+    gives its ``-wal`` and ``-shm`` the database file's mode, whatever the umask."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        return  # a read-only or full state dir, a symlink: SQLite's own open says what is wrong
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass  # not ours to change (root's file in a user's data dir): the data dir is 0700 all the same
+    finally:
+        os.close(fd)
 
 
 def wal_is_empty(path: str) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 
 from ..errors import MemoryToolError
+from ..fsutil.private import make_dirs
 from .failures import enc, translated
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _rows(conn: sqlite3.Connection) -> dict[str, int]:
 def _set_aside(data_dir: str, name: str) -> None:
     source = os.path.join(data_dir, name)
     target = os.path.join(data_dir, SET_ASIDE, name)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    make_dirs(os.path.dirname(target))
     n = 1
     first = target
     while os.path.lexists(target):

@@ -14,6 +14,7 @@ import os
 import time
 
 from ..files.paths import LEGACY_ROOT, REPAIR_ROOT_MEMORY
+from ..fsutil.private import as_user_made
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 
 ARCHIVE_PARTS = tuple(REPAIR_ROOT_MEMORY.split("/"))
@@ -79,7 +80,9 @@ def make_stamp_dir(workspace: str, stamp: str) -> StampDir:
     try:
         os.mkdir(stamp, 0o755, dir_fd=parent.fd)
         parent.fsync()
-        return StampDir(parent, stamp)
+        made = StampDir(parent, stamp)
+        as_user_made(made.folder.fd, 0o755)  # the workspace's: the user's umask, not the process's private one
+        return made
     except BaseException:
         parent.close()
         raise

@@ -7,6 +7,7 @@ import os
 import time
 
 from ..errors import LockTimeout, StateDirError
+from .private import make_dirs
 
 
 class FileLock:
@@ -36,8 +37,8 @@ class FileLock:
 
     def acquire(self, on_wait=None) -> None:
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            make_dirs(os.path.dirname(self.path))
+            fd = _open_private(self.path)
         except OSError as exc:
             raise StateDirError(
                 f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} "
@@ -50,7 +51,7 @@ class FileLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 if self.remove and not _still_at(fd, self.path):
                     os.close(fd)  # its holder deleted it on release: lock the new file instead
-                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                    fd = _open_private(self.path)
                     continue
                 break
             except BlockingIOError:
@@ -100,6 +101,20 @@ class FileLock:
         self.release()
 
 
+def _open_private(path: str) -> int:
+    """The lock file, owner-only (0600, never through a symlink): a user who could open it could
+    flock it, and so hold every writer of this workspace waiting."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+            os.fchmod(fd, 0o600)  # made by an earlier release, as its umask left it
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _still_at(fd: int, path: str) -> bool:
     try:
         st = os.stat(path)
@@ -112,7 +127,7 @@ def _still_at(fd: int, path: str) -> bool:
 def lock_holder(path: str) -> str | None:
     """The pid written in a lock file whose lock is held right now, else None. Takes nothing, writes nothing."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:

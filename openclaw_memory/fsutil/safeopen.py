@@ -21,6 +21,8 @@ import os
 import stat
 from collections.abc import Sequence
 
+from .private import as_user_made
+
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
@@ -79,9 +81,12 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
     if root_fd is not None:
         fd = os.dup(root_fd)
     else:
-        if create and not os.path.lexists(root):
+        made = create and not os.path.lexists(root)
+        if made:
             os.makedirs(root, mode, exist_ok=True)  # a configured root (extra path) not made yet
         fd = open_root(root)
+        if made:
+            as_user_made(fd, mode)
     walked = os.fspath(root)
     try:
         for part in parts:
@@ -93,12 +98,16 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
             except FileNotFoundError:
                 if not create:
                     raise
+                made = False
                 try:
                     os.mkdir(part, mode, dir_fd=fd)
                     os.fsync(fd)
+                    made = True
                 except FileExistsError:
                     pass  # made meanwhile by someone else: open it like any other
                 child = _open_child(fd, part, walked)
+                if made:
+                    as_user_made(child, mode)
             os.close(fd)
             fd = child
     except BaseException:

@@ -13,6 +13,8 @@ import datetime as dt
 import os
 from pathlib import Path
 
+from .private import make_dirs
+
 DAMAGED_DIR = "damaged"
 
 
@@ -20,7 +22,7 @@ def _new_place(data_dir: Path, rel: str) -> Path:
     """``damaged/<stamp>/<rel>``, its folder made."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
     target = Path(data_dir) / DAMAGED_DIR / stamp / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(target.parent)
     return target
 
 

@@ -9,10 +9,13 @@
   the service folder, starting a service in the background.
 
 ``to_json`` gives any result its one JSON shape: what ``--json`` prints and the service sends.
+A front-end process runs its commands inside ``private_umask()``: what it makes in the data dir
+is owner-only, the engine's files too (:mod:`openclaw_memory.fsutil.private`).
 """
 
+from ..fsutil.private import private_umask
 from ..wire import to_json
 from .base import Memory, ServiceInfo, ServiceStatus
 from .factory import open_memory
 
-__all__ = ["Memory", "ServiceInfo", "ServiceStatus", "open_memory", "to_json"]
+__all__ = ["Memory", "ServiceInfo", "ServiceStatus", "open_memory", "private_umask", "to_json"]

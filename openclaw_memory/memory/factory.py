@@ -26,6 +26,7 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
     service in the background first when none runs (``mcp --serve``); ``in_process`` never asks it.
     Like qdrant-client's constructor, the choice is made here once; the memory only delegates.
     """
+    from ..fsutil.private import check_data_dir
     from .local import IndexPool, LocalMemory
     from .paths import service_disabled, service_may_run, unreachable_service
 
@@ -35,6 +36,7 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
         holder = f" (pid {pid})" if pid.isdigit() else ""
         notice(f"{what} is in use by another openclaw-memory process{holder}; waiting")
 
+    check_data_dir(settings.state_dir, settings.data_dir)  # before its socket is trusted or a file written in it
     pool = IndexPool(on_wait=on_wait)
     if start_service and not in_process:
         from .launch import ensure_service

@@ -30,8 +30,10 @@ def stop_service(settings: Settings) -> int | None:
 
     from ..errors import LockTimeout
     from ..fsutil.lock import FileLock
+    from ..fsutil.private import check_data_dir
     from .paths import lock_path
 
+    check_data_dir(settings.state_dir, settings.data_dir)
     lock = FileLock(lock_path(settings), timeout=0, what="the memory service", remove=True)
     try:
         lock.acquire()
@@ -108,11 +110,17 @@ def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m
     """Make sure a service answers for ``settings``: start one (detached) when none runs."""
     if _answers(settings):
         return
-    os.makedirs(os.path.dirname(service_dir(settings)), exist_ok=True)
+    from ..fsutil.private import make_dirs, user_umask
+
+    make_dirs(os.path.dirname(service_dir(settings)))
     log_path = os.path.join(str(settings.data_dir), "service.log")
-    with open(log_path, "ab") as log:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    with open(os.open(log_path, flags, 0o600), "ab") as log:
+        # The service starts with the user's umask, as from a shell: it keeps it for what it makes in
+        # the workspace, and makes its own files private itself (fsutil.private).
+        umask = user_umask()
         proc = subprocess.Popen(service_command(settings), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, close_fds=True)
+                                start_new_session=True, close_fds=True, umask=-1 if umask is None else umask)
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
         if _answers(settings):

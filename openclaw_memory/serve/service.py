@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
+from ..fsutil.private import check_data_dir
 from ..memory.paths import (
     INFO,
     SOCKET,
@@ -151,6 +152,7 @@ class Service:
     def run(self) -> ServiceSummary:
         started = time.monotonic()
         folder = service_dir(self.settings)
+        check_data_dir(self.settings.state_dir, self.settings.data_dir)
         lock = hold_service_lock(self.settings, self.on_notice)
         changes = batches = 0
         try:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ...database import Database, is_read_only
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
 from ...fsutil.lock import FileLock
+from ...fsutil.private import make_dirs
 from ...fsutil.space import free_bytes
 from .base import AGENT_FIELD, BATCH, DENSE, PATH_FIELD, TERMS_FIELD, Hit, PointData, WaitCallback, folder_bytes, scroll_all
 
@@ -645,7 +646,7 @@ class EdgeStore:
         tmp = final.parent / f".{name}.{os.getpid()}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(final, ignore_errors=True)  # a folder without a config is a failed create
-        tmp.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(tmp.parent)
         engine = qe.EdgeShard.create(str(tmp), _config(dim))
         # Keyword candidates come from the ``terms`` field (index.terms: stems and CJK grams, one
         # statistic per agent); its postings live on disk (memory-mapped) so that the engine's
@@ -717,7 +718,7 @@ def _shared_lock(path: str, timeout: float) -> Iterator[bool]:
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         yield True  # no process of ours ever opened the shard
         return
@@ -759,7 +760,7 @@ def _exchange(a: Path, b: Path) -> bool:
 def _copy_sparse_tree(src: Path, dst: Path) -> None:
     for folder, _dirs, files in os.walk(src):
         out = dst / os.path.relpath(folder, src)
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(0o700, exist_ok=True)  # walked top down: its parent is made first
         for f in files:
             _copy_sparse(os.path.join(folder, f), os.fspath(out / f))
 
@@ -770,7 +771,7 @@ def _copy_sparse(src: str, dst: str) -> None:
 
     fin = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:
             size = os.fstat(fin).st_size
             offset = 0

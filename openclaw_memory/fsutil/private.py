@@ -1,0 +1,172 @@
+"""The data dir is this user's alone: folders 0700, files 0600, whatever the umask.
+
+What openclaw-memory keeps per workspace (``<state dir>/openclaw-memory/workspaces/<name>/``:
+the state database and its ``-wal``/``-shm``, the index shards, the locks, the service's
+socket) holds the memory text, so no other user may read it, write it or take its locks.
+
+- :func:`private_umask`: an openclaw-memory process (the CLI, ``serve``, ``mcp``) runs with
+  umask 077, so every file it creates is born owner-only, those of the libraries it calls
+  included (Qdrant Edge writes its shards from Rust, some of them from the engine's own
+  threads, at moments this process does not choose). What it makes in the workspace, which
+  is the user's, gets the user's own umask back explicitly (:func:`as_user_made`).
+- :func:`make_dirs`: missing folders made 0700 (the state dir too, when this makes it).
+- :func:`check_data_dir`: before a command uses the data dir, a folder another user could
+  have tampered with is refused (:class:`~openclaw_memory.errors.StateDirUnsafe`), and one of
+  ours left open by an earlier release (0755, 0644 files) is closed, its whole tree with it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import StateDirUnsafe
+
+PRIVATE_UMASK = 0o077
+_user_umask: int | None = None  # the umask this process started with, while private_umask() holds
+
+
+@contextmanager
+def private_umask() -> Iterator[None]:
+    """Run the block with umask 077; the umask it replaces is the user's (:func:`user_umask`)."""
+    global _user_umask
+    if _user_umask is not None:  # already inside one (a command run from a command)
+        yield
+        return
+    _user_umask = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(_user_umask)
+        _user_umask = None
+
+
+def user_umask() -> int | None:
+    """The user's umask while :func:`private_umask` holds, else None (the process's umask is the user's)."""
+    return _user_umask
+
+
+def as_user_made(fd: int, mode: int) -> None:
+    """A folder or file this process just made in the user's tree (the workspace): give it the mode
+    the user's umask gives ``mode``, as it would have without :func:`private_umask`."""
+    if _user_umask is not None:
+        try:
+            os.fchmod(fd, mode & ~_user_umask)
+        except OSError:
+            pass  # not ours after all (swapped in meanwhile): it keeps the mode it has
+
+
+def make_dirs(path: str | os.PathLike[str]) -> None:
+    """``os.makedirs``, each folder it makes 0700 whatever the umask."""
+    path = os.fspath(path)
+    missing: list[str] = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+            continue  # made meanwhile (another process): checked like any other by check_data_dir
+        os.chmod(folder, 0o700)  # a umask that takes the owner's own bits too
+
+
+def check_data_dir(state_dir: Path, data_dir: Path) -> None:
+    """Refuse a state dir or data dir another user could have read or changed; close one of ours
+    left open (the folders from the state dir down to the data dir 0700, and then every file of
+    the data dir 0600). Missing folders are left to :func:`make_dirs`, when something is written.
+
+    The state dir may be OpenClaw's (it holds openclaw.json): its mode is not ours to change. It
+    is refused when it belongs to another user (not root), or when others may write in it without
+    the sticky bit (``/tmp`` is fine): either could swap ``openclaw-memory/`` for a folder of
+    theirs. Below it every folder is ours: refused when it is another user's or others may write
+    in it (one of them could have swapped what it holds), else tightened.
+    """
+    euid = os.geteuid()
+    st = _stat(state_dir)
+    if st is None:
+        return
+    if st.st_uid not in (euid, 0):
+        raise _not_yours("state dir", state_dir, st.st_uid, f"`chown {euid} {state_dir}`")
+    if _writable_by_others(st) and not st.st_mode & stat.S_ISVTX:
+        raise _open_to_others("state dir", state_dir, st.st_mode, f"`chmod go-w {state_dir}`")
+    folder, opened = Path(state_dir), False
+    parts = Path(data_dir).relative_to(state_dir).parts
+    for depth, part in enumerate(parts, 1):
+        folder = folder / part
+        st = _stat(folder)
+        if st is None:
+            break
+        role = "data dir" if depth == len(parts) else "folder"
+        if st.st_uid != euid:
+            raise _not_yours(role, folder, st.st_uid, f"`chown -R {euid} {folder}`")
+        if _writable_by_others(st):
+            raise _open_to_others(role, folder, st.st_mode, f"`chmod -R go-rwx {folder}`")
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            try:
+                os.chmod(folder, 0o700)
+            except OSError:
+                return  # read-only media: nothing will be written there, and what reads still reads
+            opened = True
+    else:
+        if opened:
+            close_tree(folder)
+
+
+def close_tree(top: Path) -> None:
+    """Every folder under ``top`` 0700, every other entry of ours 0600 (what an earlier release left
+    as its umask made it). Called once ``top`` itself is 0700: nothing in it can be swapped meanwhile."""
+    euid = os.geteuid()
+    for _folder, dirs, files, fd in os.fwalk(top, follow_symlinks=False):
+        for name in dirs + files:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+                if st.st_uid == euid and not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
+                    os.chmod(name, want, dir_fd=fd)
+            except OSError:
+                continue  # gone meanwhile, or not ours to change (root's file in a user's data dir)
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st if stat.S_ISDIR(st.st_mode) else None  # not a folder: the command that needs it says so
+
+
+def _writable_by_others(st: os.stat_result) -> bool:
+    """Others may write in it: the world, or a group that is not the user's own private group."""
+    return bool(st.st_mode & stat.S_IWOTH) or bool(st.st_mode & stat.S_IWGRP) and not _own_group(st.st_gid)
+
+
+def _own_group(gid: int) -> bool:
+    """A user private group (umask 002 systems make folders 0775 with one): named as the user, no other member."""
+    import grp
+    import pwd
+
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return group.gr_name == user and set(group.gr_mem) <= {user}
+
+
+def _not_yours(role: str, path: Path, uid: int, fix: str) -> StateDirUnsafe:
+    return StateDirUnsafe(role, str(path), f"it belongs to uid {uid}, not to you (uid {os.geteuid()}): its owner could read or "
+                          "change what it holds", f"if it is yours, {fix}; else give --state-dir a folder of your own")
+
+
+def _open_to_others(role: str, path: Path, mode: int, fix: str) -> StateDirUnsafe:
+    return StateDirUnsafe(role, str(path), f"other users may write in it (mode {stat.S_IMODE(mode):04o}), so one of them "
+                          "could have swapped what it holds", f"check what it holds, then {fix}")

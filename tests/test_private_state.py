@@ -1,0 +1,261 @@
+"""The data dir is this user's alone, checked with a real other user (uid 65534, ``nobody``).
+
+Everything runs under a ``mkdtemp`` folder made world-traversable (0755), as a home folder or
+``/tmp`` is: pytest's own temporary folders are 0700, where another user reaches nothing whatever
+the product does. Each check has a positive control: the other user does read (and lock) the
+workspace's MEMORY.md beside it, so a check that finds nothing reachable can fail.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import env_for, settings_for, wait_for_line, write
+
+NOBODY = 65534
+WAIT = 120  # seconds for a process to start or stop: the machine may be loaded
+SECRET = "The vault code is 4-8-15-16."
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user (uid 65534) needs root")
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="ocm-private-"))
+    os.chmod(folder, 0o755)  # reachable by every user: what is private must be made so by the product
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def run(base: Path, *args: str, umask: int = 0o022, input: str | None = None) -> subprocess.CompletedProcess:
+    """``openclaw-memory ARGS`` in a new process started with ``umask``."""
+    return subprocess.run([sys.executable, "-m", "openclaw_memory", *args], cwd=base / "ws", env=env_for(base / "ws", base / "state"),
+                          input=input, capture_output=True, text=True, umask=umask, timeout=WAIT)
+
+
+def ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def data_dir(base: Path) -> Path:
+    return settings_for(base / "ws", base / "state").data_dir
+
+
+def as_nobody(fn: Callable[..., object], *args: object) -> object:
+    """``fn(*args)`` in a forked child that became uid/gid 65534 (no other group); its JSON result.
+    Forked, not started: the child needs no path to the interpreter or the checkout."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            data = json.dumps(fn(*args)).encode()
+            while data:
+                data = data[os.write(write_end, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        out = fh.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child acting as nobody failed"
+    return json.loads(out)
+
+
+def reach(paths: list[str]) -> dict[str, list[str]]:
+    """What the calling user can do to each path: stat it, open it to read, to write, flock it."""
+    can: dict[str, list[str]] = {}
+    for path in paths:
+        done = []
+        try:
+            os.lstat(path)
+            done.append("stat")
+        except OSError:
+            pass
+        for what, flags in (("read", os.O_RDONLY), ("write", os.O_WRONLY)):
+            try:
+                fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            done.append(what)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                done.append("lock")
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        can[path] = done
+    return can
+
+
+def tree(top: Path) -> dict[str, int]:
+    """Every entry under ``top`` (itself included) with its permission bits."""
+    found = {str(top): stat.S_IMODE(os.lstat(top).st_mode)}
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            found[path] = stat.S_IMODE(os.lstat(path).st_mode)
+    return found
+
+
+def assert_private(base: Path) -> None:
+    """Every folder of ``openclaw-memory/`` 0700, every other entry 0600, and nobody can open, write
+    or lock any of them, or even see what is below ``openclaw-memory/``; nobody can read and lock
+    MEMORY.md beside it (the control)."""
+    product = base / "state" / "openclaw-memory"
+    modes = tree(product)
+    assert len(modes) > 40, sorted(modes)  # the database, shards, locks: a real data dir
+    wrong = {p: f"{m:04o}" for p, m in modes.items() if m != (0o700 if os.path.isdir(p) and not os.path.islink(p) else 0o600)}
+    assert wrong == {}
+    locks = [p for p in modes if p.endswith(".lock") or p.endswith("/service/lock")]
+    assert len(locks) >= 4, locks  # the write lock, the index's, the doctor's, the running service's
+    control = str(base / "ws" / "MEMORY.md")
+    can = as_nobody(reach, [control, *modes])
+    assert isinstance(can, dict)
+    assert {"stat", "read", "lock"} <= set(can.pop(control))
+    assert [p for p, done in can.items() if set(done) - {"stat"}] == []
+    assert [p for p, done in can.items() if done and p != str(product)] == []
+
+
+@pytest.mark.parametrize(("umask", "state_made"), [(0o000, True), (0o022, False)], ids=["umask-000-new-state-dir", "umask-022"])
+def test_nothing_in_the_data_dir_is_reachable_by_another_user(base, umask, state_made):
+    """After index, read, write, doctor --fix, search, and with serve running (a write through it,
+    live-synced): every folder 0700, every file 0600, the other user opens and locks nothing. A
+    state dir the product makes is 0700 too; one that was there keeps its mode."""
+    write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
+    write(base / "ws" / "memory.md", "# legacy twin\n\nmerged by doctor --fix\n")
+    if not state_made:
+        (base / "state").mkdir(0o755)
+    ok(run(base, "index", umask=umask))
+    ok(run(base, "read", "MEMORY.md", umask=umask))
+    ok(run(base, "write", "MEMORY.md", "--append", "- another line", umask=umask))
+    ok(run(base, "doctor", "--fix", "--yes", umask=umask))
+    ok(run(base, "search", "vault code", umask=umask))
+    service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve"], cwd=base / "ws",
+                               env=env_for(base / "ws", base / "state"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, umask=umask)
+    try:
+        wait_for_line(service.stderr, "watching ", WAIT)
+        ok(run(base, "write", "memory/live/new.md", "--stdin", input="# Live\n\nwritten through the service\n", umask=umask))
+        ok(run(base, "search", "written through the service", umask=umask))
+        assert service.poll() is None
+        assert_private(base)
+        assert stat.S_IMODE(os.stat(base / "state").st_mode) == (0o700 if state_made else 0o755)
+        # The workspace is the user's: a folder a write made there has the user's umask, not the service's 0077.
+        assert stat.S_IMODE(os.stat(base / "ws" / "memory" / "live").st_mode) == 0o755 & ~umask
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(WAIT)
+
+
+def test_a_data_dir_an_earlier_release_left_open_is_closed(base):
+    """Folders 0755 and files 0644 (an earlier release under umask 022, its lock files included):
+    the next command makes them 0700 and 0600, and the other user reaches nothing any more."""
+    write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
+    ok(run(base, "index"))
+    ok(run(base, "read", "MEMORY.md"))
+    ok(run(base, "write", "MEMORY.md", "--append", "- more"))
+    ok(run(base, "doctor", "--fix", "--yes"))
+    for path in tree(base / "state"):
+        os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
+    assert "read" in as_nobody(reach, [str(data_dir(base) / "state.db")])[str(data_dir(base) / "state.db")]  # open now
+    ok(run(base, "history", "MEMORY.md"))
+    ok(run(base, "serve", "--stop"))  # takes the service's lock: a lock file of each kind is there
+    assert_private(base)
+
+
+REFUSALS = {
+    "data-dir-0777": (lambda d: os.chmod(d, 0o777), "data dir", "{data}", "`chmod -R go-rwx {data}`"),
+    "data-dir-group-writable": (lambda d: (os.chown(d, 0, NOBODY), os.chmod(d, 0o770)), "data dir", "{data}", "`chmod -R go-rwx {data}`"),
+    "data-dir-of-another-user": (lambda d: os.chown(d, NOBODY, NOBODY), "data dir", "{data}", "`chown -R 0 {data}`"),
+    "workspaces-0777": (lambda d: os.chmod(d.parent, 0o777), "folder", "{data_parent}", "`chmod -R go-rwx {data_parent}`"),
+    "state-dir-0777": (lambda d: os.chmod(d.parents[2], 0o777), "state dir", "{state}", "`chmod go-w {state}`"),
+    "state-dir-of-another-user": (lambda d: os.chown(d.parents[2], NOBODY, NOBODY), "state dir", "{state}", "`chown 0 {state}`"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_data_dir_another_user_could_have_changed_is_refused(base, case):
+    """Writable by others, or another user's: write, search and serve each refuse it in one line
+    that names the folder and the command that mends it, and change nothing (no tightening either)."""
+    spoil, role, where, fix = REFUSALS[case]
+    write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
+    ok(run(base, "index"))
+    data = data_dir(base)
+    spoil(data)
+    names = {"data": str(data), "data_parent": str(data.parent), "state": str(base / "state")}
+    before = tree(base / "state")
+    for args in (("write", "memory/new.md", "--stdin"), ("search", "vault"), ("serve", "--no-watch")):
+        done = run(base, *args, input="# New\n")
+        assert done.returncode == 2, (args, done.stderr)
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"error: refusing the {role} {where.format(**names)}: ")
+        assert fix.format(**names) in lines[0]
+    assert not (base / "ws" / "memory").exists()
+    assert tree(base / "state") == before
+
+
+@pytest.mark.parametrize("case", ["sticky-state-dir", "own-group-writable"])
+def test_a_folder_only_the_user_can_change_is_used(base, case):
+    """The controls of the refusals: a state dir like /tmp (1777: others may add, never rename
+    ours), and a data dir writable by the user's own private group (root's here), are used; the
+    data dir is tightened."""
+    write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
+    ok(run(base, "index"))
+    data = data_dir(base)
+    if case == "sticky-state-dir":
+        os.chmod(base / "state", 0o1777)
+    else:
+        os.chmod(data, 0o770)
+    ok(run(base, "write", "memory/new.md", "--stdin", input="# New\n"))
+    assert stat.S_IMODE(os.stat(data).st_mode) == 0o700
+
+
+def test_a_service_started_in_the_background_keeps_the_users_umask_for_the_workspace(base, monkeypatch):
+    """``mcp --serve`` starts the service from a process whose own umask is 077: the service gets the
+    user's, so a folder it makes in the workspace is as the user's umask makes it."""
+    from conftest import FAKE_MODEL
+    from openclaw_memory.fsutil.private import private_umask
+    from openclaw_memory.memory.launch import ensure_service, stop_service
+    from openclaw_memory.memory.paths import read_info
+
+    for name, value in FAKE_MODEL.items():  # the service inherits this process's environment
+        monkeypatch.setenv(name, value)
+    write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
+    settings = settings_for(base / "ws", base / "state")
+    old = os.umask(0o022)
+    try:
+        with private_umask():
+            ensure_service(settings)
+    finally:
+        os.umask(old)
+    try:
+        assert (read_info(settings) or {}).get("pid")
+        done = ok(run(base, "write", "memory/bg/new.md", "--stdin", input="# New\n"))
+        assert "warning" not in done.stderr  # answered by the service, not in this process
+        assert stat.S_IMODE(os.stat(base / "ws" / "memory" / "bg").st_mode) == 0o755
+    finally:
+        stop_service(settings)
