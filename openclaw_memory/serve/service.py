@@ -254,8 +254,12 @@ class Service:
         self.core.stopping.set()
         if self._listener is not None:
             self._listener.close()
-        if lock.held_at_path():  # else the folder was removed under it: what is there now is not its own
-            remove_service_files(self.settings)
+        # A clean stop removes its files first, so that callers stop connecting. One whose socket was
+        # removed keeps its info file until its shards are closed: till then the CLI and a new serve see
+        # a service that cannot be reached and is stopping (a new serve waits for it), not one starting.
+        lost = self._stopped_by == SOCKET_GONE
+        if not lost:
+            self._remove_files(lock)
         if self._http is not None:
             self._http.stop()
         deadline = time.monotonic() + DRAIN_S
@@ -263,6 +267,12 @@ class Service:
             while self._inflight and time.monotonic() < deadline:
                 self._inflight_lock.wait(0.1)
         self.core.close()
+        if lost:
+            self._remove_files(lock)
+
+    def _remove_files(self, lock: FileLock) -> None:
+        if lock.held_at_path():  # else the folder was removed under it: what is there now is not its own
+            remove_service_files(self.settings)
 
     def _socket_is_there(self) -> bool:
         try:
