@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
-from conftest import env_for, run_in_process, settings_for, tmpfs, write
+import pytest
+
+from conftest import env_for, run_in_process, settings_for, tmpfs, wait_for, write
 from openclaw_memory.database import forget_connections
 from openclaw_memory.fsutil.hashing import hash_bytes
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.history.versions import AGENT_WRITE
+from openclaw_memory.memory.paths import read_info
 
 PAGE = 4096
 
@@ -34,29 +42,58 @@ def leave_free(folder, pages: int) -> None:
         os.close(fd)
 
 
-def test_a_write_stopped_by_a_full_state_dir_never_leaves_a_phantom_version(tmp_path):
+def write_with_pages_free(disk: Path, ws: Path, state: Path, path: str, free: int) -> int:
+    """Read ``path``, leave ``free`` pages on ``disk`` (the state dir's), append to it; check that the
+    file holds the old bytes or the new ones and the history lists no agent-write version but the
+    one the file holds. Returns the write's exit status."""
+    write(ws / path, "# Notes\n")
+    env = env_for(ws, state)
+    assert run_in_process(("read", path), env, cwd=ws).returncode == 0
+    leave_free(disk, free)
+    try:
+        res = run_in_process(("write", path, "--append", f"line {free}", "--no-index"), env, cwd=ws)
+    finally:
+        (disk / "filler").unlink()
+    assert "Traceback" not in res.stderr, res.stderr
+    assert res.returncode in (0, 1), res.stderr
+    assert [p.name for p in (ws / path).parent.iterdir() if p.name.startswith(".")] == []  # no temp file left
+    held = (ws / path).read_bytes()
+    assert held == (b"# Notes\n" if res.returncode else f"# Notes\nline {free}\n".encode())
+    forget_connections()  # the write's connection may be the read-only one of a full disk
+    store = HistoryStore.for_settings(settings_for(ws, state))
+    written = [e.version for e in store.entries(str(ws / path)) if e.origin == AGENT_WRITE]
+    assert set(written) <= {hash_bytes(held)}, f"{free} pages free: a phantom agent-write version"
+    forget_connections()
+    return res.returncode
+
+
+@contextmanager
+def service(ws: Path, state: Path) -> Iterator[None]:
+    """The workspace's service (``serve --no-watch``) running while inside."""
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=ws,
+                            env=env_for(ws, state), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: read_info(settings_for(ws, state)) or proc.poll() is not None, timeout=120)
+        assert proc.poll() is None, "the service did not start"
+        yield
+        assert proc.poll() is None, "the service died"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize("through", [
+    "in-process",
+    # A new service for each run: one that met a full disk answers "disk I/O error" after it (reported).
+    pytest.param("service", marks=pytest.mark.slow),
+])
+def test_a_write_stopped_by_a_full_state_dir_never_leaves_a_phantom_version(tmp_path, through):
     outcomes = set()
     with tmpfs(tmp_path / "state-disk", "2m") as disk:
         for free in range(0, 40):
             ws, state = tmp_path / f"ws-{free}", disk / f"state-{free}"
-            write(ws / "MEMORY.md", "# Memory\n")
-            env = env_for(ws, state)
-            assert run_in_process(("read", "MEMORY.md"), env, cwd=ws).returncode == 0
-            leave_free(disk, free)
-            try:
-                res = run_in_process(("write", "MEMORY.md", "--append", f"line {free}", "--no-index"), env, cwd=ws)
-            finally:
-                (disk / "filler").unlink()
-            assert "Traceback" not in res.stderr, res.stderr
-            assert res.returncode in (0, 1), res.stderr
-            outcomes.add(res.returncode)
-            assert [p.name for p in ws.iterdir()] == ["MEMORY.md"]  # no temp file left beside it
-            held = (ws / "MEMORY.md").read_bytes()
-            assert held == (b"# Memory\n" if res.returncode else f"# Memory\nline {free}\n".encode())
-            forget_connections()  # the write's connection may be the read-only one of a full disk
-            store = HistoryStore.for_settings(settings_for(ws, state))
-            written = [e.version for e in store.entries(str(ws / "MEMORY.md")) if e.origin == AGENT_WRITE]
-            assert set(written) <= {hash_bytes(held)}, f"{free} pages free: a phantom agent-write version"
-            forget_connections()
+            ws.mkdir()
+            with service(ws, state) if through == "service" else nullcontext():
+                outcomes.add(write_with_pages_free(disk, ws, state, "MEMORY.md", free))
             shutil.rmtree(state)  # room for the next run
     assert outcomes == {0, 1}  # some runs were stopped, and the last ones had room for the whole write
