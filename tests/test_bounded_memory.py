@@ -274,6 +274,40 @@ def test_prompt_and_doctor_on_a_500_mb_memory_md_stay_small(tmp_path, args, twin
     _check_streamed(tmp_path, 500 * 1000 * 1000, args, twin, 64 * MiB)
 
 
+def _recover_interrupted_merge(folder: Path, grown_by: int) -> int:
+    """A merge killed once MEMORY.md holds it (memory.md not yet archived), then ``grown_by`` bytes
+    of text appended to MEMORY.md: the peak RSS of the ``doctor --fix`` that completes it."""
+    from openclaw_memory.doctor.hooks import KILL_ENV
+
+    workspace, state_dir = folder / "ws", folder / "state"
+    write(workspace / "MEMORY.md", "# Durable memory\n- canonical fact\n")
+    write(workspace / "memory.md", "# legacy notes\n- legacy fact\n")
+    state_dir.mkdir()
+    killed = subprocess.run([sys.executable, "-m", "openclaw_memory", "doctor", "--fix"], cwd=workspace,
+                            env=env_for(workspace, state_dir, **{KILL_ENV: "merge:canonical-written"}),
+                            capture_output=True, timeout=WAIT)
+    assert killed.returncode == -9, killed.stderr
+    merged = (workspace / "MEMORY.md").read_bytes()
+    assert b"legacy fact" in merged
+    if grown_by:
+        write_text(folder / "more", grown_by)
+        with open(workspace / "MEMORY.md", "ab") as fh, open(folder / "more", "rb") as more:
+            shutil.copyfileobj(more, fh)
+    code, err, peak = run_measured(workspace, state_dir, "doctor", "--fix")
+    assert code in (0, 1) and "Traceback" not in err, err
+    assert not (workspace / "memory.md").exists()  # completed: archived, not merged a second time
+    assert (workspace / "MEMORY.md").read_bytes().startswith(merged)
+    assert (workspace / "MEMORY.md").read_bytes().count(b"legacy fact") == 1
+    return peak
+
+
+def test_completing_an_interrupted_merge_searches_a_large_memory_md_in_blocks(tmp_path):
+    """The recovery asks whether MEMORY.md already holds the merge (its marker): it read the file whole."""
+    small = _recover_interrupted_merge(tmp_path / "small", 0)
+    large = _recover_interrupted_merge(tmp_path / "large", 96 * MiB)
+    assert large - small < 24 * MiB, f"peak RSS {small / MiB:.0f} -> {large / MiB:.0f} MiB"
+
+
 def _reference(data: bytes, keep: int):
     """What the streamed reader must give: the whole file decoded and trimmed, then abridged."""
     from openclaw_memory.files.jstext import decode_lossy, js_trim_end, utf16_len

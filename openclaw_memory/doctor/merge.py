@@ -56,11 +56,6 @@ def merged_bytes(canonical: bytes, block: bytes, shown: str) -> bytes:
     return _canonical_head(canonical) + section + block
 
 
-def has_merge_marker(canonical: bytes, shown: str) -> bool:
-    """True when ``MEMORY.md`` holds the merge that archives to ``shown``."""
-    return marker(shown).encode("utf-8") in canonical
-
-
 def already_merged(canonical: bytes, block: bytes) -> str | None:
     """The archive path of an earlier merge of exactly ``block``, or None.
 

@@ -12,17 +12,10 @@ import os
 from collections.abc import Sequence
 
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
-from ..fsutil.hashing import hash_bytes, hash_open_file
+from ..fsutil.hashing import BLOCK, hash_bytes, hash_open_file
 from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from . import hooks
-
-
-def read_regular(folder: Folder, name: str) -> bytes:
-    """The bytes of a regular file (never through a symlink, never a FIFO)."""
-    fd, _ = folder.open_regular(name)
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
 
 
 def read_within(folder: Folder, name: str, limit: int) -> tuple[bytes | None, str, int]:
@@ -39,6 +32,21 @@ def read_within(folder: Folder, name: str, limit: int) -> tuple[bytes | None, st
                 return data, hash_bytes(data), len(data)
             os.lseek(fd, 0, os.SEEK_SET)  # it grew past the limit while read
         return None, hash_open_file(fd), os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def holds_bytes(folder: Folder, name: str, needle: bytes) -> bool:
+    """Whether a regular file holds ``needle`` (not empty), searched block by block: never the whole file."""
+    fd, _ = folder.open_regular(name)
+    try:
+        carry = b""  # the end of the last block, where a needle across the edge begins
+        while block := os.read(fd, BLOCK):
+            window = carry + block
+            if needle in window:
+                return True
+            carry = window[len(window) - len(needle) + 1:]
+        return False
     finally:
         os.close(fd)
 

@@ -18,9 +18,9 @@ from ..settings import Settings
 from .aftercare import finalize
 from .archive import ARCHIVE_PARTS, ArchiveRefused
 from .journal import CorruptJournal, JournalRecord, clear_journal, read_journal
-from .merge import MIGRATE_NOTE, archive_shown, has_merge_marker, merge_changed_paths, merge_detail, merge_note
+from .merge import MIGRATE_NOTE, archive_shown, marker, merge_changed_paths, merge_detail, merge_note
 from .model import Finding, Repair, RepairSpec
-from .place import folder_or_none, hash_or_none, place_no_replace, read_regular, same_file
+from .place import folder_or_none, hash_or_none, holds_bytes, place_no_replace, same_file
 
 ID = "interrupted-repair"
 
@@ -124,7 +124,7 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
         merged = state.mode != "append"
         if not merged and CANONICAL_ROOT in entries:
             try:
-                merged = has_merge_marker(read_regular(root, CANONICAL_ROOT), archive_shown(ws, rel))
+                merged = holds_bytes(root, CANONICAL_ROOT, marker(archive_shown(ws, rel)).encode("utf-8"))
             except OSError:
                 merged = False
         if legacy_here or holding is not None:

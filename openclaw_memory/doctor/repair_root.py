@@ -38,7 +38,7 @@ from .merge import (
     merged_bytes,
 )
 from .model import Finding, Repair, RepairSpec
-from .place import hash_or_none, identical_twins, place_no_replace, read_regular, read_within
+from .place import hash_or_none, identical_twins, place_no_replace, read_within
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
@@ -216,7 +216,7 @@ def _put_canonical_back(root: Folder, canonical: bytes, merged: bytes | None) ->
     """Undo the merge in MEMORY.md unless it changed since (then it keeps the merged text): a note for the detail."""
     if merged is None:
         return ""
-    if read_regular(root, CANONICAL_ROOT) == merged:
+    if read_within(root, CANONICAL_ROOT, len(merged))[0] == merged:
         _write_canonical(root, canonical)
         return ""
     return " (MEMORY.md was changed since the merge too, so it keeps the merged text)"
