@@ -277,6 +277,8 @@ def test_every_answer_on_the_socket_is_strict_json_whatever_the_id_or_path(works
         assert ask(b"", b"")["result"]["text"] == "# Memory"  # and it still serves
         through = cli("read", "memory/bad\udcff.md")  # the CLI's request with that name is strict JSON too
         assert through.returncode == 0 and through.stdout == "# Old\n" and through.stderr == "", through.stderr
+        nan = cli("search", "x", "--min-score", "nan")  # not sent (no JSON holds it): refused here, in its words
+        assert nan.returncode == 2 and nan.stderr == "error: --min-score must be between 0 and 1, not nan\n", nan.stderr
     finally:
         service.terminate()
         _, err = service.communicate(timeout=60)

@@ -40,6 +40,11 @@ class ServiceUnavailable(Exception):
         self.refused = refused
 
 
+class Unsendable(ValueError):
+    """A request strict JSON cannot carry (a NaN or infinite number in its arguments): this call runs
+    in-process, where the product words what is wrong with the value; the connection stays."""
+
+
 def unreachable_note(settings: Settings, pid: str) -> str:
     """The line for a service that runs with its socket removed (:func:`.paths.unreachable_service`):
     it notices within a second and stops, and a new ``serve`` waits for that."""
@@ -111,8 +116,8 @@ class ServiceClient:
         params = {wire.camel(name): wire.to_json(value) for name, value in args.items()}
         try:
             line = request_line(self._next_id, method, params, settings)
-        except ValueError as exc:  # a number JSON cannot hold (NaN, infinity): this process answers it
-            raise ServiceUnavailable(f"{_who(self.settings)} cannot be sent this request ({exc}); working in-process") from None
+        except ValueError as exc:
+            raise Unsendable(str(exc)) from None
         try:
             sock.sendall(line)
             answer = self._answer(sock)

@@ -68,7 +68,7 @@ def request_line(request_id: int, method: str, args: dict, settings: Settings) -
         "protocol": PROTOCOL,
     }
     payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"args": args, "context": context}}
-    return json_line(payload)
+    return json_line(payload)  # ValueError: a number strict JSON cannot hold
 
 
 def answer_line(answer: dict) -> bytes:

@@ -19,7 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .base import ServiceStatus
-from .client import ServiceClient, ServiceUnavailable
+from .client import ServiceClient, ServiceUnavailable, Unsendable
 from .local import IndexPool, LocalMemory
 from .paths import service_may_run
 
@@ -96,7 +96,7 @@ class ServiceMemory(LocalMemory):
     def _remote(self, method: str, here: Callable[..., Any], **args: Any) -> Any:
         try:
             return self._link.call(self._settings, method, **args)
-        except ServiceUnavailable:
+        except (ServiceUnavailable, Unsendable):  # Unsendable: a NaN argument, worded (or used) in-process
             return here(**args)
 
     def read(self, path: str, *, from_line: float | None = None, lines: float | None = None,
