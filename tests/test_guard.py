@@ -441,10 +441,10 @@ def test_a_killed_writes_temp_files_go_at_the_next_write_of_the_file(workspace, 
 
 def test_a_version_a_killed_write_displaced_is_recorded_before_its_swap_file_goes(workspace, state_dir):
     """A write killed between its exchange and the check of what it took off the file leaves that
-    version in ``.NAME.<hex>.swap``: the next write records it in the history, then removes it."""
+    version in ``.NAME.<hex>.swp``: the next write records it in the history, then removes it."""
     write(workspace / "memory" / "k.md", "# K\n")
     folder = workspace / "memory"
-    displaced, stored = folder / ".k.md.0123abcd.swap", folder / ".k.md.89abcdef.swap"
+    displaced, stored = folder / ".k.md.0123abcd.swp", folder / ".k.md.89abcdef.swp"
     displaced.write_bytes(b"# K\nsaved in an editor at the wrong moment\n")
     stored.write_bytes(b"# K\n")  # the version the file holds: in the history once read
     memory = LocalMemory(settings_for(workspace, state_dir))

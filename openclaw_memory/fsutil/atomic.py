@@ -22,16 +22,20 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 _NAME_MAX = 255  # bytes in one file name (Linux, macOS: every common file system)
 
 
-def temp_name_beside(path: str) -> str:
-    """``.NAME.<random>.tmp`` beside ``path``, NAME cut so the whole fits in one file name: a file
-    whose own name is already 255 bytes long can be written too."""
-    folder, name = os.path.split(path)
-    suffix = f".{os.urandom(4).hex()}.tmp"
+def temp_stem(name: str) -> str:
+    """``.NAME``, NAME cut so that ``.NAME.<8 hex>.tmp`` (or ``.swp``) fits in one file name: a file
+    whose own name is already 255 bytes long can be written too, and its leftovers found again."""
     raw = os.fsencode(name)
-    room = _NAME_MAX - 1 - len(suffix)
+    room = _NAME_MAX - 1 - len(".01234567.tmp")
     if len(raw) > room:
         name = os.fsdecode(raw[:room])  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
-    return os.path.join(folder, f".{name}{suffix}")
+    return f".{name}"
+
+
+def temp_name_beside(path: str) -> str:
+    """``.NAME.<random>.tmp`` beside ``path`` (see :func:`temp_stem`)."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f"{temp_stem(name)}.{os.urandom(4).hex()}.tmp")
 
 
 def unlink_quietly(path: str, *, dir_fd: int | None = None) -> None:

@@ -39,7 +39,7 @@ import xxhash
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
-from ..fsutil.atomic import unlink_quietly, write_temp_beside
+from ..fsutil.atomic import temp_stem, unlink_quietly, write_temp_beside
 from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -327,18 +327,18 @@ def _sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder
 
     A temp file (``.NAME.<hex>.tmp``) holds only what such a write would have written, never a byte
     the file had: removed once ten minutes old (another tool's temp file by that name is that old at
-    least). A swap file (``.NAME.<hex>.swap``, see :func:`_commit`) may hold the version an exchange
+    least). A swap file (``.NAME.<hex>.swp``, see :func:`_commit`) may hold the version an exchange
     took off the file: removed once its bytes are in the history, after recording them there as an
     outside edit when they are not (a write killed between its exchange and the check of what it
     displaced); one too big for the history stays."""
-    prefix = f".{resolved.name}."
+    prefix = f"{temp_stem(resolved.name)}."
     try:
         entries = os.listdir(folder.fd)
     except OSError:
         return
     for entry in entries:
         tag, _, kind = entry[len(prefix):].partition(".")
-        if not (entry.startswith(prefix) and kind in ("tmp", "swap") and _TEMP_TAG.fullmatch(tag)):
+        if not (entry.startswith(prefix) and kind in ("tmp", "swp") and _TEMP_TAG.fullmatch(tag)):
             continue
         try:
             if kind == "tmp":
@@ -635,8 +635,8 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
 
 
 def _swap_name(folder: Folder, tmp: str) -> str:
-    """``.NAME.<hex>.swap``: the temp file, renamed once its bytes are stored and its key recorded.
+    """``.NAME.<hex>.swp`` (as long as the ``.tmp`` name, so it fits too): the temp file, renamed once its bytes are stored and its key recorded.
     An exchange leaves the displaced file at this name, which the sweep records before removing."""
-    swap = tmp[: -len(".tmp")] + ".swap"
+    swap = tmp[: -len(".tmp")] + ".swp"
     os.rename(tmp, swap, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
     return swap
