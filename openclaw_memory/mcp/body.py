@@ -5,13 +5,16 @@ does the SDK, which measures it only once read). So the body is read here, once,
 streams:
 
 - past ``limit`` bytes (or a ``Content-Length`` declaring more) the request is answered 413 at
-  once and the connection closed: nothing more is read or kept;
+  once; nothing more is kept, and the connection is closed;
 - a body still unfinished ``timeout`` seconds after its request arrived is answered 408 and the
   connection closed;
 - a client that disconnects mid-body is simply forgotten (nobody is left to answer).
 
 Each refusal is one log line, never the traceback the SDK logs for a body it could not read.
-What goes on is one ``http.request`` message holding the whole body.
+Before the close, what the client still sends is read and dropped for ``LINGER_S`` (a lingering
+close): closed at once with its bytes unread, the connection is reset, and a client still sending
+loses the answer it has not read yet. What goes on is one ``http.request`` message holding the
+whole body.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import logging
 import time
 
 log = logging.getLogger(__name__)
+LINGER_S = 2.0
 
 
 def _mib(n: int) -> str:
@@ -42,7 +46,7 @@ class BoundedBody:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(send, 413, f"the request body ({_mib(int(declared))}) is over the {_mib(self.limit)} limit")
+            await _refuse(receive, send, 413, f"the request body ({_mib(int(declared))}) is over the {_mib(self.limit)} limit")
             return
         chunks: list[bytes] = []  # kept as they came: one join at the end, no growing copy
         size = 0
@@ -51,8 +55,8 @@ class BoundedBody:
             try:
                 message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
-                await self._refuse(send, 408, f"the request body did not end within {self.timeout:g} s "
-                                              f"({size:,} bytes received)")
+                await _refuse(receive, send, 408, f"the request body did not end within {self.timeout:g} s "
+                                                  f"({size:,} bytes received)")
                 return
             if message["type"] != "http.request":
                 return  # the client went away mid-body: nobody to answer
@@ -60,8 +64,8 @@ class BoundedBody:
             size += len(chunk)
             if size > self.limit:
                 chunks.clear()
-                await self._refuse(send, 413, f"the request body is over the {_mib(self.limit)} limit "
-                                              f"(refused at {_mib(size)}, before its end)")
+                await _refuse(receive, send, 413, f"the request body is over the {_mib(self.limit)} limit "
+                                                  f"(refused at {_mib(size)}, before its end)")
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -70,16 +74,26 @@ class BoundedBody:
         chunks.clear()
         await self.app(scope, replay([whole], receive), send)
 
-    @staticmethod
-    async def _refuse(send, status: int, reason: str) -> None:
-        """Answer ``status`` with a JSON-RPC error naming ``reason`` and close the connection (the
-        rest of the body is never read)."""
-        log.warning("MCP over HTTP: refused a request (%d): %s", status, reason)
-        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}).encode("utf-8")
-        await send({"type": "http.response.start", "status": status, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii")),
-            (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(receive, send, status: int, reason: str) -> None:
+    """Answer ``status`` with a JSON-RPC error naming ``reason``, drop what still comes of the body
+    for ``LINGER_S`` (the answer is whole on the wire by then: its length is declared), then close."""
+    log.warning("MCP over HTTP: refused a request (%d): %s", status, reason)
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}).encode("utf-8")
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii")),
+        (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+    deadline = time.monotonic() + LINGER_S
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            message = await asyncio.wait_for(receive(), left)
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+    except TimeoutError:
+        pass
+    await send({"type": "http.response.body", "body": b""})  # the answer ends: the server closes
 
 
 def replay(messages: list[dict], receive):
