@@ -74,9 +74,11 @@ if TYPE_CHECKING:
 
 _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/openclaw-memory/chunk")
 # Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index;
-# pause after N (until SIGUSR1), to prove searches answer while an index runs.
+# pause after N (until SIGUSR1), to prove searches answer while an index runs; pause after N steps
+# of embedding (PROGRESS_STEP chunks each), to interrupt a run between embedding and writing.
 KILL_HOOK_ENV = "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS"
 PAUSE_HOOK_ENV = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS"
+PAUSE_EMBED_HOOK_ENV = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_EMBED_STEPS"
 PROGRESS_STEP = 32  # chunks per progress report while embedding
 
 
@@ -331,6 +333,8 @@ class _Sync:
         self.upserts = 0
         self.kill_after = int(os.environ.get(KILL_HOOK_ENV, "0") or 0)
         self.pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "0") or 0)
+        self.pause_after_steps = int(os.environ.get(PAUSE_EMBED_HOOK_ENV, "0") or 0)
+        self.embed_steps = 0
         self.paused = False
         self.rekeyed: set[str] = set()  # settings key changed, fingerprint did not: save the new key
         self.rechunk: set[str] = set()  # only the chunker's version changed: chunk again, reuse vectors
@@ -726,6 +730,9 @@ class _Sync:
                     vectors[h] = vec
                     self.recent[h] = vec
                 self._report("embed", step + len(part))
+                self.embed_steps += 1
+                if self.embed_steps == self.pause_after_steps:
+                    self._pause()
             while len(self.recent) > _RECENT:
                 self.recent.popitem(last=False)
         return vectors, set(missing)
@@ -752,9 +759,24 @@ class _Sync:
             yield current
 
     def _upsert(self, shard, target: str, w: _Work, piece: list[tuple[str, str, dict]]) -> None:
-        vectors, fresh = self._vectors(w, piece, (target, shard))
+        try:
+            vectors, fresh = self._vectors(w, piece, (target, shard))
+        except KeyboardInterrupt:
+            if target == w.collection.name:  # written in place (a first build): nothing to swap in
+                self._keep_embedded(shard, piece)
+            raise
         self._write_piece(shard, piece, vectors, fresh, kept=target == w.collection.name)
         self._report()
+
+    def _keep_embedded(self, shard, piece: list[tuple[str, str, dict]]) -> None:
+        """Ctrl-C while a piece for a shard built in place was embedding: the chunks embedded so far
+        are written, so the next run takes their vectors from the shard (a first build's points are
+        its own to reuse) instead of embedding them again. A piece is written whole otherwise, and
+        a first index of 2,102 chunks stopped at 96 lost them all."""
+        done = [(pid, h, payload) for pid, h, payload in piece if h in self.recent]
+        if done:
+            self._write_piece(shard, done, {h: self.recent[h] for _pid, h, _p in done}, {h for _pid, h, _p in done})
+            self._report()
 
     def _write_piece(self, shard, piece: list[tuple[str, str, dict]], vectors: dict, fresh: set[str], *,
                      kept: bool = True) -> None:
@@ -791,7 +813,16 @@ class _Sync:
     def _prepare_live(self, w: _Work, changes: list[_Changed]) -> None:
         """A change of at most one batch, for the live shard: embedded now, written at the commit."""
         pieces = list(self._points(w, changes))
-        prepared = [(piece, *self._vectors(w, piece)) for piece in pieces]
+        try:
+            prepared = [(piece, *self._vectors(w, piece)) for piece in pieces]
+        except KeyboardInterrupt:
+            first = not self.store.exists(w.collection.name)
+            if first and any(h in self.recent for piece in pieces for _pid, h, _p in piece):
+                # A first index no search uses yet: what was embedded is kept in place, as a larger one is.
+                with self.store.open(self._stage(w), dim=self.models.embedder.dim) as shard:
+                    for piece in pieces:
+                        self._keep_embedded(shard, piece)
+            raise
         dim = self._dim([v for _p, vectors, _f in prepared for v in vectors.values()])
         self._preflight(sum(len(p) for p in pieces), new_shard=not self.store.exists(w.collection.name))
         w.live = _Live(changes, prepared, dim, self._live_stats(w, changes, pieces))

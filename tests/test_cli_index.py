@@ -1,0 +1,50 @@
+"""``openclaw-memory index`` stopped by Ctrl-C: what it says, and what the next run does."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import env_for, write
+
+PAUSE = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_EMBED_STEPS"  # index.sync: pause after N steps of 32 chunks
+
+
+def notes(workspace, files: int = 12) -> None:
+    """72 chunks with the hash embedder: 12 notes of 10 short sections."""
+    for i in range(files):
+        write(workspace / "memory" / f"note{i}.md", "".join(
+            f"## Topic {i}-{j}\n\nThe note number {i} about subject {j}: tea, boats and gardens number {i * j}.\n\n"
+            for j in range(10)))
+
+
+@pytest.mark.parametrize("batch", [64, 1000], ids=["past-one-batch", "within-one-batch"])
+def test_ctrl_c_in_a_first_index_keeps_what_was_embedded_and_says_so(workspace, state_dir, cli, batch):
+    """A first index is written in place: Ctrl-C while a batch was embedding (32 of its chunks
+    done) writes those 32, says so, and the next run embeds only the rest. It threw them away and
+    said the changes were built beside a live index (there was none), and the next run embedded
+    everything again."""
+    notes(workspace)
+    write(state_dir / "openclaw-memory.toml", f"[index]\nembed_batch = {batch}\n")
+    # Unbuffered: a line read ahead into a buffer would not be seen by a wait on the descriptor.
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "index"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, bufsize=0, cwd=workspace,
+                            env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off", **{PAUSE: "1"}))
+    assert proc.stderr is not None
+    while b"test-hook: index paused" not in (line := proc.stderr.readline()):
+        assert line, "the index ended without pausing"  # (it pauses until a signal: no wait is timed)
+    proc.send_signal(signal.SIGINT)
+    said = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 130
+    # (of the chunks counted so far: files are read while the first batches embed)
+    assert re.search(r"32 of \d+ new chunks were embedded and saved", said) and "resumes" in said, said
+    assert "beside" not in said and "live index" not in said
+    searched = cli("search", "tea")
+    assert searched.returncode == 1 and "first index of agent main" in searched.stderr and "was interrupted" in searched.stderr
+    again = cli("index", "--json")
+    assert again.returncode == 0, again.stderr
+    assert (again.json()["chunksEmbedded"], again.json()["chunksReused"]) == (40, 32)
