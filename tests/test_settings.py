@@ -132,7 +132,7 @@ VALID = {
     "search": {"mmr": True, "mmr_lambda": 0.5, "temporal_decay": True, "half_life_days": 14},
     "history": {"keep_per_path": 5, "max_bytes": 80_000},
     "watchdog": {"keep": 3},
-    "service": {"timeout": 1, "shard_idle": 0.5},
+    "service": {"timeout": 1, "shard_idle": 0.5, "http_body_timeout": 30},
 }
 
 
