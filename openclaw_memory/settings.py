@@ -597,7 +597,7 @@ def _path_text(value: str, where: str) -> str:
     return value
 
 
-def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str | None = None) -> Settings:
+def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settings:
     """Resolve settings from flags, the environment, config files and defaults."""
     o = overrides or Overrides()
     env = os.environ if environ is None else environ
@@ -608,7 +608,9 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
         raise StateDirError(f"the state dir {state_dir} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
-    json_path = state_dir / OPENCLAW_JSON_NAME
+    # OpenClaw's own rule: OPENCLAW_CONFIG_PATH names the file, else it is in the state dir.
+    config_path = _env("OPENCLAW_CONFIG_PATH", env)
+    json_path = Path(os.path.abspath(_expand(config_path))) if config_path else state_dir / OPENCLAW_JSON_NAME
     openclaw = _load_json5(json_path)
     toml_path = state_dir / TOML_NAME
     own = _load_toml(toml_path)
@@ -623,16 +625,19 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     entry_memory_search = _object(_object(entry.get("memory"), f"{json_path}: agents.list[{agent}].memory").get("search"),
                                   f"{json_path}: agents.list[{agent}].memory.search")
 
-    workspace_raw = (
-        o.workspace
-        or _env("OPENCLAW_WORKSPACE", env)
-        or _text(own.get("workspace"), f"{toml_path}: workspace")
-        or _text(entry.get("workspace"), f"{json_path}: agents.list[{agent}].workspace")
-        or _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
-        or cwd
-        or os.getcwd()
-    )
-    workspace = resolve_workspace(str(workspace_raw))
+    # The first source that names a workspace, and where it came from (said when it is wrong).
+    # Never the current folder: with nothing configured it is OpenClaw's default, as OpenClaw
+    # resolves it (a `write` from any folder went to that folder; `--state-dir` elsewhere made the
+    # current folder the workspace without a word).
+    workspace_raw, workspace_source = next((value, where) for value, where in (
+        (o.workspace, "given with --workspace"),
+        (_env("OPENCLAW_WORKSPACE", env), "from OPENCLAW_WORKSPACE"),
+        (_text(own.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
+        (_text(entry.get("workspace"), f"{json_path}: agents.list[{agent}].workspace"),
+         f"from {json_path}: agents.list[{agent}].workspace"),
+        *_openclaw_workspace(openclaw, agent, _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace"),
+                             state_dir, json_path, env),
+    ) if value)
 
     extras: list = []
     extras += _extra_list(top_search.get("extraPaths"), f"{json_path}: memory.search.extraPaths")
@@ -644,6 +649,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     if env_extra:
         extras += env_extra.split(os.pathsep)
     extras += list(o.extra)
+    workspace = resolve_workspace(str(workspace_raw), workspace_source)  # after the checks of the files' paths: those name their key
 
     multimodal = o.multimodal
     if multimodal is None and _env("OPENCLAW_MEMORY_MULTIMODAL", env):
@@ -700,19 +706,58 @@ def resolve_settings(overrides: Overrides | None = None, environ=None, cwd: str 
     )
 
 
-def resolve_workspace(raw: str) -> Path:
+def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None, state_dir: Path, json_path: Path,
+                        env) -> tuple[tuple[str | None, str], ...]:
+    """The workspace OpenClaw gives an agent that has none of its own (its resolveAgentWorkspaceDir),
+    with where it came from: ``agents.defaults.workspace`` (``shared``) is the workspace of the agent
+    that owns it and holds a folder named after each other agent; with none configured, the owner's
+    is ``OPENCLAW_WORKSPACE_DIR``, else ``<state dir>/workspace``, another's ``<state dir>/workspace-<agent>``."""
+    owner = agent == _workspace_owner(openclaw)
+    if shared:
+        where = f"from {json_path}: agents.defaults.workspace"
+        return ((shared, where),) if owner else ((os.path.join(_expand(shared), agent), f"{where}, agent {agent}'s folder in it"),)
+    unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
+    if not owner:
+        return ((str(state_dir / f"workspace-{agent}"), unset),)
+    return ((_env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"), (str(state_dir / "workspace"), unset))
+
+
+def _workspace_owner(openclaw: dict[str, Any]) -> str | None:
+    """The agent ``agents.defaults.workspace`` belongs to, as OpenClaw decides: the listed agent
+    marked ``default``, else the only one listed, else ``main`` when no list is configured."""
+    entries = (openclaw.get("agents") or {}).get("list")
+    if entries is None:
+        return DEFAULT_AGENT
+    listed = [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    marked = [e["id"] for e in listed if e.get("default") is True]
+    if marked:
+        return marked[0]
+    return listed[0]["id"] if len(listed) == 1 else None
+
+
+def resolve_workspace(raw: str, source: str | None = None) -> Path:
+    """The workspace's real path; refused (WorkspaceError, naming ``source``: where the path was
+    given or configured) when it is missing, not a folder or not readable."""
     path = Path(_expand(raw))
+    given = f" ({source})" if source else ""
     try:
         real = path.resolve(strict=True)
     except FileNotFoundError:
-        raise WorkspaceError(f"workspace not found: {path}") from None
+        raise WorkspaceError(f"workspace not found: {path}{given}{_settings_hint(source)}") from None
     except OSError as exc:
-        raise WorkspaceError(f"cannot open workspace {path}: {exc.strerror}") from None
+        raise WorkspaceError(f"cannot open workspace {path}: {exc.strerror}{given}") from None
     if not real.is_dir():
-        raise WorkspaceError(f"workspace is not a folder: {path} (give the folder that holds MEMORY.md)")
+        raise WorkspaceError(f"workspace is not a folder: {path}{given} (give the folder that holds MEMORY.md)")
     if not os.access(real, os.R_OK | os.X_OK):
-        raise WorkspaceError(f"workspace is not readable: {real} (permission denied)")
+        raise WorkspaceError(f"workspace is not readable: {real}{given} (permission denied)")
     return real
+
+
+def _settings_hint(source: str | None) -> str:
+    if source is None or not source.startswith("OpenClaw's default"):
+        return ""
+    here = "; `-w .` for the current folder" if os.path.isfile("MEMORY.md") or os.path.isdir("memory") else ""
+    return f"; give one with -w/--workspace, OPENCLAW_WORKSPACE or agents.defaults.workspace in openclaw.json{here}"
 
 
 def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:

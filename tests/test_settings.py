@@ -16,8 +16,12 @@ from openclaw_memory.errors import ConfigError, WorkspaceError
 from openclaw_memory.settings import Overrides, resolve_settings
 
 
-def resolve(state_dir, environ=None, cwd=None, **kw):
-    return resolve_settings(Overrides(state_dir=str(state_dir), **kw), environ=environ or {}, cwd=cwd)
+def resolve(state_dir, environ=None, **kw):
+    """Settings from ``state_dir`` alone; its ``workspace`` folder (OpenClaw's default) is made
+    when it is a folder already and no workspace is given."""
+    if Path(state_dir).is_dir():
+        (Path(state_dir) / "workspace").mkdir(exist_ok=True)
+    return resolve_settings(Overrides(state_dir=str(state_dir), **kw), environ=environ or {})
 
 
 def test_workspace_precedence(tmp_path, state_dir):
@@ -25,11 +29,11 @@ def test_workspace_precedence(tmp_path, state_dir):
     for p in (a, b, c, d):
         p.mkdir()
     write(state_dir / "openclaw.json", f'{{agents: {{defaults: {{workspace: "{c}"}}, // comment\n}}}}')
-    assert resolve_settings(Overrides(state_dir=str(state_dir)), environ={}, cwd=str(d)).workspace == c
+    assert resolve_settings(Overrides(state_dir=str(state_dir)), environ={}).workspace == c
     env = {"OPENCLAW_WORKSPACE": str(b)}
     assert resolve_settings(Overrides(state_dir=str(state_dir)), environ=env).workspace == b
     assert resolve_settings(Overrides(state_dir=str(state_dir), workspace=str(a)), environ=env).workspace == a
-    assert resolve_settings(Overrides(state_dir=str(state_dir)), environ={"OPENCLAW_WORKSPACE": ""}, cwd=str(d)).workspace == c
+    assert resolve_settings(Overrides(state_dir=str(state_dir)), environ={"OPENCLAW_WORKSPACE": ""}).workspace == c
 
 
 def test_agent_entry_workspace_and_extra_paths_add_up(tmp_path, state_dir):
@@ -53,18 +57,18 @@ def test_agent_entry_workspace_and_extra_paths_add_up(tmp_path, state_dir):
 
 def test_toml_limits(tmp_path, state_dir):
     write(state_dir / "openclaw-memory.toml", "[read]\ndefault_lines = 10\nmax_chars = 500\n[prompt]\nfile_chars = 100\n")
-    s = resolve(state_dir, cwd=str(tmp_path))
+    s = resolve(state_dir)
     assert (s.read.default_lines, s.read.max_chars, s.prompt.file_chars, s.prompt.total_chars) == (10, 500, 100, 60_000)
 
 
 def test_malformed_files_name_file_and_line(tmp_path, state_dir):
     write(state_dir / "openclaw.json", "{\n  agents: {\n    defaults: { workspace: 1 }\n    list: []\n}\n")
     with pytest.raises(ConfigError, match=r"openclaw\.json.*line 4"):
-        resolve(state_dir, cwd=str(tmp_path))
+        resolve(state_dir)
     os.unlink(state_dir / "openclaw.json")
     write(state_dir / "openclaw-memory.toml", "[read]\nmax_chars = \n")
     with pytest.raises(ConfigError, match=r"openclaw-memory\.toml.*line 2"):
-        resolve(state_dir, cwd=str(tmp_path))
+        resolve(state_dir)
 
 
 def test_workspace_errors(tmp_path, state_dir):
@@ -73,6 +77,81 @@ def test_workspace_errors(tmp_path, state_dir):
     f = write(tmp_path / "file.md", "x")
     with pytest.raises(WorkspaceError, match="not a folder"):
         resolve(state_dir, workspace=str(f))
+
+
+# What OpenClaw 2026.9.6's resolveAgentWorkspaceDir answers for each (asked of the real OpenClaw):
+# (openclaw.json, agent, environment) -> the workspace, "~" being the state dir's parent.
+OPENCLAW_WORKSPACES = [
+    ({}, "main", {}, "@STATE/workspace"),
+    ({}, "ops", {}, "@STATE/workspace-ops"),
+    ({}, "main", {"OPENCLAW_WORKSPACE_DIR": "@WD"}, "@WD"),
+    ({"agents": {"defaults": {"workspace": "@D"}}}, "main", {}, "@D"),
+    ({"agents": {"defaults": {"workspace": "@D"}}}, "ops", {}, "@D/ops"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "main"}]}}, "main", {}, "@D"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "main"}, {"id": "ops"}]}}, "main", {}, "@D/main"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "ops", "default": True}, {"id": "main"}]}}, "ops", {}, "@D"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "ops"}]}}, "ops", {}, "@D"),
+    ({"agents": {"list": [{"id": "main"}, {"id": "ops"}]}}, "main", {}, "@STATE/workspace-main"),
+    ({"agents": {"list": [{"id": "ops"}]}}, "ops", {}, "@STATE/workspace"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "ops", "workspace": "@O"}]}}, "ops", {}, "@O"),
+]
+
+
+@pytest.mark.parametrize(("config", "agent", "environ", "expected"), OPENCLAW_WORKSPACES)
+def test_with_no_workspace_given_it_is_the_one_openclaw_resolves_never_the_current_folder(
+        tmp_path, state_dir, monkeypatch, config, agent, environ, expected):
+    """The current folder was the workspace when none was configured: a `write` from any folder
+    created MEMORY.md there, and `--state-dir` elsewhere (no openclaw.json there) made it silently
+    the workspace. Now it is the one OpenClaw itself resolves for the agent."""
+    def place(text: str) -> str:
+        return text.replace("@STATE", str(state_dir)).replace("@WD", str(tmp_path / "wd")).replace(
+            "@D", str(tmp_path / "d")).replace("@O", str(tmp_path / "o"))
+
+    expected_path = Path(place(expected))
+    expected_path.mkdir(parents=True)
+    write(state_dir / "openclaw.json", place(json.dumps(config)))
+    monkeypatch.chdir(tmp_path)  # a folder that is no workspace of any of these
+    environ = {k: place(v) for k, v in environ.items()}
+    assert resolve_settings(Overrides(state_dir=str(state_dir), agent=agent), environ=environ).workspace == expected_path
+
+
+def test_a_write_with_no_workspace_configured_never_lands_in_the_current_folder(cli, tmp_path, state_dir):
+    here = tmp_path / "somewhere"
+    here.mkdir()
+    unset = {"OPENCLAW_WORKSPACE": ""}
+    refused = cli("write", "MEMORY.md", "--append", "- a fact", env=unset, cwd=here)
+    assert refused.returncode == 2 and not (here / "MEMORY.md").exists()
+    said = refused.stderr
+    assert f"workspace not found: {state_dir / 'workspace'}" in said and "OpenClaw's default" in said
+    assert str(state_dir / "openclaw.json") in said and "-w/--workspace" in said and "-w ." not in said
+    write(here / "MEMORY.md", "# Memory\n")  # the current folder looks like a workspace: the hint says how to use it
+    assert "`-w .` for the current folder" in cli("files", env=unset, cwd=here).stderr
+    (state_dir / "workspace").mkdir()  # OpenClaw's own default workspace: the write goes there
+    assert cli("write", "MEMORY.md", "--append", "- a fact", env=unset, cwd=here).returncode == 0
+    assert "- a fact" in (state_dir / "workspace" / "MEMORY.md").read_text()
+    assert (here / "MEMORY.md").read_text() == "# Memory\n"
+
+
+def test_openclaw_json_is_read_where_openclaw_reads_it(tmp_path, state_dir, workspace):
+    """In the state dir (``--state-dir`` moves it, as ``OPENCLAW_STATE_DIR`` moves OpenClaw's),
+    unless ``OPENCLAW_CONFIG_PATH`` names the file."""
+    elsewhere = tmp_path / "config" / "main.json"
+    write(elsewhere, json.dumps({"agents": {"defaults": {"workspace": str(workspace)}}}))
+    assert resolve(state_dir, environ={"OPENCLAW_CONFIG_PATH": str(elsewhere)}).workspace == workspace
+    assert resolve(state_dir).workspace == state_dir / "workspace"
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"defaults": {"workspace": str(workspace)}}}))
+    assert resolve(state_dir).workspace == workspace
+
+
+def test_a_workspace_that_is_not_there_is_named_with_where_it_was_configured(tmp_path, state_dir):
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"defaults": {"workspace": str(tmp_path / "agnet")}}}))
+    with pytest.raises(WorkspaceError, match=re.escape(
+            f"workspace not found: {tmp_path / 'agnet'} (from {state_dir / 'openclaw.json'}: agents.defaults.workspace)")):
+        resolve(state_dir)
+    with pytest.raises(WorkspaceError, match=re.escape("(from OPENCLAW_WORKSPACE)")):
+        resolve(state_dir, environ={"OPENCLAW_WORKSPACE": str(tmp_path / "nope")})
+    with pytest.raises(WorkspaceError, match=re.escape("(given with --workspace)")):
+        resolve(state_dir, workspace=str(tmp_path / "nope"))
 
 
 def test_workspace_is_real_path(tmp_path, state_dir):
