@@ -75,7 +75,6 @@ class BoundedBody:
         await self.app(scope, replay([whole], receive), send)
 
 
-
 async def _refuse(receive, send, status: int, reason: str) -> None:
     """Answer ``status`` with a JSON-RPC error naming ``reason``, drop what still comes of the body
     for ``LINGER_S`` (the answer is whole on the wire by then: its length is declared), then close."""
