@@ -196,6 +196,33 @@ def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     assert "memory/locked" in proc.stderr  # a warning, not silence
 
 
+def test_scan_cache_check_is_bounded_and_still_sees_every_edit(workspace, tmp_path, monkeypatch):
+    """A check stats the folders and FILES_PER_CHECK files in rotation, not every file: an edit in
+    place is seen within ceil(files / FILES_PER_CHECK) checks, or by the next one after changed()."""
+    from openclaw_memory.files import scan as scan_module
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    for i in range(25):
+        write(workspace / f"memory/2026-01-{i + 1:02d}.md", f"note {i}")
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(tmp_path / "state")), environ={})
+    cache = scan_module.ScanCache(settings, files_per_check=10)
+    first = cache.scan()
+    stats = []
+    real_lstat = os.lstat
+    monkeypatch.setattr(scan_module.os, "lstat", lambda path, *a, **k: stats.append(path) or real_lstat(path, *a, **k))
+    assert cache.scan() is first
+    assert len(stats) == 10  # one turn of the rotation, not all 25 files
+    (workspace / "memory/2026-01-20.md").write_text("note 19, edited in place")
+    seen = [cache.scan() is not first for _ in range(3)]  # 25 files, 10 a check: three checks at most
+    assert any(seen)
+    monkeypatch.setattr(scan_module.os, "lstat", real_lstat)
+    current = cache.scan()
+    assert cache.scan() is current
+    (workspace / "memory/2026-01-01.md").write_text("note 0, edited in place")
+    cache.changed()  # what the service's watch does on an event
+    assert cache.scan() is not current
+
+
 def test_scan_cache_reuses_a_scan_only_while_nothing_it_saw_changed(workspace, tmp_path):
     from openclaw_memory.files.scan import ScanCache
     from openclaw_memory.settings import Overrides, resolve_settings

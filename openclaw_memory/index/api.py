@@ -124,6 +124,7 @@ class MemoryIndex:
         # whose vectors still answer when there is no sync).
         outdated = settings_changed or any(m.settings_key != self.config.settings_key for m in built)
         notes: list[str] = []
+        updating = False
         if mode != "text" and (stale or outdated):
             if sync:
                 try:
@@ -135,10 +136,9 @@ class MemoryIndex:
                     indexed = [c for c in collections if self.store.exists(c.name)]
                     manifests = {c.name: self._manifest(c.name) for c in collections}
                 except LockTimeout:
-                    holder = agent_lock(self.settings, 0).holder_pid()
-                    notes.append(
-                        f"an index run (pid {holder}) is updating the index: answering from the last complete index"
-                    )
+                    # Routine: a watch, the service's live sync or an `index` run is indexing them
+                    # now (OpenClaw: routine indexing adds no warning); `stale` still lists them.
+                    updating = True
                 except DiskFull as exc:
                     notes.append(f"index not refreshed: {exc.message}")
             if settings_changed:
@@ -163,7 +163,7 @@ class MemoryIndex:
                 candidates.extend(plan.candidates(shard, c.name))
         dates = file_dates(manifests.values()) if self.ranking.decay else None
         hits = rank(plan, candidates, min_score, dates=dates, today=filters.today(), fetch=self._fetch_passages)
-        return SearchResult(tuple(hits), mode, tuple(stale), tuple(notes), tuple(query_terms(query)))
+        return SearchResult(tuple(hits), mode, tuple(stale), tuple(notes), tuple(query_terms(query)), updating)
 
     def _fetch_passages(self, candidates) -> None:
         """Read the passage fields (body, fence) of the candidates shown, one retrieve per collection."""
@@ -202,6 +202,11 @@ class MemoryIndex:
         if cached is None or cached[0] != key:
             cached = self._manifests[name] = (key, load_manifest(self.settings.data_dir, name))
         return cached[1]
+
+    def files_changed(self) -> None:
+        """A watch saw memory files change: the next search walks the workspace again (else it
+        reuses its last scan while its bounded check finds nothing moved; see ScanCache)."""
+        self._scans.changed()
 
     def _stale(self, collections, manifests) -> list[str]:
         scan = self._scans.scan()

@@ -216,6 +216,7 @@ class Watcher:
                     fresh = {p for p in message.paths if targets.relevant(p)}
                     rearm = rearm or targets.names_a_watched_folder(message.paths)
                     if fresh:
+                        index.files_changed()  # a search meanwhile walks again, not waiting for the sync
                         now = time.monotonic()
                         if not hints:
                             first_at = now
