@@ -53,3 +53,30 @@ def test_result_types_and_literals_are_exported():
     from typing import get_args
 
     assert get_args(om.SearchMode) == ("hybrid", "vector", "text")
+
+
+def test_an_in_process_memory_keeps_its_shards_open_between_calls_until_idle(workspace, state_dir):
+    """A library's memory does not reopen its shards on every search (the engine's load and the
+    manifest's check each time); its own thread closes them once unused for ``shard_idle_s``, and
+    a memory of one call (the CLI's, ``shard_idle_s=0``) closes them after the call."""
+    import os
+
+    from conftest import wait_for
+    from openclaw_memory.fsutil.lock import lock_holder
+    from openclaw_memory.index.collections import resolve_collections
+
+    write(workspace / "MEMORY.md", "# Prefs\nlikes green tea in the morning\n")
+    settings = om.resolve_settings(om.Overrides(workspace=str(workspace), state_dir=str(state_dir)))
+    locks = [str(settings.data_dir / "index" / "locks" / f"{c.name}.lock") for c in resolve_collections(settings)]
+    one_call = om.open_memory(settings, in_process=True, shard_idle_s=0)
+    one_call.index()
+    assert locks and {lock_holder(p) for p in locks} == {None}
+    memory = om.open_memory(settings, in_process=True, shard_idle_s=0.5)
+    assert memory.search("green tea").results
+    assert {lock_holder(p) for p in locks} == {str(os.getpid())}  # still open after the call
+    assert memory.search("morning").results
+    wait_for(lambda: {lock_holder(p) for p in locks} == {None}, timeout=30)  # closed once idle
+    assert memory.search("green tea").results  # and opened again when needed
+    memory.close()
+    one_call.close()
+    assert {lock_holder(p) for p in locks} == {None}

@@ -223,10 +223,11 @@ def tool_specs(settings: Settings, tools: MemoryTools | None) -> list[ToolSpec]:
         ToolSpec(
             "memory_search", "Search memory",
             f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
-            "{results: [{path, startLine, endLine, score, snippet, source, citation, alsoIn?, passages: [{startLine, "
-            "endLine, score, snippet, citation}]}], mode, stale, message?}: one result per file with its best passage, "
+            "{results: [{path, startLine, endLine, score, snippet, source, citation, date?, alsoIn?, passages: [{startLine, "
+            "endLine, score, snippet, citation, date?}]}], mode, stale, message?}: one result per file with its best passage, "
             "and in passages that one and up to two more entries of the file that answer; message says so when "
-            "nothing matched. "
+            "nothing matched; date (YYYY-MM-DD) is the dated heading or daily note a passage sits under: of two that "
+            "disagree, the newer is the current one. "
             "Pass a citation to memory_get to read the passage.",
             (
                 Param("query", "string", "What to look for (meaning and keywords: hybrid search).", required=True),
@@ -361,7 +362,7 @@ def serve(settings: Settings, *, start_service: bool = False) -> None:
     opened: list[MemoryTools] = []
 
     def make_server():
-        tools = MemoryTools(open_memory(settings, notice=_warn, start_service=start_service))
+        tools = MemoryTools(open_memory(settings, notice=_warn, start_service=start_service, shard_idle_s=0))
         opened.append(tools)
 
         def warm() -> None:

@@ -18,16 +18,19 @@ def _stderr(message: str) -> None:
 
 
 def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, start_service: bool = False,
-                in_process: bool = False) -> Memory:
+                in_process: bool = False, shard_idle_s: float | None = None) -> Memory:
     """The agent's memory: the workspace's service when one may answer, else this process.
 
     ``notice`` hears, in one line each, why the service could not answer (then this process
     does) and that another process holds a lock this one waits for. ``start_service`` starts the
     service in the background first when none runs (``mcp --serve``); ``in_process`` never asks it.
     Like qdrant-client's constructor, the choice is made here once; the memory only delegates.
+    ``shard_idle_s``: how long the index's shards stay open here after a call (default
+    ``local.IN_PROCESS_SHARD_IDLE_S``: a warm search does not reopen them); 0 closes them after
+    every call, for a process of one call (the CLI) or one that runs beside others (an MCP server).
     """
     from ..fsutil.private import check_data_dir
-    from .local import IndexPool, LocalMemory
+    from .local import IN_PROCESS_SHARD_IDLE_S, IndexPool, LocalMemory
     from .paths import service_disabled, service_may_run, unreachable_service
 
     def on_wait(what: str, pid: str) -> None:
@@ -37,7 +40,8 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
         notice(f"{what} is in use by another openclaw-memory process{holder}; waiting")
 
     check_data_dir(settings.state_dir, settings.data_dir)  # before its socket is trusted or a file written in it
-    pool = IndexPool(on_wait=on_wait)
+    idle = IN_PROCESS_SHARD_IDLE_S if shard_idle_s is None else shard_idle_s
+    pool = IndexPool(on_wait=on_wait, shard_idle_s=idle, janitor=True)
     if start_service and not in_process:
         from .launch import ensure_service
 

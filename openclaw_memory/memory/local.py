@@ -7,14 +7,17 @@ read view (:class:`~openclaw_memory.index.store.edge.ReadView`): searches run si
 the service's live sync reads beside them while it embeds, then has the index alone only to
 commit (a search waits for that commit, never for the embedding); with a Qdrant server store an
 index is used by one call at a time. Shards unused for ``shard_idle_s`` seconds are closed (0: after every call, for a process that runs beside others: the CLI, an
-MCP server without a service), so ``doctor --fix`` or another tool can open them.
+MCP server without a service), so ``doctor --fix`` or another tool can open them: by the service's
+janitor, or, in a library's process (``janitor=True``), by the pool's own thread and at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -45,6 +48,11 @@ if TYPE_CHECKING:
     from ..watchdog.heartbeat import HeartbeatResult
     from ..watchdog.snapshot import SnapshotInfo
     from ..watchdog.verify import VerifyResult
+
+# How long a library's in-process memory keeps an index's shards open after a call: reopening
+# them (the engine's load, the manifest's check) was 83% of a warm search at 30,000 notes
+# (bench/scale.py); another process that needs them waits at most this long (its lock wait).
+IN_PROCESS_SHARD_IDLE_S = 2.0
 
 WRITE_TOOLS = ("write", "memory_write")  # who made a write (its default idempotency key names it)
 
@@ -101,9 +109,14 @@ class _Lent:
 class IndexPool:
     """Warm indexes, one per agent, sharing one model; see the module docstring."""
 
-    def __init__(self, *, shard_idle_s: float = 0.0, on_wait: OnLockWait | None = None):
+    def __init__(self, *, shard_idle_s: float = 0.0, on_wait: OnLockWait | None = None, janitor: bool = False):
         self.shard_idle_s = shard_idle_s
         self.on_wait = on_wait
+        # The service's pool (its own janitor closes idle shards): searches beside its live sync.
+        self.serving = shard_idle_s > 0 and not janitor
+        self.janitor = janitor and shard_idle_s > 0
+        self._janitor_started = False
+        self._janitor_stop = threading.Event()
         self.stopping = threading.Event()
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
@@ -124,16 +137,47 @@ class IndexPool:
                 index = MemoryIndex(replace(settings, session=None), keep_open=True, models=self._models, on_wait=self.on_wait)
                 self._serve(index)
                 self._models = self._models or index.models
-                if self.shard_idle_s > 0 and not index.models.lent:
+                if self.serving and not index.models.lent:
                     index.models.lend(lambda model: _Lent(model, self))
                 slot = self._slots[settings.agent] = _Slot(index)
+                if self.janitor and not self._janitor_started:
+                    self._start_janitor()
             return slot
+
+    def _start_janitor(self) -> None:
+        """A thread that closes the shards left unused for ``shard_idle_s``, and their closing
+        at exit (their stat recorded: the next process opens them without a probe). Neither
+        keeps the pool alive."""
+        self._janitor_started = True
+        ref = weakref.ref(self)
+        stop, every = self._janitor_stop, max(self.shard_idle_s / 4, 0.05)
+
+        def sweep() -> None:
+            while not stop.wait(every):
+                pool = ref()
+                if pool is None:
+                    return
+                try:
+                    pool.close_idle_shards()
+                except MemoryToolError:
+                    pass  # e.g. the state database busy: the next sweep closes them
+                del pool
+
+        def at_exit() -> None:
+            pool = ref()
+            if pool is not None:
+                stop.set()
+                for slot in list(pool._slots.values()):
+                    pool._close_unused(slot)
+
+        threading.Thread(target=sweep, name="openclaw-memory-shards", daemon=True).start()
+        atexit.register(at_exit)
 
     def _serve(self, index: MemoryIndex) -> None:
         """A pool that keeps shards open (the service) keeps one open while a sync copies it too."""
         from ..index.store.edge import EdgeStore
 
-        if self.shard_idle_s > 0 and isinstance(index.store, EdgeStore):
+        if self.serving and isinstance(index.store, EdgeStore):
             index.store.serving = True
 
     @contextmanager
@@ -219,6 +263,7 @@ class IndexPool:
             index.models.embedder.encode(["warm-up"])
 
     def close(self) -> None:
+        self._janitor_stop.set()
         for slot in list(self._slots.values()):
             with slot.view.writing():
                 slot.index.close()
@@ -520,6 +565,6 @@ def _cited(path: str, from_line: float | None, lines: float | None) -> tuple[str
 
 def _has_index(settings: Settings) -> bool:
     from ..index.collections import resolve_collections
-    from ..index.manifest import load_manifest
+    from ..index.manifest import manifest_serial
 
-    return any(load_manifest(settings.data_dir, c.name) is not None for c in resolve_collections(settings))
+    return any(manifest_serial(settings.data_dir, c.name) is not None for c in resolve_collections(settings))

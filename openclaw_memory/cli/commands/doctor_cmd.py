@@ -62,7 +62,7 @@ def _render(report, fix: bool) -> None:
 
 def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:
     interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
-    report = open_memory(settings, notice=warn).doctor(
+    report = open_memory(settings, notice=warn, shard_idle_s=0).doctor(
         fix=fix,
         confirm=_ask if interactive else None,
         on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting for it"),

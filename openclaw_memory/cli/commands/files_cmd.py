@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def run_files(settings: Settings, json_out: bool) -> int:
-    result = open_memory(settings, notice=warn).files()
+    result = open_memory(settings, notice=warn, shard_idle_s=0).files()
     if reported(result, json_out):
         return 0
     if not result.files:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def run_history(settings: Settings, path: str, json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.history(path)
     if reported(result, json_out):
         return 0
@@ -28,7 +28,7 @@ def run_history(settings: Settings, path: str, json_out: bool) -> int:
 
 
 def run_restore(settings: Settings, path: str, version: str, no_index: bool, json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.restore(path, version, update_index=not no_index)
     if result.index is not None and result.index.failed:
         warn(result.index.reason or "the index was not updated")
@@ -46,7 +46,7 @@ def run_restore(settings: Settings, path: str, version: str, no_index: bool, jso
 
 
 def run_state(settings: Settings, json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         report = memory.state()
     if reported(report, json_out):
         return 0

@@ -29,7 +29,7 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
 
     try:
         with ExitStack() as stack:
-            memory = stack.enter_context(closing(open_memory(settings, notice=warn)))
+            memory = stack.enter_context(closing(open_memory(settings, notice=warn, shard_idle_s=0)))
             report = None if json_out else progress_reporter(stack)
             summary = memory.index(full=full, progress=track(report))
     except KeyboardInterrupt:
@@ -54,12 +54,12 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
 
 def run_search(settings: Settings, query: str, limit: int, min_score: float, mode: SearchMode, no_sync: bool, json_out: bool,
                collections: list[str], paths: list[str], since: str | None, until: str | None) -> int:
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync,
                                collections=tuple(collections), paths=tuple(paths), since=since, until=until)
     stale = [f"{len(result.stale)} file(s) changed since the last index and were not searched as they are now: "
              + ", ".join(result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + " (run `openclaw-memory index`)"
-             ] if result.stale else []
+             ] if result.stale and not result.updating else []  # being indexed now: normal, nothing to do
     if reported(result, json_out, [*result.notes, *stale]):
         return 0
     if not result.results:
@@ -68,11 +68,13 @@ def run_search(settings: Settings, query: str, limit: int, min_score: float, mod
     highlight = sys.stdout.isatty()
     for hit in result.results:
         also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
-        print(f"{hit.score:.3f}  {printable(hit.citation)}  [{hit.source}]{also}")
+        dated = f"  {hit.date}" if hit.date else ""  # the passage's date: of two notes that disagree, which is newer
+        print(f"{hit.score:.3f}  {printable(hit.citation)}{dated}  [{hit.source}]{also}")
         for line in hit.snippet.splitlines():
             print(f"    {_highlighted(line, result.term_spans(line)) if highlight else no_controls(line)}")
         for passage in hit.passages[1:]:  # more entries of the same file that answer too
-            print(f"  {passage.score:.3f}  {printable(hit.path)}#L{passage.start_line}-L{passage.end_line}")
+            dated = f"  {passage.date}" if passage.date else ""
+            print(f"  {passage.score:.3f}  {printable(hit.path)}#L{passage.start_line}-L{passage.end_line}{dated}")
             for line in passage.snippet.splitlines():
                 print(f"    {_highlighted(line, result.term_spans(line)) if highlight else no_controls(line)}")
         print()
@@ -89,7 +91,7 @@ def _highlighted(line: str, spans: list[tuple[int, int]]) -> str:
 
 
 def run_collections(settings: Settings, json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         rows = memory.collections()
     if json_out:
         print_json({"agent": settings.agent, "collections": [to_json(r) for r in rows]})
@@ -109,7 +111,7 @@ def _size(n: float) -> str:
 
 
 def run_status(settings: Settings, json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         status = memory.status()
         service = to_json(memory.service())
     if json_out:

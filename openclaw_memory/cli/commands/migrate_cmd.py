@@ -38,7 +38,7 @@ def run_migrate(settings: Settings, to: str, source: str | None, json_out: bool)
 
     with ExitStack() as stack:
         report = None if json_out else _progress(stack)
-        result = open_memory(settings, notice=warn).migrate(to, source, progress=report)
+        result = open_memory(settings, notice=warn, shard_idle_s=0).migrate(to, source, progress=report)
     if reported(result, json_out, result.notes):
         return 0
     for c in result.collections:

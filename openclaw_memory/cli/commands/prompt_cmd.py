@@ -21,7 +21,7 @@ def run_prompt(settings: Settings, date: str | None, peek: bool, json_out: bool)
             today = dt.date.fromisoformat(date)
         except ValueError:
             raise UsageError(f"--date must be a date like 2026-11-30, not {shown(date)}") from None
-    section = open_memory(settings, notice=warn).prompt(today=today, consume=not peek)
+    section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=not peek)
     cuts = [f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
             "characters)" for cut in section.truncated]
     if not reported(section, json_out, [*section.warnings, *cuts]):

@@ -18,7 +18,7 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
     """``path`` may be a search citation: its lines, unless --from/--lines say otherwise."""
     if diff:
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.read(path, from_line=from_line, lines=lines, max_chars=max_chars)
     if not reported(result, json_out):
         if result.text:
@@ -40,7 +40,7 @@ def _shown(path: str, text: str) -> str:
 
 def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int | None, max_chars: int | None,
               json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.read_diff(path, from_line=from_line, lines=lines, max_chars=max_chars)
     if reported(result, json_out):
         return 0

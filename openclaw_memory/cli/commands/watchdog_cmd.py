@@ -22,14 +22,14 @@ def _print_delta(result) -> None:
 
 
 def run_snapshot(settings: Settings, label: str | None, json_out: bool) -> int:
-    info = open_memory(settings, notice=warn).snapshot(label)
+    info = open_memory(settings, notice=warn, shard_idle_s=0).snapshot(label)
     if not reported(info, json_out):
         print(f"snapshot {info.label}: {info.entries} entries ({info.rehashed} hashed now, {info.racy} racy, {info.unhashed} without hash)")
     return 0
 
 
 def run_verify(settings: Settings, json_out: bool) -> int:
-    result = open_memory(settings, notice=warn).verify()
+    result = open_memory(settings, notice=warn, shard_idle_s=0).verify()
     if not reported(result, json_out):
         _print_delta(result)
         print(f"{result.break_count} break(s) since snapshot {result.baseline} ({len(result.new)} new file(s), not counted)")
@@ -37,7 +37,7 @@ def run_verify(settings: Settings, json_out: bool) -> int:
 
 
 def run_heartbeat(settings: Settings, json_out: bool) -> int:
-    result = open_memory(settings, notice=warn).heartbeat()
+    result = open_memory(settings, notice=warn, shard_idle_s=0).heartbeat()
     if reported(result, json_out):
         pass
     elif result.ok:

@@ -71,7 +71,7 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
     content = _new_content(replace_file, stdin)
     with contextlib.ExitStack() as stack:
-        memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn)))
+        memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
         result = memory.write(path, content=content, append=append, expect=expect, update_index=not no_index,
                               idempotency_key=idempotency_key, progress=_progress_past_one_file(stack))
     if result.replay is not None:
