@@ -48,3 +48,26 @@ def test_ctrl_c_in_a_first_index_keeps_what_was_embedded_and_says_so(workspace, 
     again = cli("index", "--json")
     assert again.returncode == 0, again.stderr
     assert (again.json()["chunksEmbedded"], again.json()["chunksReused"]) == (40, 32)
+
+
+def test_a_search_while_another_process_indexes_says_no_warning(workspace, state_dir, cli):
+    """A watch or the service applying an edit holds the agent's index lock for a moment: a search
+    then answers from the last complete index. That is routine (14 of 144 searches during a watch's
+    syncs printed "warning: an index run ... is updating the index"); `--json` says it."""
+    from conftest import settings_for
+    from openclaw_memory.index.sync import agent_lock
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- green tea in the morning\n")
+    assert cli("index").returncode == 0
+    write(workspace / "MEMORY.md", "# Memory\n\n- green tea in the morning\n- black tea at night\n")
+    lock = agent_lock(settings_for(workspace, state_dir), 0)
+    lock.acquire()  # as a running index holds it
+    try:
+        plain, as_json = cli("search", "tea"), cli("search", "tea", "--json")
+    finally:
+        lock.release()
+    assert plain.returncode == 0 and "green tea" in plain.stdout and plain.stderr == "", plain.stderr
+    assert as_json.json()["updating"] is True and as_json.json()["stale"] == ["MEMORY.md"]
+    unsynced = cli("search", "tea", "--no-sync")  # not being indexed: the stale file is worth a warning
+    assert "warning: 1 file(s) changed since the last index" in unsynced.stderr and "updating" not in cli(
+        "search", "tea", "--json", "--no-sync").stdout

@@ -60,6 +60,9 @@ class SearchResult:
     stale: tuple[str, ...] = ()
     notes: tuple[str, ...] = key(omit=lambda r: not r.notes, default=())
     terms: tuple[str, ...] = ()  # the query's words, as the keyword side matched them (for highlighting)
+    # Another process was indexing this agent (a watch, the service's live sync, `index`): the
+    # stale files are being indexed now, and this answer is the last complete index's.
+    updating: bool = key(omit=lambda r: not r.updating, default=False)
 
     def term_spans(self, line: str) -> list[tuple[int, int]]:
         """Where the query's words occur in a line of a snippet (for highlighting), in order, not overlapping."""
