@@ -45,6 +45,10 @@ BOOTSTRAP_CASES = [
     ({"MEMORY.md": "m" * 70}, 20_000, 66),
     ({"USER.md": "   ", "MEMORY.md": "m\n"}, 20_000, 60_000),
     ({"user.md": "lower case is not USER.md", "MEMORY.md": "m"}, 20_000, 60_000),
+    # Read in 1 MiB blocks, only the cap's worth of head and tail kept: astral characters across
+    # the block edges and at the cut points, trailing white space longer than what is kept.
+    ({"MEMORY.md": "é😀x" * 150_000 + " \n\u3000" * 50_000}, 20_000, 60_000),  # 1.3 MB, under OpenClaw's 2 MiB
+    ({"USER.md": "😀" * 9_001 + "\n" * 9_000, "MEMORY.md": "a😀" * 30_000 + " " * 300}, 101, 60_000),
 ]
 
 
