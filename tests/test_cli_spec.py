@@ -75,6 +75,11 @@ LINES = [
     (["files", "--extra", "b", "--agent=x", "--session", "s", "--qdrant-url", "http://q", "--state-dir", "d"], "files", {},
      {"extra": ["b"], "agent": "x", "session": "s", "qdrant_url": "http://q", "state_dir": "d"}),
     (["--", "files"], "files", {}, {}),
+    # OpenClaw's spellings of the same thing (`openclaw memory index --force`, `memory search --max-results N --query Q`)
+    (["index", "--force"], "index", {"full": True}, {}),
+    (["search", "--max-results", "3", "q"], "search", {"query": "q", "limit": 3}, {}),
+    (["search", "--query", "q"], "search", {"query_flag": "q"}, {}),
+    (["search", "a", "--query", "b"], "search", {"query": "a", "query_flag": "b"}, {}),  # --query wins (the handler)
 ]
 
 
@@ -130,13 +135,26 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["search", "--agent", "--mode", "text"], "--agent needs a value (write --agent=VALUE for a value that starts with -)", "search"),
     (["files", "-w"], "-w needs a value", "files"),
     (["read", "--lines", "-h"], "--lines needs a value", "read"),
+    # OpenClaw's flags with no use here say what does the same (`--force` was "did you mean --workspace?")
+    (["status", "--deep"], "no such option: --deep: status always reads the index itself", "status"),
+    (["status", "--index"], "no such option: --index: `openclaw-memory index` updates the index", "status"),
+    (["index", "--verbose"], "no such option: --verbose: progress is always on stderr", "index"),
+    (["files", "--verbose"], "no such option: --verbose: progress and warnings always go to stderr", "files"),
+    (["search"], "missing argument QUERY (or --query TEXT)", "search"),
+    # names people type for a command, and a command flag before the command it belongs to
+    (["get", "MEMORY.md"], "no such command 'get' (did you mean 'read'?)", ""),
+    (["ls"], "no such command 'ls' (did you mean 'files'?)", ""),
+    (["list"], "no such command 'list' (did you mean 'files'?)", ""),
+    (["--json", "search", "q"], "--json is an option of a command, so it goes after the command's name: openclaw-memory search --json", ""),
+    (["--limit", "3", "search", "q"], "--limit is an option of a command, so it goes after the command's name: "
+                                      "openclaw-memory search --limit", ""),
 ])
 def test_usage_errors_exit_2_with_a_hint(capsys, argv, message, where):
     assert main(argv) == 2
     captured = capsys.readouterr()
     help_line = f"Try '{' '.join(['openclaw-memory', *where.split()])} --help' for help."
     assert captured.err.startswith(f"error: {message}") and help_line in captured.err and "Traceback" not in captured.err
-    assert captured.out == ""
+    assert captured.out == "" or "--json" in argv  # (with --json the error is JSON on stdout too)
 
 
 def test_a_command_flag_given_to_a_group_says_where_it_goes(capsys):
@@ -162,6 +180,7 @@ def test_version(capsys):
     (["read", "-h"], ("read",)), (["-h", "read"], ("read",)), (["read", "MEMORY.md", "--json", "--help"], ("read",)),
     (["watchdog"], ("watchdog",)), (["watchdog", "-h"], ("watchdog",)), (["watchdog", "snapshot", "--help"], ("watchdog", "snapshot")),
     (["migrate", "-h"], ("migrate",)),  # help before a missing required option
+    (["help"], ()), (["help", "search"], ("search",)), (["-w", "x", "help", "watchdog", "verify"], ("watchdog", "verify")),
 ])
 def test_help_wherever_it_is_asked(capsys, argv, words):
     assert main(argv) == 0
@@ -233,3 +252,41 @@ def test_a_light_command_imports_nothing_heavy(tree):
                  "sys.stderr.write('HEAVY:' + ','.join(heavy))\n")
         proc = subprocess.run([sys.executable, "-c", child, *tree, *argv], capture_output=True, text=True)
         assert proc.stderr.rsplit("HEAVY:", 1)[1] == "", f"{argv} imported {proc.stderr.rsplit('HEAVY:', 1)[1]}"
+
+
+def _flag_spellings(opts) -> set[str]:
+    return {f for o in opts for f in o.flags + ((o.negative,) if o.kind == "toggle" else ())}
+
+
+def test_bash_completion_offers_exactly_what_the_parser_accepts(tmp_path):
+    """`openclaw-memory completion bash`, generated from the spec, run in a real bash: the commands,
+    a group's subcommands, each command's flags (and the settings flags), file names for a path."""
+    write(tmp_path / "notes-a.md", "a")
+    cases = [[""], ["watchdog", ""], *[[*c.words, "-"] for c in COMMANDS], ["--state-dir", str(tmp_path / "notes")],
+             ["search", "--limit", ""]]
+    calls = "\n".join("comp openclaw-memory " + " ".join(f"'{w}'" for w in case) for case in cases)
+    program = ('eval "$(' + f"'{sys.executable}'" + ' -m openclaw_memory completion bash)"\n'
+               'comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _openclaw_memory; echo "${COMPREPLY[*]}"; }\n'
+               + calls + "\n")
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
+                          "OPENCLAW_WORKSPACE": str(tmp_path / "no-such-workspace")})  # it needs none
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    got = [set(line.split()) for line in done.stdout.splitlines()]
+    assert got[0] == {c.words[0] for c in COMMANDS} | {"help"}
+    assert got[1] == {c.words[1] for c in COMMANDS if c.words[0] == "watchdog"}
+    for command, offered in zip(COMMANDS, got[2:], strict=False):
+        assert offered == _flag_spellings(command.opts + SETTINGS) | {"-h", "--help"}, command.name
+    assert got[-2] == {str(tmp_path / "notes-a.md")} and got[-1] == set()  # a path, then a number: no names
+
+
+def test_zsh_and_fish_completion_come_from_the_same_spec(capsys):
+    assert main(["completion", "zsh"]) == 0
+    zsh = capsys.readouterr().out
+    assert zsh.startswith("#compdef openclaw-memory") and "bashcompinit" in zsh and "complete -o filenames -F _openclaw_memory" in zsh
+    assert main(["completion", "fish"]) == 0
+    fish = capsys.readouterr().out
+    for command in COMMANDS:
+        assert f"-a {command.words[-1]} " in fish, command.name
+        for flag in _flag_spellings(command.opts):
+            assert (f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}") in fish, (command.name, flag)
+    assert main(["completion", "tcsh"]) == 2 and "the shells are bash, zsh, fish" in capsys.readouterr().err

@@ -59,6 +59,9 @@ def run_parsed(parsed: Parsed) -> int:
 
     if parsed.command is None:
         raise ValueError(f"a {parsed.action!r} command line names no command to run")
+    if not parsed.command.needs_settings:  # (completion: the same whatever the workspace)
+        result = parsed.command.handler(None, **parsed.values)
+        return result if isinstance(result, int) else 0
     given = parsed.settings
     settings = resolve_settings(
         Overrides(

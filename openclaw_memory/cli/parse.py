@@ -30,10 +30,22 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError, shown
-from .spec import COMMANDS, GROUPS, HELP, PROG, SETTINGS, Arg, Command, Opt, find_command
+from .spec import (
+    COMMANDS,
+    GROUPS,
+    HELP,
+    HELP_FLAGS,
+    HELP_WORD,
+    INSTEAD,
+    PROG,
+    SETTINGS,
+    VERSION_FLAG,
+    Arg,
+    Command,
+    Opt,
+    find_command,
+)
 
-HELP_FLAGS = ("-h", "--help")
-VERSION_FLAG = "--version"
 SETTINGS_TITLE = "settings (before or after the command)"
 _LEVEL = " level"  # namespace keys no flag can have: the deepest level reached, words it left over
 _EXTRAS = " extras"
@@ -170,7 +182,7 @@ class _Level(argparse.ArgumentParser):
         if self.names:
             self.add_argument_group("commands").add_argument("command", action=_Commands, names=self.names)
         for arg in self.command.args if self.command else ():
-            self.add_argument(arg.dest, metavar=_metavar(arg), help=_escape(arg.help), nargs=None if arg.required else "?",
+            self.add_argument(arg.dest, metavar=_metavar(arg), help=_escape(arg.help), nargs=None if arg.required and not arg.flag else "?",
                               default=argparse.SUPPRESS)
         for opt in command_opts:
             self._add_opt(self, opt)
@@ -237,10 +249,13 @@ class _Level(argparse.ArgumentParser):
             if flag not in self.table:
                 below = [c for c in COMMANDS if c.words[: len(self.words)] == self.words and flag in _table(c.opts)]
                 if self.names and below:
-                    example = " ".join((PROG, *below[0].words, flag))
+                    # The command named later on the line, when it takes the flag (`--json search q`).
+                    named = next((w for w in argv[i:] if w in self.names), None)
+                    meant = [c for c in below if named is not None and c.words[len(self.words)] == named] or below
+                    example = " ".join((PROG, *meant[0].words, flag))
                     raise CommandLineError(f"{flag} is an option of a command, so it goes after the command's name: {example}",
                                            self.words)
-                raise CommandLineError(_unknown_option(flag, self.table), self.words)
+                raise CommandLineError(_unknown_option(flag, self.table, self.command), self.words)
             opt = self.table[flag]
             if opt.kind != "value":
                 if inline is not None:
@@ -254,13 +269,17 @@ class _Level(argparse.ArgumentParser):
                 i += 1
             flags.append(f"{opt.flags[0]}={inline}")
         if self.command is not None and not wants_help:
-            _check_arguments(self.command, positionals)
+            _check_arguments(self.command, positionals, flags)
         return flags + (["--", *positionals] if positionals else [])
 
     def _named(self, name: str, flags: list[str], rest: list[str]) -> list[str]:
         """A root's or a group's words: its own flags, its command's name, the command's words."""
+        if name == HELP_WORD and name not in self.names:  # `help [COMMAND]`: that command's --help
+            if rest and rest[0] in self.names:
+                return [f for f in flags if f not in HELP_FLAGS] + [rest[0], HELP_FLAGS[1], *rest[1:]]
+            return [*flags, HELP_FLAGS[1]]
         if name not in self.names:
-            raise CommandLineError(_unknown_command(name, self.names), self.words)
+            raise CommandLineError(_unknown_command(name, self.names, self.words), self.words)
         helps = [f for f in flags if f in HELP_FLAGS]  # -h before a command asks for the command's help
         return [f for f in flags if f not in HELP_FLAGS] + [name] + helps + rest
 
@@ -295,25 +314,31 @@ def _converter(opt: Opt, words: tuple[str, ...]):
     return convert
 
 
-def _check_arguments(command: Command, positionals: list[str]) -> None:
+def _check_arguments(command: Command, positionals: list[str], flags: list[str]) -> None:
     if len(positionals) > len(command.args):
         raise CommandLineError(f"unexpected argument {shown(positionals[len(command.args)])}", command.words)
     for arg in command.args[len(positionals):]:
-        if arg.required:
-            raise CommandLineError(f"missing argument {(arg.metavar or arg.dest).upper()}", command.words)
+        given = arg.flag is not None and any(f.startswith(f"{arg.flag}=") for f in flags)
+        if arg.required and not given:
+            instead = f" (or {arg.flag} {_metavar(_table(command.opts)[arg.flag])})" if arg.flag else ""
+            raise CommandLineError(f"missing argument {(arg.metavar or arg.dest).upper()}{instead}", command.words)
 
 
-def _unknown_command(name: str, names: dict[str, str]) -> str:
+def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = ()) -> str:
     import difflib
 
-    close = difflib.get_close_matches(name, sorted(names), n=1)
+    known = [c.words[len(words)] for c in COMMANDS if c.words[: len(words)] == words and name in c.also]
+    close = known or difflib.get_close_matches(name, sorted(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"no such command {name!r}{hint}"
 
 
-def _unknown_option(flag: str, table: dict[str, Opt]) -> str:
+def _unknown_option(flag: str, table: dict[str, Opt], command: Command | None = None) -> str:
     import difflib
 
+    instead = dict(command.instead if command else ())
+    if flag in instead or flag in INSTEAD:  # OpenClaw's flag, with no use here: what does the same
+        return f"no such option: {flag}: {instead.get(flag) or INSTEAD[flag]}"
     close = difflib.get_close_matches(flag, [f for f in table if f.startswith("--")], n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"no such option: {flag}{hint}"

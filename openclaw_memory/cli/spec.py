@@ -67,14 +67,19 @@ class Arg(NamedTuple):
     help: str
     required: bool = True
     metavar: str | None = None
+    flag: str | None = None  # a flag of the command that may give it instead (OpenClaw's ``--query``)
 
 
 class Command(NamedTuple):
     name: str  # "files", or "watchdog snapshot" for a subcommand of a group
     help: str
-    handler: Callable[..., int | None]  # handler(settings, **values)
+    handler: Callable[..., int | None]  # handler(settings, **values); settings None when not ``needs_settings``
     args: tuple[Arg, ...] = ()
     opts: tuple[Opt, ...] = ()
+    also: tuple[str, ...] = ()  # names people type for it (OpenClaw's tool, a shell habit): suggested, not accepted
+    # OpenClaw's flags of the same command that have no use here: what to do instead.
+    instead: tuple[tuple[str, str], ...] = ()
+    needs_settings: bool = True  # False: runs without a workspace (completion)
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -110,7 +115,7 @@ MEMORY_PATH = "Memory file, relative to the workspace (or inside an extra path).
 
 COMMANDS: tuple[Command, ...] = (
     Command("files", "List the memory files: MEMORY.md, USER.md, the dream diary, memory/**/*.md, extra paths.", files_cmd.run_files,
-            opts=(json_opt(),)),
+            opts=(json_opt(),), also=("ls", "list")),
     Command("read", "Read a window of a memory file by lines and characters (OpenClaw's memory_get).", read_cmd.run_read,
             args=(Arg("path", MEMORY_PATH[:-1] + ", or a search citation (PATH#L10-L24)."),),
             opts=(
@@ -119,7 +124,7 @@ COMMANDS: tuple[Command, ...] = (
                 Opt("max_chars", ("--max-chars",), "Character budget (default 12000).", type=int, metavar="N"),
                 json_opt("Print JSON (OpenClaw's memory_get result)."),
                 Opt("diff", ("--diff",), "Show what changed since this agent's last read (whole file, unified diff).", kind="switch", default=False),
-            )),
+            ), also=("get", "cat")),
     Command("prompt", "Build the startup memory section: MEMORY.md, recent daily notes, within OpenClaw's caps.", prompt_cmd.run_prompt,
             opts=(
                 Opt("date", ("--date",), "Which day is 'today' (YYYY-MM-DD; default: the local date).", metavar="DATE"),
@@ -136,13 +141,17 @@ COMMANDS: tuple[Command, ...] = (
             )),
     Command("index", "Index the memory files for search (incremental: only what changed is re-embedded).", index_cmd.run_index,
             opts=(
-                Opt("full", ("--full",), "Drop the agent's index and rebuild it from scratch.", kind="switch", default=False),
+                Opt("full", ("--full", "--force"), "Drop the agent's index and rebuild it from scratch (--force: OpenClaw's spelling).",
+                    kind="switch", default=False),
                 json_opt("Print a JSON summary."),
-            )),
+            ), instead=(("--verbose", "progress is always on stderr, and `openclaw-memory status` shows the model, backend, "
+                                      "collections and extra paths"),)),
     Command("search", "Search the memory: hybrid (meaning + keywords) by default, one result per file.", index_cmd.run_search,
-            args=(Arg("query", "What to look for (put -- before a query that starts with -)."),),
+            args=(Arg("query", "What to look for (put -- before a query that starts with -).", flag="--query"),),
             opts=(
-                Opt("limit", ("--limit",), "Most results to return.", type=int, default=6, metavar="N"),
+                Opt("query_flag", ("--query",), "The query as a flag (OpenClaw's spelling; it wins over QUERY, as in OpenClaw).", metavar="TEXT"),
+                Opt("limit", ("--limit", "--max-results"), "Most results to return (--max-results: OpenClaw's spelling).", type=int, default=6,
+                    metavar="N"),
                 Opt("min_score", ("--min-score",), "Drop results scoring below this (0-1: calibrated relevance, same scale in every mode).",
                     type=float, default_from=_min_score, metavar="SCORE"),
                 Opt("mode", ("--mode",), "hybrid (default), vector or text (keywords only; never loads the model).", default="hybrid", metavar="MODE"),
@@ -156,7 +165,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("collections", "List the agent's collections: names, paths, patterns, point counts, backend.", index_cmd.run_collections,
             opts=(json_opt(),)),
     Command("status", "Show the index per collection: files, chunks, stale files, last index, model, size on disk.", index_cmd.run_status,
-            opts=(json_opt(),)),
+            opts=(json_opt(),), instead=(
+                ("--deep", "status always reads the index itself (every shard opened and counted); `openclaw-memory doctor` "
+                           "checks it for damage, interrupted runs and changed embedding settings"),
+                ("--index", "`openclaw-memory index` updates the index"),
+                ("--fix", "`openclaw-memory doctor --fix` repairs the index"),
+                ("--verbose", "every field is in `openclaw-memory status --json`"))),
     Command("watchdog snapshot", "Record every workspace file (type, stat, content hash); the newest snapshot is the baseline.",
             watchdog_cmd.run_snapshot,
             args=(Arg("label", "Name for this snapshot (letters, digits, . _ -; default: a UTC timestamp).", required=False),),
@@ -210,11 +224,27 @@ COMMANDS: tuple[Command, ...] = (
                 Opt("serve", ("--serve",), "Start the workspace's service in the background first when none runs.", kind="switch", default=False),
                 Opt("http", ("--http",), "Serve MCP over streamable HTTP on this loopback HOST:PORT instead of stdio (runs the service in the foreground).", metavar="ADDR"),
             )),
+    Command("completion", "Print a shell completion script, generated from this command spec: eval \"$(openclaw-memory completion bash)\".",
+            lambda settings, shell: _completion(shell), args=(Arg("shell", "bash, zsh or fish."),), needs_settings=False),
 )
 
 GROUPS = {"watchdog": "Snapshot the workspace and report what changed since (changed, deleted, new files)."}
 
+# OpenClaw's flags no command here takes: what to do instead (a command's own ``instead`` comes first).
+INSTEAD = {"--verbose": "progress and warnings always go to stderr, and --json gives every field"}
+
 PROG = "openclaw-memory"
+HELP_FLAGS = ("-h", "--help")
+VERSION_FLAG = "--version"
+HELP_WORD = "help"  # `openclaw-memory help [COMMAND ...]`: the help of the root or of that command
+
+
+def _completion(shell: str) -> int:
+    """``completion SHELL``: the script is made from these tables (given, so that the generator
+    needs nothing from this module that imports it)."""
+    from .completion import Tables, print_completion
+
+    return print_completion(shell, Tables(COMMANDS, GROUPS, SETTINGS, PROG, HELP_FLAGS, VERSION_FLAG, HELP_WORD))
 HELP = "Find, read, index and search an AI agent's Markdown memory (MEMORY.md, USER.md, memory/**/*.md, extra paths)."
 
 
