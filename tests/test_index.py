@@ -471,3 +471,56 @@ def test_an_unreadable_note_is_named_not_stale_and_comes_back_once_readable(work
         (workspace / "memory" / "sub").chmod(0o755)
     run("index")
     assert run("search", "okapi enclosure", "--mode", "text")["results"][0]["path"] == "memory/locked.md"
+
+
+def test_a_cold_search_loads_each_manifest_once_and_the_shard_check_counts_in_the_database(workspace, state_dir, models,
+                                                                                          monkeypatch):
+    """Opening a shard checks its point count against the manifest's: counted by the database, not
+    by loading the whole manifest a second time (at 30,000 notes, 45% of a cold search)."""
+    from openclaw_memory.index import api, manifest
+
+    for i in range(4):
+        write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=4, topic=TOPICS[i]))
+    settings = settings_for(workspace, state_dir)
+    MemoryIndex(settings, models=models).sync()
+    for c in resolve_collections(settings):
+        loaded = load_manifest(settings.data_dir, c.name)
+        assert manifest.manifest_chunk_count(settings.data_dir, c.name) == (loaded.chunk_count if loaded else None)
+    assert manifest.manifest_chunk_count(settings.data_dir, "no-such-collection") is None
+    loads = []
+    real_load = manifest.load_manifest
+
+    def counted(data_dir, name):
+        loads.append(name)
+        return real_load(data_dir, name)
+
+    monkeypatch.setattr(manifest, "load_manifest", counted)
+    monkeypatch.setattr(api, "load_manifest", counted)
+    fresh = MemoryIndex(settings, models=models)  # a new process's index: shards closed, probes recorded
+    assert fresh.search("kubernetes notes", sync=False).results
+    assert sorted(loads) == sorted(set(loads))  # one load per collection, the search's own
+
+
+def test_a_sync_maps_old_chunks_only_for_what_it_embeds(workspace, state_dir, models, monkeypatch):
+    """A sync that changes nothing builds no hash -> point map; one that embeds a note looks up its
+    own hashes alone; a large one builds the map once. Vectors are lent the same way by each."""
+    from openclaw_memory.index import sync as sync_module
+
+    built = []
+    real_paused = sync_module.gc_paused
+    monkeypatch.setattr(sync_module, "gc_paused", lambda: built.append(1) or real_paused())
+    (state_dir / "openclaw-memory.toml").write_text("[index]\nembed_batch = 1\n")  # a piece per chunk
+    for i in range(6):
+        write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=3, topic=TOPICS[i]))
+    index = MemoryIndex(settings_for(workspace, state_dir), models=models)
+    index.sync()
+    built.clear()  # the first index: nothing to lend
+    assert index.sync().files_changed == 0 and built == []
+    write(workspace / "memory" / "copy.md", (workspace / "memory" / "n1.md").read_text())  # one piece: one lookup
+    one = index.sync()
+    assert one.chunks_embedded == 0 and one.chunks_reused >= 1 and built == []
+    for i in range(2, 6):  # several pieces: the map, built once
+        os.rename(workspace / "memory" / f"n{i}.md", workspace / "memory" / f"moved-{i}.md")
+    many = index.sync()
+    assert many.chunks_embedded == 0 and many.chunks_reused >= 4 and built == [1]
+    assert_consistent(index)

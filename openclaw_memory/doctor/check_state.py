@@ -71,7 +71,7 @@ def check_database(ctx: CheckContext) -> list[Finding]:
 def damaged_index(settings: Settings) -> list[tuple[str, str]]:
     """(shard, reason) for each shard of the agent that is damaged or does not hold what its manifest says."""
     from ..index.collections import resolve_collections
-    from ..index.manifest import is_dirty, load_manifest
+    from ..index.manifest import is_dirty, manifest_chunk_count
     from ..index.store.factory import open_store
 
     try:
@@ -84,8 +84,7 @@ def damaged_index(settings: Settings) -> list[tuple[str, str]]:
         for c in collections:
             if not store.exists(c.name) and not os.path.isdir(settings.data_dir / "index" / "edge" / c.name):
                 continue
-            manifest = load_manifest(settings.data_dir, c.name)
-            expected = manifest.chunk_count if manifest is not None and not is_dirty(settings.data_dir, c.name) else None
+            expected = None if is_dirty(settings.data_dir, c.name) else manifest_chunk_count(settings.data_dir, c.name)
             reason = store.check(c.name, expected, record=False)
             if reason is not None:
                 found.append((c.name, reason))

@@ -59,6 +59,7 @@ from .manifest import (
     clear_dirty,
     delete_manifest,
     diff_files,
+    gc_paused,
     is_dirty,
     load_manifest,
     mark_dirty,
@@ -338,7 +339,9 @@ class _Sync:
         self.paused = False
         self.rekeyed: set[str] = set()  # settings key changed, fingerprint did not: save the new key
         self.rechunk: set[str] = set()  # only the chunker's version changed: chunk again, reuse vectors
-        self.by_hash: dict[str, dict[str, list[str]]] = {}  # chunk hash -> collection -> point ids (old manifests)
+        self._by_hash: dict[str, dict[str, list[str]]] | None = None
+        self._lenders: dict[str, Manifest] = {}  # the old manifests whose points may lend a vector
+        self._lookups = 0
         self.files_done = self.files_total = 0
         self.chunks_done = self.chunks_seen = self.chunks_kept = 0
         # Vectors embedded by this run, the most recent first out last: the same text in many
@@ -366,11 +369,7 @@ class _Sync:
         for old in olds.values():
             if old is not None and old.embed_backend:
                 self.models.pin_backend(old.embed_backend)
-        for name, old in olds.items():
-            if old is not None and name not in fresh:
-                for entry in old.files.values():
-                    for pid, h in entry.chunks:
-                        self.by_hash.setdefault(h, {}).setdefault(name, []).append(pid)
+        self._lenders = {name: old for name, old in olds.items() if old is not None and name not in fresh}
 
         works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh) for c in collections]
         for w in works:
@@ -694,6 +693,33 @@ class _Sync:
         if self.store.backend == "edge" and free_bytes(folder) < needed:
             raise disk_full(folder, needed)
 
+    def _lenders_of(self, hashes: Iterable[str]) -> dict[str, dict[str, list[str]]]:
+        """Chunk hash -> collection -> ids of the old manifests' points that hold it, for ``hashes``.
+
+        A run's first lookup (all a write's or a one-note sync's) walks the old manifests for
+        those hashes alone; a run that looks up again (many changed files) builds the whole map
+        once, with the cyclic collector paused. At 30,000 notes building it for every sync was
+        a quarter of a write (0.45 s, most of it the collector walking the 218k new objects)."""
+        wanted = set(hashes)
+        if self._by_hash is None and self._lookups == 0:
+            self._lookups += 1
+            found: dict[str, dict[str, list[str]]] = {}
+            for name, old in self._lenders.items():
+                for entry in old.files.values():
+                    for pid, h in entry.chunks:
+                        if h in wanted:
+                            found.setdefault(h, {}).setdefault(name, []).append(pid)
+            return found
+        if self._by_hash is None:
+            by_hash: dict[str, dict[str, list[str]]] = {}
+            with gc_paused():
+                for name, old in self._lenders.items():
+                    for entry in old.files.values():
+                        for pid, h in entry.chunks:
+                            by_hash.setdefault(h, {}).setdefault(name, []).append(pid)
+            self._by_hash = by_hash
+        return {h: self._by_hash[h] for h in wanted if h in self._by_hash}
+
     def _vectors(self, w: _Work, piece: list[tuple[str, str, dict]], open_as: tuple | None = None) -> tuple[dict, set[str]]:
         """Vectors for the chunks of ``piece`` by hash, and the hashes embedded now: reused from
         the store when any point of the agent holds that text already (any path, any collection,
@@ -707,8 +733,9 @@ class _Sync:
                 vectors[h] = self.recent[h]
         if not w.fresh:
             candidates: dict[str, set[str]] = {}
+            lenders = self._lenders_of(needed)
             for h in needed:
-                for name, ids in self.by_hash.get(h, {}).items():
+                for name, ids in lenders.get(h, {}).items():
                     candidates.setdefault(name, set()).update(ids)
             if w.dirty or w.old is None:
                 candidates.setdefault(w.collection.name, set()).update(own_ids)

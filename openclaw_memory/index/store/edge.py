@@ -630,13 +630,12 @@ class EdgeStore:
         """The points the shard's manifest lists (None while a write to it is unfinished, or for a
         staged shard): a shard that holds another number lost points, and a search would answer
         from what is left as if it were the whole."""
-        from ..manifest import is_dirty, load_manifest
+        from ..manifest import is_dirty, manifest_chunk_count
 
         if name.startswith("."):
             return None
         data_dir = self.root.parent
-        manifest = load_manifest(data_dir, name)
-        return manifest.chunk_count if manifest is not None and not is_dirty(data_dir, name) else None
+        return None if is_dirty(data_dir, name) else manifest_chunk_count(data_dir, name)
 
     def _create(self, name: str, dim: int) -> None:
         """Build the shard in a temporary folder and rename it in place, so a crash leaves no half shard."""
