@@ -550,6 +550,40 @@ def test_non_utf8_memory_file(workspace, cli):
     assert "offset 14" in finding["message"]
 
 
+def test_utf8_check_opens_each_folder_once_and_reads_every_note(workspace, state_dir, tmp_path, monkeypatch):
+    """One descriptor walk: each folder opened once from its root, each note by name from it (not
+    its whole path resolved again per note), across the workspace and the extra paths."""
+    from openclaw_memory.database import read_only
+    from openclaw_memory.doctor import check_files
+    from openclaw_memory.doctor.model import CheckContext
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    write(workspace / "MEMORY.md", b"# Memory\nbad \xff\n")
+    for i in range(12):
+        write(workspace / f"memory/2026-01-{i + 1:02d}.md", f"# Day {i}\nfine\n")
+    write(workspace / "memory/2026-01-05.md", b"# Day\nbad \xc3\x28\n")
+    write(workspace / "memory/deep/a.md", b"nul \x00\n")
+    single = write(tmp_path / "runbook.md", b"\xfe")
+    folder = write(tmp_path / "notes/x.md", b"ok\n").parent
+    write(folder / "y.md", b"\xff")
+    opened = []
+    real_under = check_files.Folder.under
+    monkeypatch.setattr(check_files.Folder, "under", classmethod(
+        lambda cls, root, parts=(), **kw: opened.append((root, tuple(parts))) or real_under(root, parts, **kw)))
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir),
+                                          extra=(str(single), str(folder))), environ={})
+    with read_only():
+        ctx = CheckContext(settings)
+        ctx.scan  # noqa: B018 - the scan, before the count
+        opened.clear()
+        findings = check_files.check_utf8(ctx)
+    found = sorted((f.id, f.paths) for f in findings)
+    assert found == [("memory-file-not-text", ("memory/deep/a.md",)), ("not-utf8", ("../notes/y.md",)),
+                     ("not-utf8", ("../runbook.md",)), ("not-utf8", ("MEMORY.md",)),
+                     ("not-utf8", ("memory/2026-01-05.md",))]
+    assert len(opened) == len(set(opened)) == 5  # the workspace, memory/, memory/deep/, two extra folders
+
+
 def test_first_invalid_utf8_across_block_boundaries(tmp_path):
     block = 1 << 20
     # a valid 3-byte character split across the first block boundary, then an invalid byte later

@@ -13,7 +13,7 @@ def check_index(ctx: CheckContext) -> list[Finding]:
     from ..index.status import index_findings
 
     try:
-        return index_findings(ctx.settings)
+        return index_findings(ctx.settings, ctx.scan)
     except IndexDamaged:
         return []  # reported, with its repair, as index-damaged (check_state)
     except MemoryToolError as exc:  # a busy or unreachable index must not hide the other checks

@@ -131,13 +131,14 @@ def remove_orphaned_shards(settings: Settings, store) -> list[str]:
     return removed
 
 
-def index_findings(settings: Settings) -> list[Finding]:
-    """Doctor findings about the index: missing, stale, fingerprint mismatch, orphaned shards."""
+def index_findings(settings: Settings, scan=None) -> list[Finding]:
+    """Doctor findings about the index: missing, stale, fingerprint mismatch, orphaned shards
+    (``scan``: the doctor's own scan of the workspace, not walked again)."""
     from .store.factory import open_store
 
     store = open_store(settings)
     try:
-        status = index_status(settings, store)
+        status = index_status(settings, store, scan)
     finally:
         store.close()
     findings: list[Finding] = []
