@@ -563,6 +563,26 @@ def _startup_context(defaults: dict[str, Any]) -> StartupContext:
     )
 
 
+def timezone_problem(name: str | None) -> str | None:
+    """What is wrong with openclaw.json's ``agents.defaults.userTimezone``, or None. A zone this
+    system does not know is not refused: OpenClaw takes the host's zone then, and so does the
+    prompt (``prompt.startup``); but it is said, with the closest known name."""
+    if not name:
+        return None
+    import datetime as dt
+    import difflib
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+    try:
+        ZoneInfo(name)
+        return None
+    except (ZoneInfoNotFoundError, ValueError):
+        close = difflib.get_close_matches(name, sorted(available_timezones()), n=1)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"openclaw.json's agents.defaults.userTimezone {shown(name)} is not a time zone this system knows{meant}: "
+            f"today's date comes from the host's zone ({dt.datetime.now().astimezone().tzname()}), as in OpenClaw")
+
+
 def _multimodal_flag(value: Any, where: str) -> bool | None:
     if value is None:
         return None

@@ -190,3 +190,36 @@ def test_a_bad_value_is_named_by_its_flag_on_the_command_line(cli, workspace):
     assert "--since 2027-01-01 is after the until date, 2020-01-01" in order.stderr
     expect = cli("write", "MEMORY.md", "--append", "x", "--expect", "59cc")
     assert expect.returncode == 2 and "--expect must be a version" in expect.stderr and "`history`" in expect.stderr
+
+
+def test_a_path_typed_from_a_folder_inside_the_workspace_is_answered_with_the_workspace_path(cli, workspace):
+    """`cd ~/agent/memory && read 2025-11-30.md` said "not a memory path" and nothing about why."""
+    write(workspace / "memory" / "2025-11-30.md", "# Sunday\n")
+    for args in (("read", "2025-11-30.md"), ("write", "2025-11-30.md", "--append", "x"), ("history", "2025-11-30.md")):
+        refused = cli(*args, cwd=workspace / "memory")
+        assert refused.returncode == 2 and "is not a memory path" in refused.stderr, args
+        assert f"paths are relative to the workspace ({workspace}), not the current folder: memory/2025-11-30.md" in refused.stderr
+    assert "relative to the workspace" not in cli("read", "2025-11-30.md", cwd=workspace).stderr  # typed from the workspace
+
+
+def test_an_unknown_user_timezone_and_an_empty_prompt_are_said(cli, workspace, state_dir):
+    write(state_dir / "openclaw.json", '{agents: {defaults: {userTimezone: "Europe/Lisboa"}}}')
+    empty = cli("prompt", "--peek")
+    assert empty.returncode == 0 and empty.stdout == ""
+    assert "userTimezone 'Europe/Lisboa' is not a time zone this system knows (did you mean 'Europe/Lisbon'?)" in empty.stderr
+    assert f"the startup memory section is empty: {workspace} has no MEMORY.md" in empty.stderr
+    write(workspace / "MEMORY.md", "# Memory\n\n- tea\n")
+    write(state_dir / "openclaw.json", '{agents: {defaults: {userTimezone: "Europe/Lisbon"}}}')
+    shown = cli("prompt", "--peek")
+    assert "- tea" in shown.stdout and shown.stderr == ""
+
+
+def test_doctor_names_the_files_a_finding_is_about(cli, workspace):
+    write(workspace / "MEMORY.md", "# Memory\n\n- tea\n")
+    write(workspace / "memory" / "a.md", "a\n")
+    write(workspace / "memory" / "b.md", "b\n")
+    assert cli("index").returncode == 0
+    write(workspace / "memory" / "a.md", "a, changed\n")
+    write(workspace / "memory" / "b.md", "b, changed\n")
+    said = cli("doctor").stdout
+    assert "2 memory file(s) changed since the last index\n  memory/a.md\n  memory/b.md\n" in said, said

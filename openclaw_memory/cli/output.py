@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import PathRefused
 
 
 def print_json(data, *, one_line: bool = False) -> None:
@@ -52,6 +57,35 @@ def printable(path: str) -> str:
     in a file name) become ``\\xNN``."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return _ANY_CONTROL.sub(_escaped, text)
+
+
+@contextmanager
+def given_path(workspace: Path, path: str) -> Iterator[None]:
+    """A memory path given on the command line is relative to the workspace: refused, the message
+    says so when the current folder is another one (`cd ~/agent/memory && read 2025-11-30.md` was
+    "not a memory path" and no more)."""
+    try:
+        yield
+    except PathRefused as exc:
+        hint = _relative_to_workspace(workspace, path)
+        if hint is None:
+            raise
+        raise PathRefused(f"{exc.message}; {hint}") from None
+
+
+def _relative_to_workspace(workspace: Path, path: str) -> str | None:
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # the current folder was removed
+        return None
+    if os.path.isabs(path) or here == str(workspace):
+        return None
+    typed = os.path.join(here, re.sub(r"#L\d+(-L\d+)?$", "", path))
+    meant = os.path.relpath(typed, workspace)
+    if meant.split(os.sep)[0] == os.pardir:  # the current folder is outside the workspace: said when the file is there
+        return f"paths are relative to the workspace ({printable(str(workspace))}), not the current folder" if os.path.exists(
+            typed) else None
+    return f"paths are relative to the workspace ({printable(str(workspace))}), not the current folder: {printable(meant)}"
 
 
 def warn(message: str) -> None:

@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import print_json, warn
+from ..output import print_json, printable, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -34,7 +34,18 @@ def _block(finding, tried: bool = False) -> str:
     """A finding; one whose repair ``--fix`` just tried and could not make loses its hint to run it."""
     fix = " (fixable with --fix)" if finding.fixable and not tried else ""
     message = finding.without_fix_hint() if tried else finding.message
-    return f"{finding.severity}: {finding.id}{fix}\n{message}\n"
+    return f"{finding.severity}: {finding.id}{fix}\n{message}\n{_paths(finding)}"
+
+
+def _paths(finding, most: int = 10) -> str:
+    """The files a finding is about, when its message does not name them all ("2 memory file(s)
+    changed since the last index" said which files only in --json)."""
+    if all(p in finding.message for p in finding.paths):
+        return ""
+    lines = [printable(p) for p in finding.paths[:most]]
+    if len(finding.paths) > most:
+        lines.append(f"... and {len(finding.paths) - most} more (--json lists them all)")
+    return "".join(f"  {line}\n" for line in lines)
 
 
 def _render(report, fix: bool) -> None:

@@ -6,14 +6,14 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import print_json, reported, warn
+from ..output import given_path, print_json, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
 
 
 def run_history(settings: Settings, path: str, json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
         result = memory.history(path)
     if reported(result, json_out):
         return 0
@@ -28,7 +28,7 @@ def run_history(settings: Settings, path: str, json_out: bool) -> int:
 
 
 def run_restore(settings: Settings, path: str, version: str, no_index: bool, json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
         result = memory.restore(path, version, update_index=not no_index)
     if result.index is not None and result.index.failed:
         warn(result.index.reason or "the index was not updated")

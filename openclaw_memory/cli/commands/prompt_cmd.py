@@ -24,6 +24,13 @@ def run_prompt(settings: Settings, date: str | None, peek: bool, json_out: bool)
     section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=not peek)
     cuts = [f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
             "characters)" for cut in section.truncated]
-    if not reported(section, json_out, [*section.warnings, *cuts]):
+    from ...settings import timezone_problem
+
+    zone = timezone_problem(settings.prompt.startup.user_timezone)
+    if not reported(section, json_out, [*section.warnings, *cuts, *([zone] if zone else [])]):
+        if not section.text.strip():  # exit 0 (nothing is wrong), but not a silent nothing
+            days = settings.prompt.startup.daily_memory_days
+            warn(f"the startup memory section is empty: {settings.workspace} has no MEMORY.md or USER.md with text and no "
+                 f"daily note of the last {days} day(s) (memory/YYYY-MM-DD.md)")
         sys.stdout.write(section.text)
     return 0

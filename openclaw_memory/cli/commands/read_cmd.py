@@ -7,7 +7,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import no_controls, reported, warn
+from ..output import given_path, no_controls, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -18,7 +18,7 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
     """``path`` may be a search citation: its lines, unless --from/--lines say otherwise."""
     if diff:
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
-    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
         result = memory.read(path, from_line=from_line, lines=lines, max_chars=max_chars)
     if not reported(result, json_out):
         if result.text:
@@ -40,7 +40,7 @@ def _shown(path: str, text: str) -> str:
 
 def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int | None, max_chars: int | None,
               json_out: bool) -> int:
-    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
         result = memory.read_diff(path, from_line=from_line, lines=lines, max_chars=max_chars)
     if reported(result, json_out):
         return 0

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ...memory import open_memory
-from ..output import reported, warn
+from ..output import given_path, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -72,6 +72,7 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
     content = _new_content(replace_file, stdin)
     with contextlib.ExitStack() as stack:
         memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
+        stack.enter_context(given_path(settings.workspace, path))
         result = memory.write(path, content=content, append=append, expect=expect, update_index=not no_index,
                               idempotency_key=idempotency_key, progress=_progress_past_one_file(stack))
     if result.replay is not None:
