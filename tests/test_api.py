@@ -80,3 +80,14 @@ def test_an_in_process_memory_keeps_its_shards_open_between_calls_until_idle(wor
     memory.close()
     one_call.close()
     assert {lock_holder(p) for p in locks} == {None}
+
+
+def test_an_extra_found_once_is_not_looked_up_again_on_every_call(monkeypatch):
+    """Every index call checks its extra first; the import path is searched once a process."""
+    import importlib.util
+
+    from openclaw_memory.extras import require
+
+    require("search")  # installed in the test environment
+    monkeypatch.setattr(importlib.util, "find_spec", lambda *a, **k: (_ for _ in ()).throw(AssertionError("searched")))
+    require("search")
