@@ -271,16 +271,16 @@ def _check_streamed(tmp_path: Path, size: int, args: tuple[str, ...], twin: bool
     small, _ = _peak_on_memory_md(tmp_path / "small", 1 << 10, *args, twin=twin)
     large, err = _peak_on_memory_md(tmp_path / "large", size, *args, twin=twin)
     if args == ("prompt",):
-        assert "MEMORY.md was cut for the startup prompt" in err, err
+        assert "MEMORY.md is not loaded: it is" in err, err
     grown = large - small
     assert grown < ceiling, f"{' '.join(args)}: peak RSS {small / MiB:.0f} -> {large / MiB:.0f} MiB for a {size / MiB:.0f} MiB MEMORY.md"
 
 
 @pytest.mark.parametrize(("args", "twin"), COMMANDS)
 def test_prompt_and_doctor_read_a_large_memory_md_in_blocks(tmp_path, args, twin):
-    """``prompt`` keeps only the cap's worth of MEMORY.md's head and tail; doctor's checks (UTF-8,
-    the prompt caps) and ``doctor --fix`` archiving an identical memory.md stream it. Before, each
-    held the file several times over (a 96 MiB file: about 4x in RSS)."""
+    """``prompt`` reads no more than OpenClaw's loader (2 MiB); doctor's checks (UTF-8, the prompt
+    caps) and ``doctor --fix`` archiving an identical memory.md stream it. Before, each held the
+    file several times over (a 96 MiB file: about 10x in RSS)."""
     _check_streamed(tmp_path, 96 * MiB, args, twin, 24 * MiB)
 
 
@@ -324,46 +324,18 @@ def test_completing_an_interrupted_merge_searches_a_large_memory_md_in_blocks(tm
     assert large - small < 24 * MiB, f"peak RSS {small / MiB:.0f} -> {large / MiB:.0f} MiB"
 
 
-def _reference(data: bytes, keep: int):
-    """What the streamed reader must give: the whole file decoded and trimmed, then abridged."""
-    from openclaw_memory.files.jstext import decode_lossy, js_trim_end, utf16_len
-    from openclaw_memory.prompt.roottext import RootText
-
-    text, bad = decode_lossy(data)
-    whole = js_trim_end(text)
-    shown = whole if len(whole) <= 2 * keep else whole[:keep] + whole[-keep:]
-    return RootText(shown, utf16_len(whole)), RootText(whole, utf16_len(whole)), bad
-
-
-def test_the_streamed_root_text_cuts_exactly_as_the_whole_text(tmp_path):
-    """Block edges (1 MiB) inside a character, an invalid sequence or a white-space run; astral
-    characters at the kept edges; trailing white space longer than what is kept: the streamed
-    text gives the same length, the same warning and the same cut as the whole file decoded."""
-    import random
-
-    from openclaw_memory.prompt.bootstrap import trim_bootstrap_content
-    from openclaw_memory.prompt.roottext import BLOCK, read_root_text
-
-    rng = random.Random(36)
-    pieces = [b"a", b"note ", b"\n", b" ", b"\t", "é".encode(), "🌊".encode(), "\u3000".encode(), "\u00a0".encode(),
-              b"\xff", b"\xe2\x82", b"\xf0\x9f", "\ufffd".encode()]
-    cases = [b"", b"   \n\n", "🌊".encode() * 70, b"x" * 100 + b" " * 5000]
-    for _ in range(6):
-        body = b"".join(rng.choice(pieces) for _ in range(rng.randrange(10, 4000)))
-        edge = b"".join(rng.choice(pieces) for _ in range(40))
-        tail = " \n\t\u3000".encode() * rng.randrange(0, 3000)
-        cases.append(body + b"z" * (BLOCK - len(body) - 20) + edge + body + tail)  # edge across the block's end
-        cases.append(b" " * (BLOCK - 1) + "🌊".encode() + body)
-    for n, data in enumerate(cases):
-        path = tmp_path / f"{n}.md"
-        path.write_bytes(data)
-        for keep in (16, 80, 3000):
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                got, bad = read_root_text(fd, keep)
-            finally:
-                os.close(fd)
-            shown, whole, want_bad = _reference(data, keep)
-            assert (got, bad) == (shown, want_bad), (n, keep)
-            for cap in (c for c in (1, 20, keep - 16) if c >= 1):  # the caps a `keep` serves (the cap plus 16)
-                assert trim_bootstrap_content(got, "MEMORY.md", cap) == trim_bootstrap_content(whole, "MEMORY.md", cap), (n, keep, cap)
+def test_a_startup_file_over_openclaws_2_mib_is_not_loaded_as_in_openclaw(workspace, state_dir, cli):
+    """OpenClaw's loader reads at most 2 MiB of USER.md or MEMORY.md and injects
+    ``[UNREADABLE: File exceeds 2097152 bytes]`` instead of a bigger one: the prompt showed its head
+    and tail as if it were loaded; doctor now says the agent sees nothing of it."""
+    size = write_text(workspace / "MEMORY.md", 3 * MiB)
+    write(workspace / "USER.md", "x" * (2 * MiB))  # exactly the limit: read and cut as usual
+    section = cli("prompt", "--json").json()
+    assert "## MEMORY.md\n\n[UNREADABLE: File exceeds 2097152 bytes]\n" in section["text"]
+    assert "Étoile" not in section["text"].split("## MEMORY.md", 1)[1]
+    assert [w for w in section["warnings"] if w.startswith(f"MEMORY.md is not loaded: it is {size:,} bytes")]
+    assert [t["path"] for t in section["truncated"]] == ["USER.md"]
+    findings = {f["id"]: f for f in cli("doctor", "--json").json()["findings"]}
+    assert findings["prompt-file-too-large"]["paths"] == ["MEMORY.md"]
+    assert "[UNREADABLE: File exceeds 2097152 bytes]" in findings["prompt-file-too-large"]["message"]
+    assert findings["prompt-file-cap"]["paths"] == ["USER.md"]

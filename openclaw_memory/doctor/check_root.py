@@ -155,4 +155,18 @@ def check_skipped_entries(ctx: CheckContext) -> list[Finding]:
     return findings
 
 
-CHECKS = [check_root_files, check_memory_dir, check_skipped_entries]
+def check_bootstrap_size(ctx: CheckContext) -> list[Finding]:
+    """USER.md or MEMORY.md over what OpenClaw's loader reads of a bootstrap file: never loaded at all."""
+    from ..prompt.loader import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_BYTES, UNREADABLE
+
+    return [Finding(
+        "prompt-file-too-large", "warning",
+        f"{f.path} is {f.size:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} (2 MiB) OpenClaw reads of a startup file: it is "
+        f"not loaded at the start of a session at all, the agent sees `{UNREADABLE}` in its place. Move older "
+        "details into memory/ notes (they stay searchable) until it is under 2 MiB.",
+        False, (f.path,),
+    ) for f in ctx.scan.files
+        if f.source == "root" and f.kind == "markdown" and f.path in BOOTSTRAP_ORDER and f.size > MAX_BOOTSTRAP_BYTES]
+
+
+CHECKS = [check_root_files, check_memory_dir, check_skipped_entries, check_bootstrap_size]

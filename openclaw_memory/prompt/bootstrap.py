@@ -4,8 +4,7 @@ OpenClaw (``buildBootstrapContextFiles``) injects each bootstrap file with trail
 white space removed, cut to a per-file cap (``bootstrapMaxChars``, 20,000; ``USER.md``
 at most 4,000) as 75% head and 25% tail around a marker, within a total budget
 (``bootstrapTotalMaxChars``, 60,000) spent in order; a file left empty is not
-injected. Lengths are UTF-16 code units. This module is that algorithm, line for line, on
-each file's :class:`.roottext.RootText` (its length, and only the head and tail a cut can take).
+injected. Lengths are UTF-16 code units. This module is that algorithm, line for line.
 """
 
 from __future__ import annotations
@@ -13,8 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..files.jstext import slice_utf16_safe, truncate_utf16_safe, utf16_len
-from .roottext import RootText
+from ..files.jstext import js_trim_end, slice_utf16_safe, truncate_utf16_safe, utf16_len
 
 USER_FILE = "USER.md"
 USER_MAX_CHARS = 4_000
@@ -48,9 +46,10 @@ def file_limit(name: str, max_chars: int) -> int:
     return min(max_chars, USER_MAX_CHARS) if name.lower() == USER_FILE.lower() else max_chars
 
 
-def trim_bootstrap_content(content: RootText, name: str, max_chars: int) -> tuple[str, bool]:
+def trim_bootstrap_content(content: str, name: str, max_chars: int) -> tuple[str, bool]:
     """OpenClaw's ``trimBootstrapContent`` (for every file but ``AGENTS.md``, which this product never injects)."""
-    trimmed, length = content.text, content.chars
+    trimmed = js_trim_end(content)
+    length = utf16_len(trimmed)
     if length <= max_chars:
         return trimmed, False
 
@@ -115,7 +114,7 @@ def clamp_to_budget(content: str, budget: int) -> str:
     return truncate_utf16_safe(content, budget - 1) + "…"
 
 
-def build_bootstrap(files: list[tuple[str, RootText]], max_chars: int, total_max_chars: int) -> tuple[list[Injected], list[str]]:
+def build_bootstrap(files: list[tuple[str, str]], max_chars: int, total_max_chars: int) -> tuple[list[Injected], list[str]]:
     """The injected files (in order) and OpenClaw's warnings, from ``(name, text)`` pairs."""
     remaining = max(1, math.floor(total_max_chars))
     result: list[Injected] = []
@@ -132,7 +131,7 @@ def build_bootstrap(files: list[tuple[str, RootText]], max_chars: int, total_max
         within = clamp_to_budget(trimmed, remaining)
         if not within:
             continue
-        raw = text.chars
+        raw = utf16_len(js_trim_end(text))
         if cut or utf16_len(within) < utf16_len(trimmed):
             warnings.append(f"workspace bootstrap file {name} is {raw} chars (limit {file_max}); truncating in injected context")
         result.append(Injected(name, raw, within, limit, cut_causes(raw, utf16_len(within), limit, remaining)))

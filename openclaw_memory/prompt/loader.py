@@ -1,7 +1,8 @@
 """Build the startup-prompt memory section as OpenClaw builds a new session's context.
 
-``USER.md`` then ``MEMORY.md`` (OpenClaw's bootstrap order), each capped exactly as
-OpenClaw's bootstrap loader caps it (:mod:`.bootstrap`); then the daily notes exactly
+``USER.md`` then ``MEMORY.md`` (OpenClaw's bootstrap order), each read as OpenClaw's loader
+reads it (at most 2 MiB: a bigger file is not loaded, and OpenClaw's ``[UNREADABLE: ...]``
+stands in its place) and capped exactly as it caps it (:mod:`.bootstrap`); then the daily notes exactly
 as OpenClaw's new-session prelude quotes them (:mod:`.startup`); then any pending
 workspace-change checkpoint. Every cut is reported, every time: in the text (OpenClaw's
 markers) and in ``truncated``.
@@ -14,17 +15,20 @@ import os
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..files.jstext import not_utf8, utf16_len
+from ..files.jstext import decode_lossy, js_trim_end, not_utf8, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
 from ..fsutil.safeopen import open_regular_under
 from ..settings import StartupContext
 from ..wire import key
 from .bootstrap import Injected, budget_report, build_bootstrap
-from .roottext import RootText, read_root_text
 from .startup import build_prelude
 
 BOOTSTRAP_ORDER = (USER_ROOT, CANONICAL_ROOT)
+# OpenClaw's MAX_WORKSPACE_BOOTSTRAP_FILE_BYTES: its loader reads no more of a bootstrap file, and
+# injects this text instead of a bigger one (asked of the real OpenClaw 2026.9.6).
+MAX_BOOTSTRAP_BYTES = 2 * 1024 * 1024
+UNREADABLE = f"[UNREADABLE: File exceeds {MAX_BOOTSTRAP_BYTES} bytes]"
 
 
 @dataclass(frozen=True)
@@ -58,9 +62,9 @@ class PromptSection:
         return utf16_len(self.text)
 
 
-def _read_text(workspace: str, abs_path: str, keep: int) -> tuple[RootText, bool] | None:
-    """The file's text for cuts of at most ``keep`` characters (streamed: its length, head and tail),
-    opened from the workspace's descriptor, and whether it was not UTF-8; None when it vanished.
+def _read_text(workspace: str, abs_path: str) -> tuple[str, bool] | int | None:
+    """The file's text and whether it was not UTF-8, opened from the workspace's descriptor; its
+    size when it is over ``MAX_BOOTSTRAP_BYTES`` (never read further); None when it vanished.
 
     Anything else that stops the read (permission, a FIFO, a swapped folder) raises
     OSError for the caller to report: a memory file never silently drops out.
@@ -69,10 +73,11 @@ def _read_text(workspace: str, abs_path: str, keep: int) -> tuple[RootText, bool
         fd, _ = open_regular_under(workspace, abs_path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    try:
-        return read_root_text(fd, keep)
-    finally:
-        os.close(fd)
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_BOOTSTRAP_BYTES + 1)
+        if len(data) > MAX_BOOTSTRAP_BYTES:
+            return max(os.fstat(fh.fileno()).st_size, len(data))
+    return decode_lossy(data)
 
 
 def _quote(text: str) -> str:
@@ -103,24 +108,26 @@ def build_prompt_section(
         if skipped.path in BOOTSTRAP_ORDER:
             warnings.append(f"{skipped.path} is not loaded: {skipped.reason} (see `openclaw-memory doctor`)")
 
-    loaded: list[tuple[str, RootText]] = []
-    # No cut takes more than a file's cap from either end (a margin for a surrogate pair at the edge).
-    keep = max(file_cap, 1) + 16
+    loaded: list[tuple[str, str]] = []
     for name in BOOTSTRAP_ORDER:
         entry = by_path.get(name)
         try:
-            got = _read_text(scan.workspace, entry.abs_path, keep) if entry else None
+            got = _read_text(scan.workspace, entry.abs_path) if entry else None
         except OSError as exc:
             warnings.append(f"{name} is not loaded: cannot read it ({exc.strerror or exc})")
             continue
         if got is None:
             continue
-        root, bad = got
+        if isinstance(got, int):
+            warnings.append(f"{name} is not loaded: it is {got:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw reads of "
+                            f"a bootstrap file; the agent sees {UNREADABLE} in its place (see `openclaw-memory doctor`)")
+            got = UNREADABLE, False
+        text, bad = got
         if bad:
             warnings.append(not_utf8(name))
-        loaded.append((name, root))
+        loaded.append((name, text))
     injected, bootstrap_warnings = build_bootstrap(loaded, file_cap, total_cap)
-    raw = {name: root.chars for name, root in loaded}
+    raw = {name: utf16_len(js_trim_end(text)) for name, text in loaded}
     cuts: list[PromptCut] = []
     files: list[dict] = []
     for f in injected:

@@ -45,10 +45,12 @@ BOOTSTRAP_CASES = [
     ({"MEMORY.md": "m" * 70}, 20_000, 66),
     ({"USER.md": "   ", "MEMORY.md": "m\n"}, 20_000, 60_000),
     ({"user.md": "lower case is not USER.md", "MEMORY.md": "m"}, 20_000, 60_000),
-    # Read in 1 MiB blocks, only the cap's worth of head and tail kept: astral characters across
-    # the block edges and at the cut points, trailing white space longer than what is kept.
+    # Large files: astral characters across 1 MiB and at the cut points, trailing white space.
     ({"MEMORY.md": "é😀x" * 150_000 + " \n\u3000" * 50_000}, 20_000, 60_000),  # 1.3 MB, under OpenClaw's 2 MiB
     ({"USER.md": "😀" * 9_001 + "\n" * 9_000, "MEMORY.md": "a😀" * 30_000 + " " * 300}, 101, 60_000),
+    # OpenClaw's loader reads at most 2 MiB of a bootstrap file: a bigger one is not loaded at all.
+    ({"MEMORY.md": "é😀x" * 400_000}, 20_000, 60_000),
+    ({"USER.md": "u" * (2 * 1024 * 1024), "MEMORY.md": "m" * (2 * 1024 * 1024 + 1)}, 20_000, 60_000),
 ]
 
 
