@@ -737,6 +737,9 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         where = f"from {json_path}: agents.defaults.workspace"
         return ((shared, where),) if owner else ((os.path.join(_expand(shared), agent), f"{where}, agent {agent}'s folder in it"),)
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
+    usual = Path(_expand("~/.openclaw")) / OPENCLAW_JSON_NAME
+    if not json_path.exists() and usual != json_path and usual.is_file():  # `--state-dir` moved the config with it
+        unset += f", which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})"
     if not owner:
         return ((str(state_dir / f"workspace-{agent}"), unset),)
     return ((_env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"), (str(state_dir / "workspace"), unset))

@@ -485,3 +485,14 @@ def test_a_count_past_what_a_store_can_hold_means_no_limit(cli, workspace, state
     for args in (("read", "MEMORY.md"), ("write", "MEMORY.md", "--append", "x"), ("history", "MEMORY.md"), ("watchdog", "snapshot")):
         done = cli(*args)
         assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+def test_a_state_dir_without_openclaw_json_names_the_usual_one(tmp_path, monkeypatch):
+    """`--state-dir X` reads X/openclaw.json, as OPENCLAW_STATE_DIR does for OpenClaw: when there is
+    none and ~/.openclaw/openclaw.json exists, the refusal says how to read that one."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write(tmp_path / "home" / ".openclaw" / "openclaw.json", "{}")
+    (tmp_path / "elsewhere").mkdir()
+    usual = tmp_path / "home" / ".openclaw" / "openclaw.json"
+    with pytest.raises(WorkspaceError, match=re.escape(f"which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})")):
+        resolve_settings(Overrides(state_dir=str(tmp_path / "elsewhere")), environ={})
