@@ -162,14 +162,16 @@ def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str]) ->
     timed("doctor", "doctor", ok=(0, 1, 2))
     timed("cold search (no service)", "search", "storage migration review")
     out["library search, in-process p50"] = code.library(ws, state, queries, True)
+    log = open(ws.parent / f"serve-{code.label}.log", "w")  # a file: a pipe nobody reads would block the service
     serve = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve"], env=code.env(ws, state), cwd=ws,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=log, text=True)
     try:
         _wait_for_service(code, ws, state, serve)
         out["library search, service p50"] = code.library(ws, state, queries, False)
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=120)
+        log.close()
     timed("read", "read", rel)
     timed("history", "history", rel)
     timed("write --no-index", "write", rel, "--append", "- a line not indexed", "--no-index")
@@ -185,7 +187,7 @@ def _wait_for_service(code: Code, ws: Path, state: Path, serve: subprocess.Popen
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if serve.poll() is not None:
-            sys.exit(f"[{code.label}] serve exited: {serve.stderr.read() if serve.stderr else ''}")
+            sys.exit(f"[{code.label}] serve exited (its log: {ws.parent / f'serve-{code.label}.log'})")
         done = subprocess.run([sys.executable, "-c", script], env=code.env(ws, state), cwd=ws, capture_output=True, text=True)
         if done.stdout.strip().endswith("True"):
             return
