@@ -12,12 +12,13 @@ toml or checks it again.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -649,15 +650,14 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     # Never the current folder: with nothing configured it is OpenClaw's default, as OpenClaw
     # resolves it (a `write` from any folder went to that folder; `--state-dir` elsewhere made the
     # current folder the workspace without a word).
-    workspace_raw, workspace_source = next((value, where) for value, where in (
+    shared = _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
+    workspace_raw, workspace_source = next((value, where) for value, where in itertools.chain((
         (o.workspace, "given with --workspace"),
         (_env("OPENCLAW_WORKSPACE", env), "from OPENCLAW_WORKSPACE"),
         (_text(own.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
         (_text(entry.get("workspace"), f"{json_path}: agents.list[{agent}].workspace"),
          f"from {json_path}: agents.list[{agent}].workspace"),
-        *_openclaw_workspace(openclaw, agent, _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace"),
-                             state_dir, json_path, env),
-    ) if value)
+    ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env)) if value)  # (the last only when needed)
 
     extras: list = []
     extras += _extra_list(top_search.get("extraPaths"), f"{json_path}: memory.search.extraPaths")
@@ -727,7 +727,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
 
 
 def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None, state_dir: Path, json_path: Path,
-                        env) -> tuple[tuple[str | None, str], ...]:
+                        env) -> Iterator[tuple[str | None, str]]:
     """The workspace OpenClaw gives an agent that has none of its own (its resolveAgentWorkspaceDir),
     with where it came from: ``agents.defaults.workspace`` (``shared``) is the workspace of the agent
     that owns it and holds a folder named after each other agent; with none configured, the owner's
@@ -735,14 +735,19 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
     owner = agent == _workspace_owner(openclaw)
     if shared:
         where = f"from {json_path}: agents.defaults.workspace"
-        return ((shared, where),) if owner else ((os.path.join(_expand(shared), agent), f"{where}, agent {agent}'s folder in it"),)
+        yield (shared, where) if owner else (os.path.join(_expand(shared), agent), f"{where}, agent {agent}'s folder in it")
+        return
+    if owner:
+        yield _env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
     usual = Path(_expand("~/.openclaw")) / OPENCLAW_JSON_NAME
-    if not json_path.exists() and usual != json_path and usual.is_file():  # `--state-dir` moved the config with it
+    try:
+        moved = not json_path.exists() and usual != json_path and usual.is_file()  # `--state-dir` moved the config with it
+    except OSError:  # (a home folder this user may not enter)
+        moved = False
+    if moved:
         unset += f", which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})"
-    if not owner:
-        return ((str(state_dir / f"workspace-{agent}"), unset),)
-    return ((_env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"), (str(state_dir / "workspace"), unset))
+    yield str(state_dir / ("workspace" if owner else f"workspace-{agent}")), unset
 
 
 def _workspace_owner(openclaw: dict[str, Any]) -> str | None:
