@@ -20,8 +20,10 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -339,3 +341,259 @@ def test_a_state_database_damaged_in_its_first_pages_is_found_and_rebuilt(worksp
     assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"] == ["done"], fixed.stdout
     assert cli_process("state").returncode == 0
     assert list((_data_dir(state_dir) / "damaged").glob("*/state.db"))
+
+
+# -- the state database's own files, damaged beside a running service -----------------------------
+#
+# Versions are counted with `history --json` before the damage and after `doctor --fix`. Every
+# command runs in its own process (as a user's would), beside a real `serve` process.
+
+SERVICE_WAIT = 120
+
+
+class _Service:
+    """A real `openclaw-memory serve --no-watch`; stderr kept."""
+
+    def __init__(self, workspace: Path, state_dir: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=workspace,
+                                     env=env_for(workspace, state_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+        self.stderr: list[str] = []
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        wait_for(lambda: any(line.startswith("serving ") for line in self.stderr) or self.proc.poll() is not None,
+                 SERVICE_WAIT)
+        assert self.proc.poll() is None, "".join(self.stderr)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(SERVICE_WAIT)
+
+
+@pytest.fixture
+def service(workspace, state_dir):
+    started: list[_Service] = []
+
+    def start() -> _Service:
+        started.append(_Service(workspace, state_dir))
+        return started[-1]
+
+    yield start
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait(SERVICE_WAIT)
+
+
+IN_PROCESS = {"OPENCLAW_MEMORY_SERVICE": "off"}
+
+
+def _edit(cli_process, line: str, env: dict | None = None) -> None:
+    """One new version of MEMORY.md by an agent: read, then append."""
+    for args in (("read", "MEMORY.md"), ("write", "MEMORY.md", "--append", line, "--no-index")):
+        done = cli_process(*args, env=env)
+        _clean(done)
+        assert done.returncode == 0, (args, done.stderr)
+
+
+def _versions(cli_process) -> int:
+    listed = cli_process("history", "MEMORY.md", "--json", env=IN_PROCESS)
+    _clean(listed)
+    assert listed.returncode == 0, listed.stderr
+    return len(listed.json()["versions"])
+
+
+def _held(db: Path, scratch: Path, wal: bool = True) -> int:
+    """The versions the database file (and its WAL) hold as they are now, as SQLite reads a copy of
+    them (the index left out: SQLite rebuilds it from what the WAL holds)."""
+    scratch.mkdir()
+    shutil.copyfile(db, scratch / "state.db")
+    if wal and Path(f"{db}-wal").exists():
+        shutil.copyfile(f"{db}-wal", scratch / "state.db-wal")
+    conn = sqlite3.connect(scratch / "state.db")
+    try:
+        return conn.execute("SELECT COUNT(*) FROM versions WHERE display = ?", (b"MEMORY.md",)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _with_a_service(workspace, state_dir, cli_process, service, before: int = 3, during: int = 3):
+    """``before`` versions committed with no service (in the database file), then ``during``
+    through a running service (in its WAL); the service, the database's path, and the count."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for i in range(before):
+        _edit(cli_process, f"before the service {i}", IN_PROCESS)
+    running = service()
+    for i in range(during):
+        _edit(cli_process, f"through the service {i}")
+    db = _data_dir(state_dir) / "state.db"
+    assert Path(f"{db}-wal").stat().st_size > 0
+    return running, db, _versions(cli_process)
+
+
+def _fix_and_count(cli_process) -> int:
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    assert all(r["status"] in ("done", "completed") for r in fixed.json()["repairs"]), fixed.stdout
+    after = cli_process("doctor", "--json")
+    assert {f["id"] for f in after.json()["remaining"] if f["severity"] != "info"} == set(), after.stdout
+    return _versions(cli_process)
+
+
+def _findings(cli_process) -> set[str]:
+    plain = cli_process("doctor", "--json")
+    _clean(plain)
+    return {f["id"] for f in plain.json()["findings"]}
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["stopped", "killed"])
+@pytest.mark.parametrize("way", ["zeroed", "truncated"])
+def test_a_damaged_wal_under_the_service_is_found_and_never_checkpointed(workspace, state_dir, cli_process, service,
+                                                                          tmp_path, way, stop):
+    running, db, _ = _with_a_service(workspace, state_dir, cli_process, service)
+    in_file = _held(db, tmp_path / "file", wal=False)  # committed before the service: in the file itself
+    _damage(Path(f"{db}-wal"), way)
+    held = _held(db, tmp_path / "held")  # what the file and the damaged WAL still hold
+    assert running.stop(stop) == (0 if stop == signal.SIGTERM else -signal.SIGKILL), "".join(running.stderr)
+    assert "state-db-damaged" in _findings(cli_process)  # the WAL lost committed frames: said, not silently dropped
+    assert _fix_and_count(cli_process) >= max(held, in_file) >= 3
+    assert list((_data_dir(state_dir) / "damaged").glob("*/state.db-wal"))  # the damaged log, kept
+
+
+@pytest.mark.parametrize("way", ["zeroed", "truncated"])
+def test_the_service_keeps_working_when_its_wal_is_damaged(workspace, state_dir, cli_process, service, tmp_path, way):
+    running, db, _ = _with_a_service(workspace, state_dir, cli_process, service)
+    _damage(Path(f"{db}-wal"), way)
+    held = _held(db, tmp_path / "held")
+    said = cli_process("read", "MEMORY.md")  # the service finds it before SQLite reads the log
+    _clean(said)
+    if said.returncode != 0:
+        assert "damaged" in said.stderr and "write-ahead log" in said.stderr, said.stderr
+    _edit(cli_process, "after the damage")
+    assert running.stop() == 0, "".join(running.stderr)
+    assert _findings(cli_process) == set()
+    assert _fix_and_count(cli_process) >= held + 1
+
+
+def test_a_deleted_shm_with_commands_writing_beside_the_service_loses_nothing(workspace, state_dir, cli_process, service):
+    running, db, count = _with_a_service(workspace, state_dir, cli_process, service)
+    os.unlink(f"{db}-shm")
+    other = sqlite3.connect(db)  # another process with the database open (a long command) keeps the new index
+    try:
+        other.execute("SELECT COUNT(*) FROM versions").fetchone()
+        for i in range(4):  # in-process commands and the service take turns
+            _edit(cli_process, f"after the index went {i}", IN_PROCESS if i % 2 == 0 else None)
+        assert other.execute("PRAGMA quick_check").fetchone() == ("ok",)
+    finally:
+        other.close()
+    assert running.proc.poll() is None
+    assert running.stop() == 0, "".join(running.stderr)
+    assert _findings(cli_process) == set()
+    assert _fix_and_count(cli_process) == count + 4
+
+
+def test_a_truncated_shm_does_not_kill_the_service(workspace, state_dir, cli_process, service):
+    running, db, count = _with_a_service(workspace, state_dir, cli_process, service)
+    os.truncate(f"{db}-shm", 0)
+    for i in range(2):
+        _edit(cli_process, f"after the index was cut {i}")
+    assert running.proc.poll() is None, "the service died: " + "".join(running.stderr)
+    assert running.stop() == 0, "".join(running.stderr)
+    assert _fix_and_count(cli_process) == count + 2
+
+
+def test_a_deleted_wal_under_the_service_is_copied_in_and_writes_go_on(workspace, state_dir, cli_process, service):
+    running, db, count = _with_a_service(workspace, state_dir, cli_process, service)
+    os.unlink(f"{db}-wal")
+    for i in range(2):
+        _edit(cli_process, f"after the log went {i}")  # through the service, which still reads the log it opened
+    assert running.stop() == 0, "".join(running.stderr)
+    assert _findings(cli_process) == set()
+    assert _fix_and_count(cli_process) == count + 2
+
+
+def test_a_command_beside_the_service_never_deletes_the_wal_under_it(workspace, state_dir, cli_process, service):
+    """Closing a descriptor of the database drops every POSIX lock the process holds on it: a
+    service thread that opened the file that way let the next command's last close checkpoint
+    and delete the WAL and its index under the running service."""
+    running, db, count = _with_a_service(workspace, state_dir, cli_process, service)
+    assert _versions(cli_process) == count  # an in-process command's last close
+    assert Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()
+    _edit(cli_process, "after the command")
+    assert running.stop() == 0, "".join(running.stderr)
+    assert _fix_and_count(cli_process) == count + 1
+
+
+def test_a_garbled_header_is_restored_and_every_row_kept(workspace, state_dir, cli_process):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for i in range(4):
+        _edit(cli_process, f"line {i}")
+    assert cli_process("watchdog", "snapshot").returncode == 0
+    count = _versions(cli_process)
+    db = _data_dir(state_dir) / "state.db"
+    assert not Path(f"{db}-wal").exists()  # a clean close: everything is in the file
+    with open(db, "r+b") as fh:
+        fh.write(random.Random("header").randbytes(16))
+    assert "state-db-damaged" in _findings(cli_process)
+    assert _fix_and_count(cli_process) == count
+    verified = cli_process("watchdog", "verify", "--json")
+    assert verified.returncode in (0, 1) and "no snapshot" not in verified.stdout + verified.stderr, verified.stdout
+
+
+# -- what is at the state database's path is not a database ---------------------------------------
+
+def _fifo(db: Path) -> None:
+    os.mkfifo(db)
+
+
+def _folder(db: Path) -> None:
+    db.mkdir()
+    (db / "inside").write_text("kept")
+
+
+def _dangling(db: Path) -> None:
+    db.symlink_to(db.parent / "nowhere.db")
+
+
+@pytest.mark.parametrize("make", [_fifo, _folder, _dangling], ids=["fifo", "folder", "dangling link"])
+def test_a_state_db_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace, state_dir, cli_process, make):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli_process, "a line", IN_PROCESS)
+    db = _data_dir(state_dir) / "state.db"
+    os.unlink(db)
+    make(db)
+    # Each in its own process with a deadline: an open of a FIFO would block forever.
+    plain = run_process(["doctor", "--json"], env=env_for(workspace, state_dir), cwd=workspace, timeout=60)
+    _clean(plain)
+    assert "state-db-not-a-file" in {f["id"] for f in plain.json()["findings"]}, plain.stdout + plain.stderr
+    refused = run_process(["history", "MEMORY.md"], env=env_for(workspace, state_dir), cwd=workspace, timeout=60)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "not a database file" in refused.stderr and "doctor --fix" in refused.stderr
+    fixed = run_process(["doctor", "--fix", "--json"], env=env_for(workspace, state_dir), cwd=workspace, timeout=60)
+    _clean(fixed)
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "state-db-not-a-file"] == ["done"], fixed.stdout
+    (kept,) = [d / "state.db" for d in (_data_dir(state_dir) / "damaged").iterdir() if os.path.lexists(d / "state.db")]
+    assert db.is_file() and not db.is_symlink() or not os.path.lexists(db)  # moved, never deleted
+    if make is _folder:
+        assert (kept / "inside").read_text() == "kept"
+    _edit(cli_process, "a new line")  # a new state database
+    assert _versions(cli_process) >= 1
+
+
+def test_a_newer_schema_is_a_finding_and_commands_say_one_line(workspace, state_dir, cli_process):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli_process, "a line", IN_PROCESS)
+    db = _data_dir(state_dir) / "state.db"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 99")
+    conn.commit()
+    conn.close()
+    plain = cli_process("doctor", "--json")
+    _clean(plain)
+    (finding,) = [f for f in plain.json()["findings"] if f["id"] == "state-db-newer"]
+    assert not finding["fixable"] and "schema 99" in finding["message"]
+    for args in (("history", "MEMORY.md"), ("write", "MEMORY.md", "--append", "x", "--no-index")):
+        refused = cli_process(*args)
+        _clean(refused)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "newer openclaw-memory" in refused.stderr

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ..errors import DiskFull, StateDirError
+from ..errors import DiskFull, StateDamaged, StateDirError
 from ..fsutil.private import make_dirs
+from .companions import not_a_file, wal_damage
 from .failures import (
     BUSY_TIMEOUT_S,
     is_full,
@@ -30,6 +31,7 @@ from .failures import (
     opened_read_only_on_a_full_disk,
     translated,
 )
+from .handles import Handle, settle
 from .schema import create_or_migrate
 
 DB_NAME = "state.db"
@@ -75,23 +77,53 @@ class Database:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        cache: dict[str, _Handle] = _local.__dict__.setdefault("handles", {})
+        return self._handle().conn
+
+    def _handle(self) -> Handle:
+        cache: dict[str, Handle] = _local.__dict__.setdefault("handles", {})
         handle = cache.get(self.path)
-        if handle is not None and not handle.alive():
-            if not handle.conn.in_transaction:
-                handle.conn.close()
-                handle = None
+        if handle is not None and (handle.closed or (not handle.conn.in_transaction and not handle.alive())):
+            handle.close()
+            handle = None
         if handle is None:
             conn = self._open()
-            handle = _Handle(conn, self.path, degraded=is_opened_read_only_on_a_full_disk(self.path))
+            handle = Handle(conn, self.path, degraded=is_opened_read_only_on_a_full_disk(self.path))
             cache[self.path] = handle
-        return handle.conn
+        return handle
+
+    @contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, held (its ``use`` lock) while the block uses it: another
+        thread closes a connection only while nobody uses it (see :mod:`.handles`)."""
+        while True:
+            handle = self._handle()
+            with handle.use:
+                if not handle.closed:
+                    yield handle.conn
+                    return
+
+    def unusable(self) -> str | None:
+        """Why SQLite must not open the database as it is now, or None: what is at its path is not
+        a regular file (a FIFO would block the open forever), or its WAL lost committed frames."""
+        what = not_a_file(self.path)
+        if what is not None:
+            return f"{self.path} is {what}, not a database file"
+        settle(self.path)  # this process's own connections first deal with what changed under them
+        damage = wal_damage(self.path)
+        return None if damage is None else f"the state database ({self.path}) is damaged: {damage}"
+
+    def _refuse_unusable(self) -> None:
+        why = self.unusable()
+        if why is not None:
+            raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` sets it aside (never deleted) and "
+                               "makes a new state database with what it still holds")
 
     def _open(self) -> sqlite3.Connection:
         try:
             make_dirs(self.data_dir)
         except OSError as exc:
             raise StateDirError(f"cannot create the state dir {self.data_dir}: {exc.strerror or exc}") from None
+        self._refuse_unusable()
         _owner_only(self.path)
         try:
             with translated(self.path):
@@ -141,17 +173,18 @@ class Database:
         """A query outside any transaction (WAL: it reads the last committed state, never waits)."""
         if _read_only.get():
             return self._peek(sql, params)
-        with translated(self.path):
-            return self.conn.execute(sql, params).fetchall()
+        with translated(self.path), self._using() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def one(self, sql: str, params: tuple = ()) -> tuple | None:
         found = self.rows(sql, params) if _read_only.get() else None
         if found is not None:
             return found[0] if found else None
-        with translated(self.path):
-            return self.conn.execute(sql, params).fetchone()
+        with translated(self.path), self._using() as conn:
+            return conn.execute(sql, params).fetchone()
 
     def _peek(self, sql: str, params: tuple) -> list[tuple]:
+        self._refuse_unusable()
         if not self.exists():
             return []
         with translated(self.path):
@@ -172,11 +205,16 @@ class Database:
         """
         if _read_only.get():
             raise RuntimeError("a write to the state database where only reading is allowed (plain doctor)")
-        conn = self.conn
-        if conn.in_transaction:
-            with translated(self.path):
+        with self._using() as conn:
+            if conn.in_transaction:
+                with translated(self.path):
+                    yield conn
+                return
+            with self._transaction(conn, wait):
                 yield conn
-            return
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection, wait: bool) -> Iterator[None]:
         with translated(self.path):
             if wait:
                 conn.execute("BEGIN IMMEDIATE")
@@ -187,7 +225,7 @@ class Database:
                 finally:
                     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             try:
-                yield conn
+                yield
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:  # also when the commit itself failed (a full disk)
@@ -213,24 +251,32 @@ class Database:
         """Close this thread's connection (the next use opens it again)."""
         handle = _local.__dict__.get("handles", {}).pop(self.path, None)
         if handle is not None:
-            handle.conn.close()
+            handle.close()
 
 
 def _owner_only(path: str) -> None:
     """The database file made (or left by an earlier release) 0600 before SQLite opens it: SQLite
-    gives its ``-wal`` and ``-shm`` the database file's mode, whatever the umask."""
+    gives its ``-wal`` and ``-shm`` the database file's mode, whatever the umask.
+
+    An existing file is changed by its path, never through a descriptor: closing any descriptor
+    of the file drops every POSIX lock this process holds on it, SQLite's connections' included,
+    and another process's last close would then checkpoint and delete the WAL and its index
+    under them (a service's other threads keep the database open)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        try:  # nobody holds a lock on a file that did not exist
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except OSError:
+            pass  # a read-only or full state dir, made meanwhile: SQLite's own open says what is wrong
+        return
     except OSError:
-        return  # a read-only or full state dir, a symlink: SQLite's own open says what is wrong
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    except OSError:
-        pass  # not ours to change (root's file in a user's data dir): the data dir is 0700 all the same
-    finally:
-        os.close(fd)
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+        try:
+            os.chmod(path, 0o600)
+        except OSError:
+            pass  # not ours to change (root's file in a user's data dir): the data dir is 0700 all the same
 
 
 def wal_is_empty(path: str) -> bool:
@@ -259,29 +305,7 @@ def peek(path: str, sql: str, params: tuple = ()) -> list[tuple]:
     return []
 
 
-class _Handle:
-    def __init__(self, conn: sqlite3.Connection, path: str, degraded: bool = False):
-        self.conn = conn
-        self.path = path
-        self.pid = os.getpid()
-        self.file = _identity(path)
-        self.degraded = degraded  # read-only because the disk was full: tried anew at each use
-
-    def alive(self) -> bool:
-        """Still the database at its path: a forked child opens its own, and a file moved away
-        (``doctor --fix`` set a damaged one aside) or replaced is opened anew."""
-        return not self.degraded and self.pid == os.getpid() and _identity(self.path) == self.file
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
 def forget_connections() -> None:
     """Close every connection of this thread (a test that replaces the data dir's files)."""
     for handle in _local.__dict__.pop("handles", {}).values():
-        handle.conn.close()
+        handle.close()

@@ -1,18 +1,29 @@
 """What ``doctor`` does with the state database: SQLite's integrity check, and for a damaged file
 a new database with everything the damaged one still yields.
 
-The damaged file (with its ``-wal`` and ``-shm``) is set aside under ``<data dir>/damaged/``,
-never deleted. Every row that still reads is copied, table by table and row by row in primary
-key order (a bad page loses the rows on it, not the table); what could not be read is counted
-and said. What can be rebuilt from the files is rebuilt by using the product: a version log
-starts again at the next sighting, an agent reads a file again before writing it, `state`
-hashes the files again.
+The damaged file (with its ``-wal`` and ``-shm``) is set aside under ``<data dir>/damaged/<stamp>/``,
+never deleted. What it still holds is read from a scratch copy of the file and its WAL (so the set-aside
+files stay as they were; SQLite rebuilds the WAL's index from what the WAL really holds), in turn:
+
+1. the copy as SQLite reads it, its 16-byte header ("SQLite format 3\0") restored when that is
+   all that was garbled;
+2. when rows could not be read that way, SQLite's own recovery (the ``sqlite3`` shell's ``.recover``,
+   which walks the pages), when the shell is installed;
+3. in any case, past a page that cannot be read, the rest of a table by rowid ranges.
+
+Every row that reads is copied, table by table, in primary key order, once (a row read two ways
+is kept once); what could not be read is counted and said. What can be rebuilt from the files is
+rebuilt by using the product: a version log starts again at the next sighting, an agent reads a
+file again before writing it, `state` hashes the files again.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
+import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +31,9 @@ from pathlib import Path
 import xxhash
 
 from ..fsutil.setaside import set_aside
+from .companions import SQLITE_MAGIC
 from .connection import Database, forget_connections, peek
-from .schema import MIGRATIONS
+from .schema import MIGRATIONS, SCHEMA_VERSION
 
 # Copied in this order; the key is what a damaged page is skipped by.
 # The index's tables (manifests, statistics, observations) are not copied: a partly readable
@@ -32,6 +44,7 @@ _TABLES = {
     "idempotency": "key", "imports": "source", "collections": "name", "snapshots": "seq", "checkpoint": "id",
     "journal": "id",
 }
+_MISSES = 4096
 
 
 @dataclass(frozen=True)
@@ -44,10 +57,12 @@ class Salvage:
 def damage(db: Database) -> str | None:
     """Why the database cannot be trusted, or None (also when there is none yet).
 
-    Only reads: the connection is read-only (SQLite still keeps its readers' marks in the
-    ``-shm`` index beside the file, as any reader does)."""
-    if not db.exists():
-        return None
+    Only reads: what is at the path and its WAL first, without SQLite; then a read-only
+    connection (SQLite still keeps its readers' marks in the ``-shm`` index beside the file, as
+    any reader does)."""
+    why = db.unusable()
+    if why is not None or not db.exists():
+        return why
     try:
         rows = peek(db.path, "PRAGMA quick_check")
     except sqlite3.Error as exc:
@@ -56,36 +71,108 @@ def damage(db: Database) -> str | None:
     return "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "") if problems else None
 
 
-def rebuild(db: Database) -> Salvage:
-    """Set the damaged database aside and make a new one from what it still holds."""
+def newer_schema(db: Database) -> str | None:
+    """What a database written by a newer release says of itself, or None (also when there is none)."""
+    if not db.exists():
+        return None
+    try:
+        ((version,),) = peek(db.path, "PRAGMA user_version")
+    except sqlite3.Error:
+        return None  # damage() says it
+    if version <= SCHEMA_VERSION:
+        return None
+    return f"schema {version}, this release knows {SCHEMA_VERSION}"
+
+
+def set_aside_files(db: Database) -> Path | None:
+    """Move the database (whatever is at its path) and its ``-wal`` and ``-shm`` under
+    ``damaged/<stamp>/``; where the first went, or None when there was nothing."""
     forget_connections()
     moved = set_aside(Path(db.data_dir), db.path)
     for suffix in ("-wal", "-shm"):
-        if moved is not None and os.path.exists(db.path + suffix):
+        if moved is not None and os.path.lexists(db.path + suffix):
             os.rename(db.path + suffix, str(moved) + suffix)
-    recovered: dict[str, int] = {}
+    return moved
+
+
+def rebuild(db: Database) -> Salvage:
+    """Set the damaged database aside and make a new one from what it still holds."""
+    moved = set_aside_files(db)
+    if moved is None or moved.is_symlink() or not moved.is_file():
+        return Salvage(moved, {}, {})  # nothing to read: what was there is kept as it was
+    scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
+    try:
+        copy = _scratch_copy(moved, scratch)
+        with db.transaction() as target:
+            lost = _copy_all(copy, target)
+            if lost and shutil.which("sqlite3"):
+                recovered = _recover(copy, scratch)
+                if recovered is not None:
+                    lost = {t: why for t, why in lost.items() if _copy_all(recovered, target, (t,))}
+            broken = _unsound_objects(target)
+            if broken:
+                lost["objects"] = f"{len(broken)} stored version(s) whose bytes no longer read back"
+            counts = {table: target.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in _TABLES}  # noqa: S608
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # scratch copies only: the damaged files are set aside
+    return Salvage(moved, counts, lost)
+
+
+def _scratch_copy(moved: Path, scratch: Path) -> Path:
+    """The set-aside file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
+    what the WAL holds), the 16-byte header restored when it was garbled."""
+    copy = scratch / "state.db"
+    shutil.copyfile(moved, copy)
+    if os.path.exists(f"{moved}-wal"):
+        shutil.copyfile(f"{moved}-wal", f"{copy}-wal")
+    with open(copy, "r+b") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+        if head != SQLITE_MAGIC and len(head) == len(SQLITE_MAGIC):
+            fh.seek(0)
+            fh.write(SQLITE_MAGIC)
+    return copy
+
+
+def _copy_all(source_path: Path, target: sqlite3.Connection, tables: tuple[str, ...] = tuple(_TABLES)) -> dict[str, str]:
+    """Copy every row of ``tables`` that reads from the database at ``source_path``; per table, what
+    could not be read."""
+    try:
+        source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return dict.fromkeys(tables, f"the file does not open as a database ({exc})")
     lost: dict[str, str] = {}
-    if moved is None:
-        return Salvage(None, recovered, lost)
-    with db.transaction() as target:
-        source = sqlite3.connect(f"file:{moved}?mode=ro", uri=True)
+    try:
         try:
             source.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:
-            source.close()
-            return Salvage(moved, recovered, {"the whole file": f"it does not open as a database ({exc})"})
-        try:
-            for table, key in _TABLES.items():
-                recovered[table], why = _copy(source, target, table, key)
-                if why:
-                    lost[table] = why
-        finally:
-            source.close()
-        broken = _unsound_objects(target)
-        if broken:
-            recovered["objects"] -= len(broken)
-            lost["objects"] = f"{len(broken)} stored version(s) whose bytes no longer read back"
-    return Salvage(moved, recovered, lost)
+            return dict.fromkeys(tables, f"the file does not open as a database ({exc})")
+        for table in tables:
+            why = _copy(source, target, table, _TABLES[table])
+            if why:
+                lost[table] = why
+    finally:
+        source.close()
+    return lost
+
+
+def _recover(copy: Path, scratch: Path) -> Path | None:
+    """What SQLite's own recovery (``sqlite3 FILE .recover``: every page walked) finds in ``copy``,
+    as a new database in ``scratch``; None when the shell fails."""
+    try:
+        dump = subprocess.run(["sqlite3", str(copy), ".recover"], capture_output=True, timeout=600, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if dump.returncode != 0 or not dump.stdout:
+        return None
+    recovered = scratch / "recovered.db"
+    conn = sqlite3.connect(recovered)
+    try:
+        conn.executescript(dump.stdout.decode("utf-8", "surrogateescape"))
+    except sqlite3.Error:
+        conn.rollback()
+    finally:
+        conn.close()
+    return recovered
 
 
 def _unsound_objects(conn: sqlite3.Connection) -> list[str]:
@@ -104,28 +191,78 @@ def _unsound_objects(conn: sqlite3.Connection) -> list[str]:
     return broken
 
 
-def _copy(source: sqlite3.Connection, target: sqlite3.Connection, table: str, key: str) -> tuple[int, str]:
+def _copy(source: sqlite3.Connection, target: sqlite3.Connection, table: str, key: str) -> str:
+    """Copy the rows of ``table`` that read (a row already there is kept); past a page that cannot
+    be read, the rest by rowid ranges where the table has rowids. What could not be read, or ""."""
     columns = _columns(table)
-    marks = ", ".join("?" for _ in columns)
-    copied = 0
+    insert = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"  # noqa: S608
     try:
-        cursor = source.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {key}")  # noqa: S608 - our names
-        for row in cursor:
-            target.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({marks})", row)  # noqa: S608
-            copied += 1
+        for row in source.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {key}"):  # noqa: S608 - our names
+            target.execute(insert, row)
+        return ""
     except sqlite3.Error as exc:
-        return copied, f"rows after the {copied}th could not be read ({exc})"
-    return copied, ""
+        failure = exc
+    if _has_rowid(table):
+        return _copy_by_rowid(source, target, table, columns, insert, failure)
+    return f"some rows could not be read ({failure})"
+
+
+def _copy_by_rowid(source: sqlite3.Connection, target: sqlite3.Connection, table: str, columns: list[str],
+                   insert: str, failure: sqlite3.Error) -> str:
+    """The rows of a rowid table read one range at a time: a range that fails is halved down to
+    single rows, and a row that fails is skipped (at most ``_MISSES`` failed reads in all: a
+    table whose every page fails gives up instead of trying each rowid)."""
+    select = f"SELECT {', '.join(columns)} FROM {table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid"  # noqa: S608
+    try:
+        top = source.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0  # noqa: S608
+    except sqlite3.Error:
+        top = 1 << 40  # the last page does not read: the ranges find where the rows end
+    skipped = misses = 0
+    ranges = [(1, top)]
+    while ranges and misses < _MISSES:
+        low, high = ranges.pop()
+        try:
+            rows = source.execute(select, (low, high)).fetchall()
+        except sqlite3.Error:
+            misses += 1
+            if low == high:
+                skipped += 1
+            else:
+                middle = (low + high) // 2
+                ranges += [(middle + 1, high), (low, middle)]
+            continue
+        for row in rows:
+            target.execute(insert, row)
+    if ranges:
+        return f"rows past a damaged part could not be read ({failure})"
+    return f"up to {skipped} row(s) could not be read ({failure})" if skipped else ""
+
+
+def _has_rowid(table: str) -> bool:
+    conn = _schema()
+    try:
+        conn.execute(f"SELECT rowid FROM {table} LIMIT 0")  # noqa: S608
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+
+
+def _schema() -> sqlite3.Connection:
+    """An empty database of this release's schema, in memory."""
+    conn = sqlite3.connect(":memory:")
+    for migration in MIGRATIONS:
+        for statement in migration.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+    return conn
 
 
 def _columns(table: str) -> list[str]:
     """The table's columns as this release creates them (a damaged file's own schema may be unreadable)."""
-    conn = sqlite3.connect(":memory:")
+    conn = _schema()
     try:
-        for migration in MIGRATIONS:
-            for statement in migration.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
         return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
     finally:
         conn.close()

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 WATCHDOG_DAMAGED = "watchdog-damaged"
 STATE_DB_DAMAGED = "state-db-damaged"
+STATE_DB_NOT_A_FILE = "state-db-not-a-file"
+STATE_DB_NEWER = "state-db-newer"
 INDEX_DAMAGED = "index-damaged"
 
 
@@ -48,20 +50,45 @@ def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
 
 def check_database(ctx: CheckContext) -> list[Finding]:
     from ..database import Database
-    from ..database.repair import damage
+    from ..database.companions import not_a_file
+    from ..database.repair import damage, newer_schema
 
     db = Database(ctx.settings.data_dir)
+    what = not_a_file(db.path)  # never opened: a FIFO would block the open forever
+    if what is not None:
+        return [Finding(
+            STATE_DB_NOT_A_FILE,
+            "error",
+            f"The state database's path holds {what}, not a database: {db.path}.\n"
+            "No command can keep a version history, read records or write keys while it is there. "
+            "`openclaw-memory doctor --fix` moves it (with any -wal and -shm beside it) under the state dir's "
+            "damaged/ folder, never deleting it; the next command starts a new state database.",
+            True,
+            (db.path,),
+        )]
     reason = damage(db)
     if reason is None:
-        return []
+        newer = newer_schema(db)
+        if newer is None:
+            return []
+        return [Finding(
+            STATE_DB_NEWER,
+            "error",
+            f"The state database was written by a newer openclaw-memory: {db.path}: {newer}.\n"
+            "This release reads and writes nothing in it (a newer release may have changed what its tables mean): "
+            "upgrade openclaw-memory. Nothing here is repaired by `doctor --fix`.",
+            False,
+            (db.path,),
+        )]
     return [Finding(
         STATE_DB_DAMAGED,
         "error",
         f"The state database is damaged: {db.path}: {reason}.\n"
         "It holds the version history, what each agent read, the write keys, the index's manifests and "
         "statistics, the watchdog's snapshots, the pending checkpoint and the doctor's journal. "
-        "`openclaw-memory doctor --fix` sets it aside (under the state dir's damaged/ folder, never deleted), "
-        "builds a new one from every row the damaged file still yields, and says what could not be read; "
+        "`openclaw-memory doctor --fix` sets it aside with its -wal and -shm (under the state dir's damaged/ folder, "
+        "never deleted), builds a new one from every row the damaged files still yield (its header restored, "
+        "SQLite's own recovery where the file does not read whole), and says what could not be read; "
         "an agent then reads a file again before writing it.",
         True,
         (db.path,),

@@ -15,7 +15,7 @@ from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
 from ..fsutil.move import asides_of
 from ..fsutil.safeopen import Folder
-from .check_state import INDEX_DAMAGED, STATE_DB_DAMAGED, WATCHDOG_DAMAGED, damaged_index
+from .check_state import INDEX_DAMAGED, STATE_DB_DAMAGED, STATE_DB_NOT_A_FILE, WATCHDOG_DAMAGED, damaged_index
 from .model import Finding, Repair, RepairSpec
 from .place import place_no_replace
 
@@ -59,6 +59,26 @@ def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
     detail = f"set the damaged database aside at {salvage.set_aside}; the new one holds {kept}"
     detail += f". Could not be recovered: {lost}" if lost else "; every row was recovered"
     return Repair(finding.id, "rebuild", "done", detail, tuple(str(p) for p in (salvage.set_aside,) if p))
+
+
+def _set_aside_database(settings: Settings, finding: Finding) -> Repair:
+    from ..database import Database
+    from ..database.companions import not_a_file
+    from ..database.repair import set_aside_files
+    from ..history.store import HistoryStore
+
+    db = Database(settings.data_dir)
+    try:
+        with HistoryStore.for_settings(settings).write_lock():
+            what = not_a_file(db.path)  # looked at again under the lock
+            if what is None:
+                return Repair(finding.id, "set aside", "done", "the state database's path holds a file again; nothing to do",
+                              finding.paths)
+            moved = set_aside_files(db)
+    except (MemoryToolError, OSError) as exc:
+        return _failed(finding, "set aside", exc)
+    return Repair(finding.id, "set aside", "done", f"moved {what} to {moved}; the next command starts a new state database",
+                  tuple(str(p) for p in (moved,) if p))
 
 
 def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
@@ -142,5 +162,7 @@ REPAIRS = {
     WATCHDOG_DAMAGED: RepairSpec("set aside", lambda f: "Set the damaged watchdog snapshots aside (kept as files under damaged/)", _rebuild_snapshots),
     STATE_DB_DAMAGED: RepairSpec("rebuild", lambda f: "Set the damaged state database aside and rebuild it from what it still holds",
                                  _rebuild_database),
+    STATE_DB_NOT_A_FILE: RepairSpec("set aside", lambda f: "Move what is at the state database's path aside (kept under damaged/)",
+                                    _set_aside_database),
     INDEX_DAMAGED: RepairSpec("rebuild", lambda f: "Rebuild the damaged parts of the search index from the memory files", _rebuild_index),
 }

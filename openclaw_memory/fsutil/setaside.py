@@ -47,3 +47,17 @@ def set_aside_bytes(data_dir: Path, rel: str, data: bytes) -> Path:
     target = _new_place(data_dir, rel)
     atomic_write_bytes(target, data, 0o600)
     return target
+
+
+def set_aside_copy(data_dir: Path, path: str | os.PathLike[str], folder: Path | None = None) -> Path:
+    """A copy of ``path`` (inside ``data_dir``) under ``damaged/<stamp>/`` (``folder``, when given:
+    one stamp for files that belong together), fsynced; the file itself stays where it is."""
+    import shutil
+
+    rel = os.path.relpath(os.fspath(path), data_dir)
+    target = folder / os.path.basename(rel) if folder is not None else _new_place(data_dir, rel)
+    with open(path, "rb") as src, open(target, "xb") as dst:
+        shutil.copyfileobj(src, dst)
+        dst.flush()
+        os.fsync(dst.fileno())
+    return target

@@ -267,6 +267,9 @@ class Service:
             while self._inflight and time.monotonic() < deadline:
                 self._inflight_lock.wait(0.1)
         self.core.close()
+        from ..database.handles import close_all
+
+        close_all()  # each connection looks at the WAL and its index first: a damaged log is never checkpointed
         if lost:
             self._remove_files(lock)
 

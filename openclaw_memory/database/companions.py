@@ -1,0 +1,258 @@
+"""What ``state.db`` is at its path, and its two companions, read without SQLite.
+
+SQLite trusts the files beside the database as much as the database: the ``-wal`` holds the
+committed transactions not yet copied into the file, the ``-shm`` is the index of the WAL that
+every process with the database open shares (mapped in memory). Zeroed, truncated, deleted or
+replaced under a running process, SQLite does not notice: a reader gets "malformed" pages, a
+process dies of SIGBUS on a shorter ``-shm``, and the checkpoint at the last close copies the
+zeroed frames over the good pages of the file. So:
+
+- :func:`not_a_file` says what ``state.db`` is when it is not a regular file (a FIFO would block
+  the open forever): nothing opens it, doctor names it.
+- :func:`wal_damage` compares the WAL with what its index says was committed (size, header,
+  salts, the last frame's checksum): a WAL that lost committed frames is damage, said before
+  SQLite opens the file (the first process to open it rebuilds the index from what the WAL
+  still holds and the evidence is gone).
+- :class:`Companions` is the identity and size of the companions a connection opened; a
+  connection looks at them again before each use (:func:`changed`).
+
+The formats are SQLite's (https://www.sqlite.org/walformat.html): the WAL header and frame
+headers are big-endian, the index header is in the machine's byte order, checksums run over
+32-bit words in the order the WAL header's magic names.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import sys
+from dataclasses import dataclass
+
+WAL_MAGIC = (0x377F0682, 0x377F0683)  # the low bit: checksums over big-endian words
+WAL_HEADER = 32
+FRAME_HEADER = 24
+INDEX_HEADER = 48  # one copy; the index starts with two, then the checkpoint info
+INDEX_INFO = 136  # both copies and the checkpoint info: what an index must hold to be read
+SQLITE_MAGIC = b"SQLite format 3\0"
+
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFDIR: "a folder", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+def not_a_file(path: str) -> str | None:
+    """What ``path`` is when SQLite must not open it (anything but a regular file, or a link to
+    one); None for a regular file, or nothing at all."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"something that cannot be looked at ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        except OSError as exc:
+            return f"a symbolic link that cannot be followed ({exc.strerror or exc})"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    return _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+
+
+# Descriptors of the companions this process has read, by (device, inode), never closed: closing
+# any descriptor of a file drops every POSIX lock this process holds on it, SQLite's included
+# (its readers' and writers' locks live on the ``-shm``), and another process would then rebuild
+# the index under this process's connections.
+_kept: dict[tuple[int, int], int] = {}
+
+
+def _descriptor(path: str) -> int | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    fd = _kept.get((st.st_dev, st.st_ino))
+    if fd is None:
+        flags = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, os.O_RDWR | flags)
+        except PermissionError:
+            fd = os.open(path, os.O_RDONLY | flags)
+        opened = os.fstat(fd)
+        _kept.setdefault((opened.st_dev, opened.st_ino), fd)
+    return fd
+
+
+def _read(path: str, size: int, offset: int = 0) -> bytes | None:
+    """Up to ``size`` bytes at ``offset`` (pread: never through a mapping, which a shorter file
+    would answer with SIGBUS); None when the file is not there."""
+    try:
+        fd = _descriptor(path)
+        return None if fd is None else os.pread(fd, size, offset)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return b""
+
+
+def checksum(data: bytes, big_endian: bool, s0: int = 0, s1: int = 0) -> tuple[int, int]:
+    """SQLite's WAL checksum of ``data`` (a multiple of 8 bytes), continuing from (s0, s1)."""
+    words = struct.unpack(f"{'>' if big_endian else '<'}{len(data) // 4}I", data)
+    for i in range(0, len(words), 2):
+        s0 = (s0 + words[i] + s1) & 0xFFFFFFFF
+        s1 = (s1 + words[i + 1] + s0) & 0xFFFFFFFF
+    return s0, s1
+
+
+@dataclass(frozen=True)
+class WalHeader:
+    big_endian: bool  # the checksums' word order
+    page_size: int
+    salts: bytes  # as the frames and the index carry them
+    checksum: tuple[int, int]
+
+
+def wal_header(data: bytes | None) -> WalHeader | None:
+    """The WAL header in ``data``, or None when it is not one (zeroed, cut or overwritten)."""
+    if data is None or len(data) < WAL_HEADER:
+        return None
+    magic, _version, page_size, _seq = struct.unpack(">4I", data[:16])
+    if magic not in WAL_MAGIC:
+        return None
+    big = bool(magic & 1)
+    stored = struct.unpack(">2I", data[24:32])
+    if checksum(data[:24], big) != stored:
+        return None
+    return WalHeader(big, page_size, data[16:24], stored)
+
+
+@dataclass(frozen=True)
+class WalIndex:
+    """The ``-shm`` header: what the processes with the database open agree is in the WAL."""
+
+    raw: bytes  # both copies and the checkpoint info: compared to see whether it moved meanwhile
+    page_size: int
+    frames: int  # committed frames (mxFrame)
+    backfilled: int  # frames already copied into the database (nBackfill)
+    salts: bytes
+    last_checksum: tuple[int, int]
+
+
+def wal_index(path: str) -> WalIndex | None:
+    """The index header of the ``-shm`` at ``path``; None when there is none or it is not valid
+    (SQLite then rebuilds the index from the WAL, as it does itself)."""
+    data = _read(path, INDEX_INFO)
+    if not data or len(data) < INDEX_INFO or data[:INDEX_HEADER] != data[INDEX_HEADER:2 * INDEX_HEADER]:
+        return None
+    fields = struct.unpack("=3I2BH8I", data[:INDEX_HEADER])
+    is_init, size_code, frames, c0, c1, ck0, ck1 = fields[3], fields[5], fields[6], fields[8], fields[9], fields[12], fields[13]
+    if is_init != 1 or checksum(data[:40], sys.byteorder == "big") != (ck0, ck1):
+        return None
+    (backfilled,) = struct.unpack("=I", data[96:100])
+    page_size = (size_code & 0xFE00) + ((size_code & 1) << 16)
+    return WalIndex(data, page_size, frames, backfilled, data[32:40], (c0, c1))
+
+
+# Per database, the index header and the WAL's stat when they were last found sound: looked at
+# before every use of a connection, the WAL is read again only when one of them changed.
+_sound: dict[str, tuple] = {}
+
+
+def wal_damage(path: str) -> str | None:
+    """Why the WAL beside the database at ``path`` no longer holds what its index says was
+    committed, or None. Only reads, without SQLite; looked at again when the index moved meanwhile
+    (another process wrote: what it sees is sound)."""
+    for _ in range(3):
+        index = wal_index(path + "-shm")
+        seen = (None if index is None else index.raw, _stat_key(path + "-wal"))
+        if _sound.get(path) == seen:
+            return None
+        found = _wal_against(path, index)
+        if wal_index(path + "-shm") == index:
+            if found is None:
+                _sound[path] = seen
+            return found
+    return None
+
+
+def _stat_key(path: str) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _wal_against(path: str, index: WalIndex | None) -> str | None:
+    wal = path + "-wal"
+    try:
+        size = os.stat(wal).st_size
+    except FileNotFoundError:
+        if index is not None and index.frames > index.backfilled:
+            return (f"its write-ahead log ({wal}) is gone while its index says {index.frames - index.backfilled} "
+                    "committed frame(s) in it were not yet copied into the database")
+        return None
+    except OSError as exc:
+        return f"its write-ahead log ({wal}) cannot be looked at ({exc.strerror or exc})"
+    if size == 0 or (index is not None and index.frames == 0):
+        return None  # nothing committed to it (an index rebuilt from a damaged log says so too)
+    head = wal_header(_read(wal, WAL_HEADER))
+    if head is None:
+        return f"its write-ahead log ({wal}) does not begin with a valid header (zeroed, cut short or overwritten)"
+    if index is None or head.salts != index.salts:
+        return None  # nothing claimed, or a new log begun since the index was read
+    frame = FRAME_HEADER + head.page_size
+    held = max(0, (size - WAL_HEADER) // frame)
+    if held < index.frames:
+        return f"its write-ahead log ({wal}) holds {held} of the {index.frames} frames committed to it (it was cut short)"
+    last = _read(wal, frame, WAL_HEADER + (index.frames - 1) * frame) or b""
+    if index.frames == 1:
+        before = head.checksum
+    else:
+        previous = _read(wal, FRAME_HEADER, WAL_HEADER + (index.frames - 2) * frame) or b""
+        before = struct.unpack(">2I", previous[16:24]) if len(previous) == FRAME_HEADER else (-1, -1)
+    sound = (
+        len(last) == frame
+        and last[8:16] == index.salts
+        and struct.unpack(">I", last[4:8])[0] != 0  # the last frame of a commit
+        and struct.unpack(">2I", last[16:24]) == index.last_checksum
+        and checksum(last[:8] + last[FRAME_HEADER:], head.big_endian, *before) == index.last_checksum
+    )
+    if not sound:
+        return f"the last frame committed to its write-ahead log ({wal}) no longer reads back (zeroed or overwritten)"
+    return None
+
+
+@dataclass(frozen=True)
+class Companions:
+    """The ``-wal`` and ``-shm`` a connection opened: (device, inode), and the ``-shm``'s size."""
+
+    wal: tuple[int, int] | None
+    shm: tuple[int, int] | None
+    shm_size: int
+
+
+def companions(path: str) -> Companions:
+    found: list[os.stat_result | None] = []
+    for suffix in ("-wal", "-shm"):
+        try:
+            found.append(os.stat(path + suffix))
+        except OSError:
+            found.append(None)
+    wal, shm = found
+    return Companions(None if wal is None else (wal.st_dev, wal.st_ino), None if shm is None else (shm.st_dev, shm.st_ino),
+                      0 if shm is None else shm.st_size)
+
+
+def clear_index(path: str, size: int) -> None:
+    """The ``-shm`` beside ``path`` given back ``size`` bytes and its header zeroed: every process
+    that has it mapped reads again (no SIGBUS past a cut), and the first to look rebuilds the index
+    from what the WAL really holds, as SQLite does with an index it cannot trust."""
+    fd = _descriptor(path + "-shm")
+    if fd is None:
+        return
+    if os.fstat(fd).st_size < size:
+        os.ftruncate(fd, size)
+    os.pwrite(fd, b"\0" * (2 * INDEX_HEADER), 0)

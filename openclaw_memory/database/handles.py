@@ -1,0 +1,224 @@
+"""The open connections to state databases in this process, and how each one closes.
+
+A connection is used by one thread at a time (its ``use`` lock; any thread may close an idle one)
+and looks at its files before each use (:meth:`Handle.alive`): a database file moved away or
+replaced is opened anew; companions (:mod:`.companions`) damaged under the process are dealt
+with before SQLite reads them, so the checkpoint at the last close never copies frames the WAL
+no longer holds over the good pages of the file:
+
+- a ``-shm`` cut short: given back its size with its header cleared, and SQLite rebuilds the
+  index from the WAL (instead of dying of SIGBUS on the first page past the cut);
+- a WAL cut short or overwritten: the files are copied under ``damaged/`` (never lost) and the
+  index cleared the same way: SQLite keeps what the WAL still holds, and says what is lost;
+- the WAL deleted: the connection that still has it open copies it into the database
+  (a checkpoint through its descriptor), then every connection opens the new one;
+- the ``-shm`` deleted or replaced: another process now works on another index of the same
+  WAL, so every connection of this process is closed (without a checkpoint) and opened on the
+  one at the path.
+
+SQLite checkpoints when a process's last connection closes. A connection here never does so
+when it is only dropped (``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE``: a thread that ends drops its
+connection, and could be the last): only :meth:`Handle.close`, after looking at the companions
+once more, lets SQLite checkpoint. :func:`close_all` closes every connection so at exit and when
+the service stops.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import functools
+import os
+import sqlite3
+import threading
+import weakref
+from pathlib import Path
+
+from ..errors import StateDamaged
+from .companions import clear_index, companions, wal_damage
+from .failures import BUSY_TIMEOUT_S
+
+# Every open connection of the process, held here until it is closed: a connection only dropped
+# when its thread ends may live on (not yet collected), mapping an index the process let go of.
+_all: set[Handle] = set()
+_all_lock = threading.Lock()
+_NO_CKPT_ON_CLOSE = 1006  # SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (sqlite3.h; in Python's module from 3.12)
+
+
+class Handle:
+    def __init__(self, conn: sqlite3.Connection, path: str, degraded: bool = False):
+        self.conn = conn
+        self.path = path
+        self.pid = os.getpid()
+        self.file = _identity(path)
+        self.degraded = degraded  # read-only because the disk was full: tried anew at each use
+        self.companions = companions(path)
+        # A connection that is only dropped (its thread ended) never checkpoints: only close() does,
+        # after looking at the companions.
+        _checkpoint_on_close(conn, path, False)
+        self.use = threading.RLock()
+        self.closed = False
+        self.owner = weakref.ref(threading.current_thread())
+        _close_orphans()
+        with _all_lock:
+            _all.add(self)
+
+    def alive(self) -> bool:
+        """Still the database at its path, its companions the ones it opened: a forked child opens
+        its own, a file moved away (``doctor --fix`` set a damaged one aside) or replaced is
+        opened anew, and damaged companions are dealt with (see the module docstring)."""
+        if self.closed or self.degraded or self.pid != os.getpid() or _identity(self.path) != self.file:
+            return False
+        return self._companions_sound()
+
+    def _companions_sound(self) -> bool:
+        was = self.companions
+        if was.wal is None or was.shm is None:
+            return True  # read-only media: no companions of ours
+        now = companions(self.path)
+        if now.shm != was.shm:
+            _close_every(self.path)  # this process's index is not the one the others use
+            return False
+        if now.wal != was.wal:
+            if now.wal is None:
+                with self.use:  # only unlinked: this connection still reads it, so it is copied in
+                    self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.close()
+            return False
+        why = wal_damage(self.path)
+        if now.shm_size < was.shm_size or why:
+            kept = _keep_copies(self.path) if why else None
+            clear_index(self.path, was.shm_size)
+            with self.use:  # SQLite rebuilds the index now, from what the WAL really holds
+                self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            now = companions(self.path)
+            if kept is not None:
+                self.companions = now
+                raise StateDamaged(f"the state database's files were damaged under this process: {why}; what they "
+                                   f"still hold is kept, and they are copied as they were to {kept}")
+        if now.shm_size > was.shm_size:
+            self.companions = now  # the index grew with the WAL
+        return True
+
+    def close(self, checkpoint: bool | None = None) -> None:
+        """Close the connection; without a checkpoint when ``checkpoint`` is False or, when None,
+        when its companions are not sound."""
+        if self.closed:
+            return
+        if checkpoint is None:
+            checkpoint = self.companions.shm is None or (companions(self.path) == self.companions
+                                                         and wal_damage(self.path) is None)
+        if checkpoint:
+            _checkpoint_on_close(self.conn, self.path, True)
+        self.closed = True
+        with _all_lock:
+            _all.discard(self)
+        self.conn.close()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _ours(path: str | None = None) -> list[Handle]:
+    with _all_lock:
+        return [h for h in _all if (path is None or h.path == path) and not h.closed and h.pid == os.getpid()]
+
+
+def _close_orphans() -> None:
+    """Close the connections whose thread has ended (nobody else uses them)."""
+    for handle in _ours():
+        thread = handle.owner()
+        if (thread is None or not thread.is_alive()) and handle.use.acquire(blocking=False):
+            try:
+                handle.close()
+            finally:
+                handle.use.release()
+
+
+def _close_every(path: str) -> None:
+    """Close every connection of this process to ``path``, without a checkpoint, so that the next
+    one maps the index at the path (SQLite shares one mapping among a process's connections)."""
+    for handle in _ours(path):
+        if not handle.use.acquire(timeout=BUSY_TIMEOUT_S):
+            raise StateDamaged(f"the state database's index ({path}-shm) was replaced under this process, and one of "
+                               "its connections stayed busy; restart the process")
+        try:
+            handle.close(checkpoint=False)
+        finally:
+            handle.use.release()
+
+
+def _keep_copies(path: str) -> Path:
+    """Copies of the database and its companions under ``damaged/<stamp>/``, before SQLite rebuilds
+    its index from what the WAL still holds (which may drop frames a person could still read)."""
+    from ..fsutil.setaside import set_aside_copy
+
+    data_dir = Path(os.path.dirname(path))
+    folder = None
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            kept = set_aside_copy(data_dir, path + suffix, folder)
+        except FileNotFoundError:
+            continue
+        folder = kept.parent
+    return folder or data_dir
+
+
+def _checkpoint_on_close(conn: sqlite3.Connection, path: str, on: bool) -> bool:
+    """Whether SQLite checkpoints when ``conn`` closes (it does by default); False when this
+    Python cannot say."""
+    if hasattr(conn, "setconfig"):  # Python 3.12 and later
+        conn.setconfig(sqlite3.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, not on)  # type: ignore[attr-defined]
+        return True
+    lib = _library()
+    # The connection's sqlite3* is the first field after the object header (CPython 3.11's
+    # pysqlite_Connection); it is used only when SQLite names this database for it.
+    db = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value
+    named = lib.sqlite3_db_filename(db, b"main") if db else None
+    if not named or os.path.realpath(os.fsdecode(named)) != os.path.realpath(path):
+        return False
+    done = ctypes.c_int(0)
+    return lib.sqlite3_db_config(ctypes.c_void_p(db), ctypes.c_int(_NO_CKPT_ON_CLOSE), ctypes.c_int(0 if on else 1),
+                                 ctypes.byref(done)) == 0
+
+
+@functools.cache
+def _library() -> ctypes.CDLL:
+    """The SQLite library Python's sqlite3 module is linked with (its symbols through the module)."""
+    import _sqlite3
+
+    lib = ctypes.CDLL(_sqlite3.__file__)
+    lib.sqlite3_db_filename.restype = ctypes.c_char_p
+    lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    return lib
+
+
+def settle(path: str) -> None:
+    """Let this process's connections to ``path`` deal with what changed under them (a WAL only
+    they still read is copied in) before a new connection opens it."""
+    for handle in _ours(path):
+        if handle.use.acquire(timeout=BUSY_TIMEOUT_S):
+            try:
+                if not handle.closed and not handle.conn.in_transaction and not handle.alive():
+                    handle.close()
+            finally:
+                handle.use.release()
+
+
+def close_all() -> None:
+    """Close every connection of this process (each one checks its companions first): when the
+    service stops and at exit, so that the last close, which checkpoints, is one that looked."""
+    for handle in _ours():
+        if handle.use.acquire(timeout=BUSY_TIMEOUT_S):
+            try:
+                handle.close()
+            finally:
+                handle.use.release()
+
+
+atexit.register(close_all)
