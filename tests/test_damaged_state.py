@@ -597,3 +597,35 @@ def test_a_newer_schema_is_a_finding_and_commands_say_one_line(workspace, state_
         _clean(refused)
         assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert "newer openclaw-memory" in refused.stderr
+
+
+@pytest.mark.parametrize("shell", [True, False], ids=["sqlite3 shell", "no shell"])
+def test_a_damaged_page_loses_only_its_own_rows(workspace, state_dir, cli, cli_process, shell):
+    """The first page of the version log's rows zeroed: the rows on every other page are kept, by
+    SQLite's own recovery where its shell is installed, by rowid ranges where it is not."""
+    from openclaw_memory.database import forget_connections
+
+    if shell and not shutil.which("sqlite3"):
+        pytest.skip("the sqlite3 shell is not installed")
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for i in range(40):
+        _edit(cli, f"line {i} " + "words " * 20)
+    forget_connections()  # this process's connection closed: everything is in the file
+    count = _versions(cli_process)
+    db = _data_dir(state_dir) / "state.db"
+    conn = sqlite3.connect(db)
+    leaves = conn.execute("SELECT pageno, ncell FROM dbstat WHERE name = 'versions' AND pagetype = 'leaf' "
+                          "ORDER BY pageno").fetchall()
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    assert len(leaves) >= 2, leaves
+    page, cells = leaves[0]
+    with open(db, "r+b") as fh:
+        fh.seek((page - 1) * page_size)
+        fh.write(b"\0" * page_size)
+    assert "state-db-damaged" in _findings(cli_process)
+    env = None if shell else {"PATH": str(workspace / "no-tools-here")}
+    fixed = cli_process("doctor", "--fix", "--json", env=env)
+    _clean(fixed)
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"] == ["done"], fixed.stdout
+    assert count - cells <= _versions(cli_process) <= count

@@ -143,7 +143,10 @@ class WalIndex:
 def wal_index(path: str) -> WalIndex | None:
     """The index header of the ``-shm`` at ``path``; None when there is none or it is not valid
     (SQLite then rebuilds the index from the WAL, as it does itself)."""
-    data = _read(path, INDEX_INFO)
+    return _parse_index(_read(path, INDEX_INFO))
+
+
+def _parse_index(data: bytes | None) -> WalIndex | None:
     if not data or len(data) < INDEX_INFO or data[:INDEX_HEADER] != data[INDEX_HEADER:2 * INDEX_HEADER]:
         return None
     fields = struct.unpack("=3I2BH8I", data[:INDEX_HEADER])
@@ -165,12 +168,12 @@ def wal_damage(path: str) -> str | None:
     committed, or None. Only reads, without SQLite; looked at again when the index moved meanwhile
     (another process wrote: what it sees is sound)."""
     for _ in range(3):
-        index = wal_index(path + "-shm")
-        seen = (None if index is None else index.raw, _stat_key(path + "-wal"))
+        raw = _read(path + "-shm", INDEX_INFO)
+        seen = (raw, _stat_key(path + "-wal"))
         if _sound.get(path) == seen:
             return None
-        found = _wal_against(path, index)
-        if wal_index(path + "-shm") == index:
+        found = _wal_against(path, _parse_index(raw))
+        if _read(path + "-shm", INDEX_INFO) == raw:
             if found is None:
                 _sound[path] = seen
             return found
