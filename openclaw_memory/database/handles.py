@@ -35,8 +35,8 @@ import weakref
 from pathlib import Path
 
 from ..errors import StateDamaged
-from .companions import clear_index, companions, wal_damage
-from .failures import BUSY_TIMEOUT_S
+from .companions import Companions, clear_index, companions, wal_damage
+from .failures import BUSY_TIMEOUT_S, worded
 
 # Every open connection of the process, held here until it is closed: a connection only dropped
 # when its thread ends may live on (not yet collected), mapping an index the process let go of.
@@ -52,7 +52,9 @@ class Handle:
         self.pid = os.getpid()
         self.file = _identity(path)
         self.degraded = degraded  # read-only because the disk was full: tried anew at each use
-        self.companions = companions(path)
+        # A read-only copy (immutable: read-only media, a full disk) has no companions of its own.
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        self.companions = companions(path) if wal else Companions(None, None, 0)
         # A connection that is only dropped (its thread ended) never checkpoints: only close() does,
         # after looking at the companions.
         _checkpoint_on_close(conn, path, False)
@@ -69,12 +71,15 @@ class Handle:
         opened anew, and damaged companions are dealt with (see the module docstring)."""
         if self.closed or self.degraded or self.pid != os.getpid() or _identity(self.path) != self.file:
             return False
-        return self._companions_sound()
+        try:
+            return self._companions_sound()
+        except sqlite3.Error as exc:
+            raise worded(exc, self.path) from None
 
     def _companions_sound(self) -> bool:
         was = self.companions
         if was.wal is None or was.shm is None:
-            return True  # read-only media: no companions of ours
+            return True  # a read-only copy
         now = companions(self.path)
         if now.shm != was.shm:
             _close_every(self.path)  # this process's index is not the one the others use
