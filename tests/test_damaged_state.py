@@ -21,6 +21,7 @@ import random
 import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
@@ -555,8 +556,14 @@ def _dangling(db: Path) -> None:
     db.symlink_to(db.parent / "nowhere.db")
 
 
-@pytest.mark.parametrize("make", [_fifo, _folder, _dangling], ids=["fifo", "folder", "dangling link"])
+def _device(db: Path) -> None:
+    os.mknod(db, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers
+
+
+@pytest.mark.parametrize("make", [_fifo, _folder, _dangling, _device], ids=["fifo", "folder", "dangling link", "device"])
 def test_a_state_db_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace, state_dir, cli_process, make):
+    if make is _device and os.geteuid() != 0:
+        pytest.skip("only root makes a device node")
     write(workspace / "MEMORY.md", "# Memory\n")
     _edit(cli_process, "a line", IN_PROCESS)
     db = _data_dir(state_dir) / "state.db"
