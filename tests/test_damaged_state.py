@@ -513,6 +513,15 @@ def test_a_deleted_wal_under_the_service_is_copied_in_and_writes_go_on(workspace
     assert _fix_and_count(cli_process) == count + 2
 
 
+def test_a_wal_deleted_under_a_service_then_killed_is_found(workspace, state_dir, cli_process, service, tmp_path):
+    running, db, _ = _with_a_service(workspace, state_dir, cli_process, service)
+    in_file = _held(db, tmp_path / "file", wal=False)
+    os.unlink(f"{db}-wal")
+    assert running.stop(signal.SIGKILL) == -signal.SIGKILL
+    assert "state-db-damaged" in _findings(cli_process)  # its index says committed frames were never copied in
+    assert _fix_and_count(cli_process) >= in_file >= 3
+
+
 def test_a_command_beside_the_service_never_deletes_the_wal_under_it(workspace, state_dir, cli_process, service):
     """Closing a descriptor of the database drops every POSIX lock the process holds on it: a
     service thread that opened the file that way let the next command's last close checkpoint
