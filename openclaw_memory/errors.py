@@ -205,9 +205,16 @@ class IndexDamaged(StateDamaged):
     """An index shard cannot be loaded or does not hold what its manifest says."""
 
 
+class UnreleasedLayout(MemoryToolError):
+    """The data dir holds what a development build of openclaw-memory wrote, which no release reads."""
+
+    exit_code = 1
+
+
 # The errors a service answer may name (by class name), to raise the same one in the caller.
 ERROR_KINDS: dict[str, type[MemoryToolError]] = {
     cls.__name__: cls
     for cls in (MemoryToolError, UsageError, BadValue, ConfigError, WorkspaceError, PathRefused, StateDirError, LockTimeout,
-                WriteBlocked, IndexMissing, MissingExtra, PathChanged, DiskFull, StateDamaged, IndexDamaged)
+                WriteBlocked, IndexMissing, MissingExtra, PathChanged, DiskFull, StateDamaged, IndexDamaged,
+                UnreleasedLayout)
 }

@@ -9,8 +9,7 @@ it, leave it out when it does not apply, or merge a nested result's keys into it
 wire names a type: the reader says which type it expects (the return type of the
 :class:`~openclaw_memory.memory.Memory` method it called) and the JSON is read into that type
 only, field by field, checking each value against its annotation. Unknown keys are ignored (a
-newer peer may send more); a missing field takes its default; a renamed field is also found under
-its plain camelCase name (records written before it was renamed).
+newer peer may send more); a missing field takes its default.
 
 Standard library only: the CLI imports this on its fast path.
 """
@@ -257,8 +256,6 @@ def _load_dataclass(data: Any, cls: type, where: str) -> Any:
             value = None if nested is None else _load(data, nested, where)
             (init if f.init else late)[f.name] = value
             continue
-        if json_key not in data and camel(f.name) in data:
-            json_key = camel(f.name)
         if json_key not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.init:
                 _fail(f"{where}.{json_key}", "a value", None)
@@ -287,32 +284,4 @@ def _admits_none(annotation: Any) -> bool:
     if isinstance(annotation, str):
         return any(part.strip() == "None" for part in annotation.split("|"))
     return type(None) in typing.get_args(annotation)
-
-
-def untag(value: Any) -> JsonValue:
-    """A record in the tagged form of releases before 0.2 (``{"~c": ..., "f": ...}``) as plain data.
-
-    The tags' type names are dropped, never looked up: the reader's type decides, as for new records.
-    """
-    if isinstance(value, list):
-        return [untag(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if "~c" in value and isinstance(value.get("f"), dict):
-        return {camel(str(k)): untag(v) for k, v in value["f"].items()}
-    for tag in ("~n", "~t"):
-        if tag in value:
-            items = value.get("v") if tag == "~n" else value.get(tag)
-            return [untag(v) for v in items] if isinstance(items, list) else None
-    if "~m" in value and isinstance(value["~m"], dict):
-        return {k: untag(v) for k, v in value["~m"].items()}
-    if "~p" in value:
-        return value["~p"]
-    if "~b" in value:
-        return {"base64": value["~b"]}
-    return {k: untag(v) for k, v in value.items()}
-
-
-def is_tagged(value: Any) -> bool:
-    return isinstance(value, dict) and any(tag in value for tag in ("~c", "~n", "~t", "~m", "~p", "~b"))
 

@@ -136,17 +136,6 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-def release_checkout(tmp_path_factory, commit: str) -> str:
-    """The package as it was at ``commit`` of this repository (an earlier release, to write a data
-    dir as its users have it); skips where the git history is not there."""
-    folder = tmp_path_factory.mktemp(f"release-{commit}")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "openclaw_memory"], capture_output=True)
-    if archive.returncode != 0:
-        pytest.skip(f"needs the git history of this repository (commit {commit}): {archive.stderr.decode()[:200]}")
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    return str(folder)
-
-
 def doctor_journal(data_dir: Path) -> str | bytes | None:
     """The doctor's pending journal record, as stored in the state database (None: none)."""
     from openclaw_memory.database import Database, read_only

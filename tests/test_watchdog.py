@@ -16,7 +16,6 @@ import pytest
 
 from conftest import settings_for, wait_for, write
 from openclaw_memory.database import Database
-from openclaw_memory.database.upgrade import CHECKPOINT_HEADING
 from openclaw_memory.errors import UsageError
 from openclaw_memory.watchdog.checkpoint import HEADING, pending_checkpoint
 from openclaw_memory.watchdog.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
@@ -378,10 +377,6 @@ def test_guard_follows_the_mount_table():
 
 
 # --- heartbeat and the command line -----------------------------------------------------
-
-
-def test_the_upgrade_strips_the_same_checkpoint_heading():
-    assert CHECKPOINT_HEADING == HEADING  # the upgrade cannot import the watchdog (it is below it)
 
 
 def test_heartbeat_api_first_run_then_break(settings, workspace):

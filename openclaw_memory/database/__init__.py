@@ -1,7 +1,6 @@
 """The product's own state in one SQLite database per data dir (``state.db``): see
-:mod:`.connection` for durability and errors, :mod:`.schema` for the tables, :mod:`.upgrade` for
-the import of the file layout of earlier releases, :mod:`.repair` for what ``doctor`` does with a
-damaged database."""
+:mod:`.connection` for durability and errors, :mod:`.schema` for the tables and their versions,
+:mod:`.repair` for what ``doctor`` does with a damaged database."""
 
 from .connection import DB_NAME, Database, database_path, forget_connections, is_read_only, read_only
 from .failures import dec, enc

@@ -42,7 +42,7 @@ _read_only: ContextVar[bool] = ContextVar("openclaw_memory_state_read_only", def
 
 @contextmanager
 def read_only() -> Iterator[None]:
-    """Within it the database is only read, never created, migrated or upgraded (plain ``doctor``,
+    """Within it the database is only read, never created or migrated (plain ``doctor``,
     which writes nothing): a database that does not exist yet reads as empty, and a write is a bug."""
     token = _read_only.set(True)
     try:
@@ -151,13 +151,6 @@ class Database:
             opened_read_only_on_a_full_disk(self.path)
             return conn
         opened_read_only_on_a_full_disk(self.path, False)
-        from .upgrade import upgrade_old_layout
-
-        try:
-            upgrade_old_layout(self, conn)
-        except BaseException:
-            conn.close()
-            raise
         return conn
 
     def _read_only_copy(self) -> sqlite3.Connection:

@@ -33,7 +33,7 @@ import xxhash
 from ..fsutil.setaside import set_aside
 from .companions import SQLITE_MAGIC
 from .connection import Database, forget_connections, peek
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, create
 
 # Copied in this order; the key is what a damaged page is skipped by.
 # The index's tables (manifests, statistics, observations) are not copied: a partly readable
@@ -41,7 +41,7 @@ from .schema import MIGRATIONS, SCHEMA_VERSION
 # (the next `index` reads every file again and takes its vectors from the shard, embedding nothing).
 _TABLES = {
     "objects": "version", "object_parts": "version, seq", "versions": "id", "reads": "agent, session, path",
-    "idempotency": "key", "imports": "source", "collections": "name", "snapshots": "seq", "checkpoint": "id",
+    "idempotency": "key", "collections": "name", "snapshots": "seq", "checkpoint": "id",
     "journal": "id",
 }
 _MISSES = 4096
@@ -252,10 +252,7 @@ def _has_rowid(table: str) -> bool:
 def _schema() -> sqlite3.Connection:
     """An empty database of this release's schema, in memory."""
     conn = sqlite3.connect(":memory:")
-    for migration in MIGRATIONS:
-        for statement in migration.split(";"):
-            if statement.strip():
-                conn.execute(statement)
+    create(conn)
     return conn
 
 

@@ -1,19 +1,22 @@
-"""The state database's tables, versioned by ``PRAGMA user_version`` with forward migrations.
+"""The state database's tables, versioned by ``PRAGMA user_version``, with forward migrations.
 
 Paths, names and keys are stored as their bytes (BLOB, see :func:`.connection.enc`): a file name
-that is not UTF-8 is kept exactly. A newer database than this release knows is refused, never
-written (a newer openclaw-memory may have changed what a table means).
+that is not UTF-8 is kept exactly. Version 3 (:data:`FIRST_RELEASED`) is the schema of 0.1.0, the
+first release; versions 1 and 2, and the files kept in the data dir before the database, were
+development builds' and no release reads them (:func:`refuse_unreleased` says what to do). A newer
+database than this release knows is refused, never written (a newer openclaw-memory may have
+changed what a table means).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
-from ..errors import StateDamaged
+from ..errors import StateDamaged, UnreleasedLayout
 
-# Each entry moves the schema from its index to the next version; a new table is a new entry.
-MIGRATIONS: tuple[str, ...] = (
-    """
+FIRST_RELEASED = 3
+SCHEMA = """
     CREATE TABLE objects (            -- each stored version's bytes, zlib-compressed, in parts
         version TEXT PRIMARY KEY,     -- xxh3_128 of the uncompressed bytes
         size INTEGER NOT NULL,        -- uncompressed
@@ -48,14 +51,6 @@ MIGRATIONS: tuple[str, ...] = (
         how TEXT NOT NULL,
         PRIMARY KEY (agent, session, path)
     ) WITHOUT ROWID;
-    CREATE TABLE sightings (          -- `state`'s stat cache: a file whose stat is unchanged is not hashed
-        path BLOB PRIMARY KEY,
-        size INTEGER NOT NULL,
-        mtime_ns INTEGER NOT NULL,
-        ctime_ns INTEGER NOT NULL,
-        inode INTEGER NOT NULL,
-        version TEXT NOT NULL
-    ) WITHOUT ROWID;
     CREATE TABLE idempotency (        -- a write's key and its first result, for 24 hours
         key BLOB PRIMARY KEY,
         time REAL NOT NULL,
@@ -63,13 +58,6 @@ MIGRATIONS: tuple[str, ...] = (
         binding TEXT                  -- what the key stands for (JSON)
     ) WITHOUT ROWID;
     CREATE INDEX idempotency_by_time ON idempotency (time);
-    CREATE TABLE imports (            -- the upgrade from the file layout of releases before 0.3
-        source TEXT PRIMARY KEY,      -- the folder imported
-        time REAL NOT NULL,
-        counts TEXT NOT NULL          -- JSON: rows imported per table, checked before setting it aside
-    );
-    """,
-    """
     CREATE TABLE collections (        -- the index's collection names, stable across extra-path changes
         name TEXT PRIMARY KEY,
         agent BLOB NOT NULL,
@@ -77,8 +65,6 @@ MIGRATIONS: tuple[str, ...] = (
         key BLOB NOT NULL,            -- the folder (or extra path) it stands for
         n INTEGER                     -- a custom collection's number
     );
-    """,
-    """
     CREATE TABLE observations (       -- the one change rule's memory: a file's stat when its bytes had `hash`
         path BLOB PRIMARY KEY,        -- absolute
         mode INTEGER NOT NULL,
@@ -89,8 +75,6 @@ MIGRATIONS: tuple[str, ...] = (
         racy INTEGER NOT NULL,        -- seen within the timestamp granularity: not trusted, hashed again
         hash TEXT NOT NULL            -- xxh3_128 of the bytes
     ) WITHOUT ROWID;
-    INSERT INTO observations SELECT path, 0, size, mtime_ns, ctime_ns, inode, 0, version FROM sightings;
-    DROP TABLE sightings;
     CREATE TABLE manifests (          -- what the index holds, per collection
         collection TEXT PRIMARY KEY,
         agent BLOB NOT NULL,
@@ -148,32 +132,73 @@ MIGRATIONS: tuple[str, ...] = (
         id INTEGER PRIMARY KEY CHECK (id = 1),
         record TEXT NOT NULL          -- JSON
     );
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
+"""
+# MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
+# release that changes a table appends its step and never edits one already released.
+MIGRATIONS: tuple[str, ...] = ()
+SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
+# What development builds kept in the data dir before the state database.
+UNRELEASED_FILES = ("history", "idempotency", "index/collections.json", "index/manifests", "index/probes",
+                    "index/migrate-progress.json", "snapshots", "checkpoint.md", "doctor-journal.json")
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """The tables of this release in an empty database (no transaction of its own)."""
+    for script in (SCHEMA, *MIGRATIONS):
+        _run(conn, script)
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
-    """Bring the database to :data:`SCHEMA_VERSION`."""
+    """Bring the database to this release's version."""
+    latest = FIRST_RELEASED + len(MIGRATIONS)  # read at each call: a test adds a toy next version
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
+    if version > latest:
         raise StateDamaged(
             f"the state database was written by a newer openclaw-memory (schema {version}, this release knows "
-            f"{SCHEMA_VERSION}); upgrade openclaw-memory, or move the state dir's state.db aside"
+            f"{latest}); upgrade openclaw-memory, or move the state dir's state.db aside"
         )
-    if version == SCHEMA_VERSION:
+    if version == latest:
         return
+    refuse_unreleased(_data_dir(conn), version)
     conn.execute("BEGIN IMMEDIATE")  # every step in one transaction: one sync to disk, all or nothing
     try:
         # Looked at again inside the transaction: another process may have migrated meanwhile.
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        while version < SCHEMA_VERSION:
-            for statement in MIGRATIONS[version].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+        if version == 0:
+            _run(conn, SCHEMA)
+            version = FIRST_RELEASED
+        while version < latest:
+            _run(conn, MIGRATIONS[version - FIRST_RELEASED])
             version += 1
         conn.execute(f"PRAGMA user_version = {version}")
     except BaseException:
         conn.rollback()
         raise
     conn.execute("COMMIT")
+
+
+def refuse_unreleased(data_dir: str, version: int) -> None:
+    """Raise :class:`UnreleasedLayout` when the data dir holds a development build's state: a
+    database of a version before the first release, or, with none yet, the files kept before it."""
+    if 0 < version < FIRST_RELEASED:
+        what = f"its state database has schema {version}"
+    else:
+        found = [name for name in UNRELEASED_FILES if version == 0 and os.path.lexists(os.path.join(data_dir, name))]
+        if not found:
+            return
+        what = f"it holds {', '.join(found)}"
+    raise UnreleasedLayout(
+        f"the data dir {data_dir} was written by a development build of openclaw-memory ({what}), which no "
+        "release reads: move that folder aside (nothing in it is deleted), then run `openclaw-memory index` to "
+        "build the index anew; the history starts fresh"
+    )
+
+
+def _data_dir(conn: sqlite3.Connection) -> str:
+    return os.path.dirname(next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"))
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)

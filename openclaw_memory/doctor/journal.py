@@ -19,8 +19,7 @@ from ..fsutil.lock import FileLock
 from ..fsutil.lock import lock_holder as probe_holder
 
 VERSION = 1
-# The journal as a file: where releases before 0.3 kept it (in the data dir), and where one that
-# cannot be read is set aside (under its damaged/).
+# The name a journal that cannot be read is set aside under (in the data dir's damaged/).
 FILE_NAME = "doctor-journal.json"
 
 
@@ -42,13 +41,7 @@ def raw_journal(data_dir: Path) -> bytes | None:
     """The record's bytes as stored (what a damaged journal's set-aside file keeps)."""
     row = Database(data_dir).one("SELECT record FROM journal WHERE id = 1")
     if row is None:
-        # An earlier release's, not imported yet: plain doctor only reads, so it never upgrades.
-        try:
-            return (Path(data_dir) / FILE_NAME).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            raise CorruptJournal(f"cannot read {Path(data_dir) / FILE_NAME}: {exc.strerror or exc}") from None
+        return None
     return row[0] if isinstance(row[0], bytes) else str(row[0]).encode("utf-8", "surrogateescape")
 
 

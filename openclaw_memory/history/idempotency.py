@@ -81,14 +81,14 @@ class IdempotencyStore:
         self.keep_s = keep_s
 
     def get(self, key: str) -> tuple[WriteResult, dict | None] | None:
-        """The first result for ``key`` and what the key was bound to (None in a record of an
-        earlier release), when it was written less than 24 hours ago."""
+        """The first result for ``key`` and what the key was bound to, when it was written less
+        than 24 hours ago."""
         row = self.db.one("SELECT time, result, binding FROM idempotency WHERE key = ?", (enc(key),))
         if row is None or time.time() - row[0] >= self.keep_s:
             return None
         try:
             recorded = json.loads(row[1])
-            first = wire.from_json(wire.untag(recorded) if wire.is_tagged(recorded) else recorded, WriteResult)
+            first = wire.from_json(recorded, WriteResult)
             bound = json.loads(row[2]) if row[2] else None
         except ValueError:
             return None  # unreadable: the write goes ahead and the entry is written anew

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..database import Database, dec, enc, is_read_only
+from ..database import Database, dec, enc
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-LEGACY_REGISTRY = "index/collections.json"  # where releases before the state database kept the names
 ROOT, DIR, CUSTOM = "root", "dir", "custom"
 ROOT_PATTERN = f"{CANONICAL_ROOT}, {USER_ROOT}, {DREAMS} ({LEGACY_DREAMS})"
 TREE_PATTERN = "**/*.md"
@@ -112,15 +111,7 @@ def _utf8(path: str) -> bool:
 
 
 def _load_registry(data_dir: Path) -> list[dict]:
-    db = Database(data_dir)
-    if is_read_only():
-        # Plain doctor upgrades nothing: an earlier release's names still count.
-        from ..database.upgrade import legacy_registry
-
-        legacy = os.path.join(os.fspath(data_dir), LEGACY_REGISTRY)
-        if os.path.exists(legacy) and not db.rows("SELECT 1 FROM imports WHERE source = ?", (LEGACY_REGISTRY,)):
-            return legacy_registry(legacy) or []
-    rows = db.rows("SELECT name, agent, kind, key, n FROM collections ORDER BY rowid")
+    rows = Database(data_dir).rows("SELECT name, agent, kind, key, n FROM collections ORDER BY rowid")
     return [{"name": name, "agent": dec(agent), "kind": kind, "key": dec(key), "n": n} for name, agent, kind, key, n in rows]
 
 

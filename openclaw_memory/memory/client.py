@@ -129,7 +129,7 @@ class ServiceClient:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "connection closed"
             raise ServiceUnavailable(f"{_who(self.settings)} stopped answering ({detail}); working in-process") from None
         if answer.get("jsonrpc") != "2.0":
-            self.close()  # a service of a release before 0.2: its line format, not JSON-RPC
+            self.close()  # not JSON-RPC: another program, or a version of ours that spoke something else
             raise ServiceUnavailable(
                 f"{_who(self.settings)} is of an older version of openclaw-memory (it does not speak protocol {PROTOCOL}); "
                 "restart it (stop it, then `openclaw-memory serve`); working in-process", refused=True

@@ -10,9 +10,8 @@ caller, same kind and words), :data:`REFUSED` or a JSON-RPC code when the servic
 request (the caller then works in-process, saying why). A caller that hears nothing for its timeout
 knows the service hangs. A connection may carry many requests, one after the other.
 
-``protocol`` in the context is :data:`PROTOCOL`; a service of another protocol refuses the request,
-and a request in the line format of releases before 0.2 (``{"op": ...}``) is answered in that format
-with a refusal that says to restart the service, so an older CLI works in-process instead.
+``protocol`` in the context is :data:`PROTOCOL`; a service of another protocol refuses the request
+with a refusal that says to restart the service, so the caller works in-process instead.
 
 Standard library only (with :mod:`.paths`): the CLI imports this on its fast path.
 """

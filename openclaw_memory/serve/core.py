@@ -228,16 +228,3 @@ def encoded(answer: dict) -> bytes:
         return answer_line(answer)
     except ValueError as exc:
         return answer_line(error_answer(answer.get("id"), REFUSED, f"it failed (an answer JSON cannot hold: {exc})"))
-
-
-def legacy_refusal(line: bytes) -> dict | None:
-    """The answer to a request in the line format of releases before 0.2 (``{"op": ...}``), in that
-    format, so an older CLI works in-process and says why; None for any other line."""
-    try:
-        data = parse_line(line)
-    except (ValueError, RecursionError):
-        return None
-    if isinstance(data, dict) and "op" in data and "jsonrpc" not in data:
-        return {"ok": False, "refused": "it is a newer version of openclaw-memory (it speaks JSON-RPC, protocol "
-                f"{PROTOCOL}); upgrade this openclaw-memory, or restart the service with this one"}
-    return None

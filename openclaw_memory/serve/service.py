@@ -45,7 +45,7 @@ from ..memory.paths import (
 )
 from ..memory.protocol import HEARTBEAT_S, MAX_LINE, REFUSED, LineReader, LineTooLong, answer_line
 from ..wire import key
-from .core import Refused, ServiceCore, encoded, error_answer, legacy_refusal
+from .core import Refused, ServiceCore, encoded, error_answer
 
 if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
     from ..mcp.http import HttpEndpoint
@@ -368,9 +368,6 @@ class Service:
                 pass  # the caller gave up (timeout) and works in-process; nothing to undo
 
     def _compute(self, line: bytes, sessions: dict) -> dict:
-        legacy = legacy_refusal(line)
-        if legacy is not None:
-            return legacy
         try:
             request = self.core.read_request(line)
         except Refused as exc:

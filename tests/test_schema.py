@@ -1,0 +1,83 @@
+"""The state database's versions: a future release's forward migration (a toy next version) runs
+once, keeps every row and is refused by the release before it; a data dir of a development build
+(a database of an unreleased schema, or the files kept before the database) gets one line saying
+what to do, never a traceback, and nothing in it is changed."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from conftest import settings_for, write
+from openclaw_memory.database import Database, forget_connections, schema
+from openclaw_memory.errors import StateDamaged, UnreleasedLayout
+
+TOY_NEXT = "CREATE TABLE toy (id INTEGER PRIMARY KEY, note TEXT NOT NULL); INSERT INTO toy (note) SELECT version FROM objects"
+
+
+def _version(path) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def test_a_new_database_has_the_first_released_schema(tmp_path):
+    db = Database(tmp_path)
+    assert db.rows("SELECT COUNT(*) FROM versions") == [(0,)]
+    assert _version(db.path) == schema.FIRST_RELEASED == schema.SCHEMA_VERSION
+
+
+def test_a_future_release_migrates_forward_once_and_keeps_every_row(tmp_path, monkeypatch):
+    db = Database(tmp_path)
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO objects VALUES ('v1', 1, 1, 0)")
+    forget_connections()
+    monkeypatch.setattr(schema, "MIGRATIONS", (TOY_NEXT,))  # the next release's step
+    assert Database(tmp_path).rows("SELECT note FROM toy") == [("v1",)]
+    assert Database(tmp_path).rows("SELECT version FROM objects") == [("v1",)]
+    assert _version(db.path) == schema.FIRST_RELEASED + 1
+    forget_connections()
+    assert Database(tmp_path).rows("SELECT COUNT(*) FROM toy") == [(1,)]  # opened again: not run twice
+
+    forget_connections()
+    monkeypatch.undo()  # this release again, on the next one's database: refused, never written
+    with pytest.raises(StateDamaged, match=f"newer openclaw-memory \\(schema {schema.FIRST_RELEASED + 1}"):
+        Database(tmp_path).rows("SELECT 1")
+    assert _version(db.path) == schema.FIRST_RELEASED + 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_development_builds_database_is_refused_in_one_line(workspace, state_dir, cli, version):
+    data_dir = settings_for(workspace, state_dir).data_dir
+    data_dir.mkdir(parents=True)
+    with sqlite3.connect(data_dir / "state.db") as conn:
+        conn.execute("CREATE TABLE sightings (path BLOB PRIMARY KEY)")
+        conn.execute(f"PRAGMA user_version = {version}")
+    write(workspace / "MEMORY.md", "# Memory\n- one\n")
+    result = cli("state")
+    assert result.returncode == UnreleasedLayout.exit_code and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert f"schema {version}" in line and "development build" in line and str(data_dir) in line
+    assert "`openclaw-memory index`" in line and "history starts fresh" in line
+    assert _version(data_dir / "state.db") == version  # nothing migrated
+
+
+def test_a_data_dir_of_files_before_the_database_is_refused_and_kept(workspace, state_dir, cli):
+    data_dir = settings_for(workspace, state_dir).data_dir
+    log = write(data_dir / "history" / "logs" / "a.json", '{"absPath": "/x", "entries": []}')
+    write(data_dir / "checkpoint.md", "# ⚠️ Workspace Changes Detected\n- x\n")
+    write(workspace / "MEMORY.md", "# Memory\n- one\n")
+    result = cli("history", "MEMORY.md")
+    assert result.returncode == UnreleasedLayout.exit_code and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "it holds history, checkpoint.md" in line and "move that folder aside" in line
+    assert log.read_text() == '{"absPath": "/x", "entries": []}'  # nothing moved or deleted
+    assert cli("files").returncode == 0  # what needs no state still works
+
+
+def test_this_release_reads_its_own_data_dir_beside_nothing_else(tmp_path):
+    """The check looks only at a new database: one of this release never looks for old files."""
+    Database(tmp_path).rows("SELECT 1")
+    forget_connections()
+    (tmp_path / "snapshots").mkdir()
+    assert Database(tmp_path).rows("SELECT COUNT(*) FROM snapshots") == [(0,)]
