@@ -111,8 +111,9 @@ class Handle:
         if self.closed:
             return
         if checkpoint is None:
-            checkpoint = self.companions.shm is None or (companions(self.path) == self.companions
-                                                         and wal_damage(self.path) is None)
+            was, now = self.companions, companions(self.path)
+            checkpoint = was.shm is None or (now.wal == was.wal and now.shm == was.shm
+                                             and now.shm_size >= was.shm_size and wal_damage(self.path) is None)
         if checkpoint:
             _checkpoint_on_close(self.conn, self.path, True)
         self.closed = True
@@ -207,7 +208,7 @@ def settle(path: str) -> None:
     """Let this process's connections to ``path`` deal with what changed under them (a WAL only
     they still read is copied in) before a new connection opens it."""
     for handle in _ours(path):
-        if handle.use.acquire(timeout=BUSY_TIMEOUT_S):
+        if handle.use.acquire(blocking=False):  # one in use looks for itself at its next use
             try:
                 if not handle.closed and not handle.conn.in_transaction and not handle.alive():
                     handle.close()
@@ -219,7 +220,8 @@ def close_all() -> None:
     """Close every connection of this process (each one checks its companions first): when the
     service stops and at exit, so that the last close, which checkpoints, is one that looked."""
     for handle in _ours():
-        if handle.use.acquire(timeout=BUSY_TIMEOUT_S):
+        # One still busy is left open: dropped at exit, it does not checkpoint.
+        if handle.use.acquire(timeout=1.0):
             try:
                 handle.close()
             finally:
