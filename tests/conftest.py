@@ -47,10 +47,23 @@ def skip_without_torch_extra() -> None:
         pytest.skip(NO_TORCH_EXTRA)
 
 
-# Hooks that kill or stop the process that reads them: never in the test process itself.
-PROCESS_ONLY_ENV = ("OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT", "OPENCLAW_MEMORY_TEST_DOCTOR_PAUSE_AT",
-                    "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS", "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS",
-                    "OPENCLAW_MEMORY_TEST_WRITE_KILL_AT", "OPENCLAW_MEMORY_TEST_UPGRADE_KILL_AT")
+def fault(*entries: str, env: dict | None = None) -> dict[str, str]:
+    """``env`` (or nothing) with faults injected at the product's steps (:mod:`openclaw_memory.faults`),
+    each entry ``STEP=ACTION``, after those ``env`` already has: ``fault("merge:begin=kill")``."""
+    from openclaw_memory.faults import ACTIONS, ENV
+
+    env = dict(env or {})
+    for entry in entries:
+        assert entry.rpartition("=")[2] in ACTIONS, entry
+    env[ENV] = ",".join(filter(None, (env.get(ENV), *entries)))
+    return env
+
+
+def _stops_the_process(env: dict) -> list[str]:
+    """The faults of ``env`` that kill or pause the process that reaches them: never this one."""
+    from openclaw_memory.faults import ENV
+
+    return [e for e in env.get(ENV, "").split(",") if e.rpartition("=")[2] in ("kill", "pause")]
 
 
 @dataclass
@@ -165,9 +178,9 @@ def run_in_process(args, env: dict, cwd: Path, input: str | None = None) -> CliR
     streams, environment and working folder swapped for the call, as a new process would see them."""
     from openclaw_memory.cli.main import main
 
-    hooks = [k for k in PROCESS_ONLY_ENV if k in env]
-    if hooks:
-        raise RuntimeError(f"{hooks} stop the process that reads them: use cli_process")
+    stops = _stops_the_process(env)
+    if stops:
+        raise RuntimeError(f"{stops} stop the process that reaches them: use cli_process")
     out, err = io.BytesIO(), io.BytesIO()
     streams = (sys.stdin, sys.stdout, sys.stderr)
     saved_env = dict(os.environ)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from conftest import write
+from conftest import fault, write
 
 RENAME_EXCHANGE = 2
 OUTSIDE_MARK = "OUTSIDE-SECRET-7f3a"
@@ -350,7 +350,7 @@ def test_archive_folder_swapped_in_the_middle_of_a_merge_stays_inside(arena):
     """``doctor --fix`` paused after making its archive folder; the folder is then swapped for a symlink."""
     ws, state, outside, outside2 = arena
     write(ws / "memory.md", "legacy text\n")
-    env = {**os.environ, "OPENCLAW_MEMORY_TEST_DOCTOR_PAUSE_AT": "merge:archive-dir"}
+    env = fault("merge:archive-dir=pause", env=dict(os.environ))
     proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "doctor", "--fix"], env=env, cwd=ws,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stderr.readline()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_serve import WAIT, Serve
 
-from conftest import env_for, settings_for, write
+from conftest import env_for, fault, settings_for, write
 from openclaw_memory.memory.paths import read_info, service_dir
 from openclaw_memory.memory.protocol import MAX_LINE
 
@@ -293,14 +293,12 @@ def test_prompt_and_doctor_on_a_500_mb_memory_md_stay_small(tmp_path, args, twin
 def _recover_interrupted_merge(folder: Path, grown_by: int) -> int:
     """A merge killed once MEMORY.md holds it (memory.md not yet archived), then ``grown_by`` bytes
     of text appended to MEMORY.md: the peak RSS of the ``doctor --fix`` that completes it."""
-    from openclaw_memory.doctor.hooks import KILL_ENV
-
     workspace, state_dir = folder / "ws", folder / "state"
     write(workspace / "MEMORY.md", "# Durable memory\n- canonical fact\n")
     write(workspace / "memory.md", "# legacy notes\n- legacy fact\n")
     state_dir.mkdir()
     killed = subprocess.run([sys.executable, "-m", "openclaw_memory", "doctor", "--fix"], cwd=workspace,
-                            env=env_for(workspace, state_dir, **{KILL_ENV: "merge:canonical-written"}),
+                            env=fault("merge:canonical-written=kill", env=env_for(workspace, state_dir)),
                             capture_output=True, timeout=WAIT)
     assert killed.returncode == -9, killed.stderr
     merged = (workspace / "MEMORY.md").read_bytes()

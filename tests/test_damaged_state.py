@@ -33,6 +33,7 @@ from conftest import (
     CliResult,
     doctor_journal,
     env_for,
+    fault,
     run_in_process,
     run_process,
     set_doctor_journal,
@@ -300,7 +301,7 @@ def test_damaged_journal_is_set_aside_and_the_interrupted_rename_recovered(built
     built.restore()
     ws = built.ws
     (ws / "MEMORY.md").rename(ws / "memory.md")  # a legacy root: doctor --fix renames it
-    killed = built.run("doctor", "--fix", process=True, env={"OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT": "migrate:at-temp"})
+    killed = built.run("doctor", "--fix", process=True, env=fault("migrate:at-temp=kill"))
     assert killed.returncode == -signal.SIGKILL
     (temp,) = [p for p in ws.iterdir() if p.name.startswith(".memory.md.migrate-")]
     legacy_bytes = temp.read_bytes()

@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import doctor_journal, env_for, set_doctor_journal, tmpfs, wait_for_line, write
+from conftest import doctor_journal, env_for, fault, set_doctor_journal, tmpfs, wait_for_line, write
 from openclaw_memory.doctor.check_files import text_faults
-from openclaw_memory.doctor.hooks import PAUSE_ENV
 from openclaw_memory.doctor.merge import HEADING, SENTENCE, marker
-from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
 from openclaw_memory.settings import Overrides, resolve_settings
 from openclaw_memory.watchdog.checkpoint import pending_checkpoint
 
@@ -290,7 +288,7 @@ def test_symlinked_archive_folder_is_refused(workspace, tmp_path, cli):
 
 def paused_then_resumed(workspace, state_dir, step: str, meanwhile) -> dict:
     """Run doctor --fix --json, pause it at ``step``, call ``meanwhile()``, let it carry on; return its JSON."""
-    proc = spawn(workspace, state_dir, "doctor", "--fix", "--json", env={PAUSE_ENV: step})
+    proc = spawn(workspace, state_dir, "doctor", "--fix", "--json", env=fault(f"{step}=pause"))
     try:
         wait_for_line(proc.stderr, f"test-hook: paused at {step}")
         meanwhile()
@@ -667,7 +665,7 @@ def test_plain_doctor_writes_nothing(workspace, tmp_path, cli):
 
 def test_plain_doctor_reports_an_interrupted_repair_without_touching_it(workspace, state_dir, cli, cli_process):
     split(workspace)
-    killed = cli_process("doctor", "--fix", env={"OPENCLAW_MEMORY_TEST_DOCTOR_KILL_AT": "merge:canonical-written"})
+    killed = cli_process("doctor", "--fix", env=fault("merge:canonical-written=kill"))
     assert killed.returncode == -signal.SIGKILL
     before_ws, before_state = tree(workspace), tree(state_dir)
     result = cli("doctor", "--json")
@@ -702,7 +700,7 @@ def test_damaged_journal_is_set_aside_and_nothing_else_changes(workspace, state_
 
 def test_injected_exdev_copies_verifies_then_unlinks(workspace, cli):
     split(workspace)
-    result = cli("doctor", "--fix", "--json", env={INJECT_EXDEV_ENV: "1"})
+    result = cli("doctor", "--fix", "--json", env=fault("move:rename=fail"))
     assert result.returncode == 0, result.stderr
     (repair,) = result.json()["repairs"]
     assert "another file system" in repair["detail"] and "hash-verified" in repair["detail"]
@@ -786,7 +784,7 @@ def test_without_tty_fix_alone_applies(workspace, cli):
 
 def test_second_fix_waits_then_exits_2_naming_the_holder(workspace, state_dir, cli):
     split(workspace)
-    first = spawn(workspace, state_dir, "doctor", "--fix", env={PAUSE_ENV: "locked"})
+    first = spawn(workspace, state_dir, "doctor", "--fix", env=fault("locked=pause"))
     try:
         wait_for_line(first.stderr, "test-hook: paused at locked")
         started = time.monotonic()

@@ -13,10 +13,8 @@ import signal
 import pytest
 from test_doctor import archives, data_dir, expected_merge, spawn, stamp_dirs
 
-from conftest import doctor_journal, wait_for_line, write
-from openclaw_memory.doctor.hooks import KILL_ENV, PAUSE_ENV
+from conftest import doctor_journal, fault, wait_for_line, write
 from openclaw_memory.doctor.merge import HEADING, MARKER_PREFIX
-from openclaw_memory.fsutil.move import INJECT_EXDEV_ENV
 from openclaw_memory.watchdog.checkpoint import pending_checkpoint
 
 CANON = "# Durable memory\n- canonical fact ✓\n"
@@ -57,10 +55,10 @@ def assert_all_bytes_reachable(workspace, canon: bytes, legacy: bytes) -> None:
 def kill_at(workspace, state_dir, step: str, env: dict, how: str) -> None:
     """Run doctor --fix and SIGKILL it at ``step``."""
     if how == "self":
-        proc = spawn(workspace, state_dir, "doctor", "--fix", env={**env, KILL_ENV: step})
+        proc = spawn(workspace, state_dir, "doctor", "--fix", env=fault(f"{step}=kill", env=env))
         out, err = proc.communicate(timeout=120)
     else:
-        proc = spawn(workspace, state_dir, "doctor", "--fix", env={**env, PAUSE_ENV: step})
+        proc = spawn(workspace, state_dir, "doctor", "--fix", env=fault(f"{step}=pause", env=env))
         wait_for_line(proc.stderr, f"test-hook: paused at {step}")
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
@@ -94,7 +92,7 @@ def checkpoint_text(workspace, state_dir) -> str:
     ids=[f"{s}-rename" for s in MERGE_STEPS] + [f"{s}-exdev" for s in EXDEV_STEPS],
 )
 def test_merge_killed_at_each_step(workspace, state_dir, cli, step, exdev):
-    env = {INJECT_EXDEV_ENV: "1"} if exdev else {}
+    env = fault("move:rename=fail") if exdev else {}
     write(workspace / "MEMORY.md", CANON)
     write(workspace / "memory.md", LEGACY)
     kill_at(workspace, state_dir, step, env, "self")

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import settings_for, write
+from conftest import fault, settings_for, write
 from openclaw_memory.errors import MemoryToolError
 from openclaw_memory.index.store.base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData
 from openclaw_memory.index.store.edge import EdgeStore
 from openclaw_memory.index.store.server import ServerStore
-from openclaw_memory.index.store.server_client import FAIL_HOOK_ENV, ServerRejected, ServerUnavailable
+from openclaw_memory.index.store.server_client import ServerRejected, ServerUnavailable
 from openclaw_memory.index.store.server_config import ServerConfig, server_config
 from openclaw_memory.index.terms import keyword_terms
 from openclaw_memory.settings import Overrides, resolve_settings
@@ -485,7 +485,7 @@ def test_network_failure_mid_index_is_completed_by_the_next_run(workspace, state
         write(workspace / "memory" / f"day{i}.md", f"# Day {i}\n\nNote number {i} about the project.\n")
     write(state_dir / "openclaw-memory.toml", "[index]\nembed_batch = 2\n[index.server]\nretries = 1\nretry_backoff = 0.01\n")
     url = f"file://{tmp_path / 'qdrant'}"
-    broken = cli("index", "--qdrant-url", url, env={FAIL_HOOK_ENV: "2"})
+    broken = cli("index", "--qdrant-url", url, env=fault("qdrant:upsert:3=fail"))
     assert broken.returncode == 1 and "simulated network failure" in broken.stderr and "Traceback" not in broken.stderr
     done = cli("index", "--qdrant-url", url, "--json")
     assert done.returncode == 0, done.stderr
@@ -522,7 +522,7 @@ def test_migration_round_trip_keeps_search_results_and_resumes(workspace, state_
 
     before = results()
     url = f"file://{tmp_path / 'qdrant'}"
-    partial = cli("migrate", "--to", url, "--json", env={FAIL_HOOK_ENV: "1"})
+    partial = cli("migrate", "--to", url, "--json", env=fault("qdrant:upsert:2=fail"))
     assert partial.returncode == 1 and "simulated network failure" in partial.json()["error"]
     assert "Traceback" not in partial.stderr
     resumed = cli("migrate", "--to", url, "--json")

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from conftest import env_for, settings_for, wait_for, write
+from conftest import env_for, fault, settings_for, wait_for, write
 from openclaw_memory.errors import LockTimeout, UsageError, WriteBlocked
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.idempotency import KEEP_S, IdempotencyStore, default_key
@@ -238,7 +238,7 @@ def test_a_keyed_write_killed_at_any_step_is_written_exactly_once(workspace, sta
     write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")
     assert cli("read", "MEMORY.md").returncode == 0
     args = ("write", "MEMORY.md", "--append", "- exactly once", "--idempotency-key", "turn-3", "--json")
-    killed = cli_process(*args, env={"OPENCLAW_MEMORY_TEST_WRITE_KILL_AT": step, "OPENCLAW_MEMORY_SERVICE": "off"})
+    killed = cli_process(*args, env=fault(f"write:{step}=kill", env={"OPENCLAW_MEMORY_SERVICE": "off"}))
     assert killed.returncode == -9, killed.stderr
     retry = cli(*args)
     assert retry.returncode == 0, retry.stderr
@@ -251,7 +251,7 @@ def test_a_service_killed_mid_write_then_the_in_process_retry_writes_once(worksp
     write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")
     assert cli("read", "MEMORY.md").returncode == 0
     service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=workspace,
-                               env=env_for(workspace, state_dir, OPENCLAW_MEMORY_TEST_WRITE_KILL_AT=step),
+                               env=fault(f"write:{step}=kill", env=env_for(workspace, state_dir)),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: read_info(settings_for(workspace, state_dir)), timeout=120)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from .. import faults
 from ..errors import MemoryToolError
 from ..settings import Settings
-from . import hooks
 from .journal import JournalRecord, clear_journal, step
 
 CHECKPOINT_DONE = "checkpoint-written"
@@ -77,13 +77,13 @@ def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], not
             from ..history.versions import DOCTOR_FIX
 
             record_in_history(settings, rel_paths, DOCTOR_FIX)
-            hooks.reach("finalize:baseline")
+            faults.reach("finalize:baseline")
             extra = refresh_watchdog(settings, rel_paths, _started_from(state))
-            hooks.reach("finalize:checkpoint")
+            faults.reach("finalize:checkpoint")
             when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
             append_checkpoint(data_dir, f"- {when} doctor --fix: {note}")
             step(data_dir, state, CHECKPOINT_DONE)
-        hooks.reach("finalize:clear")
+        faults.reach("finalize:clear")
         clear_journal(data_dir)
     except (MemoryToolError, OSError) as exc:
         reason = exc.message if isinstance(exc, MemoryToolError) else exc.strerror or str(exc)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from .. import faults
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
 from ..fsutil.hashing import BLOCK, hash_bytes, hash_open_file
 from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
-from . import hooks
 
 
 def read_within(folder: Folder, name: str, limit: int) -> tuple[bytes | None, str, int]:
@@ -81,7 +81,7 @@ def place_no_replace(folder: Folder, src: str, dst: str, step_prefix: str) -> No
     name is removed only after the link is in place, so a crash between the two
     leaves two names for the same bytes, which recovery recognises by inode.
     """
-    link_noreplace(folder.fd, src, folder.fd, dst, on_linked=lambda: hooks.reach(f"{step_prefix}:linked"))
+    link_noreplace(folder.fd, src, folder.fd, dst, on_linked=lambda: faults.reach(f"{step_prefix}:linked"))
 
 
 def same_file(folder: Folder, a: str, b: str) -> bool:

@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import replace
 
+from .. import faults
 from ..errors import MemoryToolError, is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
@@ -21,7 +22,6 @@ from ..fsutil.safeopen import Folder
 from ..history.store import HistoryStore
 from ..history.versions import EXTERNAL_EDIT
 from ..settings import Settings
-from . import hooks
 from .aftercare import finalize, record_in_history
 from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
 from .journal import JournalRecord, clear_journal, journal_pending, step, write_journal
@@ -154,27 +154,27 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
             stamp = new_stamp(ws)
             rel = archive_rel(stamp)
             state = write_journal(data_dir, replace(state, step="begin", archive=rel))
-            hooks.reach("merge:begin")
+            faults.reach("merge:begin")
             try:
                 stamp_dir = make_stamp_dir(ws, stamp)
             except FileExistsError:
                 continue  # another process took this stamp: take a new one
-        hooks.reach("merge:archive-dir")
+        faults.reach("merge:archive-dir")
         if mode == "append":
             new = merged_bytes(canonical, block, archive_shown(ws, rel))
             state = step(data_dir, state, "write-canonical")
-            hooks.reach("merge:write-canonical")
+            faults.reach("merge:write-canonical")
             if read_within(root, CANONICAL_ROOT, MAX_ROOT_BYTES)[0] != canonical:
                 raise _CanonicalChanged(stamp_dir)
             _write_canonical(root, new)
-            hooks.reach("merge:canonical-written")
+            faults.reach("merge:canonical-written")
         state = step(data_dir, state, "archive")
-        hooks.reach("merge:archive")
+        faults.reach("merge:archive")
         try:
-            how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT, on_step=lambda name: hooks.reach(f"move:{name}"))
+            how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT)
         except SourceKept as exc:
             return _source_kept(settings, root, stamp_dir, canonical, new if mode == "append" else None, exc)
-        hooks.reach("merge:archived")
+        faults.reach("merge:archived")
         if hash_or_none(stamp_dir.folder, LEGACY_ROOT) != state.legacy_hash:
             # memory.md was edited after it was read: its new text is only in the archive.
             return _undo_merge(settings, root, stamp_dir, canonical, new if mode == "append" else None)
@@ -267,11 +267,11 @@ def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
             finally:
                 os.close(fd)
             state = write_journal(data_dir, JournalRecord("migrate", "to-temp", started=time.time(), legacy_hash=legacy_hash, temp=temp_name))
-            hooks.reach("migrate:begin")
+            faults.reach("migrate:begin")
             os.rename(LEGACY_ROOT, temp_name, src_dir_fd=root.fd, dst_dir_fd=root.fd)
             root.fsync()
             state = step(data_dir, state, "to-canonical")
-            hooks.reach("migrate:at-temp")
+            faults.reach("migrate:at-temp")
             try:
                 place_no_replace(root, temp_name, CANONICAL_ROOT, "migrate")
             except FileExistsError:
@@ -280,7 +280,7 @@ def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
                 clear_journal(data_dir)
                 return Repair("legacy-root", "migrate", "failed", "MEMORY.md appeared while the repair ran; memory.md was put back — run `doctor --fix` again to merge", SPLIT_PATHS)
             root.fsync()
-            hooks.reach("migrate:renamed")
+            faults.reach("migrate:renamed")
     except (OSError, MemoryToolError) as exc:
         return Repair("legacy-root", "migrate", "failed", _failure(exc, settings), SPLIT_PATHS)
     extra = finalize(settings, state, [LEGACY_ROOT, CANONICAL_ROOT], MIGRATE_NOTE)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from .. import faults
 from ..settings import Settings
 from . import (
     check_files,
@@ -22,7 +23,6 @@ from . import (
     check_root,
     check_state,
     check_watchdog,
-    hooks,
     recovery,
     repair_index,
     repair_root,
@@ -84,7 +84,7 @@ def run_doctor(
     lock = doctor_lock(settings.data_dir, workspace)
     lock.acquire(on_wait=on_lock_wait)
     try:
-        hooks.reach("locked")
+        faults.reach("locked")
         findings = run_checks(settings)
         current = findings
         repairs: list[Repair] = []

@@ -40,12 +40,11 @@ import os
 import signal
 import time
 
+from .. import faults
 from .atomic import write_temp_beside
 from .hashing import hash_open_file
 from .safeopen import open_regular_nofollow
 
-# Test-only: makes the first rename fail with EXDEV so the copy path runs on any machine.
-INJECT_EXDEV_ENV = "OPENCLAW_MEMORY_TEST_INJECT_EXDEV"
 # No hard links on this file system (FAT, some FUSE/SMB mounts): check, then rename.
 NO_LINK = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
 ASIDE_TAG = ".aside-"
@@ -126,15 +125,14 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
     raise SourceKept("replaced", src, _put_back(src_dir, aside, src))
 
 
-def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -> str:
+def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     """Move ``src`` (a name in ``src_dir``) to ``dst`` in ``dst_dir`` (which must not exist).
 
-    Returns ``"rename"`` or ``"copy"``. ``on_step`` is called with a step name before
-    each irreversible step, so a caller can journal progress (and tests can kill the
-    process there). Raises :class:`SourceKept` when the source could not be removed as
+    Returns ``"rename"`` or ``"copy"``. Each irreversible step is a fault step of the tests
+    (``move:rename``, where ``fail`` is a rename across file systems, ``move:linked``,
+    ``move:copy-written``, ...). Raises :class:`SourceKept` when the source could not be removed as
     the object that was moved (the source and the copy are both kept).
     """
-    step = on_step or (lambda name: None)
     try:
         os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
     except FileNotFoundError:
@@ -142,10 +140,9 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -
     else:
         raise FileExistsError(errno.EEXIST, "destination exists", dst)
     try:
-        step("rename")
-        if os.environ.get(INJECT_EXDEV_ENV) == "1":
+        if faults.reach("move:rename"):
             raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
-        link_noreplace(src_dir, src, dst_dir, dst, on_linked=lambda: step("linked"), verified=True)
+        link_noreplace(src_dir, src, dst_dir, dst, on_linked=lambda: faults.reach("move:linked"), verified=True)
         os.fsync(dst_dir)
         os.fsync(src_dir)
         return "rename"
@@ -156,7 +153,7 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -
     try:
         # A disk full mid-copy leaves no half copy.
         tmp = write_temp_beside(dst, iter(lambda: os.read(fd, 1 << 20), b""), st.st_mode & 0o7777, dir_fd=dst_dir)
-        step("copy-written")
+        faults.reach("move:copy-written")
         try:
             link_noreplace(dst_dir, tmp, dst_dir, dst)
         except FileExistsError:
@@ -168,8 +165,8 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, on_step=None) -
             copy_hash = hash_open_file(copy_fd)  # what landed, read back: the source must hash like this
         finally:
             os.close(copy_fd)
-        step("unlink-source")
-        _remove_object(src_dir, src, fd, copy_hash, copy_st.st_size, step)
+        faults.reach("move:unlink-source")
+        _remove_object(src_dir, src, fd, copy_hash, copy_st.st_size)
     finally:
         os.close(fd)
     return "copy"
@@ -180,12 +177,12 @@ def remove_if_holds(dir_fd: int, name: str, expect_hash: str) -> None:
     at the moment it goes (see the module's steps). SourceKept when it does not."""
     fd, _ = open_regular_nofollow(name, dir_fd=dir_fd)
     try:
-        _remove_object(dir_fd, name, fd, expect_hash, None, lambda step: None)
+        _remove_object(dir_fd, name, fd, expect_hash, None)
     finally:
         os.close(fd)
 
 
-def _remove_object(dir_fd: int, name: str, fd: int, expect_hash: str, expect_size: int | None, step) -> None:
+def _remove_object(dir_fd: int, name: str, fd: int, expect_hash: str, expect_size: int | None) -> None:
     """Steps 1-5 of the module's docstring for the object open on ``fd``, found at ``name``."""
     aside = aside_name(name)
     try:
@@ -194,7 +191,7 @@ def _remove_object(dir_fd: int, name: str, fd: int, expect_hash: str, expect_siz
         return  # someone else deleted or renamed it meanwhile: there is nothing of ours to remove
     lease = _Lease(fd)
     try:
-        step("source-aside")
+        faults.reach("move:source-aside")
         reason = _why_kept(dir_fd, aside, fd, expect_hash, expect_size, lease)
         if reason is None:
             os.unlink(aside, dir_fd=dir_fd)  # under the lease: no open of it can complete meanwhile

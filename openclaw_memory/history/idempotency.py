@@ -29,9 +29,6 @@ from ..errors import UsageError, shown
 from .guard import Replay, WriteResult
 
 KEEP_S = 24 * 3600
-# Test-only: SIGKILL the process at a step of a keyed write (``key-recorded``: the key and the
-# result to be are recorded, the new content not yet renamed into place; ``swapped``: renamed).
-KILL_ENV = "OPENCLAW_MEMORY_TEST_WRITE_KILL_AT"
 MAX_KEY = 300
 
 
@@ -58,13 +55,6 @@ def describe(first: dict, now: dict) -> str:
     differs = [name for name in ("agent", "session", "path", "mode", "content") if first.get(name) != now.get(name)]
     named = " and ".join(filter(None, [", ".join(differs[:-1]), differs[-1]])) if differs else "nothing"
     return f"{'an append' if first.get('mode') == 'append' else 'a replace'} of {first.get('path')} by {who}; this write differs in its {named}"
-
-
-def reach(step: str) -> None:
-    if os.environ.get(KILL_ENV) == step:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def check_key(key: str) -> str:

@@ -349,9 +349,10 @@ class LocalMemory:
         ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
         writes nothing and returns that first result (``replayed``) while the file still holds what
         it made; a key reused for another write is refused."""
+        from .. import faults
         from ..files.read import refuse_unnamable
         from ..history.guard import still_holds, write_memory_file
-        from ..history.idempotency import IdempotencyStore, binding, check_key, default_key, describe, reach
+        from ..history.idempotency import IdempotencyStore, binding, check_key, default_key, describe
         from ..history.store import FileVersion, HistoryStore
 
         refuse_unnamable(path)  # before the key is made of it, and of the tool:
@@ -385,10 +386,10 @@ class LocalMemory:
                 # In the same step as the write: before the rename, with the version it will make. A
                 # crash after the rename leaves the key, and the retry finds the file at that version.
                 keys.put(key, to_be, when, bound)
-                reach("key-recorded")
+                faults.reach("write:key-recorded")  # recorded, the new content not renamed into place yet
 
             result = write_memory_file(settings, path, content=data, append=added, expect=expect, before_swap=record_first)
-            reach("swapped")
+            faults.reach("write:swapped")
         keys.prune()
         result = self._after_write(result, update_index, progress)
         try:

@@ -19,13 +19,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ... import faults
 from ...errors import MemoryToolError, UsageError
 from .server_config import API_KEY_ENV, URL_ENV, ServerConfig
 
 _RETRY_STATUS = {429, 502, 503, 504}
 _MAX_WAIT = 8.0
-# Test-only: the upsert after the first N, and every call after it, fail as if the network had gone down.
-FAIL_HOOK_ENV = "OPENCLAW_MEMORY_TEST_SERVER_FAIL_AFTER_UPSERTS"
 
 
 class ServerUnavailable(MemoryToolError):
@@ -39,7 +38,7 @@ class ServerRejected(UsageError):
 
 
 class _SimulatedNetworkFailure(Exception):
-    """Raised only by the test hook, in place of a transport error."""
+    """Raised only by the test fault, in place of a transport error."""
 
 
 def _transport_reason(exc: BaseException) -> str | None:
@@ -75,7 +74,6 @@ class Connection:
         self.config = config
         self._sleep = sleep
         self._upserts = 0
-        self._fail_after = int(os.environ.get(FAIL_HOOK_ENV, "0") or 0)
         self._down = False
         self._answered = False  # whether the server ever answered this connection
         self.client = self._connect()
@@ -167,11 +165,11 @@ class Connection:
             attempt += 1
 
     def _maybe_fail(self, what: str) -> None:
-        if not self._fail_after:
-            return
+        """The fault step ``qdrant:upsert:N``: failed, that upsert and every call after it fail as
+        if the network had gone down."""
         if not self._down and what.startswith("upsert"):
-            self._down = self._upserts >= self._fail_after
             self._upserts += 1
+            self._down = faults.reach(f"qdrant:upsert:{self._upserts}")
         if self._down:
             raise _SimulatedNetworkFailure()
 
