@@ -170,8 +170,8 @@ def test_nothing_in_the_data_dir_is_reachable_by_another_user(base, umask, state
         service.wait(WAIT)
 
 
-def test_a_data_dir_an_earlier_release_left_open_is_closed(base):
-    """Folders 0755 and files 0644 (an earlier release under umask 022, its lock files included):
+def test_a_data_dir_left_open_is_closed(base):
+    """Folders 0755 and files 0644 (a process under umask 022, its lock files included):
     the next command makes them 0700 and 0600, and the other user reaches nothing any more."""
     write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
     ok(run(base, "index"))

@@ -1027,7 +1027,7 @@ def test_the_service_answers_only_once_its_state_is_open_and_its_info_written(wo
     opening, opened = threading.Event(), threading.Event()
     real_open = LocalMemory.open_state
 
-    def slow_open(self):  # the state database takes its time (an upgrade from an earlier release)
+    def slow_open(self):  # the state database takes its time (a migration to a newer schema)
         opening.set()
         assert opened.wait(WAIT)
         real_open(self)

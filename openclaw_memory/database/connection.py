@@ -248,7 +248,7 @@ class Database:
 
 
 def _owner_only(path: str) -> None:
-    """The database file made (or left by an earlier release) 0600 before SQLite opens it: SQLite
+    """The database file made (or left by a process with another umask) 0600 before SQLite opens it: SQLite
     gives its ``-wal`` and ``-shm`` the database file's mode, whatever the umask.
 
     An existing file is changed by its path, never through a descriptor: closing any descriptor

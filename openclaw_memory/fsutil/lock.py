@@ -108,7 +108,7 @@ def _open_private(path: str) -> int:
     try:
         st = os.fstat(fd)
         if st.st_mode & 0o077 and st.st_uid == os.geteuid():
-            os.fchmod(fd, 0o600)  # made by an earlier release, as its umask left it
+            os.fchmod(fd, 0o600)  # made by a process with another umask (a library's host)
     except OSError:
         os.close(fd)
         raise

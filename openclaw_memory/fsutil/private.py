@@ -12,7 +12,8 @@ socket) holds the memory text, so no other user may read it, write it or take it
 - :func:`make_dirs`: missing folders made 0700 (the state dir too, when this makes it).
 - :func:`check_data_dir`: before a command uses the data dir, a folder another user could
   have tampered with is refused (:class:`~openclaw_memory.errors.StateDirUnsafe`), and one of
-  ours left open by an earlier release (0755, 0644 files) is closed, its whole tree with it.
+  ours left open (0755, 0644 files: a program that imports the package keeps its own umask) is
+  closed, its whole tree with it.
 """
 
 from __future__ import annotations
@@ -122,8 +123,8 @@ def check_data_dir(state_dir: Path, data_dir: Path) -> None:
 
 
 def close_tree(top: Path) -> None:
-    """Every folder under ``top`` 0700, every other entry of ours 0600 (what an earlier release left
-    as its umask made it). Called once ``top`` itself is 0700: nothing in it can be swapped meanwhile."""
+    """Every folder under ``top`` 0700, every other entry of ours 0600 (what a process with another
+    umask left as that umask made it). Called once ``top`` itself is 0700: nothing in it can be swapped meanwhile."""
     euid = os.geteuid()
     for _folder, dirs, files, fd in os.fwalk(top, follow_symlinks=False):
         for name in dirs + files:

@@ -23,7 +23,7 @@ class Pending(NamedTuple):
 
 
 def render(sections: list[str]) -> str:
-    """The checkpoint as the agent reads it (byte for byte what the file of earlier releases held)."""
+    """The checkpoint as the agent reads it: the heading, then each section between blank lines."""
     return HEADING + "\n" + "".join(f"\n{s}\n" for s in sections)
 
 
