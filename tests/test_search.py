@@ -121,8 +121,9 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     assert set(data) == {"results", "mode", "stale", "terms"} and data["mode"] == "hybrid" and data["stale"] == []
     assert data["terms"] == ["hiking", "trip"]
     first = data["results"][0]
-    assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages"}
-    assert set(first["passages"][0]) == {"startLine", "endLine", "score", "snippet", "citation"}
+    assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages", "date"}
+    assert set(first["passages"][0]) == {"startLine", "endLine", "score", "snippet", "citation", "date"}
+    assert first["date"] == first["passages"][0]["date"] == "2024-05-01"  # the daily note's date
     assert first["passages"][0]["citation"] == first["citation"]
     assert first["path"] == "memory/2024-05-01.md" and first["source"] == "memory-dir-main"
     assert first["citation"] == f"memory/2024-05-01.md#L{first['startLine']}-L{first['endLine']}"
@@ -362,6 +363,7 @@ class _Plan:
     """What ``_prefer_newer`` reads of a query plan: the query's terms and their weights."""
 
     limit = 6
+    mode = "hybrid"
 
     def __init__(self, weights: dict[str, float]):
         self.weights = weights

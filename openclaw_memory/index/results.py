@@ -25,6 +25,9 @@ class HitPassage:
     score: float = key(digits=4)
     snippet: str = key()
     citation: str = ""  # ``path#Lx-Ly``: set by the result that holds it
+    # ``YYYY-MM-DD``: the last dated heading above the passage, else the dated note's name; left
+    # out when neither says one (so that of two notes that disagree, the reader sees which is newer).
+    date: str = key(omit=lambda p: not p.date, default="")
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class SearchHit:
     source: str = key()  # collection name
     also_in: tuple[str, ...] = key(omit=lambda h: not h.also_in, default=())  # other files with exactly this passage
     passages: tuple[HitPassage, ...] = ()  # best first; the first is the passage above
+    date: str = key(omit=lambda h: not h.date, default="")  # the first passage's date (HitPassage.date)
 
     JSON_DERIVED: ClassVar = ("citation",)
 

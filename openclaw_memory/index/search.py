@@ -36,13 +36,13 @@ from .filters import note_date
 from .results import DEFAULT_MIN_SCORE, HitPassage, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
 from .snippets import ChunkText, build_passages
 from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
-from .terms import DATE_PREFIX, TermFinder, date_terms, keyword_terms, query_terms, term_patterns
+from .terms import DATE_PREFIX, TermFinder, date_hits, date_terms, keyword_terms, query_terms, spelling_fixes, term_patterns
 
 MODES = SEARCH_MODES
 # What a candidate needs: where it is, its kind and its terms (BM25); the passage fields (body,
 # fence) are read only for the results, not for every candidate.
 CANDIDATE_FIELDS = (PATH_FIELD, "startLine", "endLine", "kind", TERMS_FIELD)
-PASSAGE_FIELDS = (BODY_FIELD, "fence", "fenceLine")
+PASSAGE_FIELDS = (BODY_FIELD, "fence", "fenceLine", "heading")
 CANDIDATES = 24  # per collection and signal (48 and 100 measured the same on the benchmark)
 # A shown file's passages are built from its best candidates: at most this many (12 and 16: one
 # line hit fewer on the development set), scoring at least this share of its best one (0.7: one
@@ -160,7 +160,10 @@ class QueryPlan:
         self.bm25 = bm25
         self.allowed = ids  # None: every point; else only these (filters)
         self.ranking = ranking
-        self.terms = dict.fromkeys(keyword_terms(query), 1.0)
+        # A word no chunk holds (a typo) is read as the nearest one a chunk does (terms.spelling_fixes):
+        # as written it matches nothing and only lowers every chunk's share of the query.
+        fixes = spelling_fixes(query, bm25.df) if bm25.chunks else {}
+        self.terms = dict.fromkeys((fixes.get(t, t) for t in keyword_terms(query)), 1.0)
         self.full = bm25.full_match(self.terms)
         self._patterns: list[re.Pattern] | None = None
         self.pool = max(limit * 4, CANDIDATES)
@@ -269,7 +272,7 @@ def rank(
         if fetch is not None and i >= read:
             read = i + plan.limit - len(hits) + 1
             fetch([c for _f, batch in shown[i:read] for c in batch])
-        passages = _passages(plan, chunks)
+        passages = _passages(plan, f.path, chunks)
         best = passages[0]
         key = best.snippet.strip()
         if key and key in seen:  # the same passage in another file: shown once, naming both
@@ -288,6 +291,7 @@ def rank(
                 snippet=best.snippet,
                 source=chunks[0].source,
                 passages=tuple(passages),
+                date=best.date,
             )
         )
     return hits
@@ -315,9 +319,11 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
 
     def terms_of(f: _File) -> frozenset:
         if f.path not in held:
-            words: set[str] = set()
-            for c in f.chunks:
-                words.update(str(c.payload.get(TERMS_FIELD, "")).split())
+            # Its best chunk's terms: a newer note whose chunks hold the subject's words only here
+            # and there (a chat session mentioning the drill, and borrowing something else) is
+            # not on that subject.
+            best = max(f.chunks, key=lambda c: (fuse(plan.mode, c.v, c.k), c.k))
+            words = set(str(best.payload.get(TERMS_FIELD, "")).split())
             held[f.path] = frozenset(t for t in weights if t in words and not t.startswith(DATE_PREFIX))
         return held[f.path]
 
@@ -354,8 +360,9 @@ def _passage_chunks(plan: QueryPlan, f: _File) -> list[_Candidate]:
     return [c for c in sections[:PASSAGE_CHUNKS] if fuse(plan.mode, c.v, c.k) >= floor]
 
 
-def _passages(plan: QueryPlan, chunks: list[_Candidate]) -> list[HitPassage]:
-    """The file's passages, best first (snippets.build_passages), each scored on the calibrated scale."""
+def _passages(plan: QueryPlan, path: str, chunks: list[_Candidate]) -> list[HitPassage]:
+    """The file's passages, best first (snippets.build_passages), each scored on the calibrated
+    scale and dated (``passage_date``)."""
     texts = [
         ChunkText(str(c.payload.get(BODY_FIELD, "")), int(c.payload.get("startLine", 1)), c.v if plan.mode != "text" else 0.0,
                   fence=str(c.payload.get("fence", "")), fence_line=int(c.payload.get("fenceLine", 0) or 0))
@@ -366,8 +373,40 @@ def _passages(plan: QueryPlan, chunks: list[_Candidate]) -> list[HitPassage]:
     if not built:
         first = chunks[0].payload
         start = int(first.get("startLine", 1))
-        return [HitPassage(start, start, 0.0, "")]
-    return [HitPassage(b.start_line, b.end_line, calibrate(plan.mode, b.value), b.text) for b in built]
+        return [HitPassage(start, start, 0.0, "", date=passage_date(path, chunks, start))]
+    return [HitPassage(b.start_line, b.end_line, calibrate(plan.mode, b.value), b.text,
+                       date=passage_date(path, chunks, b.start_line)) for b in built]
+
+
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]")
+
+
+def _full_date(text: str) -> str:
+    """The last date with year, month and day written in ``text`` (``YYYY-MM-DD``), or ""."""
+    days = [t[len(DATE_PREFIX):] for _i, terms in date_hits(text.lower()) for t in terms
+            if len(t) == len(DATE_PREFIX) + 10]
+    return days[-1] if days else ""
+
+
+def passage_date(path: str, chunks: list[_Candidate], line: int) -> str:
+    """The date a passage starting at file line ``line`` sits under: the last dated heading above
+    it in the smallest candidate chunk holding it (the chunk's heading path, then the heading
+    lines of its body before the passage: a chat log's session, a dated section of MEMORY.md),
+    else the dated note's own date (``filters.note_date``), else ""."""
+    holding = [c for c in chunks if int(c.payload.get("startLine", 0)) <= line <= int(c.payload.get("endLine", 0))]
+    if holding:
+        c = min(holding, key=lambda c: int(c.payload.get("endLine", 0)) - int(c.payload.get("startLine", 0)))
+        first = int(c.payload.get("startLine", 1))
+        body = str(c.payload.get(BODY_FIELD, "")).split("\n")[: max(0, line - first + 1)]
+        for text in reversed([t for t in body if _HEADING_LINE.match(t)]):
+            day = _full_date(text)
+            if day:
+                return day
+        day = _full_date(str(c.payload.get("heading", "")))
+        if day:
+            return day
+    dated = note_date(path)
+    return dated.isoformat() if dated else ""
 
 
 def _mmr(files: list[_File], lam: float, keep: int) -> list[_File]:

@@ -68,7 +68,7 @@ from .manifest import (
 )
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
 from .store.factory import open_store
-from .terms import keyword_terms
+from .terms import TERMS_VERSION, keyword_terms
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -114,7 +114,10 @@ ProgressCallback = Callable[[SyncProgress], None]
 
 
 def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:
-    return str(uuid.uuid5(_POINT_NAMESPACE, f"{collection}\x00{path}\x00{chunk_hash}\x00{k}"))
+    # The keyword rules' version is part of the id: a chunk whose text is unchanged is still written
+    # again (its vector reused by hash) when the rules that cut its ``terms`` change.
+    tail = f"\x00t{TERMS_VERSION}" if TERMS_VERSION else ""
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"{collection}\x00{path}\x00{chunk_hash}\x00{k}{tail}"))
 
 
 def agent_lock(settings: Settings, timeout: float) -> FileLock:

@@ -8,6 +8,7 @@ also indexed as character unigrams and bigrams (in the ``terms`` field, see
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana
@@ -53,6 +54,8 @@ def hit_count(text_lower: str, patterns: list[re.Pattern]) -> int:
 _IDENT = re.compile(f"[^\\W{_CJK}]+(?:[-_.:/][^\\W{_CJK}]+)*")
 _PART = re.compile(f"[^\\W_{_CJK}]+")
 _WORD_CHAR = re.compile(f"[^\\W_{_CJK}]")
+# Words (letters only) joined by single hyphens: ``check-up``, ``follow-up``, ``self-hosted``.
+_COMPOUND = re.compile(f"(?<![\\w-])[^\\W\\d_{_CJK}]+(?:-[^\\W\\d_{_CJK}]+)+(?![\\w-])")
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has have
@@ -62,14 +65,24 @@ STOPWORDS = frozenset(
     too under until up very was we were what when where which while who whom why will with would you
     your yours yourself yourselves i'm it's don't can't what's there's let's get got also""".split()
 )
+# The version of the rules that cut a chunk's ``terms`` (stems, compounds): a new one gives every
+# point a new id (``sync.point_id``), so an index is written again, its vectors reused, when
+# ``chunking.CHUNKER_VERSION`` moves with it. 1: -ful and -hood, hyphenated words joined.
+TERMS_VERSION = 1
 _VOWEL = re.compile(r"[aeiouy]")
+# Derivational endings that name the same thing as their word: a query about stress finds a
+# stressful week, one about a child a childhood. Not -ness: business is not busy, witness not wit.
+_DERIVED = ("ful", "hood")
 
 
 def stem(word: str) -> str:
-    """A light English stemmer (plurals, -ed, -ing, -ly, final e), the same for notes and queries.
+    """A light English stemmer (plurals, -ed, -ing, -ly, -ful, -hood, final e), the same for
+    notes and queries.
 
     It only has to map the forms of one word together (``restores``, ``restored``, ``restoring``
-    -> ``restor``); numbers, identifiers and non-Latin words are left alone.
+    -> ``restor``; ``stressful`` -> ``stress``; ``childhood`` -> ``child``); numbers, identifiers
+    and non-Latin words are left alone. English Snowball (Porter2) was measured in its place and
+    not kept (docs/search.md: it also joins words that differ, ``production`` and ``product``).
     """
     if len(word) <= 3 or not word.isalpha() or not word.isascii():
         return word
@@ -85,11 +98,56 @@ def stem(word: str) -> str:
             if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz" and not _VOWEL.match(word[-1]):
                 word = word[:-1]
             break
+    stripped = True
+    while stripped:  # carefully -> careful -> care
+        stripped = False
+        for suffix in _DERIVED:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3 and _VOWEL.search(word[: -len(suffix)]):
+                word, stripped = word[: -len(suffix)], True
     if word.endswith("e") and len(word) > 4:
         word = word[:-1]
     if word.endswith("y") and len(word) > 4:
         word = word[:-1] + "i"
     return word
+
+
+# -- typos: a query word no note holds, read as the nearest word one does --------------------------
+
+# Shorter words have too many real neighbours one edit away to guess from: with 5 letters, off-topic
+# questions matched notes (``nobel prize`` read as ``novel price``, ``repot`` as ``remot``).
+TYPO_MIN_LENGTH = 7
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _one_edit(word: str) -> set[str]:
+    """The words one deletion, swap of neighbours, replacement or insertion away (Damerau)."""
+    cuts = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {a + b[1:] for a, b in cuts if b}
+    out |= {a + b[1] + b[0] + b[2:] for a, b in cuts if len(b) > 1}
+    out |= {a + c + b[1:] for a, b in cuts if b for c in _LETTERS}
+    out |= {a + c + b for a, b in cuts for c in _LETTERS}
+    out.discard(word)
+    return out
+
+
+def spelling_fixes(query: str, df: Callable[[str], int]) -> dict[str, str]:
+    """For each word of ``query`` whose term no indexed chunk holds (``df(term) == 0``): the term
+    one edit away that most chunks hold (``pride fesetival``: ``fesetiv`` -> ``festiv``), as
+    {term: fixed term}. The edits are made on the stem (a few hundred lookups, no stemming: the
+    stemmer is too slow for that many words per query). Only plain ASCII words of
+    ``TYPO_MIN_LENGTH`` letters or more, and only when the term itself is absent: a rare word a
+    note does hold is never replaced."""
+    fixes: dict[str, str] = {}
+    for word in _PART.findall(query.lower()):
+        if len(word) < TYPO_MIN_LENGTH or not word.isalpha() or not word.isascii() or word in STOPWORDS:
+            continue
+        term = stem(word)
+        if term in fixes or df(term) > 0:
+            continue
+        held = [(n, t) for t in _one_edit(term) if t not in STOPWORDS and (n := df(t)) > 0]
+        if held:
+            fixes[term] = max(held)[1]
+    return fixes
 
 
 # -- dates: matched as dates, not as words -------------------------------------------------------
@@ -168,6 +226,9 @@ class TermFinder:
         # one or two letters is a whole word (no shorter stem comes from a longer word).
         words = [t for t in self.terms if not CJK_RUN.fullmatch(t) and t not in self.dates]
         self.roots = sorted({(t[:-1] if t[-1] in "iy" else t, False) if len(t) > 2 else (t, True) for t in words})
+        # A hyphenated compound's joined term (``checkup`` in ``check-up``) is no substring of it:
+        # those words are read whole when the query has a term that could be one.
+        self.compounds = any(len(t) >= 5 and t.isalpha() for t in words)
         self.tokens: dict[str, frozenset] = {}  # identifier -> the terms it holds, cut once per query
 
     def by_line(self, text: str) -> dict[int, frozenset]:
@@ -201,6 +262,15 @@ class TermFinder:
                         if got:
                             hits.append((i, got))
                 i = text.find(root, i + 1)
+        if self.compounds:
+            for m in _COMPOUND.finditer(text):
+                if m.start() in seen:
+                    continue
+                got = self.tokens.get(m.group(0))
+                if got is None:
+                    got = self.tokens[m.group(0)] = frozenset(keyword_terms(m.group(0))) & self.terms
+                if got:
+                    hits.append((m.start(), got))
         if not hits:
             return {}
         found: dict[int, frozenset] = {}
@@ -214,14 +284,18 @@ def keyword_terms(text: str) -> list[str]:
     """The BM25 terms of ``text``, in order, repeats kept (term frequency counts them).
 
     Words are lowercased, stemmed and stop words dropped; an identifier is a term as a whole and
-    by its parts; CJK runs give character unigrams and bigrams (sub-word queries match).
+    by its parts, and words joined by hyphens are also one word written together (``check-up``
+    holds ``checkup``, as a note that writes it so does); CJK runs give character unigrams and
+    bigrams (sub-word queries match).
     """
     lowered = text.lower()
     terms: list[str] = []
     for m in _IDENT.finditer(lowered):
         token = m.group(0)
         parts = _PART.findall(token)
-        if len(parts) > 1 or "_" in token:
+        if _COMPOUND.fullmatch(token):
+            terms.append(stem("".join(parts)))
+        elif len(parts) > 1 or "_" in token:
             terms.append(token)
         for part in parts:
             if part not in STOPWORDS:

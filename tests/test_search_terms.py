@@ -1,0 +1,106 @@
+"""The keyword half's term rules, end to end with the hash embedder (keyword mode, so that only the
+terms decide): word forms (``-ful``, ``-hood``), hyphenated words written together, and a
+misspelled query word read as the word a note holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import settings_for, write
+from openclaw_memory.index.api import MemoryIndex
+from openclaw_memory.index.terms import TermFinder, keyword_terms, spelling_fixes
+
+
+@pytest.fixture
+def index(workspace, state_dir):
+    write(workspace / "memory" / "work.md", "# Work\n\nIt was a stressful week: the launch slipped twice.\n")
+    write(workspace / "memory" / "family.md", "# Family\n\nShe spent her childhood on a farm near Lyon.\n")
+    write(workspace / "memory" / "clinic.md", "# Health\n\nThe annual check-up is booked at the clinic.\n")
+    write(workspace / "memory" / "dentist.md", "# Teeth\n\nA dental checkup every spring.\n")
+    write(workspace / "memory" / "events.md", "# Events\n\nWe went to the summer festival in Lisbon.\n")
+    write(workspace / "memory" / "other.md", "# Other\n\nThe garden needs water on Sundays.\n")
+    idx = MemoryIndex(settings_for(workspace, state_dir))
+    idx.sync()
+    return idx
+
+
+def found(index: MemoryIndex, query: str) -> list[str]:
+    return [r.path for r in index.search(query, mode="text").results]
+
+
+def test_a_word_form_finds_the_note_written_in_another(index):
+    assert found(index, "stress")[:1] == ["memory/work.md"]
+    assert found(index, "child")[:1] == ["memory/family.md"]
+
+
+def test_a_hyphenated_word_and_the_word_written_together_find_each_other(index):
+    assert set(found(index, "checkup")[:2]) == {"memory/clinic.md", "memory/dentist.md"}
+    assert "memory/dentist.md" in found(index, "check-up")[:2]
+    # The passage finder reads the joined word inside the hyphenated one, so the line is cited.
+    assert TermFinder(keyword_terms("checkup")).by_line("# Health\nThe annual check-up is booked.") == {1: frozenset({"checkup"})}
+
+
+def test_a_misspelled_query_word_finds_the_word_the_notes_hold(index):
+    assert found(index, "fesetival")[:1] == ["memory/events.md"]
+
+
+def test_a_word_a_note_holds_is_never_corrected():
+    held = {"festival": 3, "novel": 9}
+    assert spelling_fixes("pride fesetival", lambda t: held.get(t, 0)) == {"fesetival": "festival"}
+    assert spelling_fixes("fesetival", {**held, "fesetival": 1}.get) == {}  # a note holds it: never replaced
+    assert spelling_fixes("nobel", lambda t: held.get(t, 0)) == {}  # too short to guess from
+
+
+def test_every_passage_carries_the_date_it_sits_under(workspace, state_dir):
+    from openclaw_memory.wire import to_json
+
+    write(workspace / "MEMORY.md", "# Memory\n\n## 2026-03-01\n\n- Dana drinks an oat flat white every morning.\n\n"
+          "## Standing\n\n- Dana takes the train to work.\n")
+    write(workspace / "memory" / "2026-11-20.md", "# Notes\n\n- Dana now prefers a cortado, no more flat white.\n")
+    write(workspace / "memory" / "people" / "dana.md", "# Dana\n\n- Dana likes a flat white after lunch.\n")
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    index.sync()
+    hits = {r.path: r for r in index.search("Dana flat white", mode="text").results}
+    assert hits["MEMORY.md"].date == "2026-03-01"  # the dated heading above the item
+    assert hits["memory/2026-11-20.md"].date == "2026-11-20"  # the daily note's own date
+    shown = {r["path"]: r for r in to_json(index.search("Dana flat white", mode="text"))["results"]}
+    assert shown["memory/2026-11-20.md"]["passages"][0]["date"] == "2026-11-20"
+    assert shown["MEMORY.md"]["date"] == "2026-03-01"
+    assert "date" not in shown["memory/people/dana.md"] and "date" not in shown["memory/people/dana.md"]["passages"][0]
+
+
+def test_an_index_cut_by_older_term_rules_is_written_again_with_its_vectors(workspace, state_dir, monkeypatch):
+    import openclaw_memory.index.chunking as chunking
+    import openclaw_memory.index.sync as sync
+
+    write(workspace / "memory" / "clinic.md", "# Health\n\nThe annual check-up is booked at the clinic.\n")
+    with monkeypatch.context() as old:  # the rules before: no joined word for a hyphenated one
+        old.setattr(chunking, "CHUNKER_VERSION", chunking.CHUNKER_VERSION - 1)
+        old.setattr(sync, "TERMS_VERSION", 0)
+        old.setattr(sync, "keyword_terms", lambda text: [t for t in keyword_terms(text) if t != "checkup"])
+        MemoryIndex(settings_for(workspace, state_dir)).sync()
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    assert not index.search("checkup", mode="text", sync=False).results
+    summary = index.sync()
+    assert summary.chunks_embedded == 0 and summary.chunks_reused > 0, summary  # no text embedded again
+    assert [r.path for r in index.search("checkup", mode="text", sync=False).results] == ["memory/clinic.md"]
+
+
+def test_a_newer_note_goes_first_only_when_one_of_its_chunks_is_on_the_subject():
+    from openclaw_memory.index.bm25 import Bm25, TermStats
+    from openclaw_memory.index.search import QueryPlan, _Candidate, _File, _prefer_newer
+    from openclaw_memory.index.store.base import TERMS_FIELD
+
+    plan = QueryPlan("who borrowed the drill", "text", None, 6, Bm25([TermStats(100, 1000, {"borrow": 5, "drill": 5})]))
+
+    def note(day: str, raw: float, *chunks: tuple[str, float]) -> _File:
+        cands = [_Candidate(f"{day}-{i}", {TERMS_FIELD: terms}, "s", k=k) for i, (terms, k) in enumerate(chunks)]
+        return _File(f"memory/{day}.md", cands, raw=raw, score=raw)
+
+    older = note("2026-01-10", 0.9, ("mo borrow drill saturdai", 0.9))
+    # Mentions the drill in one chunk and borrowing (an umbrella) in another: not the subject.
+    mentions = note("2026-03-02", 0.8, ("need drill shelv", 0.8), ("borrow umbrella", 0.75))
+    assert [f.path for f in _prefer_newer(plan, [older, mentions])] == ["memory/2026-01-10.md", "memory/2026-03-02.md"]
+    # Says it again in one chunk (a correction): the newer first.
+    corrects = note("2026-03-02", 0.8, ("drill borrow back sundai", 0.8))
+    assert [f.path for f in _prefer_newer(plan, [older, corrects])] == ["memory/2026-03-02.md", "memory/2026-01-10.md"]
