@@ -27,6 +27,7 @@ import os
 import stat
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 
 WAL_MAGIC = (0x377F0682, 0x377F0683)  # the low bit: checksums over big-endian words
@@ -61,40 +62,69 @@ def not_a_file(path: str) -> str | None:
     return _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
 
 
-# Descriptors of the companions this process has read, by (device, inode), never closed: closing
-# any descriptor of a file drops every POSIX lock this process holds on it, SQLite's included
-# (its readers' and writers' locks live on the ``-shm``), and another process would then rebuild
-# the index under this process's connections.
-_kept: dict[tuple[int, int], int] = {}
+# While this process has connections to a database (``hold``), the descriptors it reads that
+# database's companions through are kept open, by (device, inode), until its last connection
+# closes (``release``): closing any descriptor of a file drops every POSIX lock this process
+# holds on it, SQLite's included (its readers' and writers' locks live on the ``-shm``), and
+# another process would then rebuild the index under this process's connections.
+_held: set[str] = set()
+_kept: dict[tuple[int, int], tuple[str, int]] = {}
+_kept_lock = threading.Lock()
 
 
-def _descriptor(path: str) -> int | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    fd = _kept.get((st.st_dev, st.st_ino))
-    if fd is None:
-        flags = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(path, os.O_RDWR | flags)
-        except PermissionError:
-            fd = os.open(path, os.O_RDONLY | flags)
-        opened = os.fstat(fd)
-        _kept.setdefault((opened.st_dev, opened.st_ino), fd)
-    return fd
+def hold(path: str) -> None:
+    _held.add(path)
+
+
+def release(path: str) -> None:
+    """This process's last connection to the database at ``path`` has closed (SQLite holds no lock
+    on its companions any more): the descriptors kept for them are closed."""
+    _held.discard(path)
+    _sound.pop(path, None)
+    with _kept_lock:
+        for key, (owner, fd) in list(_kept.items()):
+            if owner == path:
+                del _kept[key]
+                os.close(fd)
 
 
 def _read(path: str, size: int, offset: int = 0) -> bytes | None:
     """Up to ``size`` bytes at ``offset`` (pread: never through a mapping, which a shorter file
     would answer with SIGBUS); None when the file is not there."""
+    database = path.removesuffix("-wal").removesuffix("-shm")
     try:
-        fd = _descriptor(path)
-        return None if fd is None else os.pread(fd, size, offset)
+        if database in _held:
+            fd = _kept_descriptor(path, database)
+            return None if fd is None else os.pread(fd, size, offset)
+        fd = os.open(path, os.O_RDONLY | _FLAGS)
+        try:
+            return os.pread(fd, size, offset)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return None
     except OSError:
         return b""
+
+
+_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _kept_descriptor(path: str, database: str, write: bool = False) -> int | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    with _kept_lock:
+        kept = _kept.get((st.st_dev, st.st_ino))
+        if kept is not None:
+            return kept[1]
+        fd = os.open(path, (os.O_RDWR if write or os.access(path, os.W_OK) else os.O_RDONLY) | _FLAGS)
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) in _kept:  # replaced meanwhile: this one is kept too, never closed here
+            return fd
+        _kept[(opened.st_dev, opened.st_ino)] = (database, fd)
+        return fd
 
 
 def checksum(data: bytes, big_endian: bool, s0: int = 0, s1: int = 0) -> tuple[int, int]:
@@ -253,7 +283,7 @@ def clear_index(path: str, size: int) -> None:
     """The ``-shm`` beside ``path`` given back ``size`` bytes and its header zeroed: every process
     that has it mapped reads again (no SIGBUS past a cut), and the first to look rebuilds the index
     from what the WAL really holds, as SQLite does with an index it cannot trust."""
-    fd = _descriptor(path + "-shm")
+    fd = _kept_descriptor(path + "-shm", path, write=True)
     if fd is None:
         return
     if os.fstat(fd).st_size < size:

@@ -35,7 +35,7 @@ import weakref
 from pathlib import Path
 
 from ..errors import StateDamaged
-from .companions import Companions, clear_index, companions, wal_damage
+from .companions import Companions, clear_index, companions, hold, release, wal_damage
 from .failures import BUSY_TIMEOUT_S, worded
 
 # Every open connection of the process, held here until it is closed: a connection only dropped
@@ -64,6 +64,7 @@ class Handle:
         _close_orphans()
         with _all_lock:
             _all.add(self)
+        hold(path)
 
     def alive(self) -> bool:
         """Still the database at its path, its companions the ones it opened: a forked child opens
@@ -119,7 +120,10 @@ class Handle:
         self.closed = True
         with _all_lock:
             _all.discard(self)
+            last = not any(h.path == self.path and h.pid == self.pid for h in _all)
         self.conn.close()
+        if last:
+            release(self.path)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
