@@ -9,9 +9,7 @@ import sys
 
 import pytest
 
-from conftest import env_for, write
-
-PAUSE = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_EMBED_STEPS"  # index.sync: pause after N steps of 32 chunks
+from conftest import env_for, fault, write
 
 
 def notes(workspace, files: int = 12) -> None:
@@ -33,9 +31,9 @@ def test_ctrl_c_in_a_first_index_keeps_what_was_embedded_and_says_so(workspace, 
     # Unbuffered: a line read ahead into a buffer would not be seen by a wait on the descriptor.
     proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "index"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, bufsize=0, cwd=workspace,
-                            env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off", **{PAUSE: "1"}))
+                            env=fault("index:embedded:1=pause", env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off")))
     assert proc.stderr is not None
-    while b"test-hook: index paused" not in (line := proc.stderr.readline()):
+    while b"test-hook: paused at index:embedded:1" not in (line := proc.stderr.readline()):
         assert line, "the index ended without pausing"  # (it pauses until a signal: no wait is timed)
     proc.send_signal(signal.SIGINT)
     said = proc.stderr.read().decode()

@@ -16,12 +16,12 @@ from collections import Counter
 
 import pytest
 
-from conftest import REPO, env_for, settings_for, write
+from conftest import REPO, env_for, fault, settings_for, write
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.collections import resolve_collections
 from openclaw_memory.index.config import IndexConfig
 from openclaw_memory.index.manifest import load_manifest
-from openclaw_memory.index.sync import KILL_HOOK_ENV, Models
+from openclaw_memory.index.sync import Models
 
 PARAGRAPH = "Paragraph {i} of {name}: the {topic} notes say {detail}, and we keep them for later reference.\n\n"
 TOPICS = ["gardening", "kubernetes", "espresso", "sailing", "taxes", "guitar", "hiking", "databases"]
@@ -210,7 +210,7 @@ def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli,
     for i, topic in enumerate(TOPICS):
         write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=30, topic=topic))
     (state_dir / "openclaw-memory.toml").write_text("[index]\nembed_batch = 8\n")
-    killed = cli_process("index", "--json", env={KILL_HOOK_ENV: "2"})
+    killed = cli_process("index", "--json", env=fault("index:batch:2=kill"))
     assert killed.returncode == -9, killed.stderr
     settings = settings_for(workspace, state_dir)
     partial = MemoryIndex(settings)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, env_for, tmpfs, write
+from conftest import CliResult, env_for, fault, tmpfs, write
 from openclaw_memory.database import forget_connections
 
 FACTS = "# Memory\n\n## Preferences\n\n- likes green tea in the morning\n"
@@ -38,10 +38,10 @@ def _paused_index(ws: Path, sd: Path, *args: str) -> subprocess.Popen:
     """`index` stopped by the test hook after its first batch is written."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "openclaw_memory", "index", *args], cwd=ws, text=True,
-        env=env_for(ws, sd, OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=fault("index:batch:1=pause", env=env_for(ws, sd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     for line in proc.stderr:
-        if line.startswith("test-hook: index paused"):
+        if line.startswith("test-hook: paused at index:batch:1"):
             return proc
     proc.wait()
     raise AssertionError(f"index ended without pausing: {proc.returncode}")

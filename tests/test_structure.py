@@ -151,3 +151,11 @@ def test_folders_are_named_after_the_commands():
     for command in ("watch", "watchdog", "doctor", "prompt", "history", "mcp"):
         assert (PACKAGE / command).is_dir(), f"`openclaw-memory {command}` has no folder {command}/"
         assert any(c.words[0] == command for c in COMMANDS)
+
+
+def test_one_fault_switch():
+    """Tests inject faults through one module (``faults.py``, one environment variable): no other
+    module of the package reads a test-only variable or keeps a fault hook of its own."""
+    own = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py")) if p.name != "faults.py"
+           and ("OPENCLAW_MEMORY_TEST_" in p.read_text(encoding="utf-8") or "def reach(" in p.read_text(encoding="utf-8"))]
+    assert not own, own

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import env_for, settings_for, wait_for, write
+from conftest import env_for, fault, settings_for, wait_for, write
 from openclaw_memory.database import Database
 from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.store import HistoryStore
-from openclaw_memory.index.sync import PAUSE_HOOK_ENV
 
 WAIT = 120  # a loaded machine: generous, never a measure
 
@@ -272,8 +271,8 @@ def test_sigterm_leaves_no_lock_behind(workspace, state_dir, cli, watch):
     for i in range(150):
         write(workspace / "memory" / "bulk" / f"n{i:03}.md", f"# Note {i}\n\n" + f"Sentence {i} about topic {i % 7}.\n" * 30)
     # The index's test hook holds the first sync right after its first write to the shard.
-    busy = watch(wait=False, **{PAUSE_HOOK_ENV: "1"})
-    busy.wait_said("test-hook: index paused")
+    busy = watch(wait=False, **fault("index:batch:1=pause"))
+    busy.wait_said("test-hook: paused at index:batch:1")
     assert Database(settings_for(workspace, state_dir).data_dir).rows("SELECT collection FROM index_dirty"), \
         "the sync was not under way"
     assert busy.started is None

@@ -28,8 +28,6 @@ Rules (docs/search.md tells users the same):
 from __future__ import annotations
 
 import errno
-import os
-import signal
 import sqlite3
 import threading
 import time
@@ -41,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import faults
 from ..database import Database
 from ..errors import DiskFull
 from ..files.scan import MemoryFile, scan_workspace
@@ -77,9 +76,6 @@ _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/o
 # Test-only: SIGKILL this process after N store upserts, to prove a rerun heals the index;
 # pause after N (until SIGUSR1), to prove searches answer while an index runs; pause after N steps
 # of embedding (PROGRESS_STEP chunks each), to interrupt a run between embedding and writing.
-KILL_HOOK_ENV = "OPENCLAW_MEMORY_TEST_KILL_AFTER_UPSERTS"
-PAUSE_HOOK_ENV = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_UPSERTS"
-PAUSE_EMBED_HOOK_ENV = "OPENCLAW_MEMORY_TEST_PAUSE_AFTER_EMBED_STEPS"
 PROGRESS_STEP = 32  # chunks per progress report while embedding
 
 
@@ -334,12 +330,7 @@ class _Sync:
         self.progress = progress or (lambda p: None)
         self.notes: list[str] = []
         self.embedded = self.reused = self.deleted = 0
-        self.upserts = 0
-        self.kill_after = int(os.environ.get(KILL_HOOK_ENV, "0") or 0)
-        self.pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "0") or 0)
-        self.pause_after_steps = int(os.environ.get(PAUSE_EMBED_HOOK_ENV, "0") or 0)
-        self.embed_steps = 0
-        self.paused = False
+        self.batches = self.embed_steps = 0  # counted for the fault steps index:batch:N, index:embedded:N
         self.rekeyed: set[str] = set()  # settings key changed, fingerprint did not: save the new key
         self.rechunk: set[str] = set()  # only the chunker's version changed: chunk again, reuse vectors
         self._by_hash: dict[str, dict[str, list[str]]] | None = None
@@ -388,7 +379,9 @@ class _Sync:
             with self.store.held():  # a shard the commit writes is opened once for it and the optimize after
                 for w in saved:
                     self._prepare_commit(w)
-                self._pause_before_commit(saved)
+                for w in saved:  # a live shard's batches are fault steps before the commit writes them
+                    for _ in w.live.prepared if w.live is not None else ():
+                        self._batch_done()
                 with self._committing():
                     for w in saved:
                         self._commit(w)
@@ -761,8 +754,7 @@ class _Sync:
                     self.recent[h] = vec
                 self._report("embed", step + len(part))
                 self.embed_steps += 1
-                if self.embed_steps == self.pause_after_steps:
-                    self._pause()
+                faults.reach(f"index:embedded:{self.embed_steps}")
             while len(self.recent) > _RECENT:
                 self.recent.popitem(last=False)
         return vectors, set(missing)
@@ -809,36 +801,21 @@ class _Sync:
             self._report()
 
     def _write_piece(self, shard, piece: list[tuple[str, str, dict]], vectors: dict, fresh: set[str], *,
-                     kept: bool = True) -> None:
+                     kept: bool = True, in_commit: bool = False) -> None:
         shard.upsert([PointData(pid, vectors[h], payload) for pid, h, payload in piece])
         self.embedded += sum(1 for _pid, h, _p in piece if h in fresh)
         self.reused += sum(1 for _pid, h, _p in piece if h not in fresh)
         self.chunks_done += len(piece)
         self.chunks_kept += len(piece) if kept else 0
-        self._upserted()
+        if not in_commit:
+            self._batch_done()
 
-    def _upserted(self) -> None:
-        self.upserts += 1
-        if self.kill_after and self.upserts >= self.kill_after:
-            os.kill(os.getpid(), signal.SIGKILL)
-        if self.pause_after and self.upserts == self.pause_after and not self.paused:
-            self._pause()
-
-    def _pause_before_commit(self, saved: list[_Work]) -> None:
-        """The pause hook, when the commit's writes would reach it: taken before the commit, the
-        ``.dirty`` marker written (paused inside it, this process's searches and a signal to stop
-        would wait for it)."""
-        coming = sum(len(w.live.prepared) for w in saved if w.live is not None)
-        if self.pause_after and not self.paused and self.upserts < self.pause_after <= self.upserts + coming:
-            self._pause()
-
-    def _pause(self) -> None:
-        self.paused = True
-        resumed: list[bool] = []
-        signal.signal(signal.SIGUSR1, lambda *_: resumed.append(True))
-        os.write(2, f"test-hook: index paused (pid {os.getpid()})\n".encode())
-        while not resumed:
-            time.sleep(0.05)
+    def _batch_done(self) -> None:
+        """The fault step ``index:batch:N``: a batch written to a shard, or one the commit is about
+        to write to a live shard (reached before the commit, the ``.dirty`` marker written: paused
+        inside it, this process's searches and a signal to stop would wait for it)."""
+        self.batches += 1
+        faults.reach(f"index:batch:{self.batches}")
 
     def _prepare_live(self, w: _Work, changes: list[_Changed]) -> None:
         """A change of at most one batch, for the live shard: embedded now, written at the commit."""
@@ -881,7 +858,7 @@ class _Sync:
         (a killed run leaves the ``.dirty`` marker: the next run reconciles)."""
         with self.store.open(w.collection.name, dim=live.dim) as shard:
             for piece, vectors, fresh in live.prepared:
-                self._write_piece(shard, piece, vectors, fresh)
+                self._write_piece(shard, piece, vectors, fresh, in_commit=True)
             for ch in live.changes:
                 shard.delete_path_except(ch.file.path, [pid for pid, _h in ch.points])
             if w.removed:
