@@ -38,6 +38,9 @@ def test_a_hyphenated_word_and_the_word_written_together_find_each_other(index):
     assert "memory/dentist.md" in found(index, "check-up")[:2]
     # The passage finder reads the joined word inside the hyphenated one, so the line is cited.
     assert TermFinder(keyword_terms("checkup")).by_line("# Health\nThe annual check-up is booked.") == {1: frozenset({"checkup"})}
+    # ... also inside a longer identifier (a CLI flag), where only a stop word starts the compound.
+    flag = TermFinder(keyword_terms("backup --only-config")).by_line("Run it.\nUse `--only-config` for that.")
+    assert "onlyconfig" in flag[1]
 
 
 def test_a_misspelled_query_word_finds_the_word_the_notes_hold(index):

@@ -227,7 +227,7 @@ class TermFinder:
         words = [t for t in self.terms if not CJK_RUN.fullmatch(t) and t not in self.dates]
         self.roots = sorted({(t[:-1] if t[-1] in "iy" else t, False) if len(t) > 2 else (t, True) for t in words})
         # A hyphenated compound's joined term (``checkup`` in ``check-up``) is no substring of it:
-        # those words are read whole when the query has a term that could be one.
+        # identifiers with a hyphen are read whole when the query has a term that could be one.
         self.compounds = any(len(t) >= 5 and t.isalpha() for t in words)
         self.tokens: dict[str, frozenset] = {}  # identifier -> the terms it holds, cut once per query
 
@@ -262,9 +262,9 @@ class TermFinder:
                         if got:
                             hits.append((i, got))
                 i = text.find(root, i + 1)
-        if self.compounds:
-            for m in _COMPOUND.finditer(text):
-                if m.start() in seen:
+        if self.compounds:  # every identifier with a hyphen, as the index cut it (``--only-config``)
+            for m in _IDENT.finditer(text):
+                if m.start() in seen or "-" not in m.group(0):
                     continue
                 got = self.tokens.get(m.group(0))
                 if got is None:
