@@ -167,6 +167,8 @@ def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str]) ->
                              stdout=subprocess.DEVNULL, stderr=log, text=True)
     try:
         _wait_for_service(code, ws, state, serve)
+        # Its watch's first sync done (the line it prints then): the searches meet a service at rest.
+        _wait_for_line(ws.parent / f"serve-{code.label}.log", "watching ", serve)
         out["library search, service p50"] = code.library(ws, state, queries, False)
     finally:
         serve.send_signal(signal.SIGTERM)
@@ -193,6 +195,14 @@ def _wait_for_service(code: Code, ws: Path, state: Path, serve: subprocess.Popen
             return
         time.sleep(1)
     sys.exit(f"[{code.label}] the service did not start")
+
+
+def _wait_for_line(path: Path, needle: str, serve: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 1800
+    while needle not in path.read_text(errors="replace"):
+        if serve.poll() is not None or time.monotonic() > deadline:
+            sys.exit(f"the service did not say {needle!r} (its log: {path})")
+        time.sleep(0.5)
 
 
 def main() -> None:
