@@ -107,3 +107,21 @@ def test_a_newer_note_goes_first_only_when_one_of_its_chunks_is_on_the_subject()
     # Says it again in one chunk (a correction): the newer first.
     corrects = note("2026-03-02", 0.8, ("drill borrow back sundai", 0.8))
     assert [f.path for f in _prefer_newer(plan, [older, corrects])] == ["memory/2026-03-02.md", "memory/2026-01-10.md"]
+
+
+def test_the_short_reply_after_the_turn_asked_about_is_inside_its_passage():
+    from openclaw_memory.index.snippets import ChunkText, build_passages
+    from openclaw_memory.index.terms import query_terms, term_patterns
+
+    filler = [f"[09:{i:02d}] {'Sam' if i % 2 else 'Lena'}: ok, see you later then" for i in range(20)]
+    story = ("[10:00] Lena: The museum trip with the kids is on Saturday; the kids keep asking about the museum, "
+             "the dinosaurs, the planetarium show and whether the museum cafe still sells the blue ice cream they "
+             "loved last time, so we should leave early, take the tram and bring snacks for the long queue.")
+    log = ["# 2025-03-01", "", *filler, story, "[10:02] Sam: How did the kids feel at the museum?",
+           "[10:03] Lena: They were awestruck and humbled.", *filler]
+    query = "how did the kids feel at the museum"
+    terms = dict.fromkeys(keyword_terms(query), 1.0)
+    best = build_passages([ChunkText("\n".join(log), 1, 0.5)], terms, lambda: term_patterns(query_terms(query)),
+                          lambda v, k: 0.5 * v + 0.5 * k)[0]
+    reply = log.index("[10:03] Lena: They were awestruck and humbled.") + 1
+    assert best.start_line <= reply - 1 and reply <= best.end_line, best  # the turn asked about and its reply

@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .chunking import CODE, HEADING, ROW, entries, is_table_rule
+from .chunking import CODE, HEADING, ROW, TURN, entries, is_table_rule
 from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
@@ -315,7 +315,7 @@ def _widen(e: _Entry, every: list[_Entry], firsts: list[int], lines: dict[int, s
            bounds: tuple[int, int], patterns: Callable[[], list[re.Pattern]], limit: int, taken: list[Passage],
            budget: int) -> Passage:
     """The entry, with what it needs to be read (the text under a heading, a table's header row,
-    a nested item's parent) and then whole neighbouring entries, the one holding more of the
+    a nested item's parent, a chat turn's reply) and then whole neighbouring entries, the one holding more of the
     query first, while the passage is under ``budget`` characters: never past the chunk
     (``bounds``), the snippet ``limit`` or into a passage already ``taken``. An entry longer than
     the limit, or a code block, is a window of its lines (``make_passage``: cut around its best
@@ -343,6 +343,13 @@ def _widen(e: _Entry, every: list[_Entry], firsts: list[int], lines: dict[int, s
     size = _size(lines, lo, hi)
     below = next((k for k in range(mine, len(own)) if own[k].first > hi), len(own))  # the next entry down
     above = next((k for k in range(mine, -1, -1) if own[k].last < lo), -1)  # ... and up
+    if e.kind == TURN and below < len(own) and own[below].kind == TURN and _size(lines, lo, own[below].last) <= limit \
+            and not any(p.start_line <= own[below].last and own[below].first <= p.end_line for p in taken):
+        # A chat turn is answered by the next one: the reply comes first. A short one ("They were
+        # awestruck.") holds none of the query's words, and a long neighbour above that holds some
+        # took the whole budget: the passage stopped one line before the answer.
+        hi, size = own[below].last, _size(lines, lo, own[below].last)
+        below += 1
     while size < budget:
         sides = [k for k in (above, below) if 0 <= k < len(own) and not any(
             p.start_line <= own[k].last and own[k].first <= p.end_line for p in taken)]
