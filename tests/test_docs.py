@@ -58,12 +58,15 @@ def test_the_model_cache_is_documented_where_it_is():
     assert "<state-dir>/openclaw-memory/models" not in page
 
 
-def test_no_page_names_a_release_after_this_version():
-    """The upgrade's older layouts come from development builds: --version says what was released."""
+def test_no_page_or_module_speaks_of_releases_that_never_were():
+    """0.1.0 was the first release: nothing describes the import of what development builds kept in
+    the data dir, and a release named as an earlier one came after 0.1 and before this version."""
     current = tuple(int(n) for n in __version__.split(".")[:2])
-    for page in PAGES:
-        for major, minor in re.findall(r"(?:[Rr]eleases? before|[Bb]efore) (\d+)\.(\d+)\b", page.read_text(encoding="utf-8")):
-            assert (int(major), int(minor)) <= current, f"{page.name} names release {major}.{minor}; this is {__version__}"
+    for path in [*PAGES, *sorted((REPO / "openclaw_memory").rglob("*.py"))]:
+        text = path.read_text(encoding="utf-8")
+        assert not re.findall(r"[Dd]evelopment builds? before|before-state-db|the upgrade imports", text), path.name
+        for major, minor in re.findall(r"(?:[Rr]eleases? before|[Bb]efore) (\d+)\.(\d+)\b", text):
+            assert (0, 1) < (int(major), int(minor)) <= current, f"{path.name} names release {major}.{minor}"
 
 
 @pytest.mark.slow
