@@ -31,7 +31,7 @@ from pathlib import Path
 import xxhash
 
 from ..fsutil.setaside import set_aside
-from .companions import SQLITE_MAGIC
+from .companions import SQLITE_MAGIC, not_a_file
 from .connection import Database, forget_connections, peek
 from .schema import SCHEMA_VERSION, create
 
@@ -97,12 +97,13 @@ def set_aside_files(db: Database) -> Path | None:
 
 def rebuild(db: Database) -> Salvage:
     """Set the damaged database aside and make a new one from what it still holds."""
-    moved = set_aside_files(db)
-    if moved is None or moved.is_symlink() or not moved.is_file():
-        return Salvage(moved, {}, {})  # nothing to read: what was there is kept as it was
+    forget_connections()  # before any copy: closing a descriptor of the file would drop their locks
+    if not_a_file(db.path) is not None or not os.path.isfile(db.path):
+        return Salvage(set_aside_files(db), {}, {})  # nothing to read: what was there is kept as it was
     scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
     try:
-        copy = _scratch_copy(moved, scratch)
+        copy = _scratch_copy(Path(db.path), scratch)  # first: a copy that fails (a full disk) moves nothing
+        moved = set_aside_files(db)
         with db.transaction() as target:
             lost = _copy_all(copy, target)
             if lost and shutil.which("sqlite3"):
@@ -118,13 +119,13 @@ def rebuild(db: Database) -> Salvage:
     return Salvage(moved, counts, lost)
 
 
-def _scratch_copy(moved: Path, scratch: Path) -> Path:
-    """The set-aside file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
+def _scratch_copy(path: Path, scratch: Path) -> Path:
+    """The damaged file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
     what the WAL holds), the 16-byte header restored when it was garbled."""
     copy = scratch / "state.db"
-    shutil.copyfile(moved, copy)
-    if os.path.exists(f"{moved}-wal"):
-        shutil.copyfile(f"{moved}-wal", f"{copy}-wal")
+    shutil.copyfile(path, copy)
+    if os.path.exists(f"{path}-wal"):
+        shutil.copyfile(f"{path}-wal", f"{copy}-wal")
     with open(copy, "r+b") as fh:
         head = fh.read(len(SQLITE_MAGIC))
         if head != SQLITE_MAGIC and len(head) == len(SQLITE_MAGIC):
