@@ -548,7 +548,7 @@ def test_a_garbled_header_is_restored_and_every_row_kept(workspace, state_dir, c
     assert "state-db-damaged" in _findings(cli_process)
     assert _fix_and_count(cli_process) == count
     verified = cli_process("watchdog", "verify", "--json")
-    assert verified.returncode in (0, 1) and "no snapshot" not in verified.stdout + verified.stderr, verified.stdout
+    assert verified.returncode in (0, 1) and "no watchdog baseline" not in verified.stdout + verified.stderr, verified.stdout
 
 
 # -- what is at the state database's path is not a database ---------------------------------------
