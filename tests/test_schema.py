@@ -1,7 +1,7 @@
 """The state database's versions: a future release's forward migration (a toy next version) runs
 once, keeps every row and is refused by the release before it; a data dir of a development build
 (a database of an unreleased schema, or the files kept before the database) gets one line saying
-what to do, never a traceback, and nothing in it is changed."""
+what to do, never a traceback (plain `doctor` reports it too), and nothing in it is changed."""
 
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ def test_a_development_builds_database_is_refused_in_one_line(workspace, state_d
     assert f"schema {version}" in line and "development build" in line and str(data_dir) in line
     assert "`openclaw-memory index`" in line and "history starts fresh" in line
     assert _version(data_dir / "state.db") == version  # nothing migrated
+    _plain_doctor_says_it(cli, line)
 
 
 def test_a_data_dir_of_files_before_the_database_is_refused_and_kept(workspace, state_dir, cli):
@@ -72,7 +73,15 @@ def test_a_data_dir_of_files_before_the_database_is_refused_and_kept(workspace, 
     (line,) = result.stderr.strip().splitlines()
     assert "it holds history, checkpoint.md" in line and "move that folder aside" in line
     assert log.read_text() == '{"absPath": "/x", "entries": []}'  # nothing moved or deleted
+    _plain_doctor_says_it(cli, line)
     assert cli("files").returncode == 0  # what needs no state still works
+
+
+def _plain_doctor_says_it(cli, line: str) -> None:
+    plain = cli("doctor", "--json")
+    assert plain.returncode == 1
+    (finding,) = [f for f in plain.json()["findings"] if f["id"] == "state-db-unreleased"]
+    assert not finding["fixable"] and finding["message"].lower().rstrip(".") in line.lower()
 
 
 def test_this_release_reads_its_own_data_dir_beside_nothing_else(tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError, StateDamaged
+from ..errors import MemoryToolError, StateDamaged, UnreleasedLayout
 from .model import CheckContext, Finding
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ WATCHDOG_DAMAGED = "watchdog-damaged"
 STATE_DB_DAMAGED = "state-db-damaged"
 STATE_DB_NOT_A_FILE = "state-db-not-a-file"
 STATE_DB_NEWER = "state-db-newer"
+STATE_DB_UNRELEASED = "state-db-unreleased"
 INDEX_DAMAGED = "index-damaged"
 
 
@@ -70,7 +71,7 @@ def check_database(ctx: CheckContext) -> list[Finding]:
     if reason is None:
         newer = newer_schema(db)
         if newer is None:
-            return []
+            return _unreleased(db)
         return [Finding(
             STATE_DB_NEWER,
             "error",
@@ -93,6 +94,18 @@ def check_database(ctx: CheckContext) -> list[Finding]:
         True,
         (db.path,),
     )]
+
+
+def _unreleased(db) -> list[Finding]:
+    """A development build's database or files, which no release reads (the one line commands say)."""
+    from ..database.connection import peek
+    from ..database.schema import refuse_unreleased
+
+    try:
+        refuse_unreleased(db.data_dir, peek(db.path, "PRAGMA user_version")[0][0] if db.exists() else 0)
+    except UnreleasedLayout as exc:
+        return [Finding(STATE_DB_UNRELEASED, "error", f"{exc.message[:1].upper()}{exc.message[1:]}.", False, (db.path,))]
+    return []
 
 
 def damaged_index(settings: Settings) -> list[tuple[str, str]]:
