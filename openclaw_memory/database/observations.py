@@ -3,7 +3,7 @@ reading it, and the table that remembers what was seen.
 
 A file is unchanged when its mode, size, ns mtime, ns ctime and inode all equal those it had
 when its bytes were hashed, and that sighting was not *racy*: taken so soon after the file's
-last mtime or ctime (within the file system's timestamp granularity, ``watchdog.fsclock``) that
+last mtime or ctime (within the file system's timestamp granularity, ``fsutil.fsclock``) that
 a rewrite of the same size in the same clock tick would have kept every one of those fields. A
 racy sighting is hashed again the next time, so such a rewrite is always found.
 

@@ -202,7 +202,7 @@ def read_version(abs_path: str, roots: Sequence[str], racy_guard_ns: int) -> Fil
     """Read a file (no symlinks, FIFOs or devices) from the descriptor of its allowed root
     (``roots``: the workspace and the extra paths), one folder at a time, so a folder swapped for
     a symlink is never read through; None when it vanished or is no longer a regular file.
-    ``racy_guard_ns``: the timestamp granularity of the file systems (``watchdog.fsclock``)."""
+    ``racy_guard_ns``: the timestamp granularity of the file systems (``fsutil.fsclock``)."""
     started_ns = time.time_ns()
     try:
         fd, st = open_regular_in_roots(roots, abs_path)

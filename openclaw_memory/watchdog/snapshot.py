@@ -20,7 +20,7 @@ from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from ..wire import key
 from .compare import Delta, compare_workspace, record_observation, rules_for
-from .fsclock import guard_ns
+from ..fsutil.fsclock import guard_ns
 from .ignore import workspace_patterns
 from .observe import KIND_DIR, KIND_FILE, observe
 from .store import HASHED, RACY, SnapshotDamaged, SnapshotStore, Table, validate_label
