@@ -30,6 +30,7 @@ import ctypes
 import functools
 import os
 import sqlite3
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -185,6 +186,8 @@ def _checkpoint_on_close(conn: sqlite3.Connection, path: str, on: bool) -> bool:
     if hasattr(conn, "setconfig"):  # Python 3.12 and later
         conn.setconfig(sqlite3.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, not on)  # type: ignore[attr-defined]
         return True
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
+        return False  # the layout read below is CPython 3.11's only
     lib = _library()
     # The connection's sqlite3* is the first field after the object header (CPython 3.11's
     # pysqlite_Connection); it is used only when SQLite names this database for it.
