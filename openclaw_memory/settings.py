@@ -188,9 +188,10 @@ class HistorySettings:
 
 @dataclass(frozen=True)
 class WatchdogSettings:
-    """``[watchdog]``: snapshots kept (docs/watchdog.md)."""
+    """``[watchdog]``: snapshots kept, and the bytes of memory-file content they keep (docs/watchdog.md)."""
 
     keep: int = _toml(20, _whole(1))
+    max_bytes: int = _toml(256 * 1024 * 1024, _whole(1))  # compressed; the oldest snapshots go first
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,22 @@ def _version(path) -> int:
         return conn.execute("PRAGMA user_version").fetchone()[0]
 
 
-def test_a_new_database_has_the_first_released_schema(tmp_path):
+def test_a_new_database_has_this_releases_schema(tmp_path):
     db = Database(tmp_path)
     assert db.rows("SELECT COUNT(*) FROM versions") == [(0,)]
-    assert _version(db.path) == schema.FIRST_RELEASED == schema.SCHEMA_VERSION
+    assert db.rows("SELECT COUNT(*) FROM snapshot_files") == [(0,)]
+    assert _version(db.path) == schema.FIRST_RELEASED + len(schema.MIGRATIONS) == schema.SCHEMA_VERSION
+
+
+def test_the_first_releases_database_gains_the_snapshot_files_table(tmp_path):
+    with sqlite3.connect(tmp_path / "state.db") as conn:
+        schema._run(conn, schema.SCHEMA)
+        conn.execute("INSERT INTO objects VALUES ('v1', 1, 1, 0)")
+        conn.execute(f"PRAGMA user_version = {schema.FIRST_RELEASED}")
+    db = Database(tmp_path)
+    assert db.rows("SELECT COUNT(*) FROM snapshot_files") == [(0,)]
+    assert db.rows("SELECT version FROM objects") == [("v1",)]
+    assert _version(db.path) == schema.SCHEMA_VERSION
 
 
 def test_a_future_release_migrates_forward_once_and_keeps_every_row(tmp_path, monkeypatch):
@@ -32,18 +44,18 @@ def test_a_future_release_migrates_forward_once_and_keeps_every_row(tmp_path, mo
     with db.transaction() as conn:
         conn.execute("INSERT INTO objects VALUES ('v1', 1, 1, 0)")
     forget_connections()
-    monkeypatch.setattr(schema, "MIGRATIONS", (TOY_NEXT,))  # the next release's step
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, TOY_NEXT))  # the next release's step
     assert Database(tmp_path).rows("SELECT note FROM toy") == [("v1",)]
     assert Database(tmp_path).rows("SELECT version FROM objects") == [("v1",)]
-    assert _version(db.path) == schema.FIRST_RELEASED + 1
+    assert _version(db.path) == schema.SCHEMA_VERSION + 1
     forget_connections()
     assert Database(tmp_path).rows("SELECT COUNT(*) FROM toy") == [(1,)]  # opened again: not run twice
 
     forget_connections()
     monkeypatch.undo()  # this release again, on the next one's database: refused, never written
-    with pytest.raises(StateDamaged, match=f"newer openclaw-memory \\(schema {schema.FIRST_RELEASED + 1}"):
+    with pytest.raises(StateDamaged, match=f"newer openclaw-memory \\(schema {schema.SCHEMA_VERSION + 1}"):
         Database(tmp_path).rows("SELECT 1")
-    assert _version(db.path) == schema.FIRST_RELEASED + 1
+    assert _version(db.path) == schema.SCHEMA_VERSION + 1
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -17,8 +17,8 @@ import pytest
 from conftest import settings_for, wait_for, write
 from openclaw_memory.database import Database
 from openclaw_memory.errors import UsageError
-from openclaw_memory.watchdog.checkpoint import HEADING, pending_checkpoint
 from openclaw_memory.fsutil.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guard_ns
+from openclaw_memory.watchdog.checkpoint import HEADING, pending_checkpoint
 from openclaw_memory.watchdog.heartbeat import heartbeat
 from openclaw_memory.watchdog.ignore import DEFAULT_PATTERNS, compile_rules
 from openclaw_memory.watchdog.snapshot import has_baseline, refresh_baseline, take_snapshot

@@ -41,7 +41,7 @@ from .schema import SCHEMA_VERSION, create
 # (the next `index` reads every file again and takes its vectors from the shard, embedding nothing).
 _TABLES = {
     "objects": "version", "object_parts": "version, seq", "versions": "id", "reads": "agent, session, path",
-    "idempotency": "key", "collections": "name", "snapshots": "seq", "checkpoint": "id",
+    "idempotency": "key", "collections": "name", "snapshots": "seq", "snapshot_files": "label, path", "checkpoint": "id",
     "journal": "id",
 }
 _MISSES = 4096

@@ -135,7 +135,20 @@ SCHEMA = """
 """
 # MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
 # release that changes a table appends its step and never edits one already released.
-MIGRATIONS: tuple[str, ...] = ()
+MIGRATIONS: tuple[str, ...] = (
+    # 4: what each watchdog snapshot kept of each memory file (its bytes are an object, shared with
+    # the history: an unchanged file costs a row, not a copy; the objects a row names are not evicted).
+    """
+    CREATE TABLE snapshot_files (
+        label TEXT NOT NULL,          -- the snapshot (snapshots.label)
+        path BLOB NOT NULL,           -- workspace-relative
+        version TEXT NOT NULL,        -- objects.version: xxh3_128 of the bytes
+        size INTEGER NOT NULL,
+        PRIMARY KEY (label, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX snapshot_files_version ON snapshot_files (version);
+    """,
+)
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.
 UNRELEASED_FILES = ("history", "idempotency", "index/collections.json", "index/manifests", "index/probes",

@@ -1,4 +1,5 @@
-"""Check: what changed in the workspace since the watchdog's last snapshot (when there is one)."""
+"""Checks: what changed in the workspace since the watchdog's last snapshot (when there is one),
+and which memory files a git work tree has not committed or ignores."""
 
 from __future__ import annotations
 
@@ -47,4 +48,32 @@ def check_watchdog(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-CHECKS = [check_watchdog]
+def check_git(ctx: CheckContext) -> list[Finding]:
+    """A memory file with uncommitted changes is not in the repository's history yet; one that
+    ``.gitignore`` matches never will be. Only reads (``watchdog.gitstate``)."""
+    from ..watchdog.gitstate import memory_git_changes
+
+    roots, notes = memory_git_changes(ctx.settings)
+    findings = [Finding("git-unreadable", "info", note, False, ()) for note in notes]
+    for changes in roots:
+        uncommitted = [f"- {what}: {p}" for what, paths in (("modified", changes.modified), ("staged", changes.staged),
+                                                           ("untracked", changes.untracked)) for p in paths]
+        if uncommitted:
+            listed = "\n".join(uncommitted[:SHOWN]) + (
+                f"\n- ... and {len(uncommitted) - SHOWN} more" if len(uncommitted) > SHOWN else "")
+            findings.append(Finding(
+                "git-uncommitted", "info",
+                f"{len(changes.uncommitted)} memory file(s) under {changes.root} have changes git has not committed:\n"
+                f"{listed}\nCommit them to keep them in the repository's history.",
+                False, changes.uncommitted))
+        if changes.ignored:
+            listed = "\n".join(f"- {p}" for p in changes.ignored[:SHOWN])
+            findings.append(Finding(
+                "git-ignored", "warning",
+                f"{len(changes.ignored)} memory file(s) under {changes.root} are ignored by git (.gitignore), so the "
+                f"repository never backs them up:\n{listed}\nRemove them from .gitignore unless that is meant.",
+                False, changes.ignored))
+    return findings
+
+
+CHECKS = [check_watchdog, check_git]

@@ -6,6 +6,10 @@ with its compressed bytes in parts of at most 1 MiB in ``object_parts`` (a huge 
 held whole). ``used`` is its last use: reading it (restore, diff) or seeing its version again
 touches it, and eviction removes the least recently used objects first until the compressed
 total fits ``max_bytes``. An object is stored in one transaction: whole, or not at all.
+
+An object a watchdog snapshot names (a row of ``snapshot_files``) is pinned: the snapshots'
+retention owns it (``watchdog.store``), so neither history's eviction nor its removals touch it,
+and it does not count against ``max_bytes``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import xxhash
 from ..database import Database
 
 BLOCK = 1 << 20
+_UNPINNED = "version NOT IN (SELECT version FROM snapshot_files)"
 
 
 class ObjectStore:
@@ -119,11 +124,11 @@ class ObjectStore:
         return data if xxhash.xxh3_128_hexdigest(data) == version else None
 
     def remove(self, versions: Iterable[str]) -> int:
-        """Delete these objects; returns the compressed bytes freed."""
+        """Delete these objects, except those a snapshot pins; returns the compressed bytes freed."""
         freed = 0
         with self.db.transaction() as conn:
             for version in versions:
-                row = conn.execute("SELECT stored FROM objects WHERE version = ?", (version,)).fetchone()
+                row = conn.execute(f"SELECT stored FROM objects WHERE version = ? AND {_UNPINNED}", (version,)).fetchone()
                 if row is not None:
                     conn.execute("DELETE FROM objects WHERE version = ?", (version,))
                     conn.execute("DELETE FROM object_parts WHERE version = ?", (version,))
@@ -135,16 +140,16 @@ class ObjectStore:
         return row[0] if row else 0
 
     def evict(self, keep: frozenset[str] = frozenset()) -> list[str]:
-        """Remove least-recently-used objects until the total fits ``max_bytes``.
+        """Remove least-recently-used objects until the unpinned total fits ``max_bytes``.
 
         ``keep`` (the versions this very operation still needs) is evicted last of all.
         Returns the evicted versions.
         """
         with self.db.transaction() as conn:
-            total = self.usage()
+            total = conn.execute(f"SELECT COALESCE(SUM(stored), 0) FROM objects WHERE {_UNPINNED}").fetchone()[0]
             if total <= self.max_bytes:
                 return []
-            rows = conn.execute("SELECT version, stored, used FROM objects").fetchall()
+            rows = conn.execute(f"SELECT version, stored, used FROM objects WHERE {_UNPINNED}").fetchall()
             evicted = []
             for version, stored, _ in sorted(rows, key=lambda r: (r[0] in keep, r[2])):
                 if total <= self.max_bytes:

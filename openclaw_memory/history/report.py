@@ -11,8 +11,8 @@ from ..database.observations import FileStat, Observations, is_racy
 from ..errors import DiskFull, StateDirError
 from ..files.paths import display_path
 from ..files.scan import scan_workspace
-from ..fsutil.safeopen import FolderSwapped
 from ..fsutil.fsclock import guard_ns
+from ..fsutil.safeopen import FolderSwapped
 from ..wire import camel, key
 from .states import STATES, ReadRecords, Seen, state_of
 from .store import FileVersion, HistoryStore, snapshot_fd

@@ -43,9 +43,9 @@ from .. import faults
 from ..database import Database
 from ..errors import DiskFull
 from ..files.scan import MemoryFile, scan_workspace
+from ..fsutil.fsclock import guard_ns
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
-from ..fsutil.fsclock import guard_ns
 from ..wire import key
 from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable

@@ -17,6 +17,7 @@ from ..settings import Settings
 from ..wire import key
 from .checkpoint import append_checkpoint
 from .compare import compare_workspace, rules_for
+from .content import keep_contents
 from .ignore import IgnoreRules, workspace_patterns
 from .snapshot import SnapshotInfo, new_table, save_table, timestamp_label
 from .store import SnapshotStore, Table
@@ -88,13 +89,15 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
             result = result_from(base, delta)
             if base.ignore != patterns:
                 result = _judge_by_baseline_rules(settings, base, result, rules)
+        files, not_kept = keep_contents(settings, table)  # read outside the transaction, as the walk
+        delta.warnings += not_kept
         # The new baseline and the checkpoint of what it absorbed in one transaction, and only over
         # the baseline this pass compared with: a heartbeat that saved meanwhile made this pass's
         # delta stale, and it is taken again against that one (no change reported twice).
         with store.saving():
             if store.latest_label() != (base.label if base is not None else None):
                 continue
-            info = save_table(settings, store, table, delta)
+            info = save_table(settings, store, table, delta, files)
             if result is None:
                 return _result(OK, None, info, None)
             if result.break_count == 0:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..errors import UsageError
-from ..fsutil.safeopen import Folder
+from ..fsutil.fsclock import guard_ns
 from ..settings import Settings
 from ..wire import key
 from .compare import Delta, compare_workspace, record_observation, rules_for
-from ..fsutil.fsclock import guard_ns
+from .content import entry_folder, keep_contents
+from .gitstate import workspace_head
 from .ignore import workspace_patterns
 from .observe import KIND_DIR, KIND_FILE, observe
 from .store import HASHED, RACY, SnapshotDamaged, SnapshotStore, Table, validate_label
@@ -37,6 +37,8 @@ class SnapshotInfo:
     rehashed: int = key()  # entries read now (the rest reused the previous baseline's hash)
     racy: int = key()  # entries whose timestamps were too close to the scan; rehashed at every verify
     unhashed: int = key()  # entries recorded without a hash (unreadable, or changing while hashed)
+    kept: int = key(default=0)  # memory files whose content the snapshot keeps (restorable)
+    git_head: str | None = key(omit=lambda s: s.git_head is None, default=None)  # HEAD of the workspace's git work tree
     seal_ns: int = key(hidden=True, default=0)
     guard_ns: int = key(hidden=True, default=0)
     warnings: tuple[str, ...] = key(omit=lambda s: not s.warnings, default=())
@@ -61,13 +63,17 @@ def has_baseline(settings: Settings) -> bool:
 
 def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
     taken_at = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    return Table.empty(label, str(settings.workspace), taken_at, 0, guard_ns(settings.workspace), patterns)
+    table = Table.empty(label, str(settings.workspace), taken_at, 0, guard_ns(settings.workspace), patterns)
+    table.git_head = workspace_head(settings.workspace)
+    return table
 
 
-def save_table(settings: Settings, store: SnapshotStore, table: Table, delta: Delta) -> SnapshotInfo:
-    """Seal ``table`` (the wall clock at the end of the scan) and store it as the baseline."""
+def save_table(settings: Settings, store: SnapshotStore, table: Table, delta: Delta,
+               files: Mapping[str, tuple[str, int]]) -> SnapshotInfo:
+    """Seal ``table`` (the wall clock at the end of the scan) and store it, with the memory files'
+    content ``files`` (:func:`.content.keep_contents`), as the baseline."""
     table.seal_ns = time.time_ns()
-    path = store.save(table, settings.watchdog.keep)
+    path = store.save(table, settings.watchdog.keep, files, settings.watchdog.max_bytes)
     flags = table.flags
     return SnapshotInfo(
         label=table.label,
@@ -77,6 +83,8 @@ def save_table(settings: Settings, store: SnapshotStore, table: Table, delta: De
         rehashed=delta.rehashed,
         racy=sum(1 for f in flags if f & RACY),
         unhashed=sum(1 for f in flags if not f & HASHED),
+        kept=len(files),
+        git_head=table.git_head,
         seal_ns=table.seal_ns,
         guard_ns=table.guard_ns,
         warnings=tuple(delta.warnings),
@@ -98,18 +106,9 @@ def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
     rules = rules_for(settings.workspace, settings.state_dir, patterns)
     delta = compare_workspace(settings.workspace, rules, previous, table, table.guard_ns)
     delta.warnings[:0] = notes
-    return save_table(settings, store, table, delta)
-
-
-def _entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
-    """The folder of a workspace-relative ``rel`` (opened one real folder at a time, no symlinks) and its name."""
-    parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise UsageError(f"not a workspace-relative path: {rel!r}")
-    try:
-        return Folder.under(workspace, parts[:-1]), parts[-1]
-    except OSError:
-        return None
+    files, not_kept = keep_contents(settings, table)
+    delta.warnings += not_kept
+    return save_table(settings, store, table, delta, files)
 
 
 def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Mapping[str, str | None] | None = None) -> list[str]:
@@ -137,6 +136,7 @@ def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Map
         if moved:
             return moved
         table = Table.empty(base.label, base.workspace, base.taken_at, base.seal_ns, base.guard_ns, base.ignore)
+        table.git_head = base.git_head
         for i, rel in enumerate(base.paths):
             if rel not in wanted:
                 table.copy_row(base, i)
@@ -144,7 +144,7 @@ def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Map
         for rel in wanted:
             if rules.ignores_path(rel):
                 continue
-            found = _entry_folder(settings.workspace, rel)
+            found = entry_folder(settings.workspace, rel)
             if found is None:
                 continue
             folder, name = found
@@ -153,7 +153,9 @@ def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Map
             if obs.gone or obs.kind == KIND_DIR:
                 continue
             record_observation(table, rel, obs, base.guard_ns, delta)
-        store.save(table, settings.watchdog.keep)
+        files = {rel: kept for rel, kept in store.files(base.label).items() if rel not in wanted}
+        files.update(keep_contents(settings, table, list(wanted))[0])
+        store.save(table, settings.watchdog.keep, files, settings.watchdog.max_bytes)
     return []
 
 

@@ -20,14 +20,14 @@ import re
 import sqlite3
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import xxhash
 
-from ..database import Database
+from ..database import Database, dec, enc
 from ..errors import DiskFull, UsageError, disk_full, os_error, shown
 
 FORMAT = "openclaw-memory-snapshot"
@@ -71,6 +71,7 @@ class Table:
     ino: array
     digests: bytearray  # 16 bytes per row; meaningful where flags & HASHED
     flags: bytearray
+    git_head: str | None = None  # the HEAD commit of the git work tree holding the workspace
     _index: dict[str, int] | None = field(default=None, repr=False)
 
     @classmethod
@@ -134,6 +135,7 @@ class Table:
             "seal_ns": self.seal_ns,
             "guard_ns": self.guard_ns,
             "ignore": self.ignore,
+            "git_head": self.git_head,
             "count": len(self.paths),
             "byteorder": sys.byteorder,
             "sections": [[name, len(blob)] for name, blob in blobs],
@@ -177,6 +179,7 @@ class Table:
             header["label"], header["workspace"], header["taken_at"], header["seal_ns"], header["guard_ns"],
             list(header["ignore"]), paths, bytearray(parts["kinds"]), columns["mode"], columns["size"],
             columns["mtime"], columns["ctime"], columns["ino"], bytearray(parts["digests"]), bytearray(parts["flags"]),
+            header.get("git_head"),  # absent from snapshots taken before it was recorded
         )
 
 
@@ -262,17 +265,35 @@ class SnapshotStore:
             raise SnapshotDamaged(f"snapshot {self.where(label)} is gone; take one with `openclaw-memory watchdog snapshot`")
         return Table.from_bytes(bytes(row[0]), self.where(label))
 
-    def save(self, table: Table, keep: int) -> Path:
-        """Store ``table`` as the baseline (a reused label becomes the newest) and prune to the
-        newest ``keep``, in one transaction: a full disk leaves the previous baseline in force."""
+    def save(self, table: Table, keep: int, files: Mapping[str, tuple[str, int]] | None = None,
+             max_bytes: int | None = None) -> Path:
+        """Store ``table`` as the baseline (a reused label becomes the newest) with ``files`` (path ->
+        (version, size): the memory files whose bytes are stored objects), and prune to the newest
+        ``keep`` and to ``max_bytes`` of kept content, in one transaction: a full disk leaves the
+        previous baseline in force. A file whose object went meanwhile (history's eviction) gets no row."""
         body = table.to_bytes()
         with self.saving() as conn:
             conn.execute("DELETE FROM snapshots WHERE label = ?", (table.label,))
+            conn.execute("DELETE FROM snapshot_files WHERE label = ?", (table.label,))
             conn.execute(
                 "INSERT INTO snapshots VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots), ?, ?, ?)",
                 (table.label, table.taken_at, len(table), body))
-            _prune(conn, keep)
+            conn.executemany(
+                "INSERT INTO snapshot_files SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM objects WHERE version = ?)",
+                [(table.label, enc(path), version, size, version) for path, (version, size) in (files or {}).items()])
+            _prune(conn, keep, max_bytes)
         return self.path
+
+    def files(self, label: str) -> dict[str, tuple[str, int]]:
+        """What snapshot ``label`` kept of each memory file: path -> (version, size); empty for a
+        snapshot taken before content was kept (its hashes still verify)."""
+        return {dec(path): (version, size) for path, version, size in
+                self.db.rows("SELECT path, version, size FROM snapshot_files WHERE label = ?", (label,))}
+
+    def content_bytes(self) -> int:
+        """The compressed bytes of the objects the snapshots keep (each counted once)."""
+        row = self.db.one(_CONTENT_BYTES)
+        return row[0] if row else 0
 
     @contextmanager
     def saving(self) -> Iterator[sqlite3.Connection]:
@@ -286,6 +307,27 @@ class SnapshotStore:
                             "no snapshot was saved; the previous baseline is unchanged") from None
 
 
-def _prune(conn: sqlite3.Connection, keep: int) -> None:
+_CONTENT_BYTES = ("SELECT COALESCE(SUM(stored), 0) FROM objects "
+                  "WHERE version IN (SELECT version FROM snapshot_files)")
+
+
+def _prune(conn: sqlite3.Connection, keep: int, max_bytes: int | None = None) -> None:
+    """Keep the newest ``keep`` snapshots, and drop the oldest while their kept content passes
+    ``max_bytes`` (the baseline always stays). An object no snapshot keeps any more and no history
+    log names goes with the last snapshot that kept it."""
+    pinned = {v for (v,) in conn.execute("SELECT DISTINCT version FROM snapshot_files")}
     conn.execute("DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)",
                  (max(keep, 1),))
+    conn.execute("DELETE FROM snapshot_files WHERE label NOT IN (SELECT label FROM snapshots)")
+    while max_bytes is not None and conn.execute(_CONTENT_BYTES).fetchone()[0] > max_bytes:
+        oldest = conn.execute("SELECT label FROM snapshots WHERE (SELECT COUNT(*) FROM snapshots) > 1 "
+                              "ORDER BY seq LIMIT 1").fetchone()
+        if oldest is None:
+            break
+        conn.execute("DELETE FROM snapshots WHERE label = ?", oldest)
+        conn.execute("DELETE FROM snapshot_files WHERE label = ?", oldest)
+    still = {v for (v,) in conn.execute("SELECT DISTINCT version FROM snapshot_files")}
+    for version in pinned - still:
+        if conn.execute("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (version,)).fetchone() is None:
+            conn.execute("DELETE FROM objects WHERE version = ?", (version,))
+            conn.execute("DELETE FROM object_parts WHERE version = ?", (version,))

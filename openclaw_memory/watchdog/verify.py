@@ -6,13 +6,14 @@ only listed. The ignore rules are the ones stored with the baseline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..errors import UsageError
 from ..settings import Settings
 from ..wire import key
 from .compare import Changed, Delta, compare_workspace, rules_for
+from .gitstate import GitChanges, memory_git_changes
 from .store import SnapshotStore, Table
 
 
@@ -36,6 +37,8 @@ class VerifyResult:
     warnings: tuple[str, ...] = key(omit=lambda v: not v.warnings, default=())
     entries: int = 0  # entries looked at now
     rehashed: int = 0  # of which read and hashed (stat differed, or racy at snapshot time)
+    # The memory files with uncommitted changes, or ignored, in each root that is in a git work tree.
+    git: tuple[GitChanges, ...] = key(omit=lambda v: not v.git, default=())
 
     JSON_DERIVED: ClassVar = ("break_count",)
 
@@ -70,4 +73,5 @@ def verify_workspace(settings: Settings) -> VerifyResult:
         raise NoBaseline(no_baseline_message(settings))
     rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
     delta = compare_workspace(settings.workspace, rules, base, None, base.guard_ns)
-    return result_from(base, delta)
+    git, notes = memory_git_changes(settings)
+    return replace(result_from(base, delta), git=git, warnings=(*delta.warnings, *notes))

@@ -21,6 +21,17 @@ def _print_delta(result) -> None:
         print(f"new:     {printable(p)}")
 
 
+def _print_git(result) -> None:
+    """The memory files git has not committed, or ignores, per root in a work tree."""
+    for changes in result.git:
+        for what, paths in (("modified", changes.modified), ("staged", changes.staged),
+                            ("untracked", changes.untracked)):
+            for p in paths:
+                print(f"git {what}: {printable(p)}  (in {printable(changes.root)})")
+        for p in changes.ignored:
+            print(f"git ignored: {printable(p)}  (in {printable(changes.root)}: never backed up by the repository)")
+
+
 def run_snapshot(settings: Settings, label: str | None, json_out: bool) -> int:
     info = open_memory(settings, notice=warn, shard_idle_s=0).snapshot(label)
     if not reported(info, json_out):
@@ -32,6 +43,7 @@ def run_verify(settings: Settings, json_out: bool) -> int:
     result = open_memory(settings, notice=warn, shard_idle_s=0).verify()
     if not reported(result, json_out):
         _print_delta(result)
+        _print_git(result)
         print(f"{result.break_count} break(s) since snapshot {result.baseline} ({len(result.new)} new file(s), not counted)")
     return 0 if result.break_count == 0 else 1
 

@@ -1,0 +1,84 @@
+"""What a snapshot keeps of each memory file: its bytes, as an object of the history's store.
+
+The snapshot's hash of a file is the object's name (both xxh3_128), so a file already stored (by
+an earlier snapshot, or by the history) costs a row of ``snapshot_files`` and no read; a changed
+one is read once more from its folder's descriptor and stored only when its bytes still hash to
+what the scan recorded (a file changing meanwhile is not kept, and the snapshot says so).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..database import Database
+from ..errors import UsageError
+from ..files.paths import LEGACY_ROOT, file_kind, is_memory_path
+from ..fsutil.safeopen import FILE_FLAGS, Folder
+from ..history.objects import ObjectStore
+from ..settings import Settings
+from .observe import KIND_FILE
+from .store import Table
+from .verify import display
+
+
+def entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
+    """The folder of a workspace-relative ``rel`` (opened one real folder at a time, no symlinks) and its name."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise UsageError(f"not a workspace-relative path: {rel!r}")
+    try:
+        return Folder.under(workspace, parts[:-1]), parts[-1]
+    except OSError:
+        return None
+
+
+def is_memory_file(rel: str, multimodal: bool) -> bool:
+    return (is_memory_path(rel) or rel == LEGACY_ROOT) and file_kind(rel.rsplit("/", 1)[-1], multimodal) is not None
+
+
+def keep_contents(settings: Settings, table: Table, paths: list[str] | None = None) -> tuple[dict[str, tuple[str, int]], list[str]]:
+    """Store the bytes of each memory file of ``table`` (or only of ``paths``) not stored yet.
+
+    Returns (path -> (version, size) for each file kept, a note per memory file not kept).
+    """
+    objects = ObjectStore(Database(settings.data_dir), settings.watchdog.max_bytes)
+    kept: dict[str, tuple[str, int]] = {}
+    notes: list[str] = []
+    rows = range(len(table)) if paths is None else [table.index[p] for p in paths if p in table.index]
+    for i in rows:
+        rel = table.paths[i]
+        if chr(table.kinds[i]) != KIND_FILE or not is_memory_file(rel, settings.multimodal):
+            continue
+        digest = table.digest(i)
+        if digest is None:
+            continue  # unreadable or changing while hashed: the snapshot counts it as unhashed already
+        version, size = digest.hex(), table.size[i]
+        if not objects.has(version):
+            if not objects.fits(size):
+                notes.append(f"{display(rel)} ({size} bytes) is too large for the snapshot to keep its content "
+                             f"(over [watchdog] max_bytes / 8); its hash is recorded")
+                continue
+            if not _store(objects, settings.workspace, rel, version):
+                notes.append(f"{display(rel)} changed while the snapshot was taken: its content was not kept")
+                continue
+        kept[rel] = (version, size)
+    return kept, notes
+
+
+def _store(objects: ObjectStore, workspace: Path, rel: str, version: str) -> bool:
+    found = entry_folder(workspace, rel)
+    if found is None:
+        return False
+    folder, name = found
+    with folder:
+        try:
+            fd = os.open(name, FILE_FLAGS, dir_fd=folder.fd)
+        except OSError:
+            return False
+        try:
+            return objects.put_fd(fd, version) is not None
+        except OSError:  # replaced meanwhile by something pread cannot read (a FIFO)
+            return False
+        finally:
+            os.close(fd)
