@@ -84,6 +84,10 @@ def test_verify_and_doctor_name_uncommitted_and_ignored_memory_files_without_wri
     found = {f["id"]: f for f in doctor["findings"]}
     assert found["git-uncommitted"]["paths"] == ["MEMORY.md", "memory/new.md", "memory/staged.md"]
     assert found["git-ignored"]["paths"] == ["memory/secret.md"] and found["git-ignored"]["severity"] == "warning"
+    (status,) = cli("status", "--json").json()["git"]
+    assert (status["modified"], status["staged"], status["untracked"], status["ignored"]) == (
+        ["MEMORY.md"], ["memory/staged.md"], ["memory/new.md"], ["memory/secret.md"])
+    assert "git modified in" in cli("status").stdout
 
     assert _index(tmp_path) == before  # not one byte, not even the mtime
     git(tmp_path, "status", "--porcelain")  # the control: git's own status does rewrite this index
@@ -103,6 +107,18 @@ def test_an_extra_path_in_a_repository_of_its_own_is_asked_too(tmp_path, workspa
     settings = settings_for(workspace, state_dir, extra=[str(notes)])
     (changes,) = memory_git_changes(settings)[0]  # the workspace is in no repository: nothing said of it
     assert (changes.root, changes.modified, changes.untracked) == (str(notes), ("kept.md",), ())
+
+
+def test_a_workspace_in_no_repository_never_starts_git(tmp_path, workspace, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    started = tmp_path / "git-started"
+    write(bin_dir / "git", f"#!/bin/sh\necho started >> {started}\nexit 1\n")
+    os.chmod(bin_dir / "git", 0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert git_changes(workspace) == (None, None) and not started.exists()
+    (workspace / ".git").mkdir()  # the control: with a repository above, git is asked
+    assert git_changes(workspace)[0] is None and started.exists()
 
 
 def test_no_repository_or_no_git_says_nothing(tmp_path, workspace, state_dir, monkeypatch, cli):

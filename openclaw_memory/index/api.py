@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
@@ -223,7 +223,10 @@ class MemoryIndex:
         return sorted(stale)
 
     def status(self) -> IndexStatus:
-        return index_status(self.settings, self.store)
+        from ..watchdog.gitstate import memory_git_changes
+
+        git, notes = memory_git_changes(self.settings)
+        return replace(index_status(self.settings, self.store), git=git, git_notes=notes)
 
     def collections(self) -> list[CollectionInfo]:
         """The agent's collections with their paths, patterns and point counts (opens each shard)."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..files.scan import scan_workspace
 from ..findings import Finding
 from ..types import Severity
+from ..watchdog.gitstate import GitChanges
 from ..wire import key
 from .collections import Collection, assign_files, registered_names, resolve_collections
 from .config import index_config
@@ -51,6 +52,10 @@ class IndexStatus:
     collections: tuple[CollectionStatus, ...]
     not_indexable: tuple[str, ...]  # images and audio: listed, not embedded by a text model
     orphaned: tuple[str, ...] = key("orphanedShards")  # shards no current collection of this agent owns
+    # Memory files a git work tree has not committed or ignores (watchdog.gitstate), and why a
+    # repository could not be read; `status` only (doctor reports them as findings of its own).
+    git: tuple[GitChanges, ...] = key(omit=lambda s: not s.git, default=())
+    git_notes: tuple[str, ...] = key(omit=lambda s: not s.git_notes, default=())
 
     JSON_DERIVED: ClassVar = ("indexed",)
 

@@ -49,8 +49,10 @@ class GitChanges:
 
 def git_changes(root: Path, pathspecs: tuple[str, ...] = WORKSPACE_PATHSPECS) -> tuple[GitChanges | None, str | None]:
     """(what git says of ``pathspecs`` under ``root``, a note); (None, None) without git or a repository."""
+    if not _may_be_in_a_repository(root):
+        return None, None
     git = shutil.which("git")
-    if git is None or not root.is_dir():
+    if git is None:
         return None, None
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROPPED}
     env.update(GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_TERMINAL_PROMPT="0")
@@ -73,6 +75,14 @@ def git_changes(root: Path, pathspecs: tuple[str, ...] = WORKSPACE_PATHSPECS) ->
         return None, _refusal(root, status.stderr) or (
             f"git status failed under {root}: {_first_line(status.stderr)}")
     return parse_status(str(root), prefix, status.stdout), None
+
+
+def _may_be_in_a_repository(root: Path) -> bool:
+    """Whether ``root`` or a folder above it has a ``.git``: a few stats, so that a workspace in no
+    repository never pays for starting git (git itself decides when there is one)."""
+    if not root.is_dir():
+        return False
+    return any(os.path.lexists(folder / ".git") for folder in (root, *root.parents))
 
 
 def parse_status(root: str, prefix: str, out: bytes) -> GitChanges:

@@ -137,6 +137,13 @@ def run_status(settings: Settings, json_out: bool) -> int:
         print(f"  orphaned shard: {name} (`openclaw-memory doctor --fix` removes it)")
     if not status.indexed:
         print("No index yet: `openclaw-memory index` builds it.")
+    for changes in status.git:
+        for what, paths in (("modified", changes.modified), ("staged", changes.staged),
+                            ("untracked", changes.untracked), ("ignored", changes.ignored)):
+            if paths:
+                print(f"  git {what} in {printable(changes.root)}: {', '.join(printable(p) for p in paths)}")
+    for note in status.git_notes:
+        warn(note)
     print(_service_line(service))
     return 0
 
