@@ -34,17 +34,35 @@ def _status(pid: int) -> dict[str, int]:
     return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
 
 
+# The CLI run by a wrapper that writes its own peak (VmHWM, per address space: fresh at exec) to a
+# pipe at exit. ``ru_maxrss`` from wait4 would carry the pytest worker's peak through fork and exec
+# (a worker that loaded the model earlier: 452 MiB for a command that used 30).
+_MEASURED = (
+    "import atexit, os, runpy, sys\n"
+    "fd = int(sys.argv.pop(1))\n"
+    "def peak():\n"
+    "    with open('/proc/self/status') as fh:\n"
+    "        os.write(fd, next(l.split()[1] for l in fh if l.startswith('VmHWM:')).encode())\n"
+    "atexit.register(peak)\n"
+    "sys.argv[0] = 'openclaw-memory'\n"
+    "runpy.run_module('openclaw_memory', run_name='__main__')\n"
+)
+
+
 def run_measured(workspace: Path, state_dir: Path, *args: str) -> tuple[int, str, int]:
-    """The CLI as a child process: its exit status, stderr and peak RSS in bytes (``wait4``: the
-    child's own high-water mark, reaped here rather than by ``Popen``)."""
-    child = subprocess.Popen([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace,
-                             env=env_for(workspace, state_dir), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert child.stderr is not None
-    err = child.stderr.read().decode("utf-8", "replace")
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, err, usage.ru_maxrss * 1024
+    """The CLI as a child process: its exit status, stderr and its own peak RSS in bytes."""
+    read_end, write_end = os.pipe()
+    try:
+        child = subprocess.run([sys.executable, "-c", _MEASURED, str(write_end), *args], cwd=workspace,
+                               env=env_for(workspace, state_dir), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(write_end,))
+    finally:
+        os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        peak_kib = fh.read()
+    err = child.stderr.decode("utf-8", "replace")
+    assert peak_kib, f"the child wrote no peak: {err}"
+    return child.returncode, err, int(peak_kib) * 1024
 
 
 class HttpService:
