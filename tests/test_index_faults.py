@@ -79,7 +79,7 @@ def test_search_while_index_runs_answers_from_the_last_complete_index(indexed, c
     try:
         during = cli("search", "green tea", "--json")
         assert "MEMORY.md" in _paths(during)
-        assert "answering from the last complete index" in during.stderr, during.stderr
+        assert during.json()["updating"] is True and not during.stderr, during.stderr  # routine: no warning
         assert "memory/zeppelin.md" not in _paths(cli("search", "zeppelin fact", "--mode", "text", "--json"))
     finally:
         _resume(proc)
