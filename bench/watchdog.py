@@ -6,8 +6,13 @@
    lstat walk in Python) is printed too, to show what is the system call cost.
 2. Snapshot throughput on large files against ``cat FILES > /dev/null``: warm page cache
    (the target, >= 80% of cat), and cold when the page cache can be dropped (root).
+3. A snapshot that keeps the memory files' content against today's hash-only snapshot (the same
+   walk, saved without content), on a memory workspace of ``--notes`` notes: time and bytes of a
+   first snapshot, of an unchanged re-snapshot and of one after 1% of the notes changed.
+4. Git awareness: ``verify`` with its git step against ``verify`` without it (the hash-only
+   comparison alone), in no repository, with no git on PATH, and in a committed repository.
 
-Usage: .venv/bin/python bench/watchdog.py [--files 100000] [--runs 7] [--big 4] [--big-mib 256]
+Usage: .venv/bin/python bench/watchdog.py [--files 100000] [--runs 7] [--big 4] [--big-mib 256] [--notes 2000]
 """
 
 from __future__ import annotations
@@ -27,18 +32,23 @@ from openclaw_memory.wire import to_json
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from openclaw_memory.database import Database, forget_connections  # noqa: E402
 from openclaw_memory.settings import Overrides, resolve_settings  # noqa: E402
-from openclaw_memory.watchdog.snapshot import take_snapshot  # noqa: E402
-from openclaw_memory.watchdog.verify import verify_workspace  # noqa: E402
+from openclaw_memory.watchdog.compare import compare_workspace, rules_for  # noqa: E402
+from openclaw_memory.watchdog.gitstate import memory_git_changes  # noqa: E402
+from openclaw_memory.watchdog.ignore import workspace_patterns  # noqa: E402
+from openclaw_memory.watchdog.snapshot import new_table, save_table, take_snapshot, timestamp_label  # noqa: E402
+from openclaw_memory.watchdog.store import SnapshotStore  # noqa: E402
+from openclaw_memory.watchdog.verify import result_from, verify_workspace  # noqa: E402
 
 
 def settings_for(ws: Path, state: Path):
     return resolve_settings(Overrides(workspace=str(ws), state_dir=str(state)), environ={})
 
 
-def timed(fn) -> float:
+def timed(fn, *args) -> float:
     started = time.perf_counter()
-    fn()
+    fn(*args)
     return time.perf_counter() - started
 
 
@@ -166,6 +176,112 @@ def large_file_benchmark(base: Path, count: int, mib: int, runs: int) -> None:
     print(f"snapshot / cat = {cold_rates['snapshot'] / cold_rates['cat > /dev/null'] * 100:.0f}% (cold)")
 
 
+def build_memory(ws: Path, notes: int) -> list[Path]:
+    """A memory workspace: MEMORY.md and ``notes`` daily-note-like files of 0.5 to 4 KB of text."""
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n" + "".join(f"- fact {n}: something worth keeping\n" for n in range(200)))
+    paths = []
+    for n in range(notes):
+        path = ws / "memory" / f"note-{n:05d}.md"
+        words = " ".join(f"w{(n * 7 + k) % 997}" for k in range(80 + n % 600))
+        path.write_text(f"# Note {n}\n\n{words}\n")
+        paths.append(path)
+    return paths
+
+
+def hash_only_snapshot(settings, label: str | None = None) -> None:
+    """Today's snapshot before content was kept: the same walk and table, saved with no content rows."""
+    store = SnapshotStore(settings.data_dir)
+    patterns = workspace_patterns(settings.workspace)
+    table = new_table(settings, label or timestamp_label(), patterns)
+    delta = compare_workspace(settings.workspace, rules_for(settings.workspace, settings.state_dir, patterns),
+                              store.baseline(), table, table.guard_ns)
+    save_table(settings, store, table, delta, {})
+
+
+def stored_bytes(settings) -> tuple[int, int]:
+    """(snapshot bodies, compressed objects) in the state database, bytes."""
+    db = Database(settings.data_dir)
+    bodies = db.one("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM snapshots")[0]
+    return bodies, db.one("SELECT COALESCE(SUM(stored), 0) FROM objects")[0]
+
+
+def content_benchmark(base: Path, notes: int, runs: int) -> None:
+    ws = base / "memory-ws"
+    paths = build_memory(ws, notes)
+    size = sum(p.stat().st_size for p in paths)
+    print(f"\nmemory workspace: {notes:,} notes, {size / 1e6:.1f} MB; hash-only vs with content, {runs} interleaved runs:")
+    kinds = {"hash-only": hash_only_snapshot, "with content": take_snapshot}
+    times: dict[str, dict[str, list[float]]] = {k: {"first": [], "unchanged": [], "1% changed": []} for k in kinds}
+    sizes: dict[str, dict[str, tuple[int, int]]] = {k: {} for k in kinds}
+    for run in range(runs):
+        for kind, snap in kinds.items():
+            state = base / f"state-{kind}-{run}"
+            settings = settings_for(ws, state)
+            times[kind]["first"].append(timed(snap, settings))
+            sizes[kind]["first"] = stored_bytes(settings)
+            times[kind]["unchanged"].append(timed(snap, settings))
+            sizes[kind]["unchanged"] = stored_bytes(settings)
+            for path in paths[run::100]:  # 1% of the notes, different ones each run
+                with open(path, "a") as fh:
+                    fh.write(f"- edited in run {run} ({kind})\n")
+            times[kind]["1% changed"].append(timed(snap, settings))
+            sizes[kind]["1% changed"] = stored_bytes(settings)
+            forget_connections()
+            shutil.rmtree(state)
+    for step in ("first", "unchanged", "1% changed"):
+        plain, kept = (statistics.median(times[k][step]) for k in kinds)
+        (pb, po), (kb, ko) = (sizes[k][step] for k in kinds)
+        print(f"  {step:11s} hash-only {plain * 1000:7.1f} ms, with content {kept * 1000:7.1f} ms ({kept / plain:4.2f}x);"
+              f" stored after it: hash-only {(pb + po) / 1e3:8.1f} KB, with content {(kb + ko) / 1e3:8.1f} KB"
+              f" (bodies {kb / 1e3:.1f} KB + objects {ko / 1e3:.1f} KB)")
+
+
+def git_benchmark(base: Path, notes: int, runs: int) -> None:
+    ws, state = base / "git-ws", base / "git-state"
+    build_memory(ws, notes)
+    settings = settings_for(ws, state)
+    take_snapshot(settings)
+    store = SnapshotStore(settings.data_dir)
+
+    def without_git_step() -> None:  # verify as it was: the comparison alone
+        base_table = store.baseline()
+        assert base_table is not None
+        rules = rules_for(ws, settings.state_dir, base_table.ignore)
+        result_from(base_table, compare_workspace(ws, rules, base_table, None, base_table.guard_ns))
+
+    def no_git_on_path() -> None:
+        saved = os.environ["PATH"]
+        os.environ["PATH"] = str(base / "no-git-here")
+        try:
+            verify_workspace(settings)
+        finally:
+            os.environ["PATH"] = saved
+
+    cases = {"verify without the git step": without_git_step, "verify, no repository": lambda: verify_workspace(settings),
+             "verify, no git on PATH": no_git_on_path, "git step alone, no repository": lambda: memory_git_changes(settings)}
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(runs * 3):
+        for name, fn in cases.items():
+            times[name].append(timed(fn))
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "bench")
+    (ws / "memory" / "note-00001.md").write_text("changed, not committed\n")
+    with_repo = {"verify, committed repository": lambda: verify_workspace(settings),
+                 "git step alone, repository": lambda: memory_git_changes(settings)}
+    for name in with_repo:
+        times[name] = []
+    for _ in range(runs * 3):
+        for name, fn in with_repo.items():
+            times[name].append(timed(fn))
+    reference = statistics.median(times["verify without the git step"])
+    print(f"\ngit awareness, {notes:,} notes, median of {runs * 3} interleaved runs:")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:32s} {median * 1000:7.2f} ms   {median / reference:5.2f}x verify without the git step")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=100_000)
@@ -174,6 +290,9 @@ def main() -> None:
     parser.add_argument("--big-mib", type=int, default=256, help="size of each large file in MiB")
     parser.add_argument("--skip-tree", action="store_true")
     parser.add_argument("--skip-big", action="store_true")
+    parser.add_argument("--notes", type=int, default=2000, help="notes of the memory workspace (content, git)")
+    parser.add_argument("--skip-content", action="store_true")
+    parser.add_argument("--skip-git", action="store_true")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="openclaw-memory-bench-watchdog-"))
     try:
@@ -182,6 +301,10 @@ def main() -> None:
             tree_benchmark(base, args.files, args.runs)
         if not args.skip_big:
             large_file_benchmark(base, args.big, args.big_mib, args.runs)
+        if not args.skip_content:
+            content_benchmark(base, args.notes, args.runs)
+        if not args.skip_git:
+            git_benchmark(base, args.notes, args.runs)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -34,6 +34,10 @@ def entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
 
 
 def is_memory_file(rel: str, multimodal: bool) -> bool:
+    """A memory file as the scan finds them: a root file by its exact name, or one under ``memory/``
+    (the first test is the cheap one: a snapshot asks it of every entry of the workspace)."""
+    if "/" in rel and not rel.startswith("memory/"):
+        return False
     return (is_memory_path(rel) or rel == LEGACY_ROOT) and file_kind(rel.rsplit("/", 1)[-1], multimodal) is not None
 
 
@@ -42,10 +46,22 @@ def keep_contents(settings: Settings, table: Table, paths: list[str] | None = No
 
     Returns (path -> (version, size) for each file kept, a note per memory file not kept).
     """
-    objects = ObjectStore(Database(settings.data_dir), settings.watchdog.max_bytes)
+    db = Database(settings.data_dir)
+    objects = ObjectStore(db, settings.watchdog.max_bytes)
+    # What the baseline keeps is stored for sure (pinned: no eviction removes it): no query for those.
+    pinned = {v for (v,) in db.rows("SELECT DISTINCT version FROM snapshot_files WHERE label = "
+                                     "(SELECT label FROM snapshots ORDER BY seq DESC LIMIT 1)")}
     kept: dict[str, tuple[str, int]] = {}
     notes: list[str] = []
     rows = range(len(table)) if paths is None else [table.index[p] for p in paths if p in table.index]
+    # The new objects in one transaction: one sync to disk, not one per file.
+    with db.transaction():
+        _keep_rows(settings, table, rows, objects, pinned, kept, notes)
+    return kept, notes
+
+
+def _keep_rows(settings: Settings, table: Table, rows, objects: ObjectStore, pinned: set[str],
+               kept: dict[str, tuple[str, int]], notes: list[str]) -> None:
     for i in rows:
         rel = table.paths[i]
         if chr(table.kinds[i]) != KIND_FILE or not is_memory_file(rel, settings.multimodal):
@@ -54,7 +70,7 @@ def keep_contents(settings: Settings, table: Table, paths: list[str] | None = No
         if digest is None:
             continue  # unreadable or changing while hashed: the snapshot counts it as unhashed already
         version, size = digest.hex(), table.size[i]
-        if not objects.has(version):
+        if version not in pinned and not objects.has(version):
             if not objects.fits(size):
                 notes.append(f"{display(rel)} ({size} bytes) is too large for the snapshot to keep its content "
                              f"(over [watchdog] max_bytes / 8); its hash is recorded")
@@ -63,7 +79,6 @@ def keep_contents(settings: Settings, table: Table, paths: list[str] | None = No
                 notes.append(f"{display(rel)} changed while the snapshot was taken: its content was not kept")
                 continue
         kept[rel] = (version, size)
-    return kept, notes
 
 
 def _store(objects: ObjectStore, workspace: Path, rel: str, version: str) -> bool:
