@@ -210,7 +210,7 @@ VALID = {
                      "timeout": 3, "retries": 0, "retry_backoff": 0.25},
     "search": {"mmr": True, "mmr_lambda": 0.5, "temporal_decay": True, "half_life_days": 14},
     "history": {"keep_per_path": 5, "max_bytes": 80_000},
-    "watchdog": {"keep": 3},
+    "watchdog": {"keep": 3, "max_bytes": 1_000_000},
     "service": {"timeout": 1, "shard_idle": 0.5, "http_body_timeout": 30},
 }
 
@@ -327,7 +327,7 @@ def test_unknown_key_is_refused_with_the_closest_name(state_dir, workspace):
     assert _toml_error(state_dir, workspace, "multimodel = true\n") == f"{toml}: unknown key 'multimodel' (did you mean 'multimodal'?)"
     assert _toml_error(state_dir, workspace, '[index.server]\ntenacy = "shared"\n') == (
         f"{toml}: [index.server] unknown key 'tenacy' (did you mean 'tenancy'?)")
-    assert _toml_error(state_dir, workspace, "[watchdog]\nzzz = 1\n") == f"{toml}: [watchdog] unknown key 'zzz' (known: 'keep')"
+    assert _toml_error(state_dir, workspace, "[watchdog]\nzzz = 1\n") == f"{toml}: [watchdog] unknown key 'zzz' (known: 'keep', 'max_bytes')"
     # [prompt]'s startup context is openclaw.json's, not a key of the toml
     assert "[prompt] unknown key 'startup'" in _toml_error(state_dir, workspace, "[prompt]\nstartup = 1\n")
     assert "[index.server] api_key is not read from the toml" in _toml_error(state_dir, workspace, '[index.server]\napi_key = "k"\n')
