@@ -36,9 +36,11 @@ def entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
 def is_memory_file(rel: str, multimodal: bool) -> bool:
     """A memory file as the scan finds them: a root file by its exact name, or one under ``memory/``
     (the first test is the cheap one: a snapshot asks it of every entry of the workspace)."""
-    if "/" in rel and not rel.startswith("memory/"):
+    if rel.startswith("memory/"):
+        return file_kind(rel.rsplit("/", 1)[-1], multimodal) is not None
+    if "/" in rel:
         return False
-    return (is_memory_path(rel) or rel == LEGACY_ROOT) and file_kind(rel.rsplit("/", 1)[-1], multimodal) is not None
+    return (is_memory_path(rel) or rel == LEGACY_ROOT) and file_kind(rel, multimodal) is not None
 
 
 def keep_contents(settings: Settings, table: Table, paths: list[str] | None = None) -> tuple[dict[str, tuple[str, int]], list[str]]:

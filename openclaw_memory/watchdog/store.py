@@ -314,20 +314,33 @@ _CONTENT_BYTES = ("SELECT COALESCE(SUM(stored), 0) FROM objects "
 def _prune(conn: sqlite3.Connection, keep: int, max_bytes: int | None = None) -> None:
     """Keep the newest ``keep`` snapshots, and drop the oldest while their kept content passes
     ``max_bytes`` (the baseline always stays). An object no snapshot keeps any more and no history
-    log names goes with the last snapshot that kept it."""
-    pinned = {v for (v,) in conn.execute("SELECT DISTINCT version FROM snapshot_files")}
-    conn.execute("DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)",
-                 (max(keep, 1),))
-    conn.execute("DELETE FROM snapshot_files WHERE label NOT IN (SELECT label FROM snapshots)")
+    log names goes with the last snapshot that kept it. Only the dropped snapshots' rows are looked
+    at (by label, then by version: both indexed), so a save that drops nothing scans nothing."""
+    dropped = [label for (label,) in conn.execute(
+        "SELECT label FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)",
+        (max(keep, 1),))]
+    # Rows whose snapshot is gone some other way (a damaged one set aside by `rebuild`).
+    dropped += [label for (label,) in conn.execute(
+        "SELECT DISTINCT label FROM snapshot_files WHERE label NOT IN (SELECT label FROM snapshots)")]
+    unpinned = _drop_snapshots(conn, dropped)
     while max_bytes is not None and conn.execute(_CONTENT_BYTES).fetchone()[0] > max_bytes:
         oldest = conn.execute("SELECT label FROM snapshots WHERE (SELECT COUNT(*) FROM snapshots) > 1 "
                               "ORDER BY seq LIMIT 1").fetchone()
         if oldest is None:
             break
-        conn.execute("DELETE FROM snapshots WHERE label = ?", oldest)
-        conn.execute("DELETE FROM snapshot_files WHERE label = ?", oldest)
-    still = {v for (v,) in conn.execute("SELECT DISTINCT version FROM snapshot_files")}
-    for version in pinned - still:
-        if conn.execute("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (version,)).fetchone() is None:
+        unpinned |= _drop_snapshots(conn, [oldest[0]])
+    for version in unpinned:
+        if (conn.execute("SELECT 1 FROM snapshot_files WHERE version = ? LIMIT 1", (version,)).fetchone() is None
+                and conn.execute("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (version,)).fetchone() is None):
             conn.execute("DELETE FROM objects WHERE version = ?", (version,))
             conn.execute("DELETE FROM object_parts WHERE version = ?", (version,))
+
+
+def _drop_snapshots(conn: sqlite3.Connection, labels: list[str]) -> set[str]:
+    """Delete these snapshots and their content rows; returns the versions those rows named."""
+    versions: set[str] = set()
+    for label in labels:
+        versions.update(v for (v,) in conn.execute("SELECT version FROM snapshot_files WHERE label = ?", (label,)))
+        conn.execute("DELETE FROM snapshots WHERE label = ?", (label,))
+        conn.execute("DELETE FROM snapshot_files WHERE label = ?", (label,))
+    return versions
