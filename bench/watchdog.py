@@ -242,10 +242,9 @@ def git_benchmark(base: Path, notes: int, runs: int) -> None:
     build_memory(ws, notes)
     settings = settings_for(ws, state)
     take_snapshot(settings)
-    store = SnapshotStore(settings.data_dir)
 
-    def without_git_step() -> None:  # verify as it was: the comparison alone
-        base_table = store.baseline()
+    def without_git_step() -> None:  # verify_workspace as it was: the comparison alone
+        base_table = SnapshotStore(settings.data_dir).baseline()
         assert base_table is not None
         rules = rules_for(ws, settings.state_dir, base_table.ignore)
         result_from(base_table, compare_workspace(ws, rules, base_table, None, base_table.guard_ns))
