@@ -152,3 +152,35 @@ def test_a_doctor_refresh_keeps_the_repaired_files_new_content(workspace, state_
     kept = SnapshotStore(settings.data_dir).files("base")
     assert _read(settings, kept["memory/a.md"][0]) == b"a, repaired\n"
     assert _read(settings, kept["MEMORY.md"][0]) == b"# Memory\n"
+
+
+def test_a_heartbeat_keeps_content_as_a_snapshot_does(workspace, state_dir):
+    from openclaw_memory.watchdog.heartbeat import heartbeat
+
+    write(workspace / "MEMORY.md", "# Memory\n- before the break\n")
+    settings = settings_for(workspace, state_dir)
+    first = heartbeat(settings).snapshot
+    write(workspace / "MEMORY.md", "# Memory\n- after\n")
+    beat = heartbeat(settings)
+    assert beat.status == "BREAK"
+    store = SnapshotStore(settings.data_dir)
+    assert _read(settings, store.files(first)["MEMORY.md"][0]) == b"# Memory\n- before the break\n"
+    assert _read(settings, store.files(beat.snapshot)["MEMORY.md"][0]) == b"# Memory\n- after\n"
+
+
+def test_a_damaged_snapshot_set_aside_takes_its_rows_and_only_its_own_objects(workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n- kept by both\n")
+    write(workspace / "memory" / "a.md", "only in the damaged one\n")
+    settings = settings_for(workspace, state_dir)
+    take_snapshot(settings, "damaged")
+    (workspace / "memory" / "a.md").unlink()
+    take_snapshot(settings, "sound")
+    only_damaged = SnapshotStore(settings.data_dir).files("damaged")["memory/a.md"][0]
+    db = Database(settings.data_dir)
+    with db.transaction() as conn:
+        conn.execute("UPDATE snapshots SET body = CAST('garbled' AS BLOB) WHERE label = 'damaged'")
+    moved, baseline = SnapshotStore(settings.data_dir).rebuild(settings.watchdog.keep)
+    assert len(moved) == 1 and baseline == "sound"
+    assert db.rows("SELECT COUNT(*) FROM snapshot_files WHERE label = 'damaged'") == [(0,)]
+    kept = SnapshotStore(settings.data_dir).files("sound")["MEMORY.md"][0]
+    assert _objects(settings) == {kept} and only_damaged not in _objects(settings)
