@@ -155,3 +155,12 @@ def test_another_users_repository_is_a_note_not_an_error(workspace, state_dir):
         assert "safe.directory" in note and str(ws) in note
     finally:
         shutil.rmtree(top)
+
+
+def test_a_memory_folder_git_ignores_whole_is_named(tmp_path, workspace, state_dir):
+    git(workspace, "init", "-q")
+    write(workspace / ".gitignore", "memory/\n")
+    write(workspace / "memory" / "a.md", "never backed up\n")
+    write(workspace / "MEMORY.md", "# Memory\n")
+    (changes,) = memory_git_changes(settings_for(workspace, state_dir))[0]
+    assert changes.ignored == ("memory/",) and changes.untracked == ("MEMORY.md",)

@@ -163,7 +163,8 @@ def workspace_head(workspace: Path) -> str | None:
 def _memory_only(changes: GitChanges, multimodal: bool) -> GitChanges:
     """Drop what no scan would call a memory file (a ``memory/.DS_Store``, an extra folder's other files)."""
     def keep(paths: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(p for p in paths if file_kind(p.rsplit("/", 1)[-1], multimodal))
+        # A folder git ignores whole (``memory/`` in .gitignore) is named as the folder.
+        return tuple(p for p in paths if p.endswith("/") or file_kind(p.rsplit("/", 1)[-1], multimodal))
 
     return replace(changes, modified=keep(changes.modified), staged=keep(changes.staged),
                    untracked=keep(changes.untracked), ignored=keep(changes.ignored))
