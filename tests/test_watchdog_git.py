@@ -30,6 +30,11 @@ def _no_user_git_config(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
 
 
+def _outside_any_repository(folder: Path) -> None:
+    if any((p / ".git").exists() for p in folder.parents):
+        pytest.skip(f"a folder above {folder} is a git repository: 'no repository' cannot be made here")
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
                           check=True, capture_output=True, text=True).stdout.strip()
@@ -115,6 +120,7 @@ def test_a_workspace_in_no_repository_never_starts_git(tmp_path, workspace, monk
     write(bin_dir / "git", f"#!/bin/sh\necho started >> {started}\nexit 1\n")
     os.chmod(bin_dir / "git", 0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
+    _outside_any_repository(workspace)
     write(workspace / "MEMORY.md", "# Memory\n")
     assert git_changes(workspace) == (None, None) and not started.exists()
     (workspace / ".git").mkdir()  # the control: with a repository above, git is asked
@@ -122,6 +128,7 @@ def test_a_workspace_in_no_repository_never_starts_git(tmp_path, workspace, monk
 
 
 def test_no_repository_or_no_git_says_nothing(tmp_path, workspace, state_dir, monkeypatch, cli):
+    _outside_any_repository(workspace)
     write(workspace / "MEMORY.md", "# Memory\n")
     settings = settings_for(workspace, state_dir)
     take_snapshot(settings)
