@@ -100,6 +100,7 @@ def test_verify_and_doctor_name_uncommitted_and_ignored_memory_files_without_wri
 
 
 def test_an_extra_path_in_a_repository_of_its_own_is_asked_too(tmp_path, workspace, state_dir):
+    _outside_any_repository(workspace)
     notes = tmp_path / "notes"
     notes.mkdir()
     git(notes, "init", "-q")
