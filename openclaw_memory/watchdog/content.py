@@ -18,7 +18,7 @@ from ..fsutil.safeopen import FILE_FLAGS, Folder
 from ..history.objects import ObjectStore
 from ..settings import Settings
 from .observe import KIND_FILE
-from .store import Table
+from .store import SnapshotStore, Table
 from .verify import display
 
 
@@ -56,8 +56,9 @@ def keep_contents(settings: Settings, table: Table, paths: list[str] | None = No
     kept: dict[str, tuple[str, int]] = {}
     notes: list[str] = []
     rows = range(len(table)) if paths is None else [table.index[p] for p in paths if p in table.index]
-    # The new objects in one transaction: one sync to disk, not one per file.
-    with db.transaction():
+    # The new objects in one transaction: one sync to disk, not one per file; a full disk says, as
+    # a save does, that no snapshot was saved and the baseline is unchanged.
+    with SnapshotStore(settings.data_dir).saving():
         _keep_rows(settings, table, rows, objects, pinned, kept, notes)
     return kept, notes
 
