@@ -25,6 +25,8 @@ $(STAMP): pyproject.toml constraints.txt
 # The torch extra with torch's CPU build: the version constraints.txt pins, its "+cpu" wheel from
 # PyTorch's index (named exactly, so PyPI's CUDA build of the same version cannot be picked), and
 # everything else from PyPI. The slow tier's reference-backend tests skip without it; CI runs it.
+# One retry: a machine that cannot reach that index (a local wheel folder serves it) waited out
+# five backoffs for each of ~80 packages.
 TORCH_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_CPU := torch==$(shell sed -n 's/^torch==//p' constraints.txt)+cpu
 TORCH_STAMP := $(VENV)/.installed-torch
@@ -32,7 +34,7 @@ TORCH_STAMP := $(VENV)/.installed-torch
 install-torch: $(TORCH_STAMP)
 
 $(TORCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -c constraints.txt --extra-index-url $(TORCH_INDEX) '$(TORCH_CPU)' -e '.[torch]'
+	$(PY) -m pip install --quiet --retries 1 -c constraints.txt --extra-index-url $(TORCH_INDEX) '$(TORCH_CPU)' -e '.[torch]'
 	@touch $(TORCH_STAMP)
 
 demo: install
