@@ -14,6 +14,7 @@ import io
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+def pytest_configure(config) -> None:
+    """A suite started in the background of a script (``make test &``, nohup) inherits SIGINT
+    ignored, and so would every CLI it starts: Python then installs no KeyboardInterrupt, and a test
+    of Ctrl-C waits forever. Children of a process with a handler get the default back at exec."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -33,11 +33,14 @@ def test_ctrl_c_in_a_first_index_keeps_what_was_embedded_and_says_so(workspace, 
                             stderr=subprocess.PIPE, bufsize=0, cwd=workspace,
                             env=fault("index:embedded:1=pause", env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off")))
     assert proc.stderr is not None
-    while b"test-hook: paused at index:embedded:1" not in (line := proc.stderr.readline()):
-        assert line, "the index ended without pausing"  # (it pauses until a signal: no wait is timed)
-    proc.send_signal(signal.SIGINT)
-    said = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 130
+    try:
+        while b"test-hook: paused at index:embedded:1" not in (line := proc.stderr.readline()):
+            assert line, "the index ended without pausing"  # (it pauses until a signal: no wait is timed)
+        proc.send_signal(signal.SIGINT)
+        said = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 130
+    finally:
+        proc.kill()  # a paused index left behind would hold its lock (and the run) forever
     # (of the chunks counted so far: files are read while the first batches embed)
     assert re.search(r"32 of \d+ new chunks were embedded and saved", said) and "resumes" in said, said
     assert "beside" not in said and "live index" not in said
