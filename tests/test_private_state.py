@@ -259,3 +259,112 @@ def test_a_service_started_in_the_background_keeps_the_users_umask_for_the_works
         assert stat.S_IMODE(os.stat(base / "ws" / "memory" / "bg").st_mode) == 0o755
     finally:
         stop_service(settings)
+
+
+def plant_link(link: str, target: str) -> str:
+    os.symlink(target, link)
+    return os.readlink(link)
+
+
+def test_a_data_dir_planted_as_a_link_by_another_user_is_refused(base):
+    """In a state dir others may add to (1777, as /tmp), another user makes ``openclaw-memory`` a
+    link of theirs, to a folder of the user's: write, search and serve refuse it in one line naming
+    the link and the fix, and nothing is made through it (followed, the data would go where the
+    link's owner chooses, and they could change it under a running service)."""
+    write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
+    (base / "state").mkdir()
+    os.chmod(base / "state", 0o1777)
+    victim = base / "vict"
+    victim.mkdir()  # the user's own folder: followed, it passed every check of the owner and mode
+    link = base / "state" / "openclaw-memory"
+    assert as_nobody(plant_link, str(link), str(victim)) == str(victim)
+    assert os.lstat(link).st_uid == NOBODY
+    for args in (("write", "memory/new.md", "--stdin"), ("search", "vault"), ("serve", "--no-watch"), ("read", "MEMORY.md")):
+        done = run(base, *args, input="# New\n")
+        assert done.returncode == 2, (args, done.stderr)
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"error: refusing the folder {link}: it is a symbolic link (to {victim}, made by uid {NOBODY})")
+        assert f"`rm {link}`" in lines[0]
+    assert os.listdir(victim) == []
+    assert not (base / "ws" / "memory").exists()
+    os.unlink(link)  # the control: the same commands with the link gone make a data dir of the user's
+    ok(run(base, "write", "memory/new.md", "--stdin", input="# New\n"))
+    assert not os.path.islink(link) and os.lstat(link).st_uid == 0 and os.listdir(victim) == []
+
+
+def test_a_link_planted_after_the_check_is_refused_when_the_folder_is_made(base):
+    """``openclaw-memory`` missing when the command starts (nothing to check), then planted as a link
+    by another user before the first write makes it: the folder's making refuses it, and makes
+    nothing through it."""
+    from openclaw_memory.errors import StateDirUnsafe
+    from openclaw_memory.fsutil.private import check_data_dir, make_dirs
+
+    state, victim = base / "state", base / "vict"
+    state.mkdir()
+    os.chmod(state, 0o1777)
+    victim.mkdir()
+    data = state / "openclaw-memory" / "workspaces" / "ws-0123456789ab"
+    check_data_dir(state, data)
+    as_nobody(plant_link, str(state / "openclaw-memory"), str(victim))
+    with pytest.raises(StateDirUnsafe, match="it is a symbolic link"):
+        make_dirs(data / "service")
+    assert os.listdir(victim) == []
+    os.unlink(state / "openclaw-memory")  # the control: with the link gone, the folders are made
+    make_dirs(data / "service")
+    assert stat.S_IMODE(os.lstat(state / "openclaw-memory").st_mode) == 0o700
+
+
+OTHER = 12345  # a uid no account has: the mount namespace below gives it root's group as its primary one
+
+
+def test_a_folder_writable_by_a_group_that_is_another_users_primary_one_is_refused(base):
+    """Root's group has no other member listed in /etc/group, but a user whose primary group it is
+    (only in /etc/passwd) may write in a 0770 data dir of root:root: the data dir is refused, not
+    taken as the user's own private group. /etc/passwd with that user is bound in a mount namespace
+    of the command alone."""
+    write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
+    ok(run(base, "index"))
+    data = data_dir(base)
+    for folder in (data.parents[2], data.parents[1], data.parent):
+        os.chmod(folder, 0o750)  # the group may reach the data dir, not change what leads to it
+    os.chmod(data, 0o770)
+    os.chown(data, 0, 0)
+    passwd = base / "passwd"
+    passwd.write_text(Path("/etc/passwd").read_text() + f"ocm-other:x:{OTHER}:0::/nonexistent:/usr/sbin/nologin\n")
+    os.chmod(passwd, 0o644)
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/passwd && getent passwd ocm-other', str(passwd)],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no mount namespace here to add a user in: {probe.stderr.strip()}")
+
+    def create_in(folder: str) -> bool:  # as uid OTHER, group 0: the threat is real
+        os.setgroups([])
+        os.setgid(0)
+        os.setuid(OTHER)
+        os.close(os.open(os.path.join(folder, "planted"), os.O_CREAT | os.O_WRONLY, 0o600))
+        return True
+
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if create_in(str(data)) else 1
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert os.lstat(data / "planted").st_uid == OTHER
+    os.unlink(data / "planted")
+    before = tree(base / "state")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/passwd && exec "$@"', str(passwd),
+                           sys.executable, "-m", "openclaw_memory", "write", "memory/new.md", "--stdin"],
+                          cwd=base / "ws", env=env_for(base / "ws", base / "state"), input="# New\n",
+                          capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"error: refusing the data dir {data}: other users may write in it (mode 0770)")
+    assert tree(base / "state") == before
+    assert not (base / "ws" / "memory").exists()
+    ok(run(base, "write", "memory/new.md", "--stdin", input="# New\n"))  # the control: without that user, root's own group
+    assert stat.S_IMODE(os.stat(data).st_mode) == 0o700

@@ -11,7 +11,8 @@ socket) holds the memory text, so no other user may read it, write it or take it
   is the user's, gets the user's own umask back explicitly (:func:`as_user_made`).
 - :func:`make_dirs`: missing folders made 0700 (the state dir too, when this makes it).
 - :func:`check_data_dir`: before a command uses the data dir, a folder another user could
-  have tampered with is refused (:class:`~openclaw_memory.errors.StateDirUnsafe`), and one of
+  have tampered with (a link below the state dir included) is refused
+  (:class:`~openclaw_memory.errors.StateDirUnsafe`), and one of
   ours left open (0755, 0644 files: a program that imports the package keeps its own umask) is
   closed, its whole tree with it.
 """
@@ -28,6 +29,7 @@ from ..errors import StateDirUnsafe
 
 PRIVATE_UMASK = 0o077
 _user_umask: int | None = None  # the umask this process started with, while private_umask() holds
+_checked: set[Path] = set()  # the state dirs check_data_dir looked at: make_dirs checks below them too
 
 
 @contextmanager
@@ -61,23 +63,38 @@ def as_user_made(fd: int, mode: int) -> None:
 
 
 def make_dirs(path: str | os.PathLike[str]) -> None:
-    """``os.makedirs``, each folder it makes 0700 whatever the umask."""
+    """``os.makedirs``, each folder it makes 0700 whatever the umask. Below a state dir that
+    :func:`check_data_dir` checked, the folders the path goes through that it did not make are
+    checked as that does (a link or another user's entry refused) before anything is made in them:
+    what was missing when the command started could have been planted since, in a state dir others
+    may add to (1777)."""
     path = os.fspath(path)
+    guard = next((state_dir for state_dir in _checked if state_dir in Path(path).parents), None)
     missing: list[str] = []
-    while not os.path.isdir(path):
+    while not _present(path):
         missing.append(path)
         parent = os.path.dirname(path)
         if parent == path:
             break
         path = parent
+    _check_made(guard, path)  # before anything is made in it
     for folder in reversed(missing):
         try:
-            os.mkdir(folder, 0o700)
+            os.mkdir(folder, 0o700)  # never through a link: mkdir does not follow a last component
         except FileExistsError:
             if not os.path.isdir(folder):
                 raise
-            continue  # made meanwhile (another process): checked like any other by check_data_dir
+            _check_made(guard, folder)  # made meanwhile: by another process of ours, or by another user
+            continue
         os.chmod(folder, 0o700)  # a umask that takes the owner's own bits too
+
+
+def _check_made(guard: Path | None, folder: str) -> None:
+    """The folders from below the state dir ``guard`` down to ``folder`` (one of those the path goes
+    through), checked as :func:`check_data_dir` checks them; nothing to check above the state dir.
+    A folder this process then makes in one that passed is its own, and cannot be swapped."""
+    if guard is not None and guard in Path(folder).parents:
+        _check_below(guard, Path(folder), tighten=False)
 
 
 def check_data_dir(state_dir: Path, data_dir: Path) -> None:
@@ -88,8 +105,10 @@ def check_data_dir(state_dir: Path, data_dir: Path) -> None:
     The state dir may be OpenClaw's (it holds openclaw.json): its mode is not ours to change. It
     is refused when it belongs to another user (not root), or when others may write in it without
     the sticky bit (``/tmp`` is fine): either could swap ``openclaw-memory/`` for a folder of
-    theirs. Below it every folder is ours: refused when it is another user's or others may write
-    in it (one of them could have swapped what it holds), else tightened.
+    theirs. Below it every folder is ours, looked at itself: refused when it is a link (in a 1777
+    state dir another user may plant ``openclaw-memory`` as one, and change it at will, being its
+    owner), another user's, or others may write in it (one of them could have swapped what it
+    holds), else tightened.
     """
     euid = os.geteuid()
     st = _stat(state_dir)
@@ -99,27 +118,42 @@ def check_data_dir(state_dir: Path, data_dir: Path) -> None:
         raise _not_yours("state dir", state_dir, st.st_uid, f"`chown {euid} {state_dir}`")
     if _writable_by_others(st) and not st.st_mode & stat.S_ISVTX:
         raise _open_to_others("state dir", state_dir, st.st_mode, f"`chmod go-w {state_dir}`")
-    folder, opened = Path(state_dir), False
-    parts = Path(data_dir).relative_to(state_dir).parts
+    _checked.add(Path(state_dir))
+    _check_below(Path(state_dir), Path(data_dir), tighten=True)
+
+
+def _check_below(state_dir: Path, data_dir: Path, tighten: bool) -> None:
+    """Each folder from below ``state_dir`` down to ``data_dir`` that exists, looked at itself
+    (``lstat``: a link is refused, never followed): another user's, a link, or writable by others is
+    refused; with ``tighten``, one of ours left open is closed, and its whole tree with it."""
+    euid = os.geteuid()
+    folder, whole, loose = state_dir, False, []
+    parts = data_dir.relative_to(state_dir).parts
     for depth, part in enumerate(parts, 1):
         folder = folder / part
-        st = _stat(folder)
+        st = _lstat(folder)
         if st is None:
             break
         role = "data dir" if depth == len(parts) else "folder"
+        if stat.S_ISLNK(st.st_mode):
+            raise _a_link(role, folder, st.st_uid)
         if st.st_uid != euid:
             raise _not_yours(role, folder, st.st_uid, f"`chown -R {euid} {folder}`")
         if _writable_by_others(st):
             raise _open_to_others(role, folder, st.st_mode, f"`chmod -R go-rwx {folder}`")
         if stat.S_IMODE(st.st_mode) != 0o700:
-            try:
-                os.chmod(folder, 0o700)
-            except OSError:
-                return  # read-only media: nothing will be written there, and what reads still reads
-            opened = True
+            loose.append(folder)
     else:
-        if opened:
-            close_tree(folder)
+        whole = True  # down to the data dir itself
+    if not tighten:
+        return
+    for each in loose:  # once all passed: a refusal changes nothing
+        try:
+            os.chmod(each, 0o700)
+        except OSError:
+            return  # read-only media: nothing will be written there, and what reads still reads
+    if whole and loose:
+        close_tree(folder)
 
 
 def close_tree(top: Path) -> None:
@@ -138,11 +172,31 @@ def close_tree(top: Path) -> None:
 
 
 def _stat(path: Path) -> os.stat_result | None:
+    """The state dir, followed (settings resolved it to its real path: a user's ``~/.openclaw``
+    may be a link of theirs)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return None
     return st if stat.S_ISDIR(st.st_mode) else None  # not a folder: the command that needs it says so
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    """A folder below the state dir, or a link there; None when missing or something else."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return st if stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode) else None
+
+
+def _present(path: str) -> bool:
+    """A folder, or a link (which :func:`_check_below` refuses): nothing to make."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode) and os.path.isdir(path)
 
 
 def _writable_by_others(st: os.stat_result) -> bool:
@@ -151,7 +205,8 @@ def _writable_by_others(st: os.stat_result) -> bool:
 
 
 def _own_group(gid: int) -> bool:
-    """A user private group (umask 002 systems make folders 0775 with one): named as the user, no other member."""
+    """A user private group (umask 002 systems make folders 0775 with one): named as the user, no
+    other member, and no other user's primary group."""
     import grp
     import pwd
 
@@ -160,12 +215,26 @@ def _own_group(gid: int) -> bool:
         group = grp.getgrgid(gid)
     except KeyError:
         return False
-    return group.gr_name == user and set(group.gr_mem) <= {user}
+    if group.gr_name != user or not set(group.gr_mem) <= {user}:
+        return False
+    # Its members are also the users whose primary group it is, who are not listed in gr_mem.
+    return all(entry.pw_name == user for entry in pwd.getpwall() if entry.pw_gid == gid)
 
 
 def _not_yours(role: str, path: Path, uid: int, fix: str) -> StateDirUnsafe:
     return StateDirUnsafe(role, str(path), f"it belongs to uid {uid}, not to you (uid {os.geteuid()}): its owner could read or "
                           "change what it holds", f"if it is yours, {fix}; else give --state-dir a folder of your own")
+
+
+def _a_link(role: str, path: Path, uid: int) -> StateDirUnsafe:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "somewhere"  # removed meanwhile: it was a link all the same
+    return StateDirUnsafe(role, str(path), f"it is a symbolic link (to {target}, made by uid {uid}): whoever can "
+                          "change it chooses where the data goes, and can take it away from a running service",
+                          f"remove the link (`rm {path}`; what it points to is left as it is), or give --state-dir a "
+                          "real folder of your own")
 
 
 def _open_to_others(role: str, path: Path, mode: int, fix: str) -> StateDirUnsafe:
