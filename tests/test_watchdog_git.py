@@ -172,3 +172,19 @@ def test_a_memory_folder_git_ignores_whole_is_named(tmp_path, workspace, state_d
     write(workspace / "MEMORY.md", "# Memory\n")
     (changes,) = memory_git_changes(settings_for(workspace, state_dir))[0]
     assert changes.ignored == ("memory/",) and changes.untracked == ("MEMORY.md",)
+
+
+def test_a_workspace_in_a_folder_its_repository_ignores_is_not_reported(tmp_path, state_dir):
+    """A workspace under a repository's ignored build/ (make demo's, in a clone) is not part of
+    that work tree: doctor said "git-ignored: build/" and --fix exited 1 on a clean workspace."""
+    repo = tmp_path / "repo"
+    ws = repo / "build" / "demo" / "ws"
+    write(ws / "MEMORY.md", "# Memory\n")
+    write(ws / "memory" / "a.md", "a\n")
+    git(repo, "init", "-q")
+    write(repo / ".gitignore", "build/\n")
+    settings = settings_for(ws, state_dir)
+    assert memory_git_changes(settings) == ((), ())
+    write(repo / ".gitignore", "build/demo/ws/memory/\n")  # the control: a memory folder it ignores is named
+    (changes,) = memory_git_changes(settings)[0]
+    assert changes.ignored == ("memory/",)

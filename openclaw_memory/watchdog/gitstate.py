@@ -74,7 +74,12 @@ def git_changes(root: Path, pathspecs: tuple[str, ...] = WORKSPACE_PATHSPECS) ->
     if status.returncode != 0:
         return None, _refusal(root, status.stderr) or (
             f"git status failed under {root}: {_first_line(status.stderr)}")
-    return parse_status(str(root), prefix, status.stdout), None
+    changes = parse_status(str(root), prefix, status.stdout)
+    if any(prefix.startswith(folder) for folder in changes.ignored if folder.endswith("/")):
+        # The repository ignores a folder holding the whole root (a workspace under build/, say):
+        # the root is not part of that work tree, and nothing of it is the repository's business.
+        return None, None
+    return changes, None
 
 
 def _may_be_in_a_repository(root: Path) -> bool:
@@ -112,7 +117,8 @@ def parse_status(root: str, prefix: str, out: bytes) -> GitChanges:
                 found["modified"].append(path)
 
     def rel(paths: list[str]) -> tuple[str, ...]:
-        return tuple(sorted(p.removeprefix(prefix) for p in paths))
+        # A folder above the root (an ignored one that holds it) keeps its repository path.
+        return tuple(sorted(p.removeprefix(prefix) if p.startswith(prefix) else p for p in paths))
 
     return GitChanges(root, head, rel(found["modified"]), rel(found["staged"]), rel(found["untracked"]),
                       rel(found["ignored"]))
