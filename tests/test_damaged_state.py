@@ -535,6 +535,94 @@ def test_a_command_beside_the_service_never_deletes_the_wal_under_it(workspace, 
     assert _fix_and_count(cli_process) == count + 1
 
 
+def _damage_a_middle_frame(wal: Path, way: str) -> int:
+    """One frame halfway through the WAL (not the last committed one) damaged in place, the file's
+    size unchanged: its page zeroed, or 16 bytes inside it overwritten; which frame (from 1)."""
+    data = wal.read_bytes()
+    page_size = int.from_bytes(data[8:12], "big")
+    frames = (len(data) - 32) // (24 + page_size)
+    assert frames >= 20, frames
+    n = frames // 2
+    at = 32 + (n - 1) * (24 + page_size) + 24
+    with open(wal, "r+b") as fh:
+        if way == "zeroed":
+            fh.seek(at)
+            fh.write(b"\0" * page_size)
+        else:
+            fh.seek(at + page_size // 2)
+            fh.write(random.Random("frame").randbytes(16))
+    return n
+
+
+def _file_is_sound(db: Path, scratch: Path) -> None:
+    """The database file alone (its WAL left out) passes SQLite's integrity check: nothing damaged
+    was checkpointed into it."""
+    scratch.mkdir()
+    shutil.copyfile(db, scratch / "state.db")
+    conn = sqlite3.connect(scratch / "state.db")
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("when,way", [("stopped", "zeroed"), ("killed", "overwritten")])
+def test_a_frame_damaged_in_the_middle_of_the_wal_is_found_and_never_checkpointed(workspace, state_dir, cli_process,
+                                                                                   service, tmp_path, when, way):
+    """SQLite's WAL checksums are cumulative: a frame damaged halfway breaks the chain for every
+    frame after it, which SQLite then drops. Checking only the last committed frame missed it: the
+    service's last close checkpointed the zeros over good pages, or the next command did."""
+    running, db, _ = _with_a_service(workspace, state_dir, cli_process, service, before=3, during=12)
+    wal = Path(f"{db}-wal")
+    if when == "killed":
+        assert running.stop(signal.SIGKILL) == -signal.SIGKILL
+    _damage_a_middle_frame(wal, way)
+    if when == "stopped":
+        assert running.stop() == 0, "".join(running.stderr)
+    assert wal.exists()  # not checkpointed and deleted
+    _file_is_sound(db, tmp_path / "file")
+    assert "state-db-damaged" in _findings(cli_process)
+    written = cli_process("write", "MEMORY.md", "--append", "after the damage", "--no-index", env=IN_PROCESS)
+    _clean(written)
+    assert written.returncode == 1 and "doctor --fix" in written.stderr, written.stderr  # refused, never checkpointed
+    _file_is_sound(db, tmp_path / "still")
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    assert repair["status"] == "done" and "every row was recovered" not in repair["detail"], repair
+    assert "write-ahead log" in repair["detail"], repair
+    assert list((_data_dir(state_dir) / "damaged").glob("*/state.db-wal"))  # the damaged log, kept
+    assert _versions(cli_process) >= 3
+
+
+def test_a_wal_deleted_under_the_service_is_copied_in_when_it_stops(workspace, state_dir, cli_process, service):
+    """The service still holds the WAL it opened: a clean stop copies it in, whatever came next."""
+    running, db, count = _with_a_service(workspace, state_dir, cli_process, service, during=8)
+    os.unlink(f"{db}-wal")
+    assert running.stop() == 0, "".join(running.stderr)
+    assert _findings(cli_process) == set()
+    assert _versions(cli_process) == count
+
+
+def test_doctor_fix_never_rebuilds_under_a_service_that_holds_the_deleted_wal(workspace, state_dir, cli_process, service):
+    """Following doctor's advice with the service still running rebuilt from the file alone and
+    said "every row was recovered": the versions only the service still held were gone."""
+    running, db, count = _with_a_service(workspace, state_dir, cli_process, service, during=8)
+    os.unlink(f"{db}-wal")
+    plain = cli_process("doctor", "--json")
+    _clean(plain)
+    (finding,) = [f for f in plain.json()["findings"] if f["id"] == "state-db-damaged"]
+    assert f"pid {running.proc.pid}" in finding["message"] and "serve --stop" in finding["message"], finding
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    assert repair["status"] == "failed" and f"pid {running.proc.pid}" in repair["detail"], repair
+    assert not (_data_dir(state_dir) / "damaged").exists()  # nothing moved
+    assert running.stop() == 0, "".join(running.stderr)
+    assert _findings(cli_process) == set()
+    assert _versions(cli_process) == count
+
+
 def test_a_garbled_header_is_restored_and_every_row_kept(workspace, state_dir, cli_process):
     write(workspace / "MEMORY.md", "# Memory\n")
     for i in range(4):
@@ -595,6 +683,33 @@ def test_a_state_db_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace, 
         assert (kept / "inside").read_text() == "kept"
     _edit(cli_process, "a new line")  # a new state database
     assert _versions(cli_process) >= 1
+
+
+@pytest.mark.parametrize("suffix,make", [("-wal", _folder), ("-shm", _fifo)], ids=["wal folder", "shm fifo"])
+def test_a_companion_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace, state_dir, cli_process, suffix, make):
+    """A folder at the -wal failed every rebuild ("Is a directory"); a FIFO at the -shm made every
+    command, plain doctor included, say "disk I/O error"."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli_process, "a line", IN_PROCESS)
+    count = _versions(cli_process)
+    db = _data_dir(state_dir) / "state.db"
+    assert not os.path.lexists(f"{db}{suffix}")  # a clean close: everything is in the file
+    make(Path(f"{db}{suffix}"))
+    env = env_for(workspace, state_dir)
+    plain = run_process(["doctor", "--json"], env=env, cwd=workspace, timeout=60)
+    _clean(plain)
+    assert "state-db-companion-not-a-file" in {f["id"] for f in plain.json()["findings"]}, plain.stdout + plain.stderr
+    refused = run_process(["history", "MEMORY.md"], env=env, cwd=workspace, timeout=60)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"state.db{suffix}" in refused.stderr and "doctor --fix" in refused.stderr, refused.stderr
+    fixed = run_process(["doctor", "--fix", "--json"], env=env, cwd=workspace, timeout=60)
+    _clean(fixed)
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "state-db-companion-not-a-file"] == ["done"], \
+        fixed.stdout
+    (kept,) = (_data_dir(state_dir) / "damaged").glob(f"*/state.db{suffix}")
+    assert kept.is_dir() if make is _folder else stat.S_ISFIFO(os.lstat(kept).st_mode)  # moved, never deleted
+    assert _versions(cli_process) == count  # the database itself kept
+    assert _findings(cli_process) == set()
 
 
 def test_a_newer_schema_is_a_finding_and_commands_say_one_line(workspace, state_dir, cli_process):

@@ -8,9 +8,11 @@ process dies of SIGBUS on a shorter ``-shm``, and the checkpoint at the last clo
 zeroed frames over the good pages of the file. So:
 
 - :func:`not_a_file` says what ``state.db`` is when it is not a regular file (a FIFO would block
-  the open forever): nothing opens it, doctor names it.
+  the open forever): nothing opens it, doctor names it; :func:`odd_companions` says the same of
+  the ``-wal`` and ``-shm``.
 - :func:`wal_damage` compares the WAL with what its index says was committed (size, header,
-  salts, the last frame's checksum): a WAL that lost committed frames is damage, said before
+  salts, the checksum chain of every committed frame, verified once per frame and in full before
+  a checkpointing close): a WAL that lost committed frames is damage, said before
   SQLite opens the file (the first process to open it rebuilds the index from what the WAL
   still holds and the evidence is gone).
 - :class:`Companions` is the identity and size of the companions a connection opened; a
@@ -62,6 +64,17 @@ def not_a_file(path: str) -> str | None:
     return _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
 
 
+def odd_companions(path: str) -> list[tuple[str, str]]:
+    """(companion, what it is) for each of the ``-wal`` and ``-shm`` beside ``path`` that is not a
+    regular file: SQLite would fail on it with "disk I/O error" at every open (or block on a FIFO)."""
+    found = []
+    for suffix in ("-wal", "-shm"):
+        what = not_a_file(path + suffix)
+        if what is not None:
+            found.append((path + suffix, what))
+    return found
+
+
 # While this process has connections to a database (``hold``), the descriptors it reads that
 # database's companions through are kept open, by (device, inode), until its last connection
 # closes (``release``): closing any descriptor of a file drops every POSIX lock this process
@@ -81,6 +94,7 @@ def release(path: str) -> None:
     on its companions any more): the descriptors kept for them are closed."""
     _held.discard(path)
     _sound.pop(path, None)
+    _chains.pop(path, None)
     with _kept_lock:
         for key, (owner, fd) in list(_kept.items()):
             if owner == path:
@@ -130,9 +144,9 @@ def _kept_descriptor(path: str, database: str, write: bool = False) -> int | Non
 def checksum(data: bytes, big_endian: bool, s0: int = 0, s1: int = 0) -> tuple[int, int]:
     """SQLite's WAL checksum of ``data`` (a multiple of 8 bytes), continuing from (s0, s1)."""
     words = struct.unpack(f"{'>' if big_endian else '<'}{len(data) // 4}I", data)
-    for i in range(0, len(words), 2):
-        s0 = (s0 + words[i] + s1) & 0xFFFFFFFF
-        s1 = (s1 + words[i + 1] + s0) & 0xFFFFFFFF
+    for w0, w1 in zip(words[::2], words[1::2], strict=True):
+        s0 = (s0 + w0 + s1) & 0xFFFFFFFF
+        s1 = (s1 + w1 + s0) & 0xFFFFFFFF
     return s0, s1
 
 
@@ -193,16 +207,17 @@ def _parse_index(data: bytes | None) -> WalIndex | None:
 _sound: dict[str, tuple] = {}
 
 
-def wal_damage(path: str) -> str | None:
+def wal_damage(path: str, full: bool = False) -> str | None:
     """Why the WAL beside the database at ``path`` no longer holds what its index says was
     committed, or None. Only reads, without SQLite; looked at again when the index moved meanwhile
-    (another process wrote: what it sees is sound)."""
+    (another process wrote: what it sees is sound). ``full``: every frame's checksum verified
+    again, not only those new since this process last looked."""
     for _ in range(3):
         raw = _read(path + "-shm", INDEX_INFO)
         seen = (raw, _stat_key(path + "-wal"))
-        if _sound.get(path) == seen:
+        if not full and _sound.get(path) == seen:
             return None
-        found = _wal_against(path, _parse_index(raw))
+        found = _wal_against(path, _parse_index(raw), full)
         if _read(path + "-shm", INDEX_INFO) == raw:
             if found is None:
                 _sound[path] = seen
@@ -218,7 +233,7 @@ def _stat_key(path: str) -> tuple[int, ...] | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _wal_against(path: str, index: WalIndex | None) -> str | None:
+def _wal_against(path: str, index: WalIndex | None, full: bool = False) -> str | None:
     wal = path + "-wal"
     try:
         size = os.stat(wal).st_size
@@ -234,27 +249,68 @@ def _wal_against(path: str, index: WalIndex | None) -> str | None:
     head = wal_header(_read(wal, WAL_HEADER))
     if head is None:
         return f"its write-ahead log ({wal}) does not begin with a valid header (zeroed, cut short or overwritten)"
-    if index is None or head.salts != index.salts:
-        return None  # nothing claimed, or a new log begun since the index was read
     frame = FRAME_HEADER + head.page_size
     held = max(0, (size - WAL_HEADER) // frame)
+    if index is None:
+        return _unindexed_damage(wal, head, held)
+    if head.salts != index.salts:
+        return None  # a new log begun since the index was read
     if held < index.frames:
         return f"its write-ahead log ({wal}) holds {held} of the {index.frames} frames committed to it (it was cut short)"
-    last = _read(wal, frame, WAL_HEADER + (index.frames - 1) * frame) or b""
-    if index.frames == 1:
-        before = head.checksum
-    else:
-        previous = _read(wal, FRAME_HEADER, WAL_HEADER + (index.frames - 2) * frame) or b""
-        before = struct.unpack(">2I", previous[16:24]) if len(previous) == FRAME_HEADER else (-1, -1)
-    sound = (
-        len(last) == frame
-        and last[8:16] == index.salts
-        and struct.unpack(">I", last[4:8])[0] != 0  # the last frame of a commit
-        and struct.unpack(">2I", last[16:24]) == index.last_checksum
-        and checksum(last[:8] + last[FRAME_HEADER:], head.big_endian, *before) == index.last_checksum
-    )
-    if not sound:
-        return f"the last frame committed to its write-ahead log ({wal}) no longer reads back (zeroed or overwritten)"
+    identity = (_stat_key(wal) or (0, 0))[:2]
+    start = _chains.get(path) if not full else None
+    if start is None or start[0] != identity or start[1] != head.salts or start[2] > index.frames:
+        start = (identity, head.salts, 0, head.checksum, False)
+    sound, sums, commit = _walk(wal, head, start[2], start[3], index.frames, start[4])
+    if sound < index.frames or not commit or sums != index.last_checksum:
+        _chains.pop(path, None)
+        which = "the last frame" if sound >= index.frames - 1 else f"frame {sound + 1} of the {index.frames} frames"
+        return f"{which} committed to its write-ahead log ({wal}) no longer reads back (zeroed or overwritten)"
+    _chains[path] = (identity, head.salts, sound, sums, commit)
+    return None
+
+
+# Per database, how far this process has verified its WAL's checksum chain: (the WAL's device and
+# inode, its salts, frames verified, the running checksum after them, whether the last is a commit).
+# SQLite's checksum is cumulative (each frame's continues from the one before), so a frame zeroed in
+# the middle breaks every one after it; carried on, each use reads only the frames new since the
+# last. A checkpointing close and a new process verify from the first frame (``full``).
+_chains: dict[str, tuple] = {}
+_BATCH = 64  # frames read per pread
+
+
+def _walk(wal: str, head: WalHeader, done: int, sums: tuple[int, int], stop: int,
+          commit: bool = False) -> tuple[int, tuple[int, int], bool]:
+    """Frames ``done + 1`` up to ``stop`` checked in turn against the chain (salts, then checksum
+    continuing from ``sums``): how many verify in all, the checksum after the last that does, and
+    whether that one ends a commit."""
+    frame = FRAME_HEADER + head.page_size
+    while done < stop:
+        count = min(_BATCH, stop - done)
+        data = _read(wal, count * frame, WAL_HEADER + done * frame) or b""
+        for at in range(0, min(len(data) // frame, count) * frame, frame):
+            one = data[at:at + frame]
+            stored = struct.unpack(">2I", one[16:24])
+            if one[8:16] != head.salts or checksum(one[:8] + one[FRAME_HEADER:], head.big_endian, *sums) != stored:
+                return done, sums, commit
+            sums, commit, done = stored, struct.unpack(">I", one[4:8])[0] != 0, done + 1
+        if len(data) < count * frame:
+            break
+    return done, sums, commit
+
+
+def _unindexed_damage(wal: str, head: WalHeader, held: int) -> str | None:
+    """With no index to say what was committed (none, or one SQLite would rebuild), SQLite keeps
+    the frames up to the first one whose checksum breaks the chain: a commit with the log's salts
+    still there after that break was committed, and is damage (frames of a transaction that never
+    committed, or of an earlier log, are not)."""
+    sound, _sums, _commit = _walk(wal, head, 0, head.checksum, held)
+    frame = FRAME_HEADER + head.page_size
+    for n in range(sound + 1, held):
+        one = _read(wal, FRAME_HEADER, WAL_HEADER + n * frame) or b""
+        if len(one) == FRAME_HEADER and one[8:16] == head.salts and struct.unpack(">I", one[4:8])[0] != 0:
+            return (f"frame {sound + 1} of its write-ahead log ({wal}) no longer reads back (zeroed or overwritten), "
+                    f"and frames committed after it are still there")
     return None
 
 

@@ -23,7 +23,7 @@ from contextvars import ContextVar
 
 from ..errors import DiskFull, StateDamaged, StateDirError
 from ..fsutil.private import make_dirs
-from .companions import not_a_file, wal_damage
+from .companions import not_a_file, odd_companions, wal_damage
 from .failures import (
     BUSY_TIMEOUT_S,
     is_full,
@@ -35,6 +35,7 @@ from .handles import Handle, settle
 from .schema import create_or_migrate
 
 DB_NAME = "state.db"
+_ROLE = {"-wal": "write-ahead log", "-shm": "write-ahead log's index"}
 
 _local = threading.local()
 _read_only: ContextVar[bool] = ContextVar("openclaw_memory_state_read_only", default=False)
@@ -103,20 +104,28 @@ class Database:
                     return
 
     def unusable(self) -> str | None:
-        """Why SQLite must not open the database as it is now, or None: what is at its path is not
-        a regular file (a FIFO would block the open forever), or its WAL lost committed frames."""
+        """Why SQLite must not open the database as it is now, or None: what is at its path, or at its
+        ``-wal`` or ``-shm``, is not a regular file (a FIFO would block the open forever), or its WAL
+        lost committed frames."""
         what = not_a_file(self.path)
         if what is not None:
             return f"{self.path} is {what}, not a database file"
+        odd = odd_companions(self.path)
+        if odd:
+            return "; ".join(f"{path} is {what}, not the state database's {_ROLE[path[-4:]]}" for path, what in odd)
         settle(self.path)  # this process's own connections first deal with what changed under them
         damage = wal_damage(self.path)
         return None if damage is None else f"the state database ({self.path}) is damaged: {damage}"
 
     def _refuse_unusable(self) -> None:
         why = self.unusable()
-        if why is not None:
-            raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` sets it aside (never deleted) and "
-                               "makes a new state database with what it still holds")
+        if why is None:
+            return
+        if not_a_file(self.path) is None and odd_companions(self.path):
+            raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` moves it aside (never deleted) and keeps the "
+                               "database itself")
+        raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` sets it aside (never deleted) and "
+                           "makes a new state database with what it still holds")
 
     def _open(self) -> sqlite3.Connection:
         try:

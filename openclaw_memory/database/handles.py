@@ -114,8 +114,12 @@ class Handle:
             return
         if checkpoint is None:
             was, now = self.companions, companions(self.path)
+            if was.wal is not None and now.wal is None and now.shm == was.shm:
+                # Only unlinked: this connection still reads it, so it is copied in before it is let go.
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            # Every frame verified, not only those new since the last use: this close checkpoints.
             checkpoint = was.shm is None or (now.wal == was.wal and now.shm == was.shm
-                                             and now.shm_size >= was.shm_size and wal_damage(self.path) is None)
+                                             and now.shm_size >= was.shm_size and wal_damage(self.path, full=True) is None)
         if checkpoint:
             _checkpoint_on_close(self.conn, self.path, True)
         self.closed = True

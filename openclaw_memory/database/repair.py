@@ -31,7 +31,7 @@ from pathlib import Path
 import xxhash
 
 from ..fsutil.setaside import set_aside
-from .companions import SQLITE_MAGIC, not_a_file
+from .companions import SQLITE_MAGIC, not_a_file, wal_damage
 from .connection import Database, forget_connections, peek
 from .schema import SCHEMA_VERSION, create
 
@@ -100,6 +100,7 @@ def rebuild(db: Database) -> Salvage:
     forget_connections()  # before any copy: closing a descriptor of the file would drop their locks
     if not_a_file(db.path) is not None or not os.path.isfile(db.path):
         return Salvage(set_aside_files(db), {}, {})  # nothing to read: what was there is kept as it was
+    wal_lost = wal_damage(db.path, full=True)  # committed frames its index names that no copy can read
     scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
     try:
         copy = _scratch_copy(Path(db.path), scratch)  # first: a copy that fails (a full disk) moves nothing
@@ -110,6 +111,8 @@ def rebuild(db: Database) -> Salvage:
                 recovered = _recover(copy, scratch)
                 if recovered is not None:
                     lost = {t: why for t, why in lost.items() if _copy_all(recovered, target, (t,))}
+            if wal_lost:
+                lost["write-ahead log"] = f"{wal_lost}; what those frames held (the latest writes) is not in the new one"
             broken = _unsound_objects(target)
             if broken:
                 lost["objects"] = f"{len(broken)} stored version(s) whose bytes no longer read back"

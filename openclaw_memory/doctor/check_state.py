@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 WATCHDOG_DAMAGED = "watchdog-damaged"
 STATE_DB_DAMAGED = "state-db-damaged"
 STATE_DB_NOT_A_FILE = "state-db-not-a-file"
+STATE_DB_COMPANION_NOT_A_FILE = "state-db-companion-not-a-file"
 STATE_DB_NEWER = "state-db-newer"
 STATE_DB_UNRELEASED = "state-db-unreleased"
 INDEX_DAMAGED = "index-damaged"
@@ -51,7 +52,7 @@ def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
 
 def check_database(ctx: CheckContext) -> list[Finding]:
     from ..database import Database
-    from ..database.companions import not_a_file
+    from ..database.companions import not_a_file, odd_companions
     from ..database.repair import damage, newer_schema
 
     db = Database(ctx.settings.data_dir)
@@ -67,6 +68,18 @@ def check_database(ctx: CheckContext) -> list[Finding]:
             True,
             (db.path,),
         )]
+    odd = odd_companions(db.path)
+    if odd:
+        return [Finding(
+            STATE_DB_COMPANION_NOT_A_FILE,
+            "error",
+            "Beside the state database, where SQLite keeps its write-ahead log (-wal) and that log's index (-shm), "
+            f"is something that is not a file:\n{_listing([(path, what) for path, what in odd])}\n"
+            "No command can open the state database while it is there. `openclaw-memory doctor --fix` moves it under "
+            "the state dir's damaged/ folder, never deleting it; the database itself is kept as it is.",
+            True,
+            tuple(path for path, _ in odd),
+        )]
     reason = damage(db)
     if reason is None:
         newer = newer_schema(db)
@@ -81,10 +94,14 @@ def check_database(ctx: CheckContext) -> list[Finding]:
             False,
             (db.path,),
         )]
+    service = live_service(ctx.settings)
+    first = (f"The memory service (pid {service}) has it open and may still hold what is missing: stop it first "
+             "(`openclaw-memory serve --stop`), which copies that in, then run `openclaw-memory doctor` again. "
+             if service else "")
     return [Finding(
         STATE_DB_DAMAGED,
         "error",
-        f"The state database is damaged: {db.path}: {reason}.\n"
+        f"The state database is damaged: {db.path}: {reason}.\n{first}"
         "It holds the version history, what each agent read, the write keys, the index's manifests and "
         "statistics, the watchdog's snapshots, the pending checkpoint and the doctor's journal. "
         "`openclaw-memory doctor --fix` sets it aside with its -wal and -shm (under the state dir's damaged/ folder, "
@@ -94,6 +111,16 @@ def check_database(ctx: CheckContext) -> list[Finding]:
         True,
         (db.path,),
     )]
+
+
+def live_service(settings: Settings) -> str | None:
+    """The pid of the memory service that has this state dir's database open right now, or None.
+    Its connections may still hold what is no longer at the paths (a WAL deleted under it): only
+    it can copy that in, when it stops."""
+    from ..fsutil.lock import lock_holder
+    from ..memory.paths import lock_path
+
+    return lock_holder(lock_path(settings))
 
 
 def _unreleased(db) -> list[Finding]:

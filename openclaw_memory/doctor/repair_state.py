@@ -15,7 +15,15 @@ from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
 from ..fsutil.move import asides_of
 from ..fsutil.safeopen import Folder
-from .check_state import INDEX_DAMAGED, STATE_DB_DAMAGED, STATE_DB_NOT_A_FILE, WATCHDOG_DAMAGED, damaged_index
+from .check_state import (
+    INDEX_DAMAGED,
+    STATE_DB_COMPANION_NOT_A_FILE,
+    STATE_DB_DAMAGED,
+    STATE_DB_NOT_A_FILE,
+    WATCHDOG_DAMAGED,
+    damaged_index,
+    live_service,
+)
 from .model import Finding, Repair, RepairSpec
 from .place import place_no_replace
 
@@ -47,6 +55,12 @@ def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
     from ..history.store import HistoryStore
 
     db = Database(settings.data_dir)
+    service = live_service(settings)
+    if service:  # its connections may hold committed frames no longer at the paths: a rebuild would drop them
+        return Repair(finding.id, "rebuild", "failed",
+                      f"the memory service (pid {service}) has the state database open and may still hold what is missing; "
+                      "stop it (`openclaw-memory serve --stop`, which copies that in) and run `openclaw-memory doctor` "
+                      "again; nothing was moved", finding.paths)
     try:
         with HistoryStore.for_settings(settings).write_lock():
             if damage(db) is None:  # looked at again under the lock
@@ -79,6 +93,26 @@ def _set_aside_database(settings: Settings, finding: Finding) -> Repair:
         return _failed(finding, "set aside", exc)
     return Repair(finding.id, "set aside", "done", f"moved {what} to {moved}; the next command starts a new state database",
                   tuple(str(p) for p in (moved,) if p))
+
+
+def _set_aside_companions(settings: Settings, finding: Finding) -> Repair:
+    from ..database import Database
+    from ..database.companions import odd_companions
+    from ..fsutil.setaside import set_aside
+    from ..history.store import HistoryStore
+
+    db = Database(settings.data_dir)
+    try:
+        with HistoryStore.for_settings(settings).write_lock():
+            moved = [(what, set_aside(settings.data_dir, path)) for path, what in odd_companions(db.path)]  # looked at again under the lock
+    except (MemoryToolError, OSError) as exc:
+        return _failed(finding, "set aside", exc)
+    if not moved:
+        return Repair(finding.id, "set aside", "done", "only files are beside the state database again; nothing to do",
+                      finding.paths)
+    said = "; ".join(f"moved {what} to {where}" for what, where in moved)
+    return Repair(finding.id, "set aside", "done", f"{said}; the state database itself is kept as it was",
+                  tuple(str(where) for _, where in moved if where))
 
 
 def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
@@ -164,5 +198,7 @@ REPAIRS = {
                                  _rebuild_database),
     STATE_DB_NOT_A_FILE: RepairSpec("set aside", lambda f: "Move what is at the state database's path aside (kept under damaged/)",
                                     _set_aside_database),
+    STATE_DB_COMPANION_NOT_A_FILE: RepairSpec(
+        "set aside", lambda f: "Move what is not a file beside the state database aside (kept under damaged/)", _set_aside_companions),
     INDEX_DAMAGED: RepairSpec("rebuild", lambda f: "Rebuild the damaged parts of the search index from the memory files", _rebuild_index),
 }
