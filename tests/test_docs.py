@@ -65,7 +65,10 @@ def test_no_page_or_module_speaks_of_releases_that_never_were():
     for path in [*PAGES, *sorted((REPO / "openclaw_memory").rglob("*.py"))]:
         text = path.read_text(encoding="utf-8")
         assert not re.findall(r"[Dd]evelopment builds? before|before-state-db|the upgrade imports", text), path.name
-        for major, minor in re.findall(r"(?:[Rr]eleases? before|[Bb]efore) (\d+)\.(\d+)\b", text):
+        # "releases before 0.2", "before version 0.3", "before 0.2/0.3"; not a timing ("before 0.65 -> 4.60").
+        named = r"(?:[Rr]eleases? before |[Bb]efore (?:release |version |v))(\d+)\.(\d+)\b|[Bb]efore (\d+)\.(\d+)/"
+        for found in re.findall(named, text):
+            major, minor = found[0] or found[2], found[1] or found[3]
             assert (0, 1) < (int(major), int(minor)) <= current, f"{path.name} names release {major}.{minor}"
 
 
