@@ -246,3 +246,19 @@ def test_make_conformance_without_the_shared_folder_skips_and_succeeds(tmp_path)
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout == f"conformance: skipped, all of tests/conformance: no OpenClaw oracle installer at {absent}/oracle/setup.sh (see docs/openclaw.md)\n"
+
+
+@pytest.mark.slow
+def test_make_demo_runs_in_a_clone_whose_build_folder_git_ignores(tmp_path):
+    """`make demo` keeps its workspace under the clone's build/, which .gitignore lists: doctor
+    --fix said "git-ignored: build/", exited 1, and the demo stopped there in every clone."""
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "scripts", clone / "scripts")
+    shutil.copytree(REPO / "fixtures", clone / "fixtures")
+    (clone / ".gitignore").write_text("build/\n.venv/\n")
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    (clone / ".venv").symlink_to(sys.prefix)  # the demo runs .venv/bin/openclaw-memory
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    done = subprocess.run(["bash", "scripts/demo.sh"], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "git-ignored" not in done.stdout and "git ignored" not in done.stdout, done.stdout
