@@ -1,8 +1,8 @@
 """The state database's tables, versioned by ``PRAGMA user_version``, with forward migrations.
 
 Paths, names and keys are stored as their bytes (BLOB, see :func:`.connection.enc`): a file name
-that is not UTF-8 is kept exactly. Version 3 (:data:`FIRST_RELEASED`) is the schema of 0.1.0, the
-first release; versions 1 and 2, and the files kept in the data dir before the database, were
+that is not UTF-8 is kept exactly. Version 4 (:data:`FIRST_RELEASED`) is the schema of 0.1.0, the
+first release; versions 1 to 3, and the files kept in the data dir before the database, were
 development builds' and no release reads them (:func:`refuse_unreleased` says what to do). A newer
 database than this release knows is refused, never written (a newer openclaw-memory may have
 changed what a table means).
@@ -15,7 +15,7 @@ import sqlite3
 
 from ..errors import StateDamaged, UnreleasedLayout
 
-FIRST_RELEASED = 3
+FIRST_RELEASED = 4
 SCHEMA = """
     CREATE TABLE objects (            -- each stored version's bytes, zlib-compressed, in parts
         version TEXT PRIMARY KEY,     -- xxh3_128 of the uncompressed bytes
@@ -132,23 +132,18 @@ SCHEMA = """
         id INTEGER PRIMARY KEY CHECK (id = 1),
         record TEXT NOT NULL          -- JSON
     );
-"""
-# MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
-# release that changes a table appends its step and never edits one already released.
-MIGRATIONS: tuple[str, ...] = (
-    # 4: what each watchdog snapshot kept of each memory file (its bytes are an object, shared with
-    # the history: an unchanged file costs a row, not a copy; the objects a row names are not evicted).
-    """
-    CREATE TABLE snapshot_files (
+    CREATE TABLE snapshot_files (     -- what each watchdog snapshot kept of each memory file
         label TEXT NOT NULL,          -- the snapshot (snapshots.label)
         path BLOB NOT NULL,           -- workspace-relative
-        version TEXT NOT NULL,        -- objects.version: xxh3_128 of the bytes
+        version TEXT NOT NULL,        -- objects.version (shared with the history, never evicted while named)
         size INTEGER NOT NULL,
         PRIMARY KEY (label, path)
     ) WITHOUT ROWID;
     CREATE INDEX snapshot_files_version ON snapshot_files (version);
-    """,
-)
+"""
+# MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
+# release that changes a table appends its step and never edits one already released.
+MIGRATIONS: tuple[str, ...] = ()
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.
 UNRELEASED_FILES = ("history", "idempotency", "index/collections.json", "index/manifests", "index/probes",
