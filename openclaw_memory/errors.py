@@ -141,6 +141,10 @@ BLOCKED_STEPS = {
         "cli": " Check `openclaw-memory history` and try again.",
         "tools": " Check `openclaw-memory history` and try again.",
     },
+    "held_open": {
+        "cli": " Try again once that program has closed it.",
+        "tools": " Try again once that program has closed it.",
+    },
 }
 
 

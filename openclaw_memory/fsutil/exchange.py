@@ -1,4 +1,5 @@
-"""Swap two names in one folder atomically: Linux ``renameat2(RENAME_EXCHANGE)``.
+"""Swap two names in one folder atomically: Linux ``renameat2(RENAME_EXCHANGE)``; and rename without
+ever replacing (``RENAME_NOREPLACE``).
 
 A plain rename over a file unlinks whatever is at the target at that instant, even a file another
 program renamed there a microsecond after we looked. An exchange never unlinks: both names exist
@@ -12,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 
+_RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 # The answers of a kernel, C library or file system that has no exchange (nothing was renamed).
 UNSUPPORTED = frozenset({errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
@@ -40,14 +42,27 @@ def exchange(dir_fd: int, a: str, b: str) -> bool:
     False, having changed nothing, where this system or file system cannot; other failures raise
     OSError as a rename's would.
     """
+    return _renameat2_call(dir_fd, a, dir_fd, b, _RENAME_EXCHANGE)
+
+
+def rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> bool:
+    """Rename ``src`` to ``dst`` only while nothing is at ``dst``, in one step: FileExistsError when
+    something is (a check before a plain rename would leave a window where a save there is replaced).
+
+    False, having changed nothing, where this system or file system cannot.
+    """
+    return _renameat2_call(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
+
+
+def _renameat2_call(src_dir: int, src: str, dst_dir: int, dst: str, flags: int) -> bool:
     fn = _function()
     if not fn:
         return False
     import ctypes
 
-    if fn(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+    if fn(src_dir, os.fsencode(src), dst_dir, os.fsencode(dst), flags) == 0:
         return True
     err = ctypes.get_errno()
     if err in UNSUPPORTED:
         return False
-    raise OSError(err, os.strerror(err), a, None, b)
+    raise OSError(err, os.strerror(err), src, None, dst)

@@ -42,6 +42,7 @@ import time
 
 from .. import faults
 from .atomic import write_temp_beside
+from .exchange import rename_noreplace
 from .hashing import hash_open_file
 from .safeopen import open_regular_nofollow
 
@@ -92,8 +93,9 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
 
     A hard link fails with EEXIST when ``dst`` exists, where a rename would silently
     replace it; between the link and the unlink both names hold the same inode, so
-    a crash there loses nothing. File systems without hard links fall back to a
-    plain rename after the existence check. ``on_linked`` runs between link and unlink.
+    a crash there loses nothing. File systems without hard links rename with
+    ``RENAME_NOREPLACE`` (which refuses a ``dst`` that exists, atomically), and where even that
+    is missing, rename after an existence check. ``on_linked`` runs between link and unlink.
     With ``verified`` (``src`` is a name others use), ``src`` is unlinked only while it
     still names the linked inode: a file renamed over it meanwhile is kept (SourceKept).
     """
@@ -102,6 +104,9 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
     except OSError as exc:
         if exc.errno not in NO_LINK:
             raise
+        if rename_noreplace(src_dir, src, dst_dir, dst):  # raises FileExistsError where dst exists
+            return
+        # No RENAME_NOREPLACE either: a file saved at dst between this check and the rename is replaced.
         try:
             os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
         except FileNotFoundError:
@@ -189,7 +194,7 @@ def _remove_object(dir_fd: int, name: str, fd: int, expect_hash: str, expect_siz
         os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except FileNotFoundError:
         return  # someone else deleted or renamed it meanwhile: there is nothing of ours to remove
-    lease = _Lease(fd)
+    lease = Lease(fd, fcntl.F_WRLCK)
     try:
         faults.reach("move:source-aside")
         reason = _why_kept(dir_fd, aside, fd, expect_hash, expect_size, lease)
@@ -205,7 +210,7 @@ def _remove_object(dir_fd: int, name: str, fd: int, expect_hash: str, expect_siz
     os.fsync(dir_fd)
 
 
-def _why_kept(dir_fd: int, aside: str, fd: int, expect_hash: str, expect_size: int | None, lease: _Lease) -> str | None:
+def _why_kept(dir_fd: int, aside: str, fd: int, expect_hash: str, expect_size: int | None, lease: Lease) -> str | None:
     """Why the object at ``aside`` must not be unlinked, or None when it is exactly what was copied."""
     if not _same_inode(os.stat(aside, dir_fd=dir_fd, follow_symlinks=False), os.fstat(fd)):
         return "replaced"
@@ -236,18 +241,20 @@ def _put_back(dir_fd: int, aside: str, name: str) -> str:
     return name
 
 
-class _Lease:
-    """A write lease (Linux ``F_SETLEASE``) on an open file: granted only while no other open file
-    description of it exists; while held, another process's ``open`` waits for us and shows in
-    ``F_GETLEASE``. Where leases are missing or refused, :meth:`take` grants nothing and the
-    move goes on without this check (see the module docstring)."""
+class Lease:
+    """A lease (Linux ``F_SETLEASE``) on an open file. A write lease (``F_WRLCK``) is granted only
+    while no other open file description of the file exists, a read lease (``F_RDLCK``, on a
+    descriptor open for reading) only while none is open for writing; while one is held, another
+    process's ``open`` that conflicts with it (any open for a write lease, an open for writing for
+    a read lease) waits for us and shows in ``F_GETLEASE``. Where leases are missing or refused,
+    :meth:`take` grants nothing and the caller goes on without this check."""
 
-    def __init__(self, fd: int):
-        self.fd = fd
+    def __init__(self, fd: int, kind: int):
+        self.fd, self.kind = fd, kind
         self.held = False
 
     def take(self) -> bool:
-        """False when the file stayed open elsewhere for ``OPEN_WAIT_S``; True otherwise."""
+        """False when the file stayed open elsewhere (for writing, for a read lease) for ``OPEN_WAIT_S``; True otherwise."""
         if not hasattr(fcntl, "F_SETLEASE"):
             return True
         try:
@@ -259,7 +266,7 @@ class _Lease:
         deadline = time.monotonic() + OPEN_WAIT_S
         while True:
             try:
-                fcntl.fcntl(self.fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+                fcntl.fcntl(self.fd, fcntl.F_SETLEASE, self.kind)
             except OSError as exc:
                 if exc.errno != errno.EAGAIN:
                     return True  # no leases here (EINVAL), or not ours to take (EACCES)
@@ -271,7 +278,8 @@ class _Lease:
             return True
 
     def broken(self) -> bool:
-        """Whether another process is opening the file for writing (a read does not matter)."""
+        """Whether another process is opening the file for writing (an open for reading only turns a
+        write lease into a read lease, which does not matter)."""
         return self.held and fcntl.fcntl(self.fd, fcntl.F_GETLEASE) == fcntl.F_UNLCK
 
     def release(self) -> None:

@@ -41,6 +41,7 @@ from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
 from ..fsutil.atomic import temp_stem, unlink_quietly, write_temp_beside
 from ..fsutil.move import link_noreplace
+from ..fsutil.private import user_umask
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
@@ -516,9 +517,18 @@ def _temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[b
         size += len(tail)
         yield tail
 
-    mode, owner = (kept.st_mode & 0o7777, (kept.st_uid, kept.st_gid)) if kept is not None else (0o644, None)
+    mode, owner = (kept.st_mode & 0o7777, (kept.st_uid, kept.st_gid)) if kept is not None else (_new_file_mode(), None)
     tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd, owner=owner)
     return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
+
+
+def _new_file_mode() -> int:
+    """A new memory file's mode: what the user's umask leaves of 0666, as an editor's new file gets."""
+    umask = user_umask()
+    if umask is None:  # no private umask in force: the process's own is the user's
+        umask = os.umask(0o077)  # read by setting it; a file made meanwhile by a thread is only more private
+        os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _current_version(folder: Folder, name: str) -> str | None:
@@ -580,9 +590,15 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
             # From here on the temp file may hold a displaced version: named apart from a bare temp file.
             tmp = _swap_name(folder, tmp)
             swap = Swap(folder, tmp, resolved.name)
+            if not swap.lease_target():
+                raise _held_open(resolved)
             if _current_version(folder, resolved.name) != current.version:
                 raise _Raced()
             swapped = swap.exchange(current.version)
+            if swapped and swap.opened_for_writing():  # a writer opened it since the lease: it keeps its file
+                swap.put_back()
+                swapped = False
+                raise _held_open(resolved)
             if swapped is None:  # this file system cannot exchange: the check and a rename, nothing between
                 os.replace(tmp, resolved.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
             elif not swapped:
@@ -634,9 +650,20 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     return replace(result, warnings=tuple(notes)) if notes else result
 
 
+def _held_open(resolved: ResolvedPath) -> WriteBlocked:
+    return WriteBlocked.because(f"{resolved.display} is held open for writing by another program, which could still "
+                                "write to it; nothing was written.", path=resolved.display, step="held_open")
+
+
 def _swap_name(folder: Folder, tmp: str) -> str:
     """``.NAME.<hex>.swp`` (as long as the ``.tmp`` name, so it fits too): the temp file, renamed once its bytes are stored and its key recorded.
-    An exchange leaves the displaced file at this name, which the sweep records before removing."""
+    An exchange leaves the displaced file at this name, which the sweep records before removing: one
+    left by a killed write is never replaced (another ``<hex>`` is drawn)."""
+    stem = tmp[: -len(".01234567.tmp")]
     swap = tmp[: -len(".tmp")] + ".swp"
-    os.rename(tmp, swap, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
-    return swap
+    while True:
+        try:
+            link_noreplace(folder.fd, tmp, folder.fd, swap)
+            return swap
+        except FileExistsError:
+            swap = f"{stem}.{os.urandom(4).hex()}.swp"

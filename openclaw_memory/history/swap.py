@@ -8,14 +8,24 @@ it is not the version the write checked, someone saved in between: the exchange 
 exchanging again, and again as long as what comes back is not what we had put there (a save made
 during the undo goes back too, so the file ends holding the newest save). Every version taken off
 the target stays open here for the caller to record in the history before anything is removed.
+
+A file another program holds open for writing (an appender keeping its descriptor) must not be
+displaced at all: what it writes after the exchange would land in the displaced file, and once
+that is unlinked, nowhere. So before the check, a read lease (:class:`~..fsutil.move.Lease`) is
+taken on the target, which the kernel grants only while nobody has it open for writing; while it
+is held, another process's open of it for writing waits for us and breaks the lease, which is
+checked after the exchange (the exchange is undone) and before the displaced file is unlinked
+(it is kept for the sweep).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 from typing import NamedTuple
 
 from ..fsutil.exchange import exchange
+from ..fsutil.move import Lease
 from ..fsutil.safeopen import Folder, NotRegularFile
 from .store import FileVersion, snapshot_fd
 
@@ -43,6 +53,23 @@ class Swap:
         self.ours, _ = folder.open_regular(tmp)  # held open: its inode number cannot be reused meanwhile
         self.placed = _identity(os.fstat(self.ours))  # what our last exchange put at the target
         self.taken: list[Taken] = []  # every regular file an exchange took off the target, in order
+        self.leased: int | None = None  # the target as it was before the exchange, open under self.lease
+        self.lease: Lease | None = None
+
+    def lease_target(self) -> bool:
+        """Take a read lease on the target: False when another program kept it open for writing
+        (waited for as :class:`~..fsutil.move.Lease` does); True otherwise, with or without a lease
+        (none where this system or file system has none, or the target is gone or not a file)."""
+        try:
+            self.leased, _ = self.folder.open_regular(self.name)
+        except (FileNotFoundError, NotRegularFile):
+            return True  # the version check that follows sees it
+        self.lease = Lease(self.leased, fcntl.F_RDLCK)
+        return self.lease.take()
+
+    def opened_for_writing(self) -> bool:
+        """Whether another program has been opening the leased file for writing since the lease."""
+        return self.lease is not None and self.lease.broken()
 
     def exchange(self, checked: str) -> bool | None:
         """Exchange the temp file with the target. True: the target held ``checked`` and now holds
@@ -80,13 +107,18 @@ class Swap:
         known = {_identity(os.fstat(t.fd)) for t in self.taken if t.version.version in recorded}
         if at_tmp != _identity(os.fstat(self.ours)) and at_tmp not in known:
             return False
+        if at_tmp != _identity(os.fstat(self.ours)) and self.opened_for_writing():
+            return False  # a writer is opening it: what it writes would go to an unlinked file
         self.folder.unlink(self.tmp, missing_ok=True)
         return True
 
     def close(self) -> None:
-        for fd in [self.ours, *(t.fd for t in self.taken)]:
+        if self.lease is not None:
+            self.lease.release()  # a writer's open waiting on it goes on, to a file kept
+            self.lease = None
+        for fd in [self.ours, *(t.fd for t in self.taken), *([self.leased] if self.leased is not None else [])]:
             os.close(fd)
-        self.taken = []
+        self.taken, self.leased = [], None
 
     def _at_tmp(self) -> tuple[int, int]:
         return _identity(self.folder.lstat(self.tmp))
