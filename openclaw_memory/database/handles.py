@@ -117,9 +117,13 @@ class Handle:
             if was.wal is not None and now.wal is None and now.shm == was.shm:
                 # Only unlinked: this connection still reads it, so it is copied in before it is let go.
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            # Every frame verified, not only those new since the last use: this close checkpoints.
+            # SQLite checkpoints only at the close of the last connection to the file (it needs the
+            # file to itself): that close verifies every frame again, not only those new since the
+            # last use; one with others of this process still open checks the new frames only.
+            with _all_lock:
+                last = not any(h is not self and h.path == self.path and h.pid == self.pid and not h.closed for h in _all)
             checkpoint = was.shm is None or (now.wal == was.wal and now.shm == was.shm
-                                             and now.shm_size >= was.shm_size and wal_damage(self.path, full=True) is None)
+                                             and now.shm_size >= was.shm_size and wal_damage(self.path, full=last) is None)
         if checkpoint:
             _checkpoint_on_close(self.conn, self.path, True)
         self.closed = True
