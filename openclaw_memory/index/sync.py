@@ -357,8 +357,7 @@ class _Sync:
         fresh: set[str] = set()
         if full:
             fresh = {c.name for c in collections if self.store.exists(c.name)}
-            olds = dict.fromkeys(olds)
-            self.notes.append("--full: rebuilt the agent's index beside the live one and swapped it in")
+            olds = dict.fromkeys(olds)  # (the caller asked for it: a rebuild is no note, let alone a warning)
         olds = self._check_fingerprints(collections, olds, fresh)
         for old in olds.values():
             if old is not None and old.embed_backend:

@@ -34,18 +34,20 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
             summary = memory.index(full=full, progress=track(report))
     except KeyboardInterrupt:
         if seen["done"]:
-            warn(f"interrupted: {seen['done']} of {seen['total']} new chunks were embedded and saved; the next "
-                 "`openclaw-memory index` resumes from there without embedding them again")
+            # (the total is what the scan had counted when it stopped: files are read while batches embed)
+            warn(f"interrupted: {seen['done']} new chunks were embedded and saved (of {seen['total']} counted so far); "
+                 "the next `openclaw-memory index` resumes from there without embedding them again")
         elif seen["embedded"]:
+            again = "`openclaw-memory index --full` rebuilds it" if full else "`openclaw-memory index` builds them"
             warn("interrupted: the changes were being built beside the live index, which is unchanged and still "
-                 "searched; the next `openclaw-memory index` builds them again")
+                 f"searched; the next {again} again")
         else:
             warn("interrupted: nothing was embedded yet")
         return 130
     if reported(summary, json_out, summary.notes):
         return 0
     print(
-        f"Indexed agent {settings.agent}: {summary.files_scanned} files scanned, {summary.files_changed} changed, "
+        f"{'Rebuilt the index of' if full else 'Indexed'} agent {settings.agent}: {summary.files_scanned} files scanned, {summary.files_changed} changed, "
         f"{summary.files_removed} removed; {summary.chunks_embedded} chunks embedded, {summary.chunks_reused} reused, "
         f"{summary.chunks_deleted} deleted in {summary.seconds:.2f} s."
     )
