@@ -16,6 +16,7 @@ from openclaw_memory.errors import WriteBlocked
 from openclaw_memory.fsutil import move
 from openclaw_memory.fsutil.safeopen import Folder
 from openclaw_memory.history import guard
+from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.memory.local import LocalMemory
 
 DAY = "memory/2026-12-05.md"
@@ -141,3 +142,29 @@ def test_the_swap_name_never_replaces_a_swap_file_a_killed_write_left(tmp_path):
     assert (tmp_path / swap).read_text() == "new version\n"
     assert (tmp_path / ".MEMORY.md.0123abcd.swp").read_text() == "displaced version, not recorded yet\n"
     assert sorted(os.listdir(tmp_path)) == sorted([swap, ".MEMORY.md.0123abcd.swp"])
+
+
+def test_a_swap_file_a_killed_write_left_is_swept_only_once_no_program_holds_it_open(workspace, state_dir):
+    path = write(workspace / DAY, "# day\n")
+    left = write(workspace / "memory/.2026-12-05.md.0123abcd.swp", "# day as a killed write displaced it\n")
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    proc = subprocess.Popen([sys.executable, "-c", APPENDER, str(left)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        _append_one(proc)
+        memory.read(DAY)
+        memory.write(DAY, append="agent note", update_index=False)  # its sweep meets the open swap file
+        for _ in range(3):
+            _append_one(proc)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert left.read_text() == "# day as a killed write displaced it\n" + "".join(
+        f"appender line {i}\n" for i in range(4))
+    memory.read(DAY)
+    memory.write(DAY, append="another note", update_index=False)  # closed now: recorded, then swept
+    assert not left.exists()
+    assert path.read_text() == "# day\nagent note\nanother note\n"
+    store = HistoryStore.for_settings(settings_for(workspace, state_dir))
+    kept = [store.objects.read_bytes(e.version) for e in store.entries(str(path))]
+    assert b"# day as a killed write displaced it\n" + b"".join(b"appender line %d\n" % i for i in range(4)) in kept

@@ -40,7 +40,7 @@ from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBl
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
 from ..fsutil.atomic import temp_stem, unlink_quietly, write_temp_beside
-from ..fsutil.move import link_noreplace
+from ..fsutil.move import link_noreplace, remove_if_holds
 from ..fsutil.private import user_umask
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -331,7 +331,8 @@ def _sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder
     least). A swap file (``.NAME.<hex>.swp``, see :func:`_commit`) may hold the version an exchange
     took off the file: removed once its bytes are in the history, after recording them there as an
     outside edit when they are not (a write killed between its exchange and the check of what it
-    displaced); one too big for the history stays."""
+    displaced), and only as those bytes while no other program holds it open
+    (:func:`~..fsutil.move.remove_if_holds`); one too big for the history stays."""
     prefix = f"{temp_stem(resolved.name)}."
     try:
         entries = os.listdir(folder.fd)
@@ -346,24 +347,26 @@ def _sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder
                 st = folder.lstat(entry)
                 if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S:
                     folder.unlink(entry)
-            elif _in_history_now(store, resolved, folder, entry):
-                folder.unlink(entry)
+            elif (version := _in_history_now(store, resolved, folder, entry)) is not None:
+                # Only as those bytes, and not while a program holds it open (it would write to an unlinked file).
+                remove_if_holds(folder.fd, entry, version)
         except (OSError, MemoryToolError):
             continue
 
 
-def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder, name: str) -> bool:
-    """Whether the bytes of the file ``name`` in ``folder`` are in the history (recorded here if need be)."""
+def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder, name: str) -> str | None:
+    """The version of the file ``name`` in ``folder`` when the history holds its bytes (recorded here
+    if need be); None when it cannot."""
     fd, _ = folder.open_regular(name)
     try:
         found = snapshot_fd(fd)
         if store.objects.has(found.version):
-            return True
+            return found.version
         if not store.objects.fits(found.size):
-            return False
+            return None
         with store.lock():
             store.observe(resolved.abs_path, resolved.display, found, fd=fd)
-        return store.objects.has(found.version)
+        return found.version if store.objects.has(found.version) else None
     finally:
         os.close(fd)
 
