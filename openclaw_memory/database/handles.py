@@ -116,7 +116,10 @@ class Handle:
             was, now = self.companions, companions(self.path)
             if was.wal is not None and now.wal is None and now.shm == was.shm:
                 # Only unlinked: this connection still reads it, so it is copied in before it is let go.
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                try:
+                    self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error:
+                    pass  # not copied in: the index still names its frames, and the next process says they are lost
             # SQLite checkpoints only at the close of the last connection to the file (it needs the
             # file to itself): that close verifies every frame again, not only those new since the
             # last use; one with others of this process still open checks the new frames only.
