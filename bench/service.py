@@ -368,7 +368,7 @@ def main() -> None:
               f"without the service: {median(rows[2][1]) / read_p50:.2f}x")
 
     if "mcp" in only:
-        from openclaw_memory.memory.paths import read_info, token_path
+        from openclaw_memory.service_files import read_info, token_path
 
         settings = settings_for(ws, state)
         info = read_info(settings)

@@ -21,8 +21,8 @@ import pytest
 from test_serve import WAIT, Serve
 
 from conftest import env_for, fault, settings_for, write
-from openclaw_memory.memory.paths import read_info, service_dir
 from openclaw_memory.memory.protocol import MAX_LINE
+from openclaw_memory.service_files import read_info, service_dir
 
 MiB = 1 << 20
 

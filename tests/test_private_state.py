@@ -240,7 +240,7 @@ def test_a_service_started_in_the_background_keeps_the_users_umask_for_the_works
     from conftest import FAKE_MODEL
     from openclaw_memory.fsutil.private import private_umask
     from openclaw_memory.memory.launch import ensure_service, stop_service
-    from openclaw_memory.memory.paths import read_info
+    from openclaw_memory.service_files import read_info
 
     for name, value in FAKE_MODEL.items():  # the service inherits this process's environment
         monkeypatch.setenv(name, value)

@@ -159,7 +159,7 @@ def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     that drops to user nobody after importing: the interpreter lives under /root, and the checkout
     may sit in a folder nobody cannot enter (a 0700 ``mktemp -d``), so every module of the package
     is imported first, not only the ones this command imports at its start (it imports others when
-    it needs them, as ``memory.paths``)."""
+    it needs them, as ``service_files``)."""
     import json
     import subprocess
     import sys

@@ -27,7 +27,7 @@ import xxhash
 
 from conftest import env_for, settings_for, wait_for, write
 from openclaw_memory.database import Database
-from openclaw_memory.memory.paths import read_info, service_dir
+from openclaw_memory.service_files import read_info, service_dir
 
 WAIT = 120  # seconds for a process to start, a session to finish or a process to stop: the machine may be loaded
 
@@ -1019,8 +1019,8 @@ def test_read_view_two_readers_waiting_to_write_is_refused_not_a_deadlock():
 def test_the_service_answers_only_once_its_state_is_open_and_its_info_written(workspace, state_dir, monkeypatch):
     from openclaw_memory.memory.client import ServiceClient
     from openclaw_memory.memory.local import LocalMemory
-    from openclaw_memory.memory.paths import SOCKET
     from openclaw_memory.serve.service import Service
+    from openclaw_memory.service_files import SOCKET
 
     memory(workspace)
     settings = settings_for(workspace, state_dir)

@@ -17,7 +17,7 @@ from openclaw_memory.errors import LockTimeout, UsageError, WriteBlocked
 from openclaw_memory.fsutil.lock import FileLock
 from openclaw_memory.history.idempotency import KEEP_S, IdempotencyStore, default_key
 from openclaw_memory.memory.local import LocalMemory
-from openclaw_memory.memory.paths import read_info
+from openclaw_memory.service_files import read_info
 from openclaw_memory.wire import to_json
 
 

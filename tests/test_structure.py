@@ -113,6 +113,7 @@ FRONT_END_MAY_IMPORT = {
     "memory", "settings", "errors", "types", "extras", "cli", "mcp",
     "serve.service",  # `serve` and `watch` start the service, a front-end of its own
     "index.results",  # SearchResult, DEFAULT_MIN_SCORE
+    "service_files",  # where the service keeps its token (the MCP HTTP endpoint, serve)
 }
 
 

@@ -104,7 +104,7 @@ def _serve(workspace, state_dir) -> subprocess.Popen:
 
 
 def _ask(settings, line: bytes) -> dict:
-    from openclaw_memory.memory.paths import socket_address
+    from openclaw_memory.service_files import socket_address
 
     with socket.socket(socket.AF_UNIX) as sock, socket_address(settings) as address:
         sock.connect(address)
@@ -117,8 +117,8 @@ def _ask(settings, line: bytes) -> dict:
 
 def test_a_request_outside_the_operations_gets_a_refusal_and_the_service_keeps_serving(workspace, state_dir, tmp_path):
     from conftest import settings_for
-    from openclaw_memory.memory.paths import read_info
     from openclaw_memory.memory.protocol import PROTOCOL, request_line
+    from openclaw_memory.service_files import read_info
 
     write(workspace / "MEMORY.md", "# Memory\n")
     service = _serve(workspace, state_dir)
@@ -183,7 +183,7 @@ def _strict(data: bytes):
 def _answer_to(settings, line: bytes) -> bytes:
     """The raw answer line to one request (heartbeats skipped); fails when the service closes the
     connection without one."""
-    from openclaw_memory.memory.paths import socket_address
+    from openclaw_memory.service_files import socket_address
 
     with socket.socket(socket.AF_UNIX) as sock, socket_address(settings) as address:
         sock.settimeout(60)
@@ -202,8 +202,8 @@ def test_every_answer_on_the_socket_is_strict_json_whatever_the_id_or_path(works
     with a null id; a path no file name can hold is the product's own refusal, not a failure; a
     file name that is not UTF-8 crosses as its escape. No answer is ever missing or not JSON."""
     from conftest import settings_for
-    from openclaw_memory.memory.paths import read_info
     from openclaw_memory.memory.protocol import request_line
+    from openclaw_memory.service_files import read_info
 
     write(workspace / "MEMORY.md", "# Memory\n")
     write(workspace / "memory" / "old.md", "# Old\n")

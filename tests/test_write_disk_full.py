@@ -22,7 +22,7 @@ from openclaw_memory.database import forget_connections
 from openclaw_memory.fsutil.hashing import hash_bytes
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.history.versions import AGENT_WRITE
-from openclaw_memory.memory.paths import read_info
+from openclaw_memory.service_files import read_info
 
 PAGE = 4096
 

@@ -118,7 +118,7 @@ def live_service(settings: Settings) -> str | None:
     Its connections may still hold what is no longer at the paths (a WAL deleted under it): only
     it can copy that in, when it stops."""
     from ..fsutil.lock import lock_holder
-    from ..memory.paths import lock_path
+    from ..service_files import lock_path
 
     return lock_holder(lock_path(settings))
 

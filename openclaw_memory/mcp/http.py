@@ -19,8 +19,8 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..memory.paths import remove_token, write_token
 from ..memory.protocol import MAX_LINE
+from ..service_files import remove_token, write_token
 from .body import BoundedBody, replay
 
 if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts

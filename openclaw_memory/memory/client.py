@@ -22,8 +22,8 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from .. import wire
+from ..service_files import read_info, socket_address, socket_path, unreachable_service
 from .operations import OPERATIONS
-from .paths import read_info, socket_address, socket_path, unreachable_service
 from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, parse_line, request_line
 
 if TYPE_CHECKING:

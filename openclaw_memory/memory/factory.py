@@ -30,8 +30,8 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
     every call, for a process of one call (the CLI) or one that runs beside others (an MCP server).
     """
     from ..fsutil.private import check_data_dir
+    from ..service_files import service_disabled, service_may_run, unreachable_service
     from .local import IN_PROCESS_SHARD_IDLE_S, IndexPool, LocalMemory
-    from .paths import service_disabled, service_may_run, unreachable_service
 
     def on_wait(what: str, pid: str) -> None:
         if pid == str(os.getpid()):

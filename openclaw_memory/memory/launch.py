@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
+from ..service_files import read_info, remove_service_files, service_dir
 from .client import ServiceClient, ServiceUnavailable
-from .paths import read_info, remove_service_files, service_dir
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -31,7 +31,7 @@ def stop_service(settings: Settings) -> int | None:
     from ..errors import LockTimeout
     from ..fsutil.lock import FileLock
     from ..fsutil.private import check_data_dir
-    from .paths import lock_path
+    from ..service_files import lock_path
 
     check_data_dir(settings.state_dir, settings.data_dir)
     lock = FileLock(lock_path(settings), timeout=0, what="the memory service", remove=True)

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ..service_files import service_may_run
 from .base import ServiceStatus
 from .client import ServiceClient, ServiceUnavailable, Unsendable
 from .local import IndexPool, LocalMemory
-from .paths import service_may_run
 
 if TYPE_CHECKING:
     from ..files.read import ReadResult

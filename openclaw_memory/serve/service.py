@@ -33,7 +33,8 @@ from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
 from ..fsutil.private import check_data_dir
-from ..memory.paths import (
+from ..memory.protocol import HEARTBEAT_S, MAX_LINE, REFUSED, LineReader, LineTooLong, answer_line
+from ..service_files import (
     INFO,
     SOCKET,
     lock_path,
@@ -43,7 +44,6 @@ from ..memory.paths import (
     socket_path,
     unreachable_service,
 )
-from ..memory.protocol import HEARTBEAT_S, MAX_LINE, REFUSED, LineReader, LineTooLong, answer_line
 from ..wire import key
 from .core import Refused, ServiceCore, encoded, error_answer
 

@@ -38,8 +38,8 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
     require("search")
-    from ...memory.paths import token_path
     from ...serve.service import SOCKET_GONE, Service
+    from ...service_files import token_path
 
     def on_change(change) -> None:
         if json_out:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from .settings import Settings
 
 SOCKET = "sock"
 LOCK = "lock"
@@ -77,7 +77,7 @@ def unreachable_service(settings: Settings) -> str | None:
     folder = service_dir(settings)
     if os.path.lexists(os.path.join(folder, SOCKET)) or not os.path.lexists(os.path.join(folder, INFO)):
         return None
-    from ..fsutil.lock import lock_holder
+    from .fsutil.lock import lock_holder
 
     return lock_holder(os.path.join(folder, LOCK))
 
@@ -94,7 +94,7 @@ def remove_service_files(settings: Settings) -> None:
 
 def write_token(settings: Settings, token: str) -> None:
     """The MCP HTTP endpoint's bearer token, readable by this user only."""
-    from ..fsutil.atomic import atomic_write_bytes
+    from .fsutil.atomic import atomic_write_bytes
 
     atomic_write_bytes(token_path(settings), token.encode("ascii") + b"\n", 0o600)
 
