@@ -360,8 +360,12 @@ def test_a_request_id_reused_in_the_handshake_is_answered_once_per_request(works
         runs = list(pool.map(run, cases))
     for asked, answers, stderr in runs:
         assert len(answers) == asked, (answers, stderr)
-        assert "serverInfo" in answers[0]["result"] and "tools" in answers[1]["result"]
-        assert all(not answer["result"].get("isError") for answer in answers[2:]), answers
+        assert "serverInfo" in answers[0]["result"]
+        # Each request one answer. A request whose id is still in flight is refused, saying so (the
+        # SDK keeps one request per id: one of the two went unanswered, 1 run in 6 of this test).
+        for answer in answers[1:]:
+            assert ("tools" in answer["result"] or not answer["result"].get("isError")) if "result" in answer else (
+                "belongs to a request not answered yet" in answer["error"]["message"] and answer["id"] == 1), answer
         assert "differed" not in stderr
 
 

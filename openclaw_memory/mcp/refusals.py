@@ -11,6 +11,7 @@ import json
 import re
 
 INVALID_REQUEST, INVALID_PARAMS = -32600, -32602
+ID_IN_USE = "its id {id} belongs to a request not answered yet (MCP never reuses a request id within a session)"
 ODD_ID = "its id must be a string or an integer (null, fractions, booleans, arrays and objects are not request ids)"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..memory.protocol import MAX_LINE
-from .refusals import ODD_ID, has_request_id, message_problem, tool_call_problem
+from .refusals import ID_IN_USE, ODD_ID, has_request_id, message_problem, tool_call_problem
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
@@ -273,7 +273,13 @@ class _Lines:
                 await self.wire.refuse(line, ValueError(), code=-32600, reason=ODD_ID)
                 continue
             if method is not None and request_id is not None:
-                self.wire.pending[json.dumps(request_id)] += 1
+                key = json.dumps(request_id)
+                if self.wire.in_flight(key):
+                    # The SDK keeps one request per id in flight (a second overwrites the first), so
+                    # one of the two could go unanswered; MCP never reuses an id within a session.
+                    await self.wire.refuse(line, ValueError(), code=-32600, reason=ID_IN_USE.format(id=request_id))
+                    continue
+                self.wire.pending[key] += 1
             elif method == "notifications/cancelled":  # a cancelled request gets no answer
                 self.wire.settle(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
             yield line
@@ -294,6 +300,11 @@ class _Wire:
         # second still running (the SDK cancels what is in flight when its input closes).
         self.pending: Counter[str] = Counter()
         self.lock = threading.Lock()
+
+    def in_flight(self, key: str) -> bool:
+        """Whether a request with the id ``key`` is still waiting for the SDK's answer (the SDK's
+        second answer to an ``initialize`` answered early does not count: the client has its answer)."""
+        return self.pending[key] - (key in self.answered) > 0
 
     def settle(self, key: str) -> None:
         """One request with the id ``key`` needs no answer any more (answered, or cancelled)."""
