@@ -215,23 +215,26 @@ def test_two_gigabyte_sparse_file_is_streamed(settings, workspace):
     assert report["maxrss_kib"] < 300 * 1024, report  # far below the 2 GiB it would take whole
 
 
-def test_file_changing_while_hashed_is_recorded_without_hash(settings, workspace):
-    target = workspace / "growing.log.md"
-    write(target, b"\0" * (64 * 1024 * 1024))
-    stop = threading.Event()
+def test_file_changing_while_hashed_is_recorded_without_hash(settings, workspace, monkeypatch):
+    """Another writer appends to the file each time the snapshot hashes it: no hash is recorded.
+    (Appended from the hash itself: a writer thread racing a 64 MiB hash went unscheduled under
+    load, 1 run in 7, and the snapshot rightly hashed a file that held still.)"""
+    from openclaw_memory.watchdog import observe as observe_module
 
-    def writer():
-        with open(target, "ab", buffering=0) as fh:
-            while not stop.is_set():
-                fh.write(b"x")
+    target = write(workspace / "growing.log.md", b"x" * 4096)
+    hash_fd = observe_module.digest_fd
+    writing = threading.Event()
 
-    thread = threading.Thread(target=writer, daemon=True)
-    thread.start()
-    try:
-        info = take_snapshot(settings)
-    finally:
-        stop.set()
-        thread.join()
+    def hashed_while_another_writer_appends(fd: int, size: int):
+        if writing.is_set() and os.fstat(fd).st_ino == os.stat(target).st_ino:
+            with open(target, "ab") as other:
+                other.write(b"x")
+        return hash_fd(fd, size)
+
+    monkeypatch.setattr(observe_module, "digest_fd", hashed_while_another_writer_appends)
+    writing.set()
+    info = take_snapshot(settings)
+    writing.clear()  # the writer stops
     assert info.unhashed == 1
     assert any("growing.log.md" in w and "kept changing" in w for w in info.warnings)
     result = verify_workspace(settings)  # it changed after the recorded stat: a change, old hash unknown
