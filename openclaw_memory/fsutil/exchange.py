@@ -15,6 +15,7 @@ import os
 
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
+AT_FDCWD = -100  # Linux: a dir_fd meaning the current folder (absolute paths ignore it)
 # The answers of a kernel, C library or file system that has no exchange (nothing was renamed).
 UNSUPPORTED = frozenset({errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
 _renameat2 = None

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ...database import Database, is_read_only
 from ...errors import DiskFull, IndexDamaged, MemoryToolError
+from ...fsutil.exchange import AT_FDCWD, exchange
 from ...fsutil.lock import FileLock
 from ...fsutil.private import make_dirs
 from ...fsutil.space import free_bytes
@@ -480,7 +481,7 @@ class EdgeStore:
             try:
                 final, built = self.shard_path(name), self.shard_path(staged)
                 if final.exists():
-                    if not _exchange(built, final):
+                    if not exchange(AT_FDCWD, str(built), str(final)):
                         old = final.parent / f".old-{name}-{os.getpid()}"
                         os.rename(final, old)
                         os.rename(built, final)
@@ -735,25 +736,6 @@ def _shared_lock(path: str, timeout: float) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
-    import ctypes
-    import errno
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(a))
 
 
 def _copy_sparse_tree(src: Path, dst: Path) -> None:
