@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, get_args
+
+if TYPE_CHECKING:
+    from .index.sync import SyncProgress
 
 SearchMode = Literal["hybrid", "vector", "text"]
 Severity = Literal["error", "warning", "info"]
 RepairStatus = Literal["done", "declined", "failed", "rolled-back", "completed"]
 FileStateName = Literal["read_fresh", "read_stale", "discovered_unread", "written_unread"]
 WriteAction = Literal["append", "replace", "restore"]
+
+# Called with each progress report of an index run (in the caller's process: never sent to the service).
+ProgressCallback = Callable[["SyncProgress"], None]
 
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 SEVERITIES: tuple[str, ...] = get_args(Severity)

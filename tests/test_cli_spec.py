@@ -4,6 +4,7 @@ the spec names."""
 
 from __future__ import annotations
 
+import datetime as dt
 import inspect
 import json
 import subprocess
@@ -52,8 +53,8 @@ LINES = [
     (["read", "memory/2026-11-30.md", "--max-chars", "3", "--json"], "read", {"path": "memory/2026-11-30.md", "max_chars": 3, "json_out": True}, {}),
     (["read", "memory/none.md", "--json"], "read", {"path": "memory/none.md", "json_out": True}, {}),
     (["read", "--from=2", "MEMORY.md"], "read", {"path": "MEMORY.md", "from_line": 2}, {}),
-    (["prompt", "--peek", "--date", "2026-11-30"], "prompt", {"peek": True, "date": "2026-11-30"}, {}),
-    (["prompt", "--json", "--peek", "--date", "2026-11-30"], "prompt", {"peek": True, "date": "2026-11-30", "json_out": True}, {}),
+    (["prompt", "--peek", "--date", "2026-11-30"], "prompt", {"consume": False, "today": dt.date(2026, 11, 30)}, {}),
+    (["prompt", "--json", "--peek", "--date", "2026-11-30"], "prompt", {"consume": False, "today": dt.date(2026, 11, 30), "json_out": True}, {}),
     (["state", "--json"], "state", {"json_out": True}, {}),
     (["history", "MEMORY.md", "--json"], "history", {"path": "MEMORY.md", "json_out": True}, {}),
     (["doctor", "--json"], "doctor", {"json_out": True}, {}),
@@ -64,7 +65,7 @@ LINES = [
     (["search", "q", "--collection", "a", "--path=memory/*.md", "--collection", "b", "--limit", "3", "--min-score", "-0.5"], "search",
      {"query": "q", "collections": ["a", "b"], "paths": ["memory/*.md"], "limit": 3, "min_score": -0.5}, {}),
     (["search", "--mode", "text", "--", "--agent"], "search", {"query": "--agent", "mode": "text"}, {}),
-    (["write", "memory/x.md", "--append", "-wow", "--no-index"], "write", {"path": "memory/x.md", "append": "-wow", "no_index": True}, {}),
+    (["write", "memory/x.md", "--append", "-wow", "--no-index"], "write", {"path": "memory/x.md", "append": "-wow", "update_index": False}, {}),
     (["restore", "a", "b", "--json"], "restore", {"path": "a", "version": "b", "json_out": True}, {}),
     (["migrate", "--to", "embedded", "--from", "http://h:6333"], "migrate", {"to": "embedded", "source": "http://h:6333"}, {}),
     (["read", "-wX", "MEMORY.md", "-w", "-Y"], "read", {"path": "MEMORY.md"}, {"workspace": "-Y"}),

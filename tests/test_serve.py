@@ -801,7 +801,8 @@ def _in_thread(fn):
 
 @pytest.fixture
 def pooled(workspace, state_dir):
-    from openclaw_memory.memory.local import IndexPool, LocalMemory
+    from openclaw_memory.index.pool import IndexPool
+    from openclaw_memory.memory.local import LocalMemory
 
     write(workspace / "MEMORY.md", MEMORY_TEXT)
     write(workspace / "memory" / "zebras.md", _versioned("alpha", 6))
@@ -858,7 +859,8 @@ def test_a_search_during_a_sync_answers_from_the_last_commit_and_waits_only_for_
 
 
 def test_a_large_change_is_built_beside_while_searches_use_the_open_shard(workspace, state_dir, monkeypatch):
-    from openclaw_memory.memory.local import IndexPool, LocalMemory
+    from openclaw_memory.index.pool import IndexPool
+    from openclaw_memory.memory.local import LocalMemory
 
     write(state_dir / "openclaw-memory.toml", "[index]\nembed_batch = 2\n")  # 8 chunks: more than a batch
     write(workspace / "MEMORY.md", MEMORY_TEXT)

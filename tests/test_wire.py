@@ -72,7 +72,7 @@ def test_results_round_trip_by_their_type_with_camel_case_keys(workspace, state_
     values["read"] = replace(values["read"], abs_path="", size=None)
     for method, value in values.items():
         data = json.loads(json.dumps(wire.to_json(value)))
-        back = wire.from_json(data, OPERATIONS[method].result())
+        back = wire.from_json(data, OPERATIONS[method].result)
         assert wire.to_json(back) == data, method
         if method not in ("index", "search", "service"):
             assert back == value, method

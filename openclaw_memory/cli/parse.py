@@ -43,6 +43,7 @@ from .spec import (
     Arg,
     Command,
     Opt,
+    day,
     find_command,
 )
 
@@ -198,6 +199,8 @@ class _Level(argparse.ArgumentParser):
         common: dict[str, Any] = {"help": _escape(help_text), "default": argparse.SUPPRESS}
         if opt.kind == "switch":
             target.add_argument(*opt.flags, dest=opt.dest, action="store_true", **common)
+        elif opt.kind == "off":
+            target.add_argument(*opt.flags, dest=opt.dest, action="store_false", **common)
         elif opt.kind == "toggle":
             target.add_argument(*opt.flags, dest=opt.dest, action=argparse.BooleanOptionalAction, **common)
         else:
@@ -302,8 +305,11 @@ def _table(opts: tuple[Opt, ...]) -> dict[str, Opt]:
     return table
 
 
+_KINDS: dict[Any, str] = {int: "an integer", float: "a number", day: "a date like 2026-11-30"}
+
+
 def _converter(opt: Opt, words: tuple[str, ...]):
-    kind = "an integer" if opt.type is int else "a number"
+    kind = _KINDS.get(opt.type, "a value")
 
     def convert(raw: str):
         try:

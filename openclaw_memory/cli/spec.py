@@ -1,4 +1,12 @@
-"""Every command, argument and flag of the CLI, declared once.
+"""Every command, argument and flag of the CLI.
+
+A command that runs an operation of the memory takes its name, help, arguments and flags from the
+operation's declaration (:mod:`openclaw_memory.memory.base`): a parameter's name is its flag's
+``dest``, its type the flag's kind, its help the flag's help, and the declaration's :class:`Cli`
+says how it is spelled. What is the CLI's alone is here: ``--json`` and the other flags that shape
+the output, metavars, OpenClaw's flags that have no use here, and the handler that renders the
+result (an operation without one prints its JSON). Commands that are not operations (``watch``,
+``serve``, ``mcp``, ``completion``) are written out.
 
 The parser (:mod:`.parse`, argparse) is generated from these tables: it runs every command and
 renders every ``--help``. A command's handler is a function of ``cli/commands``, called as
@@ -15,9 +23,12 @@ define.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+import datetime as dt
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from ..memory import OPERATIONS
+from ..memory.operations import plain_type
 from .commands import (
     doctor_cmd,
     files_cmd,
@@ -33,12 +44,16 @@ from .commands import (
     write_cmd,
 )
 
-Kind = Literal["value", "switch", "toggle"]
+if TYPE_CHECKING:
+    from ..memory.operations import Param
+
+Kind = Literal["value", "switch", "toggle", "off"]
 
 
 class Opt(NamedTuple):
     """A flag. ``value`` takes one value (repeatable with ``repeat``); ``switch`` is on/off;
-    ``toggle`` is ``--x/--no-x`` with ``None`` when neither is given."""
+    ``off`` turns off what is on by default (``--no-sync``); ``toggle`` is ``--x/--no-x`` with
+    ``None`` when neither is given."""
 
     dest: str
     flags: tuple[str, ...]
@@ -59,6 +74,8 @@ class Opt(NamedTuple):
     def default_value(self) -> Any:
         if self.repeat:
             return []
+        if self.kind == "off":
+            return True
         return self.default_from() if self.default_from is not None else self.default
 
 
@@ -86,18 +103,68 @@ class Command(NamedTuple):
         return tuple(self.name.split())
 
 
+def day(raw: str) -> dt.date:
+    return dt.date.fromisoformat(raw)
+
+
 def _min_score() -> float:
     from ..index.results import DEFAULT_MIN_SCORE  # the search layer's (its import is for `search` alone)
 
     return DEFAULT_MIN_SCORE
 
 
+def operation_command(name: str, handler: Callable[..., int | None] | None = None, *, opts: tuple[Opt, ...] = (),
+                      metavars: Mapping[str, str] = {}, defaults: Mapping[str, Callable[[], Any]] = {},
+                      types: Mapping[str, Callable[[str], Any]] = {},
+                      query_flag: str | None = None, instead: tuple[tuple[str, str], ...] = ()) -> Command:
+    """The command of the declared operation ``name``: its arguments and flags from the declaration,
+    then ``opts`` (the CLI's own); ``handler`` renders the result (default: its JSON)."""
+    op = OPERATIONS[name]
+    cli = op.cli
+    assert cli is not None, f"the operation {name} has no command"
+    shown = [p for p in op.params if p.sent and p.name not in cli.hidden]
+    positional = cli.args if cli.args is not None else tuple(p.name for p in shown if p.required)
+    args = tuple(Arg(p.name, p.help, required=p.required, flag=query_flag if p.name == "query" else None)
+                 for p in shown if p.name in positional)
+    flags = tuple(_flag(p, cli.flags.get(p.name), metavars.get(p.name), defaults.get(p.name), types.get(p.name))
+                  for p in shown if p.name not in positional)
+    return Command(cli.command, op.summary, handler or _printing(name), args, (*flags, *opts), cli.also, instead)
+
+
+def _flag(p: Param, spelled: tuple[str, ...] | None, metavar: str | None, default_from: Callable[[], Any] | None,
+          typed: Callable[[str], Any] | None) -> Opt:
+    kind = plain_type(p.hint)
+    if kind is bool:
+        on = p.default is True
+        flags = spelled or (("--no-" if on else "--") + p.name.replace("_", "-"),)
+        return Opt(p.name, flags, p.help, kind="off" if on else "switch", default=p.default)
+    types: dict[Any, Callable[[str], Any]] = {int: int, float: float, dt.date: day}
+    value_type = typed or types.get(kind, str)
+    flags = spelled or ("--" + p.name.replace("_", "-"),)
+    default = None if p.required else p.default
+    return Opt(p.name, flags, p.help, type=value_type, default=default if default != () else None, repeat=kind is tuple,
+               metavar=metavar, required=p.required, default_from=default_from)
+
+
+def _printing(name: str) -> Callable[..., int]:
+    """The handler of an operation whose result the CLI does not render itself: its JSON."""
+
+    def run(settings: Any, json_out: bool = True, **values: Any) -> int:
+        from ..memory import open_memory, to_json
+        from .output import print_json, warn
+
+        memory = open_memory(settings, notice=warn, shard_idle_s=0)
+        try:
+            print_json(to_json(memory.call(OPERATIONS[name], (), values)))
+        finally:
+            memory.close()
+        return 0
+
+    return run
+
+
 def json_opt(help: str = "Print JSON.") -> Opt:
     return Opt("json_out", ("--json",), help, kind="switch", default=False)
-
-
-def _no_index() -> Opt:
-    return Opt("no_index", ("--no-index",), "Do not update the search index afterwards.", kind="switch", default=False)
 
 
 # Accepted before the command, between a group and its subcommand, and after the command.
@@ -111,99 +178,48 @@ SETTINGS: tuple[Opt, ...] = (
     Opt("session", ("--session",), "Read records of this session (the write guard checks what it read); default: the agent's CLI records.", metavar="ID"),
 )
 
-MEMORY_PATH = "Memory file, relative to the workspace (or inside an extra path)."
-
 COMMANDS: tuple[Command, ...] = (
-    Command("files", "List the memory files: MEMORY.md, USER.md, the dream diary, memory/**/*.md, extra paths.", files_cmd.run_files,
-            opts=(json_opt(),), also=("ls", "list")),
-    Command("read", "Read a window of a memory file by lines and characters (OpenClaw's memory_get).", read_cmd.run_read,
-            args=(Arg("path", MEMORY_PATH[:-1] + ", or a search citation (PATH#L10-L24)."),),
-            opts=(
-                Opt("from_line", ("--from",), "First line to return (1-based; default 1, or a citation's first line).", type=int, metavar="N"),
-                Opt("lines", ("--lines",), "How many lines (default 120).", type=int, metavar="N"),
-                Opt("max_chars", ("--max-chars",), "Character budget (default 12000).", type=int, metavar="N"),
-                json_opt("Print JSON (OpenClaw's memory_get result)."),
-                Opt("diff", ("--diff",), "Show what changed since this agent's last read (whole file, unified diff).", kind="switch", default=False),
-            ), also=("get", "cat")),
-    Command("prompt", "Build the startup memory section: MEMORY.md, recent daily notes, within OpenClaw's caps.", prompt_cmd.run_prompt,
-            opts=(
-                Opt("date", ("--date",), "Which day is 'today' (YYYY-MM-DD; default: the local date).", metavar="DATE"),
-                Opt("peek", ("--peek",), "Show a pending workspace-change checkpoint without consuming it.", kind="switch", default=False),
-                json_opt(),
-            )),
-    Command("doctor", "Check the memory files (split or legacy root, symlinks, extra paths, prompt caps, UTF-8, watchdog, index); --fix repairs.",
-            doctor_cmd.run_doctor_command,
-            opts=(
-                Opt("fix", ("--fix", "--repair"), "Repair what can be repaired (asks first on a terminal).", kind="switch", default=False),
-                Opt("yes", ("--yes",), "Do not ask before each repair.", kind="switch", default=False),
-                Opt("non_interactive", ("--non-interactive",), "Never prompt (for scripts).", kind="switch", default=False),
-                json_opt("Print the findings and repairs as JSON (never prompts)."),
-            )),
-    Command("index", "Index the memory files for search (incremental: only what changed is re-embedded).", index_cmd.run_index,
-            opts=(
-                Opt("full", ("--full", "--force"), "Drop the agent's index and rebuild it from scratch (--force: OpenClaw's spelling).",
-                    kind="switch", default=False),
-                json_opt("Print a JSON summary."),
-            ), instead=(("--verbose", "progress is always on stderr, and `openclaw-memory status` shows the model, backend, "
-                                      "collections and extra paths"),)),
-    Command("search", "Search the memory: hybrid (meaning + keywords) by default, one result per file.", index_cmd.run_search,
-            args=(Arg("query", "What to look for (put -- before a query that starts with -).", flag="--query"),),
-            opts=(
-                Opt("query_flag", ("--query",), "The query as a flag (OpenClaw's spelling; it wins over QUERY, as in OpenClaw).", metavar="TEXT"),
-                Opt("limit", ("--limit", "--max-results"), "Most results to return (--max-results: OpenClaw's spelling).", type=int, default=6,
-                    metavar="N"),
-                Opt("min_score", ("--min-score",), "Drop results scoring below this (0-1: calibrated relevance, same scale in every mode).",
-                    type=float, default_from=_min_score, metavar="SCORE"),
-                Opt("mode", ("--mode",), "hybrid (default), vector or text (keywords only; never loads the model).", default="hybrid", metavar="MODE"),
-                Opt("no_sync", ("--no-sync",), "Do not re-index changed files first; list them in `stale`.", kind="switch", default=False),
-                Opt("collections", ("--collection",), "Only this collection (repeatable; names as `collections` lists them).", repeat=True, metavar="NAME"),
-                Opt("paths", ("--path",), "Only files matching this glob (repeatable; memory/people/*.md).", repeat=True, metavar="GLOB"),
-                Opt("since", ("--since",), "Only files dated (daily notes) or modified on or after this day.", metavar="YYYY-MM-DD"),
-                Opt("until", ("--until",), "Only files dated or modified on or before this day.", metavar="YYYY-MM-DD"),
-                json_opt(),
-            )),
-    Command("collections", "List the agent's collections: names, paths, patterns, point counts, backend.", index_cmd.run_collections,
-            opts=(json_opt(),)),
-    Command("status", "Show the index per collection: files, chunks, stale files, last index, model, size on disk.", index_cmd.run_status,
-            opts=(json_opt(),), instead=(
-                ("--deep", "status always reads the index itself (every shard opened and counted); `openclaw-memory doctor` "
-                           "checks it for damage, interrupted runs and changed embedding settings"),
-                ("--index", "`openclaw-memory index` updates the index"),
-                ("--fix", "`openclaw-memory doctor --fix` repairs the index"),
-                ("--verbose", "every field is in `openclaw-memory status --json`"))),
-    Command("watchdog snapshot", "Record every workspace file (type, stat, content hash); the newest snapshot is the baseline.",
-            watchdog_cmd.run_snapshot,
-            args=(Arg("label", "Name for this snapshot (letters, digits, . _ -; default: a UTC timestamp).", required=False),),
-            opts=(json_opt(),)),
-    Command("watchdog verify", "Compare the workspace with the baseline. Exit 0: no break; 1: files changed or deleted; 2: no baseline.",
-            watchdog_cmd.run_verify, opts=(json_opt(),)),
-    Command("watchdog heartbeat", "Verify, then take a timestamped snapshot. Clean: prints HEARTBEAT_OK. Break: lists the changes, writes a checkpoint.",
-            watchdog_cmd.run_heartbeat, opts=(json_opt(),)),
-    Command("write", "Write a memory file atomically, blocked (exit 3) if it changed since this agent read it.", write_cmd.run_write,
-            args=(Arg("path", MEMORY_PATH),),
-            opts=(
-                Opt("append", ("--append",), "Add TEXT on its own line at the end of the file.", metavar="TEXT"),
-                Opt("replace_file", ("--replace-file",), "Replace the whole file with this file's bytes.", metavar="FILE"),
-                Opt("stdin", ("--stdin",), "Replace the whole file with standard input.", kind="switch", default=False),
-                Opt("expect", ("--expect",), "Write only if the file is at this version (prefix of 8+ hex characters).", metavar="VERSION"),
-                Opt("idempotency_key", ("--idempotency-key",), "Retry-safe key: a second write with it within 24 h writes nothing and prints the first result (default: agent, path, mode and content).", metavar="KEY"),
-                _no_index(),
-                json_opt(),
-            )),
-    Command("history", "List the versions of a memory file kept in the history, newest first.", history_cmd.run_history,
-            args=(Arg("path", MEMORY_PATH),), opts=(json_opt(),)),
-    Command("restore", "Restore an earlier version atomically; the current one is kept, so this can be undone.", history_cmd.run_restore,
-            args=(Arg("path", "Memory file to restore."), Arg("version", "The version to bring back (a unique prefix of 8+ hex characters).")),
-            opts=(_no_index(), json_opt())),
-    Command("state", "Show each memory file's state for this agent: read_fresh, read_stale, discovered_unread, written_unread.",
-            history_cmd.run_state, opts=(json_opt(),)),
-    Command("migrate", "Copy every collection of the workspace (vectors and payloads, no re-embedding), verify counts; resumable.",
-            migrate_cmd.run_migrate,
-            opts=(
-                Opt("to", ("--to",), "Where to copy the index: a Qdrant URL (http://HOST:6333) or 'embedded'.", required=True, metavar="TARGET"),
-                Opt("source", ("--from",), "Where to copy it from: 'embedded' (default when --to is a URL) or a Qdrant URL.", metavar="SOURCE"),
-                json_opt("Print a JSON summary."),
-            )),
+    operation_command("files", files_cmd.run_files, opts=(json_opt(),)),
+    operation_command("read", read_cmd.run_read, metavars={"from_line": "N", "lines": "N", "max_chars": "N"},
+                      types={"from_line": int, "lines": int, "max_chars": int}, opts=(
+        json_opt("Print JSON (OpenClaw's memory_get result)."),
+        Opt("diff", ("--diff",), "Show what changed since this agent's last read (whole file, unified diff).", kind="switch", default=False),
+    )),
+    operation_command("prompt", prompt_cmd.run_prompt, metavars={"today": "DATE"}, opts=(json_opt(),)),
+    operation_command("doctor", doctor_cmd.run_doctor_command, opts=(
+        Opt("yes", ("--yes",), "Do not ask before each repair.", kind="switch", default=False),
+        Opt("non_interactive", ("--non-interactive",), "Never prompt (for scripts).", kind="switch", default=False),
+        json_opt("Print the findings and repairs as JSON (never prompts)."),
+    )),
+    operation_command("index", index_cmd.run_index, opts=(json_opt("Print a JSON summary."),),
+                      instead=(("--verbose", "progress is always on stderr, and `openclaw-memory status` shows the model, "
+                                             "backend, collections and extra paths"),)),
+    operation_command("search", index_cmd.run_search, query_flag="--query", defaults={"min_score": _min_score},
+                      metavars={"limit": "N", "min_score": "SCORE", "mode": "MODE", "collections": "NAME", "paths": "GLOB",
+                                "since": "YYYY-MM-DD", "until": "YYYY-MM-DD"}, opts=(
+        Opt("query_flag", ("--query",), "The query as a flag (OpenClaw's spelling; it wins over QUERY, as in OpenClaw).", metavar="TEXT"),
+        json_opt(),
+    )),
+    operation_command("collections", index_cmd.run_collections, opts=(json_opt(),)),
+    operation_command("status", index_cmd.run_status, opts=(json_opt(),), instead=(
+        ("--deep", "status always reads the index itself (every shard opened and counted); `openclaw-memory doctor` "
+                   "checks it for damage, interrupted runs and changed embedding settings"),
+        ("--index", "`openclaw-memory index` updates the index"),
+        ("--fix", "`openclaw-memory doctor --fix` repairs the index"),
+        ("--verbose", "every field is in `openclaw-memory status --json`"))),
+    operation_command("snapshot", watchdog_cmd.run_snapshot, opts=(json_opt(),)),
+    operation_command("verify", watchdog_cmd.run_verify, opts=(json_opt(),)),
+    operation_command("heartbeat", watchdog_cmd.run_heartbeat, opts=(json_opt(),)),
+    operation_command("write", write_cmd.run_write, metavars={"append": "TEXT", "expect": "VERSION", "idempotency_key": "KEY"}, opts=(
+        Opt("replace_file", ("--replace-file",), "Replace the whole file with this file's bytes.", metavar="FILE"),
+        Opt("stdin", ("--stdin",), "Replace the whole file with standard input.", kind="switch", default=False),
+        json_opt(),
+    )),
+    operation_command("history", history_cmd.run_history, opts=(json_opt(),)),
+    operation_command("restore", history_cmd.run_restore, opts=(json_opt(),)),
+    operation_command("state", history_cmd.run_state, opts=(json_opt(),)),
+    operation_command("migrate", migrate_cmd.run_migrate, metavars={"to": "TARGET", "source": "SOURCE"},
+                      opts=(json_opt("Print a JSON summary."),)),
     Command("watch", "Keep the search index up to date while memory files change, and serve the CLI and MCP from warm memory (the service with live sync; Ctrl-C or SIGTERM stops).",
             watch_cmd.run_watch,
             opts=(

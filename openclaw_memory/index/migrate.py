@@ -133,6 +133,9 @@ def _agent_locks(settings: Settings, stack: ExitStack) -> None:
 
 def migrate_index(settings: Settings, to: str, source: str | None = None, progress: MigrateProgress | None = None) -> MigrationResult:
     """Copy every collection of the workspace from ``source`` to ``to`` (``embedded`` or a Qdrant URL)."""
+    from ..extras import require
+
+    require("qdrant")
     started = time.monotonic()
     src_spec, dst_spec = _resolve_specs(settings, to, source)
     report = progress or (lambda name, done, total: None)

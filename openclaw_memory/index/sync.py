@@ -46,6 +46,7 @@ from ..files.scan import MemoryFile, scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
+from ..types import ProgressCallback
 from ..wire import key
 from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
@@ -105,8 +106,6 @@ class SyncProgress:
     # the live shard (changes past one batch, --full) is swapped in only at the end.
     chunks_written: int = 0
 
-
-ProgressCallback = Callable[[SyncProgress], None]
 
 
 def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:

@@ -1,4 +1,5 @@
-"""The MCP server: the agent's memory as four tools over stdio (official ``mcp`` SDK, 2.x).
+"""The MCP server: the agent's memory as tools over stdio (official ``mcp`` SDK, 2.x), one per
+operation declared with a :class:`~openclaw_memory.memory.operations.Tool`; OpenClaw's four:
 
 - ``memory_search`` (query, maxResults, minScore): the JSON of ``search --json``;
 - ``memory_get`` (path, from, lines, maxChars; below 1 clamped to 1, as OpenClaw's reader does): the JSON of ``read --json`` plus ``version`` (a read, recorded
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemoryToolError
-from ..memory import to_json
+from ..memory import OPERATIONS, to_json
+from ..memory.operations import Operation, plain_type
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -62,31 +64,13 @@ class MemoryTools:
         self._session = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
         self.session_of = session_of or (lambda _ctx: self._session)
 
-    def _for(self, ctx) -> Memory:
-        return self.memory.for_session(self.session_of(ctx))
-
-    def search(self, ctx, query: str, max_results: int, min_score: float, collection=None, paths=None, since=None,
-               until=None) -> dict:
-        result = to_json(self._for(ctx).search(
-            query, limit=max_results, min_score=min_score, collections=tuple(collection or ()), paths=tuple(paths or ()),
-            since=since, until=until,
-        ))
-        if not result["results"]:
-            result["message"] = (f"Nothing in this memory matches (no file scored {min_score:g} or more)." if min_score > 0
-                                 else "Nothing in this memory (within the filters given) answers the query.")
-        return result
-
-    def get(self, ctx, path: str, from_line: float | None, lines: float | None, max_chars: float | None = None) -> dict:
-        return to_json(self._for(ctx).read(path, from_line=from_line, lines=lines, max_chars=max_chars, clamp=True))
-
-    def write(self, ctx, path: str, content: str | None, append: str | None, expect: str | None,
-              idempotency_key: str | None = None) -> dict:
-        return to_json(self._for(ctx).write(path, content=content, append=append, expect=expect,
-                                            idempotency_key=idempotency_key, tool="memory_write"))
-
-    def status(self, ctx) -> dict:
-        memory = self._for(ctx)
-        return {**to_json(memory.status()), "service": to_json(memory.service())}
+    def call(self, ctx, op: Operation, arguments: dict) -> dict:
+        """The tool's JSON: the operation's result, shaped as OpenClaw's tool of that name shapes it."""
+        assert op.tool is not None
+        memory = self.memory.for_session(self.session_of(ctx))
+        result = to_json(memory.call(op, (), {**arguments, **op.tool.fixed}))
+        shape = _SHAPES.get(op.tool.name)
+        return shape(memory, arguments, result) if shape is not None else result
 
     def close(self) -> None:
         try:
@@ -96,16 +80,34 @@ class MemoryTools:
         self.memory.close()
 
 
+def _search_message(memory: Memory, arguments: dict, result: dict) -> dict:
+    if not result["results"]:
+        min_score = arguments["min_score"]
+        result["message"] = (f"Nothing in this memory matches (no file scored {min_score:g} or more)." if min_score > 0
+                             else "Nothing in this memory (within the filters given) answers the query.")
+    return result
+
+
+def _with_service(memory: Memory, arguments: dict, result: dict) -> dict:
+    return {**result, "service": to_json(memory.service())}
+
+
+# What a tool adds to its operation's JSON, as OpenClaw's tool of that name answers.
+_SHAPES: dict[str, Callable[[Memory, dict, dict], dict]] = {"memory_search": _search_message, "memory_status": _with_service}
+
+
 @dataclass(frozen=True)
-class Param:
+class ToolParam:
     """One argument of a tool: its JSON schema and its check, worded for the model that calls it.
 
-    ``kind``: ``string``, ``strings`` (a list of strings), ``integer`` and ``number`` (within
-    ``minimum``/``maximum``), ``window`` (an integer in the schema; any finite number is taken and
-    floored, as OpenClaw's ``memory_get`` reader takes it).
+    ``kind``: ``string``, ``strings`` (a list of strings), ``boolean``, ``integer`` and ``number``
+    (within ``minimum``/``maximum``), ``window`` (an integer in the schema; any finite number is
+    taken and floored, as OpenClaw's ``memory_get`` reader takes it). ``dest``: the operation's
+    parameter it gives.
     """
 
     name: str
+    dest: str
     kind: str
     description: str
     required: bool = False
@@ -114,7 +116,8 @@ class Param:
     maximum: float | None = None
 
     def schema(self) -> dict:
-        types = {"string": "string", "strings": "array", "integer": "integer", "number": "number", "window": "integer"}
+        types = {"string": "string", "strings": "array", "boolean": "boolean", "integer": "integer", "number": "number",
+                 "window": "integer"}
         out: dict[str, Any] = {"type": types[self.kind], "description": self.description}
         if self.kind == "strings":
             out["items"] = {"type": "string"}
@@ -130,7 +133,7 @@ class Param:
         if self.name not in args or args[self.name] is None:
             if self.required:
                 raise ToolArgumentError(f"`{self.name}` is required: {self.description}")
-            return self.default
+            return _UNSET if self.default is None else self.default
         value = args[self.name]
         if self.kind == "string":
             if isinstance(value, str):
@@ -138,8 +141,12 @@ class Param:
             raise ToolArgumentError(f"`{self.name}` must be a string, not {_shown(value)}")
         if self.kind == "strings":
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                return value
+                return tuple(value)
             raise ToolArgumentError(f"`{self.name}` must be a list of strings, not {_shown(value)}")
+        if self.kind == "boolean":
+            if isinstance(value, bool):
+                return value
+            raise ToolArgumentError(f"`{self.name}` must be true or false, not {_shown(value)}")
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
         if self.kind == "window":
             if number:
@@ -168,34 +175,41 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_UNSET = object()
+
+
 class ToolArgumentError(Exception):
     """An argument the schema does not allow, worded for the model (which argument, what was expected)."""
 
 
 @dataclass(frozen=True)
 class ToolSpec:
-    name: str
-    title: str
+    op: Operation
     description: str
-    params: tuple[Param, ...]
-    read_only: bool
-    run: Callable[[Any, dict], dict]  # (request context, checked arguments) -> the tool's JSON
-    idempotent: bool = True
+    params: tuple[ToolParam, ...]
+    run: Callable[[Any, dict], dict]  # (request context, checked arguments by parameter) -> the tool's JSON
+
+    @property
+    def name(self) -> str:
+        assert self.op.tool is not None
+        return self.op.tool.name
 
     def listing(self) -> dict:
         """The tool as ``tools/list`` gives it (the JSON, without the SDK: the handshake is answered
         before the SDK is loaded; see :mod:`.stdio`)."""
+        assert self.op.tool is not None
+        title = self.op.tool.title
         return {
             "name": self.name,
-            "title": self.title,
+            "title": title,
             "description": self.description,
             "inputSchema": {
                 "type": "object",
                 "properties": {p.name: p.schema() for p in self.params},
                 "required": [p.name for p in self.params if p.required],
             },
-            "annotations": {"title": self.title, "readOnlyHint": self.read_only, "destructiveHint": False,
-                            "idempotentHint": self.idempotent, "openWorldHint": False},
+            "annotations": {"title": title, "readOnlyHint": not self.op.writes, "destructiveHint": False,
+                            "idempotentHint": True, "openWorldHint": False},
         }
 
     def wire(self):
@@ -205,90 +219,43 @@ class ToolSpec:
 
     def call(self, ctx, arguments: dict) -> str:
         """The tool's JSON text; raises ToolArgumentError or a product error, worded."""
-        checked = {p.name: p.take(arguments) for p in self.params}
+        taken = {p.dest: p.take(arguments) for p in self.params}
+        checked = {dest: value for dest, value in taken.items() if value is not _UNSET}  # else the operation's default
         return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
 
 
-def tool_specs(settings: Settings, tools: MemoryTools | None) -> list[ToolSpec]:
-    """The four tools; ``tools`` runs them (None: for the listing only)."""
-    from ..index.results import DEFAULT_MIN_SCORE
+_KINDS = {str: "string", tuple: "strings", bool: "boolean", int: "integer", float: "number", bytes: "string"}
 
-    def on(ctx) -> MemoryTools:
-        if tools is None:
-            raise RuntimeError("these tool specs only list the tools")
-        return tools
+
+def _tool_params(op: Operation) -> tuple[ToolParam, ...]:
+    tool = op.tool
+    assert tool is not None
+    out = []
+    for p in op.params:
+        if not p.sent or (tool.only is not None and p.name not in tool.only):
+            continue
+        default = tool.defaults.get(p.name, None if p.required else p.default)
+        default = default() if callable(default) else default
+        low, high = tool.bounds.get(p.name, (None, None))
+        out.append(ToolParam(tool.argument(p.name), p.name, tool.kinds.get(p.name) or _KINDS[plain_type(p.hint)],
+                         tool.help.get(p.name, p.help), p.required, default if default != () else None, low, high))
+    return tuple(out)
+
+
+def tool_specs(settings: Settings, tools: MemoryTools | None) -> list[ToolSpec]:
+    """The declared operations' tools; ``tools`` runs them (None: for the listing only)."""
+
+    def runner(op: Operation) -> Callable[[Any, dict], dict]:
+        def run(ctx, arguments: dict) -> dict:
+            if tools is None:
+                raise RuntimeError("these tool specs only list the tools")
+            return tools.call(ctx, op, arguments)
+
+        return run
 
     scope = indexed_scope(settings)
-    return [
-        ToolSpec(
-            "memory_search", "Search memory",
-            f"Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
-            "{results: [{path, startLine, endLine, score, snippet, source, citation, date?, alsoIn?, passages: [{startLine, "
-            "endLine, score, snippet, citation, date?}]}], mode, stale, message?}: one result per file with its best passage, "
-            "and in passages that one and up to two more entries of the file that answer; message says so when "
-            "nothing matched; date (YYYY-MM-DD) is the dated heading or daily note a passage sits under: of two that "
-            "disagree, the newer is the current one. "
-            "Pass a citation to memory_get to read the passage.",
-            (
-                Param("query", "string", "What to look for (meaning and keywords: hybrid search).", required=True),
-                Param("maxResults", "integer", "Most results to return.", default=6, minimum=1, maximum=100),
-                Param("minScore", "number", "Drop results scoring below this (0-1, calibrated relevance).",
-                      default=DEFAULT_MIN_SCORE, minimum=0.0, maximum=1.0),
-                Param("collection", "strings", "Only these collections (names as memory_status lists them)."),
-                Param("paths", "strings", "Only files matching one of these globs (memory/people/*.md)."),
-                Param("since", "string", "Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD)."),
-                Param("until", "string", "Only files dated or modified on or before this day (YYYY-MM-DD)."),
-            ),
-            read_only=True,
-            run=lambda ctx, a: on(ctx).search(ctx, a["query"], a["maxResults"], a["minScore"], a["collection"], a["paths"],
-                                            a["since"], a["until"]),
-        ),
-        ToolSpec(
-            "memory_get", "Read memory",
-            f"Read lines of one memory file (a window: from, lines). Readable: {scope} Returns "
-            "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
-            "content hash, recorded as read (memory_write checks it).",
-            (
-                Param("path", "string", "Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra "
-                      "path; or a memory_search citation (memory/notes.md#L10-L24), which reads those lines.", required=True),
-                Param("from", "window", "First line to return (1-based; below 1 reads from 1)."),
-                Param("lines", "window", "How many lines (default 120; below 1 reads 1)."),
-                Param("maxChars", "window", "Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, 12000)."),
-            ),
-            read_only=True,
-            run=lambda ctx, a: on(ctx).get(ctx, a["path"], a["from"], a["lines"], a["maxChars"]),
-        ),
-        ToolSpec(
-            "memory_write", "Write memory",
-            f"Write one memory file atomically, guarded: give content (replace) or append. Writable: {scope} "
-            "The write is refused (tool error) when the file changed since you last read it with memory_get: "
-            "read it again and redo the change. Appending to today's daily note (memory/YYYY-MM-DD.md) is "
-            "allowed while the file only grew. expect makes it a strict compare-and-swap on that version. "
-            "A retried call (same idempotencyKey, by default the same path, mode and content) within 24 hours "
-            "writes nothing and returns the first result with replayed: true. Every version stays in the "
-            "history (openclaw-memory history / restore).",
-            (
-                Param("path", "string", "Memory file to write: MEMORY.md, memory/... or a file inside an extra path.",
-                      required=True),
-                Param("content", "string", "The whole new content of the file (replaces it)."),
-                Param("append", "string", "Text to add on its own line at the end of the file."),
-                Param("expect", "string", "Write only if the file is at this version (8+ hex characters of `version` "
-                      "from memory_get)."),
-                Param("idempotencyKey", "string", "Retry-safe key: a second write with the same key within 24 hours "
-                      "writes nothing and returns the first result (default: derived from agent, path, mode and content)."),
-            ),
-            read_only=False,
-            run=lambda ctx, a: on(ctx).write(ctx, a["path"], a["content"], a["append"], a["expect"], a["idempotencyKey"]),
-        ),
-        ToolSpec(
-            "memory_status", "Memory index status",
-            f"The search index of this memory: per collection files, chunks, stale files, last indexed, "
-            f"model, size. Covers: {scope}",
-            (),
-            read_only=True,
-            run=lambda ctx, a: on(ctx).status(ctx),
-        ),
-    ]
+    return [ToolSpec(op, op.tool.description.replace("{scope}", scope), _tool_params(op), runner(op))
+            for op in OPERATIONS.values() if op.tool is not None]
 
 
 def tool_error_text(exc: BaseException) -> str | None:

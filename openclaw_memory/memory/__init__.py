@@ -17,5 +17,6 @@ from ..fsutil.private import private_umask
 from ..wire import to_json
 from .base import Memory, ServiceInfo, ServiceStatus
 from .factory import open_memory
+from .operations import OPERATIONS
 
-__all__ = ["Memory", "ServiceInfo", "ServiceStatus", "open_memory", "private_umask", "to_json"]
+__all__ = ["OPERATIONS", "Memory", "ServiceInfo", "ServiceStatus", "open_memory", "private_umask", "to_json"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..wire import key
+from .operations import Cli, Operation, Tool, operation
 
 if TYPE_CHECKING:
     from ..doctor.model import Finding
@@ -28,10 +29,10 @@ if TYPE_CHECKING:
     from ..index.migrate import MigrationResult
     from ..index.results import SearchResult
     from ..index.status import IndexStatus
-    from ..index.sync import ProgressCallback, SyncSummary
+    from ..index.sync import SyncSummary
     from ..prompt.loader import PromptSection
     from ..settings import Settings
-    from ..types import SearchMode
+    from ..types import ProgressCallback, SearchMode
     from ..watchdog.heartbeat import HeartbeatResult
     from ..watchdog.snapshot import SnapshotInfo
     from ..watchdog.verify import VerifyResult
@@ -76,11 +77,22 @@ class ServiceStatus:
         return self.info is not None
 
 
-OnLockWait = Callable[[str, str], None]  # (what is locked, the holder's pid)
+MEMORY_PATH = "Memory file, relative to the workspace (or inside an extra path)."
+
+
+
+def _min_score() -> float:
+    from ..index.results import DEFAULT_MIN_SCORE  # the search layer's (its import is for `search` alone)
+
+    return DEFAULT_MIN_SCORE
 
 
 class Memory(Protocol):
-    """An agent's memory in one workspace, for one session (``settings.agent``, ``settings.session``)."""
+    """An agent's memory in one workspace, for one session (``settings.agent``, ``settings.session``).
+
+    Each operation is declared here once (:func:`~.operations.operation`): its signature, what does
+    the work, whether the service answers it, and its CLI command and MCP tool.
+    """
 
     @property
     def settings(self) -> Settings: ...
@@ -89,105 +101,229 @@ class Memory(Protocol):
         """The same memory (and its warm index) for another session of the agent."""
         ...
 
-    # -- files ---------------------------------------------------------------------------------
-
-    def files(self) -> ScanResult:
-        """The workspace's memory files in OpenClaw's order, with what was skipped and why."""
+    def call(self, op: Operation, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
+        """A declared operation called by its declaration: what the front-ends do (each typed method
+        below is this call)."""
         ...
 
+    # -- files ---------------------------------------------------------------------------------
+
+    @operation(impl=".files.scan:scan_workspace", cli=Cli("files", also=("ls", "list")))
+    def files(self) -> ScanResult:
+        """List the memory files: MEMORY.md, USER.md, the dream diary, memory/**/*.md, extra paths.
+
+        In OpenClaw's order, with what was skipped and why."""
+        ...
+
+    @operation(impl=".history.reads:read", service=True,
+               help={"path": f"{MEMORY_PATH[:-1]}, or a search citation (PATH#L10-L24).",
+                     "from_line": "First line to return (1-based; default 1, or a citation's first line).",
+                     "lines": "How many lines (default 120).", "max_chars": "Character budget (default 12000).",
+                     "clamp": "Take the window as OpenClaw's reader does (floored; below 1 read as 1)."},
+               cli=Cli("read", flags={"from_line": ("--from",)}, hidden=("clamp",), also=("get", "cat")),
+               tool=Tool("memory_get", "Read memory",
+                         "Read lines of one memory file (a window: from, lines). Readable: {scope} Returns "
+                         "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
+                         "content hash, recorded as read (memory_write checks it).",
+                         names={"from_line": "from"}, only=("path", "from_line", "lines", "max_chars"),
+                         fixed={"clamp": True}, kinds={"from_line": "window", "lines": "window", "max_chars": "window"},
+                         help={"path": "Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra "
+                                       "path; or a memory_search citation (memory/notes.md#L10-L24), which reads those lines.",
+                               "from_line": "First line to return (1-based; below 1 reads from 1).",
+                               "lines": "How many lines (default 120; below 1 reads 1).",
+                               "max_chars": "Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, "
+                                            "12000)."}))
     def read(self, path: str, *, from_line: float | None = None, lines: float | None = None,
              max_chars: float | None = None, clamp: bool = False) -> ReadResult:
-        """A paged read (``memory_get``), recorded as read by this session.
+        """Read a window of a memory file by lines and characters (OpenClaw's memory_get).
 
-        ``path`` may be a search citation (``memory/a.md#L10-L24``): its lines, unless
-        ``from_line``/``lines`` say otherwise. ``clamp``: take the window as OpenClaw's reader takes
-        it (floored, below 1 raised to 1) instead of refusing values below 1.
+        Recorded as read by this session. ``path`` may be a search citation (``memory/a.md#L10-L24``):
+        its lines, unless ``from_line``/``lines`` say otherwise. ``clamp``: take the window as
+        OpenClaw's reader takes it (floored, below 1 raised to 1) instead of refusing values below 1.
         """
         ...
 
+    @operation(impl=".history.reads:read_diff", service=True)
     def read_diff(self, path: str, *, from_line: int | None = None, lines: int | None = None,
                   max_chars: int | None = None) -> DiffRead:
         """What changed since this agent last read the file; counts as a read."""
         ...
 
+    @operation(impl=".memory.writes:write", on="memory", service=True, writes=True,
+               help={"path": MEMORY_PATH, "content": "The whole new content of the file (replaces it).",
+                     "append": "Add TEXT on its own line at the end of the file.",
+                     "expect": "Write only if the file is at this version (prefix of 8+ hex characters).",
+                     "update_index": "Do not update the search index afterwards.",
+                     "idempotency_key": "Retry-safe key: a second write with it within 24 h writes nothing and prints "
+                                        "the first result (default: agent, path, mode and content).",
+                     "tool": "Which tool makes the write (write or memory_write): part of the default idempotency key."},
+               cli=Cli("write", flags={"update_index": ("--no-index",)}, hidden=("content", "tool")),
+               tool=Tool("memory_write", "Write memory",
+                         "Write one memory file atomically, guarded: give content (replace) or append. Writable: {scope} "
+                         "The write is refused (tool error) when the file changed since you last read it with memory_get: "
+                         "read it again and redo the change. Appending to a daily note (memory/YYYY-MM-DD.md) is "
+                         "allowed while the file only grew. expect makes it a strict compare-and-swap on that version. "
+                         "A retried call (same idempotencyKey, by default the same path, mode and content) within 24 hours "
+                         "writes nothing and returns the first result with replayed: true. Every version stays in the "
+                         "history (openclaw-memory history / restore).",
+                         only=("path", "content", "append", "expect", "idempotency_key"), fixed={"tool": "memory_write"},
+                         kinds={"content": "string", "append": "string"},
+                         help={"path": "Memory file to write: MEMORY.md, memory/... or a file inside an extra path.",
+                               "append": "Text to add on its own line at the end of the file.",
+                               "expect": "Write only if the file is at this version (8+ hex characters of `version` "
+                                         "from memory_get).",
+                               "idempotency_key": "Retry-safe key: a second write with the same key within 24 hours "
+                                                  "writes nothing and returns the first result (default: derived from "
+                                                  "agent, path, mode and content)."}))
     def write(self, path: str, *, content: bytes | str | None = None, append: bytes | str | None = None,
               expect: str | None = None, update_index: bool = True, idempotency_key: str | None = None,
               tool: str = "write", progress: ProgressCallback | None = None) -> WriteResult:
-        """A guarded, atomic write (WriteBlocked when the file changed since this session read it)."""
+        """Write a memory file atomically, blocked (exit 3) if it changed since this agent read it.
+
+        Guarded (WriteBlocked) and idempotent: a write with the key of one made less than 24 hours
+        ago writes nothing and returns that first result while the file still holds what it made."""
         ...
 
+    @operation(impl=".memory.writes:restore", on="memory", service=True, writes=True,
+               help={"path": "Memory file to restore.",
+                     "version": "The version to bring back (a unique prefix of 8+ hex characters).",
+                     "update_index": "Do not update the search index afterwards."},
+               cli=Cli("restore", flags={"update_index": ("--no-index",)}))
     def restore(self, path: str, version: str, *, update_index: bool = True) -> WriteResult:
-        """Restore an earlier version (the current one is kept in the history first)."""
+        """Restore an earlier version atomically; the current one is kept, so this can be undone."""
         ...
 
+    @operation(impl=".history.listing:file_history", help={"path": MEMORY_PATH}, cli=Cli("history"))
     def history(self, path: str) -> VersionHistory:
-        """Every kept version of a memory file, newest first."""
+        """List the versions of a memory file kept in the history, newest first."""
         ...
 
+    @operation(impl=".history.report:file_states", service=True, cli=Cli("state"))
     def state(self) -> StateReport:
-        """What this agent has read, written and not yet seen of each memory file."""
+        """Show each memory file's state for this agent: read_fresh, read_stale, discovered_unread, written_unread."""
         ...
 
+    @operation(impl=".prompt.loader:memory_prompt",
+               help={"today": "Which day is 'today' (YYYY-MM-DD; default: the local date).",
+                     "consume": "Show a pending workspace-change checkpoint without consuming it."},
+               cli=Cli("prompt", flags={"today": ("--date",), "consume": ("--peek",)}))
     def prompt(self, *, today: dt.date | None = None, consume: bool = True) -> PromptSection:
-        """The startup-prompt memory section (a pending watchdog checkpoint included once)."""
+        """Build the startup memory section: MEMORY.md, recent daily notes, within OpenClaw's caps.
+
+        A pending watchdog checkpoint is included once (``consume``)."""
         ...
 
     # -- index and search ------------------------------------------------------------------------
 
+    @operation(impl=".index.operations:index", on="memory", service=True, writes=True,
+               help={"full": "Drop the agent's index and rebuild it from scratch (--force: OpenClaw's spelling)."},
+               cli=Cli("index", flags={"full": ("--full", "--force")}))
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:
-        """Bring the agent's index up to date (``full``: re-embed everything)."""
+        """Index the memory files for search (incremental: only what changed is re-embedded)."""
         ...
 
+    @operation(impl=".index.operations:search", on="memory", service=True,
+               help={"query": "What to look for (put -- before a query that starts with -).",
+                     "limit": "Most results to return (--max-results: OpenClaw's spelling).",
+                     "min_score": "Drop results scoring below this (0-1: calibrated relevance, same scale in every mode).",
+                     "mode": "hybrid (default), vector or text (keywords only; never loads the model).",
+                     "sync": "Do not re-index changed files first; list them in `stale`.",
+                     "collections": "Only this collection (repeatable; names as `collections` lists them).",
+                     "paths": "Only files matching this glob (repeatable; memory/people/*.md).",
+                     "since": "Only files dated (daily notes) or modified on or after this day.",
+                     "until": "Only files dated or modified on or before this day."},
+               cli=Cli("search", flags={"limit": ("--limit", "--max-results"), "collections": ("--collection",),
+                                        "paths": ("--path",)}),
+               tool=Tool("memory_search", "Search memory",
+                         "Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
+                         "{results: [{path, startLine, endLine, score, snippet, source, citation, date?, alsoIn?, passages: "
+                         "[{startLine, endLine, score, snippet, citation, date?}]}], mode, stale, message?}: one result per "
+                         "file with its best passage, and in passages that one and up to two more entries of the file that "
+                         "answer; message says so when nothing matched; date (YYYY-MM-DD) is the dated heading or daily note "
+                         "a passage sits under: of two that disagree, the newer is the current one. "
+                         "Pass a citation to memory_get to read the passage.",
+                         names={"limit": "maxResults", "collections": "collection"},
+                         only=("query", "limit", "min_score", "collections", "paths", "since", "until"),
+                         bounds={"limit": (1, 100), "min_score": (0.0, 1.0)}, defaults={"min_score": _min_score},
+                         help={"query": "What to look for (meaning and keywords: hybrid search).",
+                               "min_score": "Drop results scoring below this (0-1, calibrated relevance).",
+                               "collections": "Only these collections (names as memory_status lists them).",
+                               "paths": "Only files matching one of these globs (memory/people/*.md).",
+                               "since": "Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD).",
+                               "until": "Only files dated or modified on or before this day (YYYY-MM-DD)."}))
     def search(self, query: str, *, limit: int = 6, min_score: float | None = None, mode: SearchMode = "hybrid",
                sync: bool = True, collections: tuple[str, ...] = (), paths: tuple[str, ...] = (),
                since: str | None = None, until: str | None = None) -> SearchResult:
-        """Hybrid search with line-exact citations; one result per file."""
+        """Search the memory: hybrid (meaning + keywords) by default, one result per file.
+
+        Line-exact citations; ``min_score`` None: the calibrated default."""
         ...
 
+    @operation(impl=".index.operations:status", on="memory", service=True, cli=Cli("status"),
+               tool=Tool("memory_status", "Memory index status",
+                         "The search index of this memory: per collection files, chunks, stale files, last indexed, "
+                         "model, size. Covers: {scope}"))
     def status(self) -> IndexStatus:
-        """The index: per collection files, chunks, stale files, model, size."""
+        """Show the index per collection: files, chunks, stale files, last index, model, size on disk."""
         ...
 
+    @operation(impl=".index.operations:collections", on="memory", service=True, cli=Cli("collections"))
     def collections(self) -> list[CollectionInfo]:
-        """The agent's collections and their points."""
+        """List the agent's collections: names, paths, patterns, point counts, backend."""
         ...
 
+    @operation(impl=".index.migrate:migrate_index", writes=True,
+               help={"to": "Where to copy the index: a Qdrant URL (http://HOST:6333) or 'embedded'.",
+                     "source": "Where to copy it from: 'embedded' (default when --to is a URL) or a Qdrant URL."},
+               cli=Cli("migrate", flags={"source": ("--from",)}, args=()))
     def migrate(self, to: str, source: str | None = None,
                 progress: Callable[[str, int, int], None] | None = None) -> MigrationResult:
-        """Copy the index between the embedded engine and a Qdrant server, verified."""
+        """Copy every collection of the workspace (vectors and payloads, no re-embedding), verify counts; resumable."""
         ...
 
+    @operation(impl=".memory.local:service_status", on="memory", service=True)
     def service(self) -> ServiceStatus:
         """The workspace's service: running (its figures) or not (and why, when it should be)."""
         ...
 
     # -- repair and watchdog ---------------------------------------------------------------------
 
+    @operation(impl=".doctor:run_doctor", writes=True,
+               help={"fix": "Repair what can be repaired (asks first on a terminal)."},
+               cli=Cli("doctor", flags={"fix": ("--fix", "--repair")}))
     def doctor(self, *, fix: bool = False, confirm: Callable[[Finding, str], bool] | None = None,
                on_lock_wait: Callable[[str], None] | None = None) -> DoctorReport:
-        """Check the workspace; ``fix`` repairs it without losing a byte."""
+        """Check the memory files (split or legacy root, symlinks, extra paths, prompt caps, UTF-8, watchdog, index); --fix repairs.
+
+        Without losing a byte."""
         ...
 
+    @operation(impl=".watchdog.snapshot:take_snapshot", writes=True,
+               help={"label": "Name for this snapshot (letters, digits, . _ -; default: a UTC timestamp)."},
+               cli=Cli("watchdog snapshot", args=("label",)))
     def snapshot(self, label: str | None = None) -> SnapshotInfo:
-        """Record the workspace as it is now (the watchdog's baseline)."""
+        """Record every workspace file (type, stat, content hash); the newest snapshot is the baseline."""
         ...
 
+    @operation(impl=".watchdog.verify:verify_workspace", cli=Cli("watchdog verify"))
     def verify(self) -> VerifyResult:
-        """What changed since the last snapshot."""
+        """Compare the workspace with the baseline. Exit 0: no break; 1: files changed or deleted; 2: no baseline."""
         ...
 
+    @operation(impl=".watchdog.heartbeat:heartbeat", writes=True, cli=Cli("watchdog heartbeat"))
     def heartbeat(self) -> HeartbeatResult:
-        """Verify, and on a change leave a checkpoint for the next prompt and take a new baseline."""
+        """Verify, then take a timestamped snapshot. Clean: prints HEARTBEAT_OK. Break: lists the changes, writes a checkpoint."""
         ...
 
     # -- lifetime --------------------------------------------------------------------------------
 
-    def warm(self) -> None:
-        """Load the model now when the agent has an index, so the first search answers at once."""
-        ...
-
+    @operation(impl=".memory.local:end_session", on="memory", service=True, writes=True)
     def end_session(self) -> None:
         """This session is over: its read records go."""
+        ...
+
+    def warm(self) -> None:
+        """Load the model now when the agent has an index, so the first search answers at once."""
         ...
 
     def close(self) -> None: ...

@@ -136,7 +136,7 @@ class ServiceClient:
             )
         if "result" in answer:
             try:
-                return wire.from_json(answer["result"], operation.result())
+                return wire.from_json(answer["result"], operation.result)
             except ValueError as exc:
                 raise ServiceUnavailable(f"{_who(self.settings)} sent an answer this version cannot read ({exc}); "
                                          "working in-process", refused=True) from None

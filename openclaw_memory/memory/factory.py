@@ -26,12 +26,13 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
     service in the background first when none runs (``mcp --serve``); ``in_process`` never asks it.
     Like qdrant-client's constructor, the choice is made here once; the memory only delegates.
     ``shard_idle_s``: how long the index's shards stay open here after a call (default
-    ``local.IN_PROCESS_SHARD_IDLE_S``: a warm search does not reopen them); 0 closes them after
+    ``index.pool.IN_PROCESS_SHARD_IDLE_S``: a warm search does not reopen them); 0 closes them after
     every call, for a process of one call (the CLI) or one that runs beside others (an MCP server).
     """
     from ..fsutil.private import check_data_dir
+    from ..index.pool import IN_PROCESS_SHARD_IDLE_S, IndexPool
     from ..service_files import service_disabled, service_may_run, unreachable_service
-    from .local import IN_PROCESS_SHARD_IDLE_S, IndexPool, LocalMemory
+    from .local import LocalMemory
 
     def on_wait(what: str, pid: str) -> None:
         if pid == str(os.getpid()):

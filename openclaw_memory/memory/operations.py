@@ -1,99 +1,234 @@
-"""The :class:`~openclaw_memory.memory.Memory` methods the service answers: for each, the types of
-its arguments and of its result, which both ends of the socket read the JSON into.
+"""Each operation on an agent's memory, declared once: :func:`operation` on a method of the
+:class:`~openclaw_memory.memory.base.Memory` protocol.
 
-A closed table: a request naming anything else is refused, and nothing in a request is looked up
-as code. The result types load on first use (a ``read`` through the service must not import the
-index).
+The method's signature is the declaration of its parameters (names, types, defaults) and of its
+result type; the decorator adds what the signature cannot say: the function that does the work
+(``impl``, imported on first use), whether the workspace's service answers it, a line of help per
+parameter, and how each front-end spells it (:class:`Cli`, :class:`Tool`). From that one place:
+
+- the memory in this process and through the service (:mod:`.local`, :mod:`.remote`) answer
+  exactly the declared operations, and nothing else (an undeclared name is an AttributeError);
+- the service reads a request's arguments into the declared types and calls ``impl`` (no method is
+  looked up by a name a request gives);
+- the CLI's command and its flags (:mod:`openclaw_memory.cli.spec`), and the MCP tool's schema and
+  argument checks (:mod:`openclaw_memory.mcp.server`).
+
+One name per concept: a parameter's Python name is its socket key (camelCase, :mod:`~openclaw_memory.wire`)
+and, unless a front-end declares another spelling here (OpenClaw's ``maxResults``, ``--from``), its CLI
+flag (``--kebab-case``) and MCP argument (camelCase).
+
+Standard library only, and the types resolve on first use: the CLI imports this on its fast path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+import functools
+import importlib
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from types import MappingProxyType, UnionType
+from typing import Any, Literal, NamedTuple
+
+from ..wire import camel
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+REQUIRED = inspect.Parameter.empty
 
 
-def _read_result() -> type:
-    from ..files.read import ReadResult
+class Cli(NamedTuple):
+    """The operation as a command: ``command`` ("search", "watchdog snapshot"), and the flag
+    spellings that differ from ``--kebab-name`` (the first is shown; the others are accepted, e.g.
+    OpenClaw's ``--force`` for ``--full``). A ``bool`` parameter whose default is True is turned off
+    by its flag (``--no-sync``). ``hidden``: parameters the command line does not give."""
 
-    return ReadResult
-
-
-def _diff_read() -> type:
-    from ..history.diff import DiffRead
-
-    return DiffRead
-
-
-def _write_result() -> type:
-    from ..history.guard import WriteResult
-
-    return WriteResult
+    command: str
+    flags: Mapping[str, tuple[str, ...]] = _EMPTY
+    hidden: tuple[str, ...] = ()
+    args: tuple[str, ...] | None = None  # the parameters given as arguments, in order (default: the required ones)
+    also: tuple[str, ...] = ()  # names people type for it (a shell habit, OpenClaw's tool): suggested, not accepted
 
 
-def _state_report() -> type:
-    from ..history.report import StateReport
-
-    return StateReport
+ToolKind = Literal["string", "strings", "integer", "number", "window", "boolean"]
 
 
-def _sync_summary() -> type:
-    from ..index.sync import SyncSummary
+class Tool(NamedTuple):
+    """The operation as an MCP tool. ``names``: OpenClaw's argument names where its tool fixes them
+    (``maxResults`` for ``limit``); ``only``: the parameters the tool takes (the others keep their
+    defaults; None: every one a JSON value can give); ``fixed``: arguments the tool always passes;
+    ``kinds``, ``bounds`` and ``defaults``: the schema where the Python type does not say it."""
 
-    return SyncSummary
+    name: str
+    title: str
+    description: str
+    names: Mapping[str, str] = _EMPTY
+    only: tuple[str, ...] | None = None
+    fixed: Mapping[str, Any] = _EMPTY
+    kinds: Mapping[str, ToolKind] = _EMPTY
+    bounds: Mapping[str, tuple[float | None, float | None]] = _EMPTY
+    defaults: Mapping[str, Any] = _EMPTY  # a value, or a function giving it (what only the tool's listing pays for)
+    help: Mapping[str, str] = _EMPTY  # a parameter's help, worded for the model, where it differs
 
-
-def _search_result() -> type:
-    from ..index.results import SearchResult
-
-    return SearchResult
-
-
-def _index_status() -> type:
-    from ..index.status import IndexStatus
-
-    return IndexStatus
-
-
-def _collections() -> Any:
-    from ..index.api import CollectionInfo
-
-    return list[CollectionInfo]
+    def argument(self, param: str) -> str:
+        """The tool's name for a parameter: OpenClaw's where declared, else its JSON key."""
+        return self.names.get(param) or camel(param)
 
 
-def _service_status() -> type:
-    from .base import ServiceStatus
+class Param(NamedTuple):
+    name: str
+    hint: Any  # the resolved type
+    default: Any  # REQUIRED when there is none
+    help: str
 
-    return ServiceStatus
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    @property
+    def wire_hint(self) -> Any:
+        """The type its JSON is read as on the socket: a closed set of words as any string, so that the
+        service's answer to a bad one is the product's own message (``--mode must be one of ...``)."""
+        return _loose(self.hint)
+
+    @property
+    def sent(self) -> bool:
+        """Whether it crosses the socket: a callback (progress, a question to the user) only runs in
+        the caller's process."""
+        return not _is_callback(self.hint)
 
 
-def _nothing() -> Any:
-    return None
-
-
-@dataclass(frozen=True)
 class Operation:
-    # Argument name -> its type. A value the product checks itself (a search mode, a day) is a
-    # string here, so the service's answer to a bad one is the product's own message.
-    params: dict[str, Any]
-    result: Callable[[], Any]  # -> the result's type
+    """One declared operation (see the module docstring). Named tuples and a plain class, not
+    dataclasses: every command defines them at start-up, and a frozen dataclass costs several
+    times as much to define."""
+
+    def __init__(self, name: str, declared: Callable[..., Any], impl: str, on: Literal["memory", "settings"],
+                 service: bool, writes: bool, help: Mapping[str, str], cli: Cli | None, tool: Tool | None):
+        self.name = name
+        self.declared = declared  # the protocol's method
+        self.impl = impl  # "module:function" under openclaw_memory, called as function(memory or settings, **args)
+        self.on = on
+        self.service = service  # the workspace's service answers it (else it runs in the caller's process, on purpose)
+        self.writes = writes
+        self.help = help
+        self.cli = cli
+        self.tool = tool
+
+    def __repr__(self) -> str:
+        return f"Operation({self.name!r})"
+
+    @property
+    def summary(self) -> str:
+        return (inspect.getdoc(self.declared) or "").split("\n\n")[0].replace("\n", " ")
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        return inspect.signature(self.declared)
+
+    @functools.cached_property
+    def params(self) -> tuple[Param, ...]:
+        out = []
+        for p in list(self.signature.parameters.values())[1:]:  # after self
+            out.append(Param(p.name, _resolve(p.annotation, self.declared), p.default, self.help.get(p.name, "")))
+        return tuple(out)
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
+
+    @functools.cached_property
+    def result(self) -> Any:
+        return _resolve(self.signature.return_annotation, self.declared)
+
+    @functools.cached_property
+    def function(self) -> Callable[..., Any]:
+        module, _, name = self.impl.partition(":")
+        return getattr(importlib.import_module(module, "openclaw_memory"), name)
+
+    def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """A call's arguments by name, defaults filled in (TypeError, as Python words it, for a call
+        the declaration does not allow)."""
+        bound = self.signature.bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        return dict(list(bound.arguments.items())[1:])
+
+    def run(self, memory: Any, arguments: Mapping[str, Any]) -> Any:
+        """Do it here, for ``memory`` (a :class:`~.local.LocalMemory`)."""
+        return self.function(memory.settings if self.on == "settings" else memory, **arguments)
 
 
-_WINDOW = {"from_line": int | float | None, "lines": int | float | None, "max_chars": int | float | None}
+OPERATIONS: dict[str, Operation] = {}
 
-OPERATIONS: dict[str, Operation] = {
-    "read": Operation({"path": str, **_WINDOW, "clamp": bool}, _read_result),
-    "read_diff": Operation({"path": str, "from_line": int | None, "lines": int | None, "max_chars": int | None}, _diff_read),
-    "write": Operation({"path": str, "content": bytes | None, "append": bytes | None, "expect": str | None,
-                        "update_index": bool, "idempotency_key": str | None, "tool": str}, _write_result),
-    "restore": Operation({"path": str, "version": str, "update_index": bool}, _write_result),
-    "state": Operation({}, _state_report),
-    "index": Operation({"full": bool}, _sync_summary),
-    "search": Operation({"query": str, "limit": int, "min_score": float | None, "mode": str, "sync": bool,
-                         "collections": tuple[str, ...], "paths": tuple[str, ...], "since": str | None,
-                         "until": str | None}, _search_result),
-    "status": Operation({}, _index_status),
-    "collections": Operation({}, _collections),
-    "service": Operation({}, _service_status),
-    "end_session": Operation({}, _nothing),
-}
+
+def operation(*, impl: str, on: Literal["memory", "settings"] = "settings", service: bool = False, writes: bool = False,
+              help: Mapping[str, str] = _EMPTY, cli: Cli | None = None, tool: Tool | None = None
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the decorated method of :class:`~.base.Memory` an operation (see the module docstring)."""
+
+    def declare(method: Callable[..., Any]) -> Callable[..., Any]:
+        name = method.__name__
+        if name in OPERATIONS:
+            raise ValueError(f"the operation {name!r} is declared twice")
+        OPERATIONS[name] = Operation(name, method, impl, on, service, writes, MappingProxyType(dict(help)), cli, tool)
+        return method
+
+    return declare
+
+
+def bound_methods(operations: Mapping[str, Operation], call: Callable[[Any, Operation, tuple, dict], Any]) -> dict[str, Any]:
+    """One method per operation, each calling ``call(op, args, kwargs)``; named and documented as declared."""
+
+    def method(op: Operation) -> Callable[..., Any]:
+        def bound(self, *args: Any, **kwargs: Any) -> Any:
+            return call(self, op, args, kwargs)
+
+        return functools.wraps(op.declared)(bound)
+
+    return {name: method(op) for name, op in operations.items()}
+
+
+# -- types -------------------------------------------------------------------------------------
+
+
+class _Names(dict):
+    """The names a declaration's annotations use, imported when first needed (the result types live
+    with their domains; most commands never load them)."""
+
+    def __missing__(self, name: str) -> Any:
+        import openclaw_memory
+        from openclaw_memory import types
+
+        try:
+            value = getattr(types, name, None) or getattr(openclaw_memory, name)
+        except AttributeError:
+            raise KeyError(name) from None  # the module's own names and builtins
+        self[name] = value
+        return value
+
+
+_NAMES = _Names()
+
+
+def _resolve(annotation: Any, where: Callable[..., Any]) -> Any:
+    if not isinstance(annotation, str):
+        return None if annotation is inspect.Signature.empty else annotation
+    return eval(annotation, where.__globals__, _NAMES)  # noqa: S307 - a declaration's own annotation
+
+
+def _is_callback(hint: Any) -> bool:
+    args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, UnionType) else (hint,)
+    return any(typing.get_origin(a) in (Callable, typing.get_origin(Callable[..., Any])) or a is Callable for a in args)
+
+
+def _loose(hint: Any) -> Any:
+    if typing.get_origin(hint) is Literal:
+        return str
+    if typing.get_origin(hint) in (typing.Union, UnionType):
+        return functools.reduce(lambda a, b: a | b, [_loose(a) for a in typing.get_args(hint)])
+    return hint
+
+
+def plain_type(hint: Any) -> Any:
+    """The type a front-end reads a value as: ``int | None`` -> int, ``tuple[str, ...]`` -> tuple."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if typing.get_origin(hint) in (typing.Union, UnionType) else [hint]
+    first = args[0] if args else hint
+    return typing.get_origin(first) or first

@@ -19,7 +19,7 @@ from ..files.jstext import decode_lossy, js_trim_end, not_utf8, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
 from ..fsutil.safeopen import open_regular_under
-from ..settings import StartupContext
+from ..settings import Settings, StartupContext
 from ..wire import key
 from .bootstrap import Injected, budget_report, build_bootstrap
 from .startup import build_prelude
@@ -161,3 +161,26 @@ def build_prompt_section(
     return PromptSection(text, local_date, files, cuts, checkpoint, warnings,
                          budget_report(injected, raw, file_cap, total_cap), tuple(injected), prelude.text,
                          tuple(bootstrap_warnings))
+
+
+def memory_prompt(settings: Settings, today: dt.date | None = None, consume: bool = True) -> PromptSection:
+    """The workspace's startup-prompt memory section, with a pending watchdog checkpoint
+    (consumed unless ``consume`` is False); declared in :class:`~openclaw_memory.memory.base.Memory`."""
+    from ..errors import MemoryToolError
+    from ..files.scan import scan_workspace
+    from ..watchdog.checkpoint import consume_checkpoint, read_checkpoint
+
+    unread = None
+    try:
+        pending = read_checkpoint(settings.data_dir)
+    except MemoryToolError as exc:  # the memory files still make a prompt; the news waits for the repair
+        pending, unread = None, f"the pending watchdog checkpoint cannot be read: {exc.message}"
+    section = build_prompt_section(
+        scan_workspace(settings), today=today, file_cap=settings.prompt.file_chars, total_cap=settings.prompt.total_chars,
+        startup=settings.prompt.startup, checkpoint=pending.text if pending is not None else None,
+    )
+    if unread is not None:
+        section.warnings.append(unread)
+    if pending is not None and consume:
+        consume_checkpoint(settings.data_dir, pending.last)
+    return section

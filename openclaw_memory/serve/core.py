@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import wire
 from ..errors import MemoryToolError
+from ..index.pool import IndexPool, Stopping
 from ..memory.base import LockWaits, ServiceInfo
-from ..memory.local import IndexPool, LocalMemory, Stopping
-from ..memory.operations import OPERATIONS
+from ..memory.local import LocalMemory
+from ..memory.operations import OPERATIONS, Operation
 from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, answer_line, parse_line, settings_key
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def rss_bytes(pid: int | str = "self") -> int | None:
 @dataclass(frozen=True)
 class Request:
     id: Any
-    method: str
+    operation: Operation
     args: dict[str, Any]
     settings: Settings
 
@@ -72,7 +73,7 @@ class ServiceCore:
         self.http: str | None = None
         self.requests = 0
         self.pool = IndexPool(shard_idle_s=settings.service.shard_idle)
-        self.memory = LocalMemory(settings, self.pool, service_info=self.info)
+        self.memory = LocalMemory(settings, self.pool, service_info=self.info, on_session_end=self._session_ended)
         self._sessions: dict[str, float] = {}
         self._connected: dict[str, int] = {}
         self._sessions_lock = threading.Lock()
@@ -101,12 +102,11 @@ class ServiceCore:
             else:
                 self._connected.pop(session, None)
 
-    def end_session(self, memory: LocalMemory) -> None:
-        """A session ended (its MCP client went away): its read records go too."""
-        memory.end_session()
-        if memory.settings.session:
-            with self._sessions_lock:
-                self._sessions.pop(memory.settings.session, None)
+    def _session_ended(self, session: str) -> None:
+        """A session ended (its MCP client went away, or it said so): no longer counted."""
+        with self._sessions_lock:
+            self._sessions.pop(session, None)
+            self._connected.pop(session, None)
 
     def info(self) -> ServiceInfo:
         cutoff = time.time() - SESSION_IDLE_S
@@ -144,15 +144,18 @@ class ServiceCore:
         operation = OPERATIONS.get(data["method"])
         if operation is None:
             raise Refused(f"it does not know the method {data['method'][:80]!r}", METHOD_NOT_FOUND)
-        unknown = sorted(set(args) - {wire.camel(name) for name in operation.params})
+        if not operation.service:
+            raise Refused(f"the method {operation.name} runs in the caller's process", METHOD_NOT_FOUND)
+        params = {wire.camel(p.name): p for p in operation.params if p.sent}
+        unknown = sorted(set(args) - set(params))
         if unknown:
-            raise Refused(f"unknown arguments for {data['method']}: {', '.join(unknown)[:200]}", INVALID_PARAMS)
+            raise Refused(f"unknown arguments for {operation.name}: {', '.join(unknown)[:200]}", INVALID_PARAMS)
         try:
-            typed = {name: wire.from_json(args[wire.camel(name)], hint) for name, hint in operation.params.items()
-                     if wire.camel(name) in args}
-        except ValueError as exc:
+            typed = {p.name: wire.from_json(args[name], p.wire_hint) for name, p in params.items() if name in args}
+            arguments = operation.arguments((), typed)
+        except (ValueError, TypeError) as exc:  # TypeError: a required argument missing
             raise Refused(f"arguments it cannot read ({exc})", INVALID_PARAMS) from None
-        return Request(data.get("id"), data["method"], typed, self._settings_for(context))
+        return Request(data.get("id"), operation, arguments, self._settings_for(context))
 
     def _settings_for(self, context: dict) -> Settings:
         agent = str(context.get("agent") or self.settings.agent)
@@ -173,11 +176,7 @@ class ServiceCore:
         self.called(request.settings.session)
         memory = self.memory.for_agent(request.settings.agent, request.settings.session)
         try:
-            if request.method == "end_session":
-                self.end_session(memory)
-                value = None
-            else:
-                value = getattr(memory, request.method)(**request.args)
+            value = request.operation.run(memory, request.args)
             return {"jsonrpc": "2.0", "id": request.id, "result": wire.to_json(value)}
         except MemoryToolError as exc:
             return error_answer(request.id, PRODUCT_ERROR, exc.message, type(exc).__name__, exc.fields())

@@ -165,7 +165,7 @@ class Service:
 
                 core = self.core
                 http = self._http = HttpEndpoint(core.memory, self.settings, self.http_address,
-                                                 lambda session: core.end_session(core.memory.for_session(session)),
+                                                 lambda session: core.memory.for_session(session).end_session(),
                                                  on_call=core.called).start()
                 self.core.http = http.url
             self.core.memory.open_state()
@@ -376,7 +376,4 @@ class Service:
         if session and session not in sessions:
             sessions[session] = request.settings
             self.core.connected(session, +1)
-        if request.method == "end_session" and session:  # a request without a session counted none
-            sessions.pop(session, None)
-            self.core.connected(session, -1)
         return self.core.answer(request)

@@ -55,11 +55,11 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
 
 
 def run_search(settings: Settings, query: str | None, query_flag: str | None, limit: int, min_score: float, mode: SearchMode,
-               no_sync: bool, json_out: bool, collections: list[str], paths: list[str], since: str | None, until: str | None) -> int:
+               sync: bool, json_out: bool, collections: list[str], paths: list[str], since: str | None, until: str | None) -> int:
     query = query_flag if query_flag is not None else query  # OpenClaw's rule: --query wins (the parser wants one)
     assert query is not None
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
-        result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=not no_sync,
+        result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync,
                                collections=tuple(collections), paths=tuple(paths), since=since, until=until)
     stale = [f"{len(result.stale)} file(s) changed since the last index and were not searched as they are now: "
              + ", ".join(result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + " (run `openclaw-memory index`)"

@@ -6,7 +6,6 @@ import datetime as dt
 import sys
 from typing import TYPE_CHECKING
 
-from ...errors import UsageError, shown
 from ...memory import open_memory
 from ..output import reported, warn
 
@@ -14,14 +13,8 @@ if TYPE_CHECKING:
     from ...settings import Settings
 
 
-def run_prompt(settings: Settings, date: str | None, peek: bool, json_out: bool) -> int:
-    today = None
-    if date is not None:
-        try:
-            today = dt.date.fromisoformat(date)
-        except ValueError:
-            raise UsageError(f"--date must be a date like 2026-11-30, not {shown(date)}") from None
-    section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=not peek)
+def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_out: bool) -> int:
+    section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=consume)
     cuts = [f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
             "characters)" for cut in section.truncated]
     from ...settings import timezone_problem

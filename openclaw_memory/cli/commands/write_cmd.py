@@ -66,14 +66,14 @@ def _progress_past_one_file(stack):
 
 
 def run_write(settings: Settings, path: str, append: str | None, replace_file: str | None, stdin: bool,
-              expect: str | None, no_index: bool, json_out: bool, idempotency_key: str | None = None) -> int:
+              expect: str | None, update_index: bool, json_out: bool, idempotency_key: str | None = None) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
     content = _new_content(replace_file, stdin)
     with contextlib.ExitStack() as stack:
         memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
         stack.enter_context(given_path(settings.workspace, path))
-        result = memory.write(path, content=content, append=append, expect=expect, update_index=not no_index,
+        result = memory.write(path, content=content, append=append, expect=expect, update_index=update_index,
                               idempotency_key=idempotency_key, progress=_progress_past_one_file(stack))
     if result.replay is not None:
         warn("already written by an earlier write with the same idempotency key; nothing written again")

@@ -1,0 +1,71 @@
+"""Reads as an agent makes them (``memory_get``): a window of the file, and the whole file's
+version recorded as read by the session, which the write guard and ``read --diff`` compare with;
+declared in :class:`~openclaw_memory.memory.base.Memory`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..errors import DiskFull, MemoryToolError, is_no_space
+
+if TYPE_CHECKING:
+    from ..files.read import ReadResult
+    from ..settings import Settings
+    from .diff import DiffRead
+
+
+def read(settings: Settings, path: str, from_line: float | None = None, lines: float | None = None,
+         max_chars: float | None = None, clamp: bool = False) -> ReadResult:
+    from ..files.read import clamp_window_args, read_memory_file
+    from .states import record_read
+    from .store import FileVersion
+
+    path, from_line, lines = _cited(path, from_line, lines)
+    if clamp:
+        from_line, lines, max_chars = clamp_window_args(from_line, lines, max_chars, default_lines=settings.read.default_lines,
+                                                        default_max_chars=settings.read.max_chars)
+    result = read_memory_file(
+        path, str(settings.workspace), extra_paths=settings.extra_paths,
+        from_line=1 if from_line is None else int(from_line),
+        lines=settings.read.default_lines if lines is None else int(lines),
+        max_chars=settings.read.max_chars if max_chars is None else int(max_chars),
+    )
+    # The whole file's version is recorded as read (the write guard and ``read --diff`` compare
+    # against it); a missing file is recorded as None, so the agent may then create it.
+    version: FileVersion | None = None
+    if not result.missing:
+        if result.version is None or result.size is None:
+            return result  # changed during the read: nothing reliable to record
+        version = FileVersion(result.version, result.size)
+    try:
+        record_read(settings, result.abs_path, result.path, version)
+    except (MemoryToolError, OSError) as exc:
+        # The read itself succeeded (a state dir that is full, read-only, busy or damaged only costs
+        # the record): without one the guard makes the agent read again before writing.
+        reason = (
+            f"the disk is full in the state dir ({settings.data_dir})" if isinstance(exc, DiskFull) or is_no_space(exc)
+            else exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
+        )
+        return replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
+    return result
+
+
+def read_diff(settings: Settings, path: str, from_line: int | None = None, lines: int | None = None,
+              max_chars: int | None = None) -> DiffRead:
+    from .diff import read_diff as diff_since_read
+
+    path, start, count = _cited(path, from_line, lines)
+    return diff_since_read(settings, path, from_line=1 if start is None else int(start),
+                           lines=None if count is None else int(count), max_chars=max_chars)
+
+
+def _cited(path: str, from_line: float | None, lines: float | None) -> tuple[str, float | None, float | None]:
+    """A search citation (``memory/a.md#L10-L24``) as its path and lines, unless the window is given."""
+    from ..files.citation import parse_citation
+
+    citation = parse_citation(path)
+    if citation is None:
+        return path, from_line, lines
+    return (citation.path, citation.from_line if from_line is None else from_line,
+            citation.lines if lines is None else lines)

@@ -1,0 +1,83 @@
+"""Writes as the memory makes them: guarded (:mod:`.guard`) and idempotent (:mod:`.idempotency`);
+``after`` brings what depends on the file up to date (the memory's index: :mod:`openclaw_memory.memory.writes`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .. import faults
+from ..errors import MemoryToolError, UsageError, shown
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .guard import WriteResult
+
+WRITE_TOOLS = ("write", "memory_write")  # who made a write (its default idempotency key names it)
+
+
+def write(settings: Settings, path: str, content: bytes | str | None = None, append: bytes | str | None = None,
+          expect: str | None = None, idempotency_key: str | None = None, tool: str = "write",
+          after: Callable[[WriteResult], WriteResult] = lambda result: result) -> WriteResult:
+    """The guarded write, made idempotent: a write with the key of an earlier one (default
+    ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
+    writes nothing and returns that first result (``replayed``) while the file still holds what
+    it made; a key reused for another write is refused."""
+    from ..files.read import refuse_unnamable
+    from .guard import still_holds, write_memory_file
+    from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
+    from .store import FileVersion, HistoryStore
+
+    refuse_unnamable(path)  # before the key is made of it, and of the tool:
+    if tool not in WRITE_TOOLS:
+        raise UsageError(f"a write is made by the tool {' or '.join(WRITE_TOOLS)}, not {shown(tool)}")
+    data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
+    added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
+    mode, body = ("append", added or b"") if added is not None else ("replace", data or b"")
+    bound = binding(settings.agent, settings.session, path, mode, body)
+    if idempotency_key is None:
+        key = default_key(settings.agent, tool, path, mode, body, settings.session)
+    else:
+        key = check_key(idempotency_key)
+    keys = IdempotencyStore(settings.data_dir)
+    with HistoryStore.for_settings(settings).write_lock():
+        found = keys.get(key)
+        if found is not None:
+            first, first_bound = found
+            if first_bound is not None and first_bound != bound:
+                raise UsageError(
+                    f"the idempotency key {key!r} was first used for {describe(first_bound, bound)}; a key stands "
+                    "for one write: give this write a new key (nothing was written)"
+                )
+            if still_holds(settings, path, FileVersion(first.version, first.size), at_start=mode == "append"):
+                return first
+            # The file no longer holds what that write made (restored or edited since): write it again.
+        when = time.time()
+
+        def record_first(to_be: WriteResult) -> None:
+            # In the same step as the write: before the rename, with the version it will make. A
+            # crash after the rename leaves the key, and the retry finds the file at that version.
+            keys.put(key, to_be, when, bound)
+            faults.reach("write:key-recorded")  # recorded, the new content not renamed into place yet
+
+        result = write_memory_file(settings, path, content=data, append=added, expect=expect, before_swap=record_first)
+        faults.reach("write:swapped")
+    keys.prune()
+    result = after(result)
+    try:
+        keys.put(key, result, when, bound)  # a later replay shows what the index update did
+    except MemoryToolError:
+        pass  # the key recorded before the rename stands
+    return result
+
+
+def restore(settings: Settings, path: str, version: str,
+            after: Callable[[WriteResult], WriteResult] = lambda result: result) -> WriteResult:
+    from .guard import IndexUpdate, restore_file_version
+
+    result = restore_file_version(settings, path, version)
+    if not result.changed:
+        return replace(result, index=IndexUpdate(False, "nothing changed"))
+    return after(result)

@@ -1,0 +1,53 @@
+"""The index's operations as the memory in this process runs them, on its pool's warm index
+(:mod:`.pool`); declared in :class:`~openclaw_memory.memory.base.Memory`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..extras import require
+from .pool import Stopping
+
+if TYPE_CHECKING:
+    from ..memory.local import LocalMemory
+    from ..types import ProgressCallback, SearchMode
+    from .api import CollectionInfo
+    from .results import SearchResult
+    from .status import IndexStatus
+    from .sync import SyncProgress, SyncSummary
+
+
+def index(memory: LocalMemory, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:
+    stopping = memory.pool.stopping
+
+    def report(p: SyncProgress) -> None:
+        if stopping.is_set():
+            raise Stopping()  # the index is crash-safe: the next run finishes what this one started
+        if progress is not None:
+            progress(p)
+
+    with memory.pool.index(memory.settings) as warm:
+        return warm.sync(full=full, progress=report)
+
+
+def search(memory: LocalMemory, query: str, limit: int = 6, min_score: float | None = None, mode: SearchMode = "hybrid",
+           sync: bool = True, collections: tuple[str, ...] = (), paths: tuple[str, ...] = (),
+           since: str | None = None, until: str | None = None) -> SearchResult:
+    require("search")
+    from .filters import SearchFilters
+    from .results import DEFAULT_MIN_SCORE
+
+    filters = SearchFilters.from_args(collections, paths, since, until)
+    with memory.pool.index(memory.settings) as warm:
+        return warm.search(query, limit=limit, min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
+                           mode=mode, sync=sync, filters=filters)
+
+
+def status(memory: LocalMemory) -> IndexStatus:
+    with memory.pool.index(memory.settings) as warm:
+        return warm.status()
+
+
+def collections(memory: LocalMemory) -> list[CollectionInfo]:
+    with memory.pool.index(memory.settings) as warm:
+        return warm.collections()

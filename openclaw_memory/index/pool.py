@@ -1,0 +1,247 @@
+"""Warm indexes, one per agent, sharing one loaded embedding model.
+
+One :class:`~openclaw_memory.index.api.MemoryIndex` per agent, created on first use, all
+sharing one loaded embedding model, their shards kept open between calls (a warm search costs
+milliseconds, not the 0.2-0.4 s of opening a shard). Calls share an index through its store's
+read view (:class:`~openclaw_memory.index.store.edge.ReadView`): searches run side by side, and
+the service's live sync reads beside them while it embeds, then has the index alone only to
+commit (a search waits for that commit, never for the embedding); with a Qdrant server store an
+index is used by one call at a time. Shards unused for ``shard_idle_s`` seconds are closed (0:
+after every call, for a process that runs beside others: the CLI, an MCP server without a
+service), so ``doctor --fix`` or another tool can open them: by the service's janitor, or, in a
+library's process (``janitor=True``), by the pool's own thread and at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..errors import MemoryToolError
+from ..extras import require
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .api import MemoryIndex
+    from .store.edge import ReadView
+    from .sync import Models
+
+OnLockWait = Callable[[str, str], None]  # (what is locked, the holder's pid)
+
+IN_PROCESS_SHARD_IDLE_S = 2.0
+class Stopping(BaseException):
+    """Raised inside long work (a full index) when the service is asked to stop."""
+
+
+class _Slot:
+    def __init__(self, index: MemoryIndex):
+        from .store.edge import ReadView
+
+        self.index = index
+        view = getattr(index.store, "view", None)
+        self.shared = isinstance(view, ReadView)  # the edge store: calls read side by side
+        self.view: ReadView = view if isinstance(view, ReadView) else ReadView()  # else each call writes: alone
+        self.used = time.monotonic()
+
+    def enter(self, blocking: bool = True) -> bool:
+        return self.view.acquire_read(blocking) if self.shared else self.view.acquire_write(blocking)
+
+    def leave(self) -> None:
+        if self.shared:
+            self.view.release_read()
+        else:
+            self.view.release_write()
+
+
+class _Lent:
+    """The shared embedding model as the service's pool lends it: a call that reads an index
+    through the pool alone lets go of it while the model embeds (its query), so that a sync's
+    commit never waits for a query being embedded, and takes it again after (waiting for a
+    commit in progress then, a wait counted like any other). A sync, which reads the index
+    itself too, keeps it while it embeds."""
+
+    def __init__(self, model, pool: IndexPool):
+        self._model = model
+        self._pool = pool
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
+
+    def encode(self, texts, *args, **kwargs):
+        view = self._pool._only_reading_here()
+        if view is None:
+            return self._model.encode(texts, *args, **kwargs)
+        view.release_read()
+        try:
+            return self._model.encode(texts, *args, **kwargs)
+        finally:
+            self._pool._enter(view.acquire_read)
+
+
+class IndexPool:
+    """Warm indexes, one per agent, sharing one model; see the module docstring."""
+
+    def __init__(self, *, shard_idle_s: float = 0.0, on_wait: OnLockWait | None = None, janitor: bool = False):
+        self.shard_idle_s = shard_idle_s
+        self.on_wait = on_wait
+        # The service's pool (its own janitor closes idle shards): searches beside its live sync.
+        self.serving = shard_idle_s > 0 and not janitor
+        self.janitor = janitor and shard_idle_s > 0
+        self._janitor_started = False
+        self._janitor_stop = threading.Event()
+        self.stopping = threading.Event()
+        self._slots: dict[str, _Slot] = {}
+        self._slots_lock = threading.Lock()
+        self._models: Models | None = None
+        self._stats_lock = threading.Lock()
+        self._here = threading.local()  # .view: the read view this thread's call reads through the pool
+        self.waits = 0
+        self.slow_waits = 0  # over 100 ms
+        self.longest_wait_ms = 0.0
+
+    def slot(self, settings: Settings) -> _Slot:
+        require("search")  # before any index work, so a core install hears what to install, not "no index"
+        from .api import MemoryIndex
+
+        with self._slots_lock:
+            slot = self._slots.get(settings.agent)
+            if slot is None:
+                index = MemoryIndex(replace(settings, session=None), keep_open=True, models=self._models, on_wait=self.on_wait)
+                self._serve(index)
+                self._models = self._models or index.models
+                if self.serving and not index.models.lent:
+                    index.models.lend(lambda model: _Lent(model, self))
+                slot = self._slots[settings.agent] = _Slot(index)
+                if self.janitor and not self._janitor_started:
+                    self._start_janitor()
+            return slot
+
+    def _start_janitor(self) -> None:
+        """A thread that closes the shards left unused for ``shard_idle_s``, and their closing
+        at exit (their stat recorded: the next process opens them without a probe). Neither
+        keeps the pool alive."""
+        self._janitor_started = True
+        ref = weakref.ref(self)
+        stop, every = self._janitor_stop, max(self.shard_idle_s / 4, 0.05)
+
+        def sweep() -> None:
+            while not stop.wait(every):
+                pool = ref()
+                if pool is None:
+                    return
+                try:
+                    pool.close_idle_shards()
+                except MemoryToolError:
+                    pass  # e.g. the state database busy: the next sweep closes them
+                del pool
+
+        def at_exit() -> None:
+            pool = ref()
+            if pool is not None:
+                stop.set()
+                for slot in list(pool._slots.values()):
+                    pool._close_unused(slot)
+
+        threading.Thread(target=sweep, name="openclaw-memory-shards", daemon=True).start()
+        atexit.register(at_exit)
+
+    def _serve(self, index: MemoryIndex) -> None:
+        """A pool that keeps shards open (the service) keeps one open while a sync copies it too."""
+        from .store.edge import EdgeStore
+
+        if self.serving and isinstance(index.store, EdgeStore):
+            index.store.serving = True
+
+    @contextmanager
+    def using(self, index: MemoryIndex) -> Iterator[None]:
+        """The live sync's session on a pooled index, shards left open. With the edge store the
+        sync takes the read view itself (to read while it embeds, to write only to commit), so
+        searches answer throughout; with another store it has the index alone."""
+        slot = next(s for s in list(self._slots.values()) if s.index is index)
+        if not slot.shared:
+            slot.view.acquire_write()
+        try:
+            slot.used = time.monotonic()
+            yield
+        finally:
+            slot.used = time.monotonic()
+            if not slot.shared:
+                slot.view.release_write()
+
+    @contextmanager
+    def index(self, settings: Settings) -> Iterator[MemoryIndex]:
+        """The agent's index for one call (reading it beside other calls; waits counted)."""
+        slot = self.slot(settings)
+        self._enter(slot.enter)
+        previous = getattr(self._here, "view", None)
+        self._here.view = slot.view if slot.shared else None
+        try:
+            slot.used = time.monotonic()
+            yield slot.index
+        finally:
+            self._here.view = previous
+            slot.used = time.monotonic()
+            slot.leave()
+            if self.shard_idle_s == 0 and slot.index.store.backend == "edge":
+                self._close_unused(slot)
+
+    def _enter(self, enter: Callable[..., bool]) -> None:
+        """``enter()`` (a view's acquire), the wait counted when it cannot be had at once."""
+        if enter(blocking=False):
+            return
+        started = time.monotonic()
+        enter()
+        waited = (time.monotonic() - started) * 1000
+        with self._stats_lock:
+            self.waits += 1
+            self.slow_waits += waited > 100
+            self.longest_wait_ms = max(self.longest_wait_ms, waited)
+
+    def _only_reading_here(self) -> ReadView | None:
+        """The view this thread reads through the pool, when that one read is all it holds."""
+        view = getattr(self._here, "view", None)
+        return view if view is not None and view.depth_here() == 1 and not view.writing_here() else None
+
+    def _close_unused(self, slot: _Slot) -> None:
+        """Close the slot's shards unless a call (or this thread, further up) still uses them."""
+        if slot.view.held_here() or not slot.view.acquire_write(blocking=False):
+            return  # the last call to leave closes them
+        try:
+            slot.index.store.close()
+        finally:
+            slot.view.release_write()
+
+    def close_idle_shards(self) -> None:
+        """Close the shards of indexes unused for ``shard_idle_s`` (never one in use)."""
+        now = time.monotonic()
+        for slot in list(self._slots.values()):
+            if now - slot.used < self.shard_idle_s or slot.index.store.backend != "edge":
+                continue
+            self._close_unused(slot)
+
+    def warm(self, settings: Settings) -> None:
+        """Load the model now when the agent has an index (the first search then answers at once)."""
+        from .collections import resolve_collections
+        from .manifest import load_manifest
+
+        loaded = [load_manifest(settings.data_dir, c.name) for c in resolve_collections(settings)]
+        manifests = [m for m in loaded if m is not None]
+        if not manifests:
+            return
+        with self.index(settings) as index:
+            for m in manifests:
+                if m.embed_backend:
+                    index.models.pin_backend(m.embed_backend)
+            index.models.embedder.encode(["warm-up"])
+
+    def close(self) -> None:
+        self._janitor_stop.set()
+        for slot in list(self._slots.values()):
+            with slot.view.writing():
+                slot.index.close()
