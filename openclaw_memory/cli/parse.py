@@ -31,7 +31,6 @@ from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError, shown
 from .spec import (
-    COMMANDS,
     GROUPS,
     HELP,
     HELP_FLAGS,
@@ -43,6 +42,7 @@ from .spec import (
     Arg,
     Command,
     Opt,
+    commands,
     day,
     find_command,
 )
@@ -156,7 +156,7 @@ def _repeat_dest(opt: Opt, depth: int) -> str:
 def _names(words: tuple[str, ...]) -> dict[str, str]:
     """The commands (and groups) directly under a root or a group, in the spec's order: name -> help."""
     names: dict[str, str] = {}
-    for command in COMMANDS:
+    for command in commands():
         if len(command.words) > len(words) and command.words[: len(words)] == words:
             name = command.words[len(words)]
             names.setdefault(name, command.help if len(command.words) == len(words) + 1 else GROUPS[name])
@@ -250,7 +250,7 @@ class _Level(argparse.ArgumentParser):
             elif not token.startswith("--") and len(token) > 2 and token[:2] in self.table:
                 flag, inline = token[:2], token[2:]  # -wPATH
             if flag not in self.table:
-                below = [c for c in COMMANDS if c.words[: len(self.words)] == self.words and flag in _table(c.opts)]
+                below = [c for c in commands() if c.words[: len(self.words)] == self.words and flag in _table(c.opts)]
                 if self.names and below:
                     # The command named later on the line, when it takes the flag (`--json search q`).
                     named = next((w for w in argv[i:] if w in self.names), None)
@@ -333,7 +333,7 @@ def _check_arguments(command: Command, positionals: list[str], flags: list[str])
 def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = ()) -> str:
     import difflib
 
-    known = [c.words[len(words)] for c in COMMANDS if c.words[: len(words)] == words and name in c.also]
+    known = [c.words[len(words)] for c in commands() if c.words[: len(words)] == words and name in c.also]
     close = known or difflib.get_close_matches(name, sorted(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"no such command {name!r}{hint}"

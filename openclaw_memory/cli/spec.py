@@ -178,7 +178,7 @@ SETTINGS: tuple[Opt, ...] = (
     Opt("session", ("--session",), "Read records of this session (the write guard checks what it read); default: the agent's CLI records.", metavar="ID"),
 )
 
-COMMANDS: tuple[Command, ...] = (
+_WRITTEN: tuple[Command, ...] = (
     operation_command("files", files_cmd.run_files, opts=(json_opt(),)),
     operation_command("read", read_cmd.run_read, metavars={"from_line": "N", "lines": "N", "max_chars": "N"},
                       types={"from_line": int, "lines": int, "max_chars": int}, opts=(
@@ -260,12 +260,29 @@ def _completion(shell: str) -> int:
     needs nothing from this module that imports it)."""
     from .completion import Tables, print_completion
 
-    return print_completion(shell, Tables(COMMANDS, GROUPS, SETTINGS, PROG, HELP_FLAGS, VERSION_FLAG, HELP_WORD))
+    return print_completion(shell, Tables(commands(), GROUPS, SETTINGS, PROG, HELP_FLAGS, VERSION_FLAG, HELP_WORD))
 HELP = "Find, read, index and search an AI agent's Markdown memory (MEMORY.md, USER.md, memory/**/*.md, extra paths)."
 
 
+def commands() -> tuple[Command, ...]:
+    """Every command: those above, then one per operation declared with a command and rendered by
+    none of them (its result printed as JSON), one declared after this module loaded too."""
+    global _ALL, _SEEN
+    if _SEEN != len(OPERATIONS):
+        written = {c.name for c in _WRITTEN}
+        _ALL = _WRITTEN + tuple(operation_command(op.name, opts=(json_opt("Print JSON (the default)."),))
+                                for op in OPERATIONS.values() if op.cli is not None and op.cli.command not in written)
+        _SEEN = len(OPERATIONS)
+    return _ALL
+
+
+_ALL: tuple[Command, ...] = ()
+_SEEN = -1
+COMMANDS = commands()  # the commands of the operations declared in the package
+
+
 def find_command(words: tuple[str, ...]) -> Command | None:
-    for command in COMMANDS:
+    for command in commands():
         if command.words == words:
             return command
     return None
