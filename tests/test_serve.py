@@ -928,7 +928,7 @@ class _Holder:
 
 
 def test_read_view_readers_share_a_writer_waits_for_them_and_goes_first():
-    from openclaw_memory.index.store.edge import ReadView
+    from openclaw_memory.index.store.view import ReadView
 
     view = ReadView()
     assert view.acquire_read() and view.acquire_read()  # reentrant
@@ -953,7 +953,7 @@ def test_read_view_readers_share_a_writer_waits_for_them_and_goes_first():
 
 
 def test_read_view_a_new_reader_comes_in_during_a_writers_grace():
-    from openclaw_memory.index.store.edge import ReadView
+    from openclaw_memory.index.store.view import ReadView
 
     view = ReadView()
     view.grace_s = 3600.0
@@ -971,7 +971,7 @@ def test_read_view_a_new_reader_comes_in_during_a_writers_grace():
 
 
 def test_read_view_a_reader_may_write_and_lets_go_while_it_waits():
-    from openclaw_memory.index.store.edge import ReadView
+    from openclaw_memory.index.store.view import ReadView
 
     view = ReadView()
     with view.reading():
@@ -995,7 +995,7 @@ def test_read_view_a_reader_may_write_and_lets_go_while_it_waits():
 
 
 def test_read_view_two_readers_waiting_to_write_is_refused_not_a_deadlock():
-    from openclaw_memory.index.store.edge import ReadView
+    from openclaw_memory.index.store.view import ReadView
 
     view = ReadView()
     view.acquire_read()

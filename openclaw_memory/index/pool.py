@@ -29,7 +29,7 @@ from ..extras import require
 if TYPE_CHECKING:
     from ..settings import Settings
     from .api import MemoryIndex
-    from .store.edge import ReadView
+    from .store.view import ReadView
     from .sync import Models
 
 OnLockWait = Callable[[str, str], None]  # (what is locked, the holder's pid)
@@ -41,12 +41,12 @@ class Stopping(BaseException):
 
 class _Slot:
     def __init__(self, index: MemoryIndex):
-        from .store.edge import ReadView
+        from .store.view import ReadView
 
         self.index = index
-        view = getattr(index.store, "view", None)
-        self.shared = isinstance(view, ReadView)  # the edge store: calls read side by side
-        self.view: ReadView = view if isinstance(view, ReadView) else ReadView()  # else each call writes: alone
+        view = index.store.view
+        self.shared = view is not None  # the embedded engine: calls read side by side, shards kept open
+        self.view: ReadView = view if view is not None else ReadView()  # else each call writes: alone
         self.used = time.monotonic()
 
     def enter(self, blocking: bool = True) -> bool:
@@ -153,9 +153,7 @@ class IndexPool:
 
     def _serve(self, index: MemoryIndex) -> None:
         """A pool that keeps shards open (the service) keeps one open while a sync copies it too."""
-        from .store.edge import EdgeStore
-
-        if self.serving and isinstance(index.store, EdgeStore):
+        if self.serving and index.store.view is not None:
             index.store.serving = True
 
     @contextmanager
@@ -188,7 +186,7 @@ class IndexPool:
             self._here.view = previous
             slot.used = time.monotonic()
             slot.leave()
-            if self.shard_idle_s == 0 and slot.index.store.backend == "edge":
+            if self.shard_idle_s == 0 and slot.shared:
                 self._close_unused(slot)
 
     def _enter(self, enter: Callable[..., bool]) -> None:
@@ -221,7 +219,7 @@ class IndexPool:
         """Close the shards of indexes unused for ``shard_idle_s`` (never one in use)."""
         now = time.monotonic()
         for slot in list(self._slots.values()):
-            if now - slot.used < self.shard_idle_s or slot.index.store.backend != "edge":
+            if now - slot.used < self.shard_idle_s or not slot.shared:
                 continue
             self._close_unused(slot)
 

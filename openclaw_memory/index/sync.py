@@ -259,7 +259,7 @@ def sync_index(
     store = store or open_store(settings, on_wait)
     models = models or Models(config, cache_dir=settings.model_cache)
     lock = agent_lock(settings, config.lock_timeout if wait else 0)
-    view = getattr(store, "view", None)  # the edge store's (store.edge.ReadView): what this process's searches read
+    view = store.view  # what this process's searches read (None: a store each call has alone)
     try:
         # A caller that reads the view (a search that syncs first) lets go of it while it waits:
         # the sync holding the lock may be waiting for its readers to commit.

@@ -150,7 +150,7 @@ class Watcher:
 
     def _committing(self) -> bool:
         """Whether this thread is inside a sync's commit (the index's read view held to write)."""
-        view = getattr(self._index.store, "view", None)
+        view = self._index.store.view
         return view is not None and view.writing_here()
 
     # -- signals -----------------------------------------------------------------------------

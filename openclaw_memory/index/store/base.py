@@ -12,7 +12,10 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .view import ReadView
 
 # Payload fields of every point.
 DENSE = "dense"  # the named dense vector of every point
@@ -97,6 +100,14 @@ class VectorStore(Protocol):
     """A set of shards, one per collection."""
 
     backend: str
+    serving: bool  # a shard stays open while a sync copies it (the service's pool keeps them warm)
+
+    @property
+    def view(self) -> ReadView | None:
+        """What this process's calls read, side by side, while a sync writes only to commit (the
+        embedded engine's shards, kept open between calls); None: each call has the store alone (a
+        server, which orders concurrent writers itself, holds nothing open here)."""
+        ...
 
     def exists(self, name: str) -> bool: ...
 

@@ -74,6 +74,9 @@ def text_index_params(local: bool) -> dict:
 class ServerStore:
     """Collections on a Qdrant server (or in qdrant-client local mode); see the module docstring."""
 
+    view = None  # each call has the store alone: the server orders concurrent writers, nothing stays open here
+    serving = False
+
     def __init__(self, config: ServerConfig, connection: Connection | None = None):
         self.config = config
         self.conn = connection or Connection(config)
