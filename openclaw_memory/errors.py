@@ -38,17 +38,21 @@ class UsageError(MemoryToolError):
 
 
 class BadValue(UsageError):
-    """A value that is not what it must be, named as each front-end names it: ``--since`` on the
-    command line, ``since`` for a tool (:meth:`worded_for_tools`). ``name`` is the tool's argument;
-    ``hint`` says where a good value comes from, ``hint_tools`` the same in the tools' terms."""
+    """A value that is not what it must be. ``name`` is the operation's parameter; each front-end
+    names it as its users spell it (:meth:`worded_as`): ``--min-score`` on the command line,
+    ``minScore`` for a tool. ``hint`` says where a good value comes from, ``hint_tools`` the same
+    in the tools' terms."""
 
     def __init__(self, name: str, problem: str, *, hint: str = "", hint_tools: str | None = None):
         self.name, self.problem, self.hint = name, problem, hint
         self.hint_tools = hint if hint_tools is None else hint_tools
-        super().__init__(f"--{name} {problem}{hint}")
+        super().__init__(self.worded_as("--" + name.replace("_", "-")))
+
+    def worded_as(self, spelling: str, *, tools: bool = False) -> str:
+        return f"{spelling} {self.problem}{self.hint_tools if tools else self.hint}"
 
     def worded_for_tools(self) -> str:
-        return f"`{self.name}` {self.problem}{self.hint_tools}"
+        return self.worded_as(f"`{self.name}`", tools=True)
 
     def fields(self) -> dict[str, str]:
         return {"name": self.name, "problem": self.problem, "hint": self.hint, "hintTools": self.hint_tools}

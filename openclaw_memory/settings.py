@@ -223,7 +223,7 @@ class Settings:
     workspace: Path
     agent: str = DEFAULT_AGENT
     state_dir: Path = Path("~/.openclaw").expanduser()
-    extra_paths: tuple[str, ...] = ()
+    extra_paths: tuple[ExtraPath, ...] = ()
     multimodal: bool = False
     # The tables of openclaw-memory.toml, resolved and validated (TOML_TABLES).
     read: ReadLimits = field(default_factory=ReadLimits)

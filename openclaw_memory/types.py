@@ -13,6 +13,7 @@ Severity = Literal["error", "warning", "info"]
 RepairStatus = Literal["done", "declined", "failed", "rolled-back", "completed"]
 FileStateName = Literal["read_fresh", "read_stale", "discovered_unread", "written_unread"]
 WriteAction = Literal["append", "replace", "restore"]
+DiffMode = Literal["diff", "unchanged", "full", "missing"]  # what ``read --diff`` gives back
 
 # Called with each progress report of an index run (in the caller's process: never sent to the service).
 ProgressCallback = Callable[["SyncProgress"], None]

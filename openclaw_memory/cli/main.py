@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import MemoryToolError, describe_os_error
+from ..errors import BadValue, MemoryToolError, describe_os_error
 from .output import error
 from .parse import Parsed, parse
+from .spec import Command
 
 JSON_LINES = ("watch", "serve")  # with --json, a stream of one object a line
 
@@ -20,8 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)  # after --, it is an argument
     lines = False  # a JSON-lines command: its error is one line too
+    command = None  # the command run, whose flags name the values an error is about
     try:
         parsed = parse(args)
+        command = parsed.command
         lines = parsed.command is not None and parsed.command.name in JSON_LINES
         if parsed.action == "version":
             from .. import __version__
@@ -33,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return run_parsed(parsed)
     except MemoryToolError as exc:
-        error(exc.message, as_json, one_line=lines)
+        error(_worded(exc, command), as_json, one_line=lines)
         return exc.exit_code
     except ModuleNotFoundError as exc:
         from ..extras import missing_extra
@@ -51,6 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a failure no layer below worded (the layers word the ones they expect)
         error(describe_os_error(exc), as_json)
         return 1
+
+
+def _worded(exc: MemoryToolError, command: Command | None) -> str:
+    """The error in the command line's words: a bad value named by the flag that gave it."""
+    if isinstance(exc, BadValue) and command is not None:
+        flag = next((o.flags[0] for o in command.opts if o.dest == exc.name), None)
+        if flag is not None:
+            return exc.worded_as(flag)
+    return exc.message
 
 
 def run_parsed(parsed: Parsed) -> int:

@@ -293,7 +293,8 @@ def scan_memory_files(
             c.walk(memory_dir, "memory", multimodal=False, shown_prefix=MEMORY_DIR + "/")
             c.sort_from(start)
 
-    for extra in extra_paths:
+    for given in extra_paths:
+        extra = given if isinstance(given, ExtraPath) else ExtraPath(given)  # a plain path: no pattern
         start = len(c.files)
         c.note_folder(os.path.dirname(extra))  # where a missing extra path would appear
         _scan_extra(c, extra, multimodal)
@@ -301,7 +302,7 @@ def scan_memory_files(
     return ScanResult(ws, agent, c.files, c.skipped, c.folders)
 
 
-def _scan_extra(c: _Collector, extra: str, multimodal: bool) -> None:
+def _scan_extra(c: _Collector, extra: ExtraPath, multimodal: bool) -> None:
     try:
         st = os.lstat(extra)
     except FileNotFoundError:
@@ -318,7 +319,7 @@ def _scan_extra(c: _Collector, extra: str, multimodal: bool) -> None:
     if _inside(real, c._repair_root):
         c.skip(real, "repair archive (never memory)")
     elif stat.S_ISDIR(st.st_mode):
-        pattern = getattr(extra, "pattern", None)
+        pattern = extra.pattern
         c.walk(real, "extra", multimodal, admits=ExtraPath(real, pattern).admits if pattern else None)
     else:
         c.consider_file(real, os.path.basename(real), "extra", multimodal, st)

@@ -17,6 +17,7 @@ import xxhash
 
 from ..files.jstext import decode_lossy, not_utf8
 from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
+from ..types import DiffMode
 from ..wire import key
 from .states import READ, ReadRecords
 from .store import FileVersion, HistoryStore
@@ -25,16 +26,16 @@ from .versions import short
 if TYPE_CHECKING:
     from ..settings import Settings
 
-DIFF = "diff"
-UNCHANGED = "unchanged"
-FULL = "full"
-MISSING = "missing"
+DIFF: DiffMode = "diff"
+UNCHANGED: DiffMode = "unchanged"
+FULL: DiffMode = "full"
+MISSING: DiffMode = "missing"
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
 @dataclass(frozen=True)
 class DiffRead:
-    mode: str
+    mode: DiffMode
     path: str
     version: str | None  # the file now; None when missing
     previous: str | None = key("previousVersion")  # what this agent last read or wrote

@@ -44,6 +44,7 @@ from ..fsutil.move import link_noreplace, remove_if_holds
 from ..fsutil.private import user_umask
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..fsutil.safeopen import FolderSwapped as _Swapped
+from ..types import WriteAction
 from ..wire import key
 from .objects import pread_blocks
 from .states import WRITE, ReadRecords, Seen
@@ -51,13 +52,13 @@ from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .swap import Swap
 from .versions import AGENT_WRITE, RESTORE, Entry, short
 
-APPEND = "append"
+APPEND: WriteAction = "append"
 if TYPE_CHECKING:
     from ..index.sync import SyncSummary
     from ..settings import Settings
 
-REPLACE = "replace"
-RESTORED = "restore"
+REPLACE: WriteAction = "replace"
+RESTORED: WriteAction = "restore"
 # A daily-note append that loses a race to another append is simply tried again.
 _APPEND_TRIES = 5
 
@@ -89,7 +90,7 @@ class Replay:
 class WriteResult:
     path: str
     abs_path: str
-    action: str  # append | replace | restore
+    action: WriteAction
     version: str
     previous: str | None = key("previousVersion")  # the version replaced; None when the file was created
     size: int = key()
@@ -557,7 +558,7 @@ def _create(folder: Folder, tmp: str, name: str) -> None:
 
 
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
-            current: FileVersion | None, tmp: str, new: FileVersion, action: str,
+            current: FileVersion | None, tmp: str, new: FileVersion, action: WriteAction,
             before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     """Store the new version, re-check the target, swap the temp file in, then log the new version.
 
@@ -621,7 +622,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     try:
         with _in_history(), store.lock():
             store.record(target, resolved.display, new.version, new.size,
-                         RESTORE if action == RESTORED else AGENT_WRITE, records.agent)
+                         RESTORE if action == RESTORED else AGENT_WRITE, records.agent, records.session)
     except (_HistoryFailed, MemoryToolError) as exc:
         if swap is not None and swapped:  # undone: the history and the file agree that nothing was written
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..errors import DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
+from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
 from ..types import SearchMode
 from .bm25 import Bm25, load_stats, stats_serial
@@ -91,13 +91,13 @@ class MemoryIndex:
         ...         print(hit.score, hit.citation)
         """
         if mode not in MODES:
-            raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+            raise BadValue("mode", f"must be one of {', '.join(MODES)}, not {mode!r}")
         if not query.strip():
             raise UsageError("the search query is empty")
         if not 1 <= limit <= MAX_LIMIT:
-            raise UsageError(f"--limit must be from 1 to {MAX_LIMIT}, not {limit}")
+            raise BadValue("limit", f"must be from 1 to {MAX_LIMIT}, not {limit}")
         if not 0.0 <= min_score <= 1.0:
-            raise UsageError(f"--min-score must be between 0 and 1, not {min_score}")
+            raise BadValue("min_score", f"must be between 0 and 1, not {min_score}")
         filters = filters or SearchFilters()
         collections = resolve_collections(self.settings)
         filters.check_collections([c.name for c in collections])

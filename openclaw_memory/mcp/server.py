@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemoryToolError
+from ..errors import BadValue, MemoryToolError
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
 
@@ -221,7 +221,13 @@ class ToolSpec:
         """The tool's JSON text; raises ToolArgumentError or a product error, worded."""
         taken = {p.dest: p.take(arguments) for p in self.params}
         checked = {dest: value for dest, value in taken.items() if value is not _UNSET}  # else the operation's default
-        return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
+        try:
+            return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
+        except BadValue as exc:  # named as this tool names the argument (``maxResults``)
+            if exc.name not in checked:
+                raise
+            assert self.op.tool is not None
+            raise ToolArgumentError(exc.worded_as(f"`{self.op.tool.argument(exc.name)}`", tools=True)) from None
 
 
 _KINDS = {str: "string", tuple: "strings", bool: "boolean", int: "integer", float: "number", bytes: "string"}

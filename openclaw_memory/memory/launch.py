@@ -98,7 +98,7 @@ def service_command(settings: Settings) -> list[str]:
     cmd = [sys.executable, "-m", "openclaw_memory", "serve", "-w", str(settings.workspace),
            "--state-dir", str(settings.state_dir), "--agent", settings.agent]
     for extra in settings.extra_paths:
-        if not getattr(extra, "pattern", None):
+        if not extra.pattern:
             cmd += ["--extra", str(extra)]
     cmd.append("--multimodal" if settings.multimodal else "--no-multimodal")
     if settings.qdrant_url:

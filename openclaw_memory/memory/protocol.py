@@ -41,7 +41,7 @@ def settings_key(settings: Settings) -> str:
     data = [
         str(settings.workspace),
         str(settings.state_dir),
-        [(str(p), getattr(p, "pattern", None)) for p in settings.extra_paths],  # an extra path's glob too
+        [(str(p), p.pattern) for p in settings.extra_paths],  # an extra path's glob too
         bool(settings.multimodal),
         settings.qdrant_url,
         settings.embedding_backend,
