@@ -17,7 +17,7 @@ from mcp.client.stdio import stdio_client
 
 from conftest import env_for, write
 
-TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status"}
+TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status", "memory_files", "memory_links"}
 
 def server_params(workspace: Path, state_dir: Path, real_model: bool = False) -> StdioServerParameters:
     return StdioServerParameters(
@@ -224,7 +224,7 @@ def test_initialize_is_answered_before_the_sdk_loads_and_as_the_sdk_answers(work
     assert hello["id"] == 7 and hello["result"]["protocolVersion"] == "2025-06-18"
     assert hello["result"]["capabilities"] == {"tools": {"listChanged": False}}
     assert "differed" not in stderr, stderr  # the SDK's own answer, compared and dropped, was the same
-    assert len(listed["result"]["tools"]) == 4
+    assert len(listed["result"]["tools"]) == len(TOOLS)
     assert json.loads(got["result"]["content"][0]["text"])["text"].startswith("# Memory")
     old, _ = _raw_session(workspace, state_dir, [{**HELLO, "params": {**HELLO["params"], "protocolVersion": "1999-01-01"}}])
     assert old[0]["result"]["protocolVersion"] == "2025-11-25"  # the newest handshake version, as the SDK picks

@@ -140,6 +140,28 @@ SCHEMA = """
         PRIMARY KEY (label, path)
     ) WITHOUT ROWID;
     CREATE INDEX snapshot_files_version ON snapshot_files (version);
+    CREATE TABLE link_files (         -- a memory file whose links `links` holds (links.table), as last parsed
+        path BLOB PRIMARY KEY,        -- absolute
+        mode INTEGER NOT NULL,        -- its stat when the bytes parsed were hashed (the change rule's)
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        racy INTEGER NOT NULL,
+        hash TEXT NOT NULL,           -- xxh3_128 of the bytes parsed
+        lines INTEGER NOT NULL,
+        headings TEXT NOT NULL        -- JSON: its headings' text
+    ) WITHOUT ROWID;
+    CREATE TABLE links (              -- each link a memory file holds, as written (resolved when asked)
+        source BLOB NOT NULL,         -- link_files.path
+        seq INTEGER NOT NULL,
+        line INTEGER NOT NULL,
+        form TEXT NOT NULL,           -- wiki | markdown | citation | mention
+        target TEXT NOT NULL,
+        fragment TEXT,                -- a heading or a line range
+        text TEXT NOT NULL,
+        PRIMARY KEY (source, seq)
+    ) WITHOUT ROWID;
 """
 # MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
 # release that changes a table appends its step and never edits one already released.

@@ -19,6 +19,7 @@ from . import (
     check_files,
     check_index,
     check_journal,
+    check_links,
     check_openclaw,
     check_root,
     check_state,
@@ -33,7 +34,8 @@ from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
 CHECKS = (*check_journal.CHECKS, *check_state.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
-          *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS)
+          *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
+          *check_links.CHECKS)
 REPAIRS = {**recovery.REPAIRS, **repair_state.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}
 
 

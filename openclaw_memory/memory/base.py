@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..files.scan import ScanResult
     from ..history.diff import DiffRead
     from ..history.guard import WriteResult
+    from ..history.inventory import MemoryListing
     from ..history.listing import VersionHistory
     from ..history.report import StateReport
     from ..index.api import CollectionInfo
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ..index.results import SearchResult
     from ..index.status import IndexStatus
     from ..index.sync import SyncSummary
+    from ..links.report import LinkReport
     from ..prompt.loader import PromptSection
     from ..settings import Settings
     from ..types import ProgressCallback, SearchMode
@@ -201,6 +203,33 @@ class Memory(Protocol):
     @operation(impl=".history.report:file_states", service=True, cli=Cli("state"))
     def state(self) -> StateReport:
         """Show each memory file's state for this agent: read_fresh, read_stale, discovered_unread, written_unread."""
+        ...
+
+    @operation(impl=".history.inventory:memory_listing", service=True,
+               tool=Tool("memory_files", "List memory files",
+                         "List the memory files: {scope} Returns {workspace, agent, files: [{path, absPath, source, kind, "
+                         "size, modified, state?}], skipped: [{path, reason}]} in OpenClaw's order: modified is the "
+                         "file's last change (UTC); state is what this session has seen of it: read_fresh (read, "
+                         "unchanged since), read_stale (changed since this session read or wrote it: memory_get it "
+                         "again before memory_write), discovered_unread (never read by this session), written_unread "
+                         "(this session wrote what it holds)."))
+    def listing(self) -> MemoryListing:
+        """The memory files as ``files`` lists them, each with its modified time and this session's state of it."""
+        ...
+
+    @operation(impl=".links.report:note_links", service=True,
+               help={"path": "The memory file whose links and backlinks to list (default: every link of the memory).",
+                     "broken": "Only the links that name no memory file, or more than one (ambiguous)."},
+               cli=Cli("links", args=("path",)),
+               tool=Tool("memory_links", "Memory links",
+                         "The links between memory notes: [[name]], [[name#heading|label]], [label](path.md), citations "
+                         "(memory/2026-11-03.md#L3-L9) and mentions (see memory/2026-11-03.md). With path: that note's "
+                         "outgoing links and its backlinks, the notes that link to it (changing it affects them). With "
+                         "broken: only the links that name no file, or several (ambiguous: never guessed). Covers: {scope} "
+                         "Returns {path?, outgoing: [{source, line, form, text, target, status, fragment?, resolved?, "
+                         "candidates?, problem?}], backlinks?, files, parsed}; status is ok, broken or ambiguous."))
+    def links(self, path: str | None = None, *, broken: bool = False) -> LinkReport:
+        """List a memory file's links and backlinks with line numbers, or every link; --broken: those that name nothing."""
         ...
 
     @operation(impl=".prompt.loader:memory_prompt",

@@ -20,7 +20,7 @@ import pytest
 from .conftest import NODE_IN_ROOT, oracle_root, why_unavailable
 
 OPENCLAW = Path("app/node_modules/openclaw/openclaw.mjs")
-TOOLS = ["memory_get", "memory_search", "memory_status", "memory_write"]
+TOOLS = ["memory_files", "memory_get", "memory_links", "memory_search", "memory_status", "memory_write"]
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_openclaw_adds_and_probes_the_stdio_server(openclaw, tmp_path):
     report = json.loads(probed.stdout[probed.stdout.index("{"):])
     assert report["diagnostics"] == []
     server = report["servers"]["memory"]
-    assert server["tools"] == 4
+    assert server["tools"] == len(TOOLS)
     assert "approvalHint" not in server, server  # every tool carries its safety annotations
     assert not server.get("resources") and not server.get("prompts"), server  # nothing empty advertised
     assert report["tools"] == [f"memory__{name}" for name in TOOLS]

@@ -1,0 +1,114 @@
+"""``links``: a note's outgoing links and backlinks, or every link of the memory, or those that
+name nothing (``broken``), each with its line and what it resolves to."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import PathRefused
+from ..files.read import resolve_memory_path
+from ..files.scan import scan_workspace
+from ..wire import key
+from .parse import ParsedLink
+from .resolve import AMBIGUOUS, OK, Resolution, Resolver, Target, folds_case
+from .table import NoteLinks, refresh
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+
+@dataclass(frozen=True)
+class NoteLink:
+    """One link, where it is written and what it names."""
+
+    source: str  # the memory file it is written in (as `files` shows paths)
+    line: int  # 1-based
+    form: str  # wiki | markdown | citation | mention
+    text: str  # as written: [[heron|the heron]]
+    target: str  # the name or path it gives
+    status: str  # ok | broken | ambiguous
+    fragment: str | None = key(omit=lambda link: link.fragment is None, default=None)  # heading or L3-L9
+    resolved: str | None = key(omit=lambda link: link.resolved is None, default=None)  # the file it names
+    candidates: tuple[str, ...] = key(omit=lambda link: not link.candidates, default=())  # an ambiguous name's files
+    problem: str = key(omit=lambda link: not link.problem, default="")  # why it is broken or ambiguous
+
+
+@dataclass(frozen=True)
+class LinkReport:
+    """``path``'s outgoing links and backlinks; without a path, every link (``outgoing``).
+    ``broken``: only the links that name nothing, or more than one file."""
+
+    workspace: str
+    agent: str
+    path: str | None = key(omit=lambda r: r.path is None, default=None)
+    outgoing: tuple[NoteLink, ...] = ()
+    backlinks: tuple[NoteLink, ...] = key(omit=lambda r: r.path is None, default=())
+    files: int = 0  # memory files whose links were looked at
+    parsed: int = 0  # of them, parsed this time (new or changed content); the others' links came from the table
+    unreadable: tuple[str, ...] = key(omit=lambda r: not r.unreadable, default=())
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"cannot read {path}: its links are not listed" for path in self.unreadable]
+
+
+def note_links(settings: Settings, path: str | None = None, *, broken: bool = False) -> LinkReport:
+    """The links of the memory files as they are now (the link table brought up to date first)."""
+    workspace = str(settings.workspace)
+    wanted = resolve_memory_path(path, workspace, settings.extra_paths).abs_path if path is not None else None
+    scan = scan_workspace(settings, multimodal=False)
+    markdown = [f for f in scan.files if f.kind == "markdown"]
+    shown = {f.abs_path: f.path for f in markdown}
+    if wanted is not None and wanted not in shown:
+        raise PathRefused(f"{path}: no such memory file (`openclaw-memory links --broken` lists links that name nothing)")
+    table = refresh(settings, markdown)
+    resolver = Resolver(workspace, _targets(table.notes, shown), folds_case=folds_case({f.abs_path: f.inode for f in markdown}))
+    outgoing: list[NoteLink] = []
+    backlinks: list[NoteLink] = []
+    for f in markdown:  # in `files` order, each file's links in order
+        note = table.notes.get(f.abs_path)
+        for link in note.links if note is not None else ():
+            if wanted is not None and f.abs_path != wanted and not _may_name(link, wanted):
+                continue
+            found = resolver.resolve(link, f.abs_path)
+            if broken and found.status == OK:
+                continue
+            listed = _listed(f.path, link, found)
+            if wanted is None or f.abs_path == wanted:
+                outgoing.append(listed)
+            if wanted is not None and _names(found, wanted):
+                backlinks.append(listed)
+    return LinkReport(workspace, settings.agent, shown[wanted] if wanted is not None else None, tuple(outgoing),
+                      tuple(backlinks), len(markdown), table.parsed, table.unreadable)
+
+
+def _targets(notes: dict[str, NoteLinks], shown: dict[str, str]) -> list[Target]:
+    out = []
+    for abs_path, display in shown.items():
+        note = notes.get(abs_path)
+        inode = note.stat.inode if note is not None else 0
+        out.append(Target(abs_path, display, inode, note.headings if note else None, note.lines if note else None))
+    return out
+
+
+def _may_name(link: ParsedLink, wanted: str) -> bool:
+    """Whether ``link`` could name ``wanted`` at all (a cheap test before resolving: a link names a
+    file by its name, or by a path that ends with it)."""
+    name = os.path.basename(wanted)
+    target = os.path.basename(link.target.rstrip("/"))
+    return not link.target or target.casefold() in (name.casefold(), name[:-3].casefold())
+
+
+def _names(found: Resolution, wanted: str) -> bool:
+    """A backlink: the link names ``wanted``, or names several files and ``wanted`` is one of them."""
+    if found.target is not None and found.target.abs_path == wanted:
+        return True
+    return found.status == AMBIGUOUS and any(t.abs_path == wanted for t in found.candidates)
+
+
+def _listed(source: str, link: ParsedLink, found: Resolution) -> NoteLink:
+    return NoteLink(source, link.line, link.form, link.text, link.target, found.status, link.fragment,
+                    found.target.display if found.target is not None else None,
+                    tuple(t.display for t in found.candidates), found.problem)

@@ -1,0 +1,187 @@
+"""Which memory file a parsed link names (the rules are written down in docs/notes.md, *Links*).
+
+- ``[[name]]`` (and a citation or mention without a folder, ``heron.md``): the note ``name.md``
+  in the linking note's own folder first, else every memory file named ``name.md`` under the memory
+  roots (the workspace's root files, ``memory/``, the extra paths): one is the link's target; two or
+  more make the link *ambiguous*, reported with every candidate and never resolved to one of them.
+  ``[[folder/name]]``: that path from the note's folder, else from the workspace, else the files
+  whose path ends with it (one, or ambiguous). A trailing ``.md`` in the name is allowed.
+- A markdown link's path is relative to the linking note's folder, as Markdown renderers take it.
+- A citation or mention with a folder (``memory/2026-11-03.md#L3-L9``) is relative to the
+  workspace, as search and ``files`` print paths, else to the note's folder.
+- Names compare as the file system compares them: exactly, unless the workspace's file system
+  folds case (then ``[[Heron]]`` names ``heron.md``); a path is looked up on the file system itself.
+- Only memory files are targets: a path to a file that is not memory (outside the roots, a
+  symlink) names nothing. A heading (``#Plan``) must be a heading of the target (compared without
+  case and spacing, or as its GitHub-style anchor ``#the-plan``); a line range must lie within it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
+
+from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink
+
+OK = "ok"
+BROKEN = "broken"
+AMBIGUOUS = "ambiguous"
+
+_LINES = re.compile(r"L([0-9]+)(?:-L([0-9]+))?")
+
+
+class Target(NamedTuple):
+    """What a memory file offers the links that name it."""
+
+    abs_path: str
+    display: str
+    inode: int
+    headings: tuple[str, ...] | None  # None: not known (the file could not be read)
+    lines: int | None
+
+
+class Resolution(NamedTuple):
+    status: str  # OK | BROKEN | AMBIGUOUS
+    target: Target | None
+    candidates: tuple[Target, ...] = ()
+    problem: str = ""
+
+
+class Resolver:
+    """Resolves links against the memory files as they are now (``targets``, by absolute path)."""
+
+    def __init__(self, workspace: str, targets: Iterable[Target], *, folds_case: bool):
+        self.workspace = workspace
+        self.targets = {t.abs_path: t for t in targets}
+        self._fold: Callable[[str], str] = str.casefold if folds_case else _same
+        self._by_name: dict[str, list[Target]] = {}
+        self._by_path = {self._fold(path): t for path, t in self.targets.items()}
+        for t in self.targets.values():
+            self._by_name.setdefault(self._fold(_stem(os.path.basename(t.abs_path))), []).append(t)
+
+    def resolve(self, link: ParsedLink, source: str) -> Resolution:
+        """``link`` as written in the memory file ``source`` (absolute path)."""
+        folder = os.path.dirname(source)
+        if link.form == WIKI and not link.target:  # [[#heading]]: the note itself
+            found = self.targets.get(source)
+            return self._checked(link, Resolution(OK, found) if found else self._nothing(link))
+        if link.form == MARKDOWN:
+            return self._checked(link, self._at(link, [os.path.join(folder, link.target)]))
+        name = link.target[:-3] if link.target.endswith(".md") else link.target
+        if "/" not in name:
+            return self._checked(link, self._named(link, name, folder))
+        if link.form == WIKI:
+            tried = self._at(link, [os.path.join(folder, name + ".md"), os.path.join(self.workspace, name + ".md")])
+            return self._checked(link, tried if tried.status == OK else self._ending(link, name))
+        assert link.form in (CITATION, MENTION)
+        return self._checked(link, self._at(link, [os.path.join(self.workspace, link.target), os.path.join(folder, link.target)]))
+
+    def _named(self, link: ParsedLink, name: str, folder: str) -> Resolution:
+        beside = self._find(os.path.join(folder, name + ".md"))
+        if beside is not None:
+            return Resolution(OK, beside)
+        return self._one_of(link, self._by_name.get(self._fold(name), []))
+
+    def _ending(self, link: ParsedLink, name: str) -> Resolution:
+        tail = self._fold("/" + name + ".md")
+        return self._one_of(link, [t for t in self.targets.values() if self._fold("/" + t.display).endswith(tail)])
+
+    def _one_of(self, link: ParsedLink, found: list[Target]) -> Resolution:
+        if len(found) == 1:
+            return Resolution(OK, found[0])
+        if not found:
+            return self._nothing(link)
+        ordered = tuple(sorted(found, key=lambda t: t.display))
+        return Resolution(AMBIGUOUS, None, ordered,
+                          f"{len(ordered)} memory files are named {os.path.basename(ordered[0].display)}: "
+                          + ", ".join(t.display for t in ordered))
+
+    def _at(self, link: ParsedLink, paths: list[str]) -> Resolution:
+        for path in paths:
+            found = self._find(os.path.normpath(path))
+            if found is not None:
+                return Resolution(OK, found)
+        where = os.path.normpath(paths[0])
+        if os.path.lexists(where):
+            return Resolution(BROKEN, None, problem=f"{link.target} is not a memory file")
+        return self._nothing(link)
+
+    def _find(self, path: str) -> Target | None:
+        """The memory file at ``path``, as the file system finds it (its case rules, its hard links)."""
+        found = self._by_path.get(self._fold(path))
+        if found is not None:
+            return found
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            return None
+        for t in self.targets.values():
+            if t.inode == st.st_ino and _same_file(t.abs_path, st):
+                return t
+        return None
+
+    def _nothing(self, link: ParsedLink) -> Resolution:
+        what = "no memory file is named" if link.form == WIKI and "/" not in link.target else "no memory file at"
+        return Resolution(BROKEN, None, problem=f"{what} {link.target or '(this note)'}")
+
+    def _checked(self, link: ParsedLink, found: Resolution) -> Resolution:
+        """A resolved link whose heading or line range its target does not have is broken."""
+        target = found.target
+        if found.status != OK or target is None or not link.fragment:
+            return found
+        lines = _LINES.fullmatch(link.fragment)
+        if lines is not None and link.form != WIKI:
+            end = int(lines.group(2) or lines.group(1))
+            if target.lines is not None and end > target.lines:
+                return Resolution(BROKEN, target, problem=f"{target.display} has {target.lines} lines, not {end}")
+            return found
+        if target.headings is not None and not has_heading(target.headings, link.fragment):
+            return Resolution(BROKEN, target, problem=f"{target.display} has no heading {link.fragment!r}")
+        return found
+
+
+def has_heading(headings: Iterable[str], wanted: str) -> bool:
+    """``wanted`` as a heading's text (case and spacing aside) or as its GitHub-style anchor."""
+    text, anchor = _plain(wanted), _anchor(wanted)
+    return any(_plain(h) == text or _anchor(h) == anchor for h in headings)
+
+
+def _plain(heading: str) -> str:
+    return " ".join(heading.split()).casefold()
+
+
+def _anchor(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _stem(name: str) -> str:
+    return name[:-3] if name.endswith(".md") else name
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _same_file(path: str, st: os.stat_result) -> bool:
+    try:
+        other = os.lstat(path)
+    except OSError:
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+
+
+def folds_case(files: Mapping[str, int]) -> bool:
+    """Whether the file system of the memory files folds case: one of ``files`` (absolute path ->
+    inode) with a letter in its name, asked for under its name with the case swapped."""
+    for path, inode in files.items():
+        folder, name = os.path.split(path)
+        swapped = name.swapcase()
+        if swapped == name:
+            continue
+        try:
+            return os.lstat(os.path.join(folder, swapped)).st_ino == inode
+        except OSError:
+            return False
+    return False
