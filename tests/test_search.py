@@ -268,7 +268,7 @@ def test_search_results_carry_their_passages(workspace, state_dir):
 
 
 def test_entries_are_items_paragraphs_rows_turns_code_and_headings():
-    from openclaw_memory.index.chunking import CODE, HEADING, ITEM, PARAGRAPH, ROW, TURN, entries
+    from openclaw_memory.index.blocks import CODE, HEADING, ITEM, PARAGRAPH, ROW, TURN, entries
 
     lines = [
         "# Day", "",
@@ -289,7 +289,7 @@ def test_entries_are_items_paragraphs_rows_turns_code_and_headings():
 
 
 def test_chat_turns_are_found_in_the_ways_logs_write_them():
-    from openclaw_memory.index.chunking import PARAGRAPH, TURN, entries
+    from openclaw_memory.index.blocks import PARAGRAPH, TURN, entries
 
     for first, second in [
         ("**Sam:** hi", "**Lena:** hello there"),  # the colon inside the emphasis (many exports)
@@ -314,7 +314,7 @@ def test_chat_turns_are_found_in_the_ways_logs_write_them():
     assert {e.kind for e in entries(labels)} == {PARAGRAPH}
     assert {e.kind for e in entries(spaced[:6])} == {PARAGRAPH}
     # The speaker is the name, whatever stamp comes before it (so a log's two people count as two).
-    from openclaw_memory.index.chunking import _speaker
+    from openclaw_memory.index.blocks import _speaker
 
     for line in ["**Sam:** hi", "[09:14] Sam: hi", "12/05/2023, 13:56 - Sam: hi", "1:56 PM - Sam: hi", "> *Sam* (9:14): hi"]:
         assert _speaker(line) == "sam", line

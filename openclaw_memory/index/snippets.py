@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .chunking import CODE, HEADING, ROW, TURN, entries, is_table_rule
+from .blocks import CODE, HEADING, ROW, TURN, entries, is_table_rule
 from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
