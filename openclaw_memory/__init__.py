@@ -83,6 +83,8 @@ _RESULT_TYPES = {
     "CollectionStatus": ".index.status",
     "IndexStatus": ".index.status",
     "SyncSummary": ".index.sync",
+    "ActivityLog": ".log.activity",
+    "LoggedVersion": ".log.activity",
     "LinkReport": ".links.report",
     "NoteLink": ".links.report",
     "PromptSection": ".prompt.loader",

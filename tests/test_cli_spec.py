@@ -22,7 +22,8 @@ NO_SETTINGS = {"workspace": None, "agent": None, "state_dir": None, "extra": [],
 
 def defaults(command: Command) -> dict:
     """What the handler gets for a command line that gives none of the command's flags."""
-    return {o.dest: o.default_value() for o in command.opts} | {a.dest: None for a in command.args}
+    return ({o.dest: o.default_value() for o in command.opts} | {a.dest: None for a in command.args}
+            | {dest: None for dest in command.given_settings})
 
 
 def command(words: str) -> Command:

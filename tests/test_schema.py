@@ -47,7 +47,7 @@ def test_a_future_release_migrates_forward_once_and_keeps_every_row(tmp_path, mo
     assert _version(db.path) == schema.SCHEMA_VERSION + 1
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_a_development_builds_database_is_refused_in_one_line(workspace, state_dir, cli, version):
     data_dir = settings_for(workspace, state_dir).data_dir
     data_dir.mkdir(parents=True)

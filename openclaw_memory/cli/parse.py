@@ -369,6 +369,7 @@ def parse(argv: list[str]) -> Parsed:
         return Parsed("help", level.words, help=level.format_help())
     values = {o.dest: given[o.dest] if o.dest in given else o.default_value() for o in command.opts}
     values.update({a.dest: given.get(a.dest) for a in command.args})
+    values.update({dest: given.get(dest) for dest in command.given_settings})
     for opt in command.opts:
         if opt.required and values[opt.dest] is None:
             raise CommandLineError(f"missing option {opt.flags[0]}", command.words)

@@ -35,6 +35,7 @@ from .commands import (
     history_cmd,
     index_cmd,
     links_cmd,
+    log_cmd,
     mcp_cmd,
     migrate_cmd,
     prompt_cmd,
@@ -98,6 +99,9 @@ class Command(NamedTuple):
     # OpenClaw's flags of the same command that have no use here: what to do instead.
     instead: tuple[tuple[str, str], ...] = ()
     needs_settings: bool = True  # False: runs without a workspace (completion)
+    # Settings flags the handler also gets, as given on the command line (None when not given): `log`
+    # filters on --agent and --session (a level has each flag once, so the command cannot have its own).
+    given_settings: tuple[str, ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -217,6 +221,8 @@ _WRITTEN: tuple[Command, ...] = (
         json_opt(),
     )),
     operation_command("history", history_cmd.run_history, opts=(json_opt(),)),
+    operation_command("activity", log_cmd.run_log, opts=(json_opt(),), metavars={
+        "since": "YYYY-MM-DD", "until": "YYYY-MM-DD", "paths": "GLOB", "origins": "ORIGIN", "limit": "N"})._replace(given_settings=("agent", "session")),
     operation_command("restore", history_cmd.run_restore, opts=(json_opt(),)),
     operation_command("state", history_cmd.run_state, opts=(json_opt(),)),
     operation_command("links", links_cmd.run_links, opts=(json_opt(),)),

@@ -1,8 +1,8 @@
 """The state database's tables, versioned by ``PRAGMA user_version``, with forward migrations.
 
 Paths, names and keys are stored as their bytes (BLOB, see :func:`.connection.enc`): a file name
-that is not UTF-8 is kept exactly. Version 4 (:data:`FIRST_RELEASED`) is the schema of 0.1.0, the
-first release; versions 1 to 3, and the files kept in the data dir before the database, were
+that is not UTF-8 is kept exactly. Version 5 (:data:`FIRST_RELEASED`) is the schema of 0.1.0, the
+first release; versions 1 to 4, and the files kept in the data dir before the database, were
 development builds' and no release reads them (:func:`refuse_unreleased` says what to do). A newer
 database than this release knows is refused, never written (a newer openclaw-memory may have
 changed what a table means).
@@ -15,7 +15,7 @@ import sqlite3
 
 from ..errors import StateDamaged, UnreleasedLayout
 
-FIRST_RELEASED = 4
+FIRST_RELEASED = 5
 SCHEMA = """
     CREATE TABLE objects (            -- each stored version's bytes, zlib-compressed, in parts
         version TEXT PRIMARY KEY,     -- xxh3_128 of the uncompressed bytes
@@ -37,10 +37,13 @@ SCHEMA = """
         time REAL NOT NULL,
         size INTEGER NOT NULL,
         origin TEXT NOT NULL,
-        agent BLOB
+        agent BLOB,                   -- who wrote or restored it (NULL: an outside edit, a repair)
+        session BLOB,                 -- the agent's session that did (NULL: the plain command line)
+        previous TEXT                 -- the path's version logged before this one (NULL: its first)
     );
     CREATE INDEX versions_by_path ON versions (path, id);
     CREATE INDEX versions_by_version ON versions (version);
+    CREATE INDEX versions_by_time ON versions (time);  -- `log`: the newest page of the whole workspace
     CREATE TABLE reads (              -- what each agent (and session) last read or wrote
         agent BLOB NOT NULL,
         session BLOB NOT NULL,        -- empty for the plain command line

@@ -112,9 +112,15 @@ class ObjectStore:
             yield row[0]
             seq += 1
 
-    def read_bytes(self, version: str) -> bytes | None:
-        """The whole stored version, verified against its hash; None when missing or damaged."""
-        blocks = self.blocks(version)
+    def read_bytes(self, version: str, *, use: bool = True) -> bytes | None:
+        """The whole stored version, verified against its hash; None when missing or damaged.
+
+        ``use=False``: a look that is no use of it (``log`` counting lines), so it neither moves
+        the object in the eviction order nor writes to the database."""
+        if use:
+            blocks = self.blocks(version)
+        else:
+            blocks = _inflate(self._parts(version)) if self.has(version) else None
         if blocks is None:
             return None
         try:

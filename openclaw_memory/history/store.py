@@ -83,9 +83,10 @@ class HistoryStore:
             finally:
                 held.discard(path)
 
-    def record(self, abs_path: str, display: str, version: str, size: int, origin: str, agent: str | None) -> Entry:
+    def record(self, abs_path: str, display: str, version: str, size: int, origin: str, agent: str | None,
+               session: str | None = None) -> Entry:
         """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits."""
-        entry = Entry(version, time.time(), size, origin, agent)
+        entry = Entry(version, time.time(), size, origin, agent, session or None)
         dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path)}
         if dropped:
             self.objects.remove(dropped - self.log.referenced(dropped))

@@ -30,6 +30,7 @@ class Entry(NamedTuple):
     size: int
     origin: str  # one of ORIGINS; a first sighting is an external edit
     agent: str | None  # the agent that wrote or restored it; None for an outside edit
+    session: str | None = None  # the agent's session that did; None for the plain command line and outside edits
 
 
 def iso_time(seconds: float) -> str:
@@ -54,27 +55,40 @@ class VersionLog:
 
     def entries(self, abs_path: str) -> list[Entry]:
         """The path's entries, oldest first (empty when never seen)."""
-        rows = self.db.rows("SELECT version, time, size, origin, agent FROM versions WHERE path = ? ORDER BY id", (enc(abs_path),))
-        return [Entry(v, t, s, o, dec(a) if a is not None else None) for v, t, s, o, a in rows]
+        rows = self.db.rows("SELECT version, time, size, origin, agent, session FROM versions WHERE path = ? ORDER BY id",
+                            (enc(abs_path),))
+        return [_entry(*row) for row in rows]
 
     def latest(self, abs_path: str) -> Entry | None:
         entries = self.entries(abs_path)
         return entries[-1] if entries else None
 
     def append(self, abs_path: str, display: str, entry: Entry, keep: int) -> list[Entry]:
-        """Add ``entry``; returns the entries retention dropped."""
+        """Add ``entry``, naming the path's version logged before it (``log`` counts the lines
+        changed against it, whatever retention drops later); returns the entries retention dropped."""
         path = enc(abs_path)
         with self.db.transaction() as conn:
+            before = conn.execute("SELECT version FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1", (path,)).fetchone()
             conn.execute(
-                "INSERT INTO versions (path, display, version, time, size, origin, agent) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (path, enc(display), entry.version, entry.time, entry.size, entry.origin,
-                 enc(entry.agent) if entry.agent is not None else None))
+                "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
+                 _blob(entry.session or None), before[0] if before else None))
             old = conn.execute(
-                "SELECT id, version, time, size, origin, agent FROM versions WHERE path = ? ORDER BY id DESC LIMIT -1 OFFSET ?",
-                (path, keep)).fetchall()
+                "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? "
+                "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, keep)).fetchall()
             conn.executemany("DELETE FROM versions WHERE id = ?", [(row[0],) for row in old])
-        return [Entry(v, t, s, o, dec(a) if a is not None else None) for _, v, t, s, o, a in reversed(old)]
+        return [_entry(*row[1:]) for row in reversed(old)]
 
     def referenced(self, versions: set[str]) -> set[str]:
         """Which of ``versions`` some log still lists (what eviction of dropped entries must keep)."""
         return {v for v in versions if self.db.one("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (v,))}
+
+
+def _blob(text: str | None) -> bytes | None:
+    return enc(text) if text is not None else None
+
+
+def _entry(version: str, time: float, size: int, origin: str, agent: bytes | None, session: bytes | None) -> Entry:
+    return Entry(version, time, size, origin, dec(agent) if agent is not None else None,
+                 dec(session) if session is not None else None)

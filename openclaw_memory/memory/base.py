@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..index.status import IndexStatus
     from ..index.sync import SyncSummary
     from ..links.report import LinkReport
+    from ..log.activity import ActivityLog
     from ..prompt.loader import PromptSection
     from ..settings import Settings
     from ..types import ProgressCallback, SearchMode
@@ -198,6 +199,25 @@ class Memory(Protocol):
     @operation(impl=".history.listing:file_history", help={"path": MEMORY_PATH}, cli=Cli("history"))
     def history(self, path: str) -> VersionHistory:
         """List the versions of a memory file kept in the history, newest first."""
+        ...
+
+    @operation(impl=".log.activity:activity", service=True,
+               help={"since": "Only versions logged on or after this day (YYYY-MM-DD, local time).",
+                     "until": "Only versions logged on or before this day (YYYY-MM-DD, local time).",
+                     "paths": "Only files matching this glob (repeatable; memory/people/*.md, as search --path).",
+                     "agent": "Only versions this agent wrote or restored.",
+                     "session": "Only versions this session of the agent wrote or restored.",
+                     "origins": "Only this origin (repeatable): agent-write, external-edit, restore, doctor-fix.",
+                     "limit": "Most versions to list (newest first)."},
+               # --agent and --session are the settings flags, as given (cli/spec.py): hidden here.
+               cli=Cli("log", flags={"paths": ("--path",), "origins": ("--origin",)}, hidden=("agent", "session")))
+    def activity(self, *, since: str | None = None, until: str | None = None, paths: tuple[str, ...] = (),
+                 agent: str | None = None, session: str | None = None, origins: tuple[str, ...] = (),
+                 limit: int = 50) -> ActivityLog:
+        """List every recorded version across the memory files, newest first: who changed what, when, how much.
+
+        Each entry: path, time, origin, agent, session, lines added and removed against the path's
+        previous version (None when either's bytes were evicted), and the version ``restore`` takes."""
         ...
 
     @operation(impl=".history.report:file_states", service=True, cli=Cli("state"))

@@ -1,0 +1,159 @@
+"""``log``: every recorded version across the memory files, newest first, with who, how and how much."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from conftest import settings_for, write
+from openclaw_memory.cli.parse import parse
+from openclaw_memory.log.activity import changed_lines
+from openclaw_memory.memory.local import LocalMemory
+
+KEYS = {"path", "time", "origin", "agent", "session", "version", "previousVersion", "size", "linesAdded", "linesRemoved"}
+
+
+def log(cli, *args: str) -> list[dict]:
+    result = cli("log", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return result.json()["entries"]
+
+
+def test_log_lists_a_write_an_edit_a_repair_and_a_restore_in_order(cli, workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n- canonical\n")
+    assert cli("read", "MEMORY.md").returncode == 0  # first sighting: an outside edit
+    assert cli("write", "MEMORY.md", "--append", "- agent fact", "--no-index").returncode == 0
+    with open(workspace / "MEMORY.md", "a") as f:  # a person's editor
+        f.write("- typed by hand\n")
+    assert cli("read", "MEMORY.md").returncode == 0  # ... seen: logged as an external edit
+    write(workspace / "memory.md", "- legacy fact\n- another\n")
+    cli("doctor", "--fix", "--yes")  # merges the legacy root into MEMORY.md (other findings may remain: not asked here)
+    assert not (workspace / "memory.md").exists()
+    entries = log(cli)
+    written = next(e for e in entries if e["origin"] == "agent-write")
+    # The version log gives is what restore takes.
+    assert LocalMemory(settings_for(workspace, state_dir)).restore("MEMORY.md", written["version"][:12]).changed
+
+    entries = log(cli)
+    assert [(e["path"], e["origin"], e["agent"]) for e in entries] == [
+        ("MEMORY.md", "restore", "main"),
+        ("MEMORY.md", "doctor-fix", None),
+        ("MEMORY.md", "external-edit", None),
+        ("MEMORY.md", "agent-write", "main"),
+        ("MEMORY.md", "external-edit", None),
+    ]
+    restore, repair, edit, agent_write, first = entries
+    assert [e["time"] for e in entries] == sorted((e["time"] for e in entries), reverse=True)
+    assert restore["version"] == agent_write["version"] and restore["previousVersion"] == repair["version"]
+    assert (first["linesAdded"], first["linesRemoved"]) == (2, 0)  # a path's first version: every line added
+    assert (agent_write["linesAdded"], agent_write["linesRemoved"]) == (1, 0)
+    assert (edit["linesAdded"], edit["linesRemoved"]) == (1, 0)
+    assert repair["linesAdded"] >= 2 and repair["linesRemoved"] == 0  # the two legacy lines, merged in
+    # The restore takes back the hand-typed line and the merge.
+    assert (restore["linesAdded"], restore["linesRemoved"]) == (0, 1 + repair["linesAdded"])
+    assert first["previousVersion"] is None and all(e["previousVersion"] for e in entries[:-1])
+
+    text = cli("log").stdout  # the plain form: one header per version, then its stat, newest first
+    headers = [line.split()[2] for line in text.splitlines() if line[:12] in {e["version"][:12] for e in entries}]
+    assert headers == ["restore", "doctor-fix", "external-edit", "agent-write", "external-edit"]
+    assert f" MEMORY.md | {1 + repair['linesAdded']} -" in text and " MEMORY.md | 2 ++\n" in text
+    assert "5 versions shown, newest first." in text
+
+
+def test_log_filters_by_path_agent_session_origin_day_and_limit(cli, workspace, state_dir):
+    main = LocalMemory(settings_for(workspace, state_dir))
+    ops = LocalMemory(settings_for(workspace, state_dir, agent="ops", session="s1"))
+    main.write("memory/people/ann.md", content="# Ann\n")
+    ops.write("memory/people/bob.md", content="# Bob\n")
+    ops.write("memory/2026-11-30.md", content="note\n")
+    main.write("MEMORY.md", content="# Memory\n")
+    write(workspace / "MEMORY.md", "# Memory\n- by hand\n")
+    main.read("MEMORY.md")
+
+    assert [e["path"] for e in log(cli)] == ["MEMORY.md", "MEMORY.md", "memory/2026-11-30.md", "memory/people/bob.md",
+                                            "memory/people/ann.md"]
+    assert [e["path"] for e in log(cli, "--path", "memory/people/*.md")] == ["memory/people/bob.md", "memory/people/ann.md"]
+    assert [e["path"] for e in log(cli, "--path", "ann.md", "--path", "MEMORY.md")] == ["MEMORY.md", "MEMORY.md",
+                                                                                      "memory/people/ann.md"]
+    assert log(cli, "--path", "nothing/*.md") == []
+    # --agent and --session are the settings flags, as given: plain `log` is every agent's.
+    assert {e["path"] for e in log(cli, "--agent", "ops")} == {"memory/2026-11-30.md", "memory/people/bob.md"}
+    assert [e["session"] for e in log(cli, "--session", "s1")] == ["s1", "s1"]
+    assert log(cli, "--agent", "main", "--session", "s1") == []
+    assert [e["origin"] for e in log(cli, "--origin", "external-edit")] == ["external-edit"]
+    assert len(log(cli, "--origin", "external-edit", "--origin", "agent-write")) == 5
+    today = dt.date.today()
+    assert len(log(cli, "--since", today.isoformat(), "--until", today.isoformat())) == 5
+    assert log(cli, "--until", (today - dt.timedelta(days=1)).isoformat()) == []
+    assert log(cli, "--since", (today + dt.timedelta(days=1)).isoformat()) == []
+
+    page = cli("log", "--limit", "2", "--json").json()
+    assert len(page["entries"]) == 2 and page["more"] is True
+    assert cli("log", "--limit", "5", "--json").json()["more"] is False
+    assert "older ones match too" in cli("log", "--limit", "2").stdout
+
+
+def test_log_json_keys_and_the_library(cli, workspace, state_dir):
+    memory = LocalMemory(settings_for(workspace, state_dir, session="s9"))
+    memory.write("MEMORY.md", content="# Memory\n")
+    (entry,) = log(cli)
+    assert set(entry) == KEYS
+    assert entry["session"] == "s9" and entry["agent"] == "main" and entry["size"] == len("# Memory\n")
+    assert set(cli("log", "--json").json()) == {"entries", "more"}
+    (same,) = memory.activity().entries
+    assert (same.path, same.version, same.added, same.removed) == ("MEMORY.md", entry["version"], 1, 0)
+
+
+def test_line_counts_are_against_the_version_logged_before_and_none_once_evicted(cli, workspace, state_dir):
+    write(state_dir / "openclaw-memory.toml", "[history]\nkeep_per_path = 2\n")
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    for n in range(1, 5):
+        memory.write("MEMORY.md", content="".join(f"line {i}\n" for i in range(n)))
+    newest, oldest = log(cli)
+    assert (newest["linesAdded"], newest["linesRemoved"]) == (1, 0)
+    # Retention dropped the version before the oldest entry kept, and its bytes: not "every line added".
+    assert oldest["previousVersion"] is not None and oldest["linesAdded"] is None and oldest["linesRemoved"] is None
+    assert " MEMORY.md | ? " in cli("log").stdout
+
+
+def test_looking_at_the_log_is_no_use_of_a_version(cli, workspace, state_dir):
+    """Eviction drops the least recently used versions first: listing them must not count as a use."""
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    memory.write("MEMORY.md", content="one\n")
+    memory.write("MEMORY.md", content="two\n")
+    from openclaw_memory.history.store import HistoryStore
+
+    db = HistoryStore(settings_for(workspace, state_dir).data_dir).db
+    before = db.rows("SELECT version, used FROM objects ORDER BY version")
+    assert len(log(cli)) == 2
+    assert db.rows("SELECT version, used FROM objects ORDER BY version") == before
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--since", "2026-13-01"), "--since must be a date like 2026-11-03, not '2026-13-01'"),
+    (("--until", "yesterday"), "--until must be a date like 2026-11-03"),
+    (("--since", "2026-11-05", "--until", "2026-11-01"), "--since 2026-11-05 is after the until date"),
+    (("--origin", "edit"), "--origin must be one of agent-write, external-edit, restore, doctor-fix"),
+    (("--limit", "0"), "--limit must be 1 or more"),
+])
+def test_bad_input_is_one_line_and_exit_2(cli, workspace, args, words):
+    result = cli("log", *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert words in line
+    assert "error" in cli("log", "--json", *args).json()
+
+
+def test_agent_and_session_given_on_the_command_line_reach_the_handler():
+    assert (parse(["log"]).values["agent"], parse(["log"]).values["session"]) == (None, None)
+    given = parse(["--agent", "ops", "log", "--session", "s1"]).values
+    assert (given["agent"], given["session"]) == ("ops", "s1")
+    assert "agent" not in parse(["history", "MEMORY.md", "--agent", "ops"]).values
+
+
+def test_changed_lines_counts_what_a_diff_shows():
+    assert changed_lines(b"", b"a\nb\n") == (2, 0)
+    assert changed_lines(b"a\nb\nc\n", b"a\nB\nc\nd\n") == (2, 1)
+    assert changed_lines(b"a\nb", b"a\nb\n") == (1, 1)  # a final newline added: the last line changed
+    assert changed_lines(b"same\n", b"same\n") == (0, 0)
