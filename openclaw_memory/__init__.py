@@ -75,6 +75,8 @@ _RESULT_TYPES = {
     "ListedFile": ".history.inventory",
     "MemoryListing": ".history.inventory",
     "VersionHistory": ".history.listing",
+    "MoveResult": ".history.moves",
+    "RemoveResult": ".history.moves",
     "FileState": ".history.report",
     "StateReport": ".history.report",
     "CollectionInfo": ".index.api",

@@ -126,7 +126,7 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["--lines", "3", "read", "a"], "--lines is an option of a command, so it goes after the command's name: "
                                     "openclaw-memory read --lines", ""),
     (["read"], "missing argument PATH", "read"),
-    (["restore", "a"], "missing argument VERSION", "restore"),
+    (["restore"], "missing argument PATH", "restore"),
     (["read", "a", "b"], "unexpected argument 'b'", "read"),
     (["files", "--", "x"], "unexpected argument 'x'", "files"),
     (["read", "a", "--lines", "x"], "--lines must be an integer, not 'x'", "read"),

@@ -36,6 +36,7 @@ from .commands import (
     index_cmd,
     links_cmd,
     log_cmd,
+    manage_cmd,
     mcp_cmd,
     migrate_cmd,
     prompt_cmd,
@@ -224,6 +225,8 @@ _WRITTEN: tuple[Command, ...] = (
     operation_command("activity", log_cmd.run_log, opts=(json_opt(),), metavars={
         "since": "YYYY-MM-DD", "until": "YYYY-MM-DD", "paths": "GLOB", "origins": "ORIGIN", "limit": "N"})._replace(given_settings=("agent", "session")),
     operation_command("restore", history_cmd.run_restore, opts=(json_opt(),)),
+    operation_command("move", manage_cmd.run_move, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
+    operation_command("remove", manage_cmd.run_remove, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
     operation_command("state", history_cmd.run_state, opts=(json_opt(),)),
     operation_command("links", links_cmd.run_links, opts=(json_opt(),)),
     operation_command("migrate", migrate_cmd.run_migrate, metavars={"to": "TARGET", "source": "SOURCE"},

@@ -165,6 +165,10 @@ SCHEMA = """
         text TEXT NOT NULL,
         PRIMARY KEY (source, seq)
     ) WITHOUT ROWID;
+    CREATE TABLE file_ops (           -- a move or removal of a memory file in progress: its intent (history.fileops)
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        record TEXT NOT NULL          -- JSON
+    );
 """
 # MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
 # release that changes a table appends its step and never edits one already released.

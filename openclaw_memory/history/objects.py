@@ -9,7 +9,8 @@ total fits ``max_bytes``. An object is stored in one transaction: whole, or not 
 
 An object a watchdog snapshot names (a row of ``snapshot_files``) is pinned: the snapshots'
 retention owns it (``watchdog.store``), so neither history's eviction nor its removals touch it,
-and it does not count against ``max_bytes``.
+and it does not count against ``max_bytes``. So is a removed file's (a ``remove`` entry of the
+version log): the archive of ``rm`` (:mod:`.moves`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ import xxhash
 from ..database import Database
 
 BLOCK = 1 << 20
-_UNPINNED = "version NOT IN (SELECT version FROM snapshot_files)"
+# Pinned: what a watchdog snapshot names, and a removed file's bytes (its ``remove`` entry, which
+# retention never drops): ``rm`` archives, it never deletes.
+_UNPINNED = ("version NOT IN (SELECT version FROM snapshot_files) "
+             "AND version NOT IN (SELECT version FROM versions WHERE origin = 'remove')")
 
 
 class ObjectStore:

@@ -2,7 +2,8 @@
 
 Rows of the state database's ``versions`` table, by absolute path. An entry is one sighting
 of a version: the same bytes seen again later (a revert) get a new entry and share the stored
-object. Retention keeps the newest ``keep_per_path`` entries; older ones are dropped.
+object. Retention keeps the newest ``keep_per_path`` entries; older ones are dropped, except a
+removal's (``remove``): a removed file's entry, and so its bytes (pinned by it), stay.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ AGENT_WRITE = "agent-write"
 EXTERNAL_EDIT = "external-edit"
 RESTORE = "restore"
 DOCTOR_FIX = "doctor-fix"  # a repair of `doctor --fix` (a legacy root merged into MEMORY.md)
-ORIGINS = (AGENT_WRITE, EXTERNAL_EDIT, RESTORE, DOCTOR_FIX)
+MOVE = "move"  # `mv`: the file arrived at this path; its versions under the old path are listed before it
+REMOVE = "remove"  # `rm`: the file left the workspace; this version is what `restore --last` brings back
+ORIGINS = (AGENT_WRITE, EXTERNAL_EDIT, RESTORE, DOCTOR_FIX, MOVE, REMOVE)
 
 
 class Entry(NamedTuple):
@@ -75,8 +78,8 @@ class VersionLog:
                 (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
                  _blob(entry.session or None), before[0] if before else None))
             old = conn.execute(
-                "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? "
-                "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, keep)).fetchall()
+                "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? AND origin != ? "
+                "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()
             conn.executemany("DELETE FROM versions WHERE id = ?", [(row[0],) for row in old])
         return [_entry(*row[1:]) for row in reversed(old)]
 

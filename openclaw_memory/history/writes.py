@@ -73,10 +73,18 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     return result
 
 
-def restore(settings: Settings, path: str, version: str,
+def restore(settings: Settings, path: str, version: str | None = None, *, last: bool = False,
             after: Callable[[WriteResult], WriteResult] = lambda result: result) -> WriteResult:
+    """Put back ``version`` of ``path``, or with ``last`` the version ``rm`` last archived."""
     from .guard import IndexUpdate, restore_file_version
 
+    if (version is None) == (not last):
+        raise UsageError("give the version to restore, or --last for the version `rm` last removed (not both)")
+    if last:
+        from .moves import last_removed
+
+        version = last_removed(settings, path)
+    assert version is not None
     result = restore_file_version(settings, path, version)
     if not result.changed:
         return replace(result, index=IndexUpdate(False, "nothing changed"))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..history.guard import WriteResult
     from ..history.inventory import MemoryListing
     from ..history.listing import VersionHistory
+    from ..history.moves import MoveResult, RemoveResult
     from ..history.report import StateReport
     from ..index.api import CollectionInfo
     from ..index.migrate import MigrationResult
@@ -190,10 +191,40 @@ class Memory(Protocol):
     @operation(impl=".memory.writes:restore", on="memory", service=True, writes=True,
                help={"path": "Memory file to restore.",
                      "version": "The version to bring back (a unique prefix of 8+ hex characters).",
+                     "last": "Bring back the version `rm` last removed (instead of VERSION).",
                      "update_index": "Do not update the search index afterwards."},
-               cli=Cli("restore", flags={"update_index": ("--no-index",)}))
-    def restore(self, path: str, version: str, *, update_index: bool = True) -> WriteResult:
-        """Restore an earlier version atomically; the current one is kept, so this can be undone."""
+               cli=Cli("restore", flags={"update_index": ("--no-index",)}, args=("path", "version")))
+    def restore(self, path: str, version: str | None = None, *, last: bool = False,
+                update_index: bool = True) -> WriteResult:
+        """Restore an earlier version atomically (or a removed file: --last); the current one is kept, so this can be undone."""
+        ...
+
+    @operation(impl=".memory.writes:move", on="memory", service=True, writes=True,
+               help={"source": "Memory file to move.",
+                     "destination": "Where it goes: a memory path (folders are made as needed).",
+                     "force": "Replace a file at DESTINATION (archived as rm archives), or move MEMORY.md/USER.md.",
+                     "expect": "Move only if the file is at this version (prefix of 8+ hex characters).",
+                     "update_index": "Do not update the search index afterwards."},
+               cli=Cli("mv", flags={"update_index": ("--no-index",)}, also=("move", "rename")))
+    def move(self, source: str, destination: str, *, force: bool = False, expect: str | None = None,
+             update_index: bool = True) -> MoveResult:
+        """Move or rename a memory file, guarded like a write; its history and index points follow it.
+
+        Atomic (a rename; across file systems a verified copy, then the source removed). The result
+        names the old and the new path."""
+        ...
+
+    @operation(impl=".memory.writes:remove", on="memory", service=True, writes=True,
+               help={"path": "Memory file to remove.",
+                     "force": "Remove MEMORY.md or USER.md too (they leave the agent's startup).",
+                     "expect": "Remove only if the file is at this version (prefix of 8+ hex characters).",
+                     "update_index": "Do not update the search index afterwards."},
+               cli=Cli("rm", flags={"update_index": ("--no-index",)}, also=("remove", "delete")))
+    def remove(self, path: str, *, force: bool = False, expect: str | None = None,
+               update_index: bool = True) -> RemoveResult:
+        """Remove a memory file into the history, guarded like a write: `restore PATH --last` brings it back.
+
+        Never destroys: its bytes stay in the history (never evicted); it leaves the index and the prompt."""
         ...
 
     @operation(impl=".history.listing:file_history", help={"path": MEMORY_PATH}, cli=Cli("history"))

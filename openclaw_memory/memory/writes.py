@@ -1,4 +1,4 @@
-"""Writes and restores as the memory makes them: the file (:mod:`openclaw_memory.history.writes`),
+"""Writes, restores, moves and removals as the memory makes them: the file (:mod:`openclaw_memory.history.writes`),
 then the agent's index brought up to date; declared in :class:`~openclaw_memory.memory.base.Memory`."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from ..errors import MemoryToolError
 from ..history import writes
 
 if TYPE_CHECKING:
-    from ..history.guard import WriteResult
+    from ..history.guard import IndexUpdate, WriteResult
+    from ..history.moves import MoveResult, RemoveResult
     from ..settings import Settings
     from ..types import ProgressCallback
     from .local import LocalMemory
@@ -24,33 +25,57 @@ def write(memory: LocalMemory, path: str, content: bytes | str | None = None, ap
                         after=partial(after_write, memory, update_index=update_index, progress=progress))
 
 
-def restore(memory: LocalMemory, path: str, version: str, update_index: bool = True) -> WriteResult:
-    return writes.restore(memory.settings, path, version, after=partial(after_write, memory, update_index=update_index))
+def restore(memory: LocalMemory, path: str, version: str | None = None, last: bool = False,
+            update_index: bool = True) -> WriteResult:
+    return writes.restore(memory.settings, path, version, last=last,
+                          after=partial(after_write, memory, update_index=update_index))
+
+
+def move(memory: LocalMemory, source: str, destination: str, force: bool = False, expect: str | None = None,
+         update_index: bool = True) -> MoveResult:
+    from ..history.moves import move_memory_file
+
+    result = move_memory_file(memory.settings, source, destination, force=force, expect=expect)
+    return replace(result, index=index_update(memory, update_index=update_index))
+
+
+def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | None = None,
+           update_index: bool = True) -> RemoveResult:
+    from ..history.moves import remove_memory_file
+
+    result = remove_memory_file(memory.settings, path, force=force, expect=expect)
+    return replace(result, index=index_update(memory, update_index=update_index))
 
 
 def after_write(memory: LocalMemory, result: WriteResult, *, update_index: bool,
                 progress: ProgressCallback | None = None) -> WriteResult:
-    """The agent's index brought up to date after a write, when it has one (every stale file of
-    the agent, not only the one written), unless a running watch does that."""
-    from ..history.guard import IndexUpdate
-    from ..watch.presence import running_watch
+    return replace(result, index=index_update(memory, update_index=update_index, progress=progress, paths=(result.path,)))
 
-    def done(update: IndexUpdate) -> WriteResult:
-        return replace(result, index=update)
+
+def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressCallback | None = None,
+                 paths: tuple[str, ...] | None = None) -> IndexUpdate:
+    """The agent's index brought up to date after a change of its files, when it has one, unless a
+    running watch does that. With ``paths`` (the files changed, workspace-relative) only those, at
+    a cost that does not grow with the memory (other stale files are the next ``index``'s or
+    search's); without, every stale file of the agent. A moved file's chunks keep their vectors:
+    the sync looks each up by its chunk hash before embedding."""
+    from ..history.guard import IndexUpdate
+    from ..index.operations import index_written
+    from ..watch.presence import running_watch
 
     settings = memory.settings
     if not update_index:
-        return done(IndexUpdate(False, "skipped (--no-index)"))
+        return IndexUpdate(False, "skipped (--no-index)")
     watcher = running_watch(settings)
-    if watcher is not None:  # it has the model loaded and picks the write up within a second
-        return done(IndexUpdate(False, f"the running watch (pid {watcher}) updates it"))
+    if watcher is not None:  # it has the model loaded and picks the change up within a second
+        return IndexUpdate(False, f"the running watch (pid {watcher}) updates it")
     if not _has_index(settings):
-        return done(IndexUpdate(False, f"no index for agent {settings.agent}"))
+        return IndexUpdate(False, f"no index for agent {settings.agent}")
     try:
-        summary = memory.index(progress=progress)
+        summary = memory.index(progress=progress) if paths is None else index_written(memory, paths, progress)
     except MemoryToolError as exc:
-        return done(IndexUpdate(False, f"index not updated: {exc.message}", failed=True))
-    return done(IndexUpdate(True, sync=summary))
+        return IndexUpdate(False, f"index not updated: {exc.message}", failed=True)
+    return IndexUpdate(True, sync=summary)
 
 
 def _has_index(settings: Settings) -> bool:

@@ -27,9 +27,9 @@ def run_history(settings: Settings, path: str, json_out: bool) -> int:
     return 0
 
 
-def run_restore(settings: Settings, path: str, version: str, update_index: bool, json_out: bool) -> int:
+def run_restore(settings: Settings, path: str, version: str | None, last: bool, update_index: bool, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
-        result = memory.restore(path, version, update_index=update_index)
+        result = memory.restore(path, version, last=last, update_index=update_index)
     if result.index is not None and result.index.failed:
         warn(result.index.reason or "the index was not updated")
     if json_out:

@@ -1,0 +1,44 @@
+"""``mv`` and ``rm``: move or remove a memory file, guarded like a write, kept in the history."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from typing import TYPE_CHECKING
+
+from ...memory import open_memory
+from ..output import given_path, printable, reported, warn
+
+if TYPE_CHECKING:
+    from ...settings import Settings
+
+
+def run_move(settings: Settings, source: str, destination: str, force: bool, expect: str | None, update_index: bool,
+             json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, source):
+        result = memory.move(source, destination, force=force, expect=expect, update_index=update_index)
+    _index_warning(result.index)
+    if reported(result, json_out):
+        return 0
+    how = " (copied across file systems, verified, then the source removed)" if result.how == "copy" else ""
+    print(f"moved {printable(result.source)} to {printable(result.path)}{how}; its history moved with it "
+          f"(openclaw-memory history {printable(result.path)}).")
+    if result.replaced:
+        print(f"The file that was at {printable(result.path)} (version {result.replaced[:12]}) is archived: "
+              f"openclaw-memory restore {printable(result.path)} --last")
+    return 0
+
+
+def run_remove(settings: Settings, path: str, force: bool, expect: str | None, update_index: bool, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
+        result = memory.remove(path, force=force, expect=expect, update_index=update_index)
+    _index_warning(result.index)
+    if reported(result, json_out):
+        return 0
+    print(f"removed {printable(result.path)} (version {result.version[:12]}, {result.size} bytes); it is kept in the "
+          f"history: openclaw-memory restore {printable(result.path)} --last")
+    return 0
+
+
+def _index_warning(update) -> None:
+    if update is not None and update.failed:
+        warn(update.reason or "the index was not updated")

@@ -1,0 +1,76 @@
+"""The intent of a move or a removal of a memory file, on disk before its first step.
+
+One row of the state database's ``file_ops`` table, committed (synced) before the move's rename
+or the removal's unlink, moved on at each later step and dropped in the same transaction as the
+history records the outcome. Every mover holds the workspace's write lock, so there is at most one:
+a row found while nobody holds the lock is an operation that was killed, which
+:func:`~.moves.finish_pending` (``doctor --fix``, or the next ``mv``/``rm``) finishes or undoes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Literal
+
+from ..database import Database
+
+MOVE_OP: Literal["move"] = "move"
+REMOVE_OP: Literal["remove"] = "remove"
+
+
+class UnreadableIntent(ValueError):
+    """The row exists but is not an intent this version understands."""
+
+
+@dataclass(frozen=True)
+class FileOp:
+    """What a killed ``mv`` or ``rm`` was doing."""
+
+    op: Literal["move", "remove"]
+    step: str
+    path: str  # absolute: the file moved or removed
+    display: str
+    version: str  # the bytes it held, stored in the history before the first step
+    size: int
+    target: str | None = None  # a move's destination, absolute
+    target_display: str | None = None
+    replaced: str | None = None  # the version of a file `mv --force` replaced at the destination (archived)
+    replaced_size: int | None = None
+    mark: int = 0  # the largest history row id when it began: later rows of the file were logged meanwhile
+    agent: str = ""
+    session: str = ""
+    pid: int = 0
+    started: float = 0.0
+
+
+def read_intent(data_dir) -> FileOp | None:
+    row = Database(data_dir).one("SELECT record FROM file_ops WHERE id = 1")
+    if row is None:
+        return None
+    try:
+        data = json.loads(row[0])
+        return FileOp(**{k: v for k, v in data.items() if k in FileOp.__dataclass_fields__})
+    except (ValueError, TypeError):
+        raise UnreadableIntent(f"the record of an interrupted move or removal is not readable: {row[0][:200]!r}") from None
+
+
+def write_intent(data_dir, op: FileOp) -> FileOp:
+    """Record ``op`` durably (its own transaction, or the caller's)."""
+    op = replace(op, pid=os.getpid(), started=op.started or time.time())
+    with Database(data_dir).transaction() as conn:
+        conn.execute("INSERT OR REPLACE INTO file_ops VALUES (1, ?)", (json.dumps(asdict(op), sort_keys=True),))
+    return op
+
+
+def clear_intent(data_dir) -> None:
+    with Database(data_dir).transaction() as conn:
+        conn.execute("DELETE FROM file_ops WHERE id = 1")
+
+
+def describe(op: FileOp) -> str:
+    """One sentence: what it was doing and how far it got."""
+    what = (f"move of {op.display} to {op.target_display}" if op.op == MOVE_OP else f"removal of {op.display}")
+    return f"{what} (version {op.version[:12]}), interrupted at step '{op.step}' (pid {op.pid})"

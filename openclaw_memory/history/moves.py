@@ -1,0 +1,465 @@
+"""``mv`` and ``rm`` of a memory file: guarded like a write, journaled, never losing a byte.
+
+Both run under the workspace's write lock, on paths resolved as ``write`` resolves them (one
+folder at a time from the allowed root's descriptor), after the guard's check of what this
+session read (:func:`~.guard._check`, the same rules and hints as a replacing write).
+
+A move: the file's bytes are stored in the history first; the intent is committed
+(:mod:`.fileops`); ``mv --force`` archives the file it replaces as ``rm`` does; the rename
+(:func:`~..fsutil.move.safe_move`: a link that never replaces, or across file systems a verified
+copy whose source goes only as the bytes copied) is the step that decides; then one transaction
+hands the source's history and read records to the destination, logs the move as a version
+(origin ``move``) and drops the intent. A removal: the bytes are stored, the intent committed, the
+file unlinked only as those bytes (:func:`~..fsutil.move.remove_if_holds`), then one transaction
+logs the removal (origin ``remove``: the version log never drops it and the object store never
+evicts its bytes) and drops the intent.
+
+A process killed anywhere leaves the intent, and :func:`finish_pending` (``doctor --fix``, or the
+next ``mv`` or ``rm``) looks at the files: past the deciding step it finishes (the source's
+leftover name goes only as the bytes moved, the history is recorded), before it undoes (a name
+taken aside gets it back, a half copy goes); the bytes were in the history all along.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .. import faults
+from ..database import enc
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
+from ..files.paths import CANONICAL_ROOT, USER_ROOT
+from ..files.read import ResolvedPath, resolve_memory_path
+from ..fsutil.atomic import temp_stem
+from ..fsutil.move import SourceKept, asides_of, link_noreplace, remove_if_holds, safe_move
+from ..fsutil.safeopen import Folder, NotRegularFile
+from ..wire import key
+from .fileops import MOVE_OP, REMOVE_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
+from .guard import (
+    IndexUpdate,
+    _check,
+    _HistoryFailed,
+    _in_history,
+    _make_folder,
+    _open_current,
+    _refuse_dream_twin,
+    _remove_made_folders,
+    _translated,
+)
+from .states import ReadRecords
+from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
+from .versions import EXTERNAL_EDIT, MOVE, REMOVE, short
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+# The root files OpenClaw loads into every new session: moving or removing one asks for --force.
+STARTUP_FILES = (CANONICAL_ROOT, USER_ROOT)
+_TEMP = re.compile(r"\.[0-9a-f]{8}\.tmp")
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    """A move: ``source`` is where the file was (links naming it point at nothing now), ``path`` where it is."""
+
+    path: str
+    source: str = key("from")
+    version: str = key()
+    size: int = key()
+    how: str = key()  # "rename", or "copy" across file systems (verified, then the source removed)
+    replaced: str | None = key(omit=lambda r: r.replaced is None, default=None)  # archived from the destination (--force)
+    index: IndexUpdate | None = None
+    warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
+
+
+@dataclass(frozen=True)
+class RemoveResult:
+    """A removal: the file's ``version`` is in the history (``restore PATH --last`` brings it back)."""
+
+    path: str
+    version: str = key()
+    size: int = key()
+    index: IndexUpdate | None = None
+    warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
+
+
+# -- move ------------------------------------------------------------------------------------------
+
+
+def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = False,
+                     expect: str | None = None) -> MoveResult:
+    """Move the memory file ``src`` to ``dst`` (see the module docstring). ``force`` replaces a file
+    at ``dst`` (archived as ``rm`` archives) and allows moving a startup root file."""
+    workspace = str(settings.workspace)
+    source = resolve_memory_path(src, workspace, settings.extra_paths)
+    target = resolve_memory_path(dst, workspace, settings.extra_paths)
+    if source.abs_path == target.abs_path:
+        raise UsageError(f"{source.display} and {target.display} are the same file; nothing was moved")
+    _refuse_dream_twin(target, workspace)
+    _refuse_startup_file(source, workspace, force, "moving")
+    expected = check_prefix(expect, "expect") if expect is not None else None
+    store = HistoryStore.for_settings(settings)
+    records = ReadRecords.for_settings(store, settings)
+    with store.write_lock():
+        earlier = finish_pending(settings)
+        result = _translated(store, source, "moved", lambda: _move(settings, store, records, source, target, force, expected))
+    return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
+
+
+def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source: ResolvedPath, target: ResolvedPath,
+          force: bool, expected: str | None) -> MoveResult:
+    src_folder, fd, current = _open_current(source)
+    dst_folder: Folder | None = None
+    existed: int | None = None
+    op: FileOp | None = None
+    try:
+        if current is None or fd is None or src_folder is None:
+            raise UsageError(f"{source.display} does not exist; nothing was moved (see `openclaw-memory files`)")
+        with _in_history():
+            store.observe(source.abs_path, source.display, current, fd=fd)
+        _check(store, source, current, records.get(source.abs_path), expected, False, None, records.agent, fd,
+               records.session or "")
+        os.close(fd)
+        fd = None
+        dst_folder, existed = _make_folder(target)
+        replaced = _replaced(store, dst_folder, target, force)
+        with _in_history():
+            op = write_intent(settings.data_dir, FileOp(
+                MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
+                target.display, replaced.version if replaced else None, replaced.size if replaced else None,
+                mark=_last_row(store), agent=records.agent, session=records.session or ""))
+        faults.reach("mv:journaled")
+        if replaced is not None:
+            _archive_replaced(store, dst_folder, target, op)
+        try:
+            how = safe_move(src_folder.fd, source.name, dst_folder.fd, target.name)
+        except FileExistsError:
+            raise UsageError(f"{target.display} appeared while {source.display} was being moved; nothing was moved") from None
+        existed = None  # the destination's folders hold the file now
+        faults.reach("mv:renamed")
+    except BaseException as exc:
+        if op is not None and _settle(settings, store, op):  # the rename had happened after all: finished
+            assert current is not None
+            return MoveResult(target.display, source.display, current.version, current.size, "rename", op.replaced)
+        if existed is not None:
+            _remove_made_folders(target, existed)
+        if isinstance(exc, SourceKept):
+            raise WriteBlocked.because(f"{source.display} {exc.WORDS[exc.reason]}; nothing was moved.",
+                                       path=source.display, step="held_open" if exc.reason == "open" else "read_again",
+                                       agent=records.agent, session=records.session or "") from None
+        raise
+    finally:
+        if fd is not None:
+            os.close(fd)
+        for folder in (src_folder, dst_folder):
+            if folder is not None:
+                folder.close()
+    notes = _record_or_note(store, op, "moved")
+    return MoveResult(target.display, source.display, current.version, current.size, how, op.replaced, warnings=notes)
+
+
+def _refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, doing: str) -> None:
+    if force or resolved.root != workspace or resolved.display not in STARTUP_FILES:
+        return
+    raise UsageError(
+        f"{doing} {resolved.display} takes it out of the agent's startup: OpenClaw loads {resolved.display} into every new "
+        f"session, and without it the agent starts with no {'long-term memory' if resolved.display == CANONICAL_ROOT else 'profile'}; "
+        "pass --force to do it anyway (its bytes stay in the history)"
+    )
+
+
+def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: bool) -> FileVersion | None:
+    """What is at the destination now: nothing (None), or a file ``--force`` may replace, its bytes
+    stored in the history first. Anything else is refused."""
+    try:
+        st = folder.lstat(target.name)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        raise PathRefused(f"refused: {target.display} is a folder; give the destination's file name (a .md path)")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise PathRefused(f"refused: {target.display} is {kind}, which memory never replaces; nothing was moved")
+    if not force:
+        raise UsageError(f"{target.display} exists; nothing was moved (--force replaces it, archived as `rm` archives: "
+                         f"`openclaw-memory restore {target.display} --last` brings it back)")
+    fd, _ = folder.open_regular(target.name)
+    try:
+        found = snapshot_fd(fd)
+        with _in_history(), store.lock():
+            store.observe(target.abs_path, target.display, found, fd=fd)
+    finally:
+        os.close(fd)
+    _refuse_unarchived(store, target, found, "moved")
+    return found
+
+
+def _archive_replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, op: FileOp) -> None:
+    """``mv --force``: the destination goes as ``rm`` removes it, before the source takes its name."""
+    assert op.replaced is not None and op.replaced_size is not None
+    remove_if_holds(folder.fd, target.name, op.replaced)
+    faults.reach("mv:replaced-removed")
+    with _in_history(), store.lock():
+        store.record(target.abs_path, target.display, op.replaced, op.replaced_size, REMOVE, op.agent or None)
+        write_intent(store.data_dir, replace(op, step="replaced"))
+
+
+def _record_move(store: HistoryStore, op: FileOp) -> None:
+    """One transaction: the source's history and read records are the destination's, the move is
+    logged there as a version, the intent goes."""
+    assert op.target is not None and op.target_display is not None
+    src, dst = enc(op.path), enc(op.target)
+    with store.lock() as conn:
+        # A watch that saw the file arrive before this step logged it as an outside edit: it is the move.
+        conn.execute("DELETE FROM versions WHERE path = ? AND id > ? AND version = ? AND origin = ?",
+                     (dst, op.mark, op.version, EXTERNAL_EDIT))
+        conn.execute("UPDATE versions SET path = ? WHERE path = ?", (dst, src))
+        store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None)
+        conn.execute("DELETE FROM reads WHERE path = ?", (dst,))  # of a file --force replaced: another file's
+        conn.execute("UPDATE reads SET path = ? WHERE path = ?", (dst, src))
+        clear_intent(store.data_dir)
+
+
+# -- remove ----------------------------------------------------------------------------------------
+
+
+def remove_memory_file(settings: Settings, path: str, *, force: bool = False, expect: str | None = None) -> RemoveResult:
+    """Remove the memory file ``path`` into the history (see the module docstring); ``force`` allows
+    a startup root file."""
+    workspace = str(settings.workspace)
+    resolved = resolve_memory_path(path, workspace, settings.extra_paths)
+    _refuse_startup_file(resolved, workspace, force, "removing")
+    expected = check_prefix(expect, "expect") if expect is not None else None
+    store = HistoryStore.for_settings(settings)
+    records = ReadRecords.for_settings(store, settings)
+    with store.write_lock():
+        earlier = finish_pending(settings)
+        result = _translated(store, resolved, "removed", lambda: _remove(settings, store, records, resolved, expected))
+    return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
+
+
+def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resolved: ResolvedPath,
+            expected: str | None) -> RemoveResult:
+    folder, fd, current = _open_current(resolved)
+    op: FileOp | None = None
+    try:
+        if current is None or fd is None or folder is None:
+            raise UsageError(f"{resolved.display} does not exist; nothing was removed (see `openclaw-memory files`)")
+        with _in_history():
+            store.observe(resolved.abs_path, resolved.display, current, fd=fd)
+        _check(store, resolved, current, records.get(resolved.abs_path), expected, False, None, records.agent, fd,
+               records.session or "")
+        _refuse_unarchived(store, resolved, current, "removed")
+        os.close(fd)
+        fd = None
+        with _in_history():
+            op = write_intent(settings.data_dir, FileOp(
+                REMOVE_OP, "begin", resolved.abs_path, resolved.display, current.version, current.size,
+                mark=_last_row(store), agent=records.agent, session=records.session or ""))
+        faults.reach("rm:journaled")
+        remove_if_holds(folder.fd, resolved.name, current.version)
+        faults.reach("rm:unlinked")
+    except BaseException as exc:
+        if op is not None and _settle(settings, store, op):
+            return RemoveResult(resolved.display, op.version, op.size)
+        if isinstance(exc, SourceKept):
+            raise WriteBlocked.because(f"{resolved.display} {exc.WORDS[exc.reason]}; nothing was removed.",
+                                       path=resolved.display, step="held_open" if exc.reason == "open" else "read_again",
+                                       agent=records.agent, session=records.session or "") from None
+        raise
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if folder is not None:
+            folder.close()
+    notes = _record_or_note(store, op, "removed")
+    return RemoveResult(resolved.display, current.version, current.size, warnings=notes)
+
+
+def _record_remove(store: HistoryStore, op: FileOp) -> None:
+    """One transaction: the removal is logged (pinning its bytes), the remover's read record and the intent go."""
+    with store.lock() as conn:
+        store.record(op.path, op.display, op.version, op.size, REMOVE, op.agent or None)
+        # Others keep theirs: a session that read the file is told it was deleted before it writes the name again.
+        conn.execute("DELETE FROM reads WHERE agent = ? AND session = ? AND path = ?", (enc(op.agent), enc(op.session), enc(op.path)))
+        clear_intent(store.data_dir)
+
+
+def last_removed(settings: Settings, path: str) -> str:
+    """The version ``rm`` last archived of ``path`` (``restore PATH --last``)."""
+    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    for entry in reversed(HistoryStore.for_settings(settings).entries(resolved.abs_path)):
+        if entry.origin == REMOVE:
+            return entry.version
+    raise UsageError(f"{resolved.display} was never removed, so --last has nothing to restore "
+                     f"(see `openclaw-memory history {resolved.display}`)")
+
+
+# -- shared steps ----------------------------------------------------------------------------------
+
+
+def _refuse_unarchived(store: HistoryStore, resolved: ResolvedPath, found: FileVersion, outcome: str) -> None:
+    if not store.objects.has(found.version):
+        raise MemoryToolError(
+            f"{resolved.display} cannot be archived in the history ({found.size} bytes; one file may take at most "
+            f"[history] max_bytes / 8, {store.objects.max_bytes // 8} bytes): nothing was {outcome}"
+        )
+
+
+def _last_row(store: HistoryStore) -> int:
+    row = store.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
+    return int(row[0]) if row else 0
+
+
+def _record_or_note(store: HistoryStore, op: FileOp, done: str) -> tuple[str, ...]:
+    """The last step; a failure leaves the intent, which ``doctor --fix`` finishes (the file is done)."""
+    try:
+        with _in_history():
+            (_record_move if op.op == MOVE_OP else _record_remove)(store, op)
+    except (_HistoryFailed, MemoryToolError) as exc:
+        why = exc.error.strerror if isinstance(exc, _HistoryFailed) else exc.message
+        return (f"{op.display} was {done}, but the history could not record it ({why}): "
+                "`openclaw-memory doctor --fix` finishes it",)
+    return ()
+
+
+def _settle(settings: Settings, store: HistoryStore, op: FileOp) -> bool:
+    """A live step failed after the intent was recorded: finish or undo now, as doctor would. True
+    when the operation turned out done; False when it was undone (or is left to doctor)."""
+    try:
+        return _recover(settings, store, op)[0]
+    except (OSError, MemoryToolError):
+        return False  # the intent stays: doctor names it
+
+
+# -- recovery --------------------------------------------------------------------------------------
+
+
+def pending(settings: Settings) -> FileOp | None:
+    """The move or removal a killed process left (read only: plain doctor). UnreadableIntent when damaged."""
+    return read_intent(settings.data_dir)
+
+
+def finish_pending(settings: Settings) -> str | None:
+    """Finish or undo the move or removal a killed process left (the caller holds the write lock);
+    a sentence on what was done, None when there was none."""
+    done = recover_pending(settings)
+    return done[1] if done is not None else None
+
+
+def recover_pending(settings: Settings) -> tuple[bool, str] | None:
+    """:func:`finish_pending`, saying whether it finished (True) or undid (False) the operation."""
+    try:
+        op = read_intent(settings.data_dir)
+    except UnreadableIntent:
+        clear_intent(settings.data_dir)  # nothing in it can be acted on; every byte is in the files or the history
+        return False, "an unreadable record of an interrupted move or removal was dropped (its bytes are in the history)"
+    if op is None:
+        return None
+    return _recover(settings, HistoryStore.for_settings(settings), op)
+
+
+def _recover(settings: Settings, store: HistoryStore, op: FileOp) -> tuple[bool, str]:
+    """(finished, what was done): the files say how far ``op`` got."""
+    workspace, extra = str(settings.workspace), settings.extra_paths
+    source = resolve_memory_path(op.path, workspace, extra)
+    if op.op == REMOVE_OP:
+        return _recover_remove(store, op, source)
+    assert op.target is not None
+    return _recover_move(store, op, source, resolve_memory_path(op.target, workspace, extra))
+
+
+def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target: ResolvedPath) -> tuple[bool, str]:
+    what = describe(op)
+    src_folder, dst_folder = _folder_or_none(source), _folder_or_none(target)
+    try:
+        if op.replaced is not None and op.step == "begin" and not _exists(dst_folder, target.name):
+            with store.lock():  # it was removed (archived) just before the kill
+                store.record(target.abs_path, target.display, op.replaced, op.replaced_size or 0, REMOVE, op.agent or None)
+        replaced = (f"; the file it replaced at {target.display} is archived (`openclaw-memory restore "
+                    f"{target.display} --last`)") if op.replaced is not None and not _holds(dst_folder, target.name, op.replaced) else ""
+        if _holds(dst_folder, target.name, op.version):
+            if src_folder is not None:
+                for name in [*asides_of(os.listdir(src_folder.fd), source.name), source.name]:
+                    if _holds(src_folder, name, op.version):
+                        try:
+                            remove_if_holds(src_folder.fd, name, op.version)  # the bytes are at the destination
+                        except SourceKept:
+                            continue  # changed or open meanwhile: kept, and reported as a file of its own
+            _record_move(store, op)
+            return True, f"finished the {what}: {target.display} holds it{replaced}"
+        if src_folder is not None:
+            _give_back(src_folder, source.name)
+            if dst_folder is not None and _holds(src_folder, source.name, op.version):
+                for name in os.listdir(dst_folder.fd):  # a copy across file systems cut short
+                    if name.startswith(temp_stem(target.name)) and _TEMP.fullmatch(name[len(temp_stem(target.name)):]):
+                        dst_folder.unlink(name, missing_ok=True)
+        clear_intent(store.data_dir)
+        where = (f"{source.display} is where it was" if _holds(src_folder, source.name, op.version)
+                 else f"its bytes are in the history as version {short(op.version)} of {source.display}")
+        return False, f"undid the {what}: {where}{replaced}"
+    finally:
+        for folder in (src_folder, dst_folder):
+            if folder is not None:
+                folder.close()
+
+
+def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> tuple[bool, str]:
+    what = describe(op)
+    folder = _folder_or_none(resolved)
+    try:
+        if folder is not None:
+            _give_back(folder, resolved.name)
+        if _holds(folder, resolved.name, op.version):
+            clear_intent(store.data_dir)
+            return False, f"undid the {what}: {resolved.display} is where it was"
+        _record_remove(store, op)
+        return True, (f"finished the {what}: its bytes are in the history "
+                      f"(`openclaw-memory restore {resolved.display} --last` brings it back)")
+    finally:
+        if folder is not None:
+            folder.close()
+
+
+def _give_back(folder: Folder, name: str) -> None:
+    """A step killed between taking the file aside and unlinking it: the file gets its name back
+    (where the name is free; otherwise it stays aside and doctor's file checks see it)."""
+    for aside in asides_of(os.listdir(folder.fd), name):
+        try:
+            link_noreplace(folder.fd, aside, folder.fd, name)
+        except FileExistsError:
+            continue
+        folder.fsync()
+
+
+def _folder_or_none(resolved: ResolvedPath) -> Folder | None:
+    try:
+        return resolved.folder()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _exists(folder: Folder | None, name: str) -> bool:
+    if folder is None:
+        return False
+    try:
+        folder.lstat(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _holds(folder: Folder | None, name: str, version: str) -> bool:
+    if folder is None:
+        return False
+    try:
+        fd, _ = folder.open_regular(name)
+    except (FileNotFoundError, NotRegularFile, PermissionError):
+        return False
+    try:
+        return snapshot_fd(fd).version == version
+    finally:
+        os.close(fd)

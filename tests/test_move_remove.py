@@ -1,0 +1,354 @@
+"""Managing notes: ``mv`` moves a memory file with its history and index points (nothing embedded
+again), ``rm`` removes one into the history and ``restore --last`` brings it back; both are guarded
+like a write, refuse bad input in one line, and a SIGKILL at any step leaves every byte reachable
+and ``doctor --fix`` finishing or undoing the step."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import xxhash
+from test_serve import Serve
+
+from conftest import env_for, fault, settings_for, tmpfs, write
+from openclaw_memory.errors import UsageError, WriteBlocked
+from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.memory.local import LocalMemory
+
+HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
+HERON_2 = HERON + "\n## Budget\n\nThe heron budget was approved in November.\n"
+OTHER = "# Kettle\n\nThe kettle whistles when the tea water boils.\n"
+
+
+def version_of(data: str | bytes) -> str:
+    return xxhash.xxh3_128_hexdigest(data.encode() if isinstance(data, str) else data)
+
+
+def memory_for(workspace, state_dir, **kw) -> LocalMemory:
+    return LocalMemory(settings_for(workspace, state_dir, **kw))
+
+
+def origins(memory: LocalMemory, path: str) -> list[tuple[str, str]]:
+    return [(v.origin, v.version) for v in memory.history(path).versions]  # newest first
+
+
+def one_line_error(result) -> str:
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+# -- mv ---------------------------------------------------------------------------------------------
+
+
+def test_a_moved_note_keeps_its_history_and_is_found_at_its_new_path_with_nothing_embedded(workspace, state_dir):
+    write(workspace / "memory" / "2026-11-30.md", HERON)
+    write(workspace / "memory" / "kettle.md", OTHER)
+    memory = memory_for(workspace, state_dir)
+    first = memory.index()
+    assert first.chunks_embedded > 0
+    memory.read("memory/2026-11-30.md")
+    memory.write("memory/2026-11-30.md", content=HERON_2)  # a second version, written by the agent
+
+    moved = memory.move("memory/2026-11-30.md", "memory/projects/heron.md")
+
+    assert (moved.source, moved.path, moved.how) == ("memory/2026-11-30.md", "memory/projects/heron.md", "rename")
+    assert (workspace / "memory" / "projects" / "heron.md").read_text() == HERON_2
+    assert not (workspace / "memory" / "2026-11-30.md").exists()
+    sync = moved.index.sync
+    assert moved.index.updated and sync.chunks_embedded == 0 and sync.chunks_reused > 0  # the embed count
+    assert (sync.files_changed, sync.files_removed) == (1, 1)
+    # The history follows the file: the move is its newest version, the versions it had as the old path below.
+    assert origins(memory, "memory/projects/heron.md") == [
+        ("move", version_of(HERON_2)), ("agent-write", version_of(HERON_2)), ("external-edit", version_of(HERON))]
+    assert memory.history("memory/2026-11-30.md").versions == ()
+    found = memory.search("heron budget approved", mode="text")
+    assert [r.path for r in found.results][:1] == ["memory/projects/heron.md"]
+    assert "memory/2026-11-30.md" not in {r.path for r in found.results}
+    # The mover's read record moved too: it may write the new path at once.
+    assert memory.write("memory/projects/heron.md", append="- one more fact").changed
+
+
+def test_a_move_across_file_systems_is_a_verified_copy_and_still_embeds_nothing(workspace, state_dir, tmp_path):
+    with tmpfs(tmp_path / "extra", "8m") as extra:
+        write(workspace / "memory" / "heron.md", HERON)
+        memory = memory_for(workspace, state_dir, extra=(str(extra),))
+        memory.index()
+        memory.read("memory/heron.md")
+        moved = memory.move("memory/heron.md", str(extra / "heron.md"))
+        assert moved.how == "copy"
+        assert (extra / "heron.md").read_text() == HERON and not (workspace / "memory" / "heron.md").exists()
+        assert moved.index.sync.chunks_embedded == 0 and moved.index.sync.chunks_reused > 0
+        assert [o for o, _ in origins(memory, str(extra / "heron.md"))] == ["move", "external-edit"]
+
+
+def test_mv_is_guarded_like_a_write(cli, workspace):
+    write(workspace / "memory" / "a.md", HERON)
+    blocked = cli("mv", "memory/a.md", "memory/b.md")
+    assert blocked.returncode == 3
+    assert "has not read it; read it first (openclaw-memory read memory/a.md)" in one_line_error(blocked)
+    assert cli("read", "memory/a.md").returncode == 0
+    write(workspace / "memory" / "a.md", HERON_2)  # changed by someone else since
+    stale = cli("mv", "memory/a.md", "memory/b.md")
+    assert stale.returncode == 3 and "changed since agent 'main' last read it" in one_line_error(stale)
+    assert (workspace / "memory" / "a.md").read_text() == HERON_2 and not (workspace / "memory" / "b.md").exists()
+    # --expect: a compare-and-swap on the version, as write's.
+    assert cli("mv", "memory/a.md", "memory/b.md", "--expect", version_of(HERON)[:12]).returncode == 3
+    done = cli("mv", "memory/a.md", "memory/b.md", "--expect", version_of(HERON_2)[:12], "--json")
+    assert done.returncode == 0, done.stderr
+    assert (done.json()["from"], done.json()["path"]) == ("memory/a.md", "memory/b.md")
+
+
+def test_mv_refuses_bad_input_in_one_line(cli, workspace, tmp_path):
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "taken.md", OTHER)
+    (workspace / "memory" / "folder").mkdir()
+    os.symlink(workspace / "memory" / "a.md", workspace / "memory" / "link.md")
+    write(workspace / "DREAMS.md", "dreams\n")
+    outside = tmp_path / "outside.md"
+    assert cli("read", "memory/a.md").returncode == 0
+    cases = {
+        ("memory/a.md", str(outside)): "is not a memory path",
+        ("memory/a.md", "notes.md"): "is not a memory path",  # a root name OpenClaw would not read
+        ("memory/a.md", "memory.md"): "memory.md is the legacy root file",
+        ("memory/a.md", "dreams.md"): "DREAMS.md exists, so dreams.md is not memory",
+        ("memory/a.md", "memory/a.txt"): "is not a Markdown (.md) memory file",
+        ("memory/a.md", "memory/taken.md"): "memory/taken.md exists; nothing was moved (--force replaces it",
+        ("memory/a.md", "memory/folder"): "is not a Markdown",
+        ("memory/link.md", "memory/b.md"): "goes through a symlink",
+        ("memory/missing.md", "memory/b.md"): "memory/missing.md does not exist",
+        ("memory/a.md", "memory/./a.md"): "are the same file",
+        ("MEMORY.md", "memory/old-root.md"): "takes it out of the agent's startup",
+    }
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    for (src, dst), words in cases.items():
+        line = one_line_error(cli("mv", src, dst))
+        assert words in line, (src, dst, line)
+    assert (workspace / "memory" / "a.md").read_text() == HERON and (workspace / "memory" / "taken.md").read_text() == OTHER
+    os.rename(workspace / "memory" / "folder", workspace / "memory" / "folder.md")
+    assert "memory/folder.md is a folder" in one_line_error(cli("mv", "memory/a.md", "memory/folder.md"))
+
+
+def test_mv_force_archives_the_file_it_replaces(workspace, state_dir):
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", OTHER)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/a.md")
+    with pytest.raises(UsageError, match="memory/b.md exists"):
+        memory.move("memory/a.md", "memory/b.md")
+    moved = memory.move("memory/a.md", "memory/b.md", force=True)
+    assert moved.replaced == version_of(OTHER)
+    assert (workspace / "memory" / "b.md").read_text() == HERON
+    listed = origins(memory, "memory/b.md")
+    assert listed[0] == ("move", version_of(HERON)) and ("remove", version_of(OTHER)) in listed
+    # The replaced file is archived as rm archives it: restore --last brings it back (the moved one kept).
+    back = memory.restore("memory/b.md", last=True)
+    assert back.version == version_of(OTHER) and (workspace / "memory" / "b.md").read_text() == OTHER
+    assert back.previous == version_of(HERON)
+
+
+# -- rm and restore --last ----------------------------------------------------------------------------
+
+
+def test_rm_archives_the_note_out_of_search_and_prompt_and_restore_last_brings_it_back(workspace, state_dir):
+    today = "2026-11-30"
+    write(workspace / "memory" / f"{today}.md", HERON)
+    write(workspace / "memory" / "kettle.md", OTHER)
+    memory = memory_for(workspace, state_dir)
+    memory.index()
+    memory.read(f"memory/{today}.md")
+    import datetime as dt
+
+    assert "lighthouse keepers" in memory.prompt(today=dt.date(2026, 11, 30), consume=False).text
+
+    removed = memory.remove(f"memory/{today}.md")
+    assert removed.version == version_of(HERON) and not (workspace / "memory" / f"{today}.md").exists()
+    assert removed.index.sync.chunks_deleted > 0
+    assert f"memory/{today}.md" not in {f.path for f in memory.files().files}
+    assert not memory.search("lighthouse keepers northern cape", mode="text").results
+    assert "lighthouse keepers" not in memory.prompt(today=dt.date(2026, 11, 30), consume=False).text
+    assert origins(memory, f"memory/{today}.md")[0] == ("remove", version_of(HERON))
+
+    back = memory.restore(f"memory/{today}.md", last=True)
+    assert back.created and (workspace / "memory" / f"{today}.md").read_text() == HERON
+    assert [o for o, _ in origins(memory, f"memory/{today}.md")] == ["restore", "remove", "external-edit"]
+    assert [r.path for r in memory.search("lighthouse keepers northern cape", mode="text").results] == [f"memory/{today}.md"]
+
+
+def test_restore_takes_a_version_or_last_and_says_when_nothing_was_removed(cli, workspace):
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    assert "was never removed" in one_line_error(cli("restore", "memory/a.md", "--last"))
+    assert "give the version to restore, or --last" in one_line_error(cli("restore", "memory/a.md"))
+    assert cli("rm", "memory/a.md").returncode == 0
+    assert "not both" in one_line_error(cli("restore", "memory/a.md", version_of(HERON)[:8], "--last"))
+    assert cli("restore", "memory/a.md", version_of(HERON)[:8]).returncode == 0  # the plain form still works
+    assert (workspace / "memory" / "a.md").read_text() == HERON
+
+
+def test_rm_is_guarded_and_asks_force_for_memory_md(cli, workspace):
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("rm", "memory/a.md").returncode == 3  # never read
+    write(workspace / "MEMORY.md", "# Memory\n- prefers tea\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    line = one_line_error(cli("rm", "MEMORY.md"))
+    assert "OpenClaw loads MEMORY.md into every new session" in line and "--force" in line
+    assert (workspace / "MEMORY.md").exists()
+    assert cli("rm", "MEMORY.md", "--force").returncode == 0
+    assert "prefers tea" not in cli("prompt", "--peek").stdout
+    assert cli("restore", "MEMORY.md", "--last").returncode == 0
+    assert "prefers tea" in cli("prompt", "--peek").stdout
+    for bad, words in (("memory/folder", "is not a Markdown"), ("memory/none.md", "does not exist"), ("../x.md", "not a memory path")):
+        assert words in one_line_error(cli("rm", bad))
+
+
+def test_a_removed_note_outlives_retention_and_eviction(workspace, state_dir):
+    (state_dir / "openclaw-memory.toml").write_text("[history]\nkeep_per_path = 2\nmax_bytes = 8192\n")
+    big = "".join(f"- line {i}: {os.urandom(24).hex()}\n" for i in range(14))  # ~900 bytes that do not compress
+    write(workspace / "memory" / "gone.md", big)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/gone.md")
+    memory.remove("memory/gone.md")
+    write(workspace / "memory" / "gone.md", "a new file at the same name\n")
+    memory.read("memory/gone.md")
+    store = HistoryStore.for_settings(memory.settings)
+    for i in range(4):  # new versions at the same name, past keep_per_path
+        memory.write("memory/gone.md", content=f"version {i}\n")
+    assert [e.origin for e in store.entries(str(workspace / "memory" / "gone.md"))] == ["remove", "agent-write", "agent-write"]
+    # Other files, past max_bytes (each ~500 compressed bytes): the least recently used objects go.
+    first = [memory.write(f"memory/o{i}.md", content=f"{os.urandom(480).hex()}\n").version for i in range(20)][0]
+    assert not store.objects.has(first)  # eviction ran
+    assert memory.restore("memory/gone.md", last=True).version == version_of(big)
+    assert (workspace / "memory" / "gone.md").read_text() == big
+
+
+def test_the_service_answers_mv_rm_and_restore_last(workspace, state_dir, cli):
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("index").returncode == 0
+    service = Serve(workspace, state_dir, "--no-watch")
+    try:
+        service.wait_ready()
+        assert cli("read", "memory/a.md").returncode == 0
+        steps = [cli("mv", "memory/a.md", "memory/b.md", "--json"), cli("rm", "memory/b.md", "--json"),
+                 cli("restore", "memory/b.md", "--last", "--json")]
+        requests = cli("status", "--json").json()["service"]["requests"]
+    finally:
+        service.kill()
+    for done in steps:
+        assert done.returncode == 0 and done.stderr == "", done.stderr  # answered, no fallback said
+    moved, removed, restored = (d.json() for d in steps)
+    assert (moved["from"], moved["path"], moved["index"]["sync"]["chunksEmbedded"]) == ("memory/a.md", "memory/b.md", 0)
+    assert removed["version"] == restored["version"] == version_of(HERON)
+    assert requests >= 4  # they went through the service
+    assert (workspace / "memory" / "b.md").read_text() == HERON
+
+
+# -- SIGKILL at every step -----------------------------------------------------------------------------
+
+MOVE_STEPS = ["mv:journaled", "move:linked", "mv:renamed"]
+EXDEV_STEPS = ["move:copy-written", "move:unlink-source", "move:source-aside", "mv:renamed"]
+REMOVE_STEPS = ["rm:journaled", "move:source-aside", "rm:unlinked"]
+
+
+def run_killed(workspace, state_dir, step: str, *args: str, env: dict | None = None) -> None:
+    proc = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace, capture_output=True, text=True,
+                          env=env_for(workspace, state_dir, **fault(f"{step}=kill", env=env)), timeout=120)
+    assert proc.returncode == -signal.SIGKILL, f"not killed at {step}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+
+
+def stray(workspace) -> list[str]:
+    return [n for _r, _d, files in os.walk(workspace) for n in files if n.endswith((".tmp", ".swp")) or ".aside-" in n]
+
+
+def finish_with_doctor(cli) -> dict:
+    plain = cli("doctor", "--json")
+    assert plain.returncode == 1 and "interrupted-move" in {f["id"] for f in plain.json()["findings"]}, plain.stdout
+    fixed = cli("doctor", "--fix", "--json")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-move"]
+    assert cli("doctor").returncode == 0
+    return repair
+
+
+@pytest.mark.parametrize("step,exdev", [(s, False) for s in MOVE_STEPS] + [(s, True) for s in EXDEV_STEPS],
+                         ids=[f"{s}-rename" for s in MOVE_STEPS] + [f"{s}-exdev" for s in EXDEV_STEPS])
+def test_mv_killed_at_each_step_loses_nothing_and_doctor_finishes_or_undoes_it(workspace, state_dir, cli, step, exdev):
+    env = fault("move:rename=fail") if exdev else {}
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, step, "mv", "memory/a.md", "memory/b.md", env=env)
+    at = [p for p in ("a.md", "b.md") if (workspace / "memory" / p).exists()]
+    held = {p: (workspace / "memory" / p).read_text() for p in at}
+    assert HERON in held.values() or any(HERON == (workspace / "memory" / n).read_text()
+                                         for n in os.listdir(workspace / "memory") if ".aside-" in n), os.listdir(workspace / "memory")
+
+    repair = finish_with_doctor(cli)
+    finished = repair["status"] == "completed"
+    assert finished == (step in ("move:source-aside", "mv:renamed", "move:unlink-source") or (step == "move:linked"))
+    memory = memory_for(workspace, state_dir)
+    if finished:
+        assert sorted(os.listdir(workspace / "memory")) == ["b.md"] and (workspace / "memory" / "b.md").read_text() == HERON
+        assert [o for o, _ in origins(memory, "memory/b.md")] == ["move", "external-edit"]
+    else:
+        assert sorted(os.listdir(workspace / "memory")) == ["a.md"] and (workspace / "memory" / "a.md").read_text() == HERON
+        assert memory.history("memory/b.md").versions == ()
+    assert stray(workspace) == []
+
+
+@pytest.mark.parametrize("step", REMOVE_STEPS)
+def test_rm_killed_at_each_step_loses_nothing_and_doctor_finishes_or_undoes_it(workspace, state_dir, cli, step):
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, step, "rm", "memory/a.md")
+    memory = memory_for(workspace, state_dir)
+    store = HistoryStore.for_settings(memory.settings)
+    assert store.objects.read_bytes(version_of(HERON)) == HERON.encode()  # archived before any step
+
+    repair = finish_with_doctor(cli)
+    if step == "rm:unlinked":
+        assert repair["status"] == "completed" and not (workspace / "memory" / "a.md").exists()
+        assert origins(memory, "memory/a.md")[0] == ("remove", version_of(HERON))
+        assert memory.restore("memory/a.md", last=True).version == version_of(HERON)
+    else:
+        assert repair["status"] == "rolled-back"
+    assert (workspace / "memory" / "a.md").read_text() == HERON
+    assert stray(workspace) == []
+
+
+def test_mv_force_killed_after_archiving_the_destination_keeps_both(workspace, state_dir, cli):
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", OTHER)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "mv:replaced-removed", "mv", "--force", "memory/a.md", "memory/b.md")
+    repair = finish_with_doctor(cli)
+    assert repair["status"] == "rolled-back" and "restore memory/b.md --last" in repair["detail"]
+    assert (workspace / "memory" / "a.md").read_text() == HERON and not (workspace / "memory" / "b.md").exists()
+    assert cli("restore", "memory/b.md", "--last").returncode == 0
+    assert (workspace / "memory" / "b.md").read_text() == OTHER
+
+
+def test_the_next_mv_finishes_a_killed_one_first(workspace, state_dir, cli):
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "c.md", OTHER)
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/c.md").returncode == 0
+    run_killed(workspace, state_dir, "mv:renamed", "mv", "memory/a.md", "memory/b.md")
+    done = cli("mv", "memory/c.md", "memory/d.md")
+    assert done.returncode == 0 and "finished the move of memory/a.md to memory/b.md" in done.stderr
+    assert sorted(os.listdir(workspace / "memory")) == ["b.md", "d.md"]
+    assert cli("doctor").returncode == 0
+
+
+def test_api_errors_are_typed(workspace, state_dir):
+    write(workspace / "memory" / "a.md", HERON)
+    memory = memory_for(workspace, state_dir)
+    with pytest.raises(WriteBlocked):
+        memory.move("memory/a.md", "memory/b.md")
+    with pytest.raises(WriteBlocked):
+        memory.remove("memory/a.md")
