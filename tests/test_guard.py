@@ -409,13 +409,25 @@ def test_append_text_that_is_not_utf8_or_empty(workspace, state_dir):
     assert empty.returncode == 2 and b"nothing to append" in empty.stderr
 
 
-def test_a_write_that_brings_many_stale_files_into_the_index_says_so_and_shows_progress(workspace, state_dir, cli):
+def test_a_write_indexes_its_file_alone_and_says_so_when_the_update_must_cover_more(workspace, state_dir, cli):
+    """A write's index update syncs the file written, whatever else is stale (the next `index` or
+    search finds the rest); where it must run the whole sync (a crash left the index to reconcile)
+    and that covers other files, it says so and shows progress."""
     write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
     assert cli("index").returncode == 0
     for i in range(400):  # edited while no watch or service kept the index up to date
         write(workspace / "memory" / f"2026-01-{i:03}.md", f"# Note {i}\n\nThe note number {i} about the garden.\n")
     assert cli("read", "MEMORY.md").returncode == 0
-    done = cli("write", "MEMORY.md", "--append", "- and oolong")
+    alone = cli("write", "MEMORY.md", "--append", "- and oolong", "--json")
+    assert alone.returncode == 0, alone.stderr
+    assert alone.json()["index"]["sync"]["filesChanged"] == 1 and "bringing" not in alone.stderr
+    from openclaw_memory.index.collections import resolve_collections
+    from openclaw_memory.index.manifest import mark_dirty
+
+    settings = settings_for(workspace, state_dir)
+    for c in resolve_collections(settings):
+        mark_dirty(settings.data_dir, c.name)
+    done = cli("write", "MEMORY.md", "--append", "- and sencha")
     assert done.returncode == 0, done.stderr
     assert "bringing the agent's index up to date" in done.stderr
     assert "read 401/401 files" in done.stderr or "embedded" in done.stderr

@@ -62,8 +62,14 @@ class FileStat:
 
     def matches(self, now: _Stat) -> bool:
         """Whether a file whose stat is ``now`` (a scanned MemoryFile) is known unchanged since."""
-        return (not self.racy and self.size == now.size and self.mtime_ns == now.mtime_ns
-                and self.ctime_ns == now.ctime_ns and self.inode == now.inode and self.mode == now.mode)
+        return not self.racy and change_key(self) == change_key(now)
+
+
+def change_key(s: _Stat) -> tuple[int, int, int, int, int]:
+    """The fields the rule compares, as one value: two sightings with equal keys (the earlier one
+    not racy) are the same content. Bulk checks compare these tuples instead of building a
+    FileStat per row."""
+    return (s.size, s.mtime_ns, s.ctime_ns, s.inode, s.mode)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from .paths import (
 from .root import resolve_dream_diary
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ..settings import Settings
 
@@ -402,6 +402,57 @@ def _files_unchanged(files: list[MemoryFile]) -> bool:
         if st.st_size != f.size or st.st_mtime_ns != f.mtime_ns:
             return False
     return True
+
+
+def scan_paths(settings: Settings, paths: Iterable[str]) -> list[MemoryFile] | None:
+    """Of ``paths`` (workspace-relative, as a write names its file), the memory files exactly as
+    :func:`scan_workspace` would list them, found without listing any folder: each folder on the
+    way opened from its parent's descriptor as the walk opens it (``O_NOFOLLOW``), the file's own
+    entry lstat'ed. A path that is not memory or not there now is left out. None when a path is
+    one only the whole scan can place (anything but ``MEMORY.md``, ``USER.md`` and
+    ``memory/**/*.md``: the dream diary has a twin to choose, an extra path a pattern and real
+    paths)."""
+    ws = os.fspath(settings.workspace)
+    found = []
+    root_entries: set[str] | None = None
+    for rel in dict.fromkeys(paths):
+        parts = rel.split("/")
+        if rel in (CANONICAL_ROOT, USER_ROOT):
+            if root_entries is None:
+                root_entries = set(os.listdir(ws))  # the scan asks for exactly these names
+            if rel not in root_entries:
+                continue
+            source = "root"
+        elif len(parts) > 1 and parts[0] == MEMORY_DIR and rel.endswith(".md") and not {"", ".", ".."} & set(parts):
+            if REPAIR_DIR in parts:
+                continue  # a repair archive: never memory
+            source = "memory"
+        else:
+            return None
+        memory_file = _lstat_listed(ws, parts, source, rel)
+        if memory_file is not None:
+            found.append(memory_file)
+    return found
+
+
+def _lstat_listed(ws: str, parts: list[str], source: str, rel: str) -> MemoryFile | None:
+    """The file ``ws/parts...`` as the walk lists it (a regular file, every folder above it a real,
+    readable folder), or None where the walk would not list it."""
+    fds: list[int] = []
+    try:
+        fds.append(os.open(ws, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))  # as the scan's listdir: links followed
+        for name in parts[:-1]:
+            fds.append(os.open(name, DIR_FLAGS, dir_fd=fds[-1]))
+        st = os.stat(parts[-1], dir_fd=fds[-1], follow_symlinks=False)
+    except OSError:  # missing, a symlink or not a folder on the way, unreadable: not listed
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    abs_path = os.path.join(ws, *parts)
+    return MemoryFile(rel, abs_path, source, "markdown", st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
 def scan_workspace(settings: Settings, *, multimodal: bool | None = None) -> ScanResult:

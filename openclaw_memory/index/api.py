@@ -22,6 +22,8 @@ from .sync import Models, ProgressCallback, SyncSummary, agent_lock, sync_index
 from .terms import query_terms
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..settings import Settings
 
 MAX_LIMIT = 1000  # results a search returns at most (a larger limit is a usage error, not an engine overflow)
@@ -68,12 +70,13 @@ class MemoryIndex:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def sync(self, full: bool = False, progress: ProgressCallback | None = None, wait: bool = True) -> SyncSummary:
-        """Index what changed (everything with ``full=True``); see ``index.sync``. ``wait=False``:
-        LockTimeout at once when another process is indexing this agent."""
-        return sync_index(
-            self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models, store=self.store, wait=wait
-        )
+    def sync(self, full: bool = False, progress: ProgressCallback | None = None, wait: bool = True,
+             paths: Sequence[str] | None = None) -> SyncSummary:
+        """Index what changed (everything with ``full=True``; only ``paths``, the files a write
+        changed, when given); see ``index.sync``. ``wait=False``: LockTimeout at once when
+        another process is indexing this agent."""
+        return sync_index(self.settings, full=full, progress=progress, on_wait=self.on_wait, models=self.models,
+                          store=self.store, wait=wait, paths=paths)
 
     def search(
         self,

@@ -17,13 +17,13 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..database import Database, dec, enc
-from ..database.observations import FileStat, Observations
+from ..database.observations import FileStat, Observations, change_key
 from ..fsutil.hashing import hash_bytes, hash_file
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
 
@@ -91,29 +91,108 @@ def gc_paused() -> Iterator[None]:
 
 
 def load_manifest(data_dir: Path, collection: str) -> Manifest | None:
-    """The saved manifest, or None when the collection was never indexed."""
+    """The saved manifest, every file's entry loaded, or None when the collection was never indexed."""
     with gc_paused():
         return _load_manifest(data_dir, collection)
 
 
 def _load_manifest(data_dir: Path, collection: str) -> Manifest | None:
-    db = Database(data_dir)
-    head = db.one("SELECT agent, fingerprint, settings_key, model, embed_backend, store_backend, dim, indexed_at "
-                  "FROM manifests WHERE collection = ?", (collection,))
+    manifest = load_manifest_head(data_dir, collection)
+    if manifest is None:
+        return None
+    manifest.files = _entries(Database(data_dir).rows(_ENTRY_ROWS + " WHERE f.collection = ?", (collection,)))
+    return manifest
+
+
+def load_manifest_head(data_dir: Path, collection: str) -> Manifest | None:
+    """The saved manifest without its files (``files`` empty), or None when the collection was
+    never indexed: a sync fills in the entries it needs (:func:`load_entries`)."""
+    head = Database(data_dir).one("SELECT agent, fingerprint, settings_key, model, embed_backend, store_backend, dim, "
+                                  "indexed_at FROM manifests WHERE collection = ?", (collection,))
     if head is None:
         return None
     agent, fingerprint, settings_key, model, embed_backend, store_backend, dim, indexed_at = head
-    manifest = Manifest(collection, dec(agent), fingerprint, settings_key, model, embed_backend, store_backend, dim,
-                        indexed_at)
-    rows = db.rows(
-        "SELECT f.path, f.abs_path, f.hash, f.chunks, o.mode, o.size, o.mtime_ns, o.ctime_ns, o.inode, o.racy, o.hash "
-        "FROM manifest_files f LEFT JOIN observations o ON o.path = f.abs_path WHERE f.collection = ?", (collection,))
+    return Manifest(collection, dec(agent), fingerprint, settings_key, model, embed_backend, store_backend, dim, indexed_at)
+
+
+_ENTRY_ROWS = ("SELECT f.path, f.abs_path, f.hash, f.chunks, o.mode, o.size, o.mtime_ns, o.ctime_ns, o.inode, o.racy, "
+               "o.hash FROM manifest_files f LEFT JOIN observations o ON o.path = f.abs_path")
+_PARAMS = 500  # paths per query (SQLite's default limit on parameters is 999 before 3.32)
+
+
+def _entries(rows: list) -> dict[str, FileEntry]:
     # Every row's chunk list parsed in one call (one per row was a third of the load).
     every_chunks = json.loads("[" + ",".join(row[3] for row in rows) + "]")
+    entries = {}
     for (path, abs_path, digest, _chunks, mode, size, mtime, ctime, inode, racy, seen), chunks in zip(rows, every_chunks):
         stat = FileStat(size, mtime, ctime, inode, bool(racy), mode) if seen == digest else None
-        manifest.files[dec(path)] = FileEntry(stat, digest, list(map(tuple, chunks)), dec(abs_path))
-    return manifest
+        entries[dec(path)] = FileEntry(stat, digest, list(map(tuple, chunks)), dec(abs_path))
+    return entries
+
+
+def load_entries(data_dir: Path, collection: str, paths: Iterable[str]) -> dict[str, FileEntry]:
+    """The saved entries of ``paths`` (those the manifest lists), each found by its key: what one
+    file's sync needs of a manifest of any size."""
+    wanted = sorted(set(paths))
+    db = Database(data_dir)
+    entries: dict[str, FileEntry] = {}
+    with gc_paused():
+        for start in range(0, len(wanted), _PARAMS):
+            part = wanted[start:start + _PARAMS]
+            rows = db.rows(_ENTRY_ROWS + f" WHERE f.collection = ? AND f.path IN ({','.join('?' * len(part))})",
+                           (collection, *map(enc, part)))
+            entries.update(_entries(rows))
+    return entries
+
+
+def load_known(data_dir: Path, collection: str) -> dict[str, tuple[int, ...] | None]:
+    """Path -> the change key (``database.observations.change_key``) its indexed content was
+    hashed with, None where no sighting vouches for it (racy, or another content seen since):
+    all a sync needs to tell which files to read, without a file's chunk list."""
+    rows = Database(data_dir).rows(
+        "SELECT f.path, o.size, o.mtime_ns, o.ctime_ns, o.inode, o.mode, o.racy = 0 AND o.hash = f.hash "
+        "FROM manifest_files f LEFT JOIN observations o ON o.path = f.abs_path WHERE f.collection = ?", (collection,))
+    with gc_paused():
+        return {dec(path): (size, mtime, ctime, inode, mode) if vouched else None
+                for path, size, mtime, ctime, inode, mode, vouched in rows}
+
+
+def lookup_chunks(data_dir: Path, collections: Sequence[str], hashes: Iterable[str]) -> dict[str, dict[str, list[str]]]:
+    """Chunk hash -> collection -> ids of the saved points holding that text, for ``hashes`` only:
+    the database finds the rows naming them (a text search in its own loop), Python parses only those."""
+    wanted = sorted(set(hashes))
+    found: dict[str, dict[str, list[str]]] = {}
+    if not wanted or not collections:
+        return found
+    names = ",".join("?" * len(collections))
+    db = Database(data_dir)
+    for start in range(0, len(wanted), 100):  # an OR of 100 terms per query: well inside SQLite's depth limit
+        part = wanted[start:start + 100]
+        rows = db.rows(f"SELECT collection, chunks FROM manifest_files WHERE collection IN ({names}) AND "
+                       f"({' OR '.join(['instr(chunks, ?) > 0'] * len(part))})", (*collections, *part))
+        keep = set(part)
+        for collection, chunks in rows:
+            for pid, h in json.loads(chunks):
+                if h in keep:
+                    found.setdefault(h, {}).setdefault(collection, []).append(pid)
+    return found
+
+
+def chunk_map(data_dir: Path, collections: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """Chunk hash -> collection -> point ids, over every saved point of ``collections`` (for a
+    sync that looks up many texts; built with the cyclic collector paused)."""
+    by_hash: dict[str, dict[str, list[str]]] = {}
+    if not collections:
+        return by_hash
+    rows = Database(data_dir).rows(
+        f"SELECT collection, chunks FROM manifest_files WHERE collection IN ({','.join('?' * len(collections))})",
+        tuple(collections))
+    with gc_paused():
+        every_chunks = json.loads("[" + ",".join(row[1] for row in rows) + "]")
+        for (collection, _chunks), chunks in zip(rows, every_chunks):
+            for pid, h in chunks:
+                by_hash.setdefault(h, {}).setdefault(collection, []).append(pid)
+    return by_hash
 
 
 def save_manifest(data_dir: Path, manifest: Manifest, before: Manifest | None = None) -> None:
@@ -178,6 +257,19 @@ def diff_files(manifest: Manifest | None, files: list) -> Diff:
     for f in files:
         entry = known.get(f.path)
         if entry is not None and entry.stat is not None and entry.stat.matches(f):
+            unchanged.append(f)
+        else:
+            suspects.append(f)
+    scanned = {f.path for f in files}
+    return Diff(unchanged, suspects, sorted(p for p in known if p not in scanned))
+
+
+def diff_known(known: dict[str, tuple[int, ...] | None], files: list) -> Diff:
+    """:func:`diff_files` against the change keys of the indexed content (:func:`load_known`)."""
+    unchanged, suspects = [], []
+    for f in files:
+        vouched = known.get(f.path)
+        if vouched is not None and vouched == change_key(f):
             unchanged.append(f)
         else:
             suspects.append(f)

@@ -18,6 +18,19 @@ if TYPE_CHECKING:
 
 
 def index(memory: LocalMemory, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:
+    with memory.pool.index(memory.settings) as warm:
+        return warm.sync(full=full, progress=_stoppable(memory, progress))
+
+
+def index_written(memory: LocalMemory, paths: tuple[str, ...], progress: ProgressCallback | None = None) -> SyncSummary:
+    """The index brought in line with the files a write or restore just changed (``paths``,
+    workspace-relative), at a cost that does not grow with the memory; other stale files are
+    left to the next ``index`` or search (see ``index.sync.sync_index``)."""
+    with memory.pool.index(memory.settings) as warm:
+        return warm.sync(progress=_stoppable(memory, progress), paths=paths)
+
+
+def _stoppable(memory: LocalMemory, progress: ProgressCallback | None) -> ProgressCallback:
     stopping = memory.pool.stopping
 
     def report(p: SyncProgress) -> None:
@@ -26,8 +39,7 @@ def index(memory: LocalMemory, full: bool = False, progress: ProgressCallback | 
         if progress is not None:
             progress(p)
 
-    with memory.pool.index(memory.settings) as warm:
-        return warm.sync(full=full, progress=report)
+    return report
 
 
 def search(memory: LocalMemory, query: str, limit: int = 6, min_score: float | None = None, mode: SearchMode = "hybrid",

@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from .. import faults
 from ..database import Database
 from ..errors import DiskFull
-from ..files.scan import MemoryFile, scan_workspace
+from ..files.scan import MemoryFile, scan_paths, scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
@@ -56,12 +56,19 @@ from .manifest import (
     FileEntry,
     FileStat,
     Manifest,
+    chunk_map,
     clear_dirty,
     delete_manifest,
     diff_files,
+    diff_known,
     gc_paused,
     is_dirty,
+    load_entries,
+    load_known,
     load_manifest,
+    load_manifest_head,
+    lookup_chunks,
+    manifest_chunk_count,
     mark_dirty,
     read_version,
     write_manifest,
@@ -248,10 +255,16 @@ def sync_index(
     models: Models | None = None,
     store: VectorStore | None = None,
     wait: bool = True,
+    paths: Sequence[str] | None = None,
 ) -> SyncSummary:
     """Bring the agent's collections in line with its memory files; see the module docstring.
 
     ``wait=False`` gives up at once (LockTimeout) when another process is indexing this agent.
+    ``paths`` (workspace-relative, what a write just changed): bring only those files in line,
+    at a cost that does not grow with the memory (no folder listed, only their manifest rows
+    read); other stale files wait for the next sync without it. Where the index is not in a
+    state a few files can be synced into (none yet, a crash to reconcile, other settings, a
+    damaged shard) or a path is one only the whole scan places, the whole sync runs instead.
     Raises DiskFull, having changed nothing, when the state dir has no room for the index.
     """
     config = index_config(settings)
@@ -267,7 +280,7 @@ def sync_index(
             lock.acquire(on_wait=(lambda pid: on_wait(f"the index of agent {settings.agent}", pid)) if on_wait and wait else None)
         try:
             with view.reading() if view is not None else nullcontext():
-                return _Sync(settings, config, store, models, progress, view).run(full)
+                return _Sync(settings, config, store, models, progress, view).run(full, paths)
         finally:
             lock.release()
     except OSError as exc:
@@ -335,22 +348,25 @@ class _Sync:
         self._by_hash: dict[str, dict[str, list[str]]] | None = None
         self._lenders: dict[str, Manifest] = {}  # the old manifests whose points may lend a vector
         self._lookups = 0
+        self.targeted = False  # syncing the files a write named, not the whole workspace
         self.files_done = self.files_total = 0
         self.chunks_done = self.chunks_seen = self.chunks_kept = 0
         # Vectors embedded by this run, the most recent first out last: the same text in many
         # files is embedded once, and memory stays bounded however large the corpus.
         self.recent: OrderedDict[str, object] = OrderedDict()
 
-    def run(self, full: bool) -> SyncSummary:
+    def run(self, full: bool, paths: Sequence[str] | None = None) -> SyncSummary:
         started = time.monotonic()
         collections = resolve_collections(self.settings, register=True)
-        scan = scan_workspace(self.settings)
-        groups = assign_files(collections, scan.files)
-        left_out = unindexable(scan.files)
-        if left_out:
-            self.notes.append(f"not indexed: {'; '.join(left_out)}")
-        self.notes += [f"{w}: the notes in it are not indexed" for w in scan.warnings]
-        olds = {c.name: load_manifest(self.settings.data_dir, c.name) for c in collections}
+        # Each collection's manifest without its files: the entries a run needs are read later,
+        # by key (the files it reads or removes), or whole only where a crash is reconciled.
+        olds = {c.name: load_manifest_head(self.settings.data_dir, c.name) for c in collections}
+        files = None
+        if paths is not None and not full and self._targetable(collections, olds):
+            files = scan_paths(self.settings, paths)
+        self.targeted = files is not None
+        if files is None:
+            files = self._scan()
         for c in collections:
             self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
         fresh: set[str] = set()
@@ -358,12 +374,19 @@ class _Sync:
             fresh = {c.name for c in collections if self.store.exists(c.name)}
             olds = dict.fromkeys(olds)  # (the caller asked for it: a rebuild is no note, let alone a warning)
         olds = self._check_fingerprints(collections, olds, fresh)
+        if self.targeted and any(old is None for old in olds.values()):
+            self.targeted = False  # a damaged shard dropped: it is rebuilt from every file
+            files = self._scan()
+        groups = assign_files(collections, files)
+        if self.targeted:
+            self._note_left_out(files)
         for old in olds.values():
             if old is not None and old.embed_backend:
                 self.models.pin_backend(old.embed_backend)
         self._lenders = {name: old for name, old in olds.items() if old is not None and name not in fresh}
 
-        works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh) for c in collections]
+        works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh, paths if self.targeted else None)
+                 for c in collections]
         for w in works:
             if w.collection.name in self.rechunk:
                 w.rechunk = True
@@ -413,6 +436,27 @@ class _Sync:
 
     # -- planning -------------------------------------------------------------------------
 
+    def _scan(self) -> list[MemoryFile]:
+        """Every memory file of the workspace (the stat of each), and what the scan says of them."""
+        scan = scan_workspace(self.settings)
+        self._note_left_out(scan.files)
+        self.notes += [f"{w}: the notes in it are not indexed" for w in scan.warnings]
+        return scan.files
+
+    def _note_left_out(self, files: list[MemoryFile]) -> None:
+        left_out = unindexable(files)
+        if left_out:
+            self.notes.append(f"not indexed: {'; '.join(left_out)}")
+
+    def _targetable(self, collections: list[Collection], olds: dict[str, Manifest | None]) -> bool:
+        """Whether a few files can be synced alone: every collection indexed, with nothing to
+        reconcile, under these settings and in this store (else the whole sync must run)."""
+        data_dir = self.settings.data_dir
+        return all(old is not None and old.settings_key == self.config.settings_key
+                   and old.store_backend == self.store.backend and not recipe_outdated(old.fingerprint)
+                   and self.store.exists(c.name) and not is_dirty(data_dir, c.name)
+                   for c in collections for old in (olds[c.name],))
+
     def _drop_unused(self, collections: list[Collection]) -> None:
         """After --full: the agent's registered collections no current one uses (removed extra paths)."""
         current = {c.name for c in collections}
@@ -428,7 +472,8 @@ class _Sync:
         for c in collections:
             old = olds[c.name]
             if self.store.exists(c.name):
-                expected = old.chunk_count if old is not None and not is_dirty(data_dir, c.name) else None
+                # Counted by the database: the run has not read the manifest's entries (none, or a few).
+                expected = manifest_chunk_count(data_dir, c.name) if old is not None and not is_dirty(data_dir, c.name) else None
                 reason = self.store.check(c.name, expected)
                 if reason is not None:
                     # Derived from the memory files: a damaged shard is rebuilt, never trusted.
@@ -473,15 +518,29 @@ class _Sync:
             result[c.name] = None
         return result
 
-    def _plan(self, c: Collection, old: Manifest | None, files: list, fresh: bool) -> _Work:
+    def _plan(self, c: Collection, old: Manifest | None, files: list, fresh: bool, paths: Sequence[str] | None) -> _Work:
+        """What to read and remove for one collection. ``old`` comes without its entries: those
+        of the files to read or remove are loaded here (``paths``: those a write named); the
+        whole manifest only where a crash is reconciled or the chunking rules changed."""
         data_dir = self.settings.data_dir
+        dirty = not fresh and (is_dirty(data_dir, c.name) or (old is None and self.store.exists(c.name)))
+        if old is not None and paths is not None:
+            old.files = load_entries(data_dir, c.name, paths)
+            diff = diff_files(old, files)
+        elif old is not None and (dirty or c.name in self.rechunk):
+            whole = load_manifest(data_dir, c.name)
+            old.files = whole.files if whole is not None else {}
+            diff = diff_files(old, files)
+        elif old is not None:
+            diff = diff_known(load_known(data_dir, c.name), files)
+            old.files = load_entries(data_dir, c.name, [f.path for f in diff.suspects] + diff.removed)
+        else:
+            diff = diff_files(None, files)
         new = Manifest(c.name, self.settings.agent, files=dict(old.files) if old else {})
         if old is not None:
             new.fingerprint, new.dim = old.fingerprint, old.dim
-        dirty = not fresh and (is_dirty(data_dir, c.name) or (old is None and self.store.exists(c.name)))
         work = _Work(c, old, new, dirty=dirty, fresh=fresh)
         work.files = {f.path: f for f in files}
-        diff = diff_files(old, files)
         work.removed = list(diff.removed)
         work.suspects = diff.suspects
         return work
@@ -690,12 +749,15 @@ class _Sync:
     def _lenders_of(self, hashes: Iterable[str]) -> dict[str, dict[str, list[str]]]:
         """Chunk hash -> collection -> ids of the old manifests' points that hold it, for ``hashes``.
 
-        A run's first lookup (all a write's or a one-note sync's) walks the old manifests for
-        those hashes alone; a run that looks up again (many changed files) builds the whole map
-        once, with the cyclic collector paused. At 30,000 notes building it for every sync was
-        a quarter of a write (0.45 s, most of it the collector walking the 218k new objects)."""
+        A run's first lookup (all a write's or a one-note sync's) looks in the entries it loaded
+        (the files it reads or removes: an edit, a rename, a move) and asks the database for the
+        texts still missing (a copy of another file); a run that looks up again (many changed
+        files) builds the whole map once, with the cyclic collector paused. At 30,000 notes
+        building it for every sync was a quarter of a write (0.45 s, most of it the collector
+        walking the 218k new objects). A write's own sync (``targeted``) lends only from the
+        files it names: asking the whole manifest would cost what it must not."""
         wanted = set(hashes)
-        if self._by_hash is None and self._lookups == 0:
+        if self._by_hash is None and (self._lookups == 0 or self.targeted):
             self._lookups += 1
             found: dict[str, dict[str, list[str]]] = {}
             for name, old in self._lenders.items():
@@ -703,15 +765,14 @@ class _Sync:
                     for pid, h in entry.chunks:
                         if h in wanted:
                             found.setdefault(h, {}).setdefault(name, []).append(pid)
+            missing = wanted - found.keys()
+            if missing and not self.targeted:
+                for h, by_name in lookup_chunks(self.settings.data_dir, list(self._lenders), missing).items():
+                    found[h] = by_name
             return found
         if self._by_hash is None:
-            by_hash: dict[str, dict[str, list[str]]] = {}
             with gc_paused():
-                for name, old in self._lenders.items():
-                    for entry in old.files.values():
-                        for pid, h in entry.chunks:
-                            by_hash.setdefault(h, {}).setdefault(name, []).append(pid)
-            self._by_hash = by_hash
+                self._by_hash = chunk_map(self.settings.data_dir, list(self._lenders))
         return {h: self._by_hash[h] for h in wanted if h in self._by_hash}
 
     def _vectors(self, w: _Work, piece: list[tuple[str, str, dict]], open_as: tuple | None = None) -> tuple[dict, set[str]]:

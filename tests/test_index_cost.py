@@ -1,0 +1,151 @@
+"""What a sync costs against the memory's size, counted on the real functions (no timing): a
+write's index update reads, hashes and loads the manifest rows of the file it wrote alone; a
+sync without a hint lstats every file but reads, hashes and loads the entries of the changed
+ones only (docs/guarantees.md, costs against the memory's size)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+from test_index import TOPICS, assert_consistent, note
+
+from conftest import settings_for, write
+from openclaw_memory.files.scan import scan_paths, scan_workspace
+from openclaw_memory.index import sync as sync_module
+from openclaw_memory.index.api import MemoryIndex
+from openclaw_memory.index.collections import resolve_collections
+from openclaw_memory.index.manifest import FileEntry, mark_dirty
+from openclaw_memory.memory.local import LocalMemory
+
+NOTES = 200
+
+
+def daily(i: int) -> str:
+    return f"memory/{dt.date(2026, 1, 1) + dt.timedelta(days=i):%Y-%m-%d}.md"
+
+
+@pytest.fixture
+def memory(workspace, state_dir):
+    """An indexed workspace of ``NOTES`` daily notes and a MEMORY.md, as a LocalMemory."""
+    write(workspace / "MEMORY.md", note("memory", n=4, topic="taxes"))
+    for i in range(NOTES):
+        write(workspace / daily(i), note(f"day {i}", n=3, topic=TOPICS[i % len(TOPICS)]))
+    m = LocalMemory(settings_for(workspace, state_dir))
+    assert m.index().files_changed == NOTES + 1
+    yield m
+    m.close()
+
+
+class Counted:
+    """Calls of the real functions a sync uses to list, read and load, counted."""
+
+    def __init__(self, monkeypatch):
+        self.calls: dict[str, list] = {}
+        for name in ("scan_workspace", "read_version", "load_manifest", "load_known", "lookup_chunks", "chunk_map"):
+            self._wrap(monkeypatch, sync_module, name)
+        entries = self.calls.setdefault("FileEntry", [])
+        real_init = FileEntry.__init__
+
+        def init(entry, *args, **kwargs):
+            real_init(entry, *args, **kwargs)
+            entries.append(entry.abs_path)
+
+        monkeypatch.setattr(FileEntry, "__init__", init)
+
+    def _wrap(self, monkeypatch, module, name: str) -> None:
+        real = getattr(module, name, None)
+        calls = self.calls.setdefault(name, [])
+        if real is None:  # (a version of the sync without it)
+            return
+
+        def counted(*args, **kwargs):
+            calls.append(args[0] if name == "read_version" else name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+
+    def __getitem__(self, name: str) -> list:
+        return self.calls[name]
+
+
+def test_a_write_reads_hashes_and_loads_only_the_file_it_wrote(memory, workspace, monkeypatch):
+    target, other = daily(17), daily(90)
+    with open(workspace / other, "a", encoding="utf-8") as fh:  # stale too, edited behind the product's back
+        fh.write("- an edit no write made\n")
+    memory.read(target)  # an append to a daily note needs a read first
+    counted = Counted(monkeypatch)
+    result = memory.write(target, append="- the sailing club meets on Thursdays")
+    assert result.index is not None and result.index.updated and result.index.sync is not None
+    assert result.index.sync.files_changed == 1 and result.index.sync.files_scanned == 1
+    assert counted["scan_workspace"] == [] and counted["load_known"] == [] and counted["load_manifest"] == []
+    assert counted["read_version"] == [str(workspace / target)]  # read and hashed: the written file alone
+    # Its manifest row, and the entry made of what was read: nothing of the other 200 files.
+    assert set(counted["FileEntry"]) == {str(workspace / target)}
+    assert counted["lookup_chunks"] == [] and counted["chunk_map"] == []  # vectors lent by its own old chunks only
+    monkeypatch.undo()
+    index = MemoryIndex(memory.settings)
+    try:
+        assert_consistent(index)
+        assert index.search("sailing club thursdays", sync=False).stale == (other,)  # left to the next sync
+        caught_up = index.sync()
+        assert caught_up.files_changed == 1 and caught_up.files_scanned == NOTES + 1
+        assert_consistent(index)
+        assert not index.search("sailing club thursdays", sync=False).stale
+    finally:
+        index.close()
+
+
+def test_a_sync_reads_and_loads_only_the_files_whose_stat_moved(memory, workspace, monkeypatch):
+    counted = Counted(monkeypatch)
+    assert memory.index().files_changed == 0  # nothing changed: every file lstat'ed, none read or loaded
+    assert counted["read_version"] == [] and counted["FileEntry"] == [] and counted["load_manifest"] == []
+    changed = workspace / daily(42)
+    with open(changed, "a", encoding="utf-8") as fh:
+        fh.write("- a new line about espresso grinders\n")
+    summary = memory.index()
+    assert summary.files_changed == 1 and summary.files_scanned == NOTES + 1
+    assert counted["read_version"] == [str(changed)] and set(counted["FileEntry"]) == {str(changed)}
+    assert counted["load_manifest"] == [] and counted["chunk_map"] == []
+    monkeypatch.undo()
+    with MemoryIndex(memory.settings) as index:
+        assert_consistent(index)
+
+
+def test_a_write_into_an_index_left_by_a_crash_runs_the_whole_sync(memory, workspace, monkeypatch):
+    """A dirty mark (a run killed between its store writes and its manifest) needs the whole
+    reconcile: a write's update does it, as the sync without a hint would."""
+    for c in resolve_collections(memory.settings):
+        mark_dirty(memory.settings.data_dir, c.name)
+    with open(workspace / daily(3), "a", encoding="utf-8") as fh:
+        fh.write("- changed before the write\n")
+    memory.read(daily(5))
+    counted = Counted(monkeypatch)
+    result = memory.write(daily(5), append="- hiking boots resoled")
+    assert result.index is not None and result.index.sync is not None
+    assert counted["scan_workspace"] == ["scan_workspace"] and result.index.sync.files_changed == 2
+    monkeypatch.undo()
+    with MemoryIndex(memory.settings) as index:
+        assert_consistent(index)
+        assert not index.search("hiking boots", sync=False).stale
+
+
+def test_scan_paths_lists_a_file_exactly_as_the_whole_scan_does(workspace, state_dir, tmp_path):
+    write(workspace / "MEMORY.md", "# memory\n")
+    write(workspace / "memory" / "a.md", "a\n")
+    write(workspace / "memory" / "deep" / "er" / "b.md", "b\n")
+    write(workspace / "memory" / ".openclaw-repair" / "kept.md", "archived\n")
+    write(tmp_path / "outside" / "c.md", "c\n")
+    os.symlink(tmp_path / "outside", workspace / "memory" / "linked")  # a folder through a link: never memory
+    os.symlink(workspace / "memory" / "a.md", workspace / "memory" / "alias.md")
+    os.mkfifo(workspace / "memory" / "pipe.md")
+    (workspace / "memory" / "folder.md").mkdir()
+    settings = settings_for(workspace, state_dir)
+    asked = ["MEMORY.md", "USER.md", "memory/a.md", "memory/deep/er/b.md", "memory/.openclaw-repair/kept.md",
+             "memory/linked/c.md", "memory/alias.md", "memory/pipe.md", "memory/folder.md", "memory/missing.md"]
+    listed = {f.path: f for f in scan_workspace(settings).files}
+    assert scan_paths(settings, asked) == [listed[p] for p in asked if p in listed]
+    assert [f.path for f in scan_paths(settings, asked) or ()] == ["MEMORY.md", "memory/a.md", "memory/deep/er/b.md"]
+    for placed_by_the_whole_scan in ("DREAMS.md", "../outside/c.md", "notes/x.md", "memory/../MEMORY.md", "memory/a.txt"):
+        assert scan_paths(settings, ["memory/a.md", placed_by_the_whole_scan]) is None
