@@ -14,7 +14,7 @@ DOCUMENTED = set(re.findall(r"`([A-Za-z]+)`", (REPO / "docs" / "cli.md").read_te
 
 LIGHT = [
     ["files"], ["read", "MEMORY.md"], ["read", "MEMORY.md", "--diff"], ["prompt", "--peek"], ["doctor"], ["state"],
-    ["history", "MEMORY.md"], ["watchdog", "snapshot"], ["watchdog", "verify"], ["watchdog", "heartbeat"],
+    ["history", "MEMORY.md"], ["log"], ["watchdog", "snapshot"], ["watchdog", "verify"], ["watchdog", "heartbeat"],
     ["write", "memory/2026-12-01.md", "--append", "x", "--no-index"], ["doctor", "--fix"], ["read", "notes.txt"],
 ]
 

@@ -118,6 +118,8 @@ SEQUENCE = [
     ("write", "MEMORY.md", "--append", "read first", "--no-index", "--json"),
     ("restore", "MEMORY.md", MEMORY_VERSION[:12], "--no-index", "--json"),
     ("history", "MEMORY.md", "--json"),
+    ("log", "--json"),
+    ("--agent", "main", "log", "--origin", "agent-write"),
     ("status",),
     ("status", "--json"),
     ("index", "--json"),

@@ -84,10 +84,10 @@ def activity(settings: Settings, *, since: str | None = None, until: str | None 
         where.append(f"origin IN ({', '.join('?' * len(set(origins)))})")
         params.extend(sorted(set(origins)))
     if paths:
-        # Globs are matched on the names as shown, once per path (not per version): the query then
-        # takes the matching paths by their stored bytes.
-        wanted = [path for path, display in store.db.rows("SELECT DISTINCT path, display FROM versions")
-                  if filters.wants_path(dec(display))]
+        # Globs are matched on the names as shown, once per path (its newest entry's, found on the
+        # path index: not a read of every row); the query then takes the matching paths by their bytes.
+        named = store.db.rows("SELECT path, display FROM versions WHERE id IN (SELECT MAX(id) FROM versions GROUP BY path)")
+        wanted = [path for path, display in named if filters.wants_path(dec(display))]
         if not wanted:
             return ActivityLog((), False)
         where.append(f"path IN ({', '.join('?' * len(wanted))})")
