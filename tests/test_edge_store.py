@@ -19,7 +19,8 @@ import pytest
 from conftest import tmpfs
 from openclaw_memory.errors import DiskFull
 from openclaw_memory.index.store.base import DENSE, PATH_FIELD, TERMS_FIELD, PointData
-from openclaw_memory.index.store.edge import OPTIMIZE_ROOM, SETTLE_POINTS, EdgeStore
+from openclaw_memory.index.store.edge import EdgeStore
+from openclaw_memory.index.store.edge_shard import OPTIMIZE_ROOM, SETTLE_POINTS
 
 DIM = 384
 NAME = "memory-dir-main"

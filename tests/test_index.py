@@ -132,6 +132,7 @@ def test_settings_change_reembeds_and_says_why(workspace, state_dir, models):
 
 @pytest.mark.parametrize("server", [False, True], ids=["edge", "qdrant-local"])
 def test_new_chunking_rules_chunk_every_file_again_and_embed_only_new_texts(workspace, state_dir, tmp_path, monkeypatch, server):
+    import openclaw_memory.index.blocks as blocks
     import openclaw_memory.index.chunking as chunking
 
     url = f"file://{tmp_path / 'qdrant'}" if server else None  # the server backend's client, on its local mode
@@ -143,7 +144,7 @@ def test_new_chunking_rules_chunk_every_file_again_and_embed_only_new_texts(work
     # Built by the rules before this version: no turns in a log with a blank line after each.
     with monkeypatch.context() as old:
         old.setattr(chunking, "CHUNKER_VERSION", chunking.CHUNKER_VERSION - 1)
-        old.setattr(chunking, "_spaced_turns", lambda lines, found: found)
+        old.setattr(blocks, "_spaced_turns", lambda lines, found: found)
         MemoryIndex(settings_for(workspace, state_dir, qdrant_url=url)).sync()
     index = MemoryIndex(settings_for(workspace, state_dir, qdrant_url=url))
     # Its vectors hold: not reported as other embedding settings, and a search without a sync answers.

@@ -831,7 +831,7 @@ def _sync_in_thread(memory, *gates: _Gate):
 
 
 def test_a_search_during_a_sync_answers_from_the_last_commit_and_waits_only_for_the_commit(pooled, workspace, monkeypatch):
-    from openclaw_memory.index.store.edge import EdgeShard
+    from openclaw_memory.index.store.edge_shard import EdgeShard
 
     memory, path = pooled, "memory/zebras.md"
     index = memory.pool.slot(memory.settings).index
