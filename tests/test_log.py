@@ -157,3 +157,21 @@ def test_changed_lines_counts_what_a_diff_shows():
     assert changed_lines(b"a\nb\nc\n", b"a\nB\nc\nd\n") == (2, 1)
     assert changed_lines(b"a\nb", b"a\nb\n") == (1, 1)  # a final newline added: the last line changed
     assert changed_lines(b"same\n", b"same\n") == (0, 0)
+
+
+def test_a_move_changes_no_line_a_removal_removes_every_line_and_a_file_back_adds_them(cli, workspace, state_dir):
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    memory.write("memory/a.md", content="one\ntwo\nthree\n", update_index=False)
+    memory.move("memory/a.md", "memory/b.md", update_index=False)
+    memory.remove("memory/b.md", update_index=False)
+    memory.restore("memory/b.md", last=True, update_index=False)
+    entries = log(cli)
+    assert [(e["origin"], e["linesAdded"], e["linesRemoved"]) for e in entries] == [
+        ("restore", 3, 0),  # the file came back from nothing
+        ("remove", 0, 3),
+        ("move", 0, 0),
+        ("agent-write", 3, 0),
+    ]
+    assert entries[0]["previousVersion"] is None and entries[1]["previousVersion"] == entries[1]["version"]
+    # The file's versions follow it: its name now finds them all, each shown under its name then.
+    assert [e["path"] for e in log(cli, "--path", "memory/b.md")] == ["memory/b.md"] * 3 + ["memory/a.md"]

@@ -68,15 +68,17 @@ class VersionLog:
 
     def append(self, abs_path: str, display: str, entry: Entry, keep: int) -> list[Entry]:
         """Add ``entry``, naming the path's version logged before it (``log`` counts the lines
-        changed against it, whatever retention drops later); returns the entries retention dropped."""
+        changed against it, whatever retention drops later; none after a removal: the file comes
+        back from nothing); returns the entries retention dropped."""
         path = enc(abs_path)
         with self.db.transaction() as conn:
-            before = conn.execute("SELECT version FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1", (path,)).fetchone()
+            before = conn.execute("SELECT version, origin FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1",
+                                  (path,)).fetchone()
             conn.execute(
                 "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
-                 _blob(entry.session or None), before[0] if before else None))
+                 _blob(entry.session or None), before[0] if before and before[1] != REMOVE else None))  # removed: none
             old = conn.execute(
                 "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? AND origin != ? "
                 "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()

@@ -2,9 +2,10 @@
 
 What ``git log --stat`` is to a repository: each entry is one version of one file, with when it
 was logged, how it came (its origin: an agent's write, a restore, a repair of ``doctor --fix``,
-an outside edit), which agent and session made it, and the lines it added and removed against
-the version of that path logged before it (each entry names that one when it is logged, so the
-counts do not depend on what retention has dropped since).
+an outside edit, a move, a removal), which agent and session made it, and the lines it added and
+removed against the version of that path logged before it (each entry names that one when it is
+logged, so the counts do not depend on what retention has dropped since; a removal removes every
+line of what the file held).
 
 Only the page returned is diffed (``limit``, newest first), from the object store, and a look
 here is no use of an object (eviction order and the database are left alone). A count is None
@@ -22,7 +23,7 @@ from ..database import dec, enc
 from ..errors import BadValue, shown
 from ..files.jstext import decode_lossy
 from ..history.store import HistoryStore
-from ..history.versions import ORIGINS, iso_time
+from ..history.versions import ORIGINS, REMOVE, iso_time
 from ..index.filters import SearchFilters
 from ..wire import key
 
@@ -108,7 +109,7 @@ def _midnight(day: date) -> float:
 
 def _logged(row: tuple, contents: _Contents) -> LoggedVersion:
     display, version, when, size, origin, agent, session, previous = row
-    added, removed = contents.changed_lines(previous, version)
+    added, removed = contents.changed_lines(previous, version, origin)
     return LoggedVersion(dec(display), iso_time(when), origin, dec(agent) if agent is not None else None,
                          dec(session) if session is not None else None, version, previous, size, added, removed)
 
@@ -125,9 +126,13 @@ class _Contents:
             self.seen[version] = self.store.objects.read_bytes(version, use=False)
         return self.seen[version]
 
-    def changed_lines(self, previous: str | None, version: str) -> tuple[int | None, int | None]:
-        new = self.get(version)
-        old = b"" if previous is None else self.get(previous)  # a path's first version: every line is added
+    def changed_lines(self, previous: str | None, version: str, origin: str) -> tuple[int | None, int | None]:
+        old: bytes | None
+        new: bytes | None
+        if origin == REMOVE:  # the version is what the file held when it left: every line of it is removed
+            old, new = self.get(version), b""
+        else:  # a path's first version (or one after a removal) adds every line
+            old, new = b"" if previous is None else self.get(previous), self.get(version)
         if new is None or old is None:
             return None, None
         return changed_lines(old, new)

@@ -238,7 +238,7 @@ class Memory(Protocol):
                      "paths": "Only files matching this glob (repeatable; memory/people/*.md, as search --path).",
                      "agent": "Only versions this agent wrote or restored.",
                      "session": "Only versions this session of the agent wrote or restored.",
-                     "origins": "Only this origin (repeatable): agent-write, external-edit, restore, doctor-fix.",
+                     "origins": "Only this origin (repeatable): agent-write, external-edit, restore, doctor-fix, move, remove.",
                      "limit": "Most versions to list (newest first)."},
                # --agent and --session are the settings flags, as given (cli/spec.py): hidden here.
                cli=Cli("log", flags={"paths": ("--path",), "origins": ("--origin",)}, hidden=("agent", "session")))
