@@ -13,8 +13,9 @@ import sys
 import pytest
 import xxhash
 from test_serve import Serve
+from test_watch import Watch
 
-from conftest import env_for, fault, settings_for, tmpfs, write
+from conftest import env_for, fault, settings_for, tmpfs, wait_for, write
 from openclaw_memory.errors import UsageError, WriteBlocked
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.memory.local import LocalMemory
@@ -248,6 +249,25 @@ def test_the_service_answers_mv_rm_and_restore_last(workspace, state_dir, cli):
     assert removed["version"] == restored["version"] == version_of(HERON)
     assert requests >= 4  # they went through the service
     assert (workspace / "memory" / "b.md").read_text() == HERON
+
+
+def test_a_running_watch_sees_a_move_as_a_move(workspace, state_dir, cli):
+    write(workspace / "memory" / "a.md", HERON)
+    watch = Watch(workspace, state_dir)
+    try:
+        watch.wait_started()
+        wait_for(lambda: watch.change_for("memory/a.md", "added"), 120)
+        assert cli("read", "memory/a.md").returncode == 0
+        moved = cli("mv", "memory/a.md", "memory/b.md", "--json")  # through the watch's service
+        assert moved.returncode == 0, moved.stderr
+        assert moved.json()["index"]["reason"].startswith("the running watch")
+        change = wait_for(lambda: watch.change_for("memory/b.md", "moved"), 120)
+        assert (change["from"], change["chunksEmbedded"]) == ("memory/a.md", 0) and change["chunksReused"] > 0
+        assert watch.change_for("memory/a.md", "removed") is None and watch.change_for("memory/b.md", "added") is None
+        history = cli("history", "memory/b.md", "--json").json()["versions"]
+        assert [v["origin"] for v in history] == ["move", "external-edit"]  # no sighting of its own by the watch
+    finally:
+        watch.stop()
 
 
 # -- SIGKILL at every step -----------------------------------------------------------------------------

@@ -19,24 +19,28 @@ from ..wire import key
 if TYPE_CHECKING:
     from ..settings import Settings
 
-ADDED, UPDATED, REMOVED = "added", "updated", "removed"
+ADDED, UPDATED, REMOVED, MOVED = "added", "updated", "removed", "moved"
 
 
 @dataclass(frozen=True)
 class FileChange:
     path: str
-    action: str  # added | updated | removed
+    action: str  # added | updated | removed | moved (``source`` is where it was)
     version: str | None  # the content hash now indexed; None once removed
     chunks: int  # chunks the file has in the index now
     embedded: int = key("chunksEmbedded")
     reused: int = key("chunksReused")
     removed: int = key("chunksRemoved")  # chunk points deleted
     ms: int = key()  # how long the sync that applied it took
+    source: str | None = key("from", omit=lambda c: c.source is None, default=None)  # a move's old path
 
     def line(self) -> str:
         """The one line ``watch`` prints for it."""
         if self.action == REMOVED:
             return f"{self.path}: removed, {self.removed} chunks removed ({self.ms} ms)"
+        if self.action == MOVED:
+            return (f"{self.source} -> {self.path}: moved, {self.embedded} chunks embedded, {self.reused} reused "
+                    f"({self.ms} ms)")
         return (
             f"{self.path}: {self.action}, {self.embedded} chunks embedded, {self.reused} reused, "
             f"{self.removed} removed ({self.ms} ms)"
@@ -78,4 +82,23 @@ def applied_changes(before: dict[str, FileEntry], after: dict[str, FileEntry], m
         only = out[0]
         reused = max(0, only.embedded + only.reused - summary.chunks_embedded)
         out[0] = FileChange(only.path, only.action, only.version, only.chunks, summary.chunks_embedded, reused, summary.chunks_deleted, ms)
-    return out
+    return _moves(out, before)
+
+
+def _moves(changes: list[FileChange], before: dict[str, FileEntry]) -> list[FileChange]:
+    """A file removed and one added with exactly its content, in one sync, is one move (``mv``, a
+    rename in a shell): one line naming both paths, not a removal and a new file."""
+    gone: dict[str, list[FileChange]] = {}
+    for c in changes:
+        if c.action == REMOVED:
+            gone.setdefault(before[c.path].hash, []).append(c)
+    paired: set[str] = set()
+    out = []
+    for c in changes:
+        if c.action == ADDED and gone.get(c.version or ""):
+            old = gone[c.version or ""].pop(0)
+            paired.add(old.path)
+            out.append(FileChange(c.path, MOVED, c.version, c.chunks, c.embedded, c.reused, old.removed, c.ms, old.path))
+        else:
+            out.append(c)
+    return [c for c in out if not (c.action == REMOVED and c.path in paired)]
