@@ -97,6 +97,25 @@ def test_a_write_reads_hashes_and_loads_only_the_file_it_wrote(memory, workspace
         index.close()
 
 
+def test_a_move_and_a_removal_update_the_index_of_their_files_alone(memory, workspace, monkeypatch):
+    source, destination, gone = daily(8), "memory/projects/sailing.md", daily(9)
+    memory.read(source)
+    counted = Counted(monkeypatch)
+    moved = memory.move(source, destination)
+    assert moved.index is not None and moved.index.sync is not None
+    assert (moved.index.sync.files_changed, moved.index.sync.files_removed, moved.index.sync.chunks_embedded) == (1, 1, 0)
+    assert counted["scan_workspace"] == [] and counted["read_version"] == [str(workspace / destination)]
+    assert set(counted["FileEntry"]) == {str(workspace / source), str(workspace / destination)}
+    memory.read(gone)
+    removed = memory.remove(gone)
+    assert removed.index is not None and removed.index.sync is not None and removed.index.sync.files_removed == 1
+    assert counted["scan_workspace"] == [] and str(workspace / gone) in counted["FileEntry"]
+    monkeypatch.undo()
+    with MemoryIndex(memory.settings) as index:
+        assert_consistent(index)
+        assert index.sync().files_changed == 0
+
+
 def test_a_sync_reads_and_loads_only_the_files_whose_stat_moved(memory, workspace, monkeypatch):
     counted = Counted(monkeypatch)
     assert memory.index().files_changed == 0  # nothing changed: every file lstat'ed, none read or loaded

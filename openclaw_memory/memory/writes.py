@@ -36,7 +36,7 @@ def move(memory: LocalMemory, source: str, destination: str, force: bool = False
     from ..history.moves import move_memory_file
 
     result = move_memory_file(memory.settings, source, destination, force=force, expect=expect)
-    return replace(result, index=index_update(memory, update_index=update_index))
+    return replace(result, index=index_update(memory, update_index=update_index, paths=(result.source, result.path)))
 
 
 def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | None = None,
@@ -44,7 +44,7 @@ def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | No
     from ..history.moves import remove_memory_file
 
     result = remove_memory_file(memory.settings, path, force=force, expect=expect)
-    return replace(result, index=index_update(memory, update_index=update_index))
+    return replace(result, index=index_update(memory, update_index=update_index, paths=(result.path,)))
 
 
 def after_write(memory: LocalMemory, result: WriteResult, *, update_index: bool,
