@@ -365,6 +365,22 @@ def test_the_next_mv_finishes_a_killed_one_first(workspace, state_dir, cli):
     assert cli("doctor").returncode == 0
 
 
+def test_a_killed_move_that_cannot_be_finished_now_stops_the_next_one_and_keeps_its_record(workspace, state_dir, cli, tmp_path):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "c.md", OTHER)
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/c.md").returncode == 0
+    run_killed(workspace, state_dir, "mv:renamed", "--extra", str(extra), "mv", "memory/a.md", str(extra / "a.md"))
+    # Without the extra path its destination is no memory path: the record cannot be acted on now.
+    line = one_line_error(cli("mv", "memory/c.md", "memory/d.md"))
+    assert "interrupted move of memory/a.md to ../extra/a.md" in line and "could not be finished" in line
+    assert (workspace / "memory" / "c.md").exists() and (extra / "a.md").read_text() == HERON
+    fixed = cli("--extra", str(extra), "doctor", "--fix", "--json")
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "interrupted-move"] == ["completed"]
+    assert cli("mv", "memory/c.md", "memory/d.md").returncode == 0
+
+
 def test_api_errors_are_typed(workspace, state_dir):
     write(workspace / "memory" / "a.md", HERON)
     memory = memory_for(workspace, state_dir)

@@ -344,9 +344,16 @@ def pending(settings: Settings) -> FileOp | None:
 
 
 def finish_pending(settings: Settings) -> str | None:
-    """Finish or undo the move or removal a killed process left (the caller holds the write lock);
-    a sentence on what was done, None when there was none."""
-    done = recover_pending(settings)
+    """Finish or undo the move or removal a killed process left, before another begins (the caller
+    holds the write lock); a sentence on what was done, None when there was none. One that cannot
+    be finished now stops the new one (its record must not be replaced)."""
+    try:
+        done = recover_pending(settings)
+    except (MemoryToolError, OSError) as exc:
+        why = exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
+        op = read_intent(settings.data_dir)
+        raise MemoryToolError(f"an interrupted {describe(op) if op else 'move or removal'} could not be finished ({why}); "
+                              "nothing else was moved or removed: fix that and run `openclaw-memory doctor --fix`") from None
     return done[1] if done is not None else None
 
 
