@@ -381,6 +381,25 @@ def test_a_killed_move_that_cannot_be_finished_now_stops_the_next_one_and_keeps_
     assert cli("mv", "memory/c.md", "memory/d.md").returncode == 0
 
 
+def test_rm_of_a_file_another_program_holds_open_for_writing_removes_nothing(workspace, state_dir):
+    path = write(workspace / "memory" / "log.md", HERON)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/log.md")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'a'); print('open', flush=True); "
+                               "sys.stdin.read(); f.write('a late line\\n'); f.close()", str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "open\n"
+        with pytest.raises(WriteBlocked, match="held open by another process"):
+            memory.remove("memory/log.md")
+    finally:
+        holder.stdin.close()
+        holder.wait(60)
+    assert path.read_text() == HERON + "a late line\n"  # what it wrote after the attempt is in the file
+    assert memory.history("memory/log.md").versions[0].origin != "remove"
+    assert stray(workspace) == [] and "interrupted-move" not in {f.id for f in memory.doctor().findings}
+
+
 def test_api_errors_are_typed(workspace, state_dir):
     write(workspace / "memory" / "a.md", HERON)
     memory = memory_for(workspace, state_dir)
