@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .base import ServiceInfo, ServiceStatus
-from .operations import OPERATIONS, Operation, bound_methods
+from .operations import Operation, method_of
 
 if TYPE_CHECKING:
     from ..index.pool import IndexPool
@@ -46,14 +46,8 @@ class LocalMemory:
         """Run a declared operation here."""
         return op.run(self, op.arguments(args, kwargs or {}))
 
-    def __getattr__(self, name: str) -> Any:
-        # The declared operations, bound on first use (one declared later, by a plug-in or a test, too).
-        op = OPERATIONS.get(name)
-        if op is None:
-            raise AttributeError(f"{type(self).__name__!r} has no operation {name!r}")
-        method = bound_methods({name: op}, LocalMemory.call)[name]
-        setattr(LocalMemory, name, method)
-        return method.__get__(self)
+    def __getattr__(self, name: str) -> Any:  # the declared operations (only those)
+        return method_of(LocalMemory, name).__get__(self)
 
     def open_state(self) -> None:
         """Open the state database now (created, migrated): a service says it is ready only once no

@@ -174,16 +174,22 @@ def operation(*, impl: str, on: Literal["memory", "settings"] = "settings", serv
     return declare
 
 
-def bound_methods(operations: Mapping[str, Operation], call: Callable[[Any, Operation, tuple, dict], Any]) -> dict[str, Any]:
-    """One method per operation, each calling ``call(op, args, kwargs)``; named and documented as declared."""
+def method_of(cls: type, name: str) -> Callable[..., Any]:
+    """The declared operation ``name`` as a method of ``cls`` (a memory: it runs it through
+    ``cls.call``), named and documented as declared; set on the class at its first use, so one
+    declared after the class (a plug-in, a test) is a method too. An undeclared name is an
+    AttributeError: never a fallback."""
+    op = OPERATIONS.get(name)
+    if op is None:
+        raise AttributeError(f"{cls.__name__!r} has no operation {name!r}")
+    call = cls.call  # type: ignore[attr-defined]
 
-    def method(op: Operation) -> Callable[..., Any]:
-        def bound(self, *args: Any, **kwargs: Any) -> Any:
-            return call(self, op, args, kwargs)
+    def bound(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return call(self, op, args, kwargs)
 
-        return functools.wraps(op.declared)(bound)
-
-    return {name: method(op) for name, op in operations.items()}
+    method = functools.wraps(op.declared)(bound)
+    setattr(cls, name, method)
+    return method
 
 
 # -- types -------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..service_files import service_may_run
 from .base import ServiceStatus
 from .client import ServiceClient, ServiceUnavailable, Unsendable
 from .local import LocalMemory
-from .operations import OPERATIONS, Operation, bound_methods
+from .operations import OPERATIONS, Operation, method_of
 
 if TYPE_CHECKING:
     from ..index.pool import IndexPool
@@ -101,13 +101,8 @@ class ServiceMemory:
                 pass
         return op.run(self._local, arguments)
 
-    def __getattr__(self, name: str) -> Any:
-        op = OPERATIONS.get(name)
-        if op is None:
-            raise AttributeError(f"{type(self).__name__!r} has no operation {name!r}")
-        method = bound_methods({name: op}, ServiceMemory.call)[name]
-        setattr(ServiceMemory, name, method)
-        return method.__get__(self)
+    def __getattr__(self, name: str) -> Any:  # the declared operations (only those)
+        return method_of(ServiceMemory, name).__get__(self)
 
     def service(self) -> ServiceStatus:
         if self._link.client is None and self._link.said:  # it just failed to answer: say why, not wait again
