@@ -15,7 +15,7 @@ MEMORY = """# Memory
 
 - Heron: see memory/projects/heron.md and [[heron#Plan]], or [[heron|the heron project]].
 - Cited: memory/2026-11-03.md#L2-L3 and memory/2026-11-03.md#L2-L40.
-- [[alice]] is two people; [[nobody]] names nothing; [[Heron]] is not the heron note here.
+- [[alice]] is two people; [[nobody]] names nothing; [[Heron]] is not heron.md here.
 - [the notes](memory/projects/heron.md#the-plan) and [a site](https://example.com/notes.md).
 - `[[in-a-code-span]]` and ``see memory/code.md``
 ```

@@ -5,7 +5,8 @@
 - ``[label](projects/heron.md)``, ``[label](heron.md#Heading)``: *markdown* links, a path relative
   to the note's folder (a URL, an image or a target that is not a ``.md`` file is no note link);
 - ``memory/2026-11-03.md#L3-L9``: a *citation*, as search prints them;
-- ``memory/2026-11-03.md`` in the text ("see memory/2026-11-03.md"): a *mention*.
+- ``memory/2026-11-03.md`` in the text ("see memory/2026-11-03.md"): a *mention* (a path with a
+  folder: a bare ``heron.md`` is talk about a file, not a link).
 
 Nothing inside a fenced code block (```` ``` ```` or ``~~~``) or an inline code span counts. Only
 parsing happens here: which file a link names is :mod:`.resolve`'s job, so a note is parsed once per
@@ -122,5 +123,7 @@ def _links_of_line(visible: str, raw: str, number: int) -> list[ParsedLink]:
     visible = _URL.sub(lambda u: " " * len(u.group()), "".join(masked))
     for m in _PATH.finditer(visible):
         form = CITATION if m.group(2) else MENTION
+        if form == MENTION and "/" not in m.group(1):
+            continue  # a bare name ("the legacy memory.md") is talk about a file, not a pointer to one
         found.append((m.start(), ParsedLink(number, form, m.group(1), m.group(2), raw[m.start():m.end()])))
     return [link for _, link in sorted(found, key=lambda item: item[0])]

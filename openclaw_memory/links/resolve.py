@@ -1,6 +1,6 @@
 """Which memory file a parsed link names (the rules are written down in docs/notes.md, *Links*).
 
-- ``[[name]]`` (and a citation or mention without a folder, ``heron.md``): the note ``name.md``
+- ``[[name]]`` (and a citation without a folder, ``heron.md#L3``): the note ``name.md``
   in the linking note's own folder first, else every memory file named ``name.md`` under the memory
   roots (the workspace's root files, ``memory/``, the extra paths): one is the link's target; two or
   more make the link *ambiguous*, reported with every candidate and never resolved to one of them.
