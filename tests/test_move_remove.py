@@ -400,6 +400,22 @@ def test_rm_of_a_file_another_program_holds_open_for_writing_removes_nothing(wor
     assert stray(workspace) == [] and "interrupted-move" not in {f.id for f in memory.doctor().findings}
 
 
+def test_a_killed_move_survives_a_state_database_rebuilt_after_damage(workspace, state_dir, cli_process):
+    import random
+
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli_process("read", "memory/a.md").returncode == 0  # (no connection of this process keeps the WAL)
+    run_killed(workspace, state_dir, "mv:renamed", "mv", "memory/a.md", "memory/b.md")
+    assert cli_process("history", "memory/b.md").returncode == 0  # a clean close: the WAL copied into the file
+    db = memory_for(workspace, state_dir).settings.data_dir / "state.db"
+    assert not os.path.exists(f"{db}-wal")
+    with open(db, "r+b") as fh:
+        fh.write(random.Random("header").randbytes(16))
+    fixed = cli_process("doctor", "--fix", "--json")
+    assert [(r["id"], r["status"]) for r in fixed.json()["repairs"]][-1] == ("interrupted-move", "completed"), fixed.stdout
+    assert [v["origin"] for v in cli_process("history", "memory/b.md", "--json").json()["versions"]] == ["move", "external-edit"]
+
+
 def test_api_errors_are_typed(workspace, state_dir):
     write(workspace / "memory" / "a.md", HERON)
     memory = memory_for(workspace, state_dir)
