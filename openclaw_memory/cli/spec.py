@@ -246,7 +246,7 @@ _WRITTEN: tuple[Command, ...] = (
                 Opt("stop", ("--stop",), "Stop the workspace's running service (SIGTERM; waits until it has finished its requests) and exit.", kind="switch", default=False),
                 json_opt("One JSON object per line per applied change (with --stop: the outcome)."),
             )),
-    Command("mcp", "Serve memory_search, memory_get, memory_write and memory_status over MCP on stdin/stdout (through the service when it runs).", mcp_cmd.run_mcp,
+    Command("mcp", "Serve memory_search, memory_get, memory_write, memory_status, memory_files and memory_links over MCP on stdin/stdout (through the service when it runs).", mcp_cmd.run_mcp,
             opts=(
                 Opt("serve", ("--serve",), "Start the workspace's service in the background first when none runs.", kind="switch", default=False),
                 Opt("http", ("--http",), "Serve MCP over streamable HTTP on this loopback HOST:PORT instead of stdio (runs the service in the foreground).", metavar="ADDR"),

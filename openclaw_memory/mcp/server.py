@@ -7,6 +7,8 @@ operation declared with a :class:`~openclaw_memory.memory.operations.Tool`; Open
 - ``memory_write`` (path, content or append, expect): guarded like ``write``; a blocked write is a
   tool error carrying the message that says what to do;
 - ``memory_status``: the JSON of ``status --json``.
+- ``memory_files``: the JSON of ``files --json``, each file with its modified time and this session's state;
+- ``memory_links`` (path, broken): the JSON of ``links --json``.
 
 One server serves one agent of one workspace, and is one session: its reads are its own
 (the write guard checks what this session read). When the workspace's service runs
