@@ -55,6 +55,7 @@ class Resolver:
     def __init__(self, workspace: str, targets: Iterable[Target], *, folds_case: bool):
         self.workspace = workspace
         self.targets = {t.abs_path: t for t in targets}
+        self._folds = folds_case
         self._fold: Callable[[str], str] = str.casefold if folds_case else _same
         self._by_name: dict[str, list[Target]] = {}
         self._by_path = {self._fold(path): t for path, t in self.targets.items()}
@@ -109,9 +110,10 @@ class Resolver:
         return self._nothing(link)
 
     def _find(self, path: str) -> Target | None:
-        """The memory file at ``path``, as the file system finds it (its case rules, its hard links)."""
+        """The memory file at ``path``, as the file system finds it: a file system that folds case
+        is asked (its rules may not be Python's casefold); one that does not names each file once."""
         found = self._by_path.get(self._fold(path))
-        if found is not None:
+        if found is not None or not self._folds:
             return found
         try:
             st = os.lstat(path)
