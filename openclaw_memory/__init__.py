@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 
 # Result type -> the module that defines it (loaded on first use).
 _RESULT_TYPES = {
+    "ExportResult": ".archive.export",
+    "ImportResult": ".archive.importer",
     "DoctorReport": ".doctor.runner",
     "ReadResult": ".files.read",
     "MemoryFile": ".files.scan",

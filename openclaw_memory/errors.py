@@ -84,6 +84,33 @@ class StateDirUnsafe(StateDirError):
         super().__init__(f"refusing the {role} {path}: {problem}; nothing was read or written there. {fix[:1].upper()}{fix[1:]}")
 
 
+class ImportRefused(UsageError):
+    """An archive ``import`` will not take: not a tar archive, damaged, or hostile (a member outside
+    the archive's own names, a link or device, too big, a hash or a manifest that does not hold).
+    ``member`` names the member at fault ("" when it is the archive as a whole); nothing was written."""
+
+    def __init__(self, archive: str, problem: str, member: str = ""):
+        self.archive, self.problem, self.member = archive, problem, member
+        where = f" ({shown(member)})" if member else ""
+        super().__init__(f"refused: {archive} is not an archive import can take{where}: {problem}; nothing was written")
+
+    def fields(self) -> dict[str, str]:
+        return {"archive": self.archive, "problem": self.problem, "member": self.member}
+
+
+class ImportConflict(UsageError):
+    """``import`` would replace memory files that exist here (``paths``) and hold other content."""
+
+    def __init__(self, paths: tuple[str, ...]):
+        self.paths = paths
+        named = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        super().__init__(f"refused: {len(paths)} memory file(s) exist here with other content ({named}); nothing was "
+                         "written. --force replaces them, keeping what they hold in the history")
+
+    def fields(self) -> dict[str, str]:
+        return {"paths": "\n".join(self.paths)}
+
+
 class LockTimeout(MemoryToolError):
     """Another process holds the lock this command needs."""
 

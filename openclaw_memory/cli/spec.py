@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from ..memory import OPERATIONS
 from ..memory.operations import plain_type
 from .commands import (
+    archive_cmd,
     doctor_cmd,
     files_cmd,
     history_cmd,
@@ -228,6 +229,8 @@ _WRITTEN: tuple[Command, ...] = (
     operation_command("move", manage_cmd.run_move, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
     operation_command("remove", manage_cmd.run_remove, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
     operation_command("state", history_cmd.run_state, opts=(json_opt(),)),
+    operation_command("export_archive", archive_cmd.run_export, opts=(json_opt(),)),
+    operation_command("import_archive", archive_cmd.run_import, opts=(json_opt(),)),
     operation_command("links", links_cmd.run_links, opts=(json_opt(),)),
     operation_command("migrate", migrate_cmd.run_migrate, metavars={"to": "TARGET", "source": "SOURCE"},
                       opts=(json_opt("Print a JSON summary."),)),

@@ -86,11 +86,14 @@ class HistoryStore:
     def record(self, abs_path: str, display: str, version: str, size: int, origin: str, agent: str | None,
                session: str | None = None) -> Entry:
         """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits."""
-        entry = Entry(version, time.time(), size, origin, agent, session or None)
+        return self.record_entry(abs_path, display, Entry(version, time.time(), size, origin, agent, session or None))
+
+    def record_entry(self, abs_path: str, display: str, entry: Entry) -> Entry:
+        """Log ``entry`` as given (``import`` keeps each version's own time and origin), then apply the limits."""
         dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path)}
         if dropped:
             self.objects.remove(dropped - self.log.referenced(dropped))
-        self.objects.evict(keep=frozenset({version}))
+        self.objects.evict(keep=frozenset({entry.version}))
         return entry
 
     def observe(self, abs_path: str, display: str, snapshot: FileVersion, *, fd: int | None = None, data: bytes | None = None,

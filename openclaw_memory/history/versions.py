@@ -62,6 +62,10 @@ class VersionLog:
                             (enc(abs_path),))
         return [_entry(*row) for row in rows]
 
+    def paths(self) -> list[str]:
+        """Every path the log has entries for (what ``export`` carries: removed and moved files too)."""
+        return [dec(row[0]) for row in self.db.rows("SELECT DISTINCT path FROM versions ORDER BY path")]
+
     def latest(self, abs_path: str) -> Entry | None:
         entries = self.entries(abs_path)
         return entries[-1] if entries else None

@@ -17,6 +17,8 @@ from ..wire import key
 from .operations import Cli, Operation, Tool, operation
 
 if TYPE_CHECKING:
+    from ..archive.export import ExportResult
+    from ..archive.importer import ImportResult
     from ..doctor.model import Finding
     from ..doctor.runner import DoctorReport
     from ..files.read import ReadResult
@@ -225,6 +227,30 @@ class Memory(Protocol):
         """Remove a memory file into the history, guarded like a write: `restore PATH --last` brings it back.
 
         Never destroys: its bytes stay in the history (never evicted); it leaves the index and the prompt."""
+        ...
+
+    # export and import run in the caller's process (service=False): the archive is a file of the
+    # caller's, named relative to its own folder. No MCP tool: an agent should not move whole memories.
+    @operation(impl=".archive.export:export_archive", writes=True,
+               help={"archive": "The archive file to write (a tar.gz; must not exist unless --force).",
+                     "force": "Replace ARCHIVE if it exists."},
+               cli=Cli("export", also=("backup", "dump")))
+    def export_archive(self, archive: str, *, force: bool = False) -> ExportResult:
+        """Write the memory files and their history (every version's bytes the history keeps) to one archive.
+
+        A tar archive (gzip) with a manifest of every member's size and xxh3_128 hash; ``import``
+        reads it into another workspace. Each file's current version is recorded in the history first."""
+        ...
+
+    @operation(impl=".archive.importer:import_archive", writes=True,
+               help={"archive": "The archive `export` wrote.",
+                     "force": "Replace memory files that exist here (what they hold is kept in the history first)."},
+               cli=Cli("import", also=("restore-archive", "load")))
+    def import_archive(self, archive: str, *, force: bool = False) -> ImportResult:
+        """Import an archive `export` wrote: its memory files and their history, every hash checked first.
+
+        A damaged or hostile archive is refused whole (nothing written); a memory file that exists
+        here is refused unless ``force``. The index picks the files up at the next index or search."""
         ...
 
     @operation(impl=".history.listing:file_history", help={"path": MEMORY_PATH}, cli=Cli("history"))

@@ -1,0 +1,215 @@
+"""``export FILE``: the agent's memory files and their history as one tar archive (gzip).
+
+The memory files are the ones ``files`` lists (Markdown: media files are not carried, the history
+never keeps them either), each read from its folder's descriptor. Each file's version as it is now
+is recorded in the history first (a sighting, as ``history`` makes), so the archive's history
+ends with what the file holds. The history is every version the log holds of a path under the
+workspace or an extra path, removed and moved files too, and the stored bytes of each version the
+store still has (an evicted one is listed, as ``history`` lists it, without bytes).
+
+The manifest comes first, and names every member's size and xxh3_128 hash before its bytes
+follow: each file's bytes are hashed again as they are copied, and a file that changed between
+its sighting and its copy stops the export. The archive is written to a temp file beside FILE,
+fsynced, then renamed into place (linked, so that a FILE made meanwhile is never replaced unless
+``force``); a failure leaves no temp file.
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import xxhash
+
+from .. import __version__
+from ..errors import MemoryToolError, UsageError, os_error
+from ..files.read import open_resolved, resolve_memory_path
+from ..files.scan import scan_workspace
+from ..fsutil.atomic import temp_stem, unlink_quietly
+from ..fsutil.move import link_noreplace
+from ..history.store import HistoryStore, snapshot_fd
+from ..history.versions import iso_time
+from ..wire import key
+from .manifest import MANIFEST, ArchiveManifest, FileRecord, Member, PathHistory, Root, Version, file_member, object_member
+from .places import place_of, roots_of
+
+if TYPE_CHECKING:
+    from ..files.read import ResolvedPath
+    from ..settings import Settings
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    archive: str  # where it was written (absolute)
+    agent: str
+    files: tuple[str, ...] = key()  # the memory files it holds, as `files` shows them
+    versions: int = key()  # history entries it holds
+    objects: int = key()  # stored versions' bytes it holds
+    size: int = key()  # the archive's size in bytes
+
+
+class _ChangedWhileExported(Exception):
+    """A file changed between its sighting and its copy."""
+
+
+def export_archive(settings: Settings, archive: str, *, force: bool = False) -> ExportResult:
+    target = _target(archive, force)
+    store = HistoryStore.for_settings(settings)
+    files: list[tuple[FileRecord, ResolvedPath, Member]] = []
+    for found in scan_workspace(settings, multimodal=False).files:
+        place = place_of(settings, found.abs_path)
+        if place is None:
+            continue
+        resolved = resolve_memory_path(found.abs_path, str(settings.workspace), settings.extra_paths)
+        opened = open_resolved(resolved)
+        if opened is None:
+            continue  # removed since the scan
+        fd = opened[0]
+        try:
+            seen = snapshot_fd(fd)
+            with store.lock():
+                store.observe(resolved.abs_path, resolved.display, seen, fd=fd)
+        except OSError as exc:
+            raise MemoryToolError(f"cannot read {resolved.display}: {exc.strerror or exc}; nothing was written") from None
+        finally:
+            os.close(fd)
+        name = file_member(*place, resolved.name)
+        files.append((FileRecord(*place, name), resolved, Member(name, seen.size, seen.version)))
+    history: list[PathHistory] = []
+    for abs_path in store.log.paths():
+        place = place_of(settings, abs_path)
+        if place is not None:
+            history.append(PathHistory(*place, tuple(Version(*e) for e in store.entries(abs_path))))
+    sizes = {v.version: v.size for h in history for v in h.versions}
+    stored = sorted(v for v in sizes if store.objects.has(v))
+    manifest = ArchiveManifest(
+        f"openclaw-memory {__version__}", settings.agent, iso_time(time.time()),
+        tuple(Root(*r) for r in roots_of(settings)),
+        tuple(m for _, _, m in files) + tuple(Member(object_member(v), sizes[v], v) for v in stored),
+        tuple(f for f, _, _ in files), tuple(history))
+    try:
+        size = _write(target, force, manifest, files, store, stored)
+    except _ChangedWhileExported as exc:
+        raise MemoryToolError(f"{exc.args[0]} changed while it was exported; nothing was written: try again") from None
+    return ExportResult(target, settings.agent, tuple(r.display for _, r, _ in files),
+                        sum(len(h.versions) for h in history), len(stored), size)
+
+
+def _target(path: str, force: bool) -> str:
+    """FILE as an absolute path: its folder must exist; FILE itself must not, unless ``force``
+    (and then be a file, never a folder)."""
+    if not path or not path.strip():
+        raise UsageError("no archive file given")
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if os.path.isdir(target):
+        raise UsageError(f"cannot write {path}: it is a folder; give a file name")
+    if not force:
+        raise UsageError(f"{path} exists ({st.st_size:,} bytes); give another name, or --force to replace it")
+    return target
+
+
+def _write(target: str, force: bool, manifest: ArchiveManifest, files, store: HistoryStore, stored: list[str]) -> int:
+    """The archive, written to a temp file in FILE's folder (through its descriptor), then put in place."""
+    where, name = os.path.split(target)
+    tmp = f"{temp_stem(name)}.{os.urandom(4).hex()}.tmp"
+    try:
+        folder = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+        except BaseException:
+            os.close(folder)
+            raise
+    except OSError as exc:
+        raise os_error(exc, f"the folder {where}", "nothing was written") from None
+    try:
+        with os.fdopen(os.dup(fd), "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+            body = manifest.to_bytes()
+            tar.addfile(_info(MANIFEST, len(body)), _Bytes(body))
+            for _, resolved, member in files:
+                _add_file(tar, resolved, member)
+            for version in stored:
+                data = store.objects.read_bytes(version, use=False)
+                if data is None:  # evicted or damaged since the listing
+                    raise _ChangedWhileExported(f"the history (version {version[:12]})")
+                tar.addfile(_info(object_member(version), len(data)), _Bytes(data))
+        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        if force:
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        else:
+            try:
+                link_noreplace(folder, tmp, folder, name)
+            except FileExistsError:
+                raise UsageError(f"{target} was made while the archive was written; nothing was replaced") from None
+        os.fsync(folder)
+        return size
+    except BaseException as exc:
+        unlink_quietly(tmp, dir_fd=folder)
+        if isinstance(exc, OSError) and not isinstance(exc, MemoryToolError):
+            raise os_error(exc, f"the folder {where}", "nothing was written") from None
+        raise
+    finally:
+        os.close(fd)
+        os.close(folder)
+
+
+def _add_file(tar: tarfile.TarFile, resolved: ResolvedPath, member: Member) -> None:
+    opened = open_resolved(resolved)
+    if opened is None:
+        raise _ChangedWhileExported(resolved.display)
+    fd = opened[0]
+    try:
+        reader = _FileReader(fd)
+        try:
+            tar.addfile(_info(member.name, member.size), reader)
+        except OSError as exc:
+            if "unexpected end of data" in str(exc):  # tarfile's words for a file that shrank
+                raise _ChangedWhileExported(resolved.display) from None
+            raise
+        if reader.digest.hexdigest() != member.hash:
+            raise _ChangedWhileExported(resolved.display)
+    finally:
+        os.close(fd)
+
+
+def _info(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime, info.type = size, 0o600, int(time.time()), tarfile.REGTYPE
+    return info
+
+
+class _Bytes:
+    """Bytes in hand (the manifest, a stored version: at most the history's largest), as tarfile reads a member's data."""
+
+    def __init__(self, data: bytes):
+        self._data, self._at = data, 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._data) if n < 0 else self._at + n
+        out, self._at = self._data[self._at:end], min(end, len(self._data))
+        return out
+
+
+class _FileReader:
+    """A memory file's bytes from its descriptor (pread: its offset stays), hashed as they go."""
+
+    def __init__(self, fd: int):
+        self.fd, self.at, self.digest = fd, 0, xxhash.xxh3_128()
+
+    def read(self, n: int = -1) -> bytes:
+        block = os.pread(self.fd, n if n >= 0 else 1 << 20, self.at)
+        self.at += len(block)
+        self.digest.update(block)
+        return block

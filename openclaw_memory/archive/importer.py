@@ -1,0 +1,324 @@
+"""``import FILE``: an exported memory into this workspace, checked whole before anything is written.
+
+1. **Check** (nothing written, the state dir not even opened): the archive is read from its start
+   against its manifest (:mod:`.members`: every member's type, name, size and hash), each file's
+   place here is resolved as a write resolves it (:mod:`.places`), and a memory file that exists
+   here is refused unless ``force``. Any refusal is one line and nothing was written.
+2. **Stage**, under the workspace's write lock and in one transaction of the state database: the
+   archive is read again (it must be the one checked: its manifest, and every hash again); each
+   file's bytes go to a fsynced temp file beside its place, each stored version into the history's
+   object store, and each file ``force`` replaces is recorded in the history first (a sighting, as a
+   write records the version it replaces). A failure rolls the transaction back and removes the
+   temp files and the folders made for them.
+3. **Place** each file as the guarded write does: a new one linked into place (which fails if a
+   file appeared meanwhile), a replaced one exchanged with the version recorded (kept and put back
+   when another save landed: :class:`~openclaw_memory.history.swap.Swap`).
+4. **Log** the history: each path's versions with their own time, origin, agent and session, after
+   what the path's log holds here (a version already logged at that time with that origin is not
+   logged twice: importing the same archive again adds nothing).
+
+The index is not touched: the next ``index`` or ``search`` finds the new files and embeds them.
+Read records are not made: the importing agent reads a file before it writes it, as for any file
+it did not write.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import ImportConflict, ImportRefused, MemoryToolError, UsageError, os_error
+from ..fsutil.atomic import unlink_quietly
+from ..history.guard import (
+    _create,
+    _current_version,
+    _held_open,
+    _make_folder,
+    _open_current,
+    _Raced,
+    _remove_made_folders,
+    _swap_name,
+    _temp_from_blocks,
+    _translated,
+)
+from ..history.store import FileVersion, HistoryStore
+from ..history.swap import Swap
+from ..history.versions import RESTORE, Entry
+from ..wire import key
+from .manifest import ArchiveManifest, FileRecord, Member, PathHistory, Refusal
+from .members import walk
+from .places import resolve_place
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ..files.read import ResolvedPath
+    from ..fsutil.safeopen import Folder
+    from ..settings import Settings
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    archive: str
+    agent: str  # the agent whose memory was exported
+    files: tuple[str, ...] = key()  # the memory files the archive held, as `files` shows them here
+    replaced: tuple[str, ...] = key()  # of those, the ones that replaced a file here (its content is in the history)
+    versions: int = key()  # history entries logged here
+    skipped: tuple[str, ...] = key(omit=lambda r: not r.skipped, default=())  # histories left out (see below)
+    warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
+
+
+@dataclass
+class _Target:
+    record: FileRecord
+    member: Member
+    resolved: ResolvedPath
+    current: FileVersion | None = None  # what the file here holds (checked again under the lock)
+    folder: Folder | None = None
+    existed: int | None = None  # folders of its path there were, when staging made the rest
+    tmp: str | None = None
+    placed: bool = False
+
+
+@dataclass
+class _Plan:
+    targets: dict[str, _Target] = field(default_factory=dict)  # by member name
+    histories: list[tuple[PathHistory, ResolvedPath]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def import_archive(settings: Settings, archive: str, *, force: bool = False) -> ImportResult:
+    fd = _open_archive(archive)
+    try:
+        try:
+            manifest = walk(fd)
+            plan = _plan(settings, manifest, force)
+        except Refusal as exc:
+            raise ImportRefused(archive, exc.problem, exc.member) from None
+        store = HistoryStore.for_settings(settings)
+        with store.write_lock():
+            return _import(store, fd, archive, manifest, plan, force, settings)
+    finally:
+        os.close(fd)
+
+
+def _open_archive(path: str) -> int:
+    """FILE, open for reading: missing, a folder, unreadable or not a plain file is one line, exit 2."""
+    if not path or not path.strip():
+        raise UsageError("no archive file given")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise UsageError(f"cannot import {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"cannot import {path}: it is a folder; give the archive file export wrote") from None
+    except OSError as exc:
+        raise UsageError(f"cannot import {path}: {exc.strerror or exc}") from None
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "a folder; give the archive file export wrote" if stat.S_ISDIR(st.st_mode) else "not a plain file"
+        raise UsageError(f"cannot import {path}: it is {kind}")
+    try:
+        os.pread(fd, 1, 0)
+    except OSError as exc:
+        os.close(fd)
+        raise UsageError(f"cannot import {path}: {exc.strerror or exc}") from None
+    return fd
+
+
+def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
+    """Where each file and history goes here, read only; ImportConflict for files that exist here."""
+    plan = _Plan()
+    places: dict[str, str] = {}
+    for record in manifest.files:
+        resolved = resolve_place(settings, record.root, record.path)
+        if resolved.abs_path in places:
+            raise Refusal(f"two of its files land on {resolved.display} here", record.member)
+        places[resolved.abs_path] = record.member
+        plan.targets[record.member] = _Target(record, manifest.member(record.member), resolved,
+                                              _version_here(resolved))
+    conflicts = [t.resolved.display for t in plan.targets.values() if _replaces(t)]
+    if conflicts and not force:
+        raise ImportConflict(tuple(conflicts))
+    for history in manifest.history:
+        try:
+            resolved = resolve_place(settings, history.root, history.path)
+        except Refusal:
+            plan.skipped.append(history.path or history.root)  # a removed file of an extra path not configured here
+            continue
+        member = places.get(resolved.abs_path)
+        if member is None and _version_here(resolved) is not None:
+            plan.skipped.append(resolved.display)  # a removed or moved file's history, where a file is now
+            continue
+        plan.histories.append((history, resolved))
+    return plan
+
+
+def _version_here(resolved: ResolvedPath) -> FileVersion | None:
+    folder, fd, current = _open_current(resolved)
+    if fd is not None:
+        os.close(fd)
+    if folder is not None:
+        folder.close()
+    return current
+
+
+def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, plan: _Plan, force: bool,
+            settings: Settings) -> ImportResult:
+    targets = plan.targets
+    for target in targets.values():  # again, under the lock: what the staging records and places against
+        target.current = _version_here(target.resolved)
+        if _replaces(target) and not force:
+            raise ImportConflict((target.resolved.display,))
+    try:
+        try:
+            with store.lock():
+                walk(fd, lambda member, blocks: _stage(store, targets, member, blocks), expected=manifest)
+                for target in targets.values():
+                    if _replaces(target):
+                        kept = store.observe_file(target.resolved.abs_path, target.resolved.display)
+                        if kept is not None and not store.objects.has(kept.version):
+                            raise UsageError(f"refused: {target.resolved.display} ({kept.size:,} bytes) is too big for the "
+                                             "history ([history] max_bytes / 8), so --force could not keep what it holds; "
+                                             "nothing was written")
+        except Refusal as exc:
+            raise ImportRefused(path, exc.problem, exc.member) from None
+        except OSError as exc:
+            raise os_error(exc, "the workspace or the state dir", "nothing was written") from None
+        stopped = _place_all(store, targets)
+    finally:
+        _clean(targets)
+    added = _log(store, plan, stopped, settings.agent, settings.session)
+    placed = [t for t in targets.values() if t.placed]
+    if stopped is not None:
+        raise MemoryToolError(
+            f"import stopped: {stopped}; {len(placed)} of {len(targets)} files were imported before it, with their "
+            "history, and the others are unchanged: run import again with --force to finish")
+    return ImportResult(
+        os.path.abspath(path), manifest.agent, tuple(t.resolved.display for t in targets.values()),
+        tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped))
+
+
+def _replaces(target: _Target) -> bool:
+    return target.current is not None and target.current.version != target.member.hash
+
+
+def _stage(store: HistoryStore, targets: dict[str, _Target], member: Member, blocks: Iterator[bytes]) -> None:
+    """One member: a stored version into the object store, a file's bytes to a temp file beside its place."""
+    if member.name.startswith("objects/"):
+        if store.objects.fits(member.size):
+            store.objects.put_blocks(blocks, expected=member.hash)
+        return
+    target = targets[member.name]
+    if target.current is not None and target.current.version == member.hash:
+        return  # the file here holds these bytes already
+    if target.folder is None:
+        try:
+            target.folder = target.resolved.folder()
+        except FileNotFoundError:
+            target.folder, target.existed = _make_folder(target.resolved)
+    kept = None
+    if target.current is not None:
+        try:
+            opened, kept = target.folder.open_regular(target.resolved.name)
+            os.close(opened)
+        except FileNotFoundError:
+            kept = None
+    target.tmp, _, _ = _temp_from_blocks(target.folder, target.resolved, blocks, kept)
+
+
+def _place_all(store: HistoryStore, targets: dict[str, _Target]) -> str | None:
+    """Put each staged file in place; the reason it stopped, or None when every one is in place."""
+    for target in targets.values():
+        if target.tmp is None:
+            target.placed = True  # the file here held the archive's bytes already
+            continue
+        assert target.folder is not None
+        try:
+            _translated(store, target.resolved, "imported", lambda t=target: _place(t))
+        except _Raced:
+            return f"{target.resolved.display} changed while it was imported (it keeps what it holds)"
+        except MemoryToolError as exc:
+            return exc.message
+        target.placed = True
+    return None
+
+
+def _place(target: _Target) -> None:
+    """As the guarded write's commit places its file (history.guard._commit): a new file linked where
+    nothing is, a replaced one exchanged with the version the history just recorded."""
+    folder, name, tmp = target.folder, target.resolved.name, target.tmp
+    assert folder is not None and tmp is not None
+    if target.current is None:
+        _create(folder, tmp, name)
+        target.tmp = None
+        return
+    tmp = target.tmp = _swap_name(folder, tmp)
+    swap = Swap(folder, tmp, name)
+    try:
+        if not swap.lease_target():
+            raise _held_open(target.resolved)
+        if _current_version(folder, name) != target.current.version:
+            raise _Raced()
+        swapped = swap.exchange(target.current.version)
+        if swapped and swap.opened_for_writing():
+            swap.put_back()
+            raise _held_open(target.resolved)
+        if swapped is None:  # no exchange on this file system: the check, then a rename
+            os.replace(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+        elif not swapped:  # another save landed: put back; this file is not imported
+            raise _Raced()
+        # What is left at the temp name: the replaced version, recorded, or our own file.
+        swap.remove_leftover({target.current.version})
+        target.tmp = None
+    finally:
+        swap.close()
+
+
+def _clean(targets: dict[str, _Target]) -> None:
+    """Temp files of files not placed (a swap's leftover that is not ours stays for the next write's sweep)
+    and the folders made for them; every folder closed."""
+    for target in targets.values():
+        folder = target.folder
+        if folder is None:
+            continue
+        if target.tmp is not None and target.tmp.endswith(".tmp"):
+            unlink_quietly(target.tmp, dir_fd=folder.fd)
+        folder.close()
+        if not target.placed and target.existed is not None:
+            _remove_made_folders(target.resolved, target.existed)
+
+
+def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, session: str | None) -> int:
+    """Each path's versions, after what its log holds here, skipping those it holds already; the
+    versions of a file that was not placed wait for the import that places it."""
+    not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed}
+    added = 0
+    try:
+        with store.lock():
+            for history, resolved in plan.histories:
+                if resolved.abs_path in not_placed:
+                    continue
+                logged = {(e.version, e.time, e.origin) for e in store.entries(resolved.abs_path)}
+                for v in history.versions:
+                    if (v.version, v.time, v.origin) not in logged:
+                        store.record_entry(resolved.abs_path, resolved.display,
+                                           Entry(v.version, v.time, v.size, v.origin, v.agent, v.session))
+                        added += 1
+            for target in plan.targets.values():
+                latest = store.log.latest(target.resolved.abs_path)
+                if target.placed and (latest is None or latest.version != target.member.hash):
+                    # Its versions were logged by an earlier import, before what --force replaced: the
+                    # file holds the archive's version again, as a restore puts one back.
+                    store.record(target.resolved.abs_path, target.resolved.display, target.member.hash,
+                                 target.member.size, RESTORE, agent, session)
+                    added += 1
+    except (OSError, MemoryToolError) as exc:
+        why = exc.message if isinstance(exc, MemoryToolError) else exc.strerror or str(exc)
+        raise MemoryToolError(f"the files were imported{' in part' if stopped else ''}, but their history could not be "
+                              f"logged ({why}): run import again with --force to log it") from None
+    return added
+

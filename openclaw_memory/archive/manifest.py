@@ -1,0 +1,281 @@
+"""The archive's manifest (``manifest.json``, its first member): what it holds, checked before use.
+
+Every other member is listed with its size and xxh3_128 hash; each memory file names its root
+(``workspace`` or ``extra/N``, the N-th extra path), its path below it and its member; each path
+with a history lists its versions oldest first, as the version log holds them. Nothing in it is
+trusted: :func:`parse` checks every field's type and form, every name against the member-name
+rules, sizes against the limits, and that the files, the history and the members agree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ..history.versions import ORIGINS
+
+FORMAT = "openclaw-memory-export"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+WORKSPACE = "workspace"
+# What import holds or reads at most: the manifest is parsed whole; a member and the whole archive
+# are counted as they stream (a member's header and the manifest both declare its size first).
+MANIFEST_LIMIT = 64 << 20
+MEMBER_LIMIT = 1 << 30
+TOTAL_LIMIT = 16 << 30
+_HASH = re.compile(r"[0-9a-f]{32}")
+_EXTRA = re.compile(r"extra/(0|[1-9][0-9]{0,3})")
+
+
+class Refusal(Exception):
+    """What is wrong with an archive (``member``: which member, "" for the archive as a whole);
+    the importer words it with the archive's name (:class:`~openclaw_memory.errors.ImportRefused`)."""
+
+    def __init__(self, problem: str, member: str = ""):
+        super().__init__(problem)
+        self.problem, self.member = problem, member
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    size: int
+    hash: str  # xxh3_128 of its bytes
+
+
+@dataclass(frozen=True)
+class Root:
+    name: str  # "workspace" or "extra/N"
+    path: str  # where it was on the exporting machine (shown, never used to write)
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    root: str
+    path: str  # below the root, "/"-separated; "" for an extra path that is the file itself
+    member: str
+
+
+@dataclass(frozen=True)
+class Version:
+    version: str
+    time: float
+    size: int
+    origin: str
+    agent: str | None
+    session: str | None
+
+
+@dataclass(frozen=True)
+class PathHistory:
+    root: str
+    path: str
+    versions: tuple[Version, ...]  # oldest first
+
+
+@dataclass(frozen=True)
+class ArchiveManifest:
+    product: str
+    agent: str
+    created: str
+    roots: tuple[Root, ...]
+    members: tuple[Member, ...]
+    files: tuple[FileRecord, ...]
+    history: tuple[PathHistory, ...]
+
+    def to_bytes(self) -> bytes:
+        body = {
+            "format": FORMAT, "formatVersion": FORMAT_VERSION, "product": self.product, "agent": self.agent,
+            "created": self.created,
+            "roots": [{"name": r.name, "path": r.path} for r in self.roots],
+            "members": [{"name": m.name, "size": m.size, "hash": m.hash} for m in self.members],
+            "files": [{"root": f.root, "path": f.path, "member": f.member} for f in self.files],
+            "history": [{"root": h.root, "path": h.path, "versions": [
+                {"version": v.version, "time": v.time, "size": v.size, "origin": v.origin, "agent": v.agent,
+                 "session": v.session} for v in h.versions]} for h in self.history],
+        }
+        # ASCII only: a file name that is not UTF-8 travels as its \\udcXX escapes and comes back exactly.
+        return json.dumps(body, ensure_ascii=True, indent=1, allow_nan=False).encode("ascii")
+
+    def member(self, name: str) -> Member:
+        return next(m for m in self.members if m.name == name)
+
+
+def file_member(root: str, path: str, basename: str) -> str:
+    """A memory file's member name: ``files/PATH`` for the workspace's, ``extra/N/PATH`` for an extra path's."""
+    below = path or basename
+    return f"files/{below}" if root == WORKSPACE else f"{root}/{below}"
+
+
+def object_member(version: str) -> str:
+    return f"objects/{version}"
+
+
+def check_relative(path: str, *, empty: bool = False) -> str:
+    """A path below a root as an archive may name it: "/"-separated, every component a plain name
+    (no "", ".", "..", no NUL or backslash), never absolute. Refusal otherwise."""
+    if path == "" and empty:
+        return path
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in path or "\\" in path:
+        raise Refusal(f"the path {json.dumps(path)} is not a plain relative path (absolute, '..', '.' or empty parts)")
+    return path
+
+
+def check_member_name(name: str) -> str:
+    """``manifest.json``, ``files/PATH``, ``extra/N/PATH`` or ``objects/HASH``; nothing else."""
+    if name == MANIFEST:
+        return name
+    head, _, rest = name.partition("/")
+    if head == "objects" and _HASH.fullmatch(rest):
+        return name
+    if head == "files":
+        check_relative(rest)
+        return name
+    if head == "extra":
+        number, _, below = rest.partition("/")
+        if _EXTRA.fullmatch(f"extra/{number}"):
+            check_relative(below)
+            return name
+    raise Refusal(f"the member name {json.dumps(name)} is none an export writes", name)
+
+
+def parse(data: bytes) -> ArchiveManifest:
+    try:
+        body = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Refusal(f"its manifest is not JSON ({exc})", MANIFEST) from None
+    body = _obj(body, "the manifest")
+    if body.get("format") != FORMAT:
+        raise Refusal(f"its manifest is not an openclaw-memory export's (format {json.dumps(body.get('format'))[:60]})",
+                      MANIFEST)
+    if body.get("formatVersion") != FORMAT_VERSION:
+        raise Refusal(f"it is export format {json.dumps(body.get('formatVersion'))[:20]}; this release reads format "
+                      f"{FORMAT_VERSION} (a newer release made it?)", MANIFEST)
+    roots = tuple(Root(_root(_str(r, "name")), _str(r, "path")) for r in _list(body, "roots"))
+    members = tuple(_member(m) for m in _list(body, "members"))
+    files = tuple(_file(f) for f in _list(body, "files"))
+    history = tuple(_history(h) for h in _list(body, "history"))
+    manifest = ArchiveManifest(_str(body, "product"), _str(body, "agent"), _str(body, "created"), roots, members, files, history)
+    _agree(manifest)
+    return manifest
+
+
+def _agree(m: ArchiveManifest) -> None:
+    """The manifest's parts name the same things: one member per name, within the limits; each file
+    its own member, in a declared root, at most once per path; each object named by its own hash
+    and of the size the history gives its version."""
+    names = [mem.name for mem in m.members]
+    if len(set(names)) != len(names) or MANIFEST in names:
+        raise Refusal("its manifest lists a member twice", MANIFEST)
+    big = next((mem for mem in m.members if mem.size > MEMBER_LIMIT), None)
+    if big is not None:
+        raise Refusal(f"a member of {big.size:,} bytes is past the limit of {MEMBER_LIMIT:,}", big.name)
+    total = sum(mem.size for mem in m.members)
+    if total > TOTAL_LIMIT:
+        raise Refusal(f"its members hold {total:,} bytes, past the limit of {TOTAL_LIMIT:,}")
+    by_name = {mem.name: mem for mem in m.members}
+    roots = {r.name for r in m.roots}
+    if WORKSPACE not in roots or len(roots) != len(m.roots):
+        raise Refusal("its manifest's roots are not the workspace and distinct extra paths", MANIFEST)
+    placed: set[tuple[str, str]] = set()
+    used: set[str] = set()
+    for f in m.files:
+        if f.root not in roots or (f.root == WORKSPACE and not f.path):
+            raise Refusal(f"its manifest places {json.dumps(f.path)} in an undeclared root {json.dumps(f.root)}", MANIFEST)
+        if f.member not in by_name or f.member in used or (f.root, f.path) in placed or not f.member.startswith(
+                ("files/", "extra/")):
+            raise Refusal(f"its manifest's file {json.dumps(f.path)} does not name a member of its own", MANIFEST)
+        if f.member != file_member(f.root, f.path, f.member.rsplit("/", 1)[-1]):
+            raise Refusal(f"its manifest's file {json.dumps(f.path)} and its member name disagree", f.member)
+        placed.add((f.root, f.path))
+        used.add(f.member)
+    sizes: dict[str, int] = {}
+    for h in m.history:
+        if h.root not in roots:
+            raise Refusal(f"its manifest gives {json.dumps(h.path)} a history in an undeclared root", MANIFEST)
+        for v in h.versions:
+            if sizes.setdefault(v.version, v.size) != v.size:
+                raise Refusal(f"its manifest gives version {v.version[:12]} two sizes", MANIFEST)
+    if len({(h.root, h.path) for h in m.history}) != len(m.history):
+        raise Refusal("its manifest lists a path's history twice", MANIFEST)
+    for mem in m.members:
+        if mem.name.startswith("objects/"):
+            version = mem.name.removeprefix("objects/")
+            if mem.hash != version or sizes.get(version, mem.size) != mem.size:
+                raise Refusal("its manifest gives a stored version another hash or size than its name and history",
+                              mem.name)
+        elif mem.name not in used:
+            raise Refusal("its manifest lists a member that is no file's", mem.name)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _obj(value: object, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise Refusal(f"{what} is not a JSON object", MANIFEST)
+    return value
+
+
+def _list(body: dict, key: str) -> list[dict]:
+    value = body.get(key)
+    if not isinstance(value, list):
+        raise Refusal(f"its manifest's {key} is not a list", MANIFEST)
+    return [_obj(item, f"an item of its manifest's {key}") for item in value]
+
+
+def _str(body: dict, key: str, *, optional: bool = False) -> str:
+    value = body.get(key)
+    if optional and value is None:
+        return None  # type: ignore[return-value]  # only where the field is declared str | None
+    if not isinstance(value, str):
+        raise Refusal(f"its manifest's {key} {json.dumps(value)[:40]} is not a string", MANIFEST)
+    return value
+
+
+def _int(body: dict, key: str) -> int:
+    value = body.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise Refusal(f"its manifest's {key} {json.dumps(value)[:40]} is not a count of bytes", MANIFEST)
+    return value
+
+
+def _hash(body: dict, key: str) -> str:
+    value = _str(body, key)
+    if not _HASH.fullmatch(value):
+        raise Refusal(f"its manifest's {key} {json.dumps(value)[:40]} is not an xxh3_128 hash", MANIFEST)
+    return value
+
+
+def _root(name: str) -> str:
+    if name != WORKSPACE and not _EXTRA.fullmatch(name):
+        raise Refusal(f"its manifest names a root {json.dumps(name)[:40]} (workspace or extra/N)", MANIFEST)
+    return name
+
+
+def _member(body: dict) -> Member:
+    return Member(check_member_name(_str(body, "name")), _int(body, "size"), _hash(body, "hash"))
+
+
+def _file(body: dict) -> FileRecord:
+    root = _root(_str(body, "root"))
+    return FileRecord(root, check_relative(_str(body, "path"), empty=root != WORKSPACE),
+                      check_member_name(_str(body, "member")))
+
+
+def _history(body: dict) -> PathHistory:
+    root = _root(_str(body, "root"))
+    versions = []
+    for v in _list(body, "versions"):
+        when = v.get("time")
+        if not isinstance(when, (int, float)) or isinstance(when, bool) or not 0 <= when < 1e11:
+            raise Refusal(f"its manifest's time {json.dumps(when)[:40]} is not a time", MANIFEST)
+        origin = _str(v, "origin")
+        if origin not in ORIGINS:
+            raise Refusal(f"its manifest's origin {json.dumps(origin)[:40]} is not one of {', '.join(ORIGINS)}", MANIFEST)
+        versions.append(Version(_hash(v, "version"), float(when), _int(v, "size"), origin,
+                                _str(v, "agent", optional=True), _str(v, "session", optional=True)))
+    return PathHistory(root, check_relative(_str(body, "path"), empty=root != WORKSPACE), tuple(versions))

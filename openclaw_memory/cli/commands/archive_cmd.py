@@ -1,0 +1,38 @@
+"""``export`` and ``import``: an agent's memory files and their history as one archive, and back."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from typing import TYPE_CHECKING
+
+from ...memory import open_memory
+from ..output import printable, reported, warn
+
+if TYPE_CHECKING:
+    from ...settings import Settings
+
+
+def run_export(settings: Settings, archive: str, force: bool, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+        result = memory.export_archive(archive, force=force)
+    if reported(result, json_out, ()):
+        return 0
+    print(f"exported {len(result.files)} memory files of agent '{printable(result.agent)}' and their history "
+          f"({result.versions} versions, {result.objects} of them with their bytes) to {printable(result.archive)} "
+          f"({result.size:,} bytes).")
+    return 0
+
+
+def run_import(settings: Settings, archive: str, force: bool, json_out: bool) -> int:
+    with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+        result = memory.import_archive(archive, force=force)
+    if reported(result, json_out, ()):
+        return 0
+    for path in result.skipped:
+        warn(f"the history of {path} was not imported: a file of that name is here, or its extra path is not configured")
+    print(f"imported {len(result.files)} memory files of agent '{printable(result.agent)}' from "
+          f"{printable(result.archive)}, and {result.versions} versions of their history.")
+    for path in result.replaced:
+        print(f"  replaced {printable(path)}: what it held is in the history (openclaw-memory history {printable(path)})")
+    print("The search index picks them up at the next `openclaw-memory index` or search.")
+    return 0
