@@ -12,7 +12,7 @@ from ..files.read import resolve_memory_path
 from ..files.scan import scan_workspace
 from ..wire import key
 from .parse import ParsedLink
-from .resolve import AMBIGUOUS, OK, Resolution, Resolver, Target, folds_case
+from .resolve import AMBIGUOUS, OK, LinkTarget, Resolution, Resolver, folds_case
 from .table import NoteLinks, refresh
 
 if TYPE_CHECKING:
@@ -84,12 +84,12 @@ def note_links(settings: Settings, path: str | None = None, *, broken: bool = Fa
                       tuple(backlinks), len(markdown), table.parsed, table.unreadable)
 
 
-def _targets(notes: dict[str, NoteLinks], shown: dict[str, str]) -> list[Target]:
+def _targets(notes: dict[str, NoteLinks], shown: dict[str, str]) -> list[LinkTarget]:
     out = []
     for abs_path, display in shown.items():
         note = notes.get(abs_path)
         inode = note.stat.inode if note is not None else 0
-        out.append(Target(abs_path, display, inode, note.headings if note else None, note.lines if note else None))
+        out.append(LinkTarget(abs_path, display, inode, note.headings if note else None, note.lines if note else None))
     return out
 
 

@@ -32,7 +32,7 @@ AMBIGUOUS = "ambiguous"
 _LINES = re.compile(r"L([0-9]+)(?:-L([0-9]+))?")
 
 
-class Target(NamedTuple):
+class LinkTarget(NamedTuple):
     """What a memory file offers the links that name it."""
 
     abs_path: str
@@ -44,20 +44,20 @@ class Target(NamedTuple):
 
 class Resolution(NamedTuple):
     status: str  # OK | BROKEN | AMBIGUOUS
-    target: Target | None
-    candidates: tuple[Target, ...] = ()
+    target: LinkTarget | None
+    candidates: tuple[LinkTarget, ...] = ()
     problem: str = ""
 
 
 class Resolver:
     """Resolves links against the memory files as they are now (``targets``, by absolute path)."""
 
-    def __init__(self, workspace: str, targets: Iterable[Target], *, folds_case: bool):
+    def __init__(self, workspace: str, targets: Iterable[LinkTarget], *, folds_case: bool):
         self.workspace = workspace
         self.targets = {t.abs_path: t for t in targets}
         self._folds = folds_case
         self._fold: Callable[[str], str] = str.casefold if folds_case else _same
-        self._by_name: dict[str, list[Target]] = {}
+        self._by_name: dict[str, list[LinkTarget]] = {}
         self._by_path = {self._fold(path): t for path, t in self.targets.items()}
         for t in self.targets.values():
             self._by_name.setdefault(self._fold(_stem(os.path.basename(t.abs_path))), []).append(t)
@@ -89,7 +89,7 @@ class Resolver:
         tail = self._fold("/" + name + ".md")
         return self._one_of(link, [t for t in self.targets.values() if self._fold("/" + t.display).endswith(tail)])
 
-    def _one_of(self, link: ParsedLink, found: list[Target]) -> Resolution:
+    def _one_of(self, link: ParsedLink, found: list[LinkTarget]) -> Resolution:
         if len(found) == 1:
             return Resolution(OK, found[0])
         if not found:
@@ -109,7 +109,7 @@ class Resolver:
             return Resolution(BROKEN, None, problem=f"{link.target} is not a memory file")
         return self._nothing(link)
 
-    def _find(self, path: str) -> Target | None:
+    def _find(self, path: str) -> LinkTarget | None:
         """The memory file at ``path``, as the file system finds it: a file system that folds case
         is asked (its rules may not be Python's casefold); one that does not names each file once."""
         found = self._by_path.get(self._fold(path))
