@@ -1,0 +1,437 @@
+"""``export`` and ``import``: an agent's memory files and their history moved to another workspace,
+byte for byte and version for version; a damaged or hostile archive refused in one line with
+nothing written (the target's tree and state dir compared before and after); ``--force`` keeps
+what it replaces in the history."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import tarfile
+from pathlib import Path
+
+import pytest
+import xxhash
+from test_json_keys import DOCUMENTED, keys_of
+
+from conftest import settings_for, write
+from openclaw_memory.archive.manifest import MEMBER_LIMIT, TOTAL_LIMIT
+from openclaw_memory.errors import ImportConflict, ImportRefused
+from openclaw_memory.memory.local import LocalMemory
+
+HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
+HERON_2 = HERON + "\n## Budget\n\nThe heron budget was approved in November.\n"
+KETTLE = "# Kettle\n\nThe kettle whistles when the tea water boils.\n"
+
+
+def version_of(data: bytes) -> str:
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def versions(memory: LocalMemory, path: str) -> list[tuple]:
+    """What `history` shows of each version (newest first), the time and who included."""
+    return [(v.version, v.time, v.size, v.origin, v.agent, v.available) for v in memory.history(path).versions]
+
+
+def tree(*roots: Path) -> dict[str, tuple]:
+    """Every entry under the roots: its type and permission bits, a file's bytes, a link's target."""
+    found: dict[str, tuple] = {}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                st = os.lstat(path)
+                body = Path(path).read_bytes() if stat.S_ISREG(st.st_mode) else os.readlink(path) if stat.S_ISLNK(
+                    st.st_mode) else None
+                found[path] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), body)
+    return found
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> tuple[LocalMemory, Path]:
+    """A memory with history: agent writes, an outside edit, a file in an extra path, a removed file."""
+    ws, extra = tmp_path / "src" / "ws", tmp_path / "src" / "notes"
+    write(ws / "MEMORY.md", "# Memory\n\n- the heron project\n")
+    write(ws / "memory" / "2026-11-30.md", HERON)
+    write(ws / "memory" / "people" / "ann.md", "# Ann\n")
+    write(ws / "memory" / "kettle.md", KETTLE)
+    write(extra / "ideas.md", "# Ideas\n\n- a tide clock\n")
+    memory = LocalMemory(settings_for(ws, tmp_path / "src" / "state", extra=(str(extra),)))
+    memory.read("memory/2026-11-30.md")
+    memory.write("memory/2026-11-30.md", content=HERON_2)
+    write(ws / "memory" / "people" / "ann.md", "# Ann\n\nAnn keeps the lighthouse log.\n")  # an outside edit
+    memory.history("memory/people/ann.md")  # seen
+    memory.read("memory/kettle.md")
+    memory.remove("memory/kettle.md")  # its bytes stay in the history: restore --last
+    memory.read(str(extra / "ideas.md"))
+    memory.write(str(extra / "ideas.md"), append="- a rope bridge")
+    return memory, tmp_path / "src" / "archive.tar.gz"
+
+
+def target(tmp_path: Path, name: str = "dst") -> LocalMemory:
+    ws, extra = tmp_path / name / "ws", tmp_path / name / "notes"
+    ws.mkdir(parents=True)
+    extra.mkdir()
+    return LocalMemory(settings_for(ws, tmp_path / name / "state", extra=(str(extra),)))
+
+
+def exported(source) -> Path:
+    memory, archive = source
+    memory.export_archive(str(archive))
+    return archive
+
+
+# -- the round trip --------------------------------------------------------------------------------
+
+
+def test_an_export_imports_elsewhere_with_identical_files_and_the_same_history(source, tmp_path):
+    memory, archive = source
+    result = memory.export_archive(str(archive))
+    assert set(result.files) == {"MEMORY.md", "memory/2026-11-30.md", "memory/people/ann.md", "../notes/ideas.md"}
+    assert result.size == archive.stat().st_size
+    assert not [p for p in archive.parent.iterdir() if p.name.endswith(".tmp")]
+
+    dst = target(tmp_path)
+    imported = dst.import_archive(str(archive))
+    assert sorted(imported.files) == sorted(result.files) and imported.replaced == ()
+
+    src_ws, dst_ws = memory.settings.workspace, dst.settings.workspace
+    for rel in ("MEMORY.md", "memory/2026-11-30.md", "memory/people/ann.md"):
+        assert (dst_ws / rel).read_bytes() == (src_ws / rel).read_bytes(), rel
+        assert versions(dst, rel) == versions(memory, rel), rel
+    src_extra, dst_extra = Path(memory.settings.extra_paths[0]), Path(dst.settings.extra_paths[0])
+    assert (dst_extra / "ideas.md").read_bytes() == (src_extra / "ideas.md").read_bytes()
+    assert versions(dst, str(dst_extra / "ideas.md")) == versions(memory, str(src_extra / "ideas.md"))
+    assert [f.path for f in dst.files().files] == [f.path for f in memory.files().files]
+    # Every version's bytes came along: the first version of the note, restored there.
+    assert len(versions(dst, "memory/2026-11-30.md")) == 2
+    dst.restore("memory/2026-11-30.md", version_of(HERON.encode()))
+    assert (dst_ws / "memory" / "2026-11-30.md").read_text() == HERON
+    # The removed file's history came too: `restore --last` brings it back there.
+    assert not (dst_ws / "memory" / "kettle.md").exists()
+    dst.restore("memory/kettle.md", last=True)
+    assert (dst_ws / "memory" / "kettle.md").read_text() == KETTLE
+    # The import leaves the index alone; the next `index` embeds the files it brought.
+    assert dst.index().files_changed >= 4
+    hits = dst.search("lighthouse keepers heron", mode="text")
+    assert "memory/2026-11-30.md" in {h.path for h in hits.results}
+
+
+def test_importing_the_same_archive_again_writes_and_logs_nothing_more(source, tmp_path):
+    archive = exported(source)
+    dst = target(tmp_path)
+    dst.import_archive(str(archive))
+    before = versions(dst, "memory/2026-11-30.md")
+    again = dst.import_archive(str(archive))  # the files hold the archive's bytes: no conflict
+    assert again.versions == 0 and again.replaced == ()
+    assert versions(dst, "memory/2026-11-30.md") == before
+
+
+def test_export_and_import_print_documented_camel_case_json(source, tmp_path, cli):
+    memory, archive = source
+    env = {"OPENCLAW_WORKSPACE": str(memory.settings.workspace), "OPENCLAW_STATE_DIR": str(memory.settings.state_dir)}
+    out = cli("export", str(archive), "--extra", str(memory.settings.extra_paths[0]), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    dst = target(tmp_path)
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    res = cli("import", str(archive), "--extra", str(dst.settings.extra_paths[0]), "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    for printed in (out.json(), res.json()):
+        assert not sorted(keys_of(printed, set()) - DOCUMENTED)
+    plain = cli("import", str(archive), "--extra", str(dst.settings.extra_paths[0]), env=env)
+    assert plain.returncode == 0 and "imported 4 memory files" in plain.stdout
+
+
+# -- --force ---------------------------------------------------------------------------------------
+
+
+def test_a_file_here_is_replaced_only_with_force_and_what_it_held_stays_in_the_history(source, tmp_path):
+    archive = exported(source)
+    dst = target(tmp_path)
+    mine = b"# Memory\n\nWhat this machine's agent wrote, never read by the other.\n"
+    write(dst.settings.workspace / "MEMORY.md", mine)
+    snapshot = tree(dst.settings.workspace, dst.settings.state_dir)
+    with pytest.raises(ImportConflict, match="MEMORY.md"):
+        dst.import_archive(str(archive))
+    assert tree(dst.settings.workspace, dst.settings.state_dir) == snapshot
+
+    result = dst.import_archive(str(archive), force=True)
+    assert result.replaced == ("MEMORY.md",)
+    src_ws = source[0].settings.workspace
+    assert (dst.settings.workspace / "MEMORY.md").read_bytes() == (src_ws / "MEMORY.md").read_bytes()
+    listed = dst.history("MEMORY.md").versions
+    kept = [v for v in listed if v.version == version_of(mine)]
+    assert kept and kept[0].available
+    dst.restore("MEMORY.md", version_of(mine))
+    assert (dst.settings.workspace / "MEMORY.md").read_bytes() == mine
+
+
+def test_the_history_of_a_removed_file_is_left_out_where_a_file_of_that_name_is(source, tmp_path):
+    archive = exported(source)
+    dst = target(tmp_path)
+    write(dst.settings.workspace / "memory" / "kettle.md", "# Another kettle\n")
+    result = dst.import_archive(str(archive))
+    assert result.skipped == ("memory/kettle.md",)
+    assert (dst.settings.workspace / "memory" / "kettle.md").read_text() == "# Another kettle\n"
+    assert all(v.origin != "remove" for v in dst.history("memory/kettle.md").versions)
+
+
+def test_files_of_an_extra_path_need_one_configured_here(source, tmp_path):
+    archive = exported(source)
+    ws = tmp_path / "bare" / "ws"
+    ws.mkdir(parents=True)
+    bare = LocalMemory(settings_for(ws, tmp_path / "bare" / "state"))
+    with pytest.raises(ImportRefused, match="extra path 1"):
+        bare.import_archive(str(archive))
+    assert list(ws.iterdir()) == []
+
+
+# -- damaged and hostile archives ------------------------------------------------------------------
+
+
+def rebuilt(archive: Path, out: Path, edit) -> Path:
+    """The archive's manifest and members, changed by ``edit(manifest, members)`` (members: a list of
+    [TarInfo, bytes]), written again as a tar.gz."""
+    members = []
+    with tarfile.open(archive, "r:gz") as tar:
+        for info in tar:
+            members.append([info, tar.extractfile(info).read()])
+    manifest = json.loads(members[0][1])
+    edit(manifest, members)
+    body = json.dumps(manifest).encode()
+    if members and members[0][0].name == "manifest.json":
+        members[0][1] = body
+    with tarfile.open(out, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for info, data, *header_only in members:
+            if header_only:  # the header alone, declaring its own size: no data follows it
+                tar.addfile(info)
+                continue
+            if info.isreg():
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return out
+
+
+def _entry(name: str, data: bytes, kind=tarfile.REGTYPE, **fields) -> list:
+    info = tarfile.TarInfo(name)
+    info.type, info.size, info.mode = kind, len(data) if kind == tarfile.REGTYPE else 0, 0o600
+    for k, v in fields.items():
+        setattr(info, k, v)
+    return [info, data]
+
+
+def _listed(manifest: dict, name: str, data: bytes) -> None:
+    manifest["members"].append({"name": name, "size": len(data), "hash": version_of(data)})
+
+
+def _traversal(manifest, members):
+    evil = b"# escaped\n"
+    name = "files/../../escaped.md"
+    manifest["files"].append({"root": "workspace", "path": "../escaped.md", "member": name})
+    _listed(manifest, name, evil)
+    members.append(_entry(name, evil))
+
+
+def _absolute(manifest, members):
+    evil = b"# escaped\n"
+    name = "/tmp/openclaw-export-escaped.md"
+    _listed(manifest, name, evil)
+    members.append(_entry(name, evil))
+
+
+def _symlink(manifest, members):
+    members.insert(1, _entry("files/memory/link.md", b"", tarfile.SYMTYPE, linkname="/etc/passwd"))
+
+
+def _hardlink(manifest, members):
+    members.insert(1, _entry("files/memory/hard.md", b"", tarfile.LNKTYPE, linkname="files/MEMORY.md"))
+
+
+def _device(manifest, members):
+    members.insert(1, _entry("files/memory/dev.md", b"", tarfile.CHRTYPE, devmajor=1, devminor=3))
+
+
+def _folder(manifest, members):
+    members.insert(1, _entry("files/memory/sub", b"", tarfile.DIRTYPE))
+
+
+def _member_past_the_cap(manifest, members):
+    first = next(m for m in manifest["members"] if m["name"].startswith("files/"))
+    first["size"] = MEMBER_LIMIT + 1
+
+
+def _header_past_the_manifest(manifest, members):
+    member = next(m for m in members if m[0].name.startswith("files/"))
+    member[0].size = MEMBER_LIMIT + 1
+    member.append("header only")
+
+
+def _total_past_the_cap(manifest, members):
+    for n in range(TOTAL_LIMIT // MEMBER_LIMIT + 1):
+        manifest["members"].append({"name": f"objects/{n:032x}", "size": MEMBER_LIMIT, "hash": f"{n:032x}"})
+
+
+def _wrong_hash_in_the_last_member(manifest, members):
+    info, data = members[-1]
+    members[-1][1] = data[:-1] + bytes([data[-1] ^ 1])
+
+
+def _wrong_hash_in_a_file(manifest, members):
+    member = next(m for m in members if m[0].name == "files/MEMORY.md")
+    member[1] = member[1].replace(b"heron", b"HERON")
+
+
+def _manifest_lists_a_missing_member(manifest, members):
+    del members[-1]
+
+
+def _manifest_object_named_by_another_hash(manifest, members):
+    listed = next(m for m in manifest["members"] if m["name"].startswith("objects/"))
+    listed["hash"] = "0" * 32
+    member = next(m for m in members if m[0].name == listed["name"])
+    member[1] = b""  # whatever: the manifest is refused first
+    listed["size"] = 0
+
+
+def _manifest_file_without_member(manifest, members):
+    manifest["files"][0]["member"] = "files/nothing.md"
+
+
+def _unlisted_member(manifest, members):
+    members.append(_entry("files/memory/smuggled.md", b"# smuggled\n"))
+
+
+def _manifest_not_first(manifest, members):
+    members.append(members.pop(0))
+
+
+def _newer_format(manifest, members):
+    manifest["formatVersion"] = 2
+
+
+def _odd_origin(manifest, members):
+    manifest["history"][0]["versions"][0]["origin"] = "rm -rf"
+
+
+HOSTILE = {
+    "path traversal": (_traversal, "not a plain relative path"),
+    "absolute name": (_absolute, "none an export writes"),
+    "symlink member": (_symlink, "symbolic link"),
+    "hardlink member": (_hardlink, "hard link"),
+    "device member": (_device, "device"),
+    "folder member": (_folder, "folder"),
+    "member past the cap": (_member_past_the_cap, "past the limit"),
+    "header past the manifest": (_header_past_the_manifest, "its header says"),
+    "total past the cap": (_total_past_the_cap, "past the limit"),
+    "wrong hash, last member": (_wrong_hash_in_the_last_member, "do not hash"),
+    "wrong hash, a file": (_wrong_hash_in_a_file, "do not hash"),
+    "manifest lists a missing member": (_manifest_lists_a_missing_member, "missing"),
+    "manifest names an object by another hash": (_manifest_object_named_by_another_hash, "another hash"),
+    "manifest file without its member": (_manifest_file_without_member, "member of its own"),
+    "unlisted member": (_unlisted_member, "does not list"),
+    "manifest not first": (_manifest_not_first, "first member"),
+    "newer format": (_newer_format, "format 2"),
+    "bad origin": (_odd_origin, "origin"),
+}
+
+
+@pytest.fixture
+def used_target(tmp_path):
+    """A target with files, a history and a state database, so that 'nothing written' covers them."""
+    dst = target(tmp_path)
+    write(dst.settings.workspace / "memory" / "own.md", "# Own\n")
+    dst.history("memory/own.md")
+    return dst
+
+
+def _refused(cli, dst: LocalMemory, archive: Path, match: str) -> None:
+    before = tree(dst.settings.workspace, dst.settings.state_dir, Path(dst.settings.extra_paths[0]))
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    res = cli("import", str(archive), "--extra", str(dst.settings.extra_paths[0]), env=env)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert match in res.stderr and "nothing was written" in res.stderr, res.stderr
+    assert tree(dst.settings.workspace, dst.settings.state_dir, Path(dst.settings.extra_paths[0])) == before
+    assert not Path("/tmp/openclaw-export-escaped.md").exists()
+    assert not (dst.settings.workspace.parent / "escaped.md").exists()
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_a_hostile_archive_is_refused_in_one_line_and_writes_nothing(kind, source, used_target, cli, tmp_path):
+    edit, match = HOSTILE[kind]
+    archive = rebuilt(exported(source), tmp_path / "hostile.tar.gz", edit)
+    _refused(cli, used_target, archive, match)
+
+
+def test_the_untouched_rebuild_imports(source, used_target, tmp_path):
+    """The control for the hostile archives: the same rebuild without a change is taken."""
+    archive = rebuilt(exported(source), tmp_path / "same.tar.gz", lambda manifest, members: None)
+    assert len(used_target.import_archive(str(archive)).files) == 4
+
+
+@pytest.mark.parametrize("damage", ["not a tar", "cut short", "garbled", "empty", "plain tar without a manifest"])
+def test_a_damaged_archive_is_refused_in_one_line_and_writes_nothing(damage, source, used_target, cli, tmp_path):
+    data = exported(source).read_bytes()
+    bad = tmp_path / "bad.tar.gz"
+    if damage == "not a tar":
+        bad.write_bytes(b"# just some notes\n" * 100)
+    elif damage == "cut short":
+        bad.write_bytes(data[: len(data) // 2])
+    elif damage == "garbled":
+        bad.write_bytes(data[:40] + bytes(b ^ 0x5A for b in data[40:80]) + data[80:])
+    elif damage == "empty":
+        bad.write_bytes(b"")
+    else:
+        with tarfile.open(bad, "w") as tar:
+            info = tarfile.TarInfo("files/MEMORY.md")
+            info.size = 4
+            tar.addfile(info, io.BytesIO(b"# x\n"))
+    _refused(cli, used_target, bad, "")
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+
+
+def test_bad_archive_arguments_are_one_line_exit_2(source, tmp_path, cli):
+    memory, archive = source
+    env = {"OPENCLAW_WORKSPACE": str(memory.settings.workspace), "OPENCLAW_STATE_DIR": str(memory.settings.state_dir)}
+    cases = [
+        (("import", str(tmp_path / "missing.tar.gz")), "no such file"),
+        (("import", str(tmp_path)), "folder"),
+        (("import", "/dev/null"), "not a plain file"),
+        (("export", str(tmp_path)), "folder"),
+        (("export", str(tmp_path / "no-such-folder" / "a.tar.gz")), "does not exist"),
+    ]
+    archive.write_bytes(b"someone's file")
+    cases.append((("export", str(archive)), "--force"))
+    for args, match in cases:
+        res = cli(*args, env=env)
+        assert res.returncode == 2, (args, res.stdout, res.stderr)
+        assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+        assert match in res.stderr, (args, res.stderr)
+    assert archive.read_bytes() == b"someone's file"
+    assert cli("export", str(archive), "--force", env=env).returncode == 0
+    assert tarfile.is_tarfile(archive)
+    assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+def test_export_stops_when_a_file_changes_while_it_is_copied(source, monkeypatch):
+    """A file rewritten between its sighting and its copy: the export says so and leaves nothing."""
+    memory, archive = source
+    from openclaw_memory.archive import export
+
+    real = export._add_file
+
+    def rewrite_first(tar, resolved, member):
+        if resolved.display == "MEMORY.md":
+            write(memory.settings.workspace / "MEMORY.md", "# Memory\n\n- changed meanwhile\n")
+        return real(tar, resolved, member)
+
+    monkeypatch.setattr(export, "_add_file", rewrite_first)
+    with pytest.raises(Exception, match="MEMORY.md changed while it was exported; nothing was written"):
+        memory.export_archive(str(archive))
+    assert not archive.exists()
+    assert not [p for p in archive.parent.iterdir() if p.name.endswith(".tmp")]
+
