@@ -220,3 +220,20 @@ def test_the_mcp_tools_list_files_with_their_state_and_links(notes, state_dir, c
         k: v for k, v in links_json.items() if k != "parsed"}
     assert json.dumps(out["broken"]["outgoing"]) == json.dumps(cli("links", "--broken", "--json").json()["outgoing"])
     assert out["refused"].is_error and "not a memory path" in out["refused"].content[0].text
+
+
+def test_names_compare_as_the_file_system_compares_them(notes):
+    """ext4 compares names exactly (asked, not assumed); on a file system that folds case (not
+    mountable here: this kernel has no CONFIG_UNICODE for tmpfs casefold), [[Heron]] names heron.md."""
+    from openclaw_memory.links.parse import parse_note
+    from openclaw_memory.links.resolve import LinkTarget, Resolver, folds_case
+
+    heron = notes / "memory" / "projects" / "heron.md"
+    assert folds_case({str(heron): heron.stat().st_ino}) is False
+    targets = [LinkTarget(str(heron), "memory/projects/heron.md", heron.stat().st_ino, ("Heron",), 6)]
+    link = parse_note("[[Heron#HERON]] and [x](projects/HERON.md)").links
+    source = str(notes / "memory" / "a.md")
+    exact = Resolver(str(notes), targets, folds_case=False)
+    assert [exact.resolve(one, source).status for one in link] == ["broken", "broken"]
+    folding = Resolver(str(notes), targets, folds_case=True)
+    assert [folding.resolve(one, source).target for one in link] == [targets[0], targets[0]]
