@@ -18,7 +18,7 @@ from test_json_keys import DOCUMENTED, keys_of
 
 from conftest import settings_for, write
 from openclaw_memory.archive.manifest import MEMBER_LIMIT, TOTAL_LIMIT
-from openclaw_memory.errors import ImportConflict, ImportRefused
+from openclaw_memory.errors import ImportConflict, PathRefused
 from openclaw_memory.memory.local import LocalMemory
 
 HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
@@ -183,9 +183,20 @@ def test_files_of_an_extra_path_need_one_configured_here(source, tmp_path):
     ws = tmp_path / "bare" / "ws"
     ws.mkdir(parents=True)
     bare = LocalMemory(settings_for(ws, tmp_path / "bare" / "state"))
-    with pytest.raises(ImportRefused, match="extra path 1"):
+    with pytest.raises(PathRefused, match="extra path 1, and this workspace configures 0"):
         bare.import_archive(str(archive))
     assert list(ws.iterdir()) == []
+
+
+def test_a_symlink_on_the_way_here_is_refused_and_nothing_is_written(source, tmp_path):
+    archive = exported(source)
+    dst = target(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (dst.settings.workspace / "memory").symlink_to(outside)
+    with pytest.raises(PathRefused, match="cannot be imported here"):
+        dst.import_archive(str(archive))
+    assert list(outside.iterdir()) == [] and sorted(p.name for p in dst.settings.workspace.iterdir()) == ["memory"]
 
 
 # -- damaged and hostile archives ------------------------------------------------------------------

@@ -29,7 +29,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import ImportConflict, ImportRefused, MemoryToolError, UsageError, os_error
+from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, os_error
 from ..fsutil.atomic import unlink_quietly
 from ..history.guard import (
     _create,
@@ -146,7 +146,7 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
     for history in manifest.history:
         try:
             resolved = resolve_place(settings, history.root, history.path)
-        except Refusal:
+        except PathRefused:
             plan.skipped.append(history.path or history.root)  # a removed file of an extra path not configured here
             continue
         member = places.get(resolved.abs_path)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import PathRefused
 from ..files.paths import is_memory_path
 from ..files.read import ResolvedPath, resolve_memory_path
-from .manifest import WORKSPACE, Refusal
+from .manifest import WORKSPACE
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -45,23 +45,24 @@ def place_of(settings: Settings, abs_path: str) -> tuple[str, str] | None:
 
 
 def resolve_place(settings: Settings, root: str, path: str) -> ResolvedPath:
-    """The importing workspace's memory file for (root, path); Refusal when it has no such root or
-    the path is not a memory path there."""
+    """The importing workspace's memory file for (root, path); PathRefused (this workspace's
+    configuration, not the archive, is at fault) when it has no such root or the path is not a
+    memory path here (a symlink on the way, a file where a folder should be)."""
     workspace = str(settings.workspace)
     if root == WORKSPACE:
         base = workspace
     else:
         n = int(root.removeprefix("extra/"))
         if n >= len(settings.extra_paths):
-            raise Refusal(f"it holds files of extra path {n + 1}, and this workspace configures "
-                          f"{len(settings.extra_paths)} extra path(s): add one (extra_paths in openclaw-memory.toml) "
-                          "where they should go")
+            raise PathRefused(f"refused: the archive holds files of extra path {n + 1}, and this workspace "
+                              f"configures {len(settings.extra_paths)} extra path(s): add one where they should go "
+                              "(--extra, or extra_paths in openclaw-memory.toml); nothing was written")
         base = str(settings.extra_paths[n])
     wanted = os.path.normpath(os.path.join(base, *path.split("/"))) if path else base
     try:
         resolved = resolve_memory_path(wanted, workspace, settings.extra_paths)
     except PathRefused as exc:
-        raise Refusal(f"{path or base} cannot be placed in this workspace ({exc.message})") from None
+        raise PathRefused(f"refused: {path or base} cannot be imported here ({exc.message}); nothing was written") from None
     if resolved.abs_path != wanted or (root == WORKSPACE) != resolved.in_workspace:
-        raise Refusal(f"{path or base} would not land in its own root here")
+        raise PathRefused(f"refused: {path or base} would not land in its own root here; nothing was written")
     return resolved
