@@ -15,7 +15,7 @@ import xxhash
 from test_serve import Serve
 from test_watch import Watch
 
-from conftest import env_for, fault, settings_for, tmpfs, wait_for, write
+from conftest import env_for, fault, settings_for, tmpfs, wait_for, wait_for_line, write
 from openclaw_memory.errors import UsageError, WriteBlocked
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.memory.local import LocalMemory
@@ -414,6 +414,28 @@ def test_a_killed_move_survives_a_state_database_rebuilt_after_damage(workspace,
     fixed = cli_process("doctor", "--fix", "--json")
     assert [(r["id"], r["status"]) for r in fixed.json()["repairs"]][-1] == ("interrupted-move", "completed"), fixed.stdout
     assert [v["origin"] for v in cli_process("history", "memory/b.md", "--json").json()["versions"]] == ["move", "external-edit"]
+
+
+def test_a_destination_folder_swapped_for_a_symlink_mid_move_never_sends_the_file_outside(workspace, state_dir, cli, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(workspace / "memory" / "a.md", HERON)
+    (workspace / "memory" / "sub").mkdir()
+    assert cli("read", "memory/a.md").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mv", "memory/a.md", "memory/sub/b.md"], cwd=workspace,
+                            env=env_for(workspace, state_dir, **fault("mv:journaled=pause")), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_line(proc.stderr, "test-hook: paused at mv:journaled")
+        os.rename(workspace / "memory" / "sub", workspace / "memory" / "sub-real")  # checked, opened, then swapped
+        os.symlink(outside, workspace / "memory" / "sub")
+        proc.send_signal(signal.SIGUSR1)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert list(outside.iterdir()) == []  # nothing escaped
+    assert (workspace / "memory" / "sub-real" / "b.md").read_text() == HERON  # it went where the folder was checked
 
 
 def test_api_errors_are_typed(workspace, state_dir):
