@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import stat
 import tarfile
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 import xxhash
 from test_json_keys import DOCUMENTED, keys_of
 
-from conftest import settings_for, write
+from conftest import fault, settings_for, write
 from openclaw_memory.archive.manifest import MEMBER_LIMIT, TOTAL_LIMIT
 from openclaw_memory.errors import ImportConflict, PathRefused
 from openclaw_memory.memory.local import LocalMemory
@@ -197,6 +198,31 @@ def test_a_symlink_on_the_way_here_is_refused_and_nothing_is_written(source, tmp
     with pytest.raises(PathRefused, match="cannot be imported here"):
         dst.import_archive(str(archive))
     assert list(outside.iterdir()) == [] and sorted(p.name for p in dst.settings.workspace.iterdir()) == ["memory"]
+
+
+@pytest.mark.parametrize("step", ["import:staged", "import:placed"])
+def test_an_import_killed_at_any_step_loses_nothing_and_running_it_again_finishes(step, source, tmp_path, cli_process):
+    archive = exported(source)
+    dst = target(tmp_path)
+    mine = b"# Memory\n\nThis machine's own root file.\n"
+    write(dst.settings.workspace / "MEMORY.md", mine)
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    extra = ("--extra", str(dst.settings.extra_paths[0]))
+    killed = cli_process("import", str(archive), "--force", *extra, env=fault(f"{step}=kill", env=env))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    # What --force replaces is in the history before anything is replaced.
+    held = (dst.settings.workspace / "MEMORY.md").read_bytes()
+    assert held == mine or any(v.version == version_of(mine) and v.available for v in dst.history("MEMORY.md").versions)
+
+    again = cli_process("import", str(archive), "--force", *extra, env=env)
+    assert again.returncode == 0, again.stderr
+    memory = source[0]
+    for rel in ("MEMORY.md", "memory/2026-11-30.md", "memory/people/ann.md"):
+        assert (dst.settings.workspace / rel).read_bytes() == (memory.settings.workspace / rel).read_bytes(), rel
+    for rel in ("memory/2026-11-30.md", "memory/people/ann.md"):
+        assert versions(dst, rel) == versions(memory, rel), rel
+    assert [v for v in versions(dst, "MEMORY.md") if v[0] == version_of(mine)]
+    dst.restore("memory/kettle.md", last=True)
 
 
 # -- damaged and hostile archives ------------------------------------------------------------------

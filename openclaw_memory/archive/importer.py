@@ -17,6 +17,12 @@
    what the path's log holds here (a version already logged at that time with that origin is not
    logged twice: importing the same archive again adds nothing).
 
+Killed at any step (no journal: nothing is lost, so there is nothing to undo), the files here are
+each as they were or as the archive has them, what ``force`` replaced is in the history, and
+importing the same archive again (with ``force`` when it replaced files) finishes: a file holding the archive's bytes is no conflict, and a
+version logged already is not logged twice. A killed run's temp files hold only the archive's
+bytes; the next write of that file removes them once ten minutes old, as it does a killed write's.
+
 The index is not touched: the next ``index`` or ``search`` finds the new files and embeds them.
 Read records are not made: the importing agent reads a file before it writes it, as for any file
 it did not write.
@@ -29,6 +35,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .. import faults
 from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, os_error
 from ..fsutil.atomic import unlink_quietly
 from ..history.guard import (
@@ -188,6 +195,7 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
             raise ImportRefused(path, exc.problem, exc.member) from None
         except OSError as exc:
             raise os_error(exc, "the workspace or the state dir", "nothing was written") from None
+        faults.reach("import:staged")
         stopped = _place_all(store, targets)
     finally:
         _clean(targets)
@@ -244,6 +252,7 @@ def _place_all(store: HistoryStore, targets: dict[str, _Target]) -> str | None:
         except MemoryToolError as exc:
             return exc.message
         target.placed = True
+        faults.reach("import:placed")
     return None
 
 
