@@ -438,6 +438,26 @@ def test_a_destination_folder_swapped_for_a_symlink_mid_move_never_sends_the_fil
     assert (workspace / "memory" / "sub-real" / "b.md").read_text() == HERON  # it went where the folder was checked
 
 
+def test_a_move_across_file_systems_of_a_file_held_open_for_writing_moves_nothing(workspace, state_dir, tmp_path):
+    with tmpfs(tmp_path / "extra", "8m") as extra:
+        path = write(workspace / "memory" / "log.md", HERON)
+        memory = memory_for(workspace, state_dir, extra=(str(extra),))
+        memory.read("memory/log.md")
+        holder = subprocess.Popen([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'a'); print('open', flush=True); "
+                                   "sys.stdin.read(); f.write('a late line\\n'); f.close()", str(path)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline() == "open\n"
+            with pytest.raises(WriteBlocked, match="held open by another process.*nothing was moved"):
+                memory.move("memory/log.md", str(extra / "log.md"))
+        finally:
+            holder.stdin.close()
+            holder.wait(60)
+        assert path.read_text() == HERON + "a late line\n" and list(extra.iterdir()) == []  # no copy left
+        assert memory.history(str(extra / "log.md")).versions == ()
+        assert stray(workspace) == [] and "interrupted-move" not in {f.id for f in memory.doctor().findings}
+
+
 def test_api_errors_are_typed(workspace, state_dir):
     write(workspace / "memory" / "a.md", HERON)
     memory = memory_for(workspace, state_dir)

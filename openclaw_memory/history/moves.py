@@ -22,6 +22,7 @@ taken aside gets it back, a half copy goes); the bytes were in the history all a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -141,6 +142,11 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         existed = None  # the destination's folders hold the file now
         faults.reach("mv:renamed")
     except BaseException as exc:
+        if op is not None and dst_folder is not None and isinstance(exc, SourceKept) and exc.reason in ("open", "changed"):
+            # Across file systems: the copy is in place, and the source stays (written to, or held open
+            # by a writer that would go on writing to it): the copy goes, and the move is blocked as a write is.
+            with contextlib.suppress(OSError):
+                remove_if_holds(dst_folder.fd, target.name, op.version)
         if op is not None and _settle(settings, store, op):  # the rename had happened after all: finished
             assert current is not None
             return MoveResult(target.display, source.display, current.version, current.size, "rename", op.replaced)
