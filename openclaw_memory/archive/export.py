@@ -30,7 +30,7 @@ from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import temp_stem, unlink_quietly
 from ..fsutil.move import link_noreplace
-from ..history.store import HistoryStore, snapshot_fd
+from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import iso_time
 from ..wire import key
 from .manifest import MANIFEST, ArchiveManifest, FileRecord, Member, PathHistory, Root, Version, file_member, object_member
@@ -51,6 +51,9 @@ class ExportResult:
     size: int = key()  # the archive's size in bytes
 
 
+_BATCH = 256
+
+
 class _ChangedWhileExported(Exception):
     """A file changed between its sighting and its copy."""
 
@@ -59,25 +62,19 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     target = _target(archive, force)
     store = HistoryStore.for_settings(settings)
     files: list[tuple[FileRecord, ResolvedPath, Member]] = []
-    for found in scan_workspace(settings, multimodal=False).files:
-        place = place_of(settings, found.abs_path)
-        if place is None:
-            continue
-        resolved = resolve_memory_path(found.abs_path, str(settings.workspace), settings.extra_paths)
-        opened = open_resolved(resolved)
-        if opened is None:
-            continue  # removed since the scan
-        fd = opened[0]
-        try:
-            seen = snapshot_fd(fd)
-            with store.lock():
-                store.observe(resolved.abs_path, resolved.display, seen, fd=fd)
-        except OSError as exc:
-            raise MemoryToolError(f"cannot read {resolved.display}: {exc.strerror or exc}; nothing was written") from None
-        finally:
-            os.close(fd)
-        name = file_member(*place, resolved.name)
-        files.append((FileRecord(*place, name), resolved, Member(name, seen.size, seen.version)))
+    found = [f for f in scan_workspace(settings, multimodal=False).files if place_of(settings, f.abs_path) is not None]
+    # The sightings in transactions of _BATCH files: one commit (an fsync) each was 5 of the 7.6 s
+    # a 1,000-file export took; a batch keeps other writers' wait short.
+    for start in range(0, len(found), _BATCH):
+        with store.lock():
+            for memory_file in found[start:start + _BATCH]:
+                seen = _sighting(settings, store, memory_file.abs_path)
+                if seen is not None:
+                    resolved, version = seen
+                    place = place_of(settings, resolved.abs_path)
+                    assert place is not None
+                    name = file_member(*place, resolved.name)
+                    files.append((FileRecord(*place, name), resolved, Member(name, version.size, version.version)))
     history: list[PathHistory] = []
     for abs_path in store.log.paths():
         place = place_of(settings, abs_path)
@@ -96,6 +93,23 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
         raise MemoryToolError(f"{exc.args[0]} changed while it was exported; nothing was written: try again") from None
     return ExportResult(target, settings.agent, tuple(r.display for _, r, _ in files),
                         sum(len(h.versions) for h in history), len(stored), size)
+
+
+def _sighting(settings: Settings, store: HistoryStore, abs_path: str) -> tuple[ResolvedPath, FileVersion] | None:
+    """The file's version as it is now, recorded in the history (None: removed since the scan)."""
+    resolved = resolve_memory_path(abs_path, str(settings.workspace), settings.extra_paths)
+    opened = open_resolved(resolved)
+    if opened is None:
+        return None
+    fd = opened[0]
+    try:
+        seen = snapshot_fd(fd)
+        store.observe(resolved.abs_path, resolved.display, seen, fd=fd)
+        return resolved, seen
+    except OSError as exc:
+        raise MemoryToolError(f"cannot read {resolved.display}: {exc.strerror or exc}; nothing was written") from None
+    finally:
+        os.close(fd)
 
 
 def _target(path: str, force: bool) -> str:
