@@ -8,9 +8,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import stat
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from test_json_keys import DOCUMENTED, keys_of
 
 from conftest import fault, settings_for, write
 from openclaw_memory.archive.manifest import MEMBER_LIMIT, TOTAL_LIMIT
-from openclaw_memory.errors import ImportConflict, PathRefused
+from openclaw_memory.errors import ImportConflict, PathRefused, UsageError
 from openclaw_memory.memory.local import LocalMemory
 
 HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
@@ -452,6 +454,41 @@ def test_bad_archive_arguments_are_one_line_exit_2(source, tmp_path, cli):
     assert cli("export", str(archive), "--force", env=env).returncode == 0
     assert tarfile.is_tarfile(archive)
     assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+def test_an_archive_this_user_cannot_read_is_refused_with_the_reason():
+    """As another user (root drops to nobody in a forked child): a 0600 archive of root's is refused,
+    exit 2's UsageError with the system's reason; the control, a 0644 one beside it, opens."""
+    from openclaw_memory.archive.importer import _open_archive
+
+    base = Path(tempfile.mkdtemp(prefix="ocm-archive-"))  # not under pytest's 0700 tmp_path
+    try:
+        os.chmod(base, 0o755)
+        locked, readable = base / "locked.tar.gz", base / "readable.tar.gz"
+        for path, mode in ((locked, 0o600), (readable, 0o644)):
+            path.write_bytes(b"archive")
+            os.chmod(path, mode)
+        if os.geteuid() != 0:
+            os.chmod(locked, 0)
+        pid = os.fork()
+        if pid == 0:  # the child: report by exit status, never return into pytest
+            code = 3
+            try:
+                if os.geteuid() == 0:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                os.close(_open_archive(str(readable)))
+                try:
+                    _open_archive(str(locked))
+                    code = 1
+                except UsageError as exc:
+                    code = 0 if "Permission denied" in exc.message and exc.exit_code == 2 else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        shutil.rmtree(base)
 
 
 def test_export_stops_when_a_file_changes_while_it_is_copied(source, monkeypatch):
