@@ -334,6 +334,12 @@ def _manifest_object_named_by_another_hash(manifest, members):
     listed["size"] = 0
 
 
+def _object_no_history_lists(manifest, members):
+    stray = b"# a version no history lists\n"
+    _listed(manifest, f"objects/{version_of(stray)}", stray)
+    members.append(_entry(f"objects/{version_of(stray)}", stray))
+
+
 def _manifest_file_without_member(manifest, members):
     manifest["files"][0]["member"] = "files/nothing.md"
 
@@ -369,6 +375,7 @@ HOSTILE = {
     "manifest lists a missing member": (_manifest_lists_a_missing_member, "missing"),
     "manifest names an object by another hash": (_manifest_object_named_by_another_hash, "another hash"),
     "manifest file without its member": (_manifest_file_without_member, "member of its own"),
+    "object no history lists": (_object_no_history_lists, "no history lists it"),
     "unlisted member": (_unlisted_member, "does not list"),
     "manifest not first": (_manifest_not_first, "first member"),
     "newer format": (_newer_format, "format 2"),

@@ -203,9 +203,9 @@ def _agree(m: ArchiveManifest) -> None:
     for mem in m.members:
         if mem.name.startswith("objects/"):
             version = mem.name.removeprefix("objects/")
-            if mem.hash != version or sizes.get(version, mem.size) != mem.size:
-                raise Refusal("its manifest gives a stored version another hash or size than its name and history",
-                              mem.name)
+            if mem.hash != version or sizes.get(version) != mem.size:  # and a version some history lists
+                raise Refusal("its manifest gives a stored version another hash or size than its name and history, "
+                              "or no history lists it", mem.name)
         elif mem.name not in used:
             raise Refusal("its manifest lists a member that is no file's", mem.name)
 
