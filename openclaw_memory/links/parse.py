@@ -15,6 +15,7 @@ content (:mod:`.table`) whatever files come and go around it. Standard library o
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import NamedTuple
 from urllib.parse import unquote
@@ -42,16 +43,21 @@ class ParsedNote(NamedTuple):
     lines: int  # how many lines it has (a citation past them names nothing)
 
 
+# Every pattern here takes time linear in the line: a note may hold a line of megabytes.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _TICKS = re.compile(r"`+")
 _WIKI = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 _MARKDOWN = re.compile(r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
-_URL = re.compile(r"<?[A-Za-z][A-Za-z0-9+.-]*://[^\s<>]*>?")
+_URL_TAIL = re.compile(r"[^\s<>]*")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _OTHER_FILE = re.compile(r"\.(?!md$)[A-Za-z][A-Za-z0-9]{1,4}$")  # [[photo.png]]: an attachment, not a note
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-# A path ending in .md, not part of a longer word, path or file name (``x.md.bak``, ``a/x.md/b``).
-_PATH = re.compile(r"(?<![\w./\\-])((?:\.\.?/)*(?:[\w.-]+/)*[\w.-]*\w\.md)(?:#(L[0-9]+(?:-L[0-9]+)?))?(?![\w/\\-]|\.\w)")
+# A path is a run of these characters (a backslash is taken in only to refuse the run); its last
+# name ends in a word character and .md; a citation's lines follow it.
+_RUN = re.compile(r"[\w./\\-]+")
+_LAST_NAME = re.compile(r"[\w.-]*\w\.md")
+_LINES = re.compile(r"#(L[0-9]+(?:-L[0-9]+)?)(?![\w/\\-]|\.\w)")
+_MAX_PATH = 4096
 
 
 def parse_note(text: str) -> ParsedNote:
@@ -70,27 +76,49 @@ def parse_note(text: str) -> ParsedNote:
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
             continue
-        heading = _HEADING.match(line)
-        if heading:
-            headings.append((heading.group(1) or "").strip())
+        heading = _heading(line)
+        if heading is not None:
+            headings.append(heading)
         links.extend(_links_of_line(_without_code_spans(line), line, number))
     return ParsedNote(links, headings, count)
+
+
+def _heading(line: str) -> str | None:
+    """An ATX heading's text (``## The plan ##`` -> ``The plan``), or None when ``line`` is none."""
+    text = line.lstrip(" ")
+    if len(line) - len(text) > 3:
+        return None
+    level = len(text) - len(text.lstrip("#"))
+    rest = text[level:]
+    if not 1 <= level <= 6 or (rest and rest[0] not in " \t"):
+        return None
+    rest = rest.strip(" \t")
+    closing = rest.rstrip("#")
+    if closing != rest and (not closing or closing[-1] in " \t"):
+        rest = closing.rstrip(" \t")
+    return rest
 
 
 def _without_code_spans(line: str) -> str:
     """``line`` with every inline code span blanked (same length, so positions hold): a run of N
     backticks opens a span that the next run of exactly N closes; an unmatched run is text."""
+    if "`" not in line:
+        return line
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for i, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(i)
     out = list(line)
-    runs = list(_TICKS.finditer(line))
     i = 0
     while i < len(runs):
-        start = runs[i]
-        close = next((j for j in range(i + 1, len(runs)) if len(runs[j].group()) == len(start.group())), None)
-        if close is None:
+        start, end = runs[i]
+        same = by_length[end - start]
+        k = bisect.bisect_right(same, i)
+        if k == len(same):
             i += 1
             continue
-        for k in range(start.start(), runs[close].end()):
-            out[k] = " "
+        close = same[k]
+        _blank(out, start, runs[close][1])
         i = close + 1
     return "".join(out)
 
@@ -120,10 +148,41 @@ def _links_of_line(visible: str, raw: str, number: int) -> list[ParsedLink]:
         if not path.endswith(".md") or _SCHEME.match(path):
             continue
         found.append((m.start(), ParsedLink(number, MARKDOWN, path, unquote(fragment) or None, raw[m.start():m.end()])))
-    visible = _URL.sub(lambda u: " " * len(u.group()), "".join(masked))
-    for m in _PATH.finditer(visible):
-        form = CITATION if m.group(2) else MENTION
-        if form == MENTION and "/" not in m.group(1):
-            continue  # a bare name ("the legacy memory.md") is talk about a file, not a pointer to one
-        found.append((m.start(), ParsedLink(number, form, m.group(1), m.group(2), raw[m.start():m.end()])))
+    visible = _without_urls("".join(masked))
+    if ".md" in visible:
+        found.extend(_paths(visible, raw, number))
     return [link for _, link in sorted(found, key=lambda item: item[0])]
+
+
+def _without_urls(text: str) -> str:
+    """``text`` with every URL (``scheme://...``) blanked: a path inside one is the web's."""
+    at = text.find("://")
+    if at < 0:
+        return text
+    out = list(text)
+    while at >= 0:
+        start = at
+        while start > 0 and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        end = _URL_TAIL.match(text, at + 3).end()  # type: ignore[union-attr]
+        _blank(out, start, end)
+        at = text.find("://", end)
+    return "".join(out)
+
+
+def _paths(visible: str, raw: str, number: int) -> list[tuple[int, ParsedLink]]:
+    """Citations (``memory/a.md#L3-L9``, with a folder or not) and mentions (``memory/a.md``:
+    with a folder; a bare ``heron.md`` is talk about a file, not a pointer to one)."""
+    out = []
+    for run in _RUN.finditer(visible):
+        token = run.group().rstrip(".")  # the full stop of a sentence
+        start, end = run.start(), run.start() + len(token)
+        if (len(token) > _MAX_PATH or not token.endswith(".md") or "\\" in token or token.startswith("/")
+                or "//" in token or not _LAST_NAME.fullmatch(token.rsplit("/", 1)[-1])):
+            continue
+        lines = _LINES.match(visible, end) if token == run.group() else None
+        if lines is not None:
+            out.append((start, ParsedLink(number, CITATION, token, lines.group(1), raw[start:lines.end()])))
+        elif "/" in token:
+            out.append((start, ParsedLink(number, MENTION, token, None, raw[start:end])))
+    return out
