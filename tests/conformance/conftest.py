@@ -126,6 +126,31 @@ def oracle(tmp_path_factory) -> Oracle:
     return o
 
 
+OPENCLAW_CLI = Path("app/node_modules/openclaw/openclaw.mjs")
+
+
+@pytest.fixture
+def openclaw(tmp_path):
+    """The real ``openclaw`` command line in a throwaway HOME (``openclaw.home``; its config is
+    ``openclaw.home / ".openclaw" / "openclaw.json"``), run from ``tmp_path`` without this shell's
+    OPENCLAW_* variables: ``openclaw("mcp", "probe", "memory", "--json")``."""
+    reason = why_unavailable()
+    if reason:
+        pytest.skip(reason)
+    root = oracle_root()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env.update(HOME=str(home), NO_COLOR="1")
+
+    def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run([str(root / NODE_IN_ROOT), str(root / OPENCLAW_CLI), *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=timeout)
+
+    run.home = home  # type: ignore[attr-defined]
+    return run
+
+
 @pytest.fixture(scope="session")
 def home(oracle) -> Path:
     """The HOME both sides see: workspaces under it show as ``~/...`` where OpenClaw shortens paths."""

@@ -10,36 +10,12 @@ annotations and the capabilities is checked here, and the tools' behaviour by te
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import NODE_IN_ROOT, oracle_root, why_unavailable
-
-OPENCLAW = Path("app/node_modules/openclaw/openclaw.mjs")
 TOOLS = ["memory_files", "memory_get", "memory_links", "memory_search", "memory_status", "memory_write"]
-
-
-@pytest.fixture
-def openclaw(tmp_path):
-    reason = why_unavailable()
-    if reason:
-        pytest.skip(reason)
-    root = oracle_root()
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-    env.update(HOME=str(home), NO_COLOR="1")
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(root / NODE_IN_ROOT), str(root / OPENCLAW), *args], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
-
-    run.home = home  # type: ignore[attr-defined]
-    return run
 
 
 def test_openclaw_adds_and_probes_the_stdio_server(openclaw, tmp_path):
