@@ -62,25 +62,63 @@ _MAX_PATH = 4096
 
 def parse_note(text: str) -> ParsedNote:
     """Every link of ``text`` (a note's content), in order, with its headings and line count."""
-    links: list[ParsedLink] = []
-    headings: list[str] = []
-    fence: str | None = None  # the open fence's marker (``` or ~~~, at least as long)
-    lines = text.split("\n")
-    count = len(lines) - (1 if lines and lines[-1] == "" else 0)
-    for number, line in enumerate(lines, 1):
+    parser = NoteParser()
+    for line in text.split("\n"):
+        parser.feed(line)
+    return parser.result()
+
+
+class NoteParser:
+    """A note read one line at a time (:meth:`feed`), so that a note of any size is parsed in the
+    memory of its longest line; a line may come in pieces (``continued``), so a line of gigabytes too."""
+
+    def __init__(self) -> None:
+        self.links: list[ParsedLink] = []
+        self.headings: list[str] = []
+        self.number = 0
+        self._last_empty = False  # the last line fed was empty: after a final line end, no line at all
+        self._binary = False  # a NUL byte: not text (an image or a program named .md), no links
+        self._fence: str | None = None  # the open fence's marker (``` or ~~~; closed by one at least as long)
+
+    def feed(self, line: str, *, continued: bool = False) -> None:
+        """The next line of the note (``continued``: the next piece of the line fed last)."""
+        if "\x00" in line:
+            self._binary = True
+        if not continued:
+            self.number += 1
+            self._last_empty = not line
+            lead = line.lstrip(" ")
+            if len(line) - len(lead) <= 3 and lead[:3] in ("```", "~~~"):
+                if self._fenced(line):
+                    return
+            elif self._fence is None and lead[:1] == "#":
+                heading = _heading(line)
+                if heading is not None:
+                    self.headings.append(heading)
+        else:
+            self._last_empty = False
+        if self._fence is None and ("[" in line or ".md" in line):
+            self.links.extend(_links_of_line(_without_code_spans(line), line, self.number))
+
+    def _fenced(self, line: str) -> bool:
+        """Whether ``line`` opens or closes a fence (and so holds no link)."""
         opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) and not opened.group(2).strip():
-                fence = None
-            continue
-        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-            fence = opened.group(1)
-            continue
-        heading = _heading(line)
-        if heading is not None:
-            headings.append(heading)
-        links.extend(_links_of_line(_without_code_spans(line), line, number))
-    return ParsedNote(links, headings, count)
+        if opened is None:
+            return False
+        marker, rest = opened.group(1), opened.group(2)
+        if self._fence is None:
+            if marker[0] == "`" and "`" in rest:
+                return False  # ``` followed by a backtick is a code span, not a fence
+            self._fence = marker
+            return True
+        if marker[0] == self._fence[0] and len(marker) >= len(self._fence) and not rest.strip():
+            self._fence = None
+        return True
+
+    def result(self) -> ParsedNote:
+        """What was fed, its lines counted as an editor counts them (a final line end starts none)."""
+        lines = self.number - (1 if self._last_empty else 0)
+        return ParsedNote([], [], lines) if self._binary else ParsedNote(self.links, self.headings, lines)
 
 
 def _heading(line: str) -> str | None:

@@ -15,16 +15,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
+
+import xxhash
 
 from ..database import Database, dec, enc, is_read_only
 from ..database.observations import FileStat
 from ..errors import MemoryToolError
 from ..fsutil.fsclock import guard_ns
-from ..index.manifest import read_version
-from .parse import ParsedLink, parse_note
+from ..fsutil.hashing import hash_open_file
+from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
+from .parse import NoteParser, ParsedLink, ParsedNote
+
+PIECE = 1 << 20  # a note is read in blocks, a line of more than this parsed in pieces: memory stays bounded
 
 if TYPE_CHECKING:
     from ..files.scan import MemoryFile
@@ -65,22 +71,71 @@ def refresh(settings: Settings, files: Iterable[MemoryFile]) -> Refreshed:
         if before is not None and before.stat.matches(f):
             notes[f.abs_path] = before
             continue
-        content = read_version(f.abs_path, roots, guard)
-        if content is None:
+        read = _read(f.abs_path, roots, guard, before.hash if before is not None else None)
+        if read is None:
             unreadable.append(f.path)
             continue
-        if before is not None and before.hash == content.hash:
-            record = before._replace(stat=content.stat)
+        stat, digest, note = read
+        if note is None and before is not None:  # the same bytes: only its stat is new
+            record = before._replace(stat=stat)
             changed.append((f.abs_path, record, False))
-        else:
-            note = parse_note("" if b"\x00" in content.data else content.data.decode("utf-8", errors="replace"))
+        elif note is not None:
             parsed += 1
-            record = NoteLinks(content.stat, content.hash, note.lines, tuple(note.headings), tuple(note.links))
+            record = NoteLinks(stat, digest, note.lines, tuple(note.headings), tuple(note.links))
             changed.append((f.abs_path, record, True))
         notes[f.abs_path] = record
     gone = [path for path in known if path not in notes and not os.path.lexists(path)]
     _save(db, changed, gone)
     return Refreshed(notes, parsed, tuple(unreadable))
+
+
+def _read(abs_path: str, roots: Sequence[str], guard: int, known: str | None
+          ) -> tuple[FileStat, str, ParsedNote | None] | None:
+    """The file's stat and content hash, and its links unless its hash is ``known`` (None: it could
+    not be read). Opened from its root's descriptor, one folder at a time (no symlink followed,
+    never a FIFO); hashed first, so a file touched but unchanged is never parsed; parsed from the
+    same descriptor, hashed again as it is read, so the hash kept is that of the bytes parsed."""
+    started_ns = time.time_ns()
+    try:
+        fd, st = open_regular_in_roots(roots, abs_path)
+    except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped, PermissionError):
+        return None
+    try:
+        stat = FileStat.of(st, started_ns, guard)
+        digest = hash_open_file(fd)
+        if digest == known:
+            return stat, digest, None
+        os.lseek(fd, 0, os.SEEK_SET)
+        hasher = xxhash.xxh3_128()
+        parser = NoteParser()
+        for line, continued in _lines(fd, hasher):
+            parser.feed(line, continued=continued)
+        return stat, hasher.hexdigest(), parser.result()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _lines(fd: int, hasher: xxhash.xxh3_128) -> Iterator[tuple[str, bool]]:
+    """The file's lines (decoded, a bad byte as U+FFFD), each longer than PIECE in pieces: (text,
+    whether it continues the line before)."""
+    pending = b""
+    continued = False
+    while True:
+        block = os.read(fd, PIECE)
+        if not block:
+            break
+        hasher.update(block)
+        pending += block
+        *whole, pending = pending.split(b"\n")
+        for line in whole:
+            yield line.decode("utf-8", errors="replace"), continued
+            continued = False
+        if len(pending) > PIECE:
+            yield pending.decode("utf-8", errors="replace"), continued
+            pending, continued = b"", True
+    yield pending.decode("utf-8", errors="replace"), continued
 
 
 def _load(db: Database) -> dict[str, NoteLinks]:
