@@ -75,7 +75,14 @@ def validate(openclaw) -> dict[str, Any]:
 def test_openclaw_takes_the_configuration_and_probes_the_server(openclaw, workspace, choice):
     ws, state = workspace
     config = merge({"mcp": {"servers": {"memory": server_entry(ws, state)}}}, choice)
-    write_config(openclaw, config)
+    if choice is BUILTIN_OFF:  # as docs/mcp.md says: `openclaw config set` writes the slot
+        write_config(openclaw, {"mcp": config["mcp"]})
+        done = openclaw("config", "set", "plugins.slots.memory", "none")
+        assert done.returncode == 0, done.stdout + done.stderr
+        written = json.loads((openclaw.home / ".openclaw" / "openclaw.json").read_text(encoding="utf-8"))
+        assert written["plugins"] == config["plugins"] and written["mcp"] == config["mcp"], written
+    else:
+        write_config(openclaw, config)
     report = validate(openclaw)
     assert report.get("valid") is True and report.get("warnings") == [], report
 
