@@ -79,6 +79,7 @@ _RESULT_TYPES = {
     "VersionHistory": ".history.listing",
     "MoveResult": ".history.moves",
     "RemoveResult": ".history.moves",
+    "RollbackResult": ".rollback.apply",
     "FileState": ".history.report",
     "StateReport": ".history.report",
     "CollectionInfo": ".index.api",

@@ -172,6 +172,10 @@ BLOCKED_STEPS = {
         "cli": " Check `openclaw-memory history` and try again.",
         "tools": " Check `openclaw-memory history` and try again.",
     },
+    "rollback": {
+        "cli": "; read them first (openclaw-memory read PATH), or pass --force: what each holds now is kept in the history.",
+        "tools": "; call memory_get on each first, or pass force: what each holds now is kept in the history.",
+    },
     "held_open": {
         "cli": " Try again once that program has closed it.",
         "tools": " Try again once that program has closed it.",

@@ -42,6 +42,7 @@ from .commands import (
     migrate_cmd,
     prompt_cmd,
     read_cmd,
+    rollback_cmd,
     serve_cmd,
     watch_cmd,
     watchdog_cmd,
@@ -225,7 +226,9 @@ _WRITTEN: tuple[Command, ...] = (
     operation_command("history", history_cmd.run_history, opts=(json_opt(),)),
     operation_command("activity", log_cmd.run_log, opts=(json_opt(),), metavars={
         "since": "YYYY-MM-DD", "until": "YYYY-MM-DD", "paths": "GLOB", "origins": "ORIGIN", "limit": "N"})._replace(given_settings=("agent", "session")),
-    operation_command("restore", history_cmd.run_restore, opts=(json_opt(),)),
+    operation_command("restore", history_cmd.run_restore, opts=(json_opt(),), instead=(
+        ("--all", "every memory file back at a moment is `openclaw-memory rollback --to SNAPSHOT|TIME` (--dry-run first)"),)),
+    operation_command("restore_all", rollback_cmd.run_rollback, metavars={"to": "SNAPSHOT|TIME"}, opts=(json_opt(),)),
     operation_command("move", manage_cmd.run_move, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
     operation_command("remove", manage_cmd.run_remove, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
     operation_command("state", history_cmd.run_state, opts=(json_opt(),)),

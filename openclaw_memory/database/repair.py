@@ -42,7 +42,7 @@ from .schema import SCHEMA_VERSION, create
 _TABLES = {
     "objects": "version", "object_parts": "version, seq", "versions": "id", "reads": "agent, session, path",
     "idempotency": "key", "collections": "name", "snapshots": "seq", "snapshot_files": "label, path", "checkpoint": "id",
-    "journal": "id", "file_ops": "id",
+    "journal": "id", "file_ops": "id", "rollback_ops": "id",
 }
 _MISSES = 4096
 

@@ -169,6 +169,10 @@ SCHEMA = """
         id INTEGER PRIMARY KEY CHECK (id = 1),
         record TEXT NOT NULL          -- JSON
     );
+    CREATE TABLE rollback_ops (       -- a rollback of every memory file in progress: its intent, every step named (rollback.journal)
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        record TEXT NOT NULL          -- JSON (the versions its steps name are pinned: history.objects)
+    );
 """
 # MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
 # release that changes a table appends its step and never edits one already released.

@@ -22,6 +22,7 @@ from . import (
     check_links,
     check_moves,
     check_openclaw,
+    check_rollback,
     check_root,
     check_state,
     check_watchdog,
@@ -34,10 +35,12 @@ from .journal import doctor_lock
 from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
-CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_state.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
+CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_root.CHECKS,
+          *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
           *check_links.CHECKS)
-REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **repair_state.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}
+REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **repair_root.REPAIRS,
+           **repair_index.REPAIRS}
 
 
 def run_checks(settings: Settings) -> list[Finding]:

@@ -163,10 +163,12 @@ def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: b
             folder.close()
 
 
-def restore_file_version(settings: Settings, path: str, version: str) -> WriteResult:
+def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False) -> WriteResult:
     """Put back the bytes of an earlier version (a unique prefix of at least 8 hex characters).
 
-    The version the file holds now is recorded first, so the restore can be undone.
+    The version the file holds now is recorded first, so the restore can be undone. ``stored``:
+    ``version`` is a whole version the object store holds though the path's history may not list it
+    (what a watchdog snapshot kept: a rollback to it).
     """
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
     check_prefix(version)
@@ -174,7 +176,7 @@ def restore_file_version(settings: Settings, path: str, version: str) -> WriteRe
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         try:
-            return _translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version))
+            return _translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version, stored))
         except _Raced:
             raise WriteBlocked.because(f"{resolved.display} changed while it was being restored; nothing was written.",
                                        path=resolved.display, step="history") from None
@@ -236,14 +238,14 @@ def _in_history():
         raise _HistoryFailed(exc) from None
 
 
-def _restore_once(store, records, resolved: ResolvedPath, version: str) -> WriteResult:
+def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: bool = False) -> WriteResult:
     folder, fd, current = _open_current(resolved)
     existed: int | None = None  # as in _write_once
     try:
         if current is not None:
             with _in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-        wanted = store.resolve_prefix(resolved.abs_path, resolved.display, version)
+        wanted = version if stored else store.resolve_prefix(resolved.abs_path, resolved.display, version)
         if current is not None and current.version == wanted:
             with _in_history():
                 records.put(resolved.abs_path, current, WRITE)

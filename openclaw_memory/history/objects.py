@@ -25,10 +25,12 @@ import xxhash
 from ..database import Database
 
 BLOCK = 1 << 20
-# Pinned: what a watchdog snapshot names, and a removed file's bytes (its ``remove`` entry, which
-# retention never drops): ``rm`` archives, it never deletes.
+# Pinned: what a watchdog snapshot names, a removed file's bytes (its ``remove`` entry, which
+# retention never drops): ``rm`` archives, it never deletes; and the versions a rollback in
+# progress puts back or replaces (its intent, :mod:`openclaw_memory.rollback.journal`).
 _UNPINNED = ("version NOT IN (SELECT version FROM snapshot_files) "
-             "AND version NOT IN (SELECT version FROM versions WHERE origin = 'remove')")
+             "AND version NOT IN (SELECT version FROM versions WHERE origin = 'remove') "
+             "AND version NOT IN (SELECT pin.value FROM rollback_ops, json_each(rollback_ops.record, '$.pins') AS pin)")
 
 
 class ObjectStore:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..links.report import LinkReport
     from ..log.activity import ActivityLog
     from ..prompt.loader import PromptSection
+    from ..rollback.apply import RollbackResult
     from ..settings import Settings
     from ..types import ProgressCallback, SearchMode
     from ..watchdog.heartbeat import HeartbeatResult
@@ -199,6 +200,24 @@ class Memory(Protocol):
     def restore(self, path: str, version: str | None = None, *, last: bool = False,
                 update_index: bool = True) -> WriteResult:
         """Restore an earlier version atomically (or a removed file: --last); the current one is kept, so this can be undone."""
+        ...
+
+    @operation(impl=".memory.writes:restore_all", on="memory", service=True, writes=True,
+               help={"to": "The moment: a watchdog snapshot's label, or a time (ISO 8601: 2026-12-05T09:30:00Z; "
+                           "a date is its start; no offset is UTC).",
+                     "dry_run": "List each file's fate (rewrite, archive, bring-back, unchanged) and change nothing.",
+                     "force": "Replace files this session has not read as they are now (what they hold is kept "
+                              "in the history first).",
+                     "update_index": "Do not update the search index afterwards."},
+               cli=Cli("rollback", flags={"update_index": ("--no-index",)}, args=(), also=("restore-all", "revert")))
+    def restore_all(self, to: str, *, dry_run: bool = False, force: bool = False,
+                    update_index: bool = True) -> RollbackResult:
+        """Put every memory file back as it was at a watchdog snapshot or a time, as one journaled step (undone by another).
+
+        Files changed since are rewritten, files made since archived as ``rm`` archives, files
+        removed since brought back; what each holds now is kept in the history first. Blocked
+        (exit 3) by a file this session has not read as it is now, unless ``force``. The result's
+        ``undo`` is the moment just before it: ``restore_all(undo)`` undoes it."""
         ...
 
     @operation(impl=".memory.writes:move", on="memory", service=True, writes=True,

@@ -13,6 +13,7 @@ from ..history import writes
 if TYPE_CHECKING:
     from ..history.guard import IndexUpdate, WriteResult
     from ..history.moves import MoveResult, RemoveResult
+    from ..rollback.apply import RollbackResult
     from ..settings import Settings
     from ..types import ProgressCallback
     from .local import LocalMemory
@@ -45,6 +46,16 @@ def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | No
 
     result = remove_memory_file(memory.settings, path, force=force, expect=expect)
     return replace(result, index=index_update(memory, update_index=update_index, paths=(result.path,)))
+
+
+def restore_all(memory: LocalMemory, to: str, dry_run: bool = False, force: bool = False,
+                update_index: bool = True) -> RollbackResult:
+    from ..rollback.apply import rollback
+
+    result = rollback(memory.settings, to, dry_run=dry_run, force=force)
+    if dry_run:
+        return result
+    return replace(result, index=index_update(memory, update_index=update_index, paths=result.changed_paths))
 
 
 def after_write(memory: LocalMemory, result: WriteResult, *, update_index: bool,

@@ -307,6 +307,8 @@ class SnapshotStore:
                             "no snapshot was saved; the previous baseline is unchanged") from None
 
 
+# A rollback in progress puts this snapshot's bytes back (rollback.journal): they stay until it is done.
+_ROLLBACK_PIN = "SELECT 1 FROM rollback_ops, json_each(rollback_ops.record, '$.pins') AS pin WHERE pin.value = ?"
 _CONTENT_BYTES = ("SELECT COALESCE(SUM(stored), 0) FROM objects "
                   "WHERE version IN (SELECT version FROM snapshot_files)")
 
@@ -331,7 +333,8 @@ def _prune(conn: sqlite3.Connection, keep: int, max_bytes: int | None = None) ->
         unpinned |= _drop_snapshots(conn, [oldest[0]])
     for version in unpinned:
         if (conn.execute("SELECT 1 FROM snapshot_files WHERE version = ? LIMIT 1", (version,)).fetchone() is None
-                and conn.execute("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (version,)).fetchone() is None):
+                and conn.execute("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (version,)).fetchone() is None
+                and conn.execute(_ROLLBACK_PIN, (version,)).fetchone() is None):
             conn.execute("DELETE FROM objects WHERE version = ?", (version,))
             conn.execute("DELETE FROM object_parts WHERE version = ?", (version,))
 

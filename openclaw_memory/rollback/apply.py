@@ -1,0 +1,194 @@
+"""``rollback --to SNAPSHOT|TIME``: every memory file back as it was at that moment, as one journaled operation.
+
+Under the workspace's write lock: an interrupted rollback (and ``mv``/``rm``) is finished first;
+then every memory file is hashed and seen by the history (what it holds now is stored and logged
+when new, so nothing is lost), each file's fate is worked out (:mod:`.plan`), and the files this
+session has not read as they are now block it (exit 3) unless ``force``. The intent naming every
+step is committed (:mod:`.journal`); then each step: a file to rewrite or bring back is restored as
+``restore`` restores (the new version logged with origin ``restore``), a file made since is
+archived as ``rm`` archives (:func:`~..history.moves.remove_memory_file`); the intent goes last.
+
+A step acts only on a file that still holds what the rollback found (or is already done): a file
+changed meanwhile is left as it is, and named. That rule makes a step safe to run again, so a
+rollback killed anywhere is finished by running its steps again (:func:`recover_pending`:
+``doctor --fix`` or the next ``rollback``). The rollback is recorded like any restore: ``undo``
+names the moment just before it began, to which a second ``rollback`` goes back.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .. import faults
+from ..errors import MemoryToolError, WriteBlocked
+from ..files.read import resolve_memory_path
+from ..history.guard import IndexUpdate, restore_file_version
+from ..history.moves import finish_pending, remove_memory_file
+from ..history.states import ReadRecords
+from ..history.store import HistoryStore
+from ..history.versions import REMOVE, RESTORE
+from ..settings import Settings
+from ..wire import key
+from .journal import Intent, Step, UnreadableRollback, clear_intent, describe, read_intent, write_intent
+from .plan import ARCHIVE, REWRITE, UNCHANGED, Fate, current_version, iso_moment, moment_of, parse_iso, plan
+
+# The undo moment is this far after the last entry the rollback's first look logged, and every
+# step's entry after it: both sides of it are apart even once printed to the microsecond.
+_GAP_S = 5e-6
+
+
+@dataclass(frozen=True)
+class RollbackFile:
+    """One memory file's fate: ``rewrite``, ``archive``, ``bring-back`` or ``unchanged``."""
+
+    path: str
+    fate: str
+    version: str | None = key()  # what it holds after (None: archived, or absent)
+    previous: str | None = key("previousVersion")  # what it held before (None: absent)
+    unread: bool = key(omit=lambda f: not f.unread, default=False)  # this session has not read it as it is (blocks without --force)
+    changed: bool = key(omit=lambda f: not f.changed, default=False)  # changed meanwhile: left as it is
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    """A rollback (or with ``dry_run`` what it would do): each file's fate, and how to undo it."""
+
+    to: str
+    moment: str  # the snapshot's label, or the time (ISO 8601, UTC)
+    snapshot: bool
+    dry_run: bool
+    files: tuple[RollbackFile, ...]
+    undo: str | None = key(omit=lambda r: r.undo is None, default=None)  # `rollback --to UNDO` undoes it
+    index: IndexUpdate | None = None
+    warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
+
+    @property
+    def changed_paths(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.files if f.fate != UNCHANGED and not f.changed)
+
+
+def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool = False) -> RollbackResult:
+    """Put every memory file back as it was at ``to`` (see the module docstring)."""
+    moment = moment_of(settings, to)
+    store = HistoryStore.for_settings(settings)
+    records = ReadRecords.for_settings(store, settings)
+    notes: list[str] = []
+    with store.write_lock():
+        if not dry_run:
+            earlier = recover_pending(settings)
+            notes += [earlier] if earlier else []
+            notes += [moved] if (moved := finish_pending(settings)) else []
+        fates, skipped = plan(settings, store, moment, record=not dry_run)
+        notes += skipped
+        unread = {f.resolved.abs_path for f in fates if f.fate in (REWRITE, ARCHIVE) and not _read_as_is(records, f)}
+        files = [RollbackFile(f.resolved.display, f.fate, f.after.version,
+                              f.before.version if f.before else None, f.resolved.abs_path in unread) for f in fates]
+        if dry_run:
+            return RollbackResult(to, moment.shown, moment.snapshot is not None, True, tuple(files), warnings=tuple(notes))
+        if unread and not force:
+            names = [f.resolved.display for f in fates if f.resolved.abs_path in unread]
+            listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            raise WriteBlocked.because(
+                f"the rollback to {moment.shown} would replace {len(names)} file{'s' if len(names) != 1 else ''} {{reader}} "
+                f"has not read as {'it is' if len(names) == 1 else 'they are'} now ({listed}); nothing was changed",
+                path=names[0], step="rollback", agent=records.agent, session=records.session or "")
+        undo = _undo_moment()
+        steps = tuple(Step(f.resolved.abs_path, f.resolved.display, f.before.version if f.before else None,
+                           f.after.version, f.after.size) for f in fates if f.fate != UNCHANGED)
+        intent = write_intent(settings.data_dir, Intent(to, moment.shown, undo, steps, agent=records.agent,
+                                                        session=records.session or ""))
+        faults.reach("rollback:journaled")
+        changed = _run_steps(settings, intent)
+        faults.reach("rollback:applied")
+        clear_intent(settings.data_dir)
+    files = [f if f.path not in changed else _left(f) for f in files]
+    notes += [f"{path} changed while the rollback ran: left as it is (what it held is in the history)" for path in changed]
+    return RollbackResult(to, moment.shown, moment.snapshot is not None, False, tuple(files), undo, warnings=tuple(notes))
+
+
+def _left(f: RollbackFile) -> RollbackFile:
+    return RollbackFile(f.path, f.fate, f.version, f.previous, f.unread, changed=True)
+
+
+def _read_as_is(records: ReadRecords, f: Fate) -> bool:
+    seen = records.get(f.resolved.abs_path)
+    return seen is not None and f.before is not None and seen.version == f.before.version
+
+
+def _undo_moment() -> str:
+    """The moment just before the first step: after every entry logged so far, before any step's."""
+    undo = iso_moment(time.time() + _GAP_S)
+    after = parse_iso(undo) + _GAP_S
+    while time.time() <= after:  # a few microseconds: the steps' entries come after the moment printed
+        time.sleep(_GAP_S)
+    return undo
+
+
+def _run_steps(settings: Settings, intent: Intent) -> list[str]:
+    """Each step in order (see :func:`_step`); the files left as they are because they changed meanwhile."""
+    changed: list[str] = []
+    for i, step in enumerate(intent.steps, 1):
+        try:
+            if not _step(settings, step):
+                changed.append(step.display)
+        except MemoryToolError as exc:
+            raise type(exc)(f"the rollback to {intent.moment} stopped at {step.display} ({exc.message}); {i - 1} of "
+                            f"{len(intent.steps)} files done, and every byte is in the files or the history: "
+                            "`openclaw-memory doctor --fix` (or the next `rollback`) finishes it") from None
+        faults.reach(f"rollback:step:{i}")
+    return changed
+
+
+def _step(settings: Settings, step: Step) -> bool:
+    """Bring one file to ``step.after``: done already (the history told, if it was not), done now,
+    or (False) left as it is because it holds neither what the rollback found nor what it puts."""
+    resolved = resolve_memory_path(step.path, str(settings.workspace), settings.extra_paths)
+    store = HistoryStore.for_settings(settings)
+    now = current_version(store, resolved, record=False)
+    version = now.version if now is not None else None
+    latest = store.log.latest(resolved.abs_path)
+    if version == step.after:
+        if step.after is not None and (latest is None or latest.version != step.after):
+            with store.lock():  # killed between the exchange and the log entry
+                store.record(resolved.abs_path, resolved.display, step.after, step.size, RESTORE, settings.agent, settings.session)
+        elif step.after is None and step.before is not None and latest is not None and latest.origin != REMOVE:
+            with store.lock():  # gone, and not logged as removed: its bytes stay pinned as a removal's
+                store.record(resolved.abs_path, resolved.display, step.before, latest.size, REMOVE, settings.agent, settings.session)
+        return True
+    if version != step.before:
+        return False
+    if step.after is None:
+        remove_memory_file(settings, resolved.display, force=True, expect=version)
+    else:
+        restore_file_version(settings, resolved.display, step.after, stored=True)
+    return True
+
+
+# -- recovery --------------------------------------------------------------------------------------
+
+
+def pending(settings: Settings) -> Intent | None:
+    """The rollback a killed process left (read only: plain doctor). UnreadableRollback when damaged."""
+    return read_intent(settings.data_dir)
+
+
+def recover_pending(settings: Settings) -> str | None:
+    """Finish the rollback a killed process left (the caller holds the write lock): a sentence on
+    what was done, None when there was none. Its steps run again as the live run runs them."""
+    try:
+        intent = read_intent(settings.data_dir)
+    except UnreadableRollback:
+        clear_intent(settings.data_dir)  # nothing in it can be acted on; every byte is in the files or the history
+        return "an unreadable record of an interrupted rollback was dropped (every byte is in the files or the history)"
+    if intent is None:
+        return None
+    finish_pending(settings)  # a removal the rollback was making when it was killed, first
+    as_it = settings
+    if intent.agent:
+        as_it = settings.with_agent(intent.agent).with_session(intent.session or None)
+    changed = _run_steps(as_it, intent)
+    clear_intent(settings.data_dir)
+    left = f"; left as they are, changed since: {', '.join(changed)}" if changed else ""
+    return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{left}"
+

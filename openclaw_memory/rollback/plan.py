@@ -1,0 +1,184 @@
+"""What a rollback is to do: the memory files as they were at a moment, against the files now.
+
+The moment is a watchdog snapshot (by label: the content each memory file of the workspace had,
+which the snapshot keeps) or a time (ISO 8601: each path's version the history logged last at or
+before it; a ``remove`` entry, or no entry yet, means the file did not exist then). Each file's
+fate follows: ``rewrite`` (it holds other bytes now), ``archive`` (made since), ``bring-back``
+(removed since), ``unchanged``. A moment whose content is not all stored is refused whole: a
+snapshot taken before snapshots kept content, a file the snapshot could not keep, a version the
+history evicted or whose entry retention dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..database import dec
+from ..errors import MemoryToolError, PathRefused, UsageError, shown
+from ..files.read import ResolvedPath, resolve_memory_path
+from ..files.scan import scan_workspace
+from ..history.store import FileVersion, HistoryStore, snapshot_fd
+from ..history.versions import REMOVE, iso_time, short
+from ..watchdog.compare import rules_for
+from ..watchdog.content import is_memory_file
+from ..watchdog.observe import KIND_FILE
+from ..watchdog.store import SnapshotStore
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+REWRITE, ARCHIVE, BRING_BACK, UNCHANGED = "rewrite", "archive", "bring-back", "unchanged"
+
+
+class Moment(NamedTuple):
+    snapshot: str | None  # the label, when the moment is a snapshot
+    when: float | None  # seconds since the epoch, when it is a time
+    shown: str  # the label, or the time as ISO 8601 UTC
+
+
+class Target(NamedTuple):
+    version: str | None  # None: the file did not exist at the moment
+    size: int
+
+
+@dataclass(frozen=True)
+class Fate:
+    resolved: ResolvedPath
+    fate: str
+    before: FileVersion | None  # what it holds now
+    after: Target
+
+
+def moment_of(settings: Settings, to: str) -> Moment:
+    """``to`` as a snapshot's label (looked up first) or a time; a date alone is its start, a time
+    without an offset is UTC (as ``history`` and ``log`` show times)."""
+    given = (to or "").strip()
+    if given and given in {e.label for e in SnapshotStore(settings.data_dir).entries()}:
+        return Moment(given, None, given)
+    try:
+        seconds = parse_iso(given)
+    except ValueError:
+        raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
+                         "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
+    return Moment(None, seconds, iso_moment(seconds))
+
+
+def parse_iso(text: str) -> float:
+    """An ISO 8601 date or time as seconds since the epoch (ValueError when it is none)."""
+    when = dt.datetime.fromisoformat(text)
+    return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
+
+
+def iso_moment(seconds: float) -> str:
+    """Microsecond precision, UTC (a rollback's undo moment must fall between two log entries)."""
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: bool) -> tuple[list[Fate], list[str]]:
+    """Every memory file's fate, and a note per path left out. With ``record`` each file's bytes
+    now are seen by the history (stored, logged when new: nothing it holds now can be lost)."""
+    workspace, extra = str(settings.workspace), settings.extra_paths
+    files = scan_workspace(settings, multimodal=False).files
+    if moment.snapshot is not None:
+        targets, notes = _snapshot_targets(settings, moment.snapshot)
+        rules = rules_for(settings.workspace, settings.state_dir, SnapshotStore(settings.data_dir).load(moment.snapshot).ignore)
+        now = [f.abs_path for f in files if f.source != "extra" and not rules.ignores_path(f.path)]
+    else:
+        assert moment.when is not None
+        targets, notes = _history_targets(settings, store, moment.when)
+        now = [f.abs_path for f in files]
+    fates: list[Fate] = []
+    for abs_path in sorted(set(now) | set(targets)):
+        try:
+            resolved = resolve_memory_path(abs_path, workspace, extra)
+        except (PathRefused, UsageError) as exc:
+            notes.append(f"{abs_path} left as it is: {exc}")
+            continue
+        before = current_version(store, resolved, record)
+        after = targets.get(abs_path, Target(None, 0))
+        fates.append(Fate(resolved, _fate(before, after), before, after))
+    missing = [f for f in fates if f.after.version is not None and f.fate != UNCHANGED and not store.objects.has(f.after.version)]
+    if missing:
+        raise MemoryToolError(f"cannot roll back to {moment.shown}: the history no longer holds "
+                              + ", ".join(f"{f.resolved.display} as it was then (version {short(f.after.version)})" for f in missing[:5])
+                              + (f" and {len(missing) - 5} more" if len(missing) > 5 else "") + "; nothing was changed")
+    too_big = [f for f in fates if f.fate in (REWRITE, ARCHIVE) and f.before and not store.objects.fits(f.before.size)]
+    if too_big:
+        raise MemoryToolError(f"cannot roll back to {moment.shown}: {', '.join(f.resolved.display for f in too_big)} "
+                              f"cannot be kept in the history (one file may take at most [history] max_bytes / 8, "
+                              f"{store.objects.max_bytes // 8} bytes) before it is replaced; nothing was changed")
+    return fates, notes
+
+
+def _fate(before: FileVersion | None, after: Target) -> str:
+    now = before.version if before is not None else None
+    if now == after.version:
+        return UNCHANGED
+    if now is None:
+        return BRING_BACK
+    return ARCHIVE if after.version is None else REWRITE
+
+
+def current_version(store: HistoryStore, resolved: ResolvedPath, record: bool) -> FileVersion | None:
+    """What the file holds now (None: absent); with ``record`` seen by the history too."""
+    if record:
+        return store.observe_file(resolved.abs_path, resolved.display)
+    try:
+        fd, _ = store.open_file(resolved.abs_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        return snapshot_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Target], list[str]]:
+    """What the snapshot kept of each workspace memory file, by absolute path."""
+    snapshots = SnapshotStore(settings.data_dir)
+    table = snapshots.load(label)
+    kept = snapshots.files(label)
+    memory = [rel for i, rel in enumerate(table.paths) if chr(table.kinds[i]) == KIND_FILE and is_memory_file(rel, False)]
+    if memory and not kept:
+        raise MemoryToolError(f"snapshot {label} was taken before snapshots kept the files' content (it holds their hashes "
+                              "only): it cannot be restored; give a time instead (see `openclaw-memory log`)")
+    lost = [rel for rel in memory if rel not in kept]
+    if lost:
+        raise MemoryToolError(f"snapshot {label} did not keep the content of {', '.join(lost[:5])}"
+                              f"{f' and {len(lost) - 5} more' if len(lost) > 5 else ''} (too large, or changing while it "
+                              "was taken): it cannot be restored whole; give a time instead; nothing was changed")
+    workspace = settings.workspace
+    return {os.path.join(workspace, rel): Target(version, size) for rel, (version, size) in kept.items()
+            if is_memory_file(rel, False)}, []
+
+
+def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tuple[dict[str, Target], list[str]]:
+    """Each path's version logged last at or before ``when``, by absolute path (None: removed, or
+    not made yet). A path whose entries at that time retention has dropped is refused."""
+    rows = store.db.rows("SELECT path, version, time, size, origin, previous FROM versions ORDER BY path, id")
+    by_path: dict[bytes, list[tuple]] = {}
+    for row in rows:
+        by_path.setdefault(row[0], []).append(row[1:])
+    roots = (str(settings.workspace), *settings.extra_paths)
+    targets: dict[str, Target] = {}
+    unknown: list[str] = []
+    for raw, entries in by_path.items():
+        path = dec(raw)
+        if not any(path.startswith(root.rstrip("/") + "/") for root in roots):
+            continue  # an extra path no longer configured: not this workspace's memory now
+        at = [e for e in entries if e[1] <= when]
+        if not at:
+            if entries[0][4] is not None:  # it had a version before its oldest entry kept: dropped since
+                unknown.append(path)
+            targets[path] = Target(None, 0)
+            continue
+        version, _, size, origin, _ = at[-1]
+        targets[path] = Target(None, 0) if origin == REMOVE else Target(version, size)
+    if unknown:
+        raise MemoryToolError(f"cannot roll back to {iso_time(when)}: the history no longer knows what "
+                              f"{', '.join(os.path.relpath(p, settings.workspace) for p in unknown[:5])} held then "
+                              "(retention dropped those entries: [history] keep_per_path); nothing was changed")
+    return targets, []
