@@ -125,6 +125,10 @@ SEQUENCE = [
     ("index", "--json"),
     ("index",),
     ("collections", "--json"),
+    ("links", "--json"),
+    ("links", "memory/projects/boat.md"),
+    ("links", "--broken", "--json"),
+    ("links", "memory/nothing.md"),
 ]
 
 
