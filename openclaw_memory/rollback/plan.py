@@ -39,7 +39,9 @@ class Moment(NamedTuple):
     shown: str  # the label, or the time as ISO 8601 UTC
 
 
-class Target(NamedTuple):
+class Aim(NamedTuple):
+    """What a path is to hold: its version and size at the moment."""
+
     version: str | None  # None: the file did not exist at the moment
     size: int
 
@@ -49,7 +51,7 @@ class Fate:
     resolved: ResolvedPath
     fate: str
     before: FileVersion | None  # what it holds now
-    after: Target
+    after: Aim
 
 
 def moment_of(settings: Settings, to: str) -> Moment:
@@ -82,6 +84,8 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     now are seen by the history (stored, logged when new: nothing it holds now can be lost)."""
     workspace, extra = str(settings.workspace), settings.extra_paths
     files = scan_workspace(settings, multimodal=False).files
+    if record:
+        _see_removals(settings, store, {f.abs_path for f in files})
     if moment.snapshot is not None:
         targets, notes = _snapshot_targets(settings, moment.snapshot)
         rules = rules_for(settings.workspace, settings.state_dir, SnapshotStore(settings.data_dir).load(moment.snapshot).ignore)
@@ -98,7 +102,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             notes.append(f"{abs_path} left as it is: {exc}")
             continue
         before = current_version(store, resolved, record)
-        after = targets.get(abs_path, Target(None, 0))
+        after = targets.get(abs_path, Aim(None, 0))
         fates.append(Fate(resolved, _fate(before, after), before, after))
     missing = [f for f in fates if f.after.version is not None and f.fate != UNCHANGED and not store.objects.has(f.after.version)]
     if missing:
@@ -113,7 +117,27 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     return fates, notes
 
 
-def _fate(before: FileVersion | None, after: Target) -> str:
+def _see_removals(settings: Settings, store: HistoryStore, present: set[str]) -> None:
+    """Log a removal for each file the history lists as present that is gone now (deleted by hand):
+    the history then says what the workspace holds at this moment, which a rollback back to it
+    (the undo) reads, and the file's last bytes are pinned as a removed file's."""
+    rows = store.db.rows("SELECT path, display, version, size, origin FROM versions "
+                         "WHERE id IN (SELECT MAX(id) FROM versions GROUP BY path)")
+    roots = (str(settings.workspace), *settings.extra_paths)
+    for raw, display, version, size, origin in rows:
+        path = dec(raw)
+        if origin == REMOVE or path in present or not any(path.startswith(r.rstrip("/") + "/") for r in roots):
+            continue
+        try:
+            resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+        except (PathRefused, UsageError):
+            continue
+        if current_version(store, resolved, record=False) is None:
+            with store.lock():
+                store.record(path, dec(display), version, size, REMOVE, None)
+
+
+def _fate(before: FileVersion | None, after: Aim) -> str:
     now = before.version if before is not None else None
     if now == after.version:
         return UNCHANGED
@@ -136,7 +160,7 @@ def current_version(store: HistoryStore, resolved: ResolvedPath, record: bool) -
         os.close(fd)
 
 
-def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Target], list[str]]:
+def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], list[str]]:
     """What the snapshot kept of each workspace memory file, by absolute path."""
     snapshots = SnapshotStore(settings.data_dir)
     table = snapshots.load(label)
@@ -151,11 +175,11 @@ def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Target]
                               f"{f' and {len(lost) - 5} more' if len(lost) > 5 else ''} (too large, or changing while it "
                               "was taken): it cannot be restored whole; give a time instead; nothing was changed")
     workspace = settings.workspace
-    return {os.path.join(workspace, rel): Target(version, size) for rel, (version, size) in kept.items()
+    return {os.path.join(workspace, rel): Aim(version, size) for rel, (version, size) in kept.items()
             if is_memory_file(rel, False)}, []
 
 
-def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tuple[dict[str, Target], list[str]]:
+def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tuple[dict[str, Aim], list[str]]:
     """Each path's version logged last at or before ``when``, by absolute path (None: removed, or
     not made yet). A path whose entries at that time retention has dropped is refused."""
     rows = store.db.rows("SELECT path, version, time, size, origin, previous FROM versions ORDER BY path, id")
@@ -163,7 +187,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     for row in rows:
         by_path.setdefault(row[0], []).append(row[1:])
     roots = (str(settings.workspace), *settings.extra_paths)
-    targets: dict[str, Target] = {}
+    targets: dict[str, Aim] = {}
     unknown: list[str] = []
     for raw, entries in by_path.items():
         path = dec(raw)
@@ -173,10 +197,10 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
         if not at:
             if entries[0][4] is not None:  # it had a version before its oldest entry kept: dropped since
                 unknown.append(path)
-            targets[path] = Target(None, 0)
+            targets[path] = Aim(None, 0)
             continue
         version, _, size, origin, _ = at[-1]
-        targets[path] = Target(None, 0) if origin == REMOVE else Target(version, size)
+        targets[path] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
     if unknown:
         raise MemoryToolError(f"cannot roll back to {iso_time(when)}: the history no longer knows what "
                               f"{', '.join(os.path.relpath(p, settings.workspace) for p in unknown[:5])} held then "

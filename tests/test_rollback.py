@@ -1,0 +1,186 @@
+"""``rollback --to SNAPSHOT|TIME``: a workspace of 20 memory files edited, added to and removed from
+after a watchdog snapshot (or a time) comes back byte for byte, and goes forward again with a
+second rollback to the moment its result names; ``--dry-run`` changes nothing; a session that has
+not read the files is blocked unless ``--force``; a SIGKILL at any step leaves every byte in the
+files or the history, and ``doctor --fix`` (or the next rollback) finishes it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import xxhash
+
+from conftest import env_for, fault, settings_for, write
+from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.rollback.journal import read_intent
+from openclaw_memory.rollback.plan import iso_moment
+
+
+def version_of(data: bytes) -> str:
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def memory_files(workspace: Path) -> dict[str, bytes]:
+    """Every file under the workspace (memory or not, hidden leftovers too), by relative path."""
+    return {str(p.relative_to(workspace)): p.read_bytes() for p in sorted(workspace.rglob("*")) if p.is_file()}
+
+
+def make_twenty(workspace: Path) -> None:
+    write(workspace / "MEMORY.md", "# Memory\n\n- the user prefers tea\n")
+    write(workspace / "USER.md", "# User\n\nName: Ada\n")
+    for i in range(18):
+        write(workspace / "memory" / f"topic-{i:02d}.md", f"# Topic {i}\n\nFact number {i}.\n" * (i + 1))
+
+
+def change_everything(workspace: Path, cli) -> None:
+    """7 files edited (4 by the agent, 3 by hand), 5 added (2 by the agent), 4 removed (2 with rm)."""
+    for i in range(4):
+        assert cli("write", f"memory/topic-{i:02d}.md", "--append", f"agent line {i}", "--no-index").returncode == 0
+    write(workspace / "memory" / "topic-04.md", "rewritten by hand\n")
+    write(workspace / "memory" / "topic-05.md", b"bytes \xff\xfe that are not UTF-8\n")
+    write(workspace / "MEMORY.md", "# Memory\n\n- the user prefers coffee now\n")
+    for name in ("new-a", "new-b"):
+        assert cli("write", f"memory/{name}.md", "--append", f"made by the agent: {name}", "--no-index").returncode == 0
+    write(workspace / "memory" / "2026-12-05.md", "a daily note\n")
+    write(workspace / "memory" / "deep" / "er" / "nested.md", "nested\n")
+    write(workspace / "memory" / "new-c.md", "")  # an empty file is a file too
+    assert cli("rm", "memory/topic-10.md", "--no-index").returncode == 0
+    assert cli("rm", "memory/topic-11.md", "--no-index").returncode == 0
+    os.remove(workspace / "memory" / "topic-12.md")
+    os.remove(workspace / "memory" / "topic-13.md")
+
+
+def read_all(cli, workspace: Path) -> None:
+    for rel in memory_files(workspace):
+        assert cli("read", rel).returncode == 0, rel
+
+
+def rows(state_dir: Path, workspace: Path) -> int:
+    store = HistoryStore.for_settings(settings_for(workspace, state_dir))
+    return store.db.one("SELECT COUNT(*) FROM versions")[0]
+
+
+def test_twenty_files_come_back_as_at_a_snapshot_byte_for_byte_and_go_forward_again(cli, workspace, state_dir):
+    make_twenty(workspace)
+    read_all(cli, workspace)
+    assert cli("watchdog", "snapshot", "before-session").returncode == 0
+    at_snapshot = memory_files(workspace)
+    change_everything(workspace, cli)
+    after_session = memory_files(workspace)
+    assert after_session != at_snapshot
+
+    # --dry-run: each file's fate, nothing changed (the files, the history).
+    logged = rows(state_dir, workspace)
+    dry = cli("rollback", "--to", "before-session", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    fates = {f["path"]: f["fate"] for f in dry.json()["files"]}
+    assert sorted(p for p, f in fates.items() if f == "rewrite") == sorted(
+        ["MEMORY.md", *(f"memory/topic-{i:02d}.md" for i in range(6))])
+    assert sorted(p for p, f in fates.items() if f == "archive") == sorted(
+        ["memory/new-a.md", "memory/new-b.md", "memory/new-c.md", "memory/2026-12-05.md", "memory/deep/er/nested.md"])
+    assert sorted(p for p, f in fates.items() if f == "bring-back") == [f"memory/topic-{i}.md" for i in range(10, 14)]
+    assert list(fates.values()).count("unchanged") == 20 - 7 - 4
+    assert memory_files(workspace) == after_session and rows(state_dir, workspace) == logged
+
+    # Files edited by hand since this session read them: blocked (exit 3), nothing changed.
+    blocked = cli("rollback", "--to", "before-session")
+    assert blocked.returncode == 3 and "has not read as they are now" in blocked.stderr and "--force" in blocked.stderr
+    assert memory_files(workspace) == after_session
+
+    done = cli("rollback", "--to", "before-session", "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert memory_files(workspace) == at_snapshot  # byte for byte, and no leftover anywhere
+    result = done.json()
+    assert result["moment"] == "before-session" and result["undo"]
+    memory = cli("log", "--json").json()
+    origins = {(e["path"], e["origin"]) for e in memory["entries"]}
+    assert ("memory/topic-04.md", "restore") in origins and ("memory/new-a.md", "remove") in origins
+    assert ("memory/topic-12.md", "restore") in origins  # brought back: a restore
+
+    # A second rollback to the moment just before the first one undoes it (this session wrote every
+    # file it replaces, so no --force), and nothing was lost on the way.
+    again = cli("rollback", "--to", result["undo"], "--json")
+    assert again.returncode == 0, again.stderr
+    assert memory_files(workspace) == after_session
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+
+
+def test_a_time_rolls_back_by_the_history_and_the_next_rollback_undoes_it(cli, workspace, state_dir):
+    make_twenty(workspace)
+    assert cli("state").returncode == 0  # the history sees every file as it is now
+    read_all(cli, workspace)
+    at_then = memory_files(workspace)
+    moment = time.time()
+    while time.time() <= moment + 0.001:  # every later entry after the moment
+        time.sleep(0.001)
+    change_everything(workspace, cli)
+    after_session = memory_files(workspace)
+    iso = iso_moment(moment + 2e-6)
+
+    done = cli("rollback", "--to", iso, "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert memory_files(workspace) == at_then
+    assert cli("rollback", "--to", done.json()["undo"], "--json").returncode == 0
+    assert memory_files(workspace) == after_session
+
+
+def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
+    write(workspace / "memory" / "a.md", "a\n")
+    for to, words in (("no-such-snapshot", "is neither a watchdog snapshot's label nor a time"),
+                      ("2026-13-45", "is neither a watchdog snapshot's label nor a time")):
+        refused = cli("rollback", "--to", to)
+        assert refused.returncode == 2 and words in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
+    said = cli("restore", "--all", "--to", "x")
+    assert said.returncode == 2 and "openclaw-memory rollback --to SNAPSHOT|TIME" in said.stderr
+
+
+# -- SIGKILL ---------------------------------------------------------------------------------------
+
+STEPS = ["rollback:journaled", "rollback:step:3", "rm:journaled", "rm:unlinked", "rollback:applied"]
+
+
+def run_killed(workspace: Path, state_dir: Path, step: str, *args: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace, capture_output=True, text=True,
+                          env=env_for(workspace, state_dir, **fault(f"{step}=kill")), timeout=120)
+    assert proc.returncode == -signal.SIGKILL, f"not killed at {step}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("finisher", ["doctor", "rollback"])
+def test_a_rollback_killed_at_any_step_loses_nothing_and_is_finished(cli, workspace, state_dir, step, finisher):
+    make_twenty(workspace)
+    read_all(cli, workspace)
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    at_snapshot = memory_files(workspace)
+    change_everything(workspace, cli)
+    after_session = memory_files(workspace)
+
+    run_killed(workspace, state_dir, step, "rollback", "--to", "base", "--force")
+    settings = settings_for(workspace, state_dir)
+    assert read_intent(settings.data_dir) is not None
+    # Every byte is recoverable: each version of both sides is in the history (or in the file).
+    objects = HistoryStore.for_settings(settings).objects
+    for data in {*at_snapshot.values(), *after_session.values()}:
+        assert objects.read_bytes(version_of(data)) == data
+
+    if finisher == "doctor":
+        plain = cli("doctor", "--json")
+        assert plain.returncode == 1 and "interrupted-rollback" in {f["id"] for f in plain.json()["findings"]}, plain.stdout
+        fixed = cli("doctor", "--fix", "--json")
+        assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+        (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+        assert repair["status"] == "completed"
+    else:
+        again = cli("rollback", "--to", "base", "--json")
+        assert again.returncode == 0, again.stderr
+        assert any("finished the interrupted rollback" in w for w in again.json().get("warnings", []))
+    assert read_intent(settings.data_dir) is None
+    assert memory_files(workspace) == at_snapshot
+    assert cli("doctor").returncode == 0
