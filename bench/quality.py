@@ -15,8 +15,9 @@ answering file among the first five ("multi-hop: all in 5").
 
 Line level, for the sets whose queries know the lines that answer them (the development set, with
 ``bench/answer_lines.json``; the chat log): line recall@5 (an answering line inside a passage
-cited by one of the first five results; ``best``: inside the result's first passage) and the lines
-cited per result (all of its passages, each line once). The chat log (``bench/chat_log.py``) is a
+cited by one of the first five results; ``found``: the same over the queries with an answering
+file among the first five; ``best``: inside the result's first passage) and the lines cited per
+result (all of its passages, each line once). The chat log (``bench/chat_log.py``) is a
 workspace of its own under ``build/quality/chat/``: a generated conversation, one line per turn;
 the same conversation again with the turns written ``**Name:** text`` (``chat-bold/``), and so
 with a blank line after each turn (``chat-spaced/``).
@@ -169,11 +170,14 @@ def _figures(items) -> dict:
         "mrr": sum(1 / r for r, *_ in items if r is not None) / len(items),
     }
     known = [(a, b) for _r, _n, a, b, _c, _e in items if a is not None]
+    found = [a for r, _n, a, _b, _c, _e in items if a is not None and r is not None]  # an answering file in the first five
     cited = [c for *_, lines, _e in items for c in lines]
     out["allFiles5"] = sum(1 for *_, e in items if e) / len(items)  # every target in the first five files
     if known:
         out["lineRecall5"] = sum(1 for a, _b in known if a) / len(known)
         out["bestLineRecall5"] = sum(1 for _a, b in known if b) / len(known)
+        out["lineRecallFound"] = sum(found) / len(found) if found else 0.0
+        out["found"] = len(found)
     out["linesPerResult"] = sum(cited) / len(cited) if cited else 0.0
     return out
 
@@ -201,13 +205,13 @@ def print_table(title: str, by_mode: dict) -> None:
     print(f"  {'warm p50 / p95':20s} {'':>3s}  " + "  ".join(f"{c:>20s}" for c in cells))
     if "lineRecall5" not in by_mode[modes[0]]["overall"]:
         return
-    print(f"  {'line level':20s} {'':>3s}  " + "  ".join(f"{m + ' L@5/best/lines':>24s}" for m in modes))
+    print(f"  {'line level':20s} {'':>3s}  " + "  ".join(f"{m + ' L@5/found/best/lines':>30s}" for m in modes))
     for kind in dict.fromkeys(kinds + ["overall"]):
         if "lineRecall5" not in by_mode[modes[0]].get(kind, {}):
             continue
-        cells = [f"{by_mode[m][kind]['lineRecall5']:.3f} / {by_mode[m][kind]['bestLineRecall5']:.3f} / "
-                 f"{by_mode[m][kind]['linesPerResult']:4.1f}" for m in modes]
-        print(f"  {kind:20s} {by_mode[modes[0]][kind]['n']:>3d}  " + "  ".join(f"{c:>24s}" for c in cells))
+        cells = [f"{by_mode[m][kind]['lineRecall5']:.3f} / {by_mode[m][kind]['lineRecallFound']:.3f} / "
+                 f"{by_mode[m][kind]['bestLineRecall5']:.3f} / {by_mode[m][kind]['linesPerResult']:4.1f}" for m in modes]
+        print(f"  {kind:20s} {by_mode[modes[0]][kind]['n']:>3d}  " + "  ".join(f"{c:>30s}" for c in cells))
 
 
 def raw_encode(index, n: int) -> float:

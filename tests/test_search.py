@@ -246,6 +246,26 @@ def test_an_item_chunk_points_at_its_own_line_inside_its_section():
     assert best.start_line <= 14 <= best.end_line
 
 
+def test_a_passage_takes_the_short_line_that_answers_after_a_long_one_that_asks():
+    """A short item holding none of the query's words, but with its own cosine (a chunk of its
+    own), right after the long entry the query's words point at: the passage does not stop one
+    line short of it, though the entry and its other neighbour fill the context budget."""
+    from openclaw_memory.index.snippets import ChunkText
+
+    asked = ("- Asked Dana which coffee she drinks these days: she had been on the oat flat white since spring, "
+             "but says the corner cafe changed its beans and the flat white tastes burnt there now, so she switched.")
+    lines = ["## Coffee", "",
+             "- Dana meets her sister at the corner cafe on Fridays, after the market, usually with her partner, "
+             "her neighbour and the dog, and then walks home along the canal.",
+             asked, "- Cortado.", *[f"- Filler {i}: the weekly groceries and the laundry rota." for i in range(20)]]
+    section = "\n".join(lines)
+    reply = lines.index("- Cortado.") + 1
+    chunks = [ChunkText(section, 1, 0.30), ChunkText("- Cortado.", reply, 0.62)]  # the item's own cosine
+    best = _passages("", "what coffee does Dana drink now", chunks=chunks)[0]
+    assert best.start_line <= reply - 1 and reply <= best.end_line, best  # the question and its answer
+    assert best.end_line - best.start_line <= 3
+
+
 def test_search_results_carry_their_passages(workspace, state_dir):
     notes = [f"- Note {i}: the weekly meeting notes, nothing notable, the usual agenda items." for i in range(40)]
     notes[5] = "- The boathouse key is under the blue flowerpot."

@@ -179,6 +179,7 @@ class _Entry:
     v: float  # the cosine of the most specific chunk holding it ...
     span: int  # ... that chunk's lines (an item chunk of MEMORY.md beats its section)
     k: float = 0.0  # the share of the query's weight it holds
+    value: float = 0.0  # its fused signals (``build_passages``' ``fuse(v, k)``)
 
     @property
     def own_chunk(self) -> bool:
@@ -254,7 +255,9 @@ def build_passages(
     every = sorted(found.values(), key=lambda e: (e.first, e.last))
     firsts = [e.first for e in every]
     _share(every, terms)
-    value = {id(e): fuse(e.v, e.k) for e in every}
+    for e in every:
+        e.value = fuse(e.v, e.k)
+    value = {id(e): e.value for e in every}
     out: list[Passage] = []
 
     def overlaps(a: int, b: int) -> bool:
@@ -315,8 +318,9 @@ def _widen(e: _Entry, every: list[_Entry], firsts: list[int], lines: dict[int, s
            bounds: tuple[int, int], patterns: Callable[[], list[re.Pattern]], limit: int, taken: list[Passage],
            budget: int) -> Passage:
     """The entry, with what it needs to be read (the text under a heading, a table's header row,
-    a nested item's parent, a chat turn's reply) and then whole neighbouring entries, the one holding more of the
-    query first, while the passage is under ``budget`` characters: never past the chunk
+    a nested item's parent, a chat turn's reply), its best-scoring neighbour when that answers
+    about as well (``_answers_with``), and then whole neighbouring entries, the one scoring higher
+    first, while the passage is under ``budget`` characters: never past the chunk
     (``bounds``), the snippet ``limit`` or into a passage already ``taken``. An entry longer than
     the limit, or a code block, is a window of its lines (``make_passage``: cut around its best
     lines, opened by its fence)."""
@@ -343,17 +347,29 @@ def _widen(e: _Entry, every: list[_Entry], firsts: list[int], lines: dict[int, s
     size = _size(lines, lo, hi)
     below = next((k for k in range(mine, len(own)) if own[k].first > hi), len(own))  # the next entry down
     above = next((k for k in range(mine, -1, -1) if own[k].last < lo), -1)  # ... and up
-    if e.kind == TURN and below < len(own) and own[below].kind == TURN and _size(lines, lo, own[below].last) <= limit \
-            and not any(p.start_line <= own[below].last and own[below].first <= p.end_line for p in taken):
+    def free(k: int) -> bool:
+        return 0 <= k < len(own) and not any(p.start_line <= own[k].last and own[k].first <= p.end_line for p in taken)
+
+    if e.kind == TURN and free(below) and own[below].kind == TURN and _size(lines, lo, own[below].last) <= limit:
         # A chat turn is answered by the next one: the reply comes first. A short one ("They were
         # awestruck.") holds none of the query's words, and a long neighbour above that holds some
         # took the whole budget: the passage stopped one line before the answer.
         hi, size = own[below].last, _size(lines, lo, own[below].last)
         below += 1
+    # A short neighbour (within the budget alone) that answers about as well comes whatever the
+    # budget (``_answers_with``): a long entry, or one whose other neighbour took the budget,
+    # stopped one entry short of the short line that answers ("- Cortado." under the question
+    # about the coffee: an item with its own cosine, holding none of the query's words).
+    for k in sorted((k for k in (above, below) if free(k)), key=lambda k: (-own[k].value, k == above)):
+        a, b = min(lo, own[k].first), max(hi, own[k].last)
+        if _answers_with(own[k], e) and _size(lines, own[k].first, own[k].last) <= budget and _size(lines, a, b) <= limit:
+            lo, hi, size = a, b, _size(lines, a, b)
+            above, below = (above - 1, below) if k == above else (above, below + 1)
     while size < budget:
-        sides = [k for k in (above, below) if 0 <= k < len(own) and not any(
-            p.start_line <= own[k].last and own[k].first <= p.end_line for p in taken)]
-        sides.sort(key=lambda k: (-own[k].k, k == above))
+        sides = [k for k in (above, below) if free(k)]
+        # The neighbour scoring higher first (its own cosine where it is a chunk of its own, the
+        # query's words it holds), else the one below.
+        sides.sort(key=lambda k: (-own[k].value, k == above))
         for k in sides:
             a, b = min(lo, own[k].first), max(hi, own[k].last)
             grown = _size(lines, a, b)
@@ -371,6 +387,16 @@ def _widen(e: _Entry, every: list[_Entry], firsts: list[int], lines: dict[int, s
     while hi > lo and not lines.get(hi, "").strip():
         hi -= 1
     return Passage("\n".join(lines.get(k, "") for k in range(lo, hi + 1)), lo, hi)
+
+
+def _answers_with(near: _Entry, e: _Entry) -> bool:
+    """Whether the neighbour ``near`` of the passage's entry ``e`` answers about as well as it (see
+    ``_widen``), by evidence of its own: query words and a fused value ``SECOND_SHARE`` of the
+    entry's (a passage of its own would), or, a chunk of its own, a cosine no lower than the
+    entry's. A neighbour holding no query word in the entry's chunk has only that chunk's cosine:
+    no evidence (its context is the budget's to give)."""
+    return (near.k > 0 and near.value >= SECOND_SHARE * e.value) or (
+        near.own_chunk and near.kind != HEADING and near.v >= e.v)
 
 
 def _size(lines: dict[int, str], a: int, b: int) -> int:
