@@ -141,6 +141,24 @@ def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     assert said.returncode == 2 and "openclaw-memory rollback --to SNAPSHOT|TIME" in said.stderr
 
 
+def test_a_snapshot_that_did_not_keep_every_file_is_refused_whole(cli, workspace, state_dir):
+    write(workspace / "memory" / "a.md", "a\n")
+    write(workspace / "memory" / "b.md", "b\n")
+    assert cli("watchdog", "snapshot", "partial").returncode == 0
+    assert cli("watchdog", "snapshot", "hashes-only").returncode == 0
+    db = HistoryStore.for_settings(settings_for(workspace, state_dir)).db
+    with db.transaction() as conn:  # as a file too big to keep, and as an earlier release's snapshot
+        conn.execute("DELETE FROM snapshot_files WHERE label = 'partial' AND path = CAST('memory/b.md' AS BLOB)")
+        conn.execute("DELETE FROM snapshot_files WHERE label = 'hashes-only'")
+    write(workspace / "memory" / "a.md", "changed\n")
+    for label, words in (("partial", "did not keep the content of memory/b.md"),
+                         ("hashes-only", "was taken before snapshots kept the files' content")):
+        refused = cli("rollback", "--to", label, "--force")
+        assert refused.returncode == 1 and words in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+    assert (workspace / "memory" / "a.md").read_text() == "changed\n"
+
+
 # -- SIGKILL ---------------------------------------------------------------------------------------
 
 STEPS = ["rollback:journaled", "rollback:step:3", "rm:journaled", "rm:unlinked", "rollback:applied"]
