@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .index.status import IndexStatus as IndexStatus
     from .index.sync import SyncSummary as SyncSummary
     from .prompt.loader import PromptSection as PromptSection
+    from .rollback.apply import RollbackResult as RollbackResult
     from .watchdog.heartbeat import HeartbeatResult as HeartbeatResult
     from .watchdog.snapshot import SnapshotInfo as SnapshotInfo
     from .watchdog.verify import VerifyResult as VerifyResult
