@@ -202,3 +202,33 @@ def test_a_rollback_killed_at_any_step_loses_nothing_and_is_finished(cli, worksp
     assert read_intent(settings.data_dir) is None
     assert memory_files(workspace) == at_snapshot
     assert cli("doctor").returncode == 0
+
+
+def test_the_versions_an_interrupted_rollback_needs_are_not_evicted_before_it_is_finished(cli, workspace, state_dir):
+    """Other writes may run between the kill and the finish; they push the history past max_bytes,
+    and the least recently used objects (the rollback's old versions) would go first."""
+    import base64
+
+    (state_dir / "openclaw-memory.toml").write_text("[history]\nmax_bytes = 8192\n")
+
+    def noise() -> str:  # about 450 bytes once compressed
+        return base64.b64encode(os.urandom(450)).decode() + "\n"
+
+    for i in range(5):
+        write(workspace / "memory" / f"kept-{i}.md", noise())
+    assert cli("state").returncode == 0
+    at_then = memory_files(workspace)
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    for i in range(5):
+        write(workspace / "memory" / f"kept-{i}.md", noise())
+    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", iso_moment(moment + 2e-6), "--force")
+    for i in range(20):  # the agent goes on writing other notes meanwhile
+        assert cli("write", f"memory/other-{i}.md", "--append", noise(), "--no-index").returncode == 0
+    others = {k: v for k, v in memory_files(workspace).items() if "other-" in k}
+
+    fixed = cli("doctor", "--fix", "--json")
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+    assert repair["status"] == "completed", repair
+    assert memory_files(workspace) == at_then | others
