@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 
 import pytest
 from test_index import TOPICS, assert_consistent, note
 
-from conftest import settings_for, write
+from conftest import settings_for, wait_for, write
 from openclaw_memory.files.scan import scan_paths, scan_workspace
+from openclaw_memory.fsutil.fsclock import guard_ns
 from openclaw_memory.index import sync as sync_module
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.collections import resolve_collections
@@ -32,6 +34,8 @@ def memory(workspace, state_dir):
     write(workspace / "MEMORY.md", note("memory", n=4, topic="taxes"))
     for i in range(NOTES):
         write(workspace / daily(i), note(f"day {i}", n=3, topic=TOPICS[i % len(TOPICS)]))
+    settled = time.time_ns() + guard_ns(workspace)  # past it, a sighting of these files is not racy
+    wait_for(lambda: time.time_ns() > settled, 30)
     m = LocalMemory(settings_for(workspace, state_dir))
     assert m.index().files_changed == NOTES + 1
     yield m
@@ -168,3 +172,32 @@ def test_scan_paths_lists_a_file_exactly_as_the_whole_scan_does(workspace, state
     assert [f.path for f in scan_paths(settings, asked) or ()] == ["MEMORY.md", "memory/a.md", "memory/deep/er/b.md"]
     for placed_by_the_whole_scan in ("DREAMS.md", "../outside/c.md", "notes/x.md", "memory/../MEMORY.md", "memory/a.txt"):
         assert scan_paths(settings, ["memory/a.md", placed_by_the_whole_scan]) is None
+
+
+def test_doctor_opens_no_note_the_index_checked_unchanged_and_still_reports_each(memory, workspace, monkeypatch):
+    """The index records what each file it reads is as text; doctor's UTF-8 check takes that for a
+    file whose stat the sighting still vouches for, and reads only the others."""
+    from openclaw_memory.database import read_only
+    from openclaw_memory.doctor import check_files
+    from openclaw_memory.doctor.model import CheckContext
+
+    write(workspace / daily(30), b"# Day\nbad \xc3\x28\n")
+    write(workspace / daily(31), b"# Day\nnul \x00 here\n")
+    # A sighting within the file system's timestamp granularity of a change is racy, never vouched
+    # for: the index reads the files once that has passed (every file of the workspace, too).
+    newest = max(os.stat(workspace / daily(i)).st_ctime_ns for i in (30, 31))
+    wait_for(lambda: time.time_ns() > newest + guard_ns(workspace), 30)
+    assert memory.index().files_changed == 2
+    opened: list[int] = []
+    real_faults = check_files._faults
+    monkeypatch.setattr(check_files, "_faults", lambda fd: opened.append(fd) or real_faults(fd))
+
+    def utf8_findings() -> list[tuple[str, tuple[str, ...]]]:
+        with read_only():  # as plain doctor: it writes nothing
+            return sorted((f.id, f.paths) for f in check_files.check_utf8(CheckContext(memory.settings)))
+
+    expected = [("memory-file-not-text", (daily(31),)), ("not-utf8", (daily(30),))]
+    assert utf8_findings() == expected and opened == []
+    with open(workspace / daily(40), "ab") as fh:  # edited behind the index's back: read again
+        fh.write(b"now bad \xff\n")
+    assert utf8_findings() == [*expected, ("not-utf8", (daily(40),))] and len(opened) == 1

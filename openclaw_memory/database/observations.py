@@ -99,5 +99,46 @@ class Observations:
 
     @staticmethod
     def forget(conn: sqlite3.Connection, paths: Iterable[str]) -> None:
-        """Drop the sightings of files that are gone (in the caller's transaction)."""
-        conn.executemany("DELETE FROM observations WHERE path = ?", [(enc(p),) for p in paths])
+        """Drop the sightings of files that are gone, and what was found of their text (in the
+        caller's transaction)."""
+        gone = [(enc(p),) for p in paths]
+        conn.executemany("DELETE FROM observations WHERE path = ?", gone)
+        conn.executemany("DELETE FROM text_checks WHERE path = ?", gone)
+
+    @staticmethod
+    def record_text(conn: sqlite3.Connection, checks: Iterable[tuple[str, TextCheck]]) -> None:
+        """Remember what was found of each (absolute path, its bytes as text), in the caller's
+        transaction: one row per path, replaced by the next check of it."""
+        conn.executemany("INSERT OR REPLACE INTO text_checks VALUES (?, ?, ?, ?)",
+                         [(enc(path), c.hash, c.bad, c.nul) for path, c in checks])
+
+    def vouched_text(self) -> dict[str, tuple[tuple[int, int, int, int, int], TextCheck]]:
+        """Absolute path -> (the change key of a sighting that was not racy, the text check of the
+        bytes it hashed): a file whose stat still has that key holds those bytes, so what was
+        found of them holds without reading it again."""
+        rows = self.db.rows(
+            "SELECT o.path, o.size, o.mtime_ns, o.ctime_ns, o.inode, o.mode, t.hash, t.bad, t.nul FROM observations o "
+            "JOIN text_checks t ON t.path = o.path AND t.hash = o.hash WHERE o.racy = 0")
+        return {dec(path): ((size, mtime, ctime, inode, mode), TextCheck(digest, bad, nul))
+                for path, size, mtime, ctime, inode, mode, digest, bad, nul in rows}
+
+
+@dataclass(frozen=True)
+class TextCheck:
+    """What bytes are as text: the first invalid UTF-8 sequence and the first NUL byte (offsets;
+    None: none). What doctor's UTF-8 check reports; a reader that holds the bytes (the index)
+    records it, so that doctor need not open a file unchanged since."""
+
+    hash: str  # xxh3_128 of the bytes
+    bad: int | None
+    nul: int | None
+
+    @classmethod
+    def of(cls, data: bytes, digest: str) -> TextCheck:
+        try:
+            data.decode("utf-8")
+            bad = None
+        except UnicodeDecodeError as exc:
+            bad = exc.start
+        nul = data.find(b"\x00")
+        return cls(digest, bad, nul if nul >= 0 else None)

@@ -165,6 +165,12 @@ SCHEMA = """
         text TEXT NOT NULL,
         PRIMARY KEY (source, seq)
     ) WITHOUT ROWID;
+    CREATE TABLE text_checks (        -- what a reader of a file's bytes found of them as text (observations.TextCheck)
+        path BLOB PRIMARY KEY,        -- absolute, as observations.path
+        hash TEXT NOT NULL,           -- xxh3_128 of the bytes checked: it holds while observations.hash is this
+        bad INTEGER,                  -- offset of the first invalid UTF-8 sequence (NULL: none)
+        nul INTEGER                   -- offset of the first NUL byte (NULL: none)
+    ) WITHOUT ROWID;
     CREATE TABLE file_ops (           -- a move or removal of a memory file in progress: its intent (history.fileops)
         id INTEGER PRIMARY KEY CHECK (id = 1),
         record TEXT NOT NULL          -- JSON

@@ -7,6 +7,9 @@ import errno
 import os
 import stat
 
+from ..database import Database
+from ..database.observations import Observations, TextCheck, change_key
+from ..errors import MemoryToolError
 from ..fsutil.safeopen import (
     Folder,
     FolderSwapped,
@@ -147,20 +150,35 @@ class _FolderWalk:
 
 
 def check_utf8(ctx: CheckContext) -> list[Finding]:
+    """Each Markdown memory file's bytes as text. A file whose stat is that of a sighting (the one
+    change rule) whose bytes a reader checked (the index records it as it reads) is not opened:
+    what was found of them holds. Any other is read, streamed."""
     findings: list[Finding] = []
+    checked = _checked(ctx)
     walk = _FolderWalk((str(ctx.settings.workspace), *ctx.settings.extra_paths))
     try:
         for f in ctx.scan.files:
             if f.kind == "markdown":
-                findings += _utf8_findings(f, walk)
+                known = checked.get(f.abs_path)
+                vouched = known[1] if known is not None and known[0] == change_key(f) else None
+                findings += _utf8_findings(f, walk, vouched)
     finally:
         walk.close()
     return findings
 
 
-def _utf8_findings(f, walk: _FolderWalk) -> list[Finding]:
+def _checked(ctx: CheckContext) -> dict[str, tuple[tuple[int, int, int, int, int], TextCheck]]:
+    """What readers found of the files' text (``Observations.vouched_text``); nothing where the
+    state database cannot say (damaged, locked: check_state's finding), so every file is read."""
     try:
-        bad, nul = _faults(walk.open(f.abs_path))
+        return Observations(Database(ctx.settings.data_dir)).vouched_text()
+    except MemoryToolError:
+        return {}
+
+
+def _utf8_findings(f, walk: _FolderWalk, vouched: TextCheck | None = None) -> list[Finding]:
+    try:
+        bad, nul = (vouched.bad, vouched.nul) if vouched is not None else _faults(walk.open(f.abs_path))
     except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped):
         return []  # vanished or replaced since the scan: not a memory file any more
     except OSError as exc:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import faults
 from ..database import Database
+from ..database.observations import Observations, TextCheck
 from ..errors import DiskFull
 from ..files.scan import MemoryFile, scan_paths, scan_workspace
 from ..fsutil.fsclock import guard_ns
@@ -236,6 +237,7 @@ class _Work:
     staged: str | None = None  # the shard built beside the live one, to swap in at the end
     live: _Live | None = None  # a change embedded for the live shard, written at the commit
     stats: TermStats | None = None  # the keyword statistics to save at the commit (None: those saved hold)
+    texts: list[tuple[str, TextCheck]] = field(default_factory=list)  # what the files read are as text (doctor's check)
 
 
 @dataclass
@@ -627,10 +629,12 @@ class _Sync:
             self.store.publish(w.staged, w.collection.name)
 
     def _record(self, conn: sqlite3.Connection, w: _Work) -> None:
-        """The collection's manifest, its keyword statistics (index.bm25: one statistic per agent)
-        and the observations of its files, saved; its dirty mark cleared."""
+        """The collection's manifest, its keyword statistics (index.bm25: one statistic per agent),
+        the observations of its files and what the files read are as text (doctor's UTF-8 check
+        takes that instead of opening them again), saved; its dirty mark cleared."""
         name = w.collection.name
         write_manifest(conn, w.new, w.old)
+        Observations.record_text(conn, w.texts)
         if w.stats is not None:
             save_stats(conn, name, w.stats)
         clear_dirty(conn, name)
@@ -659,6 +663,7 @@ class _Sync:
             if entry is not None:
                 work.removed.append(f.path)
             return None
+        work.texts.append((f.abs_path, TextCheck.of(version.data, version.hash)))
         same = entry is not None and entry.hash == version.hash and not force
         if same and entry is not None and not work.rechunk:
             work.new.files[f.path] = FileEntry(version.stat, version.hash, entry.chunks, f.abs_path)
