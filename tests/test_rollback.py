@@ -232,3 +232,24 @@ def test_the_versions_an_interrupted_rollback_needs_are_not_evicted_before_it_is
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
     assert repair["status"] == "completed", repair
     assert memory_files(workspace) == at_then | others
+
+
+def test_the_service_answers_a_rollback_and_its_dry_run(workspace, state_dir, cli):
+    from test_serve import Serve
+
+    write(workspace / "memory" / "a.md", "first\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("watchdog", "snapshot", "s").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "second", "--no-index").returncode == 0
+    service = Serve(workspace, state_dir, "--no-watch")
+    try:
+        service.wait_ready()
+        steps = [cli("rollback", "--to", "s", "--dry-run", "--json"), cli("rollback", "--to", "s", "--json")]
+        requests = cli("status", "--json").json()["service"]["requests"]
+    finally:
+        service.kill()
+    for done in steps:
+        assert done.returncode == 0 and done.stderr == "", done.stderr  # answered, no fallback said
+    assert [f["fate"] for f in steps[0].json()["files"]] == ["rewrite"] and steps[0].json()["dryRun"]
+    assert (workspace / "memory" / "a.md").read_text() == "first\n" and steps[1].json()["undo"]
+    assert requests >= 3  # they went through the service
