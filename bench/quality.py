@@ -5,8 +5,10 @@ personal workspace, with the OpenClaw docs corpus at ``memory/docs/``), indexes 
 settings, then runs every query with the search's own defaults (result count and ``min_score``)
 and prints, per kind: recall@5 and MRR over the first five distinct files; abstention on the
 negative queries, and on the off-topic questions of ``bench/offtopic.json`` (asked of the same
-workspace: general questions that nothing in it answers, written without seeing it), and the
-number of answerable queries that returned nothing (false abstentions);
+workspace: general questions that nothing in it answers, written without seeing it), the
+number of answerable queries that returned nothing (false abstentions), and the answers the
+score cut keeps (answerable queries whose answering file is among the first five without the
+cut, and still a result with it);
 warm latency p50/p95; and the time the full index took. The same for ``bench/queries.json``
 (documentation questions only) and for each mode (text, vector, hybrid).
 
@@ -140,7 +142,12 @@ def evaluate(index, queries: list[dict], mode: str) -> tuple[dict, list[dict], l
             best_hit = any(line_hit(passages_of(r)[:1], answers.get(r.path, [])) for r in top)
         cited = [len({n for s, e in passages_of(r) for n in range(s, e + 1)}) for r in top]
         every = all(t in files for t in item["targets"]) if item["targets"] else None
-        per_kind[item["kind"]].append((rank, len(res.results), any_hit, best_hit, cited, every))
+        kept = None  # the answering file of the first five without the score cut: still a result with it?
+        if item["targets"]:
+            uncut = first_files([r.path for r in index.search(item["q"], mode=mode, sync=False, min_score=0.0).results])
+            answer = next((f for f in uncut if f in set(item["targets"])), None)
+            kept = None if answer is None else answer in {r.path for r in res.results}
+        per_kind[item["kind"]].append((rank, len(res.results), any_hit, best_hit, cited, every, kept))
         rows.append({"id": item["id"], "kind": item["kind"], "q": item["q"], "targets": item["targets"], "rank": rank,
                      "lineHit": any_hit, "bestLineHit": best_hit, "answerLines": answers,
                      "results": [{"path": r.path, "score": round(r.score, 4), "lines": [r.start_line, r.end_line],
@@ -169,10 +176,12 @@ def _figures(items) -> dict:
         "recall5": sum(1 for r, *_ in items if r is not None) / len(items),
         "mrr": sum(1 / r for r, *_ in items if r is not None) / len(items),
     }
-    known = [(a, b) for _r, _n, a, b, _c, _e in items if a is not None]
-    found = [a for r, _n, a, _b, _c, _e in items if a is not None and r is not None]  # an answering file in the first five
-    cited = [c for *_, lines, _e in items for c in lines]
-    out["allFiles5"] = sum(1 for *_, e in items if e) / len(items)  # every target in the first five files
+    known = [(a, b) for _r, _n, a, b, *_ in items if a is not None]
+    found = [a for r, _n, a, *_ in items if a is not None and r is not None]  # an answering file in the first five
+    cited = [c for *_, lines, _e, _k in items for c in lines]
+    out["allFiles5"] = sum(1 for *_, e, _k in items if e) / len(items)  # every target in the first five files
+    out["answers"] = sum(1 for *_, k in items if k is not None)  # found in the first five without the cut ...
+    out["answersKept"] = sum(1 for *_, k in items if k)  # ... and kept by it
     if known:
         out["lineRecall5"] = sum(1 for a, _b in known if a) / len(known)
         out["bestLineRecall5"] = sum(1 for _a, b in known if b) / len(known)
@@ -198,6 +207,8 @@ def print_table(title: str, by_mode: dict) -> None:
             print(f"  {'abstain ' + kind:20s} {by_mode[modes[0]][kind]['n']:>3d}  " + "  ".join(cells))
     cells = [f"{by_mode[m]['overall'].get('falseAbstentions', 0):>20d}" for m in modes]
     print(f"  {'false abstentions':20s} {'':>3s}  " + "  ".join(cells))
+    cells = [f"{by_mode[m]['overall']['answersKept']:>15d} / {by_mode[m]['overall']['answers']:<2d}" for m in modes]
+    print(f"  {'answers kept by cut':20s} {'':>3s}  " + "  ".join(cells))
     if "multi-hop" in by_mode[modes[0]]:  # its targets are the two halves of the answer: both wanted
         cells = [f"{by_mode[m]['multi-hop']['allFiles5']:>20.3f}" for m in modes]
         print(f"  {'multi-hop: all in 5':20s} {by_mode[modes[0]]['multi-hop']['n']:>3d}  " + "  ".join(cells))
