@@ -253,3 +253,19 @@ def test_the_service_answers_a_rollback_and_its_dry_run(workspace, state_dir, cl
     assert [f["fate"] for f in steps[0].json()["files"]] == ["rewrite"] and steps[0].json()["dryRun"]
     assert (workspace / "memory" / "a.md").read_text() == "first\n" and steps[1].json()["undo"]
     assert requests >= 3  # they went through the service
+
+
+def test_a_memory_path_that_is_a_symlink_now_is_left_as_it_is_with_a_warning(cli, workspace, state_dir, tmp_path):
+    write(workspace / "memory" / "a.md", "a\n")
+    write(workspace / "memory" / "b.md", "b\n")
+    assert cli("watchdog", "snapshot", "s").returncode == 0
+    write(tmp_path / "elsewhere.md", "outside\n")
+    os.remove(workspace / "memory" / "a.md")
+    os.symlink(tmp_path / "elsewhere.md", workspace / "memory" / "a.md")
+    write(workspace / "memory" / "b.md", "changed\n")
+    done = cli("rollback", "--to", "s", "--force")
+    assert done.returncode == 0, done.stderr
+    (warning,) = done.stderr.strip().splitlines()
+    assert "memory/a.md left as it is" in warning and "never follows symlinks" in warning
+    assert (workspace / "memory" / "b.md").read_text() == "b\n"  # the rest is rolled back
+    assert (workspace / "memory" / "a.md").is_symlink() and (tmp_path / "elsewhere.md").read_text() == "outside\n"

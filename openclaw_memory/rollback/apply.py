@@ -79,6 +79,9 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
             earlier = recover_pending(settings)
             notes += [earlier] if earlier else []
             notes += [moved] if (moved := finish_pending(settings)) else []
+        elif (waiting := pending(settings)) is not None:
+            notes.append(f"an interrupted {describe(waiting)} is waiting: the files are shown as they are now, "
+                         "before it is finished (the rollback, or `openclaw-memory doctor --fix`, finishes it first)")
         fates, skipped = plan(settings, store, moment, record=not dry_run)
         notes += skipped
         unread = {f.resolved.abs_path for f in fates if f.fate in (REWRITE, ARCHIVE) and not _read_as_is(records, f)}
@@ -133,9 +136,11 @@ def _run_steps(settings: Settings, intent: Intent) -> list[str]:
             if not _step(settings, step):
                 changed.append(step.display)
         except MemoryToolError as exc:
-            raise type(exc)(f"the rollback to {intent.moment} stopped at {step.display} ({exc.message}); {i - 1} of "
-                            f"{len(intent.steps)} files done, and every byte is in the files or the history: "
-                            "`openclaw-memory doctor --fix` (or the next `rollback`) finishes it") from None
+            stopped = MemoryToolError(f"the rollback to {intent.moment} stopped at {step.display} ({exc.message}); {i - 1} "
+                                      f"of {len(intent.steps)} files done, and every byte is in the files or the history: "
+                                      "`openclaw-memory doctor --fix` (or the next `rollback`) finishes it")
+            stopped.exit_code = exc.exit_code  # blocked (3) stays blocked
+            raise stopped from None
         faults.reach(f"rollback:step:{i}")
     return changed
 

@@ -130,9 +130,10 @@ def _see_removals(settings: Settings, store: HistoryStore, present: set[str]) ->
             continue
         try:
             resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+            gone = current_version(store, resolved, record=False) is None
         except (PathRefused, UsageError):
-            continue
-        if current_version(store, resolved, record=False) is None:
+            continue  # something else is at the path (the plan refuses it if it is the rollback's)
+        if gone:
             with store.lock():
                 store.record(path, dec(display), version, size, REMOVE, None)
 
@@ -148,16 +149,20 @@ def _fate(before: FileVersion | None, after: Aim) -> str:
 
 def current_version(store: HistoryStore, resolved: ResolvedPath, record: bool) -> FileVersion | None:
     """What the file holds now (None: absent); with ``record`` seen by the history too."""
-    if record:
-        return store.observe_file(resolved.abs_path, resolved.display)
     try:
-        fd, _ = store.open_file(resolved.abs_path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    try:
-        return snapshot_fd(fd)
-    finally:
-        os.close(fd)
+        if record:
+            return store.observe_file(resolved.abs_path, resolved.display)
+        try:
+            fd, _ = store.open_file(resolved.abs_path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            return snapshot_fd(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a symlink, a FIFO, no permission, a folder swapped: not a file a rollback replaces
+        raise PathRefused(f"cannot read {resolved.display} ({exc.strerror or exc}): a rollback replaces only the regular "
+                          "files it reads") from None
 
 
 def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], list[str]]:
