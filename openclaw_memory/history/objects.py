@@ -30,7 +30,8 @@ BLOCK = 1 << 20
 # progress puts back or replaces (its intent, :mod:`openclaw_memory.rollback.journal`).
 _UNPINNED = ("version NOT IN (SELECT version FROM snapshot_files) "
              "AND version NOT IN (SELECT version FROM versions WHERE origin = 'remove') "
-             "AND version NOT IN (SELECT pin.value FROM rollback_ops, json_each(rollback_ops.record, '$.pins') AS pin)")
+             "AND (NOT EXISTS (SELECT 1 FROM rollback_ops) OR version NOT IN "  # asked once: no rollback, no lookup per row
+             "(SELECT pin.value FROM rollback_ops, json_each(rollback_ops.record, '$.pins') AS pin))")
 
 
 class ObjectStore:
