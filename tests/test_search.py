@@ -264,6 +264,10 @@ def test_a_passage_takes_the_short_line_that_answers_after_a_long_one_that_asks(
     best = _passages("", "what coffee does Dana drink now", chunks=chunks)[0]
     assert best.start_line <= reply - 1 and reply <= best.end_line, best  # the question and its answer
     assert best.end_line - best.start_line <= 3
+    # Without cosines (text mode) its own chunk is no evidence: the budget decides, as before.
+    chunks = [ChunkText(section, 1, 0.0), ChunkText("- Cortado.", reply, 0.0)]
+    plain = _passages("", "what coffee does Dana drink now", chunks=chunks)[0]
+    assert (plain.start_line, plain.end_line) == (reply - 2, reply - 1)
 
 
 def test_search_results_carry_their_passages(workspace, state_dir):

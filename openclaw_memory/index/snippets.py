@@ -394,9 +394,9 @@ def _answers_with(near: _Entry, e: _Entry) -> bool:
     ``_widen``), by evidence of its own: query words and a fused value ``SECOND_SHARE`` of the
     entry's (a passage of its own would), or, a chunk of its own, a cosine no lower than the
     entry's. A neighbour holding no query word in the entry's chunk has only that chunk's cosine:
-    no evidence (its context is the budget's to give)."""
+    no evidence (its context is the budget's to give); nor has any in text mode (cosines 0)."""
     return (near.k > 0 and near.value >= SECOND_SHARE * e.value) or (
-        near.own_chunk and near.kind != HEADING and near.v >= e.v)
+        near.own_chunk and near.kind != HEADING and 0 < near.v and e.v <= near.v)
 
 
 def _size(lines: dict[int, str], a: int, b: int) -> int:
