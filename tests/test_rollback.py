@@ -269,3 +269,21 @@ def test_a_memory_path_that_is_a_symlink_now_is_left_as_it_is_with_a_warning(cli
     assert "memory/a.md left as it is" in warning and "never follows symlinks" in warning
     assert (workspace / "memory" / "b.md").read_text() == "b\n"  # the rest is rolled back
     assert (workspace / "memory" / "a.md").is_symlink() and (tmp_path / "elsewhere.md").read_text() == "outside\n"
+
+
+def test_a_file_edited_after_a_killed_rollback_is_left_as_it_is_by_the_finish(cli, workspace, state_dir):
+    write(workspace / "memory" / "a.md", "a at the snapshot\n")
+    write(workspace / "memory" / "b.md", "b at the snapshot\n")
+    assert cli("watchdog", "snapshot", "s").returncode == 0
+    write(workspace / "memory" / "a.md", "a later\n")
+    write(workspace / "memory" / "b.md", "b later\n")
+    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "s", "--force")
+    write(workspace / "memory" / "b.md", "b edited after the kill\n")  # a person goes on working
+
+    fixed = cli("doctor", "--fix", "--json")
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+    assert repair["status"] == "completed" and "left as they are, changed since: memory/b.md" in repair["detail"]
+    assert (workspace / "memory" / "a.md").read_text() == "a at the snapshot\n"
+    assert (workspace / "memory" / "b.md").read_text() == "b edited after the kill\n"
+    objects = HistoryStore.for_settings(settings_for(workspace, state_dir)).objects
+    assert objects.read_bytes(version_of(b"b later\n")) == b"b later\n"  # what the rollback found is kept

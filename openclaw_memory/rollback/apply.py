@@ -18,7 +18,7 @@ names the moment just before it began, to which a second ``rollback`` goes back.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import faults
 from ..errors import MemoryToolError, WriteBlocked
@@ -105,13 +105,9 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
         changed = _run_steps(settings, intent)
         faults.reach("rollback:applied")
         clear_intent(settings.data_dir)
-    files = [f if f.path not in changed else _left(f) for f in files]
+    files = [f if f.path not in changed else replace(f, changed=True) for f in files]
     notes += [f"{path} changed while the rollback ran: left as it is (what it held is in the history)" for path in changed]
     return RollbackResult(to, moment.shown, moment.snapshot is not None, False, tuple(files), undo, warnings=tuple(notes))
-
-
-def _left(f: RollbackFile) -> RollbackFile:
-    return RollbackFile(f.path, f.fate, f.version, f.previous, f.unread, changed=True)
 
 
 def _read_as_is(records: ReadRecords, f: Fate) -> bool:
