@@ -275,6 +275,29 @@ def test_a_killed_service_is_reported_once_then_replaced(workspace, state_dir, c
     assert again.returncode == 0 and again.stderr == "" and again.stdout == read.stdout
 
 
+def test_a_stop_that_removes_the_socket_is_not_taken_for_someone_removing_it(workspace, state_dir):
+    """The janitor woke (its wait over) just before a SIGTERM's stop removed the socket: what it then
+    finds missing is the stop's doing, and the service still exits 0 (it exited 1, 'its socket was
+    removed', 1 make test in 10 under load, after a SIGSTOP had let the janitor's wait run out)."""
+    from openclaw_memory.serve.service import SOCKET_GONE, Service
+
+    service = Service(settings_for(workspace, state_dir), live_sync=False)
+    os.makedirs(service_dir(service.settings), exist_ok=True)
+    listener = service._bind()
+    try:
+        assert service._look_after()  # the socket is there: nothing to do
+        service._stopped_by = "SIGTERM"
+        service.stop()
+        os.unlink(os.path.join(service_dir(service.settings), "sock"))  # as the stop's shutdown does
+        assert not service._look_after() and service._stopped_by == "SIGTERM"
+        control = Service(settings_for(workspace, state_dir), live_sync=False)  # removed by someone: stops, saying so
+        control._socket_id = service._socket_id
+        assert not control._look_after() and control._stopped_by == SOCKET_GONE
+    finally:
+        listener.close()
+        service.core.close()
+
+
 def test_a_hung_service_times_out_and_the_command_works_in_process(workspace, state_dir, cli, services):
     memory(workspace)
     (state_dir / "openclaw-memory.toml").write_text("[service]\ntimeout = 1\n")
@@ -285,7 +308,7 @@ def test_a_hung_service_times_out_and_the_command_works_in_process(workspace, st
     notes = read.stderr.strip().splitlines()
     assert len(notes) == 1 and "did not answer within 1 s" in notes[0] and f"pid {service.proc.pid}" in notes[0]
     os.kill(service.proc.pid, signal.SIGCONT)
-    assert service.stop() == 0
+    assert service.stop() == 0, "".join(service.stderr)
     assert service_files(workspace, state_dir) == []
 
 

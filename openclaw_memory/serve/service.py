@@ -285,19 +285,26 @@ class Service:
         return (st.st_dev, st.st_ino) == self._socket_id
 
     def _janitor(self) -> None:
-        while not self._stop.wait(1.0):
-            if not self._socket_is_there():
-                # Removed by someone (a cleaner, a person): nothing can reach this service, and it holds
-                # the shards and the service lock the CLI and a new serve need. Stopping frees them.
-                self.on_notice(f"{SOCKET_GONE} ({socket_path(self.settings)}): nothing can reach this service; "
-                               "stopping (a new `openclaw-memory serve` starts a fresh one)")
-                self._stopped_by = SOCKET_GONE
-                self.stop()
-                return
-            try:
-                self.core.pool.close_idle_shards()
-            except MemoryToolError as exc:
-                self.on_notice(f"could not close idle shards: {exc.message}")
+        while not self._stop.wait(1.0) and self._look_after():
+            pass
+
+    def _look_after(self) -> bool:
+        """One round of the janitor; False once the service is stopping."""
+        if not self._socket_is_there():
+            if self._stop.is_set():
+                return False  # a stop in progress removed it (it sets the event first): not someone else
+            # Removed by someone (a cleaner, a person): nothing can reach this service, and it holds
+            # the shards and the service lock the CLI and a new serve need. Stopping frees them.
+            self.on_notice(f"{SOCKET_GONE} ({socket_path(self.settings)}): nothing can reach this service; "
+                           "stopping (a new `openclaw-memory serve` starts a fresh one)")
+            self._stopped_by = SOCKET_GONE
+            self.stop()
+            return False
+        try:
+            self.core.pool.close_idle_shards()
+        except MemoryToolError as exc:
+            self.on_notice(f"could not close idle shards: {exc.message}")
+        return True
 
     # -- connections -------------------------------------------------------------------------
 
