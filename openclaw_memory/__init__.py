@@ -40,6 +40,8 @@ from .types import FileStateName, RepairStatus, SearchMode, Severity, WriteActio
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from .archive.export import ExportResult as ExportResult
+    from .archive.importer import ImportResult as ImportResult
     from .doctor.runner import DoctorReport as DoctorReport
     from .files.read import ReadResult as ReadResult
     from .files.scan import MemoryFile as MemoryFile
@@ -48,7 +50,11 @@ if TYPE_CHECKING:
     from .history.diff import DiffRead as DiffRead
     from .history.guard import IndexUpdate as IndexUpdate
     from .history.guard import WriteResult as WriteResult
+    from .history.inventory import ListedFile as ListedFile
+    from .history.inventory import MemoryListing as MemoryListing
     from .history.listing import VersionHistory as VersionHistory
+    from .history.moves import MoveResult as MoveResult
+    from .history.moves import RemoveResult as RemoveResult
     from .history.report import FileState as FileState
     from .history.report import StateReport as StateReport
     from .index.api import CollectionInfo as CollectionInfo
@@ -57,6 +63,10 @@ if TYPE_CHECKING:
     from .index.status import CollectionStatus as CollectionStatus
     from .index.status import IndexStatus as IndexStatus
     from .index.sync import SyncSummary as SyncSummary
+    from .links.report import LinkReport as LinkReport
+    from .links.report import NoteLink as NoteLink
+    from .log.activity import ActivityLog as ActivityLog
+    from .log.activity import LoggedVersion as LoggedVersion
     from .prompt.loader import PromptSection as PromptSection
     from .rollback.apply import RollbackResult as RollbackResult
     from .watchdog.heartbeat import HeartbeatResult as HeartbeatResult
