@@ -15,7 +15,7 @@ from conftest import env_for, settings_for, write
 from openclaw_memory.errors import WriteBlocked
 from openclaw_memory.fsutil import move
 from openclaw_memory.fsutil.safeopen import Folder
-from openclaw_memory.history import guard
+from openclaw_memory.history import placing
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.memory.local import LocalMemory
 
@@ -137,7 +137,7 @@ def test_the_swap_name_never_replaces_a_swap_file_a_killed_write_left(tmp_path):
     write(tmp_path / ".MEMORY.md.0123abcd.tmp", "new version\n")
     write(tmp_path / ".MEMORY.md.0123abcd.swp", "displaced version, not recorded yet\n")
     with Folder.under(tmp_path) as folder:
-        swap = guard._swap_name(folder, ".MEMORY.md.0123abcd.tmp")
+        swap = placing.swap_name(folder, ".MEMORY.md.0123abcd.tmp")
     assert swap != ".MEMORY.md.0123abcd.swp" and swap.startswith(".MEMORY.md.") and swap.endswith(".swp")
     assert (tmp_path / swap).read_text() == "new version\n"
     assert (tmp_path / ".MEMORY.md.0123abcd.swp").read_text() == "displaced version, not recorded yet\n"

@@ -38,17 +38,17 @@ from typing import TYPE_CHECKING
 from .. import faults
 from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, os_error
 from ..fsutil.atomic import unlink_quietly
-from ..history.guard import (
-    _create,
-    _current_version,
-    _held_open,
-    _make_folder,
-    _open_current,
-    _Raced,
-    _remove_made_folders,
-    _swap_name,
-    _temp_from_blocks,
-    _translated,
+from ..history.guard import translated
+from ..history.placing import (
+    Raced,
+    create_new,
+    current_version,
+    held_open,
+    make_folder,
+    open_current,
+    remove_made_folders,
+    swap_name,
+    temp_from_blocks,
 )
 from ..history.store import FileVersion, HistoryStore
 from ..history.swap import Swap
@@ -165,7 +165,7 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
 
 
 def _version_here(resolved: ResolvedPath) -> FileVersion | None:
-    folder, fd, current = _open_current(resolved)
+    folder, fd, current = open_current(resolved)
     if fd is not None:
         os.close(fd)
     if folder is not None:
@@ -227,7 +227,7 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], member: Member, blo
         try:
             target.folder = target.resolved.folder()
         except FileNotFoundError:
-            target.folder, target.existed = _make_folder(target.resolved)
+            target.folder, target.existed = make_folder(target.resolved)
     kept = None
     if target.current is not None:
         try:
@@ -235,7 +235,7 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], member: Member, blo
             os.close(opened)
         except FileNotFoundError:
             kept = None
-    target.tmp, _, _ = _temp_from_blocks(target.folder, target.resolved, blocks, kept)
+    target.tmp, _, _ = temp_from_blocks(target.folder, target.resolved, blocks, kept)
 
 
 def _place_all(store: HistoryStore, targets: dict[str, _Target]) -> str | None:
@@ -246,8 +246,8 @@ def _place_all(store: HistoryStore, targets: dict[str, _Target]) -> str | None:
             continue
         assert target.folder is not None
         try:
-            _translated(store, target.resolved, "imported", lambda t=target: _place(t))
-        except _Raced:
+            translated(store, target.resolved, "imported", lambda t=target: _place(t))
+        except Raced:
             return f"{target.resolved.display} changed while it was imported (it keeps what it holds)"
         except MemoryToolError as exc:
             return exc.message
@@ -262,24 +262,24 @@ def _place(target: _Target) -> None:
     folder, name, tmp = target.folder, target.resolved.name, target.tmp
     assert folder is not None and tmp is not None
     if target.current is None:
-        _create(folder, tmp, name)
+        create_new(folder, tmp, name)
         target.tmp = None
         return
-    tmp = target.tmp = _swap_name(folder, tmp)
+    tmp = target.tmp = swap_name(folder, tmp)
     swap = Swap(folder, tmp, name)
     try:
         if not swap.lease_target():
-            raise _held_open(target.resolved)
-        if _current_version(folder, name) != target.current.version:
-            raise _Raced()
+            raise held_open(target.resolved)
+        if current_version(folder, name) != target.current.version:
+            raise Raced()
         swapped = swap.exchange(target.current.version)
         if swapped and swap.opened_for_writing():
             swap.put_back()
-            raise _held_open(target.resolved)
+            raise held_open(target.resolved)
         if swapped is None:  # no exchange on this file system: the check, then a rename
             os.replace(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
         elif not swapped:  # another save landed: put back; this file is not imported
-            raise _Raced()
+            raise Raced()
         # What is left at the temp name: the replaced version, recorded, or our own file.
         swap.remove_leftover({target.current.version})
         target.tmp = None
@@ -298,7 +298,7 @@ def _clean(targets: dict[str, _Target]) -> None:
             unlink_quietly(target.tmp, dir_fd=folder.fd)
         folder.close()
         if not target.placed and target.existed is not None:
-            _remove_made_folders(target.resolved, target.existed)
+            remove_made_folders(target.resolved, target.existed)
 
 
 def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, session: str | None) -> int:

@@ -30,7 +30,7 @@ import re
 import stat
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -39,14 +39,25 @@ import xxhash
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
-from ..fsutil.atomic import temp_stem, unlink_quietly, write_temp_beside
-from ..fsutil.move import link_noreplace, remove_if_holds
-from ..fsutil.private import user_umask
-from ..fsutil.safeopen import Folder, NotRegularFile
+from ..fsutil.atomic import temp_stem, unlink_quietly
+from ..fsutil.move import remove_if_holds
+from ..fsutil.safeopen import Folder
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..types import WriteAction
 from ..wire import key
 from .objects import pread_blocks
+from .placing import (
+    Raced,
+    create_new,
+    current_version,
+    held_open,
+    kept_stat,
+    make_folder,
+    open_current,
+    remove_made_folders,
+    swap_name,
+    temp_from_blocks,
+)
 from .states import WRITE, ReadRecords, Seen
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .swap import Swap
@@ -109,10 +120,6 @@ class WriteResult:
         return True if self.replay is not None else None
 
 
-class _Raced(Exception):
-    """The target changed between the check and the replace."""
-
-
 def write_memory_file(settings: Settings, path: str, *, content: bytes | None = None, append: str | bytes | None = None,
                       expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
@@ -126,7 +133,7 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
     if (content is None) == (append is None):
         raise UsageError("give exactly one of: text to append, or the new content")
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
-    _refuse_dream_twin(resolved, str(settings.workspace))
+    refuse_dream_twin(resolved, str(settings.workspace))
     expected = check_prefix(expect, "expect") if expect is not None else None
     # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
@@ -139,9 +146,9 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
     with store.write_lock():
         for _ in range(tries):
             try:
-                return _translated(store, resolved, "written", lambda: _write_once(
+                return translated(store, resolved, "written", lambda: _write_once(
                     store, records, resolved, content, added, expected, daily_append, before_swap))
-            except _Raced:
+            except Raced:
                 continue
     raise WriteBlocked.because(f"{resolved.display} changed while it was being written; nothing was written.",
                                path=resolved.display)
@@ -151,7 +158,7 @@ def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: b
     """Whether the memory file ``path`` holds what a write made: exactly, or with ``at_start`` as its
     first bytes (an append that others have appended after since)."""
     resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
-    folder, fd, current = _open_current(resolved)
+    folder, fd, current = open_current(resolved)
     try:
         if current is None or fd is None:
             return False
@@ -176,13 +183,13 @@ def restore_file_version(settings: Settings, path: str, version: str, *, stored:
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         try:
-            return _translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version, stored))
-        except _Raced:
+            return translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version, stored))
+        except Raced:
             raise WriteBlocked.because(f"{resolved.display} changed while it was being restored; nothing was written.",
                                        path=resolved.display, step="history") from None
 
 
-def _refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
+def refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
     """``dreams.md`` is the dream diary only while ``DREAMS.md`` is absent; otherwise the scan skips it."""
     if resolved.display != LEGACY_DREAMS or resolved.root != workspace:
         return
@@ -198,7 +205,7 @@ def _refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
         )
 
 
-def _translated(store, resolved: ResolvedPath, done: str, operation):
+def translated(store, resolved: ResolvedPath, done: str, operation):
     """Run a write step, turning the OS failures a user can meet into typed errors.
 
     Everything that can fail runs before the file is replaced (see :func:`_commit`),
@@ -211,7 +218,7 @@ def _translated(store, resolved: ResolvedPath, done: str, operation):
         raise path_changed(resolved, exc, f"nothing was {done}") from None
     except NotADirectoryError:
         raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
-    except _HistoryFailed as failed:
+    except HistoryFailed as failed:
         raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged) from None
     except DiskFull:
         raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged) from None
@@ -219,7 +226,7 @@ def _translated(store, resolved: ResolvedPath, done: str, operation):
         raise os_error(exc, f"the workspace ({os.path.dirname(resolved.abs_path)})", unchanged) from None
 
 
-class _HistoryFailed(Exception):
+class HistoryFailed(Exception):
     """An OS error in the history (state dir), told apart from one in the workspace for the message."""
 
     def __init__(self, error: OSError):
@@ -228,26 +235,26 @@ class _HistoryFailed(Exception):
 
 
 @contextlib.contextmanager
-def _in_history():
-    """Around history steps: their OS errors become _HistoryFailed (the state dir, not the workspace)."""
+def in_history():
+    """Around history steps: their OS errors become HistoryFailed (the state dir, not the workspace)."""
     try:
         yield
     except _Swapped:
         raise
     except OSError as exc:
-        raise _HistoryFailed(exc) from None
+        raise HistoryFailed(exc) from None
 
 
 def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: bool = False) -> WriteResult:
-    folder, fd, current = _open_current(resolved)
+    folder, fd, current = open_current(resolved)
     existed: int | None = None  # as in _write_once
     try:
         if current is not None:
-            with _in_history():
+            with in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         wanted = version if stored else store.resolve_prefix(resolved.abs_path, resolved.display, version)
         if current is not None and current.version == wanted:
-            with _in_history():
+            with in_history():
                 records.put(resolved.abs_path, current, WRITE)
             return WriteResult(resolved.display, resolved.abs_path, RESTORED, wanted, wanted, current.size, False, changed=False)
         blocks = store.objects.blocks(wanted)
@@ -256,15 +263,15 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
                 f"version {short(wanted)} of {resolved.display} is no longer stored "
                 "(evicted from the version store to stay within [history] max_bytes)"
             )
-        kept = _kept(fd)
+        kept = kept_stat(fd)
         if fd is not None:
             os.close(fd)
             fd = None
         if folder is None:
-            folder, existed = _make_folder(resolved)
+            folder, existed = make_folder(resolved)
         damaged = MemoryToolError(f"the stored copy of version {short(wanted)} is damaged; {resolved.display} was not changed")
         try:
-            tmp, new, _ = _temp_from_blocks(folder, resolved, blocks, kept)
+            tmp, new, _ = temp_from_blocks(folder, resolved, blocks, kept)
         except zlib.error:
             raise damaged from None
         if new.version != wanted:
@@ -273,7 +280,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         return _commit(store, records, resolved, folder, current, tmp, new, RESTORED)
     except BaseException:
         if existed is not None:
-            _remove_made_folders(resolved, existed)
+            remove_made_folders(resolved, existed)
         raise
     finally:
         if fd is not None:
@@ -285,34 +292,34 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
 def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append,
                 before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
     latest_before = store.log.latest(resolved.abs_path)
-    folder, fd, current = _open_current(resolved)
+    folder, fd, current = open_current(resolved)
     existed: int | None = None  # how many of the file's folders there were, when this write made the rest
     try:
         if current is not None:
             # The version about to be replaced goes into the history first.
-            with _in_history():
+            with in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         seen = records.get(resolved.abs_path)
-        _check(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd,
+        check_write(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd,
                records.session or "")
-        kept = _kept(fd)
+        kept = kept_stat(fd)
         if folder is None:
-            folder, existed = _make_folder(resolved)
+            folder, existed = make_folder(resolved)
         _sweep_leftovers(store, resolved, folder)
         if added is None:
-            tmp, new, _ = _temp_from_blocks(folder, resolved, [content], kept)
+            tmp, new, _ = temp_from_blocks(folder, resolved, [content], kept)
         else:
             copied = pread_blocks(fd) if fd is not None else iter(())
             tail = _separator(fd, current) + added + (b"" if added.endswith(b"\n") else b"\n")
-            tmp, new, prefix = _temp_from_blocks(folder, resolved, copied, kept, tail)
+            tmp, new, prefix = temp_from_blocks(folder, resolved, copied, kept, tail)
             if current is not None and prefix != current.version:
                 unlink_quietly(tmp, dir_fd=folder.fd)
-                raise _Raced()
+                raise Raced()
         return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE,
                        before_swap)
     except BaseException:
         if existed is not None:
-            _remove_made_folders(resolved, existed)
+            remove_made_folders(resolved, existed)
         raise
     finally:
         if fd is not None:
@@ -374,7 +381,7 @@ def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder,
         os.close(fd)
 
 
-def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
+def check_write(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
            latest_before: Entry | None, agent: str, fd: int | None, session: str = "") -> None:
     shown = resolved.display
     if expected is not None:
@@ -386,7 +393,7 @@ def _check(store, resolved, current: FileVersion | None, seen: Seen | None, expe
         # The prefix matches what is there now; make sure it names nothing else in the history.
         store.resolve_prefix(resolved.abs_path, shown, expected, also=(current.version,))
         return
-    if current is None or fd is None:  # _open_current gives both or neither
+    if current is None or fd is None:  # open_current gives both or neither
         if seen is not None:
             raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", path=shown, agent=agent, session=session)
         return
@@ -431,134 +438,6 @@ def _separator(fd: int | None, current: FileVersion | None) -> bytes:
     return b"" if os.pread(fd, 1, current.size - 1) == b"\n" else b"\n"
 
 
-def _open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, FileVersion | None]:
-    """The file's folder (None when a folder on the way does not exist yet), the file and its version.
-
-    Everything after this goes through the folder's descriptor: a folder swapped
-    later cannot redirect the temp file, the check or the rename.
-    """
-    try:
-        folder = resolved.folder()
-    except FileNotFoundError:
-        return None, None, None
-    try:
-        fd, _ = folder.open_regular(resolved.name)
-    except FileNotFoundError:
-        return folder, None, None
-    except NotRegularFile as exc:
-        folder.close()
-        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
-    except PermissionError:
-        folder.close()
-        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
-    except BaseException:
-        folder.close()
-        raise
-    try:
-        return folder, fd, snapshot_fd(fd)
-    except BaseException:
-        os.close(fd)
-        folder.close()
-        raise
-
-
-def _make_folder(resolved: ResolvedPath) -> tuple[Folder, int]:
-    """The file's folder, created as needed, and how many of its folders existed already."""
-    dirs = resolved.parts[:-1]
-    existed = len(dirs)
-    while existed and not _is_folder(resolved.root, dirs[:existed]):
-        existed -= 1
-    try:
-        return resolved.folder(create=True), existed
-    except BaseException:
-        _remove_made_folders(resolved, existed)
-        raise
-
-
-def _is_folder(root: str, parts: tuple[str, ...]) -> bool:
-    try:
-        Folder.under(root, parts).close()
-    except OSError:
-        return False
-    return True
-
-
-def _remove_made_folders(resolved: ResolvedPath, existed: int) -> None:
-    """Undo what :func:`_make_folder` made for a write that failed (a disk out of inodes): empty
-    folders only, deepest first, each removed by name from its parent's descriptor."""
-    dirs = resolved.parts[:-1]
-    for depth in range(len(dirs), existed, -1):
-        try:
-            with Folder.under(resolved.root, dirs[: depth - 1]) as parent:
-                os.rmdir(dirs[depth - 1], dir_fd=parent.fd)
-        except FileNotFoundError:
-            continue  # the creation stopped above this depth
-        except OSError:
-            return  # not empty (someone wrote there meanwhile): leave it and its parents
-
-
-def _kept(fd: int | None) -> os.stat_result | None:
-    """The stat of the file being replaced: its mode and owner carry over to the new one."""
-    return os.fstat(fd) if fd is not None else None
-
-
-def _temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], kept: os.stat_result | None,
-                      tail: bytes = b"") -> tuple[str, FileVersion, str]:
-    """Write ``blocks`` then ``tail`` to a fsynced temp file beside the target, in ``folder``.
-
-    Returns the temp name, the new content's snapshot, and the hash of the ``blocks``
-    part alone (for an append: the bytes copied from the current file).
-    """
-    whole, head = xxhash.xxh3_128(), xxhash.xxh3_128()
-    size = 0
-
-    def hashed() -> Iterator[bytes]:
-        nonlocal size
-        for block in blocks:
-            head.update(block)
-            whole.update(block)
-            size += len(block)
-            yield block
-        whole.update(tail)
-        size += len(tail)
-        yield tail
-
-    mode, owner = (kept.st_mode & 0o7777, (kept.st_uid, kept.st_gid)) if kept is not None else (_new_file_mode(), None)
-    tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd, owner=owner)
-    return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
-
-
-def _new_file_mode() -> int:
-    """A new memory file's mode: what the user's umask leaves of 0666, as an editor's new file gets."""
-    umask = user_umask()
-    if umask is None:  # no private umask in force: the process's own is the user's
-        umask = os.umask(0o077)  # read by setting it; a file made meanwhile by a thread is only more private
-        os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _current_version(folder: Folder, name: str) -> str | None:
-    """The target's version just before the swap (a non-regular file counts as a change)."""
-    try:
-        fd, _ = folder.open_regular(name)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return "not-a-regular-file"
-    try:
-        return snapshot_fd(fd).version
-    finally:
-        os.close(fd)
-
-
-def _create(folder: Folder, tmp: str, name: str) -> None:
-    """Move the temp file to ``name`` only if nothing is there (link, or a checked rename without hard links)."""
-    try:
-        link_noreplace(folder.fd, tmp, folder.fd, name)
-    except FileExistsError:
-        raise _Raced() from None
-
-
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
             current: FileVersion | None, tmp: str, new: FileVersion, action: WriteAction,
             before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
@@ -584,35 +463,35 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
         if store.objects.fits(new.size) and not store.objects.touch(new.version):  # a restore's are stored already
             fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0), dir_fd=folder.fd)
             try:
-                with _in_history():
+                with in_history():
                     store.objects.put_fd(fd, new.version)
             finally:
                 os.close(fd)
         if before_swap is not None:
             before_swap(result)
         if current is None:
-            _create(folder, tmp, resolved.name)
+            create_new(folder, tmp, resolved.name)
         else:
             # From here on the temp file may hold a displaced version: named apart from a bare temp file.
-            tmp = _swap_name(folder, tmp)
+            tmp = swap_name(folder, tmp)
             swap = Swap(folder, tmp, resolved.name)
             if not swap.lease_target():
-                raise _held_open(resolved)
-            if _current_version(folder, resolved.name) != current.version:
-                raise _Raced()
+                raise held_open(resolved)
+            if current_version(folder, resolved.name) != current.version:
+                raise Raced()
             swapped = swap.exchange(current.version)
             if swapped and swap.opened_for_writing():  # a writer opened it since the lease: it keeps its file
                 swap.put_back()
                 swapped = False
-                raise _held_open(resolved)
+                raise held_open(resolved)
             if swapped is None:  # this file system cannot exchange: the check and a rename, nothing between
                 os.replace(tmp, resolved.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
             elif not swapped:
-                with _in_history(), store.lock():  # every version displaced, before any is removed
+                with in_history(), store.lock():  # every version displaced, before any is removed
                     for taken in swap.taken:
                         store.observe(target, resolved.display, taken.version, fd=taken.fd)
                 recorded = {taken.version.version for taken in swap.taken}
-                raise _Raced()
+                raise Raced()
     except BaseException:
         if swap is None:
             unlink_quietly(tmp, dir_fd=folder.fd)
@@ -622,10 +501,10 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
         raise
     notes = []
     try:
-        with _in_history(), store.lock():
+        with in_history(), store.lock():
             store.record(target, resolved.display, new.version, new.size,
                          RESTORE if action == RESTORED else AGENT_WRITE, records.agent, records.session)
-    except (_HistoryFailed, MemoryToolError) as exc:
+    except (HistoryFailed, MemoryToolError) as exc:
         if swap is not None and swapped:  # undone: the history and the file agree that nothing was written
             try:
                 swap.put_back()
@@ -635,7 +514,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
             raise
         # A rename or a creation cannot be undone without a window of its own: the write stands, and
         # the history lists this version as an edit once it sees it.
-        why = exc.error.strerror if isinstance(exc, _HistoryFailed) else exc.message
+        why = exc.error.strerror if isinstance(exc, HistoryFailed) else exc.message
         notes.append(f"{resolved.display} was {'restored' if action == RESTORED else 'written'}, but the history "
                      f"could not record this version ({why}): it is listed as an outside edit once seen")
     if swap is not None:
@@ -655,21 +534,3 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
         )
     return replace(result, warnings=tuple(notes)) if notes else result
 
-
-def _held_open(resolved: ResolvedPath) -> WriteBlocked:
-    return WriteBlocked.because(f"{resolved.display} is held open for writing by another program, which could still "
-                                "write to it; nothing was written.", path=resolved.display, step="held_open")
-
-
-def _swap_name(folder: Folder, tmp: str) -> str:
-    """``.NAME.<hex>.swp`` (as long as the ``.tmp`` name, so it fits too): the temp file, renamed once its bytes are stored and its key recorded.
-    An exchange leaves the displaced file at this name, which the sweep records before removing: one
-    left by a killed write is never replaced (another ``<hex>`` is drawn)."""
-    stem = tmp[: -len(".01234567.tmp")]
-    swap = tmp[: -len(".tmp")] + ".swp"
-    while True:
-        try:
-            link_noreplace(folder.fd, tmp, folder.fd, swap)
-            return swap
-        except FileExistsError:
-            swap = f"{stem}.{os.urandom(4).hex()}.swp"

@@ -2,7 +2,7 @@
 
 Both run under the workspace's write lock, on paths resolved as ``write`` resolves them (one
 folder at a time from the allowed root's descriptor), after the guard's check of what this
-session read (:func:`~.guard._check`, the same rules and hints as a replacing write).
+session read (:func:`~.guard.check_write`, the same rules and hints as a replacing write).
 
 A move: the file's bytes are stored in the history first; the intent is committed
 (:mod:`.fileops`); ``mv --force`` archives the file it replaces as ``rm`` does; the rename
@@ -39,17 +39,8 @@ from ..fsutil.move import SourceKept, asides_of, link_noreplace, remove_if_holds
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..wire import key
 from .fileops import MOVE_OP, REMOVE_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
-from .guard import (
-    IndexUpdate,
-    _check,
-    _HistoryFailed,
-    _in_history,
-    _make_folder,
-    _open_current,
-    _refuse_dream_twin,
-    _remove_made_folders,
-    _translated,
-)
+from .guard import HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
+from .placing import make_folder, open_current, remove_made_folders
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import EXTERNAL_EDIT, MOVE, REMOVE, short
@@ -99,35 +90,35 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     target = resolve_memory_path(dst, workspace, settings.extra_paths)
     if source.abs_path == target.abs_path:
         raise UsageError(f"{source.display} and {target.display} are the same file; nothing was moved")
-    _refuse_dream_twin(target, workspace)
+    refuse_dream_twin(target, workspace)
     _refuse_startup_file(source, workspace, force, "moving")
     expected = check_prefix(expect, "expect") if expect is not None else None
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         earlier = finish_pending(settings)
-        result = _translated(store, source, "moved", lambda: _move(settings, store, records, source, target, force, expected))
+        result = translated(store, source, "moved", lambda: _move(settings, store, records, source, target, force, expected))
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
 def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source: ResolvedPath, target: ResolvedPath,
           force: bool, expected: str | None) -> MoveResult:
-    src_folder, fd, current = _open_current(source)
+    src_folder, fd, current = open_current(source)
     dst_folder: Folder | None = None
     existed: int | None = None
     op: FileOp | None = None
     try:
         if current is None or fd is None or src_folder is None:
             raise UsageError(f"{source.display} does not exist; nothing was moved (see `openclaw-memory files`)")
-        with _in_history():
+        with in_history():
             store.observe(source.abs_path, source.display, current, fd=fd)
-        _check(store, source, current, records.get(source.abs_path), expected, False, None, records.agent, fd,
+        check_write(store, source, current, records.get(source.abs_path), expected, False, None, records.agent, fd,
                records.session or "")
         os.close(fd)
         fd = None
-        dst_folder, existed = _make_folder(target)
+        dst_folder, existed = make_folder(target)
         replaced = _replaced(store, dst_folder, target, force)
-        with _in_history():
+        with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
                 target.display, replaced.version if replaced else None, replaced.size if replaced else None,
@@ -151,7 +142,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             assert current is not None
             return MoveResult(target.display, source.display, current.version, current.size, "rename", op.replaced)
         if existed is not None:
-            _remove_made_folders(target, existed)
+            remove_made_folders(target, existed)
         if isinstance(exc, SourceKept):
             raise WriteBlocked.because(f"{source.display} {exc.WORDS[exc.reason]}; nothing was moved.",
                                        path=source.display, step="held_open" if exc.reason == "open" else "read_again",
@@ -195,7 +186,7 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: 
     fd, _ = folder.open_regular(target.name)
     try:
         found = snapshot_fd(fd)
-        with _in_history(), store.lock():
+        with in_history(), store.lock():
             store.observe(target.abs_path, target.display, found, fd=fd)
     finally:
         os.close(fd)
@@ -208,7 +199,7 @@ def _archive_replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
     assert op.replaced is not None and op.replaced_size is not None
     remove_if_holds(folder.fd, target.name, op.replaced)
     faults.reach("mv:replaced-removed")
-    with _in_history(), store.lock():
+    with in_history(), store.lock():
         store.record(target.abs_path, target.display, op.replaced, op.replaced_size, REMOVE, op.agent or None)
         write_intent(store.data_dir, replace(op, step="replaced"))
 
@@ -243,25 +234,25 @@ def remove_memory_file(settings: Settings, path: str, *, force: bool = False, ex
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         earlier = finish_pending(settings)
-        result = _translated(store, resolved, "removed", lambda: _remove(settings, store, records, resolved, expected))
+        result = translated(store, resolved, "removed", lambda: _remove(settings, store, records, resolved, expected))
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
 def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resolved: ResolvedPath,
             expected: str | None) -> RemoveResult:
-    folder, fd, current = _open_current(resolved)
+    folder, fd, current = open_current(resolved)
     op: FileOp | None = None
     try:
         if current is None or fd is None or folder is None:
             raise UsageError(f"{resolved.display} does not exist; nothing was removed (see `openclaw-memory files`)")
-        with _in_history():
+        with in_history():
             store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-        _check(store, resolved, current, records.get(resolved.abs_path), expected, False, None, records.agent, fd,
+        check_write(store, resolved, current, records.get(resolved.abs_path), expected, False, None, records.agent, fd,
                records.session or "")
         _refuse_unarchived(store, resolved, current, "removed")
         os.close(fd)
         fd = None
-        with _in_history():
+        with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 REMOVE_OP, "begin", resolved.abs_path, resolved.display, current.version, current.size,
                 mark=_last_row(store), agent=records.agent, session=records.session or ""))
@@ -323,10 +314,10 @@ def _last_row(store: HistoryStore) -> int:
 def _record_or_note(store: HistoryStore, op: FileOp, done: str) -> tuple[str, ...]:
     """The last step; a failure leaves the intent, which ``doctor --fix`` finishes (the file is done)."""
     try:
-        with _in_history():
+        with in_history():
             (_record_move if op.op == MOVE_OP else _record_remove)(store, op)
-    except (_HistoryFailed, MemoryToolError) as exc:
-        why = exc.error.strerror if isinstance(exc, _HistoryFailed) else exc.message
+    except (HistoryFailed, MemoryToolError) as exc:
+        why = exc.error.strerror if isinstance(exc, HistoryFailed) else exc.message
         return (f"{op.display} was {done}, but the history could not record it ({why}): "
                 "`openclaw-memory doctor --fix` finishes it",)
     return ()

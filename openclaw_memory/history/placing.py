@@ -1,0 +1,170 @@
+"""Putting a memory file in place, through its folder's descriptor: the folder made as needed (and
+unmade when the write fails), the current file opened, a temp file written beside the target from
+blocks, a new file created only where nothing is, the swap name, the target's version just before
+the swap. Shared by the guarded write (:mod:`.guard`), mv and rm (:mod:`.moves`) and import."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+import xxhash
+
+from ..errors import PathRefused, WriteBlocked
+from ..files.read import ResolvedPath
+from ..fsutil.atomic import write_temp_beside
+from ..fsutil.move import link_noreplace
+from ..fsutil.private import user_umask
+from ..fsutil.safeopen import Folder, NotRegularFile
+from .store import FileVersion, snapshot_fd
+
+
+def open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, FileVersion | None]:
+    """The file's folder (None when a folder on the way does not exist yet), the file and its version.
+
+    Everything after this goes through the folder's descriptor: a folder swapped
+    later cannot redirect the temp file, the check or the rename.
+    """
+    try:
+        folder = resolved.folder()
+    except FileNotFoundError:
+        return None, None, None
+    try:
+        fd, _ = folder.open_regular(resolved.name)
+    except FileNotFoundError:
+        return folder, None, None
+    except NotRegularFile as exc:
+        folder.close()
+        raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
+    except PermissionError:
+        folder.close()
+        raise PathRefused(f"cannot read {resolved.display}: permission denied") from None
+    except BaseException:
+        folder.close()
+        raise
+    try:
+        return folder, fd, snapshot_fd(fd)
+    except BaseException:
+        os.close(fd)
+        folder.close()
+        raise
+
+
+def make_folder(resolved: ResolvedPath) -> tuple[Folder, int]:
+    """The file's folder, created as needed, and how many of its folders existed already."""
+    dirs = resolved.parts[:-1]
+    existed = len(dirs)
+    while existed and not _is_folder(resolved.root, dirs[:existed]):
+        existed -= 1
+    try:
+        return resolved.folder(create=True), existed
+    except BaseException:
+        remove_made_folders(resolved, existed)
+        raise
+
+
+def _is_folder(root: str, parts: tuple[str, ...]) -> bool:
+    try:
+        Folder.under(root, parts).close()
+    except OSError:
+        return False
+    return True
+
+
+def remove_made_folders(resolved: ResolvedPath, existed: int) -> None:
+    """Undo what :func:`make_folder` made for a write that failed (a disk out of inodes): empty
+    folders only, deepest first, each removed by name from its parent's descriptor."""
+    dirs = resolved.parts[:-1]
+    for depth in range(len(dirs), existed, -1):
+        try:
+            with Folder.under(resolved.root, dirs[: depth - 1]) as parent:
+                os.rmdir(dirs[depth - 1], dir_fd=parent.fd)
+        except FileNotFoundError:
+            continue  # the creation stopped above this depth
+        except OSError:
+            return  # not empty (someone wrote there meanwhile): leave it and its parents
+
+
+def kept_stat(fd: int | None) -> os.stat_result | None:
+    """The stat of the file being replaced: its mode and owner carry over to the new one."""
+    return os.fstat(fd) if fd is not None else None
+
+
+def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], kept: os.stat_result | None,
+                      tail: bytes = b"") -> tuple[str, FileVersion, str]:
+    """Write ``blocks`` then ``tail`` to a fsynced temp file beside the target, in ``folder``.
+
+    Returns the temp name, the new content's snapshot, and the hash of the ``blocks``
+    part alone (for an append: the bytes copied from the current file).
+    """
+    whole, head = xxhash.xxh3_128(), xxhash.xxh3_128()
+    size = 0
+
+    def hashed() -> Iterator[bytes]:
+        nonlocal size
+        for block in blocks:
+            head.update(block)
+            whole.update(block)
+            size += len(block)
+            yield block
+        whole.update(tail)
+        size += len(tail)
+        yield tail
+
+    mode, owner = (kept.st_mode & 0o7777, (kept.st_uid, kept.st_gid)) if kept is not None else (new_file_mode(), None)
+    tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd, owner=owner)
+    return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
+
+
+def new_file_mode() -> int:
+    """A new memory file's mode: what the user's umask leaves of 0666, as an editor's new file gets."""
+    umask = user_umask()
+    if umask is None:  # no private umask in force: the process's own is the user's
+        umask = os.umask(0o077)  # read by setting it; a file made meanwhile by a thread is only more private
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
+def current_version(folder: Folder, name: str) -> str | None:
+    """The target's version just before the swap (a non-regular file counts as a change)."""
+    try:
+        fd, _ = folder.open_regular(name)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "not-a-regular-file"
+    try:
+        return snapshot_fd(fd).version
+    finally:
+        os.close(fd)
+
+
+def create_new(folder: Folder, tmp: str, name: str) -> None:
+    """Move the temp file to ``name`` only if nothing is there (link, or a checked rename without hard links)."""
+    try:
+        link_noreplace(folder.fd, tmp, folder.fd, name)
+    except FileExistsError:
+        raise Raced() from None
+
+
+def held_open(resolved: ResolvedPath) -> WriteBlocked:
+    return WriteBlocked.because(f"{resolved.display} is held open for writing by another program, which could still "
+                                "write to it; nothing was written.", path=resolved.display, step="held_open")
+
+
+def swap_name(folder: Folder, tmp: str) -> str:
+    """``.NAME.<hex>.swp`` (as long as the ``.tmp`` name, so it fits too): the temp file, renamed once its bytes are stored and its key recorded.
+    An exchange leaves the displaced file at this name, which the sweep records before removing: one
+    left by a killed write is never replaced (another ``<hex>`` is drawn)."""
+    stem = tmp[: -len(".01234567.tmp")]
+    swap = tmp[: -len(".tmp")] + ".swp"
+    while True:
+        try:
+            link_noreplace(folder.fd, tmp, folder.fd, swap)
+            return swap
+        except FileExistsError:
+            swap = f"{stem}.{os.urandom(4).hex()}.swp"
+
+
+class Raced(Exception):
+    """The target changed between the check and the replace."""
