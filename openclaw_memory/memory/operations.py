@@ -119,7 +119,8 @@ class Operation:
 
     @property
     def summary(self) -> str:
-        return (inspect.getdoc(self.declared) or "").split("\n\n")[0].replace("\n", " ")
+        # The docstring's first paragraph on one line (not inspect.getdoc: every command pays for this).
+        return " ".join((self.declared.__doc__ or "").strip().split("\n\n")[0].split())
 
     @functools.cached_property
     def signature(self) -> inspect.Signature:
