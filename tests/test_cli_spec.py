@@ -79,6 +79,10 @@ LINES = [
     (["--", "files"], "files", {}, {}),
     # OpenClaw's spellings of the same thing (`openclaw memory index --force`, `memory search --max-results N --query Q`)
     (["index", "--force"], "index", {"full": True}, {}),
+    # restore --all is rollback (every file back at a moment), wherever the settings flags are
+    (["restore", "--all", "--to", "snap", "--dry-run"], "rollback", {"to": "snap", "dry_run": True}, {}),
+    (["-w", "w1", "restore", "--to", "snap", "--all"], "rollback", {"to": "snap"}, {"workspace": "w1"}),
+    (["restore", "--", "--all", "v"], "restore", {"path": "--all", "version": "v"}, {}),
     (["search", "--max-results", "3", "q"], "search", {"query": "q", "limit": 3}, {}),
     (["search", "--query", "q"], "search", {"query_flag": "q"}, {}),
     (["search", "a", "--query", "b"], "search", {"query": "a", "query_flag": "b"}, {}),  # --query wins (the handler)

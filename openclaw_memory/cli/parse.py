@@ -350,7 +350,26 @@ def _unknown_option(flag: str, table: dict[str, Opt], command: Command | None = 
     return f"no such option: {flag}{hint}"
 
 
+def _respelled(argv: list[str]) -> list[str]:
+    """``restore --all --to X`` as ``rollback --to X``: a command another command's name and one of
+    its switches spell too (``Command.spelled``), read before the levels see the words."""
+    takes_value = {flag for opt in SETTINGS if opt.kind == "value" for flag in opt.flags}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        i += 2 if argv[i] in takes_value else 1  # a settings flag before the command, and its value
+    if i >= len(argv):
+        return argv
+    end = argv.index("--") if "--" in argv[i:] else len(argv)
+    for command in commands():
+        if command.spelled is not None and command.spelled[0] == argv[i] and command.spelled[1] in argv[i + 1 : end]:
+            rest = argv[i + 1 :]
+            rest.remove(command.spelled[1])
+            return [*argv[:i], *command.words, *rest]
+    return argv
+
+
 def parse(argv: list[str]) -> Parsed:
+    argv = _respelled(argv)
     try:
         namespace, extras = _Level().parse_known_args(argv)
     except _VersionRequested:

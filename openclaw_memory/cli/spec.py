@@ -105,6 +105,7 @@ class Command(NamedTuple):
     # Settings flags the handler also gets, as given on the command line (None when not given): `log`
     # filters on --agent and --session (a level has each flag once, so the command cannot have its own).
     given_settings: tuple[str, ...] = ()
+    spelled: tuple[str, str] | None = None  # another command's name and a switch that also run this one
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -136,7 +137,8 @@ def operation_command(name: str, handler: Callable[..., int | None] | None = Non
                  for p in shown if p.name in positional)
     flags = tuple(_flag(p, cli.flags.get(p.name), metavars.get(p.name), defaults.get(p.name), types.get(p.name))
                   for p in shown if p.name not in positional)
-    return Command(cli.command, op.summary, handler or _printing(name), args, (*flags, *opts), cli.also, instead)
+    return Command(cli.command, op.summary, handler or _printing(name), args, (*flags, *opts), cli.also, instead,
+                   spelled=cli.spelled)
 
 
 def _flag(p: Param, spelled: tuple[str, ...] | None, metavar: str | None, default_from: Callable[[], Any] | None,
@@ -226,8 +228,7 @@ _WRITTEN: tuple[Command, ...] = (
     operation_command("history", history_cmd.run_history, opts=(json_opt(),)),
     operation_command("activity", log_cmd.run_log, opts=(json_opt(),), metavars={
         "since": "YYYY-MM-DD", "until": "YYYY-MM-DD", "paths": "GLOB", "origins": "ORIGIN", "limit": "N"})._replace(given_settings=("agent", "session")),
-    operation_command("restore", history_cmd.run_restore, opts=(json_opt(),), instead=(
-        ("--all", "every memory file back at a moment is `openclaw-memory rollback --to SNAPSHOT|TIME` (--dry-run first)"),)),
+    operation_command("restore", history_cmd.run_restore, opts=(json_opt(),)),
     operation_command("restore_all", rollback_cmd.run_rollback, metavars={"to": "SNAPSHOT|TIME"}, opts=(json_opt(),)),
     operation_command("move", manage_cmd.run_move, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
     operation_command("remove", manage_cmd.run_remove, metavars={"expect": "VERSION"}, opts=(json_opt(),)),

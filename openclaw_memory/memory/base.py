@@ -209,7 +209,8 @@ class Memory(Protocol):
                      "force": "Replace files this session has not read as they are now (what they hold is kept "
                               "in the history first).",
                      "update_index": "Do not update the search index afterwards."},
-               cli=Cli("rollback", flags={"update_index": ("--no-index",)}, args=(), also=("restore-all", "revert")))
+               cli=Cli("rollback", flags={"update_index": ("--no-index",)}, args=(), also=("restore-all", "revert"),
+                       spelled=("restore", "--all")))
     def restore_all(self, to: str, *, dry_run: bool = False, force: bool = False,
                     update_index: bool = True) -> RollbackResult:
         """Put every memory file back as it was at a watchdog snapshot or a time, as one journaled step (undone by another).

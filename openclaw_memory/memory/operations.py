@@ -47,6 +47,8 @@ class Cli(NamedTuple):
     hidden: tuple[str, ...] = ()
     args: tuple[str, ...] | None = None  # the parameters given as arguments, in order (default: the required ones)
     also: tuple[str, ...] = ()  # names people type for it (a shell habit, OpenClaw's tool): suggested, not accepted
+    # Another command's name with a switch that spells this one too: ("restore", "--all") for rollback.
+    spelled: tuple[str, str] | None = None
 
 
 ToolKind = Literal["string", "strings", "integer", "number", "window", "boolean"]
