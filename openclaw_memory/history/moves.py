@@ -54,8 +54,19 @@ _TEMP = re.compile(r"\.[0-9a-f]{8}\.tmp")
 
 
 @dataclass(frozen=True)
+class LinkLeft:
+    """A link to the moved file that ``--update-links`` did not rewrite, and why."""
+
+    source: str  # the memory file it is written in (as it is after the move)
+    line: int
+    text: str  # as written
+    why: str
+
+
+@dataclass(frozen=True)
 class MoveResult:
-    """A move: ``source`` is where the file was (links naming it point at nothing now), ``path`` where it is."""
+    """A move: ``source`` is where the file was (links naming it point at nothing now, unless
+    ``--update-links`` rewrote them: ``links_updated``), ``path`` where it is."""
 
     path: str
     source: str = key("from")
@@ -65,6 +76,10 @@ class MoveResult:
     replaced: str | None = key(omit=lambda r: r.replaced is None, default=None)  # archived from the destination (--force)
     index: IndexUpdate | None = None
     warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
+    # --update-links: the files whose links to the moved file were rewritten, and the links left as they are
+    links_updated: tuple[str, ...] = key(omit=lambda r: not r.links_updated and not r.links_not_updated, default=())
+    links_not_updated: tuple[LinkLeft, ...] = key(omit=lambda r: not r.links_updated and not r.links_not_updated,
+                                                  default=())
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,26 @@ def _blank(chars: list[str], start: int, end: int) -> None:
         chars[k] = " "
 
 
+def line_links(line: str, number: int) -> list[tuple[int, ParsedLink]]:
+    """The links of one line outside a fence, each with where its text starts in ``line`` (a link
+    rewrite replaces exactly that text, not a lookalike in a code span)."""
+    if "[" not in line and ".md" not in line:
+        return []
+    return _spans_of_line(_without_code_spans(line), line, number)
+
+
+def markdown_destination(text: str) -> tuple[int, int] | None:
+    """Where a Markdown link's destination (``path#fragment``, or ``<...>``) is in ``text`` (the
+    link as written), or None when ``text`` is no Markdown link."""
+    m = _MARKDOWN.fullmatch(text)
+    return m.span(3) if m is not None else None
+
+
 def _links_of_line(visible: str, raw: str, number: int) -> list[ParsedLink]:
+    return [link for _, link in _spans_of_line(visible, raw, number)]
+
+
+def _spans_of_line(visible: str, raw: str, number: int) -> list[tuple[int, ParsedLink]]:
     found: list[tuple[int, ParsedLink]] = []
     masked = list(visible)
     for m in _WIKI.finditer(visible):
@@ -189,7 +208,7 @@ def _links_of_line(visible: str, raw: str, number: int) -> list[ParsedLink]:
     visible = _without_urls("".join(masked))
     if ".md" in visible:
         found.extend(_paths(visible, raw, number))
-    return [link for _, link in sorted(found, key=lambda item: item[0])]
+    return sorted(found, key=lambda item: item[0])
 
 
 def _without_urls(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import PathRefused
 from ..files.read import resolve_memory_path
@@ -13,9 +13,10 @@ from ..files.scan import scan_workspace
 from ..wire import key
 from .parse import ParsedLink
 from .resolve import AMBIGUOUS, OK, LinkTarget, Resolution, Resolver, folds_case
-from .table import NoteLinks, refresh
+from .table import NoteLinks, Refreshed, refresh
 
 if TYPE_CHECKING:
+    from ..files.scan import MemoryFile
     from ..settings import Settings
 
 
@@ -58,19 +59,16 @@ def note_links(settings: Settings, path: str | None = None, *, broken: bool = Fa
     """The links of the memory files as they are now (the link table brought up to date first)."""
     workspace = str(settings.workspace)
     wanted = resolve_memory_path(path, workspace, settings.extra_paths).abs_path if path is not None else None
-    scan = scan_workspace(settings, multimodal=False)
-    markdown = [f for f in scan.files if f.kind == "markdown"]
-    shown = {f.abs_path: f.path for f in markdown}
+    state = link_state(settings)
+    markdown, shown, table, resolver = state
     if wanted is not None and wanted not in shown:
         raise PathRefused(f"{path}: no such memory file (`openclaw-memory links --broken` lists links that name nothing)")
-    table = refresh(settings, markdown)
-    resolver = Resolver(workspace, _targets(table.notes, shown), folds_case=folds_case({f.abs_path: f.inode for f in markdown}))
     outgoing: list[NoteLink] = []
     backlinks: list[NoteLink] = []
     for f in markdown:  # in `files` order, each file's links in order
         note = table.notes.get(f.abs_path)
         for link in note.links if note is not None else ():
-            if wanted is not None and f.abs_path != wanted and not _may_name(link, wanted):
+            if wanted is not None and f.abs_path != wanted and not may_name(link, wanted):
                 continue
             found = resolver.resolve(link, f.abs_path)
             if broken and found.status == OK:
@@ -78,10 +76,30 @@ def note_links(settings: Settings, path: str | None = None, *, broken: bool = Fa
             listed = _listed(f.path, link, found)
             if wanted is None or f.abs_path == wanted:
                 outgoing.append(listed)
-            if wanted is not None and _names(found, wanted):
+            if wanted is not None and names(found, wanted):
                 backlinks.append(listed)
     return LinkReport(workspace, settings.agent, shown[wanted] if wanted is not None else None, tuple(outgoing),
                       tuple(backlinks), len(markdown), table.parsed, table.unreadable)
+
+
+class LinkState(NamedTuple):
+    """The memory's links as they are now: what every call that resolves links starts from."""
+
+    files: list[MemoryFile]  # the Markdown memory files, in `files` order
+    shown: dict[str, str]  # absolute path -> the path as `files` shows it
+    table: Refreshed  # each file's links as parsed (and its content hash)
+    resolver: Resolver
+
+
+def link_state(settings: Settings) -> LinkState:
+    """A scan of the memory files, the link table brought up to date for them, and a resolver on them."""
+    scan = scan_workspace(settings, multimodal=False)
+    markdown = [f for f in scan.files if f.kind == "markdown"]
+    shown = {f.abs_path: f.path for f in markdown}
+    table = refresh(settings, markdown)
+    resolver = Resolver(str(settings.workspace), _targets(table.notes, shown),
+                        folds_case=folds_case({f.abs_path: f.inode for f in markdown}))
+    return LinkState(markdown, shown, table, resolver)
 
 
 def _targets(notes: dict[str, NoteLinks], shown: dict[str, str]) -> list[LinkTarget]:
@@ -93,7 +111,7 @@ def _targets(notes: dict[str, NoteLinks], shown: dict[str, str]) -> list[LinkTar
     return out
 
 
-def _may_name(link: ParsedLink, wanted: str) -> bool:
+def may_name(link: ParsedLink, wanted: str) -> bool:
     """Whether ``link`` could name ``wanted`` at all (a cheap test before resolving: a link names a
     file by its name, or by a path that ends with it)."""
     name = os.path.basename(wanted)
@@ -101,7 +119,7 @@ def _may_name(link: ParsedLink, wanted: str) -> bool:
     return not link.target or target.casefold() in (name.casefold(), name[:-3].casefold())
 
 
-def _names(found: Resolution, wanted: str) -> bool:
+def names(found: Resolution, wanted: str) -> bool:
     """A backlink: the link names ``wanted``, or names several files and ``wanted`` is one of them."""
     if found.target is not None and found.target.abs_path == wanted:
         return True

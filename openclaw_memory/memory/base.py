@@ -226,10 +226,12 @@ class Memory(Protocol):
                      "destination": "Where it goes: a memory path (folders are made as needed).",
                      "force": "Replace a file at DESTINATION (archived as rm archives), or move MEMORY.md/USER.md.",
                      "expect": "Move only if the file is at this version (prefix of 8+ hex characters).",
-                     "update_index": "Do not update the search index afterwards."},
+                     "update_index": "Do not update the search index afterwards.",
+                     "update_links": "Rewrite the links that named SOURCE to name DESTINATION (each file one "
+                                     "guarded, versioned write; a file changed meanwhile is left and named)."},
                cli=Cli("mv", flags={"update_index": ("--no-index",)}, also=("move", "rename")))
     def move(self, source: str, destination: str, *, force: bool = False, expect: str | None = None,
-             update_index: bool = True) -> MoveResult:
+             update_index: bool = True, update_links: bool = False) -> MoveResult:
         """Move or rename a memory file, guarded like a write; its history and index points follow it.
 
         Atomic (a rename; across file systems a verified copy, then the source removed). The result

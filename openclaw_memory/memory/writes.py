@@ -33,11 +33,22 @@ def restore(memory: LocalMemory, path: str, version: str | None = None, last: bo
 
 
 def move(memory: LocalMemory, source: str, destination: str, force: bool = False, expect: str | None = None,
-         update_index: bool = True) -> MoveResult:
+         update_index: bool = True, update_links: bool = False) -> MoveResult:
+    from ..files.read import resolve_memory_path
     from ..history.moves import move_memory_file
+    from ..links.rewrite import backlinks_before, rewrite_backlinks
 
-    result = move_memory_file(memory.settings, source, destination, force=force, expect=expect)
-    return replace(result, index=index_update(memory, update_index=update_index, paths=(result.source, result.path)))
+    settings = memory.settings
+    # The backlinks are read before the move: afterwards the links name nothing, so nothing finds them.
+    src = resolve_memory_path(source, str(settings.workspace), settings.extra_paths).abs_path if update_links else ""
+    backlinks = backlinks_before(settings, src) if update_links else []
+    result = move_memory_file(settings, source, destination, force=force, expect=expect)
+    if backlinks:
+        dst = resolve_memory_path(result.path, str(settings.workspace), settings.extra_paths).abs_path
+        updated, left = rewrite_backlinks(memory, backlinks, src, dst)
+        result = replace(result, links_updated=updated, links_not_updated=left)
+    paths = (result.source, result.path, *(p for p in result.links_updated if p != result.path))
+    return replace(result, index=index_update(memory, update_index=update_index, paths=paths))
 
 
 def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | None = None,

@@ -13,9 +13,10 @@ if TYPE_CHECKING:
 
 
 def run_move(settings: Settings, source: str, destination: str, force: bool, expect: str | None, update_index: bool,
-             json_out: bool) -> int:
+             update_links: bool, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, source):
-        result = memory.move(source, destination, force=force, expect=expect, update_index=update_index)
+        result = memory.move(source, destination, force=force, expect=expect, update_index=update_index,
+                             update_links=update_links)
     _index_warning(result.index)
     if reported(result, json_out):
         return 0
@@ -25,6 +26,10 @@ def run_move(settings: Settings, source: str, destination: str, force: bool, exp
     if result.replaced:
         print(f"The file that was at {printable(result.path)} (version {result.replaced[:12]}) is archived: "
               f"openclaw-memory restore {printable(result.path)} --last")
+    for path in result.links_updated:
+        print(f"rewrote the links in {printable(path)} (openclaw-memory history {printable(path)})")
+    for left in result.links_not_updated:
+        print(f"left {printable(left.source)}:{left.line} {printable(left.text)}: {printable(left.why)}")
     return 0
 
 

@@ -1,0 +1,197 @@
+"""``mv --update-links``: the links that named a moved file, rewritten to name it where it is now.
+
+The backlinks are found before the move (:func:`backlinks_before`, with the content hash each
+linking file's links were parsed from), the file is moved, and :func:`rewrite_backlinks` rewrites
+each linking file by the rules of docs/notes.md:
+
+- a wiki link keeps its name while the name still resolves to the moved file (a move to another
+  folder under the same name); otherwise (a rename) it gets the file's name when that names it
+  alone, else its path; its heading and label stay;
+- a Markdown link gets the path from its note's folder to the file (its fragment stays);
+- a citation (its line range stays) and a mention get the file's workspace path.
+
+Each file is one write through the memory's own write operation, guarded by the version its links
+were read from: a file changed since is not rewritten, and its links are named with why (nothing a
+person or an agent wrote is overwritten). An ambiguous name is never rewritten: which file it meant
+is not known.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, NamedTuple
+
+import xxhash
+
+from ..errors import MemoryToolError
+from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
+from ..history.moves import LinkLeft
+from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, line_links, markdown_destination
+from .report import link_state, may_name, names
+from .resolve import AMBIGUOUS, LinkTarget
+
+if TYPE_CHECKING:
+    from ..memory.local import LocalMemory
+    from ..settings import Settings
+    from .resolve import Resolver
+
+
+class Backlink(NamedTuple):
+    source: str  # absolute path of the linking file, before the move
+    link: ParsedLink
+    version: str  # the content hash the link was parsed from
+    ambiguous: str  # why it is not rewritten ("" when it names the moved file alone)
+
+
+def backlinks_before(settings: Settings, abs_path: str) -> list[Backlink]:
+    """Every link that names the memory file ``abs_path`` (or may name it, among others), read
+    from the files as they are now."""
+    state = link_state(settings)
+    out = []
+    for f in state.files:
+        note = state.table.notes.get(f.abs_path)
+        for link in note.links if note is not None else ():
+            if f.abs_path != abs_path and not may_name(link, abs_path):
+                continue
+            found = state.resolver.resolve(link, f.abs_path)
+            if note is not None and names(found, abs_path):
+                out.append(Backlink(f.abs_path, link, note.hash, found.problem if found.status == AMBIGUOUS else ""))
+    return out
+
+
+def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: str, destination: str
+                      ) -> tuple[tuple[str, ...], tuple[LinkLeft, ...]]:
+    """Rewrite ``backlinks`` (found before the move of ``source`` to ``destination``, absolute
+    paths): the files rewritten, and the links left with why."""
+    settings = memory.settings
+    state = link_state(settings)
+    dst = state.resolver.targets.get(destination)
+    by_file: dict[str, list[Backlink]] = {}
+    for b in backlinks:
+        by_file.setdefault(destination if b.source == source else b.source, []).append(b)
+    updated: list[str] = []
+    left: list[LinkLeft] = []
+    roots = (str(settings.workspace), *map(str, settings.extra_paths))
+    for path, links in by_file.items():
+        shown = state.shown.get(path, os.path.relpath(path, settings.workspace))
+        if dst is None:
+            left.extend(LinkLeft(shown, b.link.line, b.link.text, "the moved file is not a memory file where it is now")
+                        for b in links)
+            continue
+        done, why = _rewrite_file(memory, roots, path, shown, links, state.resolver, dst)
+        left.extend(why)
+        if done:
+            updated.append(shown)
+    return tuple(updated), tuple(left)
+
+
+def _rewrite_file(memory: LocalMemory, roots: tuple[str, ...], path: str, shown: str, links: list[Backlink],
+                  resolver: Resolver, dst: LinkTarget) -> tuple[bool, list[LinkLeft]]:
+    version = links[0].version
+    left = [LinkLeft(shown, b.link.line, b.link.text, f"may name another file: {b.ambiguous}") for b in links if b.ambiguous]
+    wanted: dict[int, list[ParsedLink]] = {}
+    for b in links:
+        if not b.ambiguous:
+            wanted.setdefault(b.link.line, []).append(b.link)
+    if not wanted:
+        return False, left
+    content = _read(roots, path)
+    if content is None or xxhash.xxh3_128_hexdigest(content) != version:
+        why = "it changed after its links were read; not rewritten" if content is not None else "it cannot be read"
+        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link in ls)]
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False, [*left, *(LinkLeft(shown, link.line, link.text, "it is not UTF-8 text")
+                                for ls in wanted.values() for link in ls)]
+    lines = text.split("\n")
+    changed = False
+    for number, ls in wanted.items():
+        new, unchanged = _rewrite_line(lines[number - 1], number, ls, path, resolver, dst)
+        left.extend(LinkLeft(shown, link.line, link.text, why) for link, why in unchanged)
+        changed = changed or new != lines[number - 1]
+        lines[number - 1] = new
+    if not changed:
+        return False, left
+    try:
+        memory.write(shown, content="\n".join(lines), expect=version, update_index=False, tool="write")
+    except MemoryToolError as exc:
+        return False, [*left, *(LinkLeft(shown, link.line, link.text, f"not rewritten: {exc.message}")
+                                for ls in wanted.values() for link in ls)]
+    return True, left
+
+
+def _rewrite_line(line: str, number: int, wanted: list[ParsedLink], path: str, resolver: Resolver, dst: LinkTarget
+                  ) -> tuple[str, list[tuple[ParsedLink, str]]]:
+    """``line`` with each link of ``wanted`` rewritten, and the links it left with why. Links are
+    matched as the parser finds them in the line now (the same form, target and text)."""
+    pending = list(wanted)
+    edits: list[tuple[int, int, str]] = []
+    left: list[tuple[ParsedLink, str]] = []
+    for start, link in line_links(line, number):
+        if link not in pending:
+            continue
+        pending.remove(link)
+        new = _rewritten(link, path, resolver, dst)
+        if isinstance(new, tuple):
+            left.append((link, new[0]))
+        elif new != link.text:
+            edits.append((start, start + len(link.text), new))
+    left.extend((link, "not found where it was read") for link in pending)
+    for start, end, new in reversed(edits):
+        line = line[:start] + new + line[end:]
+    return line, left
+
+
+def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget) -> str | tuple[str]:
+    """The link's new text, or (why,) when it cannot name ``dst``."""
+    if link.form in (CITATION, MENTION):
+        return dst.display + link.text[len(link.target):]
+    if link.form == MARKDOWN:
+        span = markdown_destination(link.text)
+        if span is None:
+            return ("not a Markdown link as written",)
+        written = link.text[span[0]:span[1]]
+        bare = written[1:-1] if written.startswith("<") else written
+        fragment = bare[bare.index("#"):] if "#" in bare else ""
+        relative = os.path.relpath(dst.abs_path, os.path.dirname(path))
+        dest = relative + fragment
+        if written.startswith("<") or any(c in dest for c in " ()<>"):
+            dest = f"<{dest}>"
+        return link.text[:span[0]] + dest + link.text[span[1]:]
+    assert link.form == WIKI
+    if not link.target or _names_it(resolver, link, link.target, path, dst):
+        return link.text  # [[#heading]], or a name that still names the file where it is
+    for name in (_stem(dst.display.rsplit("/", 1)[-1]), _stem(dst.display)):
+        if _names_it(resolver, link, name, path, dst):
+            opening = link.text.index("[[") + 2
+            inner = link.text[opening:-2]
+            cut = min((i for i in (inner.find("#"), inner.find("|")) if i >= 0), default=len(inner))
+            return link.text[:opening] + name + inner[cut:] + "]]"
+    return (f"no wiki name names {dst.display} from here",)
+
+
+def _names_it(resolver: Resolver, link: ParsedLink, name: str, path: str, dst: LinkTarget) -> bool:
+    found = resolver.resolve(link._replace(target=name, fragment=None), path)
+    return found.status != AMBIGUOUS and found.target is not None and found.target.abs_path == dst.abs_path
+
+
+def _stem(name: str) -> str:
+    return name[:-3] if name.endswith(".md") else name
+
+
+def _read(roots: tuple[str, ...], path: str) -> bytes | None:
+    """The file's bytes, opened from its root's descriptor as the link table opens it."""
+    try:
+        fd, _ = open_regular_in_roots(roots, path)
+    except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped, PermissionError):
+        return None
+    try:
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

@@ -1,0 +1,118 @@
+"""``mv --update-links``: the links that named the moved note are rewritten, each form by its rule
+(docs/notes.md), each linking file one guarded, versioned write; an ambiguous name is left, and a
+file changed after its links were read is never overwritten, only named."""
+
+from __future__ import annotations
+
+import xxhash
+
+from conftest import settings_for, write
+from openclaw_memory.memory.local import LocalMemory
+
+SOURCE = "# Heron\n\n## Plan\n\nBack to [[2026-11-30#Plan]] and [this note](2026-11-30.md).\n"
+MEMORY = """# Memory
+
+- See [[2026-11-30]], [[2026-11-30|the heron]] and ![[2026-11-30#Plan]].
+- Cited memory/2026-11-30.md#L3-L4; see memory/2026-11-30.md.
+- [the day](memory/2026-11-30.md#plan) and [a title](<memory/2026-11-30.md> "t").
+- `[[2026-11-30]]` in a code span stays.
+"""
+ALICE = "# Alice\n\nWorks on [the heron](../2026-11-30.md#plan).\n"
+
+
+def version_of(data: str) -> str:
+    return xxhash.xxh3_128_hexdigest(data.encode())
+
+
+def memory_for(workspace, state_dir) -> LocalMemory:
+    return LocalMemory(settings_for(workspace, state_dir))
+
+
+def test_every_link_form_is_rewritten_to_the_new_path(workspace, state_dir):
+    write(workspace / "memory" / "2026-11-30.md", SOURCE)
+    write(workspace / "MEMORY.md", MEMORY)
+    write(workspace / "memory" / "people" / "alice.md", ALICE)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/2026-11-30.md")
+
+    moved = memory.move("memory/2026-11-30.md", "memory/projects/heron.md", update_links=True)
+
+    assert moved.links_updated == ("MEMORY.md", "memory/projects/heron.md", "memory/people/alice.md")
+    assert moved.links_not_updated == ()
+    memory_md = MEMORY.replace(
+        "[[2026-11-30]], [[2026-11-30|the heron]] and ![[2026-11-30#Plan]]",
+        "[[heron]], [[heron|the heron]] and ![[heron#Plan]]").replace(
+        "memory/2026-11-30.md#L3-L4; see memory/2026-11-30.md", "memory/projects/heron.md#L3-L4; see memory/projects/heron.md").replace(
+        "[the day](memory/2026-11-30.md#plan) and [a title](<memory/2026-11-30.md> \"t\")",
+        "[the day](memory/projects/heron.md#plan) and [a title](<memory/projects/heron.md> \"t\")")
+    assert "`[[2026-11-30]]` in a code span stays" in memory_md
+    assert (workspace / "MEMORY.md").read_text() == memory_md
+    # A relative Markdown link from another folder: the path from that folder, the fragment kept.
+    assert (workspace / "memory" / "people" / "alice.md").read_text() == ALICE.replace(
+        "../2026-11-30.md#plan", "../projects/heron.md#plan")
+    # The moved note's own links to itself.
+    assert (workspace / "memory" / "projects" / "heron.md").read_text() == SOURCE.replace(
+        "[[2026-11-30#Plan]] and [this note](2026-11-30.md)", "[[heron#Plan]] and [this note](heron.md)")
+
+    # Each rewrite is a version in its file's history, over the version it replaced.
+    history = [v.version for v in memory.history("MEMORY.md").versions]
+    assert history[:2] == [version_of(memory_md), version_of(MEMORY)]
+    heron = [v.version for v in memory.history("memory/projects/heron.md").versions]
+    assert heron[0] != version_of(SOURCE) and version_of(SOURCE) in heron[1:]
+
+    # Every link that named the note names it again; nothing is broken.
+    report = memory.links("memory/projects/heron.md")
+    assert len(report.backlinks) == 10 and all(link.status == "ok" for link in report.backlinks)
+
+
+def test_a_name_left_ambiguous_gets_the_path_and_an_ambiguous_link_is_left(workspace, state_dir, cli):
+    write(workspace / "memory" / "2026-11-30.md", "# Kite\n")
+    write(workspace / "memory" / "a" / "kite.md", "# Another kite\n")
+    write(workspace / "memory" / "alice.md", "# Alice\n")
+    write(workspace / "memory" / "people" / "alice.md", "# Alice, the other\n")
+    write(workspace / "MEMORY.md", "- [[2026-11-30|kite]] flies.\n- [[alice]] is two people.\n")
+    write(workspace / "memory" / "people" / "bob.md", "# Bob\n\nKnows [[alice]].\n")
+    assert cli("read", "memory/2026-11-30.md").returncode == 0
+    assert cli("read", "memory/people/alice.md").returncode == 0
+
+    # memory/b/kite.md beside memory/a/kite.md: [[kite]] would be ambiguous, so the link gets the path.
+    out = cli("mv", "memory/2026-11-30.md", "memory/b/kite.md", "--update-links", "--json")
+    assert out.returncode == 0, out.stderr
+    assert out.json()["linksUpdated"] == ["MEMORY.md"] and out.json()["linksNotUpdated"] == []
+    assert (workspace / "MEMORY.md").read_text() == "- [[memory/b/kite|kite]] flies.\n- [[alice]] is two people.\n"
+
+    # [[alice]] in MEMORY.md may mean either alice: it is left, and said; bob's (its own folder) is rewritten.
+    renamed = cli("mv", "memory/people/alice.md", "memory/people/alicia.md", "--update-links", "--json").json()
+    assert renamed["linksUpdated"] == ["memory/people/bob.md"]
+    [left] = renamed["linksNotUpdated"]
+    assert (left["source"], left["line"], left["text"]) == ("MEMORY.md", 2, "[[alice]]")
+    assert left["why"].startswith("may name another file: 2 memory files are named alice.md")
+    assert (workspace / "memory" / "people" / "bob.md").read_text() == "# Bob\n\nKnows [[alicia]].\n"
+    assert "[[alice]] is two people" in (workspace / "MEMORY.md").read_text()
+
+
+def test_a_file_edited_after_its_links_were_read_is_not_overwritten(workspace, state_dir, monkeypatch):
+    from openclaw_memory.history import moves
+
+    write(workspace / "memory" / "2026-11-30.md", SOURCE)
+    write(workspace / "MEMORY.md", MEMORY)
+    alice = workspace / "memory" / "people" / "alice.md"
+    write(alice, ALICE)
+    edited = ALICE + "\nShe also edits [[2026-11-30]] while it moves.\n"
+    real_move = moves.move_memory_file
+
+    def move_while_alice_is_edited(*args, **kw):  # after the backlinks were read, before the rewrite
+        result = real_move(*args, **kw)
+        write(alice, edited)
+        return result
+
+    monkeypatch.setattr(moves, "move_memory_file", move_while_alice_is_edited)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/2026-11-30.md")
+    moved = memory.move("memory/2026-11-30.md", "memory/projects/heron.md", update_links=True)
+
+    assert alice.read_text() == edited  # the edit is kept, not overwritten
+    assert "memory/people/alice.md" not in moved.links_updated and "MEMORY.md" in moved.links_updated
+    [left] = moved.links_not_updated
+    assert (left.source, left.line, left.text) == ("memory/people/alice.md", 3, "[the heron](../2026-11-30.md#plan)")
+    assert "changed after its links were read" in left.why
