@@ -154,6 +154,44 @@ def test_only_files_whose_content_changed_are_parsed_again(notes, cli, state_dir
     assert str(notes / "memory" / "2026-11-03.md") not in stored and str(heron) in stored
 
 
+def test_a_running_watch_keeps_the_link_table_current(notes, cli, state_dir, monkeypatch):
+    from test_watch import Watch
+
+    from conftest import wait_for
+    from openclaw_memory.database import Database
+    from openclaw_memory.links import table
+
+    parsed: list[str] = []  # the first heading of each note this process parses
+
+    class Counting(table.NoteParser):
+        def result(self):
+            note = super().result()
+            parsed.append(note.headings[0] if note.headings else "")
+            return note
+
+    monkeypatch.setattr(table, "NoteParser", Counting)
+    watch = Watch(notes, state_dir)
+    try:
+        watch.wait_started()  # its first sync parsed every note
+        assert cli("links", "--json").json()["parsed"] == 0 and parsed == []
+
+        # An edit under watch: the watch parses it, `links` parses nothing and lists the new link.
+        write(notes / "memory" / "people" / "alice.md", "# Alice\n\nWorks on [[heron]].\n")
+        wait_for(lambda: watch.change_for("memory/people/alice.md", "updated"), 120)
+        changed = cli("links", "--json").json()
+        assert changed["parsed"] == 0 and parsed == []
+        assert ("memory/people/alice.md", 3, "wiki", "[[heron]]", "ok", "memory/projects/heron.md") in _rows(changed)
+
+        # A file removed under watch leaves the table with it.
+        gone = notes / "memory" / "2026-11-03.md"
+        gone.unlink()
+        wait_for(lambda: watch.change_for("memory/2026-11-03.md", "removed"), 120)
+        stored = Database(settings_for(notes, state_dir).data_dir).rows("SELECT DISTINCT source FROM links")
+        assert str(gone) not in {row[0].decode() for row in stored}
+    finally:
+        assert watch.stop() == 0, "".join(watch.stderr)
+
+
 def test_doctor_warns_of_broken_and_ambiguous_links_and_repairs_nothing(notes, cli, state_dir):
     from openclaw_memory.database import Database
 

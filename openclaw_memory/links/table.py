@@ -89,6 +89,18 @@ def refresh(settings: Settings, files: Iterable[MemoryFile]) -> Refreshed:
     return Refreshed(notes, parsed, tuple(unreadable))
 
 
+def refresh_synced(settings: Settings, paths: Iterable[str] | None) -> Refreshed:
+    """The table brought up to date for the files a sync applied (``paths``, as `files` shows
+    them; None: every memory file), as a running ``watch`` does after each batch, so that ``links``
+    after an edit parses nothing new. A file removed meanwhile leaves the table here too."""
+    from ..files.scan import scan_paths, scan_workspace
+
+    files = scan_paths(settings, paths) if paths is not None else None
+    if files is None:  # a path only the whole scan places (an extra path, the dream diary), or every file
+        files = scan_workspace(settings, multimodal=False).files
+    return refresh(settings, files)
+
+
 def _read(abs_path: str, roots: Sequence[str], guard: int, known: str | None
           ) -> tuple[FileStat, str, ParsedNote | None] | None:
     """The file's stat and content hash, and its links unless its hash is ``known`` (None: it could

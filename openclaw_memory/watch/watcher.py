@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from ..errors import LockTimeout, MemoryToolError
 from ..files.paths import display_path
 from ..files.scan import scan_workspace
+from ..links.table import refresh_synced
 from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
 from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_undecodable_name, is_watch_limit
@@ -76,6 +77,17 @@ class WatchSummary:
 
 
 def _ignore(_message: str) -> None:
+    return None
+
+
+def _refresh_links(settings: Settings, paths: list[str] | None) -> str | None:
+    """The link table kept current with the files the sync applied (``links`` then parses nothing
+    the watch saw); a note when it could not be (the table is a cache: ``links`` parses them then)."""
+    try:
+        refresh_synced(settings, paths)
+    except (MemoryToolError, OSError) as exc:
+        why = exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
+        return f"link table not updated this time: {why}"
     return None
 
 
@@ -269,6 +281,7 @@ class Watcher:
                 shown = (display_path(p, workspace) for p in hints)
                 seen = [c.path for c in changes if c.version is not None] + [p for p in shown if p in after]
             warning = record_versions(settings, seen)
+            links = _refresh_links(settings, None if first else seen)
         finally:
             self._busy = False
         self.batches += 1
@@ -276,8 +289,9 @@ class Watcher:
             if note not in self._said:  # a standing condition ("not indexed: ...") is said once
                 self.on_notice(note)
         self._said = set(summary.notes)
-        if warning:
-            self.on_notice(warning)
+        for told in (warning, links):
+            if told:
+                self.on_notice(told)
         for change in changes:
             self.changes += 1
             self.on_change(change)
