@@ -57,6 +57,7 @@ def test_every_link_form_is_rewritten_to_the_new_path(workspace, state_dir):
     # Each rewrite is a version in its file's history, over the version it replaced.
     history = [v.version for v in memory.history("MEMORY.md").versions]
     assert history[:2] == [version_of(memory_md), version_of(MEMORY)]
+    assert memory.history("MEMORY.md").versions[0].origin == "agent-write"
     heron = [v.version for v in memory.history("memory/projects/heron.md").versions]
     assert heron[0] != version_of(SOURCE) and version_of(SOURCE) in heron[1:]
 
