@@ -117,3 +117,16 @@ def test_a_file_edited_after_its_links_were_read_is_not_overwritten(workspace, s
     [left] = moved.links_not_updated
     assert (left.source, left.line, left.text) == ("memory/people/alice.md", 3, "[the heron](../2026-11-30.md#plan)")
     assert "changed after its links were read" in left.why
+
+
+def test_links_in_the_file_a_forced_move_replaced_are_left_and_named(workspace, state_dir):
+    write(workspace / "memory" / "a.md", "# A\n")
+    write(workspace / "memory" / "b.md", "# B\n\nOld notes on [[a]].\n")
+    write(workspace / "MEMORY.md", "- [[a]]\n")
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/a.md")
+    moved = memory.move("memory/a.md", "memory/b.md", force=True, update_links=True)
+    assert moved.links_updated == ("MEMORY.md",) and (workspace / "MEMORY.md").read_text() == "- [[b]]\n"
+    [left] = moved.links_not_updated
+    assert (left.source, left.line, left.text) == ("memory/b.md", 3, "[[a]]") and "replaced" in left.why
+    assert (workspace / "memory" / "b.md").read_text() == "# A\n"  # the moved note, untouched

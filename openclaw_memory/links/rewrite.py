@@ -67,10 +67,14 @@ def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: st
     state = link_state(settings)
     dst = state.resolver.targets.get(destination)
     by_file: dict[str, list[Backlink]] = {}
-    for b in backlinks:
-        by_file.setdefault(destination if b.source == source else b.source, []).append(b)
     updated: list[str] = []
     left: list[LinkLeft] = []
+    for b in backlinks:
+        if b.source == destination:  # the file `mv --force` replaced: archived, its links with it
+            left.append(LinkLeft(state.shown.get(destination, b.source), b.link.line, b.link.text,
+                                 "in the file the move replaced (archived: `restore --last` brings it back)"))
+            continue
+        by_file.setdefault(destination if b.source == source else b.source, []).append(b)
     roots = (str(settings.workspace), *map(str, settings.extra_paths))
     for path, links in by_file.items():
         shown = state.shown.get(path, os.path.relpath(path, settings.workspace))
