@@ -9,7 +9,8 @@ import xxhash
 from conftest import settings_for, write
 from openclaw_memory.memory.local import LocalMemory
 
-SOURCE = "# Heron\n\n## Plan\n\nBack to [[2026-11-30#Plan]] and [this note](2026-11-30.md).\n"
+SOURCE = ("# Heron\n\n## Plan\n\nBack to [[2026-11-30#Plan]] and [this note](2026-11-30.md).\n"
+          "The day before: [Nov 3](2026-11-03.md#L1), [[2026-11-03]].\n")
 MEMORY = """# Memory
 
 - See [[2026-11-30]], [[2026-11-30|the heron]] and ![[2026-11-30#Plan]].
@@ -30,6 +31,7 @@ def memory_for(workspace, state_dir) -> LocalMemory:
 
 def test_every_link_form_is_rewritten_to_the_new_path(workspace, state_dir):
     write(workspace / "memory" / "2026-11-30.md", SOURCE)
+    write(workspace / "memory" / "2026-11-03.md", "# Nov 3\n")
     write(workspace / "MEMORY.md", MEMORY)
     write(workspace / "memory" / "people" / "alice.md", ALICE)
     memory = memory_for(workspace, state_dir)
@@ -50,9 +52,10 @@ def test_every_link_form_is_rewritten_to_the_new_path(workspace, state_dir):
     # A relative Markdown link from another folder: the path from that folder, the fragment kept.
     assert (workspace / "memory" / "people" / "alice.md").read_text() == ALICE.replace(
         "../2026-11-30.md#plan", "../projects/heron.md#plan")
-    # The moved note's own links to itself.
+    # The moved note's own links to itself, and its relative Markdown link to another note from its new folder.
     assert (workspace / "memory" / "projects" / "heron.md").read_text() == SOURCE.replace(
-        "[[2026-11-30#Plan]] and [this note](2026-11-30.md)", "[[heron#Plan]] and [this note](heron.md)")
+        "[[2026-11-30#Plan]] and [this note](2026-11-30.md)", "[[heron#Plan]] and [this note](heron.md)").replace(
+        "[Nov 3](2026-11-03.md#L1)", "[Nov 3](../2026-11-03.md#L1)")
 
     # Each rewrite is a version in its file's history, over the version it replaced.
     history = [v.version for v in memory.history("MEMORY.md").versions]

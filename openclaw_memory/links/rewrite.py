@@ -1,6 +1,6 @@
 """``mv --update-links``: the links that named a moved file, rewritten to name it where it is now.
 
-The backlinks are found before the move (:func:`backlinks_before`, with the content hash each
+The backlinks are found before the move (:func:`links_before`, with the content hash each
 linking file's links were parsed from), the file is moved, and :func:`rewrite_backlinks` rewrites
 each linking file by the rules of docs/notes.md:
 
@@ -8,7 +8,9 @@ each linking file by the rules of docs/notes.md:
   folder under the same name); otherwise (a rename) it gets the file's name when that names it
   alone, else its path; its heading and label stay;
 - a Markdown link gets the path from its note's folder to the file (its fragment stays);
-- a citation (its line range stays) and a mention get the file's workspace path.
+- a citation (its line range stays) and a mention get the file's workspace path;
+- the moved file's own Markdown links to other notes, relative to its old folder, get the path
+  from its new one.
 
 Each file is one write through the memory's own write operation, guarded by the version its links
 were read from: a file changed since is not rewritten, and its links are named with why (nothing a
@@ -41,11 +43,12 @@ class Backlink(NamedTuple):
     link: ParsedLink
     version: str  # the content hash the link was parsed from
     ambiguous: str  # why it is not rewritten ("" when it names the moved file alone)
+    names: str  # absolute path of the file it is to name: the moved file, or (its own links) another
 
 
-def backlinks_before(settings: Settings, abs_path: str) -> list[Backlink]:
-    """Every link that names the memory file ``abs_path`` (or may name it, among others), read
-    from the files as they are now."""
+def links_before(settings: Settings, abs_path: str) -> list[Backlink]:
+    """Every link that names the memory file ``abs_path`` (or may name it, among others), and the
+    file's own Markdown links to other notes (relative to its folder), read from the files as they are now."""
     state = link_state(settings)
     out = []
     for f in state.files:
@@ -55,7 +58,10 @@ def backlinks_before(settings: Settings, abs_path: str) -> list[Backlink]:
                 continue
             found = state.resolver.resolve(link, f.abs_path)
             if note is not None and names(found, abs_path):
-                out.append(Backlink(f.abs_path, link, note.hash, found.problem if found.status == AMBIGUOUS else ""))
+                out.append(Backlink(f.abs_path, link, note.hash, found.problem if found.status == AMBIGUOUS else "",
+                                    abs_path))
+            elif note is not None and f.abs_path == abs_path and link.form == MARKDOWN and found.target is not None:
+                out.append(Backlink(f.abs_path, link, note.hash, "", found.target.abs_path))
     return out
 
 
@@ -65,7 +71,6 @@ def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: st
     paths): the files rewritten, and the links left with why."""
     settings = memory.settings
     state = link_state(settings)
-    dst = state.resolver.targets.get(destination)
     by_file: dict[str, list[Backlink]] = {}
     updated: list[str] = []
     left: list[LinkLeft] = []
@@ -78,11 +83,11 @@ def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: st
     roots = (str(settings.workspace), *map(str, settings.extra_paths))
     for path, links in by_file.items():
         shown = state.shown.get(path, os.path.relpath(path, settings.workspace))
-        if dst is None:
-            left.extend(LinkLeft(shown, b.link.line, b.link.text, "the moved file is not a memory file where it is now")
-                        for b in links)
-            continue
-        done, why = _rewrite_file(memory, roots, path, shown, links, state.resolver, dst)
+        named = {b.names: state.resolver.targets.get(destination if b.names == source else b.names) for b in links}
+        gone = [b for b in links if named[b.names] is None]
+        left.extend(LinkLeft(shown, b.link.line, b.link.text, "the file it names is no memory file now") for b in gone)
+        done, why = _rewrite_file(memory, roots, path, shown, [b for b in links if b not in gone], state.resolver,
+                                  {name: t for name, t in named.items() if t is not None})
         left.extend(why)
         if done:
             updated.append(shown)
@@ -90,28 +95,28 @@ def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: st
 
 
 def _rewrite_file(memory: LocalMemory, roots: tuple[str, ...], path: str, shown: str, links: list[Backlink],
-                  resolver: Resolver, dst: LinkTarget) -> tuple[bool, list[LinkLeft]]:
-    version = links[0].version
+                  resolver: Resolver, named: dict[str, LinkTarget]) -> tuple[bool, list[LinkLeft]]:
     left = [LinkLeft(shown, b.link.line, b.link.text, f"may name another file: {b.ambiguous}") for b in links if b.ambiguous]
-    wanted: dict[int, list[ParsedLink]] = {}
+    wanted: dict[int, list[tuple[ParsedLink, LinkTarget]]] = {}
     for b in links:
         if not b.ambiguous:
-            wanted.setdefault(b.link.line, []).append(b.link)
+            wanted.setdefault(b.link.line, []).append((b.link, named[b.names]))
     if not wanted:
         return False, left
+    version = links[0].version
     content = _read(roots, path)
     if content is None or xxhash.xxh3_128_hexdigest(content) != version:
         why = "it changed after its links were read; not rewritten" if content is not None else "it cannot be read"
-        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link in ls)]
+        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
         return False, [*left, *(LinkLeft(shown, link.line, link.text, "it is not UTF-8 text")
-                                for ls in wanted.values() for link in ls)]
+                                for ls in wanted.values() for link, _ in ls)]
     lines = text.split("\n")
     changed = False
     for number, ls in wanted.items():
-        new, unchanged = _rewrite_line(lines[number - 1], number, ls, path, resolver, dst)
+        new, unchanged = _rewrite_line(lines[number - 1], number, ls, path, resolver)
         left.extend(LinkLeft(shown, link.line, link.text, why) for link, why in unchanged)
         changed = changed or new != lines[number - 1]
         lines[number - 1] = new
@@ -121,27 +126,28 @@ def _rewrite_file(memory: LocalMemory, roots: tuple[str, ...], path: str, shown:
         memory.write(shown, content="\n".join(lines), expect=version, update_index=False, tool="write")
     except MemoryToolError as exc:
         return False, [*left, *(LinkLeft(shown, link.line, link.text, f"not rewritten: {exc.message}")
-                                for ls in wanted.values() for link in ls)]
+                                for ls in wanted.values() for link, _ in ls)]
     return True, left
 
 
-def _rewrite_line(line: str, number: int, wanted: list[ParsedLink], path: str, resolver: Resolver, dst: LinkTarget
+def _rewrite_line(line: str, number: int, wanted: list[tuple[ParsedLink, LinkTarget]], path: str, resolver: Resolver
                   ) -> tuple[str, list[tuple[ParsedLink, str]]]:
-    """``line`` with each link of ``wanted`` rewritten, and the links it left with why. Links are
-    matched as the parser finds them in the line now (the same form, target and text)."""
+    """``line`` with each link of ``wanted`` rewritten to name its file, and the links it left with
+    why. Links are matched as the parser finds them in the line now (the same form, target and text)."""
     pending = list(wanted)
     edits: list[tuple[int, int, str]] = []
     left: list[tuple[ParsedLink, str]] = []
     for start, link in line_links(line, number):
-        if link not in pending:
+        at = next((i for i, (waiting, _) in enumerate(pending) if waiting == link), None)
+        if at is None:
             continue
-        pending.remove(link)
+        _, dst = pending.pop(at)
         new = _rewritten(link, path, resolver, dst)
         if isinstance(new, tuple):
             left.append((link, new[0]))
         elif new != link.text:
             edits.append((start, start + len(link.text), new))
-    left.extend((link, "not found where it was read") for link in pending)
+    left.extend((link, "not found where it was read") for link, _ in pending)
     for start, end, new in reversed(edits):
         line = line[:start] + new + line[end:]
     return line, left
@@ -152,6 +158,8 @@ def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget)
     if link.form in (CITATION, MENTION):
         return dst.display + link.text[len(link.target):]
     if link.form == MARKDOWN:
+        if _names_it(resolver, link, link.target, path, dst):
+            return link.text  # from where it is written now it names the file already
         span = markdown_destination(link.text)
         if span is None:
             return ("not a Markdown link as written",)

@@ -36,12 +36,12 @@ def move(memory: LocalMemory, source: str, destination: str, force: bool = False
          update_index: bool = True, update_links: bool = False) -> MoveResult:
     from ..files.read import resolve_memory_path
     from ..history.moves import move_memory_file
-    from ..links.rewrite import backlinks_before, rewrite_backlinks
+    from ..links.rewrite import links_before, rewrite_backlinks
 
     settings = memory.settings
     # The backlinks are read before the move: afterwards the links name nothing, so nothing finds them.
     src = resolve_memory_path(source, str(settings.workspace), settings.extra_paths).abs_path if update_links else ""
-    backlinks = backlinks_before(settings, src) if update_links else []
+    backlinks = links_before(settings, src) if update_links else []
     result = move_memory_file(settings, source, destination, force=force, expect=expect)
     if backlinks:
         dst = resolve_memory_path(result.path, str(settings.workspace), settings.extra_paths).abs_path
