@@ -10,7 +10,7 @@ from conftest import settings_for, write
 from openclaw_memory.memory.local import LocalMemory
 
 SOURCE = ("# Heron\n\n## Plan\n\nBack to [[2026-11-30#Plan]] and [this note](2026-11-30.md).\n"
-          "The day before: [Nov 3](2026-11-03.md#L1), [[2026-11-03]].\n")
+          "The day before: [Nov 3](2026-11-03.md#L1), [[2026-11-03]]; with [[alice]].\n")
 MEMORY = """# Memory
 
 - See [[2026-11-30]], [[2026-11-30|the heron]] and ![[2026-11-30#Plan]].
@@ -32,6 +32,8 @@ def memory_for(workspace, state_dir) -> LocalMemory:
 def test_every_link_form_is_rewritten_to_the_new_path(workspace, state_dir):
     write(workspace / "memory" / "2026-11-30.md", SOURCE)
     write(workspace / "memory" / "2026-11-03.md", "# Nov 3\n")
+    write(workspace / "memory" / "alice.md", "# Alice\n")
+    write(workspace / "memory" / "projects" / "alice.md", "# Alice, the project\n")
     write(workspace / "MEMORY.md", MEMORY)
     write(workspace / "memory" / "people" / "alice.md", ALICE)
     memory = memory_for(workspace, state_dir)
@@ -55,7 +57,8 @@ def test_every_link_form_is_rewritten_to_the_new_path(workspace, state_dir):
     # The moved note's own links to itself, and its relative Markdown link to another note from its new folder.
     assert (workspace / "memory" / "projects" / "heron.md").read_text() == SOURCE.replace(
         "[[2026-11-30#Plan]] and [this note](2026-11-30.md)", "[[heron#Plan]] and [this note](heron.md)").replace(
-        "[Nov 3](2026-11-03.md#L1)", "[Nov 3](../2026-11-03.md#L1)")
+        "[Nov 3](2026-11-03.md#L1)", "[Nov 3](../2026-11-03.md#L1)").replace(
+        "[[alice]]", "[[memory/alice]]")  # beside it in memory/ it was memory/alice.md; projects/ has its own
 
     # Each rewrite is a version in its file's history, over the version it replaced.
     history = [v.version for v in memory.history("MEMORY.md").versions]

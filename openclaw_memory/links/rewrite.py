@@ -9,8 +9,9 @@ each linking file by the rules of docs/notes.md:
   alone, else its path; its heading and label stay;
 - a Markdown link gets the path from its note's folder to the file (its fragment stays);
 - a citation (its line range stays) and a mention get the file's workspace path;
-- the moved file's own Markdown links to other notes, relative to its old folder, get the path
-  from its new one.
+- the moved file's own links to other notes that name another (or nothing) from its new folder
+  are rewritten by the same rules to name what they named (a Markdown link relative to its new
+  folder; ``[[alice]]`` that found ``alice.md`` beside it, by its path).
 
 Each file is one write through the memory's own write operation, guarded by the version its links
 were read from: a file changed since is not rewritten, and its links are named with why (nothing a
@@ -48,7 +49,8 @@ class Backlink(NamedTuple):
 
 def links_before(settings: Settings, abs_path: str) -> list[Backlink]:
     """Every link that names the memory file ``abs_path`` (or may name it, among others), and the
-    file's own Markdown links to other notes (relative to its folder), read from the files as they are now."""
+    file's own links to other notes (which may name another from its new folder), read from the
+    files as they are now."""
     state = link_state(settings)
     out = []
     for f in state.files:
@@ -60,7 +62,7 @@ def links_before(settings: Settings, abs_path: str) -> list[Backlink]:
             if note is not None and names(found, abs_path):
                 out.append(Backlink(f.abs_path, link, note.hash, found.problem if found.status == AMBIGUOUS else "",
                                     abs_path))
-            elif note is not None and f.abs_path == abs_path and link.form == MARKDOWN and found.target is not None:
+            elif note is not None and f.abs_path == abs_path and found.target is not None:
                 out.append(Backlink(f.abs_path, link, note.hash, "", found.target.abs_path))
     return out
 
@@ -155,11 +157,11 @@ def _rewrite_line(line: str, number: int, wanted: list[tuple[ParsedLink, LinkTar
 
 def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget) -> str | tuple[str]:
     """The link's new text, or (why,) when it cannot name ``dst``."""
+    if not link.target or _names_it(resolver, link, link.target, path, dst):
+        return link.text  # [[#heading]], or a link that names the file from where it is written now
     if link.form in (CITATION, MENTION):
         return dst.display + link.text[len(link.target):]
     if link.form == MARKDOWN:
-        if _names_it(resolver, link, link.target, path, dst):
-            return link.text  # from where it is written now it names the file already
         span = markdown_destination(link.text)
         if span is None:
             return ("not a Markdown link as written",)
@@ -172,8 +174,6 @@ def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget)
             dest = f"<{dest}>"
         return link.text[:span[0]] + dest + link.text[span[1]:]
     assert link.form == WIKI
-    if not link.target or _names_it(resolver, link, link.target, path, dst):
-        return link.text  # [[#heading]], or a name that still names the file where it is
     for name in (_stem(dst.display.rsplit("/", 1)[-1]), _stem(dst.display)):
         if _names_it(resolver, link, name, path, dst):
             opening = link.text.index("[[") + 2
