@@ -22,7 +22,7 @@ from _common import cli, fresh_workspace, median, settings_for
 def main() -> None:
     from openclaw_memory.index.api import MemoryIndex
     from openclaw_memory.index.config import index_config
-    from openclaw_memory.index.sync import Models
+    from openclaw_memory.index.lender import Models
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--embedding-backend", default="auto")

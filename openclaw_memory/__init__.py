@@ -60,9 +60,9 @@ if TYPE_CHECKING:
     from .index.api import CollectionInfo as CollectionInfo
     from .index.results import SearchHit as SearchHit
     from .index.results import SearchResult as SearchResult
+    from .index.results import SyncSummary as SyncSummary
     from .index.status import CollectionStatus as CollectionStatus
     from .index.status import IndexStatus as IndexStatus
-    from .index.sync import SyncSummary as SyncSummary
     from .links.report import LinkReport as LinkReport
     from .links.report import NoteLink as NoteLink
     from .log.activity import ActivityLog as ActivityLog
@@ -98,7 +98,7 @@ _RESULT_TYPES = {
     "SearchResult": ".index.results",
     "CollectionStatus": ".index.status",
     "IndexStatus": ".index.status",
-    "SyncSummary": ".index.sync",
+    "SyncSummary": ".index.results",
     "ActivityLog": ".log.activity",
     "LoggedVersion": ".log.activity",
     "LinkReport": ".links.report",

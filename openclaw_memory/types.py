@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
-    from .index.sync import SyncProgress
+    from .index.results import SyncProgress
 
 SearchMode = Literal["hybrid", "vector", "text"]
 Severity = Literal["error", "warning", "info"]

@@ -31,7 +31,7 @@ JsonValue = Any
 
 # Names that modules import only for type checkers, resolved when a field's annotation needs them.
 _DEFERRED = {
-    "SyncSummary": "openclaw_memory.index.sync",
+    "SyncSummary": "openclaw_memory.index.results",
     "Settings": "openclaw_memory.settings",
 }
 

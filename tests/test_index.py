@@ -20,8 +20,8 @@ from conftest import REPO, env_for, fault, settings_for, write
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.collections import resolve_collections
 from openclaw_memory.index.config import IndexConfig
+from openclaw_memory.index.lender import Models
 from openclaw_memory.index.manifest import load_manifest
-from openclaw_memory.index.sync import Models
 
 PARAGRAPH = "Paragraph {i} of {name}: the {topic} notes say {detail}, and we keep them for later reference.\n\n"
 TOPICS = ["gardening", "kubernetes", "espresso", "sailing", "taxes", "guitar", "hiking", "databases"]

@@ -17,8 +17,8 @@ from conftest import REPO, env_for, settings_for, write
 from openclaw_memory.errors import IndexMissing
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.config import IndexConfig
+from openclaw_memory.index.lender import Models
 from openclaw_memory.index.search import DEFAULT_MIN_SCORE
-from openclaw_memory.index.sync import Models
 from openclaw_memory.settings import default_model_cache
 from openclaw_memory.wire import to_json
 

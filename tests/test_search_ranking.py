@@ -19,8 +19,8 @@ from conftest import skip_without_torch_extra, write
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.config import IndexConfig
 from openclaw_memory.index.filters import SearchFilters
+from openclaw_memory.index.lender import Models
 from openclaw_memory.index.search import CALIBRATION, Ranking, calibrate
-from openclaw_memory.index.sync import Models
 from openclaw_memory.settings import Overrides, resolve_settings
 from openclaw_memory.wire import to_json
 

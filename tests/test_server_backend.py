@@ -455,7 +455,7 @@ def search_all(index, modes=("vector", "text", "hybrid")) -> dict:
 def models():
     """The hash embedder: what is compared is the two engines, fed the same vectors."""
     from openclaw_memory.index.config import IndexConfig
-    from openclaw_memory.index.sync import Models
+    from openclaw_memory.index.lender import Models
 
     return Models(IndexConfig(embedding_backend="hash"))
 

@@ -65,7 +65,7 @@ from .versions import AGENT_WRITE, RESTORE, Entry, short
 
 APPEND: WriteAction = "append"
 if TYPE_CHECKING:
-    from ..index.sync import SyncSummary
+    from ..index.results import SyncSummary
     from ..settings import Settings
 
 REPLACE: WriteAction = "replace"

@@ -13,12 +13,13 @@ from .collections import assign_files, resolve_collections
 from .config import index_config, search_ranking
 from .embedding import recipe_outdated
 from .filters import SearchFilters, file_dates
+from .lender import Models
 from .manifest import load_manifest, manifest_serial, stale_paths
-from .results import SearchResult
+from .results import SearchResult, SyncSummary
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
-from .sync import Models, ProgressCallback, SyncSummary, agent_lock, sync_index
+from .sync import ProgressCallback, agent_lock, sync_index
 from .terms import query_terms
 
 if TYPE_CHECKING:

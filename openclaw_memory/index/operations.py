@@ -12,9 +12,8 @@ if TYPE_CHECKING:
     from ..memory.local import LocalMemory
     from ..types import ProgressCallback, SearchMode
     from .api import CollectionInfo
-    from .results import SearchResult
+    from .results import SearchResult, SyncProgress, SyncSummary
     from .status import IndexStatus
-    from .sync import SyncProgress, SyncSummary
 
 
 def index(memory: LocalMemory, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:

@@ -29,8 +29,8 @@ from ..extras import require
 if TYPE_CHECKING:
     from ..settings import Settings
     from .api import MemoryIndex
+    from .lender import Models
     from .store.view import ReadView
-    from .sync import Models
 
 OnLockWait = Callable[[str, str], None]  # (what is locked, the holder's pid)
 

@@ -1,4 +1,4 @@
-"""What a search returns: plain frozen dataclasses, with nothing to import.
+"""What a search and an index run return: plain frozen dataclasses, with nothing to import.
 
 Kept apart from :mod:`.search` so that a process that only shows results (the CLI, answered by the
 service) does not load the search code (its term patterns are compiled at import).
@@ -79,3 +79,30 @@ class SearchResult:
             if not kept or start >= kept[-1][1]:
                 kept.append((start, end))
         return kept
+
+
+@dataclass(frozen=True)
+class SyncSummary:
+    files_scanned: int
+    files_changed: int
+    files_removed: int
+    chunks_embedded: int
+    chunks_reused: int
+    chunks_deleted: int
+    seconds: float = key(digits=3)
+    notes: tuple[str, ...] = key(omit=lambda s: not s.notes, default=())
+
+
+@dataclass(frozen=True)
+class SyncProgress:
+    """Reported while indexing: files read so far, chunks embedded so far, and their totals
+    (``chunks_total`` grows as files are read: files are read, embedded and written in batches)."""
+
+    files_done: int
+    files_total: int
+    chunks_done: int
+    chunks_total: int
+    phase: str = "read"  # "read" (files), "model" (loading the embedding model), "embed" (chunks)
+    # Of chunks_done, those already in the live store (kept if the run stops); what is built beside
+    # the live shard (changes past one batch, --full) is swapped in only at the end.
+    chunks_written: int = 0

@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import faults
 from ..database import Database
@@ -48,11 +47,11 @@ from ..fsutil.fsclock import guard_ns
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from ..types import ProgressCallback
-from ..wire import key
 from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
+from .lender import Models
 from .manifest import (
     FileEntry,
     FileStat,
@@ -74,6 +73,7 @@ from .manifest import (
     read_version,
     write_manifest,
 )
+from .results import SyncProgress, SyncSummary
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
 from .store.factory import open_store
 from .terms import TERMS_VERSION, keyword_terms
@@ -86,34 +86,6 @@ _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/o
 # pause after N (until SIGUSR1), to prove searches answer while an index runs; pause after N steps
 # of embedding (PROGRESS_STEP chunks each), to interrupt a run between embedding and writing.
 PROGRESS_STEP = 32  # chunks per progress report while embedding
-
-
-@dataclass(frozen=True)
-class SyncSummary:
-    files_scanned: int
-    files_changed: int
-    files_removed: int
-    chunks_embedded: int
-    chunks_reused: int
-    chunks_deleted: int
-    seconds: float = key(digits=3)
-    notes: tuple[str, ...] = key(omit=lambda s: not s.notes, default=())
-
-
-@dataclass(frozen=True)
-class SyncProgress:
-    """Reported while indexing: files read so far, chunks embedded so far, and their totals
-    (``chunks_total`` grows as files are read: files are read, embedded and written in batches)."""
-
-    files_done: int
-    files_total: int
-    chunks_done: int
-    chunks_total: int
-    phase: str = "read"  # "read" (files), "model" (loading the embedding model), "embed" (chunks)
-    # Of chunks_done, those already in the live store (kept if the run stops); what is built beside
-    # the live shard (changes past one batch, --full) is swapped in only at the end.
-    chunks_written: int = 0
-
 
 
 def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:
@@ -129,86 +101,6 @@ def agent_lock(settings: Settings, timeout: float) -> FileLock:
     key = hashlib.sha256(settings.agent.encode()).hexdigest()[:8]
     path = settings.data_dir / "index" / "locks" / f"sync-{sanitize(settings.agent)}-{key}.lock"
     return FileLock(str(path), timeout=timeout, what=f"the index of agent {settings.agent}")
-
-
-class Models:
-    """The tokenizer and the embedding model, each loaded on first use only."""
-
-    def __init__(self, config: IndexConfig, cache_dir=None):
-        self.config = config
-        self.cache_dir = cache_dir  # where the ONNX export of the model is cached (settings.model_cache)
-        self._counter = None
-        self._embedder = None
-        self._pinned: str | None = None
-        self._lend: Callable[[Any], Any] | None = None
-        self._loading = threading.Lock()  # threads that share the models load each one once
-
-    def lend(self, wrap: Callable[[Any], Any]) -> None:
-        """Hand the embedding model out as ``wrap(model)`` from now on (loaded or not yet): a pool
-        that shares it between threads watches its calls."""
-        with self._loading:
-            self._lend = wrap
-            if self._embedder is not None:
-                self._embedder = wrap(self._embedder)
-
-    def pin_backend(self, backend: str) -> None:
-        """Embed with the backend an existing index was built with (``auto`` may resolve otherwise now)."""
-        if backend and self._embedder is None and self.config.embedding_backend == "auto":
-            self._pinned = backend
-
-    @property
-    def counter(self):
-        if self._counter is None:
-            from .tokens import load_token_counter
-
-            with self._loading:
-                if self._counter is None:
-                    self._counter = load_token_counter(self.config.model)
-        return self._counter
-
-    @property
-    def embedder(self):
-        if self._embedder is None:
-            from .embedding import load_embedder
-
-            with self._loading:
-                if self._embedder is None:
-                    backend = self._pinned or self.config.embedding_backend
-                    model = load_embedder(self.config.model, backend=backend, cache_dir=self.cache_dir)
-                    self._embedder = self._lend(model) if self._lend is not None else model
-        return self._embedder
-
-    @property
-    def loaded(self) -> bool:
-        return self._embedder is not None
-
-    @property
-    def lent(self) -> bool:
-        return self._lend is not None
-
-    @property
-    def budget(self) -> tuple[int, int]:
-        """The effective (chunk budget, overlap) in the model's tokens."""
-        from .chunking import resolve_budget
-
-        return resolve_budget(self.counter, self.config.chunk_tokens, self.config.overlap_tokens)
-
-    def chunk(self, text: str, path: str | None = None, items: bool = False):
-        """The file's section chunks, its list items with ``items``, and its card (``path`` names
-        the file: a title of last resort)."""
-        from .chunking import chunk_document
-
-        return chunk_document(
-            text, self.counter, budget_tokens=self.config.chunk_tokens, overlap_tokens=self.config.overlap_tokens,
-            path=path, items=items,
-        )
-
-    def fingerprint(self) -> str:
-        from .embedding import embedding_fingerprint
-
-        e = self.embedder
-        budget, overlap = self.budget
-        return embedding_fingerprint(e.model_name, e.dim, budget, overlap, e.backend)
 
 
 @dataclass

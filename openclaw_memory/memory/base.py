@@ -31,9 +31,8 @@ if TYPE_CHECKING:
     from ..history.report import StateReport
     from ..index.api import CollectionInfo
     from ..index.migrate import MigrationResult
-    from ..index.results import SearchResult
+    from ..index.results import SearchResult, SyncSummary
     from ..index.status import IndexStatus
-    from ..index.sync import SyncSummary
     from ..links.report import LinkReport
     from ..log.activity import ActivityLog
     from ..prompt.loader import PromptSection

@@ -11,7 +11,7 @@ from ..output import no_controls, print_json, printable, reported, warn
 from ..progress import progress_reporter
 
 if TYPE_CHECKING:
-    from ...index.sync import SyncProgress
+    from ...index.results import SyncProgress
     from ...settings import Settings
     from ...types import SearchMode
 
