@@ -7,11 +7,14 @@ what got past its deciding step (the rename, the unlink) and undoes the rest
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import MemoryToolError, StateDamaged
 from ..fsutil.lock import lock_holder
 from ..history.fileops import UnreadableIntent, describe, read_intent
 from ..history.store import HistoryStore
 from ..settings import Settings
+from ..types import RepairStatus
 from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "interrupted-move"
@@ -37,21 +40,33 @@ def check_interrupted_move(ctx: CheckContext) -> list[Finding]:
     return [Finding(ID, "error", message, True, paths, FIX_HINT)]
 
 
+def finish_journaled(settings: Settings, finding: Finding, recover: Callable[[], tuple[RepairStatus, str] | None],
+                     what: str) -> Repair:
+    """Finish (or undo) a journaled operation a kill interrupted, under the write lock every writer
+    holds: ``recover()`` says how it ended, None when another run finished it first."""
+    try:
+        with HistoryStore.for_settings(settings).write_lock():
+            done = recover()
+    except MemoryToolError as exc:
+        return Repair(finding.id, "finish", "failed", f"{exc.message}; the record is kept, every byte is still reachable",
+                      finding.paths)
+    except OSError as exc:
+        return Repair(finding.id, "finish", "failed",
+                      f"{exc.strerror or exc}; the record is kept, every byte is still reachable", finding.paths)
+    if done is None:
+        return Repair(finding.id, "finish", "completed", f"the interrupted {what} was already finished by another run",
+                      finding.paths)
+    return Repair(finding.id, "finish", done[0], done[1], finding.paths)
+
+
 def finish_move(settings: Settings, finding: Finding) -> Repair:
     from ..history.moves import recover_pending
 
-    try:
-        with HistoryStore.for_settings(settings).write_lock():
-            done = recover_pending(settings)
-    except MemoryToolError as exc:
-        return Repair(ID, "finish", "failed", f"{exc.message}; the record is kept, every byte is still reachable", finding.paths)
-    except OSError as exc:
-        return Repair(ID, "finish", "failed", f"{exc.strerror or exc}; the record is kept, every byte is still reachable",
-                      finding.paths)
-    if done is None:
-        return Repair(ID, "finish", "completed", "the interrupted move or removal was already finished by another run", finding.paths)
-    finished, detail = done
-    return Repair(ID, "finish", "completed" if finished else "rolled-back", detail, finding.paths)
+    def recover() -> tuple[RepairStatus, str] | None:
+        done = recover_pending(settings)
+        return None if done is None else ("completed" if done[0] else "rolled-back", done[1])
+
+    return finish_journaled(settings, finding, recover, "move or removal")
 
 
 CHECKS = [check_interrupted_move]

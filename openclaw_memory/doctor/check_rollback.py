@@ -8,11 +8,13 @@ and named. Under the write lock every writer of a memory file holds.
 
 from __future__ import annotations
 
-from ..errors import MemoryToolError, StateDamaged
+from ..errors import StateDamaged
 from ..fsutil.lock import lock_holder
 from ..history.store import HistoryStore
 from ..rollback.journal import UnreadableRollback, describe, read_intent
 from ..settings import Settings
+from ..types import RepairStatus
+from .check_moves import finish_journaled
 from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "interrupted-rollback"
@@ -41,17 +43,11 @@ def check_interrupted_rollback(ctx: CheckContext) -> list[Finding]:
 def finish_rollback(settings: Settings, finding: Finding) -> Repair:
     from ..rollback.apply import recover_pending
 
-    try:
-        with HistoryStore.for_settings(settings).write_lock():
-            done = recover_pending(settings)
-    except MemoryToolError as exc:
-        return Repair(ID, "finish", "failed", f"{exc.message}; the record is kept, every byte is still reachable", finding.paths)
-    except OSError as exc:
-        return Repair(ID, "finish", "failed", f"{exc.strerror or exc}; the record is kept, every byte is still reachable",
-                      finding.paths)
-    if done is None:
-        return Repair(ID, "finish", "completed", "the interrupted rollback was already finished by another run", finding.paths)
-    return Repair(ID, "finish", "completed", done, finding.paths)
+    def recover() -> tuple[RepairStatus, str] | None:
+        done = recover_pending(settings)
+        return None if done is None else ("completed", done)  # a rollback is always finished, never undone
+
+    return finish_journaled(settings, finding, recover, "rollback")
 
 
 CHECKS = [check_interrupted_rollback]
