@@ -141,7 +141,7 @@ def assert_private(base: Path) -> None:
 
 @pytest.mark.parametrize(("umask", "state_made"), [(0o000, True), (0o022, False)], ids=["umask-000-new-state-dir", "umask-022"])
 def test_nothing_in_the_data_dir_is_reachable_by_another_user(base, umask, state_made):
-    """After index, read, write, doctor --fix, search, and with serve running (a write through it,
+    """After index, read, write, doctor --fix, search, snapshot, mv, rm, links, log, rollback, and with serve running (a write through it,
     live-synced): every folder 0700, every file 0600, the other user opens and locks nothing. A
     state dir the product makes is 0700 too; one that was there keeps its mode."""
     write(base / "ws" / "MEMORY.md", f"# Memory\n\n{SECRET}\n")
@@ -153,6 +153,16 @@ def test_nothing_in_the_data_dir_is_reachable_by_another_user(base, umask, state
     ok(run(base, "write", "MEMORY.md", "--append", "- another line", umask=umask))
     ok(run(base, "doctor", "--fix", "--yes", umask=umask))
     ok(run(base, "search", "vault code", umask=umask))
+    # What mv, rm, links, log, snapshots and a rollback keep in the data dir (intents, link table, pinned bytes).
+    write(base / "ws" / "memory" / "note.md", "# Note\n\nsee [[other]]\n")
+    ok(run(base, "watchdog", "snapshot", "before", umask=umask))
+    ok(run(base, "read", "memory/note.md", umask=umask))
+    ok(run(base, "mv", "memory/note.md", "memory/moved.md", umask=umask))
+    ok(run(base, "read", "memory/moved.md", umask=umask))
+    ok(run(base, "rm", "memory/moved.md", umask=umask))
+    ok(run(base, "links", "--broken", umask=umask))
+    ok(run(base, "log", umask=umask))
+    ok(run(base, "rollback", "--to", "before", "--force", umask=umask))
     service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve"], cwd=base / "ws",
                                env=env_for(base / "ws", base / "state"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, umask=umask)
