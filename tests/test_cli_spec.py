@@ -260,6 +260,16 @@ def test_a_light_command_imports_nothing_heavy(tree):
         assert proc.stderr.rsplit("HEAVY:", 1)[1] == "", f"{argv} imported {proc.stderr.rsplit('HEAVY:', 1)[1]}"
 
 
+def test_a_command_line_reads_only_its_own_declaration(tree):
+    """Reading a declaration's annotations costs a light command more than the rest of the spec:
+    `read` builds the parameters of `read` alone, not those of the other operations."""
+    child = ("import sys\nfrom openclaw_memory.cli.main import main\nmain(sys.argv[1:])\n"
+             "from openclaw_memory.memory import OPERATIONS\n"
+             "sys.stderr.write('BUILT:' + ','.join(sorted(n for n, op in OPERATIONS.items() if 'params' in vars(op))))\n")
+    proc = subprocess.run([sys.executable, "-c", child, *tree, "read", "MEMORY.md"], capture_output=True, text=True)
+    assert proc.stderr.rsplit("BUILT:", 1)[1] == "read", proc.stderr
+
+
 def _flag_spellings(opts) -> set[str]:
     return {f for o in opts for f in o.flags + ((o.negative,) if o.kind == "toggle" else ())}
 

@@ -18,7 +18,7 @@ light: what a command needs beyond the standard library and the memory door is i
 its functions (the eleven modules a command does not use add about 2 ms to its start;
 tests/test_cli_spec.py checks that a light command loads nothing heavy). The tables are named
 tuples, not dataclasses, for the same reason: a frozen dataclass costs several times as much to
-define.
+define; and an operation's command reads its declaration only when a command line reaches it.
 """
 
 from __future__ import annotations
@@ -92,20 +92,49 @@ class Arg(NamedTuple):
     flag: str | None = None  # a flag of the command that may give it instead (OpenClaw's ``--query``)
 
 
-class Command(NamedTuple):
-    name: str  # "files", or "watchdog snapshot" for a subcommand of a group
-    help: str
-    handler: Callable[..., int | None]  # handler(settings, **values); settings None when not ``needs_settings``
-    args: tuple[Arg, ...] = ()
-    opts: tuple[Opt, ...] = ()
-    also: tuple[str, ...] = ()  # names people type for it (OpenClaw's tool, a shell habit): suggested, not accepted
-    # OpenClaw's flags of the same command that have no use here: what to do instead.
-    instead: tuple[tuple[str, str], ...] = ()
-    needs_settings: bool = True  # False: runs without a workspace (completion)
-    # Settings flags the handler also gets, as given on the command line (None when not given): `log`
-    # filters on --agent and --session (a level has each flag once, so the command cannot have its own).
-    given_settings: tuple[str, ...] = ()
-    spelled: tuple[str, str] | None = None  # another command's name and a switch that also run this one
+class Command:
+    """A command. An operation's arguments and flags are made from its declaration when first
+    asked for: a command line builds the one command it runs, not every command's (reading the
+    declarations' annotations is most of what a light command would spend on the spec)."""
+
+    __slots__ = ("name", "help", "handler", "_built", "_build", "also", "instead", "needs_settings", "given_settings",
+                 "spelled")
+
+    def __init__(self, name: str, help: str, handler: Callable[..., int | None], args: tuple[Arg, ...] = (),
+                 opts: tuple[Opt, ...] = (), also: tuple[str, ...] = (), instead: tuple[tuple[str, str], ...] = (),
+                 needs_settings: bool = True, given_settings: tuple[str, ...] = (),
+                 spelled: tuple[str, str] | None = None,
+                 build: Callable[[], tuple[tuple[Arg, ...], tuple[Opt, ...]]] | None = None):
+        self.name = name  # "files", or "watchdog snapshot" for a subcommand of a group
+        self.help = help
+        self.handler = handler  # handler(settings, **values); settings None when not ``needs_settings``
+        self._built = (args, opts) if build is None else None
+        self._build = build
+        self.also = also  # names people type for it (OpenClaw's tool, a shell habit): suggested, not accepted
+        # OpenClaw's flags of the same command that have no use here: what to do instead.
+        self.instead = instead
+        self.needs_settings = needs_settings  # False: runs without a workspace (completion)
+        # Settings flags the handler also gets, as given on the command line (None when not given): `log`
+        # filters on --agent and --session (a level has each flag once, so the command cannot have its own).
+        self.given_settings = given_settings
+        self.spelled = spelled  # another command's name and a switch that also run this one
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r})"
+
+    def _parts(self) -> tuple[tuple[Arg, ...], tuple[Opt, ...]]:
+        if self._built is None:
+            assert self._build is not None
+            self._built = self._build()
+        return self._built
+
+    @property
+    def args(self) -> tuple[Arg, ...]:
+        return self._parts()[0]
+
+    @property
+    def opts(self) -> tuple[Opt, ...]:
+        return self._parts()[1]
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -124,21 +153,25 @@ def _min_score() -> float:
 
 def operation_command(name: str, handler: Callable[..., int | None] | None = None, *, opts: tuple[Opt, ...] = (),
                       metavars: Mapping[str, str] = {}, defaults: Mapping[str, Callable[[], Any]] = {},
-                      types: Mapping[str, Callable[[str], Any]] = {},
-                      query_flag: str | None = None, instead: tuple[tuple[str, str], ...] = ()) -> Command:
+                      types: Mapping[str, Callable[[str], Any]] = {}, query_flag: str | None = None,
+                      instead: tuple[tuple[str, str], ...] = (), given_settings: tuple[str, ...] = ()) -> Command:
     """The command of the declared operation ``name``: its arguments and flags from the declaration,
     then ``opts`` (the CLI's own); ``handler`` renders the result (default: its JSON)."""
     op = OPERATIONS[name]
     cli = op.cli
     assert cli is not None, f"the operation {name} has no command"
-    shown = [p for p in op.params if p.sent and p.name not in cli.hidden]
-    positional = cli.args if cli.args is not None else tuple(p.name for p in shown if p.required)
-    args = tuple(Arg(p.name, p.help, required=p.required, flag=query_flag if p.name == "query" else None)
-                 for p in shown if p.name in positional)
-    flags = tuple(_flag(p, cli.flags.get(p.name), metavars.get(p.name), defaults.get(p.name), types.get(p.name))
-                  for p in shown if p.name not in positional)
-    return Command(cli.command, op.summary, handler or _printing(name), args, (*flags, *opts), cli.also, instead,
-                   spelled=cli.spelled)
+
+    def build() -> tuple[tuple[Arg, ...], tuple[Opt, ...]]:
+        shown = [p for p in op.params if p.sent and p.name not in cli.hidden]
+        positional = cli.args if cli.args is not None else tuple(p.name for p in shown if p.required)
+        args = tuple(Arg(p.name, p.help, required=p.required, flag=query_flag if p.name == "query" else None)
+                     for p in shown if p.name in positional)
+        flags = tuple(_flag(p, cli.flags.get(p.name), metavars.get(p.name), defaults.get(p.name), types.get(p.name))
+                      for p in shown if p.name not in positional)
+        return args, (*flags, *opts)
+
+    return Command(cli.command, op.summary, handler or _printing(name), also=cli.also, instead=instead,
+                   given_settings=given_settings, spelled=cli.spelled, build=build)
 
 
 def _flag(p: Param, spelled: tuple[str, ...] | None, metavar: str | None, default_from: Callable[[], Any] | None,
@@ -227,7 +260,8 @@ _WRITTEN: tuple[Command, ...] = (
     )),
     operation_command("history", history_cmd.run_history, opts=(json_opt(),)),
     operation_command("activity", log_cmd.run_log, opts=(json_opt(),), metavars={
-        "since": "YYYY-MM-DD", "until": "YYYY-MM-DD", "paths": "GLOB", "origins": "ORIGIN", "limit": "N"})._replace(given_settings=("agent", "session")),
+        "since": "YYYY-MM-DD", "until": "YYYY-MM-DD", "paths": "GLOB", "origins": "ORIGIN", "limit": "N"},
+                      given_settings=("agent", "session")),
     operation_command("restore", history_cmd.run_restore, opts=(json_opt(),)),
     operation_command("restore_all", rollback_cmd.run_rollback, metavars={"to": "SNAPSHOT|TIME"}, opts=(json_opt(),)),
     operation_command("move", manage_cmd.run_move, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
