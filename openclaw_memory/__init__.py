@@ -33,7 +33,7 @@ from .errors import (
     WorkspaceError,
     WriteBlocked,
 )
-from .memory import Memory, ServiceInfo, ServiceStatus, open_memory, to_json
+from .memory import Memory, open_memory, to_json
 from .settings import Overrides, Settings, resolve_settings
 from .types import FileStateName, RepairStatus, SearchMode, Severity, WriteAction
 
@@ -106,13 +106,15 @@ _RESULT_TYPES = {
     "PromptSection": ".prompt.loader",
     "HeartbeatResult": ".watchdog.heartbeat",
     "SnapshotInfo": ".watchdog.snapshot",
+    "ServiceInfo": ".memory.service_status",
+    "ServiceStatus": ".memory.service_status",
     "VerifyResult": ".watchdog.verify",
 }
 
 __all__ = [
     "ConfigError", "DiskFull", "IndexMissing", "LockTimeout", "MemoryToolError", "MissingExtra", "PathRefused",
     "UsageError", "WorkspaceError", "WriteBlocked",
-    "Memory", "ServiceInfo", "ServiceStatus", "open_memory", "to_json",
+    "Memory", "open_memory", "to_json",
     "Overrides", "Settings", "resolve_settings",
     "FileStateName", "RepairStatus", "SearchMode", "Severity", "WriteAction",
     *_RESULT_TYPES,

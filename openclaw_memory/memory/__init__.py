@@ -15,8 +15,8 @@ is owner-only, the engine's files too (:mod:`openclaw_memory.fsutil.private`).
 
 from ..fsutil.private import private_umask
 from ..wire import to_json
-from .base import Memory, ServiceInfo, ServiceStatus
+from .base import Memory
 from .factory import open_memory
 from .operations import OPERATIONS
 
-__all__ = ["OPERATIONS", "Memory", "ServiceInfo", "ServiceStatus", "open_memory", "private_umask", "to_json"]
+__all__ = ["OPERATIONS", "Memory", "open_memory", "private_umask", "to_json"]

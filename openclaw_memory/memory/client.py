@@ -28,7 +28,8 @@ from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, parse_li
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from .base import ServiceStatus
+    from .service_status import ServiceStatus
+
 
 class ServiceUnavailable(Exception):
     """No answer from the service; ``message`` says why in one line (empty: none runs). ``refused``:
@@ -187,7 +188,7 @@ def _product_error(data: dict, message: str) -> Exception:
 
 def service_status(settings: Settings) -> ServiceStatus:
     """Whether the workspace's service answers: its figures, or why not (nothing when none runs)."""
-    from .base import ServiceStatus
+    from .service_status import ServiceStatus
 
     if not os.path.lexists(socket_path(settings)):  # asked even when this caller works in-process
         pid = unreachable_service(settings)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .base import ServiceInfo, ServiceStatus
 from .operations import Operation, method_of
 
 if TYPE_CHECKING:
     from ..index.pool import IndexPool
     from ..settings import Settings
+    from .service_status import ServiceInfo, ServiceStatus
 
 
 class LocalMemory:
@@ -65,6 +65,8 @@ class LocalMemory:
 
 def service_status(memory: LocalMemory) -> ServiceStatus:
     if memory.service_info is not None:
+        from .service_status import ServiceStatus
+
         return ServiceStatus(memory.service_info())
     from .client import service_status as asked
 

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..service_files import service_may_run
-from .base import ServiceStatus
 from .client import ServiceClient, ServiceUnavailable, Unsendable
 from .local import LocalMemory
 from .operations import OPERATIONS, Operation, method_of
@@ -26,6 +25,7 @@ from .operations import OPERATIONS, Operation, method_of
 if TYPE_CHECKING:
     from ..index.pool import IndexPool
     from ..settings import Settings
+    from .service_status import ServiceStatus
 
 
 RETRY_S = 10.0
@@ -106,6 +106,8 @@ class ServiceMemory:
 
     def service(self) -> ServiceStatus:
         if self._link.client is None and self._link.said:  # it just failed to answer: say why, not wait again
+            from .service_status import ServiceStatus
+
             return ServiceStatus(note=self._link.said)
         return self.call(OPERATIONS["service"])
 

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from .. import wire
 from ..errors import MemoryToolError
 from ..index.pool import IndexPool, Stopping
-from ..memory.base import LockWaits, ServiceInfo
 from ..memory.local import LocalMemory
 from ..memory.operations import OPERATIONS, Operation
 from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, answer_line, parse_line, settings_key
+from ..memory.service_status import LockWaits, ServiceInfo
 
 if TYPE_CHECKING:
     from ..settings import Settings
