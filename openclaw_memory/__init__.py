@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from .links.report import NoteLink as NoteLink
     from .log.activity import ActivityLog as ActivityLog
     from .log.activity import LoggedVersion as LoggedVersion
+    from .memory.service_status import ServiceInfo as ServiceInfo
+    from .memory.service_status import ServiceStatus as ServiceStatus
     from .prompt.loader import PromptSection as PromptSection
     from .rollback.apply import RollbackResult as RollbackResult
     from .watchdog.heartbeat import HeartbeatResult as HeartbeatResult
