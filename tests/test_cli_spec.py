@@ -260,6 +260,17 @@ def test_a_light_command_imports_nothing_heavy(tree):
         assert proc.stderr.rsplit("HEAVY:", 1)[1] == "", f"{argv} imported {proc.stderr.rsplit('HEAVY:', 1)[1]}"
 
 
+def test_the_entry_point_keeps_what_it_loaded_out_of_the_collector(tree):
+    """The modules' objects live as long as the process: `run` freezes them, so no collection (nor
+    the one at exit) walks them again."""
+    child = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: sys.stderr.write(f'FROZEN:{gc.get_freeze_count()}'))\n"
+             "from openclaw_memory.cli.main import run\nsys.argv[0] = 'openclaw-memory'\nrun()\n")
+    proc = subprocess.run([sys.executable, "-c", child, *tree, "read", "MEMORY.md"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stderr.rsplit("FROZEN:", 1)[1]) > 10_000
+
+
 def test_a_command_line_reads_only_its_own_declaration(tree):
     """Reading a declaration's annotations costs a light command more than the rest of the spec:
     `read` builds the parameters of `read` alone, not those of the other operations."""

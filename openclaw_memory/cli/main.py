@@ -6,6 +6,7 @@ a message on stderr (and ``{"error": ...}`` on stdout with ``--json``), never a 
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -94,6 +95,10 @@ def run_parsed(parsed: Parsed) -> int:
 
 
 def run() -> None:
+    # What is loaded by now (the package, the parser, the command modules) lives as long as the
+    # process: kept out of every collection, the one at exit included (a light command's CPU time
+    # drops by about a seventh, bench/startup.py).
+    gc.freeze()
     _fill_closed_streams()
     sys.exit(main())
 
