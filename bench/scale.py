@@ -26,7 +26,11 @@ processes it waited for) in place of the wall clock, and the in-process library 
 time: on a machine shared with other work the wall clock measures the neighbours as much as the
 command (the search through the service stays wall-clock: its work is the service's).
 
+``--only doctor,read`` measures only the rows whose name starts with one of those words (the full
+index is always run: the other rows need an indexed workspace).
+
 Usage: .venv/bin/python bench/scale.py [--sizes 300,3000,10000,30000] [--baseline /tmp/base] [--clock cpu]
+       [--only doctor]
 """
 
 from __future__ import annotations
@@ -135,7 +139,8 @@ class Code:
         return float(done.stdout.strip().splitlines()[-1])
 
 
-def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str]) -> dict[str, float]:
+def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str], only: tuple[str, ...] = ()
+            ) -> dict[str, float]:
     note = sorted((ws / "memory").iterdir())[len(list((ws / "memory").iterdir())) // 2].name
     rel = f"memory/{note}"
     out: dict[str, float] = {}
@@ -143,7 +148,12 @@ def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str]) ->
     code.run(ws, state, "watchdog", "snapshot")
     code.run(ws, state, "read", rel)
 
+    def wanted(row: str) -> bool:
+        return not only or row.startswith(only)
+
     def timed(row: str, *args: str, before=None, ok=(0,)) -> None:
+        if not wanted(row):
+            return
         times = []
         for i in range(runs + 1):
             if before is not None:
@@ -155,11 +165,12 @@ def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str]) ->
 
     counter = iter(range(10**6))
     times = []
-    for i in range(runs + 1):
+    for i in range(runs + 1 if wanted("write --append (+ index)") else 0):
         seconds = code.run(ws, state, "write", rel, "--append", f"- scale bench line {next(counter)} storage review")
         if i:
             times.append(seconds)
-    out["write --append (+ index)"] = statistics.median(times)
+    if times:
+        out["write --append (+ index)"] = statistics.median(times)
 
     def edit(_i: int) -> None:
         with open(ws / "memory" / note, "a", encoding="utf-8") as fh:
@@ -169,7 +180,18 @@ def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str]) ->
     timed("index, nothing changed", "index")
     timed("doctor", "doctor", ok=(0, 1, 2))
     timed("cold search (no service)", "search", "storage migration review")
-    out["library search, in-process p50"] = code.library(ws, state, queries, True)
+    if wanted("library search, in-process p50"):
+        out["library search, in-process p50"] = code.library(ws, state, queries, True)
+    if wanted("library search, service p50"):
+        _service_search(code, ws, state, queries, out)
+    timed("read", "read", rel)
+    timed("history", "history", rel)
+    timed("write --no-index", "write", rel, "--append", "- a line not indexed", "--no-index")
+    timed("watchdog verify", "watchdog", "verify", ok=(0, 1, 2))
+    return out
+
+
+def _service_search(code: Code, ws: Path, state: Path, queries: list[str], out: dict[str, float]) -> None:
     log = open(ws.parent / f"serve-{code.label}.log", "w")  # a file: a pipe nobody reads would block the service
     serve = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve"], env=code.env(ws, state), cwd=ws,
                              stdout=subprocess.DEVNULL, stderr=log, text=True)
@@ -182,11 +204,6 @@ def measure(code: Code, ws: Path, state: Path, runs: int, queries: list[str]) ->
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=120)
         log.close()
-    timed("read", "read", rel)
-    timed("history", "history", rel)
-    timed("write --no-index", "write", rel, "--append", "- a line not indexed", "--no-index")
-    timed("watchdog verify", "watchdog", "verify", ok=(0, 1, 2))
-    return out
 
 
 def _children_cpu() -> float:
@@ -230,6 +247,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the workspaces under the bench folder")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall-clock seconds, or CPU seconds of each command (a shared machine)")
+    parser.add_argument("--only", default="", help="measure only the rows starting with these words (comma-separated)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     codes = (([Code("baseline", args.baseline, args.clock)] if args.baseline else [])
@@ -243,7 +261,7 @@ def main() -> None:
             ws, state = base / f"ws-{n}", base / f"state-{n}"
             build_workspace(ws, n)
             state.mkdir(parents=True)
-            results[(code.label, n)] = measure(code, ws, state, args.runs, queries)
+            results[(code.label, n)] = measure(code, ws, state, args.runs, queries, tuple(filter(None, args.only.split(","))))
             print(f"[{code.label}] {n} notes: " + json.dumps({k: round(v, 4) for k, v in results[(code.label, n)].items()}),
                   file=sys.stderr, flush=True)
         if not args.keep:
