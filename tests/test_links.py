@@ -265,11 +265,11 @@ def test_names_compare_as_the_file_system_compares_them(notes):
     """ext4 compares names exactly (asked, not assumed); on a file system that folds case (not
     mountable here: this kernel has no CONFIG_UNICODE for tmpfs casefold), [[Heron]] names heron.md."""
     from openclaw_memory.links.parse import parse_note
-    from openclaw_memory.links.resolve import LinkTarget, Resolver, folds_case
+    from openclaw_memory.links.resolve import LinkTarget, Resolver, Text, folds_case
 
     heron = notes / "memory" / "projects" / "heron.md"
     assert folds_case({str(heron): heron.stat().st_ino}) is False
-    targets = [LinkTarget(str(heron), "memory/projects/heron.md", heron.stat().st_ino, ("Heron",), 6)]
+    targets = [LinkTarget(str(heron), "memory/projects/heron.md", heron.stat().st_ino, Text(("Heron",), 6))]
     link = parse_note("[[Heron#HERON]] and [x](projects/HERON.md)").links
     source = str(notes / "memory" / "a.md")
     exact = Resolver(str(notes), targets, folds_case=False)

@@ -52,6 +52,9 @@ class CheckContext:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.workspace = str(settings.workspace)
+        # What the checks worked out that the state database caches (the link table): stored by
+        # the runner once every check has read, only where a plain doctor may write it.
+        self.cache_writes: list[Callable[[], None]] = []
 
     @cached_property
     def roots(self) -> RootMemoryFiles:

@@ -1,6 +1,8 @@
 """Run doctor: the checks, and with ``fix`` the repairs under the workspace lock.
 
-Plain doctor only reads (no lock, no state dir, nothing written). ``fix`` takes
+Plain doctor only reads (no lock, no state dir created, no workspace file touched): its checks
+run where the state database cannot be written, and the one thing it writes after them is the
+link table, a cache of the product's own (:func:`keep_caches`). ``fix`` takes
 the per-workspace lock (waiting up to 5 s), looks again under the lock, applies
 one repair at a time (asking first when ``confirm`` is given) and looks again
 after each, since one repair changes what the others see (a resumed merge
@@ -9,6 +11,7 @@ removes ``memory.md``). Each finding is repaired at most once per run.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -43,10 +46,42 @@ REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, 
            **repair_index.REPAIRS}
 
 
-def run_checks(settings: Settings) -> list[Finding]:
-    """Every finding, in check order, from one fresh look at the workspace."""
+def run_checks(settings: Settings, *, plain: bool = False) -> list[Finding]:
+    """Every finding, in check order, from one fresh look at the workspace (``plain``: where
+    nothing can be written), then the caches the checks brought up to date kept."""
     ctx = CheckContext(settings)
-    return [finding for check in CHECKS for finding in check(ctx)]
+    if plain:
+        from ..database import read_only
+
+        with read_only():
+            found = [finding for check in CHECKS for finding in check(ctx)]
+    else:
+        found = [finding for check in CHECKS for finding in check(ctx)]
+    keep_caches(ctx, found)
+    return found
+
+
+def keep_caches(ctx: CheckContext, found: list[Finding]) -> None:
+    """Store what the checks cached (the links they parsed: the next doctor parses only what
+    changes), only into a state database that exists (none is created), is of this release's
+    schema (none is migrated) and in which the checks found nothing wrong: no error at all (a
+    damaged database, an interrupted repair, move or rollback is left exactly as found)."""
+    from ..database import Database
+    from ..database.connection import peek
+    from ..database.schema import FIRST_RELEASED, MIGRATIONS
+
+    if not ctx.cache_writes or any(f.severity == "error" for f in found):
+        return
+    db = Database(ctx.settings.data_dir)
+    try:
+        if not db.exists() or db.unusable() is not None:
+            return
+        if peek(db.path, "PRAGMA user_version")[0][0] != FIRST_RELEASED + len(MIGRATIONS):
+            return
+    except (OSError, sqlite3.Error):
+        return  # what cannot be read now is a finding of the next doctor's, not this one's failure
+    for write in ctx.cache_writes:
+        write()
 
 Confirm = Callable[[Finding, str], bool]
 
@@ -80,10 +115,7 @@ def run_doctor(
     """Check the workspace; with ``fix``, repair what can be repaired. Raises LockTimeout (exit 2)."""
     workspace = str(settings.workspace)
     if not fix:
-        from ..database import read_only
-
-        with read_only():
-            found = tuple(run_checks(settings))
+        found = tuple(run_checks(settings, plain=True))
         return DoctorReport(workspace, found, (), found)
 
     specs = REPAIRS

@@ -4,8 +4,10 @@ name nothing (``broken``), each with its line and what it resolves to."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..errors import PathRefused
 from ..files.read import resolve_memory_path
@@ -13,7 +15,7 @@ from ..files.scan import scan_workspace
 from ..wire import key
 from .parse import ParsedLink
 from .resolve import AMBIGUOUS, OK, LinkTarget, Resolution, Resolver, folds_case
-from .table import NoteLinks, Refreshed, refresh
+from .table import Refreshed, refresh
 
 if TYPE_CHECKING:
     from ..files.scan import MemoryFile
@@ -60,55 +62,86 @@ def note_links(settings: Settings, path: str | None = None, *, broken: bool = Fa
     workspace = str(settings.workspace)
     wanted = resolve_memory_path(path, workspace, settings.extra_paths).abs_path if path is not None else None
     state = link_state(settings)
-    markdown, shown, table, resolver = state
-    if wanted is not None and wanted not in shown:
+    if wanted is not None and wanted not in state.shown:
         raise PathRefused(f"{path}: no such memory file (`openclaw-memory links --broken` lists links that name nothing)")
     outgoing: list[NoteLink] = []
     backlinks: list[NoteLink] = []
-    for f in markdown:  # in `files` order, each file's links in order
-        note = table.notes.get(f.abs_path)
-        for link in note.links if note is not None else ():
-            if wanted is not None and f.abs_path != wanted and not may_name(link, wanted):
-                continue
-            found = resolver.resolve(link, f.abs_path)
-            if broken and found.status == OK:
-                continue
-            listed = _listed(f.path, link, found)
-            if wanted is None or f.abs_path == wanted:
-                outgoing.append(listed)
-            if wanted is not None and names(found, wanted):
-                backlinks.append(listed)
-    return LinkReport(workspace, settings.agent, shown[wanted] if wanted is not None else None, tuple(outgoing),
-                      tuple(backlinks), len(markdown), table.parsed, table.unreadable)
+    for f, link in state.links():
+        if wanted is not None and f.abs_path != wanted and not may_name(link, wanted):
+            continue
+        found = state.resolver.resolve(link, f.abs_path)
+        if broken and found.status == OK:
+            continue
+        listed = _listed(f.path, link, found)
+        if wanted is None or f.abs_path == wanted:
+            outgoing.append(listed)
+        if wanted is not None and names(found, wanted):
+            backlinks.append(listed)
+    return LinkReport(workspace, settings.agent, state.shown[wanted] if wanted is not None else None, tuple(outgoing),
+                      tuple(backlinks), len(state.files), state.table.parsed, state.table.unreadable)
 
 
-class LinkState(NamedTuple):
-    """The memory's links as they are now: what every call that resolves links starts from."""
-
-    files: list[MemoryFile]  # the Markdown memory files, in `files` order
-    shown: dict[str, str]  # absolute path -> the path as `files` shows it
-    table: Refreshed  # each file's links as parsed (and its content hash)
-    resolver: Resolver
-
-
-def link_state(settings: Settings) -> LinkState:
-    """A scan of the memory files, the link table brought up to date for them, and a resolver on them."""
-    scan = scan_workspace(settings, multimodal=False)
-    markdown = [f for f in scan.files if f.kind == "markdown"]
-    shown = {f.abs_path: f.path for f in markdown}
-    table = refresh(settings, markdown)
-    resolver = Resolver(str(settings.workspace), _targets(table.notes, shown),
-                        folds_case=folds_case({f.abs_path: f.inode for f in markdown}))
-    return LinkState(markdown, shown, table, resolver)
+def unresolved(state: LinkState) -> Iterator[NoteLink]:
+    """Every link that names nothing or more than one file, in `files` order (doctor's link check)."""
+    for f, link in state.links():
+        found = state.resolver.resolve(link, f.abs_path)
+        if found.status != OK:
+            yield _listed(f.path, link, found)
 
 
-def _targets(notes: dict[str, NoteLinks], shown: dict[str, str]) -> list[LinkTarget]:
-    out = []
-    for abs_path, display in shown.items():
-        note = notes.get(abs_path)
-        inode = note.stat.inode if note is not None else 0
-        out.append(LinkTarget(abs_path, display, inode, note.headings if note else None, note.lines if note else None))
-    return out
+class LinkState:
+    """The memory's links as they are now: what every call that resolves links starts from. The
+    resolver (an index of every file's name and path) is made on the first link resolved: a
+    memory without links never builds it."""
+
+    def __init__(self, settings: Settings, files: list[MemoryFile], table: Refreshed):
+        self.workspace = str(settings.workspace)
+        self.files = files  # the Markdown memory files, in `files` order
+        self.shown = {f.abs_path: f.path for f in files}  # absolute path -> the path as `files` shows it
+        self.table = table  # each file's links as parsed (and its content hash)
+
+    def links(self) -> Iterator[tuple[MemoryFile, ParsedLink]]:
+        """Each file's links in order, the files in `files` order."""
+        links = self.table.links
+        for f in self.files:
+            for link in links.get(f.abs_path, ()):
+                yield f, link
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        unknown = set(self.table.unreadable)  # a file not read: what its headings and lines are is not known
+        return Resolver(self.workspace,
+                        [LinkTarget(f.abs_path, f.path, f.inode, None if f.path in unknown else _Text(self.table, f.abs_path))
+                         for f in self.files],
+                        folds_case=folds_case({f.abs_path: f.inode for f in self.files}))
+
+
+class _Text:
+    """A target's headings and line count, taken from the link table only when a link's heading or
+    line range asks for them."""
+
+    __slots__ = ("_table", "_path")
+
+    def __init__(self, table: Refreshed, abs_path: str):
+        self._table, self._path = table, abs_path
+
+    @property
+    def headings(self) -> tuple[str, ...]:
+        record = self._table.text(self._path)
+        return record.headings if record is not None else ()
+
+    @property
+    def lines(self) -> int:
+        record = self._table.text(self._path)
+        return record.lines if record is not None else 0
+
+
+def link_state(settings: Settings, files: Iterable[MemoryFile] | None = None, *, save: bool = True) -> LinkState:
+    """The memory files (``files``, a scan's, else a scan now), the link table brought up to date
+    for them (stored unless ``save`` is False: :func:`~.table.keep` then stores it), and a resolver on them."""
+    scanned = scan_workspace(settings, multimodal=False).files if files is None else files
+    markdown = [f for f in scanned if f.kind == "markdown"]
+    return LinkState(settings, markdown, refresh(settings, markdown, save=save))
 
 
 def may_name(link: ParsedLink, wanted: str) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink
 
@@ -32,14 +32,29 @@ AMBIGUOUS = "ambiguous"
 _LINES = re.compile(r"L([0-9]+)(?:-L([0-9]+))?")
 
 
+class TargetText(Protocol):
+    """What a link's fragment is checked against: the target's headings and its line count."""
+
+    @property
+    def headings(self) -> tuple[str, ...]: ...
+    @property
+    def lines(self) -> int: ...
+
+
+class Text(NamedTuple):
+    """A :class:`TargetText` given whole (the link table's records decode their headings only when asked)."""
+
+    headings: tuple[str, ...]
+    lines: int
+
+
 class LinkTarget(NamedTuple):
     """What a memory file offers the links that name it."""
 
     abs_path: str
     display: str
     inode: int
-    headings: tuple[str, ...] | None  # None: not known (the file could not be read)
-    lines: int | None
+    text: TargetText | None  # None: not known (the file could not be read)
 
 
 class Resolution(NamedTuple):
@@ -134,12 +149,13 @@ class Resolver:
         if found.status != OK or target is None or not link.fragment:
             return found
         lines = _LINES.fullmatch(link.fragment)
+        text = target.text
         if lines is not None and link.form != WIKI:
             end = int(lines.group(2) or lines.group(1))
-            if target.lines is not None and end > target.lines:
-                return Resolution(BROKEN, target, problem=f"{target.display} has {target.lines} lines, not {end}")
+            if text is not None and end > text.lines:
+                return Resolution(BROKEN, target, problem=f"{target.display} has {text.lines} lines, not {end}")
             return found
-        if target.headings is not None and not has_heading(target.headings, link.fragment):
+        if text is not None and not has_heading(text.headings, link.fragment):
             return Resolution(BROKEN, target, problem=f"{target.display} has no heading {link.fragment!r}")
         return found
 

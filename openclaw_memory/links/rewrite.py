@@ -53,17 +53,16 @@ def links_before(settings: Settings, abs_path: str) -> list[Backlink]:
     files as they are now."""
     state = link_state(settings)
     out = []
-    for f in state.files:
-        note = state.table.notes.get(f.abs_path)
-        for link in note.links if note is not None else ():
-            if f.abs_path != abs_path and not may_name(link, abs_path):
-                continue
-            found = state.resolver.resolve(link, f.abs_path)
-            if note is not None and names(found, abs_path):
-                out.append(Backlink(f.abs_path, link, note.hash, found.problem if found.status == AMBIGUOUS else "",
-                                    abs_path))
-            elif note is not None and f.abs_path == abs_path and found.target is not None:
-                out.append(Backlink(f.abs_path, link, note.hash, "", found.target.abs_path))
+    for f, link in state.links():
+        if f.abs_path != abs_path and not may_name(link, abs_path):
+            continue
+        found = state.resolver.resolve(link, f.abs_path)
+        note = state.table.text(f.abs_path)
+        if note is not None and names(found, abs_path):
+            out.append(Backlink(f.abs_path, link, note.hash, found.problem if found.status == AMBIGUOUS else "",
+                                abs_path))
+        elif note is not None and f.abs_path == abs_path and found.target is not None:
+            out.append(Backlink(f.abs_path, link, note.hash, "", found.target.abs_path))
     return out
 
 

@@ -7,8 +7,14 @@ a racy sighting excepted) it is not even read; read again, it is not parsed whil
 one its links were parsed from. What a link *names* is not kept: it depends on the other files,
 and is worked out when asked (:mod:`.resolve`).
 
+What a file's links cost is what changed: an unchanged file's row is compared by its change key
+alone (no stat object, its headings decoded only when a link names one of them), only a changed
+file is read, and only the rows of files read or gone are written.
+
 The table is a cache: a state dir that cannot be written (full, read-only, another process writing
-now) only means the parse is done again next time; plain ``doctor`` (read-only) writes nothing.
+now) only means the parse is done again next time. :func:`refresh` works it out and :func:`keep`
+stores it, so that a reader that may not write yet (plain ``doctor``, whose checks only read) keeps
+it after (``doctor.runner``).
 """
 
 from __future__ import annotations
@@ -17,13 +23,14 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import xxhash
 
 from ..database import Database, dec, enc, is_read_only
-from ..database.observations import FileStat
+from ..database.observations import FileStat, change_key
 from ..errors import MemoryToolError
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.hashing import hash_open_file
@@ -37,56 +44,119 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
+ChangeKey = tuple[int, int, int, int, int]  # database.observations.change_key: size, mtime, ctime, inode, mode
+
+
 class NoteLinks(NamedTuple):
     """What the table holds of one memory file."""
 
-    stat: FileStat  # the file's stat when the bytes parsed were hashed
+    key: ChangeKey  # the file's stat when the bytes parsed were hashed (the change rule's fields)
+    racy: bool  # that sighting was racy: the file is read again next time
     hash: str  # xxh3_128 of those bytes
     lines: int
-    headings: tuple[str, ...]
+    headings_json: str  # its headings' text, as stored (JSON): decoded when a link names a heading
     links: tuple[ParsedLink, ...]
 
-
-class Refreshed(NamedTuple):
-    notes: dict[str, NoteLinks]  # by absolute path: every markdown memory file that could be read
-    parsed: int  # files parsed this time (new, or their content changed)
-    unreadable: tuple[str, ...]  # display paths of files that could not be read (their links are unknown)
+    @property
+    def headings(self) -> tuple[str, ...]:
+        return tuple(json.loads(self.headings_json))
 
 
-def refresh(settings: Settings, files: Iterable[MemoryFile]) -> Refreshed:
-    """The links of every Markdown file of ``files`` (a scan), parsing only what changed, and the
-    table brought up to date."""
+class Refreshed:
+    """The links of the memory files as they are now: an unchanged file's from the table, a changed
+    one's as parsed now; what the table lacks (``changed``, ``gone``) for :func:`keep`."""
+
+    def __init__(self, db: Database, links: dict[str, tuple[ParsedLink, ...]], parsed: int,
+                 unreadable: tuple[str, ...], changed: tuple[tuple[str, NoteLinks, bool], ...], gone: tuple[str, ...]):
+        self._db = db
+        self.links = links  # by absolute path: the links of each file that has any
+        self.parsed = parsed  # files parsed this time (new, or their content changed)
+        self.unreadable = unreadable  # display paths of files that could not be read (their links are unknown)
+        self.changed = changed  # what the table lacks: (path, record, links changed)
+        self.gone = gone  # files the table holds that are no more
+
+    def text(self, abs_path: str) -> NoteLinks | None:
+        """The file's record (its hash, line count and headings; None: not read): a file's read
+        now, the others' from the table, all loaded at the first call (a link with a heading or a
+        line range, a rewrite), never for a memory whose links name none."""
+        return self._records.get(abs_path)
+
+    @cached_property
+    def _records(self) -> dict[str, NoteLinks]:
+        out = {dec(path): NoteLinks((size, mtime, ctime, inode, mode), bool(racy), digest, lines, headings, ())
+               for path, size, mtime, ctime, inode, mode, racy, digest, lines, headings in self._db.rows(
+                   "SELECT path, size, mtime_ns, ctime_ns, inode, mode, racy, hash, lines, headings FROM link_files")}
+        out.update((path, record) for path, record, parsed in self.changed if parsed)
+        return out
+
+
+def refresh(settings: Settings, files: Iterable[MemoryFile], *, save: bool = True) -> Refreshed:
+    """The links of every Markdown file of ``files`` (a scan), parsing only what changed, and (with
+    ``save``) the table brought up to date; without, :func:`keep` does it later.
+
+    An unchanged file costs a comparison of its change key with its row's (no record built, its
+    links taken as stored); a changed one is read (and parsed only when its hash is not its row's)."""
     db = Database(settings.data_dir)
-    known = _load(db)
-    roots = (str(settings.workspace), *map(str, settings.extra_paths))
-    guard = max(guard_ns(Path(root)) for root in roots)
-    notes: dict[str, NoteLinks] = {}
-    changed: list[tuple[str, NoteLinks, bool]] = []  # (path, record, links changed)
-    unreadable: list[str] = []
-    parsed = 0
+    known = {dec(path): key for path, *key in db.rows(
+        "SELECT path, size, mtime_ns, ctime_ns, inode, mode, racy FROM link_files")}
+    stored = _stored_links(db)
+    links: dict[str, tuple[ParsedLink, ...]] = {}
+    stale: list[MemoryFile] = []
+    seen: set[str] = set()
     for f in files:
         if f.kind != "markdown":
             continue
-        before = known.get(f.abs_path)
-        if before is not None and before.stat.matches(f):
-            notes[f.abs_path] = before
-            continue
-        read = _read(f.abs_path, roots, guard, before.hash if before is not None else None)
+        seen.add(f.abs_path)
+        # FileStat.matches in bulk: the same change key, and a sighting that was not racy.
+        if known.get(f.abs_path) == [f.size, f.mtime_ns, f.ctime_ns, f.inode, f.mode, 0]:
+            found = stored.get(f.abs_path)
+            if found:
+                links[f.abs_path] = found
+        else:
+            stale.append(f)
+    changed, unreadable = _reread(settings, db, stale, stored, links)
+    gone = tuple(path for path in known if path not in seen and not os.path.lexists(path))
+    refreshed = Refreshed(db, links, sum(1 for *_, parsed in changed if parsed), unreadable, changed, gone)
+    if save:
+        keep(settings, refreshed)
+    return refreshed
+
+
+def _reread(settings: Settings, db: Database, stale: list[MemoryFile], stored: dict[str, tuple[ParsedLink, ...]],
+            links: dict[str, tuple[ParsedLink, ...]]) -> tuple[tuple[tuple[str, NoteLinks, bool], ...], tuple[str, ...]]:
+    """Read the files whose row does not vouch for them (new, changed, racy): the records to store
+    (parsed: whether their links are new) and the display paths of those that could not be read."""
+    if not stale:
+        return (), ()
+    roots = (str(settings.workspace), *map(str, settings.extra_paths))
+    guard = max(guard_ns(Path(root)) for root in roots)
+    hashes = _hashes(db, [f.abs_path for f in stale])
+    changed: list[tuple[str, NoteLinks, bool]] = []
+    unreadable: list[str] = []
+    for f in stale:
+        read = _read(f.abs_path, roots, guard, hashes.get(f.abs_path))
         if read is None:
             unreadable.append(f.path)
             continue
         stat, digest, note = read
-        if note is None and before is not None:  # the same bytes: only its stat is new
-            record = before._replace(stat=stat)
-            changed.append((f.abs_path, record, False))
-        elif note is not None:
-            parsed += 1
-            record = NoteLinks(stat, digest, note.lines, tuple(note.headings), tuple(note.links))
-            changed.append((f.abs_path, record, True))
-        notes[f.abs_path] = record
-    gone = [path for path in known if path not in notes and not os.path.lexists(path)]
-    _save(db, changed, gone)
-    return Refreshed(notes, parsed, tuple(unreadable))
+        if note is None:  # the same bytes as its row's: only its stat is new
+            kept = stored.get(f.abs_path, ())
+            # Its line count and headings stay its row's (:func:`_save` writes the stat alone).
+            changed.append((f.abs_path, NoteLinks(change_key(stat), stat.racy, digest, 0, "[]", kept), False))
+            if kept:
+                links[f.abs_path] = kept
+            continue
+        changed.append((f.abs_path, NoteLinks(change_key(stat), stat.racy, digest, note.lines,
+                                              json.dumps(note.headings, ensure_ascii=False), tuple(note.links)), True))
+        if note.links:
+            links[f.abs_path] = tuple(note.links)
+    return tuple(changed), tuple(unreadable)
+
+
+def keep(settings: Settings, refreshed: Refreshed) -> None:
+    """Store what ``refreshed`` found that the table lacks (nothing where it lacks nothing: an
+    unchanged memory writes nothing)."""
+    _save(Database(settings.data_dir), refreshed.changed, refreshed.gone)
 
 
 def refresh_synced(settings: Settings, paths: Iterable[str] | None) -> Refreshed:
@@ -150,20 +220,26 @@ def _lines(fd: int, hasher: xxhash.xxh3_128) -> Iterator[tuple[str, bool]]:
     yield pending.decode("utf-8", errors="replace"), continued
 
 
-def _load(db: Database) -> dict[str, NoteLinks]:
+def _stored_links(db: Database) -> dict[str, tuple[ParsedLink, ...]]:
+    """Every file's links as stored, by absolute path (files without links absent)."""
     links: dict[bytes, list[ParsedLink]] = {}
     for source, line, form, target, fragment, text in db.rows(
             "SELECT source, line, form, target, fragment, text FROM links ORDER BY source, seq"):
-        links.setdefault(bytes(source), []).append(ParsedLink(line, form, target, fragment, text))
-    out = {}
-    for path, mode, size, mtime, ctime, inode, racy, digest, lines, headings in db.rows(
-            "SELECT path, mode, size, mtime_ns, ctime_ns, inode, racy, hash, lines, headings FROM link_files"):
-        out[dec(path)] = NoteLinks(FileStat(size, mtime, ctime, inode, bool(racy), mode), digest, lines,
-                                   tuple(json.loads(headings)), tuple(links.get(bytes(path), ())))
+        links.setdefault(source, []).append(ParsedLink(line, form, target, fragment, text))
+    return {dec(source): tuple(found) for source, found in links.items()}
+
+
+def _hashes(db: Database, paths: Sequence[str]) -> dict[str, str]:
+    """The stored hash of each of ``paths`` that has a row: by key, a few hundred paths a query."""
+    out: dict[str, str] = {}
+    for at in range(0, len(paths), 500):
+        batch = [enc(path) for path in paths[at:at + 500]]
+        out.update((dec(path), digest) for path, digest in db.rows(
+            f"SELECT path, hash FROM link_files WHERE path IN ({', '.join('?' * len(batch))})", tuple(batch)))
     return out
 
 
-def _save(db: Database, changed: list[tuple[str, NoteLinks, bool]], gone: list[str]) -> None:
+def _save(db: Database, changed: Sequence[tuple[str, NoteLinks, bool]], gone: Sequence[str]) -> None:
     if is_read_only() or not (changed or gone):
         return
     try:
@@ -172,14 +248,17 @@ def _save(db: Database, changed: list[tuple[str, NoteLinks, bool]], gone: list[s
                 conn.execute("DELETE FROM link_files WHERE path = ?", (enc(path),))
                 conn.execute("DELETE FROM links WHERE source = ?", (enc(path),))
             for path, note, links_changed in changed:
-                s = note.stat
+                size, mtime_ns, ctime_ns, inode, mode = note.key
+                if not links_changed:  # the bytes its row was parsed from: only the stat is new
+                    conn.execute("UPDATE link_files SET mode = ?, size = ?, mtime_ns = ?, ctime_ns = ?, inode = ?, "
+                                 "racy = ? WHERE path = ?", (mode, size, mtime_ns, ctime_ns, inode, int(note.racy), enc(path)))
+                    continue
                 conn.execute("INSERT OR REPLACE INTO link_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (enc(path), s.mode, s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.racy), note.hash,
-                              note.lines, json.dumps(note.headings, ensure_ascii=False)))
-                if links_changed:
-                    conn.execute("DELETE FROM links WHERE source = ?", (enc(path),))
-                    conn.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                     [(enc(path), seq, link.line, link.form, link.target, link.fragment, link.text)
-                                      for seq, link in enumerate(note.links)])
+                             (enc(path), mode, size, mtime_ns, ctime_ns, inode, int(note.racy), note.hash,
+                              note.lines, note.headings_json))
+                conn.execute("DELETE FROM links WHERE source = ?", (enc(path),))
+                conn.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 [(enc(path), seq, link.line, link.form, link.target, link.fragment, link.text)
+                                  for seq, link in enumerate(note.links)])
     except MemoryToolError:
         pass  # only a cache: the files are parsed again next time
