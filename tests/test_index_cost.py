@@ -13,12 +13,14 @@ import pytest
 from test_index import TOPICS, assert_consistent, note
 
 from conftest import settings_for, wait_for, write
+from openclaw_memory.database import Database
 from openclaw_memory.files.scan import scan_paths, scan_workspace
 from openclaw_memory.fsutil.fsclock import guard_ns
 from openclaw_memory.index import sync as sync_module
 from openclaw_memory.index.api import MemoryIndex
+from openclaw_memory.index.bm25 import load_stats, scan_stats
 from openclaw_memory.index.collections import resolve_collections
-from openclaw_memory.index.manifest import FileEntry, mark_dirty
+from openclaw_memory.index.manifest import FileEntry, manifest_chunk_count, mark_dirty
 from openclaw_memory.memory.local import LocalMemory
 
 NOTES = 200
@@ -118,6 +120,45 @@ def test_a_move_and_a_removal_update_the_index_of_their_files_alone(memory, work
     with MemoryIndex(memory.settings) as index:
         assert_consistent(index)
         assert index.sync().files_changed == 0
+
+
+def _statements(memory, action) -> list[str]:
+    """The SQL statements ``action`` ran on this thread's connection to the state database."""
+    conn = Database(memory.settings.data_dir).conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        action()
+    finally:
+        conn.set_trace_callback(None)
+    return statements
+
+
+def test_a_write_neither_sums_every_files_chunks_nor_saves_every_term(memory, workspace):
+    """A write's sync counts the collection's points from the rows it replaces (never a sum over
+    every file's chunk list) and changes the rows of the terms its chunks hold (never the whole
+    vocabulary); the count and the statistics still equal what the shard holds."""
+    target = daily(17)
+    memory.read(target)
+    vocabulary = len(Database(memory.settings.data_dir).rows("SELECT term FROM term_df"))
+    statements = _statements(memory, lambda: memory.write(target, append="- the sailing club meets on Thursdays"))
+    assert any("term_df" in s for s in statements)  # the statistics were changed
+    assert not [s for s in statements if "SUM(json_array_length" in s and "path IN" not in s]
+    term_writes = [s for s in statements if s.startswith(("INSERT INTO term_df", "DELETE FROM term_df"))]
+    assert term_writes and len(term_writes) < vocabulary / 4  # the touched terms' rows only
+    _assert_counts_hold(memory)
+    memory.read(daily(9))
+    statements = _statements(memory, lambda: memory.remove(daily(9)))
+    assert not [s for s in statements if "SUM(json_array_length" in s and "path IN" not in s]
+    _assert_counts_hold(memory)
+
+
+def _assert_counts_hold(memory) -> None:
+    with MemoryIndex(memory.settings) as index:
+        for c in resolve_collections(memory.settings):
+            with index.store.open(c.name) as shard:
+                assert manifest_chunk_count(memory.settings.data_dir, c.name) == shard.count()
+                assert load_stats(memory.settings.data_dir, c.name) == scan_stats(shard)
 
 
 def test_a_sync_reads_and_loads_only_the_files_whose_stat_moved(memory, workspace, monkeypatch):

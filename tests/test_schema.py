@@ -91,3 +91,27 @@ def test_this_release_reads_its_own_data_dir_beside_nothing_else(tmp_path):
     forget_connections()
     (tmp_path / "snapshots").mkdir()
     assert Database(tmp_path).rows("SELECT COUNT(*) FROM snapshots") == [(0,)]
+
+
+def test_a_released_database_gets_its_points_counted_and_its_term_rows(tmp_path):
+    """Schema 6 from 0.1.0's (5): each manifest's point count kept in its row, each collection's
+    keyword statistics one row per term; the totals stay, nothing else changes."""
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as conn:
+        for statement in schema.SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute("INSERT INTO manifests VALUES ('c', x'6d', 'f', 'k', 'm', 'hash', 'edge', 8, 0, 1)")
+        conn.executemany("INSERT INTO manifest_files VALUES ('c', ?, ?, 'h', ?)",
+                         [(b"a.md", b"/w/a.md", '[["p1","h1"],["p2","h2"]]'), (b"b.md", b"/w/b.md", '[["p3","h3"]]')])
+        conn.execute("""INSERT INTO term_stats VALUES ('c', 1, '{"chunks":3,"length":12,"df":{"zebra":2,"stripe":1}}')""")
+        conn.execute(f"PRAGMA user_version = {schema.FIRST_RELEASED}")
+    from openclaw_memory.index.bm25 import load_stats
+    from openclaw_memory.index.manifest import manifest_chunk_count
+
+    assert manifest_chunk_count(tmp_path, "c") == 3
+    assert Database(tmp_path).one("SELECT points FROM manifests") == (3,)  # kept, not summed at each check
+    stats = load_stats(tmp_path, "c")
+    assert stats is not None and (stats.chunks, stats.length, stats.df) == (3, 12, {"zebra": 2, "stripe": 1})
+    assert Database(tmp_path).one("SELECT data FROM term_stats") == ('{"chunks":3,"length":12}',)
+    assert _version(path) == schema.SCHEMA_VERSION

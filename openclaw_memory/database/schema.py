@@ -182,7 +182,28 @@ SCHEMA = """
 """
 # MIGRATIONS[i] moves a database from version FIRST_RELEASED + i to the next (SQL statements): a
 # release that changes a table appends its step and never edits one already released.
-MIGRATIONS: tuple[str, ...] = ()
+MIGRATIONS: tuple[str, ...] = (
+    # 6: costs that do not grow with the memory. A collection's point count is kept in its manifest
+    # row (manifests.points, kept by the save; NULL: not known, summed once), no longer summed over
+    # every file's chunk list by each shard check; its keyword statistics keep one row per term
+    # (term_df), so a sync that wrote a few chunks updates their terms' rows instead of saving the
+    # whole vocabulary, and a search reads the document frequency of its query's terms alone
+    # (term_stats.data keeps the chunks and the total length).
+    """
+    ALTER TABLE manifests ADD COLUMN points INTEGER;
+    UPDATE manifests SET points = (SELECT COALESCE(SUM(json_array_length(f.chunks)), 0) FROM manifest_files f
+                                   WHERE f.collection = manifests.collection);
+    CREATE TABLE term_df (            -- a collection's document frequency per keyword term (index.bm25)
+        collection TEXT NOT NULL,
+        term TEXT NOT NULL,
+        df INTEGER NOT NULL,          -- chunks holding the term, > 0
+        PRIMARY KEY (collection, term)
+    ) WITHOUT ROWID;
+    INSERT INTO term_df SELECT t.collection, j.key, j.value FROM term_stats t, json_each(t.data, '$.df') j
+        WHERE json_valid(t.data) AND json_type(t.data, '$.df') = 'object' AND j.value > 0;
+    UPDATE term_stats SET data = json_remove(data, '$.df') WHERE json_valid(data)
+    """,
+)
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.
 UNRELEASED_FILES = ("history", "idempotency", "index/collections.json", "index/manifests", "index/probes",

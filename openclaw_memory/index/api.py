@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
 from ..types import SearchMode
-from .bm25 import Bm25, load_stats, stats_serial
+from .bm25 import Bm25, saved_stats, stats_serial
 from .collections import assign_files, resolve_collections
 from .config import index_config, search_ranking
 from .embedding import recipe_outdated
@@ -181,7 +181,8 @@ class MemoryIndex:
                 c.payload.update(found.get(c.id, {}))
 
     def _term_stats(self, name: str):
-        """A collection's keyword statistics, read again only when they were saved again."""
+        """A collection's keyword statistics (its totals; a term's frequency read when a query asks
+        for it and kept), read again only when they were saved again."""
         key = stats_serial(self.settings.data_dir, name)
         if key is None:
             raise MemoryToolError(
@@ -190,7 +191,7 @@ class MemoryIndex:
             )
         cached = self._stats.get(name)
         if cached is None or cached[0] != key:
-            stats = load_stats(self.settings.data_dir, name)
+            stats = saved_stats(self.settings.data_dir, name)
             if stats is None:
                 raise MemoryToolError(f"the keyword statistics of collection {name} are damaged: run `openclaw-memory index --full`")
             cached = self._stats[name] = (key, stats)

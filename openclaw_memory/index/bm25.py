@@ -7,8 +7,10 @@ the ``terms`` field); their scores are computed again with the agent's statistic
 collections were one corpus.
 
 Each collection's statistics (chunks, total length, document frequency per term) are counted
-from its points after every index run that wrote to it, and saved with its manifest (the state
-database's ``term_stats``); a search adds up those of the agent's collections.
+from its points after an index run that rebuilt it, and changed by the terms of the chunks a
+smaller run wrote and removed; saved with its manifest (the state database's ``term_stats``: the
+totals; ``term_df``: one row per term, so a change touches its terms' rows alone). A search adds
+up those of the agent's collections, reading the frequencies of its query's terms only.
 """
 
 from __future__ import annotations
@@ -49,8 +51,19 @@ class TermStats:
     length: int = 0
     df: dict = field(default_factory=dict)
 
-    def to_json(self) -> dict:
-        return {"chunks": self.chunks, "length": self.length, "df": self.df}
+    def count(self, term: str) -> int:
+        """Chunks holding ``term``."""
+        return self.df.get(term, 0)
+
+
+@dataclass(frozen=True)
+class TermChange:
+    """What a sync's write does to a collection's statistics: the totals after it, and each
+    touched term's change of document frequency (terms of the chunks removed and added)."""
+
+    chunks: int
+    length: int
+    df: dict  # term -> change (nonzero)
 
 
 def count_stats(terms_of_points: Iterable[str]) -> TermStats:
@@ -69,10 +82,36 @@ def scan_stats(shard) -> TermStats:
     return count_stats(str(h.payload.get(TERMS_FIELD, "")) for h in shard.scroll([TERMS_FIELD]))
 
 
-def save_stats(conn: sqlite3.Connection, collection: str, stats: TermStats) -> None:
-    """In the caller's transaction (the one that saves the manifest)."""
+def change_stats(data_dir: Path, collection: str, gone: Iterable[str], added: Iterable[str]) -> TermChange | None:
+    """The saved statistics less the points whose terms are ``gone``, plus those of ``added``, as
+    a change of the terms they hold (their rows read by key, never the whole vocabulary); None
+    where they do not add up (the saved statistics were not what the shard held, or none are)."""
+    head = _head(Database(data_dir).one, collection)
+    if head is None:
+        return None
+    minus, plus = count_stats(gone), count_stats(added)
+    delta = Counter(plus.df)
+    delta.subtract(minus.df)
+    delta = Counter({t: n for t, n in delta.items() if n})
+    saved = _df_rows(Database(data_dir).rows, collection, [t for t, n in delta.items() if n < 0])
+    if any(saved.get(t, 0) + n < 0 for t, n in delta.items() if n < 0) or minus.chunks > head[0]:
+        return None
+    return TermChange(head[0] - minus.chunks + plus.chunks, head[1] - minus.length + plus.length, dict(delta))
+
+
+def save_stats(conn: sqlite3.Connection, collection: str, stats: TermStats | TermChange) -> None:
+    """In the caller's transaction (the one that saves the manifest): the totals, and every
+    term's row anew (``TermStats``) or the touched terms' rows changed (``TermChange``)."""
     conn.execute("INSERT OR REPLACE INTO term_stats VALUES (?, ?, ?)",
-                 (collection, time.time_ns(), json.dumps(stats.to_json(), ensure_ascii=False, separators=(",", ":"))))
+                 (collection, time.time_ns(), json.dumps({"chunks": stats.chunks, "length": stats.length})))
+    if isinstance(stats, TermStats):
+        conn.execute("DELETE FROM term_df WHERE collection = ?", (collection,))
+        conn.executemany("INSERT INTO term_df VALUES (?, ?, ?)", [(collection, t, n) for t, n in stats.df.items() if n > 0])
+        return
+    conn.executemany("INSERT INTO term_df VALUES (?, ?, ?) ON CONFLICT (collection, term) DO UPDATE SET df = df + excluded.df",
+                     [(collection, t, n) for t, n in stats.df.items()])
+    conn.executemany("DELETE FROM term_df WHERE collection = ? AND term = ? AND df <= 0",
+                     [(collection, t) for t, n in stats.df.items() if n < 0])
 
 
 def stats_serial(data_dir: Path, collection: str) -> int | None:
@@ -82,20 +121,62 @@ def stats_serial(data_dir: Path, collection: str) -> int | None:
 
 
 def load_stats(data_dir: Path, collection: str) -> TermStats | None:
-    row = Database(data_dir).one("SELECT data FROM term_stats WHERE collection = ?", (collection,))
+    """The saved statistics whole, every term's row (a check; a search reads :func:`saved_stats`)."""
+    db = Database(data_dir)
+    head = _head(db.one, collection)
+    if head is None:
+        return None
+    return TermStats(head[0], head[1], dict(db.rows("SELECT term, df FROM term_df WHERE collection = ?", (collection,))))
+
+
+def saved_stats(data_dir: Path, collection: str) -> SavedStats | None:
+    """The saved statistics as a search reads them: the totals now, a term's frequency when asked."""
+    head = _head(Database(data_dir).one, collection)
+    return SavedStats(data_dir, collection, head[0], head[1]) if head is not None else None
+
+
+class SavedStats:
+    """A collection's saved totals, and the document frequency of each term a search asks for,
+    read by key and kept (a query reads a few terms, a typo's neighbours a few hundred: never
+    the whole vocabulary, which at 30,000 notes cost a cold search a 100,000-term parse)."""
+
+    def __init__(self, data_dir: Path, collection: str, chunks: int, length: int):
+        self.data_dir, self.collection = data_dir, collection
+        self.chunks, self.length = chunks, length
+        self._df: dict[str, int] = {}
+
+    def count(self, term: str) -> int:
+        n = self._df.get(term)
+        if n is None:
+            row = Database(self.data_dir).one("SELECT df FROM term_df WHERE collection = ? AND term = ?", (self.collection, term))
+            n = self._df[term] = int(row[0]) if row else 0
+        return n
+
+
+def _head(one, collection: str) -> tuple[int, int] | None:
+    row = one("SELECT data FROM term_stats WHERE collection = ?", (collection,))
     if row is None:
         return None
     try:
         data = json.loads(row[0])
-        return TermStats(int(data["chunks"]), int(data["length"]), dict(data["df"]))
+        return int(data["chunks"]), int(data["length"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _df_rows(rows, collection: str, terms: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(terms), 500):
+        part = terms[start:start + 500]
+        found.update(rows(f"SELECT term, df FROM term_df WHERE collection = ? AND term IN ({','.join('?' * len(part))})",
+                          (collection, *part)))
+    return found
 
 
 class Bm25:
     """Okapi BM25 (k1 1.2, b 0.75) over the sum of some collections' statistics."""
 
-    def __init__(self, parts: Iterable[TermStats]):
+    def __init__(self, parts: Iterable[TermStats | SavedStats]):
         parts = list(parts)
         self.chunks = sum(p.chunks for p in parts)
         length = sum(p.length for p in parts)
@@ -104,7 +185,7 @@ class Bm25:
         self._idf: dict[str, float] = {}
 
     def df(self, term: str) -> int:
-        return sum(p.df.get(term, 0) for p in self._parts)
+        return sum(p.count(term) for p in self._parts)
 
     def idf(self, term: str) -> float:
         value = self._idf.get(term)

@@ -31,7 +31,7 @@ import errno
 import sqlite3
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
@@ -47,7 +47,7 @@ from ..fsutil.fsclock import guard_ns
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from ..types import ProgressCallback
-from .bm25 import TermStats, count_stats, load_stats, save_stats, scan_stats
+from .bm25 import TermChange, TermStats, change_stats, save_stats, scan_stats
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
@@ -128,7 +128,7 @@ class _Work:
     started: bool = False  # something was written for this collection
     staged: str | None = None  # the shard built beside the live one, to swap in at the end
     live: _Live | None = None  # a change embedded for the live shard, written at the commit
-    stats: TermStats | None = None  # the keyword statistics to save at the commit (None: those saved hold)
+    stats: TermStats | TermChange | None = None  # the keyword statistics to save at the commit (None: those saved hold)
     texts: list[tuple[str, TextCheck]] = field(default_factory=list)  # what the files read are as text (doctor's check)
 
 
@@ -137,7 +137,7 @@ class _Live:
     changes: list[_Changed]
     prepared: list[tuple[list[tuple[str, str, dict]], dict, set[str]]]  # (piece, vectors by hash, hashes embedded now)
     dim: int
-    stats: TermStats | None  # the statistics after the write, when known without a scan
+    stats: TermChange | None  # what the write changes of the statistics, when known without a scan
 
 
 def sync_index(
@@ -184,19 +184,6 @@ def sync_index(
     finally:
         if own_store:
             store.close()
-
-
-def _adjusted(before: TermStats, gone: Iterable[str], added: Iterable[str]) -> TermStats | None:
-    """``before`` less the points whose terms are ``gone``, plus those of ``added`` (None: they
-    do not add up, ``before`` was not what the shard held)."""
-    minus, plus = count_stats(gone), count_stats(added)
-    df = Counter(before.df)
-    df.subtract(minus.df)
-    df.update(plus.df)
-    if any(n < 0 for n in df.values()) or minus.chunks > before.chunks:
-        return None
-    return TermStats(before.chunks - minus.chunks + plus.chunks, before.length - minus.length + plus.length,
-                     {t: n for t, n in df.items() if n > 0})
 
 
 def disk_full(folder, needed: int | None = None) -> DiskFull:
@@ -791,15 +778,13 @@ class _Sync:
         w.live = _Live(changes, prepared, dim, self._live_stats(w, changes, pieces))
         self._report()
 
-    def _live_stats(self, w: _Work, changes: list[_Changed], pieces: list) -> TermStats | None:
-        """The collection's keyword statistics once the live write is done, from those saved and the
-        chunks it replaces, without reading every point; None where those cannot be trusted (a
-        first or a reconciling run, statistics missing): then the commit counts them all."""
+    def _live_stats(self, w: _Work, changes: list[_Changed], pieces: list) -> TermChange | None:
+        """What the live write changes of the collection's keyword statistics: the terms of the
+        chunks it replaces and writes, counted without reading every point, saved by changing
+        those terms' rows alone; None where the saved ones cannot be trusted (a first or a
+        reconciling run, statistics missing or not adding up): then the commit counts them all."""
         name = w.collection.name
         if w.old is None or w.dirty or not self.store.exists(name):
-            return None
-        before = load_stats(self.settings.data_dir, name)
-        if before is None:
             return None
         paths = [ch.file.path for ch in changes] + list(w.removed)
         old_ids = sorted({pid for p in paths if p in w.old.files for pid, _h in w.old.files[p].chunks})
@@ -807,7 +792,8 @@ class _Sync:
             gone = [str(h.payload.get(TERMS_FIELD, "")) for h in shard.retrieve(old_ids, fields=[TERMS_FIELD])]
         if len(gone) != len(old_ids):
             return None  # the shard does not hold what the manifest says: count them all
-        return _adjusted(before, gone, (payload[TERMS_FIELD] for piece in pieces for _pid, _h, payload in piece))
+        return change_stats(self.settings.data_dir, name, gone,
+                            (payload[TERMS_FIELD] for piece in pieces for _pid, _h, payload in piece))
 
     def _write_live(self, w: _Work, live: _Live) -> None:
         """The commit's write to the live shard: the new chunks, then the removal of the old ones

@@ -197,7 +197,8 @@ class EdgeStore:
     def _stat_key(self, name: str) -> str | None:
         import xxhash
 
-        root = self.shard_path(name)
+        root = str(self.shard_path(name))
+        skip = len(root) + 1  # the path below the shard's folder (os.path.relpath: a third of a write's key at 9 segments)
         rows = []
         for folder, dirs, files in os.walk(root):
             dirs.sort()
@@ -207,7 +208,7 @@ class EdgeStore:
                     st = os.lstat(full)
                 except FileNotFoundError:
                     continue
-                rows.append(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
+                rows.append(f"{full[skip:]}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
         return xxhash.xxh3_128_hexdigest("\n".join(rows).encode("utf-8", "surrogateescape")) if rows else None
 
     def _probes(self) -> Database:
