@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import time
 
 import pytest
 
@@ -203,9 +205,9 @@ def test_doctor_warns_of_broken_and_ambiguous_links_and_repairs_nothing(notes, c
     assert "MEMORY.md:5 [[nobody]] (no memory file is named nobody)" in found["broken-links"]["message"]
     assert found["broken-links"]["paths"] == ["MEMORY.md", "memory/projects/heron.md"]
     assert found["ambiguous-links"]["severity"] == "warning" and "[[alice]]" in found["ambiguous-links"]["message"]
-    # Plain doctor writes nothing: not even the link table.
+    # Plain doctor creates no state database: with none yet, it keeps no link table either.
     data_dir = settings_for(notes, state_dir).data_dir
-    assert not Database(data_dir).exists() or Database(data_dir).rows("SELECT COUNT(*) FROM link_files") == [(0,)]
+    assert not Database(data_dir).exists()
 
     fixed = cli("doctor", "--fix", "--yes", "--json")
     assert {"broken-links", "ambiguous-links"} <= {f["id"] for f in fixed.json()["remaining"]}
@@ -215,6 +217,168 @@ def test_doctor_warns_of_broken_and_ambiguous_links_and_repairs_nothing(notes, c
     write(notes / "memory" / "projects" / "heron.md", "# Heron\n\nBack to [[MEMORY]].\n")
     ids = {f["id"] for f in cli("doctor", "--json").json()["findings"]}
     assert not ids & {"broken-links", "ambiguous-links"}
+
+
+def _counting(monkeypatch) -> tuple[list[str], list[str]]:
+    """(the notes the link table parses, the files it opens), by absolute path, from now on."""
+    from openclaw_memory.links import table
+
+    parsed: list[str] = []
+    opened: list[str] = []
+    real_open = table.open_regular_in_roots
+
+    def counted(roots, path, *args, **kwargs):
+        opened.append(path)
+        return real_open(roots, path, *args, **kwargs)
+
+    real_parse = table.NoteParser.result
+    monkeypatch.setattr(table, "open_regular_in_roots", counted)
+    monkeypatch.setattr(table.NoteParser, "result", lambda self: parsed.append(opened[-1]) or real_parse(self))
+    return parsed, opened
+
+
+def _settled(folder) -> None:
+    """Past the racy guard of every file below ``folder`` (10 ms on a local file system): a sighting
+    taken now is trusted next time, so a file unchanged since is not opened again."""
+    from conftest import wait_for
+
+    newest = max(max(p.stat().st_mtime_ns, p.stat().st_ctime_ns) for p in folder.rglob("*"))
+    wait_for(lambda: time.time_ns() > newest + 50_000_000)
+
+
+def _workspace_tree(folder) -> dict[str, tuple[bytes, int, int]]:
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_ctime_ns) for p in folder.rglob("*") if p.is_file()}
+
+
+def _link_findings(result) -> list[tuple]:
+    assert result.returncode in (0, 1), result.stderr
+    return [(f["id"], f["message"], f["paths"]) for f in result.json()["findings"] if f["id"] in ("broken-links", "ambiguous-links")]
+
+
+def test_plain_doctor_parses_each_note_once_then_only_what_changed(notes, cli, state_dir, monkeypatch):
+    """doctor's link check at 15,000 notes was 93% of doctor (bench/scale.py): plain doctor parsed
+    every note again each time, as it never kept the link table. Now it keeps it (into the state
+    database, never a workspace file): the next doctor opens no unchanged note."""
+    from openclaw_memory.database import Database
+
+    Database(settings_for(notes, state_dir).data_dir).open()  # a state database, as any write or read makes
+    parsed, opened = _counting(monkeypatch)
+    _settled(notes)
+    files = sorted(str(p) for p in notes.rglob("*.md"))
+    before = _workspace_tree(notes)
+    first = _link_findings(cli("doctor", "--json"))
+    assert sorted(parsed) == files and first
+    del parsed[:], opened[:]
+
+    again = _link_findings(cli("doctor", "--json"))
+    assert again == first and parsed == [] and opened == []  # before: every note opened and parsed again
+    assert _workspace_tree(notes) == before  # plain doctor never touches a workspace file
+
+    alice = write(notes / "memory" / "people" / "alice.md", "# Alice\n\nWorks on [[heron#Nowhere]].\n")
+    _settled(notes)
+    edited = _link_findings(cli("doctor", "--json"))
+    assert parsed == [str(alice)] and opened == [str(alice)]
+    assert "memory/people/alice.md:3 [[heron#Nowhere]]" in edited[0][1]
+    del parsed[:], opened[:]
+    assert _link_findings(cli("doctor", "--json")) == edited and opened == []
+
+
+def test_doctors_link_findings_from_the_table_are_a_fresh_parses_as_files_come_and_go(notes, cli, state_dir, tmp_path,
+                                                                                        monkeypatch):
+    """At each step the link findings of a doctor that reads unchanged notes from the link table are
+    those of a doctor that parses every note (a state dir of its own, empty), and only the notes
+    new or changed since are parsed: what a link names is worked out again from the files as they are."""
+    from openclaw_memory.database import Database
+
+    Database(settings_for(notes, state_dir).data_dir).open()
+    cli("doctor")  # the table filled
+    parsed, _ = _counting(monkeypatch)
+    fresh = iter(range(100))
+
+    def step(expect_parsed: list, *wanted: str, unwanted: tuple[str, ...] = ()) -> None:
+        _settled(notes)
+        del parsed[:]
+        warm = _link_findings(cli("doctor", "--json"))
+        assert sorted(parsed) == sorted(map(str, expect_parsed))
+        cold = _link_findings(cli("doctor", "--json", env={"OPENCLAW_STATE_DIR": str(tmp_path / f"fresh{next(fresh)}")}))
+        assert warm == cold
+        text = "\n".join(message for _, message, _ in warm)
+        for piece in wanted:
+            assert piece in text, (piece, text)
+        for piece in unwanted:
+            assert piece not in text, (piece, text)
+
+    step([], "MEMORY.md:5 [[nobody]] (no memory file is named nobody)", "MEMORY.md:5 [[alice]] (2 memory files")
+    # A new file fixes a broken link of a note left as it was.
+    nobody = write(notes / "memory" / "nobody.md", "# Nobody\n")
+    step([nobody], unwanted=("[[nobody]]",))
+    # A new file makes a link ambiguous: [[heron|...]] from MEMORY.md now names two heron.md.
+    other = write(notes / "memory" / "archive" / "heron.md", "# Heron, archived\n")
+    step([other], "MEMORY.md:3 [[heron|the heron project]] (2 memory files are named heron.md")
+    # A file removed: [[alice]] names the one left, the citation of the removed note names nothing.
+    (notes / "memory" / "alice.md").unlink()
+    (notes / "memory" / "2026-11-03.md").unlink()
+    step([], "MEMORY.md:4 memory/2026-11-03.md#L2-L3 (no memory file at memory/2026-11-03.md)",
+         unwanted=("[[alice]]",))
+    # A target's heading changes: the links to it are checked against its headings now.
+    heron = notes / "memory" / "projects" / "heron.md"
+    write(heron, HERON.replace("## The plan", "## The route"))
+    step([heron], "MEMORY.md:6 [the notes](memory/projects/heron.md#the-plan) (memory/projects/heron.md has no heading")
+    # A rename by hand: the new name is a new file (parsed), the old one's links are gone with it.
+    egret = heron.with_name("egret.md")
+    heron.rename(egret)
+    step([egret], "memory/projects/egret.md:5 [[heron#Nowhere]]", unwanted=("memory/projects/heron.md:",))
+    # An edit behind the product's back keeping size and mtime: its ctime changed (the change rule).
+    memory = notes / "MEMORY.md"
+    st = memory.stat()
+    memory.write_bytes(memory.read_bytes().replace(b"[[nobody]]", b"[[nobodz]]"))
+    os.utime(memory, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (memory.stat().st_size, memory.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    step([memory], "MEMORY.md:5 [[nobodz]] (no memory file is named nobodz)")
+
+
+def test_plain_doctor_keeps_no_link_table_where_it_found_an_error_or_the_schema_is_older(notes, cli, state_dir, monkeypatch):
+    """Its one write is the cache, and only where nothing is wrong: a state database of another
+    schema is not migrated, and one where doctor found an error is left byte for byte."""
+    from test_schema import TOY_NEXT
+
+    from openclaw_memory.database import Database, forget_connections, schema
+
+    data_dir = settings_for(notes, state_dir).data_dir
+    db = Database(data_dir)
+    db.open()
+    _settled(notes)
+
+    def files() -> dict[str, bytes]:  # what SQLite's readers leave (the -shm index, an empty -wal) aside
+        return {p.name: p.read_bytes() for p in data_dir.iterdir()
+                if p.is_file() and not p.name.endswith("-shm") and p.stat().st_size}
+
+    # An interrupted move (an error finding): nothing written.
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO file_ops (id, record) VALUES (1, '{}')")
+    forget_connections()
+    kept = files()
+    result = cli("doctor", "--json")
+    assert "interrupted-move" in {f["id"] for f in result.json()["findings"]}
+    assert files() == kept and db.rows("SELECT COUNT(*) FROM link_files") == [(0,)]
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM file_ops")
+    forget_connections()
+
+    # A release after this one (a toy next schema) running plain doctor on this database: it is not
+    # migrated (that is for a command that writes), so no link table is kept in it either.
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, TOY_NEXT))
+    kept = files()
+    assert {f["severity"] for f in cli("doctor", "--json").json()["findings"]} == {"warning"}  # the links' alone
+    assert files() == kept
+    with sqlite3.connect(db.path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+        assert conn.execute("SELECT COUNT(*) FROM link_files").fetchone()[0] == 0
+    monkeypatch.undo()
+
+    # No error, this release's schema: the cache is kept.
+    assert {f["severity"] for f in cli("doctor", "--json").json()["findings"]} == {"warning"}
+    assert db.rows("SELECT COUNT(*) FROM link_files") == [(len(list(notes.rglob("*.md"))),)]
 
 
 def test_the_mcp_tools_list_files_with_their_state_and_links(notes, state_dir, cli):
