@@ -20,6 +20,7 @@ from openclaw_memory.index import sync as sync_module
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.bm25 import load_stats, scan_stats
 from openclaw_memory.index.collections import resolve_collections
+from openclaw_memory.index.filters import SearchFilters
 from openclaw_memory.index.manifest import FileEntry, manifest_chunk_count, mark_dirty
 from openclaw_memory.memory.local import LocalMemory
 
@@ -159,6 +160,27 @@ def _assert_counts_hold(memory) -> None:
             with index.store.open(c.name) as shard:
                 assert manifest_chunk_count(memory.settings.data_dir, c.name) == shard.count()
                 assert load_stats(memory.settings.data_dir, c.name) == scan_stats(shard)
+
+
+def test_a_cold_search_loads_the_entries_of_its_stale_suspects_alone(memory, workspace, monkeypatch):
+    """A search in a new process checks what is stale from the manifest's change keys and loads
+    the entries of the files whose stat moved (to compare their hash), not every file's; a path
+    filter still chooses its files' points from the whole manifest."""
+    from openclaw_memory.index import api
+
+    edited = workspace / daily(42)
+    with open(edited, "a", encoding="utf-8") as fh:
+        fh.write("- a new line about espresso grinders\n")
+    counted = Counted(monkeypatch)
+    loads: list[str] = []
+    real_load = api.load_manifest
+    monkeypatch.setattr(api, "load_manifest", lambda data_dir, name: loads.append(name) or real_load(data_dir, name))
+    with MemoryIndex(memory.settings) as index:  # a new process's index
+        found = index.search("espresso grinders", sync=False)
+        assert found.stale == (daily(42),)
+        assert loads == [] and set(counted["FileEntry"]) == {str(edited)}
+        assert index.search("espresso grinders", sync=False, filters=SearchFilters.from_args((), ("memory/*",), None, None)).results
+        assert loads  # a path filter reads the manifests' files
 
 
 def test_a_sync_reads_and_loads_only_the_files_whose_stat_moved(memory, workspace, monkeypatch):

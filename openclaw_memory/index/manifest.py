@@ -365,3 +365,19 @@ def stale_paths(manifest: Manifest | None, files: list) -> list[str]:
         if digest != entry.hash:
             stale.append(f.path)
     return sorted(stale)
+
+
+def stale_known(data_dir: Path, collection: str, files: list) -> list[str]:
+    """:func:`stale_paths` against the saved manifest, reading its change keys and the entries of
+    the stat suspects only (never every file's chunk list)."""
+    diff = diff_known(load_known(data_dir, collection), files)
+    entries = load_entries(data_dir, collection, [f.path for f in diff.suspects])
+    stale = list(diff.removed)
+    for f in diff.suspects:
+        entry = entries.get(f.path)
+        try:
+            if entry is None or hash_file(f.abs_path) != entry.hash:
+                stale.append(f.path)
+        except (FileNotFoundError, NotRegularFile, PermissionError):
+            stale.append(f.path)
+    return sorted(stale)

@@ -226,9 +226,9 @@ class IndexPool:
     def warm(self, settings: Settings) -> None:
         """Load the model now when the agent has an index (the first search then answers at once)."""
         from .collections import resolve_collections
-        from .manifest import load_manifest
+        from .manifest import load_manifest_head
 
-        loaded = [load_manifest(settings.data_dir, c.name) for c in resolve_collections(settings)]
+        loaded = [load_manifest_head(settings.data_dir, c.name) for c in resolve_collections(settings)]
         manifests = [m for m in loaded if m is not None]
         if not manifests:
             return
