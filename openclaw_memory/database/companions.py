@@ -184,12 +184,6 @@ class WalIndex:
     last_checksum: tuple[int, int]
 
 
-def wal_index(path: str) -> WalIndex | None:
-    """The index header of the ``-shm`` at ``path``; None when there is none or it is not valid
-    (SQLite then rebuilds the index from the WAL, as it does itself)."""
-    return _parse_index(_read(path, INDEX_INFO))
-
-
 def _parse_index(data: bytes | None) -> WalIndex | None:
     if not data or len(data) < INDEX_INFO or data[:INDEX_HEADER] != data[INDEX_HEADER:2 * INDEX_HEADER]:
         return None

@@ -53,10 +53,6 @@ ASIDE_TAG = ".aside-"
 OPEN_WAIT_S = 2.0
 
 
-class CopyMismatch(OSError):
-    """The copy at the destination does not hash like the source; the source was kept."""
-
-
 class SourceKept(OSError):
     """The source was not removed: it changed, was replaced or stayed open elsewhere while it was moved.
 
