@@ -145,6 +145,20 @@ def test_bad_input_is_one_line_and_exit_2(cli, workspace, args, words):
     assert "error" in cli("log", "--json", *args).json()
 
 
+@pytest.mark.parametrize("args", [
+    ("--since", "0001-01-01"),  # its local midnight is before the first moment the clock can name
+    ("--until", "9999-12-31"),  # the day after it is past the calendar
+    ("--since", "0001-01-01", "--until", "9999-12-31"),
+    ("--limit", "99999999999999999999999"),  # past SQLite's 64-bit LIMIT
+])
+def test_the_calendars_ends_and_a_huge_limit_bound_nothing(cli, workspace, state_dir, args):
+    """The widest filters a user can type list every version (each was a traceback)."""
+    LocalMemory(settings_for(workspace, state_dir)).write("MEMORY.md", content="# Memory\n")
+    result = cli("log", "--json", *args)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert [e["path"] for e in result.json()["entries"]] == ["MEMORY.md"]
+
+
 def test_agent_and_session_given_on_the_command_line_reach_the_handler():
     assert (parse(["log"]).values["agent"], parse(["log"]).values["session"]) == (None, None)
     given = parse(["--agent", "ops", "log", "--session", "s1"]).values

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 DEFAULT_LIMIT = 50
+# A page past this is every version (SQLite's LIMIT is a signed 64-bit integer: a larger one overflows).
+_UNBOUNDED = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -69,12 +71,12 @@ def activity(settings: Settings, *, since: str | None = None, until: str | None 
     store = HistoryStore.for_settings(settings)
     where: list[str] = []
     params: list[object] = []
-    if filters.since is not None:
+    if filters.since is not None and (start := _start_of(filters.since)) is not None:
         where.append("time >= ?")
-        params.append(_midnight(filters.since))
-    if filters.until is not None:
+        params.append(start)
+    if filters.until is not None and (end := _start_of(filters.until, days_after=1)) is not None:
         where.append("time < ?")
-        params.append(_midnight(filters.until + timedelta(days=1)))
+        params.append(end)
     if agent is not None:
         where.append("agent = ?")
         params.append(enc(agent))
@@ -96,15 +98,21 @@ def activity(settings: Settings, *, since: str | None = None, until: str | None 
     rows = store.db.rows(
         "SELECT display, version, time, size, origin, agent, session, previous FROM versions"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " ORDER BY time DESC, id DESC LIMIT ?", (*params, limit + 1))
+        + " ORDER BY time DESC, id DESC LIMIT ?", (*params, min(limit, _UNBOUNDED) + 1))
     contents = _Contents(store)
     entries = tuple(_logged(row, contents) for row in rows[:limit])
     return ActivityLog(entries, len(rows) > limit)
 
 
-def _midnight(day: date) -> float:
-    """The day's first moment in local time, as search reads a day, in seconds since the epoch."""
-    return datetime.combine(day, time.min).timestamp()
+def _start_of(day: date, *, days_after: int = 0) -> float | None:
+    """The first moment of ``day`` (or of the day ``days_after`` it) in local time, as search reads a
+    day, in seconds since the epoch. None past the calendar's ends (the day after 9999-12-31;
+    0001-01-01, whose local midnight the clock cannot name): every version lies within them, so
+    such a bound bounds nothing."""
+    try:
+        return datetime.combine(day + timedelta(days=days_after), time.min).timestamp()
+    except (OverflowError, ValueError):
+        return None
 
 
 def _logged(row: tuple, contents: _Contents) -> LoggedVersion:
