@@ -463,6 +463,42 @@ def test_bad_archive_arguments_are_one_line_exit_2(source, tmp_path, cli):
     assert not [p for p in tmp_path.rglob("*.tmp")]
 
 
+def test_export_force_replaces_only_a_plain_file_outside_the_memory(source, tmp_path, cli):
+    """--force renamed the archive over whatever was at ARCHIVE: a device node (root replaced
+    /dev/full with a tar), a FIFO, the symbolic link itself; and into the workspace and the state
+    dir: MEMORY.md or AGENTS.md replaced with no version recorded, state.db (the whole history) gone."""
+    memory, archive = source
+    settings = memory.settings
+    env = {"OPENCLAW_WORKSPACE": str(settings.workspace), "OPENCLAW_STATE_DIR": str(settings.state_dir)}
+    extra = Path(str(settings.extra_paths[0]))
+    extra_args = ("--extra", str(extra))
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    os.mkfifo(odd / "fifo")
+    (odd / "link").symlink_to(tmp_path / "elsewhere.tar.gz")
+    (odd / "to-memory").symlink_to(settings.workspace)  # a folder that is the workspace, by another name
+    write(settings.workspace / "AGENTS.md", "# Agents\n\nnot memory, and in no history\n")
+    cases = [(odd / "fifo", "a FIFO"), (odd / "link", "a symbolic link"),
+             (settings.workspace / "MEMORY.md", "inside the workspace"), (settings.workspace / "AGENTS.md", "inside the workspace"),
+             (odd / "to-memory" / "MEMORY.md", "inside the workspace"),
+             (extra / "ideas.md", "inside an extra path"),
+             (settings.data_dir / "state.db", "inside openclaw-memory's data")]
+    if os.geteuid() == 0:
+        os.mknod(odd / "null", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        cases.append((odd / "null", "a device"))
+    before = {p: (os.lstat(p).st_mode, p.read_bytes() if p.is_file() and not p.is_symlink() else None) for p, _ in cases}
+    for place, words in cases:
+        res = cli("export", str(place), "--force", *extra_args, env=env)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, (place, res.stdout, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1 and words in res.stderr, (place, res.stderr)
+    assert {p: (os.lstat(p).st_mode, p.read_bytes() if p.is_file() and not p.is_symlink() else None) for p, _ in cases} == before
+    assert not (tmp_path / "elsewhere.tar.gz").exists()
+    assert memory.history("MEMORY.md").versions  # the history is readable: state.db was not replaced
+    # The control: a plain file outside the memory is replaced with --force.
+    archive.write_bytes(b"an older export")
+    assert cli("export", str(archive), "--force", *extra_args, env=env).returncode == 0 and tarfile.is_tarfile(archive)
+
+
 def test_an_archive_this_user_cannot_read_is_refused_with_the_reason():
     """As another user (root drops to nobody in a forked child): a 0600 archive of root's is refused,
     exit 2's UsageError with the system's reason; the control, a 0644 one beside it, opens."""

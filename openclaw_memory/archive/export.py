@@ -17,6 +17,7 @@ fsynced, then renamed into place (linked, so that a FILE made meanwhile is never
 from __future__ import annotations
 
 import os
+import stat
 import tarfile
 import time
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ class _ChangedWhileExported(Exception):
 
 
 def export_archive(settings: Settings, archive: str, *, force: bool = False) -> ExportResult:
-    target = _target(archive, force)
+    target = _target(settings, archive, force)
     store = HistoryStore.for_settings(settings)
     files: list[tuple[FileRecord, ResolvedPath, Member]] = []
     found = [f for f in scan_workspace(settings, multimodal=False).files if place_of(settings, f.abs_path) is not None]
@@ -112,26 +113,53 @@ def _sighting(settings: Settings, store: HistoryStore, abs_path: str) -> tuple[R
         os.close(fd)
 
 
-def _target(path: str, force: bool) -> str:
-    """FILE as an absolute path: its folder must exist; FILE itself must not, unless ``force``
-    (and then be a file, never a folder)."""
+def _target(settings: Settings, path: str, force: bool) -> str:
+    """FILE as an absolute path: its folder must exist, outside what the archive holds; FILE itself
+    must not, unless ``force`` (and then be a plain file: the rename would put the archive in place
+    of a device, a FIFO or a symbolic link itself, never a folder)."""
     if not path or not path.strip():
         raise UsageError("no archive file given")
     target = os.path.abspath(path)
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
+    _refuse_inside_memory(settings, path, target)
     try:
-        st = os.stat(target)
+        st = os.lstat(target)
     except FileNotFoundError:
         return target
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if os.path.isdir(target):
+    if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"cannot write {path}: it is a folder; give a file name")
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"cannot write {path}: it is {_kind(st.st_mode)}, which export never replaces; give a file name")
     if not force:
         raise UsageError(f"{path} exists ({st.st_size:,} bytes); give another name, or --force to replace it")
     return target
+
+
+def _refuse_inside_memory(settings: Settings, path: str, target: str) -> None:
+    """An archive is written outside what it holds: in the workspace ``--force`` would replace a
+    memory file or the agent's other files (AGENTS.md) without a version recorded, and in this
+    project's data the history itself (``state.db``). Compared as given and with the symbolic
+    links of FILE's folder resolved."""
+    real = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
+    places = [("the workspace", str(settings.workspace)), *(("an extra path", str(e)) for e in settings.extra_paths),
+              ("openclaw-memory's data", str(settings.data_dir.parent.parent))]
+    for name, place in places:
+        for root in {place, os.path.realpath(place)}:
+            if any(t == root or t.startswith(root.rstrip("/") + "/") for t in (target, real)):
+                raise UsageError(f"cannot write {path}: it is inside {name} ({place}), which the archive holds; "
+                                 "give a place outside it")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
 
 
 def _write(target: str, force: bool, manifest: ArchiveManifest, files, store: HistoryStore, stored: list[str]) -> int:
