@@ -130,6 +130,37 @@ def test_a_time_rolls_back_by_the_history_and_the_next_rollback_undoes_it(cli, w
     assert memory_files(workspace) == after_session
 
 
+def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, workspace, state_dir):
+    """A moved file's history follows it to its new path, each entry keeping the name it had: a
+    rollback to a time before the move left the file at its new path (unchanged) and its old name
+    empty; a forced move's replaced file and a name used again after a move too."""
+    write(workspace / "memory" / "a.md", "# A\n")
+    write(workspace / "memory" / "b.md", "# B\n")
+    write(workspace / "memory" / "c.md", "# C\n")
+    write(workspace / "MEMORY.md", "# Memory\n")
+    read_all(cli, workspace)
+    at_then = memory_files(workspace)
+    moment = time.time()
+    while time.time() <= moment + 0.001:  # every later entry after the moment
+        time.sleep(0.001)
+    assert cli("mv", "memory/a.md", "memory/projects/a.md", "--no-index").returncode == 0
+    assert cli("mv", "memory/projects/a.md", "memory/projects/renamed.md", "--no-index").returncode == 0
+    assert cli("read", "memory/b.md").returncode == 0
+    assert cli("mv", "memory/c.md", "memory/b.md", "--force", "--no-index").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "a new note under the old name", "--no-index").returncode == 0
+    after = memory_files(workspace)
+
+    dry = cli("rollback", "--to", iso_moment(moment + 2e-6), "--dry-run", "--json")
+    assert {f["path"]: f["fate"] for f in dry.json()["files"]} == {
+        "MEMORY.md": "unchanged", "memory/a.md": "rewrite", "memory/b.md": "rewrite", "memory/c.md": "bring-back",
+        "memory/projects/renamed.md": "archive"}
+    done = cli("rollback", "--to", iso_moment(moment + 2e-6), "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert memory_files(workspace) == at_then
+    assert cli("rollback", "--to", done.json()["undo"], "--force", "--json").returncode == 0
+    assert memory_files(workspace) == after
+
+
 def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     write(workspace / "memory" / "a.md", "a\n")
     for to, words in (("no-such-snapshot", "is neither a watchdog snapshot's label nor a time"),

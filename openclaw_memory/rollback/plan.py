@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..database import dec
 from ..errors import MemoryToolError, PathRefused, UsageError, shown
+from ..files.paths import display_path
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
-from ..history.versions import REMOVE, iso_time, short
+from ..history.versions import MOVE, REMOVE, iso_time, short
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
 from ..watchdog.observe import KIND_FILE
@@ -185,29 +186,47 @@ def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], l
 
 
 def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tuple[dict[str, Aim], list[str]]:
-    """Each path's version logged last at or before ``when``, by absolute path (None: removed, or
-    not made yet). A path whose entries at that time retention has dropped is refused."""
-    rows = store.db.rows("SELECT path, version, time, size, origin, previous FROM versions ORDER BY path, id")
+    """Each memory file's version at ``when``, by absolute path (None: removed, or not made yet). A
+    path whose entries at that time retention has dropped is refused.
+
+    A moved file's entries are kept under the path it has now, each with the name it had when it
+    was logged (``display``), so a path's entries up to ``when`` are replayed in order, by name: an
+    entry puts its version at its name, a removal empties its name, and a move takes the file from
+    every other name of that history to the one it names (a forced move's replaced file was logged
+    as removed just before). Where two histories name one path, the one holding a file there wins."""
+    rows = store.db.rows("SELECT path, display, version, time, size, origin, previous FROM versions ORDER BY path, id")
     by_path: dict[bytes, list[tuple]] = {}
     for row in rows:
         by_path.setdefault(row[0], []).append(row[1:])
-    roots = (str(settings.workspace), *settings.extra_paths)
+    workspace = str(settings.workspace)
+    roots = (workspace, *settings.extra_paths)
     targets: dict[str, Aim] = {}
     unknown: list[str] = []
     for raw, entries in by_path.items():
         path = dec(raw)
         if not any(path.startswith(root.rstrip("/") + "/") for root in roots):
             continue  # an extra path no longer configured: not this workspace's memory now
-        at = [e for e in entries if e[1] <= when]
-        if not at:
-            if entries[0][4] is not None:  # it had a version before its oldest entry kept: dropped since
-                unknown.append(path)
-            targets[path] = Aim(None, 0)
-            continue
-        version, _, size, origin, _ = at[-1]
-        targets[path] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
+        at = [e for e in entries if e[2] <= when]
+        if not at and entries[0][5] is not None:  # it had a version before its oldest entry kept: dropped since
+            unknown.append(path)
+        named: dict[str, Aim] = {path: Aim(None, 0)}
+        for display, version, _, size, origin, _ in at:
+            name = _named(dec(display), path, workspace)
+            if origin == MOVE:
+                named = dict.fromkeys(named, Aim(None, 0))
+            named[name] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
+        for name, aim in named.items():
+            if aim.version is not None or name not in targets:
+                targets[name] = aim
     if unknown:
         raise MemoryToolError(f"cannot roll back to {iso_time(when)}: the history no longer knows what "
                               f"{', '.join(os.path.relpath(p, settings.workspace) for p in unknown[:5])} held then "
                               "(retention dropped those entries: [history] keep_per_path); nothing was changed")
     return targets, []
+
+
+def _named(display: str, path: str, workspace: str) -> str:
+    """The absolute path of the name an entry of ``path``'s history was logged under."""
+    if display == display_path(path, workspace):
+        return path
+    return os.path.normpath(display if os.path.isabs(display) else os.path.join(workspace, display))
