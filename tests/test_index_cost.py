@@ -154,6 +154,35 @@ def test_a_write_neither_sums_every_files_chunks_nor_saves_every_term(memory, wo
     _assert_counts_hold(memory)
 
 
+def test_a_writes_sync_counts_its_shards_points_once(memory, monkeypatch):
+    """The statistics' check after the commit and the probe record at the close both ask for the
+    shard's exact count: the engine counts once (19 ms per count at 150,000 points)."""
+    from openclaw_memory.index.store import edge_shard
+
+    counts: list[str] = []
+    real_init = edge_shard.EdgeShard.__init__
+
+    class Counting:
+        def __init__(self, engine, name):
+            self._engine, self._name = engine, name
+
+        def __getattr__(self, attr):
+            return getattr(self._engine, attr)
+
+        def count(self, request):
+            counts.append(self._name)
+            return self._engine.count(request)
+
+    def init(shard, name, path, engine, dim, view=None):
+        real_init(shard, name, path, Counting(engine, name), dim, view)
+
+    monkeypatch.setattr(edge_shard.EdgeShard, "__init__", init)
+    memory.read(daily(17))
+    result = memory.write(daily(17), append="- the sailing club meets on Thursdays")
+    assert result.index is not None and result.index.updated
+    assert counts == ["memory-dir-main"]
+
+
 def _assert_counts_hold(memory) -> None:
     with MemoryIndex(memory.settings) as index:
         for c in resolve_collections(memory.settings):

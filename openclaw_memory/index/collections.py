@@ -103,6 +103,8 @@ def _left_out(f) -> str | None:
 
 
 def _utf8(path: str) -> bool:
+    if path.isascii():  # most names: no encoding to try (every file is asked twice per sync)
+        return True
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:  # surrogate-escaped bytes of a name that is not UTF-8

@@ -111,6 +111,7 @@ class EdgeShard:
         self._engine = engine
         self._view = view or ReadView()  # the store's: a reopen waits for the searches using the engine
         self._unsettled = 0
+        self._count: int | None = None  # the exact count since the last write (a sync's check and its close ask both)
         # Points that fill the engine's indexing threshold: from there on an optimize builds.
         self._indexing_points = _INDEXING_THRESHOLD_KB * 1024 // (4 * dim)
 
@@ -131,6 +132,7 @@ class EdgeShard:
 
         for start in range(0, len(points), BATCH):
             batch = points[start : start + BATCH]
+            self._count = None
             self._engine.update(
                 qe.UpdateOperation.upsert_points(
                     [qe.Point(p.id, {DENSE: [float(x) for x in p.vector]}, p.payload) for p in batch]
@@ -145,6 +147,7 @@ class EdgeShard:
 
         # The engine's id lists are invariant in their item type, so ours (all str) is declared as theirs.
         id_list: list[PointId] = list(ids)
+        self._count = None
         for start in range(0, len(id_list), BATCH):
             self._engine.update(qe.UpdateOperation.delete_points(id_list[start : start + BATCH]))
 
@@ -152,6 +155,7 @@ class EdgeShard:
         import qdrant_edge as qe
 
         paths = list(paths)
+        self._count = None
         for start in range(0, len(paths), BATCH):
             cond = qe.FieldCondition(PATH_FIELD, match=qe.MatchAny(paths[start : start + BATCH]))
             self._engine.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[cond])))
@@ -160,6 +164,7 @@ class EdgeShard:
         import qdrant_edge as qe
 
         keep: set[PointId] = set(keep_ids)
+        self._count = None
         cond = qe.FieldCondition(PATH_FIELD, match=qe.MatchValue(path))
         self._engine.update(
             qe.UpdateOperation.delete_points_by_filter(
@@ -200,9 +205,13 @@ class EdgeShard:
         self._unsettled = 0
 
     def count(self) -> int:
+        """The exact number of points, counted again only after a write of this process (the
+        shard's lock is ours: nobody else writes it): 19 ms per count at 150,000 points."""
         import qdrant_edge as qe
 
-        return int(self._engine.count(qe.CountRequest(exact=True)))
+        if self._count is None:
+            self._count = int(self._engine.count(qe.CountRequest(exact=True)))
+        return self._count
 
     def path_counts(self) -> dict[str, int]:
         import qdrant_edge as qe
