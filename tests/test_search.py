@@ -436,3 +436,74 @@ def test_a_chinese_chunk_is_as_long_for_bm25_as_its_characters_not_its_bigrams()
     assert length("Heron 数据库 Postgres") == len(keyword_terms("Heron 数据库 Postgres")) - 2  # "数据", "据库" out
     # The statistics' average length counts the same way as each chunk's.
     assert count_stats([" ".join(keyword_terms("我们周六去公园散步"))]).length == 9
+
+
+def test_a_named_older_note_is_passed_by_the_newer_note_that_corrects_it():
+    from openclaw_memory.index.search import DEFAULT_MIN_SCORE, RECENCY_MARGIN, RECENCY_NAMED_MARGIN, _prefer_newer
+
+    plan = _Plan({"kiln": 6.0, "glaze": 5.0, "pick": 3.0, "studio": 2.0})
+    old = _file("memory/2026-04-02.md", 0.6, "studio pick kiln glaze stoneware")
+    # Below RECENCY_MARGIN and sharing only "kiln" with the question: the subject rule alone would leave it.
+    gap = (RECENCY_MARGIN + RECENCY_NAMED_MARGIN) / 2
+    correction = _file("memory/2026-05-19.md", 0.6 - gap, "2026-04-02 2026 04 02 decision supersed kiln electr")
+    unrelated = _file("memory/2026-05-20.md", 0.6 - gap, "kiln electr firing log")  # newer, same words, names nothing
+    assert [f.path for f in _prefer_newer(plan, [old, unrelated])] == [old.path, unrelated.path]
+    assert [f.path for f in _prefer_newer(plan, [old, correction])] == [correction.path, old.path]
+    assert correction.score == old.score  # scores stay in order
+    # Too far below, or under the default cut (a search with a lower min_score): it stays.
+    far = _file("memory/2026-05-19.md", 0.6 - RECENCY_NAMED_MARGIN - 0.05, "2026-04-02 kiln")
+    assert [f.path for f in _prefer_newer(plan, [old, far])] == [old.path, far.path]
+    low_old = _file("memory/2026-04-02.md", 0.2, "kiln glaze")
+    weak = _file("memory/2026-05-19.md", 0.12, "2026-04-02 kiln")
+    assert weak.score < DEFAULT_MIN_SCORE
+    assert [f.path for f in _prefer_newer(plan, [low_old, weak])] == [low_old.path, weak.path]
+    # Naming a newer note's date is no correction of it: an older note never passes a newer one.
+    later = _file("memory/2026-06-01.md", 0.6, "kiln glaze")
+    early = _file("memory/2026-03-01.md", 0.6 - gap, "2026-06-01 kiln")
+    assert [f.path for f in _prefer_newer(plan, [later, early])] == [later.path, early.path]
+
+
+def _chinese_notes():
+    from openclaw_memory.index.bm25 import Bm25, count_stats
+    from openclaw_memory.index.terms import keyword_terms
+
+    notes = {
+        "memory/2026-03-07.md": "周六在老街的面包店买了一个草莓蛋糕，六十块。",  # the answer
+        "memory/2026-03-01.md": "周末和朋友去爬山，山上风很大，晚上吃了火锅。",
+        "memory/2026-02-20.md": "今天开会讨论了新项目的预算和时间表。",
+    }
+    filler = [f"Note {i} about the garden, the bike and the weekly planning meeting." for i in range(20)]
+    terms = {p: " ".join(keyword_terms(t)) for p, t in notes.items()}
+    return terms, Bm25([count_stats([*terms.values(), *(" ".join(keyword_terms(t)) for t in filler)])])
+
+
+def test_cjk_grams_no_chunk_holds_leave_the_query_and_latin_words_stay():
+    from openclaw_memory.index.search import QueryPlan
+    from openclaw_memory.index.terms import keyword_terms
+
+    _terms, bm25 = _chinese_notes()
+    query = "上周在哪家面包店买的蛋糕？多少钱？ zeppelin"
+    plan = QueryPlan(query, "text", None, 6, bm25)
+    dropped = [t for t in keyword_terms(query) if t not in plan.terms]
+    assert "蛋糕" in plan.terms and "面包" in plan.terms  # grams the notes hold
+    assert {"哪家", "多少", "少钱", "钱"} <= set(dropped)  # grams no note holds (across words, or absent)
+    assert all(bm25.df(t) == 0 for t in dropped)
+    assert "zeppelin" in plan.terms  # a Latin word no chunk holds is the subject asked about: it stays
+
+
+def test_a_chinese_note_that_answers_in_its_own_words_outranks_chinese_notes_the_model_puts_closer():
+    """The English-only model puts any Chinese note near a Chinese question (cosines as it gives
+    them: 0.5-0.55 for notes about something else, 0.33 for the answer); the answer holds the
+    question's words. Grams of the question that no note holds no longer dilute its keyword share."""
+    from openclaw_memory.index.search import QueryPlan, _Candidate, score_files
+
+    terms, bm25 = _chinese_notes()
+    plan = QueryPlan("上周在哪家面包店买的蛋糕？多少钱？", "hybrid", [0.0], 6, bm25)
+    cosines = {"memory/2026-03-07.md": 0.33, "memory/2026-03-01.md": 0.55, "memory/2026-02-20.md": 0.5}
+    candidates = []
+    for path, held in terms.items():
+        c = _Candidate(path, {"path": path, "terms": held}, "memory-dir-main", v=cosines[path])
+        c.k = plan.keyword_share(held)
+        candidates.append(c)
+    ranked = sorted(score_files(plan, candidates), key=lambda f: -f.raw)
+    assert ranked[0].path == "memory/2026-03-07.md"

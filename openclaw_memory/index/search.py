@@ -26,8 +26,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 
 from ..types import SEARCH_MODES
 from .bm25 import Bm25
@@ -36,7 +37,17 @@ from .filters import note_date
 from .results import DEFAULT_MIN_SCORE, HitPassage, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
 from .snippets import ChunkText, build_passages
 from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
-from .terms import DATE_PREFIX, TermFinder, date_hits, date_terms, keyword_terms, query_terms, spelling_fixes, term_patterns
+from .terms import (
+    CJK_RUN,
+    DATE_PREFIX,
+    TermFinder,
+    date_hits,
+    date_terms,
+    keyword_terms,
+    query_terms,
+    spelling_fixes,
+    term_patterns,
+)
 
 MODES = SEARCH_MODES
 # What a candidate needs: where it is, its kind and its terms (BM25); the passage fields (body,
@@ -70,6 +81,11 @@ BEST_CHUNK_SHARE = 0.3
 RECENCY_MARGIN = 0.15
 RECENCY_SHARE = 0.7
 RECENCY_QUERY_SHARE = 0.3
+# A newer dated note that names the older one by its date ("the 2026-09-08 decision is
+# superseded") is a follow-up on it, whatever query words the two share: it moves before it from
+# up to this far below (its own words may be others than the question's: "replaces" for "chose"),
+# if it scores DEFAULT_MIN_SCORE at least.
+RECENCY_NAMED_MARGIN = 0.25
 
 # Calibration: raw value -> score, per mode: monotone, piecewise linear, fitted (isotonic) on the
 # development queries of ../shared/eval so that a score is the share of results scoring about the
@@ -165,7 +181,7 @@ class QueryPlan:
         # A word no chunk holds (a typo) is read as the nearest one a chunk does (terms.spelling_fixes):
         # as written it matches nothing and only lowers every chunk's share of the query.
         fixes = spelling_fixes(query, bm25.df) if bm25.chunks else {}
-        self.terms = dict.fromkeys((fixes.get(t, t) for t in keyword_terms(query)), 1.0)
+        self.terms = dict.fromkeys(absent_grams_dropped((fixes.get(t, t) for t in keyword_terms(query)), bm25), 1.0)
         self.full = bm25.full_match(self.terms)
         self._patterns: list[re.Pattern] | None = None
         self.pool = max(limit * 4, CANDIDATES)
@@ -214,10 +230,32 @@ class QueryPlan:
             missing = [i for i, c in found.items() if c.vector is None]
             for hit in shard.retrieve(missing, with_vector=True, fields=()):
                 found[hit.id].vector = hit.vector
-        if self.full > 0 and self.mode != "vector":
+        if self.mode != "vector":
             for c in found.values():
-                c.k = min(1.0, self.bm25.score(self.terms, str(c.payload.get(TERMS_FIELD, ""))) / self.full)
+                c.k = self.keyword_share(str(c.payload.get(TERMS_FIELD, "")))
         return list(found.values())
+
+    def keyword_share(self, terms: str) -> float:
+        """A chunk's keyword signal (``terms``: its ``terms`` field): its BM25 over the BM25 of
+        "every query term once", clamped to [0, 1]."""
+        return min(1.0, self.bm25.score(self.terms, terms) / self.full) if self.full > 0 else 0.0
+
+
+def absent_grams_dropped(terms: Iterable[str], bm25: Bm25) -> list[str]:
+    """The query's keyword terms less its CJK grams that no chunk holds.
+
+    CJK text is indexed as character unigrams and bigrams (``terms.keyword_terms``), so a Chinese
+    question gives grams that are no word of any note: a bigram across two of its words (``了什``,
+    ``场买``), a question particle. One that no chunk holds matches nothing and only lowers every
+    chunk's share of the query (``k``), so the cosine weighs more, and the default model, English
+    only, puts any Chinese text near any Chinese question: a note answering a Chinese question in
+    its own words ranked below Chinese notes about something else. A word in Latin letters that no
+    chunk holds stays in the query: it is the subject asked about (an off-topic question's word,
+    or a paraphrase the model may still relate), and its absence is evidence.
+    """
+    if not bm25.chunks:
+        return list(terms)
+    return [t for t in terms if not (CJK_RUN.fullmatch(t) and bm25.df(t) == 0)]
 
 
 def _dot(a, b) -> float:
@@ -308,7 +346,9 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
     candidate chunks hold, dates left out: see ``RECENCY_SHARE``, ``RECENCY_QUERY_SHARE``); it then
     takes the older note's score, so scores stay in order. ``MEMORY.md`` and undated files never move and are never passed; a newer note that
     shares too little of the query with the older one (another subject) or scores much lower
-    stays where it is.
+    stays where it is. A newer note whose candidate chunks name the older note's date (a
+    correction: "the 2026-09-08 decision is superseded") is on its subject by that alone, and
+    moves from up to ``RECENCY_NAMED_MARGIN`` below.
     """
     weights, _finder = plan.passage_terms()
     total = sum(w for t, w in weights.items() if not t.startswith(DATE_PREFIX))  # a date is no subject
@@ -329,9 +369,14 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
             held[f.path] = frozenset(t for t in weights if t in words and not t.startswith(DATE_PREFIX))
         return held[f.path]
 
+    def names(f: _File, day: date) -> bool:
+        """Whether ``f``'s candidate chunks write ``day`` (as an ISO date, an identifier term)."""
+        iso = day.isoformat()
+        return any(iso in str(c.payload.get(TERMS_FIELD, "")).split() for c in f.chunks)
+
     order = list(files)
     # A file scoring more than the margin below the last one shown never passes it: it stays unseen.
-    shown = files[min(len(files), 2 * plan.limit) - 1].raw - RECENCY_MARGIN
+    shown = files[min(len(files), 2 * plan.limit) - 1].raw - max(RECENCY_MARGIN, RECENCY_NAMED_MARGIN)
     for f in files:
         day = dates[f.path]
         if day is None or f.raw < shown:
@@ -339,13 +384,18 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
         at = order.index(f)
         for i, older in enumerate(order[:at]):
             was = dates[older.path]
+            if was is None or was >= day:
+                continue
+            # A note the default cut drops (a search with a lower min_score) is no answer to move up.
+            named = f.score >= DEFAULT_MIN_SCORE and names(f, was)
             # Within the margin of every file it would pass (no chain of small steps up).
-            if was is None or was >= day or f.raw < max(g.raw for g in order[i:at]) - RECENCY_MARGIN:
+            if f.raw < max(g.raw for g in order[i:at]) - (RECENCY_NAMED_MARGIN if named else RECENCY_MARGIN):
                 continue
-            theirs = sum(weights[t] for t in terms_of(older))
-            shared = sum(weights[t] for t in terms_of(older) & terms_of(f))
-            if theirs <= 0 or shared < RECENCY_SHARE * theirs or shared < RECENCY_QUERY_SHARE * total:
-                continue
+            if not named:
+                theirs = sum(weights[t] for t in terms_of(older))
+                shared = sum(weights[t] for t in terms_of(older) & terms_of(f))
+                if theirs <= 0 or shared < RECENCY_SHARE * theirs or shared < RECENCY_QUERY_SHARE * total:
+                    continue
             order.remove(f)
             order.insert(i, f)
             f.score = max(f.score, older.score)
