@@ -164,10 +164,19 @@ def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, work
 def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     write(workspace / "memory" / "a.md", "a\n")
     for to, words in (("no-such-snapshot", "is neither a watchdog snapshot's label nor a time"),
-                      ("2026-13-45", "is neither a watchdog snapshot's label nor a time")):
+                      ("2026-13-45", "is neither a watchdog snapshot's label nor a time"),
+                      ("2026-02-30", "is neither a watchdog snapshot's label nor a time"),
+                      ("", "is neither a watchdog snapshot's label nor a time"),
+                      ("0001-01-01T00:00:00+05:00", "lies before 0001-01-01T00:00:00Z"),
+                      ("9999-12-31T23:59:59Z", "is in the future"),
+                      (iso_moment(time.time() + 3600), "is in the future")):
         refused = cli("rollback", "--to", to)
         assert refused.returncode == 2 and words in refused.stderr, refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
+    # A time to come archived every note the history had not seen yet (written by hand, never read).
+    write(workspace / "memory" / "by-hand.md", "written by hand\n")
+    assert cli("rollback", "--to", "2099-01-01", "--force").returncode == 2
+    assert (workspace / "memory" / "by-hand.md").read_text() == "written by hand\n"
     said = cli("restore", "--all", "--to", "x")  # the spelling of the same command
     assert said.returncode == 2 and "is neither a watchdog snapshot's label nor a time" in said.stderr, said.stderr
 

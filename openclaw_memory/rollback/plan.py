@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -66,7 +67,17 @@ def moment_of(settings: Settings, to: str) -> Moment:
     except ValueError:
         raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
                          "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
-    return Moment(None, seconds, iso_moment(seconds))
+    if seconds > time.time():
+        # What the history has not seen yet (a note written by hand) has no entry by then: the plan,
+        # made before the rollback's first look logs it, took it for made since and archived it.
+        raise UsageError(f"{shown(to)} is in the future (now is {iso_moment(time.time())}): a rollback goes back to a "
+                         "moment that has passed; nothing was changed (see `openclaw-memory log` for times)")
+    try:
+        shown_as = iso_moment(seconds)
+    except (OverflowError, ValueError):  # before 0001-01-01 in UTC (a date east of UTC on the calendar's first day)
+        raise UsageError(f"{shown(to)} lies before 0001-01-01T00:00:00Z, the first moment a time can name; "
+                         "nothing was changed (see `openclaw-memory log` for times)") from None
+    return Moment(None, seconds, shown_as)
 
 
 def parse_iso(text: str) -> float:
