@@ -136,3 +136,27 @@ def test_links_in_the_file_a_forced_move_replaced_are_left_and_named(workspace, 
     [left] = moved.links_not_updated
     assert (left.source, left.line, left.text) == ("memory/b.md", 3, "[[a]]") and "replaced" in left.why
     assert (workspace / "memory" / "b.md").read_text() == "# A\n"  # the moved note, untouched
+
+
+def test_a_link_a_name_cannot_be_spelled_in_is_left_and_named_never_written_to_name_nothing(workspace, state_dir):
+    """A name holding what a link form cannot spell (``>`` in a mention, a citation or ``<...>``;
+    ``]`` in a wiki name) was written anyway: the link then named nothing (a mention of ``b.md``) and
+    was in neither the moved note's backlinks, nor ``linksNotUpdated``, nor ``links --broken``."""
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    note = "Up [h](../heron.md), [[heron]], memory/heron.md and memory/heron.md#L1.\n"
+    write(workspace / "memory" / "p" / "y.md", note)
+    memory = memory_for(workspace, state_dir)
+
+    memory.read("memory/heron.md")
+    moved = memory.move("memory/heron.md", "memory/a>b.md", update_links=True)
+    assert (workspace / "memory" / "p" / "y.md").read_text() == note.replace("[[heron]]", "[[a>b]]")
+    assert {(left.text, left.why.split(" cannot")[0]) for left in moved.links_not_updated} == {
+        ("[h](../heron.md)", "memory/a>b.md"), ("memory/heron.md", "memory/a>b.md"), ("memory/heron.md#L1", "memory/a>b.md")}
+    assert [link.text for link in memory.links("memory/a>b.md").backlinks] == ["[[a>b]]"]
+    assert {link.text for link in memory.links(broken=True).outgoing} == {left.text for left in moved.links_not_updated}
+
+    memory.read("memory/a>b.md")
+    again = memory.move("memory/a>b.md", "memory/g]h.md", update_links=True)
+    assert [(left.text, "cannot be written as a wiki link" in left.why) for left in again.links_not_updated
+            if left.text.startswith("[[")] == [("[[a>b]]", True)]
+    assert "[[a>b]]" in (workspace / "memory" / "p" / "y.md").read_text()

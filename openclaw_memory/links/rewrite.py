@@ -146,6 +146,9 @@ def _rewrite_line(line: str, number: int, wanted: list[tuple[ParsedLink, LinkTar
         new = _rewritten(link, path, resolver, dst)
         if isinstance(new, tuple):
             left.append((link, new[0]))
+        elif new != link.text and not _reads_back(new, link, path, resolver, dst):
+            left.append((link, f"{dst.display} cannot be written as a {link.form} link (the parser would not read "
+                               "it as one naming the file)"))
         elif new != link.text:
             edits.append((start, start + len(link.text), new))
     left.extend((link, "not found where it was read") for link, _ in pending)
@@ -180,6 +183,19 @@ def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget)
             cut = min((i for i in (inner.find("#"), inner.find("|")) if i >= 0), default=len(inner))
             return link.text[:opening] + name + inner[cut:] + "]]"
     return (f"no wiki name names {dst.display} from here",)
+
+
+def _reads_back(new: str, link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget) -> bool:
+    """Whether ``new``, read as the parser reads a note, is one link of ``link``'s form naming ``dst``.
+    A name can hold what a form cannot spell (a space or ``>`` in a mention, ``]`` in a wiki name,
+    ``>`` inside ``<...>``): written anyway, the link named nothing, or another file, and was no
+    longer a backlink of the moved note, so no ``links --broken`` listed it."""
+    found = line_links(new, link.line)
+    if len(found) != 1:
+        return False
+    start, read = found[0]
+    return (start == 0 and read.text == new and read.form == link.form
+            and _names_it(resolver, read, read.target, path, dst))
 
 
 def _names_it(resolver: Resolver, link: ParsedLink, name: str, path: str, dst: LinkTarget) -> bool:
