@@ -66,16 +66,31 @@ class TermChange:
     df: dict  # term -> change (nonzero)
 
 
+class StatsCount:
+    """Statistics counted from points' ``terms`` fields as they come: a shard an index run builds
+    from nothing is counted while it is written, not scrolled afterwards (reading every point's
+    terms back mapped its payload pages: 2.5 s and 40 MB more RSS at 50,000 points)."""
+
+    def __init__(self) -> None:
+        self.chunks = self.length = 0
+        self.df: Counter = Counter()
+
+    def add(self, terms_of_points: Iterable[str]) -> None:
+        for text in terms_of_points:
+            terms = text.split()
+            self.chunks += 1
+            self.length += doc_length(text, terms)
+            self.df.update(set(terms))
+
+    def stats(self) -> TermStats:
+        return TermStats(self.chunks, self.length, dict(self.df))
+
+
 def count_stats(terms_of_points: Iterable[str]) -> TermStats:
     """Statistics of a collection from its points' ``terms`` fields."""
-    df: Counter = Counter()
-    chunks = length = 0
-    for text in terms_of_points:
-        terms = text.split()
-        chunks += 1
-        length += doc_length(text, terms)
-        df.update(set(terms))
-    return TermStats(chunks, length, dict(df))
+    count = StatsCount()
+    count.add(terms_of_points)
+    return count.stats()
 
 
 def scan_stats(shard) -> TermStats:

@@ -235,9 +235,10 @@ def write_manifest(conn: sqlite3.Connection, manifest: Manifest, before: Manifes
     conn.executemany("DELETE FROM manifest_files WHERE collection = ? AND path = ?", [(name, enc(p)) for p in gone])
     # A file that left the index because it is gone leaves no observation behind either.
     Observations.forget(conn, [old[p].abs_path for p in gone if old[p].abs_path and not os.path.lexists(old[p].abs_path)])
+    # Rows made as SQLite takes them: a first index's 10,000 files held no second copy as JSON.
     conn.executemany("INSERT OR REPLACE INTO manifest_files VALUES (?, ?, ?, ?, ?)",
-                     [(name, enc(p), enc(e.abs_path), e.hash, json.dumps(e.chunks, separators=(",", ":")))
-                      for p, e in changed])
+                     ((name, enc(p), enc(e.abs_path), e.hash, json.dumps(e.chunks, separators=(",", ":")))
+                      for p, e in changed))
     if points is None:  # not known before (a manifest saved without its count): summed once, kept from now on
         conn.execute("UPDATE manifests SET points = ? WHERE collection = ?", (_summed(_one(conn), name), name))
     Observations.record(conn, [(e.abs_path, e.stat, e.hash) for _p, e in changed if e.stat is not None and e.abs_path])

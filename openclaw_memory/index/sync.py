@@ -47,7 +47,7 @@ from ..fsutil.fsclock import guard_ns
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from ..types import ProgressCallback
-from .bm25 import TermChange, TermStats, change_stats, save_stats, scan_stats
+from .bm25 import StatsCount, TermChange, TermStats, change_stats, save_stats, scan_stats
 from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
@@ -130,6 +130,7 @@ class _Work:
     live: _Live | None = None  # a change embedded for the live shard, written at the commit
     stats: TermStats | TermChange | None = None  # the keyword statistics to save at the commit (None: those saved hold)
     texts: list[tuple[str, TextCheck]] = field(default_factory=list)  # what the files read are as text (doctor's check)
+    counted: StatsCount | None = None  # the statistics of a shard built from nothing, counted as it is written
 
 
 @dataclass
@@ -258,7 +259,8 @@ class _Sync:
         if self.targeted and any(old is None for old in olds.values()):
             self.targeted = False  # a damaged shard dropped: it is rebuilt from every file
             files = self._scan()
-        groups = assign_files(collections, files)
+        with gc_paused():  # bulk lists of every file (none forms a cycle): no collection walks them
+            groups = assign_files(collections, files)
         if self.targeted:
             self._note_left_out(files)
         for old in olds.values():
@@ -266,8 +268,9 @@ class _Sync:
                 self.models.pin_backend(old.embed_backend)
         self._lenders = {name: old for name, old in olds.items() if old is not None and name not in fresh}
 
-        works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh, paths if self.targeted else None)
-                 for c in collections]
+        with gc_paused():
+            works = [self._plan(c, olds[c.name], groups[c.name], c.name in fresh, paths if self.targeted else None)
+                     for c in collections]
         for w in works:
             if w.collection.name in self.rechunk:
                 w.rechunk = True
@@ -319,7 +322,8 @@ class _Sync:
 
     def _scan(self) -> list[MemoryFile]:
         """Every memory file of the workspace (the stat of each), and what the scan says of them."""
-        scan = scan_workspace(self.settings)
+        with gc_paused():  # 30,000 files' entries: the collector walked them again at each threshold
+            scan = scan_workspace(self.settings)
         self._note_left_out(scan.files)
         self.notes += [f"{w}: the notes in it are not indexed" for w in scan.warnings]
         return scan.files
@@ -450,6 +454,8 @@ class _Sync:
         with ExitStack() as building:
 
             def start_building() -> tuple[str, Shard]:
+                if w.fresh or not self.store.exists(name):  # no copy: the shard holds what this run writes
+                    w.counted = StatsCount()
                 where = self._stage(w)
                 return where, building.enter_context(self.store.open(where, dim=self.models.embedder.dim))
 
@@ -479,7 +485,10 @@ class _Sync:
                 staged, shard = target
                 self._flush(w, staged, shard, pending)
                 shard.optimize()
-                w.stats = scan_stats(shard)
+                counted, w.counted = w.counted, None
+                # Every point of a shard built from nothing was counted as it was written (the
+                # exact count agrees); a copy of the live shard is counted from what it holds.
+                w.stats = counted.stats() if counted is not None and counted.chunks == shard.count() else scan_stats(shard)
                 w.staged = staged
         self.deleted += self._stale_count(w)
         return True
@@ -731,6 +740,8 @@ class _Sync:
                 self._keep_embedded(shard, piece)
             raise
         self._write_piece(shard, piece, vectors, fresh, kept=target == w.collection.name)
+        if w.counted is not None:
+            w.counted.add(payload[TERMS_FIELD] for _pid, _h, payload in piece)
         self._report()
 
     def _keep_embedded(self, shard, piece: list[tuple[str, str, dict]]) -> None:
