@@ -360,6 +360,19 @@ def _odd_origin(manifest, members):
     manifest["history"][0]["versions"][0]["origin"] = "rm -rf"
 
 
+def _escapes_in_an_agent(manifest, members):
+    """Written to the terminal by `log` and `history` as they are: a forged line, a colour, a title."""
+    manifest["history"][0]["versions"][0]["agent"] = "\x1b[31mmain\x1b[0m\n5f0c8a1e2b7d  forged entry"
+
+
+def _escapes_in_a_session(manifest, members):
+    manifest["history"][0]["versions"][0]["session"] = "\x1b]0;a window title\x07"
+
+
+def _line_break_in_the_exporting_agent(manifest, members):
+    manifest["agent"] = "main\nimported nothing"
+
+
 HOSTILE = {
     "path traversal": (_traversal, "not a plain relative path"),
     "absolute name": (_absolute, "none an export writes"),
@@ -380,6 +393,9 @@ HOSTILE = {
     "manifest not first": (_manifest_not_first, "first member"),
     "newer format": (_newer_format, "format 2"),
     "bad origin": (_odd_origin, "origin"),
+    "escapes in an agent": (_escapes_in_an_agent, "manifest's agent"),
+    "escapes in a session": (_escapes_in_a_session, "manifest's session"),
+    "line break in the exporting agent": (_line_break_in_the_exporting_agent, "manifest's agent"),
 }
 
 

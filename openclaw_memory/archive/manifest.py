@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import UsageError
 from ..history.versions import ORIGINS
+from ..settings import check_agent, check_session
 
 FORMAT = "openclaw-memory-export"
 FORMAT_VERSION = 1
@@ -157,7 +160,7 @@ def parse(data: bytes) -> ArchiveManifest:
     members = tuple(_member(m) for m in _list(body, "members"))
     files = tuple(_file(f) for f in _list(body, "files"))
     history = tuple(_history(h) for h in _list(body, "history"))
-    manifest = ArchiveManifest(_str(body, "product"), _str(body, "agent"), _str(body, "created"), roots, members, files, history)
+    manifest = ArchiveManifest(_str(body, "product"), _agent(body), _str(body, "created"), roots, members, files, history)
     _agree(manifest)
     return manifest
 
@@ -266,6 +269,27 @@ def _file(body: dict) -> FileRecord:
                       check_member_name(_str(body, "member")))
 
 
+def _agent(body: dict) -> str:
+    agent = _who(body, "agent", check_agent)
+    if agent is None:
+        raise Refusal("its manifest names no agent", MANIFEST)
+    return agent
+
+
+def _who(body: dict, field: str, check: Callable[[str], str | None]) -> str | None:
+    """An agent or session id, held to the rules ``--agent`` and ``--session`` are: the log prints
+    them as they are, and an archive's escape sequences or line breaks would be written to the
+    terminal of whoever runs ``log`` or ``history`` (a forged line, a hidden one)."""
+    value = _str(body, field, optional=True)
+    if value is not None:
+        try:
+            check(value)
+        except UsageError as exc:
+            rule = exc.message.split(", not ")[0]  # the rule without the value as the command line shows it
+            raise Refusal(f"its manifest's {field} {json.dumps(value)[:60]} is refused: {rule}", MANIFEST) from None
+    return value
+
+
 def _history(body: dict) -> PathHistory:
     root = _root(_str(body, "root"))
     versions = []
@@ -277,5 +301,5 @@ def _history(body: dict) -> PathHistory:
         if origin not in ORIGINS:
             raise Refusal(f"its manifest's origin {json.dumps(origin)[:40]} is not one of {', '.join(ORIGINS)}", MANIFEST)
         versions.append(Version(_hash(v, "version"), float(when), _int(v, "size"), origin,
-                                _str(v, "agent", optional=True), _str(v, "session", optional=True)))
+                                _who(v, "agent", check_agent), _who(v, "session", check_session)))
     return PathHistory(root, check_relative(_str(body, "path"), empty=root != WORKSPACE), tuple(versions))
