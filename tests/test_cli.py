@@ -181,6 +181,20 @@ def test_a_name_or_text_with_terminal_escapes_never_reaches_the_terminal_raw(cli
     assert cli("search", "kestrel", "--json").json()["results"][0]["path"] == "memory/\x1b[31mred.md"  # JSON: exact
 
 
+def test_the_management_commands_never_print_a_names_escapes_raw(cli, workspace):
+    """state, history, restore (and mv, rm, log, links, rollback beside them) print a memory file's
+    name; one holding terminal escapes reached the terminal raw from state, history and restore."""
+    name = "memory/\x1b[31mred\x07.md"
+    write(workspace / name, "# Red\n\n[[\x1b[2Jgone]] and [x](a\x1b[2Jb.md)\n")
+    outputs = [cli("state"), cli("history", name), cli("read", name, "--json"), cli("rm", name), cli("history", name),
+               cli("restore", name, "--last"), cli("restore", name, "--last"), cli("mv", name, "memory/plain.md"),
+               cli("log"), cli("links"), cli("rollback", "--to", "2026-01-01", "--dry-run")]
+    assert [res.returncode for res in outputs] == [0] * len(outputs), [res.stderr for res in outputs]
+    for res in outputs:
+        assert "\x1b" not in res.stdout + res.stderr and "\x07" not in res.stdout + res.stderr, res
+    assert "memory/\\x1b[31mred\\x07.md" in outputs[0].stdout + outputs[5].stdout
+
+
 def test_a_bad_value_is_named_by_its_flag_on_the_command_line(cli, workspace):
     write(workspace / "MEMORY.md", "# Memory\n")
     assert cli("index").returncode == 0

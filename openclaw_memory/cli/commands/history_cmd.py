@@ -6,7 +6,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import given_path, print_json, reported, warn
+from ..output import given_path, print_json, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -18,7 +18,7 @@ def run_history(settings: Settings, path: str, json_out: bool) -> int:
     if reported(result, json_out):
         return 0
     if not result.versions:
-        print(f"{result.path} does not exist and has no history.")
+        print(f"{printable(result.path)} does not exist and has no history.")
     for v in result.versions:
         marks = [m for m, on in (("current", v.current), ("evicted", not v.available)) if on]
         who = f" by {v.agent}" if v.agent else ""
@@ -35,9 +35,9 @@ def run_restore(settings: Settings, path: str, version: str | None, last: bool, 
     if json_out:
         print_json(to_json(result))
     elif not result.changed:
-        print(f"{result.path} is already at version {result.version[:12]}; nothing to restore.")
+        print(f"{printable(result.path)} is already at version {result.version[:12]}; nothing to restore.")
     else:
-        head = f"restored {result.path} to version {result.version[:12]} ({result.size} bytes)"
+        head = f"restored {printable(result.path)} to version {result.version[:12]} ({result.size} bytes)"
         if result.previous:
             print(f"{head}; it was at {result.previous[:12]}, which `openclaw-memory restore` can bring back.")
         else:
@@ -54,5 +54,5 @@ def run_state(settings: Settings, json_out: bool) -> int:
         print(f"No memory files in {report.workspace} (agent {report.agent}).")
     for f in report.files:
         gone = "  (deleted)" if f.version is None else ""
-        print(f"{f.state:<18} {f.path}{gone}")
+        print(f"{f.state:<18} {printable(f.path)}{gone}")
     return 0
