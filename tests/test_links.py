@@ -425,6 +425,31 @@ def test_the_mcp_tools_list_files_with_their_state_and_links(notes, state_dir, c
     assert out["refused"].is_error and "not a memory path" in out["refused"].content[0].text
 
 
+def test_a_link_beyond_the_memory_roots_never_says_whether_a_file_is_there(workspace, cli, tmp_path):
+    """An agent could write a note linking anywhere and ask memory_links: a path outside the
+    workspace and the extra paths said "is not a memory file" where a file was, "no memory file at"
+    where none was. Now both say the second; inside the roots a file that is not memory is still named."""
+    outside = tmp_path / "outside"
+    write(outside / "secret.md", "# not this workspace's\n")
+    extra = tmp_path / "extra"
+    write(extra / "idea.md", "# Idea\n")
+    (extra / "link.md").symlink_to(outside / "secret.md")
+    write(workspace / "notes.txt", "not memory\n")
+    write(workspace / "memory" / "probe.md",
+          f"[a]({outside}/secret.md) [b]({outside}/none.md) [c](../../outside/secret.md) [d](../../outside/none.md)\n"
+          f"[e](../notes.md) [f](../../extra/link.md)\n")
+    os.link(workspace / "notes.txt", workspace / "notes.md")  # a file at the root OpenClaw does not read
+    report = cli("links", "memory/probe.md", "--extra", str(extra), "--json").json()
+    problems = {link["text"]: link["problem"] for link in report["outgoing"]}
+    assert problems[f"[a]({outside}/secret.md)"] == f"no memory file at {outside}/secret.md"
+    assert problems[f"[b]({outside}/none.md)"] == f"no memory file at {outside}/none.md"
+    assert problems["[c](../../outside/secret.md)"] == "no memory file at ../../outside/secret.md"
+    assert problems["[d](../../outside/none.md)"] == "no memory file at ../../outside/none.md"
+    # The control, inside the roots: a file that is there but not memory says so.
+    assert problems["[e](../notes.md)"] == "../notes.md is not a memory file"
+    assert problems["[f](../../extra/link.md)"] == "../../extra/link.md is not a memory file"
+
+
 def test_names_compare_as_the_file_system_compares_them(notes):
     """ext4 compares names exactly (asked, not assumed); on a file system that folds case (not
     mountable here: this kernel has no CONFIG_UNICODE for tmpfs casefold), [[Heron]] names heron.md."""

@@ -96,6 +96,7 @@ class LinkState:
 
     def __init__(self, settings: Settings, files: list[MemoryFile], table: Refreshed):
         self.workspace = str(settings.workspace)
+        self.roots = tuple(str(extra) for extra in settings.extra_paths)
         self.files = files  # the Markdown memory files, in `files` order
         self.shown = {f.abs_path: f.path for f in files}  # absolute path -> the path as `files` shows it
         self.table = table  # each file's links as parsed (and its content hash)
@@ -113,7 +114,7 @@ class LinkState:
         return Resolver(self.workspace,
                         [LinkTarget(f.abs_path, f.path, f.inode, None if f.path in unknown else _Text(self.table, f.abs_path))
                          for f in self.files],
-                        folds_case=folds_case({f.abs_path: f.inode for f in self.files}))
+                        folds_case=folds_case({f.abs_path: f.inode for f in self.files}), roots=self.roots)
 
 
 class _Text:

@@ -67,8 +67,12 @@ class Resolution(NamedTuple):
 class Resolver:
     """Resolves links against the memory files as they are now (``targets``, by absolute path)."""
 
-    def __init__(self, workspace: str, targets: Iterable[LinkTarget], *, folds_case: bool):
+    def __init__(self, workspace: str, targets: Iterable[LinkTarget], *, folds_case: bool, roots: Iterable[str] = ()):
         self.workspace = workspace
+        # What a link may make us look at on disk: the workspace and the extra paths. A path beyond
+        # them is never looked at (a note's link could otherwise ask whether any file on the machine
+        # exists: `[x](/home/other/secret.md)` said "is not a memory file" where it did).
+        self._roots = tuple(r.rstrip("/") for r in (workspace, *roots))
         self.targets = {t.abs_path: t for t in targets}
         self._folds = folds_case
         self._fold: Callable[[str], str] = str.casefold if folds_case else _same
@@ -120,7 +124,7 @@ class Resolver:
             if found is not None:
                 return Resolution(OK, found)
         where = os.path.normpath(paths[0])
-        if os.path.lexists(where):
+        if self._within_roots(where) and os.path.lexists(where):
             return Resolution(BROKEN, None, problem=f"{link.target} is not a memory file")
         return self._nothing(link)
 
@@ -128,7 +132,7 @@ class Resolver:
         """The memory file at ``path``, as the file system finds it: a file system that folds case
         is asked (its rules may not be Python's casefold); one that does not names each file once."""
         found = self._by_path.get(self._fold(path))
-        if found is not None or not self._folds:
+        if found is not None or not self._folds or not self._within_roots(path):
             return found
         try:
             st = os.lstat(path)
@@ -138,6 +142,9 @@ class Resolver:
             if t.inode == st.st_ino and _same_file(t.abs_path, st):
                 return t
         return None
+
+    def _within_roots(self, path: str) -> bool:
+        return any(path == root or path.startswith(root + "/") for root in self._roots)
 
     def _nothing(self, link: ParsedLink) -> Resolution:
         what = "no memory file is named" if link.form == WIKI and "/" not in link.target else "no memory file at"
