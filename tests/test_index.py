@@ -516,8 +516,8 @@ def test_a_sync_maps_old_chunks_only_for_what_it_embeds(workspace, state_dir, mo
     from openclaw_memory.index import sync as sync_module
 
     built = []
-    real_paused = sync_module.gc_paused
-    monkeypatch.setattr(sync_module, "gc_paused", lambda: built.append(1) or real_paused())
+    real_map = sync_module.chunk_map
+    monkeypatch.setattr(sync_module, "chunk_map", lambda *args: built.append(1) or real_map(*args))
     (state_dir / "openclaw-memory.toml").write_text("[index]\nembed_batch = 1\n")  # a piece per chunk
     for i in range(6):
         write(workspace / "memory" / f"n{i}.md", note(f"n{i}", n=3, topic=TOPICS[i]))

@@ -154,9 +154,10 @@ def test_a_write_neither_sums_every_files_chunks_nor_saves_every_term(memory, wo
     _assert_counts_hold(memory)
 
 
-def test_a_writes_sync_counts_its_shards_points_once(memory, monkeypatch):
+def test_a_writes_sync_counts_its_shards_points_once_and_a_search_never(memory, monkeypatch):
     """The statistics' check after the commit and the probe record at the close both ask for the
-    shard's exact count: the engine counts once (19 ms per count at 150,000 points)."""
+    shard's exact count: the engine counts once (19 ms per count at 150,000 points); a search,
+    which writes nothing, takes the count its shard's check knew at the open."""
     from openclaw_memory.index.store import edge_shard
 
     counts: list[str] = []
@@ -173,13 +174,16 @@ def test_a_writes_sync_counts_its_shards_points_once(memory, monkeypatch):
             counts.append(self._name)
             return self._engine.count(request)
 
-    def init(shard, name, path, engine, dim, view=None):
-        real_init(shard, name, path, Counting(engine, name), dim, view)
+    def init(shard, name, path, engine, dim, view=None, count=None):
+        real_init(shard, name, path, Counting(engine, name), dim, view, count)
 
     monkeypatch.setattr(edge_shard.EdgeShard, "__init__", init)
     memory.read(daily(17))
     result = memory.write(daily(17), append="- the sailing club meets on Thursdays")
     assert result.index is not None and result.index.updated
+    assert counts == ["memory-dir-main"]
+    with MemoryIndex(memory.settings) as index:  # a new process's search: its shards opened, read, closed
+        assert index.search("sailing club thursdays", sync=False).results
     assert counts == ["memory-dir-main"]
 
 

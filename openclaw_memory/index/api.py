@@ -14,7 +14,7 @@ from .config import index_config, search_ranking
 from .embedding import recipe_outdated
 from .filters import SearchFilters, file_dates
 from .lender import Models
-from .manifest import load_manifest, load_manifest_head, manifest_serial, stale_known
+from .manifest import gc_paused, load_manifest, load_manifest_head, manifest_serial, stale_known
 from .results import SearchResult, SyncSummary
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
@@ -226,6 +226,10 @@ class MemoryIndex:
         self._scans.changed()
 
     def _stale(self, collections, manifests) -> list[str]:
+        with gc_paused():  # every file's entry, in bulk (none forms a cycle): no collection walks them
+            return self._stale_now(collections, manifests)
+
+    def _stale_now(self, collections, manifests) -> list[str]:
         scan = self._scans.scan()
         # The same scan against the same manifests gives the same answer (a file whose stat
         # changes gives a new scan), so a warm process does not hash its suspects again.

@@ -91,6 +91,8 @@ def unindexable(files) -> list[str]:
 
 
 def _left_out(f) -> str | None:
+    if f.size <= MAX_INDEXED_BYTES and f.mode & 0o444 == 0o444 and f.path.isascii():
+        return None  # most files (each is asked twice per sync, once per stale check): one test
     if not _utf8(f.path):
         return "its name is not UTF-8: rename it"  # the engine keeps paths as UTF-8 text
     if f.size > MAX_INDEXED_BYTES:
@@ -103,8 +105,6 @@ def _left_out(f) -> str | None:
 
 
 def _utf8(path: str) -> bool:
-    if path.isascii():  # most names: no encoding to try (every file is asked twice per sync)
-        return True
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:  # surrogate-escaped bytes of a name that is not UTF-8

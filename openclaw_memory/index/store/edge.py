@@ -145,16 +145,21 @@ class EdgeStore:
         ``record=False`` writes nothing (plain ``doctor``). Call with the shard's lock held, or
         with nobody writing it.
         """
+        return self._checked(name, expected, record=record)[0]
+
+    def _checked(self, name: str, expected: int | None, *, record: bool = True) -> tuple[str | None, int | None]:
+        """:meth:`damage`'s answer, and the points a sound shard holds (as recorded with the stat
+        its files still have, or as probed): a shard opened after it need not count them again."""
         key = self._stat_key(name)
         recorded = self._recorded(name)
         if key is not None and recorded is not None and recorded[0] == key:
             if expected is None or recorded[1] == expected:
-                return None
-            return f"it holds {recorded[1]} points where its manifest lists {expected}"
+                return None, recorded[1]
+            return f"it holds {recorded[1]} points where its manifest lists {expected}", None
         reason, count = self._probe(name, expected)
         if reason is None and record:
             self._record(name, key, count)
-        return reason
+        return reason, (count if reason is None else None)
 
     def _probe(self, name: str, expected: int | None) -> tuple[str | None, int]:
         import signal
@@ -380,8 +385,8 @@ class EdgeStore:
                 if held is None:
                     lock = self._acquire(name)
                     try:
-                        engine, size = self._load_or_create(name, dim)
-                        shard = EdgeShard(name, self.shard_path(name), engine, size, view=self.view)
+                        engine, size, count = self._load_or_create(name, dim)
+                        shard = EdgeShard(name, self.shard_path(name), engine, size, view=self.view, count=count)
                     except BaseException:
                         lock.release()
                         raise
@@ -441,18 +446,20 @@ class EdgeStore:
             self._close_one(name)
 
     def _load_or_create(self, name: str, dim: int | None):
+        """The engine of the shard ``name`` (created when ``dim`` is given and there is none), its
+        vector dimension and the points it holds (None: not known without counting them)."""
         path = self.shard_path(name)
         ensure_room(self.root)
         try:
             if self.exists(name):
-                reason = self.damage(name, self._listed(name))
+                reason, count = self._checked(name, self._listed(name))
                 if reason is not None:
                     raise IndexDamaged(damaged_message(name, path, reason))
-                return load_engine(path)
+                return (*load_engine(path), count)
             if dim is None:
                 raise MemoryToolError(f"index collection {name} does not exist yet: run `openclaw-memory index`")
             self._create(name, dim)
-            return load_engine(path)
+            return (*load_engine(path), 0)
         except (MemoryToolError, ModuleNotFoundError, KeyboardInterrupt, SystemExit):  # the second names the extra
             raise
         except BaseException as exc:  # the engine's wording: an Exception, or pyo3's PanicException (a BaseException)

@@ -105,13 +105,15 @@ def _hit(point, with_vector: bool = False) -> Hit:
 class EdgeShard:
     """An open Qdrant Edge shard; see ``base.Shard`` for the contract."""
 
-    def __init__(self, name: str, path: Path, engine, dim: int, view: ReadView | None = None):
+    def __init__(self, name: str, path: Path, engine, dim: int, view: ReadView | None = None, count: int | None = None):
         self.name = name
         self._path = path
         self._engine = engine
         self._view = view or ReadView()  # the store's: a reopen waits for the searches using the engine
         self._unsettled = 0
-        self._count: int | None = None  # the exact count since the last write (a sync's check and its close ask both)
+        # The exact count since the last write (None: to be counted): known at the open when the
+        # shard's check knew it, so a command that writes nothing never counts (its close records it).
+        self._count = count
         # Points that fill the engine's indexing threshold: from there on an optimize builds.
         self._indexing_points = _INDEXING_THRESHOLD_KB * 1024 // (4 * dim)
 
