@@ -369,10 +369,18 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
             held[f.path] = frozenset(t for t in weights if t in words and not t.startswith(DATE_PREFIX))
         return held[f.path]
 
+    def same_subject(older: _File, newer: _File) -> bool:
+        theirs = sum(weights[t] for t in terms_of(older))
+        shared = sum(weights[t] for t in terms_of(older) & terms_of(newer))
+        return theirs > 0 and shared >= RECENCY_SHARE * theirs and shared >= RECENCY_QUERY_SHARE * total
+
+    days_named: dict[str, frozenset] = {}
+
     def names(f: _File, day: date) -> bool:
-        """Whether ``f``'s candidate chunks write ``day`` (as an ISO date, an identifier term)."""
-        iso = day.isoformat()
-        return any(iso in str(c.payload.get(TERMS_FIELD, "")).split() for c in f.chunks)
+        """Whether ``f``'s candidate chunks write ``day`` (an ISO date is an identifier term)."""
+        if f.path not in days_named:
+            days_named[f.path] = frozenset(t for c in f.chunks for t in _ISO_DAY.findall(str(c.payload.get(TERMS_FIELD, ""))))
+        return day.isoformat() in days_named[f.path]
 
     order = list(files)
     # A file scoring more than the margin below the last one shown never passes it: it stays unseen.
@@ -386,16 +394,12 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
             was = dates[older.path]
             if was is None or was >= day:
                 continue
-            # A note the default cut drops (a search with a lower min_score) is no answer to move up.
-            named = f.score >= DEFAULT_MIN_SCORE and names(f, was)
             # Within the margin of every file it would pass (no chain of small steps up).
-            if f.raw < max(g.raw for g in order[i:at]) - (RECENCY_NAMED_MARGIN if named else RECENCY_MARGIN):
+            below = max(g.raw for g in order[i:at]) - f.raw
+            if not (below <= RECENCY_MARGIN and same_subject(older, f)) and not (
+                    # A note the default cut drops (a search with a lower min_score) is no answer to move up.
+                    below <= RECENCY_NAMED_MARGIN and f.score >= DEFAULT_MIN_SCORE and names(f, was)):
                 continue
-            if not named:
-                theirs = sum(weights[t] for t in terms_of(older))
-                shared = sum(weights[t] for t in terms_of(older) & terms_of(f))
-                if theirs <= 0 or shared < RECENCY_SHARE * theirs or shared < RECENCY_QUERY_SHARE * total:
-                    continue
             order.remove(f)
             order.insert(i, f)
             f.score = max(f.score, older.score)
@@ -430,6 +434,7 @@ def _passages(plan: QueryPlan, path: str, chunks: list[_Candidate]) -> list[HitP
                        date=passage_date(path, chunks, b.start_line)) for b in built]
 
 
+_ISO_DAY = re.compile(r"(?<!\S)\d{4}-\d{2}-\d{2}(?!\S)")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]")
 
 
