@@ -17,6 +17,7 @@ from test_watch import Watch
 
 from conftest import env_for, fault, settings_for, tmpfs, wait_for, wait_for_line, write
 from openclaw_memory.errors import UsageError, WriteBlocked
+from openclaw_memory.history.moves import pending
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.memory.local import LocalMemory
 
@@ -87,6 +88,30 @@ def test_a_move_across_file_systems_is_a_verified_copy_and_still_embeds_nothing(
         assert (extra / "heron.md").read_text() == HERON and not (workspace / "memory" / "heron.md").exists()
         assert moved.index.sync.chunks_embedded == 0 and moved.index.sync.chunks_reused > 0
         assert [o for o, _ in origins(memory, str(extra / "heron.md"))] == ["move", "external-edit"]
+
+
+def test_a_name_as_long_as_the_system_allows_is_moved_across_file_systems_and_removed(workspace, state_dir, tmp_path):
+    """The private name a move or removal gives the source (``.NAME.aside-<hex>``) did not fit
+    beside a 255-byte name: the copy was made, the source kept, and the intent left could be
+    finished by neither the next mv nor doctor --fix ("File name too long"), so every mv, rm and
+    rollback of the workspace stopped on it."""
+    name = "n" * 252 + ".md"
+    with tmpfs(tmp_path / "extra", "8m") as extra:
+        write(workspace / "memory" / name, HERON)
+        memory = memory_for(workspace, state_dir, extra=(str(extra),))
+        memory.read(f"memory/{name}")
+        assert memory.move(f"memory/{name}", str(extra / name), update_index=False).how == "copy"
+        assert (extra / name).read_text() == HERON and not (workspace / "memory" / name).exists()
+        memory.read(str(extra / name))
+        assert memory.move(str(extra / name), f"memory/{name}", update_index=False).how == "copy"
+        memory.read(f"memory/{name}")
+        memory.remove(f"memory/{name}", update_index=False)
+        assert not (workspace / "memory" / name).exists()
+        memory.restore(f"memory/{name}", last=True, update_index=False)
+        assert (workspace / "memory" / name).read_text() == HERON
+        assert sorted(os.listdir(workspace / "memory")) == [name] and os.listdir(extra) == []
+        assert [o for o, _ in origins(memory, f"memory/{name}")][:4] == ["restore", "remove", "move", "move"]
+        assert pending(memory.settings) is None  # no interrupted move waits
 
 
 def test_mv_is_guarded_like_a_write(cli, workspace):

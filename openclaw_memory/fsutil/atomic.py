@@ -25,8 +25,14 @@ _NAME_MAX = 255  # bytes in one file name (Linux, macOS: every common file syste
 def temp_stem(name: str) -> str:
     """``.NAME``, NAME cut so that ``.NAME.<8 hex>.tmp`` (or ``.swp``) fits in one file name: a file
     whose own name is already 255 bytes long can be written too, and its leftovers found again."""
+    return hidden_stem(name, len(".01234567.tmp"))
+
+
+def hidden_stem(name: str, suffix: int) -> str:
+    """``.NAME``, NAME cut so that a suffix of ``suffix`` bytes after it still fits in one file name
+    (the same cut every time, so the name made is found again from NAME)."""
     raw = os.fsencode(name)
-    room = _NAME_MAX - 1 - len(".01234567.tmp")
+    room = _NAME_MAX - 1 - suffix
     if len(raw) > room:
         name = os.fsdecode(raw[:room])  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
     return f".{name}"

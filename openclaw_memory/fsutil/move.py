@@ -41,7 +41,7 @@ import signal
 import time
 
 from .. import faults
-from .atomic import write_temp_beside
+from .atomic import hidden_stem, write_temp_beside
 from .exchange import rename_noreplace
 from .hashing import hash_open_file
 from .safeopen import open_regular_nofollow
@@ -74,14 +74,19 @@ class SourceKept(OSError):
 
 
 def aside_name(name: str) -> str:
-    """A private name beside ``name`` for the instant between taking it away and unlinking it."""
-    return f".{name}{ASIDE_TAG}{os.urandom(8).hex()}"
+    """A private name beside ``name`` for the instant between taking it away and unlinking it
+    (``name`` cut to fit: beside a 255-byte name the rename failed, "File name too long")."""
+    return f"{_aside_prefix(name)}{os.urandom(8).hex()}"
 
 
 def asides_of(names: list[str], name: str) -> list[str]:
     """The private names of ``name`` among ``names`` (a folder listing): an interrupted move's source."""
-    prefix = f".{name}{ASIDE_TAG}"
+    prefix = _aside_prefix(name)
     return sorted(n for n in names if n.startswith(prefix) and len(n) == len(prefix) + 16)
+
+
+def _aside_prefix(name: str) -> str:
+    return f"{hidden_stem(name, len(ASIDE_TAG) + 16)}{ASIDE_TAG}"
 
 
 def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=None, verified: bool = False) -> None:
