@@ -161,6 +161,24 @@ def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, work
     assert memory_files(workspace) == after
 
 
+def test_a_note_moved_to_an_extra_path_configured_no_more_comes_back_to_the_workspace(cli, workspace, tmp_path):
+    """Its history lives under the extra path's file now, and that path is no memory of this
+    workspace any more; the name it had at the moment is, and gets the note back (the extra path's
+    file is not this workspace's memory: left alone)."""
+    extra = tmp_path / "notes"
+    extra.mkdir()
+    write(workspace / "memory" / "a.md", "# A\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    assert cli("mv", "memory/a.md", str(extra / "a.md"), "--extra", str(extra), "--no-index").returncode == 0
+    done = cli("rollback", "--to", iso_moment(moment + 2e-6), "--json")
+    assert done.returncode == 0, done.stderr
+    assert [(f["path"], f["fate"]) for f in done.json()["files"]] == [("memory/a.md", "bring-back")]
+    assert (workspace / "memory" / "a.md").read_text() == "# A\n" and (extra / "a.md").read_text() == "# A\n"
+
+
 def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     write(workspace / "memory" / "a.md", "a\n")
     for to, words in (("no-such-snapshot", "is neither a watchdog snapshot's label nor a time"),

@@ -213,12 +213,13 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     roots = (workspace, *settings.extra_paths)
     targets: dict[str, Aim] = {}
     unknown: list[str] = []
+    def memory_now(path: str) -> bool:  # not under an extra path no longer configured
+        return any(path.startswith(root.rstrip("/") + "/") for root in roots)
+
     for raw, entries in by_path.items():
         path = dec(raw)
-        if not any(path.startswith(root.rstrip("/") + "/") for root in roots):
-            continue  # an extra path no longer configured: not this workspace's memory now
         at = [e for e in entries if e[2] <= when]
-        if not at and entries[0][5] is not None:  # it had a version before its oldest entry kept: dropped since
+        if not at and entries[0][5] is not None and memory_now(path):  # a version before its oldest entry kept: dropped
             unknown.append(path)
         named: dict[str, Aim] = {path: Aim(None, 0)}
         for display, version, _, size, origin, _ in at:
@@ -227,7 +228,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
                 named = dict.fromkeys(named, Aim(None, 0))
             named[name] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
         for name, aim in named.items():
-            if aim.version is not None or name not in targets:
+            if memory_now(name) and (aim.version is not None or name not in targets):
                 targets[name] = aim
     if unknown:
         raise MemoryToolError(f"cannot roll back to {iso_time(when)}: the history no longer knows what "
