@@ -187,6 +187,16 @@ def test_a_writes_sync_counts_its_shards_points_once_and_a_search_never(memory, 
     assert counts == ["memory-dir-main"]
 
 
+def test_statistics_that_do_not_add_up_are_counted_again_from_the_shard(memory):
+    """A write changes the rows of its chunks' terms only where the saved ones add up; rows that
+    lost a term (never written so, but a database is a file) make the commit count every point."""
+    with Database(memory.settings.data_dir).transaction() as conn:
+        conn.execute("DELETE FROM term_df WHERE collection = 'memory-dir-main'")
+    memory.read(daily(17))
+    assert memory.write(daily(17), append="- the sailing club meets on Thursdays").index.updated
+    _assert_counts_hold(memory)
+
+
 def _assert_counts_hold(memory) -> None:
     with MemoryIndex(memory.settings) as index:
         for c in resolve_collections(memory.settings):

@@ -108,8 +108,10 @@ def change_stats(data_dir: Path, collection: str, gone: Iterable[str], added: It
     delta = Counter(plus.df)
     delta.subtract(minus.df)
     delta = Counter({t: n for t, n in delta.items() if n})
-    saved = _df_rows(Database(data_dir).rows, collection, [t for t, n in delta.items() if n < 0])
-    if any(saved.get(t, 0) + n < 0 for t, n in delta.items() if n < 0) or minus.chunks > head[0]:
+    # Every chunk removed must be among those the saved frequencies count (the rows of its terms,
+    # read by key): a term it held that fewer chunks hold means they were not what the shard held.
+    saved = _df_rows(Database(data_dir).rows, collection, list(minus.df))
+    if any(saved.get(t, 0) < n for t, n in minus.df.items()) or minus.chunks > head[0]:
         return None
     return TermChange(head[0] - minus.chunks + plus.chunks, head[1] - minus.length + plus.length, dict(delta))
 
