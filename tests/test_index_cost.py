@@ -121,6 +121,7 @@ def test_a_move_and_a_removal_update_the_index_of_their_files_alone(memory, work
     with MemoryIndex(memory.settings) as index:
         assert_consistent(index)
         assert index.sync().files_changed == 0
+    _assert_counts_hold(memory)  # the point counts and statistics kept by the two syncs
 
 
 def _statements(memory, action) -> list[str]:
