@@ -160,3 +160,21 @@ def test_a_link_a_name_cannot_be_spelled_in_is_left_and_named_never_written_to_n
     assert [(left.text, "cannot be written as a wiki link" in left.why) for left in again.links_not_updated
             if left.text.startswith("[[")] == [("[[a>b]]", True)]
     assert "[[a>b]]" in (workspace / "memory" / "p" / "y.md").read_text()
+
+
+def test_a_linking_file_too_big_for_the_history_is_left_and_named_never_rewritten(workspace, state_dir):
+    """A rewrite replaces the whole file: one bigger than the history keeps ([history] max_bytes / 8)
+    was rewritten all the same, and what it held before could not be restored (evicted)."""
+    (state_dir / "openclaw-memory.toml").write_text("[history]\nmax_bytes = 80000\n")
+    big = "See [[heron]].\n" + "a long log line\n" * 1300  # over 10,000 bytes
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    write(workspace / "memory" / "log.md", big)
+    write(workspace / "MEMORY.md", "- [[heron]]\n")
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/heron.md")
+
+    moved = memory.move("memory/heron.md", "memory/kite.md", update_links=True)
+    assert (workspace / "memory" / "log.md").read_text() == big
+    assert [(left.source, left.text, "too big for the history" in left.why) for left in moved.links_not_updated] == [
+        ("memory/log.md", "[[heron]]", True)]
+    assert moved.links_updated == ("MEMORY.md",) and (workspace / "MEMORY.md").read_text() == "- [[kite]]\n"

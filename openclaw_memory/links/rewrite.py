@@ -29,6 +29,7 @@ import xxhash
 from ..errors import MemoryToolError
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
 from ..history.moves import LinkLeft
+from ..history.store import HistoryStore
 from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, line_links, markdown_destination
 from .report import link_state, may_name, names
 from .resolve import AMBIGUOUS, LinkTarget
@@ -108,6 +109,11 @@ def _rewrite_file(memory: LocalMemory, roots: tuple[str, ...], path: str, shown:
     content = _read(roots, path)
     if content is None or xxhash.xxh3_128_hexdigest(content) != version:
         why = "it changed after its links were read; not rewritten" if content is not None else "it cannot be read"
+        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
+    objects = HistoryStore.for_settings(memory.settings).objects
+    if not objects.fits(len(content)):  # the rewrite would replace bytes no `restore` could bring back
+        why = (f"it is too big for the history to keep what it holds now ({len(content):,} bytes; at most "
+               f"[history] max_bytes / 8, {objects.max_bytes // 8:,}); not rewritten")
         return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
     try:
         text = content.decode("utf-8")
