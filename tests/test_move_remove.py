@@ -219,6 +219,29 @@ def test_restore_takes_a_version_or_last_and_says_when_nothing_was_removed(cli, 
     assert (workspace / "memory" / "a.md").read_text() == HERON
 
 
+def test_restore_never_replaces_a_file_too_big_for_the_history_to_keep(cli, workspace, state_dir):
+    """restore replaced a file over [history] max_bytes / 8 and said its version "can be brought
+    back": it had been evicted, and its bytes were gone (rm, mv --force and rollback refuse it)."""
+    (state_dir / "openclaw-memory.toml").write_text("[history]\nmax_bytes = 80000\n")
+    big = "a long line of the log\n" * 1000  # over 10,000 bytes
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    write(workspace / "memory" / "a.md", big)
+    words = one_line_error(cli("restore", "memory/a.md", version_of(HERON)[:8]))
+    assert "cannot be kept in the history before it is replaced" in words and "nothing was restored" in words
+    assert (workspace / "memory" / "a.md").read_text() == big
+    # The same by --last: a removed note whose name now holds a big file.
+    write(workspace / "memory" / "b.md", HERON)
+    assert cli("read", "memory/b.md").returncode == 0 and cli("rm", "memory/b.md").returncode == 0
+    write(workspace / "memory" / "b.md", big)
+    assert "nothing was restored" in one_line_error(cli("restore", "memory/b.md", "--last"))
+    assert (workspace / "memory" / "b.md").read_text() == big
+    # The control: a file the history keeps is restored over.
+    write(workspace / "memory" / "b.md", "small\n")
+    assert cli("restore", "memory/b.md", "--last").returncode == 0
+    assert (workspace / "memory" / "b.md").read_text() == HERON
+
+
 def test_rm_is_guarded_and_asks_force_for_memory_md(cli, workspace):
     write(workspace / "memory" / "a.md", HERON)
     assert cli("rm", "memory/a.md").returncode == 3  # never read

@@ -263,6 +263,13 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
                 f"version {short(wanted)} of {resolved.display} is no longer stored "
                 "(evicted from the version store to stay within [history] max_bytes)"
             )
+        if current is not None and not store.objects.fits(current.size):
+            # What it holds now would be replaced by bytes no history keeps (`rm`, `mv --force` and
+            # `rollback` refuse it too): the restore said that version "can be brought back", and it was gone.
+            raise MemoryToolError(
+                f"{resolved.display} cannot be kept in the history before it is replaced ({current.size} bytes; one file "
+                f"may take at most [history] max_bytes / 8, {store.objects.max_bytes // 8} bytes): nothing was restored"
+            )
         kept = kept_stat(fd)
         if fd is not None:
             os.close(fd)
