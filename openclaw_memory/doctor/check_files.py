@@ -8,7 +8,7 @@ import os
 import stat
 
 from ..database import Database
-from ..database.observations import Observations, TextCheck, change_key
+from ..database.observations import Observations, change_key
 from ..errors import MemoryToolError
 from ..fsutil.safeopen import (
     Folder,
@@ -158,16 +158,19 @@ def check_utf8(ctx: CheckContext) -> list[Finding]:
     walk = _FolderWalk((str(ctx.settings.workspace), *ctx.settings.extra_paths))
     try:
         for f in ctx.scan.files:
-            if f.kind == "markdown":
-                known = checked.get(f.abs_path)
-                vouched = known[1] if known is not None and known[0] == change_key(f) else None
-                findings += _utf8_findings(f, walk, vouched)
+            if f.kind != "markdown":
+                continue
+            row = checked.get(f.abs_path)
+            if row is None or row[1:6] != change_key(f):
+                findings += _utf8_findings(f, walk)
+            elif row[6] is not None or row[7] is not None:  # what the reader found: nothing, for nearly every file
+                findings += _utf8_findings(f, walk, (row[6], row[7]))
     finally:
         walk.close()
     return findings
 
 
-def _checked(ctx: CheckContext) -> dict[str, tuple[tuple[int, int, int, int, int], TextCheck]]:
+def _checked(ctx: CheckContext) -> dict[str, tuple]:
     """What readers found of the files' text (``Observations.vouched_text``); nothing where the
     state database cannot say (damaged, locked: check_state's finding), so every file is read."""
     try:
@@ -176,9 +179,11 @@ def _checked(ctx: CheckContext) -> dict[str, tuple[tuple[int, int, int, int, int
         return {}
 
 
-def _utf8_findings(f, walk: _FolderWalk, vouched: TextCheck | None = None) -> list[Finding]:
+def _utf8_findings(f, walk: _FolderWalk, vouched: tuple[int | None, int | None] | None = None) -> list[Finding]:
+    """``f``'s findings: from what a reader found of its bytes (``vouched``: the offsets of the
+    first invalid byte and NUL), else from reading it."""
     try:
-        bad, nul = (vouched.bad, vouched.nul) if vouched is not None else _faults(walk.open(f.abs_path))
+        bad, nul = vouched if vouched is not None else _faults(walk.open(f.abs_path))
     except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped):
         return []  # vanished or replaced since the scan: not a memory file any more
     except OSError as exc:
