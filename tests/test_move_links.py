@@ -178,3 +178,25 @@ def test_a_linking_file_too_big_for_the_history_is_left_and_named_never_rewritte
     assert [(left.source, left.text, "too big for the history" in left.why) for left in moved.links_not_updated] == [
         ("memory/log.md", "[[heron]]", True)]
     assert moved.links_updated == ("MEMORY.md",) and (workspace / "MEMORY.md").read_text() == "- [[kite]]\n"
+
+
+def test_a_rewrite_that_would_open_a_code_span_leaves_its_line_whole(workspace, state_dir):
+    """A backtick in the new name is a link alone, but two on one line, or one and a backtick
+    already there, make a code span: the rewritten links (and another link of the line) were no
+    links at all, and no report named them."""
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    write(workspace / "memory" / "other.md", "# Other\n")
+    note = ("Two: [h](../heron.md) and [[heron]].\n"
+            "One, and a tick already: [[heron]] then [[other]] and a ` tick.\n"
+            "Alone: [[heron]] and [[other]].\n")
+    write(workspace / "memory" / "p" / "y.md", note)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/heron.md")
+
+    moved = memory.move("memory/heron.md", "memory/q`r.md", update_links=True)
+    assert (workspace / "memory" / "p" / "y.md").read_text() == note.replace(
+        "Alone: [[heron]]", "Alone: [[q`r]]")
+    assert sorted((left.line, left.text) for left in moved.links_not_updated) == [
+        (1, "[[heron]]"), (1, "[h](../heron.md)"), (2, "[[heron]]")]
+    assert [link.text for link in memory.links("memory/q`r.md").backlinks] == ["[[q`r]]"]
+    assert len(memory.links("memory/other.md").backlinks) == 2

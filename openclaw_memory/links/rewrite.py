@@ -142,7 +142,7 @@ def _rewrite_line(line: str, number: int, wanted: list[tuple[ParsedLink, LinkTar
     """``line`` with each link of ``wanted`` rewritten to name its file, and the links it left with
     why. Links are matched as the parser finds them in the line now (the same form, target and text)."""
     pending = list(wanted)
-    edits: list[tuple[int, int, str]] = []
+    edits: list[tuple[int, int, str, ParsedLink, LinkTarget]] = []
     left: list[tuple[ParsedLink, str]] = []
     for start, link in line_links(line, number):
         at = next((i for i, (waiting, _) in enumerate(pending) if waiting == link), None)
@@ -156,11 +156,37 @@ def _rewrite_line(line: str, number: int, wanted: list[tuple[ParsedLink, LinkTar
             left.append((link, f"{dst.display} cannot be written as a {link.form} link (the parser would not read "
                                "it as one naming the file)"))
         elif new != link.text:
-            edits.append((start, start + len(link.text), new))
+            edits.append((start, start + len(link.text), new, link, dst))
     left.extend((link, "not found where it was read") for link, _ in pending)
-    for start, end, new in reversed(edits):
-        line = line[:start] + new + line[end:]
-    return line, left
+    rewritten = line
+    for start, end, new, _, _ in reversed(edits):
+        rewritten = rewritten[:start] + new + rewritten[end:]
+    if edits and not _line_reads_back(line, rewritten, number, edits, path, resolver):
+        # Each new text is a link alone, but not in the line (a backtick in one name and another
+        # opened a code span over both, or over a link of the line left as it was): the line is
+        # left whole, its links named.
+        return line, [*left, *((link, f"{dst.display} written here would not be read as a link naming it (with the "
+                                       "line's other rewrites it opens a code span or a bracket)")
+                               for _, _, _, link, dst in edits)]
+    return rewritten, left
+
+
+def _line_reads_back(line: str, rewritten: str, number: int, edits: list[tuple[int, int, str, ParsedLink, LinkTarget]],
+                     path: str, resolver: Resolver) -> bool:
+    """Whether ``rewritten`` holds the links ``line`` held, each edit's new text in place of its old
+    one, as a link of its form naming the edit's file."""
+    now = line_links(rewritten, number)
+    replaced = {start: new for start, _, new, _, _ in edits}
+    if [link.text for _, link in now] != [replaced.get(start, link.text) for start, link in line_links(line, number)]:
+        return False
+    found = {(start, link.text): link for start, link in now}
+    shift = 0
+    for start, end, new, link, dst in edits:  # in the line's order
+        read = found.get((start + shift, new))
+        if read is None or read.form != link.form or not _names_it(resolver, read, read.target, path, dst):
+            return False
+        shift += len(new) - (end - start)
+    return True
 
 
 def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget) -> str | tuple[str]:
