@@ -245,8 +245,8 @@ def absent_grams_dropped(terms: Iterable[str], bm25: Bm25) -> list[str]:
     """The query's keyword terms less its CJK grams that no chunk holds.
 
     CJK text is indexed as character unigrams and bigrams (``terms.keyword_terms``), so a Chinese
-    question gives grams that are no word of any note: a bigram across two of its words (``了什``,
-    ``场买``), a question particle. One that no chunk holds matches nothing and only lowers every
+    question gives grams that are no word of any note: a bigram across two of its words (``少钱``
+    of ``多少钱``), a question particle. One that no chunk holds matches nothing and only lowers every
     chunk's share of the query (``k``), so the cosine weighs more, and the default model, English
     only, puts any Chinese text near any Chinese question: a note answering a Chinese question in
     its own words ranked below Chinese notes about something else. A word in Latin letters that no
