@@ -98,12 +98,18 @@ class LinkState:
         self.workspace = str(settings.workspace)
         self.roots = tuple(str(extra) for extra in settings.extra_paths)
         self.files = files  # the Markdown memory files, in `files` order
-        self.shown = {f.abs_path: f.path for f in files}  # absolute path -> the path as `files` shows it
         self.table = table  # each file's links as parsed (and its content hash)
+
+    @cached_property
+    def shown(self) -> dict[str, str]:
+        """Absolute path -> the path as `files` shows it."""
+        return {f.abs_path: f.path for f in self.files}
 
     def links(self) -> Iterator[tuple[MemoryFile, ParsedLink]]:
         """Each file's links in order, the files in `files` order."""
         links = self.table.links
+        if not links:
+            return
         for f in self.files:
             for link in links.get(f.abs_path, ()):
                 yield f, link

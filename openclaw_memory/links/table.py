@@ -97,25 +97,23 @@ def refresh(settings: Settings, files: Iterable[MemoryFile], *, save: bool = Tru
     An unchanged file costs a comparison of its change key with its row's (no record built, its
     links taken as stored); a changed one is read (and parsed only when its hash is not its row's)."""
     db = Database(settings.data_dir)
-    known = {dec(path): key for path, *key in db.rows(
+    # Each row as SQLite gives it: (path, then the change key and the racy flag FileStat.matches compares).
+    known = {dec(row[0]): row for row in db.rows(
         "SELECT path, size, mtime_ns, ctime_ns, inode, mode, racy FROM link_files")}
     stored = _stored_links(db)
     links: dict[str, tuple[ParsedLink, ...]] = {}
     stale: list[MemoryFile] = []
-    seen: set[str] = set()
-    for f in files:
-        if f.kind != "markdown":
-            continue
-        seen.add(f.abs_path)
-        # FileStat.matches in bulk: the same change key, and a sighting that was not racy.
-        if known.get(f.abs_path) == [f.size, f.mtime_ns, f.ctime_ns, f.inode, f.mode, 0]:
+    markdown = [f for f in files if f.kind == "markdown"]
+    for f in markdown:
+        row = known.get(f.abs_path)
+        if row is not None and row[1:] == (f.size, f.mtime_ns, f.ctime_ns, f.inode, f.mode, 0):
             found = stored.get(f.abs_path)
             if found:
                 links[f.abs_path] = found
         else:
             stale.append(f)
     changed, unreadable = _reread(settings, db, stale, stored, links)
-    gone = tuple(path for path in known if path not in seen and not os.path.lexists(path))
+    gone = tuple(path for path in known.keys() - {f.abs_path for f in markdown} if not os.path.lexists(path))
     refreshed = Refreshed(db, links, sum(1 for *_, parsed in changed if parsed), unreadable, changed, gone)
     if save:
         keep(settings, refreshed)
