@@ -81,9 +81,9 @@ BEST_CHUNK_SHARE = 0.3
 RECENCY_MARGIN = 0.15
 RECENCY_SHARE = 0.7
 RECENCY_QUERY_SHARE = 0.3
-# A newer dated note that names the older one by its date ("the 2026-09-08 decision is
+# A newer dated note that names the older one by its date ("the 2026-04-02 decision is
 # superseded") is a follow-up on it, whatever query words the two share: it moves before it from
-# up to this far below (its own words may be others than the question's: "replaces" for "chose"),
+# up to this far below (its own words may be others than the question's: "switched to" for "picked"),
 # if it scores DEFAULT_MIN_SCORE at least.
 RECENCY_NAMED_MARGIN = 0.25
 
@@ -347,7 +347,7 @@ def _prefer_newer(plan: QueryPlan, files: list[_File]) -> list[_File]:
     takes the older note's score, so scores stay in order. ``MEMORY.md`` and undated files never move and are never passed; a newer note that
     shares too little of the query with the older one (another subject) or scores much lower
     stays where it is. A newer note whose candidate chunks name the older note's date (a
-    correction: "the 2026-09-08 decision is superseded") is on its subject by that alone, and
+    correction: "the 2026-04-02 decision is superseded") is on its subject by that alone, and
     moves from up to ``RECENCY_NAMED_MARGIN`` below.
     """
     weights, _finder = plan.passage_terms()
