@@ -427,6 +427,14 @@ def test_a_hostile_archive_is_refused_in_one_line_and_writes_nothing(kind, sourc
     _refused(cli, used_target, archive, match)
 
 
+def test_a_file_where_a_folder_of_the_archive_should_be_is_refused_in_one_line(source, tmp_path, cli):
+    """`memory` a file here: import said "not a folder (…/memory)", exit 1, naming no file and not
+    saying whether anything was written; `write` refuses the same path in its words, exit 2."""
+    dst = target(tmp_path)
+    write(dst.settings.workspace / "memory", "a file where the folder should be\n")
+    _refused(cli, dst, exported(source), "a folder on its path is a file")
+
+
 def test_the_untouched_rebuild_imports(source, used_target, tmp_path):
     """The control for the hostile archives: the same rebuild without a change is taken."""
     archive = rebuilt(exported(source), tmp_path / "same.tar.gz", lambda manifest, members: None)

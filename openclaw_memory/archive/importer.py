@@ -157,7 +157,11 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
             plan.skipped.append(history.path or history.root)  # a removed file of an extra path not configured here
             continue
         member = places.get(resolved.abs_path)
-        if member is None and _version_here(resolved) is not None:
+        try:
+            here = _version_here(resolved) if member is None else None
+        except PathRefused:
+            here = None  # no file can be there now; its history is still this path's
+        if here is not None:
             plan.skipped.append(resolved.display)  # a removed or moved file's history, where a file is now
             continue
         plan.histories.append((history, resolved))
@@ -165,7 +169,11 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
 
 
 def _version_here(resolved: ResolvedPath) -> FileVersion | None:
-    folder, fd, current = open_current(resolved)
+    try:
+        folder, fd, current = open_current(resolved)
+    except NotADirectoryError:  # as `write` refuses it (it was "not a folder (PATH)", exit 1, the file unnamed)
+        raise PathRefused(f"refused: {resolved.display} cannot be imported here: a folder on its path is a file; "
+                          "nothing was written") from None
     if fd is not None:
         os.close(fd)
     if folder is not None:
