@@ -64,8 +64,8 @@ def run_checks(settings: Settings, *, plain: bool = False) -> list[Finding]:
 def keep_caches(ctx: CheckContext, found: list[Finding]) -> None:
     """Store what the checks cached (the links they parsed: the next doctor parses only what
     changes), only into a state database that exists (none is created), is of this release's
-    schema (none is migrated) and in which the checks found nothing wrong: no error at all (a
-    damaged database, an interrupted repair, move or rollback is left exactly as found)."""
+    schema (none is migrated) and where the checks found no error (a damaged database, an
+    interrupted repair, move or rollback is left exactly as found; a warning stops nothing)."""
     from ..database import Database
     from ..database.connection import peek
     from ..database.schema import FIRST_RELEASED, MIGRATIONS
