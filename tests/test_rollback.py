@@ -179,6 +179,31 @@ def test_a_note_moved_to_an_extra_path_configured_no_more_comes_back_to_the_work
     assert (workspace / "memory" / "a.md").read_text() == "# A\n" and (extra / "a.md").read_text() == "# A\n"
 
 
+def test_a_note_whose_folder_is_a_file_now_is_left_with_a_warning_never_journaled(cli, workspace, state_dir):
+    """`memory/sub` a file where the removed note's folder was: the bring-back was planned, its step
+    failed after the intent was journaled, and every later rollback and doctor --fix failed on it again."""
+    write(workspace / "memory" / "sub" / "a.md", "# A\n")
+    write(workspace / "MEMORY.md", "# Memory\n")
+    read_all(cli, workspace)
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    assert cli("rm", "memory/sub/a.md", "--no-index").returncode == 0
+    (workspace / "memory" / "sub").rmdir()
+    write(workspace / "memory" / "sub", "a file where the folder was\n")
+    write(workspace / "memory" / "new.md", "made since\n")
+    assert cli("read", "memory/new.md").returncode == 0
+
+    done = cli("rollback", "--to", iso_moment(moment + 2e-6), "--json")
+    assert done.returncode == 0, done.stderr
+    result = done.json()
+    assert [(f["path"], f["fate"]) for f in result["files"]] == [("MEMORY.md", "unchanged"), ("memory/new.md", "archive")]
+    assert any("memory/sub/a.md left as it is: a folder on its path is a file" in w for w in result["warnings"])
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+    assert (workspace / "memory" / "sub").read_text() == "a file where the folder was\n"
+    assert not (workspace / "memory" / "new.md").exists()
+
+
 def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     write(workspace / "memory" / "a.md", "a\n")
     for to, words in (("no-such-snapshot", "is neither a watchdog snapshot's label nor a time"),

@@ -115,6 +115,11 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             continue
         before = current_version(store, resolved, record)
         after = targets.get(abs_path, Aim(None, 0))
+        if before is None and after.version is not None and _file_on_the_way(resolved):
+            # Nothing can be brought back there: planned, its step failed after the intent was
+            # journaled, and every later rollback (and doctor --fix) failed on it again.
+            notes.append(f"{resolved.display} left as it is: a folder on its path is a file, so it cannot be brought back")
+            continue
         fates.append(Fate(resolved, _fate(before, after), before, after))
     missing = [f for f in fates if f.after.version is not None and f.fate != UNCHANGED and not store.objects.has(f.after.version)]
     if missing:
@@ -127,6 +132,17 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
                               f"cannot be kept in the history (one file may take at most [history] max_bytes / 8, "
                               f"{store.objects.max_bytes // 8} bytes) before it is replaced; nothing was changed")
     return fates, notes
+
+
+def _file_on_the_way(resolved: ResolvedPath) -> bool:
+    """Whether a folder of the path is a file (a missing folder is made when the file comes back)."""
+    try:
+        resolved.folder().close()
+    except NotADirectoryError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _see_removals(settings: Settings, store: HistoryStore, present: set[str]) -> None:
