@@ -114,6 +114,24 @@ def test_a_name_as_long_as_the_system_allows_is_moved_across_file_systems_and_re
         assert pending(memory.settings) is None  # no interrupted move waits
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_move_across_file_systems_keeps_the_notes_owner_and_mode(workspace, state_dir, tmp_path):
+    """Root (sudo, a service of root's) moving a user's note to another disk: the copy was root's,
+    and the user's agent could no longer write its own note; a guarded write keeps the owner."""
+    with tmpfs(tmp_path / "extra", "8m") as extra:
+        note = write(workspace / "memory" / "heron.md", HERON)
+        os.chown(note, 65534, 65534)
+        os.chmod(note, 0o640)
+        memory = memory_for(workspace, state_dir, extra=(str(extra),))
+        memory.read("memory/heron.md")
+        memory.write("memory/heron.md", append="- a line", update_index=False)
+        assert (note.stat().st_uid, note.stat().st_gid) == (65534, 65534)  # the control: a write keeps it
+        memory.read("memory/heron.md")
+        assert memory.move("memory/heron.md", str(extra / "heron.md"), update_index=False).how == "copy"
+        moved = (extra / "heron.md").stat()
+        assert (moved.st_uid, moved.st_gid, moved.st_mode & 0o7777) == (65534, 65534, 0o640)
+
+
 def test_mv_is_guarded_like_a_write(cli, workspace):
     write(workspace / "memory" / "a.md", HERON)
     blocked = cli("mv", "memory/a.md", "memory/b.md")

@@ -158,7 +158,10 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     fd, st = open_regular_nofollow(src, dir_fd=src_dir)
     try:
         # A disk full mid-copy leaves no half copy.
-        tmp = write_temp_beside(dst, iter(lambda: os.read(fd, 1 << 20), b""), st.st_mode & 0o7777, dir_fd=dst_dir)
+        # The copy keeps the source's mode and, where this process may, its owner (root moving a
+        # user's note across file systems made it root's, which the user's agent then could not write).
+        tmp = write_temp_beside(dst, iter(lambda: os.read(fd, 1 << 20), b""), st.st_mode & 0o7777, dir_fd=dst_dir,
+                                owner=(st.st_uid, st.st_gid))
         faults.reach("move:copy-written")
         try:
             link_noreplace(dst_dir, tmp, dst_dir, dst)
