@@ -116,6 +116,8 @@ def main() -> None:
             peak, seconds, out = index_once(code, ws, state, args.backend)
             summary = json.loads(out)
             rows.append((label, n, summary["chunksEmbedded"] + summary["chunksReused"], peak, seconds))
+            print(f"[{label}] {n} notes: {rows[-1][2]} points, peak RSS {peak[0] / 1024:.1f} MB, peak heap "
+                  f"{peak[1] / 1024:.1f} MB, {seconds:.1f} s", file=sys.stderr, flush=True)  # a long run's figures so far
             shutil.rmtree(ws)
             for data in (state / "openclaw-memory" / "workspaces").glob(f"{ws.name}-*"):
                 shutil.rmtree(data)  # its index: the next corpus's run starts from the same disk
