@@ -115,3 +115,48 @@ def test_a_released_database_gets_its_points_counted_and_its_term_rows(tmp_path)
     assert stats is not None and (stats.chunks, stats.length, stats.df) == (3, 12, {"zebra": 2, "stripe": 1})
     assert Database(tmp_path).one("SELECT data FROM term_stats") == ('{"chunks":3,"length":12}',)
     assert _version(path) == schema.SCHEMA_VERSION
+
+
+def test_a_schema_6_database_keeps_its_history_and_logs_modes_from_then_on(tmp_path):
+    """Schema 7 from 6: each version logged keeps the file's mode and owner (versions.mode, uid,
+    gid); the rows logged before keep every field, their mode NULL (a restore gives them a new
+    file's mode, as before)."""
+    from openclaw_memory.history.versions import Entry, FileMode, VersionLog
+
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as conn:
+        for script in (schema.SCHEMA, schema.MIGRATIONS[0]):
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute("INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous) "
+                     "VALUES (x'2f772f612e6d64', x'612e6d64', 'v1', 1.5, 3, 'remove', x'6d65', NULL, NULL)")
+        conn.execute("PRAGMA user_version = 6")
+
+    log = VersionLog(Database(tmp_path))
+    assert log.entries("/w/a.md") == [Entry("v1", 1.5, 3, "remove", "me", None)]
+    assert Database(tmp_path).one("SELECT mode, uid, gid FROM versions") == (None, None, None)
+    assert log.last_mode("/w/a.md") is None
+    assert _version(path) == schema.SCHEMA_VERSION
+    log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "restore", "me"), keep=10, mode=FileMode(0o600, 1000, 1000))
+    assert log.last_mode("/w/a.md") == (0o600, 1000, 1000)
+    assert [e.version for e in log.entries("/w/a.md")] == ["v1", "v2"]
+
+
+def test_a_damaged_database_of_an_earlier_schema_is_rebuilt_with_its_history(tmp_path):
+    """The rebuild copies the columns the damaged file has: a schema 6 file has no versions.mode,
+    and asking for it lost every row of the history."""
+    from openclaw_memory.database.repair import rebuild
+
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as conn:
+        for script in (schema.SCHEMA, schema.MIGRATIONS[0]):
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute("INSERT INTO versions (path, display, version, time, size, origin) "
+                     "VALUES (x'2f772f612e6d64', x'612e6d64', 'v1', 1.5, 3, 'remove')")
+        conn.execute("PRAGMA user_version = 6")
+    salvage = rebuild(Database(tmp_path))
+    assert (salvage.recovered["versions"], salvage.lost) == (1, {})
+    assert Database(tmp_path).rows("SELECT version, origin, mode FROM versions") == [("v1", "remove", None)]

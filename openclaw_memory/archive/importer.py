@@ -46,13 +46,14 @@ from ..history.placing import (
     held_open,
     make_folder,
     open_current,
+    recorded_mode,
     remove_made_folders,
     swap_name,
     temp_from_blocks,
 )
 from ..history.store import FileVersion, HistoryStore
 from ..history.swap import Swap
-from ..history.versions import RESTORE, Entry
+from ..history.versions import RESTORE, Entry, FileMode
 from ..wire import key
 from .manifest import ArchiveManifest, FileRecord, Member, PathHistory, Refusal
 from .members import walk
@@ -236,13 +237,18 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], member: Member, blo
             target.folder = target.resolved.folder()
         except FileNotFoundError:
             target.folder, target.existed = make_folder(target.resolved)
-    kept = None
+    # A file here keeps its mode and owner; one brought back where none is (removed here) gets those
+    # this history saw last, not the default (the archive keeps no modes: they are this machine's).
+    kept: FileMode | None = None
     if target.current is not None:
         try:
-            opened, kept = target.folder.open_regular(target.resolved.name)
+            opened, st = target.folder.open_regular(target.resolved.name)
             os.close(opened)
+            kept = FileMode.of(st)
         except FileNotFoundError:
-            kept = None
+            pass
+    if kept is None:
+        kept = recorded_mode(store, target.resolved)
     target.tmp, _, _ = temp_from_blocks(target.folder, target.resolved, blocks, kept)
 
 

@@ -203,6 +203,15 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE json_valid(t.data) AND json_type(t.data, '$.df') = 'object' AND j.value > 0;
     UPDATE term_stats SET data = json_remove(data, '$.df') WHERE json_valid(data)
     """,
+    # 7: each version logged keeps the file's permission bits and owner as seen then (history.versions.
+    # FileMode), so a note brought back where none is (a removed one restored, a rollback's bring-back)
+    # gets them again, not the default mode and the caller's owner. NULL: logged before this step, or
+    # without a look at the file (the default mode, as before).
+    """
+    ALTER TABLE versions ADD COLUMN mode INTEGER;
+    ALTER TABLE versions ADD COLUMN uid INTEGER;
+    ALTER TABLE versions ADD COLUMN gid INTEGER
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

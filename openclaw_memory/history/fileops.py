@@ -40,6 +40,10 @@ class FileOp:
     replaced: str | None = None  # the version of a file `mv --force` replaced at the destination (archived)
     replaced_size: int | None = None
     mark: int = 0  # the largest history row id when it began: later rows of the file were logged meanwhile
+    # The file's permission bits, uid and gid (versions.FileMode), and the replaced file's: logged with the
+    # move or the removal, what a restore of a removed file gives back (None: a record made before they were kept).
+    mode: tuple[int, int, int] | None = None
+    replaced_mode: tuple[int, int, int] | None = None
     agent: str = ""
     session: str = ""
     pid: int = 0

@@ -54,6 +54,7 @@ from .placing import (
     kept_stat,
     make_folder,
     open_current,
+    recorded_mode,
     remove_made_folders,
     swap_name,
     temp_from_blocks,
@@ -61,7 +62,7 @@ from .placing import (
 from .states import WRITE, ReadRecords, Seen
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .swap import Swap
-from .versions import AGENT_WRITE, RESTORE, Entry, short
+from .versions import AGENT_WRITE, RESTORE, Entry, FileMode, short
 
 APPEND: WriteAction = "append"
 if TYPE_CHECKING:
@@ -270,7 +271,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
                 f"{resolved.display} cannot be kept in the history before it is replaced ({current.size} bytes; one file "
                 f"may take at most [history] max_bytes / 8, {store.objects.max_bytes // 8} bytes): nothing was restored"
             )
-        kept = kept_stat(fd)
+        # Brought back where none is (a removed note): with the mode and owner the history saw last.
+        kept = kept_stat(fd) if fd is not None else recorded_mode(store, resolved)
         if fd is not None:
             os.close(fd)
             fd = None
@@ -469,6 +471,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     swapped: bool | None = None
     recorded: set[str] = set()  # the versions displaced by the swap that the history holds now
     try:
+        made = FileMode.of(folder.lstat(tmp))  # logged with the version: what a removal's restore gives back
         if store.objects.fits(new.size) and not store.objects.touch(new.version):  # a restore's are stored already
             fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0), dir_fd=folder.fd)
             try:
@@ -512,7 +515,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     try:
         with in_history(), store.lock():
             store.record(target, resolved.display, new.version, new.size,
-                         RESTORE if action == RESTORED else AGENT_WRITE, records.agent, records.session)
+                         RESTORE if action == RESTORED else AGENT_WRITE, records.agent, records.session, made)
     except (HistoryFailed, MemoryToolError) as exc:
         if swap is not None and swapped:  # undone: the history and the file agree that nothing was written
             try:

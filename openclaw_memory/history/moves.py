@@ -40,10 +40,10 @@ from ..fsutil.safeopen import Folder, NotRegularFile
 from ..wire import key
 from .fileops import MOVE_OP, REMOVE_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
 from .guard import HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
-from .placing import make_folder, open_current, remove_made_folders
+from .placing import kept_stat, make_folder, open_current, remove_made_folders
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
-from .versions import EXTERNAL_EDIT, MOVE, REMOVE, short
+from .versions import EXTERNAL_EDIT, MOVE, REMOVE, FileMode, short
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -129,15 +129,17 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             store.observe(source.abs_path, source.display, current, fd=fd)
         check_write(store, source, current, records.get(source.abs_path), expected, False, None, records.agent, fd,
                records.session or "")
+        mode = kept_stat(fd)
         os.close(fd)
         fd = None
         dst_folder, existed = make_folder(target)
-        replaced = _replaced(store, dst_folder, target, force)
+        replaced, replaced_mode = _replaced(store, dst_folder, target, force)
         with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
                 target.display, replaced.version if replaced else None, replaced.size if replaced else None,
-                mark=_last_row(store), agent=records.agent, session=records.session or ""))
+                mark=_last_row(store), agent=records.agent, session=records.session or "", mode=mode,
+                replaced_mode=replaced_mode))
         faults.reach("mv:journaled")
         if replaced is not None:
             _archive_replaced(store, dst_folder, target, op)
@@ -183,13 +185,14 @@ def _refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, do
     )
 
 
-def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: bool) -> FileVersion | None:
+def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
+              force: bool) -> tuple[FileVersion | None, FileMode | None]:
     """What is at the destination now: nothing (None), or a file ``--force`` may replace, its bytes
-    stored in the history first. Anything else is refused."""
+    stored in the history first, and its mode. Anything else is refused."""
     try:
         st = folder.lstat(target.name)
     except FileNotFoundError:
-        return None
+        return None, None
     if stat.S_ISDIR(st.st_mode):
         raise PathRefused(f"refused: {target.display} is a folder; give the destination's file name (a .md path)")
     if not stat.S_ISREG(st.st_mode):
@@ -201,12 +204,13 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: 
     fd, _ = folder.open_regular(target.name)
     try:
         found = snapshot_fd(fd)
+        mode = kept_stat(fd)
         with in_history(), store.lock():
             store.observe(target.abs_path, target.display, found, fd=fd)
     finally:
         os.close(fd)
     _refuse_unarchived(store, target, found, "moved")
-    return found
+    return found, mode
 
 
 def _archive_replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, op: FileOp) -> None:
@@ -215,7 +219,8 @@ def _archive_replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
     remove_if_holds(folder.fd, target.name, op.replaced)
     faults.reach("mv:replaced-removed")
     with in_history(), store.lock():
-        store.record(target.abs_path, target.display, op.replaced, op.replaced_size, REMOVE, op.agent or None)
+        store.record(target.abs_path, target.display, op.replaced, op.replaced_size, REMOVE, op.agent or None,
+                     mode=_mode(op.replaced_mode))
         write_intent(store.data_dir, replace(op, step="replaced"))
 
 
@@ -229,7 +234,7 @@ def _record_move(store: HistoryStore, op: FileOp) -> None:
         conn.execute("DELETE FROM versions WHERE path = ? AND id > ? AND version = ? AND origin = ?",
                      (dst, op.mark, op.version, EXTERNAL_EDIT))
         conn.execute("UPDATE versions SET path = ? WHERE path = ?", (dst, src))
-        store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None)
+        store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode))
         conn.execute("DELETE FROM reads WHERE path = ?", (dst,))  # of a file --force replaced: another file's
         conn.execute("UPDATE reads SET path = ? WHERE path = ?", (dst, src))
         clear_intent(store.data_dir)
@@ -265,12 +270,13 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         check_write(store, resolved, current, records.get(resolved.abs_path), expected, False, None, records.agent, fd,
                records.session or "")
         _refuse_unarchived(store, resolved, current, "removed")
+        mode = kept_stat(fd)
         os.close(fd)
         fd = None
         with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 REMOVE_OP, "begin", resolved.abs_path, resolved.display, current.version, current.size,
-                mark=_last_row(store), agent=records.agent, session=records.session or ""))
+                mark=_last_row(store), agent=records.agent, session=records.session or "", mode=mode))
         faults.reach("rm:journaled")
         remove_if_holds(folder.fd, resolved.name, current.version)
         faults.reach("rm:unlinked")
@@ -294,7 +300,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
 def _record_remove(store: HistoryStore, op: FileOp) -> None:
     """One transaction: the removal is logged (pinning its bytes), the remover's read record and the intent go."""
     with store.lock() as conn:
-        store.record(op.path, op.display, op.version, op.size, REMOVE, op.agent or None)
+        store.record(op.path, op.display, op.version, op.size, REMOVE, op.agent or None, mode=_mode(op.mode))
         # Others keep theirs: a session that read the file is told it was deleted before it writes the name again.
         conn.execute("DELETE FROM reads WHERE agent = ? AND session = ? AND path = ?", (enc(op.agent), enc(op.session), enc(op.path)))
         clear_intent(store.data_dir)
@@ -319,6 +325,11 @@ def _refuse_unarchived(store: HistoryStore, resolved: ResolvedPath, found: FileV
             f"{resolved.display} cannot be archived in the history ({found.size} bytes; one file may take at most "
             f"[history] max_bytes / 8, {store.objects.max_bytes // 8} bytes): nothing was {outcome}"
         )
+
+
+def _mode(recorded) -> FileMode | None:
+    """A mode as the intent keeps it (a JSON list once read back)."""
+    return FileMode(*recorded) if recorded is not None else None
 
 
 def _last_row(store: HistoryStore) -> int:
@@ -397,7 +408,8 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
     try:
         if op.replaced is not None and op.step == "begin" and not _exists(dst_folder, target.name):
             with store.lock():  # it was removed (archived) just before the kill
-                store.record(target.abs_path, target.display, op.replaced, op.replaced_size or 0, REMOVE, op.agent or None)
+                store.record(target.abs_path, target.display, op.replaced, op.replaced_size or 0, REMOVE, op.agent or None,
+                             mode=_mode(op.replaced_mode))
         replaced = (f"; the file it replaced at {target.display} is archived (`openclaw-memory restore "
                     f"{target.display} --last`)") if op.replaced is not None and not _holds(dst_folder, target.name, op.replaced) else ""
         if _holds(dst_folder, target.name, op.version):

@@ -16,7 +16,8 @@ from ..fsutil.atomic import write_temp_beside
 from ..fsutil.move import link_noreplace
 from ..fsutil.private import user_umask
 from ..fsutil.safeopen import Folder, NotRegularFile
-from .store import FileVersion, snapshot_fd
+from .store import FileVersion, HistoryStore, snapshot_fd
+from .versions import FileMode
 
 
 def open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, FileVersion | None]:
@@ -85,12 +86,22 @@ def remove_made_folders(resolved: ResolvedPath, existed: int) -> None:
             return  # not empty (someone wrote there meanwhile): leave it and its parents
 
 
-def kept_stat(fd: int | None) -> os.stat_result | None:
-    """The stat of the file being replaced: its mode and owner carry over to the new one."""
-    return os.fstat(fd) if fd is not None else None
+def kept_stat(fd: int | None) -> FileMode | None:
+    """The mode and owner of the file being replaced: they carry over to the new one."""
+    return FileMode.of(os.fstat(fd)) if fd is not None else None
 
 
-def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], kept: os.stat_result | None,
+def recorded_mode(store: HistoryStore, resolved: ResolvedPath) -> FileMode | None:
+    """What a file brought back where none is gets: the permission bits and owner its history last
+    saw (a removed ``0600`` note came back ``0644``, readable by every user, and a user's note came
+    back the caller's, root's, which the user's agent could no longer write). The set-id and sticky
+    bits are left off: a file made anew, perhaps given to another user by root, never gets those.
+    None where the history saw none (versions logged before schema 7): the default, a new file's."""
+    seen = store.log.last_mode(resolved.abs_path)
+    return seen._replace(mode=seen.mode & 0o777) if seen is not None else None
+
+
+def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], kept: FileMode | None,
                       tail: bytes = b"") -> tuple[str, FileVersion, str]:
     """Write ``blocks`` then ``tail`` to a fsynced temp file beside the target, in ``folder``.
 
@@ -111,7 +122,7 @@ def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[by
         size += len(tail)
         yield tail
 
-    mode, owner = (kept.st_mode & 0o7777, (kept.st_uid, kept.st_gid)) if kept is not None else (new_file_mode(), None)
+    mode, owner = (kept.mode, (kept.uid, kept.gid)) if kept is not None else (new_file_mode(), None)
     tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd, owner=owner)
     return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
 

@@ -28,7 +28,7 @@ from ..fsutil.lock import FileLock
 from ..fsutil.safeopen import open_regular_in_roots
 from ..settings import HistorySettings
 from .objects import ObjectStore
-from .versions import EXTERNAL_EDIT, Entry, VersionLog, short
+from .versions import EXTERNAL_EDIT, Entry, FileMode, VersionLog, short
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -84,13 +84,14 @@ class HistoryStore:
                 held.discard(path)
 
     def record(self, abs_path: str, display: str, version: str, size: int, origin: str, agent: str | None,
-               session: str | None = None) -> Entry:
-        """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits."""
-        return self.record_entry(abs_path, display, Entry(version, time.time(), size, origin, agent, session or None))
+               session: str | None = None, mode: FileMode | None = None) -> Entry:
+        """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits.
+        ``mode``: the file's permission bits and owner at this version, where it was looked at."""
+        return self.record_entry(abs_path, display, Entry(version, time.time(), size, origin, agent, session or None), mode)
 
-    def record_entry(self, abs_path: str, display: str, entry: Entry) -> Entry:
+    def record_entry(self, abs_path: str, display: str, entry: Entry, mode: FileMode | None = None) -> Entry:
         """Log ``entry`` as given (``import`` keeps each version's own time and origin), then apply the limits."""
-        dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path)}
+        dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path, mode)}
         if dropped:
             self.objects.remove(dropped - self.log.referenced(dropped))
         self.objects.evict(keep=frozenset({entry.version}))
@@ -117,7 +118,8 @@ class HistoryStore:
             if stored:
                 self.objects.evict(keep=frozenset({snapshot.version}))
             return None
-        return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None)
+        return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
+                           mode=FileMode.of(os.fstat(fd)) if fd is not None else None)
 
     def observe_file(self, abs_path: str, display: str, origin: str = EXTERNAL_EDIT) -> FileVersion | None:
         """Hash the file as it is now and record the sighting; None when it does not exist.

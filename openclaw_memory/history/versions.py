@@ -25,6 +25,18 @@ REMOVE = "remove"  # `rm`: the file left the workspace; this version is what `re
 ORIGINS = (AGENT_WRITE, EXTERNAL_EDIT, RESTORE, DOCTOR_FIX, MOVE, REMOVE)
 
 
+class FileMode(NamedTuple):
+    """Who may read and write a file: its permission bits and owner, as a stat gave them."""
+
+    mode: int  # the permission bits (st_mode & 0o7777)
+    uid: int
+    gid: int
+
+    @classmethod
+    def of(cls, st) -> FileMode:
+        return cls(st.st_mode & 0o7777, st.st_uid, st.st_gid)
+
+
 class Entry(NamedTuple):
     """One logged version (a NamedTuple: ``read`` loads this module and must start fast)."""
 
@@ -70,19 +82,29 @@ class VersionLog:
         entries = self.entries(abs_path)
         return entries[-1] if entries else None
 
-    def append(self, abs_path: str, display: str, entry: Entry, keep: int) -> list[Entry]:
-        """Add ``entry``, naming the path's version logged before it (``log`` counts the lines
-        changed against it, whatever retention drops later; none after a removal: the file comes
-        back from nothing); returns the entries retention dropped."""
+    def last_mode(self, abs_path: str) -> FileMode | None:
+        """The permission bits and owner the path's file had when last seen with them (its removal,
+        for a removed file); None when no entry has them (all logged before schema 7, or without a
+        look at the file: an import's, a removal found after a deletion by hand)."""
+        row = self.db.one("SELECT mode, uid, gid FROM versions WHERE path = ? AND mode IS NOT NULL ORDER BY id DESC LIMIT 1",
+                          (enc(abs_path),))
+        return FileMode(*row) if row else None
+
+    def append(self, abs_path: str, display: str, entry: Entry, keep: int, mode: FileMode | None = None) -> list[Entry]:
+        """Add ``entry`` (with ``mode``, the file's when it was seen at this version), naming the
+        path's version logged before it (``log`` counts the lines changed against it, whatever
+        retention drops later; none after a removal: the file comes back from nothing); returns
+        the entries retention dropped."""
         path = enc(abs_path)
         with self.db.transaction() as conn:
             before = conn.execute("SELECT version, origin FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1",
                                   (path,)).fetchone()
             conn.execute(
-                "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous, mode, uid, gid) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
-                 _blob(entry.session or None), before[0] if before and before[1] != REMOVE else None))  # removed: none
+                 _blob(entry.session or None), before[0] if before and before[1] != REMOVE else None,  # removed: none
+                 *(mode if mode is not None else (None, None, None))))
             old = conn.execute(
                 "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? AND origin != ? "
                 "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()

@@ -1,0 +1,112 @@
+"""A note brought back where none is (``restore --last`` of a removed note, ``restore PATH VERSION``,
+a rollback's bring-back, a removal finished by ``doctor --fix`` then restored) comes back with the
+permission bits and owner the history logged with it, not the default mode and the caller's owner:
+a ``0600`` note came back ``0644`` (readable by every user of the machine), and root restoring a
+user's note made it root's (the user's agent could no longer write it). A version logged before
+schema 7 kept no mode (NULL): it comes back as before, with a new file's mode."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import env_for, fault, settings_for, write
+from openclaw_memory.history.placing import new_file_mode
+from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.memory.local import LocalMemory
+from openclaw_memory.rollback.plan import iso_moment
+
+SECRET = "# Passwords\n\nThe staging database password is kept here.\n"
+
+
+def memory_for(workspace, state_dir) -> LocalMemory:
+    return LocalMemory(settings_for(workspace, state_dir))
+
+
+def mode_of(path) -> int:
+    return path.stat().st_mode & 0o7777
+
+
+def private_note(workspace, name: str = "secret.md"):
+    note = write(workspace / "memory" / name, SECRET)
+    os.chmod(note, 0o600)
+    assert new_file_mode() != 0o600  # the control: a note made anew here is not 0600, so the test can fail
+    return note
+
+
+def test_a_0600_note_removed_and_restored_is_0600_again(workspace, state_dir):
+    note = private_note(workspace)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/secret.md")
+    removed = memory.remove("memory/secret.md", update_index=False)
+    assert not note.exists()
+
+    assert memory.restore("memory/secret.md", last=True, update_index=False).created
+    assert note.read_text() == SECRET and mode_of(note) == 0o600
+
+    memory.read("memory/secret.md")  # by its version too, once removed again
+    memory.remove("memory/secret.md", update_index=False)
+    memory.restore("memory/secret.md", removed.version, update_index=False)
+    assert mode_of(note) == 0o600
+
+
+def test_a_rollback_brings_a_removed_0600_note_back_as_0600(cli, workspace, state_dir):
+    note = private_note(workspace)
+    assert cli("read", "memory/secret.md").returncode == 0
+    moment = time.time()
+    while time.time() <= moment + 0.001:  # every later entry after the moment
+        time.sleep(0.001)
+    assert cli("rm", "memory/secret.md", "--no-index").returncode == 0
+    assert not note.exists()
+
+    done = cli("rollback", "--to", iso_moment(moment + 2e-6), "--json")
+    assert done.returncode == 0, done.stderr
+    assert [(f["path"], f["fate"]) for f in done.json()["files"]] == [("memory/secret.md", "bring-back")]
+    assert note.read_text() == SECRET and mode_of(note) == 0o600
+
+
+def test_a_removal_finished_by_doctor_restores_with_its_mode(workspace, state_dir, cli):
+    """Killed after the unlink: the mode logged with the removal comes from the intent, kept on disk."""
+    note = private_note(workspace)
+    assert cli("read", "memory/secret.md").returncode == 0
+    proc = subprocess.run([sys.executable, "-m", "openclaw_memory", "rm", "memory/secret.md", "--no-index"],
+                          cwd=workspace, capture_output=True, text=True, timeout=120,
+                          env=env_for(workspace, state_dir, **fault("rm:unlinked=kill")))
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert cli("doctor", "--fix").returncode == 0
+    assert not note.exists()
+    assert cli("restore", "memory/secret.md", "--last").returncode == 0
+    assert mode_of(note) == 0o600
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_as_root_a_users_note_removed_and_restored_is_the_users_again(workspace, state_dir):
+    """Root running the CLI on a user's workspace: the note came back root's."""
+    note = write(workspace / "memory" / "heron.md", SECRET)
+    os.chown(note, 65534, 65534)
+    os.chmod(note, 0o640)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/heron.md")
+    memory.remove("memory/heron.md", update_index=False)
+    memory.restore("memory/heron.md", last=True, update_index=False)
+    back = note.stat()
+    assert (back.st_uid, back.st_gid, back.st_mode & 0o7777) == (65534, 65534, 0o640)
+
+
+def test_a_version_logged_before_the_mode_was_kept_restores_with_a_new_files_mode(workspace, state_dir):
+    note = private_note(workspace)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/secret.md")
+    memory.remove("memory/secret.md", update_index=False)
+    store = HistoryStore.for_settings(memory.settings)
+    with store.lock() as conn:  # as schema 6 logged every row: no mode, no owner
+        conn.execute("UPDATE versions SET mode = NULL, uid = NULL, gid = NULL")
+
+    memory.restore("memory/secret.md", last=True, update_index=False)
+    assert note.read_text() == SECRET
+    assert (mode_of(note), note.stat().st_uid) == (new_file_mode(), os.geteuid())
