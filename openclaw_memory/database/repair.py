@@ -198,7 +198,7 @@ def _unsound_objects(conn: sqlite3.Connection) -> list[str]:
 def _copy(source: sqlite3.Connection, target: sqlite3.Connection, table: str, key: str) -> str:
     """Copy the rows of ``table`` that read (a row already there is kept); past a page that cannot
     be read, the rest by rowid ranges where the table has rowids. What could not be read, or ""."""
-    columns = _columns(table)
+    columns = _columns(table, source)
     insert = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"  # noqa: S608
     try:
         for row in source.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {key}"):  # noqa: S608 - our names
@@ -260,10 +260,17 @@ def _schema() -> sqlite3.Connection:
     return conn
 
 
-def _columns(table: str) -> list[str]:
-    """The table's columns as this release creates them (a damaged file's own schema may be unreadable)."""
+def _columns(table: str, source: sqlite3.Connection) -> list[str]:
+    """The table's columns as this release creates them (a damaged file's own schema may be unreadable),
+    less those a file of an earlier schema lacks where its schema reads (a column a later step added:
+    asking a schema 6 file for ``versions.mode`` lost every row of its history); those are NULL."""
     conn = _schema()
     try:
-        return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        ours = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
     finally:
         conn.close()
+    try:
+        theirs = {row[1] for row in source.execute(f"PRAGMA table_info({table})")}
+    except sqlite3.Error:
+        return ours
+    return [c for c in ours if c in theirs] if theirs else ours
