@@ -110,3 +110,17 @@ def test_a_version_logged_before_the_mode_was_kept_restores_with_a_new_files_mod
     memory.restore("memory/secret.md", last=True, update_index=False)
     assert note.read_text() == SECRET
     assert (mode_of(note), note.stat().st_uid) == (new_file_mode(), os.geteuid())
+
+
+def test_an_import_of_a_note_removed_here_brings_it_back_with_its_mode(workspace, state_dir, tmp_path):
+    """The archive keeps no modes (they are a machine's): a note it brings back where this history
+    removed one gets the mode logged here, not the default."""
+    note = private_note(workspace)
+    memory = memory_for(workspace, state_dir)
+    archive = tmp_path / "memory.tar.gz"
+    memory.export_archive(str(archive))
+    memory.read("memory/secret.md")
+    memory.remove("memory/secret.md", update_index=False)
+
+    assert memory.import_archive(str(archive)).files == ("memory/secret.md",)
+    assert note.read_text() == SECRET and mode_of(note) == 0o600
