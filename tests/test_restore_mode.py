@@ -124,3 +124,20 @@ def test_an_import_of_a_note_removed_here_brings_it_back_with_its_mode(workspace
 
     assert memory.import_archive(str(archive)).files == ("memory/secret.md",)
     assert note.read_text() == SECRET and mode_of(note) == 0o600
+
+
+def test_a_rollback_to_before_a_move_brings_the_note_back_under_its_old_name_with_its_mode(cli, workspace, state_dir):
+    """Its entries went with it to the new name, each logged under the name it had then."""
+    note = private_note(workspace)
+    assert cli("read", "memory/secret.md").returncode == 0
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    assert cli("mv", "memory/secret.md", "memory/vault.md", "--no-index").returncode == 0
+    assert cli("read", "memory/vault.md").returncode == 0
+
+    done = cli("rollback", "--to", iso_moment(moment + 2e-6), "--json")
+    assert done.returncode == 0, done.stderr
+    assert {(f["path"], f["fate"]) for f in done.json()["files"]} == {("memory/secret.md", "bring-back"),
+                                                                     ("memory/vault.md", "archive")}
+    assert note.read_text() == SECRET and mode_of(note) == 0o600

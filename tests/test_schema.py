@@ -136,10 +136,10 @@ def test_a_schema_6_database_keeps_its_history_and_logs_modes_from_then_on(tmp_p
     log = VersionLog(Database(tmp_path))
     assert log.entries("/w/a.md") == [Entry("v1", 1.5, 3, "remove", "me", None)]
     assert Database(tmp_path).one("SELECT mode, uid, gid FROM versions") == (None, None, None)
-    assert log.last_mode("/w/a.md") is None
+    assert log.last_mode("/w/a.md", "a.md") is None
     assert _version(path) == schema.SCHEMA_VERSION
     log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "restore", "me"), keep=10, mode=FileMode(0o600, 1000, 1000))
-    assert log.last_mode("/w/a.md") == (0o600, 1000, 1000)
+    assert log.last_mode("/w/a.md", "a.md") == (0o600, 1000, 1000)
     assert [e.version for e in log.entries("/w/a.md")] == ["v1", "v2"]
 
 

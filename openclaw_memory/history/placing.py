@@ -97,7 +97,7 @@ def recorded_mode(store: HistoryStore, resolved: ResolvedPath) -> FileMode | Non
     back the caller's, root's, which the user's agent could no longer write). The set-id and sticky
     bits are left off: a file made anew, perhaps given to another user by root, never gets those.
     None where the history saw none (versions logged before schema 7): the default, a new file's."""
-    seen = store.log.last_mode(resolved.abs_path)
+    seen = store.log.last_mode(resolved.abs_path, resolved.display)
     return seen._replace(mode=seen.mode & 0o777) if seen is not None else None
 
 

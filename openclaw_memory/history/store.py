@@ -119,7 +119,7 @@ class HistoryStore:
                 self.objects.evict(keep=frozenset({snapshot.version}))
             return None
         return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
-                           mode=FileMode.of(os.fstat(fd)) if fd is not None else None)
+                           mode=FileMode.of(os.fstat(fd)) if fd is not None else self._mode_now(abs_path))
 
     def observe_file(self, abs_path: str, display: str, origin: str = EXTERNAL_EDIT) -> FileVersion | None:
         """Hash the file as it is now and record the sighting; None when it does not exist.
@@ -164,6 +164,16 @@ class HistoryStore:
     def open_file(self, abs_path: str) -> tuple[int, os.stat_result]:
         """Open a memory file from the descriptor of the allowed root that holds it, never by its whole path."""
         return open_regular_in_roots(self.roots, abs_path)
+
+    def _mode_now(self, abs_path: str) -> FileMode | None:
+        """The file's mode and owner, for a sighting made without a descriptor (a read's): looked at
+        only when a new entry is logged. None when it cannot be opened (gone meanwhile)."""
+        try:
+            fd, st = self.open_file(abs_path)
+        except OSError:
+            return None
+        os.close(fd)
+        return FileMode.of(st)
 
     def _store_from_path(self, abs_path: str, version: str) -> bool:
         try:

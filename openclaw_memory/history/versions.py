@@ -82,12 +82,19 @@ class VersionLog:
         entries = self.entries(abs_path)
         return entries[-1] if entries else None
 
-    def last_mode(self, abs_path: str) -> FileMode | None:
+    def last_mode(self, abs_path: str, display: str) -> FileMode | None:
         """The permission bits and owner the path's file had when last seen with them (its removal,
         for a removed file); None when no entry has them (all logged before schema 7, or without a
-        look at the file: an import's, a removal found after a deletion by hand)."""
+        look at the file: an import's, a removal found after a deletion by hand).
+
+        A path with none of its own may be a name a file had before a move, whose entries went with
+        it, each logged under the name it had then (``display``): the newest of those (a rollback to
+        before the move brings the file back there). Only then is the whole log read (no index by name)."""
         row = self.db.one("SELECT mode, uid, gid FROM versions WHERE path = ? AND mode IS NOT NULL ORDER BY id DESC LIMIT 1",
                           (enc(abs_path),))
+        if row is None:
+            row = self.db.one("SELECT mode, uid, gid FROM versions WHERE display = ? AND mode IS NOT NULL "
+                              "ORDER BY id DESC LIMIT 1", (enc(display),))
         return FileMode(*row) if row else None
 
     def append(self, abs_path: str, display: str, entry: Entry, keep: int, mode: FileMode | None = None) -> list[Entry]:
