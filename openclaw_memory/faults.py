@@ -18,7 +18,6 @@ systems, ``EXDEV``; a Qdrant server gone from that upsert on). Unset (always, ou
 from __future__ import annotations
 
 import os
-import signal
 import time
 
 ENV = "OPENCLAW_MEMORY_TEST_FAULTS"
@@ -30,6 +29,7 @@ def reach(step: str) -> bool:
     spec = os.environ.get(ENV)
     if not spec:
         return False
+    import signal  # only with a test's hook set: every write and doctor calls this
     failed = False
     for entry in spec.split(","):
         name, _, action = entry.strip().rpartition("=")
@@ -47,6 +47,8 @@ def reach(step: str) -> bool:
 
 
 def _pause(step: str) -> None:
+    import signal
+
     resumed: list[bool] = []
     signal.signal(signal.SIGUSR1, lambda *_: resumed.append(True))
     # Raw write to fd 2: the test waits for this exact line before acting.

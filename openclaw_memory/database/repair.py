@@ -20,10 +20,7 @@ file again before writing it, `state` hashes the files again.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +94,9 @@ def set_aside_files(db: Database) -> Path | None:
 
 def rebuild(db: Database) -> Salvage:
     """Set the damaged database aside and make a new one from what it still holds."""
+    import shutil  # here, not at the top: every plain doctor imports this module for damage()
+    import tempfile
+
     forget_connections()  # before any copy: closing a descriptor of the file would drop their locks
     if not_a_file(db.path) is not None or not os.path.isfile(db.path):
         return Salvage(set_aside_files(db), {}, {})  # nothing to read: what was there is kept as it was
@@ -125,6 +125,8 @@ def rebuild(db: Database) -> Salvage:
 def _scratch_copy(path: Path, scratch: Path) -> Path:
     """The damaged file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
     what the WAL holds), the 16-byte header restored when it was garbled."""
+    import shutil
+
     copy = scratch / "state.db"
     shutil.copyfile(path, copy)
     if os.path.exists(f"{path}-wal"):
@@ -162,6 +164,8 @@ def _copy_all(source_path: Path, target: sqlite3.Connection, tables: tuple[str, 
 def _recover(copy: Path, scratch: Path) -> Path | None:
     """What SQLite's own recovery (``sqlite3 FILE .recover``: every page walked) finds in ``copy``,
     as a new database in ``scratch``; None when the shell fails."""
+    import subprocess
+
     try:
         dump = subprocess.run(["sqlite3", str(copy), ".recover"], capture_output=True, timeout=600, check=False)
     except (OSError, subprocess.SubprocessError):

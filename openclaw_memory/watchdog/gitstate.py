@@ -11,8 +11,6 @@ error: nothing is said, or one note.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +49,9 @@ def git_changes(root: Path, pathspecs: tuple[str, ...] = WORKSPACE_PATHSPECS) ->
     """(what git says of ``pathspecs`` under ``root``, a note); (None, None) without git or a repository."""
     if not _may_be_in_a_repository(root):
         return None, None
+    import shutil  # only here: a workspace in no repository (most) never loads them (~5 ms a command)
+    import subprocess
+
     git = shutil.which("git")
     if git is None:
         return None, None
