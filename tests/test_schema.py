@@ -124,14 +124,7 @@ def test_a_schema_6_database_keeps_its_history_and_logs_modes_from_then_on(tmp_p
     from openclaw_memory.history.versions import Entry, FileMode, VersionLog
 
     path = tmp_path / "state.db"
-    with sqlite3.connect(path) as conn:
-        for script in (schema.SCHEMA, schema.MIGRATIONS[0]):
-            for statement in script.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        conn.execute("INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous) "
-                     "VALUES (x'2f772f612e6d64', x'612e6d64', 'v1', 1.5, 3, 'remove', x'6d65', NULL, NULL)")
-        conn.execute("PRAGMA user_version = 6")
+    _schema_6_with_one_version(path, agent="me")
 
     log = VersionLog(Database(tmp_path))
     assert log.entries("/w/a.md") == [Entry("v1", 1.5, 3, "remove", "me", None)]
@@ -149,14 +142,20 @@ def test_a_damaged_database_of_an_earlier_schema_is_rebuilt_with_its_history(tmp
     from openclaw_memory.database.repair import rebuild
 
     path = tmp_path / "state.db"
+    _schema_6_with_one_version(path)
+    salvage = rebuild(Database(tmp_path))
+    assert (salvage.recovered["versions"], salvage.lost) == (1, {})
+    assert Database(tmp_path).rows("SELECT version, origin, mode FROM versions") == [("v1", "remove", None)]
+
+
+def _schema_6_with_one_version(path, agent: str | None = None) -> None:
+    """A schema 6 database (0.1.0's and its first migration) holding one version of /w/a.md."""
     with sqlite3.connect(path) as conn:
         for script in (schema.SCHEMA, schema.MIGRATIONS[0]):
             for statement in script.split(";"):
                 if statement.strip():
                     conn.execute(statement)
-        conn.execute("INSERT INTO versions (path, display, version, time, size, origin) "
-                     "VALUES (x'2f772f612e6d64', x'612e6d64', 'v1', 1.5, 3, 'remove')")
+        conn.execute("INSERT INTO versions (path, display, version, time, size, origin, agent) "
+                     "VALUES (?, ?, 'v1', 1.5, 3, 'remove', ?)",
+                     (b"/w/a.md", b"a.md", agent.encode() if agent is not None else None))
         conn.execute("PRAGMA user_version = 6")
-    salvage = rebuild(Database(tmp_path))
-    assert (salvage.recovered["versions"], salvage.lost) == (1, {})
-    assert Database(tmp_path).rows("SELECT version, origin, mode FROM versions") == [("v1", "remove", None)]

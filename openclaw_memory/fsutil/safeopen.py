@@ -212,3 +212,14 @@ def open_regular_in_roots(roots: Sequence[str], abs_path: str) -> tuple[int, os.
         if abs_path.startswith(root.rstrip(os.sep) + os.sep):
             return open_regular_under(root, abs_path)
     raise NotRegularFile(0, "not inside the workspace or an extra path", abs_path)
+
+
+def read_and_close(fd: int) -> bytes:
+    """Everything ``fd`` holds from its offset on; the descriptor is closed, whatever happens."""
+    try:
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

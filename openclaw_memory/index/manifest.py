@@ -25,7 +25,7 @@ from pathlib import Path
 from ..database import Database, dec, enc
 from ..database.observations import FileStat, Observations, change_key
 from ..fsutil.hashing import hash_bytes, hash_file
-from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
+from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
 
 
 @dataclass
@@ -335,16 +335,7 @@ def read_version(abs_path: str, roots: Sequence[str], racy_guard_ns: int) -> Fil
         fd, st = open_regular_in_roots(roots, abs_path)
     except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped, PermissionError):
         return None
-    try:
-        chunks = []
-        while True:
-            block = os.read(fd, 1 << 20)
-            if not block:
-                break
-            chunks.append(block)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
+    data = read_and_close(fd)
     return FileContent(data, FileStat.of(st, started_ns, racy_guard_ns), hash_bytes(data))
 
 

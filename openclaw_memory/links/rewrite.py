@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import xxhash
 
 from ..errors import MemoryToolError
-from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots
+from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
 from ..history.moves import LinkLeft
 from ..history.store import HistoryStore
 from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, line_links, markdown_destination
@@ -246,11 +246,6 @@ def _read(roots: tuple[str, ...], path: str) -> bytes | None:
     except (FileNotFoundError, NotADirectoryError, NotRegularFile, FolderSwapped, PermissionError):
         return None
     try:
-        chunks = []
-        while block := os.read(fd, 1 << 20):
-            chunks.append(block)
-        return b"".join(chunks)
+        return read_and_close(fd)
     except OSError:
         return None
-    finally:
-        os.close(fd)
