@@ -308,3 +308,26 @@ def test_doctor_opens_no_note_the_index_checked_unchanged_and_still_reports_each
     with open(workspace / daily(40), "ab") as fh:  # edited behind the index's back: read again
         fh.write(b"now bad \xff\n")
     assert utf8_findings() == [*expected, ("not-utf8", (daily(40),))] and len(opened) == 1
+
+
+def test_status_and_doctor_load_the_entries_of_the_changed_files_alone(memory, workspace, monkeypatch):
+    """The index's status (and doctor's index check) reads each manifest's row and change keys,
+    and the entries of the files whose stat moved only (to hash them): never every file's chunk
+    list. What it reports is what the whole manifest says."""
+    from openclaw_memory.index.status import index_findings
+
+    edited = workspace / daily(42)
+    with open(edited, "a", encoding="utf-8") as fh:
+        fh.write("- a new line about espresso grinders\n")
+    os.unlink(workspace / daily(7))
+    counted = Counted(monkeypatch)
+    with MemoryIndex(memory.settings) as index:
+        status = index.status()
+    stale = [f for f in index_findings(memory.settings) if f.id == "index-stale"]
+    assert status.stale == sorted([daily(7), daily(42)]) and stale[0].paths == tuple(status.stale)
+    assert set(counted["FileEntry"]) == {str(edited)}  # both runs: the edited file's entry alone
+    monkeypatch.undo()
+    from openclaw_memory.index.manifest import load_manifest
+
+    for row in status.collections:
+        assert row.chunks == load_manifest(memory.settings.data_dir, row.name).chunk_count > 0

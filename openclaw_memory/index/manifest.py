@@ -339,29 +339,10 @@ def read_version(abs_path: str, roots: Sequence[str], racy_guard_ns: int) -> Fil
     return FileContent(data, FileStat.of(st, started_ns, racy_guard_ns), hash_bytes(data))
 
 
-def stale_paths(manifest: Manifest | None, files: list) -> list[str]:
-    """Paths whose content differs from the index (new, edited or removed), hashing only stat suspects."""
-    diff = diff_files(manifest, files)
-    known = manifest.files if manifest else {}
-    stale = list(diff.removed)
-    for f in diff.suspects:
-        entry = known.get(f.path)
-        if entry is None:
-            stale.append(f.path)
-            continue
-        try:
-            digest = hash_file(f.abs_path)
-        except (FileNotFoundError, NotRegularFile, PermissionError):
-            stale.append(f.path)
-            continue
-        if digest != entry.hash:
-            stale.append(f.path)
-    return sorted(stale)
-
-
 def stale_known(data_dir: Path, collection: str, files: list) -> list[str]:
-    """:func:`stale_paths` against the saved manifest, reading its change keys and the entries of
-    the stat suspects only (never every file's chunk list)."""
+    """Paths whose content differs from the saved manifest (new, edited or removed), reading its
+    change keys and the entries of the stat suspects only (never every file's chunk list), and
+    hashing only those suspects."""
     diff = diff_known(load_known(data_dir, collection), files)
     entries = load_entries(data_dir, collection, [f.path for f in diff.suspects])
     stale = list(diff.removed)
