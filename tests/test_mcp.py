@@ -441,3 +441,21 @@ def test_parallel_calls_of_one_session_do_not_blame_another_process(workspace, s
     assert proc.wait(timeout=120) == 0
     assert all("result" in a and not a["result"].get("isError") for a in answers), answers
     assert f"(pid {proc.pid})" not in proc.stderr.read().decode()
+
+
+def test_a_line_nested_past_the_parsers_depth_is_refused_also_during_the_handshake(workspace, state_dir):
+    """The handshake is read before the SDK loads: a first line of 100,000 nested arrays stopped the
+    server with a RecursionError traceback (json's own parser), where any later line is refused."""
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    deep = "[" * 100_000 + "]" * 100_000
+    for lines in ([deep, json.dumps(HELLO)], [json.dumps(HELLO), deep]):
+        done = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"],
+                              input="\n".join([*lines, '{"jsonrpc": "2.0", "id": 5, "method": "ping"}']).encode() + b"\n",
+                              capture_output=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=120)
+        stderr = done.stderr.decode()
+        assert done.returncode == 0 and "Traceback" not in stderr, stderr
+        answers = {a["id"]: a for a in map(json.loads, done.stdout.decode().splitlines())}
+        assert answers[None]["error"]["code"] == -32700 and "recursion limit" in answers[None]["error"]["message"]
+        assert answers[5]["result"] == {} and "serverInfo" in answers[7]["result"]

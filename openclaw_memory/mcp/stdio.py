@@ -149,7 +149,7 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
         line, start = bytes(consumed[start:end]), end + 1
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: the SDK refuses it
             break
         if not isinstance(message, dict) or json.dumps(message.get("id")) in answered:
             break  # an id answered already: the SDK answers (it sees both), once each
