@@ -8,6 +8,13 @@ UTF-16 code units. Every place that must give OpenClaw's answer uses these.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+T = TypeVar("T")
+
 # ECMAScript WhiteSpace and LineTerminator (what String.prototype.trim removes).
 JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
@@ -46,6 +53,25 @@ def utf16_sort_key(text: str) -> str:
     if text.isascii() or max(text) < "\U00010000":
         return text
     return "".join(_split_astral(ch) if ord(ch) > 0xFFFF else ch for ch in text)
+
+
+def sort_utf16(items: list[T], key: Callable[[T], str]) -> None:
+    """Sorts ``items`` in place as JavaScript sorts their ``key`` strings (UTF-16 code units).
+
+    Why the keys can usually be compared as they are: a character below U+10000 (the BMP, lone
+    surrogates included) is one UTF-16 code unit whose value is its code point. So a string of
+    BMP characters is, unit for unit, the sequence of its code points, and comparing two such
+    strings unit by unit (JavaScript) or code point by code point (Python) meets the same first
+    difference, or the same shorter prefix: the same order. Only an astral character (two units,
+    0xD800-0xDBFF first, below U+E000-U+FFFF) can order otherwise, so ``utf16_sort_key``, a Python
+    call per item, is paid only where some key holds one; the keys are checked in one C pass
+    (their concatenation is ASCII, or has as many code units as characters).
+    """
+    joined = "".join(map(key, items))
+    if joined.isascii() or utf16_len(joined) == len(joined):
+        items.sort(key=key)
+    else:
+        items.sort(key=lambda item: utf16_sort_key(key(item)))
 
 
 def _unit(data: bytes, i: int) -> int:
