@@ -6,6 +6,7 @@ call (counted on the real functions, no timing)."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import shutil
 import stat
@@ -206,3 +207,34 @@ def test_a_plain_note_costs_no_general_path_call(workspace, monkeypatch):
     result = scan_memory_files(workspace)
     assert result.files[-1].path == "memory/😀.md"
     assert counted.calls["utf16_sort_key"] == 202
+
+
+def test_the_scan_runs_no_cyclic_collection_and_leaves_the_collector_as_it_found_it(workspace):
+    """Its files' objects form no cycle: the collector is off while they are made (it walked them
+    again at each threshold), on again after, and still off after for a caller that paused it."""
+    for day in range(300):
+        write(workspace / f"memory/{day:03d}.md", "note\n")
+    collections: list[int] = []
+
+    def record(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    thresholds = gc.get_threshold()
+    assert gc.isenabled()
+    gc.set_threshold(10)  # a collection every 10 objects made, were the collector on
+    gc.callbacks.append(record)
+    try:
+        result = scan_memory_files(workspace)
+        gc.callbacks.remove(record)
+        assert len(result.files) == 300
+        assert collections == []
+        assert gc.isenabled()
+        gc.disable()
+        scan_memory_files(workspace)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.set_threshold(*thresholds)
+        if record in gc.callbacks:
+            gc.callbacks.remove(record)

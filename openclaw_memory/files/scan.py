@@ -11,6 +11,7 @@ socket or device can never block the scan.
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import stat
 from dataclasses import dataclass, field
@@ -316,7 +317,19 @@ def scan_memory_files(
     agent: str = "main",
 ) -> ScanResult:
     """List the memory files of ``workspace`` (already resolved) with what was skipped and why."""
-    ws = os.fspath(workspace)
+    # Python's cyclic collector is off meanwhile: of what the scan keeps, each file's MemoryFile is
+    # the one object it tracks, and none forms a cycle; at 30,000 notes its collections at each
+    # threshold walked them again (7% of the scan's instructions in a small heap, callgrind).
+    if not gc.isenabled():
+        return _scan(os.fspath(workspace), extra_paths, multimodal, agent)
+    gc.disable()
+    try:
+        return _scan(os.fspath(workspace), extra_paths, multimodal, agent)
+    finally:
+        gc.enable()
+
+
+def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool, agent: str) -> ScanResult:
     c = _Collector(ws, multimodal)
     c.note_folder(ws)
     entries = set(os.listdir(ws))
