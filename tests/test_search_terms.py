@@ -54,6 +54,25 @@ def test_a_word_a_note_holds_is_never_corrected():
     assert spelling_fixes("nobel", lambda t: held.get(t, 0)) == {}  # too short to guess from
 
 
+def test_a_query_of_long_or_many_unknown_words_costs_a_bounded_number_of_lookups():
+    """Each letter of a word absent from the index has 54 neighbours to look up: an agent's query
+    of one 10,000-letter word (a pasted blob) took two minutes and gigabytes (a set of its 540,000
+    neighbours), one of 100,000 letters was killed for memory; 2,000 absent words were a million
+    lookups. A word longer than any typo is not one, and a query's first 8 absent words only are."""
+    looked: list[str] = []
+
+    def df(term: str) -> int:
+        looked.append(term)
+        return {"festival": 3}.get(term, 0)
+
+    assert spelling_fixes("x" * 1_000 + " fesetival", df) == {"fesetival": "festival"}
+    assert len(looked) < 1_000
+    looked.clear()
+    words = " ".join("qwertyu" + "".join(chr(97 + (n // 26 ** k) % 26) for k in range(3)) for n in range(2_000))
+    spelling_fixes(words, df)
+    assert len(looked) < 10 * 60 * 12  # 8 words of 10 letters, 54 neighbours a letter, and the presence checks
+
+
 def test_every_passage_carries_the_date_it_sits_under(workspace, state_dir):
     from openclaw_memory.wire import to_json
 

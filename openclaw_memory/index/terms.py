@@ -116,6 +116,12 @@ def stem(word: str) -> str:
 # Shorter words have too many real neighbours one edit away to guess from: with 5 letters, off-topic
 # questions matched notes (``nobel prize`` read as ``novel price``, ``repot`` as ``remot``).
 TYPO_MIN_LENGTH = 7
+# Each letter of a word has 54 neighbours one edit away, each a lookup in the index: a word longer
+# than any a person misspells (a pasted hash or slug) is not a typo, and a query's typos are looked
+# for in its first few absent words only (a 10,000-letter word took 2 min and gigabytes; a
+# 100,000-letter one was killed for memory, the service with it).
+TYPO_MAX_LENGTH = 24
+TYPO_MAX_WORDS = 8
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -135,15 +141,20 @@ def spelling_fixes(query: str, df: Callable[[str], int]) -> dict[str, str]:
     one edit away that most chunks hold (``pride fesetival``: ``fesetiv`` -> ``festiv``), as
     {term: fixed term}. The edits are made on the stem (a few hundred lookups, no stemming: the
     stemmer is too slow for that many words per query). Only plain ASCII words of
-    ``TYPO_MIN_LENGTH`` letters or more, and only when the term itself is absent: a rare word a
-    note does hold is never replaced."""
+    ``TYPO_MIN_LENGTH`` to ``TYPO_MAX_LENGTH`` letters, and only when the term itself is absent: a
+    rare word a note does hold is never replaced; the first ``TYPO_MAX_WORDS`` absent words only."""
     fixes: dict[str, str] = {}
+    absent = 0
     for word in _PART.findall(query.lower()):
-        if len(word) < TYPO_MIN_LENGTH or not word.isalpha() or not word.isascii() or word in STOPWORDS:
+        if not TYPO_MIN_LENGTH <= len(word) <= TYPO_MAX_LENGTH or not word.isalpha() or not word.isascii() \
+                or word in STOPWORDS:
             continue
         term = stem(word)
         if term in fixes or df(term) > 0:
             continue
+        absent += 1
+        if absent > TYPO_MAX_WORDS:
+            break
         held = [(n, t) for t in _one_edit(term) if t not in STOPWORDS and (n := df(t)) > 0]
         if held:
             fixes[term] = max(held)[1]
