@@ -107,3 +107,22 @@ def test_no_optimize_starts_without_room_for_the_segments_it_writes(tmp_path: Pa
             assert shard.count() == 1000  # still open and whole
         os.unlink(mount / "filler")
         check_every_point(store, vectors, range(0, 1000, 111))
+
+
+def test_a_shard_probed_after_another_program_opened_it_is_not_probed_again(tmp_path: Path, monkeypatch):
+    """A probe loads the shard in a child process, which changes its files' stat: what is recorded
+    is the stat the probe left, so the next command trusts the shard without a probe of its own
+    (recording the stat seen before it, every later command that opens no shard probed again)."""
+    import qdrant_edge as qe
+
+    store = EdgeStore(tmp_path / "index")
+    vectors = unit_vectors(50, seed=11)
+    with store.open(NAME, dim=DIM) as shard:
+        shard.upsert(points(vectors))
+    qe.EdgeShard.load(str(store.shard_path(NAME))).close()  # another program: its files' stat moved
+    probed: list[str] = []
+    real_probe = EdgeStore._probe
+    monkeypatch.setattr(EdgeStore, "_probe", lambda self, name, expected: probed.append(name) or real_probe(self, name, expected))
+    for _ in range(3):  # three commands, each a new process's store
+        assert EdgeStore(tmp_path / "index").check(NAME, len(vectors)) is None
+    assert probed == [NAME]

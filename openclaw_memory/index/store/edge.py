@@ -158,7 +158,10 @@ class EdgeStore:
             return f"it holds {recorded[1]} points where its manifest lists {expected}", None
         reason, count = self._probe(name, expected)
         if reason is None and record:
-            self._record(name, key, count)
+            # The stat the probe left: its load rewrites some of the engine's files, and the stat
+            # taken before it would send every later command that opens no shard (a no-op
+            # `index`, doctor) to probe again. Nobody else writes it meanwhile: we hold its lock.
+            self._record(name, self._stat_key(name), count)
         return reason, (count if reason is None else None)
 
     def _probe(self, name: str, expected: int | None) -> tuple[str | None, int]:
