@@ -459,3 +459,28 @@ def test_a_line_nested_past_the_parsers_depth_is_refused_also_during_the_handsha
         answers = {a["id"]: a for a in map(json.loads, done.stdout.decode().splitlines())}
         assert answers[None]["error"]["code"] == -32700 and "recursion limit" in answers[None]["error"]["message"]
         assert answers[5]["result"] == {} and "serverInfo" in answers[7]["result"]
+
+
+def test_an_argument_a_tool_does_not_take_is_refused_naming_the_right_one(workspace, state_dir):
+    """An unknown argument was ignored: `from_line` read from line 1, `limit` gave six results, and
+    `expected` wrote without the check the agent asked for. Each is refused, naming the tool's own
+    spelling where it is another spelling of one (the CLI's, snake_case), and nothing is written."""
+    write(workspace / "MEMORY.md", "# Memory\n\nline a\nline b\n")
+
+    async def script(session):
+        listed = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+        calls = [("memory_get", {"path": "MEMORY.md", "from_line": 3}),
+                 ("memory_search", {"query": "line", "limit": 1}),
+                 ("memory_write", {"path": "memory/new.md", "content": "x", "expected": "0123abcd"}),
+                 ("memory_write", {"path": "memory/new.md", "text": "x"}),
+                 ("memory_status", {"verbose": True})]
+        return listed, [text_of(r) if r.is_error else None for r in [await session.call_tool(n, a) for n, a in calls]]
+
+    listed, said = run_session(workspace, state_dir, script)
+    assert all(schema["additionalProperties"] is False for schema in listed.values())
+    assert said[0] == "`from_line` is not an argument of memory_get (did you mean `from`?); its arguments: path, from, lines, maxChars"
+    assert said[1].startswith("`limit` is not an argument of memory_search (did you mean `maxResults`?)")
+    assert said[2].startswith("`expected` is not an argument of memory_write (did you mean `expect`?)")
+    assert said[3] == "`text` is not an argument of memory_write; its arguments: path, content, append, expect, idempotencyKey"
+    assert said[4] == "memory_status takes no arguments, not `verbose`"
+    assert not (workspace / "memory" / "new.md").exists()

@@ -20,6 +20,7 @@ keeps serving. :mod:`.http` serves the same tools over streamable HTTP.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BadValue, MemoryToolError
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
+from ..wire import camel
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -209,10 +211,21 @@ class ToolSpec:
                 "type": "object",
                 "properties": {p.name: p.schema() for p in self.params},
                 "required": [p.name for p in self.params if p.required],
+                "additionalProperties": False,  # an argument it does not know is refused (see ``call``), as OpenClaw's own tools declare
             },
             "annotations": {"title": title, "readOnlyHint": not self.op.writes, "destructiveHint": False,
                             "idempotentHint": True, "openWorldHint": False},
         }
+
+    def _unknown(self, name: str) -> str:
+        """An argument the tool does not take, refused rather than ignored: the model meant something by
+        it (``from_line`` ignored read from line 1; ``limit`` gave 6 results), and is told what to send."""
+        if not self.params:
+            return f"{self.name} takes no arguments, not `{name}`"
+        spellings = {spelling.lower(): p.name for p in self.params for spelling in (p.name, p.dest, camel(p.dest))}
+        guess = spellings.get(name.lower()) or next(iter(difflib.get_close_matches(name, [p.name for p in self.params], 1, 0.8)), None)
+        hint = f" (did you mean `{guess}`?)" if guess else ""
+        return f"`{name}` is not an argument of {self.name}{hint}; its arguments: {', '.join(p.name for p in self.params)}"
 
     def wire(self):
         from mcp import types
@@ -221,6 +234,9 @@ class ToolSpec:
 
     def call(self, ctx, arguments: dict) -> str:
         """The tool's JSON text; raises ToolArgumentError or a product error, worded."""
+        for name in arguments:
+            if name not in {p.name for p in self.params}:
+                raise ToolArgumentError(self._unknown(name))
         taken = {p.dest: p.take(arguments) for p in self.params}
         checked = {dest: value for dest, value in taken.items() if value is not _UNSET}  # else the operation's default
         try:
