@@ -310,6 +310,51 @@ def test_doctor_opens_no_note_the_index_checked_unchanged_and_still_reports_each
     assert utf8_findings() == [*expected, ("not-utf8", (daily(40),))] and len(opened) == 1
 
 
+def test_doctors_utf8_and_link_checks_read_each_notes_row_once_and_look_again_at_the_changed_ones(
+        memory, workspace, monkeypatch):
+    """The UTF-8 check and the link check share one read of what the state database vouches for
+    (doctor.vouched: each file's sighting, what the index found of its text, whether its link row
+    is of the same bytes): every note's row read once, not once per check (two full reads and two
+    comparisons per note before), and only the notes changed since are looked at again, each by
+    the check that must: read for its text, parsed for its links."""
+    from openclaw_memory.database import read_only
+    from openclaw_memory.doctor import check_files, check_links
+    from openclaw_memory.doctor.model import CheckContext
+    from openclaw_memory.doctor.runner import run_checks
+    from openclaw_memory.links import table
+
+    run_checks(memory.settings, plain=True)  # a plain doctor: the link table kept
+    indexed, behind = workspace / daily(50), workspace / daily(60)
+    with open(indexed, "ab") as fh:  # edited, then indexed: its sighting holds, its link row does not
+        fh.write(b"see [[nobody-indexed]] and \xff\n")
+    newest = os.stat(indexed).st_ctime_ns
+    wait_for(lambda: time.time_ns() > newest + guard_ns(workspace), 30)
+    assert memory.index().files_changed == 1
+    with open(behind, "ab") as fh:  # edited behind the index's back: neither holds
+        fh.write(b"see [[nobody-behind]] and \xc3\x28\n")
+    read_rows: list[int] = []
+    real_rows = Database.rows
+    monkeypatch.setattr(Database, "rows", lambda db, sql, params=(): read_rows.append(len(found := real_rows(db, sql, params)))
+                        or found)
+    parsed: list[str] = []
+    real_read = table._read
+    monkeypatch.setattr(table, "_read", lambda path, *a: parsed.append(path) or real_read(path, *a))
+    opened: list[int] = []
+    real_faults = check_files._faults
+    monkeypatch.setattr(check_files, "_faults", lambda fd: opened.append(fd) or real_faults(fd))
+    with read_only():
+        ctx = CheckContext(memory.settings)
+        ctx.scan  # noqa: B018 - the scan, before the count
+        text = sorted((f.id, f.paths) for f in check_files.check_utf8(ctx))
+        links = check_links.check_links(ctx)
+    assert text == [("not-utf8", (daily(50),)), ("not-utf8", (daily(60),))]
+    assert len(opened) == 1  # the note the index has not read; the other's bytes were checked by the index
+    assert [f.id for f in links] == ["broken-links"]
+    assert "[[nobody-indexed]]" in links[0].message and "[[nobody-behind]]" in links[0].message
+    assert sorted(parsed) == sorted([str(indexed), str(behind)])
+    assert sum(read_rows) <= NOTES + 1 + 10  # each note's row once (and the two changed notes' again)
+
+
 def test_status_and_doctor_load_the_entries_of_the_changed_files_alone(memory, workspace, monkeypatch):
     """The index's status (and doctor's index check) reads each manifest's row and change keys,
     and the entries of the files whose stat moved only (to hash them): never every file's chunk

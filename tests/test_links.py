@@ -283,20 +283,28 @@ def test_plain_doctor_parses_each_note_once_then_only_what_changed(notes, cli, s
     assert _link_findings(cli("doctor", "--json")) == edited and opened == []
 
 
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "indexed"])
 def test_doctors_link_findings_from_the_table_are_a_fresh_parses_as_files_come_and_go(notes, cli, state_dir, tmp_path,
-                                                                                        monkeypatch):
+                                                                                        monkeypatch, indexed):
     """At each step the link findings of a doctor that reads unchanged notes from the link table are
     those of a doctor that parses every note (a state dir of its own, empty), and only the notes
-    new or changed since are parsed: what a link names is worked out again from the files as they are."""
+    new or changed since are parsed: what a link names is worked out again from the files as they are.
+    ``indexed``: an index run before each doctor, so that the sightings hold and doctor reads the
+    link rows of the notes whose link row is not of their sighting's bytes alone (doctor.vouched)."""
     from openclaw_memory.database import Database
 
     Database(settings_for(notes, state_dir).data_dir).open()
+    if indexed:
+        _settled(notes)
+        assert cli("index").returncode == 0
     cli("doctor")  # the table filled
     parsed, _ = _counting(monkeypatch)
     fresh = iter(range(100))
 
     def step(expect_parsed: list, *wanted: str, unwanted: tuple[str, ...] = ()) -> None:
         _settled(notes)
+        if indexed:
+            assert cli("index").returncode == 0
         del parsed[:]
         warm = _link_findings(cli("doctor", "--json"))
         assert sorted(parsed) == sorted(map(str, expect_parsed))

@@ -112,23 +112,12 @@ class Observations:
         conn.executemany("INSERT OR REPLACE INTO text_checks VALUES (?, ?, ?, ?)",
                          [(enc(path), c.hash, c.bad, c.nul) for path, c in checks])
 
-    def vouched_text(self) -> dict[str, tuple]:
-        """Absolute path -> its row ``(path, size, mtime_ns, ctime_ns, inode, mode, bad, nul)``: a
-        sighting that was not racy, and what was found of the bytes it hashed (:class:`TextCheck`'s
-        offsets). A file whose stat still has that change key (``row[1:6] == change_key(file)``) holds
-        those bytes, so what was found of them holds without reading it again. The rows as SQLite
-        gives them, no record built per file (doctor reads every file's: 30,000 at a time)."""
-        rows = self.db.rows(
-            "SELECT o.path, o.size, o.mtime_ns, o.ctime_ns, o.inode, o.mode, t.bad, t.nul FROM observations o "
-            "JOIN text_checks t ON t.path = o.path AND t.hash = o.hash WHERE o.racy = 0")
-        return {dec(row[0]): row for row in rows}
-
 
 @dataclass(frozen=True)
 class TextCheck:
     """What bytes are as text: the first invalid UTF-8 sequence and the first NUL byte (offsets;
     None: none). What doctor's UTF-8 check reports; a reader that holds the bytes (the index)
-    records it, so that doctor need not open a file unchanged since."""
+    records it, so that doctor need not open a file unchanged since (``doctor.vouched``)."""
 
     hash: str  # xxh3_128 of the bytes
     bad: int | None

@@ -7,9 +7,6 @@ import errno
 import os
 import stat
 
-from ..database import Database
-from ..database.observations import Observations, change_key
-from ..errors import MemoryToolError
 from ..fsutil.safeopen import (
     Folder,
     FolderSwapped,
@@ -19,6 +16,7 @@ from ..fsutil.safeopen import (
     parts_under,
 )
 from .model import CheckContext, Finding, symlink_target
+from .vouched import CLEAN
 
 BLOCK = 1 << 20
 
@@ -152,31 +150,21 @@ class _FolderWalk:
 def check_utf8(ctx: CheckContext) -> list[Finding]:
     """Each Markdown memory file's bytes as text. A file whose stat is that of a sighting (the one
     change rule) whose bytes a reader checked (the index records it as it reads) is not opened:
-    what was found of them holds. Any other is read, streamed."""
+    what was found of them holds (``CheckContext.vouched``). Any other is read, streamed."""
     findings: list[Finding] = []
-    checked = _checked(ctx)
+    vouched = ctx.vouched
+    attention = vouched.text if vouched is not None else None  # None: nothing vouched for, every file read
     walk = _FolderWalk((str(ctx.settings.workspace), *ctx.settings.extra_paths))
     try:
         for f in ctx.scan.files:
             if f.kind != "markdown":
                 continue
-            row = checked.get(f.abs_path)
-            if row is None or row[1:6] != change_key(f):
-                findings += _utf8_findings(f, walk)
-            elif row[6] is not None or row[7] is not None:  # what the reader found: nothing, for nearly every file
-                findings += _utf8_findings(f, walk, (row[6], row[7]))
+            found = attention.get(f.abs_path, CLEAN) if attention is not None else None
+            if found != CLEAN:  # what the reader found: nothing, for nearly every file
+                findings += _utf8_findings(f, walk, found)
     finally:
         walk.close()
     return findings
-
-
-def _checked(ctx: CheckContext) -> dict[str, tuple]:
-    """What readers found of the files' text (``Observations.vouched_text``); nothing where the
-    state database cannot say (damaged, locked: check_state's finding), so every file is read."""
-    try:
-        return Observations(Database(ctx.settings.data_dir)).vouched_text()
-    except MemoryToolError:
-        return {}
 
 
 def _utf8_findings(f, walk: _FolderWalk, vouched: tuple[int | None, int | None] | None = None) -> list[Finding]:

@@ -4,7 +4,8 @@ them all).
 
 Only reads, and costs what changed: the notes are those of doctor's own scan, a note whose stat
 is the one its links were parsed from (the change rule) is not opened, its links come from the
-link table, and only new or changed notes are parsed. Every link is resolved again against the
+link table, and only new or changed notes are parsed. Which rows hold comes with the UTF-8
+check's sightings (``CheckContext.vouched``): only the others are read from the table. Every link is resolved again against the
 files as they are now (a new, removed or renamed file changes what an unchanged note's link
 names). What was parsed is handed to the runner (``CheckContext.cache_writes``), which stores it
 once the checks are done (see ``runner.keep_caches``): the next doctor parses nothing again."""
@@ -24,7 +25,9 @@ def check_links(ctx: CheckContext) -> list[Finding]:
     from ..links.table import keep
 
     try:
-        state = link_state(ctx.settings, ctx.scan.files, save=False)
+        vouched = ctx.vouched
+        state = link_state(ctx.settings, ctx.scan.files, save=False,
+                           suspects=vouched.link_suspects if vouched is not None else None)
         found = list(unresolved(state))
     except MemoryToolError as exc:  # a damaged state database is check_state's finding
         return [Finding("links-unchecked", "info", f"The links between memory files were not checked: {exc.message}")]

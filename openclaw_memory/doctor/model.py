@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..files.root import RootMemoryFiles
     from ..files.scan import ScanResult
     from ..settings import Settings
+    from .vouched import Vouched
 
 
 
@@ -67,6 +68,19 @@ class CheckContext:
         from ..files.scan import scan_workspace
 
         return scan_workspace(self.settings)
+
+    @cached_property
+    def vouched(self) -> Vouched | None:
+        """What the state database vouches for of the scan's Markdown files (their text, their link
+        rows), shared by the UTF-8 and link checks; None where it cannot say (damaged, locked:
+        check_state's finding), and each check then looks at every file itself."""
+        from ..errors import MemoryToolError
+        from .vouched import Vouched
+
+        try:
+            return Vouched.read(self.settings, [f for f in self.scan.files if f.kind == "markdown"])
+        except MemoryToolError:
+            return None
 
     def rel(self, path: str) -> str:
         from ..files.paths import display_path

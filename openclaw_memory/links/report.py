@@ -4,7 +4,7 @@ name nothing (``broken``), each with its line and what it resolves to."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -143,12 +143,14 @@ class _Text:
         return record.lines if record is not None else 0
 
 
-def link_state(settings: Settings, files: Iterable[MemoryFile] | None = None, *, save: bool = True) -> LinkState:
+def link_state(settings: Settings, files: Iterable[MemoryFile] | None = None, *, save: bool = True,
+               suspects: Collection[str] | None = None) -> LinkState:
     """The memory files (``files``, a scan's, else a scan now), the link table brought up to date
-    for them (stored unless ``save`` is False: :func:`~.table.keep` then stores it), and a resolver on them."""
+    for them (stored unless ``save`` is False: :func:`~.table.keep` then stores it; ``suspects``:
+    :func:`~.table.refresh`'s), and a resolver on them."""
     scanned = scan_workspace(settings, multimodal=False).files if files is None else files
     markdown = [f for f in scanned if f.kind == "markdown"]
-    return LinkState(settings, markdown, refresh(settings, markdown, save=save))
+    return LinkState(settings, markdown, refresh(settings, markdown, save=save, suspects=suspects))
 
 
 def may_name(link: ParsedLink, wanted: str) -> bool:

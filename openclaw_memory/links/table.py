@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -90,21 +90,32 @@ class Refreshed:
         return out
 
 
-def refresh(settings: Settings, files: Iterable[MemoryFile], *, save: bool = True) -> Refreshed:
+def refresh(settings: Settings, files: Iterable[MemoryFile], *, save: bool = True,
+            suspects: Collection[str] | None = None) -> Refreshed:
     """The links of every Markdown file of ``files`` (a scan), parsing only what changed, and (with
     ``save``) the table brought up to date; without, :func:`keep` does it later.
 
-    An unchanged file costs a comparison of its change key with its row's (no record built, its
-    links taken as stored); a changed one is read (and parsed only when its hash is not its row's)."""
+    ``suspects``: the files (absolute paths) whose row may not hold, from a caller that knows every
+    other file's row holds (doctor, by its sightings: :mod:`~openclaw_memory.doctor.vouched`): only
+    the suspects' rows are read and compared. Without it, every row is: an unchanged file costs a
+    comparison of its change key with its row's (no record built, its links taken as stored); a
+    changed one is read (and parsed only when its hash is not its row's)."""
     db = Database(settings.data_dir)
-    # Each row as SQLite gives it: (path, then the change key and the racy flag FileStat.matches compares).
-    known = {dec(row[0]): row for row in db.rows(
-        "SELECT path, size, mtime_ns, ctime_ns, inode, mode, racy FROM link_files")}
+    markdown = [f for f in files if f.kind == "markdown"]
     stored = _stored_links(db)
     links: dict[str, tuple[ParsedLink, ...]] = {}
+    held: int | None = None  # files whose row holds, not read
+    if suspects is not None and len(suspects) * 2 <= len(markdown):  # a few rows by key, else every row in one read
+        asked = [f for f in markdown if f.abs_path in suspects]
+        held = len(markdown) - len(asked)
+        if stored:
+            links.update((f.abs_path, found) for f in markdown if (found := stored.get(f.abs_path)) and f.abs_path not in suspects)
+    else:
+        asked = markdown
+    # Each row as SQLite gives it: (path, then the change key and the racy flag FileStat.matches compares).
+    known = _rows(db, None if held is None else [f.abs_path for f in asked])
     stale: list[MemoryFile] = []
-    markdown = [f for f in files if f.kind == "markdown"]
-    for f in markdown:
+    for f in asked:
         row = known.get(f.abs_path)
         if row is not None and row[1:] == (f.size, f.mtime_ns, f.ctime_ns, f.inode, f.mode, 0):
             found = stored.get(f.abs_path)
@@ -113,11 +124,38 @@ def refresh(settings: Settings, files: Iterable[MemoryFile], *, save: bool = Tru
         else:
             stale.append(f)
     changed, unreadable = _reread(settings, db, stale, stored, links)
-    gone = tuple(path for path in known.keys() - {f.abs_path for f in markdown} if not os.path.lexists(path))
-    refreshed = Refreshed(db, links, sum(1 for *_, parsed in changed if parsed), unreadable, changed, gone)
+    refreshed = Refreshed(db, links, sum(1 for *_, parsed in changed if parsed), unreadable, changed,
+                          _gone(db, markdown, known, held))
     if save:
         keep(settings, refreshed)
     return refreshed
+
+
+def _rows(db: Database, paths: Sequence[str] | None) -> dict[str, tuple]:
+    """The rows of ``paths`` (None: every row), by absolute path."""
+    columns = "SELECT path, size, mtime_ns, ctime_ns, inode, mode, racy FROM link_files"
+    if paths is None:
+        return {dec(row[0]): row for row in db.rows(columns)}
+    return {dec(row[0]): row for batch in _batches(paths)
+            for row in db.rows(f"{columns} WHERE path IN ({', '.join('?' * len(batch))})", batch)}
+
+
+def _batches(paths: Sequence[str]) -> Iterator[tuple[bytes, ...]]:
+    """``paths`` as stored, a few hundred a query (a query's parameters are bounded)."""
+    for at in range(0, len(paths), 500):
+        yield tuple(enc(path) for path in paths[at:at + 500])
+
+
+def _gone(db: Database, markdown: list[MemoryFile], known: dict[str, tuple], held: int | None) -> tuple[str, ...]:
+    """The rows of files that are no more. ``known``: the rows read, every row, or (``held``) the
+    rows of the files not among the ``held`` that each have one; then a table of no more rows than
+    that holds none of a file gone (a count, not a read of every path)."""
+    if held is not None:
+        counted = db.rows("SELECT COUNT(*) FROM link_files")  # no row at all: no database yet (plain doctor)
+        if not counted or counted[0][0] <= held + len(known):
+            return ()
+        known = {dec(path): () for (path,) in db.rows("SELECT path FROM link_files")}
+    return tuple(path for path in known.keys() - {f.abs_path for f in markdown} if not os.path.lexists(path))
 
 
 def _reread(settings: Settings, db: Database, stale: list[MemoryFile], stored: dict[str, tuple[ParsedLink, ...]],
@@ -229,12 +267,8 @@ def _stored_links(db: Database) -> dict[str, tuple[ParsedLink, ...]]:
 
 def _hashes(db: Database, paths: Sequence[str]) -> dict[str, str]:
     """The stored hash of each of ``paths`` that has a row: by key, a few hundred paths a query."""
-    out: dict[str, str] = {}
-    for at in range(0, len(paths), 500):
-        batch = [enc(path) for path in paths[at:at + 500]]
-        out.update((dec(path), digest) for path, digest in db.rows(
-            f"SELECT path, hash FROM link_files WHERE path IN ({', '.join('?' * len(batch))})", tuple(batch)))
-    return out
+    return {dec(path): digest for batch in _batches(paths)
+            for path, digest in db.rows(f"SELECT path, hash FROM link_files WHERE path IN ({', '.join('?' * len(batch))})", batch)}
 
 
 def _save(db: Database, changed: Sequence[tuple[str, NoteLinks, bool]], gone: Sequence[str]) -> None:
