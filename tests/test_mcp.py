@@ -484,3 +484,21 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_the_right_one(worksp
     assert said[3] == "`text` is not an argument of memory_write; its arguments: path, content, append, expect, idempotencyKey"
     assert said[4] == "memory_status takes no arguments, not `verbose`"
     assert not (workspace / "memory" / "new.md").exists()
+
+
+def test_a_call_before_initialize_is_refused_saying_so(workspace, state_dir):
+    """The SDK refuses it as "Invalid request parameters" with nothing more, the same words as for a
+    malformed initialize: each now says what is wrong, and the session goes on once initialized."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    get = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}}
+    answers, stderr = _raw_session(workspace, state_dir, [
+        {**get, "id": 1}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+        HELLO, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {**get, "id": 3}])
+    early, listing, malformed, hello, got = answers
+    for refused in (early, listing):
+        assert refused["error"] == {"code": -32602, "message": "the session is not initialized: send initialize first "
+                                    "(then the notifications/initialized notification)"}
+    assert malformed["id"] == 3 and "not an initialize request's" in malformed["error"]["message"]
+    assert "serverInfo" in hello["result"] and got["id"] == 3 and not got["result"].get("isError")
+    assert "Traceback" not in stderr

@@ -280,6 +280,8 @@ class _Lines:
                     await self.wire.refuse(line, ValueError(), code=-32600, reason=ID_IN_USE.format(id=request_id))
                     continue
                 self.wire.pending[key] += 1
+                if method == "initialize":
+                    self.wire.initializing.add(key)
             elif method == "notifications/cancelled":  # a cancelled request gets no answer
                 self.wire.settle(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
             yield line
@@ -300,6 +302,10 @@ class _Wire:
         # second still running (the SDK cancels what is in flight when its input closes).
         self.pending: Counter[str] = Counter()
         self.lock = threading.Lock()
+        # The ids of the initialize requests read, and whether one was answered with a result: the
+        # SDK refuses a request before that as "Invalid request parameters", data "" (see ``write``).
+        self.initializing: set[str] = set()
+        self.initialized = False
 
     def in_flight(self, key: str) -> bool:
         """Whether a request with the id ``key`` is still waiting for the SDK's answer (the SDK's
@@ -346,6 +352,18 @@ class _Wire:
     async def write(self, text: str) -> None:
         message = json.loads(text) if self.pending or self.answered else {}
         key = json.dumps(message.get("id")) if "result" in message or "error" in message else None
+        initialize = key in self.initializing
+        self.initializing.discard(key)  # answered: its id may stand for another request next
+        if initialize and "result" in message:
+            self.initialized = True
+        elif not self.initialized and message.get("error") == _NOT_INITIALIZED:
+            # ``initialize`` is handled before the next message is read (the SDK parks its read loop),
+            # so its answer is written by now: without one, the session is not initialized.
+            said = ("its params are not an initialize request's: protocolVersion, capabilities and clientInfo "
+                    "(name, version)" if initialize else
+                    "the session is not initialized: send initialize first (then the notifications/initialized notification)")
+            message["error"] = {"code": _NOT_INITIALIZED["code"], "message": said}
+            text = json.dumps(message) + "\n"
         try:
             if key is not None and key in self.answered:
                 sent = self.answered.pop(key)
@@ -359,6 +377,11 @@ class _Wire:
 
     async def flush(self) -> None:
         await _in_thread(self.out.flush)
+
+
+# The SDK's answer to a request before ``initialize`` (kept, it says, for compatibility), which says
+# nothing of why; the params of a request before it are checked first, and refused the same way.
+_NOT_INITIALIZED = {"code": -32602, "message": "Invalid request parameters", "data": ""}
 
 
 def _plain(exc: Exception) -> str:
