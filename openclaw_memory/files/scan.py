@@ -194,13 +194,15 @@ class _Collector:
         itself (at 30,000 notes the Python around each note's stat was most of the scan): by
         ``_visit``'s checks in their order it is not a symlink, not a folder, and is listed
         unless it is the legacy root file; its path can repeat only a file listed before this
-        walk. Every other entry goes through ``_visit``. ``test_scan_walk`` checks that both ways
+        walk inside its root (none, for the memory folder: then nothing is looked up). Every
+        other entry goes through ``_visit``. ``test_scan_walk`` checks that both ways
         list the same on generated trees.
         """
         if shown_prefix is None:
             shown_prefix = "" if root == self.workspace else display_path(root, self.workspace) + "/"
         files = self.files
-        listed_before = self.listed()
+        inside = root + os.sep
+        listed_before = {p for p in self.listed() if p.startswith(inside)}
         legacy_root = self._legacy_root
         stack: list[_Folder] = []
         folder = self._open(root, shown_prefix, None)
@@ -215,7 +217,7 @@ class _Collector:
                     if admits is None and name.endswith(".md") and entry.is_file(follow_symlinks=False):
                         path = prefix + name
                         if path != legacy_root:
-                            if path not in listed_before:
+                            if not listed_before or path not in listed_before:
                                 try:
                                     st = entry.stat(follow_symlinks=False)
                                 except FileNotFoundError:
