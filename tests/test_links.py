@@ -328,6 +328,9 @@ def test_doctors_link_findings_from_the_table_are_a_fresh_parses_as_files_come_a
     (notes / "memory" / "2026-11-03.md").unlink()
     step([], "MEMORY.md:4 memory/2026-11-03.md#L2-L3 (no memory file at memory/2026-11-03.md)",
          unwanted=("[[alice]]",))
+    kept = {bytes(path).decode() for (path,) in Database(settings_for(notes, state_dir).data_dir).rows(
+        "SELECT path FROM link_files")}
+    assert kept == {str(p) for p in notes.rglob("*.md")}  # the rows of the removed notes went with them
     # A target's heading changes: the links to it are checked against its headings now.
     heron = notes / "memory" / "projects" / "heron.md"
     write(heron, HERON.replace("## The plan", "## The route"))
