@@ -646,6 +646,39 @@ def test_prompt_caps(workspace, state_dir, cli):
     assert all("2001-01-01" not in p for f in found for p in f["paths"])
 
 
+def test_prompt_cap_check_builds_no_daily_notes_prelude_and_reports_what_the_whole_section_says(
+        workspace, state_dir, monkeypatch):
+    """The prompt-cap findings name USER.md and MEMORY.md alone; the daily notes' prelude (built
+    by listing memory/ for the day's notes: every note, 22 ms CPU at 30,000 notes) is not built
+    for them, and they are those of the whole startup section, the prelude's own cuts aside."""
+    from openclaw_memory.database import read_only
+    from openclaw_memory.doctor import check_files
+    from openclaw_memory.doctor.model import CheckContext
+    from openclaw_memory.files.scan import scan_workspace
+    from openclaw_memory.prompt import build_prompt_section, startup
+
+    (state_dir / "openclaw-memory.toml").write_text("[prompt]\nfile_chars = 300\ntotal_chars = 400\n", encoding="utf-8")
+    write(workspace / "USER.md", "u" * 320 + "\n")
+    write(workspace / "MEMORY.md", "m" * 250 + "\n")
+    for stamp in startup.date_stamps(dt.datetime.now(dt.UTC), 2, None):  # the day's notes, over the daily cap
+        write(workspace / f"memory/{stamp}.md", "x" * 5000 + "\n")
+    listed: list[str] = []
+    real = startup._paths_by_date
+    monkeypatch.setattr(startup, "_paths_by_date", lambda folder, stamps: listed.append(folder) or real(folder, stamps))
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+    with read_only():
+        found = [(f.id, f.paths, f.message) for f in check_files.check_prompt_caps(CheckContext(settings))]
+    assert listed == []
+    limits = settings.prompt
+    whole = build_prompt_section(scan_workspace(settings), file_cap=limits.file_chars, total_cap=limits.total_chars,
+                                 startup=limits.startup)
+    assert listed and any(cut.reason == "daily-cap" for cut in whole.truncated)  # the whole section's prelude cut a note
+    assert [(cut.path, cut.reason) for cut in whole.truncated if cut.reason != "daily-cap"] == [
+        (paths[0], "file-cap" if finding_id == "prompt-file-cap" else "total-cap")
+        for finding_id, paths, _ in found if finding_id != "bootstrap-budget"]
+    assert found[-1] == ("bootstrap-budget", ("USER.md", "MEMORY.md"), "\n".join(whole.budget or ()))
+
+
 def test_memory_system_not_found_is_a_note(workspace, cli):
     """OpenClaw's check: no MEMORY.md file and AGENTS.md does not name it (exact word)."""
     assert "memory-system-not-found" in [f["id"] for f in cli("doctor", "--json").json()["findings"]]
