@@ -502,3 +502,27 @@ def test_a_call_before_initialize_is_refused_saying_so(workspace, state_dir):
     assert malformed["id"] == 3 and "not an initialize request's" in malformed["error"]["message"]
     assert "serverInfo" in hello["result"] and got["id"] == 3 and not got["result"].get("isError")
     assert "Traceback" not in stderr
+
+
+def test_huge_or_endless_arguments_get_a_short_tool_error_never_a_crash_or_a_stall(workspace, state_dir, cli):
+    """A citation's line number of 5,000 digits escaped as Python's ValueError (a JSON-RPC error of
+    code 0 and a traceback on stderr); an unknown collection name of 1 MB came back whole in the
+    error; a glob of 20,000 '[' took seconds to read (the square of its length: 100,000 took 267 s)."""
+    write(workspace / "MEMORY.md", "# Memory\n\n- roof fixed\n")
+    assert cli("index").returncode == 0
+    call = {"jsonrpc": "2.0", "method": "tools/call"}
+    answers, stderr = _raw_session(workspace, state_dir, [HELLO, {"jsonrpc": "2.0", "method": "notifications/initialized"}, *(
+        {**call, "id": n, "params": {"name": name, "arguments": arguments}} for n, (name, arguments) in enumerate([
+            ("memory_get", {"path": "MEMORY.md#L1-L" + "9" * 5000}),
+            ("memory_search", {"query": "roof", "collection": ["c" * (1 << 20)]}),
+            ("memory_search", {"query": "roof", "paths": ["[" * 20_000]}),
+            ("memory_search", {"query": "roof", "paths": ["memory/" + "x" * 4000] * 5}),
+            ("memory_search", {"query": "roof", "paths": ["MEMORY.md"]})], start=1))])
+    said = {a["id"]: a["result"] for a in answers[1:]}
+    assert all(said[n]["isError"] for n in (1, 2, 3, 4)) and not said[5].get("isError"), said
+    text = {n: said[n]["content"][0]["text"] for n in said}
+    assert "line number of 5,000 digits is past any file" in text[1]
+    assert text[2].startswith("no collection 'ccc") and len(text[2]) < 300
+    assert text[3].startswith("`paths` must be globs of at most 4096 characters") and len(text[3]) < 300
+    assert text[4] == "`paths` must be globs of at most 16,384 characters in all, not 20,035"
+    assert "Traceback" not in stderr, stderr
