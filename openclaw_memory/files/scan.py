@@ -128,8 +128,8 @@ class _Collector:
 
         Brought up to date only when asked (a file listed, a walk begun): one walk never meets
         the same path twice (each folder is walked once, its names are unique), so the walk's
-        hot path looks up only what was listed before it began, and a workspace without extra
-        paths never builds the set of its notes at all.
+        hot path looks up only what was listed inside its root before it began, and a workspace
+        without extra paths never builds the set of its notes at all.
         """
         files = self.files
         if self._seen_upto < len(files):
