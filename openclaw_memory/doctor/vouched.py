@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..files.scan import MemoryFile
     from ..settings import Settings
 
-TextFound = tuple["int | None", "int | None"]  # offsets of the first invalid UTF-8 byte and of the first NUL
+TextFound = tuple[int | None, int | None]  # offsets of the first invalid UTF-8 byte and of the first NUL
 CLEAN: TextFound = (None, None)
 
 # One row per sighting that holds for *some* stat: its key, what was found of its bytes as text,
