@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..bulk import gc_paused
 from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
 from ..types import SearchMode
@@ -14,7 +15,7 @@ from .config import index_config, search_ranking
 from .embedding import recipe_outdated
 from .filters import SearchFilters, file_dates
 from .lender import Models
-from .manifest import gc_paused, load_manifest, load_manifest_head, manifest_serial, stale_known
+from .manifest import load_manifest, load_manifest_head, manifest_serial, stale_known
 from .results import SearchResult, SyncSummary
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status

@@ -12,16 +12,15 @@ the manifest even when no file changed.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..bulk import gc_paused
 from ..database import Database, dec, enc
 from ..database.observations import FileStat, Observations, change_key
 from ..fsutil.hashing import hash_bytes, hash_file
@@ -79,21 +78,6 @@ def _summed(one, collection: str) -> int:
     """The points every file's chunk list names (a manifest whose count is not known)."""
     row = one("SELECT COALESCE(SUM(json_array_length(chunks)), 0) FROM manifest_files WHERE collection = ?", (collection,))
     return int(row[0])
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic collector off while bulk rows become objects (none of them forms a cycle):
-    building 30,000 files' entries, it walked every new object again at each generation's
-    threshold, several times the work itself (bench/scale.py)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def load_manifest(data_dir: Path, collection: str) -> Manifest | None:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import faults
+from ..bulk import gc_paused
 from ..database import Database
 from ..database.observations import Observations, TextCheck
 from ..errors import DiskFull
@@ -61,7 +62,6 @@ from .manifest import (
     delete_manifest,
     diff_files,
     diff_known,
-    gc_paused,
     is_dirty,
     load_entries,
     load_known,
