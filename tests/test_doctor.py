@@ -959,6 +959,46 @@ def test_damaged_watchdog_baseline_is_a_finding_not_a_crash(workspace, state_dir
     assert [c.path for c in verify_workspace(settings).changed] == ["MEMORY.md"]
 
 
+def test_the_damaged_snapshot_check_builds_no_snapshots_table_and_finds_what_a_load_finds(workspace, state_dir,
+                                                                                          monkeypatch):
+    """doctor looks at every kept snapshot (20 by default) for damage: each is checked as a load
+    checks it (header, checksum, every section's length against the file count) without its table
+    built (a string a file: 17 ms CPU of doctor at 3,000 notes with 20 snapshots, growing with both),
+    and what it finds is what a load finds, worded alike."""
+    import sqlite3
+
+    from openclaw_memory.doctor.check_state import check_watchdog_files
+    from openclaw_memory.doctor.model import CheckContext
+    from openclaw_memory.watchdog import store
+    from openclaw_memory.watchdog.snapshot import take_snapshot
+
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+    write(workspace / "MEMORY.md", CANON)
+    for i in range(3):
+        write(workspace / f"memory/n{i}.md", f"note {i}\n")
+        info = take_snapshot(settings, f"s{i}")
+    built: list[str] = []
+    real = store.Table.from_bytes.__func__
+    monkeypatch.setattr(store.Table, "from_bytes", classmethod(lambda cls, data, where: built.append(where) or real(cls, data, where)))
+    assert check_watchdog_files(CheckContext(settings)) == [] and built == []
+    with sqlite3.connect(info.path) as conn:
+        body = {label: bytes(b) for label, b in conn.execute("SELECT label, body FROM snapshots")}
+        head, rest = body["s1"].split(b"\n", 1)
+        header = json.loads(head)
+        conn.execute("UPDATE snapshots SET body = ? WHERE label = 's0'", (body["s0"][:-1] + bytes([body["s0"][-1] ^ 1]),))
+        header["count"] += 1  # a header that no longer matches its sound body: a load finds the columns disagree
+        conn.execute("UPDATE snapshots SET body = ? WHERE label = 's1'", (json.dumps(header).encode() + b"\n" + rest,))
+    conn.close()
+    (finding,) = check_watchdog_files(CheckContext(settings))
+    expected = []
+    for label in ("s0", "s1"):
+        with pytest.raises(store.SnapshotDamaged) as raised:
+            store.SnapshotStore(settings.data_dir).load(label)
+        expected.append(raised.value.message)
+    assert "checksum mismatch" in expected[0] and "column lengths disagree" in expected[1]
+    assert all(message in finding.message for message in expected) and "'s2'" not in finding.message
+
+
 # ---------------------------------------------------------------- index checks
 
 

@@ -145,42 +145,57 @@ class Table:
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str) -> Table:
-        newline = data.find(b"\n")
-        try:
-            header = json.loads(data[:newline])
-            if header.get("format") != FORMAT or header.get("version") != VERSION:
-                raise ValueError("not a snapshot of this version")
-            body = memoryview(data)[newline + 1 :]
-            if xxhash.xxh3_128_hexdigest(body) != header["checksum"]:
-                raise ValueError("checksum mismatch")
-            parts: dict[str, memoryview] = {}
-            offset = 0
-            for name, length in header["sections"]:
-                parts[name] = body[offset : offset + length]
-                offset += length
-            count = header["count"]
-            columns = {}
-            for name, code in (*((n, "q") for n in _INT_COLUMNS), ("ino", "Q")):
-                column = array(code)
-                column.frombytes(parts[name])
-                if header["byteorder"] != sys.byteorder:
-                    column.byteswap()
-                columns[name] = column
-            text = bytes(parts["paths"]).decode("utf-8", "surrogateescape")
-            paths = text.split("\0") if count else []
-            if len(paths) != count or any(len(c) != count for c in columns.values()):
-                raise ValueError("column lengths disagree")
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-            raise SnapshotDamaged(
-                f"snapshot {where} is damaged ({_reason(exc)}); `openclaw-memory doctor --fix` sets it aside "
-                "(the previous snapshot becomes the baseline)"
-            ) from None
+        header, parts, columns = _sections(data, where)
+        text = bytes(parts["paths"]).decode("utf-8", "surrogateescape")
+        paths = text.split("\0") if header["count"] else []
         return cls(
             header["label"], header["workspace"], header["taken_at"], header["seal_ns"], header["guard_ns"],
             list(header["ignore"]), paths, bytearray(parts["kinds"]), columns["mode"], columns["size"],
             columns["mtime"], columns["ctime"], columns["ino"], bytearray(parts["digests"]), bytearray(parts["flags"]),
             header.get("git_head"),  # absent from snapshots taken before it was recorded
         )
+
+
+def check_body(data: bytes, where: str) -> None:
+    """Raise SnapshotDamaged where :meth:`Table.from_bytes` would, in its words, without building
+    the table (its paths are a string a file): doctor checks every kept snapshot."""
+    _sections(data, where)
+
+
+def _sections(data: bytes, where: str) -> tuple[dict, dict[str, memoryview], dict[str, array]]:
+    """A snapshot's header, its body's sections and its integer columns, every one checked: the
+    format, the checksum of the body, each column's length against the file count."""
+    newline = data.find(b"\n")
+    try:
+        header = json.loads(data[:newline])
+        if header.get("format") != FORMAT or header.get("version") != VERSION:
+            raise ValueError("not a snapshot of this version")
+        body = memoryview(data)[newline + 1 :]
+        if xxhash.xxh3_128_hexdigest(body) != header["checksum"]:
+            raise ValueError("checksum mismatch")
+        parts: dict[str, memoryview] = {}
+        offset = 0
+        for name, length in header["sections"]:
+            parts[name] = body[offset : offset + length]
+            offset += length
+        count = header["count"]
+        columns = {}
+        for name, code in (*((n, "q") for n in _INT_COLUMNS), ("ino", "Q")):
+            column = array(code)
+            column.frombytes(parts[name])
+            if header["byteorder"] != sys.byteorder:
+                column.byteswap()
+            columns[name] = column
+        # The paths text.split("\0") gives, counted on the bytes (a NUL byte decodes to "\0" alone).
+        listed = bytes(parts["paths"]).count(b"\0") + 1 if count else 0
+        if listed != count or any(len(c) != count for c in columns.values()):
+            raise ValueError("column lengths disagree")
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise SnapshotDamaged(
+            f"snapshot {where} is damaged ({_reason(exc)}); `openclaw-memory doctor --fix` sets it aside "
+            "(the previous snapshot becomes the baseline)"
+        ) from None
+    return header, parts, columns
 
 
 def _reason(exc: Exception) -> str:
@@ -220,11 +235,12 @@ class SnapshotStore:
                 self.db.rows("SELECT label, taken_at, count FROM snapshots ORDER BY seq")]
 
     def damaged(self) -> list[tuple[str, str]]:
-        """(where, reason) for each snapshot whose body does not load. Only reads."""
+        """(where, reason) for each snapshot whose body does not load (checked as a load checks it,
+        the table not built). Only reads."""
         found: list[tuple[str, str]] = []
         for entry in self.entries():
             try:
-                self.load(entry.label)
+                check_body(self._body(entry.label), self.where(entry.label))
             except SnapshotDamaged as exc:
                 found.append((self.where(entry.label), exc.message))
         return found
@@ -260,10 +276,13 @@ class SnapshotStore:
         return Table.from_bytes(bytes(row[1]), self.where(row[0])) if row else None
 
     def load(self, label: str) -> Table:
+        return Table.from_bytes(self._body(label), self.where(label))
+
+    def _body(self, label: str) -> bytes:
         row = self.db.one("SELECT body FROM snapshots WHERE label = ?", (label,))
         if row is None:
             raise SnapshotDamaged(f"snapshot {self.where(label)} is gone; take one with `openclaw-memory watchdog snapshot`")
-        return Table.from_bytes(bytes(row[0]), self.where(label))
+        return bytes(row[0])
 
     def save(self, table: Table, keep: int, files: Mapping[str, tuple[str, int]] | None = None,
              max_bytes: int | None = None) -> Path:
