@@ -5,9 +5,9 @@ them all).
 Only reads, and costs what changed: the notes are those of doctor's own scan, a note whose stat
 is the one its links were parsed from (the change rule) is not opened, its links come from the
 link table, and only new or changed notes are parsed. Which rows hold comes with the UTF-8
-check's sightings (``CheckContext.vouched``): only the others are read from the table. Every link is resolved again against the
-files as they are now (a new, removed or renamed file changes what an unchanged note's link
-names). What was parsed is handed to the runner (``CheckContext.cache_writes``), which stores it
+check's sightings (``CheckContext.vouched``): only the others are read from the table. Every
+link is resolved again against the files as they are now (a new, removed or renamed file
+changes what an unchanged note's link names). What was parsed is handed to the runner (``CheckContext.cache_writes``), which stores it
 once the checks are done (see ``runner.keep_caches``): the next doctor parses nothing again."""
 
 from __future__ import annotations
