@@ -16,10 +16,10 @@ every file's row and two comparisons per note, 197 ms CPU of doctor at 30,000 no
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..bulk import gc_paused
 from ..database import Database
 
 if TYPE_CHECKING:
@@ -51,15 +51,9 @@ class Vouched:
     def read(cls, settings: Settings, files: Iterable[MemoryFile]) -> Vouched:
         """``files``' (a scan's Markdown files) from the state database (raises MemoryToolError
         where it cannot be read)."""
-        # Python's cyclic collector is off meanwhile: the keys and the rows are 30,000 tuples each
-        # at 30,000 notes, none in a cycle, which its collections at each threshold walked again.
-        if not gc.isenabled():
+        # The keys and the rows are 30,000 tuples each at 30,000 notes, none in a cycle.
+        with gc_paused():
             return cls._read(settings, files)
-        gc.disable()
-        try:
-            return cls._read(settings, files)
-        finally:
-            gc.enable()
 
     @classmethod
     def _read(cls, settings: Settings, files: Iterable[MemoryFile]) -> Vouched:
