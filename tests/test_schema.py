@@ -159,3 +159,30 @@ def _schema_6_with_one_version(path, agent: str | None = None) -> None:
                      "VALUES (?, ?, 'v1', 1.5, 3, 'remove', ?)",
                      (b"/w/a.md", b"a.md", agent.encode() if agent is not None else None))
         conn.execute("PRAGMA user_version = 6")
+
+
+def test_plain_doctor_checks_the_index_of_a_released_database_it_does_not_migrate(workspace, state_dir, cli):
+    """Plain doctor reads a 0.1.0 database (schema 5) as it is: it has no manifests.points, and the
+    index's check counts the points from the manifest's files instead (it said the index could not
+    be checked: "no such column: points"); the database is left at its schema, every byte kept."""
+    write(workspace / "MEMORY.md", "# Memory\n- one\n")
+    write(workspace / "memory" / "a.md", "# A\nsee [[MEMORY]]\n")
+    assert cli("index").returncode == 0
+    data_dir = settings_for(workspace, state_dir).data_dir
+    forget_connections()
+    with sqlite3.connect(data_dir / "state.db") as conn:  # back to 0.1.0's tables
+        conn.execute("ALTER TABLE manifests DROP COLUMN points")
+        conn.execute("DROP TABLE term_df")
+        for column in ("mode", "uid", "gid"):
+            conn.execute(f"ALTER TABLE versions DROP COLUMN {column}")
+        conn.execute(f"PRAGMA user_version = {schema.FIRST_RELEASED}")
+    before = (data_dir / "state.db").read_bytes()
+
+    plain = cli("doctor", "--json")
+    assert "Traceback" not in plain.stderr
+    assert [f["id"] for f in plain.json()["findings"] if f["id"].startswith("index")] == []
+    assert (data_dir / "state.db").read_bytes() == before and _version(data_dir / "state.db") == schema.FIRST_RELEASED
+
+    write(workspace / "memory" / "a.md", "# A\nchanged\n")  # a control: the check does look at the index
+    stale = [f for f in cli("doctor", "--json").json()["findings"] if f["id"].startswith("index")]
+    assert [(f["id"], f["paths"]) for f in stale] == [("index-stale", ["memory/a.md"])]

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..bulk import gc_paused
-from ..database import Database, dec, enc
+from ..database import Database, dec, enc, is_read_only
 from ..database.observations import FileStat, Observations, change_key
+from ..database.schema import FIRST_RELEASED
 from ..fsutil.hashing import hash_bytes, hash_file
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
 
@@ -68,10 +69,19 @@ def manifest_chunk_count(data_dir: Path, collection: str) -> int | None:
     (``manifests.points``): what a shard's check compares, read in one row. Summing every file's
     chunk list for it cost a write at 30,000 notes 11 ms each time, twice per process."""
     db = Database(data_dir)
-    row = db.one("SELECT points FROM manifests WHERE collection = ?", (collection,))
+    row = db.one(f"SELECT {_points(db)} FROM manifests WHERE collection = ?", (collection,))
     if row is None:
         return None
     return int(row[0]) if row[0] is not None else _summed(db.one, collection)
+
+
+def _points(db: Database) -> str:
+    """``manifests.points``, or NULL (the count then summed) in a database of 0.1.0's schema, which
+    lacks it and is read as it is where nothing may migrate it (plain doctor)."""
+    if not is_read_only():
+        return "points"  # opened, so migrated
+    version = db.one("PRAGMA user_version")
+    return "points" if version is not None and version[0] > FIRST_RELEASED else "NULL"
 
 
 def _summed(one, collection: str) -> int:
