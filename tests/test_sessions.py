@@ -233,6 +233,33 @@ def test_a_removing_lock_leaves_no_file_and_a_waiter_locks_the_live_file(tmp_pat
     assert not os.path.exists(path)
 
 
+def test_a_wait_for_another_call_of_this_process_names_this_process(tmp_path):
+    """The pid in a lock file is written just after the lock is taken and emptied just before it is
+    let go (and not written on a full disk): an MCP server's parallel calls waiting for each other
+    read an empty file and told the client's log that "another openclaw-memory process" held the
+    index. A lock this process holds is known as its own; another process's is read from its file."""
+    path = str(tmp_path / "index.lock")
+    held = FileLock(path, timeout=0)
+    held.acquire()
+    os.truncate(path, 0)  # the moment before the holder's pid is written (or a full disk)
+    heard: list[str] = []
+    with pytest.raises(LockTimeout):
+        FileLock(path, timeout=0.1).acquire(on_wait=heard.append)
+    held.release()
+    assert heard == [str(os.getpid())]
+    # The control: a lock another process holds is named by its file.
+    other = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+                              "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b'4242\\n'); print(flush=True); sys.stdin.read()", path],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert other.stdout.readline() == b"\n"
+    heard.clear()
+    with pytest.raises(LockTimeout):
+        FileLock(path, timeout=0.1).acquire(on_wait=heard.append)
+    other.stdin.close()
+    other.wait(10)
+    assert heard == ["4242"]
+
+
 @pytest.mark.parametrize("step", ["key-recorded", "swapped"])
 def test_a_keyed_write_killed_at_any_step_is_written_exactly_once(workspace, state_dir, cli, cli_process, step):
     write(workspace / "MEMORY.md", "# Memory\n\nalpha\n")

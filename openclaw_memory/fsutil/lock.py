@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
+from collections import Counter
 
 from ..errors import LockTimeout, StateDirError
 from .private import make_dirs
+
+# The lock files this process holds now, by path: a wait on one of them is a wait for another call
+# of this same process (an MCP server's parallel calls), which the file's pid cannot always say (it
+# is written just after the lock is taken, emptied just before it is let go, and not written at all
+# on a full disk). Counted: a thread may take it between another's unlock and that one's count.
+_HELD_HERE: Counter[str] = Counter()
+_HELD_HERE_LOCK = threading.Lock()
 
 
 class FileLock:
@@ -53,10 +62,12 @@ class FileLock:
                     os.close(fd)  # its holder deleted it on release: lock the new file instead
                     fd = _open_private(self.path)
                     continue
+                with _HELD_HERE_LOCK:
+                    _HELD_HERE[self.path] += 1
                 break
             except BlockingIOError:
                 if not told and on_wait is not None:
-                    on_wait(self.holder_pid())
+                    on_wait(str(os.getpid()) if _HELD_HERE[self.path] > 0 else self.holder_pid())
                     told = True
                 if time.monotonic() >= deadline:
                     holder = self.holder_pid()
@@ -88,6 +99,8 @@ class FileLock:
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+                with _HELD_HERE_LOCK:
+                    _HELD_HERE[self.path] -= 1
 
     def held_at_path(self) -> bool:
         """Held, and its file still the one at ``path`` (not removed, with its folder, under us)."""
