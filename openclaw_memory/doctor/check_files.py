@@ -6,6 +6,7 @@ import codecs
 import errno
 import os
 import stat
+from dataclasses import replace
 
 from ..fsutil.safeopen import (
     Folder,
@@ -206,9 +207,7 @@ def check_prompt_caps(ctx: CheckContext) -> list[Finding]:
     budget report (raw vs injected characters per file).
 
     The daily notes' prelude is left out: none of these findings is of its cuts, and building it
-    lists memory/ for the day's notes (every note: 22 ms CPU at 30,000 notes)."""
-    from dataclasses import replace
-
+    lists memory/ for the day's notes (every note)."""
     from ..prompt import build_prompt_section
 
     limits = ctx.settings.prompt

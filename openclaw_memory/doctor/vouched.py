@@ -7,11 +7,8 @@ as text (``text_checks``, same hash) holds too, and so do the links the link tab
 (``link_files``) when that row is not racy and has the sighting's change key: both are of the
 same bytes. That is every file of a workspace whose index is current, so the query's rows are
 compared with the scan as sets (in C, no record built and no Python comparison per file): only
-what is left over, a few files nearly always, is looked at one by one.
-
-Before, each check read its own table whole and compared it row by row in Python: two reads of
-every file's row and two comparisons per note, 197 ms CPU of doctor at 30,000 notes, 119 ms since
-(docs/doctor.md, *Cost*).
+what is left over, a few files nearly always, is looked at one by one (each check reading its
+own table whole and comparing it row by row in Python cost more: docs/doctor.md, *Cost*).
 """
 
 from __future__ import annotations
@@ -51,8 +48,7 @@ class Vouched:
     def read(cls, settings: Settings, files: Iterable[MemoryFile]) -> Vouched:
         """``files``' (a scan's Markdown files) from the state database (raises MemoryToolError
         where it cannot be read)."""
-        # The keys and the rows are 30,000 tuples each at 30,000 notes, none in a cycle.
-        with gc_paused():
+        with gc_paused():  # a key and a row a note, none in a cycle
             return cls._read(settings, files)
 
     @classmethod
