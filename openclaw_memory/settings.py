@@ -258,7 +258,9 @@ class Settings:
 
         key = xxhash.xxh3_64_hexdigest(os.fsencode(self.workspace))[:12]
         slug = re.sub(r"[^A-Za-z0-9]+", "-", self.workspace.name).strip("-") or "root"
-        return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug}-{key}"
+        # Cut to fit a file name (255 bytes) with its key: a workspace folder named with 243 or more
+        # of these characters made every command fail ("File name too long"); shorter names are kept.
+        return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug[:255 - 1 - len(key)]}-{key}"
 
     def with_agent(self, agent: str) -> Settings:
         return replace(self, agent=check_agent(agent))

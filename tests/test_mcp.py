@@ -526,3 +526,19 @@ def test_huge_or_endless_arguments_get_a_short_tool_error_never_a_crash_or_a_sta
     assert text[3].startswith("`paths` must be globs of at most 4096 characters") and len(text[3]) < 300
     assert text[4] == "`paths` must be globs of at most 16,384 characters in all, not 20,035"
     assert "Traceback" not in stderr, stderr
+
+
+def test_a_workspace_folder_with_the_longest_name_is_served(tmp_path, state_dir):
+    """Its data dir is named after it, with a key: a folder name of 243 or more characters made a
+    data dir name past 255 bytes, and every tool call failed with "File name too long"."""
+    workspace = tmp_path / ("w" * 250)
+    write(workspace / "MEMORY.md", "# Memory\n\n- roof\n")
+
+    async def script(session):
+        return [await session.call_tool("memory_write", {"path": "memory/2026-12-05.md", "append": "- fixed"}),
+                await session.call_tool("memory_get", {"path": "memory/2026-12-05.md"})]
+
+    written, got = run_session(workspace, state_dir, script)
+    assert payload(written)["created"] is True and payload(got)["text"] == "- fixed"
+    (data_dir,) = (state_dir / "openclaw-memory" / "workspaces").iterdir()
+    assert len(data_dir.name) == 255 and data_dir.name.startswith("w" * 242 + "-")
