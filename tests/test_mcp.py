@@ -473,7 +473,8 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_the_right_one(worksp
                  ("memory_search", {"query": "line", "limit": 1}),
                  ("memory_write", {"path": "memory/new.md", "content": "x", "expected": "0123abcd"}),
                  ("memory_write", {"path": "memory/new.md", "text": "x"}),
-                 ("memory_status", {"verbose": True})]
+                 ("memory_status", {"verbose": True}),
+                 ("memory_get", {"path": "MEMORY.md", "k" * (1 << 20): 1}), ("m" * (1 << 20), {})]
         return listed, [text_of(r) if r.is_error else None for r in [await session.call_tool(n, a) for n, a in calls]]
 
     listed, said = run_session(workspace, state_dir, script)
@@ -483,6 +484,8 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_the_right_one(worksp
     assert said[2].startswith("`expected` is not an argument of memory_write (did you mean `expect`?)")
     assert said[3] == "`text` is not an argument of memory_write; its arguments: path, content, append, expect, idempotencyKey"
     assert said[4] == "memory_status takes no arguments, not `verbose`"
+    assert said[5].startswith("`kkk") and len(said[5]) < 200  # a 1 MB name is not sent back whole
+    assert said[6].startswith("there is no tool 'mmm") and len(said[6]) < 200
     assert not (workspace / "memory" / "new.md").exists()
 
 

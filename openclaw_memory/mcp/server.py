@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadValue, MemoryToolError
+from ..errors import BadValue, MemoryToolError, shown
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
 from ..wire import camel
@@ -220,12 +220,13 @@ class ToolSpec:
     def _unknown(self, name: str) -> str:
         """An argument the tool does not take, refused rather than ignored: the model meant something by
         it (``from_line`` ignored read from line 1; ``limit`` gave 6 results), and is told what to send."""
+        given = name if len(name) <= 60 else name[:57] + "..."  # an agent's 10 MB key is not sent back whole
         if not self.params:
-            return f"{self.name} takes no arguments, not `{name}`"
+            return f"{self.name} takes no arguments, not `{given}`"
         spellings = {spelling.lower(): p.name for p in self.params for spelling in (p.name, p.dest, camel(p.dest))}
         guess = spellings.get(name.lower()) or next(iter(difflib.get_close_matches(name, [p.name for p in self.params], 1, 0.8)), None)
         hint = f" (did you mean `{guess}`?)" if guess else ""
-        return f"`{name}` is not an argument of {self.name}{hint}; its arguments: {', '.join(p.name for p in self.params)}"
+        return f"`{given}` is not an argument of {self.name}{hint}; its arguments: {', '.join(p.name for p in self.params)}"
 
     def wire(self):
         from mcp import types
@@ -316,7 +317,7 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
         spec = specs.get(params.name)
         try:
             if spec is None:
-                raise ToolArgumentError(f"there is no tool {params.name!r}; the tools are {', '.join(specs)}")
+                raise ToolArgumentError(f"there is no tool {shown(params.name, 60)}; the tools are {', '.join(specs)}")
             arguments = params.arguments or {}
             text = await anyio.to_thread.run_sync(lambda: spec.call(ctx, arguments))
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
