@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 # ECMAScript WhiteSpace and LineTerminator (what String.prototype.trim removes).
 JS_WHITESPACE = (
@@ -55,7 +55,7 @@ def utf16_sort_key(text: str) -> str:
     return "".join(_split_astral(ch) if ord(ch) > 0xFFFF else ch for ch in text)
 
 
-def sort_utf16(items: list[T], key: Callable[[T], str]) -> None:
+def sort_utf16(items: list[_T], key: Callable[[_T], str]) -> None:
     """Sorts ``items`` in place as JavaScript sorts their ``key`` strings (UTF-16 code units).
 
     Why the keys can usually be compared as they are: a character below U+10000 (the BMP, lone
