@@ -545,3 +545,21 @@ def test_a_workspace_folder_with_the_longest_name_is_served(tmp_path, state_dir)
     assert payload(written)["created"] is True and payload(got)["text"] == "- fixed"
     (data_dir,) = (state_dir / "openclaw-memory" / "workspaces").iterdir()
     assert len(data_dir.name) == 255 and data_dir.name.startswith("w" * 242 + "-")
+
+
+def test_a_request_too_deep_to_parse_is_answered_with_its_id(workspace, state_dir):
+    """Arguments nested 5,000 deep are past every parser here (the SDK's 200, json's 1,000): the
+    refusal went out with id null, and a client waiting for its request's answer waited forever.
+    Its id is found by the message's tokens; a line cut short at the end of the input likewise."""
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    deep = ('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "memory_get", "arguments": '
+            '{"path": "MEMORY.md", "x": ' + "[" * 5000 + "]" * 5000 + '}}, "id": "deep-1"}')
+    done = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"], capture_output=True, timeout=120,
+                          input="\n".join([json.dumps(HELLO), deep, '{"jsonrpc": "2.0", "id": 12, "meth']).encode(),
+                          env=env_for(workspace, state_dir), cwd=workspace)
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.decode().splitlines())}
+    assert sorted(answers, key=str) == [12, 7, "deep-1"], answers
+    assert "recursion limit" in answers["deep-1"]["error"]["message"]
+    assert answers[12]["error"]["code"] == -32700 and "Traceback" not in done.stderr.decode()

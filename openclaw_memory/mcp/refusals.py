@@ -21,6 +21,31 @@ def has_request_id(message: dict) -> bool:
     return isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
 
 
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_ID_VALUE = re.compile(r'\s*:\s*(-?[0-9]{1,300}(?![0-9.eE])|"(?:[^"\\]|\\.)*")')
+
+
+def top_level_id(text: str) -> int | str | None:
+    """The request id of a message no parser here can read whole (nested past its depth, or cut
+    short), found by its tokens in one pass: a client waits for an answer with its id."""
+    if not text.lstrip().startswith("{"):
+        return None
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+        elif mark in "]}":
+            depth -= 1
+        elif depth == 1 and mark == '"id"' and (value := _ID_VALUE.match(text, token.end())):
+            try:
+                found = json.loads(value.group(1))
+            except ValueError:  # an escape JSON does not allow
+                return None
+            return found if isinstance(found, (int, str)) else None
+    return None
+
+
 def lone_surrogate(body: bytes, parsed: object) -> bool:
     """Whether a message holds half a UTF-16 pair (as JavaScript writes half an emoji): no text can."""
     if not _SURROGATE_ESCAPE.search(body):

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..memory.protocol import MAX_LINE
-from .refusals import ID_IN_USE, ODD_ID, has_request_id, message_problem, tool_call_problem
+from .refusals import ID_IN_USE, ODD_ID, has_request_id, message_problem, tool_call_problem, top_level_id
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
@@ -331,6 +331,8 @@ class _Wire:
         if isinstance(data, dict) and "id" not in data:
             return  # a notification: nothing to answer
         request_id = data.get("id") if isinstance(data, dict) and has_request_id(data) else None
+        if data is None:  # nested past the parser's depth, or cut short: its id still answers the client
+            request_id = top_level_id(line)
         problem = message_problem(data) if reason is None and code == -32600 else None
         if problem is not None:
             code, reason = problem
