@@ -76,8 +76,8 @@ def test_tools_listed_and_each_one_works(workspace, state_dir, cli):
     assert set(out["tools"]) == TOOLS
     for tool in out["tools"].values():
         assert "MEMORY.md" in tool.description and "memory/" in tool.description and "recursively" in tool.description
-    assert set(out["tools"]["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "maxChars"}
-    assert {"query", "maxResults", "minScore", "collection", "paths", "since", "until"} == set(
+    assert set(out["tools"]["memory_get"].input_schema["properties"]) == {"path", "from", "lines", "maxChars", "corpus"}
+    assert {"query", "maxResults", "minScore", "collection", "paths", "since", "until", "corpus"} == set(
         out["tools"]["memory_search"].input_schema["properties"]
     )
 
@@ -479,7 +479,8 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_the_right_one(worksp
 
     listed, said = run_session(workspace, state_dir, script)
     assert all(schema["additionalProperties"] is False for schema in listed.values())
-    assert said[0] == "`from_line` is not an argument of memory_get (did you mean `from`?); its arguments: path, from, lines, maxChars"
+    assert said[0] == ("`from_line` is not an argument of memory_get (did you mean `from`?); its arguments: path, from, lines, "
+                       "maxChars, corpus")
     assert said[1].startswith("`limit` is not an argument of memory_search (did you mean `maxResults`?)")
     assert said[2].startswith("`expected` is not an argument of memory_write (did you mean `expect`?)")
     assert said[3] == "`text` is not an argument of memory_write; its arguments: path, content, append, expect, idempotencyKey"
@@ -487,6 +488,36 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_the_right_one(worksp
     assert said[5].startswith("`kkk") and len(said[5]) < 200  # a 1 MB name is not sent back whole
     assert said[6].startswith("there is no tool 'mmm") and len(said[6]) < 200
     assert not (workspace / "memory" / "new.md").exists()
+
+
+def test_openclaws_corpus_argument_is_taken_and_answers_from_the_memory_files(workspace, state_dir, cli):
+    """OpenClaw's memory_search and memory_get take ``corpus`` (its schema lists memory, wiki, all and,
+    for search, sessions), and an agent made for OpenClaw sends it: memory and all answer from the
+    memory files, the one corpus here; wiki and sessions, corpora of OpenClaw's plugins, are refused
+    saying so; a value OpenClaw's schema does not list is refused as it would be."""
+    write(workspace / "MEMORY.md", "# Memory\n\nThe boat is moored at Pier 7.\n")
+    assert cli("index").returncode == 0
+
+    async def script(session):
+        listed = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+        calls = [("memory_search", {"query": "boat pier", "corpus": "memory"}),
+                 ("memory_search", {"query": "boat pier", "corpus": "all"}),
+                 ("memory_get", {"path": "MEMORY.md", "corpus": "memory"}),
+                 ("memory_search", {"query": "boat pier", "corpus": "sessions"}),
+                 ("memory_get", {"path": "MEMORY.md", "corpus": "wiki"}),
+                 ("memory_get", {"path": "MEMORY.md", "corpus": "sessions"})]
+        return listed, [await session.call_tool(n, a) for n, a in calls]
+
+    listed, (memory, every, got, sessions, wiki, bad) = run_session(workspace, state_dir, script)
+    assert listed["memory_search"]["properties"]["corpus"]["enum"] == ["memory", "wiki", "all", "sessions"]
+    assert listed["memory_get"]["properties"]["corpus"]["enum"] == ["memory", "wiki", "all"]
+    for result in (memory, every):
+        assert payload(result)["results"][0]["path"] == "MEMORY.md"
+    assert "Pier 7" in payload(got)["text"]
+    assert sessions.is_error and text_of(sessions).startswith("memory_search with corpus `sessions`: openclaw-memory "
+                                                              "holds the memory files only")
+    assert wiki.is_error and text_of(wiki).startswith("memory_get with corpus `wiki`")
+    assert bad.is_error and text_of(bad) == "`corpus` must be one of memory, wiki, all, not \"sessions\""
 
 
 def test_a_call_before_initialize_is_refused_saying_so(workspace, state_dir):

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BadValue, MemoryToolError, shown
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
-from ..wire import camel
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -118,6 +117,7 @@ class ToolParam:
     default: Any = None
     minimum: float | None = None
     maximum: float | None = None
+    choices: tuple[str, ...] = ()  # a string's allowed values (its schema's enum)
 
     def schema(self) -> dict:
         types = {"string": "string", "strings": "array", "boolean": "boolean", "integer": "integer", "number": "number",
@@ -125,6 +125,8 @@ class ToolParam:
         out: dict[str, Any] = {"type": types[self.kind], "description": self.description}
         if self.kind == "strings":
             out["items"] = {"type": "string"}
+        if self.choices:
+            out["enum"] = list(self.choices)
         if self.minimum is not None:
             out["minimum"] = self.minimum
         if self.maximum is not None:
@@ -140,9 +142,10 @@ class ToolParam:
             return _UNSET if self.default is None else self.default
         value = args[self.name]
         if self.kind == "string":
-            if isinstance(value, str):
+            if isinstance(value, str) and (not self.choices or value in self.choices):
                 return value
-            raise ToolArgumentError(f"`{self.name}` must be a string, not {_shown(value)}")
+            one_of = f"one of {', '.join(self.choices)}" if self.choices else "a string"
+            raise ToolArgumentError(f"`{self.name}` must be {one_of}, not {_shown(value)}")
         if self.kind == "strings":
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
                 return tuple(value)
@@ -223,7 +226,8 @@ class ToolSpec:
         given = name if len(name) <= 60 else name[:57] + "..."  # an agent's 10 MB key is not sent back whole
         if not self.params:
             return f"{self.name} takes no arguments, not `{given}`"
-        spellings = {spelling.lower(): p.name for p in self.params for spelling in (p.name, p.dest, camel(p.dest))}
+        assert self.op.tool is not None
+        spellings = {spelling.lower(): p.name for p in self.params for spelling in (p.name, *self.op.tool.spellings(p.dest))}
         guess = spellings.get(name.lower()) or next(iter(difflib.get_close_matches(name, [p.name for p in self.params], 1, 0.8)), None)
         hint = f" (did you mean `{guess}`?)" if guess else ""
         return f"`{given}` is not an argument of {self.name}{hint}; its arguments: {', '.join(p.name for p in self.params)}"
@@ -239,6 +243,7 @@ class ToolSpec:
             if name not in {p.name for p in self.params}:
                 raise ToolArgumentError(self._unknown(name))
         taken = {p.dest: p.take(arguments) for p in self.params}
+        _check_corpus(self.name, taken.pop(_CORPUS, _UNSET))
         checked = {dest: value for dest, value in taken.items() if value is not _UNSET}  # else the operation's default
         try:
             return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
@@ -247,6 +252,24 @@ class ToolSpec:
                 raise
             assert self.op.tool is not None
             raise ToolArgumentError(exc.worded_as(f"`{self.op.tool.argument(exc.name)}`", tools=True)) from None
+
+
+# OpenClaw's ``corpus`` argument (Tool.corpora): the memory files are the one corpus here, so
+# ``memory`` and ``all`` answer from them; the wiki supplements and session transcripts that
+# OpenClaw's plugins add are not indexed by this product, and asking for them alone is refused.
+_CORPUS = "corpus"
+_MEMORY_CORPORA = ("memory", "all")
+
+
+def _corpus_param(corpora: tuple[str, ...]) -> ToolParam:
+    return ToolParam(_CORPUS, _CORPUS, "string", "Which corpus to use: memory (the memory files) or all, the same "
+                     "here: openclaw-memory holds no wiki supplements or session transcripts.", choices=corpora)
+
+
+def _check_corpus(tool: str, corpus: Any) -> None:
+    if corpus is not _UNSET and corpus not in _MEMORY_CORPORA:
+        raise ToolArgumentError(f"{tool} with corpus `{corpus}`: openclaw-memory holds the memory files only (no wiki "
+                                "supplements or session transcripts); call it with corpus `memory` or without corpus")
 
 
 _KINDS = {str: "string", tuple: "strings", bool: "boolean", int: "integer", float: "number", bytes: "string"}
@@ -264,6 +287,8 @@ def _tool_params(op: Operation) -> tuple[ToolParam, ...]:
         low, high = tool.bounds.get(p.name, (None, None))
         out.append(ToolParam(tool.argument(p.name), p.name, tool.kinds.get(p.name) or _KINDS[plain_type(p.hint)],
                          tool.help.get(p.name, p.help), p.required, default if default != () else None, low, high))
+    if tool.corpora:
+        out.append(_corpus_param(tool.corpora))
     return tuple(out)
 
 

@@ -92,6 +92,7 @@ class Memory(Protocol):
                          "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
                          "content hash, recorded as read (memory_write checks it).",
                          names={"from_line": "from"}, only=("path", "from_line", "lines", "max_chars"),
+                         corpora=("memory", "wiki", "all"),
                          fixed={"clamp": True}, kinds={"from_line": "window", "lines": "window", "max_chars": "window"},
                          help={"path": "Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra "
                                        "path; or a memory_search citation (memory/notes.md#L10-L24), which reads those lines.",
@@ -331,6 +332,7 @@ class Memory(Protocol):
                          "Pass a citation to memory_get to read the passage.",
                          names={"limit": "maxResults", "collections": "collection"},
                          only=("query", "limit", "min_score", "collections", "paths", "since", "until"),
+                         corpora=("memory", "wiki", "all", "sessions"),
                          bounds={"limit": (1, 100), "min_score": (0.0, 1.0)}, defaults={"min_score": _min_score},
                          help={"query": "What to look for (meaning and keywords: hybrid search).",
                                "min_score": "Drop results scoring below this (0-1, calibrated relevance).",

@@ -70,10 +70,17 @@ class Tool(NamedTuple):
     bounds: Mapping[str, tuple[float | None, float | None]] = _EMPTY
     defaults: Mapping[str, Any] = _EMPTY  # a value, or a function giving it (what only the tool's listing pays for)
     help: Mapping[str, str] = _EMPTY  # a parameter's help, worded for the model, where it differs
+    # OpenClaw's ``corpus`` argument, with the values its tool of that name lists: the MCP tool takes
+    # it (an OpenClaw agent sends it) and answers from the memory files, the one corpus here.
+    corpora: tuple[str, ...] = ()
 
     def argument(self, param: str) -> str:
         """The tool's name for a parameter: OpenClaw's where declared, else its JSON key."""
         return self.names.get(param) or camel(param)
+
+    def spellings(self, param: str) -> tuple[str, ...]:
+        """Every name a caller may use for a parameter by mistake: the tool's, Python's, the JSON key."""
+        return self.argument(param), param, camel(param)
 
 
 class Param(NamedTuple):
