@@ -104,6 +104,7 @@ def test_a_notes_outgoing_links_and_backlinks(notes, cli):
 
     missing = cli("links", "memory/projects/none.md")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no such memory file" in missing.stderr
+    assert "memory_links with broken: true" in missing.stderr  # the same words reach an agent, who runs no command
     outside = cli("links", "../outside.md")
     assert outside.returncode == 2 and "not a memory path" in outside.stderr and "Traceback" not in outside.stderr
 

@@ -63,7 +63,9 @@ def note_links(settings: Settings, path: str | None = None, *, broken: bool = Fa
     wanted = resolve_memory_path(path, workspace, settings.extra_paths).abs_path if path is not None else None
     state = link_state(settings)
     if wanted is not None and wanted not in state.shown:
-        raise PathRefused(f"{path}: no such memory file (`openclaw-memory links --broken` lists links that name nothing)")
+        # One wording for the command line and the tools alike: an agent cannot run the command.
+        raise PathRefused(f"{path}: no such memory file (the links that name nothing: `openclaw-memory links --broken`, "
+                          "or memory_links with broken: true)")
     outgoing: list[NoteLink] = []
     backlinks: list[NoteLink] = []
     for f, link in state.links():
