@@ -10,8 +10,8 @@ chat; their question asks for the current state, and the later turn is the answe
 Usage: .venv/bin/python bench/chat_log.py DIR   (writes DIR/MEMORY.md and DIR/memory/*.md, prints
 the queries as JSON)
 
-A query: ``{"id", "q", "targets": [path], "kind": "chat-fact" | "chat-temporal", "lines": {path:
-[[line, line]]}}``; the questions were written with the facts, never tuned on.
+A query: ``{"id", "q", "targets": [path], "kind": "chat-fact" | "chat-temporal" | "chat-multi",
+"lines": {path: [[line, line]]}}``; the questions were written with the facts, never tuned on.
 """
 
 from __future__ import annotations
@@ -103,6 +103,32 @@ FACTS = [
      "How much does the babysitter charge?", "chat-fact"),
 ]
 
+# Multi-session questions: each instance told in another session, every one of them the answer
+# (``chat-multi``: the figure is the share with every session among the first five files). Planted
+# over filler turns with a generator of their own, so the rest of the log is the same turn for turn.
+MULTI = [
+    ("Which cities did Sam travel to?", [
+        (3, B, "Back from Vienna, the conference was worth it."),
+        (17, B, "Landed in Oslo, it's freezing here."),
+        (29, B, "Flight to Madrid got delayed two hours, but I'm here now.")]),
+    ("Which books did the book club pick?", [
+        (5, A, "Book club picked Klara and the Sun for next time."),
+        (20, A, "Next book club book is The Overstory, it's huge."),
+        (37, A, "We chose Tomorrow, and Tomorrow, and Tomorrow for book club.")]),
+    ("Why did Pixel go to the vet?", [
+        (9, B, "Took Pixel to the vet, it was just a hairball."),
+        (24, B, "Vet again with Pixel, she has an ear infection, drops twice a day."),
+        (39, B, "Pixel's check-up at the vet went fine, she's 4.2 kg.")]),
+    ("What did Lena bake?", [
+        (2, A, "I baked a rhubarb crumble for the neighbours."),
+        (14, A, "Made banana bread with the brown bananas."),
+        (31, A, "Baked focaccia with rosemary from the balcony.")]),
+    ("Which concerts did they go to?", [
+        (6, B, "The Arlo Parks concert at the Columbiahalle was amazing."),
+        (22, A, "Got us tickets for Bonobo at the Tempodrom in May."),
+        (34, B, "Still buzzing from the Khruangbin gig last night.")]),
+]
+
 # Filler: the same topics, never the facts.
 TOPICS = [
     "I still need to call the dentist about that crown",
@@ -164,6 +190,12 @@ def generate(root: Path, style: str = "time") -> list[dict]:
     (root / "memory").mkdir(parents=True, exist_ok=True)
     _write(root / "MEMORY.md", f"# Memory\n\n- Chat logs between {A} and {B} live in memory/, one file per day.\n")
     queries: list[dict] = []
+    multi = {}  # session -> [(question number, speaker, text)]
+    for n, (_question, told) in enumerate(MULTI):
+        for session, speaker, text in told:
+            multi.setdefault(session, []).append((n, speaker, text))
+    multi_rng = random.Random(SEED + 1)
+    multi_lines: list[dict[str, list[list[int]]]] = [{} for _ in MULTI]
     day = FIRST_DAY
     for s in range(SESSIONS):
         day += dt.timedelta(days=rng.randint(2, 6))
@@ -195,7 +227,17 @@ def generate(root: Path, style: str = "time") -> list[dict]:
                     text = rng.choice(TOPICS) + rng.choice(TAILS)
                 text = text[0].upper() + text[1:]
             lines.extend(turn(f"{minute // 60 % 24:02d}:{minute % 60:02d}", speaker, text).split("\n"))
+        facts = {line for q in queries if path in q["lines"] for line, _ in q["lines"][path]}
+        for n, who, text in multi.get(s, []):
+            spot = multi_rng.choice([i for i, line in enumerate(lines, 1) if i > 2 and line and i not in facts])
+            clock = lines[spot - 1][1:6] if style == "time" else ""
+            lines[spot - 1] = turn(clock, who, text).split("\n")[0]
+            facts.add(spot)
+            multi_lines[n][path] = [[spot, spot]]
         _write(root / path, "\n".join(lines) + "\n")
+    for n, (question, _told) in enumerate(MULTI):
+        queries.append({"id": f"chat-m{n + 1}", "q": question, "targets": sorted(multi_lines[n]), "kind": "chat-multi",
+                        "lines": multi_lines[n]})
     return queries
 
 
