@@ -46,10 +46,17 @@ def stamp_dirs(workspace: Path) -> list[Path]:
     return sorted(p for p in root.iterdir()) if root.exists() else []
 
 
+def as_shown(path: Path) -> str:
+    """A path as OpenClaw shows it: the home folder as ``~`` (the suite may run under it)."""
+    home = os.path.expanduser("~").rstrip(os.sep)
+    return "~" + str(path)[len(home):] if str(path).startswith(home + os.sep) else str(path)
+
+
 def expected_merge(canon: bytes, legacy_text: str, archive_rel: str, workspace: Path | None = None) -> bytes:
     """OpenClaw's layout: trimmed canonical text, blank line, heading, blank line, marker (the
-    archive's absolute path), OpenClaw's sentence, blank line, trimmed legacy text, newline."""
-    shown = str(workspace / archive_rel) if workspace is not None else archive_rel
+    archive's absolute path, :func:`as_shown`), OpenClaw's sentence, blank line, trimmed legacy
+    text, newline."""
+    shown = as_shown(workspace / archive_rel) if workspace is not None else archive_rel
     return (canon.decode().rstrip() + f"\n\n{HEADING}\n\n{marker(shown)}\n{SENTENCE}\n\n{legacy_text.strip()}\n").encode()
 
 
@@ -134,8 +141,8 @@ def test_split_root_warning_is_openclaws_line_by_line(workspace, cli):
     start = lines.index("Split root durable memory files detected:")
     assert lines[start: start + 6] == [
         "Split root durable memory files detected:",
-        f"- canonical: {workspace / 'MEMORY.md'} ({len(CANON.encode())} bytes)",
-        f"- legacy: {workspace / 'memory.md'} ({len(LEGACY.encode())} bytes)",
+        f"- canonical: {as_shown(workspace / 'MEMORY.md')} ({len(CANON.encode())} bytes)",
+        f"- legacy: {as_shown(workspace / 'memory.md')} ({len(LEGACY.encode())} bytes)",
         "OpenClaw uses MEMORY.md as the canonical durable memory file.",
         "Dreaming writes durable promotions to MEMORY.md, so older facts in memory.md can be shadowed.",
         'Run "openclaw-memory doctor --fix" to merge the legacy file into MEMORY.md with a backup.',

@@ -280,9 +280,14 @@ def test_state_reports_an_unreadable_note_instead_of_dropping_it(unreadable_memo
 # -- bad input --------------------------------------------------------------------------------
 
 def _socket(ws: Path) -> None:
-    sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(ws / "memory/sock.md"))
-    sock.close()
+    # Bound through the folder's descriptor: a socket's path is limited to 108 bytes, which a
+    # pytest folder under a long TMPDIR passes (the product reaches its own socket the same way).
+    fd = os.open(ws / "memory", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(f"/proc/self/fd/{fd}/sock.md")
+    finally:
+        os.close(fd)
 
 
 def _non_utf8_name(ws: Path) -> None:
