@@ -7,10 +7,14 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 from __future__ import annotations
 
 
+def cut(text: str, limit: int = 80) -> str:
+    """``text`` as an error message quotes it: cut short (an agent's 10 MB path is not sent back whole)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def shown(value: object, limit: int = 80) -> str:
     """A value as an error message quotes it: its repr, cut short (a 100,000-character key is not echoed)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(repr(value), limit)
 
 
 class MemoryToolError(Exception):

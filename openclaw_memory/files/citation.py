@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..errors import UsageError, cut
 
 # DOTALL: a file name may hold a newline; fullmatch: "$" would also match before a final one.
 _CITATION = re.compile(r"(?P<path>.+)#L(?P<start>[0-9]+)(?:-L(?P<end>[0-9]+))?", re.DOTALL)
@@ -31,23 +31,19 @@ def parse_citation(text: str) -> Citation | None:
     if not m:
         return None
     path = m.group("path")
-    said = _cut(text)
+    said = cut(text, 200)
     digits = max(len(m.group("start")), len(m.group("end") or ""))
     if digits > _MAX_DIGITS:  # Python reads no longer number (a ValueError, answered as a crash)
         raise UsageError(f"{said}: a citation's line number of {digits:,} digits is past any file")
     start = int(m.group("start"))
     end = int(m.group("end") or start)
     if min(start, end) < 1:
-        raise UsageError(f"{said}: a citation's lines are counted from 1 ({_cut(path)}#L1-L{max(end, 1)})")
+        raise UsageError(f"{said}: a citation's lines are counted from 1 ({cut(path, 200)}#L1-L{max(end, 1)})")
     if end < start:
-        raise UsageError(f"{said}: a citation's lines run from the first to the last ({_cut(path)}#L{end}-L{start})")
+        raise UsageError(f"{said}: a citation's lines run from the first to the last ({cut(path, 200)}#L{end}-L{start})")
     return Citation(path, start, end - start + 1)
 
 
 # A line number no file reaches, and short of the 4,300 digits Python turns into an int (or back).
 _MAX_DIGITS = 1000
 
-
-def _cut(text: str, limit: int = 200) -> str:
-    """``text`` as an error message quotes it: an agent's 10 MB path is not sent back whole."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -240,8 +240,7 @@ class MemoryIndex:
         groups = assign_files(collections, scan.files)
         stale: set[str] = set()
         for c in collections:
-            stale.update(stale_known(self.settings.data_dir, c.name, groups[c.name]) if manifests[c.name] is not None
-                         else (f.path for f in groups[c.name]))
+            stale.update(stale_known(self.settings.data_dir, manifests[c.name], groups[c.name]))
         # The scan and the manifests are kept with the answer, so that their ids are not reused.
         self._last_stale = (key, sorted(stale), scan, [manifests[c.name] for c in collections])
         return sorted(stale)

@@ -333,10 +333,13 @@ def read_version(abs_path: str, roots: Sequence[str], racy_guard_ns: int) -> Fil
     return FileContent(data, FileStat.of(st, started_ns, racy_guard_ns), hash_bytes(data))
 
 
-def stale_known(data_dir: Path, collection: str, files: list) -> list[str]:
-    """Paths whose content differs from the saved manifest (new, edited or removed), reading its
-    change keys and the entries of the stat suspects only (never every file's chunk list), and
-    hashing only those suspects."""
+def stale_known(data_dir: Path, manifest: Manifest | None, files: list) -> list[str]:
+    """Paths whose content differs from the saved ``manifest`` (its head; None: nothing indexed, so
+    every file), reading its change keys and the entries of the stat suspects only (never every
+    file's chunk list), and hashing only those suspects."""
+    if manifest is None:
+        return sorted(f.path for f in files)
+    collection = manifest.collection
     diff = diff_known(load_known(data_dir, collection), files)
     entries = load_entries(data_dir, collection, [f.path for f in diff.suspects])
     stale = list(diff.removed)

@@ -1,8 +1,9 @@
 """What the index holds and how it stands against the files, without loading any model.
 
 ``index_status`` reads each manifest's row, its files' change keys and the entries of the files
-whose stat moved (hashing only those, which the change rule cannot vouch for); it opens no shard. ``index_findings`` turns the same facts into
-doctor-style findings; ``remove_orphaned_shards`` is their repair for orphans.
+whose stat moved (hashing only those, which the change rule cannot vouch for); it opens no
+shard. ``index_findings`` turns the same facts into doctor-style findings;
+``remove_orphaned_shards`` is their repair for orphans.
 """
 
 from __future__ import annotations
@@ -95,8 +96,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
                 indexed=built is not None,
                 files=len(groups[c.name]),
                 chunks=(manifest_chunk_count(settings.data_dir, c.name) or 0) if built is not None else 0,
-                stale=tuple(stale_known(settings.data_dir, c.name, groups[c.name]) if built is not None
-                            else sorted(f.path for f in groups[c.name])),
+                stale=tuple(stale_known(settings.data_dir, built, groups[c.name])),
                 interrupted=is_dirty(settings.data_dir, c.name),
                 last_indexed=_iso(m.indexed_at) if m else None,
                 model=m.model if m else config.model,

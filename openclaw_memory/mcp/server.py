@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadValue, MemoryToolError, shown
+from ..errors import BadValue, MemoryToolError, cut, shown
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
 
@@ -178,8 +178,7 @@ def _finite(value: float) -> bool:
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return cut(json.dumps(value, ensure_ascii=False), 60)  # as the model wrote it, in JSON
 
 
 _UNSET = object()
@@ -223,7 +222,7 @@ class ToolSpec:
     def _unknown(self, name: str) -> str:
         """An argument the tool does not take, refused rather than ignored: the model meant something by
         it (``from_line`` ignored read from line 1; ``limit`` gave 6 results), and is told what to send."""
-        given = name if len(name) <= 60 else name[:57] + "..."  # an agent's 10 MB key is not sent back whole
+        given = cut(name, 60)
         if not self.params:
             return f"{self.name} takes no arguments, not `{given}`"
         assert self.op.tool is not None
