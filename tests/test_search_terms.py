@@ -8,7 +8,7 @@ import pytest
 
 from conftest import settings_for, write
 from openclaw_memory.index.api import MemoryIndex
-from openclaw_memory.index.terms import TermFinder, keyword_terms, spelling_fixes
+from openclaw_memory.index.terms import TermFinder, keyword_terms, spelling_fixes, stem
 
 
 @pytest.fixture
@@ -19,6 +19,7 @@ def index(workspace, state_dir):
     write(workspace / "memory" / "dentist.md", "# Teeth\n\nA dental checkup every spring.\n")
     write(workspace / "memory" / "events.md", "# Events\n\nWe went to the summer festival in Lisbon.\n")
     write(workspace / "memory" / "other.md", "# Other\n\nThe garden needs water on Sundays.\n")
+    write(workspace / "memory" / "kitchen.md", "# Kitchen\n\nI baked a rhubarb crumble for the neighbours.\n")
     idx = MemoryIndex(settings_for(workspace, state_dir))
     idx.sync()
     return idx
@@ -31,6 +32,17 @@ def found(index: MemoryIndex, query: str) -> list[str]:
 def test_a_word_form_finds_the_note_written_in_another(index):
     assert found(index, "stress")[:1] == ["memory/work.md"]
     assert found(index, "child")[:1] == ["memory/family.md"]
+
+
+def test_the_forms_of_a_four_letter_word_ending_in_e_are_one_term(index):
+    # The e dropped by -ed and -ing comes back on a short stem, so the word meets its own forms.
+    for word in ("bake", "note", "move", "date", "hope", "code", "time", "like", "share", "agree"):
+        forms = {word, word + "s", word + "d", word[:-1] + "ing"}
+        assert {stem(w) for w in forms} == {stem(word)}, forms
+    # ... and only there: a doubled consonant, w, x or y keep their word (hopping is not hoping).
+    assert (stem("hopping"), stem("fixed"), stem("rowing"), stem("cod")) == ("hop", "fix", "row", "cod")
+    assert found(index, "bake")[:1] == ["memory/kitchen.md"]
+    assert TermFinder(keyword_terms("bake")).by_line("# Sunday\nWe were baking all day.") == {1: frozenset({"bake"})}
 
 
 def test_a_hyphenated_word_and_the_word_written_together_find_each_other(index):

@@ -41,8 +41,8 @@ from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, entries, fence_end
 
 # 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
 # a paragraph each. 5: new keyword terms (index.terms.TERMS_VERSION 1): every point is written
-# again, its vector reused.
-CHUNKER_VERSION = 5
+# again, its vector reused. 6: keyword terms version 2.
+CHUNKER_VERSION = 6
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.

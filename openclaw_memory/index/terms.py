@@ -67,9 +67,13 @@ STOPWORDS = frozenset(
 )
 # The version of the rules that cut a chunk's ``terms`` (stems, compounds): a new one gives every
 # point a new id (``sync.point_id``), so an index is written again, its vectors reused, when
-# ``chunking.CHUNKER_VERSION`` moves with it. 1: -ful and -hood, hyphenated words joined.
-TERMS_VERSION = 1
+# ``chunking.CHUNKER_VERSION`` moves with it. 1: -ful and -hood, hyphenated words joined. 2: the e
+# of a four-letter word kept through -ed and -ing (bake, baked, baking).
+TERMS_VERSION = 2
 _VOWEL = re.compile(r"[aeiouy]")
+# A three-letter stem left by -ed or -ing, consonant-vowel-consonant, had a final e (bake, note,
+# move): the e is put back so that it meets its word's own stem. Not after w, x or y (rowed, fixed).
+_SHORT = re.compile(r"[^aeiouy][aeiou][^aeiouwxy]")
 # Derivational endings that name the same thing as their word: a query about stress finds a
 # stressful week, one about a child a childhood. Not -ness: business is not busy, witness not wit.
 _DERIVED = ("ful", "hood")
@@ -97,6 +101,8 @@ def stem(word: str) -> str:
             word = word[: -len(suffix)]
             if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz" and not _VOWEL.match(word[-1]):
                 word = word[:-1]
+            elif len(word) == 3 and _SHORT.fullmatch(word):
+                word += "e"  # baked, baking -> bake: a four-letter word keeps its e (below)
             break
     stripped = True
     while stripped:  # carefully -> careful -> care
@@ -224,7 +230,7 @@ def date_hits(lowered: str) -> list[tuple[int, list[str]]]:
 class TermFinder:
     """Which of a query's keyword terms some lines of text hold, as ``keyword_terms`` would cut
     them, without cutting every word: a word can only stem to a term if it starts with the term
-    (``stem`` only shortens a word's ending, but for a final y or i), so only the words found
+    (``stem`` only shortens a word's ending, but for a final y, i or e), so only the words found
     starting so are cut, with the rest of their identifier (so ``self-hosted`` is also found
     inside ``x/self-hosted``); a CJK gram is simply looked up."""
 
@@ -232,11 +238,12 @@ class TermFinder:
         self.terms = frozenset(terms)
         self.dates = frozenset(t for t in self.terms if t.startswith(DATE_PREFIX))
         self.grams = [t for t in self.terms if CJK_RUN.fullmatch(t)]
-        # A stem is its word's beginning, except where y became i ("happy" -> "happi") or "ies" y
-        # ("tries" -> "try"): there the word starts with the stem less its last letter. A term of
-        # one or two letters is a whole word (no shorter stem comes from a longer word).
+        # A stem is its word's beginning, except where y became i ("happy" -> "happi"), "ies" y
+        # ("tries" -> "try") or a lost e came back ("baking" -> "bake"): there the word starts with
+        # the stem less its last letter. A term of one or two letters is a whole word (no shorter
+        # stem comes from a longer word).
         words = [t for t in self.terms if not CJK_RUN.fullmatch(t) and t not in self.dates]
-        self.roots = sorted({(t[:-1] if t[-1] in "iy" else t, False) if len(t) > 2 else (t, True) for t in words})
+        self.roots = sorted({(t[:-1] if t[-1] in "iye" else t, False) if len(t) > 2 else (t, True) for t in words})
         # A hyphenated compound's joined term (``checkup`` in ``check-up``) is no substring of it:
         # identifiers with a hyphen are read whole when the query has a term that could be one.
         self.compounds = any(len(t) >= 5 and t.isalpha() for t in words)
