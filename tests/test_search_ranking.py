@@ -55,8 +55,9 @@ def _workspace(root: Path) -> tuple[Path, Path, Path]:
     for i in range(40):
         topic, line = TOPICS[i % len(TOPICS)]
         write(ws / "memory" / "log" / f"{topic}-{i:02}.md", f"# {topic.title()} log {i}\n\n{line}\nEntry number {i} about {topic}.\n")
-    write(ws / "memory" / "2026-10-01.md", "# 2026-10-01\n\nThe staging cluster moved to Frankfurt in November.\n")
-    write(ws / "memory" / "2026-11-20.md", "# 2026-11-20\n\nThe staging cluster moved to Frankfurt in November.\n")
+    # The same news in other words (the same words would be one result naming the three files).
+    write(ws / "memory" / "2026-10-01.md", "# 2026-10-01\n\nInfra says the staging cluster is moving to Frankfurt, in November.\n")
+    write(ws / "memory" / "2026-11-20.md", "# 2026-11-20\n\nDone today: staging cluster now runs in Frankfurt (moved in November).\n")
     write(
         ws / "memory" / "2026-11-05.md",
         "# 2026-11-05\n\nClosed ticket 49999 after the fix shipped in v2026.9.6.\n\n"

@@ -133,6 +133,12 @@ def _spaced_turns(lines: list[str], found: list[TextEntry]) -> list[TextEntry]:
 
 
 _SPACED_RUN = 4
+# A turn's head, its stamp and speaker up to the text ("[09:14] Sam: ", "**Sam:** "): what two
+# copies of one remark made in two sessions do not share.
+TURN_HEAD = re.compile(
+    _LEAD + r"(?:\[[^\]\n]{1,40}\][ \t]*)?" + _STAMP + r"(?:\*\*?|__)?[\w][\w .'’-]{0,30}?(?:\*\*?|__)?"
+    r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:(?:\*\*?|__)?[ \t]+"
+)
 _SPEAKER = re.compile(_LEAD + r"(?:\[[^\]\n]*\][ \t]*)?" + _STAMP + r"[*_]*([^:(*_\n]*)")
 
 

@@ -41,7 +41,7 @@ class SearchHit:
     score: float = key(digits=4)
     snippet: str = key()
     source: str = key()  # collection name
-    also_in: tuple[str, ...] = key(omit=lambda h: not h.also_in, default=())  # other files with exactly this passage
+    also_in: tuple[str, ...] = key(omit=lambda h: not h.also_in, default=())  # other files whose best passage says the same (snippets.same_saying)
     passages: tuple[HitPassage, ...] = ()  # best first; the first is the passage above
     date: str = key(omit=lambda h: not h.date, default="")  # the first passage's date (HitPassage.date)
 

@@ -19,8 +19,8 @@
    candidates): the best chunk's best entry, and up to two more entries of the file that
    score nearly as well, each with its lines and own score; the newest dated note on a
    subject before older ones that answer about as well (``_prefer_newer``); optional temporal decay of dated
-   notes and MMR diversity (OpenClaw's ``memorySearch.query.hybrid`` settings), identical best
-   passages of several files shown once.
+   notes and MMR diversity (OpenClaw's ``memorySearch.query.hybrid`` settings), best passages of
+   several files that say the same shown once (``snippets.same_saying``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .bm25 import Bm25
 from .chunking import CARD
 from .filters import note_date
 from .results import DEFAULT_MIN_SCORE, HitPassage, SearchHit, SearchResult  # noqa: F401  re-exported: the package and callers import them from here
-from .snippets import ChunkText, build_passages
+from .snippets import ChunkText, build_passages, said, same_saying
 from .store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD, Shard
 from .terms import (
     CJK_RUN,
@@ -61,6 +61,9 @@ CANDIDATES = 24  # per collection and signal (48 and 100 measured the same on th
 PASSAGE_CHUNKS = 8
 PASSAGE_FLOOR = 0.6
 VECTOR_WEIGHT = 0.5
+# The files a search builds passages for: up to this many times its limit, so that files whose
+# best passage says what a shown one does (named in its ``also_in``) leave room for others.
+SHOWN_FILES = 4
 # A file's keyword signal enters the hybrid fusion as k ** KEYWORD_POWER: matching a few of the
 # query's words is common among unrelated files (a large docs corpus holds "chat", "cost", "run"
 # somewhere), matching nearly all of them is not, so the evidence grows faster than the share
@@ -302,11 +305,11 @@ def rank(
     if plan.ranking.mmr:
         files = _mmr(files, plan.ranking.mmr_lambda, plan.limit * 2)
     hits: list[SearchHit] = []
-    seen: dict[str, int] = {}
-    # Enough files for the limit, with room for files whose passage repeats an earlier one; their
-    # passage fields are read as they are needed: the files still wanted and one more (it may be
-    # a copy of one shown), in one read.
-    shown = [(f, _passage_chunks(plan, f)) for f in files[: plan.limit * 2]]
+    seen: list[tuple[str, ...]] = []  # what each hit's best passage says (``snippets.said``)
+    # Enough files for the limit, with room for files whose passage says what an earlier one does;
+    # their passage fields are read as they are needed: the files still wanted and one more (it may
+    # be a copy of one shown), in one read.
+    shown = [(f, _passage_chunks(plan, f)) for f in files[: plan.limit * SHOWN_FILES]]
     read = 0
     for i, (f, chunks) in enumerate(shown):
         if fetch is not None and i >= read:
@@ -314,14 +317,14 @@ def rank(
             fetch([c for _f, batch in shown[i:read] for c in batch])
         passages = _passages(plan, f.path, chunks)
         best = passages[0]
-        key = best.snippet.strip()
-        if key and key in seen:  # the same passage in another file: shown once, naming both
-            i = seen[key]
-            hits[i] = replace(hits[i], also_in=hits[i].also_in + (f.path,))
+        words = said(best.snippet)
+        twin = next((n for n, other in enumerate(seen) if same_saying(words, other)), None)
+        if twin is not None:  # another file's best passage says the same: shown once, naming both
+            hits[twin] = replace(hits[twin], also_in=hits[twin].also_in + (f.path,))
             continue
         if len(hits) == plan.limit:
             break
-        seen[key] = len(hits)
+        seen.append(words)
         hits.append(
             SearchHit(
                 path=f.path,

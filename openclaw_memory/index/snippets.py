@@ -29,10 +29,19 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .blocks import CODE, HEADING, ROW, TURN, entries, is_table_rule
+from .blocks import CODE, HEADING, ROW, TURN, TURN_HEAD, entries, is_table_rule
 from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
+# Two files' best passages that say nearly the same (a line copied forward from day to day, one
+# remark made in several sessions) are one answer, shown once naming both: each copy shown takes
+# the place of a file that holds another instance of what was asked. "Nearly": this share of their
+# word pairs in common (order counts: "Anna owes Ben" is not "Ben owes Anna"), every number the
+# same, no negation on one side only.
+SAME_PAIRS = 0.8
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_NEGATION = frozenset("not no never nothing none nobody nor cannot".split())
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 
 
@@ -401,3 +410,29 @@ def _answers_with(near: _Entry, e: _Entry) -> bool:
 
 def _size(lines: dict[int, str], a: int, b: int) -> int:
     return sum(len(lines.get(k, "")) + 1 for k in range(a, b + 1)) - 1
+
+
+def said(text: str) -> tuple[str, ...]:
+    """A passage's words as ``same_saying`` compares them: lowercased, without its headings (where
+    it is, a daily note's date, not what it says) and each line without its turn head (the stamp
+    and speaker that differ between the copies of one remark)."""
+    words: list[str] = []
+    for line in text.lower().splitlines():
+        if _HEADING.match(line):
+            continue
+        head = TURN_HEAD.match(line)
+        words += _WORD.findall(line[head.end():] if head else line)
+    return tuple(words)
+
+
+def same_saying(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two passages' words (``said``) say the same: equal, or, with four word pairs or more,
+    ``SAME_PAIRS`` of their pairs shared, every number and negation on both sides."""
+    if a == b:
+        return bool(a)
+    if len(a) < 5 or len(b) < 5:
+        return False
+    if any(w[:1].isdigit() or w in _NEGATION or w.endswith(("n't", "n’t")) for w in set(a) ^ set(b)):
+        return False
+    pairs_a, pairs_b = set(zip(a, a[1:])), set(zip(b, b[1:]))
+    return len(pairs_a & pairs_b) >= SAME_PAIRS * len(pairs_a | pairs_b)

@@ -1,0 +1,37 @@
+"""One remark repeated in several files (copied forward from day to day, said again in another
+session) is one result naming every file, so that the files holding something else are shown."""
+
+from __future__ import annotations
+
+from conftest import settings_for, write
+from openclaw_memory.index.api import MemoryIndex
+from openclaw_memory.index.snippets import said, same_saying
+from openclaw_memory.wire import to_json
+
+
+def test_copies_of_one_remark_are_one_result_and_another_instance_is_shown(workspace, state_dir):
+    remark = "Book club this week is the Ishiguro, I'm only halfway"
+    for day, head, tail in (("01", "[09:10] Sam:", ""), ("02", "**Lena:**", " again"), ("03", "[18:30] Lena:", " today"),
+                            ("04", "- Sam:", "")):
+        write(workspace / "memory" / f"2025-01-{day}.md", f"# 2025-01-{day}\n\n{head} {remark}{tail}\n")
+    write(workspace / "memory" / "2025-01-05.md", "# 2025-01-05\n\n[20:00] Lena: Next book club pick is The Overstory\n")
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    index.sync()
+    hits = index.search("book club", mode="text", limit=2, min_score=0.0).results
+    assert len(hits) == 2 and "memory/2025-01-05.md" in {h.path for h in hits}
+    copy = next(h for h in hits if h.path != "memory/2025-01-05.md")
+    assert {copy.path, *copy.also_in} == {f"memory/2025-01-0{d}.md" for d in "1234"}
+    assert sorted(to_json(copy)["alsoIn"]) == sorted(copy.also_in)
+
+
+def test_what_differs_in_order_number_or_negation_is_not_the_same_saying():
+    def same(a: str, b: str) -> bool:
+        return same_saying(said(a), said(b))
+
+    assert same("[09:14] Sam: The plants on the balcony look thirsty", "**Lena:** the plants on the balcony look thirsty!")
+    assert same("The plants on the balcony look thirsty again", "The plants on the balcony look thirsty")
+    assert not same("Anna owes Ben 20 EUR for the concert tickets", "Ben owes Anna 20 EUR for the concert tickets")
+    assert not same("The parking permit costs 120 EUR a year now", "The parking permit costs 150 EUR a year now")
+    assert not same("The team offsite in Porto is cancelled this year", "The team offsite in Porto is not cancelled this year")
+    assert not same("The dentist appointment has been moved to next Monday", "The dentist appointment has been moved to next Tuesday")
+    assert not same("ok", "ok then") and same("Where?", "where") and not same("", "")
