@@ -139,6 +139,20 @@ TURN_HEAD = re.compile(
     _LEAD + r"(?:\[[^\]\n]{1,40}\][ \t]*)?" + _STAMP + r"(?:\*\*?|__)?[\w][\w .'’-]{0,30}?(?:\*\*?|__)?"
     r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:(?:\*\*?|__)?[ \t]+"
 )
+# A turn of fewer words than this after its head ("Sam: No idea", "Lena: Which one?") says nothing
+# to be found by alone: it has no chunk of its own (``chunking.turn_chunks``: as one, its speaker's
+# name and a question's shape ranked it above the turn that answers, docs/search.md), and its head
+# is part of what it says (``snippets.said``).
+TURN_MIN_WORDS = 3
+WORD = re.compile(r"\w+(?:['’]\w+)*")  # a word, a contraction one word ("I'm")
+
+
+def turn_text(line: str) -> str:
+    """``line`` after its turn head, if it has one."""
+    head = TURN_HEAD.match(line)
+    return line[head.end():] if head else line
+
+
 _SPEAKER = re.compile(_LEAD + r"(?:\[[^\]\n]*\][ \t]*)?" + _STAMP + r"[*_]*([^:(*_\n]*)")
 
 

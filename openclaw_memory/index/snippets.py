@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .blocks import CODE, HEADING, ROW, TURN, TURN_HEAD, entries, is_table_rule
+from .blocks import CODE, HEADING, ROW, TURN, TURN_MIN_WORDS, WORD, entries, is_table_rule, turn_text
 from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
@@ -39,7 +39,6 @@ MAX_SNIPPET = 700
 # word pairs in common (order counts: "Anna owes Ben" is not "Ben owes Anna"), every number the
 # same, no negation on one side only.
 SAME_PAIRS = 0.8
-_WORD = re.compile(r"\w+(?:['’]\w+)*")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _NEGATION = frozenset("not no never nothing none nobody nor cannot".split())
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
@@ -415,13 +414,14 @@ def _size(lines: dict[int, str], a: int, b: int) -> int:
 def said(text: str) -> tuple[str, ...]:
     """A passage's words as ``same_saying`` compares them: lowercased, without its headings (where
     it is, a daily note's date, not what it says) and each line without its turn head (the stamp
-    and speaker that differ between the copies of one remark)."""
+    and speaker that differ between the copies of one remark) but where too little is left without
+    it: "Birthday: 12 May" is not "Anniversary: 12 May"."""
     words: list[str] = []
     for line in text.lower().splitlines():
         if _HEADING.match(line):
             continue
-        head = TURN_HEAD.match(line)
-        words += _WORD.findall(line[head.end():] if head else line)
+        rest = WORD.findall(turn_text(line))
+        words += rest if len(rest) >= TURN_MIN_WORDS else WORD.findall(line)
     return tuple(words)
 
 
