@@ -389,3 +389,13 @@ def test_a_chat_log_with_a_blank_line_after_each_turn_has_a_chunk_per_turn(count
     assert [(c.start_line, c.text) for c in chunks if c.kind == "item"] == [
         (3, "**Sam:** We finally bought it: a used Skoda Octavia."), (5, "**Lena:** Nice, which colour?"),
         (9, "**Lena:** see you at the garage")]
+
+
+def test_a_cjk_turn_counts_its_words_without_spaces(counter):
+    # CJK is written without spaces: a sentence is one run of word characters, yet many words
+    # (counted by its bigrams, as the keyword terms read it); a one- or two-character reply is short.
+    text = ("# 2025-01-06\n\n[09:14] 小明: 我们终于买了一辆二手的斯柯达明锐。\n[09:15] 小红: 太好了！什么颜色的？\n"
+            "[09:16] 小明: 好\n[09:17] たろう: 昨日、中古のシュコダを買いました。\n[09:18] はなこ: いいね！\n")
+    chunks = chunk_document(text, counter, path="memory/2025-01-06.md")
+    check_invariants(text, chunks, counter, counter.window)
+    assert [c.start_line for c in chunks if c.kind == "item"] == [3, 4, 6]

@@ -38,3 +38,6 @@ def test_what_differs_in_order_number_or_negation_is_not_the_same_saying():
     # A head is what a short line says: two keys of one value are two facts.
     assert not same("- Mother's birthday: 12 May", "- Wedding anniversary: 12 May")
     assert not same("[09:14] Sam: Which one?", "[10:02] Lena: Which one?")
+    # A CJK remark is many words in one run: its copies made at other times are one saying.
+    assert same("[09:14] 小明: 我们终于买了一辆二手车", "[18:02] 小明: 我们终于买了一辆二手车")
+    assert not same("[09:14] 小明: 好", "[10:02] 小红: 好")

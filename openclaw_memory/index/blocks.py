@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .terms import CJK_RUN
+
 FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 
@@ -145,6 +147,14 @@ TURN_HEAD = re.compile(
 # is part of what it says (``snippets.said``).
 TURN_MIN_WORDS = 3
 WORD = re.compile(r"\w+(?:['’]\w+)*")  # a word, a contraction one word ("I'm")
+
+
+def word_count(text: str) -> int:
+    """How many words ``text`` holds. CJK is written without spaces: a run of it is as many words
+    as its bigrams, as the keyword terms read it (``terms.keyword_terms``), at least one (``我不知道``
+    three, as "I don't know"; ``好的`` one)."""
+    runs = CJK_RUN.findall(text)
+    return len(WORD.findall(CJK_RUN.sub(" ", text))) + sum(max(1, len(run) - 1) for run in runs)
 
 
 def turn_text(line: str) -> str:

@@ -37,13 +37,13 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, WORD, entries, fence_end, turn_text
+from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, turn_text, word_count
 
 # 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
 # a paragraph each. 5: new keyword terms (index.terms.TERMS_VERSION 1): every point is written
 # again, its vector reused. 6: keyword terms version 2. 7: no chunk of its own for a turn of fewer
-# than TURN_MIN_WORDS words.
-CHUNKER_VERSION = 7
+# than TURN_MIN_WORDS words. 8: a CJK turn's words counted (7 gave none of them a chunk).
+CHUNKER_VERSION = 8
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
@@ -213,7 +213,7 @@ def turn_chunks(chunker: _Chunker) -> list[Chunk]:
         if e.kind != TURN:
             continue
         text = "\n".join(body[e.first : e.last + 1]).rstrip()
-        if len(WORD.findall(turn_text(text))) < TURN_MIN_WORDS:
+        if word_count(turn_text(text)) < TURN_MIN_WORDS:
             continue
         chunk = make_chunk(e.first + 1, e.first + len(text.split("\n")), text, chunker._path(e.first)[0])
         if chunker.counter.count(chunk.embed_text) <= chunker.budget:

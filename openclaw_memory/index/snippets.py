@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .blocks import CODE, HEADING, ROW, TURN, TURN_MIN_WORDS, WORD, entries, is_table_rule, turn_text
+from .blocks import CODE, HEADING, ROW, TURN, TURN_MIN_WORDS, WORD, entries, is_table_rule, turn_text, word_count
 from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
@@ -420,8 +420,8 @@ def said(text: str) -> tuple[str, ...]:
     for line in text.lower().splitlines():
         if _HEADING.match(line):
             continue
-        rest = WORD.findall(turn_text(line))
-        words += rest if len(rest) >= TURN_MIN_WORDS else WORD.findall(line)
+        rest = turn_text(line)
+        words += WORD.findall(rest if word_count(rest) >= TURN_MIN_WORDS else line)
     return tuple(words)
 
 
