@@ -45,6 +45,14 @@ def test_the_forms_of_a_four_letter_word_ending_in_e_are_one_term(index):
     assert TermFinder(keyword_terms("bake")).by_line("# Sunday\nWe were baking all day.") == {1: frozenset({"bake"})}
 
 
+def test_only_ed_and_ing_give_a_short_stem_its_e_back():
+    # -ly leaves three letters of a name ("sally" -> "sal"): with an e it would be another word.
+    for name, word in (("sally", "sale"), ("holly", "hole"), ("molly", "mole"), ("polly", "pole"), ("tally", "tale")):
+        assert stem(name) != stem(word), name
+    assert TermFinder(keyword_terms("garage sale")).by_line("Lunch with Sally\nThe garage sale") == {
+        1: frozenset({"garag", "sale"})}
+
+
 def test_a_hyphenated_word_and_the_word_written_together_find_each_other(index):
     assert set(found(index, "checkup")[:2]) == {"memory/clinic.md", "memory/dentist.md"}
     assert "memory/dentist.md" in found(index, "check-up")[:2]

@@ -68,11 +68,13 @@ STOPWORDS = frozenset(
 # The version of the rules that cut a chunk's ``terms`` (stems, compounds): a new one gives every
 # point a new id (``sync.point_id``), so an index is written again, its vectors reused, when
 # ``chunking.CHUNKER_VERSION`` moves with it. 1: -ful and -hood, hyphenated words joined. 2: the e
-# of a four-letter word kept through -ed and -ing (bake, baked, baking).
-TERMS_VERSION = 2
+# of a four-letter word kept through -ed and -ing (bake, baked, baking). 3: only through -ed and
+# -ing (2 also gave it after -ly: Sally, Holly -> sale, hole).
+TERMS_VERSION = 3
 _VOWEL = re.compile(r"[aeiouy]")
 # A three-letter stem left by -ed or -ing, consonant-vowel-consonant, had a final e (bake, note,
-# move): the e is put back so that it meets its word's own stem. Not after w, x or y (rowed, fixed).
+# move): the e is put back so that it meets its word's own stem. Not after w, x or y (rowed, fixed),
+# nor after -ly, whose three letters are no such stem (sally, holly: no sale, no hole).
 _SHORT = re.compile(r"[^aeiouy][aeiou][^aeiouwxy]")
 # Derivational endings that name the same thing as their word: a query about stress finds a
 # stressful week, one about a child a childhood. Not -ness: business is not busy, witness not wit.
@@ -101,7 +103,7 @@ def stem(word: str) -> str:
             word = word[: -len(suffix)]
             if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz" and not _VOWEL.match(word[-1]):
                 word = word[:-1]
-            elif len(word) == 3 and _SHORT.fullmatch(word):
+            elif len(word) == 3 and suffix in ("ed", "ing") and _SHORT.fullmatch(word):
                 word += "e"  # baked, baking -> bake: a four-letter word keeps its e (below)
             break
     stripped = True
