@@ -507,3 +507,24 @@ def test_a_chinese_note_that_answers_in_its_own_words_outranks_chinese_notes_the
         candidates.append(c)
     ranked = sorted(score_files(plan, candidates), key=lambda f: -f.raw)
     assert ranked[0].path == "memory/2026-03-07.md"
+
+
+def test_the_cut_decides_whether_a_question_is_answered_and_the_others_need_half_of_it():
+    from openclaw_memory.index.bm25 import Bm25, TermStats
+    from openclaw_memory.index.search import QueryPlan, _Candidate, calibrate, rank
+    from openclaw_memory.index.store.base import BODY_FIELD, PATH_FIELD, TERMS_FIELD
+
+    plan = QueryPlan("concert", "text", None, 6, Bm25([TermStats(100, 1000, {"concert": 3})]))
+
+    def note(name: str, k: float) -> _Candidate:
+        body = f"The {name} concert was loud."
+        payload = {PATH_FIELD: f"memory/{name}.md", "startLine": 1, "endLine": 1, "kind": "section",
+                   TERMS_FIELD: f"{name} concert loud", BODY_FIELD: body}
+        return _Candidate(name, payload, "s", k=k)
+
+    # In text mode the score is the calibrated keyword signal: 0.1 -> 0.03, 0.06 -> 0.018, 0.04 -> 0.012.
+    assert calibrate("text", 0.06) >= 0.015 > calibrate("text", 0.04)
+    found = [h.path for h in rank(plan, [note("arlo", 0.1), note("bonobo", 0.06), note("noise", 0.04)], 0.03)]
+    assert found == ["memory/arlo.md", "memory/bonobo.md"]  # answered: the second kept, the third under half
+    assert rank(plan, [note("bonobo", 0.06), note("noise", 0.04)], 0.03) == []  # nothing reaches the cut
+    assert [h.path for h in rank(plan, [note("bonobo", 0.06), note("noise", 0.04)], 0.0)] == ["memory/bonobo.md", "memory/noise.md"]

@@ -102,6 +102,10 @@ CALIBRATION = {
                (0.7, 0.512), (0.8, 0.767), (1.0, 0.95)),
     "text": ((0.0, 0.0), (0.1, 0.03), (0.2, 0.092), (0.4, 0.112), (0.6, 0.225), (0.8, 0.43), (0.9, 0.5), (1.0, 0.841)),
 }
+# A search answers a question when its best file scores ``min_score``; the other files of its
+# results need this share of it (0 and 0.5 measured the same on the development set and the chat
+# log: docs/search.md). OpenClaw drops every result below its minScore.
+TAIL_SHARE = 0.5
 # DEFAULT_MIN_SCORE (index.results): below it (hybrid raw ~0.213) no answer of a development query
 # was found (the lowest: raw 0.217), while 17 of the 40 off-topic questions end there.
 
@@ -287,7 +291,8 @@ def score_files(plan: QueryPlan, candidates: list[_Candidate]) -> list[_File]:
 def rank(
     plan: QueryPlan, candidates: list[_Candidate], min_score: float, dates: dict | None = None, today=None, fetch=None
 ) -> list[SearchHit]:
-    """Files scored, decayed/diversified when asked, filtered on ``min_score``, one passage each.
+    """Files scored, decayed/diversified when asked, cut on ``min_score`` (the best file must reach
+    it, the others ``TAIL_SHARE`` of it), one passage each.
 
     ``fetch(candidates)`` adds the passage fields to the payloads of the candidates shown
     (None: the payloads already hold them).
@@ -298,7 +303,11 @@ def rank(
             age = dates.get(f.path)
             if age is not None and today is not None:
                 f.score *= 0.5 ** (max(0, (today - age).days) / plan.ranking.half_life_days)
-    files = [f for f in files if f.score >= min_score and f.score > 0]
+    # The cut decides whether the question is answered at all: by its best file. The files after
+    # it need TAIL_SHARE of it, so that the second and third sessions telling what was asked
+    # (scoring far below the first) stay; an off-topic question still gets nothing.
+    answered = any(f.score >= min_score for f in files)
+    files = [f for f in files if answered and f.score >= min_score * TAIL_SHARE and f.score > 0]
     files.sort(key=lambda f: (-f.score, f.path))
     if plan.ranking.prefer_newer and plan.mode != "vector":
         files = _prefer_newer(plan, files)

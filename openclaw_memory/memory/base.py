@@ -313,7 +313,8 @@ class Memory(Protocol):
     @operation(impl=".index.operations:search", on="memory", service=True,
                help={"query": "What to look for (put -- before a query that starts with -).",
                      "limit": "Most results to return (--max-results: OpenClaw's spelling).",
-                     "min_score": "Drop results scoring below this (0-1: calibrated relevance, same scale in every mode).",
+                     "min_score": "The score the best result needs, else nothing answers; the others need half of it "
+                                  "(0-1: calibrated relevance, same scale in every mode).",
                      "mode": "hybrid (default), vector or text (keywords only; never loads the model).",
                      "sync": "Do not re-index changed files first; list them in `stale`.",
                      "collections": "Only this collection (repeatable; names as `collections` lists them).",
@@ -335,7 +336,8 @@ class Memory(Protocol):
                          corpora=("memory", "wiki", "all", "sessions"),
                          bounds={"limit": (1, 100), "min_score": (0.0, 1.0)}, defaults={"min_score": _min_score},
                          help={"query": "What to look for (meaning and keywords: hybrid search).",
-                               "min_score": "Drop results scoring below this (0-1, calibrated relevance).",
+                               "min_score": "The score the best result needs, else nothing answers; the others need half of it "
+                                           "(0-1, calibrated relevance).",
                                "collections": "Only these collections (names as memory_status lists them).",
                                "paths": "Only files matching one of these globs (memory/people/*.md).",
                                "since": "Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD).",
