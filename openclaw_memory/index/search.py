@@ -61,9 +61,6 @@ CANDIDATES = 24  # per collection and signal (48 and 100 measured the same on th
 PASSAGE_CHUNKS = 8
 PASSAGE_FLOOR = 0.6
 VECTOR_WEIGHT = 0.5
-# The files a search builds passages for: up to this many times its limit, so that files whose
-# best passage says what a shown one does (named in its ``also_in``) leave room for others.
-SHOWN_FILES = 4
 # A file's keyword signal enters the hybrid fusion as k ** KEYWORD_POWER: matching a few of the
 # query's words is common among unrelated files (a large docs corpus holds "chat", "cost", "run"
 # somewhere), matching nearly all of them is not, so the evidence grows faster than the share
@@ -315,18 +312,17 @@ def rank(
         files = _mmr(files, plan.ranking.mmr_lambda, plan.limit * 2)
     hits: list[SearchHit] = []
     seen: list[tuple[str, ...]] = []  # what each hit's best passage says (``snippets.said``)
-    # Enough files for the limit, with room for files whose passage says what an earlier one does;
+    # Files until the limit is reached, past those whose passage says what an earlier one does;
     # their passage fields are read as they are needed: the files still wanted and one more (it may
     # be a copy of one shown), in one read.
-    shown = [(f, _passage_chunks(plan, f)) for f in files[: plan.limit * SHOWN_FILES]]
+    shown = [(f, _passage_chunks(plan, f)) for f in files]
     read = 0
     for i, (f, chunks) in enumerate(shown):
         if fetch is not None and i >= read:
             read = i + plan.limit - len(hits) + 1
             fetch([c for _f, batch in shown[i:read] for c in batch])
-        passages = _passages(plan, f.path, chunks)
+        passages, words = _passages(plan, f.path, chunks)
         best = passages[0]
-        words = said(best.snippet)
         twin = next((n for n, other in enumerate(seen) if same_saying(words, other)), None)
         if twin is not None:  # another file's best passage says the same: shown once, naming both
             hits[twin] = replace(hits[twin], also_in=hits[twin].also_in + (f.path,))
@@ -428,9 +424,9 @@ def _passage_chunks(plan: QueryPlan, f: _File) -> list[_Candidate]:
     return [c for c in sections[:PASSAGE_CHUNKS] if fuse(plan.mode, c.v, c.k) >= floor]
 
 
-def _passages(plan: QueryPlan, path: str, chunks: list[_Candidate]) -> list[HitPassage]:
+def _passages(plan: QueryPlan, path: str, chunks: list[_Candidate]) -> tuple[list[HitPassage], tuple[str, ...]]:
     """The file's passages, best first (snippets.build_passages), each scored on the calibrated
-    scale and dated (``passage_date``)."""
+    scale and dated (``passage_date``), and what its best one says (``snippets.said``)."""
     texts = [
         ChunkText(str(c.payload.get(BODY_FIELD, "")), int(c.payload.get("startLine", 1)), c.v if plan.mode != "text" else 0.0,
                   fence=str(c.payload.get("fence", "")), fence_line=int(c.payload.get("fenceLine", 0) or 0))
@@ -441,9 +437,9 @@ def _passages(plan: QueryPlan, path: str, chunks: list[_Candidate]) -> list[HitP
     if not built:
         first = chunks[0].payload
         start = int(first.get("startLine", 1))
-        return [HitPassage(start, start, 0.0, "", date=passage_date(path, chunks, start))]
+        return [HitPassage(start, start, 0.0, "", date=passage_date(path, chunks, start))], ()
     return [HitPassage(b.start_line, b.end_line, calibrate(plan.mode, b.value), b.text,
-                       date=passage_date(path, chunks, b.start_line)) for b in built]
+                       date=passage_date(path, chunks, b.start_line)) for b in built], said(built[0].text)
 
 
 _ISO_DAY = re.compile(r"(?<!\S)\d{4}-\d{2}-\d{2}(?!\S)")

@@ -35,11 +35,12 @@ from .terms import DATE_PREFIX, TermFinder, hit_count
 MAX_SNIPPET = 700
 # Two files' best passages that say nearly the same (a line copied forward from day to day, one
 # remark made in several sessions) are one answer, shown once naming both: each copy shown takes
-# the place of a file that holds another instance of what was asked. "Nearly": this share of their
-# word pairs in common (order counts: "Anna owes Ben" is not "Ben owes Anna"), every number the
-# same, no negation on one side only.
+# the place of a file that holds another instance of what was asked. "Nearly": one adds a few words
+# to the other (none in another's place), this share of their word pairs in common (order counts:
+# "Anna owes Ben" is not "Ben owes Anna"), no number or negation among the words added.
 SAME_PAIRS = 0.8
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 _NEGATION = frozenset("not no never nothing none nobody nor cannot".split())
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 
@@ -413,26 +414,32 @@ def _size(lines: dict[int, str], a: int, b: int) -> int:
 
 def said(text: str) -> tuple[str, ...]:
     """A passage's words as ``same_saying`` compares them: lowercased, without its headings (where
-    it is, a daily note's date, not what it says) and each line without its turn head (the stamp
-    and speaker that differ between the copies of one remark) but where too little is left without
-    it: "Birthday: 12 May" is not "Anniversary: 12 May"."""
+    it is, a daily note's date, not what it says) and each chat turn's head (the stamp and speaker
+    that differ between the copies of one remark) but where too little is left without it. A list
+    item's head is a label, part of what it says: "- Anna's flight: at 9" is not "- Ben's flight:
+    at 9" (``blocks.entries`` reads no list item as a turn)."""
     words: list[str] = []
     for line in text.lower().splitlines():
         if _HEADING.match(line):
             continue
-        rest = turn_text(line)
+        rest = line if _LIST_ITEM.match(line) else turn_text(line)
         words += WORD.findall(rest if word_count(rest) >= TURN_MIN_WORDS else line)
     return tuple(words)
 
 
 def same_saying(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """Whether two passages' words (``said``) say the same: equal, or, with four word pairs or more,
-    ``SAME_PAIRS`` of their pairs shared, every number and negation on both sides."""
+    one saying every word of the other and a few more (never another word in one's place: "moved
+    to Monday" is not "moved to Tuesday"), ``SAME_PAIRS`` of their pairs shared, and no number or
+    negation among the words more."""
     if a == b:
         return bool(a)
     if len(a) < 5 or len(b) < 5:
         return False
-    if any(w[:1].isdigit() or w in _NEGATION or w.endswith(("n't", "n’t")) for w in set(a) ^ set(b)):
+    words_a, words_b = set(a), set(b)
+    if not (words_a <= words_b or words_b <= words_a):
+        return False
+    if any(w[:1].isdigit() or w in _NEGATION or w.endswith(("n't", "n’t")) for w in words_a ^ words_b):
         return False
     pairs_a, pairs_b = set(zip(a, a[1:])), set(zip(b, b[1:]))
     return len(pairs_a & pairs_b) >= SAME_PAIRS * len(pairs_a | pairs_b)
