@@ -41,10 +41,9 @@ from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entrie
 
 # 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
 # a paragraph each. 5: new keyword terms (index.terms.TERMS_VERSION 1): every point is written
-# again, its vector reused. 6: keyword terms version 2. 7: no chunk of its own for a turn of fewer
-# than TURN_MIN_WORDS words. 8: a CJK turn's words counted (7 gave none of them a chunk). 9: keyword
-# terms version 3.
-CHUNKER_VERSION = 9
+# again, its vector reused. 6: keyword terms version 2; no chunk of its own for a turn of fewer
+# than TURN_MIN_WORDS words (a CJK run counted by its bigrams).
+CHUNKER_VERSION = 6
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.

@@ -68,9 +68,9 @@ STOPWORDS = frozenset(
 # The version of the rules that cut a chunk's ``terms`` (stems, compounds): a new one gives every
 # point a new id (``sync.point_id``), so an index is written again, its vectors reused, when
 # ``chunking.CHUNKER_VERSION`` moves with it. 1: -ful and -hood, hyphenated words joined. 2: the e
-# of a four-letter word kept through -ed and -ing (bake, baked, baking). 3: only through -ed and
-# -ing (2 also gave it after -ly: Sally, Holly -> sale, hole).
-TERMS_VERSION = 3
+# of a four-letter word kept through -ed and -ing (bake, baked, baking; not after -ly: Sally is no
+# sale).
+TERMS_VERSION = 2
 _VOWEL = re.compile(r"[aeiouy]")
 # A three-letter stem left by -ed or -ing, consonant-vowel-consonant, had a final e (bake, note,
 # move): the e is put back so that it meets its word's own stem. Not after w, x or y (rowed, fixed),
