@@ -350,6 +350,42 @@ def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, servi
     assert [f for f in service_files(workspace, state_dir) if f in ("sock", "info.json")] == []
 
 
+def test_connections_past_the_bound_are_refused_and_the_cli_works_in_process(workspace, state_dir, cli, services):
+    """A client that opens connections without end (a bug, a script) leaves the service able to
+    accept: past MAX_CONNECTIONS each new one is told so and closed, and its caller works in-process.
+    Without the bound every connection took a thread, until the one accepting them could not start
+    another and stopped accepting."""
+    import socket
+
+    from openclaw_memory.memory.protocol import REFUSED, parse_line
+    from openclaw_memory.serve.service import MAX_CONNECTIONS
+    from openclaw_memory.service_files import socket_address
+
+    memory(workspace)
+    start(services, workspace, state_dir, "--no-watch")
+    settings = settings_for(workspace, state_dir)
+
+    def connect() -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with socket_address(settings) as address:
+            sock.connect(address)  # blocking: waits while the listen backlog is full
+        sock.settimeout(WAIT)
+        return sock
+
+    held = [connect() for _ in range(MAX_CONNECTIONS)]
+    try:
+        with connect() as extra:
+            answer = parse_line(extra.makefile("rb").readline())
+        assert answer["error"]["code"] == REFUSED and f"{MAX_CONNECTIONS} connections" in answer["error"]["message"]
+        read = cli("read", "MEMORY.md")
+        assert read.returncode == 0 and "Pistachio" in read.stdout
+        assert "connections already" in read.stderr and "in-process" in read.stderr
+    finally:
+        for sock in held:
+            sock.close()
+    wait_for(lambda: cli("read", "MEMORY.md").stderr == "", WAIT)  # served again once they are gone
+
+
 def _socket_of(workspace, state_dir) -> str:
     return os.path.join(service_dir(settings_for(workspace, state_dir)), "sock")
 

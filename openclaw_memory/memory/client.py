@@ -120,7 +120,10 @@ class ServiceClient:
         except ValueError as exc:
             raise Unsendable(str(exc)) from None
         try:
-            sock.sendall(line)
+            try:
+                sock.sendall(line)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # a service that refuses this connection (too many) answers and closes first: read it
             answer = self._answer(sock)
         except TimeoutError:
             self.close()

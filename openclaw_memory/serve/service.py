@@ -54,7 +54,11 @@ if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
 
 DRAIN_S = 10.0  # how long a stop waits for requests in flight
 TAKEOVER_S = 30.0  # how long a new serve waits for a service whose socket was removed to stop
-SOCKET_GONE = "its socket was removed"  # why a service stopped by itself (ServiceSummary.stopped_by)
+SOCKET_GONE = "its socket was removed"
+# Connections served at once, a thread each (an MCP session or a client keeps one open, mostly
+# idle). Past it a new one is told so and closed, and its caller works in-process: without a bound
+# enough connections made the thread that accepts them fail to start another and stop accepting.
+MAX_CONNECTIONS = 256  # why a service stopped by itself (ServiceSummary.stopped_by)
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,7 @@ class Service:
         self._listener: socket.socket | None = None
         self._inflight = 0
         self._inflight_lock = threading.Condition()
+        self._connections = 0  # served now (MAX_CONNECTIONS); under _inflight_lock
         self._http: HttpEndpoint | None = None
         self._watcher: Watcher | None = None
         self._socket_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket it bound
@@ -155,6 +160,10 @@ class Service:
         check_data_dir(self.settings.state_dir, self.settings.data_dir)
         lock = hold_service_lock(self.settings, self.on_notice)
         changes = batches = 0
+        # Caught from before "serving" is said: a SIGINT/SIGTERM sent on seeing it stops the service
+        # cleanly (it was a KeyboardInterrupt, exit 130, until the wait or the watch took them).
+        signalled: list[str] = []
+        previous = _catch_signals(signalled)
         try:
             os.chmod(folder, 0o700)
             remove_service_files(self.settings)  # left by a killed service: ours now
@@ -176,10 +185,12 @@ class Service:
             self.on_start(ServiceStarted(str(self.settings.workspace), self.settings.agent, os.getpid(),
                                          os.path.join(folder, SOCKET), self.core.http, self.live_sync))
             if self.live_sync:
-                changes, batches = self._watch()
+                changes, batches = self._watch(signalled)
             else:
-                self._wait_for_signal()
+                self._wait_for_signal(signalled)
         finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
             self._shutdown(lock)
             lock.release()
         return ServiceSummary(self.core.requests, time.monotonic() - started, self._stopped_by, changes, batches)
@@ -204,7 +215,7 @@ class Service:
                 "workspace": str(self.settings.workspace), "liveSync": self.live_sync, "http": self.core.http}
         atomic_write_bytes(os.path.join(service_dir(self.settings), INFO), json.dumps(info).encode("utf-8"), 0o600)
 
-    def _watch(self) -> tuple[int, int]:
+    def _watch(self, signalled: list[str]) -> tuple[int, int]:
         from ..watch.watcher import Watcher
 
         slot = self.core.pool.slot(self.settings)
@@ -212,33 +223,18 @@ class Service:
             self.settings, on_change=self.on_change, on_notice=self.on_notice, on_start=self.on_watch_start,
             polling=self.polling, index=slot.index, index_session=self.core.pool.using,
         )
-        if self._stop.is_set():  # stopped (its socket removed) before the watcher was there to hear it
+        if self._stop.is_set() or signalled:  # stopped (a signal, its socket removed) before the watcher heard it
             watcher.stop()
         summary = watcher.run()
         if self._stopped_by != SOCKET_GONE:
-            self._stopped_by = summary.stopped_by
+            self._stopped_by = signalled[0] if signalled else summary.stopped_by
         self.core.stopping.set()
         return summary.changes, summary.batches
 
-    def _wait_for_signal(self) -> None:
-        previous = {}
-        signalled: list[str] = []
-
-        def handler(signum, _frame):
-            # Only a list append here: Event.set() takes the lock that the Event.wait() this
-            # handler interrupts may hold at that moment, and would wait for itself forever.
-            signalled.append(signal.Signals(signum).name)
-
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, handler)
+    def _wait_for_signal(self, signalled: list[str]) -> None:
         threading.Thread(target=self._warm_quietly, name="model-warm-up", daemon=True).start()
-        try:
-            while not signalled and not self._stop.wait(0.25):
-                pass
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
+        while not signalled and not self._stop.wait(0.25):
+            pass
         if signalled:
             self._stopped_by = signalled[0]
             self.stop()
@@ -316,7 +312,21 @@ class Service:
                 continue
             except OSError:
                 return  # closed by the shutdown
-            threading.Thread(target=self._serve_connection, args=(conn,), name="service-conn", daemon=True).start()
+            with self._inflight_lock:
+                full = self._connections >= MAX_CONNECTIONS
+                self._connections += 0 if full else 1
+            if full:
+                _refuse(conn, f"it serves {MAX_CONNECTIONS} connections already")
+                continue
+            try:
+                threading.Thread(target=self._serve_connection, args=(conn,), name="service-conn", daemon=True).start()
+            except RuntimeError:  # the system gives no more threads
+                self._connection_done()
+                _refuse(conn, "it cannot start another thread")
+
+    def _connection_done(self) -> None:
+        with self._inflight_lock:
+            self._connections -= 1
 
     def _serve_connection(self, conn: socket.socket) -> None:
         conn.settimeout(None)
@@ -343,6 +353,7 @@ class Service:
             for session in sessions:
                 self.core.connected(session, -1)
             conn.close()
+            self._connection_done()
 
     def _answer(self, conn: socket.socket, send_lock: threading.Lock, line: bytes, sessions: dict) -> None:
         with self._inflight_lock:
@@ -384,3 +395,27 @@ class Service:
             sessions[session] = request.settings
             self.core.connected(session, +1)
         return self.core.answer(request)
+
+
+def _refuse(conn: socket.socket, why: str) -> None:
+    """Tell a connection the service will not serve it (its caller then works in-process), and close it."""
+    try:
+        conn.settimeout(1.0)
+        conn.sendall(answer_line(error_answer(None, REFUSED, why)))
+    except OSError:
+        pass  # gone already: nothing to tell
+    finally:
+        conn.close()
+
+
+def _catch_signals(signalled: list[str]) -> dict:
+    """SIGINT and SIGTERM appended to ``signalled`` by name (the main thread only: elsewhere none can
+    be caught); the handlers they had, to put back."""
+    def handler(signum, _frame):
+        # Only a list append here: Event.set() takes the lock that the Event.wait() this handler
+        # interrupts may hold at that moment, and would wait for itself forever.
+        signalled.append(signal.Signals(signum).name)
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
