@@ -34,6 +34,15 @@ _BLOCK_START = re.compile(
     r"(?P<fence>^[ \t]*(?:`{3,}|~{3,}))|(?P<atx>^ {0,3}#{1,6}(?:[ \t]|$))|(?P<row>^[ \t]*\|)"
     r"|(?P<item>^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S)"
 )
+
+
+def block_start(line: str) -> str | None:
+    """What ``line`` starts, when it starts an entry other than a paragraph: ``fence``, ``atx`` (a
+    heading), ``row`` or ``item``; else None."""
+    m = _BLOCK_START.match(line)
+    return m.lastgroup if m else None
+
+
 _ROW_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
 # A chat-log turn: after a quote or list marker (_LEAD), a bracketed stamp, or a short speaker name
 # and a colon after an optional date and time (_STAMP): "[09:14] Sam: ...", "Sam: ...", "**Sam**

@@ -313,14 +313,16 @@ def rank(
     hits: list[SearchHit] = []
     seen: list[tuple[str, ...]] = []  # what each hit's best passage says (``snippets.said``)
     # Files until the limit is reached, past those whose passage says what an earlier one does;
-    # their passage fields are read as they are needed: the files still wanted and one more (it may
-    # be a copy of one shown), in one read.
-    shown = [(f, _passage_chunks(plan, f)) for f in files]
-    read = 0
-    for i, (f, chunks) in enumerate(shown):
-        if fetch is not None and i >= read:
-            read = i + plan.limit - len(hits) + 1
-            fetch([c for _f, batch in shown[i:read] for c in batch])
+    # their passage chunks are chosen and their fields read as they are needed: the files still
+    # wanted and one more (it may be a copy of one shown), in one read.
+    chosen: list[list[_Candidate]] = []
+    for i, f in enumerate(files):
+        if i >= len(chosen):
+            batch = files[i: i + plan.limit - len(hits) + 1]
+            chosen += [_passage_chunks(plan, g) for g in batch]
+            if fetch is not None:
+                fetch([c for chunks in chosen[i:] for c in chunks])
+        chunks = chosen[i]
         passages, words = _passages(plan, f.path, chunks)
         best = passages[0]
         twin = next((n for n, other in enumerate(seen) if same_saying(words, other)), None)

@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .blocks import CODE, HEADING, ROW, TURN, TURN_MIN_WORDS, WORD, entries, is_table_rule, turn_text, word_count
+from .blocks import CODE, HEADING, ROW, TURN, TURN_MIN_WORDS, WORD, block_start, entries, is_table_rule, turn_text, word_count
 from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
@@ -39,8 +39,6 @@ MAX_SNIPPET = 700
 # to the other (none in another's place), this share of their word pairs in common (order counts:
 # "Anna owes Ben" is not "Ben owes Anna"), no number or negation among the words added.
 SAME_PAIRS = 0.8
-_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
-_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 _NEGATION = frozenset("not no never nothing none nobody nor cannot".split())
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 
@@ -420,9 +418,10 @@ def said(text: str) -> tuple[str, ...]:
     at 9" (``blocks.entries`` reads no list item as a turn)."""
     words: list[str] = []
     for line in text.lower().splitlines():
-        if _HEADING.match(line):
+        start = block_start(line)
+        if start == "atx":
             continue
-        rest = line if _LIST_ITEM.match(line) else turn_text(line)
+        rest = line if start == "item" else turn_text(line)
         words += WORD.findall(rest if word_count(rest) >= TURN_MIN_WORDS else line)
     return tuple(words)
 

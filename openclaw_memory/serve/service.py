@@ -54,11 +54,11 @@ if TYPE_CHECKING:  # loaded only when the service needs them (--http, live sync)
 
 DRAIN_S = 10.0  # how long a stop waits for requests in flight
 TAKEOVER_S = 30.0  # how long a new serve waits for a service whose socket was removed to stop
-SOCKET_GONE = "its socket was removed"
+SOCKET_GONE = "its socket was removed"  # why a service stopped by itself (ServiceSummary.stopped_by)
 # Connections served at once, a thread each (an MCP session or a client keeps one open, mostly
 # idle). Past it a new one is told so and closed, and its caller works in-process: without a bound
 # enough connections made the thread that accepts them fail to start another and stop accepting.
-MAX_CONNECTIONS = 256  # why a service stopped by itself (ServiceSummary.stopped_by)
+MAX_CONNECTIONS = 256
 
 
 @dataclass(frozen=True)
