@@ -4,6 +4,7 @@ file changed after its links were read is never overwritten, only named."""
 
 from __future__ import annotations
 
+import pytest
 import xxhash
 
 from conftest import settings_for, write
@@ -200,3 +201,82 @@ def test_a_rewrite_that_would_open_a_code_span_leaves_its_line_whole(workspace, 
         (1, "[[heron]]"), (1, "[h](../heron.md)"), (2, "[[heron]]")]
     assert [link.text for link in memory.links("memory/q`r.md").backlinks] == ["[[q`r]]"]
     assert len(memory.links("memory/other.md").backlinks) == 2
+
+
+# -- killed between the move and its last rewrite ------------------------------------------------------
+
+
+def make_linked_notes(workspace, count: int) -> dict[str, str]:
+    """``count`` notes, each linking to ``memory/hub.md`` in three forms, and the hub."""
+    notes = {f"memory/n{i}.md": f"# Note {i}\n\nSee [[hub]], [the hub](hub.md) and memory/hub.md.\n" for i in range(count)}
+    notes["memory/hub.md"] = "# Hub\n\nEverything starts here.\n"
+    notes["MEMORY.md"] = "# Memory\n"
+    for path, text in notes.items():
+        write(workspace / path, text)
+    return notes
+
+
+def killed_move(workspace, state_dir, step: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import env_for, fault
+
+    proc = subprocess.run([sys.executable, "-m", "openclaw_memory", "mv", "--update-links", "memory/hub.md",
+                           "memory/projects/heron.md"], cwd=workspace, capture_output=True, text=True,
+                          env=env_for(workspace, state_dir, **fault(f"{step}=kill")), timeout=120)
+    assert proc.returncode == -signal.SIGKILL, f"not killed at {step}: {proc.returncode}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("step,finisher", [("write:swapped", "doctor"), ("write:swapped", "mv"), ("mv:renamed", "doctor"),
+                                           ("mv:journaled", "doctor")])
+def test_a_move_killed_before_its_last_link_rewrite_is_finished_links_and_all(cli, workspace, state_dir, step, finisher):
+    """Killed after the first linking note's rewrite (``write:swapped``), after the rename
+    (``mv:renamed``) or before it (``mv:journaled``): doctor --fix, or the next mv, ends with every
+    link naming the note where it is; before, the rewrites were not journaled and the notes not yet
+    rewritten kept naming a path that held nothing."""
+    notes = make_linked_notes(workspace, 6)
+    assert cli("read", "memory/hub.md").returncode == 0
+    killed_move(workspace, state_dir, step)
+    moved = step != "mv:journaled"
+
+    plain = cli("doctor", "--json")
+    found = {f["id"] for f in plain.json()["findings"]}
+    assert "interrupted-move" in found, plain.stdout
+    if finisher == "doctor":
+        fixed = cli("doctor", "--fix", "--json")
+        assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+        (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-move"]
+        assert repair["status"] == ("completed" if moved else "rolled-back"), repair
+    else:
+        write(workspace / "memory" / "other.md", "# Other\n")
+        assert cli("read", "memory/other.md").returncode == 0
+        done = cli("mv", "memory/other.md", "memory/other2.md")
+        assert done.returncode == 0 and "finished the link rewrites" in done.stderr, done.stderr
+    assert cli("doctor").returncode == 0
+    assert cli("links", "--broken", "--json").json()["outgoing"] == []
+    where = "memory/projects/heron.md" if moved else "memory/hub.md"
+    assert (workspace / where).read_text() == notes["memory/hub.md"]
+    backlinks = cli("links", where, "--json").json()["backlinks"]
+    assert {b["source"] for b in backlinks} == {f"memory/n{i}.md" for i in range(6)}
+    assert len(backlinks) == 18
+    if moved:
+        text = (workspace / "memory" / "n5.md").read_text()
+        assert text == "# Note 5\n\nSee [[heron]], [the hub](projects/heron.md) and memory/projects/heron.md.\n"
+    else:
+        assert all((workspace / p).read_text() == t for p, t in notes.items())
+
+
+def test_a_note_edited_after_a_killed_move_is_left_as_edited_by_the_finish(cli, workspace, state_dir):
+    make_linked_notes(workspace, 3)
+    assert cli("read", "memory/hub.md").returncode == 0
+    killed_move(workspace, state_dir, "mv:renamed")
+    edited = "# Note 2\n\nRewritten by hand: [[hub]] is gone.\n"
+    write(workspace / "memory" / "n2.md", edited)
+    fixed = cli("doctor", "--fix", "--json").json()
+    assert [r["status"] for r in fixed["repairs"] if r["id"] == "interrupted-move"] == ["completed"]
+    assert (workspace / "memory" / "n2.md").read_text() == edited
+    assert "[[heron]]" in (workspace / "memory" / "n0.md").read_text()
+    # Only the hand edit's link names nothing (a warning of its own), never overwritten.
+    assert [(f["id"], f["paths"]) for f in fixed["remaining"]] == [("broken-links", ["memory/n2.md"])]

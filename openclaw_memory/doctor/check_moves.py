@@ -1,4 +1,5 @@
-"""Check and repair: a move or removal of a memory file that was interrupted (``mv`` or ``rm`` killed).
+"""Check and repair: a move or removal of a memory file that was interrupted (``mv`` or ``rm`` killed),
+and an ``mv --update-links`` killed before its last link rewrite (:mod:`openclaw_memory.links.pending`).
 
 The intent is in the state database (:mod:`openclaw_memory.history.fileops`); the repair finishes
 what got past its deciding step (the rename, the unlink) and undoes the rest
@@ -11,8 +12,9 @@ from collections.abc import Callable
 
 from ..errors import MemoryToolError, StateDamaged
 from ..fsutil.lock import lock_holder
-from ..history.fileops import UnreadableIntent, describe, read_intent
+from ..history.fileops import LINKS_STEP, UnreadableIntent, describe, read_intent
 from ..history.store import HistoryStore
+from ..links.pending import waiting_links
 from ..settings import Settings
 from ..types import RepairStatus
 from .model import CheckContext, Finding, Repair, RepairSpec
@@ -35,8 +37,12 @@ def check_interrupted_move(ctx: CheckContext) -> list[Finding]:
     holder = lock_holder(HistoryStore.for_settings(settings).write_lock_path)
     if holder is not None:
         return [Finding(ID, "warning", f"A {op.op} is running right now (pid {holder}): {describe(op)}.", False, paths)]
-    message = (f"An interrupted {describe(op)}.\nEvery byte is still reachable: the file is at one of its paths, "
-               f"and version {op.version[:12]} is in the history.\n{FIX_HINT}")
+    if op.step == LINKS_STEP:
+        message = (f"An interrupted {describe(op)}: links in up to {waiting_links(op)} file(s) may still name "
+                   f"{op.display}.\nEach rewrite is guarded: a note edited since is left as it is.\n{FIX_HINT}")
+    else:
+        message = (f"An interrupted {describe(op)}.\nEvery byte is still reachable: the file is at one of its paths, "
+                   f"and version {op.version[:12]} is in the history.\n{FIX_HINT}")
     return [Finding(ID, "error", message, True, paths, FIX_HINT)]
 
 
@@ -60,10 +66,10 @@ def finish_journaled(settings: Settings, finding: Finding, recover: Callable[[],
 
 
 def finish_move(settings: Settings, finding: Finding) -> Repair:
-    from ..history.moves import recover_pending
+    from ..links.pending import finish_pending_rewrites
 
     def recover() -> tuple[RepairStatus, str] | None:
-        done = recover_pending(settings)
+        done = finish_pending_rewrites(settings)  # the move or removal, then a move's link rewrites
         return None if done is None else ("completed" if done[0] else "rolled-back", done[1])
 
     return finish_journaled(settings, finding, recover, "move or removal")

@@ -2,7 +2,8 @@
 
 One row of the state database's ``file_ops`` table, committed (synced) before the move's rename
 or the removal's unlink, moved on at each later step and dropped in the same transaction as the
-history records the outcome. Every mover holds the workspace's write lock, so there is at most one:
+history records the outcome; a move that rewrites links (``mv --update-links``) is moved on to
+:data:`LINKS_STEP` there instead, and dropped after its last rewrite (:mod:`openclaw_memory.links.pending`). Every mover holds the workspace's write lock, so there is at most one:
 a row found while nobody holds the lock is an operation that was killed, which
 :func:`~.moves.finish_pending` (``doctor --fix``, or the next ``mv``/``rm``) finishes or undoes.
 """
@@ -19,6 +20,8 @@ from ..database import Database
 
 MOVE_OP: Literal["move"] = "move"
 REMOVE_OP: Literal["remove"] = "remove"
+# A move the history has recorded, whose links (FileOp.links) are not all rewritten yet.
+LINKS_STEP = "links"
 
 
 class UnreadableIntent(ValueError):
@@ -46,6 +49,8 @@ class FileOp:
     replaced_mode: tuple[int, int, int] | None = None
     agent: str = ""
     session: str = ""
+    # mv --update-links: the backlinks to rewrite after the move, as links.pending writes them (None: no rewrite).
+    links: list | None = None
     pid: int = 0
     started: float = 0.0
 
@@ -77,4 +82,7 @@ def clear_intent(data_dir) -> None:
 def describe(op: FileOp) -> str:
     """One sentence: what it was doing and how far it got."""
     what = (f"move of {op.display} to {op.target_display}" if op.op == MOVE_OP else f"removal of {op.display}")
+    if op.step == LINKS_STEP:
+        return (f"{what} (version {op.version[:12]}), moved but interrupted before its links naming {op.display} "
+                f"were all rewritten (pid {op.pid})")
     return f"{what} (version {op.version[:12]}), interrupted at step '{op.step}' (pid {op.pid})"

@@ -38,7 +38,7 @@ from ..fsutil.atomic import temp_stem
 from ..fsutil.move import SourceKept, asides_of, link_noreplace, remove_if_holds, safe_move
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..wire import key
-from .fileops import MOVE_OP, REMOVE_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
+from .fileops import LINKS_STEP, MOVE_OP, REMOVE_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
 from .guard import HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
 from .placing import kept_stat, make_folder, open_current, remove_made_folders
 from .states import ReadRecords
@@ -97,9 +97,11 @@ class RemoveResult:
 
 
 def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = False,
-                     expect: str | None = None) -> MoveResult:
+                     expect: str | None = None, links: list | None = None) -> MoveResult:
     """Move the memory file ``src`` to ``dst`` (see the module docstring). ``force`` replaces a file
-    at ``dst`` (archived as ``rm`` archives) and allows moving a startup root file."""
+    at ``dst`` (archived as ``rm`` archives) and allows moving a startup root file. ``links``: the
+    backlinks to rewrite after it (:mod:`openclaw_memory.links.pending`), kept in its intent,
+    which then stays at :data:`~.fileops.LINKS_STEP` once the move is recorded."""
     workspace = str(settings.workspace)
     source = resolve_memory_path(src, workspace, settings.extra_paths)
     target = resolve_memory_path(dst, workspace, settings.extra_paths)
@@ -112,12 +114,13 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         earlier = finish_pending(settings)
-        result = translated(store, source, "moved", lambda: _move(settings, store, records, source, target, force, expected))
+        result = translated(store, source, "moved",
+                            lambda: _move(settings, store, records, source, target, force, expected, links))
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
 def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source: ResolvedPath, target: ResolvedPath,
-          force: bool, expected: str | None) -> MoveResult:
+          force: bool, expected: str | None, links: list | None) -> MoveResult:
     src_folder, fd, current = open_current(source)
     dst_folder: Folder | None = None
     existed: int | None = None
@@ -139,7 +142,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
                 target.display, replaced.version if replaced else None, replaced.size if replaced else None,
                 mark=_last_row(store), agent=records.agent, session=records.session or "", mode=mode,
-                replaced_mode=replaced_mode))
+                replaced_mode=replaced_mode, links=links))
         faults.reach("mv:journaled")
         if replaced is not None:
             _archive_replaced(store, dst_folder, target, op)
@@ -237,7 +240,10 @@ def _record_move(store: HistoryStore, op: FileOp) -> None:
         store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode))
         conn.execute("DELETE FROM reads WHERE path = ?", (dst,))  # of a file --force replaced: another file's
         conn.execute("UPDATE reads SET path = ? WHERE path = ?", (dst, src))
-        clear_intent(store.data_dir)
+        if op.links:  # the rewrites follow: the intent stays until the last (links.pending)
+            write_intent(store.data_dir, replace(op, step=LINKS_STEP))
+        else:
+            clear_intent(store.data_dir)
 
 
 # -- remove ----------------------------------------------------------------------------------------
@@ -370,14 +376,19 @@ def finish_pending(settings: Settings) -> str | None:
     """Finish or undo the move or removal a killed process left, before another begins (the caller
     holds the write lock); a sentence on what was done, None when there was none. One that cannot
     be finished now stops the new one (its record must not be replaced)."""
+    done = finish_pending_op(settings)
+    return done[1] if done is not None else None
+
+
+def finish_pending_op(settings: Settings) -> tuple[bool, str] | None:
+    """:func:`finish_pending`, saying whether it finished (True) or undid (False) the operation."""
     try:
-        done = recover_pending(settings)
+        return recover_pending(settings)
     except (MemoryToolError, OSError) as exc:
         why = exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
         op = read_intent(settings.data_dir)
         raise MemoryToolError(f"an interrupted {describe(op) if op else 'move or removal'} could not be finished ({why}); "
                               "nothing else was moved or removed: fix that and run `openclaw-memory doctor --fix`") from None
-    return done[1] if done is not None else None
 
 
 def recover_pending(settings: Settings) -> tuple[bool, str] | None:
@@ -394,6 +405,9 @@ def recover_pending(settings: Settings) -> tuple[bool, str] | None:
 
 def _recover(settings: Settings, store: HistoryStore, op: FileOp) -> tuple[bool, str]:
     """(finished, what was done): the files say how far ``op`` got."""
+    if op.step == LINKS_STEP:  # moved and recorded; what is left is the rewrites', never to be dropped here
+        raise MemoryToolError("the links naming its old path are not all rewritten: `openclaw-memory doctor --fix` "
+                              "rewrites them")
     workspace, extra = str(settings.workspace), settings.extra_paths
     source = resolve_memory_path(op.path, workspace, extra)
     if op.op == REMOVE_OP:

@@ -30,12 +30,12 @@ from ..errors import MemoryToolError
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
 from ..history.moves import LinkLeft
 from ..history.store import HistoryStore
+from ..history.writes import write
 from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, line_links, markdown_destination
 from .report import link_state, may_name, names
 from .resolve import AMBIGUOUS, LinkTarget
 
 if TYPE_CHECKING:
-    from ..memory.local import LocalMemory
     from ..settings import Settings
     from .resolve import Resolver
 
@@ -67,11 +67,11 @@ def links_before(settings: Settings, abs_path: str) -> list[Backlink]:
     return out
 
 
-def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: str, destination: str
+def rewrite_backlinks(settings: Settings, backlinks: list[Backlink], source: str, destination: str
                       ) -> tuple[tuple[str, ...], tuple[LinkLeft, ...]]:
     """Rewrite ``backlinks`` (found before the move of ``source`` to ``destination``, absolute
-    paths): the files rewritten, and the links left with why."""
-    settings = memory.settings
+    paths), each file by one guarded write as ``settings``' agent and session: the files
+    rewritten, and the links left with why."""
     state = link_state(settings)
     by_file: dict[str, list[Backlink]] = {}
     updated: list[str] = []
@@ -88,7 +88,7 @@ def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: st
         named = {b.names: state.resolver.targets.get(destination if b.names == source else b.names) for b in links}
         gone = [b for b in links if named[b.names] is None]
         left.extend(LinkLeft(shown, b.link.line, b.link.text, "the file it names is no memory file now") for b in gone)
-        done, why = _rewrite_file(memory, roots, path, shown, [b for b in links if b not in gone], state.resolver,
+        done, why = _rewrite_file(settings, roots, path, shown, [b for b in links if b not in gone], state.resolver,
                                   {name: t for name, t in named.items() if t is not None})
         left.extend(why)
         if done:
@@ -96,7 +96,7 @@ def rewrite_backlinks(memory: LocalMemory, backlinks: list[Backlink], source: st
     return tuple(updated), tuple(left)
 
 
-def _rewrite_file(memory: LocalMemory, roots: tuple[str, ...], path: str, shown: str, links: list[Backlink],
+def _rewrite_file(settings: Settings, roots: tuple[str, ...], path: str, shown: str, links: list[Backlink],
                   resolver: Resolver, named: dict[str, LinkTarget]) -> tuple[bool, list[LinkLeft]]:
     left = [LinkLeft(shown, b.link.line, b.link.text, f"may name another file: {b.ambiguous}") for b in links if b.ambiguous]
     wanted: dict[int, list[tuple[ParsedLink, LinkTarget]]] = {}
@@ -110,7 +110,7 @@ def _rewrite_file(memory: LocalMemory, roots: tuple[str, ...], path: str, shown:
     if content is None or xxhash.xxh3_128_hexdigest(content) != version:
         why = "it changed after its links were read; not rewritten" if content is not None else "it cannot be read"
         return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
-    objects = HistoryStore.for_settings(memory.settings).objects
+    objects = HistoryStore.for_settings(settings).objects
     if not objects.fits(len(content)):  # the rewrite would replace bytes no `restore` could bring back
         why = (f"it is too big for the history to keep what it holds now ({len(content):,} bytes; at most "
                f"[history] max_bytes / 8, {objects.max_bytes // 8:,}); not rewritten")
@@ -130,7 +130,7 @@ def _rewrite_file(memory: LocalMemory, roots: tuple[str, ...], path: str, shown:
     if not changed:
         return False, left
     try:
-        memory.write(shown, content="\n".join(lines), expect=version, update_index=False, tool="write")
+        write(settings, shown, content="\n".join(lines), expect=version)  # the caller updates the index
     except MemoryToolError as exc:
         return False, [*left, *(LinkLeft(shown, link.line, link.text, f"not rewritten: {exc.message}")
                                 for ls in wanted.values() for link, _ in ls)]

@@ -34,19 +34,13 @@ def restore(memory: LocalMemory, path: str, version: str | None = None, last: bo
 
 def move(memory: LocalMemory, source: str, destination: str, force: bool = False, expect: str | None = None,
          update_index: bool = True, update_links: bool = False) -> MoveResult:
-    from ..files.read import resolve_memory_path
-    from ..history.moves import move_memory_file
-    from ..links.rewrite import links_before, rewrite_backlinks
+    from ..history import moves
+    from ..links import pending
 
-    settings = memory.settings
-    # The backlinks are read before the move: afterwards the links name nothing, so nothing finds them.
-    src = resolve_memory_path(source, str(settings.workspace), settings.extra_paths).abs_path if update_links else ""
-    backlinks = links_before(settings, src) if update_links else []
-    result = move_memory_file(settings, source, destination, force=force, expect=expect)
-    if backlinks:
-        dst = resolve_memory_path(result.path, str(settings.workspace), settings.extra_paths).abs_path
-        updated, left = rewrite_backlinks(memory, backlinks, src, dst)
-        result = replace(result, links_updated=updated, links_not_updated=left)
+    # With --update-links, the move and its rewrites are one journaled operation (links.pending).
+    result = pending.move(memory.settings, source, destination, update_links,
+                          lambda links: moves.move_memory_file(memory.settings, source, destination, force=force,
+                                                               expect=expect, links=links))
     paths = (result.source, result.path, *(p for p in result.links_updated if p != result.path))
     return replace(result, index=index_update(memory, update_index=update_index, paths=paths))
 
@@ -54,8 +48,14 @@ def move(memory: LocalMemory, source: str, destination: str, force: bool = False
 def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | None = None,
            update_index: bool = True) -> RemoveResult:
     from ..history.moves import remove_memory_file
+    from ..history.store import HistoryStore
+    from ..links.pending import finish_pending_rewrites
 
-    result = remove_memory_file(memory.settings, path, force=force, expect=expect)
+    with HistoryStore.for_settings(memory.settings).write_lock():
+        earlier = finish_pending_rewrites(memory.settings)  # an interrupted move's, links and all, first
+        result = remove_memory_file(memory.settings, path, force=force, expect=expect)
+    if earlier:
+        result = replace(result, warnings=(earlier[1], *result.warnings))
     return replace(result, index=index_update(memory, update_index=update_index, paths=(result.path,)))
 
 

@@ -28,6 +28,7 @@ from ..history.moves import finish_pending, remove_memory_file
 from ..history.states import ReadRecords
 from ..history.store import HistoryStore
 from ..history.versions import REMOVE, RESTORE
+from ..links.pending import finish_pending_rewrites
 from ..settings import Settings
 from ..wire import key
 from .journal import Intent, Step, UnreadableRollback, clear_intent, describe, read_intent, write_intent
@@ -76,9 +77,9 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
     notes: list[str] = []
     with store.write_lock():
         if not dry_run:
-            earlier = recover_pending(settings)
-            notes += [earlier] if earlier else []
-            notes += [moved] if (moved := finish_pending(settings)) else []
+            moved = finish_pending_rewrites(settings)  # an interrupted move's (links and all) or removal's first
+            notes += [moved[1]] if moved else []
+            notes += [earlier] if (earlier := recover_pending(settings)) else []
         elif (waiting := pending(settings)) is not None:
             notes.append(f"an interrupted {describe(waiting)} is waiting: the files are shown as they are now, "
                          "before it is finished (the rollback, or `openclaw-memory doctor --fix`, finishes it first)")

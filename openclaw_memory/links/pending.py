@@ -1,0 +1,101 @@
+"""``mv --update-links`` as one journaled operation: killed between its move and its last rewrite,
+it is finished, links and all.
+
+The rewrites follow the move, each its own guarded write. They used to be outside the move's
+intent, so a process killed between them left the note moved and the links of the notes not yet
+rewritten naming a path that held nothing, which neither ``doctor --fix`` nor the next ``mv``
+finished. Now the backlinks (each with the content hash its links were read from) ride in the
+move's intent (:class:`~openclaw_memory.history.fileops.FileOp` ``links``), committed before the
+rename; the transaction that records the move moves the intent on to
+:data:`~openclaw_memory.history.fileops.LINKS_STEP` instead of dropping it, and it is dropped after
+the last rewrite. The write lock is held from the reading of the links to that last rewrite, so an
+intent found while nobody holds it is one a killed process left.
+
+:func:`finish_pending_rewrites` (``doctor --fix``, the next ``mv``, ``rm`` or ``rollback``) lets the
+move's own recovery finish or undo the move first: undone, the intent goes with it (no link is
+rewritten before the move); finished, the rewrites run from the intent, each still guarded by the
+version its links were read from, so a note the killed run rewrote already, or someone edited
+since, is left as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..files.read import resolve_memory_path
+from ..history.fileops import LINKS_STEP, FileOp, UnreadableIntent, clear_intent, read_intent
+from ..history.moves import finish_pending_op
+from ..history.store import HistoryStore
+from .parse import ParsedLink
+from .rewrite import Backlink, links_before, rewrite_backlinks
+
+if TYPE_CHECKING:
+    from ..history.moves import MoveResult
+    from ..settings import Settings
+
+
+def move(settings: Settings, source: str, destination: str, update_links: bool,
+         move_file: Callable[[list | None], MoveResult]) -> MoveResult:
+    """``move_file(links)`` (the move of ``source`` to ``destination``, the backlinks to rewrite in its
+    intent), then with ``update_links`` the links that named the note rewritten; an interrupted
+    move's rewrites are finished first, whichever move this is."""
+    store = HistoryStore.for_settings(settings)
+    with store.write_lock():  # one mover from the reading of the links to the last rewrite
+        earlier = finish_pending_rewrites(settings)
+        result = _move_and_rewrite(settings, source, destination, move_file) if update_links else move_file(None)
+    return replace(result, warnings=(earlier[1], *result.warnings)) if earlier else result
+
+
+def _move_and_rewrite(settings: Settings, source: str, destination: str,
+                      move_file: Callable[[list | None], MoveResult]) -> MoveResult:
+    workspace, extra = str(settings.workspace), settings.extra_paths
+    src = resolve_memory_path(source, workspace, extra).abs_path
+    # Read before the move: afterwards the links name nothing, so nothing finds them.
+    backlinks = links_before(settings, src)
+    result = move_file([_dump(b) for b in backlinks] or None)
+    op = read_intent(settings.data_dir)
+    if op is None or op.step != LINKS_STEP:
+        return result  # none to rewrite, or the move is not recorded yet (it said so): doctor --fix goes on
+    updated, left = rewrite_backlinks(settings, backlinks, src, resolve_memory_path(result.path, workspace, extra).abs_path)
+    clear_intent(settings.data_dir)
+    return replace(result, links_updated=updated, links_not_updated=left)
+
+
+def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
+    """Finish or undo the move or removal a killed process left, then the moved note's link rewrites
+    (the caller holds the write lock): (finished, what was done), None when nothing was left."""
+    try:
+        op = read_intent(settings.data_dir)
+    except UnreadableIntent:
+        op = None  # the move's own recovery drops it
+    moved = None
+    if op is None or op.step != LINKS_STEP:
+        moved = finish_pending_op(settings)  # finished, a move with links is at LINKS_STEP now
+        op = read_intent(settings.data_dir)
+        if op is None or op.step != LINKS_STEP:
+            return moved
+    assert op.links is not None and op.target is not None
+    as_it = settings.with_agent(op.agent).with_session(op.session or None) if op.agent else settings
+    updated, left = rewrite_backlinks(as_it, [_load(b) for b in op.links], op.path, op.target)
+    clear_intent(settings.data_dir)
+    kept = f"; {len(left)} link(s) left as they are (`openclaw-memory links --broken` lists those naming nothing)" if left else ""
+    first = f"{moved[1]}; " if moved else ""
+    return True, (f"{first}finished the link rewrites of the interrupted move of {op.display} to {op.target_display}: "
+                  f"{len(updated)} file(s) rewritten now (a file rewritten before the kill, or edited since, is "
+                  f"left as it is){kept}")
+
+
+def waiting_links(op: FileOp) -> int:
+    """How many files an interrupted move still has links to rewrite in, at most."""
+    return len({b[0] for b in op.links or ()})
+
+
+def _dump(b: Backlink) -> list:
+    return [b.source, list(b.link), b.version, b.ambiguous, b.names]
+
+
+def _load(data: list) -> Backlink:
+    source, link, version, ambiguous, names = data
+    return Backlink(source, ParsedLink(*link), version, ambiguous, names)
