@@ -23,6 +23,7 @@ from . import (
     check_index,
     check_journal,
     check_links,
+    check_locks,
     check_moves,
     check_openclaw,
     check_rollback,
@@ -38,11 +39,11 @@ from .journal import doctor_lock
 from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
-CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_root.CHECKS,
+CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS, *check_root.CHECKS,
           *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
           *check_links.CHECKS)
-REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **repair_root.REPAIRS,
+REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS, **repair_root.REPAIRS,
            **repair_index.REPAIRS}
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import threading
 import time
 from collections import Counter
@@ -114,9 +116,52 @@ class FileLock:
         self.release()
 
 
+# What an open of the lock file answers when something else is at its path: a symbolic link
+# (O_NOFOLLOW), a folder, a socket.
+_NOT_A_FILE = (errno.ELOOP, errno.EISDIR, errno.ENXIO)
+
+
 def _open_private(path: str) -> int:
     """The lock file, owner-only (0600, never through a symlink): a user who could open it could
-    flock it, and so hold every writer of this workspace waiting."""
+    flock it, and so hold every writer of this workspace waiting. A link, folder or socket at its
+    path (a bad restore, a person's mistake) holds no lock of anyone's, since nothing can open it
+    as one: it is set aside under the data dir's ``damaged/`` (never deleted) and the lock file
+    made anew, as for any lock file, which only ever holds a pid."""
+    try:
+        return _open_lock_file(path)
+    except OSError as exc:
+        if exc.errno not in _NOT_A_FILE or not set_aside_odd_lock(path):
+            raise
+    return _open_lock_file(path)
+
+
+def set_aside_odd_lock(path: str) -> bool:
+    """Move what is at the lock path ``path`` under the data dir's ``damaged/`` when it is not a
+    regular file (or a FIFO, which opens and locks as one); True when nothing odd is there now.
+
+    Under an exclusive flock of the folder, so two processes finding the same thing never both
+    move something: the second looks again and finds the lock file the first one made (moving
+    that would take a held lock from under its holder)."""
+    from .setaside import data_dir_above, set_aside
+
+    data_dir = data_dir_above(path)
+    if data_dir is None:
+        return False
+    folder = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return True
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            set_aside(data_dir, path)
+        return True
+    finally:
+        os.close(folder)
+
+
+def _open_lock_file(path: str) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         st = os.fstat(fd)

@@ -16,6 +16,17 @@ from pathlib import Path
 from .private import make_dirs
 
 DAMAGED_DIR = "damaged"
+# Where every data dir lives: ``<state dir>/openclaw-memory/workspaces/<name>/`` (settings.Settings.data_dir).
+_DATA_DIRS = ("openclaw-memory", "workspaces")
+
+
+def data_dir_above(path: str | os.PathLike[str]) -> Path | None:
+    """The data dir ``path`` lies in (the folder right under ``openclaw-memory/workspaces/``), or
+    None when it lies in none."""
+    for folder in Path(path).parents:
+        if (folder.parent.parent.name, folder.parent.name) == _DATA_DIRS:
+            return folder
+    return None
 
 
 def _new_place(data_dir: Path, rel: str) -> Path:

@@ -1,0 +1,85 @@
+"""The lock files of the data dir: something other than a file at a lock's path.
+
+A lock file only ever holds its holder's pid, but a folder, a symbolic link or a socket at its
+path (a bad restore, a person's mistake) cannot be opened as one. The next command that takes
+that lock sets it aside itself (:func:`~openclaw_memory.fsutil.lock.set_aside_odd_lock`); plain
+doctor names it before then, and ``--fix`` does the same as that command, under the folder's
+flock, never deleting it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..settings import Settings
+from .model import CheckContext, Finding, Repair, RepairSpec
+
+ID = "lock-not-a-file"
+
+# The folders of the data dir that hold lock files, and which of their names are locks.
+_LOCK_FOLDERS = ((".", ("write.lock", "doctor.lock")), ("service", ("lock",)), ("watch", None), ("index/locks", None))
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+
+
+def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
+    """(path, what is there) for each lock path of ``data_dir`` that holds something a lock file
+    cannot be opened as (a FIFO opens and locks as a file does)."""
+    found = []
+    for folder, names in _LOCK_FOLDERS:
+        where = os.path.join(data_dir, folder)
+        try:
+            entries = os.listdir(where) if names is None else names
+        except OSError:
+            continue  # no such folder: no lock taken there yet
+        for name in sorted(entries):
+            if names is None and not name.endswith(".lock"):
+                continue
+            path = os.path.normpath(os.path.join(where, name))
+            try:
+                kind = stat.S_IFMT(os.lstat(path).st_mode)
+            except OSError:
+                continue
+            if kind in _KINDS:
+                what = _KINDS[kind]
+                if kind == stat.S_IFLNK:
+                    what += f" to {os.readlink(path)}"
+                found.append((path, what))
+    return found
+
+
+def check_locks(ctx: CheckContext) -> list[Finding]:
+    found = odd_locks(ctx.settings.data_dir)
+    if not found:
+        return []
+    listing = "\n".join(f"- {path}: {what}" for path, what in found)
+    return [Finding(
+        ID,
+        "warning",
+        f"Where openclaw-memory keeps a lock file is something that cannot be locked:\n{listing}\n"
+        "The next command that takes that lock, or `openclaw-memory doctor --fix`, moves it under the state dir's "
+        "damaged/ folder (never deleting it) and makes the lock file anew.",
+        True,
+        tuple(path for path, _ in found),
+    )]
+
+
+def _set_aside(settings: Settings, finding: Finding) -> Repair:
+    from ..fsutil.lock import set_aside_odd_lock
+
+    moved = []
+    try:
+        for path, what in odd_locks(settings.data_dir):  # looked at again: a command may have set it aside since
+            set_aside_odd_lock(path)
+            moved.append(f"{path} ({what})")
+    except OSError as exc:
+        return Repair(finding.id, "set aside", "failed", f"{exc.strerror or exc} ({exc.filename or ''})", finding.paths)
+    detail = (f"moved under damaged/: {'; '.join(moved)}; each lock file is made anew when next taken" if moved
+              else "every lock path holds a lock file again; nothing to do")
+    return Repair(finding.id, "set aside", "done", detail, finding.paths)
+
+
+CHECKS = [check_locks]
+REPAIRS = {ID: RepairSpec("set aside", lambda f: "Move what is at a lock file's path aside (kept under damaged/)", _set_aside)}
