@@ -687,6 +687,41 @@ def test_a_state_db_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace, 
     assert _versions(cli_process) >= 1
 
 
+def test_a_state_db_that_is_a_link_to_a_database_is_never_opened_and_fix_keeps_its_rows(workspace, state_dir, tmp_path,
+                                                                                         cli_process):
+    """SQLite opened the file the link named and kept its -wal and -shm beside that file, outside the
+    owner-only data dir, where nothing checked the WAL."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for i in range(3):
+        _edit(cli_process, f"line {i}", IN_PROCESS)
+    count = _versions(cli_process)
+    db = _data_dir(state_dir) / "state.db"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "state.db"
+    os.rename(db, target)
+    db.symlink_to(target)
+    before = target.read_bytes()
+    plain = cli_process("doctor", "--json")
+    _clean(plain)
+    assert "state-db-not-a-file" in {f["id"] for f in plain.json()["findings"]}, plain.stdout
+    for args in (("history", "MEMORY.md"), ("write", "MEMORY.md", "--append", "more", "--no-index")):
+        refused = cli_process(*args)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "symbolic link" in refused.stderr and "doctor --fix" in refused.stderr, refused.stderr
+    assert sorted(os.listdir(elsewhere)) == ["state.db"]  # no -wal or -shm made beside it
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-not-a-file"]
+    assert repair["status"] == "done" and "every row was recovered" in repair["detail"], repair
+    assert target.read_bytes() == before  # the file it named is left as it is
+    (kept,) = (_data_dir(state_dir) / "damaged").glob("*/state.db")
+    assert os.readlink(kept) == str(target)  # the link itself, moved
+    assert db.is_file() and not db.is_symlink()
+    assert _versions(cli_process) == count
+    assert _findings(cli_process) <= {"memory-system-not-found"}
+
+
 @pytest.mark.parametrize("suffix,make", [("-wal", _folder), ("-shm", _fifo)], ids=["wal folder", "shm fifo"])
 def test_a_companion_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace, state_dir, cli_process, suffix, make):
     """A folder at the -wal failed every rebuild ("Is a directory"); a FIFO at the -shm made every

@@ -44,8 +44,12 @@ _KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFDIR: "a folder", stat.S_
 
 
 def not_a_file(path: str) -> str | None:
-    """What ``path`` is when SQLite must not open it (anything but a regular file, or a link to
-    one); None for a regular file, or nothing at all."""
+    """What ``path`` is when SQLite must not open it (anything but a regular file); None for a
+    regular file, or nothing at all.
+
+    A symbolic link is never opened, even to a database: SQLite keeps the ``-wal`` and ``-shm``
+    beside the file the link names, outside the owner-only data dir and away from the ones this
+    module checks, so the committed transactions in that WAL would go unchecked."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -54,11 +58,16 @@ def not_a_file(path: str) -> str | None:
         return f"something that cannot be looked at ({exc.strerror or exc})"
     if stat.S_ISLNK(st.st_mode):
         try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+            target = os.readlink(path)
         except OSError as exc:
-            return f"a symbolic link that cannot be followed ({exc.strerror or exc})"
+            return f"a symbolic link that cannot be read ({exc.strerror or exc})"
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            return f"a symbolic link to {target}, which does not exist"
+        except OSError as exc:
+            return f"a symbolic link to {target}, which cannot be followed ({exc.strerror or exc})"
+        return f"a symbolic link to {target}"
     if stat.S_ISREG(st.st_mode):
         return None
     return _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
@@ -66,7 +75,8 @@ def not_a_file(path: str) -> str | None:
 
 def odd_companions(path: str) -> list[tuple[str, str]]:
     """(companion, what it is) for each of the ``-wal`` and ``-shm`` beside ``path`` that is not a
-    regular file: SQLite would fail on it with "disk I/O error" at every open (or block on a FIFO)."""
+    regular file: SQLite would fail on it with "disk I/O error" at every open (or block on a FIFO,
+    or read and write the file a link names)."""
     found = []
     for suffix in ("-wal", "-shm"):
         what = not_a_file(path + suffix)

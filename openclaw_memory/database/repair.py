@@ -28,7 +28,7 @@ from pathlib import Path
 import xxhash
 
 from ..fsutil.setaside import set_aside
-from .companions import SQLITE_MAGIC, not_a_file, wal_damage
+from .companions import SQLITE_MAGIC, wal_damage
 from .connection import Database, forget_connections, peek
 from .schema import SCHEMA_VERSION, create
 
@@ -98,12 +98,13 @@ def rebuild(db: Database) -> Salvage:
     import tempfile
 
     forget_connections()  # before any copy: closing a descriptor of the file would drop their locks
-    if not_a_file(db.path) is not None or not os.path.isfile(db.path):
+    if not os.path.isfile(db.path):  # (a link to a database is read through, below, and set aside as a link)
         return Salvage(set_aside_files(db), {}, {})  # nothing to read: what was there is kept as it was
-    wal_lost = wal_damage(db.path, full=True)  # committed frames its index names that no copy can read
+    source = os.path.realpath(db.path)  # a link's database keeps its WAL beside the file it names
+    wal_lost = wal_damage(source, full=True)  # committed frames its index names that no copy can read
     scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
     try:
-        copy = _scratch_copy(Path(db.path), scratch)  # first: a copy that fails (a full disk) moves nothing
+        copy = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
         moved = set_aside_files(db)
         with db.transaction() as target:
             lost = _copy_all(copy, target)

@@ -57,6 +57,18 @@ def check_database(ctx: CheckContext) -> list[Finding]:
 
     db = Database(ctx.settings.data_dir)
     what = not_a_file(db.path)  # never opened: a FIFO would block the open forever
+    if what is not None and os.path.isfile(db.path):
+        return [Finding(
+            STATE_DB_NOT_A_FILE,
+            "error",
+            f"The state database's path holds {what}, not the database itself: {db.path}.\n"
+            "SQLite would keep the database's write-ahead log beside that file, outside the state dir, where nothing "
+            "checks it; no command opens it. `openclaw-memory doctor --fix` moves the link under the state dir's "
+            "damaged/ folder (the file it names is left as it is) and builds a new state database from every row "
+            "that file holds.",
+            True,
+            (db.path,),
+        )]
     if what is not None:
         return [Finding(
             STATE_DB_NOT_A_FILE,

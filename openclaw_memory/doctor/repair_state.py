@@ -28,6 +28,7 @@ from .model import Finding, Repair, RepairSpec
 from .place import place_no_replace
 
 if TYPE_CHECKING:
+    from ..database.repair import Salvage
     from ..settings import Settings
 
 
@@ -68,17 +69,21 @@ def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
             salvage = rebuild(db)
     except (MemoryToolError, OSError) as exc:
         return _failed(finding, "rebuild", exc)
+    detail = f"set the damaged database aside at {salvage.set_aside}; {_held(salvage)}"
+    return Repair(finding.id, "rebuild", "done", detail, tuple(str(p) for p in (salvage.set_aside,) if p))
+
+
+def _held(salvage: Salvage) -> str:
+    """What the new database holds of the old one, and what could not be recovered."""
     kept = ", ".join(f"{n} {table}" for table, n in salvage.recovered.items() if n) or "nothing"
     lost = "; ".join(f"{table}: {why}" for table, why in salvage.lost.items())
-    detail = f"set the damaged database aside at {salvage.set_aside}; the new one holds {kept}"
-    detail += f". Could not be recovered: {lost}" if lost else "; every row was recovered"
-    return Repair(finding.id, "rebuild", "done", detail, tuple(str(p) for p in (salvage.set_aside,) if p))
+    return f"the new one holds {kept}" + (f". Could not be recovered: {lost}" if lost else "; every row was recovered")
 
 
 def _set_aside_database(settings: Settings, finding: Finding) -> Repair:
     from ..database import Database
     from ..database.companions import not_a_file
-    from ..database.repair import set_aside_files
+    from ..database.repair import rebuild, set_aside_files
     from ..history.store import HistoryStore
 
     db = Database(settings.data_dir)
@@ -88,6 +93,11 @@ def _set_aside_database(settings: Settings, finding: Finding) -> Repair:
             if what is None:
                 return Repair(finding.id, "set aside", "done", "the state database's path holds a file again; nothing to do",
                               finding.paths)
+            if os.path.isfile(db.path):  # a link to a file: the new database gets every row that file yields
+                salvage = rebuild(db)
+                return Repair(finding.id, "set aside", "done",
+                              f"moved {what} to {salvage.set_aside} (the file it names is left as it is); {_held(salvage)}",
+                              tuple(str(p) for p in (salvage.set_aside,) if p))
             moved = set_aside_files(db)
     except (MemoryToolError, OSError) as exc:
         return _failed(finding, "set aside", exc)
