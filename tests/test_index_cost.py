@@ -50,7 +50,7 @@ class Counted:
 
     def __init__(self, monkeypatch):
         self.calls: dict[str, list] = {}
-        for name in ("scan_workspace", "read_version", "load_manifest", "load_known", "lookup_chunks", "chunk_map"):
+        for name in ("scan_workspace", "read_version", "load_manifest", "diff_known", "lookup_chunks", "chunk_map"):
             self._wrap(monkeypatch, sync_module, name)
         entries = self.calls.setdefault("FileEntry", [])
         real_init = FileEntry.__init__
@@ -86,7 +86,7 @@ def test_a_write_reads_hashes_and_loads_only_the_file_it_wrote(memory, workspace
     result = memory.write(target, append="- the sailing club meets on Thursdays")
     assert result.index is not None and result.index.updated and result.index.sync is not None
     assert result.index.sync.files_changed == 1 and result.index.sync.files_scanned == 1
-    assert counted["scan_workspace"] == [] and counted["load_known"] == [] and counted["load_manifest"] == []
+    assert counted["scan_workspace"] == [] and counted["diff_known"] == [] and counted["load_manifest"] == []
     assert counted["read_version"] == [str(workspace / target)]  # read and hashed: the written file alone
     # Its manifest row, and the entry made of what was read: nothing of the other 200 files.
     assert set(counted["FileEntry"]) == {str(workspace / target)}

@@ -64,7 +64,6 @@ from .manifest import (
     diff_known,
     is_dirty,
     load_entries,
-    load_known,
     load_manifest,
     load_manifest_head,
     lookup_chunks,
@@ -417,7 +416,7 @@ class _Sync:
             old.files = whole.files if whole is not None else {}
             diff = diff_files(old, files)
         elif old is not None:
-            diff = diff_known(load_known(data_dir, c.name), files)
+            diff = diff_known(data_dir, c.name, files)
             old.files = load_entries(data_dir, c.name, [f.path for f in diff.suspects] + diff.removed)
         else:
             diff = diff_files(None, files)
