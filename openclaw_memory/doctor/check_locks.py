@@ -1,7 +1,8 @@
 """The lock files of the data dir: something other than a file at a lock's path.
 
 A lock file only ever holds its holder's pid, but a folder, a symbolic link or a socket at its
-path (a bad restore, a person's mistake) cannot be opened as one. The next command that takes
+path (a bad restore, a person's mistake) cannot be opened as one, and a FIFO blocks whoever opens
+it to read who holds it. The next command that takes
 that lock sets it aside itself (:func:`~openclaw_memory.fsutil.lock.set_aside_odd_lock`); plain
 doctor names it before then, and ``--fix`` does the same as that command, under the folder's
 flock, never deleting it.
@@ -21,12 +22,12 @@ ID = "lock-not-a-file"
 # The folders of the data dir that hold lock files, and which of their names are locks.
 _LOCK_FOLDERS = ((".", ("write.lock", "doctor.lock")), ("service", ("lock",)), ("watch", None), ("index/locks", None))
 _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link", stat.S_IFSOCK: "a socket",
-          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+          stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 
 
 def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
-    """(path, what is there) for each lock path of ``data_dir`` that holds something a lock file
-    cannot be opened as (a FIFO opens and locks as a file does)."""
+    """(path, what is there) for each lock path of ``data_dir`` that holds something other than a
+    file (a FIFO opens and locks, but blocks whoever opens it only to read)."""
     found = []
     for folder, names in _LOCK_FOLDERS:
         where = os.path.join(data_dir, folder)
@@ -58,7 +59,7 @@ def check_locks(ctx: CheckContext) -> list[Finding]:
     return [Finding(
         ID,
         "warning",
-        f"Where openclaw-memory keeps a lock file is something that cannot be locked:\n{listing}\n"
+        f"Where openclaw-memory keeps a lock file is something else:\n{listing}\n"
         "The next command that takes that lock, or `openclaw-memory doctor --fix`, moves it under the state dir's "
         "damaged/ folder (never deleting it) and makes the lock file anew.",
         True,

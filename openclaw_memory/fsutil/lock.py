@@ -126,18 +126,23 @@ def _open_private(path: str) -> int:
     flock it, and so hold every writer of this workspace waiting. A link, folder or socket at its
     path (a bad restore, a person's mistake) holds no lock of anyone's, since nothing can open it
     as one: it is set aside under the data dir's ``damaged/`` (never deleted) and the lock file
-    made anew, as for any lock file, which only ever holds a pid."""
+    made anew, as for any lock file, which only ever holds a pid. So is a FIFO, which opens
+    (read and write) and locks, but blocks every reader that opens it to see who holds it."""
     try:
-        return _open_lock_file(path)
+        fd = _open_lock_file(path)
     except OSError as exc:
         if exc.errno not in _NOT_A_FILE or not set_aside_odd_lock(path):
             raise
-    return _open_lock_file(path)
+        return _open_lock_file(path)
+    if not stat.S_ISREG(os.fstat(fd).st_mode) and set_aside_odd_lock(path):
+        os.close(fd)
+        return _open_lock_file(path)
+    return fd
 
 
 def set_aside_odd_lock(path: str) -> bool:
     """Move what is at the lock path ``path`` under the data dir's ``damaged/`` when it is not a
-    regular file (or a FIFO, which opens and locks as one); True when nothing odd is there now.
+    regular file; True when nothing odd is there now.
 
     Under an exclusive flock of the folder, so two processes finding the same thing never both
     move something: the second looks again and finds the lock file the first one made (moving
@@ -154,7 +159,7 @@ def set_aside_odd_lock(path: str) -> bool:
             st = os.lstat(path)
         except FileNotFoundError:
             return True
-        if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        if not stat.S_ISREG(st.st_mode):
             set_aside(data_dir, path)
         return True
     finally:
@@ -183,9 +188,10 @@ def _still_at(fd: int, path: str) -> bool:
 
 
 def lock_holder(path: str) -> str | None:
-    """The pid written in a lock file whose lock is held right now, else None. Takes nothing, writes nothing."""
+    """The pid written in a lock file whose lock is held right now, else None. Takes nothing, writes nothing.
+    (Non-blocking: a FIFO at the path would hold a plain read-only open until a writer came.)"""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:

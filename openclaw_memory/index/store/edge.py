@@ -18,6 +18,7 @@ from seeing the state between them.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -523,9 +524,14 @@ def _shared_lock(path: str, timeout: float) -> Iterator[bool]:
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        yield True  # no process of ours ever opened the shard
+        # Non-blocking: a FIFO at the path would hold a plain read-only open until a writer came.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ELOOP, errno.ENXIO):
+            raise
+        # No process of ours ever opened the shard, or a link or socket is at the lock's path,
+        # which no process can hold (the next to take the lock sets it aside: fsutil.lock).
+        yield True
         return
     try:
         deadline = time.monotonic() + timeout
