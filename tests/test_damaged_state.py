@@ -749,6 +749,49 @@ def test_a_companion_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace,
     assert _findings(cli_process) == set()
 
 
+# (damage, whether `history` still reads, what the rebuild says it could not recover)
+SCHEMA_DAMAGE = {
+    "table dropped": ("DROP TABLE versions", False, "versions: the table is missing"),
+    "column dropped": ("ALTER TABLE reads DROP COLUMN how", True, "reads: its column(s) how are missing"),
+    "version zeroed": ("PRAGMA user_version = 0", False, None),
+    "version negative": ("PRAGMA user_version = -1", False, None),
+}
+
+
+@pytest.mark.parametrize("damage", SCHEMA_DAMAGE)
+def test_a_database_whose_schema_lost_a_table_a_column_or_its_version_is_found_and_rebuilt(workspace, state_dir,
+                                                                                          cli_process, damage):
+    """Quick_check passes on each: doctor found nothing, --fix repaired nothing, and every command
+    that reads the table said "failed: no such table: versions" (or, with the version zeroed, "table
+    objects already exists") without naming the repair."""
+    sql, reads, lost = SCHEMA_DAMAGE[damage]
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for i in range(3):
+        _edit(cli_process, f"line {i}")
+    count = _versions(cli_process)
+    db = _data_dir(state_dir) / "state.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(sql)
+    conn.close()
+    history = cli_process("history", "MEMORY.md")
+    _clean(history)
+    if not reads:
+        assert history.returncode == 1 and len(history.stderr.strip().splitlines()) == 1, history.stderr
+        assert "is damaged" in history.stderr and "doctor --fix" in history.stderr, history.stderr
+    assert "state-db-damaged" in _findings(cli_process)
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    assert repair["status"] == "done", repair
+    if lost is None:
+        assert "every row was recovered" in repair["detail"], repair
+    else:
+        assert f"Could not be recovered: {lost}" in repair["detail"], repair  # never "every row was recovered"
+    assert _findings(cli_process) <= {"memory-system-not-found"}
+    assert _versions(cli_process) == (1 if damage == "table dropped" else count)  # (the file as it is, seen again)
+    _edit(cli_process, "after the repair")
+
+
 def test_a_newer_schema_is_a_finding_and_commands_say_one_line(workspace, state_dir, cli_process):
     write(workspace / "MEMORY.md", "# Memory\n")
     _edit(cli_process, "a line", IN_PROCESS)

@@ -74,7 +74,8 @@ def worded(exc: sqlite3.Error, path: str) -> MemoryToolError:
             f"the state database ({path}) is busy: another openclaw-memory process kept it for more than "
             f"{BUSY_TIMEOUT_S:g} s; nothing was changed, try again"
         )
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
+    if (name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text
+            or text.startswith(("no such table", "no such column"))):  # (our tables: one dropped by hand, a bad restore)
         return StateDamaged(
             f"the state database ({path}) is damaged ({text}); `openclaw-memory doctor --fix` sets it aside, "
             "rebuilds it and recovers what it still holds"

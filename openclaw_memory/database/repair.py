@@ -30,7 +30,7 @@ import xxhash
 from ..fsutil.setaside import set_aside
 from .companions import SQLITE_MAGIC, wal_damage
 from .connection import Database, forget_connections, peek
-from .schema import SCHEMA_VERSION, create
+from .schema import COLUMNS_SQL, SCHEMA_VERSION, create, schema_damage
 
 # Copied in this order; the key is what a damaged page is skipped by.
 # The index's tables (manifests, statistics, observations) are not copied: a partly readable
@@ -65,7 +65,13 @@ def damage(db: Database) -> str | None:
     except sqlite3.Error as exc:
         return str(exc)
     problems = [str(r[0]) for r in rows if r[0] != "ok"]
-    return "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "") if problems else None
+    if problems:
+        return "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    try:
+        ((version,),) = peek(db.path, "PRAGMA user_version")
+        return schema_damage(version, peek(db.path, COLUMNS_SQL))
+    except sqlite3.Error as exc:
+        return str(exc)
 
 
 def newer_schema(db: Database) -> str | None:
@@ -203,6 +209,9 @@ def _unsound_objects(conn: sqlite3.Connection) -> list[str]:
 def _copy(source: sqlite3.Connection, target: sqlite3.Connection, table: str, key: str) -> str:
     """Copy the rows of ``table`` that read (a row already there is kept); past a page that cannot
     be read, the rest by rowid ranges where the table has rowids. What could not be read, or ""."""
+    unfit = _unfit(source, table)
+    if unfit:
+        return unfit
     columns = _columns(table, source)
     insert = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"  # noqa: S608
     try:
@@ -263,6 +272,33 @@ def _schema() -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")
     create(conn)
     return conn
+
+
+def _unfit(source: sqlite3.Connection, table: str) -> str:
+    """Why no row of ``table`` can be copied from ``source`` as it is, or "": the table is gone
+    from the file, or a column the new table requires (NOT NULL, no default) is, which an insert
+    OR IGNORE would skip every row for without a word."""
+    try:
+        theirs = {row[1] for row in source.execute(f"PRAGMA table_info({table})")}
+    except sqlite3.Error:
+        return ""  # its schema does not read: the rows are tried one way or another
+    if not theirs:
+        return "the table is missing from the damaged file"
+    conn = _schema()
+    try:
+        lacking = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")
+                   if row[3] and row[4] is None and row[1] not in theirs]
+    finally:
+        conn.close()
+    if not lacking:
+        return ""
+    try:
+        rows = source.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: S608 - our names
+    except sqlite3.Error:
+        rows = "its"
+    if rows == 0:
+        return ""
+    return f"its column(s) {', '.join(lacking)} are missing from the damaged file: {rows} row(s) could not be copied"
 
 
 def _columns(table: str, source: sqlite3.Connection) -> list[str]:

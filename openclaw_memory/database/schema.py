@@ -225,10 +225,48 @@ def create(conn: sqlite3.Connection) -> None:
         _run(conn, script)
 
 
+# Every column of every table a database holds: (table, column) rows.
+COLUMNS_SQL = "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table'"
+
+
+def schema_damage(version: int, columns: list[tuple[str, str]]) -> str | None:
+    """What is wrong with a database's schema, given its ``PRAGMA user_version`` and its
+    :data:`COLUMNS_SQL` rows, or None. A version no release writes (below 0), a new database's
+    0 over tables, or a table or column the version's schema has and the file lacks (dropped by
+    hand, a bad restore): every command that reads it would fail with "no such table"."""
+    if version < 0:
+        return f"its schema version is {version}, which no openclaw-memory writes"
+    if version == 0:
+        return "its schema version is 0 (a database never used) but it holds tables" if columns else None
+    if version < FIRST_RELEASED or version > FIRST_RELEASED + len(MIGRATIONS):
+        return None  # a development build's, or a newer release's: their own findings say it
+    conn = sqlite3.connect(":memory:")
+    try:
+        for script in (SCHEMA, *MIGRATIONS[: version - FIRST_RELEASED]):
+            _run(conn, script)
+        expected = conn.execute(COLUMNS_SQL).fetchall()
+    finally:
+        conn.close()
+    found = set(columns)
+    tables = {table for table, _ in found}
+    missing = sorted({f"table {t}" if t not in tables else f"column {t}.{c}" for t, c in expected if (t, c) not in found})
+    if not missing:
+        return None
+    return f"{', '.join(missing[:5])}{f' (and {len(missing) - 5} more)' if len(missing) > 5 else ''} missing"
+
+
 def create_or_migrate(conn: sqlite3.Connection) -> None:
     """Bring the database to this release's version."""
     latest = FIRST_RELEASED + len(MIGRATIONS)  # read at each call: a test adds a toy next version
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version < 0 or (version == 0 and conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]):
+        # Neither is a database this product wrote as it is: migrating it would fail half-way
+        # ("table objects already exists") or run the wrong step.
+        why = schema_damage(version, conn.execute(COLUMNS_SQL).fetchall())
+        raise StateDamaged(
+            f"the state database ({_data_dir(conn)}/state.db) is damaged ({why}); `openclaw-memory doctor --fix` "
+            "sets it aside and makes a new one with every row it still holds"
+        )
     if version > latest:
         raise StateDamaged(
             f"the state database was written by a newer openclaw-memory (schema {version}, this release knows "
