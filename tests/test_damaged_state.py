@@ -792,6 +792,26 @@ def test_a_database_whose_schema_lost_a_table_a_column_or_its_version_is_found_a
     _edit(cli_process, "after the repair")
 
 
+@pytest.mark.parametrize("command", [("write", "memory/new.md", "--append", "a new line"), ("rm", "memory/old.md")],
+                         ids=["write", "rm"])
+def test_a_change_made_is_a_success_when_the_index_update_after_it_finds_the_database_damaged(workspace, state_dir,
+                                                                                            cli, command):
+    """The index's look at its collections ran outside the update's error handling: the file was
+    written (or removed into the history) and the command still said error, exit 1."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "old.md", "# Old\n")
+    assert cli("index").returncode == 0
+    assert cli("read", "memory/old.md").returncode == 0
+    conn = sqlite3.connect(_data_dir(state_dir) / "state.db", isolation_level=None)
+    conn.execute("DROP TABLE collections")
+    conn.close()
+    done = cli(*command)
+    _clean(done)
+    assert done.returncode == 0, done.stderr
+    assert "index not updated" in done.stderr and "doctor --fix" in done.stderr, done.stderr
+    assert (workspace / "memory" / "new.md").is_file() if command[0] == "write" else not (workspace / "memory" / "old.md").exists()
+
+
 def test_a_newer_schema_is_a_finding_and_commands_say_one_line(workspace, state_dir, cli_process):
     write(workspace / "MEMORY.md", "# Memory\n")
     _edit(cli_process, "a line", IN_PROCESS)

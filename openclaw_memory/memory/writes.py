@@ -91,9 +91,9 @@ def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressC
     watcher = running_watch(settings)
     if watcher is not None:  # it has the model loaded and picks the change up within a second
         return IndexUpdate(False, f"the running watch (pid {watcher}) updates it")
-    if not _has_index(settings):
-        return IndexUpdate(False, f"no index for agent {settings.agent}")
-    try:
+    try:  # the files are changed by now: what stops the update is said as such, never as the change's failure
+        if not _has_index(settings):
+            return IndexUpdate(False, f"no index for agent {settings.agent}")
         summary = memory.index(progress=progress) if paths is None else index_written(memory, paths, progress)
     except MemoryToolError as exc:
         return IndexUpdate(False, f"index not updated: {exc.message}", failed=True)
