@@ -606,6 +606,33 @@ def test_a_wal_deleted_under_the_service_is_copied_in_when_it_stops(workspace, s
     assert _versions(cli_process) == count
 
 
+def test_what_a_killed_service_left_is_a_finding_fix_removes_and_a_running_one_is_never_touched(workspace, state_dir,
+                                                                                               cli_process, service):
+    """Its socket, info file and lock stayed: every command said the service is not running, each
+    time, while doctor found nothing and --fix had nothing to repair."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli_process, "a line", IN_PROCESS)
+    folder = _data_dir(state_dir) / "service"
+    running = service()
+    assert "service-left-over" not in _findings(cli_process)  # the control: a running service's files
+    assert cli_process("doctor", "--fix").returncode == 0
+    assert (folder / "sock").exists()
+    running.stop(signal.SIGKILL)
+    left = cli_process("read", "MEMORY.md")
+    assert left.returncode == 0 and "not running" in left.stderr, left.stderr
+    plain = cli_process("doctor", "--json")
+    _clean(plain)
+    (finding,) = [f for f in plain.json()["findings"] if f["id"] == "service-left-over"]
+    assert str(folder / "sock") in finding["paths"] and (folder / "sock").exists()  # plain doctor removed nothing
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "service-left-over"] == ["done"], fixed.stdout
+    assert sorted(os.listdir(folder)) == []
+    quiet = cli_process("read", "MEMORY.md")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert "service-left-over" not in _findings(cli_process)
+
+
 def test_doctor_fix_never_rebuilds_under_a_service_that_holds_the_deleted_wal(workspace, state_dir, cli_process, service):
     """Following doctor's advice with the service still running rebuilt from the file alone and
     said "every row was recovered": the versions only the service still held were gone."""

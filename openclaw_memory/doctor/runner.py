@@ -28,6 +28,7 @@ from . import (
     check_openclaw,
     check_rollback,
     check_root,
+    check_service,
     check_state,
     check_watchdog,
     recovery,
@@ -39,12 +40,12 @@ from .journal import doctor_lock
 from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
-CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS, *check_root.CHECKS,
-          *check_files.CHECKS,
+CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS,
+          *check_service.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
           *check_links.CHECKS)
-REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS, **repair_root.REPAIRS,
-           **repair_index.REPAIRS}
+REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS,
+           **check_service.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}
 
 
 def run_checks(settings: Settings, *, plain: bool = False) -> list[Finding]:
