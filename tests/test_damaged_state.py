@@ -779,6 +779,7 @@ def test_a_companion_that_is_not_a_file_is_a_finding_set_aside_by_fix(workspace,
 # (damage, whether `history` still reads, what the rebuild says it could not recover)
 SCHEMA_DAMAGE = {
     "table dropped": ("DROP TABLE versions", False, "versions: the table is missing"),
+    "objects dropped": ("DROP TABLE objects", False, "objects: the table is missing from the damaged file (4 row(s) made"),
     "column dropped": ("ALTER TABLE reads DROP COLUMN how", True, "reads: its column(s) how are missing"),
     "version zeroed": ("PRAGMA user_version = 0", False, None),
     "version negative": ("PRAGMA user_version = -1", False, None),
@@ -817,6 +818,8 @@ def test_a_database_whose_schema_lost_a_table_a_column_or_its_version_is_found_a
     assert _findings(cli_process) <= {"memory-system-not-found"}
     assert _versions(cli_process) == (1 if damage == "table dropped" else count)  # (the file as it is, seen again)
     _edit(cli_process, "after the repair")
+    # Every version's bytes are still there (the objects' rows were made again from their parts).
+    assert all(v["available"] for v in cli_process("history", "MEMORY.md", "--json").json()["versions"])
 
 
 @pytest.mark.parametrize("command", [("write", "memory/new.md", "--append", "a new line"), ("rm", "memory/old.md")],

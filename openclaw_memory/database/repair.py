@@ -123,6 +123,11 @@ def rebuild(db: Database) -> Salvage:
             broken = _unsound_objects(target)
             if broken:
                 lost["objects"] = f"{len(broken)} stored version(s) whose bytes no longer read back"
+            listed, dropped = _unlisted_parts(target)
+            if listed and "objects" in lost:
+                lost["objects"] += f" ({listed} row(s) made again from their parts, which read back)"
+            if dropped:
+                lost["object_parts"] = f"{dropped} stored version(s) whose row is gone and whose parts no longer read back"
             counts = {table: target.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in _TABLES}  # noqa: S608
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # scratch copies only: the damaged files are set aside
@@ -188,6 +193,31 @@ def _recover(copy: Path, scratch: Path) -> Path | None:
     finally:
         conn.close()
     return recovered
+
+
+def _unlisted_parts(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Parts of a version whose ``objects`` row was lost (its page, or the whole table): listed
+    again when they inflate to their hash (the row is only their size and the time of last use,
+    which becomes now), else dropped. Left as they were, the next store of the same bytes failed
+    on their primary key ("UNIQUE constraint failed"). How many were listed, and dropped."""
+    import time
+
+    listed = dropped = 0
+    orphans = conn.execute("SELECT DISTINCT version FROM object_parts WHERE version NOT IN (SELECT version FROM objects)")
+    for (version,) in orphans.fetchall():
+        parts = [row[0] for row in conn.execute("SELECT data FROM object_parts WHERE version = ? ORDER BY seq", (version,))]
+        try:
+            data = zlib.decompress(b"".join(parts))
+        except zlib.error:
+            data = None
+        if data is not None and xxhash.xxh3_128_hexdigest(data) == version:
+            conn.execute("INSERT INTO objects (version, size, stored, used) VALUES (?, ?, ?, ?)",
+                         (version, len(data), sum(len(p) for p in parts), time.time_ns()))
+            listed += 1
+        else:
+            dropped += 1
+            conn.execute("DELETE FROM object_parts WHERE version = ?", (version,))
+    return listed, dropped
 
 
 def _unsound_objects(conn: sqlite3.Connection) -> list[str]:
