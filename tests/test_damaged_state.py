@@ -822,6 +822,35 @@ def test_a_database_whose_schema_lost_a_table_a_column_or_its_version_is_found_a
     assert all(v["available"] for v in cli_process("history", "MEMORY.md", "--json").json()["versions"])
 
 
+def test_a_rollback_stopped_by_a_damaged_database_is_finished_by_the_same_doctor_fix_that_rebuilds_it(workspace,
+                                                                                                     state_dir, cli_process):
+    """--fix finished the interrupted rollback first (over the damaged database: failed), then rebuilt
+    the database, whose stored versions were gone with the table: the rollback could then never be
+    finished, and every doctor --fix after said so again."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli_process, "as it was at the snapshot")
+    label = cli_process("watchdog", "snapshot", "--json").json()["label"]
+    _edit(cli_process, "written after it")
+    now = (workspace / "MEMORY.md").read_bytes()
+    conn = sqlite3.connect(_data_dir(state_dir) / "state.db", isolation_level=None)
+    conn.execute("DROP TABLE object_parts")  # every version's bytes
+    conn.close()
+    stopped = cli_process("rollback", "--to", label, "--force")
+    _clean(stopped)
+    assert stopped.returncode == 1 and len(stopped.stderr.strip().splitlines()) == 1, stopped.stderr
+    assert {"interrupted-rollback", "state-db-damaged"} <= _findings(cli_process)
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    assert {f["id"] for f in fixed.json()["remaining"]} <= {"watchdog-changes"}, fixed.stdout  # (the edit after it)
+    statuses = {r["id"]: r for r in fixed.json()["repairs"]}
+    assert statuses["state-db-damaged"]["status"] == "done"
+    finished = statuses["interrupted-rollback"]
+    assert finished["status"] == "completed" and "no longer stored" in finished["detail"] and "MEMORY.md" in finished["detail"]
+    assert (workspace / "MEMORY.md").read_bytes() == now  # left as it is: what it is to be is gone
+    assert _findings(cli_process) <= {"memory-system-not-found", "watchdog-changes"}
+    _edit(cli_process, "after the repair")
+
+
 @pytest.mark.parametrize("command", [("write", "memory/new.md", "--append", "a new line"), ("rm", "memory/old.md")],
                          ids=["write", "rm"])
 def test_a_change_made_is_a_success_when_the_index_update_after_it_finds_the_database_damaged(workspace, state_dir,

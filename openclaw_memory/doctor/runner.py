@@ -47,6 +47,12 @@ CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *c
 REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS,
            **check_service.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}
 
+# Repaired before the others, whatever the report's order: every other repair reads and writes the
+# state database (an interrupted rollback or move finished over a damaged one fails, and each
+# finding is tried once a run, so it was left for the next `doctor --fix`).
+STATE_DB_FIRST = frozenset({check_state.STATE_DB_NOT_A_FILE, check_state.STATE_DB_COMPANION_NOT_A_FILE,
+                            check_state.STATE_DB_DAMAGED})
+
 
 def run_checks(settings: Settings, *, plain: bool = False) -> list[Finding]:
     """Every finding, in check order, from one fresh look at the workspace (``plain``: where
@@ -130,7 +136,8 @@ def run_doctor(
         repairs: list[Repair] = []
         tried: set[tuple[str, tuple[str, ...]]] = set()
         while True:
-            todo = next((f for f in current if f.fixable and f.id in specs and (f.id, f.paths) not in tried), None)
+            todo = next((f for f in sorted(current, key=lambda f: f.id not in STATE_DB_FIRST)
+                         if f.fixable and f.id in specs and (f.id, f.paths) not in tried), None)
             if todo is None:
                 break
             tried.add((todo.id, todo.paths))

@@ -103,11 +103,11 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
         intent = write_intent(settings.data_dir, Intent(to, moment.shown, undo, steps, agent=records.agent,
                                                         session=records.session or ""))
         faults.reach("rollback:journaled")
-        changed = _run_steps(settings, intent)
+        left = _run_steps(settings, intent)
         faults.reach("rollback:applied")
         clear_intent(settings.data_dir)
-    files = [f if f.path not in changed else replace(f, changed=True) for f in files]
-    notes += [f"{path} changed while the rollback ran: left as it is (what it held is in the history)" for path in changed]
+    files = [f if f.path not in left else replace(f, changed=True) for f in files]
+    notes += [f"{path} {_SAID[why]}: left as it is (what it held is in the history)" for path, why in left.items()]
     return RollbackResult(to, moment.shown, moment.snapshot is not None, False, tuple(files), undo, warnings=tuple(notes))
 
 
@@ -125,13 +125,22 @@ def _undo_moment() -> str:
     return undo
 
 
-def _run_steps(settings: Settings, intent: Intent) -> list[str]:
-    """Each step in order (see :func:`_step`); the files left as they are because they changed meanwhile."""
-    changed: list[str] = []
+# Why a step left its file as it is: what it held changed meanwhile, or the version it is to hold
+# is no longer stored (its bytes went with a damaged state database, which a rollback finished
+# after the repair meets: trying it again would fail every time).
+CHANGED, GONE = "changed", "gone"
+_SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)"}
+_SINCE = {CHANGED: "changed since", GONE: "their version then no longer stored (lost with a damaged state database)"}
+
+
+def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
+    """Each step in order (see :func:`_step`); the files left as they are, and why (CHANGED, GONE)."""
+    left: dict[str, str] = {}
     for i, step in enumerate(intent.steps, 1):
         try:
-            if not _step(settings, step):
-                changed.append(step.display)
+            why = _step(settings, step)
+            if why is not None:
+                left[step.display] = why
         except MemoryToolError as exc:
             stopped = MemoryToolError(f"the rollback to {intent.moment} stopped at {step.display} ({exc.message}); {i - 1} "
                                       f"of {len(intent.steps)} files done, and every byte is in the files or the history: "
@@ -139,12 +148,13 @@ def _run_steps(settings: Settings, intent: Intent) -> list[str]:
             stopped.exit_code = exc.exit_code  # blocked (3) stays blocked
             raise stopped from None
         faults.reach(f"rollback:step:{i}")
-    return changed
+    return left
 
 
-def _step(settings: Settings, step: Step) -> bool:
-    """Bring one file to ``step.after``: done already (the history told, if it was not), done now,
-    or (False) left as it is because it holds neither what the rollback found nor what it puts."""
+def _step(settings: Settings, step: Step) -> str | None:
+    """Bring one file to ``step.after``: done already (the history told, if it was not), done now
+    (None), or left as it is, and why: it holds neither what the rollback found nor what it puts
+    (CHANGED), or what it puts is no longer stored (GONE)."""
     resolved = resolve_memory_path(step.path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
     now = current_version(store, resolved, record=False)
@@ -157,14 +167,16 @@ def _step(settings: Settings, step: Step) -> bool:
         elif step.after is None and step.before is not None and latest is not None and latest.origin != REMOVE:
             with store.lock():  # gone, and not logged as removed: its bytes stay pinned as a removal's
                 store.record(resolved.abs_path, resolved.display, step.before, latest.size, REMOVE, settings.agent, settings.session)
-        return True
+        return None
     if version != step.before:
-        return False
+        return CHANGED
     if step.after is None:
         remove_memory_file(settings, resolved.display, force=True, expect=version)
+    elif not store.objects.has(step.after):
+        return GONE
     else:
         restore_file_version(settings, resolved.display, step.after, stored=True)
-    return True
+    return None
 
 
 # -- recovery --------------------------------------------------------------------------------------
@@ -189,8 +201,9 @@ def recover_pending(settings: Settings) -> str | None:
     as_it = settings
     if intent.agent:
         as_it = settings.with_agent(intent.agent).with_session(intent.session or None)
-    changed = _run_steps(as_it, intent)
+    left = _run_steps(as_it, intent)
     clear_intent(settings.data_dir)
-    left = f"; left as they are, changed since: {', '.join(changed)}" if changed else ""
-    return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{left}"
+    said = "".join(f"; left as they are, {_SINCE[why]}: {', '.join(p for p, w in left.items() if w == why)}"
+                   for why in (CHANGED, GONE) if why in left.values())
+    return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{said}"
 
