@@ -822,6 +822,35 @@ def test_a_database_whose_schema_lost_a_table_a_column_or_its_version_is_found_a
     assert all(v["available"] for v in cli_process("history", "MEMORY.md", "--json").json()["versions"])
 
 
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_something_else_at_the_damaged_folder_is_kept_in_it_and_the_repair_works(workspace, state_dir, tmp_path, cli,
+                                                                                 kind):
+    """A file (or a link) named damaged/ made every set-aside fail with "Not a directory": doctor
+    --fix could repair nothing it keeps a copy of."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli, "a line")
+    data_dir = _data_dir(state_dir)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if kind == "file":
+        write(data_dir / "damaged", "a person's note\n")
+    else:
+        (data_dir / "damaged").symlink_to(outside)
+    conn = sqlite3.connect(data_dir / "state.db", isolation_level=None)
+    conn.execute("DROP TABLE checkpoint")
+    conn.close()
+    fixed = cli("doctor", "--fix", "--json")
+    _clean(fixed)
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"] == ["done"], fixed.stdout
+    (kept,) = (data_dir / "damaged").glob("*/damaged")
+    if kind == "file":
+        assert kept.read_text() == "a person's note\n"
+    else:
+        assert os.readlink(kept) == str(outside) and os.listdir(outside) == []  # nothing was made through it
+    assert list((data_dir / "damaged").glob("*/state.db"))
+    assert _findings(cli) <= {"memory-system-not-found"}
+
+
 def test_a_rollback_stopped_by_a_damaged_database_is_finished_by_the_same_doctor_fix_that_rebuilds_it(workspace,
                                                                                                      state_dir, cli_process):
     """--fix finished the interrupted rollback first (over the damaged database: failed), then rebuilt

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
 from pathlib import Path
 
 from .private import make_dirs
@@ -32,7 +33,19 @@ def data_dir_above(path: str | os.PathLike[str]) -> Path | None:
 def _new_place(data_dir: Path, rel: str) -> Path:
     """``damaged/<stamp>/<rel>``, its folder made."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
-    target = Path(data_dir) / DAMAGED_DIR / stamp / rel
+    top = Path(data_dir) / DAMAGED_DIR
+    target = top / stamp / rel
+    try:
+        odd = not stat.S_ISDIR(os.lstat(top).st_mode)
+    except FileNotFoundError:
+        odd = False
+    if odd:
+        # Something else has the folder's name (a file, a link: a bad restore, a person's mistake),
+        # where every set-aside failed with "Not a directory": it is the first thing kept in it.
+        aside = Path(data_dir) / f".{DAMAGED_DIR}-{stamp}"
+        os.rename(top, aside)
+        make_dirs(top / stamp)
+        os.rename(aside, top / stamp / DAMAGED_DIR)
     make_dirs(target.parent)
     return target
 
