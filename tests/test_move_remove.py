@@ -531,3 +531,25 @@ def test_api_errors_are_typed(workspace, state_dir):
         memory.move("memory/a.md", "memory/b.md")
     with pytest.raises(WriteBlocked):
         memory.remove("memory/a.md")
+
+
+def test_a_move_killed_between_link_and_unlink_then_edited_in_place_ends_as_one_file(workspace, state_dir, cli):
+    """Killed with the file at both names (one file), then written in place through the old name:
+    both names hold the edit. doctor --fix finishes the move (past its deciding step, the link) and
+    logs the edit; before, it found the new name not holding the moved bytes, "undid" the move and
+    left two names of one file, two notes in `files` and search ("No problems remain")."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "move:linked", "mv", "memory/a.md", "memory/b.md")
+    with open(workspace / "memory" / "a.md", "r+") as f:  # an editor saving in place
+        f.truncate(0)
+        f.write(HERON_2)
+
+    repair = finish_with_doctor(cli)
+    assert repair["status"] == "completed", repair
+    assert sorted(os.listdir(workspace / "memory")) == ["b.md"]
+    assert (workspace / "memory" / "b.md").read_text() == HERON_2
+    memory = memory_for(workspace, state_dir)
+    assert origins(memory, "memory/b.md")[:2] == [("external-edit", version_of(HERON_2)), ("move", version_of(HERON))]
+    assert memory.history("memory/a.md").versions == ()

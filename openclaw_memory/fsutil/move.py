@@ -119,6 +119,12 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
     if not verified:
         os.unlink(src, dir_fd=src_dir)
         return
+    unlink_other_name(src_dir, src, dst_dir, dst)
+
+
+def unlink_other_name(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
+    """Unlink ``src`` while it names the file at ``dst`` (two names of one file: nothing is lost,
+    whatever it holds). A file renamed over ``src`` meanwhile is kept (SourceKept)."""
     linked = os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
     aside = aside_name(src)
     try:
@@ -129,6 +135,16 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
         os.unlink(aside, dir_fd=src_dir)
         return
     raise SourceKept("replaced", src, _put_back(src_dir, aside, src))
+
+
+def same_file(src_dir: int, src: str, dst_dir: int, dst: str) -> bool:
+    """Whether ``src`` and ``dst`` are two names of one file (a rename's link made, its unlink not)."""
+    try:
+        a = os.stat(src, dir_fd=src_dir, follow_symlinks=False)
+        b = os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return _same_inode(a, b)
 
 
 def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:

@@ -35,7 +35,15 @@ from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import temp_stem
-from ..fsutil.move import SourceKept, asides_of, link_noreplace, remove_if_holds, safe_move
+from ..fsutil.move import (
+    SourceKept,
+    asides_of,
+    link_noreplace,
+    remove_if_holds,
+    safe_move,
+    same_file,
+    unlink_other_name,
+)
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..wire import key
 from .fileops import LINKS_STEP, MOVE_OP, REMOVE_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
@@ -426,6 +434,15 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
                              mode=_mode(op.replaced_mode))
         replaced = (f"; the file it replaced at {target.display} is archived (`openclaw-memory restore "
                     f"{target.display} --last`)") if op.replaced is not None and not _holds(dst_folder, target.name, op.replaced) else ""
+        if src_folder is not None and dst_folder is not None and same_file(src_folder.fd, source.name, dst_folder.fd,
+                                                                         target.name):
+            # Killed between the link and the unlink: one file with two names, whatever it holds now (an
+            # edit in place since changed both). Past the deciding step: the old name goes, nothing is lost.
+            unlink_other_name(src_folder.fd, source.name, dst_folder.fd, target.name)
+            src_folder.fsync()
+            _record_move(store, op)
+            _log_edit_since(store, dst_folder, target, op)
+            return True, f"finished the {what}: {target.display} holds it{replaced}"
         if _holds(dst_folder, target.name, op.version):
             if src_folder is not None:
                 for name in [*asides_of(os.listdir(src_folder.fd), source.name), source.name]:
@@ -450,6 +467,19 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
         for folder in (src_folder, dst_folder):
             if folder is not None:
                 folder.close()
+
+
+def _log_edit_since(store: HistoryStore, folder: Folder, target: ResolvedPath, op: FileOp) -> None:
+    """What the moved file holds when it is not what was moved (edited in place after the kill):
+    logged as an outside edit after the move."""
+    fd, _ = folder.open_regular(target.name)
+    try:
+        found = snapshot_fd(fd)
+        if found.version != op.version:
+            with in_history(), store.lock():
+                store.observe(target.abs_path, target.display, found, fd=fd)
+    finally:
+        os.close(fd)
 
 
 def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> tuple[bool, str]:
