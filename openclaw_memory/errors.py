@@ -235,6 +235,10 @@ def describe_os_error(exc: OSError) -> str:
     where = f" ({exc.filename})" if exc.filename else ""
     if is_no_space(exc):
         return f"the disk is full{where}: free some space and run the command again"
+    if "/openclaw-memory/workspaces/" in str(exc.filename or ""):
+        # Inside a data dir (settings.Settings.data_dir): what the product keeps, which doctor checks.
+        return (f"{exc.strerror or exc}{where}: `openclaw-memory doctor` says what is wrong in the state dir, "
+                "`openclaw-memory doctor --fix` repairs it")
     return f"{exc.strerror or exc}{where}"
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
-def _reindex(settings: Settings, finding: Finding) -> Repair:
+def reindex(settings: Settings, finding: Finding) -> Repair:
     from ..index.api import MemoryIndex
 
     try:
@@ -42,7 +42,7 @@ def _remove_orphans(settings: Settings, finding: Finding) -> Repair:
     return Repair(finding.id, "remove orphaned shards", "done", f"removed {len(removed)} shard(s): {', '.join(removed)}", tuple(removed))
 
 
-_REINDEX = RepairSpec("re-index", lambda f: "Bring the search index up to date (only changed chunks are embedded)", _reindex)
+_REINDEX = RepairSpec("re-index", lambda f: "Bring the search index up to date (only changed chunks are embedded)", reindex)
 
 REPAIRS = {
     "index-missing": _REINDEX,

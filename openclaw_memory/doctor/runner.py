@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .. import faults
+from ..errors import describe_os_error
 from ..settings import Settings
 from . import (
     check_files,
+    check_folders,
     check_index,
     check_journal,
     check_links,
@@ -41,11 +43,13 @@ from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
 CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS,
-          *check_service.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
+          *check_folders.CHECKS, *check_service.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
           *check_links.CHECKS)
 REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS,
-           **check_service.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}
+           **check_folders.REPAIRS, **check_service.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS}
+
+CHECK_FAILED = "check-failed"  # a check the file system stopped (_run_check)
 
 # Repaired before the others, whatever the report's order: every other repair reads and writes the
 # state database (an interrupted rollback or move finished over a damaged one fails, and each
@@ -62,11 +66,23 @@ def run_checks(settings: Settings, *, plain: bool = False) -> list[Finding]:
         from ..database import read_only
 
         with read_only():
-            found = [finding for check in CHECKS for finding in check(ctx)]
+            found = [finding for check in CHECKS for finding in _run_check(check, ctx)]
     else:
-        found = [finding for check in CHECKS for finding in check(ctx)]
+        found = [finding for check in CHECKS for finding in _run_check(check, ctx)]
     keep_caches(ctx, found)
     return found
+
+
+def _run_check(check: Callable[[CheckContext], list[Finding]], ctx: CheckContext) -> list[Finding]:
+    """One check's findings; a failure of the file system it meets is a finding of its own, so that
+    doctor still says what every other check found (a file where the index's folder belongs made
+    doctor itself fail with "Not a directory" and name nothing)."""
+    try:
+        return check(ctx)
+    except OSError as exc:
+        name = check.__name__.removeprefix("check_").replace("_", " ")
+        return [Finding(CHECK_FAILED, "error", f"The {name} check could not finish: {describe_os_error(exc)}.",
+                        False, (exc.filename,) if isinstance(exc.filename, str) else ())]
 
 
 def keep_caches(ctx: CheckContext, found: list[Finding]) -> None:

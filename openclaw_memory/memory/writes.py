@@ -7,7 +7,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, describe_os_error
 from ..history import writes
 
 if TYPE_CHECKING:
@@ -95,8 +95,9 @@ def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressC
         if not _has_index(settings):
             return IndexUpdate(False, f"no index for agent {settings.agent}")
         summary = memory.index(progress=progress) if paths is None else index_written(memory, paths, progress)
-    except MemoryToolError as exc:
-        return IndexUpdate(False, f"index not updated: {exc.message}", failed=True)
+    except (MemoryToolError, OSError) as exc:  # (an OSError: what is at the index's folders is not a folder)
+        said = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
+        return IndexUpdate(False, f"index not updated: {said}", failed=True)
     return IndexUpdate(True, sync=summary)
 
 
