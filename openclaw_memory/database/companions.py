@@ -73,6 +73,22 @@ def not_a_file(path: str) -> str | None:
     return _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
 
 
+def closed_to_us(path: str) -> list[tuple[str, int, int]]:
+    """(path, mode, owner) of the database at ``path`` and its companions that this process can
+    neither read nor write (a chmod 000, a restore that lost the modes or the owner): SQLite only
+    says "unable to open database file". A command gives this user's own files 0600 back
+    (:func:`.connection._owner_only`); another user's are for ``chown``."""
+    found = []
+    for each in (path, path + "-wal", path + "-shm"):
+        try:
+            st = os.lstat(each)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and not os.access(each, os.R_OK | os.W_OK):
+            found.append((each, stat.S_IMODE(st.st_mode), st.st_uid))
+    return found
+
+
 def odd_companions(path: str) -> list[tuple[str, str]]:
     """(companion, what it is) for each of the ``-wal`` and ``-shm`` beside ``path`` that is not a
     regular file: SQLite would fail on it with "disk I/O error" at every open (or block on a FIFO,

@@ -258,7 +258,9 @@ class Database:
 
 def _owner_only(path: str) -> None:
     """The database file made (or left by a process with another umask) 0600 before SQLite opens it: SQLite
-    gives its ``-wal`` and ``-shm`` the database file's mode, whatever the umask.
+    gives its ``-wal`` and ``-shm`` the database file's mode, whatever the umask. The file and its
+    companions are given 0600 back too when they are this user's and closed to them (see
+    :func:`.companions.closed_to_us`).
 
     An existing file is changed by its path, never through a descriptor: closing any descriptor
     of the file drops every POSIX lock this process holds on it, SQLite's connections' included,
@@ -274,11 +276,19 @@ def _owner_only(path: str) -> None:
         return
     except OSError:
         return
-    if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-        try:
-            os.chmod(path, 0o600)
-        except OSError:
-            pass  # not ours to change (root's file in a user's data dir): the data dir is 0700 all the same
+    for each in (path, path + "-wal", path + "-shm"):
+        if each != path:
+            try:
+                st = os.lstat(each)
+            except OSError:
+                continue
+        # Open to others, or (ours) closed to its owner: a chmod 000, a restore that lost the modes,
+        # where SQLite could only say "unable to open database file".
+        if stat.S_ISREG(st.st_mode) and (st.st_mode & 0o077 or (st.st_uid == os.geteuid() and st.st_mode & 0o600 != 0o600)):
+            try:
+                os.chmod(each, 0o600)
+            except OSError:
+                pass  # not ours to change (root's file in a user's data dir): the data dir is 0700 all the same
 
 
 def wal_is_empty(path: str) -> bool:

@@ -81,6 +81,13 @@ def worded(exc: sqlite3.Error, path: str) -> MemoryToolError:
             "rebuilds it and recovers what it still holds"
         )
     if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
+        from .companions import closed_to_us
+
+        closed = closed_to_us(path)
+        if closed:  # (this user's own are given 0600 back before each open: another user's)
+            each, mode, uid = closed[0]
+            return StateDirError(f"cannot open the state database: {each} cannot be read or written by this user "
+                                 f"(mode {mode:03o}, owner uid {uid}): give it back to this user (`chown`)")
         return StateDirError(f"cannot write the state database ({path}): {text} (is the state dir writable?)")
     if name.startswith("SQLITE_IOERR"):
         return MemoryToolError(f"cannot read or write the state database ({path}): an I/O error ({text}); nothing was changed")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 WATCHDOG_DAMAGED = "watchdog-damaged"
 STATE_DB_DAMAGED = "state-db-damaged"
 STATE_DB_NOT_A_FILE = "state-db-not-a-file"
+STATE_DB_CLOSED = "state-db-closed"
 STATE_DB_COMPANION_NOT_A_FILE = "state-db-companion-not-a-file"
 STATE_DB_NEWER = "state-db-newer"
 STATE_DB_UNRELEASED = "state-db-unreleased"
@@ -52,10 +53,25 @@ def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
 
 def check_database(ctx: CheckContext) -> list[Finding]:
     from ..database import Database
-    from ..database.companions import not_a_file, odd_companions
+    from ..database.companions import closed_to_us, not_a_file, odd_companions
     from ..database.repair import damage, newer_schema
 
     db = Database(ctx.settings.data_dir)
+    closed = closed_to_us(db.path)
+    if closed:
+        mine = all(uid == os.geteuid() for _, _, uid in closed)
+        listing = _listing([(path, f"mode {mode:03o}, owner uid {uid}") for path, mode, uid in closed])
+        return [Finding(
+            STATE_DB_CLOSED,
+            "error",
+            f"The state database cannot be read or written by this user (uid {os.geteuid()}):\n{listing}\n"
+            + ("Every command that opens it gives it back its mode 0600, `openclaw-memory doctor --fix` among them "
+               "(nothing else is needed)."
+               if mine else "It belongs to another user: give it back (`chown`) to this user; nothing here changes "
+               "another user's file."),
+            mine,
+            tuple(path for path, _, _ in closed),
+        )]
     what = not_a_file(db.path)  # never opened: a FIFO would block the open forever
     if what is not None and os.path.isfile(db.path):
         return [Finding(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .. import faults
-from ..errors import describe_os_error
+from ..errors import StateDirError, describe_os_error
 from ..settings import Settings
 from . import (
     check_files,
@@ -76,13 +76,16 @@ def run_checks(settings: Settings, *, plain: bool = False) -> list[Finding]:
 def _run_check(check: Callable[[CheckContext], list[Finding]], ctx: CheckContext) -> list[Finding]:
     """One check's findings; a failure of the file system it meets is a finding of its own, so that
     doctor still says what every other check found (a file where the index's folder belongs made
-    doctor itself fail with "Not a directory" and name nothing)."""
+    doctor itself fail with "Not a directory" and name nothing), and so is a state database this
+    user cannot open."""
+    name = check.__name__.removeprefix("check_").replace("_", " ")
     try:
         return check(ctx)
     except OSError as exc:
-        name = check.__name__.removeprefix("check_").replace("_", " ")
         return [Finding(CHECK_FAILED, "error", f"The {name} check could not finish: {describe_os_error(exc)}.",
                         False, (exc.filename,) if isinstance(exc.filename, str) else ())]
+    except StateDirError as exc:  # the state database cannot be opened (another user's file): its own finding says why
+        return [Finding(CHECK_FAILED, "error", f"The {name} check could not finish: {exc.message}.", False, ())]
 
 
 def keep_caches(ctx: CheckContext, found: list[Finding]) -> None:
