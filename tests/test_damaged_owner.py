@@ -117,3 +117,27 @@ def test_another_users_database_is_one_line_saying_whose_it_is_and_doctor_names_
     assert db.stat().st_uid == 0  # another user's file is never changed
     os.chown(db, NOBODY, NOBODY)
     assert _versions(base) == 3
+
+
+@pytest.mark.parametrize("how", ["chmod 000", "root's"])
+def test_a_lock_file_closed_to_its_user_is_named_by_doctor_and_set_aside_by_the_next_writer(base, db, how):
+    """Every write refused "cannot take the lock ... Permission denied (is the state dir writable?)"."""
+    lock = db.parent / "write.lock"
+    if how == "chmod 000":
+        os.chmod(lock, 0)
+    else:
+        os.chown(lock, 0, 0)
+    assert as_nobody(lambda: (base / "ws" / "MEMORY.md").read_text()).startswith("# Memory")  # the control
+
+    plain = _cli(base, "doctor", "--json")
+
+    assert plain["returncode"] == 1, plain["stderr"]
+    (finding,) = [f for f in json.loads(plain["stdout"])["findings"] if f["id"] == "lock-not-a-file"]
+    assert finding["paths"] == [str(lock)] and "cannot open" in finding["message"]
+
+    written = _cli(base, "write", "memory/new.md", "--append", "a new line", "--no-index")
+
+    assert written["returncode"] == 0, written["stderr"]
+    (kept,) = (db.parent / "damaged").glob("*/write.lock")  # set aside, never deleted
+    assert lock.stat().st_uid == NOBODY and stat.S_IMODE(lock.stat().st_mode) == 0o600
+    assert kept.stat().st_uid == (NOBODY if how == "chmod 000" else 0)

@@ -27,7 +27,8 @@ _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link", stat.S_IFSO
 
 def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
     """(path, what is there) for each lock path of ``data_dir`` that holds something other than a
-    file (a FIFO opens and locks, but blocks whoever opens it only to read)."""
+    file (a FIFO opens and locks, but blocks whoever opens it only to read), or a file this user
+    cannot open."""
     found = []
     for folder, names in _LOCK_FOLDERS:
         where = os.path.join(data_dir, folder)
@@ -40,14 +41,17 @@ def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
                 continue
             path = os.path.normpath(os.path.join(where, name))
             try:
-                kind = stat.S_IFMT(os.lstat(path).st_mode)
+                st = os.lstat(path)
             except OSError:
                 continue
+            kind = stat.S_IFMT(st.st_mode)
             if kind in _KINDS:
                 what = _KINDS[kind]
                 if kind == stat.S_IFLNK:
                     what += f" to {os.readlink(path)}"
                 found.append((path, what))
+            elif not os.access(path, os.R_OK | os.W_OK):
+                found.append((path, f"a file this user cannot open (mode {stat.S_IMODE(st.st_mode):03o}, owner uid {st.st_uid})"))
     return found
 
 

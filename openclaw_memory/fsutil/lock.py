@@ -117,15 +117,15 @@ class FileLock:
 
 
 # What an open of the lock file answers when something else is at its path: a symbolic link
-# (O_NOFOLLOW), a folder, a socket.
-_NOT_A_FILE = (errno.ELOOP, errno.EISDIR, errno.ENXIO)
+# (O_NOFOLLOW), a folder, a socket; or a file this user may not open (chmod 000, another user's).
+_NOT_A_FILE = (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EACCES)
 
 
 def _open_private(path: str) -> int:
     """The lock file, owner-only (0600, never through a symlink): a user who could open it could
     flock it, and so hold every writer of this workspace waiting. A link, folder or socket at its
-    path (a bad restore, a person's mistake) holds no lock of anyone's, since nothing can open it
-    as one: it is set aside under the data dir's ``damaged/`` (never deleted) and the lock file
+    path (a bad restore, a person's mistake), or a file this user may not open, holds no lock of
+    anyone's, since nothing of ours can open it as one: it is set aside under the data dir's ``damaged/`` (never deleted) and the lock file
     made anew, as for any lock file, which only ever holds a pid. So is a FIFO, which opens
     (read and write) and locks, but blocks every reader that opens it to see who holds it."""
     try:
@@ -142,7 +142,7 @@ def _open_private(path: str) -> int:
 
 def set_aside_odd_lock(path: str) -> bool:
     """Move what is at the lock path ``path`` under the data dir's ``damaged/`` when it is not a
-    regular file; True when nothing odd is there now.
+    regular file, or one this user cannot open; True when nothing odd is there now.
 
     Under an exclusive flock of the folder, so two processes finding the same thing never both
     move something: the second looks again and finds the lock file the first one made (moving
@@ -159,7 +159,7 @@ def set_aside_odd_lock(path: str) -> bool:
             st = os.lstat(path)
         except FileNotFoundError:
             return True
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) or not os.access(path, os.R_OK | os.W_OK):
             set_aside(data_dir, path)
         return True
     finally:
