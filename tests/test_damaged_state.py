@@ -783,6 +783,7 @@ SCHEMA_DAMAGE = {
     "column dropped": ("ALTER TABLE reads DROP COLUMN how", True, "reads: its column(s) how are missing"),
     "version zeroed": ("PRAGMA user_version = 0", False, None),
     "version negative": ("PRAGMA user_version = -1", False, None),
+    "version lowered": ("PRAGMA user_version = 6", False, None),  # (every command said "duplicate column name: mode")
 }
 
 

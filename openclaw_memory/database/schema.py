@@ -232,27 +232,39 @@ COLUMNS_SQL = "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.n
 def schema_damage(version: int, columns: list[tuple[str, str]]) -> str | None:
     """What is wrong with a database's schema, given its ``PRAGMA user_version`` and its
     :data:`COLUMNS_SQL` rows, or None. A version no release writes (below 0), a new database's
-    0 over tables, or a table or column the version's schema has and the file lacks (dropped by
-    hand, a bad restore): every command that reads it would fail with "no such table"."""
+    0 over tables, a table or column the version's schema has and the file lacks (dropped by
+    hand, a bad restore: every command that reads it would fail with "no such table"), or one a
+    later version added."""
     if version < 0:
         return f"its schema version is {version}, which no openclaw-memory writes"
     if version == 0:
         return "its schema version is 0 (a database never used) but it holds tables" if columns else None
     if version < FIRST_RELEASED or version > FIRST_RELEASED + len(MIGRATIONS):
         return None  # a development build's, or a newer release's: their own findings say it
+    expected, latest = _columns_at(version), _columns_at(FIRST_RELEASED + len(MIGRATIONS))
+    found = set(columns)
+    tables = {table for table, _ in found}
+    missing = sorted({f"table {t}" if t not in tables else f"column {t}.{c}" for t, c in expected if (t, c) not in found})
+    if missing:
+        return f"{', '.join(missing[:5])}{f' (and {len(missing) - 5} more)' if len(missing) > 5 else ''} missing"
+    # What a later step adds, already there: the version was lowered (by hand, a bad restore), and
+    # bringing the file forward would fail at that step ("duplicate column name: mode").
+    later = sorted(f"{t}.{c}" for t, c in (latest - expected) & found)
+    if later:
+        return (f"its schema version is {version} but it holds what a later version added "
+                f"({', '.join(later[:5])}{' ...' if len(later) > 5 else ''})")
+    return None
+
+
+def _columns_at(version: int) -> set[tuple[str, str]]:
+    """Every (table, column) of a database of this release's schema at ``version``."""
     conn = sqlite3.connect(":memory:")
     try:
         for script in (SCHEMA, *MIGRATIONS[: version - FIRST_RELEASED]):
             _run(conn, script)
-        expected = conn.execute(COLUMNS_SQL).fetchall()
+        return set(conn.execute(COLUMNS_SQL).fetchall())
     finally:
         conn.close()
-    found = set(columns)
-    tables = {table for table, _ in found}
-    missing = sorted({f"table {t}" if t not in tables else f"column {t}.{c}" for t, c in expected if (t, c) not in found})
-    if not missing:
-        return None
-    return f"{', '.join(missing[:5])}{f' (and {len(missing) - 5} more)' if len(missing) > 5 else ''} missing"
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -275,6 +287,10 @@ def create_or_migrate(conn: sqlite3.Connection) -> None:
     if version == latest:
         return
     refuse_unreleased(_data_dir(conn), version)
+    why = schema_damage(version, conn.execute(COLUMNS_SQL).fetchall())  # (a step that cannot apply: said before it fails)
+    if why is not None:
+        raise StateDamaged(f"the state database ({_data_dir(conn)}/state.db) is damaged ({why}); `openclaw-memory doctor "
+                           "--fix` sets it aside and makes a new one with every row it still holds")
     conn.execute("BEGIN IMMEDIATE")  # every step in one transaction: one sync to disk, all or nothing
     try:
         # Looked at again inside the transaction: another process may have migrated meanwhile.
