@@ -553,3 +553,35 @@ def test_a_move_killed_between_link_and_unlink_then_edited_in_place_ends_as_one_
     memory = memory_for(workspace, state_dir)
     assert origins(memory, "memory/b.md")[:2] == [("external-edit", version_of(HERON_2)), ("move", version_of(HERON))]
     assert memory.history("memory/a.md").versions == ()
+
+
+def test_rm_of_a_file_written_while_it_is_removed_removes_nothing_and_says_so(workspace, state_dir):
+    """An editor appends to the note after rm archived it and before its unlink: the unlink is not
+    made (the bytes are not those archived), and rm is blocked, logging nothing; before, its
+    recovery read "not the bytes archived" as "unlinked": exit 0, "removed", a removal logged, and
+    the edited file still there."""
+    path = write(workspace / "memory" / "a.md", HERON)
+    env = env_for(workspace, state_dir, **fault("rm:journaled=pause"))
+    assert run_process_ok(workspace, state_dir, "read", "memory/a.md")
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "rm", "memory/a.md"], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for_line(proc.stderr, "test-hook: paused at rm:journaled")
+        with open(path, "a") as f:
+            f.write("a line saved by hand meanwhile\n")
+        proc.send_signal(signal.SIGUSR1)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "memory/a.md changed while it was moved (someone wrote to it); nothing was removed" in err
+    assert path.read_text() == HERON + "a line saved by hand meanwhile\n"
+    memory = memory_for(workspace, state_dir)
+    assert "remove" not in [o for o, _ in origins(memory, "memory/a.md")]
+    assert pending(memory.settings) is None and stray(workspace) == []
+
+
+def run_process_ok(workspace, state_dir, *args: str) -> bool:
+    return subprocess.run([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace, capture_output=True,
+                          env=env_for(workspace, state_dir), timeout=120).returncode == 0

@@ -370,3 +370,48 @@ def test_a_file_edited_after_a_killed_rollback_is_left_as_it_is_by_the_finish(cl
     assert (workspace / "memory" / "b.md").read_text() == "b edited after the kill\n"
     objects = HistoryStore.for_settings(settings_for(workspace, state_dir)).objects
     assert objects.read_bytes(version_of(b"b later\n")) == b"b later\n"  # what the rollback found is kept
+
+
+def test_a_file_saved_while_its_step_runs_is_left_as_saved_and_the_rollback_goes_on(cli, workspace, state_dir):
+    """A note made since the moment is archived by its step (an rm); an editor saves it while that
+    step runs (paused after its intent, before its unlink). The save is kept, the note named as
+    changed, and every other file still rolled back; before, the rollback stopped there, exit 3,
+    half done until doctor --fix."""
+    from conftest import wait_for_line
+
+    make_twenty(workspace)
+    read_all(cli, workspace)
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    at_snapshot = memory_files(workspace)
+    change_everything(workspace, cli)
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "rollback", "--to", "base", "--force", "--json"],
+                            cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for(workspace, state_dir, **fault("rm:journaled=pause")))
+    try:
+        line = wait_for_line(proc.stderr, "test-hook: paused at rm:journaled")
+        from openclaw_memory.history.fileops import read_intent as removal_under_way
+
+        step = removal_under_way(settings_for(workspace, state_dir).data_dir)  # the archive step paused now
+        assert step is not None and step.op == "remove"
+        saved = Path(step.path)
+        with open(saved, "a") as f:  # an editor appending while the step runs
+            f.write("saved by hand mid-rollback\n")
+        kept = saved.read_bytes()
+        err = line
+        while line:  # each later archive step pauses too: let it go on
+            if "test-hook: paused at" in line:
+                os.kill(proc.pid, signal.SIGUSR1)
+            line = proc.stderr.readline()
+            err += line
+        out = proc.stdout.read()
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    result = __import__("json").loads(out)
+    assert any(step.display in w and "changed while the rollback ran" in w for w in result["warnings"]), result
+    assert saved.read_bytes() == kept
+    now = memory_files(workspace)
+    assert {p: b for p, b in now.items() if p != step.display} == at_snapshot
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None

@@ -295,7 +295,12 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         remove_if_holds(folder.fd, resolved.name, current.version)
         faults.reach("rm:unlinked")
     except BaseException as exc:
-        if op is not None and _settle(settings, store, op):
+        if op is not None and isinstance(exc, SourceKept) and exc.kept_at == resolved.name:
+            # Given back its name, changed or held open: nothing was removed, whatever it holds now.
+            # (Settling it would read "not the bytes archived" as "unlinked": the removal was logged
+            # and said done while the file, with the edit, was still there.)
+            clear_intent(settings.data_dir)
+        elif op is not None and _settle(settings, store, op):
             return RemoveResult(resolved.display, op.version, op.size)
         if isinstance(exc, SourceKept):
             raise WriteBlocked.because(f"{resolved.display} {exc.WORDS[exc.reason]}; nothing was removed.",

@@ -170,12 +170,17 @@ def _step(settings: Settings, step: Step) -> str | None:
         return None
     if version != step.before:
         return CHANGED
-    if step.after is None:
-        remove_memory_file(settings, resolved.display, force=True, expect=version)
-    elif not store.objects.has(step.after):
-        return GONE
-    else:
-        restore_file_version(settings, resolved.display, step.after, stored=True)
+    try:
+        if step.after is None:
+            remove_memory_file(settings, resolved.display, force=True, expect=version)
+        elif not store.objects.has(step.after):
+            return GONE
+        else:
+            restore_file_version(settings, resolved.display, step.after, stored=True)
+    except WriteBlocked:
+        # Saved (or opened for writing) between the look above and the step: kept, as a file changed
+        # before it is (the whole rollback stopped there, half done, until doctor --fix).
+        return CHANGED
     return None
 
 
