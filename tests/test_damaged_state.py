@@ -881,6 +881,68 @@ def test_a_rollback_stopped_by_a_damaged_database_is_finished_by_the_same_doctor
     _edit(cli_process, "after the repair")
 
 
+def _loose_versions(conn: sqlite3.Connection) -> None:
+    """The version log made again without its constraints, as a hand-made copy would be, so a NULL fits."""
+    conn.executescript("CREATE TABLE v AS SELECT * FROM versions; DROP TABLE versions; ALTER TABLE v RENAME TO versions;"
+                       "UPDATE versions SET version = NULL WHERE id = (SELECT MAX(id) FROM versions)")
+
+
+# (damage, the command that failed on it with a traceback, what the rebuild says of the rows)
+ROW_DAMAGE = {
+    "time text": ("UPDATE versions SET time = 'yesterday'", ("history", "MEMORY.md"), "left out"),
+    "mode text": ("UPDATE versions SET mode = 'rw'", ("restore", "memory/old.md", "--last"), "made NULL"),
+    "body text": ("UPDATE snapshots SET body = 'hello'", ("watchdog", "verify"), "left out"),
+    "points text": ("UPDATE manifests SET points = 'x'", ("search", "green tea"), None),
+    "version null": (_loose_versions, ("log",), "left out"),
+}
+
+
+@pytest.mark.parametrize("damage", ROW_DAMAGE)
+def test_a_row_with_a_null_or_a_value_of_the_wrong_type_is_one_line_found_and_rebuilt(workspace, state_dir, cli_process,
+                                                                                     damage):
+    """SQLite keeps whatever a row is given, and quick_check passes: each command failed with a
+    traceback deep in its reader (int('yesterday'), None[0]), doctor found nothing, --fix too."""
+    sql, command, said = ROW_DAMAGE[damage]
+    write(workspace / "MEMORY.md", "# Memory\n- likes green tea\n")
+    write(workspace / "memory" / "old.md", "# Old\n")
+    assert cli_process("index").returncode == 0
+    for i in range(2):
+        _edit(cli_process, f"line {i}")
+    assert cli_process("read", "memory/old.md").returncode == 0
+    assert cli_process("rm", "memory/old.md").returncode == 0
+    assert cli_process("watchdog", "snapshot").returncode == 0
+    conn = sqlite3.connect(_data_dir(state_dir) / "state.db", isolation_level=None)
+    sql(conn) if callable(sql) else conn.execute(sql)
+    conn.close()
+    failed = cli_process(*command)
+    _clean(failed)
+    assert failed.returncode == 1 and len(failed.stderr.strip().splitlines()) == 1, failed.stderr
+    assert "damaged" in failed.stderr and "doctor --fix" in failed.stderr, failed.stderr
+    assert "state-db-damaged" in _findings(cli_process)
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    assert repair["status"] == "done", repair
+    assert ("every row was recovered" in repair["detail"]) if said is None else (said in repair["detail"]), repair
+    assert _findings(cli_process) <= {"memory-system-not-found", "watchdog-changes"}
+    done = cli_process(*command)
+    _clean(done)
+    assert done.returncode in (0, 1, 2) and "damaged" not in done.stderr, done.stderr  # (verify: no baseline left)
+    _edit(cli_process, "after the repair")
+
+
+def test_a_dry_run_over_an_unreadable_rollback_record_says_so(workspace, state_dir, cli_process):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli_process, "a line")
+    label = cli_process("watchdog", "snapshot", "--json").json()["label"]
+    conn = sqlite3.connect(_data_dir(state_dir) / "state.db", isolation_level=None)
+    conn.execute("INSERT INTO rollback_ops (id, record) VALUES (1, '[1, 2]')")
+    conn.close()
+    dry = cli_process("rollback", "--to", label, "--dry-run")
+    _clean(dry)
+    assert dry.returncode == 0 and "unreadable record of an interrupted rollback" in dry.stderr, dry.stderr
+
+
 @pytest.mark.parametrize("command", [("write", "memory/new.md", "--append", "a new line"), ("rm", "memory/old.md")],
                          ids=["write", "rm"])
 def test_a_change_made_is_a_success_when_the_index_update_after_it_finds_the_database_damaged(workspace, state_dir,

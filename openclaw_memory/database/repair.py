@@ -30,6 +30,7 @@ import xxhash
 from ..fsutil.setaside import set_aside
 from .companions import SQLITE_MAGIC, wal_damage
 from .connection import Database, forget_connections, peek
+from .rowtypes import fitter, mistyped, mistyped_sql
 from .schema import COLUMNS_SQL, SCHEMA_VERSION, create, schema_damage
 
 # Copied in this order; the key is what a damaged page is skipped by.
@@ -69,9 +70,23 @@ def damage(db: Database) -> str | None:
         return "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
     try:
         ((version,),) = peek(db.path, "PRAGMA user_version")
-        return schema_damage(version, peek(db.path, COLUMNS_SQL))
+        columns = peek(db.path, COLUMNS_SQL)
+        why = schema_damage(version, columns)
+        if why is not None or not (count := mistyped_sql((t, c) for t, c in columns)):
+            return why
+        return mistyped(peek(db.path, count))
     except sqlite3.Error as exc:
         return str(exc)
+
+
+def damage_behind(data_dir: str | os.PathLike[str]) -> str | None:
+    """Why the data dir's database cannot be trusted, asked after a reader of it failed in a way no
+    layer words (``int('yesterday')``: a row of the wrong type); None when it is sound, or when
+    even that cannot be looked at (the failure is then shown as it is)."""
+    try:
+        return damage(Database(data_dir))
+    except (OSError, sqlite3.Error):
+        return None
 
 
 def newer_schema(db: Database) -> str | None:
@@ -243,20 +258,47 @@ def _copy(source: sqlite3.Connection, target: sqlite3.Connection, table: str, ke
     if unfit:
         return unfit
     columns = _columns(table, source)
-    insert = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"  # noqa: S608
+    rows = _Rows(target, table, columns)
     try:
         for row in source.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {key}"):  # noqa: S608 - our names
-            target.execute(insert, row)
-        return ""
+            rows.put(row)
+        return rows.said()
     except sqlite3.Error as exc:
         failure = exc
     if _has_rowid(table):
-        return _copy_by_rowid(source, target, table, columns, insert, failure)
-    return f"some rows could not be read ({failure})"
+        return "; ".join(filter(None, (_copy_by_rowid(source, table, columns, rows, failure), rows.said())))
+    return "; ".join(filter(None, (f"some rows could not be read ({failure})", rows.said())))
 
 
-def _copy_by_rowid(source: sqlite3.Connection, target: sqlite3.Connection, table: str, columns: list[str],
-                   insert: str, failure: sqlite3.Error) -> str:
+class _Rows:
+    """The rows copied into one table of the new database, each made to fit its columns' declared
+    types first (:func:`.rowtypes.fitter`: an insert OR IGNORE would skip a NULL where a value is
+    required without a word), and what could not be kept of them."""
+
+    def __init__(self, target: sqlite3.Connection, table: str, columns: list[str]):
+        self.target = target
+        self.insert = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"  # noqa: S608
+        self.fit = fitter(table, columns)
+        self.left_out = self.emptied = 0
+
+    def put(self, row: tuple) -> None:
+        fitted = self.fit(row)
+        if fitted is None:
+            self.left_out += 1
+            return
+        self.emptied += fitted is not row
+        self.target.execute(self.insert, fitted)
+
+    def said(self) -> str:
+        parts = [f"{self.left_out} row(s) with a NULL or a value of the wrong type where one is required were left out"]
+        parts = parts if self.left_out else []
+        if self.emptied:
+            parts.append(f"{self.emptied} row(s) kept with a value of the wrong type made NULL")
+        return "; ".join(parts)
+
+
+def _copy_by_rowid(source: sqlite3.Connection, table: str, columns: list[str], rows: _Rows,
+                   failure: sqlite3.Error) -> str:
     """The rows of a rowid table read one range at a time: a range that fails is halved down to
     single rows, and a row that fails is skipped (at most ``_MISSES`` failed reads in all: a
     table whose every page fails gives up instead of trying each rowid)."""
@@ -270,7 +312,7 @@ def _copy_by_rowid(source: sqlite3.Connection, target: sqlite3.Connection, table
     while ranges and misses < _MISSES:
         low, high = ranges.pop()
         try:
-            rows = source.execute(select, (low, high)).fetchall()
+            found = source.execute(select, (low, high)).fetchall()
         except sqlite3.Error:
             misses += 1
             if low == high:
@@ -279,8 +321,8 @@ def _copy_by_rowid(source: sqlite3.Connection, target: sqlite3.Connection, table
                 middle = (low + high) // 2
                 ranges += [(middle + 1, high), (low, middle)]
             continue
-        for row in rows:
-            target.execute(insert, row)
+        for row in found:
+            rows.put(row)
     if ranges:
         return f"rows past a damaged part could not be read ({failure})"
     return f"up to {skipped} row(s) could not be read ({failure})" if skipped else ""

@@ -77,7 +77,8 @@ def _run_check(check: Callable[[CheckContext], list[Finding]], ctx: CheckContext
     """One check's findings; a failure of the file system it meets is a finding of its own, so that
     doctor still says what every other check found (a file where the index's folder belongs made
     doctor itself fail with "Not a directory" and name nothing), and so is a state database this
-    user cannot open."""
+    user cannot open, or one whose rows a check cannot read (a value of the wrong type: the state
+    database's own finding says so)."""
     name = check.__name__.removeprefix("check_").replace("_", " ")
     try:
         return check(ctx)
@@ -86,6 +87,14 @@ def _run_check(check: Callable[[CheckContext], list[Finding]], ctx: CheckContext
                         False, (exc.filename,) if isinstance(exc.filename, str) else ())]
     except StateDirError as exc:  # the state database cannot be opened (another user's file): its own finding says why
         return [Finding(CHECK_FAILED, "error", f"The {name} check could not finish: {exc.message}.", False, ())]
+    except Exception:
+        from ..database.repair import damage_behind
+
+        why = damage_behind(ctx.settings.data_dir)
+        if why is None:
+            raise  # not the database's: a fault of the code, shown as one
+        return [Finding(CHECK_FAILED, "error", f"The {name} check could not finish: the state database is damaged: {why}.",
+                        False, ())]
 
 
 def keep_caches(ctx: CheckContext, found: list[Finding]) -> None:

@@ -127,6 +127,15 @@ def _blob(text: str | None) -> bytes | None:
     return enc(text) if text is not None else None
 
 
+def logged_version(version: object) -> str:
+    """A version as a row of the log holds it; a row damaged by hand (NULL) fails here, which the
+    memory's door says as the damage it is (:meth:`openclaw_memory.memory.local.LocalMemory.call`),
+    rather than in whatever later reads it (a renderer's ``version[:12]``)."""
+    if not isinstance(version, str):
+        raise TypeError(f"a version of the history is {version!r}, not a version")
+    return version
+
+
 def _entry(version: str, time: float, size: int, origin: str, agent: bytes | None, session: bytes | None) -> Entry:
-    return Entry(version, time, size, origin, dec(agent) if agent is not None else None,
+    return Entry(logged_version(version), time, size, origin, dec(agent) if agent is not None else None,
                  dec(session) if session is not None else None)

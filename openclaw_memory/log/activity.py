@@ -23,7 +23,7 @@ from ..database import dec, enc
 from ..errors import BadValue, shown
 from ..files.jstext import decode_lossy
 from ..history.store import HistoryStore
-from ..history.versions import ORIGINS, REMOVE, iso_time
+from ..history.versions import ORIGINS, REMOVE, iso_time, logged_version
 from ..index.filters import SearchFilters
 from ..wire import key
 
@@ -117,6 +117,7 @@ def _start_of(day: date, *, days_after: int = 0) -> float | None:
 
 def _logged(row: tuple, contents: _Contents) -> LoggedVersion:
     display, version, when, size, origin, agent, session, previous = row
+    version = logged_version(version)
     added, removed = contents.changed_lines(previous, version, origin)
     return LoggedVersion(dec(display), iso_time(when), origin, dec(agent) if agent is not None else None,
                          dec(session) if session is not None else None, version, previous, size, added, removed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MemoryToolError, StateDamaged
 from .operations import Operation, method_of
 
 if TYPE_CHECKING:
@@ -43,8 +44,21 @@ class LocalMemory:
                            service_info=self.service_info, on_session_end=self.on_session_end)
 
     def call(self, op: Operation, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
-        """Run a declared operation here."""
-        return op.run(self, op.arguments(args, kwargs or {}))
+        """Run a declared operation here. A failure no layer words (a TypeError, a ValueError) met
+        where the state database holds a row of the wrong type is that damage, said as such."""
+        bound = op.arguments(args, kwargs or {})
+        try:
+            return op.run(self, bound)
+        except (MemoryToolError, OSError):
+            raise
+        except Exception as exc:
+            from ..database.repair import damage_behind
+
+            why = damage_behind(self._settings.data_dir)
+            if why is None:
+                raise  # not the database's: a fault of the code, shown as one
+            raise StateDamaged(f"the state database is damaged: {why}; `openclaw-memory doctor --fix` sets it aside "
+                               "and makes a new one with every row that still reads") from exc
 
     def __getattr__(self, name: str) -> Any:  # the declared operations (only those)
         return method_of(LocalMemory, name).__get__(self)

@@ -80,9 +80,8 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
             moved = finish_pending_rewrites(settings)  # an interrupted move's (links and all) or removal's first
             notes += [moved[1]] if moved else []
             notes += [earlier] if (earlier := recover_pending(settings)) else []
-        elif (waiting := pending(settings)) is not None:
-            notes.append(f"an interrupted {describe(waiting)} is waiting: the files are shown as they are now, "
-                         "before it is finished (the rollback, or `openclaw-memory doctor --fix`, finishes it first)")
+        else:
+            notes += _waiting(settings)
         fates, skipped = plan(settings, store, moment, record=not dry_run)
         notes += skipped
         unread = {f.resolved.abs_path for f in fates if f.fate in (REWRITE, ARCHIVE) and not _read_as_is(records, f)}
@@ -109,6 +108,19 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
     files = [f if f.path not in left else replace(f, changed=True) for f in files]
     notes += [f"{path} {_SAID[why]}: left as it is (what it held is in the history)" for path, why in left.items()]
     return RollbackResult(to, moment.shown, moment.snapshot is not None, False, tuple(files), undo, warnings=tuple(notes))
+
+
+def _waiting(settings: Settings) -> list[str]:
+    """What a dry run says of an interrupted rollback it does not finish."""
+    try:
+        waiting = pending(settings)
+    except UnreadableRollback:  # (a dry run said it as a traceback)
+        return ["an unreadable record of an interrupted rollback is waiting: the rollback (or `openclaw-memory doctor "
+                "--fix`) drops it first; every byte is in the files or the history"]
+    if waiting is None:
+        return []
+    return [f"an interrupted {describe(waiting)} is waiting: the files are shown as they are now, before it is "
+            "finished (the rollback, or `openclaw-memory doctor --fix`, finishes it first)"]
 
 
 def _read_as_is(records: ReadRecords, f: Fate) -> bool:
