@@ -2,7 +2,8 @@
 
 The product calls :func:`reach` at each step where a test may stop it or make it fail: the steps
 of a repair (``merge:begin``, ``move:rename``, ``finalize:clear``, ... listed in docs/doctor.md),
-of a keyed write (``write:key-recorded``, ``write:swapped``), the N-th batch an ``index`` writes to a
+of a keyed write (``write:key-recorded``, ``write:checked`` before its exchange, ``write:exchanged``
+right after it, ``write:swapped``), the N-th batch an ``index`` writes to a
 shard (``index:batch:N``, taken before the commit for a live shard: paused inside it, searches
 and a signal to stop would wait), the N-th embedding step (``index:embedded:N``) and the N-th
 upsert to a Qdrant server (``qdrant:upsert:N``).

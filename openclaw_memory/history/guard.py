@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import xxhash
 
+from .. import faults
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
@@ -314,7 +315,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
         kept = kept_stat(fd)
         if folder is None:
             folder, existed = make_folder(resolved)
-        _sweep_leftovers(store, resolved, folder)
+        sweep_leftovers(store, resolved, folder)
         if added is None:
             tmp, new, _ = temp_from_blocks(folder, resolved, [content], kept)
         else:
@@ -341,13 +342,15 @@ _TEMP_TAG = re.compile(r"[0-9a-f]{8}")
 LEFTOVER_AGE_S = 600.0
 
 
-def _sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder) -> None:
-    """Remove what earlier writes of this file that were killed left beside it. Every write holds
-    the lock this one holds, so none of them is in progress.
+def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder) -> None:
+    """Remove what earlier writes of this file that were killed left beside it (the caller holds the
+    write lock, as every writer does, so none of them is in progress): a write does it first, and
+    ``doctor --fix`` (:mod:`~..doctor.check_leftovers`).
 
     A temp file (``.NAME.<hex>.tmp``) holds only what such a write would have written, never a byte
-    the file had: removed once ten minutes old (another tool's temp file by that name is that old at
-    least). A swap file (``.NAME.<hex>.swp``, see :func:`_commit`) may hold the version an exchange
+    the file had: removed at once as bytes the history holds (the new version a write stores before
+    its swap, an import's staged file), else once ten minutes old (another tool's temp file by that
+    name is that old at least). A swap file (``.NAME.<hex>.swp``, see :func:`_commit`) may hold the version an exchange
     took off the file: removed once its bytes are in the history, after recording them there as an
     outside edit when they are not (a write killed between its exchange and the check of what it
     displaced), and only as those bytes while no other program holds it open
@@ -368,11 +371,23 @@ def _sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder
                 st = folder.lstat(entry)
                 if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S:
                     folder.unlink(entry)
+                elif (version := stored_version(store, folder, entry)) is not None:
+                    remove_if_holds(folder.fd, entry, version)
             elif (version := _in_history_now(store, resolved, folder, entry)) is not None:
                 # Only as those bytes, and not while a program holds it open (it would write to an unlinked file).
                 remove_if_holds(folder.fd, entry, version)
         except (OSError, MemoryToolError):
             continue
+
+
+def stored_version(store: HistoryStore, folder: Folder, name: str) -> str | None:
+    """The version of the regular file ``name`` in ``folder`` when the history holds its bytes; else None."""
+    fd, _ = folder.open_regular(name)
+    try:
+        found = snapshot_fd(fd)
+    finally:
+        os.close(fd)
+    return found.version if store.objects.has(found.version) else None
 
 
 def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder, name: str) -> str | None:
@@ -491,6 +506,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
                 raise held_open(resolved)
             if current_version(folder, resolved.name) != current.version:
                 raise Raced()
+            faults.reach("write:checked")
             swapped = swap.exchange(current.version)
             if swapped and swap.opened_for_writing():  # a writer opened it since the lease: it keeps its file
                 swap.put_back()

@@ -24,6 +24,7 @@ import fcntl
 import os
 from typing import NamedTuple
 
+from .. import faults
 from ..fsutil.exchange import exchange
 from ..fsutil.move import Lease
 from ..fsutil.safeopen import Folder, NotRegularFile
@@ -77,6 +78,7 @@ class Swap:
         back and is in :attr:`taken`. None: this file system cannot exchange (nothing changed)."""
         if not exchange(self.folder.fd, self.tmp, self.name):
             return None
+        faults.reach("write:exchanged")  # a kill here leaves what the exchange displaced at the .swp name
         try:
             first = self._take()
         except BaseException:  # what came off cannot be read (permissions, I/O): it goes back unread

@@ -1,0 +1,107 @@
+"""Check and repair: what writes killed at the wrong instant left beside memory files.
+
+A write killed before its swap leaves its temp file (``.NAME.<hex>.tmp``: only what it would have
+written), one killed just after its exchange what that exchange took off the file
+(``.NAME.<hex>.swp``: the version it held, or a save an editor made in that instant, which the
+history may lack). Every write that stops (an ``mv --update-links`` rewrite, a rollback's or an
+import's step) leaves them the same way. The next write of that file sweeps them
+(:func:`~openclaw_memory.history.guard.sweep_leftovers`); a file nobody writes again kept them for
+good, and a save held only in a ``.swp`` never reached the history, and no command named it.
+
+Plain doctor names each ``.swp``, and each ``.tmp`` that is ours to remove (bytes the history holds,
+or ten minutes old); ``--fix`` sweeps them as that next write would, under the write lock: a
+``.swp``'s bytes are logged as an outside edit of the file when the history lacks them, then each
+leftover goes only as bytes the history holds (a younger ``.tmp`` the history lacks, a write's
+partial copy or another program's temp file, is left to the next write).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+
+from ..errors import MemoryToolError, PathRefused
+from ..files.read import resolve_memory_path
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_folder
+from ..history.guard import LEFTOVER_AGE_S, stored_version, sweep_leftovers
+from ..history.store import HistoryStore
+from ..settings import Settings
+from .model import CheckContext, Finding, Repair, RepairSpec
+
+ID = "write-leftovers"
+FIX_HINT = 'Run "openclaw-memory doctor --fix" to keep what they hold in the history and remove them.'
+# ``.NAME.<8 hex>.tmp|swp`` beside a memory file NAME (a name cut to fit, of a 255-byte NAME, is left to its next write).
+_LEFTOVER = re.compile(r"\.(?P<of>.+\.md)\.[0-9a-f]{8}\.(?P<kind>tmp|swp)")
+
+
+def leftovers(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
+    """(leftover, memory file it was written beside), absolute paths, of the ``folders`` (the scan's)
+    that are ours to sweep."""
+    store = HistoryStore.for_settings(settings)
+    found = []
+    for path in folders:
+        try:
+            folder = Folder(open_folder(path), path)
+        except (OSError, FolderSwapped):
+            continue  # gone or swapped since the scan: the next doctor looks again
+        with folder:
+            for name in sorted(os.listdir(folder.fd)):
+                match = _LEFTOVER.fullmatch(name)
+                if match and _ours(store, folder, name, match["kind"]):
+                    found.append((os.path.join(path, name), os.path.join(path, match["of"])))
+    return found
+
+
+def _ours(store: HistoryStore, folder: Folder, name: str, kind: str) -> bool:
+    try:
+        st = folder.lstat(name)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if kind == "swp" or time.time() - st.st_mtime > LEFTOVER_AGE_S:
+            return True
+        return stored_version(store, folder, name) is not None
+    except (OSError, NotRegularFile, MemoryToolError):
+        return False  # unreadable, or no history to ask: not ours to say
+
+
+def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
+    found = leftovers(ctx.settings, [path for path, _, _ in ctx.scan.folders])
+    if not found:
+        return []
+    shown = [os.path.relpath(p, ctx.workspace) for p, _ in found]
+    listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    message = (f"{len(found)} file(s) left beside memory files by writes that were killed: {listed}. A .swp may hold a "
+               f"version (or a save made in that instant) the history lacks; the file's next write would sweep them.\n"
+               f"{FIX_HINT}")
+    return [Finding(ID, "warning", message, True, tuple(shown), FIX_HINT)]
+
+
+def sweep(settings: Settings, finding: Finding) -> Repair:
+    workspace = str(settings.workspace)
+    store = HistoryStore.for_settings(settings)
+    targets = {of for _, of in leftovers(settings, sorted({os.path.join(workspace, os.path.dirname(p))
+                                                           for p in finding.paths}))}
+    try:
+        with store.write_lock():  # no write is in progress: each leftover is a killed one's
+            for of in sorted(targets):
+                try:
+                    resolved = resolve_memory_path(of, workspace, settings.extra_paths)
+                    with resolved.folder() as folder:
+                        sweep_leftovers(store, resolved, folder)
+                except (PathRefused, OSError):
+                    continue  # not a memory path now, or its folder went: left, named again below
+    except MemoryToolError as exc:
+        return Repair(finding.id, "sweep", "failed", f"{exc.message}; nothing was removed", finding.paths)
+    left = [os.path.relpath(p, workspace) for p, _ in leftovers(settings, sorted({os.path.dirname(of) for of in targets}))]
+    if left:
+        return Repair(finding.id, "sweep", "failed", f"left (held open, or bytes the history could not keep): "
+                                                     f"{', '.join(left)}", tuple(left))
+    return Repair(finding.id, "sweep", "done", f"kept in the history and removed: {', '.join(finding.paths)}",
+                  finding.paths)
+
+
+CHECKS = [check_write_leftovers]
+REPAIRS = {ID: RepairSpec("sweep", lambda f: "Keep what killed writes left in the history and remove the files",
+                          sweep)}

@@ -1,0 +1,90 @@
+"""What a write killed at the wrong instant leaves beside the file, found by plain doctor and swept
+by ``doctor --fix``: a ``.swp`` holding what the exchange displaced (a save an editor made in that
+instant included: logged in the history first), a ``.tmp`` whose bytes the history holds. Before,
+only the next write of that same file swept them, and doctor said nothing: a note nobody wrote again
+kept them, and a save held only in a ``.swp`` never reached the history."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import xxhash
+
+from conftest import env_for, fault, settings_for, wait_for_line, write
+from openclaw_memory.memory.local import LocalMemory
+
+HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
+SAVED = HERON + "\nA line the person saved in the editor at that instant.\n"
+
+
+def leftovers(workspace) -> list[str]:
+    return sorted(n for n in os.listdir(workspace / "memory") if n.endswith((".tmp", ".swp")))
+
+
+def killed_write(workspace, state_dir, *steps: str, between=None, path: str = "memory/a.md") -> None:
+    """``write --append`` of ``path`` with ``steps`` faults; ``between`` runs at a pause."""
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "write", path, "--append", "agent line"],
+                            cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for(workspace, state_dir, **fault(*steps)))
+    try:
+        if between is not None:
+            wait_for_line(proc.stderr, "test-hook: paused at")
+            between()
+            proc.send_signal(signal.SIGUSR1)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL, proc.returncode
+
+
+def swept_by_doctor(cli, workspace) -> None:
+    plain = cli("doctor", "--json").json()
+    (found,) = [f for f in plain["findings"] if f["id"] == "write-leftovers"]
+    assert found["paths"] == [f"memory/{n}" for n in leftovers(workspace)]
+    fixed = cli("doctor", "--fix", "--json").json()
+    assert [r["status"] for r in fixed["repairs"] if r["id"] == "write-leftovers"] == ["done"], fixed
+    assert leftovers(workspace) == []
+    assert cli("doctor").returncode == 0
+
+
+def test_a_save_displaced_by_a_write_killed_at_its_exchange_reaches_the_history(cli, workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+
+    def editor_saves() -> None:  # after the write's last check, before its exchange
+        tmp = workspace / "memory" / ".a.md.swx"
+        tmp.write_text(SAVED)
+        os.rename(tmp, path)
+
+    killed_write(workspace, state_dir, "write:checked=pause", "write:exchanged=kill", between=editor_saves)
+    (swp,) = leftovers(workspace)
+    assert swp.endswith(".swp") and (workspace / "memory" / swp).read_text() == SAVED  # only there
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    saved = xxhash.xxh3_128_hexdigest(SAVED.encode())
+    assert saved not in {v.version for v in memory.history("memory/a.md").versions}
+
+    swept_by_doctor(cli, workspace)
+    assert path.read_text() == HERON + "agent line\n"  # what the killed write put there
+    assert saved in {v.version for v in memory.history("memory/a.md").versions}
+    assert cli("restore", "memory/a.md", saved[:12]).returncode == 0
+    assert path.read_text() == SAVED
+
+
+def test_what_writes_killed_before_and_after_their_exchange_left_is_swept(cli, workspace, state_dir):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for name in ("a", "b"):
+        write(workspace / "memory" / f"{name}.md", HERON)
+        assert cli("read", f"memory/{name}.md").returncode == 0
+    # Two files: a write of either sweeps what an earlier one of it left.
+    killed_write(workspace, state_dir, "write:key-recorded=kill")  # its temp file: the new version, stored
+    killed_write(workspace, state_dir, "write:exchanged=kill", path="memory/b.md")  # its .swp: the version replaced
+    assert [n.rsplit(".", 2)[0] + "." + n.rsplit(".", 1)[1] for n in leftovers(workspace)] == [".a.md.tmp", ".b.md.swp"]
+
+    swept_by_doctor(cli, workspace)
+    assert (workspace / "memory" / "a.md").read_text() == HERON  # killed before its swap: not written
+    assert (workspace / "memory" / "b.md").read_text() == HERON + "agent line\n"
