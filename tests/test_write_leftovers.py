@@ -88,3 +88,19 @@ def test_what_writes_killed_before_and_after_their_exchange_left_is_swept(cli, w
     swept_by_doctor(cli, workspace)
     assert (workspace / "memory" / "a.md").read_text() == HERON  # killed before its swap: not written
     assert (workspace / "memory" / "b.md").read_text() == HERON + "agent line\n"
+
+
+def test_the_leftover_check_never_lists_a_folder_through_a_symlink_planted_since_the_scan(workspace, state_dir, tmp_path):
+    """The folders come from the scan; one swapped for a symlink since (to a folder outside, holding
+    names like ours) is not followed: each is opened from its root's descriptor."""
+    from openclaw_memory.doctor.check_leftovers import leftovers
+
+    outside = tmp_path / "outside" / "sub"
+    write(outside / ".a.md.0123abcd.swp", "outside bytes\n")
+    inside = workspace / "memory" / "sub"
+    write(inside / ".a.md.0123abcd.swp", "inside bytes\n")  # the control: found where it is a folder
+    settings = settings_for(workspace, state_dir)
+    assert [os.path.basename(p) for p, _ in leftovers(settings, [str(inside)])] == [".a.md.0123abcd.swp"]
+    os.rename(workspace / "memory", tmp_path / "memory-moved")
+    (workspace / "memory").symlink_to(tmp_path / "outside")
+    assert leftovers(settings, [str(inside)]) == []

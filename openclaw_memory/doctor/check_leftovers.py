@@ -24,7 +24,7 @@ import time
 
 from ..errors import MemoryToolError, PathRefused
 from ..files.read import resolve_memory_path
-from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_folder
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from ..history.guard import LEFTOVER_AGE_S, stored_version, sweep_leftovers
 from ..history.store import HistoryStore
 from ..settings import Settings
@@ -40,10 +40,14 @@ def leftovers(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
     """(leftover, memory file it was written beside), absolute paths, of the ``folders`` (the scan's)
     that are ours to sweep."""
     store = HistoryStore.for_settings(settings)
+    roots = sorted((str(settings.workspace), *map(str, settings.extra_paths)), key=len, reverse=True)
     found = []
     for path in folders:
-        try:
-            folder = Folder(open_folder(path), path)
+        root = next((r for r in roots if path == r or path.startswith(r + os.sep)), None)
+        if root is None:
+            continue
+        try:  # each folder from its root's descriptor, as the scan walked it: a symlink planted since is not followed
+            folder = Folder.under(root, [p for p in os.path.relpath(path, root).split(os.sep) if p != "."])
         except (OSError, FolderSwapped):
             continue  # gone or swapped since the scan: the next doctor looks again
         with folder:
