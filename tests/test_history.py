@@ -264,3 +264,55 @@ def test_a_damaged_stored_version_is_never_restored(cli, workspace, state_dir):
         assert res.returncode == 1 and "damaged" in res.stderr and "Traceback" not in res.stderr
         assert (workspace / "MEMORY.md").read_bytes() == V2
     assert store.objects.read_bytes(version_of(V1)) is None
+
+
+def _traced(data_dir, action) -> list[str]:
+    """The SQL statements ``action`` ran on this thread's connection to the state database."""
+    conn = Database(data_dir).conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        action()
+    finally:
+        conn.set_trace_callback(None)
+    return statements
+
+
+PINNED_TOTAL = "SUM(stored), 0) FROM objects WHERE version NOT IN"  # the byte limit's look at what is not pinned
+
+
+def test_a_write_within_the_byte_limit_never_sums_what_is_pinned(workspace, state_dir):
+    """The store's whole total fits [history] max_bytes, so nothing can be evicted: the total of
+    what is not pinned (subqueries over every snapshot's files: 42 ms a write at 30,000 notes) is
+    not asked."""
+    s = settings_for(workspace, state_dir)
+    memory = LocalMemory(s)
+    memory.write("memory/a.md", content="first\n")
+    statements = _traced(s.data_dir, lambda: memory.write("memory/a.md", content="second\n", expect=memory.read("memory/a.md").version))
+    assert any("INSERT" in st and "objects" in st for st in statements)  # a new version was stored
+    assert not any(PINNED_TOTAL in st for st in statements)
+
+
+def test_a_sync_of_many_new_files_looks_at_the_byte_limit_once_a_batch_and_ends_within_it(workspace, state_dir):
+    """A watch's first sync records every file: the byte limit is applied once per batch of files
+    (each look reads the whole store: once a file made the sync's cost grow with the square of
+    the notes), one transaction a batch, and the store still ends within the limit, the newest
+    sightings kept."""
+    from openclaw_memory.watch.versions import BATCH, record_versions
+
+    configure(state_dir, max_bytes=40_000)  # random bytes do not compress: about 20 of the versions fit
+    s = settings_for(workspace, state_dir)
+    paths = [f"memory/n{i:03d}.md" for i in range(BATCH + 44)]
+    blobs = {}
+    for path in paths:
+        blobs[path] = os.urandom(1_900)
+        (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / path).write_bytes(blobs[path])
+    statements = _traced(s.data_dir, lambda: record_versions(s, paths))
+    assert sum(PINNED_TOTAL in st for st in statements) == 2  # one a batch (the store is past its limit)
+    assert sum(st.startswith("BEGIN") for st in statements) == 2
+    store = HistoryStore(s.data_dir, s.history)
+    assert 0 < store.objects.usage() <= 40_000
+    assert store.objects.read_bytes(version_of(blobs[paths[-1]])) == blobs[paths[-1]]  # the newest is kept
+    assert not store.objects.has(version_of(blobs[paths[0]]))
+    assert len(store.log.entries(str(workspace / paths[0]))) == 1  # every sighting is logged, its bytes or not

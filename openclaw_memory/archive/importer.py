@@ -321,7 +321,7 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
     not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed}
     added = 0
     try:
-        with store.lock():
+        with store.lock(), store.evicting_once():
             for history, resolved in plan.histories:
                 if resolved.abs_path in not_placed:
                     continue

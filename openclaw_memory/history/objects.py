@@ -159,6 +159,12 @@ class ObjectStore:
         Returns the evicted versions.
         """
         with self.db.transaction() as conn:
+            # Every object's bytes first: what is pinned only adds to it, so a store this total
+            # fits has nothing to evict. The pinned total's subqueries cost every write 42 ms at
+            # 30,000 notes with a watchdog snapshot (2 ms this sum), and a first sync of N files
+            # N times that.
+            if conn.execute("SELECT COALESCE(SUM(stored), 0) FROM objects").fetchone()[0] <= self.max_bytes:
+                return []
             total = conn.execute(f"SELECT COALESCE(SUM(stored), 0) FROM objects WHERE {_UNPINNED}").fetchone()[0]
             if total <= self.max_bytes:
                 return []

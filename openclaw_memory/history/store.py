@@ -58,6 +58,7 @@ class HistoryStore:
         self.objects = ObjectStore(self.db, self.config.max_bytes)
         self.log = VersionLog(self.db)
         self.write_lock_path = os.path.join(self.data_dir, "write.lock")
+        self._keep: set[str] | None = None  # within evicting_once(): the versions recorded so far
 
     @classmethod
     def for_settings(cls, settings: Settings) -> HistoryStore:
@@ -66,6 +67,27 @@ class HistoryStore:
     def lock(self):
         """One transaction for what follows (a context manager)."""
         return self.db.transaction()
+
+    @contextmanager
+    def evicting_once(self) -> Iterator[None]:
+        """Record many sightings (a sync's) and apply the byte limit once at the end, keeping the
+        versions recorded here last of all: a look at the limit per file made a first sync of N
+        files cost N looks over the whole store."""
+        if self._keep is not None:
+            yield
+            return
+        self._keep = set()
+        try:
+            yield
+            self.objects.evict(keep=frozenset(self._keep))
+        finally:
+            self._keep = None
+
+    def _evict(self, keep: str) -> None:
+        if self._keep is None:
+            self.objects.evict(keep=frozenset({keep}))
+        else:
+            self._keep.add(keep)
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:
@@ -94,7 +116,7 @@ class HistoryStore:
         dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path, mode)}
         if dropped:
             self.objects.remove(dropped - self.log.referenced(dropped))
-        self.objects.evict(keep=frozenset({entry.version}))
+        self._evict(entry.version)
         return entry
 
     def observe(self, abs_path: str, display: str, snapshot: FileVersion, *, fd: int | None = None, data: bytes | None = None,
@@ -116,7 +138,7 @@ class HistoryStore:
         latest = self.log.latest(abs_path)
         if latest is not None and latest.version == snapshot.version:
             if stored:
-                self.objects.evict(keep=frozenset({snapshot.version}))
+                self._evict(snapshot.version)
             return None
         return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
                            mode=FileMode.of(os.fstat(fd)) if fd is not None else self._mode_now(abs_path))
