@@ -585,3 +585,30 @@ def test_rm_of_a_file_written_while_it_is_removed_removes_nothing_and_says_so(wo
 def run_process_ok(workspace, state_dir, *args: str) -> bool:
     return subprocess.run([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace, capture_output=True,
                           env=env_for(workspace, state_dir), timeout=120).returncode == 0
+
+
+def test_a_source_saved_anew_while_it_is_copied_across_file_systems_is_not_moved(workspace, state_dir):
+    """An editor saves the note (a new file renamed over its name) while mv copies it to another
+    file system: the copy goes and the move is blocked, the save where it was made; before, mv said
+    "moved" and left the version before the save at the destination and the save at the old name
+    (two notes, one stale, and the history of the one being edited handed to the stale one)."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert run_process_ok(workspace, state_dir, "read", "memory/a.md")
+    env = env_for(workspace, state_dir, **fault("move:rename=fail", "move:copy-written=pause"))
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mv", "memory/a.md", "memory/b.md"], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for_line(proc.stderr, "test-hook: paused at move:copy-written")
+        saved = write(workspace / "memory" / ".a.md.swx", HERON_2)
+        os.rename(saved, path)  # vim's save
+        proc.send_signal(signal.SIGUSR1)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "memory/a.md was replaced while it was moved (a new file was saved under its name); nothing was moved" in err
+    assert sorted(os.listdir(workspace / "memory")) == ["a.md"] and path.read_text() == HERON_2
+    memory = memory_for(workspace, state_dir)
+    assert memory.history("memory/b.md").versions == () and pending(memory.settings) is None

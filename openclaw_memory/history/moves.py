@@ -161,9 +161,11 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         existed = None  # the destination's folders hold the file now
         faults.reach("mv:renamed")
     except BaseException as exc:
-        if op is not None and dst_folder is not None and isinstance(exc, SourceKept) and exc.reason in ("open", "changed"):
-            # Across file systems: the copy is in place, and the source stays (written to, or held open
-            # by a writer that would go on writing to it): the copy goes, and the move is blocked as a write is.
+        if op is not None and dst_folder is not None and isinstance(exc, SourceKept):
+            # The source stays (written to, saved anew under its name, or held open by a writer that would
+            # go on writing to it): the copy (or the link) at the destination goes, as the bytes moved,
+            # and the move is blocked as a write is. (A save under its name left the move "done", the
+            # destination holding the version before it, the save at the old name: two notes, one stale.)
             with contextlib.suppress(OSError):
                 remove_if_holds(dst_folder.fd, target.name, op.version)
         if op is not None and _settle(settings, store, op):  # the rename had happened after all: finished
