@@ -25,15 +25,16 @@ def leftovers(workspace) -> list[str]:
 
 
 def killed_write(workspace, state_dir, *steps: str, between=None, path: str = "memory/a.md") -> None:
-    """``write --append`` of ``path`` with ``steps`` faults; ``between`` runs at a pause."""
+    """``write --append`` of ``path`` with ``steps`` faults; ``between(process)`` runs at a pause."""
     proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "write", path, "--append", "agent line"],
                             cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env_for(workspace, state_dir, **fault(*steps)))
     try:
         if between is not None:
             wait_for_line(proc.stderr, "test-hook: paused at")
-            between()
-            proc.send_signal(signal.SIGUSR1)
+            between(proc)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGUSR1)
         proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -56,7 +57,7 @@ def test_a_save_displaced_by_a_write_killed_at_its_exchange_reaches_the_history(
     path = write(workspace / "memory" / "a.md", HERON)
     assert cli("read", "memory/a.md").returncode == 0
 
-    def editor_saves() -> None:  # after the write's last check, before its exchange
+    def editor_saves(_) -> None:  # after the write's last check, before its exchange
         tmp = workspace / "memory" / ".a.md.swx"
         tmp.write_text(SAVED)
         os.rename(tmp, path)
@@ -104,3 +105,19 @@ def test_the_leftover_check_never_lists_a_folder_through_a_symlink_planted_since
     os.rename(workspace / "memory", tmp_path / "memory-moved")
     (workspace / "memory").symlink_to(tmp_path / "outside")
     assert leftovers(settings, [str(inside)]) == []
+
+
+def test_a_running_writes_temp_file_is_no_leftover(cli, workspace, state_dir):
+    """A write paused between storing its new bytes and its swap holds the write lock: its temp
+    file (bytes the history holds) is not named; once the write is killed, it is."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+
+    def plain_doctor_names_none(proc) -> None:
+        assert [n.rsplit(".", 1)[1] for n in leftovers(workspace)] == ["tmp"]
+        assert "write-leftovers" not in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
+        proc.kill()
+
+    killed_write(workspace, state_dir, "write:key-recorded=pause", between=plain_doctor_names_none)
+    assert "write-leftovers" in {f["id"] for f in cli("doctor", "--json").json()["findings"]}

@@ -24,6 +24,7 @@ import time
 
 from ..errors import MemoryToolError, PathRefused
 from ..files.read import resolve_memory_path
+from ..fsutil.lock import lock_holder
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from ..history.guard import LEFTOVER_AGE_S, stored_version, sweep_leftovers
 from ..history.store import HistoryStore
@@ -71,6 +72,8 @@ def _ours(store: HistoryStore, folder: Folder, name: str, kind: str) -> bool:
 
 
 def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
+    if lock_holder(HistoryStore.for_settings(ctx.settings).write_lock_path) is not None:
+        return []  # a write is running: its own temp file is no leftover (the next doctor looks again)
     found = leftovers(ctx.settings, [path for path, _, _ in ctx.scan.folders])
     if not found:
         return []
