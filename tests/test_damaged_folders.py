@@ -83,3 +83,18 @@ def test_a_command_that_meets_it_says_one_line_naming_doctor_and_a_write_is_stil
     # The file is written: the index not being updated is a warning, not the write's failure.
     assert written.returncode == 0 and "index not updated" in written.stderr, written.stderr
     assert (workspace / "memory" / "new.md").read_text() == "a new line\n"
+
+
+def test_a_folder_where_the_service_keeps_its_info_file_is_kept_aside_by_fix(data_dir, cli):
+    """--fix unlinked what a killed service left, and failed on a folder there: "Is a directory"."""
+    info = data_dir / "service" / "info.json"
+    write(info / "kept.txt", "a person's note\n")
+
+    plain = cli("doctor", "--json")
+    fixed = cli("doctor", "--fix", "--json")
+
+    assert "service-left-over" in {f["id"] for f in plain.json()["findings"]}
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "service-left-over"] == ["done"], fixed.stdout
+    (kept,) = (data_dir / "damaged").glob("*/service/info.json")
+    assert (kept / "kept.txt").read_text() == "a person's note\n" and not info.exists()
+    assert cli("doctor").returncode == 0

@@ -10,9 +10,11 @@ socket, so nothing of a running service is ever removed.
 from __future__ import annotations
 
 import os
+import stat
 
 from ..errors import LockTimeout
 from ..fsutil.lock import FileLock, lock_holder
+from ..fsutil.setaside import set_aside
 from ..service_files import INFO, SOCKET, TOKEN, lock_path, remove_service_files, service_dir
 from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
@@ -22,11 +24,15 @@ ID = "service-left-over"
 
 def left_over(settings: Settings) -> list[str]:
     """The service files present while no service holds the lock."""
-    folder = service_dir(settings)
-    found = [path for path in (os.path.join(folder, n) for n in (SOCKET, INFO, TOKEN)) if os.path.lexists(path)]
+    found = left_over_paths(settings)
     if not found or lock_holder(lock_path(settings)) is not None:
         return []
     return found
+
+
+def left_over_paths(settings: Settings) -> list[str]:
+    folder = service_dir(settings)
+    return [path for path in (os.path.join(folder, n) for n in (SOCKET, INFO, TOKEN)) if os.path.lexists(path)]
 
 
 def check_service(ctx: CheckContext) -> list[Finding]:
@@ -53,12 +59,17 @@ def _remove(settings: Settings, finding: Finding) -> Repair:
     except LockTimeout:
         return Repair(finding.id, "remove", "done", "a memory service runs again and uses them; nothing to do", finding.paths)
     try:
+        for path in left_over_paths(settings):  # a folder or link in a file's place is kept, not deleted
+            st = os.lstat(path)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
+                set_aside(settings.data_dir, path)
         remove_service_files(settings)
     except OSError as exc:
         return Repair(finding.id, "remove", "failed", f"{exc.strerror or exc} ({exc.filename or ''})", finding.paths)
     finally:
         lock.release()
-    return Repair(finding.id, "remove", "done", "removed the left-over socket, info file and token", finding.paths)
+    return Repair(finding.id, "remove", "done", "removed the left-over socket, info file and token (a folder or link "
+                  "in their place is kept under damaged/)", finding.paths)
 
 
 CHECKS = [check_service]
