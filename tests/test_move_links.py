@@ -280,3 +280,24 @@ def test_a_note_edited_after_a_killed_move_is_left_as_edited_by_the_finish(cli, 
     assert "[[heron]]" in (workspace / "memory" / "n0.md").read_text()
     # Only the hand edit's link names nothing (a warning of its own), never overwritten.
     assert [(f["id"], f["paths"]) for f in fixed["remaining"]] == [("broken-links", ["memory/n2.md"])]
+
+
+def test_a_damaged_record_of_the_rewrites_is_dropped_in_one_line_never_a_traceback(cli, workspace, state_dir):
+    import json
+    import sqlite3
+
+    make_linked_notes(workspace, 3)
+    assert cli("read", "memory/hub.md").returncode == 0
+    killed_move(workspace, state_dir, "write:swapped")  # moved and recorded; the rewrites under way
+    db = next(state_dir.rglob("state.db"))
+    with sqlite3.connect(db) as con:
+        record = json.loads(con.execute("SELECT record FROM file_ops WHERE id = 1").fetchone()[0])
+        assert record["step"] == "links"
+        record["links"] = [["memory/n1.md", "not a link", 3]]
+        con.execute("UPDATE file_ops SET record = ? WHERE id = 1", (json.dumps(record),))
+    fixed = cli("doctor", "--fix", "--json")
+    assert "Traceback" not in fixed.stderr, fixed.stderr
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-move"]
+    assert repair["status"] == "rolled-back" and "unreadable link rewrites" in repair["detail"]
+    assert "interrupted-move" not in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
+    assert (workspace / "memory" / "projects" / "heron.md").exists()

@@ -76,12 +76,18 @@ def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
         op = read_intent(settings.data_dir)
         if op is None or op.step != LINKS_STEP:
             return moved
-    assert op.links is not None and op.target is not None
+    first = f"{moved[1]}; " if moved else ""
+    try:
+        backlinks = [_load(b) for b in op.links or ()]
+    except (ValueError, TypeError):
+        clear_intent(settings.data_dir)  # nothing in it can be acted on: the move is done, no byte is lost
+        return False, (f"{first}the unreadable link rewrites of the move of {op.display} to {op.target_display} were "
+                       "dropped (`openclaw-memory links --broken` lists the links naming nothing)")
+    assert op.target is not None
     as_it = settings.with_agent(op.agent).with_session(op.session or None) if op.agent else settings
-    updated, left = rewrite_backlinks(as_it, [_load(b) for b in op.links], op.path, op.target)
+    updated, left = rewrite_backlinks(as_it, backlinks, op.path, op.target)
     clear_intent(settings.data_dir)
     kept = f"; {len(left)} link(s) left as they are (`openclaw-memory links --broken` lists those naming nothing)" if left else ""
-    first = f"{moved[1]}; " if moved else ""
     return True, (f"{first}finished the link rewrites of the interrupted move of {op.display} to {op.target_display}: "
                   f"{len(updated)} file(s) rewritten now (a file rewritten before the kill, or edited since, is "
                   f"left as it is){kept}")
@@ -98,4 +104,8 @@ def _dump(b: Backlink) -> list:
 
 def _load(data: list) -> Backlink:
     source, link, version, ambiguous, names = data
-    return Backlink(source, ParsedLink(*link), version, ambiguous, names)
+    line, form, target, fragment, text = link
+    if not all(isinstance(v, str) for v in (source, version, ambiguous, names, form, target, text)) or \
+            not isinstance(line, int) or not isinstance(fragment, (str, type(None))):
+        raise ValueError(f"not a backlink: {data!r:.200}")
+    return Backlink(source, ParsedLink(line, form, target, fragment, text), version, ambiguous, names)
