@@ -293,8 +293,10 @@ def test_a_damaged_record_of_the_rewrites_is_dropped_in_one_line_never_a_traceba
     with sqlite3.connect(db) as con:
         record = json.loads(con.execute("SELECT record FROM file_ops WHERE id = 1").fetchone()[0])
         assert record["step"] == "links"
-        record["links"] = [["memory/n1.md", "not a link", 3]]
+        record["links"] = [["memory/n1.md", "not a link", 3], [["not", "hashable"]], 7]
         con.execute("UPDATE file_ops SET record = ? WHERE id = 1", (json.dumps(record),))
+    plain = cli("doctor", "--json")
+    assert "interrupted-move" in {f["id"] for f in plain.json()["findings"]}, plain.stderr
     fixed = cli("doctor", "--fix", "--json")
     assert "Traceback" not in fixed.stderr, fixed.stderr
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-move"]

@@ -95,7 +95,8 @@ def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
 
 def waiting_links(op: FileOp) -> int:
     """How many files an interrupted move still has links to rewrite in, at most."""
-    return len({b[0] for b in op.links or ()})
+    links = op.links if isinstance(op.links, list) else []  # a damaged record is the repair's to drop
+    return len({str(b[0]) for b in links if isinstance(b, list) and b})
 
 
 def _dump(b: Backlink) -> list:
