@@ -6,6 +6,7 @@ files or the history, and ``doctor --fix`` (or the next rollback) finishes it.""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -409,7 +410,7 @@ def test_a_file_saved_while_its_step_runs_is_left_as_saved_and_the_rollback_goes
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    result = __import__("json").loads(out)
+    result = json.loads(out)
     assert any(step.display in w and "changed while the rollback ran" in w for w in result["warnings"]), result
     assert saved.read_bytes() == kept
     now = memory_files(workspace)
