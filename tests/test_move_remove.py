@@ -612,3 +612,21 @@ def test_a_source_saved_anew_while_it_is_copied_across_file_systems_is_not_moved
     assert sorted(os.listdir(workspace / "memory")) == ["a.md"] and path.read_text() == HERON_2
     memory = memory_for(workspace, state_dir)
     assert memory.history("memory/b.md").versions == () and pending(memory.settings) is None
+
+
+@pytest.mark.parametrize("step,exdev", [("mv:journaled", False), ("move:copy-written", True)])
+def test_a_killed_move_undone_leaves_no_folder_it_made(workspace, state_dir, cli, step, exdev):
+    """A move into folders that did not exist, killed before its deciding step: doctor --fix undoes
+    it and removes the empty folders it made (before: memory/x/y stayed, empty, with "No problems
+    remain"); a folder that held something before, or got a file since, stays."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "kept" / "other.md", OTHER)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, step, "mv", "memory/a.md", "memory/kept/x/y/b.md",
+               env=fault("move:rename=fail") if exdev else None)
+    assert (workspace / "memory" / "kept" / "x" / "y").is_dir()
+    repair = finish_with_doctor(cli)
+    assert repair["status"] == "rolled-back", repair
+    assert sorted(os.listdir(workspace / "memory")) == ["a.md", "kept"]
+    assert os.listdir(workspace / "memory" / "kept") == ["other.md"]

@@ -51,6 +51,9 @@ class FileOp:
     session: str = ""
     # mv --update-links: the backlinks to rewrite after the move, as links.pending writes them (None: no rewrite).
     links: list | None = None
+    # How many of a move's destination folders existed before it (it made the rest): an undone move removes
+    # those it made, when empty (None: a record made before this was kept).
+    made_from: int | None = None
     pid: int = 0
     started: float = 0.0
 

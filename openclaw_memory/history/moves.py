@@ -150,7 +150,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
                 target.display, replaced.version if replaced else None, replaced.size if replaced else None,
                 mark=_last_row(store), agent=records.agent, session=records.session or "", mode=mode,
-                replaced_mode=replaced_mode, links=links))
+                replaced_mode=replaced_mode, links=links, made_from=existed))
         faults.reach("mv:journaled")
         if replaced is not None:
             _archive_replaced(store, dst_folder, target, op)
@@ -467,6 +467,8 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
                     if name.startswith(temp_stem(target.name)) and _TEMP.fullmatch(name[len(temp_stem(target.name)):]):
                         dst_folder.unlink(name, missing_ok=True)
         clear_intent(store.data_dir)
+        if op.made_from is not None:  # the folders the move made for the destination, when empty
+            remove_made_folders(target, op.made_from)
         where = (f"{source.display} is where it was" if _holds(src_folder, source.name, op.version)
                  else f"its bytes are in the history as version {short(op.version)} of {source.display}")
         return False, f"undid the {what}: {where}{replaced}"
