@@ -8,7 +8,7 @@ to one fixed path for each run (the history and the read records are kept by abs
 time. Then: every note's bytes from before must be in the workspace or the history; ``files`` and
 ``doctor`` must say no traceback; ``doctor --fix`` must leave no interrupted operation, no leftover
 of a killed write (``.tmp``, ``.swp``, ``.aside-``) and, for ``mv --update-links``, no link naming
-nothing and not both the note and its moved copy.
+nothing, not both the note and its moved copy, and no empty folder made for the move.
 
 ``--race OP``: while OP runs, an editor process (starting after a random delay) edits notes OP
 touches, each edit a vim-style save (temp file renamed over), an in-place truncate and write, or a
@@ -170,6 +170,8 @@ def after_kill(op: str, before: dict[str, bytes]) -> list[str]:
         problems += [f"{len(broken)} links name nothing"] if broken else []
         if (WS / "memory/n0.md").exists() and (WS / "memory/sub/moved.md").exists():
             problems.append("the note at both paths")
+        if (WS / "memory/sub").is_dir() and not any((WS / "memory/sub").iterdir()):
+            problems.append("the folder made for the move left empty")
     return problems
 
 
