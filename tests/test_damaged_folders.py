@@ -98,3 +98,13 @@ def test_a_folder_where_the_service_keeps_its_info_file_is_kept_aside_by_fix(dat
     (kept,) = (data_dir / "damaged").glob("*/service/info.json")
     assert (kept / "kept.txt").read_text() == "a person's note\n" and not info.exists()
     assert cli("doctor").returncode == 0
+
+
+def test_a_lock_whose_folder_is_a_file_names_doctor(data_dir, outside, cli):
+    """It said "File exists (is the state dir writable?)", which it was."""
+    _replace(data_dir, "index/locks", "file", outside)
+
+    searched = cli("search", "green tea")
+
+    assert searched.returncode == 2 and len(searched.stderr.strip().splitlines()) == 1, searched.stderr
+    assert "cannot take the lock" in searched.stderr and "doctor --fix" in searched.stderr, searched.stderr

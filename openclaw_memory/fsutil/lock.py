@@ -51,10 +51,10 @@ class FileLock:
             make_dirs(os.path.dirname(self.path))
             fd = _open_private(self.path)
         except OSError as exc:
-            raise StateDirError(
-                f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} "
-                "(is the state dir writable?)"
-            ) from None
+            # Something else where a folder of the lock's path belongs (a file at watch/): doctor names it.
+            why = ("`openclaw-memory doctor --fix` moves what is in the way" if exc.errno in (errno.EEXIST, errno.ENOTDIR)
+                   else "is the state dir writable?")
+            raise StateDirError(f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} ({why})") from None
         deadline = time.monotonic() + self.timeout
         told = False
         while True:
