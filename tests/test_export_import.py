@@ -227,6 +227,50 @@ def test_an_import_killed_at_any_step_loses_nothing_and_running_it_again_finishe
     dst.restore("memory/kettle.md", last=True)
 
 
+@pytest.mark.parametrize("step", ["import:staged", "import:placed"])
+def test_a_killed_import_is_named_by_doctor_and_finished_by_its_fix(step, source, tmp_path, cli_process):
+    """Killed with some files placed and others not, the import is journaled: plain doctor names it
+    and doctor --fix runs it again, ending with every file as the archive has it and its history
+    (before: doctor said nothing, and the workspace stayed half imported until someone thought of
+    running the same import again)."""
+    archive = exported(source)
+    dst = target(tmp_path)
+    write(dst.settings.workspace / "MEMORY.md", b"# Memory\n\nThis machine's own root file.\n")
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    extra = ("--extra", str(dst.settings.extra_paths[0]))
+    killed = cli_process("import", str(archive), "--force", *extra, env=fault(f"{step}=kill", env=env))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    plain = cli_process(*extra, "doctor", "--json", env=env)
+    (found,) = [f for f in json.loads(plain.stdout)["findings"] if f["id"] == "interrupted-move"]
+    assert f"import of {archive} --force" in found["message"]
+    fixed = cli_process(*extra, "doctor", "--fix", "--json", env=env)
+    (repair,) = [r for r in json.loads(fixed.stdout)["repairs"] if r["id"] == "interrupted-move"]
+    assert repair["status"] == "completed", repair
+    memory = source[0]
+    for rel in ("MEMORY.md", "memory/2026-11-30.md", "memory/people/ann.md"):
+        assert (dst.settings.workspace / rel).read_bytes() == (memory.settings.workspace / rel).read_bytes(), rel
+    for rel in ("memory/2026-11-30.md", "memory/people/ann.md"):
+        assert versions(dst, rel) == versions(memory, rel), rel
+    assert "interrupted-move" not in {f["id"] for f in json.loads(cli_process(*extra, "doctor", "--json", env=env).stdout)["findings"]}
+
+
+def test_a_killed_import_whose_archive_is_gone_is_dropped_saying_so_and_blocks_nothing(source, tmp_path, cli_process):
+    archive = exported(source)
+    dst = target(tmp_path)
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    extra = ("--extra", str(dst.settings.extra_paths[0]))
+    killed = cli_process("import", str(archive), *extra, env=fault("import:placed=kill", env=env))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    archive.unlink()
+    write(dst.settings.workspace / "memory" / "mine.md", "# Mine\n")
+    assert cli_process(*extra, "read", "memory/mine.md", env=env).returncode == 0
+    moved = cli_process(*extra, "mv", "memory/mine.md", "memory/ours.md", env=env)  # finishes what it can first
+    assert moved.returncode == 0, moved.stderr
+    assert f"the interrupted import of {archive}" in moved.stderr and "could not be run again" in moved.stderr
+    assert "interrupted-move" not in {f["id"] for f in json.loads(cli_process(*extra, "doctor", "--json", env=env).stdout)["findings"]}
+
+
 # -- damaged and hostile archives ------------------------------------------------------------------
 
 

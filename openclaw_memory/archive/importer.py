@@ -17,11 +17,14 @@
    what the path's log holds here (a version already logged at that time with that origin is not
    logged twice: importing the same archive again adds nothing).
 
-Killed at any step (no journal: nothing is lost, so there is nothing to undo), the files here are
-each as they were or as the archive has them, what ``force`` replaced is in the history, and
-importing the same archive again (with ``force`` when it replaced files) finishes: a file holding the archive's bytes is no conflict, and a
-version logged already is not logged twice. A killed run's temp files hold only the archive's
-bytes; the next write of that file removes them once ten minutes old, as it does a killed write's.
+Killed at any step (nothing is lost, so there is nothing to undo), the files here are each as
+they were or as the archive has them, what ``force`` replaced is in the history, and importing the
+same archive again (with ``force`` when it replaced files) finishes: a file holding the archive's
+bytes is no conflict, and a version logged already is not logged twice. So the intent (the
+archive, ``force``) is journaled before the staging (:func:`_journal`) and dropped after the log:
+plain doctor names a killed import, and ``doctor --fix`` (or the next ``mv``, ``rm`` or
+``rollback``) runs it again (:func:`finish_import`). A killed run's temp files hold only the
+archive's bytes, which the history holds: the next write of that file, or ``doctor --fix``, removes them.
 
 The index is not touched: the next ``index`` or ``search`` finds the new files and embeds them.
 Read records are not made: the importing agent reads a file before it writes it, as for any file
@@ -38,7 +41,9 @@ from typing import TYPE_CHECKING
 from .. import faults
 from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, os_error
 from ..fsutil.atomic import unlink_quietly
+from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
 from ..history.guard import translated
+from ..history.moves import finish_pending
 from ..history.placing import (
     Raced,
     create_new,
@@ -107,9 +112,51 @@ def import_archive(settings: Settings, archive: str, *, force: bool = False) -> 
             raise ImportRefused(archive, exc.problem, exc.member) from None
         store = HistoryStore.for_settings(settings)
         with store.write_lock():
-            return _import(store, fd, archive, manifest, plan, force, settings)
+            _journal(settings, archive, force)
+            try:
+                result = _import(store, fd, archive, manifest, plan, force, settings)
+            except MemoryToolError:
+                clear_intent(settings.data_dir)  # refused or stopped, and it says so: nothing is left to finish
+                raise
+            clear_intent(settings.data_dir)
+            return result
     finally:
         os.close(fd)
+
+
+def _journal(settings: Settings, archive: str, force: bool) -> None:
+    """The intent, before anything is staged (the move's row: one mover at a time holds the write
+    lock). A killed import leaves it: plain doctor names it, and ``doctor --fix`` (or the next ``mv``,
+    ``rm`` or ``rollback``) runs it again (:func:`finish_import`). An earlier move's is finished first;
+    an earlier import's is this one's when it is the same archive (run again, as the message says)."""
+    path = os.path.abspath(archive)
+    try:
+        earlier = read_intent(settings.data_dir)
+    except UnreadableIntent:
+        earlier = None  # finish_pending drops it
+    if earlier is not None and earlier.op == IMPORT_OP and earlier.path != path:
+        raise UsageError(f"an interrupted import of {earlier.display} is waiting: run `openclaw-memory import "
+                         f"{earlier.display}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
+                         "doctor --fix`; nothing was imported")
+    if earlier is None or earlier.op != IMPORT_OP:
+        finish_pending(settings)
+    write_intent(settings.data_dir, FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
+                                           session=settings.session or ""))
+
+
+def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
+    """Run a killed import again (the caller holds the write lock): (finished, what was done). One
+    that cannot run now (the archive gone, a file changed here since without --force) is dropped,
+    saying so: every file is as it was or as the archive has it, and what it replaced is in the history."""
+    as_it = settings.with_agent(op.agent).with_session(op.session or None) if op.agent else settings
+    try:
+        result = import_archive(as_it, op.path, force=op.force)
+    except MemoryToolError as exc:
+        clear_intent(settings.data_dir)
+        return False, (f"the interrupted {describe(op)} could not be run again ({exc.message}); each file is as it was "
+                       f"or as the archive has it, and what it replaced is in the history: run the import again once "
+                       "that is resolved")
+    return True, f"finished the interrupted {describe(op)}: {len(result.files)} file(s), {result.versions} version(s) logged"
 
 
 def _open_archive(path: str) -> int:

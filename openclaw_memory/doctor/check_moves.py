@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..errors import MemoryToolError, StateDamaged
 from ..fsutil.lock import lock_holder
-from ..history.fileops import LINKS_STEP, UnreadableIntent, describe, read_intent
+from ..history.fileops import IMPORT_OP, LINKS_STEP, UnreadableIntent, describe, read_intent
 from ..history.store import HistoryStore
 from ..links.pending import waiting_links
 from ..settings import Settings
@@ -37,7 +37,10 @@ def check_interrupted_move(ctx: CheckContext) -> list[Finding]:
     holder = lock_holder(HistoryStore.for_settings(settings).write_lock_path)
     if holder is not None:
         return [Finding(ID, "warning", f"A {op.op} is running right now (pid {holder}): {describe(op)}.", False, paths)]
-    if op.step == LINKS_STEP:
+    if op.op == IMPORT_OP:
+        message = (f"An interrupted {describe(op)}: each file is as it was or as the archive has it, and what it "
+                   f"replaced is in the history.\n{FIX_HINT}")
+    elif op.step == LINKS_STEP:
         message = (f"An interrupted {describe(op)}: links in up to {waiting_links(op)} file(s) may still name "
                    f"{op.display}.\nEach rewrite is guarded: a note edited since is left as it is.\n{FIX_HINT}")
     else:

@@ -1,4 +1,4 @@
-"""The intent of a move or a removal of a memory file, on disk before its first step.
+"""The intent of a move or a removal of a memory file (or of an import), on disk before its first step.
 
 One row of the state database's ``file_ops`` table, committed (synced) before the move's rename
 or the removal's unlink, moved on at each later step and dropped in the same transaction as the
@@ -20,6 +20,8 @@ from ..database import Database
 
 MOVE_OP: Literal["move"] = "move"
 REMOVE_OP: Literal["remove"] = "remove"
+# An `import` (archive.importer): ``path`` is the archive, run again to finish it.
+IMPORT_OP: Literal["import"] = "import"
 # A move the history has recorded, whose links (FileOp.links) are not all rewritten yet.
 LINKS_STEP = "links"
 
@@ -30,9 +32,9 @@ class UnreadableIntent(ValueError):
 
 @dataclass(frozen=True)
 class FileOp:
-    """What a killed ``mv`` or ``rm`` was doing."""
+    """What a killed ``mv``, ``rm`` or ``import`` was doing."""
 
-    op: Literal["move", "remove"]
+    op: Literal["move", "remove", "import"]
     step: str
     path: str  # absolute: the file moved or removed
     display: str
@@ -54,6 +56,7 @@ class FileOp:
     # How many of a move's destination folders existed before it (it made the rest): an undone move removes
     # those it made, when empty (None: a record made before this was kept).
     made_from: int | None = None
+    force: bool = False  # an import's --force
     pid: int = 0
     started: float = 0.0
 
@@ -84,6 +87,8 @@ def clear_intent(data_dir) -> None:
 
 def describe(op: FileOp) -> str:
     """One sentence: what it was doing and how far it got."""
+    if op.op == IMPORT_OP:
+        return f"import of {op.display}{' --force' if op.force else ''} (pid {op.pid})"
     what = (f"move of {op.display} to {op.target_display}" if op.op == MOVE_OP else f"removal of {op.display}")
     if op.step == LINKS_STEP:
         return (f"{what} (version {op.version[:12]}), moved but interrupted before its links naming {op.display} "

@@ -46,7 +46,18 @@ from ..fsutil.move import (
 )
 from ..fsutil.safeopen import Folder, NotRegularFile
 from ..wire import key
-from .fileops import LINKS_STEP, MOVE_OP, REMOVE_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
+from .fileops import (
+    IMPORT_OP,
+    LINKS_STEP,
+    MOVE_OP,
+    REMOVE_OP,
+    FileOp,
+    UnreadableIntent,
+    clear_intent,
+    describe,
+    read_intent,
+    write_intent,
+)
 from .guard import HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
 from .placing import kept_stat, make_folder, open_current, remove_made_folders
 from .states import ReadRecords
@@ -420,6 +431,9 @@ def recover_pending(settings: Settings) -> tuple[bool, str] | None:
 
 def _recover(settings: Settings, store: HistoryStore, op: FileOp) -> tuple[bool, str]:
     """(finished, what was done): the files say how far ``op`` got."""
+    if op.op == IMPORT_OP:  # finished by running it again (archive.importer.finish_import), never dropped here
+        raise MemoryToolError(f"it is finished by `openclaw-memory import {op.display}{' --force' if op.force else ''}` "
+                              "again, or by `openclaw-memory doctor --fix`")
     if op.step == LINKS_STEP:  # moved and recorded; what is left is the rewrites', never to be dropped here
         raise MemoryToolError("the links naming its old path are not all rewritten: `openclaw-memory doctor --fix` "
                               "rewrites them")

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..archive.importer import finish_import
 from ..files.read import resolve_memory_path
-from ..history.fileops import LINKS_STEP, FileOp, UnreadableIntent, clear_intent, read_intent
+from ..history.fileops import IMPORT_OP, LINKS_STEP, FileOp, UnreadableIntent, clear_intent, read_intent
 from ..history.moves import finish_pending_op
 from ..history.store import HistoryStore
 from .parse import ParsedLink
@@ -64,12 +65,15 @@ def _move_and_rewrite(settings: Settings, source: str, destination: str,
 
 
 def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
-    """Finish or undo the move or removal a killed process left, then the moved note's link rewrites
-    (the caller holds the write lock): (finished, what was done), None when nothing was left."""
+    """Finish or undo the move or removal a killed process left, then the moved note's link rewrites,
+    or run a killed import again (the caller holds the write lock): (finished, what was done), None
+    when nothing was left."""
     try:
         op = read_intent(settings.data_dir)
     except UnreadableIntent:
         op = None  # the move's own recovery drops it
+    if op is not None and op.op == IMPORT_OP:
+        return finish_import(settings, op)
     moved = None
     if op is None or op.step != LINKS_STEP:
         moved = finish_pending_op(settings)  # finished, a move with links is at LINKS_STEP now
