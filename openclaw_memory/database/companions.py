@@ -32,6 +32,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from ..fsutil.private import closed_to_me
+
 WAL_MAGIC = (0x377F0682, 0x377F0683)  # the low bit: checksums over big-endian words
 WAL_HEADER = 32
 FRAME_HEADER = 24
@@ -84,7 +86,7 @@ def closed_to_us(path: str) -> list[tuple[str, int, int]]:
             st = os.lstat(each)
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode) and not os.access(each, os.R_OK | os.W_OK):
+        if stat.S_ISREG(st.st_mode) and closed_to_me(st):
             found.append((each, stat.S_IMODE(st.st_mode), st.st_uid))
     return found
 

@@ -14,6 +14,7 @@ import os
 import stat
 from pathlib import Path
 
+from ..fsutil.private import closed_to_me
 from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
 
@@ -50,7 +51,7 @@ def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
                 if kind == stat.S_IFLNK:
                     what += f" to {os.readlink(path)}"
                 found.append((path, what))
-            elif not os.access(path, os.R_OK | os.W_OK):
+            elif stat.S_ISREG(kind) and closed_to_me(st):
                 found.append((path, f"a file this user cannot open (mode {stat.S_IMODE(st.st_mode):03o}, owner uid {st.st_uid})"))
     return found
 

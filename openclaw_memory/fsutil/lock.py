@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 from ..errors import LockTimeout, StateDirError
-from .private import make_dirs
+from .private import closed_to_me, make_dirs
 
 # The lock files this process holds now, by path: a wait on one of them is a wait for another call
 # of this same process (an MCP server's parallel calls), which the file's pid cannot always say (it
@@ -159,7 +159,7 @@ def set_aside_odd_lock(path: str) -> bool:
             st = os.lstat(path)
         except FileNotFoundError:
             return True
-        if not stat.S_ISREG(st.st_mode) or not os.access(path, os.R_OK | os.W_OK):
+        if not stat.S_ISREG(st.st_mode) or closed_to_me(st):
             set_aside(data_dir, path)
         return True
     finally:

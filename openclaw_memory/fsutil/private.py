@@ -171,6 +171,18 @@ def close_tree(top: Path) -> None:
                 continue  # gone meanwhile, or not ours to change (root's file in a user's data dir)
 
 
+def closed_to_me(st: os.stat_result) -> bool:
+    """Whether this process may not both read and write the file ``st`` describes, by its mode and
+    owner (a chmod 000, another user's file), not by asking the file system: a read-only mount
+    refuses every write, and that is not the file's doing."""
+    if os.geteuid() == 0:
+        return False
+    if st.st_uid == os.geteuid():
+        return st.st_mode & 0o600 != 0o600
+    bits = 0o060 if st.st_gid == os.getegid() or st.st_gid in os.getgroups() else 0o006
+    return st.st_mode & bits != bits
+
+
 def _stat(path: Path) -> os.stat_result | None:
     """The state dir, followed (settings resolved it to its real path: a user's ``~/.openclaw``
     may be a link of theirs)."""
