@@ -108,3 +108,22 @@ def test_a_lock_whose_folder_is_a_file_names_doctor(data_dir, outside, cli):
 
     assert searched.returncode == 2 and len(searched.stderr.strip().splitlines()) == 1, searched.stderr
     assert "cannot take the lock" in searched.stderr and "doctor --fix" in searched.stderr, searched.stderr
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_a_shard_folder_that_is_something_else_is_index_damage_rebuilt_by_fix(kind, data_dir, outside, cli):
+    """doctor called it a stale index, whose re-index failed at each --fix: "Not a directory"."""
+    path = _replace(data_dir, "index/edge/memory-root-main", kind, outside)
+
+    plain = cli("doctor", "--json")
+    fixed = cli("doctor", "--fix", "--json")
+
+    (finding,) = [f for f in plain.json()["findings"] if f["id"] == "index-damaged"]
+    assert "not a shard's folder" in finding["message"]
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "index-damaged"] == ["done"], fixed.stdout
+    (kept,) = (data_dir / "damaged").glob("*/index/edge/memory-root-main")
+    assert kept.read_text() == "a person's note\n" if kind == "file" else os.readlink(kept) == str(outside)
+    assert os.listdir(outside) == [] and path.is_dir()
+    searched = cli("search", "green tea", "--json")
+    assert searched.returncode == 0 and searched.json()["results"], searched.stderr
+    assert cli("doctor").returncode == 0

@@ -177,7 +177,12 @@ def damaged_index(settings: Settings) -> list[tuple[str, str]]:
     store = open_store(settings)
     try:
         for c in collections:
-            if not store.exists(c.name) and not os.path.isdir(settings.data_dir / "index" / "edge" / c.name):
+            shard = settings.data_dir / "index" / "edge" / c.name
+            if os.path.lexists(shard) and (os.path.islink(shard) or not os.path.isdir(shard)):
+                # (the engine's open failed on it at every sync: "Not a directory")
+                found.append((c.name, f"what is at {shard} is not a shard's folder"))
+                continue
+            if not store.exists(c.name) and not os.path.isdir(shard):
                 continue
             expected = None if is_dirty(settings.data_dir, c.name) else manifest_chunk_count(settings.data_dir, c.name)
             reason = store.check(c.name, expected, record=False)

@@ -126,6 +126,7 @@ def _set_aside_companions(settings: Settings, finding: Finding) -> Repair:
 
 
 def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
+    from ..fsutil.setaside import set_aside
     from ..index.api import MemoryIndex
     from ..index.manifest import delete_manifest
     from ..index.store.factory import open_store
@@ -135,7 +136,10 @@ def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
         store = open_store(settings)
         try:
             for name, _reason in damaged:
-                if store.exists(name) or (settings.data_dir / "index" / "edge" / name).is_dir():
+                shard = settings.data_dir / "index" / "edge" / name
+                if os.path.islink(shard) or (os.path.lexists(shard) and not shard.is_dir()):
+                    set_aside(settings.data_dir, shard)  # not a shard: kept under damaged/, never deleted
+                elif store.exists(name) or shard.is_dir():
                     store.drop(name)
                 delete_manifest(settings.data_dir, name)
             dropped = "dropped " + ", ".join(name for name, _ in damaged) if damaged else "nothing was damaged any more"
