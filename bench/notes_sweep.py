@@ -8,7 +8,8 @@ to one fixed path for each run (the history and the read records are kept by abs
 time. Then: every note's bytes from before must be in the workspace or the history; ``files`` and
 ``doctor`` must say no traceback; ``doctor --fix`` must leave no interrupted operation, no leftover
 of a killed write (``.tmp``, ``.swp``, ``.aside-``) and, for ``mv --update-links``, no link naming
-nothing, not both the note and its moved copy, and no empty folder made for the move.
+nothing, not both the note and its moved copy, no empty folder made for the move, and not an
+import half done.
 
 ``--race OP``: while OP runs, an editor process (starting after a random delay) edits notes OP
 touches, each edit a vim-style save (temp file renamed over), an in-place truncate and write, or a
@@ -150,7 +151,7 @@ def edited(op: str) -> list[str]:
 # -- kill ----------------------------------------------------------------------------------------
 
 
-def after_kill(op: str, before: dict[str, bytes]) -> list[str]:
+def after_kill(op: str, before: dict[str, bytes], template: Path) -> list[str]:
     problems = []
     for step in ("files", "doctor"):
         if "Traceback" in cli(step).stderr:
@@ -165,6 +166,11 @@ def after_kill(op: str, before: dict[str, bytes]) -> list[str]:
                  or ".aside-" in p]
     kept = set(now.values()) | set(history_bytes())
     problems += [f"LOST {p}" for p, b in before.items() if b not in kept]
+    if op == "import":  # all as the archive has them (as the template was when exported), or all as before
+        notes = {p: b for p, b in now.items() if p.endswith(".md") and not p.rsplit("/", 1)[-1].startswith(".")}
+        exported = {p: (template / "ws" / p).read_bytes() for p in notes if (template / "ws" / p).exists()}
+        if notes != {p: b for p, b in before.items() if p in notes} and exported != {p: notes[p] for p in exported}:
+            problems.append("half imported")
     if op == "mv":
         broken = json.loads(cli("links", "--broken", "--json").stdout)["outgoing"]
         problems += [f"{len(broken)} links name nothing"] if broken else []
@@ -193,7 +199,7 @@ def kill_sweep(op: str, runs: int, template: Path) -> None:
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        problems = after_kill(op, before)
+        problems = after_kill(op, before, template)
         failed += bool(problems)
         print(f"  run {k}: killed after {delay:.3f} s (exit {proc.returncode}): {problems or 'ok'}", flush=True)
     print(f"{op}: {runs - failed} of {runs} runs clean")
