@@ -52,7 +52,7 @@ def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | No
     from ..links.pending import finish_pending_rewrites
 
     with HistoryStore.for_settings(memory.settings).write_lock():
-        earlier = finish_pending_rewrites(memory.settings)  # an interrupted move's, links and all, first
+        earlier = finish_pending_rewrites(memory.settings)  # what a killed mv (links and all), rm or import left, first
         result = remove_memory_file(memory.settings, path, force=force, expect=expect)
     if earlier:
         result = replace(result, warnings=(earlier[1], *result.warnings))
