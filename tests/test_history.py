@@ -316,3 +316,47 @@ def test_a_sync_of_many_new_files_looks_at_the_byte_limit_once_a_batch_and_ends_
     assert store.objects.read_bytes(version_of(blobs[paths[-1]])) == blobs[paths[-1]]  # the newest is kept
     assert not store.objects.has(version_of(blobs[paths[0]]))
     assert len(store.log.entries(str(workspace / paths[0]))) == 1  # every sighting is logged, its bytes or not
+
+
+def test_a_restarted_watch_opens_only_the_files_its_history_does_not_hold_as_they_are(workspace, state_dir, monkeypatch):
+    """A watch's first sync after a restart records what the scan shows: a note whose sighting
+    holds for its stat, whose newest history entry is that content and whose bytes are stored is
+    only marked used (its object's last use); one edited in place since, one whose bytes were
+    evicted and a new one are opened and recorded."""
+    import time
+
+    from conftest import wait_for
+    from openclaw_memory.files.scan import scan_workspace
+    from openclaw_memory.fsutil.fsclock import guard_ns
+    from openclaw_memory.watch.versions import record_versions
+
+    s = settings_for(workspace, state_dir)
+    paths = [f"memory/n{i}.md" for i in range(5)]
+    for path in paths:
+        write(workspace / path, f"# {path}\nfirst\n")
+    settled = time.time_ns() + guard_ns(workspace)  # past it, a sighting of these files is not racy
+    wait_for(lambda: time.time_ns() > settled, 30)
+    memory = LocalMemory(s)
+    memory.index()  # the sightings
+    record_versions(s, paths)
+    store = HistoryStore(s.data_dir, s.history)
+    used_before = store.db.one("SELECT used FROM objects WHERE version = ?", (version_of(b"# memory/n0.md\nfirst\n"),))[0]
+    write(workspace / paths[1], "# memory/n1.md\nfixed\n")  # in place, the same size
+    store.objects.remove([version_of(b"# memory/n2.md\nfirst\n")])  # evicted
+    write(workspace / "memory/n5.md", "# new\n")
+    opened: list[str] = []
+    real_open = HistoryStore.open_file
+
+    def counted(self, abs_path):
+        opened.append(abs_path)
+        return real_open(self, abs_path)
+
+    monkeypatch.setattr(HistoryStore, "open_file", counted)
+    files = [f for f in scan_workspace(s).files if f.kind == "markdown"]
+    record_versions(s, [f.path for f in files], files)
+    assert sorted(opened) == [str(workspace / p) for p in ("memory/n1.md", "memory/n2.md", "memory/n5.md")]
+    assert store.log.latest(str(workspace / paths[1])).version == version_of(b"# memory/n1.md\nfixed\n")
+    assert store.objects.read_bytes(version_of(b"# memory/n2.md\nfirst\n")) == b"# memory/n2.md\nfirst\n"  # stored again
+    assert store.log.latest(str(workspace / "memory/n5.md")).version == version_of(b"# new\n")
+    used_after = store.db.one("SELECT used FROM objects WHERE version = ?", (version_of(b"# memory/n0.md\nfirst\n"),))[0]
+    assert used_after > used_before

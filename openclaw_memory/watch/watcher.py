@@ -274,13 +274,14 @@ class Watcher:
             ms = int(round((time.monotonic() - started) * 1000))
             after = indexed_files(settings)
             changes = applied_changes(before, after, ms, summary)
+            scanned: list = []
             if first:
-                scan = scan_workspace(settings, multimodal=False)
-                seen = [f.path for f in scan.files if f.kind == "markdown"]
+                scanned = [f for f in scan_workspace(settings, multimodal=False).files if f.kind == "markdown"]
+                seen = [f.path for f in scanned]
             else:
                 shown = (display_path(p, workspace) for p in hints)
                 seen = [c.path for c in changes if c.version is not None] + [p for p in shown if p in after]
-            warning = record_versions(settings, seen)
+            warning = record_versions(settings, seen, scanned)
             links = _refresh_links(settings, None if first else seen)
         finally:
             self._busy = False
