@@ -30,7 +30,7 @@ def record_versions(settings: Settings, paths: Iterable[str], files: Sequence[Me
     holds for that stat (the one change rule), whose content is the history's newest entry of it
     and whose bytes are stored has nothing new to record: it is not opened, only its bytes marked
     as used, as a sighting does (`serve` restarted to `watching` at 30,000 notes: 7.5-8.2 -> 5.1 s
-    of CPU, most of what is left the checks of the state database's WAL).
+    of CPU, about half of what is left the checks of the state database's WAL, in Python).
 
     Returns a warning when the history was busy for too long (the next sighting records them).
     """
