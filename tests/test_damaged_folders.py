@@ -127,3 +127,19 @@ def test_a_shard_folder_that_is_something_else_is_index_damage_rebuilt_by_fix(ki
     searched = cli("search", "green tea", "--json")
     assert searched.returncode == 0 and searched.json()["results"], searched.stderr
     assert cli("doctor").returncode == 0
+
+
+def test_a_data_dir_that_is_a_file_says_to_move_it_not_doctor(data_dir, cli, workspace):
+    """doctor cannot repair what holds its own lock: the user is told what is in the way."""
+    import shutil
+
+    shutil.rmtree(data_dir)
+    write(data_dir, "a person's note\n")
+
+    fixed = cli("doctor", "--fix")
+    written = cli("write", "memory/new.md", "--append", "a new line")
+
+    for done in (fixed, written):
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"{data_dir} is not a folder: move it away" in done.stderr, done.stderr
+    assert data_dir.read_text() == "a person's note\n" and not (workspace / "memory" / "new.md").exists()

@@ -9,6 +9,7 @@ import stat
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 from ..errors import LockTimeout, StateDirError
 from .private import closed_to_me, make_dirs
@@ -51,9 +52,7 @@ class FileLock:
             make_dirs(os.path.dirname(self.path))
             fd = _open_private(self.path)
         except OSError as exc:
-            # Something else where a folder of the lock's path belongs (a file at watch/): doctor names it.
-            why = ("`openclaw-memory doctor --fix` moves what is in the way" if exc.errno in (errno.EEXIST, errno.ENOTDIR)
-                   else "is the state dir writable?")
+            why = _in_the_way(self.path) if exc.errno in (errno.EEXIST, errno.ENOTDIR) else "is the state dir writable?"
             raise StateDirError(f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} ({why})") from None
         deadline = time.monotonic() + self.timeout
         told = False
@@ -138,6 +137,22 @@ def _open_private(path: str) -> int:
         os.close(fd)
         return _open_lock_file(path)
     return fd
+
+
+def _in_the_way(path: str) -> str:
+    """What to do about something other than a folder on the way to the lock file ``path``: inside
+    the data dir (a file at watch/), doctor names it and ``--fix`` moves it; the data dir itself or
+    above, the user moves it."""
+    from .setaside import data_dir_above
+
+    blocker = next((p for p in reversed(Path(path).parents) if os.path.islink(p) or (os.path.lexists(p) and not p.is_dir())),
+                   None)
+    if blocker is None:
+        return "is the state dir writable?"
+    data_dir = data_dir_above(path)
+    if data_dir is not None and data_dir in blocker.parents:
+        return f"{blocker} is not a folder: `openclaw-memory doctor --fix` moves it aside"
+    return f"{blocker} is not a folder: move it away"
 
 
 def set_aside_odd_lock(path: str) -> bool:
