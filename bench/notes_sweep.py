@@ -27,6 +27,7 @@ Usage: .venv/bin/python bench/notes_sweep.py --kill mv --runs 20
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -102,7 +103,7 @@ def history_bytes() -> list[bytes]:
     from openclaw_memory.history.store import HistoryStore
 
     objects = HistoryStore.for_settings(store.settings).objects
-    with sqlite3.connect(next(STATE.rglob("state.db"))) as con:
+    with contextlib.closing(sqlite3.connect(next(STATE.rglob("state.db")))) as con:
         versions = {row[0] for row in con.execute("SELECT version FROM versions")}
     return [b for v in versions if (b := objects.read_bytes(v, use=False)) is not None]
 

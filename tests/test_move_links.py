@@ -283,6 +283,7 @@ def test_a_note_edited_after_a_killed_move_is_left_as_edited_by_the_finish(cli, 
 
 
 def test_a_damaged_record_of_the_rewrites_is_dropped_in_one_line_never_a_traceback(cli, workspace, state_dir):
+    import contextlib
     import json
     import sqlite3
 
@@ -290,7 +291,7 @@ def test_a_damaged_record_of_the_rewrites_is_dropped_in_one_line_never_a_traceba
     assert cli("read", "memory/hub.md").returncode == 0
     killed_move(workspace, state_dir, "write:swapped")  # moved and recorded; the rewrites under way
     db = next(state_dir.rglob("state.db"))
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con, con:  # closed after: a connection's `with` only commits
         record = json.loads(con.execute("SELECT record FROM file_ops WHERE id = 1").fetchone()[0])
         assert record["step"] == "links"
         record["links"] = [["memory/n1.md", "not a link", 3], [["not", "hashable"]], 7]
