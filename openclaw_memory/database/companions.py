@@ -33,6 +33,7 @@ import threading
 from dataclasses import dataclass
 
 from ..fsutil.private import closed_to_me
+from .walsum import checksum, frames_sound
 
 WAL_MAGIC = (0x377F0682, 0x377F0683)  # the low bit: checksums over big-endian words
 WAL_HEADER = 32
@@ -169,15 +170,6 @@ def _kept_descriptor(path: str, database: str, write: bool = False) -> int | Non
         return fd
 
 
-def checksum(data: bytes, big_endian: bool, s0: int = 0, s1: int = 0) -> tuple[int, int]:
-    """SQLite's WAL checksum of ``data`` (a multiple of 8 bytes), continuing from (s0, s1)."""
-    words = struct.unpack(f"{'>' if big_endian else '<'}{len(data) // 4}I", data)
-    for w0, w1 in zip(words[::2], words[1::2], strict=True):
-        s0 = (s0 + w0 + s1) & 0xFFFFFFFF
-        s1 = (s1 + w1 + s0) & 0xFFFFFFFF
-    return s0, s1
-
-
 @dataclass(frozen=True)
 class WalHeader:
     big_endian: bool  # the checksums' word order
@@ -310,13 +302,10 @@ def _walk(wal: str, head: WalHeader, done: int, sums: tuple[int, int], stop: int
     while done < stop:
         count = min(_BATCH, stop - done)
         data = _read(wal, count * frame, WAL_HEADER + done * frame) or b""
-        for at in range(0, min(len(data) // frame, count) * frame, frame):
-            one = data[at:at + frame]
-            stored = struct.unpack(">2I", one[16:24])
-            if one[8:16] != head.salts or checksum(one[:8] + one[FRAME_HEADER:], head.big_endian, *sums) != stored:
-                return done, sums, commit
-            sums, commit, done = stored, struct.unpack(">I", one[4:8])[0] != 0, done + 1
-        if len(data) < count * frame:
+        read = min(len(data) // frame, count)
+        sound, sums, last = frames_sound(data, read, frame, head.salts, head.big_endian, sums, ahead=stop - done - read)
+        done, commit = done + sound, commit if last is None else last
+        if sound < read or len(data) < count * frame:
             break
     return done, sums, commit
 
