@@ -85,6 +85,17 @@ class CliResult:
         return json.loads(self.stdout)
 
 
+@pytest.fixture(autouse=True)
+def _connections_closed_after_each_test() -> Iterator[None]:
+    """A process keeps its state-database connections (and the descriptors of their -wal and
+    -shm) for its lifetime: without this, a worker running hundreds of tests held more than a
+    thousand descriptors, past a default `ulimit -n` of 1024 and past what select() can watch."""
+    yield
+    from openclaw_memory.database.handles import close_all
+
+    close_all()
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
