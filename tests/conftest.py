@@ -85,6 +85,20 @@ class CliResult:
         return json.loads(self.stdout)
 
 
+def sql_statements(data_dir, action: Callable[[], Any]) -> list[str]:
+    """The SQL statements ``action`` ran on this thread's connection to the state database at ``data_dir``."""
+    from openclaw_memory.database import Database
+
+    conn = Database(data_dir).conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        action()
+    finally:
+        conn.set_trace_callback(None)
+    return statements
+
+
 @pytest.fixture(autouse=True)
 def _connections_closed_after_each_test() -> Iterator[None]:
     """A process keeps its state-database connections (and the descriptors of their -wal and

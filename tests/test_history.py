@@ -7,7 +7,7 @@ import os
 
 import xxhash
 
-from conftest import settings_for, write
+from conftest import settings_for, sql_statements, write
 from openclaw_memory.database import Database
 from openclaw_memory.history.objects import ObjectStore
 from openclaw_memory.history.store import HistoryStore
@@ -266,18 +266,6 @@ def test_a_damaged_stored_version_is_never_restored(cli, workspace, state_dir):
     assert store.objects.read_bytes(version_of(V1)) is None
 
 
-def _traced(data_dir, action) -> list[str]:
-    """The SQL statements ``action`` ran on this thread's connection to the state database."""
-    conn = Database(data_dir).conn
-    statements: list[str] = []
-    conn.set_trace_callback(statements.append)
-    try:
-        action()
-    finally:
-        conn.set_trace_callback(None)
-    return statements
-
-
 PINNED_TOTAL = "SUM(stored), 0) FROM objects WHERE version NOT IN"  # the byte limit's look at what is not pinned
 
 
@@ -288,7 +276,7 @@ def test_a_write_within_the_byte_limit_never_sums_what_is_pinned(workspace, stat
     s = settings_for(workspace, state_dir)
     memory = LocalMemory(s)
     memory.write("memory/a.md", content="first\n")
-    statements = _traced(s.data_dir, lambda: memory.write("memory/a.md", content="second\n", expect=memory.read("memory/a.md").version))
+    statements = sql_statements(s.data_dir, lambda: memory.write("memory/a.md", content="second\n", expect=memory.read("memory/a.md").version))
     assert any("INSERT" in st and "objects" in st for st in statements)  # a new version was stored
     assert not any(PINNED_TOTAL in st for st in statements)
 
@@ -308,7 +296,7 @@ def test_a_sync_of_many_new_files_looks_at_the_byte_limit_once_a_batch_and_ends_
         blobs[path] = os.urandom(1_900)
         (workspace / path).parent.mkdir(parents=True, exist_ok=True)
         (workspace / path).write_bytes(blobs[path])
-    statements = _traced(s.data_dir, lambda: record_versions(s, paths))
+    statements = sql_statements(s.data_dir, lambda: record_versions(s, paths))
     assert sum(PINNED_TOTAL in st for st in statements) == 2  # one a batch (the store is past its limit)
     assert sum(st.startswith("BEGIN") for st in statements) == 2
     store = HistoryStore(s.data_dir, s.history)

@@ -12,7 +12,7 @@ import time
 import pytest
 from test_index import TOPICS, assert_consistent, note
 
-from conftest import settings_for, wait_for, write
+from conftest import settings_for, sql_statements, wait_for, write
 from openclaw_memory.database import Database
 from openclaw_memory.files.scan import scan_paths, scan_workspace
 from openclaw_memory.fsutil.fsclock import guard_ns
@@ -124,18 +124,6 @@ def test_a_move_and_a_removal_update_the_index_of_their_files_alone(memory, work
     _assert_counts_hold(memory)  # the point counts and statistics kept by the two syncs
 
 
-def _statements(memory, action) -> list[str]:
-    """The SQL statements ``action`` ran on this thread's connection to the state database."""
-    conn = Database(memory.settings.data_dir).conn
-    statements: list[str] = []
-    conn.set_trace_callback(statements.append)
-    try:
-        action()
-    finally:
-        conn.set_trace_callback(None)
-    return statements
-
-
 def test_a_write_neither_sums_every_files_chunks_nor_saves_every_term(memory, workspace):
     """A write's sync counts the collection's points from the rows it replaces (never a sum over
     every file's chunk list) and changes the rows of the terms its chunks hold (never the whole
@@ -143,14 +131,14 @@ def test_a_write_neither_sums_every_files_chunks_nor_saves_every_term(memory, wo
     target = daily(17)
     memory.read(target)
     vocabulary = len(Database(memory.settings.data_dir).rows("SELECT term FROM term_df"))
-    statements = _statements(memory, lambda: memory.write(target, append="- the sailing club meets on Thursdays"))
+    statements = sql_statements(memory.settings.data_dir, lambda: memory.write(target, append="- the sailing club meets on Thursdays"))
     assert any("term_df" in s for s in statements)  # the statistics were changed
     assert not [s for s in statements if "SUM(json_array_length" in s and "path IN" not in s]
     term_writes = [s for s in statements if s.startswith(("INSERT INTO term_df", "DELETE FROM term_df"))]
     assert term_writes and len(term_writes) < vocabulary / 4  # the touched terms' rows only
     _assert_counts_hold(memory)
     memory.read(daily(9))
-    statements = _statements(memory, lambda: memory.remove(daily(9)))
+    statements = sql_statements(memory.settings.data_dir, lambda: memory.remove(daily(9)))
     assert not [s for s in statements if "SUM(json_array_length" in s and "path IN" not in s]
     _assert_counts_hold(memory)
 
