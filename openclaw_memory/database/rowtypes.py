@@ -45,10 +45,15 @@ def _declared() -> dict[str, tuple[tuple[str, str, bool], ...]]:
 def mistyped_sql(present: Iterable[tuple[str, str]]) -> str | None:
     """One query counting, per column of ours the file has (``present``: (table, column) rows), the
     rows whose value is not of its declared type (or NULL where one is required, or JSON that does
-    not parse); None when there is nothing to count."""
+    not parse): a row (``table.column``, count) each; None when there is nothing to count.
+
+    Each table is read once for all its columns (a scan per column cost a doctor at 30,000 notes
+    with a watchdog snapshot 220-430 ms)."""
     have = set(present)
-    parts = []
+    scans: list[str] = []
+    rows: list[str] = []
     for table, columns in _declared().items():
+        sums: list[str] = []
         for column, kind, notnull in columns:
             if (table, column) not in have or kind not in _TYPEOF or (table, column) in _OWN_FINDING:
                 continue
@@ -56,8 +61,11 @@ def mistyped_sql(present: Iterable[tuple[str, str]]) -> str | None:
             wrong = f"typeof({column}) NOT IN ({allowed})"
             if (table, column) in JSON:
                 wrong += f" OR ({column} IS NOT NULL AND NOT json_valid({column}))"
-            parts.append(f"SELECT '{table}.{column}', COUNT(*) FROM {table} WHERE {wrong}")  # noqa: S608 - our names
-    return " UNION ALL ".join(parts) or None
+            rows.append(f"SELECT '{table}.{column}', n{len(sums)} FROM t{len(scans)}")  # noqa: S608 - our names
+            sums.append(f"COALESCE(SUM({wrong}), 0) AS n{len(sums)}")
+        if sums:
+            scans.append(f"t{len(scans)} AS MATERIALIZED (SELECT {', '.join(sums)} FROM {table})")  # noqa: S608 - our names
+    return f"WITH {', '.join(scans)} {' UNION ALL '.join(rows)}" if rows else None
 
 
 def mistyped(counts: Iterable[tuple[str, int]]) -> str | None:
