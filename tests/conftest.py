@@ -242,7 +242,10 @@ def run_in_process(args, env: dict, cwd: Path, input: str | None = None) -> CliR
         sys.stdin, sys.stdout, sys.stderr = streams
         os.environ.clear()
         os.environ.update(saved_env)
-        os.chdir(saved_cwd)
+        try:
+            os.chdir(saved_cwd)
+        except PermissionError:  # a child acting as another user, where the checkout is closed to it (a 0700 clone)
+            pass
     return CliResult(code, stdout.decode("utf-8", "surrogateescape"), stderr.decode("utf-8", "surrogateescape"))
 
 
