@@ -135,6 +135,24 @@ def env_for(workspace: Path, state_dir: Path, real_model: bool = False, **extra:
     return env
 
 
+def run_paused(workspace: Path, state_dir: Path, args: tuple[str, ...], step: str, meanwhile: Callable[[], Any],
+               *faults: str) -> tuple[int, str, str]:
+    """``openclaw-memory ARGS`` in a process paused at the fault step ``step`` (and ``faults``):
+    ``meanwhile()`` runs at the pause, then it goes on; its exit status, stdout and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env_for(workspace, state_dir, **fault(f"{step}=pause", *faults)))
+    try:
+        wait_for_line(proc.stderr, f"test-hook: paused at {step}")
+        meanwhile()
+        proc.send_signal(signal.SIGUSR1)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
+
+
 def settings_for(workspace: Path, state_dir: Path, agent: str = "main", extra=(), real_model: bool = False, **overrides):
     """Settings as the CLI resolves them, from these folders only (never the real environment)."""
     from openclaw_memory.settings import Overrides, resolve_settings

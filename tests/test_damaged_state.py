@@ -442,6 +442,14 @@ def _fix_and_count(cli_process) -> int:
     return _versions(cli_process)
 
 
+def _rebuilt(cli_process) -> dict:
+    """``doctor --fix``'s repair of the damaged database, one line at most on stderr."""
+    fixed = cli_process("doctor", "--fix", "--json")
+    _clean(fixed)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    return repair
+
+
 def _findings(cli_process) -> set[str]:
     plain = cli_process("doctor", "--json")
     _clean(plain)
@@ -588,9 +596,7 @@ def test_a_frame_damaged_in_the_middle_of_the_wal_is_found_and_never_checkpointe
     _clean(written)
     assert written.returncode == 1 and "doctor --fix" in written.stderr, written.stderr  # refused, never checkpointed
     _file_is_sound(db, tmp_path / "still")
-    fixed = cli_process("doctor", "--fix", "--json")
-    _clean(fixed)
-    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    repair = _rebuilt(cli_process)
     assert repair["status"] == "done" and "every row was recovered" not in repair["detail"], repair
     assert "write-ahead log" in repair["detail"], repair
     assert list((_data_dir(state_dir) / "damaged").glob("*/state.db-wal"))  # the damaged log, kept
@@ -642,9 +648,7 @@ def test_doctor_fix_never_rebuilds_under_a_service_that_holds_the_deleted_wal(wo
     _clean(plain)
     (finding,) = [f for f in plain.json()["findings"] if f["id"] == "state-db-damaged"]
     assert f"pid {running.proc.pid}" in finding["message"] and "serve --stop" in finding["message"], finding
-    fixed = cli_process("doctor", "--fix", "--json")
-    _clean(fixed)
-    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    repair = _rebuilt(cli_process)
     assert repair["status"] == "failed" and f"pid {running.proc.pid}" in repair["detail"], repair
     assert not (_data_dir(state_dir) / "damaged").exists()  # nothing moved
     assert running.stop() == 0, "".join(running.stderr)
@@ -808,9 +812,7 @@ def test_a_database_whose_schema_lost_a_table_a_column_or_its_version_is_found_a
         assert history.returncode == 1 and len(history.stderr.strip().splitlines()) == 1, history.stderr
         assert "is damaged" in history.stderr and "doctor --fix" in history.stderr, history.stderr
     assert "state-db-damaged" in _findings(cli_process)
-    fixed = cli_process("doctor", "--fix", "--json")
-    _clean(fixed)
-    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    repair = _rebuilt(cli_process)
     assert repair["status"] == "done", repair
     if lost is None:
         assert "every row was recovered" in repair["detail"], repair
@@ -919,9 +921,7 @@ def test_a_row_with_a_null_or_a_value_of_the_wrong_type_is_one_line_found_and_re
     assert failed.returncode == 1 and len(failed.stderr.strip().splitlines()) == 1, failed.stderr
     assert "damaged" in failed.stderr and "doctor --fix" in failed.stderr, failed.stderr
     assert "state-db-damaged" in _findings(cli_process)
-    fixed = cli_process("doctor", "--fix", "--json")
-    _clean(fixed)
-    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    repair = _rebuilt(cli_process)
     assert repair["status"] == "done", repair
     assert ("every row was recovered" in repair["detail"]) if said is None else (said in repair["detail"]), repair
     assert _findings(cli_process) <= {"memory-system-not-found", "watchdog-changes"}

@@ -15,7 +15,7 @@ import xxhash
 from test_serve import Serve
 from test_watch import Watch
 
-from conftest import env_for, fault, settings_for, tmpfs, wait_for, wait_for_line, write
+from conftest import env_for, fault, run_paused, settings_for, tmpfs, wait_for, write
 from openclaw_memory.errors import UsageError, WriteBlocked
 from openclaw_memory.history.moves import pending
 from openclaw_memory.history.store import HistoryStore
@@ -488,18 +488,12 @@ def test_a_destination_folder_swapped_for_a_symlink_mid_move_never_sends_the_fil
     write(workspace / "memory" / "a.md", HERON)
     (workspace / "memory" / "sub").mkdir()
     assert cli("read", "memory/a.md").returncode == 0
-    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mv", "memory/a.md", "memory/sub/b.md"], cwd=workspace,
-                            env=env_for(workspace, state_dir, **fault("mv:journaled=pause")), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_line(proc.stderr, "test-hook: paused at mv:journaled")
+
+    def swap() -> None:
         os.rename(workspace / "memory" / "sub", workspace / "memory" / "sub-real")  # checked, opened, then swapped
         os.symlink(outside, workspace / "memory" / "sub")
-        proc.send_signal(signal.SIGUSR1)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    run_paused(workspace, state_dir, ("mv", "memory/a.md", "memory/sub/b.md"), "mv:journaled", swap)
     assert list(outside.iterdir()) == []  # nothing escaped
     assert (workspace / "memory" / "sub-real" / "b.md").read_text() == HERON  # it went where the folder was checked
 
@@ -561,20 +555,14 @@ def test_rm_of_a_file_written_while_it_is_removed_removes_nothing_and_says_so(wo
     recovery read "not the bytes archived" as "unlinked": exit 0, "removed", a removal logged, and
     the edited file still there."""
     path = write(workspace / "memory" / "a.md", HERON)
-    env = env_for(workspace, state_dir, **fault("rm:journaled=pause"))
     assert run_process_ok(workspace, state_dir, "read", "memory/a.md")
-    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "rm", "memory/a.md"], cwd=workspace,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        wait_for_line(proc.stderr, "test-hook: paused at rm:journaled")
+
+    def edit() -> None:
         with open(path, "a") as f:
             f.write("a line saved by hand meanwhile\n")
-        proc.send_signal(signal.SIGUSR1)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3, err
+
+    code, _, err = run_paused(workspace, state_dir, ("rm", "memory/a.md"), "rm:journaled", edit)
+    assert code == 3, err
     assert "memory/a.md changed while it was moved (someone wrote to it); nothing was removed" in err
     assert path.read_text() == HERON + "a line saved by hand meanwhile\n"
     memory = memory_for(workspace, state_dir)
@@ -595,19 +583,13 @@ def test_a_source_saved_anew_while_it_is_copied_across_file_systems_is_not_moved
     write(workspace / "MEMORY.md", "# Memory\n")
     path = write(workspace / "memory" / "a.md", HERON)
     assert run_process_ok(workspace, state_dir, "read", "memory/a.md")
-    env = env_for(workspace, state_dir, **fault("move:rename=fail", "move:copy-written=pause"))
-    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mv", "memory/a.md", "memory/b.md"], cwd=workspace,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        wait_for_line(proc.stderr, "test-hook: paused at move:copy-written")
-        saved = write(workspace / "memory" / ".a.md.swx", HERON_2)
-        os.rename(saved, path)  # vim's save
-        proc.send_signal(signal.SIGUSR1)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3, err
+
+    def save() -> None:
+        os.rename(write(workspace / "memory" / ".a.md.swx", HERON_2), path)  # vim's save
+
+    code, _, err = run_paused(workspace, state_dir, ("mv", "memory/a.md", "memory/b.md"), "move:copy-written", save,
+                              "move:rename=fail")
+    assert code == 3, err
     assert "memory/a.md was replaced while it was moved (a new file was saved under its name); nothing was moved" in err
     assert sorted(os.listdir(workspace / "memory")) == ["a.md"] and path.read_text() == HERON_2
     memory = memory_for(workspace, state_dir)
