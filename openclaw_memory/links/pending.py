@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..archive.importer import finish_import
 from ..files.read import resolve_memory_path
 from ..history.fileops import IMPORT_OP, LINKS_STEP, FileOp, UnreadableIntent, clear_intent, read_intent
 from ..history.moves import finish_pending_op
@@ -73,6 +72,8 @@ def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
     except UnreadableIntent:
         op = None  # the move's own recovery drops it
     if op is not None and op.op == IMPORT_OP:
+        from ..archive.importer import finish_import  # tarfile, bz2, lzma: not on every doctor's start
+
         return finish_import(settings, op)
     moved = None
     if op is None or op.step != LINKS_STEP:
