@@ -84,12 +84,26 @@ def unreachable_service(settings: Settings) -> str | None:
 
 def remove_service_files(settings: Settings) -> None:
     """The info file, token and socket (a clean stop's, or what a killed service left). The info
-    file goes first: an info file without its socket never means a clean stop."""
+    file goes first: an info file without its socket never means a clean stop. A folder or link in
+    one's place is kept under the data dir's ``damaged/``, never deleted (unlinking one failed
+    every ``serve`` after it)."""
+    import stat
+
     for name in (INFO, TOKEN, SOCKET):
+        path = os.path.join(service_dir(settings), name)
         try:
-            os.unlink(os.path.join(service_dir(settings), name))
+            st = os.lstat(path)
         except FileNotFoundError:
-            pass
+            continue
+        if stat.S_ISREG(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        else:
+            from .fsutil.setaside import set_aside
+
+            set_aside(settings.data_dir, path)
 
 
 def write_token(settings: Settings, token: str) -> None:

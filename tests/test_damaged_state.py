@@ -639,6 +639,29 @@ def test_what_a_killed_service_left_is_a_finding_fix_removes_and_a_running_one_i
     assert "service-left-over" not in _findings(cli_process)
 
 
+@pytest.mark.parametrize("kind", ["folder", "link"])
+def test_a_folder_or_link_where_a_killed_service_kept_a_file_is_set_aside_by_the_next_serve(workspace, state_dir,
+                                                                                             cli_process, service, kind):
+    """The finding says the next `serve` removes what a killed service left: a folder or link in the
+    info file's place made it fail ('Is a directory'); it is kept under damaged/ and the service runs."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _edit(cli_process, "a line", IN_PROCESS)
+    service().stop(signal.SIGKILL)
+    info = _data_dir(state_dir) / "service" / "info.json"
+    assert info.exists()
+    info.unlink()
+    if kind == "folder":
+        info.mkdir()
+        (info / "kept.txt").write_text("a person's file\n")
+    else:
+        info.symlink_to(workspace / "MEMORY.md")
+    running = service()
+    assert running.stop() == 0, "".join(running.stderr)
+    kept = list((_data_dir(state_dir) / "damaged").rglob("info.json"))
+    assert len(kept) == 1 and (kept[0].is_symlink() or (kept[0] / "kept.txt").read_text() == "a person's file\n")
+    assert (workspace / "MEMORY.md").read_text().startswith("# Memory")
+
+
 def test_doctor_fix_never_rebuilds_under_a_service_that_holds_the_deleted_wal(workspace, state_dir, cli_process, service):
     """Following doctor's advice with the service still running rebuilt from the file alone and
     said "every row was recovered": the versions only the service still held were gone."""

@@ -10,11 +10,9 @@ socket, so nothing of a running service is ever removed.
 from __future__ import annotations
 
 import os
-import stat
 
 from ..errors import LockTimeout
 from ..fsutil.lock import FileLock, lock_holder
-from ..fsutil.setaside import set_aside
 from ..service_files import INFO, SOCKET, TOKEN, lock_path, remove_service_files, service_dir
 from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
@@ -59,11 +57,7 @@ def _remove(settings: Settings, finding: Finding) -> Repair:
     except LockTimeout:
         return Repair(finding.id, "remove", "done", "a memory service runs again and uses them; nothing to do", finding.paths)
     try:
-        for path in left_over_paths(settings):  # a folder or link in a file's place is kept, not deleted
-            st = os.lstat(path)
-            if not (stat.S_ISREG(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
-                set_aside(settings.data_dir, path)
-        remove_service_files(settings)
+        remove_service_files(settings)  # a folder or link in a file's place is kept, not deleted
     except OSError as exc:
         return Repair(finding.id, "remove", "failed", f"{exc.strerror or exc} ({exc.filename or ''})", finding.paths)
     finally:
