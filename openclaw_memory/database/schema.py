@@ -267,6 +267,11 @@ def _columns_at(version: int) -> set[tuple[str, str]]:
         conn.close()
 
 
+def _damaged(conn: sqlite3.Connection, why: str | None) -> StateDamaged:
+    return StateDamaged(f"the state database ({_data_dir(conn)}/state.db) is damaged ({why}); `openclaw-memory doctor "
+                        "--fix` sets it aside and makes a new one with every row it still holds")
+
+
 def create_or_migrate(conn: sqlite3.Connection) -> None:
     """Bring the database to this release's version."""
     latest = FIRST_RELEASED + len(MIGRATIONS)  # read at each call: a test adds a toy next version
@@ -274,11 +279,7 @@ def create_or_migrate(conn: sqlite3.Connection) -> None:
     if version < 0 or (version == 0 and conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]):
         # Neither is a database this product wrote as it is: migrating it would fail half-way
         # ("table objects already exists") or run the wrong step.
-        why = schema_damage(version, conn.execute(COLUMNS_SQL).fetchall())
-        raise StateDamaged(
-            f"the state database ({_data_dir(conn)}/state.db) is damaged ({why}); `openclaw-memory doctor --fix` "
-            "sets it aside and makes a new one with every row it still holds"
-        )
+        raise _damaged(conn, schema_damage(version, conn.execute(COLUMNS_SQL).fetchall()))
     if version > latest:
         raise StateDamaged(
             f"the state database was written by a newer openclaw-memory (schema {version}, this release knows "
@@ -289,8 +290,7 @@ def create_or_migrate(conn: sqlite3.Connection) -> None:
     refuse_unreleased(_data_dir(conn), version)
     why = schema_damage(version, conn.execute(COLUMNS_SQL).fetchall())  # (a step that cannot apply: said before it fails)
     if why is not None:
-        raise StateDamaged(f"the state database ({_data_dir(conn)}/state.db) is damaged ({why}); `openclaw-memory doctor "
-                           "--fix` sets it aside and makes a new one with every row it still holds")
+        raise _damaged(conn, why)
     conn.execute("BEGIN IMMEDIATE")  # every step in one transaction: one sync to disk, all or nothing
     try:
         # Looked at again inside the transaction: another process may have migrated meanwhile.
