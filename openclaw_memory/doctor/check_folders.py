@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 
+from ..fsutil.private import what_is_at
 from ..fsutil.setaside import set_aside
 from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
@@ -20,8 +21,7 @@ ID = "state-folder-not-a-folder"
 
 # The folders a data dir holds (damaged/ looks after itself: fsutil.setaside), parents first.
 FOLDERS = ("index", "index/edge", "index/locks", "watch", "service")
-_KINDS = {stat.S_IFREG: "a file", stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO (named pipe)",
-          stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+
 
 
 def odd_folders(settings: Settings) -> list[tuple[str, str]]:
@@ -32,12 +32,11 @@ def odd_folders(settings: Settings) -> list[tuple[str, str]]:
         if any(path.startswith(odd + os.sep) for odd, _ in found):
             continue  # inside one already named: it goes with it
         try:
-            kind = stat.S_IFMT(os.lstat(path).st_mode)
+            st = os.lstat(path)
         except OSError:
             continue  # not there (made when needed), or not to be looked at (the data dir's own check says it)
-        if kind in _KINDS:
-            what = _KINDS[kind] + (f" to {os.readlink(path)}" if kind == stat.S_IFLNK else "")
-            found.append((path, what))
+        if not stat.S_ISDIR(st.st_mode):
+            found.append((path, what_is_at(path, st)))
     return found
 
 

@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..fsutil.private import closed_to_me
+from ..fsutil.private import closed_to_me, what_is_at
 from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
 
@@ -22,8 +22,7 @@ ID = "lock-not-a-file"
 
 # The folders of the data dir that hold lock files, and which of their names are locks.
 _LOCK_FOLDERS = ((".", ("write.lock", "doctor.lock")), ("service", ("lock",)), ("watch", None), ("index/locks", None))
-_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link", stat.S_IFSOCK: "a socket",
-          stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+
 
 
 def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
@@ -45,13 +44,9 @@ def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
                 st = os.lstat(path)
             except OSError:
                 continue
-            kind = stat.S_IFMT(st.st_mode)
-            if kind in _KINDS:
-                what = _KINDS[kind]
-                if kind == stat.S_IFLNK:
-                    what += f" to {os.readlink(path)}"
-                found.append((path, what))
-            elif stat.S_ISREG(kind) and closed_to_me(st):
+            if not stat.S_ISREG(st.st_mode):
+                found.append((path, what_is_at(path, st)))
+            elif closed_to_me(st):
                 found.append((path, f"a file this user cannot open (mode {stat.S_IMODE(st.st_mode):03o}, owner uid {st.st_uid})"))
     return found
 

@@ -171,6 +171,22 @@ def close_tree(top: Path) -> None:
                 continue  # gone meanwhile, or not ours to change (root's file in a user's data dir)
 
 
+_KINDS = {stat.S_IFREG: "a file", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO (named pipe)",
+          stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+
+
+def what_is_at(path: str, st: os.stat_result) -> str:
+    """What ``path`` (``st``: its lstat) is, in words for a finding: "a folder", "a symbolic link to X"."""
+    kind = stat.S_IFMT(st.st_mode)
+    what = _KINDS.get(kind, "something else")
+    if kind == stat.S_IFLNK:
+        try:
+            what += f" to {os.readlink(path)}"
+        except OSError:
+            pass
+    return what
+
+
 def closed_to_me(st: os.stat_result) -> bool:
     """Whether this process may not both read and write the file ``st`` describes, by its mode and
     owner (a chmod 000, another user's file), not by asking the file system: a read-only mount
