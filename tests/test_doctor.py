@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import doctor_journal, env_for, fault, set_doctor_journal, tmpfs, wait_for_line, write
+from conftest import doctor_journal, env_for, fault, run_paused, set_doctor_journal, tmpfs, wait_for_line, write
 from openclaw_memory.doctor.check_files import text_faults
 from openclaw_memory.doctor.merge import HEADING, SENTENCE, marker
 from openclaw_memory.settings import Overrides, resolve_settings
@@ -295,16 +295,7 @@ def test_symlinked_archive_folder_is_refused(workspace, tmp_path, cli):
 
 def paused_then_resumed(workspace, state_dir, step: str, meanwhile) -> dict:
     """Run doctor --fix --json, pause it at ``step``, call ``meanwhile()``, let it carry on; return its JSON."""
-    proc = spawn(workspace, state_dir, "doctor", "--fix", "--json", env=fault(f"{step}=pause"))
-    try:
-        wait_for_line(proc.stderr, f"test-hook: paused at {step}")
-        meanwhile()
-        proc.send_signal(signal.SIGUSR1)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    _, out, _ = run_paused(workspace, state_dir, ("doctor", "--fix", "--json"), step, meanwhile)
     return json.loads(out)
 
 
