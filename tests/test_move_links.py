@@ -230,9 +230,8 @@ def killed_move(workspace, state_dir, step: str) -> None:
 
 
 @pytest.mark.parametrize("step,finisher", [("write:swapped", "doctor"), ("write:swapped", "mv"), ("mv:renamed", "doctor"),
-                                           ("mv:journaled", "doctor"), ("write:swapped", "import")])
-def test_a_move_killed_before_its_last_link_rewrite_is_finished_links_and_all(cli, workspace, state_dir, tmp_path, step,
-                                                                              finisher):
+                                           ("mv:journaled", "doctor")])
+def test_a_move_killed_before_its_last_link_rewrite_is_finished_links_and_all(cli, workspace, state_dir, step, finisher):
     """Killed after the first linking note's rewrite (``write:swapped``), after the rename
     (``mv:renamed``) or before it (``mv:journaled``): doctor --fix, or the next mv, ends with every
     link naming the note where it is; before, the rewrites were not journaled and the notes not yet
@@ -250,14 +249,6 @@ def test_a_move_killed_before_its_last_link_rewrite_is_finished_links_and_all(cl
         assert fixed.returncode == 0, fixed.stdout + fixed.stderr
         (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-move"]
         assert repair["status"] == ("completed" if moved else "rolled-back"), repair
-    elif finisher == "import":
-        other = tmp_path / "other"
-        write(other / "memory" / "imported.md", "# Imported\n")
-        archive = tmp_path / "other.tar.gz"
-        assert cli("-w", str(other), "export", str(archive)).returncode == 0
-        done = cli("import", str(archive))
-        assert done.returncode == 0, done.stderr  # before, refused: the move's rewrites were not finished
-        assert (workspace / "memory" / "imported.md").exists()
     else:
         write(workspace / "memory" / "other.md", "# Other\n")
         assert cli("read", "memory/other.md").returncode == 0

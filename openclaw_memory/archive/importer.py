@@ -43,6 +43,7 @@ from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused
 from ..fsutil.atomic import unlink_quietly
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
 from ..history.guard import translated
+from ..history.moves import finish_pending
 from ..history.placing import (
     Raced,
     create_new,
@@ -132,15 +133,13 @@ def _journal(settings: Settings, archive: str, force: bool) -> None:
     try:
         earlier = read_intent(settings.data_dir)
     except UnreadableIntent:
-        earlier = None  # finish_pending_rewrites drops it
+        earlier = None  # finish_pending drops it
     if earlier is not None and earlier.op == IMPORT_OP and earlier.path != path:
         raise UsageError(f"an interrupted import of {earlier.display} is waiting: run `openclaw-memory import "
                          f"{earlier.display}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
                          "doctor --fix`; nothing was imported")
     if earlier is None or earlier.op != IMPORT_OP:
-        from ..links.pending import finish_pending_rewrites  # (it imports this module)
-
-        finish_pending_rewrites(settings)  # a killed move's link rewrites too, as mv, rm and rollback do
+        finish_pending(settings)
     write_intent(settings.data_dir, FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
                                            session=settings.session or ""))
 
