@@ -772,7 +772,9 @@ def resolve_workspace(raw: str, source: str | None = None) -> Path:
     path = Path(_expand(raw))
     given = f" ({source})" if source else ""
     try:
-        real = path.resolve(strict=True)
+        # os.path.realpath, not Path.resolve: on a symlink loop Python 3.11's resolve raises
+        # RuntimeError (a traceback), realpath the OSError worded below (ELOOP).
+        real = Path(os.path.realpath(path, strict=True))
     except FileNotFoundError:
         raise WorkspaceError(f"workspace not found: {path}{given}{_settings_hint(source)}") from None
     except OSError as exc:

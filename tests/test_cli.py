@@ -237,3 +237,18 @@ def test_doctor_names_the_files_a_finding_is_about(cli, workspace):
     write(workspace / "memory" / "b.md", "b, changed\n")
     said = cli("doctor").stdout
     assert "2 memory file(s) changed since the last index\n  memory/a.md\n  memory/b.md\n" in said, said
+
+
+def test_a_workspace_that_is_a_symlink_loop_is_one_line_never_a_traceback(cli, tmp_path, state_dir):
+    """Python 3.11's Path.resolve raises RuntimeError, not OSError, on a symlink loop: the CLI died
+    with a traceback wherever the workspace came from."""
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    write(state_dir / "openclaw.json", '{agents: {defaults: {workspace: "%s"}}}' % (tmp_path / "a"))
+    for args, env, source in ((("-w", str(tmp_path / "a"), "files", "--json"), {}, "given with --workspace"),
+                              (("files", "--json"), {"OPENCLAW_WORKSPACE": str(tmp_path / "b")}, "from OPENCLAW_WORKSPACE"),
+                              (("files", "--json"), {"OPENCLAW_WORKSPACE": ""}, "agents.defaults.workspace")):
+        res = cli(*args, env=env)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr.count("\n") == 1 and "Too many levels of symbolic links" in res.stderr and source in res.stderr, res.stderr
+        assert "symbolic links" in res.json()["error"]
