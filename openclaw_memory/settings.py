@@ -499,17 +499,44 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _agent_entry(openclaw: dict[str, Any], agent: str, where: str) -> dict[str, Any]:
+def openclaw_agent_id(agent: str) -> str:
+    """The agent id as OpenClaw 2026.9.6 normalizes it (its ``normalizeAgentId``) wherever it matches
+    an id of openclaw.json or names a folder after one: lowercase, each run of characters other than
+    ``a-z0-9_-`` one ``-``, no ``-`` at either end, at most 64 characters; ``main`` when nothing is left."""
+    lowered = agent.strip().lower()
+    if re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", lowered):
+        return lowered
+    return re.sub(r"[^a-z0-9_-]+", "-", lowered).strip("-")[:64] or DEFAULT_AGENT
+
+
+def _roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[str, str, dict[str, Any]]]]:
+    """OpenClaw's agents, as (normalized id, where the entry is, entry), in order, and whether a roster
+    is configured at all. OpenClaw 2026.9.6 keeps them in ``agents.entries``, an object keyed by id
+    (its ``doctor --fix`` moves the older ``agents.list`` array there), and reads ``agents.list``
+    only where there is no ``agents.entries``; an entry of the list without an id is ``main``'s."""
     agents = _object(openclaw.get("agents"), f"{where}: agents")
-    entries = agents.get("list")
-    if entries is None:
-        return {}
-    if not isinstance(entries, list):
-        raise ConfigError(f"{where}: agents.list must be an array of agents, not {entries!r:.60}")
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("id") == agent:
-            return entry
-    return {}
+    keyed, listed = agents.get("entries"), agents.get("list")
+    if keyed is not None:
+        if not isinstance(keyed, dict):
+            raise ConfigError(f"{where}: agents.entries must be an object keyed by agent id, not {keyed!r:.60}")
+        return True, [(openclaw_agent_id(key), f"agents.entries.{key}", entry) for key, entry in keyed.items()
+                      if isinstance(entry, dict)]
+    if listed is None:
+        return False, []
+    if not isinstance(listed, list):
+        raise ConfigError(f"{where}: agents.list must be an array of agents, not {listed!r:.60}")
+    return True, [(openclaw_agent_id(entry.get("id") or ""), f"agents.list[{entry.get('id') or index}]", entry)
+                  for index, entry in enumerate(listed) if isinstance(entry, dict) and isinstance(entry.get("id", ""), (str, type(None)))]
+
+
+def _agent_entry(openclaw: dict[str, Any], agent: str, where: str) -> tuple[dict[str, Any], str]:
+    """The agent's entry in openclaw.json (the first whose id is the agent's, as OpenClaw matches
+    ids), and where it is, for messages (``{}`` when it has none)."""
+    wanted = openclaw_agent_id(agent)
+    for key, at, entry in _roster(openclaw, where)[1]:
+        if key == wanted:
+            return entry, at
+    return {}, f"agents.entries.{wanted}"
 
 
 def _extra_list(value: Any, where: str) -> list:
@@ -641,13 +668,13 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     tables = _toml_tables(own, toml_path)  # every key checked here, once
 
     defaults = _object(_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), f"{json_path}: agents.defaults")
-    entry = _agent_entry(openclaw, agent, str(json_path))
+    entry, entry_at = _agent_entry(openclaw, agent, str(json_path))
     defaults_search = _object(defaults.get("memorySearch"), f"{json_path}: agents.defaults.memorySearch")
-    entry_search = _object(entry.get("memorySearch"), f"{json_path}: agents.list[{agent}].memorySearch")
+    entry_search = _object(entry.get("memorySearch"), f"{json_path}: {entry_at}.memorySearch")
     # OpenClaw 2026.9.6 keeps search settings in `memory.search` (top level and per agent).
     top_search = _object(_object(openclaw.get("memory"), f"{json_path}: memory").get("search"), f"{json_path}: memory.search")
-    entry_memory_search = _object(_object(entry.get("memory"), f"{json_path}: agents.list[{agent}].memory").get("search"),
-                                  f"{json_path}: agents.list[{agent}].memory.search")
+    entry_memory_search = _object(_object(entry.get("memory"), f"{json_path}: {entry_at}.memory").get("search"),
+                                  f"{json_path}: {entry_at}.memory.search")
 
     # The first source that names a workspace, and where it came from (said when it is wrong).
     # Never the current folder: with nothing configured it is OpenClaw's default, as OpenClaw
@@ -658,15 +685,15 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         (o.workspace, "given with --workspace"),
         (_env("OPENCLAW_WORKSPACE", env), "from OPENCLAW_WORKSPACE"),
         (_text(own.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
-        (_text(entry.get("workspace"), f"{json_path}: agents.list[{agent}].workspace"),
-         f"from {json_path}: agents.list[{agent}].workspace"),
+        (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
+         f"from {json_path}: {entry_at}.workspace"),
     ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env)) if value)  # (the last only when needed)
 
     extras: list = []
     extras += _extra_list(top_search.get("extraPaths"), f"{json_path}: memory.search.extraPaths")
-    extras += _extra_list(entry_memory_search.get("extraPaths"), f"{json_path}: agents.list[{agent}].memory.search.extraPaths")
+    extras += _extra_list(entry_memory_search.get("extraPaths"), f"{json_path}: {entry_at}.memory.search.extraPaths")
     extras += _extra_list(defaults_search.get("extraPaths"), f"{json_path}: agents.defaults.memorySearch.extraPaths")
-    extras += _extra_list(entry_search.get("extraPaths"), f"{json_path}: agents.list[{agent}].memorySearch.extraPaths")
+    extras += _extra_list(entry_search.get("extraPaths"), f"{json_path}: {entry_at}.memorySearch.extraPaths")
     extras += _extra_list(own.get("extra_paths"), f"{toml_path}: extra_paths")
     env_extra = _env("OPENCLAW_MEMORY_EXTRA_PATHS", env)
     if env_extra:
@@ -680,7 +707,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     if multimodal is None and isinstance(own.get("multimodal"), bool):
         multimodal = own["multimodal"]
     if multimodal is None:
-        multimodal = _multimodal_flag(entry_search.get("multimodal"), f"{json_path}: agents.list[{agent}].memorySearch.multimodal")
+        multimodal = _multimodal_flag(entry_search.get("multimodal"), f"{json_path}: {entry_at}.memorySearch.multimodal")
     if multimodal is None:
         multimodal = _multimodal_flag(defaults_search.get("multimodal"), f"{json_path}: agents.defaults.memorySearch.multimodal")
 
@@ -735,7 +762,8 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
     with where it came from: ``agents.defaults.workspace`` (``shared``) is the workspace of the agent
     that owns it and holds a folder named after each other agent; with none configured, the owner's
     is ``OPENCLAW_WORKSPACE_DIR``, else ``<state dir>/workspace``, another's ``<state dir>/workspace-<agent>``."""
-    owner = agent == _workspace_owner(openclaw)
+    agent = openclaw_agent_id(agent)  # as OpenClaw names the agent's folders
+    owner = agent == _workspace_owner(openclaw, str(json_path))
     if shared:
         where = f"from {json_path}: agents.defaults.workspace"
         yield (shared, where) if owner else (os.path.join(_expand(shared), agent), f"{where}, agent {agent}'s folder in it")
@@ -753,17 +781,19 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
     yield str(state_dir / ("workspace" if owner else f"workspace-{agent}")), unset
 
 
-def _workspace_owner(openclaw: dict[str, Any]) -> str | None:
-    """The agent ``agents.defaults.workspace`` belongs to, as OpenClaw decides: the listed agent
-    marked ``default``, else the only one listed, else ``main`` when no list is configured."""
-    entries = (openclaw.get("agents") or {}).get("list")
-    if entries is None:
+def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
+    """The agent ``agents.defaults.workspace`` belongs to, as OpenClaw decides (its
+    ``tryResolveDefaultAgentId``): the one agent marked ``default`` (none when two are, or when
+    ``agents.ownership`` is ``explicit``), else the only one configured, else ``main`` when no agents
+    are configured."""
+    configured, roster = _roster(openclaw, where)
+    if not configured:
         return DEFAULT_AGENT
-    listed = [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
-    marked = [e["id"] for e in listed if e.get("default") is True]
-    if marked:
+    explicit = (openclaw.get("agents") or {}).get("ownership") == "explicit"
+    marked = [key for key, _at, entry in roster if entry.get("default") is True]
+    if len(marked) == 1 and not explicit:
         return marked[0]
-    return listed[0]["id"] if len(listed) == 1 else None
+    return roster[0][0] if len(roster) == 1 else None
 
 
 def resolve_workspace(raw: str, source: str | None = None) -> Path:

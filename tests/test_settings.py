@@ -55,6 +55,31 @@ def test_agent_entry_workspace_and_extra_paths_add_up(tmp_path, state_dir):
     )
 
 
+
+def test_an_agent_of_agents_entries_gets_its_workspace_extra_paths_and_limits(cli, tmp_path, state_dir):
+    """OpenClaw 2026.9.6's own spelling, as its `doctor --fix` writes it: agents keyed by id under
+    agents.entries. Only agents.list was read: an up-to-date OpenClaw user's agent got the default
+    workspace, none of its extra paths and none of its limits, and `--agent Ops` (OpenClaw's id `ops`) neither."""
+    ws = tmp_path / "ops-ws"
+    write(ws / "MEMORY.md", "# Ops\n" + "x" * 400 + "\n")
+    write(tmp_path / "runbooks" / "deploy.md", "# Deploy\n")
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"entries": {
+        "main": {"default": True},
+        "ops": {"workspace": str(ws), "memory": {"search": {"extraPaths": [str(tmp_path / "runbooks")]}},
+                "contextLimits": {"memoryGetMaxChars": 100}}}}}))
+    for agent in ("ops", "Ops"):
+        listed = cli("files", "--json", "--agent", agent, env={"OPENCLAW_WORKSPACE": ""})
+        assert listed.returncode == 0, listed.stderr
+        assert listed.json()["workspace"] == str(ws)
+        assert [f["path"] for f in listed.json()["files"]] == ["MEMORY.md", "../runbooks/deploy.md"]
+        assert cli("read", "MEMORY.md", "--json", "--agent", agent, env={"OPENCLAW_WORKSPACE": ""}).json()["truncated"] is True
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"entries": {"ops": {"workspace": 5}}}}))
+    wrong = cli("files", "--agent", "ops", env={"OPENCLAW_WORKSPACE": ""})
+    assert wrong.returncode == 2 and "openclaw.json: agents.entries.ops.workspace must be a string" in wrong.stderr, wrong.stderr
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"entries": ["ops"]}}))
+    wrong = cli("files", env={"OPENCLAW_WORKSPACE": ""})
+    assert wrong.returncode == 2 and "agents.entries must be an object keyed by agent id" in wrong.stderr, wrong.stderr
+
 def test_toml_limits(tmp_path, state_dir):
     write(state_dir / "openclaw-memory.toml", "[read]\ndefault_lines = 10\nmax_chars = 500\n[prompt]\nfile_chars = 100\n")
     s = resolve(state_dir)
@@ -94,6 +119,26 @@ OPENCLAW_WORKSPACES = [
     ({"agents": {"list": [{"id": "main"}, {"id": "ops"}]}}, "main", {}, "@STATE/workspace-main"),
     ({"agents": {"list": [{"id": "ops"}]}}, "ops", {}, "@STATE/workspace"),
     ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "ops", "workspace": "@O"}]}}, "ops", {}, "@O"),
+    # 2026.9.6 keeps agents in agents.entries, keyed by id (its doctor --fix moves agents.list there),
+    # and matches ids as it normalizes them: any case, other characters as "-".
+    ({"agents": {"entries": {"ops": {"workspace": "@O"}}}}, "ops", {}, "@O"),
+    ({"agents": {"entries": {"Ops": {"workspace": "@O"}}}}, "ops", {}, "@O"),
+    ({"agents": {"entries": {"ops": {"workspace": "@O"}}, "list": [{"id": "ops", "workspace": "@D"}]}}, "ops", {}, "@O"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "entries": {"ops": {"default": True}, "main": {}}}}, "ops", {}, "@D"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "entries": {"ops": {"default": True}, "main": {}}}}, "main", {}, "@D/main"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "entries": {"ops": {}}}}, "ops", {}, "@D"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "ownership": "explicit", "entries": {"ops": {"default": True}, "main": {}}}},
+     "ops", {}, "@D/ops"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "entries": {}}}, "main", {}, "@D/main"),
+    ({"agents": {"entries": {}}}, "main", {}, "@STATE/workspace-main"),
+    ({"agents": {"list": [{"id": "Ops", "workspace": "@O"}]}}, "ops", {}, "@O"),
+    ({"agents": {"list": [{"id": "ops", "workspace": "@O"}]}}, "Ops", {}, "@O"),
+    ({"agents": {"list": [{"workspace": "@O"}]}}, "main", {}, "@O"),
+    ({}, "Ops", {}, "@STATE/workspace-ops"),
+    ({"agents": {"defaults": {"workspace": "@D"}}}, "My.Agent", {}, "@D/my-agent"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "OPS", "default": True}, {"id": "main"}]}}, "ops", {}, "@D"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "a", "default": True}, {"id": "b", "default": True}]}},
+     "a", {}, "@D/a"),
 ]
 
 
