@@ -46,17 +46,30 @@ def _escaped(match: re.Match) -> str:
     return f"\\x{ord(match.group()):02x}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _bytes_shown(text: str) -> str:
+    """``text`` with the bytes of a name that is not UTF-8 (surrogate escapes) shown as ``\\xNN``, as
+    every listing shows that name (a stream would print ``\\udce9``, or the raw byte)."""
+    if not _SURROGATE.search(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that stands for no byte (from JSON): its code
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def no_controls(text: str) -> str:
-    """``text`` with its control characters (but tab and line ends) shown as ``\\xNN``: a file's text
-    or name must not drive the terminal it is printed on."""
-    return _CONTROL.sub(_escaped, text)
+    """``text`` with its control characters (but tab and line ends) and undecodable bytes shown as
+    ``\\xNN``: a file's text or name must not drive the terminal it is printed on."""
+    return _CONTROL.sub(_escaped, _bytes_shown(text))
 
 
 def printable(path: str) -> str:
     """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
     in a file name) become ``\\xNN``."""
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _ANY_CONTROL.sub(_escaped, text)
+    return _ANY_CONTROL.sub(_escaped, _bytes_shown(path))
 
 
 @contextmanager

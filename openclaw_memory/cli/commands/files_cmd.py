@@ -16,7 +16,7 @@ def run_files(settings: Settings, json_out: bool) -> int:
     if reported(result, json_out):
         return 0
     if not result.files:
-        print(f"No memory files in {result.workspace} (agent {result.agent}).")
+        print(f"No memory files in {printable(str(result.workspace))} (agent {printable(result.agent)}).")
     for f in result.files:
         print(f"{printable(f.path)}\t{f.source}\t{f.kind}\t{f.size}")
     for s in result.skipped:

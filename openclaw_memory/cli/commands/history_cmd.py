@@ -51,7 +51,7 @@ def run_state(settings: Settings, json_out: bool) -> int:
     if reported(report, json_out):
         return 0
     if not report.files:
-        print(f"No memory files in {report.workspace} (agent {report.agent}).")
+        print(f"No memory files in {printable(str(report.workspace))} (agent {printable(report.agent)}).")
     for f in report.files:
         gone = "  (deleted)" if f.version is None else ""
         print(f"{f.state:<18} {printable(f.path)}{gone}")

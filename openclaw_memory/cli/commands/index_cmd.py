@@ -102,7 +102,7 @@ def run_collections(settings: Settings, json_out: bool) -> int:
         return 0
     for r in rows:
         points = "not indexed" if r.points is None else f"{r.points} points"
-        print(f"{r.name}\t{r.kind}\t{points}\t{r.path}\t{r.pattern}\t{r.backend}")
+        print(f"{r.name}\t{r.kind}\t{points}\t{printable(r.path)}\t{r.pattern}\t{r.backend}")
     return 0
 
 
@@ -121,7 +121,7 @@ def run_status(settings: Settings, json_out: bool) -> int:
     if json_out:
         print_json({**to_json(status), "service": service})
         return 0
-    print(f"Agent {status.agent} in {status.workspace} (model {status.model}, backend {status.backend})")
+    print(f"Agent {printable(status.agent)} in {printable(str(status.workspace))} (model {status.model}, backend {status.backend})")
     for c in status.collections:
         when = f"last indexed {c.last_indexed}" if c.last_indexed else "never indexed"
         line = f"  {c.name}: {c.files} files, {c.chunks} chunks, {len(c.stale)} stale, {when}, {_size(c.disk_bytes)} on disk"
@@ -132,9 +132,9 @@ def run_status(settings: Settings, json_out: bool) -> int:
         print(line)
         if c.stale:
             more = f" and {len(c.stale) - 5} more" if len(c.stale) > 5 else ""
-            print(f"    stale: {', '.join(c.stale[:5])}{more} (`openclaw-memory index` updates them)")
+            print(f"    stale: {', '.join(printable(p) for p in c.stale[:5])}{more} (`openclaw-memory index` updates them)")
     for path in status.not_indexable:
-        print(f"  not indexable with a text model: {path}")
+        print(f"  not indexable with a text model: {printable(path)}")
     for name in status.orphaned:
         print(f"  orphaned shard: {name} (`openclaw-memory doctor --fix` removes it)")
     if not status.indexed:

@@ -7,7 +7,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import given_path, no_controls, reported, warn
+from ..output import given_path, no_controls, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -24,7 +24,7 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
         if result.text:
             sys.stdout.write(_shown(result.path, result.text))
         elif result.missing:
-            warn(f"{result.path} does not exist")
+            warn(f"{printable(result.path)} does not exist")
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
 
 
@@ -32,7 +32,7 @@ def _shown(path: str, text: str) -> str:
     """The text for a person: a binary file (NUL bytes) or any text bound for a terminal has its control
     characters shown as ``\\xNN`` instead of sent raw (``--json`` gives the exact text)."""
     if "\x00" in text:
-        warn(f"{path} is not text (it holds NUL bytes): control characters are shown escaped; --json gives the exact text")
+        warn(f"{printable(path)} is not text (it holds NUL bytes): control characters are shown escaped; --json gives the exact text")
     if "\x00" in text or sys.stdout.isatty():
         text = no_controls(text)
     return text if text.endswith("\n") else text + "\n"
@@ -47,12 +47,12 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
     if result.mode == "diff":
         sys.stdout.write(result.diff)
     elif result.mode == "unchanged":
-        sys.stderr.write(f"{result.path}: unchanged since your last read (version {(result.version or '')[:12]})\n")
+        sys.stderr.write(f"{printable(result.path)}: unchanged since your last read (version {(result.version or '')[:12]})\n")
     elif result.mode == "full":
-        sys.stderr.write(f"{result.path}: no earlier version to compare with ({result.reason}); the file follows\n")
+        sys.stderr.write(f"{printable(result.path)}: no earlier version to compare with ({result.reason}); the file follows\n")
         text = result.read.text if result.read is not None else ""
         if text:
             sys.stdout.write(_shown(result.path, text))
     else:
-        warn(f"{result.path} does not exist")
+        warn(f"{printable(result.path)} does not exist")
     return 0

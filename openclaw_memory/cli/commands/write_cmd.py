@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ...memory import open_memory
-from ..output import given_path, reported, warn
+from ..output import given_path, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -82,5 +82,5 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
     if reported(result, json_out):
         return 0
     verb = "created" if result.created else VERBS[result.action]
-    print(f"{verb} {result.path}: version {result.version[:12]} ({result.size} bytes)")
+    print(f"{verb} {printable(result.path)}: version {result.version[:12]} ({result.size} bytes)")
     return 0
