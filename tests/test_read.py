@@ -135,6 +135,24 @@ def test_absolute_path_inside_extra_path(workspace, tmp_path):
         read_memory_file(str(note), str(workspace))
 
 
+def test_a_file_of_an_extra_path_named_through_a_linked_folder_has_one_name(cli, workspace, tmp_path):
+    # The scanner names an extra path with its folders' links resolved; reads refused that name
+    # (the one `files` and search print), and a write through the link's name kept a history of its own.
+    (tmp_path / "real" / "notes").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(tmp_path / "real" / "notes" / "a.md", "extra note\n")
+    extra = ("--extra", str(tmp_path / "link" / "notes"))
+    (listed,) = [f["path"] for f in cli("files", "--json", *extra).json()["files"] if f["source"] == "extra"]
+    assert listed == "../real/notes/a.md"
+    assert cli("read", listed, "--json", *extra).json()["path"] == listed
+    through_link = str(tmp_path / "link" / "notes" / "a.md")
+    assert cli("read", through_link, "--json", *extra).json()["path"] == listed
+    assert cli("write", through_link, "--append", "agent line", *extra).returncode == 0
+    versions = cli("history", listed, "--json", *extra).json()["versions"]
+    assert len(versions) == 2  # the note as read, and as written: one history under either name
+
+
 def test_values_below_one_are_refused(workspace):
     write(workspace / "MEMORY.md", "x")
     for kw in ({"from_line": 0}, {"lines": 0}, {"max_chars": 0}):

@@ -121,3 +121,24 @@ def test_a_running_writes_temp_file_is_no_leftover(cli, workspace, state_dir):
 
     killed_write(workspace, state_dir, "write:key-recorded=pause", between=plain_doctor_names_none)
     assert "write-leftovers" in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
+
+
+def test_a_leftover_in_an_extra_path_named_through_a_linked_folder_is_found_and_swept(cli, workspace, tmp_path):
+    # The scanner names an extra path with its folders' links resolved; the check matched the
+    # folders it lists against the extra path as configured, so one spelled through a link
+    # (/tmp on macOS) never had its leftovers found.
+    (tmp_path / "real" / "notes").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(tmp_path / "real" / "notes" / "a.md", HERON)
+    swp = tmp_path / "real" / "notes" / ".a.md.0123abcd.swp"
+    swp.write_text(SAVED)
+    extra = ("--extra", str(tmp_path / "link" / "notes"))
+    (found,) = [f for f in cli("doctor", "--json", *extra).json()["findings"] if f["id"] == "write-leftovers"]
+    assert found["paths"] == [os.path.relpath(swp, workspace)]
+    fixed = cli("doctor", "--fix", "--json", *extra).json()
+    assert [r["status"] for r in fixed["repairs"] if r["id"] == "write-leftovers"] == ["done"], fixed
+    assert not swp.exists()
+    saved = xxhash.xxh3_128_hexdigest(SAVED.encode())
+    assert saved in {v["version"] for v in cli("history", str(tmp_path / "real" / "notes" / "a.md"), "--json",
+                                               *extra).json()["versions"]}

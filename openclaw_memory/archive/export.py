@@ -31,6 +31,7 @@ from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import temp_stem, unlink_quietly
 from ..fsutil.move import link_noreplace
+from ..fsutil.safeopen import as_scanned
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import iso_time
 from ..wire import key
@@ -144,7 +145,7 @@ def _refuse_inside_memory(settings: Settings, path: str, target: str) -> None:
     memory file or the agent's other files (AGENTS.md) without a version recorded, and in this
     project's data the history itself (``state.db``). Compared as given and with the symbolic
     links of FILE's folder resolved."""
-    real = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
+    real = as_scanned(target)
     places = [("the workspace", str(settings.workspace)), *(("an extra path", str(e)) for e in settings.extra_paths),
               ("openclaw-memory's data", str(settings.data_dir.parent.parent))]
     for name, place in places:

@@ -15,6 +15,7 @@ from ..fsutil.safeopen import (
     open_regular_in_roots,
     open_regular_nofollow,
     parts_under,
+    root_spellings,
 )
 from .model import CheckContext, Finding, symlink_target
 from .vouched import CLEAN
@@ -110,9 +111,7 @@ class _FolderWalk:
     resolution of their whole path each (47% of doctor at 30,000 notes, bench/scale.py)."""
 
     def __init__(self, roots: tuple[str, ...]):
-        # The scanner names an extra path by its folder's real path (/tmp on macOS is a link): accept both.
-        spelled = {r for root in roots for r in (root, os.path.join(os.path.realpath(os.path.dirname(root)), os.path.basename(root)))}
-        self._roots = sorted(spelled, key=len, reverse=True)
+        self._roots = root_spellings(roots)
         self._folder: tuple[str, Folder | OSError] | None = None
 
     def open(self, abs_path: str) -> int:

@@ -18,14 +18,14 @@ partial copy or another program's temp file, is left to the next write).
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 
 from ..errors import MemoryToolError, PathRefused
 from ..files.read import resolve_memory_path
+from ..fsutil.atomic import leftover_of
 from ..fsutil.lock import lock_holder
-from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, root_spellings
 from ..history.guard import LEFTOVER_AGE_S, stored_version, sweep_leftovers
 from ..history.store import HistoryStore
 from ..settings import Settings
@@ -33,15 +33,13 @@ from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "write-leftovers"
 FIX_HINT = 'Run "openclaw-memory doctor --fix" to keep what they hold in the history and remove them.'
-# ``.NAME.<8 hex>.tmp|swp`` beside a memory file NAME (a name cut to fit, of a 255-byte NAME, is left to its next write).
-_LEFTOVER = re.compile(r"\.(?P<of>.+\.md)\.[0-9a-f]{8}\.(?P<kind>tmp|swp)")
 
 
 def leftovers(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
     """(leftover, memory file it was written beside), absolute paths, of the ``folders`` (the scan's)
     that are ours to sweep."""
     store = HistoryStore.for_settings(settings)
-    roots = sorted((str(settings.workspace), *map(str, settings.extra_paths)), key=len, reverse=True)
+    roots = root_spellings((str(settings.workspace), *settings.extra_paths))
     found = []
     for path in folders:
         root = next((r for r in roots if path == r or path.startswith(r + os.sep)), None)
@@ -53,9 +51,9 @@ def leftovers(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
             continue  # gone or swapped since the scan: the next doctor looks again
         with folder:
             for name in sorted(os.listdir(folder.fd)):
-                match = _LEFTOVER.fullmatch(name)
-                if match and _ours(store, folder, name, match["kind"]):
-                    found.append((os.path.join(path, name), os.path.join(path, match["of"])))
+                leftover = leftover_of(name)
+                if leftover and _ours(store, folder, name, leftover[1]):
+                    found.append((os.path.join(path, name), os.path.join(path, leftover[0])))
     return found
 
 
@@ -88,7 +86,8 @@ def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
 def sweep(settings: Settings, finding: Finding) -> Repair:
     workspace = str(settings.workspace)
     store = HistoryStore.for_settings(settings)
-    targets = {of for _, of in leftovers(settings, sorted({os.path.join(workspace, os.path.dirname(p))
+    # The finding names them from the workspace: one in an extra path beside it as ``../notes/...``.
+    targets = {of for _, of in leftovers(settings, sorted({os.path.normpath(os.path.join(workspace, os.path.dirname(p)))
                                                            for p in finding.paths}))}
     try:
         with store.write_lock():  # no write is in progress: each leftover is a killed one's

@@ -23,7 +23,7 @@ import xxhash
 
 from ..errors import PathChanged, PathRefused, shown
 from ..fsutil.hashing import BLOCK
-from ..fsutil.safeopen import Folder, NotRegularFile
+from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
 from .jstext import js_trim, not_utf8, truncate_utf16_safe, utf16_len
@@ -169,6 +169,11 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
             f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
             "(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"
         )
+    if not in_workspace and (scanned := as_scanned(root)) != root:
+        # One name a file: the scanner's (``files``, search, the index, the watch's history), so a
+        # write through a linked folder's name guards and records the same file as every other.
+        absolute = scanned if absolute == root else os.path.join(scanned, os.path.relpath(absolute, root))
+        root, shown = scanned, display_path(absolute, workspace)
     if not absolute.endswith(".md") and not (root == absolute and not in_workspace):
         raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
     rel_parts = os.path.relpath(absolute, root).split(os.sep) if absolute != root else []
@@ -186,22 +191,32 @@ def _inside(path: str, folder: str) -> bool:
 
 def _allowed_extra(absolute: str, extra_paths) -> str | None:
     """The extra path that admits ``absolute``: the extra file itself, or a ``.md`` file below an
-    existing extra folder whose pattern matches. A missing extra folder admits nothing."""
-    for extra in extra_paths:
-        is_file_entry = absolute == extra and absolute.endswith(".md")
-        in_folder = absolute.endswith(".md") and _inside(absolute, extra) and (
-            not isinstance(extra, ExtraPath) or extra.admits(absolute)
-        )
-        if not is_file_entry and not in_folder:
-            continue
-        try:
-            st = os.lstat(extra)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and in_folder and absolute != extra:
-            return extra
-        if stat.S_ISREG(st.st_mode) and is_file_entry:
-            return extra
+    existing extra folder whose pattern matches. A missing extra folder admits nothing. Each extra
+    path is also taken as the scanner names it (its folders' links resolved: ``files``, search and
+    the index give that path), so a path this product printed is one it reads."""
+    for given in extra_paths:
+        spelled = as_scanned(given)
+        for extra in (given,) if spelled == given else (given, ExtraPath(spelled, getattr(given, "pattern", None))):
+            if (root := _admitting(absolute, extra)) is not None:
+                return root
+    return None
+
+
+def _admitting(absolute: str, extra: str) -> str | None:
+    is_file_entry = absolute == extra and absolute.endswith(".md")
+    in_folder = absolute.endswith(".md") and _inside(absolute, extra) and (
+        not isinstance(extra, ExtraPath) or extra.admits(absolute)
+    )
+    if not is_file_entry and not in_folder:
+        return None
+    try:
+        st = os.lstat(extra)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode) and in_folder and absolute != extra:
+        return extra
+    if stat.S_ISREG(st.st_mode) and is_file_entry:
+        return extra
     return None
 
 

@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from ..bulk import gc_paused
-from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, open_root
+from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, as_scanned, open_root
 from ..wire import key
 from .jstext import sort_utf16
 from .paths import (
@@ -384,7 +384,7 @@ def _scan_extra(c: _Collector, extra: ExtraPath, multimodal: bool) -> None:
         c.skip(extra, "symlink (ignored)")
         return
     # Parent folders may be symlinks (/tmp on macOS); the extra root itself is not.
-    real = os.path.join(os.path.realpath(os.path.dirname(extra)), os.path.basename(extra))
+    real = as_scanned(extra)
     if _inside(real, c._repair_root):
         c.skip(real, "repair archive (never memory)")
     elif stat.S_ISDIR(st.st_mode):

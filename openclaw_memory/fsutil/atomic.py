@@ -8,6 +8,7 @@ through the descriptor, so a folder swapped meanwhile cannot redirect them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 
 
@@ -36,6 +37,28 @@ def hidden_stem(name: str, suffix: int) -> str:
     if len(raw) > room:
         name = os.fsdecode(raw[:room])  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
     return f".{name}"
+
+
+_TAG = re.compile(r"[0-9a-f]{8}")
+# A leftover of a memory file NAME, found from its name alone (doctor lists a folder, not a file).
+_LEFTOVER = re.compile(r"\.(?P<of>.+\.md)\.[0-9a-f]{8}\.(?P<kind>tmp|swp)")
+
+
+def leftover_kind(name: str, of: str) -> str | None:
+    """"tmp" or "swp" when ``name`` is a temp or swap file written beside the file ``of``
+    (``.OF.<8 hex>.tmp|swp``, :func:`temp_stem`); else None."""
+    stem = temp_stem(of) + "."
+    if not name.startswith(stem):
+        return None
+    tag, _, kind = name[len(stem):].partition(".")
+    return kind if kind in ("tmp", "swp") and _TAG.fullmatch(tag) else None
+
+
+def leftover_of(name: str) -> tuple[str, str] | None:
+    """(the Markdown file it was written beside, "tmp" or "swp") of a leftover's ``name``; None when it
+    is none (one of a 255-byte name, cut to fit, is found only from that name: :func:`leftover_kind`)."""
+    match = _LEFTOVER.fullmatch(name)
+    return (match["of"], match["kind"]) if match else None
 
 
 def temp_name_beside(path: str) -> str:

@@ -198,15 +198,25 @@ def open_regular_under(root: str, abs_path: str) -> tuple[int, os.stat_result]:
         return folder.open_regular(parts[-1])
 
 
+def as_scanned(path: str) -> str:
+    """``path`` with the symbolic links of its folders resolved, not of itself: how the scanner
+    names an extra path (/tmp on macOS is a link; the extra root itself, a link, is refused)."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+def root_spellings(roots: Sequence[str]) -> list[str]:
+    """``roots`` (the workspace and the extra paths) as given and :func:`as_scanned`, longest first,
+    so that the first one holding a path is its own root."""
+    return sorted({r for root in roots for r in (str(root), as_scanned(str(root)))}, key=len, reverse=True)
+
+
 def open_regular_in_roots(roots: Sequence[str], abs_path: str) -> tuple[int, os.stat_result]:
     """Open a file from the descriptor of the allowed root that holds it (the longest match).
 
     ``roots`` are the workspace and the extra paths; an extra path may be a single file,
     opened from its own folder. A path under none of them is refused (NotRegularFile).
     """
-    # The scanner names an extra path by its folder's real path (/tmp on macOS is a link): accept both.
-    spelled = {r for root in roots for r in (root, os.path.join(os.path.realpath(os.path.dirname(root)), os.path.basename(root)))}
-    for root in sorted(spelled, key=len, reverse=True):
+    for root in root_spellings(roots):
         if abs_path == root:
             return open_regular_under(os.path.dirname(root), abs_path)
         if abs_path.startswith(root.rstrip(os.sep) + os.sep):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import stat
 import time
 import zlib
@@ -40,7 +39,7 @@ from .. import faults
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
-from ..fsutil.atomic import temp_stem, unlink_quietly
+from ..fsutil.atomic import leftover_kind, temp_stem, unlink_quietly
 from ..fsutil.move import remove_if_holds
 from ..fsutil.safeopen import Folder
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -338,7 +337,6 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             folder.close()
 
 
-_TEMP_TAG = re.compile(r"[0-9a-f]{8}")
 LEFTOVER_AGE_S = 600.0
 
 
@@ -363,8 +361,8 @@ def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder)
     except OSError:
         return
     for entry in entries:
-        tag, _, kind = entry[len(prefix):].partition(".")
-        if not (kind in ("tmp", "swp") and _TEMP_TAG.fullmatch(tag)):
+        kind = leftover_kind(entry, resolved.name)
+        if kind is None:
             continue
         try:
             if kind == "tmp":

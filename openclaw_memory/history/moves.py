@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -34,7 +33,7 @@ from ..database import enc
 from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, resolve_memory_path
-from ..fsutil.atomic import temp_stem
+from ..fsutil.atomic import leftover_kind
 from ..fsutil.move import (
     SourceKept,
     asides_of,
@@ -69,7 +68,6 @@ if TYPE_CHECKING:
 
 # The root files OpenClaw loads into every new session: moving or removing one asks for --force.
 STARTUP_FILES = (CANONICAL_ROOT, USER_ROOT)
-_TEMP = re.compile(r"\.[0-9a-f]{8}\.tmp")
 
 
 @dataclass(frozen=True)
@@ -478,7 +476,7 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
             _give_back(src_folder, source.name)
             if dst_folder is not None and _holds(src_folder, source.name, op.version):
                 for name in os.listdir(dst_folder.fd):  # a copy across file systems cut short
-                    if name.startswith(temp_stem(target.name)) and _TEMP.fullmatch(name[len(temp_stem(target.name)):]):
+                    if leftover_kind(name, target.name) == "tmp":
                         dst_folder.unlink(name, missing_ok=True)
         clear_intent(store.data_dir)
         if op.made_from is not None:  # the folders the move made for the destination, when empty

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..database import Database, dec, enc
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
+from ..fsutil.safeopen import as_scanned
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -117,12 +118,6 @@ def _load_registry(data_dir: Path) -> list[dict]:
     return [{"name": name, "agent": dec(agent), "kind": kind, "key": dec(key), "n": n} for name, agent, kind, key, n in rows]
 
 
-def _extra_root(extra: str) -> str:
-    # The scanner reports files under an extra path with its parent folders resolved
-    # (but not the extra root itself, which may be reported as a refused symlink).
-    return os.path.join(os.path.realpath(os.path.dirname(extra)), os.path.basename(extra))
-
-
 def _wanted(settings: Settings) -> list[tuple[str, str, str, str, bool, int]]:
     """(kind, key, root, pattern, recursive, position) for every collection the agent should have."""
     ws = str(settings.workspace)
@@ -132,7 +127,7 @@ def _wanted(settings: Settings) -> list[tuple[str, str, str, str, bool, int]]:
     ]
     # One collection per extra folder: the same folder under two patterns is one collection.
     for position, extra in enumerate(dict.fromkeys(str(e) for e in settings.extra_paths), start=1):
-        root = _extra_root(extra)
+        root = as_scanned(extra)
         is_file = os.path.isfile(root) and not os.path.isdir(root)
         pattern = os.path.basename(root) if is_file else TREE_PATTERN
         wanted.append((CUSTOM, extra, root, pattern, not is_file, position))

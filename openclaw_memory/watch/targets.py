@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
+from ..fsutil.safeopen import as_scanned
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -95,8 +96,7 @@ def watch_targets(settings: Settings) -> Targets:
         recursive.append(memory_dir)
         keys[memory_dir] = key
     for extra in settings.extra_paths:
-        # The scanner resolves the parents of an extra path, not the path itself.
-        root = os.path.join(os.path.realpath(os.path.dirname(extra)), os.path.basename(extra))
+        root = as_scanned(extra)
         key = _real_dir(root)
         if key is not None:
             recursive.append(root)
