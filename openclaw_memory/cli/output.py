@@ -111,6 +111,18 @@ def error(message: str, as_json: bool, *, one_line: bool = False) -> None:
     sys.stderr.write(f"error: {no_controls(message)}\n")
 
 
+def draws(stream) -> bool:
+    """Whether ``stream`` is a terminal that moves its cursor (a progress bar): a TTY whose TERM is
+    not ``dumb`` (Emacs' shell, some CI logs), where a bar shows nothing at all."""
+    return stream.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def coloured(stream) -> bool:
+    """Whether ``stream`` takes colour: a terminal that :func:`draws`, unless ``NO_COLOR`` is set to
+    anything but the empty string (no-color.org)."""
+    return draws(stream) and not os.environ.get("NO_COLOR")
+
+
 def stderr_console():
     from rich.console import Console
 

@@ -1,4 +1,4 @@
-"""Progress of an index run on stderr: a rich bar on a terminal, plain lines otherwise (``index``,
+"""Progress of an index run on stderr: a rich bar on a terminal (not TERM=dumb), plain lines otherwise (``index``,
 and ``write`` when its index update covers more than the file written).
 
 Files are read, embedded and written in batches, so the number of chunks is known only once every
@@ -34,8 +34,10 @@ def _counting(p) -> bool:
 
 
 def progress_reporter(stack):
-    """A callback for sync progress: a rich bar on a TTY, plain lines otherwise."""
-    if sys.stderr.isatty():
+    """A callback for sync progress: a rich bar on a terminal that can draw one, plain lines otherwise."""
+    from .output import draws
+
+    if draws(sys.stderr):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         from .output import stderr_console

@@ -7,7 +7,7 @@ from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import no_controls, print_json, printable, reported, warn
+from ..output import coloured, no_controls, print_json, printable, reported, warn
 from ..progress import progress_reporter
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
     if not result.results:
         print(f"Nothing matches: no file scored {min_score:g} or more (--min-score)." if min_score > 0 else
               "Nothing matches: no file of the memory (within the filters given) answers the query.")
-    highlight = sys.stdout.isatty()
+    highlight = coloured(sys.stdout)
     for hit in result.results:
         also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
         dated = f"  {hit.date}" if hit.date else ""  # the passage's date: of two notes that disagree, which is newer
