@@ -271,3 +271,24 @@ def test_write_status_and_read_diff_never_print_a_names_escapes_or_bytes_raw(cli
     assert outputs[1].stderr.startswith(f"{shown}: unchanged since your last read")
     assert "stale: memory/\\x1b[31mred.md" in outputs[4].stdout, outputs[4].stdout
     assert outputs[5].stderr == "warning: memory/\\x1b[2Jgone\\xe9.md does not exist\n"
+
+
+def test_write_stdin_with_stdin_closed_is_refused_and_writes_nothing(workspace, state_dir):
+    """`write MEMORY.md --stdin <&-` read the null device put in place of the closed stream and
+    replaced the file with nothing; a pipe (even an empty one) is still content given."""
+    write(workspace / "MEMORY.md", "# Memory\n\n- keep me\n")
+    env = env_for(workspace, state_dir)
+
+    def run(preexec=None, input=None):
+        return subprocess.run([sys.executable, "-m", "openclaw_memory", "write", "MEMORY.md", "--stdin", "--json"], input=input,
+                              capture_output=True, env=env, cwd=workspace, timeout=120, preexec_fn=preexec)
+
+    assert subprocess.run([sys.executable, "-m", "openclaw_memory", "read", "MEMORY.md"], env=env, cwd=workspace,
+                          capture_output=True, timeout=120).returncode == 0
+    closed = run(preexec=lambda: os.close(0))
+    assert closed.returncode == 2 and b"Traceback" not in closed.stderr, closed.stderr
+    assert b"standard input is closed" in closed.stderr and b"standard input is closed" in closed.stdout
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- keep me\n"
+    piped = run(input=b"# Memory\n\n- replaced\n")  # the control: content given on stdin is written
+    assert piped.returncode == 0, piped.stderr
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- replaced\n"

@@ -107,10 +107,13 @@ def _fill_closed_streams() -> None:
     """A stream closed by the caller (``>&-``) reads and writes the null device: the command still
     runs (a write still writes), its words go nowhere. Taken first, so that no file this process
     opens (the state database, a lock) gets descriptor 1 or 2 and a stray write lands in it."""
+    from .output import CLOSED_STREAMS
+
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         try:
             os.fstat(fd)
         except OSError:
             os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+            CLOSED_STREAMS.add(name)
         if getattr(sys, name) is None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", errors="surrogateescape", closefd=False))

@@ -12,6 +12,11 @@ from pathlib import Path
 
 from ..errors import PathRefused
 
+# The standard streams the caller closed (``cmd <&-``): the entry point puts the null device in
+# their place, so that nothing this process opens takes their descriptors; ``write --stdin`` must not
+# take that for content given.
+CLOSED_STREAMS: set[str] = set()
+
 
 def print_json(data, *, one_line: bool = False) -> None:
     indent = None if one_line else 2

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ...memory import open_memory
-from ..output import given_path, printable, reported, warn
+from ..output import CLOSED_STREAMS, given_path, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -23,6 +23,9 @@ MAX_CONTENT = 256 * 1024 * 1024  # what the service takes in one request; a memo
 
 def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
     if stdin:
+        if "stdin" in CLOSED_STREAMS:  # not an empty input: none at all (`<&-`), which would empty the file
+            raise UsageError("--stdin: standard input is closed, so there is no content to write; nothing was written "
+                             "(pipe the new content in, or give --replace-file FILE)")
         return _bounded(sys.stdin.buffer, "--stdin")
     if replace_file is None:
         return None
