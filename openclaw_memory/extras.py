@@ -1,7 +1,8 @@
 """Which optional install (pip extra) provides each heavy library.
 
-The core install runs files, read, prompt, doctor, watchdog, write, history and restore; search,
-the Qdrant server backend, MCP and live watching need extras. ``search`` embeds with onnxruntime
+The core install runs files, read, prompt, doctor, watchdog, write, history, log, restore, rollback,
+mv, rm, state, links, export and import; search (and the service), the Qdrant server backend, MCP and
+live watching need extras. ``search`` embeds with onnxruntime
 (the default model's ONNX export ships in the package; other models are exported from their
 weights, no torch); ``torch`` adds the sentence-transformers reference backend with the default
 model's weights, and the export of models the ONNX writer does not cover. A missing library surfaces as a

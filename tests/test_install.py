@@ -101,9 +101,22 @@ def test_the_core_install_runs_the_light_commands_without_extras(tmp_path):
     run("write", "memory/2026-12-01.md", "--append", "- from the core install")
     assert "new:     memory/2026-12-01.md" in run("watchdog", "verify").stdout  # a new file is not a break
     assert (ws / "memory/2026-12-01.md").read_text() == "- from the core install\n"
-    for args, extra in ((("index",), "search"), (("search", "backups"), "search"), (("mcp",), "mcp"), (("watch",), "watch")):
+    # The rest of the README's core row: nothing of an extra is needed to manage the files and their history.
+    run("mv", "memory/2026-12-01.md", "memory/2026-12-02.md")
+    run("rm", "memory/2026-12-02.md")
+    run("restore", "memory/2026-12-02.md", "--last")
+    assert "memory/2026-12-02.md" in run("log").stdout and "memory/2026-12-02.md" in run("state").stdout
+    run("links", "--broken")
+    assert "dry run:" in run("rollback", "--to", "2026-01-01", "--dry-run").stdout
+    run("export", str(tmp_path / "main.tar.gz"))
+    (tmp_path / "ws2").mkdir()
+    run("import", str(tmp_path / "main.tar.gz"), "-w", str(tmp_path / "ws2"))
+    assert (tmp_path / "ws2" / "memory/2026-12-02.md").read_text() == "- from the core install\n"
+    assert "complete -c openclaw-memory" in run("completion", "fish").stdout
+    for args, extra in ((("index",), "search"), (("search", "backups"), "search"), (("status",), "search"), (("mcp",), "mcp"),
+                        (("watch",), "watch"), (("serve",), "watch"), (("serve", "--no-watch"), "search")):
         proc = run(*args, code=1)
-        assert f"pip install '{PACKAGE}[{extra}]'" in proc.stderr, proc.stderr
+        assert f"pip install '{PACKAGE}[{extra}]'" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def _tree_bytes(root: Path) -> int:
