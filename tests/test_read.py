@@ -153,6 +153,23 @@ def test_a_file_of_an_extra_path_named_through_a_linked_folder_has_one_name(cli,
     assert len(versions) == 2  # the note as read, and as written: one history under either name
 
 
+def test_a_path_through_a_link_to_the_workspace_names_the_workspace_file(cli, workspace, tmp_path):
+    # The workspace is used by its real path; a path given through the link the user named it by
+    # (`-w ~/agent`, ~/agent a link) was refused as outside it. Only the part above the workspace is
+    # followed: a link below it is refused as ever.
+    (tmp_path / "agent").symlink_to(workspace)
+    write(workspace / "memory" / "a.md", "a note\n")
+    (workspace / "memory" / "inner").symlink_to(workspace / "memory")
+    link = tmp_path / "agent"
+    assert cli("-w", str(link), "read", str(link / "memory" / "a.md"), "--json").json()["path"] == "memory/a.md"
+    assert cli("-w", str(link), "write", str(link / "memory" / "a.md"), "--append", "more").returncode == 0
+    assert (workspace / "memory" / "a.md").read_text() == "a note\nmore\n"
+    refused = cli("-w", str(link), "read", str(link / "memory" / "inner" / "a.md"))
+    assert refused.returncode == 2 and "symlink" in refused.stderr
+    outside = cli("-w", str(link), "read", str(link / "notes.md"))
+    assert outside.returncode == 2 and f"{link / 'notes.md'} is not a memory path" in outside.stderr
+
+
 def test_values_below_one_are_refused(workspace):
     write(workspace / "MEMORY.md", "x")
     for kw in ({"from_line": 0}, {"lines": 0}, {"max_chars": 0}):

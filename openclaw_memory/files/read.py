@@ -164,6 +164,9 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         )
     in_workspace = rel != os.curdir and not rel.startswith(os.pardir) and is_memory_path(rel)
     root = workspace if in_workspace else _allowed_extra(absolute, extra_paths)
+    if root is None and (alias := _through_alias(absolute, workspace)) is not None \
+            and is_memory_path(os.path.relpath(alias, workspace)):
+        return resolve_memory_path(alias, workspace, extra_paths)
     if root is None:
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
             f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
@@ -183,6 +186,30 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     if not rel_parts:  # an extra path that is the file itself: opened from its folder
         root, rel_parts = os.path.dirname(root), [os.path.basename(root)]
     return ResolvedPath(absolute, shown, root, tuple(rel_parts), in_workspace)
+
+
+def _through_alias(absolute: str, workspace: str) -> str | None:
+    """``absolute`` named from the workspace's own (real) path when a folder above it, outside the
+    workspace, is the workspace under another name (``-w ~/agent`` where ``~/agent`` is a link, and
+    a path given as ``~/agent/memory/a.md``); else None. Only the part above the workspace is
+    followed: what is below it is resolved from the workspace's descriptor as every path is, a link
+    there refused."""
+    try:
+        real = os.stat(workspace)
+    except OSError:
+        return None
+    head, rest = absolute, ""
+    while (parent := os.path.dirname(head)) != head:
+        head, rest = parent, os.path.join(os.path.basename(head), rest) if rest else os.path.basename(head)
+        if _inside(head, workspace):
+            continue
+        try:
+            st = os.stat(head)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (real.st_dev, real.st_ino):
+            return os.path.join(workspace, rest)
+    return None
 
 
 def _inside(path: str, folder: str) -> bool:
