@@ -386,9 +386,23 @@ def _parse_json5(text: str, path: Path) -> Any:
     except RecursionError:
         raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
     except ValueError as exc:
+        if _blank_json5(text):  # json5 says "Empty strings are not legal JSON5" or "Unexpected end of input"
+            raise ConfigError(f"{path}: the file is empty, which is not valid JSON5 (OpenClaw refuses it too): "
+                              "an empty configuration is {}") from None
         # json5 words its errors as "<string>:LINE message"; name the real file instead.
         detail = re.sub(r"^<string>:(\d+)\s*", r"line \1: ", str(exc))
         raise ConfigError(f"{path}: not valid JSON5: {detail}") from None
+
+
+def _blank_json5(text: str) -> bool:
+    """Whether ``text`` holds no JSON5 value at all, only white space, a BOM and comments: then an
+    object after it is the whole document (a text with a token of its own in it cannot take one)."""
+    import json5
+
+    try:
+        return json5.loads(text + "\n{}") == {}
+    except (ValueError, RecursionError):
+        return False
 
 
 def _load_toml(path: Path) -> dict[str, Any]:

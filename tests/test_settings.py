@@ -96,6 +96,17 @@ def test_malformed_files_name_file_and_line(tmp_path, state_dir):
         resolve(state_dir)
 
 
+
+@pytest.mark.parametrize("body", ["", "\n  \n", "\ufeff", "// only a comment\n"])
+def test_an_empty_openclaw_json_is_said_to_be_empty(cli, state_dir, body):
+    """OpenClaw refuses an empty config file too; json5 said `Empty strings are not legal JSON5`, or
+    `Unexpected end of input at column 4`, about a file with nothing in it."""
+    write(state_dir / "openclaw.json", body)
+    res = cli("files", "--json")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert res.json()["error"] == f"{state_dir / 'openclaw.json'}: the file is empty, which is not valid JSON5 " \
+                                  "(OpenClaw refuses it too): an empty configuration is {}"
+
 def test_workspace_errors(tmp_path, state_dir):
     with pytest.raises(WorkspaceError, match="not found"):
         resolve(state_dir, workspace=str(tmp_path / "missing"))
