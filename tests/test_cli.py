@@ -292,3 +292,29 @@ def test_write_stdin_with_stdin_closed_is_refused_and_writes_nothing(workspace, 
     piped = run(input=b"# Memory\n\n- replaced\n")  # the control: content given on stdin is written
     assert piped.returncode == 0, piped.stderr
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- replaced\n"
+
+
+def _with_a_reader_gone(workspace, state_dir, args: tuple[str, ...], stream: str) -> subprocess.CompletedProcess:
+    """``openclaw-memory ARGS`` whose stdout or stderr (``stream``) is a pipe nobody reads any more
+    (`| true`, `| head -1` that has exited), the other stream captured."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: write_end}
+        return subprocess.run([sys.executable, "-m", "openclaw_memory", *args], env=env_for(workspace, state_dir), cwd=workspace,
+                              timeout=120, **pipes)
+    finally:
+        os.close(write_end)
+
+
+def test_a_reader_that_went_away_is_no_traceback_and_keeps_the_exit_status(workspace, state_dir):
+    """`files --json | true`: the output waited in the buffer until exit, whose flush failed:
+    `Exception ignored ... BrokenPipeError` and status 120; an error with stderr gone, status 120 too."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for args, code in ((("files", "--json"), 0), (("files", "--bogus", "--json"), 2), (("write", "MEMORY.md", "--json"), 2)):
+        gone = _with_a_reader_gone(workspace, state_dir, args, "stdout")
+        assert gone.returncode == code and b"BrokenPipe" not in gone.stderr and b"Traceback" not in gone.stderr, (args, gone)
+    for args, code in ((("files", "--bogus"), 2), (("read", "memory/nope.md"), 1), (("files",), 0)):
+        gone = _with_a_reader_gone(workspace, state_dir, args, "stderr")
+        assert gone.returncode == code, (args, gone)
+    assert _with_a_reader_gone(workspace, state_dir, ("files",), "stderr").stdout.startswith(b"MEMORY.md\t")  # the control

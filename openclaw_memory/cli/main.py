@@ -11,7 +11,7 @@ import os
 import sys
 
 from ..errors import BadValue, MemoryToolError, describe_os_error
-from .output import error
+from .output import delivered, error
 from .parse import Parsed, parse
 from .spec import Command
 
@@ -100,7 +100,7 @@ def run() -> None:
     # drops by about a seventh, bench/startup.py).
     gc.freeze()
     _fill_closed_streams()
-    sys.exit(main())
+    sys.exit(delivered(main()))
 
 
 def _fill_closed_streams() -> None:

@@ -107,13 +107,47 @@ def _relative_to_workspace(workspace: Path, path: str) -> str | None:
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {no_controls(message)}\n")
+    _said(sys.stderr, lambda: sys.stderr.write(f"warning: {no_controls(message)}\n"))
 
 
 def error(message: str, as_json: bool, *, one_line: bool = False) -> None:
     if as_json:
-        print_json({"error": message}, one_line=one_line)
-    sys.stderr.write(f"error: {no_controls(message)}\n")
+        _said(sys.stdout, lambda: print_json({"error": message}, one_line=one_line))
+    _said(sys.stderr, lambda: sys.stderr.write(f"error: {no_controls(message)}\n"))
+
+
+def _said(stream, say) -> None:
+    """``say()`` on ``stream``, and out at once: a message whose reader went away (``2>&1 | head -1``)
+    is lost, not a second error (a BrokenPipeError traceback in place of the exit status it reports)."""
+    try:
+        say()
+        stream.flush()
+    except BrokenPipeError:
+        silence(stream)
+
+
+def silence(stream) -> None:
+    """Send what is still to be written to ``stream`` to the null device: its reader went away (``|
+    head -1``, ``| true``), and the flush at exit would fail again (``Exception ignored ...
+    BrokenPipeError``, exit status 120)."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # not a file (a test's in-memory stream): nothing to silence
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def delivered(code: int) -> int:
+    """``code``, once what the command wrote is out: stdout and stderr flushed, a stream whose reader
+    went away silenced (its words are lost; the command's status stands)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            silence(stream)
+    return code
 
 
 def draws(stream) -> bool:
