@@ -151,6 +151,10 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["get", "MEMORY.md"], "no such command 'get' (did you mean 'read'?)", ""),
     (["ls"], "no such command 'ls' (did you mean 'files'?)", ""),
     (["list"], "no such command 'list' (did you mean 'files'?)", ""),
+    # `help` of a command that does not exist showed the root's help, exit 0, as if that were the answer
+    (["help", "serach"], "no such command 'serach' (did you mean 'search'?)", ""),
+    (["help", "get"], "no such command 'get' (did you mean 'read'?)", ""),
+    (["help", "watchdog", "verfy"], "no such command 'verfy' (did you mean 'verify'?)", "watchdog"),
     (["--json", "search", "q"], "--json is an option of a command, so it goes after the command's name: openclaw-memory search --json", ""),
     (["--limit", "3", "search", "q"], "--limit is an option of a command, so it goes after the command's name: "
                                       "openclaw-memory search --limit", ""),
