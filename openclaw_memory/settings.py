@@ -18,7 +18,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -361,21 +361,43 @@ def _read_config(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _load_json5(path: Path) -> dict[str, Any]:
+def _load_json5(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """OpenClaw's openclaw.json at ``path`` ({} when there is none), its ``$include`` files in place and
+    its ``${NAME}`` references replaced from ``env`` (default: this process's), as OpenClaw reads it."""
+    from .openclaw_json import expand
+
+    data = _json5_file(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: line 1: the top level must be an object")
+    try:
+        return expand(data, path, os.environ if env is None else env, _included)
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
+
+
+def _included(path: Path) -> Any:
+    """A file an ``$include`` names, read and parsed as openclaw.json is; it must be there."""
+    data = _json5_file(path)
+    if data is None:
+        raise ConfigError(f"cannot read {path} (an $include of openclaw.json): no such file")
+    return data
+
+
+def _json5_file(path: Path) -> Any:
+    """The JSON5 value of the file at ``path``; None when there is no such file."""
     raw = _read_config(path)
     if raw is None:
-        return {}
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"cannot read {path}: not UTF-8 ({exc})") from None
     try:  # most files are plain JSON, which the C parser reads a thousand times faster than json5
-        data = json.loads(text)
+        return json.loads(text)
     except (ValueError, RecursionError):
-        data = _parse_json5(text, path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: line 1: the top level must be an object")
-    return data
+        return _parse_json5(text, path)
 
 
 def _parse_json5(text: str, path: Path) -> Any:
@@ -676,7 +698,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     # OpenClaw's own rule: OPENCLAW_CONFIG_PATH names the file, else it is in the state dir.
     config_path = _env("OPENCLAW_CONFIG_PATH", env)
     json_path = Path(os.path.abspath(_expand(config_path))) if config_path else state_dir / OPENCLAW_JSON_NAME
-    openclaw = _load_json5(json_path)
+    openclaw = _load_json5(json_path, env)
     toml_path = state_dir / TOML_NAME
     own = _load_toml(toml_path)
     tables = _toml_tables(own, toml_path)  # every key checked here, once

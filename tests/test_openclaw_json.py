@@ -1,0 +1,88 @@
+"""openclaw.json past its JSON5, as OpenClaw 2026.9.6 reads it: `$include` files and `${NAME}`
+references (openclaw_memory/openclaw_json.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from conftest import write
+from openclaw_memory.errors import ConfigError, WorkspaceError
+from openclaw_memory.settings import Overrides, resolve_settings
+
+
+def settings(state_dir, environ=None, agent="main"):
+    return resolve_settings(Overrides(state_dir=str(state_dir), agent=agent), environ=environ or {})
+
+
+def test_agents_kept_in_included_files_are_read_as_if_written_in_place(tmp_path, state_dir, cli):
+    """OpenClaw's docs split a config this way; the included agents were not read at all: the agent
+    got OpenClaw's default workspace and none of its extra paths."""
+    ws, notes, more = tmp_path / "ops-ws", tmp_path / "notes", tmp_path / "more"
+    write(ws / "MEMORY.md", "# Ops\n")
+    write(notes / "a.md", "a\n")
+    write(more / "b.md", "b\n")
+    write(state_dir / "openclaw.json", '{agents: {$include: "./agents.json5"}, memory: {search: {$include: ["s1.json", "s2.json"]}}}')
+    write(state_dir / "agents.json5", json.dumps({"entries": {"ops": {"$include": "conf.d/ops.json5", "workspace": str(ws)}}}))
+    write(state_dir / "conf.d" / "ops.json5", json.dumps({"workspace": "/nowhere", "bootstrapMaxChars": 123}))
+    write(state_dir / "s1.json", json.dumps({"extraPaths": [str(notes)]}))
+    write(state_dir / "s2.json", json.dumps({"extraPaths": [str(more)]}))  # lists of two includes add up
+    s = settings(state_dir, agent="ops")
+    assert s.workspace == ws  # the key beside an $include wins over the included file's
+    assert s.prompt.file_chars == 123  # the included file's own keys count (an include of an include)
+    assert s.extra_paths == (str(notes), str(more))
+    listed = cli("files", "--json", "--agent", "ops", env={"OPENCLAW_WORKSPACE": ""})
+    assert listed.returncode == 0 and listed.json()["workspace"] == str(ws), listed.stderr
+
+
+def test_a_value_may_name_an_environment_variable(tmp_path, state_dir):
+    """`workspace: "${AGENT_HOME}/ws"` was taken for a folder named `${AGENT_HOME}`."""
+    ws = tmp_path / "home" / "ws"
+    ws.mkdir(parents=True)
+    write(state_dir / "openclaw.json", '{agents: {defaults: {workspace: "${AGENT_HOME}/ws", memorySearch: '
+                                       '{extraPaths: ["$${AGENT_HOME}/x", "${NOT_SET}/y", "${lower}/z"]}}}}')
+    s = settings(state_dir, {"AGENT_HOME": str(tmp_path / "home")})
+    assert s.workspace == ws
+    assert s.extra_paths == tuple(str(ws / p) for p in ("${AGENT_HOME}/x", "${NOT_SET}/y", "${lower}/z"))  # as OpenClaw leaves them
+    write(state_dir / "openclaw.json", json.dumps({"env": {"vars": {"AGENT_HOME": str(tmp_path / "home")}},
+                                                   "agents": {"defaults": {"workspace": "${AGENT_HOME}/ws"}}}))
+    assert settings(state_dir).workspace == ws  # the config's own env block, where the environment has none
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"defaults": {"workspace": f"{tmp_path}/${{AGENT_HOME}}/ws"}}}))
+    with pytest.raises(WorkspaceError, match=re.escape(f"workspace not found: {tmp_path}/${{AGENT_HOME}}/ws")):
+        settings(state_dir)  # unset: it stays as written, and the message shows it
+
+
+@pytest.mark.parametrize("files, said", [
+    ({"openclaw.json": '{agents: {$include: "../elsewhere.json"}}', "../elsewhere.json": "{}"},
+     "the file is outside the folder of openclaw.json"),
+    ({"openclaw.json": '{agents: {$include: "a.json"}}', "a.json": '{$include: "b.json"}', "b.json": '{$include: "a.json"}'},
+     "circular include: "),
+    ({"openclaw.json": '{$include: "openclaw.json"}'}, "circular include: "),
+    ({"openclaw.json": '{agents: {$include: "missing.json"}}'}, "missing.json (an $include of openclaw.json): no such file"),
+    ({"openclaw.json": '{agents: {$include: "list.json", defaults: {}}}', "list.json": "[1]"},
+     "is not an object, so the keys beside it cannot be merged over it"),
+    ({"openclaw.json": '{agents: {$include: 5}}'}, "$include must be a path or a list of paths, not 5"),
+    ({"openclaw.json": '{agents: {$include: "bad.json"}}', "bad.json": "{a: }"}, "bad.json: not valid JSON5: line 1"),
+    ({"openclaw.json": '{$include: "x.json"}', "x.json": "[]"}, "the top level must be an object (after its $include)"),
+    ({"openclaw.json": '{$include: "0.json"}', **{f"{i}.json": f'{{$include: "{i + 1}.json"}}' for i in range(12)}},
+     "includes nest more than 10 deep"),
+])
+def test_a_bad_include_is_one_line_naming_the_file(tmp_path, cli, state_dir, files, said):
+    for name, text in files.items():
+        write(state_dir / name, text)
+    res = cli("files", "--json")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert said in res.json()["error"], res.json()["error"]
+
+
+def test_an_include_through_a_symlink_out_of_the_folder_is_refused_unless_its_folder_is_allowed(tmp_path, state_dir):
+    outside = tmp_path / "shared-config"
+    write(outside / "agents.json", json.dumps({"defaults": {"workspace": str(tmp_path)}}))
+    os.symlink(outside / "agents.json", state_dir / "agents.json")
+    write(state_dir / "openclaw.json", '{agents: {$include: "agents.json"}}')
+    with pytest.raises(ConfigError, match="outside the folder of openclaw.json"):
+        settings(state_dir)
+    assert settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": str(outside)}).workspace == tmp_path
