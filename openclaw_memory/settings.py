@@ -723,7 +723,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         (_text(own.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
         (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
          f"from {json_path}: {entry_at}.workspace"),
-    ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env)) if value)  # (the last only when needed)
+    ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env, bool(o.state_dir or _env("OPENCLAW_STATE_DIR", env)))
+    ) if value)  # (the last only when needed)
 
     extras: list = []
     extras += _extra_list(top_search.get("extraPaths"), f"{json_path}: memory.search.extraPaths")
@@ -793,11 +794,12 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
 
 
 def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None, state_dir: Path, json_path: Path,
-                        env) -> Iterator[tuple[str | None, str]]:
+                        env, state_dir_given: bool) -> Iterator[tuple[str | None, str]]:
     """The workspace OpenClaw gives an agent that has none of its own (its resolveAgentWorkspaceDir),
     with where it came from: ``agents.defaults.workspace`` (``shared``) is the workspace of the agent
     that owns it and holds a folder named after each other agent; with none configured, the owner's
-    is ``OPENCLAW_WORKSPACE_DIR``, else ``<state dir>/workspace``, another's ``<state dir>/workspace-<agent>``."""
+    is ``OPENCLAW_WORKSPACE_DIR``, else ``<state dir>/workspace`` (``~/.openclaw-<profile>/workspace``
+    with ``OPENCLAW_PROFILE`` and no state dir given), another's ``<state dir>/workspace-<agent>``."""
     agent = openclaw_agent_id(agent)  # as OpenClaw names the agent's folders
     owner = agent == _workspace_owner(openclaw, str(json_path))
     if shared:
@@ -806,6 +808,13 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         return
     if owner:
         yield _env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"
+        profile = (_env("OPENCLAW_PROFILE", env) or "").strip()
+        if profile and profile.lower() != "default" and not state_dir_given:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", profile, re.I):
+                raise ConfigError(f"OPENCLAW_PROFILE {shown(profile)} is not a profile name (letters, digits, '_' and '-', "
+                                  "at most 64, as OpenClaw's --profile takes them)")
+            yield (os.path.join(_expand("~"), f".openclaw-{profile}", "workspace"),
+                   f"OpenClaw's default for OPENCLAW_PROFILE={profile}, as no workspace is configured for agent {agent} in {json_path}")
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
     usual = Path(_expand("~/.openclaw")) / OPENCLAW_JSON_NAME
     try:

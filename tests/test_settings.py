@@ -171,6 +171,23 @@ def test_with_no_workspace_given_it_is_the_one_openclaw_resolves_never_the_curre
     assert resolve_settings(Overrides(state_dir=str(state_dir), agent=agent), environ=environ).workspace == expected_path
 
 
+
+def test_openclaw_profile_moves_the_default_workspace_as_openclaw_does(tmp_path, monkeypatch):
+    """OpenClaw 2026.9.6 (asked of it): with OPENCLAW_PROFILE=dev and no state dir given, the default
+    workspace is ~/.openclaw-dev/workspace (the state dir stays ~/.openclaw); a state dir given, or the
+    profile `default`, keeps <state dir>/workspace. It was ~/.openclaw/workspace whatever the profile."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for folder in (".openclaw-dev/workspace", ".openclaw/workspace", "state/workspace"):
+        (tmp_path / folder).mkdir(parents=True)
+    assert resolve_settings(Overrides(), environ={"OPENCLAW_PROFILE": " dev "}).workspace == tmp_path / ".openclaw-dev/workspace"
+    assert resolve_settings(Overrides(), environ={"OPENCLAW_PROFILE": "Default"}).workspace == tmp_path / ".openclaw/workspace"
+    assert resolve_settings(Overrides(), environ={"OPENCLAW_PROFILE": "dev", "OPENCLAW_STATE_DIR": str(tmp_path / "state")}
+                            ).workspace == tmp_path / "state/workspace"
+    (tmp_path / ".openclaw/workspace-ops").mkdir()  # another agent's: in the state dir, whatever the profile
+    assert resolve_settings(Overrides(agent="ops"), environ={"OPENCLAW_PROFILE": "dev"}).workspace == tmp_path / ".openclaw/workspace-ops"
+    with pytest.raises(ConfigError, match="OPENCLAW_PROFILE 'a/b' is not a profile name"):
+        resolve_settings(Overrides(), environ={"OPENCLAW_PROFILE": "a/b"})
+
 def test_a_write_with_no_workspace_configured_never_lands_in_the_current_folder(cli, tmp_path, state_dir):
     here = tmp_path / "somewhere"
     here.mkdir()
