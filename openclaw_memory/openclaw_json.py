@@ -36,12 +36,14 @@ MAX_INCLUDE_DEPTH = 10  # OpenClaw's
 _VARIABLE = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
 
 
-def expand(config: dict[str, Any], path: Path, env: Mapping[str, str], load: Callable[[Path], Any]) -> dict[str, Any]:
+def expand(config: dict[str, Any], path: Path, env: Mapping[str, str], load: Callable[[Path], Any],
+           home: str) -> dict[str, Any]:
     """``config`` (read from ``path``) with its includes in place (each file read by ``load``) and its
-    ``${NAME}`` references replaced."""
+    ``${NAME}`` references replaced; a ``~`` in ``OPENCLAW_INCLUDE_ROOTS`` is ``home`` (OpenClaw's)."""
     if _has_include(config):
+        listed = [r.strip() for r in env.get("OPENCLAW_INCLUDE_ROOTS", "").split(os.pathsep) if r.strip()]
         roots = [os.path.dirname(os.path.abspath(path))] + [
-            os.path.abspath(os.path.expanduser(r.strip())) for r in env.get("OPENCLAW_INCLUDE_ROOTS", "").split(os.pathsep) if r.strip()]
+            os.path.abspath(home + r[1:] if r == "~" or r.startswith("~/") else r) for r in listed]
         config = _Includes(roots, load).process(config, Path(os.path.abspath(path)), (), 0)
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: line 1: the top level must be an object (after its $include)")
@@ -94,7 +96,7 @@ class _Includes:
         where = f"{base}: $include {name!r:.200}"
         if "\x00" in name:
             raise ConfigError(f"{where}: a path cannot hold a NUL character")
-        target = os.path.normpath(os.path.join(os.path.dirname(base), os.path.expanduser(name)))
+        target = os.path.normpath(os.path.join(os.path.dirname(base), name))  # no `~`: OpenClaw expands none here
         if not any(_inside(target, root) for root in self.roots) or not any(
                 _inside(os.path.realpath(target), root) for root in self.real_roots):
             raise ConfigError(f"{where}: the file is outside the folder of openclaw.json ({self.roots[0]}); "

@@ -321,8 +321,26 @@ def default_model_cache(environ) -> Path:
     return base / "openclaw-memory" / "models"
 
 
-def _expand(path: str) -> str:
-    return os.path.expanduser(path.strip())
+def _expand(path: str, env: Mapping[str, str] | None = None) -> str:
+    """``path`` trimmed, a leading ``~`` expanded (:func:`_tilde`)."""
+    return _tilde(path.strip(), env)
+
+
+def _tilde(path: str, env: Mapping[str, str] | None = None) -> str:
+    """``path`` with a leading ``~`` expanded: with ``env``, to OpenClaw's home (:func:`openclaw_home`)."""
+    if env is not None and (path == "~" or path.startswith("~/")):
+        return openclaw_home(env) + path[1:]
+    return os.path.expanduser(path)
+
+
+def openclaw_home(env: Mapping[str, str]) -> str:
+    """The home OpenClaw resolves every path of its own against (``~/.openclaw``, ``~`` in
+    openclaw.json): ``$OPENCLAW_HOME`` (a service account's, say; a ``~`` in it is the system's home),
+    else the system's."""
+    own = (env.get("OPENCLAW_HOME") or "").strip()
+    if not own or own in ("undefined", "null"):  # OpenClaw's normalizeHomeDirValue
+        return os.path.expanduser("~")
+    return os.path.normpath(os.path.abspath(os.path.expanduser(own)))
 
 
 # Real config files are a few KB; every command reads both, whole, before anything else.
@@ -372,7 +390,8 @@ def _load_json5(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: line 1: the top level must be an object")
     try:
-        return expand(data, path, os.environ if env is None else env, _included)
+        env = os.environ if env is None else env
+        return expand(data, path, env, _included, openclaw_home(env))
     except RecursionError:
         raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
 
@@ -690,14 +709,14 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     env = os.environ if environ is None else environ
 
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
-    state_dir = Path(os.path.realpath(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw")))
+    state_dir = Path(os.path.realpath(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw", env)))
     agent = check_agent((o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT)
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
         raise StateDirError(f"the state dir {state_dir} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
     # OpenClaw's own rule: OPENCLAW_CONFIG_PATH names the file, else it is in the state dir.
     config_path = _env("OPENCLAW_CONFIG_PATH", env)
-    json_path = Path(os.path.abspath(_expand(config_path))) if config_path else state_dir / OPENCLAW_JSON_NAME
+    json_path = Path(os.path.abspath(_expand(config_path, env))) if config_path else state_dir / OPENCLAW_JSON_NAME
     openclaw = _load_json5(json_path, env)
     toml_path = state_dir / TOML_NAME
     own = _load_toml(toml_path)
@@ -736,7 +755,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     if env_extra:
         extras += env_extra.split(os.pathsep)
     extras += list(o.extra)
-    workspace = resolve_workspace(str(workspace_raw), workspace_source)  # after the checks of the files' paths: those name their key
+    workspace = resolve_workspace(str(workspace_raw), workspace_source, env)  # after the checks of the files' paths: those name their key
 
     multimodal = o.multimodal
     if multimodal is None and _env("OPENCLAW_MEMORY_MULTIMODAL", env):
@@ -776,7 +795,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         workspace=workspace,
         agent=agent,
         state_dir=state_dir,
-        extra_paths=tuple(normalize_extra_paths(extras, workspace)),
+        extra_paths=tuple(normalize_extra_paths(extras, workspace, env)),
         multimodal=bool(multimodal),
         read=read,
         prompt=prompt,
@@ -804,7 +823,7 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
     owner = agent == _workspace_owner(openclaw, str(json_path))
     if shared:
         where = f"from {json_path}: agents.defaults.workspace"
-        yield (shared, where) if owner else (os.path.join(_expand(shared), agent), f"{where}, agent {agent}'s folder in it")
+        yield (shared, where) if owner else (os.path.join(_expand(shared, env), agent), f"{where}, agent {agent}'s folder in it")
         return
     if owner:
         yield _env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"
@@ -813,10 +832,10 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
             if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", profile, re.I):
                 raise ConfigError(f"OPENCLAW_PROFILE {shown(profile)} is not a profile name (letters, digits, '_' and '-', "
                                   "at most 64, as OpenClaw's --profile takes them)")
-            yield (os.path.join(_expand("~"), f".openclaw-{profile}", "workspace"),
+            yield (os.path.join(openclaw_home(env), f".openclaw-{profile}", "workspace"),
                    f"OpenClaw's default for OPENCLAW_PROFILE={profile}, as no workspace is configured for agent {agent} in {json_path}")
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
-    usual = Path(_expand("~/.openclaw")) / OPENCLAW_JSON_NAME
+    usual = Path(_expand("~/.openclaw", env)) / OPENCLAW_JSON_NAME
     try:
         moved = not json_path.exists() and usual != json_path and usual.is_file()  # `--state-dir` moved the config with it
     except OSError:  # (a home folder this user may not enter)
@@ -841,10 +860,11 @@ def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
     return roster[0][0] if len(roster) == 1 else None
 
 
-def resolve_workspace(raw: str, source: str | None = None) -> Path:
-    """The workspace's real path; refused (WorkspaceError, naming ``source``: where the path was
-    given or configured) when it is missing, not a folder or not readable."""
-    path = Path(_expand(raw))
+def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The workspace's real path (a ``~`` in ``raw``: OpenClaw's home, from ``env``); refused
+    (WorkspaceError, naming ``source``: where the path was given or configured) when it is missing,
+    not a folder or not readable."""
+    path = Path(_expand(raw, env))
     given = f" ({source})" if source else ""
     try:
         # os.path.realpath, not Path.resolve: on a symlink loop Python 3.11's resolve raises
@@ -868,8 +888,8 @@ def _settings_hint(source: str | None) -> str:
     return f"; give one with -w/--workspace, OPENCLAW_WORKSPACE or agents.defaults.workspace in openclaw.json{here}"
 
 
-def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
-    """Trim, drop empties, expand ``~``, resolve relative ones against the workspace, de-duplicate.
+def normalize_extra_paths(raw: list, workspace: Path, env: Mapping[str, str] | None = None) -> list[ExtraPath]:
+    """Trim, drop empties, expand ``~`` (OpenClaw's home, with ``env``), resolve relative ones against the workspace, de-duplicate.
 
     An item is a path or a ``(path, pattern)`` pair; the same folder with two patterns is
     two entries (OpenClaw lists each in turn). Symlinks are not resolved here: the
@@ -885,7 +905,7 @@ def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
         pattern = js_trim(pattern).replace("\\", "/")
         if not text:
             continue
-        expanded = os.path.expanduser(text)
+        expanded = _tilde(text, env)
         absolute = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workspace, expanded))
         if (absolute, pattern) not in seen:
             seen.add((absolute, pattern))

@@ -188,6 +188,23 @@ def test_openclaw_profile_moves_the_default_workspace_as_openclaw_does(tmp_path,
     with pytest.raises(ConfigError, match="OPENCLAW_PROFILE 'a/b' is not a profile name"):
         resolve_settings(Overrides(), environ={"OPENCLAW_PROFILE": "a/b"})
 
+
+def test_openclaw_home_is_the_home_of_every_openclaw_path(tmp_path, monkeypatch):
+    """OpenClaw's OPENCLAW_HOME (a service account's home) replaces $HOME for its paths: the state
+    dir ~/.openclaw, and `~` in openclaw.json's workspace and extra paths. It was ignored: the
+    command read the invoking user's ~/.openclaw and said no workspace was configured."""
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    service = tmp_path / "srv"
+    write(service / ".openclaw" / "openclaw.json", json.dumps({"agents": {"defaults": {
+        "workspace": "~/agent", "memorySearch": {"extraPaths": ["~/notes"]}}}}))
+    (service / "agent").mkdir()
+    for home in (str(service), f" {service} ", "~/../srv"):  # trimmed; `~` in it is the system's home
+        s = resolve_settings(Overrides(), environ={"OPENCLAW_HOME": home})
+        assert s.state_dir == service / ".openclaw" and s.workspace == service / "agent", home
+        assert s.extra_paths == (str(service / "notes"),)
+    (tmp_path / "me" / ".openclaw" / "workspace").mkdir(parents=True)  # the control: without it, $HOME's
+    assert resolve_settings(Overrides(), environ={}).workspace == tmp_path / "me" / ".openclaw" / "workspace"
+
 def test_a_write_with_no_workspace_configured_never_lands_in_the_current_folder(cli, tmp_path, state_dir):
     here = tmp_path / "somewhere"
     here.mkdir()
