@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import env_for, write
+from conftest import env_for, wait_for_line, write
 
 
 def on_a_terminal(workspace, state_dir, args: tuple[str, ...], stream: str, **env: str) -> tuple[int, str]:
@@ -74,3 +74,24 @@ def test_a_dumb_terminal_gets_the_progress_lines_not_a_bar(indexed, state_dir, t
     assert ("\x1b[" in err) is drawn, repr(err)
     if not drawn:
         assert re.search(r"^embedded (\d+)/\1 chunks of 4 files", err, re.M), repr(err)
+
+
+def test_write_stdin_on_a_terminal_says_what_it_waits_for(workspace, state_dir):
+    """`write PATH --stdin` typed without a pipe waited in silence for the new content."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "write", "memory/typed.md", "--stdin"], cwd=workspace,
+                            stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(workspace, state_dir))
+    os.close(slave)
+    try:
+        said = wait_for_line(proc.stderr, "from the terminal", timeout=30)  # before any input: it says so first
+        assert "reading the new content of memory/typed.md from the terminal" in said and "Ctrl-D" in said, said
+        os.write(master, b"- typed by hand\n\x04")  # a line, then Ctrl-D (end of input)
+        out, _err = proc.communicate(timeout=120)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and "created memory/typed.md" in out
+    assert (workspace / "memory" / "typed.md").read_text() == "- typed by hand\n"

@@ -21,11 +21,14 @@ VERBS = {"append": "appended to", "replace": "wrote"}
 MAX_CONTENT = 256 * 1024 * 1024  # what the service takes in one request; a memory file is far smaller
 
 
-def _new_content(replace_file: str | None, stdin: bool) -> bytes | None:
+def _new_content(path: str, replace_file: str | None, stdin: bool) -> bytes | None:
     if stdin:
         if "stdin" in CLOSED_STREAMS:  # not an empty input: none at all (`<&-`), which would empty the file
             raise UsageError("--stdin: standard input is closed, so there is no content to write; nothing was written "
                              "(pipe the new content in, or give --replace-file FILE)")
+        if sys.stdin.isatty():  # typed by hand, or a pipe forgotten: either way, say what it waits for
+            sys.stderr.write(f"reading the new content of {printable(path)} from the terminal: end it with Ctrl-D on a line "
+                             "of its own (Ctrl-C: nothing is written)\n")
         return _bounded(sys.stdin.buffer, "--stdin")
     if replace_file is None:
         return None
@@ -72,7 +75,7 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
               expect: str | None, update_index: bool, json_out: bool, idempotency_key: str | None = None) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
-    content = _new_content(replace_file, stdin)
+    content = _new_content(path, replace_file, stdin)
     with contextlib.ExitStack() as stack:
         memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
         stack.enter_context(given_path(settings.workspace, path))
