@@ -14,7 +14,15 @@ install: $(STAMP)
 
 # [all] is every command and backend but the torch one (tests/test_install.py resolves this line
 # against PyPI and checks that no torch and no CUDA package comes with it).
+# Python 3.11 or later, checked before the venv is made: with an older python3 the venv was made
+# anyway, pip failed deep inside ("requires a different Python"), and every later
+# `make PYTHON=python3.11` reused that venv and failed the same way.
+NEED_PYTHON := import sys; sys.exit(sys.version_info < (3, 11))
 $(STAMP): pyproject.toml constraints.txt
+	@if [ -x $(PY) ] && ! $(PY) -c '$(NEED_PYTHON)'; then \
+		echo "make: $(VENV) was made with $$($(PY) -V 2>&1); this project needs Python 3.11 or later: make clean, then make PYTHON=python3.11 (or a later one)" >&2; exit 1; fi
+	@if [ ! -x $(PY) ] && ! $(PYTHON) -c '$(NEED_PYTHON)' 2>/dev/null; then \
+		echo "make: $(PYTHON) is $$(command -v $(PYTHON) >/dev/null && $(PYTHON) -V 2>&1 || echo 'not found'); this project needs Python 3.11 or later: make PYTHON=python3.11 (or a later one)" >&2; exit 1; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,test]'

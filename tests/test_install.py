@@ -275,3 +275,39 @@ def test_make_demo_runs_in_a_clone_whose_build_folder_git_ignores(tmp_path):
     done = subprocess.run(["bash", "scripts/demo.sh"], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "git-ignored" not in done.stdout and "git ignored" not in done.stdout, done.stdout
+
+
+def _old_python(path: Path) -> Path:
+    """An interpreter that answers as Python 3.10 does: `-V` gives its version, the version check
+    (`-c` code) fails, and `-m venv DIR` makes a venv whose python is itself."""
+    path.write_text("#!/bin/sh\n"
+                    'case "$1" in\n'
+                    '  -V|--version) echo "Python 3.10.13";;\n'
+                    '  -c) exit 1;;\n'
+                    '  -m) [ "$2" = venv ] && mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0; exit 1;;\n'
+                    "  *) exit 1;;\n"
+                    "esac\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_make_install_with_a_python_older_than_3_11_says_so_and_leaves_no_venv(tmp_path):
+    """`make demo` with python3 at 3.10 made .venv with it, then failed deep in pip ('requires a
+    different Python'); every later `make PYTHON=python3.11` reused that .venv and failed the same way."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(REPO / name, clone / name)
+    old = _old_python(tmp_path / "python3.10")
+    done = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={old}"], cwd=clone, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0 and not (clone / ".venv").exists(), done.stdout + done.stderr
+    assert f"{old} is Python 3.10.13; this project needs Python 3.11 or later" in done.stderr, done.stderr
+    _old_python(tmp_path / "venv-python")
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(tmp_path / "venv-python", clone / ".venv" / "bin" / "python")  # one an earlier make left
+    again = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={sys.executable}"], cwd=clone, capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode != 0 and ".venv was made with Python 3.10.13" in again.stderr and "make clean" in again.stderr, again.stderr
