@@ -222,7 +222,7 @@ class Settings:
 
     workspace: Path
     agent: str = DEFAULT_AGENT
-    state_dir: Path = Path("~/.openclaw").expanduser()
+    state_dir: Path = field(default_factory=lambda: Path(openclaw_home(os.environ)) / ".openclaw")
     extra_paths: tuple[ExtraPath, ...] = ()
     multimodal: bool = False
     # The tables of openclaw-memory.toml, resolved and validated (TOML_TABLES).
@@ -310,15 +310,21 @@ def _env(name: str, environ) -> str | None:
     return value if value not in (None, "") else None
 
 
-def default_model_cache(environ) -> Path:
+def default_model_cache(environ, state_dir: Path | None = None) -> Path:
     """``OPENCLAW_MEMORY_MODEL_CACHE``, else ``$XDG_CACHE_HOME/openclaw-memory/models``, else
-    ``~/.cache/openclaw-memory/models``."""
+    ``~/.cache/openclaw-memory/models``; with no home folder at all, ``<state dir>/openclaw-memory/models``."""
     own = _env("OPENCLAW_MEMORY_MODEL_CACHE", environ)
     if own:
         return Path(_expand(own)).absolute()
     xdg = _env("XDG_CACHE_HOME", environ)
-    base = Path(_expand(xdg)) if xdg and os.path.isabs(_expand(xdg)) else Path("~/.cache").expanduser()
-    return base / "openclaw-memory" / "models"
+    if xdg and os.path.isabs(_expand(xdg)):
+        return Path(_expand(xdg)) / "openclaw-memory" / "models"
+    try:
+        return Path(_system_home()) / ".cache" / "openclaw-memory" / "models"
+    except StateDirError:
+        if state_dir is None:
+            raise
+        return state_dir / "openclaw-memory" / "models"
 
 
 def _expand(path: str, env: Mapping[str, str] | None = None) -> str:
@@ -328,9 +334,20 @@ def _expand(path: str, env: Mapping[str, str] | None = None) -> str:
 
 def _tilde(path: str, env: Mapping[str, str] | None = None) -> str:
     """``path`` with a leading ``~`` expanded: with ``env``, to OpenClaw's home (:func:`openclaw_home`)."""
-    if env is not None and (path == "~" or path.startswith("~/")):
-        return openclaw_home(env) + path[1:]
+    if path == "~" or path.startswith("~/"):
+        return (_system_home() if env is None else openclaw_home(env)) + path[1:]
     return os.path.expanduser(path)
+
+
+def _system_home() -> str:
+    """This user's home folder; refused (StateDirError) when there is none to tell: ``~`` would be a
+    folder named ``~`` in the current folder."""
+    home = os.path.expanduser("~")
+    if home == "~":  # no HOME, and the password database has no entry for this user (a container's --user)
+        raise StateDirError(f"cannot tell the home folder (HOME is not set, and user id {os.getuid()} has no entry in the "
+                            "password database), where OpenClaw's state dir ~/.openclaw is: give --state-dir or "
+                            "OPENCLAW_STATE_DIR, or set HOME")
+    return home
 
 
 def openclaw_home(env: Mapping[str, str]) -> str:
@@ -339,8 +356,8 @@ def openclaw_home(env: Mapping[str, str]) -> str:
     else the system's."""
     own = (env.get("OPENCLAW_HOME") or "").strip()
     if not own or own in ("undefined", "null"):  # OpenClaw's normalizeHomeDirValue
-        return os.path.expanduser("~")
-    return os.path.normpath(os.path.abspath(os.path.expanduser(own)))
+        return _system_home()
+    return os.path.normpath(os.path.abspath(_tilde(own)))
 
 
 # Real config files are a few KB; every command reads both, whole, before anything else.
@@ -807,7 +824,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         qdrant_url=(o.qdrant_url or _env("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
         session=check_session(o.session or None),
         openclaw_hybrid=hybrid,
-        model_cache=default_model_cache(env),
+        model_cache=default_model_cache(env, state_dir),
         embedding_backend=(_env("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env) or "").strip() or None,
     )
 
@@ -835,10 +852,10 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
             yield (os.path.join(openclaw_home(env), f".openclaw-{profile}", "workspace"),
                    f"OpenClaw's default for OPENCLAW_PROFILE={profile}, as no workspace is configured for agent {agent} in {json_path}")
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
-    usual = Path(_expand("~/.openclaw", env)) / OPENCLAW_JSON_NAME
     try:
+        usual = Path(_expand("~/.openclaw", env)) / OPENCLAW_JSON_NAME
         moved = not json_path.exists() and usual != json_path and usual.is_file()  # `--state-dir` moved the config with it
-    except OSError:  # (a home folder this user may not enter)
+    except (OSError, StateDirError):  # (a home folder this user may not enter, or none at all)
         moved = False
     if moved:
         unset += f", which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})"

@@ -6,6 +6,8 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -204,6 +206,43 @@ def test_openclaw_home_is_the_home_of_every_openclaw_path(tmp_path, monkeypatch)
         assert s.extra_paths == (str(service / "notes"),)
     (tmp_path / "me" / ".openclaw" / "workspace").mkdir(parents=True)  # the control: without it, $HOME's
     assert resolve_settings(Overrides(), environ={}).workspace == tmp_path / "me" / ".openclaw" / "workspace"
+
+
+NO_HOME = """
+import pwd, sys
+def unknown(uid):  # a user id the password database has no entry for (a container's --user 1234)
+    raise KeyError(uid)
+pwd.getpwuid = unknown
+from openclaw_memory.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_with_no_home_at_all_the_state_dir_must_be_given_and_nothing_lands_in_the_current_folder(tmp_path, workspace):
+    """HOME unset and a user id without a password entry: the import died with `RuntimeError: Could
+    not determine home directory` (a traceback for every command), and `~` would have been a folder
+    named `~` in the current folder."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    here = tmp_path / "here"
+    here.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "HOME", "XDG_"))}
+    env["OPENCLAW_WORKSPACE"] = str(workspace)
+
+    def run(*args, **extra):
+        return subprocess.run([sys.executable, "-c", NO_HOME, *args], env={**env, **extra}, cwd=here, capture_output=True,
+                              text=True, timeout=120)
+
+    refused = run("read", "MEMORY.md")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.startswith("error: cannot tell the home folder (HOME is not set, and user id ") and \
+        "give --state-dir or OPENCLAW_STATE_DIR, or set HOME" in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    assert list(here.iterdir()) == []
+    given = run("read", "MEMORY.md", "--state-dir", str(tmp_path / "state"))
+    assert given.returncode == 0 and given.stdout == "# Memory\n", given.stderr
+    assert run("files", OPENCLAW_STATE_DIR=str(tmp_path / "state")).returncode == 0
+    unset = run("files", OPENCLAW_STATE_DIR=str(tmp_path / "state"), OPENCLAW_WORKSPACE="")  # OpenClaw's default workspace
+    assert unset.returncode == 2 and f"workspace not found: {tmp_path / 'state' / 'workspace'}" in unset.stderr, unset.stderr
+    assert list(here.iterdir()) == []
 
 def test_a_write_with_no_workspace_configured_never_lands_in_the_current_folder(cli, tmp_path, state_dir):
     here = tmp_path / "somewhere"
