@@ -22,11 +22,9 @@ import stat
 import time
 
 from ..errors import MemoryToolError, PathRefused
-from ..files.read import resolve_memory_path
-from ..fsutil.atomic import leftover_of
+from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_of
 from ..fsutil.lock import lock_holder
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, root_spellings
-from ..history.guard import LEFTOVER_AGE_S, stored_version, sweep_leftovers
 from ..history.store import HistoryStore
 from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
@@ -64,6 +62,8 @@ def _ours(store: HistoryStore, folder: Folder, name: str, kind: str) -> bool:
             return False
         if kind == "swp" or time.time() - st.st_mtime > LEFTOVER_AGE_S:
             return True
+        from ..history.guard import stored_version  # the write path's modules: only for a leftover's name
+
         return stored_version(store, folder, name) is not None
     except (OSError, NotRegularFile, MemoryToolError):
         return False  # unreadable, or no history to ask: not ours to say
@@ -84,6 +84,9 @@ def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
 
 
 def sweep(settings: Settings, finding: Finding) -> Repair:
+    from ..files.read import resolve_memory_path
+    from ..history.guard import sweep_leftovers
+
     workspace = str(settings.workspace)
     store = HistoryStore.for_settings(settings)
     # The finding names them from the workspace: one in an extra path beside it as ``../notes/...``.

@@ -14,7 +14,6 @@ from ..errors import MemoryToolError, StateDamaged
 from ..fsutil.lock import lock_holder
 from ..history.fileops import IMPORT_OP, LINKS_STEP, UnreadableIntent, describe, read_intent
 from ..history.store import HistoryStore
-from ..links.pending import waiting_links
 from ..settings import Settings
 from ..types import RepairStatus
 from .model import CheckContext, Finding, Repair, RepairSpec
@@ -41,6 +40,8 @@ def check_interrupted_move(ctx: CheckContext) -> list[Finding]:
         message = (f"An interrupted {describe(op)}: each file is as it was or as the archive has it, and what it "
                    f"replaced is in the history.\n{FIX_HINT}")
     elif op.step == LINKS_STEP:
+        from ..links.pending import waiting_links  # the moves and links modules: only when one was interrupted
+
         message = (f"An interrupted {describe(op)}: links in up to {waiting_links(op)} file(s) may still name "
                    f"{op.display}.\nEach rewrite is guarded: a note edited since is left as it is.\n{FIX_HINT}")
     else:

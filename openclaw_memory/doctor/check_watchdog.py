@@ -10,13 +10,13 @@ SHOWN = 20  # paths listed in the message; the finding's ``paths`` has them all
 
 
 def check_watchdog(ctx: CheckContext) -> list[Finding]:
-    from ..watchdog.snapshot import has_baseline
-    from ..watchdog.store import SnapshotDamaged
-    from ..watchdog.verify import display, verify_workspace
+    from ..watchdog.store import SnapshotDamaged, SnapshotStore
 
     try:
-        if not has_baseline(ctx.settings):
-            return []
+        if SnapshotStore(ctx.settings.data_dir).latest_label() is None:
+            return []  # no baseline: the comparing modules are not even imported (doctor's start)
+        from ..watchdog.verify import display, verify_workspace
+
         result = verify_workspace(ctx.settings)
     except (SnapshotDamaged, StateDamaged):
         return []  # reported, with its repair, as watchdog-damaged or state-db-damaged (check_state)

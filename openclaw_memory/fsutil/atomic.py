@@ -40,6 +40,8 @@ def hidden_stem(name: str, suffix: int) -> str:
 
 
 _TAG = re.compile(r"[0-9a-f]{8}")
+# A ``.tmp`` whose bytes the history lacks is a leftover once this old (another tool's by that name is too).
+LEFTOVER_AGE_S = 600.0
 # A leftover of a memory file NAME, found from its name alone (doctor lists a folder, not a file).
 _LEFTOVER = re.compile(r"\.(?P<of>.+\.md)\.[0-9a-f]{8}\.(?P<kind>tmp|swp)")
 

@@ -39,7 +39,7 @@ from .. import faults
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
-from ..fsutil.atomic import leftover_kind, temp_stem, unlink_quietly
+from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_kind, temp_stem, unlink_quietly
 from ..fsutil.move import remove_if_holds
 from ..fsutil.safeopen import Folder
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -335,9 +335,6 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             os.close(fd)
         if folder is not None:
             folder.close()
-
-
-LEFTOVER_AGE_S = 600.0
 
 
 def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder) -> None:
