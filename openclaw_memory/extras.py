@@ -12,6 +12,9 @@ model's weights, and the export of models the ONNX writer does not cover. A miss
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from .errors import MissingExtra
 
 # The distribution's name on PyPI (pyproject.toml): "openclaw-memory" there is another project.
@@ -48,14 +51,53 @@ FEATURES = {
 }
 
 
-def pip_command(extra: str) -> str:
-    command = f"pip install '{PACKAGE}[{extra}]'"
+_INSTALLED = object()  # ``origin`` not given: where this process's package was installed from
+
+
+def pip_command(extra: str, origin: Any = _INSTALLED) -> str:
+    """The pip command that adds ``extra`` to this package, as it was installed (``origin``: its PEP 610
+    record, :func:`installed_from`)."""
+    command = f"pip install {_requirement(extra, origin)}"
     return f"{TORCH_CPU}, then {command}" if extra == "torch" else command
 
 
-def reinstall_command() -> str:
+def reinstall_command(origin: Any = _INSTALLED) -> str:
     """What puts back the package's own files (the shipped model export) when they are damaged."""
-    return f"pip install --force-reinstall '{PACKAGE}[search]'"
+    return f"pip install --force-reinstall {_requirement('search', origin)}"
+
+
+def _requirement(extra: str, origin: Any) -> str:
+    """This package with ``extra``, as pip is to be given it: from the folder it was installed from (a
+    clone: ``pip install .``; ``-e`` kept for an editable install), from the archive or repository
+    URL, else by its name on the package index. The distribution is on no index yet: by its name
+    alone, pip finds nothing for a package installed from a clone."""
+    import shlex
+    from urllib.parse import unquote, urlparse
+
+    record = installed_from() if origin is _INSTALLED else origin
+    url = record.get("url") if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not isinstance(url, str):
+        return shlex.quote(f"{PACKAGE}[{extra}]")
+    if "dir_info" in record and url.startswith("file://"):
+        folder = shlex.quote(f"{unquote(urlparse(url).path)}[{extra}]")
+        return f"-e {folder}" if (record.get("dir_info") or {}).get("editable") else folder
+    vcs = (record.get("vcs_info") or {}).get("vcs") if isinstance(record.get("vcs_info"), dict) else None
+    return shlex.quote(f"{PACKAGE}[{extra}] @ {vcs + '+' if vcs else ''}{url}")
+
+
+@functools.cache
+def installed_from() -> dict | None:
+    """Where pip installed this package from (its ``direct_url.json``, PEP 610), or None: from an
+    index, or not installed by pip at all (run from a checkout)."""
+    import json
+    from importlib import metadata
+
+    try:  # the installed one: a checkout's own egg-info (on the path of an editable install) has no record
+        texts = [d.read_text("direct_url.json") for d in metadata.distributions(name=PACKAGE)]
+        record = next((json.loads(t) for t in texts if t), None)
+    except (ValueError, OSError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def missing_extra(exc: ModuleNotFoundError) -> MissingExtra | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from openclaw_memory.extras import PACKAGE, TORCH_CPU, pip_command
+from openclaw_memory.extras import PACKAGE, TORCH_CPU, pip_command, reinstall_command
 
 FIXTURE = REPO / "fixtures" / "workspace"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -115,8 +115,8 @@ def test_the_core_install_runs_the_light_commands_without_extras(tmp_path):
     assert "complete -c openclaw-memory" in run("completion", "fish").stdout
     for args, extra in ((("index",), "search"), (("search", "backups"), "search"), (("status",), "search"), (("mcp",), "mcp"),
                         (("watch",), "watch"), (("serve",), "watch"), (("serve", "--no-watch"), "search")):
-        proc = run(*args, code=1)
-        assert f"pip install '{PACKAGE}[{extra}]'" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        proc = run(*args, code=1)  # installed from the repository's folder: the hint names it, not an index's name
+        assert f"pip install '{REPO}[{extra}]'" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def _tree_bytes(root: Path) -> int:
@@ -230,12 +230,32 @@ def test_pip_hints_name_this_distribution_and_torch_s_cpu_build():
     and the import package are named otherwise), torch first from PyTorch's CPU index."""
     assert PACKAGE == PYPROJECT["name"] != "openclaw-memory"
     assert PYPROJECT["scripts"] == {"openclaw-memory": "openclaw_memory.cli.main:run"}
-    assert pip_command("search") == f"pip install '{PACKAGE}[search]'"
+    assert pip_command("search", origin=None) == f"pip install '{PACKAGE}[search]'"
     assert pip_command("torch").startswith(f"{TORCH_CPU}, then ") and "https://download.pytorch.org/whl/cpu" in TORCH_CPU
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     named = set(re.findall(r"pip install '?([A-Za-z0-9_.-]+)", readme))
-    assert named == {PACKAGE, "torch"}, named
+    assert named == {PACKAGE, "torch", "."}, named  # ".": a clone's folder, while the name is on no index
     assert "torch" not in PYPROJECT["optional-dependencies"]["all"][0], "[all] would pull torch, the CUDA build from PyPI"
+
+
+@pytest.mark.parametrize("origin, search, reinstall", [
+    (None, f"pip install '{PACKAGE}[search]'", f"pip install --force-reinstall '{PACKAGE}[search]'"),
+    ({"url": "file:///home/me/openclaw-memory", "dir_info": {}},
+     "pip install '/home/me/openclaw-memory[search]'", "pip install --force-reinstall '/home/me/openclaw-memory[search]'"),
+    ({"url": "file:///home/me/my%20clone", "dir_info": {"editable": True}},
+     "pip install -e '/home/me/my clone[search]'", "pip install --force-reinstall -e '/home/me/my clone[search]'"),
+    ({"url": "file:///tmp/openclaw_memory_files-0.1.0-py3-none-any.whl", "archive_info": {}},
+     f"pip install '{PACKAGE}[search] @ file:///tmp/openclaw_memory_files-0.1.0-py3-none-any.whl'", None),
+    ({"url": "https://github.com/me/openclaw-memory", "vcs_info": {"vcs": "git", "commit_id": "abc"}},
+     f"pip install '{PACKAGE}[search] @ git+https://github.com/me/openclaw-memory'", None),
+])
+def test_a_pip_hint_names_where_the_package_was_installed_from(origin, search, reinstall):
+    """The distribution is on no index yet: installed from a clone (`pip install .`), a command that
+    needs an extra said `pip install 'openclaw-memory-files[search]'`, which finds nothing. The hint
+    now names where pip took it from (PEP 610's direct_url.json), as pip is to be given it again."""
+    assert pip_command("search", origin=origin) == search
+    if reinstall is not None:
+        assert reinstall_command(origin=origin) == reinstall
 
 
 @pytest.mark.slow
