@@ -6,15 +6,22 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 
 from __future__ import annotations
 
+import re
+
 
 def cut(text: str, limit: int = 80) -> str:
     """``text`` as an error message quotes it: cut short (an agent's 10 MB path is not sent back whole)."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# In a repr, the escape of a byte that is not UTF-8 (``\udcff``, a surrogate escape), not of a backslash.
+_BYTE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+
+
 def shown(value: object, limit: int = 80) -> str:
-    """A value as an error message quotes it: its repr, cut short (a 100,000-character key is not echoed)."""
-    return cut(repr(value), limit)
+    """A value as an error message quotes it: its repr, a byte that is not UTF-8 as ``\\xNN`` (as every
+    listing shows a name), cut short (a 100,000-character key is not echoed)."""
+    return cut(_BYTE_ESCAPE.sub(r"\1\\x\2", repr(value)), limit)
 
 
 class MemoryToolError(Exception):

@@ -318,3 +318,11 @@ def test_a_reader_that_went_away_is_no_traceback_and_keeps_the_exit_status(works
         gone = _with_a_reader_gone(workspace, state_dir, args, "stderr")
         assert gone.returncode == code, (args, gone)
     assert _with_a_reader_gone(workspace, state_dir, ("files",), "stderr").stdout.startswith(b"MEMORY.md\t")  # the control
+
+
+def test_a_value_quoted_in_a_message_shows_a_byte_that_is_not_utf8_as_listings_do(cli, workspace):
+    """`--agent $'\\xff'` was refused quoting '\\udcff' (Python's escape), where every listing shows \\xff."""
+    refused = cli("files", "--agent", "a\udcff\\udcfe", "--json")
+    assert refused.returncode == 2
+    assert "not 'a\\xff\\\\udcfe'" in refused.stderr, refused.stderr  # a backslash typed as such stays one
+    assert refused.json()["error"] == refused.stderr.removeprefix("error: ").rstrip("\n")
