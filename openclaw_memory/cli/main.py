@@ -12,7 +12,7 @@ import sys
 
 from ..errors import BadValue, MemoryToolError, describe_os_error
 from .output import delivered, error
-from .parse import Parsed, parse
+from .parse import CommandLineError, Parsed, parse
 from .spec import Command
 
 JSON_LINES = ("watch", "serve")  # with --json, a stream of one object a line
@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return run_parsed(parsed)
     except MemoryToolError as exc:
-        error(_worded(exc, command), as_json, one_line=lines)
+        error(_worded(exc, command), as_json, one_line=lines,
+              below=exc.help_line if isinstance(exc, CommandLineError) else "")
         return exc.exit_code
     except ModuleNotFoundError as exc:
         from ..extras import missing_extra

@@ -53,11 +53,12 @@ _EXTRAS = " extras"
 
 
 class CommandLineError(UsageError):
-    """A command line that does not match the spec; the message ends with where to get help."""
+    """A command line that does not match the spec; ``help_line`` says where to get help (on the
+    terminal, below the message: a JSON error stays the one line)."""
 
     def __init__(self, message: str, words: tuple[str, ...] = ()):
-        where = " ".join((PROG, *words))
-        super().__init__(f"{message}\nTry '{where} --help' for help.")
+        super().__init__(message)
+        self.help_line = f"Try '{' '.join((PROG, *words))} --help' for help."
 
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
