@@ -225,6 +225,9 @@ def test_sigkill_mid_index_then_rerun_heals(workspace, state_dir, tmp_path, cli,
     partial = MemoryIndex(settings)
     assert 0 < len(store_points(partial)) and all(load_manifest(settings.data_dir, c.name) is None for c in partial.collections())
     partial.close()
+    # doctor names a killed first index as interrupted (it said no index was there: "index-missing")
+    found = [f["id"] for f in cli("doctor", "--json").json()["findings"]]
+    assert "index-interrupted" in found and "index-missing" not in found
 
     # Meanwhile the user edits a file and deletes another: the rerun must converge anyway.
     write(workspace / "memory" / "n1.md", note("n1-edited", n=30, topic="changed"))

@@ -150,7 +150,11 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
         store.close()
     findings: list[Finding] = []
     files = sum(c.files for c in status.collections)
-    if not status.indexed:
+    interrupted = [c.name for c in status.collections if c.interrupted]
+    if not status.indexed and interrupted:  # a first index killed: not "missing", and it resumes
+        findings.append(_finding("index-interrupted", "warning", "the first index run was interrupted; "
+                                 "`openclaw-memory index` (or `doctor --fix`) finishes it", interrupted))
+    elif not status.indexed:
         missing = f"no search index for agent {status.agent} yet ({files} memory files); `openclaw-memory index` builds it"
         # Search is optional: a workspace never indexed is healthy (no finding), so `doctor --fix`
         # never starts a first, long embedding run on its own. An index folder without this
@@ -176,7 +180,6 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
                     [c.name for c in changed],
                 )
             )
-        interrupted = [c.name for c in status.collections if c.interrupted]
         if interrupted:
             findings.append(
                 _finding("index-interrupted", "warning", "an index run was interrupted; re-indexing repairs it", interrupted)
