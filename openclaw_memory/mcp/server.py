@@ -24,6 +24,7 @@ import difflib
 import json
 import math
 import os
+import re
 import secrets
 import sys
 import threading
@@ -153,21 +154,47 @@ class ToolParam:
         if self.kind == "boolean":
             if isinstance(value, bool):
                 return value
+            if isinstance(value, str) and value in _BOOLEAN_TEXT:
+                return _BOOLEAN_TEXT[value]
             raise ToolArgumentError(f"`{self.name}` must be true or false, not {_shown(value)}")
+        given = value
+        whole = self.kind in ("integer", "window")
+        if isinstance(value, str):
+            value = _number_text(value, whole)
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
         if self.kind == "window":
             if number:
                 return value
-            raise ToolArgumentError(f"`{self.name}` must be a whole number (1 or more), not {_shown(value)}")
-        whole = self.kind == "integer"
+            raise ToolArgumentError(f"`{self.name}` must be a whole number (1 or more), not {_shown(given)}")
         ok = number and (not whole or float(value).is_integer())
         ok = ok and (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
         if not ok:
             what = "a whole number" if whole else "a number"
             low, high = (f"{v:g}" if v is not None else None for v in (self.minimum, self.maximum))
             span = f" from {low} to {high}" if low and high else f" of at least {low}" if low else ""
-            raise ToolArgumentError(f"`{self.name}` must be {what}{span}, not {_shown(value)}")
+            raise ToolArgumentError(f"`{self.name}` must be {what}{span}, not {_shown(given)}")
         return int(value) if whole else float(value)
+
+
+# A number or boolean written as a string, read as OpenClaw reads a tool call's arguments before its
+# tool runs (``validateToolArguments`` of its llm-core: the schema's type decides): the text trimmed,
+# a JSON number token, finite; for an integer, a safe whole one (``Number.isSafeInteger``), else the
+# string stays what it was and is refused. An agent made for OpenClaw writes ``maxResults: "3"``.
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_SAFE_INTEGER = 2**53 - 1
+_BOOLEAN_TEXT = {"true": True, "false": False}
+
+
+def _number_text(text: str, whole: bool) -> str | int | float:
+    """The number ``text`` stands for (an int when ``whole``), or ``text`` itself when it is none."""
+    if not _NUMBER_TEXT.fullmatch(text.strip()):
+        return text
+    number = float(text)  # past any float: infinite, refused below
+    if not math.isfinite(number):
+        return text
+    if whole:
+        return int(number) if number.is_integer() and abs(number) <= _SAFE_INTEGER else text
+    return number
 
 
 def _finite(value: float) -> bool:

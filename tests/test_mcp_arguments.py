@@ -1,0 +1,50 @@
+"""Tool arguments as agents write them, through a real ``openclaw-memory mcp`` session."""
+
+from __future__ import annotations
+
+import json
+
+from test_mcp import payload, run_session, text_of
+
+from conftest import write
+
+
+def test_numbers_and_booleans_written_as_strings_are_read_as_openclaw_reads_them(workspace, state_dir, cli):
+    """OpenClaw checks a tool call's arguments against the tool's schema first, and reads a number
+    written as a string as that number (its ``validateToolArguments``: ``"3"``, ``" 2 "``, ``"1e2"``
+    for an integer, ``"0.5"`` for a number) and ``"true"``/``"false"`` as booleans; a string that is
+    no number, or no whole one for an integer, is refused. Here ``maxResults: "1"`` and
+    ``from: "3"`` were tool errors (`must be a whole number ..., not "1"`)."""
+    write(workspace / "MEMORY.md", "# Memory\n\nline two\nthe roof was fixed\n")
+    write(workspace / "memory" / "roof.md", "# Roof\n\nThe roof leaks again; call the roofer.\n")
+    assert cli("index").returncode == 0
+
+    async def script(session):
+        calls = [("memory_search", {"query": "roof", "maxResults": "1", "minScore": "0"}),
+                 ("memory_search", {"query": "roof", "maxResults": " 2 ", "minScore": "1e-9"}),
+                 ("memory_get", {"path": "MEMORY.md", "from": "3", "lines": "1.0"}),
+                 ("memory_get", {"path": "MEMORY.md", "from": "1", "lines": "1", "maxChars": "1e2"}),
+                 ("memory_links", {"broken": "true"}),
+                 ("memory_get", {"path": "MEMORY.md", "from": "2.5"}),
+                 ("memory_search", {"query": "roof", "maxResults": "0"}),
+                 ("memory_search", {"query": "roof", "maxResults": "9" * 400}),
+                 ("memory_search", {"query": "roof", "minScore": "half"}),
+                 ("memory_get", {"path": "MEMORY.md", "lines": ""}),
+                 ("memory_links", {"broken": "yes"})]
+        return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+    one, two, line, budget, links, *refused = run_session(workspace, state_dir, script)
+    assert len(payload(one)["results"]) == 1
+    assert len(payload(two)["results"]) == 2
+    assert (payload(line)["from"], payload(line)["lines"]) == (3, 1) and payload(line)["text"].startswith("line two\n")
+    assert payload(budget)["text"].startswith("# Memory\n")
+    assert payload(links)["outgoing"] == []
+    assert all(result.is_error for result in refused), [text_of(r) for r in refused]
+    said = [text_of(result) for result in refused]
+    assert said[0] == '`from` must be a whole number (1 or more), not "2.5"'
+    assert said[1] == '`maxResults` must be a whole number from 1 to 100, not "0"'
+    assert said[2].startswith('`maxResults` must be a whole number from 1 to 100, not "999') and len(said[2]) < 200
+    assert said[3] == '`minScore` must be a number from 0 to 1, not "half"'
+    assert said[4] == '`lines` must be a whole number (1 or more), not ""'
+    assert said[5] == '`broken` must be true or false, not "yes"'
+    assert not any("Traceback" in json.dumps(s) for s in said)
