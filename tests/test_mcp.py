@@ -594,3 +594,23 @@ def test_a_request_too_deep_to_parse_is_answered_with_its_id(workspace, state_di
     assert sorted(answers, key=str) == [12, 7, "deep-1"], answers
     assert "recursion limit" in answers["deep-1"]["error"]["message"]
     assert answers[12]["error"]["code"] == -32700 and "Traceback" not in done.stderr.decode()
+
+
+def test_a_byte_order_mark_before_a_line_is_ignored_also_on_the_first_line(workspace, state_dir):
+    """A Windows encoder writes a byte order mark before its JSON; RFC 8259 lets a parser ignore it.
+    Read as JSON it was a parse error with id null (the id could not be found past it), and the
+    client waited for its answer forever; on the first line, the handshake went to the SDK."""
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    bom = "\ufeff".encode()
+    get = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}}
+    lines = [bom + json.dumps(HELLO).encode(), b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+             bom + json.dumps(get).encode(), bom + b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}']
+    done = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"], input=b"\n".join(lines) + b"\n",
+                          capture_output=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=120)
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.decode().splitlines())}
+    assert set(answers) == {5, 6, 7}, done.stdout
+    assert answers[7]["result"]["serverInfo"]["name"] == "openclaw-memory"
+    assert json.loads(answers[5]["result"]["content"][0]["text"])["text"].startswith("# Memory")
+    assert answers[6]["result"] == {} and "differed" not in done.stderr.decode()

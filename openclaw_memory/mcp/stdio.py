@@ -40,6 +40,11 @@ from .refusals import ID_IN_USE, ODD_ID, has_request_id, message_problem, tool_c
 # client's if listed, else the newest); a test keeps the two equal.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
+# A byte order mark before a line's JSON (a Windows encoder writes one): ignored, as RFC 8259 lets a
+# parser do. Read as JSON it was a parse error with id null, and the client waited for its answer.
+BOM = "\ufeff"
+UTF8_BOM = BOM.encode("utf-8")
+
 
 def initialize_result(requested: Any, *, name: str, version: str, instructions: str) -> dict:
     """What the SDK answers to ``initialize`` for a server with tools only (no list changes)."""
@@ -146,7 +151,7 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
                     break
                 consumed += chunk
             continue
-        line, start = bytes(consumed[start:end]), end + 1
+        line, start = bytes(consumed[start:end]).removeprefix(UTF8_BOM), end + 1
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: the SDK refuses it
@@ -248,6 +253,7 @@ class _Lines:
                 await self.wire.refuse("", ValueError(), code=-32600,
                                        reason=f"it is longer than {self.limit >> 20} MiB; write a file that large in-process")
                 continue
+            line = line.removeprefix(BOM)
             if not line.strip():
                 continue
             try:
