@@ -614,3 +614,23 @@ def test_a_byte_order_mark_before_a_line_is_ignored_also_on_the_first_line(works
     assert answers[7]["result"]["serverInfo"]["name"] == "openclaw-memory"
     assert json.loads(answers[5]["result"]["content"][0]["text"])["text"].startswith("# Memory")
     assert answers[6]["result"] == {} and "differed" not in done.stderr.decode()
+
+
+def test_params_an_mcp_method_does_not_take_are_refused_saying_which(workspace, state_dir):
+    """The SDK checks the params of MCP's own methods (a cursor, a progress token, ``_meta``) and
+    answered each failure with "Invalid request parameters" and nothing more: each now names the
+    member and what it must be, with the request's id, and the session goes on."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    get = {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}
+    answers, stderr = _raw_session(workspace, state_dir, [
+        HELLO, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": 5}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {**get, "_meta": {"progressToken": [1]}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": "x"}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": get}])
+    said = {a["id"]: a.get("error", {}).get("message") for a in answers[1:]}
+    assert said == {1: "the request cannot be read: params.cursor: Input should be a valid string",
+                    2: "the request cannot be read: params._meta.progressToken: Input should be a valid string",
+                    3: "the request cannot be read: params._meta: Input should be an object", 4: None}, answers
+    assert all(a["error"]["code"] == -32602 for a in answers[1:4])
+    assert "Traceback" not in stderr

@@ -707,6 +707,9 @@ def test_bodies_the_sdk_words_in_its_validators_terms_are_refused_in_plain_words
          "its id must be a string or an integer"),  # the SDK ran it as an unanswered notification
         ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "memory_write", '
          '"arguments": {"path": "memory/half.md", "append": "half \\ud83d"}}}', 7, "lone UTF-16 surrogate"),
+        # The SDK said only "Invalid request parameters".
+        ({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"cursor": 5}}, 8,
+         "params.cursor: Input should be a valid string"),
     ]
     for body, request_id, words in cases:
         sent = {"content": body, "headers": {**session, "Content-Type": "application/json"}} if isinstance(body, str) else {

@@ -126,7 +126,10 @@ class _OneRequestPerId:
             parsed = json.loads(data)
         except (ValueError, RecursionError):
             parsed = _UNREADABLE  # the SDK's own parse error says it
-        refused = _refusal(data, parsed)
+        # The protocol version the client agreed on (it sends it on every request after initialize;
+        # without it, the spec says to assume 2025-03-26): its methods' params are checked against it.
+        version = dict(scope.get("headers") or []).get(b"mcp-protocol-version", b"2025-03-26").decode("latin-1")
+        refused = _refusal(data, parsed, version)
         if refused is not None:
             await _answer(send, refused)
             return
@@ -153,14 +156,17 @@ async def _answer(send, error: dict) -> None:
 _UNREADABLE = object()  # a body that is not JSON
 
 
-def _refusal(data: bytes, parsed: object) -> dict | None:
+def _refusal(data: bytes, parsed: object, version: str) -> dict | None:
     """The error for a body the SDK would refuse in its validator's words (a batch, a tools/call
-    without a tool's name or arguments...), in plain ones; None: the SDK takes it (or words it well)."""
-    from .refusals import INVALID_REQUEST, has_request_id, lone_surrogate, message_problem
+    without a tool's name or arguments...) or in none (params an MCP method does not take), in plain
+    ones; None: the SDK takes it (or words it well)."""
+    from .refusals import INVALID_REQUEST, has_request_id, lone_surrogate, message_problem, params_problem
 
     if parsed is _UNREADABLE:
         return None
     problem = message_problem(parsed)
+    if problem is None and isinstance(parsed, dict) and "method" in parsed and has_request_id(parsed):
+        problem = params_problem(parsed["method"], version, parsed.get("params"))
     if problem is None and lone_surrogate(data, parsed):
         problem = INVALID_REQUEST, "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
     if problem is None or (isinstance(parsed, dict) and "id" not in parsed):

@@ -1,8 +1,9 @@
 """Plain words for JSON-RPC messages the MCP SDK cannot take.
 
 The SDK words such a message in its validator's terms (``JSONRPCRequest.method``, a union's
-whole dump, or ``Invalid request parameters`` with nothing said): stdio and HTTP answer these
-reasons instead, with the request's id when it has one.
+whole dump, or ``Invalid request parameters`` with nothing said, as for params one of MCP's own
+methods does not take): stdio and HTTP answer these reasons instead, with the request's id when it
+has one.
 """
 
 from __future__ import annotations
@@ -91,6 +92,43 @@ def tool_call_problem(params: dict) -> tuple[int, str] | None:
     if arguments is not None and not isinstance(arguments, dict):
         return INVALID_PARAMS, f'its "params.arguments" must be an object of the tool\'s arguments, not {_kind(arguments)}'
     return None
+
+
+def params_problem(method: str, version: str, params: dict | None) -> tuple[int, str] | None:
+    """(code, reason) when the params of a request of one of MCP's own methods are not what that
+    method takes in the protocol ``version`` (the SDK's own check, which it answers only with
+    "Invalid request parameters"): where, and what. None when they are, or when the method is
+    not MCP's or not in that version (the SDK answers that one: method not found)."""
+    from mcp_types import methods
+    from pydantic import ValidationError
+
+    if method not in methods.SPEC_CLIENT_METHODS:
+        return None
+    try:
+        methods.validate_client_request(method, version, params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = _where(first.get("loc", ()), {"params": params})
+        said = _MODEL.sub("an object", str(first.get("msg")))
+        return INVALID_PARAMS, f"{where}: {said}" if where else said
+    except (KeyError, ValueError):  # a method this version does not have, or a version it does not know
+        return None
+    return None
+
+
+_MODEL = re.compile(r"a valid dictionary or instance of \w+")  # the validator names its model classes
+
+
+def _where(loc: tuple, data: object) -> str:
+    """The member a validator's complaint is about, as the message names it: its path through the
+    message's objects, without the union members the validator tried (``progressToken.str``)."""
+    parts = []
+    for part in loc:
+        if not isinstance(data, dict) or not isinstance(part, str):
+            break
+        parts.append(part)
+        data = data.get(part)
+    return ".".join(parts)
 
 
 def _kind(value: object) -> str:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..memory.protocol import MAX_LINE
-from .refusals import ID_IN_USE, ODD_ID, has_request_id, message_problem, tool_call_problem, top_level_id
+from .refusals import ID_IN_USE, ODD_ID, has_request_id, message_problem, params_problem, tool_call_problem, top_level_id
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
@@ -270,6 +270,8 @@ class _Lines:
                 continue
             method, request_id = getattr(message, "method", None), getattr(message, "id", None)
             problem = tool_call_problem(getattr(message, "params", None) or {}) if method == "tools/call" else None
+            if problem is None and request_id is not None and self.wire.version is not None:
+                problem = params_problem(method, self.wire.version, getattr(message, "params", None))
             if problem is not None and request_id is not None:  # the SDK would say only "Invalid request parameters"
                 await self.wire.refuse(line, ValueError(), code=problem[0], reason=problem[1])
                 continue
@@ -312,6 +314,7 @@ class _Wire:
         # SDK refuses a request before that as "Invalid request parameters", data "" (see ``write``).
         self.initializing: set[str] = set()
         self.initialized = False
+        self.version: str | None = None  # the protocol version the initialize answer agreed on
 
     def in_flight(self, key: str) -> bool:
         """Whether a request with the id ``key`` is still waiting for the SDK's answer (the SDK's
@@ -364,6 +367,7 @@ class _Wire:
         self.initializing.discard(key)  # answered: its id may stand for another request next
         if initialize and "result" in message:
             self.initialized = True
+            self.version = message["result"].get("protocolVersion")
         elif not self.initialized and message.get("error") == _NOT_INITIALIZED:
             # ``initialize`` is handled before the next message is read (the SDK parks its read loop),
             # so its answer is written by now: without one, the session is not initialized.
