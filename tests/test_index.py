@@ -536,3 +536,32 @@ def test_a_sync_maps_old_chunks_only_for_what_it_embeds(workspace, state_dir, mo
     many = index.sync()
     assert many.chunks_embedded == 0 and many.chunks_reused >= 4 and built == [1]
     assert_consistent(index)
+
+
+def test_a_note_dated_past_2262_is_indexed_searched_and_checked(workspace, state_dir, cli):
+    # A time past 2262-04-11 in nanoseconds does not fit SQLite's signed 64-bit INTEGER (ext4 keeps
+    # dates until 2446: a `touch -d` typo, an archive's bogus date): every index, every search that
+    # synced and doctor stopped with an OverflowError traceback.
+    far = write(workspace / "memory" / "capsule.md", "# Capsule\n\nThe time capsule opens in the far future.\n")
+    write(workspace / "memory" / "near.md", "# Near\n\nThe garden gate needs oil.\n")
+    late = (2300 - 1970) * 365 * 86400 * 10**9
+    os.utime(far, ns=(late, late))
+    if far.stat().st_mtime_ns != late:
+        pytest.skip("this file system keeps no time past 2262")
+    first = cli("index", "--json")
+    assert first.returncode == 0 and "Traceback" not in first.stderr, first.stderr
+    assert json.loads(first.stdout)["filesChanged"] == 2
+    found = cli("search", "time capsule", "--json")
+    assert found.returncode == 0, found.stderr
+    assert [r["path"] for r in found.json()["results"]][:1] == ["memory/capsule.md"]
+    assert found.json()["stale"] == []
+    again = cli("index", "--json")  # its stat cannot be kept as it is: hashed again, the same content
+    assert again.returncode == 0 and json.loads(again.stdout)["filesChanged"] == 0, again.stderr
+    checked = cli("doctor")
+    assert "Traceback" not in checked.stderr and checked.returncode in (0, 1), checked.stderr
+    assert cli("watchdog", "snapshot").returncode == 0
+    assert cli("watchdog", "verify").returncode == 0  # hashed again: unchanged
+    write(far, "# Capsule\n\nOpened early.\n")
+    os.utime(far, ns=(late, late))
+    broken = cli("watchdog", "verify")
+    assert broken.returncode == 1 and "memory/capsule.md" in broken.stdout, broken.stderr

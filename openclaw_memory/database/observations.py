@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from .failures import dec, enc
+from .failures import dec, enc, stat_int
 
 if TYPE_CHECKING:
     from .connection import Database
@@ -94,7 +94,8 @@ class Observations:
         """Remember each (absolute path, stat, hash), in the caller's transaction."""
         conn.executemany(
             "INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(enc(path), s.mode, s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.racy), digest) for path, s, digest in seen],
+            [(enc(path), s.mode, s.size, stat_int(s.mtime_ns), stat_int(s.ctime_ns), stat_int(s.inode), int(s.racy), digest)
+             for path, s, digest in seen],
         )
 
     @staticmethod

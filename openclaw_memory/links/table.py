@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import xxhash
 
 from ..database import Database, dec, enc, is_read_only
+from ..database.failures import stat_int
 from ..database.observations import FileStat, change_key
 from ..errors import MemoryToolError
 from ..fsutil.fsclock import guard_ns
@@ -281,6 +282,7 @@ def _save(db: Database, changed: Sequence[tuple[str, NoteLinks, bool]], gone: Se
                 conn.execute("DELETE FROM links WHERE source = ?", (enc(path),))
             for path, note, links_changed in changed:
                 size, mtime_ns, ctime_ns, inode, mode = note.key
+                mtime_ns, ctime_ns, inode = stat_int(mtime_ns), stat_int(ctime_ns), stat_int(inode)  # as SQLite keeps them
                 if not links_changed:  # the bytes its row was parsed from: only the stat is new
                     conn.execute("UPDATE link_files SET mode = ?, size = ?, mtime_ns = ?, ctime_ns = ?, inode = ?, "
                                  "racy = ? WHERE path = ?", (mode, size, mtime_ns, ctime_ns, inode, int(note.racy), enc(path)))

@@ -28,6 +28,7 @@ from pathlib import Path
 import xxhash
 
 from ..database import Database, dec, enc
+from ..database.failures import stat_int
 from ..errors import DiskFull, UsageError, disk_full, os_error, shown
 
 FORMAT = "openclaw-memory-snapshot"
@@ -84,8 +85,8 @@ class Table:
         self.kinds.append(ord(kind))
         self.mode.append(st.st_mode)
         self.size.append(st.st_size)
-        self.mtime.append(st.st_mtime_ns)
-        self.ctime.append(st.st_ctime_ns)
+        self.mtime.append(stat_int(st.st_mtime_ns))  # signed 64-bit, as a time past 2262 is not
+        self.ctime.append(stat_int(st.st_ctime_ns))
         self.ino.append(st.st_ino)
         self.digests += digest if digest is not None else bytes(16)
         self.flags.append((HASHED if digest is not None else 0) | (RACY if racy else 0))
