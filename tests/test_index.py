@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import REPO, env_for, fault, settings_for, write
+from conftest import REPO, env_for, fault, run_in_process, settings_for, tmpfs, write
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.collections import resolve_collections
 from openclaw_memory.index.config import IndexConfig
@@ -538,30 +538,36 @@ def test_a_sync_maps_old_chunks_only_for_what_it_embeds(workspace, state_dir, mo
     assert_consistent(index)
 
 
-def test_a_note_dated_past_2262_is_indexed_searched_and_checked(workspace, state_dir, cli):
+@pytest.mark.parametrize("late", [(2300 - 1970) * 365 * 86400 * 10**9, 10**23], ids=["2300", "far-past-2**64-ns"])
+def test_a_note_dated_past_2262_is_indexed_searched_and_checked(tmp_path, state_dir, late):
     # A time past 2262-04-11 in nanoseconds does not fit SQLite's signed 64-bit INTEGER (ext4 keeps
-    # dates until 2446: a `touch -d` typo, an archive's bogus date): every index, every search that
-    # synced and doctor stopped with an OverflowError traceback.
-    far = write(workspace / "memory" / "capsule.md", "# Capsule\n\nThe time capsule opens in the far future.\n")
-    write(workspace / "memory" / "near.md", "# Near\n\nThe garden gate needs oil.\n")
-    late = (2300 - 1970) * 365 * 86400 * 10**9
-    os.utime(far, ns=(late, late))
-    if far.stat().st_mtime_ns != late:
-        pytest.skip("this file system keeps no time past 2262")
-    first = cli("index", "--json")
-    assert first.returncode == 0 and "Traceback" not in first.stderr, first.stderr
-    assert json.loads(first.stdout)["filesChanged"] == 2
-    found = cli("search", "time capsule", "--json")
-    assert found.returncode == 0, found.stderr
-    assert [r["path"] for r in found.json()["results"]][:1] == ["memory/capsule.md"]
-    assert found.json()["stale"] == []
-    again = cli("index", "--json")  # its stat cannot be kept as it is: hashed again, the same content
-    assert again.returncode == 0 and json.loads(again.stdout)["filesChanged"] == 0, again.stderr
-    checked = cli("doctor")
-    assert "Traceback" not in checked.stderr and checked.returncode in (0, 1), checked.stderr
-    assert cli("watchdog", "snapshot").returncode == 0
-    assert cli("watchdog", "verify").returncode == 0  # hashed again: unchanged
-    write(far, "# Capsule\n\nOpened early.\n")
-    os.utime(far, ns=(late, late))
-    broken = cli("watchdog", "verify")
-    assert broken.returncode == 1 and "memory/capsule.md" in broken.stdout, broken.stderr
+    # dates until 2446, tmpfs any: a `touch -d` typo, an archive's bogus date): every index, every
+    # search that synced, doctor and the watchdog's snapshot stopped with an OverflowError traceback.
+    with tmpfs(tmp_path / "ws", "4m") as workspace:
+        def cli(*args: str):
+            return run_in_process(args, env=env_for(workspace, state_dir), cwd=workspace)
+
+        far = write(workspace / "memory" / "capsule.md", "# Capsule\n\nThe time capsule opens in the far future.\n")
+        write(workspace / "memory" / "near.md", "# Near\n\nThe garden gate needs oil.\n")
+        os.utime(far, ns=(late, late))
+        assert far.stat().st_mtime_ns == late
+        first = cli("index", "--json")
+        assert first.returncode == 0 and "Traceback" not in first.stderr, first.stderr
+        assert json.loads(first.stdout)["filesChanged"] == 2
+        found = cli("search", "time capsule", "--json")
+        assert found.returncode == 0, found.stderr
+        assert [r["path"] for r in found.json()["results"]][:1] == ["memory/capsule.md"]
+        assert found.json()["stale"] == []
+        # Dated as late as a stored time can be (2262), not wrapped round to 1716.
+        assert "memory/capsule.md" in cli("search", "time capsule", "--since", "2026-01-01").stdout
+        assert "memory/capsule.md" not in cli("search", "time capsule", "--until", "2026-01-01", "--min-score", "0").stdout
+        again = cli("index", "--json")  # its stat cannot be kept as it is: hashed again, the same content
+        assert again.returncode == 0 and json.loads(again.stdout)["filesChanged"] == 0, again.stderr
+        checked = cli("doctor")
+        assert "Traceback" not in checked.stderr and checked.returncode in (0, 1), checked.stderr
+        assert cli("watchdog", "snapshot").returncode == 0
+        assert cli("watchdog", "verify").returncode == 0  # hashed again: unchanged
+        write(far, "# Capsule\n\nOpened early.\n")
+        os.utime(far, ns=(late, late))
+        broken = cli("watchdog", "verify")
+        assert broken.returncode == 1 and "memory/capsule.md" in broken.stdout, broken.stderr

@@ -24,11 +24,15 @@ def dec(data: bytes) -> str:
 
 def stat_int(value: int) -> int:
     """A stat field as stored: SQLite's INTEGER is signed 64-bit, and a time past 2262-04-11 in
-    nanoseconds (ext4 keeps dates until 2446: a `touch -d` typo, an archive's bogus date) or an
-    inode over 2**63 (overlayfs, NFS) is not; such a value is stored as the signed integer of the
-    same 64 bits. It never equals the file's own stat again, so that file is hashed again at each
-    check: a change is never missed, and nothing fails (every index stopped on an OverflowError)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
+    nanoseconds (ext4 keeps dates until 2446, tmpfs any: a `touch -d` typo, an archive's bogus
+    date) or an inode over 2**63 (overlayfs, NFS) is not; such a value is stored as the nearest
+    one that is. It never equals the file's own stat again, so that file is hashed again at each
+    check: a change is never missed, nothing fails (every index stopped on an OverflowError), and a
+    date filter still reads the time as the latest (or earliest) a stored one can be."""
+    return max(_INT64_MIN, min(_INT64_MAX, value))
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @contextmanager

@@ -85,7 +85,7 @@ class Table:
         self.kinds.append(ord(kind))
         self.mode.append(st.st_mode)
         self.size.append(st.st_size)
-        self.mtime.append(stat_int(st.st_mtime_ns))  # signed 64-bit, as a time past 2262 is not
+        self.mtime.append(stat_int(st.st_mtime_ns))  # within signed 64 bits, as a time past 2262 is not
         self.ctime.append(stat_int(st.st_ctime_ns))
         self.ino.append(st.st_ino)
         self.digests += digest if digest is not None else bytes(16)
