@@ -571,3 +571,21 @@ def test_a_note_dated_past_2262_is_indexed_searched_and_checked(tmp_path, state_
         os.utime(far, ns=(late, late))
         broken = cli("watchdog", "verify")
         assert broken.returncode == 1 and "memory/capsule.md" in broken.stdout, broken.stderr
+
+
+def test_a_name_with_a_line_break_is_one_line_in_every_index_and_search_warning(workspace, cli):
+    # A warning naming a file is one line: a name's newline split "not indexed: ..." and the stale
+    # files' warning in two, the second looking like a line of its own.
+    write(workspace / "memory" / "ok.md", "# Ok\n\nThe kettle whistles.\n")
+    (workspace / "memory" / "two\nlines.md").write_bytes(b"# Binary\n\x00\x01")
+    (workspace / "memory" / "tab\tname.md").write_text("# Tab\n\nThe kettle is blue.\n")
+    done = cli("index")
+    assert done.returncode == 0, done.stderr
+    assert "warning: not indexed: memory/two\\x0alines.md is not text (it holds NUL bytes)\n" in done.stderr
+    (workspace / "memory" / "tab\tname.md").write_text("# Tab\n\nThe kettle is red now.\n")
+    stale = cli("search", "kettle", "--mode", "text")
+    assert stale.returncode == 0
+    (line,) = [x for x in stale.stderr.splitlines() if "changed since the last index" in x]
+    assert "memory/tab\\x09name.md" in line
+    exact = cli("search", "kettle", "--mode", "text", "--json")  # JSON keeps the name as it is
+    assert exact.json()["stale"] == ["memory/tab\tname.md"]

@@ -62,7 +62,7 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
         result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync,
                                collections=tuple(collections), paths=tuple(paths), since=since, until=until)
     stale = [f"{len(result.stale)} file(s) changed since the last index and were not searched as they are now: "
-             + ", ".join(result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + " (run `openclaw-memory index`)"
+             + ", ".join(printable(p) for p in result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + " (run `openclaw-memory index`)"
              ] if result.stale and not result.updating else []  # being indexed now: normal, nothing to do
     if reported(result, json_out, [*result.notes, *stale]):
         return 0
