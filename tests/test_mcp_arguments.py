@@ -48,3 +48,34 @@ def test_numbers_and_booleans_written_as_strings_are_read_as_openclaw_reads_them
     assert said[4] == '`lines` must be a whole number (1 or more), not ""'
     assert said[5] == '`broken` must be true or false, not "yes"'
     assert not any("Traceback" in json.dumps(s) for s in said)
+
+
+def test_a_globstar_in_paths_also_stands_for_no_folder(workspace, state_dir, cli):
+    """``memory/**/*.md`` is how an agent writes "every note under memory/": it found nothing in
+    ``memory/notes.md`` (fnmatch's ``**/`` needs a folder), and the answer said plainly that nothing
+    in the memory matched; ``**/*.md`` left out ``MEMORY.md``. A ``**/`` now stands for any folders or
+    none, each one of a glob either way; ``*`` still crosses ``/`` as documented."""
+    write(workspace / "MEMORY.md", "# Memory\n\nThe heron nests by the pier.\n")
+    write(workspace / "memory" / "notes.md", "# Notes\n\nA heron was seen at dawn.\n")
+    write(workspace / "memory" / "birds" / "herons.md", "# Herons\n\nThe grey heron fishes at the pier.\n")
+    write(workspace / "memory" / "birds" / "2026" / "may.md", "# May\n\nTwo herons at the lake.\n")
+    assert cli("index").returncode == 0
+    globs = {"memory/**/*.md": ["memory/birds/2026/may.md", "memory/birds/herons.md", "memory/notes.md"],
+             "**/*.md": ["MEMORY.md", "memory/birds/2026/may.md", "memory/birds/herons.md", "memory/notes.md"],
+             "memory/**/birds/**/*.md": ["memory/birds/2026/may.md", "memory/birds/herons.md"],
+             "**/**/herons.md": ["memory/birds/herons.md"],
+             "memory/*.md": ["memory/birds/2026/may.md", "memory/birds/herons.md", "memory/notes.md"],
+             "memory/birds/*/*.md": ["memory/birds/2026/may.md"]}
+
+    async def script(session):
+        found = {}
+        for glob in globs:
+            result = payload(await session.call_tool("memory_search", {"query": "heron", "minScore": 0, "maxResults": 10,
+                                                                       "paths": [glob]}))
+            found[glob] = sorted(hit["path"] for hit in result["results"])
+        many = await session.call_tool("memory_search", {"query": "heron", "paths": ["a/**/b/**/c/**/d/**/e.md"]})
+        return found, many
+
+    found, many = run_session(workspace, state_dir, script)
+    assert found == globs
+    assert many.is_error and text_of(many).startswith("`paths` must be globs with at most 3 `**/`")

@@ -5,8 +5,9 @@ modification time), so the engine searches exactly the allowed points and the ca
 never spent on files that would be dropped afterwards.
 
 - ``collections``: collection names (as ``collections`` lists them);
-- ``paths``: globs matched against the path as ``files`` writes it (``*`` also crosses ``/``);
-  a glob without ``/`` also matches the file's name; a file passes when any glob matches;
+- ``paths``: globs matched against the path as ``files`` writes it (``*`` also crosses ``/``;
+  ``**/`` stands for any folders or none); a glob without ``/`` also matches the file's name; a file
+  passes when any glob matches;
 - ``since`` / ``until`` (inclusive dates): the date of a dated note (``memory/YYYY-MM-DD*.md``),
   else the day the file was last modified (local time).
 """
@@ -18,10 +19,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from fnmatch import fnmatchcase
+from functools import lru_cache
+from itertools import product
 
 from ..errors import BadValue, UsageError, shown
 
 MAX_GLOB, MAX_GLOBS = 4096, 16384
+MAX_GLOBSTARS = 3  # each `**/` of a glob doubles the patterns it is read as
+_GLOBSTARS = re.compile(r"(?:\*\*/)+")
 DATED = re.compile(r"(?:^|/)memory/(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
 
 
@@ -34,6 +39,16 @@ def note_date(path: str) -> date | None:
         return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     except ValueError:
         return None
+
+
+@lru_cache(maxsize=256)
+def _read_as(glob: str) -> tuple[str, ...]:
+    """The fnmatch patterns ``glob`` stands for: each ``**/`` (a run of them is one) as some folders
+    (``*/``) or as none, as a globstar is read: fnmatch alone needs a folder there, so
+    ``memory/**/*.md`` left out ``memory/notes.md`` and ``**/*.md`` left out ``MEMORY.md``."""
+    pieces = _GLOBSTARS.split(glob)
+    return tuple("".join(piece + star for piece, star in zip(pieces, (*stars, ""), strict=True))
+                 for stars in product(("*/", ""), repeat=len(pieces) - 1))
 
 
 def parse_day(value: str, name: str) -> date:
@@ -68,6 +83,9 @@ class SearchFilters:
                                         f"not one of {len(glob):,}: {shown(glob)}")
         if (total := sum(map(len, self.paths))) > MAX_GLOBS:
             raise BadValue("paths", f"must be globs of at most {MAX_GLOBS:,} characters in all, not {total:,}")
+        for glob in self.paths:
+            if (count := len(_GLOBSTARS.findall(glob))) > MAX_GLOBSTARS:
+                raise BadValue("paths", f"must be globs with at most {MAX_GLOBSTARS} `**/` each, not {count}: {shown(glob)}")
 
     def check_collections(self, names: list[str]) -> None:
         unknown = [c for c in self.collections if c not in names]
@@ -83,7 +101,8 @@ class SearchFilters:
         if not self.paths:
             return True
         name = path.rsplit("/", 1)[-1]
-        return any(fnmatchcase(path, g) or ("/" not in g and fnmatchcase(name, g)) for g in self.paths)
+        return any(fnmatchcase(path, g) or ("/" not in g and fnmatchcase(name, g))
+                   for glob in self.paths for g in _read_as(glob))
 
     def wants_day(self, day: date) -> bool:
         return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
