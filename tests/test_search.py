@@ -99,6 +99,21 @@ def test_snippet_is_the_matching_passage(workspace, state_dir):
     assert hit.citation == f"memory/long.md#L{hit.start_line}-L{hit.end_line}"
 
 
+def test_a_note_of_front_matter_alone_is_cited_and_shown_by_its_lines(workspace, cli):
+    # Its card was its only chunk, with no text: the result showed an empty snippet cited at L1-L1,
+    # where reading the citation gave "---".
+    fields = "---\ntitle: Passport renewal\ntags: [travel, documents]\nsummary: renew before the March trip\n---"
+    write(workspace / "memory" / "passport.md", fields + "\n")
+    write(workspace / "memory" / "other.md", "# Other\n\nThe garden gate needs oil.\n")
+    assert cli("index").returncode == 0
+    for mode in ("text", "hybrid"):
+        hit = cli("search", "passport renewal", "--mode", mode, "--json").json()["results"][0]
+        assert hit["path"] == "memory/passport.md"
+        assert (hit["startLine"], hit["endLine"], hit["snippet"]) == (1, 5, fields), mode
+        read = cli("read", hit["citation"], "--json").json()
+        assert read["text"] == hit["snippet"]
+
+
 def test_no_index_says_how_to_build_it(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# M\n\nfact\n")
     with pytest.raises(IndexMissing, match="openclaw-memory index"):

@@ -82,10 +82,12 @@ class Chunk:
 
 @dataclass(frozen=True)
 class FrontMatter:
-    """A leading ``---`` block: its fields (lists joined with "; ") and its last line (1-based, 0: none)."""
+    """A leading ``---`` block: its fields (lists joined with "; "), its last line (1-based, 0: none)
+    and its lines as written (the passage of a file that holds nothing else)."""
 
     fields: dict
     end_line: int
+    text: str = ""
 
 
 @dataclass
@@ -240,7 +242,9 @@ def make_card(chunker: _Chunker, front: FrontMatter, sections: list[Chunk]) -> C
     if sections:
         start, end, text = sections[0].start_line, sections[0].end_line, sections[0].text
     else:
-        start, end, text = 1, max(1, front.end_line), ""
+        # Front matter and nothing else: its lines are what a result shows and cites (with no text,
+        # the result was an empty snippet at L1-L1, where reading the citation gave "---").
+        start, end, text = 1, max(1, front.end_line), front.text
     digest = xxhash.xxh3_128_hexdigest(embed.encode("utf-8", "surrogatepass"))
     return Chunk(start, end, text, title, embed, digest, CARD)
 
@@ -267,7 +271,7 @@ def parse_front_matter(lines: list[str]) -> FrontMatter:
         elif key is not None and line.strip():
             item = line.strip()
             fields[key].append(_unquote(item[2:] if item.startswith("- ") else item))
-    return FrontMatter({k: "; ".join(v for v in vs if v) for k, vs in fields.items()}, end + 1)
+    return FrontMatter({k: "; ".join(v for v in vs if v) for k, vs in fields.items()}, end + 1, "\n".join(lines[: end + 1]))
 
 
 _FM_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(.*)$")
