@@ -114,6 +114,24 @@ def test_a_note_of_front_matter_alone_is_cited_and_shown_by_its_lines(workspace,
         assert read["text"] == hit["snippet"]
 
 
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_passage_deep_inside_a_long_code_block_is_exactly_the_lines_it_cites(workspace, cli, line_end):
+    # It was the block's fence line and then the window, cited from the fence: the snippet was not
+    # what the cited lines hold, and reading the citation gave the block's first lines, not the hit.
+    code = [f"step_{i} = run('task {i}')" for i in range(300)]
+    code[150] = "flamingo_switch = toggle('pink')"
+    write(workspace / "memory" / "script.md", line_end.join(["# Script", "", "```python", *code, "```", ""]))
+    assert cli("index").returncode == 0
+    lines = (workspace / "memory" / "script.md").read_bytes().decode().split("\n")
+    for mode in ("text", "hybrid"):
+        hit = cli("search", "flamingo_switch", "--mode", mode, "--json").json()["results"][0]
+        assert "flamingo_switch" in hit["snippet"], mode
+        for passage in hit["passages"]:
+            assert passage["snippet"] == "\n".join(lines[passage["startLine"] - 1 : passage["endLine"]]), mode
+        read = cli("read", hit["citation"], "--json").json()["text"]
+        assert read.split("\n\n[More content")[0] == hit["snippet"], mode
+
+
 def test_no_index_says_how_to_build_it(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# M\n\nfact\n")
     with pytest.raises(IndexMissing, match="openclaw-memory index"):

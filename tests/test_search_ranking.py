@@ -199,12 +199,14 @@ def test_citation_round_trips_through_read(built, cli_env):
     assert backwards.returncode == 2 and f"{hit.path}#L{hit.start_line}-L{hit.end_line + 1}" in backwards.stderr
 
 
-def test_snippet_never_opens_inside_a_code_fence(built):
-    *_, index = built
+def test_a_snippet_deep_inside_a_code_fence_is_exactly_the_lines_it_cites(built):
+    ws, *_, index = built
     hit = index.search("flamingo_switch", mode="text").results[0]
     assert hit.path == "memory/howto/deploy-script.md"
     assert "flamingo_switch" in hit.snippet and len(hit.snippet) <= 700
-    assert hit.snippet.startswith("```")
+    # Too far below its fence line to show it without a gap (it was shown, cited from the fence).
+    lines = (ws / hit.path).read_text(encoding="utf-8").split("\n")
+    assert hit.snippet == "\n".join(lines[hit.start_line - 1 : hit.end_line])
 
 
 def test_filters(built):

@@ -15,10 +15,9 @@ Inside an entry longer than the snippet limit, or a code block, the passage is a
 window (``make_passage``): whole lines centred on the line with the most
 query-term hits, grown on both sides while it fits; a single longer line is cut
 around its first hit. A window that would open inside a fenced code block starts
-at the fence's line instead (deep inside a long block it is shown after the
-fence line, and cited from it), so code is never shown without its fence. Every
-passage knows its exact lines: the citation names them, and reading the citation
-gives them back.
+at the fence's line instead when the lines up to it fit (deep inside a long block
+it is the window's own lines). Every passage knows its exact lines: the citation
+names them, the snippet is what they hold, and reading the citation gives them back.
 """
 
 from __future__ import annotations
@@ -64,8 +63,10 @@ def make_passage(
         lines.pop()
     if not lines:
         return Passage("", first_line, first_line)
-    if fence and 0 < fence_line < first_line:
-        # The block's fence is before the chunk: it goes in front, as context for the window.
+    if fence and fence_line == first_line - 1:
+        # The block's fence is the line before the chunk: it goes in front, as context for the window.
+        # (One further up is not shown: a snippet is exactly the lines it cites, and lines between
+        # left out made the citation read as the block's first lines, not the window.)
         lo, hi, text = _window([fence, *lines], patterns, limit, first=1)
         return Passage(text, fence_line if lo == 0 else first_line + lo - 1, first_line + hi - 1)
     lo, hi, text = _window(lines, patterns, limit)
@@ -112,19 +113,10 @@ def _window(lines: list[str], patterns: list[re.Pattern], limit: int, first: int
             lo, hi = (i, hi) if side == "up" else (lo, i)
             grew = True
     opener = _fence_openers(lines)[lo]
-    if opener is not None:
-        if sum(len(line) + 1 for line in lines[opener : hi + 1]) - 1 <= limit:
-            lo = opener
-        else:
-            # Deep inside a long code block: its fence line, then the window; cited from the fence.
-            size = len(lines[opener]) + 1 + sum(len(line) + 1 for line in lines[lo : hi + 1]) - 1
-            while hi > max(lo, best) and size > limit:
-                size -= len(lines[hi]) + 1
-                hi -= 1
-            while lo < best and size > limit:
-                size -= len(lines[lo]) + 1
-                lo += 1
-            return opener, hi, "\n".join([lines[opener], *lines[lo : hi + 1]])
+    if opener is not None and sum(len(line) + 1 for line in lines[opener : hi + 1]) - 1 <= limit:
+        lo = opener  # opened by the block's fence line, when the lines up to it fit
+    # Deep inside a long block the window is its own lines: it was the fence line and then the
+    # window, cited from the fence, so that reading the citation gave the block's first lines.
     return lo, hi, "\n".join(lines[lo : hi + 1])
 
 
