@@ -14,7 +14,7 @@ Each refusal is one log line, never the traceback the SDK logs for a body it cou
 Before the close, what the client still sends is read and dropped for ``LINGER_S`` (a lingering
 close): closed at once with its bytes unread, the connection is reset, and a client still sending
 loses the answer it has not read yet. What goes on is one ``http.request`` message holding the
-whole body.
+whole body (without a byte order mark before it).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 
 log = logging.getLogger(__name__)
 LINGER_S = 2.0
+UTF8_BOM = "\ufeff".encode("utf-8")
 
 
 def _mib(n: int) -> str:
@@ -70,7 +71,9 @@ class BoundedBody:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        whole = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        # A byte order mark before the JSON (a Windows encoder writes one) is dropped, as RFC 8259 lets a
+        # parser do and as stdio does: the SDK refused the body as not JSON.
+        whole = {"type": "http.request", "body": b"".join(chunks).removeprefix(UTF8_BOM), "more_body": False}
         chunks.clear()
         await self.app(scope, replay([whole], receive), send)
 
