@@ -338,6 +338,22 @@ def test_front_matter_is_parsed_into_the_card_not_chunked(counter):
     assert counter.count(card.embed_text) <= 48
 
 
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_byte_order_mark_hides_neither_the_front_matter_nor_the_first_heading(counter, line_end):
+    # Saved with a BOM (an older Notepad's UTF-8), the front matter was chunked as text (its fields
+    # in every snippet of the section, none in the card) and the file's H1 was no heading.
+    body = ["\ufeff---", "title: Field notes", "summary: what the trip needs", "---", "# Packing", "", "Tent, stove and two maps."]
+    text = line_end.join(body) + line_end
+    chunks = chunk_document(text, counter, path="memory/trip.md")
+    sections = [c for c in chunks if c.kind == "section"]
+    assert sections[0].text == line_end.join(body[4:]) + line_end.rstrip("\n")  # the lines exactly
+    assert [(c.start_line, c.heading_path) for c in sections] == [(5, "Packing")]
+    assert "summary" not in sections[0].text and "---" not in sections[0].text
+    assert "what the trip needs" in chunks[-1].embed_text and chunks[-1].kind == "card"
+    heading_first = chunk_document("\ufeff# Packing\n\nTent and stove.\n", counter, path="memory/p.md")
+    assert heading_first[0].heading_path == "Packing" and heading_first[0].text.startswith("\ufeff# Packing")
+
+
 def test_each_heading_starts_a_section_and_the_title_leads_the_path(counter):
     text = "Intro about the house and who lives in it. " * 4 + "\n\n## Kitchen\n" + "The kettle is descaled monthly. " * 5 + "\n\n## Garden\nTulips by the fence.\n"
     chunks = chunk_document(text, counter, path="memory/house.md")

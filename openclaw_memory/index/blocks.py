@@ -36,10 +36,13 @@ _BLOCK_START = re.compile(
 )
 
 
+BOM = "\ufeff"  # a byte order mark: a file's first line may start with one, and starts what follows it
+
+
 def block_start(line: str) -> str | None:
     """What ``line`` starts, when it starts an entry other than a paragraph: ``fence``, ``atx`` (a
     heading), ``row`` or ``item``; else None."""
-    m = _BLOCK_START.match(line)
+    m = _BLOCK_START.match(line[1:] if line.startswith(BOM) else line)
     return m.lastgroup if m else None
 
 

@@ -37,13 +37,14 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, turn_text, word_count
+from .blocks import BOM, FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, turn_text, word_count
 
 # 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
 # a paragraph each. 5: new keyword terms (index.terms.TERMS_VERSION 1): every point is written
 # again, its vector reused. 6: keyword terms version 2; no chunk of its own for a turn of fewer
-# than TURN_MIN_WORDS words (a CJK run counted by its bigrams).
-CHUNKER_VERSION = 6
+# than TURN_MIN_WORDS words (a CJK run counted by its bigrams). 7: the front matter and first heading
+# of a file that starts with a byte order mark.
+CHUNKER_VERSION = 7
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
@@ -251,7 +252,7 @@ def make_card(chunker: _Chunker, front: FrontMatter, sections: list[Chunk]) -> C
 
 def parse_front_matter(lines: list[str]) -> FrontMatter:
     """A YAML front-matter block's scalar and list fields (the subset Markdown notes use)."""
-    if not lines or lines[0].rstrip() != "---":
+    if not lines or _unmarked(lines[0]).rstrip() != "---":
         return FrontMatter({}, 0)
     end = next((k for k in range(1, len(lines)) if lines[k].rstrip() in ("---", "...")), None)
     if end is None:
@@ -275,6 +276,14 @@ def parse_front_matter(lines: list[str]) -> FrontMatter:
 
 
 _FM_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(.*)$")
+
+
+def _unmarked(first_line: str) -> str:
+    """A file's first line without its byte order mark (an older Notepad saves UTF-8 with one): the
+    front matter's ``---`` or a heading after it is what it is (it was chunked as text, its fields
+    shown in snippets and missing from the card). The mark stays in the chunk's text, which is
+    the line exactly as ``read`` gives it."""
+    return first_line[1:] if first_line.startswith(BOM) else first_line
 
 
 def _unquote(value: str) -> str:
@@ -515,7 +524,7 @@ def _blocks(lines: list[str]) -> dict[int, int]:
     """Atomic blocks: first line index -> last line index, for fences and front matter."""
     blocks: dict[int, int] = {}
     i = 0
-    if lines and lines[0].rstrip() == "---":
+    if lines and _unmarked(lines[0]).rstrip() == "---":
         for k in range(1, len(lines)):
             if lines[k].rstrip() in ("---", "..."):
                 blocks[0] = k
@@ -572,7 +581,7 @@ def _heading_paths(lines: list[str], blocks: dict[int, int]) -> _Paths:
 
 def _heading_at(lines: list[str], i: int) -> tuple[int, str, int]:
     """(level, title, first line) of a heading ending at line ``i``, or (0, "", i)."""
-    line = lines[i]
+    line = lines[i] if i else _unmarked(lines[0])
     m = _ATX.match(line)
     if m:
         title = _ATX_CLOSE.sub("", m.group(2) or "").strip()
