@@ -634,3 +634,35 @@ def test_params_an_mcp_method_does_not_take_are_refused_saying_which(workspace, 
                     3: "the request cannot be read: params._meta: Input should be an object", 4: None}, answers
     assert all(a["error"]["code"] == -32602 for a in answers[1:4])
     assert "Traceback" not in stderr
+
+
+def test_a_workspace_removed_under_a_session_is_never_made_again(workspace, state_dir):
+    """A session outlives its workspace's folder (the person moved it away or removed it): the
+    next memory_write made a new, empty workspace at the old path for a daily note, where the
+    agent's memory is not, and the agent went on as if it were. It is a tool error saying so, and
+    nothing is made; once the folder is back, the session writes again."""
+    import shutil
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    moved = workspace.with_name("moved")
+
+    async def script(session):
+        first = await session.call_tool("memory_write", {"path": "memory/2026-12-05.md", "append": "- one"})
+        workspace.rename(moved)
+        gone = [await session.call_tool("memory_write", {"path": "memory/2026-12-05.md", "append": "- two"}),
+                await session.call_tool("memory_write", {"path": "memory/people/ana.md", "content": "# Ana\n"})]
+        made = workspace.exists()
+        shutil.copytree(moved, workspace, symlinks=True)
+        back = await session.call_tool("memory_write", {"path": "memory/2026-12-05.md", "append": "- three"})
+        return first, gone, made, back
+
+    first, gone, made, back = run_session(workspace, state_dir, script)
+    assert payload(first)["created"] is True
+    assert all(result.is_error for result in gone), [text_of(r) for r in gone]
+    assert "was deleted since this session" in text_of(gone[0])  # the note it appended to: the guard says so first
+    assert text_of(gone[1]) == (f"the workspace {workspace} is gone (moved or removed since this process started); "
+                                "nothing was written: put it back, or start again with its new path")
+    assert made is False
+    assert payload(back)["action"] == "append"
+    assert (workspace / "memory" / "2026-12-05.md").read_text() == "- one\n- three\n"
+    assert not (workspace / "memory" / "people").exists()

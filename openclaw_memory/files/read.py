@@ -21,9 +21,9 @@ from typing import Literal
 
 import xxhash
 
-from ..errors import PathChanged, PathRefused, shown
+from ..errors import PathChanged, PathRefused, WorkspaceError, shown
 from ..fsutil.hashing import BLOCK
-from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
+from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned, open_folder, open_root
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
 from .jstext import js_trim, not_utf8, truncate_utf16_safe, utf16_len
@@ -92,9 +92,27 @@ class ResolvedPath:
         when one is missing (without ``create``).
         """
         try:
+            if create and self.in_workspace:
+                return self._made_in_workspace()
             return Folder.under(self.root, self.parts[:-1], create=create)
         except _Swapped as exc:
             raise path_changed(self, exc) from None
+
+    def _made_in_workspace(self) -> Folder:
+        """The file's folder made below the workspace, never the workspace itself: a session or a
+        service outlives the folder it was started for (moved away, removed), and the first write
+        made a new, empty workspace at its old path, where the agent's memory is not."""
+        try:
+            root = open_root(self.root)
+        except FileNotFoundError:
+            raise WorkspaceError(
+                f"the workspace {self.root} is gone (moved or removed since this process started); nothing was "
+                "written: put it back, or start again with its new path") from None
+        try:
+            folders = self.parts[:-1]
+            return Folder(open_folder(self.root, folders, create=True, root_fd=root), os.path.join(self.root, *folders))
+        finally:
+            os.close(root)
 
 
 def path_changed(resolved: ResolvedPath, exc: OSError, outcome: str = "nothing was read or written") -> PathChanged:
