@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -666,3 +667,32 @@ def test_a_workspace_removed_under_a_session_is_never_made_again(workspace, stat
     assert payload(back)["action"] == "append"
     assert (workspace / "memory" / "2026-12-05.md").read_text() == "- one\n- three\n"
     assert not (workspace / "memory" / "people").exists()
+
+
+def test_names_that_are_not_utf8_never_stop_the_server(tmp_path, state_dir):
+    """A memory file named in another encoding (``bad<0xff>.md``) stopped the server at the next
+    memory_files with a traceback (its answer, a name held as a surrogate escape, is no UTF-8 text),
+    and a workspace folder so named stopped it at initialize (the tools' descriptions name it). In the
+    tools' JSON such a byte is its ``\\udcXX`` escape, which gives the exact name back, as in the
+    CLI's; in their words, ``\\xNN``, as every listing shows it."""
+    workspace = tmp_path / os.fsdecode(b"caf\xe9")
+    write(workspace / "MEMORY.md", "# Memory\n\nSee [[notes]].\n")
+    write(workspace / "memory" / "notes.md", "# Notes\n\nkiwi\n")
+    (workspace / "memory" / os.fsdecode(b"bad\xff.md")).write_bytes(b"# Bad\n\nkiwi [[notes]]\n")
+
+    async def main():
+        async with stdio_client(server_params(workspace, state_dir)) as (read, write_stream):
+            async with ClientSession(read, write_stream) as session:
+                init = await session.initialize()
+                listed = (await session.list_tools()).tools
+                calls = [("memory_files", {}), ("memory_links", {"path": "memory/notes.md"}), ("memory_status", {}),
+                         ("memory_search", {"query": "kiwi"}), ("memory_get", {"path": "memory/notes.md"})]
+                return init, listed, [await session.call_tool(name, arguments) for name, arguments in calls]
+
+    init, listed, (files, links, status, search, got) = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    assert "caf\\xe9" in init.instructions and all("caf\\xe9" in tool.description for tool in listed)
+    assert "memory/bad\udcff.md" in [f["path"] for f in payload(files)["files"]]
+    assert "memory/bad\udcff.md" in [link["source"] for link in payload(links)["backlinks"]]
+    assert payload(status)["workspace"] == str(workspace)
+    assert search.is_error and "caf\\xe9" in text_of(search)  # no index yet: the message names the workspace
+    assert payload(got)["text"].startswith("# Notes")

@@ -52,10 +52,28 @@ def indexed_scope(settings: Settings) -> str:
         )
     else:
         extras = ". No extra paths are configured."
-    return (
+    return in_words(
         f"Memory of agent '{settings.agent}' in workspace {settings.workspace}: MEMORY.md, USER.md (and the dream "
         f"diary DREAMS.md) at the workspace root, and every Markdown (.md) file under memory/, recursively{extras}"
     )
+
+
+# A name that is not UTF-8 (a file, the workspace's folder) is held as surrogate escapes, one per byte
+# (U+DC80-U+DCFF): no UTF-8 text can carry them, and the SDK's answer holding one failed, stopping
+# the server. Every text sent is written without them.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def tool_json(value: Any) -> str:
+    """A tool's JSON text: such a byte as its JSON escape (``\\udcff``), which gives the exact name
+    back to a JSON reader, as the CLI's JSON does; the rest as it is (``é``, not ``\\u00e9``)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def in_words(text: str) -> str:
+    """Words for the model (a description, an error): such a byte as ``\\xNN``, as every listing shows it."""
+    return _SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}" if "\udc80" <= m.group() <= "\udcff"
+                          else f"\\u{ord(m.group()):04x}", text)
 
 
 class MemoryTools:
@@ -272,7 +290,7 @@ class ToolSpec:
         _check_corpus(self.name, taken.pop(_CORPUS, _UNSET))
         checked = {dest: value for dest, value in taken.items() if value is not _UNSET}  # else the operation's default
         try:
-            return json.dumps(self.run(ctx, checked), ensure_ascii=False, indent=2)
+            return tool_json(self.run(ctx, checked))
         except BadValue as exc:  # named as this tool names the argument (``maxResults``)
             if exc.name not in checked:
                 raise
@@ -376,7 +394,7 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
             worded = tool_error_text(exc)
             if worded is None:
                 raise
-            return types.CallToolResult(content=[types.TextContent(type="text", text=worded)], is_error=True)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=in_words(worded))], is_error=True)
 
     return Server(
         SERVER_NAME,
