@@ -696,3 +696,40 @@ def test_names_that_are_not_utf8_never_stop_the_server(tmp_path, state_dir):
     assert payload(status)["workspace"] == str(workspace)
     assert search.is_error and "caf\\xe9" in text_of(search)  # no index yet: the message names the workspace
     assert payload(got)["text"].startswith("# Notes")
+
+
+def _peak_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) >> 10
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the server's peak memory from /proc")
+def test_a_large_write_over_stdio_is_not_held_once_more_by_the_transport(workspace, state_dir):
+    """The transport parsed each line for its own checks and kept that copy, and the line, while the
+    SDK parsed it again and ran the call: a 64 MiB write raised the server's peak by 320 MiB (5.0
+    times the content), 256 MiB (4.0 times) once both go as soon as they are no longer needed."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
+    assert proc.stdin and proc.stdout
+
+    def call(n: int, arguments: dict) -> dict:
+        request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "memory_write", "arguments": arguments}}
+        proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    try:
+        proc.stdin.write(json.dumps(HELLO).encode() + b"\n" + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        proc.stdin.flush()
+        json.loads(proc.stdout.readline())
+        assert not call(1, {"path": "memory/small.md", "content": "x" * (1 << 20)})["result"]["isError"]  # warm: the SDK, the state
+        before = _peak_mib(proc.pid)
+        assert not call(2, {"path": "memory/big.md", "content": "x" * (64 << 20)})["result"]["isError"]
+        grown = _peak_mib(proc.pid) - before
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert (workspace / "memory" / "big.md").stat().st_size == 64 << 20
+    assert grown < 4.5 * 64, f"the peak grew by {grown} MiB for a 64 MiB write"

@@ -292,7 +292,11 @@ class _Lines:
                     self.wire.initializing.add(key)
             elif method == "notifications/cancelled":  # a cancelled request gets no answer
                 self.wire.settle(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
+            # Its parsed copy goes before the SDK parses the line again, the line once the SDK has it: a
+            # 100 MB write was held three times while the SDK parsed it, twice until the client wrote again.
+            del message
             yield line
+            del line
         while self.wire.pending:  # the end of the input: answer what was asked first
             await anyio.sleep(0.02)
 
