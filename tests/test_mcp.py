@@ -162,7 +162,7 @@ def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_di
                     await session.call_tool("memory_search", {"query": "tea", "minScore": 2}),
                     await session.call_tool("memory_search", {}),
                     await session.call_tool("memory_get", {"path": "MEMORY.md", "from": "one"}),
-                    await session.call_tool("memory_write", {"path": 5, "append": "x"}),
+                    await session.call_tool("memory_write", {"path": ["memory/a.md"], "append": "x"}),
                     await session.call_tool("memory_nothing", {}),
                 ]
                 floored = await session.call_tool("memory_get", {"path": "MEMORY.md", "from": 2.7, "lines": 1.9})
@@ -186,7 +186,7 @@ def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_di
     assert texts[1] == "`minScore` must be a number from 0 to 1, not 2"
     assert texts[2].startswith("`query` is required")
     assert texts[3] == '`from` must be a whole number (1 or more), not "one"'
-    assert texts[4] == "`path` must be a string, not 5"
+    assert texts[4] == '`path` must be a string, not ["memory/a.md"]'
     assert "there is no tool 'memory_nothing'" in texts[5] and "memory_search" in texts[5]
     assert not any("pydantic" in t or "validation error" in t for t in texts)
     got = payload(floored)

@@ -12,8 +12,8 @@ from conftest import write
 def test_numbers_and_booleans_written_as_strings_are_read_as_openclaw_reads_them(workspace, state_dir, cli):
     """OpenClaw checks a tool call's arguments against the tool's schema first, and reads a number
     written as a string as that number (its ``validateToolArguments``: ``"3"``, ``" 2 "``, ``"1e2"``
-    for an integer, ``"0.5"`` for a number) and ``"true"``/``"false"`` as booleans; a string that is
-    no number, or no whole one for an integer, is refused. Here ``maxResults: "1"`` and
+    for an integer, ``"0.5"`` for a number), ``"true"``/``"false"`` as booleans and a number where a
+    string is wanted as its text; a string that is no number, or no whole one for an integer, is refused. Here ``maxResults: "1"`` and
     ``from: "3"`` were tool errors (`must be a whole number ..., not "1"`)."""
     write(workspace / "MEMORY.md", "# Memory\n\nline two\nthe roof was fixed\n")
     write(workspace / "memory" / "roof.md", "# Roof\n\nThe roof leaks again; call the roofer.\n")
@@ -25,6 +25,7 @@ def test_numbers_and_booleans_written_as_strings_are_read_as_openclaw_reads_them
                  ("memory_get", {"path": "MEMORY.md", "from": "3", "lines": "1.0"}),
                  ("memory_get", {"path": "MEMORY.md", "from": "1", "lines": "1", "maxChars": "1e2"}),
                  ("memory_links", {"broken": "true"}),
+                 ("memory_search", {"query": 2026, "minScore": 0}),
                  ("memory_get", {"path": "MEMORY.md", "from": "2.5"}),
                  ("memory_search", {"query": "roof", "maxResults": "0"}),
                  ("memory_search", {"query": "roof", "maxResults": "9" * 400}),
@@ -33,7 +34,8 @@ def test_numbers_and_booleans_written_as_strings_are_read_as_openclaw_reads_them
                  ("memory_links", {"broken": "yes"})]
         return [await session.call_tool(name, arguments) for name, arguments in calls]
 
-    one, two, line, budget, links, *refused = run_session(workspace, state_dir, script)
+    one, two, line, budget, links, year, *refused = run_session(workspace, state_dir, script)
+    assert payload(year)["terms"] == ["2026"]  # a number where a string is wanted: its text, as OpenClaw's String()
     assert len(payload(one)["results"]) == 1
     assert len(payload(two)["results"]) == 2
     assert (payload(line)["from"], payload(line)["lines"]) == (3, 1) and payload(line)["text"].startswith("line two\n")

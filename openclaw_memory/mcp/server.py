@@ -161,8 +161,9 @@ class ToolParam:
             return _UNSET if self.default is None else self.default
         value = args[self.name]
         if self.kind == "string":
-            if isinstance(value, str) and (not self.choices or value in self.choices):
-                return value
+            text = _text_of(value)
+            if text is not None and (not self.choices or text in self.choices):
+                return text
             one_of = f"one of {', '.join(self.choices)}" if self.choices else "a string"
             raise ToolArgumentError(f"`{self.name}` must be {one_of}, not {_shown(value)}")
         if self.kind == "strings":
@@ -192,6 +193,23 @@ class ToolParam:
             span = f" from {low} to {high}" if low and high else f" of at least {low}" if low else ""
             raise ToolArgumentError(f"`{self.name}` must be {what}{span}, not {_shown(given)}")
         return int(value) if whole else float(value)
+
+
+def _text_of(value: Any) -> str | None:
+    """A string, or a number or boolean as OpenClaw reads one where its schema wants a string (its
+    ``String()``: ``query: 2026`` searches "2026"); None for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    try:
+        if isinstance(value, int):
+            return str(value)
+    except ValueError:  # past Python's limit on the digits of an int written as text
+        return None
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    return None
 
 
 # A number or boolean written as a string, read as OpenClaw reads a tool call's arguments before its
