@@ -9,18 +9,20 @@ tested is that it follows the files, not what the model makes of them.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import env_for, fault, settings_for, wait_for, write
+from conftest import env_for, fault, settings_for, tmpfs, wait_for, write
 from openclaw_memory.database import Database
 from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.fsutil.lock import FileLock
@@ -381,3 +383,110 @@ def test_memory_folder_removed_and_made_again_is_watched_again_even_with_its_old
         finally:
             watcher.stop()
             runner.join(WAIT)
+
+
+def search_in(workspace: Path, state_dir: Path, query: str, prefix: tuple[str, ...] = ()) -> list[str]:
+    """The paths a keyword search (no sync of its own) finds, from a new process (run under ``prefix``)."""
+    r = subprocess.run([*prefix, sys.executable, "-m", "openclaw_memory", "search", query, "--mode", "text", "--no-sync",
+                        "--json", "--min-score", "0"], env=env_for(workspace, state_dir), cwd=workspace,
+                       capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 0, r.stderr
+    return [hit["path"] for hit in json.loads(r.stdout)["results"]]
+
+
+@pytest.mark.parametrize("how", ["renamed", "removed"])
+def test_a_workspace_renamed_or_removed_under_the_watch_stops_it_in_one_line(workspace, state_dir, watch, how):
+    """Its sync met the workspace missing and the process ended on an unworded OSError: `error: No
+    such file or directory (/…/ws)`. Now it says what happened, once, and stops cleanly (status 1,
+    as a service whose socket was removed: a supervisor restarting failed services tries again)."""
+    seed(workspace)
+    w = watch()
+    if how == "renamed":
+        moved = workspace.with_name("ws-renamed")
+        workspace.rename(moved)
+        write(moved / "memory" / "later.md", "# Later\n\nThe heron came back.\n")  # the watch on the folder follows it
+    else:
+        shutil.rmtree(workspace)
+    assert w.proc.wait(timeout=WAIT) == 1, "".join(w.stderr)
+    assert w.stop() == 1
+    said = [line for line in w.stderr if "is gone" in line]
+    assert len(said) == 1 and str(workspace) in said[0], w.stderr
+    assert not any("Traceback" in line or line.startswith("error:") for line in w.stderr), w.stderr
+    assert w.stopped is not None and w.stopped["stoppedBy"] == "its workspace is gone"
+    assert not list(state_dir.rglob("sock")) and not list(state_dir.rglob("info.json"))  # a clean stop
+    assert_unlocked(state_dir)
+
+
+def test_a_workspace_unreadable_for_a_while_does_not_stop_the_watch(tmp_path):
+    """A workspace made unreadable (chmod 000) under a watch run by its owner: the sync's scan fails
+    with EACCES, which ended the process (`error: Permission denied (/…/ws)`). Now that failure is
+    said once and retried; made readable again, the edit made meanwhile is found."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the watch as another user (uid 65534), for whom chmod 000 bites")
+    nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    probe = subprocess.run([*nobody, sys.executable, "-c", "import openclaw_memory.cli.main, watchfiles"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("uid 65534 cannot import the package from this checkout (a folder only its owner enters)")
+    root = Path(tempfile.mkdtemp())  # not under pytest's 0700 tmp_path: uid 65534 must reach it
+    try:
+        root.chmod(0o755)
+        workspace, state_dir = root / "ws", root / "state"
+        seed(workspace)
+        state_dir.mkdir()
+        subprocess.run(["chown", "-R", "65534:65534", str(root)], check=True)
+        w = Watch(workspace, state_dir, list(nobody))
+        try:
+            w.wait_started()
+            workspace.chmod(0)
+            write(workspace / "memory" / "projects.md", "# Projects\n\nThe quince tree was grafted.\n")  # as root
+            w.wait_said("warning: index not updated")  # and still running (wait_said checks)
+            assert "Permission denied" in next(line for line in w.stderr if "index not updated" in line)
+            workspace.chmod(0o755)
+            wait_for(lambda: "memory/projects.md" in search_in(workspace, state_dir, "quince grafted", nobody), WAIT)
+            assert w.stop() == 0
+            assert not any("Traceback" in line for line in w.stderr), w.stderr
+        finally:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow  # a 300 MiB tmpfs, filled: about 10 s
+def test_versions_are_recorded_while_the_index_cannot_be_updated_and_the_failure_is_said_once(workspace, tmp_path):
+    """The state dir's disk fills up under a running watch: the index needs room it does not have
+    (its preflight margin), the history needs a few KiB. Every save the watch saw meanwhile was
+    left out of the history (only the version found after the disk was freed was recorded), and
+    the index's failure was printed at every retry, once a second. Now each version seen is
+    recorded, the failure is said once, and its end too."""
+    with tmpfs(tmp_path / "small", "300m") as state_dir:
+        seed(workspace)
+        w = Watch(workspace, state_dir)
+        try:
+            w.wait_started()
+            filler = state_dir / "filler"
+            with open(filler, "wb") as fh:
+                try:
+                    while True:
+                        fh.write(b"\0" * (1 << 20))
+                        fh.flush()
+                except OSError as exc:
+                    assert exc.errno == errno.ENOSPC
+            os.truncate(filler, filler.stat().st_size - (16 << 20))  # room for the history, not for the index
+            note = workspace / "memory" / "projects.md"
+            store = HistoryStore(settings_for(workspace, state_dir).data_dir)
+            for text in ("The quince jam set overnight.", "The medlar jelly did not set."):
+                write(note, f"# Projects\n\n{text}\n")
+                version = hash_file(str(note))
+                wait_for(lambda v=version: v in {e.version for e in store.entries(str(note))}, WAIT)
+            assert len([line for line in w.stderr if "index not updated" in line]) == 1, w.stderr
+            assert w.proc.poll() is None
+            filler.unlink()
+            wait_for(lambda: "memory/projects.md" in search_in(workspace, state_dir, "medlar jelly"), WAIT)
+            wait_for(lambda: w.said("warning: the index is up to date again"), WAIT)
+            assert w.stop() == 0
+        finally:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()

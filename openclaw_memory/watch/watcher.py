@@ -23,8 +23,10 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -32,9 +34,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import LockTimeout, MemoryToolError
+from ..errors import LockTimeout, MemoryToolError, describe_os_error
 from ..files.paths import display_path
-from ..files.scan import scan_workspace
+from ..files.scan import MemoryFile, scan_workspace
 from ..links.table import refresh_synced
 from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
@@ -53,6 +55,7 @@ MAX_WAIT_S = 2.0
 BACKSTOP_S = 30.0
 ARM_WAIT_S = 3.0  # how long to wait for the watchers to be in place before the first sync
 RETRY_S = 1.0  # after a failed sync (index busy) or a watcher error
+WORKSPACE_GONE = "its workspace is gone"  # why a watch stopped by itself (WatchSummary.stopped_by)
 
 
 class WatchStopped(BaseException):
@@ -128,6 +131,7 @@ class Watcher:
         self.ignore_denied = False
         self._told: set[str] = set()  # watcher errors already told
         self._said: set[str] = set()  # the previous sync's notes
+        self._failing: str | None = None  # the kind of failure the syncs meet now (said once), None when they succeed
         self._quick_rearm_at = -RETRY_S  # the last re-arm at once after an undecodable name
         self._busy = False
         self._signal = "stop"
@@ -265,18 +269,23 @@ class Watcher:
             try:
                 with self._index_session(index):
                     summary = index.sync()
-            except LockTimeout as exc:
-                self.on_notice(f"index busy, will retry: {exc.message}")
-                return False
-            except MemoryToolError as exc:
-                self.on_notice(f"index not updated: {exc.message}")
+            except (MemoryToolError, OSError) as exc:  # LockTimeout (index busy), DiskFull, the workspace unreadable...
+                self._sync_failed(exc)
+                # The index is derived and catches up once it can; the bytes seen now may be gone by then.
+                files = self._markdown_files()
+                if not first:
+                    hinted = {display_path(p, workspace) for p in hints}
+                    files = [f for f in files if f.path in hinted]
+                warning = record_versions(settings, [f.path for f in files], files)
+                if warning:
+                    self.on_notice(warning)
                 return False
             ms = int(round((time.monotonic() - started) * 1000))
             after = indexed_files(settings)
             changes = applied_changes(before, after, ms, summary)
             scanned: list = []
             if first:
-                scanned = [f for f in scan_workspace(settings, multimodal=False).files if f.kind == "markdown"]
+                scanned = self._markdown_files()
                 seen = [f.path for f in scanned]
             else:
                 shown = (display_path(p, workspace) for p in hints)
@@ -286,6 +295,9 @@ class Watcher:
         finally:
             self._busy = False
         self.batches += 1
+        if self._failing is not None:
+            self._failing = None
+            self.on_notice("the index is up to date again")
         for note in summary.notes:
             if note not in self._said:  # a standing condition ("not indexed: ...") is said once
                 self.on_notice(note)
@@ -297,6 +309,33 @@ class Watcher:
             self.changes += 1
             self.on_change(change)
         return True
+
+    def _sync_failed(self, exc: MemoryToolError | OSError) -> None:
+        """Say why a sync failed, once while the same kind of failure lasts (it is retried every
+        ``RETRY_S``: a full disk said it once a second); stop when the workspace itself is gone."""
+        workspace = str(self.settings.workspace)
+        if _gone(workspace):
+            # Nothing is left to watch at that path (a renamed workspace is another one: its own data dir).
+            self._signal = WORKSPACE_GONE
+            self.on_notice(f"the workspace {workspace} is gone (removed, renamed or no longer a folder): "
+                           "nothing left to watch; stopping (start it again once the workspace is back)")
+            raise WatchStopped()
+        kind = type(exc).__name__
+        if kind == self._failing:
+            return
+        self._failing = kind
+        if isinstance(exc, LockTimeout):
+            self.on_notice(f"index busy, will retry: {exc.message}")
+        else:
+            why = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
+            self.on_notice(f"index not updated, will retry: {why}")
+
+    def _markdown_files(self) -> list[MemoryFile]:
+        """The workspace's Markdown memory files as they are now; none when it cannot be listed."""
+        try:
+            return [f for f in scan_workspace(self.settings, multimodal=False).files if f.kind == "markdown"]
+        except OSError:  # unreadable or gone meanwhile: the next sync meets it too, and says so
+            return []
 
     def _warm(self, index: MemoryIndex) -> None:
         """Load the tokenizer and the model now, so the first edit does not wait for them."""
@@ -383,3 +422,13 @@ class Watcher:
 
     def _targets_changed(self) -> bool:
         return self._targets is None or watch_targets(self.settings).identity != self._targets.identity
+
+
+def _gone(path: str) -> bool:
+    """Whether no folder is at ``path`` any more (an unreadable one, or one above it, is still there)."""
+    try:
+        return not stat.S_ISDIR(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False

@@ -40,6 +40,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
     require("search")
     from ...serve.service import SOCKET_GONE, Service
     from ...service_files import token_path
+    from ...watch.watcher import WORKSPACE_GONE
 
     def on_change(change) -> None:
         if json_out:
@@ -80,9 +81,9 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
 
     summary = Service(settings, live_sync=live_sync, polling=poll, http=http, on_change=on_change,
                       on_notice=on_notice, on_start=on_start, on_watch_start=on_watch_start).run()
-    # A service that stopped because its socket was removed did not stop as asked: status 1, so a
-    # supervisor that restarts a failed service (systemd's Restart=on-failure) binds a new one.
-    status = 1 if summary.stopped_by == SOCKET_GONE else 0
+    # A service that stopped because its socket or its workspace went did not stop as asked: status 1,
+    # so a supervisor that restarts a failed service (systemd's Restart=on-failure) starts a new one.
+    status = 1 if summary.stopped_by in (SOCKET_GONE, WORKSPACE_GONE) else 0
     if json_out:
         _emit_json(to_json(summary))
         return status
