@@ -256,3 +256,17 @@ def test_scan_cache_reuses_a_scan_only_while_nothing_it_saw_changed(workspace, t
     changed_to(["memory/a/one.md", "memory/a/three.md"])
     write(extra, "the VPN password rotates monthly")
     changed_to(["memory/a/one.md", "memory/a/three.md", "../outside/runbook.md"])
+
+
+def test_an_emacs_lock_link_beside_a_note_being_edited_is_no_skipped_note(workspace, cli):
+    """Emacs marks a note it has unsaved changes to with a link ``.#NAME`` to ``user@host.pid:boot``.
+    The scanner listed it as a skipped symlinked note: `files` printed it and `doctor` told the person
+    to replace it with a regular file (exit 1) for as long as the note was open in Emacs."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "projects.md", "# Projects\n")
+    os.symlink("me@laptop.4242:1764900000", workspace / "memory" / ".#projects.md")
+    os.symlink("projects.md", workspace / "memory" / "alias.md")  # the control: a link to a note is still said
+    assert reasons(scan_memory_files(workspace)) == {"memory/alias.md": "symlink (ignored)"}
+    doctor = cli("doctor", "--json")
+    links = [f for f in doctor.json()["findings"] if f["id"] == "memory-file-symlink"]
+    assert [f["paths"] for f in links] == [["memory/alias.md"]], doctor.stdout

@@ -268,6 +268,8 @@ class _Collector:
         path = folder.prefix + name
         try:
             if entry.is_symlink():
+                if _emacs_lock(folder.fd, name):
+                    return None  # not a note: Emacs's mark on one being edited
                 if name.endswith(".md") or file_kind(name, multimodal) or _leads_to_folder(entry):
                     self.skip(path, "symlink (ignored)")
                 return None
@@ -299,6 +301,18 @@ class _Folder:
 
 
 _ABS_PATH = attrgetter("abs_path")
+
+
+def _emacs_lock(folder_fd: int, name: str) -> bool:
+    """Whether a link is the lock Emacs keeps beside a file with unsaved changes: ``.#NAME`` leading
+    to ``user@host.pid[:boot]``, a name that is no path (a link a person made is still reported)."""
+    if not name.startswith(".#"):
+        return False
+    try:
+        target = os.readlink(name, dir_fd=folder_fd)
+    except OSError:
+        return False
+    return "@" in target and "/" not in target
 
 
 def _leads_to_folder(entry: os.DirEntry) -> bool:
