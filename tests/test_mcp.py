@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import env_for, write
+from conftest import env_for, fault, wait_for_line, write
 
 TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status", "memory_files", "memory_links"}
 
@@ -733,3 +733,53 @@ def test_a_large_write_over_stdio_is_not_held_once_more_by_the_transport(workspa
         proc.wait(timeout=60)
     assert (workspace / "memory" / "big.md").stat().st_size == 64 << 20
     assert grown < 4.5 * 64, f"the peak grew by {grown} MiB for a 64 MiB write"
+
+
+def test_sigterm_answers_the_calls_already_read_then_stops(workspace, state_dir, cli):
+    """A client stops its stdio server with SIGTERM (after closing its input, or at once), and so
+    does a service manager: the server was killed mid-call, the call unanswered (a write cut short
+    left its temp file beside the note). SIGTERM now ends the input as a closed one does: a search
+    waiting for an index commit (another process paused inside it) is answered, then the server
+    exits 0 with one line on stderr; idle, it exits at once."""
+    import signal
+    import subprocess
+
+    write(state_dir / "openclaw-memory.toml", "[index]\nlock_timeout = 120\n")
+    write(workspace / "MEMORY.md", "# Memory\n\n- the roof leaks\n")
+    assert cli("index").returncode == 0
+    write(workspace / "MEMORY.md", "# Memory\n\n- the roof leaks\n- the roofer comes on Monday\n")
+    index = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "index"], cwd=workspace, text=True,
+                             env=fault("index:batch:1=pause", env=env_for(workspace, state_dir)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
+    assert server.stdin and server.stdout and server.stderr
+    try:
+        wait_for_line(index.stderr, "test-hook: paused at index:batch:1")
+        search = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_search", "arguments": {"query": "roof"}}}
+        for message in (HELLO, {"jsonrpc": "2.0", "method": "notifications/initialized"}, search, {"jsonrpc": "2.0", "id": 6, "method": "ping"}):
+            server.stdin.write(json.dumps(message).encode() + b"\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 7
+        assert json.loads(server.stdout.readline()) == {"jsonrpc": "2.0", "id": 6, "result": {}}  # read after the search: both in
+        server.send_signal(signal.SIGTERM)
+        index.send_signal(signal.SIGUSR1)  # the commit ends: the search goes on
+        answer = json.loads(server.stdout.readline())
+        assert server.wait(timeout=60) == 0
+    finally:
+        for proc in (server, index):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    assert answer["id"] == 5 and not answer["result"]["isError"], answer
+    assert json.loads(answer["result"]["content"][0]["text"])["results"][0]["path"] == "MEMORY.md"
+    said = server.stderr.read().decode()
+    assert "stopping (SIGTERM): answering the calls already read\n" in said and "Traceback" not in said
+    idle = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
+    assert idle.stdin and idle.stdout
+    idle.stdin.write(json.dumps(HELLO).encode() + b"\n")
+    idle.stdin.flush()
+    assert json.loads(idle.stdout.readline())["id"] == 7
+    idle.send_signal(signal.SIGTERM)
+    assert idle.wait(timeout=60) == 0  # its input still open

@@ -18,7 +18,7 @@ Three things the SDK's stdio loop does not do are done on its way in (:class:`_L
 cannot read (not JSON, bytes that are not UTF-8, a lone UTF-16 surrogate as JavaScript writes half
 an emoji, a number of thousands of digits) gets a JSON-RPC error instead of no answer at all; a
 line past ``MAX_LINE`` is refused without being held whole; and at the end of the input every
-request already read is answered before the server exits.
+request already read is answered before the server exits. SIGTERM ends the input as a closed one does.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import io
 import json
 import os
 import select
+import signal
 import sys
 import threading
 from collections import Counter
@@ -117,19 +118,38 @@ def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, inst
     out = os.fdopen(os.dup(wire_out), "wb", buffering=0)
     loader = threading.Thread(target=_import_sdk, name="mcp-sdk-import", daemon=True)
     loader.start()
+    terminated: list[int] = []
+    previous = _catch_sigterm(terminated)
     try:
-        consumed, answered = _handshake(wire_in, out, loader, tools, initialize_result=lambda requested: initialize_result(
-            requested, name=name, version=version, instructions=instructions))
+        consumed, answered = _handshake(wire_in, out, loader, tools, terminated, initialize_result=lambda requested:
+                                        initialize_result(requested, name=name, version=version, instructions=instructions))
         loader.join()
-        _run(make_server(), consumed, wire_in, out, answered)
+        _run(make_server(), consumed, wire_in, out, answered, terminated)
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         out.close()
         restore()
         if after is not None:
             after()
 
 
-def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: list[dict],
+def _catch_sigterm(terminated: list[int]) -> Any:
+    """SIGTERM (how a client stops its server, and a service manager its processes) ends the input
+    as if the client had closed it: the calls already read are answered, then the server exits
+    (it was killed mid-call: a write cut short left its temp file, and the call no answer). The
+    handler it replaces, to put back; None off the main thread (where none can be caught)."""
+    def handler(_signum, _frame):
+        # Only a list append and a raw write here: the handler runs between any two bytecodes.
+        terminated.append(signal.SIGTERM)
+        os.write(2, b"stopping (SIGTERM): answering the calls already read\n")
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: list[dict], terminated: list[int],
                initialize_result: Callable[[Any], dict]) -> tuple[bytes, dict[str, dict]]:
     """Answer what can be answered before the SDK is loaded; every byte read is returned (the SDK
     reads it all again), with the answers sent, by request id."""
@@ -137,7 +157,7 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
     answered: dict[str, dict] = {}
     start = 0  # where the next unread line begins in ``consumed``
     initialized = False
-    while loader.is_alive():
+    while loader.is_alive() and not terminated:
         end = consumed.find(b"\n", start)
         if end < 0:
             if not loader.is_alive():
@@ -172,11 +192,12 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
     return bytes(consumed), answered
 
 
-def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: dict[str, dict]) -> None:
+def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: dict[str, dict],
+         terminated: list[int]) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    wire_reader = _Prefixed(consumed, os.dup(wire_in))
+    wire_reader = _Prefixed(consumed, os.dup(wire_in), terminated)
     reader = io.TextIOWrapper(io.BufferedReader(wire_reader), encoding="utf-8", errors="surrogateescape")
 
     async def main() -> None:
@@ -195,12 +216,14 @@ def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: di
 
 
 class _Prefixed(io.RawIOBase):
-    """The bytes already read from the wire, then the wire itself; once ``stopping``, the end."""
+    """The bytes already read from the wire, then the wire itself; once ``stopping`` (or
+    ``terminated``: SIGTERM), the end."""
 
-    def __init__(self, prefix: bytes, fd: int):
+    def __init__(self, prefix: bytes, fd: int, terminated: list[int]):
         self.prefix = memoryview(prefix)
         self.fd = fd
         self.stopping = False
+        self.terminated = terminated
 
     def readable(self) -> bool:
         return True
@@ -213,8 +236,8 @@ class _Prefixed(io.RawIOBase):
             return n
         # Waited for in slices: a blocked read would hold the reader's lock, and closing it (Ctrl-C)
         # would wait for a client that may never write again.
-        while not select.select([self.fd], [], [], 0.2)[0]:
-            if self.stopping:
+        while not select.select([self.fd], [], [], 0.2)[0] or self.terminated:
+            if self.stopping or self.terminated:
                 return 0
         data = os.read(self.fd, len(buffer))
         buffer[: len(data)] = data
