@@ -146,6 +146,23 @@ def test_a_file_over_the_index_limit_is_named_and_left_out_and_the_rest_indexed(
     assert cli("search", "green tea", "--json").json()["results"][0]["path"] == "MEMORY.md"
 
 
+def test_a_name_with_a_backslash_is_left_out_of_the_index_and_named(cli, workspace):
+    # `read` and `memory_get` refuse a path with a backslash (OpenClaw reads another name than it
+    # checks): indexed, its search results were citations that no read could give back.
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    write(workspace / "memory" / "plain.md", "# Plain\n\nThe heron nests by the weir.\n")
+    write(workspace / "memory" / "a\\b.md", "# Slashed\n\nThe heron was ringed in May.\n")
+    indexed = cli("index", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "not indexed: memory/a\\b.md (its name has a backslash, which no memory path may hold: rename it)" in indexed.stderr
+    found = cli("search", "heron ringed", "--mode", "text", "--json", "--min-score", "0")
+    assert [r["path"] for r in found.json()["results"]] == ["memory/plain.md"]
+    for r in found.json()["results"]:
+        assert cli("read", r["citation"]).returncode == 0
+    assert found.json()["stale"] == []  # left out, not stale
+    assert cli("doctor", "--json").json()["remaining"] == []
+
+
 def test_a_workspace_whose_own_path_is_not_utf8_works_like_any_other(tmp_path, state_dir):
     """Its path names the data dir (a hash of the path's bytes): every command answers."""
     from conftest import env_for, run_in_process

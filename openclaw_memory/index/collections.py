@@ -103,10 +103,14 @@ def shown_path(path: str) -> str:
 
 
 def _left_out(f) -> str | None:
-    if f.size <= MAX_INDEXED_BYTES and f.mode & 0o444 == 0o444 and f.path.isascii():
+    if f.size <= MAX_INDEXED_BYTES and f.mode & 0o444 == 0o444 and f.path.isascii() and "\\" not in f.path:
         return None  # most files (each is asked twice per sync, once per stale check): one test
     if not _utf8(f.path):
         return "its name is not UTF-8: rename it"  # the engine keeps paths as UTF-8 text
+    if "\\" in f.path:
+        # `read` and `memory_get` refuse it (OpenClaw checks one name and opens another): every
+        # result of it would be a citation that no read gives back.
+        return "its name has a backslash, which no memory path may hold: rename it"
     if f.size > MAX_INDEXED_BYTES:
         return f"{f.size / (1 << 20):.1f} MiB, over the {MAX_INDEXED_BYTES >> 20} MiB an indexed file may have: split it"
     if f.mode & 0o444 != 0o444 and not os.access(f.abs_path, os.R_OK, follow_symlinks=False):
