@@ -453,26 +453,33 @@ def test_a_workspace_unreadable_for_a_while_does_not_stop_the_watch(tmp_path):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def fill(path: Path, step: int) -> None:
+    """Write ``path`` ``step`` bytes at a time until its disk is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * step)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.slow  # a 300 MiB tmpfs, filled: about 10 s
 def test_versions_are_recorded_while_the_index_cannot_be_updated_and_the_failure_is_said_once(workspace, tmp_path):
     """The state dir's disk fills up under a running watch: the index needs room it does not have
     (its preflight margin), the history needs a few KiB. Every save the watch saw meanwhile was
     left out of the history (only the version found after the disk was freed was recorded), and
     the index's failure was printed at every retry, once a second. Now each version seen is
-    recorded, the failure is said once, and its end too."""
+    recorded, the failure is said once, and its end too; with no room even for the history, that is
+    said and the watch goes on."""
     with tmpfs(tmp_path / "small", "300m") as state_dir:
         seed(workspace)
         w = Watch(workspace, state_dir)
         try:
             w.wait_started()
             filler = state_dir / "filler"
-            with open(filler, "wb") as fh:
-                try:
-                    while True:
-                        fh.write(b"\0" * (1 << 20))
-                        fh.flush()
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC
+            fill(filler, 1 << 20)
             os.truncate(filler, filler.stat().st_size - (16 << 20))  # room for the history, not for the index
             note = workspace / "memory" / "projects.md"
             store = HistoryStore(settings_for(workspace, state_dir).data_dir)
@@ -482,9 +489,14 @@ def test_versions_are_recorded_while_the_index_cannot_be_updated_and_the_failure
                 wait_for(lambda v=version: v in {e.version for e in store.entries(str(note))}, WAIT)
             assert len([line for line in w.stderr if "index not updated" in line]) == 1, w.stderr
             assert w.proc.poll() is None
+            # No room left even for the history: said, and the watch goes on (recording there ended it).
+            fill(state_dir / "last-bytes", 512)
+            write(note, f"# Projects\n\nThe rowan syrup, {os.urandom(1 << 17).hex()}\n")
+            w.wait_said("warning: versions not recorded in the history this time")
             filler.unlink()
-            wait_for(lambda: "memory/projects.md" in search_in(workspace, state_dir, "medlar jelly"), WAIT)
+            wait_for(lambda: "memory/projects.md" in search_in(workspace, state_dir, "rowan syrup"), WAIT)
             wait_for(lambda: w.said("warning: the index is up to date again"), WAIT)
+            assert hash_file(str(note)) in {e.version for e in store.entries(str(note))}  # the recovery recorded it
             assert w.stop() == 0
         finally:
             if w.proc.poll() is None:

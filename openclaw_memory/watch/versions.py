@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..bulk import gc_paused
-from ..errors import LockTimeout
+from ..errors import MemoryToolError
 from ..fsutil.safeopen import NotRegularFile
 from ..history.store import HistoryStore
 
@@ -32,7 +32,8 @@ def record_versions(settings: Settings, paths: Iterable[str], files: Sequence[Me
     as used, as a sighting does (`serve` restarted to `watching` at 30,000 notes: 7.5-8.2 -> 5.1 s
     of CPU, about half of what is left the checks of the state database's WAL, in Python).
 
-    Returns a warning when the history was busy for too long (the next sighting records them).
+    Returns a warning when the history could not take them (busy for too long, its disk full): the
+    next sighting records what the files hold then.
     """
     paths = list(dict.fromkeys(paths))
     if not paths:
@@ -54,7 +55,7 @@ def record_versions(settings: Settings, paths: Iterable[str], files: Sequence[Me
                         store.observe_file(os.path.join(workspace, path), path)
                     except (NotRegularFile, OSError):
                         continue  # gone or not a regular file any more: nothing to keep
-    except LockTimeout as exc:
+    except MemoryToolError as exc:  # LockTimeout, DiskFull: the watch goes on, the index is apart
         return f"versions not recorded in the history this time: {exc.message}"
     return None
 
