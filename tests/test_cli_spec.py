@@ -125,6 +125,10 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["read", "MEMORY.md", "--max", "4"], "no such option: --max (did you mean --max-chars?)", "read"),  # no abbreviations
     (["--bogus", "files"], "no such option: --bogus", ""),
     (["files", "--version"], "no such option: --version", "files"),
+    # A note pasted as a query, front matter first: it was echoed whole, over as many lines as it has.
+    (["search", "---\ntitle: Trip\n---\n\n# Packing list for the trip to the coast"],
+     "no such option: '---\\ntitle: Trip\\n---\\n\\n# Packing list for the trip to ... "
+     "(an argument that starts with - goes after --)", "search"),
     (["fiels"], "no such command 'fiels' (did you mean 'files'?)", ""),
     (["watchdog", "verfy"], "no such command 'verfy' (did you mean 'verify'?)", "watchdog"),
     (["--lines", "3", "read", "a"], "--lines is an option of a command, so it goes after the command's name: "

@@ -345,6 +345,10 @@ def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = 
 def _unknown_option(flag: str, table: dict[str, Opt], command: Command | None = None) -> str:
     import difflib
 
+    if len(flag) > 40 or any(c.isspace() for c in flag):
+        # No flag anyone meant: text that starts with a dash (a note pasted as a query, front matter
+        # first). Quoted cut short on one line: it was echoed whole, over as many lines as it had.
+        return f"no such option: {shown(flag, 60)} (an argument that starts with - goes after --)"
     instead = dict(command.instead if command else ())
     if flag in instead or flag in INSTEAD:  # OpenClaw's flag, with no use here: what does the same
         return f"no such option: {flag}: {instead.get(flag) or INSTEAD[flag]}"
