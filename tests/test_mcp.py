@@ -783,3 +783,22 @@ def test_sigterm_answers_the_calls_already_read_then_stops(workspace, state_dir,
     assert json.loads(idle.stdout.readline())["id"] == 7
     idle.send_signal(signal.SIGTERM)
     assert idle.wait(timeout=60) == 0  # its input still open
+
+
+def test_a_name_given_back_with_its_byte_escapes_is_refused_saying_why(workspace, state_dir):
+    """memory_files lists a file whose name is not UTF-8 with ``\\udcXX`` escapes; an agent that gives
+    that name back to memory_get was told its request held "half a character, as a split emoji".
+    The refusal now says what the escape is and what to do; a lone surrogate of another kind keeps
+    its own words."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    get = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "memory_get", "arguments": {"path": "%s"}}}'
+    answers, stderr = _raw_session(workspace, state_dir, [HELLO, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                                          get % (1, "memory/bad\\\\udcff.md".replace("\\\\", "\\")),
+                                                          get % (2, "memory/half\\\\ud83d.md".replace("\\\\", "\\"))])
+    named, half = answers[1:]
+    assert named["id"] == 1 and named["error"]["message"] == (
+        "the request cannot be read: it holds \\udcff, the escape of a byte of a file name that is not UTF-8: no tool "
+        "call can name such a file (JSON carries Unicode text); rename the file to reach it over MCP (the CLI reads "
+        "and writes it)")
+    assert half["id"] == 2 and "split emoji" in half["error"]["message"]
+    assert "Traceback" not in stderr

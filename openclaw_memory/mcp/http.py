@@ -160,15 +160,15 @@ def _refusal(data: bytes, parsed: object, version: str) -> dict | None:
     """The error for a body the SDK would refuse in its validator's words (a batch, a tools/call
     without a tool's name or arguments...) or in none (params an MCP method does not take), in plain
     ones; None: the SDK takes it (or words it well)."""
-    from .refusals import INVALID_REQUEST, has_request_id, lone_surrogate, message_problem, params_problem
+    from .refusals import INVALID_REQUEST, has_request_id, lone_surrogate_reason, message_problem, params_problem
 
     if parsed is _UNREADABLE:
         return None
     problem = message_problem(parsed)
     if problem is None and isinstance(parsed, dict) and "method" in parsed and has_request_id(parsed):
         problem = params_problem(parsed["method"], version, parsed.get("params"))
-    if problem is None and lone_surrogate(data, parsed):
-        problem = INVALID_REQUEST, "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
+    if problem is None and (surrogate := lone_surrogate_reason(data, parsed)) is not None:
+        problem = INVALID_REQUEST, surrogate
     if problem is None or (isinstance(parsed, dict) and "id" not in parsed):
         return None  # a notification gets no answer
     request_id = parsed["id"] if isinstance(parsed, dict) and has_request_id(parsed) else None

@@ -47,15 +47,26 @@ def top_level_id(text: str) -> int | str | None:
     return None
 
 
-def lone_surrogate(body: bytes, parsed: object) -> bool:
-    """Whether a message holds half a UTF-16 pair (as JavaScript writes half an emoji): no text can."""
-    if not _SURROGATE_ESCAPE.search(body):
-        return False
+def surrogate_reason(parsed: object) -> str | None:
+    """Why a message holding a lone UTF-16 surrogate cannot be taken (no UTF-8 text holds one); None
+    when it holds none. One of U+DC80-U+DCFF is how the tools' JSON writes a byte of a file name that
+    is not UTF-8 (``memory_files`` lists such a file so), which an agent may give back."""
+    text = json.dumps(parsed, ensure_ascii=False)
     try:
-        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        char = text[exc.start]
+        if "\udc80" <= char <= "\udcff":
+            return (f"it holds \\u{ord(char):04x}, the escape of a byte of a file name that is not UTF-8: no tool call "
+                    "can name such a file (JSON carries Unicode text); rename the file to reach it over MCP (the CLI "
+                    "reads and writes it)")
+        return "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
+    return None
+
+
+def lone_surrogate_reason(body: bytes, parsed: object) -> str | None:
+    """:func:`surrogate_reason` for a body as it came, looked into only when it has such an escape."""
+    return surrogate_reason(parsed) if _SURROGATE_ESCAPE.search(body) else None
 
 
 def message_problem(data: object) -> tuple[int, str] | None:

@@ -35,7 +35,16 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..memory.protocol import MAX_LINE
-from .refusals import ID_IN_USE, ODD_ID, has_request_id, message_problem, params_problem, tool_call_problem, top_level_id
+from .refusals import (
+    ID_IN_USE,
+    ODD_ID,
+    has_request_id,
+    message_problem,
+    params_problem,
+    surrogate_reason,
+    tool_call_problem,
+    top_level_id,
+)
 
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
@@ -373,11 +382,7 @@ class _Wire:
         if problem is not None:
             code, reason = problem
         if reason is None:
-            reason = _plain(exc)
-            try:
-                json.dumps(data, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                reason = "it holds a lone UTF-16 surrogate (half a character, as a split emoji); send whole characters"
+            reason = surrogate_reason(data) or _plain(exc)
         error = {"jsonrpc": "2.0", "id": request_id, "error": {
             "code": code, "message": f"the request cannot be read: {reason[:300]}"}}
         text = json.dumps(error, ensure_ascii=True)
