@@ -255,3 +255,24 @@ def test_a_binary_file_named_md_is_shown_escaped_with_a_warning(workspace, state
     assert "not text" in done.stderr
     exact = json.loads(cli("read", "memory/blob.md", "--json").stdout)
     assert exact["text"].startswith("\x7fELF\x02\x01\x00\x00\x1b")  # the JSON keeps what OpenClaw's reader gives
+
+
+def test_a_window_of_every_line_reads_only_what_the_budget_can_show(workspace):
+    """``memory_get`` with ``lines: 1000000000`` on a long note read, decoded and held every line of
+    it for a budget of 12,000 characters (a 50 MB note: 4 s of a tool call), and warned of invalid
+    bytes far past what it showed. The window ends at the first line past the budget."""
+    import tracemalloc
+
+    with open(workspace / "MEMORY.md", "wb") as fh:
+        fh.write(b"# Memory\n" + b"a line of the memory\n" * 500_000 + b"caf\xe9\n")
+    tracemalloc.start()
+    try:
+        out = read(workspace, "MEMORY.md", lines=10**9)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    result = read_memory_file("MEMORY.md", str(workspace), lines=10**9)
+    assert out["lines"] == 572 and out["nextFrom"] == 573 and out["truncated"] is True  # 12,000 characters' worth
+    assert result.warnings == ()  # the invalid byte is 500,000 lines further
+    assert peak < 4 << 20, f"a window of 572 shown lines allocated {peak:,} bytes at its peak"
+    assert read_memory_file("MEMORY.md", str(workspace), from_line=500_002).warnings  # where it is read, it is said

@@ -400,7 +400,11 @@ def fit_window(window, more_remain, from_line, max_chars, resolved: ResolvedPath
 
 def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[str], bool, bool]:
     """Return the window's lines (each at most ``max_chars + 1`` characters: enough to decide
-    every cut), whether more lines follow, and whether invalid UTF-8 was met."""
+    every cut), whether more lines follow, and whether invalid UTF-8 was met.
+
+    The window ends at the first line past the budget, as :func:`fit_window` does: the lines after
+    it are never shown (``memory_get`` with ``lines: 1000000000`` read, held and checked every line
+    of a 50 MB note for 12,000 characters, and warned of invalid bytes none of them showed)."""
     # A budget beyond any file (99999999999999999999999) must not overflow a read size.
     keep_bytes = 4 * (min(max_chars, _MAX_BUDGET) + 2)
     for _ in range(from_line - 1):
@@ -408,7 +412,8 @@ def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[s
             return [], False, False
     window: list[str] = []
     bad = False
-    while len(window) < count:
+    chars = -1  # the window's length joined by newlines, in UTF-16 code units
+    while len(window) < count and chars <= max_chars:
         prefix, found = _line_prefix(fh, keep_bytes)
         if not found:
             return window, False, bad
@@ -419,6 +424,7 @@ def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[s
             bad = True
             text = prefix.decode("utf-8", errors="replace")
         window.append(text[: max_chars + 1])
+        chars += utf16_len(window[-1]) + 1
     more = _peek_line(fh)
     return window, more, bad
 
