@@ -502,3 +502,66 @@ def test_versions_are_recorded_while_the_index_cannot_be_updated_and_the_failure
             if w.proc.poll() is None:
                 w.proc.kill()
                 w.proc.wait()
+
+
+# A Watcher with its backstop an hour away, run in this child as uid 65534 (for whom chmod 000
+# bites): every change and notice printed as it comes.
+_WATCHER_CHILD = """
+import contextlib, json, sys
+from openclaw_memory.index.api import MemoryIndex
+from openclaw_memory.settings import Overrides, resolve_settings
+from openclaw_memory.watch.watcher import Watcher
+
+settings = resolve_settings(Overrides(workspace=sys.argv[1], state_dir=sys.argv[2]),
+                            environ={"OPENCLAW_MEMORY_EMBEDDING_BACKEND": "hash"})
+say = lambda **kw: print(json.dumps(kw), flush=True)
+with MemoryIndex(settings) as index:
+    Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(), backstop_s=3600,
+            on_change=lambda c: say(change=c.path), on_notice=lambda n: say(notice=n),
+            on_start=lambda _s: say(started=True)).run()
+"""
+
+
+def test_a_folder_unreadable_when_the_watch_started_is_watched_once_it_can_be_read(tmp_path):
+    """The watchers skip a folder they cannot read; made readable later, it stayed unwatched, so
+    each edit in it waited for the 30 s backstop sync, for as long as the watch ran. Now the sync
+    that finds the folder readable (its chmod is an event of its parent's watch) re-arms them."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the watch as another user (uid 65534), for whom chmod 000 bites")
+    nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    probe = subprocess.run([*nobody, sys.executable, "-c", "import openclaw_memory.watch.watcher, watchfiles"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("uid 65534 cannot import the package from this checkout (a folder only its owner enters)")
+    root = Path(tempfile.mkdtemp())  # not under pytest's 0700 tmp_path: uid 65534 must reach it
+    proc = None
+    try:
+        root.chmod(0o755)
+        workspace, state_dir = root / "ws", root / "state"
+        seed(workspace)
+        sub = workspace / "memory" / "sub"
+        write(sub / "s.md", "# Sub\n\nThe first line.\n")
+        state_dir.mkdir()
+        subprocess.run(["chown", "-R", "65534:65534", str(root)], check=True)
+        sub.chmod(0)
+        proc = subprocess.Popen([*nobody, sys.executable, "-c", _WATCHER_CHILD, str(workspace), str(state_dir)],
+                                cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines: list[dict] = []
+        threading.Thread(target=lambda: lines.extend(json.loads(line) for line in proc.stdout), daemon=True).start()
+
+        def seen(key: str, value) -> bool:
+            assert proc.poll() is None, proc.stderr.read()
+            return any(line.get(key) == value for line in lines)
+
+        wait_for(lambda: seen("started", True), WAIT)
+        assert any("unreadable folder" in line.get("notice", "") for line in lines), lines  # the control
+        sub.chmod(0o755)
+        wait_for(lambda: seen("change", "memory/sub/s.md"), WAIT)  # the chmod's own sync finds it
+        write(sub / "s.md", "# Sub\n\nThe persimmon ripened.\n")  # in place: an event of the folder's own watch
+        before = sum(1 for line in lines if line.get("change") == "memory/sub/s.md")
+        wait_for(lambda: sum(1 for line in lines if line.get("change") == "memory/sub/s.md") > before, WAIT)
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(root, ignore_errors=True)

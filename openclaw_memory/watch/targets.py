@@ -114,3 +114,17 @@ def watch_targets(settings: Settings) -> Targets:
         flat=tuple(Target(p, False, frozenset(n), keys[p]) for p, n in sorted(flat.items())),
         recursive=tuple(Target(p, True, None, keys[p]) for p in kept),
     )
+
+
+def unreadable_folders(targets: Targets) -> tuple[str, ...]:
+    """The folders under the recursive targets that cannot be listed (each folder listed once)."""
+    denied: list[str] = []
+
+    def note(exc: OSError) -> None:
+        if isinstance(exc, PermissionError) and exc.filename:
+            denied.append(os.fsdecode(exc.filename))
+
+    for t in targets.recursive:
+        for _folder, _subfolders, _files in os.walk(t.path, onerror=note):
+            pass
+    return tuple(denied)

@@ -42,7 +42,7 @@ from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
 from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_undecodable_name, is_watch_limit
 from .presence import hold_presence
-from .targets import Targets, watch_targets
+from .targets import Targets, unreadable_folders, watch_targets
 from .versions import record_versions
 
 if TYPE_CHECKING:
@@ -129,6 +129,8 @@ class Watcher:
         self._targets: Targets | None = None
         self._rearm_at: float | None = None  # when to retry watchers that failed
         self.ignore_denied = False
+        self._denied: tuple[str, ...] = ()  # folders the watchers skipped as unreadable, asked again each RETRY_S
+        self._denied_asked = 0.0
         self._told: set[str] = set()  # watcher errors already told
         self._said: set[str] = set()  # the previous sync's notes
         self._failing: str | None = None  # the kind of failure the syncs meet now (said once), None when they succeed
@@ -243,6 +245,9 @@ class Watcher:
                             quiet = QUIET_S
             now = time.monotonic()
             if self._rearm_at is not None and now >= self._rearm_at:
+                targets = self._arm()
+                due = now
+            if self._denied and now - self._denied_asked >= RETRY_S and self._readable_again():
                 targets = self._arm()
                 due = now
             ready = hints and (now - last_at >= quiet or now - first_at >= MAX_WAIT_S)
@@ -363,6 +368,9 @@ class Watcher:
         """The targets now and the error of a watcher that failed to start (None: all in place)."""
         self._disarm()
         targets = self._targets = watch_targets(self.settings)
+        # Made readable later, such a folder would stay unwatched (a chmod is no event the watchers
+        # pass on): each edit in it waited for the backstop sync.
+        self._denied = unreadable_folders(targets) if self.ignore_denied else ()
         for group, recursive in ((targets.recursive, True), (targets.flat, False)):
             if group:
                 feed = Feed([t.path for t in group], recursive=recursive, polling=self.polling, out=self._queue,
@@ -382,6 +390,15 @@ class Watcher:
                 return targets, message.error
             # Events that arrived while arming are covered by the sync that follows.
         return targets, None
+
+    def _readable_again(self) -> bool:
+        """Whether a folder the watchers skipped as unreadable can be read now (then they re-arm)."""
+        self._denied_asked = time.monotonic()
+        readable = [d for d in self._denied if os.access(d, os.R_OK | os.X_OK)]
+        if readable:
+            shown = ", ".join(display_path(d, str(self.settings.workspace)) for d in readable)
+            self.on_notice(f"{shown} can be read now; re-arming the watchers")
+        return bool(readable)
 
     def _disarm(self) -> None:
         feeds, self._feeds = self._feeds, []
