@@ -10,10 +10,11 @@ import os
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 
 import pytest
 
-from conftest import REPO, env_for, settings_for, write
+from conftest import REPO, env_for, settings_for, wait_for, write
 from openclaw_memory.errors import IndexMissing
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.config import IndexConfig
@@ -130,6 +131,33 @@ def test_a_passage_deep_inside_a_long_code_block_is_exactly_the_lines_it_cites(w
             assert passage["snippet"] == "\n".join(lines[passage["startLine"] - 1 : passage["endLine"]]), mode
         read = cli("read", hit["citation"], "--json").json()["text"]
         assert read.split("\n\n[More content")[0] == hit["snippet"], mode
+
+
+def test_a_note_changed_since_its_index_keeps_its_day_for_since_and_until(workspace, state_dir, cli):
+    # Once another part recorded a sighting of its new bytes (`state`, the watch, a write), the
+    # index's record of it held no time: it was dated 1970, left out of --since, listed for --until 1990.
+    from openclaw_memory.database import Database
+    from openclaw_memory.database.observations import Observations
+    from openclaw_memory.fsutil.hashing import hash_file
+
+    write(workspace / "memory" / "plums.md", "# Plums\n\nThe plum tree needs pruning.\n")
+    write(workspace / "memory" / "jam.md", "# Jam\n\nPlum jam recipe.\n")
+    assert cli("index").returncode == 0
+    changed = write(workspace / "memory" / "plums.md", "# Plums\n\nThe plum tree needs pruning in March.\n")
+    june = datetime(2024, 6, 1, 12).timestamp()  # local noon: that day in any time zone's reading
+    os.utime(changed, (june, june))
+    seen = Observations(Database(settings_for(workspace, state_dir).data_dir))
+    # `state` records a sighting once it is not racy (its ctime, just set, far enough behind).
+    wait_for(lambda: cli("state").returncode == 0 and seen.load()[str(changed)].hash == hash_file(changed))
+
+    def found(*dates: str) -> list[str]:
+        result = cli("search", "plum", "--mode", "text", "--min-score", "0", "--json", *dates)
+        assert result.returncode == 0, result.stderr
+        assert result.json()["stale"] == ["memory/plums.md"]
+        return sorted(r["path"] for r in result.json()["results"])
+
+    assert found("--since", "2024-05-01", "--until", "2024-06-30") == ["memory/plums.md"]
+    assert found("--until", "1990-01-01") == []
 
 
 def test_no_index_says_how_to_build_it(workspace, state_dir, cli):

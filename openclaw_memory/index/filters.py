@@ -14,6 +14,7 @@ never spent on files that would be dropped afterwards.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from itertools import product
 
+from ..database.failures import stat_int
 from ..errors import BadValue, UsageError, shown
 
 MAX_GLOB, MAX_GLOBS = 4096, 16384
@@ -120,7 +122,10 @@ class SearchFilters:
             if manifest is None:
                 continue
             for path, entry in manifest.files.items():
-                if self.wants_path(path) and self.wants_day(file_day(path, entry.mtime_ns)):
+                if not self.wants_path(path):
+                    continue
+                day = note_date(path) or modified_day(entry)
+                if day is not None and self.wants_day(day):
                     ids.update(pid for pid, _h in entry.chunks)
         return ids
 
@@ -129,8 +134,20 @@ class SearchFilters:
         return date.today()
 
 
-def file_day(path: str, mtime_ns: int) -> date:
-    return note_date(path) or datetime.fromtimestamp(mtime_ns / 1e9).date()
+def modified_day(entry) -> date | None:
+    """The local day an indexed file (a manifest entry) was last modified; None when it is gone.
+
+    From the sighting its indexed content was hashed with; once another part saw newer bytes
+    (``state``, the watch, a write before its sync) that sighting is replaced, and the file's own
+    stat says it (it was dated 1970: left out of every ``--since``)."""
+    if entry.stat is not None:
+        mtime_ns = entry.stat.mtime_ns
+    else:
+        try:
+            mtime_ns = stat_int(os.lstat(entry.abs_path).st_mtime_ns)  # a day a date can hold (tmpfs: any time)
+        except OSError:
+            return None
+    return datetime.fromtimestamp(mtime_ns / 1e9).date()
 
 
 def file_dates(manifests: Iterable) -> dict[str, date]:

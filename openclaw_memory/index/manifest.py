@@ -35,10 +35,6 @@ class FileEntry:
     chunks: list[tuple[str, str]] = field(default_factory=list)  # (point id, chunk hash)
     abs_path: str = ""
 
-    @property
-    def mtime_ns(self) -> int:
-        return self.stat.mtime_ns if self.stat is not None else 0
-
 
 @dataclass
 class Manifest:
