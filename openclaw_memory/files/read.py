@@ -241,7 +241,7 @@ def _allowed_extra(absolute: str, extra_paths) -> str | None:
     the index give that path), so a path this product printed is one it reads."""
     for given in extra_paths:
         spelled = as_scanned(given)
-        for extra in (given,) if spelled == given else (given, ExtraPath(spelled, getattr(given, "pattern", None))):
+        for extra in (given,) if spelled == given else (given, ExtraPath(spelled, given.pattern if isinstance(given, ExtraPath) else None)):
             if (root := _admitting(absolute, extra)) is not None:
                 return root
     return None
