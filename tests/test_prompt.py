@@ -117,3 +117,29 @@ def test_a_note_cut_to_one_character_keeps_one(workspace):
     (cut,) = result.truncated
     assert (cut.original_chars, cut.kept_chars) == (15, 1)
     assert "```text\nn\n...[truncated]...\n```" in result.text
+
+
+def test_slugged_notes_of_one_time_keep_the_newest_four_in_openclaw_name_order(workspace):
+    # OpenClaw breaks the tie with localeCompare (ICU): '_' < '-' < '#' < digits < letters, and a
+    # lower-case letter before its upper case; the four it keeps (names descending) are these.
+    import os
+
+    names = ["1", "_a", "-a", "#a", "b", "B", "a"]
+    for name in names:
+        path = write(workspace / f"memory/2026-11-30-{name}.md", f"note {name}\n")
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    kept = [f["path"] for f in section(workspace).files if f["path"].startswith("memory/2026-11-30-")]
+    assert kept == [f"memory/2026-11-30-{n}.md" for n in ["B", "b", "a", "1"]]
+
+
+def test_locale_compare_key_orders_as_icu():
+    from openclaw_memory.prompt.collation import locale_compare_key
+
+    # Each list is in the order JavaScript's localeCompare gives (asked of OpenClaw's Node).
+    assert sorted([c for c in " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789aAbBzZ"], key=locale_compare_key) == \
+        list(" _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789aAbBzZ")
+    assert sorted(["Ab", "aB", "ab", "a1", "a-b", "a_b", "a b", "a"], key=locale_compare_key) == \
+        ["a", "a b", "a_b", "a-b", "a1", "ab", "aB", "Ab"]
+    assert sorted(["中", "É", "é", "E", "e", "B", "b", "A", "a", "1", "😀", "-", "_", " "], key=locale_compare_key) == \
+        [" ", "_", "-", "😀", "1", "a", "A", "b", "B", "e", "E", "é", "É", "中"]
+    assert sorted(["ß", "ss", "st", "sr"], key=locale_compare_key) == ["sr", "ss", "ß", "st"]

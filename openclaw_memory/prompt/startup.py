@@ -20,6 +20,7 @@ from ..files.jstext import js_trim, truncate_utf16_safe, utf16_len
 from ..files.paths import MEMORY_DIR
 from ..fsutil.safeopen import NotRegularFile, open_regular_under
 from ..settings import StartupContext
+from .collation import locale_compare_key
 
 MAX_SLUGGED_PER_DAY = 4
 TRUNCATED = "\n...[truncated]..."
@@ -78,12 +79,6 @@ def date_stamps(now: dt.datetime, days: int, timezone: str | None) -> list[str]:
     return [utc, *window] if utc > window[0] else [*window, utc]
 
 
-def _slug_sort_key(name: str) -> list:
-    # Ties on mtime are broken by localeCompare (descending); a case-folded, then exact
-    # comparison is its order for the names daily notes have (letters, digits, '-', '_').
-    return [name.casefold(), name]
-
-
 def _paths_by_date(memory_dir: str, stamps: list[str]) -> dict[str, list[str]]:
     unique = list(dict.fromkeys(stamps))
     try:
@@ -107,8 +102,8 @@ def _paths_by_date(memory_dir: str, stamps: list[str]) -> dict[str, list[str]]:
     out = {}
     for s in unique:
         items = slugged.get(s, [])
-        # Newest first; equal times: names descending.
-        items.sort(key=lambda item: _slug_sort_key(item[0]), reverse=True)
+        # Newest first; equal times: names descending, as OpenClaw's localeCompare orders them.
+        items.sort(key=lambda item: locale_compare_key(item[0]), reverse=True)
         items.sort(key=lambda item: item[1], reverse=True)
         out[s] = [f"{s}.md", *(name for name, _ in items[:MAX_SLUGGED_PER_DAY])]
     return out

@@ -192,3 +192,23 @@ def test_generated_caps_and_notes(oracle, new_ws, cases):
                     [(f["name"], f["content"]) for f in b["injected"]])
         checks.same(f"{ws} {s}: prelude", section.prelude, p["prelude"])
     checks.done()
+
+
+def test_slugged_notes_of_one_time_in_localecompare_order(oracle, new_ws, checks):
+    """Slugged notes with one modification time: OpenClaw keeps the newest four by its
+    ``localeCompare`` (ICU), where '_' < '-' < '#' < digits < letters, lower case before upper."""
+    today = _days(0)[0]
+    slugs = [["1", "_a", "-a", "#a", "b", "B", "a"], ["x", "X", "x_1", "x-1", "x1", "é", "e"],
+             ["a b", "a_b", "a-b", "ab", "aB", "Ab", "😀"], ["2", "10", "_", "-", "ß", "ss", "st"]]
+    built = []
+    for names in slugs:
+        ws = new_ws()
+        for name in names:
+            path = ws / f"memory/{today}-{name}.md"
+            build(ws, {f"memory/{today}-{name}.md": f"note {name}\n"})
+            os.utime(path, (1_700_000_000, 1_700_000_000))
+        built.append(ws)
+    requests = [{"op": "prelude", "ws": str(ws), "nowMs": int(NOW.timestamp() * 1000), "userTimezone": "UTC"} for ws in built]
+    for ws, names, answer in zip(built, slugs, oracle.more(requests)):
+        checks.same(f"prelude of slugs {names}", ours(ws, tz="UTC").prelude, answer["prelude"])
+    checks.done()
