@@ -339,7 +339,7 @@ def test_front_matter_is_parsed_into_the_card_not_chunked(counter):
 
 
 @pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["lf", "crlf"])
-def test_a_byte_order_mark_hides_neither_the_front_matter_nor_the_first_heading(counter, line_end):
+def test_a_byte_order_mark_hides_neither_the_front_matter_nor_the_first_heading_item_or_turn(counter, line_end):
     # Saved with a BOM (an older Notepad's UTF-8), the front matter was chunked as text (its fields
     # in every snippet of the section, none in the card) and the file's H1 was no heading.
     body = ["\ufeff---", "title: Field notes", "summary: what the trip needs", "---", "# Packing", "", "Tent, stove and two maps."]
@@ -352,6 +352,12 @@ def test_a_byte_order_mark_hides_neither_the_front_matter_nor_the_first_heading(
     assert "what the trip needs" in chunks[-1].embed_text and chunks[-1].kind == "card"
     heading_first = chunk_document("\ufeff# Packing\n\nTent and stove.\n", counter, path="memory/p.md")
     assert heading_first[0].heading_path == "Packing" and heading_first[0].text.startswith("\ufeff# Packing")
+    # MEMORY.md's first fact and a chat log's first turn are chunks of their own, as the others are.
+    for first in ("- prefers green tea in the morning", "Sam: we should book the hut by the lake"):
+        second = "- drives a blue Skoda to work" if first.startswith("-") else "Lena: yes, the one with the sauna please"
+        chunks = chunk_document(f"\ufeff{first}\n{second}\n", counter, path="MEMORY.md", items=True)
+        assert [(c.kind, c.start_line, c.text) for c in chunks if c.kind == "item"] == [
+            ("item", 1, f"\ufeff{first}"), ("item", 2, second)], first
 
 
 def test_each_heading_starts_a_section_and_the_title_leads_the_path(counter):

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 from .terms import CJK_RUN
 
-FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+# Each line pattern takes a byte order mark before what it reads (U+FEFF: a file an older Notepad
+# saved as UTF-8 starts with one, as does each part of files joined with `cat`): the file's first
+# heading, list item, chat turn or fence was none (its front matter: ``chunking._unmarked``).
+FENCE = re.compile(r"^\ufeff?[ \t]*(`{3,}|~{3,})(.*)$")
 SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 
 
@@ -31,18 +34,15 @@ TURN = "turn"
 CODE = "code"
 # Whatever starts an entry other than a paragraph, by kind: a fence, an ATX heading, a table row, a list item.
 _BLOCK_START = re.compile(
-    r"(?P<fence>^[ \t]*(?:`{3,}|~{3,}))|(?P<atx>^ {0,3}#{1,6}(?:[ \t]|$))|(?P<row>^[ \t]*\|)"
-    r"|(?P<item>^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S)"
+    r"^\ufeff?(?:(?P<fence>[ \t]*(?:`{3,}|~{3,}))|(?P<atx> {0,3}#{1,6}(?:[ \t]|$))|(?P<row>[ \t]*\|)"
+    r"|(?P<item>[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S))"
 )
-
-
-BOM = "\ufeff"  # a byte order mark: a file's first line may start with one, and starts what follows it
 
 
 def block_start(line: str) -> str | None:
     """What ``line`` starts, when it starts an entry other than a paragraph: ``fence``, ``atx`` (a
     heading), ``row`` or ``item``; else None."""
-    m = _BLOCK_START.match(line[1:] if line.startswith(BOM) else line)
+    m = _BLOCK_START.match(line)
     return m.lastgroup if m else None
 
 
@@ -51,7 +51,7 @@ _ROW_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t
 # and a colon after an optional date and time (_STAMP): "[09:14] Sam: ...", "Sam: ...", "**Sam**
 # (09:14): ...", "**Sam:** ..." (the emphasis closed before or after the colon), "12/05/2023, 13:56
 # - Sam: ..." (a phone's chat export). _SPEAKER reads the name after the same lead and stamp.
-_LEAD = r"^[ \t]*(?:>[ \t]?)*(?:[-*][ \t]+)?"
+_LEAD = r"^\ufeff?[ \t]*(?:>[ \t]?)*(?:[-*][ \t]+)?"
 _STAMP = r"(?:(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?[ \t]+)?\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[aApP]\.?[mM]\.?)?[ \t]*[-–]?[ \t]*)?"
 TURN_LINE = re.compile(
     _LEAD + r"(?:\[[^\]\n]{1,40}\][ \t]*\S"

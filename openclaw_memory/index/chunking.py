@@ -37,13 +37,13 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-from .blocks import BOM, FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, turn_text, word_count
+from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, turn_text, word_count
 
 # 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
 # a paragraph each. 5: new keyword terms (index.terms.TERMS_VERSION 1): every point is written
 # again, its vector reused. 6: keyword terms version 2; no chunk of its own for a turn of fewer
-# than TURN_MIN_WORDS words (a CJK run counted by its bigrams). 7: the front matter and first heading
-# of a file that starts with a byte order mark.
+# than TURN_MIN_WORDS words (a CJK run counted by its bigrams). 7: the front matter, first heading,
+# list item or chat turn of a file that starts with a byte order mark.
 CHUNKER_VERSION = 7
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
@@ -53,9 +53,9 @@ _PATH_SHARE = 4
 _SECTION_SHARE = 8
 CARD = "card"
 SECTION = "section"
-_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
+_ITEM = re.compile(r"^\ufeff? {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S")  # a byte order mark before: see blocks.FENCE
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX = re.compile(r"^\ufeff? {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
 _NOT_PARAGRAPH = re.compile(r"^[ \t]*(?:[-*+>|]|\d+[.)]|#|`{3}|~{3}|<)")
 
@@ -280,10 +280,10 @@ _FM_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(.*)$")
 
 def _unmarked(first_line: str) -> str:
     """A file's first line without its byte order mark (an older Notepad saves UTF-8 with one): the
-    front matter's ``---`` or a heading after it is what it is (it was chunked as text, its fields
-    shown in snippets and missing from the card). The mark stays in the chunk's text, which is
-    the line exactly as ``read`` gives it."""
-    return first_line[1:] if first_line.startswith(BOM) else first_line
+    front matter's ``---`` is what it is (it was chunked as text, its fields shown in snippets and
+    missing from the card). The mark stays in the chunk's text, which is the line exactly as
+    ``read`` gives it; the line patterns take it (``blocks.FENCE``)."""
+    return first_line.removeprefix("\ufeff")
 
 
 def _unquote(value: str) -> str:
@@ -581,7 +581,7 @@ def _heading_paths(lines: list[str], blocks: dict[int, int]) -> _Paths:
 
 def _heading_at(lines: list[str], i: int) -> tuple[int, str, int]:
     """(level, title, first line) of a heading ending at line ``i``, or (0, "", i)."""
-    line = lines[i] if i else _unmarked(lines[0])
+    line = lines[i]
     m = _ATX.match(line)
     if m:
         title = _ATX_CLOSE.sub("", m.group(2) or "").strip()
