@@ -34,8 +34,9 @@ WAIT = 120  # a loaded machine: generous, never a measure
 class Watch:
     """A running ``openclaw-memory watch --json``; stdout lines parsed, stderr kept."""
 
-    def __init__(self, workspace: Path, state_dir: Path, prefix: list[str] | None = None, **env: str):
-        cmd = (prefix or []) + [sys.executable, "-m", "openclaw_memory", "watch", "--json"]
+    def __init__(self, workspace: Path, state_dir: Path, prefix: list[str] | None = None, args: tuple[str, ...] = (),
+                 **env: str):
+        cmd = (prefix or []) + [sys.executable, "-m", "openclaw_memory", "watch", "--json", *args]
         self.proc = subprocess.Popen(
             cmd, cwd=workspace, env=env_for(workspace, state_dir, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
@@ -94,8 +95,8 @@ class Watch:
 def watch(workspace, state_dir):
     started: list[Watch] = []
 
-    def start(prefix: list[str] | None = None, wait: bool = True, **env: str) -> Watch:
-        w = Watch(workspace, state_dir, prefix, **env)
+    def start(prefix: list[str] | None = None, wait: bool = True, args: tuple[str, ...] = (), **env: str) -> Watch:
+        w = Watch(workspace, state_dir, prefix, args, **env)
         started.append(w)
         if wait:
             w.wait_started()
@@ -565,3 +566,27 @@ def test_a_folder_unreadable_when_the_watch_started_is_watched_once_it_can_be_re
             proc.kill()
             proc.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_note_added_under_polling_does_not_re_arm_the_watchers(workspace, state_dir, watch):
+    """Polling reports the folder a note is added to as modified (its mtime moved), and the watch
+    took that for the folder itself replaced: it re-armed its watchers after every new or removed
+    note (a new walk of the whole tree, and `the watched folders changed` on stderr each time).
+    Only a watched folder added or removed is a new folder."""
+    seed(workspace)
+    w = watch(args=("--poll",))
+    for name in ("a.md", "b.md"):  # the second change line comes after the first sync's re-arm, if any
+        write(workspace / "memory" / name, f"# {name}\n\nThe otter counted {name}.\n")
+        wait_for(lambda n=name: w.change_for(f"memory/{n}", "added"), WAIT)
+    (workspace / "memory" / "a.md").unlink()
+    wait_for(lambda: w.change_for("memory/a.md", "removed"), WAIT)
+    write(workspace / "memory" / "c.md", "# c\n\nThe otter left.\n")
+    wait_for(lambda: w.change_for("memory/c.md", "added"), WAIT)
+    assert not any("re-arming" in line for line in w.stderr), w.stderr
+    # memory/ removed and made again is still followed (polling follows paths, not inodes).
+    shutil.rmtree(workspace / "memory")
+    write(workspace / "memory" / "d.md", "# d\n\nThe otter came back.\n")
+    wait_for(lambda: w.change_for("memory/d.md", "added"), WAIT)
+    write(workspace / "memory" / "e.md", "# e\n\nAnd stayed.\n")
+    wait_for(lambda: w.change_for("memory/e.md", "added"), WAIT)
+    assert w.stop() == 0

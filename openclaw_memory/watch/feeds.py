@@ -33,6 +33,15 @@ class Message:
     # Of ``paths``, those written in place or removed (not only created or renamed into place):
     # such a file may still be being written, or be half of an editor's rename dance.
     unsettled: frozenset[str] = frozenset()
+    # Of ``paths``, those added or removed (not only modified): a watched folder among them is a new
+    # one (polling reports a folder modified when an entry in it is added or removed).
+    came_or_went: frozenset[str] = frozenset()
+
+
+def _came_or_went(changes) -> frozenset[str]:
+    from watchfiles import Change
+
+    return frozenset(path for change, path in changes if change != Change.modified)
 
 
 def _unsettled(changes) -> frozenset[str]:
@@ -109,6 +118,7 @@ class Feed:
             ):
                 if changes or not told:
                     told = True
-                    self.out.put(Message(self, frozenset(path for _change, path in changes), unsettled=_unsettled(changes)))
+                    self.out.put(Message(self, frozenset(path for _change, path in changes), unsettled=_unsettled(changes),
+                                         came_or_went=_came_or_went(changes)))
         except Exception as exc:  # the watch could not be set up or died: the loop decides what next
             self.out.put(Message(self, error=exc))

@@ -51,8 +51,9 @@ class Targets:
         return [t.path for t in self.flat + self.recursive]
 
     def names_a_watched_folder(self, paths) -> bool:
-        """Whether an event is on a recursively watched folder itself: removed and made again, it
-        needs a new watch even when the new folder got the old one's inode number (ext4 reuses it)."""
+        """Whether ``paths`` (those added or removed) name a recursively watched folder itself: removed
+        and made again, it needs a new watch even when the new folder got the old one's inode number
+        (ext4 reuses it)."""
         folders = {t.path for t in self.recursive}
         return not folders.isdisjoint(paths)
 

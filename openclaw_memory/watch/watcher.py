@@ -232,7 +232,7 @@ class Watcher:
                     due = time.monotonic()  # events may have been lost with the watcher
                 else:
                     fresh = {p for p in message.paths if targets.relevant(p)}
-                    rearm = rearm or targets.names_a_watched_folder(message.paths)
+                    rearm = rearm or targets.names_a_watched_folder(message.came_or_went)
                     if fresh:
                         index.files_changed()  # a search meanwhile walks again, not waiting for the sync
                         now = time.monotonic()
