@@ -104,9 +104,31 @@ def test_a_note_dropped_by_the_total_cap_is_still_named(workspace):
 def test_symlinked_memory_md_is_a_warning(workspace, tmp_path):
     import os
 
-    os.symlink(write(tmp_path / "elsewhere.md", "x"), workspace / "MEMORY.md")
+    os.symlink(write(tmp_path / "elsewhere.md", "the link's target"), workspace / "MEMORY.md")
     result = section(workspace)
-    assert result.text == "" and any("MEMORY.md is not loaded" in w for w in result.warnings)
+    # Never followed; OpenClaw's loader says so in the prompt, in its words.
+    assert result.text == "# Memory\n\n## MEMORY.md\n\n[UNREADABLE: symlink path component not allowed]\n"
+    assert any("MEMORY.md is not loaded: it is a symlink" in w for w in result.warnings)
+
+
+def test_a_bootstrap_file_openclaw_refuses_is_injected_as_its_unreadable_marker(workspace, tmp_path):
+    # OpenClaw injects "[UNREADABLE: <reason>]" for a USER.md or MEMORY.md that is there but that
+    # its guarded read refuses (it left out such a file here): the agent learns it exists.
+    import os
+
+    (workspace / "USER.md").mkdir()
+    write(tmp_path / "elsewhere.md", "a second name of MEMORY.md")
+    os.link(tmp_path / "elsewhere.md", workspace / "MEMORY.md")
+    result = section(workspace)
+    assert [(f.name, f.content) for f in result.injected] == [
+        ("USER.md", "[UNREADABLE: path does not have the required file type]"),
+        ("MEMORY.md", "[UNREADABLE: path must not be hardlinked]"),
+    ]
+    assert "a second name" not in result.text
+    assert any("MEMORY.md is not loaded: it has 2 hard links" in w for w in result.warnings)
+    os.unlink(workspace / "MEMORY.md")
+    os.mkfifo(workspace / "MEMORY.md")  # never opened: the scan cannot block on it
+    assert [f.content for f in section(workspace).injected][1] == "[UNREADABLE: path does not have the required file type]"
 
 
 def test_a_note_cut_to_one_character_keeps_one(workspace):
@@ -143,3 +165,13 @@ def test_locale_compare_key_orders_as_icu():
     assert sorted(["中", "É", "é", "E", "e", "B", "b", "A", "a", "1", "😀", "-", "_", " "], key=locale_compare_key) == \
         [" ", "_", "-", "😀", "1", "a", "A", "b", "B", "e", "E", "é", "É", "中"]
     assert sorted(["ß", "ss", "st", "sr"], key=locale_compare_key) == ["sr", "ss", "ß", "st"]
+
+
+def test_a_hard_linked_daily_note_is_left_out_as_openclaw_leaves_it(workspace, tmp_path):
+    import os
+
+    write(workspace / "memory/2026-11-30.md", "today, with a second name\n")
+    write(workspace / "memory/2026-11-29.md", "yesterday\n")
+    os.link(workspace / "memory/2026-11-30.md", tmp_path / "copy.md")
+    result = section(workspace)
+    assert "yesterday" in result.text and "second name" not in result.text

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..files.jstext import decode_lossy, js_trim_end, not_utf8, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
-from ..fsutil.safeopen import open_regular_under
+from ..fsutil.safeopen import NotRegularFile, open_regular_under
 from ..settings import Settings, StartupContext
 from ..wire import key
 from .bootstrap import Injected, budget_report, build_bootstrap
@@ -29,6 +30,13 @@ BOOTSTRAP_ORDER = (USER_ROOT, CANONICAL_ROOT)
 # injects this text instead of a bigger one (asked of the real OpenClaw 2026.9.6).
 MAX_BOOTSTRAP_BYTES = 2 * 1024 * 1024
 UNREADABLE = f"[UNREADABLE: File exceeds {MAX_BOOTSTRAP_BYTES} bytes]"
+# A bootstrap file that exists but that OpenClaw's guarded read refuses is injected as
+# ``[UNREADABLE: <reason>]`` too, in its words (asked of OpenClaw 2026.9.6), so the agent
+# learns the file is there: a symlink, whatever it points at (even inside the workspace);
+# a folder, FIFO, socket or device; a file with more than one hard link (checked before the size).
+REFUSED_SYMLINK = "[UNREADABLE: symlink path component not allowed]"
+REFUSED_NOT_A_FILE = "[UNREADABLE: path does not have the required file type]"
+REFUSED_HARDLINKED = "[UNREADABLE: path must not be hardlinked]"
 
 
 @dataclass(frozen=True)
@@ -62,21 +70,33 @@ class PromptSection:
         return utf16_len(self.text)
 
 
-def _read_text(workspace: str, abs_path: str) -> tuple[str, bool] | int | None:
-    """The file's text and whether it was not UTF-8, opened from the workspace's descriptor; its
-    size when it is over ``MAX_BOOTSTRAP_BYTES`` (never read further); None when it vanished.
+def _read_text(workspace: str, name: str) -> tuple[str, bool] | tuple[str, str] | None:
+    """``(text, not_utf8)`` of the workspace's bootstrap file ``name``, opened from the
+    workspace's descriptor; ``(marker, why)`` when OpenClaw's loader would refuse it (the
+    ``[UNREADABLE: ...]`` it injects instead, and why, for a warning); None when there is none.
 
-    Anything else that stops the read (permission, a FIFO, a swapped folder) raises
-    OSError for the caller to report: a memory file never silently drops out.
+    Anything else that stops the read (permission, a swapped folder) raises OSError for the
+    caller to report: a memory file never silently drops out.
     """
+    path = os.path.join(workspace, name)
     try:
-        fd, _ = open_regular_under(workspace, abs_path)
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            return REFUSED_SYMLINK, "it is a symlink"
+        if not stat.S_ISREG(st.st_mode):
+            return REFUSED_NOT_A_FILE, "a folder, FIFO, socket or device, not a file"
+        fd, st = open_regular_under(workspace, path)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except NotRegularFile:  # replaced by a link or a folder since the lstat
+        return REFUSED_NOT_A_FILE, "not a regular file"
     with os.fdopen(fd, "rb") as fh:
+        if st.st_nlink > 1:
+            return REFUSED_HARDLINKED, f"it has {st.st_nlink} hard links"
         data = fh.read(MAX_BOOTSTRAP_BYTES + 1)
         if len(data) > MAX_BOOTSTRAP_BYTES:
-            return max(os.fstat(fh.fileno()).st_size, len(data))
+            size = max(os.fstat(fh.fileno()).st_size, len(data))
+            return UNREADABLE, f"it is {size:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw reads of a bootstrap file"
     return decode_lossy(data)
 
 
@@ -102,28 +122,26 @@ def build_prompt_section(
     if now is None:
         now = dt.datetime.combine(today, dt.time(12), dt.UTC) if today else dt.datetime.now(dt.UTC)
     startup = startup or StartupContext()
-    by_path = {f.path: f for f in scan.files if f.kind == "markdown" and f.source == "root"}
     warnings: list[str] = []
-    for skipped in scan.skipped:
-        if skipped.path in BOOTSTRAP_ORDER:
-            warnings.append(f"{skipped.path} is not loaded: {skipped.reason} (see `openclaw-memory doctor`)")
-
     loaded: list[tuple[str, str]] = []
+    # The exact directory entries the scan found, listed or passed over (a case-insensitive
+    # file system would open memory.md for MEMORY.md; OpenClaw checks the exact name too).
+    present = {f.path for f in scan.files if f.source == "root"} | {s.path for s in scan.skipped}
     for name in BOOTSTRAP_ORDER:
-        entry = by_path.get(name)
+        if name not in present:
+            continue
         try:
-            got = _read_text(scan.workspace, entry.abs_path) if entry else None
+            got = _read_text(scan.workspace, name)
         except OSError as exc:
             warnings.append(f"{name} is not loaded: cannot read it ({exc.strerror or exc})")
             continue
         if got is None:
             continue
-        if isinstance(got, int):
-            warnings.append(f"{name} is not loaded: it is {got:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw reads of "
-                            f"a bootstrap file; the agent sees {UNREADABLE} in its place (see `openclaw-memory doctor`)")
-            got = UNREADABLE, False
         text, bad = got
-        if bad:
+        if isinstance(bad, str):
+            warnings.append(f"{name} is not loaded: {bad}; the agent sees {text} in its place, "
+                            "as in OpenClaw (see `openclaw-memory doctor`)")
+        elif bad:
             warnings.append(not_utf8(name))
         loaded.append((name, text))
     injected, bootstrap_warnings = build_bootstrap(loaded, file_cap, total_cap)

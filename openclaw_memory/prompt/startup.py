@@ -5,7 +5,7 @@ dates in the user's time zone (plus today in UTC when that is another date), and
 each date ``memory/YYYY-MM-DD.md`` and the newest four ``memory/YYYY-MM-DD-<slug>.md``;
 it skips files over ``maxFileBytes`` and notes that are only white space, trims each
 note to ``maxFileChars`` and quotes them as untrusted notes within ``maxTotalChars``.
-Lengths are UTF-16 code units. Symlinks are never followed here (this product's rule).
+Lengths are UTF-16 code units. Symlinks and hard-linked notes are left out, as OpenClaw leaves them out.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _read_note(workspace: str, rel: str, max_bytes: int) -> str | None:
     except (OSError, NotRegularFile):
         return None
     with os.fdopen(fd, "rb") as fh:
-        if st.st_size > max_bytes:
+        if st.st_size > max_bytes or st.st_nlink > 1:  # OpenClaw's guarded open refuses a hard-linked note
             return None
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:

@@ -81,14 +81,44 @@ def test_shared_driver_prompt_op(oracle, new_ws, checks):
     checks.done()
 
 
-def test_symlinked_memory_md_not_followed(oracle, new_ws, checks):
+REFUSED_TREES = {
+    "symlinked MEMORY.md, target inside": {"real.md": "real text\n", "MEMORY.md": ("symlink", "real.md")},
+    "symlinked USER.md, dangling": {"USER.md": ("symlink", "nowhere.md"), "MEMORY.md": "m\n"},
+    "symlinked MEMORY.md to a folder": {"d/x.md": "x", "MEMORY.md": ("symlink", "d")},
+    "MEMORY.md a folder": {"MEMORY.md/inner.md": "inner", "USER.md": "u\n"},
+    "USER.md a folder": {"USER.md": None, "MEMORY.md": "m\n"},
+    "MEMORY.md a FIFO": {"MEMORY.md": ("fifo",)},
+}
+
+
+def test_bootstrap_files_openclaw_refuses(oracle, new_ws, checks):
+    """A root file that is there but that OpenClaw's guarded read refuses (a symlink, a folder, a
+    FIFO, a file with two hard links, also one over 2 MiB) is injected as its ``[UNREADABLE: ...]``."""
+    cases = []
+    for label, tree in REFUSED_TREES.items():
+        ws = new_ws()
+        build(ws, tree)
+        cases.append((label, ws))
+    for label, names in (("hard-linked MEMORY.md", ["MEMORY.md"]), ("hard-linked USER.md over 2 MiB", ["USER.md"])):
+        ws = new_ws()
+        build(ws, {"MEMORY.md": "m\n", "USER.md": "u" * (3 * 1024 * 1024)})
+        for name in names:
+            os.link(ws / name, ws.parent / f"second-{name}")
+        cases.append((label, ws))
+    answers = oracle.more([{"op": "bootstrap", "ws": str(ws)} for _label, ws in cases])
+    for (label, ws), answer in zip(cases, answers):
+        checks.same(f"{label}: injected", [(f.name, f.content) for f in ours(ws).injected],
+                    [(f["name"], f["content"]) for f in answer["injected"]])
+    checks.done()
+
+
+def test_hard_linked_daily_note_left_out(oracle, new_ws, checks):
     ws = new_ws()
-    build(ws, {"real.md": "real text\n", "MEMORY.md": ("symlink", "real.md")})
-    (answer,) = oracle.more([{"op": "bootstrap", "ws": str(ws)}])
-    checks.deliberate(
-        "symlinked-memory-md-not-loaded", "a link can pull any file into the prompt; OpenClaw's loader follows it",
-        not ours(ws).injected and bool(answer["injected"]), str(answer),
-    )
+    today, yesterday = _days(0, 1)
+    build(ws, {f"memory/{today}.md": "today, with a second name\n", f"memory/{yesterday}.md": "yesterday\n"})
+    os.link(ws / f"memory/{today}.md", ws.parent / "second.md")
+    (answer,) = oracle.more([{"op": "prelude", "ws": str(ws), "nowMs": int(NOW.timestamp() * 1000), "userTimezone": "UTC"}])
+    checks.same("prelude with a hard-linked note of today", ours(ws, tz="UTC").prelude, answer["prelude"])
     checks.done()
 
 
