@@ -154,6 +154,17 @@ def test_multimodal_applies_to_extra_paths_only(workspace, tmp_path):
     assert "larger than" in reasons(result)["../media/huge.jpg"]
 
 
+def test_a_media_name_is_typed_by_how_it_ends_as_openclaw_types_it(workspace, tmp_path):
+    # OpenClaw: the name trimmed and lower-cased ends with the extension. '..jpg', '...wav', '.jpg'
+    # and 'a.png ' are media to it (Python's splitext, skipping leading dots, found no extension).
+    for name in ("..jpg", "...wav", ".a.png", ".jpg", "a.png ", "x.", "a.jpg.txt", "b.OGG"):
+        write(tmp_path / "media" / name, b"media")
+    result = scan_memory_files(workspace, extra_paths=[str(tmp_path / "media")], multimodal=True)
+    assert sorted((f.path.rsplit("/", 1)[1], f.kind) for f in result.files) == [
+        ("...wav", "audio"), ("..jpg", "image"), (".a.png", "image"), (".jpg", "image"), ("a.png ", "image"),
+        ("b.OGG", "audio")]
+
+
 def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     """Root reads every folder, so when the tests run as root the scan runs in a child process
     that drops to user nobody after importing: the interpreter lives under /root, and the checkout

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+from .jstext import js_trim
+
 CANONICAL_ROOT = "MEMORY.md"
 USER_ROOT = "USER.md"
 LEGACY_ROOT = "memory.md"
@@ -16,6 +18,8 @@ REPAIR_ROOT_MEMORY = f"{REPAIR_DIR}/root-memory"
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".heic", ".heif"})
 AUDIO_EXTENSIONS = frozenset({".mp3", ".wav", ".ogg", ".opus", ".m4a", ".m2a", ".aac", ".flac"})
+_IMAGE_SUFFIXES = tuple(IMAGE_EXTENSIONS)
+_AUDIO_SUFFIXES = tuple(AUDIO_EXTENSIONS)
 MAX_MEDIA_BYTES = 10_485_760  # OpenClaw's multimodal maxFileBytes default (10 MiB)
 
 DAILY_NOTE = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
@@ -27,18 +31,18 @@ def file_kind(name: str, multimodal: bool) -> str | None:
         return "markdown"
     if not multimodal:
         return None
-    ext = os.path.splitext(name)[1].lower()
-    if ext in IMAGE_EXTENSIONS:
+    # OpenClaw's classifyMemoryMultimodalPath: the name trimmed (JavaScript's white space) and
+    # lower-cased ends with the extension; '.jpg' and '..jpg' are images, 'a.png ' is one too.
+    lower = js_trim(name).lower()
+    if lower.endswith(_IMAGE_SUFFIXES):
         return "image"
-    if ext in AUDIO_EXTENSIONS:
+    if lower.endswith(_AUDIO_SUFFIXES):
         return "audio"
     return None
 
 
 def is_memory_path(rel: str) -> bool:
     """OpenClaw's ``isMemoryPath``: ``MEMORY.md``, ``USER.md``, the dream diary (any case), or under ``memory/``."""
-    from .jstext import js_trim
-
     rel = re.sub(r"^[./]+", "", js_trim(rel)).replace("\\", "/")
     if not rel:
         return False

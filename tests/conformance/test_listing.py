@@ -56,6 +56,11 @@ HAND_CASES = {
         "../media/doc.pdf": "pdf", "memory/img.png": "not in memory/",
     }, ["../media"], True),
     "multimodal off": ({"../media/p.png": "png", "../media/n.md": "n"}, ["../media"], False),
+    "multimodal names typed by how they end": ({
+        "../media/..jpg": "j", "../media/...wav": "w", "../media/.a.png": "p", "../media/.jpg": "no ext",
+        "../media/x.": "x", "../media/.#y.mp3": "m", "../media/b..OGG": "o", "../media/t.png ": "trailing space",
+        "../media/n.flac\n": "trailing newline", "../media/m.md ": "not markdown",
+    }, ["../media"], True),
     "dream diary twins": ({"DREAMS.md": "d", "dreams.md": "d2", "MEMORY.md": "m"}, [], False),
 }
 
