@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from conftest import write
-from openclaw_memory.files.paths import MAX_MEDIA_BYTES
 from openclaw_memory.files.scan import scan_memory_files
 
 
@@ -146,12 +145,13 @@ def test_multimodal_applies_to_extra_paths_only(workspace, tmp_path):
     write(tmp_path / "media/photo.PNG", b"\x89PNG")
     write(tmp_path / "media/voice.mp3", b"ID3")
     write(tmp_path / "media/huge.jpg", b"")
-    os.truncate(tmp_path / "media/huge.jpg", MAX_MEDIA_BYTES + 1)
+    os.truncate(tmp_path / "media/huge.jpg", 10 * 1024 * 1024 + 1)  # over OpenClaw's maxFileBytes: listed all the same
     extra = [str(tmp_path / "media")]
     assert paths(scan_memory_files(workspace, extra_paths=extra)) == []
     result = scan_memory_files(workspace, extra_paths=extra, multimodal=True)
-    assert [(f.path.rsplit("/", 1)[1], f.kind) for f in result.files] == [("photo.PNG", "image"), ("voice.mp3", "audio")]
-    assert "larger than" in reasons(result)["../media/huge.jpg"]
+    assert [(f.path.rsplit("/", 1)[1], f.kind) for f in result.files] == [
+        ("huge.jpg", "image"), ("photo.PNG", "image"), ("voice.mp3", "audio")]
+    assert not result.skipped
 
 
 def test_a_media_name_is_typed_by_how_it_ends_as_openclaw_types_it(workspace, tmp_path):

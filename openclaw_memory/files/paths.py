@@ -20,7 +20,6 @@ IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".heic",
 AUDIO_EXTENSIONS = frozenset({".mp3", ".wav", ".ogg", ".opus", ".m4a", ".m2a", ".aac", ".flac"})
 _IMAGE_SUFFIXES = tuple(IMAGE_EXTENSIONS)
 _AUDIO_SUFFIXES = tuple(AUDIO_EXTENSIONS)
-MAX_MEDIA_BYTES = 10_485_760  # OpenClaw's multimodal maxFileBytes default (10 MiB)
 
 DAILY_NOTE = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
 

@@ -24,7 +24,6 @@ from .jstext import sort_utf16
 from .paths import (
     CANONICAL_ROOT,
     LEGACY_ROOT,
-    MAX_MEDIA_BYTES,
     MEMORY_DIR,
     REPAIR_DIR,
     USER_ROOT,
@@ -161,9 +160,7 @@ class _Collector:
             self.skip(abs_path, "a folder, not a file")
         elif not stat.S_ISREG(st.st_mode):
             self.skip(abs_path, "not a regular file (FIFO, socket or device; never opened)")
-        elif kind != "markdown" and st.st_size > MAX_MEDIA_BYTES:
-            self.skip(abs_path, f"{kind} larger than {MAX_MEDIA_BYTES} bytes")
-        else:
+        else:  # media of any size: OpenClaw lists it; its limit (maxFileBytes) is for embedding it
             self.add(abs_path, source, kind, st)
 
     def sort_from(self, start: int) -> None:

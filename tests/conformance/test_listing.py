@@ -54,6 +54,7 @@ HAND_CASES = {
     "multimodal extra": ({
         "../media/p.PNG": "png", "../media/v.mp3": "id3", "../media/v.m2a": "m2a", "../media/n.md": "n",
         "../media/doc.pdf": "pdf", "memory/img.png": "not in memory/",
+        "../media/big.wav": b"\0" * (10 * 1024 * 1024 + 1),  # over maxFileBytes: listed (its limit is for embedding)
     }, ["../media"], True),
     "multimodal off": ({"../media/p.png": "png", "../media/n.md": "n"}, ["../media"], False),
     "multimodal names typed by how they end": ({
