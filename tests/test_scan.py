@@ -6,6 +6,7 @@ import os
 
 from conftest import write
 from openclaw_memory.files.scan import scan_memory_files
+from openclaw_memory.settings import normalize_extra_paths
 
 
 def paths(result):
@@ -163,6 +164,18 @@ def test_a_media_name_is_typed_by_how_it_ends_as_openclaw_types_it(workspace, tm
     assert sorted((f.path.rsplit("/", 1)[1], f.kind) for f in result.files) == [
         ("...wav", "audio"), ("..jpg", "image"), (".a.png", "image"), (".jpg", "image"), ("a.png ", "image"),
         ("b.OGG", "audio")]
+
+
+def test_a_folder_named_memory_md_is_never_walked_through_an_extra_path(workspace):
+    # OpenClaw passes over the workspace's path memory.md, whatever it is: an extra path holding the
+    # workspace, or naming the folder itself, lists nothing below it (both listed memory.md/inner.md).
+    write(workspace / "memory.md/inner.md", "inner")
+    write(workspace / "notes/n.md", "n")
+    for extra in (".", "memory.md", "./memory.md/"):
+        result = scan_memory_files(workspace, extra_paths=normalize_extra_paths([extra], workspace))
+        assert "memory.md/inner.md" not in paths(result), extra
+        assert reasons(result)["memory.md"].startswith("named like the legacy root file but not a file")
+    assert "notes/n.md" in paths(scan_memory_files(workspace, extra_paths=normalize_extra_paths(["."], workspace)))
 
 
 def test_unreadable_folder_is_reported_not_dropped(tmp_path):

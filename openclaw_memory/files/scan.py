@@ -39,6 +39,11 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
+# A folder at the workspace root named like the legacy root file: OpenClaw passes over the path
+# memory.md whatever it is, so nothing below it is memory, through an extra path either.
+LEGACY_NAMED_FOLDER = "named like the legacy root file but not a file, so never memory: move what it holds under memory/"
+
+
 @dataclass(frozen=True)
 class MemoryFile:
     path: str  # relative to the workspace with "/" (``../notes/a.md`` outside it), as OpenClaw shows it
@@ -273,6 +278,8 @@ class _Collector:
             if entry.is_dir(follow_symlinks=False):
                 if name == REPAIR_DIR:
                     self.skip(path, "repair archive (never memory)")
+                elif path == self._legacy_root:  # an extra path holding the workspace: OpenClaw never enters it
+                    self.skip(path, LEGACY_NAMED_FOLDER)
                 elif path != self._repair_root:
                     return self._open(path, folder.shown_prefix + name + "/", folder.fd)
                 return None
@@ -356,7 +363,7 @@ def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool, age
         except OSError:
             regular = False
         c.skip(legacy, "legacy root memory.md is never memory (run `openclaw-memory doctor --fix`)" if regular else
-               "named like the legacy root file but not a file, so never memory: move what it holds under memory/")
+               LEGACY_NAMED_FOLDER)
     if REPAIR_DIR in entries:
         c.skip(os.path.join(ws, REPAIR_DIR), "repair archive (never memory)")
 
@@ -398,6 +405,8 @@ def _scan_extra(c: _Collector, extra: ExtraPath, multimodal: bool) -> None:
     real = as_scanned(extra)
     if _inside(real, c._repair_root):
         c.skip(real, "repair archive (never memory)")
+    elif real == c._legacy_root and stat.S_ISDIR(st.st_mode):
+        c.skip(real, LEGACY_NAMED_FOLDER)
     elif stat.S_ISDIR(st.st_mode):
         pattern = extra.pattern
         c.walk(real, "extra", multimodal, admits=ExtraPath(real, pattern).admits if pattern else None)

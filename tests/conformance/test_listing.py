@@ -63,6 +63,10 @@ HAND_CASES = {
         "../media/n.flac\n": "trailing newline", "../media/m.md ": "not markdown",
     }, ["../media"], True),
     "dream diary twins": ({"DREAMS.md": "d", "dreams.md": "d2", "MEMORY.md": "m"}, [], False),
+    "a folder named memory.md through the workspace as an extra path": ({
+        "memory.md/inner.md": "i", "memory.md/sub/x.md": "x", "notes/n.md": "n", "MEMORY.md": "m",
+    }, [".", "memory.md", "./memory.md/"], False),
+    "a folder below memory.md as an extra path": ({"memory.md/sub/x.md": "x"}, ["memory.md/sub"], False),
 }
 
 
