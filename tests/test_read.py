@@ -102,6 +102,19 @@ def test_refused_paths(workspace, path, why):
         read_memory_file(path, str(workspace))
 
 
+def test_the_repair_archive_is_refused_through_an_extra_path_naming_it(workspace):
+    # files lists nothing of the workspace's .openclaw-repair/ even when an extra path names it; a read
+    # there went through (only a .openclaw-repair folder below the extra path was refused).
+    from openclaw_memory.settings import normalize_extra_paths
+
+    write(workspace / ".openclaw-repair/other.md", "archived")
+    write(workspace / "notes/n.md", "n")
+    for extra in ([".openclaw-repair"], ["."]):
+        with pytest.raises(PathRefused, match=r"inside a \.openclaw-repair archive"):
+            read_memory_file(".openclaw-repair/other.md", str(workspace), extra_paths=normalize_extra_paths(extra, workspace))
+    assert read_memory_file("notes/n.md", str(workspace), extra_paths=normalize_extra_paths(["."], workspace)).text == "n"
+
+
 def test_symlink_file_and_folder_are_refused(workspace, tmp_path):
     target = write(tmp_path / "secret.md", "secret")
     write(workspace / "memory/real.md", "r")

@@ -198,7 +198,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     if not absolute.endswith(".md") and not (root == absolute and not in_workspace):
         raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
     rel_parts = os.path.relpath(absolute, root).split(os.sep) if absolute != root else []
-    if REPAIR_DIR in rel_parts:
+    # Also through an extra path naming the workspace's archive folder (files lists nothing there).
+    if REPAIR_DIR in rel_parts or _inside(absolute, os.path.join(workspace, REPAIR_DIR)):
         raise PathRefused(f"refused: {shown} is inside a {REPAIR_DIR} archive, which is never memory")
     _refuse_symlinks(root, rel_parts, shown)
     if not rel_parts:  # an extra path that is the file itself: opened from its folder

@@ -73,6 +73,22 @@ def test_the_legacy_root_is_never_read_through_an_extra_path_holding_the_workspa
     checks.done()
 
 
+def test_the_repair_archive_is_never_memory_through_an_extra_path_naming_it(oracle, new_ws, checks):
+    from .workspaces import our_scan, their_list
+
+    ws = new_ws()
+    build(ws, {"MEMORY.md": "# M\n", ".openclaw-repair/other.md": "archived\n", ".openclaw-repair/root-memory/a.md": "a\n"})
+    extra = [".openclaw-repair"]
+    read, listing = oracle.batch([read_request(ws, ".openclaw-repair/other.md", extra),
+                                  {"op": "list", "ws": str(ws), "extra": extra}])
+    checks.deliberate("repair-archive-read-refused", "a .openclaw-repair archive is never memory",
+                      our_read(ws, ".openclaw-repair/other.md", extra) == "ERROR" and their_read(read) != "ERROR", "via extra path")
+    checks.deliberate("repair-archive-not-listed", "a .openclaw-repair archive is never memory",
+                      [f.path for f in our_scan(ws, extra).files] == ["MEMORY.md"]
+                      and ".openclaw-repair/other.md" in their_list(ws, listing), str(listing))
+    checks.done()
+
+
 def test_hand_written_reads(oracle, new_ws, checks):
     ws = new_ws()
     build(ws, TREE)
