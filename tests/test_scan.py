@@ -178,6 +178,16 @@ def test_a_folder_named_memory_md_is_never_walked_through_an_extra_path(workspac
     assert "notes/n.md" in paths(scan_memory_files(workspace, extra_paths=normalize_extra_paths(["."], workspace)))
 
 
+def test_the_workspace_reached_from_an_extra_path_above_it_keeps_its_own_paths(workspace):
+    # Extra '..' walks the workspace too: its notes are shown as OpenClaw shows them, relative to the
+    # workspace (they were ../ws/notes/n.md); the folder beside it stays ../<name>/.
+    write(workspace / "notes/n.md", "n")
+    write(workspace.parent / "beside/b.md", "b")
+    result = scan_memory_files(workspace, extra_paths=normalize_extra_paths([".."], workspace))
+    assert "notes/n.md" in paths(result) and "../beside/b.md" in paths(result)
+    assert not [p for p in paths(result) if p.startswith(f"../{workspace.name}/")]
+
+
 def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     """Root reads every folder, so when the tests run as root the scan runs in a child process
     that drops to user nobody after importing: the interpreter lives under /root, and the checkout

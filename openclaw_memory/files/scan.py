@@ -281,7 +281,10 @@ class _Collector:
                 elif path == self._legacy_root:  # an extra path holding the workspace: OpenClaw never enters it
                     self.skip(path, LEGACY_NAMED_FOLDER)
                 elif path != self._repair_root:
-                    return self._open(path, folder.shown_prefix + name + "/", folder.fd)
+                    # Below the workspace, reached from an extra path above it ('..'), paths are the
+                    # workspace's own again: notes/n.md, as OpenClaw shows them, not ../ws/notes/n.md.
+                    shown = "" if path == self.workspace else folder.shown_prefix + name + "/"
+                    return self._open(path, shown, folder.fd)
                 return None
             if admits is not None and not admits(path):
                 return None

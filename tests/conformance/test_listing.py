@@ -67,6 +67,9 @@ HAND_CASES = {
         "memory.md/inner.md": "i", "memory.md/sub/x.md": "x", "notes/n.md": "n", "MEMORY.md": "m",
     }, [".", "memory.md", "./memory.md/"], False),
     "a folder below memory.md as an extra path": ({"memory.md/sub/x.md": "x"}, ["memory.md/sub"], False),
+    "the workspace reached from an extra path above it": ({
+        "notes/n.md": "n", "user.md": "u", "MEMORY.md": "m", "../beside/b.md": "b",
+    }, ["..", "notes"], False),
 }
 
 
