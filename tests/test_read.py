@@ -115,6 +115,22 @@ def test_the_repair_archive_is_refused_through_an_extra_path_naming_it(workspace
     assert read_memory_file("notes/n.md", str(workspace), extra_paths=normalize_extra_paths(["."], workspace)).text == "n"
 
 
+def test_a_path_through_a_file_is_refused_and_a_missing_folder_is_not_found(workspace):
+    # OpenClaw's memory_get refuses memory/a.md/x.md when a.md is a file (here: not_found, as if
+    # the folder were only missing); memory/no/x.md is "not found" on both sides.
+    from openclaw_memory.settings import normalize_extra_paths
+
+    write(workspace / "memory/a.md", "a")
+    write(workspace / "notes/n.md", "n")
+    os.mkfifo(workspace / "notes/pipe")
+    extra = normalize_extra_paths(["notes"], workspace)
+    for path in ("memory/a.md/x.md", "notes/n.md/x.md", "notes/pipe/deeper/x.md"):
+        with pytest.raises(PathRefused, match=r"goes through (a\.md|n\.md|pipe), which is not a folder"):
+            read_memory_file(path, str(workspace), extra_paths=extra)
+    for path in ("memory/no/x.md", "notes/no/deeper/x.md"):
+        assert read_memory_file(path, str(workspace), extra_paths=extra).status == "not_found"
+
+
 def test_symlink_file_and_folder_are_refused(workspace, tmp_path):
     target = write(tmp_path / "secret.md", "secret")
     write(workspace / "memory/real.md", "r")

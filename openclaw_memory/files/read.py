@@ -331,12 +331,28 @@ def read_memory_file(
     resolved = resolve_memory_path(path, workspace, extra_paths)
     opened = open_resolved(resolved)
     if opened is None:
+        _refuse_through_a_file(resolved)
         return ReadResult("", resolved.display, status="not_found", abs_path=resolved.abs_path)
     with os.fdopen(opened[0], "rb") as fh:
         (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
     warnings = (not_utf8(resolved.display),) if bad_utf8 else ()
     result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
     return replace(result, version=version, size=size)
+
+
+def _refuse_through_a_file(resolved: ResolvedPath) -> None:
+    """PathRefused when the missing file's path goes through something that is not a folder
+    (``notes/n.md/x.md``): OpenClaw's memory_get refuses that path; a missing folder on the way
+    is only "not found", as there."""
+    current = resolved.root
+    for part in resolved.parts[:-1]:
+        current = os.path.join(current, part)
+        try:
+            st = os.lstat(current)
+        except OSError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            raise PathRefused(f"refused: {resolved.display} goes through {part}, which is not a folder")
 
 
 _MAX_BUDGET = 1 << 40

@@ -89,6 +89,19 @@ def test_the_repair_archive_is_never_memory_through_an_extra_path_naming_it(orac
     checks.done()
 
 
+def test_a_path_through_a_file(oracle, new_ws, checks):
+    """A folder on the way that is a file (or a FIFO) is a refusal; a missing one is "not found"."""
+    ws = new_ws()
+    build(ws, {"memory/a.md": "a", "memory/f": "f", "notes/n.md": "n", "notes/pipe": ("fifo",), "memory.md": "legacy",
+               "../out/file": "x", "notes/sub/s.md": "s"})
+    cases = [([], "memory/a.md/x.md"), ([], "memory/f/deeper/x.md"), ([], "memory/no/x.md"), (["notes"], "notes/n.md/x.md"),
+             (["notes"], "notes/pipe/x.md"), (["notes"], "notes/no/deeper/x.md"), (["notes"], "notes/sub/x.md"),
+             (["../out/file"], "../out/file/x.md"), (["."], "memory.md/x.md"), ([".."], "memory.md/inner.md")]
+    for (extra, path), answer in zip(cases, oracle.batch([read_request(ws, p, e) for e, p in cases])):
+        checks.same(f"read {path!r} extra={extra}", our_read(ws, path, extra), their_read(answer))
+    checks.done()
+
+
 def test_hand_written_reads(oracle, new_ws, checks):
     ws = new_ws()
     build(ws, TREE)
