@@ -590,3 +590,45 @@ def test_a_note_added_under_polling_does_not_re_arm_the_watchers(workspace, stat
     write(workspace / "memory" / "e.md", "# e\n\nAnd stayed.\n")
     wait_for(lambda: w.change_for("memory/e.md", "added"), WAIT)
     assert w.stop() == 0
+
+
+def test_under_polling_a_second_save_within_the_same_second_is_synced(workspace, state_dir):
+    """watchfiles' poller compares modification times to the second: a save made in the same second
+    as the one it last saw of a note is no event, and waited for the backstop sync (30 s; an hour
+    here). Found as edits in a folder just moved in, missed one time in two. Now a sync that had
+    events under polling is followed by one more once that second is past."""
+    import contextlib
+    import time
+
+    from openclaw_memory.index.api import MemoryIndex
+    from openclaw_memory.watch.watcher import Watcher
+
+    seed(workspace)
+    settings = settings_for(workspace, state_dir)
+    changes: list = []
+    started = threading.Event()
+    with MemoryIndex(settings) as index:
+        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
+                          on_change=changes.append, on_start=lambda _s: started.set(), polling=True, backstop_s=3600)
+        runner = threading.Thread(target=watcher.run)
+        runner.start()
+        try:
+            assert started.wait(WAIT)
+            same_second = 0
+            for k in range(20):
+                wait_for(lambda: time.time() % 1 < 0.1, 2, 0.005)  # early in a second: room for both saves
+                note = write(workspace / "memory" / f"n{k}.md", f"# N\n\nThe lark sang {k}.\n")
+                wait_for(lambda n=f"memory/n{k}.md": any(c.path == n for c in changes), WAIT)
+                first = os.stat(note).st_mtime_ns
+                with open(note, "a", encoding="utf-8") as fh:  # in place: the poller's only sign is the time
+                    fh.write("And flew off.\n")
+                if os.stat(note).st_mtime_ns // 10**9 == first // 10**9:
+                    same_second += 1
+                wait_for(lambda n=f"memory/n{k}.md": any(c.path == n and c.action == "updated" for c in changes), WAIT)
+                if same_second >= 2:
+                    break
+            assert same_second >= 2, "no second save landed in its first one's second: nothing was tried"
+        finally:
+            watcher.stop()
+            runner.join(WAIT)
+

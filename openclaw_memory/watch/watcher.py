@@ -55,6 +55,10 @@ MAX_WAIT_S = 2.0
 BACKSTOP_S = 30.0
 ARM_WAIT_S = 3.0  # how long to wait for the watchers to be in place before the first sync
 RETRY_S = 1.0  # after a failed sync (index busy) or a watcher error
+# The poller compares modification times to the second: a save in the same second as the last one it
+# saw of a file (or as its first walk, after arming) is no event. Under polling, a sync that had
+# events or followed an arming is followed by one more this long after it, once that second is past.
+POLL_SECOND_S = 1.1
 WORKSPACE_GONE = "its workspace is gone"  # why a watch stopped by itself (WatchSummary.stopped_by)
 
 
@@ -136,6 +140,7 @@ class Watcher:
         self._failing: str | None = None  # the kind of failure the syncs meet now (said once), None when they succeed
         self._quick_rearm_at = -RETRY_S  # the last re-arm at once after an undecodable name
         self._busy = False
+        self._armed_since_sync = False  # under polling: a sync is due once the arming's second is past
         self._signal = "stop"
         self._signalled = False  # set by the signal handler, which may take no lock
         self.batches = 0
@@ -217,7 +222,7 @@ class Watcher:
         rearm = False  # a watched folder itself was removed or made again
         first_at = last_at = 0.0
         quiet = SETTLED_S  # QUIET_S once the batch has a file written in place or removed
-        due = time.monotonic() + (self.backstop_s if ok else RETRY_S)  # next sync without events
+        due = self._next_due(ok, False)  # the next sync without events
         while not self._stopping():
             now = time.monotonic()
             wait = min(last_at + quiet, first_at + MAX_WAIT_S) - now if hints else due - now
@@ -253,8 +258,8 @@ class Watcher:
             ready = hints and (now - last_at >= quiet or now - first_at >= MAX_WAIT_S)
             if ready or now >= due:
                 ok = self._apply(index, hints)
+                due = self._next_due(ok, bool(hints))
                 hints = set()
-                due = time.monotonic() + (self.backstop_s if ok else RETRY_S)
                 if rearm or self._targets_changed():
                     self.on_notice("the watched folders changed; re-arming the watchers")
                     targets = self._arm()
@@ -354,9 +359,21 @@ class Watcher:
 
     # -- watchers ----------------------------------------------------------------------------
 
+    def _next_due(self, ok: bool, had_events: bool) -> float:
+        """When to sync next without events: soon after a failure, and under polling once the second
+        of the events it had or of its watchers' arming is past (see POLL_SECOND_S)."""
+        now = time.monotonic()
+        if not ok:
+            return now + RETRY_S
+        if self.polling and (had_events or self._armed_since_sync):
+            self._armed_since_sync = False
+            return now + POLL_SECOND_S
+        return now + self.backstop_s
+
     def _arm(self) -> Targets:
         """(Re)start the watchers on the current targets and wait until they are in place; the targets."""
         self._rearm_at = None
+        self._armed_since_sync = True
         while True:
             targets, error = self._start_feeds()
             if error is None:
