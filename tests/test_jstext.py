@@ -39,6 +39,22 @@ def test_patterns(path, pattern, expected):
     assert matches_glob(path, pattern) is expected
 
 
+# What minimatch (Node's path.matchesGlob, as OpenClaw 2026.9.6 runs it) answers, where this matcher
+# answered otherwise: the negative extglob, a trailing ** (one part or more), POSIX classes over
+# Unicode, the pattern's own simplification, '**(' and an extglob's hold on dot files.
+@pytest.mark.parametrize("path, pattern, expected", [
+    ("a.md", "!(a)", True), ("a", "!(a)", False), ("b.md", "!(a).md", True), ("a.md", "!(a).md", False),
+    ("aa.md", "a[ab]!(a)", True), ("b.md", "b!(a)[^a]", True),
+    ("sub", "sub/**", False), ("sub/a.md", "sub/**", True), ("x.md", "*.md/**", False),
+    ("é.md", "[[:alpha:]]*", True), ("1.md", "[[:alpha:]]*", False), ("٣.md", "[[:digit:]].md", True),
+    ("x/a.md", "x//a.md", True), ("x/a.md", "x/./a.md", True), ("a.md", "x/../a.md", True), ("x/a.md", "**/./a.md", True),
+    ("b.md", "**(x)[^a]", True), ("a", "**(x)[^a]", False),
+    (".a.md", "*(x)*.md", True), (".a.md", "?(a|b)*", True), (".a.md", "*.md", False), (".a.md", "!(x)*", False),
+])
+def test_patterns_as_minimatch_answers(path, pattern, expected):
+    assert matches_glob(path, pattern) is expected
+
+
 def test_brace_expansion():
     assert expand_braces("a{b,c{d,e}}f") == ["abf", "acdf", "acef"]
     assert expand_braces("{x}") == ["{x}"]

@@ -50,6 +50,12 @@ HAND_CASES = {
         {"path": "../p", "pattern": "[ab]?.md"}, {"path": "../p", "pattern": "x/*/b2.md"},
         {"path": "../p", "pattern": ".h/*.md"}, {"path": "../p", "pattern": "[!a]*.md"},
         {"path": "../p", "pattern": "*.txt"}, {"path": "../p", "pattern": "  "}], False),
+    "minimatch corners": ({
+        "../m/a.md": "", "../m/b.md": "", "../m/aa.md": "", "../m/x.md/y.md": "", "../m/x/a.md": "", "../m/é.md": "",
+        "../m/1.md": "", "../m/٣.md": "", "../m/.a.md": "", "../m/sub/c.md": "",
+    }, [{"path": "../m", "pattern": p} for p in ["!(a)", "!(a).md", "a[ab]!(a)", "*.md/**", "sub/**", "[[:alpha:]]*",
+                                                  "[[:digit:]].md", "x//a.md", "x/./a.md", "x/../a.md", "**/./a.md",
+                                                  "**(x)[^a]", "*(x)*.md", "?(a|b)*", "!(x)*"]], False),
     "pattern on a single file is ignored": ({"../f/one.md": "1"}, [{"path": "../f/one.md", "pattern": "nothing"}], False),
     "multimodal extra": ({
         "../media/p.PNG": "png", "../media/v.mp3": "id3", "../media/v.m2a": "m2a", "../media/n.md": "n",
