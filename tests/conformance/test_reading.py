@@ -59,6 +59,7 @@ PATHS = [
 REFUSED_HERE = {
     "memory/.openclaw-repair/x.md": ("repair-archive-read-refused", "a .openclaw-repair archive is never memory"),
     "memory\\emoji.md": ("backslash-path-refused", "a backslash path is ambiguous across systems; memory paths use '/'"),
+    "memory/\ud83d.md": ("lone-surrogate-refused", "half an emoji names no file; OpenClaw reads it as U+FFFD, another name"),
 }
 
 
