@@ -156,6 +156,25 @@ def test_generated_trees_and_patterns(oracle, new_ws, batches):
     checks.done()
 
 
+def test_a_name_that_is_not_utf8_is_listed_by_its_bytes(oracle, new_ws, checks):
+    import os
+
+    ws = new_ws()
+    build(ws, {"memory/ok.md": "ok"})
+    for name in (b"\xff.md", b"\xfe/x.md"):
+        path = os.path.join(os.fsencode(ws / "memory"), name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"note")
+    (answer,) = oracle.batch([{"op": "list", "ws": str(ws), "extra": []}])
+    ours = [f.path for f in our_scan(ws, []).files]
+    checks.same("the UTF-8 names", [p for p in ours if p.isascii()], [p for p in their_list(ws, answer) if p.isascii()])
+    checks.deliberate("non-utf8-name-listed", "the exact name back; OpenClaw shows U+FFFD, a name it cannot open, and drops what a folder so named holds",
+                      ours == ["memory/ok.md", "memory/\udcfe/x.md", "memory/\udcff.md"]
+                      and their_list(ws, answer) == ["memory/ok.md", "memory/\ufffd.md"], f"{ours} {answer}")
+    checks.done()
+
+
 IS_MEMORY = [
     "MEMORY.md", "USER.md", "DREAMS.md", "dreams.md", "Dreams.md", "memory.md", "user.md", "memory/", "memory/a.md",
     "./memory/a.md", "../memory/a.md", ".//MEMORY.md", " MEMORY.md ", "memory\\a.md", "notes/a.md", "memoryx/a.md",
