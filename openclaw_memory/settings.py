@@ -674,13 +674,13 @@ def timezone_problem(name: str | None) -> str | None:
         return None
     import datetime as dt
     import difflib
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+    from zoneinfo import available_timezones
 
-    try:
-        ZoneInfo(name)
+    from .prompt.startup import resolve_zone
+
+    if resolve_zone(name) is not None:  # as OpenClaw (JavaScript's Intl) takes it
         return None
-    except (ZoneInfoNotFoundError, ValueError):
-        close = difflib.get_close_matches(name, sorted(available_timezones()), n=1)
+    close = difflib.get_close_matches(name, sorted(available_timezones()), n=1)
     meant = f" (did you mean {close[0]!r}?)" if close else ""
     return (f"openclaw.json's agents.defaults.userTimezone {shown(name)} is not a time zone this system knows{meant}: "
             f"today's date comes from the host's zone ({dt.datetime.now().astimezone().tzname()}), as in OpenClaw")

@@ -175,3 +175,27 @@ def test_a_hard_linked_daily_note_is_left_out_as_openclaw_leaves_it(workspace, t
     os.link(workspace / "memory/2026-11-30.md", tmp_path / "copy.md")
     result = section(workspace)
     assert "yesterday" in result.text and "second name" not in result.text
+
+
+def test_the_user_timezone_is_taken_as_javascript_intl_takes_it(workspace, monkeypatch):
+    # OpenClaw resolves userTimezone with Intl: a UTC offset and an IANA name in any letter case are
+    # zones; posix/Asia/Tokyo is not (the host's zone, UTC here). All three were the other way round.
+    import time
+
+    from openclaw_memory.settings import StartupContext, timezone_problem
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+    write(workspace / "memory/2026-11-30.md", "the 30th\n")
+    write(workspace / "memory/2026-12-01.md", "the 1st\n")
+    evening = dt.datetime(2026, 11, 30, 20, 30, tzinfo=dt.UTC)
+    for zone, first in (("+05:00", "the 1st"), ("\u221205:00", "the 30th"), ("+0530", "the 1st"),
+                        ("asia/kolkata", "the 1st"), ("posix/Asia/Tokyo", "the 30th")):
+        result = build_prompt_section(scan_memory_files(workspace), now=evening,
+                                      startup=StartupContext(daily_memory_days=1, user_timezone=zone))
+        assert first in result.text.split("[Untrusted daily memory")[1], zone
+    assert timezone_problem("+05:30") is None and timezone_problem("AMERICA/NEW_YORK") is None
+    assert timezone_problem("posix/Asia/Tokyo") is not None
+    monkeypatch.undo()
+    time.tzset()

@@ -180,6 +180,15 @@ TIMES = [
     (dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC), "Asia/Kolkata"),
     (dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC), "Pacific/Pago_Pago"),
     (dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC), "Not/AZone"),
+    # As Intl takes a zone: UTC offsets, any letter case, links; not a file of the zone folder.
+    (dt.datetime(2026, 11, 30, 20, 30, tzinfo=dt.UTC), "+05:00"),
+    (dt.datetime(2026, 11, 30, 20, 30, tzinfo=dt.UTC), "+0530"),
+    (dt.datetime(2026, 11, 30, 3, 0, tzinfo=dt.UTC), "\u221205:00"),
+    (dt.datetime(2026, 11, 30, 20, 30, tzinfo=dt.UTC), "asia/kolkata"),
+    (dt.datetime(2026, 11, 30, 3, 0, tzinfo=dt.UTC), "AMERICA/NEW_YORK"),
+    (dt.datetime(2026, 11, 30, 20, 30, tzinfo=dt.UTC), "Asia/Calcutta"),
+    (dt.datetime(2026, 11, 30, 20, 30, tzinfo=dt.UTC), "posix/Asia/Tokyo"),
+    (dt.datetime(2026, 11, 30, 20, 30, tzinfo=dt.UTC), "+24:00"),
 ]
 
 
