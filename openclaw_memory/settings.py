@@ -676,7 +676,7 @@ def timezone_problem(name: str | None) -> str | None:
     import difflib
     from zoneinfo import available_timezones
 
-    from .prompt.startup import resolve_zone
+    from .timezones import resolve_zone
 
     if resolve_zone(name) is not None:  # as OpenClaw (JavaScript's Intl) takes it
         return None

@@ -11,7 +11,6 @@ Lengths are UTF-16 code units. Symlinks and hard-linked notes are left out, as O
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import os
 import re
 import stat
@@ -21,6 +20,7 @@ from ..files.jstext import js_trim, truncate_utf16_safe, utf16_len
 from ..files.paths import MEMORY_DIR
 from ..fsutil.safeopen import NotRegularFile, open_regular_under
 from ..settings import StartupContext
+from ..timezones import resolve_zone
 from .collation import locale_compare_key
 
 MAX_SLUGGED_PER_DAY = 4
@@ -52,38 +52,6 @@ class DailyNote:
 class Prelude:
     text: str | None  # None: no note to show (OpenClaw then adds no prelude at all)
     notes: tuple[DailyNote, ...] = ()
-
-
-_UTC_OFFSET = re.compile(r"^([+\-\u2212])(\d{2})(?::?(\d{2}))?$")  # U+2212, the minus sign, too
-
-
-def resolve_zone(name: str | None) -> dt.tzinfo | None:
-    """The zone JavaScript's Intl takes ``name`` for, as OpenClaw's ``resolveUserTimezone`` does:
-    an IANA name or link in any letter case (``asia/kolkata``, ``Asia/Calcutta``) or a UTC offset
-    (``+05``, ``+0530``, ``+05:30``); None for what Intl refuses, ``posix/Asia/Tokyo`` included
-    (Python's zoneinfo opens any file of the zone folder; it also took no offset, no other case)."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    if not name:
-        return None
-    offset = _UTC_OFFSET.match(name)
-    if offset:
-        hours, minutes = int(offset[2]), int(offset[3] or 0)
-        if hours > 23 or minutes > 59:
-            return None
-        return dt.timezone((1 if offset[1] == "+" else -1) * dt.timedelta(hours=hours, minutes=minutes))
-    canonical = _zone_names().get(name.lower())
-    try:
-        return ZoneInfo(canonical) if canonical else None
-    except (ZoneInfoNotFoundError, ValueError):
-        return None
-
-
-@functools.cache
-def _zone_names() -> dict[str, str]:
-    from zoneinfo import available_timezones
-
-    return {known.lower(): known for known in available_timezones()}
 
 
 def _zone(name: str | None):

@@ -79,6 +79,13 @@ class ServiceSummary:
     changes: int = key()
     batches: int = key()
 
+    @property
+    def unasked(self) -> bool:
+        """It stopped by itself (its socket or its workspace went), not as asked."""
+        from ..watch.watcher import WORKSPACE_GONE
+
+        return self.stopped_by in (SOCKET_GONE, WORKSPACE_GONE)
+
 
 def _ignore(*_args) -> None:
     return None

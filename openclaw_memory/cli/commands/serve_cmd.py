@@ -38,9 +38,8 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
     require("search")
-    from ...serve.service import SOCKET_GONE, Service
+    from ...serve.service import Service
     from ...service_files import token_path
-    from ...watch.watcher import WORKSPACE_GONE
 
     def on_change(change) -> None:
         if json_out:
@@ -83,7 +82,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
                       on_notice=on_notice, on_start=on_start, on_watch_start=on_watch_start).run()
     # A service that stopped because its socket or its workspace went did not stop as asked: status 1,
     # so a supervisor that restarts a failed service (systemd's Restart=on-failure) starts a new one.
-    status = 1 if summary.stopped_by in (SOCKET_GONE, WORKSPACE_GONE) else 0
+    status = 1 if summary.unasked else 0
     if json_out:
         _emit_json(to_json(summary))
         return status
