@@ -123,15 +123,23 @@ def path_changed(resolved: ResolvedPath, exc: OSError, outcome: str = "nothing w
     )
 
 
-def open_resolved(resolved: ResolvedPath) -> tuple[int, os.stat_result] | None:
+def open_resolved(resolved: ResolvedPath, through_a_file: Literal["missing", "refused"] = "missing",
+                  ) -> tuple[int, os.stat_result] | None:
     """``(fd, fstat)`` of the memory file through its folder's descriptor; None when it does not exist.
 
-    Refusals (a symlink, FIFO, socket, a swapped folder, no permission) are PathRefused.
+    Refusals (a symlink, FIFO, socket, a swapped folder, no permission) are PathRefused; so is a path
+    through a file or a FIFO (``notes/n.md/x.md``) with ``through_a_file="refused"``, as OpenClaw's
+    memory_get refuses it (the walk names the part in the way; a missing folder is only missing).
     """
     try:
         with resolved.folder() as folder:
             return folder.open_regular(resolved.name)
-    except (FileNotFoundError, NotADirectoryError):
+    except NotADirectoryError as exc:
+        if through_a_file == "refused":
+            part = os.path.basename(exc.filename or "") or "a part of it"
+            raise PathRefused(f"refused: {resolved.display} goes through {part}, which is not a folder") from None
+        return None
+    except FileNotFoundError:
         return None
     except NotRegularFile as exc:
         raise PathRefused(f"refused: {resolved.display}: {exc.strerror}") from None
@@ -329,30 +337,14 @@ def read_memory_file(
     """Read a window of a memory file with OpenClaw's ``memory_get`` semantics."""
     check_window_args(from_line, lines, max_chars)
     resolved = resolve_memory_path(path, workspace, extra_paths)
-    opened = open_resolved(resolved)
+    opened = open_resolved(resolved, through_a_file="refused")
     if opened is None:
-        _refuse_through_a_file(resolved)
         return ReadResult("", resolved.display, status="not_found", abs_path=resolved.abs_path)
     with os.fdopen(opened[0], "rb") as fh:
         (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
     warnings = (not_utf8(resolved.display),) if bad_utf8 else ()
     result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
     return replace(result, version=version, size=size)
-
-
-def _refuse_through_a_file(resolved: ResolvedPath) -> None:
-    """PathRefused when the missing file's path goes through something that is not a folder
-    (``notes/n.md/x.md``): OpenClaw's memory_get refuses that path; a missing folder on the way
-    is only "not found", as there."""
-    current = resolved.root
-    for part in resolved.parts[:-1]:
-        current = os.path.join(current, part)
-        try:
-            st = os.lstat(current)
-        except OSError:
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            raise PathRefused(f"refused: {resolved.display} goes through {part}, which is not a folder")
 
 
 _MAX_BUDGET = 1 << 40

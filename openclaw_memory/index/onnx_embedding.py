@@ -217,22 +217,25 @@ def verify_shipped(folder: Path) -> None:
     naming the file. Once per process and file stat."""
     listed = _read_json(folder / CHECKSUMS_FILE).get("files")
     if not isinstance(listed, dict) or MODEL_FILE not in listed or META_FILE not in listed:
-        raise UsageError(f"{folder / CHECKSUMS_FILE} is missing or damaged: {_REINSTALL}")
+        raise UsageError(f"{folder / CHECKSUMS_FILE} is missing or damaged: {_reinstall()}")
     for name, expected in sorted(listed.items()):
         path = folder / name
         try:
             st = path.stat()
         except OSError:
-            raise UsageError(f"{path} is missing: {_REINSTALL}") from None
+            raise UsageError(f"{path} is missing: {_reinstall()}") from None
         key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
         if key in _verified:
             continue
         if not isinstance(expected, dict) or st.st_size != expected.get("bytes") or hash_file(path) != expected.get("xxh3_128"):
-            raise UsageError(f"{path} is damaged (its size or checksum is not the one shipped): {_REINSTALL}")
+            raise UsageError(f"{path} is damaged (its size or checksum is not the one shipped): {_reinstall()}")
         _verified.add(key)
 
 
-_REINSTALL = f"reinstall openclaw-memory ({reinstall_command()})"
+def _reinstall() -> str:
+    # Worded when raised: where the package was installed from is read from its metadata
+    # (importlib.metadata, ~20 ms), not on every import of the backend.
+    return f"reinstall openclaw-memory ({reinstall_command()})"
 
 
 def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:

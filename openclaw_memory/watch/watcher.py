@@ -282,11 +282,15 @@ class Watcher:
             except (MemoryToolError, OSError) as exc:  # LockTimeout (index busy), DiskFull, the workspace unreadable...
                 self._sync_failed(exc)
                 # The index is derived and catches up once it can; the bytes seen now may be gone by then.
-                files = self._markdown_files()
-                if not first:
-                    hinted = {display_path(p, workspace) for p in hints}
-                    files = [f for f in files if f.path in hinted]
-                warning = record_versions(settings, [f.path for f in files], files)
+                # A retry with no event since (every second while it fails) has nothing new to record:
+                # no walk of every note for none of them.
+                warning = None
+                if first or hints:
+                    files = self._markdown_files()
+                    if not first:  # the scan says which named paths are memory files (not an editor's temp file)
+                        hinted = {display_path(p, workspace) for p in hints}
+                        files = [f for f in files if f.path in hinted]
+                    warning = record_versions(settings, [f.path for f in files], files)
                 if warning:
                     self.on_notice(warning)
                 return False
