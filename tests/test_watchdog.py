@@ -21,8 +21,8 @@ from openclaw_memory.fsutil.fsclock import LOCAL_GUARD_NS, REMOTE_GUARD_NS, guar
 from openclaw_memory.watchdog.checkpoint import HEADING, pending_checkpoint
 from openclaw_memory.watchdog.heartbeat import heartbeat
 from openclaw_memory.watchdog.ignore import DEFAULT_PATTERNS, compile_rules
-from openclaw_memory.watchdog.snapshot import has_baseline, refresh_baseline, take_snapshot
-from openclaw_memory.watchdog.store import RACY, SnapshotStore
+from openclaw_memory.watchdog.snapshot import refresh_baseline, take_snapshot
+from openclaw_memory.watchdog.store import RACY, SnapshotStore, has_baseline
 from openclaw_memory.watchdog.verify import NoBaseline, verify_workspace
 from openclaw_memory.wire import to_json
 

@@ -19,10 +19,11 @@ CHECKPOINT_DONE = "checkpoint-written"
 
 def refresh_watchdog(settings: Settings, rel_paths: list[str], started_from: dict[str, str | None]) -> str:
     """Update the watchdog baseline for ``rel_paths`` when one exists; return a note for the report."""
-    from ..watchdog.snapshot import has_baseline, refresh_baseline
+    from ..watchdog.store import has_baseline
 
     if not has_baseline(settings):
         return ""
+    from ..watchdog.snapshot import refresh_baseline
     try:
         moved = refresh_baseline(settings, rel_paths, started_from)
     except (MemoryToolError, OSError) as exc:

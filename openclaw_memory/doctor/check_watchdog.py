@@ -10,10 +10,10 @@ SHOWN = 20  # paths listed in the message; the finding's ``paths`` has them all
 
 
 def check_watchdog(ctx: CheckContext) -> list[Finding]:
-    from ..watchdog.store import SnapshotDamaged, SnapshotStore
+    from ..watchdog.store import SnapshotDamaged, has_baseline
 
     try:
-        if SnapshotStore(ctx.settings.data_dir).latest_label() is None:
+        if not has_baseline(ctx.settings):
             return []  # no baseline: the comparing modules are not even imported (doctor's start)
         from ..watchdog.verify import display, verify_workspace
 

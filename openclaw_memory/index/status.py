@@ -152,8 +152,7 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
     files = sum(c.files for c in status.collections)
     interrupted = [c.name for c in status.collections if c.interrupted]
     if not status.indexed and interrupted:  # a first index killed: not "missing", and it resumes
-        findings.append(_finding("index-interrupted", "warning", "the first index run was interrupted; "
-                                 "`openclaw-memory index` (or `doctor --fix`) finishes it", interrupted))
+        findings.append(_interrupted(interrupted))
     elif not status.indexed:
         missing = f"no search index for agent {status.agent} yet ({files} memory files); `openclaw-memory index` builds it"
         # Search is optional: a workspace never indexed is healthy (no finding), so `doctor --fix`
@@ -181,9 +180,7 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
                 )
             )
         if interrupted:
-            findings.append(
-                _finding("index-interrupted", "warning", "an index run was interrupted; re-indexing repairs it", interrupted)
-            )
+            findings.append(_interrupted(interrupted))
     if status.orphaned:
         findings.append(
             _finding(
@@ -194,6 +191,12 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
             )
         )
     return findings
+
+
+def _interrupted(collections: list[str]) -> Finding:
+    """A killed index run, the first one too (no index yet, and not "missing": it resumes)."""
+    return _finding("index-interrupted", "warning", "an index run was interrupted; `openclaw-memory index` "
+                    "(or `doctor --fix`) finishes it", collections)
 
 
 def _finding(fid: str, severity: Severity, message: str, paths: list[str]) -> Finding:

@@ -56,11 +56,6 @@ def timestamp_label(prefix: str = "") -> str:
     return prefix + now.strftime("%Y-%m-%dT%H-%M-%S.%fZ")
 
 
-def has_baseline(settings: Settings) -> bool:
-    """Whether a snapshot exists for this workspace."""
-    return SnapshotStore(settings.data_dir).latest_label() is not None
-
-
 def new_table(settings: Settings, label: str, patterns: list[str]) -> Table:
     taken_at = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
     table = Table.empty(label, str(settings.workspace), taken_at, 0, guard_ns(settings.workspace), patterns)

@@ -24,12 +24,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import xxhash
 
 from ..database import Database, dec, enc
 from ..database.failures import stat_int
 from ..errors import DiskFull, UsageError, disk_full, os_error, shown
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 FORMAT = "openclaw-memory-snapshot"
 VERSION = 1
@@ -367,3 +371,9 @@ def _drop_snapshots(conn: sqlite3.Connection, labels: list[str]) -> set[str]:
         conn.execute("DELETE FROM snapshots WHERE label = ?", (label,))
         conn.execute("DELETE FROM snapshot_files WHERE label = ?", (label,))
     return versions
+
+
+def has_baseline(settings: Settings) -> bool:
+    """Whether a snapshot exists for this workspace (here, not in ``snapshot``: doctor asks it on
+    every start without importing the comparing modules)."""
+    return SnapshotStore(settings.data_dir).latest_label() is not None

@@ -6,15 +6,15 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import reported, warn
+from ..output import draws, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
 
 
 def _progress(stack):
-    """A rich bar per collection on a TTY; nothing otherwise (the summary follows)."""
-    if not sys.stderr.isatty():
+    """A rich bar per collection on a terminal that draws one (not TERM=dumb); nothing otherwise (the summary follows)."""
+    if not draws(sys.stderr):
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
