@@ -18,6 +18,28 @@ def cut(text: str, limit: int = 80) -> str:
 _BYTE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ANY_CONTROL = re.compile("[\x00-\x1f\x7f]")  # a path is one line: tab and line ends too
+
+
+def bytes_shown(text: str) -> str:
+    """``text`` with the bytes of a name that is not UTF-8 (surrogate escapes) shown as ``\\xNN``, as
+    every listing shows that name (a stream would print ``\\udce9``, or the raw byte; a UTF-8 reader
+    of a tool's answer fails on it); a lone surrogate that stands for no byte (from JSON) as its code."""
+    if not _SURROGATE.search(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def printable(path: str) -> str:
+    """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
+    in a file name, which split a warning in two) become ``\\xNN``."""
+    return _ANY_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", bytes_shown(path))
+
+
 def shown(value: object, limit: int = 80) -> str:
     """A value as an error message quotes it: its repr, a byte that is not UTF-8 as ``\\xNN`` (as every
     listing shows a name), cut short (a 100,000-character key is not echoed)."""

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import PathRefused
+from ..errors import PathRefused, bytes_shown, printable
 
 # The standard streams the caller closed (``cmd <&-``): the entry point puts the null device in
 # their place, so that nothing this process opens takes their descriptors; ``write --stdin`` must not
@@ -44,37 +44,16 @@ def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> b
 
 # Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_ANY_CONTROL = re.compile("[\x00-\x1f\x7f]")  # a path is one line: tab and line ends too
 
 
 def _escaped(match: re.Match) -> str:
     return f"\\x{ord(match.group()):02x}"
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _bytes_shown(text: str) -> str:
-    """``text`` with the bytes of a name that is not UTF-8 (surrogate escapes) shown as ``\\xNN``, as
-    every listing shows that name (a stream would print ``\\udce9``, or the raw byte)."""
-    if not _SURROGATE.search(text):
-        return text
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a lone surrogate that stands for no byte (from JSON): its code
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def no_controls(text: str) -> str:
     """``text`` with its control characters (but tab and line ends) and undecodable bytes shown as
     ``\\xNN``: a file's text or name must not drive the terminal it is printed on."""
-    return _CONTROL.sub(_escaped, _bytes_shown(text))
-
-
-def printable(path: str) -> str:
-    """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
-    in a file name) become ``\\xNN``."""
-    return _ANY_CONTROL.sub(_escaped, _bytes_shown(path))
+    return _CONTROL.sub(_escaped, bytes_shown(text))
 
 
 @contextmanager

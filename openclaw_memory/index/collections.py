@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..database import Database, dec, enc
+from ..errors import printable
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
 from ..fsutil.safeopen import as_scanned
 
@@ -87,19 +88,8 @@ def unindexable(files) -> list[str]:
     for f in files:
         reason = _left_out(f) if f.kind == "markdown" else None
         if reason is not None:
-            out.append(f"{shown_path(f.path)} ({reason})")
+            out.append(f"{printable(f.path)} ({reason})")
     return out
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def shown_path(path: str) -> str:
-    """A file's path as a message names it, on one line: the bytes of a name that is not UTF-8 and
-    its control characters (a newline, a tab) as ``\\xNN``, as every listing shows that name (a
-    newline split the warning in two, its second half reading as a line of its own)."""
-    shown = os.fsencode(path).decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", shown)
 
 
 def _left_out(f) -> str | None:

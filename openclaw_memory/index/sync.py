@@ -42,14 +42,14 @@ from .. import faults
 from ..bulk import gc_paused
 from ..database import Database
 from ..database.observations import Observations, TextCheck
-from ..errors import DiskFull
+from ..errors import DiskFull, printable
 from ..files.scan import MemoryFile, scan_paths, scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from ..types import ProgressCallback
 from .bm25 import StatsCount, TermChange, TermStats, change_stats, save_stats, scan_stats
-from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, shown_path, unindexable
+from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
 from .lender import Models
@@ -558,7 +558,7 @@ class _Sync:
             return None
         seen: dict[str, int] = {}
         if b"\x00" in version.data:  # a binary file named .md (an ELF, an image): no text to embed
-            self.notes.append(f"not indexed: {shown_path(f.path)} is not text (it holds NUL bytes)")
+            self.notes.append(f"not indexed: {printable(f.path)} is not text (it holds NUL bytes)")
             chunks = []
         else:
             text = version.data.decode("utf-8", errors="replace")

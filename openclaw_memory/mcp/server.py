@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadValue, MemoryToolError, cut, shown
+from ..errors import BadValue, MemoryToolError, bytes_shown, cut, shown
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
 
@@ -52,7 +52,7 @@ def indexed_scope(settings: Settings) -> str:
         )
     else:
         extras = ". No extra paths are configured."
-    return in_words(
+    return bytes_shown(
         f"Memory of agent '{settings.agent}' in workspace {settings.workspace}: MEMORY.md, USER.md (and the dream "
         f"diary DREAMS.md) at the workspace root, and every Markdown (.md) file under memory/, recursively{extras}"
     )
@@ -68,12 +68,6 @@ def tool_json(value: Any) -> str:
     """A tool's JSON text: such a byte as its JSON escape (``\\udcff``), which gives the exact name
     back to a JSON reader, as the CLI's JSON does; the rest as it is (``é``, not ``\\u00e9``)."""
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False, indent=2))
-
-
-def in_words(text: str) -> str:
-    """Words for the model (a description, an error): such a byte as ``\\xNN``, as every listing shows it."""
-    return _SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}" if "\udc80" <= m.group() <= "\udcff"
-                          else f"\\u{ord(m.group()):04x}", text)
 
 
 class MemoryTools:
@@ -412,7 +406,7 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
             worded = tool_error_text(exc)
             if worded is None:
                 raise
-            return types.CallToolResult(content=[types.TextContent(type="text", text=in_words(worded))], is_error=True)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=bytes_shown(worded))], is_error=True)
 
     return Server(
         SERVER_NAME,
