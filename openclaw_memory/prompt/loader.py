@@ -11,8 +11,8 @@ markers) and in ``truncated``.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -78,18 +78,14 @@ def _read_text(workspace: str, name: str) -> tuple[str, bool] | tuple[str, str] 
     Anything else that stops the read (permission, a swapped folder) raises OSError for the
     caller to report: a memory file never silently drops out.
     """
-    path = os.path.join(workspace, name)
-    try:
-        st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode):
-            return REFUSED_SYMLINK, "it is a symlink"
-        if not stat.S_ISREG(st.st_mode):
-            return REFUSED_NOT_A_FILE, "a folder, FIFO, socket or device, not a file"
-        fd, st = open_regular_under(workspace, path)
+    try:  # the open itself tells a symlink (ELOOP) from a folder, FIFO, socket or device
+        fd, st = open_regular_under(workspace, os.path.join(workspace, name))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except NotRegularFile:  # replaced by a link or a folder since the lstat
-        return REFUSED_NOT_A_FILE, "not a regular file"
+    except NotRegularFile as exc:
+        if exc.errno == errno.ELOOP:
+            return REFUSED_SYMLINK, "it is a symlink"
+        return REFUSED_NOT_A_FILE, "a folder, FIFO, socket or device, not a file"
     with os.fdopen(fd, "rb") as fh:
         if st.st_nlink > 1:
             return REFUSED_HARDLINKED, f"it has {st.st_nlink} hard links"
