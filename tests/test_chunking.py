@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openclaw_memory.errors import UsageError
+from openclaw_memory.index.blocks import entries, is_table_rule
 from openclaw_memory.index.chunking import Chunk, chunk_document, chunk_markdown, make_chunk
 from openclaw_memory.index.tokens import load_token_counter
 
@@ -359,6 +360,19 @@ def test_a_byte_order_mark_hides_neither_the_front_matter_nor_the_first_heading_
         assert [(c.kind, c.start_line, c.text) for c in chunks if c.kind == "item"] == [
             ("item", 1, f"\ufeff{first}"), ("item", 2, second)], first
 
+
+
+def test_a_byte_order_mark_before_a_list_item_a_table_or_a_setext_title_reads_as_without_it(counter):
+    # Every line pattern takes the mark (blocks.line_pattern); three did not: an item followed by a
+    # thematic break read as a setext heading named "- item", and a setext title kept the mark.
+    plain = chunk_document("- milk and eggs\n---\nShopping for the week.\n", counter, path="memory/s.md")
+    marked = chunk_document("\ufeff- milk and eggs\n---\nShopping for the week.\n", counter, path="memory/s.md")
+    assert [c.heading_path for c in marked] == [c.heading_path for c in plain] == ["s"]
+    titled = chunk_document("\ufeffGroceries\n=========\n\nMilk and eggs.\n", counter, path="memory/g.md")
+    assert titled[0].heading_path == "Groceries"
+    rows = entries(["\ufeff| a | b |", "|---|---|", "| 1 | 2 |"])
+    assert [e.kind for e in rows] == ["row", "row", "row"] and not is_table_rule("\ufeff| a | b |")
+    assert is_table_rule("\ufeff|---|---|")
 
 def test_each_heading_starts_a_section_and_the_title_leads_the_path(counter):
     text = "Intro about the house and who lives in it. " * 4 + "\n\n## Kitchen\n" + "The kettle is descaled monthly. " * 5 + "\n\n## Garden\nTulips by the fence.\n"

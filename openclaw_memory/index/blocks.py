@@ -10,11 +10,18 @@ from dataclasses import dataclass
 
 from .terms import CJK_RUN
 
-# Each line pattern takes a byte order mark before what it reads (U+FEFF: a file an older Notepad
-# saved as UTF-8 starts with one, as does each part of files joined with `cat`): the file's first
-# heading, list item, chat turn or fence was none (its front matter: ``chunking._unmarked``).
-FENCE = re.compile(r"^\ufeff?[ \t]*(`{3,}|~{3,})(.*)$")
-SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+
+def line_pattern(pattern: str) -> re.Pattern[str]:
+    """A pattern of one Markdown line from its start, which takes a byte order mark before what it
+    reads (U+FEFF: a file an older Notepad saved as UTF-8 starts with one, as does each part of files
+    joined with `cat`; without it the file's first heading, list item, chat turn or fence was none).
+    The mark stays in the lines, which are the file's as ``read`` gives them. Every line pattern of
+    the block grammar is made here, so none can miss it (front matter: ``chunking._unmarked``)."""
+    return re.compile("^\ufeff?" + pattern)
+
+
+FENCE = line_pattern(r"[ \t]*(`{3,}|~{3,})(.*)$")
+SETEXT = line_pattern(r" {0,3}(=+|-+)[ \t]*$")
 
 
 def fence_end(lines: list[str], i: int, marker: str) -> int:
@@ -33,8 +40,8 @@ ROW = "row"
 TURN = "turn"
 CODE = "code"
 # Whatever starts an entry other than a paragraph, by kind: a fence, an ATX heading, a table row, a list item.
-_BLOCK_START = re.compile(
-    r"^\ufeff?(?:(?P<fence>[ \t]*(?:`{3,}|~{3,}))|(?P<atx> {0,3}#{1,6}(?:[ \t]|$))|(?P<row>[ \t]*\|)"
+_BLOCK_START = line_pattern(
+    r"(?:(?P<fence>[ \t]*(?:`{3,}|~{3,}))|(?P<atx> {0,3}#{1,6}(?:[ \t]|$))|(?P<row>[ \t]*\|)"
     r"|(?P<item>[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S))"
 )
 
@@ -46,14 +53,14 @@ def block_start(line: str) -> str | None:
     return m.lastgroup if m else None
 
 
-_ROW_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
+_ROW_RULE = line_pattern(r"[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
 # A chat-log turn: after a quote or list marker (_LEAD), a bracketed stamp, or a short speaker name
 # and a colon after an optional date and time (_STAMP): "[09:14] Sam: ...", "Sam: ...", "**Sam**
 # (09:14): ...", "**Sam:** ..." (the emphasis closed before or after the colon), "12/05/2023, 13:56
 # - Sam: ..." (a phone's chat export). _SPEAKER reads the name after the same lead and stamp.
-_LEAD = r"^\ufeff?[ \t]*(?:>[ \t]?)*(?:[-*][ \t]+)?"
+_LEAD = r"[ \t]*(?:>[ \t]?)*(?:[-*][ \t]+)?"
 _STAMP = r"(?:(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?[ \t]+)?\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[aApP]\.?[mM]\.?)?[ \t]*[-–]?[ \t]*)?"
-TURN_LINE = re.compile(
+TURN_LINE = line_pattern(
     _LEAD + r"(?:\[[^\]\n]{1,40}\][ \t]*\S"
     r"|" + _STAMP + r"(?:\*\*?|__)?[\w][\w .'’-]{0,30}?(?:\*\*?|__)?"
     r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:(?:\*\*?|__)?[ \t]+\S)"
@@ -149,7 +156,7 @@ def _spaced_turns(lines: list[str], found: list[TextEntry]) -> list[TextEntry]:
 _SPACED_RUN = 4
 # A turn's head, its stamp and speaker up to the text ("[09:14] Sam: ", "**Sam:** "): what two
 # copies of one remark made in two sessions do not share.
-TURN_HEAD = re.compile(
+TURN_HEAD = line_pattern(
     _LEAD + r"(?:\[[^\]\n]{1,40}\][ \t]*)?" + _STAMP + r"(?:\*\*?|__)?[\w][\w .'’-]{0,30}?(?:\*\*?|__)?"
     r"(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*:(?:\*\*?|__)?[ \t]+"
 )
@@ -175,7 +182,7 @@ def turn_text(line: str) -> str:
     return line[head.end():] if head else line
 
 
-_SPEAKER = re.compile(_LEAD + r"(?:\[[^\]\n]*\][ \t]*)?" + _STAMP + r"[*_]*([^:(*_\n]*)")
+_SPEAKER = line_pattern(_LEAD + r"(?:\[[^\]\n]*\][ \t]*)?" + _STAMP + r"[*_]*([^:(*_\n]*)")
 
 
 def _speaker(line: str) -> str:

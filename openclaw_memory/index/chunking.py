@@ -37,14 +37,15 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, turn_text, word_count
+from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, line_pattern, turn_text, word_count
 
 # 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
 # a paragraph each. 5: new keyword terms (index.terms.TERMS_VERSION 1): every point is written
 # again, its vector reused. 6: keyword terms version 2; no chunk of its own for a turn of fewer
 # than TURN_MIN_WORDS words (a CJK run counted by its bigrams). 7: the front matter, first heading,
-# list item or chat turn of a file that starts with a byte order mark.
-CHUNKER_VERSION = 7
+# list item or chat turn of a file that starts with a byte order mark. 8: the same for a list item
+# before a thematic break, a table's rule and a setext title (every line pattern takes the mark).
+CHUNKER_VERSION = 8
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
@@ -53,11 +54,11 @@ _PATH_SHARE = 4
 _SECTION_SHARE = 8
 CARD = "card"
 SECTION = "section"
-_ITEM = re.compile(r"^\ufeff? {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S")  # a byte order mark before: see blocks.FENCE
+_ITEM = line_pattern(r" {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 
-_ATX = re.compile(r"^\ufeff? {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX = line_pattern(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
-_NOT_PARAGRAPH = re.compile(r"^[ \t]*(?:[-*+>|]|\d+[.)]|#|`{3}|~{3}|<)")
+_NOT_PARAGRAPH = line_pattern(r"[ \t]*(?:[-*+>|]|\d+[.)]|#|`{3}|~{3}|<)")
 
 # Cut preference before a unit, by what the unit starts with.
 _SCORE_BLANK = 20
@@ -282,7 +283,7 @@ def _unmarked(first_line: str) -> str:
     """A file's first line without its byte order mark (an older Notepad saves UTF-8 with one): the
     front matter's ``---`` is what it is (it was chunked as text, its fields shown in snippets and
     missing from the card). The mark stays in the chunk's text, which is the line exactly as
-    ``read`` gives it; the line patterns take it (``blocks.FENCE``)."""
+    ``read`` gives it; the line patterns take it (``blocks.line_pattern``)."""
     return first_line.removeprefix("\ufeff")
 
 
@@ -588,7 +589,7 @@ def _heading_at(lines: list[str], i: int) -> tuple[int, str, int]:
         return len(m.group(1)), title, i
     m = SETEXT.match(line)
     if m and i > 0 and _is_paragraph(lines[i - 1]):
-        return (1 if m.group(1)[0] == "=" else 2), lines[i - 1].strip(), i - 1
+        return (1 if m.group(1)[0] == "=" else 2), lines[i - 1].removeprefix("\ufeff").strip(), i - 1
     return 0, "", i
 
 

@@ -28,7 +28,20 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .blocks import CODE, HEADING, ROW, TURN, TURN_MIN_WORDS, WORD, block_start, entries, is_table_rule, turn_text, word_count
+from .blocks import (
+    CODE,
+    FENCE,
+    HEADING,
+    ROW,
+    TURN,
+    TURN_MIN_WORDS,
+    WORD,
+    block_start,
+    entries,
+    is_table_rule,
+    turn_text,
+    word_count,
+)
 from .terms import DATE_PREFIX, TermFinder, hit_count
 
 MAX_SNIPPET = 700
@@ -39,7 +52,6 @@ MAX_SNIPPET = 700
 # "Anna owes Ben" is not "Ben owes Anna"), no number or negation among the words added.
 SAME_PAIRS = 0.8
 _NEGATION = frozenset("not no never nothing none nobody nor cannot".split())
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -79,12 +91,12 @@ def _fence_openers(lines: list[str]) -> list[int | None]:
     opener: int | None = None
     marker = ""
     for i, line in enumerate(lines):
-        m = _FENCE.match(line)
+        m = FENCE.match(line)
         out.append(opener)
         if opener is None:
             if m:
                 opener, marker = i, m.group(1)
-        elif m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) and not line.strip()[len(m.group(1)):].strip():
+        elif m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) and not m.group(2).strip():
             opener = None
     return out
 
