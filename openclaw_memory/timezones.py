@@ -8,6 +8,8 @@ import datetime as dt
 import functools
 import re
 
+# Files of the zone folder that zoneinfo opens and Intl refuses (``available_timezones`` leaves them out).
+_NOT_ZONES = frozenset({"posix", "right", "posixrules", "localtime"})
 _UTC_OFFSET = re.compile(r"^([+\-\u2212])(\d{2})(?::?(\d{2}))?$")  # U+2212, the minus sign, too
 
 
@@ -26,6 +28,13 @@ def resolve_zone(name: str | None) -> dt.tzinfo | None:
         if hours > 23 or minutes > 59:
             return None
         return dt.timezone((1 if offset[1] == "+" else -1) * dt.timedelta(hours=hours, minutes=minutes))
+    if name.split("/", 1)[0] not in _NOT_ZONES:
+        # A name as the database spells it opens at once; listing the database to learn what
+        # another spelling stands for costs tens of milliseconds, on every prompt.
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            pass
     canonical = _zone_names().get(name.lower())
     try:
         return ZoneInfo(canonical) if canonical else None

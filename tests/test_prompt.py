@@ -199,3 +199,23 @@ def test_the_user_timezone_is_taken_as_javascript_intl_takes_it(workspace, monke
     assert timezone_problem("posix/Asia/Tokyo") is not None
     monkeypatch.undo()
     time.tzset()
+
+
+def test_a_zone_named_as_the_database_spells_it_is_taken_without_listing_the_database():
+    # Listing every zone (to learn what another spelling stands for) cost tens of milliseconds on
+    # each prompt. An exact name opens at once, and every file of the zone folder is taken or
+    # refused as the listing decides (posix/ and right/ copies, posixrules, zone.tab: refused).
+    import os
+    import zoneinfo
+
+    from openclaw_memory import timezones
+
+    timezones._zone_names.cache_clear()
+    assert str(timezones.resolve_zone("Europe/Berlin")) == "Europe/Berlin"
+    assert timezones._zone_names.cache_info().currsize == 0
+    listed = timezones._zone_names()
+    for root in zoneinfo.TZPATH:
+        for folder, _, names in os.walk(root):
+            for name in names:
+                rel = os.path.relpath(os.path.join(folder, name), root)
+                assert (timezones.resolve_zone(rel) is None) == (rel.lower() not in listed), rel
