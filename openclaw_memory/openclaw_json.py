@@ -37,13 +37,13 @@ _VARIABLE = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
 
 
 def expand(config: dict[str, Any], path: Path, env: Mapping[str, str], load: Callable[[Path], Any],
-           home: str) -> dict[str, Any]:
+           tilde: Callable[[str], str]) -> dict[str, Any]:
     """``config`` (read from ``path``) with its includes in place (each file read by ``load``) and its
-    ``${NAME}`` references replaced; a ``~`` in ``OPENCLAW_INCLUDE_ROOTS`` is ``home`` (OpenClaw's)."""
+    ``${NAME}`` references replaced; a ``~`` in ``OPENCLAW_INCLUDE_ROOTS`` is expanded by ``tilde``
+    (the settings' rule for every OpenClaw path)."""
     if _has_include(config):
         listed = [r.strip() for r in env.get("OPENCLAW_INCLUDE_ROOTS", "").split(os.pathsep) if r.strip()]
-        roots = [os.path.dirname(os.path.abspath(path))] + [
-            os.path.abspath(home + r[1:] if r == "~" or r.startswith("~/") else r) for r in listed]
+        roots = [os.path.dirname(os.path.abspath(path))] + [os.path.abspath(tilde(r)) for r in listed]
         config = _Includes(roots, load).process(config, Path(os.path.abspath(path)), (), 0)
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: line 1: the top level must be an object (after its $include)")

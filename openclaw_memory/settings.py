@@ -92,9 +92,12 @@ def _choice(*options: str) -> _Check:
 
 
 _FLAG = _Check("true or false", lambda v: v if isinstance(v, bool) else _BAD)
-# An empty namespace is the default one (one per workspace). The pattern is compiled when first used.
+# OpenClaw's id (its VALID_ID_RE, /i, which in JavaScript folds no letter outside ASCII onto one in it):
+# agent ids and profile names; a namespace is one too. `re` compiles it when first used.
+_OPENCLAW_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+# An empty namespace is the default one (one per workspace).
 _NAMESPACE_CHECK = _Check("1-64 letters, digits, '-' or '_'", lambda v: (v or None) if isinstance(v, str) and (
-    not v or re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", v)) else _BAD)
+    not v or re.fullmatch(_OPENCLAW_ID, v)) else _BAD)
 
 
 @dataclass(frozen=True)
@@ -222,7 +225,7 @@ class Settings:
 
     workspace: Path
     agent: str = DEFAULT_AGENT
-    state_dir: Path = field(default_factory=lambda: Path(openclaw_home(os.environ)) / ".openclaw")
+    state_dir: Path = field(default_factory=lambda: default_state_dir(os.environ))
     extra_paths: tuple[ExtraPath, ...] = ()
     multimodal: bool = False
     # The tables of openclaw-memory.toml, resolved and validated (TOML_TABLES).
@@ -360,6 +363,11 @@ def openclaw_home(env: Mapping[str, str]) -> str:
     return os.path.normpath(os.path.abspath(_tilde(own)))
 
 
+def default_state_dir(env: Mapping[str, str]) -> Path:
+    """OpenClaw's state dir when none is given: ``~/.openclaw``, in OpenClaw's home (:func:`openclaw_home`)."""
+    return Path(openclaw_home(env)) / ".openclaw"
+
+
 # Real config files are a few KB; every command reads both, whole, before anything else.
 MAX_CONFIG_BYTES = 16 << 20
 
@@ -408,7 +416,7 @@ def _load_json5(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         raise ConfigError(f"{path}: line 1: the top level must be an object")
     try:
         env = os.environ if env is None else env
-        return expand(data, path, env, _included, openclaw_home(env))
+        return expand(data, path, env, _included, lambda root: _tilde(root, env))
     except RecursionError:
         raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
 
@@ -576,7 +584,7 @@ def openclaw_agent_id(agent: str) -> str:
     an id of openclaw.json or names a folder after one: lowercase, each run of characters other than
     ``a-z0-9_-`` one ``-``, no ``-`` at either end, at most 64 characters; ``main`` when nothing is left."""
     lowered = agent.strip().lower()
-    if re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", lowered):
+    if re.fullmatch(_OPENCLAW_ID, lowered):
         return lowered
     return re.sub(r"[^a-z0-9_-]+", "-", lowered).strip("-")[:64] or DEFAULT_AGENT
 
@@ -726,7 +734,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     env = os.environ if environ is None else environ
 
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
-    state_dir = Path(os.path.realpath(_expand(o.state_dir or _env("OPENCLAW_STATE_DIR", env) or "~/.openclaw", env)))
+    given = o.state_dir or _env("OPENCLAW_STATE_DIR", env)
+    state_dir = Path(os.path.realpath(_expand(given, env) if given else default_state_dir(env)))
     agent = check_agent((o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT)
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
@@ -759,7 +768,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         (_text(own.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
         (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
          f"from {json_path}: {entry_at}.workspace"),
-    ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env, bool(o.state_dir or _env("OPENCLAW_STATE_DIR", env)))
+    ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env, bool(given))
     ) if value)  # (the last only when needed)
 
     extras: list = []
@@ -846,14 +855,14 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         yield _env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"
         profile = (_env("OPENCLAW_PROFILE", env) or "").strip()
         if profile and profile.lower() != "default" and not state_dir_given:
-            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", profile, re.I):
+            if not re.fullmatch(_OPENCLAW_ID, profile):
                 raise ConfigError(f"OPENCLAW_PROFILE {shown(profile)} is not a profile name (letters, digits, '_' and '-', "
                                   "at most 64, as OpenClaw's --profile takes them)")
             yield (os.path.join(openclaw_home(env), f".openclaw-{profile}", "workspace"),
                    f"OpenClaw's default for OPENCLAW_PROFILE={profile}, as no workspace is configured for agent {agent} in {json_path}")
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
     try:
-        usual = Path(_expand("~/.openclaw", env)) / OPENCLAW_JSON_NAME
+        usual = default_state_dir(env) / OPENCLAW_JSON_NAME
         moved = not json_path.exists() and usual != json_path and usual.is_file()  # `--state-dir` moved the config with it
     except (OSError, StateDirError):  # (a home folder this user may not enter, or none at all)
         moved = False

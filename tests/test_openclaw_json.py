@@ -86,3 +86,26 @@ def test_an_include_through_a_symlink_out_of_the_folder_is_refused_unless_its_fo
     with pytest.raises(ConfigError, match="outside the folder of openclaw.json"):
         settings(state_dir)
     assert settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": str(outside)}).workspace == tmp_path
+
+
+def test_an_include_root_takes_a_tilde_as_every_other_openclaw_path_does(tmp_path, state_dir, monkeypatch):
+    """OPENCLAW_INCLUDE_ROOTS expanded `~` by a copy of the settings' rule that left `~user` as
+    written (a folder named `~user` in the current folder), where the workspace and the extra paths
+    take it as that user's home."""
+    import pwd
+
+    try:
+        nobody = pwd.getpwnam("nobody").pw_dir
+    except KeyError:
+        pytest.skip("no user named nobody in the password database")
+    monkeypatch.chdir(tmp_path)
+    here = tmp_path / "~nobody"
+    write(here / "agents.json", json.dumps({"defaults": {"workspace": str(tmp_path)}}))
+    os.symlink(here / "agents.json", state_dir / "agents.json")
+    write(state_dir / "openclaw.json", '{agents: {$include: "agents.json"}}')
+    assert settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": str(here)}).workspace == tmp_path  # the control
+    with pytest.raises(ConfigError, match="outside the folder of openclaw.json"):
+        settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": "~nobody"})  # nobody's home, not ./~nobody
+    write(state_dir / "openclaw.json", '{agents: {defaults: {workspace: "~nobody/ws"}}}')
+    with pytest.raises(WorkspaceError, match=re.escape(f"workspace not found: {nobody}/ws")):
+        settings(state_dir)  # as the workspace takes it

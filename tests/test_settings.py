@@ -191,6 +191,16 @@ def test_openclaw_profile_moves_the_default_workspace_as_openclaw_does(tmp_path,
         resolve_settings(Overrides(), environ={"OPENCLAW_PROFILE": "a/b"})
 
 
+@pytest.mark.parametrize("name", ["\u212a", "\u017f"])
+def test_a_profile_name_is_ascii_as_an_agent_id_and_a_namespace_are(tmp_path, monkeypatch, name):
+    """OpenClaw's /i pattern folds no letter outside ASCII onto one in it; the profile's copy of it
+    (Python's re.I) took the Kelvin sign for k and the long s for s, which the namespace's refused."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / f".openclaw-{name}" / "workspace").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="is not a profile name"):
+        resolve_settings(Overrides(), environ={"OPENCLAW_PROFILE": name})
+
+
 def test_openclaw_home_is_the_home_of_every_openclaw_path(tmp_path, monkeypatch):
     """OpenClaw's OPENCLAW_HOME (a service account's home) replaces $HOME for its paths: the state
     dir ~/.openclaw, and `~` in openclaw.json's workspace and extra paths. It was ignored: the
