@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from conftest import env_for, fault, settings_for, write
+from conftest import env_for, fault, settings_for, wait_for, write
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.rollback.journal import read_intent
 from openclaw_memory.rollback.plan import iso_moment
@@ -416,3 +416,36 @@ def test_a_file_saved_while_its_step_runs_is_left_as_saved_and_the_rollback_goes
     now = memory_files(workspace)
     assert {p: b for p, b in now.items() if p != step.display} == at_snapshot
     assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+
+
+def test_a_note_unchanged_since_before_the_moment_is_kept_though_the_history_saw_it_later(cli, workspace, state_dir):
+    """A stranger's `rollback --to` ten minutes ago, in a workspace where the product never saw a note
+    (written by hand, no watch running), archived that note as "made since": the history's first
+    entry of it is the rollback's own look, after the moment. Its status-change time (ctime, which
+    every write, rename and link of the file moves, and no `touch` can set back) says it has held
+    these bytes since before the moment: it is left unchanged. A note made, or edited in place,
+    after the moment is still archived, and so is every note for a moment before it was made."""
+    write(workspace / "memory" / "old.md", "written by hand long ago\n")
+    write(workspace / "memory" / "edited.md", "first words\n")
+    old_ctime = (workspace / "memory" / "edited.md").stat().st_ctime_ns
+
+    def made_after() -> bool:  # the kernel's clock ticks coarsely: write until the ctime moves on
+        write(workspace / "memory" / "new.md", "made after the moment\n")
+        with open(workspace / "memory" / "edited.md", "a") as edited:
+            edited.write("more words\n")
+        return min((workspace / "memory" / name).stat().st_ctime_ns for name in ("new.md", "edited.md")) > old_ctime
+
+    wait_for(made_after, step=0.002)
+    moment = iso_moment((old_ctime + min((workspace / "memory" / n).stat().st_ctime_ns for n in ("new.md", "edited.md"))) / 2e9)
+    before_all = iso_moment((workspace / "memory" / "old.md").stat().st_ctime_ns / 1e9 - 1)
+    fates = {}
+    for to in (moment, before_all):
+        planned = cli("rollback", "--to", to, "--dry-run", "--json")
+        assert planned.returncode == 0, planned.stderr
+        fates[to] = {f["path"]: f["fate"] for f in planned.json()["files"]}
+    assert fates[moment] == {"memory/old.md": "unchanged", "memory/edited.md": "archive", "memory/new.md": "archive"}
+    assert set(fates[before_all].values()) == {"archive"}
+    done = cli("rollback", "--to", moment, "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(memory_files(workspace)) == ["memory/old.md"]
+    assert (workspace / "memory" / "old.md").read_text() == "written by hand long ago\n"

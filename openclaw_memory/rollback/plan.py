@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -98,13 +99,15 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     files = scan_workspace(settings, multimodal=False).files
     if record:
         _see_removals(settings, store, {f.abs_path for f in files})
+    named_then: set[str] = set()  # for a time: every path the history named at or before it
     if moment.snapshot is not None:
         targets, notes = _snapshot_targets(settings, moment.snapshot)
         rules = rules_for(settings.workspace, settings.state_dir, SnapshotStore(settings.data_dir).load(moment.snapshot).ignore)
         now = [f.abs_path for f in files if f.source != "extra" and not rules.ignores_path(f.path)]
     else:
         assert moment.when is not None
-        targets, notes = _history_targets(settings, store, moment.when)
+        targets, named_then = _history_targets(settings, store, moment.when)
+        notes = []
         now = [f.abs_path for f in files]
     fates: list[Fate] = []
     for abs_path in sorted(set(now) | set(targets)):
@@ -115,6 +118,11 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             continue
         before = current_version(store, resolved, record)
         after = targets.get(abs_path, Aim(None, 0))
+        if (moment.when is not None and after.version is None and before is not None and abs_path not in named_then
+                and _held_since(resolved, moment.when)):
+            # The history first saw it after the moment (a note written by hand, no watch running),
+            # but it has held these bytes since before: it existed then, it was not made since.
+            after = Aim(before.version, before.size)
         if before is None and after.version is not None and _file_on_the_way(resolved):
             # Nothing can be brought back there: planned, its step failed after the intent was
             # journaled, and every later rollback (and doctor --fix) failed on it again.
@@ -132,6 +140,20 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
                               f"cannot be kept in the history (one file may take at most [history] max_bytes / 8, "
                               f"{store.objects.max_bytes // 8} bytes) before it is replaced; nothing was changed")
     return fates, notes
+
+
+def _held_since(resolved: ResolvedPath, when: float) -> bool:
+    """Whether the file has held its bytes at its name since before ``when``: its status-change time
+    (ctime) is no later. Every write, truncation, rename and link of the file moves its ctime, and no
+    utime call sets it back (a ``touch -d`` or an archive's date set the mtime alone). Asked after the
+    file was hashed: a change in between moves the ctime past ``when``, so the hash is then never
+    taken for what the file held at the moment."""
+    try:
+        with resolved.folder() as folder:
+            seen = folder.lstat(resolved.name)
+    except OSError:
+        return False
+    return stat.S_ISREG(seen.st_mode) and seen.st_ctime_ns <= when * 1e9
 
 
 def _file_on_the_way(resolved: ResolvedPath) -> bool:
@@ -212,9 +234,10 @@ def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], l
             if is_memory_file(rel, False)}, []
 
 
-def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tuple[dict[str, Aim], list[str]]:
-    """Each memory file's version at ``when``, by absolute path (None: removed, or not made yet). A
-    path whose entries at that time retention has dropped is refused.
+def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tuple[dict[str, Aim], set[str]]:
+    """Each memory file's version at ``when``, by absolute path (None: removed, or not made yet), and
+    the paths an entry at or before ``when`` named. A path whose entries at that time retention has
+    dropped is refused.
 
     A moved file's entries are kept under the path it has now, each with the name it had when it
     was logged (``display``), so a path's entries up to ``when`` are replayed in order, by name: an
@@ -228,6 +251,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     workspace = str(settings.workspace)
     roots = (workspace, *settings.extra_paths)
     targets: dict[str, Aim] = {}
+    named_then: set[str] = set()
     unknown: list[str] = []
     def memory_now(path: str) -> bool:  # not under an extra path no longer configured
         return any(path.startswith(root.rstrip("/") + "/") for root in roots)
@@ -243,6 +267,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
             if origin == MOVE:
                 named = dict.fromkeys(named, Aim(None, 0))
             named[name] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
+            named_then.add(name)
         for name, aim in named.items():
             if memory_now(name) and (aim.version is not None or name not in targets):
                 targets[name] = aim
@@ -250,7 +275,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
         raise MemoryToolError(f"cannot roll back to {iso_time(when)}: the history no longer knows what "
                               f"{', '.join(os.path.relpath(p, settings.workspace) for p in unknown[:5])} held then "
                               "(retention dropped those entries: [history] keep_per_path); nothing was changed")
-    return targets, []
+    return targets, named_then
 
 
 def _named(display: str, path: str, workspace: str) -> str:
