@@ -449,3 +449,15 @@ def test_a_note_unchanged_since_before_the_moment_is_kept_though_the_history_saw
     assert done.returncode == 0, done.stderr
     assert sorted(memory_files(workspace)) == ["memory/old.md"]
     assert (workspace / "memory" / "old.md").read_text() == "written by hand long ago\n"
+
+
+def test_a_time_written_with_rfc_3339s_lower_case_letters_is_that_time(cli, workspace, state_dir):
+    """RFC 3339 lets the ``T`` and the ``Z`` of a time be written in lower case
+    (``2026-12-05t09:30:00z``); it was refused as neither a snapshot's label nor a time."""
+    write(workspace / "memory" / "a.md", "a\n")
+    moments = []
+    for to in ("2026-01-02T03:04:05Z", "2026-01-02t03:04:05z", "2026-01-02t03:04:05+01:00"):
+        planned = cli("rollback", "--to", to, "--dry-run", "--json")
+        assert planned.returncode == 0, planned.stderr
+        moments.append(planned.json()["moment"])
+    assert moments == ["2026-01-02T03:04:05.000000Z", "2026-01-02T03:04:05.000000Z", "2026-01-02T02:04:05.000000Z"]

@@ -82,8 +82,9 @@ def moment_of(settings: Settings, to: str) -> Moment:
 
 
 def parse_iso(text: str) -> float:
-    """An ISO 8601 date or time as seconds since the epoch (ValueError when it is none)."""
-    when = dt.datetime.fromisoformat(text)
+    """An ISO 8601 date or time as seconds since the epoch (ValueError when it is none). RFC 3339
+    lets its ``T`` and ``Z`` be lower case, which ``fromisoformat`` refuses; no other letter is read."""
+    when = dt.datetime.fromisoformat(text.upper())
     return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
 
 
