@@ -114,6 +114,7 @@ FRONT_END_MAY_IMPORT = {
     "serve.service",  # `serve` and `watch` start the service, a front-end of its own
     "index.results",  # SearchResult, DEFAULT_MIN_SCORE
     "service_files",  # where the service keeps its token (the MCP HTTP endpoint, serve)
+    "signals",  # a stop signal noted for the loop to act on (the MCP server over stdio, the service)
 }
 
 

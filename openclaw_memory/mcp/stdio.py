@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..memory.protocol import MAX_LINE
+from ..signals import note_signals
 from .refusals import (
     ID_IN_USE,
     ODD_ID,
@@ -127,38 +128,25 @@ def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, inst
     out = os.fdopen(os.dup(wire_out), "wb", buffering=0)
     loader = threading.Thread(target=_import_sdk, name="mcp-sdk-import", daemon=True)
     loader.start()
-    terminated: list[int] = []
-    previous = _catch_sigterm(terminated)
+    # SIGTERM (how a client stops its server, and a service manager its processes) ends the input as
+    # if the client had closed it: the calls already read are answered, then the server exits (it
+    # was killed mid-call: a write cut short left its temp file, and the call no answer).
+    terminated: list[str] = []
+    restore_signal = note_signals(terminated, signal.SIGTERM, said=b"stopping (SIGTERM): answering the calls already read\n")
     try:
         consumed, answered = _handshake(wire_in, out, loader, tools, terminated, initialize_result=lambda requested:
                                         initialize_result(requested, name=name, version=version, instructions=instructions))
         loader.join()
         _run(make_server(), consumed, wire_in, out, answered, terminated)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        restore_signal()
         out.close()
         restore()
         if after is not None:
             after()
 
 
-def _catch_sigterm(terminated: list[int]) -> Any:
-    """SIGTERM (how a client stops its server, and a service manager its processes) ends the input
-    as if the client had closed it: the calls already read are answered, then the server exits
-    (it was killed mid-call: a write cut short left its temp file, and the call no answer). The
-    handler it replaces, to put back; None off the main thread (where none can be caught)."""
-    def handler(_signum, _frame):
-        # Only a list append and a raw write here: the handler runs between any two bytecodes.
-        terminated.append(signal.SIGTERM)
-        os.write(2, b"stopping (SIGTERM): answering the calls already read\n")
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, handler)
-
-
-def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: list[dict], terminated: list[int],
+def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: list[dict], terminated: list[str],
                initialize_result: Callable[[Any], dict]) -> tuple[bytes, dict[str, dict]]:
     """Answer what can be answered before the SDK is loaded; every byte read is returned (the SDK
     reads it all again), with the answers sent, by request id."""
@@ -202,7 +190,7 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
 
 
 def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: dict[str, dict],
-         terminated: list[int]) -> None:
+         terminated: list[str]) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -228,7 +216,7 @@ class _Prefixed(io.RawIOBase):
     """The bytes already read from the wire, then the wire itself; once ``stopping`` (or
     ``terminated``: SIGTERM), the end."""
 
-    def __init__(self, prefix: bytes, fd: int, terminated: list[int]):
+    def __init__(self, prefix: bytes, fd: int, terminated: list[str]):
         self.prefix = memoryview(prefix)
         self.fd = fd
         self.stopping = False

@@ -44,6 +44,7 @@ from ..service_files import (
     socket_path,
     unreachable_service,
 )
+from ..signals import note_signals
 from ..wire import key
 from .core import Refused, ServiceCore, encoded, error_answer
 
@@ -170,7 +171,7 @@ class Service:
         # Caught from before "serving" is said: a SIGINT/SIGTERM sent on seeing it stops the service
         # cleanly (it was a KeyboardInterrupt, exit 130, until the wait or the watch took them).
         signalled: list[str] = []
-        previous = _catch_signals(signalled)
+        restore_signals = note_signals(signalled, signal.SIGINT, signal.SIGTERM)
         try:
             os.chmod(folder, 0o700)
             remove_service_files(self.settings)  # left by a killed service: ours now
@@ -196,8 +197,7 @@ class Service:
             else:
                 self._wait_for_signal(signalled)
         finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
+            restore_signals()
             self._shutdown(lock)
             lock.release()
         return ServiceSummary(self.core.requests, time.monotonic() - started, self._stopped_by, changes, batches)
@@ -413,16 +413,3 @@ def _refuse(conn: socket.socket, why: str) -> None:
         pass  # gone already: nothing to tell
     finally:
         conn.close()
-
-
-def _catch_signals(signalled: list[str]) -> dict:
-    """SIGINT and SIGTERM appended to ``signalled`` by name (the main thread only: elsewhere none can
-    be caught); the handlers they had, to put back."""
-    def handler(signum, _frame):
-        # Only a list append here: Event.set() takes the lock that the Event.wait() this handler
-        # interrupts may hold at that moment, and would wait for itself forever.
-        signalled.append(signal.Signals(signum).name)
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
