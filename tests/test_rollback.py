@@ -461,3 +461,26 @@ def test_a_time_written_with_rfc_3339s_lower_case_letters_is_that_time(cli, work
         assert planned.returncode == 0, planned.stderr
         moments.append(planned.json()["moment"])
     assert moments == ["2026-01-02T03:04:05.000000Z", "2026-01-02T03:04:05.000000Z", "2026-01-02T02:04:05.000000Z"]
+
+
+def test_the_snapshot_an_interrupted_rollback_goes_back_to_is_not_pruned_of_its_bytes(cli, workspace, state_dir):
+    """Snapshots taken between the kill and the finish prune the one the rollback goes back to
+    (``[watchdog] keep = 1``); the content it kept of notes the history never logged (written and
+    changed by hand) is held by nothing else, and went with it unless the rollback's pins hold it."""
+    (state_dir / "openclaw-memory.toml").write_text("[watchdog]\nkeep = 1\n")
+    for i in range(3):
+        write(workspace / "memory" / f"by-hand-{i}.md", f"as at the snapshot {i}\n")
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    at_snapshot = memory_files(workspace)
+    for i in range(3):
+        write(workspace / "memory" / f"by-hand-{i}.md", f"changed by hand {i}\n")
+    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "base", "--force")
+    for label in ("later-1", "later-2"):  # each prunes the one before: "base" goes first
+        assert cli("watchdog", "snapshot", label).returncode == 0
+    store = HistoryStore.for_settings(settings_for(workspace, state_dir))
+    assert store.db.one("SELECT COUNT(*) FROM snapshots WHERE label = 'base'")[0] == 0
+
+    fixed = cli("doctor", "--fix", "--json")
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+    assert repair["status"] == "completed", repair
+    assert memory_files(workspace) == at_snapshot
