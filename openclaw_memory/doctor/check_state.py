@@ -165,6 +165,7 @@ def _unreleased(db) -> list[Finding]:
 
 def damaged_index(settings: Settings) -> list[tuple[str, str]]:
     """(shard, reason) for each shard of the agent that is damaged or does not hold what its manifest says."""
+    from ..fsutil.setaside import not_a_folder
     from ..index.collections import resolve_collections
     from ..index.manifest import is_dirty, manifest_chunk_count
     from ..index.store.factory import open_store
@@ -178,7 +179,7 @@ def damaged_index(settings: Settings) -> list[tuple[str, str]]:
     try:
         for c in collections:
             shard = settings.data_dir / "index" / "edge" / c.name
-            if os.path.lexists(shard) and (os.path.islink(shard) or not os.path.isdir(shard)):
+            if not_a_folder(shard):
                 # (the engine's open failed on it at every sync: "Not a directory")
                 found.append((c.name, f"what is at {shard} is not a shard's folder"))
                 continue

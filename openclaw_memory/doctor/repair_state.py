@@ -126,7 +126,7 @@ def _set_aside_companions(settings: Settings, finding: Finding) -> Repair:
 
 
 def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
-    from ..fsutil.setaside import set_aside
+    from ..fsutil.setaside import not_a_folder, set_aside
     from ..index.api import MemoryIndex
     from ..index.manifest import delete_manifest
     from ..index.store.factory import open_store
@@ -137,7 +137,7 @@ def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
         try:
             for name, _reason in damaged:
                 shard = settings.data_dir / "index" / "edge" / name
-                if os.path.islink(shard) or (os.path.lexists(shard) and not shard.is_dir()):
+                if not_a_folder(shard):
                     set_aside(settings.data_dir, shard)  # not a shard: kept under damaged/, never deleted
                 elif store.exists(name) or shard.is_dir():
                     store.drop(name)

@@ -143,10 +143,9 @@ def _in_the_way(path: str) -> str:
     """What to do about something other than a folder on the way to the lock file ``path``: inside
     the data dir (a file at watch/), doctor names it and ``--fix`` moves it; the data dir itself or
     above, the user moves it."""
-    from .setaside import data_dir_above
+    from .setaside import data_dir_above, not_a_folder
 
-    blocker = next((p for p in reversed(Path(path).parents) if os.path.islink(p) or (os.path.lexists(p) and not p.is_dir())),
-                   None)
+    blocker = next((p for p in reversed(Path(path).parents) if not_a_folder(p)), None)
     if blocker is None:
         return "is the state dir writable?"
     data_dir = data_dir_above(path)

@@ -30,6 +30,15 @@ def data_dir_above(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+def not_a_folder(path: str | os.PathLike[str]) -> bool:
+    """Something other than a real folder is at ``path``: a file, a FIFO, a symbolic link (even to a
+    folder). Where a folder of the data dir belongs, it is what doctor names and sets aside."""
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except (OSError, ValueError):  # nothing there, or nothing that can be looked at (as os.path.lexists)
+        return False
+
+
 def _new_place(data_dir: Path, rel: str) -> Path:
     """``damaged/<stamp>/<rel>``, its folder made."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H-%M-%S.%fZ")
