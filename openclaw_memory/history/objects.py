@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 
 import xxhash
 
-from ..database import Database
+from ..database import Database, in_batches
 
 BLOCK = 1 << 20
 # Pinned: what a watchdog snapshot names, a removed file's bytes (its ``remove`` entry, which
@@ -59,10 +59,8 @@ class ObjectStore:
         wanted = sorted(set(versions))
         stored: set[str] = set()
         with self.db.transaction() as conn:
-            for start in range(0, len(wanted), 500):  # SQLite's default limit on parameters is 999 before 3.32
-                part = wanted[start:start + 500]
-                stored.update(row[0] for row in conn.execute(
-                    f"SELECT version FROM objects WHERE version IN ({','.join('?' * len(part))})", part))
+            for part, marks in in_batches(wanted):
+                stored.update(row[0] for row in conn.execute(f"SELECT version FROM objects WHERE version IN ({marks})", part))
             now = time.time_ns()
             conn.executemany("UPDATE objects SET used = ? WHERE version = ?", [(now, v) for v in stored])
         return stored

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..database import Database
+from ..database import Database, in_batches
 from .store.base import TERMS_FIELD
 from .terms import CJK_RUN
 
@@ -183,10 +183,8 @@ def _head(one, collection: str) -> tuple[int, int] | None:
 
 def _df_rows(rows, collection: str, terms: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
-    for start in range(0, len(terms), 500):
-        part = terms[start:start + 500]
-        found.update(rows(f"SELECT term, df FROM term_df WHERE collection = ? AND term IN ({','.join('?' * len(part))})",
-                          (collection, *part)))
+    for part, marks in in_batches(terms):
+        found.update(rows(f"SELECT term, df FROM term_df WHERE collection = ? AND term IN ({marks})", (collection, *part)))
     return found
 
 

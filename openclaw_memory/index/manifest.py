@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..bulk import gc_paused
-from ..database import Database, dec, enc, is_read_only
+from ..database import Database, dec, enc, in_batches, is_read_only
 from ..database.observations import FileStat, Observations
 from ..database.schema import FIRST_RELEASED
 from ..fsutil.hashing import hash_bytes, hash_file
@@ -113,7 +113,6 @@ def load_manifest_head(data_dir: Path, collection: str) -> Manifest | None:
 
 _ENTRY_ROWS = ("SELECT f.path, f.abs_path, f.hash, f.chunks, o.mode, o.size, o.mtime_ns, o.ctime_ns, o.inode, o.racy, "
                "o.hash FROM manifest_files f LEFT JOIN observations o ON o.path = f.abs_path")
-_PARAMS = 500  # paths per query (SQLite's default limit on parameters is 999 before 3.32)
 
 
 def _entries(rows: list) -> dict[str, FileEntry]:
@@ -133,10 +132,8 @@ def load_entries(data_dir: Path, collection: str, paths: Iterable[str]) -> dict[
     db = Database(data_dir)
     entries: dict[str, FileEntry] = {}
     with gc_paused():
-        for start in range(0, len(wanted), _PARAMS):
-            part = wanted[start:start + _PARAMS]
-            rows = db.rows(_ENTRY_ROWS + f" WHERE f.collection = ? AND f.path IN ({','.join('?' * len(part))})",
-                           (collection, *map(enc, part)))
+        for part, marks in in_batches(wanted):
+            rows = db.rows(_ENTRY_ROWS + f" WHERE f.collection = ? AND f.path IN ({marks})", (collection, *map(enc, part)))
             entries.update(_entries(rows))
     return entries
 
@@ -229,10 +226,9 @@ def _one(conn: sqlite3.Connection):
 def _chunks_of(conn: sqlite3.Connection, collection: str, paths: list[str]) -> int:
     """The points the saved rows of ``paths`` name (each row found by its key)."""
     total = 0
-    for start in range(0, len(paths), _PARAMS):
-        part = paths[start:start + _PARAMS]
+    for part, marks in in_batches(paths):
         total += conn.execute(f"SELECT COALESCE(SUM(json_array_length(chunks)), 0) FROM manifest_files WHERE collection = ? "
-                              f"AND path IN ({','.join('?' * len(part))})", (collection, *map(enc, part))).fetchone()[0]
+                              f"AND path IN ({marks})", (collection, *map(enc, part))).fetchone()[0]
     return total
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import xxhash
 
-from ..database import Database, dec, enc, is_read_only
+from ..database import Database, dec, enc, in_batches, is_read_only
 from ..database.failures import stat_int
 from ..database.observations import FileStat, change_key
 from ..errors import MemoryToolError
@@ -137,14 +137,8 @@ def _rows(db: Database, paths: Sequence[str] | None) -> dict[str, tuple]:
     columns = "SELECT path, size, mtime_ns, ctime_ns, inode, mode, racy FROM link_files"
     if paths is None:
         return {dec(row[0]): row for row in db.rows(columns)}
-    return {dec(row[0]): row for batch in _batches(paths)
-            for row in db.rows(f"{columns} WHERE path IN ({', '.join('?' * len(batch))})", batch)}
-
-
-def _batches(paths: Sequence[str]) -> Iterator[tuple[bytes, ...]]:
-    """``paths`` as stored, a few hundred a query (a query's parameters are bounded)."""
-    for at in range(0, len(paths), 500):
-        yield tuple(enc(path) for path in paths[at:at + 500])
+    return {dec(row[0]): row for part, marks in in_batches(paths)
+            for row in db.rows(f"{columns} WHERE path IN ({marks})", tuple(map(enc, part)))}
 
 
 def _gone(db: Database, markdown: list[MemoryFile], known: dict[str, tuple], held: int | None) -> tuple[str, ...]:
@@ -268,8 +262,8 @@ def _stored_links(db: Database) -> dict[str, tuple[ParsedLink, ...]]:
 
 def _hashes(db: Database, paths: Sequence[str]) -> dict[str, str]:
     """The stored hash of each of ``paths`` that has a row: by key, a few hundred paths a query."""
-    return {dec(path): digest for batch in _batches(paths)
-            for path, digest in db.rows(f"SELECT path, hash FROM link_files WHERE path IN ({', '.join('?' * len(batch))})", batch)}
+    return {dec(path): digest for part, marks in in_batches(paths)
+            for path, digest in db.rows(f"SELECT path, hash FROM link_files WHERE path IN ({marks})", tuple(map(enc, part)))}
 
 
 def _save(db: Database, changed: Sequence[tuple[str, NoteLinks, bool]], gone: Sequence[str]) -> None:
