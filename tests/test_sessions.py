@@ -95,6 +95,27 @@ def test_a_retried_append_to_a_daily_note_others_appended_to_since_is_not_writte
     assert (workspace / note).read_text().count("bought milk") == 1
 
 
+def test_the_same_line_appended_again_after_another_write_of_this_session_is_written_again(settings, workspace, cli):
+    """A retry comes before the session goes on: the same line appended again after this session
+    wrote the file in between is a new entry, not a retry ("- fed the cat" in the morning and again
+    in the evening). It was answered as a replay, nothing written, the CLI saying "appended"."""
+    import datetime as dt
+
+    note = f"memory/{dt.date.today().isoformat()}.md"
+    write(workspace / note, "# today\n")
+    session = LocalMemory(settings.with_session("s1"))
+    session.read(note)
+    session.write(note, append="- fed the cat")
+    session.write(note, append="- walked the dog")
+    again = session.write(note, append="- fed the cat")
+    assert again.replay is None
+    assert (workspace / note).read_text() == "# today\n- fed the cat\n- walked the dog\n- fed the cat\n"
+    assert session.write(note, append="- fed the cat").replay is not None  # a retry of that one: once
+    for line in ("- tea", "- post", "- tea"):  # a person at the command line, as the issue found it
+        assert cli("write", note, "--append", line).returncode == 0
+    assert (workspace / note).read_text().endswith("- fed the cat\n- tea\n- post\n- tea\n")
+
+
 def test_keys_default_to_agent_tool_and_input_hash(settings):
     key = default_key("main", "write", "MEMORY.md", "append", b"x")
     assert key.startswith("main.write.") and len(key.split(".")[-1]) == 32

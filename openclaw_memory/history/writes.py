@@ -51,9 +51,11 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
                     f"the idempotency key {key!r} was first used for {describe(first_bound, bound)}; a key stands "
                     "for one write: give this write a new key (nothing was written)"
                 )
-            if still_holds(settings, path, FileVersion(first.version, first.size), at_start=mode == "append"):
+            if (still_holds(settings, path, FileVersion(first.version, first.size), at_start=mode == "append")
+                    and not (idempotency_key is None and _written_since(settings, path, first))):
                 return first
-            # The file no longer holds what that write made (restored or edited since): write it again.
+            # The file no longer holds what that write made (restored or edited since), or this
+            # session wrote it since, so the same text again is a new entry: write it again.
         when = time.time()
 
         def record_first(to_be: WriteResult) -> None:
@@ -71,6 +73,22 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     except MemoryToolError:
         pass  # the key recorded before the rename stands
     return result
+
+
+def _written_since(settings: Settings, path: str, first: WriteResult) -> bool:
+    """Whether this agent's session wrote ``path`` again after the write ``first`` answers. A retry
+    comes before the session goes on (its call timed out); a session that wrote the file since and
+    sends the same text again means a new entry ("- fed the cat" in the morning and the evening).
+    Only an append can get here so: a replacement that still holds is one nothing wrote after."""
+    from ..files.read import resolve_memory_path
+    from .store import HistoryStore
+    from .versions import AGENT_WRITE
+
+    assert first.replay is not None
+    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    return any(e.origin == AGENT_WRITE and e.agent == settings.agent and e.session == settings.session
+               and e.time > first.replay.first_time and e.version != first.version
+               for e in HistoryStore.for_settings(settings).entries(resolved.abs_path))
 
 
 def restore(settings: Settings, path: str, version: str | None = None, *, last: bool = False,
