@@ -271,6 +271,11 @@ class Settings:
     def with_session(self, session: str | None) -> Settings:
         return replace(self, session=check_session(session))
 
+    def as_recorded(self, agent: str, session: str) -> Settings:
+        """These settings as the agent and session an interrupted operation's record names (it is
+        finished as they began it); as they are where the record names no agent."""
+        return self.with_agent(agent).with_session(session or None) if agent else self
+
 
 @dataclass(frozen=True)
 class Overrides:

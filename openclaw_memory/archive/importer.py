@@ -148,7 +148,7 @@ def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
     """Run a killed import again (the caller holds the write lock): (finished, what was done). One
     that cannot run now (the archive gone, a file changed here since without --force) is dropped,
     saying so: every file is as it was or as the archive has it, and what it replaced is in the history."""
-    as_it = settings.with_agent(op.agent).with_session(op.session or None) if op.agent else settings
+    as_it = settings.as_recorded(op.agent, op.session)
     try:
         result = import_archive(as_it, op.path, force=op.force)
     except MemoryToolError as exc:

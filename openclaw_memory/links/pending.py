@@ -89,8 +89,7 @@ def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
         return False, (f"{first}the unreadable link rewrites of the move of {op.display} to {op.target_display} were "
                        "dropped (`openclaw-memory links --broken` lists the links naming nothing)")
     assert op.target is not None
-    as_it = settings.with_agent(op.agent).with_session(op.session or None) if op.agent else settings
-    updated, left = rewrite_backlinks(as_it, backlinks, op.path, op.target)
+    updated, left = rewrite_backlinks(settings.as_recorded(op.agent, op.session), backlinks, op.path, op.target)
     clear_intent(settings.data_dir)
     kept = f"; {len(left)} link(s) left as they are (`openclaw-memory links --broken` lists those naming nothing)" if left else ""
     return True, (f"{first}finished the link rewrites of the interrupted move of {op.display} to {op.target_display}: "

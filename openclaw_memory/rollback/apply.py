@@ -215,10 +215,7 @@ def recover_pending(settings: Settings) -> str | None:
     if intent is None:
         return None
     finish_pending(settings)  # a removal the rollback was making when it was killed, first
-    as_it = settings
-    if intent.agent:
-        as_it = settings.with_agent(intent.agent).with_session(intent.session or None)
-    left = _run_steps(as_it, intent)
+    left = _run_steps(settings.as_recorded(intent.agent, intent.session), intent)
     clear_intent(settings.data_dir)
     said = "".join(f"; left as they are, {_SINCE[why]}: {', '.join(p for p, w in left.items() if w == why)}"
                    for why in (CHANGED, GONE) if why in left.values())
