@@ -23,7 +23,7 @@ import xxhash
 
 from ..errors import PathChanged, PathRefused, WorkspaceError, shown
 from ..fsutil.hashing import BLOCK
-from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned, open_folder, open_root
+from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
 from .jstext import js_trim, not_utf8, truncate_utf16_safe, utf16_len
@@ -103,16 +103,13 @@ class ResolvedPath:
         service outlives the folder it was started for (moved away, removed), and the first write
         made a new, empty workspace at its old path, where the agent's memory is not."""
         try:
-            root = open_root(self.root)
-        except FileNotFoundError:
+            return Folder.under(self.root, self.parts[:-1], create=True, create_root=False)
+        except FileNotFoundError as exc:
+            if exc.filename != self.root:
+                raise  # a folder below it removed while it was made
             raise WorkspaceError(
                 f"the workspace {self.root} is gone (moved or removed since this process started); nothing was "
                 "written: put it back, or start again with its new path") from None
-        try:
-            folders = self.parts[:-1]
-            return Folder(open_folder(self.root, folders, create=True, root_fd=root), os.path.join(self.root, *folders))
-        finally:
-            os.close(root)
 
 
 def path_changed(resolved: ResolvedPath, exc: OSError, outcome: str = "nothing was read or written") -> PathChanged:
@@ -189,16 +186,16 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
             "MEMORY.md is canonical (run `openclaw-memory doctor --fix` to merge it)"
         )
     in_workspace = rel != os.curdir and not rel.startswith(os.pardir) and is_memory_path(rel)
-    root = workspace if in_workspace else _allowed_extra(absolute, extra_paths)
+    root, scanned = (workspace, workspace) if in_workspace else _allowed_extra(absolute, extra_paths)
     if root is None and (alias := _through_alias(absolute, workspace)) is not None \
             and is_memory_path(os.path.relpath(alias, workspace)):
         return resolve_memory_path(alias, workspace, extra_paths)
-    if root is None:
+    if root is None or scanned is None:
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
             f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
             "(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"
         )
-    if not in_workspace and (scanned := as_scanned(root)) != root:
+    if scanned != root:
         # One name a file: the scanner's (``files``, search, the index, the watch's history), so a
         # write through a linked folder's name guards and records the same file as every other.
         absolute = scanned if absolute == root else os.path.join(scanned, os.path.relpath(absolute, root))
@@ -243,17 +240,18 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _allowed_extra(absolute: str, extra_paths) -> str | None:
-    """The extra path that admits ``absolute``: the extra file itself, or a ``.md`` file below an
-    existing extra folder whose pattern matches. A missing extra folder admits nothing. Each extra
-    path is also taken as the scanner names it (its folders' links resolved: ``files``, search and
-    the index give that path), so a path this product printed is one it reads."""
+def _allowed_extra(absolute: str, extra_paths) -> tuple[str | None, str | None]:
+    """The extra path that admits ``absolute`` (the extra file itself, or a ``.md`` file below an
+    existing extra folder whose pattern matches), and that path as the scanner names it; (None,
+    None) where none does. A missing extra folder admits nothing. Each extra path is also taken as
+    the scanner names it (its folders' links resolved: ``files``, search and the index give that
+    path), so a path this product printed is one it reads."""
     for given in extra_paths:
         spelled = as_scanned(given)
         for extra in (given,) if spelled == given else (given, ExtraPath(spelled, given.pattern if isinstance(given, ExtraPath) else None)):
             if (root := _admitting(absolute, extra)) is not None:
-                return root
-    return None
+                return root, spelled
+    return None, None
 
 
 def _admitting(absolute: str, extra: str) -> str | None:

@@ -70,10 +70,11 @@ def open_root(root: str | os.PathLike[str]) -> int:
 
 
 def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, create: bool = False,
-                mode: int = 0o755, root_fd: int | None = None) -> int:
+                create_root: bool = True, mode: int = 0o755, root_fd: int | None = None) -> int:
     """A descriptor of ``root/parts[0]/.../parts[-1]``, each folder opened from its parent's.
 
-    ``create`` makes missing folders (``mkdirat``). A component that is a symlink or
+    ``create`` makes missing folders (``mkdirat``), ``root`` too unless ``create_root`` is False
+    (then a missing root raises FileNotFoundError naming it). A component that is a symlink or
     not a folder raises :class:`FolderSwapped` (its ``filename`` is the path up to it);
     a missing one without ``create`` raises FileNotFoundError. With ``root_fd`` the
     walk starts from that descriptor (left open) instead of opening ``root``.
@@ -81,7 +82,7 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
     if root_fd is not None:
         fd = os.dup(root_fd)
     else:
-        made = create and not os.path.lexists(root)
+        made = create and create_root and not os.path.lexists(root)
         if made:
             os.makedirs(root, mode, exist_ok=True)  # a configured root (extra path) not made yet
         fd = open_root(root)
@@ -147,8 +148,9 @@ class Folder:
         self.path = path  # for messages only: never opened by name
 
     @classmethod
-    def under(cls, root: str | os.PathLike[str], parts: Sequence[str] = (), *, create: bool = False) -> Folder:
-        return cls(open_folder(root, parts, create=create), os.path.join(os.fspath(root), *parts))
+    def under(cls, root: str | os.PathLike[str], parts: Sequence[str] = (), *, create: bool = False,
+              create_root: bool = True) -> Folder:
+        return cls(open_folder(root, parts, create=create, create_root=create_root), os.path.join(os.fspath(root), *parts))
 
     def open_regular(self, name: str) -> tuple[int, os.stat_result]:
         return open_regular_nofollow(name, dir_fd=self.fd)
