@@ -4,14 +4,17 @@ are the product's lists, the versions they name exist, and `serve` prints what t
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO, env_for, wait_for_line, write
+from conftest import FAKE_MODEL, REPO, env_for, wait_for_line, write
 from openclaw_memory import __version__
 from openclaw_memory.history.versions import ORIGINS
 from openclaw_memory.index.results import SearchResult
@@ -89,3 +92,38 @@ def test_serve_prints_each_applied_change_as_watch_does(workspace, state_dir):
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=120)
     assert proc.returncode == 0
+
+
+# The README's commands that run until they are stopped (tests/test_watch.py, test_serve.py, test_mcp.py run them).
+RUN_UNTIL_STOPPED = {"watch", "serve", "mcp"}
+
+
+def test_the_readme_usage_runs_as_written_in_order(tmp_path):
+    """README.md's Usage block, line by line, as a user pastes it into a shell with a home of their own
+    (~/agent: a copy of the sample workspace, ~/.openclaw the state dir), nothing else configured: each
+    command succeeds. It named the workspace on its first command only, so every later one looked in
+    OpenClaw's default workspace and failed (exit 2, "workspace not found")."""
+    block = _text("README.md").split("## Usage", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    home = tmp_path / "home"
+    shutil.copytree(REPO / "fixtures" / "workspace", home / "agent")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env.update(FAKE_MODEL, HOME=str(home), PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{env.get('PATH', '')}")
+    script, commands = [], []
+    for line in filter(None, (line.strip() for line in block.splitlines())):
+        words = shlex.split(line, comments=True)
+        if words[0] == "source":  # the venv's activation: the PATH above stands for it
+            continue
+        if words[0] == "openclaw-memory":
+            if words[1] in RUN_UNTIL_STOPPED:
+                continue
+            commands.append(line.split("  #", 1)[0].strip())
+            line = f'{line}\necho "exit status $? of {len(commands) - 1}" >&2'
+        script.append(line)
+    assert len(commands) >= 10, block
+    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    statuses = [int(n) for n in re.findall(r"^exit status (\d+) of \d+$", done.stderr, re.M)]
+    assert len(statuses) == len(commands), done.stderr
+    for command, status in zip(commands, statuses, strict=True):
+        # doctor finds the sample's legacy memory.md (exit 1: problems found, docs/cli.md)
+        assert status == (1 if command == "openclaw-memory doctor" else 0), f"{command}: exit {status}\n{done.stderr}"
+    assert (home / "main.tar.gz").is_file() and "- met Alice" in (home / "agent" / "memory" / "2026-11-30.md").read_text()
