@@ -11,9 +11,9 @@ NULL, a row whose required value is wrong or NULL is left out and counted.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterable
-from functools import cache
+
+from .schema import declared
 
 # The types SQLite's typeof() gives the values of a column of each declared type.
 _TYPEOF = {"INTEGER": ("integer",), "REAL": ("real", "integer"), "TEXT": ("text",), "BLOB": ("blob",)}
@@ -25,21 +25,6 @@ JSON = frozenset({("manifest_files", "chunks"), ("term_stats", "data"), ("idempo
 # Not checked: a doctor's, move's or rollback's record is read whatever it holds (bytes, text that
 # is not JSON) and has its own finding, which sets its bytes aside before it drops the row.
 _OWN_FINDING = frozenset({("journal", "record"), ("file_ops", "record"), ("rollback_ops", "record")})
-
-
-@cache
-def _declared() -> dict[str, tuple[tuple[str, str, bool], ...]]:
-    """Per table of this release's schema: (column, declared type, NOT NULL)."""
-    from .schema import create
-
-    conn = sqlite3.connect(":memory:")
-    try:
-        create(conn)
-        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {t: tuple((c, kind, bool(notnull)) for _, c, kind, notnull, _, _ in conn.execute(f"PRAGMA table_info({t})"))
-                for t in tables}
-    finally:
-        conn.close()
 
 
 def mistyped_sql(present: Iterable[tuple[str, str]]) -> str | None:
@@ -54,7 +39,7 @@ def mistyped_sql(present: Iterable[tuple[str, str]]) -> str | None:
     have = set(present)
     scans: list[str] = []
     rows: list[str] = []
-    for table, columns in _declared().items():
+    for table, columns in declared().items():
         sums: list[str] = []
         for column, kind, notnull in columns:
             if (table, column) not in have or kind not in _TYPEOF or (table, column) in _OWN_FINDING:
@@ -83,9 +68,9 @@ def fitter(table: str, columns: list[str]) -> Callable[[tuple], tuple | None]:
     """A function making a row of ``columns`` of ``table`` fit its declared types: the row, a copy
     with NULL for each wrong value of a column that may be NULL, or None when a required value is
     wrong or NULL (the row cannot be kept)."""
-    declared = {c: (kind, notnull) for c, kind, notnull in _declared().get(table, ())}
-    checks = [(i, _PYTHON.get(declared[c][0], (object,)), declared[c][1], (table, c) in JSON)
-              for i, c in enumerate(columns) if c in declared and (table, c) not in _OWN_FINDING]
+    kinds = {c: (kind, notnull) for c, kind, notnull in declared().get(table, ())}
+    checks = [(i, _PYTHON.get(kinds[c][0], (object,)), kinds[c][1], (table, c) in JSON)
+              for i, c in enumerate(columns) if c in kinds and (table, c) not in _OWN_FINDING]
 
     def fit(row: tuple) -> tuple | None:
         fixed = None

@@ -10,6 +10,7 @@ changed what a table means).
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 
@@ -258,11 +259,25 @@ def schema_damage(version: int, columns: list[tuple[str, str]]) -> str | None:
 
 def _columns_at(version: int) -> set[tuple[str, str]]:
     """Every (table, column) of a database of this release's schema at ``version``."""
+    return {(table, column) for table, columns in declared(version).items() for column, _, _ in columns}
+
+
+def declared(version: int | None = None) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+    """Per table of this release's schema at ``version`` (the latest when None): (column,
+    declared type, NOT NULL), as SQLite reads the scripts."""
+    steps = len(MIGRATIONS) if version is None else version - FIRST_RELEASED
+    return _declared_by((SCHEMA, *MIGRATIONS[:steps]))
+
+
+@functools.cache  # keyed by the scripts themselves: a test adds a toy next version
+def _declared_by(scripts: tuple[str, ...]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
     conn = sqlite3.connect(":memory:")
     try:
-        for script in (SCHEMA, *MIGRATIONS[: version - FIRST_RELEASED]):
+        for script in scripts:
             _run(conn, script)
-        return set(conn.execute(COLUMNS_SQL).fetchall())
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: tuple((c, kind, bool(notnull)) for _, c, kind, notnull, _, _ in conn.execute(f"PRAGMA table_info({t})"))
+                for t in tables}
     finally:
         conn.close()
 
