@@ -127,3 +127,24 @@ def test_the_readme_usage_runs_as_written_in_order(tmp_path):
         # doctor finds the sample's legacy memory.md (exit 1: problems found, docs/cli.md)
         assert status == (1 if command == "openclaw-memory doctor" else 0), f"{command}: exit {status}\n{done.stderr}"
     assert (home / "main.tar.gz").is_file() and "- met Alice" in (home / "agent" / "memory" / "2026-11-30.md").read_text()
+
+
+def test_docs_cli_md_names_every_flag_of_every_command_and_no_other():
+    """Each command's synopsis (or a sentence naming the command with the flag) in docs/cli.md
+    gives every flag `--help` lists, and no flag the command does not take, but OpenClaw's flags
+    that answer with what does the same (`status --deep`) and `restore --all --to` (read as
+    `rollback`); the settings flags are in the settings table."""
+    from openclaw_memory.cli.spec import SETTINGS, commands
+
+    page = re.sub(r"```.*?```", "", _text("docs/cli.md"), flags=re.S)
+    spans = re.findall(r"`([^`\n]+)`", page)
+    spelled = {f for o in SETTINGS for f in (*o.flags, *((o.negative,) if o.kind == "toggle" else ()))}
+    table = page.split("## Settings flags", 1)[1].split("\n## ", 1)[0]
+    assert spelled == set(re.findall(r"(?<![\w-])--?[a-z][a-z-]*", table)), table
+    for command in commands():
+        words = " ".join(("watchdog", *command.words) if command.name in ("snapshot", "verify", "heartbeat") else command.words)
+        takes = {f for o in command.opts for f in (*o.flags, *((o.negative,) if o.kind == "toggle" else ()))}
+        named = {f for s in spans if s == words or s.startswith(words + " ") for f in re.findall(r"--[a-z][a-z-]*", s)}
+        assert takes <= named, f"docs/cli.md does not name {sorted(takes - named)} of `{words}`"
+        answered = {flag for flag, _ in command.instead} | ({"--all", "--to"} if words == "restore" else set())
+        assert named - spelled - takes <= answered, f"docs/cli.md gives `{words}` {sorted(named - spelled - takes - answered)}"
