@@ -12,7 +12,7 @@ import stat
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
-from ..fsutil.move import SourceKept, asides_of, link_noreplace, remove_if_holds, safe_move
+from ..fsutil.move import SourceKept, give_back, remove_if_holds, safe_move
 from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from .aftercare import finalize
@@ -114,9 +114,9 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
     known = state.legacy_hash
     kept = ""
     try:
-        _restore_asides(root)
+        give_back(root.fd, LEGACY_ROOT)  # a move's source left at .memory.md.aside-<hex>
         if archive_dir is not None:
-            _restore_asides(archive_dir)  # the source of a move back (an undone merge) is in the archive
+            give_back(archive_dir.fd, LEGACY_ROOT)  # the source of a move back (an undone merge) is in the archive
         entries = _entries(root)
         legacy_here = known is not None and LEGACY_ROOT in entries and hash_or_none(root, LEGACY_ROOT) == known
         # The archive folder when it holds the legacy bytes (hash_or_none(None, ...) is None).
@@ -183,18 +183,6 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
     detail = merge_detail(state, how)
     extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state))
     return Repair(ID, "resume", "completed", f"{where}: {detail}{kept}{extra}", paths)
-
-
-def _restore_asides(folder: Folder) -> None:
-    """A move killed between taking its source aside and unlinking it left it at
-    ``.memory.md.aside-<hex>``: it gets its name back where that is free, so both copies are
-    there as before that step. A taken name leaves it where it is (the check reports it)."""
-    for aside in asides_of(os.listdir(folder.fd), LEGACY_ROOT):
-        try:
-            link_noreplace(folder.fd, aside, folder.fd, LEGACY_ROOT)
-        except FileExistsError:
-            continue
-        folder.fsync()
 
 
 def _resume_migrate(settings: Settings, state: JournalRecord, root: Folder) -> Repair:

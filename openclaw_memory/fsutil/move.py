@@ -89,6 +89,18 @@ def _aside_prefix(name: str) -> str:
     return f"{hidden_stem(name, len(ASIDE_TAG) + 16)}{ASIDE_TAG}"
 
 
+def give_back(dir_fd: int, name: str) -> None:
+    """A move killed between taking ``name`` aside and unlinking it: the file gets its name back where
+    the name is free, so both copies are there as before that step; a taken name leaves it aside
+    (doctor's file checks see it)."""
+    for aside in asides_of(os.listdir(dir_fd), name):
+        try:
+            link_noreplace(dir_fd, aside, dir_fd, name)
+        except FileExistsError:
+            continue
+        os.fsync(dir_fd)
+
+
 def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=None, verified: bool = False) -> None:
     """Rename that never replaces a ``dst`` created meanwhile.
 

@@ -37,7 +37,7 @@ from ..fsutil.atomic import leftover_kind
 from ..fsutil.move import (
     SourceKept,
     asides_of,
-    link_noreplace,
+    give_back,
     remove_if_holds,
     safe_move,
     same_file,
@@ -473,7 +473,7 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
             _record_move(store, op)
             return True, f"finished the {what}: {target.display} holds it{replaced}"
         if src_folder is not None:
-            _give_back(src_folder, source.name)
+            give_back(src_folder.fd, source.name)
             if dst_folder is not None and _holds(src_folder, source.name, op.version):
                 for name in os.listdir(dst_folder.fd):  # a copy across file systems cut short
                     if leftover_kind(name, target.name) == "tmp":
@@ -508,7 +508,7 @@ def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> 
     folder = _folder_or_none(resolved)
     try:
         if folder is not None:
-            _give_back(folder, resolved.name)
+            give_back(folder.fd, resolved.name)
         if _holds(folder, resolved.name, op.version):
             clear_intent(store.data_dir)
             return False, f"undid the {what}: {resolved.display} is where it was"
@@ -518,17 +518,6 @@ def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> 
     finally:
         if folder is not None:
             folder.close()
-
-
-def _give_back(folder: Folder, name: str) -> None:
-    """A step killed between taking the file aside and unlinking it: the file gets its name back
-    (where the name is free; otherwise it stays aside and doctor's file checks see it)."""
-    for aside in asides_of(os.listdir(folder.fd), name):
-        try:
-            link_noreplace(folder.fd, aside, folder.fd, name)
-        except FileExistsError:
-            continue
-        folder.fsync()
 
 
 def _folder_or_none(resolved: ResolvedPath) -> Folder | None:
