@@ -699,6 +699,21 @@ def timezone_problem(name: str | None) -> str | None:
             f"today's date comes from the host's zone ({dt.datetime.now().astimezone().tzname()}), as in OpenClaw")
 
 
+_SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _switch_env(name: str, environ) -> bool | None:
+    """An on/off environment variable (unset or empty: None). A word that is neither is refused: a
+    setting given and then silently taken as off (OPENCLAW_MEMORY_MULTIMODAL=enabled) was lost."""
+    value = _env(name, environ)
+    if value is None:
+        return None
+    switch = _SWITCH_WORDS.get(value.strip().lower())
+    if switch is None:
+        raise ConfigError(f"{name} must be 1, true, yes or on (or 0, false, no, off), not {shown(value)}")
+    return switch
+
+
 def _multimodal_flag(value: Any, where: str) -> bool | None:
     if value is None:
         return None
@@ -789,14 +804,16 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     workspace = resolve_workspace(str(workspace_raw), workspace_source, env)  # after the checks of the files' paths: those name their key
 
     multimodal = o.multimodal
-    if multimodal is None and _env("OPENCLAW_MEMORY_MULTIMODAL", env):
-        multimodal = env["OPENCLAW_MEMORY_MULTIMODAL"].lower() in ("1", "true", "yes", "on")
+    if multimodal is None:
+        multimodal = _switch_env("OPENCLAW_MEMORY_MULTIMODAL", env)
     if multimodal is None and isinstance(own.get("multimodal"), bool):
         multimodal = own["multimodal"]
-    if multimodal is None:
-        multimodal = _multimodal_flag(entry_search.get("multimodal"), f"{json_path}: {entry_at}.memorySearch.multimodal")
-    if multimodal is None:
-        multimodal = _multimodal_flag(defaults_search.get("multimodal"), f"{json_path}: agents.defaults.memorySearch.multimodal")
+    # The agent's own setting before the shared one (OpenClaw's `overrides ?? defaults`), each in
+    # OpenClaw 2026.9.6's `memory.search` first, then the older `memorySearch` (it was the only one read).
+    for search, at in ((entry_memory_search, f"{entry_at}.memory.search"), (entry_search, f"{entry_at}.memorySearch"),
+                       (top_search, "memory.search"), (defaults_search, "agents.defaults.memorySearch")):
+        if multimodal is None:
+            multimodal = _multimodal_flag(search.get("multimodal"), f"{json_path}: {at}.multimodal")
 
     read_table, prompt_table = tables["read"], tables["prompt"]
     # An agent's own contextLimits object replaces the defaults' whole (OpenClaw's rule).

@@ -635,3 +635,33 @@ def test_a_state_dir_without_openclaw_json_names_the_usual_one(tmp_path, monkeyp
     usual = tmp_path / "home" / ".openclaw" / "openclaw.json"
     with pytest.raises(WorkspaceError, match=re.escape(f"which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})")):
         resolve_settings(Overrides(state_dir=str(tmp_path / "elsewhere")), environ={})
+
+
+def test_multimodal_from_openclaw_2026_9_6s_memory_search_the_agents_own_first(state_dir, workspace):
+    """OpenClaw 2026.9.6 keeps it in `memory.search.multimodal` (top level, and an agent's own
+    `memory.search`, which wins); only the older `memorySearch.multimodal` was read, so a current
+    config's images and audio were never listed."""
+    def multimodal(config: dict, agent: str = "main") -> bool:
+        write(state_dir / "openclaw.json", json.dumps(config))
+        return resolve(state_dir, workspace=str(workspace), agent=agent).multimodal
+
+    on, off = {"multimodal": {"enabled": True}}, {"multimodal": {"enabled": False}}
+    assert multimodal({"memory": {"search": on}})
+    assert not multimodal({"memory": {"search": on}, "agents": {"entries": {"ops": {"memory": {"search": off}}}}}, "ops")
+    assert multimodal({"memory": {"search": off}, "agents": {"entries": {"ops": {"memory": {"search": on}}}}}, "ops")
+    # The current spelling before the older one at the same level; the agent's own before both shared ones.
+    assert not multimodal({"memory": {"search": off}, "agents": {"defaults": {"memorySearch": on}}})
+    assert multimodal({"memory": {"search": off}, "agents": {"entries": {"main": {"memorySearch": on}}}})
+    assert not multimodal({})
+    write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": 5}}}))
+    with pytest.raises(ConfigError, match=r"openclaw.json: memory.search.multimodal must be true, false or \{enabled: true\|false\}, not 5"):
+        resolve(state_dir, workspace=str(workspace))
+
+
+def test_the_multimodal_environment_variable_takes_on_and_off_words_and_refuses_others(state_dir, workspace):
+    """Any other word was taken as off without a word (OPENCLAW_MEMORY_MULTIMODAL=enabled: no images)."""
+    write(state_dir / "openclaw-memory.toml", "multimodal = true\n")
+    for word, meant in [("1", True), ("ON", True), (" yes ", True), ("0", False), ("off", False), ("False", False), ("", True)]:
+        assert resolve(state_dir, workspace=str(workspace), environ={"OPENCLAW_MEMORY_MULTIMODAL": word}).multimodal is meant, word
+    with pytest.raises(ConfigError, match="OPENCLAW_MEMORY_MULTIMODAL must be 1, true, yes or on .*not 'enabled'"):
+        resolve(state_dir, workspace=str(workspace), environ={"OPENCLAW_MEMORY_MULTIMODAL": "enabled"})
