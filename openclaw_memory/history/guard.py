@@ -59,7 +59,7 @@ from .placing import (
     swap_name,
     temp_from_blocks,
 )
-from .states import WRITE, ReadRecords, Seen
+from .states import WRITE, ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .swap import Swap
 from .versions import AGENT_WRITE, RESTORE, Entry, FileMode, short
@@ -308,9 +308,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             # The version about to be replaced goes into the history first.
             with in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-        seen = records.get(resolved.abs_path)
-        check_write(store, resolved, current, seen, expected, daily_append, latest_before, records.agent, fd,
-               records.session or "")
+        check_write(store, resolved, current, records, expected, daily_append, latest_before, fd)
         kept = kept_stat(fd)
         if folder is None:
             folder, existed = make_folder(resolved)
@@ -402,8 +400,10 @@ def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder,
         os.close(fd)
 
 
-def check_write(store, resolved, current: FileVersion | None, seen: Seen | None, expected: str | None, daily_append: bool,
-           latest_before: Entry | None, agent: str, fd: int | None, session: str = "") -> None:
+def check_write(store, resolved, current: FileVersion | None, records: ReadRecords, expected: str | None,
+                daily_append: bool, latest_before: Entry | None, fd: int | None) -> None:
+    """Refuse a write (a move, a removal) ``records``' reader may not make to ``resolved``, which holds
+    ``current``: WriteBlocked naming why."""
     shown = resolved.display
     if expected is not None:
         if current is None:
@@ -414,6 +414,7 @@ def check_write(store, resolved, current: FileVersion | None, seen: Seen | None,
         # The prefix matches what is there now; make sure it names nothing else in the history.
         store.resolve_prefix(resolved.abs_path, shown, expected, also=(current.version,))
         return
+    seen, agent, session = records.get(resolved.abs_path), records.agent, records.session or ""
     if current is None or fd is None:  # open_current gives both or neither
         if seen is not None:
             raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", path=shown, agent=agent, session=session)

@@ -147,8 +147,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             raise UsageError(f"{source.display} does not exist; nothing was moved (see `openclaw-memory files`)")
         with in_history():
             store.observe(source.abs_path, source.display, current, fd=fd)
-        check_write(store, source, current, records.get(source.abs_path), expected, False, None, records.agent, fd,
-               records.session or "")
+        check_write(store, source, current, records, expected, False, None, fd)
         mode = kept_stat(fd)
         os.close(fd)
         fd = None
@@ -292,8 +291,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
             raise UsageError(f"{resolved.display} does not exist; nothing was removed (see `openclaw-memory files`)")
         with in_history():
             store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-        check_write(store, resolved, current, records.get(resolved.abs_path), expected, False, None, records.agent, fd,
-               records.session or "")
+        check_write(store, resolved, current, records, expected, False, None, fd)
         _refuse_unarchived(store, resolved, current, "removed")
         mode = kept_stat(fd)
         os.close(fd)
