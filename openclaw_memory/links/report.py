@@ -10,7 +10,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..errors import PathRefused
-from ..files.read import resolve_memory_path
 from ..files.scan import scan_workspace
 from ..wire import key
 from .parse import ParsedLink
@@ -59,6 +58,8 @@ class LinkReport:
 
 def note_links(settings: Settings, path: str | None = None, *, broken: bool = False) -> LinkReport:
     """The links of the memory files as they are now (the link table brought up to date first)."""
+    from ..files.read import resolve_memory_path  # here: doctor's link check resolves no path
+
     workspace = str(settings.workspace)
     wanted = resolve_memory_path(path, workspace, settings.extra_paths).abs_path if path is not None else None
     state = link_state(settings)
