@@ -4,15 +4,21 @@ would take the disk the copy was checked to fit in."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 
 def copy_sparse_tree(src: Path, dst: Path) -> None:
-    for folder, _dirs, files in os.walk(src):
-        out = dst / os.path.relpath(folder, src)
-        out.mkdir(0o700, exist_ok=True)  # walked top down: its parent is made first
-        for f in files:
-            copy_sparse(os.path.join(folder, f), os.fspath(out / f))
+    """``src`` copied to ``dst`` file by file (:func:`copy_sparse`); a copy cut short is removed, ``dst`` whole."""
+    try:
+        for folder, _dirs, files in os.walk(src):
+            out = dst / os.path.relpath(folder, src)
+            out.mkdir(0o700, exist_ok=True)  # walked top down: its parent is made first
+            for f in files:
+                copy_sparse(os.path.join(folder, f), os.fspath(out / f))
+    except BaseException:
+        shutil.rmtree(dst, ignore_errors=True)
+        raise
 
 
 def copy_sparse(src: str, dst: str) -> None:

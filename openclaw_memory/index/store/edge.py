@@ -289,22 +289,14 @@ class EdgeStore:
             shard = held[0]
             with self.view.reading():
                 shard.flush()
-                try:
-                    copy_sparse_tree(self.shard_path(name), target)
-                except BaseException:
-                    shutil.rmtree(target, ignore_errors=True)
-                    raise
+                copy_sparse_tree(self.shard_path(name), target)
                 self._record(staged, self._stat_key(staged), shard.count())
             return staged
         with self.view.writing():
             self._close_one(name)
             lock = self._acquire(name)
         try:
-            try:
-                copy_sparse_tree(self.shard_path(name), target)
-            except BaseException:
-                shutil.rmtree(target, ignore_errors=True)
-                raise
+            copy_sparse_tree(self.shard_path(name), target)
             recorded = self._recorded(name)
         finally:
             lock.release()
