@@ -15,18 +15,14 @@ from .output import delivered, error
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
 
-JSON_LINES = ("watch", "serve")  # with --json, a stream of one object a line
-
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)  # after --, it is an argument
-    lines = False  # a JSON-lines command: its error is one line too
     command = None  # the command run, whose flags name the values an error is about
     try:
         parsed = parse(args)
         command = parsed.command
-        lines = parsed.command is not None and parsed.command.name in JSON_LINES
         if parsed.action == "version":
             from .. import __version__
 
@@ -37,8 +33,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return run_parsed(parsed)
     except MemoryToolError as exc:
-        error(_worded(exc, command), as_json, one_line=lines,
-              below=exc.help_line if isinstance(exc, CommandLineError) else "")
+        error(_worded(exc, command), as_json, below=exc.help_line if isinstance(exc, CommandLineError) else "")
         return exc.exit_code
     except ModuleNotFoundError as exc:
         from ..extras import missing_extra

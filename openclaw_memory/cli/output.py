@@ -89,11 +89,12 @@ def warn(message: str) -> None:
     _said(sys.stderr, lambda: sys.stderr.write(f"warning: {no_controls(message)}\n"))
 
 
-def error(message: str, as_json: bool, *, one_line: bool = False, below: str = "") -> None:
-    """``message`` on stderr (and as ``{"error": ...}`` on stdout with ``--json``); ``below``: a line
-    for the terminal only (where to get help)."""
+def error(message: str, as_json: bool, *, below: str = "") -> None:
+    """``message`` on stderr (and as ``{"error": ...}`` on stdout with ``--json``, one line as the
+    message is: a program reads it as it reads a JSON-lines command's); ``below``: a line for the
+    terminal only (where to get help)."""
     if as_json:
-        _said(sys.stdout, lambda: print_json({"error": message}, one_line=one_line))
+        _said(sys.stdout, lambda: print_json({"error": message}, one_line=True))
     _said(sys.stderr, lambda: sys.stderr.write(f"error: {no_controls(message)}\n" + (f"{below}\n" if below else "")))
 
 
