@@ -32,8 +32,11 @@ OFF_ENV = "OPENCLAW_MEMORY_SERVICE"
 
 
 def service_disabled() -> bool:
-    """``OPENCLAW_MEMORY_SERVICE=off``: always in-process, silently."""
-    return os.environ.get(OFF_ENV, "").strip().lower() in ("off", "0", "no", "false")
+    """``OPENCLAW_MEMORY_SERVICE=off`` (or 0, no, false): always in-process, silently; a word that
+    is neither on nor off is refused."""
+    from .settings import switch_env
+
+    return switch_env(OFF_ENV, os.environ) is False
 
 
 def service_may_run(settings: Settings) -> bool:

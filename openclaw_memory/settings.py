@@ -702,9 +702,10 @@ def timezone_problem(name: str | None) -> str | None:
 _SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
-def _switch_env(name: str, environ) -> bool | None:
+def switch_env(name: str, environ) -> bool | None:
     """An on/off environment variable (unset or empty: None). A word that is neither is refused: a
-    setting given and then silently taken as off (OPENCLAW_MEMORY_MULTIMODAL=enabled) was lost."""
+    setting given and then silently taken as off (OPENCLAW_MEMORY_MULTIMODAL=enabled) was lost, and
+    OPENCLAW_MEMORY_SERVICE=of used the service."""
     value = _env(name, environ)
     if value is None:
         return None
@@ -805,7 +806,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
 
     multimodal = o.multimodal
     if multimodal is None:
-        multimodal = _switch_env("OPENCLAW_MEMORY_MULTIMODAL", env)
+        multimodal = switch_env("OPENCLAW_MEMORY_MULTIMODAL", env)
     if multimodal is None and isinstance(own.get("multimodal"), bool):
         multimodal = own["multimodal"]
     # The agent's own setting before the shared one (OpenClaw's `overrides ?? defaults`), each in

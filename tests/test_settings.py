@@ -665,3 +665,15 @@ def test_the_multimodal_environment_variable_takes_on_and_off_words_and_refuses_
         assert resolve(state_dir, workspace=str(workspace), environ={"OPENCLAW_MEMORY_MULTIMODAL": word}).multimodal is meant, word
     with pytest.raises(ConfigError, match="OPENCLAW_MEMORY_MULTIMODAL must be 1, true, yes or on .*not 'enabled'"):
         resolve(state_dir, workspace=str(workspace), environ={"OPENCLAW_MEMORY_MULTIMODAL": "enabled"})
+
+
+def test_a_word_other_than_on_or_off_for_the_service_switch_is_refused(cli, workspace):
+    """docs/configuration.md: OPENCLAW_MEMORY_SERVICE=off works in-process. Any other word than off
+    went to the service without a word (=of, =disabled), as a wrong OPENCLAW_MEMORY_MULTIMODAL was off."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for word in ("off", "OFF", "0", "on", ""):
+        assert cli("state", env={"OPENCLAW_MEMORY_SERVICE": word}).returncode == 0, word
+    res = cli("state", "--json", env={"OPENCLAW_MEMORY_SERVICE": "of"})
+    assert res.returncode == 2 and res.json() == {"error": "OPENCLAW_MEMORY_SERVICE must be 1, true, yes or on (or 0, false, no, off), not 'of'"}
+    wrong = cli("files", env={"OPENCLAW_MEMORY_MULTIMODAL": "enabled"})
+    assert wrong.returncode == 2 and wrong.stderr.startswith("error: OPENCLAW_MEMORY_MULTIMODAL must be"), wrong.stderr
