@@ -1,11 +1,13 @@
 """A time zone named as OpenClaw's users name it (``agents.defaults.userTimezone``), taken as
 JavaScript's Intl takes it: below the settings (which warn about a name it refuses) and the prompt
-(which dates the daily notes by it)."""
+(which dates the daily notes by it). And the caller's local time while a service answers it."""
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import functools
+import os
 import re
 
 # Files of the zone folder that zoneinfo opens and Intl refuses (``available_timezones`` leaves them out).
@@ -47,3 +49,60 @@ def _zone_names() -> dict[str, str]:
     from zoneinfo import available_timezones
 
     return {known.lower(): known for known in available_timezones()}
+
+
+# The local time of the process a request came from, while a service answers it (serve/core): a
+# day read or shown as local (log's --since/--until, a note's modification day in search) is the
+# caller's, not the service's, which may run with another TZ. None: this process's own local time;
+# a string: the caller's TZ, which cannot be named here (:class:`UnnamedZone` once a day is read).
+CALLER_ZONE: contextvars.ContextVar[dt.tzinfo | str | None] = contextvars.ContextVar("caller_zone", default=None)
+
+
+class UnnamedZone(Exception):
+    """A day is to be read in the caller's local time, whose TZ cannot be named here."""
+
+
+def tz_setting() -> str | None:
+    """This process's TZ as its environment gives it (None: unset, the system's /etc/localtime)."""
+    return os.environ.get("TZ")
+
+
+def zone_of_tz(value: str | None) -> dt.tzinfo | None:
+    """The zone a process whose environment holds ``TZ=value`` keeps its local time in, as the C
+    library reads it: unset, the system's ``/etc/localtime`` (UTC without one); empty or ``UTC``,
+    UTC; ``Area/City`` or ``:Area/City``, that zone. None for what cannot be named here (a POSIX
+    rule such as ``EST+5EDT,M3.2.0,M11.1.0``, an unknown name, a file path)."""
+    from zoneinfo import ZoneInfo
+
+    if value is None:
+        try:
+            with open("/etc/localtime", "rb") as system:
+                return ZoneInfo.from_file(system)
+        except FileNotFoundError:
+            return dt.UTC
+        except (OSError, ValueError):
+            return None
+    name = value[1:] if value.startswith(":") else value
+    if name in ("", "UTC", "UTC0", "GMT", "GMT0"):
+        return dt.UTC
+    try:
+        return ZoneInfo(name)
+    except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return None
+
+
+def local_midnight(day: dt.date) -> float:
+    """The first moment of ``day`` in the caller's local time, in seconds since the epoch."""
+    return dt.datetime.combine(day, dt.time.min, tzinfo=_caller_zone()).timestamp()
+
+
+def local_date(seconds: float) -> dt.date:
+    """The caller's local day of a moment given in seconds since the epoch."""
+    return dt.datetime.fromtimestamp(seconds, _caller_zone()).date()
+
+
+def _caller_zone() -> dt.tzinfo | None:
+    zone = CALLER_ZONE.get()
+    if isinstance(zone, str):
+        raise UnnamedZone(f"it cannot name the caller's time zone (TZ={zone[:80]!r}), by which a day is read")
+    return zone

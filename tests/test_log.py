@@ -189,3 +189,45 @@ def test_a_move_changes_no_line_a_removal_removes_every_line_and_a_file_back_add
     assert entries[0]["previousVersion"] is None and entries[1]["previousVersion"] == entries[1]["version"]
     # The file's versions follow it: its name now finds them all, each shown under its name then.
     assert [e["path"] for e in log(cli, "--path", "memory/b.md")] == ["memory/b.md"] * 3 + ["memory/a.md"]
+
+
+def test_a_day_is_the_callers_local_day_also_when_a_service_in_another_zone_answers(workspace, state_dir, cli):
+    """``--since DAY`` is the local day of the one who asks. Through a service started in another time
+    zone it was the service's: the same command answered otherwise with and without the service.
+    Kiritimati (UTC+14) and Pago Pago (UTC-11) are 25 hours apart: their dates never agree."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import env_for, wait_for
+
+    write(workspace / "MEMORY.md", "# Memory\n- tea\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "- coffee", "--no-index").returncode == 0
+    here = {"TZ": "Pacific/Kiritimati"}
+    today = dt.datetime.now(dt.timezone(dt.timedelta(hours=14))).date().isoformat()
+
+    def logged(**env: str) -> tuple[list[dict], str]:
+        done = subprocess.run([sys.executable, "-m", "openclaw_memory", "log", "--json", "--since", today],
+                              env=env_for(workspace, state_dir, **{**here, **env}), cwd=workspace, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["entries"], done.stderr
+
+    alone, _ = logged(OPENCLAW_MEMORY_SERVICE="off")
+    assert len(alone) == 2
+    service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=workspace,
+                               env=env_for(workspace, state_dir, TZ="Pacific/Pago_Pago"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: "serving " in service.stderr.readline())
+        assert logged() == (alone, "")  # answered by the service (a fallback says why on stderr)
+        # A TZ no zone name gives (a POSIX rule): a day read in it is answered in-process, saying so.
+        posix = {"TZ": "LINT-14"}  # the C library's spelling of UTC+14, all year
+        entries, said = logged(**posix)
+        assert entries == alone and "cannot name the caller's time zone (TZ='LINT-14')" in said, said
+        plain = subprocess.run([sys.executable, "-m", "openclaw_memory", "log", "--json"], env=env_for(workspace, state_dir, **posix),
+                               cwd=workspace, capture_output=True, text=True)
+        assert plain.returncode == 0 and plain.stderr == "", plain.stderr  # no day read: the service answers
+    finally:
+        service.terminate()
+        service.wait(60)

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from itertools import product
 
 from ..database.failures import stat_int
 from ..errors import BadValue, UsageError, shown
+from ..timezones import local_date
 
 MAX_GLOB, MAX_GLOBS = 4096, 16384
 MAX_GLOBSTARS = 3  # each `**/` of a glob doubles the patterns it is read as
@@ -131,11 +133,11 @@ class SearchFilters:
 
     @staticmethod
     def today() -> date:
-        return date.today()
+        return local_date(time.time())  # the caller's today, as its days are
 
 
 def modified_day(entry) -> date | None:
-    """The local day an indexed file (a manifest entry) was last modified; None when it is gone.
+    """The caller's local day an indexed file (a manifest entry) was last modified; None when it is gone.
 
     From the sighting its indexed content was hashed with; once another part saw newer bytes
     (``state``, the watch, a write before its sync) that sighting is replaced, and the file's own
@@ -147,7 +149,7 @@ def modified_day(entry) -> date | None:
             mtime_ns = stat_int(os.lstat(entry.abs_path).st_mtime_ns)  # a day a date can hold (tmpfs: any time)
         except OSError:
             return None
-    return datetime.fromtimestamp(mtime_ns / 1e9).date()
+    return local_date(mtime_ns / 1e9)
 
 
 def file_dates(manifests: Iterable) -> dict[str, date]:

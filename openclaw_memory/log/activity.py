@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
 from ..database import dec, enc
@@ -25,6 +25,7 @@ from ..files.jstext import decode_lossy
 from ..history.store import HistoryStore
 from ..history.versions import ORIGINS, REMOVE, iso_time, logged_version
 from ..index.filters import SearchFilters
+from ..timezones import local_midnight
 from ..wire import key
 
 if TYPE_CHECKING:
@@ -105,12 +106,12 @@ def activity(settings: Settings, *, since: str | None = None, until: str | None 
 
 
 def _start_of(day: date, *, days_after: int = 0) -> float | None:
-    """The first moment of ``day`` (or of the day ``days_after`` it) in local time, as search reads a
-    day, in seconds since the epoch. None past the calendar's ends (the day after 9999-12-31;
+    """The first moment of ``day`` (or of the day ``days_after`` it) in the caller's local time, as search
+    reads a day, in seconds since the epoch. None past the calendar's ends (the day after 9999-12-31;
     0001-01-01, whose local midnight the clock cannot name): every version lies within them, so
     such a bound bounds nothing."""
     try:
-        return datetime.combine(day + timedelta(days=days_after), time.min).timestamp()
+        return local_midnight(day + timedelta(days=days_after))
     except (OverflowError, ValueError):
         return None
 

@@ -1,7 +1,7 @@
 """Requests and answers over the service socket: JSON-RPC 2.0 (the protocol MCP speaks), one per line.
 
 A request: ``{"jsonrpc": "2.0", "id": n, "method": "search", "params": {"args": {...}, "context":
-{workspace, stateDir, agent, session, key, protocol}}}``, the method one of
+{workspace, stateDir, agent, session, key, protocol, tz}}}``, the method one of
 :data:`~openclaw_memory.memory.operations.OPERATIONS`, the arguments and the result JSON data of the
 declared types (:mod:`openclaw_memory.wire`: no type names). While the service works on it, it sends an
 empty line every ``HEARTBEAT_S``; then ``{"jsonrpc": "2.0", "id": n, "result": ...}`` or ``"error":
@@ -13,6 +13,8 @@ knows the service hangs. A connection may carry many requests, one after the oth
 ``protocol`` in the context is :data:`PROTOCOL`; a service of another protocol refuses the request
 with a refusal that says to restart the service, so the caller works in-process instead.
 
+``tz`` is the caller's TZ (None: unset): a day read as local is the caller's (:mod:`openclaw_memory.timezones`).
+
 Standard library only (with :mod:`.paths`): the CLI imports this on its fast path.
 """
 
@@ -22,6 +24,8 @@ import dataclasses
 import hashlib
 import json
 from typing import TYPE_CHECKING
+
+from ..timezones import tz_setting
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -65,6 +69,7 @@ def request_line(request_id: int, method: str, args: dict, settings: Settings) -
         "session": settings.session,
         "key": settings_key(settings),
         "protocol": PROTOCOL,
+        "tz": tz_setting(),  # the service reads a local day as this process's (its own TZ may differ)
     }
     payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"args": args, "context": context}}
     return json_line(payload)  # ValueError: a number strict JSON cannot hold

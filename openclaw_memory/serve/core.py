@@ -10,6 +10,7 @@ protocol.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 import threading
@@ -24,6 +25,7 @@ from ..memory.local import LocalMemory
 from ..memory.operations import OPERATIONS, Operation
 from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, answer_line, parse_line, settings_key
 from ..memory.service_status import LockWaits, ServiceInfo
+from ..timezones import CALLER_ZONE, UnnamedZone, tz_setting, zone_of_tz
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -63,6 +65,7 @@ class Request:
     operation: Operation
     args: dict[str, Any]
     settings: Settings
+    zone: dt.tzinfo | str | None = None  # the caller's local time when not the service's (str: its TZ, unnamed)
 
 
 class ServiceCore:
@@ -155,7 +158,7 @@ class ServiceCore:
             arguments = operation.arguments((), typed)
         except (ValueError, TypeError) as exc:  # TypeError: a required argument missing
             raise Refused(f"arguments it cannot read ({exc})", INVALID_PARAMS) from None
-        return Request(data.get("id"), operation, arguments, self._settings_for(context))
+        return Request(data.get("id"), operation, arguments, self._settings_for(context), _caller_zone(context))
 
     def _settings_for(self, context: dict) -> Settings:
         agent = str(context.get("agent") or self.settings.agent)
@@ -175,6 +178,7 @@ class ServiceCore:
         """The JSON-RPC answer to one request."""
         self.called(request.settings.session)
         memory = self.memory.for_agent(request.settings.agent, request.settings.session)
+        zone = CALLER_ZONE.set(request.zone)  # this thread's request only
         try:
             value = request.operation.run(memory, request.args)
             return {"jsonrpc": "2.0", "id": request.id, "result": wire.to_json(value)}
@@ -182,18 +186,32 @@ class ServiceCore:
             return error_answer(request.id, PRODUCT_ERROR, exc.message, type(exc).__name__, exc.fields())
         except Stopping:
             return error_answer(request.id, REFUSED, "it is stopping")
+        except UnnamedZone as exc:
+            return error_answer(request.id, REFUSED, str(exc))
         except OSError as exc:
             reason = exc.strerror or str(exc)
             return error_answer(request.id, PRODUCT_ERROR, f"{exc.filename}: {reason}" if exc.filename else reason,
                                 "MemoryToolError")
         except Exception as exc:  # a bug, not the caller's fault: the caller still gets its answer in-process
             return error_answer(request.id, REFUSED, f"it failed ({type(exc).__name__}: {exc})")
+        finally:
+            CALLER_ZONE.reset(zone)
 
     def close(self) -> None:
         self.pool.close()
 
     def warm(self) -> None:
         self.pool.warm(self.settings)
+
+
+def _caller_zone(context: dict) -> dt.tzinfo | str | None:
+    """The caller's local time when its TZ is not the service's (None: the same, or a caller that
+    does not say). A TZ this service cannot name stays the string it is: a request that reads a
+    day in it is refused (:class:`UnnamedZone`), and the caller answers it in-process."""
+    if "tz" not in context or context["tz"] == tz_setting():
+        return None
+    tz = context["tz"]
+    return (zone_of_tz(tz) if tz is None or isinstance(tz, str) else None) or str(tz)
 
 
 def error_answer(request_id: Any, code: int, message: str, kind: str | None = None,
