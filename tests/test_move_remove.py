@@ -77,6 +77,20 @@ def test_a_moved_note_keeps_its_history_and_is_found_at_its_new_path_with_nothin
     assert memory.write("memory/projects/heron.md", append="- one more fact").changed
 
 
+def test_every_session_and_agent_that_read_a_moved_note_may_write_it_at_its_new_path(workspace, state_dir):
+    """notes.md: every session's read record of the file moves with it, so a session that read it
+    is not made to read it again (the test above checks the mover's own record only)."""
+    settings = settings_for(workspace, state_dir)
+    mover = LocalMemory(settings.with_session("s1"))
+    for reader, name in ((LocalMemory(settings.with_session("s2")), "a"), (LocalMemory(settings.with_agent("ops")), "c")):
+        write(workspace / "memory" / f"{name}.md", "hello\n")
+        mover.read(f"memory/{name}.md")
+        reader.read(f"memory/{name}.md")
+        mover.move(f"memory/{name}.md", f"memory/{name}-moved.md")
+        assert reader.write(f"memory/{name}-moved.md", content="rewritten\n").changed
+        assert (workspace / "memory" / f"{name}-moved.md").read_text() == "rewritten\n"
+
+
 def test_a_move_across_file_systems_is_a_verified_copy_and_still_embeds_nothing(workspace, state_dir, tmp_path):
     with tmpfs(tmp_path / "extra", "8m") as extra:
         write(workspace / "memory" / "heron.md", HERON)
