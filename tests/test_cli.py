@@ -117,6 +117,26 @@ def test_the_first_hour_wording_and_exit_statuses(cli, workspace):
     assert "never indexed" in status.stdout and "last indexed never" not in status.stdout
 
 
+
+def test_the_exit_statuses_of_the_situations_docs_cli_md_names(cli, workspace, tmp_path):
+    """docs/cli.md's exit status table, situation by situation (for 3 it named a blocked `write`
+    alone; for 2 neither a file `mv` or `rm` cannot find nor a missing baseline)."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "a.md", "a\n")
+    assert cli("watchdog", "verify").returncode == 2  # no baseline yet
+    for argv in [("mv", "memory/nope.md", "memory/c.md"), ("rm", "memory/nope.md"), ("restore", "memory/nope.md", "--last"),
+                 ("links", "memory/nope.md"), ("-w", str(tmp_path / "nowhere"), "files"),
+                 ("import", str(tmp_path / "none.tar.gz")), ("search", "x", "--bogus")]:
+        assert cli(*argv).returncode == 2, argv
+    for argv in [("search", "x"), ("read", "memory/nope.md")]:
+        assert cli(*argv).returncode == 1, argv
+    assert cli("watchdog", "snapshot", "start").returncode == 0
+    write(workspace / "memory" / "a.md", "a, edited\n")  # never read by this agent
+    for argv in [("rm", "memory/a.md"), ("mv", "memory/a.md", "memory/c.md"), ("write", "memory/a.md", "--append", "x"),
+                 ("rollback", "--to", "start")]:
+        assert cli(*argv).returncode == 3, argv
+    assert (workspace / "memory" / "a.md").read_text() == "a, edited\n"
+
 def test_inputs_that_would_hang_or_overflow_are_usage_errors(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# Memory\n")
     assert cli("read", "MEMORY.md").returncode == 0
