@@ -182,9 +182,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         if existed is not None:
             remove_made_folders(target, existed)
         if isinstance(exc, SourceKept):
-            raise WriteBlocked.because(f"{source.display} {exc.WORDS[exc.reason]}; nothing was moved.",
-                                       path=source.display, step="held_open" if exc.reason == "open" else "read_again",
-                                       agent=records.agent, session=records.session or "") from None
+            raise _kept_blocks(exc, source.display, "moved", records) from None
         raise
     finally:
         if fd is not None:
@@ -282,6 +280,13 @@ def remove_memory_file(settings: Settings, path: str, *, force: bool = False, ex
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
+def _kept_blocks(kept: SourceKept, shown: str, done: str, records: ReadRecords) -> WriteBlocked:
+    """A move or removal whose source stayed (written to, saved anew, held open) is blocked as a write is."""
+    return WriteBlocked.because(f"{shown} {kept.WORDS[kept.reason]}; nothing was {done}.", path=shown,
+                                step="held_open" if kept.reason == "open" else "read_again", agent=records.agent,
+                                session=records.session or "")
+
+
 def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resolved: ResolvedPath,
             expected: str | None) -> RemoveResult:
     folder, fd, current = open_current(resolved)
@@ -312,9 +317,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         elif op is not None and _settle(settings, store, op):
             return RemoveResult(resolved.display, op.version, op.size)
         if isinstance(exc, SourceKept):
-            raise WriteBlocked.because(f"{resolved.display} {exc.WORDS[exc.reason]}; nothing was removed.",
-                                       path=resolved.display, step="held_open" if exc.reason == "open" else "read_again",
-                                       agent=records.agent, session=records.session or "") from None
+            raise _kept_blocks(exc, resolved.display, "removed", records) from None
         raise
     finally:
         if fd is not None:
