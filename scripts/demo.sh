@@ -9,7 +9,10 @@ mkdir -p "$demo"
 cp -R fixtures/workspace "$demo/workspace"
 export OPENCLAW_WORKSPACE="$PWD/$demo/workspace"
 export OPENCLAW_STATE_DIR="$PWD/$demo/state"
-om() { echo; echo "\$ openclaw-memory $*"; .venv/bin/openclaw-memory "$@"; }
+# Each command shown as it can be typed again: a word holding more than letters, digits and ./:=@%+- quoted
+# (it showed `search when are database backups taken`, which, pasted, is a usage error).
+typed() { local word shown=(); for word in "$@"; do [[ $word =~ ^[A-Za-z0-9_./:=@%+-]+$ ]] && shown+=("$word") || shown+=("\"$word\""); done; echo "${shown[*]}"; }
+om() { echo; echo "\$ openclaw-memory $(typed "$@")"; .venv/bin/openclaw-memory "$@"; }
 
 om files
 om doctor || true

@@ -295,6 +295,8 @@ def test_make_demo_runs_in_a_clone_whose_build_folder_git_ignores(tmp_path):
     done = subprocess.run(["bash", "scripts/demo.sh"], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "git-ignored" not in done.stdout and "git ignored" not in done.stdout, done.stdout
+    # Each command is shown as it is typed (a query was shown unquoted: pasted, a usage error).
+    assert '\n$ openclaw-memory search "when are database backups taken"\n' in done.stdout, done.stdout
 
 
 def _old_python(path: Path) -> Path:
