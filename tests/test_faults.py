@@ -225,6 +225,29 @@ def test_write_to_the_legacy_dream_twin_is_refused_naming_the_memory_file(cli, w
     assert cli("write", "dreams.md", "--append", "a dream").returncode == 0  # the diary while DREAMS.md is absent
 
 
+def test_a_dream_diary_in_another_letter_case_is_never_written_and_is_reported_as_skipped(cli, workspace):
+    """``write Dreams.md`` was written (exit 0) to a file the scan never lists (it takes DREAMS.md, or
+    dreams.md without it): never indexed, never searched, and missing from `files`' skipped list,
+    which names everything it passes over. Now refused naming DREAMS.md, with DREAMS.md there or not;
+    one made by hand is reported as skipped, still read as OpenClaw reads the diary in any case, and
+    `mv` gives it its name."""
+    for name in ("Dreams.md", "DrEaMs.md"):
+        res = no_traceback(cli("write", name, "--append", "a dream"))
+        assert res.returncode == 2 and "DREAMS.md" in res.stderr, res.stderr
+        assert not (workspace / name).exists()
+    write(workspace / "DREAMS.md", "# Dreams\n")
+    assert cli("write", "Dreams.md", "--append", "a dream").returncode == 2
+    (workspace / "DREAMS.md").unlink()
+    write(workspace / "Dreams.md", "# Dreams by hand\n")
+    listed = cli("files", "--json").json()
+    assert "Dreams.md" not in [f["path"] for f in listed["files"]]
+    (skipped,) = [s for s in listed["skipped"] if s["path"] == "Dreams.md"]
+    assert "DREAMS.md" in skipped["reason"], skipped
+    assert cli("read", "Dreams.md").stdout.startswith("# Dreams by hand")
+    assert cli("mv", "Dreams.md", "DREAMS.md").returncode == 0
+    assert [f["path"] for f in cli("files", "--json").json()["files"]] == ["DREAMS.md"]
+
+
 def _drop_file_access_override() -> None:
     """In the child, before exec: root loses CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so a
     mode-000 file is unreadable to it as to anyone (capabilities outside the bounding set

@@ -23,6 +23,8 @@ from ..wire import key
 from .jstext import sort_utf16
 from .paths import (
     CANONICAL_ROOT,
+    DREAMS,
+    LEGACY_DREAMS,
     LEGACY_ROOT,
     MEMORY_DIR,
     REPAIR_DIR,
@@ -359,6 +361,9 @@ def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool, age
             "legacy dream diary twin of DREAMS.md (ignored)" if entry.is_file else "not a regular file"
         )
         c.skip(entry.path, reason)
+    for name in entries:  # the root's few names: a write refuses these (history.guard.refuse_dream_twin)
+        if name.lower() == LEGACY_DREAMS and name not in (DREAMS, LEGACY_DREAMS):
+            c.skip(os.path.join(ws, name), f"a dream diary in another letter case (ignored: name it {DREAMS})")
     if LEGACY_ROOT in entries:
         legacy = os.path.join(ws, LEGACY_ROOT)
         try:

@@ -191,9 +191,16 @@ def restore_file_version(settings: Settings, path: str, version: str, *, stored:
 
 
 def refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
-    """``dreams.md`` is the dream diary only while ``DREAMS.md`` is absent; otherwise the scan skips it."""
-    if resolved.display != LEGACY_DREAMS or resolved.root != workspace:
+    """The dream diary is ``DREAMS.md``, or ``dreams.md`` while ``DREAMS.md`` is absent: the scan
+    skips the twin and every other letter case (``Dreams.md``, which OpenClaw reads as the diary),
+    so a write there made a file nothing lists, indexes or searches."""
+    if resolved.root != workspace or resolved.display.lower() != LEGACY_DREAMS or resolved.display == DREAMS:
         return
+    if resolved.display != LEGACY_DREAMS:
+        raise PathRefused(
+            f"refused: {resolved.display} is not the dream diary's name (the scan lists {DREAMS}, or {LEGACY_DREAMS} "
+            f"without it, and skips every other letter case); write to {DREAMS}, the dream diary"
+        )
     try:
         with resolved.folder() as folder:
             names = set(os.listdir(folder.fd))
@@ -414,7 +421,7 @@ def check_write(store, resolved, current: FileVersion | None, records: ReadRecor
         # The prefix matches what is there now; make sure it names nothing else in the history.
         store.resolve_prefix(resolved.abs_path, shown, expected, also=(current.version,))
         return
-    seen, agent, session = records.get(resolved.abs_path), records.agent, records.session or ""
+    seen, agent, session = records.get(resolved.abs_path), records.agent, records.session
     if current is None or fd is None:  # open_current gives both or neither
         if seen is not None:
             raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", path=shown, agent=agent, session=session)
