@@ -157,7 +157,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             op = write_intent(settings.data_dir, FileOp(
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
                 target.display, replaced.version if replaced else None, replaced.size if replaced else None,
-                mark=_last_row(store), agent=records.agent, session=records.session or "", mode=mode,
+                mark=_last_row(store), agent=records.agent, session=records.session, mode=mode,
                 replaced_mode=replaced_mode, links=links, made_from=existed))
         faults.reach("mv:journaled")
         if replaced is not None:
@@ -284,7 +284,7 @@ def _kept_blocks(kept: SourceKept, shown: str, done: str, records: ReadRecords) 
     """A move or removal whose source stayed (written to, saved anew, held open) is blocked as a write is."""
     return WriteBlocked.because(f"{shown} {kept.WORDS[kept.reason]}; nothing was {done}.", path=shown,
                                 step="held_open" if kept.reason == "open" else "read_again", agent=records.agent,
-                                session=records.session or "")
+                                session=records.session)
 
 
 def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resolved: ResolvedPath,
@@ -304,7 +304,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 REMOVE_OP, "begin", resolved.abs_path, resolved.display, current.version, current.size,
-                mark=_last_row(store), agent=records.agent, session=records.session or "", mode=mode))
+                mark=_last_row(store), agent=records.agent, session=records.session, mode=mode))
         faults.reach("rm:journaled")
         remove_if_holds(folder.fd, resolved.name, current.version)
         faults.reach("rm:unlinked")

@@ -48,9 +48,9 @@ class ReadRecords:
 
     def __init__(self, store: HistoryStore, agent: str, session: str | None = None):
         self.agent = agent
-        self.session = session
+        self.session = session or ""  # as records, journals and refusals name it
         self.db = store.db
-        self._owner = (enc(agent), enc(session or ""))
+        self._owner = (enc(agent), enc(self.session))
 
     @classmethod
     def for_settings(cls, store: HistoryStore, settings: Settings) -> ReadRecords:

@@ -95,12 +95,12 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
             raise WriteBlocked.because(
                 f"the rollback to {moment.shown} would replace {len(names)} file{'s' if len(names) != 1 else ''} {{reader}} "
                 f"has not read as {'it is' if len(names) == 1 else 'they are'} now ({listed}); nothing was changed",
-                path=names[0], step="rollback", agent=records.agent, session=records.session or "")
+                path=names[0], step="rollback", agent=records.agent, session=records.session)
         undo = _undo_moment()
         steps = tuple(Step(f.resolved.abs_path, f.resolved.display, f.before.version if f.before else None,
                            f.after.version, f.after.size) for f in fates if f.fate != UNCHANGED)
         intent = write_intent(settings.data_dir, Intent(to, moment.shown, undo, steps, agent=records.agent,
-                                                        session=records.session or ""))
+                                                        session=records.session))
         faults.reach("rollback:journaled")
         left = _run_steps(settings, intent)
         faults.reach("rollback:applied")
