@@ -677,3 +677,21 @@ def test_a_word_other_than_on_or_off_for_the_service_switch_is_refused(cli, work
     assert res.returncode == 2 and res.json() == {"error": "OPENCLAW_MEMORY_SERVICE must be 1, true, yes or on (or 0, false, no, off), not 'of'"}
     wrong = cli("files", env={"OPENCLAW_MEMORY_MULTIMODAL": "enabled"})
     assert wrong.returncode == 2 and wrong.stderr.startswith("error: OPENCLAW_MEMORY_MULTIMODAL must be"), wrong.stderr
+
+
+def test_the_openclaw_json_example_of_the_docs_gives_each_agent_its_workspace(tmp_path, state_dir):
+    """docs/configuration.md's openclaw.json, as a user copies it: with `ops` the only agent of its
+    entries, ops owned agents.defaults.workspace (OpenClaw's rule) and main was sent to ~/agent/main,
+    which did not exist; and it used the older agents.defaults.memorySearch OpenClaw 2026.9.6 reports as moved."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```json5\n(.*?)```", page, re.S)
+    write(state_dir / "openclaw.json", example)
+    home = tmp_path / "home"
+    for folder in ("agent", "ops-agent/runbooks", "shared-notes"):
+        (home / folder).mkdir(parents=True)
+    main, ops = (resolve_settings(Overrides(state_dir=str(state_dir), agent=agent), environ={"OPENCLAW_HOME": str(home)})
+                 for agent in ("main", "ops"))
+    assert (main.workspace, ops.workspace) == (home / "agent", home / "ops-agent")
+    assert main.extra_paths == (str(home / "shared-notes"),)
+    assert ops.extra_paths == (str(home / "shared-notes"), str(home / "ops-agent" / "runbooks"))
+    assert not main.multimodal
