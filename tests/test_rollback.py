@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from conftest import env_for, fault, settings_for, wait_for, write
+from conftest import env_for, fault, settings_for, write
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.rollback.journal import read_intent
 from openclaw_memory.rollback.plan import iso_moment
@@ -427,28 +427,31 @@ def test_a_note_unchanged_since_before_the_moment_is_kept_though_the_history_saw
     after the moment is still archived, and so is every note for a moment before it was made."""
     write(workspace / "memory" / "old.md", "written by hand long ago\n")
     write(workspace / "memory" / "edited.md", "first words\n")
-    old_ctime = (workspace / "memory" / "edited.md").stat().st_ctime_ns
-
-    def made_after() -> bool:  # the kernel's clock ticks coarsely: write until the ctime moves on
-        write(workspace / "memory" / "new.md", "made after the moment\n")
-        with open(workspace / "memory" / "edited.md", "a") as edited:
-            edited.write("more words\n")
-        return min((workspace / "memory" / name).stat().st_ctime_ns for name in ("new.md", "edited.md")) > old_ctime
-
-    wait_for(made_after, step=0.002)
-    moment = iso_moment((old_ctime + min((workspace / "memory" / n).stat().st_ctime_ns for n in ("new.md", "edited.md"))) / 2e9)
-    before_all = iso_moment((workspace / "memory" / "old.md").stat().st_ctime_ns / 1e9 - 1)
+    made = time.time()
+    moment = later_than(made)  # well past the file system's timestamp granularity, both ways
+    later_than(moment)
+    write(workspace / "memory" / "new.md", "made after the moment\n")
+    with open(workspace / "memory" / "edited.md", "a") as edited:
+        edited.write("more words\n")
     fates = {}
-    for to in (moment, before_all):
+    for to in (iso_moment(moment), iso_moment(made - 1)):
         planned = cli("rollback", "--to", to, "--dry-run", "--json")
         assert planned.returncode == 0, planned.stderr
         fates[to] = {f["path"]: f["fate"] for f in planned.json()["files"]}
-    assert fates[moment] == {"memory/old.md": "unchanged", "memory/edited.md": "archive", "memory/new.md": "archive"}
-    assert set(fates[before_all].values()) == {"archive"}
-    done = cli("rollback", "--to", moment, "--force", "--json")
+    assert fates[iso_moment(moment)] == {"memory/old.md": "unchanged", "memory/edited.md": "archive", "memory/new.md": "archive"}
+    assert set(fates[iso_moment(made - 1)].values()) == {"archive"}
+    done = cli("rollback", "--to", iso_moment(moment), "--force", "--json")
     assert done.returncode == 0, done.stderr
     assert sorted(memory_files(workspace)) == ["memory/old.md"]
     assert (workspace / "memory" / "old.md").read_text() == "written by hand long ago\n"
+
+
+def later_than(moment: float, gap: float = 0.05) -> float:
+    """Wait until the clock is ``gap`` seconds past ``moment`` (five times the local file systems'
+    timestamp granularity, which a ctime compared with a moment allows for); the time then."""
+    while time.time() <= moment + gap:
+        time.sleep(0.005)
+    return time.time()
 
 
 def test_a_time_written_with_rfc_3339s_lower_case_letters_is_that_time(cli, workspace, state_dir):
@@ -484,3 +487,30 @@ def test_the_snapshot_an_interrupted_rollback_goes_back_to_is_not_pruned_of_its_
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
     assert repair["status"] == "completed", repair
     assert memory_files(workspace) == at_snapshot
+
+
+def test_a_note_deleted_by_hand_before_the_moment_is_not_brought_back(cli, workspace, state_dir):
+    """The history saw a note, then a person deleted it by hand (no command saw that): a rollback to
+    a moment after the deletion brought it back, since the history's last word on it, before the
+    moment, was a version. Its folder, unchanged since before the moment (an unlink moves the
+    folder's ctime), says it was gone by then: it stays gone. A moment before the deletion brings it
+    back, and so does one after it in a folder changed since (it cannot tell then)."""
+    write(workspace / "memory" / "old" / "gone.md", "deleted by hand\n")
+    write(workspace / "memory" / "kept.md", "a note\n")
+    assert cli("state").returncode == 0  # the history sees both
+    before = later_than(time.time())
+    later_than(before)
+    os.remove(workspace / "memory" / "old" / "gone.md")
+    after_deletion = later_than(time.time())
+    later_than(after_deletion)
+    write(workspace / "memory" / "kept.md", "a note, edited\n")
+
+    def fates(to: float) -> dict[str, str]:
+        planned = cli("rollback", "--to", iso_moment(to), "--dry-run", "--json")
+        assert planned.returncode == 0, planned.stderr
+        return {f["path"]: f["fate"] for f in planned.json()["files"]}
+
+    assert fates(after_deletion) == {"memory/old/gone.md": "unchanged", "memory/kept.md": "rewrite"}
+    assert fates(before)["memory/old/gone.md"] == "bring-back"
+    write(workspace / "memory" / "old" / "new.md", "made in that folder since\n")
+    assert fates(after_deletion)["memory/old/gone.md"] == "bring-back"

@@ -16,6 +16,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..database import dec
@@ -23,6 +24,7 @@ from ..errors import MemoryToolError, PathRefused, UsageError, shown
 from ..files.paths import display_path
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..files.scan import scan_workspace
+from ..fsutil.fsclock import guard_ns, read_mounts
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import MOVE, REMOVE, iso_time, short
 from ..watchdog.compare import rules_for
@@ -101,6 +103,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     if record:
         _see_removals(settings, store, {f.abs_path for f in files})
     named_then: set[str] = set()  # for a time: every path the history named at or before it
+    before_ns = 0.0  # for a time: a ctime no later than this is surely before it
     if moment.snapshot is not None:
         targets, notes = _snapshot_targets(settings, moment.snapshot)
         rules = rules_for(settings.workspace, settings.state_dir, SnapshotStore(settings.data_dir).load(moment.snapshot).ignore)
@@ -110,6 +113,10 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
         targets, named_then = _history_targets(settings, store, moment.when)
         notes = []
         now = [f.abs_path for f in files]
+        # A status change is dated by the file system's coarse clock, which may lag the history's by
+        # up to its granularity: a ctime that close to the moment cannot tell before from after.
+        mounts = read_mounts()
+        before_ns = moment.when * 1e9 - max(guard_ns(Path(root), mounts) for root in (workspace, *extra))
     fates: list[Fate] = []
     for abs_path in sorted(set(now) | set(targets)):
         try:
@@ -120,10 +127,14 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
         before = current_version(store, resolved, record)
         after = targets.get(abs_path, Aim(None, 0))
         if (moment.when is not None and after.version is None and before is not None and abs_path not in named_then
-                and _held_since(resolved, moment.when)):
+                and _held_since(resolved, before_ns)):
             # The history first saw it after the moment (a note written by hand, no watch running),
             # but it has held these bytes since before: it existed then, it was not made since.
             after = Aim(before.version, before.size)
+        elif moment.when is not None and before is None and after.version is not None and _gone_since(resolved, before_ns):
+            # The history last saw it before the moment, and it was deleted by hand, unseen: its
+            # folder has not changed since before the moment, so it was gone by then already.
+            after = Aim(None, 0)
         if before is None and after.version is not None and _file_on_the_way(resolved):
             # Nothing can be brought back there: planned, its step failed after the intent was
             # journaled, and every later rollback (and doctor --fix) failed on it again.
@@ -143,18 +154,28 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     return fates, notes
 
 
-def _held_since(resolved: ResolvedPath, when: float) -> bool:
-    """Whether the file has held its bytes at its name since before ``when``: its status-change time
+def _held_since(resolved: ResolvedPath, before_ns: float) -> bool:
+    """Whether the file has held its bytes at its name since before ``before_ns``: its status-change time
     (ctime) is no later. Every write, truncation, rename and link of the file moves its ctime, and no
     utime call sets it back (a ``touch -d`` or an archive's date set the mtime alone). Asked after the
-    file was hashed: a change in between moves the ctime past ``when``, so the hash is then never
+    file was hashed: a change in between moves the ctime past ``before_ns``, so the hash is then never
     taken for what the file held at the moment."""
     try:
         with resolved.folder() as folder:
             seen = folder.lstat(resolved.name)
     except OSError:
         return False
-    return stat.S_ISREG(seen.st_mode) and seen.st_ctime_ns <= when * 1e9
+    return stat.S_ISREG(seen.st_mode) and seen.st_ctime_ns <= before_ns
+
+
+def _gone_since(resolved: ResolvedPath, before_ns: float) -> bool:
+    """Whether the file, absent now, was absent at ``before_ns`` too: its folder's ctime is no later (an
+    unlink or a rename out of a folder moves the folder's ctime). A missing folder cannot tell."""
+    try:
+        with resolved.folder() as folder:
+            return os.fstat(folder.fd).st_ctime_ns <= before_ns
+    except OSError:
+        return False
 
 
 def _file_on_the_way(resolved: ResolvedPath) -> bool:
