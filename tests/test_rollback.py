@@ -18,6 +18,7 @@ import pytest
 import xxhash
 
 from conftest import env_for, fault, settings_for, write
+from openclaw_memory.fsutil.fsclock import guard_ns
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.rollback.journal import read_intent
 from openclaw_memory.rollback.plan import iso_moment
@@ -428,8 +429,8 @@ def test_a_note_unchanged_since_before_the_moment_is_kept_though_the_history_saw
     write(workspace / "memory" / "old.md", "written by hand long ago\n")
     write(workspace / "memory" / "edited.md", "first words\n")
     made = time.time()
-    moment = later_than(made)  # well past the file system's timestamp granularity, both ways
-    later_than(moment)
+    moment = later_than(made, workspace)  # well past the file system's timestamp granularity, both ways
+    later_than(moment, workspace)
     write(workspace / "memory" / "new.md", "made after the moment\n")
     with open(workspace / "memory" / "edited.md", "a") as edited:
         edited.write("more words\n")
@@ -446,11 +447,12 @@ def test_a_note_unchanged_since_before_the_moment_is_kept_though_the_history_saw
     assert (workspace / "memory" / "old.md").read_text() == "written by hand long ago\n"
 
 
-def later_than(moment: float, gap: float = 0.05) -> float:
-    """Wait until the clock is ``gap`` seconds past ``moment`` (five times the local file systems'
-    timestamp granularity, which a ctime compared with a moment allows for); the time then."""
+def later_than(moment: float, workspace: Path) -> float:
+    """Wait until the clock is past ``moment`` by five times the timestamp granularity a ctime
+    compared with a moment allows for (10 ms on local file systems); the time then."""
+    gap = 5 * guard_ns(workspace) / 1e9
     while time.time() <= moment + gap:
-        time.sleep(0.005)
+        time.sleep(gap / 10)
     return time.time()
 
 
@@ -498,11 +500,11 @@ def test_a_note_deleted_by_hand_before_the_moment_is_not_brought_back(cli, works
     write(workspace / "memory" / "old" / "gone.md", "deleted by hand\n")
     write(workspace / "memory" / "kept.md", "a note\n")
     assert cli("state").returncode == 0  # the history sees both
-    before = later_than(time.time())
-    later_than(before)
+    before = later_than(time.time(), workspace)
+    later_than(before, workspace)
     os.remove(workspace / "memory" / "old" / "gone.md")
-    after_deletion = later_than(time.time())
-    later_than(after_deletion)
+    after_deletion = later_than(time.time(), workspace)
+    later_than(after_deletion, workspace)
     write(workspace / "memory" / "kept.md", "a note, edited\n")
 
     def fates(to: float) -> dict[str, str]:
