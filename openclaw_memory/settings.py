@@ -753,6 +753,12 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     """Resolve settings from flags, the environment, config files and defaults."""
     o = overrides or Overrides()
     env = os.environ if environ is None else environ
+    # A folder given empty (`-w "$WS"` with WS unset) is refused: taken as not given, a script's write
+    # went to $OPENCLAW_WORKSPACE or OpenClaw's default workspace, another agent's memory.
+    for value, what, instead in ((o.workspace, "workspace given with -w/--workspace", "$OPENCLAW_WORKSPACE or OpenClaw's default"),
+                                 (o.state_dir, "state dir given with --state-dir", "$OPENCLAW_STATE_DIR or ~/.openclaw")):
+        if value is not None and not value.strip():
+            raise UsageError(f"the {what} is empty: name its folder (an empty value does not mean {instead})")
 
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     given = o.state_dir or _env("OPENCLAW_STATE_DIR", env)

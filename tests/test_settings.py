@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import settings_for, write
-from openclaw_memory.errors import ConfigError, WorkspaceError
+from openclaw_memory.errors import ConfigError, UsageError, WorkspaceError
 from openclaw_memory.settings import Overrides, resolve_settings
 
 
@@ -695,3 +695,15 @@ def test_the_openclaw_json_example_of_the_docs_gives_each_agent_its_workspace(tm
     assert main.extra_paths == (str(home / "shared-notes"),)
     assert ops.extra_paths == (str(home / "shared-notes"), str(home / "ops-agent" / "runbooks"))
     assert not main.multimodal
+
+
+def test_a_workspace_or_state_dir_given_empty_is_refused_not_taken_as_not_given(cli, workspace, tmp_path):
+    """`-w "$WS"` with WS unset: the empty flag was dropped, and the write went to $OPENCLAW_WORKSPACE
+    (or OpenClaw's default workspace), another agent's memory."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for flags in (["-w", ""], ["--workspace= "], ["--state-dir", ""]):
+        res = cli(*flags, "write", "memory/x.md", "--append", "- a note", "--json")
+        assert res.returncode == 2 and "is empty: name its folder" in res.json()["error"], (flags, res.stdout, res.stderr)
+    assert not (workspace / "memory").exists()
+    with pytest.raises(UsageError, match="the workspace given with -w/--workspace is empty"):
+        resolve_settings(Overrides(workspace=""), environ={"OPENCLAW_WORKSPACE": str(workspace)})

@@ -74,9 +74,9 @@ def run_parsed(parsed: Parsed) -> int:
     given = parsed.settings
     settings = resolve_settings(
         Overrides(
-            workspace=given.get("workspace") or None,
+            workspace=given.get("workspace"),  # (given empty: refused, not taken as not given)
             agent=given.get("agent") or None,
-            state_dir=given.get("state_dir") or None,
+            state_dir=given.get("state_dir"),
             extra=tuple(given.get("extra") or ()),
             multimodal=given.get("multimodal"),
             qdrant_url=given.get("qdrant_url") or None,
