@@ -341,10 +341,13 @@ def _expand(path: str, env: Mapping[str, str] | None = None) -> str:
 
 
 def _tilde(path: str, env: Mapping[str, str] | None = None) -> str:
-    """``path`` with a leading ``~`` expanded: with ``env``, to OpenClaw's home (:func:`openclaw_home`)."""
+    """``path`` with a leading ``~`` (alone, or before ``/``) expanded: with ``env``, to OpenClaw's
+    home (:func:`openclaw_home`), else the system's. ``~user`` is a name like any other (a folder
+    of that name, relative), as OpenClaw 2026.9.6 reads every path (``expandHomePrefix``), not
+    that user's home."""
     if path == "~" or path.startswith("~/"):
         return (_system_home() if env is None else openclaw_home(env)) + path[1:]
-    return os.path.expanduser(path)
+    return path
 
 
 def _system_home() -> str:
@@ -850,7 +853,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         workspace=workspace,
         agent=agent,
         state_dir=state_dir,
-        extra_paths=tuple(normalize_extra_paths(extras, workspace, env)),
+        extra_paths=tuple(normalize_extra_paths(extras, workspace)),
         multimodal=bool(multimodal),
         read=read,
         prompt=prompt,
@@ -943,8 +946,8 @@ def _settings_hint(source: str | None) -> str:
     return f"; give one with -w/--workspace, OPENCLAW_WORKSPACE or agents.defaults.workspace in openclaw.json{here}"
 
 
-def normalize_extra_paths(raw: list, workspace: Path, env: Mapping[str, str] | None = None) -> list[ExtraPath]:
-    """Trim, drop empties, expand ``~`` (OpenClaw's home, with ``env``), resolve relative ones against the workspace, de-duplicate.
+def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
+    """Trim, drop empties, expand ``~`` (the system's home, as OpenClaw does for these), resolve relative ones against the workspace, de-duplicate.
 
     An item is a path or a ``(path, pattern)`` pair; the same folder with two patterns is
     two entries (OpenClaw lists each in turn). Symlinks are not resolved here: the
@@ -960,7 +963,7 @@ def normalize_extra_paths(raw: list, workspace: Path, env: Mapping[str, str] | N
         pattern = js_trim(pattern).replace("\\", "/")
         if not text:
             continue
-        expanded = _tilde(text, env)
+        expanded = _tilde(text)  # OpenClaw's expandHomePath: the system's home, never OPENCLAW_HOME
         absolute = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workspace, expanded))
         if (absolute, pattern) not in seen:
             seen.add((absolute, pattern))

@@ -88,24 +88,18 @@ def test_an_include_through_a_symlink_out_of_the_folder_is_refused_unless_its_fo
     assert settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": str(outside)}).workspace == tmp_path
 
 
-def test_an_include_root_takes_a_tilde_as_every_other_openclaw_path_does(tmp_path, state_dir, monkeypatch):
-    """OPENCLAW_INCLUDE_ROOTS expanded `~` by a copy of the settings' rule that left `~user` as
-    written (a folder named `~user` in the current folder), where the workspace and the extra paths
-    take it as that user's home."""
-    import pwd
-
-    try:
-        nobody = pwd.getpwnam("nobody").pw_dir
-    except KeyError:
-        pytest.skip("no user named nobody in the password database")
+def test_a_tilde_in_an_include_root_or_the_workspace_is_read_as_openclaw_reads_it(tmp_path, state_dir, monkeypatch):
+    """OpenClaw 2026.9.6 expands a leading `~` alone or before `/` (``expandHomePrefix``), and reads
+    `~user` as a folder of that name in the current folder, never that user's home: include roots
+    and the workspace alike (the settings' rule expanded `~user`, and a copy of it for include
+    roots did not)."""
     monkeypatch.chdir(tmp_path)
     here = tmp_path / "~nobody"
     write(here / "agents.json", json.dumps({"defaults": {"workspace": str(tmp_path)}}))
     os.symlink(here / "agents.json", state_dir / "agents.json")
     write(state_dir / "openclaw.json", '{agents: {$include: "agents.json"}}')
     assert settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": str(here)}).workspace == tmp_path  # the control
-    with pytest.raises(ConfigError, match="outside the folder of openclaw.json"):
-        settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": "~nobody"})  # nobody's home, not ./~nobody
+    assert settings(state_dir, {"OPENCLAW_INCLUDE_ROOTS": "~nobody"}).workspace == tmp_path  # ./~nobody
+    (tmp_path / "~nobody" / "ws").mkdir()
     write(state_dir / "openclaw.json", '{agents: {defaults: {workspace: "~nobody/ws"}}}')
-    with pytest.raises(WorkspaceError, match=re.escape(f"workspace not found: {nobody}/ws")):
-        settings(state_dir)  # as the workspace takes it
+    assert settings(state_dir).workspace == tmp_path / "~nobody" / "ws"

@@ -203,8 +203,9 @@ def test_a_profile_name_is_ascii_as_an_agent_id_and_a_namespace_are(tmp_path, mo
 
 def test_openclaw_home_is_the_home_of_every_openclaw_path(tmp_path, monkeypatch):
     """OpenClaw's OPENCLAW_HOME (a service account's home) replaces $HOME for its paths: the state
-    dir ~/.openclaw, and `~` in openclaw.json's workspace and extra paths. It was ignored: the
-    command read the invoking user's ~/.openclaw and said no workspace was configured."""
+    dir ~/.openclaw, and `~` in openclaw.json's workspace. It was ignored: the command read the
+    invoking user's ~/.openclaw and said no workspace was configured. Extra paths are OpenClaw's
+    exception: their `~` is $HOME (expandHomePath; tests/conformance asks OpenClaw)."""
     monkeypatch.setenv("HOME", str(tmp_path / "me"))
     service = tmp_path / "srv"
     write(service / ".openclaw" / "openclaw.json", json.dumps({"agents": {"defaults": {
@@ -213,7 +214,7 @@ def test_openclaw_home_is_the_home_of_every_openclaw_path(tmp_path, monkeypatch)
     for home in (str(service), f" {service} ", "~/../srv"):  # trimmed; `~` in it is the system's home
         s = resolve_settings(Overrides(), environ={"OPENCLAW_HOME": home})
         assert s.state_dir == service / ".openclaw" and s.workspace == service / "agent", home
-        assert s.extra_paths == (str(service / "notes"),)
+        assert s.extra_paths == (str(tmp_path / "me" / "notes"),)
     (tmp_path / "me" / ".openclaw" / "workspace").mkdir(parents=True)  # the control: without it, $HOME's
     assert resolve_settings(Overrides(), environ={}).workspace == tmp_path / "me" / ".openclaw" / "workspace"
 
@@ -679,7 +680,7 @@ def test_a_word_other_than_on_or_off_for_the_service_switch_is_refused(cli, work
     assert wrong.returncode == 2 and wrong.stderr.startswith("error: OPENCLAW_MEMORY_MULTIMODAL must be"), wrong.stderr
 
 
-def test_the_openclaw_json_example_of_the_docs_gives_each_agent_its_workspace(tmp_path, state_dir):
+def test_the_openclaw_json_example_of_the_docs_gives_each_agent_its_workspace(tmp_path, state_dir, monkeypatch):
     """docs/configuration.md's openclaw.json, as a user copies it: with `ops` the only agent of its
     entries, ops owned agents.defaults.workspace (OpenClaw's rule) and main was sent to ~/agent/main,
     which did not exist; and it used the older agents.defaults.memorySearch OpenClaw 2026.9.6 reports as moved."""
@@ -687,6 +688,7 @@ def test_the_openclaw_json_example_of_the_docs_gives_each_agent_its_workspace(tm
     (example,) = re.findall(r"```json5\n(.*?)```", page, re.S)
     write(state_dir / "openclaw.json", example)
     home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))  # an extra path's `~` is $HOME, the workspace's OPENCLAW_HOME
     for folder in ("agent", "ops-agent/runbooks", "shared-notes"):
         (home / folder).mkdir(parents=True)
     main, ops = (resolve_settings(Overrides(state_dir=str(state_dir), agent=agent), environ={"OPENCLAW_HOME": str(home)})

@@ -201,6 +201,22 @@ def test_normalized_extra_paths(oracle, new_ws, checks):
     checks.done()
 
 
+
+def test_normalized_extra_paths_with_a_tilde(oracle, home, new_ws, checks, monkeypatch):
+    # OpenClaw expands a leading "~" of an extra path to the system's home (HOME), never to
+    # OPENCLAW_HOME, and reads "~user" as a name relative to the workspace, not that user's home.
+    ws = new_ws()
+    extra = ["~", "~/notes", " ~/x ", "~root/notes", "~nobody", "a/~/b"]
+    (answer,) = oracle.batch([{"op": "ismemorypath", "ws": str(ws), "paths": [], "extra": extra}])
+    from .workspaces import our_extras
+
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("OPENCLAW_HOME", str(ws))
+    ours = list(dict.fromkeys(str(e) for e in our_extras(ws, extra)))
+    checks.same("normalizeExtraMemoryPaths with ~", ours, answer["normalizedExtra"])
+    checks.done()
+
+
 PATTERN_TOKENS = st.sampled_from(["*", "**", "?", "a", "b", ".", "-", "[ab]", "[!a]", "{a,b}", "{a,.b}", "/", "md",
                                   "*.md", "@(a|b)", "+(a)", "[[:digit:]]", "1", "x"])
 GLOB_TREE = {f"../g/{p}": "x" for p in [
