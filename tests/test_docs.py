@@ -148,3 +148,14 @@ def test_docs_cli_md_names_every_flag_of_every_command_and_no_other():
         assert takes <= named, f"docs/cli.md does not name {sorted(takes - named)} of `{words}`"
         answered = {flag for flag, _ in command.instead} | ({"--all", "--to"} if words == "restore" else set())
         assert named - spelled - takes <= answered, f"docs/cli.md gives `{words}` {sorted(named - spelled - takes - answered)}"
+
+
+def test_every_environment_variable_the_package_reads_is_in_docs_configuration_md():
+    """The test suite's fault hook aside (docs/architecture.md names it): a user meets every other."""
+    from openclaw_memory.faults import ENV as FAULTS
+
+    read = {name for path in (REPO / "openclaw_memory").rglob("*.py")
+            for name in re.findall(r"[\"'](OPENCLAW_[A-Z_]+)[\"']", path.read_text(encoding="utf-8"))}
+    assert len(read) > 10 and FAULTS in read
+    page = _text("docs/configuration.md")
+    assert not sorted(name for name in read - {FAULTS} if f"`{name}" not in page)
