@@ -756,17 +756,19 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     """Resolve settings from flags, the environment, config files and defaults."""
     o = overrides or Overrides()
     env = os.environ if environ is None else environ
-    # A folder given empty (`-w "$WS"` with WS unset) is refused: taken as not given, a script's write
-    # went to $OPENCLAW_WORKSPACE or OpenClaw's default workspace, another agent's memory.
+    # A folder or agent given empty (`-w "$WS"` with WS unset) is refused: taken as not given, a
+    # script's write went to $OPENCLAW_WORKSPACE or OpenClaw's default workspace, another agent's
+    # memory, or was made as main.
     for value, what, instead in ((o.workspace, "workspace given with -w/--workspace", "$OPENCLAW_WORKSPACE or OpenClaw's default"),
-                                 (o.state_dir, "state dir given with --state-dir", "$OPENCLAW_STATE_DIR or ~/.openclaw")):
+                                 (o.state_dir, "state dir given with --state-dir", "$OPENCLAW_STATE_DIR or ~/.openclaw"),
+                                 (o.agent, "agent given with --agent", "main")):
         if value is not None and not value.strip():
-            raise UsageError(f"the {what} is empty: name its folder (an empty value does not mean {instead})")
+            raise UsageError(f"the {what} is empty; give one (an empty value does not mean {instead})")
 
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     given = o.state_dir or _env("OPENCLAW_STATE_DIR", env)
     state_dir = Path(os.path.realpath(_expand(given, env) if given else default_state_dir(env)))
-    agent = check_agent((o.agent or DEFAULT_AGENT).strip() or DEFAULT_AGENT)
+    agent = check_agent((o.agent or DEFAULT_AGENT).strip())
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
         raise StateDirError(f"the state dir {state_dir} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")

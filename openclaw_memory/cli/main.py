@@ -75,7 +75,7 @@ def run_parsed(parsed: Parsed) -> int:
     settings = resolve_settings(
         Overrides(
             workspace=given.get("workspace"),  # (given empty: refused, not taken as not given)
-            agent=given.get("agent") or None,
+            agent=given.get("agent"),
             state_dir=given.get("state_dir"),
             extra=tuple(given.get("extra") or ()),
             multimodal=given.get("multimodal"),
