@@ -26,7 +26,6 @@ the service stops.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import functools
 import os
 import sqlite3
@@ -34,10 +33,14 @@ import sys
 import threading
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import StateDamaged
 from .companions import Companions, clear_index, companions, hold, release, wal_damage
 from .failures import BUSY_TIMEOUT_S, worded
+
+if TYPE_CHECKING:
+    import ctypes
 
 # Every open connection of the process, held here until it is closed: a connection only dropped
 # when its thread ends may live on (not yet collected), mapping an index the process let go of.
@@ -199,6 +202,8 @@ def _checkpoint_on_close(conn: sqlite3.Connection, path: str, on: bool) -> bool:
         return True
     if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
         return False  # the layout read below is CPython 3.11's only
+    import ctypes  # here: 2 ms of every command's start, for what only a connection's close asks
+
     lib = _library()
     # The connection's sqlite3* is the first field after the object header (CPython 3.11's
     # pysqlite_Connection); it is used only when SQLite names this database for it.
@@ -215,6 +220,7 @@ def _checkpoint_on_close(conn: sqlite3.Connection, path: str, on: bool) -> bool:
 def _library() -> ctypes.CDLL:
     """The SQLite library Python's sqlite3 module is linked with (its symbols through the module)."""
     import _sqlite3
+    import ctypes
 
     lib = ctypes.CDLL(_sqlite3.__file__)
     lib.sqlite3_db_filename.restype = ctypes.c_char_p
