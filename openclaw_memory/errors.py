@@ -194,7 +194,7 @@ BLOCKED_STEPS = {
         "tools": " Call memory_get again and redo the change on the new version.",
     },
     "read_first": {
-        "cli": "; read it first (openclaw-memory read {path}), then write, or pass --expect VERSION.",
+        "cli": "; read it first (openclaw-memory read {path}) and try again, or pass --expect VERSION.",  # write, mv, rm
         "tools": "; call memory_get first, then write (or pass expect: the version memory_get returned).",
     },
     "read_first_append": {

@@ -150,7 +150,7 @@ def test_mv_is_guarded_like_a_write(cli, workspace):
     write(workspace / "memory" / "a.md", HERON)
     blocked = cli("mv", "memory/a.md", "memory/b.md")
     assert blocked.returncode == 3
-    assert "has not read it; read it first (openclaw-memory read memory/a.md)" in one_line_error(blocked)
+    assert "has not read it; read it first (openclaw-memory read memory/a.md) and try again" in one_line_error(blocked)
     assert cli("read", "memory/a.md").returncode == 0
     write(workspace / "memory" / "a.md", HERON_2)  # changed by someone else since
     stale = cli("mv", "memory/a.md", "memory/b.md")
