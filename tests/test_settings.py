@@ -701,9 +701,9 @@ def test_the_openclaw_json_example_of_the_docs_gives_each_agent_its_workspace(tm
 
 def test_a_workspace_state_dir_or_agent_given_empty_is_refused_not_taken_as_not_given(cli, workspace, tmp_path):
     """`-w "$WS"` with WS unset: the empty flag was dropped, and the write went to $OPENCLAW_WORKSPACE
-    (or OpenClaw's default workspace), another agent's memory; `--agent "$A"` wrote as main."""
+    (or OpenClaw's default workspace), another agent's memory; `--agent "$A"` wrote as main, `--session "$S"` with the command line's records."""
     write(workspace / "MEMORY.md", "# Memory\n")
-    for flags in (["-w", ""], ["--workspace= "], ["--state-dir", ""], ["--agent", ""]):
+    for flags in (["-w", ""], ["--workspace= "], ["--state-dir", ""], ["--agent", ""], ["--session", ""]):
         res = cli(*flags, "write", "memory/x.md", "--append", "- a note", "--json")
         assert res.returncode == 2 and "is empty; give one" in res.json()["error"], (flags, res.stdout, res.stderr)
     assert not (workspace / "memory").exists()

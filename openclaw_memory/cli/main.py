@@ -80,7 +80,7 @@ def run_parsed(parsed: Parsed) -> int:
             extra=tuple(given.get("extra") or ()),
             multimodal=given.get("multimodal"),
             qdrant_url=given.get("qdrant_url") or None,
-            session=given.get("session") or None,
+            session=given.get("session"),
         )
     )
     from ..memory import private_umask
