@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
-from .files.paths import ExtraPath
+from .files.paths import MODALITIES, ExtraPath
 
 DEFAULT_AGENT = "main"
 TOML_NAME = "openclaw-memory.toml"
@@ -228,6 +228,11 @@ class Settings:
     state_dir: Path = field(default_factory=lambda: default_state_dir(os.environ))
     extra_paths: tuple[ExtraPath, ...] = ()
     multimodal: bool = False
+    # Which media files of the extra paths are memory when multimodal is on: openclaw.json's
+    # memory.search.multimodal.modalities (OpenClaw's normalizeMemoryMultimodalModalities), else both.
+    modalities: tuple[str, ...] = MODALITIES
+    # memory.search.query.maxResults: how many results a search gives when none is asked for.
+    max_results: int = 6
     # The tables of openclaw-memory.toml, resolved and validated (TOML_TABLES).
     read: ReadLimits = field(default_factory=ReadLimits)
     prompt: PromptLimits = field(default_factory=PromptLimits)
@@ -718,14 +723,62 @@ def switch_env(name: str, environ) -> bool | None:
     return switch
 
 
-def _multimodal_flag(value: Any, where: str) -> bool | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("enabled", False), bool):
-        return value.get("enabled", False)
-    raise ConfigError(f"{where} must be true, false or {{enabled: true|false}}, not {value!r:.60}")
+Sources = tuple[tuple[dict[str, Any], str], ...]  # one level's search settings, by spelling, the current first
+
+
+def _search_key(sources: Sources, *keys: str) -> tuple[Any, str]:
+    """The value at ``keys`` (``"multimodal", "enabled"``) of the first of ``sources`` that sets it, and
+    where it is: OpenClaw's migration of an older spelling (its mergeMissing) fills a key only where the
+    current spelling lacks it. A bare ``multimodal: true`` (an older form) stands for ``{enabled: true}``."""
+    for source, at in sources:
+        value: Any = source
+        for depth, key in enumerate(keys):
+            value = value.get(key)
+            if key == "multimodal" and isinstance(value, bool):
+                value = {"enabled": value}
+            if value is None:
+                break
+            if depth < len(keys) - 1 and not isinstance(value, dict):  # (the migration would keep it in the way)
+                what = "true, false or {enabled: true|false}" if key == "multimodal" else "an object"
+                raise ConfigError(f"{at}.{'.'.join(keys[:depth + 1])} must be {what}, not {value!r:.60}")
+        else:
+            return value, f"{at}.{'.'.join(keys)}"
+    return None, f"{sources[0][1]}.{'.'.join(keys)}"
+
+
+def _multimodal(own: Sources, shared: Sources) -> tuple[bool | None, tuple[str, ...]]:
+    """``multimodal.enabled`` and the media kinds of ``multimodal.modalities``, each the agent's own
+    before the shared one (OpenClaw's ``overrides?.multimodal?.x ?? defaults?.multimodal?.x``):
+    ``["image"]``, ``["audio"]``, ``["all"]`` (or none given: both)."""
+    def first(key: str) -> tuple[Any, str]:
+        value, at = _search_key(own, "multimodal", key)
+        return (value, at) if value is not None else _search_key(shared, "multimodal", key)
+
+    enabled, at = first("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise ConfigError(f"{at} must be true or false, not {enabled!r:.60}")
+    kinds, at = first("modalities")
+    if kinds is None:
+        return enabled, MODALITIES
+    if not isinstance(kinds, list) or not all(k in ("image", "audio", "all") for k in kinds):
+        raise ConfigError(f"{at} must be a list of \"image\", \"audio\" or \"all\", not {kinds!r:.60}")
+    return enabled, MODALITIES if "all" in kinds else tuple(k for k in MODALITIES if k in kinds)
+
+
+def _max_results(own: Sources, shared: Sources) -> int:
+    """``query.maxResults``, the agent's own before the shared one, else 6 (OpenClaw's default). An
+    older flat ``maxResults`` counts where ``query.maxResults`` is missing, as OpenClaw migrates it."""
+    for level in (own, shared):
+        value, at = _search_key(level, "query", "maxResults")
+        if value is None:
+            value, at = _search_key(level, "maxResults")
+        if value is None:
+            continue
+        # OpenClaw's schema: a positive whole number (2.0 is one); it refuses the config otherwise.
+        if not _real(value) or value < 1 or value != int(value):
+            raise ConfigError(f"{at} must be a whole number of at least 1, not {value!r:.60}")
+        return min(int(value), MAX_WHOLE)
+    return 6
 
 
 def _text(value: Any, where: str) -> str | None:
@@ -778,17 +831,25 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     json_path = Path(os.path.abspath(_expand(config_path, env))) if config_path else state_dir / OPENCLAW_JSON_NAME
     openclaw = _load_json5(json_path, env)
     toml_path = state_dir / TOML_NAME
-    own = _load_toml(toml_path)
-    tables = _toml_tables(own, toml_path)  # every key checked here, once
+    toml = _load_toml(toml_path)
+    tables = _toml_tables(toml, toml_path)  # every key checked here, once
 
     defaults = _object(_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), f"{json_path}: agents.defaults")
     entry, entry_at = _agent_entry(openclaw, agent, str(json_path))
     defaults_search = _object(defaults.get("memorySearch"), f"{json_path}: agents.defaults.memorySearch")
     entry_search = _object(entry.get("memorySearch"), f"{json_path}: {entry_at}.memorySearch")
+    legacy_search = _object(openclaw.get("memorySearch"), f"{json_path}: memorySearch")
     # OpenClaw 2026.9.6 keeps search settings in `memory.search` (top level and per agent).
     top_search = _object(_object(openclaw.get("memory"), f"{json_path}: memory").get("search"), f"{json_path}: memory.search")
     entry_memory_search = _object(_object(entry.get("memory"), f"{json_path}: {entry_at}.memory").get("search"),
                                   f"{json_path}: {entry_at}.memory.search")
+    # Each level's sources, the current spelling first: OpenClaw 2026.9.6 reads only `memory.search`,
+    # and its startup migration (as `doctor --fix`) fills a key of it from the older spellings only where
+    # it is missing (agents.defaults.memorySearch, then the top-level memorySearch; an agent's memorySearch).
+    shared_search = ((top_search, f"{json_path}: memory.search"),
+                     (defaults_search, f"{json_path}: agents.defaults.memorySearch"), (legacy_search, f"{json_path}: memorySearch"))
+    own_search = ((entry_memory_search, f"{json_path}: {entry_at}.memory.search"),
+                  (entry_search, f"{json_path}: {entry_at}.memorySearch"))
 
     # The first source that names a workspace, and where it came from (said when it is wrong).
     # Never the current folder: with nothing configured it is OpenClaw's default, as OpenClaw
@@ -798,18 +859,17 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     workspace_raw, workspace_source = next((value, where) for value, where in itertools.chain((
         (o.workspace, "given with --workspace"),
         (_env("OPENCLAW_WORKSPACE", env), "from OPENCLAW_WORKSPACE"),
-        (_text(own.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
+        (_text(toml.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
         (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
          f"from {json_path}: {entry_at}.workspace"),
     ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env, bool(given))
     ) if value)  # (the last only when needed)
 
     extras: list = []
-    extras += _extra_list(top_search.get("extraPaths"), f"{json_path}: memory.search.extraPaths")
-    extras += _extra_list(entry_memory_search.get("extraPaths"), f"{json_path}: {entry_at}.memory.search.extraPaths")
-    extras += _extra_list(defaults_search.get("extraPaths"), f"{json_path}: agents.defaults.memorySearch.extraPaths")
-    extras += _extra_list(entry_search.get("extraPaths"), f"{json_path}: {entry_at}.memorySearch.extraPaths")
-    extras += _extra_list(own.get("extra_paths"), f"{toml_path}: extra_paths")
+    for level in (shared_search, own_search):  # the shared ones, then the agent's (an agent's list adds to them, as in OpenClaw)
+        value, at = _search_key(level, "extraPaths")
+        extras += _extra_list(value, at)
+    extras += _extra_list(toml.get("extra_paths"), f"{toml_path}: extra_paths")
     env_extra = _env("OPENCLAW_MEMORY_EXTRA_PATHS", env)
     if env_extra:
         extras += env_extra.split(os.pathsep)
@@ -819,14 +879,12 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     multimodal = o.multimodal
     if multimodal is None:
         multimodal = switch_env("OPENCLAW_MEMORY_MULTIMODAL", env)
-    if multimodal is None and isinstance(own.get("multimodal"), bool):
-        multimodal = own["multimodal"]
-    # The agent's own setting before the shared one (OpenClaw's `overrides ?? defaults`), each in
-    # OpenClaw 2026.9.6's `memory.search` first, then the older `memorySearch` (it was the only one read).
-    for search, at in ((entry_memory_search, f"{entry_at}.memory.search"), (entry_search, f"{entry_at}.memorySearch"),
-                       (top_search, "memory.search"), (defaults_search, "agents.defaults.memorySearch")):
-        if multimodal is None:
-            multimodal = _multimodal_flag(search.get("multimodal"), f"{json_path}: {at}.multimodal")
+    if multimodal is None and isinstance(toml.get("multimodal"), bool):
+        multimodal = toml["multimodal"]
+    enabled, modalities = _multimodal(own_search, shared_search)
+    if multimodal is None:
+        multimodal = enabled
+    max_results = _max_results(own_search, shared_search)
 
     read_table, prompt_table = tables["read"], tables["prompt"]
     # An agent's own contextLimits object replaces the defaults' whole (OpenClaw's rule).
@@ -847,7 +905,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         startup=_startup_context(defaults),
     )
     hybrid: dict[str, Any] = {}
-    for source in (defaults_search, entry_search):
+    for source in (legacy_search, defaults_search, entry_search):
         table = ((source.get("query") or {}) if isinstance(source.get("query"), dict) else {}).get("hybrid")
         if isinstance(table, dict):
             for key, value in table.items():
@@ -857,10 +915,12 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         agent=agent,
         state_dir=state_dir,
         extra_paths=tuple(normalize_extra_paths(extras, workspace)),
-        multimodal=bool(multimodal),
+        multimodal=bool(multimodal and modalities),  # no media kind left: off, as OpenClaw has it
+        modalities=modalities,
+        max_results=max_results,
         read=read,
         prompt=prompt,
-        index=IndexSettings(**tables["index"], configured=bool(own.get("index"))),
+        index=IndexSettings(**tables["index"], configured=bool(toml.get("index"))),
         search=SearchSettings(**tables["search"]),
         history=HistorySettings(**tables["history"]),
         watchdog=WatchdogSettings(**tables["watchdog"]),

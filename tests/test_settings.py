@@ -709,3 +709,79 @@ def test_a_workspace_state_dir_or_agent_given_empty_is_refused_not_taken_as_not_
     assert not (workspace / "memory").exists()
     with pytest.raises(UsageError, match="the workspace given with -w/--workspace is empty"):
         resolve_settings(Overrides(workspace=""), environ={"OPENCLAW_WORKSPACE": str(workspace)})
+
+
+# OpenClaw 2026.9.6's answer for this config (its startup migration, then resolveMemorySearchConfig for
+# agent ops; tests/conformance/test_openclaw_settings.py asks it again): the older spellings fill only
+# what memory.search lacks, key by key; multimodal's keys are each the agent's own before the shared one.
+LEGACY_AND_CURRENT = {
+    "memorySearch": {"extraPaths": ["top"], "maxResults": 3},
+    "agents": {"defaults": {"memorySearch": {"extraPaths": ["legacy"], "multimodal": {"enabled": True}}},
+               "entries": {"ops": {"memorySearch": {"extraPaths": ["own"], "multimodal": {"modalities": ["image"]}}}}},
+    "memory": {"search": {"extraPaths": ["cur"]}},
+}
+
+
+def test_older_memory_search_spellings_fill_only_what_memory_search_lacks(state_dir, workspace):
+    """All four spellings' extra paths were added up (OpenClaw reads `legacy` nowhere: memory.search has
+    extraPaths), the top-level memorySearch was never read, and an agent's multimodal without `enabled`
+    turned off the shared `enabled: true` (and its `modalities` were not read: audio was listed too)."""
+    write(state_dir / "openclaw.json", json.dumps(LEGACY_AND_CURRENT))
+    s = resolve(state_dir, workspace=str(workspace), agent="ops")
+    assert s.extra_paths == (str(workspace / "cur"), str(workspace / "own"))
+    assert (s.multimodal, s.modalities, s.max_results) == (True, ("image",), 3)
+    main = resolve(state_dir, workspace=str(workspace))
+    assert main.extra_paths == (str(workspace / "cur"),)
+    assert (main.multimodal, main.modalities, main.max_results) == (True, ("image", "audio"), 3)
+    # Without memory.search, the older ones are read: agents.defaults.memorySearch before the top-level one.
+    write(state_dir / "openclaw.json", json.dumps({"memorySearch": {"extraPaths": ["top"], "query": {"maxResults": 4}},
+                                                   "agents": {"defaults": {"memorySearch": {"maxResults": 5}}}}))
+    s = resolve(state_dir, workspace=str(workspace))
+    assert (s.extra_paths, s.max_results) == ((str(workspace / "top"),), 4)
+
+
+def test_multimodal_modalities_limit_which_media_files_are_listed(cli, workspace, state_dir, tmp_path):
+    """memory.search.multimodal.modalities ["image"]: OpenClaw lists the images of an extra path, not
+    its audio; both were listed. No kind left (`[]`) is multimodal off, as OpenClaw has it."""
+    media = tmp_path / "media"
+    for name in ("a.png", "b.mp3", "c.md"):
+        write(media / name, "x")
+    write(workspace / "MEMORY.md", "# M\n")
+    listed = {}
+    for kinds in (["image"], ["audio"], ["all"], ["image", "audio"], []):
+        write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {
+            "extraPaths": [str(media)], "multimodal": {"enabled": True, "modalities": kinds}}}}))
+        res = cli("files", "--json")
+        assert res.returncode == 0, res.stderr
+        listed[str(kinds)] = [f["path"] for f in res.json()["files"] if f["path"] != "MEMORY.md"]
+    assert listed == {"['image']": ["../media/a.png", "../media/c.md"], "['audio']": ["../media/b.mp3", "../media/c.md"],
+                      "['all']": ["../media/a.png", "../media/b.mp3", "../media/c.md"],
+                      "['image', 'audio']": ["../media/a.png", "../media/b.mp3", "../media/c.md"], "[]": ["../media/c.md"]}
+    write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": {"enabled": True, "modalities": ["video"]}}}}))
+    wrong = cli("files")
+    assert wrong.returncode == 2 and wrong.stderr.strip().endswith(
+        "openclaw.json: memory.search.multimodal.modalities must be a list of \"image\", \"audio\" or \"all\", not ['video']"), wrong.stderr
+
+
+def test_a_search_gives_openclaw_json_max_results_when_no_limit_is_asked(cli, workspace, state_dir):
+    """memory.search.query.maxResults (an agent's own first) is how many results OpenClaw's memory_search
+    gives when none is asked for; it was not read: always 6."""
+    for i in range(9):
+        write(workspace / "memory" / f"2026-01-0{i + 1}.md", f"# Day {i}\n\nThe heron came to the pond again ({i}).\n")
+    assert cli("index").returncode == 0
+
+    def found(config: dict, *args: str) -> int:
+        write(state_dir / "openclaw.json", json.dumps(config))
+        res = cli("search", "heron pond", "--mode", "text", "--json", *args)
+        assert res.returncode == 0, res.stderr
+        return len(res.json()["results"])
+
+    assert found({}) == 6
+    assert found({"memory": {"search": {"query": {"maxResults": 2}}}}) == 2
+    assert found({"memory": {"search": {"query": {"maxResults": 2}}}}, "--limit", "4") == 4
+    assert found({"memory": {"search": {"query": {"maxResults": 2}}},
+                  "agents": {"entries": {"main": {"memory": {"search": {"query": {"maxResults": 8}}}}}}}) == 8
+    write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"query": {"maxResults": 0}}}}))
+    wrong = cli("search", "heron", "--mode", "text")
+    assert wrong.returncode == 2 and wrong.stderr.strip().endswith(
+        "openclaw.json: memory.search.query.maxResults must be a whole number of at least 1, not 0"), wrong.stderr

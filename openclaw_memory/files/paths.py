@@ -20,12 +20,14 @@ IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".heic",
 AUDIO_EXTENSIONS = frozenset({".mp3", ".wav", ".ogg", ".opus", ".m4a", ".m2a", ".aac", ".flac"})
 _IMAGE_SUFFIXES = tuple(IMAGE_EXTENSIONS)
 _AUDIO_SUFFIXES = tuple(AUDIO_EXTENSIONS)
+MODALITIES = ("image", "audio")  # OpenClaw's MEMORY_MULTIMODAL_MODALITIES
 
 DAILY_NOTE = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
 
 
-def file_kind(name: str, multimodal: bool) -> str | None:
-    """``markdown``, ``image``, ``audio`` or None. ``.md`` is case-sensitive; media extensions are not."""
+def file_kind(name: str, multimodal: bool | tuple[str, ...]) -> str | None:
+    """``markdown``, ``image``, ``audio`` or None. ``.md`` is case-sensitive; media extensions are not.
+    ``multimodal``: True for both media kinds, or the kinds that count (``("image",)``; empty: none)."""
     if name.endswith(".md"):
         return "markdown"
     if not multimodal:
@@ -33,11 +35,8 @@ def file_kind(name: str, multimodal: bool) -> str | None:
     # OpenClaw's classifyMemoryMultimodalPath: the name trimmed (JavaScript's white space) and
     # lower-cased ends with the extension; '.jpg' and '..jpg' are images, 'a.png ' is one too.
     lower = js_trim(name).lower()
-    if lower.endswith(_IMAGE_SUFFIXES):
-        return "image"
-    if lower.endswith(_AUDIO_SUFFIXES):
-        return "audio"
-    return None
+    kind = "image" if lower.endswith(_IMAGE_SUFFIXES) else "audio" if lower.endswith(_AUDIO_SUFFIXES) else None
+    return kind if kind is None or isinstance(multimodal, bool) or kind in multimodal else None  # (True: both)
 
 
 def is_memory_path(rel: str) -> bool:

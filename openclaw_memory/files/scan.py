@@ -104,7 +104,7 @@ class ScanResult:
 
 
 class _Collector:
-    def __init__(self, workspace: str, multimodal: bool):
+    def __init__(self, workspace: str, multimodal: bool | tuple[str, ...]):
         self.workspace = workspace
         self.multimodal = multimodal
         self.files: list[MemoryFile] = []
@@ -149,7 +149,7 @@ class _Collector:
             shown = display_path(abs_path, self.workspace)
         self.files.append(_memory_file(shown, abs_path, source, kind, st))
 
-    def consider_file(self, abs_path: str, name: str, source: str, multimodal: bool, st: os.stat_result | None = None) -> None:
+    def consider_file(self, abs_path: str, name: str, source: str, multimodal: bool | tuple[str, ...], st: os.stat_result | None = None) -> None:
         kind = file_kind(name, multimodal)
         if kind is None:
             return
@@ -182,7 +182,7 @@ class _Collector:
         self._seen_upto = min(self._seen_upto, start)  # files[start:] reordered: listed() adds them again
         self._seen_dirs.clear()
 
-    def walk(self, root: str, source: str, multimodal: bool, shown_prefix: str | None = None,
+    def walk(self, root: str, source: str, multimodal: bool | tuple[str, ...], shown_prefix: str | None = None,
              admits: Callable[[str], bool] | None = None) -> None:
         """Depth-first, symlinks never followed; ``admits`` (an extra path's pattern) filters files.
 
@@ -265,7 +265,7 @@ class _Collector:
             return None
         return _Folder(fd, root + os.sep, shown_prefix, iter(entries))
 
-    def _visit(self, folder: _Folder, entry: os.DirEntry, source: str, multimodal: bool,
+    def _visit(self, folder: _Folder, entry: os.DirEntry, source: str, multimodal: bool | tuple[str, ...],
                admits: Callable[[str], bool] | None) -> _Folder | None:
         """List or skip one entry of ``folder``; a sub-folder to walk next is returned, opened."""
         name = entry.name
@@ -337,7 +337,7 @@ def scan_memory_files(
     workspace: str | os.PathLike[str],
     *,
     extra_paths: tuple[str | ExtraPath, ...] | list[str | ExtraPath] = (),
-    multimodal: bool = False,
+    multimodal: bool | tuple[str, ...] = False,
     agent: str = "main",
 ) -> ScanResult:
     """List the memory files of ``workspace`` (already resolved) with what was skipped and why."""
@@ -345,7 +345,7 @@ def scan_memory_files(
         return _scan(os.fspath(workspace), extra_paths, multimodal, agent)
 
 
-def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool, agent: str) -> ScanResult:
+def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool | tuple[str, ...], agent: str) -> ScanResult:
     c = _Collector(ws, multimodal)
     c.note_folder(ws)
     entries = set(os.listdir(ws))
@@ -397,7 +397,7 @@ def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool, age
     return ScanResult(ws, agent, c.files, c.skipped, c.folders)
 
 
-def _scan_extra(c: _Collector, extra: ExtraPath, multimodal: bool) -> None:
+def _scan_extra(c: _Collector, extra: ExtraPath, multimodal: bool | tuple[str, ...]) -> None:
     try:
         st = os.lstat(extra)
     except FileNotFoundError:
@@ -559,6 +559,6 @@ def scan_workspace(settings: Settings, *, multimodal: bool | None = None) -> Sca
     return scan_memory_files(
         settings.workspace,
         extra_paths=settings.extra_paths,
-        multimodal=settings.multimodal if multimodal is None else multimodal,
+        multimodal=(settings.multimodal and settings.modalities) if multimodal is None else multimodal,
         agent=settings.agent,
     )

@@ -312,7 +312,8 @@ class Memory(Protocol):
 
     @operation(impl=".index.operations:search", on="memory", service=True,
                help={"query": "What to look for (put -- before a query that starts with -).",
-                     "limit": "Most results to return (--max-results: OpenClaw's spelling).",
+                     "limit": "Most results to return (--max-results: OpenClaw's spelling; default: openclaw.json's "
+                              "memory.search.query.maxResults, else 6).",
                      "min_score": "The score the best result needs, else nothing answers; the others need half of it "
                                   "(0-1: calibrated relevance, same scale in every mode).",
                      "mode": "hybrid (default), vector or text (keywords only; never loads the model).",
@@ -342,12 +343,13 @@ class Memory(Protocol):
                                "paths": "Only files matching one of these globs (memory/people/*.md).",
                                "since": "Only files dated (daily notes) or modified on or after this day (YYYY-MM-DD).",
                                "until": "Only files dated or modified on or before this day (YYYY-MM-DD)."}))
-    def search(self, query: str, *, limit: int = 6, min_score: float | None = None, mode: SearchMode = "hybrid",
+    def search(self, query: str, *, limit: int | None = None, min_score: float | None = None, mode: SearchMode = "hybrid",
                sync: bool = True, collections: tuple[str, ...] = (), paths: tuple[str, ...] = (),
                since: str | None = None, until: str | None = None) -> SearchResult:
         """Search the memory: hybrid (meaning + keywords) by default, one result per file.
 
-        Line-exact citations; ``min_score`` None: the calibrated default."""
+        Line-exact citations; ``limit`` None: openclaw.json's ``memory.search.query.maxResults`` (else 6,
+        ``settings.max_results``); ``min_score`` None: the calibrated default."""
         ...
 
     @operation(impl=".index.operations:status", on="memory", service=True, cli=Cli("status"),

@@ -37,16 +37,18 @@ MAX_LINE = 256 * 1024 * 1024  # a request with a whole file in it can be large; 
 def settings_key(settings: Settings) -> str:
     """What the service and its caller must agree on, besides the agent and session.
 
-    The workspace, state dir, extra paths, multimodal flag, Qdrant URL, embedding backend and
-    every setting from the toml file: a caller with other settings (a per-agent extra path, a changed
-    config) gets ``refused`` and works in-process rather than being answered for settings
-    it does not have.
+    The workspace, state dir, extra paths, multimodal flag and media kinds, default search limit,
+    Qdrant URL, embedding backend and every setting from the toml file: a caller with other settings
+    (a per-agent extra path, a changed config) gets ``refused`` and works in-process rather than being
+    answered for settings it does not have.
     """
     data = [
         str(settings.workspace),
         str(settings.state_dir),
         [(str(p), p.pattern) for p in settings.extra_paths],  # an extra path's glob too
         bool(settings.multimodal),
+        list(settings.modalities),  # openclaw.json's: which media files are memory
+        settings.max_results,  # openclaw.json's: a search's default limit
         settings.qdrant_url,
         settings.embedding_backend,
         # Every table of the toml as resolved ([read] and [prompt] with openclaw.json's limits in them).

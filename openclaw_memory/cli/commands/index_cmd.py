@@ -54,7 +54,7 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
     return 0
 
 
-def run_search(settings: Settings, query: str | None, query_flag: str | None, limit: int, min_score: float, mode: SearchMode,
+def run_search(settings: Settings, query: str | None, query_flag: str | None, limit: int | None, min_score: float, mode: SearchMode,
                sync: bool, json_out: bool, collections: list[str], paths: list[str], since: str | None, until: str | None) -> int:
     query = query_flag if query_flag is not None else query  # OpenClaw's rule: --query wins (the parser wants one)
     assert query is not None
