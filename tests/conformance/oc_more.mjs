@@ -5,6 +5,9 @@
 //   bootstrap  : loadWorkspaceBootstrapFiles(ws, names) + buildBootstrapContextFiles (USER.md and MEMORY.md)
 //   prelude    : buildSessionStartupContextPrelude with a configured userTimezone and an exact nowMs
 //   suggest    : shouldSuggestMemorySystem (doctor's "Memory system not found")
+//   search     : an openclaw.json as OpenClaw reads it (migrateLegacyConfig: what its startup and
+//                `doctor --fix` do to older keys), then resolveMemorySearchConfig for an agent:
+//                extraPaths, query.maxResults and multimodal (provider "none": no embedding adapter)
 // Usage: node oc_more.mjs --batch < requests.jsonl   (one JSON answer per line)
 import fs from "node:fs";
 import path from "node:path";
@@ -55,6 +58,16 @@ const ops = {
     const fn = await prelude();
     const cfg = { agents: { defaults: { ...(req.userTimezone ? { userTimezone: req.userTimezone } : {}), ...(req.startupContext ? { startupContext: req.startupContext } : {}) } } };
     return { prelude: await fn({ workspaceDir: req.ws, cfg, nowMs: req.nowMs }) };
+  },
+  async search(req) {
+    const migrate = await pick("src/commands/doctor/shared/legacy-config-migrate.ts", "migrateLegacyConfig");
+    const resolve = await pick("src/agents/memory-search.ts", "resolveMemorySearchConfig");
+    const migrated = migrate(structuredClone(req.config), {});
+    const cfg = migrated.config ?? structuredClone(req.config);
+    ((cfg.memory ??= {}).search ??= {}).provider = "none";
+    const r = resolve(cfg, req.agent ?? "main");
+    return { changes: migrated.changes, extraPaths: r?.extraPaths ?? null, maxResults: r?.query?.maxResults ?? null,
+             multimodal: r?.multimodal ?? null };
   },
   async suggest(req) {
     const fn = await pick("src/commands/doctor-workspace.ts", "shouldSuggestMemorySystem");
