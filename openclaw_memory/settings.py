@@ -30,6 +30,10 @@ from .files.paths import MODALITIES, ExtraPath
 DEFAULT_AGENT = "main"
 TOML_NAME = "openclaw-memory.toml"
 OPENCLAW_JSON_NAME = "openclaw.json"
+# The names OpenClaw 2026.9.6 still reads from before its rename (its LEGACY_STATE_DIRNAMES and
+# LEGACY_CONFIG_FILENAMES): a state dir ~/.clawdbot where there is no ~/.openclaw, a clawdbot.json.
+LEGACY_STATE_DIR_NAME = ".clawdbot"
+LEGACY_JSON_NAME = "clawdbot.json"
 
 
 # -- openclaw-memory.toml: one frozen dataclass per table -----------------------------------------
@@ -226,6 +230,8 @@ class Settings:
     workspace: Path
     agent: str = DEFAULT_AGENT
     state_dir: Path = field(default_factory=lambda: default_state_dir(os.environ))
+    # The openclaw.json read (openclaw_config_path); None: <state dir>/openclaw.json (settings made in code).
+    openclaw_json: Path | None = None
     extra_paths: tuple[ExtraPath, ...] = ()
     multimodal: bool = False
     # Which media files of the extra paths are memory when multimodal is on: openclaw.json's
@@ -254,6 +260,11 @@ class Settings:
     # OPENCLAW_MEMORY_EMBEDDING_BACKEND: above toml [index] embedding_backend, as
     # OPENCLAW_MEMORY_QDRANT_URL is above [index] url.
     embedding_backend: str | None = None
+
+    @property
+    def config_file(self) -> Path:
+        """OpenClaw's openclaw.json these settings read (whether or not there is one)."""
+        return self.openclaw_json or self.state_dir / OPENCLAW_JSON_NAME
 
     def tables(self) -> dict[str, Any]:
         """The tables of openclaw-memory.toml as resolved (defaults filled in), by name."""
@@ -323,6 +334,13 @@ def _env(name: str, environ) -> str | None:
     return value if value not in (None, "") else None
 
 
+def _openclaw_env(name: str, environ) -> str | None:
+    """A path or name variable as OpenClaw reads its own (``env.X?.trim()``): only white space is unset,
+    never the current folder (``OPENCLAW_WORKSPACE_DIR=" "`` named it)."""
+    value = (environ.get(name) or "").strip()
+    return value or None
+
+
 def default_model_cache(environ, state_dir: Path | None = None) -> Path:
     """``OPENCLAW_MEMORY_MODEL_CACHE``, else ``$XDG_CACHE_HOME/openclaw-memory/models``, else
     ``~/.cache/openclaw-memory/models``; with no home folder at all, ``<state dir>/openclaw-memory/models``."""
@@ -377,8 +395,30 @@ def openclaw_home(env: Mapping[str, str]) -> str:
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
-    """OpenClaw's state dir when none is given: ``~/.openclaw``, in OpenClaw's home (:func:`openclaw_home`)."""
-    return Path(openclaw_home(env)) / ".openclaw"
+    """OpenClaw's state dir when none is given (its resolveStateDirFromHome): ``~/.openclaw``, in
+    OpenClaw's home (:func:`openclaw_home`); where there is none but there is a ``~/.clawdbot``, that one."""
+    home = Path(openclaw_home(env))
+    current, legacy = home / ".openclaw", home / LEGACY_STATE_DIR_NAME
+    return legacy if not current.exists() and legacy.exists() else current
+
+
+def openclaw_config_path(state_dir: Path, state_dir_given: bool, env: Mapping[str, str]) -> Path:
+    """The openclaw.json OpenClaw 2026.9.6 reads (its resolveConfigPath): ``OPENCLAW_CONFIG_PATH``; else in
+    the state dir, ``openclaw.json`` or else an existing ``clawdbot.json``; with no state dir given, the first
+    of those in ``~/.openclaw`` and then ``~/.clawdbot`` that exists; else ``<state dir>/openclaw.json``."""
+    named = _openclaw_env("OPENCLAW_CONFIG_PATH", env)
+    if named:
+        return Path(os.path.abspath(_expand(named, env)))
+    if state_dir_given:
+        folders: tuple[Path, ...] = (state_dir,)
+    else:
+        home = Path(openclaw_home(env))
+        folders = (home / ".openclaw", home / LEGACY_STATE_DIR_NAME)
+    for folder in folders:
+        for name in (OPENCLAW_JSON_NAME, LEGACY_JSON_NAME):
+            if (folder / name).exists():
+                return folder / name
+    return state_dir / OPENCLAW_JSON_NAME
 
 
 # Real config files are a few KB; every command reads both, whole, before anything else.
@@ -820,15 +860,13 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
             raise UsageError(f"the {what} is empty; give one (an empty value does not mean {instead})")
 
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
-    given = o.state_dir or _env("OPENCLAW_STATE_DIR", env)
+    given = o.state_dir or _openclaw_env("OPENCLAW_STATE_DIR", env)
     state_dir = Path(os.path.realpath(_expand(given, env) if given else default_state_dir(env)))
     agent = check_agent((o.agent or DEFAULT_AGENT).strip())
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
         raise StateDirError(f"the state dir {state_dir} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
-    # OpenClaw's own rule: OPENCLAW_CONFIG_PATH names the file, else it is in the state dir.
-    config_path = _env("OPENCLAW_CONFIG_PATH", env)
-    json_path = Path(os.path.abspath(_expand(config_path, env))) if config_path else state_dir / OPENCLAW_JSON_NAME
+    json_path = openclaw_config_path(state_dir, bool(given), env)
     openclaw = _load_json5(json_path, env)
     toml_path = state_dir / TOML_NAME
     toml = _load_toml(toml_path)
@@ -858,7 +896,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     shared = _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
     workspace_raw, workspace_source = next((value, where) for value, where in itertools.chain((
         (o.workspace, "given with --workspace"),
-        (_env("OPENCLAW_WORKSPACE", env), "from OPENCLAW_WORKSPACE"),
+        (_openclaw_env("OPENCLAW_WORKSPACE", env), "from OPENCLAW_WORKSPACE"),
         (_text(toml.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
         (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
          f"from {json_path}: {entry_at}.workspace"),
@@ -914,6 +952,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         workspace=workspace,
         agent=agent,
         state_dir=state_dir,
+        openclaw_json=json_path,
         extra_paths=tuple(normalize_extra_paths(extras, workspace)),
         multimodal=bool(multimodal and modalities),  # no media kind left: off, as OpenClaw has it
         modalities=modalities,
@@ -947,8 +986,8 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         yield (shared, where) if owner else (os.path.join(_expand(shared, env), agent), f"{where}, agent {agent}'s folder in it")
         return
     if owner:
-        yield _env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"
-        profile = (_env("OPENCLAW_PROFILE", env) or "").strip()
+        yield _openclaw_env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"
+        profile = _openclaw_env("OPENCLAW_PROFILE", env) or ""
         if profile and profile.lower() != "default" and not state_dir_given:
             if not re.fullmatch(_OPENCLAW_ID, profile):
                 raise ConfigError(f"OPENCLAW_PROFILE {shown(profile)} is not a profile name (letters, digits, '_' and '-', "
@@ -963,7 +1002,9 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         moved = False
     if moved:
         unset += f", which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})"
-    yield str(state_dir / ("workspace" if owner else f"workspace-{agent}")), unset
+    # The owner's is in ~/.openclaw whatever state dir a ~/.clawdbot gave (OpenClaw's resolveDefaultAgentWorkspaceDir).
+    home_state = state_dir if state_dir_given else Path(openclaw_home(env)) / ".openclaw"
+    yield str(home_state / "workspace" if owner else state_dir / f"workspace-{agent}"), unset
 
 
 def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:

@@ -1074,3 +1074,13 @@ def test_a_memory_md_that_is_no_file_is_named_by_doctor_and_files_says_what_to_d
     skipped = cli("files", "--json").json()["skipped"]
     assert [s["reason"] for s in skipped if s["path"] == "memory.md"] == [
         "named like the legacy root file but not a file, so never memory: move what it holds under memory/"]
+
+
+def test_retired_qmd_settings_are_read_from_the_config_openclaw_reads(workspace, state_dir, tmp_path, cli):
+    """OPENCLAW_CONFIG_PATH names OpenClaw's config: settings read it, but the check read the state
+    dir's openclaw.json, and said nothing of the file in use."""
+    elsewhere = write(tmp_path / "conf" / "openclaw.json", '{memory: {backend: "qmd"}}')
+    write(workspace / "MEMORY.md", "m\n")
+    result = cli("doctor", "--json", env={"OPENCLAW_CONFIG_PATH": str(elsewhere)})
+    (finding,) = [f for f in result.json()["findings"] if f["id"] == "retired-qmd-settings"]
+    assert f"{elsewhere}: memory.backend is retired" in finding["message"], finding

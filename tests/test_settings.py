@@ -785,3 +785,48 @@ def test_a_search_gives_openclaw_json_max_results_when_no_limit_is_asked(cli, wo
     wrong = cli("search", "heron", "--mode", "text")
     assert wrong.returncode == 2 and wrong.stderr.strip().endswith(
         "openclaw.json: memory.search.query.maxResults must be a whole number of at least 1, not 0"), wrong.stderr
+
+
+def test_a_clawdbot_state_dir_and_config_are_read_as_openclaw_reads_them(tmp_path, monkeypatch):
+    """OpenClaw 2026.9.6 still reads the state dir ~/.clawdbot where there is no ~/.openclaw, and a
+    config named clawdbot.json (tests/conformance/test_openclaw_settings.py asks its `config file`);
+    neither was read: such a user's agents.defaults.workspace was not found, nor any of its settings.
+    The workspaces are what its resolveAgentWorkspaceDir answers: the owner's stays ~/.openclaw/workspace."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    legacy = home / ".clawdbot"
+    (tmp_path / "ws").mkdir()
+    write(legacy / "clawdbot.json", json.dumps({"agents": {"defaults": {"workspace": str(tmp_path / "ws")}}}))
+    s = resolve_settings(Overrides(), environ={})
+    assert (s.state_dir, s.config_file, s.workspace) == (legacy, legacy / "clawdbot.json", tmp_path / "ws")
+    (home / ".openclaw").mkdir()  # a ~/.openclaw without a config: the state dir, and the old config still read
+    s = resolve_settings(Overrides(), environ={})
+    assert (s.state_dir, s.config_file, s.workspace) == (home / ".openclaw", legacy / "clawdbot.json", tmp_path / "ws")
+    write(home / ".openclaw" / "clawdbot.json", "{}")
+    assert resolve_settings(Overrides(workspace=str(tmp_path / "ws")), environ={}).config_file == home / ".openclaw" / "clawdbot.json"
+    # A state dir given reads its own file only.
+    given = tmp_path / "given"
+    given.mkdir()
+    s = resolve_settings(Overrides(workspace=str(tmp_path / "ws")), environ={"OPENCLAW_STATE_DIR": str(given)})
+    assert s.config_file == given / "openclaw.json"
+    (home / ".openclaw" / "clawdbot.json").unlink()
+    (home / ".openclaw").rmdir()
+    legacy.joinpath("clawdbot.json").unlink()
+    (legacy / "workspace-ops").mkdir()
+    assert resolve_settings(Overrides(agent="ops"), environ={}).workspace == legacy / "workspace-ops"
+    with pytest.raises(WorkspaceError, match=re.escape(f"workspace not found: {home / '.openclaw' / 'workspace'} ")):
+        resolve_settings(Overrides(), environ={})
+
+
+def test_openclaw_path_variables_holding_only_white_space_are_unset(tmp_path, monkeypatch):
+    """OpenClaw trims its variables (`env.OPENCLAW_STATE_DIR?.trim()`): " " is unset. Here " " was a
+    path, trimmed to nothing: the current folder was the state dir or the workspace."""
+    home, here = tmp_path / "home", tmp_path / "here"
+    (home / ".openclaw" / "workspace").mkdir(parents=True)
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    for name in ("OPENCLAW_STATE_DIR", "OPENCLAW_WORKSPACE_DIR", "OPENCLAW_WORKSPACE", "OPENCLAW_CONFIG_PATH", "OPENCLAW_PROFILE"):
+        s = resolve_settings(Overrides(), environ={name: " \t"})
+        assert (s.state_dir, s.workspace, s.config_file) == (
+            home / ".openclaw", home / ".openclaw" / "workspace", home / ".openclaw" / "openclaw.json"), name

@@ -39,7 +39,7 @@ def _extra_finding(ctx: CheckContext, extra: str) -> Finding | None:
         return Finding(
             "extra-path-missing", "warning",
             f"Extra memory path {extra} does not exist. Create it, or remove it from the configuration "
-            "(openclaw.json memorySearch.extraPaths, openclaw-memory.toml extra_paths, $OPENCLAW_MEMORY_EXTRA_PATHS or --extra).",
+            "(openclaw.json memory.search.extraPaths, openclaw-memory.toml extra_paths, $OPENCLAW_MEMORY_EXTRA_PATHS or --extra).",
             False, (shown,),
         )
     except OSError as exc:

@@ -128,9 +128,9 @@ def retired_qmd_findings(config: dict, where: str) -> list[str]:
 
 def check_retired_qmd(ctx: CheckContext) -> list[Finding]:
     from ..errors import ConfigError
-    from ..settings import OPENCLAW_JSON_NAME, _load_json5
+    from ..settings import _load_json5
 
-    path = ctx.settings.state_dir / OPENCLAW_JSON_NAME
+    path = ctx.settings.config_file  # OPENCLAW_CONFIG_PATH's, or the state dir's (it was always the latter)
     try:
         config = _load_json5(path)
     except ConfigError:
@@ -144,7 +144,7 @@ def check_retired_qmd(ctx: CheckContext) -> list[Finding]:
         + "\n".join(f"- {m}" for m in messages)
         + "\nopenclaw-memory only reads openclaw.json and never changes it: edit it as above, or run "
         '"openclaw doctor --fix", which migrates it.',
-        False, (OPENCLAW_JSON_NAME,),
+        False, (path.name,),
     )]
 
 

@@ -10,9 +10,15 @@ OpenClaw reads only ``memory.search`` and an agent's ``memory.search``; a config
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+
+import pytest
 
 from openclaw_memory.files.paths import MODALITIES
 from openclaw_memory.settings import Overrides, normalize_extra_paths, resolve_settings
+
+from .conftest import NODE_IN_ROOT, OPENCLAW_CLI, oracle_root, why_unavailable
 
 ON, OFF = {"enabled": True}, {"enabled": False}
 
@@ -65,4 +71,45 @@ def test_memory_search_settings(oracle, new_ws, checks, tmp_path):
         theirs_kinds = tuple(k for k in MODALITIES if k in mm["modalities"])
         checks.same(f"{name}: multimodal", (ours.multimodal, ours.modalities if ours.multimodal else ()),
                     (bool(mm["enabled"] and theirs_kinds), theirs_kinds))
+    checks.done()
+
+
+# (files under HOME, environment) -> the openclaw.json OpenClaw's `openclaw config file` names.
+CONFIG_LAYOUTS = [
+    ((), {}),
+    ((".clawdbot/clawdbot.json",), {}),
+    ((".openclaw/", ".clawdbot/clawdbot.json"), {}),
+    ((".openclaw/clawdbot.json", ".clawdbot/openclaw.json"), {}),
+    ((".clawdbot/openclaw.json", ".clawdbot/clawdbot.json"), {}),
+    (("s/clawdbot.json",), {"OPENCLAW_STATE_DIR": "@/s"}),
+    (("s/", ".clawdbot/clawdbot.json"), {"OPENCLAW_STATE_DIR": "@/s"}),
+    ((".clawdbot/clawdbot.json",), {"OPENCLAW_STATE_DIR": " "}),
+    ((".openclaw/openclaw.json",), {"OPENCLAW_CONFIG_PATH": "~/elsewhere.json"}),
+    ((".openclaw/openclaw.json",), {"OPENCLAW_CONFIG_PATH": " \t"}),
+]
+
+
+def test_which_openclaw_json_is_read(tmp_path, checks, monkeypatch):
+    """OpenClaw's resolveConfigPath, through its command line: a state dir or config from before its
+    rename (~/.clawdbot, clawdbot.json) is still read, and a variable of white space is unset."""
+    if why_unavailable():
+        pytest.skip(why_unavailable())
+    root = oracle_root()
+    for n, (files, environ) in enumerate(CONFIG_LAYOUTS):
+        home = tmp_path / str(n)
+        (home / "ws").mkdir(parents=True)
+        for name in files:
+            (home / name).parent.mkdir(parents=True, exist_ok=True)
+            if not name.endswith("/"):
+                (home / name).write_text("{}", encoding="utf-8")
+        env = {k: v.replace("@", str(home)) for k, v in environ.items()}
+        run_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+        run_env.update(env, HOME=str(home), NO_COLOR="1")
+        done = subprocess.run([str(root / NODE_IN_ROOT), str(root / OPENCLAW_CLI), "config", "file"], env=run_env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        theirs = done.stdout.strip().splitlines()[-1].replace("~", str(home), 1)
+        monkeypatch.setenv("HOME", str(home))
+        ours = resolve_settings(Overrides(workspace=str(home / "ws")), environ=env).config_file
+        checks.same(f"{files} {environ}: the config file", str(ours), theirs)
     checks.done()
