@@ -95,3 +95,31 @@ def test_a_long_ignore_file_with_alternating_negations_decides_as_pathspec():
     for p in paths:
         assert rules.ignores_file(p, p.rpartition("/")[2]) == spec.match_file(p), p
     assert rules.ignores_dir("build/") is False  # "!build/" is newest
+
+
+# --- a damaged snapshot -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage, status", [
+    # the same bytes, stored as text (a restore through a tool that typed the column): still sound
+    ("CAST(body AS TEXT)", 0),
+    # text, and its bytes changed (an edit in the sqlite3 shell)
+    ("CAST(substr(body, 1, length(body) - 8) AS TEXT) || 'garbage!'", 2),
+])
+def test_a_snapshot_body_made_text_is_read_by_its_checksum(settings, workspace, cli, damage, status):
+    import sqlite3
+
+    write(workspace / "notes.txt", "n\n")
+    assert cli("watchdog", "snapshot", "first").returncode == 0
+    assert cli("watchdog", "snapshot", "second").returncode == 0
+    with sqlite3.connect(SnapshotStore(settings.data_dir).path) as conn:
+        conn.execute(f"UPDATE snapshots SET body = {damage} WHERE label = 'second'")
+        assert conn.execute("SELECT typeof(body) FROM snapshots WHERE label = 'second'").fetchone() == ("text",)
+    result = cli("watchdog", "verify", "--json")
+    assert result.returncode == status, result
+    if status:
+        error = result.json()["error"]
+        assert "snapshot 'second'" in error and "is damaged (checksum mismatch)" in error and "doctor --fix" in error
+        assert "garbage" not in error and len(result.stderr.splitlines()) == 1
+        assert cli("doctor", "--fix").returncode == 0
+        assert cli("watchdog", "verify", "--json").json()["baseline"] == "first"

@@ -258,7 +258,7 @@ class SnapshotStore:
 
         moved: list[Path] = []
         with self.db.transaction() as conn:
-            for label, body in conn.execute("SELECT label, body FROM snapshots ORDER BY seq").fetchall():
+            for label, body in conn.execute("SELECT label, CAST(body AS BLOB) FROM snapshots ORDER BY seq").fetchall():
                 try:
                     Table.from_bytes(bytes(body), self.where(label))
                 except SnapshotDamaged:
@@ -275,16 +275,20 @@ class SnapshotStore:
         row = self.db.one("SELECT label FROM snapshots ORDER BY seq DESC LIMIT 1")
         return row[0] if row else None
 
+    # Bodies are read as blobs whatever type the row holds: a body made text (by hand, a bad restore)
+    # failed in sqlite3's UTF-8 decoding, exit 1 with the body's bytes in the message, where its
+    # checksum says whether it is sound (exit 2, naming doctor --fix).
+
     def baseline(self) -> Table | None:
         """The newest snapshot (one row read), or None when there is none."""
-        row = self.db.one("SELECT label, body FROM snapshots ORDER BY seq DESC LIMIT 1")
+        row = self.db.one("SELECT label, CAST(body AS BLOB) FROM snapshots ORDER BY seq DESC LIMIT 1")
         return Table.from_bytes(bytes(row[1]), self.where(row[0])) if row else None
 
     def load(self, label: str) -> Table:
         return Table.from_bytes(self._body(label), self.where(label))
 
     def _body(self, label: str) -> bytes:
-        row = self.db.one("SELECT body FROM snapshots WHERE label = ?", (label,))
+        row = self.db.one("SELECT CAST(body AS BLOB) FROM snapshots WHERE label = ?", (label,))
         if row is None:
             raise SnapshotDamaged(f"snapshot {self.where(label)} is gone; take one with `openclaw-memory watchdog snapshot`")
         return bytes(row[0])
