@@ -187,6 +187,19 @@ def test_decay_and_mmr_are_read_from_openclaw_settings(tmp_path):
     assert search_ranking(settings).decay is False
 
 
+def test_the_top_level_memory_search_hybrid_is_read_below_the_agents_defaults(tmp_path):
+    """The oldest spelling, a top-level memorySearch (OpenClaw's migration moves it to memory.search
+    after agents.defaults.memorySearch), was never read: its MMR stayed off."""
+    from openclaw_memory.index.config import search_ranking
+
+    ws, state = tmp_path / "ws", tmp_path / "state"
+    ws.mkdir()
+    write(state / "openclaw.json", "{memorySearch: {query: {hybrid: {mmr: {enabled: true, lambda: 0.5}, temporalDecay: {enabled: true}}}},"
+                                   " agents: {defaults: {memorySearch: {query: {hybrid: {mmr: {lambda: 0.9}}}}}}}")
+    settings = resolve_settings(Overrides(workspace=str(ws), state_dir=str(state)), environ={})
+    assert search_ranking(settings) == Ranking(mmr=True, mmr_lambda=0.9, decay=True, half_life_days=30.0)
+
+
 def test_citation_round_trips_through_read(built, cli_env):
     ws, _state, _extra, index = built
     hit = index.search("VPN password rotation").results[0]
