@@ -123,3 +123,26 @@ def test_a_snapshot_body_made_text_is_read_by_its_checksum(settings, workspace, 
         assert "garbage" not in error and len(result.stderr.splitlines()) == 1
         assert cli("doctor", "--fix").returncode == 0
         assert cli("watchdog", "verify", "--json").json()["baseline"] == "first"
+
+
+# --- names a stranger chose -------------------------------------------------------------------
+
+
+def test_doctor_shows_a_name_with_a_newline_or_a_terminal_escape_on_one_line(settings, workspace, cli):
+    """Anyone who can write in the workspace names files: a newline in a name forged a line of doctor's
+    report ("- deleted: MEMORY.md" while MEMORY.md is there) and an escape sequence reached the terminal."""
+    assert cli("watchdog", "snapshot").returncode == 0
+    write(workspace / "memory" / "x\n- deleted: MEMORY.md", "forged\n")
+    write(workspace / "memory" / "clear\x1b[2Jscreen.md", "escape\n")
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    result = cli("doctor")
+    out = result.stdout + result.stderr
+    assert "\x1b" not in out
+    assert "- deleted: MEMORY.md" not in out.splitlines()
+    assert "- new: memory/x\\x0a- deleted: MEMORY.md" in out.splitlines()
+    assert "- new: memory/clear\\x1b[2Jscreen.md" in out.splitlines()
+    if shutil.which("git"):  # the git check names them too (untracked memory files)
+        assert "- untracked: memory/clear\\x1b[2Jscreen.md" in out.splitlines()
+    findings = {f["id"]: f for f in cli("doctor", "--json").json()["findings"]}
+    assert "memory/x\\x0a- deleted: MEMORY.md" in findings["watchdog-changes"]["paths"]

@@ -3,7 +3,7 @@ and which memory files a git work tree has not committed or ignores."""
 
 from __future__ import annotations
 
-from ..errors import MemoryToolError, StateDamaged
+from ..errors import MemoryToolError, StateDamaged, printable
 from .model import CheckContext, Finding
 
 SHOWN = 20  # paths listed in the message; the finding's ``paths`` has them all
@@ -15,7 +15,7 @@ def check_watchdog(ctx: CheckContext) -> list[Finding]:
     try:
         if not has_baseline(ctx.settings):
             return []  # no baseline: the comparing modules are not even imported (doctor's start)
-        from ..watchdog.verify import display, verify_workspace
+        from ..watchdog.verify import verify_workspace
 
         result = verify_workspace(ctx.settings)
     except (SnapshotDamaged, StateDamaged):
@@ -23,9 +23,11 @@ def check_watchdog(ctx: CheckContext) -> list[Finding]:
     except (MemoryToolError, OSError) as exc:  # an unreadable snapshot must not hide the other checks
         reason = exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename})"
         return [Finding("watchdog-unavailable", "warning", f"The watchdog baseline cannot be used: {reason}", False, ())]
-    changed = [display(c.path) for c in result.changed]
-    deleted = [display(p) for p in result.deleted]
-    new = [display(p) for p in result.new]
+    # One line per path, as verify prints them: a newline or a terminal escape in a file name (which
+    # anyone who can write in the workspace can make) is shown as \xNN, never written to the terminal.
+    changed = [printable(c.path) for c in result.changed]
+    deleted = [printable(p) for p in result.deleted]
+    new = [printable(p) for p in result.new]
     if not (changed or deleted or new):
         return []
     lines = [f"- changed: {p}" for p in changed] + [f"- deleted: {p}" for p in deleted] + [f"- new: {p}" for p in new]
@@ -56,23 +58,25 @@ def check_git(ctx: CheckContext) -> list[Finding]:
     roots, notes = memory_git_changes(ctx.settings)
     findings = [Finding("git-unreadable", "info", note, False, ()) for note in notes]
     for changes in roots:
-        uncommitted = [f"- {what}: {p}" for what, paths in (("modified", changes.modified), ("staged", changes.staged),
-                                                           ("untracked", changes.untracked)) for p in paths]
+        root = printable(changes.root)
+        uncommitted = [f"- {what}: {printable(p)}" for what, paths in (("modified", changes.modified),
+                                                                      ("staged", changes.staged),
+                                                                      ("untracked", changes.untracked)) for p in paths]
         if uncommitted:
             listed = "\n".join(uncommitted[:SHOWN]) + (
                 f"\n- ... and {len(uncommitted) - SHOWN} more" if len(uncommitted) > SHOWN else "")
             findings.append(Finding(
                 "git-uncommitted", "info",
-                f"{len(changes.uncommitted)} memory file(s) under {changes.root} have changes git has not committed:\n"
+                f"{len(changes.uncommitted)} memory file(s) under {root} have changes git has not committed:\n"
                 f"{listed}\nCommit them to keep them in the repository's history.",
-                False, changes.uncommitted))
+                False, tuple(map(printable, changes.uncommitted))))
         if changes.ignored:
-            listed = "\n".join(f"- {p}" for p in changes.ignored[:SHOWN])
+            listed = "\n".join(f"- {printable(p)}" for p in changes.ignored[:SHOWN])
             findings.append(Finding(
                 "git-ignored", "warning",
-                f"{len(changes.ignored)} memory file(s) under {changes.root} are ignored by git (.gitignore), so the "
+                f"{len(changes.ignored)} memory file(s) under {root} are ignored by git (.gitignore), so the "
                 f"repository never backs them up:\n{listed}\nRemove them from .gitignore unless that is meant.",
-                False, changes.ignored))
+                False, tuple(map(printable, changes.ignored))))
     return findings
 
 
