@@ -52,17 +52,61 @@ def digest_fd(fd: int, size: int) -> bytes:
         h = xxhash.xxh3_128(data)
     else:
         h = xxhash.xxh3_128()
-        if size >= PIPELINE_MIN:
+        st = os.fstat(fd)
+        if st.st_blocks * 512 + BLOCK < st.st_size:  # at least a block's worth of holes
+            _hash_holes(fd, h, st.st_size)  # then on below: whatever lies past the size taken
+        elif size >= PIPELINE_MIN:
             return _hash_pipelined(fd, h)
-    buffer = getattr(_local, "buffer", None)
-    if buffer is None:
-        buffer = _local.buffer = bytearray(BLOCK)
+    buffer = _buffer()
     view = memoryview(buffer)
     while True:
         n = os.readv(fd, [buffer])
         if not n:
             return h.digest()
         h.update(view[:n])
+
+
+def _buffer() -> bytearray:
+    buffer = getattr(_local, "buffer", None)
+    if buffer is None:
+        buffer = _local.buffer = bytearray(BLOCK)
+    return buffer
+
+
+_ZEROS = memoryview(bytes(BLOCK))
+
+
+def _hash_holes(fd: int, h, end: int) -> None:
+    """Hash a sparse file from its offset to ``end``: its holes as zeros from memory, only its data
+    read. Reading a hole makes the kernel fill pages with zeros: an 8 GiB sparse file took a minute
+    to hash (``cat`` as long), its zeros hashed from memory take a tenth of a second. The digest is
+    the same: the bytes of a hole are zeros."""
+    import errno
+
+    buffer = memoryview(_buffer())
+    pos = os.lseek(fd, 0, os.SEEK_CUR)
+    while pos < end:
+        try:
+            data = min(os.lseek(fd, pos, os.SEEK_DATA), end)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: only a hole from here to the end
+                raise
+            data = end
+        while pos < data:
+            step = min(BLOCK, data - pos)
+            h.update(_ZEROS[:step])
+            pos += step
+        if pos >= end:
+            break
+        hole = min(os.lseek(fd, pos, os.SEEK_HOLE), end)
+        os.lseek(fd, pos, os.SEEK_SET)
+        while pos < hole:
+            n = os.readv(fd, [buffer[: min(BLOCK, hole - pos)]])
+            if not n:  # cut short meanwhile: the caller's stat after the read shows it
+                return
+            h.update(buffer[:n])
+            pos += n
+    os.lseek(fd, end, os.SEEK_SET)
 
 
 def _hash_pipelined(fd: int, h) -> bytes:
