@@ -14,6 +14,7 @@ import pytest
 import xxhash
 
 from conftest import settings_for, write
+from openclaw_memory.watchdog.heartbeat import heartbeat
 from openclaw_memory.watchdog.ignore import IgnoreRules, compile_rules
 from openclaw_memory.watchdog.snapshot import take_snapshot
 from openclaw_memory.watchdog.store import SnapshotStore
@@ -196,3 +197,20 @@ def test_a_sparse_file_is_hashed_without_reading_its_holes(settings, workspace):
     before = _bytes_read()
     assert [c.path for c in verify_workspace(settings).changed] == ["disk.img"]
     assert _bytes_read() - before < 64 << 20
+
+
+# --- where the state is kept ------------------------------------------------------------------
+
+
+def test_a_state_dir_that_is_the_workspace_leaves_out_only_this_products_folder(workspace):
+    """``--state-dir`` the workspace itself: the state database the watchdog writes was recorded, so
+    every verify reported it changed (exit 1 forever, every heartbeat a break)."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "openclaw.json", "{}\n")  # OpenClaw's own file in its state dir: watched
+    settings = settings_for(workspace, workspace)
+    assert heartbeat(settings).status == "HEARTBEAT_OK"
+    again = heartbeat(settings)
+    assert again.status == "HEARTBEAT_OK", again.verify
+    assert again.verify is not None and again.verify.entries == 2
+    write(workspace / "openclaw.json", '{"changed": true}\n')
+    assert [c.path for c in verify_workspace(settings).changed] == ["openclaw.json"]

@@ -251,7 +251,9 @@ def workspace_patterns(workspace: Path) -> list[str]:
 
 
 def excluded_state_dirs(workspace: Path, state_dir: Path) -> frozenset[str]:
-    """The state dir as a workspace-relative folder when it lies inside the workspace."""
+    """The state dir as a workspace-relative folder when it lies inside the workspace; when it *is*
+    the workspace, the folder this product keeps in it (``openclaw-memory/``: the state database,
+    the models), which every command changes: recorded, it was a break at every verify."""
     try:
         real = state_dir.resolve()
     except OSError:
@@ -259,7 +261,6 @@ def excluded_state_dirs(workspace: Path, state_dir: Path) -> frozenset[str]:
     try:
         rel = real.relative_to(workspace)
     except ValueError:
-        return frozenset()
+        return frozenset()  # elsewhere, or holding the workspace: nothing of ours is in it
     text = rel.as_posix()
-    # A state dir that *is* the workspace (or holds it) cannot be excluded without excluding everything.
-    return frozenset() if text in ("", ".") else frozenset({text + "/"})
+    return frozenset({"openclaw-memory/"}) if text in ("", ".") else frozenset({text + "/"})
