@@ -214,3 +214,16 @@ def test_a_state_dir_that_is_the_workspace_leaves_out_only_this_products_folder(
     assert again.verify is not None and again.verify.entries == 2
     write(workspace / "openclaw.json", '{"changed": true}\n')
     assert [c.path for c in verify_workspace(settings).changed] == ["openclaw.json"]
+
+
+@pytest.mark.parametrize("command", ["verify", "heartbeat"])
+def test_a_damaged_state_database_is_no_baseline_never_a_break(settings, workspace, cli_process, command):
+    """Exit 1 of verify and heartbeat says files changed: a state database whose header was zeroed
+    said it too (every command's exit 1 for a damaged database)."""
+    assert cli_process("watchdog", "snapshot").returncode == 0  # its own process: closed, the WAL copied in
+    with open(SnapshotStore(settings.data_dir).path, "r+b") as fh:
+        fh.write(bytes(100))
+    result = cli_process("watchdog", command, "--json")
+    assert result.returncode == 2, result
+    assert "is damaged" in result.json()["error"] and "doctor --fix" in result.json()["error"]
+    assert len(result.stderr.splitlines()) == 1

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...errors import StateDamaged
 from ...memory import open_memory
+from ...watchdog.store import SnapshotDamaged
 from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
@@ -39,8 +41,18 @@ def run_snapshot(settings: Settings, label: str | None, json_out: bool) -> int:
     return 0
 
 
+def _no_usable_baseline(exc: StateDamaged) -> SnapshotDamaged:
+    """Exit 1 of verify and heartbeat is a break: a damaged state database (every other command's
+    exit 1) is no baseline to compare with, exit 2 as a damaged snapshot, so that a script never
+    reads it as files changed behind the agent's back."""
+    return SnapshotDamaged(exc.message)
+
+
 def run_verify(settings: Settings, json_out: bool) -> int:
-    result = open_memory(settings, notice=warn, shard_idle_s=0).verify()
+    try:
+        result = open_memory(settings, notice=warn, shard_idle_s=0).verify()
+    except StateDamaged as exc:
+        raise _no_usable_baseline(exc) from None
     if not reported(result, json_out):
         _print_delta(result)
         _print_git(result)
@@ -49,7 +61,10 @@ def run_verify(settings: Settings, json_out: bool) -> int:
 
 
 def run_heartbeat(settings: Settings, json_out: bool) -> int:
-    result = open_memory(settings, notice=warn, shard_idle_s=0).heartbeat()
+    try:
+        result = open_memory(settings, notice=warn, shard_idle_s=0).heartbeat()
+    except StateDamaged as exc:
+        raise _no_usable_baseline(exc) from None
     if reported(result, json_out):
         pass
     elif result.ok:
