@@ -98,7 +98,12 @@ def _hash_holes(fd: int, h, end: int) -> None:
             pos += step
         if pos >= end:
             break
-        hole = min(os.lseek(fd, pos, os.SEEK_HOLE), end)
+        try:
+            hole = min(os.lseek(fd, pos, os.SEEK_HOLE), end)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: cut short below ``pos`` meanwhile
+                raise
+            return  # the caller's stat after the read shows it
         os.lseek(fd, pos, os.SEEK_SET)
         while pos < hole:
             n = os.readv(fd, [buffer[: min(BLOCK, hole - pos)]])
