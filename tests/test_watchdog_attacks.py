@@ -227,3 +227,12 @@ def test_a_damaged_state_database_is_no_baseline_never_a_break(settings, workspa
     assert result.returncode == 2, result
     assert "is damaged" in result.json()["error"] and "doctor --fix" in result.json()["error"]
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_verify_without_a_baseline_creates_nothing(workspace, state_dir, cli):
+    write(workspace / "MEMORY.md", "# Memory\n")
+    result = cli("watchdog", "verify", "--json")
+    assert result.returncode == 2 and "no watchdog baseline" in result.json()["error"]
+    assert list(state_dir.iterdir()) == []  # no folder, no state database: verify writes nothing
+    assert cli("watchdog", "snapshot").returncode == 0  # the control: a snapshot does make them
+    assert list(state_dir.iterdir()) != []

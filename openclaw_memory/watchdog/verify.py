@@ -6,6 +6,7 @@ only listed. The ignore rules are the ones stored with the baseline.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -68,7 +69,10 @@ def result_from(base: Table, delta: Delta) -> VerifyResult:
 
 def verify_workspace(settings: Settings) -> VerifyResult:
     """Compare the workspace with the latest snapshot; raises NoBaseline when there is none."""
-    base = SnapshotStore(settings.data_dir).baseline()
+    store = SnapshotStore(settings.data_dir)
+    # No state database: no baseline, said without opening one, which would create it (160 KB and
+    # its folders, for any folder given as the workspace): verify writes nothing.
+    base = store.baseline() if os.path.lexists(store.path) else None
     if base is None:
         raise NoBaseline(no_baseline_message(settings))
     rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
