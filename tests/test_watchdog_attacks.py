@@ -236,3 +236,29 @@ def test_verify_without_a_baseline_creates_nothing(workspace, state_dir, cli):
     assert list(state_dir.iterdir()) == []  # no folder, no state database: verify writes nothing
     assert cli("watchdog", "snapshot").returncode == 0  # the control: a snapshot does make them
     assert list(state_dir.iterdir()) != []
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p.symlink_to("/dev/zero"),
+    lambda p: os.mkfifo(p),
+    lambda p: p.write_bytes(b"*.bak\nnotes\\\n"),
+    lambda p: p.write_bytes(b"#" * (2 << 20)),
+], ids=["symlink", "fifo", "bad-line", "too-large"])
+def test_an_unusable_ignore_file_does_not_silence_the_heartbeat(settings, workspace, cli, make):
+    """Anyone who can write in the workspace could leave an ignore file the snapshot refuses: every
+    heartbeat then exited 2 and the next session never learned that MEMORY.md was edited."""
+    (workspace / ".openclaw-memoryignore").write_text("*.bak\n")
+    assert cli("watchdog", "heartbeat").returncode == 0
+    (workspace / ".openclaw-memoryignore").unlink()
+    make(workspace / ".openclaw-memoryignore")
+    write(workspace / "MEMORY.md", "# Memory, edited behind the agent's back\n")
+    write(workspace / "old.bak", "still ignored\n")
+    result = cli("watchdog", "heartbeat", "--json")
+    assert result.returncode == 1, result
+    beat = result.json()
+    assert beat["status"] == "BREAK" and beat["checkpoint"]
+    assert [c["path"] for c in beat["verify"]["changed"]] == [".openclaw-memoryignore", "MEMORY.md"]
+    assert beat["verify"]["new"] == []  # the baseline's rules: *.bak is still ignored
+    assert "the baseline's ignore rules stay in force" in result.stderr
+    assert "Workspace Changes Detected" in cli("prompt").stdout
+    assert cli("watchdog", "snapshot").returncode == 2  # asked for explicitly: refused, as before

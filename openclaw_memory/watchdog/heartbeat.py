@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..errors import UsageError
 from ..settings import Settings
 from ..wire import key
 from .checkpoint import append_checkpoint
@@ -77,13 +78,15 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
     """
     ws, sd = settings.workspace, settings.state_dir
     store = SnapshotStore(settings.data_dir)
-    patterns = workspace_patterns(ws)
+    patterns, refused = _patterns(ws, store)
     rules = rules_for(ws, sd, patterns)
     while True:
         base = store.baseline()
         table = new_table(settings, timestamp_label("heartbeat-"), patterns)
         # The walks run outside any transaction; the state database is written only at the end.
         delta = compare_workspace(ws, rules, base, table, table.guard_ns)
+        if refused:
+            delta.warnings.append(refused)
         result = None
         if base is not None:
             result = result_from(base, delta)
@@ -104,6 +107,22 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
                 return _result(OK, result, info, None)
             path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at))
             return _result(BREAK, result, info, path)
+
+
+def _patterns(workspace: Path, store: SnapshotStore) -> tuple[list[str], str | None]:
+    """The rules for the new baseline, and why the ignore file was refused (None: it was not).
+
+    An ignore file that cannot be used (a symlink to ``/dev/zero``, a FIFO, a line git rejects),
+    which anyone who can write in the workspace can leave, must not silence the heartbeat: with a
+    baseline, its rules stay in force and the change is reported (the ignore file is itself an
+    entry). With none, there are no rules to keep, and it is refused as by ``snapshot``."""
+    try:
+        return workspace_patterns(workspace), None
+    except UsageError as exc:
+        base = store.baseline()
+        if base is None:
+            raise
+        return list(base.ignore), f"{exc.message}; the baseline's ignore rules stay in force until it is fixed"
 
 
 def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyResult, new_rules: IgnoreRules) -> VerifyResult:
