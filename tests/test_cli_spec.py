@@ -272,6 +272,14 @@ def test_a_light_command_imports_nothing_heavy(tree):
         assert proc.stderr.rsplit("HEAVY:", 1)[1] == "", f"{argv} imported {proc.stderr.rsplit('HEAVY:', 1)[1]}"
 
 
+
+def test_the_parser_loads_no_state_database():
+    """Every command module is imported with the parser: one importing the watchdog's store at its top
+    put sqlite3 and the state database's modules (5.6 ms) on the start of `files`, `read` and `--help`."""
+    child = "import sys, openclaw_memory.cli.main\nprint(sorted(m for m in sys.modules if m == 'sqlite3' or m.startswith('openclaw_memory.database')))"
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+
 def test_the_entry_point_keeps_what_it_loaded_out_of_the_collector(tree):
     """The modules' objects live as long as the process: `run` freezes them, so no collection (nor
     the one at exit) walks them again."""

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from ...errors import StateDamaged
 from ...memory import open_memory
-from ...watchdog.store import SnapshotDamaged
 from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
+    from ...watchdog.store import SnapshotDamaged
 
 
 def _print_delta(result) -> None:
@@ -45,6 +45,8 @@ def _no_usable_baseline(exc: StateDamaged) -> SnapshotDamaged:
     """Exit 1 of verify and heartbeat is a break: a damaged state database (every other command's
     exit 1) is no baseline to compare with, exit 2 as a damaged snapshot, so that a script never
     reads it as files changed behind the agent's back."""
+    from ...watchdog.store import SnapshotDamaged  # here: every command's parser imports this module
+
     return SnapshotDamaged(exc.message)
 
 
