@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pathspec
 import pytest
@@ -262,3 +263,46 @@ def test_an_unusable_ignore_file_does_not_silence_the_heartbeat(settings, worksp
     assert "the baseline's ignore rules stay in force" in result.stderr
     assert "Workspace Changes Detected" in cli("prompt").stdout
     assert cli("watchdog", "snapshot").returncode == 2  # asked for explicitly: refused, as before
+
+
+def test_a_pattern_of_many_double_stars_matches_without_backtracking(settings, workspace, cli_process):
+    """One ignore line anyone could write, "a/**/x/**/x/.../b", and a path 40 folders deep: re tried
+    every way of sharing the folders among the **s (8 of them: 6.5 s a path; 30: never done), so the
+    snapshot hung. Its own process, so a hang fails the test instead of stopping the suite."""
+    (workspace / ".openclaw-memoryignore").write_text("a/" + "**/x/" * 30 + "b\n")
+    deep = workspace / "a" / Path(*["x"] * 40)
+    write(deep / "c.md", "c\n")
+    write(deep / "b", "ignored\n")
+    try:
+        result = cli_process("watchdog", "snapshot", "--json", timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the snapshot kept matching one ignore pattern")
+    assert result.returncode == 0, result
+    recorded = set(SnapshotStore(settings.data_dir).load(result.json()["label"]).paths)
+    folders = "a/" + "x/" * 40
+    assert folders + "c.md" in recorded and folders + "b" not in recorded  # 30 of its 40 x's, then b: ignored
+
+
+def test_double_stars_matched_once_decide_as_the_backtracking_expression():
+    """The rewrite changes the cost, never the answer: random patterns of one to four ``**`` parts
+    against random paths, files and folders, as pathspec's own expression decides them."""
+    import random
+
+    from openclaw_memory.watchdog.ignore import _PATHSPEC_GROUP, _translate, _without_backtracking
+
+    rnd = random.Random(7)
+    parts, names = ["x", "y", "x*", "*y", "?", "[xy]", "z"], ["x", "y", "xy", "yx", "z", "xx", "q"]
+    compared = 0
+    for _ in range(600):
+        segments = ["/".join(rnd.choice(parts) for _ in range(rnd.randint(1, 2))) for _ in range(rnd.randint(1, 4))]
+        pattern = ("**/" if rnd.random() < 0.3 else "") + "/**/".join(segments) + ("/**" if rnd.random() < 0.2 else "")
+        regex = _translate(pattern)[1]
+        assert regex is not None
+        body = _PATHSPEC_GROUP.sub("(?:", regex)
+        slow, fast = re.compile(body), re.compile(_without_backtracking(body))
+        for _ in range(10):
+            path = "/".join(rnd.choice(names) for _ in range(rnd.randint(1, 9)))
+            for p in (path, path + "/"):
+                assert (slow.match(p) is None) == (fast.match(p) is None), (pattern, p)
+                compared += 1
+    assert compared == 12000
