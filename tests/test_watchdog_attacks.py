@@ -265,14 +265,17 @@ def test_an_unusable_ignore_file_does_not_silence_the_heartbeat(settings, worksp
     assert cli("watchdog", "snapshot").returncode == 2  # asked for explicitly: refused, as before
 
 
-def test_a_pattern_of_many_double_stars_matches_without_backtracking(settings, workspace, cli_process):
+def test_a_pattern_of_many_stars_matches_without_backtracking(settings, workspace, cli_process):
     """One ignore line anyone could write, "a/**/x/**/x/.../b", and a path 40 folders deep: re tried
     every way of sharing the folders among the **s (8 of them: 6.5 s a path; 30: never done), so the
-    snapshot hung. Its own process, so a hang fails the test instead of stopping the suite."""
-    (workspace / ".openclaw-memoryignore").write_text("a/" + "**/x/" * 30 + "b\n")
+    snapshot hung; "*a*a*a*a*a*b" and a name of 250 a's likewise. Its own process, so a hang fails
+    the test instead of stopping the suite."""
+    (workspace / ".openclaw-memoryignore").write_text("a/" + "**/x/" * 30 + "b\n" + "*a" * 20 + "*b\n!keep\n")
     deep = workspace / "a" / Path(*["x"] * 40)
     write(deep / "c.md", "c\n")
     write(deep / "b", "ignored\n")
+    write(workspace / ("a" * 250), "not ignored: no b at its end\n")
+    write(workspace / ("a" * 240 + "b"), "ignored\n")
     try:
         result = cli_process("watchdog", "snapshot", "--json", timeout=60)
     except subprocess.TimeoutExpired:
@@ -281,17 +284,20 @@ def test_a_pattern_of_many_double_stars_matches_without_backtracking(settings, w
     recorded = set(SnapshotStore(settings.data_dir).load(result.json()["label"]).paths)
     folders = "a/" + "x/" * 40
     assert folders + "c.md" in recorded and folders + "b" not in recorded  # 30 of its 40 x's, then b: ignored
+    assert "a" * 250 in recorded and "a" * 240 + "b" not in recorded
 
 
-def test_double_stars_matched_once_decide_as_the_backtracking_expression():
-    """The rewrite changes the cost, never the answer: random patterns of one to four ``**`` parts
-    against random paths, files and folders, as pathspec's own expression decides them."""
+def test_stars_matched_once_decide_as_the_backtracking_expression():
+    """The rewrite changes the cost, never the answer: random patterns of one to four ``**`` parts,
+    their names with several ``*``, against random paths, files and folders, as pathspec's own
+    expression decides them."""
     import random
 
     from openclaw_memory.watchdog.ignore import _PATHSPEC_GROUP, _translate, _without_backtracking
 
     rnd = random.Random(7)
-    parts, names = ["x", "y", "x*", "*y", "?", "[xy]", "z"], ["x", "y", "xy", "yx", "z", "xx", "q"]
+    parts = ["x", "y", "x*", "*y", "?", "[xy]", "z", "*x*", "x*y*z", "*x*x*y", "?*x", "*?*", "*x?y*"]
+    names = ["x", "y", "xy", "yx", "z", "xx", "q", "xxy", "yxy", "xyz", "xxxy", "xqyz"]
     compared = 0
     for _ in range(600):
         segments = ["/".join(rnd.choice(parts) for _ in range(rnd.randint(1, 2))) for _ in range(rnd.randint(1, 4))]
