@@ -312,3 +312,20 @@ def test_stars_matched_once_decide_as_the_backtracking_expression():
                 assert (slow.match(p) is None) == (fast.match(p) is None), (pattern, p)
                 compared += 1
     assert compared == 12000
+
+
+def test_a_damaged_row_with_a_damaged_label_is_set_aside_inside_damaged(settings, workspace, state_dir, cli):
+    """A row damaged in its label too ("../" in it) was written where the label led, outside the
+    state dir's damaged/ folder, when doctor --fix set it aside."""
+    import sqlite3
+
+    assert cli("watchdog", "snapshot", "first").returncode == 0
+    assert cli("watchdog", "snapshot", "second").returncode == 0
+    escape = "../" * 6 + "outside"
+    with sqlite3.connect(SnapshotStore(settings.data_dir).path) as conn:
+        conn.execute("UPDATE snapshots SET label = ?, body = CAST('garbage' AS BLOB) WHERE label = 'second'", (escape,))
+    assert cli("doctor", "--fix").returncode == 0
+    kept = list((settings.data_dir / "damaged").rglob("*.snap"))
+    assert [p.read_bytes() for p in kept] == [b"garbage"]  # set aside, byte for byte, inside damaged/
+    assert not list(state_dir.parent.rglob("outside.snap"))
+    assert cli("watchdog", "verify", "--json").json()["baseline"] == "first"

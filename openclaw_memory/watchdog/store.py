@@ -53,6 +53,15 @@ def validate_label(label: str) -> str:
     return label
 
 
+def _file_name(label: object) -> str:
+    """A damaged row's label as a file name: itself when it is a label a snapshot can have; else (the
+    row damaged there too: "../../x", a NUL, 10,000 characters, not text) a name made from its hash,
+    so that setting the row aside never writes outside ``damaged/`` nor fails on the name."""
+    if isinstance(label, str) and LABEL_RE.fullmatch(label) and not label.startswith("."):
+        return label
+    return "label-" + xxhash.xxh3_64_hexdigest(str(label).encode("utf-8", "surrogatepass"))
+
+
 class SnapshotDamaged(UsageError):
     """A snapshot's body is unreadable or corrupt (its checksum fails)."""
 
@@ -263,7 +272,7 @@ class SnapshotStore:
                     Table.from_bytes(bytes(body), self.where(label))
                 except SnapshotDamaged:
                     try:
-                        moved.append(set_aside_bytes(self.data_dir, f"snapshots/{label}{SUFFIX}", bytes(body)))
+                        moved.append(set_aside_bytes(self.data_dir, f"snapshots/{_file_name(label)}{SUFFIX}", bytes(body)))
                     except OSError as exc:
                         raise os_error(exc, f"the state dir ({self.data_dir})",
                                        "the damaged snapshot was not removed") from None
