@@ -262,6 +262,11 @@ class Settings:
     embedding_backend: str | None = None
 
     @property
+    def media(self) -> tuple[str, ...]:
+        """The media kinds that are memory files (``image``, ``audio``): none unless multimodal is on."""
+        return self.modalities if self.multimodal else ()
+
+    @property
     def config_file(self) -> Path:
         """OpenClaw's openclaw.json these settings read (whether or not there is one)."""
         return self.openclaw_json or self.state_dir / OPENCLAW_JSON_NAME

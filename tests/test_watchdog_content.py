@@ -50,6 +50,19 @@ def test_a_snapshots_content_reads_back_byte_for_byte_after_the_files_changed(wo
     assert sorted(store.files("after")) == ["MEMORY.md", "memory/2026-01-01.md"]
 
 
+
+def test_a_snapshot_keeps_the_media_files_openclaw_json_names_as_memory_and_no_other(workspace, state_dir):
+    """openclaw.json's memory.search.multimodal.modalities ["image"]: the scan lists images only, and
+    a snapshot kept the bytes of every media kind (it asked the multimodal switch alone)."""
+    write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": {"enabled": True, "modalities": ["image"]}}}}))
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "picture.png", b"an image")
+    write(workspace / "memory" / "voice.mp3", b"a recording")
+    settings = settings_for(workspace, state_dir)
+    assert settings.media == ("image",)
+    take_snapshot(settings, "one")
+    assert sorted(SnapshotStore(settings.data_dir).files("one")) == ["MEMORY.md", "memory/picture.png"]
+
 def test_an_unchanged_file_costs_a_row_not_an_object(workspace, state_dir):
     write(workspace / "MEMORY.md", "# Memory\n")
     write(workspace / "memory" / "a.md", "a\n")

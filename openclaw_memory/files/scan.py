@@ -559,6 +559,6 @@ def scan_workspace(settings: Settings, *, multimodal: bool | None = None) -> Sca
     return scan_memory_files(
         settings.workspace,
         extra_paths=settings.extra_paths,
-        multimodal=(settings.multimodal and settings.modalities) if multimodal is None else multimodal,
+        multimodal=settings.media if multimodal is None else multimodal,
         agent=settings.agent,
     )

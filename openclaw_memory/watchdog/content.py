@@ -33,7 +33,7 @@ def entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
         return None
 
 
-def is_memory_file(rel: str, multimodal: bool) -> bool:
+def is_memory_file(rel: str, multimodal: bool | tuple[str, ...]) -> bool:
     """A memory file as the scan finds them: a root file by its exact name, or one under ``memory/``
     (the first test is the cheap one: a snapshot asks it of every entry of the workspace)."""
     if rel.startswith("memory/"):
@@ -67,7 +67,7 @@ def _keep_rows(settings: Settings, table: Table, rows, objects: ObjectStore, pin
                kept: dict[str, tuple[str, int]], notes: list[str]) -> None:
     for i in rows:
         rel = table.paths[i]
-        if chr(table.kinds[i]) != KIND_FILE or not is_memory_file(rel, settings.multimodal):
+        if chr(table.kinds[i]) != KIND_FILE or not is_memory_file(rel, settings.media):
             continue
         digest = table.digest(i)
         if digest is None:

@@ -155,7 +155,7 @@ def memory_git_changes(settings: Settings) -> tuple[tuple[GitChanges, ...], tupl
         if note:
             notes.append(note)
         if changes is not None:
-            changes = _memory_only(changes, settings.multimodal)
+            changes = _memory_only(changes, settings.media)
             if changes.uncommitted or changes.ignored:
                 found.append(changes)
     return tuple(found), tuple(notes)
@@ -167,7 +167,7 @@ def workspace_head(workspace: Path) -> str | None:
     return changes.head if changes is not None else None
 
 
-def _memory_only(changes: GitChanges, multimodal: bool) -> GitChanges:
+def _memory_only(changes: GitChanges, multimodal: tuple[str, ...]) -> GitChanges:
     """Drop what no scan would call a memory file (a ``memory/.DS_Store``, an extra folder's other files)."""
     def keep(paths: tuple[str, ...]) -> tuple[str, ...]:
         # A folder git ignores whole (``memory/`` in .gitignore) is named as the folder.
