@@ -223,6 +223,11 @@ def test_write_to_the_legacy_dream_twin_is_refused_naming_the_memory_file(cli, w
     assert cli("write", "dreams.md", "--append", "x", "--json").returncode == 2
     (workspace / "DREAMS.md").unlink()
     assert cli("write", "dreams.md", "--append", "a dream").returncode == 0  # the diary while DREAMS.md is absent
+    # A DREAMS.md that is a link is no diary to the scan (skipped as a symlink), so dreams.md is the
+    # diary and takes writes: the guard asked only whether the name DREAMS.md was there.
+    (workspace / "DREAMS.md").symlink_to(workspace / "dreams.md")
+    assert [f["path"] for f in cli("files", "--json").json()["files"]] == ["dreams.md"]
+    assert cli("write", "dreams.md", "--append", "another dream").returncode == 0
 
 
 def test_a_dream_diary_in_another_letter_case_is_never_written_and_is_reported_as_skipped(cli, workspace):

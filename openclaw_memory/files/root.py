@@ -85,8 +85,12 @@ def detect_root_memory_files(workspace: str | os.PathLike[str]) -> RootMemoryFil
 
 
 def resolve_dream_diary(workspace: str, entries: set[str]) -> tuple[RootEntry | None, list[RootEntry]]:
-    """The dream diary (``DREAMS.md``, else legacy ``dreams.md``) and the entries passed over."""
+    """The dream diary (``DREAMS.md``, else legacy ``dreams.md``, each a regular file) and the entries
+    passed over: the other of the two, and the name in any other letter case (``Dreams.md``, which
+    OpenClaw reads as the diary; the scan skips it and a write there is refused)."""
     candidates = [_entry(workspace, name, entries) for name in (DREAMS, LEGACY_DREAMS)]
     chosen = next((e for e in candidates if e.exists and e.is_file), None)
     passed_over = [e for e in candidates if e.exists and e is not chosen]
+    passed_over += [_entry(workspace, name, entries) for name in sorted(entries)
+                    if name.lower() == LEGACY_DREAMS and name not in (DREAMS, LEGACY_DREAMS)]
     return chosen, passed_over

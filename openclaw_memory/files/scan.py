@@ -356,14 +356,11 @@ def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool | tu
     diary, passed_over = resolve_dream_diary(ws, entries)
     if diary is not None:
         c.consider_file(diary.path, diary.name, "root", False)
-    for entry in passed_over:
-        reason = "symlink (ignored)" if entry.is_symlink else (
-            "legacy dream diary twin of DREAMS.md (ignored)" if entry.is_file else "not a regular file"
-        )
+    for entry in passed_over:  # a write refuses the file ones (history.guard.refuse_dream_twin)
+        reason = ("symlink (ignored)" if entry.is_symlink else "not a regular file" if not entry.is_file else
+                  "legacy dream diary twin of DREAMS.md (ignored)" if entry.name == LEGACY_DREAMS else
+                  f"a dream diary in another letter case (ignored: name it {DREAMS})")
         c.skip(entry.path, reason)
-    for name in entries:  # the root's few names: a write refuses these (history.guard.refuse_dream_twin)
-        if name.lower() == LEGACY_DREAMS and name not in (DREAMS, LEGACY_DREAMS):
-            c.skip(os.path.join(ws, name), f"a dream diary in another letter case (ignored: name it {DREAMS})")
     if LEGACY_ROOT in entries:
         legacy = os.path.join(ws, LEGACY_ROOT)
         try:

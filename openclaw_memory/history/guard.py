@@ -39,6 +39,7 @@ from .. import faults
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed, resolve_memory_path
+from ..files.root import resolve_dream_diary
 from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_kind, temp_stem, unlink_quietly
 from ..fsutil.move import remove_if_holds
 from ..fsutil.safeopen import Folder
@@ -206,7 +207,8 @@ def refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
             names = set(os.listdir(folder.fd))
     except (OSError, PathRefused):
         return  # the write's own open reports what is wrong with the folder
-    if DREAMS in names:
+    diary, _ = resolve_dream_diary(workspace, names)  # the scan's choice: a DREAMS.md that is a link is none
+    if diary is not None and diary.name == DREAMS:
         raise PathRefused(
             f"refused: {DREAMS} exists, so {LEGACY_DREAMS} is not memory (the scan skips it as a legacy twin); "
             f"write to {DREAMS}, the dream diary"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...errors import StateDamaged
+from ...errors import StateDamaged, UsageError
 from ...memory import open_memory
 from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
-    from ...watchdog.store import SnapshotDamaged
 
 
 def _print_delta(result) -> None:
@@ -41,13 +40,11 @@ def run_snapshot(settings: Settings, label: str | None, json_out: bool) -> int:
     return 0
 
 
-def _no_usable_baseline(exc: StateDamaged) -> SnapshotDamaged:
+def _no_usable_baseline(exc: StateDamaged) -> UsageError:
     """Exit 1 of verify and heartbeat is a break: a damaged state database (every other command's
     exit 1) is no baseline to compare with, exit 2 as a damaged snapshot, so that a script never
     reads it as files changed behind the agent's back."""
-    from ...watchdog.store import SnapshotDamaged  # here: every command's parser imports this module
-
-    return SnapshotDamaged(exc.message)
+    return UsageError(exc.message)
 
 
 def run_verify(settings: Settings, json_out: bool) -> int:
