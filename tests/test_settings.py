@@ -781,6 +781,10 @@ def test_a_search_gives_openclaw_json_max_results_when_no_limit_is_asked(cli, wo
     assert found({"memory": {"search": {"query": {"maxResults": 2}}}}, "--limit", "4") == 4
     assert found({"memory": {"search": {"query": {"maxResults": 2}}},
                   "agents": {"entries": {"main": {"memory": {"search": {"query": {"maxResults": 8}}}}}}}) == 8
+    from openclaw_memory.index.api import MemoryIndex  # the library's own index, as its docs show it
+
+    with MemoryIndex(settings_for(workspace, state_dir)) as index:
+        assert len(index.search("heron pond", mode="text").results) == 8
     write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"query": {"maxResults": 0}}}}))
     wrong = cli("search", "heron", "--mode", "text")
     assert wrong.returncode == 2 and wrong.stderr.strip().endswith(

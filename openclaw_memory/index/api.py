@@ -84,7 +84,7 @@ class MemoryIndex:
     def search(
         self,
         query: str,
-        limit: int = 6,
+        limit: int | None = None,
         min_score: float = DEFAULT_MIN_SCORE,
         mode: SearchMode = "hybrid",
         sync: bool = True,
@@ -100,6 +100,8 @@ class MemoryIndex:
             raise BadValue("mode", f"must be one of {', '.join(MODES)}, not {mode!r}")
         if not query.strip():
             raise UsageError("the search query is empty")
+        if limit is None:  # openclaw.json's maxResults (OpenClaw sets it no bound): at most what a search returns
+            limit = min(self.settings.max_results, MAX_LIMIT)
         if not 1 <= limit <= MAX_LIMIT:
             raise BadValue("limit", f"must be from 1 to {MAX_LIMIT}, not {limit}")
         if not 0.0 <= min_score <= 1.0:

@@ -45,13 +45,10 @@ def search(memory: LocalMemory, query: str, limit: int | None = None, min_score:
            sync: bool = True, collections: tuple[str, ...] = (), paths: tuple[str, ...] = (),
            since: str | None = None, until: str | None = None) -> SearchResult:
     require("search")
-    from .api import MAX_LIMIT
     from .filters import SearchFilters
     from .results import DEFAULT_MIN_SCORE
 
     filters = SearchFilters.from_args(collections, paths, since, until)
-    if limit is None:  # openclaw.json's maxResults (OpenClaw sets it no bound): at most what a search returns
-        limit = min(memory.settings.max_results, MAX_LIMIT)
     with memory.pool.index(memory.settings) as warm:
         return warm.search(query, limit=limit,
                            min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
