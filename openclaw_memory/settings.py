@@ -860,7 +860,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     for value, what, instead in ((o.workspace, "workspace given with -w/--workspace", "$OPENCLAW_WORKSPACE or OpenClaw's default"),
                                  (o.state_dir, "state dir given with --state-dir", "$OPENCLAW_STATE_DIR or ~/.openclaw"),
                                  (o.agent, "agent given with --agent", "main"),
-                                 (o.session, "session given with --session", "the command line's own read records")):
+                                 (o.session, "session given with --session", "the command line's own read records"),
+                                 (o.qdrant_url, "Qdrant server given with --qdrant-url", "the embedded engine")):
         if value is not None and not value.strip():
             raise UsageError(f"the {what} is empty; give one (an empty value does not mean {instead})")
 

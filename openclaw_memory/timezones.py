@@ -30,7 +30,7 @@ def resolve_zone(name: str | None) -> dt.tzinfo | None:
         if hours > 23 or minutes > 59:
             return None
         return dt.timezone((1 if offset[1] == "+" else -1) * dt.timedelta(hours=hours, minutes=minutes))
-    if name.split("/", 1)[0] not in _NOT_ZONES:
+    if name.split("/", 1)[0].lower() not in _NOT_ZONES:  # (a file system that folds case opens Posix/...)
         # A name as the database spells it opens at once; listing the database to learn what
         # another spelling stands for costs tens of milliseconds, on every prompt.
         try:

@@ -703,7 +703,7 @@ def test_a_workspace_state_dir_or_agent_given_empty_is_refused_not_taken_as_not_
     """`-w "$WS"` with WS unset: the empty flag was dropped, and the write went to $OPENCLAW_WORKSPACE
     (or OpenClaw's default workspace), another agent's memory; `--agent "$A"` wrote as main, `--session "$S"` with the command line's records."""
     write(workspace / "MEMORY.md", "# Memory\n")
-    for flags in (["-w", ""], ["--workspace= "], ["--state-dir", ""], ["--agent", ""], ["--session", ""]):
+    for flags in (["-w", ""], ["--workspace= "], ["--state-dir", ""], ["--agent", ""], ["--session", ""], ["--qdrant-url", ""]):
         res = cli(*flags, "write", "memory/x.md", "--append", "- a note", "--json")
         assert res.returncode == 2 and "is empty; give one" in res.json()["error"], (flags, res.stdout, res.stderr)
     assert not (workspace / "memory").exists()

@@ -79,7 +79,7 @@ def run_parsed(parsed: Parsed) -> int:
             state_dir=given.get("state_dir"),
             extra=tuple(given.get("extra") or ()),
             multimodal=given.get("multimodal"),
-            qdrant_url=given.get("qdrant_url") or None,
+            qdrant_url=given.get("qdrant_url"),
             session=given.get("session"),
         )
     )

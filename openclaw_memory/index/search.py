@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from ..types import SEARCH_MODES
+from .blocks import line_pattern
 from .bm25 import Bm25
 from .chunking import CARD
 from .filters import note_date
@@ -445,7 +446,7 @@ def _passages(plan: QueryPlan, path: str, chunks: list[_Candidate]) -> tuple[lis
 
 
 _ISO_DAY = re.compile(r"(?<!\S)\d{4}-\d{2}-\d{2}(?!\S)")
-_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]")
+_HEADING_LINE = line_pattern(r" {0,3}#{1,6}[ \t]")
 
 
 def _full_date(text: str) -> str:

@@ -46,8 +46,7 @@ def settings_key(settings: Settings) -> str:
         str(settings.workspace),
         str(settings.state_dir),
         [(str(p), p.pattern) for p in settings.extra_paths],  # an extra path's glob too
-        bool(settings.multimodal),
-        list(settings.modalities),  # openclaw.json's: which media files are memory
+        list(settings.media),  # which media files are memory (openclaw.json's modalities, when multimodal is on)
         settings.max_results,  # openclaw.json's: a search's default limit
         settings.qdrant_url,
         settings.embedding_backend,
