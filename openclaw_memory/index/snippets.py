@@ -38,6 +38,7 @@ from .blocks import (
     WORD,
     block_start,
     entries,
+    fence_end,
     is_table_rule,
     turn_text,
     word_count,
@@ -86,18 +87,18 @@ def make_passage(
 
 
 def _fence_openers(lines: list[str]) -> list[int | None]:
-    """Per line, the index of the fence line that opened the code block it is inside (None: outside)."""
-    out: list[int | None] = []
-    opener: int | None = None
-    marker = ""
-    for i, line in enumerate(lines):
-        m = FENCE.match(line)
-        out.append(opener)
-        if opener is None:
-            if m:
-                opener, marker = i, m.group(1)
-        elif m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) and not m.group(2).strip():
-            opener = None
+    """Per line, the index of the fence line that opened the code block it is inside, its closing
+    fence included (None: outside)."""
+    out: list[int | None] = [None] * len(lines)
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        end = fence_end(lines, i, m.group(1))
+        out[i + 1 : end + 1] = [i] * (end - i)
+        i = end + 1
     return out
 
 
