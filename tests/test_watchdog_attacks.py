@@ -169,6 +169,43 @@ def _zeros(digest, count: int) -> None:
         count -= step
 
 
+def test_a_sparse_file_where_the_file_system_cannot_tell_its_holes_is_hashed_and_copied_whole(tmp_path, monkeypatch):
+    """A file system without SEEK_DATA/SEEK_HOLE (EINVAL: some network and FUSE ones) cannot say
+    where the holes are: the hash reads every byte and the copy copies them. The hash re-raised,
+    and the file was called unreadable. (The errno is injected: no such file system here.)"""
+    import errno
+
+    from openclaw_memory.fsutil import hashing, sparse
+
+    sparse_file = tmp_path / "disk.img"
+    with open(sparse_file, "wb") as fh:
+        fh.write(b"header")
+        fh.truncate(4 << 20)
+        fh.seek(2 << 20)
+        fh.write(b"middle")
+    whole = sparse_file.read_bytes()
+    real_lseek = os.lseek
+
+    def no_holes(fd, pos, how):
+        if how in (os.SEEK_DATA, os.SEEK_HOLE):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_lseek(fd, pos, how)
+
+    monkeypatch.setattr(os, "lseek", no_holes)
+    monkeypatch.setattr(os, "fstat", lambda fd, real=os.fstat: _looks_sparse(real(fd)))
+    assert hashing.hash_file(sparse_file) == xxhash.xxh3_128_hexdigest(whole)
+    sparse.copy_sparse(str(sparse_file), str(tmp_path / "copy.img"))
+    assert (tmp_path / "copy.img").read_bytes() == whole
+
+
+def _looks_sparse(st: os.stat_result) -> os.stat_result:
+    """``st`` with no blocks allocated, so the hash takes its holes' path whatever this file system keeps."""
+    fields = list(st)
+    return os.stat_result((*fields[:10],), {"st_blocks": 0, "st_blksize": st.st_blksize, "st_rdev": st.st_rdev,
+                                             "st_atime_ns": st.st_atime_ns, "st_mtime_ns": st.st_mtime_ns,
+                                             "st_ctime_ns": st.st_ctime_ns})
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="counts reads through /proc/self/io (Linux)")
 def test_a_sparse_file_is_hashed_without_reading_its_holes(settings, workspace):
     """A 4 GiB sparse file (a VM image, a database preallocated) was read whole, the kernel making
