@@ -46,12 +46,13 @@ def test_the_ignore_file_ignores_what_git_ignores_with_the_same_lines(settings, 
     """The same bytes as .gitignore: the files the watchdog records are those git does not ignore
     (a BOM, CRLF, trailing spaces, negations, ``**``, anchors, escapes)."""
     rules = (b"\xef\xbb\xbf*.txt\r\n!keep.txt\r\nfoo  \r\nbar\\ \r\n**/deep/**\r\n!**/deep/x.md\r\n/top.md\r\n"
-             b"\\#hash\r\nlogs/*\r\n!logs/keep.md\r\nl/**\r\n!l/keep.md\r\n!l/sub/\r\n!l/sub/keep.md\r\n")
+             b"\\#hash\r\nlogs/*\r\n!logs/keep.md\r\nl/**\r\n!l/keep.md\r\n!l/sub/\r\n!l/sub/keep.md\r\n"
+             b"tmp/\r\n!notes\r\n")  # a negated name re-included a folder below one of that name (notes/tmp/)
     for name in (".gitignore", ".openclaw-memoryignore"):
         (workspace / name).write_bytes(rules)
     for rel in ("a.txt", "keep.txt", "d/b.txt", "foo", "foo  ", "bar ", "bar", "d/deep/y.md", "d/deep/x.md",
                 "top.md", "d/top.md", "#hash", "logs/keep.md", "logs/other.md", "plain.md",
-                "l/keep.md", "l/o.md", "l/sub/keep.md", "l/sub/o.md"):
+                "l/keep.md", "l/o.md", "l/sub/keep.md", "l/sub/o.md", "notes/tmp/x.md", "notes/x.md", "tmp/y.md"):
         write(workspace / rel, "x\n")
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     listed = subprocess.run(["git", "-C", str(workspace), "ls-files", "-z", "--others", "--exclude-standard"],

@@ -238,9 +238,15 @@ def _verdicts(newest_first: list[tuple[bool, str]]) -> _Verdicts:
 
 
 def _as_folder(regex: str) -> str:
-    """A pattern's expression as git applies it to a folder: "a/**" is everything inside ``a``,
-    not ``a`` itself, which stays walked so that a negation can re-include a file in it."""
-    return regex + "." if regex.endswith("/") and not regex.endswith(_FOLDER_ONLY) else regex
+    """A pattern's expression as git applies it to a folder (``rel/``), whose parents the walk has
+    judged already: a name matches the folder itself, not a folder below one of that name
+    (pathspec's "(?P<ps_d>/)" alternative is for a file; ``!notes`` after ``tmp/`` re-included
+    ``notes/tmp/``); "a/**" is everything inside ``a``, not ``a`` itself, which stays walked so
+    that a negation can re-include a file in it."""
+    for ending in (_FILE_OR_FOLDER, _FOLDER_ONLY):
+        if regex.endswith(ending):
+            return regex[: -len(ending)] + "/$"
+    return regex + "." if regex.endswith("/") else regex
 
 
 def _as_file(regex: str) -> str | None:
