@@ -12,14 +12,13 @@ import os
 from pathlib import Path
 
 from ..database import Database
-from ..errors import UsageError
+from ..errors import UsageError, printable
 from ..files.paths import LEGACY_ROOT, file_kind, is_memory_path
 from ..fsutil.safeopen import FILE_FLAGS, Folder
 from ..history.objects import ObjectStore
 from ..settings import Settings
 from .observe import KIND_FILE
 from .store import SnapshotStore, Table
-from .verify import display
 
 
 def entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
@@ -75,11 +74,11 @@ def _keep_rows(settings: Settings, table: Table, rows, objects: ObjectStore, pin
         version, size = digest.hex(), table.size[i]
         if version not in pinned and not objects.has(version):
             if not objects.fits(size):
-                notes.append(f"{display(rel)} ({size} bytes) is too large for the snapshot to keep its content "
+                notes.append(f"{printable(rel)} ({size} bytes) is too large for the snapshot to keep its content "
                              f"(over [watchdog] max_bytes / 8); its hash is recorded")
                 continue
             if not _store(objects, settings.workspace, rel, version):
-                notes.append(f"{display(rel)} changed while the snapshot was taken: its content was not kept")
+                notes.append(f"{printable(rel)} changed while the snapshot was taken: its content was not kept")
                 continue
         kept[rel] = (version, size)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import UsageError, bytes_shown
 from ..settings import Settings
 from ..wire import key
 from .checkpoint import append_checkpoint
@@ -22,7 +22,7 @@ from .content import keep_contents
 from .ignore import IgnoreRules, workspace_patterns
 from .snapshot import SnapshotInfo, new_table, save_table, timestamp_label
 from .store import SnapshotStore, Table
-from .verify import VerifyResult, display, result_from
+from .verify import VerifyResult, result_from
 
 OK = "HEARTBEAT_OK"
 BREAK = "BREAK"
@@ -48,7 +48,7 @@ def _result(status: str, verify: VerifyResult | None, info: SnapshotInfo, checkp
 
 def _md(path: str) -> str:
     # One line per path, and no backtick that could close the code span.
-    return display(path).encode("unicode_escape").decode("ascii").replace("`", "\\x60")
+    return bytes_shown(path).encode("unicode_escape").decode("ascii").replace("`", "\\x60")
 
 
 def checkpoint_section(result: VerifyResult, snapshot_label: str, taken_at: str) -> str:

@@ -22,11 +22,6 @@ class NoBaseline(UsageError):
     """``verify`` needs a snapshot to compare with."""
 
 
-def display(path: str) -> str:
-    """A path safe to print: bytes that are not UTF-8 become ``\\xNN``."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 @dataclass(frozen=True)
 class VerifyResult:
     """The delta between the baseline and the workspace now (workspace-relative paths)."""
