@@ -10,7 +10,6 @@ timestamps come from another machine's clock or have coarse granularity).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 LOCAL_GUARD_NS = 10_000_000
 REMOTE_GUARD_NS = 2_000_000_000
@@ -50,14 +49,18 @@ def _is_under(path: str, root: str) -> bool:
     return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
 
-def guard_ns(workspace: Path, mounts: list[tuple[str, str]] | None = None) -> int:
-    """The racy guard for a tree: the widest of the file systems it spans.
+def guard_ns(*roots: str | os.PathLike[str], mounts: list[tuple[str, str]] | None = None) -> int:
+    """The racy guard for trees (a workspace and its extra paths): the widest of the file systems
+    they span, the mount table read once.
 
-    That is the file system holding the workspace plus any mounted inside it; a
-    missing mount table counts as unknown (2 s), the safe side.
+    That is the file system holding each root plus any mounted inside it; a missing mount table
+    counts as unknown (2 s), the safe side.
     """
     table = read_mounts() if mounts is None else mounts
-    ws = os.fspath(workspace)
+    return max((_guard_of(os.fspath(root), table) for root in roots), default=LOCAL_GUARD_NS)
+
+
+def _guard_of(ws: str, table: list[tuple[str, str]]) -> int:
     holder: tuple[str, str] | None = None
     inside: list[str] = []
     for point, fstype in table:

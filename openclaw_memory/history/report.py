@@ -79,7 +79,7 @@ def file_states(settings: Settings) -> StateReport:
     store = HistoryStore.for_settings(settings)
     workspace = str(settings.workspace)
     out: list[FileState] = []
-    guard = guard_ns(settings.workspace)
+    guard = guard_ns(settings.workspace, *settings.extra_paths)  # the widest file system of them
     unreadable: list[Unreadable] = []
     unrecorded: list[str] = []
     records = ReadRecords.for_settings(store, settings).load()

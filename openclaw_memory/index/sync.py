@@ -35,7 +35,6 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import faults
@@ -219,7 +218,7 @@ class _Sync:
         self.models = models
         # Files are read from the descriptor of their allowed root (boundary: docs/guarantees.md).
         self.roots = (str(settings.workspace), *map(str, settings.extra_paths))
-        self.racy_guard_ns = max(guard_ns(Path(root)) for root in self.roots)
+        self.racy_guard_ns = guard_ns(*self.roots)
         self.progress = progress or (lambda p: None)
         self.notes: list[str] = []
         self.embedded = self.reused = self.deleted = 0

@@ -24,7 +24,6 @@ import os
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import xxhash
@@ -160,7 +159,7 @@ def _reread(settings: Settings, db: Database, stale: list[MemoryFile], stored: d
     if not stale:
         return (), ()
     roots = (str(settings.workspace), *map(str, settings.extra_paths))
-    guard = max(guard_ns(Path(root)) for root in roots)
+    guard = guard_ns(*roots)
     hashes = _hashes(db, [f.abs_path for f in stale])
     changed: list[tuple[str, NoteLinks, bool]] = []
     unreadable: list[str] = []

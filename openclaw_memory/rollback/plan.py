@@ -16,7 +16,6 @@ import os
 import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..database import dec
@@ -24,7 +23,7 @@ from ..errors import MemoryToolError, PathRefused, UsageError, shown
 from ..files.paths import display_path
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..files.scan import scan_workspace
-from ..fsutil.fsclock import guard_ns, read_mounts
+from ..fsutil.fsclock import guard_ns
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import MOVE, REMOVE, iso_time, short
 from ..watchdog.compare import rules_for
@@ -115,8 +114,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
         now = [f.abs_path for f in files]
         # A status change is dated by the file system's coarse clock, which may lag the history's by
         # up to its granularity: a ctime that close to the moment cannot tell before from after.
-        mounts = read_mounts()
-        before_ns = moment.when * 1e9 - max(guard_ns(Path(root), mounts) for root in (workspace, *extra))
+        before_ns = moment.when * 1e9 - guard_ns(workspace, *extra)
     fates: list[Fate] = []
     for abs_path in sorted(set(now) | set(targets)):
         try:
