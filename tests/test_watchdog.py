@@ -373,10 +373,12 @@ def test_refresh_baseline_rerecords_exactly_the_given_paths(settings, workspace)
 
 def test_guard_follows_the_mount_table():
     local = [("/", "ext4"), ("/tmp", "tmpfs")]
-    assert guard_ns(Path("/tmp/ws"), local) == LOCAL_GUARD_NS
-    assert guard_ns(Path("/mnt/share/ws"), local + [("/mnt/share", "cifs")]) == REMOTE_GUARD_NS
-    assert guard_ns(Path("/data/ws"), [("/", "ext4"), ("/data/ws/remote", "nfs4")]) == REMOTE_GUARD_NS
-    assert guard_ns(Path("/x"), []) == REMOTE_GUARD_NS
+    assert guard_ns(Path("/tmp/ws"), mounts=local) == LOCAL_GUARD_NS
+    assert guard_ns(Path("/mnt/share/ws"), mounts=local + [("/mnt/share", "cifs")]) == REMOTE_GUARD_NS
+    assert guard_ns(Path("/data/ws"), mounts=[("/", "ext4"), ("/data/ws/remote", "nfs4")]) == REMOTE_GUARD_NS
+    assert guard_ns(Path("/x"), mounts=[]) == REMOTE_GUARD_NS
+    # a workspace and its extra paths: the widest of their file systems
+    assert guard_ns(Path("/tmp/ws"), Path("/mnt/share/notes"), mounts=local + [("/mnt/share", "cifs")]) == REMOTE_GUARD_NS
 
 
 # --- heartbeat and the command line -----------------------------------------------------
