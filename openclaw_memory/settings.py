@@ -34,6 +34,7 @@ OPENCLAW_JSON_NAME = "openclaw.json"
 # LEGACY_CONFIG_FILENAMES): a state dir ~/.clawdbot where there is no ~/.openclaw, a clawdbot.json.
 LEGACY_STATE_DIR_NAME = ".clawdbot"
 LEGACY_JSON_NAME = "clawdbot.json"
+DEFAULT_MAX_RESULTS = 6  # a search's results when neither the caller nor openclaw.json says (OpenClaw's)
 
 
 # -- openclaw-memory.toml: one frozen dataclass per table -----------------------------------------
@@ -238,7 +239,7 @@ class Settings:
     # memory.search.multimodal.modalities (OpenClaw's normalizeMemoryMultimodalModalities), else both.
     modalities: tuple[str, ...] = MODALITIES
     # memory.search.query.maxResults: how many results a search gives when none is asked for.
-    max_results: int = 6
+    max_results: int = DEFAULT_MAX_RESULTS
     # The tables of openclaw-memory.toml, resolved and validated (TOML_TABLES).
     read: ReadLimits = field(default_factory=ReadLimits)
     prompt: PromptLimits = field(default_factory=PromptLimits)
@@ -811,7 +812,7 @@ def _multimodal(own: Sources, shared: Sources) -> tuple[bool | None, tuple[str, 
 
 
 def _max_results(own: Sources, shared: Sources) -> int:
-    """``query.maxResults``, the agent's own before the shared one, else 6 (OpenClaw's default). An
+    """``query.maxResults``, the agent's own before the shared one, else OpenClaw's default. An
     older flat ``maxResults`` counts where ``query.maxResults`` is missing, as OpenClaw migrates it."""
     for level in (own, shared):
         value, at = _search_key(level, "query", "maxResults")
@@ -823,7 +824,7 @@ def _max_results(own: Sources, shared: Sources) -> int:
         if not _real(value) or value < 1 or value != int(value):
             raise ConfigError(f"{at} must be a whole number of at least 1, not {value!r:.60}")
         return min(int(value), MAX_WHOLE)
-    return 6
+    return DEFAULT_MAX_RESULTS
 
 
 def _text(value: Any, where: str) -> str | None:
@@ -1002,7 +1003,7 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
                    f"OpenClaw's default for OPENCLAW_PROFILE={profile}, as no workspace is configured for agent {agent} in {json_path}")
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
     try:
-        usual = default_state_dir(env) / OPENCLAW_JSON_NAME
+        usual = openclaw_config_path(default_state_dir(env), False, env)  # the one OpenClaw reads, clawdbot.json included
         moved = not json_path.exists() and usual != json_path and usual.is_file()  # `--state-dir` moved the config with it
     except (OSError, StateDirError):  # (a home folder this user may not enter, or none at all)
         moved = False

@@ -636,6 +636,11 @@ def test_a_state_dir_without_openclaw_json_names_the_usual_one(tmp_path, monkeyp
     usual = tmp_path / "home" / ".openclaw" / "openclaw.json"
     with pytest.raises(WorkspaceError, match=re.escape(f"which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})")):
         resolve_settings(Overrides(state_dir=str(tmp_path / "elsewhere")), environ={})
+    usual.unlink()  # the one OpenClaw reads where ~/.openclaw has no openclaw.json: its clawdbot.json
+    write(tmp_path / "home" / ".openclaw" / "clawdbot.json", "{}")
+    usual = tmp_path / "home" / ".openclaw" / "clawdbot.json"
+    with pytest.raises(WorkspaceError, match=re.escape(f"which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})")):
+        resolve_settings(Overrides(state_dir=str(tmp_path / "elsewhere")), environ={})
 
 
 def test_multimodal_from_openclaw_2026_9_6s_memory_search_the_agents_own_first(state_dir, workspace):
