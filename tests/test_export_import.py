@@ -276,14 +276,14 @@ def test_a_killed_import_whose_archive_is_gone_is_dropped_saying_so_and_blocks_n
 
 def rebuilt(archive: Path, out: Path, edit) -> Path:
     """The archive's manifest and members, changed by ``edit(manifest, members)`` (members: a list of
-    [TarInfo, bytes]), written again as a tar.gz."""
+    [TarInfo, bytes]; an edit returning bytes gives the manifest's bytes), written again as a tar.gz."""
     members = []
     with tarfile.open(archive, "r:gz") as tar:
         for info in tar:
             members.append([info, tar.extractfile(info).read()])
     manifest = json.loads(members[0][1])
-    edit(manifest, members)
-    body = json.dumps(manifest).encode()
+    raw = edit(manifest, members)  # the manifest's bytes themselves, where an edit returns them
+    body = raw if isinstance(raw, bytes) else json.dumps(manifest).encode()
     if members and members[0][0].name == "manifest.json":
         members[0][1] = body
     with tarfile.open(out, "w:gz", format=tarfile.PAX_FORMAT) as tar:
@@ -420,6 +420,35 @@ def _line_break_in_the_exporting_agent(manifest, members):
     manifest["agent"] = "main\nimported nothing"
 
 
+def _manifest_nested_too_deeply(manifest, members):
+    """A manifest Python's parser gives up on: it was a RecursionError traceback, exit 1."""
+    return b"[" * 100_000 + b"]" * 100_000
+
+
+def _added_file(manifest, members, path: str, data: bytes) -> None:
+    name = f"files/{path}"
+    manifest["files"].append({"root": "workspace", "path": path, "member": name})
+    _listed(manifest, name, data)
+    members.append(_entry(name, data))
+
+
+def _a_file_and_a_folder_of_one_name(manifest, members):
+    """Both could not be placed: it stopped half way, exit 1, "changed while it was imported", bidding
+    a run again with --force that could never finish."""
+    _added_file(manifest, members, "memory/kite.md", b"# Kite\n")
+    _added_file(manifest, members, "memory/kite.md/tail.md", b"# Tail\n")
+
+
+def _the_dream_diary_in_another_letter_case(manifest, members):
+    """Imported, exit 0, as a file no scan lists, indexes or searches (a write there is refused)."""
+    _added_file(manifest, members, "Dreams.md", b"# Dreams\n")
+
+
+def _the_dream_diary_and_its_twin(manifest, members):
+    _added_file(manifest, members, "DREAMS.md", b"# Dreams\n")
+    _added_file(manifest, members, "dreams.md", b"# dreams\n")
+
+
 HOSTILE = {
     "path traversal": (_traversal, "not a plain relative path"),
     "absolute name": (_absolute, "none an export writes"),
@@ -443,6 +472,10 @@ HOSTILE = {
     "escapes in an agent": (_escapes_in_an_agent, "manifest's agent"),
     "escapes in a session": (_escapes_in_a_session, "manifest's session"),
     "line break in the exporting agent": (_line_break_in_the_exporting_agent, "manifest's agent"),
+    "manifest nested too deeply": (_manifest_nested_too_deeply, "nested too deeply"),
+    "a file and a folder of one name": (_a_file_and_a_folder_of_one_name, "the one is a folder of the other"),
+    "the dream diary in another letter case": (_the_dream_diary_in_another_letter_case, "not the dream diary's name"),
+    "the dream diary and its twin": (_the_dream_diary_and_its_twin, "both DREAMS.md and dreams.md"),
 }
 
 

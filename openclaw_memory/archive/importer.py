@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from .. import faults
 from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, os_error
+from ..files.paths import DREAMS, LEGACY_DREAMS
 from ..fsutil.atomic import unlink_quietly
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
 from ..history.guard import translated
@@ -195,6 +196,7 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
         places[resolved.abs_path] = record.member
         plan.targets[record.member] = _Target(record, manifest.member(record.member), resolved,
                                               _version_here(resolved))
+    _refuse_overlaps(plan, str(settings.workspace))
     conflicts = [t.resolved.display for t in plan.targets.values() if _replaces(t)]
     if conflicts and not force:
         raise ImportConflict(tuple(conflicts))
@@ -214,6 +216,25 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
             continue
         plan.histories.append((history, resolved))
     return plan
+
+
+def _refuse_overlaps(plan: _Plan, workspace: str) -> None:
+    """Files of the archive that cannot all be memory here, whatever this workspace holds: one whose
+    place is a folder of another's (``memory/a.md`` and ``memory/a.md/b.md``: the second failed its
+    placing as "changed while it was imported", exit 1, bidding a run again that could never
+    finish), or the dream diary and its legacy twin (the scan lists one and skips the other)."""
+    by_place = {t.resolved.abs_path: t for t in plan.targets.values()}
+    for place, target in by_place.items():
+        folder = os.path.dirname(place)
+        while folder != os.path.dirname(folder):
+            if folder in by_place:
+                raise Refusal(f"its files {by_place[folder].resolved.display} and {target.resolved.display} cannot "
+                              "both be here: the one is a folder of the other", target.record.member)
+            folder = os.path.dirname(folder)
+    dreams = [by_place.get(os.path.join(workspace, name)) for name in (DREAMS, LEGACY_DREAMS)]
+    if dreams[0] is not None and dreams[1] is not None:
+        raise Refusal(f"it holds both {DREAMS} and {LEGACY_DREAMS}: the scan lists {DREAMS} as the dream diary and "
+                      f"skips {LEGACY_DREAMS}", dreams[1].record.member)
 
 
 def _version_here(resolved: ResolvedPath) -> FileVersion | None:

@@ -149,6 +149,8 @@ def parse(data: bytes) -> ArchiveManifest:
         body = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise Refusal(f"its manifest is not JSON ({exc})", MANIFEST) from None
+    except RecursionError:  # arrays or objects nested past the parser's depth: a traceback, exit 1
+        raise Refusal("its manifest is nested too deeply to be an export's", MANIFEST) from None
     body = _obj(body, "the manifest")
     if body.get("format") != FORMAT:
         raise Refusal(f"its manifest is not an openclaw-memory export's (format {json.dumps(body.get('format'))[:60]})",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import PathRefused
 from ..files.paths import is_memory_path
 from ..files.read import ResolvedPath, resolve_memory_path
+from ..history.guard import refuse_dream_twin
 from .manifest import WORKSPACE
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def place_of(settings: Settings, abs_path: str) -> tuple[str, str] | None:
 def resolve_place(settings: Settings, root: str, path: str) -> ResolvedPath:
     """The importing workspace's memory file for (root, path); PathRefused (this workspace's
     configuration, not the archive, is at fault) when it has no such root or the path is not a
-    memory path here (a symlink on the way, a file where a folder should be)."""
+    memory path here (a symlink on the way, a file where a folder should be, a name of the dream
+    diary a write refuses)."""
     workspace = str(settings.workspace)
     if root == WORKSPACE:
         base = workspace
@@ -61,6 +63,7 @@ def resolve_place(settings: Settings, root: str, path: str) -> ResolvedPath:
     wanted = os.path.normpath(os.path.join(base, *path.split("/"))) if path else base
     try:
         resolved = resolve_memory_path(wanted, workspace, settings.extra_paths)
+        refuse_dream_twin(resolved, workspace)  # as a write: `Dreams.md`, or `dreams.md` beside `DREAMS.md`
     except PathRefused as exc:
         raise PathRefused(f"refused: {path or base} cannot be imported here ({exc.message}); nothing was written") from None
     if resolved.abs_path != wanted or (root == WORKSPACE) != resolved.in_workspace:
