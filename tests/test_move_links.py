@@ -203,6 +203,42 @@ def test_a_rewrite_that_would_open_a_code_span_leaves_its_line_whole(workspace, 
     assert len(memory.links("memory/other.md").backlinks) == 2
 
 
+def test_a_link_in_a_fence_inside_a_block_quote_is_code_and_never_rewritten(workspace, state_dir):
+    """A fence opened after a block quote's ``>`` was not seen as one: its ``[[heron]]`` was listed
+    as a backlink and rewritten, changing the code an agent quoted. A quote's fence ends with the
+    quote (the blank line), and a link after it is a link again."""
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    note = ("> The agent wrote:\n> ```\n> see [[heron]] and memory/heron.md\n> ```\n\n"
+            "> ```\n> unclosed [[heron]]\n\nOutside again: [[heron]].\n"
+            "> > ~~~\n> > nested [[heron]]\n> > ~~~\n")
+    write(workspace / "memory" / "quoted.md", note)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/heron.md")
+    assert [(link.line, link.text) for link in memory.links("memory/heron.md").backlinks] == [(9, "[[heron]]")]
+
+    moved = memory.move("memory/heron.md", "memory/egret.md", update_links=True)
+    assert moved.links_updated == ("memory/quoted.md",) and moved.links_not_updated == ()
+    assert (workspace / "memory" / "quoted.md").read_text() == note.replace(
+        "Outside again: [[heron]]", "Outside again: [[egret]]")
+
+
+def test_a_wiki_link_whose_pipe_a_table_escapes_is_read_and_rewritten_keeping_the_escape(workspace, state_dir):
+    """In a table cell a wiki link's label is parted by ``\\|`` (a bare pipe would end the cell): it
+    was read as a link to a note named ``heron\\``, listed as broken, and left naming the old name."""
+    write(workspace / "memory" / "heron.md", "# Heron\n\n## Plan\n")
+    note = "| note | why |\n|---|---|\n| [[heron\\|the heron]] | [[heron#Plan\\|its plan]] |\n"
+    write(workspace / "memory" / "table.md", note)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/heron.md")
+    backlinks = memory.links("memory/heron.md").backlinks
+    assert [(link.target, link.fragment, link.status) for link in backlinks] == [
+        ("heron", None, "ok"), ("heron", "Plan", "ok")]
+
+    moved = memory.move("memory/heron.md", "memory/egret.md", update_links=True)
+    assert moved.links_updated == ("memory/table.md",) and moved.links_not_updated == ()
+    assert (workspace / "memory" / "table.md").read_text() == note.replace("[[heron", "[[egret")
+
+
 # -- killed between the move and its last rewrite ------------------------------------------------------
 
 

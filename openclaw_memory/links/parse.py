@@ -1,16 +1,16 @@
 """The links a memory note holds, as written: one parser for every form notes use.
 
 - ``[[name]]``, ``[[name|label]]``, ``[[name#heading]]``, ``[[name#heading|label]]`` (``![[...]]``
-  too): *wiki* links, by name;
+  too; ``[[name\\|label]]``, as a table cell escapes its pipe): *wiki* links, by name;
 - ``[label](projects/heron.md)``, ``[label](heron.md#Heading)``: *markdown* links, a path relative
   to the note's folder (a URL, an image or a target that is not a ``.md`` file is no note link);
 - ``memory/2026-11-03.md#L3-L9``: a *citation*, as search prints them;
 - ``memory/2026-11-03.md`` in the text ("see memory/2026-11-03.md"): a *mention* (a path with a
   folder: a bare ``heron.md`` is talk about a file, not a link).
 
-Nothing inside a fenced code block (```` ``` ```` or ``~~~``) or an inline code span counts. Only
-parsing happens here: which file a link names is :mod:`.resolve`'s job, so a note is parsed once per
-content (:mod:`.table`) whatever files come and go around it. Standard library only.
+Nothing inside a fenced code block (```` ``` ```` or ``~~~``, in a block quote too) or an inline code
+span counts. Only parsing happens here: which file a link names is :mod:`.resolve`'s job, so a note
+is parsed once per content (:mod:`.table`) whatever files come and go around it. Standard library only.
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ class NoteParser:
         self._last_empty = False  # the last line fed was empty: after a final line end, no line at all
         self._binary = False  # a NUL byte: not text (an image or a program named .md), no links
         self._fence: str | None = None  # the open fence's marker (``` or ~~~; closed by one at least as long)
+        self._depth = 0  # how many block quotes (``>``) hold the open fence
 
     def feed(self, line: str, *, continued: bool = False) -> None:
         """The next line of the note (``continued``: the next piece of the line fed last)."""
@@ -87,9 +88,12 @@ class NoteParser:
         if not continued:
             self.number += 1
             self._last_empty = not line
-            lead = line.lstrip(" ")
-            if len(line) - len(lead) <= 3 and lead[:3] in ("```", "~~~"):
-                if self._fenced(line):
+            depth, body = _unquoted(line, self._depth if self._fence is not None else None)
+            if self._fence is not None and depth < self._depth:
+                self._fence = None  # the block quote that held the fence ended, and the fence with it
+            lead = body.lstrip(" ")
+            if len(body) - len(lead) <= 3 and lead[:3] in ("```", "~~~"):
+                if self._fenced(body, depth):
                     return
             elif self._fence is None and lead[:1] == "#":
                 heading = _heading(line)
@@ -100,8 +104,8 @@ class NoteParser:
         if self._fence is None and ("[" in line or ".md" in line):
             self.links.extend(_links_of_line(_without_code_spans(line), line, self.number))
 
-    def _fenced(self, line: str) -> bool:
-        """Whether ``line`` opens or closes a fence (and so holds no link)."""
+    def _fenced(self, line: str, depth: int) -> bool:
+        """Whether ``line`` (inside ``depth`` block quotes) opens or closes a fence (and so holds no link)."""
         opened = _FENCE.match(line)
         if opened is None:
             return False
@@ -109,7 +113,7 @@ class NoteParser:
         if self._fence is None:
             if marker[0] == "`" and "`" in rest:
                 return False  # ``` followed by a backtick is a code span, not a fence
-            self._fence = marker
+            self._fence, self._depth = marker, depth
             return True
         if marker[0] == self._fence[0] and len(marker) >= len(self._fence) and not rest.strip():
             self._fence = None
@@ -119,6 +123,21 @@ class NoteParser:
         """What was fed, its lines counted as an editor counts them (a final line end starts none)."""
         lines = self.number - (1 if self._last_empty else 0)
         return ParsedNote([], [], lines) if self._binary else ParsedNote(self.links, self.headings, lines)
+
+
+def _unquoted(line: str, most: int | None) -> tuple[int, str]:
+    """How many block quote markers (``>``, each after at most 3 spaces, an optional space after
+    it) open ``line``, at most ``most`` of them, and the line after them: a fence inside a block
+    quote is a fence too, and its code no link."""
+    depth, rest = 0, line
+    while most is None or depth < most:
+        lead = rest.lstrip(" ")
+        if len(rest) - len(lead) > 3 or not lead.startswith(">"):
+            break
+        depth, rest = depth + 1, lead[1:]
+        if rest.startswith((" ", "\t")):
+            rest = rest[1:]
+    return depth, rest
 
 
 def _heading(line: str) -> str | None:
@@ -189,8 +208,14 @@ def _spans_of_line(visible: str, raw: str, number: int) -> list[tuple[int, Parse
     found: list[tuple[int, ParsedLink]] = []
     masked = list(visible)
     for m in _WIKI.finditer(visible):
-        target = m.group(1).strip()
-        fragment = m.group(2).strip() if m.group(2) is not None else None
+        target, fragment = m.group(1), m.group(2)
+        if m.group(3) is not None:  # [[name\|label]]: a table cell's pipe, escaped, still parts the label
+            if fragment is not None:
+                fragment = fragment.removesuffix("\\")
+            else:
+                target = target.removesuffix("\\")
+        target = target.strip()
+        fragment = fragment.strip() if fragment is not None else None
         if (target or fragment) and not _OTHER_FILE.search(target):
             found.append((m.start(), ParsedLink(number, WIKI, target, fragment or None, raw[m.start():m.end()])))
         _blank(masked, m.start(), m.end())

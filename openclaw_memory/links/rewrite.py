@@ -213,6 +213,8 @@ def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget)
             opening = link.text.index("[[") + 2
             inner = link.text[opening:-2]
             cut = min((i for i in (inner.find("#"), inner.find("|")) if i >= 0), default=len(inner))
+            if inner[cut:cut + 1] == "|" and inner[cut - 1:cut] == "\\":
+                cut -= 1  # [[name\|label]] in a table: the escape stays with its pipe
             return link.text[:opening] + name + inner[cut:] + "]]"
     return (f"no wiki name names {dst.display} from here",)
 
