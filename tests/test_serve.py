@@ -298,6 +298,39 @@ def test_a_stop_that_removes_the_socket_is_not_taken_for_someone_removing_it(wor
         service.core.close()
 
 
+def test_a_change_made_while_the_service_stops_is_answered_with_its_result(workspace, state_dir, cli):
+    """A SIGTERM lands while the service works on an `rm`, `mv` or write: the file is changed, and
+    the index update after it is what stops. That was answered `it is stopping`, so the caller ran
+    the change again in-process, and `rm` said `memory/projects/boat.md does not exist; nothing was
+    removed` of the note the service had just removed (`mv` the same of a moved one). The change's
+    own result is the answer; the index is left to the next sync, and a warning says so."""
+    from openclaw_memory.memory.protocol import request_line
+    from openclaw_memory.serve.core import ServiceCore
+
+    memory(workspace)
+    write(workspace / "memory" / "todo.md", "# Todo\n")
+    assert cli("index").returncode == 0
+    for path in ("memory/projects/boat.md", "memory/todo.md", "MEMORY.md"):
+        assert cli("--session", "s1", "read", path).returncode == 0
+    settings = settings_for(workspace, state_dir).with_session("s1")
+    core = ServiceCore(settings, live_sync=False)
+    core.stopping.set()  # as a SIGTERM's stop does, with these requests in flight
+    try:
+        answers = [core.answer(core.read_request(request_line(1, method, args, settings))) for method, args in (
+            ("remove", {"path": "memory/projects/boat.md"}),
+            ("move", {"source": "memory/todo.md", "destination": "memory/done.md"}),
+            ("write", {"path": "MEMORY.md", "append": "- the cat likes boxes"}))]
+    finally:
+        core.close()
+    assert [sorted(a) for a in answers] == [["id", "jsonrpc", "result"]] * 3, answers
+    for answer in answers:
+        index = answer["result"]["index"]
+        assert index["updated"] is False and index["failed"] is True and "stopping" in index["reason"], index
+    assert not (workspace / "memory" / "projects" / "boat.md").exists()
+    assert (workspace / "memory" / "done.md").exists() and not (workspace / "memory" / "todo.md").exists()
+    assert (workspace / "MEMORY.md").read_text().endswith("- the cat likes boxes\n")
+
+
 def test_a_hung_service_times_out_and_the_command_works_in_process(workspace, state_dir, cli, services):
     memory(workspace)
     (state_dir / "openclaw-memory.toml").write_text("[service]\ntimeout = 1\n")
