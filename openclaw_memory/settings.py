@@ -743,14 +743,14 @@ def timezone_problem(name: str | None) -> str | None:
     import difflib
     from zoneinfo import available_timezones
 
-    from .timezones import resolve_zone
+    from .timezones import host_zone, resolve_zone
 
     if resolve_zone(name) is not None:  # as OpenClaw (JavaScript's Intl) takes it
         return None
     close = difflib.get_close_matches(name, sorted(available_timezones()), n=1)
     meant = f" (did you mean {close[0]!r}?)" if close else ""
     return (f"openclaw.json's agents.defaults.userTimezone {shown(name)} is not a time zone this system knows{meant}: "
-            f"today's date comes from the host's zone ({dt.datetime.now().astimezone().tzname()}), as in OpenClaw")
+            f"today's date comes from the host's zone ({dt.datetime.now(host_zone()).tzname()}), as in OpenClaw")
 
 
 _SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}

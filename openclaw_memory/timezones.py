@@ -91,6 +91,15 @@ def zone_of_tz(value: str | None) -> dt.tzinfo | None:
         return None
 
 
+def host_zone() -> dt.tzinfo:
+    """The host's zone as OpenClaw takes it where no user zone is set or Intl refuses the one given
+    (``Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC"``): the zone TZ names (or the
+    system's, TZ unset), UTC where it names none (a POSIX rule such as ``UTC+3``, a file path). It was
+    the C library's local time: ``TZ=UTC+3`` dated the notes 3 hours back, and an offset of a day or
+    more (``TZ=UTC+24``), which no Python zone holds, was a ValueError traceback."""
+    return zone_of_tz(tz_setting()) or dt.UTC
+
+
 def local_midnight(day: dt.date) -> float:
     """The first moment of ``day`` in the caller's local time, in seconds since the epoch."""
     return dt.datetime.combine(day, dt.time.min, tzinfo=_caller_zone()).timestamp()

@@ -219,3 +219,32 @@ def test_a_zone_named_as_the_database_spells_it_is_taken_without_listing_the_dat
             for name in names:
                 rel = os.path.relpath(os.path.join(folder, name), root)
                 assert (timezones.resolve_zone(rel) is None) == (rel.lower() not in listed), rel
+
+
+def test_with_no_user_zone_the_notes_are_dated_in_the_host_zone_intl_names_else_utc(workspace, cli, monkeypatch):
+    # OpenClaw's fallback is the host's zone as JavaScript's Intl names it, else UTC
+    # (resolveUserTimezone). A TZ that is a POSIX rule names none: TZ=UTC+23 is UTC there, it was
+    # 23 hours back here (a day's notes early); and an offset of a day or more (TZ=UTC+24, which the
+    # C library takes), held by no Python zone, was a ValueError traceback for every prompt.
+    import time
+
+    from openclaw_memory.settings import timezone_problem
+
+    for day in ("2026-11-28", "2026-11-29", "2026-11-30", "2026-12-01"):
+        write(workspace / f"memory/{day}.md", f"note of {day}\n")
+    shown = {}
+    try:
+        for tz in ("UTC+23", "UTC+24", "<+99>-99", "Pacific/Kiritimati"):
+            monkeypatch.setenv("TZ", tz)
+            time.tzset()
+            result = cli("prompt", "--date", "2026-11-30", "--peek", "--json", env={"TZ": tz})
+            assert result.returncode == 0 and "Traceback" not in result.stderr, (tz, result.stderr)
+            shown[tz] = re.findall(r"note of (\S+)", result.json()["text"])
+            if tz == "UTC+24":  # the warning about a zone Intl refuses names the host's
+                assert "the host's zone (UTC)" in (timezone_problem("Europe/Lisboa") or "")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert shown == {"UTC+23": ["2026-11-30", "2026-11-29"], "UTC+24": ["2026-11-30", "2026-11-29"],
+                     "<+99>-99": ["2026-11-30", "2026-11-29"],
+                     "Pacific/Kiritimati": ["2026-12-01", "2026-11-30"]}  # a zone Intl names (UTC+14): taken

@@ -20,7 +20,7 @@ from ..files.jstext import js_trim, truncate_utf16_safe, utf16_len
 from ..files.paths import MEMORY_DIR
 from ..fsutil.safeopen import NotRegularFile, open_regular_under
 from ..settings import StartupContext
-from ..timezones import resolve_zone
+from ..timezones import host_zone, resolve_zone
 from .collation import locale_compare_key
 
 MAX_SLUGGED_PER_DAY = 4
@@ -56,7 +56,7 @@ class Prelude:
 
 def _zone(name: str | None):
     # A zone Intl refuses: the host's zone, as OpenClaw falls back to.
-    return resolve_zone(name) or dt.datetime.now().astimezone().tzinfo
+    return resolve_zone(name) or host_zone()
 
 
 def date_stamps(now: dt.datetime, days: int, timezone: str | None) -> list[str]:
