@@ -99,6 +99,12 @@ class WorkspaceError(UsageError):
     """The workspace is missing, not a folder, or unreadable."""
 
 
+def workspace_gone(root: object, outcome: str = "") -> WorkspaceError:
+    """The workspace's folder went away while a process (an MCP session, the service) used it."""
+    return WorkspaceError(f"the workspace {root} is gone (moved or removed since this process started){outcome}: put "
+                          "it back, or start again with its new path")
+
+
 class PathRefused(UsageError):
     """A path is not a memory path, not Markdown, a symlink, or escapes the workspace."""
 

@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import env_for, fault, wait_for_line, write
+from conftest import env_for, fault, settings_for, wait_for_line, write
 
 TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status", "memory_files", "memory_links"}
 
@@ -667,6 +667,46 @@ def test_a_workspace_removed_under_a_session_is_never_made_again(workspace, stat
     assert payload(back)["action"] == "append"
     assert (workspace / "memory" / "2026-12-05.md").read_text() == "- one\n- three\n"
     assert not (workspace / "memory" / "people").exists()
+
+
+def test_a_workspace_moved_under_a_session_is_said_so_by_every_tool(workspace, state_dir, cli):
+    """The workspace's folder moved away while a session ran: memory_search, memory_files,
+    memory_links and memory_status said only `<workspace>: No such file or directory`, the same
+    through the service, where memory_write said what happened. Each says the workspace is gone
+    and what to do; memory_get answers `not_found`, as OpenClaw's does for a missing workspace."""
+    from openclaw_memory.memory.protocol import request_line
+    from openclaw_memory.serve.core import PRODUCT_ERROR, ServiceCore
+
+    write(workspace / "MEMORY.md", "# Memory\n\nkiwi\n")
+    assert cli("index").returncode == 0
+    moved = workspace.with_name("moved")
+    gone = (f"the workspace {workspace} is gone (moved or removed since this process started): put it back, "
+            "or start again with its new path")
+
+    async def script(session):
+        await session.call_tool("memory_files", {})
+        workspace.rename(moved)
+        try:
+            return [await session.call_tool(name, args) for name, args in (
+                ("memory_search", {"query": "kiwi"}), ("memory_files", {}), ("memory_links", {}), ("memory_status", {}),
+                ("memory_get", {"path": "MEMORY.md"}))]
+        finally:
+            moved.rename(workspace)
+
+    *said, got = run_session(workspace, state_dir, script)
+    assert [(r.is_error, text_of(r)) for r in said] == [(True, gone)] * 4
+    assert payload(got)["status"] == "not_found"
+
+    settings = settings_for(workspace, state_dir)
+    core = ServiceCore(settings, live_sync=False)
+    workspace.rename(moved)
+    try:
+        answers = [core.answer(core.read_request(request_line(1, method, args, settings)))["error"]
+                   for method, args in (("search", {"query": "kiwi"}), ("listing", {}), ("links", {}))]
+    finally:
+        moved.rename(workspace)
+        core.close()
+    assert [(a["code"], a["message"]) for a in answers] == [(PRODUCT_ERROR, gone)] * 3
 
 
 def test_names_that_are_not_utf8_never_stop_the_server(tmp_path, state_dir):

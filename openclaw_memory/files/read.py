@@ -21,7 +21,7 @@ from typing import Literal
 
 import xxhash
 
-from ..errors import PathChanged, PathRefused, WorkspaceError, shown
+from ..errors import PathChanged, PathRefused, shown, workspace_gone
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -107,9 +107,7 @@ class ResolvedPath:
         except FileNotFoundError as exc:
             if exc.filename != self.root:
                 raise  # a folder below it removed while it was made
-            raise WorkspaceError(
-                f"the workspace {self.root} is gone (moved or removed since this process started); nothing was "
-                "written: put it back, or start again with its new path") from None
+            raise workspace_gone(self.root, "; nothing was written") from None
 
 
 def path_changed(resolved: ResolvedPath, exc: OSError, outcome: str = "nothing was read or written") -> PathChanged:

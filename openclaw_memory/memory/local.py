@@ -3,10 +3,11 @@ warm indexes (:mod:`openclaw_memory.index.pool`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemoryToolError, StateDamaged
+from ..errors import MemoryToolError, StateDamaged, workspace_gone
 from .operations import Operation, method_of
 
 if TYPE_CHECKING:
@@ -45,11 +46,16 @@ class LocalMemory:
 
     def call(self, op: Operation, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
         """Run a declared operation here. A failure no layer words (a TypeError, a ValueError) met
-        where the state database holds a row of the wrong type is that damage, said as such."""
+        where the state database holds a row of the wrong type is that damage, said as such; a file
+        or folder missing because the workspace itself went away (a session outlives it) is that."""
         bound = op.arguments(args, kwargs or {})
         try:
             return op.run(self, bound)
-        except (MemoryToolError, OSError):
+        except MemoryToolError:
+            raise
+        except OSError as exc:
+            if isinstance(exc, (FileNotFoundError, NotADirectoryError)) and not os.path.isdir(self._settings.workspace):
+                raise workspace_gone(self._settings.workspace) from None
             raise
         except Exception as exc:
             from ..database.repair import damage_behind

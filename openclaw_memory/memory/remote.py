@@ -99,7 +99,7 @@ class ServiceMemory:
                 return self._link.call(self.settings, op.name, **sent)
             except (ServiceUnavailable, Unsendable):  # Unsendable: a NaN argument, worded (or used) in-process
                 pass
-        return op.run(self._local, arguments)
+        return self._local.call(op, (), arguments)
 
     def __getattr__(self, name: str) -> Any:  # the declared operations (only those)
         return method_of(ServiceMemory, name).__get__(self)

@@ -180,7 +180,7 @@ class ServiceCore:
         memory = self.memory.for_agent(request.settings.agent, request.settings.session)
         zone = CALLER_ZONE.set(request.zone)  # this thread's request only
         try:
-            value = request.operation.run(memory, request.args)
+            value = memory.call(request.operation, (), request.args)
             return {"jsonrpc": "2.0", "id": request.id, "result": wire.to_json(value)}
         except MemoryToolError as exc:
             return error_answer(request.id, PRODUCT_ERROR, exc.message, type(exc).__name__, exc.fields())
