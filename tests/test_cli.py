@@ -346,3 +346,19 @@ def test_a_value_quoted_in_a_message_shows_a_byte_that_is_not_utf8_as_listings_d
     assert refused.returncode == 2
     assert "not 'a\\xff\\\\udcfe'" in refused.stderr, refused.stderr  # a backslash typed as such stays one
     assert refused.json()["error"] == refused.stderr.removeprefix("error: ").rstrip("\n")
+
+
+def test_a_stream_that_cannot_hold_a_character_gets_its_escape_never_a_traceback(cli_process, workspace):
+    """A stdout whose encoding cannot hold a name's or a note's characters (a Latin-1 or ASCII locale,
+    PYTHONIOENCODING=ascii): each is shown as its escape, and --json stays one valid JSON document
+    (\\u escapes), its error too. It was a UnicodeEncodeError traceback, exit 1."""
+    write(workspace / "memory" / "café.md", "# Café ☕\n")
+    env = {"PYTHONIOENCODING": "ascii"}
+    listed = cli_process("files", env=env)
+    assert listed.returncode == 0 and "memory/caf\\xe9.md\tmemory" in listed.stdout, listed
+    read = cli_process("read", "memory/café.md", env=env)
+    assert read.returncode == 0 and read.stdout == "# Caf\\xe9 \\u2615\n", read
+    as_json = cli_process("read", "memory/café.md", "--json", env=env)
+    assert as_json.returncode == 0 and as_json.json()["text"] == "# Café ☕", as_json
+    refused = cli_process("read", "memory/café.txt", "--json", env=env)
+    assert refused.returncode == 2 and "café.txt" in refused.json()["error"] and "Traceback" not in refused.stderr, refused

@@ -96,6 +96,7 @@ def run() -> None:
     # drops by about a seventh, bench/startup.py).
     gc.freeze()
     _fill_closed_streams()
+    _escape_what_streams_cannot_hold()
     sys.exit(delivered(main()))
 
 
@@ -113,3 +114,18 @@ def _fill_closed_streams() -> None:
             CLOSED_STREAMS.add(name)
         if getattr(sys, name) is None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", errors="surrogateescape", closefd=False))
+
+
+def _escape_what_streams_cannot_hold() -> None:
+    """A character stdout's or stderr's encoding cannot hold (a Latin-1 or ASCII locale,
+    ``PYTHONIOENCODING=ascii``: a note's ``é``) is written as its escape (``\\xe9``), not a
+    UnicodeEncodeError traceback; JSON escapes it itself (``output.print_json``)."""
+    import codecs
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            utf8 = codecs.lookup(stream.encoding).name == "utf-8"
+        except (AttributeError, LookupError, TypeError):
+            continue
+        if not utf8 and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")

@@ -22,10 +22,11 @@ def print_json(data, *, one_line: bool = False) -> None:
     indent = None if one_line else 2
     text = json.dumps(data, ensure_ascii=False, indent=indent)
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
         # A file name that is not UTF-8 (surrogate-escaped): \udcXX escapes keep the JSON valid
-        # UTF-8 and give the exact name back to a JSON reader.
+        # UTF-8 and give the exact name back to a JSON reader. So do \u escapes for a character
+        # stdout's encoding cannot hold (an ASCII or Latin-1 locale).
         text = json.dumps(data, ensure_ascii=True, indent=indent)
     sys.stdout.write(text + "\n")
 
