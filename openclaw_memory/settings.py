@@ -865,6 +865,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
                                  (o.qdrant_url, "Qdrant server given with --qdrant-url", "the embedded engine")):
         if value is not None and not value.strip():
             raise UsageError(f"the {what} is empty; give one (an empty value does not mean {instead})")
+    if any(not extra.strip() for extra in o.extra):  # (`--extra "$NOTES"`, NOTES unset: dropped without a word)
+        raise UsageError("the extra path given with --extra is empty; give one (an empty value adds no path)")
 
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     given = o.state_dir or _openclaw_env("OPENCLAW_STATE_DIR", env)

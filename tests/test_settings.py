@@ -716,6 +716,17 @@ def test_a_workspace_state_dir_or_agent_given_empty_is_refused_not_taken_as_not_
         resolve_settings(Overrides(workspace=""), environ={"OPENCLAW_WORKSPACE": str(workspace)})
 
 
+def test_an_extra_path_given_empty_is_refused_as_every_empty_flag_is(cli, workspace):
+    """`--extra "$NOTES"` with NOTES unset was dropped without a word (the notes missing from files
+    and search, nothing said), where every other settings flag given empty is refused."""
+    (workspace / "notes").mkdir()
+    for flags in (["--extra", ""], ["--extra= "], ["--extra", "notes", "--extra", ""]):
+        res = cli(*flags, "files", "--json")
+        assert res.returncode == 2, (flags, res.stdout, res.stderr)
+        assert res.json()["error"] == "the extra path given with --extra is empty; give one (an empty value adds no path)"
+    assert cli("--extra", "notes", "files").returncode == 0
+
+
 # OpenClaw 2026.9.6's answer for this config (its startup migration, then resolveMemorySearchConfig for
 # agent ops; tests/conformance/test_openclaw_settings.py asks it again): the older spellings fill only
 # what memory.search lacks, key by key; multimodal's keys are each the agent's own before the shared one.
