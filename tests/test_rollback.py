@@ -163,6 +163,31 @@ def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, work
     assert memory_files(workspace) == after
 
 
+def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_between(cli, workspace, state_dir):
+    """`mv a x`, then `mv b x --force`: x's history holds both files' entries, interleaved, and the
+    first move emptied every name of it, b's too: a rollback to a time between the two moves left
+    b.md out ("unchanged", absent), though it held "# B" then."""
+    write(workspace / "memory" / "a.md", "# A\n")
+    write(workspace / "memory" / "b.md", "# B\n")
+    read_all(cli, workspace)
+    assert cli("mv", "memory/a.md", "memory/x.md", "--no-index").returncode == 0
+    between = memory_files(workspace)
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    assert cli("read", "memory/x.md").returncode == 0
+    assert cli("mv", "memory/b.md", "memory/x.md", "--force", "--no-index").returncode == 0
+    after = memory_files(workspace)
+
+    done = cli("rollback", "--to", iso_moment(moment), "--json")
+    assert done.returncode == 0, done.stderr
+    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {
+        "memory/a.md": "unchanged", "memory/b.md": "bring-back", "memory/x.md": "rewrite"}
+    assert memory_files(workspace) == between
+    assert cli("rollback", "--to", done.json()["undo"], "--json").returncode == 0
+    assert memory_files(workspace) == after
+
+
 def test_a_note_moved_to_an_extra_path_configured_no_more_comes_back_to_the_workspace(cli, workspace, tmp_path):
     """Its history lives under the extra path's file now, and that path is no memory of this
     workspace any more; the name it had at the moment is, and gets the note back (the extra path's

@@ -262,8 +262,12 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     A moved file's entries are kept under the path it has now, each with the name it had when it
     was logged (``display``), so a path's entries up to ``when`` are replayed in order, by name: an
     entry puts its version at its name, a removal empties its name, and a move takes the file from
-    every other name of that history to the one it names (a forced move's replaced file was logged
-    as removed just before). Where two histories name one path, the one holding a file there wins."""
+    the other names of that history holding the version it moved to the one it names (a forced
+    move's replaced file was logged as removed just before). A path's history may hold several
+    files' entries, interleaved: a move onto a name (forced, or used before) adds the mover's to
+    those already there, so a move empties only the names that held its bytes (it emptied every
+    other name: a file whose entries a later move brought in was taken for gone). Where two
+    histories name one path, the one holding a file there wins."""
     rows = store.db.rows("SELECT path, display, version, time, size, origin, previous FROM versions ORDER BY path, id")
     by_path: dict[bytes, list[tuple]] = {}
     for row in rows:
@@ -284,8 +288,8 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
         named: dict[str, Aim] = {path: Aim(None, 0)}
         for display, version, _, size, origin, _ in at:
             name = _named(dec(display), path, workspace)
-            if origin == MOVE:
-                named = dict.fromkeys(named, Aim(None, 0))
+            if origin == MOVE:  # the file leaves the name that held what it moved with
+                named = {n: Aim(None, 0) if aim.version == version else aim for n, aim in named.items()}
             named[name] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
             named_then.add(name)
         for name, aim in named.items():
