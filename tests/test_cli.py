@@ -362,3 +362,18 @@ def test_a_stream_that_cannot_hold_a_character_gets_its_escape_never_a_traceback
     assert as_json.returncode == 0 and as_json.json()["text"] == "# Café ☕", as_json
     refused = cli_process("read", "memory/café.txt", "--json", env=env)
     assert refused.returncode == 2 and "café.txt" in refused.json()["error"] and "Traceback" not in refused.stderr, refused
+
+
+def test_a_number_or_a_date_is_taken_only_as_typed_in_ascii_digits(cli, workspace):
+    """int(), float() and date.fromisoformat took '1_000', full-width and Arabic-Indic digits,
+    '20261130' and the week date '2026-W48-1': a slip read as some other number or day."""
+    write(workspace / "MEMORY.md", "# Memory\n\nline\n")
+    for args in (("read", "MEMORY.md", "--from", "1_000"), ("read", "MEMORY.md", "--lines", "\uff15"),
+                 ("read", "MEMORY.md", "--max-chars", "\u0663"), ("search", "x", "--limit", "1_0"),
+                 ("search", "x", "--min-score", "\uff10.5"), ("prompt", "--date", "20261130"),
+                 ("prompt", "--date", "2026-W48-1")):
+        res = cli(*args, "--json")
+        wanted = {"--date": "a date like 2026-11-30", "--min-score": "a number"}.get(args[-2], "an integer")
+        assert res.returncode == 2 and res.json()["error"] == f"{args[-2]} must be {wanted}, not {args[-1]!r}", (args, res)
+    assert cli("read", "MEMORY.md", "--from", "+2", "--lines", " 2 ", "--max-chars", "50", "--json").json()["text"] == "\nline"
+    assert cli("prompt", "--date", "2026-11-30", "--peek", "--json").returncode == 0

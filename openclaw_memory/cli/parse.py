@@ -45,6 +45,8 @@ from .spec import (
     commands,
     day,
     find_command,
+    integer,
+    number,
 )
 
 SETTINGS_TITLE = "settings (before or after the command)"
@@ -308,7 +310,7 @@ def _table(opts: tuple[Opt, ...]) -> dict[str, Opt]:
     return table
 
 
-_KINDS: dict[Any, str] = {int: "an integer", float: "a number", day: "a date like 2026-11-30"}
+_KINDS: dict[Any, str] = {integer: "an integer", number: "a number", day: "a date like 2026-11-30"}
 
 
 def _converter(opt: Opt, words: tuple[str, ...]):

@@ -24,6 +24,7 @@ define; and an operation's command reads its declaration only when a command lin
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -141,7 +142,28 @@ class Command:
         return tuple(self.name.split())
 
 
+# What a number or a date flag takes: ASCII digits as typed (int(), float() and date.fromisoformat
+# also took '1_000', full-width and Arabic-Indic digits, '20261130', the week date '2026-W48-1').
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+_NUMBER = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*", re.ASCII)
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+
+
+def integer(raw: str) -> int:
+    if not _INTEGER.fullmatch(raw):
+        raise ValueError(raw)
+    return int(raw)
+
+
+def number(raw: str) -> float:
+    if not _NUMBER.fullmatch(raw):
+        raise ValueError(raw)
+    return float(raw)
+
+
 def day(raw: str) -> dt.date:
+    if not _DAY.fullmatch(raw):
+        raise ValueError(raw)
     return dt.date.fromisoformat(raw)
 
 
@@ -181,7 +203,7 @@ def _flag(p: Param, spelled: tuple[str, ...] | None, metavar: str | None, defaul
         on = p.default is True
         flags = spelled or (("--no-" if on else "--") + p.name.replace("_", "-"),)
         return Opt(p.name, flags, p.help, kind="off" if on else "switch", default=p.default)
-    types: dict[Any, Callable[[str], Any]] = {int: int, float: float, dt.date: day}
+    types: dict[Any, Callable[[str], Any]] = {int: integer, float: number, dt.date: day}
     value_type = typed or types.get(kind, str)
     flags = spelled or ("--" + p.name.replace("_", "-"),)
     default = None if p.required else p.default
@@ -224,7 +246,7 @@ SETTINGS: tuple[Opt, ...] = (
 _WRITTEN: tuple[Command, ...] = (
     operation_command("files", files_cmd.run_files, opts=(json_opt(),)),
     operation_command("read", read_cmd.run_read, metavars={"from_line": "N", "lines": "N", "max_chars": "N"},
-                      types={"from_line": int, "lines": int, "max_chars": int}, opts=(
+                      types={"from_line": integer, "lines": integer, "max_chars": integer}, opts=(
         json_opt("Print JSON (OpenClaw's memory_get result)."),
         Opt("diff", ("--diff",), "Show what changed since this agent's last read (whole file, unified diff).", kind="switch", default=False),
     )),
