@@ -500,6 +500,31 @@ def test_other_settings_are_refused_and_answered_in_process(workspace, state_dir
     assert "other settings" in read.stderr and len(read.stderr.strip().splitlines()) == 1
 
 
+def test_an_agent_configured_otherwise_is_not_told_to_restart_the_service(workspace, state_dir, tmp_path):
+    """Another agent of the workspace with settings of its own (openclaw.json's per-agent extra
+    paths) is answered in-process, each call saying why: the service runs for its own agent. It was
+    told `restart it (openclaw-memory serve) to use the new ones`, which changes nothing; the
+    agent's other settings are named as a reason (a config changed since the start still is one)."""
+    from openclaw_memory.memory.protocol import request_line
+    from openclaw_memory.serve.core import Refused, ServiceCore
+
+    memory(workspace)
+    runbooks = write(tmp_path / "runbooks" / "deploy.md", "# Deploy\n").parent
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {
+        "main": {"default": True}, "ops": {"workspace": str(workspace), "memory": {"search": {"extraPaths": [str(runbooks)]}}}}}}))
+    core = ServiceCore(settings_for(workspace, state_dir), live_sync=False)
+    try:
+        with pytest.raises(Refused) as refused:
+            core.read_request(request_line(1, "state", {}, settings_for(workspace, state_dir, agent="ops")))
+        assert str(refused.value) == (
+            "it runs for agent 'main', and agent 'ops' has settings of its own here (extra paths or other search "
+            "settings in openclaw.json), or the config changed since it started (then restart it: `openclaw-memory serve`)")
+        with pytest.raises(Refused, match="extra paths, config or state dir differ"):  # its own agent: the config changed
+            core.read_request(request_line(1, "state", {}, settings_for(workspace, state_dir, extra=[str(runbooks)])))
+    finally:
+        core.close()
+
+
 def test_live_sync_makes_an_edit_searchable_through_the_service(workspace, state_dir, cli, services):
     memory(workspace)
     assert cli("index").returncode == 0

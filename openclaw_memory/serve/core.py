@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import wire
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, shown
 from ..index.pool import IndexPool, Stopping
 from ..memory.local import LocalMemory
 from ..memory.operations import OPERATIONS, Operation
@@ -168,6 +168,12 @@ class ServiceCore:
         except MemoryToolError as exc:  # an agent or session id no command line could give
             raise Refused(exc.message, INVALID_PARAMS) from None
         if context.get("key") != settings_key(settings):
+            if agent != self.settings.agent:  # a restart changes nothing when the agent is configured otherwise
+                raise Refused(
+                    f"it runs for agent {shown(self.settings.agent)}, and agent {shown(agent)} has settings of its own "
+                    "here (extra paths or other search settings in openclaw.json), or the config changed since it "
+                    "started (then restart it: `openclaw-memory serve`)"
+                )
             raise Refused(
                 "it runs with other settings for this workspace (extra paths, config or state dir differ); "
                 "restart it (`openclaw-memory serve`) to use the new ones"
