@@ -851,6 +851,31 @@ def test_a_service_started_for_a_caller_runs_with_the_callers_settings(workspace
     assert settings_key(service) == settings_key(caller)
 
 
+def test_mcp_serve_beside_a_service_that_refuses_it_works_in_process(workspace, state_dir, services, tmp_path):
+    """`mcp --serve` for a caller the running service will not answer (another agent configured
+    otherwise, another --extra, a service of another version): it started a second service, which
+    exited at once (`already running`), and the MCP server stopped after `initialize`, saying `the
+    memory service did not start (exit 2)`; every tool call of the client got `Connection closed`.
+    A service that answers, even with a refusal, is one that runs: nothing is started, and the
+    session works in-process, saying why once."""
+    from openclaw_memory.memory import open_memory
+
+    memory(workspace)
+    service = start(services, workspace, state_dir, "--no-watch")
+    notes = write(tmp_path / "notes" / "trip.md", "# Trip\n\nLisbon in May.\n").parent
+    said: list[str] = []
+    mem = open_memory(settings_for(workspace, state_dir, extra=(str(notes),)), notice=said.append, start_service=True)
+    try:
+        assert "Lisbon" in mem.read(str(notes / "trip.md")).text
+        assert "Pistachio" in mem.read("MEMORY.md").text
+    finally:
+        mem.close()
+    assert len(said) == 1 and "other settings" in said[0] and "working in-process" in said[0], said
+    assert read_info(settings_for(workspace, state_dir))["pid"] == service.proc.pid and service.proc.poll() is None
+    log = settings_for(workspace, state_dir).data_dir / "service.log"
+    assert not log.exists() or "already running" not in log.read_text()
+
+
 def test_a_service_started_in_the_background_says_it_stays_and_how_to_stop_it(workspace, state_dir, monkeypatch, cli):
     from conftest import FAKE_MODEL
     from openclaw_memory.memory.launch import ensure_service

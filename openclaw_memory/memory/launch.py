@@ -81,12 +81,15 @@ def _alive(pid: int) -> bool:
 
 
 def _answers(settings: Settings) -> bool:
+    """Whether a service runs for the workspace: it answers, even to refuse this caller (another
+    agent configured otherwise, other settings, another version). A second one cannot start beside
+    it (it would exit, `already running`): the caller works in-process, saying why at its first call."""
     client = ServiceClient(settings, timeout=2.0)
     try:
         client.call("service")
         return True
-    except ServiceUnavailable:
-        return False
+    except ServiceUnavailable as exc:
+        return exc.refused
     finally:
         client.close()
 
