@@ -828,8 +828,12 @@ def _max_results(own: Sources, shared: Sources) -> int:
 
 
 def _text(value: Any, where: str) -> str | None:
+    """A configured workspace; None where it is not set, as OpenClaw trims it (a blank one named
+    the current folder)."""
     if value is None or isinstance(value, str):
-        return value if value is None else _path_text(value, where)
+        from .files.jstext import js_trim
+
+        return None if value is None or not js_trim(value) else _path_text(value, where)
     raise ConfigError(f"{where} must be a string (a folder path), not {value!r:.60}")
 
 

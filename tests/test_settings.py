@@ -727,6 +727,23 @@ def test_an_extra_path_given_empty_is_refused_as_every_empty_flag_is(cli, worksp
     assert cli("--extra", "notes", "files").returncode == 0
 
 
+def test_a_configured_workspace_of_white_space_alone_is_not_set_never_the_current_folder(cli, state_dir, tmp_path):
+    """OpenClaw trims agents.defaults.workspace and an agent's workspace, and a blank one is not set
+    (resolveAgentWorkspaceDir); here one of white space alone (the toml's too) was taken, and named
+    the current folder: `files` listed it, a write from any folder went there."""
+    here = tmp_path / "some-folder"
+    write(here / "MEMORY.md", "# not the agent's\n")
+    for openclaw, toml in (({"agents": {"defaults": {"workspace": "  "}}}, ""),
+                           ({"agents": {"entries": {"main": {"workspace": "\t"}}}}, ""),
+                           ({"agents": {"defaults": {"workspace": "\ufeff"}}}, ""),  # JavaScript's trim takes it
+                           ({}, 'workspace = " "\n')):
+        write(state_dir / "openclaw.json", json.dumps(openclaw))
+        write(state_dir / "openclaw-memory.toml", toml)
+        res = cli("files", "--json", env={"OPENCLAW_WORKSPACE": ""}, cwd=here)
+        assert res.returncode == 2, (openclaw, toml, res.stdout)
+        assert res.json()["error"].startswith(f"workspace not found: {state_dir / 'workspace'} (OpenClaw's default"), res.stdout
+
+
 # OpenClaw 2026.9.6's answer for this config (its startup migration, then resolveMemorySearchConfig for
 # agent ops; tests/conformance/test_openclaw_settings.py asks it again): the older spellings fill only
 # what memory.search lacks, key by key; multimodal's keys are each the agent's own before the shared one.
