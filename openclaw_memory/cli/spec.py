@@ -321,7 +321,8 @@ _WRITTEN: tuple[Command, ...] = (
 GROUPS = {"watchdog": "Snapshot the workspace and report what changed since (changed, deleted, new files)."}
 
 # OpenClaw's flags no command here takes: what to do instead (a command's own ``instead`` comes first).
-INSTEAD = {"--verbose": "progress and warnings always go to stderr, and --json gives every field"}
+INSTEAD = {"--verbose": "progress and warnings always go to stderr, and --json gives every field",
+           "--version": "the version is `openclaw-memory --version`, before any command"}
 
 PROG = "openclaw-memory"
 HELP_FLAGS = ("-h", "--help")
