@@ -589,3 +589,20 @@ def test_the_cut_decides_whether_a_question_is_answered_and_the_others_need_half
     assert found == ["memory/arlo.md", "memory/bonobo.md"]  # answered: the second kept, the third under half
     assert rank(plan, [note("bonobo", 0.06), note("noise", 0.04)], 0.03) == []  # nothing reaches the cut
     assert [h.path for h in rank(plan, [note("bonobo", 0.06), note("noise", 0.04)], 0.0)] == ["memory/bonobo.md", "memory/noise.md"]
+
+
+def test_a_collection_whose_shard_is_gone_is_stale_and_a_synced_search_rebuilds_it(workspace, state_dir, cli):
+    """Its manifest still lists every file, its shard is gone (deleted, a restore without it): a
+    text search answered from the other collections alone and called nothing stale, and a hybrid
+    one, finding nothing stale, never synced, so the collection's notes were not found, unsaid."""
+    import shutil
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- I like green tea.\n")
+    write(workspace / "memory" / "trip.md", "# Trip\n\nMet Priya about the hiking trip to Zermatt.\n")
+    assert cli("index").returncode == 0
+    shutil.rmtree(settings_for(workspace, state_dir).data_dir / "index" / "edge" / "memory-dir-main")
+
+    text = cli("search", "hiking Zermatt", "--mode", "text", "--json")
+    assert text.returncode == 0 and text.json()["stale"] == ["memory/trip.md"]
+    hybrid = cli("search", "hiking Zermatt", "--json").json()
+    assert hybrid["stale"] == [] and [r["path"] for r in hybrid["results"]][:1] == ["memory/trip.md"]

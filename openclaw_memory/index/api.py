@@ -112,8 +112,8 @@ class MemoryIndex:
         # Each manifest's head (settings, backend): its files are read only where a filter or the
         # decay needs them; the stale check reads their change keys (a cold search at 30,000 notes
         # spent 0.43 s loading every entry).
-        manifests = {c.name: self._head(c.name) for c in collections}
-        indexed = [c for c in collections if manifests[c.name] is not None and self.store.exists(c.name)]
+        manifests = self._built(collections)
+        indexed = [c for c in collections if manifests[c.name] is not None]
         if not indexed:
             from ..fsutil.lock import lock_holder
 
@@ -144,8 +144,8 @@ class MemoryIndex:
                     notes.extend(summary.notes)
                     stale = []
                     settings_changed = False
-                    indexed = [c for c in collections if self.store.exists(c.name)]
-                    manifests = {c.name: self._head(c.name) for c in collections}
+                    manifests = self._built(collections)
+                    indexed = [c for c in collections if manifests[c.name] is not None]
                 except LockTimeout:
                     # Routine: a watch, the service's live sync or an `index` run is indexing them
                     # now (OpenClaw: routine indexing adds no warning); `stale` still lists them.
@@ -203,6 +203,12 @@ class MemoryIndex:
                 raise MemoryToolError(f"the keyword statistics of collection {name} are damaged: run `openclaw-memory index --full`")
             cached = self._stats[name] = (key, stats)
         return cached[1]
+
+    def _built(self, collections) -> dict:
+        """Each collection's manifest head where the store holds its shard, else None (as
+        ``index_status`` reads them): a manifest whose shard is gone lists files no search
+        finds, so they are stale and a synced search rebuilds the shard."""
+        return {c.name: self._head(c.name) if self.store.exists(c.name) else None for c in collections}
 
     def _manifest(self, name: str):
         """The collection's manifest with every file's entry, read again only when it was saved
