@@ -248,3 +248,23 @@ def test_with_no_user_zone_the_notes_are_dated_in_the_host_zone_intl_names_else_
     assert shown == {"UTC+23": ["2026-11-30", "2026-11-29"], "UTC+24": ["2026-11-30", "2026-11-29"],
                      "<+99>-99": ["2026-11-30", "2026-11-29"],
                      "Pacific/Kiritimati": ["2026-12-01", "2026-11-30"]}  # a zone Intl names (UTC+14): taken
+
+
+def test_a_daily_note_the_prelude_leaves_out_is_said(workspace, cli):
+    # OpenClaw's prelude passes over a note larger than startupContext.maxFileBytes and one with a
+    # second hard link without a word, and so did prompt: a daily note of 20 KB was missing from the
+    # agent's startup context with nothing on stderr or in --json. The text stays OpenClaw's; each is said.
+    import os
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory/2026-11-30.md", "big " * 5_000)
+    write(workspace / "memory/2026-11-29.md", "yesterday\n")
+    os.link(workspace / "memory/2026-11-29.md", workspace / "second-name.md")
+    result = cli("prompt", "--date", "2026-11-30", "--peek", "--json")
+    assert result.returncode == 0 and "Untrusted daily memory" not in result.json()["text"]
+    said = ["memory/2026-11-30.md is left out of the startup prompt: it is 20,000 bytes, over "
+            "startupContext.maxFileBytes (16,384), as OpenClaw leaves it out",
+            "memory/2026-11-29.md is left out of the startup prompt: it has a second hard link, which OpenClaw's "
+            "guarded read refuses"]
+    assert result.json()["warnings"] == said
+    assert [line for line in result.stderr.splitlines() if "left out" in line] == [f"warning: {w}" for w in said]

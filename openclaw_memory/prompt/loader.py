@@ -156,6 +156,7 @@ def build_prompt_section(
             cuts.append(PromptCut(name, raw_chars, 0, "total-cap"))
 
     prelude = build_prelude(scan.workspace, now, startup)
+    warnings.extend(prelude.left_out)
     for note in prelude.notes:
         files.append({"path": note.path, "chars": note.raw_chars, "truncated": note.cut})
         if note.cut:

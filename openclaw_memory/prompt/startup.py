@@ -16,6 +16,7 @@ import re
 import stat
 from dataclasses import dataclass
 
+from ..errors import printable
 from ..files.jstext import js_trim, truncate_utf16_safe, utf16_len
 from ..files.paths import MEMORY_DIR
 from ..fsutil.safeopen import NotRegularFile, open_regular_under
@@ -52,6 +53,7 @@ class DailyNote:
 class Prelude:
     text: str | None  # None: no note to show (OpenClaw then adds no prelude at all)
     notes: tuple[DailyNote, ...] = ()
+    left_out: tuple[str, ...] = ()  # a warning for each note there that OpenClaw passes over
 
 
 def _zone(name: str | None):
@@ -104,21 +106,29 @@ def _paths_by_date(memory_dir: str, stamps: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _read_note(workspace: str, rel: str, max_bytes: int) -> str | None:
+def _read_note(workspace: str, rel: str, max_bytes: int) -> tuple[str | None, str | None]:
+    """The note's text, or None and why OpenClaw passes over a note that is there (None: none is)."""
     memory_dir = os.path.join(workspace, MEMORY_DIR)
     try:
         if stat.S_ISLNK(os.lstat(memory_dir).st_mode):
-            return None
+            return None, None
         fd, st = open_regular_under(workspace, os.path.join(workspace, rel))
-    except (OSError, NotRegularFile):
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except NotRegularFile:
+        return None, "it is a symlink or not a regular file, which OpenClaw's guarded read refuses"
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror or exc})"
+    too_big = f"over startupContext.maxFileBytes ({max_bytes:,}), as OpenClaw leaves it out"
     with os.fdopen(fd, "rb") as fh:
-        if st.st_size > max_bytes or st.st_nlink > 1:  # OpenClaw's guarded open refuses a hard-linked note
-            return None
+        if st.st_nlink > 1:  # OpenClaw's guarded open refuses a hard-linked note
+            return None, "it has a second hard link, which OpenClaw's guarded read refuses"
+        if st.st_size > max_bytes:
+            return None, f"it is {st.st_size:,} bytes, {too_big}"
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        return None
-    return data.decode("utf-8", errors="replace")
+        return None, f"it is over {max_bytes:,} bytes, {too_big}"
+    return data.decode("utf-8", errors="replace"), None
 
 
 def trim_note(content: str, max_chars: int) -> str:
@@ -174,13 +184,16 @@ def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, acti
     by_date = _paths_by_date(os.path.join(workspace, MEMORY_DIR), stamps)
     paths = [f"{MEMORY_DIR}/{name}" for s in stamps for name in by_date.get(s, [f"{s}.md"])]
     loaded: list[tuple[str, str, int]] = []
+    left_out: list[str] = []
     for rel in paths:
-        content = _read_note(workspace, rel, config.max_file_bytes)
+        content, why = _read_note(workspace, rel, config.max_file_bytes)
+        if why is not None:
+            left_out.append(f"{printable(rel)} is left out of the startup prompt: {why}")
         if not content or not js_trim(content):
             continue
         loaded.append((rel, trim_note(content, config.max_file_chars), utf16_len(js_trim(content))))
     if not loaded:
-        return Prelude(None)
+        return Prelude(None, left_out=tuple(left_out))
     sections: list[str] = []
     notes: list[DailyNote] = []
     total = 0
@@ -196,4 +209,4 @@ def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, acti
         total += utf16_len(block)
         cut = quoted != content or content.endswith(TRUNCATED)
         notes.append(DailyNote(rel, raw, utf16_len(quoted.removesuffix(TRUNCATED)) if cut else raw))
-    return Prelude("\n".join([*HEADER, *sections]), tuple(notes))
+    return Prelude("\n".join([*HEADER, *sections]), tuple(notes), tuple(left_out))
