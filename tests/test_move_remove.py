@@ -5,6 +5,7 @@ and ``doctor --fix`` finishing or undoing the step."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.memory.local import LocalMemory
 
 HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
+KETTLE = "# Kettle\n\nThe kettle whistles when the tea water boils.\n"
 HERON_2 = HERON + "\n## Budget\n\nThe heron budget was approved in November.\n"
 OTHER = "# Kettle\n\nThe kettle whistles when the tea water boils.\n"
 
@@ -126,6 +128,56 @@ def test_a_name_as_long_as_the_system_allows_is_moved_across_file_systems_and_re
         assert sorted(os.listdir(workspace / "memory")) == [name] and os.listdir(extra) == []
         assert [o for o, _ in origins(memory, f"memory/{name}")][:4] == ["restore", "remove", "move", "move"]
         assert pending(memory.settings) is None  # no interrupted move waits
+
+
+def _append_only(folder) -> None:
+    """``chattr +a``: names may be added to the folder, none removed or renamed away (the move's last
+    step fails, EPERM, where a check of the folder's mode passes), or skip."""
+    done = subprocess.run(["chattr", "+a", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"no append-only folders here: {done.stderr.strip() or 'chattr failed'}")
+
+
+@pytest.mark.parametrize("across", [False, True], ids=["one file system", "across file systems"])
+def test_a_move_whose_source_cannot_lose_its_name_is_undone_and_blocks_nothing_after(across, cli, workspace,
+                                                                                        state_dir, tmp_path):
+    """The old name could not go (an append-only folder): the move said "nothing was moved" and
+    left the note's second name (or its copy) at the destination with its intent, which every
+    later mv, rm and rollback tried to finish, failing the same way ("could not be finished")."""
+    write(workspace / "memory" / "kept" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", KETTLE)
+    with contextlib.ExitStack() as stack:
+        extra = stack.enter_context(tmpfs(tmp_path / "extra", "8m")) if across else workspace / "memory"
+        extra_args = ("--extra", str(extra)) if across else ()
+        destination = str(extra / "a.md")
+        assert cli("read", "memory/kept/a.md", *extra_args).returncode == 0
+        _append_only(workspace / "memory" / "kept")
+        stack.callback(subprocess.run, ["chattr", "-a", str(workspace / "memory" / "kept")], check=False)
+
+        moved = cli("mv", "memory/kept/a.md", destination, "--no-index", *extra_args)
+        assert moved.returncode == 1 and "nothing was moved" in moved.stderr, moved.stderr
+        assert (workspace / "memory" / "kept" / "a.md").read_text() == HERON
+        assert not os.path.exists(destination) and not [n for n in os.listdir(extra) if n.startswith(".")]
+        assert pending(settings_for(workspace, state_dir)) is None
+
+        assert cli("read", "memory/b.md", *extra_args).returncode == 0
+        assert cli("mv", "memory/b.md", "memory/c.md", "--no-index", *extra_args).returncode == 0
+
+
+def test_mv_force_from_a_folder_it_may_not_change_archives_nothing(cli, workspace, tmp_path):
+    """A read-only extra path: `mv --force` archived the destination's note (gone from the
+    workspace, into the history) and then failed at the source, saying "nothing was moved"."""
+    with tmpfs(tmp_path / "extra", "8m") as extra:
+        write(extra / "a.md", HERON)
+        assert subprocess.run(["mount", "-o", "remount,ro", str(extra)], capture_output=True).returncode == 0
+        write(workspace / "memory" / "b.md", KETTLE)
+        assert cli("read", str(extra / "a.md"), "--extra", str(extra)).returncode == 0
+        assert cli("read", "memory/b.md", "--extra", str(extra)).returncode == 0
+
+        moved = cli("mv", str(extra / "a.md"), "memory/b.md", "--force", "--no-index", "--extra", str(extra))
+        assert moved.returncode == 1 and "Read-only file system" in moved.stderr and "nothing was moved" in moved.stderr
+        assert (workspace / "memory" / "b.md").read_text() == KETTLE and (extra / "a.md").read_text() == HERON
+        assert "remove" not in cli("log", "--extra", str(extra)).stdout
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")

@@ -176,7 +176,12 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     try:
         if faults.reach("move:rename"):
             raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
-        link_noreplace(src_dir, src, dst_dir, dst, on_linked=lambda: faults.reach("move:linked"), verified=True)
+        try:
+            link_noreplace(src_dir, src, dst_dir, dst, on_linked=lambda: faults.reach("move:linked"), verified=True)
+        except OSError as exc:
+            if not isinstance(exc, SourceKept) and same_file(src_dir, src, dst_dir, dst):
+                _take_back(lambda: unlink_other_name(dst_dir, dst, src_dir, src))
+            raise
         os.fsync(dst_dir)
         os.fsync(src_dir)
         return "rename"
@@ -203,10 +208,38 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
         finally:
             os.close(copy_fd)
         faults.reach("move:unlink-source")
-        _remove_object(src_dir, src, fd, copy_hash, copy_st.st_size)
+        try:
+            _remove_object(src_dir, src, fd, copy_hash, copy_st.st_size)
+        except OSError as exc:
+            if not isinstance(exc, SourceKept):
+                _take_back(lambda: remove_if_holds(dst_dir, dst, copy_hash))
+            raise
     finally:
         os.close(fd)
     return "copy"
+
+
+def check_names_may_change(dir_fd: int) -> None:
+    """OSError (EACCES, or EROFS) when this process may not add or remove names in the folder open
+    on ``dir_fd``: asked before a move archives what it replaces or links anything, which its
+    source's folder must allow at the end (a mode, or a read-only mount, that only the last step
+    met: ``mv --force`` had archived the destination's file when it failed, "nothing was moved").
+    An ACL or an immutable flag the check does not see still fails that step, which is undone."""
+    if os.access(".", os.W_OK | os.X_OK, dir_fd=dir_fd, effective_ids=True):
+        return
+    code = errno.EROFS if os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY else errno.EACCES
+    raise OSError(code, os.strerror(code))
+
+
+def _take_back(undo) -> None:
+    """The source could not lose its name (a folder this process may not write, an immutable file):
+    the name given at the destination goes again, only as what was moved, so that the move did not
+    happen. It was left, two names of one file (or the copy and the source), its intent waiting, and
+    every later move or removal tried to finish it and failed the same way."""
+    try:
+        undo()
+    except OSError:
+        pass  # the intent stays: doctor names it, and finishes or undoes it once it can
 
 
 def remove_if_holds(dir_fd: int, name: str, expect_hash: str) -> None:

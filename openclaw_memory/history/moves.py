@@ -37,6 +37,7 @@ from ..fsutil.atomic import leftover_kind
 from ..fsutil.move import (
     SourceKept,
     asides_of,
+    check_names_may_change,
     give_back,
     remove_if_holds,
     safe_move,
@@ -151,6 +152,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         mode = kept_stat(fd)
         os.close(fd)
         fd = None
+        check_names_may_change(src_folder.fd)
         dst_folder, existed = make_folder(target)
         replaced, replaced_mode = _replaced(store, dst_folder, target, force)
         with in_history():
@@ -161,7 +163,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 replaced_mode=replaced_mode, links=links, made_from=existed))
         faults.reach("mv:journaled")
         if replaced is not None:
-            _archive_replaced(store, dst_folder, target, op)
+            op = _archive_replaced(store, dst_folder, target, op)
         try:
             how = safe_move(src_folder.fd, source.name, dst_folder.fd, target.name)
         except FileExistsError:
@@ -232,15 +234,17 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
     return found, mode
 
 
-def _archive_replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, op: FileOp) -> None:
-    """``mv --force``: the destination goes as ``rm`` removes it, before the source takes its name."""
+def _archive_replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, op: FileOp) -> FileOp:
+    """``mv --force``: the destination goes as ``rm`` removes it, before the source takes its name;
+    the intent at its next step (a failure after it settles by that one: by the step before, the
+    removal was logged twice)."""
     assert op.replaced is not None and op.replaced_size is not None
     remove_if_holds(folder.fd, target.name, op.replaced)
     faults.reach("mv:replaced-removed")
     with in_history(), store.lock():
         store.record(target.abs_path, target.display, op.replaced, op.replaced_size, REMOVE, op.agent or None,
                      mode=_mode(op.replaced_mode))
-        write_intent(store.data_dir, replace(op, step="replaced"))
+        return write_intent(store.data_dir, replace(op, step="replaced"))
 
 
 def _record_move(store: HistoryStore, op: FileOp) -> None:
