@@ -26,6 +26,7 @@ from typing import Any
 
 from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
 from .files.paths import MODALITIES, ExtraPath
+from .openclaw_dotenv import with_dotenv
 
 DEFAULT_AGENT = "main"
 TOML_NAME = "openclaw-memory.toml"
@@ -872,8 +873,17 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     if any(not extra.strip() for extra in o.extra):  # (`--extra "$NOTES"`, NOTES unset: dropped without a word)
         raise UsageError("the extra path given with --extra is empty; give one (an empty value adds no path)")
 
-    # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     given = o.state_dir or _openclaw_env("OPENCLAW_STATE_DIR", env)
+    # OpenClaw's environment is this one plus its own .env files (the state dir's may name another).
+    try:
+        home: str | None = openclaw_home(env)
+    except StateDirError:  # none to tell: a state dir given is still read; one that is not fails below
+        home = None
+    if given or home is not None:
+        env = with_dotenv(env, _expand(given, env) if given else str(default_state_dir(env)),
+                          bool(o.state_dir) or "OPENCLAW_STATE_DIR" in env, home)
+        given = o.state_dir or _openclaw_env("OPENCLAW_STATE_DIR", env)
+    # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     state_dir = Path(os.path.realpath(_expand(given, env) if given else default_state_dir(env)))
     agent = check_agent((o.agent or DEFAULT_AGENT).strip())
 

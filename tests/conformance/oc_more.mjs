@@ -8,6 +8,8 @@
 //   search     : an openclaw.json as OpenClaw reads it (migrateLegacyConfig: what its startup and
 //                `doctor --fix` do to older keys), then resolveMemorySearchConfig for an agent:
 //                extraPaths, query.maxResults and multimodal (provider "none": no embedding adapter)
+//   dotenv     : loadGlobalRuntimeDotEnvFiles into a given environment: the variables OpenClaw's own
+//                .env files (the state dir's, ~/.config/openclaw/gateway.env) add to it
 // Usage: node oc_more.mjs --batch < requests.jsonl   (one JSON answer per line)
 import fs from "node:fs";
 import path from "node:path";
@@ -68,6 +70,12 @@ const ops = {
     const r = resolve(cfg, req.agent ?? "main");
     return { changes: migrated.changes, extraPaths: r?.extraPaths ?? null, maxResults: r?.query?.maxResults ?? null,
              multimodal: r?.multimodal ?? null };
+  },
+  async dotenv(req) {
+    const load = await pick("src/infra/dotenv-global.ts", "loadGlobalRuntimeDotEnvFiles");
+    const env = { ...req.env };
+    load({ env, stateEnvPath: req.stateEnvPath, quiet: true, onWarning: () => {} });
+    return { env };
   },
   async suggest(req) {
     const fn = await pick("src/commands/doctor-workspace.ts", "shouldSuggestMemorySystem");

@@ -1,0 +1,94 @@
+"""The variables OpenClaw's own ``.env`` files add to its environment, as OpenClaw 2026.9.6 loads them.
+
+OpenClaw takes its environment from the process, then from ``<state dir>/.env`` and, where the
+state dir is its default (``~/.openclaw``, or none named), ``~/.config/openclaw/gateway.env`` (its
+``loadGlobalRuntimeDotEnvFiles``): a variable the process has, even empty, is kept; else the first
+file that sets it wins. So an ``OPENCLAW_WORKSPACE_DIR``, an ``OPENCLAW_CONFIG_PATH`` or a
+``${NAME}`` of openclaw.json kept in ``~/.openclaw/.env`` names the same folder for OpenClaw's agent
+and for this product (read without them, the memory was looked for in another workspace without a
+word). A file is read as OpenClaw reads it: by its real path, a regular file of at most 1 MiB,
+else left out without a word (OpenClaw's quiet load); its text is parsed by the rules of the
+``dotenv`` package 17 that OpenClaw uses (:func:`parse`), and a name that is not a portable
+variable name (``[A-Za-z_][A-Za-z0-9_]*``) is dropped.
+
+Not read: the current folder's ``.env``. OpenClaw's CLI reads it less ~200 names it refuses from a
+project's file (every ``OPENCLAW_*`` among them); a memory tool run from any folder would take
+that folder's variables.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+
+MAX_BYTES = 1 << 20  # OpenClaw's MAX_DOTENV_FILE_BYTES
+
+# JavaScript's \s and line terminators: the parser's regular expressions are JavaScript's, and
+# Python's \s, ^, $ and . differ from them (\x1c-\x1f and \x85 are space in Python only, U+FEFF
+# in JavaScript only; U+2028 and U+2029 end a line there).
+_SPACE = "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+_S = f"[{_SPACE}]"
+_ENDS = "\n\r\u2028\u2029"
+_BOL = rf"(?:\A|(?<=[{_ENDS}]))"
+_EOL = rf"(?=[{_ENDS}]|\Z)"
+# dotenv 17.4.2's LINE, written for Python's re with JavaScript's meaning (flags m and g). Compiled
+# when a file is there to parse (1.3 ms: most commands meet none).
+_LINE = (rf"{_BOL}{_S}*(?:export{_S}+)?([A-Za-z0-9_.-]+)(?:{_S}*={_S}*?|:{_S}+?)"
+         rf"({_S}*'(?:\\'|[^'])*'|{_S}*\"(?:\\\"|[^\"])*\"|{_S}*`(?:\\`|[^`])*`|[^#\r\n]+)?"
+         rf"{_S}*(?:#[^{_ENDS}]*)?{_EOL}")
+_QUOTED = rf"{_BOL}(['\"`])([\s\S]*)\1{_EOL}"
+_PORTABLE = r"[A-Za-z_][A-Za-z0-9_]*\Z"
+
+
+def parse(text: str) -> dict[str, str]:
+    """``KEY=value`` lines as the ``dotenv`` package parses them (``export`` before, ``KEY: value``,
+    a ``#`` comment after, a value in single, double or back quotes, a double-quoted one over several
+    lines with ``\\n`` and ``\\r`` expanded; a later line wins over an earlier one), portable names only."""
+    found: dict[str, str] = {}
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    for m in re.finditer(_LINE, text):
+        value = (m.group(2) or "").strip(_SPACE)
+        quote = value[:1]
+        value = re.sub(_QUOTED, r"\2", value)
+        if quote == '"':
+            value = value.replace("\\n", "\n").replace("\\r", "\r")
+        found[m.group(1)] = value
+    return {key: value for key, value in found.items() if re.match(_PORTABLE, key)}
+
+
+def with_dotenv(env: Mapping[str, str], state_dir: str, state_dir_named: bool, home: str | None) -> Mapping[str, str]:
+    """``env`` with what OpenClaw's global ``.env`` files add to it: those of ``state_dir`` (as named,
+    before links are followed: ``state_dir_named`` when ``OPENCLAW_STATE_DIR`` or ``--state-dir``
+    named it) and of OpenClaw's ``home`` (None: there is none to tell)."""
+    paths = [os.path.join(state_dir, ".env")]
+    if home is not None and (not state_dir_named
+                             or os.path.abspath(paths[0]) == os.path.abspath(os.path.join(home, ".openclaw", ".env"))):
+        paths.append(os.path.join(home, ".config", "openclaw", "gateway.env"))
+    added: dict[str, str] = {}
+    for path in paths:
+        for key, value in _read(path).items():
+            added.setdefault(key, value)
+    fresh = {key: value for key, value in added.items() if key not in env}
+    return {**env, **fresh} if fresh else env
+
+
+def _read(path: str) -> dict[str, str]:
+    """The variables of the file at ``path``; none where it is missing, unreadable, not a regular
+    file or over ``MAX_BYTES`` (OpenClaw leaves such a file out without a word)."""
+    try:
+        fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        data = os.read(fd, MAX_BYTES + 1)
+        while len(data) <= MAX_BYTES and (more := os.read(fd, MAX_BYTES + 1 - len(data))):
+            data += more
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    return {} if len(data) > MAX_BYTES else parse(data.decode("utf-8", "replace"))
