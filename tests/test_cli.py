@@ -377,3 +377,13 @@ def test_a_number_or_a_date_is_taken_only_as_typed_in_ascii_digits(cli, workspac
         assert res.returncode == 2 and res.json()["error"] == f"{args[-2]} must be {wanted}, not {args[-1]!r}", (args, res)
     assert cli("read", "MEMORY.md", "--from", "+2", "--lines", " 2 ", "--max-chars", "50", "--json").json()["text"] == "\nline"
     assert cli("prompt", "--date", "2026-11-30", "--peek", "--json").returncode == 0
+
+
+def test_an_error_quoting_a_name_with_a_line_end_stays_one_line(cli, workspace):
+    """A refused path holding a newline split the error over two lines on stderr (what a script
+    reads as the message was half of it); the JSON error keeps the exact name."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for args in (("read", "memory/a\nb.txt"), ("read", "note\r\n.md"), ("-w", "/no\nwhere", "files")):
+        res = cli(*args, "--json")
+        assert res.returncode == 2 and len(res.stderr.splitlines()) == 1 and "\\x0a" in res.stderr, (args, res.stderr)
+        assert "\n" in res.json()["error"], res.stdout

@@ -96,7 +96,9 @@ def error(message: str, as_json: bool, *, below: str = "") -> None:
     terminal only (where to get help)."""
     if as_json:
         _said(sys.stdout, lambda: print_json({"error": message}, one_line=True))
-    _said(sys.stderr, lambda: sys.stderr.write(f"error: {no_controls(message)}\n" + (f"{below}\n" if below else "")))
+    # One line: a line end in a name it quotes (`read $'a\nb.md'`) split it in two.
+    line = no_controls(message).replace("\n", "\\x0a").replace("\r", "\\x0d")
+    _said(sys.stderr, lambda: sys.stderr.write(f"error: {line}\n" + (f"{below}\n" if below else "")))
 
 
 def _said(stream, say) -> None:
