@@ -305,3 +305,19 @@ def test_a_window_of_every_line_reads_only_what_the_budget_can_show(workspace):
     assert result.warnings == ()  # the invalid byte is 500,000 lines further
     assert peak < 4 << 20, f"a window of 572 shown lines allocated {peak:,} bytes at its peak"
     assert read_memory_file("MEMORY.md", str(workspace), from_line=500_002).warnings  # where it is read, it is said
+
+
+def test_a_name_copied_from_the_listing_with_its_byte_escapes_is_answered_with_how_to_type_it(cli, workspace):
+    # `files` shows a byte that is not UTF-8 as \xNN; pasted back, that path was refused for its
+    # backslash and no more. The refusal now says the escape stands for a byte, and how a shell types it.
+    write(workspace / "MEMORY.md", "# Memory\n")
+    (workspace / "memory").mkdir(exist_ok=True)
+    (workspace / "memory" / os.fsdecode(b"bad\xffname.md")).write_text("note\n")
+    listed = cli("files").stdout
+    assert "memory/bad\\xffname.md\t" in listed
+    refused = cli("read", "memory/bad\\xffname.md")
+    assert refused.returncode == 2
+    assert refused.stderr == ("error: refused: memory/bad\\xffname.md contains a backslash; memory paths use '/' (\\xff "
+                              "in a listing is a byte of the name: in bash, $'memory/bad\\xffname.md')\n"), refused.stderr
+    assert cli("read", os.fsdecode(b"memory/bad\xffname.md")).stdout == "note\n"
+    assert "(" not in cli("read", "memory\\notes.md").stderr  # a backslash that stands for no byte: no such hint

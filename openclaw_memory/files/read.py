@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import stat
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -170,7 +171,10 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         raise PathRefused("no path given")
     refuse_unnamable(raw)
     if "\\" in raw:
-        raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'")
+        # A name as `files` lists it, a byte that is not UTF-8 shown as \xNN: say how to type the byte.
+        byte = re.search(r"\\x[0-9a-fA-F]{2}", raw)
+        typed = f" ({byte[0]} in a listing is a byte of the name: in bash, $'{raw}')" if byte else ""
+        raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'{typed}")
     if raw.startswith("~"):
         raise PathRefused(f"refused: {raw}: '~' is not expanded; give the path relative to the workspace or absolute")
     absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw))
