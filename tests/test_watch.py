@@ -178,6 +178,24 @@ def test_atomic_rename_save_is_picked_up(workspace, state_dir, cli, watch):
     assert w.stop() == 0
 
 
+def test_a_note_of_an_extra_folder_beside_the_workspace_is_watched_and_its_versions_kept(workspace, state_dir, cli, watch):
+    """Its name is `../notes/trip.md`: the versions' record joined that to the workspace and opened
+    `ws/../notes/trip.md` from the workspace's descriptor, a ValueError that ended the watch (and
+    `serve`) at its first sync with a traceback."""
+    seed(workspace)
+    notes = workspace.parent / "notes"
+    write(notes / "trip.md", "# Trip\n\nThe ferry to Hydra leaves at nine.\n")
+    extra = {"OPENCLAW_MEMORY_EXTRA_PATHS": str(notes)}
+    w = watch(**extra)
+    wait_for(lambda: "../notes/trip.md" in results(lambda *a: cli(*a, env=extra), "ferry Hydra"), WAIT)
+    write(notes / "trip.md", "# Trip\n\nThe ferry to Hydra leaves at ten.\n")
+    wait_for(lambda: w.change_for("../notes/trip.md", "updated"), WAIT)
+    history = cli("history", "../notes/trip.md", "--json", env=extra)
+    assert history.returncode == 0, history.stderr
+    assert len(history.json()["versions"]) == 2
+    assert w.stop() == 0
+
+
 def test_a_file_name_that_is_not_utf8_does_not_stop_the_watch(workspace, state_dir, cli, watch):
     seed(workspace)
     w = watch()

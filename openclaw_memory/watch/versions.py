@@ -52,7 +52,9 @@ def record_versions(settings: Settings, paths: Iterable[str], files: Sequence[Me
                     if known.get(path) in stored:
                         continue
                     try:
-                        store.observe_file(os.path.join(workspace, path), path)
+                        # A display path may lead out of the workspace (`../notes/a.md`, an extra folder
+                        # beside it): normalised, it is the scanner's name of the file again.
+                        store.observe_file(os.path.normpath(os.path.join(workspace, path)), path)
                     except (NotRegularFile, OSError):
                         continue  # gone or not a regular file any more: nothing to keep
     except MemoryToolError as exc:  # LockTimeout, DiskFull: the watch goes on, the index is apart
