@@ -483,7 +483,9 @@ def test_a_line_of_megabytes_is_parsed_in_one_pass(notes, cli):
     """A note may hold one huge line (doctor's tests write one of 20 MB): each pattern is linear in
     the line (a URL pattern scanned the rest of the line from every letter: the doctor suite's
     megabyte line timed out)."""
-    write(notes / "memory" / "huge.md", "z" * 2_000_000 + " [[heron]] memory/projects/heron.md " + "`a " * 300_000 + "\n")
+    write(notes / "memory" / "huge.md", "z" * 2_000_000 + " [[heron]] memory/projects/heron.md " + "`a " * 300_000 + "\n"
+          + "> " * 400_000 + "[[heron]]\n")  # block quotes a line deep: their markers are counted in one pass too
     rows = [row for row in _rows(cli("links", "--json").json()) if row[0] == "memory/huge.md"]
     assert rows == [("memory/huge.md", 1, "wiki", "[[heron]]", "ok", "memory/projects/heron.md"),
-                    ("memory/huge.md", 1, "mention", "memory/projects/heron.md", "ok", "memory/projects/heron.md")]
+                    ("memory/huge.md", 1, "mention", "memory/projects/heron.md", "ok", "memory/projects/heron.md"),
+                    ("memory/huge.md", 2, "wiki", "[[heron]]", "ok", "memory/projects/heron.md")]
