@@ -387,3 +387,19 @@ def test_an_error_quoting_a_name_with_a_line_end_stays_one_line(cli, workspace):
         res = cli(*args, "--json")
         assert res.returncode == 2 and len(res.stderr.splitlines()) == 1 and "\\x0a" in res.stderr, (args, res.stderr)
         assert "\n" in res.json()["error"], res.stdout
+
+
+def test_doctor_never_prints_a_names_escapes_bytes_or_line_ends_raw(cli, workspace):
+    """doctor printed a finding's message as its check wrote it: a file name's terminal escapes
+    reached the terminal raw, a byte that is not UTF-8 went out as that byte (a U+FFFD on screen
+    where every listing shows \\xff), and a newline in a name split it over two lines."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    (workspace / "memory").mkdir()
+    (workspace / "memory" / "\x1b[31mred\x07.md").write_bytes(b"bad \xff\n")
+    (workspace / "memory" / os.fsdecode(b"two\nlines\xfe.md")).write_bytes(b"a\x00b\n")
+    said = cli("doctor")
+    assert said.returncode == 1 and "\x1b" not in said.stdout and "\x07" not in said.stdout, said.stdout
+    assert "memory/\\x1b[31mred\\x07.md is not valid UTF-8" in said.stdout, said.stdout
+    assert "memory/two\\x0alines\\xfe.md holds a NUL byte" in said.stdout, said.stdout
+    exact = {p for f in cli("doctor", "--json").json()["findings"] for p in f["paths"]}
+    assert {"memory/\x1b[31mred\x07.md", os.fsdecode(b"memory/two\nlines\xfe.md")} <= exact

@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import print_json, printable, warn
+from ..output import no_controls, print_json, printable, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 
 def _ask(finding, description: str) -> bool:
     """One question per repair, on stderr, default yes (as OpenClaw asks); a closed stdin is a no."""
-    sys.stderr.write(f"\n{finding.severity}: {finding.id}\n{finding.message}\n")
+    sys.stderr.write(no_controls(f"\n{finding.severity}: {finding.id}\n{_message(finding)}\n"))
     while True:
-        sys.stderr.write(f"Repair {finding.id}: {description}? [Y/n]: ")
+        sys.stderr.write(no_controls(f"Repair {finding.id}: {description}? [Y/n]: "))
         sys.stderr.flush()
         answer = sys.stdin.readline()
         if not answer:  # end of input
@@ -30,11 +30,19 @@ def _ask(finding, description: str) -> bool:
         sys.stderr.write("Error: invalid input\n")
 
 
+def _message(finding, tried: bool = False) -> str:
+    """A finding's message, the paths it names shown as every listing shows them, one line each (a
+    name's terminal escapes reached the terminal raw, a newline split it; ``--json`` keeps them exact)."""
+    message = finding.without_fix_hint() if tried else finding.message
+    for path in sorted(set(finding.paths), key=len, reverse=True):
+        message = message.replace(path, printable(path))
+    return message
+
+
 def _block(finding, tried: bool = False) -> str:
     """A finding; one whose repair ``--fix`` just tried and could not make loses its hint to run it."""
     fix = " (fixable with --fix)" if finding.fixable and not tried else ""
-    message = finding.without_fix_hint() if tried else finding.message
-    return f"{finding.severity}: {finding.id}{fix}\n{message}\n{_paths(finding)}"
+    return f"{finding.severity}: {finding.id}{fix}\n{_message(finding, tried)}\n{_paths(finding)}"
 
 
 def _paths(finding, most: int = 10) -> str:
@@ -68,7 +76,7 @@ def _render(report, fix: bool) -> None:
         out.append(f"{len(blocking)} problem{'s' if plural else ''} {('remain' if plural else 'remains') if fix else 'found'}.")
         if not fix and any(f.fixable for f in blocking):
             out.append('Run "openclaw-memory doctor --fix" to repair the fixable ones.')
-    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.write(no_controls("\n".join(out)) + "\n")
 
 
 def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:
