@@ -33,6 +33,7 @@ it did not write.
 
 from __future__ import annotations
 
+import bisect
 import os
 import stat
 from dataclasses import dataclass, field
@@ -224,13 +225,12 @@ def _refuse_overlaps(plan: _Plan, workspace: str) -> None:
     placing as "changed while it was imported", exit 1, bidding a run again that could never
     finish), or the dream diary and its legacy twin (the scan lists one and skips the other)."""
     by_place = {t.resolved.abs_path: t for t in plan.targets.values()}
-    for place, target in by_place.items():
-        folder = os.path.dirname(place)
-        while folder != os.path.dirname(folder):
-            if folder in by_place:
-                raise Refusal(f"its files {by_place[folder].resolved.display} and {target.resolved.display} cannot "
-                              "both be here: the one is a folder of the other", target.record.member)
-            folder = os.path.dirname(folder)
+    places = sorted(by_place)
+    for place in places:  # a path below `place` sorts after `place + "/"`, before any other name
+        below = places[min(bisect.bisect_left(places, place + "/"), len(places) - 1)]
+        if below.startswith(place + "/"):
+            raise Refusal(f"its files {by_place[place].resolved.display} and {by_place[below].resolved.display} cannot "
+                          "both be here: the one is a folder of the other", by_place[below].record.member)
     dreams = [by_place.get(os.path.join(workspace, name)) for name in (DREAMS, LEGACY_DREAMS)]
     if dreams[0] is not None and dreams[1] is not None:
         raise Refusal(f"it holds both {DREAMS} and {LEGACY_DREAMS}: the scan lists {DREAMS} as the dream diary and "
