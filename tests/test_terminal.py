@@ -95,3 +95,13 @@ def test_write_stdin_on_a_terminal_says_what_it_waits_for(workspace, state_dir):
             proc.wait()
     assert proc.returncode == 0 and "created memory/typed.md" in out
     assert (workspace / "memory" / "typed.md").read_text() == "- typed by hand\n"
+
+
+def test_read_diff_on_a_terminal_shows_a_notes_control_characters_escaped(workspace, state_dir, cli):
+    """`read` escapes a note's control characters on a terminal; `read --diff` sent them raw (a
+    note's \\x1b[2J cleared the screen of whoever looked at what changed)."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    write(workspace / "MEMORY.md", "# Memory\n- \x1b[2Jgone\x07\n")
+    code, out = on_a_terminal(workspace, state_dir, ("read", "MEMORY.md", "--diff"), "stdout", TERM="xterm")
+    assert code == 0 and "+- \\x1b[2Jgone\\x07" in out and "\x1b" not in out and "\x07" not in out, repr(out)

@@ -45,7 +45,7 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
     if reported(result, json_out):
         return 0
     if result.mode == "diff":
-        sys.stdout.write(result.diff)
+        sys.stdout.write(no_controls(result.diff) if sys.stdout.isatty() else result.diff)  # (as _shown)
     elif result.mode == "unchanged":
         sys.stderr.write(f"{printable(result.path)}: unchanged since your last read (version {(result.version or '')[:12]})\n")
     elif result.mode == "full":
