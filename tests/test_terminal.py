@@ -105,3 +105,12 @@ def test_read_diff_on_a_terminal_shows_a_notes_control_characters_escaped(worksp
     write(workspace / "MEMORY.md", "# Memory\n- \x1b[2Jgone\x07\n")
     code, out = on_a_terminal(workspace, state_dir, ("read", "MEMORY.md", "--diff"), "stdout", TERM="xterm")
     assert code == 0 and "+- \\x1b[2Jgone\\x07" in out and "\x1b" not in out and "\x07" not in out, repr(out)
+
+
+def test_prompt_on_a_terminal_shows_a_notes_control_characters_escaped(workspace, state_dir):
+    """`prompt` wrote MEMORY.md and the daily notes to a terminal raw: a note's escape sequences drove it."""
+    write(workspace / "MEMORY.md", "# Memory\n- \x1b]0;owned\x07 title\n")
+    write(workspace / "memory" / "2026-11-30.md", "- \x1b[2J cleared\n")
+    code, out = on_a_terminal(workspace, state_dir, ("prompt", "--date", "2026-11-30", "--peek"), "stdout", TERM="xterm")
+    assert code == 0 and "\\x1b]0;owned\\x07 title" in out and "\\x1b[2J cleared" in out, repr(out)
+    assert "\x1b" not in out and "\x07" not in out, repr(out)

@@ -57,6 +57,12 @@ def no_controls(text: str) -> str:
     return _CONTROL.sub(_escaped, bytes_shown(text))
 
 
+def for_stdout(text: str) -> str:
+    """A note's text bound for stdout: on a terminal its control characters (but tab and line ends)
+    shown as ``\\xNN``, so that a note's escape sequences never drive it; a pipe gets it exact."""
+    return no_controls(text) if sys.stdout.isatty() else text
+
+
 @contextmanager
 def given_path(workspace: Path, path: str) -> Iterator[None]:
     """A memory path given on the command line is relative to the workspace: refused, the message

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import reported, warn
+from ..output import for_stdout, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_out: bool) -> int:
     section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=consume)
-    cuts = [f"{cut.path} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
+    cuts = [f"{printable(cut.path)} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
             "characters)" for cut in section.truncated]
     from ...settings import timezone_problem
 
@@ -25,5 +25,5 @@ def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_ou
             days = settings.prompt.startup.daily_memory_days
             warn(f"the startup memory section is empty: {settings.workspace} has no MEMORY.md or USER.md with text and no "
                  f"daily note of the last {days} day(s) (memory/YYYY-MM-DD.md)")
-        sys.stdout.write(section.text)
+        sys.stdout.write(for_stdout(section.text))
     return 0

@@ -7,7 +7,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import given_path, no_controls, printable, reported, warn
+from ..output import for_stdout, given_path, no_controls, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -33,8 +33,7 @@ def _shown(path: str, text: str) -> str:
     characters shown as ``\\xNN`` instead of sent raw (``--json`` gives the exact text)."""
     if "\x00" in text:
         warn(f"{printable(path)} is not text (it holds NUL bytes): control characters are shown escaped; --json gives the exact text")
-    if "\x00" in text or sys.stdout.isatty():
-        text = no_controls(text)
+    text = no_controls(text) if "\x00" in text else for_stdout(text)
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -45,7 +44,7 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
     if reported(result, json_out):
         return 0
     if result.mode == "diff":
-        sys.stdout.write(no_controls(result.diff) if sys.stdout.isatty() else result.diff)  # (as _shown)
+        sys.stdout.write(for_stdout(result.diff))
     elif result.mode == "unchanged":
         sys.stderr.write(f"{printable(result.path)}: unchanged since your last read (version {(result.version or '')[:12]})\n")
     elif result.mode == "full":
