@@ -1,0 +1,74 @@
+"""Divergences from OpenClaw 2026.9.6 found by a randomized differential run (hostile workspaces
+through ``files``/``read``/``prompt``), each reduced to its smallest workspace. A case marked
+``xfail(strict=True)`` is a bug on this side: the fix flips it."""
+
+from __future__ import annotations
+
+import pytest
+
+from .workspaces import build, our_read, our_scan, read_request, their_list, their_read
+
+
+@pytest.mark.xfail(strict=True, reason="read refuses any path starting with '~' ('~ is not expanded'), also a file "
+                                       "of a folder named '~' (or '~x.md') that files lists through an extra path "
+                                       "holding the workspace; OpenClaw takes such a path as relative and reads it")
+def test_a_listed_file_under_a_folder_named_tilde_is_read(oracle, new_ws, checks):
+    ws = new_ws()
+    build(ws, {"MEMORY.md": "m\n", "~/a.md": "under a folder named ~\n", "~b.md": "a name starting with ~\n"})
+    extra = ["."]
+    listing, *reads = oracle.batch([{"op": "list", "ws": str(ws), "extra": extra},
+                                    read_request(ws, "~/a.md", extra), read_request(ws, "~b.md", extra)])
+    ours = [f.path for f in our_scan(ws, extra).files]
+    checks.same("files", ours, their_list(ws, listing))
+    for path, answer in zip(["~/a.md", "~b.md"], reads):
+        checks.same(f"read {path!r}, a listed file", our_read(ws, path, extra), their_read(answer))
+    checks.done()
+
+
+def _read_through_settings(workspace, state, path, extra):
+    """``read`` as the CLI and MCP run it: the settings resolved from this workspace path (as given,
+    links in it kept) and ``memory.search.extraPaths`` of openclaw.json."""
+    import json
+
+    from openclaw_memory.errors import MemoryToolError
+    from openclaw_memory.memory.local import LocalMemory
+    from openclaw_memory.settings import Overrides, resolve_settings
+    from openclaw_memory.wire import to_json
+
+    from .workspaces import openclaw_keys
+
+    state.mkdir(exist_ok=True)
+    (state / "openclaw.json").write_text(json.dumps({"memory": {"search": {"extraPaths": extra}}}))
+    try:
+        return openclaw_keys(to_json(LocalMemory(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state))))
+                                     .read(path)))
+    except MemoryToolError:
+        return "ERROR"
+
+
+# The workspace as configured holds a link (macOS's /tmp and /var are links to /private/...): a file
+# named by its absolute path as the workspace is spelled. Relative paths are read as OpenClaw reads them.
+LINKED_WORKSPACES = {
+    # a link above the workspace: a file of an extra folder inside it, and of one beside it
+    "link above": ("L/ws", ["notes", "../ex"], ["L/ws/notes/n.md", "L/ex/e.md"]),
+    # the workspace itself a link, with an extra path above it: the root files and memory/
+    "workspace a link": ("real/wslink", [".."], ["real/wslink/MEMORY.md", "real/wslink/memory/a.md"]),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="an absolute path spelled through the workspace as configured, where that "
+                                       "spelling holds a link, is refused ('not a memory path' for a file of an extra "
+                                       "path: files/read.py's alias fallback only takes workspace memory paths and "
+                                       "only when no extra path admits the spelling; 'goes through a symlink' when "
+                                       "an extra path above admits it first); OpenClaw reads them")
+def test_absolute_paths_through_a_linked_workspace_are_read(oracle, tmp_path, checks):
+    for label, (ws_rel, extra, paths) in LINKED_WORKSPACES.items():
+        base = tmp_path / label.replace(" ", "-")
+        build(base, {"real/ws/MEMORY.md": "m\n", "real/ws/memory/a.md": "a\n", "real/ws/notes/n.md": "n\n",
+                     "real/ex/e.md": "e\n", "L": ("symlink", "real"), "real/wslink": ("symlink", "ws")})
+        ws = base / ws_rel
+        answers = oracle.batch([read_request(ws, str(base / p), extra) for p in paths])
+        for p, answer in zip(paths, answers):
+            mine = _read_through_settings(ws, base / "state", str(base / p), extra)
+            checks.same(f"{label}: read {p} (workspace {ws_rel}, extra {extra})", mine, their_read(answer))
+    checks.done()
