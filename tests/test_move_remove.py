@@ -180,6 +180,18 @@ def test_mv_force_from_a_folder_it_may_not_change_archives_nothing(cli, workspac
         assert "remove" not in cli("log", "--extra", str(extra)).stdout
 
 
+def test_a_destination_it_may_not_write_is_named_as_the_destination(cli, workspace, tmp_path):
+    """The refusal named the source's folder ("cannot write in the workspace (…/memory)") where the
+    destination's (a read-only extra path) was the one that could not be written."""
+    with tmpfs(tmp_path / "extra", "8m") as extra:
+        assert subprocess.run(["mount", "-o", "remount,ro", str(extra)], capture_output=True).returncode == 0
+        write(workspace / "memory" / "b.md", KETTLE)
+        assert cli("read", "memory/b.md", "--extra", str(extra)).returncode == 0
+        moved = cli("mv", "memory/b.md", str(extra / "b.md"), "--no-index", "--extra", str(extra))
+        assert moved.returncode == 1 and f"({extra})" in moved.stderr and "Read-only file system" in moved.stderr
+        assert "nothing was moved" in moved.stderr and (workspace / "memory" / "b.md").read_text() == KETTLE
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_a_move_across_file_systems_keeps_the_notes_owner_and_mode(workspace, state_dir, tmp_path):
     """Root (sudo, a service of root's) moving a user's note to another disk: the copy was root's,

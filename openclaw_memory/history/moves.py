@@ -23,6 +23,7 @@ taken aside gets it back, a half copy goes); the bytes were in the history all a
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from dataclasses import dataclass, replace
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from .. import faults
 from ..database import enc
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, os_error
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import leftover_kind
@@ -153,7 +154,14 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         os.close(fd)
         fd = None
         check_names_may_change(src_folder.fd)
-        dst_folder, existed = make_folder(target)
+        try:
+            dst_folder, existed = make_folder(target)
+            check_names_may_change(dst_folder.fd)
+        except OSError as exc:  # named as the destination's (translated names the source's folder)
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            raise os_error(exc, f"the workspace ({os.path.dirname(target.abs_path)})",
+                           f"nothing was moved: {source.display} is unchanged") from None
         replaced, replaced_mode = _replaced(store, dst_folder, target, force)
         with in_history():
             op = write_intent(settings.data_dir, FileOp(
