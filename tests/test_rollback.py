@@ -188,6 +188,33 @@ def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_betwe
     assert memory_files(workspace) == after
 
 
+def test_a_note_moved_from_where_it_cannot_come_back_is_left_where_it_is_never_archived(cli, workspace, tmp_path):
+    """Moved out of an extra path naming one file (which then names nothing, and cannot be written),
+    or out of a folder that is a file now: a rollback to before the move cannot bring it back there,
+    and archived it where it is, so the note left the memory; the extra path's name was not even
+    named in a warning."""
+    solo = tmp_path / "solo.md"
+    write(solo, "# Solo\n")
+    write(workspace / "memory" / "sub" / "a.md", "# A\n")
+    extra = ("--extra", str(solo))
+    assert cli("read", str(solo), *extra).returncode == 0 and cli("read", "memory/sub/a.md", *extra).returncode == 0
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    assert cli("mv", str(solo), "memory/solo.md", "--no-index", *extra).returncode == 0
+    assert cli("mv", "memory/sub/a.md", "memory/a.md", "--no-index", *extra).returncode == 0
+    (workspace / "memory" / "sub").rmdir()
+    write(workspace / "memory" / "sub", "a file where the folder was\n")
+
+    done = cli("rollback", "--to", iso_moment(moment), "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {"memory/a.md": "unchanged", "memory/solo.md": "unchanged"}
+    assert (workspace / "memory" / "solo.md").read_text() == "# Solo\n" and (workspace / "memory" / "a.md").read_text() == "# A\n"
+    warnings = " ".join(done.json()["warnings"])
+    assert f"{solo} left as it is" in warnings and "memory/sub/a.md left as it is" in warnings
+    assert "memory/solo.md left as it is" in warnings and "memory/a.md left as it is" in warnings
+
+
 def test_a_note_moved_to_an_extra_path_configured_no_more_comes_back_to_the_workspace(cli, workspace, tmp_path):
     """Its history lives under the extra path's file now, and that path is no memory of this
     workspace any more; the name it had at the moment is, and gets the note back (the extra path's

@@ -116,11 +116,14 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
         # up to its granularity: a ctime that close to the moment cannot tell before from after.
         before_ns = moment.when * 1e9 - guard_ns(workspace, *extra)
     fates: list[Fate] = []
+    stranded: dict[str, str] = {}  # a version a name held then that cannot be written now: by version, that name
     for abs_path in sorted(set(now) | set(targets)):
         try:
             resolved = resolve_memory_path(abs_path, workspace, extra)
         except (PathRefused, UsageError) as exc:
             notes.append(f"{abs_path} left as it is: {exc}")
+            if (aim := targets.get(abs_path)) is not None and aim.version is not None:
+                stranded[aim.version] = display_path(abs_path, workspace)
             continue
         before = current_version(store, resolved, record)
         after = targets.get(abs_path, Aim(None, 0))
@@ -137,8 +140,16 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             # Nothing can be brought back there: planned, its step failed after the intent was
             # journaled, and every later rollback (and doctor --fix) failed on it again.
             notes.append(f"{resolved.display} left as it is: a folder on its path is a file, so it cannot be brought back")
+            stranded[after.version] = resolved.display
             continue
         fates.append(Fate(resolved, _fate(before, after), before, after))
+    for i, f in enumerate(fates):
+        if f.fate == ARCHIVE and f.before is not None and f.before.version in stranded:
+            # Moved here from a name that cannot be written now (an extra path naming one file, gone
+            # since; a folder on its path a file now): archived, the note left the memory altogether.
+            notes.append(f"{f.resolved.display} left as it is: at the moment its bytes were at "
+                         f"{stranded[f.before.version]}, where they cannot be brought back now")
+            fates[i] = Fate(f.resolved, UNCHANGED, f.before, Aim(f.before.version, f.before.size))
     missing = [f for f in fates if f.after.version is not None and f.fate != UNCHANGED and not store.objects.has(f.after.version)]
     if missing:
         raise MemoryToolError(f"cannot roll back to {moment.shown}: the history no longer holds "
@@ -196,7 +207,7 @@ def _see_removals(settings: Settings, store: HistoryStore, present: set[str]) ->
     roots = (str(settings.workspace), *settings.extra_paths)
     for raw, display, version, size, origin in rows:
         path = dec(raw)
-        if origin == REMOVE or path in present or not any(path.startswith(r.rstrip("/") + "/") for r in roots):
+        if origin == REMOVE or path in present or not _under(path, roots):
             continue
         try:
             resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
@@ -206,6 +217,13 @@ def _see_removals(settings: Settings, store: HistoryStore, present: set[str]) ->
         if gone:
             with store.lock():
                 store.record(path, dec(display), version, size, REMOVE, None)
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    """Whether ``path`` is a file of one of ``roots``: below it, or the root itself (an extra path
+    that names one file: moved away or deleted, it was left out, so a rollback archived its note's
+    new name and said nothing of the old)."""
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def _fate(before: FileVersion | None, after: Aim) -> str:
@@ -278,7 +296,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     named_then: set[str] = set()
     unknown: list[str] = []
     def memory_now(path: str) -> bool:  # not under an extra path no longer configured
-        return any(path.startswith(root.rstrip("/") + "/") for root in roots)
+        return _under(path, roots)
 
     for raw, entries in by_path.items():
         path = dec(raw)
