@@ -362,6 +362,10 @@ def test_a_stream_that_cannot_hold_a_character_gets_its_escape_never_a_traceback
     assert as_json.returncode == 0 and as_json.json()["text"] == "# Café ☕", as_json
     refused = cli_process("read", "memory/café.txt", "--json", env=env)
     assert refused.returncode == 2 and "café.txt" in refused.json()["error"] and "Traceback" not in refused.stderr, refused
+    # A Latin-1 stdout can hold é: JSON is still UTF-8 by its rule, so it is all ASCII there (\u escapes)
+    latin = subprocess.run([sys.executable, "-m", "openclaw_memory", "files", "--json"], capture_output=True, cwd=workspace,
+                           env=env_for(workspace, workspace.parent / "state", PYTHONIOENCODING="latin-1"), timeout=120)
+    assert latin.returncode == 0 and latin.stdout.isascii() and b"caf\\u00e9.md" in latin.stdout, latin
 
 
 def test_a_number_or_a_date_is_taken_only_as_typed_in_ascii_digits(cli, workspace):

@@ -11,7 +11,7 @@ import os
 import sys
 
 from ..errors import BadValue, MemoryToolError, describe_os_error
-from .output import delivered, error
+from .output import delivered, error, utf8_stream
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
 
@@ -119,13 +119,7 @@ def _fill_closed_streams() -> None:
 def _escape_what_streams_cannot_hold() -> None:
     """A character stdout's or stderr's encoding cannot hold (a Latin-1 or ASCII locale,
     ``PYTHONIOENCODING=ascii``: a note's ``é``) is written as its escape (``\\xe9``), not a
-    UnicodeEncodeError traceback; JSON escapes it itself (``output.print_json``)."""
-    import codecs
-
+    UnicodeEncodeError traceback; JSON is all ASCII there (``output.print_json``)."""
     for stream in (sys.stdout, sys.stderr):
-        try:
-            utf8 = codecs.lookup(stream.encoding).name == "utf-8"
-        except (AttributeError, LookupError, TypeError):
-            continue
-        if not utf8 and hasattr(stream, "reconfigure"):
+        if not utf8_stream(stream) and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")

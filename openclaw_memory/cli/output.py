@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -18,15 +19,23 @@ from ..errors import PathRefused, bytes_shown, printable
 CLOSED_STREAMS: set[str] = set()
 
 
+def utf8_stream(stream) -> bool:
+    """Whether ``stream`` writes UTF-8 (one whose encoding is not named is taken to)."""
+    encoding = getattr(stream, "encoding", None)
+    try:
+        return encoding is None or codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
 def print_json(data, *, one_line: bool = False) -> None:
     indent = None if one_line else 2
-    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    text = json.dumps(data, ensure_ascii=not utf8_stream(sys.stdout), indent=indent)
     try:
-        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
-    except (UnicodeEncodeError, LookupError):
+        text.encode("utf-8")
+    except UnicodeEncodeError:
         # A file name that is not UTF-8 (surrogate-escaped): \udcXX escapes keep the JSON valid
-        # UTF-8 and give the exact name back to a JSON reader. So do \u escapes for a character
-        # stdout's encoding cannot hold (an ASCII or Latin-1 locale).
+        # UTF-8 and give the exact name back to a JSON reader.
         text = json.dumps(data, ensure_ascii=True, indent=indent)
     sys.stdout.write(text + "\n")
 

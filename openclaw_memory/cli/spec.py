@@ -145,7 +145,8 @@ class Command:
 # What a number or a date flag takes: ASCII digits as typed (int(), float() and date.fromisoformat
 # also took '1_000', full-width and Arabic-Indic digits, '20261130', the week date '2026-W48-1').
 _INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
-_NUMBER = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*", re.ASCII)
+_NUMBER = re.compile(r"\s*[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?|nan|inf(?:inity)?)\s*",
+                     re.ASCII | re.IGNORECASE)  # (nan and inf: the range check answers them)
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
