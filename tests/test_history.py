@@ -11,6 +11,7 @@ from conftest import settings_for, sql_statements, write
 from openclaw_memory.database import Database
 from openclaw_memory.history.objects import ObjectStore
 from openclaw_memory.history.store import HistoryStore
+from openclaw_memory.log.activity import changed_lines
 from openclaw_memory.memory.local import LocalMemory
 from openclaw_memory.wire import to_json
 
@@ -233,6 +234,21 @@ def test_read_diff_marks_a_missing_final_newline(workspace, state_dir):
     write(workspace / "memory/a.md", "a\nb\n")
     out = LocalMemory(s).read_diff("memory/a.md").diff
     assert out.endswith("-b\n\\ No newline at end of file\n+b\n")
+
+
+def test_read_diff_numbers_lines_as_read_does_and_marks_only_the_last(workspace, state_dir):
+    """A line ends at a line feed alone, as `read --from` counts: a form feed, a lone CR or U+2028
+    inside a line made the diff's hunks count more lines than `read` has, and put git's "No newline
+    at end of file" marker after each of them, in the middle of the diff (and `log` counted those
+    lines too)."""
+    s = settings_for(workspace, state_dir)
+    write(workspace / "memory/a.md", "one\ntwo\n")
+    LocalMemory(s).read("memory/a.md")
+    write(workspace / "memory/a.md", "one\ntwo\u2028still two\x0cand\rstill\nthree\n")
+    out = LocalMemory(s).read_diff("memory/a.md").diff
+    assert "@@ -1,2 +1,3 @@" in out and "No newline" not in out
+    assert out.endswith("-two\n+two\u2028still two\x0cand\rstill\n+three\n")
+    assert changed_lines(b"one\ntwo\n", "one\ntwo\u2028still two\x0cand\rstill\nthree\n".encode()) == (2, 1)
 
 
 def test_read_diff_falls_back_to_the_full_read_when_the_old_version_was_evicted(workspace, state_dir):

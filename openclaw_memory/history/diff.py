@@ -99,11 +99,19 @@ def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_versio
     b, bad_b = decode_lossy(new)
     out = []
     for line in difflib.unified_diff(
-        a.splitlines(keepends=True), b.splitlines(keepends=True),
+        lines_of(a), lines_of(b),
         fromfile=f"a/{path} (version {short(old_version)})", tofile=f"b/{path} (version {short(new_version)})",
     ):
         out.append(line if line.endswith("\n") else line + "\n" + NO_NEWLINE)
     return "".join(out), bad_a or bad_b
+
+
+def lines_of(text: str) -> list[str]:
+    """``text``'s lines as ``read`` numbers them, each with its line end: a line ends at ``\\n`` alone
+    (``str.splitlines`` also breaks at ``\\r``, a form feed, U+2028 ...: the hunks' line numbers were
+    not ``read``'s, and each such break got git's "No newline at end of file" marker)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def _read_whole(resolved) -> bytes | None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..database import dec, enc
 from ..errors import BadValue, shown
 from ..files.jstext import decode_lossy
+from ..history.diff import lines_of
 from ..history.store import HistoryStore
 from ..history.versions import ORIGINS, REMOVE, iso_time, logged_version
 from ..index.filters import SearchFilters
@@ -151,8 +152,7 @@ class _Contents:
 def changed_lines(old: bytes, new: bytes) -> tuple[int, int]:
     """Lines added and removed from ``old`` to ``new``: the + and - lines ``read --diff`` shows
     (the same lines, decoded the same way, the same matcher)."""
-    a = decode_lossy(old)[0].splitlines(keepends=True)
-    b = decode_lossy(new)[0].splitlines(keepends=True)
+    a, b = lines_of(decode_lossy(old)[0]), lines_of(decode_lossy(new)[0])
     added = removed = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
         if tag != "equal":
