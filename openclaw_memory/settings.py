@@ -874,6 +874,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         raise UsageError("the extra path given with --extra is empty; give one (an empty value adds no path)")
 
     given = o.state_dir or _openclaw_env("OPENCLAW_STATE_DIR", env)
+    _fits("state dir", given, StateDirError)
     # OpenClaw's environment is this one plus its own .env files (the state dir's may name another).
     try:
         home: str | None = openclaw_home(env)
@@ -885,6 +886,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         given = o.state_dir or _openclaw_env("OPENCLAW_STATE_DIR", env)
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     state_dir = Path(os.path.realpath(_expand(given, env) if given else default_state_dir(env)))
+    _fits("state dir", str(state_dir), StateDirError)
     agent = check_agent((o.agent or DEFAULT_AGENT).strip())
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
@@ -1045,10 +1047,22 @@ def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
     return roster[0][0] if len(roster) == 1 else None
 
 
+def _fits(what: str, path: str | None, error: type[UsageError]) -> None:
+    """Refuse a path no system call takes (`-w "$NOTE"` holding a note by mistake): in one short line,
+    not echoed whole (100,000 characters came back), nor an OSError worded at exit 1."""
+    from .files.read import _PATH_MAX
+
+    size = len(path.encode("utf-8", "surrogatepass")) if path else 0
+    if size >= _PATH_MAX:
+        raise error(f"the {what} path is longer than the system allows ({size:,} bytes; at most {_PATH_MAX - 1:,}): "
+                    f"{shown(path, 60)}")
+
+
 def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str] | None = None) -> Path:
     """The workspace's real path (a ``~`` in ``raw``: OpenClaw's home, from ``env``); refused
     (WorkspaceError, naming ``source``: where the path was given or configured) when it is missing,
     not a folder or not readable."""
+    _fits("workspace", raw, WorkspaceError)
     path = Path(_expand(raw, env))
     given = f" ({source})" if source else ""
     try:

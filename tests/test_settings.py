@@ -744,6 +744,15 @@ def test_a_configured_workspace_of_white_space_alone_is_not_set_never_the_curren
         assert res.json()["error"].startswith(f"workspace not found: {state_dir / 'workspace'} (OpenClaw's default"), res.stdout
 
 
+def test_a_workspace_or_state_dir_longer_than_the_system_allows_is_one_short_line(cli):
+    """`-w "$NOTE"` holding 100,000 characters by mistake echoed them all back; the same as
+    --state-dir was an OSError worded at exit 1, the whole path echoed too."""
+    for flag in ("-w", "--state-dir"):
+        res = cli(flag, "a" * 100_000, "files", "--json")
+        assert res.returncode == 2 and len(res.stderr) < 300, (flag, res.returncode, res.stderr[:300])
+        assert "path is longer than the system allows" in res.json()["error"], res.stdout[:300]
+
+
 # OpenClaw 2026.9.6's answer for this config (its startup migration, then resolveMemorySearchConfig for
 # agent ops; tests/conformance/test_openclaw_settings.py asks it again): the older spellings fill only
 # what memory.search lacks, key by key; multimodal's keys are each the agent's own before the shared one.
