@@ -201,6 +201,7 @@ def test_version(capsys):
     (["watchdog"], ("watchdog",)), (["watchdog", "-h"], ("watchdog",)), (["watchdog", "snapshot", "--help"], ("watchdog", "snapshot")),
     (["migrate", "-h"], ("migrate",)),  # help before a missing required option
     (["help"], ()), (["help", "search"], ("search",)), (["-w", "x", "help", "watchdog", "verify"], ("watchdog", "verify")),
+    (["help", "help"], ()),  # (was "no such command 'help'", which completion offers after `help`)
 ])
 def test_help_wherever_it_is_asked(capsys, argv, words):
     assert main(argv) == 0

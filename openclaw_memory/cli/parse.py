@@ -283,7 +283,7 @@ class _Level(argparse.ArgumentParser):
         if name == HELP_WORD and name not in self.names:  # `help [COMMAND]`: that command's --help
             if rest and rest[0] in self.names:
                 return [f for f in flags if f not in HELP_FLAGS] + [rest[0], HELP_FLAGS[1], *rest[1:]]
-            if rest and not rest[0].startswith("-"):  # a command that does not exist: not the root's help, exit 0
+            if rest and rest[0] != HELP_WORD and not rest[0].startswith("-"):  # a command that does not exist: not the root's help, exit 0
                 raise CommandLineError(_unknown_command(rest[0], self.names, self.words), self.words)
             return [*flags, HELP_FLAGS[1]]
         if name not in self.names:
