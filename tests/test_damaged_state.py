@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -295,6 +296,30 @@ def test_a_search_never_answers_from_a_damaged_shard_as_if_it_were_whole(built, 
         assert result.json()["results"] == whole.json()["results"], "answered from a damaged shard"
     else:
         assert result.returncode == 1 and "damaged" in result.stderr and "doctor --fix" in result.stderr, result.stderr
+
+
+def test_a_payload_whose_lines_were_changed_in_place_is_damaged_not_a_wrong_citation(built):
+    """The payload pages hold no checksum: a start line rewritten in place (one byte, the page still
+    decodes) was read as it stood, and the search cited other lines than its snippet shows."""
+    built.restore()
+    query = ("search", "note about sailing", "--mode", "text", "--no-sync", "--json")
+    changed = 0
+    for page in glob.glob(str(_data_dir(built.sd) / "index/edge/memory-dir-main/segments/*/payload_storage/page_0.dat")):
+        data = bytearray(Path(page).read_bytes())
+        for m in re.finditer(rb'"startLine":(1)\D', data):  # the pages are compressed: the first number is literal
+            data[m.start(1)] = ord("3")  # the chunk now claims to start at line 3, its body unchanged
+            changed += 1
+        Path(page).write_bytes(bytes(data))
+    assert changed
+    result = built.run(*query)
+    _clean(result)
+    assert result.returncode == 1 and "damaged" in result.stderr and "doctor --fix" in result.stderr, result.stdout
+    assert "index-damaged" in {f["id"] for f in built.run("doctor", "--json").json()["findings"]}
+    assert built.run("doctor", "--fix").returncode == 0
+    for hit in built.run(*query).json()["results"]:
+        for passage in hit["passages"]:
+            read = built.run("read", passage["citation"], "--json").json()["text"]
+            assert read.split("\n\n[More content available.")[0] == passage["snippet"], (passage["citation"], read)
 
 
 def test_damaged_journal_is_set_aside_and_the_interrupted_rename_recovered(built):

@@ -67,6 +67,13 @@ while True:
         norm = math.sqrt(sum(x * x for x in v)) if v else 0.0
         if not (p.payload and isinstance(p.payload.get("path"), str)) or abs(norm - 1.0) > 1e-3:
             bad += 1
+            continue
+        # A chunk's body is exactly its lines: a start, an end or a body changed in place (the
+        # payload pages hold no checksum) would cite other lines than the snippet shows.
+        body, first, last = p.payload.get("body"), p.payload.get("startLine"), p.payload.get("endLine")
+        if isinstance(body, str) and not (isinstance(first, int) and isinstance(last, int)
+                                          and 1 <= first <= last and body.count("\n") == last - first):
+            bad += 1
     if offset is None:
         break
 shard.query(qe.QueryRequest(limit=1, query=qe.Query.Nearest([1.0] + [0.0] * (dim - 1), using="dense"), with_payload=True))
