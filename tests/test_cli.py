@@ -407,3 +407,20 @@ def test_doctor_never_prints_a_names_escapes_bytes_or_line_ends_raw(cli, workspa
     assert "memory/two\\x0alines\\xfe.md holds a NUL byte" in said.stdout, said.stdout
     exact = {p for f in cli("doctor", "--json").json()["findings"] for p in f["paths"]}
     assert {"memory/\x1b[31mred\x07.md", os.fsdecode(b"memory/two\nlines\xfe.md")} <= exact
+
+
+@pytest.mark.parametrize("encoding, errors", [("ascii", "backslashreplace"), ("utf-8", "surrogateescape")])
+def test_the_json_lines_of_watch_and_serve_stay_json_whatever_stdout_writes(monkeypatch, encoding, errors):
+    """watch --json and serve --json wrote each line with its own json.dumps: a note named café.md
+    was a \\xe9 escape (no JSON) on an ASCII stdout, a name that is not UTF-8 its raw byte (no UTF-8)."""
+    import io
+    import json
+
+    from openclaw_memory.cli.commands.serve_cmd import _emit_json
+
+    out = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out, encoding=encoding, errors=errors))
+    _emit_json({"path": "memory/café.md"})
+    _emit_json({"path": "memory/bad\udcff.md"})
+    lines = out.getvalue().decode("utf-8").splitlines()
+    assert [json.loads(line)["path"] for line in lines] == ["memory/café.md", "memory/bad\udcff.md"], lines

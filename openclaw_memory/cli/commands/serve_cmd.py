@@ -7,17 +7,16 @@ from typing import TYPE_CHECKING
 
 from ...extras import require
 from ...memory import to_json
-from ..output import warn
+from ..output import print_json, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
 
 
 def _emit_json(data: dict) -> None:
-    import json
-
-    # One object per line, flushed: a program reads the stream as it comes.
-    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    # One object per line, flushed: a program reads the stream as it comes (print_json's escapes: a
+    # name that is not UTF-8, a stdout that does not write UTF-8).
+    print_json(data, one_line=True)
     sys.stdout.flush()
 
 
