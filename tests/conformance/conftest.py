@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,11 +100,17 @@ class Oracle:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OC_ROOT": str(self.root), "HOME": str(self.home),
                "NO_COLOR": "1", "TZ": "UTC"}
         payload = "".join(json.dumps(r) + "\n" for r in requests)
-        proc = subprocess.run([self.node, str(script), "--batch"], input=payload, capture_output=True, text=True,
-                              env=env, timeout=600)
-        answers = [json.loads(line) for line in proc.stdout.split("\n") if line.strip()]
+        # Answers go to a file: both scripts end with process.exit(), which drops what a pipe has not
+        # taken yet (a batch answering over 128 KiB came back cut short); a file is written at once.
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.run([self.node, str(script), "--batch"], input=payload.encode(), stdout=out,
+                                  stderr=subprocess.PIPE, env=env, timeout=600)
+            out.seek(0)
+            stdout = out.read().decode("utf-8")
+        answers = [json.loads(line) for line in stdout.split("\n") if line.strip()]
         if len(answers) != len(requests):
-            raise AssertionError(f"oracle answered {len(answers)} of {len(requests)} requests (rc {proc.returncode}): {proc.stderr[-2000:]}")
+            raise AssertionError(f"oracle answered {len(answers)} of {len(requests)} requests (rc {proc.returncode}): "
+                                 f"{proc.stderr.decode('utf-8', 'replace')[-2000:]}")
         return answers
 
     def batch(self, requests: list[dict]) -> list[dict]:

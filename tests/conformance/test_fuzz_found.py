@@ -72,3 +72,11 @@ def test_absolute_paths_through_a_linked_workspace_are_read(oracle, tmp_path, ch
             mine = _read_through_settings(ws, base / "state", str(base / p), extra)
             checks.same(f"{label}: read {p} (workspace {ws_rel}, extra {extra})", mine, their_read(answer))
     checks.done()
+
+
+def test_a_batch_answering_over_a_pipe_buffer_comes_back_whole(oracle, home):
+    """The oracle scripts end with process.exit(): answers read through a pipe were cut at 128 KiB."""
+    paths = [f"memory/{i:04d}-{'x' * 100}.md" for i in range(3000)]
+    requests = [{"op": "ismemorypath", "ws": str(home), "paths": paths[i:i + 500]} for i in range(0, len(paths), 500)]
+    answers = oracle.batch(requests)
+    assert sum(len(a["isMemoryPath"]) for a in answers) == len(paths)
