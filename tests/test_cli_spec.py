@@ -151,6 +151,9 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["index", "--verbose"], "no such option: --verbose: progress is always on stderr", "index"),
     (["files", "--verbose"], "no such option: --verbose: progress and warnings always go to stderr", "files"),
     (["search"], "missing argument QUERY (or --query TEXT)", "search"),
+    # `--json` of the two commands that print no JSON result was "did you mean --session?"
+    (["completion", "bash", "--json"], "no such option: --json: completion prints a shell script", "completion"),
+    (["mcp", "--json"], "no such option: --json: mcp speaks MCP's JSON-RPC", "mcp"),
     # `--version` after a command was "did you mean --session?"
     (["files", "--version"], "no such option: --version: the version is `openclaw-memory --version`, before any command", "files"),
     # names people type for a command, and a command flag before the command it belongs to

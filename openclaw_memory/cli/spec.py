@@ -314,9 +314,10 @@ _WRITTEN: tuple[Command, ...] = (
             opts=(
                 Opt("serve", ("--serve",), "Start the workspace's service in the background first when none runs.", kind="switch", default=False),
                 Opt("http", ("--http",), "Serve MCP over streamable HTTP on this loopback HOST:PORT instead of stdio (runs the service in the foreground).", metavar="ADDR"),
-            )),
+            ), instead=(("--json", "mcp speaks MCP's JSON-RPC on stdin/stdout: every answer is JSON already"),)),
     Command("completion", "Print a shell completion script, generated from this command spec: eval \"$(openclaw-memory completion bash)\".",
-            lambda settings, shell: _completion(shell), args=(Arg("shell", "bash, zsh or fish."),), needs_settings=False),
+            lambda settings, shell: _completion(shell), args=(Arg("shell", "bash, zsh or fish."),), needs_settings=False,
+            instead=(("--json", "completion prints a shell script, not JSON"),)),
 )
 
 GROUPS = {"watchdog": "Snapshot the workspace and report what changed since (changed, deleted, new files)."}
