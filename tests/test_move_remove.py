@@ -164,6 +164,26 @@ def test_a_move_whose_source_cannot_lose_its_name_is_undone_and_blocks_nothing_a
         assert cli("mv", "memory/b.md", "memory/c.md", "--no-index", *extra_args).returncode == 0
 
 
+def test_a_forced_move_stopped_after_archiving_the_destination_says_it_is_archived(cli, workspace, state_dir):
+    """The source's name could not go (an append-only folder, which its mode does not show) after
+    `--force` archived the file at the destination: "nothing was moved" alone, and that note gone
+    from the workspace without a word."""
+    write(workspace / "memory" / "kept" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", KETTLE)
+    assert cli("read", "memory/kept/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    _append_only(workspace / "memory" / "kept")
+    try:
+        moved = cli("mv", "memory/kept/a.md", "memory/b.md", "--force", "--no-index")
+    finally:
+        subprocess.run(["chattr", "-a", str(workspace / "memory" / "kept")], check=False)
+    assert moved.returncode == 1 and "nothing was moved" in moved.stderr, moved.stderr
+    assert "memory/b.md is archived" in moved.stderr and "restore memory/b.md --last" in moved.stderr
+    assert (workspace / "memory" / "kept" / "a.md").read_text() == HERON and not (workspace / "memory" / "b.md").exists()
+    assert pending(settings_for(workspace, state_dir)) is None
+    assert cli("restore", "memory/b.md", "--last", "--no-index").returncode == 0
+    assert (workspace / "memory" / "b.md").read_text() == KETTLE
+
+
 def test_mv_force_from_a_folder_it_may_not_change_archives_nothing(cli, workspace, tmp_path):
     """A read-only extra path: `mv --force` archived the destination's note (gone from the
     workspace, into the history) and then failed at the source, saying "nothing was moved"."""

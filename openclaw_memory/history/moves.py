@@ -45,7 +45,7 @@ from ..fsutil.move import (
     same_file,
     unlink_other_name,
 )
-from ..fsutil.safeopen import Folder, NotRegularFile
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from ..wire import key
 from .fileops import (
     IMPORT_OP,
@@ -191,8 +191,15 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             return MoveResult(target.display, source.display, current.version, current.size, "rename", op.replaced)
         if existed is not None:
             remove_made_folders(target, existed)
+        # A forced move stopped after it archived the destination's file: the undo leaves it archived,
+        # which "nothing was moved" alone did not say (the note there was gone without a word).
+        archived = (f"; the file that was at {target.display} is archived: `openclaw-memory restore {target.display} "
+                    "--last` brings it back") if op is not None and op.step == "replaced" else ""
         if isinstance(exc, SourceKept):
-            raise _kept_blocks(exc, source.display, "moved", records) from None
+            raise _kept_blocks(exc, source.display, "moved", records, archived) from None
+        if archived and isinstance(exc, OSError) and not isinstance(exc, (FolderSwapped, NotADirectoryError)):
+            raise os_error(exc, f"the workspace ({os.path.dirname(source.abs_path)})",
+                           f"nothing was moved: {source.display} is unchanged{archived}") from None
         raise
     finally:
         if fd is not None:
@@ -292,9 +299,9 @@ def remove_memory_file(settings: Settings, path: str, *, force: bool = False, ex
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
-def _kept_blocks(kept: SourceKept, shown: str, done: str, records: ReadRecords) -> WriteBlocked:
+def _kept_blocks(kept: SourceKept, shown: str, done: str, records: ReadRecords, also: str = "") -> WriteBlocked:
     """A move or removal whose source stayed (written to, saved anew, held open) is blocked as a write is."""
-    return WriteBlocked.because(f"{shown} {kept.WORDS[kept.reason]}; nothing was {done}.", path=shown,
+    return WriteBlocked.because(f"{shown} {kept.WORDS[kept.reason]}; nothing was {done}{also}.", path=shown,
                                 step="held_open" if kept.reason == "open" else "read_again", agent=records.agent,
                                 session=records.session)
 
