@@ -373,6 +373,33 @@ def test_a_long_session_goes_back_to_the_service_after_it_hung(workspace, state_
     assert service.stop() == 0
 
 
+def test_a_long_session_goes_on_with_a_restarted_service_at_once(workspace, state_dir, services):
+    """The service restarted (`serve --stop`, then `serve`: an upgrade) while an MCP session was
+    idle: its next call found the old connection closed, said `the memory service (pid OLD) stopped
+    answering (connection closed)`, and for 10 s worked in-process (loading the model there, its
+    searches waiting for the shards the new service holds), memory_status saying no service runs. A
+    connection that answered before and closes before a byte of the next answer is made again, once,
+    at once: the new service answers; with none, the session works in-process, silently, as after a
+    clean stop."""
+    from openclaw_memory.memory import open_memory
+
+    memory(workspace)
+    first = start(services, workspace, state_dir, "--no-watch")
+    said: list[str] = []
+    mem = open_memory(settings_for(workspace, state_dir), notice=said.append)
+    try:
+        assert mem.service().info.pid == first.proc.pid
+        assert first.stop() == 0
+        second = start(services, workspace, state_dir, "--no-watch")
+        assert mem.read("MEMORY.md").text.startswith("# Memory")
+        assert mem.connected and mem.service().info.pid == second.proc.pid and said == []
+        assert second.stop() == 0
+        assert mem.read("MEMORY.md").text.startswith("# Memory")  # no service: in-process
+        assert not mem.connected and said == []
+    finally:
+        mem.close()
+
+
 def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, services):
     memory(workspace)
     service = start(services, workspace, state_dir, "--no-watch")

@@ -41,6 +41,10 @@ class ServiceUnavailable(Exception):
         self.refused = refused
 
 
+class _Closed(ValueError):
+    """The service closed the connection: no answer will come on it."""
+
+
 class Unsendable(ValueError):
     """A request strict JSON cannot carry (a NaN or infinite number in its arguments): this call runs
     in-process, where the product words what is wrong with the value; the connection stays."""
@@ -68,6 +72,8 @@ class ServiceClient:
         self._sock: socket.socket | None = None
         self._lines: LineReader | None = None
         self._next_id = 0
+        self._answered = False  # this connection answered a call: a service was there when it was made
+        self._heard = False  # a byte (a heartbeat, an answer) came for the call under way
 
     def connect(self) -> ServiceClient:
         """Connect; raises ServiceUnavailable (with an empty message when no service runs)."""
@@ -101,6 +107,7 @@ class ServiceClient:
         return sock
 
     def close(self) -> None:
+        self._answered = False
         if self._sock is not None:
             sock, self._sock = self._sock, None
             sock.close()
@@ -108,10 +115,14 @@ class ServiceClient:
     def call(self, method: str, settings: Settings | None = None, **args: Any) -> Any:
         """The service's answer to ``method``, read into the method's result type; its error raised here.
 
-        Raises ServiceUnavailable when the service refused, hung or went away.
+        Raises ServiceUnavailable when the service refused, hung or went away. A connection that
+        answered before and is closed before a byte of this answer came was most likely left by a
+        service that stopped since (restarted: an upgrade): the call is made once more, on a new one.
         """
         operation = OPERATIONS[method]
+        reused = self._sock is not None and self._answered
         sock = self._connected()
+        self._heard = False
         settings = settings or self.settings
         self._next_id += 1
         params = {wire.camel(name): wire.to_json(value) for name, value in args.items()}
@@ -130,8 +141,11 @@ class ServiceClient:
             raise ServiceUnavailable(f"{_who(self.settings)} did not answer within {self.timeout:g} s; working in-process") from None
         except (OSError, ValueError) as exc:
             self.close()
+            if reused and not self._heard and isinstance(exc, (ConnectionError, _Closed)):
+                return self.call(method, settings, **args)  # on a new connection (none there: ServiceUnavailable)
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "connection closed"
             raise ServiceUnavailable(f"{_who(self.settings)} stopped answering ({detail}); working in-process") from None
+        self._answered = True
         if answer.get("jsonrpc") != "2.0":
             self.close()  # not JSON-RPC: another program, or a version of ours that spoke something else
             raise ServiceUnavailable(
@@ -156,6 +170,7 @@ class ServiceClient:
     def _answer(self, sock: socket.socket) -> dict:
         while True:
             line = self._line(sock)
+            self._heard = True
             if line.strip():
                 answer = parse_line(line)
                 if not isinstance(answer, dict):
@@ -170,7 +185,7 @@ class ServiceClient:
         except LineTooLong:
             raise ValueError("answer too large") from None
         if line is None:
-            raise ValueError("connection closed")
+            raise _Closed("connection closed")
         return line
 
 
