@@ -186,3 +186,20 @@ def test_plain_doctor_checks_the_index_of_a_released_database_it_does_not_migrat
     write(workspace / "memory" / "a.md", "# A\nchanged\n")  # a control: the check does look at the index
     stale = [f for f in cli("doctor", "--json").json()["findings"] if f["id"].startswith("index")]
     assert [(f["id"], f["paths"]) for f in stale] == [("index-stale", ["memory/a.md"])]
+
+
+def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
+    """Schema 8 from 7: the link table is emptied once (the parser came to read a fence in a block
+    quote as code). Kept, an unchanged note's old parse stayed: a link in quoted code was a
+    backlink, and `mv --update-links` rewrote the quoted code."""
+    write(workspace / "MEMORY.md", "# Memory\n> ```\n> [[heron]]\n> ```\n")
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    assert cli("links", "memory/heron.md", "--json").json()["backlinks"] == []
+    data_dir = settings_for(workspace, state_dir).data_dir
+    forget_connections()
+    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse an earlier parser left, schema 7
+        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
+        conn.execute("INSERT INTO links VALUES (?, 0, 3, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
+        conn.execute("PRAGMA user_version = 7")
+    assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
+    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
