@@ -10,7 +10,9 @@
 
 Nothing inside a fenced code block (```` ``` ```` or ``~~~``, in a block quote too) or an inline code
 span counts. Only parsing happens here: which file a link names is :mod:`.resolve`'s job, so a note
-is parsed once per content (:mod:`.table`) whatever files come and go around it. Standard library only.
+is parsed once per content (:mod:`.table`) whatever files come and go around it, so a change of
+what is found appends a step emptying that table to ``database.schema.MIGRATIONS`` (step 8 did).
+Standard library only.
 """
 
 from __future__ import annotations
