@@ -400,6 +400,33 @@ def test_a_long_session_goes_on_with_a_restarted_service_at_once(workspace, stat
         mem.close()
 
 
+def test_a_request_the_service_refuses_alone_leaves_the_session_on_it(workspace, state_dir, cli, services, monkeypatch):
+    """The service refuses some requests for what they ask, not for who asks (a day read in a time
+    zone it cannot name, a request over 256 MiB, a failure of its own): that call runs in-process.
+    The session stayed off the service for good after one (every later call in-process, the model
+    loaded in the `mcp` process, its searches waiting for the shards the service holds), as after a
+    refusal of the caller itself (another version, other settings). Only such a refusal, which the
+    service then gives any request of the caller, keeps it off."""
+    from openclaw_memory.memory import open_memory
+
+    memory(workspace)
+    assert cli("index").returncode == 0
+    service = start(services, workspace, state_dir, "--no-watch")
+    said: list[str] = []
+    mem = open_memory(settings_for(workspace, state_dir), notice=said.append)
+    try:
+        assert mem.service().info.pid == service.proc.pid
+        monkeypatch.setenv("TZ", "EST+5EDT,M3.2.0,M11.1.0")  # a POSIX rule: no zone the service can name
+        assert mem.search("teak deck", since="2026-01-01", min_score=0).results
+        assert len(said) == 1 and "cannot name the caller's time zone" in said[0], said
+        monkeypatch.delenv("TZ")
+        assert mem.read("MEMORY.md").text.startswith("# Memory")
+        assert mem.connected and mem.service().info.pid == service.proc.pid and len(said) == 1, said
+    finally:
+        mem.close()
+    assert service.stop() == 0
+
+
 def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, services):
     memory(workspace)
     service = start(services, workspace, state_dir, "--no-watch")

@@ -5,8 +5,9 @@ rest (listing files, the prompt, history, doctor, the watchdog) are as fast in t
 run here, on purpose, in a :class:`~.local.LocalMemory`. A service that is gone, hung, refusing or of another version is
 reported (``notice``) and the memory works in this process; a service that hung or went away is
 asked again after ``RETRY_S`` (a long-lived MCP session must not stay on its own after one stall:
-the service still holds the shards it would need), one that refused (another version, other
-settings) is not. Several threads may call at once (an MCP server): the one connection carries one
+the service still holds the shards it would need), one that refused the caller (another version,
+other settings) is not; a request refused for what it asks (a time zone the service cannot name)
+runs here alone. Several threads may call at once (an MCP server): the one connection carries one
 request at a time.
 """
 
@@ -54,6 +55,9 @@ class _Link:
             except ServiceUnavailable as exc:
                 self.client.close()
                 self.client = None
+                if exc.refused and self._answers(settings):
+                    self.notice(exc.message)  # this request only (a time zone it cannot name, over 256 MiB): run here
+                    raise
                 self.retry_at = None if exc.refused else time.monotonic() + RETRY_S
                 if exc.message and exc.message != self.said:  # a service that stays hung is said once
                     self.notice(exc.message)
@@ -63,6 +67,19 @@ class _Link:
                 self.notice("the memory service answers again; calls go to it")
                 self.said = ""
             return answer
+
+    def _answers(self, settings: Settings) -> bool:
+        """Whether the service, which just refused a request, answers this caller: then it refused that
+        request for what it asked, and keeps serving the session (on a new connection, made here);
+        else it refuses the caller itself (another version, other settings), and is not asked again."""
+        probe = ServiceClient(self.settings)
+        try:
+            probe.call("service", settings)
+        except ServiceUnavailable:
+            probe.close()
+            return False
+        self.client = probe
+        return True
 
 
 class ServiceMemory:
