@@ -133,6 +133,22 @@ def test_a_passage_deep_inside_a_long_code_block_is_exactly_the_lines_it_cites(w
         assert read.split("\n\n[More content")[0] == hit["snippet"], mode
 
 
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_chat_turn_and_its_reply_are_exactly_the_lines_they_cite(workspace, cli, line_end):
+    # A turn's own chunk was its lines right-stripped: in a CRLF file the turn lost its "\r", and a
+    # passage of the turn and its reply was not the two lines it cites.
+    log = ["# Chat", "", "[09:01] Sam: shall we book the mountain hut in Zermatt for June",
+           "[09:02] Lena: yes, and I will bring the rope and the old map", "[09:03] Sam: great, see you at nine", ""]
+    write(workspace / "memory" / "chat.md", line_end.join(log))
+    assert cli("index").returncode == 0
+    lines = (workspace / "memory" / "chat.md").read_bytes().decode().split("\n")
+    for mode in ("text", "hybrid"):
+        hit = cli("search", "book the mountain hut", "--mode", mode, "--json").json()["results"][0]
+        assert "mountain hut" in hit["snippet"], mode
+        for passage in hit["passages"]:
+            assert passage["snippet"] == "\n".join(lines[passage["startLine"] - 1 : passage["endLine"]]), mode
+
+
 def test_a_note_changed_since_its_index_keeps_its_day_for_since_and_until(workspace, state_dir, cli):
     # Once another part recorded a sighting of its new bytes (`state`, the watch, a write), the
     # index's record of it held no time: it was dated 1970, left out of --since, listed for --until 1990.

@@ -45,7 +45,8 @@ from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entrie
 # than TURN_MIN_WORDS words (a CJK run counted by its bigrams). 7: the front matter, first heading,
 # list item or chat turn of a file that starts with a byte order mark. 8: the same for a list item
 # before a thematic break, a table's rule and a setext title (every line pattern takes the mark).
-CHUNKER_VERSION = 8
+# 9: a chat turn's chunk keeps its last line's "\r" (and trailing spaces) in a CRLF file.
+CHUNKER_VERSION = 9
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
@@ -216,10 +217,15 @@ def turn_chunks(chunker: _Chunker) -> list[Chunk]:
     for e in entries(body):
         if e.kind != TURN:
             continue
-        text = "\n".join(body[e.first : e.last + 1]).rstrip()
+        last = e.last
+        while last > e.first and not body[last].strip():
+            last -= 1
+        # Its lines as they are, a CRLF file's "\r" too (rstrip took the last one's: a passage of
+        # the turn and its reply was then not the lines it cites).
+        text = "\n".join(body[e.first : last + 1])
         if word_count(turn_text(text)) < TURN_MIN_WORDS:
             continue
-        chunk = make_chunk(e.first + 1, e.first + len(text.split("\n")), text, chunker._path(e.first)[0])
+        chunk = make_chunk(e.first + 1, last + 1, text, chunker._path(e.first)[0])
         if chunker.counter.count(chunk.embed_text) <= chunker.budget:
             out.append(replace(chunk, kind=ITEM))
     return out
