@@ -427,6 +427,31 @@ def test_a_request_the_service_refuses_alone_leaves_the_session_on_it(workspace,
     assert service.stop() == 0
 
 
+def test_a_change_the_service_died_making_says_it_may_be_made(workspace, state_dir, cli):
+    """The service died in the middle of an `rm` (after the note went): the command did it again
+    in-process and said only `memory/projects/boat.md does not exist; nothing was removed`, of the
+    note the service had just removed. The line that says the service stopped answering says it
+    stopped during this change, which it may have made, and where to see what was done."""
+    from conftest import fault
+
+    memory(workspace)
+    assert cli("read", "memory/projects/boat.md").returncode == 0
+    service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=workspace,
+                               env=fault("rm:unlinked=kill", env=env_for(workspace, state_dir)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: read_info(settings_for(workspace, state_dir)), timeout=WAIT)
+        removed = cli("rm", "memory/projects/boat.md")
+        assert service.wait(timeout=WAIT) == -signal.SIGKILL
+    finally:
+        if service.poll() is None:
+            service.kill()
+    assert not (workspace / "memory" / "projects" / "boat.md").exists()
+    assert removed.stderr.splitlines()[0] == (
+        f"warning: the memory service (pid {service.pid}) stopped answering (connection closed) during this rm, which "
+        "it may have made (`openclaw-memory log` shows what was done); working in-process"), removed.stderr
+
+
 def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, services):
     memory(workspace)
     service = start(services, workspace, state_dir, "--no-watch")

@@ -28,6 +28,7 @@ from .protocol import PRODUCT_ERROR, PROTOCOL, LineReader, LineTooLong, parse_li
 
 if TYPE_CHECKING:
     from ..settings import Settings
+    from .operations import Operation
     from .service_status import ServiceStatus
 
 
@@ -138,13 +139,15 @@ class ServiceClient:
             answer = self._answer(sock)
         except TimeoutError:
             self.close()
-            raise ServiceUnavailable(f"{_who(self.settings)} did not answer within {self.timeout:g} s; working in-process") from None
+            raise ServiceUnavailable(f"{_who(self.settings)} did not answer within {self.timeout:g} s"
+                                     f"{_maybe_made(operation)}; working in-process") from None
         except (OSError, ValueError) as exc:
             self.close()
             if reused and not self._heard and isinstance(exc, (ConnectionError, _Closed)):
                 return self.call(method, settings, **args)  # on a new connection (none there: ServiceUnavailable)
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "connection closed"
-            raise ServiceUnavailable(f"{_who(self.settings)} stopped answering ({detail}); working in-process") from None
+            raise ServiceUnavailable(f"{_who(self.settings)} stopped answering ({detail}){_maybe_made(operation)}; "
+                                     "working in-process") from None
         self._answered = True
         if answer.get("jsonrpc") != "2.0":
             self.close()  # not JSON-RPC: another program, or a version of ours that spoke something else
@@ -187,6 +190,15 @@ class ServiceClient:
         if line is None:
             raise _Closed("connection closed")
         return line
+
+
+def _maybe_made(operation: Operation) -> str:
+    """For a change the service stopped answering in the middle of: it may be made (the caller then
+    makes it again in-process, and an `rm` said `nothing was removed` of the note the service removed)."""
+    if not operation.writes:
+        return ""
+    name = operation.cli.command if operation.cli else operation.name
+    return f" during this {name}, which it may have made (`openclaw-memory log` shows what was done)"
 
 
 def _product_error(data: dict, message: str) -> Exception:
