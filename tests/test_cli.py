@@ -424,3 +424,21 @@ def test_the_json_lines_of_watch_and_serve_stay_json_whatever_stdout_writes(monk
     _emit_json({"path": "memory/bad\udcff.md"})
     lines = out.getvalue().decode("utf-8").splitlines()
     assert [json.loads(line)["path"] for line in lines] == ["memory/café.md", "memory/bad\udcff.md"], lines
+
+
+@pytest.mark.parametrize("buffered", [True, False])
+def test_output_to_a_full_disk_is_one_line_and_exit_1_never_a_traceback(workspace, state_dir, buffered):
+    """`files > out` on a full disk: the output waited in the buffer until exit, whose flush failed
+    ('Exception ignored ... OSError: No space left on device', exit 120); with --json the error
+    itself was then written to that stdout, and failed again with a traceback."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    env = {k: v for k, v in env_for(workspace, state_dir).items() if k != "PYTHONUNBUFFERED" or not buffered}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    for args in (("files",), ("files", "--json"), ("read", "MEMORY.md"), ("--help",), ("bogus", "--json")):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], stdout=full, stderr=subprocess.PIPE,
+                                  text=True, env=env, cwd=workspace, timeout=120)
+        assert done.returncode == (2 if "bogus" in args else 1), (args, done.returncode, done.stderr)
+        said = "no such command 'bogus'" if "bogus" in args else "disk is full"  # (the error's JSON copy is what is lost)
+        assert "Traceback" not in done.stderr and said in done.stderr, (args, done.stderr)

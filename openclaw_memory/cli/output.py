@@ -118,11 +118,12 @@ def error(message: str, as_json: bool, *, below: str = "") -> None:
 
 def _said(stream, say) -> None:
     """``say()`` on ``stream``, and out at once: a message whose reader went away (``2>&1 | head -1``)
-    is lost, not a second error (a BrokenPipeError traceback in place of the exit status it reports)."""
+    or whose file cannot take it (a full disk) is lost, not a second error (a BrokenPipeError or
+    OSError traceback in place of the exit status it reports)."""
     try:
         say()
         stream.flush()
-    except BrokenPipeError:
+    except OSError:
         silence(stream)
 
 
@@ -141,12 +142,21 @@ def silence(stream) -> None:
 
 def delivered(code: int) -> int:
     """``code``, once what the command wrote is out: stdout and stderr flushed, a stream whose reader
-    went away silenced (its words are lost; the command's status stands)."""
+    went away silenced (its words are lost; the command's status stands). A stdout that cannot
+    take them (a full disk, an I/O error) is said on stderr, and the command fails (it was an
+    'Exception ignored ... OSError' traceback at exit, status 120)."""
+    from ..errors import describe_os_error
+
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BrokenPipeError:
             silence(stream)
+        except OSError as exc:
+            silence(stream)
+            if stream is sys.stdout:
+                _said(sys.stderr, lambda exc=exc: sys.stderr.write(f"error: the output was not written: {describe_os_error(exc)}\n"))
+                code = code or 1
     return code
 
 
