@@ -268,3 +268,25 @@ def test_a_daily_note_the_prelude_leaves_out_is_said(workspace, cli):
             "guarded read refuses"]
     assert result.json()["warnings"] == said
     assert [line for line in result.stderr.splitlines() if "left out" in line] == [f"warning: {w}" for w in said]
+
+
+def test_a_checkpoint_is_consumed_only_once_the_prompt_is_out(workspace, state_dir, cli):
+    # `prompt > file` on a full disk said "run the command again", but the workspace-change news
+    # was already consumed: the run again left it out, and the agent never saw it. It is consumed
+    # once the section is written out; a section that could not be written leaves it pending.
+    import subprocess
+    import sys
+
+    from conftest import env_for
+
+    write(workspace / "MEMORY.md", "m\n")
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)))
+    append_checkpoint(settings.data_dir, "## Break\n- changed: notes.txt")
+    for args in (("prompt",), ("prompt", "--json")):
+        with open("/dev/full", "w") as full:
+            failed = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], stdout=full, stderr=subprocess.PIPE,
+                                    text=True, env=env_for(workspace, state_dir), cwd=workspace, timeout=120)
+        assert failed.returncode == 1 and "disk is full" in failed.stderr, failed.stderr
+        assert cli("prompt", "--peek", "--json").json()["checkpoint"] is not None, args
+    assert "changed: notes.txt" in cli("prompt").stdout  # written out: consumed
+    assert cli("prompt", "--json").json()["checkpoint"] is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from ..files.jstext import decode_lossy, js_trim_end, not_utf8, utf16_len
@@ -61,6 +61,7 @@ class PromptSection:
     injected: tuple[Injected, ...] = key(hidden=True, default=())
     prelude: str | None = key(hidden=True, default=None)
     bootstrap_warnings: tuple[str, ...] = key(hidden=True, default=())  # OpenClaw's own words for each cut file
+    checkpoint_upto: int | None = key(hidden=True, default=None)  # the last checkpoint section shown (consume_shown)
 
     JSON_DERIVED: ClassVar = ("chars",)
 
@@ -183,7 +184,7 @@ def memory_prompt(settings: Settings, today: dt.date | None = None, consume: boo
     (consumed unless ``consume`` is False); declared in :class:`~openclaw_memory.memory.base.Memory`."""
     from ..errors import MemoryToolError
     from ..files.scan import scan_workspace
-    from ..watchdog.checkpoint import consume_checkpoint, read_checkpoint
+    from ..watchdog.checkpoint import read_checkpoint
 
     unread = None
     try:
@@ -196,6 +197,18 @@ def memory_prompt(settings: Settings, today: dt.date | None = None, consume: boo
     )
     if unread is not None:
         section.warnings.append(unread)
-    if pending is not None and consume:
-        consume_checkpoint(settings.data_dir, pending.last)
+    if pending is not None:
+        section = replace(section, checkpoint_upto=pending.last)
+    if consume:
+        consume_shown(settings, section)
     return section
+
+
+def consume_shown(settings: Settings, section: PromptSection) -> None:
+    """Mark the checkpoint sections ``section`` showed consumed (not one added since). The CLI builds
+    the section unconsumed and calls this once it is written out: on a full disk the news was
+    consumed though never shown, and the run again the message bid left it out."""
+    from ..watchdog.checkpoint import consume_checkpoint
+
+    if section.checkpoint_upto is not None:
+        consume_checkpoint(settings.data_dir, section.checkpoint_upto)

@@ -7,14 +7,16 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import for_stdout, printable, reported, warn
+from ..output import CLOSED_STREAMS, for_stdout, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
 
 
 def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_out: bool) -> int:
-    section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=consume)
+    # A pending checkpoint is consumed once the section is out (a full disk, a reader gone, a closed
+    # stdout: it stays pending for the next prompt).
+    section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=False)
     cuts = [f"{printable(cut.path)} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
             "characters)" for cut in section.truncated]
     from ...settings import timezone_problem
@@ -26,4 +28,9 @@ def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_ou
             warn(f"the startup memory section is empty: {settings.workspace} has no MEMORY.md or USER.md with text and no "
                  f"daily note of the last {days} day(s) (memory/YYYY-MM-DD.md)")
         sys.stdout.write(for_stdout(section.text))
+    sys.stdout.flush()  # (a failure is raised here, before the news is consumed)
+    if consume and "stdout" not in CLOSED_STREAMS:
+        from ...prompt.loader import consume_shown
+
+        consume_shown(settings, section)
     return 0
