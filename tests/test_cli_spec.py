@@ -159,6 +159,7 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     # names people type for a command, and a command flag before the command it belongs to
     (["get", "MEMORY.md"], "no such command 'get' (did you mean 'read'?)", ""),
     (["ls"], "no such command 'ls' (did you mean 'files'?)", ""),
+    (["FILES"], "no such command 'FILES' (did you mean 'files'?)", ""),  # (caps lock: no suggestion was made)
     (["list"], "no such command 'list' (did you mean 'files'?)", ""),
     # `help` of a command that does not exist showed the root's help, exit 0, as if that were the answer
     (["help", "serach"], "no such command 'serach' (did you mean 'search'?)", ""),

@@ -339,7 +339,7 @@ def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = 
     import difflib
 
     known = [c.words[len(words)] for c in commands() if c.words[: len(words)] == words and name in c.also]
-    close = known or difflib.get_close_matches(name, sorted(names), n=1)
+    close = known or difflib.get_close_matches(name, sorted(names), n=1) or difflib.get_close_matches(name.lower(), sorted(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"no such command {name!r}{hint}"
 
