@@ -145,7 +145,7 @@ def delivered(code: int) -> int:
     went away silenced (its words are lost; the command's status stands). A stdout that cannot
     take them (a full disk, an I/O error) is said on stderr, and the command fails (it was an
     'Exception ignored ... OSError' traceback at exit, status 120)."""
-    from ..errors import describe_os_error
+    from ..errors import is_no_space
 
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -154,8 +154,9 @@ def delivered(code: int) -> int:
             silence(stream)
         except OSError as exc:
             silence(stream)
-            if stream is sys.stdout:
-                _said(sys.stderr, lambda exc=exc: sys.stderr.write(f"error: the output was not written: {describe_os_error(exc)}\n"))
+            if stream is sys.stdout:  # (not "run it again": what a write, mv or rm did is done)
+                why = "the disk is full" if is_no_space(exc) else exc.strerror or str(exc)
+                _said(sys.stderr, lambda why=why: sys.stderr.write(f"error: the output was not written: {why}\n"))
                 code = code or 1
     return code
 
