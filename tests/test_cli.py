@@ -442,3 +442,14 @@ def test_output_to_a_full_disk_is_one_line_and_exit_1_never_a_traceback(workspac
         assert done.returncode == (2 if "bogus" in args else 1), (args, done.returncode, done.stderr)
         said = "no such command 'bogus'" if "bogus" in args else "disk is full"  # (the error's JSON copy is what is lost)
         assert "Traceback" not in done.stderr and said in done.stderr, (args, done.stderr)
+
+
+def test_a_workspace_named_with_a_line_end_is_one_line_in_doctor_and_prompt(cli, tmp_path, state_dir):
+    """doctor's 'Workspace:' line and prompt's empty-section warning printed the workspace raw: a
+    newline in its name split them (files, status, links and state show it as \\x0a)."""
+    odd = tmp_path / "two\nlines"
+    odd.mkdir()
+    said = cli("-w", str(odd), "doctor").stdout.splitlines()[0]
+    assert said == f"Workspace: {tmp_path}/two\\x0alines", said
+    empty = cli("-w", str(odd), "prompt").stderr
+    assert f"{tmp_path}/two\\x0alines has no MEMORY.md" in empty and len(empty.splitlines()) == 1, empty

@@ -57,7 +57,7 @@ def _paths(finding, most: int = 10) -> str:
 
 
 def _render(report, fix: bool) -> None:
-    out = [f"Workspace: {report.workspace}", ""]
+    out = [f"Workspace: {printable(str(report.workspace))}", ""]
     if fix:
         found = ", ".join(f"{f.id} ({f.severity})" for f in report.findings) or "nothing"
         out += [f"Found: {found}", ""]

@@ -25,7 +25,7 @@ def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_ou
     if not reported(section, json_out, [*section.warnings, *cuts, *([zone] if zone else [])]):
         if not section.text.strip():  # exit 0 (nothing is wrong), but not a silent nothing
             days = settings.prompt.startup.daily_memory_days
-            warn(f"the startup memory section is empty: {settings.workspace} has no MEMORY.md or USER.md with text and no "
+            warn(f"the startup memory section is empty: {printable(str(settings.workspace))} has no MEMORY.md or USER.md with text and no "
                  f"daily note of the last {days} day(s) (memory/YYYY-MM-DD.md)")
         sys.stdout.write(for_stdout(section.text))
     sys.stdout.flush()  # (a failure is raised here, before the news is consumed)
