@@ -453,3 +453,5 @@ def test_a_workspace_named_with_a_line_end_is_one_line_in_doctor_and_prompt(cli,
     assert said == f"Workspace: {tmp_path}/two\\x0alines", said
     empty = cli("-w", str(odd), "prompt").stderr
     assert f"{tmp_path}/two\\x0alines has no MEMORY.md" in empty and len(empty.splitlines()) == 1, empty
+    none = cli("-w", str(odd), "serve", "--stop").stderr  # (serve's own lines too)
+    assert none == f"no memory service runs for {tmp_path}/two\\x0alines\n", none

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...extras import require
 from ...memory import to_json
-from ..output import print_json, warn
+from ..output import print_json, printable, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -27,7 +27,7 @@ def _stop(settings: Settings, json_out: bool) -> int:
     if json_out:
         _emit_json({"stopped": pid is not None, "pid": pid})
     elif pid is None:
-        sys.stderr.write(f"no memory service runs for {settings.workspace}\n")
+        sys.stderr.write(f"no memory service runs for {printable(str(settings.workspace))}\n")
     else:
         sys.stderr.write(f"stopped the memory service (pid {pid})\n")
     return 0
@@ -60,7 +60,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
                 _emit_json(started)
             return
         if not watch_lines:
-            line = f"serving {info.workspace} for agent {info.agent} on {info.socket} (pid {info.pid}"
+            line = f"serving {printable(str(info.workspace))} for agent {info.agent} on {printable(str(info.socket))} (pid {info.pid}"
             line += ", live sync on)" if info.live_sync else ", live sync off)"
             sys.stderr.write(line + "\n")
         if info.http:
@@ -72,7 +72,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
             _emit_json({**started, **to_json(info)})
             return
         sys.stderr.write(
-            f"watching {len(info.folders)} folder(s) of {info.workspace} for agent {info.agent} "
+            f"watching {len(info.folders)} folder(s) of {printable(str(info.workspace))} for agent {info.agent} "
             f"({info.mode}, {info.files} files indexed); Ctrl-C stops\n"
         )
         sys.stderr.flush()
