@@ -133,6 +133,9 @@ def test_looking_at_the_log_is_no_use_of_a_version(cli, workspace, state_dir):
 @pytest.mark.parametrize("args, words", [
     (("--since", "2026-13-01"), "--since must be a date like 2026-11-03, not '2026-13-01'"),
     (("--until", "yesterday"), "--until must be a date like 2026-11-03"),
+    (("--since", "20261103"), "--since must be a date like 2026-11-03, not '20261103'"),
+    (("--since", "2026-W45-2"), "--since must be a date like 2026-11-03, not '2026-W45-2'"),
+    (("--until", "2026-11-03 "), "--until must be a date like 2026-11-03, not '2026-11-03 '"),
     (("--since", "2026-11-05", "--until", "2026-11-01"), "--since 2026-11-05 is after the until date"),
     (("--origin", "edit"), "--origin must be one of agent-write, external-edit, restore, doctor-fix"),
     (("--limit", "0"), "--limit must be 1 or more"),

@@ -55,11 +55,18 @@ def _read_as(glob: str) -> tuple[str, ...]:
                  for stars in product(("*/", ""), repeat=len(pieces) - 1))
 
 
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+
+
 def parse_day(value: str, name: str) -> date:
+    """``YYYY-MM-DD`` as typed, as the CLI's date flags take it: ``date.fromisoformat`` also took
+    ``20261103``, the week date ``2026-W45-2`` and other digits than ASCII ones, a slip read as a day."""
     try:
-        return date.fromisoformat(value.strip())
+        if _DAY.fullmatch(value):
+            return date.fromisoformat(value)
     except ValueError:
-        raise BadValue(name, f"must be a date like 2026-11-03, not {shown(value)}") from None
+        pass
+    raise BadValue(name, f"must be a date like 2026-11-03, not {shown(value)}") from None
 
 
 @dataclass(frozen=True)
