@@ -133,6 +133,22 @@ def test_a_passage_deep_inside_a_long_code_block_is_exactly_the_lines_it_cites(w
         assert read.split("\n\n[More content")[0] == hit["snippet"], mode
 
 
+def test_a_hit_in_an_over_long_line_of_a_code_block_is_that_line_alone_never_the_fence_and_a_piece(workspace, cli):
+    # A line over the chunk budget is cut into pieces; inside a code block each piece carried the
+    # block's fence, and its snippet was the fence line and the piece, cited as two whole lines.
+    blob = " ".join(f"key{i}" for i in range(400))
+    write(workspace / "memory" / "dump.md", f"# Dump\n\n```json\n{blob} flamingo_switch {blob}\n```\n")
+    assert cli("index").returncode == 0
+    lines = (workspace / "memory" / "dump.md").read_text().split("\n")
+    for mode in ("text", "hybrid"):
+        hit = cli("search", "flamingo_switch", "--mode", mode, "--json").json()["results"][0]
+        assert "flamingo_switch" in hit["snippet"], mode
+        for passage in hit["passages"]:
+            cited = "\n".join(lines[passage["startLine"] - 1 : passage["endLine"]])
+            one_line_cut = passage["startLine"] == passage["endLine"] and passage["snippet"] in cited
+            assert passage["snippet"] == cited or one_line_cut, (mode, passage)
+
+
 @pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["lf", "crlf"])
 def test_a_chat_turn_and_its_reply_are_exactly_the_lines_they_cite(workspace, cli, line_end):
     # A turn's own chunk was its lines right-stripped: in a CRLF file the turn lost its "\r", and a

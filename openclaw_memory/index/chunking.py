@@ -45,8 +45,9 @@ from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entrie
 # than TURN_MIN_WORDS words (a CJK run counted by its bigrams). 7: the front matter, first heading,
 # list item or chat turn of a file that starts with a byte order mark. 8: the same for a list item
 # before a thematic break, a table's rule and a setext title (every line pattern takes the mark).
-# 9: a chat turn's chunk keeps its last line's "\r" (and trailing spaces) in a CRLF file.
-CHUNKER_VERSION = 9
+# 9: a chat turn's chunk keeps its last line's "\r" (and trailing spaces) in a CRLF file. 10: a
+# piece of an over-long line inside a code block has no fence (its snippet is that line alone).
+CHUNKER_VERSION = 10
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.
@@ -489,9 +490,11 @@ class _Chunker:
 
     def _emit_long_line(self, i: int) -> None:
         path = self._path(i)[0]
+        # A piece is part of its line, never a whole line: no fence goes in front of its snippet
+        # (the fence line and a piece were cited as two whole lines: not the lines they cite).
         for piece in self.counter.split_to_fit(self.lines[i], self._avail(i)):
             if piece.strip():
-                self.chunks.append(self._in_fence(make_chunk(i + 1, i + 1, piece, path), i))
+                self.chunks.append(make_chunk(i + 1, i + 1, piece, path))
 
 
 def _enforce_budget(chunk: Chunk, counter, budget: int) -> list[Chunk]:
