@@ -102,6 +102,18 @@ def test_refused_paths(workspace, path, why):
         read_memory_file(path, str(workspace))
 
 
+def test_a_name_starting_with_a_tilde_is_a_name(workspace):
+    """`~` is not expanded, as OpenClaw reads a path: a folder `~` (or a file `~b.md`) of an extra path
+    holding the workspace is read, as files lists it; it was refused for its `~`."""
+    write(workspace / "~" / "a.md", "under a folder named ~\n")
+    write(workspace / "~b.md", "a name starting with ~\n")
+    from openclaw_memory.settings import normalize_extra_paths
+
+    extra = normalize_extra_paths(["."], workspace)
+    assert read_memory_file("~/a.md", str(workspace), extra_paths=extra).text == "under a folder named ~"
+    assert read_memory_file("~b.md", str(workspace), extra_paths=extra).text == "a name starting with ~"
+
+
 def test_the_repair_archive_is_refused_through_an_extra_path_naming_it(workspace):
     # files lists nothing of the workspace's .openclaw-repair/ even when an extra path names it; a read
     # there went through (only a .openclaw-repair folder below the extra path was refused).

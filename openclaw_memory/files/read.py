@@ -163,7 +163,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
 
     White space around the path is trimmed; relative paths are taken from the workspace
     (not the current folder), ``..`` included, so ``../notes/a.md`` names a file of an
-    extra folder beside the workspace; ``~`` is not expanded. Inside an extra folder the
+    extra folder beside the workspace; ``~`` is not expanded (a name, as OpenClaw reads it). Inside an extra folder the
     folder must exist and its ``pattern`` (when it has one) must match.
     """
     raw = js_trim(path or "")
@@ -175,8 +175,6 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         byte = re.search(r"\\x[0-9a-fA-F]{2}", raw)
         typed = f" ({byte[0]} in a listing is a byte of the name: in bash, $'{raw}')" if byte else ""
         raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'{typed}")
-    if raw.startswith("~"):
-        raise PathRefused(f"refused: {raw}: '~' is not expanded; give the path relative to the workspace or absolute")
     absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw))
     if len(os.fsencode(absolute)) >= _PATH_MAX:
         raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {_PATH_MAX - 1})")
@@ -193,9 +191,11 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
             and is_memory_path(os.path.relpath(alias, workspace)):
         return resolve_memory_path(alias, workspace, extra_paths)
     if root is None or scanned is None:
+        # `~` is a name as OpenClaw reads it (a folder `~` of an extra path `.` is read); said when it meant home.
+        tilde = "; '~' is not expanded: give the path relative to the workspace or absolute" if raw.startswith("~") else ""
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
             f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
-            "(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"
+            f"(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path){tilde}"
         )
     if scanned != root:
         # One name a file: the scanner's (``files``, search, the index, the watch's history), so a

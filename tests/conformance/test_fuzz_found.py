@@ -9,9 +9,6 @@ import pytest
 from .workspaces import build, our_read, our_scan, read_request, their_list, their_read
 
 
-@pytest.mark.xfail(strict=True, reason="read refuses any path starting with '~' ('~ is not expanded'), also a file "
-                                       "of a folder named '~' (or '~x.md') that files lists through an extra path "
-                                       "holding the workspace; OpenClaw takes such a path as relative and reads it")
 def test_a_listed_file_under_a_folder_named_tilde_is_read(oracle, new_ws, checks):
     ws = new_ws()
     build(ws, {"MEMORY.md": "m\n", "~/a.md": "under a folder named ~\n", "~b.md": "a name starting with ~\n"})
