@@ -211,6 +211,26 @@ def test_a_path_through_a_link_to_the_workspace_names_the_workspace_file(cli, wo
     assert outside.returncode == 2 and f"{link / 'notes.md'} is not a memory path" in outside.stderr
 
 
+def test_a_path_through_a_link_above_an_extra_folder_names_its_file(cli, tmp_path):
+    """An extra folder named through a link above it (``L -> real``: macOS's /tmp is one) is read,
+    as OpenClaw reads it; it was refused as not a memory path, and a file of the workspace through
+    a link inside an extra folder above it as going through a symlink. A link below the root is
+    refused as ever."""
+    real = tmp_path / "real"
+    write(real / "ws" / "MEMORY.md", "m\n")
+    write(real / "ex" / "e.md", "e\n")
+    write(tmp_path / "elsewhere" / "x.md", "not memory\n")
+    (real / "ex" / "sub").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "L").symlink_to(real)
+    (real / "wslink").symlink_to(real / "ws")
+    via = ["-w", str(tmp_path / "L" / "ws"), "--extra", "../ex"]
+    assert cli(*via, "read", str(tmp_path / "L" / "ex" / "e.md"), "--json").json()["text"] == "e"
+    refused = cli(*via, "read", str(tmp_path / "L" / "ex" / "sub" / "x.md"))
+    assert refused.returncode == 2 and "symlink" in refused.stderr
+    above = ["-w", str(real / "wslink"), "--extra", ".."]
+    assert cli(*above, "read", str(real / "wslink" / "MEMORY.md"), "--json").json()["path"] == "MEMORY.md"
+
+
 def test_values_below_one_are_refused(workspace):
     write(workspace / "MEMORY.md", "x")
     for kw in ({"from_line": 0}, {"lines": 0}, {"max_chars": 0}):

@@ -187,8 +187,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         )
     in_workspace = rel != os.curdir and not rel.startswith(os.pardir) and is_memory_path(rel)
     root, scanned = (workspace, workspace) if in_workspace else _allowed_extra(absolute, extra_paths)
-    if root is None and (alias := _through_alias(absolute, workspace)) is not None \
-            and is_memory_path(os.path.relpath(alias, workspace)):
+    if root is None and (alias := _through_alias(absolute, workspace, extra_paths)) is not None:
         return resolve_memory_path(alias, workspace, extra_paths)
     if root is None or scanned is None:
         # `~` is a name as OpenClaw reads it (a folder `~` of an extra path `.` is read); said when it meant home.
@@ -208,34 +207,52 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     # Also through an extra path naming the workspace's archive folder (files lists nothing there).
     if REPAIR_DIR in rel_parts or _inside(absolute, os.path.join(workspace, REPAIR_DIR)):
         raise PathRefused(f"refused: {shown} is inside a {REPAIR_DIR} archive, which is never memory")
-    _refuse_symlinks(root, rel_parts, shown)
+    try:
+        _refuse_symlinks(root, rel_parts, shown)
+    except PathRefused:  # a link: one of the workspace's names (its folder an extra path holds) is no link to refuse
+        if in_workspace or (alias := _through_alias(absolute, workspace, extra_paths)) is None:
+            raise
+        return resolve_memory_path(alias, workspace, extra_paths)
     if not rel_parts:  # an extra path that is the file itself: opened from its folder
         root, rel_parts = os.path.dirname(root), [os.path.basename(root)]
     return ResolvedPath(absolute, shown, root, tuple(rel_parts), in_workspace)
 
 
-def _through_alias(absolute: str, workspace: str) -> str | None:
-    """``absolute`` named from the workspace's own (real) path when a folder above it, outside the
-    workspace, is the workspace under another name (``-w ~/agent`` where ``~/agent`` is a link, and
-    a path given as ``~/agent/memory/a.md``); else None. Only the part above the workspace is
-    followed: what is below it is resolved from the workspace's descriptor as every path is, a link
-    there refused."""
-    try:
-        real = os.stat(workspace)
-    except OSError:
-        return None
+def _through_alias(absolute: str, workspace: str, extra_paths=()) -> str | None:
+    """``absolute`` named from a memory root's own path (the workspace's, an extra folder's) when a
+    folder above it, outside that root, is the root under another name (``-w ~/agent`` where
+    ``~/agent`` is a link, and a path given as ``~/agent/memory/a.md``; macOS's ``/tmp``, a link to
+    ``/private/tmp``); else None. Only the part above the root is followed: what is below it is
+    resolved from the root's descriptor as every path is, a link there refused. OpenClaw reads such a
+    path (it resolves both sides' links)."""
+    roots: dict[tuple[int, int], str] = {}
+    for root in (workspace, *extra_paths):
+        try:
+            st = os.stat(root)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            roots.setdefault((st.st_dev, st.st_ino), str(root))
     head, rest = absolute, ""
     while (parent := os.path.dirname(head)) != head:
         head, rest = parent, os.path.join(os.path.basename(head), rest) if rest else os.path.basename(head)
-        if _inside(head, workspace):
-            continue
         try:
             st = os.stat(head)
         except OSError:
             continue
-        if (st.st_dev, st.st_ino) == (real.st_dev, real.st_ino):
-            return os.path.join(workspace, rest)
+        root = roots.get((st.st_dev, st.st_ino))
+        if root is not None and not _inside(head, root):
+            alias = os.path.join(root, rest)
+            return alias if alias != absolute and _admitted(alias, workspace, extra_paths) else None
     return None
+
+
+def _admitted(absolute: str, workspace: str, extra_paths) -> bool:
+    """Whether ``absolute`` is a memory path of the workspace or of an extra path (what is below
+    its root not yet looked at)."""
+    rel = os.path.relpath(absolute, workspace)
+    return (rel != os.curdir and not rel.startswith(os.pardir) and is_memory_path(rel)) \
+        or _allowed_extra(absolute, extra_paths)[0] is not None
 
 
 def _inside(path: str, folder: str) -> bool:

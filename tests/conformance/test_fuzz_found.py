@@ -4,8 +4,6 @@ through ``files``/``read``/``prompt``), each reduced to its smallest workspace. 
 
 from __future__ import annotations
 
-import pytest
-
 from .workspaces import build, our_read, our_scan, read_request, their_list, their_read
 
 
@@ -53,11 +51,6 @@ LINKED_WORKSPACES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="an absolute path spelled through the workspace as configured, where that "
-                                       "spelling holds a link, is refused ('not a memory path' for a file of an extra "
-                                       "path: files/read.py's alias fallback only takes workspace memory paths and "
-                                       "only when no extra path admits the spelling; 'goes through a symlink' when "
-                                       "an extra path above admits it first); OpenClaw reads them")
 def test_absolute_paths_through_a_linked_workspace_are_read(oracle, tmp_path, checks):
     for label, (ws_rel, extra, paths) in LINKED_WORKSPACES.items():
         base = tmp_path / label.replace(" ", "-")
