@@ -452,6 +452,61 @@ def test_a_change_the_service_died_making_says_it_may_be_made(workspace, state_d
         "it may have made (`openclaw-memory log` shows what was done); working in-process"), removed.stderr
 
 
+def test_an_http_session_ending_waits_aside_and_a_failure_to_forget_it_is_one_line(caplog):
+    """An HTTP session's end (its DELETE) drops its read records in the state database. That was done
+    in the endpoint's event loop: while the database was busy (another process writing, up to its
+    10 s timeout) every other session's request waited (a tools/list took 9.5 s), and a database
+    still busy then was a traceback on the service's stderr. The records are dropped in a worker
+    thread; one that cannot be is one line (they never let another session's write through)."""
+    import logging
+
+    from openclaw_memory.errors import LockTimeout
+    from openclaw_memory.mcp.http import _SessionEnds
+
+    async def app(scope, receive, send):  # the transport: a DELETE ends the session, anything else is answered
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    ending, release = threading.Event(), threading.Event()
+    ended: list[str] = []
+
+    def end(session: str) -> None:
+        ending.set()
+        release.wait(WAIT)
+        ended.append(session)
+        raise LockTimeout("the state database (…/state.db) is busy: another openclaw-memory process kept it for more "
+                          "than 10 s; nothing was changed, try again")
+
+    middleware = _SessionEnds(app, end)
+
+    async def request(method: str) -> int:
+        scope = {"type": "http", "method": method, "headers": [(b"mcp-session-id", b"abc123")]}
+        sent: list[dict] = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await middleware(scope, receive, send)
+        return sent[0]["status"]
+
+    async def main():
+        deleting = asyncio.create_task(request("DELETE"))
+        await asyncio.to_thread(ending.wait, WAIT)
+        other = await asyncio.wait_for(request("POST"), WAIT)  # answered while the end waits
+        release.set()
+        return other, await deleting
+
+    with caplog.at_level(logging.WARNING, logger="openclaw_memory.mcp.http"):
+        assert asyncio.run(main()) == (200, 200)
+    assert ended == ["http-abc123"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "MCP over HTTP: the read records of session http-abc123, which ended, are kept: the state database (…/state.db) "
+        "is busy: another openclaw-memory process kept it for more than 10 s; nothing was changed, try again"]
+
+
 def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, services):
     memory(workspace)
     service = start(services, workspace, state_dir, "--no-watch")

@@ -12,13 +12,14 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 import re
 import secrets
 import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import UsageError
+from ..errors import MemoryToolError, UsageError, describe_os_error
 from ..memory.protocol import MAX_LINE
 from ..service_files import remove_token, write_token
 from .body import BoundedBody, replay
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
     from ..settings import Settings
 
 START_WAIT_S = 20.0
+log = logging.getLogger(__name__)
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -99,7 +101,18 @@ class _SessionEnds:
 
         await self.app(scope, receive, watched)
         if status and 200 <= status[0] < 300:
-            self.end(f"http-{sid.decode('ascii', 'replace')}")
+            import anyio
+
+            await anyio.to_thread.run_sync(self._end, f"http-{sid.decode('ascii', 'replace')}")
+
+    def _end(self, session: str) -> None:
+        """In a worker thread: the state database may be busy (another process writing) for seconds,
+        and every other session's request waited in the event loop meanwhile."""
+        try:
+            self.end(session)
+        except (MemoryToolError, OSError) as exc:  # its records stay: they never let another session's write through
+            said = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
+            log.warning("MCP over HTTP: the read records of session %s, which ended, are kept: %s", session, said)
 
 
 class _OneRequestPerId:
