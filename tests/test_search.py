@@ -638,3 +638,17 @@ def test_a_collection_whose_shard_is_gone_is_stale_and_a_synced_search_rebuilds_
     assert text.returncode == 0 and text.json()["stale"] == ["memory/trip.md"]
     hybrid = cli("search", "hiking Zermatt", "--json").json()
     assert hybrid["stale"] == [] and [r["path"] for r in hybrid["results"]][:1] == ["memory/trip.md"]
+
+
+def test_a_search_where_the_shards_folder_is_a_file_names_doctor_as_index_does(workspace, state_dir, cli):
+    """It said there was no index yet and bade `openclaw-memory index`, which then failed with
+    "Not a directory", naming doctor."""
+    import shutil
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- I like green tea.\n")
+    assert cli("index").returncode == 0
+    edge = settings_for(workspace, state_dir).data_dir / "index" / "edge"
+    shutil.rmtree(edge)
+    edge.write_text("x")
+    said = {cli(*args).stderr.strip() for args in (("search", "green tea"), ("search", "tea", "--mode", "text"), ("index",))}
+    assert len(said) == 1 and "Not a directory" in said.pop()

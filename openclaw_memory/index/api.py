@@ -121,6 +121,9 @@ class MemoryIndex:
             if builder is not None:  # the first index, by a service that just started or an `index` run
                 raise IndexMissing(f"the search index of agent {self.settings.agent} is being built right now "
                                    f"(pid {builder}); search again in a few seconds")
+            # Listing the shards says it when their folder is not one ("Not a directory", naming
+            # doctor, as `index` does): "no search index yet" bid an `index` that then failed so.
+            self.store.names()
             if any(self.store.exists(c.name) for c in collections):  # shards written in place, never committed
                 raise IndexMissing(f"the first index of agent {self.settings.agent} in {self.settings.workspace} was "
                                    "interrupted: `openclaw-memory index` finishes it (what it saved is not embedded again)")
