@@ -70,3 +70,32 @@ def test_a_batch_answering_over_a_pipe_buffer_comes_back_whole(oracle, home):
     requests = [{"op": "ismemorypath", "ws": str(home), "paths": paths[i:i + 500]} for i in range(0, len(paths), 500)]
     answers = oracle.batch(requests)
     assert sum(len(a["isMemoryPath"]) for a in answers) == len(paths)
+
+
+# Names a person or a tool gives notes, as the randomized run built them: each of these is listed by
+# both and read back as OpenClaw reads it, through extra paths holding the workspace and above it.
+ODD_NAMES = ["~", "~b", "#tag", "100%", "a b", " lead", "e\u0301", "\u00e9", ".hidden", "[x]", "{a,b}", "*", "?", "\u3000",
+             "\u200b", "\u00df", "\u0130", "\ufb01", "\U0001f600", "$HOME", "%41", "..x", "x.", "-", "!", "line\nbreak",
+             ".git", "node_modules", "@eaDir", "~$x"]
+
+
+def test_every_listed_file_with_an_odd_name_is_read_as_openclaw_reads_it(oracle, new_ws, checks):
+    ws = new_ws()
+    tree = {"MEMORY.md": "m\n", "real.md": "r\n"}
+    for i, name in enumerate(ODD_NAMES):
+        tree[f"{name}.md"] = f"root {i}\n"
+        tree[f"memory/{name}/n{i}.md"] = f"memory {i}\r\nsecond\n"
+        tree[f"notes/{name}.md"] = f"notes {i}\n"
+        tree[f"../beside/{name}/b.md"] = f"beside {i}\n"
+    build(ws, tree)
+    extra = [".", "..", "notes"]
+    (listing,) = oracle.batch([{"op": "list", "ws": str(ws), "extra": extra}])
+    ours = [f.path for f in our_scan(ws, extra).files]
+    theirs = their_list(ws, listing)
+    checks.same("files", ours, theirs)
+    listed = [p for p in ours if p in theirs]
+    windows = [(None, None, None), (2, 1, 3)]
+    answers = oracle.batch([read_request(ws, p, extra, *w) for p in listed for w in windows])
+    for (p, w), answer in zip([(p, w) for p in listed for w in windows], answers):
+        checks.same(f"read {p!r} {w}", our_read(ws, p, extra, *w), their_read(answer))
+    checks.done()
