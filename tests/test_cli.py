@@ -455,3 +455,25 @@ def test_a_workspace_named_with_a_line_end_is_one_line_in_doctor_and_prompt(cli,
     assert f"{tmp_path}/two\\x0alines has no MEMORY.md" in empty and len(empty.splitlines()) == 1, empty
     none = cli("-w", str(odd), "serve", "--stop").stderr  # (serve's own lines too)
     assert none == f"no memory service runs for {tmp_path}/two\\x0alines\n", none
+
+
+@pytest.mark.parametrize("unbuffered", [True, False])
+def test_a_change_whose_output_is_lost_is_said_done_never_bid_again(workspace, state_dir, unbuffered):
+    """An unbuffered stdout (or an output past the buffer) fails in the command, not at exit: `mv a b >
+    /dev/full` said 'the disk is full: free some space and run the command again' of the move it had
+    made, and run again, it failed ('does not exist; nothing was moved')."""
+    write(workspace / "memory" / "a.md", "- a\n")
+    for i in range(400):  # `files` writes more than a buffer holds
+        write(workspace / "memory" / f"long-name-of-a-note-{i:04d}.md", "- x\n")
+    env = dict(env_for(workspace, state_dir))
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    subprocess.run([sys.executable, "-m", "openclaw_memory", "read", "memory/a.md"], stdout=subprocess.DEVNULL, env=env,
+                   cwd=workspace, timeout=120, check=True)  # (a move is guarded as a write)
+    for args in (("mv", "memory/a.md", "memory/b.md"), ("files",), ("files", "--json")):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], stdout=full, stderr=subprocess.PIPE,
+                                  text=True, env=env, cwd=workspace, timeout=120)
+        assert done.returncode == 1 and done.stderr == "error: the output was not written: the disk is full\n", (args, done.stderr)
+    assert (workspace / "memory" / "b.md").read_text() == "- a\n" and not (workspace / "memory" / "a.md").exists()

@@ -11,7 +11,7 @@ import os
 import sys
 
 from ..errors import BadValue, MemoryToolError, describe_os_error
-from .output import delivered, error, utf8_stream
+from .output import GuardedStdout, delivered, error, utf8_stream
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
 
@@ -97,6 +97,7 @@ def run() -> None:
     gc.freeze()
     _fill_closed_streams()
     _escape_what_streams_cannot_hold()
+    sys.stdout = GuardedStdout(sys.stdout)  # (a lost output is one error, wherever it fails)
     sys.exit(delivered(main()))
 
 

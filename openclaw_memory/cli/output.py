@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import PathRefused, bytes_shown, printable
+from ..errors import MemoryToolError, PathRefused, bytes_shown, printable
 
 # The standard streams the caller closed (``cmd <&-``): the entry point puts the null device in
 # their place, so that nothing this process opens takes their descriptors; ``write --stdin`` must not
@@ -123,7 +123,7 @@ def _said(stream, say) -> None:
     try:
         say()
         stream.flush()
-    except OSError:
+    except (OSError, OutputLost):
         silence(stream)
 
 
@@ -140,24 +140,61 @@ def silence(stream) -> None:
     os.close(devnull)
 
 
+class OutputLost(MemoryToolError):
+    """stdout could not take the command's words (a full disk, an I/O error). Its own error, worded
+    once, never "run it again": what a write, mv or rm did is done (rerun, it fails)."""
+
+    def __init__(self, exc: OSError):
+        from ..errors import is_no_space
+
+        super().__init__(f"the output was not written: {'the disk is full' if is_no_space(exc) else exc.strerror or exc}")
+
+
+class GuardedStdout:
+    """``sys.stdout`` for a command line: a write or flush it cannot take raises :class:`OutputLost`
+    (what is left to write silenced), wherever it fails: in the command (an unbuffered stdout, an
+    output past the buffer) as at exit. A reader gone (``| head -1``) stays a BrokenPipeError."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            silence(self._stream)
+            raise OutputLost(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            silence(self._stream)
+            raise OutputLost(exc) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def delivered(code: int) -> int:
     """``code``, once what the command wrote is out: stdout and stderr flushed, a stream whose reader
     went away silenced (its words are lost; the command's status stands). A stdout that cannot
-    take them (a full disk, an I/O error) is said on stderr, and the command fails (it was an
+    take them (:class:`OutputLost`) is said on stderr, and the command fails (it was an
     'Exception ignored ... OSError' traceback at exit, status 120)."""
-    from ..errors import is_no_space
-
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BrokenPipeError:
             silence(stream)
-        except OSError as exc:
+        except OutputLost as exc:
+            _said(sys.stderr, lambda exc=exc: sys.stderr.write(f"error: {exc.message}\n"))
+            code = code or 1
+        except OSError:
             silence(stream)
-            if stream is sys.stdout:  # (not "run it again": what a write, mv or rm did is done)
-                why = "the disk is full" if is_no_space(exc) else exc.strerror or str(exc)
-                _said(sys.stderr, lambda why=why: sys.stderr.write(f"error: the output was not written: {why}\n"))
-                code = code or 1
     return code
 
 
