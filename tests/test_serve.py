@@ -452,6 +452,57 @@ def test_a_change_the_service_died_making_says_it_may_be_made(workspace, state_d
         "it may have made (`openclaw-memory log` shows what was done); working in-process"), removed.stderr
 
 
+def test_a_long_session_asks_no_change_again_of_a_service_that_died_making_it(workspace, state_dir):
+    """A long session's connection (it answered before) closed by a service that died making an
+    `rm`: the request was sent again at once (311e736), found no service, and the `rm` made again
+    in-process said only that the note does not exist, not that the service may have removed it.
+    Only a connection found closed *before* the request is sent is one a restarted service left."""
+    from conftest import fault
+    from openclaw_memory.errors import MemoryToolError
+    from openclaw_memory.memory import open_memory
+
+    memory(workspace)
+    service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=workspace,
+                               env=fault("rm:unlinked=kill", env=env_for(workspace, state_dir)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    said: list[str] = []
+    wait_for(lambda: read_info(settings_for(workspace, state_dir)), timeout=WAIT)
+    mem = open_memory(settings_for(workspace, state_dir), notice=said.append)
+    try:
+        assert mem.read("memory/projects/boat.md").text and mem.connected
+        with pytest.raises(MemoryToolError, match="does not exist"):
+            mem.remove("memory/projects/boat.md")
+        assert service.wait(timeout=WAIT) == -signal.SIGKILL
+    finally:
+        mem.close()
+        if service.poll() is None:
+            service.kill()
+    assert not (workspace / "memory" / "projects" / "boat.md").exists()
+    assert any(f"(pid {service.pid}) stopped answering (connection closed) during this rm, which it may have made" in line
+               for line in said), said
+
+
+def test_a_long_session_sends_a_change_to_a_restarted_service(workspace, state_dir, services):
+    """A connection the stopped service closed is found so before the change is sent: the restarted
+    service makes it, once."""
+    from openclaw_memory.memory import open_memory
+
+    memory(workspace)
+    first = start(services, workspace, state_dir, "--no-watch")
+    said: list[str] = []
+    mem = open_memory(settings_for(workspace, state_dir), notice=said.append)
+    try:
+        mem.read("MEMORY.md")
+        assert first.stop() == 0
+        second = start(services, workspace, state_dir, "--no-watch")
+        mem.write("MEMORY.md", append="- after the restart\n", update_index=False)
+        assert mem.connected and mem.service().info.pid == second.proc.pid and said == []
+    finally:
+        mem.close()
+    assert (workspace / "MEMORY.md").read_text().count("- after the restart") == 1
+    assert second.stop() == 0
+
+
 def test_an_http_session_ending_waits_aside_and_a_failure_to_forget_it_is_one_line(caplog):
     """An HTTP session's end (its DELETE) drops its read records in the state database. That was done
     in the endpoint's event loop: while the database was busy (another process writing, up to its

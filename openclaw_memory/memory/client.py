@@ -117,11 +117,15 @@ class ServiceClient:
         """The service's answer to ``method``, read into the method's result type; its error raised here.
 
         Raises ServiceUnavailable when the service refused, hung or went away. A connection that
-        answered before and is closed before a byte of this answer came was most likely left by a
-        service that stopped since (restarted: an upgrade): the call is made once more, on a new one.
+        answered before and is found closed before this request is sent was left by a service that
+        stopped since (restarted: an upgrade): the request goes on a new one. One that closes after
+        it is sent, before a byte of the answer, is asked again only for what changes nothing: the
+        service may have died making a change (an `rm` asked again found nothing to remove).
         """
         operation = OPERATIONS[method]
         reused = self._sock is not None and self._answered
+        if reused and self._sock is not None and _closed_by_peer(self._sock):
+            self.close()
         sock = self._connected()
         self._heard = False
         settings = settings or self.settings
@@ -143,7 +147,7 @@ class ServiceClient:
                                      f"{_maybe_made(operation)}; working in-process") from None
         except (OSError, ValueError) as exc:
             self.close()
-            if reused and not self._heard and isinstance(exc, (ConnectionError, _Closed)):
+            if reused and not self._heard and not operation.writes and isinstance(exc, (ConnectionError, _Closed)):
                 return self.call(method, settings, **args)  # on a new connection (none there: ServiceUnavailable)
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "connection closed"
             raise ServiceUnavailable(f"{_who(self.settings)} stopped answering ({detail}){_maybe_made(operation)}; "
@@ -190,6 +194,17 @@ class ServiceClient:
         if line is None:
             raise _Closed("connection closed")
         return line
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the service closed ``sock`` already (an end of file or a reset waits in it), before
+    anything more is sent: a request sent then was never read."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (BlockingIOError, InterruptedError):
+        return False  # open, nothing waiting: the service is there
+    except OSError:
+        return True
 
 
 def _maybe_made(operation: Operation) -> str:
