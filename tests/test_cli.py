@@ -355,9 +355,9 @@ def test_a_stream_that_cannot_hold_a_character_gets_its_escape_never_a_traceback
     write(workspace / "memory" / "café.md", "# Café ☕\n")
     env = {"PYTHONIOENCODING": "ascii"}
     listed = cli_process("files", env=env)
-    assert listed.returncode == 0 and "memory/caf\\xe9.md\tmemory" in listed.stdout, listed
+    assert listed.returncode == 0 and "memory/caf\\u00e9.md\tmemory" in listed.stdout, listed
     read = cli_process("read", "memory/café.md", env=env)
-    assert read.returncode == 0 and read.stdout == "# Caf\\xe9 \\u2615\n", read
+    assert read.returncode == 0 and read.stdout == "# Caf\\u00e9 \\u2615\n", read
     as_json = cli_process("read", "memory/café.md", "--json", env=env)
     assert as_json.returncode == 0 and as_json.json()["text"] == "# Café ☕", as_json
     refused = cli_process("read", "memory/café.txt", "--json", env=env)

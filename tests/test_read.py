@@ -353,3 +353,5 @@ def test_a_name_copied_from_the_listing_with_its_byte_escapes_is_answered_with_h
                               "in a listing is a byte of the name: in bash, $'memory/bad\\xffname.md')\n"), refused.stderr
     assert cli("read", os.fsdecode(b"memory/bad\xffname.md")).stdout == "note\n"
     assert "(" not in cli("read", "memory\\notes.md").stderr  # a backslash that stands for no byte: no such hint
+    # A quote in the name is typed \' there ($'bob's' was no bash at all).
+    assert "in bash, $'memory/bob\\'s\\xffnote.md')" in cli("read", "memory/bob's\\xffnote.md").stderr

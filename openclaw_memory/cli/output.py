@@ -19,6 +19,20 @@ from ..errors import MemoryToolError, PathRefused, bytes_shown, printable
 CLOSED_STREAMS: set[str] = set()
 
 
+def _unicode_escaped(exc: UnicodeError) -> tuple[str, int]:
+    """A character a stream cannot hold as ``\\uXXXX`` (``\\UXXXXXXXX`` past the BMP): Python's
+    ``backslashreplace`` writes ``\\xe9`` for ``é``, the way a listing shows the byte 0xE9 of a name
+    that is not UTF-8, which names another file."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    return "".join(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}" for c in text), exc.end
+
+
+UNICODE_ESCAPE = "openclaw-memory-unicode-escape"
+codecs.register_error(UNICODE_ESCAPE, _unicode_escaped)
+
+
 def utf8_stream(stream) -> bool:
     """Whether ``stream`` writes UTF-8 (one whose encoding is not named is taken to)."""
     encoding = getattr(stream, "encoding", None)

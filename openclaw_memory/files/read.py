@@ -173,7 +173,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     if "\\" in raw:
         # A name as `files` lists it, a byte that is not UTF-8 shown as \xNN: say how to type the byte.
         byte = re.search(r"\\x[0-9a-fA-F]{2}", raw)
-        typed = f" ({byte[0]} in a listing is a byte of the name: in bash, $'{raw}')" if byte else ""
+        quoted = raw.replace("'", "\\'")  # (in bash's $'...', a quote is \')
+        typed = f" ({byte[0]} in a listing is a byte of the name: in bash, $'{quoted}')" if byte else ""
         raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'{typed}")
     absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw))
     if len(os.fsencode(absolute)) >= _PATH_MAX:
