@@ -15,6 +15,12 @@ FileStateName = Literal["read_fresh", "read_stale", "discovered_unread", "writte
 WriteAction = Literal["append", "replace", "restore"]
 DiffMode = Literal["diff", "unchanged", "full", "missing"]  # what ``read --diff`` gives back
 
+# A day, and a moment, as typed: ISO 8601's extended form in ASCII digits only (``date.fromisoformat``
+# also takes '20261103', the week date '2026-W45-2' and other digits than ASCII: a slip read as another
+# day). Matched whole, with re.ASCII, before ``fromisoformat`` reads it; ``t`` and ``z`` as RFC 3339 lets them.
+DAY = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+MOMENT = DAY + r"(?:[Tt ][0-9]{2}(?::[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
+
 # Called with each progress report of an index run (in the caller's process: never sent to the service).
 ProgressCallback = Callable[["SyncProgress"], None]
 

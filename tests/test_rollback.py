@@ -263,6 +263,9 @@ def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     for to, words in (("no-such-snapshot", "is neither a watchdog snapshot's label nor a time"),
                       ("2026-13-45", "is neither a watchdog snapshot's label nor a time"),
                       ("2026-02-30", "is neither a watchdog snapshot's label nor a time"),
+                      ("2026-W48-1", "is neither a watchdog snapshot's label nor a time"),  # (was 2026-11-23)
+                      ("20261201", "is neither a watchdog snapshot's label nor a time"),
+                      ("２０２６-11-03", "is neither a watchdog snapshot's label nor a time"),
                       ("", "is neither a watchdog snapshot's label nor a time"),
                       ("0001-01-01T00:00:00+05:00", "lies before 0001-01-01T00:00:00Z"),
                       ("9999-12-31T23:59:59Z", "is in the future"),

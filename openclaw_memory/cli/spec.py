@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..memory import OPERATIONS
 from ..memory.operations import plain_type
+from ..types import DAY
 from .commands import (
     archive_cmd,
     doctor_cmd,
@@ -147,7 +148,6 @@ class Command:
 _INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
 _NUMBER = re.compile(r"\s*[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?|nan|inf(?:inity)?)\s*",
                      re.ASCII | re.IGNORECASE)  # (nan and inf: the range check answers them)
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
 def integer(raw: str) -> int:
@@ -163,7 +163,7 @@ def number(raw: str) -> float:
 
 
 def day(raw: str) -> dt.date:
-    if not _DAY.fullmatch(raw):
+    if not re.fullmatch(DAY, raw, re.ASCII):
         raise ValueError(raw)
     return dt.date.fromisoformat(raw)
 

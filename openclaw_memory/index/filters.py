@@ -27,6 +27,7 @@ from itertools import product
 from ..database.failures import stat_int
 from ..errors import BadValue, UsageError, shown
 from ..timezones import local_date
+from ..types import DAY
 
 MAX_GLOB, MAX_GLOBS = 4096, 16384
 MAX_GLOBSTARS = 3  # each `**/` of a glob doubles the patterns it is read as
@@ -55,14 +56,10 @@ def _read_as(glob: str) -> tuple[str, ...]:
                  for stars in product(("*/", ""), repeat=len(pieces) - 1))
 
 
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
-
-
 def parse_day(value: str, name: str) -> date:
-    """``YYYY-MM-DD`` as typed, as the CLI's date flags take it: ``date.fromisoformat`` also took
-    ``20261103``, the week date ``2026-W45-2`` and other digits than ASCII ones, a slip read as a day."""
+    """``YYYY-MM-DD`` as typed (:data:`~openclaw_memory.types.DAY`), as the CLI's date flags take it."""
     try:
-        if _DAY.fullmatch(value):
+        if re.fullmatch(DAY, value, re.ASCII):
             return date.fromisoformat(value)
     except ValueError:
         pass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import stat
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import MOVE, REMOVE, iso_time, short
+from ..types import MOMENT
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
 from ..watchdog.observe import KIND_FILE
@@ -84,7 +86,11 @@ def moment_of(settings: Settings, to: str) -> Moment:
 
 def parse_iso(text: str) -> float:
     """An ISO 8601 date or time as seconds since the epoch (ValueError when it is none). RFC 3339
-    lets its ``T`` and ``Z`` be lower case, which ``fromisoformat`` refuses; no other letter is read."""
+    lets its ``T`` and ``Z`` be lower case, which ``fromisoformat`` refuses; no other letter is read,
+    and digits as typed (:data:`~openclaw_memory.types.MOMENT`: ``20261201`` and the week date
+    ``2026-W48-1`` were read as days)."""
+    if not re.fullmatch(MOMENT, text, re.ASCII):
+        raise ValueError(text)
     when = dt.datetime.fromisoformat(text.upper())
     return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
 
