@@ -301,6 +301,11 @@ class Memory(Protocol):
         A pending watchdog checkpoint is included once (``consume``)."""
         ...
 
+    @operation(impl=".prompt.loader:consume_shown", writes=True)
+    def consume_shown(self, *, upto: int) -> None:
+        """Consume the watchdog checkpoint a prompt showed, up to its ``checkpoint_upto``, once it is out."""
+        ...
+
     # -- index and search ------------------------------------------------------------------------
 
     @operation(impl=".index.operations:index", on="memory", service=True, writes=True,

@@ -199,16 +199,16 @@ def memory_prompt(settings: Settings, today: dt.date | None = None, consume: boo
         section.warnings.append(unread)
     if pending is not None:
         section = replace(section, checkpoint_upto=pending.last)
-    if consume:
-        consume_shown(settings, section)
+    if consume and section.checkpoint_upto is not None:
+        consume_shown(settings, upto=section.checkpoint_upto)
     return section
 
 
-def consume_shown(settings: Settings, section: PromptSection) -> None:
-    """Mark the checkpoint sections ``section`` showed consumed (not one added since). The CLI builds
-    the section unconsumed and calls this once it is written out: on a full disk the news was
-    consumed though never shown, and the run again the message bid left it out."""
+def consume_shown(settings: Settings, *, upto: int) -> None:
+    """Mark the checkpoint sections a prompt showed (up to ``upto``, its ``checkpoint_upto``) consumed,
+    not one added since. The CLI builds the section unconsumed and calls this once it is written
+    out: on a full disk the news was consumed though never shown, and the run again the message bid
+    left it out."""
     from ..watchdog.checkpoint import consume_checkpoint
 
-    if section.checkpoint_upto is not None:
-        consume_checkpoint(settings.data_dir, section.checkpoint_upto)
+    consume_checkpoint(settings.data_dir, upto)

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_out: bool) -> int:
     # A pending checkpoint is consumed once the section is out (a full disk, a reader gone, a closed
     # stdout: it stays pending for the next prompt).
-    section = open_memory(settings, notice=warn, shard_idle_s=0).prompt(today=today, consume=False)
+    memory = open_memory(settings, notice=warn, shard_idle_s=0)
+    section = memory.prompt(today=today, consume=False)
     cuts = [f"{printable(cut.path)} was cut for the startup prompt ({cut.reason}: kept {cut.kept_chars:,} of {cut.original_chars:,} "
             "characters)" for cut in section.truncated]
     from ...settings import timezone_problem
@@ -29,8 +30,6 @@ def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_ou
                  f"daily note of the last {days} day(s) (memory/YYYY-MM-DD.md)")
         sys.stdout.write(for_stdout(section.text))
     sys.stdout.flush()  # (a failure is raised here, before the news is consumed)
-    if consume and "stdout" not in CLOSED_STREAMS:
-        from ...prompt.loader import consume_shown
-
-        consume_shown(settings, section)
+    if consume and "stdout" not in CLOSED_STREAMS and section.checkpoint_upto is not None:
+        memory.consume_shown(upto=section.checkpoint_upto)
     return 0
