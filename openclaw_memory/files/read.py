@@ -229,6 +229,8 @@ def _through_alias(absolute: str, workspace: str, extra_paths=()) -> str | None:
     roots: dict[tuple[int, int], str] = {}
     for root in (workspace, *extra_paths):
         try:
+            if stat.S_ISLNK(os.lstat(root).st_mode):
+                continue  # a symlinked extra path is no root (the scan ignores it): its target's name is
             st = os.stat(root)
         except (OSError, ValueError):
             continue
