@@ -776,13 +776,16 @@ Sources = tuple[tuple[dict[str, Any], str], ...]  # one level's search settings,
 def _search_key(sources: Sources, *keys: str) -> tuple[Any, str]:
     """The value at ``keys`` (``"multimodal", "enabled"``) of the first of ``sources`` that sets it, and
     where it is: OpenClaw's migration of an older spelling (its mergeMissing) fills a key only where the
-    current spelling lacks it. A bare ``multimodal: true`` (an older form) stands for ``{enabled: true}``."""
+    current spelling lacks it. A bare ``multimodal: true`` or ``false`` is kept by that migration (the
+    level's older spellings are not read) and holds no key (``true.enabled`` is undefined to OpenClaw
+    2026.9.6: the other level, or the default, decides); it was read as ``{enabled: true}``, media
+    files OpenClaw does not list listed as memory."""
     for source, at in sources:
         value: Any = source
         for depth, key in enumerate(keys):
             value = value.get(key)
             if key == "multimodal" and isinstance(value, bool):
-                value = {"enabled": value}
+                return None, f"{at}.{'.'.join(keys)}"
             if value is None:
                 break
             if depth < len(keys) - 1 and not isinstance(value, dict):  # (the migration would keep it in the way)

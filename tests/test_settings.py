@@ -782,6 +782,21 @@ def test_older_memory_search_spellings_fill_only_what_memory_search_lacks(state_
     assert (s.extra_paths, s.max_results) == ((str(workspace / "top"),), 4)
 
 
+def test_a_bare_multimodal_boolean_holds_no_key_as_openclaw_reads_it(state_dir, workspace):
+    """`memory.search.multimodal: true` was read as `{enabled: true}`: images and audio of the extra
+    paths listed as memory where OpenClaw 2026.9.6 lists none (`true.enabled` is undefined to it; its
+    schema refuses the form). Kept by its migration, it also hides an older spelling of its level; the
+    other level decides (asked of OpenClaw: tests/conformance/test_openclaw_settings.py)."""
+    on = {"enabled": True}
+    for config, agent, expected in (
+            ({"memory": {"search": {"multimodal": True}}}, "main", False),
+            ({"memory": {"search": {"multimodal": True}}, "agents": {"defaults": {"memorySearch": {"multimodal": on}}}}, "main", False),
+            ({"memory": {"search": {"multimodal": on}}, "agents": {"entries": {"ops": {"memory": {"search": {"multimodal": False}}}}}},
+             "ops", True)):
+        write(state_dir / "openclaw.json", json.dumps(config))
+        assert resolve(state_dir, workspace=str(workspace), agent=agent).multimodal is expected, config
+
+
 def test_multimodal_modalities_limit_which_media_files_are_listed(cli, workspace, state_dir, tmp_path):
     """memory.search.multimodal.modalities ["image"]: OpenClaw lists the images of an extra path, not
     its audio; both were listed. No kind left (`[]`) is multimodal off, as OpenClaw has it."""

@@ -51,6 +51,23 @@ CASES = [
      "ops"),
     ("no media kind left", {"memory": {"search": {"multimodal": {"enabled": True, "modalities": []}}}}, "main"),
     ("every kind", {"memory": {"search": {"multimodal": {"enabled": True, "modalities": ["all", "image"]}}}}, "main"),
+    # A bare true or false: kept by the migration, no key of its own (OpenClaw's schema refuses it).
+    ("a bare true", {"memory": {"search": {"multimodal": True}}}, "main"),
+    ("a bare true before an older object", {"memory": {"search": {"multimodal": True}},
+                                            "agents": {"defaults": {"memorySearch": {"multimodal": ON}}}}, "main"),
+    ("an agent's bare true under the shared object", {"memory": {"search": {"multimodal": ON}},
+                                                      "agents": {"entries": {"ops": {"memory": {"search": {"multimodal": True}}}}}},
+     "ops"),
+    ("an agent's bare false under the shared object", {"memory": {"search": {"multimodal": ON}},
+                                                       "agents": {"entries": {"ops": {"memory": {"search": {"multimodal": False}}}}}},
+     "ops"),
+    ("a shared bare true under the agent's object", {"memory": {"search": {"multimodal": True}},
+                                                     "agents": {"entries": {"ops": {"memory": {"search": {"multimodal": ON}}}}}},
+     "ops"),
+    ("an agent's older bare true", {"agents": {"entries": {"ops": {"memorySearch": {"multimodal": True}}}},
+                                    "memory": {"search": {"multimodal": {"enabled": True, "modalities": ["image"]}}}}, "ops"),
+    ("a bare false before an older object", {"memory": {"search": {"multimodal": False}},
+                                             "memorySearch": {"multimodal": ON}}, "main"),
 ]
 
 
