@@ -138,18 +138,20 @@ def _append_only(folder) -> None:
         pytest.skip(f"no append-only folders here: {done.stderr.strip() or 'chattr failed'}")
 
 
-@pytest.mark.parametrize("across", [False, True], ids=["one file system", "across file systems"])
+@pytest.mark.parametrize("across", ["folder", False, True], ids=["one folder", "one file system", "across file systems"])
 def test_a_move_whose_source_cannot_lose_its_name_is_undone_and_blocks_nothing_after(across, cli, workspace,
                                                                                         state_dir, tmp_path):
     """The old name could not go (an append-only folder): the move said "nothing was moved" and
     left the note's second name (or its copy) at the destination with its intent, which every
-    later mv, rm and rollback tried to finish, failing the same way ("could not be finished")."""
+    later mv, rm and rollback tried to finish, failing the same way ("could not be finished"). Within
+    the one folder the second name could not be taken back either: the folder's flag is asked first."""
     write(workspace / "memory" / "kept" / "a.md", HERON)
     write(workspace / "memory" / "b.md", KETTLE)
     with contextlib.ExitStack() as stack:
-        extra = stack.enter_context(tmpfs(tmp_path / "extra", "8m")) if across else workspace / "memory"
-        extra_args = ("--extra", str(extra)) if across else ()
-        destination = str(extra / "a.md")
+        extra = (stack.enter_context(tmpfs(tmp_path / "extra", "8m")) if across is True
+                 else workspace / "memory" / "kept" if across == "folder" else workspace / "memory")
+        extra_args = ("--extra", str(extra)) if across is True else ()
+        destination = str(extra / ("z.md" if across == "folder" else "a.md"))
         assert cli("read", "memory/kept/a.md", *extra_args).returncode == 0
         _append_only(workspace / "memory" / "kept")
         stack.callback(subprocess.run, ["chattr", "-a", str(workspace / "memory" / "kept")], check=False)
@@ -157,6 +159,7 @@ def test_a_move_whose_source_cannot_lose_its_name_is_undone_and_blocks_nothing_a
         moved = cli("mv", "memory/kept/a.md", destination, "--no-index", *extra_args)
         assert moved.returncode == 1 and "nothing was moved" in moved.stderr, moved.stderr
         assert (workspace / "memory" / "kept" / "a.md").read_text() == HERON
+        assert "append-only" in moved.stderr, moved.stderr
         assert not os.path.exists(destination) and not [n for n in os.listdir(extra) if n.startswith(".")]
         assert pending(settings_for(workspace, state_dir)) is None
 
@@ -165,17 +168,19 @@ def test_a_move_whose_source_cannot_lose_its_name_is_undone_and_blocks_nothing_a
 
 
 def test_a_forced_move_stopped_after_archiving_the_destination_says_it_is_archived(cli, workspace, state_dir):
-    """The source's name could not go (an append-only folder, which its mode does not show) after
+    """The source could not be moved (an immutable file, which no mode and no folder flag shows) after
     `--force` archived the file at the destination: "nothing was moved" alone, and that note gone
     from the workspace without a word."""
     write(workspace / "memory" / "kept" / "a.md", HERON)
     write(workspace / "memory" / "b.md", KETTLE)
     assert cli("read", "memory/kept/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
-    _append_only(workspace / "memory" / "kept")
+    done = subprocess.run(["chattr", "+i", str(workspace / "memory" / "kept" / "a.md")], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"no immutable files here: {done.stderr.strip() or 'chattr failed'}")
     try:
         moved = cli("mv", "memory/kept/a.md", "memory/b.md", "--force", "--no-index")
     finally:
-        subprocess.run(["chattr", "-a", str(workspace / "memory" / "kept")], check=False)
+        subprocess.run(["chattr", "-i", str(workspace / "memory" / "kept" / "a.md")], check=False)
     assert moved.returncode == 1 and "nothing was moved" in moved.stderr, moved.stderr
     assert "memory/b.md is archived" in moved.stderr and "restore memory/b.md --last" in moved.stderr
     assert (workspace / "memory" / "kept" / "a.md").read_text() == HERON and not (workspace / "memory" / "b.md").exists()

@@ -38,6 +38,7 @@ import errno
 import fcntl
 import os
 import signal
+import sys
 import time
 
 from .. import faults
@@ -219,16 +220,29 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     return "copy"
 
 
+# Linux's FS_IOC_GETFLAGS (_IOR('f', 1, long)) and the flags of a folder whose names may not go.
+_FS_IOC_GETFLAGS = 0x80086601
+_FS_APPEND_FL, _FS_IMMUTABLE_FL = 0x20, 0x10
+
+
 def check_names_may_change(dir_fd: int) -> None:
-    """OSError (EACCES, or EROFS) when this process may not add or remove names in the folder open
-    on ``dir_fd``: asked before a move archives what it replaces or links anything, which its
-    source's folder must allow at the end (a mode, or a read-only mount, that only the last step
-    met: ``mv --force`` had archived the destination's file when it failed, "nothing was moved").
-    An ACL or an immutable flag the check does not see still fails that step, which is undone."""
-    if os.access(".", os.W_OK | os.X_OK, dir_fd=dir_fd, effective_ids=True):
-        return
-    code = errno.EROFS if os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY else errno.EACCES
-    raise OSError(code, os.strerror(code))
+    """OSError (EACCES, EROFS or EPERM) when this process may not add or remove names in the folder
+    open on ``dir_fd``: asked before a move archives what it replaces or links anything, which its
+    source's folder must allow at the end (a mode, a read-only mount, an append-only or immutable
+    folder, ``chattr +a``/``+i``, that only the last step met: ``mv --force`` had archived the
+    destination's file when it failed, "nothing was moved", and a move within an append-only folder
+    left the note under both names, its intent waiting). An ACL the check does not see still fails
+    that step, which is undone where it can be."""
+    if not os.access(".", os.W_OK | os.X_OK, dir_fd=dir_fd, effective_ids=True):
+        code = errno.EROFS if os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY else errno.EACCES
+        raise OSError(code, os.strerror(code))
+    try:
+        flags = int.from_bytes(fcntl.ioctl(dir_fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError:
+        return  # a file system without such flags (ENOTTY, EOPNOTSUPP): none of them here
+    if flags & (_FS_APPEND_FL | _FS_IMMUTABLE_FL):
+        kind = "append-only" if flags & _FS_APPEND_FL else "immutable"
+        raise OSError(errno.EPERM, f"{os.strerror(errno.EPERM)} (the folder is {kind}: chattr)")
 
 
 def _take_back(undo) -> None:
