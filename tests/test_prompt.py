@@ -270,6 +270,26 @@ def test_a_daily_note_the_prelude_leaves_out_is_said(workspace, cli):
     assert [line for line in result.stderr.splitlines() if "left out" in line] == [f"warning: {w}" for w in said]
 
 
+def test_daily_notes_behind_a_symlink_are_said_left_out(workspace, cli, tmp_path):
+    """A symlinked memory/ folder (or a slugged note that is a symlink): OpenClaw's guarded read loads
+    none of it, and prompt left every daily note out without a word (ac11c5a said the others)."""
+    import os
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(tmp_path / "elsewhere" / "2026-11-30.md", "today\n")
+    write(tmp_path / "elsewhere" / "2026-11-30-trip.md", "the trip\n")
+    os.symlink(tmp_path / "elsewhere", workspace / "memory")
+    said = cli("prompt", "--date", "2026-11-30", "--peek", "--json").json()["warnings"]
+    assert "memory/ is a symlink, which OpenClaw's guarded read refuses: no daily note is loaded into the startup prompt" in said
+    os.unlink(workspace / "memory")
+    write(workspace / "memory" / "2026-11-30.md", "today\n")
+    os.symlink(tmp_path / "elsewhere" / "2026-11-30-trip.md", workspace / "memory" / "2026-11-30-trip.md")
+    result = cli("prompt", "--date", "2026-11-30", "--peek", "--json").json()
+    assert "today" in result["text"] and "the trip" not in result["text"]
+    assert result["warnings"] == ["memory/2026-11-30-trip.md is left out of the startup prompt: it is a symlink, which "
+                                  "OpenClaw's guarded read refuses"]
+
+
 def test_a_checkpoint_is_consumed_only_once_the_prompt_is_out(workspace, state_dir, cli):
     # `prompt > file` on a full disk said "run the command again", but the workspace-change news
     # was already consumed: the run again left it out, and the agent never saw it. It is consumed

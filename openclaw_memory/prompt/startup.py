@@ -76,20 +76,24 @@ def date_stamps(now: dt.datetime, days: int, timezone: str | None) -> list[str]:
     return [utc, *window] if utc > window[0] else [*window, utc]
 
 
-def _paths_by_date(memory_dir: str, stamps: list[str]) -> dict[str, list[str]]:
+def _paths_by_date(memory_dir: str, stamps: list[str], linked: list[str] | None = None) -> dict[str, list[str]]:
+    """Each date's note names, the slugged ones newest first; ``linked`` gets the slugged names
+    that are symlinks (OpenClaw passes over them: said, not loaded)."""
     unique = list(dict.fromkeys(stamps))
     try:
         with os.scandir(memory_dir) as it:
-            entries = [(e.name, e.is_file(follow_symlinks=False)) for e in it]
+            entries = [(e.name, e.is_file(follow_symlinks=False), e.is_symlink()) for e in it]
     except OSError:
         return {s: [f"{s}.md"] for s in unique}
     wanted = set(unique)
     slugged: dict[str, list[tuple[str, float]]] = {}
-    for name, is_file in entries:
-        if not is_file or not name.endswith(".md"):
-            continue
+    for name, is_file, is_link in entries:
         stamp = name[:10]
-        if stamp not in wanted or name == f"{stamp}.md" or not name.startswith(f"{stamp}-"):
+        if not name.endswith(".md") or stamp not in wanted or name == f"{stamp}.md" or not name.startswith(f"{stamp}-"):
+            continue
+        if not is_file:
+            if is_link and linked is not None:
+                linked.append(name)
             continue
         try:
             mtime_ms = os.stat(os.path.join(memory_dir, name)).st_mtime_ns / 1e6
@@ -181,10 +185,16 @@ def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, acti
     if not config.enabled or (config.apply_on and action not in config.apply_on):
         return Prelude(None)
     stamps = date_stamps(now, config.daily_memory_days, config.user_timezone)
-    by_date = _paths_by_date(os.path.join(workspace, MEMORY_DIR), stamps)
+    linked: list[str] = []
+    by_date = _paths_by_date(os.path.join(workspace, MEMORY_DIR), stamps, linked)
     paths = [f"{MEMORY_DIR}/{name}" for s in stamps for name in by_date.get(s, [f"{s}.md"])]
     loaded: list[tuple[str, str, int]] = []
-    left_out: list[str] = []
+    left_out = [f"{printable(f'{MEMORY_DIR}/{name}')} is left out of the startup prompt: it is a symlink, which OpenClaw's "
+                "guarded read refuses" for name in linked]
+    if os.path.islink(os.path.join(workspace, MEMORY_DIR)) and any(
+            os.path.isfile(os.path.join(workspace, rel)) for rel in paths):
+        left_out.append(f"{MEMORY_DIR}/ is a symlink, which OpenClaw's guarded read refuses: no daily note is loaded "
+                        "into the startup prompt")
     for rel in paths:
         content, why = _read_note(workspace, rel, config.max_file_bytes)
         if why is not None:
