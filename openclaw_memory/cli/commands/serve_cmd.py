@@ -64,7 +64,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
             line += ", live sync on)" if info.live_sync else ", live sync off)"
             sys.stderr.write(line + "\n")
         if info.http:
-            sys.stderr.write(f"MCP over HTTP at {info.http} (bearer token in {token_path(settings)})\n")
+            sys.stderr.write(f"MCP over HTTP at {info.http} (bearer token in {printable(str(token_path(settings)))})\n")
         sys.stderr.flush()
 
     def on_watch_start(info) -> None:
