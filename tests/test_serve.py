@@ -702,8 +702,9 @@ def test_an_agent_configured_otherwise_is_not_told_to_restart_the_service(worksp
         with pytest.raises(Refused) as refused:
             core.read_request(request_line(1, "state", {}, settings_for(workspace, state_dir, agent="ops")))
         assert str(refused.value) == (
-            "it runs for agent 'main', and agent 'ops' has settings of its own here (extra paths or other search "
-            "settings in openclaw.json), or the config changed since it started (then restart it: `openclaw-memory serve`)")
+            "it runs for agent 'main', and agent 'ops' is asked with other settings (its own extra paths or search "
+            "settings in openclaw.json, extra paths given to this command), or the config changed since it started "
+            "(then restart it: `openclaw-memory serve`)")
         with pytest.raises(Refused, match="extra paths, config or state dir differ"):  # its own agent: the config changed
             core.read_request(request_line(1, "state", {}, settings_for(workspace, state_dir, extra=[str(runbooks)])))
     finally:

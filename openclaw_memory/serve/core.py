@@ -170,9 +170,9 @@ class ServiceCore:
         if context.get("key") != settings_key(settings):
             if agent != self.settings.agent:  # a restart changes nothing when the agent is configured otherwise
                 raise Refused(
-                    f"it runs for agent {shown(self.settings.agent)}, and agent {shown(agent)} has settings of its own "
-                    "here (extra paths or other search settings in openclaw.json), or the config changed since it "
-                    "started (then restart it: `openclaw-memory serve`)"
+                    f"it runs for agent {shown(self.settings.agent)}, and agent {shown(agent)} is asked with other settings "
+                    "(its own extra paths or search settings in openclaw.json, extra paths given to this command), or "
+                    "the config changed since it started (then restart it: `openclaw-memory serve`)"
                 )
             raise Refused(
                 "it runs with other settings for this workspace (extra paths, config or state dir differ); "
