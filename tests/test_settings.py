@@ -751,6 +751,10 @@ def test_a_workspace_or_state_dir_longer_than_the_system_allows_is_one_short_lin
         res = cli(flag, "a" * 100_000, "files", "--json")
         assert res.returncode == 2 and len(res.stderr) < 300, (flag, res.returncode, res.stderr[:300])
         assert "path is longer than the system allows" in res.json()["error"], res.stdout[:300]
+    for flag in ("-w", "--state-dir"):  # a path within the limit holding one name past 255 bytes
+        res = cli(flag, "/tmp/" + "a" * 4_085, "files", "--json")
+        assert res.returncode == 2 and len(res.stderr) < 300, (flag, res.returncode, res.stderr[:300])
+        assert "holds a name longer than the system allows (4,085 bytes; at most 255)" in res.json()["error"], res.stdout[:300]
 
 
 # OpenClaw 2026.9.6's answer for this config (its startup migration, then resolveMemorySearchConfig for
