@@ -58,6 +58,19 @@ def parse(text: str) -> dict[str, str]:
     return {key: value for key, value in found.items() if re.match(_PORTABLE, key)}
 
 
+class FromFiles(dict):
+    """An environment some of whose variables came from OpenClaw's ``.env`` files: ``files`` names
+    the file of each (a message about a value says where it was set: the shell has no such variable)."""
+
+    files: dict[str, str]
+
+
+def where_set(name: str, env: Mapping[str, str]) -> str:
+    """``from NAME``, and the ``.env`` file that set it where one did."""
+    files = env.files if isinstance(env, FromFiles) else {}
+    return f"from {name} in {files[name]}" if name in files else f"from {name}"
+
+
 def with_dotenv(env: Mapping[str, str], state_dir: str, state_dir_named: bool, home: str | None) -> Mapping[str, str]:
     """``env`` with what OpenClaw's global ``.env`` files add to it: those of ``state_dir`` (as named,
     before links are followed: ``state_dir_named`` when ``OPENCLAW_STATE_DIR`` or ``--state-dir``
@@ -66,12 +79,16 @@ def with_dotenv(env: Mapping[str, str], state_dir: str, state_dir_named: bool, h
     if home is not None and (not state_dir_named
                              or os.path.abspath(paths[0]) == os.path.abspath(os.path.join(home, ".openclaw", ".env"))):
         paths.append(os.path.join(home, ".config", "openclaw", "gateway.env"))
-    added: dict[str, str] = {}
+    added: dict[str, tuple[str, str]] = {}
     for path in paths:
         for key, value in _read(path).items():
-            added.setdefault(key, value)
-    fresh = {key: value for key, value in added.items() if key not in env}
-    return {**env, **fresh} if fresh else env
+            added.setdefault(key, (value, path))
+    fresh = {key: found for key, found in added.items() if key not in env}
+    if not fresh:
+        return env
+    merged = FromFiles({**env, **{key: value for key, (value, _) in fresh.items()}})
+    merged.files = {key: path for key, (_, path) in fresh.items()}
+    return merged
 
 
 def _read(path: str) -> dict[str, str]:

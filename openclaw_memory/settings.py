@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
 from .files.paths import MODALITIES, ExtraPath
-from .openclaw_dotenv import with_dotenv
+from .openclaw_dotenv import where_set, with_dotenv
 
 DEFAULT_AGENT = "main"
 TOML_NAME = "openclaw-memory.toml"
@@ -924,7 +924,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     shared = _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
     workspace_raw, workspace_source = next((value, where) for value, where in itertools.chain((
         (o.workspace, "given with --workspace"),
-        (_openclaw_env("OPENCLAW_WORKSPACE", env), "from OPENCLAW_WORKSPACE"),
+        (_openclaw_env("OPENCLAW_WORKSPACE", env), where_set("OPENCLAW_WORKSPACE", env)),
         (_text(toml.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
         (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
          f"from {json_path}: {entry_at}.workspace"),
@@ -1014,7 +1014,7 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         yield (shared, where) if owner else (os.path.join(_expand(shared, env), agent), f"{where}, agent {agent}'s folder in it")
         return
     if owner:
-        yield _openclaw_env("OPENCLAW_WORKSPACE_DIR", env), "from OPENCLAW_WORKSPACE_DIR"
+        yield _openclaw_env("OPENCLAW_WORKSPACE_DIR", env), where_set("OPENCLAW_WORKSPACE_DIR", env)
         profile = _openclaw_env("OPENCLAW_PROFILE", env) or ""
         if profile and profile.lower() != "default" and not state_dir_given:
             if not re.fullmatch(_OPENCLAW_ID, profile):

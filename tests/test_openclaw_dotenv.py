@@ -35,6 +35,15 @@ def test_the_state_dirs_env_file_names_the_workspace_and_a_variable_of_the_proce
         home / ".openclaw" / "workspace"
 
 
+def test_a_value_of_the_env_file_is_said_to_come_from_it(tmp_path, home, cli):
+    """`workspace not found: … (from OPENCLAW_WORKSPACE_DIR)` sent the user to a shell that has no such variable."""
+    write(home / ".openclaw" / ".env", f"OPENCLAW_WORKSPACE_DIR={tmp_path / 'nope'}\n")
+    res = cli("files", "--json", env={"OPENCLAW_WORKSPACE": "", "OPENCLAW_STATE_DIR": "", "HOME": str(home)})
+    assert res.returncode == 2
+    assert res.json()["error"] == (f"workspace not found: {tmp_path / 'nope'} (from OPENCLAW_WORKSPACE_DIR in "
+                                   f"{home / '.openclaw' / '.env'})"), res.json()
+
+
 def test_a_variable_of_openclaw_json_comes_from_the_env_file(tmp_path, home):
     (tmp_path / "data" / "ws").mkdir(parents=True)
     write(home / ".openclaw" / "openclaw.json", '{agents: {defaults: {workspace: "${NOTES_HOME}/ws"}}}')
