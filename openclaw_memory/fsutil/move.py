@@ -38,6 +38,7 @@ import errno
 import fcntl
 import os
 import signal
+import struct
 import sys
 import time
 
@@ -220,12 +221,30 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     return "copy"
 
 
-# Linux's FS_IOC_GETFLAGS (_IOR('f', 1, long)) and the flags of a folder whose names may not go.
-_FS_IOC_GETFLAGS = 0x80086601
+# Linux's FS_IOC_GETFLAGS, _IOR('f', 1, long), and the flags of a file or folder whose names may not go.
+_FS_IOC_GETFLAGS = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 1
 _FS_APPEND_FL, _FS_IMMUTABLE_FL = 0x20, 0x10
 
 
-def check_names_may_change(dir_fd: int) -> None:
+def _pinned(fd: int) -> str | None:
+    """``append-only`` or ``immutable`` where the file or folder open on ``fd`` is (``chattr +a``/
+    ``+i``: its names may not go), else None (also where the file system keeps no such flags)."""
+    try:
+        flags = int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError:
+        return None  # ENOTTY, EOPNOTSUPP: none of them here
+    return "append-only" if flags & _FS_APPEND_FL else "immutable" if flags & _FS_IMMUTABLE_FL else None
+
+
+def check_file_may_move(fd: int) -> None:
+    """OSError (EPERM) when the file open on ``fd`` may not lose its name (an immutable or
+    append-only note): asked before a move archives what it replaces (``mv --force`` had archived
+    the destination's note when the link of an immutable source failed)."""
+    if (pinned := _pinned(fd)) is not None:
+        raise OSError(errno.EPERM, f"{os.strerror(errno.EPERM)} (the note is {pinned}: chattr)")
+
+
+def check_names_may_change(dir_fd: int, *, removing: bool = True) -> None:
     """OSError (EACCES, EROFS or EPERM) when this process may not add or remove names in the folder
     open on ``dir_fd``: asked before a move archives what it replaces or links anything, which its
     source's folder must allow at the end (a mode, a read-only mount, an append-only or immutable
@@ -236,13 +255,9 @@ def check_names_may_change(dir_fd: int) -> None:
     if not os.access(".", os.W_OK | os.X_OK, dir_fd=dir_fd, effective_ids=True):
         code = errno.EROFS if os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY else errno.EACCES
         raise OSError(code, os.strerror(code))
-    try:
-        flags = int.from_bytes(fcntl.ioctl(dir_fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
-    except OSError:
-        return  # a file system without such flags (ENOTTY, EOPNOTSUPP): none of them here
-    if flags & (_FS_APPEND_FL | _FS_IMMUTABLE_FL):
-        kind = "append-only" if flags & _FS_APPEND_FL else "immutable"
-        raise OSError(errno.EPERM, f"{os.strerror(errno.EPERM)} (the folder is {kind}: chattr)")
+    pinned = _pinned(dir_fd)
+    if pinned == "immutable" or (pinned is not None and removing):  # (``removing``: a name must go there too)
+        raise OSError(errno.EPERM, f"{os.strerror(errno.EPERM)} (the folder is {pinned}: chattr)")
 
 
 def _take_back(undo) -> None:

@@ -38,6 +38,7 @@ from ..fsutil.atomic import leftover_kind
 from ..fsutil.move import (
     SourceKept,
     asides_of,
+    check_file_may_move,
     check_names_may_change,
     give_back,
     remove_if_holds,
@@ -151,12 +152,14 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             store.observe(source.abs_path, source.display, current, fd=fd)
         check_write(store, source, current, records, expected, False, None, fd)
         mode = kept_stat(fd)
+        check_file_may_move(fd)
         os.close(fd)
         fd = None
         check_names_may_change(src_folder.fd)
         try:
             dst_folder, existed = make_folder(target)
-            check_names_may_change(dst_folder.fd)
+            # A name goes there only when --force archives one, or a copy's temporary name goes.
+            check_names_may_change(dst_folder.fd, removing=force or os.fstat(dst_folder.fd).st_dev != os.fstat(src_folder.fd).st_dev)
         except OSError as exc:  # named as the destination's (translated names the source's folder)
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
@@ -172,6 +175,8 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         faults.reach("mv:journaled")
         if replaced is not None:
             op = _archive_replaced(store, dst_folder, target, op)
+        if faults.reach("mv:source-refused"):  # (a refusal no check sees first: an ACL, a sticky folder)
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM))
         try:
             how = safe_move(src_folder.fd, source.name, dst_folder.fd, target.name)
         except FileExistsError:
