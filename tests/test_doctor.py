@@ -662,7 +662,7 @@ def test_prompt_cap_check_builds_no_daily_notes_prelude_and_reports_what_the_who
         write(workspace / f"memory/{stamp}.md", "x" * 5000 + "\n")
     listed: list[str] = []
     real = startup._paths_by_date
-    monkeypatch.setattr(startup, "_paths_by_date", lambda folder, stamps: listed.append(folder) or real(folder, stamps))
+    monkeypatch.setattr(startup, "_paths_by_date", lambda folder, stamps, *rest: listed.append(folder) or real(folder, stamps, *rest))
     settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
     with read_only():
         found = [(f.id, f.paths, f.message) for f in check_files.check_prompt_caps(CheckContext(settings))]
