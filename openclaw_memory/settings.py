@@ -789,7 +789,7 @@ def _search_key(sources: Sources, *keys: str) -> tuple[Any, str]:
             if value is None:
                 break
             if depth < len(keys) - 1 and not isinstance(value, dict):  # (the migration would keep it in the way)
-                what = "true, false or {enabled: true|false}" if key == "multimodal" else "an object"
+                what = "{enabled: true|false, modalities: [...]}" if key == "multimodal" else "an object"
                 raise ConfigError(f"{at}.{'.'.join(keys[:depth + 1])} must be {what}, not {value!r:.60}")
         else:
             return value, f"{at}.{'.'.join(keys)}"

@@ -801,6 +801,18 @@ def test_a_bare_multimodal_boolean_holds_no_key_as_openclaw_reads_it(state_dir, 
         assert resolve(state_dir, workspace=str(workspace), agent=agent).multimodal is expected, config
 
 
+
+def test_doctor_warns_of_a_bare_multimodal_boolean(cli, state_dir, workspace):
+    write(workspace / "MEMORY.md", "# M\n")
+    write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": True}},
+                                                   "agents": {"entries": {"ops": {"memorySearch": {"multimodal": False}}}}}))
+    found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+    assert len(found) == 1 and found[0]["severity"] == "warning"
+    assert "memory.search.multimodal: true; agents.entries.ops.memorySearch.multimodal: false" in found[0]["message"]
+    write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": {"enabled": True}}}}))
+    assert not [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+
+
 def test_multimodal_modalities_limit_which_media_files_are_listed(cli, workspace, state_dir, tmp_path):
     """memory.search.multimodal.modalities ["image"]: OpenClaw lists the images of an extra path, not
     its audio; both were listed. No kind left (`[]`) is multimodal off, as OpenClaw has it."""

@@ -148,4 +148,40 @@ def check_retired_qmd(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-CHECKS = [check_memory_system, check_retired_qmd]
+def bare_multimodal(config: dict) -> list[str]:
+    """Where ``config`` holds ``multimodal: true`` or ``false`` in place of its object: OpenClaw 2026.9.6
+    reads no key of it (``true.enabled`` is undefined; its schema refuses the form), and neither does
+    this product (settings), so media files are not memory there, whatever it seems to say."""
+    agents = _record(config.get("agents")) or {}
+    scopes = [("", config), ("agents.defaults.", _record(agents.get("defaults")) or {})]
+    scopes += [(f"agents.entries.{k}.", e) for k, e in (_record(agents.get("entries")) or {}).items() if _record(e)]
+    scopes += [(f"agents.list[{i}].", e) for i, e in enumerate(agents.get("list") if isinstance(agents.get("list"), list) else [])
+               if _record(e)]
+    found = []
+    for prefix, scope in scopes:
+        for at, search in (("memory.search", (_record(scope.get("memory")) or {}).get("search")), ("memorySearch", scope.get("memorySearch"))):
+            if isinstance(value := (_record(search) or {}).get("multimodal"), bool):
+                found.append(f"{prefix}{at}.multimodal: {str(value).lower()}")
+    return found
+
+
+def check_bare_multimodal(ctx: CheckContext) -> list[Finding]:
+    from ..errors import ConfigError
+    from ..settings import _load_json5
+
+    path = ctx.settings.config_file
+    try:
+        found = bare_multimodal(_load_json5(path))
+    except ConfigError:
+        return []  # settings already refused to start with it
+    if not found:
+        return []
+    return [Finding(
+        "multimodal-not-an-object", "warning",
+        f"{path}: " + "; ".join(found) + ": OpenClaw 2026.9.6 reads no key of a bare true or false (its schema refuses "
+        "it), and neither does openclaw-memory: media files are not memory by it. Write {enabled: true} (or false).",
+        False, (path.name,),
+    )]
+
+
+CHECKS = [check_memory_system, check_retired_qmd, check_bare_multimodal]
