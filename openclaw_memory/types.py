@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -17,9 +18,18 @@ DiffMode = Literal["diff", "unchanged", "full", "missing"]  # what ``read --diff
 
 # A day, and a moment, as typed: ISO 8601's extended form in ASCII digits only (``date.fromisoformat``
 # also takes '20261103', the week date '2026-W45-2' and other digits than ASCII: a slip read as another
-# day). Matched whole, with re.ASCII, before ``fromisoformat`` reads it; ``t`` and ``z`` as RFC 3339 lets them.
+# day). Matched whole before ``fromisoformat`` reads it; ``t`` and ``z`` as RFC 3339 lets them.
 DAY = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
 MOMENT = DAY + r"(?:[Tt ][0-9]{2}(?::[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
+
+
+def typed_day(raw: str) -> dt.date:
+    """``raw`` as a day (:data:`DAY`); ValueError when it is none."""
+    import re
+
+    if not re.fullmatch(DAY, raw):
+        raise ValueError(raw)
+    return dt.date.fromisoformat(raw)
 
 # Called with each progress report of an index run (in the caller's process: never sent to the service).
 ProgressCallback = Callable[["SyncProgress"], None]

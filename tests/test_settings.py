@@ -660,7 +660,7 @@ def test_multimodal_from_openclaw_2026_9_6s_memory_search_the_agents_own_first(s
     assert multimodal({"memory": {"search": off}, "agents": {"entries": {"main": {"memorySearch": on}}}})
     assert not multimodal({})
     write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": 5}}}))
-    with pytest.raises(ConfigError, match=r"openclaw.json: memory.search.multimodal must be true, false or \{enabled: true\|false\}, not 5"):
+    with pytest.raises(ConfigError, match=r"openclaw.json: memory.search.multimodal must be \{enabled: true\|false, modalities: \[\.\.\.\]\}, not 5"):
         resolve(state_dir, workspace=str(workspace))
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..memory import OPERATIONS
 from ..memory.operations import plain_type
-from ..types import DAY
+from ..types import typed_day as day
 from .commands import (
     archive_cmd,
     doctor_cmd,
@@ -162,10 +162,6 @@ def number(raw: str) -> float:
     return float(raw)
 
 
-def day(raw: str) -> dt.date:
-    if not re.fullmatch(DAY, raw, re.ASCII):
-        raise ValueError(raw)
-    return dt.date.fromisoformat(raw)
 
 
 def _min_score() -> float:

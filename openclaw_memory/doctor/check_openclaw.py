@@ -155,8 +155,8 @@ def bare_multimodal(config: dict) -> list[str]:
     agents = _record(config.get("agents")) or {}
     scopes = [("", config), ("agents.defaults.", _record(agents.get("defaults")) or {})]
     scopes += [(f"agents.entries.{k}.", e) for k, e in (_record(agents.get("entries")) or {}).items() if _record(e)]
-    scopes += [(f"agents.list[{i}].", e) for i, e in enumerate(agents.get("list") if isinstance(agents.get("list"), list) else [])
-               if _record(e)]
+    listed = agents.get("list")
+    scopes += [(f"agents.list[{i}].", e) for i, e in enumerate(listed if isinstance(listed, list) else []) if _record(e)]
     found = []
     for prefix, scope in scopes:
         for at, search in (("memory.search", (_record(scope.get("memory")) or {}).get("search")), ("memorySearch", scope.get("memorySearch"))):

@@ -27,7 +27,7 @@ from itertools import product
 from ..database.failures import stat_int
 from ..errors import BadValue, UsageError, shown
 from ..timezones import local_date
-from ..types import DAY
+from ..types import typed_day
 
 MAX_GLOB, MAX_GLOBS = 4096, 16384
 MAX_GLOBSTARS = 3  # each `**/` of a glob doubles the patterns it is read as
@@ -59,11 +59,9 @@ def _read_as(glob: str) -> tuple[str, ...]:
 def parse_day(value: str, name: str) -> date:
     """``YYYY-MM-DD`` as typed (:data:`~openclaw_memory.types.DAY`), as the CLI's date flags take it."""
     try:
-        if re.fullmatch(DAY, value, re.ASCII):
-            return date.fromisoformat(value)
+        return typed_day(value)
     except ValueError:
-        pass
-    raise BadValue(name, f"must be a date like 2026-11-03, not {shown(value)}") from None
+        raise BadValue(name, f"must be a date like 2026-11-03, not {shown(value)}") from None
 
 
 @dataclass(frozen=True)

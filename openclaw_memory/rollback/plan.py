@@ -89,7 +89,7 @@ def parse_iso(text: str) -> float:
     lets its ``T`` and ``Z`` be lower case, which ``fromisoformat`` refuses; no other letter is read,
     and digits as typed (:data:`~openclaw_memory.types.MOMENT`: ``20261201`` and the week date
     ``2026-W48-1`` were read as days)."""
-    if not re.fullmatch(MOMENT, text, re.ASCII):
+    if not re.fullmatch(MOMENT, text):
         raise ValueError(text)
     when = dt.datetime.fromisoformat(text.upper())
     return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
