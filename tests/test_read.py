@@ -355,3 +355,6 @@ def test_a_name_copied_from_the_listing_with_its_byte_escapes_is_answered_with_h
     assert "(" not in cli("read", "memory\\notes.md").stderr  # a backslash that stands for no byte: no such hint
     # A quote in the name is typed \' there ($'bob's' was no bash at all).
     assert "in bash, $'memory/bob\\'s\\xffnote.md')" in cli("read", "memory/bob's\\xffnote.md").stderr
+    # A \u00e9 beside it (a character a Latin-1 stdout could not hold): bash would type that character in
+    # the locale's bytes, another name: no such hint.
+    assert "in bash" not in cli("read", "memory/caf\\u00e9\\xffnote.md").stderr

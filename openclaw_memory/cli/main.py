@@ -119,9 +119,9 @@ def _fill_closed_streams() -> None:
 
 def _escape_what_streams_cannot_hold() -> None:
     """A character stdout's or stderr's encoding cannot hold (a Latin-1 or ASCII locale,
-    ``PYTHONIOENCODING=ascii``: a note's ``é``) is written as its escape (``\\xe9``), not a
-    UnicodeEncodeError traceback; JSON is all ASCII there (``output.print_json``). Always ``\\u00e9``,
-    never ``\\xe9``: that is how a listing shows a byte of a name that is not UTF-8, another file."""
+    ``PYTHONIOENCODING=ascii``: a note's ``é``) is written as its escape (``\\u00e9``), not a
+    UnicodeEncodeError traceback; JSON is all ASCII there (``output.print_json``). Never ``\\xe9``:
+    that is how a listing shows a byte of a name that is not UTF-8, another file."""
     for stream in (sys.stdout, sys.stderr):
         if not utf8_stream(stream) and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=UNICODE_ESCAPE)

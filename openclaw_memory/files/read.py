@@ -172,7 +172,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     refuse_unnamable(raw)
     if "\\" in raw:
         # A name as `files` lists it, a byte that is not UTF-8 shown as \xNN: say how to type the byte.
-        byte = re.search(r"\\x[0-9a-fA-F]{2}", raw)
+        # (not with a \uXXXX too: bash would type that character in the locale's bytes, another name)
+        byte = re.search(r"\\x[0-9a-fA-F]{2}", raw) if not re.search(r"\\[uU][0-9a-fA-F]{4}", raw) else None
         quoted = raw.replace("'", "\\'")  # (in bash's $'...', a quote is \')
         typed = f" ({byte[0]} in a listing is a byte of the name: in bash, $'{quoted}')" if byte else ""
         raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'{typed}")
