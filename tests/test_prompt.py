@@ -280,7 +280,7 @@ def test_daily_notes_behind_a_symlink_are_said_left_out(workspace, cli, tmp_path
     write(tmp_path / "elsewhere" / "2026-11-30-trip.md", "the trip\n")
     os.symlink(tmp_path / "elsewhere", workspace / "memory")
     said = cli("prompt", "--date", "2026-11-30", "--peek", "--json").json()["warnings"]
-    assert "memory/ is a symlink, which OpenClaw's guarded read refuses: no daily note is loaded into the startup prompt" in said
+    assert said == ["memory/ is a symlink, which OpenClaw's guarded read refuses: no daily note is loaded into the startup prompt"]
     os.unlink(workspace / "memory")
     write(workspace / "memory" / "2026-11-30.md", "today\n")
     os.symlink(tmp_path / "elsewhere" / "2026-11-30-trip.md", workspace / "memory" / "2026-11-30-trip.md")

@@ -110,6 +110,9 @@ def _paths_by_date(memory_dir: str, stamps: list[str], linked: list[str] | None 
     return out
 
 
+_REFUSED = "which OpenClaw's guarded read refuses"
+
+
 def _read_note(workspace: str, rel: str, max_bytes: int) -> tuple[str | None, str | None]:
     """The note's text, or None and why OpenClaw passes over a note that is there (None: none is)."""
     memory_dir = os.path.join(workspace, MEMORY_DIR)
@@ -120,13 +123,13 @@ def _read_note(workspace: str, rel: str, max_bytes: int) -> tuple[str | None, st
     except (FileNotFoundError, NotADirectoryError):
         return None, None
     except NotRegularFile:
-        return None, "it is a symlink or not a regular file, which OpenClaw's guarded read refuses"
+        return None, f"it is a symlink or not a regular file, {_REFUSED}"
     except OSError as exc:
         return None, f"it cannot be read ({exc.strerror or exc})"
     too_big = f"over startupContext.maxFileBytes ({max_bytes:,}), as OpenClaw leaves it out"
     with os.fdopen(fd, "rb") as fh:
         if st.st_nlink > 1:  # OpenClaw's guarded open refuses a hard-linked note
-            return None, "it has a second hard link, which OpenClaw's guarded read refuses"
+            return None, f"it has a second hard link, {_REFUSED}"
         if st.st_size > max_bytes:
             return None, f"it is {st.st_size:,} bytes, {too_big}"
         data = fh.read(max_bytes + 1)
@@ -189,12 +192,12 @@ def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, acti
     by_date = _paths_by_date(os.path.join(workspace, MEMORY_DIR), stamps, linked)
     paths = [f"{MEMORY_DIR}/{name}" for s in stamps for name in by_date.get(s, [f"{s}.md"])]
     loaded: list[tuple[str, str, int]] = []
-    left_out = [f"{printable(f'{MEMORY_DIR}/{name}')} is left out of the startup prompt: it is a symlink, which OpenClaw's "
-                "guarded read refuses" for name in linked]
-    if os.path.islink(os.path.join(workspace, MEMORY_DIR)) and any(
-            os.path.isfile(os.path.join(workspace, rel)) for rel in paths):
-        left_out.append(f"{MEMORY_DIR}/ is a symlink, which OpenClaw's guarded read refuses: no daily note is loaded "
-                        "into the startup prompt")
+    if os.path.islink(os.path.join(workspace, MEMORY_DIR)):  # one line for all it holds
+        left_out = [f"{MEMORY_DIR}/ is a symlink, {_REFUSED}: no daily note is loaded into the startup prompt"] if any(
+            os.path.isfile(os.path.join(workspace, rel)) for rel in paths) else []
+    else:
+        left_out = [f"{printable(f'{MEMORY_DIR}/{name}')} is left out of the startup prompt: it is a symlink, {_REFUSED}"
+                    for name in linked]
     for rel in paths:
         content, why = _read_note(workspace, rel, config.max_file_bytes)
         if why is not None:
