@@ -229,6 +229,10 @@ def test_a_path_through_a_link_above_an_extra_folder_names_its_file(cli, tmp_pat
     assert refused.returncode == 2 and "symlink" in refused.stderr
     above = ["-w", str(real / "wslink"), "--extra", ".."]
     assert cli(*above, "read", str(real / "wslink" / "MEMORY.md"), "--json").json()["path"] == "MEMORY.md"
+    # A symlinked extra path to the same folder, listed first, is no root (the scan ignores it).
+    (tmp_path / "slink").symlink_to(real / "ex")
+    twice = ["-w", str(real / "ws"), "--extra", str(tmp_path / "slink"), "--extra", str(real / "ex")]
+    assert cli(*twice, "read", str(tmp_path / "L" / "ex" / "e.md"), "--json").json()["text"] == "e"
 
 
 def test_values_below_one_are_refused(workspace):
