@@ -482,6 +482,24 @@ def test_a_long_session_asks_no_change_again_of_a_service_that_died_making_it(wo
                for line in said), said
 
 
+def test_a_connection_is_told_open_or_closed_at_once_whatever_its_timeout():
+    """The look before a request on a kept connection (8510ffd) waited out the socket's timeout on an
+    open one with nothing to read (every search through the service took 5 s), then took it for closed."""
+    import socket
+
+    from openclaw_memory.memory.client import _closed_by_peer
+
+    ours, theirs = socket.socketpair()
+    ours.settimeout(5)
+    assert not _closed_by_peer(ours)
+    theirs.sendall(b"x")  # a byte waiting: open
+    assert not _closed_by_peer(ours)
+    ours.recv(1)
+    theirs.close()
+    assert _closed_by_peer(ours)
+    ours.close()
+
+
 def test_a_long_session_sends_a_change_to_a_restarted_service(workspace, state_dir, services):
     """A connection the stopped service closed is found so before the change is sent: the restarted
     service makes it, once."""
