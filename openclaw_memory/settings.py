@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
-from .files.paths import MODALITIES, ExtraPath
+from .files.paths import MODALITIES, NAME_MAX, PATH_MAX, ExtraPath
 from .openclaw_dotenv import where_set, with_dotenv
 
 DEFAULT_AGENT = "main"
@@ -1050,22 +1050,17 @@ def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
     return roster[0][0] if len(roster) == 1 else None
 
 
-_NAME_MAX = 255  # bytes of one name (Linux's NAME_MAX)
-
-
 def _fits(what: str, path: str | None, error: type[UsageError]) -> None:
     """Refuse a path no system call takes (`-w "$NOTE"` holding a note by mistake): in one short line,
     not echoed whole (100,000 characters came back), nor an OSError worded at exit 1."""
-    from .files.read import _PATH_MAX
-
     size = len(path.encode("utf-8", "surrogatepass")) if path else 0
-    if size >= _PATH_MAX:
-        raise error(f"the {what} path is longer than the system allows ({size:,} bytes; at most {_PATH_MAX - 1:,}): "
+    if size >= PATH_MAX:
+        raise error(f"the {what} path is longer than the system allows ({size:,} bytes; at most {PATH_MAX - 1:,}): "
                     f"{shown(path, 60)}")
     longest = max((len(part.encode("utf-8", "surrogatepass")) for part in (path or "").split(os.sep)), default=0)
-    if longest > _NAME_MAX:  # (one folder name of 4,085 bytes was an OSError of exit 1, the path echoed whole)
+    if longest > NAME_MAX:  # (one folder name of 4,085 bytes was an OSError of exit 1, the path echoed whole)
         raise error(f"the {what} path holds a name longer than the system allows ({longest:,} bytes; at most "
-                    f"{_NAME_MAX}): {shown(path, 60)}")
+                    f"{NAME_MAX}): {shown(path, 60)}")
 
 
 def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str] | None = None) -> Path:

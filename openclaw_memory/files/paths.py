@@ -16,6 +16,20 @@ MEMORY_DIR = "memory"
 REPAIR_DIR = ".openclaw-repair"
 REPAIR_ROOT_MEMORY = f"{REPAIR_DIR}/root-memory"
 
+
+
+def _path_max() -> int:
+    try:
+        return os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 4096
+
+
+# The longest path and name the system takes. Longer paths could still be reached one folder at a
+# time, but nothing else (an editor, the shell, OpenClaw) could open them: refused before any folder is made.
+PATH_MAX = _path_max()
+NAME_MAX = 255  # bytes of one name (Linux's)
+
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".heic", ".heif"})
 AUDIO_EXTENSIONS = frozenset({".mp3", ".wav", ".ogg", ".opus", ".m4a", ".m2a", ".aac", ".flac"})
 _IMAGE_SUFFIXES = tuple(IMAGE_EXTENSIONS)

@@ -28,7 +28,7 @@ from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
 from .jstext import js_trim, not_utf8, truncate_utf16_safe, utf16_len
-from .paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path, is_memory_path
+from .paths import LEGACY_ROOT, PATH_MAX, REPAIR_DIR, ExtraPath, display_path, is_memory_path
 
 NOTICE_NEXT = "[More content available. Use from={next} to continue.]"
 NOTICE_CUT_EXTRA = "[More content available. Requested excerpt exceeded the default maxChars budget.]"
@@ -58,17 +58,6 @@ class ReadResult:
     def missing(self) -> bool:
         return self.status == "not_found"
 
-
-# Longer paths could still be reached one folder at a time, but nothing else (an editor,
-# the shell, OpenClaw) could open them: refuse them before creating any folder.
-def _path_max() -> int:
-    try:
-        return os.pathconf("/", "PC_PATH_MAX")
-    except (OSError, ValueError, AttributeError):
-        return 4096
-
-
-_PATH_MAX = _path_max()
 
 
 @dataclass(frozen=True)
@@ -178,8 +167,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         typed = f" ({byte[0]} in a listing is a byte of the name: in bash, $'{quoted}')" if byte else ""
         raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'{typed}")
     absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw))
-    if len(os.fsencode(absolute)) >= _PATH_MAX:
-        raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {_PATH_MAX - 1})")
+    if len(os.fsencode(absolute)) >= PATH_MAX:
+        raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {PATH_MAX - 1})")
     shown = display_path(absolute, workspace)
     rel = os.path.relpath(absolute, workspace)
     if absolute == os.path.join(workspace, LEGACY_ROOT):  # also when an extra path holds the workspace
