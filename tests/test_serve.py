@@ -482,6 +482,16 @@ def test_a_long_session_asks_no_change_again_of_a_service_that_died_making_it(wo
                for line in said), said
 
 
+def test_only_a_change_of_the_notes_is_said_maybe_made():
+    """`stopped answering during this index, which it may have made (openclaw-memory log shows ...)`:
+    an index (or a session's end) is done again in-process, nothing for the log to show (e5c6911)."""
+    from openclaw_memory.memory import OPERATIONS
+    from openclaw_memory.memory.client import _maybe_made
+
+    assert _maybe_made(OPERATIONS["index"]) == _maybe_made(OPERATIONS["end_session"]) == ""
+    assert _maybe_made(OPERATIONS["remove"]).startswith(" during this rm, which it may have made")
+
+
 def test_a_connection_is_told_open_or_closed_at_once_whatever_its_timeout():
     """The look before a request on a kept connection (8510ffd) waited out the socket's timeout on an
     open one with nothing to read (every search through the service took 5 s), then took it for closed."""
