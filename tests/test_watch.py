@@ -650,3 +650,45 @@ def test_under_polling_a_second_save_within_the_same_second_is_synced(workspace,
             watcher.stop()
             runner.join(WAIT)
 
+
+
+def test_an_extra_path_missing_or_removed_is_watched_from_its_parent_until_it_is_back(workspace, state_dir):
+    """An extra folder or file that did not exist when the watch armed (or was removed later) had no
+    watch at all: nothing watched its parent, so the folder made again or the file saved again waited
+    for the backstop sync (30 s; an hour here). Now its nearest existing parent is watched for its name."""
+    import contextlib
+
+    from openclaw_memory.index.api import MemoryIndex
+    from openclaw_memory.watch.watcher import Watcher
+
+    seed(workspace)
+    later, notes, single = (workspace.parent / name for name in ("later", "notes", "single.md"))
+    write(notes / "a.md", "# A\n\nThe heron stood still.\n")
+    write(single, "# Single\n\nThe wren sang.\n")
+    settings = settings_for(workspace, state_dir, extra=(str(later / "deep"), str(notes), str(single)))
+    changes: list = []
+    started = threading.Event()
+
+    def seen(path: str, action: str) -> None:
+        wait_for(lambda: any(c.path == path and c.action == action for c in changes), WAIT)
+
+    with MemoryIndex(settings) as index:
+        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
+                          on_change=changes.append, on_start=lambda _s: started.set(), backstop_s=3600)
+        runner = threading.Thread(target=watcher.run)
+        runner.start()
+        try:
+            assert started.wait(WAIT)
+            write(later / "deep" / "l.md", "# L\n\nThe lark came late.\n")  # two missing levels
+            seen("../later/deep/l.md", "added")
+            shutil.rmtree(notes)
+            seen("../notes/a.md", "removed")
+            write(notes / "b.md", "# B\n\nThe heron came back.\n")
+            seen("../notes/b.md", "added")
+            single.unlink()
+            seen("../single.md", "removed")
+            write(single, "# Single\n\nThe wren sang again.\n")
+            seen("../single.md", "added")
+        finally:
+            watcher.stop()
+            runner.join(WAIT)

@@ -2,7 +2,9 @@
 
 - the workspace root, not recursively: only ``MEMORY.md``, the dream diary and ``memory/`` matter there;
 - ``memory/`` and every extra folder, recursively;
-- a single-file extra path through its parent folder, not recursively.
+- a single-file extra path through its parent folder, not recursively;
+- an extra path that is not there (yet, or any more) through its nearest existing folder, for the
+  one name that leads to it.
 
 Targets are recomputed after every batch: when ``memory/`` (or an extra folder) appears, is
 replaced or vanishes, the watcher re-arms.
@@ -81,11 +83,12 @@ def _real_dir(path: str) -> tuple[int, int] | None:
 
 
 def watch_targets(settings: Settings) -> Targets:
-    """The folders to watch for ``settings`` as they are now (missing ones are left out)."""
+    """The folders to watch for ``settings`` as they are now (a missing one through the nearest folder above it)."""
     ws = str(settings.workspace)
     flat: dict[str, set[str]] = {}
     keys: dict[str, tuple[int, int]] = {}
     recursive: list[str] = []
+    waiting: dict[str, set[str]] = {}  # folders watched for the name of a file or a missing extra path
 
     ws_key = _real_dir(ws)
     if ws_key is not None:
@@ -103,14 +106,20 @@ def watch_targets(settings: Settings) -> Targets:
             recursive.append(root)
             keys[root] = key
             continue
-        parent = os.path.dirname(root)
-        parent_key = _real_dir(parent)
-        if parent_key is not None and os.path.lexists(root):
-            flat.setdefault(parent, set()).add(os.path.basename(root))
+        # A file, or a path not there (yet, or any more): its nearest existing folder, for the name
+        # that leads to it (that name appearing is the event that re-arms the watchers on it).
+        child, parent = root, os.path.dirname(root)
+        while (parent_key := _real_dir(parent)) is None and parent != child:
+            child, parent = parent, os.path.dirname(parent)
+        if parent_key is not None:
+            waiting[parent] = waiting.get(parent, set()) | {os.path.basename(child)}
             keys[parent] = parent_key
     # A folder inside another recursive one is already covered.
     recursive = sorted(set(recursive))
     kept = [p for p in recursive if not any(p != q and p.startswith(q + os.sep) for q in recursive)]
+    for parent, names in waiting.items():
+        if not any(parent == q or parent.startswith(q + os.sep) for q in kept):
+            flat.setdefault(parent, set()).update(names)
     return Targets(
         flat=tuple(Target(p, False, frozenset(n), keys[p]) for p, n in sorted(flat.items())),
         recursive=tuple(Target(p, True, None, keys[p]) for p in kept),
