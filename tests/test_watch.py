@@ -692,3 +692,35 @@ def test_an_extra_path_missing_or_removed_is_watched_from_its_parent_until_it_is
         finally:
             watcher.stop()
             runner.join(WAIT)
+
+
+@pytest.mark.parametrize("name", ["2025", "drafts~", "old.tmp"])
+def test_a_folder_of_notes_moved_in_or_out_under_a_name_editors_use_for_temporaries_is_synced(workspace, state_dir, tmp_path, name):
+    """Events on names like vim's `4913` probe, a backup `x~` or a `.tmp` file are editors' noise and
+    were dropped whatever they named: a year folder (`memory/2025`) of notes moved in or out is one
+    event on that name, and its notes waited for the backstop sync (30 s; an hour here)."""
+    import contextlib
+
+    from openclaw_memory.index.api import MemoryIndex
+    from openclaw_memory.watch.watcher import Watcher
+
+    seed(workspace)
+    outside = tmp_path / "outside" / name
+    write(outside / "jan.md", "# Jan\n\nThe kestrel hovered.\n")
+    settings = settings_for(workspace, state_dir)
+    changes: list = []
+    started = threading.Event()
+    with MemoryIndex(settings) as index:
+        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
+                          on_change=changes.append, on_start=lambda _s: started.set(), backstop_s=3600)
+        runner = threading.Thread(target=watcher.run)
+        runner.start()
+        try:
+            assert started.wait(WAIT)
+            os.rename(outside, workspace / "memory" / name)
+            wait_for(lambda: any(c.path == f"memory/{name}/jan.md" and c.action == "added" for c in changes), WAIT)
+            os.rename(workspace / "memory" / name, outside)
+            wait_for(lambda: any(c.path == f"memory/{name}/jan.md" and c.action == "removed" for c in changes), WAIT)
+        finally:
+            watcher.stop()
+            runner.join(WAIT)

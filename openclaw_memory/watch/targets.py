@@ -28,7 +28,8 @@ ROOT_NAMES = frozenset({CANONICAL_ROOT, USER_ROOT, DREAMS, LEGACY_DREAMS, MEMORY
 
 # Names editors write around a save (vim's 4913 probe and swap files, JetBrains' safe-write
 # temporaries, backups ending in ~, Emacs lock files, our own atomic-write temporaries). Their
-# events are noise: the save itself also touches the real name, which is what gets synced.
+# events are noise: the save itself also touches the real name, which is what gets synced. Not
+# so a folder, or a name gone (a folder moved out is one event on its name): those are synced.
 _EDITOR_NOISE = re.compile(r"^\d+$|___jb_(tmp|old|bak)___$|~$|\.sw[a-p]$|^\.#|^#.*#$|\.tmp$")
 
 
@@ -62,7 +63,7 @@ class Targets:
     def relevant(self, path: str) -> bool:
         """Whether an event on ``path`` can change what is indexed (a hint, verified by the sync)."""
         name = os.path.basename(path)
-        if _EDITOR_NOISE.search(name):
+        if _EDITOR_NOISE.search(name) and _not_a_folder(path):
             return False
         for t in self.recursive:
             if path == t.path or path.startswith(t.path + os.sep):
@@ -71,6 +72,15 @@ class Targets:
         for t in self.flat:
             if parent == t.path and (t.names is None or name in t.names):
                 return True
+        return False
+
+
+def _not_a_folder(path: str) -> bool:
+    """Whether ``path`` is there and no folder: a folder of notes named ``2025`` or ``x.tmp`` moved in
+    is no editor's temporary, and one gone may have been a folder (moved out: its only event)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
         return False
 
 
