@@ -9,6 +9,7 @@ tested is that it follows the files, not what the model makes of them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -129,6 +130,33 @@ def seed(workspace: Path) -> None:
 
 
 @pytest.mark.slow  # an index in this process, a watch, then the service's shard_idle to wait out: about 8 s
+@contextlib.contextmanager
+def watching(settings, **options):
+    """A watch running in a thread of this process, started (its backstop sync an hour away: only
+    events count); yields the changes it syncs, in order."""
+    from openclaw_memory.index.api import MemoryIndex
+    from openclaw_memory.watch.watcher import Watcher
+
+    changes: list = []
+    started = threading.Event()
+    with MemoryIndex(settings) as index:
+        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
+                          on_change=changes.append, on_start=lambda _s: started.set(), backstop_s=3600, **options)
+        runner = threading.Thread(target=watcher.run)
+        runner.start()
+        try:
+            assert started.wait(WAIT)
+            yield changes
+        finally:
+            watcher.stop()
+            runner.join(WAIT)
+
+
+def synced(changes: list, path: str, action: str | None = None) -> None:
+    """Wait until the watch has synced ``path`` (as ``action``: added, updated, removed)."""
+    wait_for(lambda: any(c.path == path and action in (None, c.action) for c in changes), WAIT)
+
+
 def test_edit_from_another_process_becomes_searchable(workspace, state_dir, cli, watch):
     write(state_dir / "openclaw-memory.toml", "[service]\nshard_idle = 1\n")  # not the 10 s default: a shorter wait below
     seed(workspace)
@@ -374,34 +402,16 @@ def test_memory_folder_removed_and_made_again_is_watched_again_even_with_its_old
     """ext4 gives a folder made right after one was removed the same inode number, so the folder's
     identity alone does not show that its watch is gone. The backstop sync is an hour away here:
     only the re-arm can find the new note."""
-    import contextlib
-    import threading
-
-    from conftest import settings_for
-    from openclaw_memory.index.api import MemoryIndex
-    from openclaw_memory.watch.watcher import Watcher
-
     write(workspace / "MEMORY.md", "# Memory\n")
     (workspace / "memory").mkdir()
-    settings = settings_for(workspace, state_dir)
-    changes: list = []
-    started, rearmed = threading.Event(), threading.Event()
-    with MemoryIndex(settings) as index:
-        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
-                          on_change=changes.append, on_start=lambda _s: started.set(),
-                          on_notice=lambda text: rearmed.set() if "re-arming" in text else None, backstop_s=3600)
-        runner = threading.Thread(target=watcher.run)
-        runner.start()
-        try:
-            assert started.wait(WAIT)
-            (workspace / "memory").rmdir()
-            (workspace / "memory").mkdir()
-            assert rearmed.wait(WAIT)
-            write(workspace / "memory" / "2026-02-04.md", "# Notes\n\nThe pangolin keeper called back.\n")
-            wait_for(lambda: any(c.path == "memory/2026-02-04.md" for c in changes), WAIT)
-        finally:
-            watcher.stop()
-            runner.join(WAIT)
+    rearmed = threading.Event()
+    with watching(settings_for(workspace, state_dir),
+                  on_notice=lambda text: rearmed.set() if "re-arming" in text else None) as changes:
+        (workspace / "memory").rmdir()
+        (workspace / "memory").mkdir()
+        assert rearmed.wait(WAIT)
+        write(workspace / "memory" / "2026-02-04.md", "# Notes\n\nThe pangolin keeper called back.\n")
+        synced(changes, "memory/2026-02-04.md")
 
 
 def search_in(workspace: Path, state_dir: Path, query: str, prefix: tuple[str, ...] = ()) -> list[str]:
@@ -615,40 +625,24 @@ def test_under_polling_a_second_save_within_the_same_second_is_synced(workspace,
     as the one it last saw of a note is no event, and waited for the backstop sync (30 s; an hour
     here). Found as edits in a folder just moved in, missed one time in two. Now a sync that had
     events under polling is followed by one more once that second is past."""
-    import contextlib
     import time
 
-    from openclaw_memory.index.api import MemoryIndex
-    from openclaw_memory.watch.watcher import Watcher
-
     seed(workspace)
-    settings = settings_for(workspace, state_dir)
-    changes: list = []
-    started = threading.Event()
-    with MemoryIndex(settings) as index:
-        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
-                          on_change=changes.append, on_start=lambda _s: started.set(), polling=True, backstop_s=3600)
-        runner = threading.Thread(target=watcher.run)
-        runner.start()
-        try:
-            assert started.wait(WAIT)
-            same_second = 0
-            for k in range(20):
-                wait_for(lambda: time.time() % 1 < 0.1, 2, 0.005)  # early in a second: room for both saves
-                note = write(workspace / "memory" / f"n{k}.md", f"# N\n\nThe lark sang {k}.\n")
-                wait_for(lambda n=f"memory/n{k}.md": any(c.path == n for c in changes), WAIT)
-                first = os.stat(note).st_mtime_ns
-                with open(note, "a", encoding="utf-8") as fh:  # in place: the poller's only sign is the time
-                    fh.write("And flew off.\n")
-                if os.stat(note).st_mtime_ns // 10**9 == first // 10**9:
-                    same_second += 1
-                wait_for(lambda n=f"memory/n{k}.md": any(c.path == n and c.action == "updated" for c in changes), WAIT)
-                if same_second >= 2:
-                    break
-            assert same_second >= 2, "no second save landed in its first one's second: nothing was tried"
-        finally:
-            watcher.stop()
-            runner.join(WAIT)
+    with watching(settings_for(workspace, state_dir), polling=True) as changes:
+        same_second = 0
+        for k in range(20):
+            wait_for(lambda: time.time() % 1 < 0.1, 2, 0.005)  # early in a second: room for both saves
+            note = write(workspace / "memory" / f"n{k}.md", f"# N\n\nThe lark sang {k}.\n")
+            synced(changes, f"memory/n{k}.md")
+            first = os.stat(note).st_mtime_ns
+            with open(note, "a", encoding="utf-8") as fh:  # in place: the poller's only sign is the time
+                fh.write("And flew off.\n")
+            if os.stat(note).st_mtime_ns // 10**9 == first // 10**9:
+                same_second += 1
+            synced(changes, f"memory/n{k}.md", "updated")
+            if same_second >= 2:
+                break
+        assert same_second >= 2, "no second save landed in its first one's second: nothing was tried"
 
 
 
@@ -656,42 +650,21 @@ def test_an_extra_path_missing_or_removed_is_watched_from_its_parent_until_it_is
     """An extra folder or file that did not exist when the watch armed (or was removed later) had no
     watch at all: nothing watched its parent, so the folder made again or the file saved again waited
     for the backstop sync (30 s; an hour here). Now its nearest existing parent is watched for its name."""
-    import contextlib
-
-    from openclaw_memory.index.api import MemoryIndex
-    from openclaw_memory.watch.watcher import Watcher
-
     seed(workspace)
     later, notes, single = (workspace.parent / name for name in ("later", "notes", "single.md"))
     write(notes / "a.md", "# A\n\nThe heron stood still.\n")
     write(single, "# Single\n\nThe wren sang.\n")
-    settings = settings_for(workspace, state_dir, extra=(str(later / "deep"), str(notes), str(single)))
-    changes: list = []
-    started = threading.Event()
-
-    def seen(path: str, action: str) -> None:
-        wait_for(lambda: any(c.path == path and c.action == action for c in changes), WAIT)
-
-    with MemoryIndex(settings) as index:
-        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
-                          on_change=changes.append, on_start=lambda _s: started.set(), backstop_s=3600)
-        runner = threading.Thread(target=watcher.run)
-        runner.start()
-        try:
-            assert started.wait(WAIT)
-            write(later / "deep" / "l.md", "# L\n\nThe lark came late.\n")  # two missing levels
-            seen("../later/deep/l.md", "added")
-            shutil.rmtree(notes)
-            seen("../notes/a.md", "removed")
-            write(notes / "b.md", "# B\n\nThe heron came back.\n")
-            seen("../notes/b.md", "added")
-            single.unlink()
-            seen("../single.md", "removed")
-            write(single, "# Single\n\nThe wren sang again.\n")
-            seen("../single.md", "added")
-        finally:
-            watcher.stop()
-            runner.join(WAIT)
+    with watching(settings_for(workspace, state_dir, extra=(str(later / "deep"), str(notes), str(single)))) as changes:
+        write(later / "deep" / "l.md", "# L\n\nThe lark came late.\n")  # two missing levels
+        synced(changes, "../later/deep/l.md", "added")
+        shutil.rmtree(notes)
+        synced(changes, "../notes/a.md", "removed")
+        write(notes / "b.md", "# B\n\nThe heron came back.\n")
+        synced(changes, "../notes/b.md", "added")
+        single.unlink()
+        synced(changes, "../single.md", "removed")
+        write(single, "# Single\n\nThe wren sang again.\n")
+        synced(changes, "../single.md", "added")
 
 
 @pytest.mark.parametrize("name", ["2025", "drafts~", "old.tmp"])
@@ -699,28 +672,11 @@ def test_a_folder_of_notes_moved_in_or_out_under_a_name_editors_use_for_temporar
     """Events on names like vim's `4913` probe, a backup `x~` or a `.tmp` file are editors' noise and
     were dropped whatever they named: a year folder (`memory/2025`) of notes moved in or out is one
     event on that name, and its notes waited for the backstop sync (30 s; an hour here)."""
-    import contextlib
-
-    from openclaw_memory.index.api import MemoryIndex
-    from openclaw_memory.watch.watcher import Watcher
-
     seed(workspace)
     outside = tmp_path / "outside" / name
     write(outside / "jan.md", "# Jan\n\nThe kestrel hovered.\n")
-    settings = settings_for(workspace, state_dir)
-    changes: list = []
-    started = threading.Event()
-    with MemoryIndex(settings) as index:
-        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
-                          on_change=changes.append, on_start=lambda _s: started.set(), backstop_s=3600)
-        runner = threading.Thread(target=watcher.run)
-        runner.start()
-        try:
-            assert started.wait(WAIT)
-            os.rename(outside, workspace / "memory" / name)
-            wait_for(lambda: any(c.path == f"memory/{name}/jan.md" and c.action == "added" for c in changes), WAIT)
-            os.rename(workspace / "memory" / name, outside)
-            wait_for(lambda: any(c.path == f"memory/{name}/jan.md" and c.action == "removed" for c in changes), WAIT)
-        finally:
-            watcher.stop()
-            runner.join(WAIT)
+    with watching(settings_for(workspace, state_dir)) as changes:
+        os.rename(outside, workspace / "memory" / name)
+        synced(changes, f"memory/{name}/jan.md", "added")
+        os.rename(workspace / "memory" / name, outside)
+        synced(changes, f"memory/{name}/jan.md", "removed")
