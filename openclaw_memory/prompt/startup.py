@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import stat
 from dataclasses import dataclass
 
 from ..errors import printable
@@ -115,10 +114,7 @@ _REFUSED = "which OpenClaw's guarded read refuses"
 
 def _read_note(workspace: str, rel: str, max_bytes: int) -> tuple[str | None, str | None]:
     """The note's text, or None and why OpenClaw passes over a note that is there (None: none is)."""
-    memory_dir = os.path.join(workspace, MEMORY_DIR)
     try:
-        if stat.S_ISLNK(os.lstat(memory_dir).st_mode):
-            return None, None
         fd, st = open_regular_under(workspace, os.path.join(workspace, rel))
     except (FileNotFoundError, NotADirectoryError):
         return None, None
@@ -192,9 +188,10 @@ def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, acti
     by_date = _paths_by_date(os.path.join(workspace, MEMORY_DIR), stamps, linked)
     paths = [f"{MEMORY_DIR}/{name}" for s in stamps for name in by_date.get(s, [f"{s}.md"])]
     loaded: list[tuple[str, str, int]] = []
-    if os.path.islink(os.path.join(workspace, MEMORY_DIR)):  # one line for all it holds
+    if os.path.islink(os.path.join(workspace, MEMORY_DIR)):  # nothing read through it: one line for all it holds
         left_out = [f"{MEMORY_DIR}/ is a symlink, {_REFUSED}: no daily note is loaded into the startup prompt"] if any(
             os.path.isfile(os.path.join(workspace, rel)) for rel in paths) else []
+        paths = []
     else:
         left_out = [f"{printable(f'{MEMORY_DIR}/{name}')} is left out of the startup prompt: it is a symlink, {_REFUSED}"
                     for name in linked]
