@@ -420,6 +420,13 @@ def _line_break_in_the_exporting_agent(manifest, members):
     manifest["agent"] = "main\nimported nothing"
 
 
+def _a_version_from_the_future(manifest, members):
+    """Imported, it was logged as written in 3000: `log` listed it first, and a rollback to a moment
+    after the import took the file for holding the version before it (the log's order and its times
+    disagreed), rewriting what it held then."""
+    manifest["history"][0]["versions"][-1]["time"] = 32503680000.0  # 3000-01-01
+
+
 def _manifest_nested_too_deeply(manifest, members):
     """A manifest Python's parser gives up on: it was a RecursionError traceback, exit 1."""
     return b"[" * 100_000 + b"]" * 100_000
@@ -472,6 +479,7 @@ HOSTILE = {
     "escapes in an agent": (_escapes_in_an_agent, "manifest's agent"),
     "escapes in a session": (_escapes_in_a_session, "manifest's session"),
     "line break in the exporting agent": (_line_break_in_the_exporting_agent, "manifest's agent"),
+    "a version from the future": (_a_version_from_the_future, "3000-01-01T00:00:00.000Z, later than now"),
     "manifest nested too deeply": (_manifest_nested_too_deeply, "nested too deeply"),
     "a file and a folder of one name": (_a_file_and_a_folder_of_one_name, "the one is a folder of the other"),
     "the dream diary in another letter case": (_the_dream_diary_in_another_letter_case, "not the dream diary's name"),

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
 from ..errors import UsageError
-from ..history.versions import ORIGINS
+from ..history.versions import ORIGINS, iso_time
 from ..settings import check_agent, check_session
 
 FORMAT = "openclaw-memory-export"
@@ -301,14 +302,22 @@ def _who(body: dict, field: str, check: Callable[[str], str | None]) -> str | No
 
 def _history(body: dict) -> PathHistory:
     root = _root(_str(body, "root"))
+    path = check_relative(_str(body, "path"), empty=root != WORKSPACE)
     versions = []
+    now = time.time()
     for v in _list(body, "versions"):
         when = v.get("time")
         if not isinstance(when, (int, float)) or isinstance(when, bool) or not 0 <= when < 1e11:
             raise Refusal(f"its manifest's time {json.dumps(when)[:40]} is not a time", MANIFEST)
+        if when > now:
+            # Logged here, a version from the future orders after every later write: a rollback to a
+            # moment after the import took the file for holding its version before (the log's order
+            # and its times disagree), and `log` lists it first for centuries.
+            raise Refusal(f"its manifest dates a version of {json.dumps(path)[:80]} {iso_time(when)}, later than now "
+                          f"({iso_time(now)}; is the exporting machine's clock ahead?)", MANIFEST)
         origin = _str(v, "origin")
         if origin not in ORIGINS:
             raise Refusal(f"its manifest's origin {json.dumps(origin)[:40]} is not one of {', '.join(ORIGINS)}", MANIFEST)
         versions.append(Version(_hash(v, "version"), float(when), _int(v, "size"), origin,
                                 _who(v, "agent", check_agent), _who(v, "session", check_session)))
-    return PathHistory(root, check_relative(_str(body, "path"), empty=root != WORKSPACE), tuple(versions))
+    return PathHistory(root, path, tuple(versions))
