@@ -490,6 +490,19 @@ def test_only_a_change_of_the_notes_is_said_maybe_made():
 
     assert _maybe_made(OPERATIONS["index"]) == _maybe_made(OPERATIONS["end_session"]) == ""
     assert _maybe_made(OPERATIONS["remove"]).startswith(" during this rm, which it may have made")
+    # The declaration says it (``changes_notes``), not a list of names beside the client: every
+    # operation the memory's write path makes changes notes, and no reader or index does.
+    changes = {name for name, op in OPERATIONS.items() if op.changes_notes}
+    assert {name for name, op in OPERATIONS.items() if op.impl.startswith(".memory.writes:")} <= changes
+    assert all(OPERATIONS[name].writes for name in changes)
+    assert not changes & {"search", "read", "index", "end_session", "status", "history"}
+
+
+def test_an_operation_changing_notes_must_be_declared_a_write():
+    from openclaw_memory.memory.operations import operation
+
+    with pytest.raises(ValueError, match="changes notes but is not declared writes=True"):
+        operation(impl=".x:y", changes_notes=True)(lambda self: None)
 
 
 def test_a_connection_is_told_open_or_closed_at_once_whatever_its_timeout():

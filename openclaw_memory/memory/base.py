@@ -116,7 +116,7 @@ class Memory(Protocol):
         """What changed since this agent last read the file; counts as a read."""
         ...
 
-    @operation(impl=".memory.writes:write", on="memory", service=True, writes=True,
+    @operation(impl=".memory.writes:write", on="memory", service=True, writes=True, changes_notes=True,
                help={"path": MEMORY_PATH, "content": "The whole new content of the file (replaces it).",
                      "append": "Add TEXT on its own line at the end of the file.",
                      "expect": "Write only if the file is at this version (prefix of 8+ hex characters).",
@@ -151,7 +151,7 @@ class Memory(Protocol):
         ago writes nothing and returns that first result while the file still holds what it made."""
         ...
 
-    @operation(impl=".memory.writes:restore", on="memory", service=True, writes=True,
+    @operation(impl=".memory.writes:restore", on="memory", service=True, writes=True, changes_notes=True,
                help={"path": "Memory file to restore.",
                      "version": "The version to bring back (a unique prefix of 8+ hex characters).",
                      "last": "Bring back the version `rm` last removed (instead of VERSION).",
@@ -162,7 +162,7 @@ class Memory(Protocol):
         """Restore an earlier version atomically (or a removed file: --last); the current one is kept, so this can be undone."""
         ...
 
-    @operation(impl=".memory.writes:restore_all", on="memory", service=True, writes=True,
+    @operation(impl=".memory.writes:restore_all", on="memory", service=True, writes=True, changes_notes=True,
                help={"to": "The moment: a watchdog snapshot's label, or a time (ISO 8601: 2026-12-05T09:30:00Z; "
                            "a date is its start; no offset is UTC).",
                      "dry_run": "List each file's fate (rewrite, archive, bring-back, unchanged) and change nothing.",
@@ -181,7 +181,7 @@ class Memory(Protocol):
         ``undo`` is the moment just before it: ``restore_all(undo)`` undoes it."""
         ...
 
-    @operation(impl=".memory.writes:move", on="memory", service=True, writes=True,
+    @operation(impl=".memory.writes:move", on="memory", service=True, writes=True, changes_notes=True,
                help={"source": "Memory file to move.",
                      "destination": "Where it goes: a memory path (folders are made as needed).",
                      "force": "Replace a file at DESTINATION (archived as rm archives), or move MEMORY.md/USER.md.",
@@ -198,7 +198,7 @@ class Memory(Protocol):
         names the old and the new path."""
         ...
 
-    @operation(impl=".memory.writes:remove", on="memory", service=True, writes=True,
+    @operation(impl=".memory.writes:remove", on="memory", service=True, writes=True, changes_notes=True,
                help={"path": "Memory file to remove.",
                      "force": "Remove MEMORY.md or USER.md too (they leave the agent's startup).",
                      "expect": "Remove only if the file is at this version (prefix of 8+ hex characters).",
@@ -224,7 +224,7 @@ class Memory(Protocol):
         reads it into another workspace. Each file's current version is recorded in the history first."""
         ...
 
-    @operation(impl=".archive.importer:import_archive", writes=True,
+    @operation(impl=".archive.importer:import_archive", writes=True, changes_notes=True,
                help={"archive": "The archive `export` wrote.",
                      "force": "Replace memory files that exist here (what they hold is kept in the history first)."},
                cli=Cli("import", also=("restore-archive", "load")))
@@ -386,7 +386,7 @@ class Memory(Protocol):
 
     # -- repair and watchdog ---------------------------------------------------------------------
 
-    @operation(impl=".doctor:run_doctor", writes=True,
+    @operation(impl=".doctor:run_doctor", writes=True, changes_notes=True,
                help={"fix": "Repair what can be repaired (asks first on a terminal)."},
                cli=Cli("doctor", flags={"fix": ("--fix", "--repair")}))
     def doctor(self, *, fix: bool = False, confirm: Callable[[Finding, str], bool] | None = None,

@@ -210,14 +210,10 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         return True
 
 
-# The operations that change memory files (an index, a session's end: nothing to tell, done again).
-_CHANGES_NOTES = frozenset({"write", "restore", "restore_all", "move", "remove"})
-
-
 def _maybe_made(operation: Operation) -> str:
     """For a change the service stopped answering in the middle of: it may be made (the caller then
     makes it again in-process, and an `rm` said `nothing was removed` of the note the service removed)."""
-    if operation.name not in _CHANGES_NOTES:
+    if not operation.changes_notes:
         return ""
     name = operation.cli.command if operation.cli else operation.name
     return f" during this {name}, which it may have made (`openclaw-memory log` shows what was done)"

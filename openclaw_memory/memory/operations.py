@@ -112,13 +112,17 @@ class Operation:
     times as much to define."""
 
     def __init__(self, name: str, declared: Callable[..., Any], impl: str, on: Literal["memory", "settings"],
-                 service: bool, writes: bool, help: Mapping[str, str], cli: Cli | None, tool: Tool | None):
+                 service: bool, writes: bool, changes_notes: bool, help: Mapping[str, str], cli: Cli | None,
+                 tool: Tool | None):
         self.name = name
         self.declared = declared  # the protocol's method
         self.impl = impl  # "module:function" under openclaw_memory, called as function(memory or settings, **args)
         self.on = on
         self.service = service  # the workspace's service answers it (else it runs in the caller's process, on purpose)
-        self.writes = writes
+        self.writes = writes  # it changes files or state (the MCP tool's readOnlyHint)
+        # It may change memory files: one the service stopped answering in the middle of may be made
+        # (the caller is told so; an index or a session's end is simply done again).
+        self.changes_notes = changes_notes
         self.help = help
         self.cli = cli
         self.tool = tool
@@ -177,15 +181,18 @@ OPERATIONS: dict[str, Operation] = {}
 
 
 def operation(*, impl: str, on: Literal["memory", "settings"] = "settings", service: bool = False, writes: bool = False,
-              help: Mapping[str, str] = _EMPTY, cli: Cli | None = None, tool: Tool | None = None
-              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+              changes_notes: bool = False, help: Mapping[str, str] = _EMPTY, cli: Cli | None = None,
+              tool: Tool | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated method of :class:`~.base.Memory` an operation (see the module docstring)."""
 
     def declare(method: Callable[..., Any]) -> Callable[..., Any]:
         name = method.__name__
         if name in OPERATIONS:
             raise ValueError(f"the operation {name!r} is declared twice")
-        OPERATIONS[name] = Operation(name, method, impl, on, service, writes, MappingProxyType(dict(help)), cli, tool)
+        if changes_notes and not writes:
+            raise ValueError(f"the operation {name!r} changes notes but is not declared writes=True")
+        OPERATIONS[name] = Operation(name, method, impl, on, service, writes, changes_notes, MappingProxyType(dict(help)),
+                                     cli, tool)
         return method
 
     return declare
