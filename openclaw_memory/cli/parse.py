@@ -327,12 +327,26 @@ def _converter(opt: Opt, words: tuple[str, ...]):
 
 def _check_arguments(command: Command, positionals: list[str], flags: list[str]) -> None:
     if len(positionals) > len(command.args):
-        raise CommandLineError(f"unexpected argument {shown(positionals[len(command.args)])}", command.words)
+        raise CommandLineError(f"unexpected argument {shown(positionals[len(command.args)])}{_takes(command)}",
+                               command.words)
     for arg in command.args[len(positionals):]:
         given = arg.flag is not None and any(f.startswith(f"{arg.flag}=") for f in flags)
         if arg.required and not given:
             instead = f" (or {arg.flag} {_metavar(_table(command.opts)[arg.flag])})" if arg.flag else ""
             raise CommandLineError(f"missing argument {(arg.metavar or arg.dest).upper()}{instead}", command.words)
+
+
+def _takes(command: Command) -> str:
+    """What the command takes instead, for a word too many: most often a query of several words not
+    quoted (``search likes tea``), or a write's text given as an argument (``write MEMORY.md "- tea"``)."""
+    if not command.args:
+        return f": {' '.join(command.words)} takes no arguments"
+    said = f": {' '.join(command.words)} takes {' '.join(_metavar(a).upper() for a in command.args)}"
+    text = [opt.flags[0] + (f" {_metavar(opt)}" if opt.kind == "value" else "") for opt in command.opts
+            if opt.metavar in ("TEXT", "FILE") or opt.flags[0] == "--stdin"]
+    if text and not any(a.flag for a in command.args):  # the text goes in a flag: not in an argument
+        return f"{said}; the text is given with " + (f"{', '.join(text[:-1])} or " if len(text) > 1 else "") + text[-1]
+    return f"{said} (quote a value of several words)"
 
 
 def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = ()) -> str:
