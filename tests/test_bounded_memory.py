@@ -355,3 +355,50 @@ def test_a_startup_file_over_openclaws_2_mib_is_not_loaded_as_in_openclaw(worksp
     assert findings["prompt-file-too-large"]["paths"] == ["MEMORY.md"]
     assert "[UNREADABLE: File exceeds 2097152 bytes]" in findings["prompt-file-too-large"]["message"]
     assert findings["prompt-file-cap"]["paths"] == ["USER.md"]
+
+
+def test_a_connection_whose_request_head_does_not_arrive_is_closed(http_service, state_dir):
+    """uvicorn waits for a request's head without end: a connection that sends nothing, half a
+    header, or half the head of a second request on a kept connection was held for good, each one a
+    file descriptor of the service. Each is closed once ``[service] http_body_timeout`` passes."""
+    write(state_dir / "openclaw-memory.toml", "[service]\nhttp_body_timeout = 1\n")
+    service = http_service()
+    silent = service.connect()
+    half = service.connect()
+    half.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthor")
+    kept = service.connect()
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+    kept.sendall(service.head("POST", length=len(ping), session=True).replace(b"Connection: close", b"Connection: keep-alive") + ping)
+    answered = b""
+    while not answered.endswith(b"\r\n0\r\n\r\n"):  # the whole answer: an event stream, chunked
+        answered += kept.recv(65536)
+    kept.sendall(b"POST /mcp HTTP/1.1\r\nHo")
+    for sock in (silent, half, kept):
+        with sock:
+            assert _read_all(sock) == b""  # closed by the server (a socket still open times out after WAIT)
+    assert _status_code(service.exchange(service.head("POST", length=len(ping), session=True) + ping)) == 200
+    assert service.serve.stop() == 0
+    assert "Traceback" not in "".join(service.serve.stderr)
+
+
+def test_connections_past_the_bound_are_closed_at_once_and_said_once(http_service):
+    """A client opening connections without end gets at most MAX_HTTP_CONNECTIONS of the service's
+    file descriptors; the service says so in one line and answers again once they close."""
+    from openclaw_memory.mcp.http import MAX_HTTP_CONNECTIONS
+
+    service = http_service()
+    held = [service.connect() for _ in range(MAX_HTTP_CONNECTIONS)]
+    extra = [service.connect() for _ in range(10)]
+    for sock in extra:
+        with sock:
+            assert _read_all(sock) == b""  # closed at once: well before the 60 s a head may take
+    for sock in held:
+        sock.close()
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+    answer = b""
+    while not answer:  # the service sees the held ones close as it gets to them
+        answer = service.exchange(service.head("POST", length=len(ping), session=True) + ping)
+    assert _status_code(answer) == 200
+    assert service.serve.stop() == 0
+    log = "".join(service.serve.stderr)
+    assert log.count(f"{MAX_HTTP_CONNECTIONS} connections are open") == 1, log[-2000:]

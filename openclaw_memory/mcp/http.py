@@ -9,6 +9,7 @@ read records, as a stdio session does, and they go when the client ends the sess
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -33,6 +34,9 @@ if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
     from ..settings import Settings
 
 START_WAIT_S = 20.0
+# Connections served at once, as the service's socket bounds its own (serve.service.MAX_CONNECTIONS): each
+# holds a file descriptor, and the service's files, shards and socket clients need them too.
+MAX_HTTP_CONNECTIONS = 256
 log = logging.getLogger(__name__)
 
 
@@ -258,6 +262,63 @@ async def _plain(send, status: int, text: bytes) -> None:
     await send({"type": "http.response.body", "body": text})
 
 
+def _protocol(head_timeout: float):
+    """uvicorn's HTTP/1.1 protocol, bounded: a connection past ``MAX_HTTP_CONNECTIONS`` is closed at
+    once, and one whose request head (its request line and headers) has not arrived whole
+    ``head_timeout`` seconds after the connection was made, or after the answer before it, is closed.
+    uvicorn waits for a head without end (a connection that sent nothing, or half a header, was
+    held for good: each one a file descriptor of the service, until it could open no file)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    full: list[bool] = [False]  # said once each time the bound is reached, not once per connection
+
+    class Bounded(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            if len(self.connections) > MAX_HTTP_CONNECTIONS:
+                if not full[0]:
+                    log.warning("MCP over HTTP: %d connections are open; refusing more until some close",
+                                MAX_HTTP_CONNECTIONS)
+                full[0] = True
+                transport.close()
+                return
+            full[0] = False
+            self._await_head()
+
+        def _await_head(self) -> None:
+            self._stop_waiting()
+            self._head_timer = self.loop.call_later(head_timeout, self._head_late)
+
+        def _stop_waiting(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()  # nothing to answer: no request was made
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:  # the head is in (a body's time is BoundedBody's)
+                self._stop_waiting()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._await_head()  # the next request on a kept connection
+
+        def connection_lost(self, exc) -> None:
+            self._stop_waiting()
+            super().connection_lost(exc)
+
+    return Bounded
+
+
 class HttpEndpoint:
     """The endpoint, serving ``memory`` (the service's own); ``on_session_end`` hears each session that
     ends, ``on_call`` the session of each tool call (the service counts them with its socket's)."""
@@ -289,7 +350,8 @@ class HttpEndpoint:
         sessions = _SessionEnds(app, self.on_session_end)
         app = BoundedBody(_OneRequestPerId(sessions), MAX_LINE, self.settings.service.http_body_timeout)
         app = _LoopbackOnly(_BearerAuth(app, self.token), _served_names(self.host))
-        config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on")
+        config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on",
+                                http=_protocol(self.settings.service.http_body_timeout))
         server = self._server = uvicorn.Server(config)
         thread = self._thread = threading.Thread(target=server.run, name="mcp-http", daemon=True)
         thread.start()
