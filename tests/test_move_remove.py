@@ -6,6 +6,7 @@ and ``doctor --fix`` finishing or undoing the step."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -743,3 +744,54 @@ def test_a_killed_move_undone_leaves_no_folder_it_made(workspace, state_dir, cli
     assert repair["status"] == "rolled-back", repair
     assert sorted(os.listdir(workspace / "memory")) == ["a.md", "kept"]
     assert os.listdir(workspace / "memory" / "kept") == ["other.md"]
+
+
+# -- an extra path naming one file, gone ------------------------------------------------------------
+
+
+def test_a_note_moved_out_of_an_extra_path_naming_one_file_can_be_moved_back_and_restored_there(cli, workspace, state_dir,
+                                                                                                 tmp_path):
+    """Gone from an extra path naming one file (moved into the workspace, removed), its name was no
+    memory path: `mv` back, `restore --last`, `history` and a write there were refused ("not a memory
+    path"), so a note removed from there could only come back under another name."""
+    solo = tmp_path / "elsewhere" / "solo.md"
+    write(solo, HERON)
+    write(state_dir / "openclaw-memory.toml", f"extra_paths = [{json.dumps(str(solo))}]\n")
+    assert cli("read", str(solo)).returncode == 0
+    assert cli("mv", str(solo), "memory/solo.md", "--no-index").returncode == 0 and not solo.exists()
+    assert cli("read", "memory/solo.md").returncode == 0
+    back = cli("mv", "memory/solo.md", str(solo), "--no-index", "--json")
+    assert back.returncode == 0, back.stderr
+    assert solo.read_text() == HERON and not (workspace / "memory" / "solo.md").exists()
+    listed = cli("history", str(solo), "--json").json()
+    assert [v["origin"] for v in listed["versions"]][:2] == ["move", "move"], listed
+
+    assert cli("read", str(solo)).returncode == 0 and cli("rm", str(solo), "--no-index").returncode == 0
+    assert not solo.exists()
+    assert [v["origin"] for v in cli("history", str(solo), "--json").json()["versions"]][0] == "remove"
+    restored = cli("restore", str(solo), "--last", "--no-index")
+    assert restored.returncode == 0, restored.stderr
+    assert solo.read_text() == HERON
+    # `read` of the gone name stays OpenClaw's refusal; a folder that is gone too is no place either.
+    solo.unlink()
+    assert "not a memory path" in one_line_error(cli("read", str(solo)))
+    solo.parent.rmdir()
+    assert "not a memory path" in one_line_error(cli("write", str(solo), "--append", "x"))
+
+
+def test_a_move_out_of_an_extra_path_naming_one_file_killed_after_the_unlink_is_finished(workspace, state_dir, cli,
+                                                                                          tmp_path):
+    """Killed once the source's name was gone, the finish resolved that name again, was refused ("not a
+    memory path"), and the move stayed unfinished: every later `mv`, `rm` and `rollback` failed on it."""
+    solo = tmp_path / "elsewhere" / "solo.md"
+    write(solo, HERON)
+    write(state_dir / "openclaw-memory.toml", f"extra_paths = [{json.dumps(str(solo))}]\n")
+    assert cli("read", str(solo)).returncode == 0
+    run_killed(workspace, state_dir, "mv:renamed", "mv", str(solo), "memory/solo.md", "--no-index")
+    assert not solo.exists()
+    fixed = cli("doctor", "--fix", "--json")  # (its warning stays: the extra path is gone, as moved)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-move"]
+    assert repair["status"] == "completed", repair
+    assert "interrupted-move" not in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
+    assert (workspace / "memory" / "solo.md").read_text() == HERON
+    assert [o for o, _ in origins(memory_for(workspace, state_dir), "memory/solo.md")] == ["move", "external-edit"]

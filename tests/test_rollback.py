@@ -189,10 +189,10 @@ def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_betwe
 
 
 def test_a_note_moved_from_where_it_cannot_come_back_is_left_where_it_is_never_archived(cli, workspace, tmp_path):
-    """Moved out of an extra path naming one file (which then names nothing, and cannot be written),
-    or out of a folder that is a file now: a rollback to before the move cannot bring it back there,
-    and archived it where it is, so the note left the memory; the extra path's name was not even
-    named in a warning."""
+    """Moved out of a folder that is a file now: a rollback to before the move cannot bring it back
+    there, and archived it where it is, so the note left the memory. Moved out of an extra path
+    naming one file (gone since), it goes back there: that name was refused as no memory path, so
+    the note was left where it was, with a warning."""
     solo = tmp_path / "solo.md"
     write(solo, "# Solo\n")
     write(workspace / "memory" / "sub" / "a.md", "# A\n")
@@ -208,11 +208,13 @@ def test_a_note_moved_from_where_it_cannot_come_back_is_left_where_it_is_never_a
 
     done = cli("rollback", "--to", iso_moment(moment), "--json", *extra)
     assert done.returncode == 0, done.stderr
-    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {"memory/a.md": "unchanged", "memory/solo.md": "unchanged"}
-    assert (workspace / "memory" / "solo.md").read_text() == "# Solo\n" and (workspace / "memory" / "a.md").read_text() == "# A\n"
+    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {
+        "memory/a.md": "unchanged", "memory/solo.md": "archive", "../solo.md": "bring-back"}
+    assert solo.read_text() == "# Solo\n" and not (workspace / "memory" / "solo.md").exists()
+    assert (workspace / "memory" / "a.md").read_text() == "# A\n"
     warnings = " ".join(done.json()["warnings"])
-    assert f"{solo} left as it is" in warnings and "memory/sub/a.md left as it is" in warnings
-    assert "memory/solo.md left as it is" in warnings and "memory/a.md left as it is" in warnings
+    assert "memory/sub/a.md left as it is" in warnings and "memory/a.md left as it is" in warnings
+    assert "solo" not in warnings
 
 
 def test_a_note_moved_to_an_extra_path_configured_no_more_comes_back_to_the_workspace(cli, workspace, tmp_path):

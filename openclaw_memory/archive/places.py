@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import PathRefused
 from ..files.paths import is_memory_path
-from ..files.read import ResolvedPath, resolve_memory_path
+from ..files.read import ResolvedPath
 from ..history.guard import refuse_dream_twin
+from ..history.placing import resolve_writable
 from .manifest import WORKSPACE
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def resolve_place(settings: Settings, root: str, path: str) -> ResolvedPath:
         base = str(settings.extra_paths[n])
     wanted = os.path.normpath(os.path.join(base, *path.split("/"))) if path else base
     try:
-        resolved = resolve_memory_path(wanted, workspace, settings.extra_paths)
+        resolved = resolve_writable(wanted, workspace, settings.extra_paths)
         refuse_dream_twin(resolved, workspace)  # as a write: `Dreams.md`, or `dreams.md` beside `DREAMS.md`
     except PathRefused as exc:
         raise PathRefused(f"refused: {path or base} cannot be imported here ({exc.message}); nothing was written") from None

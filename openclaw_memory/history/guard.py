@@ -38,7 +38,7 @@ import xxhash
 from .. import faults
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
-from ..files.read import ResolvedPath, path_changed, resolve_memory_path
+from ..files.read import ResolvedPath, path_changed
 from ..files.root import resolve_dream_diary
 from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_kind, temp_stem, unlink_quietly
 from ..fsutil.move import remove_if_holds
@@ -57,6 +57,7 @@ from .placing import (
     open_current,
     recorded_mode,
     remove_made_folders,
+    resolve_writable,
     swap_name,
     temp_from_blocks,
 )
@@ -134,7 +135,7 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
     """
     if (content is None) == (append is None):
         raise UsageError("give exactly one of: text to append, or the new content")
-    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     refuse_dream_twin(resolved, str(settings.workspace))
     expected = check_prefix(expect, "expect") if expect is not None else None
     # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.
@@ -159,7 +160,7 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
 def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: bool = False) -> bool:
     """Whether the memory file ``path`` holds what a write made: exactly, or with ``at_start`` as its
     first bytes (an append that others have appended after since)."""
-    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     folder, fd, current = open_current(resolved)
     try:
         if current is None or fd is None:
@@ -179,7 +180,7 @@ def restore_file_version(settings: Settings, path: str, version: str, *, stored:
     ``version`` is a whole version the object store holds though the path's history may not list it
     (what a watchdog snapshot kept: a rollback to it).
     """
-    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     check_prefix(version)
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import DiskFull, PathRefused, StateDirError
-from ..files.read import open_resolved, resolve_memory_path
+from ..files.read import open_resolved
 from ..wire import key
+from .placing import resolve_writable
 from .store import HistoryStore, snapshot_fd
 from .versions import Entry, iso_time
 
@@ -49,7 +50,7 @@ def _listed(entries: tuple[Entry, ...], current: str | None, available: frozense
 
 def file_history(settings: Settings, path: str) -> VersionHistory:
     """List the versions of ``path``; the file as it is now is recorded first (a sighting)."""
-    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
     warnings: tuple[str, ...] = ()
     opened = open_resolved(resolved)

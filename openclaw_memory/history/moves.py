@@ -61,7 +61,7 @@ from .fileops import (
     write_intent,
 )
 from .guard import HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
-from .placing import kept_stat, make_folder, open_current, remove_made_folders
+from .placing import kept_stat, make_folder, open_current, remove_made_folders, resolve_writable
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import EXTERNAL_EDIT, MOVE, REMOVE, FileMode, short
@@ -124,7 +124,7 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     which then stays at :data:`~.fileops.LINKS_STEP` once the move is recorded."""
     workspace = str(settings.workspace)
     source = resolve_memory_path(src, workspace, settings.extra_paths)
-    target = resolve_memory_path(dst, workspace, settings.extra_paths)
+    target = resolve_writable(dst, workspace, settings.extra_paths)
     if source.abs_path == target.abs_path:
         raise UsageError(f"{source.display} and {target.display} are the same file; nothing was moved")
     refuse_dream_twin(target, workspace)
@@ -363,7 +363,7 @@ def _record_remove(store: HistoryStore, op: FileOp) -> None:
 
 def last_removed(settings: Settings, path: str) -> str:
     """The version ``rm`` last archived of ``path`` (``restore PATH --last``)."""
-    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     for entry in reversed(HistoryStore.for_settings(settings).entries(resolved.abs_path)):
         if entry.origin == REMOVE:
             return entry.version
@@ -461,11 +461,11 @@ def _recover(settings: Settings, store: HistoryStore, op: FileOp) -> tuple[bool,
         raise MemoryToolError("the links naming its old path are not all rewritten: `openclaw-memory doctor --fix` "
                               "rewrites them")
     workspace, extra = str(settings.workspace), settings.extra_paths
-    source = resolve_memory_path(op.path, workspace, extra)
+    source = resolve_writable(op.path, workspace, extra)
     if op.op == REMOVE_OP:
         return _recover_remove(store, op, source)
     assert op.target is not None
-    return _recover_move(store, op, source, resolve_memory_path(op.target, workspace, extra))
+    return _recover_move(store, op, source, resolve_writable(op.target, workspace, extra))
 
 
 def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target: ResolvedPath) -> tuple[bool, str]:

@@ -6,18 +6,58 @@ the swap. Shared by the guarded write (:mod:`.guard`), mv and rm (:mod:`.moves`)
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator
 
 import xxhash
 
 from ..errors import PathRefused, WriteBlocked
-from ..files.read import ResolvedPath
+from ..files.jstext import js_trim
+from ..files.paths import ExtraPath, display_path
+from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import write_temp_beside
 from ..fsutil.move import link_noreplace
 from ..fsutil.private import user_umask
-from ..fsutil.safeopen import Folder, NotRegularFile
+from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import FileMode
+
+
+def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
+    """``path`` as :func:`~..files.read.resolve_memory_path` resolves it, or a configured extra path
+    naming one ``.md`` file that is gone (moved into the workspace, removed), in its existing folder:
+    a place a note may be put back (``mv`` back, ``restore --last``, a rollback's bring-back, an
+    import, a write) and whose history may be listed. ``read`` refuses it as OpenClaw does (nothing
+    there is memory until a file is): only what writes, and what lists the history, ask here."""
+    try:
+        return resolve_memory_path(path, workspace, extra_paths)
+    except PathRefused:
+        raw = js_trim(path or "")
+        absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw)) if raw else ""
+        named = as_scanned(absolute)  # as the scanner named it while it was there
+        inside = os.path.commonpath([named, as_scanned(workspace)]) == as_scanned(workspace) if raw else True
+        for given in extra_paths if absolute.endswith(".md") and not inside else ():
+            if isinstance(given, ExtraPath) and given.pattern is not None:
+                continue
+            if absolute in (str(given), as_scanned(str(given))) and _gone_beside_a_folder(named):
+                return ResolvedPath(named, display_path(named, workspace), os.path.dirname(named),
+                                    (os.path.basename(named),), False)
+        raise
+
+
+def _gone_beside_a_folder(absolute: str) -> bool:
+    """Nothing at ``absolute`` (not even a link), and its folder is a folder (not a link to one)."""
+    try:
+        os.lstat(absolute)
+        return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    try:
+        return stat.S_ISDIR(os.lstat(os.path.dirname(absolute)).st_mode)
+    except OSError:
+        return False
 
 
 def open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, FileVersion | None]:

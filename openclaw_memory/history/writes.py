@@ -80,12 +80,12 @@ def _written_since(settings: Settings, path: str, first: WriteResult) -> bool:
     comes before the session goes on (its call timed out); a session that wrote the file since and
     sends the same text again means a new entry ("- fed the cat" in the morning and the evening).
     Only an append can get here so: a replacement that still holds is one nothing wrote after."""
-    from ..files.read import resolve_memory_path
+    from .placing import resolve_writable
     from .store import HistoryStore
     from .versions import AGENT_WRITE
 
     assert first.replay is not None
-    resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     return any(e.origin == AGENT_WRITE and e.agent == settings.agent and e.session == settings.session
                and e.time > first.replay.first_time and e.version != first.version
                for e in HistoryStore.for_settings(settings).entries(resolved.abs_path))

@@ -22,9 +22,9 @@ from dataclasses import dataclass, replace
 
 from .. import faults
 from ..errors import MemoryToolError, WriteBlocked
-from ..files.read import resolve_memory_path
 from ..history.guard import IndexUpdate, restore_file_version
 from ..history.moves import finish_pending, remove_memory_file
+from ..history.placing import resolve_writable
 from ..history.states import ReadRecords
 from ..history.store import HistoryStore
 from ..history.versions import REMOVE, RESTORE
@@ -167,7 +167,7 @@ def _step(settings: Settings, step: Step) -> str | None:
     """Bring one file to ``step.after``: done already (the history told, if it was not), done now
     (None), or left as it is, and why: it holds neither what the rollback found nor what it puts
     (CHANGED), or what it puts is no longer stored (GONE)."""
-    resolved = resolve_memory_path(step.path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(step.path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
     now = current_version(store, resolved, record=False)
     version = now.version if now is not None else None

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..database import dec
 from ..errors import MemoryToolError, PathRefused, UsageError, shown
 from ..files.paths import display_path
-from ..files.read import ResolvedPath, resolve_memory_path
+from ..files.read import ResolvedPath
 from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
+from ..history.placing import resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import MOVE, REMOVE, iso_time, short
 from ..types import MOMENT
@@ -125,7 +126,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     stranded: dict[str, str] = {}  # a version a name held then that cannot be written now: by version, that name
     for abs_path in sorted(set(now) | set(targets)):
         try:
-            resolved = resolve_memory_path(abs_path, workspace, extra)
+            resolved = resolve_writable(abs_path, workspace, extra)
         except (PathRefused, UsageError) as exc:
             notes.append(f"{abs_path} left as it is: {exc}")
             if (aim := targets.get(abs_path)) is not None and aim.version is not None:
@@ -216,7 +217,7 @@ def _see_removals(settings: Settings, store: HistoryStore, present: set[str]) ->
         if origin == REMOVE or path in present or not _under(path, roots):
             continue
         try:
-            resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
+            resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
             gone = current_version(store, resolved, record=False) is None
         except (PathRefused, UsageError):
             continue  # something else is at the path (the plan refuses it if it is the rollback's)
