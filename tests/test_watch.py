@@ -129,7 +129,6 @@ def seed(workspace: Path) -> None:
     write(workspace / "memory" / "projects.md", "# Projects\n\nThe garden shed needs a new roof before winter.\n")
 
 
-@pytest.mark.slow  # an index in this process, a watch, then the service's shard_idle to wait out: about 8 s
 @contextlib.contextmanager
 def watching(settings, **options):
     """A watch running in a thread of this process, started (its backstop sync an hour away: only
@@ -157,6 +156,7 @@ def synced(changes: list, path: str, action: str | None = None) -> None:
     wait_for(lambda: any(c.path == path and action in (None, c.action) for c in changes), WAIT)
 
 
+@pytest.mark.slow  # an index in this process, a watch, then the service's shard_idle to wait out: about 8 s
 def test_edit_from_another_process_becomes_searchable(workspace, state_dir, cli, watch):
     write(state_dir / "openclaw-memory.toml", "[service]\nshard_idle = 1\n")  # not the 10 s default: a shorter wait below
     seed(workspace)
