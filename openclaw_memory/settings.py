@@ -286,7 +286,7 @@ class Settings:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", self.workspace.name).strip("-") or "root"
         # Cut to fit a file name (255 bytes) with its key: a workspace folder named with 243 or more
         # of these characters made every command fail ("File name too long"); shorter names are kept.
-        return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug[:255 - 1 - len(key)]}-{key}"
+        return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug[:NAME_MAX - 1 - len(key)]}-{key}"
 
     def with_agent(self, agent: str) -> Settings:
         return replace(self, agent=check_agent(agent))
@@ -1053,14 +1053,24 @@ def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
 def _fits(what: str, path: str | None, error: type[UsageError]) -> None:
     """Refuse a path no system call takes (`-w "$NOTE"` holding a note by mistake): in one short line,
     not echoed whole (100,000 characters came back), nor an OSError worded at exit 1."""
-    size = len(path.encode("utf-8", "surrogatepass")) if path else 0
+    size = _bytes(path) if path else 0
     if size >= PATH_MAX:
         raise error(f"the {what} path is longer than the system allows ({size:,} bytes; at most {PATH_MAX - 1:,}): "
                     f"{shown(path, 60)}")
-    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in (path or "").split(os.sep)), default=0)
+    longest = max((_bytes(part) for part in (path or "").split(os.sep)), default=0)
     if longest > NAME_MAX:  # (one folder name of 4,085 bytes was an OSError of exit 1, the path echoed whole)
         raise error(f"the {what} path holds a name longer than the system allows ({longest:,} bytes; at most "
                     f"{NAME_MAX}): {shown(path, 60)}")
+
+
+def _bytes(name: str) -> int:
+    """How many bytes the system gets for ``name``: a byte of a name that is not UTF-8 (from argv,
+    surrogate-escaped) is one byte, not the three of its escape's UTF-8; a lone surrogate no file
+    name can hold (JSON's ``\\ud800``) counts as UTF-8 would write it."""
+    try:
+        return len(os.fsencode(name))
+    except UnicodeEncodeError:
+        return len(name.encode("utf-8", "surrogatepass"))
 
 
 def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str] | None = None) -> Path:

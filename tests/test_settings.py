@@ -757,6 +757,16 @@ def test_a_workspace_or_state_dir_longer_than_the_system_allows_is_one_short_lin
         assert "holds a name longer than the system allows (4,085 bytes; at most 255)" in res.json()["error"], res.stdout[:300]
 
 
+def test_a_name_that_is_not_utf8_is_measured_in_its_own_bytes(tmp_path, cli):
+    """A byte of a name that is not UTF-8 comes from argv surrogate-escaped; counted in the UTF-8 of
+    its escape (three bytes each), a folder of 100 such bytes was refused as 300 (e18d8e5)."""
+    state = os.fsdecode(os.fsencode(str(tmp_path)) + b"/" + b"\xe9" * 100)
+    res = cli("--state-dir", state, "files", "--json")
+    assert "longer than the system allows" not in res.stdout + res.stderr, res.stdout[:300]
+    res = cli("--state-dir", os.fsdecode(os.fsencode(str(tmp_path)) + b"/" + b"\xe9" * 256), "files", "--json")
+    assert "holds a name longer than the system allows (256 bytes; at most 255)" in res.json()["error"], res.stdout[:300]
+
+
 # OpenClaw 2026.9.6's answer for this config (its startup migration, then resolveMemorySearchConfig for
 # agent ops; tests/conformance/test_openclaw_settings.py asks it again): the older spellings fill only
 # what memory.search lacks, key by key; multimodal's keys are each the agent's own before the shared one.

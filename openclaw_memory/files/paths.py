@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..fsutil.atomic import NAME_MAX  # noqa: F401 - the system's limit beside PATH_MAX; fsutil cuts temp names to it
 from .jstext import js_trim
 
 CANONICAL_ROOT = "MEMORY.md"
@@ -17,7 +18,6 @@ REPAIR_DIR = ".openclaw-repair"
 REPAIR_ROOT_MEMORY = f"{REPAIR_DIR}/root-memory"
 
 
-
 def _path_max() -> int:
     try:
         return os.pathconf("/", "PC_PATH_MAX")
@@ -28,7 +28,6 @@ def _path_max() -> int:
 # The longest path and name the system takes. Longer paths could still be reached one folder at a
 # time, but nothing else (an editor, the shell, OpenClaw) could open them: refused before any folder is made.
 PATH_MAX = _path_max()
-NAME_MAX = 255  # bytes of one name (Linux's)
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".heic", ".heif"})
 AUDIO_EXTENSIONS = frozenset({".mp3", ".wav", ".ogg", ".opus", ".m4a", ".m2a", ".aac", ".flac"})

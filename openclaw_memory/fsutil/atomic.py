@@ -20,7 +20,7 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-_NAME_MAX = 255  # bytes in one file name (Linux, macOS: every common file system)
+NAME_MAX = 255  # bytes in one file name (Linux, macOS: every common file system)
 
 
 def temp_stem(name: str) -> str:
@@ -33,7 +33,7 @@ def hidden_stem(name: str, suffix: int) -> str:
     """``.NAME``, NAME cut so that a suffix of ``suffix`` bytes after it still fits in one file name
     (the same cut every time, so the name made is found again from NAME)."""
     raw = os.fsencode(name)
-    room = _NAME_MAX - 1 - suffix
+    room = NAME_MAX - 1 - suffix
     if len(raw) > room:
         name = os.fsdecode(raw[:room])  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
     return f".{name}"
