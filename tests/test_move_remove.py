@@ -246,6 +246,45 @@ def test_a_destination_it_may_not_write_is_named_as_the_destination(cli, workspa
         assert "nothing was moved" in moved.stderr and (workspace / "memory" / "b.md").read_text() == KETTLE
 
 
+def test_a_destination_on_a_full_disk_is_named_as_the_destination(cli, workspace, tmp_path):
+    """The copy to an extra path on a full disk failed there, and the message named the source's
+    folder ("no space left to write in the workspace (…/memory)"): a user freed space on the wrong disk."""
+    with tmpfs(tmp_path / "extra", "1m") as extra:
+        filler = os.open(extra / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(filler, b"\0" * 4096)
+        os.close(filler)
+        write(workspace / "memory" / "b.md", KETTLE * 200)
+        assert cli("read", "memory/b.md", "--extra", str(extra)).returncode == 0
+        moved = cli("mv", "memory/b.md", str(extra / "b.md"), "--no-index", "--extra", str(extra))
+        line = one_line_error(moved)
+        assert moved.returncode == 1 and "the disk is full" in line and f"({extra})" in line, line
+        assert str(workspace / "memory") not in line and "nothing was moved" in line
+        assert (workspace / "memory" / "b.md").read_text() == KETTLE * 200
+        assert sorted(os.listdir(extra)) == ["filler"]
+
+
+def test_a_file_appearing_at_a_forced_moves_destination_after_its_archive_says_the_note_there_is_archived(
+        workspace, state_dir, cli):
+    """`mv --force` archived the destination's note, then a file appeared there before the link:
+    "appeared while … was being moved; nothing was moved" alone, and the note that was there gone
+    from the workspace without a word of where it went."""
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", KETTLE)
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    code, _, err = run_paused(workspace, state_dir, ("mv", "memory/a.md", "memory/b.md", "--force", "--no-index"),
+                              "mv:replaced-removed", lambda: write(workspace / "memory" / "b.md", "# Newcomer\n"))
+    assert code == 2 and "appeared while memory/a.md was being moved" in err, err
+    assert "memory/b.md is archived" in err and "restore memory/b.md --last" in err, err
+    assert (workspace / "memory" / "a.md").read_text() == HERON
+    assert (workspace / "memory" / "b.md").read_text() == "# Newcomer\n"
+    assert pending(settings_for(workspace, state_dir)) is None
+    assert memory_for(workspace, state_dir).history("memory/b.md").versions[0].origin in ("remove", "external-edit")
+    assert cli("restore", "memory/b.md", "--last", "--no-index").returncode == 0
+    assert (workspace / "memory" / "b.md").read_text() == KETTLE
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_a_move_across_file_systems_keeps_the_notes_owner_and_mode(workspace, state_dir, tmp_path):
     """Root (sudo, a service of root's) moving a user's note to another disk: the copy was root's,

@@ -231,10 +231,20 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
         raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
     except HistoryFailed as failed:
         raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged) from None
+    except FailedAt as failed:  # named by the step that knew where (before the DiskFull below took it for the state dir's)
+        raise os_error(failed.error, failed.where, failed.outcome) from None
     except DiskFull:
         raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged) from None
     except OSError as exc:
         raise os_error(exc, f"the workspace ({os.path.dirname(resolved.abs_path)})", unchanged) from None
+
+
+class FailedAt(Exception):
+    """An OS error of a step that knows where it happened and what it left (a move's destination)."""
+
+    def __init__(self, error: OSError, where: str, outcome: str):
+        super().__init__(error)
+        self.error, self.where, self.outcome = error, where, outcome
 
 
 class HistoryFailed(Exception):

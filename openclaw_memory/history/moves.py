@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from .. import faults
 from ..database import enc
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, os_error
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, is_no_space, os_error
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import leftover_kind
@@ -60,7 +60,7 @@ from .fileops import (
     read_intent,
     write_intent,
 )
-from .guard import HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
+from .guard import FailedAt, HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
 from .placing import kept_stat, make_folder, open_current, remove_made_folders, resolve_writable
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
@@ -145,6 +145,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
     dst_folder: Folder | None = None
     existed: int | None = None
     op: FileOp | None = None
+    appeared = False  # the link found a file at the destination
     try:
         if current is None or fd is None or src_folder is None:
             raise UsageError(f"{source.display} does not exist; nothing was moved (see `openclaw-memory files`)")
@@ -180,7 +181,8 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         try:
             how = safe_move(src_folder.fd, source.name, dst_folder.fd, target.name)
         except FileExistsError:
-            raise UsageError(f"{target.display} appeared while {source.display} was being moved; nothing was moved") from None
+            appeared = True
+            raise
         existed = None  # the destination's folders hold the file now
         faults.reach("mv:renamed")
     except BaseException as exc:
@@ -202,9 +204,16 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                     "--last` brings it back") if op is not None and op.step == "replaced" else ""
         if isinstance(exc, SourceKept):
             raise _kept_blocks(exc, source.display, "moved", records, archived) from None
+        if appeared:
+            raise UsageError(f"{target.display} appeared while {source.display} was being moved; nothing was "
+                             f"moved{archived}") from None
+        unchanged = f"nothing was moved: {source.display} is unchanged{archived}"
+        if is_no_space(exc):
+            # Only the destination takes new blocks (its folders, the name, a copy across file systems;
+            # the history's failures are HistoryFailed): translated named the source's folder.
+            raise FailedAt(exc, f"the workspace ({os.path.dirname(target.abs_path)})", unchanged) from None
         if archived and isinstance(exc, OSError) and not isinstance(exc, (FolderSwapped, NotADirectoryError)):
-            raise os_error(exc, f"the workspace ({os.path.dirname(source.abs_path)})",
-                           f"nothing was moved: {source.display} is unchanged{archived}") from None
+            raise FailedAt(exc, f"the workspace ({os.path.dirname(source.abs_path)})", unchanged) from None
         raise
     finally:
         if fd is not None:
