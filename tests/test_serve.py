@@ -1433,3 +1433,32 @@ def test_the_service_answers_only_once_its_state_is_open_and_its_info_written(wo
         opened.set()
         service.stop()
         assert stopped.wait(WAIT)
+
+
+def test_the_service_drops_the_read_records_of_mcp_sessions_that_vanished(workspace, state_dir, services):
+    """A client that goes away without ending its session (a killed `mcp`, an HTTP client that never
+    sent its DELETE, a service killed under its HTTP sessions) left its records for good: the state
+    database grew with every such session. The service drops them once idle 30 minutes; a live
+    `mcp` process's, a session named on the CLI and a recent one stay."""
+    from openclaw_memory.memory.local import LocalMemory
+    from openclaw_memory.serve.core import SESSION_IDLE_S
+
+    memory(workspace)
+    settings = settings_for(workspace, state_dir)
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    vanished = {"http-5f1e", f"mcp-{dead.pid}-0a1b2c3d"}
+    kept = {f"mcp-{os.getpid()}-0a1b2c3d", "person", "http-recent"}
+    for session in vanished | kept:
+        LocalMemory(settings.with_session(session)).read("MEMORY.md")
+    db = Database(settings.data_dir)
+    with db.transaction() as conn:  # as if 30 minutes and a minute had passed since their last read
+        conn.execute("UPDATE reads SET time = time - ? WHERE session != ?", (SESSION_IDLE_S + 60, b"http-recent"))
+
+    def sessions() -> set[str]:
+        return {row[0].decode() for row in db.rows("SELECT DISTINCT session FROM reads")}
+
+    assert sessions() == vanished | kept
+    service = start(services, workspace, state_dir, "--no-watch")
+    wait_for(lambda: sessions() == kept)
+    assert service.stop() == 0

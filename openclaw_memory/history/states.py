@@ -83,6 +83,12 @@ def forget_session(store: HistoryStore, agent: str, session: str) -> None:
         conn.execute("DELETE FROM reads WHERE agent = ? AND session = ?", (enc(agent), enc(session)))
 
 
+def session_times(store: HistoryStore) -> list[tuple[str, str, float]]:
+    """(agent, session, time of its last read or write) of each session that has records (not the plain CLI's)."""
+    rows = store.db.rows("SELECT agent, session, MAX(time) FROM reads WHERE session != ? GROUP BY agent, session", (enc(""),))
+    return [(dec(a), dec(s), t) for a, s, t in rows]
+
+
 def state_of(seen: Seen | None, current: str | None) -> str | None:
     """The state of a file whose content is now ``current`` (None: it does not exist)."""
     if seen is None:

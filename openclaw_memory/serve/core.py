@@ -111,6 +111,29 @@ class ServiceCore:
             self._sessions.pop(session, None)
             self._connected.pop(session, None)
 
+    def sweep_sessions(self, now: float | None = None) -> int:
+        """Drop the read records of the MCP sessions that are over without having said so; how many.
+
+        A session ends by saying so (its client closes a stdio server, or ends an HTTP session);
+        one whose client vanished left its records for good (a row per file it read, the state
+        database growing with every such session). Over: idle ``SESSION_IDLE_S`` (no request here,
+        no record made) and not connected, and an HTTP session (the SDK has forgotten one idle that
+        long, or it was of an earlier service) or a stdio one whose ``mcp`` process is gone. A
+        session named on the CLI (``--session``) is kept: a person may come back to it. Dropping
+        records never lets a write through: a session without them must read again."""
+        from ..history.states import forget_session, session_times
+        from ..history.store import HistoryStore
+
+        cutoff = (time.time() if now is None else now) - SESSION_IDLE_S
+        with self._sessions_lock:
+            live = {s for s, t in self._sessions.items() if t >= cutoff} | set(self._connected)
+        store = HistoryStore.for_settings(self.settings)
+        over = [(agent, session) for agent, session, last in session_times(store)
+                if last < cutoff and session not in live and _vanished(session)]
+        for agent, session in over:
+            forget_session(store, agent, session)
+        return len(over)
+
     def info(self) -> ServiceInfo:
         cutoff = time.time() - SESSION_IDLE_S
         with self._sessions_lock:
@@ -208,6 +231,23 @@ class ServiceCore:
 
     def warm(self) -> None:
         self.pool.warm(self.settings)
+
+
+def _vanished(session: str) -> bool:
+    """Whether an MCP session idle ``SESSION_IDLE_S`` is over: an HTTP one (``http-<id>``) is; a stdio
+    one (``mcp-<pid>-<hex>``, :class:`~openclaw_memory.mcp.server.MemoryTools`) when its process is gone."""
+    if session.startswith("http-"):
+        return True
+    pid = session.split("-")[1] if session.startswith("mcp-") and session.count("-") == 2 else ""
+    if not pid.isdigit():
+        return False  # a session named on the CLI: a person may come back to it
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):  # another user's process: alive
+        return False
+    return False
 
 
 def _caller_zone(context: dict) -> dt.tzinfo | str | None:

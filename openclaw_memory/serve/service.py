@@ -60,6 +60,7 @@ SOCKET_GONE = "its socket was removed"  # why a service stopped by itself (Servi
 # idle). Past it a new one is told so and closed, and its caller works in-process: without a bound
 # enough connections made the thread that accepts them fail to start another and stop accepting.
 MAX_CONNECTIONS = 256
+SWEEP_EVERY_S = 60.0  # how often the records of vanished MCP sessions are looked for (ServiceCore.sweep_sessions)
 
 
 @dataclass(frozen=True)
@@ -288,8 +289,17 @@ class Service:
         return (st.st_dev, st.st_ino) == self._socket_id
 
     def _janitor(self) -> None:
+        swept = 0.0  # at once, then every SWEEP_EVERY_S
         while not self._stop.wait(1.0) and self._look_after():
-            pass
+            if time.monotonic() - swept >= SWEEP_EVERY_S or not swept:
+                swept = time.monotonic()
+                self._sweep_sessions()
+
+    def _sweep_sessions(self) -> None:
+        try:
+            self.core.sweep_sessions()
+        except (MemoryToolError, OSError):
+            pass  # the state database busy or damaged: the next round tries again (doctor says what is wrong)
 
     def _look_after(self) -> bool:
         """One round of the janitor; False once the service is stopping."""
