@@ -67,8 +67,13 @@ class FromFiles(dict):
 
 def where_set(name: str, env: Mapping[str, str]) -> str:
     """``from NAME``, and the ``.env`` file that set it where one did."""
+    return f"from {name}{set_in(name, env)}"
+
+
+def set_in(name: str, env: Mapping[str, str]) -> str:
+    """`` in FILE``: the ``.env`` file that set ``name``; empty where the environment did (or none)."""
     files = env.files if isinstance(env, FromFiles) else {}
-    return f"from {name} in {files[name]}" if name in files else f"from {name}"
+    return f" in {files[name]}" if name in files else ""
 
 
 def with_dotenv(env: Mapping[str, str], state_dir: str, state_dir_named: bool, home: str | None) -> Mapping[str, str]:

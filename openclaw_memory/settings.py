@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
 from .files.paths import MODALITIES, NAME_MAX, PATH_MAX, ExtraPath
-from .openclaw_dotenv import where_set, with_dotenv
+from .openclaw_dotenv import set_in, where_set, with_dotenv
 
 DEFAULT_AGENT = "main"
 TOML_NAME = "openclaw-memory.toml"
@@ -893,7 +893,9 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     agent = check_agent((o.agent or DEFAULT_AGENT).strip())
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
-        raise StateDirError(f"the state dir {state_dir} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
+        # (named where a .env file set it: the user's shell has no such variable to look at)
+        told = f" ({where_set('OPENCLAW_STATE_DIR', env)})" if not o.state_dir and set_in("OPENCLAW_STATE_DIR", env) else ""
+        raise StateDirError(f"the state dir {state_dir}{told} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
     json_path = openclaw_config_path(state_dir, bool(given), env)
     openclaw = _load_json5(json_path, env)
     toml_path = state_dir / TOML_NAME
@@ -1017,11 +1019,13 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         yield _openclaw_env("OPENCLAW_WORKSPACE_DIR", env), where_set("OPENCLAW_WORKSPACE_DIR", env)
         profile = _openclaw_env("OPENCLAW_PROFILE", env) or ""
         if profile and profile.lower() != "default" and not state_dir_given:
+            in_file = set_in("OPENCLAW_PROFILE", env)
             if not re.fullmatch(_OPENCLAW_ID, profile):
-                raise ConfigError(f"OPENCLAW_PROFILE {shown(profile)} is not a profile name (letters, digits, '_' and '-', "
-                                  "at most 64, as OpenClaw's --profile takes them)")
+                raise ConfigError(f"OPENCLAW_PROFILE {shown(profile)}{in_file} is not a profile name (letters, digits, "
+                                  "'_' and '-', at most 64, as OpenClaw's --profile takes them)")
             yield (os.path.join(openclaw_home(env), f".openclaw-{profile}", "workspace"),
-                   f"OpenClaw's default for OPENCLAW_PROFILE={profile}, as no workspace is configured for agent {agent} in {json_path}")
+                   f"OpenClaw's default for OPENCLAW_PROFILE={profile}{in_file}, as no workspace is configured for agent "
+                   f"{agent} in {json_path}")
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
     try:
         usual = openclaw_config_path(default_state_dir(env), False, env)  # the one OpenClaw reads, clawdbot.json included

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from conftest import write
+from openclaw_memory.errors import StateDirError
 from openclaw_memory.openclaw_dotenv import parse
 from openclaw_memory.settings import Overrides, resolve_settings
 
@@ -42,6 +43,23 @@ def test_a_value_of_the_env_file_is_said_to_come_from_it(tmp_path, home, cli):
     assert res.returncode == 2
     assert res.json()["error"] == (f"workspace not found: {tmp_path / 'nope'} (from OPENCLAW_WORKSPACE_DIR in "
                                    f"{home / '.openclaw' / '.env'})"), res.json()
+
+
+def test_a_profile_or_state_dir_of_the_env_file_is_said_to_come_from_it(tmp_path, home, cli):
+    """OPENCLAW_PROFILE and OPENCLAW_STATE_DIR set by a ``.env`` sent the user to a shell without them."""
+    env_file = home / ".openclaw" / ".env"
+    write(env_file, "OPENCLAW_PROFILE=not a name\n")
+    res = cli("files", "--json", env={"OPENCLAW_WORKSPACE": "", "OPENCLAW_STATE_DIR": "", "HOME": str(home)})
+    assert res.returncode == 2 and f"OPENCLAW_PROFILE 'not a name' in {env_file} is not a profile name" in res.json()["error"]
+    write(env_file, "OPENCLAW_PROFILE=work\n")
+    res = cli("files", "--json", env={"OPENCLAW_WORKSPACE": "", "OPENCLAW_STATE_DIR": "", "HOME": str(home)})
+    assert f"OpenClaw's default for OPENCLAW_PROFILE=work in {env_file}, as no workspace" in res.json()["error"]
+    write(tmp_path / "a-file", "")
+    write(env_file, f"OPENCLAW_STATE_DIR={tmp_path / 'a-file'}\n")  # read where the process has none, not even empty
+    with pytest.raises(StateDirError) as refused:
+        resolve_settings(Overrides(), environ={"HOME": str(home)})
+    assert str(refused.value).startswith(
+        f"the state dir {tmp_path / 'a-file'} (from OPENCLAW_STATE_DIR in {env_file}) is not a folder"), refused.value
 
 
 def test_a_variable_of_openclaw_json_comes_from_the_env_file(tmp_path, home):
