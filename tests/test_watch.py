@@ -667,6 +667,26 @@ def test_an_extra_path_missing_or_removed_is_watched_from_its_parent_until_it_is
         synced(changes, "../single.md", "added")
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root looks into any folder: nothing is out of its reach")
+def test_an_extra_path_out_of_reach_is_not_watched_through_a_folder_never_named(workspace, state_dir, tmp_path):
+    """An extra path there but out of reach (in a folder this user may not enter) was taken for
+    missing and watched through its nearest folder above: a folder the user never named (and a
+    watch there that may not list it: 'unreadable folder ...: not watched')."""
+    from openclaw_memory.watch.targets import watch_targets
+
+    locked = tmp_path / "locked"
+    write(locked / "notes" / "a.md", "# A\n")
+    locked.chmod(0o000)
+    try:
+        targets = watch_targets(settings_for(workspace, state_dir, extra=(str(locked / "notes"),)))
+        assert str(tmp_path) not in targets.paths() and str(locked) not in targets.paths(), targets
+        # A path that is missing (not out of reach) is still waited for from the folder above it.
+        targets = watch_targets(settings_for(workspace, state_dir, extra=(str(tmp_path / "later" / "notes"),)))
+        assert str(tmp_path) in targets.paths(), targets
+    finally:
+        locked.chmod(0o755)
+
+
 @pytest.mark.parametrize("name", ["2025", "drafts~", "old.tmp"])
 def test_a_folder_of_notes_moved_in_or_out_under_a_name_editors_use_for_temporaries_is_synced(workspace, state_dir, tmp_path, name):
     """Events on names like vim's `4913` probe, a backup `x~` or a `.tmp` file are editors' noise and

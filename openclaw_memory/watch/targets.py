@@ -92,6 +92,18 @@ def _real_dir(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
+def _out_of_reach(path: str) -> bool:
+    """Whether ``path`` cannot be looked at (a folder above it this user may not enter): not the same
+    as missing, or as something other than a folder there (those are waited for from above)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return False
+
+
 def watch_targets(settings: Settings) -> Targets:
     """The folders to watch for ``settings`` as they are now (a missing one through the nearest folder above it)."""
     ws = str(settings.workspace)
@@ -117,11 +129,15 @@ def watch_targets(settings: Settings) -> Targets:
             keys[root] = key
             continue
         # A file, or a path not there (yet, or any more): its nearest existing folder, for the name
-        # that leads to it (that name appearing is the event that re-arms the watchers on it).
+        # that leads to it (that name appearing is the event that re-arms the watchers on it). Only
+        # through what is missing: an extra path there but out of reach (under another user's home)
+        # is not watched through a folder the user never named, nor through one it may not list.
         child, parent = root, os.path.dirname(root)
-        while (parent_key := _real_dir(parent)) is None and parent != child:
+        if _out_of_reach(root):
+            continue
+        while (parent_key := _real_dir(parent)) is None and parent != child and not _out_of_reach(parent):
             child, parent = parent, os.path.dirname(parent)
-        if parent_key is not None:
+        if parent_key is not None and os.access(parent, os.R_OK | os.X_OK):
             waiting[parent] = waiting.get(parent, set()) | {os.path.basename(child)}
             keys[parent] = parent_key
     # A folder inside another recursive one is already covered.
