@@ -523,6 +523,30 @@ def test_a_connection_is_told_open_or_closed_at_once_whatever_its_timeout():
     ours.close()
 
 
+def test_a_connection_with_a_descriptor_past_1023_is_told_open():
+    """``select`` refuses a descriptor past 1023, and that was taken for closed: a process holding
+    that many files opened a new connection to the service for every call."""
+    import resource
+    import socket
+
+    from openclaw_memory.memory.client import _closed_by_peer
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"this process may hold {hard} files at most")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    ours, theirs = socket.socketpair()
+    high = socket.socket(fileno=os.dup2(ours.fileno(), 1050))
+    try:
+        assert not _closed_by_peer(high)
+        theirs.close()
+        assert _closed_by_peer(high)
+    finally:
+        high.close()
+        ours.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_a_long_session_sends_a_change_to_a_restarted_service(workspace, state_dir, services):
     """A connection the stopped service closed is found so before the change is sent: the restarted
     service makes it, once."""

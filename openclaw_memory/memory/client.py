@@ -198,13 +198,16 @@ class ServiceClient:
 
 def _closed_by_peer(sock: socket.socket) -> bool:
     """Whether the service closed ``sock`` already (an end of file or a reset waits in it), before
-    anything more is sent: a request sent then was never read. Asked of ``select`` first: a socket
+    anything more is sent: a request sent then was never read. Asked of ``poll`` first: a socket
     with a timeout waits that long in ``recv`` for something to read, MSG_DONTWAIT or not (every
-    search through the service took 5 s)."""
+    search through the service took 5 s); ``select`` refuses a descriptor past 1023 (a process
+    holding that many files made a new connection for every call)."""
     import select
 
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        readable = poller.poll(0)
         return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):
         return True
