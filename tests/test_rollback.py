@@ -188,6 +188,31 @@ def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_betwe
     assert memory_files(workspace) == after
 
 
+def test_a_copy_of_a_note_under_a_second_name_is_not_taken_for_moved(cli, workspace, state_dir):
+    """c.md a copy of a.md (the same bytes), `mv a x`, then `mv c x --force`: x's history holds both
+    files' entries, and the first move emptied every name holding its bytes, c.md's too: a rollback
+    to a time between the two moves left c.md out, though it held the note then."""
+    write(workspace / "memory" / "c.md", "# Same\n")
+    write(workspace / "memory" / "a.md", "# Same\n")
+    read_all(cli, workspace)
+    assert cli("mv", "memory/a.md", "memory/x.md", "--no-index").returncode == 0
+    between = memory_files(workspace)
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    assert cli("read", "memory/x.md").returncode == 0
+    assert cli("mv", "memory/c.md", "memory/x.md", "--force", "--no-index").returncode == 0
+    after = memory_files(workspace)
+
+    done = cli("rollback", "--to", iso_moment(moment), "--json")
+    assert done.returncode == 0, done.stderr
+    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {
+        "memory/a.md": "unchanged", "memory/c.md": "bring-back", "memory/x.md": "unchanged"}
+    assert memory_files(workspace) == between == {"memory/c.md": b"# Same\n", "memory/x.md": b"# Same\n"}
+    assert cli("rollback", "--to", done.json()["undo"], "--json").returncode == 0
+    assert memory_files(workspace) == after
+
+
 def test_a_note_moved_from_where_it_cannot_come_back_is_left_where_it_is_never_archived(cli, workspace, tmp_path):
     """Moved out of a folder that is a file now: a rollback to before the move cannot bring it back
     there, and archived it where it is, so the note left the memory. Moved out of an extra path

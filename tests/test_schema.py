@@ -173,7 +173,7 @@ def test_plain_doctor_checks_the_index_of_a_released_database_it_does_not_migrat
     with sqlite3.connect(data_dir / "state.db") as conn:  # back to 0.1.0's tables
         conn.execute("ALTER TABLE manifests DROP COLUMN points")
         conn.execute("DROP TABLE term_df")
-        for column in ("mode", "uid", "gid"):
+        for column in ("mode", "uid", "gid", "moved_from"):
             conn.execute(f"ALTER TABLE versions DROP COLUMN {column}")
         conn.execute(f"PRAGMA user_version = {schema.FIRST_RELEASED}")
     before = (data_dir / "state.db").read_bytes()
@@ -200,6 +200,31 @@ def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, sta
     with sqlite3.connect(data_dir / "state.db") as conn:  # the parse an earlier parser left, schema 7
         (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
         conn.execute("INSERT INTO links VALUES (?, 0, 3, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
+        conn.execute("ALTER TABLE versions DROP COLUMN moved_from")  # (step 9's)
         conn.execute("PRAGMA user_version = 7")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+
+
+def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_from_then_on(tmp_path):
+    """Schema 9 from 8: a move's entry names the name it came from (versions.moved_from), so a
+    rollback empties that name alone; the moves logged before keep every field, their source NULL."""
+    from openclaw_memory.history.versions import Entry, VersionLog
+
+    path = tmp_path / "state.db"
+    _schema_6_with_one_version(path, agent="me")
+    with sqlite3.connect(path) as conn:
+        for script in schema.MIGRATIONS[1:3]:  # 7 and 8
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute("INSERT INTO versions (path, display, version, time, size, origin) VALUES (?, ?, 'v1', 2.5, 3, 'move')",
+                     (b"/w/b.md", b"b.md"))
+        conn.execute("PRAGMA user_version = 8")
+
+    log = VersionLog(Database(tmp_path))
+    assert log.entries("/w/b.md") == [Entry("v1", 2.5, 3, "move", None, None)]
+    assert _version(path) == schema.SCHEMA_VERSION
+    assert Database(tmp_path).rows("SELECT display, moved_from FROM versions WHERE origin = 'move'") == [(b"b.md", None)]
+    log.append("/w/c.md", "c.md", Entry("v1", 3.0, 3, "move", "me"), keep=10, moved_from="b.md")
+    assert Database(tmp_path).one("SELECT moved_from FROM versions WHERE display = ?", (b"c.md",)) == (b"b.md",)

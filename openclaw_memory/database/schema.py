@@ -222,6 +222,13 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM links;
     DELETE FROM link_files
     """,
+    # 9: a move's entry names the name it came from (versions.moved_from, as ``display`` names one), so a
+    # rollback empties that name alone: it emptied every name of the history holding the moved bytes,
+    # and a copy of the note under a second name was taken for moved too. NULL: not a move, or a move
+    # logged before this step (a rollback then empties every name holding its bytes, as before).
+    """
+    ALTER TABLE versions ADD COLUMN moved_from BLOB
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

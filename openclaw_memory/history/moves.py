@@ -208,7 +208,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             raise UsageError(f"{target.display} appeared while {source.display} was being moved; nothing was "
                              f"moved{archived}") from None
         unchanged = f"nothing was moved: {source.display} is unchanged{archived}"
-        if is_no_space(exc):
+        if isinstance(exc, OSError) and is_no_space(exc):
             # Only the destination takes new blocks (its folders, the name, a copy across file systems;
             # the history's failures are HistoryFailed): translated named the source's folder.
             raise FailedAt(exc, f"the workspace ({os.path.dirname(target.abs_path)})", unchanged) from None
@@ -286,7 +286,8 @@ def _record_move(store: HistoryStore, op: FileOp) -> None:
         conn.execute("DELETE FROM versions WHERE path = ? AND id > ? AND version = ? AND origin = ?",
                      (dst, op.mark, op.version, EXTERNAL_EDIT))
         conn.execute("UPDATE versions SET path = ? WHERE path = ?", (dst, src))
-        store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode))
+        store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode),
+                     moved_from=op.display)
         conn.execute("DELETE FROM reads WHERE path = ?", (dst,))  # of a file --force replaced: another file's
         conn.execute("UPDATE reads SET path = ? WHERE path = ?", (dst, src))
         if op.links:  # the rewrites follow: the intent stays until the last (links.pending)

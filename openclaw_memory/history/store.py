@@ -106,14 +106,17 @@ class HistoryStore:
                 held.discard(path)
 
     def record(self, abs_path: str, display: str, version: str, size: int, origin: str, agent: str | None,
-               session: str | None = None, mode: FileMode | None = None) -> Entry:
+               session: str | None = None, mode: FileMode | None = None, moved_from: str | None = None) -> Entry:
         """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits.
-        ``mode``: the file's permission bits and owner at this version, where it was looked at."""
-        return self.record_entry(abs_path, display, Entry(version, time.time(), size, origin, agent, session or None), mode)
+        ``mode``: the file's permission bits and owner at this version, where it was looked at;
+        ``moved_from``: a move's source, as ``display`` names a path."""
+        return self.record_entry(abs_path, display, Entry(version, time.time(), size, origin, agent, session or None), mode,
+                                 moved_from)
 
-    def record_entry(self, abs_path: str, display: str, entry: Entry, mode: FileMode | None = None) -> Entry:
+    def record_entry(self, abs_path: str, display: str, entry: Entry, mode: FileMode | None = None,
+                     moved_from: str | None = None) -> Entry:
         """Log ``entry`` as given (``import`` keeps each version's own time and origin), then apply the limits."""
-        dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path, mode)}
+        dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path, mode, moved_from)}
         if dropped:
             self.objects.remove(dropped - self.log.referenced(dropped))
         self._evict(entry.version)

@@ -97,8 +97,10 @@ class VersionLog:
                               "ORDER BY id DESC LIMIT 1", (enc(display),))
         return FileMode(*row) if row else None
 
-    def append(self, abs_path: str, display: str, entry: Entry, keep: int, mode: FileMode | None = None) -> list[Entry]:
-        """Add ``entry`` (with ``mode``, the file's when it was seen at this version), naming the
+    def append(self, abs_path: str, display: str, entry: Entry, keep: int, mode: FileMode | None = None,
+               moved_from: str | None = None) -> list[Entry]:
+        """Add ``entry`` (with ``mode``, the file's when it was seen at this version; a move's with
+        ``moved_from``, the name it came from, as ``display`` names one), naming the
         path's version logged before it (``log`` counts the lines changed against it, whatever
         retention drops later; none after a removal: the file comes back from nothing); returns
         the entries retention dropped."""
@@ -107,11 +109,11 @@ class VersionLog:
             before = conn.execute("SELECT version, origin FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1",
                                   (path,)).fetchone()
             conn.execute(
-                "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous, mode, uid, gid) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous, mode, uid, gid, "
+                "moved_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
                  _blob(entry.session or None), before[0] if before and before[1] != REMOVE else None,  # removed: none
-                 *(mode if mode is not None else (None, None, None))))
+                 *(mode if mode is not None else (None, None, None)), enc(moved_from) if moved_from is not None else None))
             old = conn.execute(
                 "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? AND origin != ? "
                 "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()

@@ -287,13 +287,14 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     A moved file's entries are kept under the path it has now, each with the name it had when it
     was logged (``display``), so a path's entries up to ``when`` are replayed in order, by name: an
     entry puts its version at its name, a removal empties its name, and a move takes the file from
-    the other names of that history holding the version it moved to the one it names (a forced
-    move's replaced file was logged as removed just before). A path's history may hold several
-    files' entries, interleaved: a move onto a name (forced, or used before) adds the mover's to
-    those already there, so a move empties only the names that held its bytes (it emptied every
-    other name: a file whose entries a later move brought in was taken for gone). Where two
-    histories name one path, the one holding a file there wins."""
-    rows = store.db.rows("SELECT path, display, version, time, size, origin, previous FROM versions ORDER BY path, id")
+    the name it logged as its source (``moved_from``) to the one it names (a forced move's replaced
+    file was logged as removed just before). A path's history may hold several files' entries,
+    interleaved: a move onto a name (forced, or used before) adds the mover's to those already
+    there, so a move empties its source alone (it emptied every other name: a file whose entries a
+    later move brought in was taken for gone; and then every name holding its bytes: a copy of the
+    note under a second name was taken for moved too, which a move logged before schema 9, naming
+    no source, still does). Where two histories name one path, the one holding a file there wins."""
+    rows = store.db.rows("SELECT path, display, version, time, size, origin, moved_from FROM versions ORDER BY path, id")
     by_path: dict[bytes, list[tuple]] = {}
     for row in rows:
         by_path.setdefault(row[0], []).append(row[1:])
@@ -311,9 +312,11 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
         if not at and entries[0][5] is not None and memory_now(path):  # a version before its oldest entry kept: dropped
             unknown.append(path)
         named: dict[str, Aim] = {path: Aim(None, 0)}
-        for display, version, _, size, origin, _ in at:
+        for display, version, _, size, origin, moved_from in at:
             name = _named(dec(display), path, workspace)
-            if origin == MOVE:  # the file leaves the name that held what it moved with
+            if origin == MOVE and moved_from is not None:  # the file leaves the name it moved from
+                named[_named(dec(moved_from), path, workspace)] = Aim(None, 0)
+            elif origin == MOVE:  # logged before moves named their source: every name holding what it moved
                 named = {n: Aim(None, 0) if aim.version == version else aim for n, aim in named.items()}
             named[name] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
             named_then.add(name)
