@@ -7,6 +7,7 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 
 def cut(text: str, limit: int = 80) -> str:
@@ -247,7 +248,7 @@ class DiskFull(MemoryToolError):
 _NO_SPACE = (28, 122)  # ENOSPC, EDQUOT
 
 
-def is_no_space(exc: BaseException) -> bool:
+def is_no_space(exc: BaseException) -> TypeGuard[OSError]:
     return isinstance(exc, OSError) and exc.errno in _NO_SPACE
 
 
