@@ -773,6 +773,35 @@ def switch_env(name: str, environ) -> bool | None:
 Sources = tuple[tuple[dict[str, Any], str], ...]  # one level's search settings, by spelling, the current first
 
 
+def shared_sources(openclaw: dict[str, Any], where: str) -> Sources:
+    """The search settings every agent shares, by spelling, the current first: OpenClaw 2026.9.6 reads
+    only the top-level `memory.search`, and its startup migration (as `doctor --fix`) fills a key of it
+    from the older spellings only where it is missing (agents.defaults.memorySearch, then the top-level
+    memorySearch). ``where`` starts each place's name (``"<openclaw.json>: "``)."""
+    defaults = _object(_object(openclaw.get("agents"), f"{where}agents").get("defaults"), f"{where}agents.defaults")
+    top = _object(_object(openclaw.get("memory"), f"{where}memory").get("search"), f"{where}memory.search")
+    return ((top, f"{where}memory.search"),
+            (_object(defaults.get("memorySearch"), f"{where}agents.defaults.memorySearch"), f"{where}agents.defaults.memorySearch"),
+            (_object(openclaw.get("memorySearch"), f"{where}memorySearch"), f"{where}memorySearch"))
+
+
+def own_sources(entry: dict[str, Any], entry_at: str, where: str) -> Sources:
+    """An agent's own search settings (its entry at ``entry_at``), the current spelling first (its
+    `memorySearch` fills what its `memory.search` lacks)."""
+    memory = _object(entry.get("memory"), f"{where}{entry_at}.memory")
+    return ((_object(memory.get("search"), f"{where}{entry_at}.memory.search"), f"{where}{entry_at}.memory.search"),
+            (_object(entry.get("memorySearch"), f"{where}{entry_at}.memorySearch"), f"{where}{entry_at}.memorySearch"))
+
+
+def every_agents_sources(openclaw: dict[str, Any], where: str) -> Sources:
+    """Every place of openclaw.json a memory search setting is read from, for any agent: the shared
+    levels, then each configured agent's own (as :func:`_roster` lists them)."""
+    places = list(shared_sources(openclaw, where))
+    for _key, at, entry in _roster(openclaw, where.removesuffix(": "))[1]:
+        places += own_sources(entry, at, where)
+    return tuple(places)
+
+
 def _search_key(sources: Sources, *keys: str) -> tuple[Any, str]:
     """The value at ``keys`` (``"multimodal", "enabled"``) of the first of ``sources`` that sets it, and
     where it is: OpenClaw's migration of an older spelling (its mergeMissing) fills a key only where the
@@ -904,20 +933,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
 
     defaults = _object(_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), f"{json_path}: agents.defaults")
     entry, entry_at = _agent_entry(openclaw, agent, str(json_path))
-    defaults_search = _object(defaults.get("memorySearch"), f"{json_path}: agents.defaults.memorySearch")
-    entry_search = _object(entry.get("memorySearch"), f"{json_path}: {entry_at}.memorySearch")
-    legacy_search = _object(openclaw.get("memorySearch"), f"{json_path}: memorySearch")
-    # OpenClaw 2026.9.6 keeps search settings in `memory.search` (top level and per agent).
-    top_search = _object(_object(openclaw.get("memory"), f"{json_path}: memory").get("search"), f"{json_path}: memory.search")
-    entry_memory_search = _object(_object(entry.get("memory"), f"{json_path}: {entry_at}.memory").get("search"),
-                                  f"{json_path}: {entry_at}.memory.search")
-    # Each level's sources, the current spelling first: OpenClaw 2026.9.6 reads only `memory.search`,
-    # and its startup migration (as `doctor --fix`) fills a key of it from the older spellings only where
-    # it is missing (agents.defaults.memorySearch, then the top-level memorySearch; an agent's memorySearch).
-    shared_search = ((top_search, f"{json_path}: memory.search"),
-                     (defaults_search, f"{json_path}: agents.defaults.memorySearch"), (legacy_search, f"{json_path}: memorySearch"))
-    own_search = ((entry_memory_search, f"{json_path}: {entry_at}.memory.search"),
-                  (entry_search, f"{json_path}: {entry_at}.memorySearch"))
+    shared_search = shared_sources(openclaw, f"{json_path}: ")
+    own_search = own_sources(entry, entry_at, f"{json_path}: ")
 
     # The first source that names a workspace, and where it came from (said when it is wrong).
     # Never the current folder: with nothing configured it is OpenClaw's default, as OpenClaw
@@ -973,7 +990,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         startup=_startup_context(defaults),
     )
     hybrid: dict[str, Any] = {}
-    for source in (legacy_search, defaults_search, entry_search):
+    (_top, _), (defaults_search, _), (legacy_search, _) = shared_search
+    for source in (legacy_search, defaults_search, own_search[1][0]):  # the older spellings, as read before
         table = ((source.get("query") or {}) if isinstance(source.get("query"), dict) else {}).get("hybrid")
         if isinstance(table, dict):
             for key, value in table.items():

@@ -821,6 +821,15 @@ def test_doctor_warns_of_a_bare_multimodal_boolean(cli, state_dir, workspace):
     assert "memory.search.multimodal: true; agents.entries.ops.memorySearch.multimodal: false" in found[0]["message"]
     write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": {"enabled": True}}}}))
     assert not [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+    # Only where settings read (the agents as they list them): not agents.defaults.memory.search, nor
+    # agents.list beside agents.entries; an entry of the list is named by its id, as settings name it.
+    write(state_dir / "openclaw.json", json.dumps({"agents": {
+        "defaults": {"memory": {"search": {"multimodal": True}}},
+        "entries": {"ops": {}}, "list": [{"id": "old", "memorySearch": {"multimodal": True}}]}}))
+    assert not [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"list": [{"id": "old", "memorySearch": {"multimodal": True}}]}}))
+    found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+    assert len(found) == 1 and "agents.list[old].memorySearch.multimodal: true" in found[0]["message"], found
 
 
 def test_multimodal_modalities_limit_which_media_files_are_listed(cli, workspace, state_dir, tmp_path):

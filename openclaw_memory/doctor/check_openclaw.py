@@ -151,18 +151,12 @@ def check_retired_qmd(ctx: CheckContext) -> list[Finding]:
 def bare_multimodal(config: dict) -> list[str]:
     """Where ``config`` holds ``multimodal: true`` or ``false`` in place of its object: OpenClaw 2026.9.6
     reads no key of it (``true.enabled`` is undefined; its schema refuses the form), and neither does
-    this product (settings), so media files are not memory there, whatever it seems to say."""
-    agents = _record(config.get("agents")) or {}
-    scopes = [("", config), ("agents.defaults.", _record(agents.get("defaults")) or {})]
-    scopes += [(f"agents.entries.{k}.", e) for k, e in (_record(agents.get("entries")) or {}).items() if _record(e)]
-    listed = agents.get("list")
-    scopes += [(f"agents.list[{i}].", e) for i, e in enumerate(listed if isinstance(listed, list) else []) if _record(e)]
-    found = []
-    for prefix, scope in scopes:
-        for at, search in (("memory.search", (_record(scope.get("memory")) or {}).get("search")), ("memorySearch", scope.get("memorySearch"))):
-            if isinstance(value := (_record(search) or {}).get("multimodal"), bool):
-                found.append(f"{prefix}{at}.multimodal: {str(value).lower()}")
-    return found
+    this product (settings), so media files are not memory there, whatever it seems to say. Only the
+    places settings read (a ConfigError where one is not an object: settings refused it already)."""
+    from ..settings import every_agents_sources
+
+    return [f"{at}.multimodal: {str(value).lower()}" for source, at in every_agents_sources(config, "")
+            if isinstance(value := source.get("multimodal"), bool)]
 
 
 def check_bare_multimodal(ctx: CheckContext) -> list[Finding]:
