@@ -546,7 +546,6 @@ def _load_toml(path: Path) -> dict[str, Any]:
     return data
 
 
-
 def _unknown(key: str, value: Any, known: list[str], tables: set[str], inside: str | None) -> str:
     """``unknown key 'x'`` / ``unknown table [x]``, with the closest valid name (or the valid names)."""
     import difflib

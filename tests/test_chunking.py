@@ -361,7 +361,6 @@ def test_a_byte_order_mark_hides_neither_the_front_matter_nor_the_first_heading_
             ("item", 1, f"\ufeff{first}"), ("item", 2, second)], first
 
 
-
 def test_a_byte_order_mark_before_a_list_item_a_table_or_a_setext_title_reads_as_without_it(counter):
     # Every line pattern takes the mark (blocks.line_pattern); three did not: an item followed by a
     # thematic break read as a setext heading named "- item", and a setext title kept the mark.

@@ -117,7 +117,6 @@ def test_the_first_hour_wording_and_exit_statuses(cli, workspace):
     assert "never indexed" in status.stdout and "last indexed never" not in status.stdout
 
 
-
 def test_the_exit_statuses_of_the_situations_docs_cli_md_names(cli, workspace, tmp_path):
     """docs/cli.md's exit status table, situation by situation (for 3 it named a blocked `write`
     alone; for 2 neither a file `mv` or `rm` cannot find nor a missing baseline)."""

@@ -283,7 +283,6 @@ def test_a_light_command_imports_nothing_heavy(tree):
         assert proc.stderr.rsplit("HEAVY:", 1)[1] == "", f"{argv} imported {proc.stderr.rsplit('HEAVY:', 1)[1]}"
 
 
-
 def test_the_parser_loads_no_state_database():
     """Every command module is imported with the parser: one importing the watchdog's store at its top
     put sqlite3 and the state database's modules (5.6 ms) on the start of `files`, `read` and `--help`."""

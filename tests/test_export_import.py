@@ -665,7 +665,6 @@ def test_export_stops_when_a_file_changes_while_it_is_copied(source, monkeypatch
     assert not [p for p in archive.parent.iterdir() if p.name.endswith(".tmp")]
 
 
-
 def test_a_files_member_is_found_without_going_through_every_member():
     """The plan looked each file's member up by walking the manifest's list: quadratic in the files
     (20,000 took 2.4 s; a 64 MiB manifest lists some 300,000, hours before a refusal or a byte

@@ -57,7 +57,6 @@ def test_agent_entry_workspace_and_extra_paths_add_up(tmp_path, state_dir):
     )
 
 
-
 def test_an_agent_of_agents_entries_gets_its_workspace_extra_paths_and_limits(cli, tmp_path, state_dir):
     """OpenClaw 2026.9.6's own spelling, as its `doctor --fix` writes it: agents keyed by id under
     agents.entries. Only agents.list was read: an up-to-date OpenClaw user's agent got the default
@@ -96,7 +95,6 @@ def test_malformed_files_name_file_and_line(tmp_path, state_dir):
     write(state_dir / "openclaw-memory.toml", "[read]\nmax_chars = \n")
     with pytest.raises(ConfigError, match=r"openclaw-memory\.toml.*line 2"):
         resolve(state_dir)
-
 
 
 @pytest.mark.parametrize("body", ["", "\n  \n", "\ufeff", "// only a comment\n"])
@@ -171,7 +169,6 @@ def test_with_no_workspace_given_it_is_the_one_openclaw_resolves_never_the_curre
     monkeypatch.chdir(tmp_path)  # a folder that is no workspace of any of these
     environ = {k: place(v) for k, v in environ.items()}
     assert resolve_settings(Overrides(state_dir=str(state_dir), agent=agent), environ=environ).workspace == expected_path
-
 
 
 def test_openclaw_profile_moves_the_default_workspace_as_openclaw_does(tmp_path, monkeypatch):
@@ -809,7 +806,6 @@ def test_a_bare_multimodal_boolean_holds_no_key_as_openclaw_reads_it(state_dir, 
              "ops", True)):
         write(state_dir / "openclaw.json", json.dumps(config))
         assert resolve(state_dir, workspace=str(workspace), agent=agent).multimodal is expected, config
-
 
 
 def test_doctor_warns_of_a_bare_multimodal_boolean(cli, state_dir, workspace):

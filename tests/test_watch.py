@@ -645,7 +645,6 @@ def test_under_polling_a_second_save_within_the_same_second_is_synced(workspace,
         assert same_second >= 2, "no second save landed in its first one's second: nothing was tried"
 
 
-
 def test_an_extra_path_missing_or_removed_is_watched_from_its_parent_until_it_is_back(workspace, state_dir):
     """An extra folder or file that did not exist when the watch armed (or was removed later) had no
     watch at all: nothing watched its parent, so the folder made again or the file saved again waited

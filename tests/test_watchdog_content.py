@@ -50,7 +50,6 @@ def test_a_snapshots_content_reads_back_byte_for_byte_after_the_files_changed(wo
     assert sorted(store.files("after")) == ["MEMORY.md", "memory/2026-01-01.md"]
 
 
-
 def test_a_snapshot_keeps_the_media_files_openclaw_json_names_as_memory_and_no_other(workspace, state_dir):
     """openclaw.json's memory.search.multimodal.modalities ["image"]: the scan lists images only, and
     a snapshot kept the bytes of every media kind (it asked the multimodal switch alone)."""

@@ -162,8 +162,6 @@ def number(raw: str) -> float:
     return float(raw)
 
 
-
-
 def _min_score() -> float:
     from ..index.results import DEFAULT_MIN_SCORE  # the search layer's (its import is for `search` alone)
 

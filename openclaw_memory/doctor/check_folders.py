@@ -23,7 +23,6 @@ ID = "state-folder-not-a-folder"
 FOLDERS = ("index", "index/edge", "index/locks", "watch", "service")
 
 
-
 def odd_folders(settings: Settings) -> list[tuple[str, str]]:
     """(path, what is there) for each folder of the data dir that is something else."""
     found: list[tuple[str, str]] = []

@@ -24,7 +24,6 @@ ID = "lock-not-a-file"
 _LOCK_FOLDERS = ((".", ("write.lock", "doctor.lock")), ("service", ("lock",)), ("watch", None), ("index/locks", None))
 
 
-
 def odd_locks(data_dir: Path) -> list[tuple[str, str]]:
     """(path, what is there) for each lock path of ``data_dir`` that holds something other than a
     file (a FIFO opens and locks, but blocks whoever opens it only to read), or a file this user

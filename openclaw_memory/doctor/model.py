@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from .vouched import Vouched
 
 
-
 def symlink_target(path: str) -> str:
     """`` (pointing to X)`` for a finding about a symlink, or nothing when it cannot be read."""
     try:

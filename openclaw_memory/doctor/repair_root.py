@@ -243,8 +243,6 @@ def _source_kept(settings: Settings, root: Folder, stamp_dir: StampDir, canonica
                   tuple(dict.fromkeys((*SPLIT_PATHS, rel, exc.kept_at))))
 
 
-
-
 def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
     """Rename ``memory.md`` to ``MEMORY.md`` in two steps, through a journaled temporary name.
 

@@ -59,7 +59,6 @@ class ReadResult:
         return self.status == "not_found"
 
 
-
 @dataclass(frozen=True)
 class ResolvedPath:
     abs_path: str

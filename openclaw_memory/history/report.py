@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
-
 @dataclass(frozen=True)
 class FileState:
     path: str

@@ -201,7 +201,6 @@ def test_normalized_extra_paths(oracle, new_ws, checks):
     checks.done()
 
 
-
 def test_normalized_extra_paths_with_a_tilde(oracle, home, new_ws, checks, monkeypatch):
     # OpenClaw expands a leading "~" of an extra path to the system's home (HOME), never to
     # OPENCLAW_HOME, and reads "~user" as a name relative to the workspace, not that user's home.

@@ -43,7 +43,6 @@ def our_scan(ws: Path, extra: list, multimodal: bool = False):
     return scan_memory_files(ws, extra_paths=our_extras(ws, extra), multimodal=multimodal)
 
 
-
 def their_list(ws: Path, answer: dict) -> list[str] | str:
     if "error" in answer:
         return "ERROR"
