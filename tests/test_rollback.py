@@ -213,6 +213,23 @@ def test_a_copy_of_a_note_under_a_second_name_is_not_taken_for_moved(cli, worksp
     assert memory_files(workspace) == after
 
 
+def test_a_time_whose_entries_retention_dropped_is_refused_whole(cli, workspace, state_dir):
+    """Before a path's oldest entry kept (`[history] keep_per_path` dropped the older ones), what it
+    held is not known: refused in one line, nothing changed (never taken for "not made yet")."""
+    write(state_dir / "openclaw-memory.toml", "[history]\nkeep_per_path = 2\n")
+    write(workspace / "memory" / "a.md", "v0\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    for i in range(1, 4):
+        assert cli("write", "memory/a.md", "--append", f"v{i}", "--no-index").returncode == 0
+    before = memory_files(workspace)
+    refused = cli("rollback", "--to", iso_moment(moment), "--force")
+    assert refused.returncode == 1 and "retention dropped those entries" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and memory_files(workspace) == before
+
+
 def test_a_note_moved_from_where_it_cannot_come_back_is_left_where_it_is_never_archived(cli, workspace, tmp_path):
     """Moved out of a folder that is a file now: a rollback to before the move cannot bring it back
     there, and archived it where it is, so the note left the memory. Moved out of an extra path

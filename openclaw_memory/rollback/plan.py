@@ -294,7 +294,8 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     later move brought in was taken for gone; and then every name holding its bytes: a copy of the
     note under a second name was taken for moved too, which a move logged before schema 9, naming
     no source, still does). Where two histories name one path, the one holding a file there wins."""
-    rows = store.db.rows("SELECT path, display, version, time, size, origin, moved_from FROM versions ORDER BY path, id")
+    rows = store.db.rows("SELECT path, display, version, time, size, origin, previous, moved_from FROM versions "
+                         "ORDER BY path, id")
     by_path: dict[bytes, list[tuple]] = {}
     for row in rows:
         by_path.setdefault(row[0], []).append(row[1:])
@@ -312,7 +313,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
         if not at and entries[0][5] is not None and memory_now(path):  # a version before its oldest entry kept: dropped
             unknown.append(path)
         named: dict[str, Aim] = {path: Aim(None, 0)}
-        for display, version, _, size, origin, moved_from in at:
+        for display, version, _, size, origin, _, moved_from in at:
             name = _named(dec(display), path, workspace)
             if origin == MOVE and moved_from is not None:  # the file leaves the name it moved from
                 named[_named(dec(moved_from), path, workspace)] = Aim(None, 0)
