@@ -23,7 +23,10 @@ $(STAMP): pyproject.toml constraints.txt
 		echo "make: $(VENV) was made with $$($(PY) -V 2>&1); this project needs Python 3.11 or later: make clean, then make PYTHON=python3.11 (or a later one)" >&2; exit 1; fi
 	@if [ ! -x $(PY) ] && ! $(PYTHON) -c '$(NEED_PYTHON)' 2>/dev/null; then \
 		echo "make: $(PYTHON) is $$(command -v $(PYTHON) >/dev/null && $(PYTHON) -V 2>&1 || echo 'not found'); this project needs Python 3.11 or later: make PYTHON=python3.11 (or a later one)" >&2; exit 1; fi
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# A venv without pip (Debian and Ubuntu make one and fail when python3-venv is not installed) is made
+	@# again; one that cannot be made is removed: it was kept, and every later make failed in pip ("No module named pip").
+	@$(PY) -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv $(VENV) || \
+		{ rm -rf $(VENV); echo "make: $(PYTHON) -m venv failed (the reason is above); $(VENV) removed" >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,test]'
 	@# Bytecode up front: with PYTHONDONTWRITEBYTECODE set, every command would recompile the package.

@@ -333,3 +333,44 @@ def test_make_install_with_a_python_older_than_3_11_says_so_and_leaves_no_venv(t
     again = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={sys.executable}"], cwd=clone, capture_output=True,
                            text=True, timeout=120)
     assert again.returncode != 0 and ".venv was made with Python 3.10.13" in again.stderr and "make clean" in again.stderr, again.stderr
+
+
+def _python_without_venv(path: Path) -> Path:
+    """An interpreter as Debian's and Ubuntu's python3 is without python3-venv: a good version, but
+    `-m venv DIR` makes DIR/bin/python (without pip), says ensurepip is missing and fails."""
+    path.write_text("#!/bin/sh\n"
+                    'case "$1" in\n'
+                    '  -V|--version) echo "Python 3.12.3";;\n'
+                    '  -c) exit 0;;\n'
+                    '  -m) case "$2" in\n'
+                    '        venv) mkdir -p "$3/bin" && cp "$0" "$3/bin/python"\n'
+                    '              echo "The virtual environment was not created successfully because ensurepip is not available." >&2\n'
+                    "              exit 1;;\n"
+                    '        *) echo "$0: No module named $2" >&2; exit 1;;\n'
+                    "      esac;;\n"
+                    "  *) exit 1;;\n"
+                    "esac\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_make_install_where_venv_cannot_install_pip_leaves_no_venv_and_makes_a_pip_less_one_again(tmp_path):
+    """Debian's python3 without python3-venv made .venv/bin/python and failed; make kept that .venv,
+    and every later make (python3-venv installed or not) failed in pip: "No module named pip"."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(REPO / name, clone / name)
+    python = _python_without_venv(tmp_path / "python3")
+    done = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={python}"], cwd=clone, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0 and not (clone / ".venv").exists(), done.stdout + done.stderr
+    assert "ensurepip is not available" in done.stderr and f"make: {python} -m venv failed (the reason is above); .venv removed" in done.stderr
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(python, clone / ".venv" / "bin" / "python")  # a pip-less venv an earlier make left
+    again = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={python}"], cwd=clone, capture_output=True,
+                           text=True, timeout=120)
+    assert "No module named pip" not in again.stderr, again.stderr  # the venv is made again, not used without pip
+    assert "ensurepip is not available" in again.stderr and not (clone / ".venv").exists(), again.stderr
