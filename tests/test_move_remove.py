@@ -218,6 +218,25 @@ def test_a_plain_move_into_an_append_only_folder_is_made(cli, workspace):
     assert (workspace / "memory" / "journal" / "a.md").read_text() == HERON and not (workspace / "memory" / "a.md").exists()
 
 
+def test_a_copy_into_an_append_only_folder_is_refused_and_leaves_nothing(cli, workspace):
+    """A rename refused across file systems (EXDEV: a bind mount shares st_dev, so the check before
+    took it for one file system) copied into an append-only folder: the temporary's name could not
+    go, a second name of the note stayed beside it, and the move said "moved"."""
+    write(workspace / "memory" / "a.md", HERON)
+    journal = workspace / "memory" / "journal"
+    journal.mkdir()
+    assert cli("read", "memory/a.md").returncode == 0
+    _append_only(journal)
+    try:
+        moved = cli("mv", "memory/a.md", "memory/journal/a.md", "--no-index", env=fault("move:rename=fail"))
+        left = sorted(p.name for p in journal.iterdir())
+    finally:
+        subprocess.run(["chattr", "-a", str(journal)], check=False)
+    assert moved.returncode == 1 and "nothing was moved" in moved.stderr and "append-only" in moved.stderr, moved.stderr
+    assert left == [] and (workspace / "memory" / "a.md").read_text() == HERON
+    assert cli("mv", "memory/a.md", "memory/journal/a.md", "--no-index").returncode == 0  # no intent left waiting
+
+
 def test_mv_force_from_a_folder_it_may_not_change_archives_nothing(cli, workspace, tmp_path):
     """A read-only extra path: `mv --force` archived the destination's note (gone from the
     workspace, into the history) and then failed at the source, saying "nothing was moved"."""

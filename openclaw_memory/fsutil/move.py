@@ -190,6 +190,11 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
+    # A copy: its temporary's name must go from the destination's folder again (and the copy itself,
+    # should the source not go). Asked here, where the rename was refused, not guessed from st_dev
+    # before (a bind mount shares it): in an append-only folder the temporary stayed, a second
+    # name of the note, and the move said "moved".
+    check_names_may_change(dst_dir)
     fd, st = open_regular_nofollow(src, dir_fd=src_dir)
     try:
         # A disk full mid-copy leaves no half copy.
