@@ -13,6 +13,7 @@ import signal
 import stat
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -680,3 +681,71 @@ def test_a_files_member_is_found_without_going_through_every_member():
     manifest = ArchiveManifest("p", "main", "c", (), members, (), ())
     assert [manifest.member(m.name) for m in tuple.__iter__(members)] == list(tuple.__iter__(members))
     assert Counted.walks <= 1
+
+
+# -- a rollback across an import ------------------------------------------------------------------
+
+
+def _moment() -> str:
+    """Now, as `rollback --to` takes it, once the clock has moved past it."""
+    from openclaw_memory.rollback.plan import iso_moment
+
+    now = time.time()
+    while time.time() <= now + 0.001:
+        time.sleep(0.001)
+    return iso_moment(now)
+
+
+def test_a_rollback_across_an_import_of_the_workspaces_own_export_puts_each_moment_back(source, tmp_path):
+    """Export, then edits (an append, a removal, a move, an outside edit in the extra path), then the
+    export imported back with --force. The import logged nothing for the removed note (its versions
+    were logged already) though it brought it back, and logged the moved note's versions again under
+    its old name: a rollback to after the import took the note brought back for removed (archived
+    it), and one to a time between the edits and the import brought the moved note back at its old
+    name as well."""
+    memory, archive = source
+    ws, extra = memory.settings.workspace, Path(memory.settings.extra_paths[0])
+    memory.export_archive(str(archive))
+
+    def files() -> dict[str, bytes]:
+        return {str(p): p.read_bytes() for root in (ws, extra) for p in sorted(root.rglob("*")) if p.is_file()}
+
+    exported, after_export = files(), _moment()
+    memory.read("memory/2026-11-30.md")
+    memory.write("memory/2026-11-30.md", append="- edited after the export")
+    memory.read("memory/people/ann.md")
+    memory.remove("memory/people/ann.md")
+    memory.read("MEMORY.md")
+    memory.move("MEMORY.md", "memory/root-copy.md", force=True)
+    write(extra / "ideas.md", "# Ideas\n\n- edited by hand\n")
+    memory.history(str(extra / "ideas.md"))
+    edited, after_edits = files(), _moment()
+    memory.import_archive(str(archive), force=True)
+    imported, after_import = files(), _moment()
+    assert imported != edited and imported != exported
+
+    for moment, expected in ((after_edits, edited), (after_import, imported), (after_export, exported),
+                             (after_import, imported), (after_edits, edited)):
+        memory.restore_all(moment, force=True)
+        assert files() == expected, moment
+
+
+def test_a_rollback_across_an_import_of_older_versions_keeps_what_was_here_before_it(source, tmp_path):
+    """Another workspace's export, its versions older than this workspace's own, imported over them
+    (--force): logged after them, in the log's order they came last, and a rollback to a time between
+    this workspace's write and the import put the archive's version back, which arrived only later."""
+    memory, archive = source
+    memory.export_archive(str(archive))
+    dst = target(tmp_path)
+    note = dst.settings.workspace / "memory" / "2026-11-30.md"
+    write(note, "# Here\n\nwritten here, after the export\n")
+    dst.history("memory/2026-11-30.md")
+    before_import = _moment()
+    dst.import_archive(str(archive), force=True)
+    after_import = _moment()
+    assert note.read_text() == HERON_2
+
+    dst.restore_all(before_import, force=True)
+    assert note.read_text() == "# Here\n\nwritten here, after the export\n"
+    dst.restore_all(after_import, force=True)
+    assert note.read_text() == HERON_2

@@ -60,7 +60,7 @@ from ..history.placing import (
 )
 from ..history.store import FileVersion, HistoryStore
 from ..history.swap import Swap
-from ..history.versions import RESTORE, Entry, FileMode
+from ..history.versions import REMOVE, RESTORE, Entry, FileMode
 from ..wire import key
 from .manifest import ArchiveManifest, FileRecord, Member, PathHistory, Refusal
 from .members import walk
@@ -390,20 +390,28 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
     added = 0
     try:
         with store.lock(), store.evicting_once():
+            # An entry logged here under its name already is not logged again, also where the file's
+            # history went with it in a move since (an export imported back after `mv c e`: c's
+            # versions, logged again under c.md, said c.md held them until the import).
+            named = store.log.logged_by_name()
             for history, resolved in plan.histories:
                 if resolved.abs_path in not_placed:
                     continue
                 logged = {(e.version, e.time, e.origin) for e in store.entries(resolved.abs_path)}
+                logged |= named.get(resolved.display, set())
                 for v in history.versions:
                     if (v.version, v.time, v.origin) not in logged:
                         store.record_entry(resolved.abs_path, resolved.display,
                                            Entry(v.version, v.time, v.size, v.origin, v.agent, v.session))
                         added += 1
             for target in plan.targets.values():
-                latest = store.log.latest(target.resolved.abs_path)
-                if target.placed and (latest is None or latest.version != target.member.hash):
-                    # Its versions were logged by an earlier import, before what --force replaced: the
-                    # file holds the archive's version again, as a restore puts one back.
+                latest = store.log.latest_in_time(target.resolved.abs_path)
+                if target.placed and (latest is None or latest.version != target.member.hash or latest.origin == REMOVE):
+                    # Its history does not end with what it holds now (as a rollback replays it, by
+                    # time): logged by an earlier import, or here, before what --force replaced, or a
+                    # removal here since the export: the file holds the archive's version from now
+                    # on, as a restore puts one back (a rollback to after the import took it for
+                    # removed, or for holding what it held before).
                     store.record(target.resolved.abs_path, target.resolved.display, target.member.hash,
                                  target.member.size, RESTORE, agent, session)
                     added += 1

@@ -82,6 +82,21 @@ class VersionLog:
         entries = self.entries(abs_path)
         return entries[-1] if entries else None
 
+    def latest_in_time(self, abs_path: str) -> Entry | None:
+        """The path's entry of the latest time (of those, the last logged): what a rollback to now
+        replays last. It is :meth:`latest` unless an import logged versions of earlier times after it."""
+        row = self.db.one("SELECT version, time, size, origin, agent, session FROM versions WHERE path = ? "
+                          "ORDER BY time DESC, id DESC LIMIT 1", (enc(abs_path),))
+        return _entry(*row) if row else None
+
+    def logged_by_name(self) -> dict[str, set[tuple[str, float, str]]]:
+        """Each name's entries (version, time, origin), whichever path's history holds them now (a moved
+        file's went with it, each under the name it was logged as)."""
+        named: dict[str, set[tuple[str, float, str]]] = {}
+        for display, version, when, origin in self.db.rows("SELECT display, version, time, origin FROM versions"):
+            named.setdefault(dec(display), set()).add((logged_version(version), when, origin))
+        return named
+
     def last_mode(self, abs_path: str, display: str) -> FileMode | None:
         """The permission bits and owner the path's file had when last seen with them (its removal,
         for a removed file); None when no entry has them (all logged before schema 7, or without a

@@ -309,7 +309,9 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
 
     for raw, entries in by_path.items():
         path = dec(raw)
-        at = [e for e in entries if e[2] <= when]
+        # In time order (logged order among equal times): an import logs the archive's versions with
+        # their own, earlier times after what the path's log held here.
+        at = sorted((e for e in entries if e[2] <= when), key=lambda e: e[2])
         if not at and entries[0][5] is not None and memory_now(path):  # a version before its oldest entry kept: dropped
             unknown.append(path)
         named: dict[str, Aim] = {path: Aim(None, 0)}
