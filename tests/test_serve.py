@@ -1486,3 +1486,44 @@ def test_the_service_drops_the_read_records_of_mcp_sessions_that_vanished(worksp
     service = start(services, workspace, state_dir, "--no-watch")
     wait_for(lambda: sessions() == kept)
     assert service.stop() == 0
+
+
+def test_a_read_whose_answer_never_reached_the_client_lets_it_write_nothing(workspace, state_dir, services):
+    """A memory_get whose client went away before its answer (it gave up waiting, the connection
+    dropped) was still recorded for the write guard: the session could then overwrite a version it
+    never saw. The read is taken back; the session must read again before it writes."""
+    import socket
+
+    import httpx2
+
+    service, url, session = _http_session(services, workspace, state_dir)
+    settings = settings_for(workspace, state_dir)
+    db = Database(settings.data_dir)
+
+    def call(request_id: int, name: str, arguments: dict) -> dict:
+        answer = httpx2.post(url, headers=session, timeout=60, json={
+            "jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+        return json.loads(answer.text[answer.text.index("{"):].splitlines()[0])["result"]
+
+    def recorded() -> list[str]:
+        return [row[0] for row in db.rows("SELECT version FROM reads WHERE session = ?",
+                                          (f"http-{session['mcp-session-id']}".encode(),))]
+
+    assert not call(2, "memory_get", {"path": "MEMORY.md"}).get("isError")
+    assert recorded() == [MEMORY_VERSION]
+    write(workspace / "MEMORY.md", "# Memory\n\nA person's edit the session never saw.\n")
+    body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                       "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}}).encode()
+    host = url.removeprefix("http://").split("/")[0]
+    head = "".join(f"{k}: {v}\r\n" for k, v in {**session, "Host": host, "Content-Type": "application/json",
+                                                  "Content-Length": str(len(body))}.items())
+    name, _, port = host.rpartition(":")
+    with socket.create_connection((name, int(port))) as sock:
+        sock.sendall(f"POST /mcp HTTP/1.1\r\n{head}\r\n".encode() + body)  # and gone before the answer
+    wait_for(lambda: recorded() == [])  # recorded when it ran (the edit's version), then taken back
+    blocked = call(4, "memory_write", {"path": "MEMORY.md", "content": "# Memory\n\nWritten blind.\n"})
+    assert blocked["isError"] and "has not read it" in blocked["content"][0]["text"], blocked
+    assert "A person's edit" in (workspace / "MEMORY.md").read_text()
+    assert not call(5, "memory_get", {"path": "MEMORY.md"}).get("isError")  # read again, delivered: it may write
+    assert not call(6, "memory_write", {"path": "MEMORY.md", "content": "# Memory\n\nWritten seen.\n"}).get("isError")
+    assert service.stop() == 0

@@ -119,14 +119,98 @@ class _SessionEnds:
             log.warning("MCP over HTTP: the read records of session %s, which ended, are kept: %s", session, said)
 
 
+LOST_KEPT_S = 600.0  # how long a lost answer waits for its call to end (one refused before it ran never does)
+
+
+class _Deliveries:
+    """The memory_get calls of HTTP sessions in flight, and those whose answer was lost.
+
+    A read is recorded for the write guard when it runs; over HTTP its answer may then never reach
+    the client (it gave up waiting, the connection dropped), and the session could write over a
+    version it never saw. So a read whose answer is lost is taken back (``Memory.forget_read``): by
+    the endpoint, when the call had ended before the loss, else by the call when it ends. The
+    session then reads again before it writes."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._calls: dict[tuple[str, str], dict] = {}  # {"undo": ..., "ended": bool, "lost": monotonic or None}
+
+    def begin(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            now = time.monotonic()
+            for stale in [k for k, c in self._calls.items() if c["lost"] is not None and now - c["lost"] > LOST_KEPT_S]:
+                del self._calls[stale]
+            self._calls[key] = {"undo": None, "ended": False, "lost": None}
+
+    def delivered(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._calls.pop(key, None)
+
+    def lost(self, key: tuple[str, str]) -> Callable[[], None] | None:
+        """The answer did not reach the client: the undo to run now (the call has ended), or None."""
+        with self._lock:
+            call = self._calls.get(key)
+            if call is None:
+                return None
+            if call["ended"]:
+                del self._calls[key]
+                return call["undo"]
+            call["lost"] = time.monotonic()
+            return None
+
+    def ended(self, ctx, undo: Callable[[], None] | None) -> None:
+        """In the call's worker thread, once its read ran: taken back at once when its answer is lost already."""
+        headers = getattr(ctx.request, "headers", None) or {}
+        key = (headers.get("mcp-session-id") or "", json.dumps(ctx.request_id))
+        with self._lock:
+            call = self._calls.get(key)
+            if call is None:
+                return
+            call["ended"], call["undo"] = True, undo
+            if call["lost"] is None:
+                return
+            del self._calls[key]
+        _take_back(undo)
+
+
+def _take_back(undo: Callable[[], None] | None) -> None:
+    if undo is None:
+        return
+    try:
+        undo()
+    except (MemoryToolError, OSError) as exc:
+        said = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
+        log.warning("MCP over HTTP: a read whose answer was lost is still recorded for the write guard: %s", said)
+
+
+def _delivery_watched(receive, send):
+    """``receive`` and ``send`` watched for whether a JSON-RPC answer went out before the client went away."""
+    state = {"sent": False, "gone": False}
+
+    async def watched_receive():
+        message = await receive()
+        if message["type"] == "http.disconnect" and not state["sent"]:
+            state["gone"] = True
+        return message
+
+    async def watched_send(message):
+        if message["type"] == "http.response.body" and not state["gone"]:
+            body = message.get("body", b"")
+            state["sent"] = state["sent"] or b"data:" in body or body.startswith(b"{")  # an event, or a JSON body
+        await send(message)
+
+    return watched_receive, watched_send, state
+
+
 class _OneRequestPerId:
     """ASGI middleware: a JSON-RPC request whose id is already in flight in the same MCP session is
     answered at once with an error, instead of waiting on a response the transport can route to
     only one of them (concurrent calls reusing an id were left hanging for minutes); a body the SDK
     would refuse in its validator's words is refused in plain ones (:mod:`.refusals`)."""
 
-    def __init__(self, app):
+    def __init__(self, app, deliveries: _Deliveries):
         self.app = app
+        self.deliveries = deliveries
         self.inflight: set[tuple[bytes, str]] = set()
 
     async def __call__(self, scope, receive, send):
@@ -151,6 +235,8 @@ class _OneRequestPerId:
             await _answer(send, refused)
             return
         ids = _request_ids(parsed)
+        reads = bool(ids) and isinstance(parsed, dict) and parsed.get("method") == "tools/call" and isinstance(
+            parsed.get("params"), dict) and parsed["params"].get("name") == "memory_get"
         del data, parsed  # the SDK parses the body again: not kept twice while the call runs
         taken = [i for i in ids if (sid, i) in self.inflight]
         if taken:
@@ -160,7 +246,22 @@ class _OneRequestPerId:
         keys = {(sid, i) for i in ids}
         self.inflight |= keys
         try:
-            await self.app(scope, replay([message], receive), send)
+            if not reads:
+                await self.app(scope, replay([message], receive), send)
+                return
+            key = (sid.decode("latin-1"), ids[0])
+            self.deliveries.begin(key)
+            receive, send, state = _delivery_watched(replay([message], receive), send)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                if state["sent"] and not state["gone"]:
+                    self.deliveries.delivered(key)
+                elif (undo := self.deliveries.lost(key)) is not None:
+                    import anyio
+
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(_take_back, undo)
         finally:
             self.inflight -= keys
 
@@ -342,13 +443,14 @@ class HttpEndpoint:
 
         self.token = secrets.token_urlsafe(32)
         write_token(self.settings, self.token)
-        tools = MemoryTools(self.memory, session_of=self._session_of)
+        deliveries = _Deliveries()
+        tools = MemoryTools(self.memory, session_of=self._session_of, on_read=deliveries.ended)
         # The SDK's default (4 MiB) refuses a write that stdio and the CLI take, with a 413 that its
         # client shows the model only as "Server returned an error response".
         app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host),
                                                       max_request_body_size=MAX_LINE)
         sessions = _SessionEnds(app, self.on_session_end)
-        app = BoundedBody(_OneRequestPerId(sessions), MAX_LINE, self.settings.service.http_body_timeout)
+        app = BoundedBody(_OneRequestPerId(sessions, deliveries), MAX_LINE, self.settings.service.http_body_timeout)
         app = _LoopbackOnly(_BearerAuth(app, self.token), _served_names(self.host))
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on",
                                 http=_protocol(self.settings.service.http_body_timeout))

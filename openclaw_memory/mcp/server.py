@@ -74,17 +74,29 @@ class MemoryTools:
     """The tools' logic: each call goes to the :class:`~openclaw_memory.memory.Memory` for the MCP
     session of the call (``session_of(ctx)``; its read records are its own)."""
 
-    def __init__(self, memory: Memory, *, session_of: Callable[[Any], str] | None = None):
+    def __init__(self, memory: Memory, *, session_of: Callable[[Any], str] | None = None,
+                 on_read: Callable[[Any, Callable[[], None] | None], None] | None = None):
         self.memory = memory
         self.settings = memory.settings
         self._session = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
         self.session_of = session_of or (lambda _ctx: self._session)
+        # Told of each memory_get once it has run, with how to take back the read it recorded (None:
+        # it recorded none), for a transport that may not deliver the answer (:mod:`.http`).
+        self.on_read = on_read
 
     def call(self, ctx, op: Operation, arguments: dict) -> dict:
         """The tool's JSON: the operation's result, shaped as OpenClaw's tool of that name shapes it."""
         assert op.tool is not None
         memory = self.memory.for_session(self.session_of(ctx))
-        result = to_json(memory.call(op, (), {**arguments, **op.tool.fixed}))
+        undo: Callable[[], None] | None = None
+        try:
+            value = memory.call(op, (), {**arguments, **op.tool.fixed})
+            if op.name == "read" and getattr(value, "version", None):
+                undo = lambda: memory.forget_read(value.abs_path, value.version)  # noqa: E731
+        finally:
+            if op.name == "read" and self.on_read is not None:
+                self.on_read(ctx, undo)
+        result = to_json(value)
         shape = _SHAPES.get(op.tool.name)
         return shape(memory, arguments, result) if shape is not None else result
 

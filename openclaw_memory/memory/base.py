@@ -420,6 +420,14 @@ class Memory(Protocol):
         """This session is over: its read records go."""
         ...
 
+    @operation(impl=".memory.local:forget_read", on="memory", writes=True,
+               help={"abs_path": "The file read, as its read result names it (its absolute path).",
+                     "version": "The version that read returned."})
+    def forget_read(self, abs_path: str, version: str) -> None:
+        """A read of this session whose answer never reached its reader (the connection dropped): its
+        record goes while it still holds that version, so the session reads again before it writes."""
+        ...
+
     def warm(self) -> None:
         """Load the model now when the agent has an index, so the first search answers at once."""
         ...

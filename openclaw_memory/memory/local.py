@@ -102,3 +102,15 @@ def end_session(memory: LocalMemory) -> None:
         forget_session(HistoryStore.for_settings(settings), settings.agent, settings.session)
         if memory.on_session_end is not None:
             memory.on_session_end(settings.session)
+
+
+def forget_read(memory: LocalMemory, abs_path: str, version: str) -> None:
+    from ..history.states import READ, ReadRecords
+    from ..history.store import HistoryStore
+
+    store = HistoryStore.for_settings(memory.settings)
+    records = ReadRecords.for_settings(store, memory.settings)
+    with store.lock():
+        seen = records.get(abs_path)
+        if seen is not None and seen.version == version and seen.how == READ:  # else read again or written since
+            records.forget(abs_path)
