@@ -20,7 +20,9 @@ _BYTE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_ANY_CONTROL = re.compile("[\x00-\x1f\x7f]")  # a path is one line: tab and line ends too
+# A path is one line: tab and line ends too; C1 controls (U+009B is CSI to a terminal) and the bidi
+# overrides and isolates (U+202E showed `memory/x\u202edm.txt` as `memory/xtxt.md`) as well.
+_ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def bytes_shown(text: str) -> str:
@@ -38,7 +40,8 @@ def bytes_shown(text: str) -> str:
 def printable(path: str) -> str:
     """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
     in a file name, which split a warning in two) become ``\\xNN``."""
-    return _ANY_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", bytes_shown(path))
+    return _ANY_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\x80" else f"\\u{ord(m.group()):04x}",
+                            bytes_shown(path))
 
 
 def shown(value: object, limit: int = 80) -> str:

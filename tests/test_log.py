@@ -234,3 +234,21 @@ def test_a_day_is_the_callers_local_day_also_when_a_service_in_another_zone_answ
     finally:
         service.terminate()
         service.wait(60)
+
+
+def test_names_with_c1_controls_and_bidi_overrides_are_escaped_in_every_listing(cli, workspace):
+    """`files`, `state`, `log` and a move's message printed U+009B (CSI: a terminal acts on it as on
+    ESC [) and U+202E (shows `x\\u202edm.txt` as `xtxt.md`) raw; C0 controls were escaped already."""
+    csi, rlo = "memory/c1\u009b31m.md", "memory/x\u202edm.txt.md"
+    for name in (csi, rlo):
+        write(workspace / name, "# odd\n")
+    for args in (("files",), ("state",), ("log",), ("history", csi)):
+        out = cli(*args)
+        assert out.returncode == 0, (args, out.stderr)
+        assert "\u009b" not in out.stdout and "\u202e" not in out.stdout, (args, out.stdout)
+    listed = cli("files").stdout
+    assert "memory/c1\\u009b31m.md" in listed and "memory/x\\u202edm.txt.md" in listed
+    assert {f["path"] for f in cli("files", "--json").json()["files"]} >= {csi, rlo}  # JSON: the names exact
+    assert cli("read", csi).returncode == 0
+    moved = cli("mv", csi, "memory/plain.md", "--no-index")
+    assert moved.returncode == 0 and "\u009b" not in moved.stdout + moved.stderr, moved.stdout

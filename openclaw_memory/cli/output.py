@@ -66,12 +66,13 @@ def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> b
     return json_out
 
 
-# Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells).
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells,
+# and the C1 controls: U+009B is CSI).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
-def _escaped(match: re.Match) -> str:
-    return f"\\x{ord(match.group()):02x}"
+def _escaped(match: re.Match) -> str:  # (a C1 control as \u0080..\u009f: \x80 shows a byte that is not UTF-8)
+    return f"\\x{ord(match.group()):02x}" if match.group() < "\x80" else f"\\u{ord(match.group()):04x}"
 
 
 def no_controls(text: str) -> str:
