@@ -31,12 +31,17 @@ def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
     there is memory until a file is): only what writes, and what lists the history, ask here."""
     try:
         return resolve_memory_path(path, workspace, extra_paths)
-    except PathRefused:
+    except PathRefused as refused:
         raw = js_trim(path or "")
         absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw)) if raw else ""
-        named = as_scanned(absolute)  # as the scanner named it while it was there
-        inside = os.path.commonpath([named, as_scanned(workspace)]) == as_scanned(workspace) if raw else True
-        for given in extra_paths if absolute.endswith(".md") and not inside else ():
+        if not absolute.endswith(".md") or not extra_paths:
+            raise
+        try:
+            named = as_scanned(absolute)  # as the scanner named it while it was there
+            inside = os.path.commonpath([named, as_scanned(workspace)]) == as_scanned(workspace)
+        except OSError:  # a folder on the way swapped meanwhile (realpath's readlink: EINVAL): the refusal stands
+            raise refused from None
+        for given in extra_paths if not inside else ():
             if isinstance(given, ExtraPath) and given.pattern is not None:
                 continue
             if absolute in (str(given), as_scanned(str(given))) and _gone_beside_a_folder(named):
