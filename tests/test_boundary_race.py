@@ -334,8 +334,7 @@ def test_folder_swapped_between_check_and_use_is_refused(arena, monkeypatch, arg
         exchange(ws / "memory/sub", ws / "memory/evil")
         return resolved
 
-    for name in ("openclaw_memory.files.read", "openclaw_memory.history.guard", "openclaw_memory.history.listing",
-                 "openclaw_memory.history.diff"):
+    for name in ("openclaw_memory.files.read", "openclaw_memory.history.placing", "openclaw_memory.history.diff"):
         monkeypatch.setattr(f"{name}.resolve_memory_path", check_then_swap)
     rc, out, err = t.cli([a.replace("{r}", r) for a in args], refused=(2,))
     exchange(ws / "memory/sub", ws / "memory/evil")
@@ -344,6 +343,26 @@ def test_folder_swapped_between_check_and_use_is_refused(arena, monkeypatch, arg
     assert tree(outside) == before and tree(ws / "memory/sub") == inside
     assert temp_files(ws, outside, state) == []
     assert not any(OUTSIDE_MARK.encode() in obj for obj in history_objects(state))
+
+
+def test_a_link_swapped_for_a_folder_inside_realpath_is_refused_as_a_link(arena, monkeypatch):
+    """Python 3.11's os.path.realpath raises EINVAL when a link it lstat'ed is a folder by its readlink
+    (3.13 keeps the name): a write racing the swap said "error: Invalid argument (ws/memory/sub)"."""
+    ws, _state, outside, _ = arena
+
+    realpath = os.path.realpath
+
+    def swapped_inside(path, *a, **k):
+        if os.fspath(path).startswith(str(ws / "memory" / "evil")):
+            raise OSError(22, "Invalid argument", os.fspath(path))  # as 3.11's readlink of the folder swapped in
+        return realpath(path, *a, **k)
+
+    monkeypatch.setattr(os.path, "realpath", swapped_inside)
+    t = Tally()
+    rc, _out, err = t.cli(["write", "memory/evil/new.md", "--append", "note"], refused=(2,))
+    assert (rc, t.tracebacks, t.bad_exits) == (2, [], []), err
+    assert "symlink" in err and "Invalid argument" not in err, err
+    assert not (outside / "new.md").exists()
 
 
 def test_archive_folder_swapped_in_the_middle_of_a_merge_stays_inside(arena):

@@ -203,7 +203,12 @@ def open_regular_under(root: str, abs_path: str) -> tuple[int, os.stat_result]:
 def as_scanned(path: str) -> str:
     """``path`` with the symbolic links of its folders resolved, not of itself: how the scanner
     names an extra path (/tmp on macOS is a link; the extra root itself, a link, is refused)."""
-    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    folder = os.path.dirname(path)
+    try:
+        folder = os.path.realpath(folder)
+    except OSError:  # before Python 3.13, a link swapped for a folder between its lstat and readlink (EINVAL)
+        folder = os.path.abspath(folder)  # 3.13 keeps such a name as given
+    return os.path.join(folder, os.path.basename(path))
 
 
 def root_spellings(roots: Sequence[str]) -> list[str]:
