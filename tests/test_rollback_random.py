@@ -1,8 +1,8 @@
-"""Rollback against random histories: seeded sequences of writes, moves, forced moves, removals and
-restores over the workspace and an extra folder, each moment's files recorded, then rolled back to
-moments in a random order (a rollback of a rollback included): every file ends byte for byte as it
-was at that moment. Each write holds bytes of its own (two names of one history holding the same
-bytes are out of reach, docs/guarantees.md)."""
+"""Rollback against random histories: seeded sequences of writes, copies (a note's bytes written
+under a second name), moves, forced moves, removals, restores, and imports of an earlier export
+over the workspace and an extra folder, each moment's files recorded, then rolled back to moments
+in a random order (a rollback of a rollback included): every file ends byte for byte as it was at
+that moment."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _moment() -> str:
     return now
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", [*range(9), 13, 17, 19, 33, 35, 42])
 def test_a_rollback_to_any_moment_of_a_random_history_gives_its_files_back(seed, cli, workspace, tmp_path):
     rng = random.Random(seed)
     extra = tmp_path / "extra"
@@ -48,17 +48,25 @@ def test_a_rollback_to_any_moment_of_a_random_history_gives_its_files_back(seed,
     def present() -> list[str]:
         return [n for n in names if os.path.exists(n if n.startswith("/") else workspace / n)]
 
-    moments, made = [], 0
+    moments, made, archive = [], 0, None
     for step in range(STEPS):
-        op, have = rng.choice(["write", "write", "mv", "mv --force", "rm", "restore"]), present()
-        if op == "write" or not have:
+        op, have = rng.choice(["write", "write", "copy", "mv", "mv --force", "rm", "restore", "import"]), present()
+        absent = [n for n in names if n not in have]
+        if op == "copy" and have and absent:
+            source, name = rng.choice(have), rng.choice(absent)
+            with open(source if source.startswith("/") else workspace / source) as fh:
+                done = om("write", name, "--stdin", input=fh.read())
+            assert done.returncode == 0, done.stderr
+        elif op == "import" and archive is not None:
+            done = om("import", str(archive), "--force")
+            assert done.returncode == 0, done.stderr
+        elif op == "write" or not have or op in ("copy", "import"):
             op, name = "write", rng.choice(names)
             om("read", name)
             done = om("write", name, "--stdin", input=f"step {step} of seed {seed}: {name}\n")
             assert done.returncode == 0, done.stderr
         elif op.startswith("mv"):
             source = rng.choice(have)
-            absent = [n for n in names if n not in have]
             target = rng.choice(absent if op == "mv" and absent else [n for n in names if n != source])
             om("read", source)
             om("read", target)  # (a forced move replaces a note read)
@@ -70,6 +78,9 @@ def test_a_rollback_to_any_moment_of_a_random_history_gives_its_files_back(seed,
         else:
             done = om("restore", rng.choice(names), "--last")  # (none removed: refused, nothing changed)
         made += done.returncode == 0
+        if archive is None and step >= 3:  # an export of an early moment, imported over a later one
+            archive = tmp_path / "early.tar.gz"
+            assert om("export", str(archive)).returncode == 0
         moments.append((_moment(), _files(workspace, extra), f"{step}: {op}"))
     assert made >= STEPS // 2  # (a history to go back through, not refusals)
     for t, files, what in rng.sample(moments, ROLLBACKS):

@@ -390,15 +390,13 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
     added = 0
     try:
         with store.lock(), store.evicting_once():
-            # An entry logged here under its name already is not logged again, also where the file's
-            # history went with it in a move since (an export imported back after `mv c e`: c's
-            # versions, logged again under c.md, said c.md held them until the import).
-            named = store.log.logged_by_name()
+            # An entry this log holds already is not logged again, whichever path's history holds it now
+            # (an export imported back after `mv c e`: c's versions, logged again under c.md, said c.md
+            # held them until the import; after `mv a c`, a's said c.md held them before the move).
+            logged = store.log.logged()
             for history, resolved in plan.histories:
                 if resolved.abs_path in not_placed:
                     continue
-                logged = {(e.version, e.time, e.origin) for e in store.entries(resolved.abs_path)}
-                logged |= named.get(resolved.display, set())
                 for v in history.versions:
                     if (v.version, v.time, v.origin) not in logged:
                         store.record_entry(resolved.abs_path, resolved.display,

@@ -89,13 +89,11 @@ class VersionLog:
                           "ORDER BY time DESC, id DESC LIMIT 1", (enc(abs_path),))
         return _entry(*row) if row else None
 
-    def logged_by_name(self) -> dict[str, set[tuple[str, float, str]]]:
-        """Each name's entries (version, time, origin), whichever path's history holds them now (a moved
-        file's went with it, each under the name it was logged as)."""
-        named: dict[str, set[tuple[str, float, str]]] = {}
-        for display, version, when, origin in self.db.rows("SELECT display, version, time, origin FROM versions"):
-            named.setdefault(dec(display), set()).add((logged_version(version), when, origin))
-        return named
+    def logged(self) -> set[tuple[str, float, str]]:
+        """Every entry's (version, time, origin), whichever path's history holds it now (a moved file's
+        went with it, each under the name it was logged as): one event of this log each."""
+        return {(logged_version(version), when, origin)
+                for version, when, origin in self.db.rows("SELECT version, time, origin FROM versions")}
 
     def last_mode(self, abs_path: str, display: str) -> FileMode | None:
         """The permission bits and owner the path's file had when last seen with them (its removal,
