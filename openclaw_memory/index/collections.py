@@ -84,12 +84,13 @@ MAX_INDEXED_BYTES = 16 << 20
 
 def unindexable(files) -> list[str]:
     """The Markdown files the index leaves out, each as shown to a user with the reason."""
-    out = []
-    for f in files:
-        reason = _left_out(f) if f.kind == "markdown" else None
-        if reason is not None:
-            out.append(f"{printable(f.path)} ({reason})")
-    return out
+    return [f"{printable(path)} ({reason})" for path, reason in left_out(files)]
+
+
+def left_out(files) -> list[tuple[str, str]]:
+    """The Markdown files the index leaves out (a name or size it cannot take, a file it may not
+    read), with the reason: (path, reason) each."""
+    return [(f.path, reason) for f in files if f.kind == "markdown" and (reason := _left_out(f)) is not None]
 
 
 def _left_out(f) -> str | None:

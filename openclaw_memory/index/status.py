@@ -17,7 +17,7 @@ from ..findings import Finding
 from ..types import Severity
 from ..watchdog.gitstate import GitChanges
 from ..wire import key
-from .collections import Collection, assign_files, registered_names, resolve_collections
+from .collections import Collection, assign_files, registered_names, resolve_collections, unindexable
 from .config import index_config
 from .embedding import recipe_outdated
 from .manifest import delete_manifest, is_dirty, load_manifest_head, manifest_chunk_count, stale_known
@@ -57,6 +57,9 @@ class IndexStatus:
     # repository could not be read; `status` only (doctor reports them as findings of its own).
     git: tuple[GitChanges, ...] = key(omit=lambda s: not s.git, default=())
     git_notes: tuple[str, ...] = key(omit=lambda s: not s.git_notes, default=())
+    # Markdown memory files the index leaves out (too large, a name it cannot take, unreadable), each
+    # with why: search never finds them (`index` warns of each; doctor too).
+    left_out: tuple[str, ...] = key(omit=lambda s: not s.left_out, default=())
 
     JSON_DERIVED: ClassVar = ("indexed",)
 
@@ -114,6 +117,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
         collections=tuple(rows),
         not_indexable=media,
         orphaned=tuple(orphaned_shards(settings, store, collections)),
+        left_out=tuple(unindexable(scan.files)),
     )
 
 
@@ -181,6 +185,12 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
             )
         if interrupted:
             findings.append(_interrupted(interrupted))
+    if status.left_out and status.indexed:
+        more = f" and {len(status.left_out) - 5} more" if len(status.left_out) > 5 else ""
+        findings.append(Finding(
+            "index-left-out", "warning",
+            f"{len(status.left_out)} memory file(s) are not indexed, so search never finds them: "
+            f"{'; '.join(status.left_out[:5])}{more}", False))
     if status.orphaned:
         findings.append(
             _finding(
