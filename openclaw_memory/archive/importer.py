@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import faults
-from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, os_error
+from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, is_no_space, os_error
 from ..files.paths import DREAMS, LEGACY_DREAMS
 from ..fsutil.atomic import unlink_quietly
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
-from ..history.guard import translated
+from ..history.guard import FailedAt, translated
 from ..history.moves import finish_pending
 from ..history.placing import (
     Raced,
@@ -270,6 +270,8 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
                                              "nothing was written")
         except Refusal as exc:
             raise ImportRefused(path, exc.problem, exc.member) from None
+        except FailedAt as failed:
+            raise os_error(failed.error, failed.where, failed.outcome) from None
         except OSError as exc:
             raise os_error(exc, "the workspace or the state dir", "nothing was written") from None
         faults.reach("import:staged")
@@ -295,11 +297,25 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], member: Member, blo
     """One member: a stored version into the object store, a file's bytes to a temp file beside its place."""
     if member.name.startswith("objects/"):
         if store.objects.fits(member.size):
-            store.objects.put_blocks(blocks, expected=member.hash)
+            try:
+                store.objects.put_blocks(blocks, expected=member.hash)
+            except OSError as exc:
+                if is_no_space(exc):
+                    raise FailedAt(exc, f"the state dir ({store.data_dir})", "nothing was written") from None
+                raise
         return
     target = targets[member.name]
     if target.current is not None and target.current.version == member.hash:
         return  # the file here holds these bytes already
+    try:
+        _stage_file(store, target, blocks)
+    except OSError as exc:
+        if is_no_space(exc):  # named (it was "the workspace or the state dir", no folder)
+            raise FailedAt(exc, f"the workspace ({os.path.dirname(target.resolved.abs_path)})", "nothing was written") from None
+        raise
+
+
+def _stage_file(store: HistoryStore, target: _Target, blocks: Iterator[bytes]) -> None:
     if target.folder is None:
         try:
             target.folder = target.resolved.folder()
