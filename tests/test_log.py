@@ -252,3 +252,16 @@ def test_names_with_c1_controls_and_bidi_overrides_are_escaped_in_every_listing(
     assert cli("read", csi).returncode == 0
     moved = cli("mv", csi, "memory/plain.md", "--no-index")
     assert moved.returncode == 0 and "\u009b" not in moved.stdout + moved.stderr, moved.stdout
+
+
+def test_one_very_long_name_does_not_widen_every_line_of_the_log(cli, workspace):
+    """The name column was padded to the longest name of the page: a note named with 250 characters
+    made every line of `log` 250 columns wide; the long name now runs on alone, in full."""
+    long_name = "memory/" + "n" * 240 + ".md"
+    write(workspace / "memory" / "a.md", "# A\n")
+    write(workspace / long_name, "# Long\n")
+    assert cli("history", "memory/a.md").returncode == 0 and cli("history", long_name).returncode == 0
+    out = cli("log").stdout
+    (short,) = [line for line in out.splitlines() if line.startswith(" memory/a.md")]
+    assert len(short) < 80, short
+    assert any(line.startswith(f" {long_name} | ") for line in out.splitlines()), out

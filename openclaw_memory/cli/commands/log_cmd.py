@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ...settings import Settings
 
 BAR = 40  # the widest +/- bar, as git's --stat scales it
+NAME_WIDTH = 60  # names are padded to the longest up to this: a longer one runs on, the other lines stay short
 
 
 def run_log(settings: Settings, since: str | None, until: str | None, paths: list[str], origins: list[str],
@@ -31,7 +32,8 @@ def run_log(settings: Settings, since: str | None, until: str | None, paths: lis
 def render(result: ActivityLog, limit: int) -> str:
     if not result.entries:
         return "No recorded version matches.\n"
-    width = max(len(printable(e.path)) for e in result.entries)
+    # (one 4,000-byte name padded every line of the page to 4,000 columns)
+    width = min(NAME_WIDTH, max(len(printable(e.path)) for e in result.entries))
     most = max((e.added or 0) + (e.removed or 0) for e in result.entries)
     out = []
     for e in result.entries:
