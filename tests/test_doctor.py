@@ -485,6 +485,15 @@ def test_symlinked_memory_dir_and_files(workspace, tmp_path, cli):
     assert finding["id"] == "memory-file-symlink" and finding["paths"] == ["memory/linked.md"]
 
 
+def test_a_fifo_named_like_a_note_is_named(workspace, cli):
+    """`files` listed it as skipped ("not a regular file"), and doctor found nothing wrong."""
+    write(workspace / "memory/real.md", "r")
+    os.mkfifo(workspace / "memory/pipe.md")
+    (finding,) = problems(cli("doctor", "--json"))
+    assert (finding["id"], finding["fixable"], finding["paths"]) == ("memory-file-not-regular", False, ["memory/pipe.md"])
+    assert "never opened" in finding["message"]
+
+
 def test_memory_md_that_is_a_folder(workspace, cli):
     (workspace / "MEMORY.md").mkdir()
     result = cli("doctor", "--json")

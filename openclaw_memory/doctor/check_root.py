@@ -134,11 +134,23 @@ def check_memory_dir(ctx: CheckContext) -> list[Finding]:
 
 
 def check_skipped_entries(ctx: CheckContext) -> list[Finding]:
-    """Symlinked notes and unreadable folders the scanner passed over (extra roots are checked elsewhere)."""
+    """Symlinked notes, notes that are no regular file and unreadable folders the scanner passed
+    over (extra roots are checked elsewhere)."""
     extras = {ctx.rel(p) for p in ctx.settings.extra_paths}
     links = [s.path for s in ctx.scan.skipped if s.reason.startswith("symlink") and s.path not in extras and s.path not in (CANONICAL_ROOT, MEMORY_DIR)]
     unreadable = [s for s in ctx.scan.skipped if s.reason.startswith("unreadable") and s.path not in extras]
+    # (the root's files have findings of their own: check_root_files)
+    special = [s.path for s in ctx.scan.skipped
+               if s.reason.startswith("not a regular file") and s.path not in extras and "/" in s.path]
     findings: list[Finding] = []
+    if special:  # (a FIFO named like a note: `files` listed it as skipped, doctor said nothing)
+        findings.append(Finding(
+            "memory-file-not-regular", "warning",
+            "These memory entries are not regular files (a FIFO, a socket or a device): never opened, so never "
+            "loaded, indexed or searched:\n" + "\n".join(f"- {p}" for p in special)
+            + "\nRemove each, or replace it with a note.",
+            False, tuple(special),
+        ))
     if links:
         findings.append(Finding(
             "memory-file-symlink", "warning",
