@@ -359,7 +359,9 @@ def test_a_link_swapped_for_a_folder_inside_realpath_is_refused_as_a_link(arena,
 
     monkeypatch.setattr(os.path, "realpath", swapped_inside)
     t = Tally()
-    rc, _out, err = t.cli(["write", "memory/evil/new.md", "--append", "note"], refused=(2,))
+    extra = ws.parent / "extra"  # with an extra path, a refused path is looked up again as one of its files
+    extra.mkdir()
+    rc, _out, err = t.cli(["write", "memory/evil/new.md", "--append", "note", "--extra", str(extra)], refused=(2,))
     assert (rc, t.tracebacks, t.bad_exits) == (2, [], []), err
     assert "symlink" in err and "Invalid argument" not in err, err
     assert not (outside / "new.md").exists()

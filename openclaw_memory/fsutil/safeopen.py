@@ -204,11 +204,12 @@ def as_scanned(path: str) -> str:
     """``path`` with the symbolic links of its folders resolved, not of itself: how the scanner
     names an extra path (/tmp on macOS is a link; the extra root itself, a link, is refused)."""
     folder = os.path.dirname(path)
-    try:
-        folder = os.path.realpath(folder)
-    except OSError:  # before Python 3.13, a link swapped for a folder between its lstat and readlink (EINVAL)
-        folder = os.path.abspath(folder)  # 3.13 keeps such a name as given
-    return os.path.join(folder, os.path.basename(path))
+    for _ in range(3):
+        try:
+            return os.path.join(os.path.realpath(folder), os.path.basename(path))
+        except OSError:  # before Python 3.13, a link swapped for a folder between its lstat and readlink (EINVAL):
+            continue  # asked again, the other links on the way are still resolved (/tmp on macOS)
+    return os.path.join(os.path.abspath(folder), os.path.basename(path))  # a swap that goes on: the name as given
 
 
 def root_spellings(roots: Sequence[str]) -> list[str]:

@@ -31,16 +31,13 @@ def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
     there is memory until a file is): only what writes, and what lists the history, ask here."""
     try:
         return resolve_memory_path(path, workspace, extra_paths)
-    except PathRefused as refused:
+    except PathRefused:
         raw = js_trim(path or "")
         absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw)) if raw else ""
         if not absolute.endswith(".md") or not extra_paths:
             raise
-        try:
-            named = as_scanned(absolute)  # as the scanner named it while it was there
-            inside = os.path.commonpath([named, as_scanned(workspace)]) == as_scanned(workspace)
-        except OSError:  # a folder on the way swapped meanwhile (realpath's readlink: EINVAL): the refusal stands
-            raise refused from None
+        named = as_scanned(absolute)  # as the scanner named it while it was there
+        inside = os.path.commonpath([named, as_scanned(workspace)]) == as_scanned(workspace)
         for given in extra_paths if not inside else ():
             if isinstance(given, ExtraPath) and given.pattern is not None:
                 continue
