@@ -233,6 +233,7 @@ def test_a_copy_into_an_append_only_folder_is_refused_and_leaves_nothing(cli, wo
     finally:
         subprocess.run(["chattr", "-a", str(journal)], check=False)
     assert moved.returncode == 1 and "nothing was moved" in moved.stderr and "append-only" in moved.stderr, moved.stderr
+    assert f"({journal})" in moved.stderr, moved.stderr  # the folder that refused, not the source's
     assert left == [] and (workspace / "memory" / "a.md").read_text() == HERON
     assert cli("mv", "memory/a.md", "memory/journal/a.md", "--no-index").returncode == 0  # no intent left waiting
 

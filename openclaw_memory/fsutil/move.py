@@ -55,6 +55,11 @@ ASIDE_TAG = ".aside-"
 OPEN_WAIT_S = 2.0
 
 
+class DestinationRefused(OSError):
+    """The destination's folder may not lose the name of a copy's temporary (append-only, immutable,
+    not writable): found where the rename across file systems was refused; nothing was moved."""
+
+
 class SourceKept(OSError):
     """The source was not removed: it changed, was replaced or stayed open elsewhere while it was moved.
 
@@ -194,7 +199,10 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     # should the source not go). Asked here, where the rename was refused, not guessed from st_dev
     # before (a bind mount shares it): in an append-only folder the temporary stayed, a second
     # name of the note, and the move said "moved".
-    check_names_may_change(dst_dir)
+    try:
+        check_names_may_change(dst_dir)
+    except OSError as exc:
+        raise DestinationRefused(exc.errno, exc.strerror) from None
     fd, st = open_regular_nofollow(src, dir_fd=src_dir)
     try:
         # A disk full mid-copy leaves no half copy.

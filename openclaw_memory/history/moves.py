@@ -36,6 +36,7 @@ from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import leftover_kind
 from ..fsutil.move import (
+    DestinationRefused,
     SourceKept,
     asides_of,
     check_file_may_move,
@@ -208,9 +209,10 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             raise UsageError(f"{target.display} appeared while {source.display} was being moved; nothing was "
                              f"moved{archived}") from None
         unchanged = f"nothing was moved: {source.display} is unchanged{archived}"
-        if isinstance(exc, OSError) and is_no_space(exc):
+        if is_no_space(exc) or isinstance(exc, DestinationRefused):
             # Only the destination takes new blocks (its folders, the name, a copy across file systems;
-            # the history's failures are HistoryFailed): translated named the source's folder.
+            # the history's failures are HistoryFailed), and only its folder refuses a copy's temporary
+            # name: translated named the source's folder.
             raise FailedAt(exc, f"the workspace ({os.path.dirname(target.abs_path)})", unchanged) from None
         if archived and isinstance(exc, OSError) and not isinstance(exc, (FolderSwapped, NotADirectoryError)):
             raise FailedAt(exc, f"the workspace ({os.path.dirname(source.abs_path)})", unchanged) from None
