@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
-from .files.paths import MODALITIES, NAME_MAX, PATH_MAX, ExtraPath
+from .files.paths import MODALITIES, PATH_MAX, ExtraPath
+from .fsutil.atomic import NAME_MAX
 from .openclaw_dotenv import set_in, where_set, with_dotenv
 
 DEFAULT_AGENT = "main"
@@ -797,7 +798,10 @@ def every_agents_sources(openclaw: dict[str, Any], where: str) -> Sources:
     levels, then each configured agent's own (as :func:`_roster` lists them)."""
     places = list(shared_sources(openclaw, where))
     for _key, at, entry in _roster(openclaw, where.removesuffix(": "))[1]:
-        places += own_sources(entry, at, where)
+        try:
+            places += own_sources(entry, at, where)
+        except ConfigError:  # another agent's entry no setting of this one reads: its own run refuses it
+            continue
     return tuple(places)
 
 
@@ -990,7 +994,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     )
     hybrid: dict[str, Any] = {}
     (_top, _), (defaults_search, _), (legacy_search, _) = shared_search
-    for source in (legacy_search, defaults_search, own_search[1][0]):  # the older spellings, as read before
+    _current, (entry_search, _) = own_search
+    for source in (legacy_search, defaults_search, entry_search):  # the older spellings, as read before
         table = ((source.get("query") or {}) if isinstance(source.get("query"), dict) else {}).get("hybrid")
         if isinstance(table, dict):
             for key, value in table.items():

@@ -141,6 +141,8 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
      "unexpected argument '# tea': write takes PATH; the text is given with --append TEXT, --replace-file FILE or --stdin",
      "write"),
     (["files", "--", "x"], "unexpected argument 'x': files takes no arguments", "files"),
+    (["restore", "a", "b", "c"], "unexpected argument 'c': restore takes PATH [VERSION] (quote a value of several words)",
+     "restore"),
     (["read", "a", "--lines", "x"], "--lines must be an integer, not 'x'", "read"),
     (["search", "q", "--min-score", "high"], "--min-score must be a number, not 'high'", "search"),
     (["migrate"], "missing option --to", "migrate"),

@@ -823,6 +823,11 @@ def test_doctor_warns_of_a_bare_multimodal_boolean(cli, state_dir, workspace):
         "defaults": {"memory": {"search": {"multimodal": True}}},
         "entries": {"ops": {}}, "list": [{"id": "old", "memorySearch": {"multimodal": True}}]}}))
     assert not [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+    # Another agent's entry that is not well formed (settings never read it for this agent) hides nothing.
+    write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": True}},
+                                                   "agents": {"entries": {"other": {"memory": "x"}}}}))
+    found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+    assert len(found) == 1 and "memory.search.multimodal: true" in found[0]["message"], found
     write(state_dir / "openclaw.json", json.dumps({"agents": {"list": [{"id": "old", "memorySearch": {"multimodal": True}}]}}))
     found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
     assert len(found) == 1 and "agents.list[old].memorySearch.multimodal: true" in found[0]["message"], found

@@ -341,7 +341,8 @@ def _takes(command: Command) -> str:
     quoted (``search likes tea``), or a write's text given as an argument (``write MEMORY.md "- tea"``)."""
     if not command.args:
         return f": {' '.join(command.words)} takes no arguments"
-    said = f": {' '.join(command.words)} takes {' '.join(_metavar(a).upper() for a in command.args)}"
+    takes = " ".join(_metavar(a).upper() if a.required else f"[{_metavar(a).upper()}]" for a in command.args)
+    said = f": {' '.join(command.words)} takes {takes}"
     text = [opt.flags[0] + (f" {_metavar(opt)}" if opt.kind == "value" else "") for opt in command.opts
             if opt.metavar in ("TEXT", "FILE") or opt.flags[0] == "--stdin"]
     if text and not any(a.flag for a in command.args):  # the text goes in a flag: not in an argument

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 
-from ..fsutil.atomic import NAME_MAX  # noqa: F401 - the system's limit beside PATH_MAX; fsutil cuts temp names to it
 from .jstext import js_trim
 
 CANONICAL_ROOT = "MEMORY.md"
