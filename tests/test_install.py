@@ -299,12 +299,12 @@ def test_make_demo_runs_in_a_clone_whose_build_folder_git_ignores(tmp_path):
     assert '\n$ openclaw-memory search "when are database backups taken"\n' in done.stdout, done.stdout
 
 
-def _old_python(path: Path) -> Path:
-    """An interpreter that answers as Python 3.10 does: `-V` gives its version, the version check
-    (`-c` code) fails, and `-m venv DIR` makes a venv whose python is itself."""
+def _old_python(path: Path, version: str = "3.10.13") -> Path:
+    """An interpreter that answers as an unsupported Python does: `-V` gives its version, the version
+    check (`-c` code) fails, and `-m venv DIR` makes a venv whose python is itself."""
     path.write_text("#!/bin/sh\n"
                     'case "$1" in\n'
-                    '  -V|--version) echo "Python 3.10.13";;\n'
+                    f'  -V|--version) echo "Python {version}";;\n'
                     '  -c) exit 1;;\n'
                     '  -m) [ "$2" = venv ] && mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0; exit 1;;\n'
                     "  *) exit 1;;\n"
@@ -326,7 +326,7 @@ def test_make_install_with_a_python_older_than_3_11_says_so_and_leaves_no_venv(t
     done = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={old}"], cwd=clone, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode != 0 and not (clone / ".venv").exists(), done.stdout + done.stderr
-    assert f"{old} is Python 3.10.13; this project needs Python 3.11 or later" in done.stderr, done.stderr
+    assert f"{old} is Python 3.10.13; this project needs Python 3.11 to 3.14" in done.stderr, done.stderr
     _old_python(tmp_path / "venv-python")
     (clone / ".venv" / "bin").mkdir(parents=True)
     shutil.copy(tmp_path / "venv-python", clone / ".venv" / "bin" / "python")  # one an earlier make left
@@ -334,6 +334,29 @@ def test_make_install_with_a_python_older_than_3_11_says_so_and_leaves_no_venv(t
                            text=True, timeout=120)
     assert again.returncode != 0 and ".venv was made with Python 3.10.13" in again.stderr and "make clean" in again.stderr, again.stderr
 
+
+@pytest.mark.parametrize("real", [False, True], ids=["answers-as-3.15", "this-python"])
+def test_make_install_with_a_python_newer_than_the_pins_have_wheels_for_says_so(tmp_path, real):
+    """Python 3.15 as python3: the venv was made, then pip found numpy only as source and no
+    onnxruntime at all ("conflicting dependencies"). Refused in one line naming the versions; the
+    real check (`-c`) is run by this interpreter too, which passes it."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(REPO / name, clone / name)
+    new = _old_python(tmp_path / "python3.15", "3.15.0")
+    done = subprocess.run(["make", "--no-print-directory", "-n" if real else "-s", "install", f"PYTHON={sys.executable if real else new}"],
+                          cwd=clone, capture_output=True, text=True, timeout=120)
+    if real:  # the version check itself (no fake): this interpreter is one of the supported ones
+        check = re.search(r"-c '([^']*)'", done.stdout)
+        assert check and subprocess.run([sys.executable, "-c", check.group(1)]).returncode == 0, done.stdout
+        assert subprocess.run([sys.executable, "-c", check.group(1).replace("sys.version_info[:2]", "(3, 15)")]).returncode == 1
+        return
+    assert done.returncode != 0 and not (clone / ".venv").exists(), done.stdout + done.stderr
+    assert done.stderr.startswith(f"make: {new} is Python 3.15.0; this project needs Python 3.11 to 3.14 (constraints.txt's numpy "
+                                  "and onnxruntime have no wheel for a later one yet): make PYTHON=python3.13 (or another of those)\n"), done.stderr
 
 def _python_without_venv(path: Path) -> Path:
     """An interpreter as Debian's and Ubuntu's python3 is without python3-venv: a good version, but
