@@ -20,9 +20,21 @@ _BYTE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# A path is one line: tab and line ends too; C1 controls (U+009B is CSI to a terminal) and the bidi
-# overrides and isolates (U+202E showed `memory/x\u202edm.txt` as `memory/xtxt.md`) as well.
-_ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# What a terminal would act on: control characters but tab and line ends (ESC sequences, bells; the C1
+# controls: U+009B is CSI), and the bidi overrides and isolates, which reorder what it shows
+# (U+202E showed `memory/x\u202edm.txt.md` as `memory/xtxt.md`).
+_CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+ESCAPED_IN = {
+    "name": re.compile(f"[{_CONTROLS}\t\n\r{_BIDI}]"),  # a path is one line
+    "message": re.compile(f"[{_CONTROLS}{_BIDI}]"),  # an error or a warning quoting names
+    "text": re.compile(f"[{_CONTROLS}]"),  # a note's text: its right-to-left script is shown as written
+}
+
+
+def escaped(match: re.Match) -> str:
+    """A character as ``\\xNN`` (ASCII) or ``\\uNNNN`` (a C1 control: ``\\x80`` shows a byte that is not UTF-8)."""
+    return f"\\x{ord(match.group()):02x}" if match.group() < "\x80" else f"\\u{ord(match.group()):04x}"
 
 
 def bytes_shown(text: str) -> str:
@@ -40,8 +52,7 @@ def bytes_shown(text: str) -> str:
 def printable(path: str) -> str:
     """A path safe to print, one line: bytes that are not UTF-8 and control characters (a newline
     in a file name, which split a warning in two) become ``\\xNN``."""
-    return _ANY_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\x80" else f"\\u{ord(m.group()):04x}",
-                            bytes_shown(path))
+    return ESCAPED_IN["name"].sub(escaped, bytes_shown(path))
 
 
 def shown(value: object, limit: int = 80) -> str:

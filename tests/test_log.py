@@ -252,6 +252,9 @@ def test_names_with_c1_controls_and_bidi_overrides_are_escaped_in_every_listing(
     assert cli("read", csi).returncode == 0
     moved = cli("mv", csi, "memory/plain.md", "--no-index")
     assert moved.returncode == 0 and "\u009b" not in moved.stdout + moved.stderr, moved.stdout
+    # An error's line and a warning's quote the name escaped too (only listings did).
+    refused = cli("rm", "memory/y\u202edm.txt.md")
+    assert refused.returncode != 0 and "\u202e" not in refused.stderr and "y\\u202edm.txt.md" in refused.stderr, refused.stderr
 
 
 def test_one_very_long_name_does_not_widen_every_line_of_the_log(cli, workspace):

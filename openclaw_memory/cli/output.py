@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import MemoryToolError, PathRefused, bytes_shown, printable
+from ..errors import ESCAPED_IN, MemoryToolError, PathRefused, bytes_shown, escaped, printable
 
 # The standard streams the caller closed (``cmd <&-``): the entry point puts the null device in
 # their place, so that nothing this process opens takes their descriptors; ``write --stdin`` must not
@@ -66,19 +66,16 @@ def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> b
     return json_out
 
 
-# Control characters other than tab, newline and carriage return: a terminal would act on them (ESC sequences, bells,
-# and the C1 controls: U+009B is CSI).
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def _escaped(match: re.Match) -> str:  # (a C1 control as \u0080..\u009f: \x80 shows a byte that is not UTF-8)
-    return f"\\x{ord(match.group()):02x}" if match.group() < "\x80" else f"\\u{ord(match.group()):04x}"
-
-
 def no_controls(text: str) -> str:
-    """``text`` with its control characters (but tab and line ends) and undecodable bytes shown as
-    ``\\xNN``: a file's text or name must not drive the terminal it is printed on."""
-    return _CONTROL.sub(_escaped, bytes_shown(text))
+    """A note's text with its control characters (but tab and line ends) and undecodable bytes shown
+    as ``\\xNN``: a file's text must not drive the terminal it is printed on."""
+    return ESCAPED_IN["text"].sub(escaped, bytes_shown(text))
+
+
+def for_message(text: str) -> str:
+    """A message (an error, a warning, a finding) as :func:`no_controls` shows a text, and the bidi
+    controls of the names it quotes escaped too (they reordered the line)."""
+    return ESCAPED_IN["message"].sub(escaped, bytes_shown(text))
 
 
 def for_stdout(text: str) -> str:
@@ -117,7 +114,7 @@ def _relative_to_workspace(workspace: Path, path: str) -> str | None:
 
 
 def warn(message: str) -> None:
-    _said(sys.stderr, lambda: sys.stderr.write(f"warning: {no_controls(message)}\n"))
+    _said(sys.stderr, lambda: sys.stderr.write(f"warning: {for_message(message)}\n"))
 
 
 def error(message: str, as_json: bool, *, below: str = "") -> None:
@@ -127,7 +124,7 @@ def error(message: str, as_json: bool, *, below: str = "") -> None:
     if as_json:
         _said(sys.stdout, lambda: print_json({"error": message}, one_line=True))
     # One line: a line end in a name it quotes (`read $'a\nb.md'`) split it in two.
-    line = no_controls(message).replace("\n", "\\x0a").replace("\r", "\\x0d")
+    line = for_message(message).replace("\n", "\\x0a").replace("\r", "\\x0d")
     _said(sys.stderr, lambda: sys.stderr.write(f"error: {line}\n" + (f"{below}\n" if below else "")))
 
 

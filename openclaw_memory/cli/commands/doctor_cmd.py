@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
-from ..output import no_controls, print_json, printable, warn
+from ..output import for_message, print_json, printable, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 
 def _ask(finding, description: str) -> bool:
     """One question per repair, on stderr, default yes (as OpenClaw asks); a closed stdin is a no."""
-    sys.stderr.write(no_controls(f"\n{finding.severity}: {finding.id}\n{_message(finding)}\n"))
+    sys.stderr.write(for_message(f"\n{finding.severity}: {finding.id}\n{_message(finding)}\n"))
     while True:
-        sys.stderr.write(no_controls(f"Repair {finding.id}: {description}? [Y/n]: "))
+        sys.stderr.write(for_message(f"Repair {finding.id}: {description}? [Y/n]: "))
         sys.stderr.flush()
         answer = sys.stdin.readline()
         if not answer:  # end of input
@@ -76,7 +76,7 @@ def _render(report, fix: bool) -> None:
         out.append(f"{len(blocking)} problem{'s' if plural else ''} {('remain' if plural else 'remains') if fix else 'found'}.")
         if not fix and any(f.fixable for f in blocking):
             out.append('Run "openclaw-memory doctor --fix" to repair the fixable ones.')
-    sys.stdout.write(no_controls("\n".join(out)) + "\n")
+    sys.stdout.write(for_message("\n".join(out)) + "\n")
 
 
 def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:

@@ -6,7 +6,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from ...memory import open_memory
-from ..output import given_path, no_controls, printable, reported, warn
+from ..output import for_message, given_path, no_controls, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -37,4 +37,4 @@ def _link(link: Any) -> str:
     text = no_controls(link.text)
     if link.status == "ok":
         return f"{text}  -> {printable(link.resolved)}"
-    return f"{text}  {link.status}: {no_controls(link.problem)}"
+    return f"{text}  {link.status}: {for_message(link.problem)}"
