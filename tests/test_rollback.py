@@ -132,6 +132,35 @@ def test_a_time_rolls_back_by_the_history_and_the_next_rollback_undoes_it(cli, w
     assert memory_files(workspace) == after_session
 
 
+def test_a_clock_stepped_back_between_two_writes_replays_them_in_the_order_made(cli, workspace, monkeypatch):
+    """A rollback replays a path's entries in time order (1c597cd, for an import's earlier-dated
+    versions): write A at t, the clock stepped back, write B at t-3; a rollback to any moment after
+    t rewrote the file to A, though it held B."""
+    import openclaw_memory.history.store as store_module
+
+    class Clock:
+        now = time.time() - 1000
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        def time(self):
+            return self.now
+
+    clock = Clock()
+    monkeypatch.setattr(store_module, "time", clock)
+    write(workspace / "memory" / "a.md", "# A\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    clock.now += 100
+    assert cli("write", "memory/a.md", "--append", "- first", "--no-index").returncode == 0
+    clock.now -= 3  # the clock steps back (NTP, a VM restored)
+    assert cli("write", "memory/a.md", "--append", "- second", "--no-index").returncode == 0
+    held = (workspace / "memory" / "a.md").read_text()
+    done = cli("rollback", "--to", iso_moment(clock.now + 50), "--json")
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "memory" / "a.md").read_text() == held == "# A\n- first\n- second\n"
+
+
 def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, workspace, state_dir):
     """A moved file's history follows it to its new path, each entry keeping the name it had: a
     rollback to a time before the move left the file at its new path (unchanged) and its old name

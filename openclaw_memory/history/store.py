@@ -109,8 +109,15 @@ class HistoryStore:
                session: str | None = None, mode: FileMode | None = None, moved_from: str | None = None) -> Entry:
         """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits.
         ``mode``: the file's permission bits and owner at this version, where it was looked at;
-        ``moved_from``: a move's source, as ``display`` names a path."""
-        return self.record_entry(abs_path, display, Entry(version, time.time(), size, origin, agent, session or None), mode,
+        ``moved_from``: a move's source, as ``display`` names a path. Its time is now, or the path's
+        latest entry's where the clock stepped back since (a rollback replays a path's entries in time
+        order, an import's earlier-dated ones among them: a write logged before another must not
+        replay after it)."""
+        when = time.time()
+        latest = self.log.latest_in_time(abs_path)
+        if latest is not None and latest.time > when:
+            when = latest.time
+        return self.record_entry(abs_path, display, Entry(version, when, size, origin, agent, session or None), mode,
                                  moved_from)
 
     def record_entry(self, abs_path: str, display: str, entry: Entry, mode: FileMode | None = None,
