@@ -838,6 +838,24 @@ def test_a_note_moved_out_of_an_extra_path_naming_one_file_can_be_moved_back_and
     assert "not a memory path" in one_line_error(cli("write", str(solo), "--append", "x"))
 
 
+def test_an_extra_path_naming_one_file_inside_the_workspace_is_a_place_too(cli, workspace, state_dir):
+    """`notes/todo.md` configured as an extra path, moved into memory/: `mv` back and `history` of it
+    were refused ("not a memory path"), as only extra paths outside the workspace were looked up."""
+    todo = workspace / "notes" / "todo.md"
+    write(todo, HERON)
+    write(state_dir / "openclaw-memory.toml", f"extra_paths = [{json.dumps(str(todo))}]\n")
+    assert cli("read", "notes/todo.md").returncode == 0
+    assert cli("mv", "notes/todo.md", "memory/todo.md", "--no-index").returncode == 0 and not todo.exists()
+    assert cli("read", "memory/todo.md").returncode == 0
+    back = cli("mv", "memory/todo.md", "notes/todo.md", "--no-index")
+    assert back.returncode == 0, back.stderr
+    assert todo.read_text() == HERON
+    assert cli("history", "notes/todo.md").returncode == 0
+    # The legacy root stays no place, configured or not.
+    write(state_dir / "openclaw-memory.toml", f"extra_paths = [{json.dumps(str(workspace / 'memory.md'))}]\n")
+    assert "legacy root file, not memory" in one_line_error(cli("write", "memory.md", "--append", "x"))
+
+
 def test_a_move_out_of_an_extra_path_naming_one_file_killed_after_the_unlink_is_finished(workspace, state_dir, cli,
                                                                                           tmp_path):
     """Killed once the source's name was gone, the finish resolved that name again, was refused ("not a

@@ -13,7 +13,7 @@ import xxhash
 
 from ..errors import PathRefused, WriteBlocked
 from ..files.jstext import js_trim
-from ..files.paths import ExtraPath, display_path
+from ..files.paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import write_temp_beside
 from ..fsutil.move import link_noreplace
@@ -37,14 +37,23 @@ def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
         if not absolute.endswith(".md") or not extra_paths:
             raise
         named = as_scanned(absolute)  # as the scanner named it while it was there
-        inside = os.path.commonpath([named, as_scanned(workspace)]) == as_scanned(workspace)
-        for given in extra_paths if not inside else ():
+        for given in extra_paths if not _never_memory(named, as_scanned(workspace)) else ():
             if isinstance(given, ExtraPath) and given.pattern is not None:
                 continue
             if absolute in (str(given), as_scanned(str(given))) and _gone_beside_a_folder(named):
                 return ResolvedPath(named, display_path(named, workspace), os.path.dirname(named),
                                     (os.path.basename(named),), False)
         raise
+
+
+def _never_memory(named: str, workspace: str) -> bool:
+    """Whether ``named`` is a name no configuration makes memory: the legacy root ``memory.md``, the
+    workspace itself, anything in a repair archive (an extra path inside the workspace, such as
+    ``notes/todo.md``, is a place like any other)."""
+    if os.path.commonpath([named, workspace]) != workspace:
+        return False
+    parts = os.path.relpath(named, workspace).split(os.sep)
+    return parts in ([LEGACY_ROOT], ["."]) or REPAIR_DIR in parts
 
 
 def _gone_beside_a_folder(absolute: str) -> bool:
