@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import env_for, fault, settings_for, wait_for_line, write
+from conftest import env_for, fault, settings_for, wait_for, wait_for_line, write
 
 TOOLS = {"memory_search", "memory_get", "memory_write", "memory_status", "memory_files", "memory_links"}
 
@@ -842,3 +842,50 @@ def test_a_name_given_back_with_its_byte_escapes_is_refused_saying_why(workspace
         "and writes it)")
     assert half["id"] == 2 and "split emoji" in half["error"]["message"]
     assert "Traceback" not in stderr
+
+
+
+def test_a_read_the_client_cancelled_lets_it_write_nothing(workspace, state_dir):
+    """A client that gives up waiting on a memory_get cancels it (notifications/cancelled), and no
+    answer goes out; the read was recorded for the write guard all the same, and the session could
+    then overwrite a version it never saw. The read is taken back once its thread ends."""
+    import subprocess
+
+    from openclaw_memory.database import Database, enc
+
+    write(workspace / "MEMORY.md", "# Memory\n\nThe user's cat is called Pistachio.\n")
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off"), cwd=workspace)
+    db = Database(settings_for(workspace, state_dir).data_dir)
+
+    def ask(message: dict, answered: bool = True) -> dict | None:
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline()) if answered else None
+
+    def call(request_id: int, name: str, arguments: dict, answered: bool = True) -> dict | None:
+        return ask({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments}}, answered)
+
+    def recorded() -> list[str]:
+        return [row[0] for row in db.rows("SELECT version FROM reads WHERE path = ?", (enc(str(workspace / "MEMORY.md")),))]
+
+    try:
+        assert ask(HELLO)["id"] == 7
+        ask({"jsonrpc": "2.0", "method": "notifications/initialized"}, answered=False)
+        assert not call(2, "memory_get", {"path": "MEMORY.md"})["result"].get("isError")
+        first = recorded()
+        write(workspace / "MEMORY.md", "# Memory\n\nA person's edit the session never saw.\n")
+        with db.transaction():  # the read waits for the state database before it records what it read
+            call(3, "memory_get", {"path": "MEMORY.md"}, answered=False)
+            assert ask({"jsonrpc": "2.0", "id": 4, "method": "ping"})["id"] == 4  # the read's thread has started
+            ask({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}, answered=False)
+            assert ask({"jsonrpc": "2.0", "id": 5, "method": "ping"})["id"] == 5  # the cancel is taken
+        wait_for(lambda: recorded() == [])  # recorded (the edit's version) once the database let it, then taken back
+        answer = call(6, "memory_write", {"path": "MEMORY.md", "content": "# Memory\n\nWritten blind.\n"})
+        assert answer["id"] == 6 and answer["result"]["isError"], answer  # and the cancelled call got no answer
+        assert "has not read it" in answer["result"]["content"][0]["text"] and len(first) == 1
+        assert "A person's edit" in (workspace / "MEMORY.md").read_text()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)

@@ -24,6 +24,7 @@ from ..errors import MemoryToolError, UsageError, describe_os_error
 from ..memory.protocol import MAX_LINE
 from ..service_files import remove_token, write_token
 from .body import BoundedBody, replay
+from .server import take_back
 
 if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
     from collections.abc import Callable
@@ -170,17 +171,7 @@ class _Deliveries:
             if call["lost"] is None:
                 return
             del self._calls[key]
-        _take_back(undo)
-
-
-def _take_back(undo: Callable[[], None] | None) -> None:
-    if undo is None:
-        return
-    try:
-        undo()
-    except (MemoryToolError, OSError) as exc:
-        said = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
-        log.warning("MCP over HTTP: a read whose answer was lost is still recorded for the write guard: %s", said)
+        take_back(undo)
 
 
 def _delivery_watched(receive, send):
@@ -261,7 +252,7 @@ class _OneRequestPerId:
                     import anyio
 
                     with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(_take_back, undo)
+                        await anyio.to_thread.run_sync(take_back, undo)
         finally:
             self.inflight -= keys
 

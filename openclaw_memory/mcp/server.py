@@ -20,6 +20,7 @@ keeps serving. :mod:`.http` serves the same tools over streamable HTTP.
 
 from __future__ import annotations
 
+import contextvars
 import difflib
 import json
 import math
@@ -93,6 +94,8 @@ class MemoryTools:
             value = memory.call(op, (), {**arguments, **op.tool.fixed})
             if op.name == "read" and getattr(value, "version", None):
                 undo = lambda: memory.forget_read(value.abs_path, value.version)  # noqa: E731
+                if (undos := _CALL_READS.get(None)) is not None:
+                    undos.append(undo)
         finally:
             if op.name == "read" and self.on_read is not None:
                 self.on_read(ctx, undo)
@@ -106,6 +109,22 @@ class MemoryTools:
         except (MemoryToolError, OSError):
             pass  # its read records stay until the service's own sweep, or the next session's
         self.memory.close()
+
+
+# The reads a tool call recorded, for its call_tool to take back when the client cancels the call
+# (one list per call: set in its task, whose worker thread runs in a copy of its context).
+_CALL_READS: contextvars.ContextVar[list[Callable[[], None]]] = contextvars.ContextVar("call_reads")
+
+
+def take_back(undo: Callable[[], None] | None) -> None:
+    """Take back a read whose answer did not reach the client (``Memory.forget_read``); a failure is one line."""
+    if undo is None:
+        return
+    try:
+        undo()
+    except (MemoryToolError, OSError) as exc:
+        said = exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
+        _warn(f"a read whose answer did not reach the client is still recorded for the write guard: {said}")
 
 
 def _search_message(memory: Memory, arguments: dict, result: dict) -> dict:
@@ -392,6 +411,7 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
     """The MCP server (the SDK's low-level ``Server``): the four tools bound to ``tools``, and only
     them (no resources or prompts are advertised). ``on_listed`` runs after the first tools/list."""
     import anyio
+    import anyio.lowlevel
     from mcp import types
     from mcp.server.lowlevel import Server
 
@@ -412,7 +432,19 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
             if spec is None:
                 raise ToolArgumentError(f"there is no tool {shown(params.name, 60)}; the tools are {', '.join(specs)}")
             arguments = params.arguments or {}
-            text = await anyio.to_thread.run_sync(lambda: spec.call(ctx, arguments))
+            reads: list[Callable[[], None]] = []
+            _CALL_READS.set(reads)  # this call's task only
+            try:
+                text = await anyio.to_thread.run_sync(lambda: spec.call(ctx, arguments))
+                await anyio.lowlevel.checkpoint_if_cancelled()  # a cancel that came while the thread ran (it waits for it)
+            except anyio.get_cancelled_exc_class():
+                # The client cancelled the call (notifications/cancelled: it gave up waiting), and no
+                # answer goes out: a read it recorded would let the session write over a version it
+                # never saw. (The thread ran to its end: the cancel waits for it.)
+                with anyio.CancelScope(shield=True):
+                    for undo in reads:
+                        await anyio.to_thread.run_sync(take_back, undo)
+                raise
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
         except Exception as exc:  # noqa: BLE001 - every failure is a tool error, the server keeps serving
             worded = tool_error_text(exc)
