@@ -266,6 +266,17 @@ def test_a_destination_it_may_not_write_is_named_as_the_destination(cli, workspa
         assert "nothing was moved" in moved.stderr and (workspace / "memory" / "b.md").read_text() == KETTLE
 
 
+def test_a_destination_whose_folder_is_a_file_is_named_as_the_destination(cli, workspace):
+    """`mv memory/a.md memory/file/x.md` with memory/file a file: "refused: memory/a.md: a folder on its
+    path is a file", the source named for the destination's path."""
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "file", "not a folder\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    line = one_line_error(cli("mv", "memory/a.md", "memory/file/x.md", "--no-index"))
+    assert "refused: memory/file/x.md: a folder on its path is a file" in line and "memory/a.md is unchanged" in line, line
+    assert (workspace / "memory" / "a.md").read_text() == HERON
+
+
 def test_a_destination_on_a_full_disk_is_named_as_the_destination(cli, workspace, tmp_path):
     """The copy to an extra path on a full disk failed there, and the message named the source's
     folder ("no space left to write in the workspace (…/memory)"): a user freed space on the wrong disk."""

@@ -162,6 +162,9 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             dst_folder, existed = make_folder(target)
             # A name goes there only when --force archives one, or a copy's temporary name goes.
             check_names_may_change(dst_folder.fd, removing=force or os.fstat(dst_folder.fd).st_dev != os.fstat(src_folder.fd).st_dev)
+        except NotADirectoryError:  # (translated named the source: "memory/a.md: a folder on its path is a file")
+            raise PathRefused(f"refused: {target.display}: a folder on its path is a file; nothing was moved: "
+                              f"{source.display} is unchanged") from None
         except OSError as exc:  # named as the destination's (translated names the source's folder)
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
