@@ -159,6 +159,14 @@ def test_a_clock_stepped_back_between_two_writes_replays_them_in_the_order_made(
     done = cli("rollback", "--to", iso_moment(clock.now + 50), "--json")
     assert done.returncode == 0, done.stderr
     assert (workspace / "memory" / "a.md").read_text() == held == "# A\n- first\n- second\n"
+    # A clock that ran far ahead and was set right: the writes after it are dated now, not in that
+    # future (a rollback to now would leave them out).
+    clock.now += 10 * 365 * 86400
+    assert cli("write", "memory/a.md", "--append", "- from the future", "--no-index").returncode == 0
+    clock.now -= 10 * 365 * 86400 - 100
+    assert cli("write", "memory/a.md", "--append", "- third", "--no-index").returncode == 0
+    latest = cli("history", "memory/a.md", "--json").json()["versions"]
+    assert sorted(v["time"] for v in latest)[-2] < iso_moment(clock.now + 1) < sorted(v["time"] for v in latest)[-1]
 
 
 def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, workspace, state_dir):

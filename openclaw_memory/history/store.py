@@ -46,6 +46,11 @@ class FileVersion(NamedTuple):
     size: int
 
 
+# How far back a clock may step (NTP, a VM restored) and a new version still be logged after the
+# path's latest entry.
+CLOCK_STEP_S = 3600.0
+
+
 class HistoryStore:
     """One workspace's version history (shared by all agents)."""
 
@@ -110,12 +115,14 @@ class HistoryStore:
         """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits.
         ``mode``: the file's permission bits and owner at this version, where it was looked at;
         ``moved_from``: a move's source, as ``display`` names a path. Its time is now, or the path's
-        latest entry's where the clock stepped back since (a rollback replays a path's entries in time
-        order, an import's earlier-dated ones among them: a write logged before another must not
-        replay after it)."""
+        latest entry's where the clock stepped back a little since (a rollback replays a path's entries
+        in time order, an import's earlier-dated ones among them: a write logged before another must
+        not replay after it). An entry more than ``CLOCK_STEP_S`` ahead is a clock that ran ahead
+        and was set right: taking its time would date every later write in that future, out of
+        reach of a rollback to now."""
         when = time.time()
         latest = self.log.latest_in_time(abs_path)
-        if latest is not None and latest.time > when:
+        if latest is not None and when < latest.time <= when + CLOCK_STEP_S:
             when = latest.time
         return self.record_entry(abs_path, display, Entry(version, when, size, origin, agent, session or None), mode,
                                  moved_from)
