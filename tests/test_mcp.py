@@ -845,17 +845,23 @@ def test_a_name_given_back_with_its_byte_escapes_is_refused_saying_why(workspace
 
 
 
-def test_a_read_the_client_cancelled_lets_it_write_nothing(workspace, state_dir):
+@pytest.mark.parametrize("service", [False, True])
+def test_a_read_the_client_cancelled_lets_it_write_nothing(workspace, state_dir, service):
     """A client that gives up waiting on a memory_get cancels it (notifications/cancelled), and no
     answer goes out; the read was recorded for the write guard all the same, and the session could
-    then overwrite a version it never saw. The read is taken back once its thread ends."""
+    then overwrite a version it never saw. The read is taken back once its thread ends, also when
+    the workspace's service made it (its answer carries the path, not the absolute one)."""
     import subprocess
+
+    from test_serve import Serve
 
     from openclaw_memory.database import Database, enc
 
     write(workspace / "MEMORY.md", "# Memory\n\nThe user's cat is called Pistachio.\n")
+    served = Serve(workspace, state_dir, "--no-watch").wait_ready() if service else None
     proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off"), cwd=workspace)
+                            stderr=subprocess.PIPE, cwd=workspace,
+                            env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="on" if service else "off"))
     db = Database(settings_for(workspace, state_dir).data_dir)
 
     def ask(message: dict, answered: bool = True) -> dict | None:
@@ -889,3 +895,6 @@ def test_a_read_the_client_cancelled_lets_it_write_nothing(workspace, state_dir)
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+        if served is not None:
+            served.kill()
+    assert b"in-process" not in proc.stderr.read()  # through the service when one ran

@@ -93,7 +93,7 @@ class MemoryTools:
         try:
             value = memory.call(op, (), {**arguments, **op.tool.fixed})
             if op.name == "read" and getattr(value, "version", None):
-                undo = lambda: memory.forget_read(value.abs_path, value.version)  # noqa: E731
+                undo = lambda: memory.forget_read(value.path, value.version)  # noqa: E731
                 if (undos := _CALL_READS.get(None)) is not None:
                     undos.append(undo)
         finally:

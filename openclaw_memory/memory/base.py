@@ -421,9 +421,8 @@ class Memory(Protocol):
         ...
 
     @operation(impl=".memory.local:forget_read", on="memory", writes=True,
-               help={"abs_path": "The file read, as its read result names it (its absolute path).",
-                     "version": "The version that read returned."})
-    def forget_read(self, abs_path: str, version: str) -> None:
+               help={"path": "The file read, as its read result names it.", "version": "The version that read returned."})
+    def forget_read(self, path: str, version: str) -> None:
         """A read of this session whose answer never reached its reader (the connection dropped): its
         record goes while it still holds that version, so the session reads again before it writes."""
         ...

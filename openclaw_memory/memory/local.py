@@ -104,10 +104,14 @@ def end_session(memory: LocalMemory) -> None:
             memory.on_session_end(settings.session)
 
 
-def forget_read(memory: LocalMemory, abs_path: str, version: str) -> None:
+def forget_read(memory: LocalMemory, path: str, version: str) -> None:
+    from ..files.read import resolve_memory_path
     from ..history.states import READ, ReadRecords
     from ..history.store import HistoryStore
 
+    # By its path as the read result names it: its absolute path stays in the process that read it
+    # (a result through the service carries only the path).
+    abs_path = resolve_memory_path(path, str(memory.settings.workspace), memory.settings.extra_paths).abs_path
     store = HistoryStore.for_settings(memory.settings)
     records = ReadRecords.for_settings(store, memory.settings)
     with store.lock():
