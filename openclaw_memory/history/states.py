@@ -77,10 +77,14 @@ class ReadRecords:
             conn.execute("DELETE FROM reads WHERE agent = ? AND session = ? AND path = ?", (*self._owner, enc(abs_path)))
 
 
-def forget_session(store: HistoryStore, agent: str, session: str) -> None:
-    """Drop a finished session's records (an MCP session that ended never writes again)."""
+def forget_session(store: HistoryStore, agent: str, session: str, before: float | None = None) -> None:
+    """Drop a finished session's records (an MCP session that ended never writes again); ``before``:
+    only those made before that time (a sweep's cutoff: a record made since it looked is kept)."""
     with store.db.transaction() as conn:
-        conn.execute("DELETE FROM reads WHERE agent = ? AND session = ?", (enc(agent), enc(session)))
+        if before is None:
+            conn.execute("DELETE FROM reads WHERE agent = ? AND session = ?", (enc(agent), enc(session)))
+        else:
+            conn.execute("DELETE FROM reads WHERE agent = ? AND session = ? AND time < ?", (enc(agent), enc(session), before))
 
 
 def session_times(store: HistoryStore) -> list[tuple[str, str, float]]:

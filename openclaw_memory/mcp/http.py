@@ -174,6 +174,9 @@ class _Deliveries:
         take_back(undo)
 
 
+_ANSWER = re.compile(rb'"(?:result|error)":')
+
+
 def _delivery_watched(receive, send):
     """``receive`` and ``send`` watched for whether a JSON-RPC answer went out before the client went away."""
     state = {"sent": False, "gone": False}
@@ -187,7 +190,9 @@ def _delivery_watched(receive, send):
     async def watched_send(message):
         if message["type"] == "http.response.body" and not state["gone"]:
             body = message.get("body", b"")
-            state["sent"] = state["sent"] or b"data:" in body or body.startswith(b"{")  # an event, or a JSON body
+            # The answer (an event or a JSON body holding a result or an error), not a notification
+            # sent before it: its JSON's own key, never a string's (a quote in one is escaped).
+            state["sent"] = state["sent"] or _ANSWER.search(body) is not None
         await send(message)
 
     return watched_receive, watched_send, state

@@ -131,7 +131,7 @@ class ServiceCore:
         over = [(agent, session) for agent, session, last in session_times(store)
                 if last < cutoff and session not in live and _vanished(session)]
         for agent, session in over:
-            forget_session(store, agent, session)
+            forget_session(store, agent, session, before=cutoff)
         return len(over)
 
     def info(self) -> ServiceInfo:
