@@ -195,3 +195,31 @@ def test_a_rebuilt_state_database_costs_a_reread_of_the_files_not_an_embedding(w
     assert again.returncode == 0, again.stderr
     assert again.json()["chunksEmbedded"] == 0 and again.json()["chunksDeleted"] == 0, again.stdout
     assert _paths(cli("search", "green tea", "--json")) == before
+
+
+def test_a_damaged_shard_dropped_by_fix_on_a_full_disk_is_said_dropped(workspace, small_tmpfs, cli, cli_process):
+    """The rebuild dropped the damaged shard, then its re-index failed for want of room, and the
+    repair said "nothing was changed, the last complete index is still in use; ... nothing was
+    deleted": the shard was gone, and the next doctor named no damage, only stale files."""
+    sd = small_tmpfs / "state"
+    sd.mkdir()
+    on_full = {"OPENCLAW_STATE_DIR": str(sd)}
+    write(workspace / "MEMORY.md", FACTS)
+    write(workspace / "memory" / "sailing.md", _note("sailing", 3))
+    assert cli("index", env=on_full).returncode == 0
+    (config,) = [p for p in sd.rglob("edge_config.json") if p.parent.name.startswith("memory-dir-")]
+    config.write_text("garbage")
+    notes = {p: p.read_bytes() for p in workspace.rglob("*.md")}
+    _fill(small_tmpfs, 100 << 20)  # room to open the index (64 MiB), not to rebuild one (160 MiB)
+
+    fixed = cli_process("doctor", "--fix", "--json", env=on_full)
+
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "index-damaged"]
+    assert repair["status"] == "failed" and "full" in repair["detail"], repair
+    assert f"dropped {config.parent.name}" in repair["detail"] and "nothing was deleted" not in repair["detail"], repair
+    assert not config.parent.exists()
+    for filler in small_tmpfs.glob("filler*"):
+        filler.unlink()
+    assert cli_process("doctor", "--fix", env=on_full).returncode == 0
+    assert "memory/sailing.md" in _paths(cli("search", "sailing fact", "--mode", "text", "--json", env=on_full))
+    assert {p: p.read_bytes() for p in workspace.rglob("*.md")} == notes

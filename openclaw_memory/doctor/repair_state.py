@@ -32,9 +32,12 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
+def _said(exc: MemoryToolError | OSError) -> str:
+    return exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename or ''})"
+
+
 def _failed(finding: Finding, action: str, exc: MemoryToolError | OSError) -> Repair:
-    message = exc.message if isinstance(exc, MemoryToolError) else f"{exc.strerror or exc} ({exc.filename or ''})"
-    return Repair(finding.id, action, "failed", f"{message}; nothing was deleted", finding.paths)
+    return Repair(finding.id, action, "failed", f"{_said(exc)}; nothing was deleted", finding.paths)
 
 
 def _rebuild_snapshots(settings: Settings, finding: Finding) -> Repair:
@@ -131,6 +134,7 @@ def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
     from ..index.manifest import delete_manifest
     from ..index.store.factory import open_store
 
+    done: list[str] = []  # the shards dropped so far: a failure after one is no "nothing was deleted"
     try:
         damaged = damaged_index(settings)
         store = open_store(settings)
@@ -142,13 +146,17 @@ def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
                 elif store.exists(name) or shard.is_dir():
                     store.drop(name)
                 delete_manifest(settings.data_dir, name)
-            dropped = "dropped " + ", ".join(name for name, _ in damaged) if damaged else "nothing was damaged any more"
+                done.append(name)
         finally:
             store.close()
         with MemoryIndex(settings) as index:
             summary = index.sync()
     except (MemoryToolError, OSError) as exc:
-        return _failed(finding, "rebuild", exc)
+        if not done:
+            return _failed(finding, "rebuild", exc)
+        return Repair(finding.id, "rebuild", "failed", f"dropped {', '.join(done)} (their files are searched again once "
+                      f"re-indexed); then: {_said(exc)}", finding.paths)
+    dropped = "dropped " + ", ".join(done) if done else "nothing was damaged any more"
     detail = (
         f"{dropped}; re-indexed: {summary.chunks_embedded} chunk(s) embedded, {summary.chunks_reused} reused"
     )
