@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import threading
 
 from conftest import write
 from openclaw_memory.database import Database
@@ -310,3 +312,43 @@ def test_a_checkpoint_is_consumed_only_once_the_prompt_is_out(workspace, state_d
         assert cli("prompt", "--peek", "--json").json()["checkpoint"] is not None, args
     assert "changed: notes.txt" in cli("prompt").stdout  # written out: consumed
     assert cli("prompt", "--json").json()["checkpoint"] is None
+
+
+def test_a_memory_md_saved_atomically_while_prompts_are_built_is_one_version_cut_at_the_marker(workspace):
+    # An editor's save (write a temporary file, rename it over MEMORY.md) racing the build, with
+    # invalid bytes and NULs in some versions: every section is one version, whole, or its head and
+    # tail around OpenClaw's marker, never two versions spliced nor a line cut without the marker.
+    marker = "\n[...truncated, read MEMORY.md for full content...]\n"
+    versions: list[str] = []
+    saved, stop = threading.Event(), threading.Event()
+
+    def editor() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            text = "# Memory\n\n" + "".join(f"- v{n} item {i} é漢😀 " + "x" * (i % 50) + "\n" for i in range(10 + (n % 4) * 400))
+            data = text.encode().replace(b"item 5 ", b"item 5 \xff\x00 ") if n % 5 == 0 else text.encode()
+            versions.append(data.decode("utf-8", "replace").rstrip())
+            (workspace / ".MEMORY.md.tmp").write_bytes(data)
+            os.replace(workspace / ".MEMORY.md.tmp", workspace / "MEMORY.md")
+            saved.set()
+
+    thread = threading.Thread(target=editor)
+    thread.start()
+    try:
+        assert saved.wait(30)
+        cuts = 0
+        for _ in range(60):
+            shown = section(workspace, file_cap=4_000).injected
+            (memory,) = [f.content for f in shown if f.name == "MEMORY.md"]
+            if marker not in memory:
+                assert memory in versions
+                continue
+            cuts += 1
+            head, rest = memory.split(marker, 1)
+            tail = rest.split("\n", 1)[1].lstrip("\n")  # after OpenClaw's "…(truncated ...)…" line
+            assert any(v.startswith(head.rstrip("\n")) and v.endswith(tail) for v in list(versions)), (head[:40], tail[-40:])
+    finally:
+        stop.set()
+        thread.join()
+    assert cuts
