@@ -62,6 +62,25 @@ def test_the_ignore_file_ignores_what_git_ignores_with_the_same_lines(settings, 
     assert recorded - {".gitignore"} == not_ignored_by_git
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_an_ignore_file_splits_its_lines_at_line_feeds_only_as_git_does(settings, workspace):
+    """It was read with str.splitlines(), which also ends a line at a lone CR (an old Mac save), a
+    form feed, \\x1c-\\x1e, NEL and U+2028/9: "*.bak<CR>MEMORY.md" left MEMORY.md out of every
+    snapshot, so a change to it was never reported, where git ignores nothing by that line."""
+    rules = "old.bak\rMEMORY.md\rnotes.md\x0cplan.md\nx\x1cy.md\nfa\u2028fb.md\nlast.md\r".encode()
+    for name in (".gitignore", ".openclaw-memoryignore"):
+        (workspace / name).write_bytes(rules)
+    for rel in ("old.bak", "notes.md", "plan.md", "x", "y.md", "fa", "fb.md", "last.md", "memory/day.md"):
+        write(workspace / rel, "x\n")
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    listed = subprocess.run(["git", "-C", str(workspace), "ls-files", "-z", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.decode()
+    not_ignored_by_git = {p for p in listed.split("\0") if p} - {".gitignore"}
+    recorded = set(SnapshotStore(settings.data_dir).load(take_snapshot(settings).label).paths)
+    assert "MEMORY.md" in recorded and "last.md" not in recorded  # a trailing CR is a line end's, as in git
+    assert recorded - {".gitignore"} == not_ignored_by_git
+
+
 # --- a long ignore file -----------------------------------------------------------------------
 
 

@@ -62,7 +62,11 @@ def read_ignore_file(workspace: Path) -> list[str]:
         raise UsageError(f"{path} is larger than {MAX_IGNORE_BYTES // 1024} KiB; it should be a short file of gitignore patterns")
     # git skips a UTF-8 byte order mark at the start of an ignore file (as Windows editors save
     # one): kept, it would be part of the first pattern, which would then match nothing.
-    lines = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").splitlines()
+    # A line ends at a line feed alone, its CR dropped before it (or at the end), as git reads it:
+    # splitlines() also ended one at a lone CR, a form feed, NEL or U+2028, and "*.bak<CR>MEMORY.md"
+    # left MEMORY.md out of every snapshot where git ignores nothing by that line.
+    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").removesuffix("\n")
+    lines = [line.removesuffix("\r") for line in text.split("\n")] if text else []
     _check_patterns(lines, path)
     return lines
 
