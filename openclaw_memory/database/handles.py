@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 # when its thread ends may live on (not yet collected), mapping an index the process let go of.
 _all: set[Handle] = set()
 _all_lock = threading.Lock()
+_closing = threading.RLock()  # closes one at a time (Handle.close)
 _NO_CKPT_ON_CLOSE = 1006  # SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (sqlite3.h; in Python's module from 3.12)
 
 
@@ -112,7 +113,16 @@ class Handle:
 
     def close(self, checkpoint: bool | None = None) -> None:
         """Close the connection; without a checkpoint when ``checkpoint`` is False or, when None,
-        when its companions are not sound."""
+        when its companions are not sound or it is not this process's last connection to the file.
+
+        One close at a time: which close is the last is decided and made in one step. Two threads
+        closing at once (a service stopping) could each judge the other's still open: the one that
+        found the WAL damaged closing first, the other, let checkpoint after a look at the new
+        frames only, would be SQLite's last close and copy the damaged log into the file."""
+        with _closing:
+            self._close(checkpoint)
+
+    def _close(self, checkpoint: bool | None) -> None:
         if self.closed:
             return
         if checkpoint is None:
@@ -124,12 +134,13 @@ class Handle:
                 except sqlite3.Error:
                     pass  # not copied in: the index still names its frames, and the next process says they are lost
             # SQLite checkpoints only at the close of the last connection to the file (it needs the
-            # file to itself): that close verifies every frame again, not only those new since the
-            # last use; one with others of this process still open checks the new frames only.
+            # file to itself): only that close may, once it verified every frame again, not only those
+            # new since the last use.
             with _all_lock:
                 last = not any(h is not self and h.path == self.path and h.pid == self.pid and not h.closed for h in _all)
-            checkpoint = was.shm is None or (now.wal == was.wal and now.shm == was.shm
-                                             and now.shm_size >= was.shm_size and wal_damage(self.path, full=last) is None)
+            checkpoint = last and (was.shm is None or (now.wal == was.wal and now.shm == was.shm
+                                                       and now.shm_size >= was.shm_size
+                                                       and wal_damage(self.path, full=True) is None))
         if checkpoint:
             _checkpoint_on_close(self.conn, self.path, True)
         self.closed = True

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import LockTimeout, MemoryToolError, UsageError
+from ..errors import LockTimeout, MemoryToolError, StateDamaged, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
 from ..fsutil.private import check_data_dir
@@ -289,17 +289,24 @@ class Service:
         return (st.st_dev, st.st_ino) == self._socket_id
 
     def _janitor(self) -> None:
-        swept = 0.0  # at once, then every SWEEP_EVERY_S
+        # The first sweep a round after the start, not at it: the records it drops are half an hour
+        # idle, and a start is when the commands that woke the service want the database.
+        swept = time.monotonic()
         while not self._stop.wait(1.0) and self._look_after():
-            if time.monotonic() - swept >= SWEEP_EVERY_S or not swept:
+            if time.monotonic() - swept >= SWEEP_EVERY_S:
                 swept = time.monotonic()
                 self._sweep_sessions()
 
     def _sweep_sessions(self) -> None:
         try:
             self.core.sweep_sessions()
+        except StateDamaged as exc:
+            # Its files damaged under the service: what they held is copied aside, and this is the
+            # one place that learns it (passed over, the loss went unsaid: the next process finds
+            # the index rebuilt from what was left).
+            self.on_notice(exc.message)
         except (MemoryToolError, OSError):
-            pass  # the state database busy or damaged: the next round tries again (doctor says what is wrong)
+            pass  # the state database busy: the next round tries again
 
     def _look_after(self) -> bool:
         """One round of the janitor; False once the service is stopping."""
