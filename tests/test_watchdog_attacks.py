@@ -99,6 +99,23 @@ def test_an_ignore_pattern_matches_a_name_byte_by_byte_as_git_does(settings, wor
     assert recorded - {".gitignore"} == not_ignored_by_git
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("rules", ["*\n", "**\n", "*/\n", "**/\n", "*/\n!d/\n", "**\n!MEMORY.md\n"])
+def test_a_pattern_of_stars_alone_leaves_out_what_git_does(settings, workspace, rules):
+    """pathspec compiles "*" and "**" to ".", which was kept to folders (the files at the top stayed
+    watched), and "*/" and "**/" to the bare folder ending, which matched no folder at all."""
+    for name in (".gitignore", ".openclaw-memoryignore"):
+        (workspace / name).write_text(rules)
+    for rel in ("top.md", "d/a.md", "d/e/f.md", "x/y.md"):
+        write(workspace / rel, "x\n")
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    listed = subprocess.run(["git", "-C", str(workspace), "ls-files", "-z", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.decode()
+    not_ignored_by_git = {p for p in listed.split("\0") if p} - {".gitignore"}
+    recorded = set(SnapshotStore(settings.data_dir).load(take_snapshot(settings).label).paths)
+    assert recorded - {".gitignore"} == not_ignored_by_git
+
+
 # --- a long ignore file -----------------------------------------------------------------------
 
 

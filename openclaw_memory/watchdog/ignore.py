@@ -279,9 +279,12 @@ def _as_file(regex: str) -> str | None:
 
 def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozenset[str] = frozenset()) -> IgnoreRules:
     """Compile gitignore ``patterns`` (blank lines and comments allowed)."""
-    # (include, regex source) of every pattern that matches anything.
+    # (include, regex source) of every pattern that matches anything. pathspec gives "*/" and
+    # "**/" (every folder, as git reads them) an expression of the bare folder ending, which
+    # matched no folder: theirs is any folder's, at any depth.
     compiled: list[tuple[bool, str]] = [
-        (include, regex) for include, regex in (_translate(_bytewise(p)) for p in patterns)
+        (include, "^(?:.+/)?[^/]+" + _FOLDER_ONLY if regex == _FOLDER_ONLY else regex)
+        for include, regex in (_translate(_bytewise(p)) for p in patterns)
         if include is not None and regex is not None
     ]
     newest_first = list(reversed(compiled))
@@ -296,7 +299,8 @@ def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozense
         )
     # Without negations a folder matched by "a/**" can be pruned with all it holds (nothing inside
     # can be re-included), and a regex without an end anchor matches only through such a folder.
-    file_capable = [r for _, r in compiled if _names_the_path(r)]
+    # pathspec's "." is "*" or "**" alone: every path, files at the top too (it was kept to folders).
+    file_capable = [r for _, r in compiled if _names_the_path(r) or r == "."]
     suffixes = [m.group(1).replace("\\", "") for r in file_capable if (m := _SUFFIX_REGEX.fullmatch(r))]
     names = [r[len(_ANY_DEPTH):] for r in file_capable if _is_name_only(r) and not _SUFFIX_REGEX.fullmatch(r)]
     paths = [r for r in file_capable if not _is_name_only(r)]
