@@ -100,10 +100,11 @@ def test_an_ignore_pattern_matches_a_name_byte_by_byte_as_git_does(settings, wor
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-@pytest.mark.parametrize("rules", ["*\n", "**\n", "*/\n", "**/\n", "*/\n!d/\n", "**\n!MEMORY.md\n"])
+@pytest.mark.parametrize("rules", ["*\n", "**\n", "*/\n", "**/\n", "*/\n!d/\n", "**\n!MEMORY.md\n", "!\nd/\n!  \n"])
 def test_a_pattern_of_stars_alone_leaves_out_what_git_does(settings, workspace, rules):
     """pathspec compiles "*" and "**" to ".", which was kept to folders (the files at the top stayed
-    watched), and "*/" and "**/" to the bare folder ending, which matched no folder at all."""
+    watched), and "*/" and "**/" to the bare folder ending, which matched no folder at all; a "!"
+    alone, which git passes over, refused the whole file ("not a valid gitignore pattern")."""
     for name in (".gitignore", ".openclaw-memoryignore"):
         (workspace / name).write_text(rules)
     for rel in ("top.md", "d/a.md", "d/e/f.md", "x/y.md"):

@@ -104,6 +104,8 @@ def _translate(line: str) -> tuple[bool | None, str | None]:
     blank line or a comment. Only the source: compiling each pattern's own expression too (as
     ``GitIgnoreSpec.from_lines`` does) was most of the cost of a long ignore file. Raises
     ValueError for a line git would reject."""
+    if line.rstrip(" ") == "!":  # the negation of nothing: git passes over it, pathspec raised
+        return None, None
     regex, include = _pattern_class().pattern_to_regex(line)
     return include, regex
 
