@@ -466,3 +466,20 @@ def test_a_version_a_killed_write_displaced_is_recorded_before_its_swap_file_goe
     kept = [v.version for v in memory.history("memory/k.md").versions]
     assert version_of(b"# K\nsaved in an editor at the wrong moment\n") in kept
     assert (folder / "k.md").read_text() == "# K\n- more\n"
+
+
+def test_a_note_made_read_only_is_not_written(cli, workspace):
+    """chmod a-w by its owner: the write replaced it anyway (a rename, which only the folder's mode
+    governs), where an editor asks first and OpenClaw's own write is refused (EACCES)."""
+    note = workspace / "memory" / "kept.md"
+    write(note, "# Kept\n")
+    note.chmod(0o444)
+    assert cli("read", "memory/kept.md").returncode == 0
+    refused = cli("write", "memory/kept.md", "--append", "- more", "--json")
+    assert refused.returncode == 2, refused.stdout
+    assert refused.json()["error"] == ("refused: memory/kept.md is read-only (mode 444); nothing was written "
+                                       "(`chmod u+w` it to let writes through)")
+    assert note.read_text() == "# Kept\n" and oct(note.stat().st_mode & 0o777) == "0o444"
+    note.chmod(0o644)
+    assert cli("write", "memory/kept.md", "--append", "- more").returncode == 0
+    assert note.read_text() == "# Kept\n- more\n"
