@@ -162,11 +162,12 @@ def test_a_name_with_a_backslash_is_left_out_of_the_index_and_named(cli, workspa
         assert cli("read", r["citation"]).returncode == 0
     assert found.json()["stale"] == []  # left out, not stale
     # status and doctor name it too: a note search never finds was said only by the `index` run.
-    left = ["memory/a\\b.md (its name has a backslash, which no memory path may hold: rename it)"]
-    assert cli("status", "--json").json()["leftOut"] == left
+    why = "its name has a backslash, which no memory path may hold: rename it"
+    assert cli("status", "--json").json()["leftOut"] == [{"path": "memory/a\\b.md", "reason": why}]
     findings = cli("doctor", "--json").json()["findings"]
-    assert [(f["id"], f["severity"], f["fixable"]) for f in findings] == [("index-left-out", "warning", False)], findings
-    assert left[0] in findings[0]["message"]
+    assert [(f["id"], f["severity"], f["fixable"], f["paths"]) for f in findings] == [
+        ("index-left-out", "warning", False, ["memory/a\\b.md"])], findings
+    assert f"memory/a\\b.md ({why})" in findings[0]["message"]
 
 
 def test_a_workspace_whose_own_path_is_not_utf8_works_like_any_other(tmp_path, state_dir):

@@ -1488,6 +1488,54 @@ def test_the_service_drops_the_read_records_of_mcp_sessions_that_vanished(worksp
     assert service.stop() == 0
 
 
+def test_a_sweep_keeps_the_records_made_after_its_cutoff(workspace, state_dir):
+    """The sweep chose a session by its last record, then dropped every record of it: one made since
+    it looked went too (only stricter, but not what it said)."""
+    from openclaw_memory.database.failures import dec
+    from openclaw_memory.history.states import forget_session
+    from openclaw_memory.history.store import HistoryStore
+    from openclaw_memory.memory.local import LocalMemory
+
+    memory(workspace)
+    write(workspace / "memory" / "b.md", "# B\n")
+    settings = settings_for(workspace, state_dir).with_session("http-5f1e")
+    LocalMemory(settings).read("MEMORY.md")
+    db = Database(settings.data_dir)
+    with db.transaction() as conn:
+        conn.execute("UPDATE reads SET time = time - 3600")
+    cutoff = time.time() - 60
+    LocalMemory(settings).read("memory/b.md")  # after the sweep looked
+    forget_session(HistoryStore.for_settings(settings), settings.agent, "http-5f1e", before=cutoff)
+    assert [dec(row[0]) for row in db.rows("SELECT path FROM reads WHERE session = ?", (b"http-5f1e",))] == \
+        [str(workspace / "memory" / "b.md")]
+
+
+def test_an_event_before_the_answer_is_not_the_answer():
+    """A read counted as delivered at any event the response carried (a notification sent before
+    the answer too): a client gone before the answer kept the read recorded."""
+    import asyncio
+
+    from openclaw_memory.mcp.http import _delivery_watched
+
+    async def run(chunks: list[bytes]) -> dict:
+        async def receive():
+            return {"type": "http.disconnect"}
+
+        async def send(_message):
+            return None
+
+        watched_receive, watched_send, state = _delivery_watched(receive, send)
+        for body in chunks:
+            await watched_send({"type": "http.response.body", "body": body, "more_body": True})
+        await watched_receive()
+        return state
+
+    note = b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"\\"result\\": no"}}\r\n\r\n'
+    assert asyncio.run(run([note])) == {"sent": False, "gone": True}
+    answer = b'event: message\r\ndata: {"jsonrpc":"2.0","id":3,"result":{"content":[]}}\r\n\r\n'
+    assert asyncio.run(run([note, answer]))["sent"] is True
+
+
 def test_a_read_whose_answer_never_reached_the_client_lets_it_write_nothing(workspace, state_dir, services):
     """A memory_get whose client went away before its answer (it gave up waiting, the connection
     dropped) was still recorded for the write guard: the session could then overwrite a version it

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 # when its thread ends may live on (not yet collected), mapping an index the process let go of.
 _all: set[Handle] = set()
 _all_lock = threading.Lock()
-_closing = threading.RLock()  # closes one at a time (Handle.close)
+_closing: dict[str, threading.RLock] = {}  # per database path: its closes one at a time (Handle.close)
 _NO_CKPT_ON_CLOSE = 1006  # SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (sqlite3.h; in Python's module from 3.12)
 
 
@@ -119,7 +119,9 @@ class Handle:
         closing at once (a service stopping) could each judge the other's still open: the one that
         found the WAL damaged closing first, the other, let checkpoint after a look at the new
         frames only, would be SQLite's last close and copy the damaged log into the file."""
-        with _closing:
+        with _all_lock:
+            closing = _closing.setdefault(self.path, threading.RLock())
+        with closing:
             self._close(checkpoint)
 
     def _close(self, checkpoint: bool | None) -> None:

@@ -12,12 +12,13 @@ import datetime
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from ..errors import printable
 from ..files.scan import scan_workspace
 from ..findings import Finding
 from ..types import Severity
 from ..watchdog.gitstate import GitChanges
 from ..wire import key
-from .collections import Collection, assign_files, registered_names, resolve_collections, unindexable
+from .collections import Collection, assign_files, left_out, registered_names, resolve_collections
 from .config import index_config
 from .embedding import recipe_outdated
 from .manifest import delete_manifest, is_dirty, load_manifest_head, manifest_chunk_count, stale_known
@@ -45,6 +46,17 @@ class CollectionStatus:
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """A Markdown memory file the index leaves out, and why (``split it``, ``rename it``...)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{printable(self.path)} ({self.reason})"
+
+
+@dataclass(frozen=True)
 class IndexStatus:
     agent: str
     workspace: str
@@ -59,7 +71,7 @@ class IndexStatus:
     git_notes: tuple[str, ...] = key(omit=lambda s: not s.git_notes, default=())
     # Markdown memory files the index leaves out (too large, a name it cannot take, unreadable), each
     # with why: search never finds them (`index` warns of each; doctor too).
-    left_out: tuple[str, ...] = key(omit=lambda s: not s.left_out, default=())
+    left_out: tuple[LeftOut, ...] = key(omit=lambda s: not s.left_out, default=())
 
     JSON_DERIVED: ClassVar = ("indexed",)
 
@@ -117,7 +129,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
         collections=tuple(rows),
         not_indexable=media,
         orphaned=tuple(orphaned_shards(settings, store, collections)),
-        left_out=tuple(unindexable(scan.files)),
+        left_out=tuple(LeftOut(path, reason) for path, reason in left_out(scan.files)),
     )
 
 
@@ -190,7 +202,7 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
         findings.append(Finding(
             "index-left-out", "warning",
             f"{len(status.left_out)} memory file(s) are not indexed, so search never finds them: "
-            f"{'; '.join(status.left_out[:5])}{more}", False))
+            f"{'; '.join(map(str, status.left_out[:5]))}{more}", False, tuple(f.path for f in status.left_out)))
     if status.orphaned:
         findings.append(
             _finding(

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import LockTimeout, MemoryToolError, StateDamaged, UsageError
+from ..errors import LockTimeout, MemoryToolError, UsageError
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
 from ..fsutil.private import check_data_dir
@@ -146,6 +146,7 @@ class Service:
         self.on_watch_start = on_watch_start
         self.core = ServiceCore(settings, live_sync=live_sync)
         self._stop = threading.Event()
+        self._sweep_said: set[str] = set()  # what a session sweep said went wrong (said once each)
         self._stopped_by = "stop"
         self._listener: socket.socket | None = None
         self._inflight = 0
@@ -187,6 +188,7 @@ class Service:
                                                  on_call=core.called).start()
                 self.core.http = http.url
             self.core.memory.open_state()
+            self._sweep_sessions()  # at the start, before anyone is answered; then the janitor's rounds
             self._write_info()
             # Answered from here on (a client that connected earlier waits in the backlog): a caller
             # that gets an answer finds the state database open and the info file written.
@@ -289,8 +291,8 @@ class Service:
         return (st.st_dev, st.st_ino) == self._socket_id
 
     def _janitor(self) -> None:
-        # The first sweep a round after the start, not at it: the records it drops are half an hour
-        # idle, and a start is when the commands that woke the service want the database.
+        # Its first sweep a round after the one the start made (before anyone was answered): a sweep
+        # racing the first commands had the database to itself at no better moment.
         swept = time.monotonic()
         while not self._stop.wait(1.0) and self._look_after():
             if time.monotonic() - swept >= SWEEP_EVERY_S:
@@ -300,13 +302,16 @@ class Service:
     def _sweep_sessions(self) -> None:
         try:
             self.core.sweep_sessions()
-        except StateDamaged as exc:
-            # Its files damaged under the service: what they held is copied aside, and this is the
-            # one place that learns it (passed over, the loss went unsaid: the next process finds
-            # the index rebuilt from what was left).
-            self.on_notice(exc.message)
-        except (MemoryToolError, OSError):
+        except LockTimeout:
             pass  # the state database busy: the next round tries again
+        except (MemoryToolError, OSError) as exc:
+            # Said once per message: its files damaged under the service (what they held is copied
+            # aside, and this is the one place that learns it: passed over, the loss went unsaid),
+            # a full disk, a database of a newer release.
+            said = exc.message if isinstance(exc, MemoryToolError) else f"the session sweep failed: {exc}"
+            if said not in self._sweep_said:
+                self._sweep_said.add(said)
+                self.on_notice(said)
 
     def _look_after(self) -> bool:
         """One round of the janitor; False once the service is stopping."""

@@ -135,8 +135,8 @@ def run_status(settings: Settings, json_out: bool) -> int:
             print(f"    stale: {', '.join(printable(p) for p in c.stale[:5])}{more} (`openclaw-memory index` updates them)")
     for path in status.not_indexable:
         print(f"  not indexable with a text model: {printable(path)}")
-    for why in status.left_out:
-        print(f"  not indexed: {why}")
+    for left in status.left_out:
+        print(f"  not indexed: {left}")
     for name in status.orphaned:
         print(f"  orphaned shard: {name} (`openclaw-memory doctor --fix` removes it)")
     if not status.indexed:

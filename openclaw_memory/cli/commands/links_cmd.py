@@ -6,7 +6,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from ...memory import open_memory
-from ..output import for_message, given_path, no_controls, printable, reported, warn
+from ..output import for_message, given_path, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -34,7 +34,7 @@ def run_links(settings: Settings, path: str | None, broken: bool, json_out: bool
 
 
 def _link(link: Any) -> str:
-    text = no_controls(link.text)
+    text = for_message(link.text)  # its bidi controls too: they reordered the target shown after it
     if link.status == "ok":
         return f"{text}  -> {printable(link.resolved)}"
     return f"{text}  {link.status}: {for_message(link.problem)}"
