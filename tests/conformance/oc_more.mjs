@@ -10,6 +10,10 @@
 //                extraPaths, query.maxResults and multimodal (provider "none": no embedding adapter)
 //   dotenv     : loadGlobalRuntimeDotEnvFiles into a given environment: the variables OpenClaw's own
 //                .env files (the state dir's, ~/.config/openclaw/gateway.env) add to it
+//   agent      : an openclaw.json (its ${VAR}s from `env`, an unset one left as written, as its config read leaves it; migrated as in search) for one agent: the workspace, extra paths and
+//                read budget memory_get uses (readAgentMemoryFile: the memory host SDK's own
+//                resolveMemoryHost* functions), and the workspace the rest of OpenClaw uses
+//                (resolveAgentWorkspaceDir: memory-core's index, the bootstrap files), in env `env`
 // Usage: node oc_more.mjs --batch < requests.jsonl   (one JSON answer per line)
 import fs from "node:fs";
 import path from "node:path";
@@ -19,23 +23,29 @@ const OC_ROOT = process.env.OC_ROOT || "/tmp/oc";
 const DIST = path.join(OC_ROOT, "app", "node_modules", "openclaw", "dist");
 const files = fs.readdirSync(DIST).filter((n) => n.endsWith(".mjs")).map((n) => path.join(DIST, n));
 
-function chunk(region) {
+// Every chunk holding the region (a few regions are bundled twice, one copy not exporting the function).
+function chunks(region) {
   const marker = `//#region ${region}\n`;
+  const found = [];
   for (const file of files) {
     const text = fs.readFileSync(file, "utf8");
-    if (text.includes(marker)) return { file, text };
+    if (text.includes(marker)) found.push({ file, text });
   }
-  throw new Error(`no chunk has region ${region}`);
+  if (!found.length) throw new Error(`no chunk has region ${region}`);
+  return found;
 }
 async function pick(region, name) {
-  const { file, text } = chunk(region);
-  const m = [...text.matchAll(/export \{([^}]*)\};?\s*$/gm)].pop();
-  for (const part of m[1].split(",")) {
-    const mm = part.trim().match(/^(\S+)\s+as\s+(\S+)$/);
-    if (mm && mm[1] === name) return (await import(pathToFileURL(file).href))[mm[2]];
-    if (part.trim() === name) return (await import(pathToFileURL(file).href))[name];
+  const seen = [];
+  for (const { file, text } of chunks(region)) {
+    const m = [...text.matchAll(/export \{([^}]*)\};?\s*$/gm)].pop();
+    for (const part of m ? m[1].split(",") : []) {
+      const mm = part.trim().match(/^(\S+)\s+as\s+(\S+)$/);
+      if (mm && mm[1] === name) return (await import(pathToFileURL(file).href))[mm[2]];
+      if (part.trim() === name) return (await import(pathToFileURL(file).href))[name];
+    }
+    seen.push(path.basename(file));
   }
-  throw new Error(`${name} is not exported from ${path.basename(file)}`);
+  throw new Error(`${name} is not exported from ${seen.join(", ")}`);
 }
 // The prelude is not exported: the shared driver extracts it to $OC_ROOT/extract (run it once first).
 async function prelude() {
@@ -70,6 +80,32 @@ const ops = {
     const r = resolve(cfg, req.agent ?? "main");
     return { changes: migrated.changes, extraPaths: r?.extraPaths ?? null, maxResults: r?.query?.maxResults ?? null,
              multimodal: r?.multimodal ?? null };
+  },
+  async agent(req) {
+    const migrate = await pick("src/commands/doctor/shared/legacy-config-migrate.ts", "migrateLegacyConfig");
+    const region = "packages/memory-host-sdk/src/host/config-utils.ts";
+    const hostWs = await pick(region, "resolveMemoryHostAgentWorkspaceDir");
+    const hostLimits = await pick(region, "resolveMemoryHostAgentContextLimits");
+    const hostSearch = await pick(region, "resolveMemoryHostSearchPathConfig");
+    const coreWs = await pick("src/agents/agent-scope-config.ts", "resolveAgentWorkspaceDir");
+    const env = { ...req.env };
+    const subst = await pick("src/config/env-substitution.ts", "resolveConfigEnvVars");
+    let config;
+    try { config = subst(structuredClone(req.config), env, { onMissing: () => {} }); } catch (e) { return { error: String(e) }; }
+    const migrated = migrate(structuredClone(config), {});
+    const cfg = migrated.config ?? config;
+    const settle = (fn) => { try { return fn(); } catch (e) { return { error: String(e) }; } };
+    const search = settle(() => hostSearch(cfg, req.agent));
+    const validate = await pick("src/config/validation-core.ts", "validateConfigObjectRaw");
+    const issues = (c) => { const v = validate(c); return v.ok ? [] : v.issues.map((i) => `${i.path}: ${i.message}`); };
+    return {
+      // OpenClaw refuses to start on a config with issues: as written, and after `doctor --fix`.
+      issues: issues(config), migratedIssues: issues(cfg), changes: migrated.changes,
+      getWorkspace: settle(() => hostWs(cfg, req.agent, env)),
+      workspace: settle(() => coreWs(cfg, req.agent, env)),
+      getMaxChars: settle(() => hostLimits(cfg, req.agent)?.memoryGetMaxChars ?? null),
+      getExtraPaths: search && !search.error ? search.extraPaths : search,
+    };
   },
   async dotenv(req) {
     const load = await pick("src/infra/dotenv-global.ts", "loadGlobalRuntimeDotEnvFiles");
