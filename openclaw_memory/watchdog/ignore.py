@@ -81,17 +81,14 @@ def _check_patterns(lines: list[str], path: Path) -> None:
 
 
 # git matches a pattern against a path byte by byte ("?" is one byte, "[é]" one of é's two bytes):
-# both are matched here with each byte past ASCII, and each control character, as one private-use
-# character (not white space, nothing pathspec treats specially). Matched as characters, "?.md"
-# left "é.md" out of every snapshot, which git does not ignore; and pathspec strips every trailing
-# white space character, git only spaces: "a/<TAB>" left out all of a/.
-_AS_ONE = {i: 0xE000 + i for i in (*range(0x20), 0x7F, *range(0x80, 0x100))}
+# both are matched here with each byte past ASCII as one private-use character (not whitespace,
+# nothing pathspec treats specially). Matched as characters, "?.md" left "é.md" out of every
+# snapshot, which git does not ignore.
+_HIGH_BYTES = {i: 0xE000 + i for i in range(0x80, 0x100)}
 
 
 def _bytewise(text: str) -> str:
-    if text.isascii() and text.isprintable():
-        return text
-    return text.encode("utf-8", "surrogateescape").decode("latin-1").translate(_AS_ONE)
+    return text if text.isascii() else text.encode("utf-8", "surrogateescape").decode("latin-1").translate(_HIGH_BYTES)
 
 
 @functools.cache
