@@ -80,17 +80,6 @@ def _check_patterns(lines: list[str], path: Path) -> None:
             raise UsageError(f"{path}, line {number}: {line!r} is not a valid gitignore pattern{hint}") from None
 
 
-# git matches a pattern against a path byte by byte ("?" is one byte, "[é]" one of é's two bytes):
-# both are matched here with each byte past ASCII as one private-use character (not whitespace,
-# nothing pathspec treats specially). Matched as characters, "?.md" left "é.md" out of every
-# snapshot, which git does not ignore.
-_HIGH_BYTES = {i: 0xE000 + i for i in range(0x80, 0x100)}
-
-
-def _bytewise(text: str) -> str:
-    return text if text.isascii() else text.encode("utf-8", "surrogateescape").decode("latin-1").translate(_HIGH_BYTES)
-
-
 @functools.cache
 def _pattern_class() -> type[pathspec.RegexPattern]:
     """The class ``GitIgnoreSpec`` compiles its patterns with in the installed pathspec (it moved in 1.0)."""
@@ -145,7 +134,6 @@ class IgnoreRules:
 
     def ignores_file(self, rel: str, name: str) -> bool:
         """Whether the file at ``rel`` (last component ``name``) is ignored; its folders were not."""
-        rel, name = _bytewise(rel), _bytewise(name)
         if self._files is not None:
             return self._files.ignores(rel)
         return (
@@ -162,7 +150,7 @@ class IgnoreRules:
         return self._suffixes
 
     def ignores_dir(self, rel_with_slash: str) -> bool:
-        return rel_with_slash in self.excluded_dirs or self._dirs.ignores(_bytewise(rel_with_slash))
+        return rel_with_slash in self.excluded_dirs or self._dirs.ignores(rel_with_slash)
 
     def ignores_path(self, rel: str) -> bool:
         """Whether a workspace-relative file path is ignored, its folders included."""
@@ -286,7 +274,7 @@ def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozense
     # matched no folder: theirs is any folder's, at any depth.
     compiled: list[tuple[bool, str]] = [
         (include, "^(?:.+/)?[^/]+" + _FOLDER_ONLY if regex == _FOLDER_ONLY else regex)
-        for include, regex in (_translate(_bytewise(p)) for p in patterns)
+        for include, regex in map(_translate, patterns)
         if include is not None and regex is not None
     ]
     newest_first = list(reversed(compiled))
