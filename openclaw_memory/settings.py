@@ -653,7 +653,8 @@ def _roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[str,
     """OpenClaw's agents, as (normalized id, where the entry is, entry), in order, and whether a roster
     is configured at all. OpenClaw 2026.9.6 keeps them in ``agents.entries``, an object keyed by id
     (its ``doctor --fix`` moves the older ``agents.list`` array there), and reads ``agents.list``
-    only where there is no ``agents.entries``; an entry of the list without an id is ``main``'s."""
+    only where there is no ``agents.entries``, as that fix moves it (``projectLegacyAgentRosterEntries``):
+    an entry without an id is agent ``agent``'s, a second entry of one id is ``<id>-2``'s, and so on."""
     agents = _object(openclaw.get("agents"), f"{where}: agents")
     keyed, listed = agents.get("entries"), agents.get("list")
     if keyed is not None:
@@ -665,8 +666,19 @@ def _roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[str,
         return False, []
     if not isinstance(listed, list):
         raise ConfigError(f"{where}: agents.list must be an array of agents, not {listed!r:.60}")
-    return True, [(openclaw_agent_id(entry.get("id") or ""), f"agents.list[{entry.get('id') or index}]", entry)
-                  for index, entry in enumerate(listed) if isinstance(entry, dict) and isinstance(entry.get("id", ""), (str, type(None)))]
+    roster: list[tuple[str, str, dict[str, Any]]] = []
+    ids: set[str] = set()
+    for index, entry in enumerate(listed):
+        if not isinstance(entry, dict):
+            continue  # the fix removes it
+        given = entry.get("id")
+        wanted = openclaw_agent_id(given.strip() if isinstance(given, str) and given.strip() else "agent")
+        agent, suffix = wanted, 2
+        while agent in ids:
+            agent, suffix = f"{wanted}-{suffix}", suffix + 1
+        ids.add(agent)
+        roster.append((agent, f"agents.list[{given if isinstance(given, str) and given else index}]", entry))
+    return True, roster
 
 
 def _agent_entry(openclaw: dict[str, Any], agent: str, where: str) -> tuple[dict[str, Any], str]:
@@ -1067,12 +1079,16 @@ def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
     ``agents.ownership`` is ``explicit``), else the only one configured, else ``main`` when no agents
     are configured."""
     configured, roster = _roster(openclaw, where)
-    if not configured:
-        return DEFAULT_AGENT
-    explicit = (openclaw.get("agents") or {}).get("ownership") == "explicit"
+    agents = openclaw.get("agents") or {}
+    explicit = agents.get("ownership") == "explicit"
+    if not configured or (not roster and "entries" not in agents and not explicit):
+        return DEFAULT_AGENT  # an empty agents.list: the fix makes it entries.main
     marked = [key for key, _at, entry in roster if entry.get("default") is True]
     if len(marked) == 1 and not explicit:
         return marked[0]
+    if (len(roster) > 1 and "entries" not in agents and "ownership" not in agents
+            and all(entry.get("default", False) is False for _key, _at, entry in roster)):
+        return roster[0][0]  # the older agents.list, no marker: the fix pins the shared workspace on its first entry
     return roster[0][0] if len(roster) == 1 else None
 
 

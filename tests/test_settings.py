@@ -116,7 +116,10 @@ def test_workspace_errors(tmp_path, state_dir):
 
 
 # What OpenClaw 2026.9.6's resolveAgentWorkspaceDir answers for each (asked of the real OpenClaw):
-# (openclaw.json, agent, environment) -> the workspace, "~" being the state dir's parent.
+# (openclaw.json, agent, environment) -> the workspace, "~" being the state dir's parent. A config
+# holding the older agents.list is answered as its `doctor --fix` moves it to agents.entries (OpenClaw
+# refuses it as it is: "Unrecognized key: list"): the first entry, none marked default, owns the
+# shared workspace; tests/conformance/test_agents_list.py asks OpenClaw so.
 OPENCLAW_WORKSPACES = [
     ({}, "main", {}, "@STATE/workspace"),
     ({}, "ops", {}, "@STATE/workspace-ops"),
@@ -124,10 +127,11 @@ OPENCLAW_WORKSPACES = [
     ({"agents": {"defaults": {"workspace": "@D"}}}, "main", {}, "@D"),
     ({"agents": {"defaults": {"workspace": "@D"}}}, "ops", {}, "@D/ops"),
     ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "main"}]}}, "main", {}, "@D"),
-    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "main"}, {"id": "ops"}]}}, "main", {}, "@D/main"),
+    ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "main"}, {"id": "ops"}]}}, "main", {}, "@D"),
     ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "ops", "default": True}, {"id": "main"}]}}, "ops", {}, "@D"),
     ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "ops"}]}}, "ops", {}, "@D"),
-    ({"agents": {"list": [{"id": "main"}, {"id": "ops"}]}}, "main", {}, "@STATE/workspace-main"),
+    ({"agents": {"list": [{"id": "main"}, {"id": "ops"}]}}, "main", {}, "@STATE/workspace"),
+    ({"agents": {"list": [{"id": "main"}, {"id": "ops"}]}}, "ops", {}, "@STATE/workspace-ops"),
     ({"agents": {"list": [{"id": "ops"}]}}, "ops", {}, "@STATE/workspace"),
     ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "ops", "workspace": "@O"}]}}, "ops", {}, "@O"),
     # 2026.9.6 keeps agents in agents.entries, keyed by id (its doctor --fix moves agents.list there),
@@ -144,7 +148,8 @@ OPENCLAW_WORKSPACES = [
     ({"agents": {"entries": {}}}, "main", {}, "@STATE/workspace-main"),
     ({"agents": {"list": [{"id": "Ops", "workspace": "@O"}]}}, "ops", {}, "@O"),
     ({"agents": {"list": [{"id": "ops", "workspace": "@O"}]}}, "Ops", {}, "@O"),
-    ({"agents": {"list": [{"workspace": "@O"}]}}, "main", {}, "@O"),
+    ({"agents": {"list": [{"workspace": "@O"}]}}, "main", {}, "@STATE/workspace-main"),  # that entry is agent 'agent''s
+    ({"agents": {"list": [{"workspace": "@O"}]}}, "agent", {}, "@O"),
     ({}, "Ops", {}, "@STATE/workspace-ops"),
     ({"agents": {"defaults": {"workspace": "@D"}}}, "My.Agent", {}, "@D/my-agent"),
     ({"agents": {"defaults": {"workspace": "@D"}, "list": [{"id": "OPS", "default": True}, {"id": "main"}]}}, "ops", {}, "@D"),

@@ -75,7 +75,7 @@ def test_agents_entries(oracle, tmp_path, checks, monkeypatch):
 
 
 # The older agents.list, read here as OpenClaw's `doctor --fix` moves it to agents.entries: found by the
-# randomized run, each a bug on this side (settings.py's _roster / _workspace_owner).
+# randomized run, each a bug on this side until settings.py's _roster / _workspace_owner read it so.
 LIST_FOUND = [
     # The legacy default is the entry marked default, else the first: the fix pins the shared workspace
     # on it (ops: ~/shared); here, two agents with no marker have no owner (ops: ~/shared/ops).
@@ -97,6 +97,5 @@ LIST_FOUND = [
 
 
 @pytest.mark.parametrize("case", LIST_FOUND, ids=[c[0] for c in LIST_FOUND])
-@pytest.mark.xfail(strict=True, reason="agents.list is not read as OpenClaw 2026.9.6's doctor --fix moves it (owner, ids)")
 def test_agents_list_as_doctor_fix_moves_it(oracle, tmp_path, checks, monkeypatch, case):
     _compare(oracle, tmp_path, checks, monkeypatch, [case])
