@@ -143,13 +143,10 @@ def _rebuild_index(settings: Settings, finding: Finding) -> Repair:
                 shard = settings.data_dir / "index" / "edge" / name
                 if not_a_folder(shard):
                     set_aside(settings.data_dir, shard)  # not a shard: kept under damaged/, never deleted
-                    done.append(name)
                 elif store.exists(name) or shard.is_dir():
                     store.drop(name)
-                    done.append(name)  # (before its manifest goes: a failure there still says it was dropped)
+                done.append(name)  # (before its manifest goes: a failure there still says it was dropped)
                 delete_manifest(settings.data_dir, name)
-                if name not in done:
-                    done.append(name)
         finally:
             store.close()
         with MemoryIndex(settings) as index:

@@ -82,15 +82,25 @@ def assign_files(collections: list[Collection], files) -> dict[str, list]:
 MAX_INDEXED_BYTES = 16 << 20
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A Markdown memory file the index leaves out (a name or size it cannot take, a file it may not
+    read), and why (``split it``, ``rename it``...)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:  # as shown to a user
+        return f"{printable(self.path)} ({self.reason})"
+
+
 def unindexable(files) -> list[str]:
     """The Markdown files the index leaves out, each as shown to a user with the reason."""
-    return [f"{printable(path)} ({reason})" for path, reason in left_out(files)]
+    return [str(left) for left in left_out(files)]
 
 
-def left_out(files) -> list[tuple[str, str]]:
-    """The Markdown files the index leaves out (a name or size it cannot take, a file it may not
-    read), with the reason: (path, reason) each."""
-    return [(f.path, reason) for f in files if f.kind == "markdown" and (reason := _left_out(f)) is not None]
+def left_out(files) -> list[LeftOut]:
+    return [LeftOut(f.path, reason) for f in files if f.kind == "markdown" and (reason := _left_out(f)) is not None]
 
 
 def _left_out(f) -> str | None:

@@ -12,13 +12,12 @@ import datetime
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import printable
 from ..files.scan import scan_workspace
 from ..findings import Finding
 from ..types import Severity
 from ..watchdog.gitstate import GitChanges
 from ..wire import key
-from .collections import Collection, assign_files, left_out, registered_names, resolve_collections
+from .collections import Collection, LeftOut, assign_files, left_out, registered_names, resolve_collections
 from .config import index_config
 from .embedding import recipe_outdated
 from .manifest import delete_manifest, is_dirty, load_manifest_head, manifest_chunk_count, stale_known
@@ -43,17 +42,6 @@ class CollectionStatus:
     settings_changed: bool = key()
     backend: str = key()
     disk_bytes: int = key()
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    """A Markdown memory file the index leaves out, and why (``split it``, ``rename it``...)."""
-
-    path: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{printable(self.path)} ({self.reason})"
 
 
 @dataclass(frozen=True)
@@ -129,7 +117,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
         collections=tuple(rows),
         not_indexable=media,
         orphaned=tuple(orphaned_shards(settings, store, collections)),
-        left_out=tuple(LeftOut(path, reason) for path, reason in left_out(scan.files)),
+        left_out=tuple(left_out(scan.files)),
     )
 
 

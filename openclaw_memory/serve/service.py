@@ -188,7 +188,7 @@ class Service:
                                                  on_call=core.called).start()
                 self.core.http = http.url
             self.core.memory.open_state()
-            self._sweep_sessions()  # at the start, before anyone is answered; then the janitor's rounds
+            self._sweep_sessions()  # at the start, before the socket answers (HTTP may already); then the janitor's rounds
             self._write_info()
             # Answered from here on (a client that connected earlier waits in the backlog): a caller
             # that gets an answer finds the state database open and the info file written.
@@ -291,7 +291,7 @@ class Service:
         return (st.st_dev, st.st_ino) == self._socket_id
 
     def _janitor(self) -> None:
-        # Its first sweep a round after the one the start made (before anyone was answered): a sweep
+        # Its first sweep a round after the one the start made (before the socket answered): a sweep
         # racing the first commands had the database to itself at no better moment.
         swept = time.monotonic()
         while not self._stop.wait(1.0) and self._look_after():
