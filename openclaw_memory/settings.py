@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
+from .files.jstext import js_trim
 from .files.paths import MODALITIES, PATH_MAX, ExtraPath
 from .fsutil.atomic import NAME_MAX
 from .openclaw_dotenv import set_in, where_set, with_dotenv
@@ -672,12 +673,13 @@ def _roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[str,
         if not isinstance(entry, dict):
             continue  # the fix removes it
         given = entry.get("id")
-        wanted = openclaw_agent_id(given.strip() if isinstance(given, str) and given.strip() else "agent")
+        trimmed = js_trim(given) if isinstance(given, str) else ""  # JavaScript's trim, as OpenClaw's
+        wanted = openclaw_agent_id(trimmed or "agent")
         agent, suffix = wanted, 2
         while agent in ids:
             agent, suffix = f"{wanted}-{suffix}", suffix + 1
         ids.add(agent)
-        roster.append((agent, f"agents.list[{given if isinstance(given, str) and given else index}]", entry))
+        roster.append((agent, f"agents.list[{trimmed if trimmed and agent == wanted else index}]", entry))
     return True, roster
 
 
@@ -1081,12 +1083,13 @@ def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
     configured, roster = _roster(openclaw, where)
     agents = openclaw.get("agents") or {}
     explicit = agents.get("ownership") == "explicit"
-    if not configured or (not roster and "entries" not in agents and not explicit):
+    listed = not isinstance(agents.get("entries"), dict)  # the roster is the older agents.list (see _roster)
+    if not configured or (not roster and listed and not explicit):
         return DEFAULT_AGENT  # an empty agents.list: the fix makes it entries.main
     marked = [key for key, _at, entry in roster if entry.get("default") is True]
     if len(marked) == 1 and not explicit:
         return marked[0]
-    if (len(roster) > 1 and "entries" not in agents and "ownership" not in agents
+    if (len(roster) > 1 and listed and "ownership" not in agents
             and all(entry.get("default", False) is False for _key, _at, entry in roster)):
         return roster[0][0]  # the older agents.list, no marker: the fix pins the shared workspace on its first entry
     return roster[0][0] if len(roster) == 1 else None

@@ -480,6 +480,8 @@ def test_a_note_made_read_only_is_not_written(cli, workspace):
     assert refused.json()["error"] == ("refused: memory/kept.md is read-only (mode 444); nothing was written "
                                        "(`chmod u+w` it to let writes through)")
     assert note.read_text() == "# Kept\n" and oct(note.stat().st_mode & 0o777) == "0o444"
+    note.chmod(0o544)  # chmod u-w alone
+    assert "is read-only (mode 544)" in cli("write", "memory/kept.md", "--append", "- more").stderr
     note.chmod(0o644)
     assert cli("write", "memory/kept.md", "--append", "- more").returncode == 0
     assert note.read_text() == "# Kept\n- more\n"

@@ -330,9 +330,10 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         check_write(store, resolved, current, records, expected, daily_append, latest_before, fd)
         kept = kept_stat(fd)
-        if kept is not None and not kept.mode & 0o200:
-            # Made read-only by its owner (chmod u-w, a-w): a write would replace it by a rename, which
-            # only the folder's mode governs. An editor asks first and OpenClaw's own write is refused (EACCES).
+        if kept is not None and kept.uid == os.geteuid() and not kept.mode & 0o200:
+            # Made read-only by its owner, this user (chmod u-w, a-w): a write would replace it by a
+            # rename, which only the folder's mode governs. An editor asks first, and OpenClaw's own
+            # write is refused (EACCES) but for root's.
             raise PathRefused(f"refused: {resolved.display} is read-only (mode {kept.mode & 0o777:o}); nothing was "
                               "written (`chmod u+w` it to let writes through)")
         if folder is None:

@@ -89,6 +89,10 @@ LIST_FOUND = [
      {"agents": {"list": [{"workspace": "~/w1", "contextLimits": {"memoryGetMaxChars": 25000}}, {"id": "ops"}]}}, "main"),
     # An empty list becomes agents.entries.main: main owns the default workspace (here: workspace-main).
     ("an empty list", {"agents": {"list": []}}, "main"),
+    # agents.entries null beside the list: the fix moves the list over it (the owner was taken from a
+    # key that was there, though it held no roster).
+    ("the list beside an agents.entries of null",
+     {"agents": {"defaults": {"workspace": "~/shared"}, "entries": None, "list": [{"id": "ops"}, {"id": "main"}]}}, "ops"),
     # A second entry of one id becomes ops-2, and owns the workspace when marked default (here: ops's
     # first entry was read, as the owner).
     ("a second entry of one id is ops-2",
