@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import env_for, write
+from conftest import env_for, run_in_process, write
 
 
 def test_settings_flags_before_between_and_after(cli, workspace, tmp_path):
@@ -441,6 +441,24 @@ def test_output_to_a_full_disk_is_one_line_and_exit_1_never_a_traceback(workspac
         assert done.returncode == (2 if "bogus" in args else 1), (args, done.returncode, done.stderr)
         said = "no such command 'bogus'" if "bogus" in args else "disk is full"  # (the error's JSON copy is what is lost)
         assert "Traceback" not in done.stderr and said in done.stderr, (args, done.stderr)
+
+
+@pytest.mark.parametrize("args", [("read",), ("read", "--json"), ("read", "--diff")])
+def test_a_read_whose_text_never_reached_its_reader_lets_no_write_through(workspace, state_dir, args):
+    """`read MEMORY.md > /dev/full` exits 1, but its read stayed recorded for the write guard: a write
+    after it went through over an edit made before it, which the reader never saw (a memory_get lost
+    on its way is taken back; so is this now)."""
+    write(workspace / "MEMORY.md", "# Memory\n- edited by a person\n")
+    env = env_for(workspace, state_dir)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "openclaw_memory", *args, "MEMORY.md"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=workspace, timeout=120)
+    assert done.returncode == 1 and "the output was not written" in done.stderr, done.stderr
+    blocked = run_in_process(["write", "MEMORY.md", "--append", "- the agent's line"], env=env, cwd=workspace)
+    assert blocked.returncode == 3 and "read" in blocked.stderr, blocked.stderr
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n- edited by a person\n"
+    assert run_in_process(["read", "MEMORY.md"], env=env, cwd=workspace).returncode == 0
+    assert run_in_process(["write", "MEMORY.md", "--append", "- the agent's line"], env=env, cwd=workspace).returncode == 0
 
 
 def test_a_workspace_named_with_a_line_end_is_one_line_in_doctor_and_prompt(cli, tmp_path, state_dir):

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -162,6 +162,23 @@ class OutputLost(MemoryToolError):
         super().__init__(f"the output was not written: {'the disk is full' if is_no_space(exc) else exc.strerror or exc}")
 
 
+_ON_LOST: list[Callable[[], None]] = []  # what a command takes back should its output never reach its reader
+
+
+def if_lost(undo: Callable[[], None]) -> None:
+    """Run ``undo`` should stdout not take this command's words (:class:`OutputLost`, wherever it
+    fails, at exit too): a read recorded for the write guard whose text never reached the reader."""
+    _ON_LOST.append(undo)
+
+
+def _take_back() -> None:
+    while _ON_LOST:
+        try:
+            _ON_LOST.pop()()
+        except Exception:  # noqa: BLE001 - the lost output is the error said; a read left recorded is the old rule
+            pass
+
+
 class GuardedStdout:
     """``sys.stdout`` for a command line: a write or flush it cannot take raises :class:`OutputLost`
     (what is left to write silenced), wherever it fails: in the command (an unbuffered stdout, an
@@ -183,6 +200,7 @@ class GuardedStdout:
             raise
         except OSError as exc:
             silence(self._stream)
+            _take_back()
             raise OutputLost(exc) from None
 
     def __getattr__(self, name: str):

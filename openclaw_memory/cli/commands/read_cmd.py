@@ -7,7 +7,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import for_stdout, given_path, no_controls, printable, reported, warn
+from ..output import for_stdout, given_path, if_lost, no_controls, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -20,12 +20,26 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
         return _run_diff(settings, path, from_line, lines, max_chars, json_out)
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
         result = memory.read(path, from_line=from_line, lines=lines, max_chars=max_chars)
+    _unread_if_lost(settings, result.path, result.version)
     if not reported(result, json_out):
         if result.text:
             sys.stdout.write(_shown(result.path, result.text))
         elif result.missing:
             warn(f"{printable(result.path)} does not exist")
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
+
+
+def _unread_if_lost(settings: Settings, path: str, version: str | None) -> None:
+    """The read is recorded for the write guard; should its text never reach the reader (stdout on a
+    full disk), it is taken back, so a write asks for a read first (as a memory_get lost on its way)."""
+    if version is None:
+        return
+
+    def forget() -> None:
+        with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+            memory.forget_read(path, version)
+
+    if_lost(forget)
 
 
 def _shown(path: str, text: str) -> str:
@@ -41,6 +55,7 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
               json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
         result = memory.read_diff(path, from_line=from_line, lines=lines, max_chars=max_chars)
+    _unread_if_lost(settings, result.path, result.version)
     if reported(result, json_out):
         return 0
     if result.mode == "diff":
