@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -459,6 +461,27 @@ def test_a_read_whose_text_never_reached_its_reader_lets_no_write_through(worksp
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n- edited by a person\n"
     assert run_in_process(["read", "MEMORY.md"], env=env, cwd=workspace).returncode == 0
     assert run_in_process(["write", "MEMORY.md", "--append", "- the agent's line"], env=env, cwd=workspace).returncode == 0
+
+
+def test_what_a_command_takes_back_is_its_own(workspace, state_dir, monkeypatch):
+    """A read's take-back registered by one command line (in one process: a library's, the tests')
+    must not run when a later command's output is lost."""
+    from openclaw_memory.cli.main import main
+    from openclaw_memory.cli.output import GuardedStdout, OutputLost, if_lost
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+    ran: list[int] = []
+    if_lost(lambda: ran.append(1))
+    monkeypatch.setenv("OPENCLAW_WORKSPACE", str(workspace))
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state_dir))
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--version"]) == 0  # a new command line: nothing of the earlier one's to take back
+    with pytest.raises(OutputLost):
+        GuardedStdout(Full()).write("x")
+    assert ran == []
 
 
 def test_a_workspace_named_with_a_line_end_is_one_line_in_doctor_and_prompt(cli, tmp_path, state_dir):

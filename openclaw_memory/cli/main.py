@@ -11,12 +11,13 @@ import os
 import sys
 
 from ..errors import BadValue, MemoryToolError, describe_os_error
-from .output import UNICODE_ESCAPE, GuardedStdout, delivered, error, utf8_stream
+from .output import UNICODE_ESCAPE, GuardedStdout, delivered, error, none_to_take_back, utf8_stream
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
 
 
 def main(argv: list[str] | None = None) -> int:
+    none_to_take_back()
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)  # after --, it is an argument
     command = None  # the command run, whose flags name the values an error is about

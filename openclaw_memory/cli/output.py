@@ -171,6 +171,12 @@ def if_lost(undo: Callable[[], None]) -> None:
     _ON_LOST.append(undo)
 
 
+def none_to_take_back() -> None:
+    """A command line starts with nothing to take back (one process may run several: the tests', a
+    library's)."""
+    _ON_LOST.clear()
+
+
 def _take_back() -> None:
     while _ON_LOST:
         try:
