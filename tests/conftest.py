@@ -318,3 +318,15 @@ def tmpfs(folder: Path, size: str) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill_disk(folder: Path, name: str = "filler") -> None:
+    """Write ``folder/name`` until its file system has no block left."""
+    fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -754,20 +754,13 @@ def test_a_rollback_across_an_import_of_older_versions_keeps_what_was_here_befor
 def test_an_import_onto_a_full_disk_names_the_folder_it_could_not_write(source, tmp_path, cli):
     """An extra path on a full disk: "no space left to write in the workspace or the state dir", no
     folder named, so the user could not tell which disk to free."""
-    from conftest import tmpfs
+    from conftest import fill_disk, tmpfs
 
     archive = exported(source)
     ws = tmp_path / "dst" / "ws"
     ws.mkdir(parents=True)
     with tmpfs(tmp_path / "dst" / "notes", "1m") as extra:
-        filler = os.open(extra / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            while True:
-                os.write(filler, b"\0" * 4096)
-        except OSError:
-            pass
-        finally:
-            os.close(filler)
+        fill_disk(extra)
         env = {"OPENCLAW_WORKSPACE": str(ws), "OPENCLAW_STATE_DIR": str(tmp_path / "dst" / "state")}
         done = cli("import", str(archive), "--extra", str(extra), env=env)
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr

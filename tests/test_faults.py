@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, env_for, run_in_process, tmpfs, write
+from conftest import CliResult, env_for, fill_disk, run_in_process, tmpfs, write
 from openclaw_memory.database import forget_connections
 
 
@@ -42,14 +42,7 @@ def small_disk(tmp_path):
             path = mount
 
             def fill(self) -> None:
-                fd = os.open(mount / f"filler-{uuid.uuid4().hex}", os.O_WRONLY | os.O_CREAT, 0o600)
-                try:
-                    while True:
-                        os.write(fd, b"\0" * 4096)
-                except OSError:
-                    pass
-                finally:
-                    os.close(fd)
+                fill_disk(mount, f"filler-{uuid.uuid4().hex}")
 
             def free(self) -> None:
                 for filler in mount.glob("filler-*"):

@@ -313,15 +313,22 @@ def _old_python(path: Path, version: str = "3.10.13") -> Path:
     return path
 
 
-def test_make_install_with_a_python_older_than_3_11_says_so_and_leaves_no_venv(tmp_path):
-    """`make demo` with python3 at 3.10 made .venv with it, then failed deep in pip ('requires a
-    different Python'); every later `make PYTHON=python3.11` reused that .venv and failed the same way."""
+def _make_folder(tmp_path: Path) -> Path:
+    """A folder holding what `make install` reads (its Makefile, pyproject.toml, constraints.txt);
+    skips where make is not installed."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     clone = tmp_path / "clone"
     clone.mkdir()
     for name in ("Makefile", "pyproject.toml", "constraints.txt"):
         shutil.copy(REPO / name, clone / name)
+    return clone
+
+
+def test_make_install_with_a_python_older_than_3_11_says_so_and_leaves_no_venv(tmp_path):
+    """`make demo` with python3 at 3.10 made .venv with it, then failed deep in pip ('requires a
+    different Python'); every later `make PYTHON=python3.11` reused that .venv and failed the same way."""
+    clone = _make_folder(tmp_path)
     old = _old_python(tmp_path / "python3.10")
     done = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={old}"], cwd=clone, capture_output=True, text=True,
                           timeout=120)
@@ -340,12 +347,7 @@ def test_make_install_with_a_python_newer_than_the_pins_have_wheels_for_says_so(
     """Python 3.15 as python3: the venv was made, then pip found numpy only as source and no
     onnxruntime at all ("conflicting dependencies"). Refused in one line naming the versions; the
     real check (`-c`) is run by this interpreter too, which passes it."""
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed")
-    clone = tmp_path / "clone"
-    clone.mkdir()
-    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
-        shutil.copy(REPO / name, clone / name)
+    clone = _make_folder(tmp_path)
     new = _old_python(tmp_path / "python3.15", "3.15.0")
     done = subprocess.run(["make", "--no-print-directory", "-n" if real else "-s", "install", f"PYTHON={sys.executable if real else new}"],
                           cwd=clone, capture_output=True, text=True, timeout=120)
@@ -380,12 +382,7 @@ def _python_without_venv(path: Path) -> Path:
 def test_make_install_where_venv_cannot_install_pip_leaves_no_venv_and_makes_a_pip_less_one_again(tmp_path):
     """Debian's python3 without python3-venv made .venv/bin/python and failed; make kept that .venv,
     and every later make (python3-venv installed or not) failed in pip: "No module named pip"."""
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed")
-    clone = tmp_path / "clone"
-    clone.mkdir()
-    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
-        shutil.copy(REPO / name, clone / name)
+    clone = _make_folder(tmp_path)
     python = _python_without_venv(tmp_path / "python3")
     done = subprocess.run(["make", "--no-print-directory", "install", f"PYTHON={python}"], cwd=clone, capture_output=True, text=True,
                           timeout=120)

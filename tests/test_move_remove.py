@@ -17,7 +17,7 @@ import xxhash
 from test_serve import Serve
 from test_watch import Watch
 
-from conftest import env_for, fault, run_paused, settings_for, tmpfs, wait_for, write
+from conftest import env_for, fault, fill_disk, run_paused, settings_for, tmpfs, wait_for, write
 from openclaw_memory.errors import UsageError, WriteBlocked
 from openclaw_memory.history.moves import pending
 from openclaw_memory.history.store import HistoryStore
@@ -281,11 +281,7 @@ def test_a_destination_on_a_full_disk_is_named_as_the_destination(cli, workspace
     """The copy to an extra path on a full disk failed there, and the message named the source's
     folder ("no space left to write in the workspace (…/memory)"): a user freed space on the wrong disk."""
     with tmpfs(tmp_path / "extra", "1m") as extra:
-        filler = os.open(extra / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
-        with contextlib.suppress(OSError):
-            while True:
-                os.write(filler, b"\0" * 4096)
-        os.close(filler)
+        fill_disk(extra)
         write(workspace / "memory" / "b.md", KETTLE * 200)
         assert cli("read", "memory/b.md", "--extra", str(extra)).returncode == 0
         moved = cli("mv", "memory/b.md", str(extra / "b.md"), "--no-index", "--extra", str(extra))

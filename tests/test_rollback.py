@@ -200,12 +200,18 @@ def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, work
     assert memory_files(workspace) == after
 
 
-def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_between(cli, workspace, state_dir):
-    """`mv a x`, then `mv b x --force`: x's history holds both files' entries, interleaved, and the
-    first move emptied every name of it, b's too: a rollback to a time between the two moves left
-    b.md out ("unchanged", absent), though it held "# B" then."""
+@pytest.mark.parametrize(("other", "fates"), [
+    # `mv a x`, then `mv b x --force`: x's history holds both files' entries, interleaved, and the
+    # first move emptied every name of it, b's too: a rollback to a time between the two moves left
+    # b.md out ("unchanged", absent), though it held "# B" then.
+    ("# B\n", {"memory/a.md": "unchanged", "memory/b.md": "bring-back", "memory/x.md": "rewrite"}),
+    # b.md a copy of a.md (the same bytes): the first move emptied every name holding its bytes,
+    # b.md's too, though only a.md moved.
+    ("# A\n", {"memory/a.md": "unchanged", "memory/b.md": "bring-back", "memory/x.md": "unchanged"}),
+], ids=["another-note", "a-copy"])
+def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_between(cli, workspace, state_dir, other, fates):
     write(workspace / "memory" / "a.md", "# A\n")
-    write(workspace / "memory" / "b.md", "# B\n")
+    write(workspace / "memory" / "b.md", other)
     read_all(cli, workspace)
     assert cli("mv", "memory/a.md", "memory/x.md", "--no-index").returncode == 0
     between = memory_files(workspace)
@@ -218,34 +224,8 @@ def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_betwe
 
     done = cli("rollback", "--to", iso_moment(moment), "--json")
     assert done.returncode == 0, done.stderr
-    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {
-        "memory/a.md": "unchanged", "memory/b.md": "bring-back", "memory/x.md": "rewrite"}
-    assert memory_files(workspace) == between
-    assert cli("rollback", "--to", done.json()["undo"], "--json").returncode == 0
-    assert memory_files(workspace) == after
-
-
-def test_a_copy_of_a_note_under_a_second_name_is_not_taken_for_moved(cli, workspace, state_dir):
-    """c.md a copy of a.md (the same bytes), `mv a x`, then `mv c x --force`: x's history holds both
-    files' entries, and the first move emptied every name holding its bytes, c.md's too: a rollback
-    to a time between the two moves left c.md out, though it held the note then."""
-    write(workspace / "memory" / "c.md", "# Same\n")
-    write(workspace / "memory" / "a.md", "# Same\n")
-    read_all(cli, workspace)
-    assert cli("mv", "memory/a.md", "memory/x.md", "--no-index").returncode == 0
-    between = memory_files(workspace)
-    moment = time.time()
-    while time.time() <= moment + 0.001:
-        time.sleep(0.001)
-    assert cli("read", "memory/x.md").returncode == 0
-    assert cli("mv", "memory/c.md", "memory/x.md", "--force", "--no-index").returncode == 0
-    after = memory_files(workspace)
-
-    done = cli("rollback", "--to", iso_moment(moment), "--json")
-    assert done.returncode == 0, done.stderr
-    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {
-        "memory/a.md": "unchanged", "memory/c.md": "bring-back", "memory/x.md": "unchanged"}
-    assert memory_files(workspace) == between == {"memory/c.md": b"# Same\n", "memory/x.md": b"# Same\n"}
+    assert {f["path"]: f["fate"] for f in done.json()["files"]} == fates
+    assert memory_files(workspace) == between == {"memory/b.md": other.encode(), "memory/x.md": b"# A\n"}
     assert cli("rollback", "--to", done.json()["undo"], "--json").returncode == 0
     assert memory_files(workspace) == after
 

@@ -41,6 +41,20 @@ def test_a_byte_order_mark_at_the_start_of_the_ignore_file_is_not_part_of_the_fi
     assert recorded == {"MEMORY.md", "keep.md", ".openclaw-memoryignore"}
 
 
+def _recorded_and_git(settings, workspace: Path, rules: str | bytes, files) -> tuple[set[str], set[str]]:
+    """``rules`` as both ignore files, ``files`` made: what a snapshot records, and what git does not
+    ignore (``git ls-files --others --exclude-standard``), the .gitignore itself left out of both."""
+    for name in (".gitignore", ".openclaw-memoryignore"):
+        (workspace / name).write_bytes(rules if isinstance(rules, bytes) else rules.encode())
+    for rel in files:
+        write(workspace / rel, "x\n")
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    listed = subprocess.run(["git", "-C", str(workspace), "ls-files", "-z", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.decode()
+    recorded = set(SnapshotStore(settings.data_dir).load(take_snapshot(settings).label).paths)
+    return recorded - {".gitignore"}, {p for p in listed.split("\0") if p} - {".gitignore"}
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_the_ignore_file_ignores_what_git_ignores_with_the_same_lines(settings, workspace):
     """The same bytes as .gitignore: the files the watchdog records are those git does not ignore
@@ -48,18 +62,11 @@ def test_the_ignore_file_ignores_what_git_ignores_with_the_same_lines(settings, 
     rules = (b"\xef\xbb\xbf*.txt\r\n!keep.txt\r\nfoo  \r\nbar\\ \r\n**/deep/**\r\n!**/deep/x.md\r\n/top.md\r\n"
              b"\\#hash\r\nlogs/*\r\n!logs/keep.md\r\nl/**\r\n!l/keep.md\r\n!l/sub/\r\n!l/sub/keep.md\r\n"
              b"tmp/\r\n!notes\r\n")  # a negated name re-included a folder below one of that name (notes/tmp/)
-    for name in (".gitignore", ".openclaw-memoryignore"):
-        (workspace / name).write_bytes(rules)
-    for rel in ("a.txt", "keep.txt", "d/b.txt", "foo", "foo  ", "bar ", "bar", "d/deep/y.md", "d/deep/x.md",
-                "top.md", "d/top.md", "#hash", "logs/keep.md", "logs/other.md", "plain.md",
-                "l/keep.md", "l/o.md", "l/sub/keep.md", "l/sub/o.md", "notes/tmp/x.md", "notes/x.md", "tmp/y.md"):
-        write(workspace / rel, "x\n")
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    listed = subprocess.run(["git", "-C", str(workspace), "ls-files", "-z", "--others", "--exclude-standard"],
-                            capture_output=True, check=True).stdout.decode()
-    not_ignored_by_git = {p for p in listed.split("\0") if p} - {".gitignore"}
-    recorded = set(SnapshotStore(settings.data_dir).load(take_snapshot(settings).label).paths)
-    assert recorded - {".gitignore"} == not_ignored_by_git
+    recorded, git_keeps = _recorded_and_git(settings, workspace, rules, (
+        "a.txt", "keep.txt", "d/b.txt", "foo", "foo  ", "bar ", "bar", "d/deep/y.md", "d/deep/x.md", "top.md", "d/top.md",
+        "#hash", "logs/keep.md", "logs/other.md", "plain.md", "l/keep.md", "l/o.md", "l/sub/keep.md", "l/sub/o.md",
+        "notes/tmp/x.md", "notes/x.md", "tmp/y.md"))
+    assert recorded == git_keeps
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -68,17 +75,10 @@ def test_an_ignore_file_splits_its_lines_at_line_feeds_only_as_git_does(settings
     form feed, \\x1c-\\x1e, NEL and U+2028/9: "*.bak<CR>MEMORY.md" left MEMORY.md out of every
     snapshot, so a change to it was never reported, where git ignores nothing by that line."""
     rules = "old.bak\rMEMORY.md\rnotes.md\x0cplan.md\nx\x1cy.md\nfa\u2028fb.md\nlast.md\r".encode()
-    for name in (".gitignore", ".openclaw-memoryignore"):
-        (workspace / name).write_bytes(rules)
-    for rel in ("old.bak", "notes.md", "plan.md", "x", "y.md", "fa", "fb.md", "last.md", "memory/day.md"):
-        write(workspace / rel, "x\n")
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    listed = subprocess.run(["git", "-C", str(workspace), "ls-files", "-z", "--others", "--exclude-standard"],
-                            capture_output=True, check=True).stdout.decode()
-    not_ignored_by_git = {p for p in listed.split("\0") if p} - {".gitignore"}
-    recorded = set(SnapshotStore(settings.data_dir).load(take_snapshot(settings).label).paths)
+    recorded, git_keeps = _recorded_and_git(settings, workspace, rules, (
+        "old.bak", "notes.md", "plan.md", "x", "y.md", "fa", "fb.md", "last.md", "memory/day.md"))
     assert "MEMORY.md" in recorded and "last.md" not in recorded  # a trailing CR is a line end's, as in git
-    assert recorded - {".gitignore"} == not_ignored_by_git
+    assert recorded == git_keeps
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -87,16 +87,8 @@ def test_a_pattern_of_stars_alone_leaves_out_what_git_does(settings, workspace, 
     """pathspec compiles "*" and "**" to ".", which was kept to folders (the files at the top stayed
     watched), and "*/" and "**/" to the bare folder ending, which matched no folder at all; a "!"
     alone, which git passes over, refused the whole file ("not a valid gitignore pattern")."""
-    for name in (".gitignore", ".openclaw-memoryignore"):
-        (workspace / name).write_text(rules)
-    for rel in ("top.md", "d/a.md", "d/e/f.md", "x/y.md"):
-        write(workspace / rel, "x\n")
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    listed = subprocess.run(["git", "-C", str(workspace), "ls-files", "-z", "--others", "--exclude-standard"],
-                            capture_output=True, check=True).stdout.decode()
-    not_ignored_by_git = {p for p in listed.split("\0") if p} - {".gitignore"}
-    recorded = set(SnapshotStore(settings.data_dir).load(take_snapshot(settings).label).paths)
-    assert recorded - {".gitignore"} == not_ignored_by_git
+    recorded, git_keeps = _recorded_and_git(settings, workspace, rules, ("top.md", "d/a.md", "d/e/f.md", "x/y.md"))
+    assert recorded == git_keeps
 
 
 # --- a long ignore file -----------------------------------------------------------------------
