@@ -881,8 +881,6 @@ def _text(value: Any, where: str) -> str | None:
     """A configured workspace; None where it is not set, as OpenClaw trims it (a blank one named
     the current folder)."""
     if value is None or isinstance(value, str):
-        from .files.jstext import js_trim
-
         return None if value is None or not js_trim(value) else _path_text(value, where)
     raise ConfigError(f"{where} must be a string (a folder path), not {value!r:.60}")
 
@@ -1154,8 +1152,6 @@ def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
     two entries (OpenClaw lists each in turn). Symlinks are not resolved here: the
     scanner must still see (and report) a symlinked extra root.
     """
-    from .files.jstext import js_trim
-
     seen: set[tuple[str, str]] = set()
     result: list[ExtraPath] = []
     for item in raw:
