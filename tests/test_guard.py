@@ -485,3 +485,142 @@ def test_a_note_made_read_only_is_not_written(cli, workspace):
     note.chmod(0o644)
     assert cli("write", "memory/kept.md", "--append", "- more").returncode == 0
     assert note.read_text() == "# Kept\n- more\n"
+
+
+def _mode(path) -> str:
+    return oct(path.stat().st_mode & 0o777)
+
+
+def test_a_read_only_note_is_not_restored_over(cli, workspace):
+    """`restore` replaced a note its owner made read-only as `write` did (a rename); refused as `write` is."""
+    note = workspace / "memory" / "kept.md"
+    write(note, "# Kept\n")
+    assert cli("read", "memory/kept.md").returncode == 0
+    assert cli("write", "memory/kept.md", "--append", "- more", "--no-index").returncode == 0
+    first = version_of(b"# Kept\n")
+    note.chmod(0o444)
+    refused = cli("restore", "memory/kept.md", first, "--json")
+    assert refused.returncode == 2, refused.stdout
+    assert refused.json()["error"] == ("refused: memory/kept.md is read-only (mode 444); nothing was restored "
+                                       "(`chmod u+w` it to let writes through)")
+    assert note.read_text() == "# Kept\n- more\n" and _mode(note) == "0o444"
+    note.chmod(0o644)
+    assert cli("restore", "memory/kept.md", first).returncode == 0
+    assert note.read_text() == "# Kept\n"
+
+
+def test_a_read_only_note_is_neither_removed_nor_replaced_by_a_forced_move(cli, workspace):
+    """`rm` (even `--force`, which is for the startup files) and `mv --force` onto it removed a note
+    its owner made read-only without a word, where the shell's `rm` asks first. Moving it elsewhere
+    keeps its bytes and its mode: allowed, as `mv` allows it."""
+    kept, other = workspace / "memory" / "kept.md", workspace / "memory" / "other.md"
+    write(kept, "# Kept\n")
+    write(other, "# Other\n")
+    for rel in ("memory/kept.md", "memory/other.md"):
+        assert cli("read", rel).returncode == 0
+    kept.chmod(0o544)
+    for args in (("rm", "memory/kept.md"), ("rm", "memory/kept.md", "--force")):
+        refused = cli(*args, "--json")
+        assert refused.returncode == 2, refused.stdout
+        assert refused.json()["error"] == ("refused: memory/kept.md is read-only (mode 544); nothing was removed "
+                                           "(`chmod u+w` it to let writes through)")
+    moved = cli("mv", "memory/other.md", "memory/kept.md", "--force", "--json")
+    assert moved.returncode == 2, moved.stdout
+    assert moved.json()["error"] == ("refused: memory/kept.md is read-only (mode 544); nothing was moved "
+                                     "(`chmod u+w` it to let writes through)")
+    assert kept.read_text() == "# Kept\n" and _mode(kept) == "0o544" and other.read_text() == "# Other\n"
+    assert [v["origin"] for v in cli("history", "memory/kept.md", "--json").json()["versions"]] == ["external-edit"]
+    assert cli("mv", "memory/kept.md", "memory/moved.md").returncode == 0
+    assert (workspace / "memory" / "moved.md").read_text() == "# Kept\n"
+    assert _mode(workspace / "memory" / "moved.md") == "0o544"
+    (workspace / "memory" / "moved.md").chmod(0o644)
+    assert cli("rm", "memory/moved.md").returncode == 0
+
+
+def _three_notes_changed_since(cli, workspace) -> dict[str, str]:
+    notes = {name: f"# {name}\n" for name in ("a", "b", "c")}
+    for name, text in notes.items():
+        write(workspace / "memory" / f"{name}.md", text)
+        assert cli("read", f"memory/{name}.md").returncode == 0
+    assert cli("watchdog", "snapshot", "before").returncode == 0
+    for name in notes:
+        assert cli("write", f"memory/{name}.md", "--append", "- since", "--no-index").returncode == 0
+    return {name: f"# {name}\n- since\n" for name in notes}
+
+
+def test_a_rollback_over_read_only_notes_is_refused_whole_naming_each(cli, workspace, state_dir):
+    """The rollback replaced them as `restore` did; refused at the first step it would have stopped
+    half made, so every read-only note is named before anything changes."""
+    from openclaw_memory.rollback.journal import read_intent
+
+    now = _three_notes_changed_since(cli, workspace)
+    (workspace / "memory" / "a.md").chmod(0o444)
+    (workspace / "memory" / "c.md").chmod(0o544)
+    dry = cli("rollback", "--to", "before", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert {f["path"]: f.get("readOnly", False) for f in dry.json()["files"]} == {
+        "memory/a.md": True, "memory/b.md": False, "memory/c.md": True}
+    assert "(read-only: refuses the rollback until `chmod u+w`)" in cli("rollback", "--to", "before", "--dry-run").stdout
+    refused = cli("rollback", "--to", "before", "--force", "--json")
+    assert refused.returncode == 2, refused.stdout
+    assert refused.json()["error"] == ("refused: memory/a.md (mode 444) and memory/c.md (mode 544) are read-only; "
+                                       "nothing was rolled back (`chmod u+w` them to let writes through)")
+    assert {name: (workspace / "memory" / f"{name}.md").read_text() for name in now} == now
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+    (workspace / "memory" / "a.md").chmod(0o644)
+    (workspace / "memory" / "c.md").chmod(0o644)
+    assert cli("rollback", "--to", "before", "--force").returncode == 0
+    assert (workspace / "memory" / "b.md").read_text() == "# b\n"
+
+
+def test_a_note_made_read_only_after_a_rollback_was_planned_is_left_and_named(cli, workspace, state_dir):
+    """chmod takes no lock: a note made read-only between a killed rollback's plan and its finish is
+    left as it is and named, as a note changed meanwhile is (the finish replaced it)."""
+    from test_rollback import run_killed
+
+    now = _three_notes_changed_since(cli, workspace)
+    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "before", "--force")
+    (workspace / "memory" / "b.md").chmod(0o444)
+    fixed = cli("doctor", "--fix", "--json")
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+    assert repair["status"] == "completed", repair
+    assert "left as they are, made read-only since (`chmod u+w` them, then roll back again): memory/b.md" in repair["detail"]
+    assert (workspace / "memory" / "b.md").read_text() == now["b"] and _mode(workspace / "memory" / "b.md") == "0o444"
+    assert (workspace / "memory" / "a.md").read_text() == "# a\n" and (workspace / "memory" / "c.md").read_text() == "# c\n"
+
+
+def test_doctor_does_not_merge_into_a_read_only_memory_md(cli, workspace):
+    """The split-root merge rewrote MEMORY.md whatever its mode; refused, both files as they were."""
+    write(workspace / "MEMORY.md", "# Memory\n- kept as it is\n")
+    write(workspace / "memory.md", "- a legacy line\n")
+    (workspace / "MEMORY.md").chmod(0o444)
+    fixed = cli("doctor", "--fix", "--json")
+    assert fixed.returncode == 1, fixed.stdout
+    (repair,) = fixed.json()["repairs"]
+    assert (repair["id"], repair["status"]) == ("split-root", "failed")
+    assert repair["detail"] == ("refused: MEMORY.md is read-only (mode 444); nothing was changed "
+                                "(`chmod u+w` it to let writes through)")
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n- kept as it is\n"
+    assert (workspace / "memory.md").read_text() == "- a legacy line\n"
+    (workspace / "MEMORY.md").chmod(0o644)
+    assert cli("doctor", "--fix").returncode == 0
+    assert "- a legacy line" in (workspace / "MEMORY.md").read_text()
+
+
+def test_an_import_with_force_over_a_read_only_note_is_refused(cli, workspace, tmp_path):
+    note = workspace / "memory" / "kept.md"
+    write(note, "# Kept\n")
+    archive = tmp_path / "memory.tar.gz"
+    assert cli("export", str(archive)).returncode == 0
+    assert cli("read", "memory/kept.md").returncode == 0
+    assert cli("write", "memory/kept.md", "--append", "- since", "--no-index").returncode == 0
+    note.chmod(0o444)
+    refused = cli("import", str(archive), "--force", "--json")
+    assert refused.returncode == 2, refused.stdout
+    assert refused.json()["error"] == ("refused: memory/kept.md is read-only (mode 444); nothing was written "
+                                       "(`chmod u+w` it to let writes through)")
+    assert note.read_text() == "# Kept\n- since\n"
+    assert cli("doctor").returncode == 0  # no interrupted import left behind
+    note.chmod(0o644)
+    assert cli("import", str(archive), "--force").returncode == 0
+    assert note.read_text() == "# Kept\n"

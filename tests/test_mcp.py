@@ -898,3 +898,20 @@ def test_a_read_the_client_cancelled_lets_it_write_nothing(workspace, state_dir,
         if served is not None:
             served.kill()
     assert b"in-process" not in proc.stderr.read()  # through the service when one ran
+
+
+def test_memory_write_of_a_read_only_note_is_the_commands_refusal(workspace, state_dir):
+    """The one MCP tool that replaces a note's content refuses a read-only one in `write`'s words
+    (`restore`, `rollback`, `mv` and `rm` have no tool)."""
+    note = workspace / "memory" / "kept.md"
+    write(note, "# Kept\n")
+    note.chmod(0o444)
+
+    async def script(session):
+        payload(await session.call_tool("memory_get", {"path": "memory/kept.md"}))
+        return await session.call_tool("memory_write", {"path": "memory/kept.md", "append": "- more"})
+
+    refused = run_session(workspace, state_dir, script)
+    assert refused.is_error and text_of(refused) == ("refused: memory/kept.md is read-only (mode 444); nothing was "
+                                                     "written (`chmod u+w` it to let writes through)")
+    assert note.read_text() == "# Kept\n"

@@ -51,8 +51,11 @@ from ..history.placing import (
     create_new,
     current_version,
     held_open,
+    is_read_only,
     make_folder,
+    mode_now,
     open_current,
+    read_only_refusal,
     recorded_mode,
     remove_made_folders,
     swap_name,
@@ -67,7 +70,7 @@ from .members import walk
 from .places import resolve_place
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
     from ..files.read import ResolvedPath
     from ..fsutil.safeopen import Folder
@@ -201,6 +204,7 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
     conflicts = [t.resolved.display for t in plan.targets.values() if _replaces(t)]
     if conflicts and not force:
         raise ImportConflict(tuple(conflicts))
+    _refuse_read_only(plan.targets.values())
     for history in manifest.history:
         try:
             resolved = resolve_place(settings, history.root, history.path)
@@ -257,6 +261,7 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
         target.current = _version_here(target.resolved)
         if _replaces(target) and not force:
             raise ImportConflict((target.resolved.display,))
+    _refuse_read_only(targets.values())
     try:
         try:
             with store.lock():
@@ -287,6 +292,14 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
     return ImportResult(
         os.path.abspath(path), manifest.agent, tuple(t.resolved.display for t in targets.values()),
         tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped))
+
+
+def _refuse_read_only(targets: Iterable[_Target]) -> None:
+    """Files ``--force`` would replace that their owner, this user, made read-only: the import is
+    refused whole, naming each, as a write of one is (:func:`~..history.placing.is_read_only`)."""
+    found = [(t.resolved.display, mode) for t in targets if _replaces(t) and is_read_only(mode := mode_now(t.resolved))]
+    if found:
+        raise PathRefused(read_only_refusal(found, "written"))
 
 
 def _replaces(target: _Target) -> bool:

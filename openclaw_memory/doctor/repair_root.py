@@ -19,8 +19,9 @@ from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.move import SourceKept, safe_move
 from ..fsutil.safeopen import Folder
+from ..history.placing import is_read_only, read_only_refusal
 from ..history.store import HistoryStore
-from ..history.versions import EXTERNAL_EDIT
+from ..history.versions import EXTERNAL_EDIT, FileMode
 from ..settings import Settings
 from .aftercare import finalize, record_in_history
 from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
@@ -122,6 +123,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         # A file over the limit is never held whole: only identical twins (by streamed hash) go on then.
         read_canonical, canonical_hash, _ = read_within(root, CANONICAL_ROOT, MAX_ROOT_BYTES)
         legacy_bytes, legacy_hash, legacy_size = read_within(root, LEGACY_ROOT, MAX_ROOT_BYTES)
+        canonical_mode = FileMode.of(root.lstat(CANONICAL_ROOT))
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot read the root files ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
     if read_canonical is None or legacy_bytes is None:
@@ -141,6 +143,9 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         else:
             earlier = already_merged(read_canonical, block)
             mode = "already-merged" if earlier else "append"
+    if mode == "append" and is_read_only(canonical_mode):  # as a write of it is refused (archiving memory.md alone moves it)
+        return Repair("split-root", "merge", "failed", read_only_refusal([(CANONICAL_ROOT, canonical_mode)], "changed"),
+                      SPLIT_PATHS)
     # What MEMORY.md is put back to if a merge is undone; identical twins never change it (not read when large).
     canonical = read_canonical if read_canonical is not None else b""
     state = JournalRecord(

@@ -56,6 +56,7 @@ from .placing import (
     make_folder,
     open_current,
     recorded_mode,
+    refuse_read_only,
     remove_made_folders,
     resolve_writable,
     swap_name,
@@ -293,7 +294,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             )
         # Brought back where none is (a removed note): with the mode and owner the history saw last.
         kept = kept_stat(fd) if fd is not None else recorded_mode(store, resolved)
-        if fd is not None:
+        if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
+            refuse_read_only(kept, resolved.display, "restored")
             os.close(fd)
             fd = None
         if folder is None:
@@ -330,12 +332,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         check_write(store, resolved, current, records, expected, daily_append, latest_before, fd)
         kept = kept_stat(fd)
-        if kept is not None and kept.uid == os.geteuid() and not kept.mode & 0o200:
-            # Made read-only by its owner, this user (chmod u-w, a-w): a write would replace it by a
-            # rename, which only the folder's mode governs. An editor asks first, and OpenClaw's own
-            # write is refused (EACCES) but for root's.
-            raise PathRefused(f"refused: {resolved.display} is read-only (mode {kept.mode & 0o777:o}); nothing was "
-                              "written (`chmod u+w` it to let writes through)")
+        refuse_read_only(kept, resolved.display, "written")
         if folder is None:
             folder, existed = make_folder(resolved)
         sweep_leftovers(store, resolved, folder)

@@ -62,7 +62,7 @@ from .fileops import (
     write_intent,
 )
 from .guard import FailedAt, HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
-from .placing import kept_stat, make_folder, open_current, remove_made_folders, resolve_writable
+from .placing import kept_stat, make_folder, open_current, refuse_read_only, remove_made_folders, resolve_writable
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import EXTERNAL_EDIT, MOVE, REMOVE, FileMode, short
@@ -260,6 +260,7 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
     try:
         found = snapshot_fd(fd)
         mode = kept_stat(fd)
+        refuse_read_only(mode, target.display, "moved")
         with in_history(), store.lock():
             store.observe(target.abs_path, target.display, found, fd=fd)
     finally:
@@ -338,6 +339,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         check_write(store, resolved, current, records, expected, False, None, fd)
         _refuse_unarchived(store, resolved, current, "removed")
         mode = kept_stat(fd)
+        refuse_read_only(mode, resolved.display, "removed")  # (unlike `rm`, nothing can ask, and --force is for startup files)
         os.close(fd)
         fd = None
         with in_history():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Iterator
+from typing import TypeGuard
 
 import xxhash
 
@@ -140,6 +141,44 @@ def remove_made_folders(resolved: ResolvedPath, existed: int) -> None:
 def kept_stat(fd: int | None) -> FileMode | None:
     """The mode and owner of the file being replaced: they carry over to the new one."""
     return FileMode.of(os.fstat(fd)) if fd is not None else None
+
+
+def is_read_only(kept: FileMode | None) -> TypeGuard[FileMode]:
+    """Whether the note was made read-only by its owner, this user (``chmod u-w``, ``a-w``). Replacing
+    or removing it is a rename or an unlink, which only its folder's mode governs, so the product
+    looks at the mode itself, where an editor and the shell's ``rm`` ask first and OpenClaw's own
+    write gets EACCES (but root's, which is why the rule is the owner's bit and not the kernel's
+    answer). Another user's note this one may write is not: its owner's bit says nothing of this user."""
+    return kept is not None and kept.uid == os.geteuid() and not kept.mode & 0o200
+
+
+def read_only_refusal(found: list[tuple[str, FileMode]], done: str) -> str:
+    """The one line every change that would replace or remove read-only notes (each shown name with
+    its mode) refuses with; ``done``: "written", "moved", "rolled back"..."""
+    if len(found) == 1:
+        display, kept = found[0]
+        return (f"refused: {display} is read-only (mode {kept.mode & 0o777:o}); nothing was {done} "
+                "(`chmod u+w` it to let writes through)")
+    named = [f"{display} (mode {kept.mode & 0o777:o})" for display, kept in found]
+    return (f"refused: {', '.join(named[:-1])} and {named[-1]} are read-only; nothing was {done} "
+            "(`chmod u+w` them to let writes through)")
+
+
+def refuse_read_only(kept: FileMode | None, display: str, done: str) -> None:
+    """PathRefused (exit 2) when the note is read-only (:func:`is_read_only`)."""
+    if is_read_only(kept):
+        raise PathRefused(read_only_refusal([(display, kept)], done))
+
+
+def mode_now(resolved: ResolvedPath) -> FileMode | None:
+    """The mode and owner of what is at ``resolved`` now; None when nothing (or no folder) is there.
+    For a check of many files before any is changed (a rollback's, an import's): each change's own
+    check is on the file it opened."""
+    try:
+        with resolved.folder() as folder:
+            return FileMode.of(folder.lstat(resolved.name))
+    except (OSError, PathRefused):
+        return None
 
 
 def recorded_mode(store: HistoryStore, resolved: ResolvedPath) -> FileMode | None:

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import faults
-from ..errors import MemoryToolError, WriteBlocked
+from ..errors import MemoryToolError, PathRefused, WriteBlocked
 from ..history.guard import IndexUpdate, restore_file_version
 from ..history.moves import finish_pending, remove_memory_file
-from ..history.placing import resolve_writable
+from ..history.placing import is_read_only, mode_now, read_only_refusal, resolve_writable
 from ..history.states import ReadRecords
 from ..history.store import HistoryStore
 from ..history.versions import REMOVE, RESTORE
@@ -32,7 +32,18 @@ from ..links.pending import finish_pending_rewrites
 from ..settings import Settings
 from ..wire import key
 from .journal import Intent, Step, UnreadableRollback, clear_intent, describe, read_intent, write_intent
-from .plan import ARCHIVE, REWRITE, UNCHANGED, Fate, current_version, iso_moment, moment_of, parse_iso, plan
+from .plan import (
+    ARCHIVE,
+    REWRITE,
+    UNCHANGED,
+    Fate,
+    current_version,
+    iso_moment,
+    moment_of,
+    parse_iso,
+    plan,
+    read_only_now,
+)
 
 # The undo moment is this far after the last entry the rollback's first look logged, and every
 # step's entry after it: both sides of it are apart even once printed to the microsecond.
@@ -48,6 +59,7 @@ class RollbackFile:
     version: str | None = key()  # what it holds after (None: archived, or absent)
     previous: str | None = key("previousVersion")  # what it held before (None: absent)
     unread: bool = key(omit=lambda f: not f.unread, default=False)  # this session has not read it as it is (blocks without --force)
+    read_only: bool = key(omit=lambda f: not f.read_only, default=False)  # chmod u-w by its owner, this user: refuses the rollback
     changed: bool = key(omit=lambda f: not f.changed, default=False)  # changed meanwhile: left as it is
 
 
@@ -85,10 +97,14 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
         fates, skipped = plan(settings, store, moment, record=not dry_run)
         notes += skipped
         unread = {f.resolved.abs_path for f in fates if f.fate in (REWRITE, ARCHIVE) and not _read_as_is(records, f)}
-        files = [RollbackFile(f.resolved.display, f.fate, f.after.version,
-                              f.before.version if f.before else None, f.resolved.abs_path in unread) for f in fates]
+        read_only = read_only_now(fates)
+        files = [RollbackFile(f.resolved.display, f.fate, f.after.version, f.before.version if f.before else None,
+                              f.resolved.abs_path in unread, f.resolved.abs_path in read_only) for f in fates]
         if dry_run:
             return RollbackResult(to, moment.shown, moment.snapshot is not None, True, tuple(files), warnings=tuple(notes))
+        if read_only:  # refused whole, before any step: a rollback that stopped at the first of them was half made
+            raise PathRefused(read_only_refusal([(f.resolved.display, read_only[f.resolved.abs_path])
+                                                 for f in fates if f.resolved.abs_path in read_only], "rolled back"))
         if unread and not force:
             names = [f.resolved.display for f in fates if f.resolved.abs_path in unread]
             listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
@@ -140,9 +156,11 @@ def _undo_moment() -> str:
 # Why a step left its file as it is: what it held changed meanwhile, or the version it is to hold
 # is no longer stored (its bytes went with a damaged state database, which a rollback finished
 # after the repair meets: trying it again would fail every time).
-CHANGED, GONE = "changed", "gone"
-_SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)"}
-_SINCE = {CHANGED: "changed since", GONE: "their version then no longer stored (lost with a damaged state database)"}
+CHANGED, GONE, READ_ONLY = "changed", "gone", "read-only"
+_SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)",
+         READ_ONLY: "was made read-only while the rollback ran (`chmod u+w` it, then roll back again)"}
+_SINCE = {CHANGED: "changed since", GONE: "their version then no longer stored (lost with a damaged state database)",
+          READ_ONLY: "made read-only since (`chmod u+w` them, then roll back again)"}
 
 
 def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
@@ -182,6 +200,8 @@ def _step(settings: Settings, step: Step) -> str | None:
         return None
     if version != step.before:
         return CHANGED
+    if version is not None and is_read_only(mode_now(resolved)):
+        return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
     try:
         if step.after is None:
             remove_memory_file(settings, resolved.display, force=True, expect=version)
@@ -218,6 +238,6 @@ def recover_pending(settings: Settings) -> str | None:
     left = _run_steps(settings.as_recorded(intent.agent, intent.session), intent)
     clear_intent(settings.data_dir)
     said = "".join(f"; left as they are, {_SINCE[why]}: {', '.join(p for p, w in left.items() if w == why)}"
-                   for why in (CHANGED, GONE) if why in left.values())
+                   for why in (CHANGED, GONE, READ_ONLY) if why in left.values())
     return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{said}"
 

@@ -25,9 +25,9 @@ from ..files.paths import display_path
 from ..files.read import ResolvedPath
 from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
-from ..history.placing import resolve_writable
+from ..history.placing import is_read_only, mode_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
-from ..history.versions import MOVE, REMOVE, iso_time, short
+from ..history.versions import MOVE, REMOVE, FileMode, iso_time, short
 from ..types import MOMENT
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
@@ -168,6 +168,16 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
                               f"cannot be kept in the history (one file may take at most [history] max_bytes / 8, "
                               f"{store.objects.max_bytes // 8} bytes) before it is replaced; nothing was changed")
     return fates, notes
+
+
+def read_only_now(fates: list[Fate]) -> dict[str, FileMode]:
+    """The files a rollback would replace or archive that their owner, this user, made read-only
+    (:func:`~..history.placing.is_read_only`), by absolute path: a rollback to them is refused whole."""
+    found: dict[str, FileMode] = {}
+    for f in fates:
+        if f.fate in (REWRITE, ARCHIVE) and is_read_only(mode := mode_now(f.resolved)):
+            found[f.resolved.abs_path] = mode
+    return found
 
 
 def _held_since(resolved: ResolvedPath, before_ns: float) -> bool:

@@ -23,6 +23,7 @@ def run_rollback(settings: Settings, to: str, dry_run: bool, force: bool, update
         return 0
     for f in result.files:
         marks = "  (not read as it is now: --force)" if f.unread and result.dry_run else ""
+        marks += "  (read-only: refuses the rollback until `chmod u+w`)" if f.read_only and result.dry_run else ""
         marks += "  (changed meanwhile: left as it is)" if f.changed else ""
         print(f"{_SAID.get(f.fate, f.fate):<11} {printable(f.path)}{marks}")
     moved = [f for f in result.files if f.fate != "unchanged" and not f.changed]
