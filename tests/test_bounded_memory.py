@@ -15,12 +15,15 @@ import socket
 import subprocess
 import sys
 import threading
+import tracemalloc
 from pathlib import Path
 
 import pytest
+import xxhash
 from test_serve import WAIT, Serve
 
 from conftest import env_for, fault, settings_for, write
+from openclaw_memory import ReadResult, open_memory
 from openclaw_memory.memory.protocol import MAX_LINE
 from openclaw_memory.service_files import read_info, service_dir
 
@@ -402,3 +405,57 @@ def test_connections_past_the_bound_are_closed_at_once_and_said_once(http_servic
     assert service.serve.stop() == 0
     log = "".join(service.serve.stderr)
     assert log.count(f"{MAX_HTTP_CONNECTIONS} connections are open") == 1, log[-2000:]
+
+
+def _read_peak(memory, path: str, **window) -> tuple[ReadResult, int]:
+    """``memory.read`` and the peak of Python's heap while it ran."""
+    tracemalloc.start()
+    try:
+        result = memory.read(path, **window)
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+EVERYTHING = {"lines": 10**9, "max_chars": 10**9}
+
+
+def test_a_read_of_a_large_note_holds_its_bytes_and_its_text_once(workspace, state_dir):
+    """A whole read held each line as a string, the list of them, their join, and the text again
+    with its notice (32 MiB of text: a 348 MiB peak of Python's heap; a 200 MB note: 1.3 GB RSS).
+    The file now streams past once, the window's bytes kept and decoded once into its text: the
+    bytes, the text, and the decoder's first buffer (a byte a character, before an accent or an
+    emoji widens it). A paged read keeps its window alone."""
+    note = workspace / "memory" / "big.md"
+    note.parent.mkdir()
+    size = write_text(note, 32 * MiB)
+    memory = open_memory(settings_for(workspace, state_dir))
+    whole, peak = _read_peak(memory, "memory/big.md", **EVERYTHING)
+    text = sys.getsizeof(whole.text)
+    assert peak < 2 * size + text + 24 * MiB, f"a whole read of {size / MiB:.0f} MiB (text {text / MiB:.0f} MiB) peaked at {peak / MiB:.0f} MiB"
+    data = note.read_bytes()
+    assert (whole.text, whole.lines, whole.truncated, whole.version) == (
+        data.decode().removesuffix("\n"), data.count(b"\n"), False, xxhash.xxh3_128_hexdigest(data))
+    del whole, data
+    paged, peak = _read_peak(memory, "memory/big.md", from_line=300_000, lines=50)
+    assert (paged.lines, paged.next_from, paged.text.count(LINE.strip())) == (50, 300_050, 50)
+    assert peak < 4 * MiB, f"a window of 50 lines peaked at {peak / MiB:.1f} MiB"
+
+
+@pytest.mark.parametrize("json_out", [(), ("--json",)], ids=["text", "json"])
+def test_the_cli_prints_a_whole_large_note_without_copies_of_it(tmp_path, json_out):
+    """``read`` of a whole note wrote the text with its final newline added (``--json``: the
+    document, then with its newline), encoded whole, after the read's own copies: 1.3 GB RSS for a
+    200 MB note; now the read's bytes and text, the text written (escaped) a piece at a time."""
+    peaks = {}
+    for name, size in (("small", 1 << 10), ("large", 32 * MiB)):
+        workspace, state_dir = tmp_path / name / "ws", tmp_path / name / "state"
+        (workspace / "memory").mkdir(parents=True)
+        state_dir.mkdir()
+        write_text(workspace / "memory" / "big.md", size)
+        code, err, peaks[name] = run_measured(workspace, state_dir, "read", "memory/big.md", "--lines", "1000000000",
+                                              "--max-chars", "1000000000", *json_out)
+        assert code == 0 and not err, err
+    grown = peaks["large"] - peaks["small"]
+    # The text of this note is 4 bytes a character (an emoji in each line): 4 times its UTF-8.
+    assert grown < 7 * 32 * MiB, f"peak RSS {peaks['small'] / MiB:.0f} -> {peaks['large'] / MiB:.0f} MiB"

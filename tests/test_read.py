@@ -9,9 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import write
+from conftest import run_paused, write
 from openclaw_memory.errors import PathRefused
+from openclaw_memory.files.jstext import truncate_utf16_safe, utf16_len
 from openclaw_memory.files.read import NOTICE_CUT, read_memory_file
+from openclaw_memory.files.window import NOTICE_NEXT, WindowScan
 from openclaw_memory.wire import to_json
 
 
@@ -362,3 +364,79 @@ def test_a_name_copied_from_the_listing_with_its_byte_escapes_is_answered_with_h
     # A \u00e9 beside it (a character a Latin-1 stdout could not hold): bash would type that character in
     # the locale's bytes, another name: no such hint.
     assert "in bash" not in cli("read", "memory/caf\\u00e9\\xffnote.md").stderr
+
+
+def _reference_window(data: bytes, from_line: int, count: int, max_chars: int) -> tuple[str, int, bool, int | None, bool]:
+    """The window of ``data`` held whole, written out plainly (UTF-16 lengths, invalid bytes): the oracle
+    of the streamed one. Each line is looked at for its first ``4 * (max_chars + 2)`` bytes."""
+    lines = data.split(b"\n")
+    if data.endswith(b"\n") or not data:
+        lines.pop()
+    window, prefix = lines[from_line - 1 : from_line - 1 + count], 4 * (max_chars + 2)
+    shown, chars, bad = [], -1, False
+    for i, line in enumerate(window):
+        looked = line[:prefix]
+        try:
+            text = looked.decode("utf-8") if len(looked) < prefix else _decode_open(looked)
+        except UnicodeDecodeError:
+            bad, text = True, looked.decode("utf-8", errors="replace")
+        chars += utf16_len(text[: max_chars + 1]) + 1
+        shown.append(text)
+        if chars > max_chars:
+            window = window[: i + 1]
+            break
+    more = len(lines) > from_line - 1 + len(window)
+    if len(shown) > 1 and chars > max_chars:
+        shown.pop()  # past the budget: dropped, its line read next
+        text, next_from = "\n".join(shown), from_line + len(shown)
+        return (text + "\n\n" + NOTICE_NEXT.format(next=next_from) if text else text), len(shown), True, next_from, bad
+    if shown and chars > max_chars:  # the first line alone: cut
+        return truncate_utf16_safe(shown[0][: max_chars + 1], max_chars) + "\n\n" + NOTICE_CUT, 1, True, None, bad
+    text = "\n".join(shown)
+    next_from = from_line + len(shown) if more else None
+    return (text + "\n\n" + NOTICE_NEXT.format(next=next_from) if more and text else text), len(shown), more, next_from, bad
+
+
+def _decode_open(looked: bytes) -> str:
+    """A line's prefix cut inside a character: the cut character's first bytes are no error."""
+    import codecs
+
+    return codecs.getincrementaldecoder("utf-8")("strict").decode(looked, final=False)
+
+
+ATOMS = [b"a", b"b", b" ", "\u00e9".encode(), "\u6f22".encode(), "\U0001f30a".encode(), b"\n", b"\n", b"\r",
+         b"\xe9", b"\xe2\x82", b"\xf0\x9f", b"\xef\xbf\xbd", b"\xed\xa0\x80", b"x" * 40]
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.lists(st.sampled_from(ATOMS), max_size=60).map(b"".join), from_line=st.integers(1, 8),
+       count=st.integers(1, 10), max_chars=st.integers(1, 25), blocks=st.lists(st.integers(1, 9), min_size=1, max_size=4))
+def test_a_window_streamed_in_any_blocks_is_the_window_of_the_whole_text(data, from_line, count, max_chars, blocks):
+    """However the file's bytes arrive (a line, a character, a newline split between two blocks),
+    the window is the one cut from the whole text: its lines, cuts, notice and invalid-UTF-8 warning."""
+    scan, at, i = WindowScan(from_line, count, max_chars), 0, 0
+    while at < len(data):
+        scan.feed(data[at : at + blocks[i % len(blocks)]])
+        at, i = at + blocks[i % len(blocks)], i + 1
+    window = scan.end(lambda next_from: NOTICE_NEXT.format(next=next_from) if next_from is not None else NOTICE_CUT)
+    assert (window.text, window.lines, window.truncated, window.next_from, window.bad_utf8) == _reference_window(
+        data, from_line, count, max_chars)
+
+
+def test_a_note_rewritten_while_it_is_read_is_read_again_and_that_version_recorded(workspace, state_dir, cli):
+    """The version recorded for the write guard hashes the very bytes the window came from, in the
+    same pass; a note whose stat moved during the pass (rewritten in place through the open file) is
+    read again: the window and the version are the new note's, and a write after it goes through."""
+    note = write(workspace / "memory" / "a.md", "old line\n" * 1000)
+
+    def rewrite() -> None:
+        with open(note, "r+b") as fh:
+            fh.write(b"new line\n")
+            fh.truncate()
+
+    code, out, err = run_paused(workspace, state_dir, ("read", "memory/a.md", "--json"), "read:scanned:1", rewrite)
+    assert code == 0, err
+    assert json.loads(out)["text"] == "new line" and "truncated" not in json.loads(out)
+    done = cli("write", "memory/a.md", "--append", "after the read")
+    assert done.returncode == 0, done.stderr
+    assert note.read_text() == "new line\nafter the read\n"

@@ -43,15 +43,38 @@ def utf8_stream(stream) -> bool:
 
 
 def print_json(data, *, one_line: bool = False) -> None:
+    """``data`` as JSON on stdout. A long string of its top level (a whole note's text) is written a
+    piece at a time: the document, then with its final newline, then encoded, was three more copies
+    of it (a whole read of a 200 MB note)."""
     indent = None if one_line else 2
-    text = json.dumps(data, ensure_ascii=not utf8_stream(sys.stdout), indent=indent)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    marker = f"\x00{os.urandom(8).hex()}:"  # stands in for a long string: no note holds it
+    long: list[str] = []
+
+    def stand_in(value):
+        if isinstance(value, str) and len(value) > _PIECE:
+            long.append(value)
+            return f"{marker}{len(long) - 1}"
+        return value
+
+    shown = {key: stand_in(value) for key, value in data.items()} if isinstance(data, dict) else data
+    ascii_only = not utf8_stream(sys.stdout)
+    text = json.dumps(shown, ensure_ascii=ascii_only, indent=indent)
+    if not ascii_only and (_SURROGATE.search(text) or any(_SURROGATE.search(value) for value in long)):
         # A file name that is not UTF-8 (surrogate-escaped): \udcXX escapes keep the JSON valid
         # UTF-8 and give the exact name back to a JSON reader.
-        text = json.dumps(data, ensure_ascii=True, indent=indent)
+        ascii_only = True
+        text = json.dumps(shown, ensure_ascii=True, indent=indent)
+    for i, value in enumerate(long):
+        before, _, text = text.partition(json.dumps(f"{marker}{i}"))
+        sys.stdout.write(before + '"')
+        for at in range(0, len(value), _PIECE):  # a string's escapes are a character's each
+            sys.stdout.write(json.dumps(value[at : at + _PIECE], ensure_ascii=ascii_only)[1:-1])
+        sys.stdout.write('"')
     sys.stdout.write(text + "\n")
+
+
+_PIECE = 1 << 20  # characters of a long text written at a time
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> bool:

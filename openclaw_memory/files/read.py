@@ -3,17 +3,16 @@
 A window of ``lines`` lines from ``from`` (1-based), fitted to ``max_chars`` UTF-16
 code units (JavaScript's ``length``, as OpenClaw counts): the first line always, then
 whole lines while they fit; a first line still too long is cut ("hard cut"), never
-inside a surrogate pair. The file is streamed, so a huge file (or a huge single line)
-is never loaded whole.
+inside a surrogate pair (:mod:`.window`). The file streams past once, through one
+descriptor: each block is hashed and given to the window, which keeps only its lines.
 
-The result also carries the whole file's version (xxh3_128 of its bytes), hashed
-from the same open file as the window and checked against ``fstat`` before and
-after, so the version recorded for a read is the version the window came from.
+The result also carries the whole file's version (xxh3_128 of its bytes): the hash of the
+very bytes the window was cut from, taken only when ``fstat`` shows the file the same before
+and after, so the version recorded for a read is the version the window came from.
 """
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 import stat
@@ -22,17 +21,15 @@ from typing import Literal
 
 import xxhash
 
+from .. import faults
 from ..errors import PathChanged, PathRefused, shown, workspace_gone
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
-from .jstext import js_trim, not_utf8, truncate_utf16_safe, utf16_len
+from .jstext import js_trim, not_utf8
 from .paths import LEGACY_ROOT, PATH_MAX, REPAIR_DIR, ExtraPath, display_path, is_memory_path
-
-NOTICE_NEXT = "[More content available. Use from={next} to continue.]"
-NOTICE_CUT_EXTRA = "[More content available. Requested excerpt exceeded the default maxChars budget.]"
-NOTICE_CUT = NOTICE_CUT_EXTRA[:-1] + " If you need the full raw line, use read on the source file.]"
+from .window import NOTICE_CUT, NOTICE_CUT_EXTRA, NOTICE_NEXT, WindowScan
 
 
 @dataclass(frozen=True)
@@ -325,13 +322,11 @@ def check_window_args(from_line: int, lines: int, max_chars: int) -> None:
 def read_window_bytes(data: bytes, resolved: ResolvedPath, *, from_line: int = 1, lines: int = 120,
                       max_chars: int = 12_000, version: str | None = None) -> ReadResult:
     """The window :func:`read_memory_file` would return, cut from bytes already read whole."""
-    import io
-
     check_window_args(from_line, lines, max_chars)
-    window, more_remain, bad_utf8 = _read_window(io.BytesIO(data), from_line, lines, max_chars)
-    warnings = (not_utf8(resolved.display),) if bad_utf8 else ()
-    result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
-    return replace(result, version=version, size=len(data))
+    scan = WindowScan(from_line, lines, max_chars)
+    for at in range(0, len(data), BLOCK):
+        scan.feed(data[at : at + BLOCK])
+    return replace(_result(scan, from_line, resolved), version=version, size=len(data))
 
 
 def read_memory_file(
@@ -349,14 +344,13 @@ def read_memory_file(
     opened = open_resolved(resolved, through_a_file="refused")
     if opened is None:
         return ReadResult("", resolved.display, status="not_found", abs_path=resolved.abs_path)
-    with os.fdopen(opened[0], "rb") as fh:
-        (window, more_remain, bad_utf8), version, size = _read_versioned(fh, from_line, lines, max_chars)
-    warnings = (not_utf8(resolved.display),) if bad_utf8 else ()
-    result = fit_window(window, more_remain, from_line, max_chars, resolved, warnings)
-    return replace(result, version=version, size=size)
+    try:
+        scan, version, size = _scan_versioned(opened[0], from_line, lines, max_chars)
+    finally:
+        os.close(opened[0])
+    return replace(_result(scan, from_line, resolved), version=version, size=size)
 
 
-_MAX_BUDGET = 1 << 40
 # A file rewritten in place while we read it: retry this often, then report no version.
 _VERSION_TRIES = 3
 
@@ -366,111 +360,38 @@ def _stat_key(fd: int) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _read_versioned(fh, from_line: int, lines: int, max_chars: int):
-    """The window and the whole file's (version, size), from one open file.
+def _scan_versioned(fd: int, from_line: int, lines: int, max_chars: int) -> tuple[WindowScan, str | None, int | None]:
+    """The window and the whole file's (version, size), from one pass over the open file.
 
-    Hash first (streamed), then read the window; if size, mtime or ctime moved in
-    between, the two may describe different bytes, so try again. A file that never
-    holds still gets its window with no version: nothing is recorded for it.
+    The version hashes the bytes the window is cut from; if size, mtime or ctime moved during
+    the pass, those bytes may be a mix no version of the file ever held, so try again. A file
+    that never holds still gets its window with no version: nothing is recorded for it.
     """
-    fd = fh.fileno()
-    for _ in range(_VERSION_TRIES):
+    buffer = bytearray(BLOCK)
+    for attempt in range(1, _VERSION_TRIES + 1):
         before = _stat_key(fd)
-        fh.seek(0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        scan = WindowScan(from_line, lines, max_chars)
         digest = xxhash.xxh3_128()
         size = 0
-        while block := fh.read(BLOCK):
+        while n := os.readv(fd, [buffer]):
+            block = buffer if n == BLOCK else buffer[:n]
             digest.update(block)
-            size += len(block)
-        fh.seek(0)
-        window = _read_window(fh, from_line, lines, max_chars)
+            size += n
+            scan.feed(block)
+        faults.reach(f"read:scanned:{attempt}")
         if _stat_key(fd) == before:
-            return window, digest.hexdigest(), size
-    return window, None, None
+            return scan, digest.hexdigest(), size
+    return scan, None, None
 
 
-def fit_window(window, more_remain, from_line, max_chars, resolved: ResolvedPath, warnings=()) -> ReadResult:
-    """OpenClaw's ``fitLinesToCharBudget``: lengths in UTF-16 code units, the first line always
-    taken, then whole lines while they fit; a first line still too long is cut, never inside
-    a surrogate pair."""
-    included = 0
-    chars = 0
-    for line in window:
-        after = chars + utf16_len(line) + (1 if included else 0)
-        if included and after > max_chars:
-            break
-        included += 1
-        chars = after
-    text = truncate_utf16_safe("\n".join(window[:included]), max_chars)
-    hard_cut = chars > max_chars
-    dropped = included < len(window)
-    next_from = from_line + included if not hard_cut and (more_remain or dropped) else None
-    truncated = hard_cut or dropped or more_remain
-    if truncated and (text or hard_cut):
+def _result(scan: WindowScan, from_line: int, resolved: ResolvedPath) -> ReadResult:
+    def notice(next_from: int | None) -> str:
         if next_from is not None:
-            notice = NOTICE_NEXT.format(next=next_from)
-        else:
-            notice = NOTICE_CUT if resolved.in_workspace else NOTICE_CUT_EXTRA
-        text = f"{text}\n\n{notice}"
-    return ReadResult(text, resolved.display, from_line, included, truncated, next_from,
+            return NOTICE_NEXT.format(next=next_from)
+        return NOTICE_CUT if resolved.in_workspace else NOTICE_CUT_EXTRA
+
+    window = scan.end(notice)
+    warnings = (not_utf8(resolved.display),) if window.bad_utf8 else ()
+    return ReadResult(window.text, resolved.display, from_line, window.lines, window.truncated, window.next_from,
                       abs_path=resolved.abs_path, warnings=warnings)
-
-
-def _read_window(fh, from_line: int, count: int, max_chars: int) -> tuple[list[str], bool, bool]:
-    """Return the window's lines (each at most ``max_chars + 1`` characters: enough to decide
-    every cut), whether more lines follow, and whether invalid UTF-8 was met.
-
-    The window ends at the first line past the budget, as :func:`fit_window` does: the lines after
-    it are never shown (``memory_get`` with ``lines: 1000000000`` read, held and checked every line
-    of a 50 MB note for 12,000 characters, and warned of invalid bytes none of them showed)."""
-    # A budget beyond any file (99999999999999999999999) must not overflow a read size.
-    keep_bytes = 4 * (min(max_chars, _MAX_BUDGET) + 2)
-    for _ in range(from_line - 1):
-        if not _skip_line(fh):
-            return [], False, False
-    window: list[str] = []
-    bad = False
-    chars = -1  # the window's length joined by newlines, in UTF-16 code units
-    while len(window) < count and chars <= max_chars:
-        prefix, found = _line_prefix(fh, keep_bytes)
-        if not found:
-            return window, False, bad
-        decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        try:
-            text = decoder.decode(prefix, final=len(prefix) < keep_bytes)
-        except UnicodeDecodeError:
-            bad = True
-            text = prefix.decode("utf-8", errors="replace")
-        window.append(text[: max_chars + 1])
-        chars += utf16_len(window[-1]) + 1
-    more = _peek_line(fh)
-    return window, more, bad
-
-
-def _line_prefix(fh, keep_bytes: int) -> tuple[bytes, bool]:
-    """The first ``keep_bytes`` bytes of the next line (without its newline); the rest is skipped."""
-    chunk = fh.readline(keep_bytes)
-    if not chunk:
-        return b"", False
-    if chunk.endswith(b"\n"):
-        return chunk[:-1], True
-    if len(chunk) < keep_bytes:
-        return chunk, True  # last line, no final newline
-    _skip_line(fh)
-    return chunk, True
-
-
-def _skip_line(fh) -> bool:
-    """Skip one line in bounded reads; False at end of file."""
-    chunk = fh.readline(1 << 16)
-    if not chunk:
-        return False
-    while not chunk.endswith(b"\n"):
-        chunk = fh.readline(1 << 16)
-        if not chunk:
-            break
-    return True
-
-
-def _peek_line(fh) -> bool:
-    return bool(fh.read(1))

@@ -12,6 +12,8 @@ from ..output import for_stdout, given_path, if_lost, no_controls, printable, re
 if TYPE_CHECKING:
     from ...settings import Settings
 
+_PIECE = 1 << 20  # characters of a text written at a time: each escape and encoding of it is one piece's
+
 
 def run_read(settings: Settings, path: str, from_line: int | None, lines: int | None, max_chars: int | None,
              json_out: bool, diff: bool = False) -> int:
@@ -23,7 +25,7 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
     _unread_if_lost(settings, result.path, result.version)
     if not reported(result, json_out):
         if result.text:
-            sys.stdout.write(_shown(result.path, result.text))
+            _show(result.path, result.text)
         elif result.missing:
             warn(f"{printable(result.path)} does not exist")
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
@@ -42,13 +44,19 @@ def _unread_if_lost(settings: Settings, path: str, version: str | None) -> None:
     if_lost(forget)
 
 
-def _shown(path: str, text: str) -> str:
+def _show(path: str, text: str) -> None:
     """The text for a person: a binary file (NUL bytes) or any text bound for a terminal has its control
-    characters shown as ``\\xNN`` instead of sent raw (``--json`` gives the exact text)."""
-    if "\x00" in text:
+    characters shown as ``\\xNN`` instead of sent raw (``--json`` gives the exact text). Written a piece
+    at a time: the text with its final newline, then encoded whole, was two more copies of it (a whole
+    read of a 200 MB note)."""
+    binary = "\x00" in text
+    if binary:
         warn(f"{printable(path)} is not text (it holds NUL bytes): control characters are shown escaped; --json gives the exact text")
-    text = no_controls(text) if "\x00" in text else for_stdout(text)
-    return text if text.endswith("\n") else text + "\n"
+    for at in range(0, len(text), _PIECE):
+        piece = text[at : at + _PIECE]
+        sys.stdout.write(no_controls(piece) if binary else for_stdout(piece))
+    if not text.endswith("\n"):
+        sys.stdout.write("\n")
 
 
 def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int | None, max_chars: int | None,
@@ -66,7 +74,7 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
         sys.stderr.write(f"{printable(result.path)}: no earlier version to compare with ({result.reason}); the file follows\n")
         text = result.read.text if result.read is not None else ""
         if text:
-            sys.stdout.write(_shown(result.path, text))
+            _show(result.path, text)
     else:
         warn(f"{printable(result.path)} does not exist")
     return 0
