@@ -775,6 +775,43 @@ def test_a_large_write_over_stdio_is_not_held_once_more_by_the_transport(workspa
     assert grown < 4.5 * 64, f"the peak grew by {grown} MiB for a 64 MiB write"
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the server's peak memory from /proc")
+def test_a_large_read_over_stdio_is_not_parsed_again_by_the_transport(workspace, state_dir):
+    """The transport parsed each of the SDK's answers to learn its id: a ``memory_get`` of a whole
+    note held the answer once more, parsed (a 200 MB note: the server's peak 2,341 -> 1,969 MiB; this
+    32 MiB one grew it by 198 -> 166 MiB, the SDK's own copies). A large answer with a result is now
+    known by its head; the answer is the same."""
+    import subprocess
+
+    line = "- the user sails a ketch and keeps the deck sanded each spring\n"
+    write(workspace / "memory" / "big.md", line * ((32 << 20) // len(line)))
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
+    assert proc.stdin and proc.stdout
+
+    def get(n: int, arguments: dict) -> dict:
+        request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "memory_get", "arguments": arguments}}
+        proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    try:
+        proc.stdin.write(json.dumps(HELLO).encode() + b"\n" + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        proc.stdin.flush()
+        json.loads(proc.stdout.readline())
+        assert get(1, {"path": "memory/big.md"})["id"] == 1  # warm: the SDK, the state
+        before = _peak_mib(proc.pid)
+        answer = get("whole", {"path": "memory/big.md", "lines": 10**9, "maxChars": 10**9})
+        grown = _peak_mib(proc.pid) - before
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert answer["id"] == "whole" and not answer["result"]["isError"]
+    got = json.loads(answer["result"]["content"][0]["text"])
+    assert got["text"] == (workspace / "memory" / "big.md").read_text().removesuffix("\n") and got["lines"] == (32 << 20) // len(line)
+    assert grown < 180, f"the peak grew by {grown} MiB for a whole read of a 32 MiB note"
+
+
 def test_sigterm_answers_the_calls_already_read_then_stops(workspace, state_dir, cli):
     """A client stops its stdio server with SIGTERM (after closing its input, or at once), and so
     does a service manager: the server was killed mid-call, the call unanswered (a write cut short

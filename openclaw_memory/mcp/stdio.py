@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -381,8 +382,12 @@ class _Wire:
             self.out.write(data)
 
     async def write(self, text: str) -> None:
-        message = json.loads(text) if self.pending or self.answered else {}
-        key = json.dumps(message.get("id")) if "result" in message or "error" in message else None
+        key = _large_result_key(text)
+        if key is not None and key not in self.answered and key not in self.initializing:
+            message: dict = {}  # a tool's large result: its id is all this needs of it
+        else:
+            message = json.loads(text) if self.pending or self.answered else {}
+            key = json.dumps(message.get("id")) if "result" in message or "error" in message else None
         initialize = key in self.initializing
         self.initializing.discard(key)  # answered: its id may stand for another request next
         if initialize and "result" in message:
@@ -409,6 +414,19 @@ class _Wire:
 
     async def flush(self) -> None:
         await _in_thread(self.out.flush)
+
+
+# The head of the SDK's answer with a result, as its serializer writes it (fields in their order).
+_RESULT_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?[0-9]+|"(?:[^"\\]|\\.)*"),"result":')
+_LARGE = 1 << 20
+
+
+def _large_result_key(text: str) -> str | None:
+    """The id (as ``json.dumps`` writes it) of a large answer with a result, read from its head; None
+    for any other text. Parsing a whole read of a 200 MB note to learn its id held it once more."""
+    if len(text) < _LARGE or (head := _RESULT_HEAD.match(text)) is None:
+        return None
+    return json.dumps(json.loads(head[1]))
 
 
 # The SDK's answer to a request before ``initialize`` (kept, it says, for compatibility), which says
