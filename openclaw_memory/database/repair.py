@@ -27,7 +27,9 @@ from pathlib import Path
 
 import xxhash
 
+from .. import faults
 from ..fsutil.setaside import set_aside
+from .checked import LastCheck, Sighting
 from .companions import SQLITE_MAGIC, wal_damage
 from .connection import Database, forget_connections, peek
 from .rowtypes import fitter, mistyped, mistyped_sql
@@ -52,31 +54,45 @@ class Salvage:
     lost: dict[str, str]  # per table, what could not be read
 
 
-def damage(db: Database) -> str | None:
+def damage(db: Database, last: LastCheck | None = None) -> str | None:
     """Why the database cannot be trusted, or None (also when there is none yet).
 
     Only reads: what is at the path and its WAL first, without SQLite; then a read-only
     connection (SQLite still keeps its readers' marks in the ``-shm`` index beside the file, as
-    any reader does)."""
+    any reader does). With ``last`` (doctor's), the pages and the type count are read only where
+    its record does not hold for the files as they are now (:mod:`.checked`), and a clean
+    result is handed to it to keep."""
     why = db.unusable()
     if why is not None or not db.exists():
         return why
-    try:
-        rows = peek(db.path, "PRAGMA quick_check")
-    except sqlite3.Error as exc:
-        return str(exc)
-    problems = [str(r[0]) for r in rows if r[0] != "ok"]
-    if problems:
-        return "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    seen = Sighting.of(db.path) if last is not None else None
+    held = last.held(seen) if last is not None else None
+    if held is None:
+        faults.reach("state-db:read-whole")
+        try:
+            rows = peek(db.path, "PRAGMA quick_check")
+        except sqlite3.Error as exc:
+            return str(exc)
+        problems = [str(r[0]) for r in rows if r[0] != "ok"]
+        if problems:
+            return "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
     try:
         ((version,),) = peek(db.path, "PRAGMA user_version")
         columns = peek(db.path, COLUMNS_SQL)
         why = schema_damage(version, columns)
-        if why is not None or not (count := mistyped_sql((t, c) for t, c in columns)):
+        if why is not None:
             return why
-        return mistyped(peek(db.path, count))
+        count = mistyped_sql((t, c) for t, c in columns)
+        counted = xxhash.xxh3_64_hexdigest(count.encode()) if count else ""
+        if count and counted != held:
+            why = mistyped(peek(db.path, count))
+            if why is not None:
+                return why
     except sqlite3.Error as exc:
         return str(exc)
+    if last is not None:
+        last.found_sound(seen, db.path, counted)
+    return None
 
 
 def damage_behind(data_dir: str | os.PathLike[str]) -> str | None:

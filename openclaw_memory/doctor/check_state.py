@@ -53,6 +53,7 @@ def check_watchdog_files(ctx: CheckContext) -> list[Finding]:
 
 def check_database(ctx: CheckContext) -> list[Finding]:
     from ..database import Database
+    from ..database.checked import LastCheck
     from ..database.companions import closed_to_us, not_a_file, odd_companions
     from ..database.repair import damage, newer_schema
 
@@ -108,8 +109,10 @@ def check_database(ctx: CheckContext) -> list[Finding]:
             True,
             tuple(path for path, _ in odd),
         )]
-    reason = damage(db)
+    last = LastCheck(db.data_dir)
+    reason = damage(db, last)
     if reason is None:
+        ctx.cache_writes.append(last.keep)  # what was found sound, kept only where doctor found no error
         newer = newer_schema(db)
         if newer is None:
             return _unreleased(db)
