@@ -90,6 +90,26 @@ def test_racy_flag_is_what_catches_an_identical_stat(settings, workspace):
     assert verify_workspace(settings).changed == ()
 
 
+def test_verify_takes_a_stat_the_callers_own_look_took_only_where_the_change_rule_would(settings, workspace):
+    """doctor hands verify its scan's stats of the notes (one lstat a note per doctor, not two): an
+    entry whose given stat is the baseline's, hashed and not racy, is unchanged as of that look;
+    one given another stat is stat'ed and hashed here, as is every entry not given."""
+    from openclaw_memory.database.observations import FileStat
+
+    target = workspace / "memory" / "note.md"
+    write(target, "aaaa")
+    settle(workspace)
+    take_snapshot(settings)
+    st = os.lstat(target)
+    looked = {"memory/note.md": FileStat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, False, st.st_mode)}
+    write(target, "bbbbbb")  # after the caller's look
+    assert verify_workspace(settings, looked).changed == ()
+    st = os.lstat(target)
+    now = {"memory/note.md": FileStat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, False, st.st_mode)}
+    assert [c.path for c in verify_workspace(settings, now).changed] == ["memory/note.md"]
+    assert [c.path for c in verify_workspace(settings).changed] == ["memory/note.md"]
+
+
 def test_back_dated_mtime_is_caught_by_ctime(settings, workspace):
     target = workspace / "memory" / "note.md"
     write(target, "original")

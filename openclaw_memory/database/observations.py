@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from .connection import Database
 
 
-class _Stat(Protocol):
+class ChangeStat(Protocol):
+    """What the rule compares of a file: an ``os.stat_result`` seen through these names, a
+    ``MemoryFile``, a ``FileStat``."""
+
     @property
     def size(self) -> int: ...
     @property
@@ -60,12 +63,12 @@ class FileStat:
         return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
                    is_racy(st.st_mtime_ns, st.st_ctime_ns, observed_ns, guard_ns), st.st_mode)
 
-    def matches(self, now: _Stat) -> bool:
+    def matches(self, now: ChangeStat) -> bool:
         """Whether a file whose stat is ``now`` (a scanned MemoryFile) is known unchanged since."""
         return not self.racy and change_key(self) == change_key(now)
 
 
-def change_key(s: _Stat) -> tuple[int, int, int, int, int]:
+def change_key(s: ChangeStat) -> tuple[int, int, int, int, int]:
     """The fields the rule compares, as one value: two sightings with equal keys (the earlier one
     not racy) are the same content. Bulk checks compare these tuples instead of building a
     FileStat per row."""

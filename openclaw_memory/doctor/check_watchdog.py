@@ -17,7 +17,8 @@ def check_watchdog(ctx: CheckContext) -> list[Finding]:
             return []  # no baseline: the comparing modules are not even imported (doctor's start)
         from ..watchdog.verify import verify_workspace
 
-        result = verify_workspace(ctx.settings)
+        # The scan's stats of the notes: one lstat of each per doctor, not one per walk.
+        result = verify_workspace(ctx.settings, {f.path: f for f in ctx.scan.files if not f.path.startswith("../")})
     except (SnapshotDamaged, StateDamaged):
         return []  # reported, with its repair, as watchdog-damaged or state-db-damaged (check_state)
     except (MemoryToolError, OSError) as exc:  # an unreadable snapshot must not hide the other checks

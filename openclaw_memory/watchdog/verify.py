@@ -7,9 +7,11 @@ only listed. The ignore rules are the ones stored with the baseline.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from ..database.observations import ChangeStat
 from ..errors import UsageError
 from ..settings import Settings
 from ..wire import key
@@ -62,8 +64,9 @@ def result_from(base: Table, delta: Delta) -> VerifyResult:
     )
 
 
-def verify_workspace(settings: Settings) -> VerifyResult:
-    """Compare the workspace with the latest snapshot; raises NoBaseline when there is none."""
+def verify_workspace(settings: Settings, seen_stats: Mapping[str, ChangeStat] | None = None) -> VerifyResult:
+    """Compare the workspace with the latest snapshot; raises NoBaseline when there is none.
+    ``seen_stats``: stats of workspace files the caller's own walk just took (compare_workspace)."""
     store = SnapshotStore(settings.data_dir)
     # No state database: no baseline, said without opening one, which would create it (160 KB and
     # its folders, for any folder given as the workspace): verify writes nothing.
@@ -71,6 +74,6 @@ def verify_workspace(settings: Settings) -> VerifyResult:
     if base is None:
         raise NoBaseline(no_baseline_message(settings))
     rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
-    delta = compare_workspace(settings.workspace, rules, base, None, base.guard_ns)
+    delta = compare_workspace(settings.workspace, rules, base, None, base.guard_ns, seen_stats)
     git, notes = memory_git_changes(settings)
     return replace(result_from(base, delta), git=git, warnings=(*delta.warnings, *notes))
