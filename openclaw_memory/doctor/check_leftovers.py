@@ -30,6 +30,7 @@ from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "write-leftovers"
+_SUFFIXES = (".tmp", ".swp")  # every leftover's (fsutil.atomic.leftover_of)
 FIX_HINT = 'Run "openclaw-memory doctor --fix" to keep what they hold in the history and remove them.'
 
 
@@ -48,7 +49,8 @@ def leftovers(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
         except (OSError, FolderSwapped):
             continue  # gone or swapped since the scan: the next doctor looks again
         with folder:
-            for name in sorted(os.listdir(folder.fd)):
+            # Only a name ending as a leftover's is parsed: memory/ of 30,000 notes was 30,000 matches and a sort.
+            for name in sorted(n for n in os.listdir(folder.fd) if n.endswith(_SUFFIXES)):
                 leftover = leftover_of(name)
                 if leftover and _ours(store, folder, name, leftover[1]):
                     found.append((os.path.join(path, name), os.path.join(path, leftover[0])))
