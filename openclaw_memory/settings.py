@@ -291,7 +291,7 @@ class Settings:
         return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug[:NAME_MAX - 1 - len(key)]}-{key}"
 
     def with_agent(self, agent: str) -> Settings:
-        return replace(self, agent=check_agent(agent))
+        return replace(self, agent=agent_id(agent))
 
     def with_session(self, session: str | None) -> Settings:
         return replace(self, session=check_session(session))
@@ -319,11 +319,23 @@ _SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 
 
 def check_agent(agent: str) -> str:
-    """An agent id: up to 100 printable characters, no '/' or '\\' (it is part of lock, shard and
-    collection names, sanitised as OpenClaw sanitises it: "Ops Bot" is fine)."""
+    """An agent id as a record names it (an archive's manifest): up to 100 printable characters, no
+    '/' or '\\' (printed by ``log`` and ``history`` as it is)."""
     if not (0 < len(agent) <= 100 and agent.isprintable() and not {"/", "\\"} & set(agent) and agent not in (".", "..")):
         raise UsageError(f"an agent id is 1 to 100 printable characters without '/' or '\\', not {shown(agent)}")
     return agent
+
+
+def agent_id(given: str) -> str:
+    """The agent an id given to this product names (``--agent``, a service or MCP caller's, a log
+    filter), as OpenClaw 2026.9.6 takes an explicit one (its ``normalizeAgentIdStrict``): ``Main``
+    is ``main`` and ``ops!`` is ``ops``, one agent however typed. An id with nothing left is refused,
+    as OpenClaw refuses it, rather than taken as ``main`` (its lenient form, for config keys)."""
+    normalized = _strict_agent_id(given)
+    if normalized is None:
+        raise UsageError("an agent id needs a letter, a digit, '_' or '-' (OpenClaw makes each run of other "
+                         f"characters one '-' and refuses an id with none left), not {shown(given)}")
+    return normalized
 
 
 def check_session(session: str | None) -> str | None:
@@ -642,12 +654,20 @@ def _object(value: Any, where: str) -> dict[str, Any]:
 
 def openclaw_agent_id(agent: str) -> str:
     """The agent id as OpenClaw 2026.9.6 normalizes it (its ``normalizeAgentId``) wherever it matches
-    an id of openclaw.json or names a folder after one: lowercase, each run of characters other than
-    ``a-z0-9_-`` one ``-``, no ``-`` at either end, at most 64 characters; ``main`` when nothing is left."""
-    lowered = agent.strip().lower()
-    if re.fullmatch(_OPENCLAW_ID, lowered):
+    an id of openclaw.json or names a folder after one: ``main`` when nothing is left."""
+    return _strict_agent_id(agent) or DEFAULT_AGENT
+
+
+def _strict_agent_id(agent: str) -> str | None:
+    """OpenClaw's ``normalizeAgentIdStrict``: trimmed as JavaScript trims; an id of its form as it is
+    (ASCII only: ``/i`` in JavaScript folds no other letter onto one of it), lowercased; else lowercased,
+    each run of characters other than ``a-z0-9_-`` one ``-``, no ``-`` at either end, cut to 64
+    characters (a trailing ``-`` the cut leaves is kept, as there); None when nothing is left."""
+    trimmed = js_trim(agent)
+    lowered = trimmed.lower()
+    if re.fullmatch(_OPENCLAW_ID, trimmed):
         return lowered
-    return re.sub(r"[^a-z0-9_-]+", "-", lowered).strip("-")[:64] or DEFAULT_AGENT
+    return re.sub(r"[^a-z0-9_-]+", "-", lowered).strip("-")[:64] or None
 
 
 def _roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[str, str, dict[str, Any]]]]:
@@ -934,7 +954,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     state_dir = Path(os.path.realpath(_expand(given, env) if given else default_state_dir(env)))
     _fits("state dir", str(state_dir), StateDirError)
-    agent = check_agent((o.agent or DEFAULT_AGENT).strip())
+    agent = agent_id(o.agent or DEFAULT_AGENT)
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
         # (named where a .env file set it: the user's shell has no such variable to look at)

@@ -18,7 +18,7 @@ def test_sanitize_rules():
 
 
 def test_default_names_and_patterns(workspace, state_dir):
-    names = [c.name for c in resolve_collections(settings_for(workspace, state_dir, agent="Ops Bot"))]
+    names = [c.name for c in resolve_collections(settings_for(workspace, state_dir, agent="ops_bot"))]
     assert names == ["memory-root-ops-bot", "memory-dir-ops-bot"]
     root, tree = resolve_collections(settings_for(workspace, state_dir))
     assert root.pattern.startswith("MEMORY.md") and not root.recursive
@@ -26,14 +26,15 @@ def test_default_names_and_patterns(workspace, state_dir):
 
 
 def test_agents_that_sanitize_alike_get_suffixes(workspace, state_dir):
-    first = resolve_collections(settings_for(workspace, state_dir, agent="a b"), register=True)
-    second = resolve_collections(settings_for(workspace, state_dir, agent="A-B"), register=True)
-    third = resolve_collections(settings_for(workspace, state_dir, agent="a_b"), register=True)
+    # (agent ids as OpenClaw normalizes them: `A b` is `a-b` itself, so these are three agents)
+    first = resolve_collections(settings_for(workspace, state_dir, agent="a-b"), register=True)
+    second = resolve_collections(settings_for(workspace, state_dir, agent="a_b"), register=True)
+    third = resolve_collections(settings_for(workspace, state_dir, agent="a--b"), register=True)
     assert [c.name for c in first] == ["memory-root-a-b", "memory-dir-a-b"]
     assert [c.name for c in second] == ["memory-root-a-b-2", "memory-dir-a-b-2"]
     assert [c.name for c in third] == ["memory-root-a-b-3", "memory-dir-a-b-3"]
     # Stable: asking again gives the same names, in any order of agents.
-    assert [c.name for c in resolve_collections(settings_for(workspace, state_dir, agent="A-B"))] == [c.name for c in second]
+    assert [c.name for c in resolve_collections(settings_for(workspace, state_dir, agent="a_b"))] == [c.name for c in second]
 
 
 def test_custom_numbers_stay_stable_when_an_extra_path_is_removed(workspace, state_dir, tmp_path):

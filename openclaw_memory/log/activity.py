@@ -26,6 +26,7 @@ from ..history.diff import lines_of
 from ..history.store import HistoryStore
 from ..history.versions import ORIGINS, REMOVE, iso_time, logged_version
 from ..index.filters import SearchFilters
+from ..settings import agent_id
 from ..timezones import local_midnight
 from ..wire import key
 
@@ -81,7 +82,7 @@ def activity(settings: Settings, *, since: str | None = None, until: str | None 
         params.append(end)
     if agent is not None:
         where.append("agent = ?")
-        params.append(enc(agent))
+        params.append(enc(agent_id(agent)))  # `--agent Main` is main, who wrote as `main`
     if session is not None:
         where.append("session = ?")
         params.append(enc(session))

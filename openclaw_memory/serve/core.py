@@ -190,6 +190,7 @@ class ServiceCore:
             settings = self.settings.with_agent(agent).with_session(session if isinstance(session, str) else None)
         except MemoryToolError as exc:  # an agent or session id no command line could give
             raise Refused(exc.message, INVALID_PARAMS) from None
+        agent = settings.agent  # as OpenClaw normalizes it: `Main` is this service's `main`
         if context.get("key") != settings_key(settings):
             if agent != self.settings.agent:  # a restart changes nothing when the agent is configured otherwise
                 raise Refused(

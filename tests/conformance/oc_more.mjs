@@ -14,6 +14,8 @@
 //                read budget memory_get uses (readAgentMemoryFile: the memory host SDK's own
 //                resolveMemoryHost* functions), and the workspace the rest of OpenClaw uses
 //                (resolveAgentWorkspaceDir: memory-core's index, the bootstrap files), in env `env`
+//   agentid    : each of `ids` as normalizeAgentIdStrict (an explicit id: null where it refuses one) and
+//                normalizeAgentId (a config key's: main where nothing is left) normalize it
 // Usage: node oc_more.mjs --batch < requests.jsonl   (one JSON answer per line)
 import fs from "node:fs";
 import path from "node:path";
@@ -106,6 +108,12 @@ const ops = {
       getMaxChars: settle(() => hostLimits(cfg, req.agent)?.memoryGetMaxChars ?? null),
       getExtraPaths: search && !search.error ? search.extraPaths : search,
     };
+  },
+  async agentid(req) {
+    const region = "packages/normalization-core/src/agent-id.ts";
+    const strict = await pick(region, "normalizeAgentIdStrict");
+    const lenient = await pick(region, "normalizeAgentId");
+    return { ids: req.ids.map((id) => { const r = strict(id); return [r.ok ? r.value : null, lenient(id)]; }) };
   },
   async dotenv(req) {
     const load = await pick("src/infra/dotenv-global.ts", "loadGlobalRuntimeDotEnvFiles");
