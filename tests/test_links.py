@@ -484,8 +484,82 @@ def test_a_line_of_megabytes_is_parsed_in_one_pass(notes, cli):
     the line (a URL pattern scanned the rest of the line from every letter: the doctor suite's
     megabyte line timed out)."""
     write(notes / "memory" / "huge.md", "z" * 2_000_000 + " [[heron]] memory/projects/heron.md " + "`a " * 300_000 + "\n"
-          + "> " * 400_000 + "[[heron]]\n")  # block quotes a line deep: their markers are counted in one pass too
+          + "> " * 400_000 + "[[heron]]\n"  # block quotes a line deep: their markers are counted in one pass too
+          # comments and code spans, each holding the next's opening; a comment its paragraph never closes
+          + "\n" + "<!---->`" * 300_000 + " [[heron]]\n" + "x <!-- " * 300_000 + "[[heron]]\n")
     rows = [row for row in _rows(cli("links", "--json").json()) if row[0] == "memory/huge.md"]
     assert rows == [("memory/huge.md", 1, "wiki", "[[heron]]", "ok", "memory/projects/heron.md"),
                     ("memory/huge.md", 1, "mention", "memory/projects/heron.md", "ok", "memory/projects/heron.md"),
-                    ("memory/huge.md", 2, "wiki", "[[heron]]", "ok", "memory/projects/heron.md")]
+                    ("memory/huge.md", 2, "wiki", "[[heron]]", "ok", "memory/projects/heron.md"),
+                    ("memory/huge.md", 4, "wiki", "[[heron]]", "ok", "memory/projects/heron.md"),
+                    ("memory/huge.md", 5, "wiki", "[[heron]]", "ok", "memory/projects/heron.md")]
+
+
+def _backlinks(cli, path: str) -> list[tuple[int, str]]:
+    report = cli("links", path, "--json")
+    assert report.returncode == 0, report.stderr
+    return [(x["line"], x["text"]) for x in report.json()["backlinks"]]
+
+
+def test_a_link_in_an_indented_code_block_is_code_and_an_indented_line_of_a_paragraph_or_list_item_is_text(workspace, cli):
+    """An indented code block (4 columns in, a tab to the next 4; after a blank line or a heading,
+    never in a paragraph) is code, as a fence is: its links were backlinks, and `mv --update-links`
+    rewrote the code example. A list item's paragraphs are indented to its content, not code."""
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    write(workspace / "memory" / "code.md", (
+        "# Indented\n"
+        "    [[heron]] code under a heading\n"
+        "\n"
+        "A paragraph, then a line indented:\n"
+        "    [[heron]] continues it\n"                        # 5: text
+        "\n"
+        "    memory/heron.md after a blank line\n"
+        "\tand [[heron]] a tab in\n"
+        "\n"
+        "- an item\n"
+        "\n"
+        "    [[heron]] the item's second paragraph\n"         # 12: text (the item's content is 2 in)
+        "\n"
+        "      [[heron]] code in the item\n"                  # 6 in: 4 past its content
+        "\n"
+        "10. an item whose content is 4 in\n"
+        "\n"
+        "    [[heron]] its second paragraph\n"                # 18: text
+        "\n"
+        ">     [[heron]] code in a block quote\n"
+        "\n"
+        "Back: [[heron]]\n"))                                 # 22: text
+    assert _backlinks(cli, "memory/heron.md") == [(5, "[[heron]]"), (12, "[[heron]]"), (18, "[[heron]]"), (22, "[[heron]]")]
+
+
+def test_a_link_in_an_html_comment_is_no_link_and_a_comment_a_paragraph_never_closes_is_text(workspace, cli):
+    """``<!-- ... -->`` hides what it holds, over lines too: its links were backlinks (and rewritten
+    by `mv`), its headings the note's. One opening a line runs to its ``-->`` past blank lines (or
+    to its block quote's end); one opened inside a paragraph that ends first was text, and so are
+    its links. A code span holding ``<!--`` opens no comment."""
+    write(workspace / "memory" / "heron.md", "# Heron\n<!--\n## Old plan\n-->\n## Plan\n")
+    write(workspace / "memory" / "comments.md", (
+        "# Comments\n"
+        "Before [[heron]] <!-- [[heron]] hidden --> after memory/heron.md\n"   # 2: two links
+        "<!--\n"
+        "[[heron]] in a comment\n"
+        "\n"
+        "memory/heron.md still in it, past a blank line\n"
+        "-->\n"
+        "A paragraph <!-- opens [[heron#Plan]]\n"
+        "still [[heron]] inside --> out [[heron#Old plan]]\n"              # 9: the one after -->
+        "\n"
+        "Never closed <!-- in its paragraph: [[heron]]\n"                   # 11: text
+        "and [[heron]] too\n"                                               # 12: text
+        "\n"
+        "`<!--` is code, so [[heron]] is a link\n"                          # 14
+        "<!-->[[heron]] after an empty comment\n"                           # 15
+        "> <!-- quoted [[heron]]\n"
+        "\n"
+        "After the quote: [[heron]]\n"))                                    # 18
+    assert _backlinks(cli, "memory/heron.md") == [
+        (2, "[[heron]]"), (2, "memory/heron.md"), (9, "[[heron#Old plan]]"), (11, "[[heron]]"), (12, "[[heron]]"),
+        (14, "[[heron]]"), (15, "[[heron]]"), (18, "[[heron]]")]
+    # A heading inside a comment is none of the note's: a link to it names no heading.
+    broken = cli("links", "memory/comments.md", "--broken", "--json").json()["outgoing"]
+    assert [(x["line"], x["problem"]) for x in broken] == [(9, "memory/heron.md has no heading 'Old plan'")]

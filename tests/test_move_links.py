@@ -222,6 +222,42 @@ def test_a_link_in_a_fence_inside_a_block_quote_is_code_and_never_rewritten(work
         "Outside again: [[heron]]", "Outside again: [[egret]]")
 
 
+def test_a_link_in_indented_code_or_an_html_comment_is_never_rewritten(workspace, state_dir):
+    """An indented code example and a comment are text, not links: `mv` rewrote them, and where a
+    line opened inside a comment (or one opened in a line) the link found first, the comment's,
+    was the one rewritten. The links outside them are rewritten."""
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    note = ("Example:\n\n    see [[heron]]\n\n"
+            "<!-- [[heron]] --> [[heron]]\n"
+            "<!--\nold [[heron]]\nstill old [[heron]] --> new [[heron]]\n")
+    write(workspace / "memory" / "code.md", note)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/heron.md")
+    assert [(link.line, link.text) for link in memory.links("memory/heron.md").backlinks] == [
+        (5, "[[heron]]"), (8, "[[heron]]")]
+
+    moved = memory.move("memory/heron.md", "memory/egret.md", update_links=True)
+    assert moved.links_updated == ("memory/code.md",) and moved.links_not_updated == ()
+    assert (workspace / "memory" / "code.md").read_text() == note.replace(
+        "--> [[heron]]", "--> [[egret]]").replace("new [[heron]]", "new [[egret]]")
+
+
+def test_a_name_holding_a_comment_marker_is_never_written_into_a_link(workspace, state_dir):
+    """``-->`` in a new name closes a comment a paragraph left open (its links text until then):
+    written, the name hid the links before it and was itself no link."""
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    note = "Draft <!-- about [[heron]]\nsee [[heron]]\n"
+    write(workspace / "memory" / "draft.md", note)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/heron.md")
+    assert len(memory.links("memory/heron.md").backlinks) == 2
+
+    moved = memory.move("memory/heron.md", "memory/a-->b.md", update_links=True)
+    assert (workspace / "memory" / "draft.md").read_text() == note and moved.links_updated == ()
+    assert [(left.line, left.text, "HTML comment" in left.why) for left in moved.links_not_updated] == [
+        (1, "[[heron]]", True), (2, "[[heron]]", True)]
+
+
 def test_a_wiki_link_whose_pipe_a_table_escapes_is_read_and_rewritten_keeping_the_escape(workspace, state_dir):
     """In a table cell a wiki link's label is parted by ``\\|`` (a bare pipe would end the cell): it
     was read as a link to a note named ``heron\\``, listed as broken, and left naming the old name."""

@@ -206,6 +206,23 @@ def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, sta
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
 
 
+def test_a_schema_9_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
+    """Schema 10 from 9: the link table is emptied once more (the parser came to read an indented
+    code block as code and an HTML comment as no text). Kept, an unchanged note's old parse stayed:
+    a link in a comment was a backlink, and `mv --update-links` rewrote the comment."""
+    write(workspace / "MEMORY.md", "# Memory\n<!-- [[heron]] -->\n")
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    assert cli("links", "memory/heron.md", "--json").json()["backlinks"] == []
+    data_dir = settings_for(workspace, state_dir).data_dir
+    forget_connections()
+    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 9 left
+        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
+        conn.execute("INSERT INTO links VALUES (?, 0, 2, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
+        conn.execute("PRAGMA user_version = 9")
+    assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
+    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+
+
 def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_from_then_on(tmp_path):
     """Schema 9 from 8: a move's entry names the name it came from (versions.moved_from), so a
     rollback empties that name alone; the moves logged before keep every field, their source NULL."""

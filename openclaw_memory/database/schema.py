@@ -229,6 +229,13 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE versions ADD COLUMN moved_from BLOB
     """,
+    # 10: the link parser reads an indented code block as code and an HTML comment (<!-- ... -->,
+    # over lines too) as no text (links.visible): an unchanged note's old parse listed their links
+    # as backlinks, and `mv --update-links` rewrote the code example or the comment. As step 8 did.
+    """
+    DELETE FROM links;
+    DELETE FROM link_files
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

@@ -22,6 +22,10 @@ def line_pattern(pattern: str) -> re.Pattern[str]:
 
 FENCE = line_pattern(r"[ \t]*(`{3,}|~{3,})(.*)$")
 SETEXT = line_pattern(r" {0,3}(=+|-+)[ \t]*$")
+# A list item's first line, as CommonMark starts one (at most 3 spaces in, its marker the group):
+# the chunker's one chunk per item, and the link parser's list items (whose indented lines are
+# their paragraphs, not code: links.visible).
+LIST_ITEM = line_pattern(r" {0,3}([-*+]|\d{1,3}[.)])[ \t]+\S")
 
 
 def fence_end(lines: list[str], i: int, marker: str) -> int:

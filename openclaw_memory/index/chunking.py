@@ -37,7 +37,20 @@ import xxhash
 
 from openclaw_memory.errors import UsageError
 
-from .blocks import FENCE, ITEM, SETEXT, TURN, TURN_LINE, TURN_MIN_WORDS, entries, fence_end, line_pattern, turn_text, word_count
+from .blocks import (
+    FENCE,
+    ITEM,
+    LIST_ITEM,
+    SETEXT,
+    TURN,
+    TURN_LINE,
+    TURN_MIN_WORDS,
+    entries,
+    fence_end,
+    line_pattern,
+    turn_text,
+    word_count,
+)
 
 # 3: every chat-log turn is also a chunk of its own. 4: turns written "**Sam:** ...", quoted, or
 # a paragraph each. 5: new keyword terms (index.terms.TERMS_VERSION 1): every point is written
@@ -56,7 +69,6 @@ _PATH_SHARE = 4
 _SECTION_SHARE = 8
 CARD = "card"
 SECTION = "section"
-_ITEM = line_pattern(r" {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 
 _ATX = line_pattern(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
@@ -188,11 +200,11 @@ def list_items(chunker: _Chunker) -> list[Chunk]:
     out: list[Chunk] = []
     i = 0
     while i < len(body):
-        if i in inside or not _ITEM.match(body[i]):
+        if i in inside or not LIST_ITEM.match(body[i]):
             i += 1
             continue
         end = i
-        while end + 1 < len(body) and body[end + 1].strip() and not _ITEM.match(body[end + 1]) and end + 1 not in inside \
+        while end + 1 < len(body) and body[end + 1].strip() and not LIST_ITEM.match(body[end + 1]) and end + 1 not in inside \
                 and not chunker.paths.heading_level.get(end + 1):
             end += 1
         chunk = make_chunk(i + 1, end + 1, "\n".join(body[i : end + 1]), chunker._path(i)[0])

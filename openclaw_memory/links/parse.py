@@ -8,19 +8,20 @@
 - ``memory/2026-11-03.md`` in the text ("see memory/2026-11-03.md"): a *mention* (a path with a
   folder: a bare ``heron.md`` is talk about a file, not a link).
 
-Nothing inside a fenced code block (```` ``` ```` or ``~~~``, in a block quote too) or an inline code
-span counts. Only parsing happens here: which file a link names is :mod:`.resolve`'s job, so a note
-is parsed once per content (:mod:`.table`) whatever files come and go around it, so a change of
-what is found appends a step emptying that table to ``database.schema.MIGRATIONS`` (step 8 did).
-Standard library only.
+Nothing inside code (a fenced or an indented code block, an inline code span) or an HTML comment
+counts: :mod:`.visible` says which text is read. Only parsing happens here: which file a link names
+is :mod:`.resolve`'s job, so a note is parsed once per content (:mod:`.table`) whatever files come
+and go around it, so a change of what is found appends a step emptying that table to
+``database.schema.MIGRATIONS`` (steps 8 and 10 did).
 """
 
 from __future__ import annotations
 
-import bisect
 import re
 from typing import NamedTuple
 from urllib.parse import unquote
+
+from .visible import VisibleText, blank
 
 WIKI = "wiki"
 MARKDOWN = "markdown"
@@ -46,8 +47,6 @@ class ParsedNote(NamedTuple):
 
 
 # Every pattern here takes time linear in the line: a note may hold a line of megabytes.
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_TICKS = re.compile(r"`+")
 _WIKI = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 _MARKDOWN = re.compile(r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
 _URL_TAIL = re.compile(r"[^\s<>]*")
@@ -70,18 +69,31 @@ def parse_note(text: str) -> ParsedNote:
     return parser.result()
 
 
+def links_in(text: str) -> list[tuple[int, ParsedLink]]:
+    """Every link of ``text`` (a note's content, or one link's text), in order, each with where its
+    text starts in its line: a link rewrite replaces exactly that text, not a lookalike in code or
+    in a comment, which only the lines around it tell apart."""
+    parser = NoteParser()
+    for line in text.split("\n"):
+        parser.feed(line)
+    return parser.found()
+
+
 class NoteParser:
     """A note read one line at a time (:meth:`feed`), so that a note of any size is parsed in the
     memory of its longest line; a line may come in pieces (``continued``), so a line of gigabytes too."""
 
     def __init__(self) -> None:
-        self.links: list[ParsedLink] = []
         self.headings: list[str] = []
         self.number = 0
+        self._found: list[tuple[int, ParsedLink]] = []  # each link, with where it starts in its line
         self._last_empty = False  # the last line fed was empty: after a final line end, no line at all
         self._binary = False  # a NUL byte: not text (an image or a program named .md), no links
-        self._fence: str | None = None  # the open fence's marker (``` or ~~~; closed by one at least as long)
-        self._depth = 0  # how many block quotes (``>``) hold the open fence
+        self._lines = VisibleText()
+        # While a comment opened in a paragraph is open: the links after its opening as they read
+        # if the paragraph ends before its `-->` (then it was text), and how many were found before.
+        self._maybe: list[tuple[int, ParsedLink]] | None = None
+        self._before = 0
 
     def feed(self, line: str, *, continued: bool = False) -> None:
         """The next line of the note (``continued``: the next piece of the line fed last)."""
@@ -90,111 +102,40 @@ class NoteParser:
         if not continued:
             self.number += 1
             self._last_empty = not line
-            depth, body = _unquoted(line, self._depth if self._fence is not None else None)
-            if self._fence is not None and depth < self._depth:
-                self._fence = None  # the block quote that held the fence ended, and the fence with it
-            lead = body.lstrip(" ")
-            if len(body) - len(lead) <= 3 and lead[:3] in ("```", "~~~"):
-                if self._fenced(body, depth):
-                    return
-            elif self._fence is None and lead[:1] == "#":
-                heading = _heading(line)
-                if heading is not None:
-                    self.headings.append(heading)
         else:
             self._last_empty = False
-        if self._fence is None and ("[" in line or ".md" in line):
-            self.links.extend(_links_of_line(_without_code_spans(line), line, self.number))
+        read = self._lines.feed(line, continued)
+        if read.ended:
+            self._settle()
+        if read.closed:
+            self._maybe = None
+        if read.heading is not None:
+            self.headings.append(read.heading)
+        if read.visible is None:
+            return
+        if read.maybe is not None and self._maybe is None:
+            self._maybe, self._before = [], len(self._found)
+        self._found.extend(_spans_of_line(read.visible, line, self.number))
+        if read.maybe is not None:
+            assert self._maybe is not None
+            self._maybe.extend(_spans_of_line(read.maybe, line, self.number))
 
-    def _fenced(self, line: str, depth: int) -> bool:
-        """Whether ``line`` (inside ``depth`` block quotes) opens or closes a fence (and so holds no link)."""
-        opened = _FENCE.match(line)
-        if opened is None:
-            return False
-        marker, rest = opened.group(1), opened.group(2)
-        if self._fence is None:
-            if marker[0] == "`" and "`" in rest:
-                return False  # ``` followed by a backtick is a code span, not a fence
-            self._fence, self._depth = marker, depth
-            return True
-        if marker[0] == self._fence[0] and len(marker) >= len(self._fence) and not rest.strip():
-            self._fence = None
-        return True
+    def _settle(self) -> None:
+        """The comment a paragraph held open was text: its opening line's links and those after are
+        as they read without it."""
+        if self._maybe is not None:
+            self._found[self._before:] = self._maybe
+            self._maybe = None
+
+    def found(self) -> list[tuple[int, ParsedLink]]:
+        """Every link fed, with where it starts in its line (none in a binary file)."""
+        self._settle()  # the note ended: so did its last paragraph
+        return [] if self._binary else self._found
 
     def result(self) -> ParsedNote:
         """What was fed, its lines counted as an editor counts them (a final line end starts none)."""
         lines = self.number - (1 if self._last_empty else 0)
-        return ParsedNote([], [], lines) if self._binary else ParsedNote(self.links, self.headings, lines)
-
-
-def _unquoted(line: str, most: int | None) -> tuple[int, str]:
-    """How many block quote markers (``>``, each after at most 3 spaces, an optional space after
-    it) open ``line``, at most ``most`` of them, and the line after them: a fence inside a block
-    quote is a fence too, and its code no link. Linear in the line (a line of a million ``>``)."""
-    depth, at, end = 0, 0, len(line)
-    while most is None or depth < most:
-        marker = at
-        while marker < end and marker - at <= 3 and line[marker] == " ":
-            marker += 1
-        if marker - at > 3 or marker == end or line[marker] != ">":
-            break
-        depth, at = depth + 1, marker + 1
-        if at < end and line[at] in " \t":
-            at += 1
-    return depth, line[at:] if at else line
-
-
-def _heading(line: str) -> str | None:
-    """An ATX heading's text (``## The plan ##`` -> ``The plan``), or None when ``line`` is none."""
-    text = line.lstrip(" ")
-    if len(line) - len(text) > 3:
-        return None
-    level = len(text) - len(text.lstrip("#"))
-    rest = text[level:]
-    if not 1 <= level <= 6 or (rest and rest[0] not in " \t"):
-        return None
-    rest = rest.strip(" \t")
-    closing = rest.rstrip("#")
-    if closing != rest and (not closing or closing[-1] in " \t"):
-        rest = closing.rstrip(" \t")
-    return rest
-
-
-def _without_code_spans(line: str) -> str:
-    """``line`` with every inline code span blanked (same length, so positions hold): a run of N
-    backticks opens a span that the next run of exactly N closes; an unmatched run is text."""
-    if "`" not in line:
-        return line
-    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
-    by_length: dict[int, list[int]] = {}
-    for i, (start, end) in enumerate(runs):
-        by_length.setdefault(end - start, []).append(i)
-    out = list(line)
-    i = 0
-    while i < len(runs):
-        start, end = runs[i]
-        same = by_length[end - start]
-        k = bisect.bisect_right(same, i)
-        if k == len(same):
-            i += 1
-            continue
-        close = same[k]
-        _blank(out, start, runs[close][1])
-        i = close + 1
-    return "".join(out)
-
-
-def _blank(chars: list[str], start: int, end: int) -> None:
-    for k in range(start, end):
-        chars[k] = " "
-
-
-def line_links(line: str, number: int) -> list[tuple[int, ParsedLink]]:
-    """The links of one line outside a fence, each with where its text starts in ``line`` (a link
-    rewrite replaces exactly that text, not a lookalike in a code span)."""
-    if "[" not in line and ".md" not in line:
-        return []
-    return _spans_of_line(_without_code_spans(line), line, number)
+        return ParsedNote([link for _, link in self.found()], [] if self._binary else self.headings, lines)
 
 
 def markdown_destination(text: str) -> tuple[int, int] | None:
@@ -204,11 +145,9 @@ def markdown_destination(text: str) -> tuple[int, int] | None:
     return m.span(3) if m is not None else None
 
 
-def _links_of_line(visible: str, raw: str, number: int) -> list[ParsedLink]:
-    return [link for _, link in _spans_of_line(visible, raw, number)]
-
-
 def _spans_of_line(visible: str, raw: str, number: int) -> list[tuple[int, ParsedLink]]:
+    if "[" not in visible and ".md" not in visible:
+        return []
     found: list[tuple[int, ParsedLink]] = []
     masked = list(visible)
     for m in _WIKI.finditer(visible):
@@ -222,10 +161,10 @@ def _spans_of_line(visible: str, raw: str, number: int) -> list[tuple[int, Parse
         fragment = fragment.strip() if fragment is not None else None
         if (target or fragment) and not _OTHER_FILE.search(target):
             found.append((m.start(), ParsedLink(number, WIKI, target, fragment or None, raw[m.start():m.end()])))
-        _blank(masked, m.start(), m.end())
+        blank(masked, m.start(), m.end())
     visible = "".join(masked)
     for m in _MARKDOWN.finditer(visible):
-        _blank(masked, m.start(), m.end())
+        blank(masked, m.start(), m.end())
         if m.group(1):  # an image
             continue
         dest = m.group(3)[1:-1] if m.group(3).startswith("<") else m.group(3)
@@ -251,7 +190,7 @@ def _without_urls(text: str) -> str:
         while start > 0 and text[start - 1] in _SCHEME_CHARS:
             start -= 1
         end = _URL_TAIL.match(text, at + 3).end()  # type: ignore[union-attr]
-        _blank(out, start, end)
+        blank(out, start, end)
         at = text.find("://", end)
     return "".join(out)
 

@@ -31,7 +31,7 @@ from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roo
 from ..history.moves import LinkLeft
 from ..history.store import HistoryStore
 from ..history.writes import write
-from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, line_links, markdown_destination
+from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, links_in, markdown_destination
 from .report import link_state, may_name, names
 from .resolve import AMBIGUOUS, LinkTarget
 
@@ -121,30 +121,70 @@ def _rewrite_file(settings: Settings, roots: tuple[str, ...], path: str, shown: 
         return False, [*left, *(LinkLeft(shown, link.line, link.text, "it is not UTF-8 text")
                                 for ls in wanted.values() for link, _ in ls)]
     lines = text.split("\n")
-    changed = False
-    for number, ls in wanted.items():
-        new, unchanged = _rewrite_line(lines[number - 1], number, ls, path, resolver)
-        left.extend(LinkLeft(shown, link.line, link.text, why) for link, why in unchanged)
-        changed = changed or new != lines[number - 1]
-        lines[number - 1] = new
+    rewritten, unchanged = _rewrite_lines(text, lines, wanted, path, resolver)
+    left.extend(LinkLeft(shown, link.line, link.text, why) for link, why in unchanged)
+    changed = rewritten != lines
     if not changed:
         return False, left
     try:
-        write(settings, shown, content="\n".join(lines), expect=version)  # the caller updates the index
+        write(settings, shown, content="\n".join(rewritten), expect=version)  # the caller updates the index
     except MemoryToolError as exc:
         return False, [*left, *(LinkLeft(shown, link.line, link.text, f"not rewritten: {exc.message}")
                                 for ls in wanted.values() for link, _ in ls)]
     return True, left
 
 
-def _rewrite_line(line: str, number: int, wanted: list[tuple[ParsedLink, LinkTarget]], path: str, resolver: Resolver
-                  ) -> tuple[str, list[tuple[ParsedLink, str]]]:
-    """``line`` with each link of ``wanted`` rewritten to name its file, and the links it left with
-    why. Links are matched as the parser finds them in the line now (the same form, target and text)."""
-    pending = list(wanted)
-    edits: list[tuple[int, int, str, ParsedLink, LinkTarget]] = []
+_Edit = tuple[int, int, str, ParsedLink, LinkTarget]  # where in its line, the text there now, the link, its file
+
+
+def _rewrite_lines(text: str, lines: list[str], wanted: dict[int, list[tuple[ParsedLink, LinkTarget]]], path: str,
+                   resolver: Resolver) -> tuple[list[str], list[tuple[ParsedLink, str]]]:
+    """The note's lines with the links of ``wanted`` (by line) rewritten to name their files, and
+    the links left with why. The note is read whole, before and after: which text is a link
+    depends on the lines around it (a comment opened lines before, an indented code block)."""
+    found = _by_line(links_in(text))
     left: list[tuple[ParsedLink, str]] = []
-    for start, link in line_links(line, number):
+    edits: dict[int, list[_Edit]] = {}
+    for number, ls in wanted.items():
+        line_edits, unchanged = _rewrite_line(found.get(number, []), ls, path, resolver)
+        left.extend(unchanged)
+        if line_edits:
+            edits[number] = line_edits
+    rewritten = list(lines)
+    for number, line_edits in edits.items():
+        for start, end, new, _, _ in reversed(line_edits):
+            rewritten[number - 1] = rewritten[number - 1][:start] + new + rewritten[number - 1][end:]
+    now = _by_line(links_in("\n".join(rewritten)))
+    for number, line_edits in edits.items():
+        if not _line_reads_back(found.get(number, []), now.get(number, []), line_edits, path, resolver):
+            # Each new text is a link alone, but not in the line (a backtick in one name and another
+            # opened a code span over both, or over a link of the line left as it was): the line is
+            # left whole, its links named. Putting it back changes no other line's reading: a code
+            # span ends with its line, a new text holds no comment marker (_rewrite_line), and none
+            # starts with a blank or a block's marker.
+            rewritten[number - 1] = lines[number - 1]
+            left.extend((link, f"{dst.display} written here would not be read as a link naming it (with the "
+                               "line's other rewrites it opens a code span or a bracket)")
+                        for _, _, _, link, dst in line_edits)
+    return rewritten, left
+
+
+def _by_line(found: list[tuple[int, ParsedLink]]) -> dict[int, list[tuple[int, ParsedLink]]]:
+    lines: dict[int, list[tuple[int, ParsedLink]]] = {}
+    for start, link in found:
+        lines.setdefault(link.line, []).append((start, link))
+    return lines
+
+
+def _rewrite_line(found: list[tuple[int, ParsedLink]], wanted: list[tuple[ParsedLink, LinkTarget]], path: str,
+                  resolver: Resolver) -> tuple[list[_Edit], list[tuple[ParsedLink, str]]]:
+    """The edits that rewrite each link of ``wanted`` on a line to name its file, and the links
+    left with why. Links are matched as the parser finds them in the note now (``found``, the
+    line's: the same form, target and text), so a lookalike in code or a comment is never one."""
+    pending = list(wanted)
+    edits: list[_Edit] = []
+    left: list[tuple[ParsedLink, str]] = []
+    for start, link in found:
         at = next((i for i, (waiting, _) in enumerate(pending) if waiting == link), None)
         if at is None:
             continue
@@ -152,34 +192,27 @@ def _rewrite_line(line: str, number: int, wanted: list[tuple[ParsedLink, LinkTar
         new = _rewritten(link, path, resolver, dst)
         if isinstance(new, tuple):
             left.append((link, new[0]))
+        elif new != link.text and ("<!--" in new or "-->" in new):
+            left.append((link, f"{dst.display} holds an HTML comment's <!-- or -->: written into a link, it would "
+                               "open or close a comment around the note's text"))
         elif new != link.text and not _reads_back(new, link, path, resolver, dst):
             left.append((link, f"{dst.display} cannot be written as a {link.form} link (the parser would not read "
                                "it as one naming the file)"))
         elif new != link.text:
             edits.append((start, start + len(link.text), new, link, dst))
     left.extend((link, "not found where it was read") for link, _ in pending)
-    rewritten = line
-    for start, end, new, _, _ in reversed(edits):
-        rewritten = rewritten[:start] + new + rewritten[end:]
-    if edits and not _line_reads_back(line, rewritten, number, edits, path, resolver):
-        # Each new text is a link alone, but not in the line (a backtick in one name and another
-        # opened a code span over both, or over a link of the line left as it was): the line is
-        # left whole, its links named.
-        return line, [*left, *((link, f"{dst.display} written here would not be read as a link naming it (with the "
-                                       "line's other rewrites it opens a code span or a bracket)")
-                               for _, _, _, link, dst in edits)]
-    return rewritten, left
+    return edits, left
 
 
-def _line_reads_back(line: str, rewritten: str, number: int, edits: list[tuple[int, int, str, ParsedLink, LinkTarget]],
+def _line_reads_back(before: list[tuple[int, ParsedLink]], after: list[tuple[int, ParsedLink]], edits: list[_Edit],
                      path: str, resolver: Resolver) -> bool:
-    """Whether ``rewritten`` holds the links ``line`` held, each edit's new text in place of its old
-    one, as a link of its form naming the edit's file."""
-    now = line_links(rewritten, number)
+    """Whether a rewritten line holds the links it held (``before``, as the note is read now;
+    ``after``, as the rewritten note is), each edit's new text in place of its old one, as a link
+    of its form naming the edit's file."""
     replaced = {start: new for start, _, new, _, _ in edits}
-    if [link.text for _, link in now] != [replaced.get(start, link.text) for start, link in line_links(line, number)]:
+    if [link.text for _, link in after] != [replaced.get(start, link.text) for start, link in before]:
         return False
-    found = {(start, link.text): link for start, link in now}
+    found = {(start, link.text): link for start, link in after}
     shift = 0
     for start, end, new, link, dst in edits:  # in the line's order
         read = found.get((start + shift, new))
@@ -224,7 +257,7 @@ def _reads_back(new: str, link: ParsedLink, path: str, resolver: Resolver, dst: 
     A name can hold what a form cannot spell (a space or ``>`` in a mention, ``]`` in a wiki name,
     ``>`` inside ``<...>``): written anyway, the link named nothing, or another file, and was no
     longer a backlink of the moved note, so no ``links --broken`` listed it."""
-    found = line_links(new, link.line)
+    found = links_in(new)
     if len(found) != 1:
         return False
     start, read = found[0]
