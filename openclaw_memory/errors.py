@@ -55,6 +55,13 @@ def printable(path: str) -> str:
     return ESCAPED_IN["name"].sub(escaped, bytes_shown(path))
 
 
+def one_line(message: str) -> str:
+    """A message (an error, a warning, a finding) safe to print, on one line: its control characters
+    and the bidi controls of the names it quotes as ``\\xNN``/``\\uNNNN``, a line end too (a name's
+    newline split it in two)."""
+    return ESCAPED_IN["message"].sub(escaped, bytes_shown(message)).replace("\n", "\\x0a").replace("\r", "\\x0d")
+
+
 def shown(value: object, limit: int = 80) -> str:
     """A value as an error message quotes it: its repr, a byte that is not UTF-8 as ``\\xNN`` (as every
     listing shows a name), cut short (a 100,000-character key is not echoed)."""

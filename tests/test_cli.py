@@ -315,6 +315,30 @@ def test_write_stdin_with_stdin_closed_is_refused_and_writes_nothing(workspace, 
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- replaced\n"
 
 
+def test_write_stdin_from_a_device_is_refused_and_an_empty_pipe_still_writes(workspace, state_dir):
+    """`write MEMORY.md --stdin </dev/null` emptied the file, exit 0, where `--replace-file /dev/null`
+    and a closed stdin were refused; a device is no content given. An empty pipe is: it empties the file."""
+    write(workspace / "MEMORY.md", "important\n")
+    env = env_for(workspace, state_dir)
+
+    def run(**stdin):
+        return subprocess.run([sys.executable, "-m", "openclaw_memory", "write", "MEMORY.md", "--stdin"], capture_output=True,
+                              env=env, cwd=workspace, timeout=120, **stdin)
+
+    assert subprocess.run([sys.executable, "-m", "openclaw_memory", "read", "MEMORY.md"], env=env, cwd=workspace,
+                          capture_output=True, timeout=120).returncode == 0
+    for device in ("/dev/null", "/dev/zero"):
+        with open(device, "rb") as fh:
+            refused = run(stdin=fh)
+        assert refused.returncode == 2 and refused.stdout == b"", refused
+        assert refused.stderr.startswith(b"error: --stdin: standard input is a device") and refused.stderr.count(b"\n") == 1
+        assert b"--replace-file with an empty file" in refused.stderr
+        assert (workspace / "MEMORY.md").read_text() == "important\n"
+    emptied = run(input=b"")  # an empty pipe: a legitimate request
+    assert emptied.returncode == 0, emptied.stderr
+    assert (workspace / "MEMORY.md").read_bytes() == b""
+
+
 def _with_a_reader_gone(workspace, state_dir, args: tuple[str, ...], stream: str) -> subprocess.CompletedProcess:
     """``openclaw-memory ARGS`` whose stdout or stderr (``stream``) is a pipe nobody reads any more
     (`| true`, `| head -1` that has exited), the other stream captured."""

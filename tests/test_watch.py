@@ -699,3 +699,25 @@ def test_a_folder_of_notes_moved_in_or_out_under_a_name_editors_use_for_temporar
         synced(changes, f"memory/{name}/jan.md", "added")
         os.rename(workspace / "memory" / name, outside)
         synced(changes, f"memory/{name}/jan.md", "removed")
+
+
+def test_watch_prints_a_name_with_an_escape_sequence_or_a_newline_escaped_on_one_line(workspace, state_dir, cli, tmp_path):
+    # The plain lines (not --json) are the ones a terminal shows: a name's OSC sequence retitled it,
+    # and a newline in a name split "memory/a" from "b.md: added".
+    seed(workspace)
+    assert cli("index").returncode == 0
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "watch"], cwd=workspace,
+                                env=env_for(workspace, state_dir), stdout=stdout, stderr=stderr)
+    try:
+        wait_for(lambda: "watching" in err.read_text() or proc.poll() is not None, WAIT)
+        write(workspace / "memory" / "t\x1b]0;pwned\x07.md", "y\n")
+        write(workspace / "memory" / "a\nb.md", "x\n")
+        wait_for(lambda: out.read_text().count(": added") == 2 or proc.poll() is not None, WAIT)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(WAIT)
+    lines = out.read_text().splitlines()
+    assert sorted(line.split(":")[0] for line in lines) == ["memory/a\\x0ab.md", "memory/t\\x1b]0;pwned\\x07.md"], lines
+    assert not {"\x1b", "\x07"} & set(out.read_text() + err.read_text())

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ESCAPED_IN, MemoryToolError, PathRefused, bytes_shown, escaped, printable
+from ..errors import ESCAPED_IN, MemoryToolError, PathRefused, bytes_shown, escaped, one_line, printable
 
 # The standard streams the caller closed (``cmd <&-``): the entry point puts the null device in
 # their place, so that nothing this process opens takes their descriptors; ``write --stdin`` must not
@@ -146,8 +146,7 @@ def error(message: str, as_json: bool, *, below: str = "") -> None:
     terminal only (where to get help)."""
     if as_json:
         _said(sys.stdout, lambda: print_json({"error": message}, one_line=True))
-    # One line: a line end in a name it quotes (`read $'a\nb.md'`) split it in two.
-    line = for_message(message).replace("\n", "\\x0a").replace("\r", "\\x0d")
+    line = one_line(message)
     _said(sys.stderr, lambda: sys.stderr.write(f"error: {line}\n" + (f"{below}\n" if below else "")))
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadValue, MemoryToolError, bytes_shown, cut, shown
+from ..errors import BadValue, MemoryToolError, bytes_shown, cut, one_line, shown
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
 
@@ -498,7 +498,7 @@ def serve(settings: Settings, *, start_service: bool = False) -> None:
 
 
 def _warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.write(f"warning: {one_line(message)}\n")  # (a name it quotes must not drive the terminal)
     sys.stderr.flush()
 
 

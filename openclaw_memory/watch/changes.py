@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import printable
 from ..index.collections import resolve_collections
 from ..index.manifest import FileEntry, load_manifest
 from ..wire import key
@@ -35,14 +36,16 @@ class FileChange:
     source: str | None = key("from", omit=lambda c: c.source is None, default=None)  # a move's old path
 
     def line(self) -> str:
-        """The one line ``watch`` prints for it."""
+        """The one line ``watch`` prints for it: the names as every listing shows them (a control
+        character of a name drove the terminal, a newline split the line)."""
+        path = printable(self.path)
         if self.action == REMOVED:
-            return f"{self.path}: removed, {self.removed} chunks removed ({self.ms} ms)"
+            return f"{path}: removed, {self.removed} chunks removed ({self.ms} ms)"
         if self.action == MOVED:
-            return (f"{self.source} -> {self.path}: moved, {self.embedded} chunks embedded, {self.reused} reused "
+            return (f"{printable(self.source or '')} -> {path}: moved, {self.embedded} chunks embedded, {self.reused} reused "
                     f"({self.ms} ms)")
         return (
-            f"{self.path}: {self.action}, {self.embedded} chunks embedded, {self.reused} reused, "
+            f"{path}: {self.action}, {self.embedded} chunks embedded, {self.reused} reused, "
             f"{self.removed} removed ({self.ms} ms)"
         )
 

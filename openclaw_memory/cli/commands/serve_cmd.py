@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...extras import require
 from ...memory import to_json
-from ..output import print_json, printable, warn
+from ..output import one_line, print_json, printable, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -48,7 +48,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
             sys.stdout.flush()
 
     def on_notice(message: str) -> None:
-        warn(message)
+        warn(one_line(message))  # a watched name it quotes may hold a newline
         sys.stderr.flush()
 
     started: dict = {}  # with --json: the service's half of the started object, until the watch's

@@ -26,6 +26,9 @@ def _new_content(path: str, replace_file: str | None, stdin: bool) -> bytes | No
         if "stdin" in CLOSED_STREAMS:  # not an empty input: none at all (`<&-`), which would empty the file
             raise UsageError("--stdin: standard input is closed, so there is no content to write; nothing was written "
                              "(pipe the new content in, or give --replace-file FILE)")
+        if _a_device_not_a_terminal():  # `</dev/null` emptied the file as if an empty text was piped in
+            raise UsageError("--stdin: standard input is a device (the null device?), not content; nothing was written "
+                             "(pipe the new content in, or give --replace-file with an empty file to empty it)")
         if sys.stdin.isatty():  # typed by hand, or a pipe forgotten: either way, say what it waits for
             sys.stderr.write(f"reading the new content of {printable(path)} from the terminal: end it with Ctrl-D on a line "
                              "of its own (Ctrl-C: nothing is written)\n")
@@ -43,6 +46,16 @@ def _new_content(path: str, replace_file: str | None, stdin: bool) -> bytes | No
             return _bounded(fh, f"--replace-file {replace_file}")
     except OSError as exc:
         raise UsageError(f"cannot read --replace-file {replace_file}: {exc.strerror or exc}") from None
+
+
+def _a_device_not_a_terminal() -> bool:
+    """Whether standard input is a character or block device other than a terminal: no one gives a
+    note's content so (a pipe, even an empty one, and a file are content given)."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError):  # a stream with no descriptor (a library's): content given
+        return False
+    return (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and not sys.stdin.isatty()
 
 
 def _bounded(fh, what: str) -> bytes:
