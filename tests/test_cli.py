@@ -159,6 +159,17 @@ def test_a_citation_of_a_file_whose_name_holds_a_newline_reads_back(workspace, c
     assert cli("read", "MEMORY.md#L1\n").returncode == 2  # a newline after a citation is no citation
 
 
+def test_read_of_a_notes_fragment_that_is_no_line_citation_names_the_note(workspace, cli):
+    # `links` shows [[a#H]]: an agent passes the fragment on. It was "not a Markdown (.md) memory file".
+    write(workspace / "memory" / "a.md", "# H\nx\ny\n")
+    heading = cli("read", "memory/a.md#H")
+    assert heading.returncode == 2 and heading.stderr == (
+        "error: memory/a.md#H: only a line citation (memory/a.md#L10-L24) can be read; read memory/a.md for the whole note\n")
+    assert cli("read", "memory/a.md#l2-l3").stdout == "x\ny\n"  # a lowercase l, typed by hand
+    write(workspace / "memory" / "b.md#c.md", "a file of that name\n")
+    assert cli("read", "memory/b.md#c.md").stdout == "a file of that name\n"
+
+
 def test_messages_name_what_was_given_and_stay_short(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# Memory\n")
     assert "refused: . is not a memory path" in cli("read", ".").stderr

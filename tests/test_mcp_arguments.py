@@ -81,3 +81,16 @@ def test_a_globstar_in_paths_also_stands_for_no_folder(workspace, state_dir, cli
     found, many = run_session(workspace, state_dir, script)
     assert found == globs
     assert many.is_error and text_of(many).startswith("`paths` must be globs with at most 3 `**/`")
+
+
+def test_memory_get_of_a_notes_fragment_that_is_no_line_citation_names_the_note(workspace, state_dir):
+    write(workspace / "memory" / "a.md", "# H\nx\ny\n")
+
+    async def script(session):
+        return (await session.call_tool("memory_get", {"path": "memory/a.md#H"}),
+                await session.call_tool("memory_get", {"path": "memory/a.md#l2-l3"}))
+
+    heading, lower = run_session(workspace, state_dir, script)
+    assert heading.is_error and text_of(heading) == (
+        "memory/a.md#H: only a line citation (memory/a.md#L10-L24) can be read; read memory/a.md for the whole note")
+    assert payload(lower)["text"] == "x\ny"

@@ -11,8 +11,12 @@ from dataclasses import dataclass
 
 from ..errors import UsageError, cut
 
-# DOTALL: a file name may hold a newline; fullmatch: "$" would also match before a final one.
-_CITATION = re.compile(r"(?P<path>.+)#L(?P<start>[0-9]+)(?:-L(?P<end>[0-9]+))?", re.DOTALL)
+# DOTALL: a file name may hold a newline; fullmatch: "$" would also match before a final one. A
+# lowercase l is taken too (#l10-l24: typed by hand, never another file: a memory file ends .md).
+_CITATION = re.compile(r"(?P<path>.+)#[Ll](?P<start>[0-9]+)(?:-[Ll](?P<end>[0-9]+))?", re.DOTALL)
+# A note's path with any other fragment (a heading, #H, as `links` shows [[a#H]]): no memory file
+# (its name does not end .md), so it was refused as "not a Markdown (.md) memory file".
+_FRAGMENT = re.compile(r"(?P<path>.+\.md)#(?P<fragment>.*)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -25,10 +29,16 @@ class Citation:
 def parse_citation(text: str) -> Citation | None:
     """``PATH#L10-L24`` (or ``PATH#L10``) as a path and a window; None when ``text`` is a plain path.
 
-    A range that runs backwards is refused, naming the order that works (it is no path either).
+    A range that runs backwards is refused, naming the order that works (it is no path either); so
+    is a note's path with another fragment, naming the note.
     """
     m = _CITATION.fullmatch(text)
     if not m:
+        other = _FRAGMENT.fullmatch(text)
+        if other is not None and not text.endswith(".md"):  # (memory/a.md#b.md is a file's name)
+            note = cut(other.group("path"), 200)
+            raise UsageError(f"{cut(text, 200)}: only a line citation ({note}#L10-L24) can be read; read {note} for "
+                             "the whole note")
         return None
     path = m.group("path")
     said = cut(text, 200)
