@@ -31,6 +31,20 @@ def typed_day(raw: str) -> dt.date:
         raise ValueError(raw)
     return dt.date.fromisoformat(raw)
 
+
+def typed_moment(raw: str) -> float:
+    """``raw`` as a moment (:data:`MOMENT`), in seconds since the epoch; ValueError when it is none:
+    ``rollback --to``'s time, which a snapshot label must not read as. A date alone is its start,
+    a time without an offset UTC; RFC 3339 lets ``T`` and ``Z`` be lower case, which
+    ``fromisoformat`` refuses; no other letter is read, and digits as typed (``20261201`` and the
+    week date ``2026-W48-1`` were read as days)."""
+    import re
+
+    if not re.fullmatch(MOMENT, raw):
+        raise ValueError(raw)
+    when = dt.datetime.fromisoformat(raw.upper())
+    return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
+
 # Called with each progress report of an index run (in the caller's process: never sent to the service).
 ProgressCallback = Callable[["SyncProgress"], None]
 

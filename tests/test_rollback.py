@@ -22,6 +22,7 @@ from openclaw_memory.fsutil.fsclock import guard_ns
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.rollback.journal import read_intent
 from openclaw_memory.rollback.plan import iso_moment
+from openclaw_memory.types import typed_moment
 
 
 def version_of(data: bytes) -> str:
@@ -340,6 +341,42 @@ def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     assert (workspace / "memory" / "by-hand.md").read_text() == "written by hand\n"
     said = cli("restore", "--all", "--to", "x")  # the issue's spelling of the same command
     assert said.returncode == 2 and "is neither a watchdog snapshot's label nor a time" in said.stderr, said.stderr
+
+
+@pytest.mark.parametrize("label", ["2026-12-01", "2020-01-01T10Z", "2026-12-01t10-05"])
+def test_a_snapshot_label_that_reads_as_a_time_is_refused_saying_why(cli, workspace, label):
+    """`rollback --to 2026-12-01` took a snapshot so labelled for the snapshot without a word, where
+    the time was as likely meant: such a label is refused, by the parser `rollback --to` reads times with."""
+    write(workspace / "memory" / "a.md", "v1\n")
+    refused = cli("watchdog", "snapshot", label)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    assert "it reads as a time" in refused.stderr and f"before-{label}" in refused.stderr, refused.stderr
+    assert cli("watchdog", "snapshot", f"before-{label}").returncode == 0
+    assert cli("watchdog", "snapshot", "20261201").returncode == 0  # no time to `rollback --to` (refused there)
+
+
+def test_a_snapshot_labelled_as_a_time_before_keeps_working_and_rollback_says_which_it_took(cli, workspace, monkeypatch):
+    from openclaw_memory.watchdog import snapshot
+
+    write(workspace / "memory" / "a.md", "v1\n")
+    with monkeypatch.context() as m:  # as a release before this one took such a label
+        m.setattr(snapshot, "validate_label", lambda label: label)
+        assert cli("watchdog", "snapshot", "2020-01-01").returncode == 0
+    write(workspace / "memory" / "a.md", "v2\n")
+    write(workspace / "memory" / "b.md", "b\n")
+    taken = cli("rollback", "--to", "2020-01-01", "--dry-run")
+    assert taken.returncode == 0, taken.stderr
+    assert "rewrite     memory/a.md" in taken.stdout and "archive     memory/b.md" in taken.stdout  # the snapshot's
+    time_meant = iso_moment(typed_moment("2020-01-01"))
+    assert (f"warning: 2020-01-01 is taken as the watchdog snapshot of that label, not as the time {time_meant} it also "
+            f"reads as; for that time, give --to {time_meant}") in taken.stderr, taken.stderr
+    as_json = cli("rollback", "--to", "2020-01-01", "--dry-run", "--json").json()
+    assert as_json["snapshot"] is True and any("taken as the watchdog snapshot" in w for w in as_json["warnings"])
+    at_the_time = cli("rollback", "--to", time_meant, "--dry-run")  # neither file was there then
+    assert "archive     memory/a.md" in at_the_time.stdout and "archive     memory/b.md" in at_the_time.stdout
+    assert "taken as the watchdog snapshot" not in at_the_time.stderr
+    assert cli("rollback", "--to", "2020-01-01", "--force").returncode == 0
+    assert (workspace / "memory" / "a.md").read_text() == "v1\n" and not (workspace / "memory" / "b.md").exists()
 
 
 def test_a_snapshot_that_did_not_keep_every_file_is_refused_whole(cli, workspace, state_dir):

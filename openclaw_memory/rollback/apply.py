@@ -30,6 +30,7 @@ from ..history.store import HistoryStore
 from ..history.versions import REMOVE, RESTORE
 from ..links.pending import finish_pending_rewrites
 from ..settings import Settings
+from ..types import typed_moment
 from ..wire import key
 from .journal import Intent, Step, UnreadableRollback, clear_intent, describe, read_intent, write_intent
 from .plan import (
@@ -40,7 +41,6 @@ from .plan import (
     current_version,
     iso_moment,
     moment_of,
-    parse_iso,
     plan,
     read_only_now,
 )
@@ -147,7 +147,7 @@ def _read_as_is(records: ReadRecords, f: Fate) -> bool:
 def _undo_moment() -> str:
     """The moment just before the first step: after every entry logged so far, before any step's."""
     undo = iso_moment(time.time() + _GAP_S)
-    after = parse_iso(undo) + _GAP_S
+    after = typed_moment(undo) + _GAP_S
     while time.time() <= after:  # a few microseconds: the steps' entries come after the moment printed
         time.sleep(_GAP_S)
     return undo

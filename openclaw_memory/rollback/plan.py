@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import stat
 import time
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from ..fsutil.fsclock import guard_ns
 from ..history.placing import is_read_only, mode_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import MOVE, REMOVE, FileMode, iso_time, short
-from ..types import MOMENT
+from ..types import typed_moment
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
 from ..watchdog.observe import KIND_FILE
@@ -62,13 +61,14 @@ class Fate:
 
 
 def moment_of(settings: Settings, to: str) -> Moment:
-    """``to`` as a snapshot's label (looked up first) or a time; a date alone is its start, a time
-    without an offset is UTC (as ``history`` and ``log`` show times)."""
+    """``to`` as a snapshot's label (looked up first: a label made before labels that read as a time
+    were refused keeps its snapshot, and :func:`plan` says so) or a time; a date alone is its start,
+    a time without an offset is UTC (as ``history`` and ``log`` show times)."""
     given = (to or "").strip()
     if given and given in {e.label for e in SnapshotStore(settings.data_dir).entries()}:
         return Moment(given, None, given)
     try:
-        seconds = parse_iso(given)
+        seconds = typed_moment(given)
     except ValueError:
         raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
                          "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
@@ -83,17 +83,6 @@ def moment_of(settings: Settings, to: str) -> Moment:
         raise UsageError(f"{shown(to)} lies before 0001-01-01T00:00:00Z, the first moment a time can name; "
                          "nothing was changed (see `openclaw-memory log` for times)") from None
     return Moment(None, seconds, shown_as)
-
-
-def parse_iso(text: str) -> float:
-    """An ISO 8601 date or time as seconds since the epoch (ValueError when it is none). RFC 3339
-    lets its ``T`` and ``Z`` be lower case, which ``fromisoformat`` refuses; no other letter is read,
-    and digits as typed (:data:`~openclaw_memory.types.MOMENT`: ``20261201`` and the week date
-    ``2026-W48-1`` were read as days)."""
-    if not re.fullmatch(MOMENT, text):
-        raise ValueError(text)
-    when = dt.datetime.fromisoformat(text.upper())
-    return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
 
 
 def iso_moment(seconds: float) -> str:
@@ -112,6 +101,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     before_ns = 0.0  # for a time: a ctime no later than this is surely before it
     if moment.snapshot is not None:
         targets, notes = _snapshot_targets(settings, moment.snapshot)
+        notes[:0] = _label_also_a_time(moment.snapshot)
         rules = rules_for(settings.workspace, settings.state_dir, SnapshotStore(settings.data_dir).load(moment.snapshot).ignore)
         now = [f.abs_path for f in files if f.source != "extra" and not rules.ignores_path(f.path)]
     else:
@@ -268,6 +258,17 @@ def current_version(store: HistoryStore, resolved: ResolvedPath, record: bool) -
     except OSError as exc:  # a symlink, a FIFO, no permission, a folder swapped: not a file a rollback replaces
         raise PathRefused(f"cannot read {resolved.display} ({exc.strerror or exc}): a rollback replaces only the regular "
                           "files it reads") from None
+
+
+def _label_also_a_time(label: str) -> list[str]:
+    """What ``rollback --to LABEL`` says when the label also reads as a time (a snapshot labelled so
+    before ``watchdog snapshot`` refused such labels): the snapshot was taken, and how to ask for the time."""
+    try:
+        when = iso_moment(typed_moment(label))
+    except (ValueError, OverflowError):
+        return []
+    return [f"{label} is taken as the watchdog snapshot of that label, not as the time {when} it also reads as; "
+            f"for that time, give --to {when}"]
 
 
 def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], list[str]]:

@@ -31,6 +31,7 @@ import xxhash
 from ..database import Database, dec, enc
 from ..database.failures import stat_int
 from ..errors import DiskFull, UsageError, disk_full, os_error, shown
+from ..types import typed_moment
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -46,11 +47,18 @@ _INT_COLUMNS = ("mode", "size", "mtime", "ctime")
 
 
 def validate_label(label: str) -> str:
+    """A new snapshot's label: one that ``rollback --to`` would also read as a time is refused (it
+    took the snapshot without a word, where the time was as likely meant)."""
     if not LABEL_RE.fullmatch(label) or label.startswith("."):
         raise UsageError(
             f"invalid snapshot label {shown(label)}: use 1 to 100 letters, digits, '.', '_' or '-', not starting with '.'"
         )
-    return label
+    try:
+        typed_moment(label)
+    except ValueError:
+        return label
+    raise UsageError(f"invalid snapshot label {shown(label)}: it reads as a time, which `rollback --to {label}` would "
+                     f"have to tell from the snapshot; give a label that is not a date or time (before-{label})")
 
 
 def _file_name(label: object) -> str:
