@@ -7,6 +7,7 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 from __future__ import annotations
 
 import re
+import resource  # (imported when a descriptor is at hand: it is a shared object to open)
 from typing import TypeGuard
 
 
@@ -273,6 +274,24 @@ def is_no_space(exc: BaseException) -> TypeGuard[OSError]:
     return isinstance(exc, OSError) and exc.errno in _NO_SPACE
 
 
+_OUT_OF_FILES = (24, 23)  # EMFILE, ENFILE
+
+
+def is_out_of_files(exc: BaseException) -> bool:
+    """Whether ``exc`` is the process (EMFILE) or the system (ENFILE) out of file descriptors: an
+    OSError, or the index engine's own error saying so (its Rust io error, as text)."""
+    if isinstance(exc, OSError):
+        return exc.errno in _OUT_OF_FILES
+    said = str(exc)
+    return "Too many open files" in said or "TooManyOpenFiles" in said
+
+
+def out_of_files() -> str:
+    """What to do when the descriptors ran out: a limit, not damage (a rebuild meets it again)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return f"too many open files (the limit is {soft}: raise it with `ulimit -n`)"
+
+
 def disk_full(exc: OSError, where: str, outcome: str = "nothing was changed") -> DiskFull:
     """The message for a write that ran out of space in ``where`` (a folder the user can find)."""
     what = "the disk quota is exceeded" if exc.errno == 122 else "the disk is full"
@@ -290,6 +309,8 @@ def os_error(exc: OSError, where: str, outcome: str = "nothing was changed") -> 
 def describe_os_error(exc: OSError) -> str:
     """One line for an OS failure that reached the command line unworded (never a traceback)."""
     where = f" ({exc.filename})" if exc.filename else ""
+    if is_out_of_files(exc):  # wherever it struck (a lock, an import, a note), the limit is the cause
+        return out_of_files()
     if is_no_space(exc):
         return f"the disk is full{where}: free some space and run the command again"
     if "/openclaw-memory/workspaces/" in str(exc.filename or ""):

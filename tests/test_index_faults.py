@@ -13,6 +13,7 @@ the disk is full: a SIGBUS there would kill the test process. The other commands
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -223,3 +224,23 @@ def test_a_damaged_shard_dropped_by_fix_on_a_full_disk_is_said_dropped(workspace
     assert cli_process("doctor", "--fix", env=on_full).returncode == 0
     assert "memory/sailing.md" in _paths(cli("search", "sailing fact", "--mode", "text", "--json", env=on_full))
     assert {p: p.read_bytes() for p in workspace.rglob("*.md")} == notes
+
+
+def test_running_out_of_file_descriptors_names_the_limit_never_a_damaged_index(workspace, state_dir):
+    # `ulimit -n 12` and `index`: the engine could not open its shard, and the message said the index
+    # was damaged, "rebuild it with `openclaw-memory index --full`" (which runs out the same way).
+    for i in range(30):
+        write(workspace / "memory" / f"n{i}.md", f"note {i}\n")
+    said = {}
+    for limit in range(7, 17):
+        proc = subprocess.run([sys.executable, "-m", "openclaw_memory", "index"], cwd=workspace, capture_output=True,
+                              text=True, env=env_for(workspace, state_dir), timeout=300,
+                              preexec_fn=lambda limit=limit: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
+        said[limit] = proc.stderr
+        if proc.returncode != 0:
+            last = proc.stderr.splitlines()[-1]
+            assert last.startswith("error: ") and last.endswith(
+                f"too many open files (the limit is {limit}: raise it with `ulimit -n`)"), proc.stderr
+            assert "--full" not in proc.stderr and "damaged" not in proc.stderr and "Traceback" not in proc.stderr
+    assert any("cannot be opened: too many open files" in text for text in said.values()), said  # the engine's own
+    assert any(text.startswith("error: too many open files") for text in said.values()), said  # an OSError's

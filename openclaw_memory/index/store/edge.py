@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...database import Database, is_read_only
-from ...errors import IndexDamaged, MemoryToolError
+from ...errors import IndexDamaged, MemoryToolError, is_out_of_files, out_of_files
 from ...fsutil.exchange import AT_FDCWD, exchange
 from ...fsutil.lock import FileLock
 from ...fsutil.private import make_dirs
@@ -466,6 +466,8 @@ class EdgeStore:
         except (MemoryToolError, ModuleNotFoundError, KeyboardInterrupt, SystemExit):  # the second names the extra
             raise
         except BaseException as exc:  # the engine's wording: an Exception, or pyo3's PanicException (a BaseException)
+            if is_out_of_files(exc):  # no damage: a rebuild would run out the same way
+                raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_files()}") from None
             if "WouldBlock" in str(exc):
                 raise MemoryToolError(
                     f"index collection {name} is open in another process that does not use openclaw-memory's lock; "
