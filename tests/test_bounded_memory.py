@@ -422,7 +422,7 @@ EVERYTHING = {"lines": 10**9, "max_chars": 10**9}
 
 def test_a_read_of_a_large_note_holds_its_bytes_and_its_text_once(workspace, state_dir):
     """A whole read held each line as a string, the list of them, their join, and the text again
-    with its notice (32 MiB of text: a 348 MiB peak of Python's heap; a 200 MB note: 1.3 GB RSS).
+    with its notice (32 MiB of text: a 346 MiB peak of Python's heap; a 200 MB note: 1.3 GB RSS).
     The file now streams past once, the window's bytes kept and decoded once into its text: the
     bytes, the text, and the decoder's first buffer (a byte a character, before an accent or an
     emoji widens it). A paged read keeps its window alone."""

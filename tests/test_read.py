@@ -250,6 +250,18 @@ def test_non_utf8_is_replaced_with_a_warning(workspace):
     assert result.text == "caf\ufffd" and result.warnings
 
 
+def test_invalid_bytes_the_window_does_not_show_are_not_warned_of(workspace):
+    """The warning says the text shown holds U+FFFD for invalid bytes: a line dropped past the budget,
+    or the part of a first line its cut leaves out, is not shown, and was warned of all the same."""
+    write(workspace / "memory" / "cut.md", b"ab\xff\n")
+    write(workspace / "memory" / "dropped.md", b"a\n\xffb\n")
+    for path in ("memory/cut.md", "memory/dropped.md"):
+        result = read_memory_file(path, str(workspace), max_chars=1)
+        assert "\ufffd" not in result.text and result.warnings == (), path
+    shown = read_memory_file("memory/cut.md", str(workspace), max_chars=3)
+    assert shown.text.startswith("ab\ufffd") and shown.warnings
+
+
 def test_huge_single_line_is_not_loaded_whole(workspace):
     big = workspace / "MEMORY.md"
     with open(big, "wb") as fh:
@@ -368,33 +380,37 @@ def test_a_name_copied_from_the_listing_with_its_byte_escapes_is_answered_with_h
 
 def _reference_window(data: bytes, from_line: int, count: int, max_chars: int) -> tuple[str, int, bool, int | None, bool]:
     """The window of ``data`` held whole, written out plainly (UTF-16 lengths, invalid bytes): the oracle
-    of the streamed one. Each line is looked at for its first ``4 * (max_chars + 2)`` bytes."""
+    of the streamed one. Each line is looked at for its first ``4 * (max_chars + 2)`` bytes; the warning
+    is of invalid bytes in the text shown (a dropped line's are not)."""
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
         lines.pop()
     window, prefix = lines[from_line - 1 : from_line - 1 + count], 4 * (max_chars + 2)
-    shown, chars, bad = [], -1, False
+    shown, invalid, chars = [], [], -1
     for i, line in enumerate(window):
         looked = line[:prefix]
         try:
-            text = looked.decode("utf-8") if len(looked) < prefix else _decode_open(looked)
+            text, bad = (looked.decode("utf-8") if len(looked) < prefix else _decode_open(looked)), False
         except UnicodeDecodeError:
-            bad, text = True, looked.decode("utf-8", errors="replace")
+            text, bad = looked.decode("utf-8", errors="replace"), True
         chars += utf16_len(text[: max_chars + 1]) + 1
         shown.append(text)
+        invalid.append(bad)
         if chars > max_chars:
             window = window[: i + 1]
             break
     more = len(lines) > from_line - 1 + len(window)
     if len(shown) > 1 and chars > max_chars:
         shown.pop()  # past the budget: dropped, its line read next
+        invalid.pop()
         text, next_from = "\n".join(shown), from_line + len(shown)
-        return (text + "\n\n" + NOTICE_NEXT.format(next=next_from) if text else text), len(shown), True, next_from, bad
-    if shown and chars > max_chars:  # the first line alone: cut
-        return truncate_utf16_safe(shown[0][: max_chars + 1], max_chars) + "\n\n" + NOTICE_CUT, 1, True, None, bad
+        return (text + "\n\n" + NOTICE_NEXT.format(next=next_from) if text else text), len(shown), True, next_from, any(invalid)
+    if shown and chars > max_chars:  # the first line alone: cut; invalid bytes past the cut are not shown
+        cut = truncate_utf16_safe(shown[0][: max_chars + 1], max_chars)
+        return cut + "\n\n" + NOTICE_CUT, 1, True, None, not window[0].startswith(cut.encode())
     text = "\n".join(shown)
     next_from = from_line + len(shown) if more else None
-    return (text + "\n\n" + NOTICE_NEXT.format(next=next_from) if more and text else text), len(shown), more, next_from, bad
+    return (text + "\n\n" + NOTICE_NEXT.format(next=next_from) if more and text else text), len(shown), more, next_from, any(invalid)
 
 
 def _decode_open(looked: bytes) -> str:

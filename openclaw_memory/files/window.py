@@ -4,8 +4,8 @@ The rules (OpenClaw's, :mod:`.read`): lines end at ``\\n`` (a final one starts n
 window is ``count`` lines from ``from_line``, and ends early at the first line that takes the
 joined text past ``max_chars`` UTF-16 code units: that line is dropped, or cut when it is the
 first ("hard cut", never inside a surrogate pair). A line is looked at for its first
-``4 * (max_chars + 2)`` bytes, enough to decide every cut; invalid UTF-8 in what the window
-looked at is shown as U+FFFD and warned of.
+``4 * (max_chars + 2)`` bytes, enough to decide every cut; invalid UTF-8 in the text shown is
+shown as U+FFFD and warned of (bytes the window passed over, a dropped line's, are not).
 
 What is held: the bytes of the lines shown (a budget's worth), the first line's prefix when it
 is hard cut, one block, and in the end the text; the lines skipped and the rest of the file only
@@ -39,7 +39,7 @@ class Window:
     lines: int
     truncated: bool
     next_from: int | None
-    bad_utf8: bool  # invalid UTF-8 in what the window looked at
+    bad_utf8: bool  # invalid UTF-8 in the text shown
 
 
 class WindowScan:
@@ -58,13 +58,11 @@ class WindowScan:
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.more = False  # a line follows the window (ended by ``count``)
         self.awaiting_more = False  # ended by ``count`` at a block's end: the next block says
-        # The line past the budget (its index is ``newlines``): its prefix still to look at, kept
-        # for the first line (cut, it is shown), else only checked for invalid UTF-8 (it is not).
+        # The line past the budget (its index is ``newlines``): dropped, or when it is the first,
+        # cut from its prefix, still to be taken.
         self.crossed = False
         self.room = 0
-        self.check = codecs.getincrementaldecoder("utf-8")("strict")
         self.cut = False  # the crossing line was longer than its prefix
-        self.tail_bad = False
         self.done = False  # the window is known: the rest of the file only passes by
 
     def feed(self, block: bytes | bytearray) -> None:
@@ -160,65 +158,42 @@ class WindowScan:
             self._take_crossing_line(block, pos)
 
     def _crossing_line_known(self, line_ends: bool) -> None:
-        """``kept`` ends in (part of) the crossing line and maybe lines after it: keep the first line's
-        prefix, or only look at the crossing line's (it is not shown), and drop what follows."""
+        """``kept`` ends in (part of) the crossing line and maybe lines after it: drop that line, or
+        keep its prefix when it is the first, and drop what follows."""
         start = self.line_start
-        newline = self.kept.find(b"\n", start)
-        line_ends = line_ends or newline >= 0
-        end = len(self.kept) if newline < 0 else newline
-        if self.newlines:
-            with memoryview(self.kept) as view:
-                self._look_at(view[start:end])
+        if self.newlines:  # the lines before it fit: the window is known
             del self.kept[start - 1 :]
-        else:
-            del self.kept[min(end, self.prefix) :]
-            self.room -= len(self.kept)
-            self.cut = self.room <= 0
-        self.done = self.cut or line_ends
+            self.done = True
+            return
+        newline = self.kept.find(b"\n", start)
+        end = len(self.kept) if newline < 0 else newline
+        del self.kept[min(end, self.prefix) :]
+        self.room -= len(self.kept)
+        self.cut = self.room <= 0
+        self.done = self.cut or line_ends or newline >= 0
 
     def _take_crossing_line(self, block, pos: int) -> None:
+        """Take what of the first line's next piece is within its prefix."""
         newline = block.find(b"\n", pos)
         end = len(block) if newline < 0 else newline
-        piece = memoryview(block)[pos:end]
-        if self.newlines:
-            self._look_at(piece)
-        else:
-            self.kept += self._within_prefix(piece)
-        self.done = self.cut or newline >= 0
-
-    def _within_prefix(self, piece):
-        """What of the crossing line's next ``piece`` is within its prefix."""
-        piece = piece[: self.room]
+        piece = memoryview(block)[pos:end][: self.room]
         self.room -= len(piece)
         self.cut = self.room <= 0
-        return piece
-
-    def _look_at(self, piece) -> None:
-        """Check what of a piece of a crossing line past the first is within its prefix, for invalid UTF-8."""
-        piece = self._within_prefix(piece)
-        if not self.tail_bad:
-            try:
-                self.check.decode(piece)
-            except UnicodeDecodeError:
-                self.tail_bad = True
+        self.kept += piece
+        self.done = self.cut or newline >= 0
 
     def _crossed_window(self, notice: Callable[[int | None], str]) -> Window:
         if self.newlines:  # the lines before the crossing one fit: that one is dropped
-            if not self.cut and not self.tail_bad:
-                try:
-                    self.check.decode(b"", final=True)  # a line that ends in a cut sequence
-                except UnicodeDecodeError:
-                    self.tail_bad = True
             next_from = self.from_line + self.newlines
-            return self._shown(self.newlines, True, next_from, notice(next_from) if self.kept else None, self.tail_bad)
+            return self._shown(self.newlines, True, next_from, notice(next_from) if self.kept else None, False)
         # The first line alone is past the budget: cut (the first ``max_chars + 1`` characters
-        # of its prefix decided it), never with a next line to read.
-        bad = False
-        try:
-            line = self.check.decode(self.kept, final=not self.cut)
-        except UnicodeDecodeError:
-            bad, line = True, self.kept.decode("utf-8", errors="replace")
+        # of its prefix decided it), never with a next line to read. A sequence its prefix cut
+        # is held back, not shown as U+FFFD.
+        line = codecs.getincrementaldecoder("utf-8")("replace").decode(self.kept, final=not self.cut)
         text = truncate_utf16_safe(line[: self.budget + 1], self.budget)
+        # What is shown is the file's own text exactly when its bytes begin the line's: each
+        # U+FFFD standing for invalid bytes encodes to bytes the file does not hold there.
+        bad = not self.kept.startswith(text.encode("utf-8"))
         return Window(f"{text}\n\n{notice(None)}", 1, True, None, bad)
 
     def _shown(self, lines: int, truncated: bool, next_from: int | None, notice: str | None, bad: bool) -> Window:
