@@ -7,7 +7,8 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 from __future__ import annotations
 
 import re
-import resource  # (imported when a descriptor is at hand: it is a shared object to open)
+import resource
+import shlex  # (imported when a descriptor is at hand: it is a shared object to open)
 from typing import TypeGuard
 
 
@@ -85,6 +86,11 @@ class MemoryToolError(Exception):
     def worded_for_tools(self) -> str:
         """The message for an agent calling the MCP tools (the command line's, unless a subclass knows better)."""
         return self.message
+
+    def suggesting(self, program: str) -> None:
+        """Name ``program`` (``openclaw-memory`` and the settings flags the command was given, from
+        ``settings.command_line``) in each command this error bids the user run: run, it acts on the
+        same workspace, agent and session (a front-end words what a layer below raised)."""
 
 
 class UsageError(MemoryToolError):
@@ -193,17 +199,24 @@ class WriteBlocked(MemoryToolError):
     def __init__(self, message: str, *, problem: str | None = None, path: str = "", step: str = "read_again",
                  agent: str = "", session: str = ""):
         self.problem, self.path, self.step, self.agent, self.session = problem, path, step, agent, session
+        self.program = PROGRAM  # how a command the step names is run (suggesting)
         super().__init__(self._worded("cli") if problem is not None else message)
 
     def _worded(self, audience: str) -> str:
         assert self.problem is not None
         within = f" (session {self.session})" if self.session else ""  # the reader the guard checked
         reader = f"agent '{self.agent}'{within}" if audience == "cli" else f"this session (agent '{self.agent}')"
-        step = BLOCKED_STEPS[self.step][audience].replace("{path}", self.path)
+        step = BLOCKED_STEPS[self.step][audience].replace("{program}", self.program).replace("{path}", shlex.quote(self.path))
         return f"blocked: {self.problem.replace('{reader}', reader)}{step}"
 
     def worded_for_tools(self) -> str:
         return self._worded("tools") if self.problem is not None else self.message
+
+    def suggesting(self, program: str) -> None:
+        self.program = program
+        if self.problem is not None:
+            self.message = self._worded("cli")
+            self.args = (self.message,)
 
     def fields(self) -> dict[str, str]:
         """What the service sends so the caller can word the error for its own audience."""
@@ -216,26 +229,29 @@ class WriteBlocked(MemoryToolError):
         return cls("", problem=problem, path=path, step=step, agent=agent, session=session)
 
 
+# The command line a message names (suggesting: with the settings flags in force).
+PROGRAM = "openclaw-memory"
+
 # What a blocked writer does next, for each audience, following the problem.
 BLOCKED_STEPS = {
     "read_again": {
-        "cli": " Read it again (openclaw-memory read {path}, or read --diff {path}) and redo the change on the new version.",
+        "cli": " Read it again ({program} read {path}, or read --diff {path}) and redo the change on the new version.",
         "tools": " Call memory_get again and redo the change on the new version.",
     },
     "read_first": {
-        "cli": "; read it first (openclaw-memory read {path}) and try again, or pass --expect VERSION.",  # write, mv, rm
+        "cli": "; read it first ({program} read {path}) and try again, or pass --expect VERSION.",  # write, mv, rm
         "tools": "; call memory_get first, then write (or pass expect: the version memory_get returned).",
     },
     "read_first_append": {
-        "cli": "; read it first (openclaw-memory read {path}), then append.",
+        "cli": "; read it first ({program} read {path}), then append.",
         "tools": "; call memory_get first, then append.",
     },
     "history": {
-        "cli": " Check `openclaw-memory history` and try again.",
-        "tools": " Check `openclaw-memory history` and try again.",
+        "cli": " Check `{program} history` and try again.",
+        "tools": " Check `{program} history` and try again.",
     },
     "rollback": {
-        "cli": "; read them first (openclaw-memory read PATH), or pass --force: what each holds now is kept in the history.",
+        "cli": "; read them first ({program} read PATH), or pass --force: what each holds now is kept in the history.",
         "tools": "; call memory_get on each first, or pass force: what each holds now is kept in the history.",
     },
     "held_open": {
@@ -246,9 +262,25 @@ BLOCKED_STEPS = {
 
 
 class IndexMissing(MemoryToolError):
-    """A search or status needs an index that has not been built yet."""
+    """A search or status needs an index that has not been built yet. ``run``: the words of the
+    command that builds it (``index``), named after ``message`` (then ``then``) as the front-end runs
+    it (:meth:`suggesting`)."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, run: str = "", then: str = ""):
+        self.head, self.run, self.then = message, run, then
+        super().__init__(self._worded(PROGRAM))
+
+    def _worded(self, program: str) -> str:
+        return f"{self.head}`{program} {self.run}`{self.then}" if self.run else self.head
+
+    def suggesting(self, program: str) -> None:
+        self.message = self._worded(program)
+        self.args = (self.message,)
+
+    def fields(self) -> dict[str, str]:
+        return {"head": self.head, "run": self.run, "then": self.then} if self.run else {}
 
 
 class MissingExtra(MemoryToolError):

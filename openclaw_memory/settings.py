@@ -264,6 +264,9 @@ class Settings:
     # OPENCLAW_MEMORY_EMBEDDING_BACKEND: above toml [index] embedding_backend, as
     # OPENCLAW_MEMORY_QDRANT_URL is above [index] url.
     embedding_backend: str | None = None
+    # The settings flags the command line gave (``-w``, ``--agent``, ...), each with its value in force:
+    # what a command a message suggests repeats (command_line).
+    command_flags: tuple[str, ...] = ()
 
     @property
     def media(self) -> tuple[str, ...]:
@@ -923,6 +926,31 @@ def _path_text(value: str, where: str) -> str:
     return value
 
 
+def command_line(settings: Settings) -> str:
+    """``openclaw-memory`` and the settings flags its command line was given, quoted for a shell: a
+    command a hint names (read it first, build the index) acts on the same workspace, agent and
+    session as the command that printed it (without them, on $OPENCLAW_WORKSPACE's or main's)."""
+    import shlex
+
+    return " ".join(["openclaw-memory", *map(shlex.quote, settings.command_flags)])
+
+
+def _command_flags(given: Overrides, settings: Settings) -> tuple[str, ...]:
+    """The flags of ``given`` with their values in force (a workspace as resolved, an agent id as
+    normalized): the same memory from any folder."""
+    flags: list[str] = []
+    for name, flag, value in (("workspace", "-w", str(settings.workspace)), ("state_dir", "--state-dir", str(settings.state_dir)),
+                              ("agent", "--agent", settings.agent), ("qdrant_url", "--qdrant-url", settings.qdrant_url),
+                              ("session", "--session", settings.session)):
+        if getattr(given, name) is not None and value is not None:
+            flags += [flag, value]
+    for extra in given.extra:  # (as given: a relative one is relative to the workspace, not the current folder)
+        flags += ["--extra", extra]
+    if given.multimodal is not None:
+        flags.append("--multimodal" if given.multimodal else "--no-multimodal")
+    return tuple(flags)
+
+
 def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settings:
     """Resolve settings from flags, the environment, config files and defaults."""
     o = overrides or Overrides()
@@ -1032,7 +1060,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         if isinstance(table, dict):
             for key, value in table.items():
                 hybrid[key] = {**hybrid[key], **value} if isinstance(value, dict) and isinstance(hybrid.get(key), dict) else value
-    return Settings(
+    resolved = Settings(
         workspace=workspace,
         agent=agent,
         state_dir=state_dir,
@@ -1054,6 +1082,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         model_cache=default_model_cache(env, state_dir),
         embedding_backend=(_env("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env) or "").strip() or None,
     )
+    return replace(resolved, command_flags=_command_flags(o, resolved))
 
 
 def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None, state_dir: Path, json_path: Path,

@@ -65,7 +65,7 @@ def _worded(exc: MemoryToolError, command: Command | None) -> str:
 
 def run_parsed(parsed: Parsed) -> int:
     """Resolve the settings and call the command's handler."""
-    from ..settings import Overrides, resolve_settings
+    from ..settings import Overrides, command_line, resolve_settings
 
     if parsed.command is None:
         raise ValueError(f"a {parsed.action!r} command line names no command to run")
@@ -86,8 +86,12 @@ def run_parsed(parsed: Parsed) -> int:
     )
     from ..memory import private_umask
 
-    with private_umask():  # every file the command makes in the state dir is owner-only, the engine's too
-        result = parsed.command.handler(settings, **parsed.values)
+    try:
+        with private_umask():  # every file the command makes in the state dir is owner-only, the engine's too
+            result = parsed.command.handler(settings, **parsed.values)
+    except MemoryToolError as exc:  # a command it bids the user run acts on this command's workspace and agent
+        exc.suggesting(command_line(settings))
+        raise
     return result if isinstance(result, int) else 0
 
 

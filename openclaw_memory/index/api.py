@@ -126,11 +126,9 @@ class MemoryIndex:
             self.store.names()
             if any(self.store.exists(c.name) for c in collections):  # shards written in place, never committed
                 raise IndexMissing(f"the first index of agent {self.settings.agent} in {self.settings.workspace} was "
-                                   "interrupted: `openclaw-memory index` finishes it (what it saved is not embedded again)")
-            raise IndexMissing(
-                f"no search index for agent {self.settings.agent} in {self.settings.workspace} yet: "
-                "build it with `openclaw-memory index`"
-            )
+                                   "interrupted: ", run="index", then=" finishes it (what it saved is not embedded again)")
+            raise IndexMissing(f"no search index for agent {self.settings.agent} in {self.settings.workspace} yet: build it with ",
+                               run="index")
         stale = self._stale(collections, manifests)
         built = [m for m in manifests.values() if m is not None]
         settings_changed = any(not self.config.vectors_hold(m.settings_key) or recipe_outdated(m.fingerprint) for m in built)

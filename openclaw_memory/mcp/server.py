@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BadValue, MemoryToolError, bytes_shown, cut, one_line, shown
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
+from ..settings import command_line
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -395,11 +396,15 @@ def tool_specs(settings: Settings, tools: MemoryTools | None) -> list[ToolSpec]:
             for op in OPERATIONS.values() if op.tool is not None]
 
 
-def tool_error_text(exc: BaseException) -> str | None:
-    """A failure as the model reads it; None for one that is not the caller's or the product's."""
+def tool_error_text(exc: BaseException, settings: Settings | None = None) -> str | None:
+    """A failure as the model reads it; None for one that is not the caller's or the product's. A
+    command it names is run with the server's settings flags (``settings``): the model's shell may
+    not have its environment."""
     if isinstance(exc, ToolArgumentError):
         return str(exc)
     if isinstance(exc, MemoryToolError):
+        if settings is not None:
+            exc.suggesting(command_line(settings))
         return exc.worded_for_tools()
     if isinstance(exc, OSError):  # refused (symlink, FIFO...) or unreadable
         reason = exc.strerror or str(exc)
@@ -447,7 +452,7 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
                 raise
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
         except Exception as exc:  # noqa: BLE001 - every failure is a tool error, the server keeps serving
-            worded = tool_error_text(exc)
+            worded = tool_error_text(exc, tools.settings)
             if worded is None:
                 raise
             return types.CallToolResult(content=[types.TextContent(type="text", text=bytes_shown(worded))], is_error=True)

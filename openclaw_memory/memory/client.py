@@ -231,6 +231,8 @@ def _product_error(data: dict, message: str) -> Exception:
         known = {k: fields[k] for k in ("problem", "path", "step", "agent", "session") if k in fields}
         if known.get("step", "read_again") in errors.BLOCKED_STEPS and "problem" in known:
             return errors.WriteBlocked(message, **known)
+    if cls is errors.IndexMissing and isinstance(fields, dict) and all(isinstance(fields.get(k), str) for k in ("head", "run", "then")):
+        return errors.IndexMissing(fields["head"], run=fields["run"], then=fields["then"])  # (worded by the caller's flags)
     if cls is errors.BadValue and isinstance(fields, dict) and all(isinstance(fields.get(k), str) for k in ("name", "problem")):
         return errors.BadValue(fields["name"], fields["problem"], hint=str(fields.get("hint") or ""),
                                hint_tools=str(fields.get("hintTools") or ""))

@@ -7,6 +7,7 @@ from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
+from ...settings import command_line
 from ..output import coloured, no_controls, print_json, printable, reported, warn
 from ..progress import progress_reporter
 
@@ -62,7 +63,7 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
         result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync,
                                collections=tuple(collections), paths=tuple(paths), since=since, until=until)
     stale = [f"{len(result.stale)} file(s) changed since the last index and were not searched as they are now: "
-             + ", ".join(printable(p) for p in result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + " (run `openclaw-memory index`)"
+             + ", ".join(printable(p) for p in result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + f" (run `{command_line(settings)} index`)"
              ] if result.stale and not result.updating else []  # being indexed now: normal, nothing to do
     if reported(result, json_out, [*result.notes, *stale]):
         return 0
@@ -132,7 +133,7 @@ def run_status(settings: Settings, json_out: bool) -> int:
         print(line)
         if c.stale:
             more = f" and {len(c.stale) - 5} more" if len(c.stale) > 5 else ""
-            print(f"    stale: {', '.join(printable(p) for p in c.stale[:5])}{more} (`openclaw-memory index` updates them)")
+            print(f"    stale: {', '.join(printable(p) for p in c.stale[:5])}{more} (`{command_line(settings)} index` updates them)")
     for path in status.not_indexable:
         print(f"  not indexable with a text model: {printable(path)}")
     for left in status.left_out:
@@ -140,7 +141,7 @@ def run_status(settings: Settings, json_out: bool) -> int:
     for name in status.orphaned:
         print(f"  orphaned shard: {name} (`openclaw-memory doctor --fix` removes it)")
     if not status.indexed:
-        print("No index yet: `openclaw-memory index` builds it.")
+        print(f"No index yet: `{command_line(settings)} index` builds it.")
     for changes in status.git:
         for what, paths in (("modified", changes.modified), ("staged", changes.staged),
                             ("untracked", changes.untracked), ("ignored", changes.ignored)):
