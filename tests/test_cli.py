@@ -159,6 +159,17 @@ def test_a_citation_of_a_file_whose_name_holds_a_newline_reads_back(workspace, c
     assert cli("read", "MEMORY.md#L1\n").returncode == 2  # a newline after a citation is no citation
 
 
+def test_read_from_past_the_end_says_so_on_stderr_and_its_json_is_unchanged(workspace, cli):
+    # It printed nothing at all, exit 0: a --from past the end looked like an empty note.
+    write(workspace / "MEMORY.md", "a\n\nb\n")
+    write(workspace / "memory" / "e.md", "")
+    past = cli("read", "MEMORY.md", "--from", "50")
+    assert (past.returncode, past.stdout, past.stderr) == (0, "", "MEMORY.md: it ends before line 50: no line to show\n")
+    empty = cli("read", "memory/e.md")
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "memory/e.md: the file is empty\n")
+    as_json = cli("read", "MEMORY.md", "--from", "50", "--json")
+    assert as_json.stderr == "" and as_json.json()["lines"] == 0 and as_json.json()["text"] == ""
+
 def test_read_of_a_notes_fragment_that_is_no_line_citation_names_the_note(workspace, cli):
     # `links` shows [[a#H]]: an agent passes the fragment on. It was "not a Markdown (.md) memory file".
     write(workspace / "memory" / "a.md", "# H\nx\ny\n")

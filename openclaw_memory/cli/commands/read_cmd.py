@@ -28,6 +28,10 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
             _show(result.path, result.text)
         elif result.missing:
             warn(f"{printable(result.path)} does not exist")
+        elif result.lines == 0:  # nothing printed, and nothing said why: a --from past the end looked like an empty note
+            start = result.from_line or 1
+            sys.stderr.write(f"{printable(result.path)}: " + (f"it ends before line {start}: no line to show\n" if start > 1
+                                                              else "the file is empty\n"))
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
 
 
