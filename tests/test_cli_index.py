@@ -72,3 +72,12 @@ def test_a_search_while_another_process_indexes_says_no_warning(workspace, state
     unsynced = cli("search", "tea", "--no-sync")  # not being indexed: the stale file is worth a warning
     assert "warning: 1 file(s) changed since the last index" in unsynced.stderr and "updating" not in cli(
         "search", "tea", "--json", "--no-sync").stdout
+
+
+def test_index_prints_its_last_progress_line_once(workspace, cli):
+    # The embedding's last batch and the write after it both reported every chunk done: the plain
+    # progress (stderr not a terminal) printed "embedded 72/72 chunks ..." twice, with two rates.
+    notes(workspace)
+    run = cli("index")
+    assert run.returncode == 0, run.stderr
+    assert len(re.findall(r"^embedded (\d+)/\1 chunks of 12 files", run.stderr, re.M)) == 1, run.stderr

@@ -76,7 +76,7 @@ def progress_reporter(stack):
 
     import time
 
-    last = {"line": "", "start": None, "base": 0, "at": 0.0}
+    last = {"line": "", "start": None, "base": 0, "at": 0.0, "done": False}
 
     def plain(p):
         if p.phase == "model":
@@ -95,10 +95,13 @@ def progress_reporter(stack):
             line = f"read {p.files_done}/{p.files_total} files"
         done = p.chunks_total and not _counting(p) and p.chunks_done >= p.chunks_total
         now = time.monotonic()
-        # A log, not a bar: a line every few seconds at most, and the last one of each part of the run.
-        if line != last["line"] and (p.chunks_total or p.phase == "model" or p.files_done == p.files_total) and (
+        # A log, not a bar: a line every few seconds at most, and the last one of each part of the run,
+        # once (the embedding's last batch and the write after it both report every chunk done: the
+        # line came twice, with two rates).
+        if line != last["line"] and not (done and last["done"]) and (
+                p.chunks_total or p.phase == "model" or p.files_done == p.files_total) and (
                 now - last["at"] >= PLAIN_EVERY_S or done or p.phase == "model"):
-            last["line"], last["at"] = line, now
+            last["line"], last["at"], last["done"] = line, now, bool(done)
             sys.stderr.write(line + "\n")
 
     return plain
