@@ -767,3 +767,12 @@ def test_an_import_onto_a_full_disk_names_the_folder_it_could_not_write(source, 
         assert f"the disk is full: no space left to write in the workspace ({extra})" in done.stderr, done.stderr
         assert "nothing was written" in done.stderr
         assert sorted(os.listdir(extra)) == ["filler"] and not (ws / "MEMORY.md").exists()
+
+
+def test_export_to_a_dash_is_refused_saying_it_writes_a_file(workspace, cli):
+    # `export -` wrote an archive named "-" in the current folder, where a shell user meant stdout.
+    write(workspace / "MEMORY.md", "# Memory\n")
+    refused = cli("export", "-", cwd=workspace.parent)
+    assert refused.returncode == 2 and refused.stderr == (
+        "error: export writes a file, not standard output: give the archive a file name (./- for a file named -)\n")
+    assert not (workspace.parent / "-").exists()

@@ -120,6 +120,8 @@ def _target(settings: Settings, path: str, force: bool) -> str:
     of a device, a FIFO or a symbolic link itself, never a folder)."""
     if not path or not path.strip():
         raise UsageError("no archive file given")
+    if path == "-":  # a shell's "standard output": the archive is written beside its name and renamed into place
+        raise UsageError("export writes a file, not standard output: give the archive a file name (./- for a file named -)")
     target = os.path.abspath(path)
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
