@@ -107,9 +107,16 @@ def test_damage_made_after_a_clean_check_was_recorded_is_found(checked, cli_proc
     assert _kept(checked) == record  # a database found damaged is no clean check to keep
 
 
-def test_a_record_of_other_files_or_one_that_does_not_parse_is_no_record(checked, cli_process):
-    (checked.parent / NAME).write_text("{not json")
+@pytest.mark.parametrize("garbage", ["{not json", "[" * 1000 + "]" * 1000, '{"files":' + "[" * 995],
+                         ids=["not-json", "nested-deep", "nested-unclosed"])
+def test_a_record_of_other_files_or_one_that_does_not_parse_is_no_record(checked, cli_process, garbage):
+    (checked.parent / NAME).write_text(garbage)
     assert cli_process("doctor", "--json", env=fault(READ_WHOLE)).returncode == -signal.SIGKILL
+    for args in (("doctor", "--json"), ("doctor", "--fix", "--json")):  # neither crashes on it: both read the database
+        result = cli_process(*args)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.json()["findings"] == []
+    assert _kept(checked)["files"] == Sighting.of(str(checked)).key  # the record written again
     record = {"files": [[1, 2, 3, 4, 5], None], "counted": "0"}
     (checked.parent / NAME).write_text(json.dumps(record))
     assert cli_process("doctor", "--json", env=fault(READ_WHOLE)).returncode == -signal.SIGKILL

@@ -114,6 +114,6 @@ class LastCheck:
             os.close(fd)
         try:
             record = json.loads(raw) if len(raw) <= _MAX else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested past the interpreter's depth, in 2 KB
             return None
         return record if isinstance(record, dict) else None
