@@ -6,9 +6,11 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 
 from __future__ import annotations
 
+import contextlib
 import re
 import resource
 import shlex  # (imported when a descriptor is at hand: it is a shared object to open)
+from collections.abc import Iterator
 from typing import TypeGuard
 
 
@@ -91,6 +93,25 @@ class MemoryToolError(Exception):
         """Name ``program`` (``openclaw-memory`` and the settings flags the command was given, from
         ``settings.command_line``) in each command this error bids the user run: run, it acts on the
         same workspace, agent and session (a front-end words what a layer below raised)."""
+
+    def after_finishing(self, finished: str) -> None:
+        """Say what the same command finished before this error stopped it (an interrupted rollback,
+        move, removal or import, which changed files): its "nothing was ..." is this command's alone."""
+        self.message = f"{self.message}; before that: {finished}"
+        self.args = (self.message,)
+
+
+@contextlib.contextmanager
+def finished_first(*finished: str | None) -> Iterator[None]:
+    """Around what a command does after finishing an interrupted operation (``finished``: what each
+    finish said, None where there was none): an error it raises says that too (:meth:`after_finishing`)."""
+    try:
+        yield
+    except MemoryToolError as exc:
+        said = "; ".join(f for f in finished if f)
+        if said:
+            exc.after_finishing(said)
+        raise
 
 
 class UsageError(MemoryToolError):
@@ -200,14 +221,24 @@ class WriteBlocked(MemoryToolError):
                  agent: str = "", session: str = ""):
         self.problem, self.path, self.step, self.agent, self.session = problem, path, step, agent, session
         self.program = PROGRAM  # how a command the step names is run (suggesting)
+        self.finished = ""  # what the command finished before it was blocked (after_finishing)
         super().__init__(self._worded("cli") if problem is not None else message)
+
+    def after_finishing(self, finished: str) -> None:
+        if self.problem is None:
+            super().after_finishing(finished)
+            return
+        self.finished = f"{self.finished}; {finished}" if self.finished else finished
+        self.message = self._worded("cli")
+        self.args = (self.message,)
 
     def _worded(self, audience: str) -> str:
         assert self.problem is not None
         within = f" (session {self.session})" if self.session else ""  # the reader the guard checked
         reader = f"agent '{self.agent}'{within}" if audience == "cli" else f"this session (agent '{self.agent}')"
         step = BLOCKED_STEPS[self.step][audience].replace("{program}", self.program).replace("{path}", shlex.quote(self.path))
-        return f"blocked: {self.problem.replace('{reader}', reader)}{step}"
+        finished = f"; before that: {self.finished}" if self.finished else ""
+        return f"blocked: {self.problem.replace('{reader}', reader)}{step}{finished}"
 
     def worded_for_tools(self) -> str:
         return self._worded("tools") if self.problem is not None else self.message
@@ -222,7 +253,8 @@ class WriteBlocked(MemoryToolError):
         """What the service sends so the caller can word the error for its own audience."""
         if self.problem is None:
             return {}
-        return {"problem": self.problem, "path": self.path, "step": self.step, "agent": self.agent, "session": self.session}
+        told = {"problem": self.problem, "path": self.path, "step": self.step, "agent": self.agent, "session": self.session}
+        return told | ({"finished": self.finished} if self.finished else {})
 
     @classmethod
     def because(cls, problem: str, *, path: str, step: str = "read_again", agent: str = "", session: str = "") -> WriteBlocked:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 import pytest
 import xxhash
 
-from conftest import env_for, settings_for, wait_for, write
+from conftest import env_for, run_paused, settings_for, wait_for, write
 from openclaw_memory.errors import PathRefused, UsageError, WriteBlocked
 from openclaw_memory.memory.local import LocalMemory
 
@@ -589,19 +590,31 @@ def test_a_note_made_read_only_after_a_rollback_was_planned_is_left_and_named(cl
     assert (workspace / "memory" / "a.md").read_text() == "# a\n" and (workspace / "memory" / "c.md").read_text() == "# c\n"
 
 
-def test_doctor_does_not_merge_into_a_read_only_memory_md(cli, workspace):
-    """The split-root merge rewrote MEMORY.md whatever its mode; refused, both files as they were."""
+def test_doctor_does_not_merge_into_a_read_only_memory_md(cli, workspace, state_dir):
+    """The split-root merge rewrote MEMORY.md whatever its mode; plain doctor called it "fixable
+    with --fix" and --fix then refused. Now the check says chmod first, and the merge itself checks
+    again, on the file it read, before it writes (made read-only meanwhile: refused, nothing changed)."""
     write(workspace / "MEMORY.md", "# Memory\n- kept as it is\n")
     write(workspace / "memory.md", "- a legacy line\n")
     (workspace / "MEMORY.md").chmod(0o444)
+    plain = cli("doctor")
+    assert "(fixable with --fix)" not in plain.stdout
+    assert ("MEMORY.md is read-only (mode 444), so doctor --fix will not merge memory.md into it: let writes through "
+            "first (`chmod u+w MEMORY.md`, by its owner)") in plain.stdout
     fixed = cli("doctor", "--fix", "--json")
-    assert fixed.returncode == 1, fixed.stdout
-    (repair,) = fixed.json()["repairs"]
-    assert (repair["id"], repair["status"]) == ("split-root", "failed")
+    assert fixed.returncode == 1 and fixed.json()["repairs"] == [], fixed.stdout
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n- kept as it is\n"
+    assert (workspace / "memory.md").read_text() == "- a legacy line\n"
+    (workspace / "MEMORY.md").chmod(0o644)
+    code, out, err = run_paused(workspace, state_dir, ("doctor", "--fix", "--json"), "merge:write-canonical",
+                                lambda: (workspace / "MEMORY.md").chmod(0o444))
+    (repair,) = json.loads(out)["repairs"]
+    assert (repair["id"], repair["status"]) == ("split-root", "failed"), (code, out, err)
     assert repair["detail"] == ("refused: MEMORY.md is read-only (mode 444); nothing was changed "
                                 "(`chmod u+w` it to let writes through)")
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n- kept as it is\n"
     assert (workspace / "memory.md").read_text() == "- a legacy line\n"
+    assert not any((workspace / ".openclaw-repair").rglob("*.md"))
     (workspace / "MEMORY.md").chmod(0o644)
     assert cli("doctor", "--fix").returncode == 0
     assert "- a legacy line" in (workspace / "MEMORY.md").read_text()

@@ -36,11 +36,20 @@ from __future__ import annotations
 import bisect
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .. import faults
-from ..errors import ImportConflict, ImportRefused, MemoryToolError, PathRefused, UsageError, is_no_space, os_error
+from ..errors import (
+    ImportConflict,
+    ImportRefused,
+    MemoryToolError,
+    PathRefused,
+    UsageError,
+    finished_first,
+    is_no_space,
+    os_error,
+)
 from ..files.paths import DREAMS, LEGACY_DREAMS
 from ..fsutil.atomic import unlink_quietly
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
@@ -48,15 +57,16 @@ from ..history.guard import FailedAt, translated
 from ..history.moves import finish_pending
 from ..history.placing import (
     Raced,
+    ReadOnlyNote,
     create_new,
     current_version,
     held_open,
-    is_read_only,
+    kept_stat,
     make_folder,
-    mode_now,
     open_current,
-    read_only_refusal,
+    read_only_note,
     recorded_mode,
+    refuse_each_read_only,
     remove_made_folders,
     swap_name,
     temp_from_blocks,
@@ -70,7 +80,7 @@ from .members import walk
 from .places import resolve_place
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterator
 
     from ..files.read import ResolvedPath
     from ..fsutil.safeopen import Folder
@@ -94,6 +104,8 @@ class _Target:
     member: Member
     resolved: ResolvedPath
     current: FileVersion | None = None  # what the file here holds (checked again under the lock)
+    kept: FileMode | None = None  # its mode and owner, from the same look: a replaced file keeps them
+    read_only: ReadOnlyNote | None = None  # from the same look, when this user may not write it in place
     folder: Folder | None = None
     existed: int | None = None  # folders of its path there were, when staging made the rest
     tmp: str | None = None
@@ -117,23 +129,25 @@ def import_archive(settings: Settings, archive: str, *, force: bool = False) -> 
             raise ImportRefused(archive, exc.problem, exc.member) from None
         store = HistoryStore.for_settings(settings)
         with store.write_lock():
-            _journal(settings, archive, force)
+            finished = _journal(settings, archive, force)
             try:
-                result = _import(store, fd, archive, manifest, plan, force, settings)
+                with finished_first(finished):
+                    result = _import(store, fd, archive, manifest, plan, force, settings)
             except MemoryToolError:
                 clear_intent(settings.data_dir)  # refused or stopped, and it says so: nothing is left to finish
                 raise
             clear_intent(settings.data_dir)
-            return result
+            return replace(result, warnings=(finished, *result.warnings)) if finished else result
     finally:
         os.close(fd)
 
 
-def _journal(settings: Settings, archive: str, force: bool) -> None:
+def _journal(settings: Settings, archive: str, force: bool) -> str | None:
     """The intent, before anything is staged (the move's row: one mover at a time holds the write
     lock). A killed import leaves it: plain doctor names it, and ``doctor --fix`` (or the next ``mv``,
     ``rm`` or ``rollback``) runs it again (:func:`finish_import`). An earlier move's is finished first;
-    an earlier import's is this one's when it is the same archive (run again, as the message says)."""
+    an earlier import's is this one's when it is the same archive (run again, as the message says).
+    What finishing the earlier one did, said; None when there was none."""
     path = os.path.abspath(archive)
     try:
         earlier = read_intent(settings.data_dir)
@@ -143,10 +157,10 @@ def _journal(settings: Settings, archive: str, force: bool) -> None:
         raise UsageError(f"an interrupted import of {earlier.display} is waiting: run `openclaw-memory import "
                          f"{earlier.display}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
                          "doctor --fix`; nothing was imported")
-    if earlier is None or earlier.op != IMPORT_OP:
-        finish_pending(settings)
+    finished = finish_pending(settings) if earlier is None or earlier.op != IMPORT_OP else None
     write_intent(settings.data_dir, FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
                                            session=settings.session or ""))
+    return finished
 
 
 def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
@@ -199,12 +213,11 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
             raise Refusal(f"two of its files land on {resolved.display} here", record.member)
         places[resolved.abs_path] = record.member
         plan.targets[record.member] = _Target(record, manifest.member(record.member), resolved,
-                                              _version_here(resolved))
+                                              _version_here(resolved)[0])
     _refuse_overlaps(plan, str(settings.workspace))
     conflicts = [t.resolved.display for t in plan.targets.values() if _replaces(t)]
     if conflicts and not force:
         raise ImportConflict(tuple(conflicts))
-    _refuse_read_only(plan.targets.values())
     for history in manifest.history:
         try:
             resolved = resolve_place(settings, history.root, history.path)
@@ -213,7 +226,7 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
             continue
         member = places.get(resolved.abs_path)
         try:
-            here = _version_here(resolved) if member is None else None
+            here = _version_here(resolved)[0] if member is None else None
         except PathRefused:
             here = None  # no file can be there now; its history is still this path's
         if here is not None:
@@ -241,27 +254,32 @@ def _refuse_overlaps(plan: _Plan, workspace: str) -> None:
                       f"skips {LEGACY_DREAMS}", dreams[1].record.member)
 
 
-def _version_here(resolved: ResolvedPath) -> FileVersion | None:
+def _version_here(resolved: ResolvedPath) -> tuple[FileVersion | None, FileMode | None, ReadOnlyNote | None]:
+    """What the file here holds, its mode and owner, and whether it is read-only: one look at one open file."""
     try:
         folder, fd, current = open_current(resolved)
     except NotADirectoryError:  # as `write` refuses it (it was "not a folder (PATH)", exit 1, the file unnamed)
         raise PathRefused(f"refused: {resolved.display} cannot be imported here: a folder on its path is a file; "
                           "nothing was written") from None
-    if fd is not None:
-        os.close(fd)
-    if folder is not None:
-        folder.close()
-    return current
+    try:
+        kept = kept_stat(fd)
+        return current, kept, read_only_note(resolved.display, kept, folder)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if folder is not None:
+            folder.close()
 
 
 def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, plan: _Plan, force: bool,
             settings: Settings) -> ImportResult:
     targets = plan.targets
     for target in targets.values():  # again, under the lock: what the staging records and places against
-        target.current = _version_here(target.resolved)
+        target.current, target.kept, target.read_only = _version_here(target.resolved)
         if _replaces(target) and not force:
             raise ImportConflict((target.resolved.display,))
-    _refuse_read_only(targets.values())
+    # Those --force would replace, refused whole naming each, as a write of one is.
+    refuse_each_read_only((t.read_only for t in targets.values() if _replaces(t)), "written")
     try:
         try:
             with store.lock():
@@ -292,14 +310,6 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
     return ImportResult(
         os.path.abspath(path), manifest.agent, tuple(t.resolved.display for t in targets.values()),
         tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped))
-
-
-def _refuse_read_only(targets: Iterable[_Target]) -> None:
-    """Files ``--force`` would replace that their owner, this user, made read-only: the import is
-    refused whole, naming each, as a write of one is (:func:`~..history.placing.is_read_only`)."""
-    found = [(t.resolved.display, mode) for t in targets if _replaces(t) and is_read_only(mode := mode_now(t.resolved))]
-    if found:
-        raise PathRefused(read_only_refusal(found, "written"))
 
 
 def _replaces(target: _Target) -> bool:
@@ -334,16 +344,10 @@ def _stage_file(store: HistoryStore, target: _Target, blocks: Iterator[bytes]) -
             target.folder = target.resolved.folder()
         except FileNotFoundError:
             target.folder, target.existed = make_folder(target.resolved)
-    # A file here keeps its mode and owner; one brought back where none is (removed here) gets those
-    # this history saw last, not the default (the archive keeps no modes: they are this machine's).
-    kept: FileMode | None = None
-    if target.current is not None:
-        try:
-            opened, st = target.folder.open_regular(target.resolved.name)
-            os.close(opened)
-            kept = FileMode.of(st)
-        except FileNotFoundError:
-            pass
+    # A file here keeps its mode and owner (the look that found its version); one brought back where
+    # none is (removed here) gets those this history saw last, not the default (the archive keeps no
+    # modes: they are this machine's).
+    kept = target.kept if target.current is not None else None
     if kept is None:
         kept = recorded_mode(store, target.resolved)
     target.tmp, _, _ = temp_from_blocks(target.folder, target.resolved, blocks, kept)

@@ -7,6 +7,9 @@ import stat
 
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, MEMORY_DIR, shorten_home
 from ..files.root import RootEntry
+from ..fsutil.safeopen import Folder
+from ..history.placing import ReadOnlyNote, read_only_details, read_only_note
+from ..history.versions import FileMode
 from .merge import MAX_ROOT_BYTES
 from .model import CheckContext, Finding, symlink_target
 from .place import identical_twins
@@ -30,6 +33,18 @@ def split_root_message(canonical: RootEntry, legacy: RootEntry) -> list[str]:
 
 def _regular(entry: RootEntry) -> bool:
     return entry.exists and entry.is_file and not entry.is_symlink
+
+
+def _read_only_canonical(workspace: str, legacy: RootEntry) -> ReadOnlyNote | None:
+    """MEMORY.md, when this user may not write it and the merge would (memory.md neither empty nor
+    its twin, which are archived alone: a move)."""
+    if legacy.target_size == 0 or identical_twins(workspace):
+        return None
+    try:
+        with Folder.under(workspace) as root:
+            return read_only_note(CANONICAL_ROOT, FileMode.of(root.lstat(CANONICAL_ROOT)), root)
+    except OSError:
+        return None
 
 
 def _kind(entry: RootEntry) -> str:
@@ -80,6 +95,11 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
                 "still holds that MEMORY.md lacks into MEMORY.md (or into notes under memory/), then move memory.md out "
                 f"of the workspace, e.g. `mv {shorten_home(legacy.path)} ~/memory.md.bak`: the file keeps every byte.",
             ]
+        elif fixable and (read_only := _read_only_canonical(ctx.workspace, legacy)) is not None:
+            fixable = False  # --fix would refuse, as a write of it is refused
+            lines.append(f"{CANONICAL_ROOT} is read-only {read_only_details(read_only)}, so doctor --fix will not merge "
+                         f"memory.md into it: let writes through first (`chmod u+w {CANONICAL_ROOT}`, by its owner), then "
+                         'run "openclaw-memory doctor --fix".')
         elif fixable:
             hint = FIX_LINE
             lines.append(hint)

@@ -16,24 +16,34 @@ from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
 from ..fsutil.hashing import BLOCK, hash_bytes, hash_open_file
 from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
+from ..history.versions import FileMode
 
 
 def read_within(folder: Folder, name: str, limit: int) -> tuple[bytes | None, str, int]:
     """``(bytes, hash, size)`` of a regular file (never through a symlink, never a FIFO); the bytes
     are None when the file is over ``limit``: at most ``limit + 1`` bytes are ever held, and the
     hash of a bigger file is streamed."""
+    return read_within_mode(folder, name, limit)[:3]
+
+
+def read_within_mode(folder: Folder, name: str, limit: int) -> tuple[bytes | None, str, int, FileMode]:
+    """:func:`read_within`, with the mode and owner of the file the bytes came from (its descriptor's)."""
     fd, st = folder.open_regular(name)
     try:
-        if st.st_size <= limit:
-            data = b""
-            while len(data) <= limit and (block := os.read(fd, limit + 1 - len(data))):
-                data += block
-            if len(data) <= limit:
-                return data, hash_bytes(data), len(data)
-            os.lseek(fd, 0, os.SEEK_SET)  # it grew past the limit while read
-        return None, hash_open_file(fd), os.fstat(fd).st_size
+        return (*_read_open(fd, st, limit), FileMode.of(st))
     finally:
         os.close(fd)
+
+
+def _read_open(fd: int, st: os.stat_result, limit: int) -> tuple[bytes | None, str, int]:
+    if st.st_size <= limit:
+        data = b""
+        while len(data) <= limit and (block := os.read(fd, limit + 1 - len(data))):
+            data += block
+        if len(data) <= limit:
+            return data, hash_bytes(data), len(data)
+        os.lseek(fd, 0, os.SEEK_SET)  # it grew past the limit while read
+    return None, hash_open_file(fd), os.fstat(fd).st_size
 
 
 def holds_bytes(folder: Folder, name: str, needle: bytes) -> bool:

@@ -19,9 +19,9 @@ from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.move import SourceKept, safe_move
 from ..fsutil.safeopen import Folder
-from ..history.placing import is_read_only, read_only_refusal
+from ..history.placing import ReadOnlyRefused, read_only_note, read_only_refusal, refuse_read_only
 from ..history.store import HistoryStore
-from ..history.versions import EXTERNAL_EDIT, FileMode
+from ..history.versions import EXTERNAL_EDIT
 from ..settings import Settings
 from .aftercare import finalize, record_in_history
 from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
@@ -39,7 +39,7 @@ from .merge import (
     merged_bytes,
 )
 from .model import Finding, Repair, RepairSpec
-from .place import hash_or_none, identical_twins, place_no_replace, read_within
+from .place import hash_or_none, identical_twins, place_no_replace, read_within, read_within_mode
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
@@ -121,9 +121,8 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     data_dir = settings.data_dir
     try:
         # A file over the limit is never held whole: only identical twins (by streamed hash) go on then.
-        read_canonical, canonical_hash, _ = read_within(root, CANONICAL_ROOT, MAX_ROOT_BYTES)
+        read_canonical, canonical_hash, _, canonical_mode = read_within_mode(root, CANONICAL_ROOT, MAX_ROOT_BYTES)
         legacy_bytes, legacy_hash, legacy_size = read_within(root, LEGACY_ROOT, MAX_ROOT_BYTES)
-        canonical_mode = FileMode.of(root.lstat(CANONICAL_ROOT))
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot read the root files ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
     if read_canonical is None or legacy_bytes is None:
@@ -143,9 +142,9 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         else:
             earlier = already_merged(read_canonical, block)
             mode = "already-merged" if earlier else "append"
-    if mode == "append" and is_read_only(canonical_mode):  # as a write of it is refused (archiving memory.md alone moves it)
-        return Repair("split-root", "merge", "failed", read_only_refusal([(CANONICAL_ROOT, canonical_mode)], "changed"),
-                      SPLIT_PATHS)
+    # As a write of it is refused (archiving memory.md alone moves it): the mode of what was read.
+    if mode == "append" and (read_only := read_only_note(CANONICAL_ROOT, canonical_mode, root)) is not None:
+        return Repair("split-root", "merge", "failed", read_only_refusal([read_only], "changed"), SPLIT_PATHS)
     # What MEMORY.md is put back to if a merge is undone; identical twins never change it (not read when large).
     canonical = read_canonical if read_canonical is not None else b""
     state = JournalRecord(
@@ -169,8 +168,10 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
             new = merged_bytes(canonical, block, archive_shown(ws, rel))
             state = step(data_dir, state, "write-canonical")
             faults.reach("merge:write-canonical")
-            if read_within(root, CANONICAL_ROOT, MAX_ROOT_BYTES)[0] != canonical:
+            again, _, _, canonical_mode = read_within_mode(root, CANONICAL_ROOT, MAX_ROOT_BYTES)
+            if again != canonical:
                 raise _CanonicalChanged(stamp_dir)
+            refuse_read_only(canonical_mode, CANONICAL_ROOT, "changed", root)  # made so since the first look
             _write_canonical(root, new)
             faults.reach("merge:canonical-written")
         state = step(data_dir, state, "archive")
@@ -186,6 +187,11 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     except ArchiveRefused as exc:
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", f"{exc.strerror}; nothing changed", SPLIT_PATHS)
+    except ReadOnlyRefused as exc:
+        if stamp_dir is not None:  # still empty: the archive step comes after the write
+            stamp_dir.remove_if_empty()
+        clear_journal(data_dir)
+        return Repair("split-root", action, "failed", exc.message, SPLIT_PATHS)
     except _CanonicalChanged as exc:
         exc.stamp_dir.remove_if_empty()
         clear_journal(data_dir)

@@ -174,12 +174,14 @@ def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: b
             folder.close()
 
 
-def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False) -> WriteResult:
+def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False,
+                         read_only_ok: Callable[[FileMode], bool] | None = None) -> WriteResult:
     """Put back the bytes of an earlier version (a unique prefix of at least 8 hex characters).
 
     The version the file holds now is recorded first, so the restore can be undone. ``stored``:
     ``version`` is a whole version the object store holds though the path's history may not list it
-    (what a watchdog snapshot kept: a rollback to it).
+    (what a watchdog snapshot kept: a rollback to it). A read-only note is refused
+    (ReadOnlyRefused) unless ``read_only_ok`` lets its mode go (a rollback's undo).
     """
     resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     check_prefix(version)
@@ -187,7 +189,7 @@ def restore_file_version(settings: Settings, path: str, version: str, *, stored:
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         try:
-            return translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version, stored))
+            return translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version, stored, read_only_ok))
         except Raced:
             raise WriteBlocked.because(f"{resolved.display} changed while it was being restored; nothing was written.",
                                        path=resolved.display, step="history") from None
@@ -267,7 +269,8 @@ def in_history():
         raise HistoryFailed(exc) from None
 
 
-def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: bool = False) -> WriteResult:
+def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: bool = False,
+                  read_only_ok: Callable[[FileMode], bool] | None = None) -> WriteResult:
     folder, fd, current = open_current(resolved)
     existed: int | None = None  # as in _write_once
     try:
@@ -295,7 +298,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         # Brought back where none is (a removed note): with the mode and owner the history saw last.
         kept = kept_stat(fd) if fd is not None else recorded_mode(store, resolved)
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
-            refuse_read_only(kept, resolved.display, "restored")
+            refuse_read_only(kept, resolved.display, "restored", folder, read_only_ok)
             os.close(fd)
             fd = None
         if folder is None:
@@ -332,7 +335,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         check_write(store, resolved, current, records, expected, daily_append, latest_before, fd)
         kept = kept_stat(fd)
-        refuse_read_only(kept, resolved.display, "written")
+        refuse_read_only(kept, resolved.display, "written", folder)
         if folder is None:
             folder, existed = make_folder(resolved)
         sweep_leftovers(store, resolved, folder)

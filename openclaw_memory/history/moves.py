@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from .. import faults
 from ..database import enc
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, is_no_space, os_error
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first, is_no_space, os_error
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import leftover_kind
@@ -68,6 +68,8 @@ from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import EXTERNAL_EDIT, MOVE, REMOVE, FileMode, short
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..settings import Settings
 
 # The root files OpenClaw loads into every new session: moving or removing one asks for --force.
@@ -135,8 +137,9 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         earlier = finish_pending(settings)
-        result = translated(store, source, "moved",
-                            lambda: _move(settings, store, records, source, target, force, expected, links))
+        with finished_first(earlier):
+            result = translated(store, source, "moved",
+                                lambda: _move(settings, store, records, source, target, force, expected, links))
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
@@ -260,7 +263,7 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
     try:
         found = snapshot_fd(fd)
         mode = kept_stat(fd)
-        refuse_read_only(mode, target.display, "moved")
+        refuse_read_only(mode, target.display, "moved", folder)
         with in_history(), store.lock():
             store.observe(target.abs_path, target.display, found, fd=fd)
     finally:
@@ -305,9 +308,11 @@ def _record_move(store: HistoryStore, op: FileOp) -> None:
 # -- remove ----------------------------------------------------------------------------------------
 
 
-def remove_memory_file(settings: Settings, path: str, *, force: bool = False, expect: str | None = None) -> RemoveResult:
+def remove_memory_file(settings: Settings, path: str, *, force: bool = False, expect: str | None = None,
+                       read_only_ok: Callable[[FileMode], bool] | None = None) -> RemoveResult:
     """Remove the memory file ``path`` into the history (see the module docstring); ``force`` allows
-    a startup root file."""
+    a startup root file. A read-only note is refused (ReadOnlyRefused) unless ``read_only_ok`` lets
+    its mode go (a rollback's move, or its undo)."""
     workspace = str(settings.workspace)
     resolved = resolve_memory_path(path, workspace, settings.extra_paths)
     _refuse_startup_file(resolved, workspace, force, "removing")
@@ -316,7 +321,9 @@ def remove_memory_file(settings: Settings, path: str, *, force: bool = False, ex
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
         earlier = finish_pending(settings)
-        result = translated(store, resolved, "removed", lambda: _remove(settings, store, records, resolved, expected))
+        with finished_first(earlier):
+            result = translated(store, resolved, "removed",
+                                lambda: _remove(settings, store, records, resolved, expected, read_only_ok))
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
@@ -328,7 +335,7 @@ def _kept_blocks(kept: SourceKept, shown: str, done: str, records: ReadRecords, 
 
 
 def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resolved: ResolvedPath,
-            expected: str | None) -> RemoveResult:
+            expected: str | None, read_only_ok: Callable[[FileMode], bool] | None) -> RemoveResult:
     folder, fd, current = open_current(resolved)
     op: FileOp | None = None
     try:
@@ -339,7 +346,8 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         check_write(store, resolved, current, records, expected, False, None, fd)
         _refuse_unarchived(store, resolved, current, "removed")
         mode = kept_stat(fd)
-        refuse_read_only(mode, resolved.display, "removed")  # (unlike `rm`, nothing can ask, and --force is for startup files)
+        # Unlike the shell's `rm`, nothing can ask, and --force is for the startup files.
+        refuse_read_only(mode, resolved.display, "removed", folder, read_only_ok)
         os.close(fd)
         fd = None
         with in_history():

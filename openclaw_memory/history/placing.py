@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
-from typing import TypeGuard
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple, TypeGuard
 
 import xxhash
 
@@ -143,40 +143,103 @@ def kept_stat(fd: int | None) -> FileMode | None:
     return FileMode.of(os.fstat(fd)) if fd is not None else None
 
 
+class ReadOnlyNote(NamedTuple):
+    """A note a change would replace or remove that this user may not write in place (:func:`is_read_only`)."""
+
+    display: str
+    kept: FileMode
+    folder: tuple[str, FileMode] | None = None  # its folder's shown name and mode, when that is read-only too
+
+
+class ReadOnlyRefused(PathRefused):
+    """A change refused whole (exit 2) for the read-only notes it would replace or remove (``found``).
+    Its own class so that a rollback step can tell it from the other refusals: that note is left, named."""
+
+    def __init__(self, found: list[ReadOnlyNote], done: str):
+        super().__init__(read_only_refusal(found, done))
+        self.found = found
+
+
 def is_read_only(kept: FileMode | None) -> TypeGuard[FileMode]:
-    """Whether the note was made read-only by its owner, this user (``chmod u-w``, ``a-w``). Replacing
-    or removing it is a rename or an unlink, which only its folder's mode governs, so the product
-    looks at the mode itself, where an editor and the shell's ``rm`` ask first and OpenClaw's own
-    write gets EACCES (but root's, which is why the rule is the owner's bit and not the kernel's
-    answer). Another user's note this one may write is not: its owner's bit says nothing of this user."""
-    return kept is not None and kept.uid == os.geteuid() and not kept.mode & 0o200
+    """Whether this process may not write the file in place, by its mode and owner as a stat of the
+    opened file gave them: the owner's bits for its owner, the group's for a member of its group,
+    the others' for anyone else, as the kernel asks (``chmod u-w``; another user's ``0644`` note).
+    Replacing or removing it is a rename or an unlink, which only its folder's mode governs, so the
+    product looks at the mode itself, where an editor and the shell's ``rm`` ask first and OpenClaw's
+    own write gets EACCES. Root, whom the kernel lets write anything, is held to the owner's bit of
+    the notes root owns (``chmod u-w`` by root); another user's note is root's to write."""
+    if kept is None:
+        return False
+    euid = os.geteuid()
+    if euid == 0:
+        return kept.uid == 0 and not kept.mode & 0o200
+    if kept.uid == euid:
+        bit = 0o200
+    elif kept.gid == os.getegid() or kept.gid in os.getgroups():
+        bit = 0o020
+    else:
+        bit = 0o002
+    return not kept.mode & bit
 
 
-def read_only_refusal(found: list[tuple[str, FileMode]], done: str) -> str:
-    """The one line every change that would replace or remove read-only notes (each shown name with
-    its mode) refuses with; ``done``: "written", "moved", "rolled back"..."""
-    if len(found) == 1:
-        display, kept = found[0]
-        return (f"refused: {display} is read-only (mode {kept.mode & 0o777:o}); nothing was {done} "
-                "(`chmod u+w` it to let writes through)")
-    named = [f"{display} (mode {kept.mode & 0o777:o})" for display, kept in found]
-    return (f"refused: {', '.join(named[:-1])} and {named[-1]} are read-only; nothing was {done} "
-            "(`chmod u+w` them to let writes through)")
+def read_only_note(display: str, kept: FileMode | None, folder: Folder | None = None) -> ReadOnlyNote | None:
+    """The note, when it is read-only (:func:`is_read_only`), with its folder (open, ``folder``) when
+    the kernel would refuse this user that too (never root): a ``chmod u+w`` of the note alone would
+    only meet the folder's refusal."""
+    if not is_read_only(kept):
+        return None
+    around = FileMode.of(os.fstat(folder.fd)) if folder is not None and os.geteuid() != 0 else None
+    shown = os.path.dirname(display) or "the workspace"
+    return ReadOnlyNote(display, kept, (shown, around) if is_read_only(around) else None)
 
 
-def refuse_read_only(kept: FileMode | None, display: str, done: str) -> None:
-    """PathRefused (exit 2) when the note is read-only (:func:`is_read_only`)."""
-    if is_read_only(kept):
-        raise PathRefused(read_only_refusal([(display, kept)], done))
+def read_only_details(note: ReadOnlyNote) -> str:
+    """``(mode 444)``, ``(owned by uid 0, mode 644)``, and the folder when it is read-only too."""
+    owner = "" if note.kept.uid == os.geteuid() else f"owned by uid {note.kept.uid}, "
+    folder = f", in a read-only folder ({note.folder[0]}, mode {note.folder[1].mode & 0o777:o})" if note.folder else ""
+    return f"({owner}mode {note.kept.mode & 0o777:o}){folder}"
 
 
-def mode_now(resolved: ResolvedPath) -> FileMode | None:
-    """The mode and owner of what is at ``resolved`` now; None when nothing (or no folder) is there.
-    For a check of many files before any is changed (a rollback's, an import's): each change's own
-    check is on the file it opened."""
+def read_only_refusal(found: list[ReadOnlyNote], done: str) -> str:
+    """The one line every change that would replace or remove read-only notes refuses with, naming
+    each with its mode (and its owner, another user's; and its folder, read-only too); ``done``:
+    "written", "moved", "rolled back"..."""
+    one = len(found) == 1
+    if any(n.kept.uid != os.geteuid() for n in found):  # this user cannot change another's mode
+        hint = f"only {'its owner' if one else 'their owners'} can let writes through: `chmod`, or `chown` to this user"
+    else:
+        folders = (" and its folder" if one else " and their folders") if any(n.folder for n in found) else ""
+        hint = f"`chmod u+w` {'it' if one else 'them'}{folders} to let writes through"
+    if one:
+        return f"refused: {found[0].display} is read-only {read_only_details(found[0])}; nothing was {done} ({hint})"
+    named = [f"{n.display} {read_only_details(n)}" for n in found]
+    return f"refused: {', '.join(named[:-1])} and {named[-1]} are read-only; nothing was {done} ({hint})"
+
+
+def refuse_each_read_only(found: Iterable[ReadOnlyNote | None], done: str) -> None:
+    """ReadOnlyRefused naming every read-only note of ``found`` (Nones: the writable ones), if any:
+    a change of many files (a rollback, an import) is refused whole before any is changed."""
+    listed = [n for n in found if n is not None]
+    if listed:
+        raise ReadOnlyRefused(listed, done)
+
+
+def refuse_read_only(kept: FileMode | None, display: str, done: str, folder: Folder | None = None,
+                     allowed: Callable[[FileMode], bool] | None = None) -> None:
+    """ReadOnlyRefused (exit 2) when the note (``kept``: the opened file's stat) is read-only, unless
+    ``allowed`` lets that mode go (a rollback's move or undo, :mod:`~..rollback.plan`)."""
+    if kept is not None and allowed is not None and allowed(kept):
+        return
+    refuse_each_read_only([read_only_note(display, kept, folder)], done)
+
+
+def read_only_now(resolved: ResolvedPath) -> ReadOnlyNote | None:
+    """The file at ``resolved`` now, looked up by name, when it is read-only; None when it is not, or
+    nothing (or no folder) is there. For a plan of many files before any is changed (a rollback's):
+    each change checks again the file it opened (:func:`refuse_read_only`)."""
     try:
         with resolved.folder() as folder:
-            return FileMode.of(folder.lstat(resolved.name))
+            return read_only_note(resolved.display, FileMode.of(folder.lstat(resolved.name)), folder)
     except (OSError, PathRefused):
         return None
 

@@ -82,6 +82,11 @@ class VersionLog:
         entries = self.entries(abs_path)
         return entries[-1] if entries else None
 
+    def latest_mode(self, abs_path: str) -> FileMode | None:
+        """The permission bits and owner logged with the path's latest entry; None when it has none."""
+        row = self.db.one("SELECT mode, uid, gid FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1", (enc(abs_path),))
+        return FileMode(*row) if row is not None and row[0] is not None else None
+
     def latest_in_time(self, abs_path: str) -> Entry | None:
         """The path's entry of the latest time (of those, the last logged): what a rollback to now
         replays last. It is :meth:`latest` unless an import logged versions of earlier times after it."""

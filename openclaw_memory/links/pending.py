@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..errors import finished_first
 from ..files.read import resolve_memory_path
 from ..history.fileops import IMPORT_OP, LINKS_STEP, FileOp, UnreadableIntent, clear_intent, read_intent
 from ..history.moves import finish_pending_op
@@ -44,7 +45,8 @@ def move(settings: Settings, source: str, destination: str, update_links: bool,
     store = HistoryStore.for_settings(settings)
     with store.write_lock():  # one mover from the reading of the links to the last rewrite
         earlier = finish_pending_rewrites(settings)
-        result = _move_and_rewrite(settings, source, destination, move_file) if update_links else move_file(None)
+        with finished_first(earlier[1] if earlier else None):
+            result = _move_and_rewrite(settings, source, destination, move_file) if update_links else move_file(None)
     return replace(result, warnings=(earlier[1], *result.warnings)) if earlier else result
 
 

@@ -230,7 +230,10 @@ def _product_error(data: dict, message: str) -> Exception:
     if cls is errors.WriteBlocked and isinstance(fields, dict) and all(isinstance(v, str) for v in fields.values()):
         known = {k: fields[k] for k in ("problem", "path", "step", "agent", "session") if k in fields}
         if known.get("step", "read_again") in errors.BLOCKED_STEPS and "problem" in known:
-            return errors.WriteBlocked(message, **known)
+            blocked = errors.WriteBlocked(message, **known)
+            if fields.get("finished"):
+                blocked.after_finishing(fields["finished"])
+            return blocked
     if cls is errors.IndexMissing and isinstance(fields, dict) and all(isinstance(fields.get(k), str) for k in ("head", "run", "then")):
         return errors.IndexMissing(fields["head"], run=fields["run"], then=fields["then"])  # (worded by the caller's flags)
     if cls is errors.BadValue and isinstance(fields, dict) and all(isinstance(fields.get(k), str) for k in ("name", "problem")):

@@ -7,7 +7,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError, describe_os_error
+from ..errors import MemoryToolError, describe_os_error, finished_first
 from ..history import writes
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | No
 
     with HistoryStore.for_settings(memory.settings).write_lock():
         earlier = finish_pending_rewrites(memory.settings)  # what a killed mv (links and all), rm or import left, first
-        result = remove_memory_file(memory.settings, path, force=force, expect=expect)
+        with finished_first(earlier[1] if earlier else None):
+            result = remove_memory_file(memory.settings, path, force=force, expect=expect)
     if earlier:
         result = replace(result, warnings=(earlier[1], *result.warnings))
     return replace(result, index=index_update(memory, update_index=update_index, paths=(result.path,)))

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import faults
-from ..errors import MemoryToolError, PathRefused, WriteBlocked
+from ..errors import MemoryToolError, WriteBlocked, finished_first
 from ..history.guard import IndexUpdate, restore_file_version
 from ..history.moves import finish_pending, remove_memory_file
-from ..history.placing import is_read_only, mode_now, read_only_refusal, resolve_writable
+from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
 from ..history.states import ReadRecords
 from ..history.store import HistoryStore
 from ..history.versions import REMOVE, RESTORE
@@ -38,11 +38,13 @@ from .plan import (
     REWRITE,
     UNCHANGED,
     Fate,
+    Moment,
     current_version,
     iso_moment,
     moment_of,
     plan,
-    read_only_now,
+    read_only_ok,
+    read_only_refused,
 )
 
 # The undo moment is this far after the last entry the rollback's first look logged, and every
@@ -59,7 +61,9 @@ class RollbackFile:
     version: str | None = key()  # what it holds after (None: archived, or absent)
     previous: str | None = key("previousVersion")  # what it held before (None: absent)
     unread: bool = key(omit=lambda f: not f.unread, default=False)  # this session has not read it as it is (blocks without --force)
-    read_only: bool = key(omit=lambda f: not f.read_only, default=False)  # chmod u-w by its owner, this user: refuses the rollback
+    # This user may not write it in place (chmod u-w; another user's): refuses the rollback (a dry
+    # run's), or was made so while the rollback ran and is left as it is.
+    read_only: bool = key(omit=lambda f: not f.read_only, default=False)
     changed: bool = key(omit=lambda f: not f.changed, default=False)  # changed meanwhile: left as it is
 
 
@@ -78,7 +82,7 @@ class RollbackResult:
 
     @property
     def changed_paths(self) -> tuple[str, ...]:
-        return tuple(f.path for f in self.files if f.fate != UNCHANGED and not f.changed)
+        return tuple(f.path for f in self.files if f.fate != UNCHANGED and not f.changed and not f.read_only)
 
 
 def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool = False) -> RollbackResult:
@@ -87,43 +91,56 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
     notes: list[str] = []
+    finished: list[str] = []  # what this run finished first: an error after it says so too
     with store.write_lock():
         if not dry_run:
             moved = finish_pending_rewrites(settings)  # an interrupted move's (links and all) or removal's first
-            notes += [moved[1]] if moved else []
-            notes += [earlier] if (earlier := recover_pending(settings)) else []
+            finished += [moved[1]] if moved else []
+            finished += [earlier] if (earlier := recover_pending(settings)) else []
         else:
             notes += _waiting(settings)
-        fates, skipped = plan(settings, store, moment, record=not dry_run)
-        notes += skipped
-        unread = {f.resolved.abs_path for f in fates if f.fate in (REWRITE, ARCHIVE) and not _read_as_is(records, f)}
-        read_only = read_only_now(fates)
-        files = [RollbackFile(f.resolved.display, f.fate, f.after.version, f.before.version if f.before else None,
-                              f.resolved.abs_path in unread, f.resolved.abs_path in read_only) for f in fates]
-        if dry_run:
+        with finished_first(*finished):
+            left, files, undo = _roll_back(settings, store, records, to, moment, dry_run, force, notes)
+        if undo is None:
             return RollbackResult(to, moment.shown, moment.snapshot is not None, True, tuple(files), warnings=tuple(notes))
-        if read_only:  # refused whole, before any step: a rollback that stopped at the first of them was half made
-            raise PathRefused(read_only_refusal([(f.resolved.display, read_only[f.resolved.abs_path])
-                                                 for f in fates if f.resolved.abs_path in read_only], "rolled back"))
-        if unread and not force:
-            names = [f.resolved.display for f in fates if f.resolved.abs_path in unread]
-            listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            raise WriteBlocked.because(
-                f"the rollback to {moment.shown} would replace {len(names)} file{'s' if len(names) != 1 else ''} {{reader}} "
-                f"has not read as {'it is' if len(names) == 1 else 'they are'} now ({listed}); nothing was changed",
-                path=names[0], step="rollback", agent=records.agent, session=records.session)
-        undo = _undo_moment()
-        steps = tuple(Step(f.resolved.abs_path, f.resolved.display, f.before.version if f.before else None,
-                           f.after.version, f.after.size) for f in fates if f.fate != UNCHANGED)
-        intent = write_intent(settings.data_dir, Intent(to, moment.shown, undo, steps, agent=records.agent,
-                                                        session=records.session))
-        faults.reach("rollback:journaled")
-        left = _run_steps(settings, intent)
-        faults.reach("rollback:applied")
-        clear_intent(settings.data_dir)
-    files = [f if f.path not in left else replace(f, changed=True) for f in files]
+    files = [f if f.path not in left else replace(f, changed=left[f.path] != READ_ONLY, read_only=left[f.path] == READ_ONLY)
+             for f in files]
     notes += [f"{path} {_SAID[why]}: left as it is (what it held is in the history)" for path, why in left.items()]
-    return RollbackResult(to, moment.shown, moment.snapshot is not None, False, tuple(files), undo, warnings=tuple(notes))
+    return RollbackResult(to, moment.shown, moment.snapshot is not None, False, tuple(files), undo,
+                          warnings=(*finished, *notes))
+
+
+def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to: str, moment: Moment, dry_run: bool,
+               force: bool, notes: list[str]) -> tuple[dict[str, str], list[RollbackFile], str | None]:
+    """Plan, check and run the steps (the caller holds the write lock): the files left, each file's
+    fate, the undo moment (None: a dry run, nothing done)."""
+    fates, skipped = plan(settings, store, moment, record=not dry_run)
+    notes += skipped
+    unread = {f.resolved.abs_path for f in fates if f.fate in (REWRITE, ARCHIVE) and not _read_as_is(records, f)}
+    read_only = read_only_refused(store, fates)
+    files = [RollbackFile(f.resolved.display, f.fate, f.after.version, f.before.version if f.before else None,
+                          f.resolved.abs_path in unread, f.resolved.abs_path in read_only) for f in fates]
+    if dry_run:
+        return {}, files, None
+    # Refused whole, before any step: a rollback that stopped at the first of them was half made.
+    refuse_each_read_only((read_only.get(f.resolved.abs_path) for f in fates), "rolled back")
+    if unread and not force:
+        names = [f.resolved.display for f in fates if f.resolved.abs_path in unread]
+        listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise WriteBlocked.because(
+            f"the rollback to {moment.shown} would replace {len(names)} file{'s' if len(names) != 1 else ''} {{reader}} "
+            f"has not read as {'it is' if len(names) == 1 else 'they are'} now ({listed}); nothing was changed",
+            path=names[0], step="rollback", agent=records.agent, session=records.session)
+    undo = _undo_moment()
+    steps = tuple(Step(f.resolved.abs_path, f.resolved.display, f.before.version if f.before else None,
+                       f.after.version, f.after.size) for f in fates if f.fate != UNCHANGED)
+    intent = write_intent(settings.data_dir, Intent(to, moment.shown, undo, steps, agent=records.agent,
+                                                    session=records.session))
+    faults.reach("rollback:journaled")
+    left = _run_steps(settings, intent)
+    faults.reach("rollback:applied")
+    clear_intent(settings.data_dir)
+    return left, files, undo
 
 
 def _waiting(settings: Settings) -> list[str]:
@@ -166,9 +183,10 @@ _SINCE = {CHANGED: "changed since", GONE: "their version then no longer stored (
 def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
     """Each step in order (see :func:`_step`); the files left as they are, and why (CHANGED, GONE)."""
     left: dict[str, str] = {}
+    brought_back = {step.after for step in intent.steps if step.before is None}
     for i, step in enumerate(intent.steps, 1):
         try:
-            why = _step(settings, step)
+            why = _step(settings, step, step.after is None and step.before in brought_back)
             if why is not None:
                 left[step.display] = why
         except MemoryToolError as exc:
@@ -181,10 +199,12 @@ def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
     return left
 
 
-def _step(settings: Settings, step: Step) -> str | None:
+def _step(settings: Settings, step: Step, moved: bool) -> str | None:
     """Bring one file to ``step.after``: done already (the history told, if it was not), done now
     (None), or left as it is, and why: it holds neither what the rollback found nor what it puts
-    (CHANGED), or what it puts is no longer stored (GONE)."""
+    (CHANGED), what it puts is no longer stored (GONE), or it was made read-only since the plan
+    (READ_ONLY: the file the step opened says so). ``moved``: an archive whose bytes another step
+    brings back at another path."""
     resolved = resolve_writable(step.path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
     now = current_version(store, resolved, record=False)
@@ -200,15 +220,16 @@ def _step(settings: Settings, step: Step) -> str | None:
         return None
     if version != step.before:
         return CHANGED
-    if version is not None and is_read_only(mode_now(resolved)):
-        return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
+    ok = read_only_ok(store, resolved, version, moved) if version is not None else None
     try:
         if step.after is None:
-            remove_memory_file(settings, resolved.display, force=True, expect=version)
+            remove_memory_file(settings, resolved.display, force=True, expect=version, read_only_ok=ok)
         elif not store.objects.has(step.after):
             return GONE
         else:
-            restore_file_version(settings, resolved.display, step.after, stored=True)
+            restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok)
+    except ReadOnlyRefused:
+        return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
     except WriteBlocked:
         # Saved (or opened for writing) between the look above and the step: kept, as a file changed
         # before it is (the whole rollback stopped there, half done, until doctor --fix).

@@ -24,9 +24,9 @@ from ..files.paths import display_path
 from ..files.read import ResolvedPath
 from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
-from ..history.placing import is_read_only, mode_now, resolve_writable
+from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
-from ..history.versions import MOVE, REMOVE, FileMode, iso_time, short
+from ..history.versions import MOVE, REMOVE, RESTORE, FileMode, iso_time, short
 from ..types import typed_moment
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
@@ -34,6 +34,8 @@ from ..watchdog.observe import KIND_FILE
 from ..watchdog.store import SnapshotStore
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..settings import Settings
 
 REWRITE, ARCHIVE, BRING_BACK, UNCHANGED = "rewrite", "archive", "bring-back", "unchanged"
@@ -160,14 +162,35 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     return fates, notes
 
 
-def read_only_now(fates: list[Fate]) -> dict[str, FileMode]:
-    """The files a rollback would replace or archive that their owner, this user, made read-only
-    (:func:`~..history.placing.is_read_only`), by absolute path: a rollback to them is refused whole."""
-    found: dict[str, FileMode] = {}
+def read_only_refused(store: HistoryStore, fates: list[Fate]) -> dict[str, ReadOnlyNote]:
+    """The files a rollback would replace or archive that this user may not write in place
+    (:func:`~..history.placing.is_read_only`), by absolute path, but those :func:`read_only_ok`
+    lets go: a rollback to them is refused whole."""
+    moved_back = {f.after.version for f in fates if f.fate == BRING_BACK}
+    found: dict[str, ReadOnlyNote] = {}
     for f in fates:
-        if f.fate in (REWRITE, ARCHIVE) and is_read_only(mode := mode_now(f.resolved)):
-            found[f.resolved.abs_path] = mode
+        if f.fate not in (REWRITE, ARCHIVE) or f.before is None or (note := read_only_now(f.resolved)) is None:
+            continue
+        if not read_only_ok(store, f.resolved, f.before.version, f.fate == ARCHIVE and f.before.version in moved_back)(note.kept):
+            found[f.resolved.abs_path] = note
     return found
+
+
+def read_only_ok(store: HistoryStore, resolved: ResolvedPath, version: str, moved: bool) -> Callable[[FileMode], bool]:
+    """Which modes of a read-only note holding ``version`` a rollback's step may replace or archive
+    all the same. Any, when the step is half of a move (``moved``: the same rollback brings these
+    bytes back at another path), as ``mv`` moves a read-only note. Otherwise only the mode the
+    product itself gave it, when it brought the note back and nothing changed it since: its latest
+    entry is a restore of this version, logged with this mode (its history's, not the user's word),
+    which is what ``rollback --to UNDO`` of that rollback archives again. A note the user made
+    read-only after that, or ever before a write, is refused."""
+    if moved:
+        return lambda kept: True
+    latest = store.log.latest(resolved.abs_path)
+    logged = store.log.latest_mode(resolved.abs_path) if latest is not None and latest.origin == RESTORE else None
+    if logged is None or latest is None or latest.version != version:
+        return lambda kept: False
+    return lambda kept: (kept.mode & 0o777, kept.uid, kept.gid) == (logged.mode & 0o777, logged.uid, logged.gid)
 
 
 def _held_since(resolved: ResolvedPath, before_ns: float) -> bool:

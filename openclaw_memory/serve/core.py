@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import wire
-from ..errors import MemoryToolError, shown
+from ..errors import ERROR_KINDS, MemoryToolError, shown
 from ..index.pool import IndexPool, Stopping
 from ..memory.local import LocalMemory
 from ..memory.operations import OPERATIONS, Operation
@@ -213,7 +213,7 @@ class ServiceCore:
             value = memory.call(request.operation, (), request.args)
             return {"jsonrpc": "2.0", "id": request.id, "result": wire.to_json(value)}
         except MemoryToolError as exc:
-            return error_answer(request.id, PRODUCT_ERROR, exc.message, type(exc).__name__, exc.fields())
+            return error_answer(request.id, PRODUCT_ERROR, exc.message, _kind(exc), exc.fields())
         except Stopping:
             return error_answer(request.id, REFUSED, "it is stopping")
         except UnnamedZone as exc:
@@ -292,3 +292,9 @@ def encoded(answer: dict) -> bytes:
         return answer_line(answer)
     except ValueError as exc:
         return answer_line(error_answer(answer.get("id"), REFUSED, f"it failed (an answer JSON cannot hold: {exc})"))
+
+
+def _kind(exc: MemoryToolError) -> str:
+    """The error's kind as the caller knows it: its class, or the nearest one of ERROR_KINDS (a
+    ReadOnlyRefused goes as the PathRefused it is: exit 2, not a plain failure's 1)."""
+    return next(c.__name__ for c in type(exc).__mro__ if c.__name__ in ERROR_KINDS)
