@@ -6,8 +6,9 @@ of a keyed write (``write:key-recorded``, ``write:checked`` before its exchange,
 right after it, ``write:swapped``), the N-th batch an ``index`` writes to a
 shard (``index:batch:N``, taken before the commit for a live shard: paused inside it, searches
 and a signal to stop would wait), the N-th embedding step (``index:embedded:N``), the N-th
-upsert to a Qdrant server (``qdrant:upsert:N``) and the end of a read's N-th pass over its file
-(``read:scanned:N``, before the stat that says whether the file held still).
+upsert to a Qdrant server (``qdrant:upsert:N``), the end of a read's N-th pass over its file
+(``read:scanned:N``, before the stat that says whether the file held still) and an atomic
+replacement of a file NAME between its temp file's write and its rename (``atomic:renaming:NAME``).
 
 ``OPENCLAW_MEMORY_TEST_FAULTS`` holds comma-separated ``STEP=ACTION`` entries. At STEP, ``kill``
 SIGKILLs the process; ``pause`` writes ``test-hook: paused at STEP (pid P)`` to stderr and waits for

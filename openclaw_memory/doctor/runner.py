@@ -33,6 +33,7 @@ from . import (
     check_root,
     check_service,
     check_state,
+    check_state_temps,
     check_watchdog,
     recovery,
     repair_index,
@@ -46,10 +47,10 @@ from .model import CheckContext, Finding, Repair
 CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS,
           *check_folders.CHECKS, *check_service.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
-          *check_links.CHECKS, *check_leftovers.CHECKS)
+          *check_links.CHECKS, *check_leftovers.CHECKS, *check_state_temps.CHECKS)
 REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS,
            **check_folders.REPAIRS, **check_service.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS,
-           **check_leftovers.REPAIRS}
+           **check_leftovers.REPAIRS, **check_state_temps.REPAIRS}
 
 CHECK_FAILED = "check-failed"  # a check the file system stopped (_run_check)
 

@@ -11,6 +11,8 @@ import os
 import re
 from collections.abc import Iterable
 
+from .. import faults
+
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -125,6 +127,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[byte
     except FileNotFoundError:
         owner, mode = None, 0o644 if mode is None else mode
     tmp = write_temp_beside(path, data, mode, dir_fd=dir_fd, owner=owner)
+    faults.reach(f"atomic:renaming:{os.path.basename(path)}")  # the temp file written, not yet renamed
     try:
         os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
