@@ -653,11 +653,11 @@ def test_prompt_caps(workspace, state_dir, cli):
     assert all("2001-01-01" not in p for f in found for p in f["paths"])
 
 
-def test_prompt_cap_check_builds_no_daily_notes_prelude_and_reports_what_the_whole_section_says(
-        workspace, state_dir, monkeypatch):
-    """The prompt-cap findings name USER.md and MEMORY.md alone; the daily notes' prelude (built
-    by listing memory/ for the day's notes: every note, 22 ms CPU at 30,000 notes) is not built
-    for them, and they are those of the whole startup section, the prelude's own cuts aside."""
+def test_prompt_checks_list_memory_once_and_report_what_the_whole_section_says(workspace, state_dir, tmp_path):
+    """The prompt checks take the section `prompt` builds, daily notes and all; its prelude finds the
+    day's notes in the scan's listing of memory/ (a second listing cost 22 ms of CPU at 30,000 notes),
+    which holds exactly the day's `*.md` entries a listing of memory/ shows (regular, with their mtime,
+    and symlinks), and the cap findings are those of the whole section, the prelude's own cuts aside."""
     from openclaw_memory.database import read_only
     from openclaw_memory.doctor import check_files
     from openclaw_memory.doctor.model import CheckContext
@@ -667,19 +667,30 @@ def test_prompt_cap_check_builds_no_daily_notes_prelude_and_reports_what_the_who
     (state_dir / "openclaw-memory.toml").write_text("[prompt]\nfile_chars = 300\ntotal_chars = 400\n", encoding="utf-8")
     write(workspace / "USER.md", "u" * 320 + "\n")
     write(workspace / "MEMORY.md", "m" * 250 + "\n")
-    for stamp in startup.date_stamps(dt.datetime.now(dt.UTC), 2, None):  # the day's notes, over the daily cap
+    stamps = startup.date_stamps(dt.datetime.now(dt.UTC), 2, None)
+    for stamp in stamps:  # the day's notes, over the daily cap
         write(workspace / f"memory/{stamp}.md", "x" * 5000 + "\n")
-    listed: list[str] = []
-    real = startup._paths_by_date
-    monkeypatch.setattr(startup, "_paths_by_date", lambda folder, stamps, *rest: listed.append(folder) or real(folder, stamps, *rest))
+        write(workspace / f"memory/{stamp}-slug.md", "s\n")
+    write(workspace / "memory/2000-01-01.md", "another day\n")
+    write(tmp_path / "target.md", "t\n")
+    os.symlink(tmp_path / "target.md", workspace / f"memory/{stamps[0]}-linked.md")
+    (workspace / f"memory/{stamps[0]}-folder.md").mkdir()
+    write(workspace / f"memory/{stamps[0]}-folder.md/deeper.md", "d\n")
+    os.mkfifo(workspace / f"memory/{stamps[0]}-pipe.md")
     settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+    with os.scandir(workspace / "memory") as it:
+        listed = sorted((e.name, e.is_file(follow_symlinks=False), e.is_symlink(),
+                         e.stat(follow_symlinks=False).st_mtime_ns if e.is_file(follow_symlinks=False) else 0)
+                        for e in it if e.name.endswith(".md") and e.name[:10] in stamps
+                        and (e.is_file(follow_symlinks=False) or e.is_symlink()))
+    assert len(listed) == 5 and sorted(startup._day_entries(scan_workspace(settings), set(stamps))) == listed
     with read_only():
-        found = [(f.id, f.paths, f.message) for f in check_files.check_prompt_caps(CheckContext(settings))]
-    assert listed == []
+        ctx = CheckContext(settings)
+        found = [(f.id, f.paths, f.message) for f in check_files.check_prompt_caps(ctx)]
     limits = settings.prompt
     whole = build_prompt_section(scan_workspace(settings), file_cap=limits.file_chars, total_cap=limits.total_chars,
                                  startup=limits.startup)
-    assert listed and any(cut.reason == "daily-cap" for cut in whole.truncated)  # the whole section's prelude cut a note
+    assert ctx.prompt.prelude == whole.prelude and any(cut.reason == "daily-cap" for cut in whole.truncated)
     assert [(cut.path, cut.reason) for cut in whole.truncated if cut.reason != "daily-cap"] == [
         (paths[0], "file-cap" if finding_id == "prompt-file-cap" else "total-cap")
         for finding_id, paths, _ in found if finding_id != "bootstrap-budget"]

@@ -6,7 +6,6 @@ import codecs
 import errno
 import os
 import stat
-from dataclasses import replace
 
 from ..fsutil.safeopen import (
     Folder,
@@ -203,15 +202,9 @@ def _utf8_findings(f, walk: _FolderWalk, vouched: tuple[int | None, int | None] 
 
 def check_prompt_caps(ctx: CheckContext) -> list[Finding]:
     """What the startup prompt cuts today of USER.md and MEMORY.md, and OpenClaw's bootstrap
-    budget report (raw vs injected characters per file).
-
-    The daily notes' prelude is left out: none of these findings is of its cuts, and building it
-    lists memory/ for the day's notes (every note)."""
-    from ..prompt import build_prompt_section
-
+    budget report (raw vs injected characters per file); the daily notes' own cuts are no finding."""
     limits = ctx.settings.prompt
-    section = build_prompt_section(ctx.scan, file_cap=limits.file_chars, total_cap=limits.total_chars,
-                                   startup=replace(limits.startup, enabled=False))
+    section = ctx.prompt
     findings: list[Finding] = []
     for cut in section.truncated:
         if cut.reason == "file-cap":

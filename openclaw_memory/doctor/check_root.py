@@ -7,6 +7,7 @@ import stat
 
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, MEMORY_DIR, shorten_home
 from ..files.root import RootEntry
+from ..files.scan import FOLDER_NOT_FILE
 from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyNote, read_only_details, read_only_note
 from ..history.versions import FileMode
@@ -159,14 +160,15 @@ def check_skipped_entries(ctx: CheckContext) -> list[Finding]:
     extras = {ctx.rel(p) for p in ctx.settings.extra_paths}
     links = [s.path for s in ctx.scan.skipped if s.reason.startswith("symlink") and s.path not in extras and s.path not in (CANONICAL_ROOT, MEMORY_DIR)]
     unreadable = [s for s in ctx.scan.skipped if s.reason.startswith("unreadable") and s.path not in extras]
-    # (the root's files have findings of their own: check_root_files)
-    special = [s.path for s in ctx.scan.skipped
-               if s.reason.startswith("not a regular file") and s.path not in extras and "/" in s.path]
+    # (MEMORY.md has findings of its own: check_root_files; a folder under memory/ is walked)
+    special = [s.path for s in ctx.scan.skipped if (s.reason.startswith("not a regular file") or s.reason == FOLDER_NOT_FILE)
+               and s.path not in extras and s.path != CANONICAL_ROOT]
     findings: list[Finding] = []
-    if special:  # (a FIFO named like a note: `files` listed it as skipped, doctor said nothing)
+    if special:  # (a FIFO named like a note, a folder named USER.md: `files` listed it as skipped, doctor said nothing)
         findings.append(Finding(
             "memory-file-not-regular", "warning",
-            "These memory entries are not regular files (a FIFO, a socket or a device): never opened, so never "
+            "These memory entries are not regular files (a folder named like a file, a FIFO, a socket or a device): "
+            "never opened, so never "
             "loaded, indexed or searched:\n" + "\n".join(f"- {p}" for p in special)
             + "\nRemove each, or replace it with a note.",
             False, tuple(special),
@@ -187,18 +189,4 @@ def check_skipped_entries(ctx: CheckContext) -> list[Finding]:
     return findings
 
 
-def check_bootstrap_size(ctx: CheckContext) -> list[Finding]:
-    """USER.md or MEMORY.md over what OpenClaw's loader reads of a bootstrap file: never loaded at all."""
-    from ..prompt.loader import BOOTSTRAP_ORDER, MAX_BOOTSTRAP_BYTES, UNREADABLE
-
-    return [Finding(
-        "prompt-file-too-large", "warning",
-        f"{f.path} is {f.size:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} (2 MiB) OpenClaw reads of a startup file: it is "
-        f"not loaded at the start of a session at all, the agent sees `{UNREADABLE}` in its place. Move older "
-        "details into memory/ notes (they stay searchable) until it is under 2 MiB.",
-        False, (f.path,),
-    ) for f in ctx.scan.files
-        if f.source == "root" and f.kind == "markdown" and f.path in BOOTSTRAP_ORDER and f.size > MAX_BOOTSTRAP_BYTES]
-
-
-CHECKS = [check_root_files, check_memory_dir, check_skipped_entries, check_bootstrap_size]
+CHECKS = [check_root_files, check_memory_dir, check_skipped_entries]

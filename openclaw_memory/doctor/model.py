@@ -19,6 +19,7 @@ from ..types import REPAIR_STATUSES, RepairStatus
 if TYPE_CHECKING:
     from ..files.root import RootMemoryFiles
     from ..files.scan import ScanResult
+    from ..prompt import PromptSection
     from ..settings import Settings
     from .vouched import Vouched
 
@@ -67,6 +68,16 @@ class CheckContext:
         from ..files.scan import scan_workspace
 
         return scan_workspace(self.settings)
+
+    @cached_property
+    def prompt(self) -> PromptSection:
+        """The startup-prompt memory section ``prompt`` would print now (its checkpoint aside): what
+        it cuts and which files it does not load, for the prompt checks."""
+        from ..prompt import build_prompt_section
+
+        limits = self.settings.prompt
+        return build_prompt_section(self.scan, file_cap=limits.file_chars, total_cap=limits.total_chars,
+                                    startup=limits.startup)
 
     @cached_property
     def vouched(self) -> Vouched | None:

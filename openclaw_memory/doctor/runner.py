@@ -32,6 +32,7 @@ from . import (
     check_rollback,
     check_root,
     check_service,
+    check_startup,
     check_state,
     check_state_temps,
     check_watchdog,
@@ -45,7 +46,7 @@ from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
 CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS,
-          *check_folders.CHECKS, *check_service.CHECKS, *check_root.CHECKS, *check_files.CHECKS,
+          *check_folders.CHECKS, *check_service.CHECKS, *check_root.CHECKS, *check_startup.CHECKS, *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
           *check_links.CHECKS, *check_leftovers.CHECKS, *check_state_temps.CHECKS)
 REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS,

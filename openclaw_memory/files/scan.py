@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 # A folder at the workspace root named like the legacy root file: OpenClaw passes over the path
 # memory.md whatever it is, so nothing below it is memory, through an extra path either.
 LEGACY_NAMED_FOLDER = "named like the legacy root file but not a file, so never memory: move what it holds under memory/"
+FOLDER_NOT_FILE = "a folder, not a file"  # a root file's name (USER.md) on a folder: doctor names it
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ class _Collector:
         if stat.S_ISLNK(st.st_mode):
             self.skip(abs_path, "symlink (ignored)")
         elif stat.S_ISDIR(st.st_mode):
-            self.skip(abs_path, "a folder, not a file")
+            self.skip(abs_path, FOLDER_NOT_FILE)
         elif not stat.S_ISREG(st.st_mode):
             self.skip(abs_path, "not a regular file (FIFO, socket or device; never opened)")
         else:  # media of any size: OpenClaw lists it; its limit (maxFileBytes) is for embedding it

@@ -23,6 +23,7 @@ from ..fsutil.safeopen import NotRegularFile, open_regular_under
 from ..settings import Settings, StartupContext
 from ..wire import key
 from .bootstrap import Injected, budget_report, build_bootstrap
+from .refusals import StartupRefusal
 from .startup import build_prelude
 
 BOOTSTRAP_ORDER = (USER_ROOT, CANONICAL_ROOT)
@@ -62,6 +63,7 @@ class PromptSection:
     prelude: str | None = key(hidden=True, default=None)
     bootstrap_warnings: tuple[str, ...] = key(hidden=True, default=())  # OpenClaw's own words for each cut file
     checkpoint_upto: int | None = key(hidden=True, default=None)  # the last checkpoint section shown (consume_shown)
+    refused: tuple[StartupRefusal, ...] = key(hidden=True, default=())  # each startup file there but not loaded (doctor names them)
 
     JSON_DERIVED: ClassVar = ("chars",)
 
@@ -71,10 +73,10 @@ class PromptSection:
         return utf16_len(self.text)
 
 
-def _read_text(workspace: str, name: str) -> tuple[str, bool] | tuple[str, str] | None:
+def _read_text(workspace: str, name: str) -> tuple[str, bool] | StartupRefusal | None:
     """``(text, not_utf8)`` of the workspace's bootstrap file ``name``, opened from the
-    workspace's descriptor; ``(marker, why)`` when OpenClaw's loader would refuse it (the
-    ``[UNREADABLE: ...]`` it injects instead, and why, for a warning); None when there is none.
+    workspace's descriptor; a :class:`StartupRefusal` when OpenClaw's loader would refuse it (with the
+    ``[UNREADABLE: ...]`` it injects instead); None when there is none.
 
     Anything else that stops the read (permission, a swapped folder) raises OSError for the
     caller to report: a memory file never silently drops out.
@@ -85,15 +87,16 @@ def _read_text(workspace: str, name: str) -> tuple[str, bool] | tuple[str, str] 
         return None
     except NotRegularFile as exc:
         if exc.errno == errno.ELOOP:
-            return REFUSED_SYMLINK, "it is a symlink"
-        return REFUSED_NOT_A_FILE, "a folder, FIFO, socket or device, not a file"
+            return StartupRefusal(name, "symlink", "it is a symlink", REFUSED_SYMLINK)
+        return StartupRefusal(name, "not-a-file", "a folder, FIFO, socket or device, not a file", REFUSED_NOT_A_FILE)
     with os.fdopen(fd, "rb") as fh:
         if st.st_nlink > 1:
-            return REFUSED_HARDLINKED, f"it has {st.st_nlink} hard links"
+            return StartupRefusal(name, "hardlinked", f"it has {st.st_nlink} hard links", REFUSED_HARDLINKED)
         data = fh.read(MAX_BOOTSTRAP_BYTES + 1)
         if len(data) > MAX_BOOTSTRAP_BYTES:
             size = max(os.fstat(fh.fileno()).st_size, len(data))
-            return UNREADABLE, f"it is {size:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw reads of a bootstrap file"
+            return StartupRefusal(name, "too-large", f"it is {size:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw "
+                                  "reads of a bootstrap file", UNREADABLE)
     return decode_lossy(data)
 
 
@@ -120,6 +123,7 @@ def build_prompt_section(
         now = dt.datetime.combine(today, dt.time(12), dt.UTC) if today else dt.datetime.now(dt.UTC)
     startup = startup or StartupContext()
     warnings: list[str] = []
+    refused: list[StartupRefusal] = []
     loaded: list[tuple[str, str]] = []
     # The exact directory entries the scan found, listed or passed over (a case-insensitive
     # file system would open memory.md for MEMORY.md; OpenClaw checks the exact name too).
@@ -134,11 +138,14 @@ def build_prompt_section(
             continue
         if got is None:
             continue
-        text, bad = got
-        if isinstance(bad, str):
-            warnings.append(f"{name} is not loaded: {bad}; the agent sees {text} in its place, "
+        if isinstance(got, StartupRefusal):
+            refused.append(got)
+            warnings.append(f"{name} is not loaded: {got.why}; the agent sees {got.marker} in its place, "
                             "as in OpenClaw (see `openclaw-memory doctor`)")
-        elif bad:
+            loaded.append((name, got.marker or ""))
+            continue
+        text, bad = got
+        if bad:
             warnings.append(not_utf8(name))
         loaded.append((name, text))
     injected, bootstrap_warnings = build_bootstrap(loaded, file_cap, total_cap)
@@ -156,8 +163,9 @@ def build_prompt_section(
             files.append({"path": name, "chars": raw_chars, "truncated": True})
             cuts.append(PromptCut(name, raw_chars, 0, "total-cap"))
 
-    prelude = build_prelude(scan.workspace, now, startup)
+    prelude = build_prelude(scan, now, startup)
     warnings.extend(prelude.left_out)
+    refused.extend(prelude.refused)
     for note in prelude.notes:
         files.append({"path": note.path, "chars": note.raw_chars, "truncated": note.cut})
         if note.cut:
@@ -176,7 +184,7 @@ def build_prompt_section(
     local_date = now.date().isoformat() if today is None else today.isoformat()
     return PromptSection(text, local_date, files, cuts, checkpoint, warnings,
                          budget_report(injected, raw, file_cap, total_cap), tuple(injected), prelude.text,
-                         tuple(bootstrap_warnings))
+                         tuple(bootstrap_warnings), refused=tuple(refused))
 
 
 def memory_prompt(settings: Settings, today: dt.date | None = None, consume: bool = True) -> PromptSection:

@@ -11,6 +11,7 @@ Lengths are UTF-16 code units. Symlinks and hard-linked notes are left out, as O
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -18,10 +19,12 @@ from dataclasses import dataclass
 from ..errors import printable
 from ..files.jstext import js_trim, truncate_utf16_safe, utf16_len
 from ..files.paths import MEMORY_DIR
+from ..files.scan import ScanResult
 from ..fsutil.safeopen import NotRegularFile, open_regular_under
 from ..settings import StartupContext
 from ..timezones import host_zone, resolve_zone
 from .collation import locale_compare_key
+from .refusals import StartupRefusal
 
 MAX_SLUGGED_PER_DAY = 4
 TRUNCATED = "\n...[truncated]..."
@@ -53,6 +56,7 @@ class Prelude:
     text: str | None  # None: no note to show (OpenClaw then adds no prelude at all)
     notes: tuple[DailyNote, ...] = ()
     left_out: tuple[str, ...] = ()  # a warning for each note there that OpenClaw passes over
+    refused: tuple[StartupRefusal, ...] = ()  # those notes (and memory/ itself, a symlink), each with its reason
 
 
 def _zone(name: str | None):
@@ -75,18 +79,34 @@ def date_stamps(now: dt.datetime, days: int, timezone: str | None) -> list[str]:
     return [utc, *window] if utc > window[0] else [*window, utc]
 
 
-def _paths_by_date(memory_dir: str, stamps: list[str], linked: list[str] | None = None) -> dict[str, list[str]]:
-    """Each date's note names, the slugged ones newest first; ``linked`` gets the slugged names
-    that are symlinks (OpenClaw passes over them: said, not loaded)."""
+# One entry of memory/: its name, whether it is a regular file, whether a symlink, its mtime (ns).
+Entry = tuple[str, bool, bool, int]
+
+
+def _day_entries(scan: ScanResult, stamps: set[str]) -> list[Entry]:
+    """The ``*.md`` entries of memory/ itself named for one of ``stamps``, as the scan found them: it
+    lists every regular ``*.md`` there, with its stat, and passes over every symlinked one, so memory/
+    is not listed a second time (at 30,000 notes a second listing cost ``doctor`` 22 ms of CPU)."""
+    start = len(MEMORY_DIR) + 1
+    end = start + 10  # YYYY-MM-DD
+    prefix = MEMORY_DIR + "/"
+    # The date's slice first: one C-level test rules out nearly every note.
+    entries = [(f.path[start:], True, False, f.mtime_ns) for f in scan.files
+               if f.path[start:end] in stamps and f.path.startswith(prefix) and "/" not in f.path[start:]]
+    entries += [(s.path[start:], False, True, 0) for s in scan.skipped
+                if s.path[start:end] in stamps and s.reason.startswith("symlink") and s.path.startswith(prefix)
+                and "/" not in s.path[start:]]
+    return entries
+
+
+def _paths_by_date(scan: ScanResult, stamps: list[str], linked: list[str] | None = None) -> dict[str, list[str]]:
+    """Each date's note names, the slugged ones newest first, from the scan's listing of memory/ (none
+    where memory/ cannot be listed: each date's plain note is still tried); ``linked`` gets the
+    slugged names that are symlinks (OpenClaw passes over them: said, not loaded)."""
     unique = list(dict.fromkeys(stamps))
-    try:
-        with os.scandir(memory_dir) as it:
-            entries = [(e.name, e.is_file(follow_symlinks=False), e.is_symlink()) for e in it]
-    except OSError:
-        return {s: [f"{s}.md"] for s in unique}
     wanted = set(unique)
     slugged: dict[str, list[tuple[str, float]]] = {}
-    for name, is_file, is_link in entries:
+    for name, is_file, is_link, mtime_ns in _day_entries(scan, wanted):
         stamp = name[:10]
         if not name.endswith(".md") or stamp not in wanted or name == f"{stamp}.md" or not name.startswith(f"{stamp}-"):
             continue
@@ -94,11 +114,7 @@ def _paths_by_date(memory_dir: str, stamps: list[str], linked: list[str] | None 
             if is_link and linked is not None:
                 linked.append(name)
             continue
-        try:
-            mtime_ms = os.stat(os.path.join(memory_dir, name)).st_mtime_ns / 1e6
-        except OSError:
-            continue
-        slugged.setdefault(stamp, []).append((name, mtime_ms))
+        slugged.setdefault(stamp, []).append((name, mtime_ns / 1e6))
     out = {}
     for s in unique:
         items = slugged.get(s, [])
@@ -112,26 +128,27 @@ def _paths_by_date(memory_dir: str, stamps: list[str], linked: list[str] | None 
 _REFUSED = "which OpenClaw's guarded read refuses"
 
 
-def _read_note(workspace: str, rel: str, max_bytes: int) -> tuple[str | None, str | None]:
-    """The note's text, or None and why OpenClaw passes over a note that is there (None: none is)."""
+def _read_note(workspace: str, rel: str, max_bytes: int) -> str | StartupRefusal | None:
+    """The note's text, or why OpenClaw passes over a note that is there (None: none is).
+
+    Anything else that stops the read raises OSError for the caller to report."""
     try:
         fd, st = open_regular_under(workspace, os.path.join(workspace, rel))
     except (FileNotFoundError, NotADirectoryError):
-        return None, None
-    except NotRegularFile:
-        return None, f"it is a symlink or not a regular file, {_REFUSED}"
-    except OSError as exc:
-        return None, f"it cannot be read ({exc.strerror or exc})"
+        return None
+    except NotRegularFile as exc:
+        return StartupRefusal(rel, "symlink" if exc.errno == errno.ELOOP else "not-a-file",
+                              f"it is a symlink or not a regular file, {_REFUSED}")
     too_big = f"over startupContext.maxFileBytes ({max_bytes:,}), as OpenClaw leaves it out"
     with os.fdopen(fd, "rb") as fh:
         if st.st_nlink > 1:  # OpenClaw's guarded open refuses a hard-linked note
-            return None, f"it has a second hard link, {_REFUSED}"
+            return StartupRefusal(rel, "hardlinked", f"it has a second hard link, {_REFUSED}")
         if st.st_size > max_bytes:
-            return None, f"it is {st.st_size:,} bytes, {too_big}"
+            return StartupRefusal(rel, "too-large", f"it is {st.st_size:,} bytes, {too_big}")
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        return None, f"it is over {max_bytes:,} bytes, {too_big}"
-    return data.decode("utf-8", errors="replace"), None
+        return StartupRefusal(rel, "too-large", f"it is over {max_bytes:,} bytes, {too_big}")
+    return data.decode("utf-8", errors="replace")
 
 
 def trim_note(content: str, max_chars: int) -> str:
@@ -179,31 +196,43 @@ def _fit(path: str, content: str, max_chars: int) -> tuple[str, str] | None:
     return best
 
 
-def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, action: str = "new") -> Prelude:
-    """The prelude OpenClaw gives a session started by ``action`` (``new`` or ``reset``)."""
+def build_prelude(scan: ScanResult, now: dt.datetime, config: StartupContext, action: str = "new") -> Prelude:
+    """The prelude OpenClaw gives a session started by ``action`` (``new`` or ``reset``), in the
+    workspace ``scan`` lists."""
     if not config.enabled or (config.apply_on and action not in config.apply_on):
         return Prelude(None)
     stamps = date_stamps(now, config.daily_memory_days, config.user_timezone)
     linked: list[str] = []
-    by_date = _paths_by_date(os.path.join(workspace, MEMORY_DIR), stamps, linked)
+    workspace = scan.workspace
+    memory_dir = os.path.join(workspace, MEMORY_DIR)
+    by_date = _paths_by_date(scan, stamps, linked)
     paths = [f"{MEMORY_DIR}/{name}" for s in stamps for name in by_date.get(s, [f"{s}.md"])]
     loaded: list[tuple[str, str, int]] = []
-    if os.path.islink(os.path.join(workspace, MEMORY_DIR)):  # nothing read through it: one line for all it holds
-        left_out = [f"{MEMORY_DIR}/ is a symlink, {_REFUSED}: no daily note is loaded into the startup prompt"] if any(
-            os.path.isfile(os.path.join(workspace, rel)) for rel in paths) else []
+    refused: list[StartupRefusal] = []
+    if os.path.islink(memory_dir):  # nothing read through it: one line for all it holds
+        if any(os.path.isfile(os.path.join(workspace, rel)) for rel in paths):
+            refused.append(StartupRefusal(MEMORY_DIR, "symlink", f"{MEMORY_DIR}/ is a symlink, {_REFUSED}: no daily "
+                                          "note is loaded into the startup prompt"))
+        left_out = [r.why for r in refused]
         paths = []
     else:
-        left_out = [f"{printable(f'{MEMORY_DIR}/{name}')} is left out of the startup prompt: it is a symlink, {_REFUSED}"
-                    for name in linked]
+        refused = [StartupRefusal(f"{MEMORY_DIR}/{name}", "symlink", f"it is a symlink, {_REFUSED}") for name in linked]
+        left_out = [f"{printable(r.path)} is left out of the startup prompt: {r.why}" for r in refused]
     for rel in paths:
-        content, why = _read_note(workspace, rel, config.max_file_bytes)
-        if why is not None:
-            left_out.append(f"{printable(rel)} is left out of the startup prompt: {why}")
+        try:
+            content = _read_note(workspace, rel, config.max_file_bytes)
+        except OSError as exc:
+            left_out.append(f"{printable(rel)} is left out of the startup prompt: it cannot be read ({exc.strerror or exc})")
+            continue
+        if isinstance(content, StartupRefusal):
+            refused.append(content)
+            left_out.append(f"{printable(rel)} is left out of the startup prompt: {content.why}")
+            continue
         if not content or not js_trim(content):
             continue
         loaded.append((rel, trim_note(content, config.max_file_chars), utf16_len(js_trim(content))))
     if not loaded:
-        return Prelude(None, left_out=tuple(left_out))
+        return Prelude(None, left_out=tuple(left_out), refused=tuple(refused))
     sections: list[str] = []
     notes: list[DailyNote] = []
     total = 0
@@ -219,4 +248,4 @@ def build_prelude(workspace: str, now: dt.datetime, config: StartupContext, acti
         total += utf16_len(block)
         cut = quoted != content or content.endswith(TRUNCATED)
         notes.append(DailyNote(rel, raw, utf16_len(quoted.removesuffix(TRUNCATED)) if cut else raw))
-    return Prelude("\n".join([*HEADER, *sections]), tuple(notes), tuple(left_out))
+    return Prelude("\n".join([*HEADER, *sections]), tuple(notes), tuple(left_out), tuple(refused))
