@@ -20,7 +20,7 @@ from .results import SearchResult, SyncSummary
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
-from .sync import ProgressCallback, agent_lock, sync_index
+from .sync import ProgressCallback, index_builder, sync_index
 from .terms import query_terms
 
 if TYPE_CHECKING:
@@ -115,9 +115,7 @@ class MemoryIndex:
         manifests = self._built(collections)
         indexed = [c for c in collections if manifests[c.name] is not None]
         if not indexed:
-            from ..fsutil.lock import lock_holder
-
-            builder = lock_holder(agent_lock(self.settings, 0).path)
+            builder = index_builder(self.settings)
             if builder is not None:  # the first index, by a service that just started or an `index` run
                 raise IndexMissing(f"the search index of agent {self.settings.agent} is being built right now "
                                    f"(pid {builder}); search again in a few seconds")

@@ -21,6 +21,7 @@ from .collections import Collection, LeftOut, assign_files, left_out, registered
 from .config import index_config
 from .embedding import recipe_outdated
 from .manifest import delete_manifest, is_dirty, load_manifest_head, manifest_chunk_count, stale_known
+from .sync import index_builder
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -36,7 +37,7 @@ class CollectionStatus:
     files: int  # memory files the collection covers now
     chunks: int  # points recorded by the last index
     stale: tuple[str, ...] = key("staleFiles")
-    interrupted: bool = key()  # an index run stopped before saving this collection's manifest
+    interrupted: bool = key()  # an index run was killed before saving this collection's manifest (not one going on)
     last_indexed: str | None = key()  # ISO 8601, UTC
     model: str = key()
     settings_changed: bool = key()
@@ -60,6 +61,9 @@ class IndexStatus:
     # Markdown memory files the index leaves out (too large, a name it cannot take, unreadable), each
     # with why: search never finds them (`index` warns of each; doctor too).
     left_out: tuple[LeftOut, ...] = key(omit=lambda s: not s.left_out, default=())
+    # The pid of the index run going on right now (an `index`, the service's sync), holding the
+    # agent's index lock: its dirty marks are those of a run going on, not of one interrupted.
+    running: str | None = key("indexRunningPid", omit=lambda s: s.running is None, default=None)
 
     JSON_DERIVED: ClassVar = ("indexed",)
 
@@ -84,6 +88,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
     if scan is None:
         scan = scan_workspace(settings)
     groups = assign_files(collections, scan.files)
+    running = index_builder(settings)
     rows = []
     for c in collections:
         # Its row only: no file's chunk list is needed (stale_known reads the suspects' entries).
@@ -100,7 +105,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
                 files=len(groups[c.name]),
                 chunks=(manifest_chunk_count(settings.data_dir, c.name) or 0) if built is not None else 0,
                 stale=tuple(stale_known(settings.data_dir, built, groups[c.name])),
-                interrupted=is_dirty(settings.data_dir, c.name),
+                interrupted=running is None and is_dirty(settings.data_dir, c.name),
                 last_indexed=_iso(m.indexed_at) if m else None,
                 model=m.model if m else config.model,
                 settings_changed=m is not None and (not config.vectors_hold(m.settings_key) or recipe_outdated(m.fingerprint)),
@@ -118,6 +123,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
         not_indexable=media,
         orphaned=tuple(orphaned_shards(settings, store, collections)),
         left_out=tuple(left_out(scan.files)),
+        running=running,
     )
 
 
@@ -155,7 +161,10 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
     findings: list[Finding] = []
     files = sum(c.files for c in status.collections)
     interrupted = [c.name for c in status.collections if c.interrupted]
-    if not status.indexed and interrupted:  # a first index killed: not "missing", and it resumes
+    if not status.indexed and status.running is not None:  # the first index, being built: neither missing nor interrupted
+        findings.append(Finding("index-running", "info", f"the first index of agent {status.agent} is being built right "
+                                f"now (pid {status.running}); search answers once it is done"))
+    elif not status.indexed and interrupted:  # a first index killed: not "missing", and it resumes
         findings.append(_interrupted(interrupted))
     elif not status.indexed:
         missing = f"no search index for agent {status.agent} yet ({files} memory files); `openclaw-memory index` builds it"

@@ -101,6 +101,15 @@ def agent_lock(settings: Settings, timeout: float) -> FileLock:
     return FileLock(str(path), timeout=timeout, what=f"the index of agent {settings.agent}")
 
 
+def index_builder(settings: Settings) -> str | None:
+    """The pid of the process syncing this agent's index right now (an `index` run, the service's
+    sync: it holds the agent's index lock), else None; takes nothing. What tells a run going on
+    from a killed one, whose dirty mark is the same (search, status, doctor)."""
+    from ..fsutil.lock import lock_holder
+
+    return lock_holder(agent_lock(settings, 0).path)
+
+
 @dataclass
 class _Changed:
     file: MemoryFile

@@ -140,7 +140,10 @@ def run_status(settings: Settings, json_out: bool) -> int:
         print(f"  not indexed: {left}")
     for name in status.orphaned:
         print(f"  orphaned shard: {name} (`openclaw-memory doctor --fix` removes it)")
-    if not status.indexed:
+    if status.running is not None:  # its dirty marks are those of a run going on, not of one interrupted
+        print(f"  an index run is going on now (pid {status.running})" if status.indexed else
+              f"No index yet: being built right now (pid {status.running}).")
+    elif not status.indexed:
         print(f"No index yet: `{command_line(settings)} index` builds it.")
     for changes in status.git:
         for what, paths in (("modified", changes.modified), ("staged", changes.staged),
