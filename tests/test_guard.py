@@ -585,7 +585,7 @@ def test_a_note_made_read_only_after_a_rollback_was_planned_is_left_and_named(cl
     fixed = cli("doctor", "--fix", "--json")
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
     assert repair["status"] == "completed", repair
-    assert "left as they are, made read-only since (`chmod u+w` them, then roll back again): memory/b.md" in repair["detail"]
+    assert "except: memory/b.md (made read-only since: `chmod u+w` it, then roll back again; left as it is)" in repair["detail"]
     assert (workspace / "memory" / "b.md").read_text() == now["b"] and _mode(workspace / "memory" / "b.md") == "0o444"
     assert (workspace / "memory" / "a.md").read_text() == "# a\n" and (workspace / "memory" / "c.md").read_text() == "# c\n"
 

@@ -520,11 +520,30 @@ def test_a_file_edited_after_a_killed_rollback_is_left_as_it_is_by_the_finish(cl
 
     fixed = cli("doctor", "--fix", "--json")
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
-    assert repair["status"] == "completed" and "left as they are, changed since: memory/b.md" in repair["detail"]
+    assert repair["status"] == "completed" and repair["detail"].endswith(
+        "memory files are as they were at s except: memory/b.md (changed since; left as it is)"), repair["detail"]
+    assert "every memory file" not in repair["detail"]  # it said so, then named b.md as left
     assert (workspace / "memory" / "a.md").read_text() == "a at the snapshot\n"
     assert (workspace / "memory" / "b.md").read_text() == "b edited after the kill\n"
     objects = HistoryStore.for_settings(settings_for(workspace, state_dir)).objects
     assert objects.read_bytes(version_of(b"b later\n")) == b"b later\n"  # what the rollback found is kept
+
+
+def test_the_next_rollback_finishing_a_killed_one_names_what_it_left_without_claiming_every_file(cli, workspace, state_dir):
+    """The finish the next `rollback` makes says the same as doctor's: no "every memory file" when one was left."""
+    write(workspace / "memory" / "a.md", "a at the snapshot\n")
+    write(workspace / "memory" / "b.md", "b at the snapshot\n")
+    assert cli("watchdog", "snapshot", "s").returncode == 0
+    write(workspace / "memory" / "a.md", "a later\n")
+    write(workspace / "memory" / "b.md", "b later\n")
+    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "s", "--force")
+    write(workspace / "memory" / "b.md", "b edited after the kill\n")
+
+    again = cli("rollback", "--to", "s", "--force", "--json")
+    assert again.returncode == 0, again.stderr
+    (finished,) = [w for w in again.json()["warnings"] if w.startswith("finished the interrupted")]
+    assert finished.endswith("memory files are as they were at s except: memory/b.md (changed since; left as it is)"), finished
+    assert "every memory file" not in finished
 
 
 def test_a_file_saved_while_its_step_runs_is_left_as_saved_and_the_rollback_goes_on(cli, workspace, state_dir):

@@ -176,8 +176,8 @@ def _undo_moment() -> str:
 CHANGED, GONE, READ_ONLY = "changed", "gone", "read-only"
 _SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)",
          READ_ONLY: "was made read-only while the rollback ran (`chmod u+w` it, then roll back again)"}
-_SINCE = {CHANGED: "changed since", GONE: "their version then no longer stored (lost with a damaged state database)",
-          READ_ONLY: "made read-only since (`chmod u+w` them, then roll back again)"}
+_SINCE = {CHANGED: "changed since", GONE: "its version then no longer stored (lost with a damaged state database)",
+          READ_ONLY: "made read-only since: `chmod u+w` it, then roll back again"}
 
 
 def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
@@ -258,7 +258,9 @@ def recover_pending(settings: Settings) -> str | None:
     finish_pending(settings)  # a removal the rollback was making when it was killed, first
     left = _run_steps(settings.as_recorded(intent.agent, intent.session), intent)
     clear_intent(settings.data_dir)
-    said = "".join(f"; left as they are, {_SINCE[why]}: {', '.join(p for p, w in left.items() if w == why)}"
-                   for why in (CHANGED, GONE, READ_ONLY) if why in left.values())
-    return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{said}"
+    if not left:
+        return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}"
+    # Never "every memory file" when some were left (it said so, then named one left as it was).
+    kept = ", ".join(f"{path} ({_SINCE[why]}; left as it is)" for path, why in left.items())
+    return f"finished the interrupted {describe(intent)}: memory files are as they were at {intent.moment} except: {kept}"
 
