@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fault, settings_for, write
+from conftest import fault, run_paused, settings_for, write
 from openclaw_memory.database.checked import NAME, Sighting
 from openclaw_memory.fsutil.fsclock import guard_ns
 
@@ -97,10 +97,24 @@ def _truncated(db: Path) -> None:
     os.truncate(db, db.stat().st_size // 2)
 
 
-@pytest.mark.parametrize("damage", [_zero_a_page, _wrong_type, _truncated], ids=["page-zeroed", "wrong-type", "truncated"])
-def test_damage_made_after_a_clean_check_was_recorded_is_found(checked, cli_process, damage):
+def _zeroed_mtime_put_back(db: Path) -> None:
+    """A page zeroed in place, then the file's mtime put back (``touch -r``): only its ctime says so."""
+    before = os.lstat(db)
+    _zero_a_page(db)
+    os.utime(db, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.lstat(db)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+@pytest.mark.parametrize("damage", [_zero_a_page, _wrong_type, _truncated, _zeroed_mtime_put_back],
+                         ids=["page-zeroed", "wrong-type", "truncated", "page-zeroed-mtime-put-back"])
+@pytest.mark.parametrize("wait", [False, True], ids=["at-once", "past-the-guard"])
+def test_damage_made_after_a_clean_check_was_recorded_is_found(checked, cli_process, damage, wait):
+    """At once the sighting is racy (no record vouches for it); past the guard the stat differs."""
     record = _kept(checked)
     damage(checked)
+    if wait:
+        _past_the_guard(checked)
     result = cli_process("doctor", "--json")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "state-db-damaged" in {f["id"] for f in result.json()["findings"]}, result.stdout
@@ -120,3 +134,50 @@ def test_a_record_of_other_files_or_one_that_does_not_parse_is_no_record(checked
     record = {"files": [[1, 2, 3, 4, 5], None], "counted": "0"}
     (checked.parent / NAME).write_text(json.dumps(record))
     assert cli_process("doctor", "--json", env=fault(READ_WHOLE)).returncode == -signal.SIGKILL
+
+
+def test_a_record_matching_a_racy_sighting_vouches_for_nothing(checked, cli_process):
+    """A sighting within the timestamp guard may match a record whatever was written in that
+    instant (a coarse clock): the database is read whole. Its mtime set a day ahead keeps it racy."""
+    ahead = time.time_ns() + 86_400 * 10**9
+    os.utime(checked, ns=(ahead, ahead))
+    seen = Sighting.of(str(checked))
+    assert seen is not None and seen.racy
+    (checked.parent / NAME).write_text(json.dumps({"files": seen.key, "counted": _kept(checked)["counted"]}))
+    assert cli_process("doctor", "--json", env=fault(READ_WHOLE)).returncode == -signal.SIGKILL
+
+
+def test_no_record_is_kept_when_the_database_changed_between_its_check_and_the_keeping(
+        checked, workspace, state_dir, cli_process):
+    (checked.parent / NAME).unlink()
+
+    def a_write() -> None:
+        assert cli_process("write", "memory/meanwhile.md", "--append", "meanwhile", "--no-index").returncode == 0
+
+    returncode, out, err = run_paused(workspace, state_dir, ("doctor", "--json"), "state-checked:keeping", a_write)
+    assert returncode == 0, out + err
+    assert _kept(checked) is None  # what that check read is not what the files hold now
+
+
+def test_a_value_of_the_wrong_type_written_only_to_the_wal_is_found(checked, cli_process):
+    """Frames a live connection holds in the -wal (it never checkpoints them): a record of the files
+    with sound frames, then a wrong value committed into the -wal alone, state.db's stat unchanged.
+    The record is written here as a user's doctor keeps it: root's never holds beside a live writer
+    (SQLite run by root fchowns the -wal at every open, moving its ctime; docs/doctor.md)."""
+    conn = sqlite3.connect(checked, isolation_level=None)
+    try:
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("UPDATE versions SET size = size + 1")  # frames in the -wal, the values as they were
+        conn.execute("UPDATE versions SET size = size - 1")
+        _past_the_guard(checked)
+        seen = Sighting.of(str(checked))
+        assert seen is not None and not seen.racy and seen.key[1] is not None
+        (checked.parent / NAME).write_text(json.dumps({"files": seen.key, "counted": _kept(checked)["counted"]}))
+        conn.execute("UPDATE versions SET time = 'yesterday'")
+        assert Sighting.of(str(checked)).key[0] == seen.key[0]  # state.db itself unchanged
+        _past_the_guard(checked)
+        result = cli_process("doctor", "--json")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "state-db-damaged" in {f["id"] for f in result.json()["findings"]}, result.stdout
+    finally:
+        conn.close()

@@ -43,6 +43,14 @@ def settle(workspace: Path) -> None:
     wait_for(lambda: time.time_ns() - guard > newest, timeout=30, step=guard / 1e9)
 
 
+def _looked(note: Path) -> dict:
+    """The stat a caller's own look took of a note (doctor's scan), as verify is handed it."""
+    from openclaw_memory.database.observations import FileStat
+
+    st = os.lstat(note)
+    return {"memory/note.md": FileStat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, False, st.st_mode)}
+
+
 # --- correctness of change detection -------------------------------------------------
 
 
@@ -86,6 +94,7 @@ def test_racy_flag_is_what_catches_an_identical_stat(settings, workspace):
 
     rewrite_baseline(racy=True)
     assert [c.path for c in verify_workspace(settings).changed] == ["memory/note.md"]
+    assert [c.path for c in verify_workspace(settings, _looked(target)).changed] == ["memory/note.md"]  # doctor's way
     rewrite_baseline(racy=False)
     assert verify_workspace(settings).changed == ()
 
@@ -121,9 +130,10 @@ def test_back_dated_mtime_is_caught_by_ctime(settings, workspace):
     os.utime(target, ns=(original.st_atime_ns, original.st_mtime_ns))
     now = os.lstat(target)
     assert (now.st_mtime_ns, now.st_size) == (original.st_mtime_ns, original.st_size)
-    result = verify_workspace(settings)
-    assert [c.path for c in result.changed] == ["memory/note.md"]
-    assert result.changed[0].old_hash != result.changed[0].new_hash
+    for looked in (None, _looked(target)):  # verify's own stat, and doctor's scan's
+        result = verify_workspace(settings, looked)
+        assert [c.path for c in result.changed] == ["memory/note.md"]
+        assert result.changed[0].old_hash != result.changed[0].new_hash
 
 
 def test_file_replaced_by_a_folder(settings, workspace):

@@ -22,6 +22,7 @@ import json
 import os
 import time
 
+from .. import faults
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.fsclock import guard_ns
 from .observations import is_racy
@@ -92,6 +93,7 @@ class LastCheck:
         if self._sound is None:
             return
         seen, db_path, counted = self._sound
+        faults.reach("state-checked:keeping")
         now = Sighting.of(db_path)
         if now is None or now.key != seen.key:
             return
