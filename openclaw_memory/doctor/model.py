@@ -53,8 +53,9 @@ class CheckContext:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.workspace = str(settings.workspace)
-        # What the checks worked out that the state database caches (the link table): stored by
-        # the runner once every check has read, only where a plain doctor may write it.
+        # What the checks worked out that the product caches (the link table in the state
+        # database, the database's last clean check in state-checked.json): stored by the runner
+        # once every check has read, only where a plain doctor may write it.
         self.cache_writes: list[Callable[[], None]] = []
 
     @cached_property

@@ -1,8 +1,9 @@
 """Run doctor: the checks, and with ``fix`` the repairs under the workspace lock.
 
 Plain doctor only reads (no lock, no state dir created, no workspace file touched): its checks
-run where the state database cannot be written, and the one thing it writes after them is the
-link table, a cache of the product's own (:func:`keep_caches`). ``fix`` takes
+run where the state database cannot be written, and what it writes after them are caches of the
+product's own (:func:`keep_caches`): the link table, and the state database's last clean check
+(``state-checked.json``). ``fix`` takes
 the per-workspace lock (waiting up to 5 s), looks again under the lock, applies
 one repair at a time (asking first when ``confirm`` is given) and looks again
 after each, since one repair changes what the others see (a resumed merge
@@ -103,7 +104,8 @@ def _run_check(check: Callable[[CheckContext], list[Finding]], ctx: CheckContext
 
 def keep_caches(ctx: CheckContext, found: list[Finding]) -> None:
     """Store what the checks cached (the links they parsed: the next doctor parses only what
-    changes), only into a state database that exists (none is created), is of this release's
+    changes; the state database found sound, in ``state-checked.json``: the next doctor reads it
+    whole only once it changed), only into a state database that exists (none is created), is of this release's
     schema (none is migrated) and where the checks found no error (a damaged database, an
     interrupted repair, move or rollback is left exactly as found; a warning stops nothing)."""
     from ..database import Database
