@@ -13,11 +13,12 @@ descriptor-relative, whatever the length of the folder's path.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+
+from .fsutil.safeopen import read_small_json
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -26,6 +27,8 @@ SOCKET = "sock"
 LOCK = "lock"
 INFO = "info.json"
 TOKEN = "token"
+# A pid, a time, an agent id, a workspace path (up to PATH_MAX, each byte escaped at most as \uXXXX).
+_INFO_MAX = 64 << 10
 
 
 OFF_ENV = "OPENCLAW_MEMORY_SERVICE"
@@ -125,9 +128,4 @@ def remove_token(settings: Settings) -> None:
 
 def read_info(settings: Settings) -> dict | None:
     """What the service wrote about itself, or None (no service, or a damaged file)."""
-    try:
-        with open(os.path.join(service_dir(settings), INFO), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_small_json(os.path.join(service_dir(settings), INFO), _INFO_MAX)

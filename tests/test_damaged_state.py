@@ -38,6 +38,7 @@ from conftest import (
     run_in_process,
     run_process,
     set_doctor_journal,
+    settings_for,
     skip_without_torch_extra,
     wait_for,
     write,
@@ -1062,3 +1063,30 @@ def test_a_damaged_page_loses_only_its_own_rows(workspace, state_dir, cli, cli_p
     _clean(fixed)
     assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"] == ["done"], fixed.stdout
     assert count - cells <= _versions(cli_process) <= count
+
+
+@pytest.mark.parametrize("kind", ["fifo", "nested", "huge", "symlink", "list"])
+def test_a_damaged_service_info_file_is_no_service_never_a_hang_or_a_traceback(workspace, state_dir, cli, kind):
+    """The service's info file is read by every command that looks for a service: a FIFO in its
+    place hung the open (no writer), arrays nested past the interpreter's depth raised
+    RecursionError, and it was read whole whatever its size. Each is now no service at all."""
+    from openclaw_memory.service_files import read_info, service_dir
+
+    write(workspace / "MEMORY.md", "# Memory\n\n- tea\n")
+    settings = settings_for(workspace, state_dir)
+    info = Path(service_dir(settings), "info.json")
+    info.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(info)
+    elif kind == "nested":
+        info.write_text("[" * 5000 + "]" * 5000)
+    elif kind == "huge":
+        info.write_text('{"pid": 1, "pad": "' + "x" * (1 << 20) + '"}')
+    elif kind == "symlink":
+        write(workspace / "elsewhere.json", '{"pid": 1}')
+        info.symlink_to(workspace / "elsewhere.json")
+    else:
+        info.write_text('[{"pid": 1}]')
+    assert read_info(settings) is None
+    result = cli("status", "--json")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr

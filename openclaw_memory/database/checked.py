@@ -25,6 +25,7 @@ import time
 from .. import faults
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.fsclock import guard_ns
+from ..fsutil.safeopen import read_small_json
 from .observations import is_racy
 
 NAME = "state-checked.json"
@@ -104,18 +105,4 @@ class LastCheck:
             return
 
     def _read(self) -> dict | None:
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            return None
-        try:
-            raw = os.read(fd, _MAX + 1)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        try:
-            record = json.loads(raw) if len(raw) <= _MAX else None
-        except (ValueError, RecursionError):  # RecursionError: arrays nested past the interpreter's depth, in 2 KB
-            return None
-        return record if isinstance(record, dict) else None
+        return read_small_json(self.path, _MAX)

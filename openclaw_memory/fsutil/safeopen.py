@@ -17,6 +17,7 @@ refused and a FIFO that slipped in cannot hang us.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from collections.abc import Sequence
@@ -241,3 +242,27 @@ def read_and_close(fd: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_small_json(path: str, limit: int) -> dict | None:
+    """The object a small state file of the product's own holds (the service's info, doctor's
+    record), or None for anything else: no file, a symlink, a FIFO (never waited on), a folder,
+    more than ``limit`` bytes, bytes that are not JSON, JSON nested past the interpreter's depth
+    (RecursionError, from a few KB), or JSON that is not an object."""
+    try:
+        fd, _st = open_regular_nofollow(path)
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(raw) > limit:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
