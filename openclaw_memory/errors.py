@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-import resource
-import shlex  # (imported when a descriptor is at hand: it is a shared object to open)
+import resource  # (imported when a descriptor is at hand: it is a shared object to open)
+import shlex
 from collections.abc import Iterator
 from typing import TypeGuard
 
@@ -72,6 +72,19 @@ def shown(value: object, limit: int = 80) -> str:
     return cut(_BYTE_ESCAPE.sub(r"\1\\x\2", repr(value)), limit)
 
 
+# A command a message bids the user run: the program's name opening a quote (`openclaw-memory index`,
+# "openclaw-memory doctor --fix", (openclaw-memory read PATH)), its command word next. A name that
+# already has its flags (`openclaw-memory -w WS index`) is not matched again.
+_NAMED_COMMAND = re.compile(r'(?<=[`"(])openclaw-memory(?= [a-z])')
+
+
+def suggested(text: str, program: str) -> str:
+    """``text`` with each command it names run as ``program``: ``openclaw-memory`` and the settings
+    flags in force (``settings.command_line``), so that, run as printed, it acts on the same workspace,
+    agent and session as the command that printed it. The one rule of every front-end's hints."""
+    return _NAMED_COMMAND.sub(lambda _: program, text)
+
+
 class MemoryToolError(Exception):
     """Base class: a failure the user can act on; never shown as a traceback."""
 
@@ -93,6 +106,8 @@ class MemoryToolError(Exception):
         """Name ``program`` (``openclaw-memory`` and the settings flags the command was given, from
         ``settings.command_line``) in each command this error bids the user run: run, it acts on the
         same workspace, agent and session (a front-end words what a layer below raised)."""
+        self.message = suggested(self.message, program)
+        self.args = (self.message,)
 
     def after_finishing(self, finished: str) -> None:
         """Say what the same command finished before this error stopped it (an interrupted rollback,
@@ -136,6 +151,10 @@ class BadValue(UsageError):
 
     def worded_for_tools(self) -> str:
         return self.worded_as(f"`{self.name}`", tools=True)
+
+    def suggesting(self, program: str) -> None:
+        self.hint, self.hint_tools = suggested(self.hint, program), suggested(self.hint_tools, program)
+        super().suggesting(program)
 
     def fields(self) -> dict[str, str]:
         return {"name": self.name, "problem": self.problem, "hint": self.hint, "hintTools": self.hint_tools}
@@ -241,13 +260,13 @@ class WriteBlocked(MemoryToolError):
         return f"blocked: {self.problem.replace('{reader}', reader)}{step}{finished}"
 
     def worded_for_tools(self) -> str:
-        return self._worded("tools") if self.problem is not None else self.message
+        return suggested(self._worded("tools"), self.program) if self.problem is not None else self.message
 
     def suggesting(self, program: str) -> None:
         self.program = program
         if self.problem is not None:
             self.message = self._worded("cli")
-            self.args = (self.message,)
+        super().suggesting(program)  # (a command in the problem or in what was finished before)
 
     def fields(self) -> dict[str, str]:
         """What the service sends so the caller can word the error for its own audience."""

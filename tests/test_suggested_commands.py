@@ -83,3 +83,83 @@ def test_memory_search_names_the_flags_the_mcp_server_was_given(workspace: Path,
     assert missing.is_error
     assert bidden(text_of(missing), r"build it with `([^`]*)`") == ["-w", str(workspace), "--state-dir", str(state_dir),
                                                                     "index"]
+
+
+def test_doctors_finding_and_its_fix_line_name_the_flags_given_and_fix_that_workspace(workspace, cli, tmp_path):
+    # A finding worded by the doctor (the legacy memory.md) and the report's "Run ... --fix" line.
+    other = tmp_path / "other"
+    write(other / "MEMORY.md", "kept\n")
+    write(other / "memory.md", "legacy\n")
+    flags = ("-w", str(other), "--agent", "ops")
+    report = cli("doctor", *flags)
+    assert report.returncode != 0, report.stdout
+    fix = bidden(report.stdout, r'Run "(openclaw-memory [^"]*)" to repair the fixable ones')
+    assert fix == [*flags, "doctor", "--fix"], report.stdout
+    assert bidden(report.stdout, r'Run "(openclaw-memory [^"]*)" to merge the legacy file') == fix, report.stdout
+    assert cli(*fix, "--yes").returncode == 0
+    assert not (other / "memory.md").exists() and "legacy" in (other / "MEMORY.md").read_text()
+
+
+def test_the_doctors_no_index_finding_names_the_flags_given_and_builds_that_index(workspace, cli, tmp_path):
+    other = tmp_path / "other"
+    write(other / "MEMORY.md", "The heron nests by the pier.\n")
+    assert cli("index", "-w", str(other)).returncode == 0  # main's: an index folder without ops's index is a finding
+    flags = ("-w", str(other), "--agent", "ops")
+    report = cli("doctor", *flags)
+    build = bidden(report.stdout, r"no search index for agent ops yet \([^)]*\); `([^`]*)` builds it")
+    assert build == [*flags, "index"], report.stdout
+    assert cli(*build).returncode == 0
+    assert cli("search", *flags, "heron").returncode == 0
+
+
+def test_rm_and_restores_hints_name_the_flags_given_and_a_name_with_a_space_quoted(workspace, cli, tmp_path):
+    other = tmp_path / "other"
+    note = write(other / "memory" / "my note.md", "hi\n")
+    flags = ("-w", str(other), "--agent", "ops")
+    assert cli("read", *flags, "memory/my note.md").returncode == 0
+    removed = cli("rm", *flags, "memory/my note.md")
+    assert removed.returncode == 0, removed.stderr
+    restore = bidden(removed.stdout, r"it is kept in the history: (openclaw-memory .*)$")
+    assert restore == [*flags, "restore", "memory/my note.md", "--last"], removed.stdout
+    assert cli(*restore).returncode == 0 and note.read_text() == "hi\n"
+    # An error raised below (history/moves.py), worded by the front-end: run, it lists that note's history.
+    write(other / "memory" / "never gone.md", "here\n")
+    never = cli("restore", *flags, "memory/never gone.md", "--last")
+    assert never.returncode == 2
+    history = bidden(never.stderr, r"\(see `([^`]*)`\)")
+    assert history == [*flags, "history", "memory/never gone.md"], never.stderr
+    listed = cli(*history)
+    assert listed.returncode == 0 and listed.stdout.strip(), listed.stderr
+
+
+def test_mv_onto_a_file_names_the_flags_given_in_its_refusal_and_its_restore_hint(workspace, cli, tmp_path):
+    other = tmp_path / "other"
+    write(other / "memory" / "a.md", "a\n")
+    target = write(other / "memory" / "b c.md", "b\n")
+    flags = ("-w", str(other), "--agent", "ops")
+    for name in ("memory/a.md", "memory/b c.md"):
+        assert cli("read", *flags, name).returncode == 0
+    refused = cli("mv", *flags, "memory/a.md", "memory/b c.md")
+    assert refused.returncode == 2
+    later = bidden(refused.stderr, r"archived as `rm` archives: `([^`]*)` brings it back")
+    assert later == [*flags, "restore", "memory/b c.md", "--last"], refused.stderr
+    moved = cli("mv", *flags, "memory/a.md", "memory/b c.md", "--force")
+    assert moved.returncode == 0, moved.stderr
+    assert bidden(moved.stdout, r"is archived: (openclaw-memory .*)$") == later, moved.stdout
+    assert cli(*later).returncode == 0 and target.read_text() == "b\n"
+
+
+def test_search_on_an_index_of_other_embedding_settings_names_the_flags_given_and_reindexing_as_printed_answers(
+        workspace, state_dir, cli, tmp_path):
+    # index/api.py raises it; the CLI's error line words it with the flags of the search.
+    other = tmp_path / "other"
+    write(other / "MEMORY.md", "The heron nests by the pier.\n")
+    flags = ("-w", str(other), "--agent", "ops")
+    assert cli("index", *flags).returncode == 0
+    (state_dir / "openclaw-memory.toml").write_text("[index]\nchunk_tokens = 64\n")
+    refused = cli("search", *flags, "--no-sync", "heron")
+    assert refused.returncode == 1, refused.stderr
+    reindex = bidden(refused.stderr, r"other embedding settings .*; run `([^`]*)` to re-embed it")
+    assert reindex == [*flags, "index"], refused.stderr
+    assert cli(*reindex).returncode == 0
+    assert cli("search", *flags, "--no-sync", "heron").returncode == 0

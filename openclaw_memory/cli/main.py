@@ -10,14 +10,15 @@ import gc
 import os
 import sys
 
-from ..errors import BadValue, MemoryToolError, describe_os_error
-from .output import UNICODE_ESCAPE, GuardedStdout, delivered, error, none_to_take_back, utf8_stream
+from ..errors import PROGRAM, BadValue, MemoryToolError, describe_os_error
+from .output import UNICODE_ESCAPE, GuardedStdout, delivered, error, hints_run_as, none_to_take_back, utf8_stream
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
 
 
 def main(argv: list[str] | None = None) -> int:
     none_to_take_back()
+    hints_run_as(PROGRAM)  # (until the settings are known: one process may run many commands, the tests' cli)
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)  # after --, it is an argument
     command = None  # the command run, whose flags name the values an error is about
@@ -86,6 +87,7 @@ def run_parsed(parsed: Parsed) -> int:
     )
     from ..memory import private_umask
 
+    hints_run_as(command_line(settings))
     try:
         with private_umask():  # every file the command makes in the state dir is owner-only, the engine's too
             result = parsed.command.handler(settings, **parsed.values)

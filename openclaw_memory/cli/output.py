@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ESCAPED_IN, MemoryToolError, PathRefused, bytes_shown, escaped, one_line, printable
+from ..errors import ESCAPED_IN, PROGRAM, MemoryToolError, PathRefused, bytes_shown, escaped, one_line, printable, suggested
 
 # The standard streams the caller closed (``cmd <&-``): the entry point puts the null device in
 # their place, so that nothing this process opens takes their descriptors; ``write --stdin`` must not
@@ -136,14 +136,27 @@ def _relative_to_workspace(workspace: Path, path: str) -> str | None:
     return f"paths are relative to the workspace ({printable(str(workspace))}), not the current folder: {printable(meant)}"
 
 
+# How a command a warning or an error line names is run: ``openclaw-memory`` and the settings flags of
+# the command being run (run_parsed sets it from settings.command_line), so that a notice a layer
+# below worded ("the next `openclaw-memory index` resumes ...") acts, run as printed, on the same
+# workspace and agent.
+_PROGRAM = [PROGRAM]
+
+
+def hints_run_as(program: str) -> None:
+    """Name ``program`` in each command a warning or an error line bids the user run (errors.suggested)."""
+    _PROGRAM[0] = program
+
+
 def warn(message: str) -> None:
-    _said(sys.stderr, lambda: sys.stderr.write(f"warning: {for_message(message)}\n"))
+    _said(sys.stderr, lambda: sys.stderr.write(f"warning: {for_message(suggested(message, _PROGRAM[0]))}\n"))
 
 
 def error(message: str, as_json: bool, *, below: str = "") -> None:
     """``message`` on stderr (and as ``{"error": ...}`` on stdout with ``--json``, one line as the
     message is: a program reads it as it reads a JSON-lines command's); ``below``: a line for the
     terminal only (where to get help)."""
+    message = suggested(message, _PROGRAM[0])
     if as_json:
         _said(sys.stdout, lambda: print_json({"error": message}, one_line=True))
     line = one_line(message)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex  # (a command a message names is run as printed, a name with a space too)
 import stat
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -207,7 +208,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             remove_made_folders(target, existed)
         # A forced move stopped after it archived the destination's file: the undo leaves it archived,
         # which "nothing was moved" alone did not say (the note there was gone without a word).
-        archived = (f"; the file that was at {target.display} is archived: `openclaw-memory restore {target.display} "
+        archived = (f"; the file that was at {target.display} is archived: `openclaw-memory restore {shlex.quote(target.display)} "
                     "--last` brings it back") if op is not None and op.step == "replaced" else ""
         if isinstance(exc, SourceKept):
             raise _kept_blocks(exc, source.display, "moved", records, archived) from None
@@ -258,7 +259,7 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
         raise PathRefused(f"refused: {target.display} is {kind}, which memory never replaces; nothing was moved")
     if not force:
         raise UsageError(f"{target.display} exists; nothing was moved (--force replaces it, archived as `rm` archives: "
-                         f"`openclaw-memory restore {target.display} --last` brings it back)")
+                         f"`openclaw-memory restore {shlex.quote(target.display)} --last` brings it back)")
     fd, _ = folder.open_regular(target.name)
     try:
         found = snapshot_fd(fd)
@@ -393,7 +394,7 @@ def last_removed(settings: Settings, path: str) -> str:
         if entry.origin == REMOVE:
             return entry.version
     raise UsageError(f"{resolved.display} was never removed, so --last has nothing to restore "
-                     f"(see `openclaw-memory history {resolved.display}`)")
+                     f"(see `openclaw-memory history {shlex.quote(resolved.display)}`)")
 
 
 # -- shared steps ----------------------------------------------------------------------------------
@@ -480,7 +481,7 @@ def recover_pending(settings: Settings) -> tuple[bool, str] | None:
 def _recover(settings: Settings, store: HistoryStore, op: FileOp) -> tuple[bool, str]:
     """(finished, what was done): the files say how far ``op`` got."""
     if op.op == IMPORT_OP:  # finished by running it again (archive.importer.finish_import), never dropped here
-        raise MemoryToolError(f"it is finished by `openclaw-memory import {op.display}{' --force' if op.force else ''}` "
+        raise MemoryToolError(f"it is finished by `openclaw-memory import {shlex.quote(op.display)}{' --force' if op.force else ''}` "
                               "again, or by `openclaw-memory doctor --fix`")
     if op.step == LINKS_STEP:  # moved and recorded; what is left is the rewrites', never to be dropped here
         raise MemoryToolError("the links naming its old path are not all rewritten: `openclaw-memory doctor --fix` "
@@ -502,7 +503,7 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
                 store.record(target.abs_path, target.display, op.replaced, op.replaced_size or 0, REMOVE, op.agent or None,
                              mode=_mode(op.replaced_mode))
         replaced = (f"; the file it replaced at {target.display} is archived (`openclaw-memory restore "
-                    f"{target.display} --last`)") if op.replaced is not None and not _holds(dst_folder, target.name, op.replaced) else ""
+                    f"{shlex.quote(target.display)} --last`)") if op.replaced is not None and not _holds(dst_folder, target.name, op.replaced) else ""
         if src_folder is not None and dst_folder is not None and same_file(src_folder.fd, source.name, dst_folder.fd,
                                                                          target.name):
             # Killed between the link and the unlink: one file with two names, whatever it holds now (an
@@ -564,7 +565,7 @@ def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> 
             return False, f"undid the {what}: {resolved.display} is where it was"
         _record_remove(store, op)
         return True, (f"finished the {what}: its bytes are in the history "
-                      f"(`openclaw-memory restore {resolved.display} --last` brings it back)")
+                      f"(`openclaw-memory restore {shlex.quote(resolved.display)} --last` brings it back)")
     finally:
         if folder is not None:
             folder.close()

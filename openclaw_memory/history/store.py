@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import threading
 import time
 from collections.abc import Iterator
@@ -192,7 +193,7 @@ class HistoryStore:
             known = also_known  # the version asked for is the file's own: no need of the history
         matches = sorted(v for v in known if v.startswith(wanted))
         if not matches:
-            raise UsageError(f"no version of {display} starts with {wanted} (see `openclaw-memory history {display}`)")
+            raise UsageError(f"no version of {display} starts with {wanted} (see `openclaw-memory history {shlex.quote(display)}`)")
         if len(matches) > 1:
             raise UsageError(
                 f"version prefix {wanted} is ambiguous for {display}: it matches "

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
+from ...settings import command_line
 from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
@@ -33,6 +35,6 @@ def run_import(settings: Settings, archive: str, force: bool, json_out: bool) ->
     print(f"imported {len(result.files)} memory files of agent '{printable(result.agent)}' from "
           f"{printable(result.archive)}, and {result.versions} versions of their history.")
     for path in result.replaced:
-        print(f"  replaced {printable(path)}: what it held is in the history (openclaw-memory history {printable(path)})")
-    print("The search index picks them up at the next `openclaw-memory index` or search.")
+        print(f"  replaced {printable(path)}: what it held is in the history ({command_line(settings)} history {shlex.quote(printable(path))})")
+    print(f"The search index picks them up at the next `{command_line(settings)} index` or search.")
     return 0

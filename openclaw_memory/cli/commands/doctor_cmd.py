@@ -5,16 +5,18 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from ...errors import suggested
 from ...memory import open_memory, to_json
+from ...settings import command_line
 from ..output import for_message, print_json, printable, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
 
 
-def _ask(finding, description: str) -> bool:
+def _ask(finding, description: str, program: str) -> bool:
     """One question per repair, on stderr, default yes (as OpenClaw asks); a closed stdin is a no."""
-    sys.stderr.write(for_message(f"\n{finding.severity}: {finding.id}\n{_message(finding)}\n"))
+    sys.stderr.write(for_message(suggested(f"\n{finding.severity}: {finding.id}\n{_message(finding)}\n", program)))
     while True:
         sys.stderr.write(for_message(f"Repair {finding.id}: {description}? [Y/n]: "))
         sys.stderr.flush()
@@ -56,7 +58,8 @@ def _paths(finding, most: int = 10) -> str:
     return "".join(f"  {line}\n" for line in lines)
 
 
-def _render(report, fix: bool) -> None:
+def _render(report, fix: bool, program: str) -> None:
+    """The report; a command a finding or a repair names is run as ``program`` (settings.command_line)."""
     out = [f"Workspace: {printable(str(report.workspace))}", ""]
     if fix:
         found = ", ".join(f"{f.id} ({f.severity})" for f in report.findings) or "nothing"
@@ -76,18 +79,18 @@ def _render(report, fix: bool) -> None:
         out.append(f"{len(blocking)} problem{'s' if plural else ''} {('remain' if plural else 'remains') if fix else 'found'}.")
         if not fix and any(f.fixable for f in blocking):
             out.append('Run "openclaw-memory doctor --fix" to repair the fixable ones.')
-    sys.stdout.write(for_message("\n".join(out)) + "\n")
+    sys.stdout.write(for_message(suggested("\n".join(out), program)) + "\n")
 
 
 def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:
     interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
     report = open_memory(settings, notice=warn, shard_idle_s=0).doctor(
         fix=fix,
-        confirm=_ask if interactive else None,
+        confirm=(lambda finding, description: _ask(finding, description, command_line(settings))) if interactive else None,
         on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting for it"),
     )
     if json_out:
         print_json(to_json(report))
     else:
-        _render(report, fix)
+        _render(report, fix, command_line(settings))
     return report.exit_code

@@ -6,6 +6,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory, to_json
+from ...settings import command_line
 from ..output import given_path, print_json, printable, reported, warn
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def run_restore(settings: Settings, path: str, version: str | None, last: bool, 
     else:
         head = f"restored {printable(result.path)} to version {result.version[:12]} ({result.size} bytes)"
         if result.previous:
-            print(f"{head}; it was at {result.previous[:12]}, which `openclaw-memory restore` can bring back.")
+            print(f"{head}; it was at {result.previous[:12]}, which `{command_line(settings)} restore` can bring back.")
         else:
             print(f"{head}; the file did not exist, so it was recreated.")
     return 0

@@ -139,7 +139,7 @@ def run_status(settings: Settings, json_out: bool) -> int:
     for left in status.left_out:
         print(f"  not indexed: {left}")
     for name in status.orphaned:
-        print(f"  orphaned shard: {name} (`openclaw-memory doctor --fix` removes it)")
+        print(f"  orphaned shard: {name} (`{command_line(settings)} doctor --fix` removes it)")
     if status.running is not None:  # its dirty marks are those of a run going on, not of one interrupted
         print(f"  an index run is going on now (pid {status.running})" if status.indexed else
               f"No index yet: being built right now (pid {status.running}).")
@@ -152,7 +152,7 @@ def run_status(settings: Settings, json_out: bool) -> int:
                 print(f"  git {what} in {printable(changes.root)}: {', '.join(printable(p) for p in paths)}")
     for note in status.git_notes:
         warn(note)
-    print(_service_line(service))
+    print(_service_line(service, command_line(settings)))
     return 0
 
 
@@ -165,11 +165,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
-def _service_line(service: dict) -> str:
+def _service_line(service: dict, program: str) -> str:
     if not service.get("running"):
         if service.get("note"):  # it runs (its socket is there) but does not answer
             return f"Service: not answering: {service['note']}"
-        return "Service: not running (`openclaw-memory serve` keeps the model and index warm)"
+        return f"Service: not running (`{program} serve` keeps the model and index warm)"
     memory = _size(service["memoryBytes"]) if service.get("memoryBytes") is not None else "unknown"
     sync = f"live sync of agent {service['agent']}" if service.get("liveSync") else "no live sync"
     http = f", MCP over HTTP at {service['http']}" if service.get("http") else ""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
+from ...settings import command_line
 from ..output import given_path, printable, reported, warn
 
 if TYPE_CHECKING:
@@ -22,12 +24,12 @@ def run_move(settings: Settings, source: str, destination: str, force: bool, exp
         return 0
     how = " (copied across file systems, verified, then the source removed)" if result.how == "copy" else ""
     print(f"moved {printable(result.source)} to {printable(result.path)}{how}; its history moved with it "
-          f"(openclaw-memory history {printable(result.path)}).")
+          f"({_run(settings, 'history', result.path)}).")
     if result.replaced:
         print(f"The file that was at {printable(result.path)} (version {result.replaced[:12]}) is archived: "
-              f"openclaw-memory restore {printable(result.path)} --last")
+              f"{_run(settings, 'restore', result.path)} --last")
     for path in result.links_updated:
-        print(f"rewrote the links in {printable(path)} (openclaw-memory history {printable(path)})")
+        print(f"rewrote the links in {printable(path)} ({_run(settings, 'history', path)})")
     for left in result.links_not_updated:
         print(f"left {printable(left.source)}:{left.line} {printable(left.text)}: {printable(left.why)}")
     return 0
@@ -40,8 +42,14 @@ def run_remove(settings: Settings, path: str, force: bool, expect: str | None, u
     if reported(result, json_out):
         return 0
     print(f"removed {printable(result.path)} (version {result.version[:12]}, {result.size} bytes); it is kept in the "
-          f"history: openclaw-memory restore {printable(result.path)} --last")
+          f"history: {_run(settings, 'restore', result.path)} --last")
     return 0
+
+
+def _run(settings: Settings, command: str, path: str) -> str:
+    """The command line that runs ``command`` on ``path`` as printed: on this workspace and agent (the
+    settings flags given), the name quoted for a shell."""
+    return f"{command_line(settings)} {command} {shlex.quote(printable(path))}"
 
 
 def _index_warning(update) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
+from ...settings import command_line
 from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
@@ -32,5 +34,5 @@ def run_rollback(settings: Settings, to: str, dry_run: bool, force: bool, update
         print(f"dry run: {len(moved)} of {len(result.files)} memory files would change to be as at {result.moment}; nothing was changed.")
     else:
         print(f"{len(moved)} of {len(result.files)} memory files are back as at {result.moment}; what they held is in the "
-              f"history. To undo: openclaw-memory rollback --to {result.undo}")
+              f"history. To undo: {command_line(settings)} rollback --to {shlex.quote(result.undo)}")
     return 0

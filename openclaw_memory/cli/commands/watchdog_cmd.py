@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import StateDamaged, UsageError
 from ...memory import open_memory
+from ...settings import command_line
 from ..output import printable, reported, warn
 
 if TYPE_CHECKING:
@@ -73,6 +74,6 @@ def run_heartbeat(settings: Settings, json_out: bool) -> int:
         assert verify_result is not None  # only a heartbeat that took the first snapshot has none, and it is OK
         print(f"⚠️ Workspace changed since snapshot {verify_result.baseline}: {verify_result.break_count} break(s)")
         _print_delta(verify_result)
-        print(f"checkpoint: saved in {result.checkpoint} (the next `openclaw-memory prompt` includes it once)")
+        print(f"checkpoint: saved in {result.checkpoint} (the next `{command_line(settings)} prompt` includes it once)")
         print(f"new baseline: {result.snapshot}")
     return 0 if result.ok else 1
