@@ -623,6 +623,36 @@ def test_an_http_session_ending_waits_aside_and_a_failure_to_forget_it_is_one_li
         "is busy: another openclaw-memory process kept it for more than 10 s; nothing was changed, try again"]
 
 
+def test_an_http_log_warning_quoting_a_name_is_one_escaped_line(caplog):
+    """A log warning of MCP over HTTP goes through errors.one_line, as every error and warning line
+    does: a name the message quotes (a state dir holding a newline and a terminal escape) neither
+    splits the service's log line nor drives the terminal it is printed on."""
+    import logging
+
+    from openclaw_memory.errors import LockTimeout
+    from openclaw_memory.mcp.http import _SessionEnds
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    def end(session: str) -> None:
+        raise LockTimeout("the state database (/srv/a\nb\x1b]0;owned\x07/state.db) is busy")
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "http", "method": "DELETE", "headers": [(b"mcp-session-id", b"abc123")]}
+    with caplog.at_level(logging.WARNING, logger="openclaw_memory.mcp.http"):
+        asyncio.run(_SessionEnds(app, end)(scope, receive, send))
+    assert [r.getMessage() for r in caplog.records] == [
+        "MCP over HTTP: the read records of session http-abc123, which ended, are kept: the state database "
+        "(/srv/a\\x0ab\\x1b]0;owned\\x07/state.db) is busy"]
+
+
 def test_stop_clears_what_a_killed_service_left(workspace, state_dir, cli, services):
     memory(workspace)
     service = start(services, workspace, state_dir, "--no-watch")

@@ -24,6 +24,8 @@ import json
 import logging
 import time
 
+from ..errors import one_line
+
 log = logging.getLogger(__name__)
 LINGER_S = 2.0
 UTF8_BOM = "\ufeff".encode("utf-8")
@@ -81,7 +83,7 @@ class BoundedBody:
 async def _refuse(receive, send, status: int, reason: str) -> None:
     """Answer ``status`` with a JSON-RPC error naming ``reason``, drop what still comes of the body
     for ``LINGER_S`` (the answer is whole on the wire by then: its length is declared), then close."""
-    log.warning("MCP over HTTP: refused a request (%d): %s", status, reason)
+    log.warning("MCP over HTTP: refused a request (%d): %s", status, one_line(reason))  # (every log line's rule)
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}).encode("utf-8")
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii")),

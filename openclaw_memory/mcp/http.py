@@ -20,7 +20,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError, UsageError, describe_os_error
+from ..errors import MemoryToolError, UsageError, describe_os_error, one_line
 from ..memory.protocol import MAX_LINE
 from ..service_files import remove_token, write_token
 from .body import BoundedBody, replay
@@ -117,7 +117,9 @@ class _SessionEnds:
             self.end(session)
         except (MemoryToolError, OSError) as exc:  # its records stay: they never let another session's write through
             said = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
-            log.warning("MCP over HTTP: the read records of session %s, which ended, are kept: %s", session, said)
+            # One line, escaped: the message may quote a name (a newline split the log line, an escape drove the terminal).
+            log.warning("MCP over HTTP: the read records of session %s, which ended, are kept: %s", one_line(session),
+                        one_line(said))
 
 
 LOST_KEPT_S = 600.0  # how long a lost answer waits for its call to end (one refused before it ran never does)

@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from ..errors import one_line
 from ..memory.protocol import MAX_LINE
 from ..signals import note_signals
 from .refusals import (
@@ -405,7 +406,7 @@ class _Wire:
             if key is not None and key in self.answered:
                 sent = self.answered.pop(key)
                 if message != sent:
-                    sys.stderr.write(f"warning: an early answer differed from the SDK's: {text.strip()[:300]}\n")
+                    sys.stderr.write(f"warning: an early answer differed from the SDK's: {one_line(text.strip()[:300])}\n")
             else:
                 await _in_thread(lambda: self._send(text.encode("utf-8")))
         finally:
