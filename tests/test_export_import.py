@@ -776,3 +776,14 @@ def test_export_to_a_dash_is_refused_saying_it_writes_a_file(workspace, cli):
     assert refused.returncode == 2 and refused.stderr == (
         "error: export writes a file, not standard output: give the archive a file name (./- for a file named -)\n")
     assert not (workspace.parent / "-").exists()
+
+
+def test_import_from_a_dash_is_refused_as_export_to_one_is(workspace, cli):
+    # `import -` read a file named "-" in the current folder ("no such file" where a shell user meant
+    # stdin), while `export -` is refused: the same word for both, ./- naming the file.
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("export", str(workspace.parent / "-")).returncode == 0
+    refused = cli("import", "-", cwd=workspace.parent)
+    assert refused.returncode == 2 and refused.stderr == (
+        "error: import reads a file, not standard input: give the archive's file name (./- for a file named -)\n")
+    assert cli("import", "./-", "--force", cwd=workspace.parent).returncode == 0  # the file named -

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import shlex
 import stat
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -155,7 +156,7 @@ def _journal(settings: Settings, archive: str, force: bool) -> str | None:
         earlier = None  # finish_pending drops it
     if earlier is not None and earlier.op == IMPORT_OP and earlier.path != path:
         raise UsageError(f"an interrupted import of {earlier.display} is waiting: run `openclaw-memory import "
-                         f"{earlier.display}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
+                         f"{shlex.quote(earlier.display)}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
                          "doctor --fix`; nothing was imported")
     finished = finish_pending(settings) if earlier is None or earlier.op != IMPORT_OP else None
     write_intent(settings.data_dir, FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
@@ -182,6 +183,8 @@ def _open_archive(path: str) -> int:
     """FILE, open for reading: missing, a folder, unreadable or not a plain file is one line, exit 2."""
     if not path or not path.strip():
         raise UsageError("no archive file given")
+    if path == "-":  # a shell's "standard input", as export refuses it for its output
+        raise UsageError("import reads a file, not standard input: give the archive's file name (./- for a file named -)")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
