@@ -170,6 +170,19 @@ def test_read_from_past_the_end_says_so_on_stderr_and_its_json_is_unchanged(work
     as_json = cli("read", "MEMORY.md", "--from", "50", "--json")
     assert as_json.stderr == "" and as_json.json()["lines"] == 0 and as_json.json()["text"] == ""
 
+
+def test_read_of_blank_lines_prints_each_line_and_says_nothing_on_stderr(workspace, cli):
+    # A window of one blank line printed nothing (its text is "", OpenClaw's JSON), exit 0, while the
+    # JSON said lines 1, truncated, nextFrom 3; a window ending in a blank line lost that line.
+    write(workspace / "MEMORY.md", "a\n\nb\n\n")
+    blank = cli("read", "MEMORY.md", "--from", "2", "--lines", "1")
+    assert (blank.returncode, blank.stdout, blank.stderr) == (0, "\n", "")
+    as_json = cli("read", "MEMORY.md", "--from", "2", "--lines", "1", "--json").json()
+    assert (as_json["text"], as_json["lines"], as_json["truncated"], as_json["nextFrom"]) == ("", 1, True, 3)
+    whole = cli("read", "MEMORY.md")
+    assert (whole.stdout, whole.stderr) == ("a\n\nb\n\n", "")  # the file as it is, its last blank line too
+    assert cli("read", "MEMORY.md", "--from", "3").stdout == "b\n\n"
+
 def test_read_of_a_notes_fragment_that_is_no_line_citation_names_the_note(workspace, cli):
     # `links` shows [[a#H]]: an agent passes the fragment on. It was "not a Markdown (.md) memory file".
     write(workspace / "memory" / "a.md", "# H\nx\ny\n")

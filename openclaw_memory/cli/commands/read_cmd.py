@@ -24,7 +24,7 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
         result = memory.read(path, from_line=from_line, lines=lines, max_chars=max_chars)
     _unread_if_lost(settings, result.path, result.version)
     if not reported(result, json_out):
-        if result.text:
+        if result.text or result.lines:  # (a blank line is a line: its text is "")
             _show(result.path, result.text)
         elif result.missing:
             warn(f"{printable(result.path)} does not exist")
@@ -52,15 +52,16 @@ def _show(path: str, text: str) -> None:
     """The text for a person: a binary file (NUL bytes) or any text bound for a terminal has its control
     characters shown as ``\\xNN`` instead of sent raw (``--json`` gives the exact text). Written a piece
     at a time: the text with its final newline, then encoded whole, was two more copies of it (a whole
-    read of a 200 MB note)."""
+    read of a 200 MB note). Each line it holds is printed with its newline, the last one too: the text
+    is its lines joined, so a window ending in a blank line ends in "\n" (`a\n\n` was shown as `a`,
+    and a window of one blank line was no output at all)."""
     binary = "\x00" in text
     if binary:
         warn(f"{printable(path)} is not text (it holds NUL bytes): control characters are shown escaped; --json gives the exact text")
     for at in range(0, len(text), _PIECE):
         piece = text[at : at + _PIECE]
         sys.stdout.write(no_controls(piece) if binary else for_stdout(piece))
-    if not text.endswith("\n"):
-        sys.stdout.write("\n")
+    sys.stdout.write("\n")
 
 
 def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int | None, max_chars: int | None,
@@ -76,9 +77,8 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
         sys.stderr.write(f"{printable(result.path)}: unchanged since your last read (version {(result.version or '')[:12]})\n")
     elif result.mode == "full":
         sys.stderr.write(f"{printable(result.path)}: no earlier version to compare with ({result.reason}); the file follows\n")
-        text = result.read.text if result.read is not None else ""
-        if text:
-            _show(result.path, text)
+        if result.read is not None and (result.read.text or result.read.lines):
+            _show(result.path, result.read.text)
     else:
         warn(f"{printable(result.path)} does not exist")
     return 0
