@@ -1125,7 +1125,8 @@ def test_a_service_started_for_a_caller_runs_with_the_callers_settings(workspace
     write(state_dir / "openclaw.json", json.dumps(
         {"agents": {"defaults": {"memorySearch": {"extraPaths": [{"path": "notes", "pattern": "*.md"}]}}}}))
     caller = settings_for(workspace, state_dir, extra=("more",))
-    given = parse(service_command(caller)[3:]).settings
+    command = service_command(caller)
+    given = parse(command[command.index("serve"):]).settings
     service = settings_for(Path(given["workspace"]), Path(given["state_dir"]), agent=given["agent"],
                            extra=tuple(given.get("extra") or ()), multimodal=given.get("multimodal"))
     assert [(str(e), e.pattern) for e in service.extra_paths] == [(str(e), e.pattern) for e in caller.extra_paths]

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
@@ -97,8 +97,10 @@ def _answers(settings: Settings) -> bool:
 def service_command(settings: Settings) -> list[str]:
     """``openclaw-memory serve`` with exactly these settings (the service reads the same config
     files and environment: an extra path with a glob can only come from those, and is not given
-    again as a plain ``--extra``, which would make it a second, unfiltered entry)."""
-    cmd = [sys.executable, "-m", "openclaw_memory", "serve", "-w", str(settings.workspace),
+    again as a plain ``--extra``, which would make it a second, unfiltered entry). ``-P``: ``-m``
+    puts the current folder first on the module path, and a ``json.py`` in the folder an MCP client
+    started from ran inside the long-lived service."""
+    cmd = [sys.executable, "-P", "-m", "openclaw_memory", "serve", "-w", str(settings.workspace),
            "--state-dir", str(settings.state_dir), "--agent", settings.agent]
     for extra in settings.extra_paths:
         if not extra.pattern:
@@ -107,6 +109,26 @@ def service_command(settings: Settings) -> list[str]:
     if settings.qdrant_url:
         cmd += ["--qdrant-url", settings.qdrant_url]
     return cmd
+
+
+def service_environment(settings: Settings, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The caller's environment for the service it starts, with the paths the service would read
+    against its own folder (``/``, :data:`SERVICE_CWD`) given as the caller resolved them: a relative
+    ``OPENCLAW_CONFIG_PATH``, ``OPENCLAW_HOME`` or model cache named another file there, and the
+    service then refused the caller it was started for (other settings)."""
+    from ..settings import openclaw_home
+
+    env = dict(environ)
+    env["OPENCLAW_CONFIG_PATH"] = str(settings.config_file)
+    env["OPENCLAW_MEMORY_MODEL_CACHE"] = str(settings.model_cache)
+    if (env.get("OPENCLAW_HOME") or "").strip() not in ("", "undefined", "null"):
+        env["OPENCLAW_HOME"] = openclaw_home(env)
+    return env
+
+
+# The service's current folder: none of the caller's (it outlives the caller, and a folder it holds
+# open cannot be unmounted); nothing is looked up in it (-P, and every path it is given is absolute).
+SERVICE_CWD = "/"
 
 
 def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m: None) -> None:
@@ -123,7 +145,8 @@ def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m
         # the workspace, and makes its own files private itself (fsutil.private).
         umask = user_umask()
         proc = subprocess.Popen(service_command(settings), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, close_fds=True, umask=-1 if umask is None else umask)
+                                cwd=SERVICE_CWD, env=service_environment(settings), start_new_session=True,
+                                close_fds=True, umask=-1 if umask is None else umask)
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
         if _answers(settings):

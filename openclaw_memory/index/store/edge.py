@@ -181,8 +181,8 @@ class EdgeStore:
         if not (path / "edge_config.json").is_file():
             return "its configuration file edge_config.json is missing", 0
         try:
-            proc = subprocess.run(
-                [sys.executable, "-c", _PROBE, str(path)],
+            proc = subprocess.run(  # -P: with -c, the current folder (a json.py in it) came first on the module path
+                [sys.executable, "-P", "-c", _PROBE, str(path)],
                 capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired:
