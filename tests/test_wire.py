@@ -240,3 +240,30 @@ def test_every_answer_on_the_socket_is_strict_json_whatever_the_id_or_path(works
         service.terminate()
         _, err = service.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()[-2000:]
+
+
+def test_a_socket_refusal_carries_back_the_id_it_could_read(workspace, state_dir):
+    """A request the service refuses after reading its id (no context, another protocol, params that
+    are a list, an unknown method, not JSON-RPC 2.0) is answered with that id: it was null, and a
+    caller matching answers to ids could not tell which request it refused (review D2, item 10)."""
+    from conftest import settings_for
+    from openclaw_memory.service_files import read_info
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    service = _serve(workspace, state_dir)
+    settings = settings_for(workspace, state_dir)
+    try:
+        wait_for(lambda: read_info(settings), timeout=120)
+        for line, code in ((b'{"jsonrpc":"2.0","id":7,"method":"status","params":{"args":{}}}', -32602),
+                           (b'{"jsonrpc":"2.0","id":"s7","method":"status","params":{"args":{},"context":{"protocol":2}}}', -32001),
+                           (b'{"jsonrpc":"2.0","id":7.5,"method":"status","params":[1]}', -32602),
+                           (b'{"jsonrpc":"2.0","id":7,"method":"nosuch","params":{"args":{},"context":{"protocol":3}}}', -32601),
+                           (b'{"jsonrpc":"1.0","id":7,"method":"status"}', -32600)):
+            answer = _strict(_answer_to(settings, line))
+            assert answer["id"] == json.loads(line)["id"] and answer["error"]["code"] == code, (line, answer)
+        for line in (b'[1, 2]', b'{"jsonrpc":"2.0","id":[7],"method":"status"}', b'not json'):
+            assert _strict(_answer_to(settings, line))["id"] is None  # none to read, or none an answer may carry
+    finally:
+        service.terminate()
+        _, err = service.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode()[-2000:]

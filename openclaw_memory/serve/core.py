@@ -40,11 +40,13 @@ INVALID_PARAMS = -32602
 
 
 class Refused(Exception):
-    """The service does not answer this request; the caller works in-process. ``code``: JSON-RPC's."""
+    """The service does not answer this request; the caller works in-process. ``code``: JSON-RPC's;
+    ``request_id``: the request's id, once it was read (the answer carries it back)."""
 
-    def __init__(self, message: str, code: int = REFUSED):
+    def __init__(self, message: str, code: int = REFUSED, request_id: Any = None):
         super().__init__(message)
         self.code = code
+        self.request_id = request_id
 
 
 def rss_bytes(pid: int | str = "self") -> int | None:
@@ -154,11 +156,18 @@ class ServiceCore:
             raise Refused(f"a request that is not JSON ({str(exc)[:120]})", PARSE_ERROR) from None
         except RecursionError:  # JSON nested deeper than the decoder goes
             raise Refused("a request that is not JSON (nested too deeply)", PARSE_ERROR) from None
-        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0" or not isinstance(data.get("method"), str):
-            raise Refused("a request that is not JSON-RPC 2.0", INVALID_REQUEST)
-        if not carriable_id(data.get("id")):
+        if isinstance(data, dict) and not carriable_id(data.get("id")):
             raise Refused("a request whose id an answer cannot carry: an id is a string of Unicode text "
                           "(no lone surrogate), a finite number or null", INVALID_REQUEST)
+        request_id = data.get("id") if isinstance(data, dict) else None
+        try:
+            return self._read_call(data)
+        except Refused as exc:  # its id was read: the answer carries it (it was null)
+            raise Refused(str(exc), exc.code, request_id) from None
+
+    def _read_call(self, data: Any) -> Request:
+        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0" or not isinstance(data.get("method"), str):
+            raise Refused("a request that is not JSON-RPC 2.0", INVALID_REQUEST)
         params = data.get("params")
         context = params.get("context") if isinstance(params, dict) else None
         args = params.get("args", {}) if isinstance(params, dict) else None

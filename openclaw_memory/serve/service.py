@@ -418,7 +418,7 @@ class Service:
         try:
             request = self.core.read_request(line)
         except Refused as exc:
-            return error_answer(None, exc.code, str(exc))
+            return error_answer(exc.request_id, exc.code, str(exc))
         session = request.settings.session
         if session and session not in sessions:
             sessions[session] = request.settings
