@@ -74,17 +74,40 @@ def tool_json(value: Any) -> str:
 
 class MemoryTools:
     """The tools' logic: each call goes to the :class:`~openclaw_memory.memory.Memory` for the MCP
-    session of the call (``session_of(ctx)``; its read records are its own)."""
+    session of the call (``session_of(ctx)``; its read records are its own).
 
-    def __init__(self, memory: Memory, *, session_of: Callable[[Any], str] | None = None,
+    Given ``open_memory`` (and ``settings``) instead of a memory, the memory is opened at the first
+    call that needs it, and again at each call after a refusal (a state dir other users may write
+    in, another user's, a service that would not start): each such call is a tool error in the CLI's
+    one line, and the call after the fix works. The stdio server had answered ``initialize`` and
+    ``tools/list``, then exited 2 with the reason on stderr only (``Connection closed`` for every call)."""
+
+    def __init__(self, memory: Memory | None, *, settings: Settings | None = None,
+                 open_memory: Callable[[], Memory] | None = None, session_of: Callable[[Any], str] | None = None,
                  on_read: Callable[[Any, Callable[[], None] | None], None] | None = None):
-        self.memory = memory
-        self.settings = memory.settings
+        self._memory = memory
+        self._open = open_memory
+        self._opening = threading.Lock()
+        settings = memory.settings if memory is not None else settings
+        assert settings is not None and (memory is not None or open_memory is not None)
+        self.settings = settings
         self._session = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
         self.session_of = session_of or (lambda _ctx: self._session)
         # Told of each memory_get once it has run, with how to take back the read it recorded (None:
         # it recorded none), for a transport that may not deliver the answer (:mod:`.http`).
         self.on_read = on_read
+
+    @property
+    def memory(self) -> Memory:
+        return self.open()
+
+    def open(self) -> Memory:
+        """The memory, opened now if it was not (a refusal raises: the calling tool's error)."""
+        with self._opening:  # calls run in threads: one opens, the others wait for it
+            if self._memory is None:
+                assert self._open is not None
+                self._memory = self._open()
+            return self._memory
 
     def call(self, ctx, op: Operation, arguments: dict) -> dict:
         """The tool's JSON: the operation's result, shaped as OpenClaw's tool of that name shapes it."""
@@ -105,11 +128,13 @@ class MemoryTools:
         return shape(memory, arguments, result) if shape is not None else result
 
     def close(self) -> None:
+        if self._memory is None:
+            return  # never opened: no read recorded (opening it now would start a service for nothing)
         try:
-            self.memory.for_session(self._session).end_session()
+            self._memory.for_session(self._session).end_session()
         except (MemoryToolError, OSError):
             pass  # its read records stay until the service's own sweep, or the next session's
-        self.memory.close()
+        self._memory.close()
 
 
 # The reads a tool call recorded, for its call_tool to take back when the client cancels the call
@@ -484,13 +509,18 @@ def serve(settings: Settings, *, start_service: bool = False) -> None:
     opened: list[MemoryTools] = []
 
     def make_server():
-        tools = MemoryTools(open_memory(settings, notice=_warn, start_service=start_service, shard_idle_s=0))
+        tools = MemoryTools(None, settings=settings, open_memory=lambda: open_memory(
+            settings, notice=_warn, start_service=start_service, shard_idle_s=0))
         opened.append(tools)
+        try:
+            tools.open()
+        except (MemoryToolError, OSError) as exc:  # each tool call says it to the model, and tries again
+            _warn(f"{tool_error_text(exc, settings)} (each tool call says so until it is fixed)")
 
         def warm() -> None:
             # Not before tools/list: loading the model competes for the interpreter while the
             # client waits for its first answers. The agent's first call follows by seconds at least.
-            threading.Thread(target=_warm_quietly, args=(tools.memory,), name="model-warm-up", daemon=True).start()
+            threading.Thread(target=_warm_quietly, args=(tools,), name="model-warm-up", daemon=True).start()
 
         return build_server(tools, on_listed=warm)
 
@@ -507,9 +537,9 @@ def _warn(message: str) -> None:
     sys.stderr.flush()
 
 
-def _warm_quietly(memory: Memory) -> None:
-    # A failure here (no index, busy index) shows up, worded, at the first tool call instead.
+def _warm_quietly(tools: MemoryTools) -> None:
+    # A failure here (no index, busy index, settings refused) shows up, worded, at the first tool call instead.
     try:
-        memory.warm()
+        tools.memory.warm()
     except (MemoryToolError, OSError):
         pass

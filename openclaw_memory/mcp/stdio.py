@@ -314,6 +314,13 @@ class _Lines:
                     self.wire.initializing.add(key)
             elif method == "notifications/cancelled":  # a cancelled request gets no answer
                 self.wire.settle(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
+            elif method == "notifications/initialized":
+                while self.wire.initializing:  # an initialize read before it: its answer decides
+                    await anyio.sleep(0.02)
+                if self.wire.refused_initialize and not self.wire.initialized:
+                    # The SDK takes the notification alone as the end of a handshake: after an
+                    # initialize it refused, every call was then answered as if it had succeeded.
+                    continue
             # Its parsed copy goes before the SDK parses the line again, the line once the SDK has it: a
             # 100 MB write was held three times while the SDK parsed it, twice until the client wrote again.
             del message
@@ -340,6 +347,7 @@ class _Wire:
         # SDK refuses a request before that as "Invalid request parameters", data "" (see ``write``).
         self.initializing: set[str] = set()
         self.initialized = False
+        self.refused_initialize = False  # an initialize was answered with an error
         self.version: str | None = None  # the protocol version the initialize answer agreed on
 
     def in_flight(self, key: str) -> bool:
@@ -391,6 +399,7 @@ class _Wire:
             key = json.dumps(message.get("id")) if "result" in message or "error" in message else None
         initialize = key in self.initializing
         self.initializing.discard(key)  # answered: its id may stand for another request next
+        self.refused_initialize = self.refused_initialize or (initialize and "result" not in message)
         if initialize and "result" in message:
             self.initialized = True
             self.version = message["result"].get("protocolVersion")
