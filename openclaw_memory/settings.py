@@ -926,13 +926,28 @@ def _path_text(value: str, where: str) -> str:
     return value
 
 
-def command_line(settings: Settings) -> str:
+def command_line(settings: Settings, *, in_force: bool = False) -> str:
     """``openclaw-memory`` and the settings flags its command line was given, quoted for a shell: a
     command a hint names (read it first, build the index) acts on the same workspace, agent and
-    session as the command that printed it (without them, on $OPENCLAW_WORKSPACE's or main's)."""
+    session as the command that printed it (without them, on $OPENCLAW_WORKSPACE's or main's).
+
+    ``in_force``: the workspace, state dir and agent in force however they were chosen (the MCP
+    server's: its settings may come from the environment its host gave it, which the model's shell
+    does not have), with the flags given besides."""
     import shlex
 
-    return " ".join(["openclaw-memory", *map(shlex.quote, settings.command_flags)])
+    flags = settings.command_flags
+    if in_force:
+        rest, i = [], 0
+        while i < len(flags):  # the given ones besides, in their order (each takes a value but --[no-]multimodal)
+            width = 1 if flags[i] in ("--multimodal", "--no-multimodal") else 2
+            if flags[i] not in ("-w", "--state-dir", "--agent"):
+                rest += flags[i:i + width]
+            i += width
+        if settings.qdrant_url and "--qdrant-url" not in rest:
+            rest += ["--qdrant-url", settings.qdrant_url]
+        flags = ("-w", str(settings.workspace), "--state-dir", str(settings.state_dir), "--agent", settings.agent, *rest)
+    return " ".join(["openclaw-memory", *map(shlex.quote, flags)])
 
 
 def _command_flags(given: Overrides, settings: Settings) -> tuple[str, ...]:

@@ -82,7 +82,41 @@ def test_memory_search_names_the_flags_the_mcp_server_was_given(workspace: Path,
     missing = run_session(workspace, state_dir, script)
     assert missing.is_error
     assert bidden(text_of(missing), r"build it with `([^`]*)`") == ["-w", str(workspace), "--state-dir", str(state_dir),
-                                                                    "index"]
+                                                                    "--agent", "main", "index"]
+
+
+def test_memory_search_names_the_settings_an_mcp_server_took_from_its_environment(workspace: Path, state_dir: Path):
+    """An agent host gives the server its settings in the environment (docs/mcp.md's own entry sets
+    OPENCLAW_STATE_DIR): the hint named only the flags given, `openclaw-memory index`, which from the
+    model's shell built another state dir's index and left the server's missing."""
+    import asyncio
+    import subprocess
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from conftest import env_for
+
+    write(workspace / "MEMORY.md", "The heron nests by the pier.\n")
+    env = env_for(workspace, state_dir)  # the workspace and state dir in the environment, no flag
+    params = StdioServerParameters(command=sys.executable, args=["-m", "openclaw_memory", "mcp"], env=env, cwd=str(workspace))
+
+    async def main():
+        async with stdio_client(params) as (read, write_stream), ClientSession(read, write_stream) as session:
+            await session.initialize()
+            return await session.call_tool("memory_search", {"query": "heron"})
+
+    missing = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    assert missing.is_error
+    args = bidden(text_of(missing), r"build it with `([^`]*)`")
+    assert args == ["-w", str(workspace), "--state-dir", str(state_dir), "--agent", "main", "index"]
+    clean = {k: v for k, v in env.items() if not k.startswith("OPENCLAW_") or k == "OPENCLAW_MEMORY_EMBEDDING_BACKEND"}
+    built = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], env=clean, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr  # run as printed from a shell without the server's environment
+
+    found = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    assert not found.is_error, text_of(found)
 
 
 def test_doctors_finding_and_its_fix_line_name_the_flags_given_and_fix_that_workspace(workspace, cli, tmp_path):

@@ -429,7 +429,7 @@ def tool_error_text(exc: BaseException, settings: Settings | None = None) -> str
         return str(exc)
     if isinstance(exc, MemoryToolError):
         if settings is not None:
-            exc.suggesting(command_line(settings))
+            exc.suggesting(command_line(settings, in_force=True))
         return exc.worded_for_tools()
     if isinstance(exc, OSError):  # refused (symlink, FIFO...) or unreadable
         reason = exc.strerror or str(exc)
