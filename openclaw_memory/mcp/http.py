@@ -253,15 +253,35 @@ class _OneRequestPerId:
             try:
                 await self.app(scope, receive, send)
             finally:
-                if state["sent"] and not state["gone"]:
-                    self.deliveries.delivered(key)
-                elif (undo := self.deliveries.lost(key)) is not None:
-                    import anyio
+                import anyio
 
-                    with anyio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True):
+                    if state["sent"] and not state["gone"] and await _written(scope):
+                        self.deliveries.delivered(key)
+                    elif (undo := self.deliveries.lost(key)) is not None:
                         await anyio.to_thread.run_sync(take_back, undo)
         finally:
             self.inflight -= keys
+
+
+# The ASGI scope's extension by which :func:`_protocol`'s connections tell whether what they were
+# given went out whole; and how long an answer may take to go out before its client counts as gone.
+WRITTEN = "openclaw_memory.written"
+WRITTEN_WAIT_S = 60.0
+
+
+async def _written(scope) -> bool:
+    """Whether the answer the app sent went out whole: every byte of it handed to the kernel before
+    the connection was lost (uvicorn counts an answer as sent once it is in its buffer: a client that
+    closed after 227 KB of a 30 MiB read kept the read recorded). True where the server cannot tell."""
+    import anyio
+
+    written = (scope.get("extensions") or {}).get(WRITTEN)
+    if written is None:
+        return True
+    with anyio.move_on_after(WRITTEN_WAIT_S):  # a client that stopped reading, its connection open
+        return await written()
+    return False
 
 
 async def _answer(send, error: dict) -> None:
@@ -374,6 +394,42 @@ def _protocol(head_timeout: float):
 
     class Bounded(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
+        _closed: bool | None = None  # None: open; True: closed cleanly (its buffer went out); False: lost
+        _told: asyncio.Event | None = None  # set when the buffer empties or the connection ends
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            app = self.app
+
+            async def telling_written(scope, receive, send):
+                scope.setdefault("extensions", {})[WRITTEN] = self.written
+                await app(scope, receive, send)
+
+            self.app = telling_written
+
+        async def written(self) -> bool:
+            """Whether every byte this connection was given went to the kernel before it was lost.
+            asyncio tells a protocol that its buffer drained only down to a low-water mark, and only
+            once it paused it: the limits are 0 while this waits, so it is told at the last byte."""
+            transport = self.transport
+            try:
+                while self._closed is None:
+                    if not transport.is_closing() and transport.get_write_buffer_size() == 0:
+                        return True
+                    self._told = asyncio.Event()
+                    if not transport.is_closing():
+                        transport.set_write_buffer_limits(high=0, low=0)
+                    await self._told.wait()
+                return self._closed
+            finally:
+                self._told = None
+                if self._closed is None:
+                    transport.set_write_buffer_limits()  # asyncio's own, as uvicorn leaves them
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self._told is not None:
+                self._told.set()
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
@@ -412,6 +468,10 @@ def _protocol(head_timeout: float):
                 self._await_head()  # the next request on a kept connection
 
         def connection_lost(self, exc) -> None:
+            # Closed without an error only once its buffer went out (asyncio's close flushes first).
+            self._closed = exc is None
+            if self._told is not None:
+                self._told.set()
             self._stop_waiting()
             super().connection_lost(exc)
 
