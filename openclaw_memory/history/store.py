@@ -104,7 +104,7 @@ class HistoryStore:
         if path in held:
             yield
             return
-        with FileLock(path, timeout=LOCK_TIMEOUT_S, what="the memory files of this workspace (another write)"):
+        with FileLock(path, timeout=LOCK_TIMEOUT_S, what="the write lock of this workspace's memory files"):
             held.add(path)
             try:
                 yield
