@@ -11,10 +11,10 @@ import json
 import socket
 
 import pytest
+from test_serve import _http_session
 
 from conftest import settings_for, wait_for, write
 from openclaw_memory.database import Database
-from test_serve import _http_session
 
 
 @pytest.fixture

@@ -478,6 +478,22 @@ def _protocol(head_timeout: float):
     return Bounded
 
 
+class _StartFailure(logging.Filter):
+    """uvicorn's error while the endpoint starts (a port in use: ``[Errno 98] error while attempting
+    to bind on address ...``), kept for the one line that says it, not printed too."""
+
+    def __init__(self):
+        super().__init__()
+        self.reason = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        said = record.msg.strerror if isinstance(record.msg, OSError) and record.msg.strerror else record.getMessage()
+        self.reason = str(said).rpartition("): ")[2]  # the address is said already
+        return False
+
+
 class HttpEndpoint:
     """The endpoint, serving ``memory`` (the service's own); ``on_session_end`` hears each session that
     ends, ``on_call`` the session of each tool call (the service counts them with its socket's)."""
@@ -510,17 +526,23 @@ class HttpEndpoint:
         sessions = _SessionEnds(app, self.on_session_end)
         app = BoundedBody(_OneRequestPerId(sessions, deliveries), MAX_LINE, self.settings.service.http_body_timeout)
         app = _LoopbackOnly(_BearerAuth(app, self.token), _served_names(self.host))
+        # No log_config: uvicorn's lines go to the process's own handlers (`serve` prints them as its own lines).
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on",
-                                http=_protocol(self.settings.service.http_body_timeout))
+                                http=_protocol(self.settings.service.http_body_timeout), log_config=None)
         server = self._server = uvicorn.Server(config)
         thread = self._thread = threading.Thread(target=server.run, name="mcp-http", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + START_WAIT_S
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise UsageError(f"--http: cannot listen on {self.host}:{self.port} (in use?)")
-            time.sleep(0.02)
+        failed = _StartFailure()
+        logging.getLogger("uvicorn.error").addFilter(failed)
+        try:
+            thread.start()
+            deadline = time.monotonic() + START_WAIT_S
+            while not server.started:
+                if not thread.is_alive() or time.monotonic() > deadline:
+                    self.stop()
+                    raise UsageError(f"--http: cannot listen on {self.host}:{self.port} ({failed.reason or 'in use?'})")
+                time.sleep(0.02)
+        finally:
+            logging.getLogger("uvicorn.error").removeFilter(failed)
         port = server.servers[0].sockets[0].getsockname()[1]
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{shown}:{port}/mcp"
