@@ -95,11 +95,11 @@ def test_a_write_reads_hashes_and_loads_only_the_file_it_wrote(memory, workspace
     index = MemoryIndex(memory.settings)
     try:
         assert_consistent(index)
-        assert index.search("sailing club thursdays", sync=False).stale == (other,)  # left to the next sync
+        assert index.search("sailing club thursdays", sync=False).stale_paths == (other,)  # left to the next sync
         caught_up = index.sync()
         assert caught_up.files_changed == 1 and caught_up.files_scanned == NOTES + 1
         assert_consistent(index)
-        assert not index.search("sailing club thursdays", sync=False).stale
+        assert not index.search("sailing club thursdays", sync=False).stale_paths
     finally:
         index.close()
 
@@ -209,7 +209,7 @@ def test_a_cold_search_loads_the_entries_of_its_stale_suspects_alone(memory, wor
     monkeypatch.setattr(api, "load_manifest", lambda data_dir, name: loads.append(name) or real_load(data_dir, name))
     with MemoryIndex(memory.settings) as index:  # a new process's index
         found = index.search("espresso grinders", sync=False)
-        assert found.stale == (daily(42),)
+        assert found.stale_paths == (daily(42),)
         assert loads == [] and set(counted["FileEntry"]) == {str(edited)}
         assert index.search("espresso grinders", sync=False, filters=SearchFilters.from_args((), ("memory/*",), None, None)).results
         assert loads  # a path filter reads the manifests' files
@@ -246,7 +246,7 @@ def test_a_write_into_an_index_left_by_a_crash_runs_the_whole_sync(memory, works
     monkeypatch.undo()
     with MemoryIndex(memory.settings) as index:
         assert_consistent(index)
-        assert not index.search("hiking boots", sync=False).stale
+        assert not index.search("hiking boots", sync=False).stale_paths
 
 
 def test_scan_paths_lists_a_file_exactly_as_the_whole_scan_does(workspace, state_dir, tmp_path):

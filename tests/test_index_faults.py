@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -152,6 +153,20 @@ def test_index_on_a_full_state_dir_says_so_and_changes_nothing(workspace, small_
     search = cli_process("search", "green tea", "--json", env=on_full)
     assert "MEMORY.md" in _paths(search)  # the previous index still answers
     assert "index not refreshed" in search.stderr and "full" in search.stderr
+    # Said as OpenClaw's memory_search says a sync that failed: stale true, with a warning and an action.
+    said = search.json()
+    assert said["stale"] is True and said["stalePaths"] == ["memory/zeppelin.md"], said
+    assert "Search results may be incomplete" in said["warning"] and said["action"].endswith(" index`")
+    # And through MCP, its action the command with the workspace, state dir and agent the server serves (the
+    # model's shell lacks its environment).
+    from test_mcp import payload, run_session
+
+    async def script(session):
+        return await session.call_tool("memory_search", {"query": "green tea"})
+
+    told = payload(run_session(workspace, sd, script))
+    assert told["stale"] is True and told["stalePaths"] == ["memory/zeppelin.md"] and told["warning"] == said["warning"]
+    assert told["action"] == f"Run: `openclaw-memory -w {shlex.quote(str(workspace))} --state-dir {shlex.quote(str(sd))} --agent main index`"
 
     _fill(small_tmpfs, 1 << 20)  # now not even room to open it: a message, not a SIGBUS
     for args in (["search", "green tea"], ["index"], ["doctor"]):

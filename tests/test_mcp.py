@@ -84,6 +84,9 @@ def test_tools_listed_and_each_one_works(workspace, state_dir, cli):
 
     search = payload(out["search"])
     assert search["results"] and search["results"][0]["path"] == "memory/projects/boat.md"
+    # OpenClaw 2026.9.6's keys; fresh: no `stale` key at all (any value there, [] too, is stale to JavaScript).
+    assert search["provider"] == "hash" and search["model"] and search["citations"] == "on" and search["mode"] == "hybrid"
+    assert not {"stale", "warning", "action", "stalePaths"} & set(search), search
     assert search["results"][0]["citation"].startswith("memory/projects/boat.md#L")
 
     got = payload(out["get"])

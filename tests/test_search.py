@@ -185,7 +185,7 @@ def test_a_note_changed_since_its_index_keeps_its_day_for_since_and_until(worksp
     def found(*dates: str) -> list[str]:
         result = cli("search", "plum", "--mode", "text", "--min-score", "0", "--json", *dates)
         assert result.returncode == 0, result.stderr
-        assert result.json()["stale"] == ["memory/plums.md"]
+        assert result.json()["stalePaths"] == ["memory/plums.md"] and result.json()["stale"] is True
         return sorted(r["path"] for r in result.json()["results"])
 
     assert found("--since", "2024-05-01", "--until", "2024-06-30") == ["memory/plums.md"]
@@ -211,7 +211,9 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
 
     res = cli("search", "hiking trip", "--json")
     data = res.json()
-    assert set(data) == {"results", "mode", "stale", "terms"} and data["mode"] == "hybrid" and data["stale"] == []
+    # OpenClaw's memory_search keys; fresh: no `stale`, `warning`, `action` (nor `stalePaths`).
+    assert set(data) == {"results", "mode", "provider", "model", "citations", "terms"} and data["mode"] == "hybrid"
+    assert data["citations"] == "on" and data["provider"] == "hash" and data["model"]
     assert data["terms"] == ["hiking", "trip"]
     first = data["results"][0]
     assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages", "date"}
@@ -232,7 +234,7 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
         from openclaw_memory.index.api import MemoryIndex
         from openclaw_memory.settings import resolve_settings
         r = MemoryIndex(resolve_settings()).search("trip", mode="text")
-        print(json.dumps([list(r.stale), *(m in sys.modules for m in (
+        print(json.dumps([list(r.stale_paths), *(m in sys.modules for m in (
             "torch", "sentence_transformers", "onnxruntime", "openclaw_memory.index.hash_embedding"))]))
         """
     )
@@ -241,9 +243,12 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     assert out.strip() == '[["memory/2024-05-01.md"], false, false, false, false]'
 
     no_sync = cli("search", "kayak Lake Bled", "--no-sync", "--json").json()
-    assert no_sync["stale"] == ["memory/2024-05-01.md"]
+    assert no_sync["stalePaths"] == ["memory/2024-05-01.md"] and no_sync["stale"] is True
+    assert no_sync["warning"] == ("Memory index is stale: 1 file(s) changed since the last index and were not searched as "
+                                  "they are now: memory/2024-05-01.md. Search results may be incomplete.")
+    assert no_sync["action"].startswith("Run: `openclaw-memory ") and no_sync["action"].endswith(" index`")
     synced = cli("search", "kayak Lake Bled", "--json").json()
-    assert synced["stale"] == [] and "Lake Bled" in synced["results"][0]["snippet"]
+    assert not {"stale", "stalePaths", "warning", "action"} & set(synced) and "Lake Bled" in synced["results"][0]["snippet"]
 
     cols = cli("collections", "--json").json()
     assert [(c["name"], c["points"], c["backend"]) for c in cols["collections"]] == [
@@ -635,9 +640,9 @@ def test_a_collection_whose_shard_is_gone_is_stale_and_a_synced_search_rebuilds_
     shutil.rmtree(settings_for(workspace, state_dir).data_dir / "index" / "edge" / "memory-dir-main")
 
     text = cli("search", "hiking Zermatt", "--mode", "text", "--json")
-    assert text.returncode == 0 and text.json()["stale"] == ["memory/trip.md"]
+    assert text.returncode == 0 and text.json()["stalePaths"] == ["memory/trip.md"]
     hybrid = cli("search", "hiking Zermatt", "--json").json()
-    assert hybrid["stale"] == [] and [r["path"] for r in hybrid["results"]][:1] == ["memory/trip.md"]
+    assert "stalePaths" not in hybrid and "stale" not in hybrid and [r["path"] for r in hybrid["results"]][:1] == ["memory/trip.md"]
 
 
 def test_a_search_where_the_shards_folder_is_a_file_names_doctor_as_index_does(workspace, state_dir, cli):

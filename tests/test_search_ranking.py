@@ -294,7 +294,7 @@ def cli_env(built, cli):
 def test_search_json_keys(built):
     *_, index = built
     data = to_json(index.search("VPN password"))
-    assert set(data) == {"results", "mode", "stale", "terms"}
+    assert set(data) == {"results", "mode", "provider", "model", "citations", "terms"}
     assert set(data["results"][0]) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages"}
     json.dumps(data)
     assert dataclasses.is_dataclass(index.search("VPN password").results[0])

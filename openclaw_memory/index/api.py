@@ -173,7 +173,12 @@ class MemoryIndex:
                 candidates.extend(plan.candidates(shard, c.name))
         dates = file_dates(self._manifest(c.name) for c in collections) if self.ranking.decay else None
         hits = rank(plan, candidates, min_score, dates=dates, today=filters.today(), fetch=self._fetch_passages)
-        return SearchResult(tuple(hits), mode, tuple(stale), tuple(notes), tuple(query_terms(query)), updating)
+        # What OpenClaw's memory_search calls its provider and model: what embedded this index.
+        built = [m for m in manifests.values() if m is not None]
+        provider = next((m.embed_backend for m in built if m.embed_backend), self.config.embedding_backend)
+        model = next((m.model for m in built if m.model), self.config.model)
+        return SearchResult(tuple(hits), mode, provider=provider, model=model,
+                            stale_paths=tuple(stale), notes=tuple(notes), terms=tuple(query_terms(query)), updating=updating)
 
     def _fetch_passages(self, candidates) -> None:
         """Read the passage fields (body, fence) of the candidates shown, one retrieve per collection."""

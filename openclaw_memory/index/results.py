@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from ..errors import PROGRAM
 from ..wire import key
 
 # The calibrated score below which nothing answers (index.search: CALIBRATION); here, not there, so
@@ -59,14 +60,54 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResult:
+    """A search's answer, in the keys of OpenClaw 2026.9.6's ``memory_search`` where it has one
+    (``provider``, ``model``, ``citations``, ``mode``; ``stale: true`` with ``warning`` and ``action``
+    only when stale, no ``stale`` key when fresh: an agent taught OpenClaw's tool reads any value there,
+    an empty list too in JavaScript, as stale) and this product's own beside them (``stalePaths``,
+    ``notes``, ``terms``, ``updating``)."""
+
     results: tuple[SearchHit, ...]
     mode: str
-    stale: tuple[str, ...] = ()
+    provider: str = ""  # OpenClaw's embedding provider: here the backend that embedded the index (onnx, torch, hash)
+    model: str = ""  # the embedding model of the index
+    # Files changed since the last index that this answer did not search as they are now.
+    stale_paths: tuple[str, ...] = key(omit=lambda r: not r.stale_paths, default=())
     notes: tuple[str, ...] = key(omit=lambda r: not r.notes, default=())
     terms: tuple[str, ...] = ()  # the query's words, as the keyword side matched them (for highlighting)
     # Another process was indexing this agent (a watch, the service's live sync, `index`): the
     # stale files are being indexed now, and this answer is the last complete index's.
     updating: bool = key(omit=lambda r: not r.updating, default=False)
+    # How the caller runs this product (``settings.command_line``), for the command ``action`` names:
+    # each front-end words it with its own settings flags (:meth:`suggesting`), as it words an error's
+    # hints; never on the wire (a service's flags are not its caller's).
+    program: str = key(hidden=True, default=PROGRAM)
+
+    # OpenClaw's values: citations "on" (every result and passage carries its `citation`); the other
+    # three are left out (None) when the index is fresh.
+    JSON_DERIVED: ClassVar = ("citations", "stale", "warning", "action")
+    citations: ClassVar = "on"
+
+    @property
+    def stale(self) -> bool | None:
+        """True when files changed since the last index were not searched as they are now and no
+        other process is indexing them (that routine indexing is no warning, as in OpenClaw); else None."""
+        return True if self.stale_paths and not self.updating else None
+
+    @property
+    def warning(self) -> str | None:
+        if not self.stale:
+            return None
+        shown = ", ".join(self.stale_paths[:10]) + (" ..." if len(self.stale_paths) > 10 else "")
+        return (f"Memory index is stale: {len(self.stale_paths)} file(s) changed since the last index and were not "
+                f"searched as they are now: {shown}. Search results may be incomplete.")
+
+    @property
+    def action(self) -> str | None:
+        return f"Run: `{self.program} index`" if self.stale else None
+
+    def suggesting(self, program: str) -> SearchResult:
+        """This answer with ``action`` naming ``program`` (the caller's ``settings.command_line``)."""
+        return replace(self, program=program)
 
     def term_spans(self, line: str) -> list[tuple[int, int]]:
         """Where the query's words occur in a line of a snippet (for highlighting), in order, not overlapping."""

@@ -1,7 +1,8 @@
 """The MCP server: the agent's memory as tools over stdio (official ``mcp`` SDK, 2.x), one per
 operation declared with a :class:`~openclaw_memory.memory.operations.Tool`; OpenClaw's four:
 
-- ``memory_search`` (query, maxResults, minScore): the JSON of ``search --json``;
+- ``memory_search`` (query, maxResults, minScore): the JSON of ``search --json``, OpenClaw's keys
+  (``stale: true`` with ``warning`` and ``action`` only when stale) and ``message`` when nothing matched;
 - ``memory_get`` (path, from, lines, maxChars; below 1 clamped to 1, as OpenClaw's reader does): the JSON of ``read --json`` plus ``version`` (a read, recorded
   for the stale-write guard);
 - ``memory_write`` (path, content or append, expect): guarded like ``write``; a blocked write is a
@@ -123,6 +124,8 @@ class MemoryTools:
         finally:
             if op.name == "read" and self.on_read is not None:
                 self.on_read(ctx, undo)
+        if op.name == "search":  # its `action` names the command as the model's shell must run it
+            value = value.suggesting(command_line(self.settings, in_force=True))
         result = to_json(value)
         shape = _SHAPES.get(op.tool.name)
         return shape(memory, arguments, result) if shape is not None else result

@@ -322,7 +322,7 @@ class Memory(Protocol):
                      "min_score": "The score the best result needs, else nothing answers; the others need half of it "
                                   "(0-1: calibrated relevance, same scale in every mode).",
                      "mode": "hybrid (default), vector or text (keywords only; never loads the model).",
-                     "sync": "Do not re-index changed files first; list them in `stale`.",
+                     "sync": "Do not re-index changed files first; list them in `stalePaths` (and say `stale`).",
                      "collections": "Only this collection (repeatable; names as `collections` lists them).",
                      "paths": "Only files matching this glob (repeatable; memory/people/*.md).",
                      "since": "Only files dated (daily notes) or modified on or after this day.",
@@ -332,10 +332,12 @@ class Memory(Protocol):
                tool=Tool("memory_search", "Search memory",
                          "Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
                          "{results: [{path, startLine, endLine, score, snippet, source, citation, date?, alsoIn?, passages: "
-                         "[{startLine, endLine, score, snippet, citation, date?}]}], mode, stale, message?}: one result per "
+                         "[{startLine, endLine, score, snippet, citation, date?}]}], provider, model, citations, mode, terms, notes?, "
+                         "stale?, warning?, action?, stalePaths?, updating?, message?}: one result per "
                          "file with its best passage, and in passages that one and up to two more entries of the file that "
                          "answer; message says so when nothing matched; date (YYYY-MM-DD) is the dated heading or daily note "
                          "a passage sits under: of two that disagree, the newer is the current one. "
+                         "If the response has stale=true, tell the user and include the warning/action guidance. "
                          "Pass a citation to memory_get to read the passage.",
                          names={"limit": "maxResults", "collections": "collection"},
                          only=("query", "limit", "min_score", "collections", "paths", "since", "until"),

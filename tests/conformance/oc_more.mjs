@@ -14,6 +14,9 @@
 //                read budget memory_get uses (readAgentMemoryFile: the memory host SDK's own
 //                resolveMemoryHost* functions), and the workspace the rest of OpenClaw uses
 //                (resolveAgentWorkspaceDir: memory-core's index, the bootstrap files), in env `env`
+//   memorysearch: memory-core's own memory_search tool (createMemorySearchTool, its dreaming state store
+//                configured as its bundled runtime configures it) for `query` on workspace `ws`, state dir
+//                `state`, provider "none" (keyword search: no embedding provider offline): the tool's JSON
 //   agentid    : each of `ids` as normalizeAgentIdStrict (an explicit id: null where it refuses one) and
 //                normalizeAgentId (a config key's: main where nothing is left) normalize it
 // Usage: node oc_more.mjs --batch < requests.jsonl   (one JSON answer per line)
@@ -114,6 +117,16 @@ const ops = {
     const strict = await pick(region, "normalizeAgentIdStrict");
     const lenient = await pick(region, "normalizeAgentId");
     return { ids: req.ids.map((id) => { const r = strict(id); return [r.ok ? r.value : null, lenient(id)]; }) };
+  },
+  async memorysearch(req) {
+    process.env.OPENCLAW_STATE_DIR = req.state;  // read when the agent's index database is located
+    const create = await pick("extensions/memory-core/src/tools.ts", "createMemorySearchTool");
+    const configure = await pick("extensions/memory-core/src/dreaming-state.ts", "configureMemoryCoreDreamingState");
+    const keyedStore = await pick("src/plugin-state/plugin-state-store.ts", "createPluginStateKeyedStore");
+    configure((options) => keyedStore("memory-core", options));
+    const cfg = { agents: { defaults: { workspace: req.ws } }, memory: { search: { provider: "none" } } };
+    const tool = create({ config: cfg, agentSessionKey: "agent:main:main" });
+    return (await tool.execute("conformance", { query: req.query })).details;
   },
   async dotenv(req) {
     const load = await pick("src/infra/dotenv-global.ts", "loadGlobalRuntimeDotEnvFiles");

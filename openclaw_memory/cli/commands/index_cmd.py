@@ -62,9 +62,11 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync,
                                collections=tuple(collections), paths=tuple(paths), since=since, until=until)
-    stale = [f"{len(result.stale)} file(s) changed since the last index and were not searched as they are now: "
-             + ", ".join(printable(p) for p in result.stale[:10]) + (" ..." if len(result.stale) > 10 else "") + f" (run `{command_line(settings)} index`)"
-             ] if result.stale and not result.updating else []  # being indexed now: normal, nothing to do
+    result = result.suggesting(command_line(settings))  # (its JSON's `action` names this command line)
+    stale = [f"{len(result.stale_paths)} file(s) changed since the last index and were not searched as they are now: "
+             + ", ".join(printable(p) for p in result.stale_paths[:10]) + (" ..." if len(result.stale_paths) > 10 else "")
+             + f" (run `{command_line(settings)} index`)"
+             ] if result.stale else []  # being indexed now (updating): normal, nothing to do
     if reported(result, json_out, [*result.notes, *stale]):
         return 0
     if not result.results:
