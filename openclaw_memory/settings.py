@@ -938,7 +938,8 @@ def command_line(settings: Settings, *, in_force: bool = False) -> str:
 
     flags = settings.command_flags
     if in_force:
-        rest, i = [], 0
+        rest: list[str] = []
+        i = 0
         while i < len(flags):  # the given ones besides, in their order (each takes a value but --[no-]multimodal)
             width = 1 if flags[i] in ("--multimodal", "--no-multimodal") else 2
             if flags[i] not in ("-w", "--state-dir", "--agent"):
