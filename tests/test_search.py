@@ -97,7 +97,7 @@ def test_snippet_is_the_matching_passage(workspace, state_dir):
     text = (workspace / "memory" / "long.md").read_text().split("\n")
     assert hit.start_line <= 153 <= hit.end_line
     assert text[152].startswith("The spare key")
-    assert hit.citation == f"memory/long.md#L{hit.start_line}-L{hit.end_line}"
+    assert hit.citation == cite("memory/long.md", hit.start_line, hit.end_line)
 
 
 def test_a_note_of_front_matter_alone_is_cited_and_shown_by_its_lines(workspace, cli):
@@ -221,7 +221,7 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     assert first["date"] == first["passages"][0]["date"] == "2024-05-01"  # the daily note's date
     assert first["passages"][0]["citation"] == first["citation"]
     assert first["path"] == "memory/2024-05-01.md" and first["source"] == "memory-dir-main"
-    assert first["citation"] == f"memory/2024-05-01.md#L{first['startLine']}-L{first['endLine']}"
+    assert first["citation"] == cite("memory/2024-05-01.md", first["startLine"], first["endLine"])
     keys = [(-r["score"], r["path"]) for r in data["results"]]
     assert keys == sorted(keys)
 
@@ -385,7 +385,7 @@ def test_search_results_carry_their_passages(workspace, state_dir):
     cited = [p for p in hit.passages if "boathouse" in p.snippet]
     assert len(cited) >= 2
     data = to_json(hit)
-    assert [p["citation"] for p in data["passages"]] == [f"memory/keys.md#L{p.start_line}-L{p.end_line}" for p in hit.passages]
+    assert [p["citation"] for p in data["passages"]] == [cite("memory/keys.md", p.start_line, p.end_line) for p in hit.passages]
     assert data["passages"][0]["citation"] == data["citation"]
 
 
@@ -657,3 +657,8 @@ def test_a_search_where_the_shards_folder_is_a_file_names_doctor_as_index_does(w
     edge.write_text("x")
     said = {cli(*args).stderr.strip() for args in (("search", "green tea"), ("search", "tea", "--mode", "text"), ("index",))}
     assert len(said) == 1 and "Not a directory" in said.pop()
+
+
+def cite(path: str, start: int, end: int) -> str:
+    """A citation as OpenClaw 2026.9.6's formatCitation writes it: #L3 for one line, #L3-L9 for more."""
+    return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"

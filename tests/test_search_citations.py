@@ -118,7 +118,8 @@ def check_citations(seed: int, notes: int, queries: int, real_model: bool = Fals
                     for passage in hit["passages"]:
                         start, end = passage["startLine"], passage["endLine"]
                         cited = "\n".join(lines[start - 1 : end])
-                        assert passage["citation"] == f"{hit['path']}#L{start}-L{end}"
+                        # OpenClaw 2026.9.6's formatCitation: one line is #L3, more #L3-L9
+                        assert passage["citation"] == (f"{hit['path']}#L{start}" if start == end else f"{hit['path']}#L{start}-L{end}")
                         snippet = passage["snippet"]
                         assert snippet == cited or (start == end and snippet.strip("…") in cited), (seed, query, mode, passage)
                         read = run_in_process(["read", passage["citation"], "--json"], env=env, cwd=ws)

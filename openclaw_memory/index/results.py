@@ -49,13 +49,19 @@ class SearchHit:
     JSON_DERIVED: ClassVar = ("citation",)
 
     def __post_init__(self) -> None:
-        cited = tuple(p if p.citation else replace(p, citation=f"{self.path}#L{p.start_line}-L{p.end_line}")
+        cited = tuple(p if p.citation else replace(p, citation=cite(self.path, p.start_line, p.end_line))
                       for p in self.passages)
         object.__setattr__(self, "passages", cited)
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        return cite(self.path, self.start_line, self.end_line)
+
+
+def cite(path: str, start: int, end: int) -> str:
+    """``path#L3-L9``, and ``path#L3`` for one line: OpenClaw 2026.9.6's ``formatCitation``, which
+    ``read`` and ``memory_get`` take back as they are."""
+    return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
             print(f"    {_highlighted(line, result.term_spans(line)) if highlight else no_controls(line)}")
         for passage in hit.passages[1:]:  # more entries of the same file that answer too
             dated = f"  {passage.date}" if passage.date else ""
-            print(f"  {passage.score:.3f}  {printable(hit.path)}#L{passage.start_line}-L{passage.end_line}{dated}")
+            print(f"  {passage.score:.3f}  {printable(passage.citation)}{dated}")
             for line in passage.snippet.splitlines():
                 print(f"    {_highlighted(line, result.term_spans(line)) if highlight else no_controls(line)}")
         print()
