@@ -751,6 +751,68 @@ def test_a_rollback_across_an_import_of_older_versions_keeps_what_was_here_befor
     assert note.read_text() == HERON_2
 
 
+def _elsewhere(tmp_path: Path, cli, notes: dict[str, str]) -> dict[str, str]:
+    """Another workspace holding ``notes``, each seen by its history; the environment that names it."""
+    ws = tmp_path / "elsewhere" / "ws"
+    env = {"OPENCLAW_WORKSPACE": str(ws), "OPENCLAW_STATE_DIR": str(tmp_path / "elsewhere" / "state")}
+    for rel, text in notes.items():
+        write(ws / rel, text)
+        assert cli("read", rel, env=env).returncode == 0
+    return env
+
+
+def test_a_rollback_to_before_an_import_archives_a_note_the_import_brought(workspace, tmp_path, cli):
+    """Another workspace's note, its versions dated before the moment: a rollback to that moment
+    (before the import) said "unchanged memory/n.md" and kept it, the imported versions taken for what
+    was here then."""
+    elsewhere = _elsewhere(tmp_path, cli, {"memory/n.md": "from elsewhere\n"})
+    archive = tmp_path / "n.tar.gz"
+    assert cli("export", str(archive), env=elsewhere).returncode == 0
+    write(workspace / "memory" / "h.md", "here\n")
+    assert cli("read", "memory/h.md").returncode == 0
+    before_import = _moment()
+    assert cli("import", str(archive)).returncode == 0
+    after_import = _moment()
+
+    dry = cli("rollback", "--to", before_import, "--dry-run", "--json").json()
+    assert {f["path"]: f["fate"] for f in dry["files"]} == {"memory/h.md": "unchanged", "memory/n.md": "archive"}
+    assert cli("rollback", "--to", before_import, "--force").returncode == 0
+    assert sorted(os.listdir(workspace / "memory")) == ["h.md"]
+    assert cli("rollback", "--to", after_import, "--force").returncode == 0
+    assert (workspace / "memory" / "n.md").read_text() == "from elsewhere\n"
+
+
+def test_a_rollback_to_before_an_import_puts_back_what_was_here_not_the_archives_version(workspace, tmp_path, cli):
+    """a.md held LOCAL-1 here at T; another workspace's SOURCE-1, logged there between LOCAL-1 and T,
+    imported with --force after LOCAL-2: a rollback to T said "unchanged" and left SOURCE-1, a version
+    that was never here then. And `history`, newest first, listed SOURCE-1 above LOCAL-2, written later."""
+    note = write(workspace / "memory" / "a.md", "LOCAL-1\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    elsewhere = _elsewhere(tmp_path, cli, {"memory/a.md": "SOURCE-1\n"})
+    at_t = _moment()
+    archive = tmp_path / "a.tar.gz"
+    assert cli("export", str(archive), env=elsewhere).returncode == 0
+    write(note, "LOCAL-2\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("import", str(archive), "--force").returncode == 0
+    after_import = _moment()
+
+    listed = cli("history", "memory/a.md", "--json").json()["versions"]
+    assert [v["time"] for v in listed] == sorted((v["time"] for v in listed), reverse=True)
+    assert [(v["version"], v["origin"]) for v in listed] == [
+        (version_of(b"SOURCE-1\n"), "restore"), (version_of(b"LOCAL-2\n"), "external-edit"),
+        (version_of(b"SOURCE-1\n"), "external-edit"), (version_of(b"LOCAL-1\n"), "external-edit")]
+    assert listed[0]["current"] and not any(v["current"] for v in listed[1:])
+
+    dry = cli("rollback", "--to", at_t, "--dry-run", "--json").json()
+    assert [(f["path"], f["fate"], f["version"]) for f in dry["files"]] == [
+        ("memory/a.md", "rewrite", version_of(b"LOCAL-1\n"))]
+    assert cli("rollback", "--to", at_t, "--force").returncode == 0
+    assert note.read_text() == "LOCAL-1\n"
+    assert cli("rollback", "--to", after_import, "--force").returncode == 0
+    assert note.read_text() == "SOURCE-1\n"
+
+
 def test_an_import_onto_a_full_disk_names_the_folder_it_could_not_write(source, tmp_path, cli):
     """An extra path on a full disk: "no space left to write in the workspace or the state dir", no
     folder named, so the user could not tell which disk to free."""

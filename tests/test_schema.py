@@ -173,7 +173,7 @@ def test_plain_doctor_checks_the_index_of_a_released_database_it_does_not_migrat
     with sqlite3.connect(data_dir / "state.db") as conn:  # back to 0.1.0's tables
         conn.execute("ALTER TABLE manifests DROP COLUMN points")
         conn.execute("DROP TABLE term_df")
-        for column in ("mode", "uid", "gid", "moved_from"):
+        for column in ("mode", "uid", "gid", "moved_from", "arrived"):
             conn.execute(f"ALTER TABLE versions DROP COLUMN {column}")
         conn.execute(f"PRAGMA user_version = {schema.FIRST_RELEASED}")
     before = (data_dir / "state.db").read_bytes()
@@ -201,6 +201,7 @@ def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, sta
         (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
         conn.execute("INSERT INTO links VALUES (?, 0, 3, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
         conn.execute("ALTER TABLE versions DROP COLUMN moved_from")  # (step 9's)
+        conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
         conn.execute("PRAGMA user_version = 7")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
@@ -218,6 +219,7 @@ def test_a_schema_9_database_parses_every_note_anew_for_its_links(workspace, sta
     with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 9 left
         (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
         conn.execute("INSERT INTO links VALUES (?, 0, 2, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
+        conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
         conn.execute("PRAGMA user_version = 9")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION

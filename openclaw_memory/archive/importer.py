@@ -15,7 +15,8 @@
    when another save landed: :class:`~openclaw_memory.history.swap.Swap`).
 4. **Log** the history: each path's versions with their own time, origin, agent and session, after
    what the path's log holds here (a version already logged at that time with that origin is not
-   logged twice: importing the same archive again adds nothing).
+   logged twice: importing the same archive again adds nothing), each with the moment it arrived
+   here: a rollback to a moment before the import puts back what this workspace held then.
 
 Killed at any step (nothing is lost, so there is nothing to undo), the files here are each as
 they were or as the archive has them, what ``force`` replaced is in the history, and importing the
@@ -37,6 +38,7 @@ import bisect
 import os
 import shlex
 import stat
+import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -424,6 +426,7 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
     versions of a file that was not placed wait for the import that places it."""
     not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed}
     added = 0
+    arrived = time.time()  # the archive's versions are this workspace's from now on, not from their own times
     try:
         with store.lock(), store.evicting_once():
             # An entry this log holds already is not logged again, whichever path's history holds it now
@@ -436,7 +439,7 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                 for v in history.versions:
                     if (v.version, v.time, v.origin) not in logged:
                         store.record_entry(resolved.abs_path, resolved.display,
-                                           Entry(v.version, v.time, v.size, v.origin, v.agent, v.session))
+                                           Entry(v.version, v.time, v.size, v.origin, v.agent, v.session), arrived=arrived)
                         added += 1
             for target in plan.targets.values():
                 latest = store.log.latest_in_time(target.resolved.abs_path)

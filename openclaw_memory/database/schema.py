@@ -236,6 +236,13 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM links;
     DELETE FROM link_files
     """,
+    # 11: an entry `import` logged keeps the moment it arrived here (versions.arrived) beside its own time,
+    # the exporting side's: a rollback to a moment before the import took the archive's versions for what
+    # this workspace held then (a note it brought kept, another workspace's version put back over the
+    # one here). NULL: logged here when it was made (its time is when it arrived), or before this step.
+    """
+    ALTER TABLE versions ADD COLUMN arrived REAL
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

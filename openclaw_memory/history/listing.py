@@ -25,7 +25,7 @@ class ListedVersion:
     origin: str  # one of versions.ORIGINS
     agent: str | None  # who wrote or restored it; None for an outside edit
     available: bool  # its bytes are still stored (restore can bring it back)
-    current: bool  # the file holds it now (the newest entry only)
+    current: bool  # the file holds it now (the entry logged last only)
 
     JSON_DERIVED: ClassVar = ("hash",)
 
@@ -43,9 +43,14 @@ class VersionHistory:
     warnings: tuple[str, ...] = key(omit=lambda h: not h.warnings, default=())
 
 
-def _listed(entries: tuple[Entry, ...], current: str | None, available: frozenset[str]) -> tuple[ListedVersion, ...]:
+def _listed(logged: list[Entry], current: str | None, available: frozenset[str]) -> tuple[ListedVersion, ...]:
+    """Newest first by time, as `log` lists them (the logged order among equal times): an import logs
+    the archive's versions, with their own earlier times, after what the path's log held here. The
+    current one is the last logged (a sighting of the file now), wherever its time puts it."""
+    order = sorted(range(len(logged)), key=lambda i: (logged[i].time, i), reverse=True)
+    last = len(logged) - 1
     return tuple(ListedVersion(e.version, iso_time(e.time), e.size, e.origin, e.agent, e.version in available,
-                               e.version == current and i == 0) for i, e in enumerate(entries))
+                               e.version == current and i == last) for i in order for e in (logged[i],))
 
 
 def file_history(settings: Settings, path: str) -> VersionHistory:
@@ -68,7 +73,7 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
             warnings = (f"the version {resolved.display} holds now is not recorded in the history: {exc.message}",)
         finally:
             os.close(fd)
-    entries = tuple(reversed(store.entries(resolved.abs_path)))
+    entries = store.entries(resolved.abs_path)
     available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
     current = snapshot.version if snapshot else None
     return VersionHistory(resolved.display, current, _listed(entries, current, available), warnings)

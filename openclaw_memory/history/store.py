@@ -129,9 +129,11 @@ class HistoryStore:
                                  moved_from)
 
     def record_entry(self, abs_path: str, display: str, entry: Entry, mode: FileMode | None = None,
-                     moved_from: str | None = None) -> Entry:
-        """Log ``entry`` as given (``import`` keeps each version's own time and origin), then apply the limits."""
-        dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path, mode, moved_from)}
+                     moved_from: str | None = None, arrived: float | None = None) -> Entry:
+        """Log ``entry`` as given (``import`` keeps each version's own time and origin, and gives the
+        moment it arrived here: ``arrived``), then apply the limits."""
+        dropped = {e.version for e in self.log.append(abs_path, display, entry, self.config.keep_per_path, mode, moved_from,
+                                                      arrived)}
         if dropped:
             self.objects.remove(dropped - self.log.referenced(dropped))
         self._evict(entry.version)

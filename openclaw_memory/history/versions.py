@@ -116,9 +116,10 @@ class VersionLog:
         return FileMode(*row) if row else None
 
     def append(self, abs_path: str, display: str, entry: Entry, keep: int, mode: FileMode | None = None,
-               moved_from: str | None = None) -> list[Entry]:
+               moved_from: str | None = None, arrived: float | None = None) -> list[Entry]:
         """Add ``entry`` (with ``mode``, the file's when it was seen at this version; a move's with
-        ``moved_from``, the name it came from, as ``display`` names one), naming the
+        ``moved_from``, the name it came from, as ``display`` names one; an imported one's with
+        ``arrived``, the import's moment, its own time being the exporting side's), naming the
         path's version logged before it (``log`` counts the lines changed against it, whatever
         retention drops later; none after a removal: the file comes back from nothing); returns
         the entries retention dropped."""
@@ -128,10 +129,11 @@ class VersionLog:
                                   (path,)).fetchone()
             conn.execute(
                 "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous, mode, uid, gid, "
-                "moved_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "moved_from, arrived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
                  _blob(entry.session or None), before[0] if before and before[1] != REMOVE else None,  # removed: none
-                 *(mode if mode is not None else (None, None, None)), enc(moved_from) if moved_from is not None else None))
+                 *(mode if mode is not None else (None, None, None)), enc(moved_from) if moved_from is not None else None,
+                 arrived))
             old = conn.execute(
                 "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? AND origin != ? "
                 "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()

@@ -328,8 +328,8 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     later move brought in was taken for gone; and then every name holding its bytes: a copy of the
     note under a second name was taken for moved too, which a move logged before schema 9, naming
     no source, still does). Where two histories name one path, the one holding a file there wins."""
-    rows = store.db.rows("SELECT path, display, version, time, size, origin, previous, moved_from FROM versions "
-                         "ORDER BY path, id")
+    rows = store.db.rows("SELECT path, display, version, time, size, origin, previous, moved_from, "
+                         "COALESCE(arrived, time) FROM versions ORDER BY path, id")
     by_path: dict[bytes, list[tuple]] = {}
     for row in rows:
         by_path.setdefault(row[0], []).append(row[1:])
@@ -344,12 +344,14 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     for raw, entries in by_path.items():
         path = dec(raw)
         # In time order (logged order among equal times): an import logs the archive's versions with
-        # their own, earlier times after what the path's log held here.
-        at = sorted((e for e in entries if e[2] <= when), key=lambda e: e[2])
+        # their own, earlier times after what the path's log held here. An imported entry counts only
+        # from the moment it arrived: before the import this workspace held what its own entries say
+        # (a note the import brought was not here, another workspace's version of a note was not it).
+        at = sorted((e for e in entries if e[2] <= when and e[7] <= when), key=lambda e: e[2])
         if not at and entries[0][5] is not None and memory_now(path):  # a version before its oldest entry kept: dropped
             unknown.append(path)
         named: dict[str, Aim] = {path: Aim(None, 0)}
-        for display, version, _, size, origin, _, moved_from in at:
+        for display, version, _, size, origin, _, moved_from, _ in at:
             name = _named(dec(display), path, workspace)
             if origin == MOVE and moved_from is not None:  # the file leaves the name it moved from
                 named[_named(dec(moved_from), path, workspace)] = Aim(None, 0)
