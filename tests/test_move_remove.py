@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import xxhash
@@ -604,6 +605,44 @@ def test_rm_killed_at_each_step_loses_nothing_and_doctor_finishes_or_undoes_it(w
         assert repair["status"] == "rolled-back"
     assert (workspace / "memory" / "a.md").read_text() == HERON
     assert stray(workspace) == []
+
+
+@pytest.mark.parametrize("save", ["renamed", "in-place"])
+def test_rm_killed_before_its_unlink_then_saved_by_an_editor_is_not_finished_as_a_removal(workspace, state_dir, cli, save):
+    """Killed at rm:journaled (the note archived, not unlinked), then an editor saves the note (a temp
+    file renamed over it, or a write in place): doctor --fix drops the removal, saying so, and logs the
+    save as an outside edit. Before, it "finished the removal": a `remove` logged at the fix's moment
+    that never happened, and a rollback to just after it archived the note."""
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "rm:journaled", "rm", "memory/a.md")
+    if save == "renamed":
+        os.rename(write(workspace / "memory" / ".a.md.swp", HERON_2), path)
+    else:
+        with open(path, "r+") as f:
+            f.truncate(0)
+            f.write(HERON_2)
+
+    repair = finish_with_doctor(cli)
+    assert repair["status"] == "rolled-back", repair
+    assert (f"memory/a.md was saved since (it holds version {version_of(HERON_2)[:12]}), so it is left as it is and "
+            "nothing was removed") in repair["detail"], repair
+    assert sorted(os.listdir(workspace / "memory")) == ["a.md"] and path.read_text() == HERON_2
+    memory = memory_for(workspace, state_dir)
+    assert origins(memory, "memory/a.md") == [("external-edit", version_of(HERON_2)), ("external-edit", version_of(HERON))]
+    assert pending(memory.settings) is None
+    dry = cli("rollback", "--to", moment_now(), "--dry-run", "--json")
+    assert [(f["path"], f["fate"]) for f in dry.json()["files"]] == [("memory/a.md", "unchanged")], dry.stdout
+
+
+def moment_now() -> str:
+    """Now, as `rollback --to` takes it, once the clock has moved past it."""
+    from openclaw_memory.rollback.plan import iso_moment
+
+    now = time.time()
+    while time.time() <= now + 0.001:
+        time.sleep(0.001)
+    return iso_moment(now)
 
 
 def test_mv_force_killed_after_archiving_the_destination_keeps_both(workspace, state_dir, cli):

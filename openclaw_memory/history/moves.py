@@ -563,12 +563,39 @@ def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> 
         if _holds(folder, resolved.name, op.version):
             clear_intent(store.data_dir)
             return False, f"undid the {what}: {resolved.display} is where it was"
+        saved = _saved_since(store, folder, resolved)
+        if saved is not None:
+            # A note at its name holding other bytes is not the file the removal meant: an editor saved
+            # it (a new file renamed over the name) or wrote to it after the kill, before the unlink.
+            # Finishing logged a removal at the fix's moment that never happened, and a rollback to just
+            # after it archived the note.
+            clear_intent(store.data_dir)
+            return False, (f"dropped the {what}: {resolved.display} was saved since (it holds version {short(saved)}), "
+                           f"so it is left as it is and nothing was removed; version {short(op.version)} is in the history")
         _record_remove(store, op)
         return True, (f"finished the {what}: its bytes are in the history "
                       f"(`openclaw-memory restore {shlex.quote(resolved.display)} --last` brings it back)")
     finally:
         if folder is not None:
             folder.close()
+
+
+def _saved_since(store: HistoryStore, folder: Folder | None, resolved: ResolvedPath) -> str | None:
+    """The version a regular file at ``resolved``'s name holds, logged as an outside edit (when new);
+    None when no such file is there."""
+    if folder is None:
+        return None
+    try:
+        fd, _ = folder.open_regular(resolved.name)
+    except (FileNotFoundError, NotRegularFile, PermissionError):
+        return None
+    try:
+        found = snapshot_fd(fd)
+        with in_history(), store.lock():
+            store.observe(resolved.abs_path, resolved.display, found, fd=fd)
+        return found.version
+    finally:
+        os.close(fd)
 
 
 def _folder_or_none(resolved: ResolvedPath) -> Folder | None:
