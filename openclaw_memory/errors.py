@@ -289,9 +289,18 @@ BLOCKED_STEPS = {
         "cli": " Read it again ({program} read {path}, or read --diff {path}) and redo the change on the new version.",
         "tools": " Call memory_get again and redo the change on the new version.",
     },
-    "read_first": {
-        "cli": "; read it first ({program} read {path}) and try again, or pass --expect VERSION.",  # write, mv, rm
-        "tools": "; call memory_get first, then write (or pass expect: the version memory_get returned).",
+    "read_first": {  # write, mv, rm; an --expect of a version not read is no read
+        "cli": "; read it first ({program} read {path}) and try again.",
+        "tools": "; call memory_get first, then write.",
+    },
+    "expect_read": {
+        "cli": "; --expect takes the version {program} read {path} shows (or leave it out).",
+        "tools": "; expect takes the version memory_get returned (or leave it out).",
+    },
+    "read_rest": {
+        "cli": " with {program} read {path} --from, or append (--append), or pass --replace-unread to drop them "
+               "(the history keeps every version).",
+        "tools": ", or append, or pass replaceUnread: true to drop them (the history keeps every version).",
     },
     "read_first_append": {
         "cli": "; read it first ({program} read {path}), then append.",

@@ -132,15 +132,28 @@ def test_only_real_daily_notes_get_the_append_rule(workspace, state_dir):
             LocalMemory(s).write(name, append="agent")
 
 
-def test_expect_is_a_compare_and_swap_on_a_version_prefix(cli, workspace):
+def test_expect_is_a_compare_and_swap_on_a_version_this_agent_read(cli, workspace):
+    """--expect names the version the agent last read: one learnt elsewhere (a refusal, `history`) is no
+    read (it overwrote a person's edit the agent never saw), and a file never read is never called changed."""
     write(workspace / "MEMORY.md", "v1\n")
     v1 = version_of(b"v1\n")
+    unread = cli("write", "MEMORY.md", "--stdin", "--expect", v1[:8], input="v2\n")
+    assert unread.returncode == 3 and "MEMORY.md is at a version agent 'main' has not read" in unread.stderr
+    assert "changed" not in unread.stderr and "--expect" not in unread.stderr
+    assert cli("read", "MEMORY.md").returncode == 0
     ok = cli("write", "MEMORY.md", "--stdin", "--expect", v1[:8], "--json", input="v2\n")
-    assert ok.returncode == 0, ok.stderr  # never read, but the expected version matches
+    assert ok.returncode == 0, ok.stderr
     assert ok.json()["previousVersion"] == v1
-    stale = cli("write", "MEMORY.md", "--stdin", "--expect", v1[:8], input="v3\n")
-    assert stale.returncode == 3 and "not " + v1[:8] in stale.stderr
-    assert (workspace / "MEMORY.md").read_text() == "v2\n"
+    v2 = version_of(b"v2\n")
+    stale = cli("write", "MEMORY.md", "--stdin", "--expect", v1[:8], input="v3\n")  # it wrote v2 since: its read
+    assert stale.returncode == 3 and f"is at the version agent 'main' read ({v2[:12]}), not {v1[:8]}" in stale.stderr
+    write(workspace / "MEMORY.md", "v2\nthe person's line\n")
+    edited = version_of(b"v2\nthe person's line\n")
+    changed = cli("write", "MEMORY.md", "--stdin", "--expect", v2[:8], input="v3\n")
+    assert changed.returncode == 3 and "changed since agent 'main' last read it" in changed.stderr
+    learnt = cli("write", "MEMORY.md", "--stdin", "--expect", edited[:12], input="v3\n")  # taken from that message
+    assert learnt.returncode == 3 and "is at a version agent 'main' has not read" in learnt.stderr
+    assert (workspace / "MEMORY.md").read_text() == "v2\nthe person's line\n"
     assert cli("write", "MEMORY.md", "--stdin", "--expect", v1[:7], input="v3\n").returncode == 2
     assert cli("write", "MEMORY.md", "--stdin", "--expect", "zzzzzzzz", input="v3\n").returncode == 2
     missing = cli("write", "memory/none.md", "--append", "x", "--expect", v1[:8])
@@ -153,8 +166,11 @@ def test_expect_on_a_daily_note_is_strict(workspace, state_dir):
     LocalMemory(s).read(TODAY)
     with open(workspace / TODAY, "a") as fh:
         fh.write("b\n")
-    with pytest.raises(WriteBlocked):
+    with pytest.raises(WriteBlocked, match="changed since"):
         LocalMemory(s).write(TODAY, append="c", expect=version_of(b"a\n")[:10])
+    with pytest.raises(WriteBlocked, match="has not read"):  # the version now, never read
+        LocalMemory(s).write(TODAY, append="c", expect=version_of(b"a\nb\n"))
+    LocalMemory(s).read(TODAY)
     LocalMemory(s).write(TODAY, append="c", expect=version_of(b"a\nb\n"))
     assert (workspace / TODAY).read_text() == "a\nb\nc\n"
 

@@ -9,6 +9,7 @@ import xxhash
 
 from conftest import settings_for, sql_statements, write
 from openclaw_memory.database import Database
+from openclaw_memory.history.guard import read_here
 from openclaw_memory.history.objects import ObjectStore
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.log.activity import changed_lines
@@ -89,7 +90,8 @@ def test_an_outside_edit_about_to_be_replaced_is_kept_in_history(workspace, stat
     LocalMemory(s).read("MEMORY.md")
     unseen = b"typed by a person, never read by the product\n"
     write(workspace / "MEMORY.md", unseen)
-    LocalMemory(s).write("MEMORY.md", content="agent overwrites\n", expect=version_of(unseen)[:12])
+    with read_here(version_of(unseen)):  # (an expect of the session's is a version it read, so the product saw it)
+        LocalMemory(s).write("MEMORY.md", content="agent overwrites\n", expect=version_of(unseen)[:12])
     entries = to_json(LocalMemory(s).history("MEMORY.md"))["versions"]
     assert [e["version"] for e in entries][1] == version_of(unseen)
     LocalMemory(s).restore("MEMORY.md", version_of(unseen)[:8])

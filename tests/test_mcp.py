@@ -61,6 +61,7 @@ def test_tools_listed_and_each_one_works(workspace, state_dir, cli):
         out["tools"] = {t.name: t for t in tools}
         out["search"] = await session.call_tool("memory_search", {"query": "teak deck ketch", "maxResults": 3, "minScore": 0})
         out["get"] = await session.call_tool("memory_get", {"path": "memory/projects/boat.md", "from": 1, "lines": 2})
+        await session.call_tool("memory_get", {"path": "memory/projects/boat.md", "from": 3})  # the rest: a replace needs it
         out["write"] = await session.call_tool(
             "memory_write", {"path": "memory/projects/boat.md", "content": "# Boat\n\nThe ketch got a new mainsail.\n"}
         )
@@ -488,7 +489,8 @@ def test_an_argument_a_tool_does_not_take_is_refused_naming_the_right_one(worksp
                        "maxChars, corpus")
     assert said[1].startswith("`limit` is not an argument of memory_search (did you mean `maxResults`?)")
     assert said[2].startswith("`expected` is not an argument of memory_write (did you mean `expect`?)")
-    assert said[3] == "`text` is not an argument of memory_write; its arguments: path, content, append, expect, idempotencyKey"
+    assert said[3] == ("`text` is not an argument of memory_write; its arguments: path, content, append, expect, "
+                       "idempotencyKey, replaceUnread")
     assert said[4] == "memory_status takes no arguments, not `verbose`"
     assert said[5].startswith("`kkk") and len(said[5]) < 200  # a 1 MB name is not sent back whole
     assert said[6].startswith("there is no tool 'mmm") and len(said[6]) < 200

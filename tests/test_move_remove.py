@@ -341,8 +341,11 @@ def test_mv_is_guarded_like_a_write(cli, workspace):
     stale = cli("mv", "memory/a.md", "memory/b.md")
     assert stale.returncode == 3 and "changed since agent 'main' last read it" in one_line_error(stale)
     assert (workspace / "memory" / "a.md").read_text() == HERON_2 and not (workspace / "memory" / "b.md").exists()
-    # --expect: a compare-and-swap on the version, as write's.
+    # --expect: a compare-and-swap on the version read, as write's; the version now, never read, is no read.
     assert cli("mv", "memory/a.md", "memory/b.md", "--expect", version_of(HERON)[:12]).returncode == 3
+    unread = cli("mv", "memory/a.md", "memory/b.md", "--expect", version_of(HERON_2)[:12])
+    assert unread.returncode == 3 and "is at a version agent 'main' has not read" in one_line_error(unread)
+    assert cli("read", "memory/a.md").returncode == 0
     done = cli("mv", "memory/a.md", "memory/b.md", "--expect", version_of(HERON_2)[:12], "--json")
     assert done.returncode == 0, done.stderr
     assert (done.json()["from"], done.json()["path"]) == ("memory/a.md", "memory/b.md")

@@ -175,6 +175,8 @@ def test_plain_doctor_checks_the_index_of_a_released_database_it_does_not_migrat
         conn.execute("DROP TABLE term_df")
         for column in ("mode", "uid", "gid", "moved_from", "arrived"):
             conn.execute(f"ALTER TABLE versions DROP COLUMN {column}")
+        for column in ("seen_from", "seen_to"):
+            conn.execute(f"ALTER TABLE reads DROP COLUMN {column}")
         conn.execute(f"PRAGMA user_version = {schema.FIRST_RELEASED}")
     before = (data_dir / "state.db").read_bytes()
 
@@ -202,6 +204,7 @@ def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, sta
         conn.execute("INSERT INTO links VALUES (?, 0, 3, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
         conn.execute("ALTER TABLE versions DROP COLUMN moved_from")  # (step 9's)
         conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
+        _drop_step_12(conn)
         conn.execute("PRAGMA user_version = 7")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
@@ -220,6 +223,7 @@ def test_a_schema_9_database_parses_every_note_anew_for_its_links(workspace, sta
         (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
         conn.execute("INSERT INTO links VALUES (?, 0, 2, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
         conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
+        _drop_step_12(conn)
         conn.execute("PRAGMA user_version = 9")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
@@ -247,3 +251,9 @@ def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_f
     assert Database(tmp_path).rows("SELECT display, moved_from FROM versions WHERE origin = 'move'") == [(b"b.md", None)]
     log.append("/w/c.md", "c.md", Entry("v1", 3.0, 3, "move", "me"), keep=10, moved_from="b.md")
     assert Database(tmp_path).one("SELECT moved_from FROM versions WHERE display = ?", (b"c.md",)) == (b"b.md",)
+
+
+def _drop_step_12(conn) -> None:
+    """Take back what step 12 added (reads.seen_from, seen_to), for a database put back to an earlier schema."""
+    for column in ("seen_from", "seen_to"):
+        conn.execute(f"ALTER TABLE reads DROP COLUMN {column}")

@@ -146,13 +146,27 @@ def test_a_key_is_bound_to_its_write_and_a_reuse_for_another_is_refused(settings
     for kwargs in ({"path": "MEMORY.md", "append": "- second fact"},  # other content
                    {"path": "memory/b.md", "append": "- first fact"},  # another file
                    {"path": "MEMORY.md", "content": "- first fact\n"}):  # another mode
-        with pytest.raises(UsageError, match="'turn-7' was first used for an append of MEMORY.md by agent 'main'"):
+        with pytest.raises(UsageError, match="'turn-7' was first used for an append of MEMORY.md; this write differs"):
             LocalMemory(settings).write(idempotency_key="turn-7", **kwargs)
-    with pytest.raises(UsageError, match="this write differs in its session"):
-        LocalMemory(other_session).write("MEMORY.md", append="- first fact", idempotency_key="turn-7")
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n\nalpha\n- first fact\n"
     assert (workspace / "memory" / "b.md").read_text() == "b\n"
     assert to_json(LocalMemory(settings).write("MEMORY.md", append="- first fact", idempotency_key="turn-7"))["replayed"]
+
+
+def test_a_key_is_the_sessions_own_never_blocked_by_or_told_of_another_sessions(settings, workspace):
+    """Another session's (or agent's) same key is another key: it was refused, naming the first
+    write's path, agent and session (another agent's note and session id shown to this one)."""
+    write(workspace / "memory" / "secret-plan.md", "plan\n")
+    LocalMemory(settings).read("memory/secret-plan.md")
+    LocalMemory(settings).write("memory/secret-plan.md", content="the launch code is 0000\n", idempotency_key="turn-1")
+    for n, other in enumerate((settings.with_session("s-2"), settings.with_agent("ops"))):
+        made = LocalMemory(other).write(f"memory/other-{n}.md", content="hello\n", idempotency_key="turn-1")
+        assert "replayed" not in to_json(made) and made.created
+        with pytest.raises(UsageError) as refused:  # its own key, bound to its own first write
+            LocalMemory(other).write(f"memory/other-{n}.md", content="bye\n", idempotency_key="turn-1")
+        assert f"first used for a replace of memory/other-{n}.md; this write differs in its content" in str(refused.value)
+        assert "secret-plan" not in str(refused.value) and "session" not in str(refused.value)
+    assert (workspace / "memory" / "secret-plan.md").read_text() == "the launch code is 0000\n"
 
 
 def test_a_replay_is_answered_only_while_the_file_holds_what_the_first_write_made(settings, workspace):
@@ -170,7 +184,7 @@ def test_a_replay_is_answered_only_while_the_file_holds_what_the_first_write_mad
 
 
 def test_a_key_older_than_a_day_or_damaged_counts_as_absent(settings, workspace):
-    store = IdempotencyStore(settings.data_dir)
+    store = IdempotencyStore(settings.data_dir, settings.agent, settings.session)
     LocalMemory(settings).read("MEMORY.md")
     LocalMemory(settings).write("MEMORY.md", append="- daily", idempotency_key="k-old")
     with store.db.transaction() as conn:

@@ -247,6 +247,7 @@ def test_a_socket_refusal_carries_back_the_id_it_could_read(workspace, state_dir
     are a list, an unknown method, not JSON-RPC 2.0) is answered with that id: it was null, and a
     caller matching answers to ids could not tell which request it refused (review D2, item 10)."""
     from conftest import settings_for
+    from openclaw_memory.memory.protocol import PROTOCOL
     from openclaw_memory.service_files import read_info
 
     write(workspace / "MEMORY.md", "# Memory\n")
@@ -257,7 +258,7 @@ def test_a_socket_refusal_carries_back_the_id_it_could_read(workspace, state_dir
         for line, code in ((b'{"jsonrpc":"2.0","id":7,"method":"status","params":{"args":{}}}', -32602),
                            (b'{"jsonrpc":"2.0","id":"s7","method":"status","params":{"args":{},"context":{"protocol":2}}}', -32001),
                            (b'{"jsonrpc":"2.0","id":7.5,"method":"status","params":[1]}', -32602),
-                           (b'{"jsonrpc":"2.0","id":7,"method":"nosuch","params":{"args":{},"context":{"protocol":3}}}', -32601),
+                           (b'{"jsonrpc":"2.0","id":7,"method":"nosuch","params":{"args":{},"context":{"protocol":%d}}}' % PROTOCOL, -32601),
                            (b'{"jsonrpc":"1.0","id":7,"method":"status"}', -32600)):
             answer = _strict(_answer_to(settings, line))
             assert answer["id"] == json.loads(line)["id"] and answer["error"]["code"] == code, (line, answer)

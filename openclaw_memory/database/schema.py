@@ -243,6 +243,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE versions ADD COLUMN arrived REAL
     """,
+    # 12: a read record names the lines the read showed (reads.seen_from, seen_to: history.states.Seen),
+    # so a replace of a note the session read only a window of is refused (the lines it never saw were
+    # dropped without a word). NULL seen_from: the whole file (a write, or a read recorded before this
+    # step, as before); NULL seen_to: to the file's end.
+    """
+    ALTER TABLE reads ADD COLUMN seen_from INTEGER;
+    ALTER TABLE reads ADD COLUMN seen_to INTEGER
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

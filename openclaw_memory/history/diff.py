@@ -19,7 +19,7 @@ from ..files.jstext import decode_lossy, not_utf8
 from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
 from ..types import DiffMode
 from ..wire import key
-from .states import READ, ReadRecords
+from .states import READ, ReadRecords, shown_lines
 from .store import FileVersion, HistoryStore
 from .versions import short
 
@@ -78,16 +78,23 @@ def read_diff(settings: Settings, path: str, *, from_line: int = 1, lines: int |
         old = None
         if previous is not None and previous != snapshot.version:
             old = store.objects.read_bytes(previous)
-        records.put(resolved.abs_path, snapshot, READ)
+        window = None
+        if previous != snapshot.version and old is None:  # no diff to show: the window is what is read
+            window = read_window_bytes(data, resolved, from_line=from_line, lines=lines, max_chars=max_chars,
+                                       version=snapshot.version)
+        # What the session has seen of the file: the window, or with a diff (or nothing new) the lines
+        # its earlier reads showed, and the changes (a replace after a window read stays refused).
+        shown = shown_lines(window) if window is not None else seen.window if seen is not None else None
+        records.put(resolved.abs_path, snapshot, READ, shown)
     if previous == snapshot.version:
         return DiffRead(UNCHANGED, resolved.display, snapshot.version, previous)
-    if old is None or previous is None:  # old is None whenever previous is; this only narrows
+    if window is not None:
         reason = (
             f"agent '{settings.agent}' has not read this file before" if previous is None
             else f"version {short(previous)} is no longer in the version store"
         )
-        window = read_window_bytes(data, resolved, from_line=from_line, lines=lines, max_chars=max_chars, version=snapshot.version)
         return DiffRead(FULL, resolved.display, snapshot.version, previous, read=window, reason=reason, warnings=window.warnings)
+    assert old is not None and previous is not None  # (no window: a diff to show); this only narrows
     text, bad = unified_diff(old, data, resolved.display, previous, snapshot.version)
     warnings = (not_utf8(resolved.display),) if bad else ()
     return DiffRead(DIFF, resolved.display, snapshot.version, previous, diff=text, warnings=warnings)

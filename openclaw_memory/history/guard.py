@@ -24,6 +24,7 @@ a save landing in that window (no commit in it) is overwritten.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import stat
@@ -62,7 +63,7 @@ from .placing import (
     swap_name,
     temp_from_blocks,
 )
-from .states import WRITE, ReadRecords
+from .states import WRITE, ReadRecords, Window
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .swap import Swap
 from .versions import AGENT_WRITE, RESTORE, Entry, FileMode, short
@@ -125,8 +126,12 @@ class WriteResult:
 
 
 def write_memory_file(settings: Settings, path: str, *, content: bytes | None = None, append: str | bytes | None = None,
-                      expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
+                      expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None,
+                      replace_unread: bool = False) -> WriteResult:
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
+
+    ``expect``: the version the agent's session last read (or one :func:`read_here` vouches for).
+    ``replace_unread``: replace the content though the session read only a window of the file.
 
     ``before_swap`` is given the result the write will have, just before the last check of the
     file and the swap (an error it raises stops the write, changing nothing).
@@ -151,7 +156,7 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
         for _ in range(tries):
             try:
                 return translated(store, resolved, "written", lambda: _write_once(
-                    store, records, resolved, content, added, expected, daily_append, before_swap))
+                    store, records, resolved, content, added, expected, daily_append, before_swap, replace_unread))
             except Raced:
                 continue
     raise WriteBlocked.because(f"{resolved.display} changed while it was being written; nothing was written.",
@@ -324,7 +329,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
 
 
 def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append,
-                before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
+                before_swap: Callable[[WriteResult], None] | None = None, replace_unread: bool = False) -> WriteResult:
     latest_before = store.log.latest(resolved.abs_path)
     folder, fd, current = open_current(resolved)
     existed: int | None = None  # how many of the file's folders there were, when this write made the rest
@@ -333,7 +338,8 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             # The version about to be replaced goes into the history first.
             with in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-        check_write(store, resolved, current, records, expected, daily_append, latest_before, fd)
+        check_write(store, resolved, current, records, expected, daily_append, latest_before, fd,
+                    replacing=added is None and not replace_unread)
         kept = kept_stat(fd)
         refuse_read_only(kept, resolved.display, "written", folder)
         if folder is None:
@@ -349,7 +355,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 unlink_quietly(tmp, dir_fd=folder.fd)
                 raise Raced()
         return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE,
-                       before_swap)
+                       before_swap, None if added is None else _seen_after_append(records, resolved, current, fd))
     except BaseException:
         if existed is not None:
             remove_made_folders(resolved, existed)
@@ -427,42 +433,106 @@ def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder,
 
 
 def check_write(store, resolved, current: FileVersion | None, records: ReadRecords, expected: str | None,
-                daily_append: bool, latest_before: Entry | None, fd: int | None) -> None:
+                daily_append: bool, latest_before: Entry | None, fd: int | None, *, replacing: bool = False) -> None:
     """Refuse a write (a move, a removal) ``records``' reader may not make to ``resolved``, which holds
-    ``current``: WriteBlocked naming why."""
+    ``current``: WriteBlocked naming why. ``expected`` (``expect``) must name the version the reader
+    last read, unless the running code read it itself (:func:`read_here`); ``replacing``: the whole
+    content is replaced, which needs a read of every line."""
     shown = resolved.display
-    if expected is not None:
+    if expected is not None and any(version.startswith(expected) for version in _READ_HERE.get()):
         if current is None:
             raise WriteBlocked.because(f"{shown} does not exist, so it is not at version {expected}.", path=shown)
         if not current.version.startswith(expected):
-            raise WriteBlocked.because(f"{shown} is at version {short(current.version)}, not {expected}: it changed.",
+            raise WriteBlocked.because(f"{shown} changed after it was read (read {expected}, now {short(current.version)}).",
                                        path=shown)
-        # The prefix matches what is there now; make sure it names nothing else in the history.
-        store.resolve_prefix(resolved.abs_path, shown, expected, also=(current.version,))
         return
     seen, agent, session = records.get(resolved.abs_path), records.agent, records.session
+    who = {"path": shown, "agent": agent, "session": session}
+    if expected is not None and (seen is None or not seen.version.startswith(expected)):
+        # A version learnt anywhere but from a read (a refusal, `history`, another session) is no
+        # read: the guard would let a write replace what the reader never saw.
+        if current is None:
+            raise WriteBlocked.because(f"{shown} does not exist, so it is not at version {expected}.", path=shown)
+        if seen is not None and seen.version == current.version:
+            raise WriteBlocked.because(f"{shown} is at the version {{reader}} read ({short(seen.version)}), not {expected}",
+                                       step="expect_read", **who)
+        raise WriteBlocked.because(f"{shown} is at a version {{reader}} has not read", step="read_first", **who)
     if current is None or fd is None:  # open_current gives both or neither
         if seen is not None:
-            raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", path=shown, agent=agent, session=session)
+            raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", **who)
         return
-    if daily_append:
+    if daily_append and expected is None:
         base = seen if seen is not None else latest_before
         if base is None:
-            raise WriteBlocked.because(f"{{reader}} has not read {shown}", path=shown, step="read_first_append", agent=agent, session=session)
+            raise WriteBlocked.because(f"{{reader}} has not read {shown}", step="read_first_append", **who)
         if not _has_prefix(fd, current, base.version, base.size):
             raise WriteBlocked.because(
                 f"{shown} shrank or was rewritten since {{reader}} last saw it "
-                f"(version {short(base.version)} is no longer the start of the file).", path=shown, agent=agent, session=session,
+                f"(version {short(base.version)} is no longer the start of the file).", **who,
             )
         return
     if seen is None:
-        raise WriteBlocked.because(f"{shown} exists and {{reader}} has not read it", path=shown, step="read_first",
-                                   agent=agent, session=session)
+        raise WriteBlocked.because(f"{shown} exists and {{reader}} has not read it", step="read_first", **who)
     if seen.version != current.version:
         raise WriteBlocked.because(
-            f"{shown} changed since {{reader}} last read it (read {short(seen.version)}, now {short(current.version)}).",
-            path=shown, agent=agent, session=session,
+            f"{shown} changed since {{reader}} last read it (read {short(seen.version)}, now {short(current.version)}).", **who,
         )
+    if replacing and seen.seen_from is not None:
+        raise WriteBlocked.because(_unread_lines(shown, seen.seen_from, seen.seen_to, _line_count(fd, current.size)),
+                                   step="read_rest", **who)
+
+
+def _seen_after_append(records: ReadRecords, resolved: ResolvedPath, current: FileVersion | None, fd: int | None) -> Window:
+    """The lines of the file before an append that the writer has seen (what it appended it wrote):
+    what its record says of the version appended to; of an older version the file grew from (a
+    daily note), at most that version's lines; with no read at all, none (a later replace of it needs
+    a read of them)."""
+    if current is None or fd is None:
+        return None  # created: the writer wrote every line
+    seen = records.get(resolved.abs_path)
+    if seen is not None and seen.version == current.version:
+        return seen.window
+    if seen is None:
+        return 1, 0
+    lines = _line_count(fd, seen.size)  # the file grew from the version read: its start is that version
+    return seen.seen_from or 1, min(seen.seen_to or lines, lines)
+
+
+def _unread_lines(shown: str, first: int, last: int | None, total: int) -> str:
+    """What a window read left unread, and where the rest starts."""
+    last = total if last is None else min(last, total)
+    seen = f"lines {first}-{last} of the {total} lines" if last >= first else f"none of the {total} lines"
+    rest = 1 if first > 1 else last + 1
+    return (f"{{reader}} read {seen} of {shown}, so replacing its content would drop lines it has not read: "
+            f"read the rest (from={rest})")
+
+
+def _line_count(fd: int, size: int) -> int:
+    """Lines as ``read`` numbers them: a last line without its newline counts."""
+    count, offset, last = 0, 0, b"\n"
+    while offset < size:
+        block = os.pread(fd, min(1 << 20, size - offset), offset)
+        if not block:
+            break
+        count += block.count(b"\n")
+        offset, last = offset + len(block), block[-1:]
+    return count + (last != b"\n")
+
+
+@contextlib.contextmanager
+def read_here(version: str | None):
+    """Around a write whose ``expect`` the running code read from the file itself (a link rewrite, a
+    rollback's step), with no read by the agent's session behind it: the compare-and-swap alone.
+    None: nothing to vouch for (a file found missing)."""
+    token = _READ_HERE.set(_READ_HERE.get() | ({version} if version is not None else set()))
+    try:
+        yield
+    finally:
+        _READ_HERE.reset(token)
+
+
+# The versions :func:`read_here` vouches for, in this thread's current call.
+_READ_HERE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("read_here", default=frozenset())
 
 
 def _has_prefix(fd: int, current: FileVersion, version: str, size: int) -> bool:
@@ -488,7 +558,7 @@ def _separator(fd: int | None, current: FileVersion | None) -> bytes:
 
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
             current: FileVersion | None, tmp: str, new: FileVersion, action: WriteAction,
-            before_swap: Callable[[WriteResult], None] | None = None) -> WriteResult:
+            before_swap: Callable[[WriteResult], None] | None = None, seen: Window = None) -> WriteResult:
     """Store the new version, re-check the target, swap the temp file in, then log the new version.
 
     Every commit that can come before the check does (the new version's bytes, ``before_swap``'s
@@ -575,7 +645,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     except OSError as exc:
         notes.append(f"the folder of {resolved.display} could not be synced to disk ({exc.strerror or exc})")
     try:
-        records.put(target, new, WRITE)
+        records.put(target, new, WRITE, seen)
     except (OSError, MemoryToolError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         notes.append(

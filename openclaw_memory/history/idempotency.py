@@ -5,11 +5,14 @@ default ``<agent>.<tool>.<hash of session, path, mode and content>``, the checkp
 ``<agent_id>.<tool_name>.<input_hash>``); a second write with the same key within 24 hours
 writes nothing and returns the first write's result, marked ``"replayed": true``, as long as
 the file still holds what that write made (after a restore or an edit, the same write is made
-again). A key is bound to what it was first used for (agent, session, path, mode, content): the
-same key with anything else is refused, never answered with the first result.
+again). A key belongs to the agent's session that used it (the plain command line is one session
+per agent): another session's same key is another key, never blocked by it nor told of its write.
+Within the session a key is bound to what it was first used for (path, mode, content): the same key
+with anything else is refused, never answered with the first result.
 
-Rows of the state database's ``idempotency`` table; an expired or unreadable entry counts as
-absent. The check and the write happen under the workspace's write lock (see
+Rows of the state database's ``idempotency`` table, keyed by agent, session and key (a row of an
+earlier release, keyed by the key alone, is never matched and expires); an expired or unreadable
+entry counts as absent. The check and the write happen under the workspace's write lock (see
 :meth:`~openclaw_memory.history.store.HistoryStore.write_lock`), so two concurrent retries write
 once; the key is committed before the new content is renamed into place.
 """
@@ -50,11 +53,10 @@ def binding(agent: str, session: str | None, path: str, mode: str, data: bytes) 
 
 
 def describe(first: dict, now: dict) -> str:
-    """The first write a key stood for, and how this one differs from it."""
-    who = f"agent '{first.get('agent')}'" + (f" (session {first['session']})" if first.get("session") else "")
-    differs = [name for name in ("agent", "session", "path", "mode", "content") if first.get(name) != now.get(name)]
+    """The session's first write a key stood for, and how this one differs from it."""
+    differs = [name for name in ("path", "mode", "content") if first.get(name) != now.get(name)]
     named = " and ".join(filter(None, [", ".join(differs[:-1]), differs[-1]])) if differs else "nothing"
-    return f"{'an append' if first.get('mode') == 'append' else 'a replace'} of {first.get('path')} by {who}; this write differs in its {named}"
+    return f"{'an append' if first.get('mode') == 'append' else 'a replace'} of {first.get('path')}; this write differs in its {named}"
 
 
 def check_key(key: str) -> str:
@@ -64,16 +66,20 @@ def check_key(key: str) -> str:
 
 
 class IdempotencyStore:
-    """The keys of one workspace (all agents), in the state database."""
+    """The keys of one agent's session, in the workspace's state database."""
 
-    def __init__(self, data_dir, *, keep_s: float = KEEP_S):
+    def __init__(self, data_dir, agent: str, session: str | None, *, keep_s: float = KEEP_S):
         self.db = Database(data_dir)
         self.keep_s = keep_s
+        self._scope = f"{agent}\0{session or ''}\0"  # a key has no NUL (check_key: printable)
+
+    def _row(self, key: str) -> bytes:
+        return enc(self._scope + key)
 
     def get(self, key: str) -> tuple[WriteResult, dict | None] | None:
         """The first result for ``key`` and what the key was bound to, when it was written less
         than 24 hours ago."""
-        row = self.db.one("SELECT time, result, binding FROM idempotency WHERE key = ?", (enc(key),))
+        row = self.db.one("SELECT time, result, binding FROM idempotency WHERE key = ?", (self._row(key),))
         if row is None or time.time() - row[0] >= self.keep_s:
             return None
         try:
@@ -90,7 +96,7 @@ class IdempotencyStore:
         result_json = json.dumps(wire.to_json(result), ensure_ascii=True)
         with self.db.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?)",
-                         (enc(key), time.time() if when is None else when, result_json,
+                         (self._row(key), time.time() if when is None else when, result_json,
                           json.dumps(bound, ensure_ascii=True) if bound is not None else None))
 
     def prune(self) -> int:

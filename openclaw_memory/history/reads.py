@@ -1,6 +1,6 @@
 """Reads as an agent makes them (``memory_get``): a window of the file, and the whole file's
-version recorded as read by the session, which the write guard and ``read --diff`` compare with;
-declared in :class:`~openclaw_memory.memory.base.Memory`."""
+version recorded as read by the session, with the lines the window showed, which the write guard
+and ``read --diff`` compare with; declared in :class:`~openclaw_memory.memory.base.Memory`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def read(settings: Settings, path: str, from_line: float | None = None, lines: float | None = None,
          max_chars: float | None = None, clamp: bool = False) -> ReadResult:
     from ..files.read import clamp_window_args, read_memory_file
-    from .states import record_read
+    from .states import record_read, shown_lines
     from .store import FileVersion
 
     path, from_line, lines = _cited(path, from_line, lines)
@@ -32,14 +32,15 @@ def read(settings: Settings, path: str, from_line: float | None = None, lines: f
         max_chars=settings.read.max_chars if max_chars is None else int(max_chars),
     )
     # The whole file's version is recorded as read (the write guard and ``read --diff`` compare
-    # against it); a missing file is recorded as None, so the agent may then create it.
+    # against it), with the lines shown (a replace after a window would drop the others); a missing
+    # file is recorded as None, so the agent may then create it.
     version: FileVersion | None = None
     if not result.missing:
         if result.version is None or result.size is None:
             return result  # changed during the read: nothing reliable to record
         version = FileVersion(result.version, result.size)
     try:
-        record_read(settings, result.abs_path, result.path, version)
+        record_read(settings, result.abs_path, result.path, version, shown_lines(result))
     except (MemoryToolError, OSError) as exc:
         # The read itself succeeded (a state dir that is full, read-only, busy or damaged only costs
         # the record): without one the guard makes the agent read again before writing.

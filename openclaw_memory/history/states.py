@@ -21,6 +21,7 @@ from ..database import dec, enc
 from .store import FileVersion, HistoryStore
 
 if TYPE_CHECKING:
+    from ..files.read import ReadResult
     from ..settings import Settings
 
 READ_FRESH = "read_fresh"
@@ -31,15 +32,56 @@ STATES = (READ_FRESH, READ_STALE, DISCOVERED_UNREAD, WRITTEN_UNREAD)
 
 READ = "read"
 WRITE = "write"
+_SEEN = "version, size, time, how, seen_from, seen_to"  # Seen's fields, as the reads table names them
 
 
 class Seen(NamedTuple):
-    """The version an agent last read or wrote."""
+    """The version an agent last read or wrote, and which of its lines the reads of that version showed."""
 
     version: str
     size: int
     time: float
     how: str  # READ | WRITE
+    # The first and last line shown; None: the whole file (seen_to None: to its end). A write is whole.
+    seen_from: int | None = None
+    seen_to: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.seen_from is None
+
+    @property
+    def window(self) -> Window:
+        return None if self.seen_from is None else (self.seen_from, self.seen_to)
+
+
+# Lines a read showed: (first, last), last None for "to the end"; None for the whole file.
+Window = tuple[int, int | None] | None
+
+
+def shown_lines(result: ReadResult) -> Window:
+    """The lines a read (a ``memory_get`` window) showed whole; None when it showed the whole file."""
+    first = result.from_line or 1
+    if not result.truncated:
+        return None if first == 1 else (first, None)
+    if result.next_from is not None:
+        return first, result.next_from - 1
+    return first, first + (result.lines or 0) - 2  # a hard cut: the last line shown was cut short
+
+
+def joined(before: Seen | None, version: str, window: Window) -> Window:
+    """What the session has seen of ``version`` once a read showed ``window``: with what it saw of
+    the same version before, when the two windows meet (read from=1, then from=121: the whole file)."""
+    if window is None or before is None or before.version != version:
+        return window
+    prior = before.window
+    if prior is None:
+        return None  # it saw the whole of this version already
+    (a1, b1), (a2, b2) = prior, window
+    if (b1 is not None and a2 > b1 + 1) or (b2 is not None and a1 > b2 + 1):
+        return window  # apart: the newer window is what the record keeps
+    first, last = min(a1, a2), None if b1 is None or b2 is None else max(b1, b2)
+    return None if first == 1 and last is None else (first, last)
 
 
 class ReadRecords:
@@ -57,19 +99,26 @@ class ReadRecords:
         return cls(store, settings.agent, getattr(settings, "session", None))
 
     def load(self) -> dict[str, Seen]:
-        rows = self.db.rows("SELECT path, version, size, time, how FROM reads WHERE agent = ? AND session = ?", self._owner)
-        return {dec(p): Seen(v, s, t, h) for p, v, s, t, h in rows}
+        rows = self.db.rows(f"SELECT path, {_SEEN} FROM reads WHERE agent = ? AND session = ?", self._owner)  # noqa: S608
+        return {dec(row[0]): Seen(*row[1:]) for row in rows}
 
     def get(self, abs_path: str) -> Seen | None:
-        row = self.db.one("SELECT version, size, time, how FROM reads WHERE agent = ? AND session = ? AND path = ?",
+        row = self.db.one(f"SELECT {_SEEN} FROM reads WHERE agent = ? AND session = ? AND path = ?",  # noqa: S608
                           (*self._owner, enc(abs_path)))
         return Seen(*row) if row else None
 
-    def put(self, abs_path: str, snapshot: FileVersion, how: str) -> Seen:
-        seen = Seen(snapshot.version, snapshot.size, time.time(), how)
+    def put(self, abs_path: str, snapshot: FileVersion, how: str, window: Window = None) -> Seen:
+        """Record ``snapshot`` as read (``window``: the lines shown, joined with those an earlier read
+        of the same version showed) or written (the whole file)."""
         with self.db.transaction() as conn:
-            conn.execute("INSERT OR REPLACE INTO reads VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (*self._owner, enc(abs_path), seen.version, seen.size, seen.time, seen.how))
+            if how == READ and window is not None:
+                row = conn.execute(f"SELECT {_SEEN} FROM reads WHERE agent = ? AND session = ? AND path = ?",  # noqa: S608
+                                   (*self._owner, enc(abs_path))).fetchone()
+                window = joined(Seen(*row) if row else None, snapshot.version, window)
+            first, last = window if window is not None else (None, None)
+            seen = Seen(snapshot.version, snapshot.size, time.time(), how, first, last)
+            conn.execute(f"INSERT OR REPLACE INTO reads (agent, session, path, {_SEEN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+                         (*self._owner, enc(abs_path), *seen))
         return seen
 
     def forget(self, abs_path: str) -> None:
@@ -102,8 +151,9 @@ def state_of(seen: Seen | None, current: str | None) -> str | None:
     return WRITTEN_UNREAD if seen.how == WRITE else READ_FRESH
 
 
-def record_read(settings: Settings, abs_path: str, display: str, snapshot: FileVersion | None) -> None:
-    """Record that ``settings.agent`` (its ``settings.session``) read ``snapshot`` of the file (None: it found the file missing).
+def record_read(settings: Settings, abs_path: str, display: str, snapshot: FileVersion | None, window: Window = None) -> None:
+    """Record that ``settings.agent`` (its ``settings.session``) read ``snapshot`` of the file (None:
+    it found the file missing); ``window``: the lines the read showed (None: all of them).
 
     The version's bytes are kept in the store (for ``read --diff`` and history): the
     file is read again and kept only if it still hashes to the version read.
@@ -115,4 +165,4 @@ def record_read(settings: Settings, abs_path: str, display: str, snapshot: FileV
             records.forget(abs_path)
             return
         store.observe(abs_path, display, snapshot)
-        records.put(abs_path, snapshot, READ)
+        records.put(abs_path, snapshot, READ, window)

@@ -20,11 +20,11 @@ WRITE_TOOLS = ("write", "memory_write")  # who made a write (its default idempot
 
 def write(settings: Settings, path: str, content: bytes | str | None = None, append: bytes | str | None = None,
           expect: str | None = None, idempotency_key: str | None = None, tool: str = "write",
-          after: Callable[[WriteResult], WriteResult] = lambda result: result) -> WriteResult:
-    """The guarded write, made idempotent: a write with the key of an earlier one (default
-    ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours ago
-    writes nothing and returns that first result (``replayed``) while the file still holds what
-    it made; a key reused for another write is refused."""
+          after: Callable[[WriteResult], WriteResult] = lambda result: result, replace_unread: bool = False) -> WriteResult:
+    """The guarded write, made idempotent: a write with the key of an earlier one of the session
+    (default ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours
+    ago writes nothing and returns that first result (``replayed``) while the file still holds what
+    it made; a key the session reuses for another write is refused."""
     from ..files.read import refuse_unnamable
     from .guard import still_holds, write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
@@ -41,7 +41,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
         key = default_key(settings.agent, tool, path, mode, body, settings.session)
     else:
         key = check_key(idempotency_key)
-    keys = IdempotencyStore(settings.data_dir)
+    keys = IdempotencyStore(settings.data_dir, settings.agent, settings.session)
     with HistoryStore.for_settings(settings).write_lock():
         found = keys.get(key)
         if found is not None:
@@ -64,7 +64,8 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
             keys.put(key, to_be, when, bound)
             faults.reach("write:key-recorded")  # recorded, the new content not renamed into place yet
 
-        result = write_memory_file(settings, path, content=data, append=added, expect=expect, before_swap=record_first)
+        result = write_memory_file(settings, path, content=data, append=added, expect=expect, before_swap=record_first,
+                                   replace_unread=replace_unread)
         faults.reach("write:swapped")
     keys.prune()
     result = after(result)

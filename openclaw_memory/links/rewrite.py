@@ -28,6 +28,7 @@ import xxhash
 
 from ..errors import MemoryToolError
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
+from ..history.guard import read_here
 from ..history.moves import LinkLeft
 from ..history.store import HistoryStore
 from ..history.writes import write
@@ -127,7 +128,8 @@ def _rewrite_file(settings: Settings, roots: tuple[str, ...], path: str, shown: 
     if not changed:
         return False, left
     try:
-        write(settings, shown, content="\n".join(rewritten), expect=version)  # the caller updates the index
+        with read_here(version):  # read whole just above; the agent's session need not have read it
+            write(settings, shown, content="\n".join(rewritten), expect=version)  # the caller updates the index
     except MemoryToolError as exc:
         return False, [*left, *(LinkLeft(shown, link.line, link.text, f"not rewritten: {exc.message}")
                                 for ls in wanted.values() for link, _ in ls)]

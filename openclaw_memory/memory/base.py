@@ -119,33 +119,41 @@ class Memory(Protocol):
     @operation(impl=".memory.writes:write", on="memory", service=True, writes=True, changes_notes=True,
                help={"path": MEMORY_PATH, "content": "The whole new content of the file (replaces it).",
                      "append": "Add TEXT on its own line at the end of the file.",
-                     "expect": "Write only if the file is at this version (prefix of 8+ hex characters).",
+                     "expect": "Write only if the file is at this version, the one this session last read (prefix of "
+                               "8+ hex characters).",
                      "update_index": "Do not update the search index afterwards.",
-                     "idempotency_key": "Retry-safe key: a second write with it within 24 h writes nothing and prints "
-                                        "the first result (default: agent, path, mode and content).",
+                     "idempotency_key": "Retry-safe key of this session: a second write with it within 24 h writes nothing "
+                                        "and prints the first result (default: agent, path, mode and content).",
+                     "replace_unread": "Replace the content though this session read only some of its lines (the lines "
+                                       "not read are dropped; the history keeps them).",
                      "tool": "Which tool makes the write (write or memory_write): part of the default idempotency key."},
                cli=Cli("write", flags={"update_index": ("--no-index",)}, hidden=("content", "tool")),
                tool=Tool("memory_write", "Write memory",
                          "Write one memory file atomically, guarded: give content (replace) or append. Writable: {scope} "
                          "The write is refused (tool error) when the file changed since you last read it with memory_get: "
-                         "read it again and redo the change. Appending to a daily note (memory/YYYY-MM-DD.md) is "
-                         "allowed while the file only grew. expect makes it a strict compare-and-swap on that version. "
+                         "read it again and redo the change. Replacing the content (content) needs a read of every line: "
+                         "after a window (truncated), read the rest or append. Appending to a daily note "
+                         "(memory/YYYY-MM-DD.md) is allowed while the file only grew. expect makes it a strict "
+                         "compare-and-swap on the version you read. "
                          "A retried call (same idempotencyKey, by default the same path, mode and content) within 24 hours "
                          "writes nothing and returns the first result with replayed: true. Every version stays in the "
                          "history (openclaw-memory history / restore).",
-                         only=("path", "content", "append", "expect", "idempotency_key"), fixed={"tool": "memory_write"},
+                         only=("path", "content", "append", "expect", "idempotency_key", "replace_unread"),
+                         fixed={"tool": "memory_write"},
                          kinds={"content": "string", "append": "string"},
                          help={"path": "Memory file to write: MEMORY.md, memory/... or a file inside an extra path.",
                                "append": "Text to add on its own line at the end of the file.",
-                               "expect": "Write only if the file is at this version (8+ hex characters of `version` "
-                                         "from memory_get).",
-                               "idempotency_key": "Retry-safe key: a second write with the same key within 24 hours "
-                                                  "writes nothing and returns the first result (default: derived from "
-                                                  "agent, path, mode and content)."}))
+                               "expect": "Write only if the file is at this version: 8+ hex characters of the `version` "
+                                         "your last memory_get of it returned (another version is refused).",
+                               "idempotency_key": "Retry-safe key of this session: a second write with the same key within "
+                                                  "24 hours writes nothing and returns the first result (default: derived "
+                                                  "from agent, path, mode and content).",
+                               "replace_unread": "With content: replace the file though your memory_get showed only some "
+                                                 "of its lines (the others are dropped). Default false: refused."}))
     def write(self, path: str, *, content: bytes | str | None = None, append: bytes | str | None = None,
               expect: str | None = None, update_index: bool = True, idempotency_key: str | None = None,
-              tool: str = "write", progress: ProgressCallback | None = None) -> WriteResult:
-        """Write a memory file atomically, blocked (exit 3) if it changed since this agent read it.
+              tool: str = "write", progress: ProgressCallback | None = None, replace_unread: bool = False) -> WriteResult:
+        """Write a memory file atomically, blocked (exit 3) if it changed since this agent read it (or it read only some lines).
 
         Guarded (WriteBlocked) and idempotent: a write with the key of one made less than 24 hours
         ago writes nothing and returns that first result while the file still holds what it made."""

@@ -57,7 +57,8 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-PROTOCOL = 3  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested
+PROTOCOL = 4  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested; 4: write's
+# replace_unread, and the guard's rules a service of 3 would not apply (expect names a version read, keys per session)
 PRODUCT_ERROR = -32000  # a MemoryToolError: data.kind names which, from the closed set in errors
 REFUSED = -32001  # this service does not answer this request: the caller works in-process
 

@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 def write(memory: LocalMemory, path: str, content: bytes | str | None = None, append: bytes | str | None = None,
           expect: str | None = None, update_index: bool = True, idempotency_key: str | None = None,
-          tool: str = "write", progress: ProgressCallback | None = None) -> WriteResult:
+          tool: str = "write", progress: ProgressCallback | None = None, replace_unread: bool = False) -> WriteResult:
     return writes.write(memory.settings, path, content, append, expect, idempotency_key, tool,
-                        after=partial(after_write, memory, update_index=update_index, progress=progress))
+                        after=partial(after_write, memory, update_index=update_index, progress=progress),
+                        replace_unread=replace_unread)
 
 
 def restore(memory: LocalMemory, path: str, version: str | None = None, last: bool = False,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from .. import faults
 from ..errors import MemoryToolError, WriteBlocked, finished_first
-from ..history.guard import IndexUpdate, restore_file_version
+from ..history.guard import IndexUpdate, read_here, restore_file_version
 from ..history.moves import finish_pending, remove_memory_file
 from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
 from ..history.states import ReadRecords
@@ -223,7 +223,8 @@ def _step(settings: Settings, step: Step, moved: bool) -> str | None:
     ok = read_only_ok(store, resolved, version, moved) if version is not None else None
     try:
         if step.after is None:
-            remove_memory_file(settings, resolved.display, force=True, expect=version, read_only_ok=ok)
+            with read_here(version):  # the rollback's own look at the file, just above
+                remove_memory_file(settings, resolved.display, force=True, expect=version, read_only_ok=ok)
         elif not store.objects.has(step.after):
             return GONE
         else:

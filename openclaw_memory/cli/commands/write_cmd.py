@@ -85,7 +85,8 @@ def _progress_past_one_file(stack):
 
 
 def run_write(settings: Settings, path: str, append: str | None, replace_file: str | None, stdin: bool,
-              expect: str | None, update_index: bool, json_out: bool, idempotency_key: str | None = None) -> int:
+              expect: str | None, update_index: bool, json_out: bool, idempotency_key: str | None = None,
+              replace_unread: bool = False) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
     content = _new_content(path, replace_file, stdin)
@@ -93,7 +94,8 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
         memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
         stack.enter_context(given_path(settings.workspace, path))
         result = memory.write(path, content=content, append=append, expect=expect, update_index=update_index,
-                              idempotency_key=idempotency_key, progress=_progress_past_one_file(stack))
+                              idempotency_key=idempotency_key, progress=_progress_past_one_file(stack),
+                              replace_unread=replace_unread)
     if result.replay is not None:
         warn("already written by an earlier write with the same idempotency key; nothing written again")
     if result.index is not None and result.index.failed:

@@ -1,0 +1,208 @@
+"""The write guard cannot be walked around: ``expect`` names a version the session read (never one
+learnt from a refusal), a replace needs a read of every line, and idempotency keys are the session's.
+
+Through a real ``openclaw-memory mcp`` over stdio (in process, and through the workspace's service),
+and the library where the record itself is the subject.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+import xxhash
+
+from conftest import env_for, settings_for, write
+from openclaw_memory.database import Database, enc, schema
+from openclaw_memory.errors import WriteBlocked
+from openclaw_memory.memory.local import LocalMemory
+
+HELLO = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+FACTS = "".join(f"- fact {i}\n" for i in range(1, 301))
+
+
+class Session:
+    """One MCP session: a real ``openclaw-memory mcp`` process spoken to line by line."""
+
+    def __init__(self, workspace, state_dir, *args: str, service: bool = False):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "openclaw_memory", "mcp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, cwd=workspace,
+            env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="on" if service else "off"))
+        self.n = 0
+        assert self._ask(HELLO)["id"] == 0
+        self.proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+
+    def _ask(self, message: dict) -> dict:
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def call(self, name: str, **arguments) -> tuple[bool, str]:
+        """(whether it was refused, the answer's text)."""
+        self.n += 1
+        answer = self._ask({"jsonrpc": "2.0", "id": self.n, "method": "tools/call",
+                            "params": {"name": name, "arguments": arguments}})
+        result = answer["result"]
+        return bool(result.get("isError")), result["content"][0]["text"]
+
+    def close(self) -> str:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        return self.proc.stderr.read().decode()
+
+
+def version_of(text: str) -> str:
+    return xxhash.xxh3_128_hexdigest(text.encode())
+
+
+@pytest.fixture(params=[False, True], ids=["in-process", "service"])
+def sessions(request, workspace, state_dir):
+    from test_serve import Serve
+
+    served = Serve(workspace, state_dir, "--no-watch").wait_ready() if request.param else None
+    opened: list[Session] = []
+
+    def session(*args: str) -> Session:
+        opened.append(Session(workspace, state_dir, *args, service=request.param))
+        return opened[-1]
+
+    yield session
+    for s in opened:
+        stderr = s.close()
+        assert "Traceback" not in stderr and (served is None or "in-process" not in stderr), stderr
+    if served is not None:
+        served.kill()
+
+
+def test_expect_learnt_from_a_refusal_is_no_read(workspace, sessions):
+    """A blocked write named the file's version now; passing it as ``expect`` overwrote the person's
+    edit the session never saw. A session that never read MEMORY.md sent a made-up expect, was told
+    the version ("it changed"), passed it, and overwrote the note."""
+    write(workspace / "MEMORY.md", "# Memory\n\n- roof fixed in May\n")
+    write(workspace / "memory" / "notes.md", "# Notes\n\nThe cat is called Tom.\n")
+    agent = sessions()
+    refused, text = agent.call("memory_get", path="memory/notes.md")
+    assert not refused
+    with open(workspace / "memory" / "notes.md", "a") as fh:
+        fh.write("- the person's edit\n")
+    refused, blocked = agent.call("memory_write", path="memory/notes.md", content="agent overwrite\n")
+    assert refused and "changed since this session" in blocked
+    now = re.search(r"now ([0-9a-f]{12})", blocked)
+    assert now is not None
+    refused, text = agent.call("memory_write", path="memory/notes.md", content="agent overwrite\n", expect=now.group(1))
+    assert refused and "memory/notes.md is at a version this session (agent 'main') has not read" in text, text
+    assert "call memory_get first" in text and "- the person's edit" in (workspace / "memory" / "notes.md").read_text()
+
+    refused, text = agent.call("memory_write", path="MEMORY.md", content="overwrite\n", expect="00000000")
+    current = version_of("# Memory\n\n- roof fixed in May\n")
+    assert refused and "has not read" in text and "changed" not in text and current[:8] not in text, text
+    refused, text = agent.call("memory_write", path="MEMORY.md", content="overwrite\n", expect=current)
+    assert refused and "has not read" in text
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- roof fixed in May\n"
+
+    refused, text = agent.call("memory_get", path="memory/notes.md")
+    refused, text = agent.call("memory_write", path="memory/notes.md", content="kept the edit\n",
+                               expect=json.loads(text)["version"][:8])
+    assert not refused, text
+    assert (workspace / "memory" / "notes.md").read_text() == "kept the edit\n"
+
+
+def test_a_replace_after_a_window_read_is_refused_naming_the_lines(workspace, sessions):
+    """The default memory_get shows 120 of 300 lines and recorded the whole file's version; writing
+    the edited window back with ``content`` dropped the 180 lines the session never saw."""
+    write(workspace / "MEMORY.md", FACTS)
+    agent = sessions()
+    window = json.loads(agent.call("memory_get", path="MEMORY.md")[1])
+    assert window["truncated"] and window["nextFrom"] == 121
+    edited = window["text"].split("\n\n[More content")[0].replace("- fact 7\n", "- fact 7 (corrected)\n") + "\n"
+    refused, text = agent.call("memory_write", path="MEMORY.md", content=edited)
+    assert refused and "read lines 1-120 of the 300 lines of MEMORY.md" in text and "(from=121)" in text, text
+    assert "replaceUnread" in text and (workspace / "MEMORY.md").read_text() == FACTS
+    refused, text = agent.call("memory_write", path="MEMORY.md", content=edited, expect=window["version"])
+    assert refused and "read lines 1-120" in text  # expect says which version, not that every line was read
+    refused, text = agent.call("memory_write", path="MEMORY.md", append="- fact 301")  # an append drops nothing
+    assert not refused, text
+    refused, text = agent.call("memory_write", path="MEMORY.md", content=edited)  # still only 1-120 read
+    assert refused and "read lines 1-120 of the 301 lines" in text, text
+
+    assert not agent.call("memory_get", path="MEMORY.md", **{"from": 121, "lines": 500})[0]  # the rest: all read
+    refused, text = agent.call("memory_write", path="MEMORY.md", content=edited)
+    assert not refused, text
+    assert (workspace / "MEMORY.md").read_text() == edited
+
+    write(workspace / "MEMORY.md", FACTS)
+    assert not agent.call("memory_get", path="MEMORY.md", **{"from": 200, "lines": 10})[0]
+    refused, text = agent.call("memory_write", path="MEMORY.md", content="short\n")
+    assert refused and "read lines 200-209 of the 300 lines" in text and "(from=1)" in text, text
+    refused, text = agent.call("memory_write", path="MEMORY.md", content="short\n", replaceUnread=True)
+    assert not refused, text  # said on purpose: the history keeps what it held
+    assert (workspace / "MEMORY.md").read_text() == "short\n"
+
+
+def test_an_idempotency_key_is_the_sessions_own(workspace, sessions):
+    """An explicit key was shared by every session and agent: another's reuse was refused, naming the
+    first write's path, agent and session id."""
+    first, second, ops = sessions(), sessions(), sessions("--agent", "ops")
+    refused, text = first.call("memory_write", path="memory/secret-plan.md", content="the launch code is 0000\n",
+                               idempotencyKey="turn-1")
+    assert not refused, text
+    for n, other in enumerate((second, ops)):
+        refused, text = other.call("memory_write", path=f"memory/other-{n}.md", content="hello\n", idempotencyKey="turn-1")
+        assert not refused and "replayed" not in text, text
+        refused, text = other.call("memory_write", path=f"memory/other-{n}.md", content="bye\n", idempotencyKey="turn-1")
+        assert refused and f"first used for a replace of memory/other-{n}.md" in text, text
+        assert "secret-plan" not in text and "mcp-" not in text
+    refused, text = first.call("memory_write", path="memory/secret-plan.md", content="the launch code is 0000\n",
+                               idempotencyKey="turn-1")
+    assert not refused and json.loads(text)["replayed"] is True
+
+
+def test_an_append_after_a_window_read_keeps_what_was_read(workspace, state_dir):
+    """An append counts as the writer's read of its own line only: the lines it did not read stay
+    unread (a window read, then an append, then a replace dropped them); a daily note appended to
+    unread has none of its lines read; read --diff keeps what the earlier reads showed."""
+    s = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", FACTS)
+    LocalMemory(s).read("MEMORY.md", from_line=1, lines=10)
+    LocalMemory(s).write("MEMORY.md", append="- fact 301")
+    with pytest.raises(WriteBlocked, match="read lines 1-10 of the 301 lines"):
+        LocalMemory(s).write("MEMORY.md", content="short\n")
+    LocalMemory(s).read_diff("MEMORY.md")  # nothing new: the record still says lines 1-10
+    with pytest.raises(WriteBlocked, match="read lines 1-10 of the 301 lines"):
+        LocalMemory(s).write("MEMORY.md", content="short\n")
+
+    LocalMemory(s.with_session("s-2")).write("memory/2026-01-05.md", content="- a\n- b\n")  # another session's
+    LocalMemory(s).write("memory/2026-01-05.md", append="- c")  # unread, allowed: the note only grows
+    with pytest.raises(WriteBlocked, match="read none of the 3 lines of memory/2026-01-05.md.*from=1"):
+        LocalMemory(s).write("memory/2026-01-05.md", content="- c\n")
+    LocalMemory(s).read("memory/2026-01-05.md")
+    LocalMemory(s).write("memory/2026-01-05.md", content="- c\n")
+    assert (workspace / "memory" / "2026-01-05.md").read_text() == "- c\n"
+
+
+def test_a_schema_11_database_keeps_its_read_records_as_whole_reads(tmp_path):
+    """Schema 12 from 11: reads.seen_from and seen_to (which lines a read showed); a record made
+    before says nothing of its lines, and stays what it was: the whole file read."""
+    from openclaw_memory.history.states import ReadRecords
+
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as conn:
+        for script in (schema.SCHEMA, *schema.MIGRATIONS[:6]):
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute("INSERT INTO reads VALUES (?, ?, ?, 'v1', 3, 1.5, 'read')", (enc("main"), enc(""), enc("/w/a.md")))
+        conn.execute("PRAGMA user_version = 11")
+
+    class Store:
+        db = Database(tmp_path)
+
+    seen = ReadRecords(Store(), "main").get("/w/a.md")  # type: ignore[arg-type]
+    assert seen is not None and (seen.version, seen.whole, seen.window) == ("v1", True, None)
+    assert Database(tmp_path).one("PRAGMA user_version") == (schema.SCHEMA_VERSION,)
