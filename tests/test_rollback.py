@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from conftest import env_for, fault, settings_for, write
+from conftest import env_for, fault, run_paused, settings_for, write
 from openclaw_memory.fsutil.fsclock import guard_ns
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.rollback.journal import read_intent
@@ -330,6 +330,8 @@ def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
                       ("２０２６-11-03", "is neither a watchdog snapshot's label nor a time"),
                       ("", "is neither a watchdog snapshot's label nor a time"),
                       ("0001-01-01T00:00:00+05:00", "lies before 0001-01-01T00:00:00Z"),
+                      # A leap second: said so (it was "neither a watchdog snapshot's label nor a time").
+                      ("2016-12-31T23:59:60Z", "names a leap second (:60), which times here do not count: give 23:59:59.999999"),
                       ("9999-12-31T23:59:59Z", "is in the future"),
                       (iso_moment(time.time() + 3600), "is in the future")):
         refused = cli("rollback", "--to", to)
@@ -491,6 +493,58 @@ def test_the_service_answers_a_rollback_and_its_dry_run(workspace, state_dir, cl
     assert [f["fate"] for f in steps[0].json()["files"]] == ["rewrite"] and steps[0].json()["dryRun"]
     assert (workspace / "memory" / "a.md").read_text() == "first\n" and steps[1].json()["undo"]
     assert requests >= 3  # they went through the service
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "apply"])
+def test_a_memory_path_that_is_a_folder_now_is_left_as_it_is_with_a_warning(cli, workspace, tmp_path, dry_run):
+    """`mkdir memory/x.md` where a note was: every rollback, --dry-run too, exited 2 "cannot read
+    memory/x.md (not a regular file)", where a symlink there was a warning and skipped; and the
+    symlink's warning named it by its absolute path."""
+    write(workspace / "memory" / "x.md", "x\n")
+    write(workspace / "memory" / "s.md", "s\n")
+    write(workspace / "memory" / "b.md", "b\n")
+    assert cli("watchdog", "snapshot", "s").returncode == 0
+    os.remove(workspace / "memory" / "x.md")
+    (workspace / "memory" / "x.md").mkdir()
+    os.remove(workspace / "memory" / "s.md")
+    os.symlink(tmp_path, workspace / "memory" / "s.md")
+    write(workspace / "memory" / "b.md", "changed\n")
+    done = cli("rollback", "--to", "s", "--force", "--json", *(["--dry-run"] if dry_run else []))
+    assert done.returncode == 0, done.stderr
+    warnings = sorted(done.json()["warnings"])
+    assert [w.split(":")[0] for w in warnings] == ["memory/s.md left as it is", "memory/x.md left as it is"], warnings
+    assert "not a regular file" in warnings[1]
+    assert [(f["path"], f["fate"]) for f in done.json()["files"]] == [("memory/b.md", "rewrite")]
+    assert (workspace / "memory" / "b.md").read_text() == ("changed\n" if dry_run else "b\n")
+    assert (workspace / "memory" / "x.md").is_dir()
+
+
+@pytest.mark.parametrize("removing", [False, True], ids=["rewrite", "archive"])
+def test_a_note_swapped_for_a_symlink_mid_rollback_is_left_and_leaves_no_record(cli, workspace, state_dir, tmp_path,
+                                                                                  removing):
+    """Swapped after the rollback journaled its steps: it stopped there, exit 2, and its record refused
+    every later rollback and doctor --fix ("finish failed ... goes through a symlink") until the user
+    deleted the symlink."""
+    write(tmp_path / "secret.md", "SECRET\n")
+    write(workspace / "memory" / "b.md", "b\n")
+    if not removing:
+        write(workspace / "memory" / "a.md", "a\n")
+    assert cli("watchdog", "snapshot", "s").returncode == 0
+    write(workspace / "memory" / "a.md", "a2\n")
+    write(workspace / "memory" / "b.md", "b2\n")
+
+    def swap() -> None:
+        os.rename(workspace / "memory" / "a.md", tmp_path / "a-orig.md")
+        os.symlink(tmp_path / "secret.md", workspace / "memory" / "a.md")
+
+    code, _, err = run_paused(workspace, state_dir, ("rollback", "--to", "s", "--force"), "rollback:journaled", swap)
+    assert code == 0, err
+    assert "memory/a.md became a symlink or something else memory never replaces while the rollback ran" in err
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+    assert (workspace / "memory" / "b.md").read_text() == "b\n"  # the rest is rolled back
+    assert (tmp_path / "secret.md").read_text() == "SECRET\n" and (tmp_path / "a-orig.md").read_text() == "a2\n"
+    assert "interrupted-rollback" not in cli("doctor").stdout
+    assert cli("rollback", "--to", "s", "--force").returncode == 0
 
 
 def test_a_memory_path_that_is_a_symlink_now_is_left_as_it_is_with_a_warning(cli, workspace, state_dir, tmp_path):

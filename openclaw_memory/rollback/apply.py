@@ -17,11 +17,13 @@ names the moment just before it began, to which a second ``rollback`` goes back.
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from dataclasses import dataclass, replace
 
 from .. import faults
-from ..errors import MemoryToolError, WriteBlocked, finished_first
+from ..errors import MemoryToolError, PathRefused, WriteBlocked, finished_first
 from ..history.guard import IndexUpdate, read_here, restore_file_version
 from ..history.moves import finish_pending, remove_memory_file
 from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
@@ -173,11 +175,13 @@ def _undo_moment() -> str:
 # Why a step left its file as it is: what it held changed meanwhile, or the version it is to hold
 # is no longer stored (its bytes went with a damaged state database, which a rollback finished
 # after the repair meets: trying it again would fail every time).
-CHANGED, GONE, READ_ONLY = "changed", "gone", "read-only"
+CHANGED, GONE, READ_ONLY, NOT_FILE = "changed", "gone", "read-only", "not-a-file"
 _SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)",
-         READ_ONLY: "was made read-only while the rollback ran (`chmod u+w` it, then roll back again)"}
+         READ_ONLY: "was made read-only while the rollback ran (`chmod u+w` it, then roll back again)",
+         NOT_FILE: "became a symlink or something else memory never replaces while the rollback ran"}
 _SINCE = {CHANGED: "changed since", GONE: "its version then no longer stored (lost with a damaged state database)",
-          READ_ONLY: "made read-only since: `chmod u+w` it, then roll back again"}
+          READ_ONLY: "made read-only since: `chmod u+w` it, then roll back again",
+          NOT_FILE: "a symlink or something else memory never replaces since"}
 
 
 def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
@@ -205,9 +209,14 @@ def _step(settings: Settings, step: Step, moved: bool) -> str | None:
     (CHANGED), what it puts is no longer stored (GONE), or it was made read-only since the plan
     (READ_ONLY: the file the step opened says so). ``moved``: an archive whose bytes another step
     brings back at another path."""
-    resolved = resolve_writable(step.path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
-    now = current_version(store, resolved, record=False)
+    try:
+        resolved = resolve_writable(step.path, str(settings.workspace), settings.extra_paths)
+        now = current_version(store, resolved, record=False)
+    except PathRefused:
+        if _not_a_file(step.path):
+            return NOT_FILE
+        raise
     version = now.version if now is not None else None
     latest = store.log.latest(resolved.abs_path)
     if version == step.after:
@@ -231,11 +240,25 @@ def _step(settings: Settings, step: Step, moved: bool) -> str | None:
             restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok)
     except ReadOnlyRefused:
         return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
+    except PathRefused:
+        if _not_a_file(step.path):
+            return NOT_FILE  # swapped for a symlink after the look above: the step refused it by name
+        raise
     except WriteBlocked:
         # Saved (or opened for writing) between the look above and the step: kept, as a file changed
         # before it is (the whole rollback stopped there, half done, until doctor --fix).
         return CHANGED
     return None
+
+
+def _not_a_file(path: str) -> bool:
+    """Whether ``path``'s name holds something a rollback never replaces (a symlink, a folder, a FIFO):
+    its step is left, as one changed since is (the rollback stopped there, its record refusing every
+    later rollback and doctor --fix until the user removed it). Its bytes then are in the history."""
+    try:
+        return not stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 # -- recovery --------------------------------------------------------------------------------------

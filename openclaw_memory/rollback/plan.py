@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import stat
 import time
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from ..fsutil.fsclock import guard_ns
 from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import MOVE, REMOVE, RESTORE, FileMode, iso_time, short
-from ..types import typed_moment
+from ..types import MOMENT, typed_moment
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
 from ..watchdog.observe import KIND_FILE
@@ -72,6 +73,11 @@ def moment_of(settings: Settings, to: str) -> Moment:
     try:
         seconds = typed_moment(given)
     except ValueError:
+        if re.fullmatch(MOMENT, given) and re.search(r"[Tt ][0-9]{2}:[0-9]{2}:60", given):
+            # A leap second (23:59:60): ISO 8601 writes one, but no clock here counts it (the history's times
+            # are POSIX seconds); it was said to be neither a label nor a time.
+            raise UsageError(f"{shown(to)} names a leap second (:60), which times here do not count: give "
+                             "23:59:59.999999 or the next second instead; nothing was changed") from None
         raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
                          "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
     if seconds > time.time():
@@ -119,12 +125,16 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     for abs_path in sorted(set(now) | set(targets)):
         try:
             resolved = resolve_writable(abs_path, workspace, extra)
+            before = current_version(store, resolved, record)
         except (PathRefused, UsageError) as exc:
-            notes.append(f"{abs_path} left as it is: {exc}")
+            # Left out, as every shape a rollback does not replace is (a symlink, a folder, a FIFO at the
+            # note's name): a folder there refused the whole rollback, its --dry-run too. Named as
+            # every other note is, from the workspace.
+            shown_path = display_path(abs_path, workspace)
+            notes.append(f"{shown_path} left as it is: {exc}")
             if (aim := targets.get(abs_path)) is not None and aim.version is not None:
-                stranded[aim.version] = display_path(abs_path, workspace)
+                stranded[aim.version] = shown_path
             continue
-        before = current_version(store, resolved, record)
         after = targets.get(abs_path, Aim(None, 0))
         if (moment.when is not None and after.version is None and before is not None and abs_path not in named_then
                 and _held_since(resolved, before_ns)):
