@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import xxhash
@@ -287,7 +289,8 @@ def test_a_destination_on_a_full_disk_is_named_as_the_destination(cli, workspace
         assert cli("read", "memory/b.md", "--extra", str(extra)).returncode == 0
         moved = cli("mv", "memory/b.md", str(extra / "b.md"), "--no-index", "--extra", str(extra))
         line = one_line_error(moved)
-        assert moved.returncode == 1 and "the disk is full" in line and f"({extra})" in line, line
+        # ... and an extra path is named as one (it read "to write in the workspace (<extra path>)").
+        assert moved.returncode == 1 and "the disk is full" in line and f"the extra path ({extra})" in line, line
         assert str(workspace / "memory") not in line and "nothing was moved" in line
         assert (workspace / "memory" / "b.md").read_text() == KETTLE * 200
         assert sorted(os.listdir(extra)) == ["filler"]
@@ -369,7 +372,10 @@ def test_mv_refuses_bad_input_in_one_line(cli, workspace, tmp_path):
         ("memory/a.md", "memory/folder"): "is not a Markdown",
         ("memory/link.md", "memory/b.md"): "goes through a symlink",
         ("memory/missing.md", "memory/b.md"): "memory/missing.md does not exist",
-        ("memory/a.md", "memory/./a.md"): "are the same file",
+        ("memory/a.md", "memory/./a.md"): "'memory/a.md' and 'memory/./a.md' both name memory/a.md; nothing was moved",
+        # OpenClaw trims a path: said so, each name quoted (it read "memory/a.md and memory/a.md are the same file").
+        ("memory/a.md", "memory/a.md "): "'memory/a.md' and 'memory/a.md ' both name memory/a.md (spaces around a path are trimmed",
+        ("memory/a.md", "memory/a.md"): "memory/a.md is both the source and the destination",
         ("MEMORY.md", "memory/old-root.md"): "takes it out of the agent's startup",
     }
     write(workspace / "MEMORY.md", "# Memory\n")
@@ -736,6 +742,110 @@ def test_a_destination_folder_swapped_for_a_symlink_mid_move_never_sends_the_fil
     run_paused(workspace, state_dir, ("mv", "memory/a.md", "memory/sub/b.md"), "mv:journaled", swap)
     assert list(outside.iterdir()) == []  # nothing escaped
     assert (workspace / "memory" / "sub-real" / "b.md").read_text() == HERON  # it went where the folder was checked
+
+
+def _swap_for_symlink(path: Path, outside: Path) -> Callable[[], None]:
+    def swap() -> None:  # after the guard checked the note: it goes aside, a symlink out of the workspace takes its name
+        os.rename(path, outside / f"{path.name}-orig")
+        os.symlink(outside / "secret.md", path)
+    return swap
+
+
+@pytest.mark.parametrize("args", [("mv", "memory/a.md", "memory/c.md"), ("rm", "memory/a.md")])
+def test_a_note_swapped_for_a_symlink_mid_move_or_removal_is_refused_by_name_and_blocks_nothing(workspace, state_dir, cli,
+                                                                                                   tmp_path, args):
+    """The rename goes by name: it moved the symlink swapped in after the guard ("moved memory/a.md to
+    memory/c.md", exit 0, c.md a symlink outside, its history claiming the note); rm said "cannot write
+    in the workspace (.../memory): is a symlink", exit 1, and left a record that stopped every later mv,
+    rm and doctor --fix until the symlink was deleted by hand."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(outside / "secret.md", "SECRET\n")
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", "bee\n")
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    step = f"{args[0]}:journaled"
+    code, _, err = run_paused(workspace, state_dir, args, step, _swap_for_symlink(workspace / "memory" / "a.md", outside))
+    assert code == 2, err
+    assert f"refused: memory/a.md became a symlink while it was being {'moved' if args[0] == 'mv' else 'removed'}" in err
+    assert not (workspace / "memory" / "c.md").exists() and not (workspace / "memory" / "c.md").is_symlink()
+    assert cli("history", "memory/c.md", "--json").json()["versions"] == []
+    assert (outside / "a.md-orig").read_text() == HERON and (outside / "secret.md").read_text() == "SECRET\n"
+    assert cli("mv", "memory/b.md", "memory/d.md").returncode == 0  # nothing left waiting blocks the next one
+    assert "interrupted-move" not in cli("doctor").stdout
+
+
+def test_a_forced_move_whose_destination_became_a_symlink_is_refused_by_name_and_blocks_nothing(workspace, state_dir, cli,
+                                                                                                  tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(outside / "secret.md", "SECRET\n")
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", "bee\n")
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    code, _, err = run_paused(workspace, state_dir, ("mv", "--force", "memory/a.md", "memory/b.md"), "mv:journaled",
+                              _swap_for_symlink(workspace / "memory" / "b.md", outside))
+    assert code == 2 and "refused: memory/b.md became a symlink while it was being replaced" in err, err
+    assert (workspace / "memory" / "a.md").read_text() == HERON and (outside / "b.md-orig").read_text() == "bee\n"
+    assert (workspace / "memory" / "b.md").is_symlink()
+    assert cli("mv", "memory/a.md", "memory/c.md").returncode == 0
+    assert "interrupted-move" not in cli("doctor").stdout
+
+
+def test_a_move_record_whose_note_became_a_symlink_is_dropped_saying_so(workspace, state_dir, cli, tmp_path):
+    """Killed after its record, then the note swapped for a symlink: doctor --fix drops the record
+    (it said 'finish failed', the record kept, every later mv and rm refused)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(outside / "secret.md", "SECRET\n")
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "rm:journaled", "rm", "memory/a.md")
+    _swap_for_symlink(workspace / "memory" / "a.md", outside)()
+    fixed = cli("doctor", "--fix")
+    assert "dropped the removal of memory/a.md" in fixed.stdout and "goes through a symlink" in fixed.stdout, fixed.stdout
+    assert "interrupted-move" not in cli("doctor").stdout
+    assert (outside / "a.md-orig").read_text() == HERON
+
+
+def test_a_forced_move_killed_while_archiving_the_destination_gives_it_its_name_back(workspace, state_dir, cli):
+    """Killed at move:source-aside while --force archived b.md: doctor --fix undid the move but left
+    memory/.b.md.aside-<hex> (the whole note, hidden), logged b.md removed, and then said "No problems
+    found"."""
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", OTHER)
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    run_killed(workspace, state_dir, "move:source-aside", "mv", "--force", "memory/a.md", "memory/b.md")
+    assert finish_with_doctor(cli)["status"] == "rolled-back"
+    assert (workspace / "memory" / "b.md").read_text() == OTHER and (workspace / "memory" / "a.md").read_text() == HERON
+    assert stray(workspace) == []
+    assert "remove" not in {v["origin"] for v in cli("history", "memory/b.md", "--json").json()["versions"]}
+
+
+def test_a_note_left_at_its_hidden_aside_name_is_named_by_doctor_and_given_back(workspace, state_dir, cli):
+    """What a move or removal leaves at .NAME.aside-<hex> (killed, or met a save under NAME): plain doctor
+    said "No problems found"; --fix gives it its name back where free, drops a byte-for-byte copy, and
+    leaves one that differs from the note at the name, saying so."""
+    memory = workspace / "memory"
+    write(memory / ".b.md.aside-0123456789abcdef", OTHER)  # its name free
+    write(memory / ".c.md.aside-0123456789abcdef", HERON)  # a copy of c.md
+    write(memory / "c.md", HERON)
+    write(memory / ".d.md.aside-0123456789abcdef", OTHER)  # d.md holds other bytes
+    write(memory / "d.md", HERON)
+    plain = cli("doctor", "--json")
+    (found,) = [f for f in plain.json()["findings"] if f["id"] == "move-leftovers"]
+    assert found["paths"] == ["memory/.b.md.aside-0123456789abcdef", "memory/.c.md.aside-0123456789abcdef",
+                              "memory/.d.md.aside-0123456789abcdef"], found
+    fixed = cli("doctor", "--fix", "--json")
+    repairs = [r for r in fixed.json()["repairs"] if r["id"] == "move-leftovers"]
+    assert len(repairs) == 1, fixed.stdout
+    repair = repairs[0]
+    assert repair["status"] == "done" and "left as it is: memory/.d.md.aside-0123456789abcdef (it differs from memory/d.md" in repair["detail"]
+    (still,) = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "move-leftovers"]  # named, left to the user
+    assert not still["fixable"] and "differs from the note now at its name" in still["message"]
+    assert (memory / "b.md").read_text() == OTHER and (memory / "c.md").read_text() == HERON
+    assert sorted(p.name for p in memory.iterdir()) == [".d.md.aside-0123456789abcdef", "b.md", "c.md", "d.md"]
+    assert (memory / ".d.md.aside-0123456789abcdef").read_text() == OTHER
 
 
 def test_a_move_across_file_systems_of_a_file_held_open_for_writing_moves_nothing(workspace, state_dir, tmp_path):

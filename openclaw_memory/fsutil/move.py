@@ -18,7 +18,7 @@ bytes that were copied, checked at the moment it goes (:func:`remove_if_holds`):
 4. its bytes, read again through the descriptor, must hash like the copy;
 5. only then the private name is unlinked. Otherwise the object gets its name back
    (or, when a new file took the name meanwhile, stays at the private name, where
-   ``doctor`` reports it) and :class:`SourceKept` says so; the copy stays too.
+   ``doctor`` reports it: ``move-leftovers``) and :class:`SourceKept` says so; the copy stays too.
 
 At every instant the bytes exist complete at the source (its name or the private
 name), the destination, or both. Left out of reach: a process whose ``open`` of the
@@ -34,10 +34,12 @@ folder swapped for a symlink while the move runs cannot send the file outside.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import signal
+import stat
 import struct
 import sys
 import time
@@ -46,7 +48,7 @@ from .. import faults
 from .atomic import hidden_stem, write_temp_beside
 from .exchange import rename_noreplace
 from .hashing import hash_open_file
-from .safeopen import open_regular_nofollow
+from .safeopen import NotRegularFile, open_regular_nofollow
 
 # No hard links on this file system (FAT, some FUSE/SMB mounts): check, then rename.
 NO_LINK = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
@@ -166,13 +168,16 @@ def same_file(src_dir: int, src: str, dst_dir: int, dst: str) -> bool:
     return _same_inode(a, b)
 
 
-def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
+def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, expect: os.stat_result | None = None) -> str:
     """Move ``src`` (a name in ``src_dir``) to ``dst`` in ``dst_dir`` (which must not exist).
 
     Returns ``"rename"`` or ``"copy"``. Each irreversible step is a fault step of the tests
     (``move:rename``, where ``fail`` is a rename across file systems, ``move:linked``,
     ``move:copy-written``, ...). Raises :class:`SourceKept` when the source could not be removed as
-    the object that was moved (the source and the copy are both kept).
+    the object that was moved (the source and the copy are both kept). ``expect``: the file the
+    caller checked (its ``fstat``); a link or rename goes by name, so what arrived is checked to be
+    that regular file, else it goes back and NotRegularFile (a symlink, a FIFO swapped in) or
+    SourceKept ``"replaced"`` (another file saved under the name) says nothing was moved.
     """
     try:
         os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
@@ -184,9 +189,18 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
         if faults.reach("move:rename"):
             raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
         try:
-            link_noreplace(src_dir, src, dst_dir, dst, on_linked=lambda: faults.reach("move:linked"), verified=True)
+            linked: list[bool] = []
+
+            def on_linked() -> None:
+                faults.reach("move:linked")
+                linked.append(True)
+                _check_arrived(dst_dir, dst, src, expect)  # two names of it: the one given goes again
+
+            link_noreplace(src_dir, src, dst_dir, dst, on_linked=on_linked, verified=True)
+            if not linked:  # no hard links: the rename itself moved what the name held, which goes back when not ours
+                _check_arrived(dst_dir, dst, src, expect, back=lambda: link_noreplace(dst_dir, dst, src_dir, src))
         except OSError as exc:
-            if not isinstance(exc, SourceKept) and same_file(src_dir, src, dst_dir, dst):
+            if (not isinstance(exc, SourceKept) or exc.kept_at == src) and same_file(src_dir, src, dst_dir, dst):
                 _take_back(lambda: unlink_other_name(dst_dir, dst, src_dir, src))
             raise
         os.fsync(dst_dir)
@@ -205,6 +219,8 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
         raise DestinationRefused(exc.errno, exc.strerror) from None
     fd, st = open_regular_nofollow(src, dir_fd=src_dir)
     try:
+        if expect is not None and not _same_inode(st, expect):
+            raise SourceKept("replaced", src, src)
         # A disk full mid-copy leaves no half copy.
         # The copy keeps the source's mode and, where this process may, its owner (root moving a
         # user's note across file systems made it root's, which the user's agent then could not write).
@@ -232,6 +248,23 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str) -> str:
     finally:
         os.close(fd)
     return "copy"
+
+
+def _check_arrived(dst_dir: int, dst: str, src: str, expect: os.stat_result | None, back=None) -> None:
+    """Raise unless the object now at ``dst`` is the regular file ``expect`` describes (moved by name,
+    it may be whatever was swapped in at ``src`` after the caller's check: a symlink out of the
+    workspace was moved and said "moved", its history claiming the note). ``back`` puts it back first."""
+    if expect is None:
+        return
+    st = os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
+    if stat.S_ISREG(st.st_mode) and _same_inode(st, expect):
+        return
+    if back is not None:
+        with contextlib.suppress(OSError):
+            back()
+    if stat.S_ISREG(st.st_mode):
+        raise SourceKept("replaced", src, src)
+    raise NotRegularFile(errno.ELOOP, "is a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file", src)
 
 
 # Linux's FS_IOC_GETFLAGS, _IOR('f', 1, long), and the flags of a file or folder whose names may not go.

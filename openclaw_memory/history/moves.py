@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from .. import faults
 from ..database import enc
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first, is_no_space, os_error
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first, is_no_space, os_error, shown
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import leftover_kind
@@ -130,7 +130,12 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     source = resolve_memory_path(src, workspace, settings.extra_paths)
     target = resolve_writable(dst, workspace, settings.extra_paths)
     if source.abs_path == target.abs_path:
-        raise UsageError(f"{source.display} and {target.display} are the same file; nothing was moved")
+        # Named as given: "memory/a.md " is memory/a.md (OpenClaw trims the spaces around a path, as
+        # resolve does), which "memory/a.md and memory/a.md" did not show.
+        if src == dst:
+            raise UsageError(f"{source.display} is both the source and the destination; nothing was moved")
+        trimmed = " (spaces around a path are trimmed, as OpenClaw trims them)" if (src.strip(), dst.strip()) != (src, dst) else ""
+        raise UsageError(f"{shown(src)} and {shown(dst)} both name {source.display}{trimmed}; nothing was moved")
     refuse_dream_twin(target, workspace)
     _refuse_startup_file(source, workspace, force, "moving")
     expected = check_prefix(expect, "expect") if expect is not None else None
@@ -159,6 +164,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         check_write(store, source, current, records, expected, False, None, fd)
         mode = kept_stat(fd)
         check_file_may_move(fd)
+        seen = os.fstat(fd)  # the file the guard checked: the rename (by name) must move this one
         os.close(fd)
         fd = None
         check_names_may_change(src_folder.fd)
@@ -172,7 +178,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         except OSError as exc:  # named as the destination's (translated names the source's folder)
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
-            raise os_error(exc, f"the workspace ({os.path.dirname(target.abs_path)})",
+            raise os_error(exc, _place(target),
                            f"nothing was moved: {source.display} is unchanged") from None
         replaced, replaced_mode = _replaced(store, dst_folder, target, force)
         with in_history():
@@ -183,11 +189,14 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 replaced_mode=replaced_mode, links=links, made_from=existed))
         faults.reach("mv:journaled")
         if replaced is not None:
-            op = _archive_replaced(store, dst_folder, target, op)
+            try:
+                op = _archive_replaced(store, dst_folder, target, op)
+            except NotRegularFile as swapped:
+                raise _swapped_note(swapped, target.display, "replaced", f"nothing was moved: {source.display} is unchanged") from None
         if faults.reach("mv:source-refused"):  # (a refusal no check sees first: an ACL, a sticky folder)
             raise OSError(errno.EPERM, os.strerror(errno.EPERM))
         try:
-            how = safe_move(src_folder.fd, source.name, dst_folder.fd, target.name)
+            how = safe_move(src_folder.fd, source.name, dst_folder.fd, target.name, expect=seen)
         except FileExistsError:
             appeared = True
             raise
@@ -212,6 +221,8 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                     "--last` brings it back") if op is not None and op.step == "replaced" else ""
         if isinstance(exc, SourceKept):
             raise _kept_blocks(exc, source.display, "moved", records, archived) from None
+        if isinstance(exc, NotRegularFile) and exc.filename == source.name:
+            raise _swapped_note(exc, source.display, "moved", f"nothing was moved{archived}") from None
         if appeared:
             raise UsageError(f"{target.display} appeared while {source.display} was being moved; nothing was "
                              f"moved{archived}") from None
@@ -220,9 +231,9 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             # Only the destination takes new blocks (its folders, the name, a copy across file systems;
             # the history's failures are HistoryFailed), and only its folder refuses a copy's temporary
             # name: translated named the source's folder.
-            raise FailedAt(exc, f"the workspace ({os.path.dirname(target.abs_path)})", unchanged) from None
+            raise FailedAt(exc, _place(target), unchanged) from None
         if archived and isinstance(exc, OSError) and not isinstance(exc, (FolderSwapped, NotADirectoryError)):
-            raise FailedAt(exc, f"the workspace ({os.path.dirname(source.abs_path)})", unchanged) from None
+            raise FailedAt(exc, _place(source), unchanged) from None
         raise
     finally:
         if fd is not None:
@@ -232,6 +243,12 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 folder.close()
     notes = _record_or_note(store, op, "moved")
     return MoveResult(target.display, source.display, current.version, current.size, how, op.replaced, warnings=notes)
+
+
+def _place(resolved: ResolvedPath) -> str:
+    """Where a failing step wrote, for its message: an extra path is named as one (a full extra path
+    on its own file system read "no space left to write in the workspace (/mnt/notes)")."""
+    return f"{'the workspace' if resolved.in_workspace else 'the extra path'} ({os.path.dirname(resolved.abs_path)})"
 
 
 def _refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, doing: str) -> None:
@@ -368,6 +385,8 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
             return RemoveResult(resolved.display, op.version, op.size)
         if isinstance(exc, SourceKept):
             raise _kept_blocks(exc, resolved.display, "removed", records) from None
+        if isinstance(exc, NotRegularFile):
+            raise _swapped_note(exc, resolved.display, "removed", "nothing was removed") from None
         raise
     finally:
         if fd is not None:
@@ -376,6 +395,15 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
             folder.close()
     notes = _record_or_note(store, op, "removed")
     return RemoveResult(resolved.display, current.version, current.size, warnings=notes)
+
+
+def _swapped_note(exc: NotRegularFile, display: str, done: str, outcome: str) -> PathRefused:
+    """The note's name held something else once the guard had checked it (a symlink, a FIFO): refused
+    as a symlink named at the start is, naming the note (it said "cannot write in the workspace
+    (.../memory): is a symlink", exit 1, as though the folder were the trouble)."""
+    what = "a symlink" if exc.strerror == "is a symlink" else "not a regular file"
+    return PathRefused(f"refused: {display} became {what} while it was being {done} (memory never follows or moves "
+                       f"symlinks); {outcome}")
 
 
 def _record_remove(store: HistoryStore, op: FileOp) -> None:
@@ -487,23 +515,63 @@ def _recover(settings: Settings, store: HistoryStore, op: FileOp) -> tuple[bool,
         raise MemoryToolError("the links naming its old path are not all rewritten: `openclaw-memory doctor --fix` "
                               "rewrites them")
     workspace, extra = str(settings.workspace), settings.extra_paths
-    source = resolve_writable(op.path, workspace, extra)
+    source, refused = _resolve_for_recovery(op.path, op.display, workspace, extra)
     if op.op == REMOVE_OP:
+        if refused is not None:
+            return _drop(store, op, refused, "nothing was removed")
         return _recover_remove(store, op, source)
     assert op.target is not None
-    return _recover_move(store, op, source, resolve_writable(op.target, workspace, extra))
+    target, target_refused = _resolve_for_recovery(op.target, op.target_display or op.target, workspace, extra)
+    if refused is not None and not (target_refused is None and _holds(_folder_or_none(target), target.name, op.version)):
+        return _drop(store, op, refused, "nothing was moved")
+    if target_refused is not None:  # nothing of ours can be at the destination: the source is given back
+        return _recover_move(store, op, source, target, dst_refused=True)
+    return _recover_move(store, op, source, target, src_refused=refused is not None)
 
 
-def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target: ResolvedPath) -> tuple[bool, str]:
-    what = describe(op)
-    src_folder, dst_folder = _folder_or_none(source), _folder_or_none(target)
+def _resolve_for_recovery(path: str, display: str, workspace: str, extra) -> tuple[ResolvedPath, str | None]:
+    """``path`` resolved, or, where its name now holds what memory never touches (a symlink swapped in
+    for the note, a folder), its name in its folder and why it is refused: the operation can then be
+    neither finished nor undone there, and its record is dropped (it blocked every later mv, rm and
+    doctor --fix until the user removed the symlink)."""
     try:
-        if op.replaced is not None and op.step == "begin" and not _exists(dst_folder, target.name):
+        return resolve_writable(path, workspace, extra), None
+    except PathRefused as exc:
+        try:
+            kind = os.lstat(path).st_mode
+        except OSError:
+            raise exc from None
+        if stat.S_ISREG(kind):  # refused for another reason (an extra path not given now): the record waits
+            raise
+        return ResolvedPath(path, display, os.path.dirname(path),
+                            (os.path.basename(path),), False), exc.message
+
+
+def _drop(store: HistoryStore, op: FileOp, refused: str, outcome: str) -> tuple[bool, str]:
+    clear_intent(store.data_dir)
+    return False, (f"dropped the {describe(op)}: it cannot go on ({refused}); {outcome} by it, and version "
+                   f"{short(op.version)} is in the history")
+
+
+def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target: ResolvedPath, *,
+                  src_refused: bool = False, dst_refused: bool = False) -> tuple[bool, str]:
+    """``src_refused``: the source's name holds what memory never touches (its leftovers stay there);
+    ``dst_refused``: the destination's does (the move is undone, nothing there is touched)."""
+    what = describe(op)
+    src_folder = None if src_refused else _folder_or_none(source)
+    dst_folder = None if dst_refused else _folder_or_none(target)
+    try:
+        if op.replaced is not None and op.step == "begin" and dst_folder is not None:
+            # Killed while --force archived the destination's file, between taking it aside and its unlink:
+            # it gets its name back (it was left at .NAME.aside-<hex>, its removal logged, nothing named it).
+            give_back(dst_folder.fd, target.name)
+        if op.replaced is not None and op.step == "begin" and not dst_refused and not _exists(dst_folder, target.name):
             with store.lock():  # it was removed (archived) just before the kill
                 store.record(target.abs_path, target.display, op.replaced, op.replaced_size or 0, REMOVE, op.agent or None,
                              mode=_mode(op.replaced_mode))
         replaced = (f"; the file it replaced at {target.display} is archived (`openclaw-memory restore "
-                    f"{shlex.quote(target.display)} --last`)") if op.replaced is not None and not _holds(dst_folder, target.name, op.replaced) else ""
+                    f"{shlex.quote(target.display)} --last`)") if (op.replaced is not None and not _holds(dst_folder, target.name, op.replaced)
+                                                   and (op.step == "replaced" or not dst_refused)) else ""
         if src_folder is not None and dst_folder is not None and same_file(src_folder.fd, source.name, dst_folder.fd,
                                                                          target.name):
             # Killed between the link and the unlink: one file with two names, whatever it holds now (an

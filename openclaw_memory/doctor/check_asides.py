@@ -1,0 +1,158 @@
+"""Check and repair: a note a killed move or removal left at its private name.
+
+A move or removal takes the file it removes to ``.NAME.aside-<hex>`` beside it for the instant
+before the unlink (:mod:`~openclaw_memory.fsutil.move`); one killed in that instant, or one whose
+file was replaced meanwhile by a save under NAME, leaves it there: a whole note no listing shows
+(hidden), no search finds and nothing named (doctor said "No problems found").
+
+Plain doctor names each one (a warning); ``--fix``, under the write lock, gives it its name back
+where the name is free, removes it where the file at the name holds the same bytes (a second copy),
+and otherwise leaves it, saying so: it holds something the note at the name does not, and only the
+user can say which to keep. Nothing is ever unlinked but a byte-for-byte copy of the file beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from ..fsutil.hashing import hash_open_file
+from ..fsutil.lock import lock_holder
+from ..fsutil.move import link_noreplace, remove_if_holds
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_regular_nofollow, root_spellings
+from ..history.store import HistoryStore
+from ..settings import Settings
+from .model import CheckContext, Finding, Repair, RepairSpec
+
+ID = "move-leftovers"
+# fsutil.move.aside_name: ``.`` + the file's name + ``.aside-`` + 16 hex digits.
+_ASIDE = re.compile(r"\.(?P<of>.+\.md)\.aside-[0-9a-f]{16}")
+FIX_HINT = 'Run "openclaw-memory doctor --fix" to give each its name back where the name is free.'
+
+
+def asides(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
+    """(left file, the note's name it was taken from), absolute paths, in the scan's ``folders``."""
+    found = []
+    for path in folders:
+        try:
+            folder = _open(settings, path)
+        except (OSError, FolderSwapped):
+            continue  # gone or swapped since the scan: the next doctor looks again
+        with folder:
+            for name in sorted(n for n in os.listdir(folder.fd) if ".aside-" in n):
+                match = _ASIDE.fullmatch(name)
+                if match and _regular(folder, name):
+                    found.append((os.path.join(path, name), os.path.join(path, match["of"])))
+    return found
+
+
+def _open(settings: Settings, path: str) -> Folder:
+    """The memory folder ``path``, from its root's descriptor as the scan walked it (a symlink planted
+    since is not followed); FileNotFoundError when it is under no root."""
+    roots = root_spellings((str(settings.workspace), *settings.extra_paths))
+    root = next((r for r in roots if path == r or path.startswith(r + os.sep)), None)
+    if root is None:
+        raise FileNotFoundError(path)
+    return Folder.under(root, [p for p in os.path.relpath(path, root).split(os.sep) if p != "."])
+
+
+def _regular(folder: Folder, name: str) -> bool:
+    try:
+        return stat.S_ISREG(folder.lstat(name).st_mode)
+    except OSError:
+        return False
+
+
+def check_move_leftovers(ctx: CheckContext) -> list[Finding]:
+    if lock_holder(HistoryStore.for_settings(ctx.settings).write_lock_path) is not None:
+        return []  # a move or removal is running: its file is aside for an instant (the next doctor looks again)
+    found = asides(ctx.settings, [path for path, _, _ in ctx.scan.folders])
+    if not found:
+        return []
+    shown = [os.path.relpath(p, ctx.workspace) for p, _ in found]
+    listed = ", ".join(f"{s} (of {os.path.relpath(of, ctx.workspace)})" for s, (_, of) in zip(shown, found, strict=True))
+    differ = [s for s, (aside, of) in zip(shown, found, strict=True) if not _fixable(aside, of)]
+    fixable = len(differ) < len(found)
+    message = (f"{len(found)} note(s) left at a hidden name by a move or removal that was killed or met a save: {listed}. "
+               "No listing or search sees them."
+               + (f" Each of {', '.join(differ)} differs from the note now at its name: rename it to a .md name to keep "
+                  "it, or delete it." if differ else "")
+               + (f"\n{FIX_HINT}" if fixable else ""))
+    return [Finding(ID, "warning", message, fixable, tuple(shown), FIX_HINT if fixable else "")]
+
+
+def _fixable(aside: str, of: str) -> bool:
+    """Whether --fix can act: the name is free, or holds the same bytes (read by path: only a hint)."""
+    try:
+        os.lstat(of)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return (held := _hash_at(aside)) is not None and held == _hash_at(of)
+
+
+def _hash_at(path: str) -> str | None:
+    try:
+        fd, _ = open_regular_nofollow(path)  # never a symlink, never waiting on a FIFO
+    except OSError:
+        return None
+    try:
+        return hash_open_file(fd)
+    finally:
+        os.close(fd)
+
+
+def give_names_back(settings: Settings, finding: Finding) -> Repair:
+    workspace = str(settings.workspace)
+    store = HistoryStore.for_settings(settings)
+    folders = sorted({os.path.normpath(os.path.join(workspace, os.path.dirname(p))) for p in finding.paths})
+    done: list[str] = []
+    kept: list[str] = []
+    failed: list[str] = []
+    with store.write_lock():  # no move or removal is in progress: each one is a killed one's
+        for aside, of in asides(settings, folders):
+            shown, note = os.path.relpath(aside, workspace), os.path.relpath(of, workspace)
+            try:
+                with _open(settings, os.path.dirname(aside)) as folder:
+                    done.append(_give_back(folder, os.path.basename(aside), os.path.basename(of), shown, note))
+            except FileExistsError:
+                kept.append(f"{shown} (it differs from {note}: rename it to a .md name to keep it, or delete it)")
+            except (OSError, FolderSwapped) as exc:
+                failed.append(f"{shown} ({exc.strerror or exc})")
+    detail = "; ".join([*done, *([f"left as it is: {', '.join(kept)}"] if kept else []),
+                        *([f"failed: {', '.join(failed)}"] if failed else [])])
+    return Repair(finding.id, "give back", "failed" if failed else "done",
+                  detail or "none left (an earlier repair gave them back)", finding.paths)
+
+
+def _give_back(folder: Folder, aside: str, name: str, shown: str, note: str) -> str:
+    """Its name back where free; unlinked where the file at the name holds the same bytes; else FileExistsError."""
+    try:
+        link_noreplace(folder.fd, aside, folder.fd, name)
+        folder.fsync()
+        return f"{shown} is {note} again"
+    except FileExistsError:
+        pass
+    held = _hash(folder, aside)
+    if held is None or held != _hash(folder, name):
+        raise FileExistsError(name)
+    remove_if_holds(folder.fd, aside, held)  # only as those bytes, checked as it goes
+    return f"{shown} removed: {note} holds the same bytes"
+
+
+def _hash(folder: Folder, name: str) -> str | None:
+    try:
+        fd, _ = folder.open_regular(name)
+    except (OSError, NotRegularFile):
+        return None
+    try:
+        return hash_open_file(fd)
+    finally:
+        os.close(fd)
+
+
+CHECKS = [check_move_leftovers]
+REPAIRS = {ID: RepairSpec("give back", lambda f: "Give notes left at a hidden name by a killed move their names back",
+                          give_names_back)}
