@@ -73,15 +73,19 @@ def shown(value: object, limit: int = 80) -> str:
 
 
 # A command a message bids the user run: the program's name opening a quote (`openclaw-memory index`,
-# "openclaw-memory doctor --fix", (openclaw-memory read PATH)), its command word next. A name that
-# already has its flags (`openclaw-memory -w WS index`) is not matched again.
-_NAMED_COMMAND = re.compile(r'(?<=[`"(])openclaw-memory(?= [a-z])')
+# "openclaw-memory doctor --fix", (openclaw-memory read PATH)) where a sentence puts one (at the start,
+# after a space or a colon), its command word next. A name that already has its flags
+# (`openclaw-memory -w WS index`) is not matched again; nor is a file or folder named like one
+# (memory/(openclaw-memory notes).md: its opener follows a slash).
+_NAMED_COMMAND = re.compile(r'(?:(?<=^[`"(])|(?<=[\s:;,][`"(]))openclaw-memory(?= [a-z])')
 
 
 def suggested(text: str, program: str) -> str:
     """``text`` with each command it names run as ``program``: ``openclaw-memory`` and the settings
     flags in force (``settings.command_line``), so that, run as printed, it acts on the same workspace,
     agent and session as the command that printed it. The one rule of every front-end's hints."""
+    if program != PROGRAM and program in text:  # worded already (an error passes two front-end layers)
+        return text
     return _NAMED_COMMAND.sub(lambda _: program, text)
 
 

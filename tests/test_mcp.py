@@ -139,7 +139,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     assert "memory" in texts[0].lower()  # the read refusal names what is allowed
     assert "call memory_get first" in texts[3] and "--expect" not in texts[3]
     # No index yet: says how to build one, with the flags the server was given (test_suggested_commands).
-    assert f"`openclaw-memory -w {workspace} --state-dir {state_dir} index`" in texts[4]
+    assert f"`openclaw-memory -w {workspace} --state-dir {state_dir} --agent main index`" in texts[4]
     assert "MEMORY.md#L1-L3" in texts[6]  # the order that works
     assert "NUL character" in texts[7]
     assert texts[8].startswith("`maxResults` must be a whole number from 1 to 100, not 1000")

@@ -42,6 +42,24 @@ def test_read_it_first_names_the_workspace_agent_and_session_given_and_following
     assert (other / "memory" / "my note.md").read_text() == "hi\nx\n"
 
 
+def test_a_name_that_reads_like_a_command_is_shown_as_it_is_and_the_hint_once(cli, tmp_path):
+    """A workspace or note named like a hint ("(openclaw-memory a)") had the flags put into its name
+    too, up to three times (each front-end layer again): the error named files that are not there
+    and the hint, run as printed, a workspace that is not there."""
+    other = tmp_path / "(openclaw-memory a)"
+    write(other / "memory" / "(openclaw-memory notes).md", "hi\n")
+    flags = ("-w", str(other), "--agent", "ops")
+    for args in (("--json",), ()):
+        blocked = cli("write", *flags, *args, "memory/(openclaw-memory notes).md", "--append", "x")
+        assert blocked.returncode == 3, blocked.stderr
+        said = blocked.json()["error"] if args else blocked.stderr
+        assert said.count("openclaw-memory -w") == 1, said
+        step = bidden(said, r"read it first \((openclaw-memory -w .*)\)")
+        assert step == [*flags, "read", "memory/(openclaw-memory notes).md"], said
+    assert cli(*step).returncode == 0
+    assert cli("write", *flags, "memory/(openclaw-memory notes).md", "--append", "x").returncode == 0
+
+
 def test_build_it_with_index_names_the_workspace_and_agent_given_and_following_it_builds_that_index(
         workspace, cli, tmp_path):
     other = tmp_path / "other"
