@@ -89,3 +89,42 @@ def test_the_shard_probe_imports_nothing_from_the_current_folder(workspace, stat
     monkeypatch.setattr(EdgeStore, "_probe", lambda self, name, expected: probed.append(name) or real_probe(self, name, expected))
     assert store.damage(shards[0].name, None) is None and probed == [shards[0].name]
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_services_environment_names_the_callers_relative_folders_absolutely(workspace, state_dir, tmp_path,
+                                                                               monkeypatch):
+    """The service runs in / (above): a relative OPENCLAW_INCLUDE_ROOTS made openclaw.json's $include
+    refused there, a relative PYTHONPATH named other folders, and `python -m openclaw_memory` in a
+    source checkout (the package found in the current folder, which -P leaves out) failed every call
+    ("No module named openclaw_memory", review R4)."""
+    import openclaw_memory
+    from openclaw_memory.memory.launch import service_environment
+
+    settings = settings_for(workspace, state_dir)
+    monkeypatch.chdir(tmp_path)
+    env = service_environment(settings, {"OPENCLAW_INCLUDE_ROOTS": f"other{os.pathsep}~/shared{os.pathsep}/abs",
+                                         "PYTHONPATH": f"lib{os.pathsep}/opt/x"})
+    assert env["OPENCLAW_INCLUDE_ROOTS"] == os.pathsep.join([str(tmp_path / "other"), "~/shared", "/abs"])
+    assert env["PYTHONPATH"] == os.pathsep.join([str(tmp_path / "lib"), "/opt/x"])
+    checkout = Path(openclaw_memory.__file__).resolve().parent.parent
+    monkeypatch.chdir(checkout)
+    assert service_environment(settings, {})["PYTHONPATH"] == str(checkout)
+
+
+def test_a_service_that_could_not_start_is_named_with_what_it_said(workspace, state_dir, tmp_path, monkeypatch):
+    """The model and the host saw only "did not start (exit 2); see service.log": the reason (a config
+    the service refused) was in that log alone. The error now quotes its last line."""
+    import sys
+
+    import pytest
+
+    from openclaw_memory.errors import MemoryToolError
+    from openclaw_memory.memory import launch
+
+    settings = settings_for(workspace, state_dir)
+    said = "error: /x/openclaw.json: $include '../other.json5' is outside the folder of openclaw.json"
+    monkeypatch.setattr(launch, "service_command", lambda _s: [sys.executable, "-c", f"import sys; print({said!r}); sys.exit(2)"])
+    monkeypatch.setattr(launch, "_answers", lambda _s: False)
+    with pytest.raises(MemoryToolError) as refused:
+        launch.ensure_service(settings)
+    assert f"did not start (exit 2: {said});" in refused.value.message

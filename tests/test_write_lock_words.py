@@ -28,6 +28,6 @@ def test_a_write_kept_waiting_by_another_writer_names_the_lock_in_a_sentence(wor
             LocalMemory(settings).write("MEMORY.md", append="kept waiting")
     finally:
         held.release()
-    assert refused.value.message == (f"the write lock of this workspace's memory files is locked by another "
+    assert refused.value.message == (f"the write lock of this workspace's memory files is held by another "
                                      f"openclaw-memory process (pid {os.getpid()}); waited 0 s. Try again when it has finished.")
     assert (workspace / "MEMORY.md").read_text() == "base\n"

@@ -74,7 +74,7 @@ class FileLock:
                     holder = self.holder_pid()
                     os.close(fd)
                     raise LockTimeout(
-                        f"{self.what} is locked by another openclaw-memory process (pid {holder}); "
+                        f"{self.what} is held by another openclaw-memory process (pid {holder}); "
                         f"waited {self.timeout:g} s. Try again when it has finished."
                     ) from None
                 time.sleep(0.05)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadValue, MemoryToolError, bytes_shown, cut, one_line, shown
+from ..errors import BadValue, MemoryToolError, bytes_shown, cut, one_line, shown, suggested
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
 from ..settings import command_line
@@ -512,8 +512,11 @@ def serve(settings: Settings, *, start_service: bool = False) -> None:
     opened: list[MemoryTools] = []
 
     def make_server():
+        # A notice naming a command (the service started: `openclaw-memory status` shows it) names it
+        # as the host's shell must run it: with the settings this server was given, flags or environment.
         tools = MemoryTools(None, settings=settings, open_memory=lambda: open_memory(
-            settings, notice=_warn, start_service=start_service, shard_idle_s=0))
+            settings, notice=lambda message: _warn(suggested(message, command_line(settings, in_force=True))),
+            start_service=start_service, shard_idle_s=0))
         opened.append(tools)
         try:
             tools.open()

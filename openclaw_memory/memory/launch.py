@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, cut
 from ..service_files import read_info, remove_service_files, service_dir
 from .client import ServiceClient, ServiceUnavailable
 
@@ -123,7 +123,38 @@ def service_environment(settings: Settings, environ: Mapping[str, str] = os.envi
     env["OPENCLAW_MEMORY_MODEL_CACHE"] = str(settings.model_cache)
     if (env.get("OPENCLAW_HOME") or "").strip() not in ("", "undefined", "null"):
         env["OPENCLAW_HOME"] = openclaw_home(env)
+    if env.get("OPENCLAW_INCLUDE_ROOTS"):  # (a relative root: openclaw.json's $include refused in the service)
+        env["OPENCLAW_INCLUDE_ROOTS"] = _absolute_list(env["OPENCLAW_INCLUDE_ROOTS"], keep="~")
+    # The package from where the caller imported it: `python -m openclaw_memory` in a source checkout
+    # found it in the current folder, which -P leaves out (every call then failed, "No module named
+    # openclaw_memory"), and a relative PYTHONPATH names another folder from /.
+    python_path = _absolute_list(env.get("PYTHONPATH", ""))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the package's folder's
+    if os.path.realpath(os.getcwd()) == os.path.realpath(here):
+        python_path = os.pathsep.join(filter(None, (here, python_path)))
+    if python_path:
+        env["PYTHONPATH"] = python_path
     return env
+
+
+def _last_line(log_path: str) -> str:
+    """``: <the log's last line>`` (what the service said as it exited: a config refused), or nothing:
+    the model and the host saw only "see service.log"."""
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4096))
+            lines = [line for line in fh.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return f": {cut(lines[-1].strip(), 300)}" if lines else ""
+
+
+def _absolute_list(value: str, keep: str = "") -> str:
+    """An ``os.pathsep`` list with its relative entries made absolute against this folder (an entry
+    starting with ``keep`` is the service's to expand, as the caller would: ``~``)."""
+    entries = value.split(os.pathsep)
+    return os.pathsep.join(e if not e.strip() or (keep and e.strip().startswith(keep)) else os.path.abspath(e.strip())
+                           for e in entries)
 
 
 # The service's current folder: none of the caller's (it outlives the caller, and a folder it holds
@@ -159,6 +190,7 @@ def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m
         if proc.poll() is not None:
             if _answers(settings):  # another one won the race to start
                 return
-            raise MemoryToolError(f"the memory service did not start (exit {proc.returncode}); see {log_path}")
+            raise MemoryToolError(f"the memory service did not start (exit {proc.returncode}{_last_line(log_path)}); "
+                                  f"see {log_path}")
         time.sleep(0.1)
     raise MemoryToolError(f"the memory service did not answer within {START_WAIT_S:g} s; see {log_path}")
