@@ -124,6 +124,30 @@ def state_dir(tmp_path: Path) -> Path:
     return sd
 
 
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """A folder every user may reach (0755, outside pytest's 0700 tmp): a test acting as another
+    user (uid 65534) works under it, and what is private must be made so by the product."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ocm-private-"))
+    os.chmod(folder, 0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+@pytest.fixture
+def services() -> Iterator[list]:
+    """The services (test_serve.Serve) a test starts, each killed at its end."""
+    started: list = []
+    yield started
+    for s in started:
+        s.kill()
+
+
 def env_for(workspace: Path, state_dir: Path, real_model: bool = False, **extra: str) -> dict:
     """This process's environment without any OPENCLAW* setting, naming one workspace and state dir
     (and the hash embedder unless ``real_model``)."""

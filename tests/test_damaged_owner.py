@@ -9,10 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,16 +18,6 @@ from test_private_state import NOBODY, as_nobody
 from conftest import env_for, run_in_process, settings_for, write
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (uid 65534)")
-
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp())
-    os.chmod(folder, 0o755)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder)
 
 
 def _cli(base: Path, *args: str) -> dict:

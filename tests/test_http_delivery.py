@@ -10,19 +10,10 @@ from __future__ import annotations
 import json
 import socket
 
-import pytest
 from test_serve import _http_session
 
 from conftest import settings_for, wait_for, write
 from openclaw_memory.database import Database
-
-
-@pytest.fixture
-def services():
-    started: list = []
-    yield started
-    for s in started:
-        s.kill()
 
 
 def _post(url: str, headers: dict, message: dict) -> bytes:

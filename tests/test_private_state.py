@@ -11,13 +11,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,16 +27,6 @@ WAIT = 120  # seconds for a process to start or stop: the machine may be loaded
 SECRET = "The vault code is 4-8-15-16."
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user (uid 65534) needs root")
-
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="ocm-private-"))
-    os.chmod(folder, 0o755)  # reachable by every user: what is private must be made so by the product
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder)
 
 
 def run(base: Path, *args: str, umask: int = 0o022, input: str | None = None) -> subprocess.CompletedProcess:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,16 +32,6 @@ def _read_all(cli, *rels: str) -> None:
 
 
 # -- another user ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp())
-    os.chmod(folder, 0o755)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder)
 
 
 @pytest.fixture(scope="module")

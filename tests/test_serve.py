@@ -65,14 +65,6 @@ class Serve:
             self.proc.wait(WAIT)
 
 
-@pytest.fixture
-def services():
-    started: list[Serve] = []
-    yield started
-    for s in started:
-        s.kill()
-
-
 def start(services, workspace, state_dir, *args) -> Serve:
     s = Serve(workspace, state_dir, *args)
     services.append(s)

@@ -8,18 +8,9 @@ import socket
 import subprocess
 import sys
 
-import pytest
 from test_serve import _http_service
 
 from conftest import env_for
-
-
-@pytest.fixture
-def services():
-    started: list = []
-    yield started
-    for s in started:
-        s.kill()
 
 
 def test_a_request_uvicorn_cannot_read_is_one_warning_line_in_the_products_format(workspace, state_dir, services):

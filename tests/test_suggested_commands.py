@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 
 from test_mcp import run_session, text_of
-from test_serve import services, start  # noqa: F401 - services: the fixture
+from test_serve import start
 
 from conftest import write
 
@@ -78,7 +78,7 @@ def test_build_it_with_index_names_the_workspace_and_agent_given_and_following_i
     assert bidden(stale, r"stale: MEMORY\.md \(`([^`]*)` updates them\)") == build, stale
 
 
-def test_a_hint_worded_by_the_service_names_the_callers_flags(workspace, state_dir, cli, services):  # noqa: F811
+def test_a_hint_worded_by_the_service_names_the_callers_flags(workspace, state_dir, cli, services):
     # The service answers with the error's fields (IndexMissing's head, run, then): the caller words
     # them with its own flags, not the service's.
     write(workspace / "MEMORY.md", "The heron nests by the pier.\n")
