@@ -185,6 +185,18 @@ def test_an_append_after_a_window_read_keeps_what_was_read(workspace, state_dir)
     LocalMemory(s).write("memory/2026-01-05.md", content="- c\n")
     assert (workspace / "memory" / "2026-01-05.md").read_text() == "- c\n"
 
+    # Appended unread, grown by another session, appended again: still none of the first lines read
+    # (an unread append's "none" was taken for "to the end", and a tail read then made a whole one).
+    LocalMemory(s.with_session("s-2")).write("memory/2026-01-06.md", content="- their first line\n")
+    LocalMemory(s).write("memory/2026-01-06.md", append="- mine")
+    LocalMemory(s.with_session("s-2")).read("memory/2026-01-06.md")
+    LocalMemory(s.with_session("s-2")).write("memory/2026-01-06.md", append="- theirs")
+    LocalMemory(s).write("memory/2026-01-06.md", append="- mine again")
+    LocalMemory(s).read("memory/2026-01-06.md", from_line=3)
+    with pytest.raises(WriteBlocked, match="read lines 3-4 of the 4 lines"):
+        LocalMemory(s).write("memory/2026-01-06.md", content="- c\n")
+    assert (workspace / "memory" / "2026-01-06.md").read_text().startswith("- their first line\n")
+
 
 def test_a_schema_11_database_keeps_its_read_records_as_whole_reads(tmp_path):
     """Schema 12 from 11: reads.seen_from and seen_to (which lines a read showed); a record made

@@ -495,7 +495,8 @@ def _seen_after_append(records: ReadRecords, resolved: ResolvedPath, current: Fi
     if seen is None:
         return 1, 0
     lines = _line_count(fd, seen.size)  # the file grew from the version read: its start is that version
-    return seen.seen_from or 1, min(seen.seen_to or lines, lines)
+    # (seen_to None: every line read; 0: none, as an unread append records)
+    return seen.seen_from or 1, min(lines if seen.seen_to is None else seen.seen_to, lines)
 
 
 def _unread_lines(shown: str, first: int, last: int | None, total: int) -> str:
