@@ -195,6 +195,9 @@ def test_an_append_after_a_window_read_keeps_what_was_read(workspace, state_dir)
     LocalMemory(s).read("memory/2026-01-06.md", from_line=3)
     with pytest.raises(WriteBlocked, match="read lines 3-4 of the 4 lines"):
         LocalMemory(s).write("memory/2026-01-06.md", content="- c\n")
+    LocalMemory(s.with_session("s-3")).read("memory/2026-01-06.md", from_line=4)
+    with pytest.raises(WriteBlocked, match="read line 4 of the 4 lines"):  # not "lines 4-4"
+        LocalMemory(s.with_session("s-3")).write("memory/2026-01-06.md", content="- c\n")
     assert (workspace / "memory" / "2026-01-06.md").read_text().startswith("- their first line\n")
 
 

@@ -502,7 +502,8 @@ def _seen_after_append(records: ReadRecords, resolved: ResolvedPath, current: Fi
 def _unread_lines(shown: str, first: int, last: int | None, total: int) -> str:
     """What a window read left unread, and where the rest starts."""
     last = total if last is None else min(last, total)
-    seen = f"lines {first}-{last} of the {total} lines" if last >= first else f"none of the {total} lines"
+    seen = (f"none of the {total} lines" if last < first else f"line {first} of the {total} lines" if last == first
+            else f"lines {first}-{last} of the {total} lines")
     rest = 1 if first > 1 else last + 1
     return (f"{{reader}} read {seen} of {shown}, so replacing its content would drop lines it has not read: "
             f"read the rest (from={rest})")
