@@ -59,9 +59,14 @@ class Seen(NamedTuple):
 Window = tuple[int, int | None] | None
 
 
+_PAST_ANY_FILE = 1 << 62
+
+
 def shown_lines(result: ReadResult) -> Window:
     """The lines a read (a ``memory_get`` window) showed whole; None when it showed the whole file."""
-    first = result.from_line or 1
+    # A window from past any file (--from 99999999999999999999999) shows none of its lines: a line
+    # number SQLite holds says so (the one asked overflowed its INTEGER, a traceback).
+    first = min(result.from_line or 1, _PAST_ANY_FILE)
     if not result.truncated:
         return None if first == 1 else (first, None)
     if result.next_from is not None:
