@@ -644,6 +644,27 @@ def test_rm_killed_before_its_unlink_then_saved_by_an_editor_is_not_finished_as_
     assert [(f["path"], f["fate"]) for f in dry.json()["files"]] == [("memory/a.md", "unchanged")], dry.stdout
 
 
+def test_rm_killed_after_its_unlink_then_a_note_made_at_the_name_is_finished_and_the_new_note_kept(
+        workspace, state_dir, cli):
+    """Killed at rm:unlinked (the note gone), then a person makes a new note at the name: doctor --fix
+    finishes the removal (logged) and leaves the new note, logged after it. Before (1d851dc), the new
+    note read as the removed one saved since: "nothing was removed", and no removal was ever logged."""
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "rm:unlinked", "rm", "memory/a.md")
+    assert not path.exists()
+    write(path, HERON_2)
+
+    repair = finish_with_doctor(cli)
+    assert repair["status"] != "rolled-back", repair
+    assert "finished the removal" in repair["detail"], repair
+    assert f"the note made at its name since (version {version_of(HERON_2)[:12]}) is left as it is" in repair["detail"]
+    assert path.read_text() == HERON_2
+    memory = memory_for(workspace, state_dir)
+    assert origins(memory, "memory/a.md")[:2] == [("external-edit", version_of(HERON_2)), ("remove", version_of(HERON))]
+    assert pending(memory.settings) is None
+
+
 def moment_now() -> str:
     """Now, as `rollback --to` takes it, once the clock has moved past it."""
     from openclaw_memory.rollback.plan import iso_moment

@@ -374,6 +374,9 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
                 mark=_last_row(store), agent=records.agent, session=records.session, mode=mode))
         faults.reach("rm:journaled")
         remove_if_holds(folder.fd, resolved.name, current.version)
+        # Said at once: a note at its name after a kill from here on is a new one (_recover_remove),
+        # never the one removed, saved since.
+        op = write_intent(settings.data_dir, replace(op, step=UNLINKED_STEP))
         faults.reach("rm:unlinked")
     except BaseException as exc:
         if op is not None and isinstance(exc, SourceKept) and exc.kept_at == resolved.name:
@@ -622,15 +625,24 @@ def _log_edit_since(store: HistoryStore, folder: Folder, target: ResolvedPath, o
         os.close(fd)
 
 
+UNLINKED_STEP = "unlinked"  # a removal's journal once the file is gone from its name
+
+
 def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> tuple[bool, str]:
     what = describe(op)
     folder = _folder_or_none(resolved)
     try:
         if folder is not None:
             give_back(folder.fd, resolved.name)
-        if _holds(folder, resolved.name, op.version):
+        if op.step != UNLINKED_STEP and _holds(folder, resolved.name, op.version):
             clear_intent(store.data_dir)
             return False, f"undid the {what}: {resolved.display} is where it was"
+        if op.step == UNLINKED_STEP:  # removed: what is at its name now was made after it
+            _record_remove(store, op)
+            made = _saved_since(store, folder, resolved)
+            return True, (f"finished the {what}: its bytes are in the history "
+                          f"(`openclaw-memory restore {shlex.quote(resolved.display)} --last` brings it back)"
+                          + (f"; the note made at its name since (version {short(made)}) is left as it is" if made else ""))
         saved = _saved_since(store, folder, resolved)
         if saved is not None:
             # A note at its name holding other bytes is not the file the removal meant: an editor saved
