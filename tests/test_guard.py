@@ -154,7 +154,8 @@ def test_expect_is_a_compare_and_swap_on_a_version_this_agent_read(cli, workspac
     learnt = cli("write", "MEMORY.md", "--stdin", "--expect", edited[:12], input="v3\n")  # taken from that message
     assert learnt.returncode == 3 and "is at a version agent 'main' has not read" in learnt.stderr
     assert (workspace / "MEMORY.md").read_text() == "v2\nthe person's line\n"
-    assert cli("write", "MEMORY.md", "--stdin", "--expect", v1[:7], input="v3\n").returncode == 2
+    short = cli("write", "MEMORY.md", "--stdin", "--expect", v1[:7], input="v3\n")
+    assert short.returncode == 2 and "the version `read --json` gives" in short.stderr  # not history's: no read
     assert cli("write", "MEMORY.md", "--stdin", "--expect", "zzzzzzzz", input="v3\n").returncode == 2
     missing = cli("write", "memory/none.md", "--append", "x", "--expect", v1[:8])
     assert missing.returncode == 3 and "does not exist" in missing.stderr

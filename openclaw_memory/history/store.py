@@ -236,7 +236,9 @@ def check_prefix(prefix: str, name: str | None = None) -> str:
         where = " (a prefix of the xxh3_128 hash shown by `state --json` or `history`)"
         if name is None:
             raise UsageError(f"a version is {MIN_PREFIX} to 32 hexadecimal characters{where}, not {shown(prefix)}")
-        raise BadValue(name, problem, hint=where, hint_tools=" (the version memory_get gives, or a prefix of it)")
+        # An expect names a version this session read (guard.check_write), never one seen elsewhere.
+        raise BadValue(name, problem, hint=" (the version `read --json` gives, or a prefix of it)",
+                       hint_tools=" (the version memory_get gives, or a prefix of it)")
     return wanted
 
 
