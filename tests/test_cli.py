@@ -259,7 +259,7 @@ def test_a_bad_value_is_named_by_its_flag_on_the_command_line(cli, workspace):
     order = cli("search", "x", "--since", "2027-01-01", "--until", "2020-01-01")
     assert "--since 2027-01-01 is after the until date, 2020-01-01" in order.stderr
     expect = cli("write", "MEMORY.md", "--append", "x", "--expect", "59cc")
-    assert expect.returncode == 2 and "--expect must be a version" in expect.stderr and "`history`" in expect.stderr
+    assert expect.returncode == 2 and "--expect must be a version" in expect.stderr and "`read --json`" in expect.stderr
 
 
 def test_a_path_typed_from_a_folder_inside_the_workspace_is_answered_with_the_workspace_path(cli, workspace):
