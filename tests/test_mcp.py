@@ -7,6 +7,7 @@ the files are changed from this process in between, as a person in an editor wou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -749,19 +750,18 @@ def _peak_mib(pid: int) -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) >> 10
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the server's peak memory from /proc")
-def test_a_large_write_over_stdio_is_not_held_once_more_by_the_transport(workspace, state_dir):
-    """The transport parsed each line for its own checks and kept that copy, and the line, while the
-    SDK parsed it again and ran the call: a 64 MiB write raised the server's peak by 320 MiB (5.0
-    times the content), 256 MiB (4.0 times) once both go as soon as they are no longer needed."""
+@contextlib.contextmanager
+def _raw_server(workspace: Path, state_dir: Path):
+    """A real ``openclaw-memory mcp`` spoken to line by line past its handshake: ``(process, call)``,
+    ``call(n, tool, arguments)`` giving the answer's JSON."""
     import subprocess
 
     proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
     assert proc.stdin and proc.stdout
 
-    def call(n: int, arguments: dict) -> dict:
-        request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "memory_write", "arguments": arguments}}
+    def call(n, tool: str, arguments: dict) -> dict:
+        request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
         proc.stdin.write(json.dumps(request).encode() + b"\n")
         proc.stdin.flush()
         return json.loads(proc.stdout.readline())
@@ -770,13 +770,23 @@ def test_a_large_write_over_stdio_is_not_held_once_more_by_the_transport(workspa
         proc.stdin.write(json.dumps(HELLO).encode() + b"\n" + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         proc.stdin.flush()
         json.loads(proc.stdout.readline())
-        assert not call(1, {"path": "memory/small.md", "content": "x" * (1 << 20)})["result"]["isError"]  # warm: the SDK, the state
-        before = _peak_mib(proc.pid)
-        assert not call(2, {"path": "memory/big.md", "content": "x" * (64 << 20)})["result"]["isError"]
-        grown = _peak_mib(proc.pid) - before
+        yield proc, call
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the server's peak memory from /proc")
+def test_a_large_write_over_stdio_is_not_held_once_more_by_the_transport(workspace, state_dir):
+    """The transport parsed each line for its own checks and kept that copy, and the line, while the
+    SDK parsed it again and ran the call: a 64 MiB write raised the server's peak by 320 MiB (5.0
+    times the content), 256 MiB (4.0 times) once both go as soon as they are no longer needed."""
+    with _raw_server(workspace, state_dir) as (proc, call):
+        small = call(1, "memory_write", {"path": "memory/small.md", "content": "x" * (1 << 20)})
+        assert not small["result"]["isError"]  # warm: the SDK, the state
+        before = _peak_mib(proc.pid)
+        assert not call(2, "memory_write", {"path": "memory/big.md", "content": "x" * (64 << 20)})["result"]["isError"]
+        grown = _peak_mib(proc.pid) - before
     assert (workspace / "memory" / "big.md").stat().st_size == 64 << 20
     assert grown < 4.5 * 64, f"the peak grew by {grown} MiB for a 64 MiB write"
 
@@ -787,31 +797,13 @@ def test_a_large_read_over_stdio_is_not_parsed_again_by_the_transport(workspace,
     note held the answer once more, parsed (a 200 MB note: the server's peak 2,341 -> 1,969 MiB; this
     32 MiB one grew it by 198 -> 166 MiB, the SDK's own copies). A large answer with a result is now
     known by its head; the answer is the same."""
-    import subprocess
-
     line = "- the user sails a ketch and keeps the deck sanded each spring\n"
     write(workspace / "memory" / "big.md", line * ((32 << 20) // len(line)))
-    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
-    assert proc.stdin and proc.stdout
-
-    def get(n: int, arguments: dict) -> dict:
-        request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "memory_get", "arguments": arguments}}
-        proc.stdin.write(json.dumps(request).encode() + b"\n")
-        proc.stdin.flush()
-        return json.loads(proc.stdout.readline())
-
-    try:
-        proc.stdin.write(json.dumps(HELLO).encode() + b"\n" + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        proc.stdin.flush()
-        json.loads(proc.stdout.readline())
-        assert get(1, {"path": "memory/big.md"})["id"] == 1  # warm: the SDK, the state
+    with _raw_server(workspace, state_dir) as (proc, call):
+        assert call(1, "memory_get", {"path": "memory/big.md"})["id"] == 1  # warm: the SDK, the state
         before = _peak_mib(proc.pid)
-        answer = get("whole", {"path": "memory/big.md", "lines": 10**9, "maxChars": 10**9})
+        answer = call("whole", "memory_get", {"path": "memory/big.md", "lines": 10**9, "maxChars": 10**9})
         grown = _peak_mib(proc.pid) - before
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
     assert answer["id"] == "whole" and not answer["result"]["isError"]
     got = json.loads(answer["result"]["content"][0]["text"])
     assert got["text"] == (workspace / "memory" / "big.md").read_text().removesuffix("\n") and got["lines"] == (32 << 20) // len(line)
