@@ -56,7 +56,7 @@ def test_a_search_while_another_process_indexes_says_no_warning(workspace, state
     then answers from the last complete index. That is routine (14 of 144 searches during a watch's
     syncs printed "warning: an index run ... is updating the index"); `--json` says it."""
     from conftest import settings_for
-    from openclaw_memory.index.sync import agent_lock
+    from openclaw_memory.index.agent_lock import agent_lock
 
     write(workspace / "MEMORY.md", "# Memory\n\n- green tea in the morning\n")
     assert cli("index").returncode == 0

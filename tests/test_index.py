@@ -408,7 +408,7 @@ def test_index_and_state_share_one_observation_per_file_and_drop_it_when_the_fil
 
 def test_a_search_while_the_first_index_is_built_says_so(workspace, state_dir):
     from openclaw_memory.errors import IndexMissing
-    from openclaw_memory.index.sync import agent_lock
+    from openclaw_memory.index.agent_lock import agent_lock
     from openclaw_memory.memory.local import LocalMemory
 
     write(workspace / "MEMORY.md", "# Memory\n\n- likes tea\n")

@@ -9,6 +9,7 @@ from ..bulk import gc_paused
 from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
 from ..types import SearchMode
+from .agent_lock import index_builder
 from .bm25 import Bm25, saved_stats, stats_serial
 from .collections import assign_files, resolve_collections
 from .config import index_config, search_ranking
@@ -20,7 +21,7 @@ from .results import SearchResult, SyncSummary
 from .search import DEFAULT_MIN_SCORE, MODES, PASSAGE_FIELDS, QueryPlan, rank
 from .status import IndexStatus, index_status
 from .store.factory import open_store
-from .sync import ProgressCallback, index_builder, sync_index
+from .sync import ProgressCallback, sync_index
 from .terms import query_terms
 
 if TYPE_CHECKING:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .terms import CJK_RUN
-
 
 def line_pattern(pattern: str) -> re.Pattern[str]:
     """A pattern of one Markdown line from its start, which takes a byte order mark before what it
@@ -176,6 +174,10 @@ def word_count(text: str) -> int:
     """How many words ``text`` holds. CJK is written without spaces: a run of it is as many words
     as its bigrams, as the keyword terms read it (``terms.keyword_terms``), at least one (``我不知道``
     three, as "I don't know"; ``好的`` one)."""
+    # Here, not at the top: index.terms compiles its patterns as it is imported (18 ms), and the
+    # line patterns above serve links.visible in every plain doctor and links command.
+    from .terms import CJK_RUN
+
     runs = CJK_RUN.findall(text)
     return len(WORD.findall(CJK_RUN.sub(" ", text))) + sum(max(1, len(run) - 1) for run in runs)
 

@@ -123,7 +123,7 @@ def _save_progress(db: Database, key: str, name: str, points: int) -> None:
 
 
 def _agent_locks(settings: Settings, stack: ExitStack) -> None:
-    from .sync import agent_lock
+    from .agent_lock import agent_lock
 
     agents = {settings.agent} | {e["agent"] for e in registered_names(settings.data_dir).values()}
     timeout = index_config(settings).lock_timeout

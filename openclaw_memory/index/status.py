@@ -17,11 +17,11 @@ from ..findings import Finding
 from ..types import Severity
 from ..watchdog.gitstate import GitChanges
 from ..wire import key
+from .agent_lock import index_builder
 from .collections import Collection, LeftOut, assign_files, left_out, registered_names, resolve_collections
 from .config import index_config
 from .embedding import recipe_outdated
 from .manifest import delete_manifest, is_dirty, load_manifest_head, manifest_chunk_count, stale_known
-from .sync import index_builder
 
 if TYPE_CHECKING:
     from ..settings import Settings

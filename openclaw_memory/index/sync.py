@@ -44,11 +44,11 @@ from ..database.observations import Observations, TextCheck
 from ..errors import DiskFull, printable
 from ..files.scan import MemoryFile, scan_paths, scan_workspace
 from ..fsutil.fsclock import guard_ns
-from ..fsutil.lock import FileLock
 from ..fsutil.space import free_bytes
 from ..types import ProgressCallback
+from .agent_lock import agent_lock
 from .bm25 import StatsCount, TermChange, TermStats, change_stats, save_stats, scan_stats
-from .collections import Collection, assign_files, registered_names, resolve_collections, sanitize, unindexable
+from .collections import Collection, assign_files, registered_names, resolve_collections, unindexable
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
 from .lender import Models
@@ -91,23 +91,6 @@ def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:
     # again (its vector reused by hash) when the rules that cut its ``terms`` change.
     tail = f"\x00t{TERMS_VERSION}" if TERMS_VERSION else ""
     return str(uuid.uuid5(_POINT_NAMESPACE, f"{collection}\x00{path}\x00{chunk_hash}\x00{k}{tail}"))
-
-
-def agent_lock(settings: Settings, timeout: float) -> FileLock:
-    import hashlib
-
-    key = hashlib.sha256(settings.agent.encode()).hexdigest()[:8]
-    path = settings.data_dir / "index" / "locks" / f"sync-{sanitize(settings.agent)}-{key}.lock"
-    return FileLock(str(path), timeout=timeout, what=f"the index of agent {settings.agent}")
-
-
-def index_builder(settings: Settings) -> str | None:
-    """The pid of the process syncing this agent's index right now (an `index` run, the service's
-    sync: it holds the agent's index lock), else None; takes nothing. What tells a run going on
-    from a killed one, whose dirty mark is the same (search, status, doctor)."""
-    from ..fsutil.lock import lock_holder
-
-    return lock_holder(agent_lock(settings, 0).path)
 
 
 @dataclass

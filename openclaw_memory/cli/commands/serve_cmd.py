@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import logging
 import sys
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ...extras import require
@@ -35,45 +33,13 @@ def _stop(settings: Settings, json_out: bool) -> int:
     return 0
 
 
-# The libraries that log only while MCP over HTTP serves (uvicorn, Starlette, the MCP SDK): their
-# lines say so, as the product's own do.
-_HTTP_LOGGERS = ("uvicorn", "starlette", "sse_starlette", "mcp")
-
-
-class _LogLine(logging.Formatter):
-    """A log record as one of the product's own lines on stderr: ``warning: ...`` or ``error: ...``,
-    on one line, escaped (uvicorn printed ``WARNING:  Invalid HTTP request received.`` in its own
-    format, and a record's traceback ran over many lines)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        message = record.getMessage()
-        if record.exc_info and record.exc_info[1] is not None:
-            message += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
-        if record.name.split(".")[0] in _HTTP_LOGGERS:
-            message = f"MCP over HTTP: {message}"
-        return f"{'error' if record.levelno >= logging.ERROR else 'warning'}: {one_line(message)}"
-
-
-@contextmanager
-def _log_lines():
-    """Warnings and errors logged in this process (the HTTP endpoint's, the libraries') as one line each."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(_LogLine())
-    root = logging.getLogger()
-    root.addHandler(handler)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-
-
 def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False, http: str | None = None,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
     require("search")
     from ...serve.service import Service
     from ...service_files import token_path
+    from ..log_lines import log_lines
 
     def on_change(change) -> None:
         if json_out:
@@ -112,7 +78,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
         )
         sys.stderr.flush()
 
-    with _log_lines():
+    with log_lines():
         summary = Service(settings, live_sync=live_sync, polling=poll, http=http, on_change=on_change,
                           on_notice=on_notice, on_start=on_start, on_watch_start=on_watch_start).run()
     # A service that stopped because its socket or its workspace went did not stop as asked: status 1,
