@@ -27,7 +27,7 @@ SOCKET = "sock"
 LOCK = "lock"
 INFO = "info.json"
 TOKEN = "token"
-# A pid, a time, an agent id, a workspace path (up to PATH_MAX, each byte escaped at most as \uXXXX).
+# A pid, a time, an agent id and a workspace path: PATH_MAX bytes, six characters each at most once JSON-escaped.
 _INFO_MAX = 64 << 10
 
 

@@ -772,6 +772,18 @@ def _swap_for_symlink(path: Path, outside: Path) -> Callable[[], None]:
     return swap
 
 
+def _two_notes_read_and_a_folder_outside(workspace, tmp_path, cli):
+    """memory/a.md and memory/b.md, both read, and a folder outside the workspace holding a secret:
+    where a swapped-in symlink points."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(outside / "secret.md", "SECRET\n")
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", "bee\n")
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    return outside
+
+
 @pytest.mark.parametrize("args", [("mv", "memory/a.md", "memory/c.md"), ("rm", "memory/a.md")])
 def test_a_note_swapped_for_a_symlink_mid_move_or_removal_is_refused_by_name_and_blocks_nothing(workspace, state_dir, cli,
                                                                                                    tmp_path, args):
@@ -779,12 +791,7 @@ def test_a_note_swapped_for_a_symlink_mid_move_or_removal_is_refused_by_name_and
     memory/c.md", exit 0, c.md a symlink outside, its history claiming the note); rm said "cannot write
     in the workspace (.../memory): is a symlink", exit 1, and left a record that stopped every later mv,
     rm and doctor --fix until the symlink was deleted by hand."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    write(outside / "secret.md", "SECRET\n")
-    write(workspace / "memory" / "a.md", HERON)
-    write(workspace / "memory" / "b.md", "bee\n")
-    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    outside = _two_notes_read_and_a_folder_outside(workspace, tmp_path, cli)
     step = f"{args[0]}:journaled"
     code, _, err = run_paused(workspace, state_dir, args, step, _swap_for_symlink(workspace / "memory" / "a.md", outside))
     assert code == 2, err
@@ -798,12 +805,7 @@ def test_a_note_swapped_for_a_symlink_mid_move_or_removal_is_refused_by_name_and
 
 def test_a_forced_move_whose_destination_became_a_symlink_is_refused_by_name_and_blocks_nothing(workspace, state_dir, cli,
                                                                                                   tmp_path):
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    write(outside / "secret.md", "SECRET\n")
-    write(workspace / "memory" / "a.md", HERON)
-    write(workspace / "memory" / "b.md", "bee\n")
-    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    outside = _two_notes_read_and_a_folder_outside(workspace, tmp_path, cli)
     code, _, err = run_paused(workspace, state_dir, ("mv", "--force", "memory/a.md", "memory/b.md"), "mv:journaled",
                               _swap_for_symlink(workspace / "memory" / "b.md", outside))
     assert code == 2 and "refused: memory/b.md became a symlink while it was being replaced" in err, err

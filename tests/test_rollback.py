@@ -563,14 +563,19 @@ def test_a_memory_path_that_is_a_symlink_now_is_left_as_it_is_with_a_warning(cli
     assert (workspace / "memory" / "a.md").is_symlink() and (tmp_path / "elsewhere.md").read_text() == "outside\n"
 
 
-def test_a_file_edited_after_a_killed_rollback_is_left_as_it_is_by_the_finish(cli, workspace, state_dir):
+def _rollback_killed_then_b_edited(cli, workspace, state_dir) -> None:
+    """A rollback to snapshot s of memory/a.md and b.md killed once journaled; then a person edits b.md."""
     write(workspace / "memory" / "a.md", "a at the snapshot\n")
     write(workspace / "memory" / "b.md", "b at the snapshot\n")
     assert cli("watchdog", "snapshot", "s").returncode == 0
     write(workspace / "memory" / "a.md", "a later\n")
     write(workspace / "memory" / "b.md", "b later\n")
     run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "s", "--force")
-    write(workspace / "memory" / "b.md", "b edited after the kill\n")  # a person goes on working
+    write(workspace / "memory" / "b.md", "b edited after the kill\n")
+
+
+def test_a_file_edited_after_a_killed_rollback_is_left_as_it_is_by_the_finish(cli, workspace, state_dir):
+    _rollback_killed_then_b_edited(cli, workspace, state_dir)
 
     fixed = cli("doctor", "--fix", "--json")
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
@@ -585,13 +590,7 @@ def test_a_file_edited_after_a_killed_rollback_is_left_as_it_is_by_the_finish(cl
 
 def test_the_next_rollback_finishing_a_killed_one_names_what_it_left_without_claiming_every_file(cli, workspace, state_dir):
     """The finish the next `rollback` makes says the same as doctor's: no "every memory file" when one was left."""
-    write(workspace / "memory" / "a.md", "a at the snapshot\n")
-    write(workspace / "memory" / "b.md", "b at the snapshot\n")
-    assert cli("watchdog", "snapshot", "s").returncode == 0
-    write(workspace / "memory" / "a.md", "a later\n")
-    write(workspace / "memory" / "b.md", "b later\n")
-    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "s", "--force")
-    write(workspace / "memory" / "b.md", "b edited after the kill\n")
+    _rollback_killed_then_b_edited(cli, workspace, state_dir)
 
     again = cli("rollback", "--to", "s", "--force", "--json")
     assert again.returncode == 0, again.stderr
