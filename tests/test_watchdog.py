@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -341,6 +342,22 @@ def test_ignore_matching_agrees_with_pathspec():
             assert rules.ignores_file(p, p.rpartition("/")[2]) == spec.match_file(p), (extra, p)
     rules = compile_rules(patterns)
     assert rules.ignores_dir("node_modules/") and rules.ignores_dir("a/.git/") and not rules.ignores_dir("memory/")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH: its own matching is the reference")
+@pytest.mark.parametrize("negation", [[], ["!keep"]])
+def test_bracket_expressions_never_match_a_folder_separator_as_in_git(tmp_path, negation):
+    # git's wildmatch never matches "/" by [...]; pathspec's [!x] did, where a negation made the whole
+    # path be judged at once (a/b ignored by "a[!x]b": a file changed behind the agent's back unreported).
+    patterns = ["a[!x]b", "e[^y]f", "h[+-0]k", "m[ab]n", "*[!z]*[!z]*q", *negation]
+    paths = ["a/b", "azb", "axb", "e/f", "eqf", "h/k", "h.k", "m/n", "man", "c/d/q", "cdq", "keep"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("\n".join(patterns) + "\n")
+    git = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "--no-index", "--stdin"], input="\n".join(paths),
+                         capture_output=True, text=True)
+    by_git = set(git.stdout.split())
+    rules = compile_rules(patterns)
+    assert {p for p in paths if rules.ignores_path(p)} == by_git
 
 
 def test_state_dir_inside_the_workspace_is_excluded(workspace):

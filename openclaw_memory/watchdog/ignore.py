@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,7 +97,44 @@ def _translate(line: str) -> tuple[bool | None, str | None]:
     if line.rstrip(" ") == "!":  # the negation of nothing: git passes over it, pathspec raised
         return None, None
     regex, include = _pattern_class().pattern_to_regex(line)
-    return include, regex
+    return include, (_brackets_without_slash(regex) if regex is not None else None)
+
+
+def _brackets_without_slash(regex: str) -> str:
+    """``regex`` with no bracket expression able to match "/": git's wildmatch never matches a
+    folder separator by ``[...]`` in an ignore pattern, pathspec's ``[!x]`` (``[^x]``) did, so
+    ``a[!x]b`` ignored ``a/b`` where a negation made the whole path be judged at once. The slash
+    is written ``\x2f``: a literal "/" would make the star optimizer below take the class for the
+    end of a name."""
+    out: list[str] = []
+    i = 0
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\":
+            out.append(regex[i:i + 2])
+            i += 2
+            continue
+        if ch != "[":
+            out.append(ch)
+            i += 1
+            continue
+        j = i + 1
+        j += regex[j:j + 1] == "^"
+        j += regex[j:j + 1] == "]"  # a "]" first is a member
+        while j < len(regex) and regex[j] != "]":
+            j += 2 if regex[j] == "\\" else 1
+        bracket = regex[i:j + 1]
+        with warnings.catch_warnings():  # "[[]" is a set holding "[" (a future re may read it as nested)
+            warnings.simplefilter("ignore", FutureWarning)
+            takes_slash = re.fullmatch(bracket, "/") is not None
+        if not takes_slash:
+            out.append(bracket)
+        elif bracket.startswith("[^"):
+            out.append(bracket[:-1] + "\\x2f]")
+        else:
+            out.append("(?!\\x2f)" + bracket)
+        i = j + 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
