@@ -233,16 +233,20 @@ class WriteBlocked(MemoryToolError):
     """A guarded write was refused because the file changed since the agent read it.
 
     ``problem`` says what is wrong, with ``{reader}`` where the reader is named; ``step`` what to do
-    (:data:`BLOCKED_STEPS`). ``message`` is worded for the command line; :meth:`worded_for_tools`
-    for an agent calling the MCP tools. A blocked write crossing the service socket arrives as its
-    ``message``.
+    (:data:`BLOCKED_STEPS`), with ``{rest}`` where the read of the lines still unread is named
+    (``rest``: ``N`` or ``N:CHARS``, its first line and, when that line is longer than the default
+    budget, the budget that shows it whole), in each front-end's own spelling: ``read PATH --from N
+    --max-chars CHARS`` for the command line, ``from=N, maxChars=CHARS`` for the tools. ``message``
+    is worded for the command line; :meth:`worded_for_tools` for an agent calling the MCP tools. A
+    blocked write crossing the service socket arrives as its ``message``.
     """
 
     exit_code = 3
 
     def __init__(self, message: str, *, problem: str | None = None, path: str = "", step: str = "read_again",
-                 agent: str = "", session: str = ""):
+                 agent: str = "", session: str = "", rest: str = ""):
         self.problem, self.path, self.step, self.agent, self.session = problem, path, step, agent, session
+        self.rest = rest
         self.program = PROGRAM  # how a command the step names is run (suggesting)
         self.finished = ""  # what the command finished before it was blocked (after_finishing)
         super().__init__(self._worded("cli") if problem is not None else message)
@@ -259,9 +263,20 @@ class WriteBlocked(MemoryToolError):
         assert self.problem is not None
         within = f" (session {self.session})" if self.session else ""  # the reader the guard checked
         reader = f"agent '{self.agent}'{within}" if audience == "cli" else f"this session (agent '{self.agent}')"
-        step = BLOCKED_STEPS[self.step][audience].replace("{program}", self.program).replace("{path}", shlex.quote(self.path))
+        step = (BLOCKED_STEPS[self.step][audience].replace("{rest}", self._rest(audience)).replace("{program}", self.program)
+                .replace("{path}", shlex.quote(self.path)))
         finished = f"; before that: {self.finished}" if self.finished else ""
         return f"blocked: {self.problem.replace('{reader}', reader)}{step}{finished}"
+
+    def _rest(self, audience: str) -> str:
+        """The read of the rest (``{rest}``), as ``audience`` spells it."""
+        start, _, chars = self.rest.partition(":")
+        if not start:
+            return "{program} read {path} --from" if audience == "cli" else "memory_get with from"
+        long = f": line {start} alone is {chars} characters long" if chars else ""
+        if audience == "cli":
+            return f"{{program}} read {{path}} --from {start}" + (f" --max-chars {chars}" if chars else "") + long
+        return f"from={start}" + (f", maxChars={chars}" if chars else "") + long
 
     def worded_for_tools(self) -> str:
         return suggested(self._worded("tools"), self.program) if self.problem is not None else self.message
@@ -277,11 +292,12 @@ class WriteBlocked(MemoryToolError):
         if self.problem is None:
             return {}
         told = {"problem": self.problem, "path": self.path, "step": self.step, "agent": self.agent, "session": self.session}
-        return told | ({"finished": self.finished} if self.finished else {})
+        return told | ({"finished": self.finished} if self.finished else {}) | ({"rest": self.rest} if self.rest else {})
 
     @classmethod
-    def because(cls, problem: str, *, path: str, step: str = "read_again", agent: str = "", session: str = "") -> WriteBlocked:
-        return cls("", problem=problem, path=path, step=step, agent=agent, session=session)
+    def because(cls, problem: str, *, path: str, step: str = "read_again", agent: str = "", session: str = "",
+                rest: str = "") -> WriteBlocked:
+        return cls("", problem=problem, path=path, step=step, agent=agent, session=session, rest=rest)
 
 
 # The command line a message names (suggesting: with the settings flags in force).
@@ -301,10 +317,9 @@ BLOCKED_STEPS = {
         "cli": "; --expect takes the version {program} read {path} shows (or leave it out).",
         "tools": "; expect takes the version memory_get returned (or leave it out).",
     },
-    "read_rest": {
-        "cli": " with {program} read {path} --from, or append (--append), or pass --replace-unread to drop them "
-               "(the history keeps every version).",
-        "tools": ", or append, or pass replaceUnread: true to drop them (the history keeps every version).",
+    "read_rest": {  # {rest}: the read of the lines not read yet, in the front-end's own spelling (WriteBlocked._rest)
+        "cli": " ({rest}), or append (--append), or pass --replace-unread to drop them (the history keeps every version).",
+        "tools": " ({rest}), or append, or pass replaceUnread: true to drop them (the history keeps every version).",
     },
     "read_first_append": {
         "cli": "; read it first ({program} read {path}), then append.",

@@ -145,6 +145,94 @@ def test_a_replace_after_a_window_read_is_refused_naming_the_lines(workspace, se
     assert (workspace / "MEMORY.md").read_text() == "short\n"
 
 
+LONG_LINE = "# Notes\n" + "x" * 20_000 + "\nthe last line\n"  # line 2 alone is past the default budget (12,000)
+
+
+def test_a_line_past_the_budget_is_read_whole_by_following_the_hints(workspace, sessions):
+    """A line longer than maxChars is cut short (truncated, no nextFrom) and could never count as
+    read: the refusal said "read the rest (from=2)", and memory_get from=2 cut it again, forever.
+    An agent that follows only the answers' own hints (nextFrom, lineChars, the refusal's from= and
+    maxChars=) reads every line and may replace the note; each refusal speaks the tool's parameters."""
+    write(workspace / "MEMORY.md", LONG_LINE)
+    agent = sessions()
+    cut = json.loads(agent.call("memory_get", path="MEMORY.md", **{"from": 2})[1])
+    assert cut["truncated"] and "nextFrom" not in cut and cut["lines"] == 1 and cut["lineChars"] == 20_000, cut
+    assert cut["text"].endswith("use read on the source file.]")  # OpenClaw's own notice, unchanged
+    refused, text = agent.call("memory_write", path="MEMORY.md", content="short\n")
+    assert refused and "read none of the 3 lines of MEMORY.md" in text, text
+    assert "read the rest (from=1), or append, or pass replaceUnread: true" in text and "--" not in text, text
+
+    steps, call = [], {"path": "MEMORY.md"}
+    for _ in range(8):
+        answer = json.loads(agent.call("memory_get", **call)[1])
+        steps.append((call.get("from", 1), call.get("maxChars")))
+        if "nextFrom" in answer:
+            call = {"path": "MEMORY.md", "from": answer["nextFrom"]}
+            continue
+        if "lineChars" in answer:
+            call = {"path": "MEMORY.md", "from": answer["from"], "maxChars": answer["lineChars"]}
+            continue
+        refused, text = agent.call("memory_write", path="MEMORY.md", content="short\n")
+        if not refused:
+            break
+        rest = re.search(r"read the rest \(from=(\d+)(?:, maxChars=(\d+))?", text)
+        assert rest is not None and "--from" not in text and "--max-chars" not in text, text
+        call = {"path": "MEMORY.md", "from": int(rest.group(1))} | ({"maxChars": int(rest.group(2))} if rest.group(2) else {})
+    else:
+        raise AssertionError(f"the hints went round in a loop: {steps}")
+    assert (workspace / "MEMORY.md").read_text() == "short\n"
+    assert steps == [(1, None), (2, None), (2, 20_000), (3, None)], steps
+
+    write(workspace / "MEMORY.md", LONG_LINE)  # read 1 only: the refusal names the budget that shows line 2
+    assert not agent.call("memory_get", path="MEMORY.md")[0]
+    refused, text = agent.call("memory_write", path="MEMORY.md", content="short\n")
+    assert refused and "read the rest (from=2, maxChars=20000: line 2 alone is 20000 characters long)" in text, text
+
+
+def test_the_refusal_measures_the_line_past_the_budget_whole(workspace, state_dir):
+    """The refusal's budget is the first unread line's whole length, however long (across blocks, in
+    UTF-16 code units), and only when the default budget would cut that line."""
+    s = settings_for(workspace, state_dir)
+    line = "\U0001f600" * 600_000  # 2.4 MB, 1,200,000 code units
+    write(workspace / "MEMORY.md", "a\nb\n" + line + "\n" + "y" * 12_000 + "\n")
+    LocalMemory(s).read("MEMORY.md", lines=2)
+    with pytest.raises(WriteBlocked) as blocked:
+        LocalMemory(s).write("MEMORY.md", content="short\n")
+    assert blocked.value.rest == "3:1200000" and "--from 3 --max-chars 1200000: line 3 alone is 1200000" in str(blocked.value)
+    assert "(from=3, maxChars=1200000: line 3 alone" in blocked.value.worded_for_tools()
+    LocalMemory(s).read("MEMORY.md", from_line=3, max_chars=1_200_000)
+    with pytest.raises(WriteBlocked) as blocked:  # 12,000 characters: the default budget shows it
+        LocalMemory(s).write("MEMORY.md", content="short\n")
+    assert blocked.value.rest == "4" and "(from=4), or append" in blocked.value.worded_for_tools()
+
+
+def test_a_line_past_the_budget_on_the_command_line(workspace, cli):
+    """The same through the CLI, in its own flags: the cut read says which read shows the line whole,
+    and the refusal names `read PATH --from N --max-chars N` (it said "read the rest (from=2) with
+    openclaw-memory read MEMORY.md --from", a tool's spelling and a flag without its value)."""
+    write(workspace / "MEMORY.md", LONG_LINE)
+    first = cli("read", "MEMORY.md")
+    assert first.returncode == 0 and first.stdout.endswith("[More content available. Use from=2 to continue.]\n"), first.stdout[-200:]
+    refused = cli("write", "MEMORY.md", "--stdin", input="short\n")
+    assert refused.returncode == 3, refused.stderr
+    assert "read the rest (openclaw-memory " in refused.stderr and "read MEMORY.md --from 2 --max-chars 20000: line 2 alone is " \
+        "20000 characters long), or append (--append), or pass --replace-unread" in refused.stderr, refused.stderr
+    assert "from=" not in refused.stderr and "maxChars" not in refused.stderr, refused.stderr
+
+    cut = cli("read", "MEMORY.md", "--from", "2")
+    assert cut.returncode == 0 and "line 2 is 20000 characters long, past --max-chars: " in cut.stderr, cut.stderr
+    assert "read MEMORY.md --from 2 --max-chars 20000 shows it whole" in cut.stderr, cut.stderr
+    assert json.loads(cli("read", "MEMORY.md", "--from", "2", "--json").stdout)["lineChars"] == 20_000
+    assert cli("read", "MEMORY.md", "--from", "2", "--max-chars", "20000").returncode == 0
+    refused = cli("write", "MEMORY.md", "--stdin", input="short\n")
+    assert refused.returncode == 3 and "read lines 1-2 of the 3 lines" in refused.stderr, refused.stderr
+    assert "read MEMORY.md --from 3), or append (--append)" in refused.stderr and "from=" not in refused.stderr, refused.stderr
+    assert cli("read", "MEMORY.md", "--from", "3").returncode == 0
+    written = cli("write", "MEMORY.md", "--stdin", input="short\n")
+    assert written.returncode == 0, written.stderr
+    assert (workspace / "MEMORY.md").read_text() == "short\n"
+
+
 def test_an_idempotency_key_is_the_sessions_own(workspace, sessions):
     """An explicit key was shared by every session and agent: another's reuse was refused, naming the
     first write's path, agent and session id."""
@@ -179,7 +267,7 @@ def test_an_append_after_a_window_read_keeps_what_was_read(workspace, state_dir)
 
     LocalMemory(s.with_session("s-2")).write("memory/2026-01-05.md", content="- a\n- b\n")  # another session's
     LocalMemory(s).write("memory/2026-01-05.md", append="- c")  # unread, allowed: the note only grows
-    with pytest.raises(WriteBlocked, match="read none of the 3 lines of memory/2026-01-05.md.*from=1"):
+    with pytest.raises(WriteBlocked, match=r"read none of the 3 lines of memory/2026-01-05.md.*--from 1\)"):
         LocalMemory(s).write("memory/2026-01-05.md", content="- c\n")
     LocalMemory(s).read("memory/2026-01-05.md")
     LocalMemory(s).write("memory/2026-01-05.md", content="- c\n")

@@ -308,6 +308,8 @@ def _reference(text: str, from_line: int, lines: int, max_chars: int) -> dict:
         out["truncated"] = True
     if nxt is not None:
         out["nextFrom"] = nxt
+    if hard:
+        out["lineChars"] = len(inc[0])  # this product's: the budget that shows the cut line whole
     return out
 
 
@@ -435,8 +437,24 @@ def test_a_window_streamed_in_any_blocks_is_the_window_of_the_whole_text(data, f
         scan.feed(data[at : at + blocks[i % len(blocks)]])
         at, i = at + blocks[i % len(blocks)], i + 1
     window = scan.end(lambda next_from: NOTICE_NEXT.format(next=next_from) if next_from is not None else NOTICE_CUT)
-    assert (window.text, window.lines, window.truncated, window.next_from, window.bad_utf8) == _reference_window(
-        data, from_line, count, max_chars)
+    expected = _reference_window(data, from_line, count, max_chars)
+    assert (window.text, window.lines, window.truncated, window.next_from, window.bad_utf8) == expected
+    hard_cut = expected[2] and expected[3] is None  # truncated with no line to go on to: the first line cut
+    line = data.split(b"\n")[from_line - 1] if hard_cut else b""
+    assert window.line_chars == (utf16_len(line.decode("utf-8", "replace")) if hard_cut else None)
+
+
+def test_a_hard_cut_says_the_length_of_the_whole_line_and_that_budget_shows_it(workspace):
+    """A line cut short says how long it is (``lineChars``, UTF-16 code units as OpenClaw counts:
+    an emoji 2, the CR before its newline 1), measured past the prefix the cut looks at and across
+    1 MiB blocks; a read with that budget shows it whole and goes on from the next line."""
+    line = "\U0001f600\u00e9" * 700_000 + "\r"  # 4.2 MB, 2,100,001 code units
+    write(workspace / "MEMORY.md", "a\nb\nc\n" + line + "\nlast\n")
+    cut = read(workspace, "MEMORY.md", from_line=4, max_chars=100)
+    assert cut["truncated"] and "nextFrom" not in cut and cut["lineChars"] == 2_100_001 == utf16_len(line), cut["lineChars"]
+    whole = read(workspace, "MEMORY.md", from_line=4, max_chars=cut["lineChars"])
+    assert whole["text"].startswith(line) and whole["lines"] == 1 and whole["nextFrom"] == 5 and "lineChars" not in whole
+    assert "lineChars" not in read(workspace, "MEMORY.md", max_chars=3)  # lines dropped, none cut: nextFrom says it
 
 
 def test_a_note_rewritten_while_it_is_read_is_read_again_and_that_version_recorded(workspace, state_dir, cli):

@@ -43,6 +43,10 @@ class ReadResult:
     lines: int | None = key(omit=lambda r: r.missing, default=None)
     truncated: bool = key(omit=lambda r: not r.truncated, default=False)
     next_from: int | None = key(omit=lambda r: r.next_from is None, default=None)
+    # A hard cut (the first line alone past ``max_chars``: truncated, no ``nextFrom``): that line's
+    # length in UTF-16 code units, the ``max_chars`` that shows it whole. Not OpenClaw's: there the
+    # line can only be read whole with another tool.
+    line_chars: int | None = key(omit=lambda r: r.line_chars is None, default=None)
     status: Literal["ok", "not_found"] = "ok"
     abs_path: str = key(hidden=True, default="")
     warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
@@ -394,4 +398,4 @@ def _result(scan: WindowScan, from_line: int, resolved: ResolvedPath) -> ReadRes
     window = scan.end(notice)
     warnings = (not_utf8(resolved.display),) if window.bad_utf8 else ()
     return ReadResult(window.text, resolved.display, from_line, window.lines, window.truncated, window.next_from,
-                      abs_path=resolved.abs_path, warnings=warnings)
+                      window.line_chars, abs_path=resolved.abs_path, warnings=warnings)

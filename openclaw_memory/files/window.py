@@ -9,8 +9,10 @@ shown as U+FFFD and warned of (bytes the window passed over, a dropped line's, a
 
 What is held: the bytes of the lines shown (a budget's worth), the first line's prefix when it
 is hard cut, one block, and in the end the text; the lines skipped and the rest of the file only
-pass by. A window of a 200 MB note costs its window, a whole read its bytes and its text (it
-held each line as a string, the list of them, their join and the text with its notice: 1.3 GB).
+pass by. The window's first line is measured whole as it passes (:class:`LineLength`): a hard cut
+says how many code units that line has (``line_chars``), the budget that shows it whole. A
+window of a 200 MB note costs its window, a whole read its bytes and its text (it held each line
+as a string, the list of them, their join and the text with its notice: 1.3 GB).
 """
 
 from __future__ import annotations
@@ -40,6 +42,34 @@ class Window:
     truncated: bool
     next_from: int | None
     bad_utf8: bool  # invalid UTF-8 in the text shown
+    # A hard cut: the UTF-16 code units of the whole first line (a ``max_chars`` that shows it whole).
+    line_chars: int | None = None
+
+
+class LineLength:
+    """The UTF-16 code units of one line as its bytes stream past (the line ends at ``\n``, a CR
+    before it counts, as OpenClaw splits lines): its text decoded a block at a time, never held."""
+
+    def __init__(self) -> None:
+        self.units = 0
+        self.ended = False
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, block, pos: int = 0) -> None:
+        """The bytes of ``block`` from ``pos`` that belong to the line (to its newline, if there)."""
+        if self.ended:
+            return
+        newline = block.find(b"\n", pos)
+        self.units += utf16_len(self._decoder.decode(memoryview(block)[pos : len(block) if newline < 0 else newline]))
+        if newline >= 0:
+            self.end()
+
+    def end(self) -> int:
+        """The line's length once its newline (or the file's end) is reached."""
+        if not self.ended:
+            self.units += utf16_len(self._decoder.decode(b"", final=True))
+            self.ended = True
+        return self.units
 
 
 class WindowScan:
@@ -64,6 +94,7 @@ class WindowScan:
         self.room = 0
         self.cut = False  # the crossing line was longer than its prefix
         self.done = False  # the window is known: the rest of the file only passes by
+        self.first_line = LineLength()  # the window's first line, measured whole
 
     def feed(self, block: bytes | bytearray) -> None:
         if not block:
@@ -72,6 +103,7 @@ class WindowScan:
             self.more, self.awaiting_more = True, False
             return
         if self.done:
+            self.first_line.feed(block)  # (a hard cut's line, past its prefix)
             return
         pos = 0
         if self.skip:
@@ -79,10 +111,11 @@ class WindowScan:
             if found < self.skip:
                 self.skip -= found
                 return
-            pos = _nth_newline(block, 0, self.skip) + 1
+            pos = nth_newline(block, 0, self.skip) + 1
             self.skip = 0
             if pos == len(block):
                 return
+        self.first_line.feed(block, pos)
         if self.crossed:
             self._take_crossing_line(block, pos)
             return
@@ -92,7 +125,7 @@ class WindowScan:
             if self._take(b"\n"):
                 self._crossed_at(block, pos, line_ends=False)
                 return
-        end = _nth_newline(block, pos, self.count - self.newlines)  # the newline ending the window's last line
+        end = nth_newline(block, pos, self.count - self.newlines)  # the newline ending the window's last line
         stop = len(block) if end < 0 else end
         if end < 0 and block[-1] == 0x0A:
             stop, self.held = stop - 1, True
@@ -139,7 +172,7 @@ class WindowScan:
         at = _crossing(text, self.budget - self.units)
         if found := text.count("\n", 0, at + 1):  # the crossing unit is in a line that starts in ``text``
             self.newlines += found
-            self.line_start = _nth_newline(self.kept, start, found) + 1
+            self.line_start = nth_newline(self.kept, start, found) + 1
         self.crossed = True
         self.room = self.prefix
         return True
@@ -194,7 +227,7 @@ class WindowScan:
         # What is shown is the file's own text exactly when its bytes begin the line's: each
         # U+FFFD standing for invalid bytes encodes to bytes the file does not hold there.
         bad = not self.kept.startswith(text.encode("utf-8"))
-        return Window(f"{text}\n\n{notice(None)}", 1, True, None, bad)
+        return Window(f"{text}\n\n{notice(None)}", 1, True, None, bad, self.first_line.end())
 
     def _shown(self, lines: int, truncated: bool, next_from: int | None, notice: str | None, bad: bool) -> Window:
         """The window's text, decoded once from its bytes with the notice already after them."""
@@ -221,7 +254,7 @@ def _crossing(text: str, room: int) -> int:
     return low
 
 
-def _nth_newline(data, start: int, n: int) -> int:
+def nth_newline(data, start: int, n: int) -> int:
     """The index of the ``n``-th (1-based) newline of ``data`` from ``start``; -1 when there are fewer."""
     if data.count(b"\n", start) < n:
         return -1

@@ -156,7 +156,8 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
         for _ in range(tries):
             try:
                 return translated(store, resolved, "written", lambda: _write_once(
-                    store, records, resolved, content, added, expected, daily_append, before_swap, replace_unread))
+                    store, records, resolved, content, added, expected, daily_append, before_swap, replace_unread,
+                    settings.read.max_chars))
             except Raced:
                 continue
     raise WriteBlocked.because(f"{resolved.display} changed while it was being written; nothing was written.",
@@ -329,7 +330,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
 
 
 def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append,
-                before_swap: Callable[[WriteResult], None] | None = None, replace_unread: bool = False) -> WriteResult:
+                before_swap: Callable[[WriteResult], None] | None = None, replace_unread: bool = False,
+                budget: int | None = None) -> WriteResult:
     latest_before = store.log.latest(resolved.abs_path)
     folder, fd, current = open_current(resolved)
     existed: int | None = None  # how many of the file's folders there were, when this write made the rest
@@ -339,7 +341,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             with in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         check_write(store, resolved, current, records, expected, daily_append, latest_before, fd,
-                    replacing=added is None and not replace_unread)
+                    replacing=added is None and not replace_unread, budget=budget)
         kept = kept_stat(fd)
         refuse_read_only(kept, resolved.display, "written", folder)
         if folder is None:
@@ -433,11 +435,13 @@ def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder,
 
 
 def check_write(store, resolved, current: FileVersion | None, records: ReadRecords, expected: str | None,
-                daily_append: bool, latest_before: Entry | None, fd: int | None, *, replacing: bool = False) -> None:
+                daily_append: bool, latest_before: Entry | None, fd: int | None, *, replacing: bool = False,
+                budget: int | None = None) -> None:
     """Refuse a write (a move, a removal) ``records``' reader may not make to ``resolved``, which holds
     ``current``: WriteBlocked naming why. ``expected`` (``expect``) must name the version the reader
     last read, unless the running code read it itself (:func:`read_here`); ``replacing``: the whole
-    content is replaced, which needs a read of every line."""
+    content is replaced, which needs a read of every line (``budget``: the reader's default
+    ``max_chars``, which a refusal names a larger one than when the first line unread is longer)."""
     shown = resolved.display
     if expected is not None and any(version.startswith(expected) for version in _READ_HERE.get()):
         if current is None:
@@ -478,8 +482,10 @@ def check_write(store, resolved, current: FileVersion | None, records: ReadRecor
             f"{shown} changed since {{reader}} last read it (read {short(seen.version)}, now {short(current.version)}).", **who,
         )
     if replacing and seen.seen_from is not None:
-        raise WriteBlocked.because(_unread_lines(shown, seen.seen_from, seen.seen_to, _line_count(fd, current.size)),
-                                   step="read_rest", **who)
+        problem, rest = _unread_lines(shown, seen.seen_from, seen.seen_to, _line_count(fd, current.size))
+        chars = _line_chars(fd, current.size, rest)
+        raise WriteBlocked.because(problem, step="read_rest", rest=f"{rest}:{chars}" if budget is not None and chars > budget
+                                   else str(rest), **who)
 
 
 def _seen_after_append(records: ReadRecords, resolved: ResolvedPath, current: FileVersion | None, fd: int | None) -> Window:
@@ -499,14 +505,36 @@ def _seen_after_append(records: ReadRecords, resolved: ResolvedPath, current: Fi
     return seen.seen_from or 1, min(lines if seen.seen_to is None else seen.seen_to, lines)
 
 
-def _unread_lines(shown: str, first: int, last: int | None, total: int) -> str:
-    """What a window read left unread, and where the rest starts."""
+def _unread_lines(shown: str, first: int, last: int | None, total: int) -> tuple[str, int]:
+    """What a window read left unread, and the line where the rest starts (the refusal's step names
+    the read of it in its front-end's words: ``from=N``, ``--from N``)."""
     last = total if last is None else min(last, total)
     seen = (f"none of the {total} lines" if last < first else f"line {first} of the {total} lines" if last == first
             else f"lines {first}-{last} of the {total} lines")
     rest = 1 if first > 1 else last + 1
-    return (f"{{reader}} read {seen} of {shown}, so replacing its content would drop lines it has not read: "
-            f"read the rest (from={rest})")
+    return f"{{reader}} read {seen} of {shown}, so replacing its content would drop lines it has not read: read the rest", rest
+
+
+def _line_chars(fd: int, size: int, number: int) -> int:
+    """The length of line ``number`` in UTF-16 code units, as ``read`` counts it against its budget
+    (a line cut short by a read's budget is shown whole by a budget of its length)."""
+    from ..files.window import LineLength, nth_newline
+
+    line, skip, offset = LineLength(), number - 1, 0
+    while offset < size and not line.ended:
+        block = os.pread(fd, min(1 << 20, size - offset), offset)
+        if not block:
+            break
+        offset += len(block)
+        pos = 0
+        if skip:
+            found = block.count(b"\n")
+            if found < skip:
+                skip -= found
+                continue
+            pos, skip = nth_newline(block, 0, skip) + 1, 0
+        line.feed(block, pos)
+    return line.end()
 
 
 def _line_count(fd: int, size: int) -> int:

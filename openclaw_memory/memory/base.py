@@ -89,8 +89,10 @@ class Memory(Protocol):
                cli=Cli("read", flags={"from_line": ("--from",)}, hidden=("clamp",), also=("get", "cat")),
                tool=Tool("memory_get", "Read memory",
                          "Read lines of one memory file (a window: from, lines). Readable: {scope} Returns "
-                         "{text, path, from, lines, truncated?, nextFrom?, version}; version is the whole file's "
-                         "content hash, recorded as read (memory_write checks it).",
+                         "{text, path, from, lines, truncated?, nextFrom?, lineChars?, version}; version is the whole "
+                         "file's content hash, recorded as read (memory_write checks it). A first line longer than "
+                         "maxChars is cut short (truncated, no nextFrom): lineChars is its length, and the same from "
+                         "with maxChars=lineChars reads it whole.",
                          names={"from_line": "from"}, only=("path", "from_line", "lines", "max_chars"),
                          corpora=("memory", "wiki", "all"),
                          fixed={"clamp": True}, kinds={"from_line": "window", "lines": "window", "max_chars": "window"},

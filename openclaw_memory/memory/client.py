@@ -228,7 +228,7 @@ def _product_error(data: dict, message: str) -> Exception:
     cls = errors.ERROR_KINDS.get(str(data.get("kind")), errors.MemoryToolError)
     fields = data.get("fields")
     if cls is errors.WriteBlocked and isinstance(fields, dict) and all(isinstance(v, str) for v in fields.values()):
-        known = {k: fields[k] for k in ("problem", "path", "step", "agent", "session") if k in fields}
+        known = {k: fields[k] for k in ("problem", "path", "step", "agent", "session", "rest") if k in fields}
         if known.get("step", "read_again") in errors.BLOCKED_STEPS and "problem" in known:
             blocked = errors.WriteBlocked(message, **known)
             if fields.get("finished"):

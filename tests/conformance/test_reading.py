@@ -120,6 +120,10 @@ def test_hand_written_reads(oracle, new_ws, checks):
     said = to_json(read_memory_file("memory/bad-utf8.md", str(ws), extra_paths=our_extras(ws, EXTRA)))
     checks.deliberate("read-warnings", "a read says when it showed invalid UTF-8 as U+FFFD",
                       bool(said.get("warnings")) and "warnings" not in their_read(bad))
+    cut = next(answer for (p, window, _), answer in zip(ours, answers) if p == "memory/long.md" and window == (None, None, 8))
+    said = to_json(read_memory_file("memory/long.md", str(ws), extra_paths=our_extras(ws, EXTRA), max_chars=8))
+    checks.deliberate("read-line-chars", "a hard cut says the cut line's length, the maxChars that shows it whole",
+                      said.get("lineChars") == 82 and "nextFrom" not in said and "lineChars" not in their_read(cut), str(said))
     deliberate = [read_request(ws, p, EXTRA) for p in REFUSED_HERE]
     for (p, (name, reason)), answer in zip(REFUSED_HERE.items(), oracle.batch(deliberate)):
         checks.deliberate(name, reason, our_read(ws, p, EXTRA) == "ERROR" and their_read(answer) != "ERROR", p)

@@ -50,9 +50,9 @@ def their_list(ws: Path, answer: dict) -> list[str] | str:
 
 
 def openclaw_keys(read: dict) -> dict:
-    """A read's JSON less the ``version`` and ``warnings`` it adds (deliberate differences:
-    docs/openclaw.md)."""
-    return {k: v for k, v in read.items() if k not in ("version", "warnings")}
+    """A read's JSON less the ``version``, ``warnings`` and ``lineChars`` it adds (deliberate
+    differences: docs/openclaw.md)."""
+    return {k: v for k, v in read.items() if k not in ("version", "warnings", "lineChars")}
 
 
 def our_read(ws: Path, path: str, extra: list, from_line=None, lines=None, max_chars=None) -> dict | str:

@@ -26,6 +26,8 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
     if not reported(result, json_out):
         if result.text or result.lines:  # (a blank line is a line: its text is "")
             _show(result.path, result.text)
+            if result.line_chars is not None:  # a hard cut: OpenClaw's notice names no read that shows the line
+                _whole_line(settings, result.path, result.from_line or 1, result.line_chars)
         elif result.missing:
             warn(f"{printable(result.path)} does not exist")
         elif result.lines == 0:  # nothing printed, and nothing said why: a --from past the end looked like an empty note
@@ -33,6 +35,18 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
             sys.stderr.write(f"{printable(result.path)}: " + (f"it ends before line {start}: no line to show\n" if start > 1
                                                               else "the file is empty\n"))
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
+
+
+def _whole_line(settings: Settings, path: str, start: int, chars: int) -> None:
+    """Where a line cut short by the budget is read whole (the rest of the file follows it: the
+    read of it says from where)."""
+    import shlex
+
+    from ...settings import command_line
+
+    sys.stderr.write(f"{printable(path)}: line {start} is {chars} characters long, past --max-chars: "
+                     f"{command_line(settings)} read {shlex.quote(printable(path))} --from {start} --max-chars {chars} "
+                     "shows it whole\n")
 
 
 def _unread_if_lost(settings: Settings, path: str, version: str | None) -> None:
