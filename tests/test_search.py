@@ -216,7 +216,8 @@ def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     assert data["citations"] == "on" and data["provider"] == "hash" and data["model"]
     assert data["terms"] == ["hiking", "trip"]
     first = data["results"][0]
-    assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages", "date"}
+    assert set(first) == {"path", "startLine", "endLine", "score", "snippet", "source", "vectorScore", "textScore", "corpus",
+                          "citation", "passages", "date"}
     assert set(first["passages"][0]) == {"startLine", "endLine", "score", "snippet", "citation", "date"}
     assert first["date"] == first["passages"][0]["date"] == "2024-05-01"  # the daily note's date
     assert first["passages"][0]["citation"] == first["citation"]
@@ -274,6 +275,40 @@ def _passages(body: str, query: str, v: float = 0.5, first_line: int = 1, **kw):
     chunks = kw.pop("chunks", None) or [ChunkText(body, first_line, v)]
     terms = dict.fromkeys(keyword_terms(query), 1.0)
     return build_passages(chunks, terms, lambda: term_patterns(query_terms(query)), lambda v, k: 0.5 * v + 0.5 * k, **kw)
+
+
+def test_each_result_gives_the_two_signals_its_score_fuses_in_openclaws_keys(workspace, state_dir, cli):
+    """OpenClaw's results give ``vectorScore`` and ``textScore`` (its hybrid fusion's inputs) and
+    ``corpus``; ours gave neither: here the file's best cosine and best keyword signal, which the
+    score is the calibrated fusion of, each only in a mode that has it, through the CLI and the MCP
+    tool (tests/conformance/test_search_shape.py compares the keys with OpenClaw's own)."""
+    from openclaw_memory.index.search import calibrate, fuse_file
+    from openclaw_memory.mcp.server import MemoryTools
+    from openclaw_memory.memory import OPERATIONS
+    from openclaw_memory.memory.local import LocalMemory
+
+    write(workspace / "memory" / "2024-05-01.md", "Met Priya about the hiking trip to Zermatt.\n")  # one chunk
+    write(workspace / "memory" / "2024-05-02.md", "Bought new hiking boots.\n")
+    assert cli("index").returncode == 0
+    for mode, keys in (("hybrid", {"vectorScore", "textScore"}), ("text", {"textScore"}), ("vector", {"vectorScore"})):
+        results = cli("search", "hiking trip Zermatt", "--json", "--mode", mode, "--min-score", "0").json()["results"]
+        assert results and all(r["corpus"] == "memory" for r in results), results
+        for r in results:
+            assert {"vectorScore", "textScore"} & set(r) == keys, (mode, r)
+            assert all(isinstance(r[k], float) and 0 <= r[k] <= 1 for k in keys), (mode, r)
+        best = results[0]
+        v, k = best.get("vectorScore", 0.0), best.get("textScore", 0.0)
+        assert best["path"] == "memory/2024-05-01.md" and (k > 0.5 if mode != "vector" else k == 0.0), best
+        assert abs(calibrate(mode, fuse_file(mode, v, k)) - best["score"]) < 1e-3, (mode, best)  # one chunk: its file's raw
+
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    try:
+        answer = MemoryTools(memory).call(None, OPERATIONS["search"], {"query": "hiking trip Zermatt", "min_score": 0.0})
+    finally:
+        memory.close()
+    hit = answer["results"][0]
+    assert hit["corpus"] == "memory" and 0.5 < hit["textScore"] <= 1 and 0 < hit["vectorScore"] <= 1, hit
+    assert list(hit).index("score") < list(hit).index("vectorScore") < list(hit).index("textScore") < list(hit).index("corpus")
 
 
 def test_a_passage_is_the_matching_entry_widened_to_its_whole_item_and_a_little_context():

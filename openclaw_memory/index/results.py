@@ -42,11 +42,20 @@ class SearchHit:
     score: float = key(digits=4)
     snippet: str = key()
     source: str = key()  # collection name
+    # The two signals the hybrid fusion weighed for this file, in OpenClaw's keys (its result's
+    # ``vectorScore`` and ``textScore``): the cosine of the query and the file's closest chunk
+    # (clamped at 0), and its best chunk's keyword signal (BM25 over the BM25 of "every query term
+    # once", in [0, 1]); each only in a mode that has it (vector: no textScore; text: no vectorScore).
+    vector_score: float | None = key(digits=4, omit=lambda h: h.vector_score is None, default=None)
+    text_score: float | None = key(digits=4, omit=lambda h: h.text_score is None, default=None)
     also_in: tuple[str, ...] = key(omit=lambda h: not h.also_in, default=())  # other files whose best passage says the same (snippets.same_saying)
     passages: tuple[HitPassage, ...] = ()  # best first; the first is the passage above
     date: str = key(omit=lambda h: not h.date, default="")  # the first passage's date (HitPassage.date)
 
-    JSON_DERIVED: ClassVar = ("citation",)
+    # OpenClaw's ``corpus`` of a hit (``memory``, ``sessions``, ``wiki``): every file searched here is a
+    # memory file (``corpus`` ``all`` searches the same files), so every hit's is ``memory``.
+    JSON_DERIVED: ClassVar = ("corpus", "citation")
+    corpus: ClassVar = "memory"
 
     def __post_init__(self) -> None:
         cited = tuple(p if p.citation else replace(p, citation=cite(self.path, p.start_line, p.end_line))

@@ -135,6 +135,8 @@ class _File:
     chunks: list = field(default_factory=list)
     raw: float = 0.0
     score: float = 0.0
+    v: float = 0.0  # its best cosine and its best keyword signal: what the fusion weighed
+    k: float = 0.0
 
 
 def calibrate(mode: str, raw: float) -> float:
@@ -276,8 +278,8 @@ def score_files(plan: QueryPlan, candidates: list[_Candidate]) -> list[_File]:
         path = str(c.payload.get(PATH_FIELD, ""))
         files.setdefault(path, _File(path)).chunks.append(c)
     for f in files.values():
-        v = max(c.v for c in f.chunks) if plan.mode != "text" else 0.0
-        k = max(c.k for c in f.chunks) if plan.mode != "vector" else 0.0
+        f.v = v = max(c.v for c in f.chunks) if plan.mode != "text" else 0.0
+        f.k = k = max(c.k for c in f.chunks) if plan.mode != "vector" else 0.0
         f.raw = fuse_file(plan.mode, v, k)
         if plan.mode == "hybrid":  # the single modes have one signal: their best chunk is their max
             best = max(fuse_file(plan.mode, c.v, c.k) for c in f.chunks)
@@ -341,6 +343,8 @@ def rank(
                 score=f.score,
                 snippet=best.snippet,
                 source=chunks[0].source,
+                vector_score=f.v if plan.mode != "text" else None,
+                text_score=f.k if plan.mode != "vector" else None,
                 passages=tuple(passages),
                 date=best.date,
             )

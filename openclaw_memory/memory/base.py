@@ -341,13 +341,15 @@ class Memory(Protocol):
                                         "paths": ("--path",)}),
                tool=Tool("memory_search", "Search memory",
                          "Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
-                         "{results: [{path, startLine, endLine, score, snippet, source, citation, date?, alsoIn?, passages: "
+                         "{results: [{path, startLine, endLine, score, vectorScore?, textScore?, snippet, source, corpus, citation, "
+                         "date?, alsoIn?, passages: "
                          "[{startLine, endLine, score, snippet, citation, date?}]}], provider, model, citations, mode, terms, notes?, "
                          "stale?, warning?, action?, stalePaths?, updating?, message?}: one result per "
                          "file with its best passage, and in passages that one and up to two more entries of the file that "
                          "answer; message says so when nothing matched; date (YYYY-MM-DD) is the dated heading or daily note "
                          "a passage sits under: of two that disagree, the newer is the current one. "
                          "If the response has stale=true, tell the user and include the warning/action guidance. "
+                         "vectorScore (meaning: cosine) and textScore (keywords, 0-1) are the two signals score fuses. "
                          "Pass a citation to memory_get to read the passage.",
                          names={"limit": "maxResults", "collections": "collection"},
                          only=("query", "limit", "min_score", "collections", "paths", "since", "until"),
