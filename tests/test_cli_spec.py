@@ -86,6 +86,10 @@ LINES = [
     (["search", "--max-results", "3", "q"], "search", {"query": "q", "limit": 3}, {}),
     (["search", "--query", "q"], "search", {"query_flag": "q"}, {}),
     (["search", "a", "--query", "b"], "search", {"query": "a", "query_flag": "b"}, {}),  # --query wins (the handler)
+    # -w=PATH is -w PATH, as argparse reads it (it was the path "=PATH", after the hint had said to write -w=VALUE)
+    (["files", "-w=ws"], "files", {}, {"workspace": "ws"}),
+    (["-w=-ws", "files"], "files", {}, {"workspace": "-ws"}),
+    (["files", "-w==ws"], "files", {}, {"workspace": "=ws"}),
 ]
 
 
@@ -150,6 +154,8 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["files", "--no-multimodal=yes"], "--no-multimodal takes no value", "files"),
     (["search", "--agent", "--mode", "text"], "--agent needs a value (write --agent=VALUE for a value that starts with -)", "search"),
     (["files", "-w"], "-w needs a value", "files"),
+    # the hint's spelling works (it said -w=VALUE, which was the path "=VALUE")
+    (["files", "-w", "--json"], "-w needs a value (write --workspace=VALUE for a value that starts with -)", "files"),
     (["read", "--lines", "-h"], "--lines needs a value", "read"),
     # OpenClaw's flags with no use here say what does the same (`--force` was "did you mean --workspace?")
     (["status", "--deep"], "no such option: --deep: status always reads the index itself", "status"),

@@ -251,7 +251,9 @@ class _Level(argparse.ArgumentParser):
             if token.startswith("--") and "=" in token:
                 flag, inline = token.split("=", 1)
             elif not token.startswith("--") and len(token) > 2 and token[:2] in self.table:
-                flag, inline = token[:2], token[2:]  # -wPATH
+                # -wPATH, and -w=PATH as argparse reads it (commander and getopt give "=PATH": a path
+                # nobody means); a value that starts with = is `-w =x` or `--workspace==x`
+                flag, inline = token[:2], token[3:] if token[2] == "=" else token[2:]
             if flag not in self.table:
                 below = [c for c in commands() if c.words[: len(self.words)] == self.words and flag in _table(c.opts)]
                 if self.names and below:
@@ -270,7 +272,9 @@ class _Level(argparse.ArgumentParser):
                 continue
             if inline is None:
                 if i >= len(argv) or argv[i] in self.table or argv[i] in HELP_FLAGS:
-                    raise CommandLineError(f"{flag} needs a value (write {flag}=VALUE for a value that starts with -)", self.words)
+                    # the long spelling: --flag=VALUE is read the same by every parser
+                    raise CommandLineError(f"{flag} needs a value (write {opt.flags[0]}=VALUE for a value that starts with -)",
+                                           self.words)
                 inline = argv[i]
                 i += 1
             flags.append(f"{opt.flags[0]}={inline}")
