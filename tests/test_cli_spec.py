@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import json
+import shlex
 import subprocess
 import sys
 
@@ -342,6 +343,20 @@ def test_bash_completion_offers_exactly_what_the_parser_accepts(tmp_path):
     for command, offered in zip(COMMANDS, got[2:], strict=False):
         assert offered == _flag_spellings(command.opts + SETTINGS) | {"-h", "--help"}, command.name
     assert got[-2] == {str(tmp_path / "notes-a.md")} and got[-1] == set()  # a path, then a number: no names
+
+
+def test_bash_completion_offers_a_file_name_with_spaces_whole(tmp_path):
+    """A file name with a space is one reply (`COMPREPLY=($(compgen -f))` split it into `memory/my` and
+    `note.md`), and the word is read as the shell reads it: escaped or quoted, it still finds the file."""
+    write(tmp_path / "memory/my note.md", "a")
+    write(tmp_path / 'memory/a"b.md', "b")
+    cases = ["memory/my", "memory/my\\ n", '"memory/my n', "'memory/my n", 'memory/a\\"']
+    program = ('eval "$(' + f"'{sys.executable}'" + ' -m openclaw_memory completion bash)"\n'
+               'comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _openclaw_memory; printf "[%s]" "${COMPREPLY[@]}"; echo; }\n'
+               + "".join(f"comp openclaw-memory read {shlex.quote(word)}\ncomp openclaw-memory -w {shlex.quote(word)}\n" for word in cases))
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines() == ["[memory/my note.md]"] * 8 + ['[memory/a"b.md]'] * 2
 
 
 def test_zsh_and_fish_completion_come_from_the_same_spec(capsys):

@@ -87,12 +87,29 @@ def _bash(spec: Tables) -> str:
     path_values = " ".join(sorted(set(_valued(all_opts, True))))
     other_values = " ".join(sorted(set(_valued(all_opts, False))))
     return f"""# {prog} completion for bash, generated from its command spec: eval "$({prog} completion bash)"
+# The file names that start with the word being completed, one reply each (a name with a space was
+# two replies: COMPREPLY=($(compgen -f)) split it), the word taken as the shell reads it first
+# (memory/my\\ n, "memory/my n and 'memory/my n are all memory/my n).
+{_FUNCTION}_files() {{
+    local rest=$1 word="" c quote="" name
+    while [[ -n $rest ]]; do
+        c=${{rest:0:1}}; rest=${{rest:1}}
+        if [[ -z $quote && ( $c == "'" || $c == '"' ) ]]; then quote=$c
+        elif [[ -n $quote && $c == "$quote" ]]; then quote=""
+        elif [[ $c == '\\' && $quote != "'" && -n $rest && ( -z $quote || '\\$`"' == *"${{rest:0:1}}"* ) ]]; then
+            word+=${{rest:0:1}}; rest=${{rest:1}}
+        else word+=$c
+        fi
+    done
+    COMPREPLY=()
+    while IFS= read -r name; do COMPREPLY+=("$name"); done < <(compgen -f -- "$word")
+}}
 {_FUNCTION}() {{
     local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}}
     local path_values={shlex.quote(path_values)} other_values={shlex.quote(other_values)}
     local settings={shlex.quote(settings_flags)} words=() i word skip=0
     if [[ " $path_values " == *" $prev "* ]]; then
-        COMPREPLY=($(compgen -f -- "$cur")); return
+        {_FUNCTION}_files "$cur"; return
     fi
     [[ " $other_values " == *" $prev "* ]] && {{ COMPREPLY=(); return; }}
     for ((i = 1; i < COMP_CWORD; i++)); do
@@ -116,7 +133,7 @@ def _bash(spec: Tables) -> str:
     elif [[ -n $subs && ${{#words[@]}} == 1 ]]; then
         COMPREPLY=($(compgen -W "$subs" -- "$cur"))
     elif ((files)); then
-        COMPREPLY=($(compgen -f -- "$cur"))
+        {_FUNCTION}_files "$cur"
     fi
 }}
 complete -o filenames -F {_FUNCTION} {prog}
