@@ -741,3 +741,30 @@ def test_a_note_deleted_by_hand_before_the_moment_is_not_brought_back(cli, works
     assert fates(before)["memory/old/gone.md"] == "bring-back"
     write(workspace / "memory" / "old" / "new.md", "made in that folder since\n")
     assert fates(after_deletion)["memory/old/gone.md"] == "bring-back"
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_snapshot_says_which_memory_files_it_does_not_cover(cli, workspace, tmp_path, dry_run):
+    """The notes a snapshot's .openclaw-memoryignore left out, and an extra path's, are left as they
+    are, and a warning names them (it said `0 of 0 memory files would change`, exit 0, nothing more,
+    with a note edited and read since): in text and in --json's warnings, dry run or not."""
+    extra = tmp_path / "ex"
+    write(extra / "e.md", "e\n")
+    write(workspace / ".openclaw-memoryignore", "memory/\n")
+    for i in range(7):
+        write(workspace / "memory" / f"n{i}.md", f"{i}\n")
+    assert cli("watchdog", "snapshot", "lab", "--extra", str(extra)).returncode == 0
+    write(workspace / "memory" / "n0.md", "edited\n")
+    write(extra / "e.md", "edited\n")
+    args = ["rollback", "--to", "lab", "--force", "--extra", str(extra), *(["--dry-run"] if dry_run else [])]
+    ignored = ("memory/n0.md, memory/n1.md, memory/n2.md, memory/n3.md, memory/n4.md and 2 more left as they are: snapshot "
+               "lab does not cover them (.openclaw-memoryignore ignored them when the snapshot was taken); give --to a time "
+               "to roll them back too")
+    outside = ("../ex/e.md left as it is: snapshot lab does not cover it (no watchdog snapshot covers an extra path's "
+               "files); give --to a time to roll it back too")
+    text = cli(*args)
+    assert text.returncode == 0 and ignored in text.stderr and outside in text.stderr, text.stderr
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    assert [w.split(" (see")[0] for w in done.json()["warnings"]] == [ignored, outside]
+    assert (workspace / "memory" / "n0.md").read_text() == "edited\n" and (extra / "e.md").read_text() == "edited\n"

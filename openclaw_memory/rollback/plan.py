@@ -112,6 +112,8 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
         notes[:0] = _label_also_a_time(moment.snapshot)
         rules = rules_for(settings.workspace, settings.state_dir, SnapshotStore(settings.data_dir).load(moment.snapshot).ignore)
         now = [f.abs_path for f in files if f.source != "extra" and not rules.ignores_path(f.path)]
+        notes += _not_covered(settings, moment.snapshot, [f.abs_path for f in files if f.source != "extra" and f.abs_path not in now],
+                              [f.abs_path for f in files if f.source == "extra"])
     else:
         assert moment.when is not None
         targets, named_then = _history_targets(settings, store, moment.when)
@@ -291,6 +293,23 @@ def current_version(store: HistoryStore, resolved: ResolvedPath, record: bool) -
     except OSError as exc:  # a symlink, a FIFO, no permission, a folder swapped: not a file a rollback replaces
         raise PathRefused(f"cannot read {resolved.display} ({exc.strerror or exc}): a rollback replaces only the regular "
                           "files it reads") from None
+
+
+def _not_covered(settings: Settings, label: str, ignored: list[str], extra: list[str]) -> list[str]:
+    """What ``rollback --to LABEL`` leaves out, said (it was left out silently: `0 of 0 memory files would
+    change`, exit 0, with every note edited since): the workspace's memory files the snapshot's ignore
+    rules (its .openclaw-memoryignore when it was taken) left out, and the extra paths' files, which no
+    snapshot covers. One line for each, naming the first five; a rollback to a time covers them."""
+    said = []
+    for paths, why in ((ignored, ".openclaw-memoryignore ignored {it} when the snapshot was taken"),
+                       (extra, "no watchdog snapshot covers an extra path's files")):
+        if paths:
+            names = [display_path(p, str(settings.workspace)) for p in sorted(paths)]
+            they, it = ("it is", "it") if len(names) == 1 else ("they are", "them")
+            listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            said.append(f"{listed} left as {they}: snapshot {label} does not cover {it} ({why.format(it=it)}); "
+                        f"give --to a time to roll {it} back too (see `openclaw-memory log`)")
+    return said
 
 
 def _label_also_a_time(label: str) -> list[str]:
