@@ -251,6 +251,32 @@ def test_an_idempotency_key_is_the_sessions_own(workspace, sessions):
     assert not refused and json.loads(text)["replayed"] is True
 
 
+def test_a_memory_get_after_a_write_makes_the_same_append_a_new_entry_and_a_replay_says_so(workspace, sessions):
+    """The same line appended again after the session read the note (a person added a line in
+    between) was answered with the first write's result, written nowhere; a replay's answer now
+    says in words that nothing was written, and how to write the text again."""
+    write(workspace / "memory" / "2026-12-06.md", "# Log\n")
+    session = sessions()
+    note = "memory/2026-12-06.md"
+    assert not session.call("memory_get", path=note)[0]
+    refused, text = session.call("memory_write", path=note, append="- fed the cat")
+    assert not refused and "replayed" not in json.loads(text), text
+    refused, text = session.call("memory_write", path=note, append="- fed the cat")  # a retry: answered
+    replay = json.loads(text)
+    assert not refused and replay["replayed"] is True, text
+    assert replay["message"].startswith("Replayed: nothing was appended to memory/2026-12-06.md now.")
+    assert "read the file first with memory_get" in replay["message"]
+    with open(workspace / note, "a") as fh:
+        fh.write("- (human) vet called\n")
+    assert not session.call("memory_get", path=note)[0]
+    refused, text = session.call("memory_write", path=note, append="- fed the cat")
+    assert not refused and "replayed" not in json.loads(text) and "message" not in json.loads(text), text
+    assert (workspace / note).read_text() == "# Log\n- fed the cat\n- (human) vet called\n- fed the cat\n"
+    refused, text = session.call("memory_write", path=note, append="- again", idempotencyKey="turn-1")
+    refused, text = session.call("memory_write", path=note, append="- again", idempotencyKey="turn-1")
+    assert not refused and json.loads(text)["message"].endswith("Another write takes its own idempotencyKey."), text
+
+
 def test_an_append_after_a_window_read_keeps_what_was_read(workspace, state_dir):
     """An append counts as the writer's read of its own line only: the lines it did not read stay
     unread (a window read, then an append, then a replace dropped them); a daily note appended to

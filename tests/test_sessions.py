@@ -116,6 +116,54 @@ def test_the_same_line_appended_again_after_another_write_of_this_session_is_wri
     assert (workspace / note).read_text().endswith("- fed the cat\n- tea\n- post\n- tea\n")
 
 
+def test_a_read_after_the_write_ends_its_replay_window(settings, workspace):
+    """A retry is the call sent again because its answer never came: the session has not seen the
+    file since. After a read of the file the same line is a new entry: a person appended a line, the
+    agent read it and appended "- fed the cat" again in the evening, which was answered as a replay
+    of the morning's write (its old version, the CLI saying "appended"), written nowhere."""
+    import datetime as dt
+
+    note = f"memory/{dt.date.today().isoformat()}.md"
+    write(workspace / note, "# Log\n")
+    session = LocalMemory(settings.with_session("s1"))
+    session.read(note)
+    morning = session.write(note, append="- fed the cat")
+    assert session.write(note, append="- fed the cat").replay is not None  # no read between: a retry, written once
+    with open(workspace / note, "a") as fh:
+        fh.write("- (human) vet called\n")
+    session.read(note)
+    evening = session.write(note, append="- fed the cat")
+    assert evening.replay is None and evening.version != morning.version and evening.changed
+    assert (workspace / note).read_text() == "# Log\n- fed the cat\n- (human) vet called\n- fed the cat\n"
+    assert session.write(note, append="- fed the cat").replay is not None  # the evening's retry: once
+    session.read(note)  # a read of what the file holds, nobody else writing: a new entry all the same
+    assert session.write(note, append="- fed the cat").replay is None
+    assert (workspace / note).read_text().count("- fed the cat") == 3
+    other = LocalMemory(settings.with_session("s2"))  # another session's read is not this session's
+    other.read(note)
+    assert session.write(note, append="- fed the cat").replay is not None
+
+
+def test_a_read_does_not_end_an_explicit_keys_replay_nor_one_that_saw_the_file_before_the_write(settings, workspace):
+    """An explicit key is the caller's word that this is the same write (a client that re-sends a
+    read and a write together after a lost answer); and a read that returned the version the write
+    replaced (sent beside it) could not show the write: both still replay."""
+    from openclaw_memory.history.states import READ, ReadRecords
+    from openclaw_memory.history.store import FileVersion, HistoryStore
+
+    session = LocalMemory(settings)
+    session.read("MEMORY.md")
+    first = session.write("MEMORY.md", append="- tick", idempotency_key="turn-9")
+    session.read("MEMORY.md")
+    again = session.write("MEMORY.md", append="- tick", idempotency_key="turn-9")
+    assert again.replay is not None and again.version == first.version
+    plain = session.write("MEMORY.md", append="- tock")
+    records = ReadRecords.for_settings(HistoryStore.for_settings(settings), settings)
+    records.put(plain.abs_path, FileVersion(plain.previous, first.size), READ)  # recorded late
+    assert session.write("MEMORY.md", append="- tock").replay is not None
+    assert (workspace / "MEMORY.md").read_text().count("- tick") == (workspace / "MEMORY.md").read_text().count("- tock") == 1
+
+
 def test_keys_default_to_agent_tool_and_input_hash(settings):
     key = default_key("main", "write", "MEMORY.md", "append", b"x")
     assert key.startswith("main.write.") and len(key.split(".")[-1]) == 32
@@ -236,6 +284,12 @@ def test_the_cli_says_a_retried_write_was_already_done(cli, workspace):
     assert replayed == {**first.json(), "replayed": True}
     assert "already written" in again.stderr
     assert (workspace / "memory" / "2026-11-30.md").read_text() == "# Notes\n- boat: sanded\n"
+    plain = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded")
+    assert plain.returncode == 0 and not plain.stdout.startswith("appended to"), plain.stdout  # never said so
+    assert plain.stdout == (f"replayed: nothing appended to memory/2026-11-30.md now; an earlier write with the same "
+                            f"idempotency key made version {first.json()['version'][:12]} (23 bytes), which the file "
+                            "still holds\n")
+    assert "read the file first (openclaw-memory read memory/2026-11-30.md)" in plain.stderr, plain.stderr
     other = cli("write", "memory/2026-11-30.md", "--append", "- boat: sanded", "--idempotency-key", "second time")
     assert other.returncode == 0
     assert (workspace / "memory" / "2026-11-30.md").read_text().count("- boat: sanded") == 2

@@ -5,7 +5,8 @@ default ``<agent>.<tool>.<hash of session, path, mode and content>``, the checkp
 ``<agent_id>.<tool_name>.<input_hash>``); a second write with the same key within 24 hours
 writes nothing and returns the first write's result, marked ``"replayed": true``, as long as
 the file still holds what that write made (after a restore or an edit, the same write is made
-again). A key belongs to the agent's session that used it (the plain command line is one session
+again) and, for the default key, the session has not read the file nor written it again since (then
+the same text is a new entry: :func:`~openclaw_memory.history.writes._went_on_since`). A key belongs to the agent's session that used it (the plain command line is one session
 per agent): another session's same key is another key, never blocked by it nor told of its write.
 Within the session a key is bound to what it was first used for (path, mode, content): the same key
 with anything else is refused, never answered with the first result.

@@ -24,7 +24,8 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     """The guarded write, made idempotent: a write with the key of an earlier one of the session
     (default ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours
     ago writes nothing and returns that first result (``replayed``) while the file still holds what
-    it made; a key the session reuses for another write is refused."""
+    it made and, for the default key, the session has not gone on since (:func:`_went_on_since`);
+    a key the session reuses for another write is refused."""
     from ..files.read import refuse_unnamable
     from .guard import still_holds, write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
@@ -52,10 +53,10 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
                     "for one write: give this write a new key (nothing was written)"
                 )
             if (still_holds(settings, path, FileVersion(first.version, first.size), at_start=mode == "append")
-                    and not (idempotency_key is None and _written_since(settings, path, first))):
+                    and not (idempotency_key is None and _went_on_since(settings, path, first))):
                 return first
             # The file no longer holds what that write made (restored or edited since), or this
-            # session wrote it since, so the same text again is a new entry: write it again.
+            # session read or wrote it since, so the same text again is a new entry: write it again.
         when = time.time()
 
         def record_first(to_be: WriteResult) -> None:
@@ -76,20 +77,31 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     return result
 
 
-def _written_since(settings: Settings, path: str, first: WriteResult) -> bool:
-    """Whether this agent's session wrote ``path`` again after the write ``first`` answers. A retry
-    comes before the session goes on (its call timed out); a session that wrote the file since and
-    sends the same text again means a new entry ("- fed the cat" in the morning and the evening).
+def _went_on_since(settings: Settings, path: str, first: WriteResult) -> bool:
+    """Whether this agent's session read or wrote ``path`` after the write ``first`` answers: then
+    the same text again is a new entry, not a retry ("- fed the cat" in the morning and the evening).
+
+    A retry is the same call sent again because its answer never came: the session has not seen
+    the file since. A read recorded after that write (one that could show it: not of the version
+    the write replaced, a read sent beside the write) or a write of another version by this session
+    means it went on, and asks for the text again knowing what the file holds. Only for the default
+    key: an explicit key is the caller's word that this is the same write, whatever it did between.
     Only an append can get here so: a replacement that still holds is one nothing wrote after."""
     from .placing import resolve_writable
+    from .states import READ, ReadRecords
     from .store import HistoryStore
     from .versions import AGENT_WRITE
 
     assert first.replay is not None
+    since = first.replay.first_time
     resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    store = HistoryStore.for_settings(settings)
+    seen = ReadRecords.for_settings(store, settings).get(resolved.abs_path)
+    if seen is not None and seen.how == READ and seen.time > since and seen.version != first.previous:
+        return True
     return any(e.origin == AGENT_WRITE and e.agent == settings.agent and e.session == settings.session
-               and e.time > first.replay.first_time and e.version != first.version
-               for e in HistoryStore.for_settings(settings).entries(resolved.abs_path))
+               and e.time > since and e.version != first.version
+               for e in store.entries(resolved.abs_path))
 
 
 def restore(settings: Settings, path: str, version: str | None = None, *, last: bool = False,

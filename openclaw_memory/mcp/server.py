@@ -168,8 +168,26 @@ def _with_service(memory: Memory, arguments: dict, result: dict) -> dict:
     return {**result, "service": to_json(memory.service())}
 
 
+def _replay_message(memory: Memory, arguments: dict, result: dict) -> dict:
+    """A replayed memory_write says in words that nothing was written now (its JSON is the first write's)."""
+    if not result.get("replayed"):
+        return result
+    done = "appended to" if result.get("action") == "append" else "written to"
+    message = (f"Replayed: nothing was {done} {result['path']} now. An earlier call with the same idempotencyKey made "
+               f"version {str(result['version'])[:12]} ({result['size']} bytes), which the file still holds: this call "
+               "was taken as a retry of it.")
+    if arguments.get("idempotency_key") is None:
+        again = "append the same text" if result.get("action") == "append" else "write the same content"
+        message += (f" To {again} again on purpose, read the file first with memory_get (a read since that write "
+                    "makes the next one a new write) or give the call its own idempotencyKey.")
+    else:
+        message += " Another write takes its own idempotencyKey."
+    return {**result, "message": message}
+
+
 # What a tool adds to its operation's JSON, as OpenClaw's tool of that name answers.
-_SHAPES: dict[str, Callable[[Memory, dict, dict], dict]] = {"memory_search": _search_message, "memory_status": _with_service}
+_SHAPES: dict[str, Callable[[Memory, dict, dict], dict]] = {"memory_search": _search_message, "memory_status": _with_service,
+                                                             "memory_write": _replay_message}
 
 
 @dataclass(frozen=True)

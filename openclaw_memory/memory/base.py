@@ -125,7 +125,8 @@ class Memory(Protocol):
                                "8+ hex characters).",
                      "update_index": "Do not update the search index afterwards.",
                      "idempotency_key": "Retry-safe key of this session: a second write with it within 24 h writes nothing "
-                                        "and prints the first result (default: agent, path, mode and content).",
+                                        "and prints the first result (default: agent, path, mode and content; a "
+                                        "default key is a retry only until the session reads or writes the file again).",
                      "replace_unread": "Replace the content though this session read only some of its lines (the lines "
                                        "not read are dropped; the history keeps them).",
                      "tool": "Which tool makes the write (write or memory_write): part of the default idempotency key."},
@@ -138,7 +139,9 @@ class Memory(Protocol):
                          "(memory/YYYY-MM-DD.md) is allowed while the file only grew. expect makes it a strict "
                          "compare-and-swap on the version you read. "
                          "A retried call (same idempotencyKey, by default the same path, mode and content) within 24 hours "
-                         "writes nothing and returns the first result with replayed: true. Every version stays in the "
+                         "writes nothing and returns the first result with replayed: true; without an idempotencyKey, "
+                         "only until you read the file with memory_get or write it again (then the same text is a new "
+                         "entry). Every version stays in the "
                          "history (openclaw-memory history / restore).",
                          only=("path", "content", "append", "expect", "idempotency_key", "replace_unread"),
                          fixed={"tool": "memory_write"},
@@ -149,7 +152,8 @@ class Memory(Protocol):
                                          "your last memory_get of it returned (another version is refused).",
                                "idempotency_key": "Retry-safe key of this session: a second write with the same key within "
                                                   "24 hours writes nothing and returns the first result (default: derived "
-                                                  "from agent, path, mode and content).",
+                                                  "from agent, path, mode and content, and a retry only until you read or "
+                                                  "write the file again).",
                                "replace_unread": "With content: replace the file though your memory_get showed only some "
                                                  "of its lines (the others are dropped). Default false: refused."}))
     def write(self, path: str, *, content: bytes | str | None = None, append: bytes | str | None = None,

@@ -97,11 +97,31 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
                               idempotency_key=idempotency_key, progress=_progress_past_one_file(stack),
                               replace_unread=replace_unread)
     if result.replay is not None:
-        warn("already written by an earlier write with the same idempotency key; nothing written again")
+        warn(_replay_hint(settings, path, result.action, idempotency_key))
     if result.index is not None and result.index.failed:
         warn(result.index.reason or "the index was not updated")
     if reported(result, json_out):
         return 0
+    if result.replay is not None:  # nothing was written now: never "appended to"
+        done = "appended to" if result.action == "append" else "written to"
+        print(f"replayed: nothing {done} {printable(result.path)} now; an earlier write with the same idempotency key "
+              f"made version {result.version[:12]} ({result.size} bytes), which the file still holds")
+        return 0
     verb = "created" if result.created else VERBS[result.action]
     print(f"{verb} {printable(result.path)}: version {result.version[:12]} ({result.size} bytes)")
     return 0
+
+
+def _replay_hint(settings: Settings, path: str, action: str, idempotency_key: str | None) -> str:
+    """Why a write was taken as a retry, and how to make it again on purpose."""
+    import shlex
+
+    from ...settings import command_line
+
+    if idempotency_key is not None:
+        return ("already written by an earlier write with the same idempotency key: taken as a retry, nothing written "
+                "again (another write takes its own --idempotency-key)")
+    again = "append the same text" if action == "append" else "write the same content"
+    return ("already written by an earlier write with the same idempotency key, and this session has not read or written "
+            f"the file since: taken as a retry, nothing written again; to {again} again on purpose, read the file first "
+            f"({command_line(settings)} read {shlex.quote(printable(path))}) or give the write its own --idempotency-key")
