@@ -33,8 +33,13 @@ class FileLock:
     it locked is still the one at ``path`` and starts again when it is not.
     """
 
-    def __init__(self, path: str, *, timeout: float = 5.0, what: str = "this workspace", remove: bool = False):
+    def __init__(self, path: str, *, timeout: float = 5.0, what: str = "this workspace", remove: bool = False,
+                 readable: bool = False):
         self.path = path
+        # ``readable``: a reader's lock, taken all the same on a file system mounted read-only (a
+        # state dir bind-mounted so), where no lock file can be made or written; a writer's lock
+        # there stays an error, before the writer changes anything (a note written with no history).
+        self.readable = readable
         self.timeout = timeout
         self.what = what
         self.remove = remove
@@ -52,8 +57,13 @@ class FileLock:
             make_dirs(os.path.dirname(self.path))
             fd = _open_private(self.path)
         except OSError as exc:
-            why = _in_the_way(self.path) if exc.errno in (errno.EEXIST, errno.ENOTDIR) else "is the state dir writable?"
-            raise StateDirError(f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} ({why})") from None
+            if self.readable and exc.errno == errno.EROFS and (read_only := _open_read_only(self.path)) is not False:
+                if read_only is None:
+                    return  # no lock file on a read-only file system: no writer here has one to hold
+                fd = read_only
+            else:
+                why = _in_the_way(self.path) if exc.errno in (errno.EEXIST, errno.ENOTDIR) else "is the state dir writable?"
+                raise StateDirError(f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} ({why})") from None
         deadline = time.monotonic() + self.timeout
         told = False
         while True:
@@ -178,6 +188,39 @@ def set_aside_odd_lock(path: str) -> bool:
         return True
     finally:
         os.close(folder)
+
+
+def read_only_mount(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (or its nearest existing folder above) lies on a file system mounted
+    read-only: nothing on this mount can be written there, by us or by any other writer."""
+    path = os.fspath(path)
+    while True:
+        try:
+            return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+        except FileNotFoundError:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return False
+            path = parent
+        except OSError:
+            return False
+
+
+def _open_read_only(path: str) -> int | None | bool:
+    """The lock file of a read-only file system (a state dir mounted read-only), opened for reading,
+    which flock locks all the same: a writer through another, writable mount of the same folder still
+    waits for a reader here, and the reader for it. None: there is no lock file (none was ever taken
+    there, and none can be made); False: it cannot be opened (a link, no permission)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return False
+    return fd
 
 
 def _open_lock_file(path: str) -> int:

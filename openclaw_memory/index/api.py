@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..bulk import gc_paused
 from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
+from ..fsutil.lock import read_only_mount
 from ..types import SearchMode
 from .agent_lock import index_builder
 from .bm25 import Bm25, saved_stats, stats_serial
@@ -137,7 +138,12 @@ class MemoryIndex:
         notes: list[str] = []
         updating = False
         if mode != "text" and (stale or outdated):
-            if sync:
+            if sync and read_only_mount(self.settings.data_dir):
+                # Nothing on this mount can write it (no sync of ours, no other writer's): the index
+                # as last built answers, and `stale` lists what it does not hold as it is now.
+                notes.append(f"the index could not be brought up to date: the state dir ({self.settings.state_dir}) "
+                             "is mounted read-only; what changed since it was built is searched as it was then")
+            elif sync:
                 try:
                     # Never wait for a running index: the last complete index answers meanwhile.
                     summary = self.sync(wait=False)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from ...database import Database, is_read_only
 from ...errors import IndexDamaged, MemoryToolError, is_out_of_files, out_of_files
 from ...fsutil.exchange import AT_FDCWD, exchange
-from ...fsutil.lock import FileLock
+from ...fsutil.lock import FileLock, read_only_mount
 from ...fsutil.private import make_dirs
 from ...fsutil.sparse import copy_sparse_tree
 from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, WaitCallback, folder_bytes
@@ -96,6 +96,9 @@ class EdgeStore:
         # it then holds their locks until close().
         self.keep_open = keep_open
         self._open: dict[str, tuple[EdgeShard, FileLock]] = {}
+        # On a state dir mounted read-only the engine cannot open a shard in place (its load writes
+        # some of its files): each shard opened is a private copy in the temporary folder, by name.
+        self._copies: dict[str, str] = {}
         self.view = ReadView()
         self._loading = threading.RLock()  # one thread loads (or probes) a shard at a time
         # A resident process (the service) whose own threads search these shards: a shard being
@@ -107,7 +110,9 @@ class EdgeStore:
         return self.root / "edge" / name
 
     def _lock(self, name: str) -> FileLock:
-        return FileLock(str(self.root / "locks" / f"{name}.lock"), timeout=self.lock_timeout, what=f"index collection {name}")
+        # readable: on a state dir mounted read-only, a search opens a copy of the shard under it
+        return FileLock(str(self.root / "locks" / f"{name}.lock"), timeout=self.lock_timeout, what=f"index collection {name}",
+                        readable=True)
 
     def exists(self, name: str) -> bool:
         return (self.shard_path(name) / "edge_config.json").is_file()
@@ -435,6 +440,13 @@ class EdgeStore:
                     lock.release()
 
     def _close_and_record(self, name: str, shard: EdgeShard) -> None:
+        copy = self._copies.pop(name, None)
+        if copy is not None:  # a read-only state dir's: nothing to record, the copy goes
+            try:
+                shard.close()
+            finally:
+                shutil.rmtree(copy, ignore_errors=True)
+            return
         if shard.closed:  # it could not be reopened after an optimize: the next open probes it
             self._forget_key(name)
             return
@@ -452,6 +464,8 @@ class EdgeStore:
         """The engine of the shard ``name`` (created when ``dim`` is given and there is none), its
         vector dimension and the points it holds (None: not known without counting them)."""
         path = self.shard_path(name)
+        if read_only_mount(self.root):
+            return self._load_copy(name)
         ensure_room(self.root)
         try:
             if self.exists(name):
@@ -476,6 +490,33 @@ class EdgeStore:
             raise MemoryToolError(
                 f"index collection {name} at {path} cannot be opened ({exc}); rebuild it with `openclaw-memory index --full`"
             ) from None
+
+    def _load_copy(self, name: str):
+        """The engine of a private copy of the shard ``name`` (the state dir is mounted read-only,
+        and the engine's load writes to the folder it opens), made under the shard's lock; the copy
+        is removed when the shard is closed. Its points are not known (nothing recorded them)."""
+        import tempfile
+
+        if not self.exists(name):
+            raise MemoryToolError(f"index collection {name} does not exist yet, and the state dir ({self.root}) is "
+                                  "mounted read-only: run `openclaw-memory index` where it can be written")
+        folder = tempfile.mkdtemp(prefix=f"openclaw-memory-{name}-")
+        copy = Path(folder) / "shard"
+        try:
+            copy_sparse_tree(self.shard_path(name), copy)
+            engine, dim = load_engine(copy)
+        except BaseException as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(exc, (MemoryToolError, ModuleNotFoundError, KeyboardInterrupt, SystemExit)):
+                raise
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                raise MemoryToolError(f"index collection {name} cannot be searched: the state dir is mounted read-only, "
+                                      f"and its copy in the temporary folder ({tempfile.gettempdir()}) does not fit "
+                                      "there (set TMPDIR to a folder with room)") from None
+            raise MemoryToolError(f"index collection {name} at {self.shard_path(name)} cannot be opened ({exc}); "
+                                  "rebuild it with `openclaw-memory index --full` where the state dir can be written") from None
+        self._copies[name] = folder
+        return engine, dim, None
 
     def _listed(self, name: str) -> int | None:
         """The points the shard's manifest lists (None while a write to it is unfinished, or for a

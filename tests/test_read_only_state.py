@@ -1,0 +1,71 @@
+"""A state dir mounted read-only (a bind mount, a read-only volume): the reading commands answer
+from the index as it is, and nothing tries to write there (a real read-only bind mount; skipped
+where this machine cannot make one: it needs root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+
+
+@contextmanager
+def read_only_view(source: Path, view: Path) -> Iterator[Path]:
+    """``source`` bind-mounted read-only at ``view``."""
+    view.mkdir()
+    done = subprocess.run(["mount", "--bind", str(source), str(view)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {done.stderr.strip() or 'mount failed'}")
+    try:
+        remount = subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True, text=True)
+        if remount.returncode != 0 or os.access(view, os.W_OK) and not _read_only(view):
+            pytest.skip(f"cannot make a bind mount read-only here: {remount.stderr.strip() or 'still writable'}")
+        yield view
+    finally:
+        subprocess.run(["umount", "-l", str(view)], check=False)
+
+
+def _read_only(folder: Path) -> bool:
+    return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+
+
+def _copies() -> set[str]:
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("openclaw-memory-memory-")}
+
+
+def test_search_and_collections_answer_from_a_read_only_state_dir(cli, workspace, state_dir, tmp_path):
+    """They failed, exit 2 (`cannot take the lock for index collection ... Read-only file system`),
+    while the index was whole and status, log and read worked. A search now reads the index as it
+    is, without its lock file's write or a sync, says once that it could not bring it up to date,
+    and leaves no copy behind; a write is still refused before it changes anything."""
+    write(workspace / "MEMORY.md", "# Memory\n\nGreen tea at four.\n")
+    write(workspace / "memory" / "tea.md", "# Tea\n\nSencha, then genmaicha.\n")
+    assert cli("index").returncode == 0
+    before = _copies()
+    with read_only_view(state_dir, tmp_path / "ro") as view:
+        ro = ("--state-dir", str(view))
+        fresh = cli("search", "genmaicha", *ro)
+        assert fresh.returncode == 0 and "memory/tea.md#L1-L3" in fresh.stdout, fresh.stderr
+        assert "could not be brought up to date" not in fresh.stderr  # nothing to bring up to date
+        write(workspace / "memory" / "tea.md", "# Tea\n\nSencha, then genmaicha. Hojicha too.\n")
+        stale = cli("search", "genmaicha", *ro)
+        assert stale.returncode == 0 and "memory/tea.md" in stale.stdout, stale.stderr
+        assert stale.stderr.count("the index could not be brought up to date: the state dir") == 1, stale.stderr
+        assert "is mounted read-only" in stale.stderr
+        done = cli("search", "genmaicha", "--json", *ro)
+        assert done.returncode == 0 and done.json()["results"], done.stderr
+        listed = cli("collections", "--json", *ro)
+        assert listed.returncode == 0, listed.stderr
+        assert cli("status", *ro).returncode == 0
+        refused = cli("write", "memory/tea.md", "--append", "Oolong.", *ro)
+        assert refused.returncode == 2 and "Read-only file system" in refused.stderr
+        assert "Oolong" not in (workspace / "memory" / "tea.md").read_text()
+    assert _copies() == before
+    assert cli("search", "hojicha").returncode == 0  # the writable state dir syncs as before
