@@ -61,6 +61,9 @@ class JournalRecord:
     legacy_size: int | None = None
     canonical_hash: str | None = None
     lossy: bool = False  # the legacy text was not valid UTF-8
+    # MEMORY.md's permission bits before and after the merge, when the merge narrowed them (merge.merged_mode)
+    canonical_mode: int | None = None
+    merged_mode: int | None = None
     # migrate (a two-step rename)
     temp: str | None = None  # the temporary name the bytes sit at between the steps
     # written with every step

@@ -14,6 +14,7 @@ import os
 
 from ..files.jstext import decode_lossy, js_trim, js_trim_end
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, shorten_home
+from ..history.versions import FileMode
 from .journal import JournalRecord
 
 HEADING = "## Imported From Legacy Root memory.md"
@@ -54,6 +55,21 @@ def merged_bytes(canonical: bytes, block: bytes, shown: str) -> bytes:
     """``MEMORY.md`` after the merge (``block`` from :func:`legacy_block`)."""
     section = f"\n\n{HEADING}\n\n{marker(shown)}\n{SENTENCE}\n\n".encode()
     return _canonical_head(canonical) + section + block
+
+
+SHARED_RW = 0o066  # read and write for the file's group and for others
+
+
+def merged_mode(canonical: FileMode, legacy: FileMode) -> int:
+    """The permission bits ``MEMORY.md`` gets when ``memory.md``'s text is merged into it: its own,
+    less each read and write bit for its group and for others that ``memory.md`` does not give them,
+    so the merged text is shown to no one who could not read it before (a private 0600 ``memory.md``
+    merged into a 0644 ``MEMORY.md`` makes it 0600; OpenClaw keeps 0644). Its owner's bits and the
+    execute and set-id bits stay. When the two files have different groups, ``MEMORY.md``'s group is
+    given only what ``memory.md`` gives everyone."""
+    others = legacy.mode & 0o006
+    group = legacy.mode & 0o060 if legacy.gid == canonical.gid else others << 3
+    return canonical.mode & ~(SHARED_RW & ~(group | others))
 
 
 def already_merged(canonical: bytes, block: bytes) -> str | None:
@@ -112,6 +128,9 @@ def merge_detail(state: JournalRecord, how: str) -> str:
         text = f"merged memory.md ({state.legacy_size} bytes) into MEMORY.md under \"{HEADING}\"; archived the original at {rel}"
     else:
         text = f"archived memory.md at {rel} without merging ({_mode_words(state)}); MEMORY.md unchanged"
+    if state.mode == "append" and state.merged_mode is not None and state.canonical_mode is not None:
+        text += (f"; MEMORY.md's mode is now {state.merged_mode:04o} (was {state.canonical_mode:04o}): it holds memory.md's "
+                 "text, and is no more readable by its group or others than memory.md was")
     if state.lossy and state.mode == "append":
         text += ("; memory.md was not valid UTF-8 text (invalid bytes or NUL): it was merged with U+FFFD in place of "
                  "those bytes and its raw bytes are kept in the archive")

@@ -21,7 +21,7 @@ from ..fsutil.move import SourceKept, safe_move
 from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyRefused, read_only_note, read_only_refusal, refuse_read_only
 from ..history.store import HistoryStore
-from ..history.versions import EXTERNAL_EDIT
+from ..history.versions import EXTERNAL_EDIT, FileMode
 from ..settings import Settings
 from .aftercare import finalize, record_in_history
 from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
@@ -37,6 +37,7 @@ from .merge import (
     merge_detail,
     merge_note,
     merged_bytes,
+    merged_mode,
 )
 from .model import Finding, Repair, RepairSpec
 from .place import hash_or_none, identical_twins, place_no_replace, read_within, read_within_mode
@@ -56,8 +57,21 @@ def _regular(entry: RootEntry) -> bool:
     return entry.exists and entry.is_file and not entry.is_symlink
 
 
-def _write_canonical(root: Folder, data: bytes) -> None:
-    atomic_write_bytes(CANONICAL_ROOT, data, dir_fd=root.fd)  # keeps its mode and owner
+def _write_canonical(root: Folder, data: bytes, mode: int | None = None) -> None:
+    """Replace MEMORY.md: its owner kept, its mode too unless ``mode`` is given, set on the temp file
+    before it takes the name (never a chmod after: no instant where the new text has the old mode)."""
+    atomic_write_bytes(CANONICAL_ROOT, data, mode, dir_fd=root.fd)
+
+
+def _mode_for_merge(root: Folder, canonical: FileMode, legacy: FileMode) -> int:
+    """MEMORY.md's mode once it holds memory.md's text (:func:`.merge.merged_mode`), from memory.md's mode
+    when it was read and as it is now, whichever is the more private (a ``chmod`` since narrows it too)."""
+    perms = merged_mode(canonical, legacy)
+    try:
+        now = FileMode.of(root.lstat(LEGACY_ROOT))
+    except OSError:
+        return perms  # gone or replaced since: the archive step finds that out
+    return merged_mode(canonical._replace(mode=perms), now)
 
 
 def _failure(exc: OSError | MemoryToolError, settings: Settings) -> str:
@@ -122,7 +136,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     try:
         # A file over the limit is never held whole: only identical twins (by streamed hash) go on then.
         read_canonical, canonical_hash, _, canonical_mode = read_within_mode(root, CANONICAL_ROOT, MAX_ROOT_BYTES)
-        legacy_bytes, legacy_hash, legacy_size = read_within(root, LEGACY_ROOT, MAX_ROOT_BYTES)
+        legacy_bytes, legacy_hash, legacy_size, legacy_mode = read_within_mode(root, LEGACY_ROOT, MAX_ROOT_BYTES)
     except OSError as exc:
         return Repair("split-root", "merge", "failed", f"cannot read the root files ({exc.strerror or exc}); nothing changed", SPLIT_PATHS)
     if read_canonical is None or legacy_bytes is None:
@@ -153,6 +167,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     )
     action = "merge" if mode == "append" else "archive"
     stamp_dir = None
+    restore_mode: int | None = None  # MEMORY.md's mode before the merge, where the merge narrowed it
     try:
         while stamp_dir is None:
             stamp = new_stamp(ws)
@@ -172,18 +187,22 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
             if again != canonical:
                 raise _CanonicalChanged(stamp_dir)
             refuse_read_only(canonical_mode, CANONICAL_ROOT, "changed", root)  # made so since the first look
-            _write_canonical(root, new)
+            perms = _mode_for_merge(root, canonical_mode, legacy_mode)
+            _write_canonical(root, new, perms)
+            if perms != canonical_mode.mode:
+                restore_mode = canonical_mode.mode
+                state = replace(state, canonical_mode=canonical_mode.mode, merged_mode=perms)
             faults.reach("merge:canonical-written")
         state = step(data_dir, state, "archive")
         faults.reach("merge:archive")
         try:
             how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT)
         except SourceKept as exc:
-            return _source_kept(settings, root, stamp_dir, canonical, new if mode == "append" else None, exc)
+            return _source_kept(settings, root, stamp_dir, canonical, new if mode == "append" else None, exc, restore_mode)
         faults.reach("merge:archived")
         if hash_or_none(stamp_dir.folder, LEGACY_ROOT) != state.legacy_hash:
             # memory.md was edited after it was read: its new text is only in the archive.
-            return _undo_merge(settings, root, stamp_dir, canonical, new if mode == "append" else None)
+            return _undo_merge(settings, root, stamp_dir, canonical, new if mode == "append" else None, restore_mode)
     except ArchiveRefused as exc:
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", f"{exc.strerror}; nothing changed", SPLIT_PATHS)
@@ -205,7 +224,8 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     return Repair("split-root", action, "done", merge_detail(state, how) + extra, (*SPLIT_PATHS, rel))
 
 
-def _undo_merge(settings: Settings, root: Folder, stamp_dir: StampDir, canonical: bytes, merged: bytes | None) -> Repair:
+def _undo_merge(settings: Settings, root: Folder, stamp_dir: StampDir, canonical: bytes, merged: bytes | None,
+                restore_mode: int | None = None) -> Repair:
     """Put memory.md back from the archive and MEMORY.md back to its bytes before the merge."""
     action = "archive" if merged is None else "merge"
     try:
@@ -215,7 +235,7 @@ def _undo_merge(settings: Settings, root: Folder, stamp_dir: StampDir, canonical
         return Repair("split-root", action, "failed",
                       f"memory.md changed while the repair ran and was then created again; its changed text is kept at "
                       f"{archive_rel(stamp_dir.name)} — merge it by hand", SPLIT_PATHS)
-    note = _put_canonical_back(root, canonical, merged)
+    note = _put_canonical_back(root, canonical, merged, restore_mode)
     stamp_dir.remove_if_empty()
     clear_journal(settings.data_dir)
     return Repair("split-root", action, "failed",
@@ -223,23 +243,24 @@ def _undo_merge(settings: Settings, root: Folder, stamp_dir: StampDir, canonical
                   SPLIT_PATHS)
 
 
-def _put_canonical_back(root: Folder, canonical: bytes, merged: bytes | None) -> str:
-    """Undo the merge in MEMORY.md unless it changed since (then it keeps the merged text): a note for the detail."""
+def _put_canonical_back(root: Folder, canonical: bytes, merged: bytes | None, restore_mode: int | None = None) -> str:
+    """Undo the merge in MEMORY.md unless it changed since (then it keeps the merged text, and the mode
+    the merge gave it): a note for the detail. ``restore_mode``: its mode before a merge that narrowed it."""
     if merged is None:
         return ""
     if read_within(root, CANONICAL_ROOT, len(merged))[0] == merged:
-        _write_canonical(root, canonical)
+        _write_canonical(root, canonical, restore_mode)
         return ""
     return " (MEMORY.md was changed since the merge too, so it keeps the merged text)"
 
 
 def _source_kept(settings: Settings, root: Folder, stamp_dir: StampDir, canonical: bytes, merged: bytes | None,
-                 exc: SourceKept) -> Repair:
+                 exc: SourceKept, restore_mode: int | None = None) -> Repair:
     """The cross-device move kept memory.md (edited, replaced or held open while it was copied): the
     repair stops there. MEMORY.md gets its bytes before the merge back, so the next `doctor --fix`
     merges memory.md as it is now, once; the copy in the archive is kept, never deleted."""
     action = "archive" if merged is None else "merge"
-    note = _put_canonical_back(root, canonical, merged)
+    note = _put_canonical_back(root, canonical, merged, restore_mode)
     rel = archive_rel(stamp_dir.name)
     clear_journal(settings.data_dir)
     if exc.kept_at == LEGACY_ROOT:
