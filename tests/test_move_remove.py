@@ -437,7 +437,7 @@ def test_rm_archives_the_note_out_of_search_and_prompt_and_restore_last_brings_i
 def test_restore_takes_a_version_or_last_and_says_when_nothing_was_removed(cli, workspace):
     write(workspace / "memory" / "a.md", HERON)
     assert cli("read", "memory/a.md").returncode == 0
-    assert "was never removed" in one_line_error(cli("restore", "memory/a.md", "--last"))
+    assert f"no removal of memory/a.md is recorded for this workspace ({workspace})" in one_line_error(cli("restore", "memory/a.md", "--last"))
     assert "give the version to restore, or --last" in one_line_error(cli("restore", "memory/a.md"))
     assert cli("rm", "memory/a.md").returncode == 0
     assert "not both" in one_line_error(cli("restore", "memory/a.md", version_of(HERON)[:8], "--last"))

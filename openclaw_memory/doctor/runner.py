@@ -38,6 +38,7 @@ from . import (
     check_state,
     check_state_temps,
     check_watchdog,
+    check_workspaces,
     recovery,
     repair_index,
     repair_root,
@@ -50,7 +51,8 @@ from .model import CheckContext, Finding, Repair
 CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS,
           *check_folders.CHECKS, *check_service.CHECKS, *check_root.CHECKS, *check_startup.CHECKS, *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
-          *check_links.CHECKS, *check_leftovers.CHECKS, *check_asides.CHECKS, *check_state_temps.CHECKS)
+          *check_links.CHECKS, *check_leftovers.CHECKS, *check_asides.CHECKS, *check_state_temps.CHECKS,
+          *check_workspaces.CHECKS)
 REPAIRS = {**recovery.REPAIRS, **check_moves.REPAIRS, **check_rollback.REPAIRS, **repair_state.REPAIRS, **check_locks.REPAIRS,
            **check_folders.REPAIRS, **check_service.REPAIRS, **repair_root.REPAIRS, **repair_index.REPAIRS,
            **check_leftovers.REPAIRS, **check_asides.REPAIRS, **check_state_temps.REPAIRS}

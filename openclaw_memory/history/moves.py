@@ -424,8 +424,10 @@ def last_removed(settings: Settings, path: str) -> str:
     for entry in reversed(HistoryStore.for_settings(settings).entries(resolved.abs_path)):
         if entry.origin == REMOVE:
             return entry.version
-    raise UsageError(f"{resolved.display} was never removed, so --last has nothing to restore "
-                     f"(see `openclaw-memory history {shlex.quote(resolved.display)}`)")
+    # Not "never removed": the history of a workspace moved or renamed stays under its old path.
+    raise UsageError(f"no removal of {resolved.display} is recorded for this workspace ({settings.workspace}), so --last "
+                     f"has nothing to restore (see `openclaw-memory history {shlex.quote(resolved.display)}`; a workspace "
+                     "moved or renamed leaves its earlier history under its old path, which `openclaw-memory doctor` names)")
 
 
 # -- shared steps ----------------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""A workspace folder renamed leaves its history under the old path: doctor names it
+(``history-left-behind``) and its steps, run as printed, bring that history here; ``restore
+--last`` does not claim the note was never removed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from conftest import write
+
+NOTE = "keep me\n"
+FINDING = "history-left-behind"
+
+
+def _tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def _renamed_after_a_removal(tmp_path: Path, cli) -> tuple[Path, Path]:
+    """The reviewer's steps: a note read and removed in ``agent``, then ``agent`` renamed ``agent-main``."""
+    old, new = tmp_path / "agent", tmp_path / "agent-main"
+    write(old / "memory" / "todo.md", NOTE)
+    write(old / "MEMORY.md", "# M\n")
+    assert cli("-w", old, "read", "memory/todo.md").returncode == 0
+    assert cli("-w", old, "rm", "memory/todo.md").returncode == 0
+    old.rename(new)
+    return old, new
+
+
+def _findings(cli, workspace: Path) -> dict[str, dict]:
+    done = cli("-w", workspace, "doctor", "--json")
+    return {f["id"]: f for f in json.loads(done.stdout)["findings"]}
+
+
+def _steps(message: str) -> list[str]:
+    return [line[2:] for line in message.splitlines() if line.startswith("  ")]
+
+
+def test_restore_last_in_a_renamed_workspace_does_not_say_never_removed(tmp_path, cli):
+    _, new = _renamed_after_a_removal(tmp_path, cli)
+    done = cli("-w", new, "restore", "memory/todo.md", "--last")
+    assert done.returncode == 2
+    assert "never removed" not in done.stderr
+    assert f"no removal of memory/todo.md is recorded for this workspace ({new})" in done.stderr
+    assert "`openclaw-memory -w" in done.stderr and "doctor` names" in done.stderr
+
+
+def test_doctor_names_the_history_left_under_the_old_path_and_its_steps_bring_it_here(tmp_path, state_dir, cli):
+    old, new = _renamed_after_a_removal(tmp_path, cli)
+    (data,) = [p for p in (state_dir / "openclaw-memory" / "workspaces").iterdir()]
+    plain = cli("-w", new, "doctor")
+    assert plain.returncode == 1 and "No problems found" not in plain.stdout
+    finding = _findings(cli, new)[FINDING]
+    assert finding["severity"] == "warning" and finding["fixable"] is False
+    assert finding["paths"] == [str(data)]
+    assert f"- {old}: 2 versions of 1 memory file, kept in {data}" in finding["message"]
+    steps = _steps(finding["message"])
+    assert steps == [
+        f"mv {new} {old}",
+        f"openclaw-memory -w {old} export {tmp_path / 'agent-history.tar.gz'}",
+        f"mv {old} {new}",
+        f"openclaw-memory -w {new} import {tmp_path / 'agent-history.tar.gz'}",
+        f"rm -r {data}",
+    ]
+    assert cli("-w", new, "doctor", "--fix").returncode == 1  # nothing is moved, merged or removed for it
+    assert data.is_dir() and not old.exists()
+
+    for line in steps:  # as printed
+        words = shlex.split(line)
+        done = cli(*words[1:]) if words[0] == "openclaw-memory" else subprocess.run(words, capture_output=True, text=True)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+
+    back = cli("-w", new, "restore", "memory/todo.md", "--last")
+    assert back.returncode == 0, back.stderr
+    assert (new / "memory" / "todo.md").read_text() == NOTE
+    assert FINDING not in _findings(cli, new)
+
+
+def test_workspaces_that_exist_and_folders_without_history_are_not_named(tmp_path, state_dir, cli):
+    one, two, gone = tmp_path / "one", tmp_path / "two", tmp_path / "gone"
+    for ws in (one, two, gone):
+        write(ws / "MEMORY.md", f"# {ws.name}\n")
+    assert cli("-w", one, "history", "MEMORY.md").returncode == 0
+    assert cli("-w", two, "history", "MEMORY.md").returncode == 0
+    assert cli("-w", gone, "doctor", "--fix").returncode == 0  # a data folder with no history in it
+    assert len(list((state_dir / "openclaw-memory" / "workspaces").iterdir())) == 3
+    for ws in (one, two):
+        os.remove(ws / "MEMORY.md")
+    gone.joinpath("MEMORY.md").unlink()
+    gone.rmdir()
+    assert FINDING not in _findings(cli, one)
+    assert FINDING not in _findings(cli, two)
+
+
+def test_the_check_only_reads(tmp_path, state_dir, cli):
+    """Plain doctor and --fix leave the old data folder's database as it was (a read-only
+    connection; SQLite's reader files beside it aside) and never touch the old path."""
+    old, new = _renamed_after_a_removal(tmp_path, cli)
+    (data,) = [p for p in (state_dir / "openclaw-memory" / "workspaces").iterdir()]
+    before = _tree(data)["state.db"]
+    assert FINDING in _findings(cli, new)
+    cli("-w", new, "doctor", "--fix")
+    assert _tree(data)["state.db"] == before and not old.exists()
+
+
+def test_a_damaged_old_database_is_passed_over(tmp_path, state_dir, cli):
+    _, new = _renamed_after_a_removal(tmp_path, cli)
+    (data,) = [p for p in (state_dir / "openclaw-memory" / "workspaces").iterdir()]
+    for name in os.listdir(data):
+        if name.startswith("state.db"):
+            os.remove(data / name)
+    (data / "state.db").write_bytes(b"not a database" * 100)
+    findings = _findings(cli, new)
+    assert FINDING not in findings and "check-failed" not in findings
+
+
+def test_a_renamed_parent_folder_gets_its_folders_made_and_removed_again_and_the_flags_kept(tmp_path, state_dir, cli):
+    """The folder above the workspace renamed (``a`` -> ``c``): the steps make ``a/b`` for the move
+    back and remove it after; the state dir given on the command line is in each command."""
+    old, new = tmp_path / "a" / "b" / "agent", tmp_path / "c" / "b" / "agent"
+    write(old / "memory" / "todo.md", NOTE)
+    assert cli("-w", old, "read", "memory/todo.md").returncode == 0
+    assert cli("-w", old, "rm", "memory/todo.md").returncode == 0
+    (tmp_path / "a").rename(tmp_path / "c")
+    done = cli("--state-dir", state_dir, "-w", new, "doctor", "--json", env={"OPENCLAW_STATE_DIR": "/nonexistent"})
+    (finding,) = [f for f in json.loads(done.stdout)["findings"] if f["id"] == FINDING]
+    steps = _steps(finding["message"])
+    assert steps[0] == f"mkdir -p {tmp_path / 'a' / 'b'}"
+    assert steps[4] == f"rmdir {tmp_path / 'a' / 'b'} {tmp_path / 'a'}"
+    assert all(f"--state-dir {state_dir}" in line for line in steps if line.startswith("openclaw-memory"))
+    for line in steps:
+        words = shlex.split(line)
+        ran = (cli(*words[1:], env={"OPENCLAW_STATE_DIR": "/nonexistent"}) if words[0] == "openclaw-memory"
+               else subprocess.run(words, capture_output=True, text=True))
+        assert ran.returncode == 0, (line, ran.stdout, ran.stderr)
+    assert not (tmp_path / "a").exists()
+    assert cli("-w", new, "restore", "memory/todo.md", "--last").returncode == 0
+    assert (new / "memory" / "todo.md").read_text() == NOTE
