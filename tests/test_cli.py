@@ -112,6 +112,11 @@ def test_the_first_hour_wording_and_exit_statuses(cli, workspace):
     assert missing.returncode == 1 and "memory/nope.md does not exist" in missing.stderr
     as_json = cli("read", "memory/nope.md", "--json")
     assert as_json.returncode == 1 and as_json.json() == {"status": "not_found", "text": "", "path": "memory/nope.md"}
+    # --diff of the same missing file exits as the read does (it exited 0)
+    diff = cli("read", "memory/nope.md", "--diff")
+    assert diff.returncode == 1 and "memory/nope.md does not exist" in diff.stderr
+    diff_json = cli("read", "memory/nope.md", "--diff", "--json")
+    assert diff_json.returncode == 1 and diff_json.json()["mode"] == "missing"
     refused = cli("read", "/etc/passwd")
     assert refused.returncode == 2 and "refused: /etc/passwd is not a memory path" in refused.stderr
     write(workspace / "MEMORY.md", "# Memory\n")

@@ -83,8 +83,9 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory, given_path(settings.workspace, path):
         result = memory.read_diff(path, from_line=from_line, lines=lines, max_chars=max_chars)
     _unread_if_lost(settings, result.path, result.version)
+    missing = 1 if result.mode == "missing" else 0  # as a plain read of it exits (it was 0 with --diff)
     if reported(result, json_out):
-        return 0
+        return missing
     if result.mode == "diff":
         sys.stdout.write(for_stdout(result.diff))
     elif result.mode == "unchanged":
@@ -95,4 +96,4 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
             _show(result.path, result.read.text)
     else:
         warn(f"{printable(result.path)} does not exist")
-    return 0
+    return missing
