@@ -178,6 +178,25 @@ def test_absolute_path_inside_extra_path(workspace, tmp_path):
         read_memory_file(str(note), str(workspace))
 
 
+def test_an_image_files_lists_is_refused_as_an_image_not_as_no_memory_path(cli, workspace, tmp_path):
+    """`files --multimodal` lists an extra path's image and audio; `read` of one was refused as "not a
+    memory path (... or a file in an existing configured extra path)", which it is. Refusing is as
+    OpenClaw's memory_get ('path is not an allowed Markdown memory file'); the reason now says what it is."""
+    extra = ("--extra", str(tmp_path / "ex"))
+    write(tmp_path / "ex" / "p2.png", "PNG")
+    write(tmp_path / "ex" / "voice.MP3", "ID3")
+    write(workspace / "memory" / "pic.png", "PNG")
+    listed = cli("files", "--multimodal", "--json", *extra)
+    assert {f["path"] for f in listed.json()["files"]} >= {"../ex/p2.png", "../ex/voice.MP3"}
+    for path, kind in (("../ex/p2.png", "an image file"), (str(tmp_path / "ex" / "voice.MP3"), "an audio file"),
+                       ("memory/pic.png", "an image file")):
+        refused = cli("read", path, "--multimodal", *extra)
+        assert refused.returncode == 2 and f"refused: {path} is {kind}, which read does not show: it reads Markdown (.md) " \
+            "memory files only" in refused.stderr, refused.stderr
+    elsewhere = cli("read", str(tmp_path / "p3.png"), *extra)  # outside every memory path: as before
+    assert elsewhere.returncode == 2 and "is not a memory path" in elsewhere.stderr
+
+
 def test_a_file_of_an_extra_path_named_through_a_linked_folder_has_one_name(cli, workspace, tmp_path):
     # The scanner names an extra path with its folders' links resolved; reads refused that name
     # (the one `files` and search print), and a write through the link's name kept a history of its own.

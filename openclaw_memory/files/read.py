@@ -28,7 +28,7 @@ from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
 from .jstext import js_trim, not_utf8
-from .paths import LEGACY_ROOT, PATH_MAX, REPAIR_DIR, ExtraPath, display_path, is_memory_path
+from .paths import LEGACY_ROOT, PATH_MAX, REPAIR_DIR, ExtraPath, display_path, file_kind, is_memory_path
 from .window import NOTICE_CUT, NOTICE_CUT_EXTRA, NOTICE_NEXT, WindowScan
 
 
@@ -181,6 +181,10 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     if root is None and (alias := _through_alias(absolute, workspace, extra_paths)) is not None:
         return resolve_memory_path(alias, workspace, extra_paths)
     if root is None or scanned is None:
+        if (kind := _media(absolute, extra_paths)) is not None:
+            raise PathRefused(f"refused: {raw if os.path.isabs(raw) or not shown else shown} is {kind}, which read does not "
+                              "show: it reads Markdown (.md) memory files only (as OpenClaw's memory_get: 'path is not an "
+                              "allowed Markdown memory file'); with --multimodal, files lists it and search finds it")
         # `~` is a name as OpenClaw reads it (a folder `~` of an extra path `.` is read); said when it meant home.
         tilde = "; '~' is not expanded: give the path relative to the workspace or absolute" if raw.startswith("~") else ""
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
@@ -193,7 +197,9 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         absolute = scanned if absolute == root else os.path.join(scanned, os.path.relpath(absolute, root))
         root, shown = scanned, display_path(absolute, workspace)
     if not absolute.endswith(".md") and not (root == absolute and not in_workspace):
-        raise PathRefused(f"refused: {shown} is not a Markdown (.md) memory file")
+        kind = _media(absolute, (root,))
+        raise PathRefused(f"refused: {shown} is {kind}, which read does not show: it reads Markdown (.md) memory files only"
+                          if kind else f"refused: {shown} is not a Markdown (.md) memory file")
     rel_parts = os.path.relpath(absolute, root).split(os.sep) if absolute != root else []
     # Also through an extra path naming the workspace's archive folder (files lists nothing there).
     if REPAIR_DIR in rel_parts or _inside(absolute, os.path.join(workspace, REPAIR_DIR)):
@@ -250,6 +256,19 @@ def _admitted(absolute: str, workspace: str, extra_paths) -> bool:
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _media(absolute: str, roots) -> str | None:
+    """What ``absolute`` is, "an image file" or "an audio file" (by OpenClaw's extensions), when it lies in
+    one of ``roots`` (the extra paths, whose media ``files --multimodal`` lists), else None: `read` of
+    a file `files` listed was refused as "not a memory path (... or a file in an existing configured
+    extra path)", which it is."""
+    kind = file_kind(os.path.basename(absolute), True)
+    if kind not in ("image", "audio"):
+        return None
+    if not any(absolute == os.fspath(r) or _inside(absolute, os.fspath(r)) for r in roots):
+        return None
+    return f"an {kind} file"
 
 
 def _allowed_extra(absolute: str, extra_paths) -> tuple[str | None, str | None]:
