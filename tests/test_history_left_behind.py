@@ -53,9 +53,9 @@ def test_doctor_names_the_history_left_under_the_old_path_and_its_steps_bring_it
     old, new = _renamed_after_a_removal(tmp_path, cli)
     (data,) = [p for p in (state_dir / "openclaw-memory" / "workspaces").iterdir()]
     plain = cli("-w", new, "doctor")
-    assert plain.returncode == 1 and "No problems found" not in plain.stdout
+    assert plain.returncode == 0 and FINDING in plain.stdout  # said, but no problem: a deleted workspace leaves one too
     finding = _findings(cli, new)[FINDING]
-    assert finding["severity"] == "warning" and finding["fixable"] is False
+    assert finding["severity"] == "info" and finding["fixable"] is False
     assert finding["paths"] == [str(data)]
     assert f"- {old}: 2 versions of 1 memory file, kept in {data}" in finding["message"]
     steps = _steps(finding["message"])
@@ -66,7 +66,7 @@ def test_doctor_names_the_history_left_under_the_old_path_and_its_steps_bring_it
         f"openclaw-memory -w {new} import {tmp_path / 'agent-history.tar.gz'}",
         f"rm -r {data}",
     ]
-    assert cli("-w", new, "doctor", "--fix").returncode == 1  # nothing is moved, merged or removed for it
+    assert cli("-w", new, "doctor", "--fix").returncode == 0  # nothing is moved, merged or removed for it
     assert data.is_dir() and not old.exists()
 
     for line in steps:  # as printed

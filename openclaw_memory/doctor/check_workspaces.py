@@ -157,7 +157,9 @@ def check_history_left_behind(ctx: CheckContext) -> list[Finding]:
         + "\nMoved elsewhere: the same, with that folder in place of this one. If that history is no longer wanted, remove "
         "its folder (the `rm -r` line alone). doctor never moves, merges or removes it."
     )
-    return [Finding(ID, "warning", message, False, tuple(str(each.folder) for each in found))]
+    # Info, not a warning: a workspace deleted on purpose leaves its data folder, and every doctor of
+    # every workspace sharing the state dir would exit 1 until it is removed.
+    return [Finding(ID, "info", message, False, tuple(str(each.folder) for each in found))]
 
 
 CHECKS = [check_history_left_behind]
