@@ -581,3 +581,23 @@ def test_a_change_whose_output_is_lost_is_said_done_never_bid_again(workspace, s
                                   text=True, env=env, cwd=workspace, timeout=120)
         assert done.returncode == 1 and done.stderr == "error: the output was not written: the disk is full\n", (args, done.stderr)
     assert (workspace / "memory" / "b.md").read_text() == "- a\n" and not (workspace / "memory" / "a.md").exists()
+
+
+def test_a_workspace_given_as_its_notes_folder_is_told_the_folder_above(cli, workspace, tmp_path):
+    """`-w ws/memory` found no memory system and said only that (doctor: "Memory system not found ...
+    Install the memory system", files: "No memory files"): a warning names the workspace above."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "a.md", "a\n")
+    told = (f"warning: {workspace / 'memory'} is the memory/ folder of the workspace {workspace}, which holds MEMORY.md: "
+            f"give -w {workspace} (the folder that holds memory/)")
+    doctor = cli("doctor", "-w", str(workspace / "memory"))
+    assert told in doctor.stderr and doctor.stderr.count("warning: ") == 1, doctor.stderr
+    files = cli("files", "--json", "-w", str(workspace / "memory"))
+    assert told in files.stderr and files.json()["files"] == []
+    assert "warning" not in cli("files", "-w", str(workspace)).stderr
+    write(tmp_path / "solo" / "memory" / "n.md", "n\n")  # no MEMORY.md above: its notes say what it is
+    solo = cli("files", "-w", str(tmp_path / "solo" / "memory"))
+    assert f"holds notes but no MEMORY.md: it looks like the memory/ folder of the workspace {tmp_path / 'solo'}" in solo.stderr
+    write(tmp_path / "own" / "memory" / "MEMORY.md", "# Own\n")  # a workspace named memory with its own memory
+    write(tmp_path / "own" / "MEMORY.md", "# Above\n")
+    assert "warning" not in cli("files", "-w", str(tmp_path / "own" / "memory")).stderr

@@ -88,6 +88,12 @@ def run_parsed(parsed: Parsed) -> int:
     from ..memory import private_umask
 
     hints_run_as(command_line(settings))
+    from .workspace_hint import notes_folder_hint
+
+    if (hint := notes_folder_hint(str(settings.workspace))) is not None:  # `-w ws/memory`: found no memory, said nothing
+        from .output import warn
+
+        warn(hint)
     try:
         with private_umask():  # every file the command makes in the state dir is owner-only, the engine's too
             result = parsed.command.handler(settings, **parsed.values)
