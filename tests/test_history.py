@@ -166,6 +166,78 @@ def test_max_bytes_evicts_least_recently_used_objects(tmp_path):
     assert store.usage() == sum(stored_size(store, v) for v in (b, d)) <= 10_000
 
 
+def test_a_version_whose_bytes_a_rebuild_of_the_damaged_database_lost_is_said_so_never_evicted(cli, cli_process, workspace,
+                                                                                                state_dir):
+    """After ``doctor --fix`` rebuilt a damaged state database whose pages held a version's bytes,
+    ``restore --last`` of a removed note said the version was "evicted from the version store to
+    stay within [history] max_bytes", sending the user to raise a limit that was never reached (a
+    removed note's version is never evicted): it names the rebuild, and where the damaged file is
+    kept; for a version eviction could have taken too, both."""
+    import sqlite3
+
+    from openclaw_memory.database import forget_connections
+
+    s = settings_for(workspace, state_dir)
+    gone, kept = os.urandom(3000).hex(), os.urandom(3000).hex()
+    write(workspace / "memory" / "a.md", gone)
+    write(workspace / "memory" / "b.md", kept)
+    for note in ("memory/a.md", "memory/b.md"):
+        assert cli("read", note).returncode == 0
+    assert cli("rm", "memory/a.md").returncode == 0
+    first_b = version_of(kept.encode())
+    LocalMemory(s).write("memory/b.md", content="b, later\n")  # its first version: stored, named by nothing
+    forget_connections()  # this process's connections closed: everything is in the file
+    db = s.data_dir / "state.db"
+    conn = sqlite3.connect(db)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    leaves = [row[0] for row in conn.execute("SELECT pageno FROM dbstat WHERE name = 'object_parts' AND pagetype = 'leaf'")]
+    conn.close()
+    with open(db, "r+b") as fh:  # the table's rows, the stored bytes of every version, on a damaged page
+        for page in leaves:
+            fh.seek((page - 1) * page_size)
+            fh.write(bytes(page_size))
+    fixed = cli_process("doctor", "--fix", "--yes")
+    assert fixed.returncode == 0 and "whose bytes no longer read back" in fixed.stdout, fixed.stdout + fixed.stderr
+    (aside,) = (s.data_dir / "damaged").glob("*/state.db")
+
+    restored = cli("restore", "memory/a.md", "--last")
+    assert restored.returncode == 1 and "evicted" not in restored.stderr and "max_bytes" not in restored.stderr, restored.stderr
+    assert ("is no longer stored: its bytes were lost with the damaged state database that `openclaw-memory doctor --fix` "
+            "rebuilt on ") in restored.stderr and f"the damaged file is kept at {aside}" in restored.stderr, restored.stderr
+    either = cli("restore", "memory/b.md", first_b[:12])
+    assert either.returncode == 1 and "lost with the damaged state database" in either.stderr, either.stderr
+    assert either.stderr.rstrip().endswith("or they were evicted from the version store to stay within [history] "
+                                           "max_bytes before that"), either.stderr
+    assert not (workspace / "memory" / "a.md").exists() and (workspace / "memory" / "b.md").read_text() == "b, later\n"
+
+
+def test_a_version_too_large_to_keep_is_said_never_stored_not_evicted(cli, workspace, state_dir):
+    configure(state_dir, max_bytes=8000)  # one version is kept up to 1000 bytes
+    big = "x" * 2000 + "\n"
+    write(workspace / "memory" / "big.md", big)
+    assert cli("read", "memory/big.md").returncode == 0
+    assert cli("write", "memory/big.md", "--append", "- one more").returncode == 0
+    gone = cli("restore", "memory/big.md", version_of(big.encode())[:12])
+    assert gone.returncode == 1 and "evicted" not in gone.stderr, gone.stderr
+    assert ("is no longer stored: at 2001 bytes it is larger than the history keeps of one version (an eighth of "
+            "[history] max_bytes), so its bytes were never stored") in gone.stderr, gone.stderr
+
+
+def test_a_removed_notes_version_gone_with_no_rebuild_is_never_said_evicted(cli, workspace, state_dir):
+    """A removal's version is never evicted: with its bytes gone and no rebuild on record (a state
+    database copied back from an older backup), the message says so and points at doctor."""
+    write(workspace / "memory" / "a.md", "note a\n")
+    assert cli("read", "memory/a.md").returncode == 0 and cli("rm", "memory/a.md").returncode == 0
+    s = settings_for(workspace, state_dir)
+    with Database(s.data_dir).transaction() as conn:
+        for table in ("objects", "object_parts"):
+            conn.execute(f"DELETE FROM {table} WHERE version = ?", (version_of(b"note a\n"),))  # noqa: S608
+    gone = cli("restore", "memory/a.md", "--last")
+    assert gone.returncode == 1 and "evicted" not in gone.stderr, gone.stderr
+    assert ("is no longer stored: its bytes are gone from the state database, which never evicts a version that a "
+            "removal or a snapshot names (`openclaw-memory doctor` checks the state database)") in gone.stderr, gone.stderr
+
+
 def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli, workspace, state_dir):
     configure(state_dir, max_bytes=16_000)  # random bytes do not compress: about 8 versions of 1900 bytes fit
     s = settings_for(workspace, state_dir)
@@ -179,7 +251,8 @@ def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli,
     assert available == sorted(available, reverse=True), "eviction must take the least recently used first"
     assert sum(stored_size(HistoryStore(s.data_dir).objects, v["version"]) for v in versions if v["available"]) <= 16_000
     gone = cli("restore", "memory/blob.md", versions[-1]["version"][:8])
-    assert gone.returncode == 1 and "no longer stored" in gone.stderr
+    assert gone.returncode == 1 and "no longer stored: evicted from the version store" in gone.stderr, gone.stderr
+    assert "damaged" not in gone.stderr
     assert (workspace / "memory/blob.md").read_bytes() == content
 
 

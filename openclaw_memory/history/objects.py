@@ -46,6 +46,11 @@ class ObjectStore:
         the whole store (nor make a paged read of it compress gigabytes)."""
         return size <= max(1, self.max_bytes // 8)
 
+    def pinned(self, version: str) -> bool:
+        """Whether ``version`` is one eviction never takes (a removal, a snapshot or a rollback names it)."""
+        row = self.db.one(f"SELECT NOT EXISTS (SELECT 1 FROM (SELECT ? AS version) WHERE {_UNPINNED})", (version,))  # noqa: S608
+        return bool(row and row[0])
+
     def has(self, version: str) -> bool:
         return self.db.one("SELECT 1 FROM objects WHERE version = ?", (version,)) is not None
 
