@@ -15,6 +15,9 @@ RepairStatus = Literal["done", "declined", "failed", "rolled-back", "completed"]
 FileStateName = Literal["read_fresh", "read_stale", "discovered_unread", "written_unread"]
 WriteAction = Literal["append", "replace", "restore"]
 DiffMode = Literal["diff", "unchanged", "full", "missing"]  # what ``read --diff`` gives back
+# Results a search returns at most, whoever asks (the command line, the library, memory_search's
+# maxResults; OpenClaw sets none): a larger limit is a usage error, not an engine overflow.
+MAX_LIMIT = 1000
 
 # A day, and a moment, as typed: ISO 8601's extended form in ASCII digits only (``date.fromisoformat``
 # also takes '20261103', the week date '2026-W45-2' and other digits than ASCII: a slip read as another

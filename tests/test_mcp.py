@@ -143,7 +143,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     assert f"`openclaw-memory -w {workspace} --state-dir {state_dir} --agent main index`" in texts[4]
     assert "MEMORY.md#L1-L3" in texts[6]  # the order that works
     assert "NUL character" in texts[7]
-    assert texts[8].startswith("`maxResults` must be a whole number from 1 to 100, not 1000")
+    assert texts[8].startswith("`maxResults` must be a whole number from 1 to 1000, not 1000")
     # In the tools' words: the argument as the schema names it, the next step a tool can take.
     assert texts[9] == "`since` must be a date like 2026-11-03, not 'yesterday'"
     assert texts[10] == "`since` 2027-01-01 is after the until date, 2020-01-01"
@@ -188,7 +188,7 @@ def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_di
 
     texts = [text_of(r) for r in bad]
     assert all(r.is_error for r in bad), texts
-    assert texts[0] == '`maxResults` must be a whole number from 1 to 100, not "abc"'
+    assert texts[0] == '`maxResults` must be a whole number from 1 to 1000, not "abc"'
     assert texts[1] == "`minScore` must be a number from 0 to 1, not 2"
     assert texts[2].startswith("`query` is required")
     assert texts[3] == '`from` must be a whole number (1 or more), not "one"'

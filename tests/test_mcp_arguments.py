@@ -44,8 +44,8 @@ def test_numbers_and_booleans_written_as_strings_are_read_as_openclaw_reads_them
     assert all(result.is_error for result in refused), [text_of(r) for r in refused]
     said = [text_of(result) for result in refused]
     assert said[0] == '`from` must be a whole number (1 or more), not "2.5"'
-    assert said[1] == '`maxResults` must be a whole number from 1 to 100, not "0"'
-    assert said[2].startswith('`maxResults` must be a whole number from 1 to 100, not "999') and len(said[2]) < 200
+    assert said[1] == '`maxResults` must be a whole number from 1 to 1000, not "0"'
+    assert said[2].startswith('`maxResults` must be a whole number from 1 to 1000, not "999') and len(said[2]) < 200
     assert said[3] == '`minScore` must be a number from 0 to 1, not "half"'
     assert said[4] == '`lines` must be a whole number (1 or more), not ""'
     assert said[5] == '`broken` must be true or false, not "yes"'
@@ -94,3 +94,18 @@ def test_memory_get_of_a_notes_fragment_that_is_no_line_citation_names_the_note(
     assert heading.is_error and text_of(heading) == (
         "memory/a.md#H: only a line citation (memory/a.md#L10-L24) can be read; read memory/a.md for the whole note")
     assert payload(lower)["text"] == "x\ny"
+
+
+def test_max_results_past_a_hundred_is_taken_as_the_command_line_takes_it(workspace, state_dir, cli):
+    """OpenClaw's memory_search sets maxResults no bound, and `search --limit 150` and openclaw.json's
+    maxResults answered 150 results, while the tool refused 150 ("from 1 to 100"): one bound for all."""
+    for n in range(120):
+        write(workspace / "memory" / f"roof-{n:03}.md", f"# Roof {n}\n\nThe roof leaks again, note {n}.\n")
+    assert cli("index").returncode == 0
+
+    async def script(session):
+        return [await session.call_tool("memory_search", {"query": "roof leaks", "maxResults": 150, "minScore": 0})]
+
+    (found,) = run_session(workspace, state_dir, script)
+    assert not found.is_error, text_of(found)
+    assert len(payload(found)["results"]) == 120

@@ -9,7 +9,7 @@ from ..bulk import gc_paused
 from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
 from ..files.scan import ScanCache
 from ..fsutil.lock import read_only_mount
-from ..types import SearchMode
+from ..types import MAX_LIMIT, SearchMode
 from .agent_lock import index_builder
 from .bm25 import Bm25, saved_stats, stats_serial
 from .collections import assign_files, resolve_collections
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..settings import Settings
-
-MAX_LIMIT = 1000  # results a search returns at most (a larger limit is a usage error, not an engine overflow)
 
 
 @dataclass(frozen=True)

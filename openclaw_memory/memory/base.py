@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..types import MAX_LIMIT
 from .operations import Cli, Operation, Tool, operation
 
 if TYPE_CHECKING:
@@ -358,7 +359,7 @@ class Memory(Protocol):
                          names={"limit": "maxResults", "collections": "collection"},
                          only=("query", "limit", "min_score", "collections", "paths", "since", "until"),
                          corpora=("memory", "wiki", "all", "sessions"),
-                         bounds={"limit": (1, 100), "min_score": (0.0, 1.0)}, defaults={"min_score": _min_score},
+                         bounds={"limit": (1, MAX_LIMIT), "min_score": (0.0, 1.0)}, defaults={"min_score": _min_score},
                          help={"query": "What to look for (meaning and keywords: hybrid search).",
                                "min_score": "The score the best result needs, else nothing answers; the others need half of it "
                                            "(0-1, calibrated relevance).",
