@@ -60,7 +60,8 @@ from .blocks import (
 # before a thematic break, a table's rule and a setext title (every line pattern takes the mark).
 # 9: a chat turn's chunk keeps its last line's "\r" (and trailing spaces) in a CRLF file. 10: a
 # piece of an over-long line inside a code block has no fence (its snippet is that line alone).
-CHUNKER_VERSION = 10
+# 11: keyword terms version 3 (words folded: café is cafe, in any Unicode form).
+CHUNKER_VERSION = 11
 DEFAULT_OVERLAP_RATIO = 0.15
 MIN_BUDGET = 8
 # The heading path may take at most this share of the budget; longer paths lose outer headings.

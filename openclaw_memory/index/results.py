@@ -125,11 +125,12 @@ class SearchResult:
         return replace(self, program=program)
 
     def term_spans(self, line: str) -> list[tuple[int, int]]:
-        """Where the query's words occur in a line of a snippet (for highlighting), in order, not overlapping."""
-        from .terms import term_patterns
+        """Where the query's words occur in a line of a snippet (for highlighting), in order, not
+        overlapping: as terms match (``café`` for ``cafe``, in either Unicode form)."""
+        from .terms import fold_spans, term_patterns
 
-        lowered = line.lower()
-        spans = sorted((m.start(), m.end()) for p in term_patterns(list(self.terms)) for m in p.finditer(lowered))
+        patterns = term_patterns(list(self.terms))  # the terms folded (terms.fold): so is the line
+        spans = sorted(fold_spans(line, lambda folded: [m.span() for p in patterns for m in p.finditer(folded)]))
         kept: list[tuple[int, int]] = []
         for start, end in spans:
             if not kept or start >= kept[-1][1]:

@@ -43,7 +43,7 @@ from .blocks import (
     turn_text,
     word_count,
 )
-from .terms import DATE_PREFIX, TermFinder, hit_count
+from .terms import DATE_PREFIX, TermFinder, fold, fold_spans, hit_count
 
 MAX_SNIPPET = 700
 # Two files' best passages that say nearly the same (a line copied forward from day to day, one
@@ -104,7 +104,7 @@ def _fence_openers(lines: list[str]) -> list[int | None]:
 
 def _window(lines: list[str], patterns: list[re.Pattern], limit: int, first: int = 0) -> tuple[int, int, str]:
     """(first index, last index, text) of the window; ``first``: lines before it are context only."""
-    hits = [hit_count(line.lower(), patterns) if i >= first else 0 for i, line in enumerate(lines)]
+    hits = [hit_count(fold(line), patterns) if i >= first else 0 for i, line in enumerate(lines)]
     best = max(range(first, len(lines)), key=lambda i: (hits[i], -i)) if any(hits) else _first_text_line(lines[first:]) + first
     if len(lines[best]) > limit:
         return best, best, _cut_line(lines[best], patterns, limit)
@@ -141,8 +141,7 @@ def _first_text_line(lines: list[str]) -> int:
 
 
 def _cut_line(line: str, patterns: list[re.Pattern], limit: int) -> str:
-    lowered = line.lower()
-    starts = [m.start() for p in patterns for m in [p.search(lowered)] if m]
+    starts = [start for start, _end in fold_spans(line, lambda folded: [m.span() for p in patterns for m in [p.search(folded)] if m])]
     centre = min(starts) if starts else 0
     start = max(0, min(centre - limit // 2, len(line) - limit))
     end = start + limit

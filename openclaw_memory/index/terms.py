@@ -8,6 +8,7 @@ also indexed as character unigrams and bigrams (in the ``terms`` field, see
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 
 _CJK = (
@@ -19,14 +20,81 @@ _CJK = (
 CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(f"[^\\W_{_CJK}]+")
 
+# -- folding: one word in any Unicode form, with or without its accents, is one term ---------------
+
+# The combining marks that SQLite's unicode61 tokenizer (OpenClaw's memory FTS, remove_diacritics=1,
+# its default) takes for diacritics: part of a word, and removed from it (``sqlite3Fts5UnicodeIsdiacritic``).
+_DIACRITICS = "\u0300\u0301\u0302\u0303\u0304\u0306\u0307\u0308\u0309\u030a\u030b\u030c\u030f\u0311\u031b" \
+    "\u0323\u0324\u0325\u0326\u0327\u0328\u032d\u032e\u0330\u0331"
+
+
+def _fold_table() -> dict[int, str | None]:
+    """What ``fold`` maps after lowercasing, as unicode61 does: a Latin letter that is an ASCII
+    letter and one diacritic (é, ñ, ç, ő, ạ) is that letter (one with two, ǖ or ấ, or on another
+    letter, ǿ on ø, is kept: so does unicode61's default); a diacritic left alone is dropped; the
+    variant forms its case folding maps (final sigma, micro sign, long s, Greek symbols) are their
+    letter. Greek, Cyrillic and every other script keep their marks (ά, й; が is no か)."""
+    table: dict[int, str | None] = {ord(mark): None for mark in _DIACRITICS}
+    for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
+        lower = chr(code).lower()
+        parts = unicodedata.normalize("NFD", lower)
+        if len(lower) == 1 and len(parts) == 2 and parts[0].isascii() and parts[0].isalpha() and parts[1] in _DIACRITICS:
+            table[ord(lower)] = parts[0]
+    table.update({ord(k): v for k, v in zip("ςµſẛϐϑϕϖϰϱϵ", "σμssβθφπκρε")})
+    return table
+
+
+_FOLD = _fold_table()
+_FOLDED = re.compile("[" + "".join(sorted(map(chr, _FOLD))) + "]")  # (a sub of the few is faster than translate)
+
+
+def fold(text: str) -> str:
+    """``text`` as its terms are cut: composed (NFC: ``cafe`` and a combining acute is ``café``),
+    lowercased, and Latin accents removed (``café`` is ``cafe``), the same for notes and queries,
+    as OpenClaw's SQLite ``unicode61`` tokenizer folds them (``_fold_table``). Lines and their
+    order are kept; an ASCII text is only lowercased."""
+    if text.isascii():
+        return text.lower()
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return _FOLDED.sub(lambda m: _FOLD[ord(m.group())] or "", text.lower())
+
+
+def _cluster_start(ch: str) -> bool:
+    """Whether ``ch`` starts a new character (no combining mark, no Hangul vowel or final jamo)."""
+    return not (unicodedata.combining(ch) or unicodedata.category(ch)[0] == "M"
+                or "\u1160" <= ch <= "\u11ff" or "\ud7b0" <= ch <= "\ud7ff")
+
+
+def fold_spans(text: str, spans: Callable[[str], list[tuple[int, int]]]) -> list[tuple[int, int]]:
+    """``spans(fold(text))`` (ranges in the folded text) as ranges of ``text`` itself: a folded
+    character stands for the character it came from and the marks that follow it (so ``café``
+    written with a combining accent is highlighted whole for ``cafe``)."""
+    folded = fold(text)
+    found = spans(folded)
+    if not found or (len(folded) == len(text) and unicodedata.is_normalized("NFC", text)):
+        return found  # one character for one: the same places
+    starts: list[int] = []
+    ends: list[int] = []
+    begin = 0
+    for i in range(1, len(text) + 1):
+        if i == len(text) or _cluster_start(text[i]):
+            n = len(fold(text[begin:i]))
+            starts += [begin] * n
+            ends += [i] * n
+            begin = i
+    if len(starts) != len(folded):  # a composition across characters: no exact places
+        return [(min(s, len(text)), min(e, len(text))) for s, e in found]
+    return [(starts[s], ends[e - 1]) for s, e in found if s < e]
+
 
 def query_terms(query: str) -> list[str]:
-    """Distinct lowercase terms a passage must contain to match ``query`` literally.
+    """Distinct folded terms (``fold``) a passage must contain to match ``query`` literally.
 
     Words outside CJK runs are terms; a CJK run is represented by its bigrams (or
     the character itself when it is a single one), so ``绿茶`` must appear as such.
     """
-    lowered = query.lower()
+    lowered = fold(query)
     terms: list[str] = list(_WORD.findall(lowered))
     for run in CJK_RUN.findall(lowered):
         terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
@@ -69,8 +137,9 @@ STOPWORDS = frozenset(
 # point a new id (``sync.point_id``), so an index is written again, its vectors reused, when
 # ``chunking.CHUNKER_VERSION`` moves with it. 1: -ful and -hood, hyphenated words joined. 2: the e
 # of a four-letter word kept through -ed and -ing (bake, baked, baking; not after -ly: Sally is no
-# sale).
-TERMS_VERSION = 2
+# sale). 3: words folded (``fold``): composed, and Latin accents removed (café, cafe and café
+# written with a combining accent are one term, as in OpenClaw's unicode61 tokenizer).
+TERMS_VERSION = 3
 _VOWEL = re.compile(r"[aeiouy]")
 # A three-letter stem left by -ed or -ing, consonant-vowel-consonant, had a final e (bake, note,
 # move): the e is put back so that it meets its word's own stem. Not after w, x or y (rowed, fixed),
@@ -153,7 +222,7 @@ def spelling_fixes(query: str, df: Callable[[str], int]) -> dict[str, str]:
     rare word a note does hold is never replaced; the first ``TYPO_MAX_WORDS`` absent words only."""
     fixes: dict[str, str] = {}
     absent = 0
-    for word in _PART.findall(query.lower()):
+    for word in _PART.findall(fold(query)):
         if not TYPO_MIN_LENGTH <= len(word) <= TYPO_MAX_LENGTH or not word.isalpha() or not word.isascii() \
                 or word in STOPWORDS:
             continue
@@ -253,8 +322,8 @@ class TermFinder:
 
     def by_line(self, text: str) -> dict[int, frozenset]:
         """The terms each line of ``text`` holds (by line index; lines holding none left out),
-        found in one pass (an identifier never spans lines)."""
-        text = text.lower()
+        found in one pass (an identifier never spans lines); the text folded as terms are (``fold``)."""
+        text = fold(text)
         hits: list[tuple[int, frozenset]] = []
         for gram in self.grams:
             i = text.find(gram)
@@ -325,12 +394,13 @@ def _hyphenated(text: str) -> list[re.Match]:
 def keyword_terms(text: str) -> list[str]:
     """The BM25 terms of ``text``, in order, repeats kept (term frequency counts them).
 
-    Words are lowercased, stemmed and stop words dropped; an identifier is a term as a whole and
-    by its parts, and words joined by hyphens are also one word written together (``check-up``
-    holds ``checkup``, as a note that writes it so does); CJK runs give character unigrams and
-    bigrams (sub-word queries match).
+    Words are folded (``fold``: lowercased, Latin accents removed, any Unicode form the same),
+    stemmed and stop words dropped; an identifier is a term as a whole and by its parts, and words
+    joined by hyphens are also one word written together (``check-up`` holds ``checkup``, as a
+    note that writes it so does); CJK runs give character unigrams and bigrams (sub-word queries
+    match).
     """
-    lowered = text.lower()
+    lowered = fold(text)
     terms: list[str] = []
     for m in _IDENT.finditer(lowered):
         token = m.group(0)
