@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..database import Database
-from ..errors import BadValue, StateDamaged, UsageError, shown
+from ..errors import BadValue, LockTimeout, StateDamaged, StateDirError, UsageError, shown
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
 from ..fsutil.safeopen import open_regular_in_roots
@@ -146,6 +146,12 @@ class HistoryStore:
         A version that differs from the path's latest entry is logged with ``origin`` (by default
         an outside edit; the first sighting of a file too). Bytes that no longer hash to the
         version (the file moved on) are not stored; the entry then shows as unavailable.
+
+        An outside edit is logged only when it is still what the file holds, looked at under the
+        store's lock and the write lock (a sighting by a read, a listing, ``watch``): a snapshot
+        hashed before a write came between, or a version a writer has put in place but not yet
+        logged as its own, is never logged as someone else's edit. The caller that holds the write
+        lock (a writer's look at the version it replaces) is taken at its word.
         """
         stored = False
         if self.objects.fits(snapshot.size) and not self.objects.touch(snapshot.version):
@@ -160,8 +166,71 @@ class HistoryStore:
             if stored:
                 self._evict(snapshot.version)
             return None
+        if origin != EXTERNAL_EDIT or self.write_lock_path in _held.__dict__.get("paths", ()):
+            # A writer's own look (it holds the write lock: no other agent writes meanwhile), or a
+            # repair's version, logged as its own origin.
+            return self._record_seen(abs_path, display, snapshot, origin, fd)
+        with self.db.transaction():  # the look at the latest entry and the entry it decides: one step
+            latest = self.log.latest(abs_path)
+            if latest is not None and latest.version == snapshot.version:
+                return None
+            with self._no_write_in_progress() as quiet:
+                if not quiet or not self._holds_now(abs_path, snapshot, fd):
+                    if stored:
+                        self._evict(snapshot.version)
+                    return None
+                return self._record_seen(abs_path, display, snapshot, origin, fd)
+
+    def _record_seen(self, abs_path: str, display: str, snapshot: FileVersion, origin: str, fd: int | None) -> Entry:
         return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
                            mode=FileMode.of(os.fstat(fd)) if fd is not None else self._mode_now(abs_path))
+
+    @contextmanager
+    def _no_write_in_progress(self) -> Iterator[bool]:
+        """The write lock, taken without waiting, for a sighting about to log a new version: True
+        (held until the block ends) when no writer of a memory file is at work, False when one is.
+
+        A writer puts its version in place, then logs it as its own: a sighting between the two
+        would log the agent's version as an outside edit (and the writer's entry after it). While a
+        writer is at work its own look logs any outside edit it finds (the version it replaces, a
+        save its swap displaced), so a sighting then logs nothing; the next one logs what the file
+        holds. A lock that cannot be taken at all (a state dir that holds none) holds no writer either."""
+        lock = FileLock(self.write_lock_path, timeout=0, what="the write lock of this workspace's memory files")
+        try:
+            lock.acquire()
+        except LockTimeout:
+            yield False
+            return
+        except StateDirError:
+            yield True
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
+
+    def _holds_now(self, abs_path: str, snapshot: FileVersion, fd: int | None) -> bool:
+        """Whether the file at ``abs_path`` holds ``snapshot`` now: a read's snapshot is hashed
+        before the store's lock is taken, and a write may have come between (logged after the
+        writer's entry, it would be an "outside edit" back to the older version, and the next
+        sighting one forward again). One hashed from ``fd`` holds while the path still names that
+        file at that size (a write renames a new file into place); any other is hashed again."""
+        if fd is not None:
+            try:
+                hashed, now = os.fstat(fd), os.lstat(abs_path)
+            except OSError:
+                return False
+            return (hashed.st_dev, hashed.st_ino) == (now.st_dev, now.st_ino) and hashed.st_size == snapshot.size
+        try:
+            fd, _ = self.open_file(abs_path)
+        except OSError:
+            return False
+        try:
+            return snapshot_fd(fd) == snapshot
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def observe_file(self, abs_path: str, display: str, origin: str = EXTERNAL_EDIT) -> FileVersion | None:
         """Hash the file as it is now and record the sighting; None when it does not exist.
