@@ -384,27 +384,78 @@ def test_a_connection_whose_request_head_does_not_arrive_is_closed(http_service,
     assert "Traceback" not in "".join(service.serve.stderr)
 
 
-def test_connections_past_the_bound_are_closed_at_once_and_said_once(http_service):
-    """A client opening connections without end gets at most MAX_HTTP_CONNECTIONS of the service's
-    file descriptors; the service says so in one line and answers again once they close."""
+# Another user's program that opens connections to the service and sends nothing: it says how many
+# of them it opened, then, once told (a line on stdin), how many the server has closed since.
+_HOG = (
+    "import select, socket, sys\n"
+    "held = [socket.create_connection((sys.argv[1], int(sys.argv[2]))) for _ in range(int(sys.argv[3]))]\n"
+    "print(len(held), flush=True)\n"
+    "sys.stdin.readline()\n"
+    "closed = [s for s in held if select.select([s], [], [], 0)[0] and s.recv(1, socket.MSG_PEEK) == b'']\n"
+    "print(len(closed), flush=True)\n"
+)
+
+
+def test_connections_without_the_token_never_take_the_owners_places(http_service, base):
+    """Another local user (nobody, where the tests run as root) without the token opens 300
+    connections and sends nothing: they held all 256 places for 60 s each, and the owner's own
+    client, with the token, got an empty reply. Now those wait in a bound of their own, the oldest
+    closed for each new one, said in one line; the owner's request is answered."""
+    from openclaw_memory.mcp.http import MAX_UNAUTHENTICATED
+
+    service = http_service()
+    hog = base / "hog.py"
+    hog.write_text(_HOG)
+    as_nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"] if os.geteuid() == 0 else []
+    proc = subprocess.Popen([*as_nobody, sys.executable, str(hog), service.host, str(service.port), "300"], cwd=base,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "300"
+        ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+        answer = service.exchange(service.head("POST", length=len(ping), session=True) + ping)
+        assert _status_code(answer) == 200 and b'"result"' in answer, answer[:300]
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert int(proc.stdout.readline()) >= 300 - MAX_UNAUTHENTICATED  # the oldest, closed by the server
+    finally:
+        proc.kill()
+        proc.wait()
+    assert service.serve.stop() == 0
+    log = "".join(service.serve.stderr)
+    assert log.count(f"{MAX_UNAUTHENTICATED} connections have sent no request with the token") == 1, log[-2000:]
+    assert "connections are open" not in log and "Traceback" not in log
+
+
+def test_connections_with_the_token_past_the_bound_are_refused_and_said_once(http_service):
+    """A client with the token opening connections without end gets at most MAX_HTTP_CONNECTIONS
+    of the service's file descriptors: one past them is answered 503 and closed, said in one line;
+    the service answers again once they close."""
     from openclaw_memory.mcp.http import MAX_HTTP_CONNECTIONS
 
     service = http_service()
-    held = [service.connect() for _ in range(MAX_HTTP_CONNECTIONS)]
-    extra = [service.connect() for _ in range(10)]
-    for sock in extra:
-        with sock:
-            assert _read_all(sock) == b""  # closed at once: well before the 60 s a head may take
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+    kept = service.head("POST", length=len(ping), session=True).replace(b"Connection: close", b"Connection: keep-alive") + ping
+    held = []
+    for _ in range(MAX_HTTP_CONNECTIONS):
+        sock = service.connect()
+        held.append(sock)
+        sock.sendall(kept)
+        answered = b""
+        while not answered.endswith(b"\r\n0\r\n\r\n"):  # the whole answer: an event stream, chunked
+            answered += sock.recv(65536)
+    for _ in range(3):
+        answer = service.exchange(service.head("POST", length=len(ping), session=True) + ping)
+        assert _status_code(answer) == 503 and b"too many" in answer, answer[:300]
     for sock in held:
         sock.close()
-    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
     answer = b""
-    while not answer:  # the service sees the held ones close as it gets to them
+    while not answer or _status_code(answer) == 503:  # the service sees the held ones close as it gets to them
         answer = service.exchange(service.head("POST", length=len(ping), session=True) + ping)
     assert _status_code(answer) == 200
     assert service.serve.stop() == 0
     log = "".join(service.serve.stderr)
     assert log.count(f"{MAX_HTTP_CONNECTIONS} connections are open") == 1, log[-2000:]
+    assert "Traceback" not in log
 
 
 def _read_peak(memory, path: str, **window) -> tuple[ReadResult, int]:

@@ -36,8 +36,13 @@ if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
 
 START_WAIT_S = 20.0
 # Connections served at once, as the service's socket bounds its own (serve.service.MAX_CONNECTIONS): each
-# holds a file descriptor, and the service's files, shards and socket clients need them too.
+# holds a file descriptor, and the service's files, shards and socket clients need them too. These are
+# the connections that sent a request with the bearer token; those that have not yet (each new one, any
+# other local user's) have a bound of their own, the oldest closed to make room for a new one, and a
+# shorter wait for a request head: whoever lacks the token never takes the owner's clients' places.
 MAX_HTTP_CONNECTIONS = 256
+MAX_UNAUTHENTICATED = 64
+UNAUTHENTICATED_HEAD_S = 10.0
 log = logging.getLogger(__name__)
 
 
@@ -62,6 +67,13 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, number
 
 
+def bearer_ok(headers, expected: bytes) -> bool:
+    """Whether a request's headers (lower-case names, as ASGI gives them) carry ``Authorization:
+    Bearer <expected>``: the scheme case-insensitive (RFC 9110), the token compared in constant time."""
+    scheme, _, given = dict(headers).get(b"authorization", b"").partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), expected)
+
+
 class _BearerAuth:
     """ASGI middleware: 401 unless ``Authorization: Bearer <token>`` (compared in constant time)."""
 
@@ -71,9 +83,7 @@ class _BearerAuth:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            scheme, _, given = dict(scope.get("headers") or []).get(b"authorization", b"").partition(b" ")
-            # The scheme is case-insensitive (RFC 9110); the token is compared in constant time.
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.expected):
+            if not bearer_ok(scope.get("headers") or [], self.expected):
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
                 await send({"type": "http.response.body",
@@ -381,27 +391,41 @@ async def _plain(send, status: int, text: bytes) -> None:
     await send({"type": "http.response.body", "body": text})
 
 
-def _protocol(head_timeout: float):
-    """uvicorn's HTTP/1.1 protocol, bounded: a connection past ``MAX_HTTP_CONNECTIONS`` is closed at
-    once, and one whose request head (its request line and headers) has not arrived whole
-    ``head_timeout`` seconds after the connection was made, or after the answer before it, is closed.
-    uvicorn waits for a head without end (a connection that sent nothing, or half a header, was
-    held for good: each one a file descriptor of the service, until it could open no file)."""
+def _protocol(head_timeout: float, token: str):
+    """uvicorn's HTTP/1.1 protocol, bounded: one whose request head (its request line and headers)
+    has not arrived whole ``head_timeout`` seconds after the connection was made, or after the
+    answer before it, is closed. uvicorn waits for a head without end (a connection that sent
+    nothing, or half a header, was held for good: each one a file descriptor of the service, until it
+    could open no file).
+
+    A connection counts against ``MAX_HTTP_CONNECTIONS`` once a request head it sent carries the
+    bearer token; one past them is answered 503 and closed. Until then (a new connection, one that
+    sent a wrong token or none) it is one of at most ``MAX_UNAUTHENTICATED``, each waited for at most
+    ``UNAUTHENTICATED_HEAD_S``: a new one past them closes the oldest. Another local user without
+    the token (300 idle connections held all 256 places, and the owner's client got no answer) so
+    only ever closes its own."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    full: list[bool] = [False]  # said once each time the bound is reached, not once per connection
+    expected = token.encode("ascii")
+    waiting: dict[Bounded, None] = {}  # without the token yet, oldest first
+    admitted: set[Bounded] = set()  # sent a request with the token
+    full = {"admitted": False, "waiting": False}  # said once each time a bound is reached, not per connection
 
     class Bounded(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
         _closed: bool | None = None  # None: open; True: closed cleanly (its buffer went out); False: lost
         _told: asyncio.Event | None = None  # set when the buffer empties or the connection ends
+        _refused = False  # sent the token past MAX_HTTP_CONNECTIONS: its requests are answered 503
 
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
             app = self.app
 
             async def telling_written(scope, receive, send):
+                if self._refused:
+                    await _plain(send, 503, b"too many MCP connections are open; try again when some close")
+                    return
                 scope.setdefault("extensions", {})[WRITTEN] = self.written
                 await app(scope, receive, send)
 
@@ -433,19 +457,38 @@ def _protocol(head_timeout: float):
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
-            if len(self.connections) > MAX_HTTP_CONNECTIONS:
-                if not full[0]:
-                    log.warning("MCP over HTTP: %d connections are open; refusing more until some close",
-                                MAX_HTTP_CONNECTIONS)
-                full[0] = True
-                transport.close()
-                return
-            full[0] = False
+            waiting[self] = None
+            if len(waiting) > MAX_UNAUTHENTICATED:
+                if not full["waiting"]:
+                    log.warning("MCP over HTTP: %d connections have sent no request with the token; closing the oldest "
+                                "to make room for each new one", MAX_UNAUTHENTICATED)
+                full["waiting"] = True
+                oldest = next(iter(waiting))
+                del waiting[oldest]
+                oldest._stop_waiting()
+                oldest.transport.close()
+            else:
+                full["waiting"] = False
             self._await_head()
+
+        def handle_events(self) -> None:
+            super().handle_events()  # a request head that arrived has its scope now (its app not yet run)
+            if self in waiting and self.scope is not None and bearer_ok(self.scope["headers"], expected):
+                del waiting[self]
+                if len(admitted) >= MAX_HTTP_CONNECTIONS:
+                    if not full["admitted"]:
+                        log.warning("MCP over HTTP: %d connections are open; refusing more until some close",
+                                    MAX_HTTP_CONNECTIONS)
+                    full["admitted"] = True
+                    self._refused = True  # answered 503, and closed
+                    return
+                full["admitted"] = False
+                admitted.add(self)
 
         def _await_head(self) -> None:
             self._stop_waiting()
-            self._head_timer = self.loop.call_later(head_timeout, self._head_late)
+            wait = head_timeout if self in admitted else min(head_timeout, UNAUTHENTICATED_HEAD_S)
+            self._head_timer = self.loop.call_later(wait, self._head_late)
 
         def _stop_waiting(self) -> None:
             if self._head_timer is not None:
@@ -473,6 +516,8 @@ def _protocol(head_timeout: float):
             if self._told is not None:
                 self._told.set()
             self._stop_waiting()
+            waiting.pop(self, None)
+            admitted.discard(self)
             super().connection_lost(exc)
 
     return Bounded
@@ -528,7 +573,7 @@ class HttpEndpoint:
         app = _LoopbackOnly(_BearerAuth(app, self.token), _served_names(self.host))
         # No log_config: uvicorn's lines go to the process's own handlers (`serve` prints them as its own lines).
         config = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", lifespan="on",
-                                http=_protocol(self.settings.service.http_body_timeout), log_config=None)
+                                http=_protocol(self.settings.service.http_body_timeout, self.token), log_config=None)
         server = self._server = uvicorn.Server(config)
         thread = self._thread = threading.Thread(target=server.run, name="mcp-http", daemon=True)
         failed = _StartFailure()
