@@ -321,6 +321,12 @@ BLOCKED_STEPS = {
         "cli": " ({rest}), or append (--append), or pass --replace-unread to drop them (the history keeps every version).",
         "tools": " ({rest}), or append, or pass replaceUnread: true to drop them (the history keeps every version).",
     },
+    "not_utf8": {  # a replace of a file whose bytes are not all UTF-8: readers showed U+FFFD for them
+        "cli": ": append instead (--append), or pass --replace-unread to replace them all the same (the history keeps "
+               "every version).",
+        "tools": ": append instead, or pass replaceUnread: true to replace them all the same (the history keeps every "
+                 "version).",
+    },
     "read_first_append": {
         "cli": "; read it first ({program} read {path}), then append.",
         "tools": "; call memory_get first, then append.",

@@ -145,6 +145,62 @@ def test_a_replace_after_a_window_read_is_refused_naming_the_lines(workspace, se
     assert (workspace / "MEMORY.md").read_text() == "short\n"
 
 
+LATIN1 = "# People\nJosé Müller, café owner, Malmö\n".encode("latin-1")
+
+
+def test_a_replace_of_a_note_that_is_not_utf8_is_refused(workspace, sessions):
+    """memory_get shows a Latin-1 note's accented bytes as U+FFFD (and warns); the agent's natural
+    read-modify-write (its text + a new line) was accepted and wrote U+FFFD over every one of them
+    in the live file (only the history kept them). It is refused, naming why and what to do; an
+    append keeps the bytes, and replaceUnread: true replaces them on purpose."""
+    people = workspace / "memory" / "people.md"
+    people.parent.mkdir(exist_ok=True)
+    people.write_bytes(LATIN1)
+    agent = sessions()
+    read = json.loads(agent.call("memory_get", path="memory/people.md")[1])
+    assert "\ufffd" in read["text"] and any("not valid UTF-8" in w for w in read["warnings"]), read
+    refused, text = agent.call("memory_write", path="memory/people.md", content=read["text"] + "- likes oat milk\n")
+    assert refused, text
+    assert ("memory/people.md holds bytes that are not valid UTF-8 (first invalid byte at offset 12), which reads show "
+            "as U+FFFD, so this session (agent 'main') has not read them, and the new content would replace them: "
+            "append instead, or pass replaceUnread: true to replace them all the same") in text, text
+    assert "--" not in text and people.read_bytes() == LATIN1
+    refused, text = agent.call("memory_write", path="memory/people.md", content=read["text"], expect=read["version"])
+    assert refused and "not valid UTF-8" in text and people.read_bytes() == LATIN1, text
+
+    refused, text = agent.call("memory_write", path="memory/people.md", append="- likes oat milk")
+    assert not refused, text
+    assert people.read_bytes() == LATIN1 + b"- likes oat milk\n"  # an append keeps every byte
+    refused, text = agent.call("memory_write", path="memory/people.md", content="# People\nJosé Müller\n")
+    assert refused and "not valid UTF-8" in text, text  # (the append's record counts as a read: only the bytes refuse)
+    refused, text = agent.call("memory_write", path="memory/people.md", content="# People\nJosé Müller\n",
+                               replaceUnread=True)
+    assert not refused, text
+    assert people.read_text() == "# People\nJosé Müller\n"
+
+
+def test_a_replace_of_a_note_that_is_not_utf8_on_the_command_line(workspace, cli):
+    """The same for a person's own edit through the CLI (`read` shows U+FFFD there too), in its own
+    flags, with the offset doctor's not-utf8 names."""
+    people = workspace / "memory" / "people.md"
+    people.parent.mkdir(exist_ok=True)
+    people.write_bytes(LATIN1)
+    shown = cli("read", "memory/people.md")
+    assert shown.returncode == 0 and "\ufffd" in shown.stdout and "not valid UTF-8" in shown.stderr, shown.stderr
+    refused = cli("write", "memory/people.md", "--stdin", input=shown.stdout + "- likes oat milk\n")
+    assert refused.returncode == 3, refused.stderr
+    assert ("blocked: memory/people.md holds bytes that are not valid UTF-8 (first invalid byte at offset 12), which "
+            "reads show as U+FFFD, so agent 'main' has not read them, and the new content would replace them: append "
+            "instead (--append), or pass --replace-unread to replace them all the same") in refused.stderr, refused.stderr
+    assert "replaceUnread" not in refused.stderr and people.read_bytes() == LATIN1
+    assert "first invalid byte at offset 12" in cli("doctor").stdout  # the same byte doctor names
+    assert cli("write", "memory/people.md", "--append", "- likes oat milk").returncode == 0
+    assert people.read_bytes() == LATIN1 + b"- likes oat milk\n"
+    written = cli("write", "memory/people.md", "--stdin", "--replace-unread", input="# People\nJosé\n")
+    assert written.returncode == 0, written.stderr
+    assert people.read_text() == "# People\nJosé\n"
+
+
 LONG_LINE = "# Notes\n" + "x" * 20_000 + "\nthe last line\n"  # line 2 alone is past the default budget (12,000)
 
 

@@ -128,8 +128,9 @@ class Memory(Protocol):
                      "idempotency_key": "Retry-safe key of this session: a second write with it within 24 h writes nothing "
                                         "and prints the first result (default: agent, path, mode and content; a "
                                         "default key is a retry only until the session reads or writes the file again).",
-                     "replace_unread": "Replace the content though this session read only some of its lines (the lines "
-                                       "not read are dropped; the history keeps them).",
+                     "replace_unread": "Replace the content though this session read only some of its lines, or "
+                                       "bytes that are not UTF-8, which reads show as U+FFFD (what was not read "
+                                       "is dropped; the history keeps it).",
                      "tool": "Which tool makes the write (write or memory_write): part of the default idempotency key."},
                cli=Cli("write", flags={"update_index": ("--no-index",)}, hidden=("content", "tool")),
                tool=Tool("memory_write", "Write memory",
@@ -156,7 +157,8 @@ class Memory(Protocol):
                                                   "from agent, path, mode and content, and a retry only until you read or "
                                                   "write the file again).",
                                "replace_unread": "With content: replace the file though your memory_get showed only some "
-                                                 "of its lines (the others are dropped). Default false: refused."}))
+                                                 "of its lines, or bytes that are not UTF-8 as U+FFFD (what it did not "
+                                                 "show is dropped). Default false: refused."}))
     def write(self, path: str, *, content: bytes | str | None = None, append: bytes | str | None = None,
               expect: str | None = None, update_index: bool = True, idempotency_key: str | None = None,
               tool: str = "write", progress: ProgressCallback | None = None, replace_unread: bool = False) -> WriteResult:
