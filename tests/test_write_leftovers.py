@@ -6,6 +6,7 @@ kept them, and a save held only in a ``.swp`` never reached the history."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import sys
 
 import xxhash
 
-from conftest import env_for, fault, settings_for, wait_for_line, write
+from conftest import env_for, fault, settings_for, wait_for, wait_for_line, write
 from openclaw_memory.memory.local import LocalMemory
 
 HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
@@ -142,3 +143,66 @@ def test_a_leftover_in_an_extra_path_named_through_a_linked_folder_is_found_and_
     saved = xxhash.xxh3_128_hexdigest(SAVED.encode())
     assert saved in {v["version"] for v in cli("history", str(tmp_path / "real" / "notes" / "a.md"), "--json",
                                                *extra).json()["versions"]}
+
+
+def test_a_write_the_service_was_killed_making_is_this_sessions_own_once_replayed(cli, workspace, state_dir):
+    """The service SIGKILLed right after it put an agent's write in place (``write:exchanged``): the
+    session's retry answered ``replayed: true``, but the history logged the version as a person's
+    ``external-edit`` (no agent, no session), the session's next write was blocked as if someone else
+    had changed the note ("changed since this session ... last read it"), and the ``.swp`` stayed.
+    The replay finishes the write: its entry is the session's, its record too, its leftover swept."""
+    from test_guard_reads import Session
+    from test_serve import WAIT
+
+    from openclaw_memory.service_files import read_info
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    note = write(workspace / "memory" / "n.md", "base\n")
+    service = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "serve", "--no-watch"], cwd=workspace,
+                               env=fault("write:exchanged=kill", env=env_for(workspace, state_dir)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    agent = None
+    try:
+        wait_for(lambda: read_info(settings_for(workspace, state_dir)), timeout=WAIT)
+        agent = Session(workspace, state_dir, service=True)
+        read = json.loads(agent.call("memory_get", path="memory/n.md")[1])
+        refused, text = agent.call("memory_write", path="memory/n.md", content="base\nagent line\n", expect=read["version"])
+        assert not refused and json.loads(text)["replayed"] is True, text
+        assert service.wait(timeout=WAIT) == -signal.SIGKILL
+        made = json.loads(text)["version"]
+        assert note.read_text() == "base\nagent line\n" and leftovers(workspace) == []
+        refused, text = agent.call("memory_write", path="memory/n.md", content="base\nagent line\nsecond\n")
+        assert not refused, text  # its own version: not "changed since this session last read it"
+    finally:
+        if service.poll() is None:
+            service.kill()
+        if agent is not None:
+            agent.close()
+    logged = [e for e in cli("log", "--json").json()["entries"] if e["path"] == "memory/n.md"]
+    (own,) = [e for e in logged if e["version"] == made]
+    assert own["origin"] == "agent-write" and own["agent"] == "main" and own["session"].startswith("mcp-"), own
+    assert [e["origin"] for e in logged].count("external-edit") == 1, logged  # the note as it was found, only
+
+
+def test_a_replay_relabels_the_sighting_of_its_own_killed_write(cli, workspace, state_dir):
+    """A write killed right after its exchange, its version then seen by another session's read (a
+    sighting logs it as an outside edit): the retry, a replay, makes that entry the write it was, and
+    the writer may go on replacing the note it has read whole."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    killed_write(workspace, state_dir, "write:exchanged=kill")
+    assert path.read_text() == HERON + "agent line\n" and [n.rsplit(".", 1)[1] for n in leftovers(workspace)] == ["swp"]
+    assert cli("--session", "other", "read", "memory/a.md").returncode == 0
+    logged = cli("log", "--json").json()["entries"]
+    assert [(e["origin"], e.get("agent")) for e in logged][:1] == [("external-edit", None)], logged  # the sighting
+
+    again = cli("write", "memory/a.md", "--append", "agent line", "--json")
+    assert again.returncode == 0 and again.json()["replayed"] is True, again.stderr
+    assert path.read_text() == HERON + "agent line\n" and leftovers(workspace) == []
+    made = again.json()["version"]
+    logged = cli("log", "--json").json()["entries"]
+    assert [(e["version"], e["origin"], e.get("agent")) for e in logged if e["version"] == made] == [
+        (made, "agent-write", "main")], logged
+    written = cli("write", "memory/a.md", "--stdin", input=HERON + "agent line\nmore\n")
+    assert written.returncode == 0, written.stderr

@@ -67,7 +67,7 @@ from .placing import (
 from .states import WRITE, ReadRecords, Window
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .swap import Swap
-from .versions import AGENT_WRITE, RESTORE, Entry, FileMode, short
+from .versions import AGENT_WRITE, EXTERNAL_EDIT, RESTORE, Entry, FileMode, short
 
 APPEND: WriteAction = "append"
 if TYPE_CHECKING:
@@ -179,6 +179,60 @@ def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: b
             os.close(fd)
         if folder is not None:
             folder.close()
+
+
+def finish_replayed(settings: Settings, path: str, first: WriteResult) -> WriteResult:
+    """A replay's answer (``first``, whose version the file still holds: whole, or as its start),
+    once what the first write did after putting that version in place is done, as far as it is not:
+    a write killed right after its exchange logged nothing, kept no record and left its swap file.
+
+    Its version is logged as this agent's and session's write (a sighting since, which logged it as
+    an outside edit, is relabelled: it was this write), the session's record is of it (unless the
+    session read or wrote the file since), and the leftovers beside the file are swept; the caller
+    holds the write lock. What cannot be recorded is said in the answer's warnings, as a write says it."""
+    assert first.replay is not None
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    store = HistoryStore.for_settings(settings)
+    records = ReadRecords.for_settings(store, settings)
+    since = first.replay.first_time
+    made = FileVersion(first.version, first.size)
+    notes: list[str] = []
+    folder, fd, current = open_current(resolved)
+    try:
+        if folder is not None:
+            sweep_leftovers(store, resolved, folder)
+        if fd is None or current is None:
+            return first
+        try:
+            with in_history(), store.lock():
+                later = [e for e in store.entries(resolved.abs_path) if e.time >= since and e.version == first.version]
+                if not any(e.origin in (AGENT_WRITE, RESTORE) and e.agent == records.agent
+                           and (e.session or "") == records.session for e in later):
+                    sighted = next((e for e in later if e.origin == EXTERNAL_EDIT and e.agent is None), None)
+                    if sighted is not None:
+                        store.log.claim(resolved.abs_path, sighted, AGENT_WRITE, records.agent, records.session)
+                    elif current.version == first.version:
+                        store.record(resolved.abs_path, resolved.display, first.version, first.size, AGENT_WRITE,
+                                     records.agent, records.session, FileMode.of(os.fstat(fd)))
+        except (HistoryFailed, MemoryToolError) as exc:
+            why = exc.error.strerror if isinstance(exc, HistoryFailed) else exc.message
+            notes.append(f"the history could not record this version of {resolved.display} as this write ({why})")
+        try:
+            seen = records.get(resolved.abs_path)
+            if seen is None or (seen.version != first.version and seen.time <= since):
+                before = FileVersion(first.previous, 0) if first.previous is not None else None
+                records.put(resolved.abs_path, made, WRITE, None if first.action != APPEND
+                            else _seen_after_append(records, resolved, before, fd))
+        except (OSError, MemoryToolError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            notes.append(f"agent '{records.agent}''s record of {resolved.display} could not be saved ({why}): read it "
+                         "before the next write")
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if folder is not None:
+            folder.close()
+    return replace(first, warnings=first.warnings + tuple(notes)) if notes else first
 
 
 def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False,

@@ -140,6 +140,20 @@ class VersionLog:
             conn.executemany("DELETE FROM versions WHERE id = ?", [(row[0],) for row in old])
         return [_entry(*row[1:]) for row in reversed(old)]
 
+    def claim(self, abs_path: str, entry: Entry, origin: str, agent: str, session: str | None) -> bool:
+        """Relabel ``entry`` of ``abs_path``, a sighting logged as an outside edit, as the write of
+        ``agent`` (its ``session``) that made it (a write killed after it put its version in place,
+        before logging it, answered on its retry): True when an entry was found to relabel."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT id FROM versions WHERE path = ? AND version = ? AND time = ? AND origin = ? AND agent IS NULL "
+                "ORDER BY id LIMIT 1", (enc(abs_path), entry.version, entry.time, entry.origin)).fetchone()
+            if row is None:
+                return False
+            conn.execute("UPDATE versions SET origin = ?, agent = ?, session = ? WHERE id = ?",
+                         (origin, _blob(agent), _blob(session or None), row[0]))
+        return True
+
     def referenced(self, versions: set[str]) -> set[str]:
         """Which of ``versions`` some log still lists (what eviction of dropped entries must keep)."""
         return {v for v in versions if self.db.one("SELECT 1 FROM versions WHERE version = ? LIMIT 1", (v,))}

@@ -27,7 +27,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     it made and, for the default key, the session has not gone on since (:func:`_went_on_since`);
     a key the session reuses for another write is refused."""
     from ..files.read import refuse_unnamable
-    from .guard import still_holds, write_memory_file
+    from .guard import finish_replayed, still_holds, write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
     from .store import FileVersion, HistoryStore
 
@@ -54,7 +54,9 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
                 )
             if (still_holds(settings, path, FileVersion(first.version, first.size), at_start=mode == "append")
                     and not (idempotency_key is None and _went_on_since(settings, path, first))):
-                return first
+                # The first one may have been killed once its version was in place, before logging
+                # it: the retry finishes it (its history entry, the session's record, its leftovers).
+                return finish_replayed(settings, path, first)
             # The file no longer holds what that write made (restored or edited since), or this
             # session read or wrote it since, so the same text again is a new entry: write it again.
         when = time.time()
