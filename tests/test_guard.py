@@ -263,6 +263,27 @@ def test_append_puts_the_text_on_its_own_line(workspace, state_dir):
     assert (workspace / "memory/a.md").read_text() == "no newline at end\nnext\nlast\n"
 
 
+def test_append_keeps_the_notes_own_line_ending(cli, workspace, state_dir):
+    """An append to a CRLF note added an LF line (`- two\r\n- three\n`), and "\n" was the separator
+    of a CRLF note without a final line break: it uses the note's last line ending, for the
+    separator, the text's own line breaks and its end; an LF note's stays LF."""
+    s = settings_for(workspace, state_dir)
+    cases = {
+        "memory/win.md": (b"- one\r\n- two\r\n", "- three", b"- one\r\n- two\r\n- three\r\n"),
+        "memory/open.md": (b"- one\r\n- two", "- three\n- four", b"- one\r\n- two\r\n- three\r\n- four\r\n"),
+        "memory/kept.md": (b"- one\r\n", "- two\r\n- three\n", b"- one\r\n- two\r\n- three\r\n"),
+        "memory/mixed.md": (b"- one\r\n- two\n", "- three\n- four", b"- one\r\n- two\n- three\n- four\n"),
+        "memory/unix.md": (b"- one", "- two", b"- one\n- two\n"),
+    }
+    for path, (before, added, after) in cases.items():
+        write(workspace / path, before)
+        LocalMemory(s).read(path)
+        LocalMemory(s).write(path, append=added)
+        assert (workspace / path).read_bytes() == after, path
+    assert cli("write", "memory/win.md", "--append", "- cli").returncode == 0
+    assert (workspace / "memory/win.md").read_bytes().endswith(b"- three\r\n- cli\r\n")
+
+
 def test_write_is_atomic_replace_keeping_permissions(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     path = write(workspace / "MEMORY.md", "old\n")

@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import errno
 import os
+import re
 import stat
 import time
 import zlib
@@ -462,7 +463,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             tmp, new, _ = temp_from_blocks(folder, resolved, [content], kept)
         else:
             copied = pread_blocks(fd) if fd is not None else iter(())
-            tail = _separator(fd, current) + added + (b"" if added.endswith(b"\n") else b"\n")
+            tail = _appended(fd, current, added)
             tmp, new, prefix = temp_from_blocks(folder, resolved, copied, kept, tail)
             if current is not None and prefix != current.version:
                 unlink_quietly(tmp, dir_fd=folder.fd)
@@ -713,11 +714,32 @@ def _has_prefix(fd: int, current: FileVersion, version: str, size: int) -> bool:
     return digest.hexdigest() == version
 
 
-def _separator(fd: int | None, current: FileVersion | None) -> bytes:
-    """A newline first when the file does not end with one, so the text starts its own line."""
+def _appended(fd: int | None, current: FileVersion | None, added: bytes) -> bytes:
+    """What an append adds at the end of the file: ``added`` on its own line(s), ended by a line
+    break, in the note's own line ending (the file's last one: CRLF in a note whose last line ends
+    so, its text's own line breaks too), after one when the file does not end with a line break."""
     if fd is None or current is None or current.size == 0:
-        return b""
-    return b"" if os.pread(fd, 1, current.size - 1) == b"\n" else b"\n"
+        return added + (b"" if added.endswith(b"\n") else b"\n")
+    ending = _last_line_ending(fd, current.size)
+    if ending == b"\r\n":
+        added = _LONE_LF.sub(b"\r\n", added)
+    separator = b"" if os.pread(fd, 1, current.size - 1) == b"\n" else ending
+    return separator + added + (b"" if added.endswith(b"\n") else ending)
+
+
+_LONE_LF = re.compile(rb"(?<!\r)\n")
+
+
+def _last_line_ending(fd: int, size: int) -> bytes:
+    """``\r\n`` when the file's last line break is CRLF, else ``\n`` (also for a file with none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        at = os.pread(fd, end - start, start).rfind(b"\n")
+        if at >= 0:
+            return b"\r\n" if start + at > 0 and os.pread(fd, 1, start + at - 1) == b"\r" else b"\n"
+        end = start
+    return b"\n"
 
 
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
