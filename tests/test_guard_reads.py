@@ -8,7 +8,9 @@ and the library where the record itself is the subject.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import sys
 import pytest
 import xxhash
 
-from conftest import env_for, settings_for, write
+from conftest import env_for, fault, settings_for, wait_for_line, write
 from openclaw_memory.database import Database, enc, schema
 from openclaw_memory.errors import WriteBlocked
 from openclaw_memory.memory.local import LocalMemory
@@ -199,6 +201,73 @@ def test_a_replace_of_a_note_that_is_not_utf8_on_the_command_line(workspace, cli
     written = cli("write", "memory/people.md", "--stdin", "--replace-unread", input="# People\nJosé\n")
     assert written.returncode == 0, written.stderr
     assert people.read_text() == "# People\nJosé\n"
+
+
+A_NOTE, B_NOTE = "- a one\n- a two\n", "- b one\n- b two\n"
+ALWAYS_CHANGING = fault(*(f"read:scanned:{n}=pause" for n in (1, 2, 3)))  # each of the read's passes
+
+
+def rewritten_at_each_pass(note, paused) -> None:
+    """At each pause of a read (``paused()`` gives the hook's line), the note rewritten in place."""
+    for n, text in enumerate((B_NOTE, A_NOTE, B_NOTE), 1):
+        line, pid = paused()
+        assert f"test-hook: paused at read:scanned:{n} " in line, line
+        with open(note, "r+") as fh:  # in place: the same file, another mtime
+            fh.write(text)
+        os.kill(pid, signal.SIGUSR1)
+
+
+def test_a_read_of_a_note_rewritten_while_it_is_read_says_it_was_not_recorded(workspace, state_dir, monkeypatch):
+    """A note rewritten in place during every pass of memory_get (a sync tool, a script) came back
+    with no version and no word, and the write that followed was told it never read the note. The
+    MCP tools in process, the note rewritten at the read's own fault step (a pause cannot stop a
+    tool call: it runs off the main thread, where no signal handler can be set)."""
+    from openclaw_memory import faults
+    from openclaw_memory.mcp.server import MemoryTools
+    from openclaw_memory.memory import OPERATIONS, open_memory
+
+    note = write(workspace / "memory" / "n.md", A_NOTE)
+    texts = iter((B_NOTE, A_NOTE, B_NOTE))
+    reach = faults.reach
+
+    def rewrite_at_each_pass(step: str) -> bool:
+        if step.startswith("read:scanned:"):
+            with open(note, "r+") as fh:  # in place: the same file, another mtime
+                fh.write(next(texts))
+        return reach(step)
+
+    monkeypatch.setattr(faults, "reach", rewrite_at_each_pass)
+    tools = MemoryTools(open_memory(settings_for(workspace, state_dir), in_process=True))
+    try:
+        got = tools.call(None, OPERATIONS["read"], {"path": "memory/n.md"})
+        assert "version" not in got and next(texts, None) is None, got  # three passes, none held still
+        assert got["warnings"] == ["memory/n.md changed while it was read (rewritten in place by another program), so "
+                                   "this read has no version and was not recorded for the write guard: read it again "
+                                   "before writing it"], got
+        with pytest.raises(WriteBlocked) as blocked:
+            tools.call(None, OPERATIONS["write"], {"path": "memory/n.md", "content": got["text"] + "new\n"})
+        assert "has not read it; call memory_get first" in blocked.value.worded_for_tools()
+    finally:
+        tools.close()
+
+
+def test_a_read_of_a_note_rewritten_while_it_is_read_on_the_command_line(workspace, state_dir, cli):
+    """The same with a real `read` process paused at each pass of its read while the note is rewritten."""
+    note = write(workspace / "memory" / "n.md", A_NOTE)
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "read", "memory/n.md"], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for(workspace, state_dir, **ALWAYS_CHANGING))
+    try:
+        rewritten_at_each_pass(note, lambda: (wait_for_line(proc.stderr, "test-hook: paused at"), proc.pid))
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and out == A_NOTE, (out, err)  # what its last pass read, before that rewrite
+    assert "warning: memory/n.md changed while it was read (rewritten in place by another program), so this read has " \
+        "no version and was not recorded for the write guard: read it again before writing it" in err, err
+    refused = cli("write", "memory/n.md", "--stdin", input=B_NOTE + "new\n")
+    assert refused.returncode == 3 and "has not read it" in refused.stderr, refused.stderr
 
 
 LONG_LINE = "# Notes\n" + "x" * 20_000 + "\nthe last line\n"  # line 2 alone is past the default budget (12,000)

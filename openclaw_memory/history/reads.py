@@ -37,7 +37,11 @@ def read(settings: Settings, path: str, from_line: float | None = None, lines: f
     version: FileVersion | None = None
     if not result.missing:
         if result.version is None or result.size is None:
-            return result  # changed during the read: nothing reliable to record
+            # Changed during every pass of the read: no version the window is cut from, nothing to
+            # record. Said, or the next write is told it never read the note.
+            return replace(result, warnings=result.warnings + (
+                f"{result.path} changed while it was read (rewritten in place by another program), so this read has "
+                "no version and was not recorded for the write guard: read it again before writing it",))
         version = FileVersion(result.version, result.size)
     try:
         record_read(settings, result.abs_path, result.path, version, shown_lines(result))
