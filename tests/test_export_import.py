@@ -148,6 +148,101 @@ def test_export_and_import_print_documented_camel_case_json(source, tmp_path, cl
     assert plain.returncode == 0 and "imported 4 memory files" in plain.stdout
 
 
+# -- permission bits -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def open_base():
+    """A folder every user can traverse, as a home folder is (pytest's tmp_path is under a 0700
+    folder: another user reaches nothing there, whatever the modes)."""
+    base = Path(tempfile.mkdtemp(prefix="ocm-modes-"))
+    os.chmod(base, 0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _private_source(base: Path) -> tuple[LocalMemory, Path]:
+    """A 0600 note, a 0644 one, and a 0600 note removed (its bits in the history)."""
+    ws = base / "src" / "ws"
+    for name, mode in (("private.md", 0o600), ("public.md", 0o644), ("gone.md", 0o600)):
+        os.chmod(write(ws / "memory" / name, f"# {name}\n\nThe vault code is 4-8-15-16.\n"), mode)
+    for folder in (base / "src", ws, ws / "memory"):
+        os.chmod(folder, 0o755)
+    memory = LocalMemory(settings_for(ws, base / "src" / "state"))
+    memory.read("memory/gone.md")
+    memory.remove("memory/gone.md")
+    return memory, base
+
+
+def test_a_private_note_is_imported_as_private_as_it_was_exported(open_base):
+    """The archive carried no permission bits: a 0600 note came back 0644 (the importing umask's),
+    readable by every user. Each file's bits are in the manifest, and each version's the history saw;
+    import gives them back (a removed note's too, as `restore --last` brings it back)."""
+    memory, base = _private_source(open_base)
+    archive = base / "archive.tar.gz"
+    memory.export_archive(str(archive))
+    with tarfile.open(archive) as tar:
+        listed = json.loads(tar.extractfile("manifest.json").read())
+    assert {f["path"]: f["mode"] for f in listed["files"]} == {"memory/private.md": 0o600, "memory/public.md": 0o644}
+    assert {h["path"]: h["versions"][-1]["mode"] for h in listed["history"]}["memory/gone.md"] == 0o600
+
+    ws = base / "dst" / "ws"
+    ws.mkdir(parents=True)
+    dst = LocalMemory(settings_for(ws, base / "dst" / "state"))
+    old = os.umask(0o022)
+    try:
+        dst.import_archive(str(archive))
+        assert stat.S_IMODE((ws / "memory" / "private.md").stat().st_mode) == 0o600
+        assert stat.S_IMODE((ws / "memory" / "public.md").stat().st_mode) == 0o644
+        dst.restore("memory/gone.md", last=True)
+        assert stat.S_IMODE((ws / "memory" / "gone.md").stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user (uid 65534) needs root")
+def test_another_user_cannot_read_an_imported_private_note(open_base):
+    """The leak itself, with a real other user (nobody): the imported 0600 note is refused to them;
+    the control, the 0644 note beside it, is read."""
+    from test_private_state import as_nobody
+
+    memory, base = _private_source(open_base)
+    archive = base / "archive.tar.gz"
+    memory.export_archive(str(archive))
+    ws = base / "dst" / "ws"
+    ws.mkdir(parents=True)
+    os.chmod(base / "dst", 0o755)
+    os.chmod(ws, 0o755)
+    LocalMemory(settings_for(ws, base / "dst" / "state")).import_archive(str(archive))
+
+    def readable(paths: list[str]) -> list[bool]:
+        can = []
+        for path in paths:
+            try:
+                os.close(os.open(path, os.O_RDONLY))
+                can.append(True)
+            except OSError:
+                can.append(False)
+        return can
+
+    assert as_nobody(readable, [str(ws / "memory" / "private.md"), str(ws / "memory" / "public.md")]) == [False, True]
+
+
+def test_an_imported_file_is_never_more_open_than_the_archive_or_the_file_it_replaces(open_base):
+    """--force: a 0644 file here replaced by the archive's 0600 note becomes 0600; a 0600 file here
+    replaced by the archive's 0644 note stays 0600 (the bits narrow, never widen)."""
+    memory, base = _private_source(open_base)
+    archive = base / "archive.tar.gz"
+    memory.export_archive(str(archive))
+    ws = base / "dst" / "ws"
+    os.chmod(write(ws / "memory" / "private.md", "# mine\n"), 0o644)
+    os.chmod(write(ws / "memory" / "public.md", "# mine\n"), 0o600)
+    LocalMemory(settings_for(ws, base / "dst" / "state")).import_archive(str(archive), force=True)
+    assert stat.S_IMODE((ws / "memory" / "private.md").stat().st_mode) == 0o600
+    assert stat.S_IMODE((ws / "memory" / "public.md").stat().st_mode) == 0o600
+    assert (ws / "memory" / "public.md").read_text().startswith("# public.md")
+
+
 # -- --force ---------------------------------------------------------------------------------------
 
 
@@ -316,7 +411,7 @@ def _listed(manifest: dict, name: str, data: bytes) -> None:
 def _traversal(manifest, members):
     evil = b"# escaped\n"
     name = "files/../../escaped.md"
-    manifest["files"].append({"root": "workspace", "path": "../escaped.md", "member": name})
+    manifest["files"].append({"root": "workspace", "path": "../escaped.md", "member": name, "mode": 0o644})
     _listed(manifest, name, evil)
     members.append(_entry(name, evil))
 
@@ -435,7 +530,7 @@ def _manifest_nested_too_deeply(manifest, members):
 
 def _added_file(manifest, members, path: str, data: bytes) -> None:
     name = f"files/{path}"
-    manifest["files"].append({"root": "workspace", "path": path, "member": name})
+    manifest["files"].append({"root": "workspace", "path": path, "member": name, "mode": 0o644})
     _listed(manifest, name, data)
     members.append(_entry(name, data))
 
@@ -457,7 +552,24 @@ def _the_dream_diary_and_its_twin(manifest, members):
     _added_file(manifest, members, "dreams.md", b"# dreams\n")
 
 
+def _a_set_id_mode(manifest, members):
+    """Set-id and sticky bits: an export never writes them (nor would an import give them)."""
+    manifest["files"][0]["mode"] = 0o4755
+
+
+def _no_mode(manifest, members):
+    """Every file's permission bits are carried: none is no export's."""
+    del manifest["files"][0]["mode"]
+
+
+def _a_versions_mode_not_bits(manifest, members):
+    manifest["history"][0]["versions"][0]["mode"] = "rw-------"
+
+
 HOSTILE = {
+    "set-id mode": (_a_set_id_mode, "is not permission bits"),
+    "no mode": (_no_mode, "mode null is not permission bits"),
+    "a version's mode not bits": (_a_versions_mode_not_bits, "is not permission bits"),
     "path traversal": (_traversal, "not a plain relative path"),
     "absolute name": (_absolute, "none an export writes"),
     "symlink member": (_symlink, "symbolic link"),

@@ -1,7 +1,8 @@
 """``export FILE``: the agent's memory files and their history as one tar archive (gzip).
 
 The memory files are the ones ``files`` lists (Markdown: media files are not carried, the history
-never keeps them either), each read from its folder's descriptor. Each file's version as it is now
+never keeps them either), each read from its folder's descriptor, with its permission bits (import
+gives them back: a private note stays private). Each file's version as it is now
 is recorded in the history first (a sighting, as ``history`` makes), so the archive's history
 ends with what the file holds. The history is every version the log holds of a path under the
 workspace or an extra path, removed and moved files too, and the stored bytes of each version the
@@ -35,7 +36,18 @@ from ..fsutil.safeopen import as_scanned
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import iso_time
 from ..wire import key
-from .manifest import MANIFEST, ArchiveManifest, FileRecord, Member, PathHistory, Root, Version, file_member, object_member
+from .manifest import (
+    MANIFEST,
+    PERMISSIONS,
+    ArchiveManifest,
+    FileRecord,
+    Member,
+    PathHistory,
+    Root,
+    Version,
+    file_member,
+    object_member,
+)
 from .places import place_of, roots_of
 
 if TYPE_CHECKING:
@@ -72,16 +84,17 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
             for memory_file in found[start:start + _BATCH]:
                 seen = _sighting(settings, store, memory_file.abs_path)
                 if seen is not None:
-                    resolved, version = seen
+                    resolved, version, mode = seen
                     place = place_of(settings, resolved.abs_path)
                     assert place is not None
                     name = file_member(*place, resolved.name)
-                    files.append((FileRecord(*place, name), resolved, Member(name, version.size, version.version)))
+                    files.append((FileRecord(*place, name, mode), resolved, Member(name, version.size, version.version)))
     history: list[PathHistory] = []
     for abs_path in store.log.paths():
         place = place_of(settings, abs_path)
         if place is not None:
-            history.append(PathHistory(*place, tuple(Version(*e) for e in store.entries(abs_path))))
+            history.append(PathHistory(*place, tuple(Version(*e, mode=_bits(mode))
+                                                     for e, mode in store.log.entries_with_modes(abs_path))))
     sizes = {v.version: v.size for h in history for v in h.versions}
     stored = sorted(v for v in sizes if store.objects.has(v))
     manifest = ArchiveManifest(
@@ -97,8 +110,13 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
                         sum(len(h.versions) for h in history), len(stored), size)
 
 
-def _sighting(settings: Settings, store: HistoryStore, abs_path: str) -> tuple[ResolvedPath, FileVersion] | None:
-    """The file's version as it is now, recorded in the history (None: removed since the scan)."""
+def _bits(mode: int | None) -> int | None:
+    return mode & PERMISSIONS if mode is not None else None
+
+
+def _sighting(settings: Settings, store: HistoryStore, abs_path: str) -> tuple[ResolvedPath, FileVersion, int] | None:
+    """The file's version as it is now, recorded in the history, and its permission bits (None:
+    removed since the scan)."""
     resolved = resolve_memory_path(abs_path, str(settings.workspace), settings.extra_paths)
     opened = open_resolved(resolved)
     if opened is None:
@@ -107,7 +125,7 @@ def _sighting(settings: Settings, store: HistoryStore, abs_path: str) -> tuple[R
     try:
         seen = snapshot_fd(fd)
         store.observe(resolved.abs_path, resolved.display, seen, fd=fd)
-        return resolved, seen
+        return resolved, seen, os.fstat(fd).st_mode & PERMISSIONS
     except OSError as exc:
         raise MemoryToolError(f"cannot read {resolved.display}: {exc.strerror or exc}; nothing was written") from None
     finally:

@@ -6,7 +6,9 @@
    here is refused unless ``force``. Any refusal is one line and nothing was written.
 2. **Stage**, under the workspace's write lock and in one transaction of the state database: the
    archive is read again (it must be the one checked: its manifest, and every hash again); each
-   file's bytes go to a fsynced temp file beside its place, each stored version into the history's
+   file's bytes go to a fsynced temp file beside its place, given the archive's permission bits
+   first (never more open than a file here, or the history here, had them: :func:`_mode_for`),
+   each stored version into the history's
    object store, and each file ``force`` replaces is recorded in the history first (a sighting, as a
    write records the version it replaces). A failure rolls the transaction back and removes the
    temp files and the folders made for them.
@@ -78,7 +80,7 @@ from ..history.store import FileVersion, HistoryStore
 from ..history.swap import Swap
 from ..history.versions import REMOVE, RESTORE, Entry, FileMode
 from ..wire import key
-from .manifest import ArchiveManifest, FileRecord, Member, PathHistory, Refusal
+from .manifest import PERMISSIONS, ArchiveManifest, FileRecord, Member, PathHistory, Refusal
 from .members import walk
 from .places import resolve_place
 
@@ -113,6 +115,7 @@ class _Target:
     existed: int | None = None  # folders of its path there were, when staging made the rest
     tmp: str | None = None
     placed: bool = False
+    mode: FileMode | None = None  # the permission bits and owner staging gave its new bytes
 
 
 @dataclass
@@ -349,13 +352,24 @@ def _stage_file(store: HistoryStore, target: _Target, blocks: Iterator[bytes]) -
             target.folder = target.resolved.folder()
         except FileNotFoundError:
             target.folder, target.existed = make_folder(target.resolved)
-    # A file here keeps its mode and owner (the look that found its version); one brought back where
-    # none is (removed here) gets those this history saw last, not the default (the archive keeps no
-    # modes: they are this machine's).
-    kept = target.kept if target.current is not None else None
-    if kept is None:
-        kept = recorded_mode(store, target.resolved)
-    target.tmp, _, _ = temp_from_blocks(target.folder, target.resolved, blocks, kept)
+    target.mode = _mode_for(store, target)
+    target.tmp, _, _ = temp_from_blocks(target.folder, target.resolved, blocks, target.mode)
+
+
+def _mode_for(store: HistoryStore, target: _Target) -> FileMode:
+    """The permission bits and owner of a file the import writes: the archive's bits (a ``0600`` note
+    of the exporting machine stays private here: it came ``0644``, readable by every user), never
+    set-id, and never more open than what is here says either: a file here keeps its owner and
+    narrows its bits to those it has (the look that found its version), one brought back where none
+    is (removed here) to those this history saw last. Given to the temp file before the rename that
+    names it: no moment holds the bytes more open."""
+    archived = target.record.mode & PERMISSIONS
+    here = target.kept if target.current is not None else None
+    if here is None:
+        here = recorded_mode(store, target.resolved)
+    if here is None:
+        return FileMode(archived, os.geteuid(), os.getegid())
+    return here._replace(mode=here.mode & archived)
 
 
 def _place_all(store: HistoryStore, targets: dict[str, _Target]) -> str | None:
@@ -425,6 +439,9 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
     """Each path's versions, after what its log holds here, skipping those it holds already; the
     versions of a file that was not placed wait for the import that places it."""
     not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed}
+    # Each version's bits are logged (a removed 0600 note that `restore --last` brings back comes back
+    # 0600), with the owner the file here has, or the one a file made here gets.
+    owners = {t.resolved.abs_path: (t.mode or t.kept) for t in plan.targets.values()}
     added = 0
     arrived = time.time()  # the archive's versions are this workspace's from now on, not from their own times
     try:
@@ -438,8 +455,12 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                     continue
                 for v in history.versions:
                     if (v.version, v.time, v.origin) not in logged:
+                        owner = owners.get(resolved.abs_path)
+                        mode = None if v.mode is None else FileMode(
+                            v.mode & PERMISSIONS, *((owner.uid, owner.gid) if owner else (os.geteuid(), os.getegid())))
                         store.record_entry(resolved.abs_path, resolved.display,
-                                           Entry(v.version, v.time, v.size, v.origin, v.agent, v.session), arrived=arrived)
+                                           Entry(v.version, v.time, v.size, v.origin, v.agent, v.session), mode,
+                                           arrived=arrived)
                         added += 1
             for target in plan.targets.values():
                 latest = store.log.latest_in_time(target.resolved.abs_path)
@@ -450,7 +471,7 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                     # on, as a restore puts one back (a rollback to after the import took it for
                     # removed, or for holding what it held before).
                     store.record(target.resolved.abs_path, target.resolved.display, target.member.hash,
-                                 target.member.size, RESTORE, agent, session)
+                                 target.member.size, RESTORE, agent, session, target.mode or target.kept)
                     added += 1
     except (OSError, MemoryToolError) as exc:
         why = exc.message if isinstance(exc, MemoryToolError) else exc.strerror or str(exc)

@@ -1,8 +1,10 @@
 """The archive's manifest (``manifest.json``, its first member): what it holds, checked before use.
 
 Every other member is listed with its size and xxh3_128 hash; each memory file names its root
-(``workspace`` or ``extra/N``, the N-th extra path), its path below it and its member; each path
-with a history lists its versions oldest first, as the version log holds them. Nothing in it is
+(``workspace`` or ``extra/N``, the N-th extra path), its path below it, its member and its
+permission bits (``mode``, at most ``0o777``: a private note stays private where it is imported);
+each path with a history lists its versions oldest first, as the version log holds them, each with
+the permission bits the history saw it with (``null`` where it saw none). Nothing in it is
 trusted: :func:`parse` checks every field's type and form, every name against the member-name
 rules, sizes against the limits, and that the files, the history and the members agree.
 """
@@ -31,6 +33,7 @@ MEMBER_LIMIT = 1 << 30
 TOTAL_LIMIT = 16 << 30
 _HASH = re.compile(r"[0-9a-f]{32}")
 _EXTRA = re.compile(r"extra/(0|[1-9][0-9]{0,3})")
+PERMISSIONS = 0o777  # the bits an archive carries: never set-id or sticky
 
 
 class Refusal(Exception):
@@ -60,6 +63,7 @@ class FileRecord:
     root: str
     path: str  # below the root, "/"-separated; "" for an extra path that is the file itself
     member: str
+    mode: int  # its permission bits when it was exported (& PERMISSIONS)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class Version:
     origin: str
     agent: str | None
     session: str | None
+    mode: int | None = None  # the permission bits the history saw it with (& PERMISSIONS); None: none seen
 
 
 @dataclass(frozen=True)
@@ -95,10 +100,10 @@ class ArchiveManifest:
             "created": self.created,
             "roots": [{"name": r.name, "path": r.path} for r in self.roots],
             "members": [{"name": m.name, "size": m.size, "hash": m.hash} for m in self.members],
-            "files": [{"root": f.root, "path": f.path, "member": f.member} for f in self.files],
+            "files": [{"root": f.root, "path": f.path, "member": f.member, "mode": f.mode} for f in self.files],
             "history": [{"root": h.root, "path": h.path, "versions": [
                 {"version": v.version, "time": v.time, "size": v.size, "origin": v.origin, "agent": v.agent,
-                 "session": v.session} for v in h.versions]} for h in self.history],
+                 "session": v.session, "mode": v.mode} for v in h.versions]} for h in self.history],
         }
         # ASCII only: a file name that is not UTF-8 travels as its \\udcXX escapes and comes back exactly.
         return json.dumps(body, ensure_ascii=True, indent=1, allow_nan=False).encode("ascii")
@@ -276,7 +281,18 @@ def _member(body: dict) -> Member:
 def _file(body: dict) -> FileRecord:
     root = _root(_str(body, "root"))
     return FileRecord(root, check_relative(_str(body, "path"), empty=root != WORKSPACE),
-                      check_member_name(_str(body, "member")))
+                      check_member_name(_str(body, "member")), _mode(body))
+
+
+def _mode(body: dict, *, optional: bool = False) -> int:
+    """Permission bits, 0 to 0o777 (an export never writes set-id or sticky bits: refused, never
+    masked, as any other field an export never writes)."""
+    value = body.get("mode")
+    if optional and value is None:
+        return None  # type: ignore[return-value]  # only where the field is declared int | None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= PERMISSIONS:
+        raise Refusal(f"its manifest's mode {json.dumps(value)[:40]} is not permission bits (0 to 0o777)", MANIFEST)
+    return value
 
 
 def _agent(body: dict) -> str:
@@ -319,5 +335,5 @@ def _history(body: dict) -> PathHistory:
         if origin not in ORIGINS:
             raise Refusal(f"its manifest's origin {json.dumps(origin)[:40]} is not one of {', '.join(ORIGINS)}", MANIFEST)
         versions.append(Version(_hash(v, "version"), float(when), _int(v, "size"), origin,
-                                _who(v, "agent", check_agent), _who(v, "session", check_session)))
+                                _who(v, "agent", check_agent), _who(v, "session", check_session), _mode(v, optional=True)))
     return PathHistory(root, path, tuple(versions))

@@ -74,6 +74,13 @@ class VersionLog:
                             (enc(abs_path),))
         return [_entry(*row) for row in rows]
 
+    def entries_with_modes(self, abs_path: str) -> list[tuple[Entry, int | None]]:
+        """The path's entries, oldest first, each with the permission bits it was seen with (None: not
+        looked at, or logged before schema 7): what ``export`` carries, read in one query."""
+        rows = self.db.rows("SELECT version, time, size, origin, agent, session, mode FROM versions WHERE path = ? "
+                            "ORDER BY id", (enc(abs_path),))
+        return [(_entry(*row[:6]), row[6]) for row in rows]
+
     def paths(self) -> list[str]:
         """Every path the log has entries for (what ``export`` carries: removed and moved files too)."""
         return [dec(row[0]) for row in self.db.rows("SELECT DISTINCT path FROM versions ORDER BY path")]
@@ -103,7 +110,8 @@ class VersionLog:
     def last_mode(self, abs_path: str, display: str) -> FileMode | None:
         """The permission bits and owner the path's file had when last seen with them (its removal,
         for a removed file); None when no entry has them (all logged before schema 7, or without a
-        look at the file: an import's, a removal found after a deletion by hand).
+        look at the file: an import's of a version its archive gives no bits, a removal found after a
+        deletion by hand).
 
         A path with none of its own may be a name a file had before a move, whose entries went with
         it, each logged under the name it had then (``display``): the newest of those (a rollback to
