@@ -282,9 +282,72 @@ def test_files_of_an_extra_path_need_one_configured_here(source, tmp_path):
     ws = tmp_path / "bare" / "ws"
     ws.mkdir(parents=True)
     bare = LocalMemory(settings_for(ws, tmp_path / "bare" / "state"))
-    with pytest.raises(PathRefused, match="extra path 1, and this workspace configures 0"):
+    with pytest.raises(PathRefused, match=r"notes matches none of this workspace's .*this workspace's: none\)"):
         bare.import_archive(str(archive))
     assert list(ws.iterdir()) == []
+
+
+def _two_extra_paths(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A memory whose extra paths are `personal` (a private diary) and `work`, exported."""
+    src = tmp_path / "src"
+    write(src / "personal" / "diary.md", "# Diary\n\nPrivate.\n")
+    write(src / "work" / "plan.md", "# Plan\n")
+    (src / "ws").mkdir()
+    memory = LocalMemory(settings_for(src / "ws", src / "state", extra=(str(src / "personal"), str(src / "work"))))
+    memory.export_archive(str(tmp_path / "two.tar.gz"))
+    return tmp_path / "two.tar.gz", src / "personal", src / "work"
+
+
+def _importer(tmp_path: Path, *extras: Path) -> LocalMemory:
+    ws = tmp_path / "dst" / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    for extra in extras:
+        extra.mkdir(parents=True, exist_ok=True)
+    return LocalMemory(settings_for(ws, tmp_path / "dst" / "state", extra=tuple(str(e) for e in extras)))
+
+
+@pytest.mark.parametrize("order", ["same", "reversed"])
+def test_extra_paths_are_matched_by_their_folder_name_never_by_position(order, tmp_path):
+    """Files of the archive's `personal` extra path go to this machine's `personal`, whichever
+    position each is configured at (it was the N-th: in the other order, the diary landed in `work`)."""
+    archive, _, _ = _two_extra_paths(tmp_path)
+    personal, work = tmp_path / "dst" / "personal", tmp_path / "dst" / "work"
+    dst = _importer(tmp_path, *((personal, work) if order == "same" else (work, personal)))
+    dst.import_archive(str(archive))
+    assert sorted(p.name for p in personal.iterdir()) == ["diary.md"]
+    assert sorted(p.name for p in work.iterdir()) == ["plan.md"]
+
+
+def test_extra_paths_of_the_same_name_are_matched_by_their_path_first(tmp_path):
+    """Two extra paths named alike (`a/notes`, `b/notes`), configured here in the other order at the
+    same paths (another workspace of this machine): each file goes back to its own."""
+    a, b = tmp_path / "a" / "notes", tmp_path / "b" / "notes"
+    write(a / "x.md", "# X\n")
+    write(b / "y.md", "# Y\n")
+    (tmp_path / "src").mkdir()
+    memory = LocalMemory(settings_for(tmp_path / "src", tmp_path / "src-state", extra=(str(a), str(b))))
+    memory.export_archive(str(tmp_path / "notes.tar.gz"))
+    (a / "x.md").unlink()
+    (b / "y.md").unlink()
+    _importer(tmp_path, b, a).import_archive(str(tmp_path / "notes.tar.gz"))
+    assert [p.name for p in a.iterdir()] == ["x.md"] and [p.name for p in b.iterdir()] == ["y.md"]
+
+
+@pytest.mark.parametrize("here", [("work2", "personal2"), ("a/personal", "b/personal", "work")])
+def test_an_extra_path_matching_none_or_several_here_refuses_the_import_naming_both_lists(here, tmp_path):
+    """Other names (`work2`, `personal2`: the diary went to `work2`, exit 0), or two folders here of
+    the diary's folder's name: refused, one line naming both lists; nothing written."""
+    archive, personal, work = _two_extra_paths(tmp_path)
+    extras = [tmp_path / "dst" / name for name in here]
+    dst = _importer(tmp_path, *extras)
+    before = tree(tmp_path / "dst")
+    with pytest.raises(PathRefused) as refused:
+        dst.import_archive(str(archive))
+    message = refused.value.message
+    assert "\n" not in message and "never by position" in message and "nothing was written" in message
+    assert f"the archive's extra paths: {personal}, {work}; this workspace's: {', '.join(map(str, extras))})" in message
+    assert ("matches none of" if len(here) == 2 else "matches 2 of this workspace's by its folder name (personal)") in message
+    assert tree(tmp_path / "dst") == before
 
 
 def test_a_symlink_on_the_way_here_is_refused_and_nothing_is_written(source, tmp_path):

@@ -82,7 +82,7 @@ from ..history.versions import REMOVE, RESTORE, Entry, FileMode
 from ..wire import key
 from .manifest import PERMISSIONS, ArchiveManifest, FileRecord, Member, PathHistory, Refusal
 from .members import walk
-from .places import resolve_place
+from .places import match_roots, resolve_place
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -215,8 +215,9 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
     """Where each file and history goes here, read only; ImportConflict for files that exist here."""
     plan = _Plan()
     places: dict[str, str] = {}
+    roots = match_roots(settings, manifest.roots, {record.root for record in manifest.files})
     for record in manifest.files:
-        resolved = resolve_place(settings, record.root, record.path)
+        resolved = resolve_place(settings, roots, record.root, record.path)
         if resolved.abs_path in places:
             raise Refusal(f"two of its files land on {resolved.display} here", record.member)
         places[resolved.abs_path] = record.member
@@ -228,7 +229,7 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
         raise ImportConflict(tuple(conflicts))
     for history in manifest.history:
         try:
-            resolved = resolve_place(settings, history.root, history.path)
+            resolved = resolve_place(settings, roots, history.root, history.path)
         except PathRefused:
             plan.skipped.append(history.path or history.root)  # a removed file of an extra path not configured here
             continue
