@@ -43,7 +43,7 @@ V2 = b"second version\n"
 def test_history_and_restore_round_trip_byte_exact_and_undoable(cli, workspace):
     write(workspace / "MEMORY.md", V1)
     assert cli("read", "MEMORY.md").returncode == 0
-    assert cli("write", "MEMORY.md", "--stdin", input=V2.decode()).returncode == 0
+    assert cli("write", "MEMORY.md", "--stdin", "--replace-unread", input=V2.decode()).returncode == 0
     versions = cli("history", "MEMORY.md", "--json").json()["versions"]
     assert [(v["version"], v["origin"], v["agent"], v["size"]) for v in versions] == [
         (version_of(V2), "agent-write", "main", len(V2)),
@@ -243,7 +243,7 @@ def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli,
     s = settings_for(workspace, state_dir)
     for _ in range(12):
         content = os.urandom(1900)
-        LocalMemory(s).write("memory/blob.md", content=content)
+        LocalMemory(s).write("memory/blob.md", content=content, replace_unread=True)  # random bytes: not UTF-8
     versions = cli("history", "memory/blob.md", "--json").json()["versions"]
     assert len(versions) == 12
     available = [v["available"] for v in versions]
@@ -346,7 +346,7 @@ def test_a_damaged_stored_version_is_never_restored(cli, workspace, state_dir):
 
     write(workspace / "MEMORY.md", V1)
     assert cli("read", "MEMORY.md").returncode == 0
-    assert cli("write", "MEMORY.md", "--stdin", input=V2.decode()).returncode == 0
+    assert cli("write", "MEMORY.md", "--stdin", "--replace-unread", input=V2.decode()).returncode == 0
     store = HistoryStore(settings_for(workspace, state_dir).data_dir)
     for damage in (zlib.compress(b"other bytes"), b"not zlib at all"):
         with store.db.transaction() as conn:
