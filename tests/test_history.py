@@ -326,6 +326,24 @@ def test_read_diff_numbers_lines_as_read_does_and_marks_only_the_last(workspace,
     assert changed_lines(b"one\ntwo\n", "one\ntwo\u2028still two\x0cand\rstill\nthree\n".encode()) == (2, 1)
 
 
+def test_read_diff_shows_a_change_to_bytes_that_are_not_utf8(workspace, state_dir):
+    """Every invalid byte was U+FFFD before the diff: `100\\xa3` edited to `100\\xa5` gave mode
+    "diff" with an empty diff, recorded as read. Each such byte is shown as `\\xNN`, said in a warning."""
+    s = settings_for(workspace, state_dir)
+    write(workspace / "memory/a.md", b"price: 100\xa3\nsame\n")
+    LocalMemory(s).read("memory/a.md")
+    write(workspace / "memory/a.md", b"price: 100\xa5\nsame\n")
+    only = LocalMemory(s).read_diff("memory/a.md")
+    assert only.mode == "diff" and only.diff.endswith("@@ -1,2 +1,2 @@\n-price: 100\\xa3\n+price: 100\\xa5\n same\n")
+    assert only.warnings == ("memory/a.md is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff (a read "
+                             "shows each as U+FFFD); the only changes are to such bytes, which a read shows alike",)
+    write(workspace / "memory/a.md", b"price: 100\xa5\nsame\nnew\n")
+    more = LocalMemory(s).read_diff("memory/a.md")
+    assert more.diff.endswith(" price: 100\\xa5\n same\n+new\n")
+    assert more.warnings == ("memory/a.md is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff (a read "
+                             "shows each as U+FFFD)",)
+
+
 def test_read_diff_falls_back_to_the_full_read_when_the_old_version_was_evicted(workspace, state_dir):
     configure(state_dir, max_bytes=16_000)
     s = settings_for(workspace, state_dir)

@@ -1,7 +1,8 @@
 """``read --diff``: what changed in a file since this agent last read (or wrote) it.
 
 It counts as a read (the version now is recorded for the agent) and always diffs the
-whole file. Modes: ``diff`` (a unified diff labelled with short versions),
+whole file. Modes: ``diff`` (a unified diff labelled with short versions; a byte that is not
+UTF-8 shown as ``\\xNN``, with a warning),
 ``unchanged``, ``full`` (no earlier version to compare with: never read, or its bytes
 were evicted; the ordinary paged read follows) and ``missing``.
 """
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import xxhash
 
-from ..files.jstext import decode_lossy, not_utf8
+from ..files.jstext import decode_lossy
 from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
 from ..types import DiffMode
 from ..wire import key
@@ -96,14 +97,17 @@ def read_diff(settings: Settings, path: str, *, from_line: int = 1, lines: int |
         return DiffRead(FULL, resolved.display, snapshot.version, previous, read=window, reason=reason, warnings=window.warnings)
     assert old is not None and previous is not None  # (no window: a diff to show); this only narrows
     text, bad = unified_diff(old, data, resolved.display, previous, snapshot.version)
-    warnings = (not_utf8(resolved.display),) if bad else ()
+    warnings = (_not_utf8(resolved.display, only=decode_lossy(old)[0] == decode_lossy(data)[0]),) if bad else ()
     return DiffRead(DIFF, resolved.display, snapshot.version, previous, diff=text, warnings=warnings)
 
 
 def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_version: str) -> tuple[str, bool]:
-    """A unified diff (3 lines of context) with git's marker for a missing final newline."""
-    a, bad_a = decode_lossy(old)
-    b, bad_b = decode_lossy(new)
+    """A unified diff (3 lines of context) with git's marker for a missing final newline, and whether
+    either side holds bytes that are not UTF-8: each shown as ``\\xNN``, so that a change to one
+    shows (as U+FFFD, a read's way, every such byte was alike: ``100\\xa3`` edited to ``100\\xa5``
+    gave an empty diff, and the read was recorded as done)."""
+    a, bad_a = _escaped(old)
+    b, bad_b = _escaped(new)
     out = []
     for line in difflib.unified_diff(
         lines_of(a), lines_of(b),
@@ -111,6 +115,21 @@ def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_versio
     ):
         out.append(line if line.endswith("\n") else line + "\n" + NO_NEWLINE)
     return "".join(out), bad_a or bad_b
+
+
+def _escaped(data: bytes) -> tuple[str, bool]:
+    """UTF-8 text, each invalid byte as ``\\xNN``, and whether there were any."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="backslashreplace"), True
+
+
+def _not_utf8(name: str, *, only: bool) -> str:
+    """The warning of a diff with bytes that are not UTF-8; ``only``: its changes are all to such
+    bytes, which a read shows alike."""
+    also = "; the only changes are to such bytes, which a read shows alike" if only else ""
+    return f"{name} is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff (a read shows each as U+FFFD){also}"
 
 
 def lines_of(text: str) -> list[str]:
