@@ -128,7 +128,11 @@ def test_a_time_rolls_back_by_the_history_and_the_next_rollback_undoes_it(cli, w
 
     done = cli("rollback", "--to", iso, "--force", "--json")
     assert done.returncode == 0, done.stderr
-    assert memory_files(workspace) == at_then
+    # The notes written by hand since, which the history never saw before, may as well be notes of then
+    # changed since (their first sighting's dates are after the moment): left as they are, each named.
+    made_by_hand = ("memory/2026-12-05.md", "memory/deep/er/nested.md", "memory/new-c.md")
+    assert memory_files(workspace) == {**at_then, **{p: after_session[p] for p in made_by_hand}}
+    assert sorted(w.split(" left as it is: ")[0] for w in done.json()["warnings"] if " is unknown (" in w) == sorted(made_by_hand)
     assert cli("rollback", "--to", done.json()["undo"], "--json").returncode == 0
     assert memory_files(workspace) == after_session
 
@@ -307,8 +311,7 @@ def test_a_note_whose_folder_is_a_file_now_is_left_with_a_warning_never_journale
     assert cli("rm", "memory/sub/a.md", "--no-index").returncode == 0
     (workspace / "memory" / "sub").rmdir()
     write(workspace / "memory" / "sub", "a file where the folder was\n")
-    write(workspace / "memory" / "new.md", "made since\n")
-    assert cli("read", "memory/new.md").returncode == 0
+    assert cli("write", "memory/new.md", "--stdin", "--no-index", input="made since\n").returncode == 0
 
     done = cli("rollback", "--to", iso_moment(moment + 2e-6), "--json")
     assert done.returncode == 0, done.stderr
@@ -374,8 +377,9 @@ def test_a_snapshot_labelled_as_a_time_before_keeps_working_and_rollback_says_wh
             f"reads as; for that time, give --to {time_meant}") in taken.stderr, taken.stderr
     as_json = cli("rollback", "--to", "2020-01-01", "--dry-run", "--json").json()
     assert as_json["snapshot"] is True and any("taken as the watchdog snapshot" in w for w in as_json["warnings"])
-    at_the_time = cli("rollback", "--to", time_meant, "--dry-run")  # neither file was there then
-    assert "archive     memory/a.md" in at_the_time.stdout and "archive     memory/b.md" in at_the_time.stdout
+    at_the_time = cli("rollback", "--to", time_meant, "--dry-run")  # the history began after it: unknown
+    assert "unchanged   memory/a.md" in at_the_time.stdout and "unchanged   memory/b.md" in at_the_time.stdout
+    assert f"warning: memory/b.md left as it is: what it held at {time_meant} is unknown" in at_the_time.stderr
     assert "taken as the watchdog snapshot" not in at_the_time.stderr
     assert cli("rollback", "--to", "2020-01-01", "--force").returncode == 0
     assert (workspace / "memory" / "a.md").read_text() == "v1\n" and not (workspace / "memory" / "b.md").exists()
@@ -650,7 +654,9 @@ def test_a_note_unchanged_since_before_the_moment_is_kept_though_the_history_saw
     entry of it is the rollback's own look, after the moment. Its status-change time (ctime, which
     every write, rename and link of the file moves, and no `touch` can set back) says it has held
     these bytes since before the moment: it is left unchanged. A note made, or edited in place,
-    after the moment is still archived, and so is every note for a moment before it was made."""
+    after the moment, and every note for a moment before it was made, cannot tell what it held then
+    (made since, or a person's note changed since): it was archived, on that guess; it is left as
+    it is, and a warning names it."""
     write(workspace / "memory" / "old.md", "written by hand long ago\n")
     write(workspace / "memory" / "edited.md", "first words\n")
     made = time.time()
@@ -659,17 +665,87 @@ def test_a_note_unchanged_since_before_the_moment_is_kept_though_the_history_saw
     write(workspace / "memory" / "new.md", "made after the moment\n")
     with open(workspace / "memory" / "edited.md", "a") as edited:
         edited.write("more words\n")
-    fates = {}
+    fates, warned = {}, {}
     for to in (iso_moment(moment), iso_moment(made - 1)):
         planned = cli("rollback", "--to", to, "--dry-run", "--json")
         assert planned.returncode == 0, planned.stderr
         fates[to] = {f["path"]: f["fate"] for f in planned.json()["files"]}
-    assert fates[iso_moment(moment)] == {"memory/old.md": "unchanged", "memory/edited.md": "archive", "memory/new.md": "archive"}
-    assert set(fates[iso_moment(made - 1)].values()) == {"archive"}
+        warned[to] = {w.split(" left as it is: ")[0] for w in planned.json()["warnings"] if " is unknown (" in w}
+    assert set(fates[iso_moment(moment)].values()) == set(fates[iso_moment(made - 1)].values()) == {"unchanged"}
+    assert warned[iso_moment(moment)] == {"memory/edited.md", "memory/new.md"}
+    assert warned[iso_moment(made - 1)] == {"memory/old.md", "memory/edited.md", "memory/new.md"}
+    before = memory_files(workspace)
     done = cli("rollback", "--to", iso_moment(moment), "--force", "--json")
     assert done.returncode == 0, done.stderr
-    assert sorted(memory_files(workspace)) == ["memory/old.md"]
+    assert memory_files(workspace) == before
     assert (workspace / "memory" / "old.md").read_text() == "written by hand long ago\n"
+
+
+def test_a_note_the_agent_changed_removed_or_moved_after_its_first_read_comes_back_as_written_by_hand(cli, workspace,
+                                                                                                           state_dir):
+    """The review's case: three notes written by hand before the moment, first seen by the product after
+    it (their first `read`), then appended to, removed and moved by the agent. A rollback to before the
+    session archived MEMORY.md and the moved note and left the removed one gone ("are back as at"): the
+    history's first entry of each came after the moment. That sighting's stat (its mtime and ctime, logged
+    with it) says the bytes were already so before the moment: they are what each note held then."""
+    write(workspace / "MEMORY.md", "# hand-written\n")
+    write(workspace / "memory" / "p.md", "p\n")
+    write(workspace / "memory" / "q.md", "q\n")
+    at_moment = memory_files(workspace)
+    moment = later_than(time.time(), workspace)
+    later_than(moment, workspace)
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "- agent note").returncode == 0
+    assert cli("read", "memory/p.md").returncode == 0
+    assert cli("rm", "memory/p.md").returncode == 0
+    assert cli("read", "memory/q.md").returncode == 0
+    assert cli("mv", "memory/q.md", "memory/q2.md").returncode == 0
+
+    planned = cli("rollback", "--to", iso_moment(moment), "--dry-run", "--json")
+    assert planned.returncode == 0, planned.stderr
+    assert {f["path"]: f["fate"] for f in planned.json()["files"]} == {
+        "MEMORY.md": "rewrite", "memory/p.md": "bring-back", "memory/q.md": "bring-back", "memory/q2.md": "archive"}
+    done = cli("rollback", "--to", iso_moment(moment), "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert memory_files(workspace) == at_moment
+    # And forward again: the undo puts the agent's work back.
+    assert cli("rollback", "--to", done.json()["undo"], "--force").returncode == 0
+    assert sorted(memory_files(workspace)) == ["MEMORY.md", "memory/q2.md"]
+
+
+def test_a_note_first_seen_after_the_moment_and_changed_by_then_is_left_and_named(cli, workspace, state_dir):
+    """The same notes changed by hand after the moment, before the product first saw them: what they
+    held at the moment is unknown (the sighting's mtime is after it). Nothing is archived or claimed on
+    a guess: each is left as it is (the moved one under its new name, the removed one gone), and a
+    warning names each, in text and in --json's warnings."""
+    write(workspace / "MEMORY.md", "# hand-written\n")
+    write(workspace / "memory" / "p.md", "p\n")
+    write(workspace / "memory" / "q.md", "q\n")
+    moment = later_than(time.time(), workspace)
+    later_than(moment, workspace)
+    for name in ("MEMORY.md", "memory/p.md", "memory/q.md"):
+        with open(workspace / name, "a") as note:
+            note.write("changed by hand after the moment\n")
+    write(workspace / "memory" / "new.md", "made after the moment\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "- agent note").returncode == 0
+    assert cli("read", "memory/p.md").returncode == 0
+    assert cli("rm", "memory/p.md").returncode == 0
+    assert cli("read", "memory/q.md").returncode == 0
+    assert cli("mv", "memory/q.md", "memory/q2.md").returncode == 0
+    before = memory_files(workspace)
+
+    said = cli("rollback", "--to", iso_moment(moment), "--force")
+    assert said.returncode == 0, said.stderr
+    assert memory_files(workspace) == before
+    names = ("MEMORY.md", "memory/p.md", "memory/q.md", "memory/q2.md", "memory/new.md")
+    for name in names:
+        assert f"warning: {name} left as it is: what it held at {iso_moment(moment)} is unknown" in said.stderr, said.stderr
+    done = cli("rollback", "--to", iso_moment(moment), "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert {f["path"]: f["fate"] for f in done.json()["files"]} == dict.fromkeys(names, "unchanged")
+    assert {w.split(" left as it is")[0] for w in done.json()["warnings"]} == set(names)
+    assert memory_files(workspace) == before
 
 
 def later_than(moment: float, workspace: Path) -> float:

@@ -132,7 +132,7 @@ def test_a_schema_6_database_keeps_its_history_and_logs_modes_from_then_on(tmp_p
     assert log.last_mode("/w/a.md", "a.md") is None
     assert _version(path) == schema.SCHEMA_VERSION
     log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "restore", "me"), keep=10, mode=FileMode(0o600, 1000, 1000))
-    assert log.last_mode("/w/a.md", "a.md") == (0o600, 1000, 1000)
+    assert log.last_mode("/w/a.md", "a.md") == FileMode(0o600, 1000, 1000)
     assert [e.version for e in log.entries("/w/a.md")] == ["v1", "v2"]
 
 
@@ -254,6 +254,33 @@ def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_f
 
 
 def _drop_step_12(conn) -> None:
-    """Take back what step 12 added (reads.seen_from, seen_to), for a database put back to an earlier schema."""
+    """Take back what steps 12 and 13 added (reads.seen_from, seen_to; versions.mtime_ns, ctime_ns), for a
+    database put back to an earlier schema."""
     for column in ("seen_from", "seen_to"):
         conn.execute(f"ALTER TABLE reads DROP COLUMN {column}")
+    for column in ("mtime_ns", "ctime_ns"):
+        conn.execute(f"ALTER TABLE versions DROP COLUMN {column}")
+
+
+def test_a_schema_12_database_keeps_its_history_and_logs_each_sightings_dates_from_then_on(tmp_path):
+    """Schema 13 from 12: a sighting's entry keeps the file's mtime and ctime (versions.mtime_ns, ctime_ns),
+    which a rollback to a moment before the history first saw a note reads; the entries logged before
+    keep every field, their dates NULL (a rollback cannot tell what such a note held then: it leaves it)."""
+    from openclaw_memory.history.versions import Entry, FileMode, VersionLog
+
+    path = tmp_path / "state.db"
+    _schema_6_with_one_version(path, agent=None)
+    with sqlite3.connect(path) as conn:
+        for script in schema.MIGRATIONS[1:7]:  # 7 to 12
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute("PRAGMA user_version = 12")
+
+    log = VersionLog(Database(tmp_path))
+    assert log.latest("/w/a.md") is not None
+    assert _version(path) == schema.SCHEMA_VERSION
+    assert Database(tmp_path).rows("SELECT mtime_ns, ctime_ns FROM versions") == [(None, None)]
+    log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "external-edit", None), keep=10,
+               mode=FileMode(0o600, 1000, 1000, 5, 7))
+    assert Database(tmp_path).one("SELECT mode, mtime_ns, ctime_ns FROM versions WHERE version = 'v2'") == (0o600, 5, 7)

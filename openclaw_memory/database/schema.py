@@ -251,6 +251,15 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE reads ADD COLUMN seen_from INTEGER;
     ALTER TABLE reads ADD COLUMN seen_to INTEGER
     """,
+    # 13: a sighting's entry keeps the file's mtime and ctime as seen then (versions.FileMode), so a rollback
+    # to a moment before the history first saw a note tells what it held then: bytes unchanged since before
+    # the moment are put back, where it archived the hand-written note (its first entry came after the
+    # moment) and a note the agent changed, removed or moved was lost to the workspace. NULL: logged
+    # before this step, or without a look at the file (a rollback then cannot tell: it leaves such a note).
+    """
+    ALTER TABLE versions ADD COLUMN mtime_ns INTEGER;
+    ALTER TABLE versions ADD COLUMN ctime_ns INTEGER
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

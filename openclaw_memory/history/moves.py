@@ -185,8 +185,8 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             op = write_intent(settings.data_dir, FileOp(
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
                 target.display, replaced.version if replaced else None, replaced.size if replaced else None,
-                mark=_last_row(store), agent=records.agent, session=records.session, mode=mode,
-                replaced_mode=replaced_mode, links=links, made_from=existed))
+                mark=_last_row(store), agent=records.agent, session=records.session, mode=_bits(mode),
+                replaced_mode=_bits(replaced_mode), links=links, made_from=existed))
         faults.reach("mv:journaled")
         if replaced is not None:
             try:
@@ -371,7 +371,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 REMOVE_OP, "begin", resolved.abs_path, resolved.display, current.version, current.size,
-                mark=_last_row(store), agent=records.agent, session=records.session, mode=mode))
+                mark=_last_row(store), agent=records.agent, session=records.session, mode=_bits(mode)))
         faults.reach("rm:journaled")
         remove_if_holds(folder.fd, resolved.name, current.version)
         # Said at once: a note at its name after a kill from here on is a new one (_recover_remove),
@@ -439,6 +439,11 @@ def _refuse_unarchived(store: HistoryStore, resolved: ResolvedPath, found: FileV
             f"{resolved.display} cannot be archived in the history ({found.size} bytes; one file may take at most "
             f"[history] max_bytes / 8, {store.objects.max_bytes // 8} bytes): nothing was {outcome}"
         )
+
+
+def _bits(mode: FileMode | None) -> tuple[int, int, int] | None:
+    """What a move's or removal's record keeps of a file's mode: its permission bits and owner."""
+    return mode.bits if mode is not None else None
 
 
 def _mode(recorded) -> FileMode | None:

@@ -26,15 +26,24 @@ ORIGINS = (AGENT_WRITE, EXTERNAL_EDIT, RESTORE, DOCTOR_FIX, MOVE, REMOVE)
 
 
 class FileMode(NamedTuple):
-    """Who may read and write a file: its permission bits and owner, as a stat gave them."""
+    """Who may read and write a file: its permission bits and owner, as a stat gave them; and, from a
+    stat, when its bytes and its status last changed (logged with a sighting: a rollback to a moment
+    before the history first saw a note tells by them whether it held those bytes then)."""
 
     mode: int  # the permission bits (st_mode & 0o7777)
     uid: int
     gid: int
+    mtime_ns: int | None = None
+    ctime_ns: int | None = None
 
     @classmethod
     def of(cls, st) -> FileMode:
-        return cls(st.st_mode & 0o7777, st.st_uid, st.st_gid)
+        return cls(st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime_ns, st.st_ctime_ns)
+
+    @property
+    def bits(self) -> tuple[int, int, int]:
+        """The permission bits and owner alone (what a move's or removal's record keeps)."""
+        return self.mode, self.uid, self.gid
 
 
 class Entry(NamedTuple):
@@ -125,7 +134,8 @@ class VersionLog:
 
     def append(self, abs_path: str, display: str, entry: Entry, keep: int, mode: FileMode | None = None,
                moved_from: str | None = None, arrived: float | None = None) -> list[Entry]:
-        """Add ``entry`` (with ``mode``, the file's when it was seen at this version; a move's with
+        """Add ``entry`` (with ``mode``, the file's when it was seen at this version, its mtime and ctime
+        too where the stat gave them; a move's with
         ``moved_from``, the name it came from, as ``display`` names one; an imported one's with
         ``arrived``, the import's moment, its own time being the exporting side's), naming the
         path's version logged before it (``log`` counts the lines changed against it, whatever
@@ -137,11 +147,11 @@ class VersionLog:
                                   (path,)).fetchone()
             conn.execute(
                 "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous, mode, uid, gid, "
-                "moved_from, arrived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "moved_from, arrived, mtime_ns, ctime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
                  _blob(entry.session or None), before[0] if before and before[1] != REMOVE else None,  # removed: none
-                 *(mode if mode is not None else (None, None, None)), enc(moved_from) if moved_from is not None else None,
-                 arrived))
+                 *(mode.bits if mode is not None else (None, None, None)), enc(moved_from) if moved_from is not None else None,
+                 arrived, *(mode[3:] if mode is not None else (None, None))))
             old = conn.execute(
                 "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? AND origin != ? "
                 "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()

@@ -27,7 +27,7 @@ from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
-from ..history.versions import MOVE, REMOVE, RESTORE, FileMode, iso_time, short
+from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, short
 from ..types import MOMENT, typed_moment
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
@@ -106,6 +106,8 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     if record:
         _see_removals(settings, store, {f.abs_path for f in files})
     named_then: set[str] = set()  # for a time: every path the history named at or before it
+    unsure: dict[str, str] = {}  # for a time: a path whose content then is unknown, and why
+    seen_after: set[str] = set()  # for a time: every path the history named (after it, where not in named_then)
     before_ns = 0.0  # for a time: a ctime no later than this is surely before it
     if moment.snapshot is not None:
         targets, notes = _snapshot_targets(settings, moment.snapshot)
@@ -116,15 +118,15 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
                               [f.abs_path for f in files if f.source == "extra"])
     else:
         assert moment.when is not None
-        targets, named_then = _history_targets(settings, store, moment.when)
-        notes = []
-        now = [f.abs_path for f in files]
         # A status change is dated by the file system's coarse clock, which may lag the history's by
         # up to its granularity: a ctime that close to the moment cannot tell before from after.
         before_ns = moment.when * 1e9 - guard_ns(workspace, *extra)
+        targets, named_then, unsure, seen_after = _history_targets(settings, store, moment.when, before_ns)
+        notes = []
+        now = [f.abs_path for f in files]
     fates: list[Fate] = []
     stranded: dict[str, str] = {}  # a version a name held then that cannot be written now: by version, that name
-    for abs_path in sorted(set(now) | set(targets)):
+    for abs_path in sorted(set(now) | set(targets) | set(unsure)):
         try:
             resolved = resolve_writable(abs_path, workspace, extra)
             before = current_version(store, resolved, record)
@@ -143,6 +145,15 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             # The history first saw it after the moment (a note written by hand, no watch running),
             # but it has held these bytes since before: it existed then, it was not made since.
             after = Aim(before.version, before.size)
+        elif moment.when is not None and after.version is None and abs_path not in named_then and (
+                abs_path in unsure or (before is not None and abs_path not in seen_after)):
+            # What it held at the moment is unknown (first seen after it, changed by then, or not seen
+            # before now at all, its ctime after the moment): made since, or a note written by hand and
+            # changed since. It is left as it is, said: archiving it on a guess took a person's note away.
+            why = unsure.get(abs_path) or f"the history had not seen it before, and it changed {_changed(resolved)}"
+            notes.append(f"{resolved.display} left as it is: what it held at {moment.shown} is unknown ({why})")
+            fates.append(Fate(resolved, UNCHANGED, before, Aim(before.version, before.size) if before else Aim(None, 0)))
+            continue
         elif moment.when is not None and before is None and after.version is not None and _gone_since(resolved, before_ns):
             # The history last saw it before the moment, and it was deleted by hand, unseen: its
             # folder has not changed since before the moment, so it was gone by then already.
@@ -217,6 +228,16 @@ def _held_since(resolved: ResolvedPath, before_ns: float) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(seen.st_mode) and seen.st_ctime_ns <= before_ns
+
+
+def _changed(resolved: ResolvedPath) -> str:
+    """When the file's bytes or status last changed, said (its mtime or ctime, the later)."""
+    try:
+        with resolved.folder() as folder:
+            seen = folder.lstat(resolved.name)
+    except OSError:
+        return "since"
+    return f"at {iso_time(max(seen.st_mtime_ns, seen.st_ctime_ns) / 1e9)}"
 
 
 def _gone_since(resolved: ResolvedPath, before_ns: float) -> bool:
@@ -342,10 +363,20 @@ def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], l
             if is_memory_file(rel, False)}, []
 
 
-def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tuple[dict[str, Aim], set[str]]:
-    """Each memory file's version at ``when``, by absolute path (None: removed, or not made yet), and
-    the paths an entry at or before ``when`` named. A path whose entries at that time retention has
-    dropped is refused.
+def _history_targets(settings: Settings, store: HistoryStore, when: float,
+                     before_ns: float) -> tuple[dict[str, Aim], set[str], dict[str, str], set[str]]:
+    """Each memory file's version at ``when``, by absolute path (None: removed, or not made yet), the
+    paths an entry at or before ``when`` named, those whose content then is unknown (and why), and
+    every path an entry named. A path whose entries at that time retention has dropped is refused.
+
+    A name the history first saw after ``when``, by a sighting (a first ``read`` of a note written by
+    hand), held those bytes at ``when`` when the sighting's stat says so: its ctime (which every write,
+    rename, link and ``touch`` moves) and mtime no later than ``before_ns``, ``when`` less the file
+    system's timestamp granularity. They are its version then (the note was not made since: archived,
+    the agent's later change, removal or move took a person's note away). A sighting dated later, or
+    with no stat logged (before schema 13), cannot tell: that name, and each name of the same file's
+    history the moment would empty, is ``unsure``. A name whose first entry is the product's own (a
+    write, a restore, a move, an import) was made since.
 
     A moved file's entries are kept under the path it has now, each with the name it had when it
     was logged (``display``), so a path's entries up to ``when`` are replayed in order, by name: an
@@ -358,7 +389,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     note under a second name was taken for moved too, which a move logged before schema 9, naming
     no source, still does). Where two histories name one path, the one holding a file there wins."""
     rows = store.db.rows("SELECT path, display, version, time, size, origin, previous, moved_from, "
-                         "COALESCE(arrived, time) FROM versions ORDER BY path, id")
+                         "COALESCE(arrived, time), arrived, mtime_ns, ctime_ns FROM versions ORDER BY path, id")
     by_path: dict[bytes, list[tuple]] = {}
     for row in rows:
         by_path.setdefault(row[0], []).append(row[1:])
@@ -366,6 +397,8 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
     roots = (workspace, *settings.extra_paths)
     targets: dict[str, Aim] = {}
     named_then: set[str] = set()
+    seen_after: set[str] = set()
+    histories: list[tuple[str, dict[str, Aim], list[tuple]]] = []
     unknown: list[str] = []
     def memory_now(path: str) -> bool:  # not under an extra path no longer configured
         return _under(path, roots)
@@ -380,7 +413,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
         if not at and entries[0][5] is not None and memory_now(path):  # a version before its oldest entry kept: dropped
             unknown.append(path)
         named: dict[str, Aim] = {path: Aim(None, 0)}
-        for display, version, _, size, origin, _, moved_from, _ in at:
+        for display, version, _, size, origin, _, moved_from, *_ in at:
             name = _named(dec(display), path, workspace)
             if origin == MOVE and moved_from is not None:  # the file leaves the name it moved from
                 named[_named(dec(moved_from), path, workspace)] = Aim(None, 0)
@@ -388,6 +421,38 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
                 named = {n: Aim(None, 0) if aim.version == version else aim for n, aim in named.items()}
             named[name] = Aim(None, 0) if origin == REMOVE else Aim(version, size)
             named_then.add(name)
+        histories.append((path, named, entries))
+    # Each name's first entry (by the time it arrived here), whichever history holds it: the names
+    # the moment does not name were first seen after it.
+    first: dict[str, tuple] = {}
+    for path, _, entries in histories:
+        for entry in entries:
+            name = _named(dec(entry[0]), path, workspace)
+            if name not in first or entry[7] < first[name][7]:
+                first[name] = entry
+    unsure: dict[str, str] = {}
+    for path, named, entries in histories:
+        names = {_named(dec(e[0]), path, workspace) for e in entries}
+        doubted = []
+        for name in sorted(names - named_then):
+            _, version, _, size, origin, _, _, seen, arrived, mtime_ns, ctime_ns = first[name]
+            if origin != EXTERNAL_EDIT or arrived is not None:
+                continue  # the product made it since (a write, a restore, a move, an import)
+            if mtime_ns is not None and ctime_ns is not None and max(mtime_ns, ctime_ns) <= before_ns:
+                named[name] = Aim(version, size)  # those bytes, unchanged since before the moment
+                named_then.add(name)
+                continue
+            changed = ("no date of its last change is logged" if mtime_ns is None or ctime_ns is None
+                       else f"changed at {iso_time(max(mtime_ns, ctime_ns) / 1e9)}")
+            unsure[name] = f"the history first saw it at {iso_time(seen)}, {changed}"
+            doubted.append(name)
+        for name in names | set(named):
+            if doubted and name not in unsure and named.get(name, Aim(None, 0)).version is None:
+                # Where that note's bytes went since (a move, a forced move): emptied on a guess, they
+                # would leave the workspace too.
+                unsure[name] = (f"it holds what {display_path(doubted[0], workspace)} held since, whose content at "
+                                "the moment is unknown")
+        seen_after |= names
         for name, aim in named.items():
             if memory_now(name) and (aim.version is not None or name not in targets):
                 targets[name] = aim
@@ -395,7 +460,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float) -> tu
         raise MemoryToolError(f"cannot roll back to {iso_time(when)}: the history no longer knows what "
                               f"{', '.join(os.path.relpath(p, settings.workspace) for p in unknown[:5])} held then "
                               "(retention dropped those entries: [history] keep_per_path); nothing was changed")
-    return targets, named_then
+    return targets, named_then, {n: why for n, why in unsure.items() if memory_now(n)}, seen_after
 
 
 def _named(display: str, path: str, workspace: str) -> str:
