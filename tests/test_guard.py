@@ -675,3 +675,21 @@ def test_an_import_with_force_over_a_read_only_note_is_refused(cli, workspace, t
     note.chmod(0o644)
     assert cli("import", str(archive), "--force").returncode == 0
     assert note.read_text() == "# Kept\n"
+
+
+def test_a_replace_of_a_note_no_history_can_keep_is_refused_even_with_replace_unread(cli, workspace, state_dir):
+    """One version may take an eighth of [history] max_bytes: `rm`, `mv --force`, `restore` and `rollback`
+    refuse to replace a note past it. `write --replace-unread` replaced it, right after the refusal before it
+    had said "the history keeps every version", and its bytes were gone for good."""
+    write(state_dir / "openclaw-memory.toml", "[history]\nmax_bytes = 80000\n")
+    big = "".join(f"{n}\n" for n in range(1, 5001))  # 23,893 bytes, past 10,000
+    write(workspace / "memory" / "big.md", big)
+    assert cli("read", "memory/big.md").returncode == 0
+    for flags in ((), ("--replace-unread",)):
+        done = cli("write", "memory/big.md", "--stdin", *flags, input="tiny\n")
+        assert done.returncode == 1, done.stderr
+        assert "memory/big.md cannot be kept in the history before it is replaced (23893 bytes" in done.stderr
+        assert "nothing was written; append to it, split it, or raise [history] max_bytes" in done.stderr
+    assert (workspace / "memory" / "big.md").read_text() == big
+    assert cli("write", "memory/big.md", "--append", "- still appends").returncode == 0
+    assert (workspace / "memory" / "big.md").read_text() == big + "- still appends\n"

@@ -406,13 +406,9 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         if blocks is None:
             raise MemoryToolError(f"version {short(wanted)} of {resolved.display} is no longer stored: "
                                   f"{not_stored_why(store, resolved.abs_path, wanted)}")
-        if current is not None and not store.objects.fits(current.size):
-            # What it holds now would be replaced by bytes no history keeps (`rm`, `mv --force` and
-            # `rollback` refuse it too): the restore said that version "can be brought back", and it was gone.
-            raise MemoryToolError(
-                f"{resolved.display} cannot be kept in the history before it is replaced ({current.size} bytes; one file "
-                f"may take at most [history] max_bytes / 8, {store.objects.max_bytes // 8} bytes): nothing was restored"
-            )
+        if current is not None:
+            # The restore said that version "can be brought back", and it was gone.
+            refuse_unkept(store, resolved, current, "restored")
         # Brought back where none is (a removed note): with the mode and owner the history saw last.
         kept = kept_stat(fd) if fd is not None else recorded_mode(store, resolved)
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
@@ -441,6 +437,19 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             folder.close()
 
 
+def refuse_unkept(store: HistoryStore, resolved: ResolvedPath, current: FileVersion, outcome: str) -> None:
+    """Refuse to replace what ``current`` holds when no history would keep it (one version may take an
+    eighth of ``[history] max_bytes``): its bytes would be gone for good, as `rm`, `mv --force` and
+    `rollback` refuse too. A write with --replace-unread replaced a 35 MB note so, right after the
+    refusal before it had said "the history keeps every version"."""
+    if not store.objects.fits(current.size):
+        raise MemoryToolError(
+            f"{resolved.display} cannot be kept in the history before it is replaced ({current.size} bytes; one file "
+            f"may take at most [history] max_bytes / 8, {store.objects.max_bytes // 8} bytes): nothing was {outcome}; "
+            "append to it, split it, or raise [history] max_bytes"
+        )
+
+
 def _write_once(store, records, resolved: ResolvedPath, content, added, expected, daily_append,
                 before_swap: Callable[[WriteResult], None] | None = None, replace_unread: bool = False,
                 budget: int | None = None) -> WriteResult:
@@ -449,6 +458,8 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
     existed: int | None = None  # how many of the file's folders there were, when this write made the rest
     try:
         if current is not None:
+            if added is None:  # (an append keeps every byte the file holds)
+                refuse_unkept(store, resolved, current, "written")
             # The version about to be replaced goes into the history first.
             with in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
