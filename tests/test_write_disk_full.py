@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import env_for, run_in_process, settings_for, tmpfs, wait_for, write
+from conftest import env_for, fill_disk, run_in_process, settings_for, tmpfs, wait_for, write
 from openclaw_memory.database import forget_connections
 from openclaw_memory.fsutil.hashing import hash_bytes
 from openclaw_memory.history.store import HistoryStore
@@ -97,3 +97,16 @@ def test_a_write_stopped_by_a_full_state_dir_never_leaves_a_phantom_version(tmp_
                 outcomes.add(write_with_pages_free(disk, ws, state, "MEMORY.md", free))
             shutil.rmtree(state)  # room for the next run
     assert outcomes == {0, 1}  # some runs were stopped, and the last ones had room for the whole write
+
+
+def test_a_full_extra_path_is_named_as_the_extra_path(tmp_path, cli, workspace):
+    """A write failing in an extra path's folder named it "the workspace (/mnt/notes)" (``translated``'s
+    catch-all), where `mv` and `rm` already said "the extra path"."""
+    with tmpfs(tmp_path / "notes", "1m") as notes:
+        write(notes / "plan.md", "# Plan\n")
+        assert cli("--extra", str(notes), "read", str(notes / "plan.md")).returncode == 0
+        fill_disk(notes)
+        done = cli("--extra", str(notes), "write", str(notes / "plan.md"), "--append", "- more", "--no-index")
+        assert done.returncode == 1, done.stderr
+        assert f"the extra path ({notes})" in done.stderr and "the workspace" not in done.stderr, done.stderr
+        assert (notes / "plan.md").read_text() == "# Plan\n"

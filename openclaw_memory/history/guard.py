@@ -301,7 +301,13 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
     except DiskFull:
         raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged) from None
     except OSError as exc:
-        raise os_error(exc, f"the workspace ({os.path.dirname(resolved.abs_path)})", unchanged) from None
+        raise os_error(exc, where_written(resolved), unchanged) from None
+
+
+def where_written(resolved: ResolvedPath) -> str:
+    """Where a failing step wrote, for its message: an extra path is named as one (a note of a shared
+    extra path another user owns read "cannot write in the workspace (/srv/shared)")."""
+    return f"{'the workspace' if resolved.in_workspace else 'the extra path'} ({os.path.dirname(resolved.abs_path)})"
 
 
 class FailedAt(Exception):
