@@ -245,6 +245,15 @@ def test_the_help_of_every_command_lists_every_flag(capsys, command):
         assert flat(opt.help) in flat(part), f"the help of {opt.flags[0]} missing from `{command.name} --help`"
         if opt.kind == "value" and opt.default_value() not in (None, []) and "default" not in opt.help:
             assert flat(f"(default: {opt.default_value()})") in flat(part)
+    # The flags of a command this one's name runs with a switch (`restore --all --to X --dry-run` is
+    # `rollback`): `restore --help` listed neither --all nor --to.
+    for other in COMMANDS:
+        if other.spelled is not None and other.spelled[0] == command.name:
+            words = own.replace(",", " ").split()
+            assert other.spelled[1] in words, f"{other.spelled[1]} missing from `{command.name} --help`"
+            for opt in other.opts:
+                for flag in opt.flags:
+                    assert flag in words, f"{flag} ({' '.join(other.spelled)}) missing from `{command.name} --help`"
 
 
 @pytest.mark.parametrize("words", [()] + [(g,) for g in GROUPS], ids=lambda w: " ".join(w) or "root")

@@ -214,6 +214,32 @@ class _Level(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         return super().parse_known_args(self.canonical(list(args or ())), namespace)
 
+    def format_help(self) -> str:
+        """argparse's help, with the flags of each command this one's name spells with a switch
+        (``restore --all``: ``rollback``) before the settings: ``restore --help`` listed neither
+        ``--all`` nor ``--to``, which ``restore --all --to X --dry-run`` takes."""
+        text = super().format_help()
+        spelled = "".join(self._spelled_help(other) for other in commands()
+                          if self.command is not None and other.spelled is not None and other.spelled[0] == self.command.name)
+        head, title, rest = text.rpartition(f"\n{SETTINGS_TITLE}:")
+        return f"{head}\n{spelled}{title[1:]}{rest}" if spelled and title else text + spelled
+
+    def _spelled_help(self, other: Command) -> str:
+        """The section of ``other`` (a command this one's name and ``other.spelled[1]`` run): its
+        switch, then each of its flags this command has not (help only: ``_respelled`` hands the
+        line to ``other`` before any level parses it)."""
+        assert other.spelled is not None and self.command is not None
+        switch = other.spelled[1]
+        page = argparse.ArgumentParser(prog=self.prog, usage=argparse.SUPPRESS, formatter_class=_Formatter, add_help=False)
+        without = " ".join(_metavar(a) for a in self.command.args if a.required)
+        group = page.add_argument_group(f"{self.command.name} {switch}{f' (no {without})' if without else ''}: the same as "
+                                        f"`{other.name}`, whose flags it takes")
+        group.add_argument(switch, action="store_true", help=_escape(f"{other.help} See `{PROG} {other.name} --help`."))
+        for opt in other.opts:
+            if not set(opt.flags) & set(self.table):
+                self._add_opt(group, opt)
+        return page.format_help() + "\n"
+
     def error(self, message: str):
         """What argparse itself finds wrong (the checks in canonical() come first)."""
         raise CommandLineError(message, self.words)
