@@ -316,6 +316,30 @@ def test_a_file_appearing_at_a_forced_moves_destination_after_its_archive_says_t
     assert (workspace / "memory" / "b.md").read_text() == KETTLE
 
 
+def test_a_forced_move_whose_destination_changes_while_it_is_archived_names_the_destination(workspace, state_dir, cli):
+    """`mv --force memory/b.md memory/a.md`, a.md written to while the move took it aside to archive it:
+    "blocked: memory/b.md changed while it was moved (someone wrote to it)", the source blamed, which
+    nothing had touched. The destination is named, both notes stay as they are, nothing is moved."""
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", KETTLE)
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    late = "- written to a.md while the move archived it\n"
+
+    def write_to_the_destination() -> None:
+        (aside,) = [p for p in (workspace / "memory").iterdir() if p.name.startswith(".a.md.aside-")]
+        with open(aside, "a") as fh:  # a writer that had a.md open
+            fh.write(late)
+
+    code, _, err = run_paused(workspace, state_dir, ("mv", "memory/b.md", "memory/a.md", "--force", "--no-index"),
+                              "move:source-aside", write_to_the_destination)
+    assert code == 3, err
+    assert "memory/a.md changed while it was being archived to be replaced (someone wrote to it)" in err, err
+    assert "nothing was moved: memory/b.md is unchanged" in err and "memory/b.md changed" not in err, err
+    assert (workspace / "memory" / "a.md").read_text() == HERON + late
+    assert (workspace / "memory" / "b.md").read_text() == KETTLE
+    assert stray(workspace) == [] and pending(settings_for(workspace, state_dir)) is None
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_a_move_across_file_systems_keeps_the_notes_owner_and_mode(workspace, state_dir, tmp_path):
     """Root (sudo, a service of root's) moving a user's note to another disk: the copy was root's,

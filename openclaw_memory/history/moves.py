@@ -156,6 +156,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
     existed: int | None = None
     op: FileOp | None = None
     appeared = False  # the link found a file at the destination
+    replacing = False  # --force archiving the destination's note: a SourceKept then is the destination's
     try:
         if current is None or fd is None or src_folder is None:
             raise UsageError(f"{source.display} does not exist; nothing was moved (see `openclaw-memory files`)")
@@ -190,7 +191,9 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         faults.reach("mv:journaled")
         if replaced is not None:
             try:
+                replacing = True
                 op = _archive_replaced(store, dst_folder, target, op)
+                replacing = False
             except NotRegularFile as swapped:
                 raise _swapped_note(swapped, target.display, "replaced", f"nothing was moved: {source.display} is unchanged") from None
         if faults.reach("mv:source-refused"):  # (a refusal no check sees first: an ACL, a sticky folder)
@@ -203,7 +206,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         existed = None  # the destination's folders hold the file now
         faults.reach("mv:renamed")
     except BaseException as exc:
-        if op is not None and dst_folder is not None and isinstance(exc, SourceKept):
+        if op is not None and dst_folder is not None and isinstance(exc, SourceKept) and not replacing:
             # The source stays (written to, saved anew under its name, or held open by a writer that would
             # go on writing to it): the copy (or the link) at the destination goes, as the bytes moved,
             # and the move is blocked as a write is. (A save under its name left the move "done", the
@@ -219,6 +222,11 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         # which "nothing was moved" alone did not say (the note there was gone without a word).
         archived = (f"; the file that was at {target.display} is archived: `openclaw-memory restore {shlex.quote(target.display)} "
                     "--last` brings it back") if op is not None and op.step == "replaced" else ""
+        if isinstance(exc, SourceKept) and replacing:
+            # The note --force was archiving changed (written to, saved anew, held open): it stays, and
+            # the move is blocked naming it (it named the source, which nothing had touched).
+            raise _kept_blocks(exc, target.display, "moved", records, f": {source.display} is unchanged",
+                               words=_REPLACED_WORDS) from None
         if isinstance(exc, SourceKept):
             raise _kept_blocks(exc, source.display, "moved", records, archived) from None
         if isinstance(exc, NotRegularFile) and exc.filename == source.name:
@@ -345,9 +353,19 @@ def remove_memory_file(settings: Settings, path: str, *, force: bool = False, ex
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
-def _kept_blocks(kept: SourceKept, shown: str, done: str, records: ReadRecords, also: str = "") -> WriteBlocked:
-    """A move or removal whose source stayed (written to, saved anew, held open) is blocked as a write is."""
-    return WriteBlocked.because(f"{shown} {kept.WORDS[kept.reason]}; nothing was {done}{also}.", path=shown,
+# What befell the note `mv --force` was archiving at the destination, when it stayed (SourceKept's reasons).
+_REPLACED_WORDS = {
+    "changed": "changed while it was being archived to be replaced (someone wrote to it)",
+    "replaced": "was replaced while it was being archived to be replaced (a new file was saved under its name)",
+    "open": "is held open by another process, which could still write to it, so it was not archived to be replaced",
+}
+
+
+def _kept_blocks(kept: SourceKept, shown: str, done: str, records: ReadRecords, also: str = "",
+                 words: dict[str, str] = SourceKept.WORDS) -> WriteBlocked:
+    """A move or removal whose source stayed (written to, saved anew, held open) is blocked as a write
+    is; so is a forced move whose destination's note stayed (``words``: said of it)."""
+    return WriteBlocked.because(f"{shown} {words[kept.reason]}; nothing was {done}{also}.", path=shown,
                                 step="held_open" if kept.reason == "open" else "read_again", agent=records.agent,
                                 session=records.session)
 
