@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import xxhash
 
 from conftest import doctor_journal, env_for, fault, run_paused, set_doctor_journal, tmpfs, wait_for_line, write
 from openclaw_memory.doctor.check_files import text_faults
@@ -311,6 +312,35 @@ def test_memory_md_edited_during_the_merge_is_not_overwritten(workspace, state_d
     assert doctor_journal(data_dir(workspace, state_dir)) is None
     assert cli("doctor", "--fix").returncode == 0  # the next run merges the edited file
     assert "- written by the agent just now" in (workspace / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def editor_save(path: Path, text: str) -> None:
+    """What an editor does: the whole text to a temp file beside the note, renamed over it."""
+    temp = path.with_name(f".{path.name}.editor~")
+    temp.write_text(text, encoding="utf-8")
+    os.rename(temp, path)
+
+
+def test_an_editor_save_of_memory_md_between_the_merges_compare_and_its_rename_is_kept(workspace, state_dir, cli):
+    """An editor saved MEMORY.md after the merge compared it and before the merged text took its name:
+    a plain rename put the merged text (the bytes before the save, plus memory.md's) in place, and
+    the save was gone, from the workspace and the history. The merged text goes in by exchange: what
+    came off the name is not the version compared, so the save is put back, logged in the history,
+    and the merge stops with nothing changed; the next run merges the saved text."""
+    split(workspace)
+    saved = CANON + "- saved in an editor while doctor merged\n"
+    data = paused_then_resumed(workspace, state_dir, "merge:checked", lambda: editor_save(workspace / "MEMORY.md", saved))
+    (repair,) = data["repairs"]
+    assert repair["status"] == "failed" and "MEMORY.md changed under the repair" in repair["detail"], repair
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == saved
+    assert (workspace / "memory.md").read_text(encoding="utf-8") == LEGACY
+    assert sorted(p.name for p in workspace.iterdir() if p.name.startswith(".MEMORY.md")) == []
+    assert stamp_dirs(workspace) == [] and doctor_journal(data_dir(workspace, state_dir)) is None
+    history = cli("history", "MEMORY.md", "--json").json()["versions"]
+    assert xxhash.xxh3_128_hexdigest(saved.encode()) in {v["version"] for v in history}
+    assert cli("doctor", "--fix").returncode == 0  # the next run merges the saved text
+    merged = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert merged.startswith(saved) and LEGACY.strip() in merged
 
 
 def test_the_merge_holds_the_write_lock_so_no_agent_write_lands_between_its_check_and_its_rename(workspace, state_dir):

@@ -21,7 +21,7 @@ CANON = "# Durable memory\n- canonical fact ✓\n"
 LEGACY = "# legacy notes\n- legacy fact: 喝绿茶 in Zürich\n- second line\n"
 
 MERGE_STEPS = [
-    "merge:begin", "merge:archive-dir", "merge:write-canonical", "merge:canonical-written",
+    "merge:begin", "merge:archive-dir", "merge:write-canonical", "merge:checked", "merge:canonical-written",
     "merge:archive", "move:rename", "move:linked", "merge:archived",
     "finalize:baseline", "finalize:checkpoint", "finalize:clear",
 ]

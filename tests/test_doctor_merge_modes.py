@@ -77,7 +77,7 @@ def test_a_private_legacy_only_file_stays_private_as_memory_md(workspace, cli):
 
 
 def test_the_merged_text_never_has_memory_md_s_old_mode(workspace, state_dir):
-    """The mode is on the temp file before the rename gives it the name: paused there, the temp
+    """The mode is on the temp file before the exchange gives it the name: paused there, the temp
     file holding the PIN is already 0600 (a chmod after the rename left an instant at 0644)."""
     split(workspace, legacy=SECRET)
     (workspace / "MEMORY.md").chmod(0o644)
@@ -86,11 +86,11 @@ def test_the_merged_text_never_has_memory_md_s_old_mode(workspace, state_dir):
 
     def look() -> None:
         for name in os.listdir(workspace):
-            if name.startswith(".MEMORY.md.") and name.endswith(".tmp"):
+            if name.startswith(".MEMORY.md.") and name.endswith((".tmp", ".swp")):
                 temp = workspace / name
                 seen.append((name, _mode(temp), "bank PIN" in temp.read_text()))
 
-    data = paused_then_resumed(workspace, state_dir, "atomic:renaming:MEMORY.md", look)
+    data = paused_then_resumed(workspace, state_dir, "merge:checked", look)
     assert [r["status"] for r in data["repairs"]] == ["done"], data
     assert [(mode, holds) for _, mode, holds in seen] == [(0o600, True)], seen
     assert _mode(workspace / "MEMORY.md") == 0o600

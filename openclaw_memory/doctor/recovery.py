@@ -67,6 +67,19 @@ def _entries(root: Folder) -> set[str]:
     return set(os.listdir(root.fd))
 
 
+def _remove_unplaced_merge(root: Folder, marker_bytes: bytes) -> None:
+    """Drop the merged text of a merge killed before it took MEMORY.md's name (``.MEMORY.md.<hex>.swp``
+    beside it, holding this merge's marker, while MEMORY.md does not): every byte of it is in
+    MEMORY.md and memory.md (or the archive) still."""
+    for name in os.listdir(root.fd):
+        if name.startswith(f".{CANONICAL_ROOT}.") and name.endswith((".swp", ".tmp")):
+            try:
+                if holds_bytes(root, name, marker_bytes):
+                    root.unlink(name, missing_ok=True)
+            except OSError:
+                pass  # (not a regular file, gone meanwhile: doctor's leftovers check names what stays)
+
+
 def _remove_partial_copies(folder: Folder | None) -> None:
     """Drop half-written EXDEV copies (``.memory.md.<hex>.tmp``) in our own archive folder."""
     if folder is None:
@@ -127,6 +140,8 @@ def _resume_merge(settings: Settings, state: JournalRecord, root: Folder) -> Rep
                 merged = holds_bytes(root, CANONICAL_ROOT, marker(archive_shown(ws, rel)).encode("utf-8"))
             except OSError:
                 merged = False
+        if state.mode == "append" and not merged:
+            _remove_unplaced_merge(root, marker(archive_shown(ws, rel)).encode("utf-8"))
         if legacy_here or holding is not None:
             _remove_partial_copies(archive_dir)
 

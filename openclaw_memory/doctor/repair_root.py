@@ -15,12 +15,13 @@ from .. import faults
 from ..errors import MemoryToolError, is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
-from ..fsutil.atomic import atomic_write_bytes
+from ..fsutil.atomic import atomic_write_bytes, write_temp_beside
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.move import SourceKept, safe_move
 from ..fsutil.safeopen import Folder
-from ..history.placing import ReadOnlyRefused, read_only_note, read_only_refusal, refuse_read_only
+from ..history.placing import ReadOnlyRefused, read_only_note, read_only_refusal, refuse_read_only, swap_name
 from ..history.store import HistoryStore
+from ..history.swap import Swap
 from ..history.versions import EXTERNAL_EDIT, FileMode
 from ..settings import Settings
 from .aftercare import finalize, record_in_history
@@ -46,11 +47,13 @@ SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
 
 class _CanonicalChanged(Exception):
-    """MEMORY.md changed between our read and our write: merging now could drop that edit."""
+    """MEMORY.md changed between our read and our write: merging now could drop that edit (``held``:
+    another program holds it open for writing, so what it writes after the merge would be lost)."""
 
-    def __init__(self, stamp_dir: StampDir):
+    def __init__(self, stamp_dir: StampDir, held: bool = False):
         super().__init__()
         self.stamp_dir = stamp_dir  # the archive folder made for this merge, still empty
+        self.held = held
 
 
 def _regular(entry: RootEntry) -> bool:
@@ -61,6 +64,41 @@ def _write_canonical(root: Folder, data: bytes, mode: int | None = None) -> None
     """Replace MEMORY.md: its owner kept, its mode too unless ``mode`` is given, set on the temp file
     before it takes the name (never a chmod after: no instant where the new text has the old mode)."""
     atomic_write_bytes(CANONICAL_ROOT, data, mode, dir_fd=root.fd)
+
+
+def _place_merged(settings: Settings, root: Folder, stamp_dir: StampDir, merged: bytes, perms: int, kept: FileMode,
+                  checked: str) -> None:
+    """Put ``merged`` in place of MEMORY.md, which held the version ``checked`` when compared, by exchange
+    (:class:`~..history.swap.Swap`, as a guarded write does): what the exchange takes off the name is
+    checked, and a save an editor or agent made since the compare is put back and logged in the history,
+    the merge stopped (_CanonicalChanged); a rename there unlinked it. A MEMORY.md another program holds
+    open for writing is left as it is (its later writes would land in the file taken off). Where the
+    file system cannot exchange, a rename follows the compare, nothing between."""
+    tmp = swap_name(root, write_temp_beside(CANONICAL_ROOT, merged, perms, dir_fd=root.fd, owner=(kept.uid, kept.gid)))
+    swap = Swap(root, tmp, CANONICAL_ROOT)
+    recorded = {checked}  # (logged before the merge: record_in_history) what the leftover may be to go
+    try:
+        if not swap.lease_target():
+            raise _CanonicalChanged(stamp_dir, held=True)
+        faults.reach("merge:checked")
+        swapped = swap.exchange(checked)
+        if swapped and swap.opened_for_writing():  # opened since the lease: it keeps its file
+            swap.put_back()
+            raise _CanonicalChanged(stamp_dir, held=True)
+        if swapped is None:
+            os.replace(tmp, CANONICAL_ROOT, src_dir_fd=root.fd, dst_dir_fd=root.fd)
+        elif not swapped:
+            store = HistoryStore.for_settings(settings)
+            abs_path = os.path.join(str(settings.workspace), CANONICAL_ROOT)
+            with store.lock():  # every version displaced, before any is removed
+                for taken in swap.taken:
+                    store.observe(abs_path, CANONICAL_ROOT, taken.version, fd=taken.fd)
+            recorded |= {taken.version.version for taken in swap.taken}
+            raise _CanonicalChanged(stamp_dir)
+        os.fsync(root.fd)
+    finally:
+        swap.remove_leftover(recorded)  # what is not ours or logged stays, for doctor's leftovers check
+        swap.close()
 
 
 def _mode_for_merge(root: Folder, canonical: FileMode, legacy: FileMode) -> int:
@@ -188,7 +226,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
                 raise _CanonicalChanged(stamp_dir)
             refuse_read_only(canonical_mode, CANONICAL_ROOT, "changed", root)  # made so since the first look
             perms = _mode_for_merge(root, canonical_mode, legacy_mode)
-            _write_canonical(root, new, perms)
+            _place_merged(settings, root, stamp_dir, new, perms, canonical_mode, canonical_hash)
             if perms != canonical_mode.mode:
                 restore_mode = canonical_mode.mode
                 state = replace(state, canonical_mode=canonical_mode.mode, merged_mode=perms)
@@ -214,6 +252,9 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     except _CanonicalChanged as exc:
         exc.stamp_dir.remove_if_empty()
         clear_journal(data_dir)
+        if exc.held:
+            return Repair("split-root", action, "failed", "MEMORY.md is held open for writing by another program, which could "
+                          "still write to it; doctor changed nothing — close it there and run `doctor --fix` again", SPLIT_PATHS)
         return Repair("split-root", action, "failed", "MEMORY.md changed under the repair (someone else wrote it); doctor changed nothing — run `doctor --fix` again", SPLIT_PATHS)
     except (OSError, MemoryToolError) as exc:
         return Repair("split-root", action, "failed", _failure(exc, settings), SPLIT_PATHS)
