@@ -62,7 +62,16 @@ from .fileops import (
     read_intent,
     write_intent,
 )
-from .guard import FailedAt, HistoryFailed, IndexUpdate, check_write, in_history, refuse_dream_twin, translated
+from .guard import (
+    FailedAt,
+    HistoryFailed,
+    IndexUpdate,
+    check_write,
+    in_history,
+    refuse_dream_twin,
+    translated,
+    where_written,
+)
 from .placing import kept_stat, make_folder, open_current, refuse_read_only, remove_made_folders, resolve_writable
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
@@ -179,7 +188,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         except OSError as exc:  # named as the destination's (translated names the source's folder)
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
-            raise os_error(exc, _place(target),
+            raise os_error(exc, where_written(target),
                            f"nothing was moved: {source.display} is unchanged") from None
         replaced, replaced_mode = _replaced(store, dst_folder, target, force)
         with in_history():
@@ -239,9 +248,9 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             # Only the destination takes new blocks (its folders, the name, a copy across file systems;
             # the history's failures are HistoryFailed), and only its folder refuses a copy's temporary
             # name: translated named the source's folder.
-            raise FailedAt(exc, _place(target), unchanged) from None
+            raise FailedAt(exc, where_written(target), unchanged) from None
         if archived and isinstance(exc, OSError) and not isinstance(exc, (FolderSwapped, NotADirectoryError)):
-            raise FailedAt(exc, _place(source), unchanged) from None
+            raise FailedAt(exc, where_written(source), unchanged) from None
         raise
     finally:
         if fd is not None:
@@ -251,12 +260,6 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 folder.close()
     notes = _record_or_note(store, op, "moved")
     return MoveResult(target.display, source.display, current.version, current.size, how, op.replaced, warnings=notes)
-
-
-def _place(resolved: ResolvedPath) -> str:
-    """Where a failing step wrote, for its message: an extra path is named as one (a full extra path
-    on its own file system read "no space left to write in the workspace (/mnt/notes)")."""
-    return f"{'the workspace' if resolved.in_workspace else 'the extra path'} ({os.path.dirname(resolved.abs_path)})"
 
 
 def _refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, doing: str) -> None:
