@@ -293,6 +293,12 @@ class Settings:
         # of these characters made every command fail ("File name too long"); shorter names are kept.
         return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug[:NAME_MAX - 1 - len(key)]}-{key}"
 
+    def notes_folder_hint(self) -> str | None:
+        """What to say when the workspace looks like its own ``memory/`` folder (``-w ws/memory``)."""
+        from .files.root import notes_folder_hint
+
+        return notes_folder_hint(str(self.workspace))
+
     def with_agent(self, agent: str) -> Settings:
         return replace(self, agent=agent_id(agent))
 

@@ -178,10 +178,12 @@ def test_rm_and_restores_hints_name_the_flags_given_and_a_name_with_a_space_quot
     write(other / "memory" / "never gone.md", "here\n")
     never = cli("restore", *flags, "memory/never gone.md", "--last")
     assert never.returncode == 2
-    history = bidden(never.stderr, r"\(see `([^`]*)`\)")
+    history = bidden(never.stderr, r"\(see `([^`]*)`;")
     assert history == [*flags, "history", "memory/never gone.md"], never.stderr
     listed = cli(*history)
     assert listed.returncode == 0 and listed.stdout.strip(), listed.stderr
+    doctor = bidden(never.stderr, r"which `([^`]*)` names")  # where a workspace moved leaves its history
+    assert doctor == [*flags, "doctor"], never.stderr
 
 
 def test_mv_onto_a_file_names_the_flags_given_in_its_refusal_and_its_restore_hint(workspace, cli, tmp_path):

@@ -88,9 +88,7 @@ def run_parsed(parsed: Parsed) -> int:
     from ..memory import private_umask
 
     hints_run_as(command_line(settings))
-    from .workspace_hint import notes_folder_hint
-
-    if (hint := notes_folder_hint(str(settings.workspace))) is not None:  # `-w ws/memory`: found no memory, said nothing
+    if (hint := settings.notes_folder_hint()) is not None:  # `-w ws/memory`: found no memory, said nothing
         from .output import warn
 
         warn(hint)
