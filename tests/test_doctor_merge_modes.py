@@ -42,22 +42,16 @@ def test_a_private_memory_md_merged_makes_memory_md_private(workspace, cli):
     assert "MEMORY.md's mode is now 0600 (was 0644)" in repair["detail"], repair
 
 
-def test_the_group_keeps_what_memory_md_gave_it(workspace, cli):
+@pytest.mark.parametrize(("canonical", "legacy", "merged"), [(0o664, 0o640, 0o640), (0o600, 0o666, 0o600)])
+def test_memory_md_keeps_no_more_than_memory_md_gave_its_group_and_others(workspace, cli, canonical, legacy, merged):
+    """The group keeps what memory.md gave it; a MEMORY.md more private than memory.md keeps its own mode."""
     split(workspace)
-    (workspace / "MEMORY.md").chmod(0o664)
-    (workspace / "memory.md").chmod(0o640)
+    (workspace / "MEMORY.md").chmod(canonical)
+    (workspace / "memory.md").chmod(legacy)
     repair = _merge(cli)
-    assert _mode(workspace / "MEMORY.md") == 0o640
-    assert "MEMORY.md's mode is now 0640 (was 0664)" in repair["detail"], repair
-
-
-def test_a_memory_md_more_open_than_memory_md_keeps_its_own_mode(workspace, cli):
-    split(workspace)
-    (workspace / "MEMORY.md").chmod(0o600)
-    (workspace / "memory.md").chmod(0o666)
-    repair = _merge(cli)
-    assert _mode(workspace / "MEMORY.md") == 0o600
-    assert "mode is now" not in repair["detail"], repair
+    assert _mode(workspace / "MEMORY.md") == merged
+    said = f"MEMORY.md's mode is now {merged:04o} (was {canonical:04o})"
+    assert (said in repair["detail"]) == (merged != canonical), repair
 
 
 def test_an_equally_open_pair_is_left_as_it_was(workspace, cli):

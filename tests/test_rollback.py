@@ -694,12 +694,7 @@ def test_a_note_the_agent_changed_removed_or_moved_after_its_first_read_comes_ba
     at_moment = memory_files(workspace)
     moment = later_than(time.time(), workspace)
     later_than(moment, workspace)
-    assert cli("read", "MEMORY.md").returncode == 0
-    assert cli("write", "MEMORY.md", "--append", "- agent note").returncode == 0
-    assert cli("read", "memory/p.md").returncode == 0
-    assert cli("rm", "memory/p.md").returncode == 0
-    assert cli("read", "memory/q.md").returncode == 0
-    assert cli("mv", "memory/q.md", "memory/q2.md").returncode == 0
+    _agent_changes_removes_and_moves(cli)
 
     planned = cli("rollback", "--to", iso_moment(moment), "--dry-run", "--json")
     assert planned.returncode == 0, planned.stderr
@@ -711,6 +706,16 @@ def test_a_note_the_agent_changed_removed_or_moved_after_its_first_read_comes_ba
     # And forward again: the undo puts the agent's work back.
     assert cli("rollback", "--to", done.json()["undo"], "--force").returncode == 0
     assert sorted(memory_files(workspace)) == ["MEMORY.md", "memory/q2.md"]
+
+
+def _agent_changes_removes_and_moves(cli) -> None:
+    """The session the two tests above and below roll back: each note read first, then MEMORY.md
+    appended to, memory/p.md removed and memory/q.md moved to memory/q2.md."""
+    for name in ("MEMORY.md", "memory/p.md", "memory/q.md"):
+        assert cli("read", name).returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "- agent note").returncode == 0
+    assert cli("rm", "memory/p.md").returncode == 0
+    assert cli("mv", "memory/q.md", "memory/q2.md").returncode == 0
 
 
 def test_a_note_first_seen_after_the_moment_and_changed_by_then_is_left_and_named(cli, workspace, state_dir):
@@ -727,12 +732,7 @@ def test_a_note_first_seen_after_the_moment_and_changed_by_then_is_left_and_name
         with open(workspace / name, "a") as note:
             note.write("changed by hand after the moment\n")
     write(workspace / "memory" / "new.md", "made after the moment\n")
-    assert cli("read", "MEMORY.md").returncode == 0
-    assert cli("write", "MEMORY.md", "--append", "- agent note").returncode == 0
-    assert cli("read", "memory/p.md").returncode == 0
-    assert cli("rm", "memory/p.md").returncode == 0
-    assert cli("read", "memory/q.md").returncode == 0
-    assert cli("mv", "memory/q.md", "memory/q2.md").returncode == 0
+    _agent_changes_removes_and_moves(cli)
     before = memory_files(workspace)
 
     said = cli("rollback", "--to", iso_moment(moment), "--force")
