@@ -601,3 +601,6 @@ def test_a_workspace_given_as_its_notes_folder_is_told_the_folder_above(cli, wor
     write(tmp_path / "own" / "memory" / "MEMORY.md", "# Own\n")  # a workspace named memory with its own memory
     write(tmp_path / "own" / "MEMORY.md", "# Above\n")
     assert "warning" not in cli("files", "-w", str(tmp_path / "own" / "memory")).stderr
+    for name in ("AGENTS.md", "SOUL.md"):  # OpenClaw's workspace files: an agent's workspace named memory, not notes
+        write(tmp_path / name / "memory" / name, "# Agent\n")
+        assert "warning" not in cli("files", "-w", str(tmp_path / name / "memory")).stderr

@@ -100,6 +100,11 @@ def resolve_dream_diary(workspace: str, entries: set[str]) -> tuple[RootEntry | 
 # A workspace given as its own notes folder (``-w ws/memory``): every command then found no memory
 # (doctor: "Memory system not found ... Install the memory system", files: "No memory files"), and
 # nothing said the workspace was one folder up.
+# OpenClaw's other workspace files (docs/concepts/agent-workspace.md; TOOLS.md and HEARTBEAT.md of
+# earlier releases): a folder holding one is an agent's workspace, whatever its name.
+WORKSPACE_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "BOOT.md", "BOOTSTRAP.md", "TOOLS.md", "HEARTBEAT.md")
+
+
 def notes_folder_hint(workspace: str) -> str | None:
     """The warning for a workspace named ``memory`` that holds no memory system of its own (no
     MEMORY.md, USER.md or memory/ folder) while its parent holds MEMORY.md or USER.md, or it holds
@@ -107,8 +112,8 @@ def notes_folder_hint(workspace: str) -> str | None:
     workspace = os.path.normpath(workspace)
     if os.path.basename(workspace) != MEMORY_DIR:
         return None
-    if any(os.path.lexists(os.path.join(workspace, name)) for name in (CANONICAL_ROOT, USER_ROOT, MEMORY_DIR)):
-        return None
+    if any(os.path.lexists(os.path.join(workspace, name)) for name in (CANONICAL_ROOT, USER_ROOT, MEMORY_DIR, *WORKSPACE_FILES)):
+        return None  # a workspace of its own (one named memory), not a notes folder
     parent = os.path.dirname(workspace)
     root = next((name for name in (CANONICAL_ROOT, USER_ROOT) if os.path.isfile(os.path.join(parent, name))), None)
     if root is not None:
