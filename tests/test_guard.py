@@ -266,7 +266,7 @@ def test_append_puts_the_text_on_its_own_line(workspace, state_dir):
 def test_append_keeps_the_notes_own_line_ending(cli, workspace, state_dir):
     """An append to a CRLF note added an LF line (`- two\r\n- three\n`), and "\n" was the separator
     of a CRLF note without a final line break: it uses the note's last line ending, for the
-    separator, the text's own line breaks and its end; an LF note's stays LF."""
+    separator, the text's own line breaks and its end; an LF note's stays LF, a CR-only note's CR."""
     s = settings_for(workspace, state_dir)
     cases = {
         "memory/win.md": (b"- one\r\n- two\r\n", "- three", b"- one\r\n- two\r\n- three\r\n"),
@@ -274,6 +274,11 @@ def test_append_keeps_the_notes_own_line_ending(cli, workspace, state_dir):
         "memory/kept.md": (b"- one\r\n", "- two\r\n- three\n", b"- one\r\n- two\r\n- three\r\n"),
         "memory/mixed.md": (b"- one\r\n- two\n", "- three\n- four", b"- one\r\n- two\n- three\n- four\n"),
         "memory/unix.md": (b"- one", "- two", b"- one\n- two\n"),
+        # A CR-only note (classic Mac OS) appends with a lone CR: its last ending became CRLF, an LF line added.
+        "memory/mac.md": (b"a\rb\r", "c", b"a\rb\rc\r"),
+        "memory/mac-open.md": (b"a\rb", "c\r\nd\ne", b"a\rb\rc\rd\re\r"),
+        "memory/to-mac.md": (b"a\r\nb\r", "c", b"a\r\nb\rc\r"),
+        "memory/from-mac.md": (b"a\rb\n", "c", b"a\rb\nc\n"),
     }
     for path, (before, added, after) in cases.items():
         write(workspace / path, before)
