@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
+import sys
 from pathlib import Path
 
-from conftest import write
+import pytest
+
+from conftest import env_for, fault, write
 
 NOTE = "keep me\n"
 FINDING = "history-left-behind"
@@ -40,6 +42,15 @@ def _steps(message: str) -> list[str]:
     return [line[2:] for line in message.splitlines() if line.startswith("  ")]
 
 
+def _pasted(message: str, shell: str, workspace: Path, state_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    """The finding's command as a user pastes it: its lines, as printed (indented), into ``shell``,
+    with this checkout's ``openclaw-memory`` on the PATH."""
+    script = "\n".join(line for line in message.splitlines() if line.startswith("  ")) + "\n"
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    return subprocess.run([shell], input=script, capture_output=True, text=True,
+                          env=env_for(workspace, state_dir, PATH=path, **env), cwd=workspace.parent)
+
+
 def test_restore_last_in_a_renamed_workspace_does_not_say_never_removed(tmp_path, cli):
     _, new = _renamed_after_a_removal(tmp_path, cli)
     done = cli("-w", new, "restore", "memory/todo.md", "--last")
@@ -59,20 +70,20 @@ def test_doctor_names_the_history_left_under_the_old_path_and_its_steps_bring_it
     assert finding["paths"] == [str(data)]
     assert f"- {old}: 2 versions of 1 memory file, kept in {data}" in finding["message"]
     steps = _steps(finding["message"])
+    archive = tmp_path / "agent-history.tar.gz"
     assert steps == [
-        f"mv {new} {old}",
-        f"openclaw-memory -w {old} export {tmp_path / 'agent-history.tar.gz'}",
-        f"mv {old} {new}",
-        f"openclaw-memory -w {new} import {tmp_path / 'agent-history.tar.gz'}",
+        f"mv {new} {old} &&",
+        f"{{ openclaw-memory -w {old} export {archive}; rc=$?; mv {old} {new}; }} &&",
+        '[ "$rc" = 0 ] &&',
+        f"openclaw-memory -w {new} import {archive} &&",
         f"rm -r {data}",
     ]
     assert cli("-w", new, "doctor", "--fix").returncode == 0  # nothing is moved, merged or removed for it
     assert data.is_dir() and not old.exists()
 
-    for line in steps:  # as printed
-        words = shlex.split(line)
-        done = cli(*words[1:]) if words[0] == "openclaw-memory" else subprocess.run(words, capture_output=True, text=True)
-        assert done.returncode == 0, (line, done.stdout, done.stderr)
+    done = _pasted(finding["message"], "bash", new, state_dir)  # as printed
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert not data.exists() and not old.exists() and archive.is_file()
 
     back = cli("-w", new, "restore", "memory/todo.md", "--last")
     assert back.returncode == 0, back.stderr
@@ -129,14 +140,43 @@ def test_a_renamed_parent_folder_gets_its_folders_made_and_removed_again_and_the
     done = cli("--state-dir", state_dir, "-w", new, "doctor", "--json", env={"OPENCLAW_STATE_DIR": "/nonexistent"})
     (finding,) = [f for f in json.loads(done.stdout)["findings"] if f["id"] == FINDING]
     steps = _steps(finding["message"])
-    assert steps[0] == f"mkdir -p {tmp_path / 'a' / 'b'}"
-    assert steps[4] == f"rmdir {tmp_path / 'a' / 'b'} {tmp_path / 'a'}"
-    assert all(f"--state-dir {state_dir}" in line for line in steps if line.startswith("openclaw-memory"))
-    for line in steps:
-        words = shlex.split(line)
-        ran = (cli(*words[1:], env={"OPENCLAW_STATE_DIR": "/nonexistent"}) if words[0] == "openclaw-memory"
-               else subprocess.run(words, capture_output=True, text=True))
-        assert ran.returncode == 0, (line, ran.stdout, ran.stderr)
+    assert steps[0] == f"mkdir -p {tmp_path / 'a' / 'b'} &&"
+    assert steps[3] == f"{{ rmdir {tmp_path / 'a' / 'b'} {tmp_path / 'a'} || true; }} &&"
+    assert all(f"--state-dir {state_dir}" in line for line in steps if "openclaw-memory -w" in line)
+    ran = _pasted(finding["message"], "sh", new, state_dir, OPENCLAW_STATE_DIR="/nonexistent")
+    assert ran.returncode == 0, (ran.stdout, ran.stderr)
     assert not (tmp_path / "a").exists()
     assert cli("-w", new, "restore", "memory/todo.md", "--last").returncode == 0
+    assert (new / "memory" / "todo.md").read_text() == NOTE
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_step_that_fails_stops_the_rest_and_the_old_history_is_kept(tmp_path, state_dir, cli, shell):
+    """The reviewer's data loss: the lines, pasted, ran each whatever the one before did: an export
+    refused (its archive existed, from an earlier run of the same advice) left the folder at the old
+    path, the import failed, and ``rm -r`` removed the old history. Now an archive that exists when
+    doctor runs gets another name; one made after stops the export, the folder comes back here, and
+    nothing after runs; an import that fails (killed) keeps the old data folder too."""
+    old, new = _renamed_after_a_removal(tmp_path, cli)
+    (data,) = [p for p in (state_dir / "openclaw-memory" / "workspaces").iterdir()]
+    write(tmp_path / "agent-history.tar.gz", "junk\n")  # an earlier run's
+    message = _findings(cli, new)[FINDING]["message"]
+    archive = tmp_path / "agent-history-2.tar.gz"
+    assert f"export {archive};" in message and f"import {archive} &&" in message
+
+    write(archive, "made since doctor ran\n")
+    done = _pasted(message, shell, new, state_dir)
+    assert done.returncode != 0 and "exists" in done.stderr
+    assert new.is_dir() and not old.exists() and data.is_dir()  # back here, the old history kept
+    assert archive.read_text() == "made since doctor ran\n"
+
+    archive.unlink()
+    done = _pasted(message, shell, new, state_dir, **fault("import:staged=kill"))  # the import killed
+    assert done.returncode != 0
+    assert new.is_dir() and not old.exists() and data.is_dir() and archive.is_file()
+
+    archive.unlink()
+    done = _pasted(message, shell, new, state_dir)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert not data.exists() and cli("-w", new, "restore", "memory/todo.md", "--last").returncode == 0
     assert (new / "memory" / "todo.md").read_text() == NOTE

@@ -107,27 +107,45 @@ def _command(settings: Settings, workspace: str, *args: str) -> str:
     return " ".join(["openclaw-memory", "-w", shlex.quote(workspace), *map(shlex.quote, flags), *map(shlex.quote, args)])
 
 
-def _steps(settings: Settings, each: LeftBehind) -> list[str]:
-    """The shell lines that bring ``each``'s history into this workspace, in order: this folder
-    back at the old path for an export of it (its files and all that history), then here again,
-    and the archive imported; last, the old data folder removed."""
+def _archive_name(folder: str, old: str, taken: set[str]) -> str:
+    """``<folder>/<old's name>-history.tar.gz``, or ``-2``, ``-3`` ... before ``.tar.gz``: a name
+    nothing holds now (export refuses one that exists: the import after it then failed, and the
+    old history was removed) and no other workspace's steps use."""
+    stem = os.path.join(folder, f"{os.path.basename(old) or 'workspace'}-history")
+    n = 1
+    while True:
+        name = f"{stem}.tar.gz" if n == 1 else f"{stem}-{n}.tar.gz"
+        if name not in taken and not os.path.lexists(name):
+            taken.add(name)
+            return name
+        n += 1
+
+
+def _steps(settings: Settings, each: LeftBehind, taken: set[str]) -> list[str]:
+    """The shell lines that bring ``each``'s history into this workspace: one command, its steps
+    chained with ``&&`` (so a step that fails stops the rest, the old data folder's removal above
+    all), for bash and sh alike. This folder goes back to the old path for an export of it (its
+    files and all that history), then here again whether the export worked or not (its status is
+    kept in ``rc``, tested after the move), and the archive is imported; last, the old data folder
+    is removed."""
     here, old = str(settings.workspace), each.workspace
-    archive = os.path.join(os.path.dirname(here) or "/", f"{os.path.basename(old) or 'workspace'}-history.tar.gz")
+    archive = _archive_name(os.path.dirname(here) or "/", old, taken)
     missing, parent = [], os.path.dirname(old) or "/"  # the old path's folders gone with it, deepest first
     while not os.path.isdir(parent):
         missing.append(parent)
         parent = os.path.dirname(parent)
     made = [f"mkdir -p {shlex.quote(missing[0])}"] if missing else []
-    unmade = [f"rmdir {' '.join(map(shlex.quote, missing))}"] if missing else []
-    return [
+    unmade = [f"{{ rmdir {' '.join(map(shlex.quote, missing))} || true; }}"] if missing else []
+    steps = [
         *made,
         f"mv {shlex.quote(here)} {shlex.quote(old)}",
-        _command(settings, old, "export", archive),
-        f"mv {shlex.quote(old)} {shlex.quote(here)}",
+        f"{{ {_command(settings, old, 'export', archive)}; rc=$?; mv {shlex.quote(old)} {shlex.quote(here)}; }}",
         *unmade,
+        '[ "$rc" = 0 ]',
         _command(settings, here, "import", archive),
         f"rm -r {shlex.quote(str(each.folder))}",
     ]
+    return [f"{step} &&" for step in steps[:-1]] + steps[-1:]
 
 
 def _plural(n: int, word: str) -> str:
@@ -140,12 +158,14 @@ def check_history_left_behind(ctx: CheckContext) -> list[Finding]:
         return []
     listed = "\n".join(f"- {each.workspace}: {_plural(each.versions, 'version')} of {_plural(each.files, 'memory file')}, "
                        f"kept in {each.folder}" for each in found)
-    steps = []
+    steps: list[str] = []
+    taken: set[str] = set()
     for each in found[:SHOWN]:
-        lines = "\n".join(f"  {line}" for line in _steps(ctx.settings, each))
-        steps.append(f"If {each.workspace} is this workspace, moved or renamed, bring its history here (stop any "
-                     f"`openclaw-memory serve` or `watch` of this workspace first; the last line removes the old copy "
-                     f"once the import has taken it):\n{lines}")
+        lines = "\n".join(f"  {line}" for line in _steps(ctx.settings, each, taken))
+        steps.append(f"If {each.workspace} is this workspace, moved or renamed, bring its history here with this one "
+                     f"command, pasted whole into a shell (stop any `openclaw-memory serve` or `watch` of this workspace "
+                     f"first; a step that fails stops the rest, this folder is moved back here whatever the export does, "
+                     f"and the last line removes the old copy only once the import has taken it):\n{lines}")
     more = f"\n(and the same for the {len(found) - SHOWN} other(s) listed)" if len(found) > SHOWN else ""
     n = len(found)
     message = (
