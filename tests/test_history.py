@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 
+import pytest
 import xxhash
 
 from conftest import settings_for, sql_statements, write
@@ -335,13 +336,32 @@ def test_read_diff_shows_a_change_to_bytes_that_are_not_utf8(workspace, state_di
     write(workspace / "memory/a.md", b"price: 100\xa5\nsame\n")
     only = LocalMemory(s).read_diff("memory/a.md")
     assert only.mode == "diff" and only.diff.endswith("@@ -1,2 +1,2 @@\n-price: 100\\xa3\n+price: 100\\xa5\n same\n")
-    assert only.warnings == ("memory/a.md is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff (a read "
-                             "shows each as U+FFFD); the only changes are to such bytes, which a read shows alike",)
+    assert only.warnings == ("memory/a.md is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff, and each "
+                             "backslash of its text as \\\\ (a read shows each such byte as U+FFFD and a backslash as it is); the only changes are to such bytes, which a read shows alike",)
     write(workspace / "memory/a.md", b"price: 100\xa5\nsame\nnew\n")
     more = LocalMemory(s).read_diff("memory/a.md")
     assert more.diff.endswith(" price: 100\\xa5\n same\n+new\n")
-    assert more.warnings == ("memory/a.md is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff (a read "
-                             "shows each as U+FFFD)",)
+    assert more.warnings == ("memory/a.md is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff, and each "
+                             "backslash of its text as \\\\ (a read shows each such byte as U+FFFD and a backslash as it is)",)
+
+
+@pytest.mark.parametrize("before, after, old_line, new_line", [
+    (b"price: 100\\xa3\nsame\n", b"price: 100\xa3\nsame\n", "-price: 100\\\\xa3", "+price: 100\\xa3"),
+    (b"price: 100\xa3\nsame\n", b"price: 100\\xa3\nsame\n", "-price: 100\\xa3", "+price: 100\\\\xa3"),
+], ids=["text-to-byte", "byte-to-text"])
+def test_read_diff_tells_a_byte_not_utf8_from_its_escape_typed_as_text(workspace, state_dir, before, after, old_line,
+                                                                        new_line):
+    """The four characters `\\xa3` typed as text and the byte 0xA3 were both `\\xa3` in the diff: the
+    one edited to the other gave mode "diff", an empty diff, and recorded the read. A backslash of the
+    text is shown doubled where the diff shows invalid bytes, both ways."""
+    s = settings_for(workspace, state_dir)
+    write(workspace / "memory/a.md", before)
+    LocalMemory(s).read("memory/a.md")
+    write(workspace / "memory/a.md", after)
+    done = LocalMemory(s).read_diff("memory/a.md")
+    assert done.mode == "diff" and done.diff.endswith(f"@@ -1,2 +1,2 @@\n{old_line}\n{new_line}\n same\n")
+    assert done.warnings == ("memory/a.md is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff, and each "
+                             "backslash of its text as \\\\ (a read shows each such byte as U+FFFD and a backslash as it is)",)
 
 
 def test_read_diff_falls_back_to_the_full_read_when_the_old_version_was_evicted(workspace, state_dir):

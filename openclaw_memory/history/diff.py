@@ -2,7 +2,7 @@
 
 It counts as a read (the version now is recorded for the agent) and always diffs the
 whole file. Modes: ``diff`` (a unified diff labelled with short versions; a byte that is not
-UTF-8 shown as ``\\xNN``, with a warning),
+UTF-8 shown as ``\\xNN`` and each backslash of its text as ``\\\\``, with a warning),
 ``unchanged``, ``full`` (no earlier version to compare with: never read, or its bytes
 were evicted; the ordinary paged read follows) and ``missing``.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -105,31 +106,44 @@ def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_versio
     """A unified diff (3 lines of context) with git's marker for a missing final newline, and whether
     either side holds bytes that are not UTF-8: each shown as ``\\xNN``, so that a change to one
     shows (as U+FFFD, a read's way, every such byte was alike: ``100\\xa3`` edited to ``100\\xa5``
-    gave an empty diff, and the read was recorded as done)."""
-    a, bad_a = _escaped(old)
-    b, bad_b = _escaped(new)
+    gave an empty diff, and the read was recorded as done). With such bytes on either side, each
+    backslash of the text is shown doubled, on both sides: the four characters ``\\xa3`` typed as
+    text are ``\\\\xa3``, never the byte's ``\\xa3`` (the one edited to the other gave an empty diff)."""
+    bad = not (_is_utf8(old) and _is_utf8(new))
     out = []
     for line in difflib.unified_diff(
-        lines_of(a), lines_of(b),
+        lines_of(_escaped(old, bad)), lines_of(_escaped(new, bad)),
         fromfile=f"a/{path} (version {short(old_version)})", tofile=f"b/{path} (version {short(new_version)})",
     ):
         out.append(line if line.endswith("\n") else line + "\n" + NO_NEWLINE)
-    return "".join(out), bad_a or bad_b
+    return "".join(out), bad
 
 
-def _escaped(data: bytes) -> tuple[str, bool]:
-    """UTF-8 text, each invalid byte as ``\\xNN``, and whether there were any."""
+_INVALID = re.compile("[\udc80-\udcff]")
+
+
+def _is_utf8(data: bytes) -> bool:
     try:
-        return data.decode("utf-8"), False
+        data.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("utf-8", errors="backslashreplace"), True
+        return False
+    return True
+
+
+def _escaped(data: bytes, escape: bool) -> str:
+    """UTF-8 text; with ``escape``, each backslash doubled and each invalid byte as ``\\xNN``."""
+    if not escape:
+        return data.decode("utf-8")
+    text = data.decode("utf-8", errors="surrogateescape").replace("\\", "\\\\")
+    return _INVALID.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
 
 
 def _not_utf8(name: str, *, only: bool) -> str:
     """The warning of a diff with bytes that are not UTF-8; ``only``: its changes are all to such
     bytes, which a read shows alike."""
     also = "; the only changes are to such bytes, which a read shows alike" if only else ""
-    return f"{name} is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff (a read shows each as U+FFFD){also}"
+    return (f"{name} is not valid UTF-8; its invalid bytes are shown as \\xNN in the diff, and each backslash of its "
+            f"text as \\\\ (a read shows each such byte as U+FFFD and a backslash as it is){also}")
 
 
 def lines_of(text: str) -> list[str]:
