@@ -243,6 +243,67 @@ def test_an_imported_file_is_never_more_open_than_the_archive_or_the_file_it_rep
     assert (ws / "memory" / "public.md").read_text().startswith("# public.md")
 
 
+def test_a_folder_import_makes_gets_the_bits_it_was_exported_with(open_base):
+    """A private folder (memory/priv/, 0700) was made with the umask's 0755: its 0600 file's name
+    was listed to every user. Each folder on the way to an exported file is in the manifest with its
+    bits, and a folder import makes gets them (the owner keeps rwx: a read-only folder is made 0700,
+    the import writes its file there); a folder that exists here is left as it is."""
+    src = open_base / "src" / "ws"
+    write(src / "MEMORY.md", "# M\n")
+    for folder, mode in (("memory/priv", 0o700), ("memory/team", 0o750), ("memory/team/ro", 0o550), ("memory/here", 0o700)):
+        os.chmod(write(src / folder / "p.md", f"# {folder}\n").parent, mode)
+        os.chmod(src / folder / "p.md", 0o600)
+    os.chmod(src / "memory", 0o711)
+    archive = open_base / "archive.tar.gz"
+    LocalMemory(settings_for(src, open_base / "src" / "state")).export_archive(str(archive))
+    with tarfile.open(archive) as tar:
+        listed = json.loads(tar.extractfile("manifest.json").read())
+    assert {d["path"]: d["mode"] for d in listed["folders"]} == {
+        "memory": 0o711, "memory/priv": 0o700, "memory/team": 0o750, "memory/team/ro": 0o550, "memory/here": 0o700}
+
+    ws = open_base / "dst" / "ws"
+    (ws / "memory" / "here").mkdir(parents=True)
+    os.chmod(ws / "memory", 0o755)
+    os.chmod(ws / "memory" / "here", 0o775)
+    old = os.umask(0o022)
+    try:
+        LocalMemory(settings_for(ws, open_base / "dst" / "state")).import_archive(str(archive))
+    finally:
+        os.umask(old)
+    modes = {name: stat.S_IMODE((ws / "memory" / name).stat().st_mode) for name in ("", "priv", "team", "team/ro", "here")}
+    assert modes == {"": 0o755, "priv": 0o700, "team": 0o750, "team/ro": 0o750, "here": 0o775}
+    assert (ws / "memory" / "team" / "ro" / "p.md").read_text() == "# memory/team/ro\n"
+
+
+def test_an_archive_without_folder_modes_still_imports(source, tmp_path):
+    """An older export's manifest has no `folders`: its folders are made as a write makes them."""
+    archive = exported(source)
+    with tarfile.open(archive) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+    body = json.loads(members["manifest.json"])
+    del body["folders"]
+    members["manifest.json"] = json.dumps(body).encode()
+    old_archive = tmp_path / "old.tar.gz"
+    with tarfile.open(old_archive, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    ws = tmp_path / "old" / "ws"
+    ws.mkdir(parents=True)
+    extra = tmp_path / "old" / "notes"
+    extra.mkdir()
+    LocalMemory(settings_for(ws, tmp_path / "old" / "state", extra=(str(extra),))).import_archive(str(old_archive))
+    assert (ws / "memory" / "people" / "ann.md").read_text() == "# Ann\n\nAnn keeps the lighthouse log.\n"
+    assert stat.S_IMODE((ws / "memory" / "people").stat().st_mode) == 0o755 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 # -- --force ---------------------------------------------------------------------------------------
 
 
@@ -629,7 +690,27 @@ def _a_versions_mode_not_bits(manifest, members):
     manifest["history"][0]["versions"][0]["mode"] = "rw-------"
 
 
+def _a_folders_set_id_mode(manifest, members):
+    manifest["folders"][0]["mode"] = 0o2755
+
+
+def _a_folder_out_of_its_root(manifest, members):
+    manifest["folders"].append({"root": "workspace", "path": "../outside", "mode": 0o700})
+
+
+def _a_folder_in_an_undeclared_root(manifest, members):
+    manifest["folders"].append({"root": "extra/7", "path": "x", "mode": 0o700})
+
+
+def _a_folder_twice(manifest, members):
+    manifest["folders"].append(dict(manifest["folders"][0]))
+
+
 HOSTILE = {
+    "a folder's set-id mode": (_a_folders_set_id_mode, "is not permission bits"),
+    "a folder out of its root": (_a_folder_out_of_its_root, "not a plain relative path"),
+    "a folder in an undeclared root": (_a_folder_in_an_undeclared_root, "an undeclared root"),
+    "a folder twice": (_a_folder_twice, "lists a folder twice"),
     "set-id mode": (_a_set_id_mode, "is not permission bits"),
     "no mode": (_no_mode, "mode null is not permission bits"),
     "a version's mode not bits": (_a_versions_mode_not_bits, "is not permission bits"),

@@ -32,7 +32,7 @@ from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import temp_stem, unlink_quietly
 from ..fsutil.move import link_noreplace
-from ..fsutil.safeopen import as_scanned
+from ..fsutil.safeopen import as_scanned, open_folder
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import iso_time
 from ..wire import key
@@ -41,6 +41,7 @@ from .manifest import (
     PERMISSIONS,
     ArchiveManifest,
     FileRecord,
+    FolderRecord,
     Member,
     PathHistory,
     Root,
@@ -97,17 +98,39 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
                                                      for e, mode in store.log.entries_with_modes(abs_path))))
     sizes = {v.version: v.size for h in history for v in h.versions}
     stored = sorted(v for v in sizes if store.objects.has(v))
-    manifest = ArchiveManifest(
-        f"openclaw-memory {__version__}", settings.agent, iso_time(time.time()),
-        tuple(Root(*r) for r in roots_of(settings)),
-        tuple(m for _, _, m in files) + tuple(Member(object_member(v), sizes[v], v) for v in stored),
-        tuple(f for f, _, _ in files), tuple(history))
     try:
+        manifest = ArchiveManifest(
+            f"openclaw-memory {__version__}", settings.agent, iso_time(time.time()),
+            tuple(Root(*r) for r in roots_of(settings)),
+            tuple(m for _, _, m in files) + tuple(Member(object_member(v), sizes[v], v) for v in stored),
+            tuple(f for f, _, _ in files), tuple(history), _folders(files))
         size = _write(target, force, manifest, files, store, stored)
     except _ChangedWhileExported as exc:
         raise MemoryToolError(f"{exc.args[0]} changed while it was exported; nothing was written: try again") from None
     return ExportResult(target, settings.agent, tuple(r.display for _, r, _ in files),
                         sum(len(h.versions) for h in history), len(stored), size)
+
+
+def _folders(files: list[tuple[FileRecord, ResolvedPath, Member]]) -> tuple[FolderRecord, ...]:
+    """Each folder below a root on the way to an exported file, with its permission bits (each
+    opened from its root as the file was, never through a symlink): import makes a missing one
+    with them, so a ``0700`` folder's file names stay private."""
+    found: dict[tuple[str, str], FolderRecord] = {}
+    for record, resolved, _ in files:
+        dirs = resolved.parts[:-1]
+        for depth in range(1, len(dirs) + 1):
+            place = (record.root, "/".join(dirs[:depth]))
+            if place in found:
+                continue
+            try:
+                fd = open_folder(resolved.root, dirs[:depth])
+            except OSError:
+                raise _ChangedWhileExported(resolved.display) from None
+            try:
+                found[place] = FolderRecord(*place, os.fstat(fd).st_mode & PERMISSIONS)
+            finally:
+                os.close(fd)
+    return tuple(found.values())
 
 
 def _bits(mode: int | None) -> int | None:

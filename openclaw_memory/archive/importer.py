@@ -54,9 +54,12 @@ from ..errors import (
     finished_first,
     is_no_space,
     os_error,
+    workspace_gone,
 )
 from ..files.paths import DREAMS, LEGACY_DREAMS
+from ..files.read import path_changed
 from ..fsutil.atomic import unlink_quietly
+from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
 from ..history.guard import FailedAt, translated
 from ..history.moves import finish_pending
@@ -67,7 +70,6 @@ from ..history.placing import (
     current_version,
     held_open,
     kept_stat,
-    make_folder,
     open_current,
     read_only_note,
     recorded_mode,
@@ -88,7 +90,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ..files.read import ResolvedPath
-    from ..fsutil.safeopen import Folder
     from ..settings import Settings
 
 
@@ -292,7 +293,8 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
     try:
         try:
             with store.lock():
-                walk(fd, lambda member, blocks: _stage(store, targets, member, blocks), expected=manifest)
+                modes = {(d.root, d.path): d.mode for d in manifest.folders}
+                walk(fd, lambda member, blocks: _stage(store, targets, modes, member, blocks), expected=manifest)
                 for target in targets.values():
                     if _replaces(target):
                         kept = store.observe_file(target.resolved.abs_path, target.resolved.display)
@@ -325,7 +327,8 @@ def _replaces(target: _Target) -> bool:
     return target.current is not None and target.current.version != target.member.hash
 
 
-def _stage(store: HistoryStore, targets: dict[str, _Target], member: Member, blocks: Iterator[bytes]) -> None:
+def _stage(store: HistoryStore, targets: dict[str, _Target], modes: dict[tuple[str, str], int], member: Member,
+           blocks: Iterator[bytes]) -> None:
     """One member: a stored version into the object store, a file's bytes to a temp file beside its place."""
     if member.name.startswith("objects/"):
         if store.objects.fits(member.size):
@@ -340,21 +343,63 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], member: Member, blo
     if target.current is not None and target.current.version == member.hash:
         return  # the file here holds these bytes already
     try:
-        _stage_file(store, target, blocks)
+        _stage_file(store, target, modes, blocks)
     except OSError as exc:
         if is_no_space(exc):  # named (it was "the workspace or the state dir", no folder)
             raise FailedAt(exc, f"the workspace ({os.path.dirname(target.resolved.abs_path)})", "nothing was written") from None
         raise
 
 
-def _stage_file(store: HistoryStore, target: _Target, blocks: Iterator[bytes]) -> None:
+def _stage_file(store: HistoryStore, target: _Target, modes: dict[tuple[str, str], int], blocks: Iterator[bytes]) -> None:
     if target.folder is None:
         try:
             target.folder = target.resolved.folder()
         except FileNotFoundError:
-            target.folder, target.existed = make_folder(target.resolved)
+            target.folder, target.existed = _make_folder(target, modes)
     target.mode = _mode_for(store, target)
     target.tmp, _, _ = temp_from_blocks(target.folder, target.resolved, blocks, target.mode)
+
+
+def _make_folder(target: _Target, modes: dict[tuple[str, str], int]) -> tuple[Folder, int]:
+    """The file's folder and how many of its folders existed already (as :func:`make_folder`), each
+    folder it makes given the bits the archive lists for it (``folders``) at its ``mkdir``: a private
+    ``memory/priv/`` is not made with the umask's ``0755``, its file names visible to every user.
+    The owner keeps ``rwx`` (the import writes its files there); a folder the archive does not list
+    (an older export's) gets ``0755`` less the umask, as a write makes one; a folder that exists is
+    left as it is."""
+    resolved = target.resolved
+    dirs = resolved.parts[:-1]
+    try:
+        # The workspace itself is never made (a session outlives its folder); an extra path is, as a write makes it.
+        folder = Folder.under(resolved.root, create=not resolved.in_workspace)
+    except FileNotFoundError as exc:
+        if resolved.in_workspace and exc.filename == resolved.root:
+            raise workspace_gone(resolved.root, "; nothing was written") from None
+        raise
+    except FolderSwapped as exc:
+        raise path_changed(resolved, exc, "nothing was written") from None
+    existed, made = 0, False
+    try:
+        for depth in range(1, len(dirs) + 1):
+            part = dirs[depth - 1]
+            try:
+                fd = open_folder(folder.path, (part,), root_fd=folder.fd)
+            except FileNotFoundError:
+                mode = modes.get((target.record.root, "/".join(dirs[:depth])))
+                fd = open_folder(folder.path, (part,), create=True, root_fd=folder.fd,
+                                 mode=0o755 if mode is None else (mode & PERMISSIONS) | 0o700)
+                made = True
+            if not made:
+                existed = depth
+            folder.close()
+            folder = Folder(fd, os.path.join(folder.path, part))
+        return folder, existed
+    except BaseException as exc:
+        folder.close()
+        remove_made_folders(resolved, existed)
+        if isinstance(exc, FolderSwapped):
+            raise path_changed(resolved, exc, "nothing was written") from None
+        raise
 
 
 def _mode_for(store: HistoryStore, target: _Target) -> FileMode:

@@ -4,7 +4,10 @@ Every other member is listed with its size and xxh3_128 hash; each memory file n
 (``workspace`` or ``extra/N``, the N-th extra path), its path below it, its member and its
 permission bits (``mode``, at most ``0o777``: a private note stays private where it is imported);
 each path with a history lists its versions oldest first, as the version log holds them, each with
-the permission bits the history saw it with (``null`` where it saw none). Nothing in it is
+the permission bits the history saw it with (``null`` where it saw none); each folder below a root
+that holds an exported file is listed with its root, its path and its permission bits (``folders``:
+import makes a folder it has to make with them, so a private ``memory/priv/`` stays private; an
+archive without the list, an older export's, is read too). Nothing in it is
 trusted: :func:`parse` checks every field's type and form, every name against the member-name
 rules, sizes against the limits, and that the files, the history and the members agree.
 """
@@ -67,6 +70,13 @@ class FileRecord:
 
 
 @dataclass(frozen=True)
+class FolderRecord:
+    root: str
+    path: str  # below the root, "/"-separated, never ""
+    mode: int  # its permission bits when it was exported (& PERMISSIONS)
+
+
+@dataclass(frozen=True)
 class Version:
     version: str
     time: float
@@ -93,6 +103,7 @@ class ArchiveManifest:
     members: tuple[Member, ...]
     files: tuple[FileRecord, ...]
     history: tuple[PathHistory, ...]
+    folders: tuple[FolderRecord, ...] = ()
 
     def to_bytes(self) -> bytes:
         body = {
@@ -104,6 +115,7 @@ class ArchiveManifest:
             "history": [{"root": h.root, "path": h.path, "versions": [
                 {"version": v.version, "time": v.time, "size": v.size, "origin": v.origin, "agent": v.agent,
                  "session": v.session, "mode": v.mode} for v in h.versions]} for h in self.history],
+            "folders": [{"root": d.root, "path": d.path, "mode": d.mode} for d in self.folders],
         }
         # ASCII only: a file name that is not UTF-8 travels as its \\udcXX escapes and comes back exactly.
         return json.dumps(body, ensure_ascii=True, indent=1, allow_nan=False).encode("ascii")
@@ -175,7 +187,9 @@ def parse(data: bytes) -> ArchiveManifest:
     members = tuple(_member(m) for m in _list(body, "members"))
     files = tuple(_file(f) for f in _list(body, "files"))
     history = tuple(_history(h) for h in _list(body, "history"))
-    manifest = ArchiveManifest(_str(body, "product"), _agent(body), _str(body, "created"), roots, members, files, history)
+    folders = tuple(_folder(d) for d in _list(body, "folders")) if "folders" in body else ()
+    manifest = ArchiveManifest(_str(body, "product"), _agent(body), _str(body, "created"), roots, members, files, history,
+                               folders)
     _agree(manifest)
     return manifest
 
@@ -218,6 +232,11 @@ def _agree(m: ArchiveManifest) -> None:
                 raise Refusal(f"its manifest gives version {v.version[:12]} two sizes", MANIFEST)
     if len({(h.root, h.path) for h in m.history}) != len(m.history):
         raise Refusal("its manifest lists a path's history twice", MANIFEST)
+    for d in m.folders:
+        if d.root not in roots:
+            raise Refusal(f"its manifest gives the folder {json.dumps(d.path)} an undeclared root", MANIFEST)
+    if len({(d.root, d.path) for d in m.folders}) != len(m.folders):
+        raise Refusal("its manifest lists a folder twice", MANIFEST)
     for mem in m.members:
         if mem.name.startswith("objects/"):
             version = mem.name.removeprefix("objects/")
@@ -282,6 +301,10 @@ def _file(body: dict) -> FileRecord:
     root = _root(_str(body, "root"))
     return FileRecord(root, check_relative(_str(body, "path"), empty=root != WORKSPACE),
                       check_member_name(_str(body, "member")), _mode(body))
+
+
+def _folder(body: dict) -> FolderRecord:
+    return FolderRecord(_root(_str(body, "root")), check_relative(_str(body, "path")), _mode(body))
 
 
 def _mode(body: dict, *, optional: bool = False) -> int:
