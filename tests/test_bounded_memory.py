@@ -426,6 +426,103 @@ def test_connections_without_the_token_never_take_the_owners_places(http_service
     assert "connections are open" not in log and "Traceback" not in log
 
 
+# Another user's flood: once told (a line on stdin) it opens connections to the service and sends
+# nothing, until the server has closed at least as many as asked; it says how many it saw closed.
+_FLOOD = (
+    "import select, socket, sys\n"
+    "host, port, count, enough = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])\n"
+    "sys.stdin.readline()\n"
+    "held = [socket.create_connection((host, port)) for _ in range(count)]\n"
+    "closed = set()\n"
+    "while len(closed) < enough:\n"
+    "    ready = select.select([s for s in held if s not in closed], [], [], 60)[0]\n"
+    "    if not ready:\n"
+    "        break\n"
+    "    for s in ready:\n"
+    "        try:\n"
+    "            if s.recv(1) == b'':\n"
+    "                closed.add(s)\n"
+    "        except ConnectionResetError:\n"
+    "            closed.add(s)\n"
+    "print(len(closed), flush=True)\n"
+    "sys.stdin.readline()\n"
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs another uid (65534) to flood: the tests run as root for it")
+def test_another_users_flood_of_new_connections_never_closes_the_owners(http_service, base):
+    """The owner's 30 clients have connected and not yet sent their request head when another
+    local user (nobody) opens 300 connections: each newcomer past the 64 waiting closed the oldest
+    waiting, the owner's first, and the owner's initialize, with the token, met a reset. Now the
+    kernel names each peer's user and another user's newcomers close only another user's: all 30
+    of the owner's requests are answered."""
+    from openclaw_memory.mcp.http import MAX_UNAUTHENTICATED
+
+    service = http_service()
+    flood = base / "flood.py"
+    flood.write_text(_FLOOD)
+    count = 300
+    proc = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable,
+                             str(flood), service.host, str(service.port), str(count), str(count - MAX_UNAUTHENTICATED)],
+                            cwd=base, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+    owners = [service.connect() for _ in range(30)]  # accepted before the flood's (the kernel's queue is in order)
+    answers: list[bytes | str] = []
+    try:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert int(proc.stdout.readline()) >= count - MAX_UNAUTHENTICATED  # the server has made room
+        for sock in owners:
+            try:
+                sock.sendall(service.head("POST", length=len(hello)) + hello)
+                answers.append(_read_all(sock))
+            except OSError as e:
+                answers.append(type(e).__name__)
+    finally:
+        for sock in owners:
+            sock.close()
+        proc.kill()
+        proc.wait()
+    failed = [a if isinstance(a, str) else a[:80] for a in answers if isinstance(a, str) or not a.startswith(b"HTTP/1.1 200")]
+    assert not failed, f"{len(failed)} of the owner's 30 requests failed: {failed[:3]}"
+    assert service.serve.stop() == 0
+    log = "".join(service.serve.stderr)
+    assert log.count(f"{MAX_UNAUTHENTICATED} connections have sent no request with the token") == 1, log[-2000:]
+    assert "Traceback" not in log
+
+
+def test_the_kernel_names_the_user_at_the_other_end_of_a_loopback_connection(monkeypatch):
+    """peer_uid: this process's uid for a connection it made itself, by sock_diag and by
+    /proc/net/tcp{,6} alike (the one used where netlink is refused); None once the peer closed."""
+    from openclaw_memory.mcp import http
+
+    class Transport:
+        def __init__(self, sock: socket.socket):
+            self.extra = {"socket": sock, "peername": sock.getpeername(), "sockname": sock.getsockname()}
+
+        def get_extra_info(self, name: str):
+            return self.extra.get(name)
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the kernel is asked on Linux only")
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        with socket.socket(family) as listener:
+            listener.bind((host, 0))
+            listener.listen()
+            client = socket.create_connection(listener.getsockname()[:2])
+            accepted, _ = listener.accept()
+            with accepted:
+                transport = Transport(accepted)
+                for refused in (False, True):
+                    monkeypatch.setattr(http, "_diag_refused", [refused])
+                    assert http.peer_uid(transport) == os.geteuid(), (host, refused)
+                client.close()  # orphaned: the kernel keeps it a while as uid 0, with no inode
+                for refused in (False, True):
+                    monkeypatch.setattr(http, "_diag_refused", [refused])
+                    assert http.peer_uid(transport) is None, (host, refused)
+
+
 def test_connections_with_the_token_past_the_bound_are_refused_and_said_once(http_service):
     """A client with the token opening connections without end gets at most MAX_HTTP_CONNECTIONS
     of the service's file descriptors: one past them is answered 503 and closed, said in one line;

@@ -14,8 +14,12 @@ import hmac
 import ipaddress
 import json
 import logging
+import os
 import re
 import secrets
+import socket
+import struct
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -72,6 +76,73 @@ def bearer_ok(headers, expected: bytes) -> bool:
     Bearer <expected>``: the scheme case-insensitive (RFC 9110), the token compared in constant time."""
     scheme, _, given = dict(headers).get(b"authorization", b"").partition(b" ")
     return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), expected)
+
+
+# How the kernel names the owner of the other end of a loopback connection (Linux): sock_diag's
+# lookup of one TCP socket by its addresses (netlink, NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY), and
+# /proc/net/tcp{,6} where netlink is refused. See :func:`peer_uid`.
+_SOCK_DIAG, _BY_FAMILY, _NLMSG_ERROR, _NO_COOKIE = 4, 20, 2, 0xFFFFFFFF
+_diag_refused: list[bool] = [False]  # netlink refused once (a sandbox): /proc from then on
+
+
+def _diag_uid(family: int, peer: bytes, peer_port: int, ours: bytes, our_port: int) -> int | None:
+    """The uid of the socket whose own address is ``peer`` and whose remote is ``ours``, asked of
+    sock_diag (one lookup, not a dump of the table). None: no such socket owned by a process."""
+    sockid = struct.pack(">HH", peer_port, our_port) + peer + ours + struct.pack("=III", 0, _NO_COOKIE, _NO_COOKIE)
+    request = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _SOCK_DIAG) as link:
+        link.settimeout(1.0)  # answered within the send; never a wait of the event loop's
+        link.sendto(struct.pack("=IHHII", 16 + len(request), _BY_FAMILY, 1, 1, 0) + request, (0, 0))  # NLM_F_REQUEST
+        answer = link.recv(8192)
+    if len(answer) < 16 + 88 or struct.unpack_from("=H", answer, 4)[0] == _NLMSG_ERROR:
+        return None  # ENOENT: the peer's socket is gone
+    # inet_diag_msg: family, state, timer, retrans, its sockid (48 bytes), expires, rqueue, wqueue, uid, inode
+    uid, inode = struct.unpack_from("=II", answer, 16 + 4 + 48 + 12)
+    return uid if inode else None  # no inode: closed by its process (orphans read as uid 0)
+
+
+def _proc_uid(family: int, peer: bytes, peer_port: int, ours: bytes, our_port: int) -> int | None:
+    """As :func:`_diag_uid`, from the row of /proc/net/tcp (tcp6) whose local address is ``peer``
+    and whose remote is ``ours``: each address as the kernel prints it, 32-bit words in host order."""
+
+    def shown(address: bytes, port: int) -> bytes:
+        words = (int.from_bytes(address[i:i + 4], sys.byteorder) for i in range(0, len(address), 4))
+        return b"".join(b"%08X" % word for word in words) + b":%04X" % port
+
+    with open("/proc/net/tcp6" if family == socket.AF_INET6 else "/proc/net/tcp", "rb") as table:
+        rows = table.read()
+    key = b" " + shown(peer, peer_port) + b" " + shown(ours, our_port) + b" "
+    at = rows.find(key)
+    if at < 0:
+        return None
+    fields = rows[at + len(key):rows.find(b"\n", at)].split()  # st, tx:rx, tr:when, retrnsmt, uid, timeout, inode
+    return int(fields[4]) if len(fields) > 6 and fields[6] != b"0" else None
+
+
+def peer_uid(transport) -> int | None:
+    """The uid of the process that owns the other end of an accepted loopback connection, as the
+    kernel tells it (Linux); None where it cannot be learnt: another system, the peer already
+    closed. A process cannot pass for another uid: a socket's owner is the one that created it."""
+    sock = transport.get_extra_info("socket")
+    peer, ours = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
+    if not sys.platform.startswith("linux") or sock is None or not peer or not ours:
+        return None
+    family = sock.family
+    if family not in (socket.AF_INET, socket.AF_INET6):
+        return None
+    try:
+        theirs, mine = socket.inet_pton(family, peer[0]), socket.inet_pton(family, ours[0])
+    except OSError:
+        return None
+    if not _diag_refused[0]:
+        try:
+            return _diag_uid(family, theirs.ljust(16, b"\0"), peer[1], mine.ljust(16, b"\0"), ours[1])
+        except OSError:
+            _diag_refused[0] = True
+    try:
+        return _proc_uid(family, theirs, peer[1], mine, ours[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class _BearerAuth:
@@ -403,11 +474,17 @@ def _protocol(head_timeout: float, token: str):
     sent a wrong token or none) it is one of at most ``MAX_UNAUTHENTICATED``, each waited for at most
     ``UNAUTHENTICATED_HEAD_S``: a new one past them closes the oldest. Another local user without
     the token (300 idle connections held all 256 places, and the owner's client got no answer) so
-    only ever closes its own."""
+    never takes the owner's places.
+
+    Where the kernel says who holds the other end (:func:`peer_uid`: Linux), the oldest closed is
+    the oldest of another user's (not the service's owner's, nor root's), the newcomer itself when
+    only the owner's wait: another user's flood of new connections closed the owner's clients'
+    before their request head was read (a reset). Where it cannot tell, the oldest of all."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     expected = token.encode("ascii")
+    trusted_uids = {os.geteuid(), 0}
     waiting: dict[Bounded, None] = {}  # without the token yet, oldest first
     admitted: set[Bounded] = set()  # sent a request with the token
     full = {"admitted": False, "waiting": False}  # said once each time a bound is reached, not per connection
@@ -417,6 +494,7 @@ def _protocol(head_timeout: float, token: str):
         _closed: bool | None = None  # None: open; True: closed cleanly (its buffer went out); False: lost
         _told: asyncio.Event | None = None  # set when the buffer empties or the connection ends
         _refused = False  # sent the token past MAX_HTTP_CONNECTIONS: its requests are answered 503
+        _owners: bool | None = None  # its peer is the owner's or root's (asked of the kernel once, when needed)
 
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
@@ -461,15 +539,27 @@ def _protocol(head_timeout: float, token: str):
             if len(waiting) > MAX_UNAUTHENTICATED:
                 if not full["waiting"]:
                     log.warning("MCP over HTTP: %d connections have sent no request with the token; closing the oldest "
-                                "to make room for each new one", MAX_UNAUTHENTICATED)
+                                "(another user's before the owner's) to make room for each new one", MAX_UNAUTHENTICATED)
                 full["waiting"] = True
-                oldest = next(iter(waiting))
+                # Another user's first (this one at worst), never the owner's for theirs; where the
+                # kernel cannot tell, every peer is another's: the oldest of all, as before.
+                oldest = next((c for c in waiting if not c.owners()), None)
+                if oldest is None:  # only the owner's (or root's) wait, this one too
+                    oldest = next(iter(waiting))
                 del waiting[oldest]
                 oldest._stop_waiting()
                 oldest.transport.close()
+                if oldest is self:
+                    return
             else:
                 full["waiting"] = False
             self._await_head()
+
+        def owners(self) -> bool:
+            """Whether the other end is the owner's (or root's) process: asked of the kernel once."""
+            if self._owners is None:
+                self._owners = peer_uid(self.transport) in trusted_uids
+            return self._owners
 
         def handle_events(self) -> None:
             super().handle_events()  # a request head that arrived has its scope now (its app not yet run)
