@@ -11,6 +11,8 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -392,6 +394,61 @@ def test_extra_paths_of_the_same_name_are_matched_by_their_path_first(tmp_path):
     (b / "y.md").unlink()
     _importer(tmp_path, b, a).import_archive(str(tmp_path / "notes.tar.gz"))
     assert [p.name for p in a.iterdir()] == ["x.md"] and [p.name for p in b.iterdir()] == ["y.md"]
+
+
+def _notes_exported(tmp_path: Path) -> Path:
+    """The reviewer's archive: two extra paths of one folder name, `p/notes` and `q/notes`."""
+    write(tmp_path / "a" / "MEMORY.md", "# M\n")
+    write(tmp_path / "p" / "notes" / "p1.md", "p1\n")
+    write(tmp_path / "q" / "notes" / "q1.md", "q1\n")
+    memory = LocalMemory(settings_for(tmp_path / "a", tmp_path / "st1",
+                                      extra=(str(tmp_path / "p" / "notes"), str(tmp_path / "q" / "notes"))))
+    memory.export_archive(str(tmp_path / "e.tgz"))
+    return tmp_path / "e.tgz"
+
+
+def test_extra_paths_sharing_a_folder_name_pair_in_order_with_as_many_here(tmp_path, cli):
+    """`p/notes` and `q/notes` exported, `r/notes` and `s/notes` here: it was refused ('matches 2 by
+    folder name'), and nothing could make it go. As many of one name here as in the archive are
+    paired in the order each configuration lists them, said in a warning."""
+    archive = _notes_exported(tmp_path)
+    r, s = tmp_path / "r" / "notes", tmp_path / "s" / "notes"
+    r.mkdir(parents=True)
+    s.mkdir(parents=True)
+    write(tmp_path / "b" / "MEMORY.md", "# M\n")
+    done = cli("-w", tmp_path / "b", "--state-dir", tmp_path / "st2", "--extra", r, "--extra", s, "import", archive)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in r.iterdir()] == ["p1.md"] and [p.name for p in s.iterdir()] == ["q1.md"]
+    assert (f"share the folder name notes: paired in the order each configuration lists them "
+            f"({tmp_path}/p/notes -> {r}; {tmp_path}/q/notes -> {s})") in done.stderr
+
+
+@pytest.mark.parametrize("here", [("r/notes",), (), ("r/notes", "s/notes", "t/notes")], ids=["fewer", "none", "more"])
+def test_the_refusal_of_extra_paths_gives_a_command_that_imports_them(here, tmp_path, cli):
+    """`p/notes` and `q/notes` exported, one `notes` here (or none, or three): refused, and its
+    advice ('configure one') could not work. The refusal gives the command that imports them at the
+    archive's own paths; run as printed, on a machine without them, it does."""
+    archive = _notes_exported(tmp_path)
+    shutil.rmtree(tmp_path / "p")
+    shutil.rmtree(tmp_path / "q")  # another machine: neither is here
+    extras = [tmp_path / name for name in here]
+    for extra in extras:
+        extra.mkdir(parents=True)
+    ws = tmp_path / "b"
+    write(ws / "MEMORY.md", "# M\n")
+    flags = [a for e in extras for a in ("--extra", e)]
+    refused = cli("-w", ws, "--state-dir", tmp_path / "st2", *flags, "import", archive)
+    assert refused.returncode == 2 and "nothing was written" in refused.stderr
+    command = refused.stderr.split("`")[-2]
+    assert command.startswith(f"mkdir -p {tmp_path}/p/notes {tmp_path}/q/notes && openclaw-memory -w {ws} ")
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    ran = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                         env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")},
+                              "PATH": path, "OPENCLAW_MEMORY_EMBEDDING_BACKEND": "hash"})
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "p" / "notes" / "p1.md").read_text() == "p1\n"
+    assert (tmp_path / "q" / "notes" / "q1.md").read_text() == "q1\n"
+    assert all(not any(extra.iterdir()) for extra in extras)
 
 
 @pytest.mark.parametrize("here", [("work2", "personal2"), ("a/personal", "b/personal", "work")])

@@ -124,6 +124,7 @@ class _Plan:
     targets: dict[str, _Target] = field(default_factory=dict)  # by member name
     histories: list[tuple[PathHistory, ResolvedPath]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()  # how extra paths were matched, where it is not by path or one name
 
 
 def import_archive(settings: Settings, archive: str, *, force: bool = False) -> ImportResult:
@@ -131,7 +132,7 @@ def import_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     try:
         try:
             manifest = walk(fd)
-            plan = _plan(settings, manifest, force)
+            plan = _plan(settings, manifest, force, f"import {shlex.quote(archive)}{' --force' if force else ''}")
         except Refusal as exc:
             raise ImportRefused(archive, exc.problem, exc.member) from None
         store = HistoryStore.for_settings(settings)
@@ -212,11 +213,12 @@ def _open_archive(path: str) -> int:
     return fd
 
 
-def _plan(settings: Settings, manifest: ArchiveManifest, force: bool) -> _Plan:
-    """Where each file and history goes here, read only; ImportConflict for files that exist here."""
+def _plan(settings: Settings, manifest: ArchiveManifest, force: bool, again: str) -> _Plan:
+    """Where each file and history goes here, read only; ImportConflict for files that exist here.
+    ``again``: the import's arguments, for the command a refusal of its extra paths gives."""
     plan = _Plan()
     places: dict[str, str] = {}
-    roots = match_roots(settings, manifest.roots, {record.root for record in manifest.files})
+    roots, plan.notes = match_roots(settings, manifest.roots, {record.root for record in manifest.files}, again)
     for record in manifest.files:
         resolved = resolve_place(settings, roots, record.root, record.path)
         if resolved.abs_path in places:
@@ -320,7 +322,7 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
             "history, and the others are unchanged: run import again with --force to finish")
     return ImportResult(
         os.path.abspath(path), manifest.agent, tuple(t.resolved.display for t in targets.values()),
-        tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped))
+        tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped), plan.notes)
 
 
 def _replaces(target: _Target) -> bool:

@@ -3,8 +3,10 @@ configured extra path) and a path below it; and back, in the importing workspace
 
 A file of an extra path is placed in the importing workspace's extra path that matches the
 exported one (:func:`match_roots`): the same absolute path, or else the one of the same folder
-name; never by position (two extra paths configured in the other order put a private note in a
-shared folder). A root that matches none, or more than one, refuses the import. A path below a root is the file's as the product resolves it
+name (several of one name paired in the order each configuration lists them, where as many are
+here); never by position otherwise (two extra paths configured in the other order put a private
+note in a shared folder). A root that matches none, or more than one, refuses the import, giving
+the command that imports it at the archive's own path. A path below a root is the file's as the product resolves it
 (:func:`~openclaw_memory.files.read.resolve_memory_path`): never outside the root, never a symlink
 on the way, only a memory path.
 """
@@ -12,6 +14,7 @@ on the way, only a memory path.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
@@ -48,46 +51,79 @@ def place_of(settings: Settings, abs_path: str) -> tuple[str, str] | None:
     return None
 
 
-def match_roots(settings: Settings, roots: Iterable[Root], needed: Collection[str]) -> dict[str, str]:
-    """Each of the archive's roots -> this workspace's folder for it: the workspace for the
-    workspace; for an extra path, this workspace's extra path of the same absolute path, or else the
-    one (of those no other root took by its path) of the same folder name. PathRefused (one line
-    naming both lists, nothing written) when a root ``needed`` (one the archive has files in)
-    matches none, or one matches more than one, or two the same; a root that is not needed and
-    matches none is left out (its histories are skipped)."""
+def match_roots(settings: Settings, roots: Iterable[Root], needed: Collection[str], again: str = "import ARCHIVE",
+                ) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Each of the archive's roots -> this workspace's folder for it, and the notes to give: the
+    workspace for the workspace; for an extra path, this workspace's extra path of the same absolute
+    path, or else (of those no other root took by its path) the one of the same folder name; where
+    several of the archive's share a folder name and as many here do (``~/notes`` and
+    ``~/work/notes``, exported, and two ``notes`` here), they are paired in the order each
+    configuration lists them, said in a note. PathRefused (one line naming both lists and the
+    command that imports it: ``again``, with an extra path configured at the archive's own path for
+    each root in question; nothing written) when a root ``needed`` (one the archive has files in)
+    matches none, or those of its name here are not as many, or two match one; a root that is not
+    needed and matches none is left out (its histories are skipped)."""
     here = [os.path.normpath(str(e)) for e in settings.extra_paths]
     extras = [r for r in roots if r.name != WORKSPACE]
     matched: dict[str, str] = {WORKSPACE: str(settings.workspace)}
     exact = {r.name: os.path.normpath(r.path) for r in extras if os.path.normpath(r.path) in here}
+    matched.update(exact)
     taken = set(exact.values())
+    groups: dict[str, list[Root]] = {}
     for root in extras:
-        if root.name in exact:
-            matched[root.name] = exact[root.name]
+        if root.name not in exact:
+            groups.setdefault(os.path.basename(os.path.normpath(root.path)), []).append(root)
+    notes: list[str] = []
+    refusal: tuple[Root, str] | None = None
+    unmatched: list[Root] = []  # needed roots that match nothing: each configured at its own path in the advice
+    for name, theirs in groups.items():
+        ours = list(dict.fromkeys(e for e in here if e not in taken and name and os.path.basename(e) == name))
+        if len(ours) == len(theirs):
+            matched.update((root.name, place) for root, place in zip(theirs, ours, strict=True))
+            taken.update(ours)
+            if len(ours) > 1:
+                notes.append(f"the archive's extra paths {', '.join(r.path for r in theirs)} and this workspace's "
+                             f"{', '.join(ours)} share the folder name {name}: paired in the order each configuration "
+                             f"lists them ({'; '.join(f'{r.path} -> {p}' for r, p in zip(theirs, ours, strict=True))})")
             continue
-        name = os.path.basename(os.path.normpath(root.path))
-        same = [e for e in here if e not in taken and name and os.path.basename(e) == name]
-        if len(same) == 1:
-            matched[root.name] = same[0]
-        elif same:
-            _refuse_roots(root, f"matches {len(same)} of this workspace's by its folder name ({name})", extras, here)
-        elif root.name in needed:
-            _refuse_roots(root, "matches none of this workspace's by its path or its folder name", extras, here)
+        wanted = [root for root in theirs if root.name in needed]
+        if not wanted:
+            continue
+        unmatched += wanted
+        if refusal is None:
+            if not ours:
+                refusal = (wanted[0], "matches none of this workspace's by its path or its folder name")
+            elif len(theirs) == 1:
+                refusal = (wanted[0], f"matches {len(ours)} of this workspace's by its folder name ({name})")
+            else:
+                refusal = (wanted[0], f"and {len(theirs) - 1} other(s) of the archive's share their folder name ({name}) "
+                                      f"with {len(ours)} of this workspace's")
+    if refusal is not None:
+        _refuse_roots(settings, *refusal, extras, here, unmatched, again)
     by_place: dict[str, Root] = {}
     for root in extras:
         place = matched.get(root.name)
         if place is not None and place in by_place:
-            _refuse_roots(root, f"and {by_place[place].path} both match {place}", extras, here)
+            _refuse_roots(settings, root, f"and {by_place[place].path} both match {place}", extras, here,
+                          [root], again)
         if place is not None:
             by_place[place] = root
-    return matched
+    return matched, tuple(notes)
 
 
-def _refuse_roots(root: Root, why: str, extras: list[Root], here: list[str]) -> None:
+def _refuse_roots(settings: Settings, root: Root, why: str, extras: list[Root], here: list[str], unmatched: list[Root],
+                  again: str) -> None:
+    from ..settings import command_line
+
+    paths = [shlex.quote(r.path) for r in unmatched]
+    command = " ".join([f"mkdir -p {' '.join(paths)} &&", command_line(settings), *(f"--extra {p}" for p in paths), again])
     raise PathRefused(
         f"refused: the archive's extra path {root.path} {why} (the archive's extra paths: "
         f"{', '.join(r.path for r in extras)}; this workspace's: {', '.join(here) or 'none'}); its files go to "
-        "the extra path of the same path, or else of the same folder name, never by position: configure "
-        "one (--extra, or extra_paths in openclaw-memory.toml); nothing was written")
+        "the extra path here of the same path, or else of the same folder name (those of one name paired in the "
+        "order each configuration lists them, where as many are here), never by position otherwise: configure one "
+        "(--extra, or extra_paths in openclaw-memory.toml), or import them at the archive's own path: "
+        f"`{command}`; nothing was written")
 
 
 def resolve_place(settings: Settings, roots: dict[str, str], root: str, path: str) -> ResolvedPath:

@@ -28,7 +28,7 @@ def run_export(settings: Settings, archive: str, force: bool, json_out: bool) ->
 def run_import(settings: Settings, archive: str, force: bool, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.import_archive(archive, force=force)
-    if reported(result, json_out, ()):
+    if reported(result, json_out):  # its warnings: an interrupted operation finished first, extra paths paired by order
         return 0
     for path in result.skipped:
         warn(f"the history of {path} was not imported: a file of that name is here, or its extra path is not configured")
