@@ -206,3 +206,73 @@ def test_a_replay_relabels_the_sighting_of_its_own_killed_write(cli, workspace, 
         (made, "agent-write", "main")], logged
     written = cli("write", "memory/a.md", "--stdin", input=HERON + "agent line\nmore\n")
     assert written.returncode == 0, written.stderr
+
+
+def test_a_retry_never_claims_another_agents_identical_write(cli, workspace, state_dir):
+    """A write killed after its idempotency key was recorded, before its exchange (``write:key-recorded``),
+    made nothing; another agent then appended the same line. The retry was answered as a replay and
+    logged bob's version a second time as main's write ("an earlier write ... made version V"); now it
+    writes nothing (the file holds the text already), logs nothing as main's, and says whose it is."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    killed_write(workspace, state_dir, "write:key-recorded=kill")
+    assert path.read_text() == HERON and [n.rsplit(".", 1)[1] for n in leftovers(workspace)] == ["tmp"]
+    assert cli("--agent", "bob", "read", "memory/a.md").returncode == 0
+    assert cli("--agent", "bob", "write", "memory/a.md", "--append", "agent line").returncode == 0
+    made = xxhash.xxh3_128_hexdigest((HERON + "agent line\n").encode())
+
+    again = cli("write", "memory/a.md", "--append", "agent line", "--json")
+    assert again.returncode == 0, again.stderr
+    answer = again.json()
+    assert "replayed" not in answer and answer["changed"] is False and answer["version"] == made, answer
+    assert "already holds this text, but as agent 'bob''s write, not as a write of this session" in answer["warnings"][0]
+    assert path.read_text() == HERON + "agent line\n" and leftovers(workspace) == []
+    logged = [(e["origin"], e.get("agent")) for e in cli("log", "--json").json()["entries"] if e["version"] == made]
+    assert logged == [("agent-write", "bob")], logged
+    plain = cli("write", "memory/a.md", "--append", "agent line")  # asked again: the same answer, in words
+    assert plain.returncode == 0 and plain.stdout.startswith("unchanged: nothing appended to memory/a.md;"), plain.stdout
+    assert "an earlier write" not in plain.stdout and "not as a write of this session" in plain.stderr
+
+
+def test_a_retry_never_claims_a_persons_identical_edit(cli, workspace, state_dir):
+    """The same, a person appending the line by hand: their edit was relabelled main's agent-write."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    killed_write(workspace, state_dir, "write:key-recorded=kill")
+    with open(path, "a") as fh:
+        fh.write("agent line\n")
+    made = xxhash.xxh3_128_hexdigest((HERON + "agent line\n").encode())
+
+    again = cli("write", "memory/a.md", "--append", "agent line", "--json")
+    assert again.returncode == 0 and again.json()["changed"] is False and "replayed" not in again.json(), again.stdout
+    assert "but as an outside edit" in again.json()["warnings"][0]
+    assert path.read_text() == HERON + "agent line\n" and leftovers(workspace) == []
+    logged = [(e["origin"], e.get("agent")) for e in cli("log", "--json").json()["entries"] if e["version"] == made]
+    assert logged == [("external-edit", None)], logged
+    blocked = cli("write", "memory/a.md", "--stdin", input="new\n")  # main never read the person's edit
+    assert blocked.returncode == 3, blocked.stderr
+
+
+def test_a_replay_claims_its_version_put_over_an_editors_save(cli, workspace, state_dir):
+    """A write killed right after an exchange that displaced an editor's save (not the version it
+    checked): its ``.swp`` holds bytes no write stored, the trace that it put its version in place,
+    so its retry is a replay that logs the version as its own, the save logged before it."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+
+    def editor_saves(_) -> None:
+        tmp = workspace / "memory" / ".a.md.swx"
+        tmp.write_text(SAVED)
+        os.rename(tmp, path)
+
+    killed_write(workspace, state_dir, "write:checked=pause", "write:exchanged=kill", between=editor_saves)
+    again = cli("write", "memory/a.md", "--append", "agent line", "--json")
+    assert again.returncode == 0 and again.json()["replayed"] is True, again.stdout
+    made, saved = again.json()["version"], xxhash.xxh3_128_hexdigest(SAVED.encode())
+    logged = [(e["version"], e["origin"], e.get("agent")) for e in cli("log", "--json").json()["entries"]
+              if e["path"] == "memory/a.md"]
+    assert logged[:2] == [(made, "agent-write", "main"), (saved, "external-edit", None)], logged
+    assert path.read_text() == HERON + "agent line\n" and leftovers(workspace) == []

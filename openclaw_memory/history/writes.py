@@ -24,8 +24,10 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     """The guarded write, made idempotent: a write with the key of an earlier one of the session
     (default ``<agent>.<tool>.<hash of session, path, mode and content>``) made less than 24 hours
     ago writes nothing and returns that first result (``replayed``) while the file still holds what
-    it made and, for the default key, the session has not gone on since (:func:`_went_on_since`);
-    a key the session reuses for another write is refused."""
+    it made and, for the default key, the session has not gone on since (:func:`_went_on_since`),
+    when that write put it there; where it never did (killed before its exchange) and someone else
+    made the same bytes, nothing is written and the answer says so, claiming nothing
+    (:func:`~.guard.finish_replayed`); a key the session reuses for another write is refused."""
     from ..files.read import refuse_unnamable
     from .guard import finish_replayed, still_holds, write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
@@ -56,6 +58,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
                     and not (idempotency_key is None and _went_on_since(settings, path, first))):
                 # The first one may have been killed once its version was in place, before logging
                 # it: the retry finishes it (its history entry, the session's record, its leftovers).
+                # Or killed before, and someone else made the same bytes since: nothing is claimed.
                 return finish_replayed(settings, path, first)
             # The file no longer holds what that write made (restored or edited since), or this
             # session read or wrote it since, so the same text again is a new entry: write it again.

@@ -107,6 +107,11 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
         print(f"replayed: nothing {done} {printable(result.path)} now; an earlier write with the same idempotency key "
               f"made version {result.version[:12]} ({result.size} bytes), which the file still holds")
         return 0
+    if not result.changed and not result.created:  # never "appended to" where nothing was (the file held it: its warning says why)
+        done = "appended to" if result.action == "append" else "written to"
+        print(f"unchanged: nothing {done} {printable(result.path)}; it already holds this "
+              f"{'text' if result.action == 'append' else 'content'}: version {result.version[:12]} ({result.size} bytes)")
+        return 0
     verb = "created" if result.created else VERBS[result.action]
     print(f"{verb} {printable(result.path)}: version {result.version[:12]} ({result.size} bytes)")
     return 0
