@@ -13,6 +13,7 @@ import contextlib
 import errno
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -721,3 +722,41 @@ def test_watch_prints_a_name_with_an_escape_sequence_or_a_newline_escaped_on_one
     lines = out.read_text().splitlines()
     assert sorted(line.split(":")[0] for line in lines) == ["memory/a\\x0ab.md", "memory/t\\x1b]0;pwned\\x07.md"], lines
     assert not {"\x1b", "\x07"} & set(out.read_text() + err.read_text())
+
+
+def test_an_inotify_limit_is_named_as_the_one_that_ran_out():
+    """The notice quoted the library's error whole ("Error { kind: MaxFilesWatch, paths: [...] }") and told
+    to raise max_user_watches where no inotify instance was left (max_user_instances): the texts below are
+    those watchfiles gave on Linux in a user namespace with each limit set low."""
+    from openclaw_memory.watch.feeds import is_watch_limit, watch_limit_said
+
+    instances = RuntimeError("Error creating recommended watcher: Too many open files (os error 24)")
+    watches = RuntimeError('OS file watch limit reached. about ["/w/memory/s3"] (Error { kind: MaxFilesWatch, '
+                           'paths: ["/w/memory/s3"] })')
+    assert is_watch_limit(instances) and is_watch_limit(watches)
+    assert watch_limit_said(instances) == ("no inotify instance is left for this user", "fs.inotify.max_user_instances")
+    assert watch_limit_said(watches) == ("the inotify watch limit was reached (at /w/memory/s3)", "fs.inotify.max_user_watches")
+    assert watch_limit_said(OSError(errno.ENOSPC, "No space left on device"))[1] == "fs.inotify.max_user_watches"
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare is not on PATH: no user namespace to set a limit in")
+def test_watch_without_an_inotify_instance_says_which_limit_and_polls(workspace, state_dir, tmp_path):
+    write(workspace / "memory" / "a.md", "a\n")
+    script = (f"echo 0 > /proc/sys/user/max_inotify_instances && exec {shlex.quote(sys.executable)} -m openclaw_memory "
+              f"-w {shlex.quote(str(workspace))} --state-dir {shlex.quote(str(state_dir))} watch")
+    proc = subprocess.Popen(["unshare", "-U", "-r", "sh", "-c", script], env=env_for(workspace, state_dir),
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        said = ""
+        for line in proc.stderr:  # until the notice (or the end, where the namespace is refused)
+            said += line
+            if "falling back to polling" in line:
+                break
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    if "falling back to polling" not in said:
+        pytest.skip(f"no user namespace with its own inotify limits here: {said.strip()[-200:]}")
+    assert ("warning: no inotify instance is left for this user; falling back to polling every 250 ms "
+            "(raise fs.inotify.max_user_instances to get events again)") in said, said
+    assert "os error" not in said and "Error {" not in said

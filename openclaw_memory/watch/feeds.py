@@ -62,6 +62,22 @@ def is_watch_limit(exc: BaseException) -> bool:
     return any(word in text for word in _LIMIT_WORDS)
 
 
+def watch_limit_said(exc: BaseException) -> tuple[str, str]:
+    """(what ran out, in words, with the folder where the library names one; the setting that raises it)
+    of a :func:`is_watch_limit` error: its text is the library's ("Error { kind: MaxFilesWatch, paths:
+    [...] }", "Error creating recommended watcher: Too many open files (os error 24)"), and its advice
+    was the watches' limit where the instances' had run out."""
+    import re
+
+    text = str(exc)
+    lowered = text.lower()
+    if (isinstance(exc, OSError) and exc.errno == errno.EMFILE) or "too many open files" in lowered or "os error 24" in lowered:
+        return "no inotify instance is left for this user", "fs.inotify.max_user_instances"
+    where = re.search(r'paths: \["((?:[^"\\]|\\.)*)"', text)
+    at = f" (at {where.group(1)})" if where else ""
+    return f"the inotify watch limit was reached{at}", "fs.inotify.max_user_watches"
+
+
 def is_undecodable_name(exc: BaseException) -> bool:
     """Whether ``exc`` is watchfiles failing on a path that is not UTF-8."""
     return "unable to decode path" in str(exc).lower()

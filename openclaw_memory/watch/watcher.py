@@ -40,7 +40,7 @@ from ..files.scan import MemoryFile, scan_workspace
 from ..links.table import refresh_synced
 from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
-from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_undecodable_name, is_watch_limit
+from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_undecodable_name, is_watch_limit, watch_limit_said
 from .presence import hold_presence
 from .targets import Targets, unreadable_folders, watch_targets
 from .versions import record_versions
@@ -432,10 +432,8 @@ class Watcher:
         """Handle a watcher that failed; True when it should be re-armed at once (now polling)."""
         if is_watch_limit(exc) and not self.polling:
             self.polling = True
-            self.on_notice(
-                f"inotify limits reached ({exc}); falling back to polling every {POLL_DELAY_MS} ms "
-                "(raise fs.inotify.max_user_watches to get events again)"
-            )
+            what, setting = watch_limit_said(exc)
+            self.on_notice(f"{what}; falling back to polling every {POLL_DELAY_MS} ms (raise {setting} to get events again)")
             return True
         if is_permission_denied(exc) and not self.ignore_denied:
             self.ignore_denied = True
