@@ -190,6 +190,8 @@ def test_first_index_on_a_full_state_dir(workspace, small_tmpfs, cli_process):
     result = cli_process("index", env=on_full)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "full" in result.stderr and "nothing was changed" in result.stderr
+    # No index to keep answering: it said "the last complete index is still in use", and search then found none.
+    assert "there is no search index yet" in result.stderr and "still in use" not in result.stderr, result.stderr
     assert _leftovers(sd) == []
 
 

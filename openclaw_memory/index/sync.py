@@ -171,19 +171,30 @@ def sync_index(
     except OSError as exc:
         if exc.errno != errno.ENOSPC:
             raise
-        raise disk_full(settings.data_dir / "index") from None
+        raise disk_full(settings.data_dir / "index", indexed=_has_index(settings, store)) from None
     finally:
         if own_store:
             store.close()
 
 
-def disk_full(folder, needed: int | None = None) -> DiskFull:
+def disk_full(folder, needed: int | None = None, *, indexed: bool = True) -> DiskFull:
+    """``indexed``: whether the agent has an index the failed run leaves in use (a first index has none)."""
     free = free_bytes(folder)
     need = f", about {_mib(needed)} needed" if needed else ""
+    kept = "the last complete index is still in use" if indexed else "there is no search index yet"
     return DiskFull(
-        f"the disk holding the index ({folder}) is full ({_mib(free)} free{need}): nothing was changed, the last "
-        "complete index is still in use; free some space and run `openclaw-memory index` again"
+        f"the disk holding the index ({folder}) is full ({_mib(free)} free{need}): nothing was changed, {kept}; "
+        "free some space and run `openclaw-memory index` again"
     )
+
+
+def _has_index(settings: Settings, store: VectorStore) -> bool:
+    """Whether any collection of the agent is built (a disk found full says what searches still answer from)."""
+    try:
+        return any(entry["agent"] == settings.agent and store.exists(name)
+                   for name, entry in registered_names(settings.data_dir).items())
+    except OSError:
+        return True  # (not known: the message keeps its usual words)
 
 
 def _mib(n: int) -> str:
@@ -627,7 +638,7 @@ class _Sync:
         folder = self.settings.data_dir / "index"
         needed = _MARGIN + points * _BYTES_PER_POINT + copy + (_NEW_SHARD if new_shard else 0)
         if self.store.backend == "edge" and free_bytes(folder) < needed:
-            raise disk_full(folder, needed)
+            raise disk_full(folder, needed, indexed=_has_index(self.settings, self.store))
 
     def _lenders_of(self, hashes: Iterable[str]) -> dict[str, dict[str, list[str]]]:
         """Chunk hash -> collection -> ids of the old manifests' points that hold it, for ``hashes``.
