@@ -16,13 +16,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..database import Database
+from ..database import Database, enc
 from ..errors import BadValue, LockTimeout, StateDamaged, StateDirError, UsageError, shown
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
@@ -45,6 +46,39 @@ class FileVersion(NamedTuple):
 
     version: str
     size: int
+
+
+class _Sighting(NamedTuple):
+    """A version an outside edit's sighting found while a writer was at work (decided after it)."""
+
+    store: HistoryStore
+    abs_path: str
+    display: str
+    snapshot: FileVersion
+    mode: FileMode | None
+    after: int  # the id of the history's last entry when it was seen
+
+
+def _pending() -> list[_Sighting]:
+    return _held.__dict__.setdefault("sightings", [])
+
+
+def _in_transaction(conn: sqlite3.Connection | None) -> bool:
+    try:
+        return conn is not None and conn.in_transaction
+    except sqlite3.ProgrammingError:  # closed: nothing of it is open
+        return False
+
+
+def settle_sightings() -> None:
+    """Log what this thread's sightings found while a writer was at work, waiting for the writers
+    (its transactions ended: see :meth:`HistoryStore.observe`)."""
+    pending = _held.__dict__.pop("sightings", None)
+    while pending:
+        store = pending[0].store
+        group = [s for s in pending if s.store.write_lock_path == store.write_lock_path]
+        pending = [s for s in pending if s.store.write_lock_path != store.write_lock_path]
+        store._after_writers(group)
 
 
 # How far back a clock may step (NTP, a VM restored) and a new version still be logged after the
@@ -70,9 +104,20 @@ class HistoryStore:
     def for_settings(cls, settings: Settings) -> HistoryStore:
         return cls(settings.data_dir, settings.history, (str(settings.workspace), *settings.extra_paths))
 
-    def lock(self):
-        """One transaction for what follows (a context manager)."""
-        return self.db.transaction()
+    @contextmanager
+    def lock(self) -> Iterator[sqlite3.Connection]:
+        """One transaction for what follows (a context manager). The outermost one of a thread
+        logs, once it has ended, what its sightings found while a writer was at work (:meth:`observe`)."""
+        conn = None
+        try:
+            with self.db.transaction() as conn:
+                yield conn
+        except BaseException:
+            if conn is not None and not _in_transaction(conn):
+                _held.__dict__.pop("sightings", None)  # rolled back, their bytes with them
+            raise
+        if not _in_transaction(conn):
+            settle_sightings()
 
     @contextmanager
     def evicting_once(self) -> Iterator[None]:
@@ -147,11 +192,15 @@ class HistoryStore:
         an outside edit; the first sighting of a file too). Bytes that no longer hash to the
         version (the file moved on) are not stored; the entry then shows as unavailable.
 
-        An outside edit is logged only when it is still what the file holds, looked at under the
-        store's lock and the write lock (a sighting by a read, a listing, ``watch``): a snapshot
-        hashed before a write came between, or a version a writer has put in place but not yet
-        logged as its own, is never logged as someone else's edit. The caller that holds the write
-        lock (a writer's look at the version it replaces) is taken at its word.
+        An outside edit is logged only when it is what the file holds, looked at under the store's
+        lock and the write lock (a sighting by a read, a listing, ``watch``): a snapshot hashed
+        before a write came between, or a version a writer has put in place but not yet logged as
+        its own, is never logged as someone else's edit. The caller that holds the write lock (a
+        writer's look at the version it replaces) is taken at its word.
+
+        One seen while a writer is at work (the write lock is workspace-wide: most often a write to
+        another file) is decided once that writer is done, when the outermost transaction of this
+        thread ends (:meth:`lock`): see :meth:`_after_writers`. Returns None then.
         """
         stored = False
         if self.objects.fits(snapshot.size) and not self.objects.touch(snapshot.version):
@@ -170,20 +219,30 @@ class HistoryStore:
             # A writer's own look (it holds the write lock: no other agent writes meanwhile), or a
             # repair's version, logged as its own origin.
             return self._record_seen(abs_path, display, snapshot, origin, fd)
-        with self.db.transaction():  # the look at the latest entry and the entry it decides: one step
+        with self.db.transaction() as conn:  # the look at the latest entry and the entry it decides: one step
             latest = self.log.latest(abs_path)
             if latest is not None and latest.version == snapshot.version:
                 return None
             with self._no_write_in_progress() as quiet:
-                if not quiet or not self._holds_now(abs_path, snapshot, fd):
-                    if stored:
-                        self._evict(snapshot.version)
-                    return None
-                return self._record_seen(abs_path, display, snapshot, origin, fd)
+                holds = self._holds_now(abs_path, snapshot, fd)
+                if quiet and holds:
+                    return self._record_seen(abs_path, display, snapshot, origin, fd)
+            if holds:  # a writer is at work: what the file holds now is decided once it is done
+                mode = FileMode.of(os.fstat(fd)) if fd is not None else self._mode_now(abs_path)
+                _pending().append(_Sighting(self, abs_path, display, snapshot, mode, self._last_id()))
+            if stored:
+                self._evict(snapshot.version)
+        if not _in_transaction(conn):
+            settle_sightings()
+        return None
 
     def _record_seen(self, abs_path: str, display: str, snapshot: FileVersion, origin: str, fd: int | None) -> Entry:
         return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
                            mode=FileMode.of(os.fstat(fd)) if fd is not None else self._mode_now(abs_path))
+
+    def _last_id(self) -> int:
+        row = self.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
+        return int(row[0]) if row else 0
 
     @contextmanager
     def _no_write_in_progress(self) -> Iterator[bool]:
@@ -191,10 +250,9 @@ class HistoryStore:
         (held until the block ends) when no writer of a memory file is at work, False when one is.
 
         A writer puts its version in place, then logs it as its own: a sighting between the two
-        would log the agent's version as an outside edit (and the writer's entry after it). While a
-        writer is at work its own look logs any outside edit it finds (the version it replaces, a
-        save its swap displaced), so a sighting then logs nothing; the next one logs what the file
-        holds. A lock that cannot be taken at all (a state dir that holds none) holds no writer either."""
+        would log the agent's version as an outside edit (and the writer's entry after it). A
+        sighting made while a writer is at work is decided after it (:meth:`_after_writers`). A
+        lock that cannot be taken at all (a state dir that holds none) holds no writer either."""
         lock = FileLock(self.write_lock_path, timeout=0, what="the write lock of this workspace's memory files")
         try:
             lock.acquire()
@@ -208,6 +266,55 @@ class HistoryStore:
             yield True
         finally:
             lock.release()
+
+    def _after_writers(self, seen: list[_Sighting]) -> None:
+        """Log what the sightings ``seen`` found while a writer was at work, once it is done: the
+        write lock waited for (as long as a writer waits for it), then the store's lock, in the order
+        every writer takes them, with no transaction of this thread open (a writer waits for the
+        store's lock while it holds the write lock). A writer of this thread is not waited for.
+
+        Giving up (a writer took longer than that) leaves the version to the next sighting."""
+        lock: FileLock | None = None
+        if self.write_lock_path not in _held.__dict__.get("paths", ()):
+            lock = FileLock(self.write_lock_path, timeout=LOCK_TIMEOUT_S, what="the write lock of this workspace's memory files")
+            try:
+                lock.acquire()
+            except LockTimeout:
+                return
+            except StateDirError:
+                lock = None
+        try:
+            with self.db.transaction():
+                for sighting in seen:
+                    self._log_after_writer(sighting)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _log_after_writer(self, seen: _Sighting) -> None:
+        """Log ``seen``, a version the file held while a writer was at work, now that none is,
+        unless a writer logged it meanwhile.
+
+        It was what the file held when seen (looked at under the store's lock). A writer that came
+        to the file since logged it: as the version it replaced, a save its swap displaced, its own
+        version it had put in place, or one it moved away; logged since, it is not logged again. A
+        path whose log went on without it gets it only while the file still holds it (a version
+        back again). A path that logged nothing since was written by no writer: the version is
+        someone else's save, logged whatever the file holds now (a later save is the next sighting's)."""
+        path = enc(seen.abs_path)
+        since = [row[0] for row in self.db.rows("SELECT version FROM versions WHERE path = ? AND id > ? ORDER BY id",
+                                                 (path, seen.after))]
+        version, size = seen.snapshot
+        if version in since:
+            return
+        if since:
+            if not self._holds_now(seen.abs_path, seen.snapshot, None):
+                return
+        elif self.db.one("SELECT 1 FROM versions WHERE id > ? AND version = ? LIMIT 1", (seen.after, version)):
+            return  # a move took it away from this path, logged
+        if self.objects.fits(size) and not self.objects.touch(version):
+            self._store_from_path(seen.abs_path, version)  # evicted since: kept again only if the file still holds it
+        self.record(seen.abs_path, seen.display, version, size, EXTERNAL_EDIT, None, mode=seen.mode)
 
     def _holds_now(self, abs_path: str, snapshot: FileVersion, fd: int | None) -> bool:
         """Whether the file at ``abs_path`` holds ``snapshot`` now: a read's snapshot is hashed
