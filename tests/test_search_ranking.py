@@ -295,7 +295,8 @@ def test_search_json_keys(built):
     *_, index = built
     data = to_json(index.search("VPN password"))
     assert set(data) == {"results", "mode", "provider", "model", "citations", "terms"}
-    assert set(data["results"][0]) == {"path", "startLine", "endLine", "score", "snippet", "source", "citation", "passages"}
+    assert set(data["results"][0]) == {"path", "startLine", "endLine", "score", "vectorScore", "textScore", "snippet", "source", "corpus",
+                                       "citation", "passages"}
     json.dumps(data)
     assert dataclasses.is_dataclass(index.search("VPN password").results[0])
 
