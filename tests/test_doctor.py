@@ -790,10 +790,13 @@ def test_plain_doctor_reports_an_interrupted_repair_without_touching_it(workspac
 
 
 def _unmarked(entries: dict) -> dict:
-    """Less what any reader leaves (SQLite's -shm index) and doctor's record of the state database's
-    last clean check (database/checked.py: written once the database settled, like the link table)."""
-    return {path: entry for path, entry in entries.items()
-            if not path.endswith(("state.db-shm", "state-checked.json"))}
+    """Less what any reader leaves (SQLite's -shm index and its empty -wal) and doctor's record of the state
+    database's last clean check (database/checked.py: written once the database settled, like the link table),
+    and so less the time of a folder, which making or renaming those sets (a file made or removed for good
+    shows as an entry of its own)."""
+    return {path: (kind, size, None if stat.S_ISDIR(kind) else mtime, content)
+            for path, (kind, size, mtime, content) in entries.items()
+            if not path.endswith(("state.db-shm", "state-checked.json")) and not (path.endswith("state.db-wal") and size == 0)}
 
 
 def test_damaged_journal_is_set_aside_and_nothing_else_changes(workspace, state_dir, cli):
