@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import codecs
 import errno
 import os
 import stat
 
+from ..files.jstext import text_faults_of
 from ..fsutil.safeopen import (
     Folder,
     FolderSwapped,
@@ -18,8 +18,6 @@ from ..fsutil.safeopen import (
 )
 from .model import CheckContext, Finding, symlink_target
 from .vouched import CLEAN
-
-BLOCK = 1 << 20
 
 
 def _extra_finding(ctx: CheckContext, extra: str) -> Finding | None:
@@ -80,25 +78,8 @@ def text_faults(path: str, roots: tuple[str, ...]) -> tuple[int | None, int | No
 
 def _faults(fd: int) -> tuple[int | None, int | None]:
     """``text_faults`` of an open file, closed after."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    offset = 0
-    bad: int | None = None
-    nul: int | None = None
     try:
-        while True:
-            block = os.read(fd, BLOCK)
-            final = not block
-            if nul is None and (at := block.find(b"\x00")) >= 0:
-                nul = offset + at
-            if bad is None:
-                pending = len(decoder.getstate()[0])  # bytes of a split sequence carried from the last block
-                try:
-                    decoder.decode(block, final)
-                except UnicodeDecodeError as exc:
-                    bad = offset - pending + exc.start
-            if final or (bad is not None and nul is not None):
-                return bad, nul
-            offset += len(block)
+        return text_faults_of(fd)
     finally:
         os.close(fd)
 

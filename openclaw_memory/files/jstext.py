@@ -116,3 +116,30 @@ def decode_lossy(data: bytes) -> tuple[str, bool]:
 
 def not_utf8(name: str) -> str:
     return f"{name} is not valid UTF-8; invalid bytes shown as U+FFFD"
+
+
+def text_faults_of(fd: int) -> tuple[int | None, int | None]:
+    """Byte offsets of an open file's first invalid UTF-8 sequence and of its first NUL byte (None:
+    none), streamed a block at a time by ``pread`` from its start (its offset is left as it is, the
+    descriptor open): what doctor's not-utf8 names, and what a replace would write over unseen."""
+    import codecs
+    import os
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    bad: int | None = None
+    nul: int | None = None
+    while True:
+        block = os.pread(fd, 1 << 20, offset)
+        final = not block
+        if nul is None and (at := block.find(b"\x00")) >= 0:
+            nul = offset + at
+        if bad is None:
+            pending = len(decoder.getstate()[0])  # bytes of a split sequence carried from the last block
+            try:
+                decoder.decode(block, final)
+            except UnicodeDecodeError as exc:
+                bad = offset - pending + exc.start
+        if final or (bad is not None and nul is not None):
+            return bad, nul
+        offset += len(block)

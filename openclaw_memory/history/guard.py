@@ -23,7 +23,6 @@ a save landing in that window (no commit in it) is overwritten.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import contextvars
 import errno
@@ -40,6 +39,7 @@ import xxhash
 
 from .. import faults
 from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
+from ..files.jstext import text_faults_of
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, path_changed
 from ..files.root import resolve_dream_diary
@@ -700,7 +700,7 @@ def check_write(store, resolved, current: FileVersion | None, records: ReadRecor
         chars = _line_chars(fd, current.size, rest)
         raise WriteBlocked.because(problem, step="read_rest", rest=f"{rest}:{chars}" if budget is not None and chars > budget
                                    else str(rest), **who)
-    if replacing and (bad := _first_invalid_utf8(fd, current.size)) is not None:
+    if replacing and (bad := text_faults_of(fd)[0]) is not None:
         # Every read shows such bytes as U+FFFD: content made from a read (text + a new line) wrote
         # U+FFFD over each of them, bytes the reader never saw (only the history kept them).
         raise WriteBlocked.because(
@@ -756,22 +756,6 @@ def _line_chars(fd: int, size: int, number: int) -> int:
             pos, skip = nth_newline(block, 0, skip) + 1, 0
         line.feed(block, pos)
     return line.end()
-
-
-def _first_invalid_utf8(fd: int, size: int) -> int | None:
-    """The offset of the file's first byte that is not valid UTF-8 (as doctor's not-utf8 names it); None: all valid."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    offset = 0
-    while True:
-        block = os.pread(fd, min(1 << 20, size - offset), offset) if offset < size else b""
-        pending = len(decoder.getstate()[0])  # bytes of a sequence split by the last block
-        try:
-            decoder.decode(block, not block)
-        except UnicodeDecodeError as exc:
-            return offset - pending + exc.start
-        if not block:
-            return None
-        offset += len(block)
 
 
 def _line_count(fd: int, size: int) -> int:
