@@ -354,3 +354,14 @@ def fill_disk(folder: Path, name: str = "filler") -> None:
         pass
     finally:
         os.close(fd)
+
+
+def indexed_notes(workspace: Path, state_dir: Path, notes: dict[str, str]):
+    """A MemoryIndex of ``notes`` (workspace-relative path -> text), written and synced."""
+    from openclaw_memory.index.api import MemoryIndex
+
+    for rel, text in notes.items():
+        write(workspace / rel, text)
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    index.sync()
+    return index

@@ -6,23 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import settings_for, write
+from conftest import indexed_notes, settings_for, write
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.terms import TermFinder, keyword_terms, spelling_fixes, stem
 
 
 @pytest.fixture
 def index(workspace, state_dir):
-    write(workspace / "memory" / "work.md", "# Work\n\nIt was a stressful week: the launch slipped twice.\n")
-    write(workspace / "memory" / "family.md", "# Family\n\nShe spent her childhood on a farm near Lyon.\n")
-    write(workspace / "memory" / "clinic.md", "# Health\n\nThe annual check-up is booked at the clinic.\n")
-    write(workspace / "memory" / "dentist.md", "# Teeth\n\nA dental checkup every spring.\n")
-    write(workspace / "memory" / "events.md", "# Events\n\nWe went to the summer festival in Lisbon.\n")
-    write(workspace / "memory" / "other.md", "# Other\n\nThe garden needs water on Sundays.\n")
-    write(workspace / "memory" / "kitchen.md", "# Kitchen\n\nI baked a rhubarb crumble for the neighbours.\n")
-    idx = MemoryIndex(settings_for(workspace, state_dir))
-    idx.sync()
-    return idx
+    return indexed_notes(workspace, state_dir, {
+        "memory/work.md": "# Work\n\nIt was a stressful week: the launch slipped twice.\n",
+        "memory/family.md": "# Family\n\nShe spent her childhood on a farm near Lyon.\n",
+        "memory/clinic.md": "# Health\n\nThe annual check-up is booked at the clinic.\n",
+        "memory/dentist.md": "# Teeth\n\nA dental checkup every spring.\n",
+        "memory/events.md": "# Events\n\nWe went to the summer festival in Lisbon.\n",
+        "memory/other.md": "# Other\n\nThe garden needs water on Sundays.\n",
+        "memory/kitchen.md": "# Kitchen\n\nI baked a rhubarb crumble for the neighbours.\n",
+    })
 
 
 def found(index: MemoryIndex, query: str) -> list[str]:

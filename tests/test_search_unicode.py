@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import settings_for, write
+from conftest import indexed_notes, settings_for, write
 from openclaw_memory.index import terms
 from openclaw_memory.index.api import MemoryIndex
 from openclaw_memory.index.terms import CJK_RUN, fold, keyword_terms, query_terms
@@ -28,14 +28,13 @@ def nfd(text: str) -> str:
 
 @pytest.fixture
 def index(workspace, state_dir):
-    write(workspace / "memory" / "nfc.md", NFC_NOTE)
-    write(workspace / "memory" / "nfd.md", NFD_NOTE)
-    write(workspace / "memory" / "greek.md", "# Trip\n\nΤο ταξίδι στην Αθήνα.\n")
-    write(workspace / "memory" / "kana.md", "# 学校\n\nがっこうへ行く。\n")
-    write(workspace / "memory" / "other.md", "# Plain\n\nUnrelated text about roofs.\n")
-    idx = MemoryIndex(settings_for(workspace, state_dir))
-    idx.sync()
-    return idx
+    return indexed_notes(workspace, state_dir, {
+        "memory/nfc.md": NFC_NOTE,
+        "memory/nfd.md": NFD_NOTE,
+        "memory/greek.md": "# Trip\n\nΤο ταξίδι στην Αθήνα.\n",
+        "memory/kana.md": "# 学校\n\nがっこうへ行く。\n",
+        "memory/other.md": "# Plain\n\nUnrelated text about roofs.\n",
+    })
 
 
 def found(index: MemoryIndex, query: str) -> set[str]:
