@@ -10,8 +10,8 @@ import xxhash
 
 from conftest import settings_for, sql_statements, write
 from openclaw_memory.database import Database
-from openclaw_memory.history.guard import read_here
 from openclaw_memory.history.objects import ObjectStore
+from openclaw_memory.history.stale import read_here
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.log.activity import changed_lines
 from openclaw_memory.memory.local import LocalMemory

@@ -60,8 +60,8 @@ from ..files.paths import DREAMS, LEGACY_DREAMS
 from ..files.read import path_changed
 from ..fsutil.atomic import unlink_quietly
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
+from ..history.failures import FailedAt, translated
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
-from ..history.guard import FailedAt, translated
 from ..history.moves import finish_pending
 from ..history.placing import (
     Raced,

@@ -5,7 +5,7 @@ written), one killed just after its exchange what that exchange took off the fil
 (``.NAME.<hex>.swp``: the version it held, or a save an editor made in that instant, which the
 history may lack). Every write that stops (an ``mv --update-links`` rewrite, a rollback's or an
 import's step) leaves them the same way. The next write of that file sweeps them
-(:func:`~openclaw_memory.history.guard.sweep_leftovers`); a file nobody writes again kept them for
+(:func:`~openclaw_memory.history.leftovers.sweep_leftovers`); a file nobody writes again kept them for
 good, and a save held only in a ``.swp`` never reached the history, and no command named it.
 
 Plain doctor names each ``.swp``, and each ``.tmp`` that is ours to remove (bytes the history holds,
@@ -64,7 +64,7 @@ def _ours(store: HistoryStore, folder: Folder, name: str, kind: str) -> bool:
             return False
         if kind == "swp" or time.time() - st.st_mtime > LEFTOVER_AGE_S:
             return True
-        from ..history.guard import stored_version  # the write path's modules: only for a leftover's name
+        from ..history.leftovers import stored_version  # the write path's modules: only for a leftover's name
 
         return stored_version(store, folder, name) is not None
     except (OSError, NotRegularFile, MemoryToolError):
@@ -87,7 +87,7 @@ def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
 
 def sweep(settings: Settings, finding: Finding) -> Repair:
     from ..files.read import resolve_memory_path
-    from ..history.guard import sweep_leftovers
+    from ..history.leftovers import sweep_leftovers
 
     workspace = str(settings.workspace)
     store = HistoryStore.for_settings(settings)

@@ -23,32 +23,24 @@ a save landing in that window (no commit in it) is overwritten.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import errno
 import os
-import re
-import stat
-import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
-import xxhash
-
 from .. import faults
-from ..errors import DiskFull, MemoryToolError, PathRefused, UsageError, WriteBlocked, disk_full, os_error
-from ..files.jstext import text_faults_of
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
-from ..files.read import ResolvedPath, path_changed
+from ..files.read import ResolvedPath
 from ..files.root import resolve_dream_diary
-from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_kind, temp_stem, unlink_quietly
-from ..fsutil.move import remove_if_holds
+from ..fsutil.atomic import unlink_quietly
 from ..fsutil.safeopen import Folder
-from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..types import WriteAction
 from ..wire import key
+from .appends import appended
+from .failures import HistoryFailed, in_history, translated
+from .leftovers import sweep_leftovers
 from .objects import pread_blocks
 from .placing import (
     Raced,
@@ -65,10 +57,12 @@ from .placing import (
     swap_name,
     temp_from_blocks,
 )
+from .stale import check_write, seen_after_append
 from .states import WRITE, ReadRecords, Window
-from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
+from .store import FileVersion, HistoryStore, check_prefix
 from .swap import Swap
-from .versions import AGENT_WRITE, EXTERNAL_EDIT, RESTORE, Entry, FileMode, short
+from .unstored import not_stored_why
+from .versions import AGENT_WRITE, RESTORE, FileMode, short
 
 APPEND: WriteAction = "append"
 if TYPE_CHECKING:
@@ -166,161 +160,6 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
                                path=resolved.display)
 
 
-def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: bool = False) -> bool:
-    """Whether the memory file ``path`` holds what a write made: exactly, or with ``at_start`` as its
-    first bytes (an append that others have appended after since)."""
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
-    folder, fd, current = open_current(resolved)
-    try:
-        if current is None or fd is None:
-            return False
-        return current.version == made.version or (at_start and _has_prefix(fd, current, made.version, made.size))
-    finally:
-        if fd is not None:
-            os.close(fd)
-        if folder is not None:
-            folder.close()
-
-
-def finish_replayed(settings: Settings, path: str, first: WriteResult) -> WriteResult:
-    """A replay's answer (``first``, whose version the file still holds: whole, or as its start),
-    once what the first write did after putting that version in place is done, as far as it is not:
-    a write killed right after its exchange logged nothing, kept no record and left its swap file.
-    The caller holds the write lock.
-
-    The version is this write's only on evidence that this write put it there: the history logs it
-    as this agent's and session's write (the first write finished), or the swap file its exchange
-    left beside the file holds the version it replaced (:func:`_left_by_exchange`: killed right
-    after the exchange). Then a version still unlogged is logged as this agent's and session's write
-    (a sighting since, which logged it as an outside edit, is relabelled: it was this write), the
-    session's record is of it (unless the session read or wrote the file since), and the leftovers
-    beside the file are swept; what cannot be recorded is said in the answer's warnings, as a write
-    says it. Without such evidence the first write never put it there (killed before its exchange,
-    ``write:key-recorded``) and someone else made the same bytes: :func:`_made_by_another`."""
-    assert first.replay is not None
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
-    store = HistoryStore.for_settings(settings)
-    records = ReadRecords.for_settings(store, settings)
-    since = first.replay.first_time
-    made = FileVersion(first.version, first.size)
-    notes: list[str] = []
-    folder, fd, current = open_current(resolved)
-    try:
-        if fd is None or current is None:
-            if folder is not None:
-                sweep_leftovers(store, resolved, folder)
-            return first
-        try:
-            with in_history():
-                later = [e for e in store.entries(resolved.abs_path) if e.time >= since and e.version == first.version]
-        except (HistoryFailed, MemoryToolError):
-            later = []
-        own = any(e.origin in (AGENT_WRITE, RESTORE) and e.agent == records.agent
-                  and (e.session or "") == records.session for e in later)
-        others = [e for e in later if e.origin in (AGENT_WRITE, RESTORE)]  # never relabelled: another's write
-        # Looked at before the sweep, which takes the swap file away.
-        placed = own or (not others and folder is not None and _left_by_exchange(store, resolved, folder, first))
-        if folder is not None:
-            sweep_leftovers(store, resolved, folder)
-        if not first.changed:
-            pass  # the first write found the file holding its bytes already: it made no version to claim
-        elif not placed:
-            return _made_by_another(store, resolved, first, current, fd)
-        elif not own:
-            try:
-                with in_history(), store.lock():
-                    sighted = next((e for e in later if e.origin == EXTERNAL_EDIT and e.agent is None), None)
-                    if sighted is not None:
-                        store.log.claim(resolved.abs_path, sighted, AGENT_WRITE, records.agent, records.session)
-                    elif current.version == first.version:
-                        store.record(resolved.abs_path, resolved.display, first.version, first.size, AGENT_WRITE,
-                                     records.agent, records.session, FileMode.of(os.fstat(fd)))
-            except (HistoryFailed, MemoryToolError) as exc:
-                why = exc.error.strerror if isinstance(exc, HistoryFailed) else exc.message
-                notes.append(f"the history could not record this version of {resolved.display} as this write ({why})")
-        try:
-            seen = records.get(resolved.abs_path)
-            if seen is None or (seen.version != first.version and seen.time <= since):
-                before = FileVersion(first.previous, 0) if first.previous is not None else None
-                records.put(resolved.abs_path, made, WRITE, None if first.action != APPEND
-                            else _seen_after_append(records, resolved, before, fd))
-        except (OSError, MemoryToolError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            notes.append(f"agent '{records.agent}''s record of {resolved.display} could not be saved ({why}): read it "
-                         "before the next write")
-    finally:
-        if fd is not None:
-            os.close(fd)
-        if folder is not None:
-            folder.close()
-    return replace(first, warnings=first.warnings + tuple(notes)) if notes else first
-
-
-def _left_by_exchange(store: HistoryStore, resolved: ResolvedPath, folder: Folder, first: WriteResult) -> bool:
-    """Whether a swap file beside the file (``.NAME.<hex>.swp``) holds what the exchange of ``first``
-    took off the file: what a write killed right after its exchange (``write:exchanged``) leaves
-    there, the only trace that it put its version in place. Every write sweeps such files before its
-    own, so one left now was left by a write since the first one began: its own, when it holds the
-    version the first write replaced, or a save an editor made in that instant (bytes no write
-    stored: a write stores its new bytes before it names them ``.swp``). A person's edit leaves
-    none, another agent's finished write removes its own, and a write killed before its exchange
-    leaves there the new bytes it stored, or a ``.tmp``."""
-    if first.previous is None:  # a creation has no exchange: nothing beside the file tells it was this one
-        return False
-    stem = f"{temp_stem(resolved.name)}."
-    try:
-        names = [name for name in os.listdir(folder.fd)
-                 if name.startswith(stem) and leftover_kind(name, resolved.name) == "swp"]
-    except OSError:
-        return False
-    for name in names:
-        try:
-            fd, _ = folder.open_regular(name)
-        except OSError:
-            continue
-        try:
-            held = snapshot_fd(fd).version
-            if held == first.previous or (held != first.version and not store.objects.has(held)):
-                return True
-        except (OSError, MemoryToolError):
-            continue
-        finally:
-            os.close(fd)
-    return False
-
-
-def _made_by_another(store: HistoryStore, resolved: ResolvedPath, first: WriteResult, current: FileVersion,
-                     fd: int) -> WriteResult:
-    """The answer to a retry whose first write never put its version in place (killed before its
-    exchange), where someone else made the same bytes since: nothing is written (the file already
-    holds this text: a second copy is what an agent retrying does not want), nothing is logged as
-    this agent's, and the answer says so, naming who the history says made that version. The
-    file's version is logged as an outside edit when nothing logged it yet (a person's edit), as a
-    read would; the session's record is left as it is (it has not read what the other one wrote)."""
-    since = first.replay.first_time if first.replay is not None else 0.0
-    try:
-        with in_history(), store.lock():
-            store.observe(resolved.abs_path, resolved.display, current, fd=fd)
-            logged = [e for e in store.entries(resolved.abs_path) if e.version == first.version and e.time >= since]
-    except (HistoryFailed, MemoryToolError):
-        logged = []
-    writers = [e for e in logged if e.origin in (AGENT_WRITE, RESTORE)]
-    if writers:
-        e = writers[0]
-        who = (f"agent '{e.agent}''s {'write' if e.origin == AGENT_WRITE else 'restore'}"
-               + (f" (session {e.session})" if e.session else ""))
-    elif logged:
-        who = f"{'an outside edit' if logged[0].origin == EXTERNAL_EDIT else logged[0].origin} (not an agent's write)"
-    else:
-        who = "no one's write (the history has not logged it)"
-    text, done = ("this text", "appended to") if first.action == APPEND else ("this content", "written to")
-    said = (f"{resolved.display} already holds {text}, but as {who}, not as a write of this session: the earlier write "
-            f"with the same idempotency key left no sign that it put version {short(first.version)} in place; nothing "
-            f"was {done} {resolved.display} now, and nothing was logged as this agent's write")
-    return WriteResult(resolved.display, resolved.abs_path, first.action, current.version, current.version, current.size,
-                       created=False, changed=False, warnings=(said,))
-
-
 def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False,
                          read_only_ok: Callable[[FileMode], bool] | None = None) -> WriteResult:
     """Put back the bytes of an earlier version (a unique prefix of at least 8 hex characters).
@@ -364,120 +203,6 @@ def refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
             f"refused: {DREAMS} exists, so {LEGACY_DREAMS} is not memory (the scan skips it as a legacy twin); "
             f"write to {DREAMS}, the dream diary"
         )
-
-
-def translated(store, resolved: ResolvedPath, done: str, operation):
-    """Run a write step, turning the OS failures a user can meet into typed errors.
-
-    Everything that can fail runs before the file is replaced (see :func:`_commit`),
-    so each of these messages can truthfully say the file was not changed.
-    """
-    unchanged = f"nothing was {done}: {resolved.display} is unchanged"
-    try:
-        return operation()
-    except _Swapped as exc:
-        raise path_changed(resolved, exc, f"nothing was {done}") from None
-    except NotADirectoryError:
-        raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
-    except HistoryFailed as failed:
-        raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged) from None
-    except FailedAt as failed:  # named by the step that knew where (before the DiskFull below took it for the state dir's)
-        raise os_error(failed.error, failed.where, failed.outcome) from None
-    except DiskFull:
-        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged) from None
-    except OSError as exc:
-        raise os_error(exc, where_written(resolved), unchanged) from None
-
-
-def where_written(resolved: ResolvedPath) -> str:
-    """Where a failing step wrote, for its message: an extra path is named as one (a note of a shared
-    extra path another user owns read "cannot write in the workspace (/srv/shared)")."""
-    return f"{'the workspace' if resolved.in_workspace else 'the extra path'} ({os.path.dirname(resolved.abs_path)})"
-
-
-class FailedAt(Exception):
-    """An OS error of a step that knows where it happened and what it left (a move's destination)."""
-
-    def __init__(self, error: OSError, where: str, outcome: str):
-        super().__init__(error)
-        self.error, self.where, self.outcome = error, where, outcome
-
-
-class HistoryFailed(Exception):
-    """An OS error in the history (state dir), told apart from one in the workspace for the message."""
-
-    def __init__(self, error: OSError):
-        super().__init__(error)
-        self.error = error
-
-
-@contextlib.contextmanager
-def in_history():
-    """Around history steps: their OS errors become HistoryFailed (the state dir, not the workspace)."""
-    try:
-        yield
-    except _Swapped:
-        raise
-    except OSError as exc:
-        raise HistoryFailed(exc) from None
-
-
-def not_stored_why(store: HistoryStore, abs_path: str, version: str) -> str:
-    """Why the version store lacks ``version`` of ``abs_path``, as far as can be known.
-
-    A version too large to keep was never stored. A rebuild of the damaged state database (``doctor
-    --fix``: the damaged file set aside under ``damaged/<stamp>/``, its unreadable bytes dropped)
-    after the version was logged may have taken it; a version a removal, a snapshot or a rollback
-    names is never evicted, so then the rebuild did. Eviction is named only where it can have been."""
-    try:
-        entries = [e for e in store.entries(abs_path) if e.version == version]
-        pinned = store.objects.pinned(version)
-    except (MemoryToolError, OSError):
-        entries, pinned = [], False
-    if entries and not store.objects.fits(entries[-1].size):
-        return (f"at {entries[-1].size} bytes it is larger than the history keeps of one version (an eighth of [history] "
-                "max_bytes), so its bytes were never stored")
-    evicted = "evicted from the version store to stay within [history] max_bytes"
-    rebuilt = _rebuilt_since(store, min((e.time for e in entries), default=None))
-    if rebuilt is None:
-        if pinned:  # (a version a removal or a snapshot names is never evicted)
-            return ("its bytes are gone from the state database, which never evicts a version that a removal or a "
-                    "snapshot names (`openclaw-memory doctor` checks the state database)")
-        return evicted
-    when, aside = rebuilt
-    lost = (f"its bytes were lost with the damaged state database that `openclaw-memory doctor --fix` rebuilt on {when} "
-            f"(they no longer read back; the damaged file is kept at {aside})")
-    if pinned:
-        return lost
-    return f"{lost}, or they were {evicted} before that"
-
-
-def _rebuilt_since(store: HistoryStore, since: float | None) -> tuple[str, str] | None:
-    """The first rebuild of the state database since ``since`` (None: the latest of all): when (UTC)
-    and where the damaged file was set aside; None when there was none."""
-    import datetime as dt
-
-    from ..fsutil.setaside import DAMAGED_DIR
-
-    folder = os.path.join(os.path.dirname(store.db.path), DAMAGED_DIR)
-    name = os.path.basename(store.db.path)
-    try:
-        stamps = os.listdir(folder)
-    except OSError:
-        return None
-    found: list[tuple[float, str]] = []
-    for stamp in stamps:
-        try:
-            at = dt.datetime.strptime(stamp, "%Y-%m-%dT%H-%M-%S.%fZ").replace(tzinfo=dt.UTC)
-        except ValueError:
-            continue
-        aside = os.path.join(folder, stamp, name)
-        if os.path.lexists(aside) and (since is None or at.timestamp() >= since):
-            found.append((at.timestamp(), aside))
-    if not found:
-        return None
-    at_s, aside = min(found) if since is not None else max(found)
-    return dt.datetime.fromtimestamp(at_s, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), aside
 
 
 def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: bool = False,
@@ -565,13 +290,13 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             tmp, new, _ = temp_from_blocks(folder, resolved, [content], kept)
         else:
             copied = pread_blocks(fd) if fd is not None else iter(())
-            tail = _appended(fd, current, added)
+            tail = appended(fd, current, added)
             tmp, new, prefix = temp_from_blocks(folder, resolved, copied, kept, tail)
             if current is not None and prefix != current.version:
                 unlink_quietly(tmp, dir_fd=folder.fd)
                 raise Raced()
         return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE,
-                       before_swap, None if added is None else _seen_after_append(records, resolved, current, fd))
+                       before_swap, None if added is None else seen_after_append(records, resolved, current, fd))
     except BaseException:
         if existed is not None:
             remove_made_folders(resolved, existed)
@@ -581,259 +306,6 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
             os.close(fd)
         if folder is not None:
             folder.close()
-
-
-def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder) -> None:
-    """Remove what earlier writes of this file that were killed left beside it (the caller holds the
-    write lock, as every writer does, so none of them is in progress): a write does it first, and
-    ``doctor --fix`` (:mod:`~..doctor.check_leftovers`).
-
-    A temp file (``.NAME.<hex>.tmp``) holds only what such a write would have written, never a byte
-    the file had: removed at once as bytes the history holds (the new version a write stores before
-    its swap, an import's staged file), else once ten minutes old (another tool's temp file by that
-    name is that old at least). A swap file (``.NAME.<hex>.swp``, see :func:`_commit`) may hold the version an exchange
-    took off the file: removed once its bytes are in the history, after recording them there as an
-    outside edit when they are not (a write killed between its exchange and the check of what it
-    displaced), and only as those bytes while no other program holds it open
-    (:func:`~..fsutil.move.remove_if_holds`); one too big for the history stays."""
-    prefix = f"{temp_stem(resolved.name)}."
-    try:
-        # Only the names of this file's leftovers looked at in Python: a daily-notes folder of
-        # 30,000 entries cost a write 34 ms parsing each name (the listing itself is the kernel's).
-        entries = [entry for entry in os.listdir(folder.fd) if entry.startswith(prefix)]
-    except OSError:
-        return
-    for entry in entries:
-        kind = leftover_kind(entry, resolved.name)
-        if kind is None:
-            continue
-        try:
-            if kind == "tmp":
-                st = folder.lstat(entry)
-                if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S:
-                    folder.unlink(entry)
-                elif (version := stored_version(store, folder, entry)) is not None:
-                    remove_if_holds(folder.fd, entry, version)
-            elif (version := _in_history_now(store, resolved, folder, entry)) is not None:
-                # Only as those bytes, and not while a program holds it open (it would write to an unlinked file).
-                remove_if_holds(folder.fd, entry, version)
-        except (OSError, MemoryToolError):
-            continue
-
-
-def stored_version(store: HistoryStore, folder: Folder, name: str) -> str | None:
-    """The version of the regular file ``name`` in ``folder`` when the history holds its bytes; else None."""
-    fd, _ = folder.open_regular(name)
-    try:
-        found = snapshot_fd(fd)
-    finally:
-        os.close(fd)
-    return found.version if store.objects.has(found.version) else None
-
-
-def _in_history_now(store: HistoryStore, resolved: ResolvedPath, folder: Folder, name: str) -> str | None:
-    """The version of the file ``name`` in ``folder`` when the history holds its bytes (recorded here
-    if need be); None when it cannot."""
-    fd, _ = folder.open_regular(name)
-    try:
-        found = snapshot_fd(fd)
-        if store.objects.has(found.version):
-            return found.version
-        if not store.objects.fits(found.size):
-            return None
-        with store.lock():
-            store.observe(resolved.abs_path, resolved.display, found, fd=fd)
-        return found.version if store.objects.has(found.version) else None
-    finally:
-        os.close(fd)
-
-
-def check_write(store, resolved, current: FileVersion | None, records: ReadRecords, expected: str | None,
-                daily_append: bool, latest_before: Entry | None, fd: int | None, *, replacing: bool = False,
-                budget: int | None = None) -> None:
-    """Refuse a write (a move, a removal) ``records``' reader may not make to ``resolved``, which holds
-    ``current``: WriteBlocked naming why. ``expected`` (``expect``) must name the version the reader
-    last read, unless the running code read it itself (:func:`read_here`); ``replacing``: the whole
-    content is replaced, which needs a read of every line (``budget``: the reader's default
-    ``max_chars``, which a refusal names a larger one than when the first line unread is longer)."""
-    shown = resolved.display
-    if expected is not None and any(version.startswith(expected) for version in _READ_HERE.get()):
-        if current is None:
-            raise WriteBlocked.because(f"{shown} does not exist, so it is not at version {expected}.", path=shown)
-        if not current.version.startswith(expected):
-            raise WriteBlocked.because(f"{shown} changed after it was read (read {expected}, now {short(current.version)}).",
-                                       path=shown)
-        return
-    seen, agent, session = records.get(resolved.abs_path), records.agent, records.session
-    who = {"path": shown, "agent": agent, "session": session}
-    if expected is not None and (seen is None or not seen.version.startswith(expected)):
-        # A version learnt anywhere but from a read (a refusal, `history`, another session) is no
-        # read: the guard would let a write replace what the reader never saw.
-        if current is None:
-            raise WriteBlocked.because(f"{shown} does not exist, so it is not at version {expected}.", path=shown)
-        if seen is not None and seen.version == current.version:
-            raise WriteBlocked.because(f"{shown} is at the version {{reader}} read ({short(seen.version)}), not {expected}",
-                                       step="expect_read", **who)
-        raise WriteBlocked.because(f"{shown} is at a version {{reader}} has not read", step="read_first", **who)
-    if current is None or fd is None:  # open_current gives both or neither
-        if seen is not None:
-            raise WriteBlocked.because(f"{shown} was deleted since {{reader}} read it.", **who)
-        return
-    if daily_append and expected is None:
-        base = seen if seen is not None else latest_before
-        if base is None:
-            raise WriteBlocked.because(f"{{reader}} has not read {shown}", step="read_first_append", **who)
-        if not _has_prefix(fd, current, base.version, base.size):
-            raise WriteBlocked.because(
-                f"{shown} shrank or was rewritten since {{reader}} last saw it "
-                f"(version {short(base.version)} is no longer the start of the file).", **who,
-            )
-        return
-    if seen is None:
-        raise WriteBlocked.because(f"{shown} exists and {{reader}} has not read it", step="read_first", **who)
-    if seen.version != current.version:
-        raise WriteBlocked.because(
-            f"{shown} changed since {{reader}} last read it (read {short(seen.version)}, now {short(current.version)}).", **who,
-        )
-    if replacing and seen.seen_from is not None:
-        problem, rest = _unread_lines(shown, seen.seen_from, seen.seen_to, _line_count(fd, current.size))
-        chars = _line_chars(fd, current.size, rest)
-        raise WriteBlocked.because(problem, step="read_rest", rest=f"{rest}:{chars}" if budget is not None and chars > budget
-                                   else str(rest), **who)
-    if replacing and (bad := text_faults_of(fd)[0]) is not None:
-        # Every read shows such bytes as U+FFFD: content made from a read (text + a new line) wrote
-        # U+FFFD over each of them, bytes the reader never saw (only the history kept them).
-        raise WriteBlocked.because(
-            f"{shown} holds bytes that are not valid UTF-8 (first invalid byte at offset {bad}), which reads show as "
-            "U+FFFD, so {reader} has not read them, and the new content would replace them", step="not_utf8", **who,
-        )
-
-
-def _seen_after_append(records: ReadRecords, resolved: ResolvedPath, current: FileVersion | None, fd: int | None) -> Window:
-    """The lines of the file before an append that the writer has seen (what it appended it wrote):
-    what its record says of the version appended to; of an older version the file grew from (a
-    daily note), at most that version's lines; with no read at all, none (a later replace of it needs
-    a read of them)."""
-    if current is None or fd is None:
-        return None  # created: the writer wrote every line
-    seen = records.get(resolved.abs_path)
-    if seen is not None and seen.version == current.version:
-        return seen.window
-    if seen is None:
-        return 1, 0
-    lines = _line_count(fd, seen.size)  # the file grew from the version read: its start is that version
-    # (seen_to None: every line read; 0: none, as an unread append records)
-    return seen.seen_from or 1, min(lines if seen.seen_to is None else seen.seen_to, lines)
-
-
-def _unread_lines(shown: str, first: int, last: int | None, total: int) -> tuple[str, int]:
-    """What a window read left unread, and the line where the rest starts (the refusal's step names
-    the read of it in its front-end's words: ``from=N``, ``--from N``)."""
-    last = total if last is None else min(last, total)
-    seen = (f"none of the {total} lines" if last < first else f"line {first} of the {total} lines" if last == first
-            else f"lines {first}-{last} of the {total} lines")
-    rest = 1 if first > 1 else last + 1
-    return f"{{reader}} read {seen} of {shown}, so replacing its content would drop lines it has not read: read the rest", rest
-
-
-def _line_chars(fd: int, size: int, number: int) -> int:
-    """The length of line ``number`` in UTF-16 code units, as ``read`` counts it against its budget
-    (a line cut short by a read's budget is shown whole by a budget of its length)."""
-    from ..files.window import LineLength, nth_newline
-
-    line, skip, offset = LineLength(), number - 1, 0
-    while offset < size and not line.ended:
-        block = os.pread(fd, min(1 << 20, size - offset), offset)
-        if not block:
-            break
-        offset += len(block)
-        pos = 0
-        if skip:
-            found = block.count(b"\n")
-            if found < skip:
-                skip -= found
-                continue
-            pos, skip = nth_newline(block, 0, skip) + 1, 0
-        line.feed(block, pos)
-    return line.end()
-
-
-def _line_count(fd: int, size: int) -> int:
-    """Lines as ``read`` numbers them: a last line without its newline counts."""
-    count, offset, last = 0, 0, b"\n"
-    while offset < size:
-        block = os.pread(fd, min(1 << 20, size - offset), offset)
-        if not block:
-            break
-        count += block.count(b"\n")
-        offset, last = offset + len(block), block[-1:]
-    return count + (last != b"\n")
-
-
-@contextlib.contextmanager
-def read_here(version: str | None):
-    """Around a write whose ``expect`` the running code read from the file itself (a link rewrite, a
-    rollback's step), with no read by the agent's session behind it: the compare-and-swap alone.
-    None: nothing to vouch for (a file found missing)."""
-    token = _READ_HERE.set(_READ_HERE.get() | ({version} if version is not None else set()))
-    try:
-        yield
-    finally:
-        _READ_HERE.reset(token)
-
-
-# The versions :func:`read_here` vouches for, in this thread's current call.
-_READ_HERE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("read_here", default=frozenset())
-
-
-def _has_prefix(fd: int, current: FileVersion, version: str, size: int) -> bool:
-    if size > current.size:
-        return False
-    digest = xxhash.xxh3_128()
-    offset = 0
-    while offset < size:
-        block = os.pread(fd, min(1 << 20, size - offset), offset)
-        if not block:
-            return False
-        digest.update(block)
-        offset += len(block)
-    return digest.hexdigest() == version
-
-
-def _appended(fd: int | None, current: FileVersion | None, added: bytes) -> bytes:
-    """What an append adds at the end of the file: ``added`` on its own line(s), ended by a line
-    break, in the note's own line ending (the file's last one, :func:`_last_line_ending`: CRLF in a
-    note whose last line ends so, a lone CR in a CR-only note, its text's own line breaks too), after
-    one when the file does not end with a line break."""
-    if fd is None or current is None or current.size == 0:
-        return added + (b"" if added.endswith(b"\n") else b"\n")
-    ending = _last_line_ending(fd, current.size)
-    if ending == b"\r\n":
-        added = _LONE_LF.sub(b"\r\n", added)
-    elif ending == b"\r":
-        added = _LF_BREAK.sub(b"\r", added)
-    separator = b"" if os.pread(fd, 1, current.size - 1) in (b"\n", b"\r") else ending
-    return separator + added + (b"" if added.endswith(ending[-1:]) else ending)
-
-
-_LONE_LF = re.compile(rb"(?<!\r)\n")
-_LF_BREAK = re.compile(rb"\r?\n")
-
-
-def _last_line_ending(fd: int, size: int) -> bytes:
-    """The kind of the file's last line break: ``\r\n``, ``\n`` or a lone ``\r`` (a CR-only note,
-    as classic Mac OS saved it); ``\n`` for a file with none."""
-    end = size
-    while end > 0:
-        start = max(0, end - (1 << 16))
-        block = os.pread(fd, end - start, start)
-        at = max(block.rfind(b"\n"), block.rfind(b"\r"))
-        if at >= 0:
-            if block[at:at + 1] == b"\r":  # the last break: no LF after it, so a lone CR
-                return b"\r"
-            return b"\r\n" if start + at > 0 and os.pread(fd, 1, start + at - 1) == b"\r" else b"\n"
-        end = start
-    return b"\n"
 
 
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
@@ -933,4 +405,3 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
             f"'{records.agent}''s record of it could not be saved ({why}): read it before the next write"
         )
     return replace(result, warnings=tuple(notes)) if notes else result
-

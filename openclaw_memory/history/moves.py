@@ -2,7 +2,7 @@
 
 Both run under the workspace's write lock, on paths resolved as ``write`` resolves them (one
 folder at a time from the allowed root's descriptor), after the guard's check of what this
-session read (:func:`~.guard.check_write`, the same rules and hints as a replacing write).
+session read (:func:`~.stale.check_write`, the same rules and hints as a replacing write).
 
 A move: the file's bytes are stored in the history first; the intent is committed
 (:mod:`.fileops`); ``mv --force`` archives the file it replaces as ``rm`` does; the rename
@@ -50,6 +50,7 @@ from ..fsutil.move import (
 )
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from ..wire import key
+from .failures import FailedAt, HistoryFailed, in_history, translated, where_written
 from .fileops import (
     IMPORT_OP,
     LINKS_STEP,
@@ -62,17 +63,9 @@ from .fileops import (
     read_intent,
     write_intent,
 )
-from .guard import (
-    FailedAt,
-    HistoryFailed,
-    IndexUpdate,
-    check_write,
-    in_history,
-    refuse_dream_twin,
-    translated,
-    where_written,
-)
+from .guard import IndexUpdate, refuse_dream_twin
 from .placing import kept_stat, make_folder, open_current, refuse_read_only, remove_made_folders, resolve_writable
+from .stale import check_write
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
 from .versions import EXTERNAL_EDIT, MOVE, REMOVE, FileMode, short

@@ -412,7 +412,7 @@ def check_prefix(prefix: str, name: str | None = None) -> str:
         where = " (a prefix of the xxh3_128 hash shown by `state --json` or `history`)"
         if name is None:
             raise UsageError(f"a version is {MIN_PREFIX} to 32 hexadecimal characters{where}, not {shown(prefix)}")
-        # An expect names a version this session read (guard.check_write), never one seen elsewhere.
+        # An expect names a version this session read (stale.check_write), never one seen elsewhere.
         raise BadValue(name, problem, hint=" (the version `read --json` gives, or a prefix of it)",
                        hint_tools=" (the version memory_get gives, or a prefix of it)")
     return wanted

@@ -27,10 +27,11 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     it made and, for the default key, the session has not gone on since (:func:`_went_on_since`),
     when that write put it there; where it never did (killed before its exchange) and someone else
     made the same bytes, nothing is written and the answer says so, claiming nothing
-    (:func:`~.guard.finish_replayed`); a key the session reuses for another write is refused."""
+    (:func:`~.replay.finish_replayed`); a key the session reuses for another write is refused."""
     from ..files.read import refuse_unnamable
-    from .guard import finish_replayed, still_holds, write_memory_file
+    from .guard import write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
+    from .replay import finish_replayed, still_holds
     from .store import FileVersion, HistoryStore
 
     refuse_unnamable(path)  # before the key is made of it, and of the tool:

@@ -28,8 +28,8 @@ import xxhash
 
 from ..errors import MemoryToolError
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
-from ..history.guard import read_here
 from ..history.moves import LinkLeft
+from ..history.stale import read_here
 from ..history.store import HistoryStore
 from ..history.writes import write
 from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, links_in, markdown_destination

@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 
 from .. import faults
 from ..errors import MemoryToolError, PathRefused, WriteBlocked, finished_first
-from ..history.guard import IndexUpdate, read_here, restore_file_version
+from ..history.guard import IndexUpdate, restore_file_version
 from ..history.moves import finish_pending, remove_memory_file
 from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
+from ..history.stale import read_here
 from ..history.states import ReadRecords
 from ..history.store import HistoryStore
 from ..history.versions import REMOVE, RESTORE

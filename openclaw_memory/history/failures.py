@@ -1,0 +1,68 @@
+"""The guarded file operations' failures, told apart by where they happened (the state dir, the
+workspace, a step that knows its place) and worded once for every writer: write, restore, mv, rm, import."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+
+from ..errors import DiskFull, PathRefused, disk_full, os_error
+from ..files.read import ResolvedPath, path_changed
+from ..fsutil.safeopen import FolderSwapped as _Swapped
+
+
+def translated(store, resolved: ResolvedPath, done: str, operation):
+    """Run a write step, turning the OS failures a user can meet into typed errors.
+
+    Everything that can fail runs before the file is replaced (see :func:`.guard._commit`),
+    so each of these messages can truthfully say the file was not changed.
+    """
+    unchanged = f"nothing was {done}: {resolved.display} is unchanged"
+    try:
+        return operation()
+    except _Swapped as exc:
+        raise path_changed(resolved, exc, f"nothing was {done}") from None
+    except NotADirectoryError:
+        raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
+    except HistoryFailed as failed:
+        raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged) from None
+    except FailedAt as failed:  # named by the step that knew where (before the DiskFull below took it for the state dir's)
+        raise os_error(failed.error, failed.where, failed.outcome) from None
+    except DiskFull:
+        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged) from None
+    except OSError as exc:
+        raise os_error(exc, where_written(resolved), unchanged) from None
+
+
+def where_written(resolved: ResolvedPath) -> str:
+    """Where a failing step wrote, for its message: an extra path is named as one (a note of a shared
+    extra path another user owns read "cannot write in the workspace (/srv/shared)")."""
+    return f"{'the workspace' if resolved.in_workspace else 'the extra path'} ({os.path.dirname(resolved.abs_path)})"
+
+
+class FailedAt(Exception):
+    """An OS error of a step that knows where it happened and what it left (a move's destination)."""
+
+    def __init__(self, error: OSError, where: str, outcome: str):
+        super().__init__(error)
+        self.error, self.where, self.outcome = error, where, outcome
+
+
+class HistoryFailed(Exception):
+    """An OS error in the history (state dir), told apart from one in the workspace for the message."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+@contextlib.contextmanager
+def in_history():
+    """Around history steps: their OS errors become HistoryFailed (the state dir, not the workspace)."""
+    try:
+        yield
+    except _Swapped:
+        raise
+    except OSError as exc:
+        raise HistoryFailed(exc) from None
