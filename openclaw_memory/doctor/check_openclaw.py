@@ -128,11 +128,11 @@ def retired_qmd_findings(config: dict, where: str) -> list[str]:
 
 def check_retired_qmd(ctx: CheckContext) -> list[Finding]:
     from ..errors import ConfigError
-    from ..settings import _load_json5
+    from ..settings import load_json5
 
     path = ctx.settings.config_file  # OPENCLAW_CONFIG_PATH's, or the state dir's (it was always the latter)
     try:
-        config = _load_json5(path)
+        config = load_json5(path)
     except ConfigError:
         return []  # settings already refused to start with it; nothing more to say here
     messages = retired_qmd_findings(config, str(path))
@@ -161,11 +161,11 @@ def bare_multimodal(config: dict) -> list[str]:
 
 def check_bare_multimodal(ctx: CheckContext) -> list[Finding]:
     from ..errors import ConfigError
-    from ..settings import _load_json5
+    from ..settings import load_json5
 
     path = ctx.settings.config_file
     try:
-        found = bare_multimodal(_load_json5(path))
+        found = bare_multimodal(load_json5(path))
     except ConfigError:
         return []  # settings already refused to start with it
     if not found:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.prompt import build_prompt_section
-from openclaw_memory.settings import _startup_context
+from openclaw_memory.settings._openclaw import startup_context
 
 from .workspaces import build
 
@@ -18,7 +18,7 @@ NOW = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
 
 
 def ours(ws, *, max_chars=20_000, total=60_000, startup=None, tz=None, now=NOW):
-    cfg = _startup_context({"startupContext": startup or {}, **({"userTimezone": tz} if tz else {})})
+    cfg = startup_context({"startupContext": startup or {}, **({"userTimezone": tz} if tz else {})})
     return build_prompt_section(scan_memory_files(ws), now=now, file_cap=max_chars, total_cap=total, startup=cfg)
 
 

@@ -1,0 +1,217 @@
+"""The config files, read whole and parsed: openclaw.json as JSON5 (its ``$include``s too) and
+openclaw-memory.toml into the tree's tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, shown
+from ._places import tilde
+from ._tree import BAD, TOML_KEYS, TOML_TABLES, Check
+
+# Real config files are a few KB; every command reads both, whole, before anything else.
+MAX_CONFIG_BYTES = 16 << 20
+
+
+def _read_config(path: Path) -> bytes | None:
+    """The bytes of a config file; None when there is none.
+
+    Opened non-blocking and checked to be a regular file first: a FIFO (or a device)
+    named like the config must not hang every command. A symlink to a regular file
+    is fine here (dotfile managers make those); this is not a memory path. A file over
+    ``MAX_CONFIG_BYTES`` is refused having read no more than that.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"cannot read {path}: not a regular file (a FIFO, socket, device or folder)")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)  # never more, whatever the file's size says
+        if len(data) > MAX_CONFIG_BYTES:
+            size = max(os.fstat(fd).st_size, len(data))
+            shown = f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.1f} MiB"
+            raise ConfigError(f"cannot read {path}: it is {shown}; the limit is {MAX_CONFIG_BYTES >> 20} MiB "
+                              "(a config file is a few KB: is it the right file?)")
+        return data
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def load_json5(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """OpenClaw's openclaw.json at ``path`` ({} when there is none), its ``$include`` files in place and
+    its ``${NAME}`` references replaced from ``env`` (default: this process's), as OpenClaw reads it."""
+    from ..openclaw_json import expand
+
+    data = _json5_file(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: line 1: the top level must be an object")
+    try:
+        env = os.environ if env is None else env
+        return expand(data, path, env, _included, lambda root: tilde(root, env))
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
+
+
+def _included(path: Path) -> Any:
+    """A file an ``$include`` names, read and parsed as openclaw.json is; it must be there."""
+    data = _json5_file(path)
+    if data is None:
+        raise ConfigError(f"cannot read {path} (an $include of openclaw.json): no such file")
+    return data
+
+
+def _json5_file(path: Path) -> Any:
+    """The JSON5 value of the file at ``path``; None when there is no such file."""
+    raw = _read_config(path)
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read {path}: not UTF-8 ({exc})") from None
+    try:  # most files are plain JSON, which the C parser reads a thousand times faster than json5
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _parse_json5(text, path)
+
+
+def _parse_json5(text: str, path: Path) -> Any:
+    import json5
+
+    try:
+        return json5.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
+    except ValueError as exc:
+        if _blank_json5(text):  # json5 says "Empty strings are not legal JSON5" or "Unexpected end of input"
+            raise ConfigError(f"{path}: the file is empty, which is not valid JSON5 (OpenClaw refuses it too): "
+                              "an empty configuration is {}") from None
+        # json5 words its errors as "<string>:LINE message"; name the real file instead.
+        detail = re.sub(r"^<string>:(\d+)\s*", r"line \1: ", str(exc))
+        raise ConfigError(f"{path}: not valid JSON5: {detail}") from None
+
+
+def _blank_json5(text: str) -> bool:
+    """Whether ``text`` holds no JSON5 value at all, only white space, a BOM and comments: then an
+    object after it is the whole document (a text with a token of its own in it cannot take one)."""
+    import json5
+
+    try:
+        return json5.loads(text + "\n{}") == {}
+    except (ValueError, RecursionError):
+        return False
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    raw = _read_config(path)
+    if raw is None:
+        return {}
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))  # the BOM a Windows editor writes
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return data
+
+
+def _unknown(key: str, value: Any, known: list[str], tables: set[str], inside: str | None) -> str:
+    """``unknown key 'x'`` / ``unknown table [x]``, with the closest valid name (or the valid names)."""
+    import difflib
+
+    def name(k: str) -> str:
+        full = f"{inside}.{k}" if inside else k
+        return f"[{full}]" if k in tables else f"'{k}'"
+
+    full = f"{inside}.{key}" if inside else key
+    what = f"unknown table [{full}]" if isinstance(value, dict) else f"{f'[{inside}] ' if inside else ''}unknown key '{key}'"
+    close = difflib.get_close_matches(key, known, n=1)
+    if close:
+        return f"{what} (did you mean {name(close[0])}?)"
+    return f"{what} (known: {', '.join(name(k) for k in known)})"
+
+
+# Keys refused with a reason of their own rather than as unknown.
+_REFUSED = {
+    ("index.server", "api_key"): (
+        "is not read from the toml, so the key never sits in a shared file; "
+        "set OPENCLAW_MEMORY_QDRANT_API_KEY or name a file holding it with api_key_file"
+    ),
+}
+
+
+def _table_values(cls: type, raw: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
+    """The keys of ``[name]`` as ``cls`` keeps them; an unknown key or a wrong value is a ConfigError."""
+    known = {f.name: f for f in fields(cls) if "toml" in f.metadata or "table" in f.metadata}
+    tables = {k for k, f in known.items() if "table" in f.metadata}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        f = known.get(key)
+        if f is None:
+            if (name, key) in _REFUSED:
+                raise ConfigError(f"{path}: [{name}] {key} {_REFUSED[name, key]}")
+            raise ConfigError(f"{path}: {_unknown(key, value, list(known), tables, name)}")
+        if "table" in f.metadata:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [{name}] {key} must be a table ([{name}.{key}] with keys under it), not {shown(value)}")
+            sub = f.metadata["table"]
+            values[key] = sub(**_table_values(sub, value, f"{name}.{key}", path))
+            continue
+        check: Check = f.metadata["toml"]
+        kept = check.convert(value)
+        if kept is BAD:
+            raise ConfigError(f"{path}: [{name}] {key} must be {check.words}, not {shown(value)}")
+        values[key] = kept
+    return values
+
+
+def toml_tables(data: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
+    """Check every key of openclaw-memory.toml; the values of each table as its dataclass keeps them
+    (only the keys the file sets: defaults that come from openclaw.json are filled in by the caller)."""
+    words = {
+        "workspace": "a string (a folder path)",
+        "multimodal": "true or false",
+        "extra_paths": "a list of strings (folder or file paths) or {path, pattern} tables",
+    }
+    for key, value in data.items():
+        if key in TOML_TABLES:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: {key} must be a table ([{key}] with keys under it), not {shown(value)}")
+        elif key in words:
+            good = (
+                isinstance(value, str) if key == "workspace"
+                else isinstance(value, bool) if key == "multimodal"
+                else isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value)
+            )
+            if not good:
+                raise ConfigError(f"{path}: {key} must be {words[key]}, not {shown(value)}")
+        else:
+            raise ConfigError(f"{path}: {_unknown(key, value, [*TOML_KEYS, *TOML_TABLES], set(TOML_TABLES), None)}")
+    for item in data.get("extra_paths") or ():
+        unknown = sorted(set(item) - {"path", "pattern"}) if isinstance(item, dict) else []
+        if unknown:
+            raise ConfigError(f"{path}: extra_paths: unknown key '{unknown[0]}' in {shown(item)} (an entry is {{path, pattern}})")
+    tables = {name: _table_values(cls, data.get(name, {}), name, path) for name, cls in TOML_TABLES.items()}
+    budget, overlap = tables["index"].get("chunk_tokens"), tables["index"].get("overlap_tokens")
+    if budget is not None and overlap is not None and overlap > budget // 2:
+        raise ConfigError(f"{path}: [index] overlap_tokens must be at most half of chunk_tokens ({budget // 2}), not {overlap}")
+    return tables

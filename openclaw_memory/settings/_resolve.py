@@ -1,0 +1,373 @@
+"""Settings resolved once: flags > environment > config files > defaults. Extra memory paths from
+every source add up into one de-duplicated list; scalars follow the precedence."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
+from ..files.jstext import js_trim
+from ..files.paths import PATH_MAX, ExtraPath
+from ..fsutil.atomic import NAME_MAX
+from ..openclaw_dotenv import set_in, where_set, with_dotenv
+from ._files import load_json5, load_toml, toml_tables
+from ._ids import DEFAULT_AGENT, OPENCLAW_ID, agent_id, check_session, openclaw_agent_id
+from ._openclaw import (
+    agent_entry,
+    extra_list,
+    js_int,
+    js_positive,
+    json_object,
+    max_results_setting,
+    multimodal_setting,
+    own_sources,
+    read_roster,
+    search_key,
+    shared_sources,
+    startup_context,
+    switch_env,
+)
+from ._places import (
+    default_model_cache,
+    default_state_dir,
+    env_value,
+    expand,
+    openclaw_config_path,
+    openclaw_env,
+    openclaw_home,
+    path_text,
+    tilde,
+)
+from ._tree import (
+    TOML_NAME,
+    HistorySettings,
+    IndexSettings,
+    Overrides,
+    PromptLimits,
+    ReadLimits,
+    SearchSettings,
+    ServiceSettings,
+    Settings,
+    WatchdogSettings,
+)
+
+
+def _text(value: Any, where: str) -> str | None:
+    """A configured workspace; None where it is not set, as OpenClaw trims it (a blank one named
+    the current folder)."""
+    if value is None or isinstance(value, str):
+        return None if value is None or not js_trim(value) else path_text(value, where)
+    raise ConfigError(f"{where} must be a string (a folder path), not {value!r:.60}")
+
+
+def command_line(settings: Settings, *, in_force: bool = False) -> str:
+    """``openclaw-memory`` and the settings flags its command line was given, quoted for a shell: a
+    command a hint names (read it first, build the index) acts on the same workspace, agent and
+    session as the command that printed it (without them, on $OPENCLAW_WORKSPACE's or main's).
+
+    ``in_force``: the workspace, state dir and agent in force however they were chosen (the MCP
+    server's: its settings may come from the environment its host gave it, which the model's shell
+    does not have), with the flags given besides."""
+    import shlex
+
+    flags = settings.command_flags
+    if in_force:
+        rest: list[str] = []
+        i = 0
+        while i < len(flags):  # the given ones besides, in their order (each takes a value but --[no-]multimodal)
+            width = 1 if flags[i] in ("--multimodal", "--no-multimodal") else 2
+            if flags[i] not in ("-w", "--state-dir", "--agent"):
+                rest += flags[i:i + width]
+            i += width
+        if settings.qdrant_url and "--qdrant-url" not in rest:
+            rest += ["--qdrant-url", settings.qdrant_url]
+        flags = ("-w", str(settings.workspace), "--state-dir", str(settings.state_dir), "--agent", settings.agent, *rest)
+    return " ".join(["openclaw-memory", *map(shlex.quote, flags)])
+
+
+def _command_flags(given: Overrides, settings: Settings) -> tuple[str, ...]:
+    """The flags of ``given`` with their values in force (a workspace as resolved, an agent id as
+    normalized): the same memory from any folder."""
+    flags: list[str] = []
+    for name, flag, value in (("workspace", "-w", str(settings.workspace)), ("state_dir", "--state-dir", str(settings.state_dir)),
+                              ("agent", "--agent", settings.agent), ("qdrant_url", "--qdrant-url", settings.qdrant_url),
+                              ("session", "--session", settings.session)):
+        if getattr(given, name) is not None and value is not None:
+            flags += [flag, value]
+    for extra in given.extra:  # (as given: a relative one is relative to the workspace, not the current folder)
+        flags += ["--extra", extra]
+    if given.multimodal is not None:
+        flags.append("--multimodal" if given.multimodal else "--no-multimodal")
+    return tuple(flags)
+
+
+def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settings:
+    """Resolve settings from flags, the environment, config files and defaults."""
+    o = overrides or Overrides()
+    env = os.environ if environ is None else environ
+    # A folder or agent given empty (`-w "$WS"` with WS unset) is refused: taken as not given, a
+    # script's write went to $OPENCLAW_WORKSPACE or OpenClaw's default workspace, another agent's
+    # memory, or was made as main.
+    for value, what, instead in ((o.workspace, "workspace given with -w/--workspace", "$OPENCLAW_WORKSPACE or OpenClaw's default"),
+                                 (o.state_dir, "state dir given with --state-dir", "$OPENCLAW_STATE_DIR or ~/.openclaw"),
+                                 (o.agent, "agent given with --agent", "main"),
+                                 (o.session, "session given with --session", "the command line's own read records"),
+                                 (o.qdrant_url, "Qdrant server given with --qdrant-url", "the embedded engine")):
+        if value is not None and not value.strip():
+            raise UsageError(f"the {what} is empty; give one (an empty value does not mean {instead})")
+    if any(not extra.strip() for extra in o.extra):  # (`--extra "$NOTES"`, NOTES unset: dropped without a word)
+        raise UsageError("the extra path given with --extra is empty; give one (an empty value adds no path)")
+
+    given = o.state_dir or openclaw_env("OPENCLAW_STATE_DIR", env)
+    _fits("state dir", given, StateDirError)
+    # OpenClaw's environment is this one plus its own .env files (the state dir's may name another).
+    try:
+        home: str | None = openclaw_home(env)
+    except StateDirError:  # none to tell: a state dir given is still read; one that is not fails below
+        home = None
+    if given or home is not None:
+        env = with_dotenv(env, expand(given, env) if given else str(default_state_dir(env)),
+                          bool(o.state_dir) or "OPENCLAW_STATE_DIR" in env, home)
+        given = o.state_dir or openclaw_env("OPENCLAW_STATE_DIR", env)
+    # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
+    state_dir = Path(os.path.realpath(expand(given, env) if given else default_state_dir(env)))
+    _fits("state dir", str(state_dir), StateDirError)
+    agent = agent_id(o.agent or DEFAULT_AGENT)
+
+    if os.path.lexists(state_dir) and not state_dir.is_dir():
+        # (named where a .env file set it: the user's shell has no such variable to look at)
+        told = f" ({where_set('OPENCLAW_STATE_DIR', env)})" if not o.state_dir and set_in("OPENCLAW_STATE_DIR", env) else ""
+        raise StateDirError(f"the state dir {state_dir}{told} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
+    json_path = openclaw_config_path(state_dir, bool(given), env)
+    openclaw = load_json5(json_path, env)
+    toml_path = state_dir / TOML_NAME
+    toml = load_toml(toml_path)
+    tables = toml_tables(toml, toml_path)  # every key checked here, once
+
+    defaults = json_object(json_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), f"{json_path}: agents.defaults")
+    entry, entry_at = agent_entry(openclaw, agent, str(json_path))
+    shared_search = shared_sources(openclaw, f"{json_path}: ")
+    own_search = own_sources(entry, entry_at, f"{json_path}: ")
+
+    # The first source that names a workspace, and where it came from (said when it is wrong).
+    # Never the current folder: with nothing configured it is OpenClaw's default, as OpenClaw
+    # resolves it (a `write` from any folder went to that folder; `--state-dir` elsewhere made the
+    # current folder the workspace without a word).
+    shared = _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
+    workspace_raw, workspace_source = next((value, where) for value, where in itertools.chain((
+        (o.workspace, "given with --workspace"),
+        (openclaw_env("OPENCLAW_WORKSPACE", env), where_set("OPENCLAW_WORKSPACE", env)),
+        (_text(toml.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
+        (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
+         f"from {json_path}: {entry_at}.workspace"),
+    ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env, bool(given))
+    ) if value)  # (the last only when needed)
+
+    extras: list = []
+    for level in (shared_search, own_search):  # the shared ones, then the agent's (an agent's list adds to them, as in OpenClaw)
+        value, at = search_key(level, "extraPaths")
+        extras += extra_list(value, at)
+    extras += extra_list(toml.get("extra_paths"), f"{toml_path}: extra_paths")
+    env_extra = env_value("OPENCLAW_MEMORY_EXTRA_PATHS", env)
+    if env_extra:
+        extras += env_extra.split(os.pathsep)
+    extras += list(o.extra)
+    workspace = resolve_workspace(str(workspace_raw), workspace_source, env)  # after the checks of the files' paths: those name their key
+
+    multimodal = o.multimodal
+    if multimodal is None:
+        multimodal = switch_env("OPENCLAW_MEMORY_MULTIMODAL", env)
+    if multimodal is None and isinstance(toml.get("multimodal"), bool):
+        multimodal = toml["multimodal"]
+    enabled, modalities = multimodal_setting(own_search, shared_search)
+    if multimodal is None:
+        multimodal = enabled
+    max_results = max_results_setting(own_search, shared_search)
+
+    read_table, prompt_table = tables["read"], tables["prompt"]
+    # An agent's own contextLimits object replaces the defaults' whole (OpenClaw's rule).
+    limits = entry.get("contextLimits") if isinstance(entry.get("contextLimits"), dict) else defaults.get("contextLimits")
+    limits = limits if isinstance(limits, dict) else {}
+    read = ReadLimits(
+        default_lines=read_table.get("default_lines", ReadLimits.default_lines),
+        max_chars=read_table.get("max_chars", js_int(limits.get("memoryGetMaxChars"), ReadLimits.max_chars)),
+    )
+
+    def bootstrap(key: str, default: int) -> int:
+        value = entry.get(key) if entry.get(key) is not None else defaults.get(key)
+        return js_positive(value, default)
+
+    prompt = PromptLimits(
+        file_chars=prompt_table.get("file_chars", bootstrap("bootstrapMaxChars", PromptLimits.file_chars)),
+        total_chars=prompt_table.get("total_chars", bootstrap("bootstrapTotalMaxChars", PromptLimits.total_chars)),
+        startup=startup_context(defaults),
+    )
+    hybrid: dict[str, Any] = {}
+    (_top, _), (defaults_search, _), (legacy_search, _) = shared_search
+    _current, (entry_search, _) = own_search
+    for source in (legacy_search, defaults_search, entry_search):  # the older spellings, as read before
+        table = ((source.get("query") or {}) if isinstance(source.get("query"), dict) else {}).get("hybrid")
+        if isinstance(table, dict):
+            for key, value in table.items():
+                hybrid[key] = {**hybrid[key], **value} if isinstance(value, dict) and isinstance(hybrid.get(key), dict) else value
+    resolved = Settings(
+        workspace=workspace,
+        agent=agent,
+        state_dir=state_dir,
+        openclaw_json=json_path,
+        extra_paths=tuple(normalize_extra_paths(extras, workspace)),
+        multimodal=bool(multimodal and modalities),  # no media kind left: off, as OpenClaw has it
+        modalities=modalities,
+        max_results=max_results,
+        read=read,
+        prompt=prompt,
+        index=IndexSettings(**tables["index"], configured=bool(toml.get("index"))),
+        search=SearchSettings(**tables["search"]),
+        history=HistorySettings(**tables["history"]),
+        watchdog=WatchdogSettings(**tables["watchdog"]),
+        service=ServiceSettings(**tables["service"]),
+        qdrant_url=(o.qdrant_url or env_value("OPENCLAW_MEMORY_QDRANT_URL", env) or "").strip() or None,
+        session=check_session(o.session or None),
+        openclaw_hybrid=hybrid,
+        model_cache=default_model_cache(env, state_dir),
+        embedding_backend=(env_value("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env) or "").strip() or None,
+    )
+    return replace(resolved, command_flags=_command_flags(o, resolved))
+
+
+def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None, state_dir: Path, json_path: Path,
+                        env, state_dir_given: bool) -> Iterator[tuple[str | None, str]]:
+    """The workspace OpenClaw gives an agent that has none of its own (its resolveAgentWorkspaceDir),
+    with where it came from: ``agents.defaults.workspace`` (``shared``) is the workspace of the agent
+    that owns it and holds a folder named after each other agent; with none configured, the owner's
+    is ``OPENCLAW_WORKSPACE_DIR``, else ``<state dir>/workspace`` (``~/.openclaw-<profile>/workspace``
+    with ``OPENCLAW_PROFILE`` and no state dir given), another's ``<state dir>/workspace-<agent>``."""
+    agent = openclaw_agent_id(agent)  # as OpenClaw names the agent's folders
+    owner = agent == _workspace_owner(openclaw, str(json_path))
+    if shared:
+        where = f"from {json_path}: agents.defaults.workspace"
+        yield (shared, where) if owner else (os.path.join(expand(shared, env), agent), f"{where}, agent {agent}'s folder in it")
+        return
+    if owner:
+        yield openclaw_env("OPENCLAW_WORKSPACE_DIR", env), where_set("OPENCLAW_WORKSPACE_DIR", env)
+        profile = openclaw_env("OPENCLAW_PROFILE", env) or ""
+        if profile and profile.lower() != "default" and not state_dir_given:
+            in_file = set_in("OPENCLAW_PROFILE", env)
+            if not re.fullmatch(OPENCLAW_ID, profile):
+                raise ConfigError(f"OPENCLAW_PROFILE {shown(profile)}{in_file} is not a profile name (letters, digits, "
+                                  "'_' and '-', at most 64, as OpenClaw's --profile takes them)")
+            yield (os.path.join(openclaw_home(env), f".openclaw-{profile}", "workspace"),
+                   f"OpenClaw's default for OPENCLAW_PROFILE={profile}{in_file}, as no workspace is configured for agent "
+                   f"{agent} in {json_path}")
+    unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
+    try:
+        usual = openclaw_config_path(default_state_dir(env), False, env)  # the one OpenClaw reads, clawdbot.json included
+        moved = not json_path.exists() and usual != json_path and usual.is_file()  # `--state-dir` moved the config with it
+    except (OSError, StateDirError):  # (a home folder this user may not enter, or none at all)
+        moved = False
+    if moved:
+        unset += f", which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})"
+    # The owner's is in ~/.openclaw whatever state dir a ~/.clawdbot gave (OpenClaw's resolveDefaultAgentWorkspaceDir).
+    home_state = state_dir if state_dir_given else Path(openclaw_home(env)) / ".openclaw"
+    yield str(home_state / "workspace" if owner else state_dir / f"workspace-{agent}"), unset
+
+
+def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
+    """The agent ``agents.defaults.workspace`` belongs to, as OpenClaw decides (its
+    ``tryResolveDefaultAgentId``): the one agent marked ``default`` (none when two are, or when
+    ``agents.ownership`` is ``explicit``), else the only one configured, else ``main`` when no agents
+    are configured."""
+    configured, roster = read_roster(openclaw, where)
+    agents = openclaw.get("agents") or {}
+    explicit = agents.get("ownership") == "explicit"
+    listed = not isinstance(agents.get("entries"), dict)  # the roster is the older agents.list (see read_roster)
+    if not configured or (not roster and listed and not explicit):
+        return DEFAULT_AGENT  # an empty agents.list: the fix makes it entries.main
+    marked = [key for key, _at, entry in roster if entry.get("default") is True]
+    if len(marked) == 1 and not explicit:
+        return marked[0]
+    if (len(roster) > 1 and listed and "ownership" not in agents
+            and all(entry.get("default", False) is False for _key, _at, entry in roster)):
+        return roster[0][0]  # the older agents.list, no marker: the fix pins the shared workspace on its first entry
+    return roster[0][0] if len(roster) == 1 else None
+
+
+def _fits(what: str, path: str | None, error: type[UsageError]) -> None:
+    """Refuse a path no system call takes (`-w "$NOTE"` holding a note by mistake): in one short line,
+    not echoed whole (100,000 characters came back), nor an OSError worded at exit 1."""
+    size = _bytes(path) if path else 0
+    if size >= PATH_MAX:
+        raise error(f"the {what} path is longer than the system allows ({size:,} bytes; at most {PATH_MAX - 1:,}): "
+                    f"{shown(path, 60)}")
+    longest = max((_bytes(part) for part in (path or "").split(os.sep)), default=0)
+    if longest > NAME_MAX:  # (one folder name of 4,085 bytes was an OSError of exit 1, the path echoed whole)
+        raise error(f"the {what} path holds a name longer than the system allows ({longest:,} bytes; at most "
+                    f"{NAME_MAX}): {shown(path, 60)}")
+
+
+def _bytes(name: str) -> int:
+    """How many bytes the system gets for ``name``: a byte of a name that is not UTF-8 (from argv,
+    surrogate-escaped) is one byte, not the three of its escape's UTF-8; a lone surrogate no file
+    name can hold (JSON's ``\\ud800``) counts as UTF-8 would write it."""
+    try:
+        return len(os.fsencode(name))
+    except UnicodeEncodeError:
+        return len(name.encode("utf-8", "surrogatepass"))
+
+
+def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The workspace's real path (a ``~`` in ``raw``: OpenClaw's home, from ``env``); refused
+    (WorkspaceError, naming ``source``: where the path was given or configured) when it is missing,
+    not a folder or not readable."""
+    _fits("workspace", raw, WorkspaceError)
+    path = Path(expand(raw, env))
+    given = f" ({source})" if source else ""
+    try:
+        # os.path.realpath, not Path.resolve: on a symlink loop Python 3.11's resolve raises
+        # RuntimeError (a traceback), realpath the OSError worded below (ELOOP).
+        real = Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        raise WorkspaceError(f"workspace not found: {path}{given}{_settings_hint(source)}") from None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot open workspace {path}: {exc.strerror}{given}") from None
+    if not real.is_dir():
+        raise WorkspaceError(f"workspace is not a folder: {path}{given} (give the folder that holds MEMORY.md)")
+    if not os.access(real, os.R_OK | os.X_OK):
+        raise WorkspaceError(f"workspace is not readable: {real}{given} (permission denied)")
+    return real
+
+
+def _settings_hint(source: str | None) -> str:
+    if source is None or not source.startswith("OpenClaw's default"):
+        return ""
+    here = "; `-w .` for the current folder" if os.path.isfile("MEMORY.md") or os.path.isdir("memory") else ""
+    return f"; give one with -w/--workspace, OPENCLAW_WORKSPACE or agents.defaults.workspace in openclaw.json{here}"
+
+
+def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
+    """Trim, drop empties, expand ``~`` (the system's home, as OpenClaw does for these), resolve relative ones against the workspace, de-duplicate.
+
+    An item is a path or a ``(path, pattern)`` pair; the same folder with two patterns is
+    two entries (OpenClaw lists each in turn). Symlinks are not resolved here: the
+    scanner must still see (and report) a symlinked extra root.
+    """
+    seen: set[tuple[str, str]] = set()
+    result: list[ExtraPath] = []
+    for item in raw:
+        path, pattern = (item, "") if isinstance(item, str) else item
+        text = js_trim(path)
+        pattern = js_trim(pattern).replace("\\", "/")
+        if not text:
+            continue
+        expanded = tilde(text)  # OpenClaw's expandHomePath: the system's home, never OPENCLAW_HOME
+        absolute = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workspace, expanded))
+        if (absolute, pattern) not in seen:
+            seen.add((absolute, pattern))
+            result.append(ExtraPath(absolute, pattern or None))
+    return result
