@@ -148,6 +148,12 @@ def hints_run_as(program: str) -> None:
     _PROGRAM[0] = program
 
 
+def say(text: str) -> None:
+    """``text`` on stderr, as is (a notice, a progress or a start line), guarded as :func:`warn` is: a
+    reader gone away (``2>&1 | head -1``) loses the words, never the command's work."""
+    _said(sys.stderr, lambda: sys.stderr.write(text))
+
+
 def warn(message: str) -> None:
     _said(sys.stderr, lambda: sys.stderr.write(f"warning: {for_message(suggested(message, _PROGRAM[0]))}\n"))
 

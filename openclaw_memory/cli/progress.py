@@ -9,18 +9,43 @@ total that later grows.
 from __future__ import annotations
 
 import sys
+import time
+
+_clock = time.monotonic  # (the tests' clock)
+
+
+class _Rate:
+    """Chunks embedded per second, over the whole embedding: timed from the first report of a chunk
+    embedded (the model loaded, the first batch done) to now. It was timed from the end of the file
+    count, with every chunk embedded by then as its base: the last few chunks over the whole
+    write's seconds ("7.8 chunks/s" of a run at 290)."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.base = 0
+
+    def __call__(self, done: int) -> float | None:
+        now = _clock()
+        if self.start is None:
+            if done > 0:
+                self.start, self.base = now, done
+            return None
+        if done <= self.base or now <= self.start:
+            return None
+        return (done - self.base) / (now - self.start)
 
 
 def _chunk_rate_column():
-    """A rich column: chunks embedded per second (blank while files are read)."""
+    """A rich column: chunks embedded per second (blank while files are read), :class:`_Rate`'s."""
     from rich.progress import ProgressColumn
     from rich.text import Text
 
     class ChunkRate(ProgressColumn):
         def render(self, task):
-            if task.fields.get("phase") != "embed" or not task.speed:
+            rate = task.fields.get("rate")
+            if task.fields.get("phase") != "embed" or not rate:
                 return Text("")
-            return Text(f"{task.speed:.1f} chunks/s")
+            return Text(f"{rate:.1f} chunks/s")
 
     return ChunkRate()
 
@@ -35,7 +60,7 @@ def _counting(p) -> bool:
 
 def progress_reporter(stack):
     """A callback for sync progress: a rich bar on a terminal that can draw one, plain lines otherwise."""
-    from .output import draws
+    from .output import draws, silence
 
     if draws(sys.stderr):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -55,46 +80,63 @@ def progress_reporter(stack):
         )
         task = progress.add_task("reading files", total=None)
         phase = {"embed": False}
+        rate = _Rate()
 
         def report(p):
+            if off["lost"]:
+                return
+            try:
+                draw(p)
+            except OSError:  # the terminal went away (a closed pty): the bar stops, the index goes on
+                off["lost"] = True
+                silence(sys.stderr)
+
+        off = {"lost": False}
+
+        def draw(p):
             if p.phase == "model":
                 progress.update(task, total=None, description="loading model")
             elif p.chunks_total:
                 if not phase["embed"]:
                     phase["embed"] = True
                     progress.reset(task, total=None, phase="embed")
+                speed = rate(p.chunks_done)
                 if _counting(p):
-                    progress.update(task, total=None, completed=p.chunks_done,
+                    progress.update(task, total=None, completed=p.chunks_done, rate=speed,
                                     description=f"embedding (counting chunks: {p.files_done}/{p.files_total} files read)")
                 else:
-                    progress.update(task, total=p.chunks_total, completed=p.chunks_done,
+                    progress.update(task, total=p.chunks_total, completed=p.chunks_done, rate=speed,
                                     description=f"embedding ({p.files_total} files)")
             else:
                 progress.update(task, total=p.files_total, completed=p.files_done, description="reading files")
 
         return report
 
-    import time
-
-    last = {"line": "", "start": None, "base": 0, "at": 0.0, "done": False}
+    last = {"line": "", "at": 0.0, "done": False, "lost": False}
+    rate = _Rate()
 
     def plain(p):
+        if last["lost"]:
+            return
         if p.phase == "model":
             line = "loading model"
         elif p.chunks_total and _counting(p):
-            line = f"embedded {p.chunks_done} chunks so far; {p.files_done}/{p.files_total} files read (still counting chunks)"
+            speed = rate(p.chunks_done)
+            line = f"embedded {p.chunks_done} chunks so far" + (f" ({speed:.1f} chunks/s)" if speed else "") + (
+                f"; {p.files_done}/{p.files_total} files read (still counting chunks)")
         elif p.chunks_total:
-            if last["start"] is None:
-                last["start"], last["base"] = time.monotonic(), p.chunks_done
+            speed = rate(p.chunks_done)
             line = f"embedded {p.chunks_done}/{p.chunks_total} chunks of {p.files_total} files"
-            elapsed = time.monotonic() - last["start"]
-            if p.chunks_done > last["base"] and elapsed > 0:
-                rate = (p.chunks_done - last["base"]) / elapsed
-                line += f", {rate:.1f} chunks/s, ETA {(p.chunks_total - p.chunks_done) / rate:.0f} s"
+            if speed:
+                line += f", {speed:.1f} chunks/s"
+            if p.chunks_done >= p.chunks_total:  # what the seconds after it are spent on (no line came for them)
+                line += "; writing the index"
+            elif speed:
+                line += f", ETA {(p.chunks_total - p.chunks_done) / speed:.0f} s"
         else:
             line = f"read {p.files_done}/{p.files_total} files"
         done = p.chunks_total and not _counting(p) and p.chunks_done >= p.chunks_total
-        now = time.monotonic()
+        now = _clock()
         # A log, not a bar: a line every few seconds at most, and the last one of each part of the run,
         # once (the embedding's last batch and the write after it both report every chunk done: the
         # line came twice, with two rates).
@@ -102,6 +144,13 @@ def progress_reporter(stack):
                 p.chunks_total or p.phase == "model" or p.files_done == p.files_total) and (
                 now - last["at"] >= PLAIN_EVERY_S or done or p.phase == "model"):
             last["line"], last["at"], last["done"] = line, now, bool(done)
-            sys.stderr.write(line + "\n")
+            try:
+                sys.stderr.write(line + "\n")
+                sys.stderr.flush()
+            except OSError:
+                # Its reader went away (``index 2>&1 | head -1``) or its file is full: the progress
+                # lines stop, the index goes on (a BrokenPipeError here stopped it half-done, exit 0).
+                last["lost"] = True
+                silence(sys.stderr)
 
     return plain

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ...errors import suggested
 from ...memory import open_memory, to_json
 from ...settings import command_line
-from ..output import for_message, print_json, printable, warn
+from ..output import for_message, print_json, printable, say, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -16,20 +16,19 @@ if TYPE_CHECKING:
 
 def _ask(finding, description: str, program: str) -> bool:
     """One question per repair, on stderr, default yes (as OpenClaw asks); a closed stdin is a no."""
-    sys.stderr.write(for_message(suggested(f"\n{finding.severity}: {finding.id}\n{_message(finding)}\n", program)))
+    say(for_message(suggested(f"\n{finding.severity}: {finding.id}\n{_message(finding)}\n", program)))
     while True:
-        sys.stderr.write(for_message(f"Repair {finding.id}: {description}? [Y/n]: "))
-        sys.stderr.flush()
+        say(for_message(f"Repair {finding.id}: {description}? [Y/n]: "))
         answer = sys.stdin.readline()
         if not answer:  # end of input
-            sys.stderr.write("\n")
+            say("\n")
             return False
         answer = answer.strip().lower()
         if answer in ("", "y", "yes"):
             return True
         if answer in ("n", "no"):
             return False
-        sys.stderr.write("Error: invalid input\n")
+        say("Error: invalid input\n")
 
 
 def _message(finding, tried: bool = False) -> str:

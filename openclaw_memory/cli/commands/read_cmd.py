@@ -7,7 +7,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
-from ..output import for_stdout, given_path, if_lost, no_controls, printable, reported, warn
+from ..output import for_stdout, given_path, if_lost, no_controls, printable, reported, say, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -32,7 +32,7 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
             warn(f"{printable(result.path)} does not exist")
         elif result.lines == 0:  # nothing printed, and nothing said why: a --from past the end looked like an empty note
             start = result.from_line or 1
-            sys.stderr.write(f"{printable(result.path)}: " + (f"it ends before line {start}: no line to show\n" if start > 1
+            say(f"{printable(result.path)}: " + (f"it ends before line {start}: no line to show\n" if start > 1
                                                               else "the file is empty\n"))
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
 
@@ -44,7 +44,7 @@ def _whole_line(settings: Settings, path: str, start: int, chars: int) -> None:
 
     from ...settings import command_line
 
-    sys.stderr.write(f"{printable(path)}: line {start} is {chars} characters long, past --max-chars: "
+    say(f"{printable(path)}: line {start} is {chars} characters long, past --max-chars: "
                      f"{command_line(settings)} read {shlex.quote(printable(path))} --from {start} --max-chars {chars} "
                      "shows it whole\n")
 
@@ -89,9 +89,9 @@ def _run_diff(settings: Settings, path: str, from_line: int | None, lines: int |
     if result.mode == "diff":
         sys.stdout.write(for_stdout(result.diff))
     elif result.mode == "unchanged":
-        sys.stderr.write(f"{printable(result.path)}: unchanged since your last read (version {(result.version or '')[:12]})\n")
+        say(f"{printable(result.path)}: unchanged since your last read (version {(result.version or '')[:12]})\n")
     elif result.mode == "full":
-        sys.stderr.write(f"{printable(result.path)}: no earlier version to compare with ({result.reason}); the file follows\n")
+        say(f"{printable(result.path)}: no earlier version to compare with ({result.reason}); the file follows\n")
         if result.read is not None and (result.read.text or result.read.lines):
             _show(result.path, result.read.text)
     else:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...extras import require
 from ...memory import to_json
-from ..output import one_line, print_json, printable, warn
+from ..output import one_line, print_json, printable, say, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -27,9 +27,9 @@ def _stop(settings: Settings, json_out: bool) -> int:
     if json_out:
         _emit_json({"stopped": pid is not None, "pid": pid})
     elif pid is None:
-        sys.stderr.write(f"no memory service runs for {printable(str(settings.workspace))}\n")
+        say(f"no memory service runs for {printable(str(settings.workspace))}\n")
     else:
-        sys.stderr.write(f"stopped the memory service (pid {pid})\n")
+        say(f"stopped the memory service (pid {pid})\n")
     return 0
 
 
@@ -50,7 +50,6 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
 
     def on_notice(message: str) -> None:
         warn(one_line(message))  # a watched name it quotes may hold a newline
-        sys.stderr.flush()
 
     started: dict = {}  # with --json: the service's half of the started object, until the watch's
 
@@ -63,20 +62,18 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
         if not watch_lines:
             line = f"serving {printable(str(info.workspace))} for agent {info.agent} on {printable(str(info.socket))} (pid {info.pid}"
             line += ", live sync on)" if info.live_sync else ", live sync off)"
-            sys.stderr.write(line + "\n")
+            say(line + "\n")
         if info.http:
-            sys.stderr.write(f"MCP over HTTP at {info.http} (bearer token in {printable(str(token_path(settings)))})\n")
-        sys.stderr.flush()
+            say(f"MCP over HTTP at {info.http} (bearer token in {printable(str(token_path(settings)))})\n")
 
     def on_watch_start(info) -> None:
         if json_out:
             _emit_json({**started, **to_json(info)})
             return
-        sys.stderr.write(
+        say(
             f"watching {len(info.folders)} folder(s) of {printable(str(info.workspace))} for agent {info.agent} "
             f"({info.mode}, {info.files} files indexed); Ctrl-C stops\n"
         )
-        sys.stderr.flush()
 
     with log_lines():
         summary = Service(settings, live_sync=live_sync, polling=poll, http=http, on_change=on_change,
@@ -88,9 +85,9 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
         _emit_json(to_json(summary))
         return status
     if watch_lines:
-        sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)\n")
+        say(f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)\n")
     else:
-        sys.stderr.write(f"stopped ({summary.stopped_by}): {summary.requests} request(s) answered, "
+        say(f"stopped ({summary.stopped_by}): {summary.requests} request(s) answered, "
                          f"{summary.changes} change(s) applied\n")
     return status
 

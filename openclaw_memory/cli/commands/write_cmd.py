@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ...memory import open_memory
-from ..output import CLOSED_STREAMS, given_path, printable, reported, warn
+from ..output import CLOSED_STREAMS, given_path, printable, reported, say, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -30,7 +30,7 @@ def _new_content(path: str, replace_file: str | None, stdin: bool) -> bytes | No
             raise UsageError("--stdin: standard input is a device (the null device?), not content; nothing was written "
                              "(pipe the new content in, or give --replace-file with an empty file to empty it)")
         if sys.stdin.isatty():  # typed by hand, or a pipe forgotten: either way, say what it waits for
-            sys.stderr.write(f"reading the new content of {printable(path)} from the terminal: end it with Ctrl-D on a line "
+            say(f"reading the new content of {printable(path)} from the terminal: end it with Ctrl-D on a line "
                              "of its own (Ctrl-C: nothing is written)\n")
         return _bounded(sys.stdin.buffer, "--stdin")
     if replace_file is None:
