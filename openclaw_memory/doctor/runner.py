@@ -36,6 +36,7 @@ from . import (
     check_service,
     check_startup,
     check_state,
+    check_state_dir,
     check_state_temps,
     check_watchdog,
     check_workspaces,
@@ -48,7 +49,7 @@ from .journal import doctor_lock
 from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
-CHECKS = (*check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS,
+CHECKS = (*check_state_dir.CHECKS, *check_journal.CHECKS, *check_moves.CHECKS, *check_rollback.CHECKS, *check_state.CHECKS, *check_locks.CHECKS,
           *check_folders.CHECKS, *check_service.CHECKS, *check_root.CHECKS, *check_startup.CHECKS, *check_files.CHECKS,
           *check_openclaw.CHECKS, *check_watchdog.CHECKS, *check_index.CHECKS,
           *check_links.CHECKS, *check_leftovers.CHECKS, *check_asides.CHECKS, *check_state_temps.CHECKS,

@@ -1,0 +1,75 @@
+"""doctor names a state dir (or data dir) this user cannot create or write: every command that keeps
+state there failed with exit 2 while doctor said "No problems found." (exit 0). Asked as uid 65534,
+in a forked child, under a 0755 ``mkdtemp`` folder (``base``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+from test_private_state import NOBODY, as_nobody
+
+from conftest import env_for, run_in_process, write
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (uid 65534)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm(tmp_path_factory) -> None:
+    """Every module doctor imports, imported here first: the child acting as uid 65534 may not reach
+    the interpreter's own library folder to import one."""
+    folder = tmp_path_factory.mktemp("warm")
+    write(folder / "ws" / "MEMORY.md", "# M\n")
+    for args in (("doctor", "--json"), ("write", "MEMORY.md", "--append", "x", "--no-index")):
+        run_in_process(args, env=env_for(folder / "ws", folder / "state"), cwd=folder / "ws")
+
+
+def _nobody(env: dict, ws: Path, *args: str) -> dict:
+    return as_nobody(lambda: dataclasses.asdict(run_in_process(args, env=env, cwd=ws)))
+
+
+def _workspace(base: Path) -> Path:
+    ws = base / "ws"
+    write(ws / "MEMORY.md", "# M\n")
+    for path in (ws, ws / "MEMORY.md"):
+        os.chown(path, NOBODY, NOBODY)
+    return ws
+
+
+def test_a_state_dir_this_user_cannot_write_is_an_error_naming_it(base):
+    ws, state = _workspace(base), base / "state"
+    state.mkdir(mode=0o555)
+    os.chown(state, NOBODY, NOBODY)
+    env = env_for(ws, state)
+    write_run = _nobody(env, ws, "write", "MEMORY.md", "--append", "x")
+    assert write_run["returncode"] == 2, write_run
+    done = _nobody(env, ws, "doctor", "--json")
+    assert done["returncode"] == 1, done
+    found = [f for f in json.loads(done["stdout"])["findings"] if f["id"] == "state-dir-not-writable"]
+    assert len(found) == 1 and found[0]["severity"] == "error" and found[0]["paths"] == [str(state)], found
+    assert f"The state dir {state} cannot be written by this user (uid 65534)" in found[0]["message"]
+    assert "--state-dir" in found[0]["message"] and "chmod u+rwx" in found[0]["message"]
+    assert sorted(os.listdir(state)) == []  # nothing made to find out
+
+
+def test_a_state_dir_that_cannot_be_created_under_a_read_only_home_is_an_error(base):
+    ws, home = _workspace(base), base / "home"
+    home.mkdir(mode=0o555)
+    env = {k: v for k, v in env_for(ws, base / "unused").items() if k != "OPENCLAW_STATE_DIR"}
+    env["HOME"] = str(home)
+    done = _nobody(env, ws, "doctor")
+    assert done["returncode"] == 1, done
+    assert (f"error: state-dir-not-writable\nThe state dir {home}/.openclaw does not exist and cannot be created by this "
+            f"user (uid 65534): {home} cannot be written") in done["stdout"], done
+    assert os.listdir(home) == []
+
+
+def test_a_state_dir_this_user_may_write_is_no_finding(base):
+    ws, state = _workspace(base), base / "state"
+    state.mkdir(mode=0o700)
+    os.chown(state, NOBODY, NOBODY)
+    done = _nobody(env_for(ws, state), ws, "doctor", "--json")
+    assert "state-dir-not-writable" not in done["stdout"], done
