@@ -101,7 +101,47 @@ def run_parsed(parsed: Parsed) -> int:
     return result if isinstance(result, int) else 0
 
 
+UTF8_REEXEC = "OPENCLAW_MEMORY_UTF8_REEXEC"  # set for the process started again in UTF-8 mode: its streams' encodings
+
+
+def utf8_file_names() -> None:
+    """File names decoded as UTF-8, whatever the locale: where Python's file system encoding is not
+    UTF-8 (a Latin-1 locale, ``LANG=C`` with ``PYTHONUTF8=0 PYTHONCOERCECLOCALE=0``), the process
+    starts again, once, as the same interpreter with ``-X utf8`` and the same arguments (stdin,
+    stdout, stderr and every inheritable descriptor kept). A note's name was decoded with the
+    locale: ``memory/café.md`` was ``memory/cafÃ©.md`` there (indexed again under that name, its
+    links broken, its history split), and an ASCII locale dropped it. The streams keep the
+    locale's encoding (what the terminal shows), passed on in :data:`UTF8_REEXEC`, which also
+    keeps the new process from starting again. Costs one call where the encoding is UTF-8."""
+    if sys.getfilesystemencoding() == "utf-8":
+        if UTF8_REEXEC in os.environ:
+            _locale_streams(os.environ.pop(UTF8_REEXEC))
+        return
+    if UTF8_REEXEC in os.environ or not getattr(sys, "orig_argv", None) or not sys.executable:
+        return  # started again already (and still not UTF-8: never a loop), or no command line to start again
+    os.environ[UTF8_REEXEC] = ",".join(
+        f"{getattr(stream, 'encoding', '') or ''}:{getattr(stream, 'errors', '') or ''}" for stream in (sys.stdin, sys.stdout, sys.stderr))
+    try:
+        os.execv(sys.executable, [sys.executable, "-X", "utf8", *sys.orig_argv[1:]])
+    except OSError:  # cannot start again: go on with the locale's names
+        os.environ.pop(UTF8_REEXEC, None)
+
+
+def _locale_streams(said: str) -> None:
+    """stdin, stdout and stderr in the encodings (and error handlers) the process had before it started
+    again in UTF-8 mode (which makes them UTF-8): a Latin-1 terminal still gets Latin-1."""
+    for name, given in zip(("stdin", "stdout", "stderr"), said.split(","), strict=False):
+        encoding, _, errors = given.partition(":")
+        stream = getattr(sys, name)
+        if encoding and stream is not None and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(encoding=encoding, errors=errors or "strict")
+            except (LookupError, ValueError, OSError):
+                pass
+
+
 def run() -> None:
+    utf8_file_names()
     # What is loaded by now (the package, the parser, the command modules) lives as long as the
     # process: kept out of every collection, the one at exit included (a light command's CPU time
     # drops by about a seventh, bench/startup.py).
