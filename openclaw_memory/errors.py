@@ -164,6 +164,25 @@ class BadValue(UsageError):
         return {"name": self.name, "problem": self.problem, "hint": self.hint, "hintTools": self.hint_tools}
 
 
+class NulInText(UsageError):
+    """The text of a write holds a NUL character (U+0000), which no memory file may: the index skips
+    a file holding one as binary, so all of it (MEMORY.md, say) dropped out of search while the write
+    said it succeeded. ``mode`` is ``append`` or ``replace``; ``offset`` is the byte offset of the
+    first NUL in the text given (UTF-8). Nothing was written."""
+
+    def __init__(self, mode: str, offset: int):
+        self.mode, self.offset = mode, offset
+        what = "the text to append" if mode == "append" else "the new content"
+        super().__init__(
+            f"refused: {what} holds a NUL character (U+0000) at byte {offset}; a memory file is text, and the index "
+            "skips a file holding one as binary (the whole file would drop out of search): nothing was written. "
+            "Remove it and write again"
+        )
+
+    def fields(self) -> dict[str, str]:
+        return {"mode": self.mode, "offset": str(self.offset)}
+
+
 class ConfigError(UsageError):
     """A configuration file cannot be parsed or holds a value of the wrong type."""
 

@@ -950,3 +950,44 @@ def test_memory_write_of_a_read_only_note_is_the_commands_refusal(workspace, sta
     assert refused.is_error and text_of(refused) == ("refused: memory/kept.md is read-only (mode 444); nothing was "
                                                      "written (`chmod u+w` it to let writes through)")
     assert note.read_text() == "# Kept\n"
+
+
+def test_an_unexpected_failure_is_a_tool_error_naming_no_path_and_the_server_keeps_serving(workspace, state_dir,
+                                                                                        monkeypatch, capsys):
+    """A bug in an operation (an exception no layer words) was a JSON-RPC error carrying its text, the
+    server's own source paths, with a traceback on stderr: now a tool error of one generic line; the
+    server's stderr (its log) has the exception, on one line. A real MCP session, in this process."""
+    from mcp import Client
+
+    from openclaw_memory.mcp.server import MemoryTools, build_server
+    from openclaw_memory.memory import open_memory
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    tools = MemoryTools(open_memory(settings_for(workspace, state_dir), in_process=True))
+    call = tools.call
+
+    def failing(ctx, op, arguments):
+        if op.name == "listing":
+            raise RuntimeError("boom in /srv/secret/openclaw_memory/files/listing.py line 12")
+        return call(ctx, op, arguments)
+
+    monkeypatch.setattr(tools, "call", failing)
+
+    async def script():
+        async with Client(build_server(tools)) as client:
+            failed = await client.call_tool("memory_files", {})
+            after = await client.call_tool("memory_get", {"path": "MEMORY.md"})
+            return failed, after
+
+    try:
+        failed, after = asyncio.run(asyncio.wait_for(script(), timeout=60))
+    finally:
+        tools.close()
+    assert failed.is_error
+    assert text_of(failed) == ("internal error in memory_files: RuntimeError; the server keeps serving (its log on stderr "
+                               "says more)")
+    assert payload(after)["text"] == "# Memory"
+    err = capsys.readouterr().err
+    assert "error: internal error in memory_files (RuntimeError: boom in /srv/secret/openclaw_memory/files/listing.py " \
+        "line 12); answered as a tool error, the server keeps serving\n" in err, err
+    assert "Traceback" not in err, err

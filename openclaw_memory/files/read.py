@@ -187,6 +187,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
                               "allowed Markdown memory file'); with --multimodal, files lists it and search finds it")
         # `~` is a name as OpenClaw reads it (a folder `~` of an extra path `.` is read); said when it meant home.
         tilde = "; '~' is not expanded: give the path relative to the workspace or absolute" if raw.startswith("~") else ""
+        _refuse_citation(raw)
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
             f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
             f"(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path){tilde}"
@@ -198,6 +199,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         root, shown = scanned, display_path(absolute, workspace)
     if not absolute.endswith(".md") and not (root == absolute and not in_workspace):
         kind = _media(absolute, (root,))
+        _refuse_citation(raw)
         raise PathRefused(f"refused: {shown} is {kind}, which read does not show: it reads Markdown (.md) memory files only"
                           if kind else f"refused: {shown} is not a Markdown (.md) memory file")
     rel_parts = os.path.relpath(absolute, root).split(os.sep) if absolute != root else []
@@ -213,6 +215,20 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     if not rel_parts:  # an extra path that is the file itself: opened from its folder
         root, rel_parts = os.path.dirname(root), [os.path.basename(root)]
     return ResolvedPath(absolute, shown, root, tuple(rel_parts), in_workspace)
+
+
+# A search citation (memory/a.md#L3-L9, MEMORY.md#L1): lines of a note, given where a file goes.
+_CITED = re.compile(r"(?P<path>.+\.md)#[Ll][0-9]+(?:-[Ll][0-9]+)?", re.DOTALL)
+
+
+def _refuse_citation(raw: str) -> None:
+    """Refuse a search citation given where only a file goes (write, mv, rm, history, links: read and
+    memory_get take one) naming the file to give: it was "not a Markdown (.md) memory file" (a
+    folder's note) or "not a memory path" (MEMORY.md#L1), which the note it cites is."""
+    cited = _CITED.fullmatch(raw)
+    if cited is not None:
+        note = cited.group("path")
+        raise PathRefused(f"refused: {raw} is a search citation, which names lines of {note}; give the file: {note}")
 
 
 def _through_alias(absolute: str, workspace: str, extra_paths=()) -> str | None:

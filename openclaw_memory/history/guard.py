@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from .. import faults
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked
+from ..errors import MemoryToolError, NulInText, PathRefused, UsageError, WriteBlocked
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath
 from ..files.root import resolve_dream_diary
@@ -144,6 +144,9 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
     if added is not None and not added.strip(b"\n"):
         raise UsageError("nothing to append: the text is empty")
+    if (nul := (added if added is not None else content or b"").find(b"\0")) >= 0:
+        # Written, the file was skipped by the index as binary: all it held gone from search.
+        raise NulInText("append" if added is not None else "replace", nul)
     daily_append = added is not None and is_daily_note(resolved.display)
     tries = _APPEND_TRIES if daily_append and expected is None else 1
     store = HistoryStore.for_settings(settings)

@@ -37,7 +37,8 @@ MAX_KEY = 300
 
 
 def default_key(agent: str, tool: str, path: str, mode: str, data: bytes, session: str | None = None) -> str:
-    """``<agent>.<tool>.<xxh3_128 of session, path, mode and content>``."""
+    """``<agent>.<tool>.<xxh3_128 of session, path, mode and content>``; ``path``: the file's display
+    path (:func:`~.placing.resolve_writable`), so that every spelling of one file gives one key."""
     digest = xxhash.xxh3_128()
     for part in ((session or "").encode("utf-8"), os.path.normpath(path).encode("utf-8", "surrogateescape"),
                  mode.encode("ascii")):

@@ -31,6 +31,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     from ..files.read import refuse_unnamable
     from .guard import write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
+    from .placing import resolve_writable
     from .replay import finish_replayed, still_holds
     from .store import FileVersion, HistoryStore
 
@@ -40,9 +41,14 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
     added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
     mode, body = ("append", added or b"") if added is not None else ("replace", data or b"")
-    bound = binding(settings.agent, settings.session, path, mode, body)
+    # The key and its binding name the file, not the spelling: a retry giving the absPath a write
+    # answered, ./memory/a.md or a trailing space is the same write (it was appended again, and
+    # with an explicit key refused as differing "in its path"). The common spelling is the display
+    # path itself, so its keys are those earlier releases recorded.
+    named = resolve_writable(path, str(settings.workspace), settings.extra_paths).display
+    bound = binding(settings.agent, settings.session, named, mode, body)
     if idempotency_key is None:
-        key = default_key(settings.agent, tool, path, mode, body, settings.session)
+        key = default_key(settings.agent, tool, named, mode, body, settings.session)
     else:
         key = check_key(idempotency_key)
     keys = IdempotencyStore(settings.data_dir, settings.agent, settings.session)

@@ -458,6 +458,20 @@ def tool_error_text(exc: BaseException, settings: Settings | None = None) -> str
     return None
 
 
+def internal_error(tool: str, exc: BaseException) -> str:
+    """A failure no layer worded (a bug): one line on the server's stderr, its log (stdio's, and the
+    service's, where ``serve`` prints its log lines), with the exception's type and text; for the
+    model, a tool error naming the type only. It was a JSON-RPC error carrying the exception's text
+    (this process's source paths) and a traceback on stderr."""
+    try:
+        said = f"internal error in {tool} ({type(exc).__name__}: {cut(str(exc), 500)}); answered as a tool error"
+        sys.stderr.write(f"error: {one_line(said)}, the server keeps serving\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # no stderr (closed, gone): the answer goes out all the same
+    return f"internal error in {tool}: {type(exc).__name__}; the server keeps serving (its log on stderr says more)"
+
+
 def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None):
     """The MCP server (the SDK's low-level ``Server``): the four tools bound to ``tools``, and only
     them (no resources or prompts are advertised). ``on_listed`` runs after the first tools/list."""
@@ -499,8 +513,8 @@ def build_server(tools: MemoryTools, on_listed: Callable[[], None] | None = None
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
         except Exception as exc:  # noqa: BLE001 - every failure is a tool error, the server keeps serving
             worded = tool_error_text(exc, tools.settings)
-            if worded is None:
-                raise
+            if worded is None:  # a bug: said to the model as a tool error, with no path of this process in it
+                worded = internal_error(params.name, exc)
             return types.CallToolResult(content=[types.TextContent(type="text", text=bytes_shown(worded))], is_error=True)
 
     return Server(
