@@ -477,5 +477,5 @@ ERROR_KINDS: dict[str, type[MemoryToolError]] = {
     cls.__name__: cls
     for cls in (MemoryToolError, UsageError, BadValue, ConfigError, WorkspaceError, PathRefused, StateDirError, LockTimeout,
                 WriteBlocked, IndexMissing, MissingExtra, PathChanged, DiskFull, StateDamaged, IndexDamaged,
-                UnreleasedLayout)
+                UnreleasedLayout, NulInText)
 }

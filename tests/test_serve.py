@@ -1598,3 +1598,23 @@ def test_a_read_whose_answer_never_reached_the_client_lets_it_write_nothing(work
     assert not call(5, "memory_get", {"path": "MEMORY.md"}).get("isError")  # read again, delivered: it may write
     assert not call(6, "memory_write", {"path": "MEMORY.md", "content": "# Memory\n\nWritten seen.\n"}).get("isError")
     assert service.stop() == 0
+
+
+def test_a_nul_refused_by_the_service_arrives_as_the_same_error_with_its_fields(workspace, state_dir, services):
+    """A write's NUL refusal crosses the socket as NulInText with its mode and offset, not a bare
+    UsageError (a caller telling it apart by type, or reading its offset, saw neither)."""
+    from openclaw_memory.errors import NulInText
+    from openclaw_memory.memory import open_memory
+
+    memory(workspace)
+    service = start(services, workspace, state_dir, "--no-watch")
+    mem = open_memory(settings_for(workspace, state_dir))
+    try:
+        mem.read("MEMORY.md")
+        with pytest.raises(NulInText) as refused:
+            mem.write("MEMORY.md", append="- call Bob \x00 tomorrow")
+        assert mem.connected and (refused.value.mode, refused.value.offset) == ("append", 11)
+    finally:
+        mem.close()
+    assert (workspace / "MEMORY.md").read_text() == MEMORY_TEXT
+    assert service.stop() == 0

@@ -239,6 +239,10 @@ def _product_error(data: dict, message: str) -> Exception:
     if cls is errors.BadValue and isinstance(fields, dict) and all(isinstance(fields.get(k), str) for k in ("name", "problem")):
         return errors.BadValue(fields["name"], fields["problem"], hint=str(fields.get("hint") or ""),
                                hint_tools=str(fields.get("hintTools") or ""))
+    if cls is errors.NulInText and isinstance(fields, dict) and str(fields.get("offset", "")).isdigit():
+        return errors.NulInText(str(fields.get("mode")), int(fields["offset"]))
+    if cls is errors.NulInText:
+        return errors.UsageError(message)
     return cls(message)
 
 
