@@ -46,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         error(missing.message, as_json)
         return missing.exit_code
     except KeyboardInterrupt:
+        if _WHOLE_PROCESS:  # a second Ctrl-C while this line is said is no second line (or traceback)
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         error("interrupted", as_json)
         return 130
     except BrokenPipeError:
@@ -140,8 +144,12 @@ def _locale_streams(said: str) -> None:
                 pass
 
 
+_WHOLE_PROCESS: list[bool] = []  # run() runs this process's one command (the tests' in-process cli does not)
+
+
 def run() -> None:
     utf8_file_names()
+    _WHOLE_PROCESS.append(True)
     # What is loaded by now (the package, the parser, the command modules) lives as long as the
     # process: kept out of every collection, the one at exit included (a light command's CPU time
     # drops by about a seventh, bench/startup.py).

@@ -6,9 +6,10 @@ import sys
 from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING
 
+from ... import faults
 from ...memory import open_memory, to_json
 from ...settings import command_line
-from ..output import coloured, no_controls, print_json, printable, reported, warn
+from ..output import coloured, error, no_controls, print_json, printable, reported, warn
 from ..progress import progress_reporter
 
 if TYPE_CHECKING:
@@ -28,23 +29,22 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
                 report(p)
         return both
 
+    restore, interrupted = _interrupt_once(), False
     try:
         with ExitStack() as stack:
             memory = stack.enter_context(closing(open_memory(settings, notice=warn, shard_idle_s=0)))
             report = None if json_out else progress_reporter(stack)
             summary = memory.index(full=full, progress=track(report))
     except KeyboardInterrupt:
-        if seen["done"]:
-            # (the total is what the scan had counted when it stopped: files are read while batches embed)
-            warn(f"interrupted: {seen['done']} new chunks were embedded and saved (of {seen['total']} counted so far); "
-                 "the next `openclaw-memory index` resumes from there without embedding them again")
-        elif seen["embedded"]:
-            again = "`openclaw-memory index --full` rebuilds it" if full else "`openclaw-memory index` builds them"
-            warn("interrupted: the changes were being built beside the live index, which is unchanged and still "
-                 f"searched; the next {again} again")
-        else:
-            warn("interrupted: nothing was embedded yet")
+        interrupted = True  # (later SIGINTs stay ignored until the process ends)
+        faults.reach("index:interrupted")  # (a test's second Ctrl-C lands here)
+        # One line, and with --json one JSON line on stdout too (docs/cli.md: every command's
+        # error is {"error": ...} there; it printed nothing).
+        error(_interrupted(settings, full, seen), json_out)
         return 130
+    finally:
+        if not interrupted:
+            restore()
     if reported(summary, json_out, summary.notes):
         return 0
     print(
@@ -53,6 +53,53 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
         f"{summary.chunks_deleted} deleted in {summary.seconds:.2f} s."
     )
     return 0
+
+
+def _interrupt_once():
+    """From now on the first SIGINT stops the run (KeyboardInterrupt) and every later one is ignored,
+    until the process ends: several quick Ctrl-Cs interrupted the unwind (what the run saves, its
+    locks let go) and printed a second line ("error: interrupted" after the warning). The function
+    returned puts the handler back, for a run that was not interrupted. Off the main thread
+    (nothing catches a signal there), nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def once(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, once)
+    return lambda: signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(settings: Settings, full: bool, seen: dict) -> str:
+    if seen["done"]:
+        # (the total is what the scan had counted when it stopped: files are read while batches embed)
+        return (f"interrupted: {seen['done']} new chunks were embedded and saved (of {seen['total']} counted so far); "
+                "the next `openclaw-memory index` resumes from there without embedding them again")
+    if not seen["embedded"]:
+        return "interrupted: nothing was embedded yet"
+    if _live_index(settings) is False:  # a first index: there was no live index beside which to build
+        return ("interrupted: the first index was being built and none of it was saved yet; the next "
+                "`openclaw-memory index` builds it again")
+    again = "`openclaw-memory index --full` rebuilds it" if full else "`openclaw-memory index` builds them"
+    return ("interrupted: the changes were being built beside the live index, which is unchanged and still "
+            f"searched; the next {again} again")
+
+
+def _live_index(settings: Settings) -> bool | None:
+    """Whether the agent has an index a search answers from (a collection's manifest saved); None:
+    cannot tell."""
+    try:
+        from ...index.collections import resolve_collections
+        from ...index.manifest import manifest_serial
+
+        return any(manifest_serial(settings.data_dir, c.name) is not None for c in resolve_collections(settings))
+    except Exception:  # noqa: BLE001 - the message then says what it said before
+        return None
 
 
 def run_search(settings: Settings, query: str | None, query_flag: str | None, limit: int | None, min_score: float, mode: SearchMode,
