@@ -73,3 +73,17 @@ def test_a_state_dir_this_user_may_write_is_no_finding(base):
     os.chown(state, NOBODY, NOBODY)
     done = _nobody(env_for(ws, state), ws, "doctor", "--json")
     assert "state-dir-not-writable" not in done["stdout"], done
+
+
+def test_a_state_dir_this_user_cannot_read_is_the_state_dir_error(base):
+    # `chmod 000` state dir: the bare OSError's line, {"error": "Permission denied (/.../st/openclaw.json)"}, exit 1.
+    ws, state = _workspace(base), base / "state"
+    state.mkdir(mode=0o700)
+    os.chown(state, NOBODY, NOBODY)
+    os.chmod(state, 0)
+    for args in (("files", "--json"), ("doctor", "--json")):
+        done = _nobody(env_for(ws, state), ws, *args)
+        assert done["returncode"] == 2, done
+        said = json.loads(done["stdout"])["error"]
+        assert said.startswith(f"the state dir {state} cannot be read by this user (uid 65534): Permission denied"), said
+        assert "chmod u+rwx" in said and "--state-dir" in said

@@ -9,8 +9,9 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from pathlib import Path
 
-from ..errors import PROGRAM, BadValue, MemoryToolError, describe_os_error
+from ..errors import PROGRAM, BadValue, MemoryToolError, StateDirError, describe_os_error
 from .output import UNICODE_ESCAPE, GuardedStdout, delivered, error, hints_run_as, none_to_take_back, utf8_stream
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
@@ -78,17 +79,20 @@ def run_parsed(parsed: Parsed) -> int:
         result = parsed.command.handler(None, **parsed.values)
         return result if isinstance(result, int) else 0
     given = parsed.settings
-    settings = resolve_settings(
-        Overrides(
-            workspace=given.get("workspace"),  # (given empty: refused, not taken as not given)
-            agent=given.get("agent"),
-            state_dir=given.get("state_dir"),
-            extra=tuple(given.get("extra") or ()),
-            multimodal=given.get("multimodal"),
-            qdrant_url=given.get("qdrant_url"),
-            session=given.get("session"),
+    try:
+        settings = resolve_settings(
+            Overrides(
+                workspace=given.get("workspace"),  # (given empty: refused, not taken as not given)
+                agent=given.get("agent"),
+                state_dir=given.get("state_dir"),
+                extra=tuple(given.get("extra") or ()),
+                multimodal=given.get("multimodal"),
+                qdrant_url=given.get("qdrant_url"),
+                session=given.get("session"),
+            )
         )
-    )
+    except PermissionError as exc:
+        raise _state_dir_closed(exc, _state_dir_meant(given.get("state_dir"))) or exc from None
     from ..memory import private_umask
 
     hints_run_as(command_line(settings))
@@ -102,7 +106,35 @@ def run_parsed(parsed: Parsed) -> int:
     except MemoryToolError as exc:  # a command it bids the user run acts on this command's workspace and agent
         exc.suggesting(command_line(settings))
         raise
+    except PermissionError as exc:
+        raise _state_dir_closed(exc, settings.state_dir) or exc from None
     return result if isinstance(result, int) else 0
+
+
+def _state_dir_meant(flag: str | None) -> Path | None:
+    """The state dir the settings would have named (--state-dir, OPENCLAW_STATE_DIR, ~/.openclaw)."""
+    from ..settings._places import default_state_dir, expand, openclaw_env
+
+    try:
+        given = flag or openclaw_env("OPENCLAW_STATE_DIR", os.environ)
+        return Path(os.path.realpath(expand(given, os.environ) if given else default_state_dir(os.environ)))
+    except (MemoryToolError, OSError, ValueError):
+        return None
+
+
+def _state_dir_closed(exc: PermissionError, state_dir: Path | None) -> StateDirError | None:
+    """A file of the state dir (or the state dir itself) this user may not read: the state dir's
+    error, exit 2, naming it and what to do. It was the bare OSError's line, ``Permission denied
+    (/.../st/openclaw.json)``, exit 1."""
+    if state_dir is None or not exc.filename:
+        return None
+    path = Path(os.path.abspath(os.fsdecode(exc.filename)))
+    if path != state_dir and state_dir not in path.parents:
+        return None
+    return StateDirError(
+        f"the state dir {state_dir} cannot be read by this user (uid {os.geteuid()}): {exc.strerror or exc} ({path}); "
+        f"make it readable and writable by this user (its owner: `chmod u+rwx {state_dir}`), or give another state dir "
+        "(--state-dir DIR or OPENCLAW_STATE_DIR)")
 
 
 UTF8_REEXEC = "OPENCLAW_MEMORY_UTF8_REEXEC"  # set for the process started again in UTF-8 mode: its streams' encodings
