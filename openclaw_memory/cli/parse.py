@@ -317,7 +317,7 @@ class _Level(argparse.ArgumentParser):
                 raise CommandLineError(_unknown_command(rest[0], self.names, self.words), self.words)
             return [*flags, HELP_FLAGS[1]]
         if name not in self.names:
-            raise CommandLineError(_unknown_command(name, self.names, self.words), self.words)
+            raise CommandLineError(_unknown_command(name, self.names, self.words, rest), self.words)
         helps = [f for f in flags if f in HELP_FLAGS]  # -h before a command asks for the command's help
         return [f for f in flags if f not in HELP_FLAGS] + [name] + helps + rest
 
@@ -380,10 +380,21 @@ def _takes(command: Command) -> str:
     return f"{said} (quote a value of several words)"
 
 
-def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = ()) -> str:
-    import difflib
+# Words people type for what a flag does here (not a command of its own): suggested, not accepted.
+SPELLED_AS = {"fix": "doctor --fix", "repair": "doctor --fix", "version": "--version"}
 
-    known = [c.words[len(words)] for c in commands() if c.words[: len(words)] == words and name in c.also]
+
+def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = (), rest: list[str] | None = None) -> str:
+    import difflib
+    import shlex
+
+    if name == "memory" and not words:  # OpenClaw's `openclaw memory search foo`, one word too many here
+        after = list(rest or ())
+        example = shlex.join([PROG, *after]) if after and after[0] in names else f"{PROG} search QUERY"
+        return f"no such command {name!r}: {PROG}'s commands are openclaw's memory subcommands: try {example!r}"
+    if not words and name.lower() in SPELLED_AS:
+        return f"no such command {name!r} (did you mean {PROG + ' ' + SPELLED_AS[name.lower()]!r}?)"
+    known = [c.words[len(words)] for c in commands() if c.words[: len(words)] == words and name.lower() in c.also]
     close = known or difflib.get_close_matches(name, sorted(names), n=1) or difflib.get_close_matches(name.lower(), sorted(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"no such command {name!r}{hint}"

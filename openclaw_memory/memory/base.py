@@ -327,7 +327,7 @@ class Memory(Protocol):
 
     @operation(impl=".index.operations:index", on="memory", service=True, writes=True,
                help={"full": "Drop the agent's index and rebuild it from scratch (--force: OpenClaw's spelling)."},
-               cli=Cli("index", flags={"full": ("--full", "--force")}))
+               cli=Cli("index", flags={"full": ("--full", "--force")}, also=("sync", "reindex")))
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> SyncSummary:
         """Index the memory files for search (incremental: only what changed is re-embedded)."""
         ...
@@ -344,7 +344,7 @@ class Memory(Protocol):
                      "paths": "Only files matching this glob (repeatable; memory/people/*.md).",
                      "since": "Only files dated (daily notes) or modified on or after this day.",
                      "until": "Only files dated or modified on or before this day."},
-               cli=Cli("search", flags={"limit": ("--limit", "--max-results"), "collections": ("--collection",),
+               cli=Cli("search", also=("find", "query", "grep"), flags={"limit": ("--limit", "--max-results"), "collections": ("--collection",),
                                         "paths": ("--path",)}),
                tool=Tool("memory_search", "Search memory",
                          "Search the agent's memory by meaning and keywords. Searches: {scope} Returns "
@@ -409,7 +409,7 @@ class Memory(Protocol):
 
     @operation(impl=".doctor:run_doctor", writes=True, changes_notes=True,
                help={"fix": "Repair what can be repaired (asks first on a terminal)."},
-               cli=Cli("doctor", flags={"fix": ("--fix", "--repair")}))
+               cli=Cli("doctor", flags={"fix": ("--fix", "--repair")}, also=("check", "verify")))
     def doctor(self, *, fix: bool = False, confirm: Callable[[Finding, str], bool] | None = None,
                on_lock_wait: Callable[[str], None] | None = None) -> DoctorReport:
         """Check the memory files (split or legacy root, symlinks, extra paths, prompt caps, UTF-8, watchdog, index); --fix repairs.
