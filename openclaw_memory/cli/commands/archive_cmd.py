@@ -14,7 +14,18 @@ if TYPE_CHECKING:
     from ...settings import Settings
 
 
+def _expanded(path: str) -> str:
+    """A leading ``~`` (quoted, so the shell left it) expanded as -w, --state-dir and --extra expand
+    theirs: ``export '~/x.tgz'`` made a folder named ``~`` in the current one."""
+    import os
+
+    from ...settings._places import tilde
+
+    return tilde(path, os.environ)
+
+
 def run_export(settings: Settings, archive: str, force: bool, json_out: bool) -> int:
+    archive = _expanded(archive)
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.export_archive(archive, force=force)
     if reported(result, json_out, ()):
@@ -26,6 +37,7 @@ def run_export(settings: Settings, archive: str, force: bool, json_out: bool) ->
 
 
 def run_import(settings: Settings, archive: str, force: bool, json_out: bool) -> int:
+    archive = _expanded(archive)
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.import_archive(archive, force=force)
     if reported(result, json_out):  # its warnings: an interrupted operation finished first, extra paths paired by order

@@ -89,6 +89,10 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
               replace_unread: bool = False) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
+    if replace_file is not None:  # a quoted ~ expanded as -w, --state-dir and --extra expand theirs
+        from ...settings._places import tilde
+
+        replace_file = tilde(replace_file, os.environ)
     content = _new_content(path, replace_file, stdin)
     with contextlib.ExitStack() as stack:
         memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
