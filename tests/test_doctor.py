@@ -664,8 +664,10 @@ def test_first_invalid_utf8_across_block_boundaries(tmp_path):
 
 def test_prompt_caps(workspace, state_dir, cli):
     (state_dir / "openclaw-memory.toml").write_text("[prompt]\nfile_chars = 300\ntotal_chars = 400\n", encoding="utf-8")
+    for name in ("AGENTS.md", "SOUL.md", "IDENTITY.md"):  # OpenClaw's other startup files: one character each
+        write(workspace / name, name[0])
     write(workspace / "USER.md", "u" * 320 + "\n\n")  # over its cap: 320 characters once trailing white space goes
-    write(workspace / "MEMORY.md", "m" * 250 + "\n")  # under its cap, but only 100 of the total are left
+    write(workspace / "MEMORY.md", "m" * 250 + "\n")  # under its cap, but only 97 of the total are left
     write(workspace / "memory/2001-01-01.md", "x" * 5000)  # not loaded at startup: never cut
     found = cli("doctor", "--json").json()["findings"]
     by_id = {}
@@ -674,7 +676,7 @@ def test_prompt_caps(workspace, state_dir, cli):
     assert by_id["prompt-file-cap"][0]["paths"] == ["USER.md"]
     assert "320 characters" in by_id["prompt-file-cap"][0]["message"] and "300" in by_id["prompt-file-cap"][0]["message"]
     assert by_id["prompt-total-cap"][0]["paths"] == ["MEMORY.md"]
-    assert re.search(r"cut to 9\d of 250 characters", by_id["prompt-total-cap"][0]["message"])  # 100 left, marker inside
+    assert re.search(r"cut to 9\d of 250 characters", by_id["prompt-total-cap"][0]["message"])  # 97 left, marker inside
     (budget,) = by_id["bootstrap-budget"]
     assert budget["severity"] == "info"
     assert "- USER.md: 320 raw / 300 injected (6% truncated; max/file)" in budget["message"]

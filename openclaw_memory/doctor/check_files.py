@@ -182,8 +182,10 @@ def _utf8_findings(f, walk: _FolderWalk, vouched: tuple[int | None, int | None] 
 
 
 def check_prompt_caps(ctx: CheckContext) -> list[Finding]:
-    """What the startup prompt cuts today of USER.md and MEMORY.md, and OpenClaw's bootstrap
-    budget report (raw vs injected characters per file); the daily notes' own cuts are no finding."""
+    """What the startup prompt cuts today of USER.md and MEMORY.md (after OpenClaw's other startup
+    files, AGENTS.md, SOUL.md, IDENTITY.md, BOOTSTRAP.md, took their share of the total), and OpenClaw's
+    bootstrap budget report over all of them (raw vs injected characters per file, the totals, its
+    tips); the daily notes' own cuts are no finding."""
     limits = ctx.settings.prompt
     section = ctx.prompt
     findings: list[Finding] = []
@@ -198,15 +200,19 @@ def check_prompt_caps(ctx: CheckContext) -> list[Finding]:
                 False, (cut.path,),
             ))
         elif cut.reason == "total-cap":
+            others = [f for f in section.other_files if f["injectedChars"]]
+            took = (f" ({', '.join(f['path'] for f in others)} took {section.other_startup_chars:,} of them first)"
+                    if others else "")
+            fate = (f"{cut.path} is left out at the start of a session" if not cut.kept_chars
+                    else f"{cut.path} is cut to {cut.kept_chars:,} of {cut.original_chars:,} characters at the start of a session")
             findings.append(Finding(
                 "prompt-total-cap", "warning",
-                f"The startup files reach the total cap of {limits.total_chars:,} characters (bootstrapTotalMaxChars): "
-                f"{cut.path} is cut to {cut.kept_chars:,} of {cut.original_chars:,} characters at the start of a session.",
+                f"The startup files reach the total cap of {limits.total_chars:,} characters (bootstrapTotalMaxChars)"
+                f"{took}: {fate}.",
                 False, (cut.path,),
             ))
     if section.budget:
-        findings.append(Finding("bootstrap-budget", "info", "\n".join(section.budget), False,
-                                tuple(f.name for f in section.injected)))
+        findings.append(Finding("bootstrap-budget", "info", "\n".join(section.budget), False, section.budget_files))
     return findings
 
 

@@ -1,11 +1,14 @@
 """Build the startup-prompt memory section as OpenClaw builds a new session's context.
 
-``USER.md`` then ``MEMORY.md`` (OpenClaw's bootstrap order), each read as OpenClaw's loader
-reads it (at most 2 MiB: a bigger file is not loaded, and OpenClaw's ``[UNREADABLE: ...]``
-stands in its place) and capped exactly as it caps it (:mod:`.bootstrap`); then the daily notes exactly
-as OpenClaw's new-session prelude quotes them (:mod:`.startup`); then any pending
-workspace-change checkpoint. Every cut is reported, every time: in the text (OpenClaw's
-markers) and in ``truncated``.
+OpenClaw's startup files in its order (``AGENTS.md``, ``SOUL.md``, ``IDENTITY.md``, ``USER.md``,
+``BOOTSTRAP.md``, ``MEMORY.md``), each read as OpenClaw's loader reads it (at most 2 MiB: a bigger
+file is not loaded, and OpenClaw's ``[UNREADABLE: ...]`` stands in its place) and capped exactly as
+it caps it, within one total budget (:mod:`.bootstrap`). The section shows ``USER.md`` and
+``MEMORY.md`` (the memory files) as OpenClaw's system prompt renders them; the other startup files
+are only counted (they take their share of the budget first, as in OpenClaw). Then the daily notes
+exactly as OpenClaw's new-session prelude quotes them (:mod:`.startup`); then any pending
+workspace-change checkpoint. Every cut is reported, every time: in the text (OpenClaw's markers)
+and in ``truncated``.
 """
 
 from __future__ import annotations
@@ -16,17 +19,24 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from ..files.jstext import decode_lossy, js_trim_end, not_utf8, utf16_len
+from ..files.jstext import decode_lossy, js_trim_end, not_utf8, truncate_utf16_safe, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
 from ..fsutil.safeopen import NotRegularFile, open_regular_under
 from ..settings import Settings, StartupContext
 from ..wire import key
-from .bootstrap import Injected, budget_report, build_bootstrap
+from .bootstrap import AGENTS_FILE, BudgetRow, Injected, Missing, budget_report, budget_rows, build_bootstrap, prompt_text
 from .refusals import StartupRefusal
 from .startup import build_prelude
 
-BOOTSTRAP_ORDER = (USER_ROOT, CANONICAL_ROOT)
+BOOTSTRAP_FILE = "BOOTSTRAP.md"
+# OpenClaw's WORKSPACE_BOOTSTRAP_FILENAMES, in its prompt order (a main session's; asked of 2026.9.6).
+# BOOTSTRAP.md is the first-run ritual: OpenClaw records the workspace's setup complete once it is
+# deleted and from then on leaves BOOTSTRAP.md out, so a missing one costs nothing here (before
+# that, OpenClaw injects its [MISSING] line: the only case counted differently).
+STARTUP_ORDER = (AGENTS_FILE, "SOUL.md", "IDENTITY.md", USER_ROOT, BOOTSTRAP_FILE, CANONICAL_ROOT)
+# The memory files this product manages and shows; OpenClaw skips them when missing (no marker).
+MEMORY_FILES = (USER_ROOT, CANONICAL_ROOT)
 # OpenClaw's MAX_WORKSPACE_BOOTSTRAP_FILE_BYTES: its loader reads no more of a bootstrap file, and
 # injects this text instead of a bigger one (asked of the real OpenClaw 2026.9.6).
 MAX_BOOTSTRAP_BYTES = 2 * 1024 * 1024
@@ -38,6 +48,31 @@ UNREADABLE = f"[UNREADABLE: File exceeds {MAX_BOOTSTRAP_BYTES} bytes]"
 REFUSED_SYMLINK = "[UNREADABLE: symlink path component not allowed]"
 REFUSED_NOT_A_FILE = "[UNREADABLE: path does not have the required file type]"
 REFUSED_HARDLINKED = "[UNREADABLE: path must not be hardlinked]"
+# Node's words (libuv's uv_strerror) for what else stops a read; OpenClaw injects the error's message,
+# "[UNREADABLE: EACCES: permission denied, open '<absolute path>']", in the file's place.
+_NODE_ERRORS = {
+    errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.EIO: "i/o error",
+    errno.ELOOP: "too many symbolic links encountered", errno.ENAMETOOLONG: "name too long",
+    errno.EMFILE: "too many open files", errno.ENFILE: "file table overflow", errno.EBUSY: "resource busy or locked",
+    errno.ENXIO: "no such device or address", errno.EAGAIN: "resource temporarily unavailable",
+    errno.EINVAL: "invalid argument", errno.ENOMEM: "not enough memory", errno.ESTALE: "stale file handle",
+}
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """A startup file that is there but cannot be read: OpenClaw injects ``marker`` instead."""
+
+    marker: str
+    why: str
+
+
+def unreadable(exc: OSError, path: str, syscall: str) -> UnreadableFile:
+    code = errno.errorcode.get(exc.errno or 0, "EIO")
+    words = _NODE_ERRORS.get(exc.errno or 0, (exc.strerror or "unknown error").lower())
+    message = f"{code}: {words}, {syscall} '{path}'" if syscall == "open" else f"{code}: {words}, {syscall}"
+    reason = truncate_utf16_safe(" ".join(message.split()), 300)  # OpenClaw: white space runs as one space, 300 at most
+    return UnreadableFile(f"[UNREADABLE: {reason}]", f"cannot read it ({exc.strerror or code})")
 
 
 @dataclass(frozen=True)
@@ -56,43 +91,59 @@ class PromptSection:
     truncated: list[PromptCut] = field(default_factory=list)
     checkpoint: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # OpenClaw's other startup files (AGENTS.md, SOUL.md, IDENTITY.md, BOOTSTRAP.md): not shown, only
+    # counted; what each takes of the total budget before USER.md and MEMORY.md (injectedChars).
+    other_files: list[dict] = field(default_factory=list)
     # What the conformance suite compares with OpenClaw's own prompt assembly, never printed.
     # OpenClaw doctor's bootstrap budget note (None: nothing near a limit).
     budget: list[str] | None = key(hidden=True, default=None)
-    injected: tuple[Injected, ...] = key(hidden=True, default=())
+    budget_files: tuple[str, ...] = key(hidden=True, default=())  # the startup files it counts (there, read or not)
+    budget_rows: tuple[BudgetRow, ...] = key(hidden=True, default=())  # OpenClaw's analyzeBootstrapBudget of them
+    injected: tuple[Injected, ...] = key(hidden=True, default=())  # USER.md and MEMORY.md as injected
+    startup: tuple[Injected, ...] = key(hidden=True, default=())  # every startup file as injected, in order
     prelude: str | None = key(hidden=True, default=None)
     bootstrap_warnings: tuple[str, ...] = key(hidden=True, default=())  # OpenClaw's own words for each cut file
     checkpoint_upto: int | None = key(hidden=True, default=None)  # the last checkpoint section shown (consume_shown)
     refused: tuple[StartupRefusal, ...] = key(hidden=True, default=())  # each startup file there but not loaded (doctor names them)
 
-    JSON_DERIVED: ClassVar = ("chars",)
+    JSON_DERIVED: ClassVar = ("chars", "other_startup_chars")
 
     @property
     def chars(self) -> int:
         """The text's length as OpenClaw counts it (UTF-16 code units)."""
         return utf16_len(self.text)
 
+    @property
+    def other_startup_chars(self) -> int:
+        """How much of bootstrapTotalMaxChars the other startup files take first (their injected text
+        and the [MISSING] lines of those not there)."""
+        return sum(f["injectedChars"] for f in self.other_files)
 
-def _read_text(workspace: str, name: str) -> tuple[str, bool] | StartupRefusal | None:
+
+def _read_text(workspace: str, name: str) -> tuple[str, bool] | StartupRefusal | UnreadableFile | None:
     """``(text, not_utf8)`` of the workspace's bootstrap file ``name``, opened from the
     workspace's descriptor; a :class:`StartupRefusal` when OpenClaw's loader would refuse it (with the
-    ``[UNREADABLE: ...]`` it injects instead); None when there is none.
-
-    Anything else that stops the read (permission, a swapped folder) raises OSError for the
-    caller to report: a memory file never silently drops out.
+    ``[UNREADABLE: ...]`` it injects instead); an :class:`UnreadableFile` when anything else stops the
+    read (permission): never silently left out; None when there is none.
     """
+    path = os.path.join(workspace, name)
     try:  # the open itself tells a symlink (ELOOP) from a folder, FIFO, socket or device
-        fd, st = open_regular_under(workspace, os.path.join(workspace, name))
+        fd, st = open_regular_under(workspace, path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except NotRegularFile as exc:
         if exc.errno == errno.ELOOP:
             return StartupRefusal(name, "symlink", "it is a symlink", REFUSED_SYMLINK)
         return StartupRefusal(name, "not-a-file", "a folder, FIFO, socket or device, not a file", REFUSED_NOT_A_FILE)
+    except OSError as exc:
+        return unreadable(exc, path, "open")
     with os.fdopen(fd, "rb") as fh:
         if st.st_nlink > 1:
             return StartupRefusal(name, "hardlinked", f"it has {st.st_nlink} hard links", REFUSED_HARDLINKED)
-        data = fh.read(MAX_BOOTSTRAP_BYTES + 1)
+        try:
+            data = fh.read(MAX_BOOTSTRAP_BYTES + 1)
+        except OSError as exc:
+            return unreadable(exc, path, "read")
         if len(data) > MAX_BOOTSTRAP_BYTES:
             size = max(os.fstat(fh.fileno()).st_size, len(data))
             return StartupRefusal(name, "too-large", f"it is {size:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw "
@@ -124,32 +175,41 @@ def build_prompt_section(
     startup = startup or StartupContext()
     warnings: list[str] = []
     refused: list[StartupRefusal] = []
-    loaded: list[tuple[str, str]] = []
+    loaded: list[tuple[str, str | Missing]] = []
     # The exact directory entries the scan found, listed or passed over (a case-insensitive
     # file system would open memory.md for MEMORY.md; OpenClaw checks the exact name too).
     present = {f.path for f in scan.files if f.source == "root"} | {s.path for s in scan.skipped}
-    for name in BOOTSTRAP_ORDER:
-        if name not in present:
+    for name in STARTUP_ORDER:
+        memory = name in MEMORY_FILES
+        if memory and name not in present:
             continue
-        try:
-            got = _read_text(scan.workspace, name)
-        except OSError as exc:
-            warnings.append(f"{name} is not loaded: cannot read it ({exc.strerror or exc})")
-            continue
+        got = _read_text(scan.workspace, name)
         if got is None:
+            if not memory and name != BOOTSTRAP_FILE:
+                loaded.append((name, Missing(os.path.join(scan.workspace, name))))
+            continue
+        if isinstance(got, UnreadableFile):
+            if memory:
+                warnings.append(f"{name} is not loaded: {got.why}; the agent sees {got.marker} in its place, "
+                                "as in OpenClaw")
+            loaded.append((name, got.marker))
             continue
         if isinstance(got, StartupRefusal):
-            refused.append(got)
-            warnings.append(f"{name} is not loaded: {got.why}; the agent sees {got.marker} in its place, "
-                            "as in OpenClaw (see `openclaw-memory doctor`)")
+            if memory:
+                refused.append(got)
+                warnings.append(f"{name} is not loaded: {got.why}; the agent sees {got.marker} in its place, "
+                                "as in OpenClaw (see `openclaw-memory doctor`)")
             loaded.append((name, got.marker or ""))
             continue
         text, bad = got
-        if bad:
+        if bad and memory:
             warnings.append(not_utf8(name))
         loaded.append((name, text))
-    injected, bootstrap_warnings = build_bootstrap(loaded, file_cap, total_cap)
-    raw = {name: utf16_len(js_trim_end(text)) for name, text in loaded}
+    startup_files, bootstrap_warnings = build_bootstrap(loaded, file_cap, total_cap)
+    by_name = {f.name: f for f in startup_files}
+    raw = {name: 0 if isinstance(text, Missing) else utf16_len(js_trim_end(text)) for name, text in loaded}
+    injected = [f for f in startup_files if f.name in MEMORY_FILES]
+    others = [f for f in startup_files if f.name not in MEMORY_FILES]
     cuts: list[PromptCut] = []
     files: list[dict] = []
     for f in injected:
@@ -157,11 +217,16 @@ def build_prompt_section(
         if f.truncated:
             reason = "file-cap" if "per-file-limit" in f.causes else "total-cap"
             cuts.append(PromptCut(f.name, f.raw_chars, f.injected_chars, reason))
-    shown = {f.name for f in injected}
     for name, raw_chars in raw.items():
-        if name not in shown and raw_chars:
+        if name in MEMORY_FILES and name not in by_name and raw_chars:
             files.append({"path": name, "chars": raw_chars, "truncated": True})
             cuts.append(PromptCut(name, raw_chars, 0, "total-cap"))
+    other_files = [{"path": name, "chars": raw[name], "injectedChars": by_name[name].injected_chars if name in by_name else 0,
+                    "missing": isinstance(text, Missing)} for name, text in loaded if name not in MEMORY_FILES]
+    if others and any(c.reason == "total-cap" for c in cuts):
+        took = sum(f.injected_chars for f in others)
+        warnings.append(f"the other startup files ({', '.join(f.name for f in others)}) take {took:,} of the "
+                        f"{total_cap:,} characters of bootstrapTotalMaxChars first, as in OpenClaw")
 
     prelude = build_prelude(scan, now, startup)
     warnings.extend(prelude.left_out)
@@ -171,7 +236,7 @@ def build_prompt_section(
         if note.cut:
             cuts.append(PromptCut(note.path, note.raw_chars, note.kept_chars, "daily-cap"))
 
-    blocks = [f"## {f.name}\n\n{f.content}\n" for f in injected]
+    blocks = [f"## {f.name}\n\n{prompt_text(f.content)}\n" for f in injected]
     if prelude.text:
         blocks.append(prelude.text + "\n")
     if checkpoint:
@@ -182,9 +247,13 @@ def build_prompt_section(
         )
     text = "\n".join(["# Memory\n", *blocks]) if blocks else ""
     local_date = now.date().isoformat() if today is None else today.isoformat()
-    return PromptSection(text, local_date, files, cuts, checkpoint, warnings,
-                         budget_report(injected, raw, file_cap, total_cap), tuple(injected), prelude.text,
-                         tuple(bootstrap_warnings), refused=tuple(refused))
+    entries = [(name, raw[name], by_name.get(name), isinstance(text, Missing)) for name, text in loaded]
+    report = budget_report(entries, file_cap, total_cap)
+    return PromptSection(text, local_date, files, cuts, checkpoint, warnings, other_files, budget=report,
+                         budget_files=tuple(name for name, text in loaded if not isinstance(text, Missing)),
+                         budget_rows=tuple(budget_rows(entries, file_cap, total_cap)),
+                         injected=tuple(injected), startup=tuple(startup_files), prelude=prelude.text,
+                         bootstrap_warnings=tuple(bootstrap_warnings), refused=tuple(refused))
 
 
 def memory_prompt(settings: Settings, today: dt.date | None = None, consume: bool = True) -> PromptSection:

@@ -2,7 +2,13 @@
 // oc_more.mjs — OpenClaw functions the shared oracle driver (../shared/oracle/oc_driver.mjs) does not
 // expose in the form these tests need, found the same way (by their "//#region <source file>" marker
 // and the chunk's final export list) in the OpenClaw install at $OC_ROOT:
-//   bootstrap  : loadWorkspaceBootstrapFiles(ws, names) + buildBootstrapContextFiles (USER.md and MEMORY.md)
+//   bootstrap  : loadWorkspaceBootstrapFiles(ws, names) + buildBootstrapContextFiles: every startup file
+//                (AGENTS.md, SOUL.md, IDENTITY.md, USER.md, BOOTSTRAP.md, MEMORY.md) unless `names` picks some;
+//                `setupCompleted` leaves BOOTSTRAP.md out as filterCompletedWorkspaceBootstrapFile does once
+//                OpenClaw's state records the workspace's setup complete (that state lives in its database);
+//                `rendered`: each injected text as the system prompt renders it; `budget`: analyzeBootstrapBudget
+//                (buildBootstrapInjectionStats), the numbers of doctor's bootstrap file size note
+//                (sanitizeContextFileContentForPrompt, extracted from its chunk: it is not exported)
 //   prelude    : buildSessionStartupContextPrelude with a configured userTimezone and an exact nowMs
 //   suggest    : shouldSuggestMemorySystem (doctor's "Memory system not found")
 //   search     : an openclaw.json as OpenClaw reads it (migrateLegacyConfig: what its startup and
@@ -21,6 +27,7 @@
 //                normalizeAgentId (a config key's: main where nothing is left) normalize it
 // Usage: node oc_more.mjs --batch < requests.jsonl   (one JSON answer per line)
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -58,15 +65,45 @@ async function prelude() {
   return (await import(pathToFileURL(p).href)).buildSessionStartupContextPrelude;
 }
 
+// The system prompt's context-file rendering (src/agents/system-prompt-context-files.ts), not exported:
+// its region is written, with the imports it uses, to a temporary module.
+let sanitizer;
+async function sanitize() {
+  if (sanitizer) return sanitizer;
+  const region = "src/agents/system-prompt-context-files.ts";
+  const [{ file, text }] = chunks(region);
+  const start = text.indexOf(`//#region ${region}\n`);
+  const body = text.slice(start, text.indexOf("//#endregion", start));
+  const imports = text.split("\n").filter((l) => l.startsWith("import ") && /normalizeLowercaseStringOrEmpty/.test(l))
+    .map((l) => l.replace(/from "\.\/([^"]+)"/, (_, f) => `from "${pathToFileURL(path.join(path.dirname(file), f)).href}"`));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "oc-more-"));
+  const out = path.join(dir, "context-files.mjs");
+  fs.writeFileSync(out, imports.join("\n") + "\n" + body + "\nexport { sanitizeContextFileContentForPrompt };\n");
+  sanitizer = (await import(pathToFileURL(out).href)).sanitizeContextFileContentForPrompt;
+  fs.rmSync(dir, { recursive: true, force: true });
+  return sanitizer;
+}
+
 const ops = {
   async bootstrap(req) {
     const load = await pick("src/agents/workspace.ts", "loadWorkspaceBootstrapFiles");
     const build = await pick("src/agents/embedded-agent-helpers/bootstrap.ts", "buildBootstrapContextFiles");
+    const render = await sanitize();
     const warnings = [];
-    const loaded = await load(req.ws, req.names ?? ["USER.md", "MEMORY.md"]);
+    let loaded = await load(req.ws, req.names ?? undefined);
+    if (req.setupCompleted) loaded = loaded.filter((f) => f.name !== "BOOTSTRAP.md");
     const out = build(loaded, { maxChars: req.maxChars ?? 20000, totalMaxChars: req.totalMaxChars ?? 60000, warn: (m) => warnings.push(m) });
+    const stats = await pick("src/agents/bootstrap-budget.ts", "buildBootstrapInjectionStats");
+    const analyze = await pick("src/agents/bootstrap-budget.ts", "analyzeBootstrapBudget");
+    const analysis = analyze({ files: stats({ bootstrapFiles: loaded, injectedFiles: out }),
+                               bootstrapMaxChars: req.maxChars ?? 20000, bootstrapTotalMaxChars: req.totalMaxChars ?? 60000 });
     return {
       injected: out.map((f) => ({ name: path.basename(f.path), content: f.content })),
+      rendered: out.map((f) => render(f.content)),
+      // doctor's bootstrap budget (noteBootstrapFileSize's numbers): each file there, and the totals
+      budget: { files: analysis.files.filter((f) => !f.missing).map((f) => [f.name, f.rawChars, f.injectedChars, f.effectiveFileLimit, f.causes]),
+                totals: [analysis.totals.rawChars, analysis.totals.injectedChars], nearLimit: analysis.nearLimitFiles.map((f) => f.name),
+                totalNearLimit: analysis.totalNearLimit },
       loaded: loaded.map((f) => ({ name: f.name, missing: !!f.missing })),
       warnings,
     };

@@ -1,4 +1,6 @@
-"""``prompt`` against OpenClaw's bootstrap loader (USER.md, MEMORY.md caps) and its new-session prelude."""
+"""``prompt`` against OpenClaw's bootstrap loader (every startup file: AGENTS.md, SOUL.md, IDENTITY.md,
+USER.md, BOOTSTRAP.md, MEMORY.md, under one budget), its system prompt's rendering of them, doctor's
+bootstrap budget numbers, and its new-session prelude."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 
 from openclaw_memory.files.scan import scan_memory_files
 from openclaw_memory.prompt import build_prompt_section
+from openclaw_memory.prompt.bootstrap import prompt_text
 from openclaw_memory.settings._openclaw import startup_context
 
 from .workspaces import build
@@ -20,6 +23,30 @@ NOW = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
 def ours(ws, *, max_chars=20_000, total=60_000, startup=None, tz=None, now=NOW):
     cfg = startup_context({"startupContext": startup or {}, **({"userTimezone": tz} if tz else {})})
     return build_prompt_section(scan_memory_files(ws), now=now, file_cap=max_chars, total_cap=total, startup=cfg)
+
+
+def boot(ws, **kw) -> dict:
+    """OpenClaw's bootstrap request for ``ws``: every startup file; BOOTSTRAP.md left out when it is not
+    there, as OpenClaw leaves it out once it records the workspace's setup complete (which it does when
+    the first-run BOOTSTRAP.md is deleted), the state this product assumes (docs/openclaw.md)."""
+    return {"op": "bootstrap", "ws": str(ws), "setupCompleted": not (ws / "BOOTSTRAP.md").exists(), **kw}
+
+
+def compare_startup(checks, label, section, answer):
+    """The injected startup files, their rendering, OpenClaw's warnings and doctor's budget numbers."""
+    checks.same(f"{label}: injected", [(f.name, f.content) for f in section.startup],
+                [(f["name"], f["content"]) for f in answer["injected"]])
+    checks.same(f"{label}: rendered", [prompt_text(f.content) for f in section.startup], answer["rendered"])
+    checks.same(f"{label}: warnings", list(section.bootstrap_warnings), answer["warnings"])
+    rows = section.budget_rows
+    budget = answer["budget"]
+    checks.same(f"{label}: budget files", [[r.name, r.raw_chars, r.injected_chars, r.limit, list(r.causes)] for r in rows],
+                budget["files"])
+    checks.same(f"{label}: budget totals", [sum(r.raw_chars for r in rows), sum(r.injected_chars for r in rows)],
+                budget["totals"])
+    for f in section.injected:  # the memory files as the section shows them
+        if f"## {f.name}\n\n{prompt_text(f.content)}\n" not in section.text:
+            checks.failures.append(f"{label}: {f.name} is not shown as rendered")
 
 
 BOOTSTRAP_CASES = [
@@ -60,13 +87,62 @@ def test_bootstrap_files(oracle, new_ws, checks):
         ws = new_ws()
         build(ws, tree)
         cases.append((ws, tree, max_chars, total))
-    answers = oracle.more([{"op": "bootstrap", "ws": str(ws), "maxChars": m, "totalMaxChars": t} for ws, _tr, m, t in cases])
+    answers = oracle.more([boot(ws, maxChars=m, totalMaxChars=t) for ws, _tr, m, t in cases])
     for (ws, tree, max_chars, total), answer in zip(cases, answers):
         section = ours(ws, max_chars=max_chars, total=total)
         label = f"{ {k: len(v) for k, v in tree.items()} } max={max_chars} total={total}"
-        checks.same(f"{label}: injected", [(f.name, f.content) for f in section.injected],
-                    [(f["name"], f["content"]) for f in answer["injected"]])
-        checks.same(f"{label}: warnings", list(section.bootstrap_warnings), answer["warnings"])
+        compare_startup(checks, label, section, answer)
+    checks.done()
+
+
+HEARTBEAT = ("Default heartbeat prompt:\n`Read HEARTBEAT.md if it exists (workspace context). Follow it strictly. "
+             "If nothing needs attention, reply HEARTBEAT_OK.`")
+POLICY = "".join([
+    "# Agents\n\nSome prose before a rule.\n- must run the tests first\n", "plain prose\n" * 400,
+    "## Security\nnever print a secret\n```\n- fenced, not a rule\n```\n1) numbered item\n",
+    "禁止 deleting notes\n", "a rule line, long: must " + "x" * 300 + "\n", "😀 prose\n" * 300,
+    "- commit with a message\n", "Do NOT push\n", "tail prose\n" * 200,
+])
+# Every startup file (OpenClaw's order: AGENTS.md, SOUL.md, IDENTITY.md, USER.md, BOOTSTRAP.md, MEMORY.md)
+STARTUP_CASES = [
+    # the reviewer's case: the other files take 58,999 of the 60,000
+    ({"AGENTS.md": "# Agents\n" + "A" * 19_990 + "\n", "SOUL.md": "S" * 20_000 + "\n", "IDENTITY.md": "I" * 19_000 + "\n",
+      "MEMORY.md": "# Memory\n" + "- fact\n" * 700}, 20_000, 60_000),
+    ({"AGENTS.md": "# Agents\n" + "A" * 19_990 + "\n", "SOUL.md": "S" * 20_000 + "\n", "IDENTITY.md": "I" * 19_000 + "\n",
+      "BOOTSTRAP.md": "first run\n", "MEMORY.md": "# Memory\n" + "- fact\n" * 700}, 20_000, 60_000),
+    # under 64 left: MEMORY.md skipped; USER.md cut by the total
+    ({"AGENTS.md": "a" * 20_000, "SOUL.md": "s" * 20_000, "IDENTITY.md": "i" * 19_980, "MEMORY.md": "m" * 500}, 20_000, 60_000),
+    ({"AGENTS.md": "a" * 20_000, "SOUL.md": "s" * 20_000, "IDENTITY.md": "i" * 17_000, "USER.md": "u" * 4_500,
+      "MEMORY.md": "m" * 500}, 20_000, 60_000),
+    # missing files cost their [MISSING] line, also when the total is small
+    ({"MEMORY.md": "m" * 1_000}, 20_000, 300),
+    ({"USER.md": "u" * 100, "MEMORY.md": "m" * 1_000}, 20_000, 150),
+    ({"SOUL.md": "soul\n", "MEMORY.md": "m" * 1_000}, 20_000, 40),
+    ({"BOOTSTRAP.md": "b" * 300, "MEMORY.md": "m" * 300}, 20_000, 60_000),
+    # AGENTS.md over its cap: head, policy digest, tail
+    ({"AGENTS.md": POLICY, "MEMORY.md": "m\n"}, 20_000, 60_000),
+    ({"AGENTS.md": POLICY, "MEMORY.md": "m\n"}, 3_000, 60_000),
+    ({"AGENTS.md": POLICY, "MEMORY.md": "m\n"}, 500, 60_000),
+    ({"AGENTS.md": POLICY, "MEMORY.md": "m\n"}, 60, 60_000),
+    ({"AGENTS.md": POLICY, "SOUL.md": POLICY, "MEMORY.md": "m" * 5_000}, 4_000, 6_000),
+    # the system prompt's rendering: line feeds collapsed, the default heartbeat prompt deleted
+    ({"SOUL.md": "a\n\n\n\nb", "USER.md": "u1\n\n\n\nu2\n", "MEMORY.md": "a\n\n\n\nb\n\n\n" + HEARTBEAT + "\nc\n"}, 20_000, 60_000),
+    ({"MEMORY.md": "x\r\n\r\n\r\n" + HEARTBEAT.replace("\n", "\r\n") + "\n\n\n\n" + "y" * 300}, 200, 60_000),
+]
+
+
+def test_all_startup_files(oracle, new_ws, checks):
+    """With AGENTS.md, SOUL.md, IDENTITY.md and BOOTSTRAP.md there or missing, USER.md and MEMORY.md
+    are cut or skipped as OpenClaw cuts them, and doctor's budget numbers are OpenClaw's."""
+    cases = []
+    for tree, max_chars, total in STARTUP_CASES:
+        ws = new_ws()
+        build(ws, tree)
+        cases.append((ws, tree, max_chars, total))
+    answers = oracle.more([boot(ws, maxChars=m, totalMaxChars=t) for ws, _tr, m, t in cases])
+    for (ws, tree, max_chars, total), answer in zip(cases, answers):
+        label = f"{ {k: len(v) for k, v in tree.items()} } max={max_chars} total={total}"
+        compare_startup(checks, label, ours(ws, max_chars=max_chars, total=total), answer)
     checks.done()
 
 
@@ -105,10 +181,9 @@ def test_bootstrap_files_openclaw_refuses(oracle, new_ws, checks):
         for name in names:
             os.link(ws / name, ws.parent / f"second-{name}")
         cases.append((label, ws))
-    answers = oracle.more([{"op": "bootstrap", "ws": str(ws)} for _label, ws in cases])
+    answers = oracle.more([boot(ws) for _label, ws in cases])
     for (label, ws), answer in zip(cases, answers):
-        checks.same(f"{label}: injected", [(f.name, f.content) for f in ours(ws).injected],
-                    [(f["name"], f["content"]) for f in answer["injected"]])
+        compare_startup(checks, label, ours(ws), answer)
     checks.done()
 
 
@@ -210,25 +285,24 @@ TEXT = st.lists(CHARS, max_size=80).map("".join)
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
           phases=[Phase.explicit, Phase.generate])  # every example costs an OpenClaw run: no shrinking
-@given(cases=st.lists(st.tuples(TEXT, TEXT, st.integers(1, 90), st.integers(1, 200), TEXT, TEXT,
-                                st.integers(1, 60), st.integers(1, 400)), min_size=10, max_size=10))
+@given(cases=st.lists(st.tuples(TEXT, TEXT, st.integers(1, 90), st.integers(1, 600), TEXT, TEXT,
+                                st.integers(1, 60), st.integers(1, 400), TEXT), min_size=10, max_size=10))
 def test_generated_caps_and_notes(oracle, new_ws, cases):
     from .conftest import Checks
 
     checks = Checks()
     built = []
-    for user, memory, max_chars, total, today_note, slug_note, file_chars, total_chars in cases:
+    for user, memory, max_chars, total, today_note, slug_note, file_chars, total_chars, soul in cases:
         ws = new_ws()
         build(ws, {"USER.md": user, "MEMORY.md": memory, "memory/2026-11-30.md": today_note,
-                   "memory/2026-11-29-s.md": slug_note})
+                   "memory/2026-11-29-s.md": slug_note, "SOUL.md": soul, "AGENTS.md": soul + "\n- must " + user})
         built.append((ws, max_chars, total, {"maxFileChars": file_chars, "maxTotalChars": total_chars}))
-    boot = oracle.more([{"op": "bootstrap", "ws": str(ws), "maxChars": m, "totalMaxChars": t} for ws, m, t, _s in built])
+    answers = oracle.more([boot(ws, maxChars=m, totalMaxChars=t) for ws, m, t, _s in built])
     pre = oracle.more([{"op": "prelude", "ws": str(ws), "nowMs": int(NOW.timestamp() * 1000), "userTimezone": "UTC",
                         "startupContext": s} for ws, _m, _t, s in built])
-    for (ws, m, t, s), b, p in zip(built, boot, pre):
+    for (ws, m, t, s), b, p in zip(built, answers, pre):
         section = ours(ws, max_chars=m, total=t, startup=s, tz="UTC")
-        checks.same(f"{ws} max={m} total={t}: injected", [(f.name, f.content) for f in section.injected],
-                    [(f["name"], f["content"]) for f in b["injected"]])
+        compare_startup(checks, f"{ws} max={m} total={t}", section, b)
         checks.same(f"{ws} {s}: prelude", section.prelude, p["prelude"])
     checks.done()
 

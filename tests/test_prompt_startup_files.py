@@ -1,0 +1,141 @@
+"""The startup prompt's budget is what OpenClaw spends: its other startup files (AGENTS.md, SOUL.md,
+IDENTITY.md, BOOTSTRAP.md) take their share of bootstrapTotalMaxChars before USER.md and MEMORY.md,
+a missing one costs its [MISSING] line, an unreadable memory file is injected as OpenClaw's
+[UNREADABLE: ...], and the text is what OpenClaw's system prompt renders."""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import os
+
+from conftest import write
+from openclaw_memory.files.scan import scan_memory_files
+from openclaw_memory.prompt import build_prompt_section
+from openclaw_memory.prompt import loader as prompt_loader
+from openclaw_memory.prompt.bootstrap import prompt_text, trim_bootstrap_content
+
+TODAY = dt.date(2026, 11, 30)
+
+
+def section(ws, **kw):
+    return build_prompt_section(scan_memory_files(ws), today=TODAY, **kw)
+
+
+def _others(ws, agents=19_990, soul=20_000, identity=19_000):
+    write(ws / "AGENTS.md", "# Agents\n" + "A" * agents + "\n")
+    write(ws / "SOUL.md", "S" * soul + "\n")
+    write(ws / "IDENTITY.md", "I" * identity + "\n")
+
+
+def test_other_startup_files_take_the_total_first(workspace, cli):
+    _others(workspace)  # 19,999 + 20,000 + 19,000 of the 60,000: 1,001 left for MEMORY.md
+    write(workspace / "MEMORY.md", "# Memory\n" + "- fact\n" * 700)
+    result = section(workspace)
+    assert [(f.name, f.injected_chars) for f in result.startup] == [
+        ("AGENTS.md", 19_999), ("SOUL.md", 20_000), ("IDENTITY.md", 19_000), ("MEMORY.md", 1_000)]
+    assert [(c.path, c.original_chars, c.kept_chars, c.reason) for c in result.truncated] == [
+        ("MEMORY.md", 4_908, 1_000, "total-cap")]  # OpenClaw's cut to 1,001: its marker inside
+    assert "[...truncated, read MEMORY.md for full content...]" in result.text
+    assert "AAAA" not in result.text and "SSSS" not in result.text  # counted, not shown
+    assert result.other_startup_chars == 58_999
+    data = cli("prompt", "--json", "--date", "2026-11-30").json()
+    assert data["otherStartupChars"] == 58_999
+    assert data["otherFiles"] == [
+        {"path": "AGENTS.md", "chars": 19_999, "injectedChars": 19_999, "missing": False},
+        {"path": "SOUL.md", "chars": 20_000, "injectedChars": 20_000, "missing": False},
+        {"path": "IDENTITY.md", "chars": 19_000, "injectedChars": 19_000, "missing": False},
+    ]
+    assert any("take 58,999 of the 60,000" in w for w in data["warnings"])
+    findings = {f["id"]: f for f in cli("doctor", "--json").json()["findings"]}
+    assert "AGENTS.md, SOUL.md, IDENTITY.md took 58,999 of them first" in findings["prompt-total-cap"]["message"]
+    budget = findings["bootstrap-budget"]["message"].split("\n")
+    assert budget[:2] == ["Workspace bootstrap files exceed limits and will be truncated:",
+                          "- MEMORY.md: 4,908 raw / 1,000 injected (80% truncated; max/total)"]
+    assert "Total bootstrap injected chars: 59,999 (100% of max/total 60,000)." in budget
+    assert "Total bootstrap raw chars (before truncation): 63,907." in budget
+    assert "- SOUL.md: 20,000 chars (100% of max/file 20,000)" in budget
+    assert budget[-1].startswith("- Tip: tune `agents.entries.*.bootstrapTotalMaxChars`")
+    assert findings["bootstrap-budget"]["paths"] == ["AGENTS.md", "SOUL.md", "IDENTITY.md", "MEMORY.md"]
+
+
+def test_under_64_left_memory_md_is_skipped(workspace, cli):
+    _others(workspace, identity=19_980)  # 40 left: OpenClaw injects no further file
+    write(workspace / "MEMORY.md", "m" * 500 + "\n")
+    result = section(workspace)
+    assert "MEMORY.md" not in [f.name for f in result.startup] and "mmm" not in result.text
+    assert [(c.path, c.kept_chars, c.reason) for c in result.truncated] == [("MEMORY.md", 0, "total-cap")]
+    assert list(result.bootstrap_warnings) == [
+        "remaining bootstrap budget is 21 chars (<64); skipping additional bootstrap files"]
+    (cap,) = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "prompt-total-cap"]
+    assert cap["message"].endswith(": MEMORY.md is left out at the start of a session.")
+
+
+def test_a_missing_startup_file_costs_its_marker(workspace):
+    write(workspace / "MEMORY.md", "m" * 1_000)
+    markers = [f"[MISSING] Expected at: {os.path.join(str(workspace), n)}" for n in ("AGENTS.md", "SOUL.md", "IDENTITY.md")]
+    spent = sum(len(m) for m in markers)
+    result = section(workspace, total_cap=spent + 500)
+    assert [(f.name, f.content, f.missing) for f in result.startup[:3]] == [
+        (n, m, True) for n, m in zip(("AGENTS.md", "SOUL.md", "IDENTITY.md"), markers)]
+    (memory,) = result.injected
+    assert memory.injected_chars == 499 and result.truncated[0].reason == "total-cap"  # cut to the 500 left
+    assert result.other_startup_chars == spent
+    assert "[MISSING]" not in result.text
+    assert result.budget is not None and "Total bootstrap raw chars (before truncation): 1,000." in result.budget
+
+
+def test_bootstrap_md_counts_when_there_and_nothing_when_not(workspace):
+    write(workspace / "MEMORY.md", "m\n")
+    assert "BOOTSTRAP.md" not in [f.name for f in section(workspace).startup]  # setup done: OpenClaw leaves it out
+    write(workspace / "BOOTSTRAP.md", "b" * 300 + "\n")
+    names = [(f.name, f.injected_chars) for f in section(workspace).startup]
+    assert names[3:] == [("BOOTSTRAP.md", 300), ("MEMORY.md", 1)]  # OpenClaw's order: before MEMORY.md
+
+
+def test_an_unreadable_memory_file_is_injected_as_openclaws_marker(workspace, monkeypatch):
+    write(workspace / "USER.md", "u\n")
+    write(workspace / "MEMORY.md", "secret\n")
+    real = prompt_loader.open_regular_under
+
+    def refuse(root, path):
+        if path.endswith("MEMORY.md"):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real(root, path)
+
+    monkeypatch.setattr(prompt_loader, "open_regular_under", refuse)
+    result = section(workspace)
+    marker = f"[UNREADABLE: EACCES: permission denied, open '{workspace / 'MEMORY.md'}']"
+    assert [(f.name, f.content) for f in result.injected] == [("USER.md", "u"), ("MEMORY.md", marker)]
+    assert result.text.endswith(f"## MEMORY.md\n\n{marker}\n")
+    assert any(w.startswith("MEMORY.md is not loaded: cannot read it (Permission denied)") for w in result.warnings)
+    assert {"path": "MEMORY.md", "chars": len(marker), "truncated": False} in result.files
+
+
+def test_text_is_what_openclaws_system_prompt_renders(workspace):
+    heartbeat = ("Default heartbeat prompt:\n`Read HEARTBEAT.md if it exists (workspace context). Follow it strictly. "
+                 "If nothing needs attention, reply HEARTBEAT_OK.`")
+    write(workspace / "MEMORY.md", "a\n\n\n\nb\n\n\n" + heartbeat + "\nc\n")
+    write(workspace / "USER.md", "u1\n\n\n\nu2\n")
+    result = section(workspace)
+    assert result.text == "# Memory\n\n## USER.md\n\nu1\n\nu2\n\n## MEMORY.md\n\na\n\nb\n\nc\n"
+    # The caps count the file as loaded; the rendering comes after them.
+    assert [f.raw_chars for f in result.injected] == [len("u1\n\n\n\nu2"), len(f"a\n\n\n\nb\n\n\n{heartbeat}\nc")]
+    assert prompt_text("x\r\n\r\n\r\ny") == "x\r\n\r\n\r\ny"  # only line feeds in a row are collapsed
+
+
+def test_agents_md_over_its_cap_is_cut_around_a_policy_digest(workspace):
+    body = "# Rules\n" + "prose line\n" * 3000 + "- never push to main\n" + "tail\n" * 500
+    content, cut = trim_bootstrap_content(body, "AGENTS.md", 2_000)
+    assert cut and len(content) <= 2_000
+    assert "[...truncated, read AGENTS.md for full content...]\n[Policy digest from AGENTS.md]\n" in content
+    assert "- never push to main" in content and content.endswith("tail")
+
+
+def test_user_md_fixed_cap_line_in_the_budget_report(workspace):
+    write(workspace / "USER.md", "u" * 4_500)
+    write(workspace / "MEMORY.md", "m\n")
+    report = section(workspace).budget
+    assert report is not None
+    assert report[1] == "- USER.md: 4,500 raw / 3,999 injected (11% truncated; max/file)"
+    assert report[-2:] == ["", "USER.md has a fixed 4,000-character bootstrap cap; keep it compact."]
