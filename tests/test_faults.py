@@ -396,4 +396,7 @@ def test_a_read_only_state_dir_still_reads_and_says_what_it_cannot_record(tmp_pa
         blocked = no_traceback(run_cli(ws, state, "write", "MEMORY.md", "--append", "- more"))
         assert blocked.returncode == 2 and "writable" in blocked.stderr
         assert (ws / "MEMORY.md").read_text() == "# Memory\n- edited meanwhile\n"
-        assert no_traceback(run_cli(ws, state, "doctor")).returncode == 0
+        # doctor names what the write met, once, in its words (it said "No problems found." before a4bc590)
+        doctor = no_traceback(run_cli(ws, state, "doctor", "--json"))
+        assert doctor.returncode == 1
+        assert [f["id"] for f in json.loads(doctor.stdout)["findings"]] == ["state-dir-not-writable"]
