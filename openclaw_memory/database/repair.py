@@ -141,7 +141,7 @@ def rebuild(db: Database) -> Salvage:
     wal_lost = wal_damage(source, full=True)  # committed frames its index names that no copy can read
     scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
     try:
-        copy = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
+        copy, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
         moved = set_aside_files(db)
         with db.transaction() as target:
             lost = _copy_all(copy, target)
@@ -149,6 +149,8 @@ def rebuild(db: Database) -> Salvage:
                 recovered = _recover(copy, scratch)
                 if recovered is not None:
                     lost = {t: why for t, why in lost.items() if _copy_all(recovered, target, (t,))}
+            if cut:
+                lost = {"state.db": cut, **lost}
             if wal_lost:
                 lost["write-ahead log"] = f"{wal_lost}; what those frames held (the latest writes) is not in the new one"
             broken = _unsound_objects(target)
@@ -165,9 +167,10 @@ def rebuild(db: Database) -> Salvage:
     return Salvage(moved, counts, lost)
 
 
-def _scratch_copy(path: Path, scratch: Path) -> Path:
+def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, str]:
     """The damaged file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
-    what the WAL holds), the 16-byte header restored when it was garbled."""
+    what the WAL holds), the 16-byte header restored when it was garbled, its length when it was cut
+    short (:func:`_pad_cut_file`); the copy, and what was cut or ""."""
     import shutil
 
     copy = scratch / "state.db"
@@ -179,7 +182,54 @@ def _scratch_copy(path: Path, scratch: Path) -> Path:
         if head != SQLITE_MAGIC and len(head) == len(SQLITE_MAGIC):
             fh.seek(0)
             fh.write(SQLITE_MAGIC)
-    return copy
+    return copy, _pad_cut_file(copy)
+
+
+_PAD_LIMIT = 64 << 20  # the most zeros added to a cut file beyond its own length (see _pad_cut_file)
+
+
+def declared_length(path: str | os.PathLike[str]) -> int | None:
+    """The length the database file's header declares (its page count × its page size), or None
+    where the header does not say it reliably: a page size that is not a power of two from 512 to
+    65536, or an in-header page count SQLite itself would not trust (zero, or its "version valid
+    for" number not the file's change counter)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError:
+        return None
+    if len(head) < 100:
+        return None
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    if page_size < 512 or page_size & (page_size - 1) or pages == 0 or head[24:28] != head[92:96]:
+        return None
+    return pages * page_size
+
+
+def _pad_cut_file(copy: Path) -> str:
+    """A scratch copy shorter than its header declares extended with zeros to that length, so SQLite
+    reads every page that is still there (a file cut short does not open: "database disk image is
+    malformed", and every row was lost with the last pages). The missing pages read as empty; only
+    the rows they held are lost. Bounded: never more zeros than the file's own length or 64 MiB,
+    whichever is more, nor more than the free space (a header that claims an absurd size is left
+    as it is, and the copy read as SQLite can). What was cut, said for the repair's report, or ""."""
+    declared = declared_length(copy)
+    size = copy.stat().st_size
+    if declared is None or declared <= size:
+        return ""
+    missing = declared - size
+    try:
+        vfs = os.statvfs(copy.parent)
+        free = vfs.f_bavail * vfs.f_frsize
+    except OSError:
+        free = 0
+    if missing > max(size, _PAD_LIMIT) or missing > free:
+        return f"the file is {missing} bytes shorter than its header declares ({declared}), too many to read it as a cut file"
+    os.truncate(copy, declared)  # (a hole where the file system has them: no space used)
+    return (f"the file was cut short: its last {missing} bytes (of {declared}) are gone, and the rows on those pages "
+            "with them")
 
 
 def _copy_all(source_path: Path, target: sqlite3.Connection, tables: tuple[str, ...] = tuple(_TABLES)) -> dict[str, str]:
@@ -283,7 +333,43 @@ def _copy(source: sqlite3.Connection, target: sqlite3.Connection, table: str, ke
         failure = exc
     if _has_rowid(table):
         return "; ".join(filter(None, (_copy_by_rowid(source, table, columns, rows, failure), rows.said())))
+    if table in _KEYED:
+        return "; ".join(filter(None, (_copy_by_key(source, table, columns, rows, failure), rows.said())))
     return "; ".join(filter(None, (f"some rows could not be read ({failure})", rows.said())))
+
+
+# A table without rowids whose first key column other tables name: past a page that cannot be read,
+# its rows are looked up by each value those tables hold (a lookup walks down the tree to its own
+# pages, never along the damaged ones). The stored versions' parts: by the versions that name them.
+_KEYED = {"object_parts": ("version", ("SELECT version FROM objects", "SELECT version FROM versions",
+                                       "SELECT version FROM reads"))}
+
+
+def _copy_by_key(source: sqlite3.Connection, table: str, columns: list[str], rows: _Rows,
+                 failure: sqlite3.Error) -> str:
+    """The rows of a table without rowids looked up by each value of its first key column that the
+    other tables name (as many as read: a named table that fails part way gives those it read);
+    the rows of a value whose pages fail are lost, counted by value."""
+    column, naming = _KEYED[table]
+    values: set = set()
+    for sql in naming:
+        try:
+            for (value,) in source.execute(sql):
+                values.add(value)
+        except sqlite3.Error:
+            continue
+    select = f"SELECT {', '.join(columns)} FROM {table} WHERE {column} = ?"  # noqa: S608 - our names
+    failed = 0
+    for value in sorted(values, key=repr):
+        try:
+            found = source.execute(select, (value,)).fetchall()
+        except sqlite3.Error:
+            failed += 1
+            continue
+        for row in found:
+            rows.put(row)
+    said = f"the rows of {failed} {column}(s) could not be read ({failure})" if failed else ""
+    return said or f"rows no other table names may be lost ({failure})"
 
 
 class _Rows:
