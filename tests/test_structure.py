@@ -115,6 +115,7 @@ FRONT_END_MAY_IMPORT = {
     "index.results",  # SearchResult, DEFAULT_MIN_SCORE
     "service_files",  # where the service keeps its token (the MCP HTTP endpoint, serve)
     "signals",  # a stop signal noted for the loop to act on (the MCP server over stdio, the service)
+    "faults",  # the tests' one hook (a pause where a second Ctrl-C lands): it reaches no memory
 }
 
 

@@ -91,13 +91,11 @@ def _interrupted(settings: Settings, full: bool, seen: dict) -> str:
 
 
 def _live_index(settings: Settings) -> bool | None:
-    """Whether the agent has an index a search answers from (a collection's manifest saved); None:
+    """Whether the agent has an index a search answers from (a collection indexed before); None:
     cannot tell."""
     try:
-        from ...index.collections import resolve_collections
-        from ...index.manifest import manifest_serial
-
-        return any(manifest_serial(settings.data_dir, c.name) is not None for c in resolve_collections(settings))
+        with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
+            return any(c.points is not None for c in memory.collections())
     except Exception:  # noqa: BLE001 - the message then says what it said before
         return None
 
