@@ -82,3 +82,15 @@ def test_a_utf8_process_is_not_started_again(cafe, state_dir):
          "utf8_file_names(); print(sys.flags.utf8_mode, UTF8_REEXEC in os.environ)"],
         capture_output=True, text=True, env={**os.environ, "LANG": "C.UTF-8", "PYTHONUTF8": "0"}, timeout=60)
     assert probe.stdout.split() == ["0", "False"], probe
+
+
+def test_the_processes_it_starts_are_in_utf8_mode_too(tmp_path, latin1):
+    # The service and the index's shard probe are started as `python ...`: without PYTHONUTF8 they
+    # decoded names with the locale again.
+    code = ("from openclaw_memory.cli.main import utf8_file_names; utf8_file_names(); import subprocess, sys; "
+            "print(sys.getfilesystemencoding(), subprocess.run([sys.executable, '-c', 'import sys; "
+            "print(sys.getfilesystemencoding())'], capture_output=True, text=True).stdout.strip())")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8", "PYTHONCOERCECLOCALE"))}
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **latin1},
+                           cwd=tmp_path, timeout=60)
+    assert probe.stdout.split() == ["utf-8", "utf-8"], probe

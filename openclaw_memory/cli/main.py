@@ -157,10 +157,17 @@ def utf8_file_names() -> None:
         return  # started again already (and still not UTF-8: never a loop), or no command line to start again
     os.environ[UTF8_REEXEC] = ",".join(
         f"{getattr(stream, 'encoding', '') or ''}:{getattr(stream, 'errors', '') or ''}" for stream in (sys.stdin, sys.stdout, sys.stderr))
+    # PYTHONUTF8 too: the processes it starts (the service, the index's probe of a shard) inherit it.
+    was = os.environ.get("PYTHONUTF8")
+    os.environ["PYTHONUTF8"] = "1"
     try:
         os.execv(sys.executable, [sys.executable, "-X", "utf8", *sys.orig_argv[1:]])
     except OSError:  # cannot start again: go on with the locale's names
         os.environ.pop(UTF8_REEXEC, None)
+        if was is None:
+            os.environ.pop("PYTHONUTF8", None)
+        else:
+            os.environ["PYTHONUTF8"] = was
 
 
 def _locale_streams(said: str) -> None:
