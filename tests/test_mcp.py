@@ -130,7 +130,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
             ("memory_search", {"query": "anything", "since": "yesterday"}),
             ("memory_search", {"query": "anything", "since": "2027-01-01", "until": "2020-01-01"}),
             ("memory_write", {"path": "MEMORY.md", "append": "x", "expect": "59cc"}),
-            ("memory_get", {"path": "MEMORY.md", "from": 0, "lines": -1, "maxChars": 0.5}),  # clamped to 1, as OpenClaw
+            ("memory_get", {"path": "MEMORY.md", "from": 1, "lines": 1, "maxChars": 1}),  # the least window there is
         ]
         return [await session.call_tool(name, args) for name, args in calls]
 
@@ -143,7 +143,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     assert f"`openclaw-memory -w {workspace} --state-dir {state_dir} --agent main index`" in texts[4]
     assert "MEMORY.md#L1-L3" in texts[6]  # the order that works
     assert "NUL character" in texts[7]
-    assert texts[8].startswith("`maxResults` must be a whole number from 1 to 1000, not 1000")
+    assert texts[8].startswith("`maxResults` must be integer (a whole number, 1 or more), not 1000")
     # In the tools' words: the argument as the schema names it, the next step a tool can take.
     assert texts[9] == "`since` must be a date like 2026-11-03, not 'yesterday'"
     assert texts[10] == "`since` 2027-01-01 is after the until date, 2020-01-01"
@@ -171,10 +171,10 @@ def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_di
                     await session.call_tool("memory_write", {"path": ["memory/a.md"], "append": "x"}),
                     await session.call_tool("memory_nothing", {}),
                 ]
-                floored = await session.call_tool("memory_get", {"path": "MEMORY.md", "from": 2.7, "lines": 1.9})
-                return init, listed, bad, floored
+                fraction = await session.call_tool("memory_get", {"path": "MEMORY.md", "from": 2.7, "lines": 1.9})
+                return init, listed, bad, fraction
 
-    init, listed, bad, floored = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    init, listed, bad, fraction = asyncio.run(asyncio.wait_for(main(), timeout=120))
     caps = init.capabilities
     assert caps.tools is not None and caps.resources is None and caps.prompts is None
     notes = {name: tool.annotations for name, tool in listed.items()}
@@ -183,20 +183,20 @@ def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_di
     assert (write_note.read_only_hint, write_note.destructive_hint, write_note.idempotent_hint) == (False, False, True)
     assert all(note.open_world_hint is False and note.title for note in notes.values())
     window = listed["memory_get"].input_schema["properties"]
-    assert [window[k]["type"] for k in ("from", "lines", "maxChars")] == ["integer"] * 3
+    assert [(window[k]["type"], window[k]["minimum"]) for k in ("from", "lines", "maxChars")] == [("integer", 1)] * 3
     assert listed["memory_search"].input_schema["required"] == ["query"]
 
     texts = [text_of(r) for r in bad]
     assert all(r.is_error for r in bad), texts
-    assert texts[0] == '`maxResults` must be a whole number from 1 to 1000, not "abc"'
+    assert texts[0] == '`maxResults` must be integer (a whole number, 1 or more), not "abc"'
     assert texts[1] == "`minScore` must be a number from 0 to 1, not 2"
     assert texts[2].startswith("`query` is required")
-    assert texts[3] == '`from` must be a whole number (1 or more), not "one"'
+    assert texts[3] == '`from` must be integer (a whole number, 1 or more), not "one"'
     assert texts[4] == '`path` must be a string, not ["memory/a.md"]'
     assert "there is no tool 'memory_nothing'" in texts[5] and "memory_search" in texts[5]
     assert not any("pydantic" in t or "validation error" in t for t in texts)
-    got = payload(floored)
-    assert (got["from"], got["lines"], got["text"]) == (2, 1, "")  # floored as OpenClaw's reader does
+    # Refused as OpenClaw's memory_get refuses it (its schema: type integer), not floored.
+    assert fraction.is_error and text_of(fraction) == "`from` must be integer (a whole number, 1 or more), not 2.7"
 
 
 def _raw_session(workspace, state_dir, lines: list[dict | str]) -> tuple[list[dict], str]:

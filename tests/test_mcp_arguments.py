@@ -43,11 +43,11 @@ def test_numbers_and_booleans_written_as_strings_are_read_as_openclaw_reads_them
     assert payload(links)["outgoing"] == []
     assert all(result.is_error for result in refused), [text_of(r) for r in refused]
     said = [text_of(result) for result in refused]
-    assert said[0] == '`from` must be a whole number (1 or more), not "2.5"'
-    assert said[1] == '`maxResults` must be a whole number from 1 to 1000, not "0"'
-    assert said[2].startswith('`maxResults` must be a whole number from 1 to 1000, not "999') and len(said[2]) < 200
+    assert said[0] == '`from` must be integer (a whole number, 1 or more), not "2.5"'
+    assert said[1] == '`maxResults` must be >= 1, not "0"'
+    assert said[2].startswith('`maxResults` must be integer (a whole number, 1 or more), not "999') and len(said[2]) < 200
     assert said[3] == '`minScore` must be a number from 0 to 1, not "half"'
-    assert said[4] == '`lines` must be a whole number (1 or more), not ""'
+    assert said[4] == '`lines` must be integer (a whole number, 1 or more), not ""'
     assert said[5] == '`broken` must be true or false, not "yes"'
     assert not any("Traceback" in json.dumps(s) for s in said)
 
@@ -109,3 +109,62 @@ def test_max_results_past_a_hundred_is_taken_as_the_command_line_takes_it(worksp
     (found,) = run_session(workspace, state_dir, script)
     assert not found.is_error, text_of(found)
     assert len(payload(found)["results"]) == 120
+
+
+def test_memory_get_and_memory_search_refuse_and_take_what_openclaws_tools_do(workspace, state_dir, cli):
+    """OpenClaw checks ``from``, ``lines`` and ``maxResults`` against its schemas (``type: integer,
+    minimum: 1``) before its tool runs, reading null as 0 and a boolean as 1 or 0, and its tool then
+    refuses one past 2^53 - 1 (``readPositiveIntegerParam``). Here ``from: 0``, ``from: 1.9``,
+    ``from: null``, ``lines: -1`` and ``lines: "0"`` read from line 1 or one line (clamped and floored
+    as its file reader is, under the tool's check), ``from: 2**53`` read nothing, ``corpus: null`` and
+    ``maxResults: null`` were the defaults, ``from: true`` and ``maxResults: 1500`` were refused."""
+    write(workspace / "memory" / "a.md", "l1\nl2\nl3\n")
+    for n in range(3):
+        write(workspace / "memory" / f"roof-{n}.md", f"# Roof {n}\n\nThe roof leaks again, note {n}.\n")
+    assert cli("index").returncode == 0
+    refused = [("memory_get", {"path": "memory/a.md", "from": 0}, "`from` must be >= 1, not 0"),
+               ("memory_get", {"path": "memory/a.md", "from": 1.9}, "`from` must be integer (a whole number, 1 or more), not 1.9"),
+               ("memory_get", {"path": "memory/a.md", "lines": -1}, "`lines` must be >= 1, not -1"),
+               ("memory_get", {"path": "memory/a.md", "lines": "0"}, '`lines` must be >= 1, not "0"'),
+               ("memory_get", {"path": "memory/a.md", "from": None}, "`from` must be >= 1, not null"),
+               ("memory_get", {"path": "memory/a.md", "lines": False}, "`lines` must be >= 1, not false"),
+               ("memory_get", {"path": "memory/a.md", "from": 2**53},
+                "`from` must be a positive integer (at most 9007199254740991), not 9007199254740992"),
+               ("memory_get", {"path": "memory/a.md", "from": 1e300},
+                "`from` must be a positive integer (at most 9007199254740991), not 1e+300"),
+               ("memory_get", {"path": "memory/a.md", "maxChars": 0}, "`maxChars` must be >= 1, not 0"),
+               ("memory_get", {"path": "memory/a.md", "corpus": None}, "`corpus` must be one of memory, wiki, all, not null"),
+               ("memory_search", {"query": "roof", "maxResults": None}, "`maxResults` must be >= 1, not null"),
+               ("memory_search", {"query": "roof", "maxResults": 0.5},
+                "`maxResults` must be integer (a whole number, 1 or more), not 0.5"),
+               ("memory_search", {"query": "roof", "corpus": None},
+                "`corpus` must be one of memory, wiki, all, sessions, not null")]
+    taken = [("memory_get", {"path": "memory/a.md", "from": True, "lines": "2.0"}),
+             ("memory_get", {"path": "memory/a.md", "from": 2.0, "lines": 9007199254740991}),
+             ("memory_search", {"query": "roof leaks", "maxResults": 1500, "minScore": None}),
+             ("memory_search", {"query": "roof leaks", "maxResults": True, "minScore": False})]
+
+    async def script(session):
+        return [await session.call_tool(name, arguments) for name, arguments, *_ in refused + taken]
+
+    answers = run_session(workspace, state_dir, script)
+    said = [(text_of(a) if a.is_error else None) for a in answers[:len(refused)]]
+    assert said == [why for *_, why in refused]
+    first, second, many, one = (payload(a) for a in answers[len(refused):])
+    assert (first["from"], first["lines"], first["text"]) == (1, 2, "l1\nl2\n\n[More content available. Use from=3 to continue.]")
+    assert (second["from"], second["lines"], second["text"]) == (2, 2, "l2\nl3")
+    assert len(many["results"]) == 3 and len(one["results"]) == 1
+
+
+def test_the_schemas_say_what_openclaws_do(workspace, state_dir):
+    """``from``, ``lines`` and ``maxResults`` are integers of at least 1, as in OpenClaw's
+    memory-tool-contract; ``maxResults`` sets no maximum there (a larger one gives at most 1000)."""
+    from openclaw_memory.mcp.server import tool_specs
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    specs = {spec.name: spec.listing()["inputSchema"]["properties"]
+             for spec in tool_specs(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))), None)}
+    for tool, name in (("memory_get", "from"), ("memory_get", "lines"), ("memory_search", "maxResults")):
+        assert (specs[tool][name]["type"], specs[tool][name]["minimum"]) == ("integer", 1), (tool, name)
+    assert "maximum" not in specs["memory_search"]["maxResults"]
+    assert (specs["memory_search"]["minScore"]["minimum"], specs["memory_search"]["minScore"]["maximum"]) == (0, 1)

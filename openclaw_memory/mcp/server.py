@@ -3,8 +3,8 @@ operation declared with a :class:`~openclaw_memory.memory.operations.Tool`; Open
 
 - ``memory_search`` (query, maxResults, minScore): the JSON of ``search --json``, OpenClaw's keys
   (``stale: true`` with ``warning`` and ``action`` only when stale) and ``message`` when nothing matched;
-- ``memory_get`` (path, from, lines, maxChars; below 1 clamped to 1, as OpenClaw's reader does): the JSON of ``read --json`` plus ``version`` (a read, recorded
-  for the stale-write guard);
+- ``memory_get`` (path, from, lines, maxChars: whole numbers of 1 or more, refused otherwise as OpenClaw's tool
+  refuses them): the JSON of ``read --json`` plus ``version`` (a read, recorded for the stale-write guard);
 - ``memory_write`` (path, content or append, expect): guarded like ``write``; a blocked write is a
   tool error carrying the message that says what to do;
 - ``memory_status``: the JSON of ``status --json``.
@@ -194,10 +194,15 @@ _SHAPES: dict[str, Callable[[Memory, dict, dict], dict]] = {"memory_search": _se
 class ToolParam:
     """One argument of a tool: its JSON schema and its check, worded for the model that calls it.
 
-    ``kind``: ``string``, ``strings`` (a list of strings), ``boolean``, ``integer`` and ``number``
-    (within ``minimum``/``maximum``), ``window`` (an integer in the schema; any finite number is
-    taken and floored, as OpenClaw's ``memory_get`` reader takes it). ``dest``: the operation's
-    parameter it gives.
+    ``kind``: ``string``, ``strings`` (a list of strings), ``boolean``, ``number`` (within
+    ``minimum``/``maximum``), ``integer`` and ``window``: a whole number of at least ``minimum`` (a
+    window's: 1) and at most 2^53 - 1, as OpenClaw's memory tools take ``maxResults``, ``from`` and
+    ``lines`` (its schema: ``type: integer, minimum: 1``, then its tool's ``readPositiveIntegerParam``);
+    an integer's ``maximum`` is the most it gives (OpenClaw's schema sets none: a larger one is taken
+    as it). ``dest``: the operation's parameter it gives. ``openclaw``: an argument of OpenClaw's own
+    tool, whose null is read as OpenClaw reads it before its tool runs (its ``validateToolArguments``:
+    0 for a number, so ``from: null`` is refused and ``minScore: null`` is 0; an enum's is refused),
+    and a boolean where a number is wanted as 1 or 0; anyone else's null is the default.
     """
 
     name: str
@@ -209,29 +214,39 @@ class ToolParam:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()  # a string's allowed values (its schema's enum)
+    openclaw: bool = False
 
     def schema(self) -> dict:
         types = {"string": "string", "strings": "array", "boolean": "boolean", "integer": "integer", "number": "number",
                  "window": "integer"}
         out: dict[str, Any] = {"type": types[self.kind], "description": self.description}
+        if self.kind == "integer" and self.maximum is not None:  # no schema maximum, as OpenClaw's: the most it gives
+            out["description"] += f" A larger number gives at most {self.maximum:g}."
         if self.kind == "strings":
             out["items"] = {"type": "string"}
         if self.choices:
             out["enum"] = list(self.choices)
-        if self.minimum is not None:
-            out["minimum"] = self.minimum
-        if self.maximum is not None:
+        if self.kind == "window":
+            out["minimum"] = 1
+        elif self.minimum is not None:
+            out["minimum"] = int(self.minimum) if self.kind == "integer" else self.minimum
+        if self.maximum is not None and self.kind == "number":
             out["maximum"] = self.maximum
         if self.default is not None:
             out["default"] = self.default
         return out
 
     def take(self, args: dict) -> Any:
-        if self.name not in args or args[self.name] is None:
+        value = args.get(self.name)
+        if value is None and self.name in args and self.openclaw and not self.required:
+            if self.choices:
+                raise ToolArgumentError(f"`{self.name}` must be one of {', '.join(self.choices)}, not null")
+            if self.kind in ("integer", "window", "number"):
+                value = 0
+        if value is None:
             if self.required:
                 raise ToolArgumentError(f"`{self.name}` is required: {self.description}")
             return _UNSET if self.default is None else self.default
-        value = args[self.name]
         if self.kind == "string":
             text = _text_of(value)
             if text is not None and (not self.choices or text in self.choices):
@@ -248,23 +263,35 @@ class ToolParam:
             if isinstance(value, str) and value in _BOOLEAN_TEXT:
                 return _BOOLEAN_TEXT[value]
             raise ToolArgumentError(f"`{self.name}` must be true or false, not {_shown(value)}")
-        given = value
+        given = args.get(self.name)
+        if isinstance(value, bool) and self.openclaw:
+            value = int(value)
         whole = self.kind in ("integer", "window")
         if isinstance(value, str):
             value = _number_text(value, whole)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
-        if self.kind == "window":
-            if number:
-                return value
-            raise ToolArgumentError(f"`{self.name}` must be a whole number (1 or more), not {_shown(given)}")
-        ok = number and (not whole or float(value).is_integer())
-        ok = ok and (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
-        if not ok:
-            what = "a whole number" if whole else "a number"
-            low, high = (f"{v:g}" if v is not None else None for v in (self.minimum, self.maximum))
-            span = f" from {low} to {high}" if low and high else f" of at least {low}" if low else ""
-            raise ToolArgumentError(f"`{self.name}` must be {what}{span}, not {_shown(given)}")
-        return int(value) if whole else float(value)
+        amount = value if isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value) else None
+        if whole:
+            return self._whole(amount, given)
+        low, high = self.minimum, self.maximum
+        if amount is None or (low is not None and amount < low) or (high is not None and amount > high):
+            lowest, highest = (f"{v:g}" if v is not None else None for v in (low, high))
+            span = f" from {lowest} to {highest}" if lowest and highest else f" of at least {lowest}" if lowest else ""
+            raise ToolArgumentError(f"`{self.name}` must be a number{span}, not {_shown(given)}")
+        return float(amount)
+
+    def _whole(self, value: float | None, given: Any) -> int:
+        """A whole number as OpenClaw's memory tools take one: its schema's ``must be integer`` and
+        ``must be >= 1``, then its tool's ``must be a positive integer`` past 2^53 - 1."""
+        low = 1 if self.kind == "window" else None if self.minimum is None else int(self.minimum)
+        if value is None or not float(value).is_integer():
+            least = f", {low} or more" if low is not None else ""
+            raise ToolArgumentError(f"`{self.name}` must be integer (a whole number{least}), not {_shown(given)}")
+        if low is not None and value < low:
+            raise ToolArgumentError(f"`{self.name}` must be >= {low}, not {_shown(given)}")
+        if value > _SAFE_INTEGER:
+            raise ToolArgumentError(f"`{self.name}` must be a positive integer (at most {_SAFE_INTEGER}), not {_shown(given)}")
+        whole = int(value)
+        return whole if self.maximum is None else min(whole, int(self.maximum))
 
 
 def _text_of(value: Any) -> str | None:
@@ -397,7 +424,8 @@ _MEMORY_CORPORA = ("memory", "all")
 
 def _corpus_param(corpora: tuple[str, ...]) -> ToolParam:
     return ToolParam(_CORPUS, _CORPUS, "string", "Which corpus to use: memory (the memory files) or all, the same "
-                     "here: openclaw-memory holds no wiki supplements or session transcripts.", choices=corpora)
+                     "here: openclaw-memory holds no wiki supplements or session transcripts.", choices=corpora,
+                     openclaw=True)
 
 
 def _check_corpus(tool: str, corpus: Any) -> None:
@@ -407,6 +435,8 @@ def _check_corpus(tool: str, corpus: Any) -> None:
 
 
 _KINDS = {str: "string", tuple: "strings", bool: "boolean", int: "integer", float: "number", bytes: "string"}
+# The arguments of OpenClaw's own tools (its memory-tool-contract's schemas), read as it reads them.
+_OPENCLAW_ARGUMENTS = {"memory_search": ("query", "maxResults", "minScore"), "memory_get": ("path", "from", "lines")}
 
 
 def _tool_params(op: Operation) -> tuple[ToolParam, ...]:
@@ -419,8 +449,10 @@ def _tool_params(op: Operation) -> tuple[ToolParam, ...]:
         default = tool.defaults.get(p.name, None if p.required else p.default)
         default = default() if callable(default) else default
         low, high = tool.bounds.get(p.name, (None, None))
-        out.append(ToolParam(tool.argument(p.name), p.name, tool.kinds.get(p.name) or _KINDS[plain_type(p.hint)],
-                         tool.help.get(p.name, p.help), p.required, default if default != () else None, low, high))
+        name = tool.argument(p.name)
+        out.append(ToolParam(name, p.name, tool.kinds.get(p.name) or _KINDS[plain_type(p.hint)],
+                             tool.help.get(p.name, p.help), p.required, default if default != () else None, low, high,
+                             openclaw=name in _OPENCLAW_ARGUMENTS.get(tool.name, ())))
     if tool.corpora:
         out.append(_corpus_param(tool.corpora))
     return tuple(out)

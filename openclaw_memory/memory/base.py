@@ -99,10 +99,10 @@ class Memory(Protocol):
                          fixed={"clamp": True}, kinds={"from_line": "window", "lines": "window", "max_chars": "window"},
                          help={"path": "Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra "
                                        "path; or a memory_search citation (memory/notes.md#L10-L24), which reads those lines.",
-                               "from_line": "First line to return (1-based; below 1 reads from 1).",
-                               "lines": "How many lines (default 120; below 1 reads 1).",
-                               "max_chars": "Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, "
-                                            "12000)."}))
+                               "from_line": "First line to return (1-based, 1 or more; default 1).",
+                               "lines": "How many lines (1 or more; default 120).",
+                               "max_chars": "Character budget (UTF-16 units, 1 or more; default "
+                                            "contextLimits.memoryGetMaxChars, 12000)."}))
     def read(self, path: str, *, from_line: float | None = None, lines: float | None = None,
              max_chars: float | None = None, clamp: bool = False) -> ReadResult:
         """Read a window of a memory file by lines and characters (OpenClaw's memory_get).

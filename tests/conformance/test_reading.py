@@ -42,7 +42,8 @@ EXTRA = ["../outside", {"path": "../pat", "pattern": "a*.md"}, "../single.md", "
 WINDOWS = [
     (None, None, None), (1, 1, None), (2, 2, None), (3, None, None), (99, None, None), (None, None, 8),
     (None, None, 4), (None, None, 3), (None, None, 1), (None, None, 2), (2, 1, 5), (None, None, 5),
-    # Clamped below 1 to 1, floored (MCP memory_get; the CLI refuses these as usage errors).
+    # Clamped below 1 to 1, floored, as OpenClaw's readMemoryFile takes them (the reader only: MCP memory_get
+    # refuses them first, as OpenClaw's tool does, test_tool_arguments.py; the CLI refuses them as usage errors).
     (0, None, None), (-3, 0, None), (None, -1, 0), (1.9, 2.5, 7.9),
 ]
 PATHS = [
@@ -189,8 +190,9 @@ def test_generated_contents_and_windows(oracle, new_ws, files, windows):
 
 
 def test_mcp_memory_get_clamps_and_uses_context_limit(oracle, new_ws, tmp_path, checks):
-    """The MCP tool's window (``Memory.read(clamp=True)``, what ``memory_get`` calls): below 1 -> 1,
-    ``contextLimits.memoryGetMaxChars`` the budget."""
+    """The reader ``memory_get`` calls (``Memory.read(clamp=True)``) next to OpenClaw's: below 1 -> 1,
+    ``contextLimits.memoryGetMaxChars`` the budget. (The tool refuses a window below 1 or a fraction
+    before reading, as OpenClaw's does: test_tool_arguments.py.)"""
     import json
 
     from openclaw_memory.memory.local import LocalMemory
