@@ -119,6 +119,8 @@ class Database:
         odd = odd_companions(self.path)
         if odd:
             return "; ".join(f"{path} is {what}, not the state database's {_ROLE[path[-4:]]}" for path, what in odd)
+        if emptied(self.path):
+            return f"the state database ({self.path}) was emptied (0 bytes) in a data dir that was in use: its history is gone"
         settle(self.path)  # this process's own connections first deal with what changed under them
         damage = wal_damage(self.path)
         return None if damage is None else f"the state database ({self.path}) is damaged: {damage}"
@@ -130,6 +132,9 @@ class Database:
         if not_a_file(self.path) is None and odd_companions(self.path):
             raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` moves it aside (never deleted) and keeps the "
                                "database itself")
+        if emptied(self.path):
+            raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` sets the empty file aside (never deleted) and "
+                               "starts a new state database")
         raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` sets it aside (never deleted) and "
                            "makes a new state database with what it still holds")
 
@@ -275,10 +280,7 @@ def _owner_only(path: str) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        try:  # nobody holds a lock on a file that did not exist
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600))
-        except OSError:
-            pass  # a read-only or full state dir, made meanwhile: SQLite's own open says what is wrong
+        _create(path)  # nobody holds a lock on a file that did not exist
         return
     except OSError:
         return
@@ -295,6 +297,67 @@ def _owner_only(path: str) -> None:
                 os.chmod(each, 0o600)
             except OSError:
                 pass  # not ours to change (root's file in a user's data dir): the data dir is 0700 all the same
+
+
+_NEW = ".state.db.new-"  # a new database file's name until it is put in place (see _create)
+
+
+def _create(path: str) -> None:
+    """A new database file put at ``path`` already a database (its first page written, WAL mode):
+    made under a private name beside it, 0600, then linked into place (never over a file made
+    meanwhile). So no state.db this release makes is ever 0 bytes, and a 0-byte one in a data dir
+    that holds anything else was emptied after it was in use (:func:`emptied`). Where the file
+    system has no hard links, the empty file is made at ``path`` as before."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    temp = os.path.join(os.path.dirname(path), f"{_NEW}{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        try:
+            os.close(os.open(temp, flags, 0o600))
+            conn = sqlite3.connect(temp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")  # writes the first page: the file is a database
+            finally:
+                conn.close()
+            fd = os.open(temp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                os.fsync(fd)  # its first page on disk before its name is: a power cut leaves no 0-byte state.db
+            finally:
+                os.close(fd)
+            os.link(temp, path)
+        except FileExistsError:
+            return  # made meanwhile by another process: theirs is used
+        except (OSError, sqlite3.Error):
+            try:
+                os.close(os.open(path, flags, 0o600))
+            except OSError:
+                pass  # a read-only or full state dir, made meanwhile: SQLite's own open says what is wrong
+    finally:
+        for each in (temp, f"{temp}-wal", f"{temp}-shm"):
+            try:
+                os.unlink(each)
+            except OSError:
+                pass
+
+
+def emptied(path: str) -> bool:
+    """Whether the database at ``path`` is a 0-byte file in a data dir that was in use: one that holds
+    anything else (a lock, ``index/``, ``damaged/``, a ``-wal``...). This release never makes a 0-byte
+    state.db (:func:`_create`), and everything else in the data dir is made by a command that has used
+    the database or was about to, so that file was emptied (a crash's zero-length file, a bad copy) and
+    the history it held is gone; it is never silently taken for a new database. A 0-byte state.db alone
+    (an earlier release killed while making it on the first run) is a new one."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != 0:
+        return False
+    try:
+        names = os.listdir(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    name = os.path.basename(path)
+    return any(n != name and not n.startswith(_NEW) for n in names)
 
 
 def wal_is_empty(path: str) -> bool:

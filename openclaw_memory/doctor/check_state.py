@@ -55,6 +55,7 @@ def check_database(ctx: CheckContext) -> list[Finding]:
     from ..database import Database
     from ..database.checked import LastCheck
     from ..database.companions import closed_to_us, not_a_file, odd_companions
+    from ..database.connection import emptied
     from ..database.repair import damage, newer_schema
 
     db = Database(ctx.settings.data_dir)
@@ -108,6 +109,19 @@ def check_database(ctx: CheckContext) -> list[Finding]:
             "the state dir's damaged/ folder, never deleting it; the database itself is kept as it is.",
             True,
             tuple(path for path, _ in odd),
+        )]
+    if emptied(db.path):
+        return [Finding(
+            STATE_DB_DAMAGED,
+            "error",
+            f"The state database was emptied: {db.path} is 0 bytes, in a data dir that was in use (it holds other "
+            "state of openclaw-memory). The version history, what each agent read, the write keys, the index's "
+            "manifests and the watchdog's snapshots it held are gone; no command takes it for a new database. "
+            "`openclaw-memory doctor --fix` sets the empty file aside (under the state dir's damaged/ folder, never "
+            "deleted) and starts a new one: the history starts again at the next write, an agent reads a file again "
+            "before writing it, and the next `index` reads every file again.",
+            True,
+            (db.path,),
         )]
     last = LastCheck(db.data_dir)
     reason = damage(db, last)
