@@ -449,11 +449,52 @@ def describe_os_error(exc: OSError) -> str:
         return out_of_files()
     if is_no_space(exc):
         return f"the disk is full{where}: free some space and run the command again"
-    if "/openclaw-memory/workspaces/" in str(exc.filename or ""):
+    if "/openclaw-memory/" in str(exc.filename or "") and exc.errno in _NO_ACCESS:
+        closed = closed_on_the_way(str(exc.filename))
+        if closed is not None:
+            return f"{exc.strerror or exc}{where}: {closed}"
+    if "/openclaw-memory/workspaces/" in str(exc.filename or "") and exc.errno not in _NO_ACCESS:
         # Inside a data dir (settings.Settings.data_dir): what the product keeps, which doctor checks.
         return (f"{exc.strerror or exc}{where}: `openclaw-memory doctor` says what is wrong in the state dir, "
                 "`openclaw-memory doctor --fix` repairs it")
     return f"{exc.strerror or exc}{where}"
+
+
+_NO_ACCESS = (13, 1)  # EACCES, EPERM
+
+
+def closed_on_the_way(path: str) -> str | None:
+    """What to do when ``path`` was refused to this user: the first folder on the way to it (or the
+    file itself) whose mode shuts this user out, named with the command that gives it back (its
+    owner's ``chmod``; another user's is theirs to give back), or None when none is found (the
+    cause is elsewhere: an ACL, a security module). ``doctor --fix`` is never the answer: it goes
+    the same way and is refused alike."""
+    import os
+    import stat as stat_
+
+    parts = os.path.abspath(path).split(os.sep)
+    ours = parts.index("openclaw-memory") + 1 if "openclaw-memory" in parts else len(parts)
+    for depth in range(2, len(parts) + 1):
+        here = os.sep.join(parts[:depth]) or os.sep
+        try:
+            st = os.lstat(here)
+        except OSError:
+            return None  # the one above it shuts us out, or it is gone: nothing more to find
+        folder = stat_.S_ISDIR(st.st_mode)
+        if not folder and here != os.path.abspath(path):
+            return None
+        # Above the product's own folders only the way through is needed; its own it makes 0700.
+        need = (os.R_OK | os.W_OK | os.X_OK) if depth >= ours else os.X_OK
+        need = need if folder else (os.R_OK | os.W_OK)
+        if os.access(here, need):
+            continue
+        what = "folder" if folder else "file"
+        if st.st_uid != os.geteuid():
+            return (f"the {what} {here} (mode {stat_.S_IMODE(st.st_mode):03o}) belongs to another user (uid {st.st_uid}) "
+                    "and shuts this user out: its owner gives it back (`chown`), or give another state dir")
+        return (f"the {what} {here} is closed to this user, its owner (mode {stat_.S_IMODE(st.st_mode):03o}): "
+                f"`chmod u+{'rwx' if folder else 'rw'} {here}` gives it back")
+    return None
 
 
 class StateDamaged(MemoryToolError):
