@@ -84,3 +84,14 @@ def test_other_failures_inside_the_data_dir_still_name_doctor(tmp_path):
     path = tmp_path / "st" / "openclaw-memory" / "workspaces" / "ws-1" / "index"
     said = describe_os_error(NotADirectoryError(errno.ENOTDIR, "Not a directory", str(path)))
     assert "doctor --fix` repairs it" in said, said
+
+
+@pytest.mark.parametrize("command", [["search", "note"], ["log"]])
+def test_a_command_names_the_closed_folder_not_the_state_dir(workspace, state_dir, closed, command):
+    # The CLI's state-dir error said `chmod u+rwx <state dir>`, which was open all along.
+    data, close = closed
+    folder = close(state_dir / "openclaw-memory" / "workspaces")
+    done = _as_owner(["-m", "openclaw_memory", *command], env_for(workspace, state_dir), workspace)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in said, said
+    assert f"`chmod u+rwx {folder}`" in said and f"`chmod u+rwx {state_dir}`" not in said, said
