@@ -28,12 +28,21 @@ def read_roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[
     is configured at all. OpenClaw 2026.9.6 keeps them in ``agents.entries``, an object keyed by id
     (its ``doctor --fix`` moves the older ``agents.list`` array there), and reads ``agents.list``
     only where there is no ``agents.entries``, as that fix moves it (``projectLegacyAgentRosterEntries``):
-    an entry without an id is agent ``agent``'s, a second entry of one id is ``<id>-2``'s, and so on."""
+    an entry without an id is agent ``agent``'s, a second entry of one id is ``<id>-2``'s, and so on.
+    Two ``agents.entries`` keys of one id ("OPS" and "ops") are refused, as OpenClaw refuses them:
+    neither can be told which of the two an agent is."""
     agents = json_object(openclaw.get("agents"), f"{where}: agents")
     keyed, listed = agents.get("entries"), agents.get("list")
     if keyed is not None:
         if not isinstance(keyed, dict):
             raise ConfigError(f"{where}: agents.entries must be an object keyed by agent id, not {keyed!r:.60}")
+        first: dict[str, str] = {}
+        for key in keyed:
+            agent = openclaw_agent_id(key)
+            if agent in first:  # OpenClaw's schema refuses it (AgentsSchema), in these words
+                raise ConfigError(f'{where}: agents.entries.{key}: agents.entries keys "{first[agent]}" and "{key}" '
+                                  f'resolve to the same agent id "{agent}"; rename one key so each agent has a unique id')
+            first[agent] = key
         return True, [(openclaw_agent_id(key), f"agents.entries.{key}", entry) for key, entry in keyed.items()
                       if isinstance(entry, dict)]
     if listed is None:
