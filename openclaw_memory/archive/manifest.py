@@ -23,7 +23,7 @@ from functools import cached_property
 
 from ..errors import UsageError
 from ..history.versions import ORIGINS, iso_time
-from ..settings import check_agent, check_session
+from ..settings import agent_id, check_agent, check_session
 
 FORMAT = "openclaw-memory-export"
 FORMAT_VERSION = 1
@@ -319,20 +319,29 @@ def _mode(body: dict, *, optional: bool = False) -> int:
 
 
 def _agent(body: dict) -> str:
-    agent = _who(body, "agent", check_agent)
+    agent = _who(body, "agent", _recorded_agent)
     if agent is None:
         raise Refusal("its manifest names no agent", MANIFEST)
     return agent
 
 
+def _recorded_agent(value: str) -> str:
+    """An agent id of an archive as this product records one: held to a record's rules, then
+    normalized as ``--agent`` is (``Ops`` is ``ops``, as an older release recorded ``--agent Ops``:
+    logged as it was, ``log --agent ops`` and ``log --agent Ops`` found none of it); an id with
+    nothing left is refused, as ``--agent`` refuses it."""
+    return agent_id(check_agent(value))
+
+
 def _who(body: dict, field: str, check: Callable[[str], str | None]) -> str | None:
-    """An agent or session id, held to the rules ``--agent`` and ``--session`` are: the log prints
-    them as they are, and an archive's escape sequences or line breaks would be written to the
-    terminal of whoever runs ``log`` or ``history`` (a forged line, a hidden one)."""
+    """An agent or session id, held to the rules ``--agent`` and ``--session`` are (and an agent's
+    normalized as theirs is): the log prints them as they are, and an archive's escape sequences or
+    line breaks would be written to the terminal of whoever runs ``log`` or ``history`` (a forged
+    line, a hidden one)."""
     value = _str(body, field, optional=True)
     if value is not None:
         try:
-            check(value)
+            value = check(value)
         except UsageError as exc:
             rule = exc.message.split(", not ")[0]  # the rule without the value as the command line shows it
             raise Refusal(f"its manifest's {field} {json.dumps(value)[:60]} is refused: {rule}", MANIFEST) from None
@@ -358,5 +367,5 @@ def _history(body: dict) -> PathHistory:
         if origin not in ORIGINS:
             raise Refusal(f"its manifest's origin {json.dumps(origin)[:40]} is not one of {', '.join(ORIGINS)}", MANIFEST)
         versions.append(Version(_hash(v, "version"), float(when), _int(v, "size"), origin,
-                                _who(v, "agent", check_agent), _who(v, "session", check_session), _mode(v, optional=True)))
+                                _who(v, "agent", _recorded_agent), _who(v, "session", check_session), _mode(v, optional=True)))
     return PathHistory(root, path, tuple(versions))
