@@ -339,13 +339,13 @@ def _who(body: dict, field: str, check: Callable[[str], str | None]) -> str | No
     line breaks would be written to the terminal of whoever runs ``log`` or ``history`` (a forged
     line, a hidden one)."""
     value = _str(body, field, optional=True)
-    if value is not None:
-        try:
-            value = check(value)
-        except UsageError as exc:
-            rule = exc.message.split(", not ")[0]  # the rule without the value as the command line shows it
-            raise Refusal(f"its manifest's {field} {json.dumps(value)[:60]} is refused: {rule}", MANIFEST) from None
-    return value
+    if value is None:
+        return None
+    try:
+        return check(value)
+    except UsageError as exc:
+        rule = exc.message.split(", not ")[0]  # the rule without the value as the command line shows it
+        raise Refusal(f"its manifest's {field} {json.dumps(value)[:60]} is refused: {rule}", MANIFEST) from None
 
 
 def _history(body: dict) -> PathHistory:
