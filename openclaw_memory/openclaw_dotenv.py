@@ -18,10 +18,13 @@ that folder's variables.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 from collections.abc import Mapping
+
+from .fsutil.private import check_planted, others_may_plant
 
 MAX_BYTES = 1 << 20  # OpenClaw's MAX_DOTENV_FILE_BYTES
 
@@ -98,14 +101,34 @@ def with_dotenv(env: Mapping[str, str], state_dir: str, state_dir_named: bool, h
 
 def _read(path: str) -> dict[str, str]:
     """The variables of the file at ``path``; none where it is missing, unreadable, not a regular
-    file or over ``MAX_BYTES`` (OpenClaw leaves such a file out without a word)."""
+    file or over ``MAX_BYTES`` (OpenClaw leaves such a file out without a word).
+
+    In a folder another user may add files to (a 1777 state dir) the file is refused
+    (StateDirUnsafe) unless it is this user's (or root's) and closed to others' writes, as the
+    descriptor opened says, and it is never read through a symbolic link there: another user's
+    ``.env`` chose the Qdrant server the notes were sent to. OpenClaw reads it all the same."""
+    guarded, named = False, path
     try:
-        fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, ValueError):
+        folder = os.path.realpath(os.path.dirname(path) or ".")
+        guarded = others_may_plant(folder)
+        named = os.path.join(folder, os.path.basename(path))
+        fd = os.open(named if guarded else os.path.realpath(path),
+                     os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if guarded else 0))
+    except OSError as exc:
+        if guarded and exc.errno == errno.ELOOP:
+            try:
+                check_planted("config file", named, os.lstat(named))  # a link: refused
+            except FileNotFoundError:
+                pass
+        return {}
+    except ValueError:
         return {}
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return {}
+        if guarded:
+            check_planted("config file", named, st)
         data = os.read(fd, MAX_BYTES + 1)
         while len(data) <= MAX_BYTES and (more := os.read(fd, MAX_BYTES + 1 - len(data))):
             data += more

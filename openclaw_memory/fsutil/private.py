@@ -122,6 +122,44 @@ def check_data_dir(state_dir: Path, data_dir: Path) -> None:
     _check_below(Path(state_dir), Path(data_dir), tighten=True)
 
 
+def others_may_plant(folder: str | os.PathLike[str]) -> bool:
+    """Whether another user may have put what ``folder`` holds there: others may write in it
+    (sticky or not: in a 1777 state dir anyone may add an ``openclaw-memory.toml``, a ``.env``, an
+    ``openclaw.json`` or a ``workspace/`` while none is there), or it belongs to another user (not root).
+    Followed: a link of the user's own to the folder is the folder."""
+    try:
+        st = os.stat(folder)
+    except (OSError, ValueError):
+        return False  # missing (nothing in it to read), or not ours to look into (the open says so)
+    return st.st_uid not in (os.geteuid(), 0) or _writable_by_others(st)
+
+
+def check_planted(role: str, path: str | os.PathLike[str], st: os.stat_result) -> None:
+    """Refuse ``path``, a config file or the default workspace in a folder :func:`others_may_plant`,
+    unless it is this user's (or root's) and others may not write in it. ``st`` describes the object
+    itself, never a name looked up again: the descriptor opened (``fstat``, opened with
+    ``O_NOFOLLOW``), or the ``lstat`` of the entry. A symbolic link there is refused whoever made it:
+    its maker chose what it names."""
+    path = os.fspath(path)
+    euid = os.geteuid()
+    folder = os.path.dirname(path) or "."
+    elsewhere = "remove it (`rm {}`) or give --state-dir (or OPENCLAW_STATE_DIR) a folder of your own"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "somewhere"
+        raise StateDirUnsafe(role, path, f"it is a symbolic link (to {target}, made by uid {st.st_uid}) in {folder}, where "
+                             "other users may add files: whoever made it chose what is read", elsewhere.format(path))
+    if st.st_uid not in (euid, 0):
+        raise StateDirUnsafe(role, path, f"it belongs to uid {st.st_uid}, not to you (uid {euid}), and {folder} is a "
+                             "folder other users may add files to: its owner chose what it holds",
+                             f"if you made it, `chown {euid} {path}`; else {elsewhere.format(path if stat.S_ISREG(st.st_mode) else '-r ' + path)}")
+    if _writable_by_others(st):
+        raise StateDirUnsafe(role, path, f"other users may write in it (mode {stat.S_IMODE(st.st_mode):04o}), and {folder} "
+                             "is a folder other users may add files to", f"check what it holds, then `chmod go-w {path}`")
+
+
 def _check_below(state_dir: Path, data_dir: Path, tighten: bool) -> None:
     """Each folder from below ``state_dir`` down to ``data_dir`` that exists, looked at itself
     (``lstat``: a link is refused, never followed): another user's, a link, or writable by others is

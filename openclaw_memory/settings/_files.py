@@ -3,6 +3,7 @@ openclaw-memory.toml into the tree's tables."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, shown
+from ..fsutil.private import check_planted, others_may_plant
 from ._places import tilde
 from ._tree import BAD, TOML_KEYS, TOML_TABLES, Check
 
@@ -27,15 +29,27 @@ def _read_config(path: Path) -> bytes | None:
     named like the config must not hang every command. A symlink to a regular file
     is fine here (dotfile managers make those); this is not a memory path. A file over
     ``MAX_CONFIG_BYTES`` is refused having read no more than that.
+
+    In a folder another user may add files to (a 1777 state dir: :func:`others_may_plant`) the
+    file is read only when it is this user's (or root's) and closed to others' writes, as the
+    descriptor opened says, and never through a symbolic link (StateDirUnsafe): another user's
+    ``openclaw-memory.toml`` there chose the Qdrant server the notes were sent to.
     """
+    guarded = others_may_plant(path.parent)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (os.O_NOFOLLOW if guarded else 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
+        if guarded and exc.errno == errno.ELOOP:
+            _refuse_link(path)
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if guarded:
+            check_planted("config file", path, st)
+        if not stat.S_ISREG(st.st_mode):
             raise ConfigError(f"cannot read {path}: not a regular file (a FIFO, socket, device or folder)")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as fh:
@@ -50,6 +64,15 @@ def _read_config(path: Path) -> bytes | None:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
+
+
+def _refuse_link(path: Path) -> None:
+    """The config file ``path`` (opened with O_NOFOLLOW: ELOOP) is a symbolic link, refused as such."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return  # gone meanwhile: the ELOOP is worded as it came
+    check_planted("config file", path, st)
 
 
 def load_json5(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:

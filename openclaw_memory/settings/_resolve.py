@@ -15,6 +15,7 @@ from ..errors import ConfigError, StateDirError, UsageError, WorkspaceError, sho
 from ..files.jstext import js_trim
 from ..files.paths import PATH_MAX, ExtraPath
 from ..fsutil.atomic import NAME_MAX
+from ..fsutil.private import check_planted, others_may_plant
 from ..openclaw_dotenv import set_in, where_set, with_dotenv
 from ._files import load_json5, load_toml, toml_tables
 from ._ids import DEFAULT_AGENT, OPENCLAW_ID, agent_id, check_session, openclaw_agent_id
@@ -178,6 +179,8 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     if env_extra:
         extras += env_extra.split(os.pathsep)
     extras += list(o.extra)
+    if workspace_source.startswith("OpenClaw's default"):
+        _check_default_workspace(expand(str(workspace_raw), env))
     workspace = resolve_workspace(str(workspace_raw), workspace_source, env)  # after the checks of the files' paths: those name their key
 
     multimodal = o.multimodal
@@ -276,6 +279,21 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
     # The owner's is in ~/.openclaw whatever state dir a ~/.clawdbot gave (OpenClaw's resolveDefaultAgentWorkspaceDir).
     home_state = state_dir if state_dir_given else Path(openclaw_home(env)) / ".openclaw"
     yield str(home_state / "workspace" if owner else state_dir / f"workspace-{agent}"), unset
+
+
+def _check_default_workspace(path: str) -> None:
+    """OpenClaw's default workspace (``<state dir>/workspace``, ``workspace-<agent>``), in a state
+    dir another user may add to (1777), is used only when it is this user's (or root's), closed to
+    others' writes and not a link (StateDirUnsafe): one another user made there before this user's
+    first run took this user's writes and chose what was read. Looked at itself (``lstat``); one this
+    user made is theirs, and in a sticky folder no other user can swap it."""
+    if not others_may_plant(os.path.dirname(path) or "."):
+        return
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return  # missing: resolve_workspace says so
+    check_planted("workspace", path, st)
 
 
 def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
