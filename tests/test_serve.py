@@ -789,9 +789,11 @@ def test_an_agent_configured_otherwise_is_not_told_to_restart_the_service(worksp
         with pytest.raises(Refused) as refused:
             core.read_request(request_line(1, "state", {}, settings_for(workspace, state_dir, agent="ops")))
         assert str(refused.value) == (
-            "it runs for agent 'main', and agent 'ops' is asked with other settings (its own extra paths or search "
-            "settings in openclaw.json, extra paths given to this command), or the config changed since it started "
-            "(then restart it: `openclaw-memory serve`)")
+            "it serves agent 'main', and agent 'ops' has other settings (extra paths or search settings of its own in "
+            "openclaw.json, extra paths given to this command, or a config changed since the service started); one "
+            "service runs per workspace and answers only the agents of its settings, so agent 'ops' is not served "
+            "while it runs (to serve agent 'ops' in its place: stop it, `openclaw-memory serve --stop`, then "
+            "`openclaw-memory serve`)")
         with pytest.raises(Refused, match="extra paths, config or state dir differ"):  # its own agent: the config changed
             core.read_request(request_line(1, "state", {}, settings_for(workspace, state_dir, extra=[str(runbooks)])))
     finally:

@@ -202,14 +202,20 @@ class ServiceCore:
         agent = settings.agent  # as OpenClaw normalizes it: `Main` is this service's `main`
         if context.get("key") != settings_key(settings):
             if agent != self.settings.agent:  # a restart changes nothing when the agent is configured otherwise
+                # One service runs per workspace (its lock) and answers only callers of its settings: the
+                # caller's agent is not served while it runs, whatever restarting it for its own agent does.
+                # (The commands named are worded by the caller's front-end with its flags: `--agent main`.)
+                ours, theirs = shown(self.settings.agent), shown(agent)
                 raise Refused(
-                    f"it runs for agent {shown(self.settings.agent)}, and agent {shown(agent)} is asked with other settings "
-                    "(its own extra paths or search settings in openclaw.json, extra paths given to this command), or "
-                    "the config changed since it started (then restart it: `openclaw-memory serve`)"
+                    f"it serves agent {ours}, and agent {theirs} has other settings (extra paths or search settings "
+                    "of its own in openclaw.json, extra paths given to this command, or a config changed since the "
+                    f"service started); one service runs per workspace and answers only the agents of its settings, "
+                    f"so agent {theirs} is not served while it runs (to serve agent {theirs} in its place: stop it, "
+                    "`openclaw-memory serve --stop`, then `openclaw-memory serve`)"
                 )
             raise Refused(
                 "it runs with other settings for this workspace (extra paths, config or state dir differ); "
-                "restart it (`openclaw-memory serve`) to use the new ones"
+                "restart it (`openclaw-memory serve --stop`, then `openclaw-memory serve`) to use the new ones"
             )
         return settings
 

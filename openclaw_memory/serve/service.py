@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import LockTimeout, MemoryToolError, UsageError
+from ..errors import LockTimeout, MemoryToolError, UsageError, shown
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
 from ..fsutil.private import check_data_dir
@@ -38,6 +38,7 @@ from ..service_files import (
     INFO,
     SOCKET,
     lock_path,
+    read_info,
     remove_service_files,
     service_dir,
     socket_address,
@@ -104,10 +105,7 @@ def hold_service_lock(settings: Settings, on_notice: Callable[[str], None] = _ig
     except LockTimeout:
         holder = unreachable_service(settings)
         if holder is None:
-            raise UsageError(
-                f"a memory service for {settings.workspace} is already running (pid {lock.holder_pid()}); "
-                "the CLI and `openclaw-memory mcp` use it: no second one is needed"
-            ) from None
+            raise UsageError(_already_running(settings, lock.holder_pid())) from None
     on_notice(f"the memory service (pid {holder}) cannot be reached (its socket {socket_path(settings)} was removed) "
               "and is stopping; waiting for it to finish, then taking over")
     lock = FileLock(lock_path(settings), timeout=TAKEOVER_S, what=what, remove=True)
@@ -119,6 +117,23 @@ def hold_service_lock(settings: Settings, on_notice: Callable[[str], None] = _ig
             f"{TAKEOVER_S:g} s; stop it (`kill {holder}`) and run `openclaw-memory serve` again"
         ) from None
     return lock
+
+
+def _already_running(settings: Settings, pid: object) -> str:
+    """Why a second ``serve`` of the workspace exits, true of whoever runs it: the running service
+    answers only callers of its own settings, so one of another agent (which may be configured
+    otherwise) is not told that it uses it."""
+    info = read_info(settings) or {}
+    agent = info.get("agent")
+    said = f"a memory service for {settings.workspace} is already running (pid {pid})"
+    if isinstance(agent, str) and agent != settings.agent:
+        ours, theirs = shown(agent), shown(settings.agent)
+        return (f"{said}, serving agent {ours}; one runs per workspace, answering only the agents of its settings: "
+                f"the commands and `openclaw-memory mcp` of agent {theirs} use it where the two agents' settings are the "
+                "same (extra paths and search settings in openclaw.json), and work in-process otherwise; to serve agent "
+                f"{theirs} in its place, stop it first: `openclaw-memory serve --stop`")
+    return (f"{said}; the CLI and `openclaw-memory mcp` use it where their settings are its own (others work "
+            "in-process; to change its settings, stop it first: `openclaw-memory serve --stop`): no second one is needed")
 
 
 class Service:
