@@ -13,15 +13,17 @@ Every SQLite failure becomes a typed error worded for the user: a damaged file
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ..errors import DiskFull, StateDamaged, StateDirError
+from ..errors import DiskFull, StateDamaged, StateDirError, disk_full, is_no_space
 from ..fsutil.private import make_dirs
 from .companions import not_a_file, odd_companions, wal_damage
 from .failures import (
@@ -30,6 +32,7 @@ from .failures import (
     is_opened_read_only_on_a_full_disk,
     opened_read_only_on_a_full_disk,
     translated,
+    worded,
 )
 from .handles import Handle, settle
 from .schema import create_or_migrate
@@ -300,43 +303,133 @@ def _owner_only(path: str) -> None:
 
 
 _NEW = ".state.db.new-"  # a new database file's name until it is put in place (see _create)
+_NEW_AGE_S = 60.0  # a creation takes milliseconds: a private name older than this is a killed one's
+# link() refused because the file system has no hard links (vfat, exfat, some network and FUSE mounts)
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
 
 
 def _create(path: str) -> None:
     """A new database file put at ``path`` already a database (its first page written, WAL mode):
     made under a private name beside it, 0600, then linked into place (never over a file made
     meanwhile). So no state.db this release makes is ever 0 bytes, and a 0-byte one in a data dir
-    that holds anything else was emptied after it was in use (:func:`emptied`). Where the file
-    system has no hard links, the empty file is made at ``path`` as before."""
+    that holds anything else was emptied after it was in use (:func:`emptied`).
+
+    A creation that fails (a full disk, a quota) leaves nothing at ``path``: the private name is
+    removed and the failure raised worded (before, an empty file was made at ``path`` anyway, which
+    every later command refused as "emptied"). Where the file system has no hard links the file is
+    made at ``path`` itself (O_EXCL) and its first page written there; if that fails the 0-byte file
+    made is removed again. Private names left by killed creations are swept first (:func:`_sweep_new`)."""
+    folder = os.path.dirname(path) or "."
+    _sweep_new(folder)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    temp = os.path.join(os.path.dirname(path), f"{_NEW}{os.getpid()}-{os.urandom(4).hex()}")
+    temp = os.path.join(folder, f"{_NEW}{os.getpid()}-{os.urandom(4).hex()}")
     try:
         try:
             os.close(os.open(temp, flags, 0o600))
-            conn = sqlite3.connect(temp, isolation_level=None)
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")  # writes the first page: the file is a database
-            finally:
-                conn.close()
-            fd = os.open(temp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            try:
-                os.fsync(fd)  # its first page on disk before its name is: a power cut leaves no 0-byte state.db
-            finally:
-                os.close(fd)
+            _first_page(temp)
+        except FileExistsError:
+            return  # (a private name taken: cannot happen) SQLite's own open goes on
+        except OSError as exc:
+            if is_no_space(exc):
+                raise disk_full(exc, f"the state dir ({folder})") from None
+            return  # a read-only or closed state dir: SQLite's own open says what is wrong, and makes nothing
+        except sqlite3.Error as exc:
+            raise worded(exc, path) from None
+        try:
             os.link(temp, path)
         except FileExistsError:
             return  # made meanwhile by another process: theirs is used
-        except (OSError, sqlite3.Error):
-            try:
-                os.close(os.open(path, flags, 0o600))
-            except OSError:
-                pass  # a read-only or full state dir, made meanwhile: SQLite's own open says what is wrong
+        except OSError as exc:
+            if is_no_space(exc):
+                raise disk_full(exc, f"the state dir ({folder})") from None
+            if exc.errno not in _NO_LINKS:
+                return
+            _create_in_place(path, flags)
     finally:
         for each in (temp, f"{temp}-wal", f"{temp}-shm"):
             try:
                 os.unlink(each)
             except OSError:
                 pass
+
+
+def _first_page(path: str) -> None:
+    """Write the database's first page (WAL mode) into the empty file at ``path``, and fsync it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")  # writes the first page: the file is a database
+    finally:
+        conn.close()
+    if os.path.getsize(path) == 0:
+        raise OSError(errno.EIO, "the new database's first page was not written")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)  # its first page on disk before its name is: a power cut leaves no 0-byte state.db
+    finally:
+        os.close(fd)
+
+
+def _create_in_place(path: str, flags: int) -> None:
+    """No hard links: the file made at ``path`` (never over one made meanwhile) and its first page
+    written there; the 0-byte file is removed again when that fails (only the file this call made)."""
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError:
+        return  # made meanwhile, or refused: SQLite's own open uses it or says what is wrong
+    try:
+        made = os.fstat(fd)
+    finally:
+        os.close(fd)
+    try:
+        _first_page(path)
+    except (OSError, sqlite3.Error) as exc:
+        try:
+            st = os.lstat(path)
+            if (st.st_dev, st.st_ino) == (made.st_dev, made.st_ino) and st.st_size == 0:
+                os.unlink(path)
+        except OSError:
+            pass
+        if isinstance(exc, sqlite3.Error):
+            raise worded(exc, path) from None
+        if is_no_space(exc):
+            raise disk_full(exc, f"the state dir ({os.path.dirname(path) or '.'})") from None
+
+
+def _sweep_new(folder: str) -> None:
+    """Remove what killed creations left (``.state.db.new-*`` and its ``-wal``/``-shm``, regular files
+    over a minute old), each as the object checked: moved to a name of this call's own, compared with
+    what was checked (device, inode) and only then removed; another object found there is put back."""
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return
+    try:
+        names = [n for n in os.listdir(dir_fd) if n.startswith(_NEW)]
+        now = time.time()
+        for name in names:
+            try:
+                st = os.lstat(name, dir_fd=dir_fd)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or now - st.st_mtime < _NEW_AGE_S:
+                continue
+            gone = f"{_NEW}swept-{os.getpid()}-{os.urandom(4).hex()}"
+            try:
+                os.rename(name, gone, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError:
+                continue
+            try:
+                moved = os.lstat(gone, dir_fd=dir_fd)
+                if (moved.st_dev, moved.st_ino) == (st.st_dev, st.st_ino):
+                    os.unlink(gone, dir_fd=dir_fd)
+                else:
+                    os.rename(gone, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
 
 
 def emptied(path: str) -> bool:
