@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from .. import faults
 from ..errors import MemoryToolError, NulInText, PathRefused, UsageError, WriteBlocked
+from ..files.jstext import text_faults_of
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath
 from ..files.root import resolve_dream_diary
@@ -220,7 +221,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         if current is not None and current.version == wanted:
             with in_history():
                 records.put(resolved.abs_path, current, WRITE)
-            return WriteResult(resolved.display, resolved.abs_path, RESTORED, wanted, wanted, current.size, False, changed=False)
+            same = WriteResult(resolved.display, resolved.abs_path, RESTORED, wanted, wanted, current.size, False, changed=False)
+            return with_nul_warning(same, first_nul(fd) if fd is not None else None)
         blocks = store.objects.blocks(wanted)
         if blocks is None:
             raise MemoryToolError(f"version {short(wanted)} of {resolved.display} is no longer stored: "
@@ -244,7 +246,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         if new.version != wanted:
             unlink_quietly(tmp, dir_fd=folder.fd)
             raise damaged
-        return _commit(store, records, resolved, folder, current, tmp, new, RESTORED)
+        nul = nul_in_temp(folder, tmp)
+        return with_nul_warning(_commit(store, records, resolved, folder, current, tmp, new, RESTORED), nul)
     except BaseException:
         if existed is not None:
             remove_made_folders(resolved, existed)
@@ -254,6 +257,39 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             os.close(fd)
         if folder is not None:
             folder.close()
+
+
+def first_nul(fd: int) -> int | None:
+    """Byte offset of the first NUL in an open file (None: none, or it could not be read)."""
+    try:
+        return text_faults_of(fd)[1]
+    except OSError:
+        return None
+
+
+def nul_in_temp(folder: Folder, tmp: str) -> int | None:
+    """Byte offset of the first NUL in the temp file about to be swapped in: the restored bytes."""
+    try:
+        fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0), dir_fd=folder.fd)
+    except OSError:
+        return None
+    try:
+        return first_nul(fd)
+    finally:
+        os.close(fd)
+
+
+def with_nul_warning(result: WriteResult, nul: int | None) -> WriteResult:
+    """A restore puts back exactly the bytes stored, a NUL among them (a write refuses one: NulInText),
+    but says so: the index skips a file holding a NUL as binary, so the whole note is out of search.
+    ``nul``: the byte offset of the restored bytes' first NUL (None: none)."""
+    if nul is None:
+        return result
+    return replace(result, warnings=(
+        f"{result.path}: the restored version holds a NUL byte at offset {nul}, so the search index leaves the whole "
+        "file out (as `openclaw-memory doctor` reports: memory-file-not-text) until the NUL is removed",
+        *result.warnings,
+    ))
 
 
 def refuse_unkept(store: HistoryStore, resolved: ResolvedPath, current: FileVersion, outcome: str) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from contextlib import closing
 from typing import TYPE_CHECKING
 
-from ...memory import open_memory, to_json
+from ...memory import open_memory
 from ...settings import command_line
-from ..output import given_path, print_json, printable, reported, warn
+from ..output import given_path, printable, reported, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -33,9 +33,9 @@ def run_restore(settings: Settings, path: str, version: str | None, last: bool, 
         result = memory.restore(path, version, last=last, update_index=update_index)
     if result.index is not None and result.index.failed:
         warn(result.index.reason or "the index was not updated")
-    if json_out:
-        print_json(to_json(result))
-    elif not result.changed:
+    if reported(result, json_out):  # the restore's warnings too (a NUL in the version put back)
+        return 0
+    if not result.changed:
         print(f"{printable(result.path)} is already at version {result.version[:12]}; nothing to restore.")
     else:
         head = f"restored {printable(result.path)} to version {result.version[:12]} ({result.size} bytes)"
