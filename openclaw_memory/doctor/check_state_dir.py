@@ -1,8 +1,11 @@
 """The state dir and the workspace's data dir: can this user make them, and write in them?
 
-Every command that keeps state (``index``, ``write``, ``history``, ``read``'s record) fails with exit
-2 where the state dir cannot be created or written (another user's, ``chmod 555``, a read-only
-``$HOME`` with no ``--state-dir``), while plain doctor said "No problems found.". Asked with
+Every command that changes something (``index``, ``write``, ``restore``, ``mv``, ``rm``...) fails with
+exit 2 where the state dir cannot be created or written (another user's, ``chmod 555``, a read-only
+``$HOME`` with no ``--state-dir``, a read-only mount), while plain doctor said "No problems found.".
+Where the data dir holds a database, reads, ``history`` and ``log`` still work, each warning that
+nothing is recorded; where it cannot even be made, ``history`` and ``log`` fail too (a read still
+works, unrecorded). On a read-only file system the finding says so: no ``chmod`` can help there. Asked with
 ``access(2)`` (``W_OK | X_OK``) of the nearest folder that exists on the way to the data dir:
 nothing is made to find out (as root, access says yes but on a read-only file system).
 """
@@ -51,17 +54,20 @@ def check_state_dir(ctx: CheckContext) -> list[Finding]:
                 f"{at}, in the state dir {state_dir}, cannot be written by this user (uid {uid})")
     else:
         what = f"The state dir {state_dir} does not exist and cannot be created by this user (uid {uid}): {at} cannot be written"
+    if at == data_dir:
+        fails = ("Every command that changes something there (index, write, restore, mv, rm...) fails with exit 2; "
+                 "reads, history and log still work, each warning that nothing is recorded (a read is not recorded "
+                 "for the write guard)")
+    else:
+        fails = ("Every command that needs its data dir (index, write, restore, mv, rm, history, log...) fails with "
+                 "exit 2; a read still works, warning that it is not recorded for the write guard")
     if _read_only_fs(at):
-        what += " (a read-only file system)"
-    return [Finding(
-        ID,
-        "error",
-        f"{what}. Every command that keeps state there (index, write, history, restore, a read's record) fails "
-        f"with exit 2. Make it writable by this user (its owner: `chmod u+rwx {at}`, or `chown` it to uid {uid}), "
-        "or give another state dir this user owns (--state-dir DIR or OPENCLAW_STATE_DIR).",
-        False,
-        (str(at),),
-    )]
+        fix = (f"{at} is on a read-only file system: no chmod can change that. Remount it read-write, or give "
+               "another state dir on a writable file system (--state-dir DIR or OPENCLAW_STATE_DIR).")
+    else:
+        fix = (f"Make it writable by this user (its owner: `chmod u+rwx {at}`, or `chown` it to uid {uid}), "
+               "or give another state dir this user owns (--state-dir DIR or OPENCLAW_STATE_DIR).")
+    return [Finding(ID, "error", f"{what}. {fails}. {fix}", False, (str(at),))]
 
 
 CHECKS = [check_state_dir]
