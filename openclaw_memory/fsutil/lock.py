@@ -62,7 +62,7 @@ class FileLock:
                     return  # no lock file on a read-only file system: no writer here has one to hold
                 fd = read_only
             else:
-                why = _in_the_way(self.path) if exc.errno in (errno.EEXIST, errno.ENOTDIR) else "is the state dir writable?"
+                why = _why_refused(self.path, exc)
                 raise StateDirError(f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} ({why})") from None
         deadline = time.monotonic() + self.timeout
         told = False
@@ -147,6 +147,20 @@ def _open_private(path: str) -> int:
         os.close(fd)
         return _open_lock_file(path)
     return fd
+
+
+def _why_refused(path: str, exc: OSError) -> str:
+    """What to do when the lock file ``path`` could not be made or opened: the thing in the way, the
+    folder closed to this user (named with its ``chmod``), or a read-only file system."""
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return _in_the_way(path)
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        from ..errors import closed_on_the_way
+
+        return closed_on_the_way(path) or "is the state dir writable?"
+    if exc.errno == errno.EROFS:
+        return "a read-only file system: remount it read-write, or give another state dir (--state-dir)"
+    return "is the state dir writable?"
 
 
 def _in_the_way(path: str) -> str:
