@@ -183,3 +183,26 @@ def test_a_link_in_a_state_dir_of_the_users_own_is_still_read(base):
     own.write_text('[index]\nbackend = "qdrant"\nurl = "http://127.0.0.1:6333"\n')
     os.symlink(own, base / "state" / "openclaw-memory.toml")
     assert resolve(base / "state", base / "ws").index.url == "http://127.0.0.1:6333"
+
+
+def _settings_from(config: str, state: str, workspace: str) -> dict:
+    settings = resolve_settings(Overrides(workspace=workspace, state_dir=state),
+                                environ={**FAKE_MODEL, "OPENCLAW_CONFIG_PATH": config})
+    return {"extra": [str(e) for e in settings.extra_paths]}
+
+
+def test_a_config_named_in_another_users_own_folder_is_read(base):
+    """A team's openclaw.json that its owner (another user, not root) keeps in a folder of their own,
+    named by OPENCLAW_CONFIG_PATH: the user chose it, and no third user could have put it there."""
+    team = base / "team"
+    team.mkdir(mode=0o755)
+    config = team / "openclaw.json"
+    config.write_text(json.dumps({"memory": {"search": {"extraPaths": [str(base / "notes")]}}}))
+    os.chmod(config, 0o644)
+    os.chown(config, NOBODY - 1, NOBODY - 1)
+    os.chown(team, NOBODY - 1, NOBODY - 1)
+    state = base / "own-state"
+    state.mkdir(mode=0o755)
+    os.chown(state, NOBODY, NOBODY)
+    os.chmod(base / "ws", 0o755)
+    assert as_nobody(_settings_from, str(config), str(state), str(base / "ws")) == {"extra": [str(base / "notes")]}

@@ -123,15 +123,17 @@ def check_data_dir(state_dir: Path, data_dir: Path) -> None:
 
 
 def others_may_plant(folder: str | os.PathLike[str]) -> bool:
-    """Whether another user may have put what ``folder`` holds there: others may write in it
+    """Whether another user may have put what ``folder`` holds there unasked: others may write in it
     (sticky or not: in a 1777 state dir anyone may add an ``openclaw-memory.toml``, a ``.env``, an
-    ``openclaw.json`` or a ``workspace/`` while none is there), or it belongs to another user (not root).
-    Followed: a link of the user's own to the folder is the folder."""
+    ``openclaw.json`` or a ``workspace/`` while none is there). A folder another user owns and keeps
+    to themselves holds what its owner put there, which the user chose by naming it (a team's
+    openclaw.json named by OPENCLAW_CONFIG_PATH). Followed: a link of the user's own to the folder is
+    the folder."""
     try:
         st = os.stat(folder)
     except (OSError, ValueError):
         return False  # missing (nothing in it to read), or not ours to look into (the open says so)
-    return st.st_uid not in (os.geteuid(), 0) or _writable_by_others(st)
+    return _writable_by_others(st)
 
 
 def check_planted(role: str, path: str | os.PathLike[str], st: os.stat_result) -> None:
