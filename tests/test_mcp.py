@@ -183,7 +183,8 @@ def test_tools_say_what_they_do_and_bad_arguments_are_worded(workspace, state_di
     assert (write_note.read_only_hint, write_note.destructive_hint, write_note.idempotent_hint) == (False, False, True)
     assert all(note.open_world_hint is False and note.title for note in notes.values())
     window = listed["memory_get"].input_schema["properties"]
-    assert [(window[k]["type"], window[k]["minimum"]) for k in ("from", "lines", "maxChars")] == [("integer", 1)] * 3
+    assert [(window[k]["type"], window[k]["minimum"]) for k in ("from", "lines")] == [("integer", 1)] * 2
+    assert window["maxChars"]["type"] == "number" and "minimum" not in window["maxChars"]  # 0 reads 1 character, 1.5 one
     assert listed["memory_search"].input_schema["required"] == ["query"]
 
     texts = [text_of(r) for r in bad]

@@ -132,7 +132,10 @@ def test_memory_get_and_memory_search_refuse_and_take_what_openclaws_tools_do(wo
                 "`from` must be a positive integer (at most 9007199254740991), not 9007199254740992"),
                ("memory_get", {"path": "memory/a.md", "from": 1e300},
                 "`from` must be a positive integer (at most 9007199254740991), not 1e+300"),
-               ("memory_get", {"path": "memory/a.md", "maxChars": 0}, "`maxChars` must be >= 1, not 0"),
+               ("memory_get", {"path": "memory/a.md", "maxChars": True},
+                "`maxChars` must be a number, not true"),
+               ("memory_get", {"path": "memory/a.md", "maxChars": "many"},
+                '`maxChars` must be a number, not "many"'),
                ("memory_get", {"path": "memory/a.md", "corpus": None}, "`corpus` must be one of memory, wiki, all, not null"),
                ("memory_search", {"query": "roof", "maxResults": None}, "`maxResults` must be >= 1, not null"),
                ("memory_search", {"query": "roof", "maxResults": 0.5},
@@ -156,6 +159,25 @@ def test_memory_get_and_memory_search_refuse_and_take_what_openclaws_tools_do(wo
     assert len(many["results"]) == 3 and len(one["results"]) == 1
 
 
+def test_max_chars_takes_any_number_floored_and_below_1_reads_1(workspace, state_dir):
+    """``maxChars`` is this product's own (OpenClaw's memory_get has none, its schema refuses it): as
+    before OpenClaw's rule came to from/lines/maxResults, any finite number is taken, floored, and
+    below 1 read as 1 (one character and the notice); 0 and 1.5 were refused (`must be >= 1`)."""
+    write(workspace / "memory" / "a.md", "l1\nl2\nl3\n")
+    cut = ("l\n\n[More content available. Requested excerpt exceeded the default maxChars budget. "
+           "If you need the full raw line, use read on the source file.]")
+    first = "l1\n\n[More content available. Use from=2 to continue.]"
+    calls = [({"maxChars": 0}, cut), ({"maxChars": 1.5}, cut), ({"maxChars": -3}, cut), ({"maxChars": "0.5"}, cut),
+             ({"maxChars": 2.9}, first), ({"maxChars": "3.5"}, first),
+             ({"maxChars": None}, "l1\nl2\nl3"), ({"maxChars": 1e300}, "l1\nl2\nl3")]
+
+    async def script(session):
+        return [await session.call_tool("memory_get", {"path": "memory/a.md"} | args) for args, _ in calls]
+
+    answers = run_session(workspace, state_dir, script)
+    assert [text_of(a) if a.is_error else payload(a)["text"] for a in answers] == [text for _, text in calls]
+
+
 def test_the_schemas_say_what_openclaws_do(workspace, state_dir):
     """``from``, ``lines`` and ``maxResults`` are integers of at least 1, as in OpenClaw's
     memory-tool-contract; ``maxResults`` sets no maximum there (a larger one gives at most 1000)."""
@@ -166,5 +188,8 @@ def test_the_schemas_say_what_openclaws_do(workspace, state_dir):
              for spec in tool_specs(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))), None)}
     for tool, name in (("memory_get", "from"), ("memory_get", "lines"), ("memory_search", "maxResults")):
         assert (specs[tool][name]["type"], specs[tool][name]["minimum"]) == ("integer", 1), (tool, name)
+    # maxChars, this product's own, takes 0 (read as 1) and a fraction (floored): no minimum, and says so.
+    assert specs["memory_get"]["maxChars"]["type"] == "number" and "minimum" not in specs["memory_get"]["maxChars"]
+    assert "a fraction is floored, below 1 reads 1" in specs["memory_get"]["maxChars"]["description"]
     assert "maximum" not in specs["memory_search"]["maxResults"]
     assert (specs["memory_search"]["minScore"]["minimum"], specs["memory_search"]["minScore"]["maximum"]) == (0, 1)

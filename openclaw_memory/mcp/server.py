@@ -3,8 +3,9 @@ operation declared with a :class:`~openclaw_memory.memory.operations.Tool`; Open
 
 - ``memory_search`` (query, maxResults, minScore): the JSON of ``search --json``, OpenClaw's keys
   (``stale: true`` with ``warning`` and ``action`` only when stale) and ``message`` when nothing matched;
-- ``memory_get`` (path, from, lines, maxChars: whole numbers of 1 or more, refused otherwise as OpenClaw's tool
-  refuses them): the JSON of ``read --json`` plus ``version`` (a read, recorded for the stale-write guard);
+- ``memory_get`` (path, from, lines: whole numbers of 1 or more, refused otherwise as OpenClaw's tool
+  refuses them; maxChars, this product's own: any number, floored, below 1 read as 1): the JSON of
+  ``read --json`` plus ``version`` (a read, recorded for the stale-write guard);
 - ``memory_write`` (path, content or append, expect): guarded like ``write``; a blocked write is a
   tool error carrying the message that says what to do;
 - ``memory_status``: the JSON of ``status --json``.

@@ -96,13 +96,13 @@ class Memory(Protocol):
                          "with maxChars=lineChars reads it whole.",
                          names={"from_line": "from"}, only=("path", "from_line", "lines", "max_chars"),
                          corpora=("memory", "wiki", "all"),
-                         fixed={"clamp": True}, kinds={"from_line": "window", "lines": "window", "max_chars": "window"},
+                         fixed={"clamp": True}, kinds={"from_line": "window", "lines": "window", "max_chars": "number"},
                          help={"path": "Memory file: relative to the workspace (MEMORY.md, memory/...) or inside an extra "
                                        "path; or a memory_search citation (memory/notes.md#L10-L24), which reads those lines.",
                                "from_line": "First line to return (1-based, 1 or more; default 1).",
                                "lines": "How many lines (1 or more; default 120).",
-                               "max_chars": "Character budget (UTF-16 units, 1 or more; default "
-                                            "contextLimits.memoryGetMaxChars, 12000)."}))
+                               "max_chars": "Character budget (UTF-16 units; default contextLimits.memoryGetMaxChars, "
+                                            "12000; a fraction is floored, below 1 reads 1)."}))
     def read(self, path: str, *, from_line: float | None = None, lines: float | None = None,
              max_chars: float | None = None, clamp: bool = False) -> ReadResult:
         """Read a window of a memory file by lines and characters (OpenClaw's memory_get).
