@@ -18,6 +18,11 @@ from openclaw_memory.memory.local import LocalMemory
 from openclaw_memory.wire import to_json
 
 
+def incompressible(size: int) -> bytes:
+    """Random bytes (they do not compress) a write takes: no NUL, which a write refuses (NulInText)."""
+    return os.urandom(size).replace(b"\0", b"\1")
+
+
 def version_of(data: bytes) -> str:
     return xxhash.xxh3_128_hexdigest(data)
 
@@ -243,7 +248,7 @@ def test_evicted_versions_stay_listed_as_unavailable_and_cannot_be_restored(cli,
     configure(state_dir, max_bytes=16_000)  # random bytes do not compress: about 8 versions of 1900 bytes fit
     s = settings_for(workspace, state_dir)
     for _ in range(12):
-        content = os.urandom(1900)
+        content = incompressible(1900)
         LocalMemory(s).write("memory/blob.md", content=content, replace_unread=True)  # random bytes: not UTF-8
     versions = cli("history", "memory/blob.md", "--json").json()["versions"]
     assert len(versions) == 12
@@ -371,7 +376,7 @@ def test_read_diff_falls_back_to_the_full_read_when_the_old_version_was_evicted(
     write(workspace / "memory/a.md", first)
     LocalMemory(s).read("memory/a.md")
     for i in range(10):  # other files' versions push the old one out of the store
-        LocalMemory(s).write(f"memory/other{i}.md", content=os.urandom(1900))
+        LocalMemory(s).write(f"memory/other{i}.md", content=incompressible(1900))
     write(workspace / "memory/a.md", first + "\nedited\n")
     out = LocalMemory(s).read_diff("memory/a.md")
     assert out.mode == "full" and "no longer in the version store" in out.reason
