@@ -124,11 +124,13 @@ class WriteResult:
 
 def write_memory_file(settings: Settings, path: str, *, content: bytes | None = None, append: str | bytes | None = None,
                       expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None,
-                      replace_unread: bool = False) -> WriteResult:
+                      replace_unread: bool = False, resolved: ResolvedPath | None = None) -> WriteResult:
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
 
     ``expect``: the version the agent's session last read (or one :func:`read_here` vouches for).
     ``replace_unread``: replace the content though the session read only a window of the file.
+    ``resolved``: ``path`` as the caller resolved it already (one resolution: a folder swapped after
+    it is caught where the write uses it, PathChanged).
 
     ``before_swap`` is given the result the write will have, just before the last check of the
     file and the swap (an error it raises stops the write, changing nothing).
@@ -138,7 +140,8 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
     """
     if (content is None) == (append is None):
         raise UsageError("give exactly one of: text to append, or the new content")
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    if resolved is None:
+        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     refuse_dream_twin(resolved, str(settings.workspace))
     expected = check_prefix(expect, "expect") if expect is not None else None
     # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.

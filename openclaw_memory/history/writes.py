@@ -45,7 +45,8 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     # answered, ./memory/a.md or a trailing space is the same write (it was appended again, and
     # with an explicit key refused as differing "in its path"). The common spelling is the display
     # path itself, so its keys are those earlier releases recorded.
-    named = resolve_writable(path, str(settings.workspace), settings.extra_paths).display
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)  # once: the write uses it
+    named = resolved.display
     bound = binding(settings.agent, settings.session, named, mode, body)
     if idempotency_key is None:
         key = default_key(settings.agent, tool, named, mode, body, settings.session)
@@ -78,7 +79,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
             faults.reach("write:key-recorded")  # recorded, the new content not renamed into place yet
 
         result = write_memory_file(settings, path, content=data, append=added, expect=expect, before_swap=record_first,
-                                   replace_unread=replace_unread)
+                                   replace_unread=replace_unread, resolved=resolved)
         faults.reach("write:swapped")
     keys.prune()
     result = after(result)
