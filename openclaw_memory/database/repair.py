@@ -144,6 +144,7 @@ def rebuild(db: Database) -> Salvage:
     scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
     try:
         copy, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
+        schema_note = _schema_made_again(copy, scratch)
         moved = set_aside_files(db)
         with db.transaction() as target:
             lost = _copy_all(copy, target)
@@ -153,6 +154,8 @@ def rebuild(db: Database) -> Salvage:
                     lost = {t: why for t, why in lost.items() if _copy_all(recovered, target, (t,))}
             if cut:
                 lost = {"state.db": cut, **lost}
+            if schema_note:
+                lost = {"sqlite_schema": schema_note, **lost}
             if wal_lost:
                 lost["write-ahead log"] = f"{wal_lost}; what those frames held (the latest writes) is not in the new one"
             broken = _unsound_objects(target)
@@ -232,6 +235,180 @@ def _pad_cut_file(copy: Path) -> str:
     os.truncate(copy, declared)  # (a hole where the file system has them: no space used)
     return (f"the file was cut short: its last {missing} bytes (of {declared}) are gone, and the rows on those pages "
             "with them")
+
+
+def _schema_made_again(copy: Path, scratch: Path) -> str:
+    """Where the copy's schema (``sqlite_schema``, the b-tree rooted on page 1 that says which page
+    holds each table) does not read because some of its pages are gone (zeros: cut off the end and
+    padded, or zeroed), those pages are written again from a new database of this release's schema
+    made the way the product makes one (same page size): a database made so puts each table on the
+    same pages, and its schema on the same pages with the same bytes. Done only when every schema
+    page the copy still holds (page 1 past its 100-byte file header included) is byte for byte the
+    new one's, and each table's root page in the copy is a page of its kind or gone: a database
+    whose schema changed since (one made by an earlier release and migrated) is left as it is.
+    Without it every table was lost with one page of the schema, the rows on intact pages with them.
+    What was done, for the repair's report, or ""."""
+    if _schema_reads(copy):
+        return ""
+    try:
+        with open(copy, "rb") as start:
+            head = start.read(100)
+        page_size = int.from_bytes(head[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        if len(head) < 100 or page_size < 512 or page_size & (page_size - 1) or head[20] != 0:
+            return ""
+        fresh = _fresh_database(scratch / "fresh", page_size)
+        with open(fresh, "rb") as new:
+            made = new.read()
+        pages = _btree_pages(made, page_size, 1)
+        roots = _roots(fresh)
+        with open(copy, "r+b") as fh:
+            size = os.fstat(fh.fileno()).st_size
+
+            def page(number: int) -> bytes:
+                fh.seek((number - 1) * page_size)
+                return fh.read(page_size)
+            gone = []
+            for number in pages:
+                theirs, ours = page(number), made[(number - 1) * page_size:number * page_size]
+                skip = 100 if number == 1 else 0
+                if len(theirs) < page_size or not any(theirs[skip:]):
+                    gone.append(number)
+                elif theirs[skip:] != ours[skip:]:
+                    return ""  # a schema of its own: nothing here can say which page is which
+            if not gone or 1 in gone:
+                return ""
+            for kind, root, columns in roots:
+                if root * page_size > size:
+                    continue
+                if not _fits(page, root, kind, columns):
+                    return ""  # that page holds something else: this file's tables are not where ours are
+            for number in gone:
+                fh.seek((number - 1) * page_size)
+                fh.write(made[(number - 1) * page_size:number * page_size])
+    except (OSError, sqlite3.Error, IndexError, ValueError):
+        return ""
+    if not _schema_reads(copy):
+        return ""
+    listed = ", ".join(str(n) for n in gone)
+    return (f"{len(gone)} page(s) of the file's schema (page(s) {listed}) were gone and every table with them: made "
+            "again from this release's schema, whose pages the file's surviving ones match, so the rows on the "
+            "pages that are left were read")
+
+
+def _schema_reads(path: Path) -> bool:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        conn.execute("SELECT name, rootpage FROM sqlite_master").fetchall()
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _fresh_database(folder: Path, page_size: int) -> Path:
+    """A new database of this release's schema made as :class:`.connection.Database` makes one (its
+    first page in WAL mode, then every table in one transaction), checkpointed into its file."""
+    from .schema import create_or_migrate
+
+    folder.mkdir()
+    path = folder / "state.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA page_size = {int(page_size)}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        create_or_migrate(conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return path
+
+
+def _roots(path: Path) -> list[tuple[str, int, int]]:
+    """(kind, root page, values in each record) of each b-tree of the database at ``path``: "rowid"
+    for a table with rowids, "key" for an index or a table without rowids."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        found = []
+        for kind, name, sql, root in conn.execute("SELECT type, name, sql, rootpage FROM sqlite_master WHERE rootpage > 0"):
+            pragma = "table_info" if kind == "table" else "index_xinfo"
+            columns = len(conn.execute(f"PRAGMA {pragma}({name!r})").fetchall())
+            rowid = kind == "table" and "WITHOUT ROWID" not in (sql or "").upper()
+            found.append(("rowid" if rowid else "key", int(root), columns))
+        return found
+    finally:
+        conn.close()
+
+
+def _fits(page, root: int, kind: str, columns: int) -> bool:
+    """Whether the b-tree at ``root`` of the copy (``page(n)``: its page n) is one of ``kind`` whose
+    first record (down its leftmost pages) holds ``columns`` values, or is gone (a page of zeros, or
+    an empty leaf: nothing to tell by)."""
+    number = root
+    for _ in range(32):
+        body = page(number)
+        at = 100 if number == 1 else 0
+        if not any(body[at:]):
+            return True  # gone with the cut: its rows are lost either way
+        flag = body[at]
+        if flag not in ((0x05, 0x0D) if kind == "rowid" else (0x02, 0x0A)):
+            return False
+        cells = int.from_bytes(body[at + 3:at + 5], "big")
+        if flag in (0x05, 0x02):  # interior: down its leftmost child
+            first = int.from_bytes(body[at + 12:at + 14], "big") if cells else None
+            number = int.from_bytes(body[first:first + 4] if first else body[at + 8:at + 12], "big")
+            continue
+        if not cells:
+            return True
+        cell = int.from_bytes(body[at + 8:at + 10], "big")
+        _, cell = _varint(body, cell)  # the payload's size
+        if flag == 0x0D:
+            _, cell = _varint(body, cell)  # the rowid
+        header, at = _varint(body, cell)  # the record's header: its size, then a serial type per value
+        end, count = cell + header, 0
+        while at < end:
+            _, at = _varint(body, at)
+            count += 1
+        return count == columns
+    return False
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """SQLite's varint at ``at``: its value and where the next one starts."""
+    value = 0
+    for i in range(9):
+        byte = data[at + i]
+        if i == 8:
+            return (value << 8) | byte, at + 9
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, at + i + 1
+    return value, at + 9
+
+
+
+def _btree_pages(data: bytes, page_size: int, root: int) -> list[int]:
+    """The pages of the table b-tree rooted at ``root`` in the database ``data`` (its interior pages'
+    children, walked)."""
+    found, todo = [], [root]
+    while todo:
+        number = todo.pop()
+        found.append(number)
+        start = (number - 1) * page_size
+        at = start + (100 if number == 1 else 0)
+        if data[at] != 0x05:  # a leaf (0x0D)
+            continue
+        cells = int.from_bytes(data[at + 3:at + 5], "big")
+        todo.append(int.from_bytes(data[at + 8:at + 12], "big"))
+        for i in range(cells):
+            offset = int.from_bytes(data[at + 12 + 2 * i:at + 14 + 2 * i], "big")
+            todo.append(int.from_bytes(data[start + offset:start + offset + 4], "big"))
+    return sorted(found)
 
 
 def _copy_all(source_path: Path, target: sqlite3.Connection, tables: tuple[str, ...] = tuple(_TABLES)) -> dict[str, str]:
