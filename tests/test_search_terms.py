@@ -8,7 +8,7 @@ import pytest
 
 from conftest import indexed_notes, settings_for, write
 from openclaw_memory.index.api import MemoryIndex
-from openclaw_memory.index.terms import TermFinder, keyword_terms, spelling_fixes, stem
+from openclaw_memory.index.terms import TermFinder, keyword_terms, number_fixes, spelling_fixes, stem
 
 
 @pytest.fixture
@@ -21,6 +21,9 @@ def index(workspace, state_dir):
         "memory/events.md": "# Events\n\nWe went to the summer festival in Lisbon.\n",
         "memory/other.md": "# Other\n\nThe garden needs water on Sundays.\n",
         "memory/kitchen.md": "# Kitchen\n\nI baked a rhubarb crumble for the neighbours.\n",
+        "memory/gifts.md": "# Gifts\n\nFor Dad's 60th I'm getting him a record player.\n",
+        "memory/school.md": "# School\n\nThe Meyers have three kids at the primary school.\n",
+        "memory/park.md": "# Park\n\nThe kids played in the park.\n",
     })
 
 
@@ -64,6 +67,20 @@ def test_a_hyphenated_word_and_the_word_written_together_find_each_other(index):
 
 def test_a_misspelled_query_word_finds_the_word_the_notes_hold(index):
     assert found(index, "fesetival")[:1] == ["memory/events.md"]
+
+
+def test_a_number_in_words_finds_it_in_digits_and_the_other_way_round(index):
+    """A note writes "60th", the question "sixtieth"; a note writes "three", the question "3"."""
+    assert found(index, "sixtieth birthday present")[:1] == ["memory/gifts.md"]
+    assert found(index, "3 kids")[:1] == ["memory/school.md"]
+
+
+def test_a_number_form_a_note_holds_is_never_replaced():
+    held = {"60th": 2, "3": 5, "second": 4, "2nd": 1}
+    assert number_fixes(keyword_terms("his sixtieth"), lambda t: held.get(t, 0)) == {"sixtieth": "60th"}
+    assert number_fixes(keyword_terms("three kids"), lambda t: held.get(t, 0)) == {"thre": "3"}
+    assert number_fixes(keyword_terms("a second gateway"), lambda t: held.get(t, 0)) == {}  # held as written
+    assert number_fixes(keyword_terms("twenty kids"), lambda t: held.get(t, 0)) == {}  # no chunk holds 20 either
 
 
 def test_a_word_a_note_holds_is_never_corrected():

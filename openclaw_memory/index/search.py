@@ -45,6 +45,7 @@ from .terms import (
     date_hits,
     date_terms,
     keyword_terms,
+    number_fixes,
     query_terms,
     spelling_fixes,
     term_patterns,
@@ -188,6 +189,9 @@ class QueryPlan:
         # A word no chunk holds (a typo) is read as the nearest one a chunk does (terms.spelling_fixes):
         # as written it matches nothing and only lowers every chunk's share of the query.
         fixes = spelling_fixes(query, bm25.df) if bm25.chunks else {}
+        # A number in words that no chunk holds is read in digits where a chunk holds those, and the
+        # other way round (terms.number_fixes: "sixtieth" for a note's "60th").
+        fixes |= number_fixes(keyword_terms(query), bm25.df) if bm25.chunks else {}
         self.terms = dict.fromkeys(absent_grams_dropped((fixes.get(t, t) for t in keyword_terms(query)), bm25), 1.0)
         self.full = bm25.full_match(self.terms)
         self._patterns: list[re.Pattern] | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana
@@ -237,6 +237,43 @@ def spelling_fixes(query: str, df: Callable[[str], int]) -> dict[str, str]:
             fixes[term] = max(held)[1]
     return fixes
 
+
+
+# A number written in words or in digits: ``sixtieth`` is ``60th``, ``three`` is ``3`` (words up to
+# twenty, the tens, and their ordinals; ``first`` ... ``twentieth`` as ``1st`` ... ``20th``).
+_CARDINALS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+              "sixteen seventeen eighteen nineteen twenty").split()
+_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+             "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split()
+_TENS = {30: ("thirty", "thirtieth"), 40: ("forty", "fortieth"), 50: ("fifty", "fiftieth"), 60: ("sixty", "sixtieth"),
+         70: ("seventy", "seventieth"), 80: ("eighty", "eightieth"), 90: ("ninety", "ninetieth")}
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _number_forms() -> dict[str, str]:
+    words = [(w, str(n)) for n, w in enumerate(_CARDINALS)] + [(w, _ordinal(n)) for n, w in enumerate(_ORDINALS, 1)]
+    words += [(c, str(n)) for n, (c, _o) in _TENS.items()] + [(o, _ordinal(n)) for n, (_c, o) in _TENS.items()]
+    forms = {stem(w): d for w, d in words}
+    return forms | {d: t for t, d in forms.items()}
+
+
+NUMBER_FORMS = _number_forms()
+
+
+def number_fixes(terms: Iterable[str], df: Callable[[str], int]) -> dict[str, str]:
+    """For each term of a query that is a number in words or in digits (``NUMBER_FORMS``) and that
+    no indexed chunk holds: its other form, where a chunk holds that one ({term: other form}).
+    ``his sixtieth`` finds ``Dad's 60th``, ``3 kids`` finds ``three kids``. A form some chunk holds
+    is never replaced (``second`` in ``a second gateway`` stays, in any corpus that writes it)."""
+    fixes: dict[str, str] = {}
+    for term in terms:
+        other = NUMBER_FORMS.get(term)
+        if other is not None and term not in fixes and df(term) == 0 and df(other) > 0:
+            fixes[term] = other
+    return fixes
 
 # -- dates: matched as dates, not as words -------------------------------------------------------
 
