@@ -55,3 +55,21 @@ def test_a_restore_of_a_text_version_has_no_such_warning(cli, workspace):
     restored = cli("restore", "memory/a.md", version[:12], "--json")
     assert restored.returncode == 0, restored.stderr
     assert "warnings" not in restored.json() and "NUL" not in restored.stderr
+
+
+def test_a_rollback_bringing_back_a_version_holding_a_nul_says_so(cli, workspace):
+    import time
+
+    from openclaw_memory.rollback.plan import iso_moment
+
+    _held_version(cli, workspace)
+    moment = time.time()
+    while time.time() <= moment + 0.001:  # every later entry after the moment
+        time.sleep(0.001)
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "- two").returncode == 0
+    done = cli("rollback", "--to", iso_moment(moment + 2e-6), "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "memory" / "a.md").read_bytes() == HELD
+    assert any(f"memory/a.md: the restored version holds a NUL byte at offset {NUL_AT}" in w
+               for w in done.json()["warnings"]), done.stdout

@@ -140,7 +140,7 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
     intent = write_intent(settings.data_dir, Intent(to, moment.shown, undo, steps, agent=records.agent,
                                                     session=records.session))
     faults.reach("rollback:journaled")
-    left = _run_steps(settings, intent)
+    left = _run_steps(settings, intent, notes)
     faults.reach("rollback:applied")
     clear_intent(settings.data_dir)
     return left, files, undo
@@ -185,13 +185,14 @@ _SINCE = {CHANGED: "changed since", GONE: "its version then no longer stored (lo
           NOT_FILE: "a symlink or something else memory never replaces since"}
 
 
-def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
-    """Each step in order (see :func:`_step`); the files left as they are, and why (CHANGED, GONE)."""
+def _run_steps(settings: Settings, intent: Intent, said: list[str]) -> dict[str, str]:
+    """Each step in order (see :func:`_step`); the files left as they are, and why (CHANGED, GONE).
+    What a step's restore warns of (a version holding a NUL, which search leaves out) goes to ``said``."""
     left: dict[str, str] = {}
     brought_back = {step.after for step in intent.steps if step.before is None}
     for i, step in enumerate(intent.steps, 1):
         try:
-            why = _step(settings, step, step.after is None and step.before in brought_back)
+            why = _step(settings, step, step.after is None and step.before in brought_back, said)
             if why is not None:
                 left[step.display] = why
         except MemoryToolError as exc:
@@ -204,7 +205,7 @@ def _run_steps(settings: Settings, intent: Intent) -> dict[str, str]:
     return left
 
 
-def _step(settings: Settings, step: Step, moved: bool) -> str | None:
+def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str | None:
     """Bring one file to ``step.after``: done already (the history told, if it was not), done now
     (None), or left as it is, and why: it holds neither what the rollback found nor what it puts
     (CHANGED), what it puts is no longer stored (GONE), or it was made read-only since the plan
@@ -238,7 +239,7 @@ def _step(settings: Settings, step: Step, moved: bool) -> str | None:
         elif not store.objects.has(step.after):
             return GONE
         else:
-            restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok)
+            said.extend(restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok).warnings)
     except ReadOnlyRefused:
         return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
     except PathRefused:
@@ -281,11 +282,14 @@ def recover_pending(settings: Settings) -> str | None:
     if intent is None:
         return None
     finish_pending(settings)  # a removal the rollback was making when it was killed, first
-    left = _run_steps(settings.as_recorded(intent.agent, intent.session), intent)
+    said: list[str] = []
+    left = _run_steps(settings.as_recorded(intent.agent, intent.session), intent, said)
     clear_intent(settings.data_dir)
+    also = "".join(f"; {warning}" for warning in said)
     if not left:
-        return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}"
+        return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{also}"
     # Never "every memory file" when some were left (it said so, then named one left as it was).
     kept = ", ".join(f"{path} ({_SINCE[why]}; left as it is)" for path, why in left.items())
-    return f"finished the interrupted {describe(intent)}: memory files are as they were at {intent.moment} except: {kept}"
+    return (f"finished the interrupted {describe(intent)}: memory files are as they were at {intent.moment} except: "
+            f"{kept}{also}")
 
