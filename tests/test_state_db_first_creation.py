@@ -94,3 +94,28 @@ def test_private_names_of_killed_creations_are_swept_by_the_next_creation(worksp
     left = sorted(n for n in os.listdir(data) if n.startswith(".state.db.new-"))
     assert left == [young.name]  # a creation that may still be running is left alone
     assert (data / "state.db").stat().st_size > 0
+
+
+def test_a_creation_in_place_killed_before_its_first_page_is_taken_as_new(workspace, state_dir, cli):
+    """Without hard links the file is made in place: a kill before its first page was written leaves
+    it 0 bytes beside write.lock, and the database made under the private name beside it. That is a
+    creation cut short, not a database emptied after use: the next command makes it anew."""
+    import sqlite3
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    data = _data_dir(state_dir)
+    for name in os.listdir(data):
+        if name.startswith("state.db"):
+            (data / name).unlink()
+    made = data / ".state.db.new-4242-0badc0de"
+    conn = sqlite3.connect(made)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    (data / "state.db").write_bytes(b"")
+    assert (data / "write.lock").exists()
+
+    ok = cli("read", "MEMORY.md")
+    assert ok.returncode == 0 and "emptied" not in ok.stderr, ok.stderr
+    assert cli("write", "MEMORY.md", "--append", "fact", "--no-index").returncode == 0
+    assert (data / "state.db").stat().st_size > 0

@@ -287,6 +287,8 @@ def _owner_only(path: str) -> None:
         return
     except OSError:
         return
+    if st.st_size == 0:
+        _sweep_new(os.path.dirname(path) or ".")  # a creation in place killed: what it made under its private name
     for each in (path, path + "-wal", path + "-shm"):
         if each != path:
             try:
@@ -450,7 +452,26 @@ def emptied(path: str) -> bool:
     except OSError:
         return False
     name = os.path.basename(path)
+    if _creation_cut_short(os.path.dirname(path) or ".", names, st):
+        return False
     return any(n != name and not n.startswith(_NEW) for n in names)
+
+
+def _creation_cut_short(folder: str, names: list[str], st: os.stat_result) -> bool:
+    """Whether the 0-byte state.db (``st``) is a creation in place killed before its first page was
+    written (:func:`_create_in_place`, where the file system has no hard links): the database made
+    under the private name is still beside it, not empty, and no more than a minute apart from it.
+    A state.db emptied later is far younger than any such leftover."""
+    for each in names:
+        if not each.startswith(_NEW) or each.endswith(("-wal", "-shm")):
+            continue
+        try:
+            made = os.lstat(os.path.join(folder, each))
+        except OSError:
+            continue
+        if stat.S_ISREG(made.st_mode) and made.st_size > 0 and abs(made.st_mtime - st.st_mtime) <= _NEW_AGE_S:
+            return True
+    return False
 
 
 def wal_is_empty(path: str) -> bool:
