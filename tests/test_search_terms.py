@@ -24,6 +24,7 @@ def index(workspace, state_dir):
         "memory/gifts.md": "# Gifts\n\nFor Dad's 60th I'm getting him a record player.\n",
         "memory/school.md": "# School\n\nThe Meyers have three kids at the primary school.\n",
         "memory/park.md": "# Park\n\nThe kids played in the park.\n",
+        "memory/home.md": "# Home\n\nI'll be home around seven.\n",
     })
 
 
@@ -81,6 +82,16 @@ def test_a_number_form_a_note_holds_is_never_replaced():
     assert number_fixes(keyword_terms("three kids"), lambda t: held.get(t, 0)) == {"thre": "3"}
     assert number_fixes(keyword_terms("a second gateway"), lambda t: held.get(t, 0)) == {}  # held as written
     assert number_fixes(keyword_terms("twenty kids"), lambda t: held.get(t, 0)) == {}  # no chunk holds 20 either
+
+
+def test_a_word_whose_stem_is_short_is_no_typo(index):
+    """The edits are made on the stem: ``evening`` is ``even``, one letter from ``seven``, and
+    ``boiling`` is ``boil``, one from ``soil``; words no note holds, never misspelt."""
+    assert found(index, "evening") == []
+    held = {"seven": 3, "soil": 2, "receiv": 4}
+    assert spelling_fixes("which evening", lambda t: held.get(t, 0)) == {}
+    assert spelling_fixes("boiling point", lambda t: held.get(t, 0)) == {}
+    assert spelling_fixes("recieved", lambda t: held.get(t, 0)) == {"reciev": "receiv"}  # a stem of six: still read
 
 
 def test_a_word_a_note_holds_is_never_corrected():

@@ -193,6 +193,10 @@ def stem(word: str) -> str:
 # Shorter words have too many real neighbours one edit away to guess from: with 5 letters, off-topic
 # questions matched notes (``nobel prize`` read as ``novel price``, ``repot`` as ``remot``).
 TYPO_MIN_LENGTH = 7
+# The edits are made on the stem, so the stem needs letters enough too: ``evening`` is ``even``, and
+# was read as ``seven`` (``which evening does the book club meet``); ``boiling`` (``boil``) as
+# ``soil``. Six keeps the misspelt forms of ``-ed`` and ``-ing`` (``recieved``: ``reciev``).
+TYPO_MIN_STEM = 6
 # Each letter of a word has 54 neighbours one edit away, each a lookup in the index: a word longer
 # than any a person misspells (a pasted hash or slug) is not a typo, and a query's typos are looked
 # for in its first few absent words only (a 10,000-letter word took 2 min and gigabytes; a
@@ -218,7 +222,8 @@ def spelling_fixes(query: str, df: Callable[[str], int]) -> dict[str, str]:
     one edit away that most chunks hold (``pride fesetival``: ``fesetiv`` -> ``festiv``), as
     {term: fixed term}. The edits are made on the stem (a few hundred lookups, no stemming: the
     stemmer is too slow for that many words per query). Only plain ASCII words of
-    ``TYPO_MIN_LENGTH`` to ``TYPO_MAX_LENGTH`` letters, and only when the term itself is absent: a
+    ``TYPO_MIN_LENGTH`` to ``TYPO_MAX_LENGTH`` letters whose stem has ``TYPO_MIN_STEM`` (``evening``,
+    stemmed ``even``, is no ``seven``), and only when the term itself is absent: a
     rare word a note does hold is never replaced; the first ``TYPO_MAX_WORDS`` absent words only."""
     fixes: dict[str, str] = {}
     absent = 0
@@ -227,7 +232,7 @@ def spelling_fixes(query: str, df: Callable[[str], int]) -> dict[str, str]:
                 or word in STOPWORDS:
             continue
         term = stem(word)
-        if term in fixes or df(term) > 0:
+        if len(term) < TYPO_MIN_STEM or term in fixes or df(term) > 0:
             continue
         absent += 1
         if absent > TYPO_MAX_WORDS:
