@@ -8,7 +8,14 @@ import pytest
 
 from conftest import indexed_notes, settings_for, write
 from openclaw_memory.index.api import MemoryIndex
-from openclaw_memory.index.terms import TermFinder, keyword_terms, number_fixes, spelling_fixes, stem
+from openclaw_memory.index.terms import (
+    TermFinder,
+    answer_kind_terms,
+    keyword_terms,
+    number_fixes,
+    spelling_fixes,
+    stem,
+)
 
 
 @pytest.fixture
@@ -25,6 +32,8 @@ def index(workspace, state_dir):
         "memory/school.md": "# School\n\nThe Meyers have three kids at the primary school.\n",
         "memory/park.md": "# Park\n\nThe kids played in the park.\n",
         "memory/home.md": "# Home\n\nI'll be home around seven.\n",
+        "memory/calendar.md": "# Calendar\n\nThe date of the team offsite is still open.\n",
+        "memory/party.md": "# Party\n\nThe housewarming moves to the 22nd.\n",
     })
 
 
@@ -92,6 +101,16 @@ def test_a_word_whose_stem_is_short_is_no_typo(index):
     assert spelling_fixes("which evening", lambda t: held.get(t, 0)) == {}
     assert spelling_fixes("boiling point", lambda t: held.get(t, 0)) == {}
     assert spelling_fixes("recieved", lambda t: held.get(t, 0)) == {"reciev": "receiv"}  # a stem of six: still read
+
+
+def test_the_noun_of_which_date_or_what_time_is_no_keyword(index):
+    """It names the kind of answer wanted: the note that answers says "the 22nd", not "date"; a note
+    that says "date" about something else is no answer."""
+    assert found(index, "On which date is the housewarming?") == ["memory/party.md"]
+    assert found(index, "which date") == []
+    assert answer_kind_terms("What time is the dentist appointment?") == {"time"}
+    assert answer_kind_terms("Which days are free?") == {"day"}
+    assert answer_kind_terms("How many days did it take? What is the date format?") == set()  # asked about: kept
 
 
 def test_a_word_a_note_holds_is_never_corrected():

@@ -42,6 +42,7 @@ from .terms import (
     CJK_RUN,
     DATE_PREFIX,
     TermFinder,
+    answer_kind_terms,
     date_hits,
     date_terms,
     keyword_terms,
@@ -192,7 +193,10 @@ class QueryPlan:
         # A number in words that no chunk holds is read in digits where a chunk holds those, and the
         # other way round (terms.number_fixes: "sixtieth" for a note's "60th").
         fixes |= number_fixes(keyword_terms(query), bm25.df) if bm25.chunks else {}
-        self.terms = dict.fromkeys(absent_grams_dropped((fixes.get(t, t) for t in keyword_terms(query)), bm25), 1.0)
+        # The noun of "which date" / "what time" says what kind of answer is wanted, not a word it holds.
+        kinds = answer_kind_terms(query)
+        words = (fixes.get(t, t) for t in keyword_terms(query) if t not in kinds)
+        self.terms = dict.fromkeys(absent_grams_dropped(words, bm25), 1.0)
         self.full = bm25.full_match(self.terms)
         self._patterns: list[re.Pattern] | None = None
         self.pool = max(limit * 4, CANDIDATES)

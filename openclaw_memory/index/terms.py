@@ -280,6 +280,19 @@ def number_fixes(terms: Iterable[str], df: Callable[[str], int]) -> dict[str, st
             fixes[term] = other
     return fixes
 
+
+# "Which date", "what time": the noun names what kind of answer is wanted (a date, a time of day),
+# not a word the answer holds ("Housewarming moves to the 22nd" answers "On which date is the
+# housewarming?"). As a keyword it is rare in a chat log, so it weighed most of such a question
+# and the notes on its subject shared too little of it to be taken as one subject.
+_ANSWER_KIND = re.compile(r"(?<![^\W_])(?:which|what)\s+(date|day|time|year|month|week|hour|weekday)s?(?![^\W_])")
+
+
+def answer_kind_terms(query: str) -> set[str]:
+    """The terms of ``query`` that only say what kind of answer it wants: the noun of a ``which
+    date`` / ``what time`` (day, year, month, week, hour, weekday), left out of its keywords."""
+    return {stem(m.group(1)) for m in _ANSWER_KIND.finditer(fold(query))}
+
 # -- dates: matched as dates, not as words -------------------------------------------------------
 
 DATE_PREFIX = "date:"
