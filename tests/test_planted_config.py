@@ -206,3 +206,45 @@ def test_a_config_named_in_another_users_own_folder_is_read(base):
     os.chown(state, NOBODY, NOBODY)
     os.chmod(base / "ws", 0o755)
     assert as_nobody(_settings_from, str(config), str(state), str(base / "ws")) == {"extra": [str(base / "notes")]}
+
+
+def plant_include(state: str) -> None:
+    """As another user: a folder of theirs (0755) in the shared state dir, holding the file an
+    ``$include`` of the user's openclaw.json names, sending the workspace to a folder of theirs."""
+    os.mkdir(os.path.join(state, "conf"), 0o755)
+    os.mkdir(os.path.join(state, "evil"), 0o777)
+    os.chmod(os.path.join(state, "evil"), 0o777)
+    plant_file(os.path.join(state, "conf", "agents.json5"), '{agents: {defaults: {workspace: "%s/evil"}}}' % state)
+
+
+def test_an_include_in_a_folder_another_user_planted_is_refused(base):
+    """The user's own openclaw.json includes ./conf/agents.json5; another user made conf/ (0755,
+    theirs) first: the folder itself is closed to others, but the way to it is not."""
+    state = base / "state"
+    (state / "openclaw.json").write_text('{"$include": "./conf/agents.json5"}')
+    as_nobody(plant_include, str(state))
+    with pytest.raises(StateDirUnsafe, match=rf"the way to it goes through {state}/conf, uid {NOBODY}'s"):
+        resolve(state, None)
+
+
+def _acl_grant(path: Path, uid: int) -> None:
+    """``setfacl -m u:UID:rwx PATH`` (the xattr's binary form: no setfacl needed)."""
+    import struct
+
+    entries = [(0x01, 7, 0xFFFFFFFF), (0x02, 7, uid), (0x04, 0, 0xFFFFFFFF), (0x10, 7, 0xFFFFFFFF), (0x20, 0, 0xFFFFFFFF)]
+    os.setxattr(path, "system.posix_acl_access",
+                struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, who) for tag, perm, who in entries))
+
+
+def test_a_state_dir_another_user_may_write_by_an_acl_is_guarded(base):
+    """A 0700 state dir with an ACL giving another user rwx (its group bits are then the mask, rwx):
+    their .env there chose the Qdrant server the notes went to."""
+    state = base / "acl-state"
+    state.mkdir(mode=0o700)
+    try:
+        _acl_grant(state, NOBODY)
+    except OSError as exc:
+        pytest.skip(f"no POSIX ACLs here: {exc.strerror}")
+    as_nobody(plant_file, str(state / ".env"), "OPENCLAW_MEMORY_QDRANT_URL=http://127.0.0.1:18780\n")
+    with pytest.raises(StateDirUnsafe, match=rf"refusing the config file {state}/.env: it belongs to uid {NOBODY}"):
+        resolve(state, base / "ws")

@@ -116,24 +116,60 @@ def check_data_dir(state_dir: Path, data_dir: Path) -> None:
         return
     if st.st_uid not in (euid, 0):
         raise _not_yours("state dir", state_dir, st.st_uid, f"`chown {euid} {state_dir}`")
-    if _writable_by_others(st) and not st.st_mode & stat.S_ISVTX:
+    if _writable_by_others(st, state_dir) and not st.st_mode & stat.S_ISVTX:
         raise _open_to_others("state dir", state_dir, st.st_mode, f"`chmod go-w {state_dir}`")
     _checked.add(Path(state_dir))
     _check_below(Path(state_dir), Path(data_dir), tighten=True)
 
 
-def others_may_plant(folder: str | os.PathLike[str]) -> bool:
+def others_may_plant(folder: str | os.PathLike[str], role: str = "config file") -> bool:
     """Whether another user may have put what ``folder`` holds there unasked: others may write in it
     (sticky or not: in a 1777 state dir anyone may add an ``openclaw-memory.toml``, a ``.env``, an
     ``openclaw.json`` or a ``workspace/`` while none is there). A folder another user owns and keeps
     to themselves holds what its owner put there, which the user chose by naming it (a team's
-    openclaw.json named by OPENCLAW_CONFIG_PATH). Followed: a link of the user's own to the folder is
-    the folder."""
+    openclaw.json named by OPENCLAW_CONFIG_PATH), unless a folder on the way to it was itself put
+    in one others may write in (:func:`check_the_way`: StateDirUnsafe). Followed: a link of the
+    user's own to the folder is the folder."""
+    check_the_way(role, folder)
     try:
         st = os.stat(folder)
     except (OSError, ValueError):
         return False  # missing (nothing in it to read), or not ours to look into (the open says so)
-    return _writable_by_others(st)
+    return _writable_by_others(st, folder)
+
+
+def check_the_way(role: str, folder: str | os.PathLike[str]) -> None:
+    """Refuse ``folder`` when an entry on the way to it sits in a folder others may write in and is
+    not this user's (or root's), or is a symbolic link there: another user put it there (a ``conf/``
+    of theirs in a 1777 state dir, whose file an ``$include`` of the user's openclaw.json named, chose
+    the workspace the user's writes went to). Each component is looked at itself (``lstat``); a link
+    in a folder closed to others is followed, and the way to its target checked the same."""
+    euid = os.geteuid()
+    parts = os.path.abspath(os.fspath(folder)).split(os.sep)[1:]
+    here, hops = os.sep, 0
+    while parts:
+        name = parts.pop(0)
+        if not name:
+            continue
+        entry = os.path.join(here, name)
+        try:
+            parent, st = os.stat(here), os.lstat(entry)
+        except (OSError, ValueError):
+            return  # missing or closed: what is not there holds nothing (the open says the rest)
+        if _writable_by_others(parent, here) and (stat.S_ISLNK(st.st_mode) or st.st_uid not in (euid, 0)):
+            what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else f"uid {st.st_uid}'s"
+            raise StateDirUnsafe(role, os.fspath(folder), f"the way to it goes through {entry}, {what}, in {here}, a "
+                                 "folder other users may add files to: whoever made it chose what is read",
+                                 f"remove it (`rm -r {entry}`) or give --state-dir (or OPENCLAW_STATE_DIR) a folder "
+                                 "of your own")
+        if stat.S_ISLNK(st.st_mode):
+            hops += 1
+            if hops > 40:
+                return  # a loop: the open says ELOOP
+            parts = os.path.realpath(entry).split(os.sep)[1:] + parts
+            here = os.sep
+            continue
+        here = entry
 
 
 def check_planted(role: str, path: str | os.PathLike[str], st: os.stat_result) -> None:
@@ -157,7 +193,7 @@ def check_planted(role: str, path: str | os.PathLike[str], st: os.stat_result) -
         raise StateDirUnsafe(role, path, f"it belongs to uid {st.st_uid}, not to you (uid {euid}), and {folder} is a "
                              "folder other users may add files to: its owner chose what it holds",
                              f"if you made it, `chown {euid} {path}`; else {elsewhere.format(path if stat.S_ISREG(st.st_mode) else '-r ' + path)}")
-    if _writable_by_others(st):
+    if _writable_by_others(st, None if stat.S_ISLNK(st.st_mode) else path):
         raise StateDirUnsafe(role, path, f"other users may write in it (mode {stat.S_IMODE(st.st_mode):04o}), and {folder} "
                              "is a folder other users may add files to", f"check what it holds, then `chmod go-w {path}`")
 
@@ -179,7 +215,7 @@ def _check_below(state_dir: Path, data_dir: Path, tighten: bool) -> None:
             raise _a_link(role, folder, st.st_uid)
         if st.st_uid != euid:
             raise _not_yours(role, folder, st.st_uid, f"`chown -R {euid} {folder}`")
-        if _writable_by_others(st):
+        if _writable_by_others(st, folder):
             raise _open_to_others(role, folder, st.st_mode, f"`chmod -R go-rwx {folder}`")
         if stat.S_IMODE(st.st_mode) != 0o700:
             loose.append(folder)
@@ -267,9 +303,24 @@ def _present(path: str) -> bool:
     return stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode) and os.path.isdir(path)
 
 
-def _writable_by_others(st: os.stat_result) -> bool:
-    """Others may write in it: the world, or a group that is not the user's own private group."""
-    return bool(st.st_mode & stat.S_IWOTH) or bool(st.st_mode & stat.S_IWGRP) and not _own_group(st.st_gid)
+def _writable_by_others(st: os.stat_result, where: str | os.PathLike[str] | None = None) -> bool:
+    """Others may write in it: the world, or a group that is not the user's own private group, or,
+    with an access ACL (``where``: its path), whoever its entries name: the
+    group bits are then the ACL's mask, and ``setfacl -m u:OTHER:rwx`` left them ``rwx`` for the
+    user's own group (another user's .env in a 0770+ACL state dir chose the Qdrant server)."""
+    if st.st_mode & stat.S_IWOTH:
+        return True
+    if not st.st_mode & stat.S_IWGRP:
+        return False
+    return not _own_group(st.st_gid) or (where is not None and _has_acl(where))
+
+
+def _has_acl(where: str | os.PathLike[str]) -> bool:
+    try:
+        os.getxattr(where, "system.posix_acl_access")
+    except OSError:
+        return False  # none (ENODATA), or no ACLs on this file system
+    return True
 
 
 def _own_group(gid: int) -> bool:

@@ -287,7 +287,7 @@ def _check_default_workspace(path: str) -> None:
     others' writes and not a link (StateDirUnsafe): one another user made there before this user's
     first run took this user's writes and chose what was read. Looked at itself (``lstat``); one this
     user made is theirs, and in a sticky folder no other user can swap it."""
-    if not others_may_plant(os.path.dirname(path) or "."):
+    if not others_may_plant(os.path.dirname(path) or ".", "workspace"):
         return
     try:
         st = os.lstat(path)
