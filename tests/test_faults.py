@@ -394,7 +394,7 @@ def test_a_read_only_state_dir_still_reads_and_says_what_it_cannot_record(tmp_pa
         history = no_traceback(run_cli(ws, state, "history", "MEMORY.md"))
         assert history.returncode == 0 and "not recorded" in history.stderr
         blocked = no_traceback(run_cli(ws, state, "write", "MEMORY.md", "--append", "- more"))
-        assert blocked.returncode == 2 and "writable" in blocked.stderr
+        assert blocked.returncode == 2 and "a read-only file system: remount it read-write" in blocked.stderr
         assert (ws / "MEMORY.md").read_text() == "# Memory\n- edited meanwhile\n"
         # doctor names what the write met, once, in its words (it said "No problems found." before a4bc590)
         doctor = no_traceback(run_cli(ws, state, "doctor", "--json"))
