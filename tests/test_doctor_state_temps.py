@@ -87,3 +87,20 @@ def test_a_temp_file_a_killed_write_left_in_the_state_dir_is_named_and_removed_a
     assert not left.exists()
     assert all(os.path.lexists(p) for p in lookalikes) and outside.read_text() == "not ours"
     assert ID not in {f["id"] for f in cli_process("doctor", "--json").json()["findings"]}
+
+
+def test_a_new_database_a_killed_creation_left_is_named_and_removed(workspace, state_dir, cli):
+    # The next creation sweeps it only while state.db is missing or empty: once one is in place,
+    # nothing else did (helper review of 45d1529: still there after doctor --fix).
+    from openclaw_memory.database.connection import NEW_PREFIX
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("write", "memory/a.md", "--append", "a line", "--no-index").returncode == 0
+    data_dir = settings_for(workspace, state_dir).data_dir
+    left = write(data_dir / f"{NEW_PREFIX}4242-0123abcd", "x" * 4096)
+    young = write(data_dir / f"{NEW_PREFIX}4243-4567cdef", "y" * 4096)
+    _aged(left)
+    found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == ID]
+    assert [f["paths"] for f in found] == [[str(left)]]
+    assert cli("doctor", "--fix").returncode == 0
+    assert not left.exists() and young.exists()

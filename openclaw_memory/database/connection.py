@@ -304,7 +304,7 @@ def _owner_only(path: str) -> None:
                 pass  # not ours to change (root's file in a user's data dir): the data dir is 0700 all the same
 
 
-_NEW = ".state.db.new-"  # a new database file's name until it is put in place (see _create)
+NEW_PREFIX = ".state.db.new-"  # a new database file's name until it is put in place (see _create)
 _NEW_AGE_S = 60.0  # a creation takes milliseconds: a private name older than this is a killed one's
 # link() refused because the file system has no hard links (vfat, exfat, some network and FUSE mounts)
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
@@ -324,7 +324,7 @@ def _create(path: str) -> None:
     folder = os.path.dirname(path) or "."
     _sweep_new(folder)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    temp = os.path.join(folder, f"{_NEW}{os.getpid()}-{os.urandom(4).hex()}")
+    temp = os.path.join(folder, f"{NEW_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
     try:
         try:
             os.close(os.open(temp, flags, 0o600))
@@ -406,7 +406,7 @@ def _sweep_new(folder: str) -> None:
     except OSError:
         return
     try:
-        names = [n for n in os.listdir(dir_fd) if n.startswith(_NEW)]
+        names = [n for n in os.listdir(dir_fd) if n.startswith(NEW_PREFIX)]
         now = time.time()
         for name in names:
             try:
@@ -415,7 +415,7 @@ def _sweep_new(folder: str) -> None:
                 continue
             if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or now - st.st_mtime < _NEW_AGE_S:
                 continue
-            gone = f"{_NEW}swept-{os.getpid()}-{os.urandom(4).hex()}"
+            gone = f"{NEW_PREFIX}swept-{os.getpid()}-{os.urandom(4).hex()}"
             try:
                 os.rename(name, gone, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except OSError:
@@ -454,7 +454,7 @@ def emptied(path: str) -> bool:
     name = os.path.basename(path)
     if _creation_cut_short(os.path.dirname(path) or ".", names, st):
         return False
-    return any(n != name and not n.startswith(_NEW) for n in names)
+    return any(n != name and not n.startswith(NEW_PREFIX) for n in names)
 
 
 def _creation_cut_short(folder: str, names: list[str], st: os.stat_result) -> bool:
@@ -463,7 +463,7 @@ def _creation_cut_short(folder: str, names: list[str], st: os.stat_result) -> bo
     under the private name is still beside it, not empty, and no more than a minute apart from it.
     A state.db emptied later is far younger than any such leftover."""
     for each in names:
-        if not each.startswith(_NEW) or each.endswith(("-wal", "-shm")):
+        if not each.startswith(NEW_PREFIX) or each.endswith(("-wal", "-shm")):
             continue
         try:
             made = os.lstat(os.path.join(folder, each))

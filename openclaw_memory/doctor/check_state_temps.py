@@ -3,7 +3,9 @@
 ``state-checked.json`` (doctor's record of the state database's last clean check) and the
 service's ``info.json`` and ``token`` are each written to a fresh ``.NAME.<8 hex>.tmp`` beside
 them, then renamed over them (:func:`~openclaw_memory.fsutil.atomic.atomic_write_bytes`); a
-process killed between the two leaves the temp file, and nothing else ever removes it.
+process killed between the two leaves the temp file, and nothing else ever removes it. A new
+state database is made as ``.state.db.new-*`` and linked in place; a creation killed before the
+link leaves it (the next creation sweeps it only while state.db is missing or empty).
 
 Plain doctor names each that is ours to remove: that exact name beside one of those files, a
 regular file of this user, last written ten minutes ago (no lock covers these writes: a younger
@@ -19,6 +21,7 @@ import stat
 import time
 
 from ..database.checked import NAME as CHECKED
+from ..database.connection import NEW_PREFIX
 from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_kind
 from ..fsutil.safeopen import DIR_FLAGS, NotRegularFile, open_regular_nofollow
 from ..service_files import INFO, TOKEN
@@ -59,7 +62,7 @@ def _leftovers(dir_fd: int, written: tuple[str, ...]) -> list[tuple[str, os.stat
     now = time.time()
     found = []
     for name in sorted(os.listdir(dir_fd)):
-        if any(leftover_kind(name, of) == "tmp" for of in written):
+        if any(leftover_kind(name, of) == "tmp" for of in written) or (CHECKED in written and name.startswith(NEW_PREFIX)):
             st = _ours(dir_fd, name, now)
             if st is not None:
                 found.append((name, st))
