@@ -214,7 +214,7 @@ def plant_include(state: str) -> None:
     os.mkdir(os.path.join(state, "conf"), 0o755)
     os.mkdir(os.path.join(state, "evil"), 0o777)
     os.chmod(os.path.join(state, "evil"), 0o777)
-    plant_file(os.path.join(state, "conf", "agents.json5"), '{agents: {defaults: {workspace: "%s/evil"}}}' % state)
+    plant_file(os.path.join(state, "conf", "agents.json5"), json.dumps({"agents": {"defaults": {"workspace": f"{state}/evil"}}}))
 
 
 def test_an_include_in_a_folder_another_user_planted_is_refused(base):
