@@ -365,3 +365,32 @@ def indexed_notes(workspace: Path, state_dir: Path, notes: dict[str, str]):
     index = MemoryIndex(settings_for(workspace, state_dir))
     index.sync()
     return index
+
+
+NOBODY = 65534  # the other user the tests act as (root only)
+
+
+def as_nobody(fn: Callable[..., object], *args: object) -> object:
+    """``fn(*args)`` in a forked child that became uid/gid 65534 (no other group); its JSON result.
+    Forked, not started: the child needs no path to the interpreter or the checkout."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            data = json.dumps(fn(*args)).encode()
+            while data:
+                data = data[os.write(write_end, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        out = fh.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child acting as nobody failed"
+    return json.loads(out)

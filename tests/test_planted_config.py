@@ -17,44 +17,17 @@ import subprocess
 import sys
 import tempfile
 import tomllib  # noqa: F401  (imported here: the child acting as nobody may not read the interpreter's library)
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import openclaw_memory.openclaw_json  # noqa: F401  (the same)
-from conftest import FAKE_MODEL, env_for
+from conftest import FAKE_MODEL, NOBODY, as_nobody, env_for
 from openclaw_memory.errors import StateDirUnsafe
 from openclaw_memory.settings import Overrides, resolve_settings
 
-NOBODY = 65534
-
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user (uid 65534) needs root")
-
-
-def as_nobody(fn: Callable[..., object], *args: object) -> object:
-    """``fn(*args)`` in a forked child that became uid/gid 65534 (no other group); its JSON result."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            data = json.dumps(fn(*args)).encode()
-            while data:
-                data = data[os.write(write_end, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as fh:
-        out = fh.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child acting as nobody failed"
-    return json.loads(out)
 
 
 def plant_file(path: str, text: str, mode: int = 0o644) -> None:

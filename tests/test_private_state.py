@@ -9,20 +9,17 @@ workspace's MEMORY.md beside it, so a check that finds nothing reachable can fai
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import signal
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import env_for, settings_for, wait_for_line, write
+from conftest import NOBODY, as_nobody, env_for, settings_for, wait_for_line, write
 
-NOBODY = 65534
 WAIT = 120  # seconds for a process to start or stop: the machine may be loaded
 SECRET = "The vault code is 4-8-15-16."
 
@@ -42,32 +39,6 @@ def ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 def data_dir(base: Path) -> Path:
     return settings_for(base / "ws", base / "state").data_dir
-
-
-def as_nobody(fn: Callable[..., object], *args: object) -> object:
-    """``fn(*args)`` in a forked child that became uid/gid 65534 (no other group); its JSON result.
-    Forked, not started: the child needs no path to the interpreter or the checkout."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            data = json.dumps(fn(*args)).encode()
-            while data:
-                data = data[os.write(write_end, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as fh:
-        out = fh.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child acting as nobody failed"
-    return json.loads(out)
 
 
 def reach(paths: list[str]) -> dict[str, list[str]]:
