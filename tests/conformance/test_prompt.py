@@ -81,18 +81,23 @@ BOOTSTRAP_CASES = [
 ]
 
 
-def test_bootstrap_files(oracle, new_ws, checks):
-    cases = []
-    for tree, max_chars, total in BOOTSTRAP_CASES:
+def compare_cases(oracle, new_ws, checks, cases) -> None:
+    """Each (tree, bootstrapMaxChars, bootstrapTotalMaxChars) built in a new workspace, loaded by
+    OpenClaw and by this product, compared."""
+    built = []
+    for tree, max_chars, total in cases:
         ws = new_ws()
         build(ws, tree)
-        cases.append((ws, tree, max_chars, total))
-    answers = oracle.more([boot(ws, maxChars=m, totalMaxChars=t) for ws, _tr, m, t in cases])
-    for (ws, tree, max_chars, total), answer in zip(cases, answers):
-        section = ours(ws, max_chars=max_chars, total=total)
+        built.append((ws, tree, max_chars, total))
+    answers = oracle.more([boot(ws, maxChars=m, totalMaxChars=t) for ws, _tr, m, t in built])
+    for (ws, tree, max_chars, total), answer in zip(built, answers):
         label = f"{ {k: len(v) for k, v in tree.items()} } max={max_chars} total={total}"
-        compare_startup(checks, label, section, answer)
+        compare_startup(checks, label, ours(ws, max_chars=max_chars, total=total), answer)
     checks.done()
+
+
+def test_bootstrap_files(oracle, new_ws, checks):
+    compare_cases(oracle, new_ws, checks, BOOTSTRAP_CASES)
 
 
 HEARTBEAT = ("Default heartbeat prompt:\n`Read HEARTBEAT.md if it exists (workspace context). Follow it strictly. "
@@ -134,16 +139,7 @@ STARTUP_CASES = [
 def test_all_startup_files(oracle, new_ws, checks):
     """With AGENTS.md, SOUL.md, IDENTITY.md and BOOTSTRAP.md there or missing, USER.md and MEMORY.md
     are cut or skipped as OpenClaw cuts them, and doctor's budget numbers are OpenClaw's."""
-    cases = []
-    for tree, max_chars, total in STARTUP_CASES:
-        ws = new_ws()
-        build(ws, tree)
-        cases.append((ws, tree, max_chars, total))
-    answers = oracle.more([boot(ws, maxChars=m, totalMaxChars=t) for ws, _tr, m, t in cases])
-    for (ws, tree, max_chars, total), answer in zip(cases, answers):
-        label = f"{ {k: len(v) for k, v in tree.items()} } max={max_chars} total={total}"
-        compare_startup(checks, label, ours(ws, max_chars=max_chars, total=total), answer)
-    checks.done()
+    compare_cases(oracle, new_ws, checks, STARTUP_CASES)
 
 
 def test_shared_driver_prompt_op(oracle, new_ws, checks):
