@@ -31,34 +31,8 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const OC_ROOT = process.env.OC_ROOT || "/tmp/oc";
-const DIST = path.join(OC_ROOT, "app", "node_modules", "openclaw", "dist");
-const files = fs.readdirSync(DIST).filter((n) => n.endsWith(".mjs")).map((n) => path.join(DIST, n));
+import { OC_ROOT, chunks, pick } from "./oc_dist.mjs";
 
-// Every chunk holding the region (a few regions are bundled twice, one copy not exporting the function).
-function chunks(region) {
-  const marker = `//#region ${region}\n`;
-  const found = [];
-  for (const file of files) {
-    const text = fs.readFileSync(file, "utf8");
-    if (text.includes(marker)) found.push({ file, text });
-  }
-  if (!found.length) throw new Error(`no chunk has region ${region}`);
-  return found;
-}
-async function pick(region, name) {
-  const seen = [];
-  for (const { file, text } of chunks(region)) {
-    const m = [...text.matchAll(/export \{([^}]*)\};?\s*$/gm)].pop();
-    for (const part of m ? m[1].split(",") : []) {
-      const mm = part.trim().match(/^(\S+)\s+as\s+(\S+)$/);
-      if (mm && mm[1] === name) return (await import(pathToFileURL(file).href))[mm[2]];
-      if (part.trim() === name) return (await import(pathToFileURL(file).href))[name];
-    }
-    seen.push(path.basename(file));
-  }
-  throw new Error(`${name} is not exported from ${seen.join(", ")}`);
-}
 // The prelude is not exported: the shared driver extracts it to $OC_ROOT/extract (run it once first).
 async function prelude() {
   const p = path.join(OC_ROOT, "extract", "startup-context.mjs");

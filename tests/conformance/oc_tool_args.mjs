@@ -11,28 +11,8 @@
 // memory_search's {accepted: true}}.
 // Usage: node oc_tool_args.mjs --batch < requests.jsonl   (one JSON answer per line)
 import fs from "node:fs";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
 
-const OC_ROOT = process.env.OC_ROOT || "/tmp/oc";
-const DIST = path.join(OC_ROOT, "app", "node_modules", "openclaw", "dist");
-const files = fs.readdirSync(DIST).filter((n) => n.endsWith(".mjs")).map((n) => path.join(DIST, n));
-
-async function pick(region, name) {
-  const seen = [];
-  for (const file of files) {
-    const text = fs.readFileSync(file, "utf8");
-    if (!text.includes(`//#region ${region}\n`)) continue;
-    const m = [...text.matchAll(/export \{([^}]*)\};?\s*$/gm)].pop();
-    for (const part of m ? m[1].split(",") : []) {
-      const mm = part.trim().match(/^(\S+)\s+as\s+(\S+)$/);
-      if (mm && mm[1] === name) return (await import(pathToFileURL(file).href))[mm[2]];
-      if (part.trim() === name) return (await import(pathToFileURL(file).href))[name];
-    }
-    seen.push(path.basename(file));
-  }
-  throw new Error(`${name} is not exported from ${seen.join(", ") || "any chunk"}`);
-}
+import { pick } from "./oc_dist.mjs";
 
 const validate = await pick("packages/llm-core/src/validation.ts", "validateToolArguments");
 const creators = {
