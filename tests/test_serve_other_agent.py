@@ -33,6 +33,10 @@ def test_another_agents_command_is_told_what_is_true(workspace, state_dir, tmp_p
         "only the agents of its settings, so agent 'main' is not served while it runs (to serve agent 'main' in its "
         "place: stop it, `openclaw-memory --agent main serve --stop`, then `openclaw-memory --agent main serve`); "
         "working in-process\n")
+    # status says it runs (it said "not answering"), and why it does not serve main.
+    status = cli_process("--agent", "main", "status")
+    assert "Service: running, not serving this command: the memory service" in status.stdout, status.stdout
+    assert cli_process("--agent", "main", "status", "--json").json()["service"]["refused"] is True
     # The command it named before, `openclaw-memory --agent main serve`, is refused, and now says why truly.
     second = cli_process("--agent", "main", "serve", "--no-watch")
     assert second.returncode == 2 and second.stdout == ""

@@ -258,6 +258,6 @@ def service_status(settings: Settings) -> ServiceStatus:
         status = client.call("service")
         return status if status.info is not None else ServiceStatus(note="the memory service did not give its figures")
     except ServiceUnavailable as exc:
-        return ServiceStatus(note=exc.message)
+        return ServiceStatus(note=exc.message, refused=exc.refused)
     finally:
         client.close()

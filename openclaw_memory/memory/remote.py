@@ -125,7 +125,7 @@ class ServiceMemory:
         if self._link.client is None and self._link.said:  # it just failed to answer: say why, not wait again
             from .service_status import ServiceStatus
 
-            return ServiceStatus(note=self._link.said)
+            return ServiceStatus(note=self._link.said, refused=self._link.retry_at is None)  # (None: it refused)
         return self.call(OPERATIONS["service"])
 
     def warm(self) -> None:

@@ -40,6 +40,8 @@ class ServiceStatus:
 
     info: ServiceInfo | None = key(flatten=True, default=None)
     note: str = key(omit=lambda s: not s.note, default="")
+    # It answered, refusing this caller (another agent's settings, another version): it runs.
+    refused: bool = key(omit=lambda s: not s.refused, default=False)
 
     JSON_DERIVED: ClassVar = ("running",)
 

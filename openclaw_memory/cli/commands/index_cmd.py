@@ -214,6 +214,8 @@ def _duration(seconds: float) -> str:
 
 def _service_line(service: dict, program: str) -> str:
     if not service.get("running"):
+        if service.get("refused"):  # it answered: not for this agent's settings (or another version)
+            return f"Service: running, not serving this command: {service['note']}"
         if service.get("note"):  # it runs (its socket is there) but does not answer
             return f"Service: not answering: {service['note']}"
         return f"Service: not running (`{program} serve` keeps the model and index warm)"
