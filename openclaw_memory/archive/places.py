@@ -51,7 +51,7 @@ def place_of(settings: Settings, abs_path: str) -> tuple[str, str] | None:
     return None
 
 
-def match_roots(settings: Settings, roots: Iterable[Root], needed: Collection[str], again: str = "import ARCHIVE",
+def match_roots(settings: Settings, roots: Iterable[Root], needed: Collection[str], again: str,
                 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """Each of the archive's roots -> this workspace's folder for it, and the notes to give: the
     workspace for the workspace; for an extra path, this workspace's extra path of the same absolute

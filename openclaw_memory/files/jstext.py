@@ -30,6 +30,14 @@ def js_trim_end(text: str) -> str:
     return text.rstrip(JS_WHITESPACE)
 
 
+def js_collapse(text: str) -> str:
+    r"""``text.replace(/\s+/g, " ").trim()``: each run of JavaScript white space one space, none at
+    either end (Python's own ``split`` knows another set: U+FEFF is JavaScript's, U+001C Python's)."""
+    import re
+
+    return re.sub(f"[{re.escape(JS_WHITESPACE)}]+", " ", text).strip(" ")
+
+
 def _utf16(text: str) -> bytes:
     # surrogatepass: a lone surrogate (a file name's undecodable byte) is one code unit, as in JavaScript.
     return text.encode("utf-16-le", "surrogatepass")

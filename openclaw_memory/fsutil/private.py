@@ -193,7 +193,7 @@ def check_planted(role: str, path: str | os.PathLike[str], st: os.stat_result) -
         raise StateDirUnsafe(role, path, f"it belongs to uid {st.st_uid}, not to you (uid {euid}), and {folder} is a "
                              "folder other users may add files to: its owner chose what it holds",
                              f"if you made it, `chown {euid} {path}`; else {elsewhere.format(path if stat.S_ISREG(st.st_mode) else '-r ' + path)}")
-    if _writable_by_others(st, None if stat.S_ISLNK(st.st_mode) else path):
+    if _writable_by_others(st, path):  # (a link was refused above)
         raise StateDirUnsafe(role, path, f"other users may write in it (mode {stat.S_IMODE(st.st_mode):04o}), and {folder} "
                              "is a folder other users may add files to", f"check what it holds, then `chmod go-w {path}`")
 

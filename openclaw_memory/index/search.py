@@ -192,10 +192,11 @@ class QueryPlan:
         fixes = spelling_fixes(query, bm25.df) if bm25.chunks else {}
         # A number in words that no chunk holds is read in digits where a chunk holds those, and the
         # other way round (terms.number_fixes: "sixtieth" for a note's "60th").
-        fixes |= number_fixes(keyword_terms(query), bm25.df) if bm25.chunks else {}
+        keywords = keyword_terms(query)
+        fixes |= number_fixes(keywords, bm25.df) if bm25.chunks else {}
         # The noun of "which date" / "what time" says what kind of answer is wanted, not a word it holds.
         kinds = answer_kind_terms(query)
-        words = (fixes.get(t, t) for t in keyword_terms(query) if t not in kinds)
+        words = (fixes.get(t, t) for t in keywords if t not in kinds)
         self.terms = dict.fromkeys(absent_grams_dropped(words, bm25), 1.0)
         self.full = bm25.full_match(self.terms)
         self._patterns: list[re.Pattern] | None = None

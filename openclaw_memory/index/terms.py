@@ -243,7 +243,6 @@ def spelling_fixes(query: str, df: Callable[[str], int]) -> dict[str, str]:
     return fixes
 
 
-
 # A number written in words or in digits: ``sixtieth`` is ``60th``, ``three`` is ``3`` (words up to
 # twenty, the tens, and their ordinals; ``first`` ... ``twentieth`` as ``1st`` ... ``20th``).
 _CARDINALS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -292,6 +291,7 @@ def answer_kind_terms(query: str) -> set[str]:
     """The terms of ``query`` that only say what kind of answer it wants: the noun of a ``which
     date`` / ``what time`` (day, year, month, week, hour, weekday), left out of its keywords."""
     return {stem(m.group(1)) for m in _ANSWER_KIND.finditer(fold(query))}
+
 
 # -- dates: matched as dates, not as words -------------------------------------------------------
 

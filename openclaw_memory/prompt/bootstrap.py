@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..files.jstext import JS_WHITESPACE, js_trim, js_trim_end, slice_utf16_safe, truncate_utf16_safe, utf16_len
+from ..files.jstext import JS_WHITESPACE, js_collapse, js_trim_end, slice_utf16_safe, truncate_utf16_safe, utf16_len
 
 AGENTS_FILE = "AGENTS.md"
 USER_FILE = "USER.md"
@@ -76,11 +76,10 @@ _DIGEST_HIGH_PRIORITY = re.compile(
     r"|(?:🔴|禁止|嚴禁|不得|絕不|絕對不|切勿)", re.IGNORECASE | re.ASCII)
 _DIGEST_LIST_LINE = re.compile(rf"^(?:#{{1,6}}|[{_WS}]*[-*+]|[{_WS}]*[0-9]+[.)])[{_WS}]+[^{_WS}]")
 _FENCE = re.compile(rf"^[{_WS}]*(?:`{{3,}}|~{{3,}})")
-_WS_RUN = re.compile(rf"[{_WS}]+")
 
 
 def _digest_line(line: str) -> str:
-    normalized = _WS_RUN.sub(" ", js_trim(line))
+    normalized = js_collapse(line)
     return normalized if utf16_len(normalized) <= 240 else truncate_utf16_safe(normalized, 239) + "…"
 
 
@@ -292,10 +291,10 @@ def budget_rows(startup: list[tuple[str, int, Injected | None, bool]], max_chars
     return rows
 
 
-def budget_report(startup: list[tuple[str, int, Injected | None, bool]], max_chars: int, total_max_chars: int) -> list[str] | None:
+def budget_report(analyzed: list[BudgetRow], total_max_chars: int) -> list[str] | None:
     """OpenClaw doctor's "Bootstrap file size" note (``noteBootstrapFileSize``) for the startup files
-    (as :func:`budget_rows` takes them), or None when nothing is near a limit."""
-    rows = [(r.name, r.raw_chars, r.injected_chars, r.limit, r.causes) for r in budget_rows(startup, max_chars, total_max_chars)]
+    as :func:`budget_rows` analyzed them, or None when nothing is near a limit."""
+    rows = [(r.name, r.raw_chars, r.injected_chars, r.limit, r.causes) for r in analyzed]
     truncated = [r for r in rows if r[2] < r[1]]
     near = [r for r in rows if r[1] >= math.ceil(r[3] * NEAR_LIMIT_RATIO)]
     total_injected = sum(r[2] for r in rows)

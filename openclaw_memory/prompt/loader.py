@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from ..files.jstext import decode_lossy, js_trim_end, not_utf8, truncate_utf16_safe, utf16_len
+from ..files.jstext import decode_lossy, js_collapse, js_trim_end, not_utf8, truncate_utf16_safe, utf16_len
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.scan import ScanResult
 from ..fsutil.safeopen import NotRegularFile, open_regular_under
@@ -71,7 +71,7 @@ def unreadable(exc: OSError, path: str, syscall: str) -> UnreadableFile:
     code = errno.errorcode.get(exc.errno or 0, "EIO")
     words = _NODE_ERRORS.get(exc.errno or 0, (exc.strerror or "unknown error").lower())
     message = f"{code}: {words}, {syscall} '{path}'" if syscall == "open" else f"{code}: {words}, {syscall}"
-    reason = truncate_utf16_safe(" ".join(message.split()), 300)  # OpenClaw: white space runs as one space, 300 at most
+    reason = truncate_utf16_safe(js_collapse(message), 300)  # OpenClaw: white space runs as one space, 300 at most
     return UnreadableFile(f"[UNREADABLE: {reason}]", f"cannot read it ({exc.strerror or code})")
 
 
@@ -248,10 +248,11 @@ def build_prompt_section(
     text = "\n".join(["# Memory\n", *blocks]) if blocks else ""
     local_date = now.date().isoformat() if today is None else today.isoformat()
     entries = [(name, raw[name], by_name.get(name), isinstance(text, Missing)) for name, text in loaded]
-    report = budget_report(entries, file_cap, total_cap)
-    return PromptSection(text, local_date, files, cuts, checkpoint, warnings, other_files, budget=report,
+    analyzed = budget_rows(entries, file_cap, total_cap)
+    return PromptSection(text, local_date, files, cuts, checkpoint, warnings, other_files,
+                         budget=budget_report(analyzed, total_cap),
                          budget_files=tuple(name for name, text in loaded if not isinstance(text, Missing)),
-                         budget_rows=tuple(budget_rows(entries, file_cap, total_cap)),
+                         budget_rows=tuple(analyzed),
                          injected=tuple(injected), startup=tuple(startup_files), prelude=prelude.text,
                          bootstrap_warnings=tuple(bootstrap_warnings), refused=tuple(refused))
 
