@@ -221,3 +221,18 @@ def test_a_state_dir_another_user_may_write_by_an_acl_is_guarded(base):
     as_nobody(plant_file, str(state / ".env"), "OPENCLAW_MEMORY_QDRANT_URL=http://127.0.0.1:18780\n")
     with pytest.raises(StateDirUnsafe, match=rf"refusing the config file {state}/.env: it belongs to uid {NOBODY}"):
         resolve(state, base / "ws")
+
+
+def test_a_plant_made_after_one_resolution_is_refused_at_the_next(base):
+    """The ways found clean are remembered for one resolution only (four walks a command became one)."""
+    import shutil as _shutil
+
+    state = base / "state"
+    (state / "openclaw.json").write_text('{"$include": "./conf/agents.json5"}')
+    (state / "conf").mkdir(mode=0o755)
+    (state / "conf" / "agents.json5").write_text("{}")
+    resolve(state, base / "ws")
+    _shutil.rmtree(state / "conf")
+    as_nobody(plant_include, str(state))
+    with pytest.raises(StateDirUnsafe, match=rf"the way to it goes through {state}/conf, uid {NOBODY}'s"):
+        resolve(state, None)

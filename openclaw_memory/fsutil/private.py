@@ -30,6 +30,14 @@ from ..errors import StateDirUnsafe
 PRIVATE_UMASK = 0o077
 _user_umask: int | None = None  # the umask this process started with, while private_umask() holds
 _checked: set[Path] = set()  # the state dirs check_data_dir looked at: make_dirs checks below them too
+# The folders check_the_way found clean since settings were last resolved: the config files and the
+# default workspace of one resolution sit in one state dir (four walks of every folder from / down).
+_clean_ways: set[str] = set()
+
+
+def forget_ways() -> None:
+    """Settings are resolved again: every way is walked again (a plant may have come since)."""
+    _clean_ways.clear()
 
 
 @contextmanager
@@ -145,7 +153,10 @@ def check_the_way(role: str, folder: str | os.PathLike[str]) -> None:
     the workspace the user's writes went to). Each component is looked at itself (``lstat``); a link
     in a folder closed to others is followed, and the way to its target checked the same."""
     euid = os.geteuid()
-    parts = os.path.abspath(os.fspath(folder)).split(os.sep)[1:]
+    start = os.path.abspath(os.fspath(folder))
+    if start in _clean_ways:
+        return
+    parts = start.split(os.sep)[1:]
     here, hops = os.sep, 0
     while parts:
         name = parts.pop(0)
@@ -170,6 +181,7 @@ def check_the_way(role: str, folder: str | os.PathLike[str]) -> None:
             here = os.sep
             continue
         here = entry
+    _clean_ways.add(start)
 
 
 def check_planted(role: str, path: str | os.PathLike[str], st: os.stat_result) -> None:

@@ -15,7 +15,7 @@ from ..errors import ConfigError, StateDirError, UsageError, WorkspaceError, sho
 from ..files.jstext import js_trim
 from ..files.paths import PATH_MAX, ExtraPath
 from ..fsutil.atomic import NAME_MAX
-from ..fsutil.private import check_planted, others_may_plant
+from ..fsutil.private import check_planted, forget_ways, others_may_plant
 from ..openclaw_dotenv import set_in, where_set, with_dotenv
 from ._files import load_json5, load_toml, toml_tables
 from ._ids import DEFAULT_AGENT, OPENCLAW_ID, agent_id, check_session, openclaw_agent_id
@@ -112,6 +112,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     """Resolve settings from flags, the environment, config files and defaults."""
     o = overrides or Overrides()
     env = os.environ if environ is None else environ
+    forget_ways()
     # A folder or agent given empty (`-w "$WS"` with WS unset) is refused: taken as not given, a
     # script's write went to $OPENCLAW_WORKSPACE or OpenClaw's default workspace, another agent's
     # memory, or was made as main.
