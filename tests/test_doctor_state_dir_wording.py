@@ -42,6 +42,7 @@ def _message(cli, monkeypatch, read_only: bool) -> str:
 
     with monkeypatch.context() as m:
         m.setattr(check_state_dir, "os", _View(read_only))
+        m.setattr(check_state_dir, "read_only_mount", lambda path: read_only)  # (fsutil.lock's statvfs)
         done = cli("doctor", "--json")
     (found,) = [f for f in done.json()["findings"] if f["id"] == "state-dir-not-writable"]
     return found["message"]

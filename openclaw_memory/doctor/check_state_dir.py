@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..fsutil.lock import read_only_mount
 from .model import CheckContext, Finding
 
 ID = "state-dir-not-writable"
@@ -31,13 +32,6 @@ def _nearest_existing(path: Path) -> Path | None:
             return each
         return each
     return None
-
-
-def _read_only_fs(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
 
 
 def check_state_dir(ctx: CheckContext) -> list[Finding]:
@@ -61,7 +55,7 @@ def check_state_dir(ctx: CheckContext) -> list[Finding]:
     else:
         fails = ("Every command that needs its data dir (index, write, restore, mv, rm, history, log...) fails with "
                  "exit 2; a read still works, warning that it is not recorded for the write guard")
-    if _read_only_fs(at):
+    if read_only_mount(at):
         fix = (f"{at} is on a read-only file system: no chmod can change that. Remount it read-write, or give "
                "another state dir on a writable file system (--state-dir DIR or OPENCLAW_STATE_DIR).")
     else:
