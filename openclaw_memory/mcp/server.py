@@ -496,12 +496,8 @@ def internal_error(tool: str, exc: BaseException) -> str:
     service's, where ``serve`` prints its log lines), with the exception's type and text; for the
     model, a tool error naming the type only. It was a JSON-RPC error carrying the exception's text
     (this process's source paths) and a traceback on stderr."""
-    try:
-        said = f"internal error in {tool} ({type(exc).__name__}: {cut(str(exc), 500)}); answered as a tool error"
-        sys.stderr.write(f"error: {one_line(said)}, the server keeps serving\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass  # no stderr (closed, gone): the answer goes out all the same
+    _say("error", f"internal error in {tool} ({type(exc).__name__}: {cut(str(exc), 500)}); answered as a tool error, "
+                  "the server keeps serving")
     return f"internal error in {tool}: {type(exc).__name__}; the server keeps serving (its log on stderr says more)"
 
 
@@ -604,8 +600,16 @@ def serve(settings: Settings, *, start_service: bool = False) -> None:
 
 
 def _warn(message: str) -> None:
-    sys.stderr.write(f"warning: {one_line(message)}\n")  # (a name it quotes must not drive the terminal)
-    sys.stderr.flush()
+    _say("warning", message)
+
+
+def _say(level: str, message: str) -> None:
+    """One line on the server's stderr, its log (a name it quotes must not drive the terminal)."""
+    try:
+        sys.stderr.write(f"{level}: {one_line(message)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # no stderr (closed, gone): the answer goes out all the same
 
 
 def _warm_quietly(tools: MemoryTools) -> None:
