@@ -414,7 +414,7 @@ def test_a_search_while_the_first_index_is_built_says_so(workspace, state_dir):
     write(workspace / "MEMORY.md", "# Memory\n\n- likes tea\n")
     settings = settings_for(workspace, state_dir)
     with pytest.raises(IndexMissing, match="build it with `openclaw-memory index`"):
-        LocalMemory(settings).search("tea")
+        LocalMemory(settings).search("tea", sync=False)
     lock = agent_lock(settings, 0)
     lock.acquire()  # as the sync of a service that just started holds it
     try:

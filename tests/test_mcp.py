@@ -122,7 +122,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
             ("memory_get", {"path": "notes.txt"}),
             ("memory_write", {"path": "MEMORY.md", "content": "x", "append": "y"}),
             ("memory_write", {"path": "MEMORY.md", "content": "overwrite without reading"}),
-            ("memory_search", {"query": "anything"}),
+            ("memory_search", {"query": "  "}),
             ("memory_search", {"maxResults": 3}),
             ("memory_get", {"path": "MEMORY.md#L3-L1"}),  # a citation running backwards
             ("memory_get", {"path": "memory/a\x00b.md"}),
@@ -139,8 +139,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(workspace, state_di
     texts = [text_of(r) for r in errors]
     assert "memory" in texts[0].lower()  # the read refusal names what is allowed
     assert "call memory_get first" in texts[3] and "--expect" not in texts[3]
-    # No index yet: says how to build one, with the flags the server was given (test_suggested_commands).
-    assert f"`openclaw-memory -w {workspace} --state-dir {state_dir} --agent main index`" in texts[4]
+    assert "query is empty" in texts[4], texts[4]
     assert "MEMORY.md#L1-L3" in texts[6]  # the order that works
     assert "NUL character" in texts[7]
     assert texts[8].startswith("`maxResults` must be integer (a whole number, 1 or more), not 1000")
@@ -742,7 +741,8 @@ def test_names_that_are_not_utf8_never_stop_the_server(tmp_path, state_dir):
     assert "memory/bad\udcff.md" in [f["path"] for f in payload(files)["files"]]
     assert "memory/bad\udcff.md" in [link["source"] for link in payload(links)["backlinks"]]
     assert payload(status)["workspace"] == str(workspace)
-    assert search.is_error and "caf\\xe9" in text_of(search)  # no index yet: the message names the workspace
+    assert not search.is_error, text_of(search)  # the first search builds the index (the bad name: not indexed)
+    assert [r["path"] for r in payload(search)["results"]] == ["memory/notes.md"]
     assert payload(got)["text"].startswith("# Notes")
 
 

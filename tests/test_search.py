@@ -192,14 +192,30 @@ def test_a_note_changed_since_its_index_keeps_its_day_for_since_and_until(worksp
     assert found("--until", "1990-01-01") == []
 
 
-def test_no_index_says_how_to_build_it(workspace, state_dir, cli):
+def test_no_index_says_how_to_build_it_where_the_search_does_not_build_it(workspace, state_dir, cli):
+    """A keyword search never loads the model, and --no-sync indexes nothing: both say how to build it."""
     write(workspace / "MEMORY.md", "# M\n\nfact\n")
     with pytest.raises(IndexMissing, match="openclaw-memory index"):
         MemoryIndex(settings_for(workspace, state_dir)).search("fact", mode="text")
-    res = cli("search", "fact", "--json")
-    assert res.returncode == 1
-    assert "openclaw-memory index" in res.json()["error"] and "Traceback" not in res.stderr
+    for flags in (("--mode", "text"), ("--no-sync",)):
+        res = cli("search", "fact", "--json", *flags)
+        assert res.returncode == 1
+        assert "openclaw-memory index" in res.json()["error"] and "Traceback" not in res.stderr
     assert not (settings_for(workspace, state_dir).data_dir / "index" / "edge").exists()
+
+
+def test_the_first_search_builds_the_index_as_openclaws_does(workspace, state_dir, cli):
+    """OpenClaw's first memory search builds the index it needs; here it failed, bidding an
+    `openclaw-memory index` that an agent over MCP cannot run. It says it did so, once."""
+    write(workspace / "MEMORY.md", "# M\n\nThe heron nests by the pier.\n")
+    write(workspace / "memory" / "boats.md", "# Boats\n\nThe dinghy is blue.\n")
+    first = cli("search", "heron", "--json")
+    assert first.returncode == 0, first.stderr
+    assert [r["path"] for r in first.json()["results"]] == ["MEMORY.md"]
+    assert "agent main had no search index yet: this search built it (2 files, 2 chunks)" in first.stderr
+    again = cli("search", "dinghy", "--json")
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    assert [r["path"] for r in again.json()["results"]] == ["memory/boats.md"]
 
 
 def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):

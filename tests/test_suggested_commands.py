@@ -65,7 +65,7 @@ def test_build_it_with_index_names_the_workspace_and_agent_given_and_following_i
     other = tmp_path / "other"
     write(other / "MEMORY.md", "The heron nests by the pier.\n")
     flags = ("-w", str(other), "--agent", "ops")
-    missing = cli("search", *flags, "heron")
+    missing = cli("search", *flags, "--no-sync", "heron")  # (a search that syncs builds it)
     assert missing.returncode == 1
     build = bidden(missing.stderr, r"build it with `([^`]*)`")
     assert build == [*flags, "index"], missing.stderr
@@ -83,30 +83,40 @@ def test_a_hint_worded_by_the_service_names_the_callers_flags(workspace, state_d
     # them with its own flags, not the service's.
     write(workspace / "MEMORY.md", "The heron nests by the pier.\n")
     start(services, workspace, state_dir)
-    missing = cli("search", "-w", str(workspace), "--agent", "ops", "heron")
+    missing = cli("search", "-w", str(workspace), "--agent", "ops", "--no-sync", "heron")
     assert missing.returncode == 1
     assert bidden(missing.stderr, r"build it with `([^`]*)`") == ["-w", str(workspace), "--agent", "ops", "index"], (
         missing.stderr)
+
+
+def _index_folder_blocked(workspace: Path, state_dir: Path) -> None:
+    """A file where the index's folder goes: a search fails naming `doctor --fix`, which moves it aside."""
+    from conftest import settings_for
+
+    data_dir = settings_for(workspace, state_dir).data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "index").write_text("not a folder\n")
 
 
 def test_memory_search_names_the_flags_the_mcp_server_was_given(workspace: Path, state_dir: Path):
     # The model's shell may not have the server's environment: the command it is told to run names
     # the workspace and state dir the server was started with (test_mcp's server: -w and --state-dir).
     write(workspace / "MEMORY.md", "The heron nests by the pier.\n")
+    _index_folder_blocked(workspace, state_dir)
 
     async def script(session):
         return await session.call_tool("memory_search", {"query": "heron"})
 
-    missing = run_session(workspace, state_dir, script)
-    assert missing.is_error
-    assert bidden(text_of(missing), r"build it with `([^`]*)`") == ["-w", str(workspace), "--state-dir", str(state_dir),
-                                                                    "--agent", "main", "index"]
+    blocked = run_session(workspace, state_dir, script)
+    assert blocked.is_error
+    assert bidden(text_of(blocked), r"not a folder: `([^`]*)` moves it aside") == [
+        "-w", str(workspace), "--state-dir", str(state_dir), "--agent", "main", "doctor", "--fix"]
 
 
 def test_memory_search_names_the_settings_an_mcp_server_took_from_its_environment(workspace: Path, state_dir: Path):
     """An agent host gives the server its settings in the environment (docs/mcp.md's own entry sets
-    OPENCLAW_STATE_DIR): the hint named only the flags given, `openclaw-memory index`, which from the
-    model's shell built another state dir's index and left the server's missing."""
+    OPENCLAW_STATE_DIR): the hint named only the flags given, `openclaw-memory doctor --fix`, which from
+    the model's shell repaired another state dir and left the server's broken."""
     import asyncio
     import subprocess
     import sys
@@ -117,6 +127,7 @@ def test_memory_search_names_the_settings_an_mcp_server_took_from_its_environmen
     from conftest import env_for
 
     write(workspace / "MEMORY.md", "The heron nests by the pier.\n")
+    _index_folder_blocked(workspace, state_dir)
     env = env_for(workspace, state_dir)  # the workspace and state dir in the environment, no flag
     params = StdioServerParameters(command=sys.executable, args=["-m", "openclaw_memory", "mcp"], env=env, cwd=str(workspace))
 
@@ -125,13 +136,13 @@ def test_memory_search_names_the_settings_an_mcp_server_took_from_its_environmen
             await session.initialize()
             return await session.call_tool("memory_search", {"query": "heron"})
 
-    missing = asyncio.run(asyncio.wait_for(main(), timeout=120))
-    assert missing.is_error
-    args = bidden(text_of(missing), r"build it with `([^`]*)`")
-    assert args == ["-w", str(workspace), "--state-dir", str(state_dir), "--agent", "main", "index"]
+    blocked = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    assert blocked.is_error
+    args = bidden(text_of(blocked), r"not a folder: `([^`]*)` moves it aside")
+    assert args == ["-w", str(workspace), "--state-dir", str(state_dir), "--agent", "main", "doctor", "--fix"]
     clean = {k: v for k, v in env.items() if not k.startswith("OPENCLAW_") or k == "OPENCLAW_MEMORY_EMBEDDING_BACKEND"}
-    built = subprocess.run([sys.executable, "-m", "openclaw_memory", *args], env=clean, capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr  # run as printed from a shell without the server's environment
+    fixed = subprocess.run([sys.executable, "-m", "openclaw_memory", *args, "--yes"], env=clean, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr  # run as printed from a shell without the server's environment
 
     found = asyncio.run(asyncio.wait_for(main(), timeout=120))
     assert not found.is_error, text_of(found)

@@ -114,6 +114,23 @@ class MemoryIndex:
         # spent 0.43 s loading every entry).
         manifests = self._built(collections)
         indexed = [c for c in collections if manifests[c.name] is not None]
+        notes: list[str] = []
+        if not indexed and mode != "text" and sync and not read_only_mount(self.settings.data_dir):
+            # OpenClaw's first search builds the index it needs ("search-bootstrap"): an agent that
+            # cannot run `openclaw-memory index` got a tool error bidding it to. An interrupted first
+            # index is finished (what it saved is not embedded again); one being built is waited for by
+            # nobody: it says so below.
+            try:
+                first = self.sync(wait=False)
+            except LockTimeout:
+                pass
+            else:
+                notes.extend(first.notes)
+                chunks = first.chunks_embedded + first.chunks_reused
+                notes.append(f"agent {self.settings.agent} had no search index yet: this search built it "
+                             f"({first.files_scanned} file{'s' * (first.files_scanned != 1)}, {chunks} chunk{'s' * (chunks != 1)})")
+                manifests = self._built(collections)
+                indexed = [c for c in collections if manifests[c.name] is not None]
         if not indexed:
             builder = index_builder(self.settings)
             if builder is not None:  # the first index, by a service that just started or an `index` run
@@ -133,7 +150,6 @@ class MemoryIndex:
         # Built under other settings: a sync re-embeds it, or only chunks it again (new chunking rules,
         # whose vectors still answer when there is no sync).
         outdated = settings_changed or any(m.settings_key != self.config.settings_key for m in built)
-        notes: list[str] = []
         updating = False
         if mode != "text" and (stale or outdated):
             if sync and read_only_mount(self.settings.data_dir):
