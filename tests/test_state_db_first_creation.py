@@ -10,6 +10,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import write
 
 
@@ -60,16 +62,63 @@ def test_a_first_database_that_sqlite_cannot_write_leaves_no_0_byte_state_db(wor
     assert "emptied" not in ok.stderr
 
 
-def test_without_hard_links_the_database_is_made_in_place_with_its_first_page(workspace, state_dir, cli, monkeypatch):
+def _no_links(*args, **kwargs):
+    raise OSError(errno.EPERM, "Operation not permitted")
+
+
+def _made_in_place(m) -> list[str]:
+    """The O_EXCL opens of state.db itself from now on (a creation in place)."""
+    made, real_open = [], os.open
+
+    def watched(path, flags, *args, **kwargs):
+        if os.path.basename(os.fspath(path)) == "state.db" and flags & os.O_EXCL:
+            made.append(os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    m.setattr(os, "open", watched)
+    return made
+
+
+def test_without_hard_links_or_rename_noreplace_the_database_is_made_in_place_with_its_first_page(
+        workspace, state_dir, cli, monkeypatch):
+    from openclaw_memory.fsutil import move
+
     write(workspace / "MEMORY.md", "# Memory\n")
-
-    def no_links(*args, **kwargs):
-        raise OSError(errno.EPERM, "Operation not permitted")
-
     with monkeypatch.context() as m:
-        m.setattr(os, "link", no_links)
+        m.setattr(os, "link", _no_links)
+        m.setattr(move, "rename_noreplace", lambda *args: False)
+        made = _made_in_place(m)
         ok = cli("read", "MEMORY.md")
     assert ok.returncode == 0, ok.stderr
+    assert made  # the in-place fallback ran
+    data = _data_dir(state_dir)
+    assert (data / "state.db").stat().st_size > 0
+    assert not [n for n in os.listdir(data) if n.startswith(".state.db.new-")]
+
+
+def test_without_hard_links_rename_noreplace_puts_the_whole_database_in_place(workspace, state_dir, cli, monkeypatch):
+    """No hard links (vfat, exfat, some FUSE mounts) but RENAME_NOREPLACE: the database made under its
+    private name is renamed into place, never over one made meanwhile; state.db is never an empty file
+    (before, it was made in place, 0 bytes until its first page was written)."""
+    import tempfile
+
+    from openclaw_memory.fsutil.exchange import rename_noreplace
+
+    with tempfile.TemporaryDirectory(dir=state_dir.parent) as probe:
+        open(os.path.join(probe, "a"), "w").close()
+        fd = os.open(probe, os.O_RDONLY)
+        try:
+            if not rename_noreplace(fd, "a", fd, "b"):
+                pytest.skip("no RENAME_NOREPLACE on this file system")
+        finally:
+            os.close(fd)
+    write(workspace / "MEMORY.md", "# Memory\n")
+    with monkeypatch.context() as m:
+        m.setattr(os, "link", _no_links)
+        made = _made_in_place(m)
+        ok = cli("read", "MEMORY.md")
+    assert ok.returncode == 0, ok.stderr
+    assert made == []
     data = _data_dir(state_dir)
     assert (data / "state.db").stat().st_size > 0
     assert not [n for n in os.listdir(data) if n.startswith(".state.db.new-")]
@@ -83,16 +132,19 @@ def test_private_names_of_killed_creations_are_swept_by_the_next_creation(worksp
         if name.startswith("state.db"):
             (data / name).unlink()  # a data dir whose database is still to be made
     old, young = data / ".state.db.new-4242-0badc0de", data / ".state.db.new-4243-0badc0df"
-    for each in (old, Path(f"{old}-wal"), young):
+    stalled = data / ".state.db.new-4244-0badc0e0"
+    for each in (old, Path(f"{old}-wal"), young, stalled):
         each.write_bytes(b"")
     long_ago = time.time() - 3600
     os.utime(old, (long_ago, long_ago))
     os.utime(f"{old}-wal", (long_ago, long_ago))
+    minutes_ago = time.time() - 300  # older than the sweep's minute before, younger than doctor's ten minutes
+    os.utime(stalled, (minutes_ago, minutes_ago))
 
     ok = cli("read", "MEMORY.md")
     assert ok.returncode == 0, ok.stderr
     left = sorted(n for n in os.listdir(data) if n.startswith(".state.db.new-"))
-    assert left == [young.name]  # a creation that may still be running is left alone
+    assert left == [young.name, stalled.name]  # a creation that may still be running (or stalled) is left alone
     assert (data / "state.db").stat().st_size > 0
 
 

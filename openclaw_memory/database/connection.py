@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..errors import DiskFull, StateDamaged, StateDirError, disk_full, is_no_space
+from ..fsutil.atomic import LEFTOVER_AGE_S
+from ..fsutil.move import NO_LINK, link_noreplace
 from ..fsutil.private import make_dirs
 from .companions import not_a_file, odd_companions, wal_damage
 from .failures import (
@@ -287,8 +289,11 @@ def _owner_only(path: str) -> None:
         return
     except OSError:
         return
-    if st.st_size == 0:
-        _sweep_new(os.path.dirname(path) or ".")  # a creation in place killed: what it made under its private name
+    if st.st_size == 0 and (dir_fd := _open_folder(os.path.dirname(path) or ".")) is not None:
+        try:
+            _sweep_new(dir_fd)  # a creation in place killed: what it made under its private name
+        finally:
+            os.close(dir_fd)
     for each in (path, path + "-wal", path + "-shm"):
         if each != path:
             try:
@@ -305,30 +310,43 @@ def _owner_only(path: str) -> None:
 
 
 NEW_PREFIX = ".state.db.new-"  # a new database file's name until it is put in place (see _create)
-_NEW_AGE_S = 60.0  # a creation takes milliseconds: a private name older than this is a killed one's
-# link() refused because the file system has no hard links (vfat, exfat, some network and FUSE mounts)
-_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV, errno.ENOSYS}
+_NEW_AGE_S = 60.0  # a creation takes milliseconds: its private name and state.db are written within this
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_folder(folder: str) -> int | None:
+    """A descriptor of the data dir (the folder the path names, as SQLite's own open reaches it), or None."""
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
 
 
 def _create(path: str) -> None:
     """A new database file put at ``path`` already a database (its first page written, WAL mode):
-    made under a private name beside it, 0600, then linked into place (never over a file made
-    meanwhile). So no state.db this release makes is ever 0 bytes, and a 0-byte one in a data dir
-    that holds anything else was emptied after it was in use (:func:`emptied`).
+    made under a private name beside it, 0600, then put into place (:func:`~openclaw_memory.fsutil.move.link_noreplace`:
+    a hard link, or RENAME_NOREPLACE where the file system has no hard links; never over a file
+    made meanwhile, whose maker's database is then used). So no state.db this release makes is ever
+    0 bytes, and a 0-byte one in a data dir that holds anything else was emptied after it was in use
+    (:func:`emptied`).
 
     A creation that fails (a full disk, a quota) leaves nothing at ``path``: the private name is
     removed and the failure raised worded (before, an empty file was made at ``path`` anyway, which
-    every later command refused as "emptied"). Where the file system has no hard links the file is
-    made at ``path`` itself (O_EXCL) and its first page written there; if that fails the 0-byte file
-    made is removed again. Private names left by killed creations are swept first (:func:`_sweep_new`)."""
+    every later command refused as "emptied"). Where the file system has neither hard links nor
+    RENAME_NOREPLACE the file is made at ``path`` itself (O_EXCL) and its first page written there;
+    if that fails the 0-byte file made is removed again. Private names left by killed creations are
+    swept first (:func:`_sweep_new`). Every step is a name in the data dir's descriptor, but SQLite's
+    writing of the first page, which goes by path."""
     folder = os.path.dirname(path) or "."
-    _sweep_new(folder)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    temp = os.path.join(folder, f"{NEW_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
+    dir_fd = _open_folder(folder)
+    if dir_fd is None:
+        return  # a closed state dir: SQLite's own open says what is wrong, and makes nothing
+    temp = f"{NEW_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
     try:
+        _sweep_new(dir_fd)
         try:
-            os.close(os.open(temp, flags, 0o600))
-            _first_page(temp)
+            os.close(os.open(temp, _FLAGS, 0o600, dir_fd=dir_fd))
+            _first_page(os.path.join(folder, temp))
         except FileExistsError:
             return  # (a private name taken: cannot happen) SQLite's own open goes on
         except OSError as exc:
@@ -337,22 +355,26 @@ def _create(path: str) -> None:
             return  # a read-only or closed state dir: SQLite's own open says what is wrong, and makes nothing
         except sqlite3.Error as exc:
             raise worded(exc, path) from None
+        linked: list[bool] = []
         try:
-            os.link(temp, path)
+            link_noreplace(dir_fd, temp, dir_fd, os.path.basename(path), on_linked=lambda: linked.append(True),
+                           checked_rename=False)
         except FileExistsError:
             return  # made meanwhile by another process: theirs is used
         except OSError as exc:
+            if linked:
+                return  # in place; only the private name's unlink failed (swept below)
             if is_no_space(exc):
                 raise disk_full(exc, f"the state dir ({folder})") from None
-            if exc.errno not in _NO_LINKS:
-                return
-            _create_in_place(path, flags)
+            if exc.errno in NO_LINK or exc.errno == errno.EXDEV:  # neither hard links nor RENAME_NOREPLACE
+                _create_in_place(dir_fd, path)
     finally:
         for each in (temp, f"{temp}-wal", f"{temp}-shm"):
             try:
-                os.unlink(each)
+                os.unlink(each, dir_fd=dir_fd)
             except OSError:
                 pass
+        os.close(dir_fd)
 
 
 def _first_page(path: str) -> None:
@@ -371,11 +393,13 @@ def _first_page(path: str) -> None:
         os.close(fd)
 
 
-def _create_in_place(path: str, flags: int) -> None:
-    """No hard links: the file made at ``path`` (never over one made meanwhile) and its first page
-    written there; the 0-byte file is removed again when that fails (only the file this call made)."""
+def _create_in_place(dir_fd: int, path: str) -> None:
+    """Neither hard links nor RENAME_NOREPLACE: the file made at ``path`` (never over one made
+    meanwhile) and its first page written there; the 0-byte file is removed again when that fails
+    (only the file this call made)."""
+    name = os.path.basename(path)
     try:
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(name, _FLAGS, 0o600, dir_fd=dir_fd)
     except OSError:
         return  # made meanwhile, or refused: SQLite's own open uses it or says what is wrong
     try:
@@ -386,9 +410,9 @@ def _create_in_place(path: str, flags: int) -> None:
         _first_page(path)
     except (OSError, sqlite3.Error) as exc:
         try:
-            st = os.lstat(path)
+            st = os.lstat(name, dir_fd=dir_fd)
             if (st.st_dev, st.st_ino) == (made.st_dev, made.st_ino) and st.st_size == 0:
-                os.unlink(path)
+                os.unlink(name, dir_fd=dir_fd)
         except OSError:
             pass
         if isinstance(exc, sqlite3.Error):
@@ -397,41 +421,53 @@ def _create_in_place(path: str, flags: int) -> None:
             raise disk_full(exc, f"the state dir ({os.path.dirname(path) or '.'})") from None
 
 
-def _sweep_new(folder: str) -> None:
-    """Remove what killed creations left (``.state.db.new-*`` and its ``-wal``/``-shm``, regular files
-    over a minute old), each as the object checked: moved to a name of this call's own, compared with
-    what was checked (device, inode) and only then removed; another object found there is put back."""
+def dead_creations(dir_fd: int) -> list[tuple[str, os.stat_result]]:
+    """The ``.state.db.new-*`` leftovers in the data dir open on ``dir_fd`` that are dead and may go,
+    each with its ``lstat``, sorted by name: what a creation (:func:`_create`) killed before it put its
+    database in place left under its private name (the file, its ``-wal``/``-shm``, a sweep's own
+    aside name). The one rule for the next creation's sweep (:func:`_sweep_new`) and doctor's
+    ``state-temp-leftovers`` (which names and removes them once state.db is in place).
+
+    Dead: a regular file (not a link, FIFO or folder), this user's (another user's creation is not ours
+    to judge), last written more than ``LEFTOVER_AGE_S`` (ten minutes) ago. No lock covers a creation, and
+    the pid in the name may be another pid namespace's, so age is what tells: a creation writes its file
+    and puts it in place within milliseconds, and one stalled (a stopped process, a slow network mount)
+    keeps its file for ten minutes. (The sweep had a rule of its own, a minute: a creation stalled that
+    long lost its file, found nothing to put in place, and left SQLite's own open to make state.db,
+    0 bytes until its first write.)"""
     try:
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        names = sorted(n for n in os.listdir(dir_fd) if n.startswith(NEW_PREFIX))
     except OSError:
-        return
-    try:
-        names = [n for n in os.listdir(dir_fd) if n.startswith(NEW_PREFIX)]
-        now = time.time()
-        for name in names:
-            try:
-                st = os.lstat(name, dir_fd=dir_fd)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or now - st.st_mtime < _NEW_AGE_S:
-                continue
-            gone = f"{NEW_PREFIX}swept-{os.getpid()}-{os.urandom(4).hex()}"
-            try:
-                os.rename(name, gone, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            except OSError:
-                continue
-            try:
-                moved = os.lstat(gone, dir_fd=dir_fd)
-                if (moved.st_dev, moved.st_ino) == (st.st_dev, st.st_ino):
-                    os.unlink(gone, dir_fd=dir_fd)
-                else:
-                    os.rename(gone, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            except OSError:
-                pass
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+        return []
+    now, dead = time.time(), []
+    for name in names:
+        try:
+            st = os.lstat(name, dir_fd=dir_fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and now - st.st_mtime > LEFTOVER_AGE_S:
+            dead.append((name, st))
+    return dead
+
+
+def _sweep_new(dir_fd: int) -> None:
+    """Remove what killed creations left (:func:`dead_creations`), each as the object checked: moved
+    to a name of this call's own, compared with what was checked (device, inode) and only then
+    removed; another object found there is put back."""
+    for name, st in dead_creations(dir_fd):
+        gone = f"{NEW_PREFIX}swept-{os.getpid()}-{os.urandom(4).hex()}"
+        try:
+            os.rename(name, gone, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError:
+            continue
+        try:
+            moved = os.lstat(gone, dir_fd=dir_fd)
+            if (moved.st_dev, moved.st_ino) == (st.st_dev, st.st_ino):
+                os.unlink(gone, dir_fd=dir_fd)
+            else:
+                os.rename(gone, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError:
+            pass
 
 
 def emptied(path: str) -> bool:

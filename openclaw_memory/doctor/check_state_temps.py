@@ -9,9 +9,10 @@ link leaves it (the next creation sweeps it only while state.db is missing or em
 
 Plain doctor names each that is ours to remove: that exact name beside one of those files, a
 regular file of this user, last written ten minutes ago (no lock covers these writes: a younger
-one may be a write going on now). ``--fix`` removes each as the file it checked: opened without
-following a link and ``fstat``'ed, then unlinked by its name in the folder's descriptor only
-while that name is still the file looked at.
+one may be a write going on now); a creation's, as the creation's own sweep decides
+(:func:`~openclaw_memory.database.connection.dead_creations`: the same rule). ``--fix`` removes
+each as the file it checked: found without following a link and stat'ed, then unlinked by its
+name in the folder's descriptor only while that name is still the file looked at.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import stat
 import time
 
 from ..database.checked import NAME as CHECKED
-from ..database.connection import NEW_PREFIX
+from ..database.connection import dead_creations
 from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_kind
 from ..fsutil.safeopen import DIR_FLAGS, NotRegularFile, open_regular_nofollow
 from ..service_files import INFO, TOKEN
@@ -60,13 +61,13 @@ def _ours(dir_fd: int, name: str, now: float) -> os.stat_result | None:
 
 def _leftovers(dir_fd: int, written: tuple[str, ...]) -> list[tuple[str, os.stat_result]]:
     now = time.time()
-    found = []
-    for name in sorted(os.listdir(dir_fd)):
-        if any(leftover_kind(name, of) == "tmp" for of in written) or (CHECKED in written and name.startswith(NEW_PREFIX)):
+    found = dead_creations(dir_fd) if CHECKED in written else []  # the data dir: a killed creation's too
+    for name in os.listdir(dir_fd):
+        if any(leftover_kind(name, of) == "tmp" for of in written):
             st = _ours(dir_fd, name, now)
             if st is not None:
                 found.append((name, st))
-    return found
+    return sorted(found, key=lambda each: each[0])
 
 
 def leftovers(settings: Settings) -> list[str]:

@@ -110,14 +110,17 @@ def give_back(dir_fd: int, name: str) -> None:
         os.fsync(dir_fd)
 
 
-def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=None, verified: bool = False) -> None:
+def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=None, verified: bool = False,
+                   checked_rename: bool = True) -> None:
     """Rename that never replaces a ``dst`` created meanwhile.
 
     A hard link fails with EEXIST when ``dst`` exists, where a rename would silently
     replace it; between the link and the unlink both names hold the same inode, so
     a crash there loses nothing. File systems without hard links rename with
     ``RENAME_NOREPLACE`` (which refuses a ``dst`` that exists, atomically), and where even that
-    is missing, rename after an existence check. ``on_linked`` runs between link and unlink.
+    is missing, rename after an existence check; without ``checked_rename`` the link's error
+    (its errno in NO_LINK) is raised there instead, nothing renamed, for a caller with a way of
+    its own. ``on_linked`` runs between link and unlink.
     With ``verified`` (``src`` is a name others use), ``src`` is unlinked only while it
     still names the linked inode: a file renamed over it meanwhile is kept (SourceKept).
     """
@@ -128,6 +131,8 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
             raise
         if rename_noreplace(src_dir, src, dst_dir, dst):  # raises FileExistsError where dst exists
             return
+        if not checked_rename:
+            raise
         # No RENAME_NOREPLACE either: a file saved at dst between this check and the rename is replaced.
         try:
             os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
