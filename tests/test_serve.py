@@ -924,6 +924,9 @@ def test_mcp_over_http_needs_the_token_and_keeps_sessions_apart(workspace, state
     assert cli("index").returncode == 0
     refused = cli_process("serve", "--no-watch", "--http", "0.0.0.0:0")
     assert refused.returncode == 2 and "loopback" in refused.stderr
+    for command in ("serve", "mcp"):  # (an unset $ADDR in a unit file): it served on, no HTTP, not a word
+        empty = cli_process(command, "--http", "")
+        assert empty.returncode == 2 and "--http takes HOST:PORT or PORT, not ''" in empty.stderr, empty.stderr
     service = start(services, workspace, state_dir, "--no-watch", "--http", "127.0.0.1:0")
     settings = settings_for(workspace, state_dir)
     token_file = os.path.join(service_dir(settings), "token")

@@ -194,7 +194,7 @@ class Service:
             remove_service_files(self.settings)  # left by a killed service: ours now
             listener = self._listener = self._bind()
             threading.Thread(target=self._janitor, name="service-janitor", daemon=True).start()
-            if self.http_address:
+            if self.http_address is not None:
                 from ..mcp.http import HttpEndpoint
 
                 core = self.core
