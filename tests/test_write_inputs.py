@@ -123,3 +123,40 @@ def test_a_citation_given_to_write_or_links_says_to_give_the_file(settings, work
 def test_a_note_with_another_fragment_is_still_not_a_markdown_file(settings, workspace):
     with pytest.raises(PathRefused, match="is not a Markdown"):
         LocalMemory(settings).write("memory/l.md#x", append="x")
+
+
+# -- a write with neither text nor content ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["write", "memory_write"])
+def test_a_write_with_neither_text_nor_content_is_refused_after_an_empty_content_write(settings, workspace, tool):
+    """The mode and body (replace, b"") and the default key were made before the argument check:
+    after a `content: ""` write, the same call with neither was a replay of it (isError false)."""
+    memory = LocalMemory(settings)
+    emptied = memory.write("memory/empty.md", content="", tool=tool)
+    assert emptied.created and (workspace / "memory/empty.md").read_bytes() == b""
+    for neither in ({}, {"append": None}, {"content": None, "append": None}):
+        with pytest.raises(UsageError, match="give exactly one of: text to append, or the new content"):
+            memory.write("memory/empty.md", tool=tool, **neither)
+    with pytest.raises(UsageError, match="give exactly one of"):
+        memory.write("memory/empty.md", content="", append="x", tool=tool)
+    assert (workspace / "memory/empty.md").read_bytes() == b""
+
+
+def test_the_command_line_write_with_no_text_is_refused_after_an_empty_write(cli, workspace, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    assert cli("write", "memory/empty.md", "--replace-file", str(empty)).returncode == 0
+    refused = cli("write", "memory/empty.md")
+    assert refused.returncode == 2 and "give exactly one of" in refused.stderr
+    refused = cli("write", "memory/empty.md", "--json")
+    assert refused.returncode == 2 and "replayed" not in refused.stdout
+
+
+@pytest.mark.parametrize("text", ["\n", "\r\n", "\r", "\n\r\n\r", ""])
+def test_an_append_of_only_line_breaks_is_refused_as_empty(settings, workspace, text):
+    memory = LocalMemory(settings)
+    memory.read("MEMORY.md")
+    with pytest.raises(UsageError, match="nothing to append: the text is empty"):
+        memory.write("MEMORY.md", append=text)
+    assert (workspace / "MEMORY.md").read_text() == MEMORY

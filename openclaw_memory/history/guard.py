@@ -122,7 +122,7 @@ class WriteResult:
         return True if self.replay is not None else None
 
 
-def write_memory_file(settings: Settings, path: str, *, content: bytes | None = None, append: str | bytes | None = None,
+def write_memory_file(settings: Settings, path: str, *, content: str | bytes | None = None, append: str | bytes | None = None,
                       expect: str | None = None, before_swap: Callable[[WriteResult], None] | None = None,
                       replace_unread: bool = False, resolved: ResolvedPath | None = None) -> WriteResult:
     """Replace (``content``) or append to (``append``) a memory file, guarded for ``settings.agent``.
@@ -138,19 +138,11 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
     PathRefused for anything that is not a memory path (or whose folder was swapped
     while in use), DiskFull when there is no space to write: then nothing was changed.
     """
-    if (content is None) == (append is None):
-        raise UsageError("give exactly one of: text to append, or the new content")
+    content, added = checked_text(content, append)
     if resolved is None:
         resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     refuse_dream_twin(resolved, str(settings.workspace))
     expected = check_prefix(expect, "expect") if expect is not None else None
-    # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.
-    added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
-    if added is not None and not added.strip(b"\n"):
-        raise UsageError("nothing to append: the text is empty")
-    if (nul := (added if added is not None else content or b"").find(b"\0")) >= 0:
-        # Written, the file was skipped by the index as binary: all it held gone from search.
-        raise NulInText("append" if added is not None else "replace", nul)
     daily_append = added is not None and is_daily_note(resolved.display)
     tries = _APPEND_TRIES if daily_append and expected is None else 1
     store = HistoryStore.for_settings(settings)
@@ -165,6 +157,24 @@ def write_memory_file(settings: Settings, path: str, *, content: bytes | None = 
                 continue
     raise WriteBlocked.because(f"{resolved.display} changed while it was being written; nothing was written.",
                                path=resolved.display)
+
+
+def checked_text(content: str | bytes | None, append: str | bytes | None) -> tuple[bytes | None, bytes | None]:
+    """The new content and the text to append of a write, as bytes, refused (UsageError) unless exactly
+    one is given, an append holds more than line breaks and neither holds a NUL. First of all, before
+    anything is made of them (the idempotency key): a write refused is refused whatever came before
+    it (after a ``content: ""`` write, a call with neither replayed that write's result)."""
+    if (content is None) == (append is None):
+        raise UsageError("give exactly one of: text to append, or the new content")
+    # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.
+    data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
+    added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
+    if added is not None and not added.strip(b"\r\n"):  # "\r\n" is as empty as "\n" (it wrote a blank line)
+        raise UsageError("nothing to append: the text is empty")
+    if (nul := (added if added is not None else data or b"").find(b"\0")) >= 0:
+        # Written, the file was skipped by the index as binary: all it held gone from search.
+        raise NulInText("append" if added is not None else "replace", nul)
+    return data, added
 
 
 def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False,

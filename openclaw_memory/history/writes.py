@@ -29,18 +29,17 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     made the same bytes, nothing is written and the answer says so, claiming nothing
     (:func:`~.replay.finish_replayed`); a key the session reuses for another write is refused."""
     from ..files.read import refuse_unnamable
-    from .guard import write_memory_file
+    from .guard import checked_text, write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
     from .placing import resolve_writable
     from .replay import finish_replayed, still_holds
     from .store import FileVersion, HistoryStore
 
-    refuse_unnamable(path)  # before the key is made of it, and of the tool:
+    refuse_unnamable(path)  # before the key is made of it, and of the tool and the text:
     if tool not in WRITE_TOOLS:
         raise UsageError(f"a write is made by the tool {' or '.join(WRITE_TOOLS)}, not {shown(tool)}")
-    data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
-    added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
-    mode, body = ("append", added or b"") if added is not None else ("replace", data or b"")
+    data, added = checked_text(content, append)  # a refused write never finds an earlier one's key
+    mode, body = ("append", added) if added is not None else ("replace", data or b"")
     # The key and its binding name the file, not the spelling: a retry giving the absPath a write
     # answered, ./memory/a.md or a trailing space is the same write (it was appended again, and
     # with an explicit key refused as differing "in its path"). The common spelling is the display
