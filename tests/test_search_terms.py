@@ -93,6 +93,15 @@ def test_a_number_form_a_note_holds_is_never_replaced():
     assert number_fixes(keyword_terms("twenty kids"), lambda t: held.get(t, 0)) == {}  # no chunk holds 20 either
 
 
+def test_one_first_and_second_are_not_taken_for_numbers():
+    """"the one about groceries" found a note holding "1 car" first, "second opinion" the "2nd floor"
+    (review of 1faa4e5): in a query those words are rarely the number. Their digits still find them."""
+    held = {"1": 4, "2nd": 2, "1st": 3, "one": 5, "second": 5}
+    for query in ("the one about groceries", "a second opinion", "when did we first meet"):
+        assert number_fixes(keyword_terms(query), lambda t: 0 if t in {"one", "second", "first"} else held.get(t, 0)) == {}
+    assert number_fixes(keyword_terms("1 kid"), lambda t: 0 if t == "1" else held.get(t, 0)) == {"1": "one"}
+
+
 def test_a_word_whose_stem_is_short_is_no_typo(index):
     """The edits are made on the stem: ``evening`` is ``even``, one letter from ``seven``, and
     ``boiling`` is ``boil``, one from ``soil``; words no note holds, never misspelt."""

@@ -261,7 +261,13 @@ def _number_forms() -> dict[str, str]:
     words = [(w, str(n)) for n, w in enumerate(_CARDINALS)] + [(w, _ordinal(n)) for n, w in enumerate(_ORDINALS, 1)]
     words += [(c, str(n)) for n, (c, _o) in _TENS.items()] + [(o, _ordinal(n)) for n, (_c, o) in _TENS.items()]
     forms = {stem(w): d for w, d in words}
-    return forms | {d: t for t, d in forms.items()}
+    # Words that are more often not the number in a query: "the one about...", "a second opinion",
+    # "when did we first meet". Taken for 1, 2nd and 1st, they found notes holding those digits in a
+    # workspace that never writes the word. Their digits still find the words ("1 kid": "one kid").
+    return {t: d for t, d in forms.items() if t not in _NOT_NUMBERS} | {d: t for t, d in forms.items()}
+
+
+_NOT_NUMBERS = {stem(w) for w in ("one", "first", "second")}
 
 
 NUMBER_FORMS = _number_forms()
