@@ -289,6 +289,34 @@ def test_append_keeps_the_notes_own_line_ending(cli, workspace, state_dir):
     assert (workspace / "memory/win.md").read_bytes().endswith(b"- three\r\n- cli\r\n")
 
 
+def test_an_appends_line_breaks_all_take_the_notes_ending_in_an_lf_note_too(cli, workspace, state_dir):
+    """In an LF note the text's CRLF and CR were appended as they came (`one\ntwo\r\nthree\n`), and a
+    text ending in a lone CR ended the note in CRLF (`one\ntwo\r\n`), every later append with it:
+    each of the text's `\r\n`, `\r` and `\n` is the note's own ending. A note with no line break yet
+    takes the text's first."""
+    s = settings_for(workspace, state_dir)
+    cases = {
+        "memory/lf.md": (b"one\n", "two\r\nthree", b"one\ntwo\nthree\n"),
+        "memory/lf-cr.md": (b"one\n", "two\r", b"one\ntwo\n"),
+        "memory/lf-mixed.md": (b"one\n", "two\rthree\r\nfour\n", b"one\ntwo\nthree\nfour\n"),
+        "memory/crlf-cr.md": (b"one\r\n", "two\rthree", b"one\r\ntwo\r\nthree\r\n"),
+        "memory/cr-crlf.md": (b"one\r", "two\r\n\r\nthree", b"one\rtwo\r\rthree\r"),
+        "memory/empty.md": (b"", "two\r\nthree", b"two\r\nthree\r\n"),
+        "memory/unended.md": (b"one", "two\r\nthree", b"one\r\ntwo\r\nthree\r\n"),
+    }
+    for path, (before, added, after) in cases.items():
+        write(workspace / path, before)
+        LocalMemory(s).read(path)
+        LocalMemory(s).write(path, append=added)
+        assert (workspace / path).read_bytes() == after, path
+    LocalMemory(s).write("memory/lf-cr.md", append="three")  # the note stays LF
+    assert (workspace / "memory/lf-cr.md").read_bytes() == b"one\ntwo\nthree\n"
+    LocalMemory(s).write("memory/new.md", append="a\rb")  # a new note: the text's own
+    assert (workspace / "memory/new.md").read_bytes() == b"a\rb\r"
+    assert cli("write", "memory/lf.md", "--append", "four\r\nfive\r").returncode == 0
+    assert (workspace / "memory/lf.md").read_bytes() == b"one\ntwo\nthree\nfour\nfive\n"
+
+
 def test_write_is_atomic_replace_keeping_permissions(workspace, state_dir):
     s = settings_for(workspace, state_dir)
     path = write(workspace / "MEMORY.md", "old\n")

@@ -8,30 +8,29 @@ import re
 
 from .store import FileVersion
 
+_BREAK = re.compile(rb"\r\n|\r|\n")
+
 
 def appended(fd: int | None, current: FileVersion | None, added: bytes) -> bytes:
     """What an append adds at the end of the file: ``added`` on its own line(s), ended by a line
-    break, in the note's own line ending (the file's last one, :func:`_last_line_ending`: CRLF in a
-    note whose last line ends so, a lone CR in a CR-only note, its text's own line breaks too), after
-    one when the file does not end with a line break."""
-    if fd is None or current is None or current.size == 0:
-        return added + (b"" if added.endswith(b"\n") else b"\n")
-    ending = _last_line_ending(fd, current.size)
-    if ending == b"\r\n":
-        added = _LONE_LF.sub(b"\r\n", added)
-    elif ending == b"\r":
-        added = _LF_BREAK.sub(b"\r", added)
-    separator = b"" if os.pread(fd, 1, current.size - 1) in (b"\n", b"\r") else ending
-    return separator + added + (b"" if added.endswith(ending[-1:]) else ending)
+    break, after one when the file does not end with a line break, every break in the note's own
+    line ending: the kind of the file's last line break (:func:`_last_line_ending`: CRLF in a note
+    whose last line ends so, a lone CR in a CR-only note, LF in an LF note), each ``\\r\\n``, ``\\r``
+    and ``\\n`` of the text made that one (``two\\r\\nthree`` was appended to an LF note as it came,
+    and a text ending in ``\\r`` ended the note in CRLF, every later append with it). A note with no
+    line break yet (new, empty, one unended line) takes the text's first, else LF."""
+    ending = _last_line_ending(fd, current.size) if fd is not None and current is not None and current.size else None
+    if ending is None:
+        first = _BREAK.search(added)
+        ending = first.group() if first else b"\n"
+    added = _BREAK.sub(ending, added)
+    ended = fd is None or current is None or current.size == 0 or os.pread(fd, 1, current.size - 1) in (b"\n", b"\r")
+    return (b"" if ended else ending) + added + (b"" if added.endswith(ending) else ending)
 
 
-_LONE_LF = re.compile(rb"(?<!\r)\n")
-_LF_BREAK = re.compile(rb"\r?\n")
-
-
-def _last_line_ending(fd: int, size: int) -> bytes:
-    """The kind of the file's last line break: ``\r\n``, ``\n`` or a lone ``\r`` (a CR-only note,
-    as classic Mac OS saved it); ``\n`` for a file with none."""
+def _last_line_ending(fd: int, size: int) -> bytes | None:
+    """The kind of the file's last line break: ``\\r\\n``, ``\\n`` or a lone ``\\r`` (a CR-only note,
+    as classic Mac OS saved it); None for a file with none."""
     end = size
     while end > 0:
         start = max(0, end - (1 << 16))
@@ -42,4 +41,4 @@ def _last_line_ending(fd: int, size: int) -> bytes:
                 return b"\r"
             return b"\r\n" if start + at > 0 and os.pread(fd, 1, start + at - 1) == b"\r" else b"\n"
         end = start
-    return b"\n"
+    return None
