@@ -221,6 +221,21 @@ def test_openclaw_home_is_the_home_of_every_openclaw_path(tmp_path, monkeypatch)
     assert resolve_settings(Overrides(), environ={}).workspace == tmp_path / "me" / ".openclaw" / "workspace"
 
 
+@pytest.mark.parametrize(("home", "theirs"), [("", "ws/notes"), ("null", "ws/null/notes"), (" ", "ws/ /notes"),
+                                             ("/srv/h/", "/srv/h/notes"), ("/srv/h/../g", "/srv/g/notes")])
+def test_a_tilde_in_an_extra_path_is_nodes_homedir_as_it_is(tmp_path, monkeypatch, home, theirs):
+    """OpenClaw expands an extra path's `~` with node's os.homedir() (expandHomePath), which answers $HOME
+    as it is: HOME= makes `~/notes` `notes`, in the workspace (node: path.resolve(ws, path.join(os.homedir(),
+    "notes")) run with each HOME gave these). Python's expanduser made it /notes."""
+    from openclaw_memory.settings import normalize_extra_paths
+
+    monkeypatch.setenv("HOME", home)
+    ws = tmp_path / "ws"
+    assert normalize_extra_paths(["~/notes", "~"], ws) == [
+        str(tmp_path / theirs) if theirs.startswith("ws") else theirs,
+        str(tmp_path / theirs.removesuffix("/notes")) if theirs.startswith("ws") else theirs.removesuffix("/notes")]
+
+
 NO_HOME = """
 import pwd, sys
 def unknown(uid):  # a user id the password database has no entry for (a container's --user 1234)
@@ -231,31 +246,88 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_with_no_home_at_all_the_state_dir_must_be_given_and_nothing_lands_in_the_current_folder(tmp_path, workspace):
+def test_with_no_home_at_all_openclaws_home_is_the_current_folder(tmp_path, workspace):
     """HOME unset and a user id without a password entry: the import died with `RuntimeError: Could
-    not determine home directory` (a traceback for every command), and `~` would have been a folder
-    named `~` in the current folder."""
+    not determine home directory` (a traceback for every command); then every command was refused
+    unless a state dir was given. OpenClaw 2026.9.6 takes the current folder as its home there
+    (resolveRequiredHomeDir's last resort): its state dir is ./.openclaw, and so is this product's.
+    Nothing is named `~`."""
     write(workspace / "MEMORY.md", "# Memory\n")
     here = tmp_path / "here"
     here.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "HOME", "XDG_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "HOME", "XDG_", "USERPROFILE"))}
     env["OPENCLAW_WORKSPACE"] = str(workspace)
 
     def run(*args, **extra):
         return subprocess.run([sys.executable, "-c", NO_HOME, *args], env={**env, **extra}, cwd=here, capture_output=True,
                               text=True, timeout=120)
 
-    refused = run("read", "MEMORY.md")
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
-    assert refused.stderr.startswith("error: cannot tell the home folder (HOME is not set, and user id ") and \
-        "give --state-dir or OPENCLAW_STATE_DIR, or set HOME" in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
-    assert list(here.iterdir()) == []
+    read = run("read", "MEMORY.md")
+    assert (read.returncode, read.stdout, read.stderr) == (0, "# Memory\n", "")
+    unset = run("files", OPENCLAW_WORKSPACE="")  # OpenClaw's default workspace, in its home
+    assert unset.returncode == 2 and f"workspace not found: {here / '.openclaw' / 'workspace'}" in unset.stderr, unset.stderr
     given = run("read", "MEMORY.md", "--state-dir", str(tmp_path / "state"))
     assert given.returncode == 0 and given.stdout == "# Memory\n", given.stderr
-    assert run("files", OPENCLAW_STATE_DIR=str(tmp_path / "state")).returncode == 0
-    unset = run("files", OPENCLAW_STATE_DIR=str(tmp_path / "state"), OPENCLAW_WORKSPACE="")  # OpenClaw's default workspace
+    unset = run("files", OPENCLAW_STATE_DIR=str(tmp_path / "state"), OPENCLAW_WORKSPACE="")
     assert unset.returncode == 2 and f"workspace not found: {tmp_path / 'state' / 'workspace'}" in unset.stderr, unset.stderr
-    assert list(here.iterdir()) == []
+    assert [p.name for p in here.iterdir()] == [".openclaw"]
+
+
+# (HOME, other variables) -> OpenClaw 2026.9.6's home, state dir and openclaw.json (at <here>, its current folder),
+# the values its own `openclaw config file` printed, run from <here> with that environment (the oracle at
+# /tmp/b36/oracle; tests/conformance/test_openclaw_settings.py::test_which_openclaw_json_is_read asks it each run):
+# a HOME that is empty, blank, "null" or "undefined" is none (normalizeHomeDirValue), USERPROFILE and Termux's
+# PREFIX come next, then node's os.homedir() (which answers $HOME itself when it is set), then the current folder.
+NO_HOMES = [
+    ("", {}, "@", "@/.openclaw"),
+    (" \t", {}, "@", "@/.openclaw"),
+    ("null", {}, "@", "@/.openclaw"),
+    ("undefined", {}, "@", "@/.openclaw"),
+    (" null ", {}, "@", "@/.openclaw"),
+    ("rel", {}, "@/rel", "@/rel/.openclaw"),
+    (" /srv/h/ ", {}, "/srv/h", "/srv/h/.openclaw"),
+    ("", {"USERPROFILE": "/srv/up"}, "/srv/up", "/srv/up/.openclaw"),
+    ("", {"PREFIX": "/data/data/com.termux/files/usr", "ANDROID_DATA": "/data"},
+     "/data/data/com.termux/files/home", "/data/data/com.termux/files/home/.openclaw"),
+    # OPENCLAW_HOME of ~/x with no home: its default workspace's home is the current folder, its state dir's
+    # home x in it (OpenClaw nests its resolveRequiredHomeDir once more for the state dir)
+    ("", {"OPENCLAW_HOME": "~/x"}, "@", "@/x/.openclaw"),
+    ("null", {"OPENCLAW_HOME": "null"}, "@", "@/.openclaw"),
+]
+
+
+@pytest.mark.parametrize(("home", "more", "theirs", "state"), NO_HOMES)
+def test_a_home_of_nothing_is_no_home_as_openclaw_reads_it(tmp_path, monkeypatch, home, more, theirs, state):
+    """`HOME= openclaw-memory files` said `workspace not found: /.openclaw/workspace` (Python's expanduser
+    makes an empty HOME "/"), HOME=null a relative `null/.openclaw/workspace`, and as root
+    `HOME= openclaw-memory --state-dir '~/st2' write ...` made /st2: OpenClaw's state dir is elsewhere
+    (NO_HOMES), so neither read the other's files. A `~` in --state-dir, -w and OPENCLAW_CONFIG_PATH is
+    that home too."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("HOME", home)
+    for name in ("USERPROFILE", "PREFIX", "ANDROID_DATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in more.items():
+        if name != "OPENCLAW_HOME":
+            monkeypatch.setenv(name, value)
+    env = {k: v for k, v in more.items() if k == "OPENCLAW_HOME"}
+    at = lambda text: Path(text.replace("@", str(here)))  # noqa: E731
+    tilde = at(state).parent  # a `~` in a path: the state dir's home (OpenClaw's resolveUserPath)
+    if tilde.is_relative_to(here):  # (the test can make those)
+        (tilde / "w").mkdir(parents=True)
+        s = resolve_settings(Overrides(workspace="~/w"), environ=env)
+        assert (s.state_dir, s.config_file, s.workspace) == (at(state), at(state) / "openclaw.json", tilde / "w")
+        s = resolve_settings(Overrides(workspace="~/w", state_dir="~/st2"), environ={**env, "OPENCLAW_CONFIG_PATH": "~/c.json"})
+        assert (s.state_dir, s.config_file) == (tilde / "st2", tilde / "c.json")
+        with pytest.raises(WorkspaceError, match=re.escape(f"workspace not found: {at(theirs)}/.openclaw/workspace ")):
+            resolve_settings(Overrides(), environ=env)
+    from openclaw_memory.settings import openclaw_home
+    from openclaw_memory.settings._places import default_state_dir
+
+    assert (openclaw_home(env), default_state_dir(env)) == (str(at(theirs)), at(state))
+
 
 def test_a_write_with_no_workspace_configured_never_lands_in_the_current_folder(cli, tmp_path, state_dir):
     here = tmp_path / "somewhere"

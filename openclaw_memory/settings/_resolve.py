@@ -39,11 +39,11 @@ from ._places import (
     default_state_dir,
     env_value,
     expand,
+    expand_home_path,
     openclaw_config_path,
     openclaw_env,
     openclaw_home,
     path_text,
-    tilde,
 )
 from ._tree import (
     TOML_NAME,
@@ -370,7 +370,7 @@ def _settings_hint(source: str | None) -> str:
 
 
 def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
-    """Trim, drop empties, expand ``~`` (the system's home, as OpenClaw does for these), resolve relative ones against the workspace, de-duplicate.
+    """Trim, drop empties, expand ``~`` (node's ``os.homedir()``, as OpenClaw does for these), resolve relative ones against the workspace, de-duplicate.
 
     An item is a path or a ``(path, pattern)`` pair; the same folder with two patterns is
     two entries (OpenClaw lists each in turn). Symlinks are not resolved here: the
@@ -384,7 +384,7 @@ def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
         pattern = js_trim(pattern).replace("\\", "/")
         if not text:
             continue
-        expanded = tilde(text)  # OpenClaw's expandHomePath: the system's home, never OPENCLAW_HOME
+        expanded = expand_home_path(text)  # OpenClaw's expandHomePath: node's os.homedir(), never OPENCLAW_HOME
         absolute = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workspace, expanded))
         if (absolute, pattern) not in seen:
             seen.add((absolute, pattern))

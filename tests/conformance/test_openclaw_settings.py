@@ -103,12 +103,25 @@ CONFIG_LAYOUTS = [
     ((".clawdbot/clawdbot.json",), {"OPENCLAW_STATE_DIR": " "}),
     ((".openclaw/openclaw.json",), {"OPENCLAW_CONFIG_PATH": "~/elsewhere.json"}),
     ((".openclaw/openclaw.json",), {"OPENCLAW_CONFIG_PATH": " \t"}),
+    # A HOME that is no home (empty, blank, "null", "undefined": its normalizeHomeDirValue) is passed over for
+    # USERPROFILE, else the current folder (resolveRequiredHomeDir's last resort); here it was "/" or a relative "null".
+    ((".openclaw/openclaw.json",), {"HOME": ""}),
+    ((".openclaw/openclaw.json",), {"HOME": " \t"}),
+    ((".openclaw/openclaw.json",), {"HOME": "null"}),
+    ((".openclaw/openclaw.json",), {"HOME": "undefined"}),
+    ((".openclaw/openclaw.json",), {"HOME": "rel"}),
+    ((".openclaw/openclaw.json",), {"HOME": " @ "}),
+    ((".openclaw/openclaw.json",), {"HOME": "", "USERPROFILE": "@"}),
+    ((), {"HOME": "", "OPENCLAW_STATE_DIR": "~/st2"}),
+    ((), {"HOME": "null", "OPENCLAW_CONFIG_PATH": "~/c.json"}),
+    ((), {"HOME": "", "OPENCLAW_HOME": "~/x"}),
 ]
 
 
 def test_which_openclaw_json_is_read(tmp_path, checks, monkeypatch):
     """OpenClaw's resolveConfigPath, through its command line: a state dir or config from before its
-    rename (~/.clawdbot, clawdbot.json) is still read, and a variable of white space is unset."""
+    rename (~/.clawdbot, clawdbot.json) is still read, a variable of white space is unset, and a HOME of
+    nothing is no home (the current folder is, as there; a `~` in a path is it too)."""
     if why_unavailable():
         pytest.skip(why_unavailable())
     root = oracle_root()
@@ -119,14 +132,20 @@ def test_which_openclaw_json_is_read(tmp_path, checks, monkeypatch):
             (home / name).parent.mkdir(parents=True, exist_ok=True)
             if not name.endswith("/"):
                 (home / name).write_text("{}", encoding="utf-8")
-        env = {k: v.replace("@", str(home)) for k, v in environ.items()}
-        run_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
-        run_env.update(env, HOME=str(home), NO_COLOR="1")
+        env = {"HOME": str(home), **{k: v.replace("@", str(home)) for k, v in environ.items()}}
+        run_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "USERPROFILE"))}
+        run_env.update(env, NO_COLOR="1")
         done = subprocess.run([str(root / NODE_IN_ROOT), str(root / OPENCLAW_CLI), "config", "file"], env=run_env,
                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        theirs = done.stdout.strip().splitlines()[-1].replace("~", str(home), 1)
-        monkeypatch.setenv("HOME", str(home))
+        theirs = done.stdout.strip().splitlines()[-1]
+        theirs = theirs.replace("~", str(home), 1) if theirs.startswith("~/") else theirs  # (its shortenHomePath)
+        monkeypatch.chdir(tmp_path)
+        for name in ("HOME", "USERPROFILE"):  # (read from this process's environment, as node's os.homedir() is)
+            if name in env:
+                monkeypatch.setenv(name, env.pop(name))
+            else:
+                monkeypatch.delenv(name, raising=False)
         ours = resolve_settings(Overrides(workspace=str(home / "ws")), environ=env).config_file
         checks.same(f"{files} {environ}: the config file", str(ours), theirs)
     checks.done()
