@@ -110,7 +110,8 @@ class WriteResult:
     created: bool = key()
     changed: bool = True  # False when the file already held these bytes (a restore to its version, the same content)
     index: IndexUpdate | None = None  # set by the API after the write
-    # The write happened; something after it did not (see _commit).
+    # The write happened; something after it did not (see _commit), or what it made is past what OpenClaw
+    # loads of a startup file (memory.writes.startup_cap_warnings).
     warnings: tuple[str, ...] = key(omit=lambda w: not w.warnings, default=())
     # Set when this is an earlier write's result, replayed.
     replay: Replay | None = key(omit=lambda w: w.replay is None, default=None)

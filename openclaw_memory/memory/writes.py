@@ -3,6 +3,8 @@ then the agent's index brought up to date; declared in :class:`~openclaw_memory.
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -73,7 +75,58 @@ def restore_all(memory: LocalMemory, to: str, dry_run: bool = False, force: bool
 
 def after_write(memory: LocalMemory, result: WriteResult, *, update_index: bool,
                 progress: ProgressCallback | None = None) -> WriteResult:
+    """The index brought up to date, and the result told what the write did to the startup prompt
+    (what the write's idempotency key keeps: a replay says it again)."""
+    if capped := startup_cap_warnings(memory.settings, result):
+        result = replace(result, warnings=(*result.warnings, *capped))
     return replace(result, index=index_update(memory, update_index=update_index, progress=progress, paths=(result.path,)))
+
+
+def startup_cap_warnings(settings: Settings, result: WriteResult) -> tuple[str, ...]:
+    """What a write (or restore) that left its file at ``result.size`` bytes does to the startup prompt OpenClaw gives
+    the next session, where the file is one the prompt loads (:mod:`openclaw_memory.prompt`, whose
+    rules these are): ``MEMORY.md`` or ``USER.md`` past the 2 MiB its loader reads is unreadable
+    there (`[UNREADABLE: ...]` in its place, as `prompt` and doctor's prompt-file-too-large say),
+    past its characters (bootstrapMaxChars, USER.md's own cap) cut; a daily note of the days the
+    prelude quotes past startupContext.maxFileBytes is left out. The agent was told none of it."""
+    from ..files.paths import MEMORY_DIR
+    from ..prompt.bootstrap import USER_MAX_CHARS, file_limit, trim_bootstrap_content
+    from ..prompt.loader import MAX_BOOTSTRAP_BYTES, MEMORY_FILES, UNREADABLE
+    from ..prompt.loader import _read_text as read_bootstrap_text  # as the prompt reads it
+    from ..prompt.startup import date_stamps
+
+    name, size = result.path, result.size
+    if result.abs_path != os.path.join(settings.workspace, name):  # another root's file (an extra path)
+        return ()
+    if name in MEMORY_FILES:
+        if size > MAX_BOOTSTRAP_BYTES:
+            return (f"{name} is now {size:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} bytes (2 MiB) OpenClaw reads of a "
+                    f"startup file: from the next session on the agent sees `{UNREADABLE}` in its place, none of its "
+                    "text (`openclaw-memory doctor`: prompt-file-too-large); move older details into notes under "
+                    "memory/ (they stay searchable) until it is under 2 MiB",)
+        limit = file_limit(name, settings.prompt.file_chars)
+        if size <= limit:  # a UTF-16 unit takes a byte at least: no need to read it
+            return ()
+        got = read_bootstrap_text(str(settings.workspace), name)
+        if not isinstance(got, tuple) or not trim_bootstrap_content(got[0], name, limit)[1]:
+            return ()
+        cap = (f"{name}'s own cap" if limit == USER_MAX_CHARS and limit < settings.prompt.file_chars
+               else "bootstrapMaxChars, [prompt] file_chars")
+        return (f"{name} is now over the {limit:,} characters OpenClaw puts of it into a session's startup prompt "
+                f"({cap}): from the next session on the agent sees it truncated, its start and end around "
+                f"`[...truncated, read {name} for full content...]` (not unreadable: the rest is read with "
+                "memory_get); move details into notes under memory/ to keep it whole",)
+    startup = settings.prompt.startup
+    folder, _, note = name.partition("/")
+    if (folder != MEMORY_DIR or "/" in note or not note.endswith(".md") or size <= startup.max_file_bytes
+            or not startup.enabled):
+        return ()
+    stamps = date_stamps(dt.datetime.now(dt.UTC), startup.daily_memory_days, startup.user_timezone)
+    if not any(note == f"{stamp}.md" or note.startswith(f"{stamp}-") for stamp in stamps):
+        return ()
+    return (f"{name} is now {size:,} bytes, over startupContext.maxFileBytes ({startup.max_file_bytes:,}): OpenClaw "
+            "leaves it out of the daily notes a new session starts with (it stays searchable); write further notes "
+            "of the day to a note of their own (memory/YYYY-MM-DD-<topic>.md)",)
 
 
 def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressCallback | None = None,
