@@ -7,9 +7,10 @@ through the descriptor, so a folder swapped meanwhile cannot redirect them.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .. import faults
 
@@ -79,27 +80,131 @@ def unlink_quietly(path: str, *, dir_fd: int | None = None) -> None:
         pass
 
 
+# The POSIX ACL of a file (Linux); with one, a file's group bits are the ACL's mask, not its group's.
+ACL_ACCESS = "system.posix_acl_access"
+ACL_DEFAULT = "system.posix_acl_default"  # a folder's: what a file created in it gets
+_NO_XATTRS = frozenset({errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS})  # a file system that keeps none
+# An attribute other than the ACL that this process may not read or set (a ``security.*`` or
+# ``trusted.*`` one of another program's) is left: it grants no one access.
+_NOT_OURS = frozenset({errno.EPERM, errno.EACCES, errno.E2BIG, errno.ERANGE, errno.EINVAL, errno.ENODATA})
+
+Xattrs = Sequence[tuple[str, bytes]]
+
+
+def read_xattrs(fd: int) -> tuple[tuple[str, bytes], ...]:
+    """Every extended attribute of the file open on ``fd``, its POSIX ACL (:data:`ACL_ACCESS`)
+    included: what a file replacing it gets (:func:`write_temp_beside`). Empty where the file system
+    keeps none. An ACL that cannot be read raises: the replacement must not be made without it."""
+    try:
+        names = os.listxattr(fd)
+    except OSError as exc:
+        if exc.errno in _NO_XATTRS:
+            return ()
+        raise
+    found = []
+    for name in names:
+        try:
+            found.append((name, os.getxattr(fd, name)))
+        except OSError as exc:
+            if exc.errno == errno.ENODATA:
+                continue  # removed meanwhile
+            if name == ACL_ACCESS or exc.errno not in _NOT_OURS | _NO_XATTRS:
+                raise
+    return tuple(found)
+
+
+def has_default_acl(dir_fd: int) -> bool:
+    """Whether the folder open on ``dir_fd`` has a default ACL, which a file created in it gets (in
+    place of what the umask would leave): a new note there is created for the kernel to apply it."""
+    try:
+        return bool(os.getxattr(dir_fd, ACL_DEFAULT))
+    except OSError:
+        return False  # ENODATA: none; ENOTSUP: no ACLs here
+
+
+def _acl_group_bits(acl: bytes) -> int | None:
+    """The group bits (0-7) that grant the file's group no more than ``acl`` did: its ``group::``
+    entry limited by its ``mask::``; None where it is not an ACL this reads (version 2, Linux)."""
+    if len(acl) < 4 or int.from_bytes(acl[:4], "little") != 2 or (len(acl) - 4) % 8:
+        return None
+    group, mask = None, 7
+    for at in range(4, len(acl), 8):
+        tag, perm = int.from_bytes(acl[at:at + 2], "little"), int.from_bytes(acl[at + 2:at + 4], "little")
+        if tag == 0x04:  # ACL_GROUP_OBJ
+            group = perm & 7
+        elif tag == 0x10:  # ACL_MASK
+            mask = perm & 7
+    return None if group is None else group & mask
+
+
+def _give_xattrs(fd: int, xattrs: Xattrs, mode: int | None) -> int | None:
+    """Give the temp file open on ``fd`` exactly ``xattrs``: set each, and drop the ACL it got from
+    its folder's default ACL where the file it replaces had none. Returns the mode to chmod it to
+    (``mode``, narrowed where the ACL could not be set at all: a file system without ACLs then gives
+    the group no more than the ACL's ``group::`` entry did, the mask no longer read as the group's).
+    An ACL refused otherwise raises: no replacement wider than the file it replaces."""
+    names = {name for name, _ in xattrs}
+    if ACL_ACCESS not in names:
+        try:
+            os.removexattr(fd, ACL_ACCESS)
+        except OSError as exc:
+            if exc.errno not in _NO_XATTRS | {errno.ENODATA}:
+                raise
+    for name, value in xattrs:
+        try:
+            os.setxattr(fd, name, value)
+        except OSError as exc:
+            if name != ACL_ACCESS:
+                if exc.errno in _NOT_OURS | _NO_XATTRS:
+                    continue
+                raise
+            group = _acl_group_bits(value) if exc.errno in _NO_XATTRS else None
+            if group is None or mode is None:
+                raise OSError(exc.errno, f"{exc.strerror} (copying the file's POSIX ACL to its replacement, "
+                              "which is not put in place without it)") from None
+            mode = mode & ~0o070 | group << 3
+    return mode
+
+
+_ZEROS = bytes(1 << 20)  # a block this long and all zero is left a hole (a sparse note stays sparse)
+
+
 def write_temp_beside(path: str, data: bytes | Iterable[bytes], mode: int | None = None, *,
-                      dir_fd: int | None = None, owner: tuple[int, int] | None = None) -> str:
+                      dir_fd: int | None = None, owner: tuple[int, int] | None = None,
+                      xattrs: Xattrs | None = None, create_mode: int = 0o600) -> str:
     """Write ``data`` (bytes, or blocks streamed in order) to a fresh (O_EXCL) temp file next to
     ``path``, fsynced; return its name. Nothing is left behind when writing fails (disk full...).
 
     ``owner`` (uid, gid) is given to the temp file when this process may (root writing a
-    user's file keeps it the user's); otherwise it stays ours.
+    user's file keeps it the user's); otherwise it stays ours. ``xattrs`` (those of the file it
+    replaces, :func:`read_xattrs`) are given to it before ``mode``: its POSIX ACL, never a
+    moment wider than the file's. It is created with ``create_mode`` (where ``mode`` is None, the
+    mode it keeps: 0o666 for what the folder's default ACL or the umask gives a new file). A block
+    of 1 MiB of zeros is skipped, a hole, as the file it copies has them.
     """
     tmp = temp_name_beside(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), create_mode,
                  dir_fd=dir_fd)
     try:
+        hole = False
         for block in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+            if type(block) is bytes and len(block) == len(_ZEROS) and block[0] == 0 and block == _ZEROS:
+                os.lseek(fd, len(block), os.SEEK_CUR)
+                hole = True
+                continue
             view = memoryview(block)
+            hole = hole and not view
             while view:
                 view = view[os.write(fd, view):]
+        if hole:  # zeros at the end: the size reaches past them
+            os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))
         if owner is not None and owner != (os.geteuid(), os.getegid()):
             try:
                 os.fchown(fd, *owner)
             except PermissionError:
                 pass
+        if xattrs is not None:
+            mode = _give_xattrs(fd, xattrs, mode)
         if mode is not None:
             os.fchmod(fd, mode)  # after the chown, which clears set-id bits
         os.fsync(fd)
@@ -117,16 +222,19 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[byte
     or the new bytes, never a mix.
 
     The file keeps its permission bits (``mode`` overrides) and, where this process may, its
-    owner when it exists already.
+    owner when it exists already; without ``mode``, its ACL and other extended attributes too.
     """
     path = os.fspath(path)
+    xattrs: Xattrs | None = None
     try:
         st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
         owner: tuple[int, int] | None = (st.st_uid, st.st_gid)
-        mode = st.st_mode & 0o7777 if mode is None else mode
+        if mode is None:
+            mode = st.st_mode & 0o7777
+            xattrs = _xattrs_at(path, dir_fd)
     except FileNotFoundError:
         owner, mode = None, 0o644 if mode is None else mode
-    tmp = write_temp_beside(path, data, mode, dir_fd=dir_fd, owner=owner)
+    tmp = write_temp_beside(path, data, mode, dir_fd=dir_fd, owner=owner, xattrs=xattrs)
     faults.reach(f"atomic:renaming:{os.path.basename(path)}")  # the temp file written, not yet renamed
     try:
         os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -138,3 +246,16 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[byte
     else:
         fsync_dir(os.path.dirname(path) or ".")
 
+
+
+def _xattrs_at(path: str, dir_fd: int | None) -> tuple[tuple[str, bytes], ...] | None:
+    """The extended attributes of the regular file at ``path`` (:func:`read_xattrs`); None where it
+    cannot be opened to read them (a file this process may write but not read keeps none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        return read_xattrs(fd)
+    finally:
+        os.close(fd)

@@ -45,7 +45,7 @@ import sys
 import time
 
 from .. import faults
-from .atomic import hidden_stem, write_temp_beside
+from .atomic import hidden_stem, read_xattrs, write_temp_beside
 from .exchange import rename_noreplace
 from .hashing import hash_open_file
 from .safeopen import NotRegularFile, open_regular_nofollow
@@ -228,9 +228,10 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, expect: os.stat
             raise SourceKept("replaced", src, src)
         # A disk full mid-copy leaves no half copy.
         # The copy keeps the source's mode and, where this process may, its owner (root moving a
-        # user's note across file systems made it root's, which the user's agent then could not write).
+        # user's note across file systems made it root's, which the user's agent then could not write),
+        # and its ACL and other extended attributes (its group bits alone, an ACL's mask, let its group read).
         tmp = write_temp_beside(dst, iter(lambda: os.read(fd, 1 << 20), b""), st.st_mode & 0o7777, dir_fd=dst_dir,
-                                owner=(st.st_uid, st.st_gid))
+                                owner=(st.st_uid, st.st_gid), xattrs=read_xattrs(fd))
         faults.reach("move:copy-written")
         try:
             link_noreplace(dst_dir, tmp, dst_dir, dst)

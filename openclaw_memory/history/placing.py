@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 import xxhash
 
@@ -16,7 +16,7 @@ from ..errors import PathRefused, WriteBlocked
 from ..files.jstext import js_trim
 from ..files.paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path
 from ..files.read import ResolvedPath, resolve_memory_path
-from ..fsutil.atomic import write_temp_beside
+from ..fsutil.atomic import Xattrs, has_default_acl, read_xattrs, write_temp_beside
 from ..fsutil.move import link_noreplace
 from ..fsutil.private import user_umask
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
@@ -138,9 +138,29 @@ def remove_made_folders(resolved: ResolvedPath, existed: int) -> None:
             return  # not empty (someone wrote there meanwhile): leave it and its parents
 
 
+class KeptMode(FileMode):
+    """The mode and owner of a file being replaced, with its extended attributes (its POSIX ACL
+    among them), read from the same descriptor: all of them carry over to the file replacing it."""
+
+    xattrs: Xattrs | None = None  # None: not read (the temp file keeps what it was created with)
+
+    def _replace(self, **changes: Any) -> KeptMode:
+        """The same with ``changes``, its attributes kept (an import narrowing the bits: the ACL,
+        set before them, is narrowed by them)."""
+        made = KeptMode._make(FileMode(*self)._replace(**changes))
+        made.xattrs = self.xattrs
+        return made
+
+
 def kept_stat(fd: int | None) -> FileMode | None:
-    """The mode and owner of the file being replaced: they carry over to the new one."""
-    return FileMode.of(os.fstat(fd)) if fd is not None else None
+    """The mode, owner and extended attributes of the file being replaced: they carry over to the
+    new one (:func:`temp_from_blocks`). With an ACL, the group bits of the mode are its mask: the
+    bits alone gave the file's group what the ACL gave a named user, and the named user nothing."""
+    if fd is None:
+        return None
+    kept = KeptMode._make(FileMode.of(os.fstat(fd)))
+    kept.xattrs = read_xattrs(fd)
+    return kept
 
 
 class ReadOnlyNote(NamedTuple):
@@ -275,13 +295,19 @@ def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[by
         size += len(tail)
         yield tail
 
-    mode, owner = (kept.mode, (kept.uid, kept.gid)) if kept is not None else (new_file_mode(), None)
-    tmp = write_temp_beside(resolved.name, hashed(), mode, dir_fd=folder.fd, owner=owner)
+    if kept is not None:  # (a replaced file's, or one the history recorded for a file brought back)
+        tmp = write_temp_beside(resolved.name, hashed(), kept.mode, dir_fd=folder.fd, owner=(kept.uid, kept.gid),
+                                xattrs=getattr(kept, "xattrs", None))
+    elif has_default_acl(folder.fd):  # created as the shell's `>` would, the folder's default ACL applied
+        tmp = write_temp_beside(resolved.name, hashed(), None, dir_fd=folder.fd, create_mode=0o666)
+    else:
+        tmp = write_temp_beside(resolved.name, hashed(), new_file_mode(), dir_fd=folder.fd)
     return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
 
 
 def new_file_mode() -> int:
-    """A new memory file's mode: what the user's umask leaves of 0666, as an editor's new file gets."""
+    """A new memory file's mode: what the user's umask leaves of 0666, as an editor's new file gets
+    (in a folder with no default ACL: where there is one, the kernel gives a file what it says)."""
     umask = user_umask()
     if umask is None:  # no private umask in force: the process's own is the user's
         umask = os.umask(0o077)  # read by setting it; a file made meanwhile by a thread is only more private
