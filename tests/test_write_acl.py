@@ -217,3 +217,18 @@ def test_an_import_over_a_note_keeps_its_acl_narrowed_to_the_archives_bits(acls,
     assert done.returncode == 0, done.stderr
     assert note.read_text() == DIARY
     assert_kept(note, before, mode)
+
+
+def test_an_agents_memory_write_over_mcp_keeps_the_notes_acl(acls, workspace, state_dir):
+    from test_mcp import payload, run_session
+
+    note = private_diary(workspace)
+    before, mode = xattrs(note), note.stat().st_mode & 0o7777
+
+    async def script(session):
+        payload(await session.call_tool("memory_get", {"path": "memory/diary.md"}))
+        return payload(await session.call_tool("memory_write", {"path": "memory/diary.md", "append": "agent line"}))
+
+    run_session(workspace, state_dir, script)
+    assert "agent line" in note.read_text()
+    assert_kept(note, before, mode)
