@@ -118,6 +118,11 @@ def hold(path: str) -> None:
     _held.add(path)
 
 
+def held(path: str) -> bool:
+    """Whether this process has connections to the database at ``path``."""
+    return path in _held
+
+
 def release(path: str) -> None:
     """This process's last connection to the database at ``path`` has closed (SQLite holds no lock
     on its companions any more): the descriptors kept for them are closed."""
@@ -279,9 +284,32 @@ def _wal_against(path: str, index: WalIndex | None, full: bool = False) -> str |
     if sound < index.frames or not commit or sums != index.last_checksum:
         _chains.pop(path, None)
         which = "the last frame" if sound >= index.frames - 1 else f"frame {sound + 1} of the {index.frames} frames"
+        if sound < index.frames and unsealed(_read(wal, FRAME_HEADER, WAL_HEADER + sound * frame)):
+            return Unsealed(f"{which} committed to its write-ahead log ({wal}) was written by SQLite without its "
+                            "checksum (a savepoint rolled back in the transaction that wrote it): SQLite reads it "
+                            "through its index, but would drop it, and every frame after it, if it rebuilt that index")
         return f"{which} committed to its write-ahead log ({wal}) no longer reads back (zeroed or overwritten)"
     _chains[path] = (identity, head.salts, sound, sums, commit)
     return None
+
+
+class Unsealed(str):
+    """What :func:`wal_damage` says of committed frames SQLite itself wrote without salts and
+    checksums (:func:`unsealed`): the WAL holds what was committed, only a rebuilt index would lose
+    it. A process that has the database open copies them into the file at once (a checkpoint,
+    :meth:`.handles.Handle.alive`); found with nobody holding the index, SQLite's rebuild drops them
+    at the next open, which is loss, said as damage."""
+
+
+def unsealed(header: bytes | None) -> bool:
+    """Whether ``header`` (a frame's 24 bytes) is one SQLite wrote with its checksum still owed: a
+    page number, then salts and checksums all zero. SQLite writes every frame so while it owes the
+    transaction a checksum pass at commit (a page of it written twice), and SQLite 3.40 keeps owing
+    it across a ``ROLLBACK TO`` that undid those frames, so a transaction's frames, its commit
+    included, can stay so (see :meth:`openclaw_memory.history.objects.ObjectStore.put_blocks`).
+    Damage that zeroes a frame zeroes its page number too."""
+    return (header is not None and len(header) == FRAME_HEADER and header[:4] != b"\0\0\0\0"
+            and header[8:24] == bytes(16))
 
 
 # Per database, how far this process has verified its WAL's checksum chain: (the WAL's device and

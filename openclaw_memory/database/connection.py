@@ -27,7 +27,7 @@ from ..errors import DiskFull, StateDamaged, StateDirError, disk_full, is_no_spa
 from ..fsutil.atomic import LEFTOVER_AGE_S
 from ..fsutil.move import NO_LINK, link_noreplace
 from ..fsutil.private import make_dirs
-from .companions import not_a_file, odd_companions, wal_damage
+from .companions import Unsealed, held, not_a_file, odd_companions, wal_damage
 from .failures import (
     BUSY_TIMEOUT_S,
     is_full,
@@ -128,6 +128,8 @@ class Database:
             return f"the state database ({self.path}) was emptied (0 bytes) in a data dir that was in use: its history is gone"
         settle(self.path)  # this process's own connections first deal with what changed under them
         damage = wal_damage(self.path)
+        if isinstance(damage, Unsealed) and held(self.path):
+            damage = None  # this process's connections copy them in at their next use (Handle.alive)
         return None if damage is None else f"the state database ({self.path}) is damaged: {damage}"
 
     def _refuse_unusable(self) -> None:

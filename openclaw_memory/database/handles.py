@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StateDamaged
-from .companions import Companions, clear_index, companions, hold, release, wal_damage
+from .companions import Companions, Unsealed, clear_index, companions, hold, release, wal_damage
 from .failures import BUSY_TIMEOUT_S, worded
 
 if TYPE_CHECKING:
@@ -97,6 +97,8 @@ class Handle:
             self.close()
             return False
         why = wal_damage(self.path)
+        if isinstance(why, Unsealed):
+            why = self._seal()
         if now.shm_size < was.shm_size or why:
             kept = _keep_copies(self.path) if why else None
             clear_index(self.path, was.shm_size)
@@ -110,6 +112,25 @@ class Handle:
         if now.shm_size > was.shm_size:
             self.companions = now  # the index grew with the WAL
         return True
+
+    def _seal(self) -> str | None:
+        """Committed frames SQLite wrote without their checksums (:class:`.companions.Unsealed`) copied
+        into the database file and the WAL emptied, while this process's index still names them: a
+        rebuilt index (the next process after a crash) would drop them. A reader of another process
+        that holds the WAL leaves them for the next use or the last close (never damage: the WAL
+        holds what was committed)."""
+        if self.conn.in_transaction:
+            return None
+        with self.use:
+            self.conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError:
+                pass  # busy: the next use tries again
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        why = wal_damage(self.path)
+        return None if isinstance(why, Unsealed) else why
 
     def close(self, checkpoint: bool | None = None) -> None:
         """Close the connection; without a checkpoint when ``checkpoint`` is False or, when None,
@@ -142,7 +163,7 @@ class Handle:
                 last = not any(h is not self and h.path == self.path and h.pid == self.pid and not h.closed for h in _all)
             checkpoint = last and (was.shm is None or (now.wal == was.wal and now.shm == was.shm
                                                        and now.shm_size >= was.shm_size
-                                                       and wal_damage(self.path, full=True) is None))
+                                                       and _closable(wal_damage(self.path, full=True))))
         if checkpoint:
             _checkpoint_on_close(self.conn, self.path, True)
         self.closed = True
@@ -152,6 +173,12 @@ class Handle:
         self.conn.close()
         if last:
             release(self.path)
+
+
+def _closable(why: str | None) -> bool:
+    """Whether the last close may checkpoint: the WAL is sound, or holds frames SQLite wrote without
+    their checksums (the checkpoint copies them into the file, which only a rebuilt index would lose)."""
+    return why is None or isinstance(why, Unsealed)
 
 
 def _identity(path: str) -> tuple[int, int] | None:

@@ -74,13 +74,23 @@ class ObjectStore:
         """Store the bytes ``blocks`` yield; return their version.
 
         With ``expected``, the bytes must hash to it (they come from a file that may be
-        changing under us); when they do not, nothing is stored and None is returned.
+        changing under us); when they do not, nothing is stored and None is returned. An
+        ``expected`` version stored already is only touched: its bytes are not read at all.
+
+        Bytes stored already, or not the expected ones, are deleted again in the same transaction,
+        never undone with ``ROLLBACK TO``: SQLite 3.40 (Python's on Debian 12) does not forget,
+        at a ``ROLLBACK TO`` that undoes frames its page cache spilled into the WAL, that it owes
+        their checksums, and writes every later frame of the transaction, its commit included,
+        without salts or checksums: SQLite reads them through its index, but the next process to
+        rebuild that index (after a crash) drops the transaction, and the WAL check
+        (:mod:`..database.companions`) found them unreadable.
         """
+        if expected is not None and self.touch(expected):
+            return expected
         incoming = f"~incoming-{os.getpid()}-{os.urandom(4).hex()}"
         digest = xxhash.xxh3_128()
         compressor = zlib.compressobj(1)  # fast: objects are written on the read path
         with self.db.transaction() as conn:
-            conn.execute("SAVEPOINT put_object")
             seq = stored = size = 0
             pending = b""
             for block in blocks:
@@ -96,19 +106,20 @@ class ObjectStore:
                 stored += len(pending)
             version = digest.hexdigest()
             if (expected is not None and version != expected) or self.has(version):
-                conn.execute("ROLLBACK TO put_object")
-                conn.execute("RELEASE put_object")
+                conn.execute("DELETE FROM object_parts WHERE version = ?", (incoming,))
                 if expected is not None and version != expected:
                     return None
                 self.touch(version)
                 return version
             conn.execute("UPDATE object_parts SET version = ? WHERE version = ?", (version, incoming))
             conn.execute("INSERT INTO objects VALUES (?, ?, ?, ?)", (version, size, stored, time.time_ns()))
-            conn.execute("RELEASE put_object")
         return version
 
     def put_bytes(self, data: bytes, expected: str | None = None) -> str | None:
-        return self.put_blocks([data], expected)
+        version = xxhash.xxh3_128(data).hexdigest()
+        if expected is not None and version != expected:
+            return None
+        return self.put_blocks([data], version)
 
     def put_fd(self, fd: int, expected: str | None = None) -> str | None:
         """Store the whole file open on ``fd`` (read with pread: its offset is left alone)."""
