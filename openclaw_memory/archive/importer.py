@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from .. import faults
 from ..errors import (
+    DiskFull,
     ImportConflict,
     ImportRefused,
     MemoryToolError,
@@ -141,13 +142,36 @@ def import_archive(settings: Settings, archive: str, *, force: bool = False) -> 
             try:
                 with finished_first(finished):
                     result = _import(store, fd, archive, manifest, plan, force, settings)
-            except MemoryToolError:
-                clear_intent(settings.data_dir)  # refused or stopped, and it says so: nothing is left to finish
+            except MemoryToolError as exc:
+                _clear_after(settings, exc)  # refused or stopped, and it says so: nothing is left to finish
                 raise
-            clear_intent(settings.data_dir)
-            return replace(result, warnings=(finished, *result.warnings)) if finished else result
+            left = _cleared(settings)
+            warnings = tuple(w for w in (finished, left) if w)
+            return replace(result, warnings=(*warnings, *result.warnings)) if warnings else result
     finally:
         os.close(fd)
+
+
+def _cleared(settings: Settings) -> str | None:
+    """The import's record removed; what is left when it cannot be (the state dir's disk is full):
+    the record stays, and doctor names the import as interrupted."""
+    try:
+        clear_intent(settings.data_dir)
+    except MemoryToolError as exc:
+        why = f"the disk of the state dir ({settings.data_dir}) is full" if isinstance(exc, DiskFull) else exc.message
+        return (f"the import's record could not be cleared ({why}): `openclaw-memory doctor` names the import as "
+                "interrupted, and `openclaw-memory doctor --fix` runs it again once that is resolved")
+    return None
+
+
+def _clear_after(settings: Settings, failure: MemoryToolError) -> None:
+    """The record removed after ``failure``, which stays the error said: a full disk that refuses
+    the removal too is added to it, never said instead of it (its "nothing was changed" after the
+    files were placed was false)."""
+    left = _cleared(settings)
+    if left is not None:
+        failure.message = f"{failure.message}; {left}"
+        failure.args = (failure.message,)
 
 
 def _journal(settings: Settings, archive: str, force: bool) -> str | None:
@@ -179,7 +203,7 @@ def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
     try:
         result = import_archive(as_it, op.path, force=op.force)
     except MemoryToolError as exc:
-        clear_intent(settings.data_dir)
+        _clear_after(settings, exc)
         return False, (f"the interrupted {describe(op)} could not be run again ({exc.message}); each file is as it was "
                        f"or as the archive has it, and what it replaced is in the history: run the import again once "
                        "that is resolved")
@@ -522,8 +546,11 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                                  target.member.size, RESTORE, agent, session, target.mode or target.kept)
                     added += 1
     except (OSError, MemoryToolError) as exc:
-        why = exc.message if isinstance(exc, MemoryToolError) else exc.strerror or str(exc)
+        full = isinstance(exc, DiskFull) or is_no_space(exc)
+        why = (f"the disk of the state dir ({store.data_dir}) is full" if full
+               else exc.message if isinstance(exc, MemoryToolError) else exc.strerror or str(exc))
         raise MemoryToolError(f"the files were imported{' in part' if stopped else ''}, but their history could not be "
-                              f"logged ({why}): run import again with --force to log it") from None
+                              f"logged ({why}): {'free some space, then ' if full else ''}run import again with --force "
+                              "to log it") from None
     return added
 
