@@ -97,3 +97,32 @@ def test_a_0_byte_state_db_alone_is_a_first_run_cut_short_and_taken_as_new(works
     _ok(cli_process("read", "MEMORY.md"))
     _ok(cli_process("write", "MEMORY.md", "--append", "fact", "--no-index"))
     assert (data / "state.db").stat().st_size > 0
+
+
+def test_a_state_db_cut_to_one_byte_is_emptied_too(workspace, state_dir, cli, cli_process):
+    """SQLite takes a file shorter than its header for an empty database: `truncate -s 1` after three
+    writes left a history of one external edit, and doctor found no problem."""
+    from openclaw_memory.database import forget_connections
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    _ok(cli("read", "MEMORY.md"))
+    for i in range(3):
+        _ok(cli("write", "MEMORY.md", "--append", f"fact {i}", "--no-index"))
+    forget_connections()
+    db = _data_dir(state_dir) / "state.db"
+    os.truncate(db, 1)
+    refused = cli_process("history", "MEMORY.md")
+    assert refused.returncode == 1 and "was emptied (cut to 1 byte" in refused.stderr, refused.stderr
+    assert "doctor --fix" in refused.stderr
+    assert db.stat().st_size == 1  # never reused as a new database
+    plain = cli_process("doctor", "--json")
+    (finding,) = [f for f in plain.json()["findings"] if f["id"] == "state-db-damaged"]
+    assert "emptied" in finding["message"], finding
+    fixed = cli_process("doctor", "--fix", "--json")
+    _ok(fixed)
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    assert repair["status"] == "done" and "emptied (cut to 1 byte" in repair["detail"], repair
+    (aside,) = (_data_dir(state_dir) / "damaged").glob("*/state.db")
+    assert aside.stat().st_size == 1
+    _ok(cli_process("read", "MEMORY.md"))
+    _ok(cli_process("write", "MEMORY.md", "--append", "fact again", "--no-index"))

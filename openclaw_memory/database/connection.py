@@ -125,7 +125,8 @@ class Database:
         if odd:
             return "; ".join(f"{path} is {what}, not the state database's {_ROLE[path[-4:]]}" for path, what in odd)
         if emptied(self.path):
-            return f"the state database ({self.path}) was emptied (0 bytes) in a data dir that was in use: its history is gone"
+            return (f"the state database ({self.path}) was emptied ({emptied_words(self.path)}) in a data dir that was "
+                    "in use: its history is gone")
         settle(self.path)  # this process's own connections first deal with what changed under them
         damage = wal_damage(self.path)
         if isinstance(damage, Unsealed) and held(self.path):
@@ -472,8 +473,24 @@ def _sweep_new(dir_fd: int) -> None:
             pass
 
 
+# A database file shorter than SQLite's 100-byte header holds no database: SQLite takes a file of a
+# few bytes (``truncate -s 1``) for an empty one, as it does a 0-byte file, and made a new database
+# in it, the history gone without a word.
+SQLITE_HEADER = 100
+
+
+def emptied_words(path: str) -> str:
+    """How the emptied database at ``path`` is said: "0 bytes", or what it was cut to."""
+    try:
+        size = os.lstat(path).st_size
+    except OSError:
+        size = 0
+    return "0 bytes" if size == 0 else f"cut to {size} byte{'s' if size > 1 else ''}, less than a database's header"
+
+
 def emptied(path: str) -> bool:
-    """Whether the database at ``path`` is a 0-byte file in a data dir that was in use: one that holds
+    """Whether the database at ``path`` is a 0-byte file (or one shorter than SQLite's header, which
+    SQLite takes for an empty one) in a data dir that was in use: one that holds
     anything else (a lock, ``index/``, ``damaged/``, a ``-wal``...). This release never makes a 0-byte
     state.db (:func:`_create`), and everything else in the data dir is made by a command that has used
     the database or was about to, so that file was emptied (a crash's zero-length file, a bad copy) and
@@ -483,7 +500,7 @@ def emptied(path: str) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    if not stat.S_ISREG(st.st_mode) or st.st_size != 0:
+    if not stat.S_ISREG(st.st_mode) or st.st_size >= SQLITE_HEADER:
         return False
     try:
         names = os.listdir(os.path.dirname(path) or ".")

@@ -31,7 +31,7 @@ from .. import faults
 from ..fsutil.setaside import set_aside
 from .checked import LastCheck, Sighting
 from .companions import SQLITE_MAGIC, wal_damage
-from .connection import Database, forget_connections, peek, wal_is_empty
+from .connection import SQLITE_HEADER, Database, emptied_words, forget_connections, peek, wal_is_empty
 from .rowtypes import fitter, mistyped, mistyped_sql
 from .schema import COLUMNS_SQL, SCHEMA_VERSION, create, schema_damage
 
@@ -138,8 +138,9 @@ def rebuild(db: Database) -> Salvage:
     if not os.path.isfile(db.path):  # (a link to a database is read through, below, and set aside as a link)
         return Salvage(set_aside_files(db), {}, {})  # nothing to read: what was there is kept as it was
     source = os.path.realpath(db.path)  # a link's database keeps its WAL beside the file it names
-    if os.path.getsize(source) == 0 and wal_is_empty(source):  # emptied: not a row to read
-        return Salvage(set_aside_files(db), {}, {"state.db": "it was emptied (0 bytes): the history it held is gone"})
+    if os.path.getsize(source) < SQLITE_HEADER and wal_is_empty(source):  # emptied: not a row to read
+        said = emptied_words(source)
+        return Salvage(set_aside_files(db), {}, {"state.db": f"it was emptied ({said}): the history it held is gone"})
     wal_lost = wal_damage(source, full=True)  # committed frames its index names that no copy can read
     scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
     try:
