@@ -12,30 +12,16 @@ subclasses with messages written for the user::
         print(f.path, f.size)
     print(memory.read("MEMORY.md", lines=20).text)
 
-The result types load on first use (their modules bring parts of the history and the index); the
-``TYPE_CHECKING`` block shows type checkers the same names.
+Every name loads on first use (the result types' modules bring parts of the history and the index);
+the ``TYPE_CHECKING`` block shows type checkers the same names.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-from .errors import (
-    ConfigError,
-    DiskFull,
-    IndexMissing,
-    LockTimeout,
-    MemoryToolError,
-    MissingExtra,
-    PathRefused,
-    UsageError,
-    WorkspaceError,
-    WriteBlocked,
-)
-from .memory import Memory, open_memory, to_json
-from .settings import Overrides, Settings, resolve_settings
-from .types import FileStateName, RepairStatus, SearchMode, Severity, WriteAction
+# (not typing's: loading typing took a tenth of a second, inside the console script's Ctrl-C window)
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -43,6 +29,16 @@ if TYPE_CHECKING:
     from .archive.export import ExportResult as ExportResult
     from .archive.importer import ImportResult as ImportResult
     from .doctor.runner import DoctorReport as DoctorReport
+    from .errors import ConfigError as ConfigError
+    from .errors import DiskFull as DiskFull
+    from .errors import IndexMissing as IndexMissing
+    from .errors import LockTimeout as LockTimeout
+    from .errors import MemoryToolError as MemoryToolError
+    from .errors import MissingExtra as MissingExtra
+    from .errors import PathRefused as PathRefused
+    from .errors import UsageError as UsageError
+    from .errors import WorkspaceError as WorkspaceError
+    from .errors import WriteBlocked as WriteBlocked
     from .files.read import ReadResult as ReadResult
     from .files.scan import MemoryFile as MemoryFile
     from .files.scan import ScanResult as ScanResult
@@ -67,16 +63,34 @@ if TYPE_CHECKING:
     from .links.report import NoteLink as NoteLink
     from .log.activity import ActivityLog as ActivityLog
     from .log.activity import LoggedVersion as LoggedVersion
+    from .memory import Memory as Memory
+    from .memory import open_memory as open_memory
+    from .memory import to_json as to_json
     from .memory.service_status import ServiceInfo as ServiceInfo
     from .memory.service_status import ServiceStatus as ServiceStatus
     from .prompt.loader import PromptSection as PromptSection
     from .rollback.apply import RollbackResult as RollbackResult
+    from .settings import Overrides as Overrides
+    from .settings import Settings as Settings
+    from .settings import resolve_settings as resolve_settings
+    from .types import FileStateName as FileStateName
+    from .types import RepairStatus as RepairStatus
+    from .types import SearchMode as SearchMode
+    from .types import Severity as Severity
+    from .types import WriteAction as WriteAction
     from .watchdog.heartbeat import HeartbeatResult as HeartbeatResult
     from .watchdog.snapshot import SnapshotInfo as SnapshotInfo
     from .watchdog.verify import VerifyResult as VerifyResult
 
-# Result type -> the module that defines it (loaded on first use).
-_RESULT_TYPES = {
+# Each name -> the module that defines it, loaded on first use: ``import openclaw_memory`` (the
+# console script's first step) loads nothing else, so a Ctrl-C while the CLI's modules load is
+# caught by its entry (:func:`openclaw_memory.cli.run`), not a traceback.
+_NAMES = {
+    **dict.fromkeys(("ConfigError", "DiskFull", "IndexMissing", "LockTimeout", "MemoryToolError", "MissingExtra",
+                     "PathRefused", "UsageError", "WorkspaceError", "WriteBlocked"), ".errors"),
+    **dict.fromkeys(("Memory", "open_memory", "to_json"), ".memory"),
+    **dict.fromkeys(("Overrides", "Settings", "resolve_settings"), ".settings"),
+    **dict.fromkeys(("FileStateName", "RepairStatus", "SearchMode", "Severity", "WriteAction"), ".types"),
     "ExportResult": ".archive.export",
     "ImportResult": ".archive.importer",
     "DoctorReport": ".doctor.runner",
@@ -113,18 +127,11 @@ _RESULT_TYPES = {
     "VerifyResult": ".watchdog.verify",
 }
 
-__all__ = [
-    "ConfigError", "DiskFull", "IndexMissing", "LockTimeout", "MemoryToolError", "MissingExtra", "PathRefused",
-    "UsageError", "WorkspaceError", "WriteBlocked",
-    "Memory", "open_memory", "to_json",
-    "Overrides", "Settings", "resolve_settings",
-    "FileStateName", "RepairStatus", "SearchMode", "Severity", "WriteAction",
-    *_RESULT_TYPES,
-]
+__all__ = [*_NAMES]
 
 
-def __getattr__(name: str) -> Any:
-    module = _RESULT_TYPES.get(name)
+def __getattr__(name: str) -> object:
+    module = _NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'openclaw_memory' has no attribute {name!r}")
     value = getattr(importlib.import_module(module, __name__), name)
@@ -133,4 +140,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_RESULT_TYPES))
+    return sorted(set(globals()) | set(_NAMES))

@@ -229,7 +229,7 @@ def test_pip_hints_name_this_distribution_and_torch_s_cpu_build():
     """The messages say what to install: this project's distribution (pyproject's name; the command
     and the import package are named otherwise), torch first from PyTorch's CPU index."""
     assert PACKAGE == PYPROJECT["name"] != "openclaw-memory"
-    assert PYPROJECT["scripts"] == {"openclaw-memory": "openclaw_memory.cli.main:run"}
+    assert PYPROJECT["scripts"] == {"openclaw-memory": "openclaw_memory.cli:run"}
     assert pip_command("search", origin=None) == f"pip install '{PACKAGE}[search]'"
     assert pip_command("torch").startswith(f"{TORCH_CPU}, then ") and "https://download.pytorch.org/whl/cpu" in TORCH_CPU
     readme = (REPO / "README.md").read_text(encoding="utf-8")
