@@ -74,3 +74,21 @@ def test_a_second_ctrl_c_while_the_first_is_handled_prints_no_second_line(worksp
     said = [each for each in err.splitlines() if "interrupted" in each and "test-hook" not in each]
     assert len(said) == 1 and said[0].startswith("error: interrupted: 32 new chunks"), err
     assert "Traceback" not in err
+
+
+def test_a_ctrl_c_while_the_cli_loads_is_the_one_line_of_any_other(workspace, state_dir):
+    """A Ctrl-C in the part of a second the CLI's modules take to load was a traceback, the process
+    killed by the signal. It lands there for sure here: the import of cli.main raises it."""
+    code = ("import sys\n"
+            "class Interrupt:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'openclaw_memory.cli.main':\n"
+            "            raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, Interrupt())\n"
+            "sys.argv = ['openclaw-memory', *sys.argv[1:]]\n"
+            "from openclaw_memory.cli import run\n"
+            "run()\n")
+    for args, out, err in ((["files"], "", "error: interrupted\n"), (["files", "--json"], '{\n  "error": "interrupted"\n}\n', "")):
+        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=workspace,
+                              env=env_for(workspace, state_dir))
+        assert (done.returncode, done.stdout, done.stderr) == (130, out, err)
