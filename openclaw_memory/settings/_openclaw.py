@@ -4,6 +4,7 @@ extra paths, startup context, search settings by spelling, switches and counts a
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ..errors import ConfigError, shown
@@ -23,19 +24,28 @@ def json_object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+# OpenClaw 2026.9.6's agents.entries key (its AgentsSchema: /^[a-z0-9_][a-z0-9_-]{0,63}$/i, which in
+# JavaScript folds no letter outside ASCII onto one in it): "a b", "-ops", "a.b", "ＯＰＳ" are refused there.
+_ENTRY_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+
+
 def read_roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[str, str, dict[str, Any]]]]:
     """OpenClaw's agents, as (normalized id, where the entry is, entry), in order, and whether a roster
     is configured at all. OpenClaw 2026.9.6 keeps them in ``agents.entries``, an object keyed by id
     (its ``doctor --fix`` moves the older ``agents.list`` array there), and reads ``agents.list``
     only where there is no ``agents.entries``, as that fix moves it (``projectLegacyAgentRosterEntries``):
     an entry without an id is agent ``agent``'s, a second entry of one id is ``<id>-2``'s, and so on.
-    Two ``agents.entries`` keys of one id ("OPS" and "ops") are refused, as OpenClaw refuses them:
-    neither can be told which of the two an agent is."""
+    A key OpenClaw's schema refuses ("a b", "!!!", over 64 characters) is refused in its words, as is a
+    config with two keys of one id ("OPS" and "ops"): neither can be told which of the two an agent is."""
     agents = json_object(openclaw.get("agents"), f"{where}: agents")
     keyed, listed = agents.get("entries"), agents.get("list")
     if keyed is not None:
         if not isinstance(keyed, dict):
             raise ConfigError(f"{where}: agents.entries must be an object keyed by agent id, not {keyed!r:.60}")
+        for key in keyed:  # OpenClaw's schema refuses the whole config, naming each (AgentsSchema's record keys)
+            if not _ENTRY_KEY.fullmatch(key):
+                named = key if key.isprintable() and len(key) <= 80 else shown(key)  # (one line, and short)
+                raise ConfigError(f"{where}: agents.entries.{named}: Invalid key in record")
         first: dict[str, str] = {}
         for key in keyed:
             agent = openclaw_agent_id(key)

@@ -1,6 +1,7 @@
 """Two ``agents.entries`` keys of one agent id, asked of OpenClaw 2026.9.6 (``oc_more.mjs``'s ``agent``
 op validates the config): it refuses them ("... resolve to the same agent id ..."), naming the first
-such pair; this product refuses the same configs in the same words, and reads the others."""
+such pair; this product refuses the same configs in the same words, and reads the others. A key outside
+its pattern is refused before that ("Invalid key in record"), here too."""
 
 from __future__ import annotations
 
@@ -32,4 +33,34 @@ def test_keys_of_one_agent_id(oracle, tmp_path, checks, monkeypatch):
         except ConfigError as exc:
             ours = str(exc).removeprefix(f"{path}: ")
         checks.same(f"agents.entries keys {keys}", ours, theirs)
+    checks.done()
+
+
+# agents.entries keys beside main (marked default: one owner, as OpenClaw's schema wants), asked of OpenClaw's own
+# validation (validateConfigObjectRaw's issues): a key outside /^[a-z0-9_][a-z0-9_-]{0,63}$/i is refused, "Invalid
+# key in record", and two keys of one id are, only when every key is valid.
+ENTRY_KEYS = [["ops"], ["_ops"], ["x" * 64], ["Ops-2_"], ["!!!"], ["ＯＰＳ"], ["a b"], ["-ops"], ["a.b"], ["x" * 65],
+              [" ops"], ["ops "], [""], ["\u017f"], ["\u212a"], ["OPS", "ops"], ["MAIN"], ["ops", "OPS", "!!!"],
+              ["!!!", "a b"], ["ops\n"]]
+
+
+def test_agents_entries_keys(oracle, tmp_path, checks):
+    configs = [{"agents": {"entries": {"main": {"default": True}, **{k: {} for k in keys}}}} for keys in ENTRY_KEYS]
+    answers = oracle.more([{"op": "agent", "config": c, "agent": "main", "env": {"HOME": str(oracle.home)}} for c in configs])
+    (tmp_path / "ws").mkdir()
+    for n, (keys, config, answer) in enumerate(zip(ENTRY_KEYS, configs, answers)):
+        assert "error" not in answer, (keys, answer)
+        path = tmp_path / f"{n}.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        try:
+            resolve_settings(Overrides(workspace=str(tmp_path / "ws")), environ={"OPENCLAW_CONFIG_PATH": str(path)})
+            ours = None
+        except ConfigError as exc:
+            ours = str(exc).removeprefix(f"{path}: ")
+        theirs = answer["issues"][0] if answer["issues"] else None  # (the first: this product names one)
+        if "\n" in keys[-1]:  # a key that is no line is named as one here
+            checks.deliberate("entry-key-shown-on-one-line", "an error is one line", ours != theirs and ours is not None
+                              and theirs is not None and ours.replace(repr(keys[-1]), keys[-1]) == theirs, f"{ours!r} {theirs!r}")
+            continue
+        checks.same(f"agents.entries keys {['main', *keys]!r}", ours, theirs)
     checks.done()
