@@ -218,6 +218,38 @@ def test_the_first_search_builds_the_index_as_openclaws_does(workspace, state_di
     assert [r["path"] for r in again.json()["results"]] == ["memory/boats.md"]
 
 
+def test_first_searches_at_once_all_answer_while_one_builds_the_index(workspace, state_dir):
+    """Searches at once on a never-indexed workspace (an agent's sessions starting together): one
+    built it and the others were tool errors ("being built right now"), even from inside the process
+    building it. They wait for it, as OpenClaw's concurrent searches wait for its rebuild."""
+    import threading
+
+    from openclaw_memory.memory.local import LocalMemory
+
+    for i in range(60):
+        write(workspace / "memory" / f"n{i}.md", "".join(f"note {i} line {k}\n" for k in range(30)))
+    settings = settings_for(workspace, state_dir)
+    start = threading.Barrier(4)
+    answers: dict[int, object] = {}
+
+    def search(k: int) -> None:
+        memory = LocalMemory(settings)
+        start.wait()
+        try:
+            answers[k] = [hit.path for hit in memory.search("note 7 line 3", limit=1).results]
+        except Exception as exc:  # (the test says which failed, and how)
+            answers[k] = exc
+        finally:
+            memory.close()
+
+    threads = [threading.Thread(target=search, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == dict.fromkeys(range(4), ["memory/n7.md"]), answers
+
+
 def test_cli_json_shapes_and_stale_handling(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# Memory\n\n## Preferences\n\nI prefer dark roast coffee and vim.\n")
     write(workspace / "memory" / "2024-05-01.md", "# May 1\n\nMet Priya about the hiking trip to Zermatt.\n")

@@ -118,10 +118,11 @@ class MemoryIndex:
         if not indexed and mode != "text" and sync and not read_only_mount(self.settings.data_dir):
             # OpenClaw's first search builds the index it needs ("search-bootstrap"): an agent that
             # cannot run `openclaw-memory index` got a tool error bidding it to. An interrupted first
-            # index is finished (what it saved is not embedded again); one being built is waited for by
-            # nobody: it says so below.
+            # index is finished (what it saved is not embedded again). One being built (another
+            # search's, the service's first sync) is waited for as OpenClaw's concurrent searches wait
+            # for it, up to the lock timeout: past that, it says so below.
             try:
-                first = self.sync(wait=False)
+                first = self.sync()
             except LockTimeout:
                 pass
             else:
@@ -135,7 +136,7 @@ class MemoryIndex:
             builder = index_builder(self.settings)
             if builder is not None:  # the first index, by a service that just started or an `index` run
                 raise IndexMissing(f"the search index of agent {self.settings.agent} is being built right now "
-                                   f"(pid {builder}); search again in a few seconds")
+                                   f"(pid {builder}); search again once it is built")
             # Listing the shards says it when their folder is not one ("Not a directory", naming
             # doctor, as `index` does): "no search index yet" bid an `index` that then failed so.
             self.store.names()
