@@ -92,3 +92,20 @@ def test_a_ctrl_c_while_the_cli_loads_is_the_one_line_of_any_other(workspace, st
         done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=workspace,
                               env=env_for(workspace, state_dir))
         assert (done.returncode, done.stdout, done.stderr) == (130, out, err)
+
+
+def test_a_ctrl_c_after_the_write_is_made_is_held_back_until_it_is_said(workspace, state_dir):
+    """A Ctrl-C landing once the new version was in place was `error: interrupted`, exit 130, of a
+    write that was made (1 run in 10 of a reviewer's timed Ctrl-Cs). It is held back: the write's
+    result is said, exit 0."""
+    env = fault("write:swapped=pause", env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off"))
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "write", "MEMORY.md", "--append", "kept", "--json",
+                             "--no-index"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workspace, env=env)
+    assert proc.stderr is not None
+    while b"test-hook: paused at write:swapped" not in (line := proc.stderr.readline()):
+        assert line, "the write ended without pausing"
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGUSR1)  # (the pause's own way on)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["created"] is True and (workspace / "MEMORY.md").read_text() == "kept\n"

@@ -39,6 +39,11 @@ class Stopping(BaseException):
     """Raised inside long work (a full index) when the service is asked to stop."""
 
 
+class Interrupted(Stopping):
+    """Raised inside the index update after a change, by a Ctrl-C the command held back until the
+    change was made and said (``write``)."""
+
+
 class _Slot:
     def __init__(self, index: MemoryIndex):
         from .store.view import ReadView

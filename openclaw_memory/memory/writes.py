@@ -138,7 +138,7 @@ def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressC
     the sync looks each up by its chunk hash before embedding."""
     from ..history.guard import IndexUpdate
     from ..index.operations import index_written
-    from ..index.pool import Stopping
+    from ..index.pool import Interrupted, Stopping
     from ..watch.presence import running_watch
 
     settings = memory.settings
@@ -154,9 +154,10 @@ def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressC
     except (MemoryToolError, OSError) as exc:  # (an OSError: what is at the index's folders is not a folder)
         said = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
         return IndexUpdate(False, f"index not updated: {said}", failed=True)
-    except Stopping:  # the service was asked to stop: the change is made, and its result is the answer
-        return IndexUpdate(False, "index not updated: the memory service is stopping; the next `openclaw-memory index` "
-                                  "or search catches up", failed=True)
+    except Stopping as exc:  # the service was asked to stop, or Ctrl-C: the change is made, and its result is the answer
+        why = "stopped by Ctrl-C" if isinstance(exc, Interrupted) else "the memory service is stopping"
+        return IndexUpdate(False, f"index not updated: {why}; the next `openclaw-memory index` or search catches up",
+                           failed=True)
     return IndexUpdate(True, sync=summary)
 
 

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
 from ...memory import open_memory
+from ...signals import note_signals
 from ..output import CLOSED_STREAMS, given_path, printable, reported, say, warn
 
 if TYPE_CHECKING:
+    from ...history.guard import WriteResult
     from ...settings import Settings
 
 VERBS = {"append": "appended to", "replace": "wrote"}
@@ -84,6 +88,17 @@ def _progress_past_one_file(stack):
     return report
 
 
+def _stops_at(interrupted: list[str], report: Callable[[Any], None]) -> Callable[[Any], None]:
+    def step(p) -> None:
+        if interrupted:
+            from ...index.pool import Interrupted
+
+            raise Interrupted()
+        report(p)
+
+    return step
+
+
 def run_write(settings: Settings, path: str, append: str | None, replace_file: str | None, stdin: bool,
               expect: str | None, update_index: bool, json_out: bool, idempotency_key: str | None = None,
               replace_unread: bool = False) -> int:
@@ -94,12 +109,23 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
 
         replace_file = tilde(replace_file, os.environ)
     content = _new_content(path, replace_file, stdin)
-    with contextlib.ExitStack() as stack:
-        memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
-        stack.enter_context(given_path(settings.workspace, path))
-        result = memory.write(path, content=content, append=append, expect=expect, update_index=update_index,
-                              idempotency_key=idempotency_key, progress=_progress_past_one_file(stack),
-                              replace_unread=replace_unread)
+    # A Ctrl-C is held back until the write is made and said: one landing after the new version was in
+    # place was "interrupted", exit 130, of a write that was made. It stops the index update after it.
+    interrupted: list[str] = []
+    restore = note_signals(interrupted, signal.SIGINT)
+    try:
+        with contextlib.ExitStack() as stack:
+            memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
+            stack.enter_context(given_path(settings.workspace, path))
+            result = memory.write(path, content=content, append=append, expect=expect, update_index=update_index,
+                                  idempotency_key=idempotency_key, replace_unread=replace_unread,
+                                  progress=_stops_at(interrupted, _progress_past_one_file(stack)))
+        return _said(settings, path, result, json_out, idempotency_key)
+    finally:
+        restore()
+
+
+def _said(settings: Settings, path: str, result: WriteResult, json_out: bool, idempotency_key: str | None) -> int:
     if result.replay is not None:
         warn(_replay_hint(settings, path, result.action, idempotency_key))
     if result.index is not None and result.index.failed:
