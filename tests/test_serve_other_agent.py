@@ -36,6 +36,8 @@ def test_another_agents_command_is_told_what_is_true(workspace, state_dir, tmp_p
     # status says it runs (it said "not answering"), and why it does not serve main.
     status = cli_process("--agent", "main", "status")
     assert "Service: running, not serving this command: the memory service" in status.stdout, status.stdout
+    assert "stop it, `openclaw-memory --agent main serve --stop`, then `openclaw-memory --agent main serve`" in (
+        status.stdout), status.stdout  # (its flags: `serve --stop` alone acted on the default workspace)
     assert cli_process("--agent", "main", "status", "--json").json()["service"]["refused"] is True
     # The command it named before, `openclaw-memory --agent main serve`, is refused, and now says why truly.
     second = cli_process("--agent", "main", "serve", "--no-watch")

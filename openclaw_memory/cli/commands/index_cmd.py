@@ -7,6 +7,7 @@ from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING
 
 from ... import faults
+from ...errors import suggested
 from ...memory import open_memory, to_json
 from ...settings import command_line
 from ..output import coloured, error, no_controls, print_json, printable, reported, warn
@@ -214,10 +215,12 @@ def _duration(seconds: float) -> str:
 
 def _service_line(service: dict, program: str) -> str:
     if not service.get("running"):
+        # A command its note bids run acts on this command's workspace and agent (`serve --stop` alone
+        # stopped ~/.openclaw's service, not the one meant).
         if service.get("refused"):  # it answered: not for this agent's settings (or another version)
-            return f"Service: running, not serving this command: {service['note']}"
+            return f"Service: running, not serving this command: {suggested(service['note'], program)}"
         if service.get("note"):  # it runs (its socket is there) but does not answer
-            return f"Service: not answering: {service['note']}"
+            return f"Service: not answering: {suggested(service['note'], program)}"
         return f"Service: not running (`{program} serve` keeps the model and index warm)"
     memory = _size(service["memoryBytes"]) if service.get("memoryBytes") is not None else "unknown"
     sync = f"live sync of agent {service['agent']}" if service.get("liveSync") else "no live sync"
