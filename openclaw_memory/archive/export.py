@@ -18,6 +18,7 @@ fsynced, then renamed into place (linked, so that a FILE made meanwhile is never
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tarfile
 import time
@@ -64,6 +65,7 @@ class ExportResult:
     versions: int = key()  # history entries it holds
     objects: int = key()  # stored versions' bytes it holds
     size: int = key()  # the archive's size in bytes
+    warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())  # a file left out (its name)
 
 
 _BATCH = 256
@@ -78,6 +80,10 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     store = HistoryStore.for_settings(settings)
     files: list[tuple[FileRecord, ResolvedPath, Member]] = []
     found = [f for f in scan_workspace(settings, multimodal=False).files if place_of(settings, f.abs_path) is not None]
+    # A name with a backslash is no memory path (every command refuses it, and import an archive naming
+    # it): the file is left out, said, and the rest exported (it blocked the whole export).
+    left_out = [f for f in found if "\\" in (place_of(settings, f.abs_path) or ("", ""))[1]]
+    found = [f for f in found if f not in left_out]
     # The sightings in transactions of _BATCH files: one commit (an fsync) each was 5 of the 7.6 s
     # a 1,000-file export took; a batch keeps other writers' wait short.
     for start in range(0, len(found), _BATCH):
@@ -93,7 +99,7 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     history: list[PathHistory] = []
     for abs_path in store.log.paths():
         place = place_of(settings, abs_path)
-        if place is not None:
+        if place is not None and "\\" not in place[1]:
             history.append(PathHistory(*place, tuple(Version(*e, mode=_bits(mode))
                                                      for e, mode in store.log.entries_with_modes(abs_path))))
     sizes = {v.version: v.size for h in history for v in h.versions}
@@ -107,8 +113,10 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
         size = _write(target, force, manifest, files, store, stored)
     except _ChangedWhileExported as exc:
         raise MemoryToolError(f"{exc.args[0]} changed while it was exported; nothing was written: try again") from None
+    warnings = tuple(f"{f.path} was left out of the archive: its name has a backslash, which no memory path may "
+                     "hold (import would refuse the archive): rename it, then export again" for f in left_out)
     return ExportResult(target, settings.agent, tuple(r.display for _, r, _ in files),
-                        sum(len(h.versions) for h in history), len(stored), size)
+                        sum(len(h.versions) for h in history), len(stored), size, warnings)
 
 
 def _folders(files: list[tuple[FileRecord, ResolvedPath, Member]]) -> tuple[FolderRecord, ...]:
@@ -219,6 +227,7 @@ def _write(target: str, force: bool, manifest: ArchiveManifest, files, store: Hi
             raise
     except OSError as exc:
         raise os_error(exc, f"the folder {where}", "nothing was written") from None
+    _sweep_dead(folder, name, tmp)
     try:
         with os.fdopen(os.dup(fd), "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
             body = manifest.to_bytes()
@@ -249,6 +258,32 @@ def _write(target: str, force: bool, manifest: ArchiveManifest, files, store: Hi
     finally:
         os.close(fd)
         os.close(folder)
+
+
+# A temp archive no export has written for this long is dead: an export writes its archive without a
+# pause (a stalled one, a stopped process or a slow mount, keeps its file that long), as the state
+# database's creations are judged (database.connection.LEFTOVER_AGE_S).
+LEFTOVER_AGE_S = 600
+
+
+def _sweep_dead(folder: int, name: str, ours: str) -> None:
+    """The temp archives of ``name`` that dead exports left beside it (``.NAME.<8 hex>.tmp``: an
+    export killed, SIGKILL or a power cut, before it removed its own), removed: a regular file of this
+    user's last written more than ten minutes ago. Nothing else is touched: another user's, a link, a
+    name of another pattern, one written lately (an export still running)."""
+    pattern = re.compile(re.escape(temp_stem(name)) + r"\.[0-9a-f]{8}\.tmp")
+    try:
+        names = [n for n in os.listdir(folder) if n != ours and pattern.fullmatch(n)]
+    except OSError:
+        return
+    now = time.time()
+    for each in names:
+        try:
+            st = os.lstat(each, dir_fd=folder)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and now - st.st_mtime > LEFTOVER_AGE_S:
+            unlink_quietly(each, dir_fd=folder)
 
 
 def _add_file(tar: tarfile.TarFile, resolved: ResolvedPath, member: Member) -> None:
