@@ -69,3 +69,19 @@ def test_search_and_collections_answer_from_a_read_only_state_dir(cli, workspace
         assert "Oolong" not in (workspace / "memory" / "tea.md").read_text()
     assert _copies() == before
     assert cli("search", "hojicha").returncode == 0  # the writable state dir syncs as before
+
+
+def test_history_and_state_on_a_read_only_state_dir_warn_only_of_what_is_not_recorded(cli, workspace, state_dir, tmp_path):
+    """`history` warned "the version MEMORY.md holds now is not recorded in the history" of the very
+    version it listed as recorded, and `state` "new versions not recorded" where there were none."""
+    assert cli("write", "MEMORY.md", "--append", "hello").returncode == 0
+    with read_only_view(state_dir, tmp_path / "ro") as view:
+        ro = ("--state-dir", str(view))
+        listed = cli("history", "MEMORY.md", *ro)
+        assert listed.returncode == 0 and "[current]" in listed.stdout, listed.stderr
+        assert listed.stderr == "", listed.stderr
+        states = cli("state", *ro)
+        assert states.returncode == 0 and "not recorded" not in states.stderr + states.stdout, states.stderr
+        write(workspace / "MEMORY.md", "hello\nedited by hand\n")
+        edited = cli("history", "MEMORY.md", *ro)
+        assert "is not recorded in the history" in edited.stderr, edited.stderr  # (true of this one)

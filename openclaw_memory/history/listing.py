@@ -74,6 +74,8 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
         finally:
             os.close(fd)
     entries = store.entries(resolved.abs_path)
+    if snapshot is not None and any(e.version == snapshot.version for e in entries):
+        warnings = ()  # recorded already (a read-only state dir refused only the sighting's time)
     available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
     current = snapshot.version if snapshot else None
     return VersionHistory(resolved.display, current, _listed(entries, current, available), warnings)

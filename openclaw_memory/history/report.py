@@ -84,6 +84,7 @@ def file_states(settings: Settings) -> StateReport:
     records = ReadRecords.for_settings(store, settings).load()
     known = Observations(store.db).load()
     seen: list[tuple[str, FileStat, str]] = []
+    hashed: list[tuple[str, str]] = []  # (path, version) of each file hashed
     listed = set()
 
     def look() -> None:
@@ -100,6 +101,7 @@ def file_states(settings: Settings) -> StateReport:
                 snap = _observe(store, f, unreadable, unrecorded)
                 if snap is None:
                     continue
+                hashed.append((f.abs_path, snap.version))
                 # The scan's stat describes the bytes hashed only if the file still has it now.
                 stat = FileStat(f.size, f.mtime_ns, f.ctime_ns, f.inode, is_racy(f.mtime_ns, f.ctime_ns, started_ns, guard),
                                 f.mode)
@@ -118,9 +120,12 @@ def file_states(settings: Settings) -> StateReport:
                 Observations.forget(conn, [p for p in known if p not in listed and not os.path.lexists(p)])
     except (DiskFull, StateDirError) as exc:
         # The states are still true; only new versions miss the history this time.
-        unrecorded.append(exc.message)
-        if not listed:  # the transaction could not even start (a read-only state dir): look without it
-            look()
+        # The commit failed: this run's sightings are lost; said where one was of a version the
+        # history does not hold (a read-only state dir refused the sightings' times of every file).
+        if listed and any(not any(e.version == v for e in store.entries(p)) for p, v in hashed):
+            unrecorded.append(exc.message)
+        else:  # it could not even start (a read-only state dir): look without it, and a version that
+            look()  # needed recording says so (it said so where every version was recorded already)
     for abs_path, record in records.items():
         if abs_path in listed or os.path.lexists(abs_path):
             continue
@@ -177,8 +182,10 @@ def _observe(store: HistoryStore, f, unreadable: list, unrecorded: list) -> File
                 with store.db.savepoint():
                     store.observe(f.abs_path, f.path, snap, fd=fd)
             except (DiskFull, StateDirError) as exc:
-                # The states are still true; only new versions miss the history this time.
-                unrecorded.append(exc.message)
+                # The states are still true; only new versions miss the history this time (a version
+                # recorded already misses only this sighting's time: not said).
+                if not any(e.version == snap.version for e in store.entries(f.abs_path)):
+                    unrecorded.append(exc.message)
         return snap
     except OSError as exc:
         unreadable.append(Unreadable(f.path, exc.strerror or str(exc)))
