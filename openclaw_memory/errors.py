@@ -59,6 +59,18 @@ def printable(path: str) -> str:
     return ESCAPED_IN["name"].sub(escaped, bytes_shown(path))
 
 
+def shell_word(path: str) -> str:
+    """``path`` as one word a shell gives back whole: quoted as :mod:`shlex` quotes where it prints as
+    it is, else bash's ``$'...'`` whose ``\\xNN`` are :func:`printable`'s (a name holding a newline or a
+    byte that is not UTF-8: the quoted ``'memory/a\\x0ab.md'`` named another file, refused)."""
+    import shlex
+
+    if printable(path) == path:
+        return shlex.quote(path)
+    word = ESCAPED_IN["name"].sub(escaped, path.replace("\\", "\\\\").replace("'", "\\'"))
+    return "$'" + _SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", word) + "'"
+
+
 def one_line(message: str) -> str:
     """A message (an error, a warning, a finding) safe to print, on one line: its control characters
     and the bidi controls of the names it quotes as ``\\xNN``/``\\uNNNN``, a line end too (a name's

@@ -228,3 +228,20 @@ def test_search_on_an_index_of_other_embedding_settings_names_the_flags_given_an
     assert reindex == [*flags, "index"], refused.stderr
     assert cli(*reindex).returncode == 0
     assert cli("search", *flags, "--no-sync", "heron").returncode == 0
+
+
+def test_a_name_with_a_control_character_is_quoted_so_that_a_shell_gives_it_back(workspace, cli):
+    """`rm $'memory/a\\nb.md'` bid `restore 'memory/a\\x0ab.md' --last`: pasted, that named another file,
+    refused (`contains a backslash`). It is bash's $'...' now, whose \\xNN the shell turns back."""
+    import subprocess
+
+    name = "memory/a\nb.md"
+    write(workspace / name, "kept\n")
+    assert cli("read", name).returncode == 0
+    removed = cli("rm", name)
+    assert removed.returncode == 0, removed.stderr
+    word = re.search(r" restore (.*) --last$", removed.stdout.strip()).group(1)
+    assert word == "$'memory/a\\x0ab.md'", removed.stdout
+    typed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True).stdout
+    assert typed == name
+    assert cli("restore", typed, "--last").returncode == 0 and (workspace / name).read_text() == "kept\n"

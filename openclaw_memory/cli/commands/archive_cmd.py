@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 from contextlib import closing
 from typing import TYPE_CHECKING
 
+from ...errors import shell_word
 from ...memory import open_memory
 from ...settings import command_line
 from ..output import printable, reported, warn
@@ -28,7 +28,7 @@ def run_export(settings: Settings, archive: str, force: bool, json_out: bool) ->
     archive = _expanded(archive)
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.export_archive(archive, force=force)
-    if reported(result, json_out, ()):
+    if reported(result, json_out):  # (a file left out: a name the archive cannot hold)
         return 0
     print(f"exported {len(result.files)} memory files of agent '{printable(result.agent)}' and their history "
           f"({result.versions} versions, {result.objects} of them with their bytes) to {printable(result.archive)} "
@@ -47,6 +47,6 @@ def run_import(settings: Settings, archive: str, force: bool, json_out: bool) ->
     print(f"imported {len(result.files)} memory files of agent '{printable(result.agent)}' from "
           f"{printable(result.archive)}, and {result.versions} versions of their history.")
     for path in result.replaced:
-        print(f"  replaced {printable(path)}: what it held is in the history ({command_line(settings)} history {shlex.quote(printable(path))})")
+        print(f"  replaced {printable(path)}: what it held is in the history ({command_line(settings)} history {shell_word(path)})")
     print(f"The search index picks them up at the next `{command_line(settings)} index` or search.")
     return 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 from contextlib import closing
 from typing import TYPE_CHECKING
 
+from ...errors import shell_word
 from ...memory import open_memory
 from ...settings import command_line
 from ..output import given_path, printable, reported, warn
@@ -49,7 +49,7 @@ def run_remove(settings: Settings, path: str, force: bool, expect: str | None, u
 def _run(settings: Settings, command: str, path: str) -> str:
     """The command line that runs ``command`` on ``path`` as printed: on this workspace and agent (the
     settings flags given), the name quoted for a shell."""
-    return f"{command_line(settings)} {command} {shlex.quote(printable(path))}"
+    return f"{command_line(settings)} {command} {shell_word(path)}"
 
 
 def _index_warning(update) -> None:

@@ -6,6 +6,7 @@ import sys
 from contextlib import closing
 from typing import TYPE_CHECKING
 
+from ...errors import shell_word
 from ...memory import open_memory
 from ..output import for_stdout, given_path, if_lost, no_controls, printable, reported, say, warn
 
@@ -40,12 +41,11 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
 def _whole_line(settings: Settings, path: str, start: int, chars: int) -> None:
     """Where a line cut short by the budget is read whole (the rest of the file follows it: the
     read of it says from where)."""
-    import shlex
 
     from ...settings import command_line
 
     say(f"{printable(path)}: line {start} is {chars} characters long, past --max-chars: "
-                     f"{command_line(settings)} read {shlex.quote(printable(path))} --from {start} --max-chars {chars} "
+                     f"{command_line(settings)} read {shell_word(path)} --from {start} --max-chars {chars} "
                      "shows it whole\n")
 
 

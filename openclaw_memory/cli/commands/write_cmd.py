@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...errors import UsageError
+from ...errors import UsageError, shell_word
 from ...memory import open_memory
 from ...signals import note_signals
 from ..output import CLOSED_STREAMS, given_path, printable, reported, say, warn
@@ -149,8 +149,6 @@ def _said(settings: Settings, path: str, result: WriteResult, json_out: bool, id
 
 def _replay_hint(settings: Settings, path: str, action: str, idempotency_key: str | None) -> str:
     """Why a write was taken as a retry, and how to make it again on purpose."""
-    import shlex
-
     from ...settings import command_line
 
     if idempotency_key is not None:
@@ -159,4 +157,4 @@ def _replay_hint(settings: Settings, path: str, action: str, idempotency_key: st
     again = "append the same text" if action == "append" else "write the same content"
     return ("already written by an earlier write with the same idempotency key, and this session has not read or written "
             f"the file since: taken as a retry, nothing written again; to {again} again on purpose, read the file first "
-            f"({command_line(settings)} read {shlex.quote(printable(path))}) or give the write its own --idempotency-key")
+            f"({command_line(settings)} read {shell_word(path)}) or give the write its own --idempotency-key")
