@@ -55,7 +55,7 @@ def check_database(ctx: CheckContext) -> list[Finding]:
     from ..database import Database
     from ..database.checked import LastCheck
     from ..database.companions import closed_to_us, not_a_file, odd_companions
-    from ..database.connection import emptied
+    from ..database.connection import emptied, emptied_words
     from ..database.repair import damage, newer_schema
 
     db = Database(ctx.settings.data_dir)
@@ -114,7 +114,7 @@ def check_database(ctx: CheckContext) -> list[Finding]:
         return [Finding(
             STATE_DB_DAMAGED,
             "error",
-            f"The state database was emptied: {db.path} is 0 bytes, in a data dir that was in use (it holds other "
+            f"The state database was emptied: {db.path} is {emptied_words(db.path)}, in a data dir that was in use (it holds other "
             "state of openclaw-memory). The version history, what each agent read, the write keys, the index's "
             "manifests and the watchdog's snapshots it held are gone; no command takes it for a new database. "
             "`openclaw-memory doctor --fix` sets the empty file aside (under the state dir's damaged/ folder, never "
