@@ -87,3 +87,21 @@ def test_a_state_dir_this_user_cannot_read_is_the_state_dir_error(base):
         said = json.loads(done["stdout"])["error"]
         assert said.startswith(f"the state dir {state} cannot be read by this user (uid 65534): Permission denied"), said
         assert "chmod u+rwx" in said and "--state-dir" in said
+
+
+def test_a_full_disk_under_the_state_dir_is_a_finding(workspace, state_dir, cli, tmp_path):
+    """A full state-dir disk made every rm and write fail ("the disk is full ... nothing was changed")
+    while doctor said "No problems found.", exit 0."""
+    from conftest import fill_disk, tmpfs, write
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    with tmpfs(tmp_path / "small", "1m") as small:
+        st = ("--state-dir", str(small / "st"))
+        assert cli("read", "MEMORY.md", *st).returncode == 0
+        assert "disk-full" not in cli("doctor", "--json", *st).stdout
+        fill_disk(small)
+        done = cli("doctor", "--json", *st)
+        assert done.returncode == 1, done.stdout
+        (found,) = [f for f in done.json()["findings"] if f["id"] == "disk-full"]
+        assert found["message"].startswith(f"The disk of the state dir ({small / 'st'}) is full: "), found
+        assert cli("write", "MEMORY.md", "--append", "x", *st).returncode != 0  # (what the finding says)

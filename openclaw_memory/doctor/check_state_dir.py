@@ -1,4 +1,5 @@
-"""The state dir and the workspace's data dir: can this user make them, and write in them?
+"""The state dir and the workspace's data dir: can this user make them, and write in them? Is there
+room on their disks for one more write?
 
 Every command that changes something (``index``, ``write``, ``restore``, ``mv``, ``rm``...) fails with
 exit 2 where the state dir cannot be created or written (another user's, ``chmod 555``, a read-only
@@ -64,4 +65,47 @@ def check_state_dir(ctx: CheckContext) -> list[Finding]:
     return [Finding(ID, "error", f"{what}. {fails}. {fix}", False, (str(at),))]
 
 
-CHECKS = [check_state_dir]
+# Below this, a write of the smallest note fails: its temp copy, the history's pages and the log's
+# frames take a few pages each (a 1 MiB tmpfs filled up: every rm and write said "the disk is full"
+# while doctor said "No problems found.").
+FULL_BELOW = 256 * 1024
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    # root may write into the blocks the file system keeps back; everyone else may not
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+
+
+def check_disk_space(ctx: CheckContext) -> list[Finding]:
+    """The disk of the state dir, and of the workspace, with no room for one more write."""
+    settings = ctx.settings
+    places = [("the state dir", Path(settings.state_dir), _nearest_existing(Path(settings.data_dir))),
+              ("the workspace", Path(settings.workspace), Path(settings.workspace))]
+    findings, devices = [], set()
+    for what, named, at in places:
+        if at is None or not os.path.isdir(at):
+            continue
+        try:
+            device = os.stat(at).st_dev
+        except OSError:
+            continue
+        free = _free_bytes(at)
+        if device in devices or free is None or free >= FULL_BELOW or read_only_mount(at):
+            continue
+        devices.add(device)
+        fails = ("every command that records something (write, rm, mv, restore, index, even a read's record for the "
+                 "write guard) fails, saying the disk is full and that nothing was changed" if what == "the state dir"
+                 else "no memory file can be written, moved or restored")
+        findings.append(Finding(DISK_FULL, "error",
+                                f"The disk of {what} ({named}) is full: {free // 1024} KiB left. Until there is room, "
+                                f"{fails}. Free some space there (or give another state dir: --state-dir DIR).",
+                                False, (str(at),)))
+    return findings
+
+
+DISK_FULL = "disk-full"
+CHECKS = [check_state_dir, check_disk_space]

@@ -120,12 +120,12 @@ def file_states(settings: Settings) -> StateReport:
                 Observations.forget(conn, [p for p in known if p not in listed and not os.path.lexists(p)])
     except (DiskFull, StateDirError) as exc:
         # The states are still true; only new versions miss the history this time.
-        # The commit failed: this run's sightings are lost; said where one was of a version the
-        # history does not hold (a read-only state dir refused the sightings' times of every file).
-        if listed and any(not any(e.version == v for e in store.entries(p)) for p, v in hashed):
+        if not listed:  # it could not even start (a read-only state dir): look without it, and a version
+            look()  # that needed recording says so (it said so where every version was recorded already)
+        elif any(not any(e.version == v for e in store.entries(p)) for p, v in hashed):
+            # The commit failed: this run's sightings are lost; said where one was of a version the
+            # history does not hold (not of the sightings' times alone: a read-only state dir).
             unrecorded.append(exc.message)
-        else:  # it could not even start (a read-only state dir): look without it, and a version that
-            look()  # needed recording says so (it said so where every version was recorded already)
     for abs_path, record in records.items():
         if abs_path in listed or os.path.lexists(abs_path):
             continue
