@@ -52,3 +52,16 @@ def test_a_file_with_a_backslash_in_its_name_is_left_out_and_said_the_rest_expor
     env = {"OPENCLAW_WORKSPACE": str(ws), "OPENCLAW_STATE_DIR": str(tmp_path / "b" / "st")}
     assert cli("import", str(archive), env=env).returncode == 0  # the archive imports
     assert (ws / "memory" / "a.md").read_text() == "keep\n"
+
+
+def test_export_names_the_symlinked_notes_it_leaves_out(workspace, state_dir, cli, tmp_path):
+    """It said "exported 1 memory files" and nothing of memory/sl.md, a symlink `files` lists as skipped."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    outside = write(tmp_path / "outside.md", "not a memory file here\n")
+    (workspace / "memory").mkdir(exist_ok=True)
+    (workspace / "memory" / "sl.md").symlink_to(outside)
+    done = cli("export", str(tmp_path / "a.tgz"))
+    assert done.returncode == 0, done.stderr
+    assert "warning: memory/sl.md was left out of the archive: symlink (ignored)" in done.stderr
+    as_json = cli("export", str(tmp_path / "b.tgz"), "--json")
+    assert "memory/sl.md was left out of the archive: symlink (ignored)" in as_json.json()["warnings"]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import xxhash
 
 from .. import __version__
-from ..errors import MemoryToolError, UsageError, os_error
+from ..errors import MemoryToolError, UsageError, os_error, printable
 from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import temp_stem, unlink_quietly
@@ -79,7 +79,8 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     target = _target(settings, archive, force)
     store = HistoryStore.for_settings(settings)
     files: list[tuple[FileRecord, ResolvedPath, Member]] = []
-    found = [f for f in scan_workspace(settings, multimodal=False).files if place_of(settings, f.abs_path) is not None]
+    scan = scan_workspace(settings, multimodal=False)
+    found = [f for f in scan.files if place_of(settings, f.abs_path) is not None]
     # A name with a backslash is no memory path (every command refuses it, and import an archive naming
     # it): the file is left out, said, and the rest exported (it blocked the whole export).
     left_out = [f for f in found if "\\" in (place_of(settings, f.abs_path) or ("", ""))[1]]
@@ -115,6 +116,9 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
         raise MemoryToolError(f"{exc.args[0]} changed while it was exported; nothing was written: try again") from None
     warnings = tuple(f"{f.path} was left out of the archive: its name has a backslash, which no memory path may "
                      "hold (import would refuse the archive): rename it, then export again" for f in left_out)
+    # What the scan skipped, as `files` lists it (a symlinked note: the archive holds no link, and what
+    # it points to is no memory file here); an export said "exported 9 memory files" and nothing more.
+    warnings += tuple(f"{printable(s.path)} was left out of the archive: {s.reason}" for s in scan.skipped)
     return ExportResult(target, settings.agent, tuple(r.display for _, r, _ in files),
                         sum(len(h.versions) for h in history), len(stored), size, warnings)
 
