@@ -209,9 +209,12 @@ def test_the_first_search_builds_the_index_as_openclaws_does(workspace, state_di
     `openclaw-memory index` that an agent over MCP cannot run. It says it did so, once."""
     write(workspace / "MEMORY.md", "# M\n\nThe heron nests by the pier.\n")
     write(workspace / "memory" / "boats.md", "# Boats\n\nThe dinghy is blue.\n")
-    first = cli("search", "heron", "--json")
+    first = cli("search", "heron")
     assert first.returncode == 0, first.stderr
-    assert [r["path"] for r in first.json()["results"]] == ["MEMORY.md"]
+    assert first.stdout.startswith("0.") and "MEMORY.md#L1-L3" in first.stdout and "boats" not in first.stdout
+    assert first.stderr.startswith("warning: agent main has no search index yet: building it before this search "
+                                   "(2 files; Ctrl-C stops it"), first.stderr  # then its progress, as index's
+    assert "embedded 2/2 chunks of 2 files" in first.stderr
     assert "agent main had no search index yet: this search built it (2 files, 2 chunks)" in first.stderr
     again = cli("search", "dinghy", "--json")
     assert again.returncode == 0 and again.stderr == "", again.stderr

@@ -89,6 +89,7 @@ class MemoryIndex:
         mode: SearchMode = "hybrid",
         sync: bool = True,
         filters: SearchFilters | None = None,
+        progress: ProgressCallback | None = None,
     ) -> SearchResult:
         """Search the agent's memory; see ``index.search`` for the ranking and the score scale.
 
@@ -122,7 +123,7 @@ class MemoryIndex:
             # search's, the service's first sync) is waited for as OpenClaw's concurrent searches wait
             # for it, up to the lock timeout: past that, it says so below.
             try:
-                first = self.sync()
+                first = self.sync(progress=progress)
             except LockTimeout:
                 pass
             else:

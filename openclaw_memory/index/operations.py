@@ -43,7 +43,7 @@ def _stoppable(memory: LocalMemory, progress: ProgressCallback | None) -> Progre
 
 def search(memory: LocalMemory, query: str, limit: int | None = None, min_score: float | None = None, mode: SearchMode = "hybrid",
            sync: bool = True, collections: tuple[str, ...] = (), paths: tuple[str, ...] = (),
-           since: str | None = None, until: str | None = None) -> SearchResult:
+           since: str | None = None, until: str | None = None, progress: ProgressCallback | None = None) -> SearchResult:
     require("search")
     from .filters import SearchFilters
     from .results import DEFAULT_MIN_SCORE
@@ -52,7 +52,7 @@ def search(memory: LocalMemory, query: str, limit: int | None = None, min_score:
     with memory.pool.index(memory.settings) as warm:
         return warm.search(query, limit=limit,
                            min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
-                           mode=mode, sync=sync, filters=filters)
+                           mode=mode, sync=sync, filters=filters, progress=_stoppable(memory, progress))
 
 
 def status(memory: LocalMemory) -> IndexStatus:

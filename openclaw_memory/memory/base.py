@@ -371,11 +371,12 @@ class Memory(Protocol):
                                "until": "Only files dated or modified on or before this day (YYYY-MM-DD)."}))
     def search(self, query: str, *, limit: int | None = None, min_score: float | None = None, mode: SearchMode = "hybrid",
                sync: bool = True, collections: tuple[str, ...] = (), paths: tuple[str, ...] = (),
-               since: str | None = None, until: str | None = None) -> SearchResult:
+               since: str | None = None, until: str | None = None, progress: ProgressCallback | None = None) -> SearchResult:
         """Search the memory: hybrid (meaning + keywords) by default, one result per file.
 
         Line-exact citations; ``limit`` None: openclaw.json's ``memory.search.query.maxResults`` (else 6,
-        ``settings.max_results``); ``min_score`` None: the calibrated default."""
+        ``settings.max_results``); ``min_score`` None: the calibrated default. ``progress`` hears the
+        first index a search builds (the agent had none), as ``index``'s does."""
         ...
 
     @operation(impl=".index.operations:status", on="memory", service=True, cli=Cli("status"),
