@@ -1,5 +1,6 @@
 """Stop signals noted, not acted on, in the handler: the service (SIGINT, SIGTERM) and the MCP
-server over stdio (SIGTERM) each check a list and stop cleanly between their own steps."""
+server over stdio (SIGTERM) each check a list and stop cleanly between their own steps; a command's
+own Ctrl-C rule (:func:`interrupt_once`)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,16 @@ def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") 
             signal.signal(sig, old)
 
     return restore
+
+
+def interrupt_once() -> None:
+    """From now on the first SIGINT stops the command (KeyboardInterrupt) and every later one is
+    ignored, until the process ends: several quick Ctrl-Cs interrupted the unwind (what an index
+    saves, the locks it lets go) and printed a second line, or a traceback, after the first's. The
+    CLI's whole process only (``cli.main.run``); a command that holds Ctrl-C back for a while (a
+    write: :func:`note_signals`) puts this back after."""
+    def once(_signum, _frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, once)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ..errors import PROGRAM, BadValue, MemoryToolError, StateDirError, describe_os_error
+from ..signals import interrupt_once
 from .output import UNICODE_ESCAPE, GuardedStdout, delivered, error, hints_run_as, none_to_take_back, utf8_stream
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
@@ -46,11 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         error(missing.message, as_json)
         return missing.exit_code
-    except KeyboardInterrupt:
-        if _WHOLE_PROCESS:  # a second Ctrl-C while this line is said is no second line (or traceback)
-            import signal
-
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # (a second one is ignored: signals.interrupt_once, for the whole process)
         error("interrupted", as_json)
         return 130
     except BrokenPipeError:
@@ -187,12 +184,11 @@ def _locale_streams(said: str) -> None:
                 pass
 
 
-_WHOLE_PROCESS: list[bool] = []  # run() runs this process's one command (the tests' in-process cli does not)
 
 
 def run() -> None:
     utf8_file_names()
-    _WHOLE_PROCESS.append(True)
+    interrupt_once()
     # What is loaded by now (the package, the parser, the command modules) lives as long as the
     # process: kept out of every collection, the one at exit included (a light command's CPU time
     # drops by about a seventh, bench/startup.py).

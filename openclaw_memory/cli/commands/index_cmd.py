@@ -30,22 +30,17 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
                 report(p)
         return both
 
-    restore, interrupted = _interrupt_once(), False
     try:
         with ExitStack() as stack:
             memory = stack.enter_context(closing(open_memory(settings, notice=warn, shard_idle_s=0)))
             report = None if json_out else progress_reporter(stack)
             summary = memory.index(full=full, progress=track(report))
-    except KeyboardInterrupt:
-        interrupted = True  # (later SIGINTs stay ignored until the process ends)
+    except KeyboardInterrupt:  # (later SIGINTs are ignored until the process ends: signals.interrupt_once)
         faults.reach("index:interrupted")  # (a test's second Ctrl-C lands here)
         # One line, and with --json one JSON line on stdout too (docs/cli.md: every command's
         # error is {"error": ...} there; it printed nothing).
         error(_interrupted(settings, full, seen), json_out)
         return 130
-    finally:
-        if not interrupted:
-            restore()
     if reported(summary, json_out, summary.notes):
         return 0
     print(
@@ -54,26 +49,6 @@ def run_index(settings: Settings, full: bool, json_out: bool) -> int:
         f"{summary.chunks_deleted} deleted in {summary.seconds:.2f} s."
     )
     return 0
-
-
-def _interrupt_once():
-    """From now on the first SIGINT stops the run (KeyboardInterrupt) and every later one is ignored,
-    until the process ends: several quick Ctrl-Cs interrupted the unwind (what the run saves, its
-    locks let go) and printed a second line ("error: interrupted" after the warning). The function
-    returned puts the handler back, for a run that was not interrupted. Off the main thread
-    (nothing catches a signal there), nothing changes."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def once(signum, frame):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, once)
-    return lambda: signal.signal(signal.SIGINT, previous)
 
 
 def _interrupted(settings: Settings, full: bool, seen: dict) -> str:
