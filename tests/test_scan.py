@@ -230,6 +230,16 @@ def test_unreadable_folder_is_reported_not_dropped(tmp_path):
     assert "memory/locked" in proc.stderr  # a warning, not silence
 
 
+def _later(monkeypatch) -> None:
+    """Every ScanCache scan taken as if past the widest timestamp guard of the changes before it
+    (a scan within it is never reused: see test_a_scan_within_a_clock_tick_of_a_change_is_walked_again)."""
+    from openclaw_memory.files import scan as scan_module
+    from openclaw_memory.fsutil.fsclock import WIDEST_GUARD_NS
+
+    real = scan_module.time_ns
+    monkeypatch.setattr(scan_module, "time_ns", lambda: real() + WIDEST_GUARD_NS + 1_000_000_000)
+
+
 def test_scan_cache_check_is_bounded_and_still_sees_every_edit(workspace, tmp_path, monkeypatch):
     """A check stats the folders and FILES_PER_CHECK files in rotation, not every file: an edit in
     place is seen within ceil(files / FILES_PER_CHECK) checks, or by the next one after changed()."""
@@ -239,6 +249,7 @@ def test_scan_cache_check_is_bounded_and_still_sees_every_edit(workspace, tmp_pa
     for i in range(25):
         write(workspace / f"memory/2026-01-{i + 1:02d}.md", f"note {i}")
     settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(tmp_path / "state")), environ={})
+    _later(monkeypatch)
     cache = scan_module.ScanCache(settings, files_per_check=10)
     first = cache.scan()
     stats = []
@@ -257,7 +268,7 @@ def test_scan_cache_check_is_bounded_and_still_sees_every_edit(workspace, tmp_pa
     assert cache.scan() is not current
 
 
-def test_scan_cache_reuses_a_scan_only_while_nothing_it_saw_changed(workspace, tmp_path):
+def test_scan_cache_reuses_a_scan_only_while_nothing_it_saw_changed(workspace, tmp_path, monkeypatch):
     from openclaw_memory.files.scan import ScanCache
     from openclaw_memory.settings import Overrides, resolve_settings
 
@@ -268,6 +279,7 @@ def test_scan_cache_reuses_a_scan_only_while_nothing_it_saw_changed(workspace, t
     settings = resolve_settings(
         Overrides(workspace=str(workspace), state_dir=str(tmp_path / "state"), extra=(str(extra),)), environ={}
     )
+    _later(monkeypatch)
     cache = ScanCache(settings)
     first = cache.scan()
     assert cache.scan() is first
@@ -290,6 +302,44 @@ def test_scan_cache_reuses_a_scan_only_while_nothing_it_saw_changed(workspace, t
     changed_to(["memory/a/one.md", "memory/a/three.md"])
     write(extra, "the VPN password rotates monthly")
     changed_to(["memory/a/one.md", "memory/a/three.md", "../outside/runbook.md"])
+
+
+def test_a_same_size_rewrite_that_keeps_the_mtime_is_seen_by_the_next_check(workspace, tmp_path, monkeypatch):
+    """`touch -r`, `cp -p`, `rsync -t`: the size and mtime as they were, the ctime (and with a copy
+    the inode) not. The check compared size and mtime only, so a service's search went on with the
+    last scan (and its stale answer) while `status`, by the change rule's key, listed the file stale."""
+    from openclaw_memory.files.scan import ScanCache
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    note = write(workspace / "memory/codes.md", "the door code is 1234\n")
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(tmp_path / "state")), environ={})
+    _later(monkeypatch)
+    cache = ScanCache(settings)
+    first = cache.scan()
+    assert cache.scan() is first
+    before = note.stat()
+    note.write_text("the door code is 9876\n")
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (note.stat().st_size, note.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    again = cache.scan()
+    assert again is not first and again.files[0].ctime_ns == note.stat().st_ctime_ns
+
+
+def test_a_scan_within_a_clock_tick_of_a_change_is_walked_again(workspace, tmp_path):
+    """On a whole-second clock (ext2, ext3, ext4 with 128-byte inodes) a note created in the same
+    second as the scan before it leaves its folder's mtime as that scan saw it: such a scan is not
+    reused. The clock tick is made here by setting the folder's mtime back."""
+    from openclaw_memory.files.scan import ScanCache
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    write(workspace / "memory/one.md", "one")
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(tmp_path / "state")), environ={})
+    cache = ScanCache(settings)
+    assert paths(cache.scan()) == ["memory/one.md"]
+    folder = (workspace / "memory").stat()
+    write(workspace / "memory/two.md", "two")
+    os.utime(workspace / "memory", ns=(folder.st_atime_ns, folder.st_mtime_ns))  # the same tick
+    assert paths(cache.scan()) == ["memory/one.md", "memory/two.md"]
 
 
 def test_an_emacs_lock_link_beside_a_note_being_edited_is_no_skipped_note(workspace, cli):

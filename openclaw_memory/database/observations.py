@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from ..fsutil.fsclock import file_guard_ns
 from .failures import dec, enc, stat_int
 
 if TYPE_CHECKING:
@@ -43,8 +44,9 @@ class ChangeStat(Protocol):
 
 
 def is_racy(mtime_ns: int, ctime_ns: int, observed_ns: int, guard_ns: int) -> bool:
-    """Whether a sighting at ``observed_ns`` came within ``guard_ns`` of the file's timestamps."""
-    return max(mtime_ns, ctime_ns) >= observed_ns - guard_ns
+    """Whether a sighting at ``observed_ns`` came within ``guard_ns`` of the file's timestamps: the
+    file system's guard, a second at least for a file on a whole-second clock (``fsclock.file_guard_ns``)."""
+    return max(mtime_ns, ctime_ns) >= observed_ns - file_guard_ns(mtime_ns, guard_ns)
 
 
 @dataclass(frozen=True)

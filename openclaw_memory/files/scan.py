@@ -15,9 +15,11 @@ import os
 import stat
 from dataclasses import dataclass, field
 from operator import attrgetter
+from time import time_ns
 from typing import TYPE_CHECKING
 
 from ..bulk import gc_paused
+from ..fsutil.fsclock import WIDEST_GUARD_NS
 from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, as_scanned, open_root
 from ..wire import key
 from .jstext import sort_utf16
@@ -437,12 +439,18 @@ class ScanCache:
     stale files on every search: creating, removing or renaming an entry changes its folder's
     mtime, and an edit changes the file's size or mtime. Each check stats every folder the scan
     listed, and the files in rotation, ``FILES_PER_CHECK`` at a time (a workspace of up to that
-    many files: all of them, every check). So an entry created, removed or renamed is seen by
-    the next check; an edit in place by the next check after a watch tells of it
-    (``changed()``: the service's watch does for every event), else within
-    ``ceil(files / FILES_PER_CHECK)`` checks. Every stat is the one the scan took before
+    many files: all of them, every check). A file is compared by the change rule's key (size,
+    ns mtime, ns ctime, inode, mode: ``database.observations``), so a same-size rewrite that keeps
+    the mtime (``touch -r``, ``cp -p``, ``rsync -t``) is seen as `status` sees it. So an entry
+    created, removed or renamed is seen by the next check; an edit in place by the next check
+    after a watch tells of it (``changed()``: the service's watch does for every event), else
+    within ``ceil(files / FILES_PER_CHECK)`` checks. Every stat is the one the scan took before
     listing, so a change made during the scan is seen by a later check. A scan that could not
-    read a folder is never reused (making it readable changes nothing a stat here sees).
+    read a folder is never reused (making it readable changes nothing a stat here sees), nor one
+    that is *racy*: a folder's mtime or a file's ctime within the widest timestamp guard (2 s,
+    ``fsutil.fsclock``) of the scan's start, so that a change in the same clock tick, which
+    leaves every stat as it was (a 1-second clock: ext2, ext3, ext4 with 128-byte inodes), is
+    found by walking again.
     """
 
     def __init__(self, settings: Settings, *, files_per_check: int = FILES_PER_CHECK):
@@ -459,8 +467,9 @@ class ScanCache:
         last = self._last
         if last is not None and _folders_unchanged(last) and self._files_unchanged(last):
             return last
+        started_ns = time_ns()
         result = scan_workspace(self.settings)
-        self._last = None if result.warnings else result
+        self._last = None if result.warnings or _racy(result, started_ns) else result
         self._next = 0
         return result
 
@@ -488,14 +497,23 @@ def _folders_unchanged(result: ScanResult) -> bool:
     return True
 
 
+def _racy(result: ScanResult, started_ns: int) -> bool:
+    """Whether a folder or file of the scan changed so close to ``started_ns`` that a change in the
+    same clock tick would leave its stat as the scan saw it (a file by its ctime, which no program
+    sets: a future mtime does not make a scan racy for ever)."""
+    since = started_ns - WIDEST_GUARD_NS
+    return any(mtime_ns >= since for _path, _ino, mtime_ns in result.folders) or \
+        any(f.ctime_ns >= since for f in result.files)
+
+
 def _files_unchanged(files: list[MemoryFile]) -> bool:
     for f in files:
         try:
             st = os.lstat(f.abs_path)
         except OSError:
             return False
-        if st.st_size != f.size or st.st_mtime_ns != f.mtime_ns:
-            return False
+        if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode) != (f.size, f.mtime_ns, f.ctime_ns, f.inode, f.mode):
+            return False  # the change rule's key (database.observations.change_key), as `status` compares it
     return True
 
 

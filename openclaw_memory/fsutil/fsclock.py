@@ -5,6 +5,10 @@ leave identical stat data. An entry whose mtime or ctime lies within the guard o
 the moment it was observed is "racy" and is rehashed at every verify. The guard
 is 10 ms on local file systems and 2 s on network, FUSE or unknown ones (their
 timestamps come from another machine's clock or have coarse granularity).
+
+The mount's type does not say its clock: ext4 made with 128-byte inodes (``mke2fs -I 128``), ext2
+and ext3 keep whole seconds. So each file's own stat counts too (:func:`file_guard_ns`): an mtime
+with no sub-second part is a whole-second clock's, and its guard is at least a second.
 """
 
 from __future__ import annotations
@@ -13,8 +17,17 @@ import os
 
 LOCAL_GUARD_NS = 10_000_000
 REMOTE_GUARD_NS = 2_000_000_000
+WHOLE_SECOND_NS = 1_000_000_000
+WIDEST_GUARD_NS = REMOTE_GUARD_NS  # no file's guard is wider: what a check that reads no mount table assumes
 LOCAL_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs"})
 MOUNTS = "/proc/self/mounts"
+
+
+def file_guard_ns(mtime_ns: int, guard_ns: int) -> int:
+    """The guard of one file whose file system's is ``guard_ns``: a second at least where its mtime
+    has no sub-second part (a whole-second clock's; a nanosecond clock lands on one once in 10**9
+    stamps, which costs one more hash)."""
+    return max(guard_ns, WHOLE_SECOND_NS) if mtime_ns % WHOLE_SECOND_NS == 0 else guard_ns
 
 
 def _unescape(field: str) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..bulk import gc_paused
 from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
-from ..files.scan import ScanCache
+from ..files.scan import ScanCache, ScanResult
 from ..fsutil.lock import read_only_mount
 from ..types import MAX_LIMIT, SearchMode
 from .agent_lock import index_builder
@@ -61,6 +63,8 @@ class MemoryIndex:
         self._stats: dict = {}
         self._scans = ScanCache(settings)  # the stale check of every search
         self._last_stale: tuple | None = None
+        self._scan: ScanResult | None = None  # the last stale check's scan
+        self._listed: tuple | None = None  # (that scan, its files' names: path -> abs_path)
         self.ranking = search_ranking(settings)
         self.store = open_store(settings, on_wait=on_wait, keep_open=keep_open)
 
@@ -196,6 +200,9 @@ class MemoryIndex:
                 candidates.extend(plan.candidates(shard, c.name))
         dates = file_dates(self._manifest(c.name) for c in collections) if self.ranking.decay else None
         hits = rank(plan, candidates, min_score, dates=dates, today=filters.today(), fetch=self._fetch_passages)
+        hits, gone = self._still_there(hits)
+        if gone:  # moved out or removed since the stale check, or while the index, not yet synced, holds it
+            stale = sorted({*stale, *gone})
         # What OpenClaw's memory_search calls its provider and model: what embedded this index.
         built = [m for m in manifests.values() if m is not None]
         provider = next((m.embed_backend for m in built if m.embed_backend), self.config.embedding_backend)
@@ -261,12 +268,29 @@ class MemoryIndex:
         reuses its last scan while its bounded check finds nothing moved; see ScanCache)."""
         self._scans.changed()
 
+    def _still_there(self, hits: list) -> tuple[list, list[str]]:
+        """The hits whose file is there now, and the paths of those whose file is not (each hit's
+        file lstat'ed once, by the name the last scan listed it under: see ``_file_there``)."""
+        if not hits:
+            return hits, []
+        listed = self._listed
+        if listed is None or listed[0] is not self._scan:
+            scan = self._scan
+            listed = self._listed = (scan, {f.path: f.abs_path for f in scan.files} if scan is not None else {})
+        kept, gone = [], []
+        for hit in hits:
+            if _file_there(hit.path, listed[1].get(hit.path), self.settings):
+                kept.append(hit)
+            else:
+                gone.append(hit.path)
+        return kept, gone
+
     def _stale(self, collections, manifests) -> list[str]:
         with gc_paused():  # every file's entry, in bulk (none forms a cycle): no collection walks them
             return self._stale_now(collections, manifests)
 
     def _stale_now(self, collections, manifests) -> list[str]:
-        scan = self._scans.scan()
+        scan = self._scan = self._scans.scan()
         # The same scan against the same manifests gives the same answer (a file whose stat
         # changes gives a new scan), so a warm process does not hash its suspects again.
         key = (id(scan), tuple(id(manifests[c.name]) for c in collections))
@@ -296,3 +320,28 @@ class MemoryIndex:
                     points = shard.count()
             result.append(CollectionInfo(c.name, c.kind, c.agent, c.root, c.pattern, points, self.store.backend))
         return result
+
+
+def _file_there(path: str, abs_path: str | None, settings: Settings) -> bool:
+    """Whether a hit's memory file is still there: one lstat of the name the scan listed it under
+    (``abs_path``), else (the scan did not list it) the path resolved as every memory path is,
+    refusing symlinks, and its entry lstat'ed from its folder's descriptor. A file that cannot be
+    looked at (no permission) counts as there."""
+    try:
+        if abs_path is not None:
+            st = os.lstat(abs_path)
+        else:
+            from ..errors import PathRefused
+            from ..files.read import resolve_memory_path
+
+            try:
+                resolved = resolve_memory_path(path, os.fspath(settings.workspace), settings.extra_paths)
+                with resolved.folder() as folder:
+                    st = folder.lstat(resolved.name)
+            except PathRefused:  # a symlink or no memory path now: not this memory file
+                return False
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return stat.S_ISREG(st.st_mode)
