@@ -289,3 +289,16 @@ def test_what_the_graph_writer_does_not_cover(tmp_path):
     save_file({"decoder.weight": np.zeros((2, 2), dtype=np.float32)}, str(other / "model.safetensors"))
     with pytest.raises(UsageError, match="no tensor 'embeddings.word_embeddings.weight'"):
         build_bert_graph(other, tmp_path / "never.onnx")
+
+
+def test_onnxruntime_keeps_no_telemetry_and_sends_none(tmp_path):
+    """onnxruntime 1.32 kept a device id and a queue of reports about the host (its paths, OS, CPU,
+    memory) under ~/.cache/Microsoft/ and sent them to Microsoft's collector from a process that
+    kept the model loaded (serve, watch, mcp). Its telemetry is off before it loads: nothing is kept
+    (the lookups it made ~9 s after the load went with it: measured with strace, not here)."""
+    code = ("from openclaw_memory.index.onnx_embedding import OnnxEmbedder\n"
+            "print(OnnxEmbedder.load('all-MiniLM-L6-v2', 'all-MiniLM-L6-v2', None).encode(['tea']).shape)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"} | {"HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "(1, 384)", done.stderr
+    assert not (tmp_path / ".cache" / "Microsoft").exists(), sorted(str(p) for p in tmp_path.rglob("*"))

@@ -117,14 +117,27 @@ def supported(model_path: str | Path) -> bool:
     return modes == ["pooling_mode_mean_tokens"]
 
 
+def _onnxruntime():
+    """onnxruntime with its telemetry off, set before it loads: 1.32 keeps a device id and a queue of
+    reports on the host (its path, OS, CPU, memory, container) under ~/.cache/Microsoft/ and sends them
+    to Microsoft's collector from any process that keeps the model loaded (DNS lookups ~9 s after
+    the load, in serve, watch, mcp and long index runs). Nothing may leave the machine."""
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    import onnxruntime
+
+    onnxruntime.disable_telemetry_events()
+    return onnxruntime
+
+
 class OnnxEmbedder:
     """Embeds with an exported, quantised model; rows L2-normalised like sentence-transformers."""
 
     backend = "onnx"
 
     def __init__(self, model_name: str, folder: Path, model_path: str):
-        import onnxruntime
         from tokenizers import Tokenizer
+
+        onnxruntime = _onnxruntime()
 
         meta = _read_json(folder / META_FILE)
         if meta.get("format") != FORMAT:
@@ -148,7 +161,7 @@ class OnnxEmbedder:
         """The shipped export of the default model; for any other, the cached export, exporting
         first when there is none."""
         try:
-            import onnxruntime  # noqa: F401
+            _onnxruntime()
         except ImportError:
             raise UsageError("The onnx embedding backend needs onnxruntime: pip install onnxruntime") from None
         shipped = shipped_export(model_name)
