@@ -30,8 +30,19 @@ def test_openclaws_memory_word_is_said_to_be_one_too_many(cli, args, meant):
     ("verify", "doctor"),
     ("fix", "openclaw-memory doctor --fix"),
     ("version", "openclaw-memory --version"),
+    ("reset", "openclaw-memory index --full"),  # OpenClaw's `memory reset`: it suggested 'restore', which writes files
 ])
 def test_a_word_people_type_suggests_the_command(cli, word, meant):
     done = cli(word, "--json")
     assert done.returncode == 2, done
     assert json.loads(done.stdout)["error"] == f"no such command {word!r} (did you mean {meant!r}?)", done.stdout
+
+
+@pytest.mark.parametrize("word", ["promote", "forget", "rem-backfill", "session-backfill", "promote-explain", "rem-harness"])
+def test_openclaws_own_memory_subcommands_are_said_to_be_openclaws(cli, word):
+    """`promote` suggested 'prompt', `forget` nothing: OpenClaw's session and dreaming commands."""
+    done = cli(word, "--json")
+    assert done.returncode == 2, done
+    assert json.loads(done.stdout)["error"] == (
+        f"no such command {word!r}: `openclaw memory {word}` is OpenClaw's own (its sessions and dreaming); "
+        "openclaw-memory manages the memory files (`openclaw-memory --help` lists its commands)")

@@ -381,7 +381,11 @@ def _takes(command: Command) -> str:
 
 
 # Words people type for what a flag does here (not a command of its own): suggested, not accepted.
-SPELLED_AS = {"fix": "doctor --fix", "repair": "doctor --fix", "version": "--version"}
+SPELLED_AS = {"fix": "doctor --fix", "repair": "doctor --fix", "version": "--version",
+              "reset": "index --full"}  # (OpenClaw's `memory reset` clears the index; this rebuilds it from the files)
+# OpenClaw's memory subcommands about sessions and dreaming, not the memory files: difflib offered
+# `restore` for `reset` and `prompt` for `promote`, commands that do something else entirely.
+OPENCLAW_ONLY = ("forget", "promote", "promote-explain", "rem-harness", "rem-backfill", "session-backfill")
 
 
 def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = (), rest: list[str] | None = None) -> str:
@@ -392,6 +396,9 @@ def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = 
         after = list(rest or ())
         example = shlex.join([PROG, *after]) if after and after[0] in names else f"{PROG} search QUERY"
         return f"no such command {name!r}: {PROG}'s commands are openclaw's memory subcommands: try {example!r}"
+    if not words and name.lower() in OPENCLAW_ONLY:
+        return (f"no such command {name!r}: `openclaw memory {name.lower()}` is OpenClaw's own (its sessions and "
+                f"dreaming); {PROG} manages the memory files (`{PROG} --help` lists its commands)")
     if not words and name.lower() in SPELLED_AS:
         return f"no such command {name!r} (did you mean {PROG + ' ' + SPELLED_AS[name.lower()]!r}?)"
     known = [c.words[len(words)] for c in commands() if c.words[: len(words)] == words and name.lower() in c.also]
