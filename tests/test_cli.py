@@ -153,6 +153,8 @@ def test_inputs_that_would_hang_or_overflow_are_usage_errors(workspace, state_di
         assert refused.returncode == 2 and "not a regular file" in refused.json()["error"], refused.stderr
     huge = cli("search", "tea", "--limit", str(2**63), "--json")
     assert huge.returncode == 2 and "--limit must be from 1 to" in huge.json()["error"], huge.stderr
+    zero = cli("search", "tea", "--max-results", "0", "--json")  # OpenClaw's spelling, named as typed (it said --limit)
+    assert zero.returncode == 2 and zero.json()["error"] == "--max-results must be from 1 to 1000, not 0", zero.stdout
     url = cli("--qdrant-url", "http://[::1", "status", "--json")
     assert url.returncode == 2 and "is not a Qdrant URL" in url.json()["error"], url.stderr
     assert (workspace / "MEMORY.md").read_text() == "# Memory\n"

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return run_parsed(parsed)
     except MemoryToolError as exc:
-        error(_worded(exc, command), as_json, below=exc.help_line if isinstance(exc, CommandLineError) else "")
+        error(_worded(exc, command, args), as_json, below=exc.help_line if isinstance(exc, CommandLineError) else "")
         return exc.exit_code
     except ModuleNotFoundError as exc:
         from ..extras import missing_extra
@@ -57,12 +57,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _worded(exc: MemoryToolError, command: Command | None) -> str:
-    """The error in the command line's words: a bad value named by the flag that gave it."""
+def _worded(exc: MemoryToolError, command: Command | None, args: list[str]) -> str:
+    """The error in the command line's words: a bad value named by the flag that gave it, as it was
+    typed (`--max-results 0`, OpenClaw's spelling, was refused as `--limit`)."""
     if isinstance(exc, BadValue) and command is not None:
-        flag = next((o.flags[0] for o in command.opts if o.dest == exc.name), None)
-        if flag is not None:
-            return exc.worded_as(flag)
+        flags = next((o.flags for o in command.opts if o.dest == exc.name), None)
+        if flags is not None:
+            typed = [f for f in flags if any(a == f or a.startswith(f + "=") for a in args)]
+            return exc.worded_as((typed or flags)[0])
     return exc.message
 
 
