@@ -221,6 +221,18 @@ def test_the_first_search_builds_the_index_as_openclaws_does(workspace, state_di
     assert [r["path"] for r in again.json()["results"]] == ["memory/boats.md"]
 
 
+def test_a_search_of_a_workspace_with_no_memory_file_says_there_is_nothing_to_search(workspace, state_dir, cli):
+    """A brand-new user's first search printed three lines of building "0 files" and then bid them
+    lower --min-score ("no file scored 0.03 or more"), and every later search too."""
+    for _ in range(2):
+        done = cli("search", "tea")
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert done.stdout.startswith(f"Nothing to search: no memory files in {workspace} yet"), done.stdout
+        assert "--min-score" not in done.stdout
+    write(workspace / "MEMORY.md", "# Memory\n\nCoffee, not tea.\n")
+    assert "Nothing to search" not in cli("search", "zebra").stdout
+
+
 def test_first_searches_at_once_all_answer_while_one_builds_the_index(workspace, state_dir):
     """Searches at once on a never-indexed workspace (an agent's sessions starting together): one
     built it and the others were tool errors ("being built right now"), even from inside the process

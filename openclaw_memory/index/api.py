@@ -133,8 +133,9 @@ class MemoryIndex:
             else:
                 notes.extend(first.notes)
                 chunks = first.chunks_embedded + first.chunks_reused
-                notes.append(f"agent {self.settings.agent} had no search index yet: this search built it "
-                             f"({first.files_scanned} file{'s' * (first.files_scanned != 1)}, {chunks} chunk{'s' * (chunks != 1)})")
+                if first.files_scanned:  # (none: nothing was built worth a word)
+                    notes.append(f"agent {self.settings.agent} had no search index yet: this search built it "
+                                 f"({first.files_scanned} file{'s' * (first.files_scanned != 1)}, {chunks} chunk{'s' * (chunks != 1)})")
                 manifests = self._built(collections)
                 indexed = [c for c in collections if manifests[c.name] is not None]
         if not indexed:

@@ -85,6 +85,9 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
         result = memory.search(query, limit=limit, min_score=min_score, mode=mode, sync=sync,
                                collections=tuple(collections), paths=tuple(paths), since=since, until=until,
                                progress=None if json_out else _first_index_progress(stack, settings.agent))
+        # Nothing matched because there is nothing: "no file scored 0.03 or more (--min-score)" bid a
+        # brand-new user lower a score.
+        nothing = not result.results and not json_out and not memory.files().files
     result = result.suggesting(command_line(settings))  # (its JSON's `action` names this command line)
     stale = [f"{len(result.stale_paths)} file(s) changed since the last index and were not searched as they are now: "
              + ", ".join(printable(p) for p in result.stale_paths[:10]) + (" ..." if len(result.stale_paths) > 10 else "")
@@ -92,7 +95,10 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
              ] if result.stale else []  # being indexed now (updating): normal, nothing to do
     if reported(result, json_out, [*result.notes, *stale]):
         return 0
-    if not result.results:
+    if nothing:
+        print(f"Nothing to search: no memory files in {printable(str(settings.workspace))} yet (MEMORY.md, USER.md, "
+              f"memory/*.md): write one, e.g. `{command_line(settings)} write memory/YYYY-MM-DD.md --append TEXT`.")
+    elif not result.results:
         print(f"Nothing matches: no file scored {min_score:g} or more (--min-score)." if min_score > 0 else
               "Nothing matches: no file of the memory (within the filters given) answers the query.")
     highlight = coloured(sys.stdout)
@@ -118,6 +124,8 @@ def _first_index_progress(stack: ExitStack, agent: str):
 
     def report(p) -> None:
         if not shown:
+            if not p.files_total:  # no memory file: nothing to build, nothing to say
+                return
             warn(f"agent {printable(agent)} has no search index yet: building it before this search ({p.files_total} "
                  "files; Ctrl-C stops it, and the next search or `index` goes on from what was embedded)")
             shown.append(progress_reporter(stack))
