@@ -285,6 +285,9 @@ def test_an_unknown_user_timezone_and_an_empty_prompt_are_said(cli, workspace, s
     assert empty.returncode == 0 and empty.stdout == ""
     assert "userTimezone 'Europe/Lisboa' is not a time zone this system knows (did you mean 'Europe/Lisbon'?)" in empty.stderr
     assert f"the startup memory section is empty: {workspace} has no MEMORY.md" in empty.stderr
+    as_json = cli("prompt", "--peek", "--json")  # (it said nothing with --json)
+    assert as_json.returncode == 0 and as_json.json()["text"] == ""
+    assert f"the startup memory section is empty: {workspace} has no MEMORY.md" in as_json.stderr
     write(workspace / "MEMORY.md", "# Memory\n\n- tea\n")
     write(state_dir / "openclaw.json", '{agents: {defaults: {userTimezone: "Europe/Lisbon"}}}')
     shown = cli("prompt", "--peek")

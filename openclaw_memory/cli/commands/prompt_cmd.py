@@ -23,11 +23,12 @@ def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_ou
     from ...settings import timezone_problem
 
     zone = timezone_problem(settings.prompt.startup.user_timezone)
-    if not reported(section, json_out, [*section.warnings, *cuts, *([zone] if zone else [])]):
-        if not section.text.strip():  # exit 0 (nothing is wrong), but not a silent nothing
-            days = settings.prompt.startup.daily_memory_days
-            warn(f"the startup memory section is empty: {printable(str(settings.workspace))} has no MEMORY.md or USER.md with text and no "
-                 f"daily note of the last {days} day(s) (memory/YYYY-MM-DD.md)")
+    empty = []  # exit 0 (nothing is wrong), but not a silent nothing, with --json too (it said nothing there)
+    if not section.text.strip():
+        days = settings.prompt.startup.daily_memory_days
+        empty.append(f"the startup memory section is empty: {printable(str(settings.workspace))} has no MEMORY.md or USER.md "
+                     f"with text and no daily note of the last {days} day(s) (memory/YYYY-MM-DD.md)")
+    if not reported(section, json_out, [*section.warnings, *cuts, *([zone] if zone else []), *empty]):
         sys.stdout.write(for_stdout(section.text))
     sys.stdout.flush()  # (a failure is raised here, before the news is consumed)
     if consume and "stdout" not in CLOSED_STREAMS and section.checkpoint_upto is not None:
