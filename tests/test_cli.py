@@ -322,18 +322,23 @@ def test_a_workspace_that_is_a_symlink_loop_is_one_line_never_a_traceback(cli, t
 
 def test_write_status_and_read_diff_never_print_a_names_escapes_or_bytes_raw(cli, workspace):
     """A name holding terminal escapes reached the terminal raw from `write`, `read --diff` and the
-    stale files of `status`; a name that is not UTF-8 was shown as `\\udce9` in warnings and raw elsewhere."""
+    stale files of `status`; a name that is not UTF-8 was shown as `\\udce9` in warnings and raw elsewhere.
+    (A write refuses to create a file so named, and says so as safely: one already there is written.)"""
     name = "memory/\x1b[2Jcaf\udce9.md"
     shown = "memory/\\x1b[2Jcaf\\xe9.md"
     write(workspace / "MEMORY.md", "# Memory\n")
     assert cli("index").returncode == 0
     write(workspace / "memory" / "\x1b[31mred.md", "# Red\n")  # changed since the index: stale
+    refused = cli("write", "memory/\x1b[2Jnew\udce9.md", "--append", "one")
+    write(workspace / name, "# Cafe\n")
+    assert cli("read", name).returncode == 0
     outputs = [cli("write", name, "--append", "one"), cli("read", name, "--diff"), cli("write", name, "--append", "two"),
-               cli("read", name, "--diff"), cli("status"), cli("read", "memory/\x1b[2Jgone\udce9.md")]
-    assert [res.returncode for res in outputs] == [0, 0, 0, 0, 0, 1], [res.stderr for res in outputs]
+               cli("read", name, "--diff"), cli("status"), cli("read", "memory/\x1b[2Jgone\udce9.md"), refused]
+    assert [res.returncode for res in outputs] == [0, 0, 0, 0, 0, 1, 2], [res.stderr for res in outputs]
     for res in outputs:
         assert "\x1b" not in res.stdout + res.stderr and "\udce9" not in res.stdout + res.stderr, res
-    assert f"created {shown}: version" in outputs[0].stdout
+    assert f"appended to {shown}: version" in outputs[0].stdout
+    assert "refused: memory/\\x1b[2Jnew\\xe9.md: its name is not UTF-8" in refused.stderr
     assert outputs[1].stderr.startswith(f"{shown}: unchanged since your last read")
     assert "stale: memory/\\x1b[31mred.md" in outputs[4].stdout, outputs[4].stdout
     assert outputs[5].stderr == "warning: memory/\\x1b[2Jgone\\xe9.md does not exist\n"

@@ -22,7 +22,7 @@ from typing import Literal
 import xxhash
 
 from .. import faults
-from ..errors import PathChanged, PathRefused, shown, workspace_gone
+from ..errors import PathChanged, PathRefused, printable, shown, workspace_gone
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -145,6 +145,20 @@ def refuse_unnamable(path: str) -> None:
     except UnicodeEncodeError as exc:
         char = f"U+{ord(path[exc.start]):04X}"
         raise PathRefused(f"refused: {shown(path)} contains {char}, a lone surrogate, which no file name can hold") from None
+
+
+def refuse_new_not_utf8(resolved: ResolvedPath, outcome: str) -> None:
+    """PathRefused for a new file (a write creating it, a move's destination) whose name is not UTF-8
+    (its bytes come as surrogate escapes): the index keeps paths as UTF-8 text and never takes it,
+    and doctor says to rename it. A file already so named stays addressable by the same escapes."""
+    try:
+        resolved.display.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = resolved.display.encode("utf-8", "surrogateescape")[len(resolved.display[: exc.start].encode("utf-8"))]
+        raise PathRefused(
+            f"refused: {printable(resolved.display)}: its name is not UTF-8 (the byte 0x{byte:02X}), and the index never "
+            f"takes a file so named (it keeps paths as UTF-8 text): {outcome}. Give the name in UTF-8"
+        ) from None
 
 
 def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPath:

@@ -24,6 +24,7 @@ a save landing in that window (no commit in it) is overwritten.
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -33,7 +34,7 @@ from .. import faults
 from ..errors import MemoryToolError, NulInText, PathRefused, UsageError, WriteBlocked
 from ..files.jstext import text_faults_of
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
-from ..files.read import ResolvedPath
+from ..files.read import ResolvedPath, refuse_new_not_utf8
 from ..files.root import resolve_dream_diary
 from ..fsutil.atomic import unlink_quietly
 from ..fsutil.safeopen import Folder
@@ -167,15 +168,38 @@ def checked_text(content: str | bytes | None, append: str | bytes | None) -> tup
     it (after a ``content: ""`` write, a call with neither replayed that write's result)."""
     if (content is None) == (append is None):
         raise UsageError("give exactly one of: text to append, or the new content")
-    # surrogateescape gives back the exact bytes of a command-line argument that was not UTF-8.
-    data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
-    added = append.encode("utf-8", "surrogateescape") if isinstance(append, str) else append
+    text = append if append is not None else content
+    if isinstance(text, str):  # bytes (--stdin, --replace-file) are written as given
+        refuse_not_utf8(text, "append" if append is not None else "replace")
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    added = append.encode("utf-8") if isinstance(append, str) else append
     if added is not None and not added.strip(b"\r\n"):  # "\r\n" is as empty as "\n" (it wrote a blank line)
         raise UsageError("nothing to append: the text is empty")
     if (nul := (added if added is not None else data or b"").find(b"\0")) >= 0:
         # Written, the file was skipped by the index as binary: all it held gone from search.
         raise NulInText("append" if added is not None else "replace", nul)
     return data, added
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def refuse_not_utf8(text: str, mode: str) -> None:
+    """UsageError for a text given as a string that UTF-8 cannot hold: a command-line argument that
+    was not UTF-8 (its bytes come as surrogate escapes, ``\\udce9``) or a lone surrogate an MCP client
+    sent. Written, the bytes went into the note as they were (doctor: not-utf8). ``mode`` is
+    ``append`` or ``replace``, as :class:`~..errors.NulInText` names it."""
+    if (bad := _SURROGATE.search(text)) is None:
+        return
+    offset = len(text[: bad.start()].encode("utf-8"))
+    char = ord(bad.group())
+    what = "the text to append" if mode == "append" else "the new content"
+    held = f"a byte that is not UTF-8 (0x{char - 0xDC00:02X})" if 0xDC80 <= char <= 0xDCFF else \
+        f"a lone surrogate (U+{char:04X}), which UTF-8 cannot hold,"
+    raise UsageError(
+        f"refused: {what} holds {held} at byte {offset}; a memory file is UTF-8 text (doctor reports one that is not): "
+        "nothing was written. Give the text in UTF-8 and write again"
+    )
 
 
 def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False,
@@ -326,6 +350,8 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
     folder, fd, current = open_current(resolved)
     existed: int | None = None  # how many of the file's folders there were, when this write made the rest
     try:
+        if current is None:
+            refuse_new_not_utf8(resolved, "nothing was written")
         if current is not None:
             if added is None:  # (an append keeps every byte the file holds)
                 refuse_unkept(store, resolved, current, "written")

@@ -34,7 +34,7 @@ from .. import faults
 from ..database import enc
 from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first, is_no_space, os_error, shown
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
-from ..files.read import ResolvedPath, resolve_memory_path
+from ..files.read import ResolvedPath, refuse_new_not_utf8, resolve_memory_path
 from ..fsutil.atomic import leftover_kind
 from ..fsutil.move import (
     DestinationRefused,
@@ -138,6 +138,7 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
             raise UsageError(f"{source.display} is both the source and the destination; nothing was moved")
         trimmed = " (spaces around a path are trimmed, as OpenClaw trims them)" if (src.strip(), dst.strip()) != (src, dst) else ""
         raise UsageError(f"{shown(src)} and {shown(dst)} both name {source.display}{trimmed}; nothing was moved")
+    refuse_new_not_utf8(target, f"nothing was moved: {source.display} is unchanged")
     refuse_dream_twin(target, workspace)
     _refuse_startup_file(source, workspace, force, "moving")
     expected = check_prefix(expect, "expect") if expect is not None else None
