@@ -63,8 +63,6 @@ def shell_word(path: str) -> str:
     """``path`` as one word a shell gives back whole: quoted as :mod:`shlex` quotes where it prints as
     it is, else bash's ``$'...'`` whose ``\\xNN`` are :func:`printable`'s (a name holding a newline or a
     byte that is not UTF-8: the quoted ``'memory/a\\x0ab.md'`` named another file, refused)."""
-    import shlex
-
     if printable(path) == path:
         return shlex.quote(path)
     word = ESCAPED_IN["name"].sub(escaped, path.replace("\\", "\\\\").replace("'", "\\'"))
@@ -295,7 +293,7 @@ class WriteBlocked(MemoryToolError):
         within = f" (session {self.session})" if self.session else ""  # the reader the guard checked
         reader = f"agent '{self.agent}'{within}" if audience == "cli" else f"this session (agent '{self.agent}')"
         step = (BLOCKED_STEPS[self.step][audience].replace("{rest}", self._rest(audience)).replace("{program}", self.program)
-                .replace("{path}", shlex.quote(self.path)))
+                .replace("{path}", shell_word(self.path)))
         finished = f"; before that: {self.finished}" if self.finished else ""
         return f"blocked: {self.problem.replace('{reader}', reader)}{step}{finished}"
 

@@ -474,9 +474,9 @@ def test_a_write_updates_an_existing_index_and_no_index_skips_it(workspace, stat
 def test_append_text_that_is_not_utf8_or_empty(workspace, state_dir):
     env = env_for(workspace, state_dir)  # a real process: argv bytes that are not UTF-8
     run = [sys.executable, "-m", "openclaw_memory", "write", "memory/raw.md", "--append"]
-    res = subprocess.run(run + [b"caf\xe9 latin-1"], env=env, capture_output=True)
-    assert res.returncode == 0, res.stderr
-    assert (workspace / "memory/raw.md").read_bytes() == b"caf\xe9 latin-1\n"
+    res = subprocess.run(run + [b"caf\xe9 latin-1"], env=env, capture_output=True)  # (it wrote the raw byte)
+    assert res.returncode == 2 and b"holds a byte that is not UTF-8 (0xE9) at byte 3" in res.stderr, res.stderr
+    assert not (workspace / "memory/raw.md").exists()
     empty = subprocess.run(run + [""], env=env, capture_output=True)
     assert empty.returncode == 2 and b"nothing to append" in empty.stderr
 

@@ -25,14 +25,23 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shlex  # (a command a message names is run as printed, a name with a space too)
 import stat
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .. import faults
 from ..database import enc
-from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first, is_no_space, os_error, shown
+from ..errors import (
+    MemoryToolError,
+    PathRefused,
+    UsageError,
+    WriteBlocked,
+    finished_first,
+    is_no_space,
+    os_error,
+    shell_word,
+    shown,
+)
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, refuse_new_not_utf8, resolve_memory_path
 from ..fsutil.atomic import leftover_kind
@@ -223,7 +232,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             remove_made_folders(target, existed)
         # A forced move stopped after it archived the destination's file: the undo leaves it archived,
         # which "nothing was moved" alone did not say (the note there was gone without a word).
-        archived = (f"; the file that was at {target.display} is archived: `openclaw-memory restore {shlex.quote(target.display)} "
+        archived = (f"; the file that was at {target.display} is archived: `openclaw-memory restore {shell_word(target.display)} "
                     "--last` brings it back") if op is not None and op.step == "replaced" else ""
         if isinstance(exc, SourceKept) and replacing:
             # The note --force was archiving changed (written to, saved anew, held open): it stays, and
@@ -281,7 +290,7 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
         raise PathRefused(f"refused: {target.display} is {kind}, which memory never replaces; nothing was moved")
     if not force:
         raise UsageError(f"{target.display} exists; nothing was moved (--force replaces it, archived as `rm` archives: "
-                         f"`openclaw-memory restore {shlex.quote(target.display)} --last` brings it back)")
+                         f"`openclaw-memory restore {shell_word(target.display)} --last` brings it back)")
     fd, _ = folder.open_regular(target.name)
     try:
         found = snapshot_fd(fd)
@@ -441,7 +450,7 @@ def last_removed(settings: Settings, path: str) -> str:
             return entry.version
     # Not "never removed": the history of a workspace moved or renamed stays under its old path.
     raise UsageError(f"no removal of {resolved.display} is recorded for this workspace ({settings.workspace}), so --last "
-                     f"has nothing to restore (see `openclaw-memory history {shlex.quote(resolved.display)}`; a workspace "
+                     f"has nothing to restore (see `openclaw-memory history {shell_word(resolved.display)}`; a workspace "
                      "moved or renamed leaves its earlier history under its old path, which `openclaw-memory doctor` names)")
 
 
@@ -534,7 +543,7 @@ def recover_pending(settings: Settings) -> tuple[bool, str] | None:
 def _recover(settings: Settings, store: HistoryStore, op: FileOp) -> tuple[bool, str]:
     """(finished, what was done): the files say how far ``op`` got."""
     if op.op == IMPORT_OP:  # finished by running it again (archive.importer.finish_import), never dropped here
-        raise MemoryToolError(f"it is finished by `openclaw-memory import {shlex.quote(op.display)}{' --force' if op.force else ''}` "
+        raise MemoryToolError(f"it is finished by `openclaw-memory import {shell_word(op.display)}{' --force' if op.force else ''}` "
                               "again, or by `openclaw-memory doctor --fix`")
     if op.step == LINKS_STEP:  # moved and recorded; what is left is the rewrites', never to be dropped here
         raise MemoryToolError("the links naming its old path are not all rewritten: `openclaw-memory doctor --fix` "
@@ -595,7 +604,7 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
                 store.record(target.abs_path, target.display, op.replaced, op.replaced_size or 0, REMOVE, op.agent or None,
                              mode=_mode(op.replaced_mode))
         replaced = (f"; the file it replaced at {target.display} is archived (`openclaw-memory restore "
-                    f"{shlex.quote(target.display)} --last`)") if (op.replaced is not None and not _holds(dst_folder, target.name, op.replaced)
+                    f"{shell_word(target.display)} --last`)") if (op.replaced is not None and not _holds(dst_folder, target.name, op.replaced)
                                                    and (op.step == "replaced" or not dst_refused)) else ""
         if src_folder is not None and dst_folder is not None and same_file(src_folder.fd, source.name, dst_folder.fd,
                                                                          target.name):
@@ -663,7 +672,7 @@ def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> 
             _record_remove(store, op)
             made = _saved_since(store, folder, resolved)
             return True, (f"finished the {what}: its bytes are in the history "
-                          f"(`openclaw-memory restore {shlex.quote(resolved.display)} --last` brings it back)"
+                          f"(`openclaw-memory restore {shell_word(resolved.display)} --last` brings it back)"
                           + (f"; the note made at its name since (version {short(made)}) is left as it is" if made else ""))
         saved = _saved_since(store, folder, resolved)
         if saved is not None:
@@ -676,7 +685,7 @@ def _recover_remove(store: HistoryStore, op: FileOp, resolved: ResolvedPath) -> 
                            f"so it is left as it is and nothing was removed; version {short(op.version)} is in the history")
         _record_remove(store, op)
         return True, (f"finished the {what}: its bytes are in the history "
-                      f"(`openclaw-memory restore {shlex.quote(resolved.display)} --last` brings it back)")
+                      f"(`openclaw-memory restore {shell_word(resolved.display)} --last` brings it back)")
     finally:
         if folder is not None:
             folder.close()
