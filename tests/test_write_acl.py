@@ -232,3 +232,93 @@ def test_an_agents_memory_write_over_mcp_keeps_the_notes_acl(acls, workspace, st
     run_session(workspace, state_dir, script)
     assert "agent line" in note.read_text()
     assert_kept(note, before, mode)
+
+
+def shared_note(workspace: Path) -> Path:
+    """The reviewer's note: private (group::---), readable by one named user (nobody) alone, its mask
+    r-- (the mode's group bits: 0640)."""
+    note = write(workspace / "memory" / "p.md", "secret\n")
+    os.chmod(note, 0o600)
+    setfacl("-m", "u:nobody:r,g::-,m::r", str(note))
+    assert note.stat().st_mode & 0o777 == 0o640
+    return note
+
+
+def assert_no_wider(note: Path) -> None:
+    """Brought back without its ACL (the history keeps modes), the note gives its group nothing:
+    the mask was r--, and the bits alone turned it into group::r-- (the named user lost access)."""
+    assert note.read_text().startswith("secret")
+    assert note.stat().st_mode & 0o777 == 0o600, oct(note.stat().st_mode)
+
+
+def test_a_removed_note_with_an_acl_comes_back_readable_by_no_one_it_was_not(acls, cli, workspace):
+    note = shared_note(workspace)
+    assert cli("read", "memory/p.md").returncode == 0
+    assert cli("rm", "memory/p.md").returncode == 0
+    done = cli("restore", "memory/p.md", "--last")
+    assert done.returncode == 0, done.stderr
+    assert_no_wider(note)
+
+
+def test_an_older_version_of_a_removed_note_with_an_acl_comes_back_no_wider(acls, cli, workspace):
+    note = shared_note(workspace)
+    assert cli("read", "memory/p.md").returncode == 0
+    assert cli("write", "memory/p.md", "--append", "later").returncode == 0
+    assert note.stat().st_mode & 0o777 == 0o640 and ACL in xattrs(note)  # the ACL kept by the write
+    assert cli("rm", "memory/p.md").returncode == 0
+    listed = cli("history", "memory/p.md", "--json").json()
+    first = next(v for v in listed["versions"] if v["size"] == len("secret\n"))["version"]
+    done = cli("restore", "memory/p.md", first)
+    assert done.returncode == 0, done.stderr
+    assert_no_wider(note)
+
+
+def test_a_rollback_brings_back_a_removed_note_with_an_acl_no_wider(acls, cli, workspace):
+    note = shared_note(workspace)
+    assert cli("read", "memory/p.md").returncode == 0
+    seen = cli("history", "memory/p.md", "--json").json()["versions"][0]["time"]
+    assert cli("rm", "memory/p.md").returncode == 0
+    done = cli("rollback", "--to", seen, "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert_no_wider(note)
+
+
+@pytest.mark.xfail(strict=True, reason="left: the bring-back takes the mode last logged at the name, the one of the "
+                   "note moved onto it (0644 here, whatever the replaced note's): placing.recorded_mode")
+def test_a_note_with_an_acl_replaced_by_a_move_comes_back_no_wider(acls, cli, workspace):
+    """mv --force removes the note it replaces as rm does, and logs its mode as rm does: narrowed.
+    A rollback to before the move brings it back no wider than its ACL gave."""
+    note = shared_note(workspace)
+    other = write(workspace / "memory" / "q.md", "other\n")
+    assert cli("read", "memory/p.md").returncode == 0
+    assert cli("read", "memory/q.md").returncode == 0
+    seen = cli("history", "memory/q.md", "--json").json()["versions"][0]["time"]
+    done = cli("mv", "memory/q.md", "memory/p.md", "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert not other.exists() and note.read_text() == "other\n"
+    done = cli("rollback", "--to", seen, "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert other.read_text() == "other\n"
+    assert_no_wider(note)
+
+
+@pytest.mark.xfail(strict=True, reason="left: a note brought back at a name it had before a move gets the mode "
+                   "last logged under that name, a sighting's, whose group bits are the ACL's mask (sightings log "
+                   "st_mode as it is: history/store.py)")
+def test_a_rollback_undoing_a_move_brings_back_a_note_with_an_acl_no_wider(acls, cli, workspace):
+    """A move, and mv --force's removal of the note it replaced, are logged with the narrowed mode too:
+    a rollback to before them brings each note back no wider than its ACL gave."""
+    note = shared_note(workspace)
+    other = write(workspace / "memory" / "q.md", "other\n")
+    assert cli("read", "memory/p.md").returncode == 0
+    assert cli("read", "memory/q.md").returncode == 0
+    seen = cli("history", "memory/p.md", "--json").json()["versions"][0]["time"]
+    done = cli("mv", "memory/p.md", "memory/r.md", "--no-index")
+    assert done.returncode == 0, done.stderr
+    done = cli("mv", "memory/q.md", "memory/r.md", "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert not note.exists() and not other.exists()
+    done = cli("rollback", "--to", seen, "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert_no_wider(note)
+    assert not (workspace / "memory" / "r.md").exists()

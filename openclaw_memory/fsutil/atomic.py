@@ -137,6 +137,19 @@ def _acl_group_bits(acl: bytes) -> int | None:
     return None if group is None else group & mask
 
 
+def acl_narrowed_mode(mode: int, xattrs: Xattrs | None) -> int:
+    """``mode`` as a file without ``xattrs``' POSIX ACL may have it and give no one more than the
+    ACL did: its group bits the ACL's ``group::`` entry within its mask (with an ACL they are the
+    mask, which is what a named user or group may have at most), none where the ACL is not one this
+    reads. ``mode`` itself where there is no ACL. What the history logs of a note it may bring back:
+    it keeps modes, not ACLs, and the bits alone gave the file's group what the ACL gave a named user."""
+    acl = next((value for name, value in xattrs or () if name == ACL_ACCESS), None)
+    if acl is None:
+        return mode
+    group = _acl_group_bits(acl)
+    return mode & ~0o070 | (group or 0) << 3
+
+
 def _give_xattrs(fd: int, xattrs: Xattrs, mode: int | None) -> int | None:
     """Give the temp file open on ``fd`` exactly ``xattrs``: set each, and drop the ACL it got from
     its folder's default ACL where the file it replaces had none. Returns the mode to chmod it to

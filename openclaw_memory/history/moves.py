@@ -44,7 +44,7 @@ from ..errors import (
 )
 from ..files.paths import CANONICAL_ROOT, USER_ROOT
 from ..files.read import ResolvedPath, refuse_new_not_utf8, resolve_memory_path
-from ..fsutil.atomic import leftover_kind
+from ..fsutil.atomic import acl_narrowed_mode, leftover_kind
 from ..fsutil.move import (
     DestinationRefused,
     SourceKept,
@@ -466,8 +466,16 @@ def _refuse_unarchived(store: HistoryStore, resolved: ResolvedPath, found: FileV
 
 
 def _bits(mode: FileMode | None) -> tuple[int, int, int] | None:
-    """What a move's or removal's record keeps of a file's mode: its permission bits and owner."""
-    return mode.bits if mode is not None else None
+    """What a move's or removal's record keeps of a file's mode: its permission bits and owner, the
+    group bits narrowed to the POSIX ACL's ``group::`` entry within its mask where the file had an
+    ACL (:func:`~openclaw_memory.fsutil.atomic.acl_narrowed_mode`; ``kept_stat`` read it). The
+    history keeps no ACL: a note brought back from this record (``restore --last``, a rollback's
+    bring-back) got the mask as its group's bits, readable by its group where the ACL let one named
+    user read it; now it gives no one more than the ACL did (the named user loses access)."""
+    if mode is None:
+        return None
+    bits, uid, gid = mode.bits
+    return acl_narrowed_mode(bits, getattr(mode, "xattrs", None)), uid, gid
 
 
 def _mode(recorded) -> FileMode | None:
