@@ -4,10 +4,11 @@ own Ctrl-C rule (:func:`interrupt_once`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") -> Callable[[], None]:
@@ -36,10 +37,49 @@ def interrupt_once() -> None:
     """From now on the first SIGINT stops the command (KeyboardInterrupt) and every later one is
     ignored, until the process ends: several quick Ctrl-Cs interrupted the unwind (what an index
     saves, the locks it lets go) and printed a second line, or a traceback, after the first's. The
-    CLI's whole process only (``cli.main.run``); a command that holds Ctrl-C back for a while (a
-    write: :func:`note_signals`) puts this back after."""
+    CLI's whole process only (``cli.main.run``); a write's own rule
+    (:func:`cancellable_until_committed`) puts this back after."""
     def once(_signum, _frame):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, once)
+
+
+_STATE: dict[str, bool] = {"committed": False, "held": False}
+
+
+@contextlib.contextmanager
+def cancellable_until_committed() -> Iterator[None]:
+    """A command that changes a file: a Ctrl-C cancels it until the change reaches its point of no
+    return (:func:`committed`, called there), and is held back after it, so the change is made and
+    said (a Ctrl-C there was "interrupted", exit 130, of a write that was made; held back from the
+    start, one while the write waited for its lock wrote it all the same). Work after the point that
+    may stop asks :func:`interrupt_held` (a write's index update). Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _STATE.update(committed=False, held=False)
+
+    def handler(_signum, _frame):
+        if not _STATE["committed"]:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # (one Ctrl-C rule: interrupt_once's)
+            raise KeyboardInterrupt
+        _STATE["held"] = True
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, previous)
+        _STATE.update(committed=False)
+
+
+def committed() -> None:
+    """The change in progress reached its point of no return (see :func:`cancellable_until_committed`)."""
+    _STATE["committed"] = True
+
+
+def interrupt_held() -> bool:
+    return _STATE["held"]

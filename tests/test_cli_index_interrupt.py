@@ -109,3 +109,23 @@ def test_a_ctrl_c_after_the_write_is_made_is_held_back_until_it_is_said(workspac
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert json.loads(out)["created"] is True and (workspace / "MEMORY.md").read_text() == "kept\n"
+
+
+def test_a_ctrl_c_before_the_write_is_made_cancels_it(workspace, state_dir):
+    """Held back from the start, a Ctrl-C while the write waited for the history's lock (another
+    process held it) did nothing, and the write was made when the lock came free, exit 0. Before its
+    new version goes in place, it cancels the write."""
+    (workspace / "MEMORY.md").write_text("# Memory\n")
+    env = env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off")
+    assert subprocess.run([sys.executable, "-m", "openclaw_memory", "read", "MEMORY.md"], env=env, cwd=workspace,
+                          capture_output=True).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "write", "MEMORY.md", "--append", "not this",
+                             "--no-index"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workspace,
+                            env=fault("write:locked=pause", env=env))
+    assert proc.stderr is not None
+    while b"test-hook: paused at write:locked" not in (line := proc.stderr.readline()):
+        assert line, "the write ended without pausing"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.decode().strip() == "error: interrupted", err
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n"

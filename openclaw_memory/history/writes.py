@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .. import faults
+from .. import faults, signals
 from ..errors import MemoryToolError, UsageError, shown
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
         key = check_key(idempotency_key)
     keys = IdempotencyStore(settings.data_dir, settings.agent, settings.session)
     with HistoryStore.for_settings(settings).write_lock():
+        faults.reach("write:locked")  # nothing made yet: a Ctrl-C here cancels the write
         found = keys.get(key)
         if found is not None:
             first, first_bound = found
@@ -74,6 +75,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
         def record_first(to_be: WriteResult) -> None:
             # In the same step as the write: before the rename, with the version it will make. A
             # crash after the rename leaves the key, and the retry finds the file at that version.
+            signals.committed()  # from here a Ctrl-C does not cancel the write (the CLI's: said once it is made)
             keys.put(key, to_be, when, bound)
             faults.reach("write:key-recorded")  # recorded, the new content not renamed into place yet
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import signals
 from ..service_files import service_may_run
 from .client import ServiceClient, ServiceUnavailable, Unsendable
 from .local import LocalMemory
@@ -112,6 +113,8 @@ class ServiceMemory:
         arguments = op.arguments(args, kwargs or {})
         if op.service:
             sent = {p.name: arguments[p.name] for p in op.params if p.sent}
+            if op.writes:  # once sent, the service makes it: a Ctrl-C here waits for its answer
+                signals.committed()
             try:
                 return self._link.call(self.settings, op.name, **sent)
             except (ServiceUnavailable, Unsendable):  # Unsendable: a NaN argument, worded (or used) in-process

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import stat
 import sys
 from collections.abc import Callable
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError, shell_word
 from ...memory import open_memory
-from ...signals import note_signals
+from ...signals import cancellable_until_committed, interrupt_held
 from ..output import CLOSED_STREAMS, given_path, printable, reported, say, warn
 
 if TYPE_CHECKING:
@@ -88,9 +87,9 @@ def _progress_past_one_file(stack):
     return report
 
 
-def _stops_at(interrupted: list[str], report: Callable[[Any], None]) -> Callable[[Any], None]:
+def _stops_at(report: Callable[[Any], None]) -> Callable[[Any], None]:
     def step(p) -> None:
-        if interrupted:
+        if interrupt_held():
             from ...index.pool import Interrupted
 
             raise Interrupted()
@@ -109,20 +108,17 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
 
         replace_file = tilde(replace_file, os.environ)
     content = _new_content(path, replace_file, stdin)
-    # A Ctrl-C is held back until the write is made and said: one landing after the new version was in
-    # place was "interrupted", exit 130, of a write that was made. It stops the index update after it.
-    interrupted: list[str] = []
-    restore = note_signals(interrupted, signal.SIGINT)
-    try:
+    # A Ctrl-C cancels the write until its new version goes in place; after that it is held back until
+    # the write is said (it was "interrupted", exit 130, of a write that was made), and stops the index
+    # update after it. Through the service, the answer is waited for and said.
+    with cancellable_until_committed():
         with contextlib.ExitStack() as stack:
             memory = stack.enter_context(contextlib.closing(open_memory(settings, notice=warn, shard_idle_s=0)))
             stack.enter_context(given_path(settings.workspace, path))
             result = memory.write(path, content=content, append=append, expect=expect, update_index=update_index,
                                   idempotency_key=idempotency_key, replace_unread=replace_unread,
-                                  progress=_stops_at(interrupted, _progress_past_one_file(stack)))
+                                  progress=_stops_at(_progress_past_one_file(stack)))
         return _said(settings, path, result, json_out, idempotency_key)
-    finally:
-        restore()
 
 
 def _said(settings: Settings, path: str, result: WriteResult, json_out: bool, idempotency_key: str | None) -> int:
