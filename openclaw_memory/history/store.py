@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import sqlite3
 import threading
 import time
@@ -24,7 +23,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..database import Database, enc
-from ..errors import BadValue, LockTimeout, StateDamaged, StateDirError, UsageError, shown
+from ..errors import BadValue, LockTimeout, StateDamaged, StateDirError, UsageError, shell_word, shown
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import FileLock
 from ..fsutil.safeopen import open_regular_in_roots
@@ -371,7 +370,7 @@ class HistoryStore:
             known = also_known  # the version asked for is the file's own: no need of the history
         matches = sorted(v for v in known if v.startswith(wanted))
         if not matches:
-            raise UsageError(f"no version of {display} starts with {wanted} (see `openclaw-memory history {shlex.quote(display)}`)")
+            raise UsageError(f"no version of {display} starts with {wanted} (see `openclaw-memory history {shell_word(display)}`)")
         if len(matches) > 1:
             raise UsageError(
                 f"version prefix {wanted} is ambiguous for {display}: it matches "

@@ -133,7 +133,7 @@ class MemoryIndex:
             else:
                 notes.extend(first.notes)
                 chunks = first.chunks_embedded + first.chunks_reused
-                if first.files_scanned:  # (none: nothing was built worth a word)
+                if first.files_changed:  # (none: another search built it meanwhile, or there is no file)
                     notes.append(f"agent {self.settings.agent} had no search index yet: this search built it "
                                  f"({first.files_scanned} file{'s' * (first.files_scanned != 1)}, {chunks} chunk{'s' * (chunks != 1)})")
                 manifests = self._built(collections)
