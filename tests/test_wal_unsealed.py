@@ -94,3 +94,51 @@ def test_a_frame_zeroed_whole_is_still_damage(workspace, state_dir):
     wal.write_bytes(bytes(data))
     why = wal_damage(str(db), full=True)
     assert why is not None and "no longer reads back" in why and type(why) is str
+
+
+def test_a_frame_zeroed_from_its_salts_on_is_damage_never_copied_in(workspace, state_dir):
+    """A zeroed 4 KiB block that begins 8 bytes into a frame keeps its page number (and commit size)
+    but zeroes its salts and checksums, like a frame SQLite wrote unsealed: the sealed frames after
+    it tell it is damage, and the database file is never checkpointed from it."""
+    import pytest
+
+    from openclaw_memory.errors import StateDamaged
+
+    settings = settings_for(workspace, state_dir)
+    store = HistoryStore.for_settings(settings)
+    version = store.objects.put_bytes(base64.b64encode(random.Random(1).randbytes(900_000)))
+    db = Path(store.data_dir) / "state.db"
+    wal = Path(f"{db}-wal")
+    frame = 24 + struct.unpack(">I", wal.read_bytes()[8:12])[0]
+    (mx,) = struct.unpack("=I", Path(f"{db}-shm").read_bytes()[16:20])
+    assert mx > 100
+    with open(wal, "r+b") as fh:
+        fh.seek(32 + (mx // 2) * frame + 8)
+        fh.write(bytes(4096))
+    with pytest.raises(StateDamaged):
+        store.objects.read_bytes(version)
+    close_all()
+    assert _damaged(state_dir)
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+
+
+def test_the_last_frame_zeroed_from_its_salts_on_is_damage(workspace, state_dir):
+    """The commit frame itself so zeroed: its page is zeros from its start, never what SQLite wrote."""
+    from openclaw_memory.database.companions import wal_damage
+
+    settings = settings_for(workspace, state_dir)
+    store = HistoryStore.for_settings(settings)
+    store.objects.put_bytes(base64.b64encode(random.Random(2).randbytes(300_000)))
+    db = Path(store.data_dir) / "state.db"
+    wal = Path(f"{db}-wal")
+    frame = 24 + struct.unpack(">I", wal.read_bytes()[8:12])[0]
+    (mx,) = struct.unpack("=I", Path(f"{db}-shm").read_bytes()[16:20])
+    with open(wal, "r+b") as fh:
+        fh.seek(32 + (mx - 1) * frame + 8)
+        fh.write(bytes(4096))
+    why = wal_damage(str(db), full=True)
+    assert why is not None and "no longer reads back" in why and type(why) is str

@@ -284,7 +284,7 @@ def _wal_against(path: str, index: WalIndex | None, full: bool = False) -> str |
     if sound < index.frames or not commit or sums != index.last_checksum:
         _chains.pop(path, None)
         which = "the last frame" if sound >= index.frames - 1 else f"frame {sound + 1} of the {index.frames} frames"
-        if sound < index.frames and unsealed(_read(wal, FRAME_HEADER, WAL_HEADER + sound * frame)):
+        if sound < index.frames and _unsealed_to_the_end(wal, frame, sound, index.frames):
             return Unsealed(f"{which} committed to its write-ahead log ({wal}) was written by SQLite without its "
                             "checksum (a savepoint rolled back in the transaction that wrote it): SQLite reads it "
                             "through its index, but would drop it, and every frame after it, if it rebuilt that index")
@@ -307,9 +307,31 @@ def unsealed(header: bytes | None) -> bool:
     transaction a checksum pass at commit (a page of it written twice), and SQLite 3.40 keeps owing
     it across a ``ROLLBACK TO`` that undid those frames, so a transaction's frames, its commit
     included, can stay so (see :meth:`openclaw_memory.history.objects.ObjectStore.put_blocks`).
-    Damage that zeroes a frame zeroes its page number too."""
+    Damage that zeroes a frame from its start zeroes its page number too; damage that keeps it is
+    told by the frames around it (:func:`_unsealed_to_the_end`)."""
     return (header is not None and len(header) == FRAME_HEADER and header[:4] != b"\0\0\0\0"
             and header[8:24] == bytes(16))
+
+
+_PAGE_START = 64  # bytes at a page's start that a zeroed block reaching back into its frame's salts zeroes too
+
+
+def _unsealed_to_the_end(wal: str, frame: int, first: int, frames: int) -> bool:
+    """Whether the committed frames from ``first`` (0-based) up to ``frames`` are what SQLite writes
+    while it owes a transaction its checksums, never damage: every one of them :func:`unsealed`
+    (SQLite seals no frame after one it left unsealed in the transaction, and the last committed
+    frame is that transaction's commit), only the last a commit frame (its database size non-zero),
+    and no page beginning with zeros (a zeroed block that begins within a frame's header, after its
+    page number, zeroes the start of its page too). A sealed frame after it, or a run that does not
+    end at a commit, is damage that only kept the page number (copying it in would corrupt the
+    database file)."""
+    for n in range(first, frames):
+        data = _read(wal, FRAME_HEADER + _PAGE_START, WAL_HEADER + n * frame)
+        if not data or len(data) < FRAME_HEADER + _PAGE_START or not unsealed(data[:FRAME_HEADER]):
+            return False
+        if (data[4:8] != b"\0\0\0\0") != (n == frames - 1) or data[FRAME_HEADER:] == bytes(_PAGE_START):
+            return False
+    return True
 
 
 # Per database, how far this process has verified its WAL's checksum chain: (the WAL's device and
