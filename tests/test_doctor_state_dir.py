@@ -105,3 +105,42 @@ def test_a_full_disk_under_the_state_dir_is_a_finding(workspace, state_dir, cli,
         (found,) = [f for f in done.json()["findings"] if f["id"] == "disk-full"]
         assert found["message"].startswith(f"The disk of the state dir ({small / 'st'}) is full: "), found
         assert cli("write", "MEMORY.md", "--append", "x", *st).returncode != 0  # (what the finding says)
+
+
+def test_no_inode_left_under_the_state_dir_is_a_full_disk(workspace, cli, tmp_path):
+    """Out of inodes (blocks free): doctor said "No problems found." (exit 0) and a write failed with
+    "attempt to write a readonly database (is the state dir writable?)"."""
+    import subprocess
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    small = tmp_path / "few"
+    small.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m,nr_inodes=40", "tmpfs", str(small)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or 'mount failed'}")
+    try:
+        st = ("--state-dir", str(small / "st"))
+        assert cli("read", "MEMORY.md", *st).returncode == 0
+        assert "disk-full" not in cli("doctor", "--json", *st).stdout
+        from openclaw_memory.database.handles import close_all
+
+        close_all()  # as a new process finds it: the write must make the database's -wal again
+        n = 0
+        try:
+            while True:
+                (small / f"f{n}").touch()
+                n += 1
+        except OSError:
+            pass
+        assert os.statvfs(small).f_ffree == 0 and os.statvfs(small).f_bfree * 4096 > 1024 * 1024
+        done = cli("doctor", "--json", *st)
+        assert done.returncode == 1, done.stdout
+        (found,) = [f for f in done.json()["findings"] if f["id"] == "disk-full"]
+        assert found["message"].startswith(f"The disk of the state dir ({small / 'st'}) is full: no inode left"), found
+        wrote = cli("write", "MEMORY.md", "--append", "x", *st)
+        assert wrote.returncode != 0
+        said = wrote.stdout + wrote.stderr
+        assert "disk is full" in said and "readonly" not in said, said
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)

@@ -67,6 +67,8 @@ def is_full(exc: sqlite3.Error, path: str) -> bool:
         return True
     if name.startswith("SQLITE_READONLY") and path in _opened_full:
         return True
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR")) and no_inode_left(os.path.dirname(path)):
+        return True  # (SQLite cannot make its journal or -wal: it says "readonly database")
     if not name.startswith("SQLITE_IOERR"):
         return False
     try:
@@ -77,11 +79,27 @@ def is_full(exc: sqlite3.Error, path: str) -> bool:
     return free * vfs.f_frsize < 64 * 1024
 
 
+def no_inode_left(folder: str) -> bool:
+    """Whether the file system of ``folder`` has no inode left for this user (no file can be made
+    there however many blocks are free); False where it does not count inodes (f_files 0) or is
+    mounted read-only (squashfs, an ISO: none free, and none ever will be)."""
+    try:
+        vfs = os.statvfs(folder)
+    except OSError:
+        return False
+    if vfs.f_files == 0 or vfs.f_flag & os.ST_RDONLY:
+        return False
+    return (vfs.f_ffree if os.geteuid() == 0 else vfs.f_favail) == 0
+
+
 def worded(exc: sqlite3.Error, path: str) -> MemoryToolError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
     if is_full(exc, path):
-        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({os.path.dirname(path)})")
+        where = f"the state dir ({os.path.dirname(path)})"
+        if no_inode_left(os.path.dirname(path)):
+            where += " (its file system has no inode left: no new file can be made there)"
+        return disk_full(OSError(errno.ENOSPC, "No space left on device"), where)
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
         return LockTimeout(
             f"the state database ({path}) is busy: another openclaw-memory process kept it for more than "

@@ -80,6 +80,17 @@ def _free_bytes(folder: Path) -> int | None:
     return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
+def _free_inodes(folder: Path) -> int | None:
+    """Inodes left for this user, or None where the file system does not count them (f_files 0)."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    if st.f_files == 0:
+        return None
+    return st.f_ffree if os.geteuid() == 0 else st.f_favail
+
+
 def check_disk_space(ctx: CheckContext) -> list[Finding]:
     """The disk of the state dir, and of the workspace, with no room for one more write."""
     settings = ctx.settings
@@ -94,15 +105,20 @@ def check_disk_space(ctx: CheckContext) -> list[Finding]:
         except OSError:
             continue
         free = _free_bytes(at)
-        if device in devices or free is None or free >= FULL_BELOW or read_only_mount(at):
+        inodes = _free_inodes(at)
+        if (device in devices or free is None or (free >= FULL_BELOW and inodes != 0)
+                or read_only_mount(at)):
             continue
         devices.add(device)
         fails = ("every command that records something (write, rm, mv, restore, index, even a read's record for the "
                  "write guard) fails, saying the disk is full and that nothing was changed" if what == "the state dir"
                  else "no memory file can be written, moved or restored")
+        left = (f"{free // 1024} KiB left" if free < FULL_BELOW
+                else "no inode left (no new file can be made there, however much space is free)")
         findings.append(Finding(DISK_FULL, "error",
-                                f"The disk of {what} ({named}) is full: {free // 1024} KiB left. Until there is room, "
-                                f"{fails}. Free some space there (or give another state dir: --state-dir DIR).",
+                                f"The disk of {what} ({named}) is full: {left}. Until there is room, "
+                                f"{fails}. Free some space there, or remove files (or give another state dir: "
+                                "--state-dir DIR).",
                                 False, (str(at),)))
     return findings
 
