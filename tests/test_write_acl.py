@@ -283,8 +283,6 @@ def test_a_rollback_brings_back_a_removed_note_with_an_acl_no_wider(acls, cli, w
     assert_no_wider(note)
 
 
-@pytest.mark.xfail(strict=True, reason="left: the bring-back takes the mode last logged at the name, the one of the "
-                   "note moved onto it (0644 here, whatever the replaced note's): placing.recorded_mode")
 def test_a_note_with_an_acl_replaced_by_a_move_comes_back_no_wider(acls, cli, workspace):
     """mv --force removes the note it replaces as rm does, and logs its mode as rm does: narrowed.
     A rollback to before the move brings it back no wider than its ACL gave."""
@@ -302,9 +300,6 @@ def test_a_note_with_an_acl_replaced_by_a_move_comes_back_no_wider(acls, cli, wo
     assert_no_wider(note)
 
 
-@pytest.mark.xfail(strict=True, reason="left: a note brought back at a name it had before a move gets the mode "
-                   "last logged under that name, a sighting's, whose group bits are the ACL's mask (sightings log "
-                   "st_mode as it is: history/store.py)")
 def test_a_rollback_undoing_a_move_brings_back_a_note_with_an_acl_no_wider(acls, cli, workspace):
     """A move, and mv --force's removal of the note it replaced, are logged with the narrowed mode too:
     a rollback to before them brings each note back no wider than its ACL gave."""

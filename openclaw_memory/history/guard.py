@@ -36,7 +36,7 @@ from ..files.jstext import text_faults_of
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, refuse_new_not_utf8
 from ..files.root import resolve_dream_diary
-from ..fsutil.atomic import unlink_quietly
+from ..fsutil.atomic import ACL_ACCESS, unlink_quietly
 from ..fsutil.safeopen import Folder
 from ..types import WriteAction
 from ..wire import key
@@ -269,7 +269,19 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             # The restore said that version "can be brought back", and it was gone.
             refuse_unkept(store, resolved, current, "restored")
         # Brought back where none is (a removed note): with the mode and owner the history saw last.
-        kept = kept_stat(fd) if fd is not None else recorded_mode(store, resolved)
+        kept: FileMode | None
+        if fd is None:
+            kept = recorded_mode(store, resolved, wanted)
+        else:
+            over = kept_stat(fd)
+            own = store.log.mode_of(resolved.abs_path, resolved.display, wanted)
+            if over is not None and own is not None and not any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
+                # Over the file there now, with its mode and owner, but giving its group and others no
+                # access the version's own file did not: a rollback to before `mv --force q p` brought
+                # p's private text back at q's 0644 (the file the move left at p). (An ACL there is
+                # kept whole: its mask is the group bits, and narrowing them shut out the user it names.)
+                over = over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
+            kept = over
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
             refuse_read_only(kept, resolved.display, "restored", folder, read_only_ok)
             os.close(fd)

@@ -152,7 +152,7 @@ class KeptMode(FileMode):
         return made
 
 
-def kept_stat(fd: int | None) -> FileMode | None:
+def kept_stat(fd: int | None) -> KeptMode | None:
     """The mode, owner and extended attributes of the file being replaced: they carry over to the
     new one (:func:`temp_from_blocks`). With an ACL, the group bits of the mode are its mask: the
     bits alone gave the file's group what the ACL gave a named user, and the named user nothing."""
@@ -264,13 +264,19 @@ def read_only_now(resolved: ResolvedPath) -> ReadOnlyNote | None:
         return None
 
 
-def recorded_mode(store: HistoryStore, resolved: ResolvedPath) -> FileMode | None:
+def recorded_mode(store: HistoryStore, resolved: ResolvedPath, version: str | None = None) -> FileMode | None:
     """What a file brought back where none is gets: the permission bits and owner its history last
     saw (a removed ``0600`` note came back ``0644``, readable by every user, and a user's note came
     back the caller's, root's, which the user's agent could no longer write). The set-id and sticky
     bits are left off: a file made anew, perhaps given to another user by root, never gets those.
-    None where the history saw none (versions logged before schema 7): the default, a new file's."""
+    With ``version`` (the content brought back), no bit that content did not have when seen: the
+    last mode under the name may be another file's (``mv --force q p``: a rollback to before it
+    brought p's private 0600 text back at q's 0644). None where the history saw none (versions
+    logged before schema 7): the default, a new file's."""
     seen = store.log.last_mode(resolved.abs_path, resolved.display)
+    own = store.log.mode_of(resolved.abs_path, resolved.display, version) if version is not None else None
+    if own is not None:
+        seen = own if seen is None else own._replace(mode=own.mode & seen.mode)
     return seen._replace(mode=seen.mode & 0o777) if seen is not None else None
 
 

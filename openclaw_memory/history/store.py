@@ -227,7 +227,7 @@ class HistoryStore:
                 if quiet and holds:
                     return self._record_seen(abs_path, display, snapshot, origin, fd)
             if holds:  # a writer is at work: what the file holds now is decided once it is done
-                mode = FileMode.of(os.fstat(fd)) if fd is not None else self._mode_now(abs_path)
+                mode = _seen_mode(fd) if fd is not None else self._mode_now(abs_path)
                 _pending().append(_Sighting(self, abs_path, display, snapshot, mode, self._last_id()))
             if stored:
                 self._evict(snapshot.version)
@@ -237,7 +237,7 @@ class HistoryStore:
 
     def _record_seen(self, abs_path: str, display: str, snapshot: FileVersion, origin: str, fd: int | None) -> Entry:
         return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
-                           mode=FileMode.of(os.fstat(fd)) if fd is not None else self._mode_now(abs_path))
+                           mode=_seen_mode(fd) if fd is not None else self._mode_now(abs_path))
 
     def _last_id(self) -> int:
         row = self.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
@@ -386,11 +386,13 @@ class HistoryStore:
         """The file's mode and owner, for a sighting made without a descriptor (a read's): looked at
         only when a new entry is logged. None when it cannot be opened (gone meanwhile)."""
         try:
-            fd, st = self.open_file(abs_path)
+            fd, _st = self.open_file(abs_path)
         except OSError:
             return None
-        os.close(fd)
-        return FileMode.of(st)
+        try:
+            return _seen_mode(fd)
+        finally:
+            os.close(fd)
 
     def _store_from_path(self, abs_path: str, version: str) -> bool:
         try:
@@ -422,3 +424,17 @@ def snapshot_fd(fd: int) -> FileVersion:
     os.lseek(fd, 0, os.SEEK_SET)
     version = hash_open_file(fd)
     return FileVersion(version, os.lseek(fd, 0, os.SEEK_CUR))
+
+
+def _seen_mode(fd: int) -> FileMode:
+    """The mode a sighting logs: with a POSIX ACL, narrowed (fsutil.atomic.acl_narrowed_mode), as rm
+    logs it: a note brought back by it (a rollback to before a move) gave its group what only the
+    ACL's mask allowed a named user."""
+    from ..fsutil.atomic import acl_narrowed_mode, read_xattrs
+
+    mode = FileMode.of(os.fstat(fd))
+    try:
+        xattrs = read_xattrs(fd)
+    except OSError:
+        return mode._replace(mode=mode.mode & ~0o077)  # an ACL that cannot be read: give no one else anything
+    return mode._replace(mode=acl_narrowed_mode(mode.mode, xattrs))

@@ -132,6 +132,16 @@ class VersionLog:
                               "ORDER BY id DESC LIMIT 1", (enc(display),))
         return FileMode(*row) if row else None
 
+    def mode_of(self, abs_path: str, display: str, version: str) -> FileMode | None:
+        """The permission bits and owner the path's file had when last seen at ``version`` (under its
+        name before a move, as :meth:`last_mode`); None when no entry of that version has them."""
+        row = self.db.one("SELECT mode, uid, gid FROM versions WHERE path = ? AND version = ? AND mode IS NOT NULL "
+                          "ORDER BY id DESC LIMIT 1", (enc(abs_path), version))
+        if row is None:
+            row = self.db.one("SELECT mode, uid, gid FROM versions WHERE display = ? AND version = ? AND mode IS NOT NULL "
+                              "ORDER BY id DESC LIMIT 1", (enc(display), version))
+        return FileMode(*row) if row else None
+
     def append(self, abs_path: str, display: str, entry: Entry, keep: int, mode: FileMode | None = None,
                moved_from: str | None = None, arrived: float | None = None) -> list[Entry]:
         """Add ``entry`` (with ``mode``, the file's when it was seen at this version, its mtime and ctime
