@@ -31,7 +31,7 @@ from .. import __version__
 from ..errors import MemoryToolError, UsageError, os_error, printable
 from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
-from ..fsutil.atomic import temp_stem, unlink_quietly
+from ..fsutil.atomic import dead_leftovers, temp_stem, unlink_quietly
 from ..fsutil.move import link_noreplace
 from ..fsutil.safeopen import as_scanned, open_folder
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
@@ -264,10 +264,6 @@ def _write(target: str, force: bool, manifest: ArchiveManifest, files, store: Hi
         os.close(folder)
 
 
-# A temp archive no export has written for this long is dead: an export writes its archive without a
-# pause (a stalled one, a stopped process or a slow mount, keeps its file that long), as the state
-# database's creations are judged (database.connection.LEFTOVER_AGE_S).
-LEFTOVER_AGE_S = 600
 
 
 def _sweep_dead(folder: int, name: str, ours: str) -> None:
@@ -280,14 +276,8 @@ def _sweep_dead(folder: int, name: str, ours: str) -> None:
         names = [n for n in os.listdir(folder) if n != ours and pattern.fullmatch(n)]
     except OSError:
         return
-    now = time.time()
-    for each in names:
-        try:
-            st = os.lstat(each, dir_fd=folder)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and now - st.st_mtime > LEFTOVER_AGE_S:
-            unlink_quietly(each, dir_fd=folder)
+    for each, _st in dead_leftovers(folder, names):
+        unlink_quietly(each, dir_fd=folder)
 
 
 def _add_file(tar: tarfile.TarFile, resolved: ResolvedPath, member: Member) -> None:

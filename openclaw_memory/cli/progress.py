@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..index.results import SyncProgress
 
 _clock = time.monotonic  # (the tests' clock)
 
@@ -154,3 +159,22 @@ def progress_reporter(stack):
                 silence(sys.stderr)
 
     return plain
+
+
+def said_then_shown(stack, first_line: Callable[[SyncProgress], str | None]) -> Callable[[SyncProgress], None]:
+    """Progress of a sync a command runs on the way (a write's index update, a search's first index):
+    nothing until ``first_line`` gives a line for it, said once as a warning, then :func:`progress_reporter`'s."""
+    shown: list = []
+
+    def report(p: SyncProgress) -> None:
+        if not shown:
+            line = first_line(p)
+            if line is None:
+                return
+            from .output import warn
+
+            warn(line)
+            shown.append(progress_reporter(stack))
+        shown[0](p)
+
+    return report

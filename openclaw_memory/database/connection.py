@@ -18,13 +18,12 @@ import os
 import sqlite3
 import stat
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..errors import DiskFull, StateDamaged, StateDirError, disk_full, is_no_space
-from ..fsutil.atomic import LEFTOVER_AGE_S
+from ..fsutil.atomic import dead_leftovers
 from ..fsutil.move import NO_LINK, link_noreplace
 from ..fsutil.private import make_dirs
 from .companions import Unsealed, held, not_a_file, odd_companions, wal_damage
@@ -431,26 +430,15 @@ def dead_creations(dir_fd: int) -> list[tuple[str, os.stat_result]]:
     aside name). The one rule for the next creation's sweep (:func:`_sweep_new`) and doctor's
     ``state-temp-leftovers`` (which names and removes them once state.db is in place).
 
-    Dead: a regular file (not a link, FIFO or folder), this user's (another user's creation is not ours
-    to judge), last written more than ``LEFTOVER_AGE_S`` (ten minutes) ago. No lock covers a creation, and
-    the pid in the name may be another pid namespace's, so age is what tells: a creation writes its file
-    and puts it in place within milliseconds, and one stalled (a stopped process, a slow network mount)
-    keeps its file for ten minutes. (The sweep had a rule of its own, a minute: a creation stalled that
+    Dead as :func:`~openclaw_memory.fsutil.atomic.dead_leftovers` says (a regular file of this user's,
+    not written for ten minutes; the sweep had a rule of its own, a minute: a creation stalled that
     long lost its file, found nothing to put in place, and left SQLite's own open to make state.db,
-    0 bytes until its first write.)"""
+    0 bytes until its first write)."""
     try:
         names = sorted(n for n in os.listdir(dir_fd) if n.startswith(NEW_PREFIX))
     except OSError:
         return []
-    now, dead = time.time(), []
-    for name in names:
-        try:
-            st = os.lstat(name, dir_fd=dir_fd)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and now - st.st_mtime > LEFTOVER_AGE_S:
-            dead.append((name, st))
-    return dead
+    return dead_leftovers(dir_fd, names)
 
 
 def _sweep_new(dir_fd: int) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
+import time
 from collections.abc import Iterable, Sequence
 
 from .. import faults
@@ -45,6 +47,25 @@ def hidden_stem(name: str, suffix: int) -> str:
 _TAG = re.compile(r"[0-9a-f]{8}")
 # A ``.tmp`` whose bytes the history lacks is a leftover once this old (another tool's by that name is too).
 LEFTOVER_AGE_S = 600.0
+
+
+def dead_leftovers(dir_fd: int, names: Iterable[str]) -> list[tuple[str, os.stat_result]]:
+    """Of ``names`` in the folder open on ``dir_fd`` (a killed process's private files: a temp
+    archive, a new state database), those dead and free to go, each with its ``lstat``: a regular file
+    of this user's last written more than ``LEFTOVER_AGE_S`` ago. Age is what tells: no lock covers
+    them, and a pid in a name may be another pid namespace's; the process writes its file without a
+    pause, and one stalled (a stopped process, a slow network mount) keeps it that long."""
+    now, dead = time.time(), []
+    for name in names:
+        try:
+            st = os.lstat(name, dir_fd=dir_fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and now - st.st_mtime > LEFTOVER_AGE_S:
+            dead.append((name, st))
+    return dead
+
+
 # A leftover of a memory file NAME, found from its name alone (doctor lists a folder, not a file).
 _LEFTOVER = re.compile(r"\.(?P<of>.+\.md)\.[0-9a-f]{8}\.(?P<kind>tmp|swp)")
 

@@ -11,7 +11,7 @@ from ...errors import suggested
 from ...memory import open_memory, to_json
 from ...settings import command_line
 from ..output import coloured, error, no_controls, print_json, printable, reported, warn
-from ..progress import progress_reporter
+from ..progress import progress_reporter, said_then_shown
 
 if TYPE_CHECKING:
     from ...index.results import SyncProgress
@@ -119,19 +119,11 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
 
 def _first_index_progress(stack: ExitStack, agent: str):
     """The progress of the first index a search builds (the agent had none: it embeds every file, which
-    took 25 minutes for 440 notes on two busy cores, without a word), said first in one line."""
-    shown: list = []
-
-    def report(p) -> None:
-        if not shown:
-            if not p.files_total:  # no memory file: nothing to build, nothing to say
-                return
-            warn(f"agent {printable(agent)} has no search index yet: building it before this search ({p.files_total} "
-                 "files; Ctrl-C stops it, and the next search or `index` goes on from what was embedded)")
-            shown.append(progress_reporter(stack))
-        shown[0](p)
-
-    return report
+    took 25 minutes for 440 notes on two busy cores, without a word), said first in one line; nothing
+    where there is no memory file."""
+    return said_then_shown(stack, lambda p: None if not p.files_total else (
+        f"agent {printable(agent)} has no search index yet: building it before this search ({p.files_total} files; "
+        "Ctrl-C stops it, and the next search or `index` goes on from what was embedded)"))
 
 
 def _highlighted(line: str, spans: list[tuple[int, int]]) -> str:

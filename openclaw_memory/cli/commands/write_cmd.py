@@ -71,20 +71,11 @@ def _bounded(fh, what: str) -> bytes:
 def _progress_past_one_file(stack):
     """Progress of the index update after the write, shown when it covers more than the file written
     (other files of the agent changed too: no watch or service kept the index up to date)."""
-    from ..progress import progress_reporter
+    from ..progress import said_then_shown
 
-    shown: list = []
-
-    def report(p) -> None:
-        if not shown:
-            if p.files_total <= 1:
-                return
-            warn(f"the write is done; bringing the agent's index up to date ({p.files_total} changed files; "
-                 "Ctrl-C stops this, not the write)")
-            shown.append(progress_reporter(stack))
-        shown[0](p)
-
-    return report
+    return said_then_shown(stack, lambda p: None if p.files_total <= 1 else (
+        f"the write is done; bringing the agent's index up to date ({p.files_total} changed files; "
+        "Ctrl-C stops this, not the write)"))
 
 
 def _stops_at(report: Callable[[Any], None]) -> Callable[[Any], None]:
