@@ -1142,3 +1142,15 @@ def test_retired_qmd_settings_are_read_from_the_config_openclaw_reads(workspace,
     result = cli("doctor", "--json", env={"OPENCLAW_CONFIG_PATH": str(elsewhere)})
     (finding,) = [f for f in result.json()["findings"] if f["id"] == "retired-qmd-settings"]
     assert f"{elsewhere}: memory.backend is retired" in finding["message"], finding
+
+
+def test_a_dream_diary_twin_is_named(workspace, cli):
+    """dreams.md beside DREAMS.md is passed over, its text never searched: `files` named it, doctor
+    said "No problems found.", exit 0."""
+    write(workspace / "MEMORY.md", "m\n")
+    write(workspace / "DREAMS.md", "# Dreams\nnew\n")
+    write(workspace / "dreams.md", "old unique dream zebra\n")
+    done = cli("doctor", "--json")
+    assert done.returncode == 1, done.stdout
+    (found,) = [f for f in done.json()["findings"] if f["id"] == "dream-diary-twin"]
+    assert found["severity"] == "warning" and found["paths"] == ["dreams.md"] and not found["fixable"], found

@@ -180,6 +180,17 @@ def check_skipped_entries(ctx: CheckContext) -> list[Finding]:
             "indexed or searched):\n" + "\n".join(f"- {p}" for p in links) + "\nReplace each link with a regular file or folder.",
             False, tuple(links),
         ))
+    # A dreams.md beside DREAMS.md, or a diary in another letter case: `files` named it, doctor said
+    # "No problems found." while its text was never listed, loaded or searched.
+    twins = [s.path for s in ctx.scan.skipped if s.reason.startswith(("legacy dream diary twin", "a dream diary in another"))]
+    if twins:
+        findings.append(Finding(
+            "dream-diary-twin", "warning",
+            "These dream diaries are passed over: the workspace's DREAMS.md (or dreams.md) is its diary, and their text "
+            "is never listed, loaded or searched:\n" + "\n".join(f"- {p}" for p in twins)
+            + "\nMove what they hold into the diary by hand (`openclaw-memory read` shows each), then remove them.",
+            False, tuple(twins),
+        ))
     for s in unreadable:
         findings.append(Finding(
             "unreadable-folder", "warning",
