@@ -83,3 +83,12 @@ def committed() -> None:
 
 def interrupt_held() -> bool:
     return _STATE["held"]
+
+
+class Stopping(BaseException):
+    """Raised inside long work (a full index) when the service is asked to stop."""
+
+
+class Interrupted(Stopping):
+    """Raised inside the index update after a change, by a Ctrl-C the command held back until the
+    change was made and said (``write``: :func:`cancellable_until_committed`)."""

@@ -1154,3 +1154,13 @@ def test_a_dream_diary_twin_is_named(workspace, cli):
     assert done.returncode == 1, done.stdout
     (found,) = [f for f in done.json()["findings"] if f["id"] == "dream-diary-twin"]
     assert found["severity"] == "warning" and found["paths"] == ["dreams.md"] and not found["fixable"], found
+
+
+def test_a_split_root_whose_merge_would_pass_what_openclaw_loads_says_so_before_the_fix(workspace, cli):
+    """The fix merged a 2.7 MB MEMORY.md the next session read as [UNREADABLE: File exceeds 2097152
+    bytes], and only then did doctor say so (prompt-file-too-large)."""
+    write(workspace / "MEMORY.md", "# Memory\nkeep me\n")
+    write(workspace / "memory.md", "old fact\n" * 240_000)
+    done = cli("doctor", "--json")
+    (found,) = [f for f in done.json()["findings"] if f["id"] == "split-root"]
+    assert "over the 2,097,152 OpenClaw loads at startup" in found["message"] and found["fixable"], found

@@ -11,6 +11,7 @@ from ..files.scan import FOLDER_NOT_FILE
 from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyNote, read_only_details, read_only_note
 from ..history.versions import FileMode
+from ..prompt.loader import MAX_BOOTSTRAP_BYTES
 from .merge import MAX_ROOT_BYTES
 from .model import CheckContext, Finding, symlink_target
 from .place import identical_twins
@@ -103,6 +104,12 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
                          'run "openclaw-memory doctor --fix".')
         elif fixable:
             hint = FIX_LINE
+            merged = (canonical.target_size or 0) + (legacy.target_size or 0)
+            if merged > MAX_BOOTSTRAP_BYTES and not identical_twins(ctx.workspace):
+                # OpenClaw's merge too; the fix then left a MEMORY.md the next session reads as unreadable.
+                lines.append(f"Merged, MEMORY.md would be about {merged:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw loads "
+                             "at startup: the next session would see [UNREADABLE: File exceeds 2097152 bytes] in its place. "
+                             "Move older facts of either file into notes under memory/ first, or merge by hand.")
             lines.append(hint)
         else:
             bad = canonical if not _regular(canonical) else legacy

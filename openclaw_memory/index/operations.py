@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..extras import require
-from .pool import Stopping
+from ..signals import Stopping
 
 if TYPE_CHECKING:
     from ..memory.local import LocalMemory

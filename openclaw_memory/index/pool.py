@@ -35,13 +35,6 @@ if TYPE_CHECKING:
 OnLockWait = Callable[[str, str], None]  # (what is locked, the holder's pid)
 
 IN_PROCESS_SHARD_IDLE_S = 2.0
-class Stopping(BaseException):
-    """Raised inside long work (a full index) when the service is asked to stop."""
-
-
-class Interrupted(Stopping):
-    """Raised inside the index update after a change, by a Ctrl-C the command held back until the
-    change was made and said (``write``)."""
 
 
 class _Slot:

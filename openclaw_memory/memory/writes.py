@@ -138,7 +138,7 @@ def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressC
     the sync looks each up by its chunk hash before embedding."""
     from ..history.guard import IndexUpdate
     from ..index.operations import index_written
-    from ..index.pool import Interrupted, Stopping
+    from ..signals import Interrupted, Stopping
     from ..watch.presence import running_watch
 
     settings = memory.settings

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import wire
 from ..errors import ERROR_KINDS, MemoryToolError, shown
-from ..index.pool import IndexPool, Stopping
+from ..index.pool import IndexPool
 from ..memory.local import LocalMemory
 from ..memory.operations import OPERATIONS, Operation
 from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, answer_line, parse_line, settings_key
 from ..memory.service_status import LockWaits, ServiceInfo
+from ..signals import Stopping
 from ..timezones import CALLER_ZONE, UnnamedZone, tz_setting, zone_of_tz
 
 if TYPE_CHECKING:

@@ -81,7 +81,7 @@ def _progress_past_one_file(stack):
 def _stops_at(report: Callable[[Any], None]) -> Callable[[Any], None]:
     def step(p) -> None:
         if interrupt_held():
-            from ...index.pool import Interrupted
+            from ...signals import Interrupted
 
             raise Interrupted()
         report(p)
