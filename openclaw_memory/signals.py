@@ -33,6 +33,9 @@ def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") 
     return restore
 
 
+_STATE: dict[str, bool] = {"committed": False, "held": False, "whole": False}
+
+
 def interrupt_once() -> None:
     """From now on the first SIGINT stops the command (KeyboardInterrupt) and every later one is
     ignored, until the process ends: several quick Ctrl-Cs interrupted the unwind (what an index
@@ -43,10 +46,10 @@ def interrupt_once() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise KeyboardInterrupt
 
+    _STATE["whole"] = True
     signal.signal(signal.SIGINT, once)
 
 
-_STATE: dict[str, bool] = {"committed": False, "held": False}
 
 
 @contextlib.contextmanager
@@ -72,7 +75,10 @@ def cancellable_until_committed() -> Iterator[None]:
         yield
     finally:
         if signal.getsignal(signal.SIGINT) is handler:
-            signal.signal(signal.SIGINT, previous)
+            # Past the point, a Ctrl-C as the process ends killed it by the signal after its result
+            # was said: the CLI's one command (interrupt_once's process) ignores it from here.
+            made = _STATE["committed"] and _STATE.get("whole")
+            signal.signal(signal.SIGINT, signal.SIG_IGN if made else previous)
         _STATE.update(committed=False)
 
 

@@ -141,3 +141,39 @@ def test_a_rollback_to_before_a_move_brings_the_note_back_under_its_old_name_wit
     assert {(f["path"], f["fate"]) for f in done.json()["files"]} == {("memory/secret.md", "bring-back"),
                                                                      ("memory/vault.md", "archive")}
     assert note.read_text() == SECRET and mode_of(note) == 0o600
+
+
+def _first_version(cli, path: str) -> str:
+    return cli("history", path, "--json").json()["versions"][-1]["version"]
+
+
+def test_a_restore_of_the_notes_own_file_keeps_the_mode_the_user_gave_it(cli, workspace):
+    """A restore narrowed every note it restored to its version's group and other bits: a note the
+    user had opened to its group (chmod 0644 after a version seen at 0600) became 0600 again."""
+    note = write(workspace / "MEMORY.md", "v1\n")
+    os.chmod(note, 0o600)
+    assert cli("read", "MEMORY.md").returncode == 0
+    first = _first_version(cli, "MEMORY.md")
+    os.chmod(note, 0o644)
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "v2").returncode == 0
+    assert cli("restore", "MEMORY.md", first).returncode == 0
+    assert note.read_text() == "v1\n" and note.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_removed_note_comes_back_with_its_last_owner_and_owner_bits_whatever_version(cli, workspace):
+    """The version's own sighting gave the owner and the owner's bits: a note last seen nobody's came
+    back root's, and one whose first version was 0444 came back read-only, its next write refused."""
+    note = write(workspace / "MEMORY.md", "old\n")
+    os.chmod(note, 0o444)
+    assert cli("read", "MEMORY.md").returncode == 0
+    first = _first_version(cli, "MEMORY.md")
+    os.chmod(note, 0o644)
+    os.chown(note, 65534, 65534)
+    assert cli("read", "MEMORY.md").returncode == 0
+    assert cli("write", "MEMORY.md", "--append", "newer").returncode == 0
+    assert cli("rm", "MEMORY.md", "--force").returncode == 0
+    assert cli("restore", "MEMORY.md", first).returncode == 0
+    st = note.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o644), (st.st_uid, oct(st.st_mode))

@@ -64,7 +64,7 @@ from .states import WRITE, ReadRecords, Window
 from .store import FileVersion, HistoryStore, check_prefix
 from .swap import Swap
 from .unstored import not_stored_why
-from .versions import AGENT_WRITE, RESTORE, FileMode, short
+from .versions import AGENT_WRITE, MOVE, RESTORE, FileMode, short
 
 APPEND: WriteAction = "append"
 if TYPE_CHECKING:
@@ -274,12 +274,14 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             kept = recorded_mode(store, resolved, wanted)
         else:
             over = kept_stat(fd)
-            own = store.log.mode_of(resolved.abs_path, resolved.display, wanted)
+            latest = store.log.latest(resolved.abs_path)
+            moved_in = current is not None and latest is not None and latest.origin == MOVE and latest.version == current.version
+            own = store.log.mode_of(resolved.abs_path, resolved.display, wanted) if moved_in else None
             if over is not None and own is not None and not any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
-                # Over the file there now, with its mode and owner, but giving its group and others no
-                # access the version's own file did not: a rollback to before `mv --force q p` brought
-                # p's private text back at q's 0644 (the file the move left at p). (An ACL there is
-                # kept whole: its mask is the group bits, and narrowing them shut out the user it names.)
+                # Over another note moved there (`mv --force q p`, then a rollback to before it), with
+                # that file's mode and owner but giving its group and others no access the version's
+                # own file did not: p's private text came back at q's 0644. (Over the note's own file,
+                # its mode as the user set it; an ACL there kept whole: its mask is the group bits.)
                 over = over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
             kept = over
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)

@@ -275,8 +275,8 @@ def recorded_mode(store: HistoryStore, resolved: ResolvedPath, version: str | No
     logged before schema 7): the default, a new file's."""
     seen = store.log.last_mode(resolved.abs_path, resolved.display)
     own = store.log.mode_of(resolved.abs_path, resolved.display, version) if version is not None else None
-    if own is not None:
-        seen = own if seen is None else own._replace(mode=own.mode & seen.mode)
+    if own is not None:  # the owner and the owner's bits as last seen: only group and others narrowed
+        seen = own if seen is None else seen._replace(mode=seen.mode & (~0o077 | own.mode))
     return seen._replace(mode=seen.mode & 0o777) if seen is not None else None
 
 
