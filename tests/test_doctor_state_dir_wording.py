@@ -34,6 +34,9 @@ class _View:
         class _Vfs:
             f_flag = flags
 
+            def __getattr__(self, name):  # the rest as it is (doctor's disk-full check reads the free counts)
+                return getattr(real, name)
+
         return _Vfs()
 
 
