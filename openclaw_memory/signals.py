@@ -50,8 +50,6 @@ def interrupt_once() -> None:
     signal.signal(signal.SIGINT, once)
 
 
-
-
 @contextlib.contextmanager
 def cancellable_until_committed() -> Iterator[None]:
     """A command that changes a file: a Ctrl-C cancels it until the change reaches its point of no
@@ -74,11 +72,13 @@ def cancellable_until_committed() -> Iterator[None]:
     try:
         yield
     finally:
-        if signal.getsignal(signal.SIGINT) is handler:
-            # Past the point, a Ctrl-C as the process ends killed it by the signal after its result
-            # was said: the CLI's one command (interrupt_once's process) ignores it from here.
-            made = _STATE["committed"] and _STATE.get("whole")
-            signal.signal(signal.SIGINT, signal.SIG_IGN if made else previous)
+        now = signal.getsignal(signal.SIGINT)
+        if now is handler or now is signal.SIG_IGN:
+            # The CLI's one command (interrupt_once's process) ignores SIGINT from here once it was
+            # cancelled (one Ctrl-C rule) or made (a Ctrl-C as the process ended killed it by the
+            # signal after its result was said); anywhere else the handler it had is put back.
+            done = now is signal.SIG_IGN or _STATE["committed"]
+            signal.signal(signal.SIGINT, signal.SIG_IGN if done and _STATE["whole"] else previous)
         _STATE.update(committed=False)
 
 
