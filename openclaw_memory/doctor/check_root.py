@@ -104,13 +104,13 @@ def check_root_files(ctx: CheckContext) -> list[Finding]:
                          'run "openclaw-memory doctor --fix".')
         elif fixable:
             hint = FIX_LINE
+            lines.append(hint)  # (the line OpenClaw's warning has there: tests/conformance/test_doctor.py)
             merged = (canonical.target_size or 0) + (legacy.target_size or 0)
             if merged > MAX_BOOTSTRAP_BYTES and not identical_twins(ctx.workspace):
                 # OpenClaw's merge too; the fix then left a MEMORY.md the next session reads as unreadable.
                 lines.append(f"Merged, MEMORY.md would be about {merged:,} bytes, over the {MAX_BOOTSTRAP_BYTES:,} OpenClaw loads "
                              "at startup: the next session would see [UNREADABLE: File exceeds 2097152 bytes] in its place. "
                              "Move older facts of either file into notes under memory/ first, or merge by hand.")
-            lines.append(hint)
         else:
             bad = canonical if not _regular(canonical) else legacy
             lines.append(f"{bad.name} is {_kind(bad)}, so doctor --fix will not merge automatically: merge the text by hand.")
