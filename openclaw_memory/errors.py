@@ -23,7 +23,7 @@ def cut(text: str, limit: int = 80) -> str:
 _BYTE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")  # a byte escaped (surrogateescape) or a lone surrogate
 # What a terminal would act on: control characters but tab and line ends (ESC sequences, bells; the C1
 # controls: U+009B is CSI), and the bidi overrides and isolates, which reorder what it shows
 # (U+202E showed `memory/x\u202edm.txt.md` as `memory/xtxt.md`).
@@ -45,7 +45,7 @@ def bytes_shown(text: str) -> str:
     """``text`` with the bytes of a name that is not UTF-8 (surrogate escapes) shown as ``\\xNN``, as
     every listing shows that name (a stream would print ``\\udce9``, or the raw byte; a UTF-8 reader
     of a tool's answer fails on it); a lone surrogate that stands for no byte (from JSON) as its code."""
-    if not _SURROGATE.search(text):
+    if not SURROGATE.search(text):
         return text
     try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -66,7 +66,7 @@ def shell_word(path: str) -> str:
     if printable(path) == path:
         return shlex.quote(path)
     word = ESCAPED_IN["name"].sub(escaped, path.replace("\\", "\\\\").replace("'", "\\'"))
-    return "$'" + _SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", word) + "'"
+    return "$'" + SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", word) + "'"
 
 
 def one_line(message: str) -> str:

@@ -11,7 +11,18 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ESCAPED_IN, PROGRAM, MemoryToolError, PathRefused, bytes_shown, escaped, one_line, printable, suggested
+from ..errors import (
+    ESCAPED_IN,
+    PROGRAM,
+    SURROGATE,
+    MemoryToolError,
+    PathRefused,
+    bytes_shown,
+    escaped,
+    one_line,
+    printable,
+    suggested,
+)
 
 # The standard streams the caller closed (``cmd <&-``): the entry point puts the null device in
 # their place, so that nothing this process opens takes their descriptors; ``write --stdin`` must not
@@ -59,7 +70,7 @@ def print_json(data, *, one_line: bool = False) -> None:
     shown = {key: stand_in(value) for key, value in data.items()} if isinstance(data, dict) else data
     ascii_only = not utf8_stream(sys.stdout)
     text = json.dumps(shown, ensure_ascii=ascii_only, indent=indent)
-    if not ascii_only and (_SURROGATE.search(text) or any(_SURROGATE.search(value) for value in long)):
+    if not ascii_only and (SURROGATE.search(text) or any(SURROGATE.search(value) for value in long)):
         # A file name that is not UTF-8 (surrogate-escaped): \udcXX escapes keep the JSON valid
         # UTF-8 and give the exact name back to a JSON reader.
         ascii_only = True
@@ -74,7 +85,6 @@ def print_json(data, *, one_line: bool = False) -> None:
 
 
 _PIECE = 1 << 20  # characters of a long text written at a time
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def reported(result, json_out: bool, warnings: Iterable[str] | None = None) -> bool:

@@ -24,14 +24,13 @@ a save landing in that window (no commit in it) is overwritten.
 from __future__ import annotations
 
 import os
-import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from .. import faults
-from ..errors import MemoryToolError, NulInText, PathRefused, UsageError, WriteBlocked
+from ..errors import SURROGATE, MemoryToolError, NulInText, PathRefused, UsageError, WriteBlocked
 from ..files.jstext import text_faults_of
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, refuse_new_not_utf8
@@ -181,15 +180,12 @@ def checked_text(content: str | bytes | None, append: str | bytes | None) -> tup
     return data, added
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def refuse_not_utf8(text: str, mode: str) -> None:
     """UsageError for a text given as a string that UTF-8 cannot hold: a command-line argument that
     was not UTF-8 (its bytes come as surrogate escapes, ``\\udce9``) or a lone surrogate an MCP client
     sent. Written, the bytes went into the note as they were (doctor: not-utf8). ``mode`` is
     ``append`` or ``replace``, as :class:`~..errors.NulInText` names it."""
-    if (bad := _SURROGATE.search(text)) is None:
+    if (bad := SURROGATE.search(text)) is None:
         return
     offset = len(text[: bad.start()].encode("utf-8"))
     char = ord(bad.group())

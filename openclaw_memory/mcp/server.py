@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadValue, MemoryToolError, bytes_shown, cut, one_line, shown, suggested
+from ..errors import SURROGATE, BadValue, MemoryToolError, bytes_shown, cut, one_line, shown, suggested
 from ..memory import OPERATIONS, to_json
 from ..memory.operations import Operation, plain_type
 from ..settings import command_line
@@ -65,13 +65,12 @@ def indexed_scope(settings: Settings) -> str:
 # A name that is not UTF-8 (a file, the workspace's folder) is held as surrogate escapes, one per byte
 # (U+DC80-U+DCFF): no UTF-8 text can carry them, and the SDK's answer holding one failed, stopping
 # the server. Every text sent is written without them.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def tool_json(value: Any) -> str:
     """A tool's JSON text: such a byte as its JSON escape (``\\udcff``), which gives the exact name
     back to a JSON reader, as the CLI's JSON does; the rest as it is (``é``, not ``\\u00e9``)."""
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False, indent=2))
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False, indent=2))
 
 
 class MemoryTools:
