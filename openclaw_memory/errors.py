@@ -7,6 +7,7 @@ and carries the exit status the CLI maps it to, so the mapping lives in one plac
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import resource  # (imported when a descriptor is at hand: it is a shared object to open)
 import shlex
@@ -438,16 +439,42 @@ def out_of_files() -> str:
     return f"too many open files (the limit is {soft}: raise it with `ulimit -n`)"
 
 
-def disk_full(exc: OSError, where: str, outcome: str = "nothing was changed") -> DiskFull:
-    """The message for a write that ran out of space in ``where`` (a folder the user can find)."""
+def disk_full(exc: OSError, where: str, outcome: str = "nothing was changed", *, folder: str | os.PathLike[str] | None = None) -> DiskFull:
+    """The message for a write that ran out of space in ``where`` (a folder the user can find);
+    ``folder``, where known, is looked at for inodes: out of them, the disk has space and "full" misleads."""
+    if folder is not None and no_inode_left(folder):
+        return DiskFull(f"no inode is left on the file system of {where}: no new file can be made there, however much "
+                        f"space is free; {outcome}. Remove some files there and try again.")
     what = "the disk quota is exceeded" if exc.errno == 122 else "the disk is full"
     return DiskFull(f"{what}: no space left to write in {where}; {outcome}. Free some space and try again.")
 
 
-def os_error(exc: OSError, where: str, outcome: str = "nothing was changed") -> MemoryToolError:
+def no_inode_left(folder: str | os.PathLike[str]) -> bool:
+    """Whether the file system of ``folder`` has no inode left for this user (no file can be made
+    there however many blocks are free); False where it does not count inodes (f_files 0) or is
+    mounted read-only (squashfs, an ISO: none free, and none ever will be). A folder not made yet
+    (no inode to make it with) is looked at through its nearest folder that is there."""
+    at = os.path.abspath(folder)
+    while True:
+        try:
+            vfs = os.statvfs(at)
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            if os.path.dirname(at) == at:
+                return False
+            at = os.path.dirname(at)
+        except OSError:
+            return False
+    if vfs.f_files == 0 or vfs.f_flag & os.ST_RDONLY:
+        return False
+    return (vfs.f_ffree if os.geteuid() == 0 else vfs.f_favail) == 0
+
+
+def os_error(exc: OSError, where: str, outcome: str = "nothing was changed", *,
+             folder: str | os.PathLike[str] | None = None) -> MemoryToolError:
     """A typed error for an OS failure (disk full, read-only, I/O error...) while writing ``where``."""
     if is_no_space(exc):
-        return disk_full(exc, where, outcome)
+        return disk_full(exc, where, outcome, folder=folder)
     reason = exc.strerror or str(exc)
     return MemoryToolError(f"cannot write in {where}: {reason}; {outcome}.")
 

@@ -330,11 +330,12 @@ def shared_index_state(tmp_path_factory) -> Path:
 
 
 @contextmanager
-def tmpfs(folder: Path, size: str) -> Iterator[Path]:
-    """A real tmpfs of ``size`` mounted at ``folder`` (for full disks and cross-device moves); skips
-    the test where this machine cannot mount one (mounting needs root)."""
+def tmpfs(folder: Path, size: str, inodes: int | None = None) -> Iterator[Path]:
+    """A real tmpfs of ``size`` (and ``inodes``, where given) mounted at ``folder`` (for full disks and
+    cross-device moves); skips the test where this machine cannot mount one (mounting needs root)."""
     folder.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True)
+    options = f"size={size}" + (f",nr_inodes={inodes}" if inodes else "")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
         folder.rmdir()
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or 'mount failed'}")

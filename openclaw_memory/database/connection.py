@@ -353,7 +353,7 @@ def _create(path: str) -> None:
             return  # (a private name taken: cannot happen) SQLite's own open goes on
         except OSError as exc:
             if is_no_space(exc):
-                raise disk_full(exc, f"the state dir ({folder})") from None
+                raise disk_full(exc, f"the state dir ({folder})", folder=folder) from None
             return  # a read-only or closed state dir: SQLite's own open says what is wrong, and makes nothing
         except sqlite3.Error as exc:
             raise worded(exc, path) from None
@@ -367,7 +367,7 @@ def _create(path: str) -> None:
             if linked:
                 return  # in place; only the private name's unlink failed (swept below)
             if is_no_space(exc):
-                raise disk_full(exc, f"the state dir ({folder})") from None
+                raise disk_full(exc, f"the state dir ({folder})", folder=folder) from None
             if exc.errno in NO_LINK or exc.errno == errno.EXDEV:  # neither hard links nor RENAME_NOREPLACE
                 _create_in_place(dir_fd, path)
     finally:
@@ -420,7 +420,7 @@ def _create_in_place(dir_fd: int, path: str) -> None:
         if isinstance(exc, sqlite3.Error):
             raise worded(exc, path) from None
         if is_no_space(exc):
-            raise disk_full(exc, f"the state dir ({os.path.dirname(path) or '.'})") from None
+            raise disk_full(exc, f"the state dir ({os.path.dirname(path) or '.'})", folder=os.path.dirname(path) or ".") from None
 
 
 def dead_creations(dir_fd: int) -> list[tuple[str, os.stat_result]]:

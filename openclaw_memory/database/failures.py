@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import LockTimeout, MemoryToolError, StateDamaged, StateDirError, disk_full
+from ..errors import LockTimeout, MemoryToolError, StateDamaged, StateDirError, disk_full, no_inode_left
 
 BUSY_TIMEOUT_S = 10.0
 
@@ -79,27 +79,12 @@ def is_full(exc: sqlite3.Error, path: str) -> bool:
     return free * vfs.f_frsize < 64 * 1024
 
 
-def no_inode_left(folder: str) -> bool:
-    """Whether the file system of ``folder`` has no inode left for this user (no file can be made
-    there however many blocks are free); False where it does not count inodes (f_files 0) or is
-    mounted read-only (squashfs, an ISO: none free, and none ever will be)."""
-    try:
-        vfs = os.statvfs(folder)
-    except OSError:
-        return False
-    if vfs.f_files == 0 or vfs.f_flag & os.ST_RDONLY:
-        return False
-    return (vfs.f_ffree if os.geteuid() == 0 else vfs.f_favail) == 0
-
-
 def worded(exc: sqlite3.Error, path: str) -> MemoryToolError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
     if is_full(exc, path):
-        where = f"the state dir ({os.path.dirname(path)})"
-        if no_inode_left(os.path.dirname(path)):
-            where += " (its file system has no inode left: no new file can be made there)"
-        return disk_full(OSError(errno.ENOSPC, "No space left on device"), where)
+        folder = os.path.dirname(path)
+        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({folder})", folder=folder)
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
         return LockTimeout(
             f"the state database ({path}) is busy: another openclaw-memory process kept it for more than "

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ..errors import LockTimeout, StateDirError
+from ..errors import LockTimeout, StateDirError, disk_full, is_no_space
 from .private import closed_to_me, make_dirs
 
 # The lock files this process holds now, by path: a wait on one of them is a wait for another call
@@ -61,6 +61,9 @@ class FileLock:
                 if read_only is None:
                     return  # no lock file on a read-only file system: no writer here has one to hold
                 fd = read_only
+            elif is_no_space(exc):  # (no inode for a new lock file: "is the state dir writable?" sent people astray)
+                folder = os.path.dirname(self.path)
+                raise disk_full(exc, f"the state dir ({folder})", folder=folder) from None
             else:
                 why = _why_refused(self.path, exc)
                 raise StateDirError(f"cannot take the lock for {self.what} at {self.path}: {exc.strerror or exc} ({why})") from None

@@ -26,11 +26,13 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
     except NotADirectoryError:
         raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
     except HistoryFailed as failed:
-        raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged) from None
+        raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged,
+                        folder=store.data_dir) from None
     except FailedAt as failed:  # named by the step that knew where (before the DiskFull below took it for the state dir's)
         raise os_error(failed.error, failed.where, failed.outcome) from None
     except DiskFull:
-        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged) from None
+        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged,
+                        folder=store.data_dir) from None
     except OSError as exc:
         raise os_error(exc, where_written(resolved), unchanged) from None
 

@@ -41,7 +41,7 @@ from .. import faults
 from ..bulk import gc_paused
 from ..database import Database
 from ..database.observations import Observations, TextCheck
-from ..errors import DiskFull, printable
+from ..errors import DiskFull, no_inode_left, printable
 from ..files.scan import MemoryFile, scan_paths, scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.space import free_bytes
@@ -182,6 +182,10 @@ def disk_full(folder, needed: int | None = None, *, indexed: bool = True) -> Dis
     free = free_bytes(folder)
     need = f", about {_mib(needed)} needed" if needed else ""
     kept = "the last complete index is still in use" if indexed else "there is no search index yet"
+    if no_inode_left(folder):
+        return DiskFull(f"the file system holding the index ({folder}) has no inode left ({_mib(free)} free, but no new "
+                        f"file can be made): nothing was changed, {kept}; remove some files there and run "
+                        "`openclaw-memory index` again")
     return DiskFull(
         f"the disk holding the index ({folder}) is full ({_mib(free)} free{need}): nothing was changed, {kept}; "
         "free some space and run `openclaw-memory index` again"

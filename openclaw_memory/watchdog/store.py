@@ -349,7 +349,7 @@ class SnapshotStore:
                 yield conn
         except DiskFull:
             raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({self.data_dir})",
-                            "no snapshot was saved; the previous baseline is unchanged") from None
+                            "no snapshot was saved; the previous baseline is unchanged", folder=self.data_dir) from None
 
 
 # A rollback in progress puts this snapshot's bytes back (rollback.journal): they stay until it is done.
