@@ -475,7 +475,7 @@ def _bits(mode: FileMode | None) -> tuple[int, int, int] | None:
     if mode is None:
         return None
     bits, uid, gid = mode.bits
-    return acl_narrowed_mode(bits, getattr(mode, "xattrs", None)), uid, gid
+    return acl_narrowed_mode(bits, mode.xattrs), uid, gid
 
 
 def _mode(recorded) -> FileMode | None:

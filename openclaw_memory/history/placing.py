@@ -303,7 +303,7 @@ def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[by
 
     if kept is not None:  # (a replaced file's, or one the history recorded for a file brought back)
         tmp = write_temp_beside(resolved.name, hashed(), kept.mode, dir_fd=folder.fd, owner=(kept.uid, kept.gid),
-                                xattrs=getattr(kept, "xattrs", None))
+                                xattrs=kept.xattrs)
     elif has_default_acl(folder.fd):  # created as the shell's `>` would, the folder's default ACL applied
         tmp = write_temp_beside(resolved.name, hashed(), None, dir_fd=folder.fd, create_mode=0o666)
     else:

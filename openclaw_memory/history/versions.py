@@ -15,6 +15,7 @@ from ..database import dec, enc
 
 if TYPE_CHECKING:
     from ..database import Database
+    from ..fsutil.atomic import Xattrs
 
 AGENT_WRITE = "agent-write"
 EXTERNAL_EDIT = "external-edit"
@@ -44,6 +45,11 @@ class FileMode(NamedTuple):
     def bits(self) -> tuple[int, int, int]:
         """The permission bits and owner alone (what a move's or removal's record keeps)."""
         return self.mode, self.uid, self.gid
+
+    @property
+    def xattrs(self) -> Xattrs | None:
+        """The extended attributes read with it: none from a stat alone (``placing.KeptMode`` has them)."""
+        return None
 
 
 class Entry(NamedTuple):
