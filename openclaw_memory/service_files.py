@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 SOCKET = "sock"
 LOCK = "lock"
+START_LOCK = "start.lock"  # held by whoever starts a service in the background (memory.launch), one at a time
 INFO = "info.json"
 TOKEN = "token"
 # A pid, a time, an agent id and a workspace path: PATH_MAX bytes, six characters each at most once JSON-escaped.
@@ -53,6 +54,10 @@ def service_dir(settings: Settings) -> str:
 
 def lock_path(settings: Settings) -> str:
     return os.path.join(service_dir(settings), LOCK)
+
+
+def start_lock_path(settings: Settings) -> str:
+    return os.path.join(service_dir(settings), START_LOCK)
 
 
 def socket_path(settings: Settings) -> str:

@@ -128,3 +128,47 @@ def test_a_service_that_could_not_start_is_named_with_what_it_said(workspace, st
     with pytest.raises(MemoryToolError) as refused:
         launch.ensure_service(settings)
     assert f"did not start (exit 2: {said});" in refused.value.message
+
+
+def test_clients_starting_the_service_together_start_one(workspace, state_dir, monkeypatch, cli):
+    """Four MCP clients started together (a host opening its sessions) each started a service: one
+    served, the others wrote "error: a memory service ... is already running" to service.log and
+    exited. The starters now take turns: one service is started, the others find it answering."""
+    import threading
+
+    from openclaw_memory.memory import launch
+    from openclaw_memory.service_files import read_info
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for name, value in FAKE_MODEL.items():
+        monkeypatch.setenv(name, value)  # the service inherits this process's environment
+    settings = settings_for(workspace, state_dir)
+    started: list[int] = []
+    real_popen = launch.subprocess.Popen
+
+    def counted(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        started.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr(launch.subprocess, "Popen", counted)
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            launch.ensure_service(settings)
+        except BaseException as exc:  # (reported below, with the log)
+            failed.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for each in threads:
+        each.start()
+    for each in threads:
+        each.join()
+    try:
+        log = (settings.data_dir / "service.log").read_text()
+        assert not failed and len(started) == 1, (failed, started, log)
+        assert read_info(settings)["pid"] == started[0] and "error" not in log, log
+    finally:
+        assert cli("serve", "--stop").returncode == 0
+    assert not (settings.data_dir / "service" / "start.lock").exists()

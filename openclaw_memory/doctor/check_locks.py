@@ -21,7 +21,7 @@ from .model import CheckContext, Finding, Repair, RepairSpec
 ID = "lock-not-a-file"
 
 # The folders of the data dir that hold lock files, and which of their names are locks.
-_LOCK_FOLDERS = ((".", ("write.lock", "doctor.lock")), ("service", ("lock",)), ("watch", None), ("index/locks", None))
+_LOCK_FOLDERS = ((".", ("write.lock", "doctor.lock")), ("service", ("lock", "start.lock")), ("watch", None), ("index/locks", None))
 
 
 def odd_locks(data_dir: Path) -> list[tuple[str, str]]:

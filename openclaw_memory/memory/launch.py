@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError, cut
-from ..service_files import read_info, remove_service_files, service_dir
+from ..service_files import read_info, remove_service_files, service_dir, start_lock_path
 from .client import ServiceClient, ServiceUnavailable
 
 if TYPE_CHECKING:
@@ -166,9 +166,21 @@ def ensure_service(settings: Settings, notice: Callable[[str], None] = lambda _m
     """Make sure a service answers for ``settings``: start one (detached) when none runs."""
     if _answers(settings):
         return
-    from ..fsutil.private import make_dirs, user_umask
+    from ..fsutil.lock import FileLock
+    from ..fsutil.private import make_dirs
 
-    make_dirs(os.path.dirname(service_dir(settings)))
+    make_dirs(service_dir(settings))
+    # One starter at a time: MCP clients started together (a host opening several sessions) each
+    # started a service, all but one of which wrote "error: ... already running" to the log and exited.
+    with FileLock(start_lock_path(settings), timeout=START_WAIT_S + 5, what="the start of the memory service",
+                  remove=True):
+        if not _answers(settings):  # (the one before us started it meanwhile)
+            _start(settings, notice)
+
+
+def _start(settings: Settings, notice: Callable[[str], None]) -> None:
+    from ..fsutil.private import user_umask
+
     log_path = os.path.join(str(settings.data_dir), "service.log")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     with open(os.open(log_path, flags, 0o600), "ab") as log:
