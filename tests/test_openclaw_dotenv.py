@@ -42,7 +42,8 @@ def test_a_value_of_the_env_file_is_said_to_come_from_it(tmp_path, home, cli):
     res = cli("files", "--json", env={"OPENCLAW_WORKSPACE": "", "OPENCLAW_STATE_DIR": "", "HOME": str(home)})
     assert res.returncode == 2
     assert res.json()["error"] == (f"workspace not found: {tmp_path / 'nope'} (from OPENCLAW_WORKSPACE_DIR in "
-                                   f"{home / '.openclaw' / '.env'})"), res.json()
+                                   f"{home / '.openclaw' / '.env'}); make it (`mkdir -p {tmp_path / 'nope'}`) or name "
+                                   "the folder that holds MEMORY.md"), res.json()
 
 
 def test_a_profile_or_state_dir_of_the_env_file_is_said_to_come_from_it(tmp_path, home, cli):

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, StateDirError, UsageError, WorkspaceError, shown
+from ..errors import ConfigError, StateDirError, UsageError, WorkspaceError, shell_word, shown
 from ..files.jstext import js_trim
 from ..files.paths import PATH_MAX, ExtraPath
 from ..fsutil.atomic import NAME_MAX
@@ -352,7 +352,7 @@ def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str
         # RuntimeError (a traceback), realpath the OSError worded below (ELOOP).
         real = Path(os.path.realpath(path, strict=True))
     except FileNotFoundError:
-        raise WorkspaceError(f"workspace not found: {path}{given}{_settings_hint(source)}") from None
+        raise WorkspaceError(f"workspace not found: {path}{given}{_settings_hint(source, path)}") from None
     except OSError as exc:
         raise WorkspaceError(f"cannot open workspace {path}: {exc.strerror}{given}") from None
     if not real.is_dir():
@@ -362,9 +362,13 @@ def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str
     return real
 
 
-def _settings_hint(source: str | None) -> str:
-    if source is None or not source.startswith("OpenClaw's default"):
+def _settings_hint(source: str | None, path: Path) -> str:
+    """The next step for a workspace that is not there: where it was named by hand, make it or name
+    another; OpenClaw's default, the ways to name one."""
+    if source is None:
         return ""
+    if not source.startswith("OpenClaw's default"):
+        return f"; make it (`mkdir -p {shell_word(str(path))}`) or name the folder that holds MEMORY.md"
     here = "; `-w .` for the current folder" if os.path.isfile("MEMORY.md") or os.path.isdir("memory") else ""
     return f"; give one with -w/--workspace, OPENCLAW_WORKSPACE or agents.defaults.workspace in openclaw.json{here}"
 
