@@ -77,6 +77,9 @@ def test_log_filters_by_path_agent_session_origin_day_and_limit(cli, workspace, 
     assert [e["path"] for e in log(cli, "--path", "ann.md", "--path", "MEMORY.md")] == ["MEMORY.md", "MEMORY.md",
                                                                                       "memory/people/ann.md"]
     assert log(cli, "--path", "nothing/*.md") == []
+    for command in ("log", "search"):  # an empty glob (`--path "$DIR"` unset) said "Nothing matches", exit 0
+        empty = cli(command, *(("x",) if command == "search" else ()), "--path", "", "--json")
+        assert empty.returncode == 2 and empty.json()["error"].startswith("--path must be globs, not an empty one"), empty
     # --agent and --session are the settings flags, as given: plain `log` is every agent's.
     assert {e["path"] for e in log(cli, "--agent", "ops")} == {"memory/2026-11-30.md", "memory/people/bob.md"}
     assert [e["session"] for e in log(cli, "--session", "s1")] == ["s1", "s1"]

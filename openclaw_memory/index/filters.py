@@ -84,6 +84,8 @@ class SearchFilters:
         # No path is longer than a glob may be, and reading a glob costs the square of its length
         # ('[' * 100,000 took an MCP search 267 s, a service's thread with it; 4,096 take 0.4 s).
         for glob in self.paths:
+            if not glob:  # (`--path "$DIR"` of a variable not set: "Nothing matches" said nothing of why)
+                raise BadValue("paths", "must be globs, not an empty one: it matches no file (memory/people/*.md, say)")
             if len(glob) > MAX_GLOB:
                 raise BadValue("paths", f"must be globs of at most {MAX_GLOB} characters (a path's longest), "
                                         f"not one of {len(glob):,}: {shown(glob)}")
