@@ -393,7 +393,6 @@ def test_mv_refuses_bad_input_in_one_line(cli, workspace, tmp_path):
         ("memory/a.md", "dreams.md"): "DREAMS.md exists, so dreams.md is not memory",
         ("memory/a.md", "memory/a.txt"): "is not a Markdown (.md) memory file",
         ("memory/a.md", "memory/taken.md"): "memory/taken.md exists; nothing was moved (--force replaces it",
-        ("memory/a.md", "memory/folder"): "is not a Markdown",
         ("memory/link.md", "memory/b.md"): "goes through a symlink",
         ("memory/missing.md", "memory/b.md"): "memory/missing.md does not exist",
         ("memory/a.md", "memory/./a.md"): "'memory/a.md' and 'memory/./a.md' both name memory/a.md; nothing was moved",
@@ -410,6 +409,28 @@ def test_mv_refuses_bad_input_in_one_line(cli, workspace, tmp_path):
     assert (workspace / "memory" / "a.md").read_text() == HERON and (workspace / "memory" / "taken.md").read_text() == OTHER
     os.rename(workspace / "memory" / "folder", workspace / "memory" / "folder.md")
     assert "memory/folder.md is a folder" in one_line_error(cli("mv", "memory/a.md", "memory/folder.md"))
+
+
+def test_mv_into_a_folder_keeps_the_notes_name_as_mv_does(cli, workspace):
+    """``mv memory/a.md memory/people`` (a folder there) or ``memory/new/`` (a trailing slash): the note
+    goes into it under its own name. Both were refused ("memory/people is not a Markdown (.md) memory
+    file", and ``mv MEMORY.md memory/`` "memory is not a memory path")."""
+    write(workspace / "memory" / "a.md", HERON)
+    (workspace / "memory" / "people").mkdir()
+    assert cli("read", "memory/a.md").returncode == 0
+    into = cli("mv", "memory/a.md", "memory/people", "--json")
+    assert into.returncode == 0 and into.json()["path"] == "memory/people/a.md", into.stderr
+    made = cli("mv", "memory/people/a.md", "memory/new/", "--json")
+    assert made.returncode == 0 and made.json()["path"] == "memory/new/a.md", made.stderr
+    assert (workspace / "memory" / "new" / "a.md").read_text() == HERON
+    write(workspace / "MEMORY.md", "# Memory\n")
+    assert cli("read", "MEMORY.md").returncode == 0
+    root = cli("mv", "MEMORY.md", "memory/", "--force", "--json")
+    assert root.returncode == 0 and root.json()["path"] == "memory/MEMORY.md", root.stderr
+    # A folder that is not there, without the slash, is a name as before; one that leaves the memory, refused.
+    assert "is not a Markdown" in one_line_error(cli("mv", "memory/new/a.md", "memory/nowhere"))
+    assert "a.md is not a memory path" in one_line_error(cli("mv", "memory/new/a.md", "./"))
+    assert (workspace / "memory" / "new" / "a.md").read_text() == HERON
 
 
 def test_mv_force_archives_the_file_it_replaces(workspace, state_dir):

@@ -139,6 +139,7 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     which then stays at :data:`~.fileops.LINKS_STEP` once the move is recorded."""
     workspace = str(settings.workspace)
     source = resolve_memory_path(src, workspace, settings.extra_paths)
+    dst = _into_folder(source.display, dst, workspace)
     target = resolve_writable(dst, workspace, settings.extra_paths)
     if source.abs_path == target.abs_path:
         # Named as given: "memory/a.md " is memory/a.md (OpenClaw trims the spaces around a path, as
@@ -159,6 +160,23 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
             result = translated(store, source, "moved",
                                 lambda: _move(settings, store, records, source, target, force, expected, links))
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
+
+
+def _into_folder(source: str, dst: str, workspace: str) -> str:
+    """``mv NOTE FOLDER/``, or ``mv NOTE FOLDER`` of a folder of the workspace that is there, names
+    ``FOLDER/<the note's name>``, as mv(1) has it (``mv MEMORY.md memory/`` was refused: "memory is
+    not a memory path"). The folder is looked at from the workspace's descriptor, one name at a time;
+    the name made is resolved as any destination is."""
+    folder = dst.strip()
+    if not folder.endswith("/"):
+        if not folder or folder.lower().endswith(".md") or os.path.isabs(folder):
+            return dst
+        try:
+            Folder.under(workspace, [p for p in folder.split("/") if p not in ("", ".")], create=False,
+                         create_root=False).close()
+        except (OSError, ValueError):
+            return dst  # not a folder there: the destination is the name given
+    return f"{folder.rstrip('/')}/{source.rsplit('/', 1)[-1]}"
 
 
 def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source: ResolvedPath, target: ResolvedPath,
