@@ -479,6 +479,20 @@ def test_names_compare_as_the_file_system_compares_them(notes):
     assert [folding.resolve(one, source).target for one in link] == [targets[0], targets[0]]
 
 
+def test_a_link_naming_a_note_in_another_unicode_form_names_nothing_and_says_which_note_looks_alike(workspace, cli):
+    """``[[Café]]`` typed with é as one code point, the note's name holding e and a combining accent (as
+    macOS writes names): broken, "no memory file is named Café", the two names looking the same."""
+    import unicodedata
+
+    write(workspace / "MEMORY.md", "# Memory\n\nSee [[Café]] and [[Cafe]].\n")
+    write(workspace / "memory" / (unicodedata.normalize("NFD", "Café") + ".md"), "# Café\n")
+    problems = {link["text"]: link["problem"] for link in cli("links", "MEMORY.md", "--json").json()["outgoing"]}
+    named = unicodedata.normalize("NFD", "memory/Café.md")
+    assert problems["[[Café]]"] == (f"no memory file is named Café ({named} is named alike, its name's letters written "
+                                    "with other Unicode code points: rename the file or retype the link so they match)")
+    assert problems["[[Cafe]]"] == "no memory file is named Cafe"
+
+
 def test_a_line_of_megabytes_is_parsed_in_one_pass(notes, cli):
     """A note may hold one huge line (doctor's tests write one of 20 MB): each pattern is linear in
     the line (a URL pattern scanned the rest of the line from every letter: the doctor suite's

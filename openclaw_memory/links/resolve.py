@@ -148,7 +148,23 @@ class Resolver:
 
     def _nothing(self, link: ParsedLink) -> Resolution:
         what = "no memory file is named" if link.form == WIKI and "/" not in link.target else "no memory file at"
-        return Resolution(BROKEN, None, problem=f"{what} {link.target or '(this note)'}")
+        return Resolution(BROKEN, None, problem=f"{what} {link.target or '(this note)'}{self._alike(link.target)}")
+
+    def _alike(self, target: str) -> str:
+        """The memory file whose name is the link's but for its Unicode form (an é typed as one code
+        point, the file's name holding e and an accent, as macOS writes it): the link names nothing,
+        said with the file it looks like, since the two names look the same."""
+        import unicodedata
+
+        def form(name: str) -> str:
+            return self._fold(unicodedata.normalize("NFC", _stem(name.rsplit("/", 1)[-1])))
+
+        wanted = form(target) if target else ""
+        alike = sorted(t.display for t in self.targets.values() if wanted and form(t.display) == wanted)
+        if not alike:
+            return ""
+        return (f" ({', '.join(alike)} is named alike, its name's letters written with other Unicode code points: "
+                "rename the file or retype the link so they match)")
 
     def _checked(self, link: ParsedLink, found: Resolution) -> Resolution:
         """A resolved link whose heading or line range its target does not have is broken."""
