@@ -147,6 +147,46 @@ def _first_version(cli, path: str) -> str:
     return cli("history", path, "--json").json()["versions"][-1]["version"]
 
 
+def _after_a_moment() -> str:
+    moment = time.time()
+    while time.time() <= moment + 0.001:
+        time.sleep(0.001)
+    return iso_moment(moment + 2e-6)
+
+
+def test_a_private_note_brought_back_over_a_new_file_at_its_name_is_private_again(cli, workspace, state_dir):
+    """A file made at a removed (or moved away) note's name is another file: its 0644 was kept and the
+    private note's text went into it, readable by every user of the machine (restore --last after rm,
+    and a rollback to before a move, each with a new note written at the name meanwhile)."""
+    note = private_note(workspace)
+    assert cli("read", "memory/secret.md").returncode == 0
+    assert cli("rm", "memory/secret.md", "--no-index").returncode == 0
+    assert cli("write", "memory/secret.md", "--append", "a new public note", "--no-index").returncode == 0
+    assert mode_of(note) == new_file_mode()
+    assert cli("restore", "memory/secret.md", "--last", "--no-index").returncode == 0
+    assert note.read_text() == SECRET and mode_of(note) == 0o600
+
+    moment = _after_a_moment()
+    assert cli("mv", "memory/secret.md", "memory/vault/secret.md", "--no-index").returncode == 0
+    assert cli("write", "memory/secret.md", "--append", "another public note", "--no-index").returncode == 0
+    assert cli("rollback", "--to", moment, "--force", "--no-index").returncode == 0
+    assert note.read_text() == SECRET and mode_of(note) == 0o600
+
+
+def test_two_notes_swapped_by_moves_get_their_own_modes_back_with_their_text(cli, workspace):
+    """A rollback of a swap (a -> t, b -> a, t -> b) put each text back over the other's file: the
+    0644 note came back 0600, its file the private note's."""
+    private = private_note(workspace, "a.md")
+    shared = write(workspace / "memory" / "b.md", "# Shared\n")
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
+    moment = _after_a_moment()
+    for src, dst in (("a", "t"), ("b", "a"), ("t", "b")):
+        assert cli("mv", f"memory/{src}.md", f"memory/{dst}.md", "--no-index").returncode == 0
+    assert cli("rollback", "--to", moment, "--force", "--no-index").returncode == 0
+    assert private.read_text() == SECRET and mode_of(private) == 0o600
+    assert shared.read_text() == "# Shared\n" and mode_of(shared) == new_file_mode()
+
+
 def test_a_restore_of_the_notes_own_file_keeps_the_mode_the_user_gave_it(cli, workspace):
     """A restore narrowed every note it restored to its version's group and other bits: a note the
     user had opened to its group (chmod 0644 after a version seen at 0600) became 0600 again."""

@@ -63,7 +63,7 @@ from .states import WRITE, ReadRecords, Window
 from .store import FileVersion, HistoryStore, check_prefix
 from .swap import Swap
 from .unstored import not_stored_why
-from .versions import AGENT_WRITE, MOVE, RESTORE, FileMode, short
+from .versions import AGENT_WRITE, RESTORE, FileMode, short
 
 APPEND: WriteAction = "append"
 if TYPE_CHECKING:
@@ -270,15 +270,16 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             kept = recorded_mode(store, resolved, wanted)
         else:
             over = kept_stat(fd)
-            latest = store.log.latest(resolved.abs_path)
-            moved_in = current is not None and latest is not None and latest.origin == MOVE and latest.version == current.version
-            own = store.log.mode_of(resolved.abs_path, resolved.display, wanted) if moved_in else None
+            own = (None if store.log.held_here_since(resolved.abs_path, wanted)
+                   else store.log.mode_of(resolved.abs_path, resolved.display, wanted))
             if over is not None and own is not None and not any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
-                # Over another note moved there (`mv --force q p`, then a rollback to before it), with
-                # that file's mode and owner but giving its group and others no access the version's
-                # own file did not: p's private text came back at q's 0644. (Over the note's own file,
-                # its mode as the user set it; an ACL there kept whole: its mask is the group bits.)
-                over = over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
+                # Over another file at the name (one moved there: `mv --force q p`, then a rollback to
+                # before it; one made there after the note's removal or move away), with that file's
+                # owner and owner's bits, and the group's and others' the version's own file had: p's
+                # private text came back at q's 0644, a removed 0600 note's at the new note's 0644.
+                # (Over the note's own file, its mode as the user set it; an ACL there kept whole:
+                # its mask is the group bits.)
+                over = over._replace(mode=over.mode & ~0o077 | own.mode & 0o077)
             kept = over
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
             refuse_read_only(kept, resolved.display, "restored", folder, read_only_ok)

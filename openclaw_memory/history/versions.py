@@ -63,12 +63,17 @@ class Entry(NamedTuple):
     session: str | None = None  # the agent's session that did; None for the plain command line and outside edits
 
 
+def micros(seconds: float) -> int:
+    """A time to the microsecond, as every time is shown and read (``rollback --to``'s moment too)."""
+    return round(seconds * 1_000_000)
+
+
 def iso_time(seconds: float) -> str:
-    """UTC, millisecond precision: ``2026-11-30T13:45:12.123Z``."""
-    whole = int(seconds)
-    millis = int(round((seconds - whole) * 1000))
-    if millis == 1000:
-        whole, millis = whole + 1, 0
+    """UTC, millisecond precision: ``2026-11-30T13:45:12.123Z``, the time to the microsecond cut (never
+    rounded up): a time printed is never after its entry, so ``rollback --to`` it (the end of that
+    millisecond) includes the entry and no later one printed later (rounded, half of them printed
+    after their entry, and a rollback to the time ``log`` gave a version went back to the one before)."""
+    whole, millis = divmod(micros(seconds) // 1000, 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
@@ -137,6 +142,17 @@ class VersionLog:
             row = self.db.one("SELECT mode, uid, gid FROM versions WHERE display = ? AND mode IS NOT NULL "
                               "ORDER BY id DESC LIMIT 1", (enc(display),))
         return FileMode(*row) if row else None
+
+    def held_here_since(self, abs_path: str, version: str) -> bool:
+        """Whether the path's file now is the one that held ``version`` at this path: the path logged
+        that version and neither a removal nor an arrival by a move since (a file made at the name
+        after a removal, or moved there, is another file, whatever it is named)."""
+        row = self.db.one("SELECT MAX(id) FROM versions WHERE path = ? AND version = ? AND origin != ?",
+                          (enc(abs_path), version, REMOVE))  # (a removal logs the version it took away)
+        if row is None or row[0] is None:
+            return False
+        return self.db.one("SELECT 1 FROM versions WHERE path = ? AND id > ? AND origin IN (?, ?) LIMIT 1",
+                           (enc(abs_path), row[0], REMOVE, MOVE)) is None
 
     def mode_of(self, abs_path: str, display: str, version: str) -> FileMode | None:
         """The permission bits and owner the path's file had when last seen at ``version`` (under its
