@@ -710,6 +710,39 @@ def test_rm_killed_after_its_unlink_then_a_note_made_at_the_name_is_finished_and
     assert pending(memory.settings) is None
 
 
+def test_rm_killed_after_its_unlink_is_finished_by_a_restore_or_write_of_its_path_before_they_log(
+        workspace, state_dir, cli):
+    """Killed at rm:unlinked: `restore --last` said "no removal of memory/a.md is recorded" (blaming a
+    renamed workspace); a restore by version and a write then went on, and doctor --fix logged the
+    removal after both, and the write's bytes again as an outside edit. Now a write or restore of the
+    path finishes the removal first (said), so the history is in the order things happened."""
+    path = write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "rm:unlinked", "rm", "memory/a.md")
+    back = cli("restore", "memory/a.md", "--last", "--no-index", "--json")
+    assert back.returncode == 0, back.stderr
+    assert back.json()["warnings"][0].startswith("finished the removal of memory/a.md"), back.json()
+    assert path.read_text() == HERON
+    memory = memory_for(workspace, state_dir)
+    assert origins(memory, "memory/a.md") == [("restore", version_of(HERON)), ("remove", version_of(HERON)),
+                                              ("external-edit", version_of(HERON))]
+
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "rm:unlinked", "rm", "memory/a.md")
+    assert cli("restore", "memory/a.md", version_of(HERON)[:12], "--no-index").returncode == 0
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "more", "--no-index").returncode == 0
+    assert origins(memory, "memory/a.md")[:3] == [("agent-write", version_of(HERON + "more\n")),
+                                                  ("restore", version_of(HERON)), ("remove", version_of(HERON))]
+    assert pending(memory.settings) is None and "interrupted-move" not in cli("doctor", "--json").stdout
+
+    assert cli("read", "memory/a.md").returncode == 0
+    run_killed(workspace, state_dir, "rm:unlinked", "rm", "memory/a.md")
+    made = cli("write", "memory/a.md", "--append", "new", "--no-index", "--json")
+    assert made.returncode == 0 and "finished the removal" in made.json()["warnings"][0], made.stdout + made.stderr
+    assert [o for o, _v in origins(memory, "memory/a.md")[:2]] == ["agent-write", "remove"]
+
+
 def moment_now() -> str:
     """Now, as `rollback --to` takes it, once the clock has moved past it."""
     from openclaw_memory.rollback.plan import iso_moment

@@ -543,6 +543,22 @@ def finish_pending(settings: Settings) -> str | None:
     return done[1] if done is not None else None
 
 
+def finish_pending_at(settings: Settings, abs_path: str) -> str | None:
+    """:func:`finish_pending` where the killed move or removal named ``abs_path`` (as its source or
+    its destination), before a write or a restore of that path (the caller holds the write lock):
+    what they log then follows the removal's or move's entries, as their files followed its steps (a
+    removal killed after its unlink, then a restore by version and a write, had its ``remove``
+    logged by doctor --fix after both, and the write's bytes logged again as an outside edit). An
+    intent of another path, or an import's, is left to its own finish."""
+    try:
+        op = read_intent(settings.data_dir)
+    except UnreadableIntent:
+        return None  # (dropped by the next mv, rm or doctor --fix, which say so)
+    if op is None or op.op == IMPORT_OP or op.step == LINKS_STEP or abs_path not in (op.path, op.target):
+        return None
+    return finish_pending(settings)
+
+
 def finish_pending_op(settings: Settings) -> tuple[bool, str] | None:
     """:func:`finish_pending`, saying whether it finished (True) or undid (False) the operation."""
     try:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import faults, signals
-from ..errors import MemoryToolError, UsageError, shown
+from ..errors import MemoryToolError, UsageError, finished_first, shown
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -121,16 +121,25 @@ def _went_on_since(settings: Settings, path: str, first: WriteResult) -> bool:
 def restore(settings: Settings, path: str, version: str | None = None, *, last: bool = False,
             after: Callable[[WriteResult], WriteResult] = lambda result: result) -> WriteResult:
     """Put back ``version`` of ``path``, or with ``last`` the version ``rm`` last archived."""
-    from .guard import IndexUpdate, restore_file_version
+    from .guard import IndexUpdate, finished_at, restore_file_version, said_first
 
     if (version is None) == (not last):
         raise UsageError("give the version to restore, or --last for the version `rm` last removed (not both)")
     if last:
         from .moves import last_removed
+        from .placing import resolve_writable
+        from .store import HistoryStore
 
-        version = last_removed(settings, path)
-    assert version is not None
-    result = restore_file_version(settings, path, version)
+        with HistoryStore.for_settings(settings).write_lock():
+            # A removal killed after its unlink is finished first (restore_file_version would, too
+            # late: --last said "no removal is recorded"), and said by the restore.
+            earlier = finished_at(settings, resolve_writable(path, str(settings.workspace), settings.extra_paths))
+            with finished_first(earlier):
+                version = last_removed(settings, path)
+                result = said_first(restore_file_version(settings, path, version), earlier)
+    else:
+        assert version is not None
+        result = restore_file_version(settings, path, version)
     if not result.changed:
         return replace(result, index=IndexUpdate(False, "nothing changed"))
     return after(result)
