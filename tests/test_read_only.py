@@ -227,7 +227,7 @@ def test_a_rollback_refused_after_finishing_an_interrupted_one_says_what_it_fini
     assert error.startswith("refused: memory/c.md is read-only (mode 444); nothing was rolled back (`chmod u+w` it to let "
                             "writes through); before that: finished the interrupted rollback to before ("), error
     finished = error.partition("; before that: ")[2]  # (c.md named as left, made read-only since)
-    assert "made read-only since" in finished and finished.endswith(("memory/c.md", "left as it is)")), error
+    assert "made read-only since" in finished and "left as it is). To undo: openclaw-memory rollback --to " in finished, error
     assert (workspace / "memory" / "a.md").read_text() == "# a\n"
 
 

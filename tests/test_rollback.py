@@ -583,8 +583,9 @@ def test_a_file_edited_after_a_killed_rollback_is_left_as_it_is_by_the_finish(cl
 
     fixed = cli("doctor", "--fix", "--json")
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
-    assert repair["status"] == "completed" and repair["detail"].endswith(
-        "memory files are as they were at s except: memory/b.md (changed since; left as it is)"), repair["detail"]
+    assert repair["status"] == "completed" and (
+        "memory files are as they were at s except: memory/b.md (changed since; left as it is). To undo: "
+        in repair["detail"]), repair["detail"]
     assert "every memory file" not in repair["detail"]  # it said so, then named b.md as left
     assert (workspace / "memory" / "a.md").read_text() == "a at the snapshot\n"
     assert (workspace / "memory" / "b.md").read_text() == "b edited after the kill\n"
@@ -599,7 +600,7 @@ def test_the_next_rollback_finishing_a_killed_one_names_what_it_left_without_cla
     again = cli("rollback", "--to", "s", "--force", "--json")
     assert again.returncode == 0, again.stderr
     (finished,) = [w for w in again.json()["warnings"] if w.startswith("finished the interrupted")]
-    assert finished.endswith("memory files are as they were at s except: memory/b.md (changed since; left as it is)"), finished
+    assert "memory files are as they were at s except: memory/b.md (changed since; left as it is). To undo: " in finished
     assert "every memory file" not in finished
 
 
@@ -844,3 +845,164 @@ def test_a_snapshot_says_which_memory_files_it_does_not_cover(cli, workspace, tm
     assert done.returncode == 0, done.stderr
     assert [w.split(" (see")[0] for w in done.json()["warnings"]] == [ignored, outside]
     assert (workspace / "memory" / "n0.md").read_text() == "edited\n" and (extra / "e.md").read_text() == "edited\n"
+
+
+# -- a killed rollback's record, finished or dropped -----------------------------------------------
+
+
+def _swap_folder_for_a_link(workspace: Path, tmp_path: Path) -> None:
+    """memory/p moved away (another disk, say) and linked back under its name."""
+    os.rename(workspace / "memory" / "p", tmp_path / "p-elsewhere")
+    os.symlink(tmp_path / "p-elsewhere", workspace / "memory" / "p")
+
+
+def _p_x_and_b_snapshotted_then_changed(cli, workspace: Path) -> None:
+    write(workspace / "memory" / "p" / "x.md", "x1\n")
+    write(workspace / "memory" / "b.md", "b1\n")
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    write(workspace / "memory" / "p" / "x.md", "x2\n")
+    write(workspace / "memory" / "b.md", "b2\n")
+
+
+@pytest.mark.parametrize("finisher", ["doctor", "rollback"])
+def test_a_killed_rollback_whose_notes_folder_became_a_symlink_is_finished_leaving_that_note(cli, workspace, state_dir,
+                                                                                            tmp_path, finisher):
+    """Its step was refused ("goes through a symlink") and, the note's name itself a regular file seen
+    through the link, re-raised: doctor --fix failed and every later rollback stopped on it, exit 2,
+    the record kept, a loop only deleting the link ended."""
+    _p_x_and_b_snapshotted_then_changed(cli, workspace)
+    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "base", "--force")
+    _swap_folder_for_a_link(workspace, tmp_path)
+
+    if finisher == "doctor":
+        fixed = cli("doctor", "--fix", "--json")
+        (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+        assert repair["status"] == "completed", repair
+        said = repair["detail"]
+    else:
+        again = cli("rollback", "--to", "base", "--force", "--json")
+        assert again.returncode == 0, again.stderr
+        (said,) = [w for w in again.json()["warnings"] if w.startswith("finished the interrupted")]
+    assert "except: memory/p/x.md (a folder on its path is a symlink since; left as it is)" in said, said
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+    assert (workspace / "memory" / "b.md").read_text() == "b1\n"  # the rest is finished
+    assert (tmp_path / "p-elsewhere" / "x.md").read_text() == "x2\n"  # never written through the link
+    assert cli("rollback", "--to", "base", "--force").returncode == 0
+
+
+def test_a_notes_folder_swapped_for_a_symlink_mid_rollback_is_left_and_leaves_no_record(cli, workspace, state_dir,
+                                                                                       tmp_path):
+    """It stopped there, exit 2, its record kept (and refused as above)."""
+    _p_x_and_b_snapshotted_then_changed(cli, workspace)
+    code, _, err = run_paused(workspace, state_dir, ("rollback", "--to", "base", "--force"), "rollback:journaled",
+                              lambda: _swap_folder_for_a_link(workspace, tmp_path))
+    assert code == 0, err
+    assert "memory/p/x.md goes through a symlink now (a folder on its path was made one while the rollback ran)" in err
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+    assert (workspace / "memory" / "b.md").read_text() == "b1\n"
+    assert (tmp_path / "p-elsewhere" / "x.md").read_text() == "x2\n"
+
+
+# Holds the file named by argv[1] open for appending, writing nothing, until stdin closes (a logger).
+HOLDER = "import sys\nf = open(sys.argv[1], 'a')\nprint('open', flush=True)\nsys.stdin.read()\n"
+
+
+def test_a_note_held_open_for_writing_is_left_and_said_so_never_called_changed(cli, workspace, state_dir):
+    """Every WriteBlocked of a step read as "changed while the rollback ran" (plain: "changed
+    meanwhile"), though nothing was written to it; restore says "held open for writing"."""
+    write(workspace / "memory" / "a.md", "a1\n")
+    write(workspace / "memory" / "b.md", "b1\n")
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    write(workspace / "memory" / "a.md", "a2\n")
+    write(workspace / "memory" / "b.md", "b2\n")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(workspace / "memory" / "a.md")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "open\n"
+        done = cli("rollback", "--to", "base", "--force", "--json")
+        plain = cli("rollback", "--to", "base", "--force")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = done.json()
+    files = {f["path"]: f for f in result["files"]}
+    assert files["memory/a.md"].get("heldOpen") is True and "changed" not in files["memory/a.md"], files
+    assert "heldOpen" not in files["memory/b.md"]
+    (warning,) = [w for w in result["warnings"] if "memory/a.md" in w]
+    assert warning.startswith("memory/a.md is held open for writing by another program") and "changed" not in warning
+    assert "roll back again once that program has closed it" in warning
+    assert (workspace / "memory" / "a.md").read_text() == "a2\n" and (workspace / "memory" / "b.md").read_text() == "b1\n"
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+    assert plain.returncode == 0, plain.stderr
+    assert "memory/a.md  (held open for writing: left as it is)" in plain.stdout
+    assert "changed meanwhile" not in plain.stdout and "changed while" not in plain.stderr
+    assert cli("rollback", "--to", "base", "--force").returncode == 0  # closed now: it goes through
+    assert (workspace / "memory" / "a.md").read_text() == "a1\n"
+
+
+@pytest.mark.parametrize("finisher", ["doctor", "rollback"])
+def test_finishing_a_killed_rollback_says_how_to_undo_it(cli, workspace, state_dir, finisher):
+    """The killed process never printed its `To undo:` line, and the finish said only "every memory file
+    is as it was at base": the moment before it (in its record) was nowhere to be read."""
+    _p_x_and_b_snapshotted_then_changed(cli, workspace)
+    run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "base", "--force")
+    undo = read_intent(settings_for(workspace, state_dir).data_dir).undo
+    if finisher == "doctor":
+        fixed = cli("doctor", "--fix", "--json")
+        (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+        said = repair["detail"]
+    else:
+        again = cli("rollback", "--to", "base", "--force", "--json")
+        (said,) = [w for w in again.json()["warnings"] if w.startswith("finished the interrupted")]
+    assert said.endswith(f"every memory file is as it was at base. To undo: openclaw-memory rollback --to {undo}"), said
+    assert cli("rollback", "--to", undo, "--force").returncode == 0
+    assert (workspace / "memory" / "b.md").read_text() == "b2\n" and (workspace / "memory" / "p" / "x.md").read_text() == "x2\n"
+
+
+WRONG_SHAPES = {
+    "path-a-number": {"path": 123, "display": "memory/a.md", "before": None, "after": None},
+    "display-a-list": {"path": "/w/memory/a.md", "display": ["memory/a.md"], "before": None, "after": None},
+    "after-a-number": {"path": "/w/memory/a.md", "display": "memory/a.md", "before": None, "after": 7},
+    "size-a-string": {"path": "/w/memory/a.md", "display": "memory/a.md", "before": None, "after": "v", "size": "9"},
+    "step-a-string": "memory/a.md",
+}
+
+
+@pytest.mark.parametrize("finisher", ["doctor", "rollback", "dry-run"])
+@pytest.mark.parametrize("shape", [*WRONG_SHAPES, "undo-a-number", "steps-an-object", "record-a-list"])
+def test_a_rollback_record_of_the_wrong_shape_is_dropped_in_one_line_never_a_traceback(cli, workspace, state_dir,
+                                                                                       shape, finisher):
+    """`AttributeError: 'int' object has no attribute 'strip'` from doctor --fix and every rollback."""
+    from openclaw_memory.database import Database
+
+    write(workspace / "memory" / "a.md", "a\n")
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    record: object = {"to": "x", "moment": "x", "undo": "u", "steps": [WRONG_SHAPES.get(shape)]}
+    if shape == "undo-a-number":
+        record = {"to": "x", "moment": "x", "undo": 5, "steps": []}
+    elif shape == "steps-an-object":
+        record = {"to": "x", "moment": "x", "undo": "u", "steps": {"path": "p"}}
+    elif shape == "record-a-list":
+        record = ["x"]
+    data_dir = settings_for(workspace, state_dir).data_dir
+    with Database(data_dir).transaction() as conn:
+        conn.execute("INSERT OR REPLACE INTO rollback_ops VALUES (1, ?)", (json.dumps(record),))
+
+    plain = cli("doctor", "--json")
+    (finding,) = [f for f in plain.json()["findings"] if f["id"] == "interrupted-rollback"]
+    assert "is not readable" in finding["message"], finding
+    if finisher == "doctor":
+        fixed = cli("doctor", "--fix", "--json")
+        assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+        (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "interrupted-rollback"]
+        assert repair["status"] == "completed" and "unreadable record" in repair["detail"] and "dropped" in repair["detail"]
+    elif finisher == "rollback":
+        done = cli("rollback", "--to", "base", "--force")
+        assert done.returncode == 0 and "an unreadable record of an interrupted rollback was dropped" in done.stderr, done.stderr
+    else:
+        dry = cli("rollback", "--to", "base", "--dry-run")
+        assert dry.returncode == 0 and "an unreadable record of an interrupted rollback is waiting" in dry.stderr, dry.stderr
+        assert "Traceback" not in dry.stderr
+        return
+    assert read_intent(data_dir) is None

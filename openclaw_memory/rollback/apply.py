@@ -18,12 +18,14 @@ names the moment just before it began, to which a second ``rollback`` goes back.
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import time
 from dataclasses import dataclass, replace
 
 from .. import faults
-from ..errors import MemoryToolError, PathRefused, WriteBlocked, finished_first
+from ..errors import PROGRAM, MemoryToolError, PathRefused, WriteBlocked, finished_first
+from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
 from ..history.guard import IndexUpdate, restore_file_version
 from ..history.moves import finish_pending, remove_memory_file
 from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
@@ -68,6 +70,8 @@ class RollbackFile:
     # run's), or was made so while the rollback ran and is left as it is.
     read_only: bool = key(omit=lambda f: not f.read_only, default=False)
     changed: bool = key(omit=lambda f: not f.changed, default=False)  # changed meanwhile: left as it is
+    # Held open for writing by another program when its step came (a logger): left as it is.
+    held_open: bool = key("heldOpen", omit=lambda f: not f.held_open, default=False)
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ class RollbackResult:
 
     @property
     def changed_paths(self) -> tuple[str, ...]:
-        return tuple(f.path for f in self.files if f.fate != UNCHANGED and not f.changed and not f.read_only)
+        return tuple(f.path for f in self.files if f.fate != UNCHANGED and not (f.changed or f.read_only or f.held_open))
 
 
 def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool = False) -> RollbackResult:
@@ -106,9 +110,11 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
             left, files, undo = _roll_back(settings, store, records, to, moment, dry_run, force, notes)
         if undo is None:
             return RollbackResult(to, moment.shown, moment.snapshot is not None, True, tuple(files), warnings=tuple(notes))
-    files = [f if f.path not in left else replace(f, changed=left[f.path] != READ_ONLY, read_only=left[f.path] == READ_ONLY)
+    files = [f if f.path not in left else replace(f, changed=left[f.path] not in (READ_ONLY, HELD_OPEN),
+                                                  read_only=left[f.path] == READ_ONLY, held_open=left[f.path] == HELD_OPEN)
              for f in files]
-    notes += [f"{path} {_SAID[why]}: left as it is (what it held is in the history)" for path, why in left.items()]
+    notes += [f"{path} {_SAID[why]}: left as it is (what it held is in the history){_THEN.get(why, '')}"
+              for path, why in left.items()]
     return RollbackResult(to, moment.shown, moment.snapshot is not None, False, tuple(files), undo,
                           warnings=(*finished, *notes))
 
@@ -176,13 +182,22 @@ def _undo_moment() -> str:
 # Why a step left its file as it is: what it held changed meanwhile, or the version it is to hold
 # is no longer stored (its bytes went with a damaged state database, which a rollback finished
 # after the repair meets: trying it again would fail every time).
+# A file held open for writing by another program (HELD_OPEN) is left too, as a write leaves it; a
+# note that became a symlink or the like (NOT_FILE), or whose path goes through one now (THROUGH_LINK),
+# is one memory never writes.
 CHANGED, GONE, READ_ONLY, NOT_FILE = "changed", "gone", "read-only", "not-a-file"
+HELD_OPEN, THROUGH_LINK = "held-open", "through-link"
 _SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)",
          READ_ONLY: "was made read-only while the rollback ran (`chmod u+w` it, then roll back again)",
-         NOT_FILE: "became a symlink or something else memory never replaces while the rollback ran"}
+         NOT_FILE: "became a symlink or something else memory never replaces while the rollback ran",
+         THROUGH_LINK: "goes through a symlink now (a folder on its path was made one while the rollback ran)",
+         HELD_OPEN: "is held open for writing by another program, which could still write to it"}
+_THEN = {HELD_OPEN: "; roll back again once that program has closed it"}
 _SINCE = {CHANGED: "changed since", GONE: "its version then no longer stored (lost with a damaged state database)",
           READ_ONLY: "made read-only since: `chmod u+w` it, then roll back again",
-          NOT_FILE: "a symlink or something else memory never replaces since"}
+          NOT_FILE: "a symlink or something else memory never replaces since",
+          THROUGH_LINK: "a folder on its path is a symlink since",
+          HELD_OPEN: "held open for writing by another program: roll back again once that program has closed it"}
 
 
 def _run_steps(settings: Settings, intent: Intent, said: list[str]) -> dict[str, str]:
@@ -216,8 +231,8 @@ def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str |
         resolved = resolve_writable(step.path, str(settings.workspace), settings.extra_paths)
         now = current_version(store, resolved, record=False)
     except PathRefused:
-        if _not_a_file(step.path):
-            return NOT_FILE
+        if (kind := _not_a_file(settings, step.path)) is not None:
+            return kind
         raise
     version = now.version if now is not None else None
     latest = store.log.latest(resolved.abs_path)
@@ -243,24 +258,42 @@ def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str |
     except ReadOnlyRefused:
         return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
     except PathRefused:
-        if _not_a_file(step.path):
-            return NOT_FILE  # swapped for a symlink after the look above: the step refused it by name
+        if (kind := _not_a_file(settings, step.path)) is not None:
+            return kind  # swapped for a symlink after the look above: the step refused it by name
         raise
-    except WriteBlocked:
-        # Saved (or opened for writing) between the look above and the step: kept, as a file changed
-        # before it is (the whole rollback stopped there, half done, until doctor --fix).
-        return CHANGED
+    except WriteBlocked as exc:
+        # Saved between the look above and the step: kept, as a file changed before it is (the whole
+        # rollback stopped there, half done, until doctor --fix). Held open for writing by another
+        # program: left as a write leaves it, said in restore's words (it was called "changed").
+        return HELD_OPEN if exc.step == "held_open" else CHANGED
     return None
 
 
-def _not_a_file(path: str) -> bool:
-    """Whether ``path``'s name holds something a rollback never replaces (a symlink, a folder, a FIFO):
-    its step is left, as one changed since is (the rollback stopped there, its record refusing every
-    later rollback and doctor --fix until the user removed it). Its bytes then are in the history."""
-    try:
-        return not stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
+def _not_a_file(settings: Settings, path: str) -> str | None:
+    """Whether ``path`` names something a rollback never replaces: a symlink, a folder, a FIFO at its
+    name (NOT_FILE), or a folder on its way that is a symlink or no folder now (THROUGH_LINK); None
+    where a regular file is there, or nothing. Its step is left, as one changed since is (the rollback
+    stopped there, its record refusing every later rollback and doctor --fix until the user removed
+    it). Its bytes then are in the history. Walked from the root's descriptor, each folder opened
+    without following a link: an ``lstat`` of the path followed a folder's link to the file it
+    reached, a regular one, and the step's refusal was raised again, a rollback no finish ended."""
+    roots = [str(settings.workspace), *(str(p) for p in settings.extra_paths)]
+    for root in root_spellings(roots):
+        parts: tuple[str, ...]
+        if path == root:  # an extra path naming one file: opened from its own folder
+            root, parts = os.path.dirname(root), (os.path.basename(root),)
+        elif path.startswith(root.rstrip(os.sep) + os.sep):
+            parts = parts_under(root, path)
+        else:
+            continue
+        try:
+            with Folder.under(root, parts[:-1]) as folder:
+                return None if stat.S_ISREG(folder.lstat(parts[-1]).st_mode) else NOT_FILE
+        except (FolderSwapped, NotADirectoryError):
+            return THROUGH_LINK
+        except OSError:
+            return None
+    return None
 
 
 # -- recovery --------------------------------------------------------------------------------------
@@ -286,10 +319,12 @@ def recover_pending(settings: Settings) -> str | None:
     left = _run_steps(settings.as_recorded(intent.agent, intent.session), intent, said)
     clear_intent(settings.data_dir)
     also = "".join(f"; {warning}" for warning in said)
+    # The killed process never printed its `To undo:` line: the moment its record names is said here.
+    undo = f". To undo: {PROGRAM} rollback --to {shlex.quote(intent.undo)}"
     if not left:
-        return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{also}"
+        return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{also}{undo}"
     # Never "every memory file" when some were left (it said so, then named one left as it was).
     kept = ", ".join(f"{path} ({_SINCE[why]}; left as it is)" for path, why in left.items())
     return (f"finished the interrupted {describe(intent)}: memory files are as they were at {intent.moment} except: "
-            f"{kept}{also}")
+            f"{kept}{also}{undo}")
 

@@ -58,9 +58,27 @@ def read_intent(data_dir) -> Intent | None:
         data = json.loads(row[0])
         steps = tuple(Step(**s) for s in data.pop("steps"))
         data = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in Intent.__dataclass_fields__}
-        return Intent(**{**data, "steps": steps})
+        intent = Intent(**{**data, "steps": steps})
+        if not _well_typed(intent):  # (a number for a path was a traceback in the step that read it)
+            raise TypeError(intent)
+        return intent
     except (ValueError, TypeError, KeyError, AttributeError):
         raise UnreadableRollback(f"the record of an interrupted rollback is not readable: {row[0][:200]!r}") from None
+
+
+def _well_typed(intent: Intent) -> bool:
+    """Whether every field holds what this version writes there (a record damaged, or written by
+    hand, may hold anything JSON does)."""
+    def text(*values) -> bool:
+        return all(isinstance(v, str) for v in values)
+
+    def number(value, kinds: tuple[type, ...] = (int,)) -> bool:
+        return isinstance(value, kinds) and not isinstance(value, bool)
+
+    return (text(intent.to, intent.moment, intent.undo, intent.agent, intent.session, *intent.pins)
+            and isinstance(intent.pins, tuple) and number(intent.pid) and number(intent.started, (int, float))
+            and all(text(s.path, s.display) and all(v is None or text(v) for v in (s.before, s.after)) and number(s.size)
+                    for s in intent.steps))
 
 
 def write_intent(data_dir, intent: Intent) -> Intent:

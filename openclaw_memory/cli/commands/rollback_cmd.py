@@ -28,8 +28,10 @@ def run_rollback(settings: Settings, to: str, dry_run: bool, force: bool, update
         if f.read_only:  # a dry run's refuses; a rollback's was made so while it ran
             marks += "  (read-only: refuses the rollback until `chmod u+w`)" if result.dry_run else "  (made read-only meanwhile: left as it is)"
         marks += "  (changed meanwhile: left as it is)" if f.changed else ""
+        marks += "  (held open for writing: left as it is)" if f.held_open else ""
         print(f"{_SAID.get(f.fate, f.fate):<11} {printable(f.path)}{marks}")
-    moved = [f for f in result.files if f.fate != "unchanged" and not f.changed and not (f.read_only and not result.dry_run)]
+    moved = [f for f in result.files
+             if f.fate != "unchanged" and not f.changed and not f.held_open and not (f.read_only and not result.dry_run)]
     if result.dry_run:
         print(f"dry run: {len(moved)} of {len(result.files)} memory files would change to be as at {result.moment}; nothing was changed.")
     else:
