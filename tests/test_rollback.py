@@ -767,7 +767,8 @@ def test_a_time_written_with_rfc_3339s_lower_case_letters_is_that_time(cli, work
         planned = cli("rollback", "--to", to, "--dry-run", "--json")
         assert planned.returncode == 0, planned.stderr
         moments.append(planned.json()["moment"])
-    assert moments == ["2026-01-02T03:04:05.000000Z", "2026-01-02T03:04:05.000000Z", "2026-01-02T02:04:05.000000Z"]
+    # A time to the second means the end of that second (tests/test_rollback_moment.py).
+    assert moments == ["2026-01-02T03:04:05.999999Z", "2026-01-02T03:04:05.999999Z", "2026-01-02T02:04:05.999999Z"]
 
 
 def test_the_snapshot_an_interrupted_rollback_goes_back_to_is_not_pruned_of_its_bytes(cli, workspace, state_dir):

@@ -12,6 +12,7 @@ history evicted or whose entry retention dropped.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 import stat
@@ -27,8 +28,8 @@ from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
-from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, short
-from ..types import MOMENT, typed_moment
+from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, micros, short
+from ..types import DAY, MOMENT, typed_moment
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
 from ..watchdog.observe import KIND_FILE
@@ -65,8 +66,7 @@ class Fate:
 
 def moment_of(settings: Settings, to: str) -> Moment:
     """``to`` as a snapshot's label (looked up first: a label made before labels that read as a time
-    were refused keeps its snapshot, and :func:`plan` says so) or a time; a date alone is its start,
-    a time without an offset is UTC (as ``history`` and ``log`` show times)."""
+    were refused keeps its snapshot, and :func:`plan` says so) or a time (:func:`time_meant`)."""
     given = (to or "").strip()
     if given and given in {e.label for e in SnapshotStore(settings.data_dir).entries()}:
         return Moment(given, None, given)
@@ -80,22 +80,64 @@ def moment_of(settings: Settings, to: str) -> Moment:
                              "23:59:59.999999 or the next second instead; nothing was changed") from None
         raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
                          "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
-    if seconds > time.time():
+    now = time.time()
+    if seconds > now:
         # What the history has not seen yet (a note written by hand) has no entry by then: the plan,
         # made before the rollback's first look logs it, took it for made since and archived it.
-        raise UsageError(f"{shown(to)} is in the future (now is {iso_moment(time.time())}): a rollback goes back to a "
+        raise UsageError(f"{shown(to)} is in the future (now is {iso_moment(now)}): a rollback goes back to a "
                          "moment that has passed; nothing was changed (see `openclaw-memory log` for times)")
     try:
-        shown_as = iso_moment(seconds)
+        when, shown_as = time_meant(given)
     except (OverflowError, ValueError):  # before 0001-01-01 in UTC (a date east of UTC on the calendar's first day)
         raise UsageError(f"{shown(to)} lies before 0001-01-01T00:00:00Z, the first moment a time can name; "
                          "nothing was changed (see `openclaw-memory log` for times)") from None
-    return Moment(None, seconds, shown_as)
+    if when > now:
+        # The unit given has not ended yet (this minute): up to now. Later, the rollback's first look logs
+        # what the files hold now, which the moment would take for what they held then.
+        when, shown_as = now, iso_moment(now)
+    return Moment(None, when, shown_as)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
+# How long a time lasts as written, in microseconds, by the clock's fields given: an hour, a minute, a second.
+_UNIT_US = {1: 3_600_000_000, 2: 60_000_000, 3: 1_000_000}
+
+
+def time_meant(given: str) -> tuple[float, str]:
+    """The moment a time (:data:`~..types.MOMENT`) means, as the latest entry time it includes, and
+    that moment shown (ISO 8601 UTC, to the microsecond). A time means the end of the unit it is
+    written to: ``12:00:00.123`` everything logged up to ``12:00:00.123999...``, ``12:00`` up to
+    ``12:00:59.999999...`` (each entry's time taken to the microsecond, as every time is shown), so a
+    time ``log`` or ``history`` prints (to the millisecond, cut) includes its own entry and none
+    printed later. A date alone is its start, ``00:00:00.000000`` (as it was read before). No offset is UTC.
+    ValueError or OverflowError for a time no datetime holds."""
+    clock = re.fullmatch(DAY + r"(?:[Tt ]([0-9:.]+).*)?", given)
+    written = dt.datetime.fromisoformat(given.upper())
+    start = written if written.tzinfo is not None else written.replace(tzinfo=dt.UTC)
+    start_us = (start - _EPOCH) // _MICROSECOND
+    if clock is None or clock[1] is None:
+        unit_us = 1  # a date alone: its first microsecond
+    else:
+        fields, _, fraction = clock[1].partition(".")
+        unit_us = 10 ** max(6 - len(fraction), 0) if fraction else _UNIT_US[fields.count(":") + 1]
+    end_us = start_us + unit_us  # the first microsecond after it
+    return _last_before(end_us), (_EPOCH + (end_us - 1) * _MICROSECOND).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _last_before(end_us: int) -> float:
+    """The latest time (a float, as entries' times are) whose microsecond (:func:`micros`) is before ``end_us``."""
+    when = end_us / 1_000_000
+    while micros(when) >= end_us:
+        when = math.nextafter(when, -math.inf)
+    while micros(later := math.nextafter(when, math.inf)) < end_us:
+        when = later
+    return when
 
 
 def iso_moment(seconds: float) -> str:
     """Microsecond precision, UTC (a rollback's undo moment must fall between two log entries)."""
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return (_EPOCH + micros(seconds) * _MICROSECOND).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: bool) -> tuple[list[Fate], list[str]]:
@@ -337,7 +379,7 @@ def _label_also_a_time(label: str) -> list[str]:
     """What ``rollback --to LABEL`` says when the label also reads as a time (a snapshot labelled so
     before ``watchdog snapshot`` refused such labels): the snapshot was taken, and how to ask for the time."""
     try:
-        when = iso_moment(typed_moment(label))
+        when = time_meant(label)[1]
     except (ValueError, OverflowError):
         return []
     return [f"{label} is taken as the watchdog snapshot of that label, not as the time {when} it also reads as; "

@@ -1,0 +1,124 @@
+"""What ``rollback --to TIME`` means: the end of the unit the time is written to (a millisecond, a
+second, a minute, an hour), so the time ``log`` or ``history`` prints for a version (to the
+millisecond, cut, never rounded up) goes back to that version; a date alone is its start. The
+versions are logged at times set through the history's clock, no sleeps."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import pytest
+
+from conftest import write
+from openclaw_memory.history.versions import iso_time
+from openclaw_memory.rollback.plan import iso_moment, time_meant
+
+
+class Clock:
+    """The history's clock (``time`` of the store's module), set by hand."""
+
+    def __init__(self, now: float):
+        self.now = now
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+    def time(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    import openclaw_memory.history.store as store_module
+
+    clock = Clock(0.0)
+    monkeypatch.setattr(store_module, "time", clock)
+    return clock
+
+
+def versions(cli, workspace, clock, times: tuple[float, ...]) -> list[str]:
+    """v1 (first read), v2, ... of memory/a.md logged at ``times``; each version's time as ``log --json`` prints it."""
+    clock.now = times[0]
+    write(workspace / "memory" / "a.md", "v1\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    for i, at in enumerate(times[1:], 2):
+        clock.now = at
+        assert cli("write", "memory/a.md", "--append", f"v{i}", "--no-index").returncode == 0
+    clock.now = times[-1] + 10  # what the rollbacks log comes later
+    printed = [e["time"] for e in cli("log", "--json").json()["entries"] if e["path"] == "memory/a.md"]
+    assert len(printed) == len(times), printed
+    return sorted(printed)
+
+
+def rolled_back_to(cli, workspace, to: str) -> str:
+    done = cli("rollback", "--to", to, "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    return (workspace / "memory" / "a.md").read_text()
+
+
+# A whole second, well in the past.
+BASE = float(int(time.time()) // 60 * 60 - 3600)
+
+
+@pytest.mark.parametrize("v2, v3", [(0.1234, 0.2), (0.1236, 0.1244), (0.9996, 1.0004), (0.0001, 0.0009)],
+                         ids=["printed-before-it", "next-in-the-next-millisecond", "at-a-second's-end", "same-millisecond"])
+def test_the_time_log_prints_for_a_version_rolls_back_to_that_version(cli, workspace, clock, v2, v3):
+    """log printed each time rounded to the nearest millisecond and the rollback read it as that
+    instant: a version logged at .1234 was printed .123, before it, and a rollback to it went back to
+    the version before (6 of 8 runs in a shell). Printed cut and read as the end of its millisecond,
+    it includes its version and none printed later; two versions of one millisecond print alike."""
+    printed = versions(cli, workspace, clock, (BASE - 5, BASE + v2, BASE + v3))
+    expected = "v1\nv2\nv3\n" if printed[1] == printed[2] else "v1\nv2\n"
+    assert rolled_back_to(cli, workspace, printed[1]) == expected
+    assert rolled_back_to(cli, workspace, printed[0]) == "v1\n"
+    assert rolled_back_to(cli, workspace, printed[2]) == "v1\nv2\nv3\n"
+
+
+def test_a_time_to_the_second_or_minute_means_its_end_and_a_date_alone_its_start(cli, workspace, clock):
+    midnight = dt.datetime(2020, 3, 1, tzinfo=dt.UTC).timestamp()
+    versions(cli, workspace, clock, (midnight - 2 * 86400 + 5, midnight - 30.5, midnight, midnight + 0.0004))
+    assert rolled_back_to(cli, workspace, "2020-02-29T23:59:29") == "v1\nv2\n"  # v2 at :29.5, in that second
+    assert rolled_back_to(cli, workspace, "2020-02-29T23:58") == "v1\n"
+    assert rolled_back_to(cli, workspace, "2020-02-29T23:59Z") == "v1\nv2\n"
+    assert rolled_back_to(cli, workspace, "2020-03-01t00:59+01:00") == "v1\nv2\n"  # 23:59 UTC
+    assert rolled_back_to(cli, workspace, "2020-02-29T23") == "v1\nv2\n"
+    assert rolled_back_to(cli, workspace, "2020-02-29") == "v1\n"  # a date alone is its start
+    assert rolled_back_to(cli, workspace, "2020-03-01") == "v1\nv2\nv3\n"  # v3 at midnight exactly, v4 after
+    assert rolled_back_to(cli, workspace, "2020-03-01T00:00:00.0003") == "v1\nv2\nv3\n"
+    done = cli("rollback", "--to", "2020-03-01T00:00:00.000", "--force", "--no-index", "--json")
+    assert done.returncode == 0 and done.json()["moment"] == "2020-03-01T00:00:00.000999Z", done.stdout
+    assert (workspace / "memory" / "a.md").read_text() == "v1\nv2\nv3\nv4\n"
+
+
+def test_the_moment_a_time_means_is_shown_and_read_back_alike():
+    """One rule: each time means the last microsecond of its unit, shown so; that shown moment, given
+    again, means the same; a time printed to the millisecond is never after the time it prints."""
+    for given, shown in (("2026-12-01T10:00:00.123Z", "2026-12-01T10:00:00.123999Z"),
+                         ("2026-12-01T10:00:00.123456", "2026-12-01T10:00:00.123456Z"),
+                         ("2026-12-01T10:00:00", "2026-12-01T10:00:00.999999Z"),
+                         ("2026-12-01 10:00", "2026-12-01T10:00:59.999999Z"),
+                         ("2026-12-01T10Z", "2026-12-01T10:59:59.999999Z"),
+                         ("2026-12-01T10-05", "2026-12-01T15:59:59.999999Z"),
+                         ("2026-12-01", "2026-12-01T00:00:00.000000Z")):
+        when, said = time_meant(given)
+        assert said == shown == iso_moment(when), given
+        assert time_meant(said)[0] == when, given
+    for seconds in (BASE + 0.1234, BASE + 0.1236, BASE + 0.9996, BASE + 0.99999951):
+        printed = iso_time(seconds)
+        assert printed[:-1] <= iso_moment(seconds)[:-1] and time_meant(printed)[0] >= seconds, (seconds, printed)
+
+
+def test_a_time_whose_unit_has_not_ended_means_now(cli, workspace):
+    """A minute still running ends in the future: the rollback goes up to now (what its first look
+    logs comes after), and says so; a time to come is still refused."""
+    write(workspace / "memory" / "a.md", "v1\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    this_minute = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M")
+    before = time.time()
+    done = cli("rollback", "--to", this_minute, "--dry-run", "--json")
+    after = time.time()
+    if dt.datetime.fromtimestamp(after, dt.UTC).strftime("%Y-%m-%dT%H:%M") != this_minute:
+        return  # the minute ended meanwhile
+    assert done.returncode == 0 and iso_moment(before) <= done.json()["moment"] <= iso_moment(after), done.stdout
+    assert [f["fate"] for f in done.json()["files"]] == ["unchanged"]
