@@ -1007,3 +1007,31 @@ def test_a_rollback_record_of_the_wrong_shape_is_dropped_in_one_line_never_a_tra
         assert "Traceback" not in dry.stderr
         return
     assert read_intent(data_dir) is None
+
+
+def test_a_rollback_that_would_archive_the_startup_files_asks_for_force_as_rm_does(cli, workspace, state_dir):
+    """`rollback --to 2016-12-06` (a year mistyped: before any history) archived MEMORY.md and USER.md,
+    no --force, no warning, exit 0, while `rm MEMORY.md` asks for --force."""
+    for path, text in (("MEMORY.md", "# Memory"), ("USER.md", "# User"), ("memory/a.md", "a")):
+        assert cli("write", path, "--append", text, "--no-index").returncode == 0
+    assert "takes it out of the agent's startup" in cli("rm", "MEMORY.md", "--no-index").stderr
+
+    dry = cli("rollback", "--to", "2016-12-06", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    (warning,) = dry.stderr.strip().splitlines()
+    assert "would archive MEMORY.md and USER.md" in warning and "takes it out of the agent's startup" in warning, warning
+    assert "--force" in warning
+
+    refused = cli("rollback", "--to", "2016-12-06", "--json")
+    assert refused.returncode == 2, refused.stdout
+    error = refused.json()["error"]
+    assert error.startswith("refused: the rollback to 2016-12-06") and "would archive MEMORY.md and USER.md" in error, error
+    assert "OpenClaw loads MEMORY.md into every new session" in error and "pass --force" in error
+    assert error.endswith("nothing was changed"), error
+    assert {p: (workspace / p).exists() for p in ("MEMORY.md", "USER.md", "memory/a.md")} == dict.fromkeys(
+        ("MEMORY.md", "USER.md", "memory/a.md"), True)
+    assert read_intent(settings_for(workspace, state_dir).data_dir) is None
+
+    done = cli("rollback", "--to", "2016-12-06", "--force")
+    assert done.returncode == 0, done.stderr
+    assert not (workspace / "MEMORY.md").exists() and not (workspace / "USER.md").exists()

@@ -24,10 +24,10 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import faults
-from ..errors import PROGRAM, MemoryToolError, PathRefused, WriteBlocked, finished_first
+from ..errors import PROGRAM, MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
 from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
 from ..history.guard import IndexUpdate, restore_file_version
-from ..history.moves import finish_pending, remove_memory_file
+from ..history.moves import STARTUP_FILES, _refuse_startup_file, finish_pending, remove_memory_file
 from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
 from ..history.stale import read_here
 from ..history.states import ReadRecords
@@ -129,10 +129,14 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
     read_only = read_only_refused(store, fates)
     files = [RollbackFile(f.resolved.display, f.fate, f.after.version, f.before.version if f.before else None,
                           f.resolved.abs_path in unread, f.resolved.abs_path in read_only) for f in fates]
+    startup = _startup_files_archived(settings, fates, moment)
     if dry_run:
+        notes += [startup] if startup else []  # (its "pass --force" says what the rollback asks)
         return {}, files, None
     # Refused whole, before any step: a rollback that stopped at the first of them was half made.
     refuse_each_read_only((read_only.get(f.resolved.abs_path) for f in fates), "rolled back")
+    if startup and not force:
+        raise UsageError(f"refused: {startup}; nothing was changed")
     if unread and not force:
         names = [f.resolved.display for f in fates if f.resolved.abs_path in unread]
         listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
@@ -150,6 +154,22 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
     faults.reach("rollback:applied")
     clear_intent(settings.data_dir)
     return left, files, undo
+
+
+def _startup_files_archived(settings: Settings, fates: list[Fate], moment: Moment) -> str | None:
+    """What archiving ``MEMORY.md`` or ``USER.md`` (not there at the moment) does to the agent's
+    startup, in ``rm``'s words (which asks for --force as the rollback does), or None. A moment
+    before the history began (a mistyped year) archived both, without a word."""
+    workspace = str(settings.workspace)
+    archived = [f.resolved for f in fates if f.fate == ARCHIVE]
+    names = [r.display for r in archived if r.root == workspace and r.display in STARTUP_FILES]
+    for resolved in archived:
+        try:
+            _refuse_startup_file(resolved, workspace, False, "archiving")
+        except UsageError as exc:
+            return (f"the rollback to {moment.shown} would archive {' and '.join(names)} (not there then): "
+                    f"{exc.message}")
+    return None
 
 
 def _waiting(settings: Settings) -> list[str]:
