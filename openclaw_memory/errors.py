@@ -528,7 +528,8 @@ def closed_on_the_way(path: str) -> str | None:
         what = "folder" if folder else "file"
         if st.st_uid != os.geteuid():
             return (f"the {what} {here} (mode {stat_.S_IMODE(st.st_mode):03o}) belongs to another user (uid {st.st_uid}) "
-                    "and shuts this user out: its owner gives it back (`chown`), or give another state dir")
+                    "and shuts this user out: its owner gives it back (`chown`), or give another state dir (--state-dir DIR or "
+                    "OPENCLAW_STATE_DIR)")
         return (f"the {what} {here} is closed to this user, its owner (mode {stat_.S_IMODE(st.st_mode):03o}): "
                 f"`chmod u+{'rwx' if folder else 'rw'} {here}` gives it back")
     return None

@@ -89,6 +89,20 @@ def test_a_state_dir_this_user_cannot_read_is_the_state_dir_error(base):
         assert "chmod u+rwx" in said and "--state-dir" in said
 
 
+def test_a_state_dir_under_another_users_closed_folder_says_give_another_state_dir_once(base):
+    """Its parent root's and 0700: "... its owner gives it back (`chown`), or give another state dir,
+    or give another state dir (--state-dir DIR or OPENCLAW_STATE_DIR)"."""
+    ws, shut = _workspace(base), base / "shut"
+    shut.mkdir(mode=0o700)
+    state = shut / "state"
+    state.mkdir(mode=0o700)
+    done = _nobody(env_for(ws, state), ws, "files", "--json")
+    assert done["returncode"] == 2, done
+    said = json.loads(done["stdout"])["error"]
+    assert f"the folder {shut} (mode 700) belongs to another user (uid 0)" in said, said
+    assert said.count("give another state dir") == 1 and said.endswith("(--state-dir DIR or OPENCLAW_STATE_DIR)"), said
+
+
 def test_a_full_disk_under_the_state_dir_is_a_finding(workspace, state_dir, cli, tmp_path):
     """A full state-dir disk made every rm and write fail ("the disk is full ... nothing was changed")
     while doctor said "No problems found.", exit 0."""

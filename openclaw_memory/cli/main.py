@@ -135,9 +135,10 @@ def _state_dir_closed(exc: PermissionError, state_dir: Path | None) -> StateDirE
     # The folder that shuts this user out (index/ at mode 000 is not the state dir itself).
     todo = closed_on_the_way(str(path)) or (f"make it readable and writable by this user (its owner: `chmod u+rwx "
                                             f"{state_dir}`)")
+    if "give another state dir" not in todo:  # (another user's folder: closed_on_the_way says it)
+        todo += ", or give another state dir (--state-dir DIR or OPENCLAW_STATE_DIR)"
     return StateDirError(
-        f"the state dir {state_dir} cannot be read by this user (uid {os.geteuid()}): {exc.strerror or exc} ({path}); "
-        f"{todo}, or give another state dir (--state-dir DIR or OPENCLAW_STATE_DIR)")
+        f"the state dir {state_dir} cannot be read by this user (uid {os.geteuid()}): {exc.strerror or exc} ({path}); {todo}")
 
 
 UTF8_REEXEC = "OPENCLAW_MEMORY_UTF8_REEXEC"  # set for the process started again in UTF-8 mode: its streams' encodings
