@@ -150,7 +150,7 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
         raise UsageError(f"{shown(src)} and {shown(dst)} both name {source.display}{trimmed}; nothing was moved")
     refuse_new_not_utf8(target, f"nothing was moved: {source.display} is unchanged")
     refuse_dream_twin(target, workspace)
-    _refuse_startup_file(source, workspace, force, "moving")
+    refuse_startup_file(source, workspace, force, "moving")
     expected = check_prefix(expect, "expect") if expect is not None else None
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
@@ -283,7 +283,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
     return MoveResult(target.display, source.display, current.version, current.size, how, op.replaced, warnings=notes)
 
 
-def _refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, doing: str) -> None:
+def refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, doing: str) -> None:
     if force or resolved.root != workspace or resolved.display not in STARTUP_FILES:
         return
     raise UsageError(
@@ -365,7 +365,7 @@ def remove_memory_file(settings: Settings, path: str, *, force: bool = False, ex
     its mode go (a rollback's move, or its undo)."""
     workspace = str(settings.workspace)
     resolved = resolve_memory_path(path, workspace, settings.extra_paths)
-    _refuse_startup_file(resolved, workspace, force, "removing")
+    refuse_startup_file(resolved, workspace, force, "removing")
     expected = check_prefix(expect, "expect") if expect is not None else None
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)

@@ -27,7 +27,7 @@ from .. import faults
 from ..errors import PROGRAM, MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
 from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
 from ..history.guard import IndexUpdate, restore_file_version
-from ..history.moves import STARTUP_FILES, _refuse_startup_file, finish_pending, remove_memory_file
+from ..history.moves import STARTUP_FILES, finish_pending, refuse_startup_file, remove_memory_file
 from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
 from ..history.stale import read_here
 from ..history.states import ReadRecords
@@ -165,7 +165,7 @@ def _startup_files_archived(settings: Settings, fates: list[Fate], moment: Momen
     names = [r.display for r in archived if r.root == workspace and r.display in STARTUP_FILES]
     for resolved in archived:
         try:
-            _refuse_startup_file(resolved, workspace, False, "archiving")
+            refuse_startup_file(resolved, workspace, False, "archiving")
         except UsageError as exc:
             return (f"the rollback to {moment.shown} would archive {' and '.join(names)} (not there then): "
                     f"{exc.message}")
