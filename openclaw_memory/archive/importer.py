@@ -71,6 +71,7 @@ from ..history.placing import (
     current_version,
     held_open,
     kept_stat,
+    new_file_mode,
     open_current,
     read_only_note,
     recorded_mode,
@@ -431,17 +432,29 @@ def _make_folder(target: _Target, modes: dict[tuple[str, str], int]) -> tuple[Fo
 def _mode_for(store: HistoryStore, target: _Target) -> FileMode:
     """The permission bits and owner of a file the import writes: the archive's bits (a ``0600`` note
     of the exporting machine stays private here: it came ``0644``, readable by every user), never
-    set-id, and never more open than what is here says either: a file here keeps its owner and
-    narrows its bits to those it has (the look that found its version), one brought back where none
-    is (removed here) to those this history saw last. Given to the temp file before the rename that
-    names it: no moment holds the bytes more open."""
+    more open than what is here says either: a file here keeps its owner and narrows its bits to
+    those it has (the look that found its version), one brought back where none is (removed here)
+    to those this history saw last, and a new one to what this user's umask leaves, as a write
+    makes one (:func:`new_bits`). The owner always keeps read and write. Given to the temp file
+    before the rename that names it: no moment holds the bytes more open."""
     archived = target.record.mode & PERMISSIONS
     here = target.kept if target.current is not None else None
     if here is None:
         here = recorded_mode(store, target.resolved)
     if here is None:
-        return FileMode(archived, os.geteuid(), os.getegid())
-    return here._replace(mode=here.mode & archived)
+        return FileMode(new_bits(archived), os.geteuid(), os.getegid())
+    return here._replace(mode=here.mode & (archived | OWNER_RW))
+
+
+OWNER_RW = 0o600
+
+
+def new_bits(archived: int) -> int:
+    """The bits a file new here gets from the archive's: those the importing user's umask leaves of
+    them (``new_file_mode``, as a write's new file), never execute, set-id or sticky, and always
+    read and write for its owner (a ``0666`` note stays ``0600`` under umask ``077``: it arrived
+    writable by every user; ``0000`` one its owner could not read)."""
+    return (archived & new_file_mode()) | OWNER_RW
 
 
 def _place_all(store: HistoryStore, targets: dict[str, _Target]) -> str | None:
@@ -511,9 +524,12 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
     """Each path's versions, after what its log holds here, skipping those it holds already; the
     versions of a file that was not placed wait for the import that places it."""
     not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed}
-    # Each version's bits are logged (a removed 0600 note that `restore --last` brings back comes back
-    # 0600), with the owner the file here has, or the one a file made here gets.
+    # Each version's bits are logged as a file made here from it gets them (a removed 0600 note that
+    # `restore --last` brings back comes back 0600; a 0666 one 0666 less this user's umask, never
+    # more: new_bits), the version a file was given here with its bits, with the owner the file here
+    # has, or the one a file made here gets.
     owners = {t.resolved.abs_path: (t.mode or t.kept) for t in plan.targets.values()}
+    given = {t.resolved.abs_path: t.member.hash for t in plan.targets.values()}
     added = 0
     arrived = time.time()  # the archive's versions are this workspace's from now on, not from their own times
     try:
@@ -528,8 +544,10 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                 for v in history.versions:
                     if (v.version, v.time, v.origin) not in logged:
                         owner = owners.get(resolved.abs_path)
-                        mode = None if v.mode is None else FileMode(
-                            v.mode & PERMISSIONS, *((owner.uid, owner.gid) if owner else (os.geteuid(), os.getegid())))
+                        bits = (owner.mode if owner is not None and given.get(resolved.abs_path) == v.version
+                                else None if v.mode is None else new_bits(v.mode & PERMISSIONS))
+                        mode = None if bits is None else FileMode(
+                            bits, *((owner.uid, owner.gid) if owner else (os.geteuid(), os.getegid())))
                         store.record_entry(resolved.abs_path, resolved.display,
                                            Entry(v.version, v.time, v.size, v.origin, v.agent, v.session), mode,
                                            arrived=arrived)

@@ -1,0 +1,65 @@
+"""``import`` of an archive whose bits, headers or temp files would hurt the importing user: a new
+file gets the archive's permission bits less this user's umask (never execute, set-id or sticky,
+always owner read and write); an extended tar header past a name's size is refused before tarfile
+reads it; a rerun of a killed import removes the temp files the killed run left; export never
+writes an archive import refuses for its size; a non-file at a file's place is refused as an import."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import settings_for, write
+from openclaw_memory.memory.local import LocalMemory
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _memory(base: Path, name: str) -> LocalMemory:
+    ws = base / name / "ws"
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    return LocalMemory(settings_for(ws, base / name / "state"))
+
+
+# -- the bits a new file gets ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("umask", "expected"), [(0o077, 0o600), (0o022, 0o644)])
+def test_a_new_note_gets_the_archives_bits_less_the_umask_never_execute_always_owner_rw(umask, expected, tmp_path):
+    """A 0666 note arrived 0666 under umask 077 (any user could append to the agent's memory), a 0777
+    one rwxrwxrwx, a 0000 one a note its owner could not read; restore --last of a removed 0666 note
+    came back with the bits the import logged, 0666. Each gets what a write's new file gets of them."""
+    src = _memory(tmp_path, "src")
+    notes = src.settings.workspace / "memory"
+    for name, bits in (("team.md", 0o666), ("wild.md", 0o777), ("locked.md", 0o000), ("gone.md", 0o666)):
+        os.chmod(write(notes / name, f"# {name}\n"), bits)
+    src.read("memory/gone.md")
+    src.remove("memory/gone.md")
+    archive = tmp_path / "x.tgz"
+    src.export_archive(str(archive))
+
+    dst = _memory(tmp_path, "dst")
+    here = dst.settings.workspace / "memory"
+    old = os.umask(umask)
+    try:
+        dst.import_archive(str(archive))
+        dst.restore("memory/gone.md", last=True)
+    finally:
+        os.umask(old)
+    assert {n: _mode(here / n) for n in ("team.md", "wild.md", "locked.md", "gone.md")} == {
+        "team.md": expected, "wild.md": expected, "locked.md": 0o600, "gone.md": expected}
+    logged = {n: _logged_bits(dst, f"memory/{n}") for n in ("team.md", "wild.md", "locked.md")}
+    assert logged == {"team.md": expected, "wild.md": expected, "locked.md": 0o600}
+
+
+def _logged_bits(memory: LocalMemory, rel: str) -> int | None:
+    from openclaw_memory.history.store import HistoryStore
+
+    store = HistoryStore.for_settings(memory.settings)
+    seen = store.log.last_mode(str(memory.settings.workspace / rel), rel)
+    return None if seen is None else seen.mode & 0o7777
