@@ -63,3 +63,34 @@ def _logged_bits(memory: LocalMemory, rel: str) -> int | None:
     store = HistoryStore.for_settings(memory.settings)
     seen = store.log.last_mode(str(memory.settings.workspace / rel), rel)
     return None if seen is None else seen.mode & 0o7777
+
+
+# -- a killed import's temp files ------------------------------------------------------------------
+
+
+def _leftovers(*roots: Path) -> list[str]:
+    return sorted(str(p) for root in roots for p in root.rglob(".*") if p.name.endswith((".tmp", ".swp")))
+
+
+@pytest.mark.parametrize("step", ["import:staged", "import:placed"])
+def test_the_import_that_finishes_a_killed_one_removes_the_temp_files_it_left(step, tmp_path, cli_process):
+    """Killed after its staging, an import left a full temp copy of each file (`.n1.md.<hex>.tmp`);
+    running it again said it imported them and left those, for doctor to name as write leftovers."""
+    from conftest import fault
+
+    src = _memory(tmp_path, "src")
+    for rel in ("MEMORY.md", "memory/n1.md", "memory/sub/n2.md", "memory/sub/n3.md"):
+        write(src.settings.workspace / rel, f"# {rel}\n\nSome words.\n")
+    archive = tmp_path / "x.tgz"
+    src.export_archive(str(archive))
+    dst = _memory(tmp_path, "dst")
+    ws = dst.settings.workspace
+    env = {"OPENCLAW_WORKSPACE": str(ws), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    killed = cli_process("import", str(archive), env=fault(f"{step}=kill", env=env))
+    assert killed.returncode != 0
+    if step == "import:staged":
+        assert _leftovers(ws), "the killed run left no temp file: the test tests nothing"
+    again = cli_process("import", str(archive), env=env)
+    assert again.returncode == 0, again.stderr
+    assert _leftovers(ws) == []
+    assert (ws / "memory" / "sub" / "n3.md").read_text() == "# memory/sub/n3.md\n\nSome words.\n"

@@ -27,7 +27,8 @@ bytes is no conflict, and a version logged already is not logged twice. So the i
 archive, ``force``) is journaled before the staging (:func:`_journal`) and dropped after the log:
 plain doctor names a killed import, and ``doctor --fix`` (or the next ``mv``, ``rm`` or
 ``rollback``) runs it again (:func:`finish_import`). A killed run's temp files hold only the
-archive's bytes, which the history holds: the next write of that file, or ``doctor --fix``, removes them.
+archive's bytes, which the history holds: the import that finishes it removes them for the files it
+places (:func:`_sweep_killed`), as the next write of that file, or ``doctor --fix``, does.
 
 The index is not touched: the next ``index`` or ``search`` finds the new files and embeds them.
 Read records are not made: the importing agent reads a file before it writes it, as for any file
@@ -63,6 +64,7 @@ from ..fsutil.atomic import unlink_quietly
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 from ..history.failures import FailedAt, translated
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
+from ..history.leftovers import sweep_leftovers
 from ..history.moves import finish_pending
 from ..history.placing import (
     Raced,
@@ -337,6 +339,7 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
             raise os_error(exc, "the workspace or the state dir", "nothing was written") from None
         faults.reach("import:staged")
         stopped = _place_all(store, targets)
+        _sweep_killed(store, targets)
     finally:
         _clean(targets)
     added = _log(store, plan, stopped, settings.agent, settings.session)
@@ -504,6 +507,28 @@ def _place(target: _Target) -> None:
         target.tmp = None
     finally:
         swap.close()
+
+
+def _sweep_killed(store: HistoryStore, targets: dict[str, _Target]) -> None:
+    """What killed runs left beside each file placed (an import killed after its staging left each
+    file's temp copy, ``.NAME.<hex>.tmp``; the run that finished it said it succeeded and left them,
+    full copies, for doctor to name): removed as a write of the file removes them
+    (:func:`~..history.leftovers.sweep_leftovers`: this import holds the write lock, so no writer's
+    is in progress; a temp file goes at once when the history holds its bytes, as it holds every
+    version the archive stored, a swap file once its bytes are in the history)."""
+    for target in targets.values():
+        if not target.placed:
+            continue
+        folder, opened = target.folder, None
+        try:
+            if folder is None:
+                folder = opened = target.resolved.folder()
+            sweep_leftovers(store, target.resolved, folder)
+        except (OSError, MemoryToolError):
+            continue  # its folder gone or swapped meanwhile: the next write of the file, or doctor --fix, sweeps
+        finally:
+            if opened is not None:
+                opened.close()
 
 
 def _clean(targets: dict[str, _Target]) -> None:
