@@ -94,3 +94,61 @@ def test_the_import_that_finishes_a_killed_one_removes_the_temp_files_it_left(st
     assert again.returncode == 0, again.stderr
     assert _leftovers(ws) == []
     assert (ws / "memory" / "sub" / "n3.md").read_text() == "# memory/sub/n3.md\n\nSome words.\n"
+
+
+# -- export writes no archive import refuses for its size ------------------------------------------
+
+
+def test_export_limits_are_the_limits_import_refuses_past():
+    from openclaw_memory.archive import export, manifest
+
+    assert (export.MEMBER_LIMIT, export.TOTAL_LIMIT, export.MANIFEST_LIMIT) == (
+        manifest.MEMBER_LIMIT, manifest.TOTAL_LIMIT, manifest.MANIFEST_LIMIT)
+
+
+def test_a_file_past_the_member_limit_is_left_out_naming_it_and_the_archive_imports(tmp_path):
+    """A 1.1 GB note (sparse: nothing is read) was exported, "exported 2 memory files", exit 0, and
+    every import refused the archive whole."""
+    from openclaw_memory.archive.manifest import MEMBER_LIMIT
+
+    src = _memory(tmp_path, "src")
+    write(src.settings.workspace / "memory" / "n.md", "# n\n")
+    with open(src.settings.workspace / "memory" / "huge.md", "wb") as f:
+        f.truncate(MEMBER_LIMIT + 1)
+    archive = tmp_path / "x.tgz"
+    result = src.export_archive(str(archive))
+    assert result.files == ("memory/n.md",)
+    assert [w for w in result.warnings if w.startswith("memory/huge.md was left out")], result.warnings
+    dst = _memory(tmp_path, "dst")
+    assert dst.import_archive(str(archive)).files == ("memory/n.md",)
+
+
+def test_a_stored_version_past_the_member_limit_is_listed_without_its_bytes(tmp_path, monkeypatch):
+    from openclaw_memory.archive import export, manifest
+
+    for module in (export, manifest):
+        monkeypatch.setattr(module, "MEMBER_LIMIT", 1000)
+    src = _memory(tmp_path, "src")
+    note = write(src.settings.workspace / "memory" / "n.md", "# n\n\n" + "word " * 300)
+    src.history("memory/n.md")  # its 1,505-byte version stored
+    write(note, "# n\n")
+    archive = tmp_path / "x.tgz"
+    result = src.export_archive(str(archive))
+    assert result.files == ("memory/n.md",) and result.objects == 1, result
+    assert any("listed without their bytes" in w for w in result.warnings), result.warnings
+    dst = _memory(tmp_path, "dst")
+    dst.import_archive(str(archive))
+    assert (dst.settings.workspace / "memory" / "n.md").read_text() == "# n\n"
+
+
+def test_an_archive_past_the_total_limit_is_refused_in_one_line_and_not_written(tmp_path, monkeypatch):
+    from openclaw_memory.archive import export
+    from openclaw_memory.errors import UsageError
+
+    monkeypatch.setattr(export, "TOTAL_LIMIT", 100)
+    src = _memory(tmp_path, "src")
+    for name in ("a.md", "b.md"):
+        write(src.settings.workspace / "memory" / name, "# note\n\n" + "word " * 20)
+    with pytest.raises(UsageError, match=r"past the 100 import takes .*; nothing was written$"):
+        src.export_archive(str(tmp_path / "x.tgz"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]

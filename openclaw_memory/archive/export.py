@@ -39,7 +39,10 @@ from ..history.versions import iso_time
 from ..wire import key
 from .manifest import (
     MANIFEST,
+    MANIFEST_LIMIT,
+    MEMBER_LIMIT,
     PERMISSIONS,
+    TOTAL_LIMIT,
     ArchiveManifest,
     FileRecord,
     FolderRecord,
@@ -75,6 +78,10 @@ class _ChangedWhileExported(Exception):
     """A file changed between its sighting and its copy."""
 
 
+class _TooBig(Exception):
+    """A file past the member limit import takes (its size, from the open file's stat)."""
+
+
 def export_archive(settings: Settings, archive: str, *, force: bool = False) -> ExportResult:
     target = _target(settings, archive, force)
     store = HistoryStore.for_settings(settings)
@@ -87,10 +94,15 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     found = [f for f in found if f not in left_out]
     # The sightings in transactions of _BATCH files: one commit (an fsync) each was 5 of the 7.6 s
     # a 1,000-file export took; a batch keeps other writers' wait short.
+    too_big: list[tuple[str, int]] = []
     for start in range(0, len(found), _BATCH):
         with store.lock():
             for memory_file in found[start:start + _BATCH]:
-                seen = _sighting(settings, store, memory_file.abs_path)
+                try:
+                    seen = _sighting(settings, store, memory_file.abs_path)
+                except _TooBig as big:
+                    too_big.append(big.args)
+                    continue
                 if seen is not None:
                     resolved, version, mode = seen
                     place = place_of(settings, resolved.abs_path)
@@ -104,13 +116,17 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
             history.append(PathHistory(*place, tuple(Version(*e, mode=_bits(mode))
                                                      for e, mode in store.log.entries_with_modes(abs_path))))
     sizes = {v.version: v.size for h in history for v in h.versions}
-    stored = sorted(v for v in sizes if store.objects.has(v))
+    # A stored version past the member limit (a history configured to keep one that big) is listed
+    # without its bytes, as an evicted one is: import refuses a member past it, so the whole archive.
+    unstored = sorted(v for v in sizes if sizes[v] > MEMBER_LIMIT and store.objects.has(v))
+    stored = sorted(v for v in sizes if sizes[v] <= MEMBER_LIMIT and store.objects.has(v))
     try:
         manifest = ArchiveManifest(
             f"openclaw-memory {__version__}", settings.agent, iso_time(time.time()),
             tuple(Root(*r) for r in roots_of(settings)),
             tuple(m for _, _, m in files) + tuple(Member(object_member(v), sizes[v], v) for v in stored),
             tuple(f for f, _, _ in files), tuple(history), _folders(files))
+        _refuse_past_limits(manifest)
         size = _write(target, force, manifest, files, store, stored)
     except _ChangedWhileExported as exc:
         raise MemoryToolError(f"{exc.args[0]} changed while it was exported; nothing was written: try again") from None
@@ -119,8 +135,28 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     # What the scan skipped, as `files` lists it (a symlinked note: the archive holds no link, and what
     # it points to is no memory file here); an export said "exported 9 memory files" and nothing more.
     warnings += tuple(f"{printable(s.path)} was left out of the archive: {s.reason}" for s in scan.skipped)
+    # Import refuses an archive with a member past its limit (it reported success, and the archive was
+    # refused whole by every import): the file is left out, said, and the rest exported.
+    warnings += tuple(f"{display} was left out of the archive: it is {size:,} bytes, past the {MEMBER_LIMIT:,} a "
+                      "file import takes (import would refuse the archive)" for display, size in too_big)
+    if unstored:
+        warnings += (f"{len(unstored)} stored version(s) past the {MEMBER_LIMIT:,} bytes a member import takes "
+                     "are listed without their bytes, as an evicted version is",)
     return ExportResult(target, settings.agent, tuple(r.display for _, r, _ in files),
                         sum(len(h.versions) for h in history), len(stored), size, warnings)
+
+
+def _refuse_past_limits(manifest: ArchiveManifest) -> None:
+    """An archive import would refuse whole for its size is not written: its members past the total,
+    or its manifest past the limit on one (each file past the member limit is left out already)."""
+    total = sum(m.size for m in manifest.members)
+    if total > TOTAL_LIMIT:
+        raise UsageError(f"refused: the archive would hold {total:,} bytes of memory files and stored versions, past the "
+                         f"{TOTAL_LIMIT:,} import takes (it would refuse the archive whole); nothing was written")
+    body = len(manifest.to_bytes())
+    if body > MANIFEST_LIMIT:
+        raise UsageError(f"refused: the archive's manifest would be {body:,} bytes, past the {MANIFEST_LIMIT:,} import "
+                         "takes (it would refuse the archive whole); nothing was written")
 
 
 def _folders(files: list[tuple[FileRecord, ResolvedPath, Member]]) -> tuple[FolderRecord, ...]:
@@ -158,6 +194,9 @@ def _sighting(settings: Settings, store: HistoryStore, abs_path: str) -> tuple[R
         return None
     fd = opened[0]
     try:
+        size = os.fstat(fd).st_size
+        if size > MEMBER_LIMIT:  # before it is read: a sparse 1 GiB file costs nothing to leave out
+            raise _TooBig(resolved.display, size)
         seen = snapshot_fd(fd)
         store.observe(resolved.abs_path, resolved.display, seen, fd=fd)
         return resolved, seen, os.fstat(fd).st_mode & PERMISSIONS
