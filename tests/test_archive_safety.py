@@ -152,3 +152,119 @@ def test_an_archive_past_the_total_limit_is_refused_in_one_line_and_not_written(
     with pytest.raises(UsageError, match=r"past the 100 import takes .*; nothing was written$"):
         src.export_archive(str(tmp_path / "x.tgz"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+# -- extended tar headers: refused before tarfile reads them ---------------------------------------
+
+
+def _bomb(path: Path, typ: bytes, size: int, count: int = 1) -> Path:
+    """``count`` extended headers in a row, each declaring ``size`` bytes and followed by them (``a``:
+    no digit, so that even the quadratic pax parse of Python 3.11.7 is quick where it runs)."""
+    import tarfile
+
+    with open(path, "wb") as f:
+        for _ in range(count):
+            fields = {"name": "././@x", "mode": 0o644, "uid": 0, "gid": 0, "size": size, "mtime": 0, "type": typ,
+                      "linkname": "", "uname": "", "gname": "", "devmajor": 0, "devminor": 0, "prefix": ""}
+            f.write(tarfile.TarInfo._create_header(fields, tarfile.GNU_FORMAT, "utf-8", "strict"))
+            f.write(b"a" * size + b"\0" * (-size % 512))
+        f.write(b"\0" * 1024)
+    return path
+
+
+class _Counting:
+    """A file object counting the bytes read from it."""
+
+    def __init__(self, raw, counts: list[int]):
+        self._raw, self._counts = raw, counts
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self._counts.append(len(data))
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._raw.close()
+
+
+@pytest.mark.parametrize("kind", ["pax", "global pax", "long name", "long link name"])
+def test_an_extended_header_past_a_names_size_is_refused_before_it_is_read(kind, tmp_path, monkeypatch):
+    """tarfile read a whole pax or GNU long-name header into memory before the walk saw a member: a
+    522 KB archive took 1.09 GB, and a 223-byte one 32.8 s in the pax parse (CVE-2024-6232). The
+    refusal comes before the header's bytes are read: what is read of the archive is counted."""
+    import tarfile
+    import types
+
+    from openclaw_memory.archive import members
+    from openclaw_memory.archive.manifest import Refusal
+
+    typ = {"pax": tarfile.XHDTYPE, "global pax": tarfile.XGLTYPE, "long name": tarfile.GNUTYPE_LONGNAME,
+           "long link name": tarfile.GNUTYPE_LONGLINK}[kind]
+    archive = _bomb(tmp_path / "bomb.tar", typ, 1 << 20)
+    counts: list[int] = []
+    fake_os = types.SimpleNamespace(**{n: getattr(os, n) for n in dir(os) if not n.startswith("__")})
+    fake_os.fdopen = lambda fd, *a, **k: _Counting(os.fdopen(fd, *a, **k), counts)
+    monkeypatch.setattr(members, "os", fake_os)
+    fd = os.open(archive, os.O_RDONLY)
+    try:
+        with pytest.raises(Refusal, match=r"extended tar header of 1,048,576 bytes, past the 8,192"):
+            members.walk(fd)
+    finally:
+        os.close(fd)
+    assert 0 < sum(counts) < 64 << 10, sum(counts)
+
+
+def test_extended_headers_in_a_row_past_two_are_refused(tmp_path):
+    import tarfile
+
+    from openclaw_memory.archive import members
+    from openclaw_memory.archive.manifest import Refusal
+
+    fd = os.open(_bomb(tmp_path / "chain.tar", tarfile.XGLTYPE, 100, count=3), os.O_RDONLY)
+    try:
+        with pytest.raises(Refusal, match="more than 2 extended tar headers in a row"):
+            members.walk(fd)
+    finally:
+        os.close(fd)
+
+
+def test_tarfiles_hooks_for_extended_headers_are_there():
+    """The refusal overrides tarfile's own steps for these headers: a Python whose tarfile renamed
+    them would read the headers unchecked again."""
+    import tarfile
+
+    for hook in ("_proc_gnulong", "_proc_pax", "_proc_sparse", "_proc_gnusparse_00", "_proc_gnusparse_01",
+                 "_proc_gnusparse_10"):
+        assert callable(getattr(tarfile.TarInfo, hook, None)), hook
+
+
+def test_a_bomb_import_is_refused_in_one_line_writing_nothing(tmp_path, cli, workspace, state_dir):
+    import tarfile
+
+    archive = _bomb(tmp_path / "pax.tar", tarfile.XHDTYPE, 1 << 20)
+    before = sorted(p.name for p in state_dir.iterdir()), sorted(p.name for p in workspace.iterdir())
+    result = cli("import", str(archive))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: refused: {archive} is not an archive import can take: it holds an extended tar header of 1,048,576 "
+        "bytes, past the 8,192 a member's name needs (an export's are far smaller); nothing was written"]
+    assert (sorted(p.name for p in state_dir.iterdir()), sorted(p.name for p in workspace.iterdir())) == before
+
+
+def test_an_export_of_a_long_non_ascii_path_still_imports(tmp_path):
+    """The cap leaves room for what an export writes: a name near PATH_MAX in pax records."""
+    src = _memory(tmp_path, "src")
+    parts = ["é" * 120] * 14  # 240 bytes a part, 3,374 in all
+    rel = "memory/" + "/".join(parts) + "/note.md"
+    write(src.settings.workspace / rel, "# deep\n")
+    archive = tmp_path / "x.tgz"
+    src.export_archive(str(archive))
+    dst = _memory(tmp_path, "dst")
+    dst.import_archive(str(archive))
+    assert (dst.settings.workspace / rel).read_text() == "# deep\n"

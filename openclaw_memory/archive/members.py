@@ -27,6 +27,15 @@ from .manifest import MANIFEST, MANIFEST_LIMIT, ArchiveManifest, Member, Refusal
 
 BLOCK = 1 << 20
 Consumer = Callable[[Member, Iterator[bytes]], None]
+# An extended header (pax ``x``/``g``, GNU long name ``L``/``K``) tarfile would read whole into memory
+# before a member is seen, and pax's parse is quadratic in it on Pythons without the CVE-2024-6232 fix
+# (3.11.7: 64 KiB of digits takes 9 s, 128 KiB 33 s): refused past this, before it is read. What an
+# export writes holds a member's name, at most 4,096 bytes (PATH_MAX) plus its part's prefix, in one
+# record of a few bytes' overhead; 8 KiB is twice that, and parses in under 0.2 s at worst.
+EXTENDED_LIMIT = 8 << 10
+# Extended headers in a row before a member (a global pax header and an extended one, a long name
+# and a long link name, are the most a tar holds); each later one is a member of its own.
+EXTENDED_CHAIN = 2
 
 
 def walk(fd: int, consume: Consumer | None = None, expected: ArchiveManifest | None = None) -> ArchiveManifest:
@@ -34,7 +43,7 @@ def walk(fd: int, consume: Consumer | None = None, expected: ArchiveManifest | N
     member with its blocks (it may stop early: the rest is read and hashed all the same).
     ``expected``: the manifest an earlier walk read (the archive must not have changed since)."""
     os.lseek(fd, 0, os.SEEK_SET)
-    with os.fdopen(os.dup(fd), "rb") as raw, _read_errors(), tarfile.open(fileobj=raw, mode="r|*") as tar:
+    with _reader(fd) as raw, _read_errors(), tarfile.open(fileobj=raw, mode="r|*", tarinfo=_Bounded) as tar:
         first = tar.next()
         if first is None:
             raise Refusal("it holds nothing (not even a manifest)")
@@ -70,6 +79,51 @@ def walk(fd: int, consume: Consumer | None = None, expected: ArchiveManifest | N
         if missing:
             raise Refusal(f"{len(missing)} member(s) its manifest lists are missing", missing[0])
     return manifest
+
+
+def _reader(fd: int) -> IO[bytes]:
+    """The archive's bytes from its start, as tarfile reads them (a test counts what is read)."""
+    return os.fdopen(os.dup(fd), "rb")
+
+
+class _Bounded(tarfile.TarInfo):
+    """A member's header as tarfile reads it, each extended header's size checked before tarfile
+    reads it whole (tarfile's own hooks for those headers, in 3.11 to 3.13: ``_proc_gnulong``,
+    ``_proc_pax``; ``_proc_sparse`` and the pax sparse maps read more blocks: an export holds no
+    sparse member, so they are refused at once)."""
+
+    def _proc_gnulong(self, tarfile):
+        with _extended(self, tarfile):
+            return super()._proc_gnulong(tarfile)
+
+    def _proc_pax(self, tarfile):
+        with _extended(self, tarfile):
+            return super()._proc_pax(tarfile)
+
+    def _proc_sparse(self, tarfile):
+        raise Refusal("it is a sparse file, which an export never holds", self.name)
+
+    def _proc_gnusparse_00(self, *_args):
+        raise Refusal("it is a sparse file, which an export never holds", self.name)
+
+    _proc_gnusparse_01 = _proc_gnusparse_10 = _proc_gnusparse_00
+
+
+@contextlib.contextmanager
+def _extended(info: tarfile.TarInfo, tar: tarfile.TarFile) -> Iterator[None]:
+    """An extended header of ``info.size`` bytes about to be read: refused past
+    :data:`EXTENDED_LIMIT`, or past :data:`EXTENDED_CHAIN` in a row (each read by the one before)."""
+    if info.size > EXTENDED_LIMIT:
+        raise Refusal(f"it holds an extended tar header of {info.size:,} bytes, past the {EXTENDED_LIMIT:,} a "
+                      "member's name needs (an export's are far smaller)")
+    depth = getattr(tar, "_extended_depth", 0)
+    if depth >= EXTENDED_CHAIN:
+        raise Refusal(f"it holds more than {EXTENDED_CHAIN} extended tar headers in a row (an export's members have one at most)")
+    tar._extended_depth = depth + 1  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        tar._extended_depth = depth  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
