@@ -268,3 +268,58 @@ def test_an_export_of_a_long_non_ascii_path_still_imports(tmp_path):
     dst = _memory(tmp_path, "dst")
     dst.import_archive(str(archive))
     assert (dst.settings.workspace / rel).read_text() == "# deep\n"
+
+
+# -- a manifest dense with JSON values -------------------------------------------------------------
+
+
+def _tar_with_manifest(path: Path, body: bytes) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    return path
+
+
+def test_a_manifest_dense_with_values_is_refused_before_it_is_parsed(tmp_path):
+    """64 MiB of `[],` (a 65 KB archive) took 1.7 GB to parse before the manifest's shape was checked;
+    the allocations of the walk are measured (tracemalloc), here for 3 MiB."""
+    import tracemalloc
+
+    from openclaw_memory.archive import members
+    from openclaw_memory.archive.manifest import Refusal
+
+    body = b"[" + b"[]," * (1 << 20) + b"[]]"
+    fd = os.open(_tar_with_manifest(tmp_path / "dense.tgz", body), os.O_RDONLY)
+    tracemalloc.start()
+    try:
+        with pytest.raises(Refusal, match=r"its manifest holds 2,097,154 JSON values in 3,145,732 bytes"):
+            members.walk(fd)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        os.close(fd)
+    assert peak < 4 * len(body), peak
+
+
+def test_an_exports_manifest_is_never_too_dense(tmp_path):
+    """As export writes it (indented) and compact, with short names: far below the refusal's bound."""
+    import json
+
+    from openclaw_memory.archive.manifest import ArchiveManifest, FolderRecord, Member, PathHistory, Root, Version, _refuse_dense
+
+    n = 6000
+    manifest = ArchiveManifest(
+        "openclaw-memory 1", "main", "2026-12-01T00:00:00Z", (Root("workspace", "/w"),),
+        tuple(Member(f"files/{i}.md", 5, f"{i:032x}") for i in range(n)), (),
+        tuple(PathHistory("workspace", f"{i}.md", (Version(f"{i:032x}", 1.5, 5, "write", "a", "", 0o644),))
+              for i in range(n)),
+        tuple(FolderRecord("workspace", f"{i}", 0o755) for i in range(n)))
+    written = manifest.to_bytes()
+    compact = json.dumps(json.loads(written), separators=(",", ":")).encode()
+    assert len(compact) > 1 << 20
+    for body in (written, compact):
+        _refuse_dense(body)
