@@ -323,3 +323,31 @@ def test_an_exports_manifest_is_never_too_dense(tmp_path):
     assert len(compact) > 1 << 20
     for body in (written, compact):
         _refuse_dense(body)
+
+
+# -- a non-file at a file's place ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["folder", "FIFO", "socket", "device"])
+def test_a_non_file_at_a_files_place_is_refused_in_the_imports_words(kind, tmp_path, cli, workspace):
+    """It said only `refused: memory/x.md: not a regular file`, unlike every other import refusal."""
+    if kind == "device" and os.geteuid() != 0:
+        pytest.skip("making a device needs root")
+    src = _memory(tmp_path, "src")
+    write(src.settings.workspace / "memory" / "x.md", "# x\n")
+    archive = tmp_path / "x.tgz"
+    src.export_archive(str(archive))
+    place = workspace / "memory" / "x.md"
+    place.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "folder":
+        place.mkdir()
+    elif kind == "FIFO":
+        os.mkfifo(place)
+    else:
+        os.mknod(place, (stat.S_IFSOCK if kind == "socket" else stat.S_IFCHR) | 0o600, os.makedev(1, 3))
+    result = cli("import", str(archive))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: refused: memory/x.md cannot be imported here: a {kind} is there, not a memory file (move it away "
+        "to import the file); nothing was written"]
+    assert sorted(p.name for p in workspace.rglob("*")) == ["memory", "x.md"]

@@ -300,6 +300,11 @@ def _version_here(resolved: ResolvedPath) -> tuple[FileVersion | None, FileMode 
     except NotADirectoryError:  # as `write` refuses it (it was "not a folder (PATH)", exit 1, the file unnamed)
         raise PathRefused(f"refused: {resolved.display} cannot be imported here: a folder on its path is a file; "
                           "nothing was written") from None
+    except PathRefused as exc:  # the import's own words (it was "refused: memory/x.md: not a regular file" alone)
+        if exc.message.startswith("cannot read"):
+            raise
+        raise PathRefused(f"refused: {resolved.display} cannot be imported here: {_what_is_there(resolved)}; "
+                          "nothing was written") from None
     try:
         kept = kept_stat(fd)
         return current, kept, read_only_note(resolved.display, kept, folder)
@@ -308,6 +313,19 @@ def _version_here(resolved: ResolvedPath) -> tuple[FileVersion | None, FileMode 
             os.close(fd)
         if folder is not None:
             folder.close()
+
+
+def _what_is_there(resolved: ResolvedPath) -> str:
+    """What is at ``resolved`` in a note's place, for the import's refusal (a folder, a FIFO, a
+    socket, a device, a symbolic link)."""
+    try:
+        mode = os.lstat(resolved.abs_path).st_mode
+    except OSError:
+        return "it is not a regular file"
+    kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+            else "not a regular file")
+    return f"{kind} is there, not a memory file (move it away to import the file)"
 
 
 def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, plan: _Plan, force: bool,
