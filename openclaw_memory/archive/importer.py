@@ -7,7 +7,8 @@
 2. **Stage**, under the workspace's write lock and in one transaction of the state database: the
    archive is read again (it must be the one checked: its manifest, and every hash again); each
    file's bytes go to a fsynced temp file beside its place, given the archive's permission bits
-   first (never more open than a file here, or the history here, had them: :func:`_mode_for`),
+   first (never more open than a file here, or the history here, had them, nor than this user's
+   umask leaves a new file: :func:`_mode_for`),
    each stored version into the history's
    object store, and each file ``force`` replaces is recorded in the history first (a sighting, as a
    write records the version it replaces). A failure rolls the transaction back and removes the
