@@ -26,6 +26,7 @@ from ..files.paths import display_path
 from ..files.read import ResolvedPath
 from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
+from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, micros, short
@@ -150,6 +151,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     named_then: set[str] = set()  # for a time: every path the history named at or before it
     unsure: dict[str, str] = {}  # for a time: a path whose content then is unknown, and why
     seen_after: set[str] = set()  # for a time: every path the history named (after it, where not in named_then)
+    vouched: set[str] = set()  # for a time: the paths first seen after it whose sighting's dates put them before it
     before_ns = 0.0  # for a time: a ctime no later than this is surely before it
     if moment.snapshot is not None:
         targets, notes = _snapshot_targets(settings, moment.snapshot)
@@ -163,11 +165,12 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
         # A status change is dated by the file system's coarse clock, which may lag the history's by
         # up to its granularity: a ctime that close to the moment cannot tell before from after.
         before_ns = moment.when * 1e9 - guard_ns(workspace, *extra)
-        targets, named_then, unsure, seen_after = _history_targets(settings, store, moment.when, before_ns)
+        targets, named_then, unsure, seen_after, vouched = _history_targets(settings, store, moment.when, before_ns)
         notes = []
         now = [f.abs_path for f in files]
     fates: list[Fate] = []
     stranded: dict[str, str] = {}  # a version a name held then that cannot be written now: by version, that name
+    came_with: dict[str, FolderChanged] = {}  # for a time: first seen after it, held since, a folder on its path changed
     for abs_path in sorted(set(now) | set(targets) | set(unsure)):
         try:
             resolved = resolve_writable(abs_path, workspace, extra)
@@ -184,6 +187,13 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
         after = targets.get(abs_path, Aim(None, 0))
         if (moment.when is not None and after.version is None and before is not None and abs_path not in named_then
                 and _held_since(resolved, before_ns)):
+            if (folder_changed := _folder_changed_since(resolved, workspace, before_ns)) is not None:
+                # Its bytes are as they were before the moment, but a folder on its path changed since:
+                # renaming a folder (`mv memory/p memory/q`) leaves each file's ctime as it was, and the
+                # note was taken to have been at memory/q/ then, while memory/p/ came back beside it.
+                came_with[abs_path] = folder_changed
+                fates.append(Fate(resolved, UNCHANGED, before, Aim(before.version, before.size)))
+                continue
             # The history first saw it after the moment (a note written by hand, no watch running),
             # but it has held these bytes since before: it existed then, it was not made since.
             after = Aim(before.version, before.size)
@@ -196,6 +206,9 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             notes.append(f"{resolved.display} left as it is: what it held at {moment.shown} is unknown ({why})")
             fates.append(Fate(resolved, UNCHANGED, before, Aim(before.version, before.size) if before else Aim(None, 0)))
             continue
+        elif (abs_path in vouched and before is not None and before.version == after.version
+              and (folder_changed := _folder_changed_since(resolved, workspace, before_ns)) is not None):
+            came_with[abs_path] = folder_changed  # as above: a folder renamed before its first sighting
         elif moment.when is not None and before is None and after.version is not None and _gone_since(resolved, before_ns):
             # The history last saw it before the moment, and it was deleted by hand, unseen: its
             # folder has not changed since before the moment, so it was gone by then already.
@@ -207,6 +220,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             stranded[after.version] = resolved.display
             continue
         fates.append(Fate(resolved, _fate(before, after), before, after))
+    notes += _moved_with_a_folder(fates, came_with, moment.shown)
     for i, f in enumerate(fates):
         if f.fate == ARCHIVE and f.before is not None and f.before.version in stranded:
             # Moved here from a name that cannot be written now (an extra path naming one file, gone
@@ -270,6 +284,53 @@ def _held_since(resolved: ResolvedPath, before_ns: float) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(seen.st_mode) and seen.st_ctime_ns <= before_ns
+
+
+class FolderChanged(NamedTuple):
+    said: str  # the deepest folder on the path changed since, and when
+    renamed: bool  # one's status changed since but not its names (its mtime is before): renamed or moved
+
+
+def _folder_changed_since(resolved: ResolvedPath, workspace: str, before_ns: float) -> FolderChanged | None:
+    """Whether a folder between the file's root and the file has a ctime later than ``before_ns`` (made,
+    renamed or moved since, or a name in it added, removed or renamed); None when none has. Each is
+    looked at from the descriptor of the folder holding it, from the root."""
+    said, renamed = None, False
+    for i in range(len(resolved.parts) - 1):
+        try:
+            with Folder.under(resolved.root, resolved.parts[:i]) as holding:
+                seen = holding.lstat(resolved.parts[i])
+        except OSError:
+            return None  # (the file was just read through it: swapped since, the step finds it)
+        if seen.st_ctime_ns > before_ns:
+            shown_folder = display_path(os.path.join(resolved.root, *resolved.parts[:i + 1]), workspace)
+            said = f"{shown_folder} was made, renamed or changed at {iso_time(seen.st_ctime_ns / 1e9)}"
+            if seen.st_mtime_ns <= before_ns:
+                said, renamed = f"{shown_folder} was renamed or moved at {iso_time(seen.st_ctime_ns / 1e9)}", True
+    return None if said is None else FolderChanged(said, renamed)
+
+
+def _moved_with_a_folder(fates: list[Fate], came_with: dict[str, FolderChanged], moment: str) -> list[str]:
+    """Each file of ``came_with`` (first seen after the moment, its bytes as before it, but a folder on
+    its path changed since) archived where a folder on its path was renamed since and the rollback
+    brings its bytes back under its name in another folder (the undo of that rename), said. Otherwise
+    it is left as it is (held since before, as its ctime says), said where a folder on its path was
+    renamed or its bytes come back elsewhere (a folder whose names changed since, a note written beside
+    it, says nothing of it: archived on that guess, a person's note would leave)."""
+    back_at = {(f.after.version, f.resolved.name): f.resolved.display for f in fates if f.fate == BRING_BACK}
+    said = []
+    for i, f in enumerate(fates):
+        if (why := came_with.get(f.resolved.abs_path)) is None or f.before is None:
+            continue
+        there = back_at.get((f.before.version, f.resolved.name))
+        if there is not None and why.renamed:
+            fates[i] = Fate(f.resolved, ARCHIVE, f.before, Aim(None, 0))
+            said.append(f"{f.resolved.display} archived: it was not there at {moment} ({why.said}), and {there}, "
+                        "which held its bytes then, is brought back")
+        elif there is not None or why.renamed:
+            also = f"; {there}, which held its bytes then, is brought back" if there is not None else ""
+            said.append(f"{f.resolved.display} left as it is: what it held at {moment} is unknown ({why.said}{also})")
+    return said
 
 
 def _changed(resolved: ResolvedPath) -> str:
@@ -406,10 +467,11 @@ def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], l
 
 
 def _history_targets(settings: Settings, store: HistoryStore, when: float,
-                     before_ns: float) -> tuple[dict[str, Aim], set[str], dict[str, str], set[str]]:
+                     before_ns: float) -> tuple[dict[str, Aim], set[str], dict[str, str], set[str], set[str]]:
     """Each memory file's version at ``when``, by absolute path (None: removed, or not made yet), the
-    paths an entry at or before ``when`` named, those whose content then is unknown (and why), and
-    every path an entry named. A path whose entries at that time retention has dropped is refused.
+    paths an entry at or before ``when`` named, those whose content then is unknown (and why),
+    every path an entry named, and those a sighting after ``when`` vouched for (below). A path whose
+    entries at that time retention has dropped is refused.
 
     A name the history first saw after ``when``, by a sighting (a first ``read`` of a note written by
     hand), held those bytes at ``when`` when the sighting's stat says so: its ctime (which every write,
@@ -418,7 +480,8 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
     the agent's later change, removal or move took a person's note away). A sighting dated later, or
     with no stat logged (before schema 13), cannot tell: that name, and each name of the same file's
     history the moment would empty, is ``unsure``. A name whose first entry is the product's own (a
-    write, a restore, a move, an import) was made since.
+    write, a restore, a move, an import) was made since. The names vouched for so are returned too:
+    a folder renamed since leaves its files' ctimes as they were, which :func:`plan` looks at.
 
     A moved file's entries are kept under the path it has now, each with the name it had when it
     was logged (``display``), so a path's entries up to ``when`` are replayed in order, by name: an
@@ -440,6 +503,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
     targets: dict[str, Aim] = {}
     named_then: set[str] = set()
     seen_after: set[str] = set()
+    vouched: set[str] = set()
     histories: list[tuple[str, dict[str, Aim], list[tuple]]] = []
     unknown: list[str] = []
     def memory_now(path: str) -> bool:  # not under an extra path no longer configured
@@ -483,6 +547,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
             if mtime_ns is not None and ctime_ns is not None and max(mtime_ns, ctime_ns) <= before_ns:
                 named[name] = Aim(version, size)  # those bytes, unchanged since before the moment
                 named_then.add(name)
+                vouched.add(name)
                 continue
             changed = ("no date of its last change is logged" if mtime_ns is None or ctime_ns is None
                        else f"changed at {iso_time(max(mtime_ns, ctime_ns) / 1e9)}")
@@ -502,7 +567,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
         raise MemoryToolError(f"cannot roll back to {iso_time(when)}: the history no longer knows what "
                               f"{', '.join(os.path.relpath(p, settings.workspace) for p in unknown[:5])} held then "
                               "(retention dropped those entries: [history] keep_per_path); nothing was changed")
-    return targets, named_then, {n: why for n, why in unsure.items() if memory_now(n)}, seen_after
+    return targets, named_then, {n: why for n, why in unsure.items() if memory_now(n)}, seen_after, vouched
 
 
 def _named(display: str, path: str, workspace: str) -> str:
