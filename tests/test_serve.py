@@ -1623,3 +1623,55 @@ def test_a_nul_refused_by_the_service_arrives_as_the_same_error_with_its_fields(
         mem.close()
     assert (workspace / "MEMORY.md").read_text() == MEMORY_TEXT
     assert service.stop() == 0
+
+
+def test_request_ids_7_and_the_string_7_are_one_id_in_flight_over_http():
+    """The SDK's HTTP transport routes an answer by ``str(id)``: with id 7 in flight, a request of
+    id "7" (keyed by its JSON, another id) went through, got the first's answer (another note's
+    text), the first got none, and its memory_get was recorded as delivered to a session that never
+    saw it. Now the second is refused at once, as a repeated id is. Two copies of mcp-session-id are
+    read as the transport reads them, the first."""
+    import anyio
+
+    from openclaw_memory.mcp.http import _Deliveries, _OneRequestPerId
+
+    running = anyio.Event()
+    release = anyio.Event()
+    answers: dict[str, list[dict]] = {"first": [], "second": []}
+
+    async def app(scope, receive, send):  # the transport, answering the first call once released
+        await receive()
+        running.set()
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b'{"jsonrpc": "2.0", "id": 7, "result": {}}'})
+
+    middleware = _OneRequestPerId(app, _Deliveries())
+
+    async def post(request_id, who: str, sessions: list[bytes]):
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                           "params": {"name": "memory_status", "arguments": {}}}).encode()
+        scope = {"type": "http", "method": "POST", "headers": [(b"mcp-session-id", s) for s in sessions]}
+
+        async def receive():
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message):
+            if message["type"] == "http.response.body":
+                answers[who].append(json.loads(message["body"]))
+
+        await middleware(scope, receive, send)
+
+    async def main():
+        async with anyio.create_task_group() as group:
+            group.start_soon(post, 7, "first", [b"s1"])
+            await running.wait()
+            with anyio.move_on_after(30):  # (before: passed on to the transport, it waited for the first's answer)
+                await post("7", "second", [b"s1", b"s2"])
+            release.set()
+
+    anyio.run(main)
+    (refused,) = answers["second"]
+    assert refused["id"] == "7" and refused["error"]["code"] == -32600, refused
+    assert "already in flight" in refused["error"]["message"], refused
+    assert answers["first"] == [{"jsonrpc": "2.0", "id": 7, "result": {}}]

@@ -174,7 +174,7 @@ class _SessionEnds:
     async def __call__(self, scope, receive, send):
         sid = None
         if scope["type"] == "http" and scope.get("method") == "DELETE":
-            sid = dict(scope.get("headers") or []).get(b"mcp-session-id")
+            sid = _header(scope, b"mcp-session-id")
         if not sid:
             await self.app(scope, receive, send)
             return
@@ -245,7 +245,7 @@ class _Deliveries:
     def ended(self, ctx, undo: Callable[[], None] | None) -> None:
         """In the call's worker thread, once its read ran: taken back at once when its answer is lost already."""
         headers = getattr(ctx.request, "headers", None) or {}
-        key = (headers.get("mcp-session-id") or "", json.dumps(ctx.request_id))
+        key = (headers.get("mcp-session-id") or "", request_key(ctx.request_id))
         with self._lock:
             call = self._calls.get(key)
             if call is None:
@@ -296,7 +296,7 @@ class _OneRequestPerId:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        sid = dict(scope.get("headers") or []).get(b"mcp-session-id")
+        sid = _header(scope, b"mcp-session-id")
         if not sid:  # no session yet (an initialize) or stateless: nothing to share an id with
             await self.app(scope, receive, send)
             return
@@ -308,7 +308,7 @@ class _OneRequestPerId:
             parsed = _UNREADABLE  # the SDK's own parse error says it
         # The protocol version the client agreed on (it sends it on every request after initialize;
         # without it, the spec says to assume 2025-03-26): its methods' params are checked against it.
-        version = dict(scope.get("headers") or []).get(b"mcp-protocol-version", b"2025-03-26").decode("latin-1")
+        version = (_header(scope, b"mcp-protocol-version") or b"2025-03-26").decode("latin-1")
         refused = _refusal(data, parsed, version)
         if refused is not None:
             await _answer(send, refused)
@@ -316,11 +316,14 @@ class _OneRequestPerId:
         ids = _request_ids(parsed)
         reads = bool(ids) and isinstance(parsed, dict) and parsed.get("method") == "tools/call" and isinstance(
             parsed.get("params"), dict) and parsed["params"].get("name") == "memory_get"
+        asked = parsed["id"] if ids and isinstance(parsed, dict) else None
         del data, parsed  # the SDK parses the body again: not kept twice while the call runs
         taken = [i for i in ids if (sid, i) in self.inflight]
         if taken:
-            await _answer(send, {"jsonrpc": "2.0", "id": json.loads(taken[0]), "error": {
-                "code": -32600, "message": f"request id {taken[0]} is already in flight in this session; give each request its own id"}})
+            await _answer(send, {"jsonrpc": "2.0", "id": asked, "error": {
+                "code": -32600, "message": f"request id {json.dumps(asked)} is already in flight in this session (as "
+                                           f"{taken[0]!r}: an id is told by its text, 7 and \"7\" alike); give each "
+                                           "request its own id"}})
             return
         keys = {(sid, i) for i in ids}
         self.inflight |= keys
@@ -393,10 +396,25 @@ def _refusal(data: bytes, parsed: object, version: str) -> dict | None:
 
 
 def _request_ids(parsed: object) -> list[str]:
-    """The id of the JSON-RPC request of a POST body (a batch is refused before), as JSON text."""
+    """The id of the JSON-RPC request of a POST body (a batch is refused before), as the transport
+    routes its answer: by ``str(id)``, so 7 and "7" are one id (keyed by their JSON, both went through,
+    the second got the first's answer, the first none, and a memory_get's read was recorded as
+    delivered to a session that never saw it)."""
     from .refusals import has_request_id
 
-    return [json.dumps(parsed["id"])] if isinstance(parsed, dict) and "method" in parsed and has_request_id(parsed) else []
+    return [request_key(parsed["id"])] if isinstance(parsed, dict) and "method" in parsed and has_request_id(parsed) else []
+
+
+def request_key(request_id: object) -> str:
+    """A request's id as the SDK's HTTP transport keys its answer stream (``str``)."""
+    return str(request_id)
+
+
+def _header(scope, name: bytes) -> bytes | None:
+    """The first value of the header ``name``, as Starlette's ``Request.headers`` (and so the SDK)
+    reads it: with two ``mcp-session-id`` headers, a DELETE ended the first's session and dropped
+    the last's read records."""
+    return next((value for key, value in scope.get("headers") or [] if key == name), None)
 
 
 def _session_of(ctx) -> str:
@@ -445,12 +463,14 @@ class _LoopbackOnly:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            origin = headers.get(b"origin")
-            if not self._ours(headers.get(b"host", b"")):
+            # Every copy of each checked (one request's two Host headers are read first or last by others).
+            headers = scope.get("headers") or []
+            hosts = [value for key, value in headers if key == b"host"]
+            origins = [value for key, value in headers if key == b"origin"]
+            if not hosts or not all(self._ours(host) for host in hosts):
                 await _plain(send, 421, b"the Host header must name the loopback address this endpoint serves")
                 return
-            if origin is not None and not (origin.startswith(b"http://") and self._ours(origin[len(b"http://"):])):
+            if not all(origin.startswith(b"http://") and self._ours(origin[len(b"http://"):]) for origin in origins):
                 await _plain(send, 403, b"the Origin header must be the loopback address this endpoint serves")
                 return
         await self.app(scope, receive, send)
