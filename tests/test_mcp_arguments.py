@@ -76,11 +76,16 @@ def test_a_globstar_in_paths_also_stands_for_no_folder(workspace, state_dir, cli
                                                                        "paths": [glob]}))
             found[glob] = sorted(hit["path"] for hit in result["results"])
         many = await session.call_tool("memory_search", {"query": "heron", "paths": ["a/**/b/**/c/**/d/**/e.md"]})
-        return found, many
+        later = payload(await session.call_tool("memory_search", {"query": "heron", "since": "2030-01-01"}))
+        climbs = await session.call_tool("memory_search", {"query": "heron", "paths": ["../**"]})
+        return found, many, later, climbs
 
-    found, many = run_session(workspace, state_dir, script)
+    found, many, later, climbs = run_session(workspace, state_dir, script)
     assert found == globs
     assert many.is_error and text_of(many).startswith("`paths` must be globs with at most 3 `**/`")
+    # A filter that admits nothing is named, not the score alone (a model lowered minScore and got nothing).
+    assert later["message"] == "Nothing in this memory matches (no file of those since admit scored 0.03 or more).", later
+    assert climbs.is_error and text_of(climbs) == "`paths` must be globs of memory paths, which never hold '..': '../**'"
 
 
 def test_memory_get_of_a_notes_fragment_that_is_no_line_citation_names_the_note(workspace, state_dir):

@@ -233,6 +233,19 @@ def test_a_search_of_a_workspace_with_no_memory_file_says_there_is_nothing_to_se
     assert "Nothing to search" not in cli("search", "zebra").stdout
 
 
+def test_a_search_whose_filters_admit_nothing_does_not_blame_the_score_alone(workspace, state_dir, cli):
+    """`--since 2030-01-01` (or a glob that climbs out of the memory, `../**`) said "no file scored 0.03
+    or more (--min-score)": a model lowered minScore and still got nothing. The filters are named,
+    and a glob holding '..' (which no memory path holds) is refused."""
+    write(workspace / "MEMORY.md", "# Memory\n\nThe cat is called Pistachio.\n")
+    assert cli("search", "cat", "--json").json()["results"]
+    later = cli("search", "cat", "--since", "2030-01-01", "--path", "MEMORY.md")
+    assert later.returncode == 0 and later.stdout.startswith(
+        "Nothing matches: no file of those --path, --since admit scored 0.03 or more"), later.stdout
+    climbs = cli("search", "cat", "--path", "../**", "--json")
+    assert climbs.returncode == 2 and climbs.json()["error"] == "--path must be globs of memory paths, which never hold '..': '../**'"
+
+
 def test_first_searches_at_once_all_answer_while_one_builds_the_index(workspace, state_dir):
     """Searches at once on a never-indexed workspace (an agent's sessions starting together): one
     built it and the others were tool errors ("being built right now"), even from inside the process

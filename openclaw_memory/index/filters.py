@@ -86,6 +86,8 @@ class SearchFilters:
         for glob in self.paths:
             if not glob:  # (`--path "$DIR"` of a variable not set: "Nothing matches" said nothing of why)
                 raise BadValue("paths", "must be globs, not an empty one: it matches no file (memory/people/*.md, say)")
+            if ".." in glob.split("/"):  # (a memory path never climbs: "../**" matched nothing, said as a low score)
+                raise BadValue("paths", f"must be globs of memory paths, which never hold '..': {shown(glob)}")
             if len(glob) > MAX_GLOB:
                 raise BadValue("paths", f"must be globs of at most {MAX_GLOB} characters (a path's longest), "
                                         f"not one of {len(glob):,}: {shown(glob)}")

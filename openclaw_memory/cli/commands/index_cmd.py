@@ -99,7 +99,10 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
         print(f"Nothing to search: no memory files in {printable(str(settings.workspace))} yet (MEMORY.md, USER.md, "
               f"memory/*.md): write one, e.g. `{command_line(settings)} write memory/YYYY-MM-DD.md --append TEXT`.")
     elif not result.results:
-        print(f"Nothing matches: no file scored {min_score:g} or more (--min-score)." if min_score > 0 else
+        given = [flag for flag, value in (("--collection", collections), ("--path", paths), ("--since", since),
+                                          ("--until", until)) if value]
+        within = f" of those {', '.join(given)} admit" if given else ""  # (a filter that admits none is not the score's)
+        print(f"Nothing matches: no file{within} scored {min_score:g} or more (--min-score)." if min_score > 0 else
               "Nothing matches: no file of the memory (within the filters given) answers the query.")
     highlight = coloured(sys.stdout)
     for hit in result.results:
