@@ -148,6 +148,21 @@ class SyncSummary:
     chunks_deleted: int
     seconds: float = key(digits=3)
     notes: tuple[str, ...] = key(omit=lambda s: not s.notes, default=())
+    # Only inside ``index.sync.keeping_reads()`` (the watch): the bytes of each file this sync read,
+    # for the history to keep exactly what was indexed, not what the file holds once the sync is done.
+    read: tuple[FileRead, ...] = key(hidden=True, default=())
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """A memory file's bytes as one sync read them once (``version``: their xxh3 hash)."""
+
+    path: str  # as the index names it
+    abs_path: str
+    version: str
+    data: bytes
+    inode: int  # of the file read: whether the path still names it
+    read_ns: int  # time.monotonic_ns() before it was opened: the order of the versions seen of a file
 
 
 @dataclass(frozen=True)

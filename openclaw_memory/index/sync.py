@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import errno
 import sqlite3
+import threading
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,7 +72,7 @@ from .manifest import (
     read_version,
     write_manifest,
 )
-from .results import SyncProgress, SyncSummary
+from .results import FileRead, SyncProgress, SyncSummary
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
 from .store.factory import open_store
 from .terms import TERMS_VERSION, keyword_terms
@@ -84,6 +85,25 @@ _POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/o
 # pause after N (until SIGUSR1), to prove searches answer while an index runs; pause after N steps
 # of embedding (PROGRESS_STEP chunks each), to interrupt a run between embedding and writing.
 PROGRESS_STEP = 32  # chunks per progress report while embedding
+
+
+# The bytes a sync keeps for its summary (``keeping_reads``): past this, the files it reads are not
+# kept (the watch then records what they hold once the sync is done, as before).
+KEPT_READS_BYTES = 64 << 20
+_keeping = threading.local()
+
+
+@contextmanager
+def keeping_reads():
+    """Syncs of this thread within the block return, in their summary, the bytes of each file they
+    read (``SyncSummary.read``): the watch keeps exactly the versions it indexed in the history.
+    Other callers keep nothing (no memory held)."""
+    before = getattr(_keeping, "on", False)
+    _keeping.on = True
+    try:
+        yield
+    finally:
+        _keeping.on = before
 
 
 def point_id(collection: str, path: str, chunk_hash: str, k: int) -> str:
@@ -241,6 +261,8 @@ class _Sync:
         # Vectors embedded by this run, the most recent first out last: the same text in many
         # files is embedded once, and memory stays bounded however large the corpus.
         self.recent: OrderedDict[str, object] = OrderedDict()
+        self.kept: list[FileRead] | None = [] if getattr(_keeping, "on", False) else None  # see keeping_reads
+        self.kept_bytes = 0
 
     def run(self, full: bool, paths: Sequence[str] | None = None) -> SyncSummary:
         started = time.monotonic()
@@ -321,6 +343,7 @@ class _Sync:
             chunks_deleted=self.deleted,
             seconds=time.monotonic() - started,
             notes=tuple(self.notes),
+            read=tuple(self.kept or ()),
         )
 
     # -- planning -------------------------------------------------------------------------
@@ -550,12 +573,16 @@ class _Sync:
                                    self.chunks_kept))
 
     def _read(self, work: _Work, f, force: bool = False) -> _Changed | None:
+        read_ns = time.monotonic_ns()
         version = read_version(f.abs_path, self.roots, self.racy_guard_ns)
         entry = work.old.files.get(f.path) if work.old else None
         if version is None:
             if entry is not None:
                 work.removed.append(f.path)
             return None
+        if self.kept is not None and self.kept_bytes + len(version.data) <= KEPT_READS_BYTES:
+            self.kept.append(FileRead(f.path, f.abs_path, version.hash, version.data, version.stat.inode, read_ns))
+            self.kept_bytes += len(version.data)
         work.texts.append((f.abs_path, TextCheck.of(version.data, version.hash)))
         same = entry is not None and entry.hash == version.hash and not force
         if same and entry is not None and not work.rechunk:

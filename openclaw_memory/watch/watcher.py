@@ -36,14 +36,18 @@ from typing import TYPE_CHECKING
 
 from ..errors import LockTimeout, MemoryToolError, describe_os_error
 from ..files.paths import display_path
-from ..files.scan import MemoryFile, scan_workspace
+from ..files.scan import MemoryFile, scan_paths, scan_workspace
+from ..fsutil.hashing import hash_bytes
+from ..fsutil.safeopen import open_regular_in_roots, read_and_close
+from ..index.results import FileRead
+from ..index.sync import KEPT_READS_BYTES, keeping_reads
 from ..links.table import refresh_synced
 from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
 from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_undecodable_name, is_watch_limit, watch_limit_said
 from .presence import hold_presence
 from .targets import Targets, unreadable_folders, watch_targets
-from .versions import record_versions
+from .versions import history_mark, record_read, record_versions
 
 if TYPE_CHECKING:
     from ..index.api import MemoryIndex
@@ -60,6 +64,22 @@ RETRY_S = 1.0  # after a failed sync (index busy) or a watcher error
 # events or followed an arming is followed by one more this long after it, once that second is past.
 POLL_SECOND_S = 1.1
 WORKSPACE_GONE = "its workspace is gone"  # why a watch stopped by itself (WatchSummary.stopped_by)
+
+
+class _Queue(queue.Queue):
+    """The feeds' queue; while a sync runs, each message is also handed to ``tap`` (in the feed's
+    thread) as it is posted: the loop reads it only once the sync is done."""
+
+    tap: Callable[[Message], None] | None = None
+
+    def put(self, item, block=True, timeout=None):
+        tap = self.tap
+        if tap is not None:
+            try:
+                tap(item)
+            except Exception:  # noqa: BLE001 - a read ahead that failed leaves the version to the next sync
+                pass
+        super().put(item, block, timeout)
 
 
 class WatchStopped(BaseException):
@@ -128,7 +148,14 @@ class Watcher:
         self._index = index
         self._index_session = index_session
         self.stop_event = threading.Event()
-        self._queue: queue.Queue[Message] = queue.Queue()
+        self._queue: _Queue = _Queue()
+        # Versions read at their events (in the feed's thread), each with the history's last entry
+        # then, recorded by the next sync: a sync may take minutes, and a person's saves meanwhile
+        # are each kept, not only the one the sync after it finds.
+        self._ahead: list[tuple[FileRead, int]] = []
+        self._ahead_bytes = 0
+        self._ahead_lock = threading.Lock()
+        self._queue.tap = self._read_ahead
         self._feeds: list[Feed] = []
         self._targets: Targets | None = None
         self._rearm_at: float | None = None  # when to retry watchers that failed
@@ -275,28 +302,37 @@ class Watcher:
             if self._stopping():
                 raise WatchStopped()
             before = indexed_files(settings)
+            mark = history_mark(settings)
             started = time.monotonic()
             try:
-                with self._index_session(index):
+                with self._index_session(index), keeping_reads():
                     summary = index.sync()
             except (MemoryToolError, OSError) as exc:  # LockTimeout (index busy), DiskFull, the workspace unreadable...
+                ahead = self._take_read_ahead()
                 self._sync_failed(exc)
                 # The index is derived and catches up once it can; the bytes seen now may be gone by then.
                 # A retry with no event since (every second while it fails) has nothing new to record:
                 # no walk of every note for none of them.
                 warning = None
-                if first or hints:
+                if first or hints or ahead:
                     files = self._markdown_files()
+                    done, warning = record_read(settings, self._memory_reads(ahead, {f.path for f in files}))
                     if not first:  # the scan says which named paths are memory files (not an editor's temp file)
                         hinted = {display_path(p, workspace) for p in hints}
                         files = [f for f in files if f.path in hinted]
-                    warning = record_versions(settings, [f.path for f in files], files)
+                    files = [f for f in files if f.path not in done]
+                    warning = record_versions(settings, [f.path for f in files], files) or warning
                 if warning:
                     self.on_notice(warning)
                 return False
+            ahead = self._take_read_ahead()
             ms = int(round((time.monotonic() - started) * 1000))
             after = indexed_files(settings)
             changes = applied_changes(before, after, ms, summary)
+            # Exactly the bytes the sync indexed, then those read at events during it (saves the sync
+            # itself never saw), in the order they were read: not what the files hold by now.
+            reads = [(r, mark) for r in summary.read] + self._memory_reads(ahead, after.keys())
+            done, recorded = record_read(settings, reads)
             scanned: list = []
             if first:
                 scanned = self._markdown_files()
@@ -304,7 +340,9 @@ class Watcher:
             else:
                 shown = (display_path(p, workspace) for p in hints)
                 seen = [c.path for c in changes if c.version is not None] + [p for p in shown if p in after]
-            warning = record_versions(settings, seen, scanned)
+            rest = [p for p in seen if p not in done]
+            warning = record_versions(settings, rest, [f for f in scanned if f.path not in done])
+            warning = warning or recorded
             links = _refresh_links(settings, None if first else seen)
         finally:
             self._busy = False
@@ -323,6 +361,60 @@ class Watcher:
             self.changes += 1
             self.on_change(change)
         return True
+
+    # -- reading at the event ------------------------------------------------------------------
+
+    def _take_read_ahead(self) -> list[tuple[FileRead, int]]:
+        with self._ahead_lock:
+            ahead, self._ahead, self._ahead_bytes = self._ahead, [], 0
+        return ahead
+
+    def _read_ahead(self, message: Message) -> None:
+        """Read each note an event names as it comes, in the feed's thread: while a sync runs (it may
+        take minutes) the loop reads no event, and a person's saves meanwhile are kept, each, not only
+        the one the next sync finds. Which of them are memory files is decided by the next sync
+        (:meth:`_memory_reads`)."""
+        targets = self._targets
+        if targets is None or message.error is not None:
+            return
+        workspace = str(self.settings.workspace)
+        roots = (workspace, *map(str, self.settings.extra_paths))
+        for p in sorted(message.paths):
+            if not p.endswith(".md") or not targets.relevant(p):
+                continue
+            mark = history_mark(self.settings)
+            read_ns = time.monotonic_ns()
+            try:
+                fd, st = open_regular_in_roots(roots, p)
+            except OSError:
+                continue  # gone again, a folder, not a regular file: nothing to keep
+            if st.st_size > KEPT_READS_BYTES - self._ahead_bytes:
+                os.close(fd)
+                continue  # past the budget: the next sync records what the file holds then
+            try:
+                data = read_and_close(fd)
+            except OSError:
+                continue
+            with self._ahead_lock:
+                shown = display_path(p, workspace)  # named as the sync and the history name it
+                self._ahead.append((FileRead(shown, os.path.normpath(os.path.join(workspace, shown)), hash_bytes(data), data,
+                                             st.st_ino, read_ns), mark))
+                self._ahead_bytes += len(data)
+
+    def _memory_reads(self, ahead: list[tuple[FileRead, int]], known) -> list[tuple[FileRead, int]]:
+        """Of the versions read ahead, those of memory files: the index's (``known``), or Markdown
+        memory files the scan finds at that name."""
+        if not ahead:
+            return []
+        rest = sorted({r.path for r, _mark in ahead if r.path not in known})
+        found: set[str] = set()
+        if rest:
+            try:
+                files = scan_paths(self.settings, rest)
+            except OSError:
+                files = None
+            found = {f.path for f in files or () if f.kind == "markdown"}
+        return [(r, mark) for r, mark in ahead if r.path in known or r.path in found]
 
     def _sync_failed(self, exc: MemoryToolError | OSError) -> None:
         """Say why a sync failed, once while the same kind of failure lasts (it is retried every

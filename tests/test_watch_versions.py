@@ -1,0 +1,96 @@
+"""``watch`` keeps every version it sees in the history: the bytes a sync indexed (not what the file
+holds once the sync is done) and each save an event names while a long sync runs. A watch in a thread of this process; waits are on its
+events (a sync held at a read, the feed's messages), never on time."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+from conftest import settings_for, wait_for, write
+from openclaw_memory.fsutil.hashing import hash_bytes
+from openclaw_memory.history.store import HistoryStore
+
+WAIT = 120  # a loaded machine: generous, never a measure
+
+
+@contextlib.contextmanager
+def running(settings):
+    """A watch in a thread (its backstop an hour away), started; yields (watcher, changes)."""
+    from openclaw_memory.index.api import MemoryIndex
+    from openclaw_memory.watch.watcher import Watcher
+
+    changes: list = []
+    started = threading.Event()
+    with MemoryIndex(settings) as index:
+        watcher = Watcher(settings, index=index, index_session=lambda _i: contextlib.nullcontext(),
+                          on_change=changes.append, on_start=lambda _s: started.set(), backstop_s=3600)
+        runner = threading.Thread(target=watcher.run)
+        runner.start()
+        try:
+            assert started.wait(WAIT)
+            yield watcher, changes
+        finally:
+            watcher.stop()
+            runner.join(WAIT)
+
+
+def save(path, text: str) -> str:
+    """An editor's atomic save (a temporary renamed over the note); the version saved."""
+    tmp = os.path.join(os.path.dirname(path), os.path.basename(path) + b".tmp" if isinstance(path, bytes) else
+                       os.path.basename(path) + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(text.encode())
+    os.replace(tmp, path)
+    return hash_bytes(text.encode())
+
+
+def versions(settings, abs_path) -> list[str]:
+    return [e.version for e in HistoryStore(settings.data_dir).entries(os.fsdecode(abs_path))]
+
+
+def test_saves_during_a_long_sync_are_each_kept_in_order(workspace, state_dir, monkeypatch):
+    """A sync reads keep.md (v1) and is held there while the person saves v2 and v3: the history
+    gets v1, the version indexed, then v2 and v3 as read at their events, in that order. It got
+    the version the file held once the sync was done (v3), v1 and v2 never."""
+    import openclaw_memory.index.sync as sync_module
+
+    settings = settings_for(workspace, state_dir)
+    note = workspace / "memory" / "keep.md"
+    write(note, "# keep\n\nv0\n")
+    held, release = threading.Event(), threading.Event()
+    hold = threading.Event()
+    real = sync_module.read_version
+
+    def read_version(abs_path, roots, guard):
+        content = real(abs_path, roots, guard)
+        if hold.is_set() and abs_path == str(note):
+            hold.clear()
+            held.set()
+            assert release.wait(WAIT)
+        return content
+
+    monkeypatch.setattr(sync_module, "read_version", read_version)
+    with running(settings) as (watcher, changes):
+        posted: list[frozenset] = []
+        put = watcher._queue.put
+
+        def counted(item, *args, **kwargs):
+            put(item, *args, **kwargs)  # (read ahead first, then queued)
+            posted.append(item.paths)
+
+        watcher._queue.put = counted
+        hold.set()
+        v1 = save(str(note), "# keep\n\nperson save v1\n")
+        assert held.wait(WAIT)  # the sync read v1 and waits
+        saved = []
+        for v in (2, 3):
+            before = len(posted)
+            saved.append(save(str(note), f"# keep\n\nperson save v{v}\n"))
+            wait_for(lambda before=before: any(str(note) in p for p in posted[before:]), WAIT)
+        release.set()
+        wait_for(lambda: any(c.path == "memory/keep.md" and c.version == saved[-1] for c in changes), WAIT)
+        assert any(c.path == "memory/keep.md" and c.version == v1 for c in changes)  # the held sync indexed v1
+    assert versions(settings, note) == [hash_bytes(b"# keep\n\nv0\n"), v1, *saved]
+
