@@ -1,5 +1,6 @@
 """``watch`` keeps every version it sees in the history: the bytes a sync indexed (not what the file
-holds once the sync is done) and each save an event names while a long sync runs. A watch in a thread of this process; waits are on its
+holds once the sync is done), each save an event names while a long sync runs, and the notes the
+index leaves out (a name that is not UTF-8). A watch in a thread of this process; waits are on its
 events (a sync held at a read, the feed's messages), never on time."""
 
 from __future__ import annotations
@@ -94,3 +95,16 @@ def test_saves_during_a_long_sync_are_each_kept_in_order(workspace, state_dir, m
         assert any(c.path == "memory/keep.md" and c.version == v1 for c in changes)  # the held sync indexed v1
     assert versions(settings, note) == [hash_bytes(b"# keep\n\nv0\n"), v1, *saved]
 
+
+def test_a_note_whose_name_is_not_utf8_is_kept_each_save(workspace, state_dir):
+    """The index leaves out memory/caf\\xe9.md (said once); the watch keeps each of its versions."""
+    settings = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", "# M\n\nhello\n")
+    (workspace / "memory").mkdir(exist_ok=True)
+    note = os.fsencode(workspace / "memory") + b"/caf\xe9.md"
+    with running(settings) as (watcher, _changes):
+        first = save(note, "# cafe\n\nv1: the supplier list\n")
+        wait_for(lambda: first in versions(settings, note), WAIT)
+        second = save(note, "# cafe\n\nv2: list removed\n")
+        wait_for(lambda: second in versions(settings, note), WAIT)
+    assert versions(settings, note) == [first, second]

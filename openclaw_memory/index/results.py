@@ -149,8 +149,10 @@ class SyncSummary:
     seconds: float = key(digits=3)
     notes: tuple[str, ...] = key(omit=lambda s: not s.notes, default=())
     # Only inside ``index.sync.keeping_reads()`` (the watch): the bytes of each file this sync read,
-    # for the history to keep exactly what was indexed, not what the file holds once the sync is done.
+    # and the Markdown memory files it left out (``notes`` names them), for the history to keep
+    # exactly what was indexed, not what the file holds by the time the sync is done.
     read: tuple[FileRead, ...] = key(hidden=True, default=())
+    left_out: tuple = key(hidden=True, default=())  # scanned MemoryFile entries
 
 
 @dataclass(frozen=True)

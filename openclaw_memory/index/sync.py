@@ -49,7 +49,7 @@ from ..fsutil.space import free_bytes
 from ..types import ProgressCallback
 from .agent_lock import agent_lock
 from .bm25 import StatsCount, TermChange, TermStats, change_stats, save_stats, scan_stats
-from .collections import Collection, assign_files, registered_names, resolve_collections, unindexable
+from .collections import Collection, assign_files, left_out, registered_names, resolve_collections, unindexable
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
 from .lender import Models
@@ -96,8 +96,8 @@ _keeping = threading.local()
 @contextmanager
 def keeping_reads():
     """Syncs of this thread within the block return, in their summary, the bytes of each file they
-    read (``SyncSummary.read``): the watch keeps exactly the versions it indexed in the history.
-    Other callers keep nothing (no memory held)."""
+    read and the memory files they left out (``SyncSummary.read``, ``left_out``): the watch keeps
+    exactly the versions it indexed in the history. Other callers keep nothing (no memory held)."""
     before = getattr(_keeping, "on", False)
     _keeping.on = True
     try:
@@ -263,6 +263,7 @@ class _Sync:
         self.recent: OrderedDict[str, object] = OrderedDict()
         self.kept: list[FileRead] | None = [] if getattr(_keeping, "on", False) else None  # see keeping_reads
         self.kept_bytes = 0
+        self.left_out: list[MemoryFile] = []
 
     def run(self, full: bool, paths: Sequence[str] | None = None) -> SyncSummary:
         started = time.monotonic()
@@ -344,6 +345,7 @@ class _Sync:
             seconds=time.monotonic() - started,
             notes=tuple(self.notes),
             read=tuple(self.kept or ()),
+            left_out=tuple(self.left_out),
         )
 
     # -- planning -------------------------------------------------------------------------
@@ -357,9 +359,12 @@ class _Sync:
         return scan.files
 
     def _note_left_out(self, files: list[MemoryFile]) -> None:
-        left_out = unindexable(files)
-        if left_out:
-            self.notes.append(f"not indexed: {'; '.join(left_out)}")
+        unindexed = unindexable(files)
+        if unindexed:
+            self.notes.append(f"not indexed: {'; '.join(unindexed)}")
+            if self.kept is not None:
+                names = {left.path for left in left_out(files)}
+                self.left_out = [f for f in files if f.path in names]
 
     def _targetable(self, collections: list[Collection], olds: dict[str, Manifest | None]) -> bool:
         """Whether a few files can be synced alone: every collection indexed, with nothing to

@@ -331,7 +331,8 @@ class Watcher:
             changes = applied_changes(before, after, ms, summary)
             # Exactly the bytes the sync indexed, then those read at events during it (saves the sync
             # itself never saw), in the order they were read: not what the files hold by now.
-            reads = [(r, mark) for r in summary.read] + self._memory_reads(ahead, after.keys())
+            left = {f.path for f in summary.left_out}
+            reads = [(r, mark) for r in summary.read] + self._memory_reads(ahead, after.keys() | left)
             done, recorded = record_read(settings, reads)
             scanned: list = []
             if first:
@@ -340,10 +341,12 @@ class Watcher:
             else:
                 shown = (display_path(p, workspace) for p in hints)
                 seen = [c.path for c in changes if c.version is not None] + [p for p in shown if p in after]
+            # A note the index leaves out (a name that is not UTF-8, too large) is no less a memory file.
+            seen += [f.path for f in summary.left_out]
             rest = [p for p in seen if p not in done]
-            warning = record_versions(settings, rest, [f for f in scanned if f.path not in done])
+            warning = record_versions(settings, rest, [f for f in (*scanned, *summary.left_out) if f.path not in done])
             warning = warning or recorded
-            links = _refresh_links(settings, None if first else seen)
+            links = _refresh_links(settings, None if first else [p for p in seen if p not in left])
         finally:
             self._busy = False
         self.batches += 1
