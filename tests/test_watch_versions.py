@@ -108,3 +108,21 @@ def test_a_note_whose_name_is_not_utf8_is_kept_each_save(workspace, state_dir):
         second = save(note, "# cafe\n\nv2: list removed\n")
         wait_for(lambda: second in versions(settings, note), WAIT)
     assert versions(settings, note) == [first, second]
+
+
+def test_a_workspace_replaced_at_its_path_is_watched_again_at_once(workspace, state_dir):
+    """`mv ws ws.old; mkdir -p ws/memory` (a restore from a backup): the new folder is watched at once,
+    each save in it synced and kept; nothing watched it until the backstop sync (an hour here)."""
+    settings = settings_for(workspace, state_dir)
+    write(workspace / "MEMORY.md", "# M\n\nhello\n")
+    old = workspace.parent / (workspace.name + ".old")
+    with running(settings) as (_watcher, changes):
+        os.rename(workspace, old)
+        (workspace / "memory").mkdir(parents=True)
+        write(workspace / "MEMORY.md", "# M\n\nhello\n")
+        plan = workspace / "memory" / "plan.md"
+        v1 = save(str(plan), "# plan\n\nv1: call the plumber on Monday\n")
+        wait_for(lambda: any(c.path == "memory/plan.md" and c.version == v1 for c in changes), WAIT)
+        v2 = save(str(plan), "# plan\n\nv2: done\n")
+        wait_for(lambda: any(c.path == "memory/plan.md" and c.version == v2 for c in changes), WAIT)
+    assert versions(settings, plan) == [v1, v2]

@@ -63,6 +63,10 @@ RETRY_S = 1.0  # after a failed sync (index busy) or a watcher error
 # saw of a file (or as its first walk, after arming) is no event. Under polling, a sync that had
 # events or followed an arming is followed by one more this long after it, once that second is past.
 POLL_SECOND_S = 1.1
+# How often the watched folders' own identity is looked at (an lstat each): a folder replaced by
+# another at its path (the workspace restored from a backup, `mv ws ws.old; mkdir ws`) is no event
+# the watchers pass on, and the old folder's watch follows the old folder.
+IDENTITY_S = 0.25
 WORKSPACE_GONE = "its workspace is gone"  # why a watch stopped by itself (WatchSummary.stopped_by)
 
 
@@ -166,6 +170,7 @@ class Watcher:
         self._said: set[str] = set()  # the previous sync's notes
         self._failing: str | None = None  # the kind of failure the syncs meet now (said once), None when they succeed
         self._quick_rearm_at = -RETRY_S  # the last re-arm at once after an undecodable name
+        self._identity_at = 0.0  # when the watched folders' identity was last looked at
         self._busy = False
         self._armed_since_sync = False  # under polling: a sync is due once the arming's second is past
         self._signal = "stop"
@@ -282,6 +287,12 @@ class Watcher:
             if self._denied and now - self._denied_asked >= RETRY_S and self._readable_again():
                 targets = self._arm()
                 due = now
+            if now - self._identity_at >= IDENTITY_S:
+                self._identity_at = now
+                if self._replaced():
+                    self.on_notice("the watched folders changed; re-arming the watchers")
+                    targets = self._arm()
+                    due = time.monotonic()  # what was written meanwhile had no watch: one sync covers it
             ready = hints and (now - last_at >= quiet or now - first_at >= MAX_WAIT_S)
             if ready or now >= due:
                 ok = self._apply(index, hints)
@@ -549,6 +560,21 @@ class Watcher:
             self.on_notice(f"a folder watcher stopped ({exc}); re-arming in {RETRY_S:g} s")
         self._disarm()
         self._rearm_at = now + RETRY_S
+        return False
+
+    def _replaced(self) -> bool:
+        """Whether a watched folder's path names another folder now (its inode): the workspace root or
+        memory/ replaced by a new one at the same path. A folder gone is left to the sync (it says so)."""
+        targets = self._targets
+        if targets is None:
+            return False
+        for t in targets.flat + targets.recursive:
+            try:
+                st = os.lstat(t.path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) != t.key:
+                return True
         return False
 
     def _targets_changed(self) -> bool:
