@@ -173,9 +173,10 @@ def test_a_private_note_brought_back_over_a_new_file_at_its_name_is_private_agai
     assert note.read_text() == SECRET and mode_of(note) == 0o600
 
 
-def test_two_notes_swapped_by_moves_get_their_own_modes_back_with_their_text(cli, workspace):
-    """A rollback of a swap (a -> t, b -> a, t -> b) put each text back over the other's file: the
-    0644 note came back 0600, its file the private note's."""
+def test_a_private_text_swapped_by_moves_and_rolled_back_stays_private(cli, workspace):
+    """A rollback of a swap (a -> t, b -> a, t -> b) puts each text back over the other's file: the
+    private text over the 0644 file comes back 0600, and the shared one gets no more than its own
+    file gave (here the private file's 0600: narrowed, never widened)."""
     private = private_note(workspace, "a.md")
     shared = write(workspace / "memory" / "b.md", "# Shared\n")
     assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
@@ -184,7 +185,28 @@ def test_two_notes_swapped_by_moves_get_their_own_modes_back_with_their_text(cli
         assert cli("mv", f"memory/{src}.md", f"memory/{dst}.md", "--no-index").returncode == 0
     assert cli("rollback", "--to", moment, "--force", "--no-index").returncode == 0
     assert private.read_text() == SECRET and mode_of(private) == 0o600
-    assert shared.read_text() == "# Shared\n" and mode_of(shared) == new_file_mode()
+    assert shared.read_text() == "# Shared\n" and mode_of(shared) & ~new_file_mode() == 0
+
+
+@pytest.mark.parametrize("how", ["rm", "mv"])
+def test_a_note_made_private_since_an_earlier_version_stays_private_when_that_version_comes_back(cli, workspace, how):
+    """chmod 600 after a version logged at 0644, then rm and restore --last (or mv): restoring the
+    earlier version set the note 0644, readable by every user (the version's own bits replaced the
+    file's, f3c73ff), and every later write kept 0644."""
+    note = write(workspace / "memory" / "a.md", "draft\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    first = _first_version(cli, "memory/a.md")
+    os.chmod(note, 0o600)
+    assert cli("write", "memory/a.md", "--append", "salary: 1234", "--no-index").returncode == 0
+    if how == "rm":
+        assert cli("rm", "memory/a.md", "--no-index").returncode == 0
+        assert cli("restore", "memory/a.md", "--last", "--no-index").returncode == 0
+    else:
+        assert cli("mv", "memory/a.md", "memory/b.md", "--no-index").returncode == 0
+        note = workspace / "memory" / "b.md"
+    assert mode_of(note) == 0o600
+    assert cli("restore", f"memory/{note.name}", first, "--no-index").returncode == 0
+    assert note.read_text() == "draft\n" and mode_of(note) == 0o600
 
 
 def test_a_restore_of_the_notes_own_file_keeps_the_mode_the_user_gave_it(cli, workspace):

@@ -295,11 +295,13 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             if over is not None and own is not None and not any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
                 # Over another file at the name (one moved there: `mv --force q p`, then a rollback to
                 # before it; one made there after the note's removal or move away), with that file's
-                # owner and owner's bits, and the group's and others' the version's own file had: p's
-                # private text came back at q's 0644, a removed 0600 note's at the new note's 0644.
-                # (Over the note's own file, its mode as the user set it; an ACL there kept whole:
-                # its mask is the group bits.)
-                over = over._replace(mode=over.mode & ~0o077 | own.mode & 0o077)
+                # mode and owner but giving its group and others no access the version's own file did
+                # not: p's private text came back at q's 0644, a removed 0600 note's at the new note's
+                # 0644. Never wider than the file there: "another file" is also the note's own brought
+                # back (restore --last) or moved, which its owner may have made private since. (Over the
+                # note's own file, its mode as the user set it; an ACL there kept whole: its mask is
+                # the group bits.)
+                over = over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
             kept = over
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
             refuse_read_only(kept, resolved.display, "restored", folder, read_only_ok)
