@@ -125,3 +125,25 @@ def test_a_renamed_folder_written_into_since_leaves_the_note_and_says_so(cli, wo
     assert {f["path"]: f["fate"] for f in done.json()["files"]}["memory/q/x.md"] == "unchanged"
     said = [w for w in done.json()["warnings"] if w.startswith("memory/q/x.md left as it is: what it held at ")]
     assert len(said) == 1 and said[0].endswith("; memory/p/x.md, which held its bytes then, is brought back)"), said
+
+
+def test_a_persons_note_in_a_folder_only_chmod_ed_since_is_not_archived(cli, workspace, tmp_path, clock):
+    """A note with a removed note's bytes (a template) in another folder, and memory/ chmod-ed since
+    (its ctime after the moment, its mtime before: read as a rename): the rollback archived the
+    person's note, bringing the removed one back, though nothing was renamed. The folder the bytes
+    come back into is still there: no rename's other half, so the note is left (and said)."""
+    write(workspace / "memory" / "p" / "todo.md", "# todo\n")
+    write(workspace / "memory" / "q" / "todo.md", "# todo\n")  # the person's own, the same template
+    moment = a_moment_after(workspace / "memory" / "q" / "todo.md", tmp_path / "tick")
+    clock.now = moment - 1
+    assert cli("read", "memory/p/todo.md").returncode == 0
+    clock.now = None
+    assert cli("rm", "memory/p/todo.md", "--no-index").returncode == 0
+    os.chmod(workspace / "memory", 0o700)
+    assert cli("read", "memory/q/todo.md").returncode == 0  # first seen after the moment
+
+    done = cli("rollback", "--to", iso_moment(moment), "--force", "--no-index", "--json")
+    assert done.returncode == 0, done.stderr
+    assert {f["path"]: f["fate"] for f in done.json()["files"]} == {"memory/p/todo.md": "bring-back",
+                                                                    "memory/q/todo.md": "unchanged"}
+    assert (workspace / "memory" / "q" / "todo.md").read_text() == "# todo\n"

@@ -317,13 +317,14 @@ def _moved_with_a_folder(fates: list[Fate], came_with: dict[str, FolderChanged],
     it is left as it is (held since before, as its ctime says), said where a folder on its path was
     renamed or its bytes come back elsewhere (a folder whose names changed since, a note written beside
     it, says nothing of it: archived on that guess, a person's note would leave)."""
-    back_at = {(f.after.version, f.resolved.name): f.resolved.display for f in fates if f.fate == BRING_BACK}
+    back_at = {(f.after.version, f.resolved.name): f.resolved for f in fates if f.fate == BRING_BACK}
     said = []
     for i, f in enumerate(fates):
         if (why := came_with.get(f.resolved.abs_path)) is None or f.before is None:
             continue
-        there = back_at.get((f.before.version, f.resolved.name))
-        if there is not None and why.renamed:
+        back = back_at.get((f.before.version, f.resolved.name))
+        there = back.display if back is not None else None
+        if back is not None and why.renamed and _folder_gone(back):
             fates[i] = Fate(f.resolved, ARCHIVE, f.before, Aim(None, 0))
             said.append(f"{f.resolved.display} archived: it was not there at {moment} ({why.said}), and {there}, "
                         "which held its bytes then, is brought back")
@@ -331,6 +332,19 @@ def _moved_with_a_folder(fates: list[Fate], came_with: dict[str, FolderChanged],
             also = f"; {there}, which held its bytes then, is brought back" if there is not None else ""
             said.append(f"{f.resolved.display} left as it is: what it held at {moment} is unknown ({why.said}{also})")
     return said
+
+
+def _folder_gone(resolved: ResolvedPath) -> bool:
+    """Whether the folder ``resolved`` is brought back into is not there now: the other half of a
+    rename (``mv memory/p memory/q``). A folder whose status alone changed since (a chmod of memory/)
+    is still there, and a note beside it with the same bytes is a person's own: left, not archived."""
+    try:
+        with resolved.folder():
+            return False
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def _changed(resolved: ResolvedPath) -> str:
