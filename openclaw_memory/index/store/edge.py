@@ -477,9 +477,13 @@ class EdgeStore:
                 raise MemoryToolError(f"index collection {name} does not exist yet: run `openclaw-memory index`")
             self._create(name, dim)
             return (*load_engine(path), 0)
-        except (MemoryToolError, ModuleNotFoundError, KeyboardInterrupt, SystemExit):  # the second names the extra
+        except (MemoryToolError, ModuleNotFoundError):  # the second names the extra
             raise
         except BaseException as exc:  # the engine's wording: an Exception, or pyo3's PanicException (a BaseException)
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                # A stop, not damage: Ctrl-C, an exit, a watch or service stopping (WatchStopped,
+                # Stopping) goes through untouched; worded here it said "rebuild it" of a whole index.
+                raise
             if is_out_of_files(exc):  # no damage: a rebuild would run out the same way
                 raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_files()}") from None
             if "WouldBlock" in str(exc):
@@ -507,8 +511,10 @@ class EdgeStore:
             engine, dim = load_engine(copy)
         except BaseException as exc:
             shutil.rmtree(folder, ignore_errors=True)
-            if isinstance(exc, (MemoryToolError, ModuleNotFoundError, KeyboardInterrupt, SystemExit)):
+            if isinstance(exc, (MemoryToolError, ModuleNotFoundError)):
                 raise
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise  # a stop, not damage (as in _load_or_create)
             if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
                 raise MemoryToolError(f"index collection {name} cannot be searched: the state dir is mounted read-only, "
                                       f"and its copy in the temporary folder ({tempfile.gettempdir()}) does not fit "
