@@ -44,6 +44,10 @@ def test_a_value_of_the_env_file_is_said_to_come_from_it(tmp_path, home, cli):
     assert res.json()["error"] == (f"workspace not found: {tmp_path / 'nope'} (from OPENCLAW_WORKSPACE_DIR in "
                                    f"{home / '.openclaw' / '.env'}); make it (`mkdir -p {tmp_path / 'nope'}`) or name "
                                    "the folder that holds MEMORY.md"), res.json()
+    (tmp_path / "link").symlink_to(tmp_path / "gone")  # mkdir -p of the link itself fails: "File exists"
+    res = cli("files", "--json", env={"OPENCLAW_WORKSPACE": str(tmp_path / "link"), "HOME": str(home)})
+    assert res.json()["error"].endswith(f"(a symbolic link to {tmp_path / 'gone'}); make it (`mkdir -p "
+                                        f"{tmp_path / 'gone'}`) or name the folder that holds MEMORY.md"), res.json()
 
 
 def test_a_profile_or_state_dir_of_the_env_file_is_said_to_come_from_it(tmp_path, home, cli):

@@ -110,3 +110,21 @@ def test_a_full_extra_path_is_named_as_the_extra_path(tmp_path, cli, workspace):
         assert done.returncode == 1, done.stderr
         assert f"the extra path ({notes})" in done.stderr and "the workspace" not in done.stderr, done.stderr
         assert (notes / "plan.md").read_text() == "# Plan\n"
+
+
+def test_a_workspace_out_of_inodes_is_said_so_not_full(tmp_path, cli, workspace):
+    """Its file system out of inodes, megabytes free: a new note's write said "the disk is full: no
+    space left to write in the workspace"."""
+    with tmpfs(tmp_path / "few", "20m", inodes=12) as few:
+        write(few / "memory" / "a.md", "# A\n")
+        n = 0
+        try:
+            while True:
+                (few / f"f{n}").touch()
+                n += 1
+        except OSError:
+            pass
+        done = cli("-w", str(few), "write", "memory/b.md", "--append", "new", "--no-index")
+        assert done.returncode == 1, done.stderr
+        assert "no inode is left on the file system of the workspace" in done.stderr, done.stderr
+        assert "disk is full" not in done.stderr and not (few / "memory" / "b.md").exists()

@@ -34,7 +34,7 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
         raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged,
                         folder=store.data_dir) from None
     except OSError as exc:
-        raise os_error(exc, where_written(resolved), unchanged) from None
+        raise os_error(exc, where_written(resolved), unchanged, folder=os.path.dirname(resolved.abs_path)) from None
 
 
 def where_written(resolved: ResolvedPath) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import DiskFull, MemoryToolError, is_no_space
+from ..errors import DiskFull, MemoryToolError, is_no_space, no_inode_left
 
 if TYPE_CHECKING:
     from ..files.read import ReadResult
@@ -48,8 +48,9 @@ def read(settings: Settings, path: str, from_line: float | None = None, lines: f
     except (MemoryToolError, OSError) as exc:
         # The read itself succeeded (a state dir that is full, read-only, busy or damaged only costs
         # the record): without one the guard makes the agent read again before writing.
+        full = "no inode is left on the file system of" if no_inode_left(settings.data_dir) else "the disk is full in"
         reason = (
-            f"the disk is full in the state dir ({settings.data_dir})" if isinstance(exc, DiskFull) or is_no_space(exc)
+            f"{full} the state dir ({settings.data_dir})" if isinstance(exc, DiskFull) or is_no_space(exc)
             else exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
         )
         return replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))

@@ -368,7 +368,10 @@ def _settings_hint(source: str | None, path: Path) -> str:
     if source is None:
         return ""
     if not source.startswith("OpenClaw's default"):
-        return f"; make it (`mkdir -p {shell_word(str(path))}`) or name the folder that holds MEMORY.md"
+        # A symbolic link to a folder not there: mkdir -p of the link fails ("File exists"); its target is made.
+        made = os.path.realpath(path)
+        link = f" (a symbolic link to {made})" if os.path.islink(path) else ""
+        return f"{link}; make it (`mkdir -p {shell_word(made)}`) or name the folder that holds MEMORY.md"
     here = "; `-w .` for the current folder" if os.path.isfile("MEMORY.md") or os.path.isdir("memory") else ""
     return f"; give one with -w/--workspace, OPENCLAW_WORKSPACE or agents.defaults.workspace in openclaw.json{here}"
 
