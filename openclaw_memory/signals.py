@@ -33,6 +33,33 @@ def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") 
     return restore
 
 
+def noted_once(said: bytes, *signals: signal.Signals) -> None:
+    """From now on (main thread only) each of ``signals`` does nothing but write ``said`` to stderr
+    the first time: a process already stopping cleanly (the service's shutdown, which may wait for
+    requests in flight) that a second Ctrl-C or SIGTERM killed (exit 130 or 143, its socket and
+    lock file left behind). The handlers ``note_signals`` displaced are put back by its restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    told: list[bool] = []
+
+    def handler(_signum, _frame):
+        if not told:  # (a list append and a raw write only: see note_signals)
+            told.append(True)
+            os.write(2, said)
+
+    for sig in signals:
+        signal.signal(sig, handler)
+
+
+def ignored_to_the_end(*signals: signal.Signals) -> None:
+    """In the CLI's one command (:func:`interrupt_once`'s process), ``signals`` are ignored from now
+    until the process ends: it stopped cleanly as asked and only says so and exits (a Ctrl-C there
+    exited 130 after its last line). Anywhere else (a library, the tests' in-process CLI) nothing changes."""
+    if _STATE["whole"] and threading.current_thread() is threading.main_thread():
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
+
+
 _STATE: dict[str, bool] = {"committed": False, "held": False, "whole": False}
 
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import env_for, fault, settings_for, wait_for, write
+from openclaw_memory.service_files import service_dir
+
+
+def service_files(workspace, state_dir) -> list[str]:
+    folder = service_dir(settings_for(workspace, state_dir))
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
 def test_a_sigterm_while_the_first_sync_opens_the_index_only_stops_the_watch(workspace, state_dir, cli, monkeypatch):
@@ -52,7 +62,6 @@ def test_a_sigterm_while_the_first_sync_opens_the_index_only_stops_the_watch(wor
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
 def test_a_stop_raised_inside_the_engines_load_goes_through_untouched(workspace, state_dir, monkeypatch, stop):
     import openclaw_memory.index.store.edge as edge
-    from conftest import settings_for
     from openclaw_memory.index.api import MemoryIndex
     from openclaw_memory.signals import Stopping
 
@@ -71,7 +80,6 @@ def test_a_stop_raised_inside_the_engines_load_goes_through_untouched(workspace,
 
 def test_a_panic_of_the_engine_is_still_worded_as_a_shard_that_cannot_be_opened(workspace, state_dir, monkeypatch):
     import openclaw_memory.index.store.edge as edge
-    from conftest import settings_for
     from openclaw_memory.errors import MemoryToolError
     from openclaw_memory.index.api import MemoryIndex
 
@@ -88,3 +96,76 @@ def test_a_panic_of_the_engine_is_still_worded_as_a_shard_that_cannot_be_opened(
     monkeypatch.setattr(edge, "load_engine", load)
     with pytest.raises(MemoryToolError, match="cannot be opened .segment file missing.; rebuild it"):
         MemoryIndex(settings_for(workspace, state_dir)).sync()
+
+
+class _Running:
+    """``openclaw-memory ARGS`` as a real process (the CLI's own signal rules), its stderr lines kept."""
+
+    def __init__(self, workspace: Path, state_dir: Path, *args: str, env: dict):
+        self.proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", *args], cwd=workspace,
+                                     env=env_for(workspace, state_dir, **env), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def said(self, needle: str) -> None:
+        """Wait until a line holds ``needle``; fail at once where the process ended without it."""
+        wait_for(lambda: any(needle in line for line in self.lines) or self.proc.poll() is not None, WAIT)
+        if not any(needle in line for line in self.lines):
+            self._reader.join(WAIT)
+            assert any(needle in line for line in self.lines), (self.proc.returncode, "".join(self.lines))
+
+    def signal(self, *sigs: signal.Signals) -> None:
+        for sig in sigs:
+            self.proc.send_signal(sig)
+
+    def end(self) -> int:
+        code = self.proc.wait(WAIT)
+        self._reader.join(WAIT)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(WAIT)
+
+
+WAIT = 120
+
+
+@pytest.mark.parametrize(("command", "first", "later"), [
+    (("watch",), signal.SIGINT, (signal.SIGINT, signal.SIGINT)),
+    (("serve",), signal.SIGTERM, (signal.SIGTERM, signal.SIGINT, signal.SIGTERM)),
+])
+def test_signals_after_the_first_while_it_stops_leave_one_clean_stop(workspace, state_dir, command, first, later):
+    """Ctrl-C pressed twice (or SIGTERM sent twice) while watch/serve stops: the handlers were put
+    back before the shutdown (which waits up to 10 s for requests in flight), and the second one
+    killed it: exit 130 'error: interrupted' or 143 with nothing said, its socket, info and lock file
+    left behind; one after its last line exited 130 too. Paused in its shutdown, then after it."""
+    write(workspace / "MEMORY.md", "# Memory\n\nlemur facts\n")
+    run = _Running(workspace, state_dir, *command, env=fault("serve:stopping=pause", "serve:stopped=pause"))
+    try:
+        run.said("watching " if command == ("watch",) else "serving ")
+        run.signal(first)
+        run.said("test-hook: paused at serve:stopping")
+        run.signal(*later)
+        run.said("already stopping")  # said once, at the first of them
+        run.signal(signal.SIGUSR1)
+        run.said("test-hook: paused at serve:stopped")  # its handlers put back: the process only ends now
+        run.signal(*later)
+        run.signal(signal.SIGUSR1)
+        code = run.end()
+    finally:
+        run.kill()
+    err = "".join(run.lines)
+    assert code == 0, err
+    assert err.count("already stopping") == 1, err
+    assert [line.split(")")[0] for line in run.lines if line.startswith("stopped (")] == [f"stopped ({first.name}"], err
+    assert "error" not in err and "Traceback" not in err, err
+    assert service_files(workspace, state_dir) == []

@@ -11,7 +11,9 @@
 4. Optionally, MCP over streamable HTTP on a loopback address (see :mod:`openclaw_memory.mcp.http`).
 5. SIGTERM/SIGINT: stop accepting, let requests in flight finish (a full index is abandoned
    at its next step: the index is crash-safe), close the shards, remove the socket, token,
-   info file and lock file.
+   info file and lock file. Later signals during the stop say once that it is already stopping
+   (fault step ``serve:stopping``); once stopped, the CLI's process ignores them to its end
+   (``serve:stopped``).
 6. Its socket removed while it runs (checked every second): nothing can reach it, so it says so and
    stops as on a signal, freeing the shards and the lock; a new ``serve`` waits for that and takes
    over (docs/serve.md says why it does not bind the socket again).
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .. import faults
 from ..errors import LockTimeout, MemoryToolError, UsageError, shown
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
@@ -45,7 +48,7 @@ from ..service_files import (
     socket_path,
     unreachable_service,
 )
-from ..signals import note_signals
+from ..signals import ignored_to_the_end, note_signals, noted_once
 from ..wire import key
 from .core import Refused, ServiceCore, encoded, error_answer
 
@@ -215,9 +218,18 @@ class Service:
             else:
                 self._wait_for_signal(signalled)
         finally:
-            restore_signals()
-            self._shutdown(lock)
-            lock.release()
+            # Still caught while it stops (up to DRAIN_S for requests in flight): a second Ctrl-C or
+            # SIGTERM met the handlers put back, and killed it (130, 143) with its files left behind.
+            noted_once(b"already stopping: letting the requests in flight finish, then closing the index\n",
+                       signal.SIGINT, signal.SIGTERM)
+            faults.reach("serve:stopping")
+            try:
+                self._shutdown(lock)
+                lock.release()
+            finally:
+                restore_signals()
+                ignored_to_the_end(signal.SIGINT, signal.SIGTERM)
+        faults.reach("serve:stopped")
         return ServiceSummary(self.core.requests, time.monotonic() - started, self._stopped_by, changes, batches)
 
     def _bind(self) -> socket.socket:
