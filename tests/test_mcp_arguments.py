@@ -84,7 +84,8 @@ def test_a_globstar_in_paths_also_stands_for_no_folder(workspace, state_dir, cli
     assert found == globs
     assert many.is_error and text_of(many).startswith("`paths` must be globs with at most 3 `**/`")
     # A filter that admits nothing is named, not the score alone (a model lowered minScore and got nothing).
-    assert later["message"] == "Nothing in this memory matches (no file of those since admit scored 0.03 or more).", later
+    assert later["message"] == "Nothing in this memory matches: no file passes the filters given (since).", later
+    assert later["filteredOut"] is True
     assert climbs.is_error and text_of(climbs) == "`paths` must be globs of memory paths, which never hold '..': '../**'"
 
 

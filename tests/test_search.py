@@ -241,7 +241,11 @@ def test_a_search_whose_filters_admit_nothing_does_not_blame_the_score_alone(wor
     assert cli("search", "cat", "--json").json()["results"]
     later = cli("search", "cat", "--since", "2030-01-01", "--path", "MEMORY.md")
     assert later.returncode == 0 and later.stdout.startswith(
-        "Nothing matches: no file of those --path, --since admit scored 0.03 or more"), later.stdout
+        "Nothing matches: no file of the memory passes --path, --since."), later.stdout
+    assert cli("search", "cat", "--path", "memory/none/*.md", "--json").json()["filteredOut"] is True
+    admitted = cli("search", "zebra", "--path", "MEMORY.md", "--min-score", "0.9")  # a file admitted, none scored
+    assert admitted.stdout.startswith("Nothing matches: no file of those --path admit scored 0.9 or more"), admitted.stdout
+    assert "filteredOut" not in cli("search", "zebra", "--path", "MEMORY.md", "--min-score", "0.9", "--json").json()
     climbs = cli("search", "cat", "--path", "../**", "--json")
     assert climbs.returncode == 2 and climbs.json()["error"] == "--path must be globs of memory paths, which never hold '..': '../**'"
 

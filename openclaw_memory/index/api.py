@@ -209,7 +209,8 @@ class MemoryIndex:
         provider = next((m.embed_backend for m in built if m.embed_backend), self.config.embedding_backend)
         model = next((m.model for m in built if m.model), self.config.model)
         return SearchResult(tuple(hits), mode, provider=provider, model=model,
-                            stale_paths=tuple(stale), notes=tuple(notes), terms=tuple(query_terms(query)), updating=updating)
+                            stale_paths=tuple(stale), notes=tuple(notes), terms=tuple(query_terms(query)), updating=updating,
+                            filtered_out=allowed is not None and not allowed)
 
     def _fetch_passages(self, candidates) -> None:
         """Read the passage fields (body, fence) of the candidates shown, one retrieve per collection."""

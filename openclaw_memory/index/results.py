@@ -92,6 +92,9 @@ class SearchResult:
     # Another process was indexing this agent (a watch, the service's live sync, `index`): the
     # stale files are being indexed now, and this answer is the last complete index's.
     updating: bool = key(omit=lambda r: not r.updating, default=False)
+    # The path and date filters given admit no indexed file: nothing was searched, whatever the score
+    # (an empty answer then said "no file scored 0.03 or more", and a model lowered minScore).
+    filtered_out: bool = key(omit=lambda r: not r.filtered_out, default=False)
     # How the caller runs this product (``settings.command_line``), for the command ``action`` names:
     # each front-end words it with its own settings flags (:meth:`suggesting`), as it words an error's
     # hints; never on the wire (a service's flags are not its caller's).

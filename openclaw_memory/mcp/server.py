@@ -163,7 +163,8 @@ def _search_message(memory: Memory, arguments: dict, result: dict) -> dict:
         assert tool is not None
         given = [tool.argument(name) for name in ("collections", "paths", "since", "until") if arguments.get(name)]
         within = f" of those {', '.join(given)} admit" if given else ""  # (a filter that admits none is not the score's)
-        result["message"] = (f"Nothing in this memory matches (no file{within} scored {min_score:g} or more)." if min_score > 0
+        result["message"] = (f"Nothing in this memory matches: no file passes the filters given ({', '.join(given)})." if result.get("filteredOut")
+                             else f"Nothing in this memory matches (no file{within} scored {min_score:g} or more)." if min_score > 0
                              else "Nothing in this memory (within the filters given) answers the query.")
     return result
 

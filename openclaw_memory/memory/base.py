@@ -351,7 +351,7 @@ class Memory(Protocol):
                          "{results: [{path, startLine, endLine, score, vectorScore?, textScore?, snippet, source, corpus, citation, "
                          "date?, alsoIn?, passages: "
                          "[{startLine, endLine, score, snippet, citation, date?}]}], provider, model, citations, mode, terms, notes?, "
-                         "stale?, warning?, action?, stalePaths?, updating?, message?}: one result per "
+                         "stale?, warning?, action?, stalePaths?, updating?, filteredOut?, message?}: one result per "
                          "file with its best passage, and in passages that one and up to two more entries of the file that "
                          "answer; message says so when nothing matched; date (YYYY-MM-DD) is the dated heading or daily note "
                          "a passage sits under: of two that disagree, the newer is the current one. "

@@ -102,7 +102,8 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
         given = [flag for flag, value in (("--collection", collections), ("--path", paths), ("--since", since),
                                           ("--until", until)) if value]
         within = f" of those {', '.join(given)} admit" if given else ""  # (a filter that admits none is not the score's)
-        print(f"Nothing matches: no file{within} scored {min_score:g} or more (--min-score)." if min_score > 0 else
+        print(f"Nothing matches: no file of the memory passes {', '.join(given)}." if result.filtered_out else
+              f"Nothing matches: no file{within} scored {min_score:g} or more (--min-score)." if min_score > 0 else
               "Nothing matches: no file of the memory (within the filters given) answers the query.")
     highlight = coloured(sys.stdout)
     for hit in result.results:
