@@ -427,6 +427,12 @@ def test_mv_into_a_folder_keeps_the_notes_name_as_mv_does(cli, workspace):
     assert cli("read", "MEMORY.md").returncode == 0
     root = cli("mv", "MEMORY.md", "memory/", "--force", "--json")
     assert root.returncode == 0 and root.json()["path"] == "memory/MEMORY.md", root.stderr
+    extra = workspace.parent / "extra"
+    extra.mkdir()
+    away = cli("mv", "memory/new/a.md", str(extra), "--extra", str(extra), "--json")  # an extra path's folder, no slash
+    assert away.returncode == 0 and (extra / "a.md").read_text() == HERON, away.stdout + away.stderr
+    back = cli("mv", str(extra / "a.md"), "memory/new", "--extra", str(extra), "--json")
+    assert back.returncode == 0 and back.json()["path"] == "memory/new/a.md", back.stdout + back.stderr
     # A folder that is not there, without the slash, is a name as before; one that leaves the memory, refused.
     assert "is not a Markdown" in one_line_error(cli("mv", "memory/new/a.md", "memory/nowhere"))
     assert "a.md is not a memory path" in one_line_error(cli("mv", "memory/new/a.md", "./"))

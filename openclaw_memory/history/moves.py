@@ -169,10 +169,11 @@ def _into_folder(source: str, dst: str, workspace: str) -> str:
     the name made is resolved as any destination is."""
     folder = dst.strip()
     if not folder.endswith("/"):
-        if not folder or folder.lower().endswith(".md") or os.path.isabs(folder):
+        if not folder or folder.lower().endswith(".md"):
             return dst
+        root = "/" if os.path.isabs(folder) else workspace  # (an extra path's folder is named absolutely)
         try:
-            Folder.under(workspace, [p for p in folder.split("/") if p not in ("", ".")], create=False,
+            Folder.under(root, [p for p in folder.split("/") if p not in ("", ".")], create=False,
                          create_root=False).close()
         except (OSError, ValueError):
             return dst  # not a folder there: the destination is the name given
