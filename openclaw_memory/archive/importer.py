@@ -29,7 +29,11 @@ archive, ``force``) is journaled before the staging (:func:`_journal`) and dropp
 plain doctor names a killed import, and ``doctor --fix`` (or the next ``mv``, ``rm`` or
 ``rollback``) runs it again (:func:`finish_import`). A killed run's temp files hold only the
 archive's bytes, which the history holds: the import that finishes it removes them for the files it
-places (:func:`_sweep_killed`), as the next write of that file, or ``doctor --fix``, does.
+places (:func:`_sweep_killed`), as the next write of that file, or ``doctor --fix``, does. A file
+written since the killed run began is left as it is, named, its archive version logged in its
+history (:func:`_written_since`: the intent keeps the history's last row id at the start, ``mark``,
+and what each file held when the killed run looked, ``seen``); one the killed run placed holds the
+archive's bytes and counts as imported.
 
 The index is not touched: the next ``index`` or ``search`` finds the new files and embeds them.
 Read records are not made: the importing agent reads a file before it writes it, as for any file
@@ -47,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .. import faults
+from ..database import enc
 from ..errors import (
     DiskFull,
     ImportConflict,
@@ -85,7 +90,7 @@ from ..history.placing import (
 )
 from ..history.store import FileVersion, HistoryStore
 from ..history.swap import Swap
-from ..history.versions import REMOVE, RESTORE, Entry, FileMode
+from ..history.versions import EXTERNAL_EDIT, REMOVE, RESTORE, Entry, FileMode, short
 from ..wire import key
 from .manifest import PERMISSIONS, ArchiveManifest, FileRecord, Member, PathHistory, Refusal
 from .members import walk
@@ -106,6 +111,9 @@ class ImportResult:
     replaced: tuple[str, ...] = key()  # of those, the ones that replaced a file here (its content is in the history)
     versions: int = key()  # history entries logged here
     skipped: tuple[str, ...] = key(omit=lambda r: not r.skipped, default=())  # histories left out (see below)
+    # Files an interrupted import would have replaced, written since it began: left as they are (the archive's
+    # version of each is in the history).
+    left: tuple[str, ...] = key(omit=lambda r: not r.left, default=())
     warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
 
 
@@ -122,6 +130,7 @@ class _Target:
     tmp: str | None = None
     placed: bool = False
     mode: FileMode | None = None  # the permission bits and owner staging gave its new bytes
+    left: bool = False  # written since the interrupted import this run finishes began: left as it is
 
 
 @dataclass
@@ -132,20 +141,22 @@ class _Plan:
     notes: tuple[str, ...] = ()  # how extra paths were matched, where it is not by path or one name
 
 
-def import_archive(settings: Settings, archive: str, *, force: bool = False) -> ImportResult:
+def import_archive(settings: Settings, archive: str, *, force: bool = False, finishing: bool = False) -> ImportResult:
+    """``finishing``: run again to finish a killed import (:func:`finish_import`): a file here that is
+    not the archive's is no conflict before the lock, where what was written since it began is told."""
     fd = _open_archive(archive)
     try:
         try:
             manifest = walk(fd)
-            plan = _plan(settings, manifest, force, f"import {shlex.quote(archive)}{' --force' if force else ''}")
+            plan = _plan(settings, manifest, force or finishing, f"import {shlex.quote(archive)}{' --force' if force else ''}")
         except Refusal as exc:
             raise ImportRefused(archive, exc.problem, exc.member) from None
         store = HistoryStore.for_settings(settings)
         with store.write_lock():
-            finished = _journal(settings, archive, force)
+            finished, op, earlier = _journal(settings, store, archive, force)
             try:
                 with finished_first(finished):
-                    result = _import(store, fd, archive, manifest, plan, force, settings)
+                    result = _import(store, fd, archive, manifest, plan, force, settings, op, earlier)
             except MemoryToolError as exc:
                 _clear_after(settings, exc)  # refused or stopped, and it says so: nothing is left to finish
                 raise
@@ -178,12 +189,14 @@ def _clear_after(settings: Settings, failure: MemoryToolError) -> None:
         failure.args = (failure.message,)
 
 
-def _journal(settings: Settings, archive: str, force: bool) -> str | None:
+def _journal(settings: Settings, store: HistoryStore, archive: str, force: bool) -> tuple[str | None, FileOp, FileOp | None]:
     """The intent, before anything is staged (the move's row: one mover at a time holds the write
     lock). A killed import leaves it: plain doctor names it, and ``doctor --fix`` (or the next ``mv``,
     ``rm`` or ``rollback``) runs it again (:func:`finish_import`). An earlier move's is finished first;
     an earlier import's is this one's when it is the same archive (run again, as the message says).
-    What finishing the earlier one did, said; None when there was none."""
+    What finishing the earlier one did, said (None when there was none), the intent written, and the
+    earlier import's it finishes (None when this run is no rerun): that one's ``mark``, ``started``
+    and ``seen`` are kept, what files written since it began are told by."""
     path = os.path.abspath(archive)
     try:
         earlier = read_intent(settings.data_dir)
@@ -194,9 +207,35 @@ def _journal(settings: Settings, archive: str, force: bool) -> str | None:
                          f"{shlex.quote(earlier.display)}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
                          "doctor --fix`; nothing was imported")
     finished = finish_pending(settings) if earlier is None or earlier.op != IMPORT_OP else None
-    write_intent(settings.data_dir, FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
-                                           session=settings.session or ""))
-    return finished
+    rerun = earlier if earlier is not None and earlier.op == IMPORT_OP else None
+    op = FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
+                session=settings.session or "")
+    op = replace(op, mark=rerun.mark, started=rerun.started, seen=rerun.seen) if rerun else replace(op, mark=_last_row(store))
+    return finished, write_intent(settings.data_dir, op), rerun
+
+
+def _last_row(store: HistoryStore) -> int:
+    row = store.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
+    return int(row[0]) if row else 0
+
+
+def _written_since(store: HistoryStore, target: _Target, earlier: FileOp, archived: set[str]) -> bool:
+    """Whether the file of ``target`` was written since the import ``earlier`` began (this run finishes
+    it): it holds neither the archive's version nor what it held then, or the history logged
+    another of its versions since (``mark``), neither the archive's (the killed run's log) nor the
+    one it held (the killed run's sighting). Where the killed run did not get to look (``seen``), any
+    version logged since (the killed run logged none)."""
+    here = target.current.version if target.current is not None else None
+    if here == target.member.hash:
+        return False  # placed by the killed run, or holding the archive's bytes anyway
+    path = target.resolved.abs_path
+    rows = store.db.rows("SELECT version, origin FROM versions WHERE path = ? AND id > ?", (enc(path), earlier.mark))
+    if earlier.seen is None or path not in earlier.seen:
+        return bool(rows)
+    was = earlier.seen[path]
+    if here != was:
+        return True
+    return any(origin == REMOVE or (version != was and version not in archived) for version, origin in rows)
 
 
 def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
@@ -205,13 +244,15 @@ def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
     saying so: every file is as it was or as the archive has it, and what it replaced is in the history."""
     as_it = settings.as_recorded(op.agent, op.session)
     try:
-        result = import_archive(as_it, op.path, force=op.force)
+        result = import_archive(as_it, op.path, force=op.force, finishing=True)
     except MemoryToolError as exc:
         _clear_after(settings, exc)
         return False, (f"the interrupted {describe(op)} could not be run again ({exc.message}); each file is as it was "
                        f"or as the archive has it, and what it replaced is in the history: run the import again once "
                        "that is resolved")
-    return True, f"finished the interrupted {describe(op)}: {len(result.files)} file(s), {result.versions} version(s) logged"
+    left = "".join(f"; {w}" for w in result.warnings if " was written since the interrupted import began" in w)
+    return True, (f"finished the interrupted {describe(op)}: {len(result.files)} file(s), {result.versions} version(s) "
+                  f"logged{left}")
 
 
 def _open_archive(path: str) -> int:
@@ -330,12 +371,20 @@ def _what_is_there(resolved: ResolvedPath) -> str:
 
 
 def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, plan: _Plan, force: bool,
-            settings: Settings) -> ImportResult:
+            settings: Settings, op: FileOp, earlier: FileOp | None) -> ImportResult:
     targets = plan.targets
+    archived = _archived_versions(plan)
     for target in targets.values():  # again, under the lock: what the staging records and places against
         target.current, target.kept, target.read_only = _version_here(target.resolved)
+        # A killed import without --force replaced nothing: a file holding other bytes now came since.
+        target.left = earlier is not None and (_written_since(store, target, earlier, archived.get(
+            target.resolved.abs_path, set())) or (not earlier.force and _replaces(target)))
         if _replaces(target) and not force:
             raise ImportConflict((target.resolved.display,))
+    if op.seen is None:  # what each file held when this import began, before anything is staged or logged
+        write_intent(settings.data_dir, replace(op, seen={
+            t.resolved.abs_path: "" if t.left else t.current.version if t.current is not None else None
+            for t in targets.values()}))
     # Those --force would replace, refused whole naming each, as a write of one is.
     refuse_each_read_only((t.read_only for t in targets.values() if _replaces(t)), "written")
     try:
@@ -363,17 +412,31 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
         _clean(targets)
     added = _log(store, plan, stopped, settings.agent, settings.session)
     placed = [t for t in targets.values() if t.placed]
+    left = [t for t in targets.values() if t.left]
     if stopped is not None:
         raise MemoryToolError(
             f"import stopped: {stopped}; {len(placed)} of {len(targets)} files were imported before it, with their "
             "history, and the others are unchanged: run import again with --force to finish")
     return ImportResult(
         os.path.abspath(path), manifest.agent, tuple(t.resolved.display for t in targets.values()),
-        tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped), plan.notes)
+        tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped),
+        left=tuple(t.resolved.display for t in left),
+        warnings=(*plan.notes, *(f"{t.resolved.display} was written since the interrupted import began: left as it is; "
+                                 f"its archive version ({short(t.member.hash)}) is in the history" for t in left)))
+
+
+def _archived_versions(plan: _Plan) -> dict[str, set[str]]:
+    """The versions the archive gives each path here (its stored history, its file)."""
+    versions: dict[str, set[str]] = {}
+    for history, resolved in plan.histories:
+        versions.setdefault(resolved.abs_path, set()).update(v.version for v in history.versions)
+    for target in plan.targets.values():
+        versions.setdefault(target.resolved.abs_path, set()).add(target.member.hash)
+    return versions
 
 
 def _replaces(target: _Target) -> bool:
-    return target.current is not None and target.current.version != target.member.hash
+    return not target.left and target.current is not None and target.current.version != target.member.hash
 
 
 def _stage(store: HistoryStore, targets: dict[str, _Target], modes: dict[tuple[str, str], int], member: Member,
@@ -391,6 +454,15 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], modes: dict[tuple[s
     target = targets[member.name]
     if target.current is not None and target.current.version == member.hash:
         return  # the file here holds these bytes already
+    if target.left:  # written since the interrupted import began: its archive version goes to the history only
+        if store.objects.fits(member.size) and not store.objects.has(member.hash):
+            try:
+                store.objects.put_blocks(blocks, expected=member.hash)
+            except OSError as exc:
+                if is_no_space(exc):
+                    raise FailedAt(exc, f"the state dir ({store.data_dir})", "nothing was written") from None
+                raise
+        return
     try:
         _stage_file(store, target, modes, blocks)
     except OSError as exc:
@@ -482,6 +554,8 @@ def new_bits(archived: int) -> int:
 def _place_all(store: HistoryStore, targets: dict[str, _Target]) -> str | None:
     """Put each staged file in place; the reason it stopped, or None when every one is in place."""
     for target in targets.values():
+        if target.left:
+            continue
         if target.tmp is None:
             target.placed = True  # the file here held the archive's bytes already
             continue
@@ -536,7 +610,7 @@ def _sweep_killed(store: HistoryStore, targets: dict[str, _Target]) -> None:
     is in progress; a temp file goes at once when the history holds its bytes, as it holds every
     version the archive stored, a swap file once its bytes are in the history)."""
     for target in targets.values():
-        if not target.placed:
+        if not target.placed and not target.left:  # (a file left as it is: its archive version is stored)
             continue
         folder, opened = target.folder, None
         try:
@@ -567,7 +641,7 @@ def _clean(targets: dict[str, _Target]) -> None:
 def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, session: str | None) -> int:
     """Each path's versions, after what its log holds here, skipping those it holds already; the
     versions of a file that was not placed wait for the import that places it."""
-    not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed}
+    not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed and not t.left}
     # Each version's bits are logged as a file made here from it gets them (a removed 0600 note that
     # `restore --last` brings back comes back 0600; a 0666 one 0666 less this user's umask, never
     # more: new_bits), the version a file was given here with its bits, with the owner the file here
@@ -597,6 +671,9 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                                            arrived=arrived)
                         added += 1
             for target in plan.targets.values():
+                if target.left:
+                    added += _log_left(store, target, arrived)
+                    continue
                 latest = store.log.latest_in_time(target.resolved.abs_path)
                 if target.placed and (latest is None or latest.version != target.member.hash or latest.origin == REMOVE):
                     # Its history does not end with what it holds now (as a rollback replays it, by
@@ -616,3 +693,22 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                               "to log it") from None
     return added
 
+
+
+def _log_left(store: HistoryStore, target: _Target, arrived: float) -> int:
+    """A file left as it is (written since the interrupted import began): the archive's version of it
+    in its history (after its stored versions, logged as any path's), the history still ending with
+    what the file holds. How many entries were logged."""
+    path, display, added = target.resolved.abs_path, target.resolved.display, 0
+    if target.member.hash not in {e.version for e in store.log.entries(path)}:
+        store.record_entry(path, display, Entry(target.member.hash, arrived, target.member.size, RESTORE, None, None),
+                           arrived=arrived)
+        added += 1
+    current = target.current
+    # By time (what a rollback to now replays last) and as logged (what the history shows as current):
+    # the archive's entries were logged after the write, some maybe with later times (another clock).
+    ends = (store.log.latest_in_time(path), store.log.latest(path))
+    if current is not None and any(e is None or e.version != current.version or e.origin == REMOVE for e in ends):
+        store.record(path, display, current.version, current.size, EXTERNAL_EDIT, None, None, target.kept)
+        added += 1
+    return added

@@ -80,5 +80,6 @@ def finish_move(settings: Settings, finding: Finding) -> Repair:
 
 
 CHECKS = [check_interrupted_move]
-REPAIRS = {ID: RepairSpec(action="finish", describe=lambda f: "finish or undo the interrupted move or removal",
+REPAIRS = {ID: RepairSpec(action="finish", describe=lambda f: "run the interrupted import again" if f.message.startswith(
+    "An interrupted import") else "finish or undo the interrupted move or removal",
                           apply=finish_move)}
