@@ -57,9 +57,9 @@ class FileOp:
     # those it made, when empty (None: a record made before this was kept).
     made_from: int | None = None
     force: bool = False  # an import's --force
-    # An import's: what each file it writes held when it began (its version; None: no file; "": one written since
-    # an earlier run it finishes began), by absolute
-    # path: the run that finishes it leaves a file holding another (written since) as it is (None: not yet looked).
+    # An import's: what each file it writes held when it began, by absolute path (its version; None: no file; "":
+    # written since an earlier run it finishes began): the run that finishes it leaves a file holding another
+    # (written since) as it is (None: not yet looked).
     seen: dict[str, str | None] | None = None
     pid: int = 0
     started: float = 0.0
