@@ -98,7 +98,7 @@ def test_a_panic_of_the_engine_is_still_worded_as_a_shard_that_cannot_be_opened(
         MemoryIndex(settings_for(workspace, state_dir)).sync()
 
 
-class _Running:
+class Running:
     """``openclaw-memory ARGS`` as a real process (the CLI's own signal rules), its stderr lines kept."""
 
     def __init__(self, workspace: Path, state_dir: Path, *args: str, env: dict):
@@ -149,7 +149,7 @@ def test_signals_after_the_first_while_it_stops_leave_one_clean_stop(workspace, 
     killed it: exit 130 'error: interrupted' or 143 with nothing said, its socket, info and lock file
     left behind; one after its last line exited 130 too. Paused in its shutdown, then after it."""
     write(workspace / "MEMORY.md", "# Memory\n\nlemur facts\n")
-    run = _Running(workspace, state_dir, *command, env=fault("serve:stopping=pause", "serve:stopped=pause"))
+    run = Running(workspace, state_dir, *command, env=fault("serve:stopping=pause", "serve:stopped=pause"))
     try:
         run.said("watching " if command == ("watch",) else "serving ")
         run.signal(first)

@@ -37,17 +37,19 @@ MAX_LINE = 256 * 1024 * 1024  # a request with a whole file in it can be large; 
 def settings_key(settings: Settings) -> str:
     """What the service and its caller must agree on, besides the agent and session.
 
-    The workspace, state dir, extra paths, multimodal flag and media kinds, default search limit,
-    Qdrant URL, embedding backend and every setting from the toml file: a caller with other settings
-    (a per-agent extra path, a changed config) gets ``refused`` and works in-process rather than being
-    answered for settings it does not have.
+    The workspace, state dir, extra paths, multimodal flag and media kinds, Qdrant URL, embedding
+    backend and every setting from the toml file: a caller with other settings (a per-agent extra
+    path, a changed config) gets ``refused`` and works in-process rather than being answered for
+    settings it does not have. What only gives a request its default is not in it: the caller sends
+    the value it resolved (a search's limit, openclaw.json's ``maxResults``: :mod:`.remote`), and the
+    service answers with it (an edit of maxResults while ``watch`` ran made every search refused, then
+    wait for the shards the live sync held and fail).
     """
     data = [
         str(settings.workspace),
         str(settings.state_dir),
         [(str(p), p.pattern) for p in settings.extra_paths],  # an extra path's glob too
         list(settings.media),  # which media files are memory (openclaw.json's modalities, when multimodal is on)
-        settings.max_results,  # openclaw.json's: a search's default limit
         settings.qdrant_url,
         settings.embedding_backend,
         # Every table of the toml as resolved ([read] and [prompt] with openclaw.json's limits in them).
@@ -57,8 +59,9 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-PROTOCOL = 4  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested; 4: write's
-# replace_unread, and the guard's rules a service of 3 would not apply (expect names a version read, keys per session)
+PROTOCOL = 5  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested; 4: write's
+# replace_unread, and the guard's rules a service of 3 would not apply (expect names a version read, keys per session);
+# 5: maxResults out of the settings key, a search's limit sent resolved (a service of 4 would refuse every caller)
 PRODUCT_ERROR = -32000  # a MemoryToolError: data.kind names which, from the closed set in errors
 REFUSED = -32001  # this service does not answer this request: the caller works in-process
 

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import signals
-from ..service_files import service_may_run
+from ..errors import LockTimeout
+from ..service_files import read_info, service_may_run
+from ..types import MAX_LIMIT
 from .client import ServiceClient, ServiceUnavailable, Unsendable
 from .local import LocalMemory
 from .operations import OPERATIONS, Operation, method_of
@@ -32,6 +34,13 @@ if TYPE_CHECKING:
 
 RETRY_S = 10.0
 
+# Arguments a request takes from the caller's settings when not given, resolved here and sent: the
+# service answers with the caller's value, whatever its own config said when it started (they are
+# not in the settings key: an edit of maxResults while `watch` ran had every search refused).
+RESOLVED_HERE: dict[tuple[str, str], Callable[[Settings], Any]] = {
+    ("search", "limit"): lambda settings: min(settings.max_results, MAX_LIMIT),  # openclaw.json's maxResults
+}
+
 
 class _Link:
     """The connection every session's view shares, and its lock."""
@@ -43,6 +52,7 @@ class _Link:
         self.notice = notice
         self.retry_at: float | None = None  # None: never again (the service refused)
         self.said = ""
+        self.refusal = ""  # why the service refused this caller (its settings differ), once it did
 
     def call(self, settings: Settings, method: str, **args: Any) -> Any:
         """The service's answer; ServiceUnavailable with ``self.client`` dropped when it gave none."""
@@ -60,6 +70,8 @@ class _Link:
                     self.notice(exc.message)  # this request only (a time zone it cannot name, over 256 MiB): run here
                     raise
                 self.retry_at = None if exc.refused else time.monotonic() + RETRY_S
+                if exc.refused:
+                    self.refusal = exc.message
                 if exc.message and exc.message != self.said:  # a service that stays hung is said once
                     self.notice(exc.message)
                 self.said = exc.message
@@ -68,6 +80,24 @@ class _Link:
                 self.notice("the memory service answers again; calls go to it")
                 self.said = ""
             return answer
+
+    def held_by_it(self, exc: LockTimeout) -> LockTimeout | None:
+        """``exc`` (a lock waited for in-process) worded as what it is when the holder is the service
+        that refused this caller: it keeps the shards its live sync uses open, and answers only its
+        own settings, so waiting longer wins nothing; it said `try again when it has finished`."""
+        if not self.refusal:
+            return None
+        pid = (read_info(self.settings) or {}).get("pid")
+        what, held, _ = exc.message.partition(" is held by ")
+        if not pid or not held or f"(pid {pid})" not in exc.message:
+            return None
+        why = self.refusal.removeprefix(f"the memory service (pid {pid}) ").removesuffix("; working in-process")
+        why = why.removeprefix("cannot answer this: ")
+        why = f"it {why}" if why.startswith("is ") else why  # (another version)
+        idle = self.settings.service.shard_idle
+        return LockTimeout(f"{what} is held by the memory service (pid {pid}), which cannot answer this command: {why}; "
+                           f"or try again once it lets go of the index ({idle:g} s after it last used it: its live sync "
+                           "uses it at each change of the notes)")
 
     def _answers(self, settings: Settings) -> bool:
         """Whether the service, which just refused a request, answers this caller: then it refused that
@@ -113,13 +143,22 @@ class ServiceMemory:
         arguments = op.arguments(args, kwargs or {})
         if op.service:
             sent = {p.name: arguments[p.name] for p in op.params if p.sent}
+            for (name, arg), resolve in RESOLVED_HERE.items():
+                if name == op.name and sent.get(arg) is None:
+                    sent[arg] = resolve(self.settings)
             if op.writes:  # once sent, the service makes it: a Ctrl-C here waits for its answer
                 signals.committed()
             try:
                 return self._link.call(self.settings, op.name, **sent)
             except (ServiceUnavailable, Unsendable):  # Unsendable: a NaN argument, worded (or used) in-process
                 pass
-        return self._local.call(op, (), arguments)
+        try:
+            return self._local.call(op, (), arguments)
+        except LockTimeout as exc:
+            worded = self._link.held_by_it(exc)
+            if worded is None:
+                raise
+            raise worded from None
 
     def __getattr__(self, name: str) -> Any:  # the declared operations (only those)
         return method_of(ServiceMemory, name).__get__(self)

@@ -215,8 +215,9 @@ class ServiceCore:
                     "`openclaw-memory serve --stop`, then `openclaw-memory serve`)"
                 )
             raise Refused(
-                "it runs with other settings for this workspace (extra paths, config or state dir differ); "
-                "restart it (`openclaw-memory serve --stop`, then `openclaw-memory serve`) to use the new ones"
+                "it runs with the settings it started with, and this caller has other settings (extra paths, config "
+                "or state dir differ); to use them, restart it: `openclaw-memory serve --stop`, then `openclaw-memory "
+                "serve` (or `openclaw-memory watch`) again"
             )
         return settings
 
