@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from .. import faults
-from ..errors import SURROGATE, MemoryToolError, NulInText, PathRefused, UsageError, WriteBlocked, finished_first
+from ..errors import SURROGATE, MemoryToolError, NulInText, PathRefused, UsageError, WriteBlocked
 from ..files.jstext import text_faults_of
 from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, refuse_new_not_utf8
@@ -149,15 +149,13 @@ def write_memory_file(settings: Settings, path: str, *, content: str | bytes | N
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
-        earlier = finished_at(settings, resolved)
-        with finished_first(earlier):
-            for _ in range(tries):
-                try:
-                    return said_first(translated(store, resolved, "written", lambda: _write_once(
-                        store, records, resolved, content, added, expected, daily_append, before_swap, replace_unread,
-                        settings.read.max_chars)), earlier)
-                except Raced:
-                    continue
+        for _ in range(tries):
+            try:
+                return translated(store, resolved, "written", lambda: _write_once(
+                    store, records, resolved, content, added, expected, daily_append, before_swap, replace_unread,
+                    settings.read.max_chars))
+            except Raced:
+                continue
     raise WriteBlocked.because(f"{resolved.display} changed while it was being written; nothing was written.",
                                path=resolved.display)
 
@@ -214,29 +212,11 @@ def restore_file_version(settings: Settings, path: str, version: str, *, stored:
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
     with store.write_lock():
-        earlier = finished_at(settings, resolved)
         try:
-            with finished_first(earlier):
-                return said_first(translated(store, resolved, "restored",
-                                             lambda: _restore_once(store, records, resolved, version, stored, read_only_ok)),
-                                  earlier)
+            return translated(store, resolved, "restored", lambda: _restore_once(store, records, resolved, version, stored, read_only_ok))
         except Raced:
             raise WriteBlocked.because(f"{resolved.display} changed while it was being restored; nothing was written.",
                                        path=resolved.display, step="history") from None
-
-
-def finished_at(settings: Settings, resolved: ResolvedPath) -> str | None:
-    """Finish a move or removal of ``resolved`` a killed process left (the caller holds the write
-    lock), before a write or restore of it logs anything (:func:`~.moves.finish_pending_at`): what it
-    did, or None."""
-    from .moves import finish_pending_at  # (moves builds on this module)
-
-    return finish_pending_at(settings, resolved.abs_path)
-
-
-def said_first(result: WriteResult, earlier: str | None) -> WriteResult:
-    """``result`` with what finishing an interrupted operation did first among its warnings."""
-    return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
 def refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:

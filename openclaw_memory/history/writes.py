@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from .. import faults, signals
 from ..errors import MemoryToolError, UsageError, finished_first, shown
 
 if TYPE_CHECKING:
+    from ..files.read import ResolvedPath
     from ..settings import Settings
     from .guard import WriteResult
 
@@ -52,7 +54,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     else:
         key = check_key(idempotency_key)
     keys = IdempotencyStore(settings.data_dir, settings.agent, settings.session)
-    with HistoryStore.for_settings(settings).write_lock():
+    with HistoryStore.for_settings(settings).write_lock(), finishing_first(settings, resolved) as first_done:
         faults.reach("write:locked")  # nothing made yet: a Ctrl-C here cancels the write
         found = keys.get(key)
         if found is not None:
@@ -67,7 +69,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
                 # The first one may have been killed once its version was in place, before logging
                 # it: the retry finishes it (its history entry, the session's record, its leftovers).
                 # Or killed before, and someone else made the same bytes since: nothing is claimed.
-                return finish_replayed(settings, path, first)
+                return first_done(finish_replayed(settings, path, first))
             # The file no longer holds what that write made (restored or edited since), or this
             # session read or wrote it since, so the same text again is a new entry: write it again.
         when = time.time()
@@ -79,8 +81,8 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
             keys.put(key, to_be, when, bound)
             faults.reach("write:key-recorded")  # recorded, the new content not renamed into place yet
 
-        result = write_memory_file(settings, path, content=data, append=added, expect=expect, before_swap=record_first,
-                                   replace_unread=replace_unread, resolved=resolved)
+        result = first_done(write_memory_file(settings, path, content=data, append=added, expect=expect,
+                                              before_swap=record_first, replace_unread=replace_unread, resolved=resolved))
         faults.reach("write:swapped")
     keys.prune()
     result = after(result)
@@ -89,6 +91,19 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     except MemoryToolError:
         pass  # the key recorded before the rename stands
     return result
+
+
+@contextmanager
+def finishing_first(settings: Settings, resolved: ResolvedPath) -> Iterator[Callable[[WriteResult], WriteResult]]:
+    """Around a write or a restore of ``resolved``, under the write lock: a move or removal of it a
+    killed process left is finished first (:func:`~.moves.finish_pending_at`), so what they log
+    follows its entries; yields what adds what that finish did to their result's warnings, and an
+    error they raise says it too."""
+    from .moves import finish_pending_at
+
+    earlier = finish_pending_at(settings, resolved.abs_path)
+    with finished_first(earlier):
+        yield lambda result: replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
 def _went_on_since(settings: Settings, path: str, first: WriteResult) -> bool:
@@ -121,25 +136,21 @@ def _went_on_since(settings: Settings, path: str, first: WriteResult) -> bool:
 def restore(settings: Settings, path: str, version: str | None = None, *, last: bool = False,
             after: Callable[[WriteResult], WriteResult] = lambda result: result) -> WriteResult:
     """Put back ``version`` of ``path``, or with ``last`` the version ``rm`` last archived."""
-    from .guard import IndexUpdate, finished_at, restore_file_version, said_first
+    from .guard import IndexUpdate, restore_file_version
 
     if (version is None) == (not last):
         raise UsageError("give the version to restore, or --last for the version `rm` last removed (not both)")
-    if last:
-        from .moves import last_removed
-        from .placing import resolve_writable
-        from .store import HistoryStore
+    from .placing import resolve_writable
+    from .store import HistoryStore
 
-        with HistoryStore.for_settings(settings).write_lock():
-            # A removal killed after its unlink is finished first (restore_file_version would, too
-            # late: --last said "no removal is recorded"), and said by the restore.
-            earlier = finished_at(settings, resolve_writable(path, str(settings.workspace), settings.extra_paths))
-            with finished_first(earlier):
-                version = last_removed(settings, path)
-                result = said_first(restore_file_version(settings, path, version), earlier)
-    else:
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    with HistoryStore.for_settings(settings).write_lock(), finishing_first(settings, resolved) as first_done:
+        if last:  # (after the finish: an rm killed past its unlink said "no removal is recorded")
+            from .moves import last_removed
+
+            version = last_removed(settings, path)
         assert version is not None
-        result = restore_file_version(settings, path, version)
+        result = first_done(restore_file_version(settings, path, version))
     if not result.changed:
         return replace(result, index=IndexUpdate(False, "nothing changed"))
     return after(result)
