@@ -219,6 +219,12 @@ def test_a_second_serve_names_the_holder_and_exits(workspace, state_dir, cli_pro
     assert "Traceback" not in second.stderr
     second_watch = cli_process("watch")
     assert second_watch.returncode == 2 and f"pid {service.proc.pid}" in second_watch.stderr
+    # Asked for MCP over HTTP, which the running one does not serve: it said "no second one is needed".
+    for args in (("serve", "--no-watch", "--http", "127.0.0.1:0"), ("mcp", "--http", "127.0.0.1:0")):
+        http = cli_process(*args)
+        assert http.returncode == 2, http.stderr
+        assert (f"already running (pid {service.proc.pid}) without MCP over HTTP: to serve it, stop it "
+                "(`openclaw-memory serve --stop`) and start it again with --http 127.0.0.1:0") in http.stderr, http.stderr
 
 
 def test_socket_is_owner_only_and_sigint_stops_cleanly(workspace, state_dir, services):

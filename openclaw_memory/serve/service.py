@@ -97,9 +97,10 @@ def _ignore(*_args) -> None:
     return None
 
 
-def hold_service_lock(settings: Settings, on_notice: Callable[[str], None] = _ignore) -> FileLock:
+def hold_service_lock(settings: Settings, on_notice: Callable[[str], None] = _ignore, http: str | None = None) -> FileLock:
     """The service lock. A holder whose socket was removed stops on its own (it checks every second):
-    this one waits for it, up to ``TAKEOVER_S``, and takes over."""
+    this one waits for it, up to ``TAKEOVER_S``, and takes over. ``http``: the MCP endpoint this one
+    was to serve (said where the running one serves none)."""
     what = f"the memory service of {settings.workspace}"
     lock = FileLock(lock_path(settings), timeout=0, what=what, remove=True)
     try:
@@ -108,7 +109,7 @@ def hold_service_lock(settings: Settings, on_notice: Callable[[str], None] = _ig
     except LockTimeout:
         holder = unreachable_service(settings)
         if holder is None:
-            raise UsageError(_already_running(settings, lock.holder_pid())) from None
+            raise UsageError(_already_running(settings, lock.holder_pid(), http)) from None
     on_notice(f"the memory service (pid {holder}) cannot be reached (its socket {socket_path(settings)} was removed) "
               "and is stopping; waiting for it to finish, then taking over")
     lock = FileLock(lock_path(settings), timeout=TAKEOVER_S, what=what, remove=True)
@@ -122,13 +123,21 @@ def hold_service_lock(settings: Settings, on_notice: Callable[[str], None] = _ig
     return lock
 
 
-def _already_running(settings: Settings, pid: object) -> str:
+def _already_running(settings: Settings, pid: object, http: str | None = None) -> str:
     """Why a second ``serve`` of the workspace exits, true of whoever runs it: the running service
     answers only callers of its own settings, so one of another agent (which may be configured
-    otherwise) is not told that it uses it."""
+    otherwise) is not told that it uses it; one asked for MCP over HTTP is told whether it serves it."""
     info = read_info(settings) or {}
     agent = info.get("agent")
     said = f"a memory service for {settings.workspace} is already running (pid {pid})"
+    if http is not None:  # (it said "no second one is needed" to one asking for an endpoint it lacks)
+        serving = info.get("http")
+        if isinstance(serving, str) and serving:
+            return (f"{said}, serving MCP over HTTP at {serving}: connect there (its bearer token is in "
+                    f"{os.path.join(service_dir(settings), 'token')}); to serve another address, stop it first: "
+                    "`openclaw-memory serve --stop`")
+        return (f"{said} without MCP over HTTP: to serve it, stop it (`openclaw-memory serve --stop`) and start it "
+                f"again with --http {http}")
     if isinstance(agent, str) and agent != settings.agent:
         ours, theirs = shown(agent), shown(settings.agent)
         return (f"{said}, serving agent {ours}; one runs per workspace, answering only the agents of its settings: "
@@ -186,7 +195,7 @@ class Service:
         started = time.monotonic()
         folder = service_dir(self.settings)
         check_data_dir(self.settings.state_dir, self.settings.data_dir)
-        lock = hold_service_lock(self.settings, self.on_notice)
+        lock = hold_service_lock(self.settings, self.on_notice, self.http_address)
         changes = batches = 0
         # Caught from before "serving" is said: a SIGINT/SIGTERM sent on seeing it stops the service
         # cleanly (it was a KeyboardInterrupt, exit 130, until the wait or the watch took them).
