@@ -1035,3 +1035,25 @@ def test_a_rollback_that_would_archive_the_startup_files_asks_for_force_as_rm_do
     done = cli("rollback", "--to", "2016-12-06", "--force")
     assert done.returncode == 0, done.stderr
     assert not (workspace / "MEMORY.md").exists() and not (workspace / "USER.md").exists()
+
+
+def test_a_rollback_or_restore_killed_mid_exchange_leaves_no_swap_file_once_finished(cli, workspace, state_dir):
+    """Killed at write:exchanged (the version in place, the one it took off in a swap file beside it):
+    the next rollback finished it, logged, and left .a.md.<hex>.swp in memory/ for doctor to name; so
+    did a restore run again after a killed one."""
+    note = write(workspace / "memory" / "a.md", "v1\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "v2", "--no-index").returncode == 0
+    first = cli("history", "memory/a.md", "--json").json()["versions"][-1]["version"]
+    run_killed(workspace, state_dir, "write:exchanged", "rollback", "--to", "base", "--force", "--no-index")
+    assert any(n.endswith(".swp") for n in os.listdir(note.parent))  # the control: the kill left one
+    assert cli("rollback", "--to", "base", "--force", "--no-index").returncode == 0
+    assert sorted(os.listdir(note.parent)) == ["a.md"] and note.read_text() == "v1\n"
+
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "v3", "--no-index").returncode == 0
+    run_killed(workspace, state_dir, "write:exchanged", "restore", "memory/a.md", first, "--no-index")
+    assert any(n.endswith(".swp") for n in os.listdir(note.parent))
+    assert cli("restore", "memory/a.md", first, "--no-index").returncode == 0
+    assert sorted(os.listdir(note.parent)) == ["a.md"] and note.read_text() == "v1\n"

@@ -252,6 +252,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             with in_history():
                 store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         wanted = version if stored else store.resolve_prefix(resolved.abs_path, resolved.display, version)
+        if folder is not None:  # (a rollback killed mid-exchange left its swap file: its finish restores here)
+            sweep_leftovers(store, resolved, folder)
         if current is not None and current.version == wanted:
             with in_history():
                 records.put(resolved.abs_path, current, WRITE)

@@ -240,6 +240,17 @@ def _run_steps(settings: Settings, intent: Intent, said: list[str]) -> dict[str,
     return left
 
 
+def _sweep(store: HistoryStore, resolved) -> None:
+    """What the killed process's write of ``resolved`` left beside it (its temp or swap file), as a write does."""
+    from ..history.leftovers import sweep_leftovers
+
+    try:
+        with resolved.folder() as folder:
+            sweep_leftovers(store, resolved, folder)
+    except OSError:
+        pass  # (the folder gone or closed: doctor names what stays)
+
+
 def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str | None:
     """Bring one file to ``step.after``: done already (the history told, if it was not), done now
     (None), or left as it is, and why: it holds neither what the rollback found nor what it puts
@@ -260,6 +271,7 @@ def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str |
         if step.after is not None and (latest is None or latest.version != step.after):
             with store.lock():  # killed between the exchange and the log entry
                 store.record(resolved.abs_path, resolved.display, step.after, step.size, RESTORE, settings.agent, settings.session)
+            _sweep(store, resolved)  # and its swap file beside it (the bytes it took off, in the history)
         elif step.after is None and step.before is not None and latest is not None and latest.origin != REMOVE:
             with store.lock():  # gone, and not logged as removed: its bytes stay pinned as a removal's
                 store.record(resolved.abs_path, resolved.display, step.before, latest.size, REMOVE, settings.agent, settings.session)
