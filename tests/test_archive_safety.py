@@ -6,6 +6,7 @@ writes an archive import refuses for its size; a non-file at a file's place is r
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -441,3 +442,35 @@ def test_doctor_finishes_a_killed_import_around_a_note_made_since_at_one_of_its_
     assert "memory/x.md was written since the interrupted import began" in done.stdout, done.stdout + done.stderr
     assert (ws / "memory" / "x.md").read_text() == "made since\n"
     assert (ws / "memory" / "y.md").read_text() == "y from archive\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (uid 65534)")
+def test_export_force_over_another_users_file_in_a_sticky_folder_says_why(base, tmp_path):
+    """As uid 65534, --force over root's file in a 1777 folder said "cannot write in the folder ...:
+    Operation not permitted; nothing was written", of a folder anyone may write in, after writing the
+    whole archive beside it."""
+    import dataclasses
+
+    from test_private_state import NOBODY, as_nobody
+
+    from conftest import env_for, run_in_process
+
+    ws = write(base / "ws" / "MEMORY.md", "# M\n").parent
+    os.chown(ws, NOBODY, NOBODY)
+    os.chown(ws / "MEMORY.md", NOBODY, NOBODY)
+    sticky = base / "shared"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    (sticky / "f.tgz").write_bytes(b"root's")
+    env = env_for(ws, base / "state")
+    write(tmp_path / "warm" / "MEMORY.md", "# M\n")  # every module export imports, imported here first
+    warm = run_in_process(("export", str(tmp_path / "warm.tgz")), env=env_for(tmp_path / "warm", tmp_path / "warm-state"),
+                          cwd=tmp_path)
+    assert warm.returncode == 0, warm.stderr
+    done = as_nobody(lambda: dataclasses.asdict(run_in_process(("export", str(sticky / "f.tgz"), "--force", "--json"),
+                                                                env=env, cwd=ws)))
+    assert done["returncode"] == 2, done
+    assert json.loads(done["stdout"])["error"] == (
+        f"cannot replace {sticky / 'f.tgz'}: it belongs to another user (uid 0), in a folder where only a file's owner "
+        f"may replace it ({sticky}, mode 1777); give another name"), done
+    assert (sticky / "f.tgz").read_bytes() == b"root's" and sorted(os.listdir(sticky)) == ["f.tgz"]

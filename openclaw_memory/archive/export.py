@@ -231,6 +231,12 @@ def _target(settings: Settings, path: str, force: bool) -> str:
         raise UsageError(f"cannot write {path}: it is {_kind(st.st_mode)}, which export never replaces; give a file name")
     if not force:
         raise UsageError(f"{path} exists ({st.st_size:,} bytes); give another name, or --force to replace it")
+    held = os.stat(folder)
+    me = os.geteuid()
+    if held.st_mode & stat.S_ISVTX and me != 0 and me not in (st.st_uid, held.st_uid):
+        # (it said "cannot write in the folder /tmp: Operation not permitted", of a folder anyone may write in)
+        raise UsageError(f"cannot replace {path}: it belongs to another user (uid {st.st_uid}), in a folder where only a "
+                         f"file's owner may replace it ({folder}, mode {stat.S_IMODE(held.st_mode):o}); give another name")
     return target
 
 
