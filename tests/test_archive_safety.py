@@ -462,6 +462,8 @@ def test_export_force_over_another_users_file_in_a_sticky_folder_says_why(base, 
     sticky.mkdir()
     os.chmod(sticky, 0o1777)
     (sticky / "f.tgz").write_bytes(b"root's")
+    (base / "state").mkdir(mode=0o700)
+    os.chown(base / "state", NOBODY, NOBODY)
     env = env_for(ws, base / "state")
     write(tmp_path / "warm" / "MEMORY.md", "# M\n")  # every module export imports, imported here first
     warm = run_in_process(("export", str(tmp_path / "warm.tgz")), env=env_for(tmp_path / "warm", tmp_path / "warm-state"),
