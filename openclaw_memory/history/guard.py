@@ -199,15 +199,18 @@ def refuse_not_utf8(text: str, mode: str) -> None:
 
 
 def restore_file_version(settings: Settings, path: str, version: str, *, stored: bool = False,
-                         read_only_ok: Callable[[FileMode], bool] | None = None) -> WriteResult:
+                         read_only_ok: Callable[[FileMode], bool] | None = None,
+                         resolved: ResolvedPath | None = None) -> WriteResult:
     """Put back the bytes of an earlier version (a unique prefix of at least 8 hex characters).
 
     The version the file holds now is recorded first, so the restore can be undone. ``stored``:
     ``version`` is a whole version the object store holds though the path's history may not list it
     (what a watchdog snapshot kept: a rollback to it). A read-only note is refused
-    (ReadOnlyRefused) unless ``read_only_ok`` lets its mode go (a rollback's undo).
+    (ReadOnlyRefused) unless ``read_only_ok`` lets its mode go (a rollback's undo). ``resolved``:
+    ``path`` as the caller resolved it (once: a second look could see another folder).
     """
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    if resolved is None:
+        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     check_prefix(version)
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)

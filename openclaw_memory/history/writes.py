@@ -150,7 +150,7 @@ def restore(settings: Settings, path: str, version: str | None = None, *, last: 
 
             version = last_removed(settings, path)
         assert version is not None
-        result = first_done(restore_file_version(settings, path, version))
+        result = first_done(restore_file_version(settings, path, version, resolved=resolved))
     if not result.changed:
         return replace(result, index=IndexUpdate(False, "nothing changed"))
     return after(result)
