@@ -126,3 +126,50 @@ def test_a_workspace_replaced_at_its_path_is_watched_again_at_once(workspace, st
         v2 = save(str(plan), "# plan\n\nv2: done\n")
         wait_for(lambda: any(c.path == "memory/plan.md" and c.version == v2 for c in changes), WAIT)
     assert versions(settings, plan) == [v1, v2]
+
+
+def test_one_save_written_in_place_during_a_sync_is_one_version(workspace, state_dir, monkeypatch):
+    """Read at each event, a save written in place a piece at a time (truncate, then write, flush,
+    write...) was logged once per piece: ten versions of one save, each cut short. Reads of the
+    same file closer than SETTLE_S are one save's: the last is kept."""
+    import openclaw_memory.index.sync as sync_module
+
+    settings = settings_for(workspace, state_dir)
+    note = workspace / "memory" / "keep.md"
+    write(note, "# keep\n\nv0\n")
+    held, release, hold = threading.Event(), threading.Event(), threading.Event()
+    real = sync_module.read_version
+
+    def read_version(abs_path, roots, guard):
+        content = real(abs_path, roots, guard)
+        if hold.is_set() and abs_path == str(note):
+            hold.clear()
+            held.set()
+            assert release.wait(WAIT)
+        return content
+
+    monkeypatch.setattr(sync_module, "read_version", read_version)
+    with running(settings) as (watcher, changes):
+        posted: list[frozenset] = []
+        put = watcher._queue.put
+
+        def counted(item, *args, **kwargs):
+            put(item, *args, **kwargs)
+            posted.append(item.paths)
+
+        watcher._queue.put = counted
+        hold.set()
+        v1 = save(str(note), "# keep\n\nperson save v1\n")
+        assert held.wait(WAIT)
+        text = ""
+        with open(note, "w") as f:  # one save, in place
+            for i in range(4):
+                before = len(posted)
+                f.write(f"line {i} of the final note\n")
+                f.flush()
+                text += f"line {i} of the final note\n"
+                wait_for(lambda before=before: any(str(note) in p for p in posted[before:]), WAIT)
+        release.set()
+        final = hash_bytes(text.encode())
+        wait_for(lambda: any(c.path == "memory/keep.md" and c.version == final for c in changes), WAIT)
+    assert versions(settings, note) == [hash_bytes(b"# keep\n\nv0\n"), v1, final]

@@ -70,6 +70,10 @@ IDENTITY_S = 0.25
 WORKSPACE_GONE = "its workspace is gone"  # why a watch stopped by itself (WatchSummary.stopped_by)
 
 
+# Reads ahead of one note closer than this are one save's writes: only the last is kept.
+SETTLE_S = 0.5
+
+
 class _Queue(queue.Queue):
     """The feeds' queue; while a sync runs, each message is also handed to ``tap`` (in the feed's
     thread) as it is posted: the loop reads it only once the sync is done."""
@@ -188,7 +192,7 @@ class Watcher:
         try:
             self._loop(self._index)
         except WatchStopped:
-            pass
+            self._keep_read_ahead()  # saves read during the sync the stop abandoned
         finally:
             self._disarm()
             presence.release()
@@ -383,13 +387,28 @@ class Watcher:
             ahead, self._ahead, self._ahead_bytes = self._ahead, [], 0
         return ahead
 
+    def _keep_read_ahead(self) -> None:
+        """Record what was read ahead and not yet recorded (a stop that abandoned the sync)."""
+        ahead = self._take_read_ahead()
+        if not ahead:
+            return
+        try:
+            done, warning = record_read(self.settings, self._memory_reads(ahead, indexed_files(self.settings).keys()))
+        except (MemoryToolError, OSError) as exc:
+            warning = exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
+        if warning:
+            self.on_notice(warning)
+
     def _read_ahead(self, message: Message) -> None:
-        """Read each note an event names as it comes, in the feed's thread: while a sync runs (it may
-        take minutes) the loop reads no event, and a person's saves meanwhile are kept, each, not only
+        """Read each note an event names as it comes, in the feed's thread, while a sync runs: it may
+        take minutes, the loop reads no event meanwhile, and a person's saves are kept, each, not only
         the one the next sync finds. Which of them are memory files is decided by the next sync
-        (:meth:`_memory_reads`)."""
+        (:meth:`_memory_reads`). Idle, the loop's own sync reads the note (once it has settled). A
+        read of the same file (its inode) read less than ``SETTLE_S`` before replaces that one: the
+        writes of one save in place (truncate, then a write at a time) are one version, not one
+        each; an atomic save is a new file each time, each kept."""
         targets = self._targets
-        if targets is None or message.error is not None:
+        if targets is None or message.error is not None or not self._busy:
             return
         workspace = str(self.settings.workspace)
         roots = (workspace, *map(str, self.settings.extra_paths))
@@ -411,6 +430,10 @@ class Watcher:
                 continue
             with self._ahead_lock:
                 shown = display_path(p, workspace)  # named as the sync and the history name it
+                last = next((i for i in range(len(self._ahead) - 1, -1, -1) if self._ahead[i][0].path == shown), None)
+                if (last is not None and self._ahead[last][0].inode == st.st_ino
+                        and read_ns - self._ahead[last][0].read_ns < SETTLE_S * 1e9):
+                    self._ahead_bytes -= len(self._ahead.pop(last)[0].data)  # the same save, further on
                 self._ahead.append((FileRead(shown, os.path.normpath(os.path.join(workspace, shown)), hash_bytes(data), data,
                                              st.st_ino, read_ns), mark))
                 self._ahead_bytes += len(data)
