@@ -34,6 +34,20 @@ def test_a_caller_whose_max_results_changed_is_answered_not_refused(workspace, s
         core.close()
 
 
+def test_an_edit_of_the_startup_prompts_caps_leaves_the_settings_key_as_it_was(workspace, state_dir):
+    """bootstrapMaxChars (the startup prompt's, built in-process) edited while `watch` ran made every
+    search refused (other settings), then fail on the shards the live sync held."""
+    from openclaw_memory.memory.protocol import settings_key
+
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"bootstrapMaxChars": 20000}}}))
+    before = settings_for(workspace, state_dir)
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"bootstrapMaxChars": 30000,
+                                                                                "bootstrapTotalMaxChars": 90000}}}))
+    after = settings_for(workspace, state_dir)
+    assert (before.prompt.file_chars, after.prompt.file_chars) == (20000, 30000)  # the control: the edit is read
+    assert settings_key(before) == settings_key(after)
+
+
 def test_an_edit_of_max_results_while_watch_runs_is_answered_by_it_with_the_new_default(workspace, state_dir, cli):
     """It refused every search (other settings), and the search in-process waited 5 s for the shards the
     live sync held open and failed: `is held by another openclaw-memory process ...; Try again when it

@@ -52,16 +52,19 @@ def settings_key(settings: Settings) -> str:
         list(settings.media),  # which media files are memory (openclaw.json's modalities, when multimodal is on)
         settings.qdrant_url,
         settings.embedding_backend,
-        # Every table of the toml as resolved ([read] and [prompt] with openclaw.json's limits in them).
-        {name: dataclasses.asdict(table) for name, table in settings.tables().items()},
+        # Every table of the toml as resolved ([read] with openclaw.json's limits in it), but [prompt]:
+        # the startup prompt is built in-process, and only a write's warnings of its caps read it there
+        # (an edit of bootstrapMaxChars while `watch` ran made every search refused, as maxResults did).
+        {name: dataclasses.asdict(table) for name, table in settings.tables().items() if name != "prompt"},
     ]
     text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-PROTOCOL = 5  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested; 4: write's
+PROTOCOL = 6  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested; 4: write's
 # replace_unread, and the guard's rules a service of 3 would not apply (expect names a version read, keys per session);
-# 5: maxResults out of the settings key, a search's limit sent resolved (a service of 4 would refuse every caller)
+# 5: maxResults out of the settings key, a search's limit sent resolved (a service of 4 would refuse every caller);
+# 6: [prompt] out of the settings key (a service of 5 would refuse every caller with a [prompt] of its own)
 PRODUCT_ERROR = -32000  # a MemoryToolError: data.kind names which, from the closed set in errors
 REFUSED = -32001  # this service does not answer this request: the caller works in-process
 
