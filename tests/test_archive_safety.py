@@ -403,6 +403,10 @@ def test_finishing_a_killed_import_leaves_a_note_written_since_and_names_it(fini
         said = done.stdout + done.stderr
     assert (ws / "memory" / "x.md").read_text() == "agent's newer x\n"
     assert "memory/x.md was written since the interrupted import began" in said, said
+    # The file left is not counted as imported (it said "imported 3 memory files", "3 file(s)").
+    counted = ("2 file(s) imported" if finish == "doctor"
+               else "imported 2 memory files of agent 'main' from ") in said
+    assert counted and ("(1 more left as they are" in said or finish == "doctor"), said
     assert _leftovers(ws) == []  # the killed run's temp copy of x.md: the archive's bytes, in the history
     assert (ws / "memory" / "y.md").read_text() == "y from archive\n"  # not written since: imported
     assert "memory/y.md was written since" not in said

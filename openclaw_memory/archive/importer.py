@@ -251,8 +251,8 @@ def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
                        f"or as the archive has it, and what it replaced is in the history: run the import again once "
                        "that is resolved")
     left = "".join(f"; {w}" for w in result.warnings if " was written since the interrupted import began" in w)
-    return True, (f"finished the interrupted {describe(op)}: {len(result.files)} file(s), {result.versions} version(s) "
-                  f"logged{left}")
+    return True, (f"finished the interrupted {describe(op)}: {len(result.files) - len(result.left)} file(s) imported, "
+                  f"{result.versions} version(s) logged{left}")
 
 
 def _open_archive(path: str) -> int:

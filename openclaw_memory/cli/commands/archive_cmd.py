@@ -44,8 +44,9 @@ def run_import(settings: Settings, archive: str, force: bool, json_out: bool) ->
         return 0
     for path in result.skipped:
         warn(f"the history of {path} was not imported: a file of that name is here, or its extra path is not configured")
-    print(f"imported {len(result.files)} memory files of agent '{printable(result.agent)}' from "
-          f"{printable(result.archive)}, and {result.versions} versions of their history.")
+    left = f" ({len(result.left)} more left as they are: written since the interrupted import began)" if result.left else ""
+    print(f"imported {len(result.files) - len(result.left)} memory files of agent '{printable(result.agent)}' from "
+          f"{printable(result.archive)}{left}, and {result.versions} versions of their history.")
     for path in result.replaced:
         print(f"  replaced {printable(path)}: what it held is in the history ({command_line(settings)} history {shell_word(path)})")
     print(f"The search index picks them up at the next `{command_line(settings)} index` or search.")
