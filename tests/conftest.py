@@ -357,6 +357,17 @@ def fill_disk(folder: Path, name: str = "filler") -> None:
         os.close(fd)
 
 
+def fill_inodes(folder: Path) -> None:
+    """Make empty files in ``folder`` until its file system has no inode left (its blocks free)."""
+    n = 0
+    try:
+        while True:
+            (folder / f"inode-filler-{n}").touch()
+            n += 1
+    except OSError:
+        pass
+
+
 def indexed_notes(workspace: Path, state_dir: Path, notes: dict[str, str]):
     """A MemoryIndex of ``notes`` (workspace-relative path -> text), written and synced."""
     from openclaw_memory.index.api import MemoryIndex

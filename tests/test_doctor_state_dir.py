@@ -126,7 +126,7 @@ def test_no_inode_left_under_the_state_dir_is_a_full_disk(workspace, cli, tmp_pa
     "attempt to write a readonly database (is the state dir writable?)"; then an index said "No space
     left on device (is the state dir writable?)" (its lock file could not be made) and a write "the
     disk is full" of a disk with megabytes free."""
-    from conftest import tmpfs
+    from conftest import fill_inodes, tmpfs
 
     write(workspace / "MEMORY.md", "# Memory\n")
     with tmpfs(tmp_path / "few", "20m", inodes=40) as small:
@@ -136,13 +136,7 @@ def test_no_inode_left_under_the_state_dir_is_a_full_disk(workspace, cli, tmp_pa
         from openclaw_memory.database.handles import close_all
 
         close_all()  # as a new process finds it: the write must make the database's -wal again
-        n = 0
-        try:
-            while True:
-                (small / f"f{n}").touch()
-                n += 1
-        except OSError:
-            pass
+        fill_inodes(small)
         assert os.statvfs(small).f_ffree == 0 and os.statvfs(small).f_bfree * 4096 > 1024 * 1024
         done = cli("doctor", "--json", *st)
         assert done.returncode == 1, done.stdout

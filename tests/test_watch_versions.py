@@ -37,6 +37,40 @@ def running(settings):
             runner.join(WAIT)
 
 
+class HeldSync:
+    """The sync held as it reads ``note`` (once ``hold`` is set: ``held`` is then set, and it goes on
+    at ``release``), and each message the watcher's feeds post, counted (read ahead first, then queued)."""
+
+    def __init__(self, monkeypatch, note):
+        import openclaw_memory.index.sync as sync_module
+
+        self.held, self.release, self.hold = threading.Event(), threading.Event(), threading.Event()
+        self.posted: list[frozenset] = []
+        real = sync_module.read_version
+
+        def read_version(abs_path, roots, guard):
+            content = real(abs_path, roots, guard)
+            if self.hold.is_set() and abs_path == str(note):
+                self.hold.clear()
+                self.held.set()
+                assert self.release.wait(WAIT)
+            return content
+
+        monkeypatch.setattr(sync_module, "read_version", read_version)
+
+    def count(self, watcher) -> None:
+        put = watcher._queue.put
+
+        def counted(item, *args, **kwargs):
+            put(item, *args, **kwargs)
+            self.posted.append(item.paths)
+
+        watcher._queue.put = counted
+
+    def posted_since(self, before: int, path) -> bool:
+        return any(str(path) in p for p in self.posted[before:])
+
+
 def save(path, text: str) -> str:
     """An editor's atomic save (a temporary renamed over the note); the version saved."""
     tmp = os.path.join(os.path.dirname(path), os.path.basename(path) + b".tmp" if isinstance(path, bytes) else
@@ -55,42 +89,21 @@ def test_saves_during_a_long_sync_are_each_kept_in_order(workspace, state_dir, m
     """A sync reads keep.md (v1) and is held there while the person saves v2 and v3: the history
     gets v1, the version indexed, then v2 and v3 as read at their events, in that order. It got
     the version the file held once the sync was done (v3), v1 and v2 never."""
-    import openclaw_memory.index.sync as sync_module
-
     settings = settings_for(workspace, state_dir)
     note = workspace / "memory" / "keep.md"
     write(note, "# keep\n\nv0\n")
-    held, release = threading.Event(), threading.Event()
-    hold = threading.Event()
-    real = sync_module.read_version
-
-    def read_version(abs_path, roots, guard):
-        content = real(abs_path, roots, guard)
-        if hold.is_set() and abs_path == str(note):
-            hold.clear()
-            held.set()
-            assert release.wait(WAIT)
-        return content
-
-    monkeypatch.setattr(sync_module, "read_version", read_version)
+    sync = HeldSync(monkeypatch, note)
     with running(settings) as (watcher, changes):
-        posted: list[frozenset] = []
-        put = watcher._queue.put
-
-        def counted(item, *args, **kwargs):
-            put(item, *args, **kwargs)  # (read ahead first, then queued)
-            posted.append(item.paths)
-
-        watcher._queue.put = counted
-        hold.set()
+        sync.count(watcher)
+        sync.hold.set()
         v1 = save(str(note), "# keep\n\nperson save v1\n")
-        assert held.wait(WAIT)  # the sync read v1 and waits
+        assert sync.held.wait(WAIT)  # the sync read v1 and waits
         saved = []
         for v in (2, 3):
-            before = len(posted)
+            before = len(sync.posted)
             saved.append(save(str(note), f"# keep\n\nperson save v{v}\n"))
-            wait_for(lambda before=before: any(str(note) in p for p in posted[before:]), WAIT)
-        release.set()
+            wait_for(lambda before=before: sync.posted_since(before, note), WAIT)
+        sync.release.set()
         wait_for(lambda: any(c.path == "memory/keep.md" and c.version == saved[-1] for c in changes), WAIT)
         assert any(c.path == "memory/keep.md" and c.version == v1 for c in changes)  # the held sync indexed v1
     assert versions(settings, note) == [hash_bytes(b"# keep\n\nv0\n"), v1, *saved]
@@ -132,44 +145,24 @@ def test_one_save_written_in_place_during_a_sync_is_one_version(workspace, state
     """Read at each event, a save written in place a piece at a time (truncate, then write, flush,
     write...) was logged once per piece: ten versions of one save, each cut short. Reads of the
     same file closer than SETTLE_S are one save's: the last is kept."""
-    import openclaw_memory.index.sync as sync_module
-
     settings = settings_for(workspace, state_dir)
     note = workspace / "memory" / "keep.md"
     write(note, "# keep\n\nv0\n")
-    held, release, hold = threading.Event(), threading.Event(), threading.Event()
-    real = sync_module.read_version
-
-    def read_version(abs_path, roots, guard):
-        content = real(abs_path, roots, guard)
-        if hold.is_set() and abs_path == str(note):
-            hold.clear()
-            held.set()
-            assert release.wait(WAIT)
-        return content
-
-    monkeypatch.setattr(sync_module, "read_version", read_version)
+    sync = HeldSync(monkeypatch, note)
     with running(settings) as (watcher, changes):
-        posted: list[frozenset] = []
-        put = watcher._queue.put
-
-        def counted(item, *args, **kwargs):
-            put(item, *args, **kwargs)
-            posted.append(item.paths)
-
-        watcher._queue.put = counted
-        hold.set()
+        sync.count(watcher)
+        sync.hold.set()
         v1 = save(str(note), "# keep\n\nperson save v1\n")
-        assert held.wait(WAIT)
+        assert sync.held.wait(WAIT)
         text = ""
         with open(note, "w") as f:  # one save, in place
             for i in range(4):
-                before = len(posted)
+                before = len(sync.posted)
                 f.write(f"line {i} of the final note\n")
                 f.flush()
                 text += f"line {i} of the final note\n"
-                wait_for(lambda before=before: any(str(note) in p for p in posted[before:]), WAIT)
-        release.set()
+                wait_for(lambda before=before: sync.posted_since(before, note), WAIT)
+        sync.release.set()
         final = hash_bytes(text.encode())
         wait_for(lambda: any(c.path == "memory/keep.md" and c.version == final for c in changes), WAIT)
     assert versions(settings, note) == [hash_bytes(b"# keep\n\nv0\n"), v1, final]

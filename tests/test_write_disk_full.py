@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import env_for, fill_disk, run_in_process, settings_for, tmpfs, wait_for, write
+from conftest import env_for, fill_disk, fill_inodes, run_in_process, settings_for, tmpfs, wait_for, write
 from openclaw_memory.database import forget_connections
 from openclaw_memory.fsutil.hashing import hash_bytes
 from openclaw_memory.history.store import HistoryStore
@@ -117,13 +117,7 @@ def test_a_workspace_out_of_inodes_is_said_so_not_full(tmp_path, cli, workspace)
     space left to write in the workspace"."""
     with tmpfs(tmp_path / "few", "20m", inodes=12) as few:
         write(few / "memory" / "a.md", "# A\n")
-        n = 0
-        try:
-            while True:
-                (few / f"f{n}").touch()
-                n += 1
-        except OSError:
-            pass
+        fill_inodes(few)
         done = cli("-w", str(few), "write", "memory/b.md", "--append", "new", "--no-index")
         assert done.returncode == 1, done.stderr
         assert "no inode is left on the file system of the workspace" in done.stderr, done.stderr

@@ -439,29 +439,29 @@ def _replaces(target: _Target) -> bool:
     return not target.left and target.current is not None and target.current.version != target.member.hash
 
 
+def _store(store: HistoryStore, member: Member, blocks: Iterator[bytes]) -> None:
+    """A member's bytes into the history's object store, checked against its hash."""
+    try:
+        store.objects.put_blocks(blocks, expected=member.hash)
+    except OSError as exc:
+        if is_no_space(exc):
+            raise FailedAt(exc, f"the state dir ({store.data_dir})", "nothing was written") from None
+        raise
+
+
 def _stage(store: HistoryStore, targets: dict[str, _Target], modes: dict[tuple[str, str], int], member: Member,
            blocks: Iterator[bytes]) -> None:
     """One member: a stored version into the object store, a file's bytes to a temp file beside its place."""
     if member.name.startswith("objects/"):
         if store.objects.fits(member.size):
-            try:
-                store.objects.put_blocks(blocks, expected=member.hash)
-            except OSError as exc:
-                if is_no_space(exc):
-                    raise FailedAt(exc, f"the state dir ({store.data_dir})", "nothing was written") from None
-                raise
+            _store(store, member, blocks)
         return
     target = targets[member.name]
     if target.current is not None and target.current.version == member.hash:
         return  # the file here holds these bytes already
     if target.left:  # written since the interrupted import began: its archive version goes to the history only
         if store.objects.fits(member.size) and not store.objects.has(member.hash):
-            try:
-                store.objects.put_blocks(blocks, expected=member.hash)
-            except OSError as exc:
-                if is_no_space(exc):
-                    raise FailedAt(exc, f"the state dir ({store.data_dir})", "nothing was written") from None
-                raise
+            _store(store, member, blocks)
         return
     try:
         _stage_file(store, target, modes, blocks)
