@@ -135,12 +135,19 @@ def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, inst
     # was killed mid-call: a write cut short left its temp file, and the call no answer).
     terminated: list[str] = []
     restore_signal = note_signals(terminated, signal.SIGTERM, said=b"stopping (SIGTERM): answering the calls already read\n")
+    # Ctrl-C too: a KeyboardInterrupt raised wherever the event loop was (inside anyio's own
+    # bookkeeping: "assert _task in task_state.cancel_scope._tasks") left the loop spinning at full
+    # CPU, never exiting (1 in about 40 Ctrl-Cs after a call). It ends the input instead, then exits 130.
+    restore_interrupt = note_signals(terminated, signal.SIGINT, said=b"stopping (Ctrl-C): answering the calls already read\n")
     try:
         consumed, answered = _handshake(wire_in, out, loader, tools, terminated, initialize_result=lambda requested:
                                         initialize_result(requested, name=name, version=version, instructions=instructions))
         loader.join()
         _run(make_server(), consumed, wire_in, out, answered, terminated)
+        if "SIGINT" in terminated:
+            raise KeyboardInterrupt  # (out of the loop now: the CLI's "interrupted", exit 130)
     finally:
+        restore_interrupt()
         restore_signal()
         out.close()
         restore()
