@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import no_inode_left
 from ..fsutil.lock import read_only_mount
 from .model import CheckContext, Finding
 
@@ -80,17 +81,6 @@ def _free_bytes(folder: Path) -> int | None:
     return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
-def _free_inodes(folder: Path) -> int | None:
-    """Inodes left for this user, or None where the file system does not count them (f_files 0)."""
-    try:
-        st = os.statvfs(folder)
-    except OSError:
-        return None
-    if st.f_files == 0:
-        return None
-    return st.f_ffree if os.geteuid() == 0 else st.f_favail
-
-
 def check_disk_space(ctx: CheckContext) -> list[Finding]:
     """The disk of the state dir, and of the workspace, with no room for one more write."""
     settings = ctx.settings
@@ -105,8 +95,7 @@ def check_disk_space(ctx: CheckContext) -> list[Finding]:
         except OSError:
             continue
         free = _free_bytes(at)
-        inodes = _free_inodes(at)
-        if (device in devices or free is None or (free >= FULL_BELOW and inodes != 0)
+        if (device in devices or free is None or (free >= FULL_BELOW and not no_inode_left(at))
                 or read_only_mount(at)):
             continue
         devices.add(device)
