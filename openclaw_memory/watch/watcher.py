@@ -412,10 +412,12 @@ class Watcher:
             return
         workspace = str(self.settings.workspace)
         roots = (workspace, *map(str, self.settings.extra_paths))
+        mark = None
         for p in sorted(message.paths):
             if not p.endswith(".md") or not targets.relevant(p):
                 continue
-            mark = history_mark(self.settings)
+            if mark is None:  # (once a message: a query of the state database each)
+                mark = history_mark(self.settings)
             read_ns = time.monotonic_ns()
             try:
                 fd, st = open_regular_in_roots(roots, p)
