@@ -78,6 +78,28 @@ def test_a_stop_raised_inside_the_engines_load_goes_through_untouched(workspace,
             MemoryIndex(settings_for(workspace, state_dir)).sync()
 
 
+def test_a_stop_inside_the_reopen_after_an_optimize_goes_through_untouched(tmp_path, monkeypatch):
+    """The reopen after an optimize let only KeyboardInterrupt and SystemExit through: a watch's or
+    service's stop (Stopping, WatchStopped) met there was worded "could not be reopened ... run
+    `openclaw-memory index` again"."""
+    import qdrant_edge as qe
+
+    from openclaw_memory.index.store.edge_shard import EdgeShard, engine_config
+    from openclaw_memory.signals import Stopping
+
+    path = tmp_path / "shard"
+    path.mkdir()
+    shard = EdgeShard("memory-dir-main", path, qe.EdgeShard.create(str(path), engine_config(4)), 4)
+
+    def load(_path):
+        raise Stopping()
+
+    monkeypatch.setattr(qe.EdgeShard, "load", staticmethod(load))
+    with pytest.raises(Stopping):
+        shard._reopen()
+    assert shard.closed
+
+
 def test_a_panic_of_the_engine_is_still_worded_as_a_shard_that_cannot_be_opened(workspace, state_dir, monkeypatch):
     import openclaw_memory.index.store.edge as edge
     from openclaw_memory.errors import MemoryToolError

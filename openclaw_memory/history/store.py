@@ -227,7 +227,7 @@ class HistoryStore:
                 if quiet and holds:
                     return self._record_seen(abs_path, display, snapshot, origin, fd)
             if holds:  # a writer is at work: what the file holds now is decided once it is done
-                mode = _seen_mode(fd) if fd is not None else self._mode_now(abs_path)
+                mode = seen_mode(fd) if fd is not None else self._mode_now(abs_path)
                 _pending().append(_Sighting(self, abs_path, display, snapshot, mode, self._last_id()))
             if stored:
                 self._evict(snapshot.version)
@@ -237,7 +237,7 @@ class HistoryStore:
 
     def _record_seen(self, abs_path: str, display: str, snapshot: FileVersion, origin: str, fd: int | None) -> Entry:
         return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
-                           mode=_seen_mode(fd) if fd is not None else self._mode_now(abs_path))
+                           mode=seen_mode(fd) if fd is not None else self._mode_now(abs_path))
 
     def _last_id(self) -> int:
         row = self.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
@@ -390,7 +390,7 @@ class HistoryStore:
         except OSError:
             return None
         try:
-            return _seen_mode(fd)
+            return seen_mode(fd)
         finally:
             os.close(fd)
 
@@ -426,7 +426,7 @@ def snapshot_fd(fd: int) -> FileVersion:
     return FileVersion(version, os.lseek(fd, 0, os.SEEK_CUR))
 
 
-def _seen_mode(fd: int) -> FileMode:
+def seen_mode(fd: int) -> FileMode:
     """The mode a sighting logs: with a POSIX ACL, narrowed (fsutil.atomic.acl_narrowed_mode), as rm
     logs it: a note brought back by it (a rollback to before a move) gave its group what only the
     ACL's mask allowed a named user."""

@@ -15,7 +15,7 @@ from ..bulk import gc_paused
 from ..database import Database, enc
 from ..errors import MemoryToolError
 from ..fsutil.safeopen import NotRegularFile
-from ..history.store import HistoryStore, _seen_mode, snapshot_fd
+from ..history.store import HistoryStore, seen_mode, snapshot_fd
 from ..history.versions import EXTERNAL_EDIT, FileMode
 
 if TYPE_CHECKING:
@@ -175,6 +175,6 @@ def _mode_of(store: HistoryStore, r: FileRead) -> FileMode | None:
     except OSError:
         return None
     try:
-        return _seen_mode(fd) if st.st_ino == r.inode else None
+        return seen_mode(fd) if st.st_ino == r.inode else None
     finally:
         os.close(fd)

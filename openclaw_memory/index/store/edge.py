@@ -36,7 +36,7 @@ from ...fsutil.lock import FileLock, read_only_mount
 from ...fsutil.private import make_dirs
 from ...fsutil.sparse import copy_sparse_tree
 from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, WaitCallback, folder_bytes
-from .edge_shard import EdgeShard, engine_config, ensure_room, load_engine
+from .edge_shard import EdgeShard, engine_config, ensure_room, is_engine_failure, load_engine
 from .view import ReadView
 
 if TYPE_CHECKING:
@@ -480,9 +480,7 @@ class EdgeStore:
         except (MemoryToolError, ModuleNotFoundError):  # the second names the extra
             raise
         except BaseException as exc:  # the engine's wording: an Exception, or pyo3's PanicException (a BaseException)
-            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
-                # A stop, not damage: Ctrl-C, an exit, a watch or service stopping (WatchStopped,
-                # Stopping) goes through untouched; worded here it said "rebuild it" of a whole index.
+            if not is_engine_failure(exc):
                 raise
             if is_out_of_files(exc):  # no damage: a rebuild would run out the same way
                 raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_files()}") from None
@@ -513,8 +511,8 @@ class EdgeStore:
             shutil.rmtree(folder, ignore_errors=True)
             if isinstance(exc, (MemoryToolError, ModuleNotFoundError)):
                 raise
-            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
-                raise  # a stop, not damage (as in _load_or_create)
+            if not is_engine_failure(exc):
+                raise
             if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
                 raise MemoryToolError(f"index collection {name} cannot be searched: the state dir is mounted read-only, "
                                       f"and its copy in the temporary folder ({tempfile.gettempdir()}) does not fit "

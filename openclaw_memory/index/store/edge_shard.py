@@ -60,6 +60,13 @@ def load_engine(path: Path):
     return qe.EdgeShard.load(str(path)), dim
 
 
+def is_engine_failure(exc: BaseException) -> bool:
+    """An error of the engine (an Exception, or pyo3's PanicException, a BaseException) rather
+    than a stop (Ctrl-C, an exit, a watch or service stopping): a stop must go through untouched,
+    since worded as damage it says "rebuild it" of a whole index."""
+    return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
+
+
 def _return_freed_memory() -> None:
     """Hand the heap the engine just freed back to the system (glibc keeps it otherwise)."""
     import ctypes
@@ -196,10 +203,11 @@ class EdgeShard:
         _return_freed_memory()
         try:
             self._engine = qe.EdgeShard.load(str(self._path))
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # an Exception or a PanicException; the shard is closed and whole on disk
+        except BaseException as exc:
             self._engine = None
+            if not is_engine_failure(exc):
+                raise
+            # the shard is closed and whole on disk
             raise MemoryToolError(
                 f"index collection {self.name} could not be reopened after its optimize ({exc}); "
                 "run `openclaw-memory index` again"
