@@ -132,6 +132,7 @@ def test_links_in_the_file_a_forced_move_replaced_are_left_and_named(workspace, 
     write(workspace / "MEMORY.md", "- [[a]]\n")
     memory = memory_for(workspace, state_dir)
     memory.read("memory/a.md")
+    memory.read("memory/b.md")
     moved = memory.move("memory/a.md", "memory/b.md", force=True, update_links=True)
     assert moved.links_updated == ("MEMORY.md",) and (workspace / "MEMORY.md").read_text() == "- [[b]]\n"
     [left] = moved.links_not_updated

@@ -446,6 +446,15 @@ def test_mv_force_archives_the_file_it_replaces(workspace, state_dir):
     memory.read("memory/a.md")
     with pytest.raises(UsageError, match="memory/b.md exists"):
         memory.move("memory/a.md", "memory/b.md")
+    # Replaced only as rm removes it: as the reader read it (it replaced a note nobody had read).
+    with pytest.raises(WriteBlocked, match="memory/b.md exists and agent 'main' has not read it"):
+        memory.move("memory/a.md", "memory/b.md", force=True)
+    memory.read("memory/b.md")
+    write(workspace / "memory" / "b.md", OTHER + "a person's line\n")
+    with pytest.raises(WriteBlocked, match="memory/b.md changed"):
+        memory.move("memory/a.md", "memory/b.md", force=True)
+    assert (workspace / "memory" / "a.md").read_text() == HERON
+    write(workspace / "memory" / "b.md", OTHER)
     moved = memory.move("memory/a.md", "memory/b.md", force=True)
     assert moved.replaced == version_of(OTHER)
     assert (workspace / "memory" / "b.md").read_text() == HERON
@@ -762,7 +771,7 @@ def moment_now() -> str:
 def test_mv_force_killed_after_archiving_the_destination_keeps_both(workspace, state_dir, cli):
     write(workspace / "memory" / "a.md", HERON)
     write(workspace / "memory" / "b.md", OTHER)
-    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("read", "memory/a.md").returncode == 0 and cli("read", "memory/b.md").returncode == 0
     run_killed(workspace, state_dir, "mv:replaced-removed", "mv", "--force", "memory/a.md", "memory/b.md")
     repair = finish_with_doctor(cli)
     assert repair["status"] == "rolled-back" and "restore memory/b.md --last" in repair["detail"]

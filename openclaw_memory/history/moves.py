@@ -212,7 +212,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 raise
             raise os_error(exc, where_written(target),
                            f"nothing was moved: {source.display} is unchanged") from None
-        replaced, replaced_mode = _replaced(store, dst_folder, target, force)
+        replaced, replaced_mode = _replaced(store, dst_folder, target, force, records)
         with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
@@ -294,10 +294,11 @@ def refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, doi
     )
 
 
-def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
-              force: bool) -> tuple[FileVersion | None, FileMode | None]:
+def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: bool,
+              records: ReadRecords) -> tuple[FileVersion | None, FileMode | None]:
     """What is at the destination now: nothing (None), or a file ``--force`` may replace, its bytes
-    stored in the history first, and its mode. Anything else is refused."""
+    stored in the history first, and its mode. Anything else is refused, and so is a file the reader
+    has not read as it is now, as ``rm`` refuses it (a forced move replaced what it never saw)."""
     try:
         st = folder.lstat(target.name)
     except FileNotFoundError:
@@ -317,6 +318,7 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
         refuse_read_only(mode, target.display, "moved", folder)
         with in_history(), store.lock():
             store.observe(target.abs_path, target.display, found, fd=fd)
+        check_write(store, target, found, records, None, False, None, fd)
     finally:
         os.close(fd)
     _refuse_unarchived(store, target, found, "moved")

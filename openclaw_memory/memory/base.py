@@ -201,7 +201,7 @@ class Memory(Protocol):
     @operation(impl=".memory.writes:move", on="memory", service=True, writes=True, changes_notes=True,
                help={"source": "Memory file to move.",
                      "destination": "Where it goes: a memory path (folders are made as needed), or a folder (FOLDER/: the same name in it).",
-                     "force": "Replace a file at DESTINATION (archived as rm archives), or move MEMORY.md/USER.md.",
+                     "force": "Replace a file at DESTINATION this session read as it is (archived as rm archives), or move MEMORY.md/USER.md.",
                      "expect": "Move only if the file is at this version (prefix of 8+ hex characters).",
                      "update_index": "Do not update the search index afterwards.",
                      "update_links": "Rewrite the links that named SOURCE to name DESTINATION (each file one "
