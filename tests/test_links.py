@@ -462,6 +462,30 @@ def test_a_link_beyond_the_memory_roots_never_says_whether_a_file_is_there(works
     assert problems["[f](../../extra/link.md)"] == "../../extra/link.md is not a memory file"
 
 
+def test_a_link_through_a_symlinked_folder_never_says_whether_a_file_is_there(workspace, state_dir, cli, tmp_path):
+    """``memory/ext`` a symlink to a folder outside: the text of ``ext/secret.md`` is inside the
+    workspace, and its lookup by name followed the link, so a file there said "is not a memory
+    file", none "no memory file at". Looked up from the root's descriptor, never through a symlink,
+    both say the second, in `links` and in memory_links alike."""
+    from test_mcp import payload, run_session
+
+    outside = tmp_path / "outside"
+    write(outside / "secret.md", "s\n")
+    (workspace / "memory").mkdir(parents=True, exist_ok=True)
+    (workspace / "memory" / "ext").symlink_to(outside)
+    write(workspace / "memory" / "a.md", "[c](ext/secret.md)\n[d](ext/nosecret.md)\n[e](../memory/ext/secret.md)\n")
+    problems = {link["text"]: link["problem"] for link in cli("links", "memory/a.md", "--json").json()["outgoing"]}
+    assert problems == {"[c](ext/secret.md)": "no memory file at ext/secret.md",
+                        "[d](ext/nosecret.md)": "no memory file at ext/nosecret.md",
+                        "[e](../memory/ext/secret.md)": "no memory file at ../memory/ext/secret.md"}
+
+    async def script(session):
+        return payload(await session.call_tool("memory_links", {"path": "memory/a.md"}))
+
+    tool = run_session(workspace, state_dir, script)
+    assert {link["text"]: link["problem"] for link in tool["outgoing"]} == problems
+
+
 def test_names_compare_as_the_file_system_compares_them(notes):
     """ext4 compares names exactly (asked, not assumed); on a file system that folds case (not
     mountable here: this kernel has no CONFIG_UNICODE for tmpfs casefold), [[Heron]] names heron.md."""

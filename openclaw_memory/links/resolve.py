@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple, Protocol
 
+from ..fsutil.safeopen import Folder, parts_under, root_spellings
 from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink
 
 OK = "ok"
@@ -123,8 +124,7 @@ class Resolver:
             found = self._find(os.path.normpath(path))
             if found is not None:
                 return Resolution(OK, found)
-        where = os.path.normpath(paths[0])
-        if self._within_roots(where) and os.path.lexists(where):
+        if self._lstat(os.path.normpath(paths[0])) is not None:
             return Resolution(BROKEN, None, problem=f"{link.target} is not a memory file")
         return self._nothing(link)
 
@@ -132,19 +132,32 @@ class Resolver:
         """The memory file at ``path``, as the file system finds it: a file system that folds case
         is asked (its rules may not be Python's casefold); one that does not names each file once."""
         found = self._by_path.get(self._fold(path))
-        if found is not None or not self._folds or not self._within_roots(path):
+        if found is not None or not self._folds:
             return found
-        try:
-            st = os.lstat(path)
-        except (OSError, ValueError):
+        st = self._lstat(path)
+        if st is None:
             return None
         for t in self.targets.values():
             if t.inode == st.st_ino and _same_file(t.abs_path, st):
                 return t
         return None
 
-    def _within_roots(self, path: str) -> bool:
-        return any(path == root or path.startswith(root + "/") for root in self._roots)
+    def _lstat(self, path: str) -> os.stat_result | None:
+        """What is at ``path`` (normalised, absolute), looked up as the project opens files: from
+        the descriptor of the root that holds it, one folder at a time, never through a symlink
+        (None: nothing, or a path outside the roots, or through a symlinked folder). Looked up by
+        name, ``memory/ext/secret.md`` with ``ext`` a link to a folder outside said whether a file
+        was there ("is not a memory file" or "no memory file at")."""
+        for root in root_spellings(self._roots):
+            if path == root or not path.startswith(root.rstrip("/") + "/"):
+                continue
+            parts = parts_under(root, path)
+            try:
+                with Folder.under(root, parts[:-1], create=False) as folder:
+                    return folder.lstat(parts[-1])
+            except (OSError, ValueError):
+                return None
+        return None
 
     def _nothing(self, link: ParsedLink) -> Resolution:
         what = "no memory file is named" if link.form == WIKI and "/" not in link.target else "no memory file at"
