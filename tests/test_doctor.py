@@ -391,6 +391,28 @@ def test_memory_md_created_during_the_migration_is_never_replaced(workspace, sta
     assert data["ok"] is True
 
 
+def test_an_editor_save_of_memory_md_while_the_migration_links_it_keeps_both(workspace, state_dir, cli):
+    """An editor saved MEMORY.md between the migration's link (its temporary name to MEMORY.md) and the
+    unlink of the temporary name: the unlink took memory.md's text with it (in no file, not in the
+    history) and the editor's save was logged as doctor's own version. The temporary name goes only
+    while MEMORY.md is still that file; else memory.md is put back, and the run merges it."""
+    write(workspace / "memory.md", LEGACY)
+    saved = "# saved in an editor while doctor migrated\n"
+    data = paused_then_resumed(workspace, state_dir, "migrate:linked", lambda: editor_save(workspace / "MEMORY.md", saved))
+    failed, merged = data["repairs"]
+    assert (failed["id"], failed["status"]) == ("legacy-root", "failed"), failed
+    assert "memory.md was put back" in failed["detail"] and "saved" in failed["detail"]
+    assert (merged["id"], merged["action"], merged["status"]) == ("split-root", "merge", "done"), merged
+    (archive,) = archives(workspace)
+    assert archive.read_text(encoding="utf-8") == LEGACY
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.startswith(saved) and LEGACY.strip() in text
+    assert sorted(os.listdir(workspace)) == [".openclaw-repair", "MEMORY.md"] and data["ok"] is True
+    history = cli("history", "MEMORY.md", "--json").json()["versions"]
+    origins = {v["version"]: v["origin"] for v in history}
+    assert origins[xxhash.xxh3_128_hexdigest(saved.encode())] == "external-edit"  # never doctor's
+
+
 def test_os_error_mid_repair_is_rolled_back_at_once(tmp_path, state_dir, cli):
     with tmpfs(tmp_path / "ro-ws", "4m") as ws:
         split(ws)

@@ -89,9 +89,13 @@ def place_no_replace(folder: Folder, src: str, dst: str, step_prefix: str) -> No
 
     A hard link fails atomically when ``dst`` exists (FileExistsError); the source
     name is removed only after the link is in place, so a crash between the two
-    leaves two names for the same bytes, which recovery recognises by inode.
+    leaves two names for the same bytes, which recovery recognises by inode; and only while
+    ``dst`` still names that file, checked as the object removed
+    (:func:`~..fsutil.move.unlink_other_name`): after an editor's save over ``dst`` in between,
+    ``src`` is the file's last name and stays (SourceKept, ``kept_at`` its name now). Unchecked,
+    the unlink took memory.md's text with it (a migration paused between its link and its unlink).
     """
-    link_noreplace(folder.fd, src, folder.fd, dst, on_linked=lambda: faults.reach(f"{step_prefix}:linked"))
+    link_noreplace(folder.fd, src, folder.fd, dst, on_linked=lambda: faults.reach(f"{step_prefix}:linked"), verified=True)
 
 
 def same_file(folder: Folder, a: str, b: str) -> bool:

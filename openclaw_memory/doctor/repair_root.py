@@ -17,7 +17,7 @@ from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
 from ..fsutil.atomic import atomic_write_bytes, write_temp_beside
 from ..fsutil.hashing import hash_open_file
-from ..fsutil.move import SourceKept, safe_move
+from ..fsutil.move import SourceKept, link_noreplace, safe_move
 from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyRefused, read_only_note, read_only_refusal, refuse_read_only, swap_name
 from ..history.store import HistoryStore
@@ -345,6 +345,8 @@ def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
             faults.reach("migrate:at-temp")
             try:
                 place_no_replace(root, temp_name, CANONICAL_ROOT, "migrate")
+            except SourceKept as exc:
+                return _migration_overtaken(settings, root, exc.kept_at)
             except FileExistsError:
                 os.rename(temp_name, LEGACY_ROOT, src_dir_fd=root.fd, dst_dir_fd=root.fd)
                 root.fsync()
@@ -356,6 +358,26 @@ def migrate_legacy_root(settings: Settings, finding: Finding) -> Repair:
         return Repair("legacy-root", "migrate", "failed", _failure(exc, settings), SPLIT_PATHS)
     extra = finalize(settings, state, [LEGACY_ROOT, CANONICAL_ROOT], MIGRATE_NOTE)
     return Repair("legacy-root", "migrate", "done", f"{MIGRATE_NOTE}, through the temporary name {temp_name}{extra}", SPLIT_PATHS)
+
+
+def _migration_overtaken(settings: Settings, root: Folder, kept_at: str) -> Repair:
+    """A save (an editor's, an agent's) took MEMORY.md's name between the migration's link and its unlink
+    of the temporary name, which is then memory.md's text's last name (``kept_at``): it is memory.md again
+    (a split root, which the run merges next), and the save is logged as what it is, an outside edit.
+    Unchecked, the unlink took that text with it, and the save was logged as doctor's own version."""
+    try:
+        link_noreplace(root.fd, kept_at, root.fd, LEGACY_ROOT, verified=True)
+        where = "memory.md was put back"
+    except FileExistsError:  # a new memory.md too: the temporary name keeps it (interrupted-repair names it)
+        where = f"a new memory.md was made meanwhile too, so memory.md's text is kept at {kept_at} — merge it by hand"
+    except SourceKept:  # linked, then our temporary name was taken: memory.md holds the text
+        where = "memory.md was put back"
+    root.fsync()
+    clear_journal(settings.data_dir)
+    record_in_history(settings, [CANONICAL_ROOT], EXTERNAL_EDIT)
+    return Repair("legacy-root", "migrate", "failed",
+                  f"MEMORY.md was saved by another program while memory.md was renamed to it; that save is kept and "
+                  f"{where} — run `doctor --fix` again to merge", SPLIT_PATHS)
 
 
 REPAIRS = {

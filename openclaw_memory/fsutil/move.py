@@ -150,16 +150,29 @@ def link_noreplace(src_dir: int, src: str, dst_dir: int, dst: str, *, on_linked=
 
 def unlink_other_name(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
     """Unlink ``src`` while it names the file at ``dst`` (two names of one file: nothing is lost,
-    whatever it holds). A file renamed over ``src`` meanwhile is kept (SourceKept)."""
-    linked = os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
+    whatever it holds). A file renamed over ``src`` meanwhile is kept, and so is ``src`` when ``dst``
+    names another file by then (a save renamed over it), or none: SourceKept ``"replaced"``.
+
+    Both are looked at once ``src`` is at its private name, out of reach of any program that opens it:
+    ``dst`` looked at first, a save over it before the rename left ``src`` the file's last name, and
+    the unlink took its bytes with it."""
     aside = aside_name(src)
     try:
         os.rename(src, aside, src_dir_fd=src_dir, dst_dir_fd=src_dir)
     except FileNotFoundError:
         return  # someone else removed the name meanwhile: the file is at dst
-    if _same_inode(os.stat(aside, dir_fd=src_dir, follow_symlinks=False), linked):
-        os.unlink(aside, dir_fd=src_dir)
-        return
+    try:
+        held = os.stat(aside, dir_fd=src_dir, follow_symlinks=False)
+        try:
+            same = _same_inode(held, os.stat(dst, dir_fd=dst_dir, follow_symlinks=False))
+        except FileNotFoundError:
+            same = False  # dst is gone: the private name is the file's last one
+        if same:
+            os.unlink(aside, dir_fd=src_dir)
+            return
+    except BaseException:
+        _put_back(src_dir, aside, src)
+        raise
     raise SourceKept("replaced", src, _put_back(src_dir, aside, src))
 
 
