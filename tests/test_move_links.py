@@ -377,3 +377,83 @@ def test_a_damaged_record_of_the_rewrites_is_dropped_in_one_line_never_a_traceba
     assert repair["status"] == "rolled-back" and "unreadable link rewrites" in repair["detail"]
     assert "interrupted-move" not in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
     assert (workspace / "memory" / "projects" / "heron.md").exists()
+
+
+def test_a_rewrite_that_fails_exits_1_saying_the_move_was_made_and_how_to_find_and_redo_its_links(
+        cli, workspace, monkeypatch):
+    """Every rewrite failing (the disk full) exited 0, the links named only in linksNotUpdated, and
+    the rewrites could not be run again. Now the move is said done, the links left for the failure
+    are named (`links --broken` lists them), with the way to run the rewrites again, and `mv` exits
+    1 as a full disk does; a link left by a rule (ambiguous) still exits 0."""
+    import errno
+
+    from openclaw_memory.errors import disk_full
+    from openclaw_memory.links import rewrite
+
+    write(workspace / "memory" / "projects" / "heron.md", "# Heron\n")
+    write(workspace / "memory" / "people" / "alice.md", "See [[heron]] and [the heron](../projects/heron.md).\n")
+    assert cli("read", "memory/projects/heron.md").returncode == 0
+
+    def full(settings, path, **kw):
+        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"{workspace}/memory/{path}")
+
+    monkeypatch.setattr(rewrite, "write", full)
+    plain = cli("mv", "memory/projects/heron.md", "memory/projects/egret.md", "--update-links")
+    assert plain.returncode == 1
+    assert "moved memory/projects/heron.md to memory/projects/egret.md, but the rewrite of 2 link(s) in 1 file(s) " \
+           "failed" in plain.stderr and "links --broken" in plain.stderr
+    assert "mv memory/projects/egret.md memory/projects/heron.md" in plain.stderr
+    assert plain.stdout.startswith("moved memory/projects/heron.md to memory/projects/egret.md")
+    assert "left memory/people/alice.md:1 [[heron]]: its rewrite failed: " in plain.stdout
+    broken = cli("links", "--broken", "--json").json()["outgoing"]
+    assert [link["text"] for link in broken] == ["[[heron]]", "[the heron](../projects/heron.md)"]
+    # The way back the warning gives: moved back, the note's links name it again.
+    assert cli("mv", "memory/projects/egret.md", "memory/projects/heron.md").returncode == 0
+    assert cli("links", "--broken", "--json").json()["outgoing"] == []
+
+    moved = cli("mv", "memory/projects/heron.md", "memory/projects/egret.md", "--update-links", "--json")
+    assert moved.returncode == 1, moved.stderr
+    result = moved.json()
+    assert result["path"] == "memory/projects/egret.md" and result["linksUpdated"] == []
+    assert [(left["source"], left["text"]) for left in result["linksNotUpdated"]] == [
+        ("memory/people/alice.md", "[[heron]]"), ("memory/people/alice.md", "[the heron](../projects/heron.md)")]
+    assert all(left["why"].startswith("its rewrite failed: ") and "no space left" in left["why"]
+               for left in result["linksNotUpdated"])
+    (said,) = result["warnings"]
+    assert said.startswith("moved memory/projects/heron.md to memory/projects/egret.md, but the rewrite")
+
+    # With the disk free again: moved back, then moved with --update-links, the links are rewritten.
+    monkeypatch.undo()
+    assert cli("mv", "memory/projects/egret.md", "memory/projects/heron.md").returncode == 0
+    redone = cli("mv", "memory/projects/heron.md", "memory/projects/egret.md", "--update-links", "--json")
+    assert redone.returncode == 0 and redone.json()["linksUpdated"] == ["memory/people/alice.md"]
+    assert (workspace / "memory" / "people" / "alice.md").read_text() == (
+        "See [[egret]] and [the heron](../projects/egret.md).\n")
+
+
+def test_a_linking_note_that_cannot_be_read_is_named_in_the_moves_warnings(cli, workspace, monkeypatch):
+    """A note the user may not read (another user's 0600 note, holding [[heron]]): `links` warned
+    "cannot read ...: its links are not listed", `mv --update-links` said nothing of it, its link
+    left naming nothing unseen. Now the move warns the same way."""
+    from openclaw_memory.fsutil import safeopen
+    from openclaw_memory.links import table
+
+    write(workspace / "memory" / "projects" / "heron.md", "# Heron\n")
+    write(workspace / "memory" / "p" / "u.md", "[[heron]]\n")
+    assert cli("read", "memory/projects/heron.md").returncode == 0
+    closed = str(workspace / "memory" / "p" / "u.md")
+
+    def opened(roots, abs_path):
+        if abs_path == closed:
+            raise PermissionError(13, "Permission denied", abs_path)
+        return safeopen.open_regular_in_roots(roots, abs_path)
+
+    monkeypatch.setattr(table, "open_regular_in_roots", opened)
+    assert cli("links", "--json").json()["unreadable"] == ["memory/p/u.md"]
+    moved = cli("mv", "memory/projects/heron.md", "memory/projects/egret.md", "--update-links", "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert moved.json()["warnings"] == [
+        "cannot read memory/p/u.md: its links are not listed, so none was rewritten (one naming "
+        "memory/projects/heron.md names nothing now)"]
+    plain = cli("mv", "memory/projects/egret.md", "memory/projects/heron.md", "--update-links")
+    assert "cannot read memory/p/u.md: its links are not listed" in plain.stderr

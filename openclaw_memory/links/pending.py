@@ -24,13 +24,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import finished_first
+from ..errors import finished_first, shell_word
 from ..files.read import resolve_memory_path
 from ..history.fileops import IMPORT_OP, LINKS_STEP, FileOp, UnreadableIntent, clear_intent, read_intent
 from ..history.moves import finish_pending_op
 from ..history.store import HistoryStore
 from .parse import ParsedLink
-from .rewrite import Backlink, links_before, rewrite_backlinks
+from .rewrite import WRITE_FAILED, Backlink, links_before, rewrite_backlinks, rewrite_failed
 
 if TYPE_CHECKING:
     from ..history.moves import MoveResult
@@ -55,14 +55,27 @@ def _move_and_rewrite(settings: Settings, source: str, destination: str,
     workspace, extra = str(settings.workspace), settings.extra_paths
     src = resolve_memory_path(source, workspace, extra).abs_path
     # Read before the move: afterwards the links name nothing, so nothing finds them.
-    backlinks = links_before(settings, src)
+    backlinks, unreadable = links_before(settings, src)
     result = move_file([_dump(b) for b in backlinks] or None)
+    # A note whose links could not be read may hold one naming the moved note: said, as `links` says it.
+    unread = tuple(f"cannot read {path}: its links are not listed, so none was rewritten (one naming {result.source} "
+                   "names nothing now)" for path in unreadable)
     op = read_intent(settings.data_dir)
     if op is None or op.step != LINKS_STEP:
-        return result  # none to rewrite, or the move is not recorded yet (it said so): doctor --fix goes on
+        # none to rewrite, or the move is not recorded yet (it said so): doctor --fix goes on
+        return replace(result, warnings=(*result.warnings, *unread)) if unread else result
     updated, left = rewrite_backlinks(settings, backlinks, src, resolve_memory_path(result.path, workspace, extra).abs_path)
     clear_intent(settings.data_dir)
-    return replace(result, links_updated=updated, links_not_updated=left)
+    failed = [link for link in left if rewrite_failed(link)]
+    if failed:
+        files = len({link.source for link in failed})
+        unread += (f"moved {result.source} to {result.path}, but the rewrite of {len(failed)} link(s) in {files} file(s) "
+                   f"failed ({failed[0].why.removeprefix(WRITE_FAILED)}): they still name {result.source}, which holds "
+                   "nothing now (`openclaw-memory links --broken` lists them). To rewrite them once the cause is gone: "
+                   "move the note back without --update-links (`openclaw-memory mv "
+                   f"{shell_word(result.path)} {shell_word(result.source)}`: they name it again), then move it again "
+                   "with --update-links",)
+    return replace(result, links_updated=updated, links_not_updated=left, warnings=(*result.warnings, *unread))
 
 
 def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:

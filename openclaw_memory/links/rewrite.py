@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import xxhash
 
-from ..errors import MemoryToolError
+from ..errors import MemoryToolError, WriteBlocked
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
 from ..history.moves import LinkLeft
 from ..history.stale import read_here
@@ -41,6 +41,17 @@ if TYPE_CHECKING:
     from .resolve import Resolver
 
 
+# How a link whose file's rewrite failed is named (``LinkLeft.why``): `mv` exits 1 for it
+# (:func:`rewrite_failed`), where a link left on purpose (ambiguous, changed meanwhile) exits 0.
+WRITE_FAILED = "its rewrite failed: "
+
+
+def rewrite_failed(left: LinkLeft) -> bool:
+    """Whether ``left`` was left because its file's write failed, not by a rule (it crosses the
+    service's socket as its text, so its text says it)."""
+    return left.why.startswith(WRITE_FAILED)
+
+
 class Backlink(NamedTuple):
     source: str  # absolute path of the linking file, before the move
     link: ParsedLink
@@ -49,10 +60,11 @@ class Backlink(NamedTuple):
     names: str  # absolute path of the file it is to name: the moved file, or (its own links) another
 
 
-def links_before(settings: Settings, abs_path: str) -> list[Backlink]:
+def links_before(settings: Settings, abs_path: str) -> tuple[list[Backlink], tuple[str, ...]]:
     """Every link that names the memory file ``abs_path`` (or may name it, among others), and the
     file's own links to other notes (which may name another from its new folder), read from the
-    files as they are now."""
+    files as they are now; and the memory files that could not be read (as `files` shows them):
+    a link of theirs naming the file is not known, so not rewritten."""
     state = link_state(settings)
     out = []
     for f, link in state.links():
@@ -65,7 +77,7 @@ def links_before(settings: Settings, abs_path: str) -> list[Backlink]:
                                 abs_path))
         elif note is not None and f.abs_path == abs_path and found.target is not None:
             out.append(Backlink(f.abs_path, link, note.hash, "", found.target.abs_path))
-    return out
+    return out, state.table.unreadable
 
 
 def rewrite_backlinks(settings: Settings, backlinks: list[Backlink], source: str, destination: str
@@ -131,8 +143,10 @@ def _rewrite_file(settings: Settings, roots: tuple[str, ...], path: str, shown: 
         with read_here(version):  # read whole just above; the agent's session need not have read it
             write(settings, shown, content="\n".join(rewritten), expect=version)  # the caller updates the index
     except MemoryToolError as exc:
-        return False, [*left, *(LinkLeft(shown, link.line, link.text, f"not rewritten: {exc.message}")
-                                for ls in wanted.values() for link, _ in ls)]
+        # A guard that blocked the write (the file changed meanwhile) leaves the links on purpose;
+        # any other refusal (the disk full, the note not writable) is a rewrite that failed.
+        why = f"not rewritten: {exc.message}" if isinstance(exc, WriteBlocked) else f"{WRITE_FAILED}{exc.message}"
+        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
     return True, left
 
 

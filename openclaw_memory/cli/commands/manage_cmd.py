@@ -20,8 +20,12 @@ def run_move(settings: Settings, source: str, destination: str, force: bool, exp
         result = memory.move(source, destination, force=force, expect=expect, update_index=update_index,
                              update_links=update_links)
     _index_warning(result.index)
+    from ...links.rewrite import rewrite_failed  # here: xxhash and the parser load only for a move
+
+    # The move was made; a link rewrite that failed (the disk full) is a problem to act on: exit 1.
+    status = 1 if any(rewrite_failed(left) for left in result.links_not_updated) else 0
     if reported(result, json_out):
-        return 0
+        return status
     how = " (copied across file systems, verified, then the source removed)" if result.how == "copy" else ""
     print(f"moved {printable(result.source)} to {printable(result.path)}{how}; its history moved with it "
           f"({_run(settings, 'history', result.path)}).")
@@ -32,7 +36,7 @@ def run_move(settings: Settings, source: str, destination: str, force: bool, exp
         print(f"rewrote the links in {printable(path)} ({_run(settings, 'history', path)})")
     for left in result.links_not_updated:
         print(f"left {printable(left.source)}:{left.line} {printable(left.text)}: {printable(left.why)}")
-    return 0
+    return status
 
 
 def run_remove(settings: Settings, path: str, force: bool, expect: str | None, update_index: bool, json_out: bool) -> int:
