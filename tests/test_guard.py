@@ -511,14 +511,15 @@ def test_a_killed_writes_temp_files_go_at_the_next_write_of_the_file(workspace, 
     old, fresh = folder / ".k.md.0123abcd.tmp", folder / ".k.md.89abcdef.tmp"
     other, doctors = folder / ".other.md.0123abcd.tmp", folder / ".k.md.migrate-0123abcd.tmp"
     for leftover in (old, fresh, other, doctors):
-        leftover.write_bytes(b"half of a write" * 1000)
+        leftover.write_bytes(leftover.name.encode() + b" half of a write" * 1000)  # (bytes the history holds go at once)
     hour_ago = time.time() - 3600
     for aged in (old, other, doctors):
         os.utime(aged, (hour_ago, hour_ago))
     memory = LocalMemory(settings_for(workspace, state_dir))
     memory.read("memory/k.md")
     memory.write("memory/k.md", append="- more")
-    assert not old.exists()  # this file's, killed before its rename an hour ago
+    assert not old.exists()  # this file's, killed before its rename an hour ago: logged first, then removed
+    assert version_of(b".k.md.0123abcd.tmp" + b" half of a write" * 1000) in [v.version for v in memory.history("memory/k.md").versions]
     assert fresh.exists() and other.exists() and doctors.exists()  # too new, another file's, not a write's
     assert (folder / "k.md").read_text() == "# K\n- more\n"
 

@@ -124,6 +124,26 @@ def test_a_running_writes_temp_file_is_no_leftover(cli, workspace, state_dir):
     assert "write-leftovers" in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
 
 
+def test_an_old_temp_file_the_history_lacks_is_logged_before_it_is_swept(cli, workspace, state_dir):
+    """A ``.NAME.<hex>.tmp`` ten minutes old whose bytes the history lacks (another program's temp file
+    by that name, a write's partial copy) was unlinked while doctor said "kept in the history and
+    removed": its bytes were nowhere. They are logged as an outside edit of the file first (restorable),
+    and the file goes only as those bytes."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    note = write(workspace / "memory" / "a.md", HERON)
+    draft = workspace / "memory" / ".a.md.deadbeef.tmp"
+    draft.write_text("precious draft 123\n")
+    old = draft.stat().st_mtime - 20 * 60
+    os.utime(draft, (old, old))
+    swept_by_doctor(cli, workspace)
+    version = xxhash.xxh3_128_hexdigest(b"precious draft 123\n")
+    history = cli("history", "memory/a.md", "--json").json()["versions"]
+    assert version in {v["version"] for v in history}
+    assert note.read_text() == HERON  # the note itself untouched
+    assert cli("restore", "memory/a.md", version[:12]).returncode == 0
+    assert note.read_text() == "precious draft 123\n"
+
+
 def test_a_leftover_in_an_extra_path_named_through_a_linked_folder_is_found_and_swept(cli, workspace, tmp_path):
     # The scanner names an extra path with its folders' links resolved; the check matched the
     # folders it lists against the extra path as configured, so one spelled through a link

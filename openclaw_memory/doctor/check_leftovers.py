@@ -10,9 +10,10 @@ good, and a save held only in a ``.swp`` never reached the history, and no comma
 
 Plain doctor names each ``.swp``, and each ``.tmp`` that is ours to remove (bytes the history holds,
 or ten minutes old); ``--fix`` sweeps them as that next write would, under the write lock: a
-``.swp``'s bytes are logged as an outside edit of the file when the history lacks them, then each
-leftover goes only as bytes the history holds (a younger ``.tmp`` the history lacks, a write's
-partial copy or another program's temp file, is left to the next write).
+``.swp``'s bytes, and a ten-minute-old ``.tmp``'s, are logged as an outside edit of the file when
+the history lacks them, then each leftover goes only as bytes the history holds (a younger ``.tmp``
+the history lacks, a write's partial copy or another program's temp file, is left to the next
+write; one too big for the history stays, and the repair names it).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
     shown = [os.path.relpath(p, ctx.workspace) for p, _ in found]
     listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
     message = (f"{len(found)} file(s) left beside memory files by writes that were killed: {listed}. A .swp may hold a "
-               f"version (or a save made in that instant) the history lacks; the file's next write would sweep them.\n"
+               f"version (or a save made in that instant) the history lacks, a .tmp ten minutes old another program's draft; the file's next write would sweep them.\n"
                f"{FIX_HINT}")
     return [Finding(ID, "warning", message, True, tuple(shown), FIX_HINT)]
 

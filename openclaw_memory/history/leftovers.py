@@ -23,7 +23,9 @@ def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder)
     A temp file (``.NAME.<hex>.tmp``) holds only what such a write would have written, never a byte
     the file had: removed at once as bytes the history holds (the new version a write stores before
     its swap, an import's staged file), else once ten minutes old (another tool's temp file by that
-    name is that old at least). A swap file (``.NAME.<hex>.swp``, see :func:`.guard._commit`) may hold the version an exchange
+    name is that old at least), after logging its bytes as an outside edit of the file (a write's
+    partial copy, or another program's draft by that name: restorable), and only as those bytes; one
+    too big for the history stays. A swap file (``.NAME.<hex>.swp``, see :func:`.guard._commit`) may hold the version an exchange
     took off the file: removed once its bytes are in the history, after recording them there as an
     outside edit when they are not (a write killed between its exchange and the check of what it
     displaced), and only as those bytes while no other program holds it open
@@ -42,11 +44,13 @@ def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder)
         try:
             if kind == "tmp":
                 st = folder.lstat(entry)
-                if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S:
-                    folder.unlink(entry)
-                elif (version := stored_version(store, folder, entry)) is not None:
-                    remove_if_holds(folder.fd, entry, version)
-            elif (version := _in_history_now(store, resolved, folder, entry)) is not None:
+                old = stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S
+                # An old one is logged first, as a .swp is: it was unlinked unread, while doctor said
+                # "kept in the history and removed" (another program's draft by that name).
+                version = _in_history_now(store, resolved, folder, entry) if old else stored_version(store, folder, entry)
+            else:
+                version = _in_history_now(store, resolved, folder, entry)
+            if version is not None:
                 # Only as those bytes, and not while a program holds it open (it would write to an unlinked file).
                 remove_if_holds(folder.fd, entry, version)
         except (OSError, MemoryToolError):
