@@ -36,6 +36,7 @@ from .failures import (
     worded,
 )
 from .handles import Handle, settle
+from .rebuilding import rebuilding_words
 from .schema import create_or_migrate
 
 DB_NAME = "state.db"
@@ -116,7 +117,10 @@ class Database:
     def unusable(self) -> str | None:
         """Why SQLite must not open the database as it is now, or None: what is at its path, or at its
         ``-wal`` or ``-shm``, is not a regular file (a FIFO would block the open forever), or its WAL
-        lost committed frames."""
+        lost committed frames; or ``doctor --fix`` is rebuilding it, or was killed doing so (:mod:`.rebuilding`)."""
+        rebuild = rebuilding_words(self.data_dir)
+        if rebuild is not None:
+            return rebuild
         what = not_a_file(self.path)
         if what is not None:
             return f"{self.path} is {what}, not a database file"
@@ -136,6 +140,9 @@ class Database:
         why = self.unusable()
         if why is None:
             return
+        if rebuilding_words(self.data_dir) is not None:
+            raise StateDamaged(f"{why}; no command opens the state database meanwhile: wait for it to finish, or, where it "
+                               "was interrupted, run `openclaw-memory doctor --fix`, which finishes it")
         if not_a_file(self.path) is None and odd_companions(self.path):
             raise StateDamaged(f"{why}; `openclaw-memory doctor --fix` moves it aside (never deleted) and keeps the "
                                "database itself")

@@ -2,7 +2,9 @@
 a new database with everything the damaged one still yields.
 
 The damaged file (with its ``-wal`` and ``-shm``) is set aside under ``<data dir>/damaged/<stamp>/``,
-never deleted. What it still holds is read from a scratch copy of the file and its WAL (so the set-aside
+never deleted, and only once the new database is complete: it is made in a scratch folder and
+renamed over the damaged one, a durable record (:mod:`.rebuilding`) naming each step, so a kill
+at any point leaves either the damaged files in place or a rebuild the next ``doctor --fix`` finishes. What it still holds is read from a scratch copy of the file and its WAL (so the set-aside
 files stay as they were; SQLite rebuilds the WAL's index from what the WAL really holds), in turn:
 
 1. the copy as SQLite reads it, its 16-byte header ("SQLite format 3\0") restored when that is
@@ -19,6 +21,7 @@ file again before writing it, `state` hashes the files again.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import zlib
@@ -28,10 +31,11 @@ from pathlib import Path
 import xxhash
 
 from .. import faults
-from ..fsutil.setaside import set_aside
+from ..fsutil.setaside import not_a_folder, place_for, set_aside
 from .checked import LastCheck, Sighting
 from .companions import SQLITE_MAGIC, wal_damage
-from .connection import SQLITE_HEADER, Database, emptied_words, forget_connections, peek, wal_is_empty
+from .connection import DB_NAME, SQLITE_HEADER, Database, emptied_words, forget_connections, peek, wal_is_empty
+from .rebuilding import SCRATCH_PREFIX, Rebuilding, marker_path, read_marker, write_marker
 from .rowtypes import fitter, mistyped, mistyped_sql
 from .schema import COLUMNS_SQL, SCHEMA_VERSION, create, schema_damage
 
@@ -52,6 +56,7 @@ class Salvage:
     set_aside: Path | None  # where the damaged file went
     recovered: dict[str, int]  # rows copied per table
     lost: dict[str, str]  # per table, what could not be read
+    resumed: bool = False  # an interrupted rebuild's new database, put in place now
 
 
 def damage(db: Database, last: LastCheck | None = None) -> str | None:
@@ -130,11 +135,30 @@ def set_aside_files(db: Database) -> Path | None:
 
 
 def rebuild(db: Database) -> Salvage:
-    """Set the damaged database aside and make a new one from what it still holds."""
+    """Set the damaged database aside and make a new one from what it still holds, safe against a
+    kill at any step (:mod:`.rebuilding`):
+
+    1. ``state.db.rebuild`` is written (fsynced), naming a scratch folder ``.rebuild-<pid>-<hex>``
+       in the data dir; from then on no command opens the state database;
+    2. the new database is made in the scratch folder from copies of the damaged files (which stay
+       at their paths), checkpointed into its file and fsynced; a kill before it is complete leaves
+       the damaged files where they were: the next ``doctor --fix`` removes the scratch folder and
+       rebuilds again from them;
+    3. the record names ``damaged/<stamp>/``, and only then: the damaged file is hard-linked there
+       (it stays at its path), its ``-wal`` and ``-shm`` are moved there, the new one is renamed over
+       its path (one step: the path always holds one whole database), then the scratch folder and the
+       record go. A kill in between is finished by the next ``doctor --fix`` from the record.
+
+    An interrupted rebuild found here is finished (or, where its new database was not complete,
+    swept) first, and the scratch folders of killed rebuilds removed."""
     import shutil  # here, not at the top: every plain doctor imports this module for damage()
-    import tempfile
 
     forget_connections()  # before any copy: closing a descriptor of the file would drop their locks
+    data_dir = Path(db.data_dir)
+    resumed = _resume(db)
+    _sweep_scratch(data_dir)  # (an earlier release's killed rebuild left its folder without a record)
+    if resumed is not None:
+        return resumed
     if not os.path.isfile(db.path):  # (a link to a database is read through, below, and set aside as a link)
         return Salvage(set_aside_files(db), {}, {})  # nothing to read: what was there is kept as it was
     source = os.path.realpath(db.path)  # a link's database keeps its WAL beside the file it names
@@ -142,12 +166,18 @@ def rebuild(db: Database) -> Salvage:
         said = emptied_words(source)
         return Salvage(set_aside_files(db), {}, {"state.db": f"it was emptied ({said}): the history it held is gone"})
     wal_lost = wal_damage(source, full=True)  # committed frames its index names that no copy can read
-    scratch = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=db.data_dir))
+    name = f"{SCRATCH_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+    scratch = data_dir / name
+    write_marker(data_dir, Rebuilding(os.getpid(), name, None, {}, {}))
     try:
+        os.mkdir(scratch, 0o700)
+        faults.reach("state-db-rebuild:building")
         copy, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
         schema_note = _schema_made_again(copy, scratch)
-        moved = set_aside_files(db)
-        with db.transaction() as target:
+        new = _new_database(scratch)
+        target = sqlite3.connect(new, isolation_level=None)
+        try:
+            target.execute("BEGIN IMMEDIATE")
             lost = _copy_all(copy, target)
             if lost and shutil.which("sqlite3"):
                 recovered = _recover(copy, scratch)
@@ -168,9 +198,161 @@ def rebuild(db: Database) -> Salvage:
             if dropped:
                 lost["object_parts"] = f"{dropped} stored version(s) whose row is gone and whose parts no longer read back"
             counts = {table: target.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in _TABLES}  # noqa: S608
+            target.execute("COMMIT")
+            target.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the file: the rename moves only the file
+        finally:
+            target.close()
+        _fsync_file(new)
+    except BaseException:
+        # Nothing was moved: the damaged files are where they were, and only the scratch copies go.
+        shutil.rmtree(scratch, ignore_errors=True)
+        _drop_marker(data_dir)
+        raise
+    faults.reach("state-db-rebuild:built")
+    aside = place_for(data_dir, DB_NAME).parent
+    record = Rebuilding(os.getpid(), name, os.path.relpath(aside, data_dir), counts, lost)
+    write_marker(data_dir, record)
+    return _finish(db, record)
+
+
+_NEW = "new"  # the new database's folder in the scratch folder (a folder of its own: see _new_database)
+
+
+def _new_database(scratch: Path) -> Path:
+    """A new database of this release's schema in ``scratch/new/state.db``, 0600, in WAL mode as
+    :class:`.connection.Database` makes one (its folder holds nothing else, where the schema's
+    creation looks for a development build's files)."""
+    from .schema import create_or_migrate
+
+    folder = scratch / _NEW
+    folder.mkdir(mode=0o700)
+    path = folder / DB_NAME
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        create_or_migrate(conn)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)  # scratch copies only: the damaged files are set aside
-    return Salvage(moved, counts, lost)
+        conn.close()
+    return path
+
+
+def _fsync_file(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _finish(db: Database, record: Rebuilding, resumed: bool = False) -> Salvage:
+    """Put the complete new database of ``record`` in place of the damaged one (the damaged files
+    kept under its ``damaged/<stamp>/``), then remove the scratch folder and the record. Each step
+    is looked at before it is done: a kill anywhere is finished by the next call."""
+    import shutil
+
+    from ..fsutil.atomic import fsync_dir
+
+    assert record.scratch is not None and record.aside is not None
+    data_dir = Path(db.data_dir)
+    aside = data_dir / record.aside
+    kept = aside / DB_NAME
+    new = data_dir / record.scratch / _NEW / DB_NAME
+    if os.path.isfile(new):  # not in place yet
+        os.makedirs(aside, 0o700, exist_ok=True)
+        if os.path.lexists(db.path) and not os.path.lexists(kept):
+            _keep(db.path, kept)  # the damaged file stays at its path until the new one replaces it
+            fsync_dir(aside)
+        faults.reach("state-db-rebuild:kept")
+        for suffix in ("-wal", "-shm"):  # its own: beside the new one, SQLite would read them as its
+            if os.path.lexists(db.path + suffix):
+                if os.path.lexists(f"{kept}{suffix}"):
+                    set_aside(data_dir, db.path + suffix)  # (made since: kept all the same)
+                else:
+                    os.rename(db.path + suffix, f"{kept}{suffix}")
+        fsync_dir(aside)
+        faults.reach("state-db-rebuild:companions")
+        os.rename(new, db.path)
+        fsync_dir(data_dir)
+    faults.reach("state-db-rebuild:swapped")
+    forget_connections()
+    shutil.rmtree(data_dir / record.scratch, ignore_errors=True)
+    _drop_marker(data_dir)
+    return Salvage(kept if os.path.lexists(kept) else None, record.counts, record.lost, resumed)
+
+
+def _keep(path: str, kept: Path) -> None:
+    """``kept`` made the damaged file at ``path`` (a hard link; a copy, fsynced, where the file
+    system has no hard links; a link at ``path`` is kept as a link)."""
+    import shutil
+
+    from ..fsutil.move import NO_LINK
+
+    try:
+        os.link(path, kept, follow_symlinks=False)
+        return
+    except OSError as exc:
+        if exc.errno not in NO_LINK and exc.errno != errno.EXDEV:
+            raise
+    if os.path.islink(path):
+        os.symlink(os.readlink(path), kept)
+        return
+    temp = kept.with_name(f".{kept.name}.copy")
+    shutil.copyfile(path, temp)
+    _fsync_file(temp)
+    os.rename(temp, kept)
+
+
+def _resume(db: Database) -> Salvage | None:
+    """An interrupted rebuild's record: finished where its new database was complete (what it
+    said of the damaged one, kept in the record, said again); else its scratch folder and the
+    record removed (the damaged files are still at their paths: the caller rebuilds from them).
+    None when there was nothing to finish."""
+    import shutil
+
+    data_dir = Path(db.data_dir)
+    record = read_marker(data_dir)
+    if record is None:
+        return None
+    if record.scratch is not None and record.aside is not None:
+        new = data_dir / record.scratch / _NEW / DB_NAME
+        kept = data_dir / record.aside / DB_NAME
+        if os.path.isfile(new) or not (os.path.lexists(kept) and _same_file(db.path, kept)):
+            return _finish(db, record, resumed=True)
+    if record.scratch is not None:
+        shutil.rmtree(data_dir / record.scratch, ignore_errors=True)
+    _drop_marker(data_dir)
+    return None
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def _sweep_scratch(data_dir: Path) -> None:
+    """Remove the scratch folders no rebuild's record names (killed rebuilds'): only under the
+    write lock, which every rebuild holds."""
+    import shutil
+
+    record = read_marker(data_dir)
+    for name in os.listdir(data_dir):
+        if name.startswith(SCRATCH_PREFIX) and (record is None or name != record.scratch) and not not_a_folder(data_dir / name):
+            shutil.rmtree(data_dir / name, ignore_errors=True)
+
+
+def _drop_marker(data_dir: Path) -> None:
+    from ..fsutil.atomic import fsync_dir
+
+    try:
+        os.unlink(marker_path(data_dir))
+    except FileNotFoundError:
+        return
+    fsync_dir(data_dir)
 
 
 def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, str]:

@@ -56,9 +56,23 @@ def check_database(ctx: CheckContext) -> list[Finding]:
     from ..database.checked import LastCheck
     from ..database.companions import closed_to_us, not_a_file, odd_companions
     from ..database.connection import emptied, emptied_words
+    from ..database.rebuilding import rebuilding_words
     from ..database.repair import damage, newer_schema
 
     db = Database(ctx.settings.data_dir)
+    rebuild = rebuilding_words(db.data_dir)
+    if rebuild is not None:
+        return [Finding(
+            STATE_DB_DAMAGED,
+            "error",
+            f"The state database is being rebuilt, or its rebuild was interrupted: {rebuild}.\n"
+            "No command opens the state database until the rebuild is finished: its damaged file (or, once complete, "
+            "the new one) is kept as it is until then. `openclaw-memory doctor --fix` finishes an interrupted rebuild "
+            "(it waits for one in progress): the damaged files go under the state dir's damaged/ folder, never "
+            "deleted, the new database is put in their place, and the rebuild's scratch folder is removed.",
+            True,
+            (db.path,),
+        )]
     closed = closed_to_us(db.path)
     if closed:
         mine = all(uid == os.geteuid() for _, _, uid in closed)

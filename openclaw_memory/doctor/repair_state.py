@@ -73,6 +73,8 @@ def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
     except (MemoryToolError, OSError) as exc:
         return _failed(finding, "rebuild", exc)
     detail = f"set the damaged database aside at {salvage.set_aside}; {_held(salvage)}"
+    if salvage.resumed:
+        detail = f"finished a rebuild that was interrupted (its new database was complete): {detail}"
     return Repair(finding.id, "rebuild", "done", detail, tuple(str(p) for p in (salvage.set_aside,) if p))
 
 

@@ -59,6 +59,12 @@ def _new_place(data_dir: Path, rel: str) -> Path:
     return target
 
 
+def place_for(data_dir: Path, rel: str) -> Path:
+    """Where a file of the data dir at ``rel`` is kept: ``damaged/<stamp>/<rel>``, its folder made
+    (nothing put there yet: the caller links, copies or moves into it)."""
+    return _new_place(data_dir, rel)
+
+
 def set_aside(data_dir: Path, path: str | os.PathLike[str]) -> Path | None:
     """Move ``path`` (inside ``data_dir``) under ``damaged/<stamp>/``; None when it was already gone."""
     rel = os.path.relpath(os.fspath(path), data_dir)
