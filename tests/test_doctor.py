@@ -201,6 +201,44 @@ def test_identical_files_archive_only(workspace, cli):
     assert not (workspace / "memory.md").exists()
 
 
+def test_memory_md_hard_linked_to_memory_md_loses_its_second_name_not_archived(workspace, state_dir, cli):
+    """memory.md another name of MEMORY.md's file (``ln MEMORY.md memory.md``): archiving it made a
+    third name in the archive, so MEMORY.md stayed hard-linked (``prompt-file-hardlinked``, unloaded,
+    exit 1, worded as a link that may be on purpose though it was doctor's own). The name memory.md
+    goes, checked as that file; MEMORY.md has one name again and is loaded."""
+    write(workspace / "MEMORY.md", CANON)
+    os.link(workspace / "MEMORY.md", workspace / "memory.md")
+    before = os.stat(workspace / "MEMORY.md")
+    result = cli("doctor", "--fix", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = result.json()
+    assert [(r["id"], r["action"], r["status"]) for r in data["repairs"]] == [("split-root", "unlink", "done")], data
+    assert "hard link" in data["repairs"][0]["detail"] and data["remaining"] == []
+    after = os.stat(workspace / "MEMORY.md")
+    assert (after.st_ino, after.st_nlink) == (before.st_ino, 1) and (workspace / "MEMORY.md").read_text(encoding="utf-8") == CANON
+    assert sorted(os.listdir(workspace)) == ["MEMORY.md"] and archives(workspace) == []
+    assert "memory.md" in pending_checkpoint(data_dir(workspace, state_dir))
+
+
+def test_a_hard_linked_memory_md_replaced_meanwhile_is_kept(workspace, state_dir, cli):
+    """The name memory.md goes only while it is still MEMORY.md's file: an editor's save over it in
+    between is a text of its own, kept, and the next run merges it."""
+    write(workspace / "MEMORY.md", CANON)
+    os.link(workspace / "MEMORY.md", workspace / "memory.md")
+    data = paused_then_resumed(workspace, state_dir, "merge:second-name", lambda: editor_save(workspace / "memory.md", LEGACY))
+    (failed,) = data["repairs"]
+    assert (failed["action"], failed["status"]) == ("unlink", "failed") and "still memory.md" in failed["detail"], failed
+    assert (workspace / "memory.md").read_text(encoding="utf-8") == LEGACY
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == CANON
+    assert sorted(os.listdir(workspace)) == ["MEMORY.md", "memory.md"]
+    (merged,) = cli("doctor", "--fix", "--json").json()["repairs"]
+    assert (merged["action"], merged["status"]) == ("merge", "done"), merged
+    (archive,) = archives(workspace)
+    assert archive.read_text(encoding="utf-8") == LEGACY
+    text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.startswith(CANON.strip()) and LEGACY.strip() in text and os.stat(workspace / "MEMORY.md").st_nlink == 1
+
+
 def test_empty_legacy_archive_only(workspace, cli):
     split(workspace, CANON, "")
     data = cli("doctor", "--fix", "--json").json()

@@ -7,6 +7,7 @@ of both files is at its original path, in the archive, or merged into
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 from dataclasses import replace
@@ -17,14 +18,14 @@ from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
 from ..fsutil.atomic import atomic_write_bytes, write_temp_beside
 from ..fsutil.hashing import hash_open_file
-from ..fsutil.move import SourceKept, link_noreplace, safe_move
+from ..fsutil.move import SourceKept, link_noreplace, safe_move, unlink_other_name
 from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyRefused, read_only_note, read_only_refusal, refuse_read_only, swap_name
 from ..history.store import HistoryStore
 from ..history.swap import Swap
-from ..history.versions import EXTERNAL_EDIT, FileMode
+from ..history.versions import DOCTOR_FIX, EXTERNAL_EDIT, FileMode
 from ..settings import Settings
-from .aftercare import finalize, record_in_history
+from .aftercare import finalize, record_in_history, refresh_watchdog
 from .archive import ArchiveRefused, StampDir, archive_rel, make_stamp_dir, new_stamp
 from .journal import JournalRecord, clear_journal, journal_pending, step, write_journal
 from .merge import (
@@ -41,7 +42,7 @@ from .merge import (
     merged_mode,
 )
 from .model import Finding, Repair, RepairSpec
-from .place import hash_or_none, identical_twins, place_no_replace, read_within, read_within_mode
+from .place import hash_or_none, identical_twins, place_no_replace, read_within, read_within_mode, same_file
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
@@ -162,10 +163,44 @@ def merge_split_root(settings: Settings, finding: Finding) -> Repair:
     with root:
         try:
             with HistoryStore.for_settings(settings).write_lock():
+                if same_file(root, LEGACY_ROOT, CANONICAL_ROOT):
+                    return _drop_second_name(settings, root)
                 record_in_history(settings, [CANONICAL_ROOT], EXTERNAL_EDIT)  # the version the merge replaces, restorable
                 return _merge(settings, root, large_ok=too_large)
         except MemoryToolError as exc:  # the lock: another write held it too long, or the state dir
             return Repair("split-root", "merge", "failed", f"{exc.message}; nothing changed", SPLIT_PATHS)
+
+
+def _drop_second_name(settings: Settings, root: Folder) -> Repair:
+    """memory.md is a second name (hard link) of MEMORY.md's file: that name goes, only while it still
+    names that file (:func:`~..fsutil.move.unlink_other_name`, checked as the object removed); nothing
+    is lost, whatever the file holds. Archiving it, as identical twins are, made a third name in the
+    archive: MEMORY.md stayed hard-linked, which OpenClaw's guarded read refuses (``prompt-file-hardlinked``).
+    No journal: at every instant the bytes are MEMORY.md's, and a kill between the private name and its
+    unlink leaves ``.memory.md.aside-<hex>``, which the interrupted-repair check names and gives back."""
+    try:
+        version = hash_or_none(root, CANONICAL_ROOT)
+        faults.reach("merge:second-name")
+        unlink_other_name(root.fd, LEGACY_ROOT, root.fd, CANONICAL_ROOT)
+        root.fsync()
+    except SourceKept as exc:
+        where = "it is still memory.md" if exc.kept_at == LEGACY_ROOT else f"it is kept at {exc.kept_at}"
+        return Repair("split-root", "unlink", "failed", f"memory.md was a hard link of MEMORY.md, but a file was saved "
+                      f"under one of the two names meanwhile, so memory.md was not removed: {where} — run `doctor --fix` "
+                      "again to merge it", tuple(dict.fromkeys((*SPLIT_PATHS, exc.kept_at))))
+    except OSError as exc:
+        return Repair("split-root", "unlink", "failed", f"{describe_os_error(exc, settings)}; nothing changed", SPLIT_PATHS)
+    from ..watchdog.checkpoint import append_checkpoint  # (as finalize: only once a repair is done)
+
+    note = "removed memory.md, a second name (hard link) of MEMORY.md's file; MEMORY.md unchanged"
+    record_in_history(settings, [LEGACY_ROOT], DOCTOR_FIX)
+    extra = refresh_watchdog(settings, [LEGACY_ROOT], {LEGACY_ROOT: version, CANONICAL_ROOT: version})
+    try:
+        append_checkpoint(settings.data_dir, f"- {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%SZ')} doctor --fix: {note}")
+    except (MemoryToolError, OSError) as exc:
+        extra += f"; the checkpoint line could not be written ({exc.message if isinstance(exc, MemoryToolError) else exc})"
+    return Repair("split-root", "unlink", "done", f"{note} (no archive: nothing is lost, and an archived link kept "
+                  f"MEMORY.md hard-linked, which the prompt refuses){extra}", SPLIT_PATHS)
 
 
 def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
@@ -383,7 +418,8 @@ def _migration_overtaken(settings: Settings, root: Folder, kept_at: str) -> Repa
 REPAIRS = {
     "split-root": RepairSpec(
         action="merge",
-        describe=lambda f: f"merge memory.md into MEMORY.md (skipped when identical or empty) and archive it in {REPAIR_ROOT_MEMORY}/",
+        describe=lambda f: f"merge memory.md into MEMORY.md (skipped when identical or empty) and archive it in {REPAIR_ROOT_MEMORY}/"
+                           " (a hard link of MEMORY.md loses that name instead)",
         apply=merge_split_root,
     ),
     "legacy-root": RepairSpec(
