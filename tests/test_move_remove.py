@@ -466,6 +466,43 @@ def test_mv_force_archives_the_file_it_replaces(workspace, state_dir):
     assert back.previous == version_of(HERON)
 
 
+@pytest.mark.parametrize("freed", ["rm", "mv --force"])
+def test_a_note_removed_from_a_name_stays_there_when_the_next_note_of_that_name_moves_on(workspace, state_dir, freed):
+    """The removed note's entries went with the next note to take its name when that one moved on:
+    `restore memory/b.md --last`, which rm and mv --force print, found no removal, and `restore
+    memory/c.md --last` put the removed note over the moved one."""
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", OTHER)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/a.md")
+    memory.read("memory/b.md")
+    if freed == "rm":
+        memory.remove("memory/b.md")
+        memory.move("memory/a.md", "memory/b.md")
+    else:
+        memory.move("memory/a.md", "memory/b.md", force=True)
+    moved = memory.move("memory/b.md", "memory/c.md")
+    assert origins(memory, "memory/c.md") == [("move", moved.version), ("move", moved.version),
+                                                ("external-edit", version_of(HERON))]
+    assert origins(memory, "memory/b.md") == [("remove", version_of(OTHER)), ("external-edit", version_of(OTHER))]
+    # A move counts what changed against the moved file's own bytes: nothing (it counted every line).
+    entries = memory.activity().entries
+    assert [(e.path, e.added, e.removed) for e in entries[:2]] == [("memory/c.md", 0, 0), ("memory/b.md", 0, 0)]
+    back = memory.restore("memory/b.md", last=True)
+    assert back.version == version_of(OTHER) and (workspace / "memory" / "c.md").read_text() == HERON
+
+
+def test_a_note_brought_back_by_restore_last_takes_its_whole_history_when_it_moves(workspace, state_dir):
+    write(workspace / "memory" / "b.md", OTHER)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/b.md")
+    memory.remove("memory/b.md")
+    memory.restore("memory/b.md", last=True)
+    memory.move("memory/b.md", "memory/c.md")
+    assert [o for o, _ in origins(memory, "memory/c.md")] == ["move", "restore", "remove", "external-edit"]
+    assert memory.history("memory/b.md").versions == ()
+
+
 # -- rm and restore --last ----------------------------------------------------------------------------
 
 

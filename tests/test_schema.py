@@ -204,7 +204,7 @@ def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, sta
         conn.execute("INSERT INTO links VALUES (?, 0, 3, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
         conn.execute("ALTER TABLE versions DROP COLUMN moved_from")  # (step 9's)
         conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
-        _drop_step_12(conn)
+        _drop_steps_from_12(conn)
         conn.execute("PRAGMA user_version = 7")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
@@ -223,7 +223,7 @@ def test_a_schema_9_database_parses_every_note_anew_for_its_links(workspace, sta
         (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
         conn.execute("INSERT INTO links VALUES (?, 0, 2, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
         conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
-        _drop_step_12(conn)
+        _drop_steps_from_12(conn)
         conn.execute("PRAGMA user_version = 9")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
@@ -253,12 +253,12 @@ def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_f
     assert Database(tmp_path).one("SELECT moved_from FROM versions WHERE display = ?", (b"c.md",)) == (b"b.md",)
 
 
-def _drop_step_12(conn) -> None:
-    """Take back what steps 12 and 13 added (reads.seen_from, seen_to; versions.mtime_ns, ctime_ns), for a
-    database put back to an earlier schema."""
+def _drop_steps_from_12(conn) -> None:
+    """Take back what steps 12 to 14 added (reads.seen_from, seen_to; versions.mtime_ns, ctime_ns,
+    arrived_by), for a database put back to an earlier schema."""
     for column in ("seen_from", "seen_to"):
         conn.execute(f"ALTER TABLE reads DROP COLUMN {column}")
-    for column in ("mtime_ns", "ctime_ns"):
+    for column in ("mtime_ns", "ctime_ns", "arrived_by"):
         conn.execute(f"ALTER TABLE versions DROP COLUMN {column}")
 
 
@@ -284,3 +284,26 @@ def test_a_schema_12_database_keeps_its_history_and_logs_each_sightings_dates_fr
     log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "external-edit", None), keep=10,
                mode=FileMode(0o600, 1000, 1000, 5, 7))
     assert Database(tmp_path).one("SELECT mode, mtime_ns, ctime_ns FROM versions WHERE version = 'v2'") == (0o600, 5, 7)
+
+
+def test_a_schema_13_database_keeps_its_history_and_tells_what_a_move_brought_from_then_on(tmp_path):
+    """Schema 14 from 13: an entry a move brought names that move (versions.arrived_by), so the entries of
+    a note removed from a name stay there when the next note of that name moves on; the entries logged
+    before keep every field, arrived_by NULL (moved as before: all of them)."""
+    from openclaw_memory.history.versions import Entry, VersionLog
+
+    path = tmp_path / "state.db"
+    _schema_6_with_one_version(path, agent=None)
+    with sqlite3.connect(path) as conn:
+        for script in schema.MIGRATIONS[1:8]:  # 7 to 13
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute("PRAGMA user_version = 13")
+
+    log = VersionLog(Database(tmp_path))
+    assert log.latest("/w/a.md") is not None
+    assert _version(path) == schema.SCHEMA_VERSION
+    assert Database(tmp_path).rows("SELECT arrived_by FROM versions") == [(None,)]
+    log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "remove", None), keep=10)
+    assert log.note_since("/w/a.md") == Database(tmp_path).one("SELECT MAX(id) FROM versions")[0]

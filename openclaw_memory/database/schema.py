@@ -260,6 +260,13 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE versions ADD COLUMN mtime_ns INTEGER;
     ALTER TABLE versions ADD COLUMN ctime_ns INTEGER
     """,
+    # 14: an entry a move brought to its path names that move (versions.arrived_by: an id above every entry
+    # logged before it), so the entries of a note removed from a name stay there when the next note to
+    # take the name moves on: they went with it, and `restore NAME --last`, which `rm` and `mv --force`
+    # print, found no removal. NULL: logged at its path, or moved before this step.
+    """
+    ALTER TABLE versions ADD COLUMN arrived_by INTEGER
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

@@ -339,15 +339,19 @@ def _archive_replaced(store: HistoryStore, folder: Folder, target: ResolvedPath,
 
 
 def _record_move(store: HistoryStore, op: FileOp) -> None:
-    """One transaction: the source's history and read records are the destination's, the move is
-    logged there as a version, the intent goes."""
+    """One transaction: the source's history (its note's: :meth:`VersionLog.note_since`) and read
+    records are the destination's, the move is logged there as a version, the intent goes."""
     assert op.target is not None and op.target_display is not None
     src, dst = enc(op.path), enc(op.target)
     with store.lock() as conn:
         # A watch that saw the file arrive before this step logged it as an outside edit: it is the move.
         conn.execute("DELETE FROM versions WHERE path = ? AND id > ? AND version = ? AND origin = ?",
                      (dst, op.mark, op.version, EXTERNAL_EDIT))
-        conn.execute("UPDATE versions SET path = ? WHERE path = ?", (dst, src))
+        # The note's own entries go, not those of notes removed from its name before (restore --last's).
+        since = store.log.note_since(op.path)
+        arrival = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM versions").fetchone()[0]
+        conn.execute("UPDATE versions SET path = ?, arrived_by = ? WHERE path = ? AND (id > ? OR arrived_by > ?)",
+                     (dst, arrival, src, since, since))
         store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode),
                      moved_from=op.display)
         conn.execute("DELETE FROM reads WHERE path = ?", (dst,))  # of a file --force replaced: another file's

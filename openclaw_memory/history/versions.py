@@ -175,8 +175,14 @@ class VersionLog:
         the entries retention dropped."""
         path = enc(abs_path)
         with self.db.transaction() as conn:
-            before = conn.execute("SELECT version, origin FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1",
-                                  (path,)).fetchone()
+            before = None
+            if moved_from is not None:  # what the moved file was: its own newest entry, come with it
+                before = conn.execute(
+                    "SELECT version, origin FROM versions WHERE path = ? AND arrived_by = "
+                    "(SELECT MAX(arrived_by) FROM versions WHERE path = ?) ORDER BY id DESC LIMIT 1", (path, path)).fetchone()
+            if before is None:
+                before = conn.execute("SELECT version, origin FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1",
+                                      (path,)).fetchone()
             conn.execute(
                 "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous, mode, uid, gid, "
                 "moved_from, arrived, mtime_ns, ctime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -189,6 +195,20 @@ class VersionLog:
                 "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()
             conn.executemany("DELETE FROM versions WHERE id = ?", [(row[0],) for row in old])
         return [_entry(*row[1:]) for row in reversed(old)]
+
+    def note_since(self, abs_path: str) -> int:
+        """Where the history of the note now at ``abs_path`` begins: the id of the last removal logged
+        there that ``restore --last`` did not undo (0: none). The entries there up to it are notes'
+        removed from that name (what `restore PATH --last` brings back), except those a move brought
+        after it (``arrived_by``): they are the note's own, which a move takes along."""
+        path = enc(abs_path)
+        for removal, version in self.db.rows("SELECT id, version FROM versions WHERE path = ? AND origin = ? "
+                                             "ORDER BY id DESC", (path, REMOVE)):
+            after = self.db.one("SELECT origin, version FROM versions WHERE path = ? AND id > ? ORDER BY id LIMIT 1",
+                                (path, removal))
+            if after != (RESTORE, version):
+                return int(removal)
+        return 0
 
     def claim(self, abs_path: str, entry: Entry, origin: str, agent: str, session: str | None) -> bool:
         """Relabel ``entry`` of ``abs_path``, a sighting logged as an outside edit, as the write of
