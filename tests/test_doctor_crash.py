@@ -161,6 +161,28 @@ def test_migration_killed_at_each_step(workspace, state_dir, cli, step):
     assert checkpoint_text(workspace, state_dir).count("renamed the legacy root memory.md") == 1
 
 
+def test_a_migration_killed_after_its_link_with_its_journal_lost_leaves_memory_md_one_name(workspace, state_dir, cli,
+                                                                                              tmp_path):
+    """Killed between the link to MEMORY.md and the unlink of its temporary name, the journal then
+    lost (a new or rebuilt state dir): the temporary name is MEMORY.md's second name, and is removed
+    (checked as the object removed). It was named memory.md again and merged as a split root, into
+    an archive sharing MEMORY.md's inode: prompt-file-hardlinked for ever, MEMORY.md never loaded."""
+    write(workspace / "memory.md", LEGACY)
+    kill_at(workspace, state_dir, "migrate:linked", {}, "self")
+    (temp,) = [n for n in os.listdir(workspace) if n.startswith(".memory.md.migrate-")]
+    assert os.path.samefile(workspace / temp, workspace / "MEMORY.md")
+    fresh = {"OPENCLAW_STATE_DIR": str(tmp_path / "fresh-state")}
+    fixed = cli("doctor", "--fix", "--json", env=fresh).json()
+    assert [(r["id"], r["status"]) for r in fixed["repairs"]] == [("interrupted-repair", "completed")], fixed
+    assert "second name of MEMORY.md" in fixed["repairs"][0]["detail"] and fixed["remaining"] == []
+    assert sorted(os.listdir(workspace)) == ["MEMORY.md"]  # no archive: nothing to keep
+    assert os.stat(workspace / "MEMORY.md").st_nlink == 1
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == LEGACY
+    prompt = cli("prompt", env=fresh)
+    assert prompt.returncode == 0 and "UNREADABLE" not in prompt.stdout and LEGACY.strip() in prompt.stdout
+    assert cli("doctor", "--json", env=fresh).json()["findings"] == []
+
+
 @pytest.mark.parametrize("beside", [None, "MEMORY.md"])
 def test_a_rename_killed_at_its_temp_name_is_found_again_by_a_state_dir_without_its_journal(workspace, state_dir, cli,
                                                                                                tmp_path, beside):

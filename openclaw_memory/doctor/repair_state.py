@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
-from ..fsutil.move import asides_of
+from ..fsutil.move import SourceKept, asides_of, unlink_other_name
 from ..fsutil.safeopen import Folder
 from .check_state import (
     INDEX_DAMAGED,
@@ -25,7 +25,7 @@ from .check_state import (
     live_service,
 )
 from .model import Finding, Repair, RepairSpec
-from .place import place_no_replace
+from .place import place_no_replace, same_file
 
 if TYPE_CHECKING:
     from ..database.repair import Salvage
@@ -175,6 +175,19 @@ def stranded_temps(folder: int | str) -> list[str]:
     return sorted(renames + asides_of(names, LEGACY_ROOT))
 
 
+def _unlinked_second_name(root: Folder, name: str) -> bool:
+    """Unlink ``name``, a hard link of MEMORY.md's file, while it still is one, checked as the
+    object removed (:func:`~openclaw_memory.fsutil.move.unlink_other_name`: nothing is lost, the
+    bytes stay at MEMORY.md); False, and ``name`` kept, where it no longer is one (a file saved
+    over either name meanwhile: it is placed as any stranded name)."""
+    try:
+        unlink_other_name(root.fd, name, root.fd, CANONICAL_ROOT)
+    except SourceKept:
+        return False
+    root.fsync()
+    return True
+
+
 def recover_without_journal(settings: Settings) -> Repair:
     """The doctor journal cannot be read, or is gone (a new or rebuilt state dir) while a rename's
     temporary file is left: set the journal aside and recover from what the files show.
@@ -182,7 +195,11 @@ def recover_without_journal(settings: Settings) -> Repair:
     A repair leaves the legacy bytes at ``memory.md``, in the archive, merged into
     ``MEMORY.md`` (under a marker the split-root check recognises, so nothing is merged
     twice), or at a migration's temporary name ``.memory.md.migrate-<hex>.tmp``. Only the
-    last needs this repair: the file is given back a name the other checks see.
+    last needs this repair: the file is given back a name the other checks see; or, where it is
+    a second name (hard link) of MEMORY.md's file (a migration killed between its link and its
+    unlink), that name is removed as the journal's recovery removes it: given back as memory.md,
+    it was merged as a split root into an archive that shared MEMORY.md's inode, and the prompt
+    refused MEMORY.md as hard-linked ever after.
     """
     from ..fsutil.setaside import set_aside_bytes
     from .journal import FILE_NAME, clear_journal, raw_journal
@@ -194,6 +211,10 @@ def recover_without_journal(settings: Settings) -> Repair:
         with Folder.under(ws) as root:  # names in the workspace's descriptor, as every doctor move
             temps = stranded_temps(root.fd)
             for name in temps:
+                if same_file(root, name, CANONICAL_ROOT) and _unlinked_second_name(root, name):
+                    notes.append(f"{name} (an interrupted repair's temporary name) was a second name of MEMORY.md's "
+                                 "file (the rename had finished but for its unlink): removed, MEMORY.md unchanged")
+                    continue
                 for target in (CANONICAL_ROOT, LEGACY_ROOT):
                     try:
                         place_no_replace(root, name, target, "migrate")
