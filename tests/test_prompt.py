@@ -156,6 +156,21 @@ def test_slugged_notes_of_one_time_keep_the_newest_four_in_openclaw_name_order(w
     assert kept == [f"memory/2026-11-30-{n}.md" for n in ["B", "b", "a", "1"]]
 
 
+def test_slugged_notes_less_than_a_quarter_microsecond_apart_are_ordered_by_node_mtime_ms(workspace):
+    # Node's mtimeMs is sec * 1e3 + nsec / 1e6 in doubles: 123 ns later is later there, while
+    # ns / 1e6 made the two times equal (and the names decided: z before a, unlike OpenClaw).
+    import os
+
+    from openclaw_memory.prompt.startup import node_mtime_ms
+
+    assert node_mtime_ms(1_796_040_000_000_000_123) > node_mtime_ms(1_796_040_000_000_000_000)
+    assert 1_796_040_000_000_000_123 / 1e6 == 1_796_040_000_000_000_000 / 1e6
+    os.utime(write(workspace / "memory/2026-11-30-z.md", "zzz\n"), ns=(1_796_040_000_000_000_000,) * 2)
+    os.utime(write(workspace / "memory/2026-11-30-a.md", "aaa\n"), ns=(1_796_040_000_000_000_123,) * 2)
+    kept = [f["path"] for f in section(workspace).files if f["path"].startswith("memory/2026-11-30-")]
+    assert kept == ["memory/2026-11-30-a.md", "memory/2026-11-30-z.md"]
+
+
 def test_locale_compare_key_orders_as_icu():
     from openclaw_memory.prompt.collation import locale_compare_key
 

@@ -99,6 +99,13 @@ def _day_entries(scan: ScanResult, stamps: set[str]) -> list[Entry]:
     return entries
 
 
+def node_mtime_ms(mtime_ns: int) -> float:
+    """Node's ``stats.mtimeMs`` of a stat's nanoseconds: ``sec * 1e3 + nsec / 1e6`` in doubles (mtimes
+    less than 1/4 µs apart, equal as ``ns / 1e6``, may differ there, and OpenClaw orders by it)."""
+    sec, nsec = divmod(mtime_ns, 10**9)
+    return sec * 1e3 + nsec / 1e6
+
+
 def _paths_by_date(scan: ScanResult, stamps: list[str], linked: list[str] | None = None) -> dict[str, list[str]]:
     """Each date's note names, the slugged ones newest first, from the scan's listing of memory/ (none
     where memory/ cannot be listed: each date's plain note is still tried); ``linked`` gets the
@@ -114,7 +121,7 @@ def _paths_by_date(scan: ScanResult, stamps: list[str], linked: list[str] | None
             if is_link and linked is not None:
                 linked.append(name)
             continue
-        slugged.setdefault(stamp, []).append((name, mtime_ns / 1e6))
+        slugged.setdefault(stamp, []).append((name, node_mtime_ms(mtime_ns)))
     out = {}
     for s in unique:
         items = slugged.get(s, [])

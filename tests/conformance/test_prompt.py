@@ -321,3 +321,22 @@ def test_slugged_notes_of_one_time_in_localecompare_order(oracle, new_ws, checks
     for ws, names, answer in zip(built, slugs, oracle.more(requests)):
         checks.same(f"prelude of slugs {names}", ours(ws, tz="UTC").prelude, answer["prelude"])
     checks.done()
+
+
+def test_slugged_notes_less_than_a_quarter_microsecond_apart(oracle, new_ws, checks):
+    """OpenClaw orders slugged notes by Node's ``mtimeMs`` (``sec * 1e3 + nsec / 1e6``): times 123 ns
+    apart differ there, though ``ns / 1e6`` makes them equal."""
+    today = _days(0)[0]
+    base = int(NOW.timestamp()) * 10**9
+    built = []
+    for offsets in ((0, 123), (123, 0), (0, 1), (100, 200), (999_999_877, 999_999_999)):
+        ws = new_ws()
+        for name, offset in zip(("z", "a"), offsets):
+            build(ws, {f"memory/{today}-{name}.md": f"note {name}\n"})
+            os.utime(ws / f"memory/{today}-{name}.md", ns=(base + offset, base + offset))
+        built.append((offsets, ws))
+    requests = [{"op": "prelude", "ws": str(ws), "nowMs": int(NOW.timestamp() * 1000), "userTimezone": "UTC"}
+                for _o, ws in built]
+    for (offsets, ws), answer in zip(built, oracle.more(requests)):
+        checks.same(f"prelude of slugs z, a at +{offsets} ns", ours(ws, tz="UTC").prelude, answer["prelude"])
+    checks.done()
