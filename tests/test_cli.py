@@ -201,6 +201,18 @@ def test_read_of_a_notes_fragment_that_is_no_line_citation_names_the_note(worksp
     assert cli("read", "memory/b.md#c.md").stdout == "a file of that name\n"
 
 
+def test_a_citation_past_the_largest_safe_integer_is_refused_as_from_is(workspace, cli):
+    """#L9007199254740993 read an empty window answering "from": 9007199254740993, a number no JSON
+    reader holds whole; memory_get's `from` refuses it (at most 2^53 - 1), so does a citation now."""
+    write(workspace / "memory" / "notes.md", "a\nb\n")
+    for cited, number in (("memory/notes.md#L9007199254740993", 9007199254740993),
+                          ("memory/notes.md#L1-L9007199254740992", 9007199254740992)):
+        res = cli("read", cited, "--json")
+        assert res.returncode == 2 and res.json()["error"] == (
+            f"{cited}: a citation's line number must be a positive integer (at most 9007199254740991), not {number}")
+    assert cli("read", "memory/notes.md#L9007199254740991", "--json").json()["from"] == 9007199254740991
+
+
 def test_messages_name_what_was_given_and_stay_short(workspace, state_dir, cli):
     write(workspace / "MEMORY.md", "# Memory\n")
     assert "refused: . is not a memory path" in cli("read", ".").stderr

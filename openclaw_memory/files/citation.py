@@ -51,9 +51,15 @@ def parse_citation(text: str) -> Citation | None:
         raise UsageError(f"{said}: a citation's lines are counted from 1 ({cut(path, 200)}#L1-L{max(end, 1)})")
     if end < start:
         raise UsageError(f"{said}: a citation's lines run from the first to the last ({cut(path, 200)}#L{end}-L{start})")
+    if end > MAX_LINE:  # as memory_get's `from` refuses it: no JSON reader holds the number whole
+        raise UsageError(f"{said}: a citation's line number must be a positive integer (at most {MAX_LINE}), not {cut(str(end), 60)}")
     return Citation(path, start, end - start + 1)
 
 
+# The last line number a citation names: JavaScript's Number.MAX_SAFE_INTEGER, the most memory_get's
+# `from` takes (OpenClaw's schema); past it, the window answered ``from`` as a number no JSON reader
+# holds whole.
+MAX_LINE = 2**53 - 1
 # A line number no file reaches, and short of the 4,300 digits Python turns into an int (or back).
 _MAX_DIGITS = 1000
 
