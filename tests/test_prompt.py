@@ -218,6 +218,23 @@ def test_the_user_timezone_is_taken_as_javascript_intl_takes_it(workspace, monke
     time.tzset()
 
 
+def test_the_date_is_the_users_day_whose_notes_are_shown(workspace):
+    # At 23:30 UTC on the 30th it is the 1st in Kiritimati (UTC+14): the notes of the 1st come first,
+    # and "date" said 2026-11-30 (the UTC date) beside them.
+    from openclaw_memory.settings import StartupContext
+
+    write(workspace / "memory/2026-11-30.md", "the 30th\n")
+    write(workspace / "memory/2026-12-01.md", "the 1st\n")
+    late = dt.datetime(2026, 11, 30, 23, 30, tzinfo=dt.UTC)
+    for zone, date in (("Pacific/Kiritimati", "2026-12-01"), ("UTC", "2026-11-30"), ("Etc/GMT+12", "2026-11-30")):
+        result = build_prompt_section(scan_memory_files(workspace), now=late, startup=StartupContext(user_timezone=zone))
+        assert result.date == date, zone
+        assert f"[Untrusted daily memory: memory/{date}.md]" in result.text.split("END_QUOTED_NOTES")[0], zone
+    early = dt.datetime(2026, 11, 30, 0, 30, tzinfo=dt.UTC)
+    assert build_prompt_section(scan_memory_files(workspace), now=early,
+                                startup=StartupContext(user_timezone="Etc/GMT+12")).date == "2026-11-29"
+
+
 def test_a_zone_named_as_the_database_spells_it_is_taken_without_listing_the_database():
     # Listing every zone (to learn what another spelling stands for) cost tens of milliseconds on
     # each prompt. An exact name opens at once, and every file of the zone folder is taken or

@@ -27,7 +27,7 @@ from ..settings import Settings, StartupContext
 from ..wire import key
 from .bootstrap import AGENTS_FILE, BudgetRow, Injected, Missing, budget_report, budget_rows, build_bootstrap, prompt_text
 from .refusals import StartupRefusal
-from .startup import build_prelude
+from .startup import build_prelude, user_today
 
 BOOTSTRAP_FILE = "BOOTSTRAP.md"
 # OpenClaw's WORKSPACE_BOOTSTRAP_FILENAMES, in its prompt order (a main session's; asked of 2026.9.6).
@@ -246,7 +246,7 @@ def build_prompt_section(
             f"{_quote(checkpoint)}\n"
         )
     text = "\n".join(["# Memory\n", *blocks]) if blocks else ""
-    local_date = now.date().isoformat() if today is None else today.isoformat()
+    local_date = user_today(now, startup.user_timezone).isoformat()  # the day whose notes were picked
     entries = [(name, raw[name], by_name.get(name), isinstance(text, Missing)) for name, text in loaded]
     analyzed = budget_rows(entries, file_cap, total_cap)
     return PromptSection(text, local_date, files, cuts, checkpoint, warnings, other_files,

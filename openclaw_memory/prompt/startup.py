@@ -64,13 +64,19 @@ def _zone(name: str | None):
     return resolve_zone(name) or host_zone()
 
 
+def user_today(now: dt.datetime, timezone: str | None) -> dt.date:
+    """The user's date at ``now``: in ``userTimezone`` (the host's zone when Intl knows none by that
+    name), the day whose notes the prelude takes first."""
+    try:
+        return now.astimezone(_zone(timezone)).date()
+    except OverflowError:  # the first or last day the calendar has: no zone can shift it
+        return now.astimezone(dt.UTC).date()
+
+
 def date_stamps(now: dt.datetime, days: int, timezone: str | None) -> list[str]:
     """``buildStartupMemoryDateStamps``: local dates newest first, UTC's today added when it differs."""
     utc_date = now.astimezone(dt.UTC).date()
-    try:
-        local = now.astimezone(_zone(timezone)).date()
-    except OverflowError:  # the first or last day the calendar has: no zone can shift it
-        local = utc_date
+    local = user_today(now, timezone)
     utc = utc_date.isoformat()
     # The window stops at the calendar's first day (`prompt --date 0001-01-01` has no yesterday).
     window = [(local - dt.timedelta(days=offset)).isoformat() for offset in range(min(days, (local - dt.date.min).days + 1))]
