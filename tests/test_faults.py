@@ -69,10 +69,13 @@ def test_workspace_full_write_says_so_and_changes_nothing(small_disk, tmp_path):
     before = tree_bytes(ws)
     small_disk.fill()
     for args in (("write", "MEMORY.md", "--append", BIG), ("write", "memory/new/deep.md", "--append", BIG),
-                 ("write", "memory/notes.md", "--stdin")):
+                 ("write", "memory/notes.md", "--stdin"), ("write", "memory/b.md", "--stdin")):
         res = no_traceback(run_cli(ws, state, *args, input=BIG if "--stdin" in args else None))
         assert res.returncode == 1, res.stderr
-        assert "disk is full" in res.stderr and "workspace" in res.stderr and "unchanged" in res.stderr
+        assert "disk is full" in res.stderr and "workspace" in res.stderr
+        # A new note is not said to be "unchanged": there was none (`nothing was written: memory/b.md is unchanged`).
+        outcome = "is unchanged" if (ws / args[1]).exists() else "was not created"
+        assert f"nothing was written: {args[1]} {outcome}." in res.stderr, res.stderr
     assert tree_bytes(ws) == before
     assert temp_files(ws, state) == []
     small_disk.free()

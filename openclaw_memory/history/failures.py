@@ -16,9 +16,9 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
     """Run a write step, turning the OS failures a user can meet into typed errors.
 
     Everything that can fail runs before the file is replaced (see :func:`.guard._commit`),
-    so each of these messages can truthfully say the file was not changed.
+    so each of these messages can truthfully say the file was not changed (or, where none was there,
+    not created).
     """
-    unchanged = f"nothing was {done}: {resolved.display} is unchanged"
     try:
         return operation()
     except _Swapped as exc:
@@ -26,15 +26,30 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
     except NotADirectoryError:
         raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
     except HistoryFailed as failed:
-        raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged,
+        raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged(resolved, done),
                         folder=store.data_dir) from None
     except FailedAt as failed:  # named by the step that knew where (before the DiskFull below took it for the state dir's)
         raise os_error(failed.error, failed.where, failed.outcome) from None
     except DiskFull:
-        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})", unchanged,
-                        folder=store.data_dir) from None
+        raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})",
+                        unchanged(resolved, done), folder=store.data_dir) from None
     except OSError as exc:
-        raise os_error(exc, where_written(resolved), unchanged, folder=os.path.dirname(resolved.abs_path)) from None
+        raise os_error(exc, where_written(resolved), unchanged(resolved, done),
+                       folder=os.path.dirname(resolved.abs_path)) from None
+
+
+def unchanged(resolved: ResolvedPath, done: str) -> str:
+    """What a failed step left: ``nothing was written: memory/a.md is unchanged``, or, where nothing is at
+    its path (a new note's write or restore that failed: a full disk), ``... memory/b.md was not
+    created`` (it said "is unchanged" of a file that did not exist). Looked at once it failed: for the
+    words only."""
+    try:
+        os.lstat(resolved.abs_path)
+    except FileNotFoundError:
+        return f"nothing was {done}: {resolved.display} was not created"
+    except (OSError, ValueError):
+        pass
+    return f"nothing was {done}: {resolved.display} is unchanged"
 
 
 def where_written(resolved: ResolvedPath) -> str:
