@@ -601,3 +601,37 @@ def test_a_link_in_an_html_comment_is_no_link_and_a_comment_a_paragraph_never_cl
     # A heading inside a comment is none of the note's: a link to it names no heading.
     broken = cli("links", "memory/comments.md", "--broken", "--json").json()["outgoing"]
     assert [(x["line"], x["problem"]) for x in broken] == [(9, "memory/heron.md has no heading 'Old plan'")]
+
+
+def test_markdown_destinations_read_as_commonmark_reads_them_and_a_reference_definition_is_a_markdown_link(workspace, cli):
+    """`[plan](plan(v1).md)` (balanced parentheses), `[notes](my\\_notes.md)` (a backslash escape) and
+    `[amp](a&amp;b.md)` (an entity) were no links, or links to `my\\_notes.md`: marked renders them
+    as links to plan(v1).md, my_notes.md and a&b.md. A reference definition `[h]: ../x.md` was read
+    as a mention (from the workspace first); it is a Markdown link, from the note's folder, as
+    marked resolves it, where it can stand: a paragraph's first lines, not inside one."""
+    for name in ("plan(v1).md", "my_notes.md", "a&b.md", "heron.md", "b c.md"):
+        write(workspace / "memory" / "projects" / name, "# x\n")
+    write(workspace / "memory" / "projects" / "c.md", (
+        "[plan](plan(v1).md) [notes](my\\_notes.md) [amp](a&amp;b.md) [pct](my%5Fnotes.md)\n"
+        "[nested](a(b(c)d)e.md) [open](a(b.md) [esc](<b c\\.md>) [t](<b c.md> \"title\")\n"
+        "\n"
+        "[h]: heron.md\n"
+        "> [q]: <b c.md> 'a title'\n"
+        "- [i]: ../projects/heron.md#x\n"
+        "\n"
+        "A paragraph's text\n"
+        "[p]: ../heron.md\n"                     # not a definition: the paragraph's text (a mention, from the workspace)
+        "\n"
+        "[^1]: memory/projects/heron.md\n"       # a footnote: text, its mention a mention
+        "[j]: heron.md trailing text\n"))
+    rows = [(link["line"], link["form"], link["target"], link["status"])
+            for link in cli("links", "memory/projects/c.md", "--json").json()["outgoing"]]
+    assert rows == [
+        (1, "markdown", "plan(v1).md", "ok"), (1, "markdown", "my_notes.md", "ok"), (1, "markdown", "a&b.md", "ok"),
+        (1, "markdown", "my_notes.md", "ok"),
+        (2, "markdown", "a(b(c)d)e.md", "broken"), (2, "markdown", "b c.md", "ok"), (2, "markdown", "b c.md", "ok"),
+        (4, "markdown", "heron.md", "ok"), (5, "markdown", "b c.md", "ok"), (6, "markdown", "../projects/heron.md", "ok"),
+        (9, "mention", "../heron.md", "broken"),
+        (11, "mention", "memory/projects/heron.md", "ok")]
+    texts = [link["text"] for link in cli("links", "memory/projects/heron.md", "--json").json()["backlinks"]]
+    assert texts == ["[h]: heron.md", "[i]: ../projects/heron.md#x", "memory/projects/heron.md"]

@@ -141,8 +141,8 @@ def test_links_in_the_file_a_forced_move_replaced_are_left_and_named(workspace, 
 
 
 def test_a_link_a_name_cannot_be_spelled_in_is_left_and_named_never_written_to_name_nothing(workspace, state_dir):
-    """A name holding what a link form cannot spell (``>`` in a mention, a citation or ``<...>``;
-    ``]`` in a wiki name) was written anyway: the link then named nothing (a mention of ``b.md``) and
+    """A name holding what a link form cannot spell (``>`` in a mention or a citation; ``]`` in a
+    wiki name) was written anyway: the link then named nothing (a mention of ``b.md``) and
     was in neither the moved note's backlinks, nor ``linksNotUpdated``, nor ``links --broken``."""
     write(workspace / "memory" / "heron.md", "# Heron\n")
     note = "Up [h](../heron.md), [[heron]], memory/heron.md and memory/heron.md#L1.\n"
@@ -151,10 +151,12 @@ def test_a_link_a_name_cannot_be_spelled_in_is_left_and_named_never_written_to_n
 
     memory.read("memory/heron.md")
     moved = memory.move("memory/heron.md", "memory/a>b.md", update_links=True)
-    assert (workspace / "memory" / "p" / "y.md").read_text() == note.replace("[[heron]]", "[[a>b]]")
+    # A Markdown destination spells `>` (CommonMark, and marked, read `../a>b.md` as that path).
+    assert (workspace / "memory" / "p" / "y.md").read_text() == note.replace("[[heron]]", "[[a>b]]").replace(
+        "[h](../heron.md)", "[h](../a>b.md)")
     assert {(left.text, left.why.split(" cannot")[0]) for left in moved.links_not_updated} == {
-        ("[h](../heron.md)", "memory/a>b.md"), ("memory/heron.md", "memory/a>b.md"), ("memory/heron.md#L1", "memory/a>b.md")}
-    assert [link.text for link in memory.links("memory/a>b.md").backlinks] == ["[[a>b]]"]
+        ("memory/heron.md", "memory/a>b.md"), ("memory/heron.md#L1", "memory/a>b.md")}
+    assert [link.text for link in memory.links("memory/a>b.md").backlinks] == ["[h](../a>b.md)", "[[a>b]]"]
     assert {link.text for link in memory.links(broken=True).outgoing} == {left.text for left in moved.links_not_updated}
 
     memory.read("memory/a>b.md")
@@ -457,3 +459,44 @@ def test_a_linking_note_that_cannot_be_read_is_named_in_the_moves_warnings(cli, 
         "memory/projects/heron.md names nothing now)"]
     plain = cli("mv", "memory/projects/egret.md", "memory/projects/heron.md", "--update-links")
     assert "cannot read memory/p/u.md: its links are not listed" in plain.stderr
+
+
+def test_a_reference_definition_is_rewritten_from_its_notes_folder(cli, workspace):
+    """`[h]: ../projects/heron.md` resolves as an inline link (from the note's folder, as marked
+    renders `[the heron][h]`); it was read as a mention and rewritten to the workspace path
+    `memory/projects/egret.md`, which from memory/people/ names nothing when rendered."""
+    write(workspace / "memory" / "projects" / "heron.md", "# Heron\n")
+    alice = ("See [the heron][h] and [[heron]].\n\n[h]: ../projects/heron.md\n"
+             "> [q]: <../projects/heron.md> \"the heron\"\n")
+    write(workspace / "memory" / "people" / "alice.md", alice)
+    assert cli("read", "memory/projects/heron.md").returncode == 0
+    moved = cli("mv", "memory/projects/heron.md", "memory/projects/egret.md", "--update-links", "--json").json()
+    assert moved["linksUpdated"] == ["memory/people/alice.md"] and moved["linksNotUpdated"] == []
+    assert (workspace / "memory" / "people" / "alice.md").read_text() == (
+        "See [the heron][h] and [[egret]].\n\n[h]: ../projects/egret.md\n"
+        "> [q]: <../projects/egret.md> \"the heron\"\n")
+    report = cli("links", "memory/projects/egret.md", "--json").json()
+    assert [(link["form"], link["text"], link["status"]) for link in report["backlinks"]] == [
+        ("wiki", "[[egret]]", "ok"), ("markdown", "[h]: ../projects/egret.md", "ok"),
+        ("markdown", "[q]: <../projects/egret.md> \"the heron\"", "ok")]
+
+
+@pytest.mark.parametrize(("old", "written", "new", "rewritten"), [
+    ("plan(v1).md", "[plan](plan(v1).md#x)", "plan(v2).md", "[plan](plan(v2).md#x)"),
+    ("my_notes.md", "[notes](my\\_notes.md)", "my notes.md", "[notes](<my notes.md>)"),
+    ("a&b.md", "[amp](a&amp;b.md)", "a&amp;c #1 50%25.md", "[amp](<a%26amp;c %231 50%2525.md>)"),
+    ("b.md", "[b](<b.md> 'title')", "c>d.md", "[b](<c\\>d.md> 'title')"),
+], ids=["parentheses", "escape", "entity-percent-hash", "angle-bracket"])
+def test_a_markdown_destination_is_read_and_written_as_commonmark_reads_it(cli, workspace, old, written, new, rewritten):
+    """A destination with balanced parentheses, a backslash escape or an entity was misread (no
+    link, or another path); a new path with a space, `#`, `%XX`, `&amp;` or `>` is written so that
+    it reads back as itself (percent-encoded or escaped, in <...> where needed)."""
+    write(workspace / "memory" / "p" / old, "# x\n")
+    write(workspace / "memory" / "p" / "c.md", f"See {written}.\n")
+    assert cli("read", f"memory/p/{old}").returncode == 0
+    moved = cli("mv", f"memory/p/{old}", f"memory/p/{new}", "--update-links", "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert moved.json()["linksUpdated"] == ["memory/p/c.md"], moved.stdout
+    assert (workspace / "memory" / "p" / "c.md").read_text() == f"See {rewritten}.\n"
+    (link,) = cli("links", "memory/p/c.md", "--json").json()["outgoing"]
+    assert (link["resolved"], link["status"]) == (f"memory/p/{new}", "ok")

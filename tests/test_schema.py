@@ -229,6 +229,25 @@ def test_a_schema_9_database_parses_every_note_anew_for_its_links(workspace, sta
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
 
 
+def test_a_schema_14_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
+    """Schema 15 from 14: the link table is emptied once more (the parser came to read a reference
+    definition as a Markdown link, from the note's folder, and a destination as CommonMark does).
+    Kept, an unchanged note's old parse stayed: the definition a mention, rewritten by
+    `mv --update-links` to a workspace path that names nothing from the note."""
+    write(workspace / "memory" / "people" / "alice.md", "[h]: ../heron.md\n")
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    assert [b["form"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == ["markdown"]
+    data_dir = settings_for(workspace, state_dir).data_dir
+    forget_connections()
+    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 14 left
+        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/alice.md")]
+        conn.execute("UPDATE links SET form = 'mention', text = '../heron.md' WHERE source = ?", (source,))
+        conn.execute("PRAGMA user_version = 14")
+    assert [(b["form"], b["text"]) for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == [
+        ("markdown", "[h]: ../heron.md")]
+    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+
+
 def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_from_then_on(tmp_path):
     """Schema 9 from 8: a move's entry names the name it came from (versions.moved_from), so a
     rollback empties that name alone; the moves logged before keep every field, their source NULL."""

@@ -267,6 +267,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE versions ADD COLUMN arrived_by INTEGER
     """,
+    # 15: the link parser reads a reference definition ([h]: ../projects/heron.md) as a Markdown link,
+    # from the note's folder, and a destination as CommonMark does (balanced parentheses, backslash
+    # escapes, entities): an unchanged note's old parse kept the definition a mention, which
+    # `mv --update-links` rewrote to a workspace path naming nothing from the note. As step 8 did.
+    """
+    DELETE FROM links;
+    DELETE FROM link_files
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

@@ -2,8 +2,10 @@
 
 - ``[[name]]``, ``[[name|label]]``, ``[[name#heading]]``, ``[[name#heading|label]]`` (``![[...]]``
   too; ``[[name\\|label]]``, as a table cell escapes its pipe): *wiki* links, by name;
-- ``[label](projects/heron.md)``, ``[label](heron.md#Heading)``: *markdown* links, a path relative
-  to the note's folder (a URL, an image or a target that is not a ``.md`` file is no note link);
+- ``[label](projects/heron.md)``, ``[label](heron.md#Heading)``, and a reference definition
+  ``[h]: ../projects/heron.md``: *markdown* links, a path relative to the note's folder, its
+  destination read as CommonMark reads it (``plan(v1).md``, ``my\\_notes.md``, ``a&amp;b.md``) (a
+  URL, an image or a target that is not a ``.md`` file is no note link);
 - ``memory/2026-11-03.md#L3-L9``: a *citation*, as search prints them;
 - ``memory/2026-11-03.md`` in the text ("see memory/2026-11-03.md"): a *mention* (a path with a
   folder: a bare ``heron.md`` is talk about a file, not a link).
@@ -18,6 +20,7 @@ and go around it, so a change of what is found appends a step emptying that tabl
 from __future__ import annotations
 
 import re
+from html.entities import html5
 from typing import NamedTuple
 from urllib.parse import unquote
 
@@ -48,7 +51,26 @@ class ParsedNote(NamedTuple):
 
 # Every pattern here takes time linear in the line: a note may hold a line of megabytes.
 _WIKI = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
-_MARKDOWN = re.compile(r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
+# A link destination as CommonMark reads one (marked, which renders notes, too): ``<...>`` (no line
+# end, ``<`` or ``>`` but escaped), or a run without spaces or controls whose parentheses are
+# escaped or balanced (three levels deep, as CommonMark asks at least); a backslash escapes ASCII
+# punctuation. Possessive: each character is read one way, so a match is linear in what it reads.
+_PUNCT = r"!-/:-@\[-`{-~"
+_ATOM = rf"(?:\\[{_PUNCT}]|\\|[^\x00-\x20\x7f()\\])"
+_NEST = rf"\((?:{_ATOM})*+\)"
+for _ in range(2):
+    _NEST = rf"\((?:{_ATOM}|{_NEST})*+\)"
+_DESTINATION = rf"<(?:\\[{_PUNCT}]|\\|[^<>\n\\])*+>|(?!<)(?:{_ATOM}|{_NEST})++"
+_TITLE = r"\"(?:\\.|[^\"\\\n])*+\"|'(?:\\.|[^'\\\n])*+'|\((?:\\.|[^()\\\n])*+\)"
+_MARKDOWN = re.compile(rf"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\([ \t]*(?:({_DESTINATION})(?:[ \t]+(?:{_TITLE}))?)?[ \t]*\)")
+# A link reference definition, ``[label]: destination "title"``, alone on a line that starts a
+# paragraph (after block quote markers and list item markers): its destination resolves as an
+# inline link's, from the note's folder. A footnote (``[^1]: ...``) is text.
+_DEFINITION_TEXT = rf"\[(?!\^)((?:\\.|[^\[\]\\\n]){{1,999}})\]:[ \t]*({_DESTINATION})(?:[ \t]+(?:{_TITLE}))?"
+_DEFINITION = re.compile(rf"(?:[ ]{{0,3}}>[ ]?)*+(?:[ ]{{0,3}}(?:[-+*]|[0-9]{{1,9}}[.)])[ \t]+)*+[ ]{{0,3}}({_DEFINITION_TEXT})[ \t]*\r?")
+_DEFINITION_ALONE = re.compile(_DEFINITION_TEXT)
+# What a destination's text stands for: a backslash escape, an entity (``&amp;``, ``&#35;``).
+_ESCAPED = re.compile(rf"\\([{_PUNCT}])|&(#[0-9]{{1,7}}|#[xX][0-9a-fA-F]{{1,6}}|[A-Za-z][A-Za-z0-9]{{1,31}});")
 _URL_TAIL = re.compile(r"[^\s<>]*")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _OTHER_FILE = re.compile(r"\.(?!md$)[A-Za-z][A-Za-z0-9]{1,4}$")  # [[photo.png]]: an attachment, not a note
@@ -94,6 +116,7 @@ class NoteParser:
         # if the paragraph ends before its `-->` (then it was text), and how many were found before.
         self._maybe: list[tuple[int, ParsedLink]] | None = None
         self._before = 0
+        self._defining = False  # the paragraph so far is link reference definitions: the next line may be one
 
     def feed(self, line: str, *, continued: bool = False) -> None:
         """The next line of the note (``continued``: the next piece of the line fed last)."""
@@ -111,8 +134,17 @@ class NoteParser:
             self._maybe = None
         if read.heading is not None:
             self.headings.append(read.heading)
+        defining, self._defining = self._defining, False
         if read.visible is None:
             return
+        if not continued and read.maybe is None and (read.starts or defining):
+            # A paragraph's first lines may be link reference definitions, each a line of its own here.
+            defined = _definition(read.visible, line, self.number)
+            if defined is not None:
+                self._defining = True
+                if defined[1] is not None:
+                    self._found.append((defined[0], defined[1]))
+                return
         if read.maybe is not None and self._maybe is None:
             self._maybe, self._before = [], len(self._found)
         self._found.extend(_spans_of_line(read.visible, line, self.number))
@@ -140,9 +172,74 @@ class NoteParser:
 
 def markdown_destination(text: str) -> tuple[int, int] | None:
     """Where a Markdown link's destination (``path#fragment``, or ``<...>``) is in ``text`` (the
-    link as written), or None when ``text`` is no Markdown link."""
+    link, or the reference definition, as written), or None when ``text`` is neither."""
     m = _MARKDOWN.fullmatch(text)
-    return m.span(3) if m is not None else None
+    if m is not None and m.group(3) is not None:
+        return m.span(3)
+    d = _DEFINITION_ALONE.fullmatch(text)
+    return d.span(2) if d is not None else None
+
+
+def destination_parts(written: str) -> tuple[str, str]:
+    """A destination as written (``<...>`` or bare) as the path and fragment it stands for, each
+    unescaped (backslash escapes, entities, then ``%XX``): ``plan(v1).md``, ``my\\_notes.md`` and
+    ``a&amp;b.md`` are ``plan(v1).md``, ``my_notes.md`` and ``a&b.md``, as marked renders them."""
+    text = _unescaped(written[1:-1] if written.startswith("<") else written)
+    path, _, fragment = text.partition("#")
+    return unquote(path), unquote(fragment)
+
+
+def raw_fragment(written: str) -> str:
+    """The fragment of a destination as written (``#plan``, with its ``#``; "" for none): where the
+    first character that reads as ``#`` is (an escaped ``\\#`` and ``&#35;`` read so too)."""
+    bare = written[1:-1] if written.startswith("<") else written
+    at = 0
+    for m in _ESCAPED.finditer(bare):
+        cut = bare.find("#", at, m.start())
+        if cut >= 0:
+            return bare[cut:]
+        if _unescaped(m.group()) == "#":
+            return bare[m.start():]
+        at = m.end()
+    cut = bare.find("#", at)
+    return bare[cut:] if cut >= 0 else ""
+
+
+def _unescaped(text: str) -> str:
+    if "\\" not in text and "&" not in text:
+        return text
+    return _ESCAPED.sub(_one_unescaped, text)
+
+
+def _one_unescaped(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return m.group(1)
+    entity = m.group(2)
+    if entity[0] != "#":
+        return html5.get(entity + ";", m.group())  # an unknown name is text, as written
+    code = int(entity[2:], 16) if entity[1] in "xX" else int(entity[1:])
+    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+
+def _markdown(written: str, number: int, text: str) -> ParsedLink | None:
+    """The Markdown link (or reference definition) ``text`` whose destination is ``written``, when
+    it names a note: a ``.md`` path without a scheme."""
+    path, fragment = destination_parts(written)
+    if not path.endswith(".md") or _SCHEME.match(path):
+        return None
+    return ParsedLink(number, MARKDOWN, path, fragment or None, text)
+
+
+def _definition(visible: str, raw: str, number: int) -> tuple[int, ParsedLink | None] | None:
+    """The line as a link reference definition (``[h]: ../projects/heron.md``): where it starts and
+    the link it is (None: one naming no note), or None when the line is none."""
+    if "]:" not in visible:
+        return None
+    m = _DEFINITION.fullmatch(visible)
+    if m is None or not m.group(2).strip():
+        return None
+    start, end = m.span(1)
+    return start, _markdown(m.group(3), number, raw[start:end])
 
 
 def _spans_of_line(visible: str, raw: str, number: int) -> list[tuple[int, ParsedLink]]:
@@ -165,14 +262,11 @@ def _spans_of_line(visible: str, raw: str, number: int) -> list[tuple[int, Parse
     visible = "".join(masked)
     for m in _MARKDOWN.finditer(visible):
         blank(masked, m.start(), m.end())
-        if m.group(1):  # an image
+        if m.group(1) or m.group(3) is None:  # an image, or no destination
             continue
-        dest = m.group(3)[1:-1] if m.group(3).startswith("<") else m.group(3)
-        path, _, fragment = dest.partition("#")
-        path = unquote(path)
-        if not path.endswith(".md") or _SCHEME.match(path):
-            continue
-        found.append((m.start(), ParsedLink(number, MARKDOWN, path, unquote(fragment) or None, raw[m.start():m.end()])))
+        link = _markdown(m.group(3), number, raw[m.start():m.end()])
+        if link is not None:
+            found.append((m.start(), link))
     visible = _without_urls("".join(masked))
     if ".md" in visible:
         found.extend(_paths(visible, raw, number))

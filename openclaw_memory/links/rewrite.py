@@ -7,7 +7,8 @@ each linking file by the rules of docs/notes.md:
 - a wiki link keeps its name while the name still resolves to the moved file (a move to another
   folder under the same name); otherwise (a rename) it gets the file's name when that names it
   alone, else its path; its heading and label stay;
-- a Markdown link gets the path from its note's folder to the file (its fragment stays);
+- a Markdown link (a reference definition too) gets the path from its note's folder to the file
+  (its fragment stays), spelled so that it reads back as that path;
 - a citation (its line range stays) and a mention get the file's workspace path;
 - the moved file's own links to other notes that name another (or nothing) from its new folder
   are rewritten by the same rules to name what they named (a Markdown link relative to its new
@@ -22,17 +23,18 @@ is not known.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, NamedTuple
 
 import xxhash
 
-from ..errors import MemoryToolError, WriteBlocked
+from ..errors import MemoryToolError
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
 from ..history.moves import LinkLeft
 from ..history.stale import read_here
 from ..history.store import HistoryStore
 from ..history.writes import write
-from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, links_in, markdown_destination
+from .parse import CITATION, MARKDOWN, MENTION, WIKI, ParsedLink, links_in, markdown_destination, raw_fragment
 from .report import link_state, may_name, names
 from .resolve import AMBIGUOUS, LinkTarget
 
@@ -50,6 +52,10 @@ def rewrite_failed(left: LinkLeft) -> bool:
     """Whether ``left`` was left because its file's write failed, not by a rule (it crosses the
     service's socket as its text, so its text says it)."""
     return left.why.startswith(WRITE_FAILED)
+
+
+_PERCENT = re.compile(r"%(?=[0-9A-Fa-f]{2})")
+_ENTITY_LIKE = re.compile(r"&(?=#[0-9]{1,7};|#[xX][0-9a-fA-F]{1,6};|[A-Za-z][A-Za-z0-9]{1,31};)")
 
 
 class Backlink(NamedTuple):
@@ -143,9 +149,9 @@ def _rewrite_file(settings: Settings, roots: tuple[str, ...], path: str, shown: 
         with read_here(version):  # read whole just above; the agent's session need not have read it
             write(settings, shown, content="\n".join(rewritten), expect=version)  # the caller updates the index
     except MemoryToolError as exc:
-        # A guard that blocked the write (the file changed meanwhile) leaves the links on purpose;
-        # any other refusal (the disk full, the note not writable) is a rewrite that failed.
-        why = f"not rewritten: {exc.message}" if isinstance(exc, WriteBlocked) else f"{WRITE_FAILED}{exc.message}"
+        # A guard that blocked the write (exit 3: the file changed meanwhile) or a refusal (exit 2: a
+        # read-only note) leaves the links by a rule; a failure (exit 1: the disk full) fails them.
+        why = f"not rewritten: {exc.message}" if exc.exit_code != 1 else f"{WRITE_FAILED}{exc.message}"
         return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
     return True, left
 
@@ -249,13 +255,20 @@ def _rewritten(link: ParsedLink, path: str, resolver: Resolver, dst: LinkTarget)
         if span is None:
             return ("not a Markdown link as written",)
         written = link.text[span[0]:span[1]]
-        bare = written[1:-1] if written.startswith("<") else written
-        fragment = bare[bare.index("#"):] if "#" in bare else ""
+        fragment = raw_fragment(written)  # as written
         relative = os.path.relpath(dst.abs_path, os.path.dirname(path))
-        dest = relative + fragment
-        if written.startswith("<") or any(c in dest for c in " ()<>"):
-            dest = f"<{dest}>"
-        return link.text[:span[0]] + dest + link.text[span[1]:]
+        # The path spelled to read back as itself: a % before two hex digits, a # and the & of what
+        # reads as an entity percent-encoded (a destination is %-decoded, its first # starts the
+        # fragment; marked reads `\\&amp;` as `&` too), a backslash escaped; bare where the link was
+        # and the path allows, else in <...>.
+        spelled = _ENTITY_LIKE.sub("%26", _PERCENT.sub("%25", relative).replace("#", "%23").replace("\\", "\\\\"))
+        bare = spelled + fragment
+        angled = "<" + (spelled.replace("<", "\\<").replace(">", "\\>") + fragment) + ">"
+        for dest in ((angled,) if written.startswith("<") else (bare, angled)):
+            new = link.text[:span[0]] + dest + link.text[span[1]:]
+            if _reads_back(new, link, path, resolver, dst):
+                return new
+        return new  # named by the caller: it cannot be written as a link naming the file
     assert link.form == WIKI
     for name in (_stem(dst.display.rsplit("/", 1)[-1]), _stem(dst.display)):
         if _names_it(resolver, link, name, path, dst):

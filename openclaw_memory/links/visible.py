@@ -52,6 +52,7 @@ class VisibleLine(NamedTuple):
     heading: str | None  # an ATX heading's text
     closed: bool  # the comment a paragraph held open before it closed in it: what ``maybe`` gave is no link
     ended: bool  # that paragraph ended before it: the comment was text, and what ``maybe`` gave is links
+    starts: bool = False  # a paragraph starts at it (a link reference definition may stand there, not inside one)
 
 
 _CODE = VisibleLine(None, None, None, False, False)
@@ -146,7 +147,7 @@ class VisibleText:
         opening = at if line.startswith("<!--", at) else -1  # a comment opening the line (or its list item)
         self._paragraph = opening < 0 or _text_after_comment(line[opening + 2:])
         self._code = False
-        return self._inline(line, self._paragraph, ended, heading, opening)
+        return self._inline(line, self._paragraph, ended, heading, opening, starts=opening < 0)
 
     def _quote(self, line: str, depth: int) -> None:
         """Go into or out of block quotes, to ``depth``: a quote whose ``>`` is indented to a list
@@ -202,7 +203,7 @@ class VisibleText:
             self._fence = None
 
     def _inline(self, line: str, paragraph: bool, ended: bool = False, heading: str | None = None,
-                opening: int = -1) -> VisibleLine:
+                opening: int = -1, *, starts: bool = False) -> VisibleLine:
         """The line read inline: its code spans and comments blanked, a comment it opens or closes
         kept track of (``opening``: where one opening the line starts, a block of its own)."""
         carried = self._comment
@@ -220,7 +221,7 @@ class VisibleText:
         maybe = None
         if self._comment == _INLINE and open_at is not None:
             maybe = visible[:open_at] + without_code_spans(line[open_at:])
-        return VisibleLine(visible, maybe, heading, carried == _INLINE and closed, ended)
+        return VisibleLine(visible, maybe, heading, carried == _INLINE and closed, ended, starts)
 
 
 def _within(items: list[int], indent: int) -> int:
