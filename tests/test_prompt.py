@@ -235,6 +235,24 @@ def test_the_date_is_the_users_day_whose_notes_are_shown(workspace):
                                 startup=StartupContext(user_timezone="Etc/GMT+12")).date == "2026-11-29"
 
 
+def test_a_workspace_reached_through_a_symlink_is_named_as_configured_in_missing_markers(workspace, state_dir, tmp_path):
+    # OpenClaw's [MISSING] Expected at: <workspace>/AGENTS.md names the workspace as configured (its
+    # path.resolve: '..' folded, the symlink kept); ours named the real path, a shorter marker here,
+    # which left MEMORY.md more of bootstrapTotalMaxChars than OpenClaw leaves it.
+    import os
+
+    write(workspace / "MEMORY.md", "m" * 1000)
+    link = tmp_path / ("a-much-longer-workspace-link-name-" + "x" * 40)
+    os.symlink(workspace, link)
+    for given in (str(link), f"{link}/../{link.name}/"):
+        settings = resolve_settings(Overrides(workspace=given, state_dir=str(state_dir)))
+        assert settings.workspace == workspace.resolve() and settings.workspace_spelled == str(link)
+        result = LocalMemory(settings).prompt(today=TODAY, consume=False)
+        assert [f.content for f in result.startup][:3] == [f"[MISSING] Expected at: {link}/{name}"
+                                                          for name in ("AGENTS.md", "SOUL.md", "IDENTITY.md")]
+    assert resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))).workspace_spelled == str(workspace)
+
+
 def test_a_zone_named_as_the_database_spells_it_is_taken_without_listing_the_database():
     # Listing every zone (to learn what another spelling stands for) cost tens of milliseconds on
     # each prompt. An exact name opens at once, and every file of the zone folder is taken or

@@ -120,11 +120,12 @@ class PromptSection:
         return sum(f["injectedChars"] for f in self.other_files)
 
 
-def _read_text(workspace: str, name: str) -> tuple[str, bool] | StartupRefusal | UnreadableFile | None:
+def _read_text(workspace: str, name: str, spelled: str | None = None) -> tuple[str, bool] | StartupRefusal | UnreadableFile | None:
     """``(text, not_utf8)`` of the workspace's bootstrap file ``name``, opened from the
     workspace's descriptor; a :class:`StartupRefusal` when OpenClaw's loader would refuse it (with the
     ``[UNREADABLE: ...]`` it injects instead); an :class:`UnreadableFile` when anything else stops the
-    read (permission): never silently left out; None when there is none.
+    read (permission; its marker names the file under ``spelled``, the workspace as configured):
+    never silently left out; None when there is none.
     """
     path = os.path.join(workspace, name)
     try:  # the open itself tells a symlink (ELOOP) from a folder, FIFO, socket or device
@@ -136,7 +137,7 @@ def _read_text(workspace: str, name: str) -> tuple[str, bool] | StartupRefusal |
             return StartupRefusal(name, "symlink", "it is a symlink", REFUSED_SYMLINK)
         return StartupRefusal(name, "not-a-file", "a folder, FIFO, socket or device, not a file", REFUSED_NOT_A_FILE)
     except OSError as exc:
-        return unreadable(exc, path, "open")
+        return unreadable(exc, os.path.join(spelled or workspace, name), "open")
     with os.fdopen(fd, "rb") as fh:
         if st.st_nlink > 1:
             return StartupRefusal(name, "hardlinked", f"it has {st.st_nlink} hard links", REFUSED_HARDLINKED)
@@ -164,12 +165,15 @@ def build_prompt_section(
     total_cap: int = 60_000,
     startup: StartupContext | None = None,
     checkpoint: str | None = None,
+    workspace_spelled: str | None = None,
 ) -> PromptSection:
     """The memory section for a new session, from a scan of the workspace.
 
     ``now`` picks the daily notes (dates in the configured time zone and UTC); ``today``
-    alone means noon UTC of that date.
+    alone means noon UTC of that date. ``workspace_spelled``: the workspace as configured (a
+    symlink kept), which OpenClaw's ``[MISSING] Expected at: <path>`` markers name (default: the scan's).
     """
+    spelled = workspace_spelled or scan.workspace
     if now is None:
         now = dt.datetime.combine(today, dt.time(12), dt.UTC) if today else dt.datetime.now(dt.UTC)
     startup = startup or StartupContext()
@@ -183,10 +187,10 @@ def build_prompt_section(
         memory = name in MEMORY_FILES
         if memory and name not in present:
             continue
-        got = _read_text(scan.workspace, name)
+        got = _read_text(scan.workspace, name, spelled)
         if got is None:
             if not memory and name != BOOTSTRAP_FILE:
-                loaded.append((name, Missing(os.path.join(scan.workspace, name))))
+                loaded.append((name, Missing(os.path.join(spelled, name))))
             continue
         if isinstance(got, UnreadableFile):
             if memory:
@@ -272,6 +276,7 @@ def memory_prompt(settings: Settings, today: dt.date | None = None, consume: boo
     section = build_prompt_section(
         scan_workspace(settings), today=today, file_cap=settings.prompt.file_chars, total_cap=settings.prompt.total_chars,
         startup=settings.prompt.startup, checkpoint=pending.text if pending is not None else None,
+        workspace_spelled=settings.workspace_spelled,
     )
     if unread is not None:
         section.warnings.append(unread)

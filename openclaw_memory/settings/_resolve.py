@@ -222,6 +222,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
                 hybrid[key] = {**hybrid[key], **value} if isinstance(value, dict) and isinstance(hybrid.get(key), dict) else value
     resolved = Settings(
         workspace=workspace,
+        workspace_spelled=js_resolve(expand(str(workspace_raw), env)),
         agent=agent,
         state_dir=state_dir,
         openclaw_json=json_path,
@@ -360,6 +361,13 @@ def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str
     if not os.access(real, os.R_OK | os.X_OK):
         raise WorkspaceError(f"workspace is not readable: {real}{given} (permission denied)")
     return real
+
+
+def js_resolve(path: str) -> str:
+    """Node's ``path.resolve(path)``: absolute against the current folder, ``.`` and ``..`` folded
+    as text, a trailing ``/`` dropped, symlinks left as they are (``//x`` is ``/x`` there)."""
+    absolute = os.path.abspath(path)
+    return "/" + absolute.lstrip("/") if absolute.startswith("//") else absolute
 
 
 def _settings_hint(source: str | None, path: Path) -> str:

@@ -213,6 +213,9 @@ class Settings:
 
     workspace: Path
     agent: str = DEFAULT_AGENT
+    # The workspace as OpenClaw spells it: its path.resolve of the configured value (absolute, '..'
+    # folded, symlinks kept), which its prompt's [MISSING] markers name; None: ``workspace``.
+    workspace_spelled: str | None = None
     state_dir: Path = field(default_factory=lambda: default_state_dir(os.environ))
     # The openclaw.json read (openclaw_config_path); None: <state dir>/openclaw.json (settings made in code).
     openclaw_json: Path | None = None

@@ -340,3 +340,25 @@ def test_slugged_notes_less_than_a_quarter_microsecond_apart(oracle, new_ws, che
     for (offsets, ws), answer in zip(built, oracle.more(requests)):
         checks.same(f"prelude of slugs z, a at +{offsets} ns", ours(ws, tz="UTC").prelude, answer["prelude"])
     checks.done()
+
+
+def test_workspace_reached_through_a_symlink_is_named_as_configured(oracle, new_ws, checks):
+    """OpenClaw's ``[MISSING] Expected at: <path>`` markers name the workspace as configured (a
+    symlink kept): their length, and so what is left of the budget for MEMORY.md, is OpenClaw's."""
+    from openclaw_memory.files.scan import scan_workspace
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    real = new_ws()
+    build(real, {"MEMORY.md": "m" * 1000})
+    link = real.parent / ("a-much-longer-workspace-link-name-" + "x" * 40)
+    os.symlink(real, link)
+    state = real.parent / "state"
+    state.mkdir()
+    cases = [(str(link), link), (f"{link}/../{link.name}/", link), (str(real), real)]
+    answers = oracle.more([boot(shown, totalMaxChars=900) for _given, shown in cases])
+    for (as_given, _shown), answer in zip(cases, answers):
+        resolved = resolve_settings(Overrides(workspace=as_given, state_dir=str(state)))
+        section = build_prompt_section(scan_workspace(resolved), now=NOW, total_cap=900,
+                                       workspace_spelled=resolved.workspace_spelled)
+        compare_startup(checks, f"workspace {as_given}", section, answer)
+    checks.done()
