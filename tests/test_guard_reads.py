@@ -122,6 +122,9 @@ def test_a_replace_after_a_window_read_is_refused_naming_the_lines(workspace, se
     agent = sessions()
     window = json.loads(agent.call("memory_get", path="MEMORY.md")[1])
     assert window["truncated"] and window["nextFrom"] == 121
+    # memory_files says which lines it read (read_fresh alone told the agent a write would go through).
+    listed = {f["path"]: f for f in json.loads(agent.call("memory_files")[1])["files"]}
+    assert (listed["MEMORY.md"]["state"], listed["MEMORY.md"]["seenLines"]) == ("read_fresh", [1, 120])
     edited = window["text"].split("\n\n[More content")[0].replace("- fact 7\n", "- fact 7 (corrected)\n") + "\n"
     refused, text = agent.call("memory_write", path="MEMORY.md", content=edited)
     assert refused and "read lines 1-120 of the 300 lines of MEMORY.md" in text and "(from=121)" in text, text
@@ -134,6 +137,8 @@ def test_a_replace_after_a_window_read_is_refused_naming_the_lines(workspace, se
     assert refused and "read lines 1-120 of the 301 lines" in text, text
 
     assert not agent.call("memory_get", path="MEMORY.md", **{"from": 121, "lines": 500})[0]  # the rest: all read
+    listed = {f["path"]: f for f in json.loads(agent.call("memory_files")[1])["files"]}
+    assert listed["MEMORY.md"]["state"] == "read_fresh" and "seenLines" not in listed["MEMORY.md"]
     refused, text = agent.call("memory_write", path="MEMORY.md", content=edited)
     assert not refused, text
     assert (workspace / "MEMORY.md").read_text() == edited
@@ -460,3 +465,14 @@ def test_a_schema_11_database_keeps_its_read_records_as_whole_reads(tmp_path):
     seen = ReadRecords(Store(), "main").get("/w/a.md")  # type: ignore[arg-type]
     assert seen is not None and (seen.version, seen.whole, seen.window) == ("v1", True, None)
     assert Database(tmp_path).one("PRAGMA user_version") == (schema.SCHEMA_VERSION,)
+
+
+def test_state_names_the_lines_a_window_read_showed(workspace, cli):
+    write(workspace / "memory" / "big.md", FACTS)
+    assert cli("read", "memory/big.md", "--lines", "1").returncode == 0
+    (entry,) = cli("state", "--json").json()["files"]
+    assert (entry["state"], entry["seenLines"]) == ("read_fresh", [1, 1])
+    assert "memory/big.md  (only lines 1-1 read: read the rest to replace it)" in cli("state").stdout
+    assert cli("read", "memory/big.md", "--from", "2", "--lines", "400").returncode == 0
+    (entry,) = cli("state", "--json").json()["files"]
+    assert entry["state"] == "read_fresh" and "seenLines" not in entry

@@ -27,6 +27,7 @@ class ListedFile:
     size: int
     modified: str  # the file's mtime, as iso_time (UTC)
     state: str | None = key(omit=lambda f: f.state is None, default=None)  # read_fresh, read_stale, ...
+    seen_lines: tuple[int, int | None] | None = key(omit=lambda f: f.seen_lines is None, default=None)  # as state's
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def memory_listing(settings: Settings) -> MemoryListing:
     """The scan of ``files`` with ``state``'s view of each file for ``settings.session``."""
     scan = scan_workspace(settings)
     states = file_states(settings)
-    state_of = {f.abs_path: f.state for f in states.files}
+    state_of = {f.abs_path: (f.state, f.seen_lines) for f in states.files}
     files = tuple(ListedFile(f.path, f.abs_path, f.source, f.kind, f.size, iso_time(f.mtime_ns / 1e9),
-                             state_of.get(f.abs_path)) for f in scan.files)
+                             *state_of.get(f.abs_path, (None, None))) for f in scan.files)
     return MemoryListing(scan.workspace, scan.agent, files, tuple(scan.skipped), tuple(scan.warnings + states.warnings))

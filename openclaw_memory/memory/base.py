@@ -284,9 +284,10 @@ class Memory(Protocol):
     @operation(impl=".history.inventory:memory_listing", service=True,
                tool=Tool("memory_files", "List memory files",
                          "List the memory files: {scope} Returns {workspace, agent, files: [{path, absPath, source, kind, "
-                         "size, modified, state?}], skipped: [{path, reason}]} in OpenClaw's order: modified is the "
+                         "size, modified, state?, seenLines?}], skipped: [{path, reason}]} in OpenClaw's order: modified is the "
                          "file's last change (UTC); state is what this session has seen of it: read_fresh (read, "
-                         "unchanged since), read_stale (changed since this session read or wrote it: memory_get it "
+                         "unchanged since; seenLines [first, last] when only those lines were read: content is "
+                         "refused until the rest is read), read_stale (changed since this session read or wrote it: memory_get it "
                          "again before memory_write), discovered_unread (never read by this session), written_unread "
                          "(this session wrote what it holds)."))
     def listing(self) -> MemoryListing:
