@@ -7,6 +7,7 @@ command run while a rebuild is under way says so instead of using the state data
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sqlite3
@@ -142,3 +143,34 @@ def test_commands_during_a_rebuild_say_so_and_write_nothing(workspace, state_dir
     assert _counts(_data_dir(state_dir) / "state.db") == reference
     verify = cli_process("watchdog", "verify")
     assert verify.returncode == 0 and "since snapshot base" in verify.stdout, verify.stdout + verify.stderr
+
+
+@pytest.mark.parametrize("record", ["garbled", "fifo"])
+def test_a_record_left_over_a_sound_database_is_named_then_removed_and_nothing_rebuilt(workspace, state_dir, cli_process,
+                                                                                        record):
+    """A record that does not read (cut short, garbled, a FIFO: never opened to read, which would
+    block) beside a sound database, and a scratch folder an earlier release's killed rebuild left:
+    commands refuse, doctor names it, --fix removes both (a FIFO kept under damaged/) and leaves
+    the database as it was."""
+    write(workspace / "MEMORY.md", "canon\n")
+    assert cli_process("watchdog", "snapshot", "base").returncode == 0
+    data_dir = _data_dir(state_dir)
+    before = _counts(data_dir / "state.db")
+    marker = data_dir / "state.db.rebuild"
+    if record == "fifo":
+        os.mkfifo(marker, 0o600)
+    else:
+        marker.write_bytes(b'{"pid": 12, "scr')
+    (data_dir / ".rebuild-old").mkdir()
+    (data_dir / ".rebuild-old" / "state.db").write_bytes(b"scratch copy")
+    verify = cli_process("watchdog", "verify")
+    assert verify.returncode != 0 and "was interrupted" in verify.stdout + verify.stderr, verify.stdout + verify.stderr
+    code, found = _findings(cli_process)
+    assert code != 0 and "state-db-damaged" in found
+    fixed = cli_process("doctor", "--fix", "--yes")
+    assert fixed.returncode == 0 and "nothing else to do" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert not os.path.lexists(marker) and not (data_dir / ".rebuild-old").exists()
+    assert len(list(data_dir.glob("damaged/*/state.db.rebuild"))) == (record == "fifo")
+    assert not list(data_dir.glob("damaged/*/state.db"))
+    assert _counts(data_dir / "state.db") == before
+    assert _findings(cli_process) == (0, set())

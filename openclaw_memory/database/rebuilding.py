@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 
 MARKER = "state.db.rebuild"
@@ -36,6 +37,8 @@ def read_marker(data_dir: str | os.PathLike[str]) -> Rebuilding | None:
     short, garbled) is a rebuild that was interrupted before its new database was complete."""
     path = marker_path(data_dir)
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # (a FIFO would block the read for ever)
+            return Rebuilding(None, None, None, {}, {})
         with open(path, "rb") as fh:
             raw = fh.read(1 << 20)
     except FileNotFoundError:

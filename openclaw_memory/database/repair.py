@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,10 +156,13 @@ def rebuild(db: Database) -> Salvage:
 
     forget_connections()  # before any copy: closing a descriptor of the file would drop their locks
     data_dir = Path(db.data_dir)
+    recorded = read_marker(data_dir) is not None
     resumed = _resume(db)
     _sweep_scratch(data_dir)  # (an earlier release's killed rebuild left its folder without a record)
     if resumed is not None:
         return resumed
+    if recorded and damage(db) is None:  # a record left by a rebuild killed before its new database was complete
+        return Salvage(None, {}, {}, resumed=True)
     if not os.path.isfile(db.path):  # (a link to a database is read through, below, and set aside as a link)
         return Salvage(set_aside_files(db), {}, {})  # nothing to read: what was there is kept as it was
     source = os.path.realpath(db.path)  # a link's database keeps its WAL beside the file it names
@@ -348,8 +352,12 @@ def _sweep_scratch(data_dir: Path) -> None:
 def _drop_marker(data_dir: Path) -> None:
     from ..fsutil.atomic import fsync_dir
 
+    path = marker_path(data_dir)
     try:
-        os.unlink(marker_path(data_dir))
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            set_aside(data_dir, path)  # not a record this product wrote: kept under damaged/, never deleted
+            return
+        os.unlink(path)
     except FileNotFoundError:
         return
     fsync_dir(data_dir)

@@ -72,6 +72,9 @@ def _rebuild_database(settings: Settings, finding: Finding) -> Repair:
             salvage = rebuild(db)
     except (MemoryToolError, OSError) as exc:
         return _failed(finding, "rebuild", exc)
+    if salvage.resumed and salvage.set_aside is None:
+        return Repair(finding.id, "rebuild", "done", "removed what an interrupted rebuild left (its record and scratch "
+                      "folder); the state database is sound: nothing else to do", finding.paths)
     detail = f"set the damaged database aside at {salvage.set_aside}; {_held(salvage)}"
     if salvage.resumed:
         detail = f"finished a rebuild that was interrupted (its new database was complete): {detail}"
