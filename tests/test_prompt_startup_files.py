@@ -132,6 +132,19 @@ def test_agents_md_over_its_cap_is_cut_around_a_policy_digest(workspace):
     assert "- never push to main" in content and content.endswith("tail")
 
 
+def test_agents_md_digest_words_match_as_javascript_iu_matches_them():
+    # OpenClaw's /\b(?:...must...)\b/iu folds ſ (U+017F) to s and K (U+212A) to k, and counts both as word
+    # characters for \b; nothing else beyond ASCII. ASCII-only matching left "this muſt be kept" out of
+    # the digest (OpenClaw keeps it), and Unicode matching would take İ, ı and é as letters.
+    from openclaw_memory.prompt.bootstrap import _DIGEST_CANDIDATE, _DIGEST_HIGH_PRIORITY
+
+    taken = ["this mu\u017ft be kept", "MU\u017fT", "AGENT\u017f.md", "\u017fecret", "\u00e9must", "must\u00e9",
+             "\u0130must", "\u0131must", "\u00b5must", "pr\u0131"]
+    left = ["\u212amust", "must\u212a", "\u017fmust", "must_", "\u0441ommit", "p\u0131", "\u0131"]
+    assert [line for line in taken + left if _DIGEST_CANDIDATE.search(line)] == taken
+    assert [line for line in taken[:-1] + left if _DIGEST_HIGH_PRIORITY.search(line)] == taken[:-1]
+
+
 def test_user_md_fixed_cap_line_in_the_budget_report(workspace):
     write(workspace / "USER.md", "u" * 4_500)
     write(workspace / "MEMORY.md", "m\n")

@@ -67,13 +67,26 @@ class Missing:
 # OpenClaw's AGENTS.md cut (trimAgentsBootstrapContent): 45% head, 15% tail, and up to 35% of the
 # cap for a digest of its policy-like lines (headings, list items, lines naming a rule).
 _WS = re.escape(JS_WHITESPACE)
+# Its patterns are JavaScript's /\b(?:...)\b|(?:...)/iu: there case folding is Unicode's simple one, under
+# which only ſ (U+017F, to s) and K (U+212A, the Kelvin sign, to k) fold to an ASCII letter, and those
+# two are word characters for \b as well (nothing else beyond ASCII is). So: ASCII case folding, each
+# s and k of a keyword matching ſ and K too, \b as lookarounds on that word-character set.
+_JS_IU_WORD = "A-Za-z0-9_\u017f\u212a"
+
+
+def _js_iu_words(*words: str) -> str:
+    body = "|".join(re.sub("[sS]", "[sſ]", re.sub("[kK]", "[kK]", re.escape(w))) for w in words)
+    return rf"(?<![{_JS_IU_WORD}])(?:{body})(?![{_JS_IU_WORD}])"
+
+
+_HIGH_WORDS = ("AGENTS.md", "scoped", "required", "must", "never", "do not", "before subtree", "read scoped")
 _DIGEST_CANDIDATE = re.compile(
-    r"\b(?:AGENTS\.md|scoped|required|must|never|do not|before subtree|read scoped|owner|security|secret|credential"
-    r"|test|validation|command|commit|push|github|pr)\b|(?:🔴|禁止|嚴禁|不得|絕不|絕對不|切勿|必須|務必|一律|紅線)",
+    _js_iu_words(*_HIGH_WORDS, "owner", "security", "secret", "credential", "test", "validation", "command", "commit",
+                 "push", "github", "pr") + "|(?:🔴|禁止|嚴禁|不得|絕不|絕對不|切勿|必須|務必|一律|紅線)",
     re.IGNORECASE | re.ASCII)
 _DIGEST_HIGH_PRIORITY = re.compile(
-    r"\b(?:AGENTS\.md|scoped|required|must|never|do not|before subtree|read scoped|security|secret|credential)\b"
-    r"|(?:🔴|禁止|嚴禁|不得|絕不|絕對不|切勿)", re.IGNORECASE | re.ASCII)
+    _js_iu_words(*_HIGH_WORDS, "security", "secret", "credential") + "|(?:🔴|禁止|嚴禁|不得|絕不|絕對不|切勿)",
+    re.IGNORECASE | re.ASCII)
 _DIGEST_LIST_LINE = re.compile(rf"^(?:#{{1,6}}|[{_WS}]*[-*+]|[{_WS}]*[0-9]+[.)])[{_WS}]+[^{_WS}]")
 _FENCE = re.compile(rf"^[{_WS}]*(?:`{{3,}}|~{{3,}})")
 

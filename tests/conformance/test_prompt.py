@@ -362,3 +362,21 @@ def test_workspace_reached_through_a_symlink_is_named_as_configured(oracle, new_
                                        workspace_spelled=resolved.workspace_spelled)
         compare_startup(checks, f"workspace {as_given}", section, answer)
     checks.done()
+
+
+# Lines that JavaScript's /\b(?:...must...)\b/iu takes or leaves, with ſ (U+017F) and K (U+212A), the only
+# letters beyond ASCII that it folds to ASCII ones and counts as word characters for \b.
+UNICODE_RULE_LINES = ["this mu\u017ft be kept", "\u212amust not count", "must\u212a neither", "\u017fmust neither",
+                      "\u00e9must counts", "must\u00e9 counts", "\u0130must counts", "pr\u0131 counts", "\u0131pr counts",
+                      "MU\u017fT counts", "AGENT\u017f.md counts", "\u017fecret counts", "secret_ not", "\u00b5must counts",
+                      "st\u00dfmust counts", "\u212a\u212a plain", "te\u017ft", "commit\u0301 accent after", "\u0441ommit cyrillic"]
+
+
+def test_agents_digest_words_as_javascript_iu_takes_them(oracle, new_ws, checks):
+    cases = []
+    for lines in (UNICODE_RULE_LINES, UNICODE_RULE_LINES[::-1]):
+        body = "".join(f"{line}\n" + "plain prose line\n" * 40 for line in lines)
+        cases.append(({"AGENTS.md": "# Agents\n" + "plain prose line\n" * 300 + body + "plain prose line\n" * 300,
+                       "MEMORY.md": "m\n"}, 3_000, 60_000))
+        cases.append(({"AGENTS.md": "# Agents\n" + "plain prose line\n" * 300 + body, "MEMORY.md": "m\n"}, 1_200, 60_000))
+    compare_cases(oracle, new_ws, checks, cases)
