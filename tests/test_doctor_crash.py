@@ -183,6 +183,33 @@ def test_a_migration_killed_after_its_link_with_its_journal_lost_leaves_memory_m
     assert cli("doctor", "--json", env=fresh).json()["findings"] == []
 
 
+def test_an_editor_save_of_memory_md_while_a_killed_migration_is_finished_keeps_the_legacy_bytes(workspace, state_dir,
+                                                                                                 cli, monkeypatch):
+    """Finishing a migration killed after its link, the temporary name (MEMORY.md's second name) was
+    unlinked after a separate look: an editor's save over MEMORY.md between the two left it the legacy
+    bytes' last name, and the unlink took them. Now unlinked only while it still is MEMORY.md's file."""
+    import openclaw_memory.doctor.recovery as recovery
+    from test_doctor import editor_save
+
+    write(workspace / "memory.md", LEGACY)
+    kill_at(workspace, state_dir, "migrate:linked", {}, "self")
+    real = recovery.same_file
+
+    def look_then_save(root, a, b):
+        answer = real(root, a, b)
+        editor_save(workspace / "MEMORY.md", CANON)  # right after the look
+        return answer
+
+    monkeypatch.setattr(recovery, "same_file", look_then_save)
+    fixed = cli("doctor", "--fix", "--json")
+    monkeypatch.setattr(recovery, "same_file", real)
+    assert "Traceback" not in fixed.stderr
+    assert_all_bytes_reachable(workspace, CANON.encode(), LEGACY.encode())
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8").startswith(CANON)
+    cli("doctor", "--fix", "--json")  # the split root the save made is merged as any
+    assert_all_bytes_reachable(workspace, CANON.encode(), LEGACY.encode())
+
+
 @pytest.mark.parametrize("beside", [None, "MEMORY.md"])
 def test_a_rename_killed_at_its_temp_name_is_found_again_by_a_state_dir_without_its_journal(workspace, state_dir, cli,
                                                                                                tmp_path, beside):

@@ -12,7 +12,7 @@ import stat
 
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
-from ..fsutil.move import SourceKept, give_back, remove_if_holds, safe_move
+from ..fsutil.move import SourceKept, give_back, remove_if_holds, safe_move, unlink_other_name
 from ..fsutil.safeopen import Folder
 from ..settings import Settings
 from .aftercare import finalize
@@ -212,15 +212,24 @@ def _resume_migrate(settings: Settings, state: JournalRecord, root: Folder) -> R
 
     entries = _entries(root)
     has_temp, has_canon, has_legacy = temp_name in entries, CANONICAL_ROOT in entries, LEGACY_ROOT in entries
-    if has_temp and has_canon and not same_file(root, temp_name, CANONICAL_ROOT):
-        if has_legacy:
+
+    def put_back() -> Repair:  # MEMORY.md is another file: the renamed one's bytes go back to memory.md
+        if LEGACY_ROOT in _entries(root):
             return Repair(ID, "resume", "failed", f"MEMORY.md and memory.md both appeared meanwhile; the renamed file's bytes are at {temp_name} — merge them by hand", paths)
         os.rename(temp_name, LEGACY_ROOT, src_dir_fd=root.fd, dst_dir_fd=root.fd)
         root.fsync()
         clear_journal(data_dir)
         return Repair(ID, "resume", "rolled-back", f"{where}: MEMORY.md appeared meanwhile, so memory.md was put back (a split root, which doctor --fix merges)", paths)
+
+    if has_temp and has_canon and not same_file(root, temp_name, CANONICAL_ROOT):
+        return put_back()
     if has_temp and has_canon:
-        root.unlink(temp_name)  # both names are the same file: the rename had finished but for this unlink
+        # Both names are the same file: the rename had finished but for this unlink, made only while
+        # they still are (an editor's save over MEMORY.md since the look left the temp name the bytes' last).
+        try:
+            unlink_other_name(root.fd, temp_name, root.fd, CANONICAL_ROOT)
+        except SourceKept:
+            return put_back()
         root.fsync()
     elif has_temp:
         place_no_replace(root, temp_name, CANONICAL_ROOT, "migrate")
