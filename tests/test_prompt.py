@@ -253,6 +253,32 @@ def test_a_workspace_reached_through_a_symlink_is_named_as_configured_in_missing
     assert resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir))).workspace_spelled == str(workspace)
 
 
+def test_an_empty_section_names_the_setting_that_keeps_daily_notes_out(cli, workspace, state_dir):
+    # With startupContext off (or applyOn without "new") and a daily note there, the warning said there
+    # was no daily note; and --json's "warnings" was [] beside it on stderr (also a zone's warning).
+    write(workspace / "memory/2026-11-30.md", "today\n")
+    said = {}
+    for setting in ('{enabled: false}', '{applyOn: ["reset"]}', '{}'):
+        write(state_dir / "openclaw.json", f'{{agents: {{defaults: {{userTimezone: "Europe/Lisboa", startupContext: {setting}}}}}}}')
+        result = cli("prompt", "--peek", "--json", "--date", "2026-11-30")
+        assert result.returncode == 0
+        warnings = result.json()["warnings"]
+        assert [line.removeprefix("warning: ") for line in result.stderr.splitlines()] == warnings
+        said[setting] = [w for w in warnings if "empty" in w]
+        assert any("Europe/Lisboa" in w for w in warnings)
+    start = f"the startup memory section is empty: {workspace} has no MEMORY.md or USER.md with text and "
+    assert said == {
+        "{enabled: false}": [start + "daily notes are not loaded (agents.defaults.startupContext.enabled is false, as "
+                             "OpenClaw has it)"],
+        '{applyOn: ["reset"]}': [start + 'daily notes are not loaded into a new session '
+                                 '(agents.defaults.startupContext.applyOn is ["reset"], without "new")'],
+        "{}": [],  # the note is shown
+    }
+    (workspace / "memory/2026-11-30.md").unlink()
+    assert cli("prompt", "--peek", "--json").json()["warnings"][-1] == (
+        start + "no daily note of the last 2 day(s) (memory/YYYY-MM-DD.md)")
+
+
 def test_a_zone_named_as_the_database_spells_it_is_taken_without_listing_the_database():
     # Listing every zone (to learn what another spelling stands for) cost tens of milliseconds on
     # each prompt. An exact name opens at once, and every file of the zone folder is taken or
