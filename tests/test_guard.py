@@ -235,6 +235,45 @@ def test_a_write_by_root_keeps_the_file_owned_by_its_user(cli, workspace):
     assert (st.st_uid, st.st_gid) == (1234, 2345)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_new_note_and_its_folders_made_by_root_are_the_folders_owners(base):
+    """Root's MCP server or CLI in a user's workspace made a new note (and the folders for it) root's:
+    the user's own agent was then refused appending to their daily note, "read-only (owned by uid 0)"."""
+    import dataclasses
+
+    from conftest import NOBODY, as_nobody, env_for, run_in_process
+
+    ws, state, user_state = base / "ws", base / "state", base / "user-state"
+    ws.mkdir()
+    os.chown(ws, NOBODY, NOBODY + 1)
+    for args in (("write", TODAY, "--append", "root wrote this"),
+                 ("write", "memory/projects/roof.md", "--stdin")):
+        done = run_in_process((*args, "--no-index"), input="# Roof\n", env=env_for(ws, state), cwd=base)
+        assert done.returncode == 0, done.stderr
+    for made in ("memory", TODAY, "memory/projects", "memory/projects/roof.md"):
+        st = os.stat(ws / made)
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY + 1), made
+    user_state.mkdir(mode=0o700)
+    os.chown(user_state, NOBODY, NOBODY)
+    appended = as_nobody(lambda: [dataclasses.asdict(run_in_process(args, env=env_for(ws, user_state), cwd=ws)) for args in (
+        ("read", TODAY), ("write", TODAY, "--append", "the user wrote this", "--no-index"))][-1])
+    assert appended["returncode"] == 0, appended
+    assert (ws / TODAY).read_text() == "root wrote this\nthe user wrote this\n"
+    from openclaw_memory.fsutil.atomic import atomic_write_bytes  # (doctor's new MEMORY.md: made through its folder)
+
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        atomic_write_bytes("MEMORY.md", b"# Memory\n", dir_fd=fd)
+    finally:
+        os.close(fd)
+    assert (os.stat(ws / "MEMORY.md").st_uid, os.stat(ws / "MEMORY.md").st_gid) == (NOBODY, NOBODY + 1)
+    atomic_write_bytes(ws / "by-path.json", b"{}", 0o600)  # a state file, written by path: root's, as before
+    assert os.stat(ws / "by-path.json").st_uid == 0
+    os.chown(ws / "memory", 0, 0)  # in root's own folder, root's as before
+    done = run_in_process(("write", "memory/root/x.md", "--append", "x", "--no-index"), env=env_for(ws, state), cwd=base)
+    assert done.returncode == 0 and os.stat(ws / "memory/root").st_uid == os.stat(ws / "memory/root/x.md").st_uid == 0
+
+
 def test_exactly_one_source_of_content(cli, workspace, tmp_path):
     assert cli("write", "MEMORY.md").returncode == 2
     both = cli("write", "MEMORY.md", "--append", "x", "--stdin", "--json", input="y")

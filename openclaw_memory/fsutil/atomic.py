@@ -200,6 +200,34 @@ def _give_xattrs(fd: int, xattrs: Xattrs, mode: int | None) -> int | None:
     return mode
 
 
+def folder_owner(dir_fd: int) -> tuple[int, int] | None:
+    """The owner (uid, gid) that a file or folder this process makes in the folder open on ``dir_fd``
+    gets: the folder's own, when this process is root (a CLI or an MCP server run as root in a user's
+    workspace), as an existing file keeps its owner when root replaces it; None otherwise (what a
+    user makes is the user's). Root's new note was root's, and the user's own agent was then refused
+    writing it ("read-only (owned by uid 0)"): the user's daily note of the day among them."""
+    if os.geteuid() != 0:
+        return None
+    st = os.fstat(dir_fd)
+    return st.st_uid, st.st_gid
+
+
+def give_to_folder_owner(fd: int, dir_fd: int) -> None:
+    """Give the folder or file just made, open on ``fd``, the owner of the folder it was made in (open
+    on ``dir_fd``) where :func:`folder_owner` says so; only while it is still this process's own (a
+    folder another user swapped in meanwhile is left as it is). A refusal (no CAP_CHOWN in a user
+    namespace) leaves it this process's, as before."""
+    owner = folder_owner(dir_fd)
+    if owner is None:
+        return
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and (st.st_uid, st.st_gid) != owner:
+            os.fchown(fd, *owner)
+    except OSError:
+        pass
+
+
 _ZEROS = bytes(1 << 20)  # a block this long and all zero is left a hole (a sparse note stays sparse)
 
 
@@ -257,6 +285,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[byte
 
     The file keeps its permission bits (``mode`` overrides) and, where this process may, its
     owner when it exists already; without ``mode``, its ACL and other extended attributes too.
+    A new one in an open folder (``dir_fd``: a user's tree) made by root is its folder's owner's
+    (:func:`folder_owner`).
     """
     path = os.fspath(path)
     xattrs: Xattrs | None = None
@@ -266,8 +296,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[byte
         if mode is None:
             mode = st.st_mode & 0o7777
             xattrs = _xattrs_at(path, dir_fd)
-    except FileNotFoundError:
-        owner, mode = None, 0o644 if mode is None else mode
+    except FileNotFoundError:  # a new file: in an open folder of a user's tree, that folder's owner's
+        owner, mode = folder_owner(dir_fd) if dir_fd is not None else None, 0o644 if mode is None else mode
     tmp = write_temp_beside(path, data, mode, dir_fd=dir_fd, owner=owner, xattrs=xattrs)
     faults.reach(f"atomic:renaming:{os.path.basename(path)}")  # the temp file written, not yet renamed
     try:

@@ -22,6 +22,7 @@ import os
 import stat
 from collections.abc import Sequence
 
+from .atomic import give_to_folder_owner
 from .private import as_user_made
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -110,6 +111,7 @@ def open_folder(root: str | os.PathLike[str], parts: Sequence[str] = (), *, crea
                 child = _open_child(fd, part, walked)
                 if made:
                     as_user_made(child, mode)
+                    give_to_folder_owner(child, fd)  # root's folder in a user's tree is the user's
             os.close(fd)
             fd = child
     except BaseException:

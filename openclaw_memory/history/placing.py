@@ -16,7 +16,7 @@ from ..errors import PathRefused, WriteBlocked
 from ..files.jstext import js_trim
 from ..files.paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path
 from ..files.read import ResolvedPath, resolve_memory_path
-from ..fsutil.atomic import Xattrs, has_default_acl, read_xattrs, write_temp_beside
+from ..fsutil.atomic import Xattrs, folder_owner, has_default_acl, read_xattrs, write_temp_beside
 from ..fsutil.move import link_noreplace
 from ..fsutil.private import user_umask
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
@@ -305,9 +305,10 @@ def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[by
         tmp = write_temp_beside(resolved.name, hashed(), kept.mode, dir_fd=folder.fd, owner=(kept.uid, kept.gid),
                                 xattrs=kept.xattrs)
     elif has_default_acl(folder.fd):  # created as the shell's `>` would, the folder's default ACL applied
-        tmp = write_temp_beside(resolved.name, hashed(), None, dir_fd=folder.fd, create_mode=0o666)
-    else:
-        tmp = write_temp_beside(resolved.name, hashed(), new_file_mode(), dir_fd=folder.fd)
+        tmp = write_temp_beside(resolved.name, hashed(), None, dir_fd=folder.fd, create_mode=0o666,
+                                owner=folder_owner(folder.fd))
+    else:  # (made by root, the folder's owner's: the user's note is the user's to write)
+        tmp = write_temp_beside(resolved.name, hashed(), new_file_mode(), dir_fd=folder.fd, owner=folder_owner(folder.fd))
     return tmp, FileVersion(whole.hexdigest(), size), head.hexdigest()
 
 
