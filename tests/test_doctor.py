@@ -209,6 +209,8 @@ def test_memory_md_hard_linked_to_memory_md_loses_its_second_name_not_archived(w
     write(workspace / "MEMORY.md", CANON)
     os.link(workspace / "MEMORY.md", workspace / "memory.md")
     before = os.stat(workspace / "MEMORY.md")
+    (linked,) = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "prompt-file-hardlinked"]
+    assert "second name is the legacy memory.md" in linked["message"] and "on purpose" not in linked["message"]
     result = cli("doctor", "--fix", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     data = result.json()

@@ -6,6 +6,7 @@ found")."""
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from ..prompt.refusals import RefusalReason, StartupRefusal
@@ -26,9 +27,22 @@ def _seen(r: StartupRefusal) -> str:
     return "it is left out of the daily notes a new session starts with"
 
 
+def _legacy_is_its_second_name(ctx: CheckContext) -> bool:
+    from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
+
+    try:
+        return os.path.samestat(os.lstat(os.path.join(ctx.workspace, CANONICAL_ROOT)),
+                                os.lstat(os.path.join(ctx.workspace, LEGACY_ROOT)))
+    except OSError:
+        return False
+
+
 def _todo(ctx: CheckContext, r: StartupRefusal) -> str:
     path = shlex.quote(f"{ctx.workspace}/{r.path}")
     if r.reason == "hardlinked":  # the copy breaks the link; the other name keeps every byte it had
+        if r.path == "MEMORY.md" and _legacy_is_its_second_name(ctx):
+            return ("Its second name is the legacy memory.md beside it: doctor --fix removes that name (split-root), "
+                    "checked as the same file; nothing is lost.")
         return (f"Give it a file of its own, e.g. `cp -p {path} {path}.copy && mv {path}.copy {path}` (the other "
                 "hard link keeps its bytes; nothing is lost). doctor --fix leaves it: the second link may be on purpose.")
     if r.reason == "not-a-file":
