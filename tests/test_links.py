@@ -517,6 +517,15 @@ def test_a_link_naming_a_note_in_another_unicode_form_names_nothing_and_says_whi
     assert problems["[[Cafe]]"] == "no memory file is named Cafe"
 
 
+def test_a_link_from_the_wrong_folder_names_the_file_of_that_name_not_a_unicode_form(workspace, cli):
+    """``[the notes](notes.md)`` in memory/sub/ names memory/sub/notes.md: the file is memory/notes.md,
+    the same letters; the problem said its name's letters were written with other code points."""
+    write(workspace / "memory" / "notes.md", "# notes\n")
+    write(workspace / "memory" / "sub" / "x.md", "see [the notes](notes.md)\n")
+    (link,) = cli("links", "memory/sub/x.md", "--json").json()["outgoing"]
+    assert link["problem"] == "no memory file at notes.md (memory/notes.md has that name, in another folder than the link names)"
+
+
 def test_a_line_of_megabytes_is_parsed_in_one_pass(notes, cli):
     """A note may hold one huge line (doctor's tests write one of 20 MB): each pattern is linear in
     the line (a URL pattern scanned the rest of the line from every letter: the doctor suite's

@@ -172,12 +172,21 @@ class Resolver:
         def form(name: str) -> str:
             return self._fold(unicodedata.normalize("NFC", _stem(name.rsplit("/", 1)[-1])))
 
+        def letters(name: str) -> str:
+            return self._fold(_stem(name.rsplit("/", 1)[-1]))
+
         wanted = form(target) if target else ""
-        alike = sorted(t.display for t in self.targets.values() if wanted and form(t.display) == wanted)
-        if not alike:
-            return ""
-        return (f" ({', '.join(alike)} is named alike, its name's letters written with other Unicode code points: "
-                "rename the file or retype the link so they match)")
+        found = sorted(t.display for t in self.targets.values() if wanted and form(t.display) == wanted)
+        # The same letters: the file is in another folder than the link names (a Markdown link is read
+        # from its note's folder), which is all there is to say; said as a Unicode form, it misled.
+        elsewhere = [name for name in found if letters(name) == letters(target)]
+        alike = [name for name in found if name not in elsewhere]
+        if alike:
+            return (f" ({', '.join(alike)} is named alike, its name's letters written with other Unicode code points: "
+                    "rename the file or retype the link so they match)")
+        if elsewhere:
+            return f" ({', '.join(elsewhere)} has that name, in another folder than the link names)"
+        return ""
 
     def _checked(self, link: ParsedLink, found: Resolution) -> Resolution:
         """A resolved link whose heading or line range its target does not have is broken."""
