@@ -197,6 +197,23 @@ def test_an_image_files_lists_is_refused_as_an_image_not_as_no_memory_path(cli, 
     assert elsewhere.returncode == 2 and "is not a memory path" in elsewhere.stderr
 
 
+def test_a_non_markdown_file_of_an_extra_path_is_refused_for_its_extension(cli, workspace, tmp_path):
+    """`--extra ../ex read ../ex/c.txt` said "not a memory path (... or a file in an existing configured
+    extra path)", which it is; its extension is the cause (OpenClaw: 'path is not an allowed Markdown memory file')."""
+    write(tmp_path / "ex" / "c.txt", "text\n")
+    write(tmp_path / "ex" / "a.md", "a\n")
+    write(tmp_path / "ex" / "sub" / "d.json", "{}")
+    ex = os.path.relpath(tmp_path / "ex", workspace)
+    for extra, path in ((ex, f"{ex}/c.txt"), (ex, str(tmp_path / "ex" / "c.txt")), (ex, f"{ex}/sub/d.json"),
+                        (f"{ex}/c.txt", f"{ex}/c.txt")):
+        refused = cli("--extra", extra, "read", path)
+        assert refused.returncode == 2 and refused.stderr == (
+            f"error: refused: {path} is not a Markdown (.md) memory file (as OpenClaw's memory_get: 'path is not an "
+            "allowed Markdown memory file')\n"), refused.stderr
+    for path in (ex, "notes.txt", str(tmp_path / "c.txt")):  # the extra folder itself, outside every memory path: as before
+        assert "is not a memory path (MEMORY.md" in cli("--extra", ex, "read", path).stderr, path
+
+
 def test_a_file_of_an_extra_path_named_through_a_linked_folder_has_one_name(cli, workspace, tmp_path):
     # The scanner names an extra path with its folders' links resolved; reads refused that name
     # (the one `files` and search print), and a write through the link's name kept a history of its own.

@@ -199,6 +199,10 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
             raise PathRefused(f"refused: {raw if os.path.isabs(raw) or not shown else shown} is {kind}, which read does not "
                               "show: it reads Markdown (.md) memory files only (as OpenClaw's memory_get: 'path is not an "
                               "allowed Markdown memory file'); with --multimodal, files lists it and search finds it")
+        if not absolute.endswith(".md") and _under_extra(absolute, extra_paths):  # the cause is its extension
+            _refuse_citation(raw)
+            raise PathRefused(f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a Markdown (.md) "
+                              "memory file (as OpenClaw's memory_get: 'path is not an allowed Markdown memory file')")
         # `~` is a name as OpenClaw reads it (a folder `~` of an extra path `.` is read); said when it meant home.
         tilde = "; '~' is not expanded: give the path relative to the workspace or absolute" if raw.startswith("~") else ""
         _refuse_citation(raw)
@@ -299,6 +303,16 @@ def _media(absolute: str, roots) -> str | None:
     if not any(absolute == os.fspath(r) or _inside(absolute, os.fspath(r)) for r in roots):
         return None
     return f"an {kind} file"
+
+
+def _under_extra(absolute: str, extra_paths) -> bool:
+    """Whether ``absolute`` lies below an existing configured extra folder (as given or as the scanner
+    names it), or is an existing extra path that is no folder."""
+    for given in extra_paths:
+        for extra in dict.fromkeys((os.fspath(given), os.fspath(as_scanned(given)))):
+            if _inside(absolute, extra) and os.path.exists(extra) and not (absolute == extra and os.path.isdir(extra)):
+                return True
+    return False
 
 
 def _allowed_extra(absolute: str, extra_paths) -> tuple[str | None, str | None]:
