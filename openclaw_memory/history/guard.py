@@ -222,6 +222,55 @@ def restore_file_version(settings: Settings, path: str, version: str, *, stored:
                                        path=resolved.display, step="history") from None
 
 
+def refuse_look_alike(resolved: ResolvedPath, folder: Folder | None, done: str) -> None:
+    """PathRefused (exit 2) when creating ``resolved`` would make a name that looks like one its folder
+    holds: the same under Unicode normalization (NFC), other code points (``café.md`` typed as one
+    é, the file's name holding e and a combining accent, as macOS names files). Reading the typed
+    name finds nothing, as OpenClaw's ``memory_get`` finds nothing, and a write made a second note
+    beside the first that no listing tells apart. The same for the first folder a write would make
+    for it (``memory/projéct/`` beside ``memory/projéct/``). ``folder``: the file's folder, open,
+    or None when it does not exist yet. Only for a creation: the folder is listed once, and a name
+    there that is exactly the one given is the file itself. ``done``: "written", "restored"."""
+    if folder is not None:
+        _refuse_alike_in(folder.fd, resolved, len(resolved.parts) - 1, done)
+        return
+    dirs = resolved.parts[:-1]
+    for depth in range(len(dirs) - 1, -1, -1):  # the deepest folder there is: the next one would be made
+        try:
+            above = Folder.under(resolved.root, dirs[:depth])
+        except (OSError, ValueError):
+            continue
+        with above:
+            _refuse_alike_in(above.fd, resolved, depth, done)
+        return
+
+
+def _refuse_alike_in(fd: int, resolved: ResolvedPath, depth: int, done: str) -> None:
+    """:func:`refuse_look_alike` for the component ``resolved.parts[depth]``, to be made in the folder open on ``fd``."""
+    import unicodedata
+
+    made = resolved.parts[depth]
+    wanted = unicodedata.normalize("NFC", made)
+    try:
+        names = os.listdir(fd)
+    except OSError:
+        return  # (a folder this user may write but not list: the creation goes on as before)
+    alike = sorted(name for name in names if name != made and unicodedata.normalize("NFC", name) == wanted)
+    if not alike:
+        return
+    shown_parts = resolved.display.split("/")
+    at = len(shown_parts) - len(resolved.parts) + depth  # the component in the shown path
+    head = "/".join(shown_parts[:at]) + "/" if at > 0 else ""
+    there, mine = head + alike[0], head + made
+    what = "file" if depth == len(resolved.parts) - 1 else "folder"
+    form = " (decomposed: NFD, as macOS names files)" if unicodedata.is_normalized("NFD", alike[0]) else ""
+    raise PathRefused(
+        f"refused: {there} exists, named as {mine} is but with its letters written in other Unicode code "
+        f"points{form}: {resolved.display} would make a second {what} of the same look beside it; nothing was "
+        f"{done}. Write {'to' if what == 'file' else 'under'} the existing {what} by its exact name, as this message gives it"
+    )
+
+
 def refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
     """The dream diary is ``DREAMS.md``, or ``dreams.md`` while ``DREAMS.md`` is absent: the scan
     skips the twin and every other letter case (``Dreams.md``, which OpenClaw reads as the diary),
@@ -269,6 +318,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         if current is not None:
             # The restore said that version "can be brought back", and it was gone.
             refuse_unkept(store, resolved, current, "restored")
+        else:
+            refuse_look_alike(resolved, folder, "restored")
         # Brought back where none is (a removed note): with the mode and owner the history saw last.
         kept: FileMode | None
         if fd is None:
@@ -370,6 +421,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
     try:
         if current is None:
             refuse_new_not_utf8(resolved, "nothing was written")
+            refuse_look_alike(resolved, folder, "written")
         if current is not None:
             if added is None:  # (an append keeps every byte the file holds)
                 refuse_unkept(store, resolved, current, "written")

@@ -1,0 +1,80 @@
+"""A name that looks like one its folder holds, the same under Unicode normalization (NFC), is never
+made: a note named in NFD (as macOS names files) is not found by its NFC spelling (as OpenClaw's
+memory_get finds nothing), and a write to that spelling created a second note of the same look."""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+
+from conftest import write
+
+NFD = unicodedata.normalize("NFD", "café")
+NFC = unicodedata.normalize("NFC", "café")
+
+
+def names(folder) -> list[str]:
+    return sorted(os.listdir(folder))
+
+
+def test_a_write_that_would_create_a_look_alike_of_a_note_is_refused_naming_it(cli, workspace):
+    write(workspace / "memory" / f"{NFD}.md", "the person's note\n")
+    refused = cli("write", f"memory/{NFC}.md", "--append", "agent", "--json")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.json()["error"] == (
+        f"refused: memory/{NFD}.md exists, named as memory/{NFC}.md is but with its letters written in other Unicode "
+        f"code points (decomposed: NFD, as macOS names files): memory/{NFC}.md would make a second file of the same "
+        "look beside it; nothing was written. Write to the existing file by its exact name, as this message gives it")
+    assert names(workspace / "memory") == [f"{NFD}.md"]
+    # Its exact name is written; a new name that looks like no other is created as before.
+    assert cli("read", f"memory/{NFD}.md").returncode == 0
+    assert cli("write", f"memory/{NFD}.md", "--append", "agent", "--no-index").returncode == 0
+    assert (workspace / "memory" / f"{NFD}.md").read_text() == "the person's note\nagent\n"
+    assert cli("write", "memory/other.md", "--append", "x", "--no-index").returncode == 0
+    # The refusal recorded no idempotency key: once the look-alike is gone, the same write creates the note.
+    os.rename(workspace / "memory" / f"{NFD}.md", workspace / "memory" / "renamed.md")
+    made = cli("write", f"memory/{NFC}.md", "--append", "agent", "--json", "--no-index")
+    assert made.returncode == 0 and made.json()["created"] is True and "replayed" not in made.json()
+    assert (workspace / "memory" / f"{NFC}.md").read_text() == "agent\n"
+
+
+def test_a_folder_a_write_would_make_beside_a_look_alike_is_refused(cli, workspace):
+    write(workspace / "memory" / NFD / "a.md", "in the person's folder\n")
+    for path in (f"memory/{NFC}/b.md", f"memory/{NFC}/deeper/b.md"):
+        refused = cli("write", path, "--append", "agent", "--json")
+        assert refused.returncode == 2 and refused.json()["error"].startswith(
+            f"refused: memory/{NFD} exists, named as memory/{NFC} is but"), refused.stdout
+        assert f"{path} would make a second folder of the same look beside it; nothing was written. Write under " \
+            "the existing folder" in refused.json()["error"]
+    assert names(workspace / "memory") == [NFD]
+
+
+def test_a_restore_that_would_bring_a_note_back_beside_a_look_alike_is_refused(cli, workspace):
+    write(workspace / "memory" / f"{NFC}.md", "the agent's note\n")
+    assert cli("read", f"memory/{NFC}.md").returncode == 0
+    assert cli("rm", f"memory/{NFC}.md", "--no-index").returncode == 0
+    write(workspace / "memory" / f"{NFD}.md", "the person's note, saved from a Mac\n")
+    refused = cli("restore", f"memory/{NFC}.md", "--last", "--json")
+    assert refused.returncode == 2, refused.stdout
+    assert f"memory/{NFC}.md would make a second file of the same look beside it; nothing was restored" \
+        in refused.json()["error"]
+    assert names(workspace / "memory") == [f"{NFD}.md"]
+    os.unlink(workspace / "memory" / f"{NFD}.md")
+    assert cli("restore", f"memory/{NFC}.md", "--last", "--no-index").returncode == 0
+    assert (workspace / "memory" / f"{NFC}.md").read_text() == "the agent's note\n"
+
+
+def test_memory_write_of_a_look_alike_is_a_tool_error_and_memory_get_finds_nothing_as_openclaw(workspace, state_dir):
+    from test_guard_reads import Session
+
+    write(workspace / "memory" / f"{NFD}.md", "the person's note\n")
+    session = Session(workspace, state_dir)
+    try:
+        refused, text = session.call("memory_write", path=f"memory/{NFC}.md", append="agent")
+        assert refused and text.startswith(f"refused: memory/{NFD}.md exists, named as memory/{NFC}.md is but"), text
+        refused, text = session.call("memory_get", path=f"memory/{NFC}.md")  # (unchanged: OpenClaw's answer)
+        assert not refused and json.loads(text) == {"text": "", "path": f"memory/{NFC}.md", "status": "not_found"}
+    finally:
+        assert "Traceback" not in session.close()
+    assert names(workspace / "memory") == [f"{NFD}.md"]
