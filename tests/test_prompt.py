@@ -348,6 +348,27 @@ def test_a_daily_note_the_prelude_leaves_out_is_said(workspace, cli):
     assert [line for line in result.stderr.splitlines() if "left out" in line] == [f"warning: {w}" for w in said]
 
 
+def test_a_missing_daily_note_of_an_unlistable_memory_folder_is_not_said_unreadable(base):
+    # memory/ with search but no read permission (chmod a-r): each date's plain note is tried by name;
+    # yesterday's, not there, was said "left out ...: it cannot be read (Permission denied)".
+    import os
+
+    from conftest import NOBODY, as_nobody
+
+    ws = write(base / "ws" / "MEMORY.md", "mem\n").parent
+    write(ws / "memory" / "2026-11-30.md", "plain today\n")
+    for path in (ws, ws / "MEMORY.md", ws / "memory", ws / "memory" / "2026-11-30.md"):
+        os.chown(path, NOBODY, NOBODY)
+    os.chmod(ws / "memory", 0o311)
+
+    def left_out() -> list[str]:
+        return [w for w in section(ws).warnings if "left out" in w]
+
+    assert left_out() == []  # as root (every module it needs imported here, before the child drops to nobody)
+    said = as_nobody(left_out) if os.geteuid() == 0 else left_out()
+    assert not any("2026-11-29" in w for w in said), said
+
+
 def test_daily_notes_behind_a_symlink_are_said_left_out(workspace, cli, tmp_path):
     """A symlinked memory/ folder (or a slugged note that is a symlink): OpenClaw's guarded read loads
     none of it, and prompt left every daily note out without a word (ac11c5a said the others)."""

@@ -164,6 +164,18 @@ def _read_note(workspace: str, rel: str, max_bytes: int) -> str | StartupRefusal
     return data.decode("utf-8", errors="replace")
 
 
+def _exists(path: str) -> bool:
+    """Whether there is an entry at ``path`` (a stat needs only search permission on its folders: a
+    note that cannot be opened is told from one that is not there). Unsure: True (it is said)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def trim_note(content: str, max_chars: int) -> str:
     trimmed = js_trim(content)
     if utf16_len(trimmed) <= max_chars:
@@ -235,6 +247,8 @@ def build_prelude(scan: ScanResult, now: dt.datetime, config: StartupContext, ac
         try:
             content = _read_note(workspace, rel, config.max_file_bytes)
         except OSError as exc:
+            if not _exists(os.path.join(workspace, rel)):  # (memory/ not listable: each date's note was tried)
+                continue
             left_out.append(f"{printable(rel)} is left out of the startup prompt: it cannot be read ({exc.strerror or exc})")
             continue
         if isinstance(content, StartupRefusal):
