@@ -78,3 +78,19 @@ def test_memory_write_of_a_look_alike_is_a_tool_error_and_memory_get_finds_nothi
     finally:
         assert "Traceback" not in session.close()
     assert names(workspace / "memory") == [f"{NFD}.md"]
+
+
+def test_a_rollback_brings_a_note_back_under_the_name_it_had_even_beside_a_look_alike(cli, workspace):
+    """A rollback puts every name back as it was at its moment: a refused step would stop it half done."""
+    import time
+
+    from openclaw_memory.rollback.plan import iso_moment
+
+    assert cli("write", f"memory/{NFC}.md", "--append", "the agent's note", "--no-index").returncode == 0
+    moment = time.time()  # after the write's entry, before the removal's (microseconds: the rm takes milliseconds)
+    assert cli("rm", f"memory/{NFC}.md", "--no-index").returncode == 0
+    write(workspace / "memory" / f"{NFD}.md", "the person's note\n")  # made by hand since: left as it is
+    done = cli("rollback", "--to", iso_moment(moment), "--force", "--json", "--no-index")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert names(workspace / "memory") == sorted([f"{NFC}.md", f"{NFD}.md"])
+    assert (workspace / "memory" / f"{NFC}.md").read_text() == "the agent's note\n"

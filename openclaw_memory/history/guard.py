@@ -318,7 +318,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         if current is not None:
             # The restore said that version "can be brought back", and it was gone.
             refuse_unkept(store, resolved, current, "restored")
-        else:
+        elif not stored:  # (a rollback puts back names as they were at its moment: a refusal would stop it half done)
             refuse_look_alike(resolved, folder, "restored")
         # Brought back where none is (a removed note): with the mode and owner the history saw last.
         kept: FileMode | None
