@@ -103,3 +103,22 @@ def test_a_tilde_in_an_include_root_or_the_workspace_is_read_as_openclaw_reads_i
     (tmp_path / "~nobody" / "ws").mkdir()
     write(state_dir / "openclaw.json", '{agents: {defaults: {workspace: "~nobody/ws"}}}')
     assert settings(state_dir).workspace == tmp_path / "~nobody" / "ws"
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    ('{memory: {search: {extraPaths: [{path: "x", pattern: null}]}}}',
+     'memory.search.extraPaths must be a list of paths or {path, pattern} objects, not {"path": "x", "pattern": null}'),
+    ('{agents: {defaults: {workspace: true}}}', "agents.defaults.workspace must be a string (a folder path), not true"),
+    ('{agents: [1, null]}', "agents must be an object, not array [1, null]"),
+    ('{agents: {list: false}}', "agents.list must be an array of agents, not false"),
+    ('{memory: {search: {extraPaths: [{path: "x", pattern: "a\\u0000b"}]}}}',
+     'memory.search.extraPaths: the pattern "a\\u0000b" of extra path "x" holds a NUL character, which no file name holds: '
+     "it matches nothing (OpenClaw lists nothing of that extra path); remove it or the extra path"),
+])
+def test_a_wrong_value_is_shown_as_json_and_a_bad_pattern_named_as_the_pattern(state_dir, config, said):
+    # Values were shown as Python writes them (not True, not {'path': 'x', 'pattern': None}), and a
+    # pattern holding a NUL character was said to be "the path 'a\x00b'".
+    write(state_dir / "openclaw.json", config)
+    with pytest.raises(ConfigError) as caught:
+        settings(state_dir)
+    assert caught.value.message == f"{state_dir / 'openclaw.json'}: {said}"

@@ -912,7 +912,7 @@ def test_multimodal_modalities_limit_which_media_files_are_listed(cli, workspace
     write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": {"enabled": True, "modalities": ["video"]}}}}))
     wrong = cli("files")
     assert wrong.returncode == 2 and wrong.stderr.strip().endswith(
-        "openclaw.json: memory.search.multimodal.modalities must be a list of \"image\", \"audio\" or \"all\", not ['video']"), wrong.stderr
+        "openclaw.json: memory.search.multimodal.modalities must be a list of \"image\", \"audio\" or \"all\", not [\"video\"]"), wrong.stderr
 
 
 def test_a_search_gives_openclaw_json_max_results_when_no_limit_is_asked(cli, workspace, state_dir):

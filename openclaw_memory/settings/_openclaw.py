@@ -3,16 +3,34 @@ extra paths, startup context, search settings by spelling, switches and counts a
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
 
-from ..errors import ConfigError, shown
+from ..errors import SURROGATE, ConfigError, cut, shown
 from ..files.jstext import js_trim
 from ..files.paths import MODALITIES
 from ._ids import openclaw_agent_id
-from ._places import env_value, path_text
+from ._places import env_value, path_text, unpathable
 from ._tree import DEFAULT_MAX_RESULTS, MAX_WHOLE, StartupContext, is_real
+
+_JSON_TYPES = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
+
+
+def json_shown(value: Any, limit: int = 60) -> str:
+    """A value of openclaw.json as JSON writes it (``true``, ``null``, ``{"path": "x", "pattern": null}``),
+    not as Python shows it (``True``, ``None``), cut short; a lone surrogate as ``\\uXXXX``."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return cut(SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text), limit)
+
+
+def json_type(value: Any) -> str:
+    """The value's JSON type: boolean, number, string, array, object or null."""
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "null" if value is None else type(value).__name__)
 
 
 def json_object(value: Any, where: str) -> dict[str, Any]:
@@ -20,7 +38,7 @@ def json_object(value: Any, where: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be an object, not {type(value).__name__} {value!r:.60}")
+        raise ConfigError(f"{where} must be an object, not {json_type(value)} {json_shown(value)}")
     return value
 
 
@@ -41,7 +59,7 @@ def read_roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[
     keyed, listed = agents.get("entries"), agents.get("list")
     if keyed is not None:
         if not isinstance(keyed, dict):
-            raise ConfigError(f"{where}: agents.entries must be an object keyed by agent id, not {keyed!r:.60}")
+            raise ConfigError(f"{where}: agents.entries must be an object keyed by agent id, not {json_shown(keyed)}")
         for key in keyed:  # OpenClaw's schema refuses the whole config, naming each (AgentsSchema's record keys)
             if not _ENTRY_KEY.fullmatch(key):
                 named = key if key.isprintable() and len(key) <= 80 else shown(key)  # (one line, and short)
@@ -58,7 +76,7 @@ def read_roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[
     if listed is None:
         return False, []
     if not isinstance(listed, list):
-        raise ConfigError(f"{where}: agents.list must be an array of agents, not {listed!r:.60}")
+        raise ConfigError(f"{where}: agents.list must be an array of agents, not {json_shown(listed)}")
     roster: list[tuple[str, str, dict[str, Any]]] = []
     ids: set[str] = set()
     for index, entry in enumerate(listed):
@@ -98,10 +116,21 @@ def extra_list(value: Any, where: str) -> list:
         if isinstance(item, str):
             out.append(path_text(item, where))
         elif isinstance(item, dict) and isinstance(item.get("path"), str) and isinstance(item.get("pattern", ""), str):
-            out.append((path_text(item["path"], where), path_text(item.get("pattern") or "", where)))
+            out.append((path_text(item["path"], where), _pattern_text(item.get("pattern") or "", item["path"], where)))
         else:
-            raise ConfigError(f"{where} must be a list of paths or {{path, pattern}} objects, not {item!r}")
+            raise ConfigError(f"{where} must be a list of paths or {{path, pattern}} objects, not {json_shown(item, 80)}")
     return out
+
+
+def _pattern_text(pattern: str, path: str, where: str) -> str:
+    """An extra path's glob; one holding what no file name holds (a NUL character, half a character) is
+    refused, naming the pattern: OpenClaw takes it and lists nothing of that extra path."""
+    why = unpathable(pattern)
+    if why is not None:
+        raise ConfigError(f"{where}: the pattern {json_shown(pattern, 80)} of extra path {json_shown(path, 80)} {why}, "
+                          "which no file name holds: it matches nothing (OpenClaw lists nothing of that extra path); "
+                          "remove it or the extra path")
+    return pattern
 
 
 def js_int(value: Any, default: int, low: int | None = 1, high: int | None = None) -> int:
@@ -226,7 +255,7 @@ def search_key(sources: Sources, *keys: str) -> tuple[Any, str]:
                 break
             if depth < len(keys) - 1 and not isinstance(value, dict):  # (the migration would keep it in the way)
                 what = "{enabled: true|false, modalities: [...]}" if key == "multimodal" else "an object"
-                raise ConfigError(f"{at}.{'.'.join(keys[:depth + 1])} must be {what}, not {value!r:.60}")
+                raise ConfigError(f"{at}.{'.'.join(keys[:depth + 1])} must be {what}, not {json_shown(value)}")
         else:
             return value, f"{at}.{'.'.join(keys)}"
     return None, f"{sources[0][1]}.{'.'.join(keys)}"
@@ -242,12 +271,12 @@ def multimodal_setting(own: Sources, shared: Sources) -> tuple[bool | None, tupl
 
     enabled, at = first("enabled")
     if enabled is not None and not isinstance(enabled, bool):
-        raise ConfigError(f"{at} must be true or false, not {enabled!r:.60}")
+        raise ConfigError(f"{at} must be true or false, not {json_shown(enabled)}")
     kinds, at = first("modalities")
     if kinds is None:
         return enabled, MODALITIES
     if not isinstance(kinds, list) or not all(k in ("image", "audio", "all") for k in kinds):
-        raise ConfigError(f"{at} must be a list of \"image\", \"audio\" or \"all\", not {kinds!r:.60}")
+        raise ConfigError(f"{at} must be a list of \"image\", \"audio\" or \"all\", not {json_shown(kinds)}")
     return enabled, MODALITIES if "all" in kinds else tuple(k for k in MODALITIES if k in kinds)
 
 
@@ -262,6 +291,6 @@ def max_results_setting(own: Sources, shared: Sources) -> int:
             continue
         # OpenClaw's schema: a positive whole number (2.0 is one); it refuses the config otherwise.
         if not is_real(value) or value < 1 or value != int(value):
-            raise ConfigError(f"{at} must be a whole number of at least 1, not {value!r:.60}")
+            raise ConfigError(f"{at} must be a whole number of at least 1, not {json_shown(value)}")
         return min(int(value), MAX_WHOLE)
     return DEFAULT_MAX_RESULTS

@@ -25,6 +25,7 @@ from ._openclaw import (
     js_int,
     js_positive,
     json_object,
+    json_shown,
     max_results_setting,
     multimodal_setting,
     own_sources,
@@ -64,7 +65,7 @@ def _text(value: Any, where: str) -> str | None:
     the current folder)."""
     if value is None or isinstance(value, str):
         return None if value is None or not js_trim(value) else path_text(value, where)
-    raise ConfigError(f"{where} must be a string (a folder path), not {value!r:.60}")
+    raise ConfigError(f"{where} must be a string (a folder path), not {json_shown(value)}")
 
 
 def command_line(settings: Settings, *, in_force: bool = False) -> str:
