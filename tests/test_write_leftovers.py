@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import xxhash
 
 from conftest import env_for, fault, settings_for, wait_for, wait_for_line, write
@@ -124,24 +125,47 @@ def test_a_running_writes_temp_file_is_no_leftover(cli, workspace, state_dir):
     assert "write-leftovers" in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
 
 
-def test_an_old_temp_file_the_history_lacks_is_logged_before_it_is_swept(cli, workspace, state_dir):
-    """A ``.NAME.<hex>.tmp`` ten minutes old whose bytes the history lacks (another program's temp file
-    by that name, a write's partial copy) was unlinked while doctor said "kept in the history and
-    removed": its bytes were nowhere. They are logged as an outside edit of the file first (restorable),
-    and the file goes only as those bytes."""
+def test_an_old_temp_file_the_history_lacks_is_set_aside_never_a_version_of_the_note(cli, workspace, state_dir):
+    """A ``.NAME.<hex>.tmp`` ten minutes old whose bytes the history lacks (another program's draft by
+    that name, a write's partial copy) was unlinked unread while doctor said "kept in the history and
+    removed"; then it was logged as a version of the note: ``log`` counted it and a rollback to a moment
+    after it put the draft in the note's place. It is set aside under .openclaw-repair/leftovers/,
+    the note's history untouched; the next write of the note leaves it as it is."""
     write(workspace / "MEMORY.md", "# Memory\n")
     note = write(workspace / "memory" / "a.md", HERON)
     draft = workspace / "memory" / ".a.md.deadbeef.tmp"
     draft.write_text("precious draft 123\n")
     old = draft.stat().st_mtime - 20 * 60
     os.utime(draft, (old, old))
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "- more", "--no-index").returncode == 0
+    assert draft.read_text() == "precious draft 123\n"  # a write leaves it (it is no bytes the history holds)
     swept_by_doctor(cli, workspace)
+    [aside] = (workspace / ".openclaw-repair" / "leftovers").glob("*/memory/.a.md.deadbeef.tmp")
+    assert aside.read_text() == "precious draft 123\n"
     version = xxhash.xxh3_128_hexdigest(b"precious draft 123\n")
-    history = cli("history", "memory/a.md", "--json").json()["versions"]
-    assert version in {v["version"] for v in history}
-    assert note.read_text() == HERON  # the note itself untouched
-    assert cli("restore", "memory/a.md", version[:12]).returncode == 0
-    assert note.read_text() == "precious draft 123\n"
+    assert version not in {v["version"] for v in cli("history", "memory/a.md", "--json").json()["versions"]}
+    assert note.read_text() == HERON + "- more\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a file of another user")
+def test_another_users_temp_file_is_never_read_nor_removed(cli, workspace, state_dir):
+    """The sweep took another user's ``.NAME.<hex>.tmp`` in a shared folder into this user's private
+    history (and a restore printed it into this user's note), then removed it."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory" / "a.md", HERON)
+    theirs = workspace / "memory" / ".a.md.1234abcd.tmp"
+    theirs.write_text("their private draft\n")
+    os.chown(theirs, 1001, 1001)
+    old = theirs.stat().st_mtime - 30 * 60
+    os.utime(theirs, (old, old))
+    assert cli("read", "memory/a.md").returncode == 0
+    assert cli("write", "memory/a.md", "--append", "- more", "--no-index").returncode == 0
+    assert "write-leftovers" not in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
+    cli("doctor", "--fix", "--json")
+    assert theirs.read_text() == "their private draft\n"
+    version = xxhash.xxh3_128_hexdigest(b"their private draft\n")
+    assert version not in {v["version"] for v in cli("history", "memory/a.md", "--json").json()["versions"]}
 
 
 def test_a_leftover_in_an_extra_path_named_through_a_linked_folder_is_found_and_swept(cli, workspace, tmp_path):

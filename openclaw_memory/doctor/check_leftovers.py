@@ -8,12 +8,14 @@ import's step) leaves them the same way. The next write of that file sweeps them
 (:func:`~openclaw_memory.history.leftovers.sweep_leftovers`); a file nobody writes again kept them for
 good, and a save held only in a ``.swp`` never reached the history, and no command named it.
 
-Plain doctor names each ``.swp``, and each ``.tmp`` that is ours to remove (bytes the history holds,
-or ten minutes old); ``--fix`` sweeps them as that next write would, under the write lock: a
-``.swp``'s bytes, and a ten-minute-old ``.tmp``'s, are logged as an outside edit of the file when
-the history lacks them, then each leftover goes only as bytes the history holds (a younger ``.tmp``
-the history lacks, a write's partial copy or another program's temp file, is left to the next
-write; one too big for the history stays, and the repair names it).
+Plain doctor names each ``.swp``, and each ``.tmp`` that is ours to sweep (bytes the history holds,
+or ten minutes old), of this user's files only (another user's is never read); ``--fix`` sweeps them
+as that next write would, under the write lock: a ``.swp``'s bytes are logged as an outside edit of
+the file when the history lacks them, then each leftover goes only as bytes the history holds; a
+ten-minute-old ``.tmp`` the history lacks (a write's partial copy, another program's draft) is no
+version of the note: it is set aside, as the very file looked at, under
+``.openclaw-repair/leftovers/<stamp>/`` (one in an extra path beside the workspace stays, named). A
+younger one is left to the next doctor; one too big for the history stays, and the repair names it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "write-leftovers"
 _SUFFIXES = (".tmp", ".swp")  # every leftover's (fsutil.atomic.leftover_of)
-FIX_HINT = 'Run "openclaw-memory doctor --fix" to keep what they hold in the history and remove them.'
+FIX_HINT = ('Run "openclaw-memory doctor --fix" to keep what they hold in the history and remove them (a .tmp '
+            'whose bytes the history lacks is set aside under .openclaw-repair/leftovers/).')
 
 
 def leftovers(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
@@ -61,8 +64,8 @@ def leftovers(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
 def _ours(store: HistoryStore, folder: Folder, name: str, kind: str) -> bool:
     try:
         st = folder.lstat(name)
-        if not stat.S_ISREG(st.st_mode):
-            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return False  # another user's is never read nor removed (history.leftovers)
         if kind == "swp" or time.time() - st.st_mtime > LEFTOVER_AGE_S:
             return True
         from ..history.leftovers import stored_version  # the write path's modules: only for a leftover's name
@@ -81,39 +84,60 @@ def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
     shown = [os.path.relpath(p, ctx.workspace) for p, _ in found]
     listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
     message = (f"{len(found)} file(s) left beside memory files by writes that were killed: {listed}. A .swp may hold a "
-               f"version (or a save made in that instant) the history lacks, a .tmp ten minutes old another program's draft; the file's next write would sweep them.\n"
+               f"version (or a save made in that instant) the history lacks, a .tmp ten minutes old a partial copy or another program's draft.\n"
                f"{FIX_HINT}")
     return [Finding(ID, "warning", message, True, tuple(shown), FIX_HINT)]
 
 
 def sweep(settings: Settings, finding: Finding) -> Repair:
+    from ..files.paths import REPAIR_DIR
     from ..files.read import resolve_memory_path
+    from ..fsutil.move import safe_move
     from ..history.leftovers import sweep_leftovers
+    from .archive import archive_stamp
 
     workspace = str(settings.workspace)
     store = HistoryStore.for_settings(settings)
     # The finding names them from the workspace: one in an extra path beside it as ``../notes/...``.
     targets = {of for _, of in leftovers(settings, sorted({os.path.normpath(os.path.join(workspace, os.path.dirname(p)))
                                                            for p in finding.paths}))}
+    aside = f"{REPAIR_DIR}/leftovers/{archive_stamp()}"
+    set_aside: list[str] = []
+
+    def keep_aside(folder: Folder, name: str, seen: os.stat_result) -> None:
+        """A ten-minute-old .tmp the history lacks: moved under ``aside``, as the very file looked at
+        (a write's partial copy or another program's draft: neither a version of the note, nor to lose)."""
+        where = os.path.relpath(folder.path, workspace)
+        if where == os.pardir or where.startswith(os.pardir + os.sep):
+            return  # an extra path's folder beside the workspace: left, and named
+        parts = [*aside.split("/"), *(p for p in where.split(os.sep) if p not in ("", os.curdir))]
+        with Folder.under(workspace, parts, create=True) as into:
+            safe_move(folder.fd, name, into.fd, name, expect=seen)
+        set_aside.append(os.path.join(where, name))
+
     try:
         with store.write_lock():  # no write is in progress: each leftover is a killed one's
             for of in sorted(targets):
                 try:
                     resolved = resolve_memory_path(of, workspace, settings.extra_paths)
                     with resolved.folder() as folder:
-                        sweep_leftovers(store, resolved, folder)
-                except (PathRefused, OSError):
+                        sweep_leftovers(store, resolved, folder, keep_aside)
+                except (PathRefused, OSError, FolderSwapped):
                     continue  # not a memory path now, or its folder went: left, named again below
     except MemoryToolError as exc:
         return Repair(finding.id, "sweep", "failed", f"{exc.message}; nothing was removed", finding.paths)
     left = [os.path.relpath(p, workspace) for p, _ in leftovers(settings, sorted({os.path.dirname(of) for of in targets}))]
+    moved = (f"; set aside under {aside}/ (bytes the history lacks: a killed write's partial copy or another "
+             f"program's draft): {', '.join(set_aside)}") if set_aside else ""
     if left:
         return Repair(finding.id, "sweep", "failed", f"left (held open, or bytes the history could not keep): "
-                                                     f"{', '.join(left)}", tuple(left))
-    return Repair(finding.id, "sweep", "done", f"kept in the history and removed: {', '.join(finding.paths)}",
-                  finding.paths)
+                                                     f"{', '.join(left)}{moved}", tuple(left))
+    removed = [p for p in finding.paths if p not in set_aside]
+    done = f"kept in the history and removed: {', '.join(removed)}" if removed else "nothing removed"
+    return Repair(finding.id, "sweep", "done", f"{done}{moved}", finding.paths)
 
 
 CHECKS = [check_write_leftovers]
-REPAIRS = {ID: RepairSpec("sweep", lambda f: "Keep what killed writes left in the history and remove the files",
+REPAIRS = {ID: RepairSpec("sweep", lambda f: "Keep what killed writes left in the history and remove the files "
+                                            "(or set them aside)",
                           sweep)}

@@ -1,11 +1,13 @@
 """What killed writes of a memory file left beside it (``.NAME.<hex>.tmp`` and ``.swp``), swept by the
-next write of the file and by ``doctor --fix``, never a byte the history does not hold."""
+next write of the file and by ``doctor --fix``, never a byte the history does not hold (``doctor --fix``
+sets those aside instead)."""
 
 from __future__ import annotations
 
 import os
 import stat
 import time
+from collections.abc import Callable
 
 from ..errors import MemoryToolError
 from ..files.read import ResolvedPath
@@ -15,21 +17,24 @@ from ..fsutil.safeopen import Folder
 from .store import HistoryStore, snapshot_fd
 
 
-def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder) -> None:
+def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder,
+                    set_aside: Callable[[Folder, str, os.stat_result], None] | None = None) -> None:
     """Remove what earlier writes of this file that were killed left beside it (the caller holds the
     write lock, as every writer does, so none of them is in progress): a write does it first, and
-    ``doctor --fix`` (:mod:`~..doctor.check_leftovers`).
+    ``doctor --fix`` (:mod:`~..doctor.check_leftovers`). Only this user's files are looked at: another
+    user's is never read (its bytes would go into this user's history) nor removed.
 
     A temp file (``.NAME.<hex>.tmp``) holds only what such a write would have written, never a byte
-    the file had: removed at once as bytes the history holds (the new version a write stores before
-    its swap, an import's staged file), else once ten minutes old (another tool's temp file by that
-    name is that old at least), after logging its bytes as an outside edit of the file (a write's
-    partial copy, or another program's draft by that name: restorable), and only as those bytes; one
-    too big for the history stays. A swap file (``.NAME.<hex>.swp``, see :func:`.guard._commit`) may hold the version an exchange
-    took off the file: removed once its bytes are in the history, after recording them there as an
-    outside edit when they are not (a write killed between its exchange and the check of what it
-    displaced), and only as those bytes while no other program holds it open
-    (:func:`~..fsutil.move.remove_if_holds`); one too big for the history stays."""
+    the file had: removed as bytes the history holds (the new version a write stores before its
+    swap, an import's staged file). One whose bytes the history lacks (a write's partial copy, or
+    another program's draft by that name) is never logged as a version of the file (a rollback put
+    such a draft in the note's place) nor removed: once ten minutes old, ``set_aside`` (doctor's)
+    moves it out of the way, as the very file looked at. A swap file (``.NAME.<hex>.swp``, see
+    :func:`.guard._commit`) may hold the version an exchange took off the file: removed once its
+    bytes are in the history, after recording them there as an outside edit when they are not (a
+    write killed between its exchange and the check of what it displaced), and only as those bytes
+    while no other program holds it open (:func:`~..fsutil.move.remove_if_holds`); one too big for
+    the history stays."""
     prefix = f"{temp_stem(resolved.name)}."
     try:
         # Only the names of this file's leftovers looked at in Python: a daily-notes folder of
@@ -42,12 +47,15 @@ def sweep_leftovers(store: HistoryStore, resolved: ResolvedPath, folder: Folder)
         if kind is None:
             continue
         try:
+            st = folder.lstat(entry)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                continue
             if kind == "tmp":
-                st = folder.lstat(entry)
-                old = stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > LEFTOVER_AGE_S
-                # An old one is logged first, as a .swp is: it was unlinked unread, while doctor said
-                # "kept in the history and removed" (another program's draft by that name).
-                version = _in_history_now(store, resolved, folder, entry) if old else stored_version(store, folder, entry)
+                version = stored_version(store, folder, entry)
+                if version is None:
+                    if set_aside is not None and time.time() - st.st_mtime > LEFTOVER_AGE_S:
+                        set_aside(folder, entry, st)
+                    continue
             else:
                 version = _in_history_now(store, resolved, folder, entry)
             if version is not None:
