@@ -524,6 +524,10 @@ def test_a_link_from_the_wrong_folder_names_the_file_of_that_name_not_a_unicode_
     write(workspace / "memory" / "sub" / "x.md", "see [the notes](notes.md)\n")
     (link,) = cli("links", "memory/sub/x.md", "--json").json()["outgoing"]
     assert link["problem"] == "no memory file at notes.md (memory/notes.md has that name, in another folder than the link names)"
+    write(workspace / "memory" / "sub" / "y.md", "see [the notes](memory/notes.md)\n")  # a workspace path
+    (link,) = cli("links", "memory/sub/y.md", "--json").json()["outgoing"]
+    assert link["problem"] == ("no memory file at memory/notes.md (memory/notes.md is there from the workspace, but a "
+                               "Markdown link is read from its note's folder)")
 
 
 def test_a_line_of_megabytes_is_parsed_in_one_pass(notes, cli):

@@ -184,6 +184,8 @@ class Resolver:
         if alike:
             return (f" ({', '.join(alike)} is named alike, its name's letters written with other Unicode code points: "
                     "rename the file or retype the link so they match)")
+        if target in elsewhere:  # a workspace path written where the link is read from its note's folder
+            return f" ({target} is there from the workspace, but a Markdown link is read from its note's folder)"
         if elsewhere:
             return f" ({', '.join(elsewhere)} has that name, in another folder than the link names)"
         return ""
