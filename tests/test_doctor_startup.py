@@ -77,3 +77,18 @@ def test_a_hard_link_is_named_with_what_to_do_and_fix_leaves_every_byte(workspac
     subprocess.run(finding["message"].split("`")[3], shell=True, check=True)
     assert os.stat(workspace / "MEMORY.md").st_nlink == 1 and (tmp_path / "elsewhere.md").read_text() == "facts\n"
     assert [f["id"] for f in cli("doctor", "--json").json()["findings"] if f["severity"] == "warning"] == []
+
+
+def test_doctor_counts_the_total_cap_as_prompt_does_for_a_workspace_given_as_a_symlink(workspace, state_dir, cli,
+                                                                                         tmp_path):
+    """OpenClaw's [MISSING] markers name the workspace as configured (95f495e): doctor built its prompt
+    section with the real path, shorter markers, so its prompt-total-cap numbers were not prompt's."""
+    write(state_dir / "openclaw.json", '{agents: {defaults: {bootstrapTotalMaxChars: 900}}}')
+    write(workspace / "MEMORY.md", "m" * 1000)
+    link = tmp_path / ("a-much-longer-workspace-link-name-" + "x" * 40)
+    os.symlink(workspace, link)
+    given = {"OPENCLAW_WORKSPACE": str(link)}
+    shown = cli("prompt", "--peek", "--json", env=given).json()
+    (injected,) = [t["keptChars"] for t in shown["truncated"] if t["path"] == "MEMORY.md"]
+    (cap,) = [f for f in cli("doctor", "--json", env=given).json()["findings"] if f["id"] == "prompt-total-cap"]
+    assert f"MEMORY.md is cut to {injected:,} of 1,000 characters" in cap["message"], (injected, cap["message"])

@@ -78,6 +78,7 @@ class CheckContext:
 
         limits = self.settings.prompt
         return build_prompt_section(self.scan, file_cap=limits.file_chars, total_cap=limits.total_chars,
+                                    workspace_spelled=self.settings.workspace_spelled,
                                     startup=limits.startup)
 
     @cached_property
