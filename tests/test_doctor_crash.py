@@ -188,8 +188,9 @@ def test_an_editor_save_of_memory_md_while_a_killed_migration_is_finished_keeps_
     """Finishing a migration killed after its link, the temporary name (MEMORY.md's second name) was
     unlinked after a separate look: an editor's save over MEMORY.md between the two left it the legacy
     bytes' last name, and the unlink took them. Now unlinked only while it still is MEMORY.md's file."""
-    import openclaw_memory.doctor.recovery as recovery
     from test_doctor import editor_save
+
+    import openclaw_memory.doctor.recovery as recovery
 
     write(workspace / "memory.md", LEGACY)
     kill_at(workspace, state_dir, "migrate:linked", {}, "self")
