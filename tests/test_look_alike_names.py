@@ -94,3 +94,20 @@ def test_a_rollback_brings_a_note_back_under_the_name_it_had_even_beside_a_look_
     assert done.returncode == 0, done.stdout + done.stderr
     assert names(workspace / "memory") == sorted([f"{NFC}.md", f"{NFD}.md"])
     assert (workspace / "memory" / f"{NFC}.md").read_text() == "the agent's note\n"
+
+
+def test_a_move_to_a_look_alike_of_a_note_or_folder_is_refused_but_a_rename_to_its_own_other_form_is_not(cli, workspace):
+    write(workspace / "memory" / f"{NFD}.md", "the person's note\n")
+    write(workspace / "memory" / "projects" / NFD / "x.md", "in the person's folder\n")
+    write(workspace / "memory" / "a.md", "the agent's note\n")
+    assert cli("read", "memory/a.md").returncode == 0
+    for to, what in ((f"memory/{NFC}.md", "file"), (f"memory/projects/{NFC}/a.md", "folder")):
+        refused = cli("mv", "memory/a.md", to, "--json")
+        assert refused.returncode == 2, refused.stdout
+        assert f"would make a second {what} of the same look beside it; nothing was moved" in refused.json()["error"]
+    assert names(workspace / "memory") == sorted([f"{NFD}.md", "a.md", "projects"])
+    assert names(workspace / "memory" / "projects") == [NFD]
+    # The note's own name in the other form: a rename of it, no second note.
+    assert cli("read", f"memory/{NFD}.md").returncode == 0
+    assert cli("mv", f"memory/{NFD}.md", f"memory/{NFC}.md", "--no-index").returncode == 0
+    assert names(workspace / "memory") == sorted([f"{NFC}.md", "a.md", "projects"])

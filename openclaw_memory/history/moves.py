@@ -72,7 +72,7 @@ from .fileops import (
     read_intent,
     write_intent,
 )
-from .guard import IndexUpdate, refuse_dream_twin
+from .guard import IndexUpdate, refuse_dream_twin, refuse_look_alike
 from .placing import kept_stat, make_folder, open_current, refuse_read_only, remove_made_folders, resolve_writable
 from .stale import check_write
 from .states import ReadRecords
@@ -200,6 +200,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         os.close(fd)
         fd = None
         check_names_may_change(src_folder.fd)
+        _refuse_look_alike(source, target)
         try:
             dst_folder, existed = make_folder(target)
             # A name goes there only when --force archives one, or a copy's temporary name goes.
@@ -292,6 +293,33 @@ def refuse_startup_file(resolved: ResolvedPath, workspace: str, force: bool, doi
         f"session, and without it the agent starts with no {'long-term memory' if resolved.display == CANONICAL_ROOT else 'profile'}; "
         "pass --force to do it anyway (its bytes stay in the history)"
     )
+
+
+def _refuse_look_alike(source: ResolvedPath, target: ResolvedPath) -> None:
+    """A move to a name that looks like one its folder holds (the same under NFC, other code points)
+    is refused as a write making it is (:func:`.guard.refuse_look_alike`); not a rename of the file
+    to another form of its own name (an NFD name made NFC), where the look-alike is the source."""
+    import unicodedata
+
+    if source.root == target.root and source.parts[:-1] == target.parts[:-1] and (
+            unicodedata.normalize("NFC", source.name) == unicodedata.normalize("NFC", target.name)):
+        return
+    try:
+        folder = target.folder()
+    except FileNotFoundError:
+        refuse_look_alike(target, None, "moved")  # the folders a move would make, beside look-alikes
+        return
+    with folder:
+        if not _exists_in(folder, target.name):
+            refuse_look_alike(target, folder, "moved")
+
+
+def _exists_in(folder: Folder, name: str) -> bool:
+    try:
+        folder.lstat(name)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: bool,
