@@ -492,6 +492,30 @@ def test_a_note_removed_from_a_name_stays_there_when_the_next_note_of_that_name_
     assert back.version == version_of(OTHER) and (workspace / "memory" / "c.md").read_text() == HERON
 
 
+def test_a_note_moved_before_schema_14_onto_a_removed_name_takes_all_of_that_names_entries_as_then(workspace, state_dir):
+    """Entries a move made before versions.arrived_by (schema 14) name no move: which of them are the
+    note's cannot be told, so a move takes all of them, as it did then (the note's own history stayed
+    behind under the old name, a restore of one of its versions refused)."""
+    import sqlite3
+
+    from openclaw_memory.database.connection import forget_connections
+
+    write(workspace / "memory" / "a.md", HERON)
+    write(workspace / "memory" / "b.md", OTHER)
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/a.md")
+    memory.read("memory/b.md")
+    memory.remove("memory/b.md")
+    memory.move("memory/a.md", "memory/b.md")
+    forget_connections()
+    with sqlite3.connect(settings_for(workspace, state_dir).data_dir / "state.db") as conn:
+        conn.execute("UPDATE versions SET arrived_by = NULL")  # as a move before schema 14 left them
+    memory = memory_for(workspace, state_dir)
+    memory.move("memory/b.md", "memory/c.md")
+    assert ("external-edit", version_of(HERON)) in origins(memory, "memory/c.md")
+    assert memory.history("memory/b.md").versions == ()
+
+
 def test_a_note_brought_back_by_restore_last_takes_its_whole_history_when_it_moves(workspace, state_dir):
     write(workspace / "memory" / "b.md", OTHER)
     memory = memory_for(workspace, state_dir)

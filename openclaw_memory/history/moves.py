@@ -309,6 +309,8 @@ def _refuse_look_alike(source: ResolvedPath, target: ResolvedPath) -> None:
     except FileNotFoundError:
         refuse_look_alike(target, None, "moved")  # the folders a move would make, beside look-alikes
         return
+    except (OSError, PathRefused):
+        return  # a file or a symlink on the way: the destination's own refusal names it
     with folder:
         if not _exists_in(folder, target.name):
             refuse_look_alike(target, folder, "moved")
@@ -382,6 +384,8 @@ def _record_move(store: HistoryStore, op: FileOp) -> None:
                      (dst, arrival, src, since, since))
         store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode),
                      moved_from=op.display)
+        # The move's own entry names itself: one of a move before schema 14 names nothing (VersionLog.note_since).
+        conn.execute("UPDATE versions SET arrived_by = id WHERE id = (SELECT MAX(id) FROM versions WHERE path = ?)", (dst,))
         conn.execute("DELETE FROM reads WHERE path = ?", (dst,))  # of a file --force replaced: another file's
         conn.execute("UPDATE reads SET path = ? WHERE path = ?", (dst, src))
         if op.links:  # the rewrites follow: the intent stays until the last (links.pending)

@@ -206,8 +206,15 @@ class VersionLog:
                                              "ORDER BY id DESC", (path, REMOVE)):
             after = self.db.one("SELECT origin, version FROM versions WHERE path = ? AND id > ? ORDER BY id LIMIT 1",
                                 (path, removal))
-            if after != (RESTORE, version):
-                return int(removal)
+            if after == (RESTORE, version):
+                continue
+            # A move logged before schema 14 named none of the entries it brought (arrived_by NULL):
+            # which are the note's cannot be told, so all of them are, as then.
+            # (A move's own entry names itself since: never NULL.)
+            if self.db.one("SELECT 1 FROM versions WHERE path = ? AND id > ? AND origin = ? AND arrived_by IS NULL "
+                           "LIMIT 1", (path, removal, MOVE)):
+                return 0
+            return int(removal)
         return 0
 
     def claim(self, abs_path: str, entry: Entry, origin: str, agent: str, session: str | None) -> bool:
