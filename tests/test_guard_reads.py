@@ -476,3 +476,9 @@ def test_state_names_the_lines_a_window_read_showed(workspace, cli):
     assert cli("read", "memory/big.md", "--from", "2", "--lines", "400").returncode == 0
     (entry,) = cli("state", "--json").json()["files"]
     assert entry["state"] == "read_fresh" and "seenLines" not in entry
+    # A read cut inside its first line showed no whole line: said so (it said lines 1-0).
+    write(workspace / "memory" / "big.md", "a first line of thirty chars..\nsecond\n")
+    assert cli("read", "memory/big.md", "--max-chars", "5").returncode == 0
+    (entry,) = cli("state", "--json").json()["files"]
+    assert (entry["state"], entry["seenLines"]) == ("read_fresh", [])
+    assert "memory/big.md  (no whole line read: read it to replace it)" in cli("state").stdout

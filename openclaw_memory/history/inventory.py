@@ -27,7 +27,7 @@ class ListedFile:
     size: int
     modified: str  # the file's mtime, as iso_time (UTC)
     state: str | None = key(omit=lambda f: f.state is None, default=None)  # read_fresh, read_stale, ...
-    seen_lines: tuple[int, int | None] | None = key(omit=lambda f: f.seen_lines is None, default=None)  # as state's
+    seen_lines: tuple[int | None, ...] | None = key(omit=lambda f: f.seen_lines is None, default=None)  # as state's
 
 
 @dataclass(frozen=True)

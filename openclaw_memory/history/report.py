@@ -14,7 +14,7 @@ from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.safeopen import FolderSwapped
 from ..wire import camel, key
-from .states import READ_FRESH, STATES, ReadRecords, Seen, state_of
+from .states import READ_FRESH, STATES, ReadRecords, Seen, Window, state_of
 from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import iso_time
 
@@ -33,8 +33,9 @@ class FileState:
     seen_at: str | None = key()  # when, as iso_time
     size: int | None = key()
     # The first and last line of the version seen that its reads showed, when they showed only those
-    # (last None: to the end): a replacing write is blocked until the rest is read (an append is not).
-    seen_lines: tuple[int, int | None] | None = key(omit=lambda f: f.seen_lines is None, default=None)
+    # (last None: to the end; empty: no whole line, a read cut inside its first): a replacing write is
+    # blocked until the rest is read (an append is not).
+    seen_lines: tuple[int | None, ...] | None = key(omit=lambda f: f.seen_lines is None, default=None)
 
     JSON_DERIVED: ClassVar = ("exists",)
 
@@ -162,8 +163,15 @@ def _file_state(path: str, abs_path: str, seen: Seen | None, snap: FileVersion |
         seen.how if seen else None,
         iso_time(seen.time) if seen else None,
         snap.size if snap else None,
-        seen.window if seen is not None and state == READ_FRESH else None,
+        _lines(seen.window) if seen is not None and state == READ_FRESH else None,
     )
+
+
+def _lines(window: Window) -> tuple[int | None, ...] | None:
+    if window is None:
+        return None
+    first, last = window
+    return () if last is not None and last < first else window  # (a read that showed no whole line)
 
 
 def _observe(store: HistoryStore, f, unreadable: list, unrecorded: list) -> FileVersion | None:

@@ -55,7 +55,9 @@ def run_state(settings: Settings, json_out: bool) -> int:
         print(f"No memory files in {printable(str(report.workspace))} (agent {printable(report.agent)}).")
     for f in report.files:
         gone = "  (deleted)" if f.version is None else ""
-        if f.seen_lines is not None:
+        if f.seen_lines == ():
+            gone = "  (no whole line read: read it to replace it)"
+        elif f.seen_lines is not None:
             first, last = f.seen_lines
             gone = f"  (only lines {first}-{last if last is not None else 'end'} read: read the rest to replace it)"
         print(f"{f.state:<18} {printable(f.path)}{gone}")
