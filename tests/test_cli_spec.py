@@ -91,6 +91,12 @@ LINES = [
     (["files", "-w=ws"], "files", {}, {"workspace": "ws"}),
     (["-w=-ws", "files"], "files", {}, {"workspace": "-ws"}),
     (["files", "-w==ws"], "files", {}, {"workspace": "=ws"}),
+    # `--flag=--` is the value `--`, and `--` after the bare `--` an argument (argparse dropped both:
+    # `--agent=--` was [], a traceback further on; `restore a -- --` lost its VERSION)
+    (["files", "--agent=--", "--extra=--", "-w--"], "files", {}, {"agent": "--", "extra": ["--"], "workspace": "--"}),
+    (["write", "memory/x.md", "--append=--"], "write", {"path": "memory/x.md", "append": "--"}, {}),
+    (["restore", "a", "--", "--"], "restore", {"path": "a", "version": "--"}, {}),
+    (["search", "--", "--"], "search", {"query": "--"}, {}),
 ]
 
 
@@ -158,6 +164,17 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     # the hint's spelling works (it said -w=VALUE, which was the path "=VALUE")
     (["files", "-w", "--json"], "-w needs a value (write --workspace=VALUE for a value that starts with -)", "files"),
     (["read", "--lines", "-h"], "--lines needs a value", "read"),
+    # a bare `--` after a value flag ends the flags: no value (it was the value `--`: a traceback,
+    # or the flag silently dropped, and a --help after it printed the help)
+    (["files", "--agent", "--"], "--agent needs a value (write --agent=VALUE for a value that starts with -)", "files"),
+    (["files", "-w", "--"], "-w needs a value", "files"),
+    (["search", "--query", "--", "x"], "--query needs a value", "search"),
+    (["read", "MEMORY.md", "--from", "--"], "--from needs a value", "read"),
+    (["write", "memory/a.md", "--append", "--", "--help"], "--append needs a value", "write"),
+    (["write", "memory/a.md", "--", "--help"], "unexpected argument '--help': write takes PATH", "write"),
+    (["search", "q", "--min-score=--"], "--min-score must be a number, not '--'", "search"),
+    (["prompt", "--date=--", "--peek"], "--date must be a date like 2026-11-30, not '--'", "prompt"),
+    (["files", "--", "--"], "unexpected argument '--': files takes no arguments", "files"),
     # OpenClaw's flags with no use here say what does the same (`--force` was "did you mean --workspace?")
     (["status", "--deep"], "no such option: --deep: status always reads the index itself", "status"),
     (["status", "--index"], "no such option: --index: `openclaw-memory index` updates the index", "status"),
@@ -204,6 +221,16 @@ def test_a_usage_error_with_json_is_json_too(capsys):
     # where to get help is the terminal's second line only
     assert captured.out == '{"error": "missing argument PATH"}\n'
     assert captured.err == "error: missing argument PATH\nTry 'openclaw-memory read --help' for help.\n"
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["files", "--json", "--agent", "--"], "--agent needs a value (write --agent=VALUE for a value that starts with -)"),
+    (["log", "--json", "--since=--"], "--since must be a date like 2026-11-03, not '--'"),
+    (["search", "q", "--json", "--mode=--"], "--mode must be one of hybrid, vector, text, not '--'"),
+])
+def test_a_value_of_dashes_is_a_usage_error_in_json_too(cli, argv, error):
+    result = cli(*argv)
+    assert result.returncode == 2 and result.json() == {"error": error}, result
 
 
 def test_version(capsys):

@@ -50,6 +50,10 @@ from .spec import (
 )
 
 SETTINGS_TITLE = "settings (before or after the command)"
+# A value or an argument that is `--` itself, as argparse is handed it: argparse drops every `--`
+# it reads as a value (`--agent=--` was [], a traceback further on; `restore a -- --` lost its
+# VERSION). No word of a command line holds a NUL, so this stands for `--` alone.
+_DASHES = "\0--"
 _LEVEL = " level"  # namespace keys no flag can have: the deepest level reached, words it left over
 _EXTRAS = " extras"
 
@@ -187,7 +191,7 @@ class _Level(argparse.ArgumentParser):
             self.add_argument_group("commands").add_argument("command", action=_Commands, names=self.names)
         for arg in self.command.args if self.command else ():
             self.add_argument(arg.dest, metavar=_metavar(arg), help=_escape(arg.help), nargs=None if arg.required and not arg.flag else "?",
-                              default=argparse.SUPPRESS)
+                              default=argparse.SUPPRESS, type=_literal)
         for opt in command_opts:
             self._add_opt(self, opt)
         settings = self.add_argument_group(SETTINGS_TITLE)
@@ -209,7 +213,7 @@ class _Level(argparse.ArgumentParser):
         else:
             dest = _repeat_dest(opt, len(self.words)) if opt.repeat and opt in SETTINGS else opt.dest
             target.add_argument(*opt.flags, dest=dest, action="append" if opt.repeat else "store", metavar=_metavar(opt),
-                                type=None if opt.type is str else _converter(opt, self.words), **common)
+                                type=_literal if opt.type is str else _converter(opt, self.words), **common)
 
     def parse_known_args(self, args=None, namespace=None):
         return super().parse_known_args(self.canonical(list(args or ())), namespace)
@@ -262,7 +266,7 @@ class _Level(argparse.ArgumentParser):
                     return self._named(argv[i], flags, argv[i + 1:])
                 break
             if token == "--":
-                positionals += argv[i:]
+                positionals += [_DASHES if word == "--" else word for word in argv[i:]]
                 break
             if token == "-" or not token.startswith("-"):
                 if self.command is None:
@@ -297,13 +301,15 @@ class _Level(argparse.ArgumentParser):
                 flags.append(token)
                 continue
             if inline is None:
-                if i >= len(argv) or argv[i] in self.table or argv[i] in HELP_FLAGS:
+                # `--flag --`: the end of the flags, no value (its value was `--`, and a `--help` after
+                # it was help); `--flag=--` is the value `--`
+                if i >= len(argv) or argv[i] in self.table or argv[i] in HELP_FLAGS or argv[i] == "--":
                     # the long spelling: --flag=VALUE is read the same by every parser
                     raise CommandLineError(f"{flag} needs a value (write {opt.flags[0]}=VALUE for a value that starts with -)",
                                            self.words)
                 inline = argv[i]
                 i += 1
-            flags.append(f"{opt.flags[0]}={inline}")
+            flags.append(f"{opt.flags[0]}={_DASHES if inline == '--' else inline}")
         if self.command is not None and not wants_help:
             _check_arguments(self.command, positionals, flags)
         return flags + (["--", *positionals] if positionals else [])
@@ -343,10 +349,16 @@ def _table(opts: tuple[Opt, ...]) -> dict[str, Opt]:
 _KINDS: dict[Any, str] = {integer: "an integer", number: "a number", day: "a date like 2026-11-30"}
 
 
+def _literal(raw: str) -> str:
+    """A value or an argument as it was given (``_DASHES`` is ``--``)."""
+    return "--" if raw == _DASHES else raw
+
+
 def _converter(opt: Opt, words: tuple[str, ...]):
     kind = _KINDS.get(opt.type, "a value")
 
     def convert(raw: str):
+        raw = _literal(raw)
         try:
             return opt.type(raw)
         except ValueError:
@@ -357,7 +369,7 @@ def _converter(opt: Opt, words: tuple[str, ...]):
 
 def _check_arguments(command: Command, positionals: list[str], flags: list[str]) -> None:
     if len(positionals) > len(command.args):
-        raise CommandLineError(f"unexpected argument {shown(positionals[len(command.args)])}{_takes(command)}",
+        raise CommandLineError(f"unexpected argument {shown(_literal(positionals[len(command.args)]))}{_takes(command)}",
                                command.words)
     for arg in command.args[len(positionals):]:
         given = arg.flag is not None and any(f.startswith(f"{arg.flag}=") for f in flags)
