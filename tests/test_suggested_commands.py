@@ -245,3 +245,18 @@ def test_a_name_with_a_control_character_is_quoted_so_that_a_shell_gives_it_back
     typed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True).stdout
     assert typed == name
     assert cli("restore", typed, "--last").returncode == 0 and (workspace / name).read_text() == "kept\n"
+
+
+def test_a_hint_never_prints_the_qdrant_urls_credentials(workspace, state_dir, cli):
+    """A hint's command line repeated --qdrant-url as given, user:password and api_key and all; the MCP
+    server added the URL from its host's environment to every hint, shown to the model."""
+    from openclaw_memory.settings import Overrides, command_line, resolve_settings
+
+    secret = "http://admin:S3CRET-PASS@127.0.0.1:1/?api_key=K3Y"
+    write(workspace / "memory" / "x.md", "x\n")
+    blocked = cli("write", "memory/x.md", "--append", "y", "--qdrant-url", secret)
+    assert blocked.returncode == 3 and "--qdrant-url http://127.0.0.1:1/ read memory/x.md" in blocked.stderr
+    assert "S3CRET" not in blocked.stderr and "K3Y" not in blocked.stderr
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)),
+                                environ={"OPENCLAW_MEMORY_QDRANT_URL": secret})
+    assert command_line(settings, in_force=True).endswith("--qdrant-url http://127.0.0.1:1/")

@@ -19,7 +19,7 @@ from ._files import load_json5
 from ._ids import agent_id, check_agent, check_session, openclaw_agent_id
 from ._openclaw import every_agents_sources, switch_env, timezone_problem
 from ._places import default_model_cache, openclaw_home
-from ._resolve import command_line, normalize_extra_paths, resolve_settings
+from ._resolve import command_line, normalize_extra_paths, printable_url, resolve_settings
 from ._tree import (
     DEFAULT_MODEL,
     EMBEDDING_BACKENDS,
@@ -50,6 +50,7 @@ __all__ = [
     "every_agents_sources",
     "load_json5",
     "normalize_extra_paths",
+    "printable_url",
     "openclaw_agent_id",
     "openclaw_home",
     "resolve_settings",

@@ -88,9 +88,22 @@ def command_line(settings: Settings, *, in_force: bool = False) -> str:
                 rest += flags[i:i + width]
             i += width
         if settings.qdrant_url and "--qdrant-url" not in rest:
-            rest += ["--qdrant-url", settings.qdrant_url]
+            rest += ["--qdrant-url", printable_url(settings.qdrant_url)]
         flags = ("-w", str(settings.workspace), "--state-dir", str(settings.state_dir), "--agent", settings.agent, *rest)
     return " ".join(["openclaw-memory", *map(shlex.quote, flags)])
+
+
+def printable_url(url: str) -> str:
+    """A Qdrant URL without its user:password part and its query (an api_key=...), safe to print: a
+    hint's command line is shown to the model over MCP, whose host may have given the URL with its
+    credentials in the environment the model never saw."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _command_flags(given: Overrides, settings: Settings) -> tuple[str, ...]:
@@ -98,7 +111,8 @@ def _command_flags(given: Overrides, settings: Settings) -> tuple[str, ...]:
     normalized): the same memory from any folder."""
     flags: list[str] = []
     for name, flag, value in (("workspace", "-w", str(settings.workspace)), ("state_dir", "--state-dir", str(settings.state_dir)),
-                              ("agent", "--agent", settings.agent), ("qdrant_url", "--qdrant-url", settings.qdrant_url),
+                              ("agent", "--agent", settings.agent),
+                              ("qdrant_url", "--qdrant-url", settings.qdrant_url and printable_url(settings.qdrant_url)),
                               ("session", "--session", settings.session)):
         if getattr(given, name) is not None and value is not None:
             flags += [flag, value]

@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from ...errors import ConfigError, UsageError
 
@@ -62,11 +62,9 @@ class ServerConfig:
     @property
     def display_url(self) -> str:
         """The URL without any user:password part, safe to print."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        from ...settings import printable_url
+
+        return printable_url(self.url)
 
 
 def normalize_url(raw: str, where: str) -> str:
