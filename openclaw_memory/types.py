@@ -35,6 +35,29 @@ def typed_day(raw: str) -> dt.date:
     return dt.date.fromisoformat(raw)
 
 
+def no_such_day(raw: str) -> str:
+    """Why ``raw``, a day's form (:data:`DAY`, at its start), names no day ("February 2026 has 28
+    days (2026 is not a leap year)"), for a usage error's end; "" where it names one or is no
+    day's form at all (its form is the error then)."""
+    import calendar
+    import re
+
+    if not re.match(DAY, raw):
+        return ""
+    year, month, day_of_month = int(raw[:4]), int(raw[5:7]), int(raw[8:10])
+    if year == 0:
+        return "there is no year 0"
+    if not 1 <= month <= 12:
+        return f"there is no month {month}"
+    days = calendar.monthrange(year, month)[1]
+    if day_of_month == 0:
+        return "a month's days count from 1"
+    if day_of_month <= days:
+        return ""
+    leap = f" ({year} is not a leap year)" if month == 2 and day_of_month == 29 else ""
+    return f"{calendar.month_name[month]} {year} has {days} days{leap}"
+
+
 def typed_moment(raw: str) -> float:
     """``raw`` as a moment (:data:`MOMENT`), in seconds since the epoch; ValueError when it is none:
     ``rollback --to``'s time, which a snapshot label must not read as. A date alone is its start,

@@ -175,6 +175,9 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["search", "q", "--min-score=--"], "--min-score must be a number, not '--'", "search"),
     (["prompt", "--date=--", "--peek"], "--date must be a date like 2026-11-30, not '--'", "prompt"),
     (["files", "--", "--"], "unexpected argument '--': files takes no arguments", "files"),
+    # a date of the right form that names no day says why (it said only "must be a date like ...")
+    (["prompt", "--date", "2028-02-30"], "--date must be a date like 2026-11-30, not '2028-02-30': February 2028 has 29 days",
+     "prompt"),
     # OpenClaw's flags with no use here say what does the same (`--force` was "did you mean --workspace?")
     (["status", "--deep"], "no such option: --deep: status always reads the index itself", "status"),
     (["status", "--index"], "no such option: --index: `openclaw-memory index` updates the index", "status"),
@@ -229,6 +232,20 @@ def test_a_usage_error_with_json_is_json_too(capsys):
     (["search", "q", "--json", "--mode=--"], "--mode must be one of hybrid, vector, text, not '--'"),
 ])
 def test_a_value_of_dashes_is_a_usage_error_in_json_too(cli, argv, error):
+    result = cli(*argv)
+    assert result.returncode == 2 and result.json() == {"error": error}, result
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["log", "--json", "--since", "2026-02-29"],
+     "--since must be a date like 2026-11-03, not '2026-02-29': February 2026 has 28 days (2026 is not a leap year)"),
+    (["log", "--json", "--until", "2026-13-01"], "--until must be a date like 2026-11-03, not '2026-13-01': there is no month 13"),
+    (["search", "q", "--json", "--since", "2026-04-31"],
+     "--since must be a date like 2026-11-03, not '2026-04-31': April 2026 has 30 days"),
+    (["log", "--json", "--since", "2026-02-00"], "--since must be a date like 2026-11-03, not '2026-02-00': a month's days count from 1"),
+    (["log", "--json", "--since", "2026-2-1"], "--since must be a date like 2026-11-03, not '2026-2-1'"),  # the form is the error
+])
+def test_a_date_that_names_no_day_says_why(cli, argv, error):
     result = cli(*argv)
     assert result.returncode == 2 and result.json() == {"error": error}, result
 

@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError, shown
+from ..types import no_such_day
 from .spec import (
     GROUPS,
     HELP,
@@ -362,7 +363,8 @@ def _converter(opt: Opt, words: tuple[str, ...]):
         try:
             return opt.type(raw)
         except ValueError:
-            raise CommandLineError(f"{opt.flags[0]} must be {kind}, not {shown(raw)}", words) from None
+            why = no_such_day(raw) if opt.type is day else ""
+            raise CommandLineError(f"{opt.flags[0]} must be {kind}, not {shown(raw)}{f': {why}' if why else ''}", words) from None
 
     return convert
 

@@ -27,7 +27,7 @@ from itertools import product
 from ..database.failures import stat_int
 from ..errors import BadValue, UsageError, shown
 from ..timezones import local_date
-from ..types import typed_day
+from ..types import no_such_day, typed_day
 
 MAX_GLOB, MAX_GLOBS = 4096, 16384
 MAX_GLOBSTARS = 3  # each `**/` of a glob doubles the patterns it is read as
@@ -61,7 +61,8 @@ def parse_day(value: str, name: str) -> date:
     try:
         return typed_day(value)
     except ValueError:
-        raise BadValue(name, f"must be a date like 2026-11-03, not {shown(value)}") from None
+        why = no_such_day(value)
+        raise BadValue(name, f"must be a date like 2026-11-03, not {shown(value)}{f': {why}' if why else ''}") from None
 
 
 @dataclass(frozen=True)
