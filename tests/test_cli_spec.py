@@ -10,6 +10,7 @@ import json
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -400,16 +401,80 @@ def test_bash_completion_offers_exactly_what_the_parser_accepts(tmp_path):
 
 def test_bash_completion_offers_a_file_name_with_spaces_whole(tmp_path):
     """A file name with a space is one reply (`COMPREPLY=($(compgen -f))` split it into `memory/my` and
-    `note.md`), and the word is read as the shell reads it: escaped or quoted, it still finds the file."""
+    `note.md`), and the word is read as the shell reads it: escaped or quoted, it still finds the file
+    (a file of this machine: `export ARCHIVE`, `-w PATH`)."""
     write(tmp_path / "memory/my note.md", "a")
     write(tmp_path / 'memory/a"b.md', "b")
     cases = ["memory/my", "memory/my\\ n", '"memory/my n', "'memory/my n", 'memory/a\\"']
     program = ('eval "$(' + f"'{sys.executable}'" + ' -m openclaw_memory completion bash)"\n'
                'comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _openclaw_memory; printf "[%s]" "${COMPREPLY[@]}"; echo; }\n'
-               + "".join(f"comp openclaw-memory read {shlex.quote(word)}\ncomp openclaw-memory -w {shlex.quote(word)}\n" for word in cases))
+               + "".join(f"comp openclaw-memory export {shlex.quote(word)}\ncomp openclaw-memory -w {shlex.quote(word)}\n" for word in cases))
     done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.splitlines() == ["[memory/my note.md]"] * 8 + ['[memory/a"b.md]'] * 2
+
+
+def _bash_completions(lines: list[list[str]], cwd, env: dict | None = None) -> list[list[str]]:
+    """What bash offers for each line (its last word being completed), with this venv's
+    openclaw-memory on the PATH."""
+    program = ('eval "$(openclaw-memory completion bash)"\n'
+               'comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _openclaw_memory; printf "[%s]" "${COMPREPLY[@]}"; echo; }\n'
+               + "".join("comp openclaw-memory " + " ".join(shlex.quote(w) for w in line) + "\n" for line in lines))
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, cwd=cwd,
+                          env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", **(env or {})})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return [line[1:-1].split("][") if line != "[]" else [] for line in done.stdout.splitlines()]
+
+
+def test_bash_completion_of_memory_paths_archives_and_choices(tmp_path, workspace, state_dir):
+    """A memory file's argument (read PATH, mv SOURCE DESTINATION) completes the workspace's paths as
+    `files` lists them, a folder at a time, with the settings given on the line, wherever the shell
+    is (mv had no completion at all, read the shell's folder's names); export/import ARCHIVE
+    complete file names (none before); `completion`, `help` and `search --mode` their words."""
+    write(workspace / "MEMORY.md", "a")
+    write(workspace / "memory/my note.md", "b")
+    write(workspace / "memory/sub/c.md", "c")
+    write(tmp_path / "here/backup.tar.gz", "x")
+    write(tmp_path / "here/MEMORY-old.md", "x")
+    settings = ["-w", str(workspace), "--state-dir", str(state_dir)]
+    got = _bash_completions([
+        [*settings, "mv", ""],
+        [*settings, "mv", "MEMORY.md", "memory/"],
+        ["mv", "--workspace", "=", str(workspace), "--state-dir", str(state_dir), "memory/my\\ "],
+        [*settings, "read", "'memory/s"],
+        [*settings, "restore", "MEMORY.md", ""],  # VERSION: no names
+        [*settings, "read", "--json", "--", "-"],
+        ["export", ""],
+        ["import", "b"],
+        ["completion", ""],
+        ["help", "s"],
+        ["help", "watchdog", ""],
+        ["search", "--mode", ""],
+        ["search", "--mode", "=", "v"],
+        ["log", "--origin", "ag"],
+        ["search", "--limit", ""],
+    ], cwd=tmp_path / "here")
+    got[6].sort()  # (the folder's order)
+    assert got == [
+        ["MEMORY.md", "memory/"],
+        ["memory/my note.md", "memory/sub/"],
+        ["memory/my note.md"],
+        ["memory/sub/"],
+        [],
+        [],
+        ["MEMORY-old.md", "backup.tar.gz"],
+        ["backup.tar.gz"],
+        ["bash", "zsh", "fish"],
+        ["search", "status", "state", "serve"],
+        ["snapshot", "verify", "heartbeat"],
+        ["hybrid", "vector", "text"],
+        ["vector"],
+        ["agent-write"],
+        [],
+    ]
+    # the settings from the environment too; a workspace `files` cannot list offers nothing
+    env = {"OPENCLAW_WORKSPACE": str(workspace), "OPENCLAW_STATE_DIR": str(state_dir)}
+    assert _bash_completions([["rm", "M"], ["-w", str(tmp_path / "none"), "rm", ""]], cwd=tmp_path, env=env) == [["MEMORY.md"], []]
 
 
 def test_zsh_and_fish_completion_come_from_the_same_spec(capsys):
@@ -423,3 +488,11 @@ def test_zsh_and_fish_completion_come_from_the_same_spec(capsys):
         for flag in _flag_spellings(command.opts):
             assert (f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}") in fish, (command.name, flag)
     assert main(["completion", "tcsh"]) == 2 and "the shells are bash, zsh, fish" in capsys.readouterr().err
+    # fish: memory paths from `files`, archives from the folder, the choices of an argument and a flag, help's commands
+    for command in ("read", "mv", "links"):
+        assert f"-n '__fish_seen_subcommand_from {command}' -a '(_openclaw_memory_notes)'" in fish
+    for command in ("export", "import"):
+        assert f"-n '__fish_seen_subcommand_from {command}' -F" in fish
+    assert "-n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'" in fish
+    assert "-l mode -r -f -a 'hybrid vector text'" in fish
+    assert "__fish_seen_subcommand_from help; and not __fish_seen_subcommand_from files read" in fish

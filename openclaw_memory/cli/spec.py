@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from ..memory.operations import Param
 
 Kind = Literal["value", "switch", "toggle", "off"]
+SHELLS = ("bash", "zsh", "fish")  # what `completion` writes a script for
 
 
 class Opt(NamedTuple):
@@ -72,6 +73,7 @@ class Opt(NamedTuple):
     metavar: str | None = None
     required: bool = False
     default_from: Callable[[], Any] | None = None  # computes the default, when only this command should pay for it
+    choices: tuple[str, ...] = ()  # the words its value may be, for shell completion (the handler checks them)
 
     @property
     def negative(self) -> str:
@@ -92,6 +94,7 @@ class Arg(NamedTuple):
     required: bool = True
     metavar: str | None = None
     flag: str | None = None  # a flag of the command that may give it instead (OpenClaw's ``--query``)
+    choices: tuple[str, ...] = ()  # the words it may be, for shell completion (the handler checks them)
 
 
 class Command:
@@ -171,9 +174,12 @@ def _min_score() -> float:
 def operation_command(name: str, handler: Callable[..., int | None] | None = None, *, opts: tuple[Opt, ...] = (),
                       metavars: Mapping[str, str] = {}, defaults: Mapping[str, Callable[[], Any]] = {},
                       types: Mapping[str, Callable[[str], Any]] = {}, query_flag: str | None = None,
-                      instead: tuple[tuple[str, str], ...] = (), given_settings: tuple[str, ...] = ()) -> Command:
+                      instead: tuple[tuple[str, str], ...] = (), given_settings: tuple[str, ...] = (),
+                      choices: Mapping[str, Callable[[], tuple[str, ...]]] = {}) -> Command:
     """The command of the declared operation ``name``: its arguments and flags from the declaration,
-    then ``opts`` (the CLI's own); ``handler`` renders the result (default: its JSON)."""
+    then ``opts`` (the CLI's own); ``handler`` renders the result (default: its JSON). A flag's
+    choices (for completion) are its type's words (``Literal``), else ``choices``' (read when the
+    command is built)."""
     op = OPERATIONS[name]
     cli = op.cli
     assert cli is not None, f"the operation {name} has no command"
@@ -183,7 +189,8 @@ def operation_command(name: str, handler: Callable[..., int | None] | None = Non
         positional = cli.args if cli.args is not None else tuple(p.name for p in shown if p.required)
         args = tuple(Arg(p.name, p.help, required=p.required, flag=query_flag if p.name == "query" else None)
                      for p in shown if p.name in positional)
-        flags = tuple(_flag(p, cli.flags.get(p.name), metavars.get(p.name), defaults.get(p.name), types.get(p.name))
+        flags = tuple(_flag(p, cli.flags.get(p.name), metavars.get(p.name), defaults.get(p.name), types.get(p.name),
+                            choices[p.name]() if p.name in choices else None)
                       for p in shown if p.name not in positional)
         return args, (*flags, *opts)
 
@@ -192,7 +199,7 @@ def operation_command(name: str, handler: Callable[..., int | None] | None = Non
 
 
 def _flag(p: Param, spelled: tuple[str, ...] | None, metavar: str | None, default_from: Callable[[], Any] | None,
-          typed: Callable[[str], Any] | None) -> Opt:
+          typed: Callable[[str], Any] | None, choices: tuple[str, ...] | None = None) -> Opt:
     kind = plain_type(p.hint)
     if kind is bool:
         on = p.default is True
@@ -203,7 +210,26 @@ def _flag(p: Param, spelled: tuple[str, ...] | None, metavar: str | None, defaul
     flags = spelled or ("--" + p.name.replace("_", "-"),)
     default = None if p.required else p.default
     return Opt(p.name, flags, p.help, type=value_type, default=default if default != () else None, repeat=kind is tuple,
-               metavar=metavar, required=p.required, default_from=default_from)
+               metavar=metavar, required=p.required, default_from=default_from,
+               choices=_words(p.hint) if choices is None else choices)
+
+
+def _words(hint: Any) -> tuple[str, ...]:
+    """The words of a ``Literal`` type (``X | None`` and ``tuple[X, ...]`` of one too): a flag's choices."""
+    import typing
+
+    while typing.get_origin(hint) is not Literal:
+        inner = [a for a in typing.get_args(hint) if a is not type(None) and a is not Ellipsis]
+        if len(inner) != 1:
+            return ()
+        hint = inner[0]
+    return tuple(str(word) for word in typing.get_args(hint))
+
+
+def _origins() -> tuple[str, ...]:
+    from ..history.versions import ORIGINS  # (for `log` and completion alone)
+
+    return ORIGINS
 
 
 def _printing(name: str) -> Callable[..., int]:
@@ -278,7 +304,7 @@ _WRITTEN: tuple[Command, ...] = (
     operation_command("history", history_cmd.run_history, opts=(json_opt(),)),
     operation_command("activity", log_cmd.run_log, opts=(json_opt(),), metavars={
         "since": "YYYY-MM-DD", "until": "YYYY-MM-DD", "paths": "GLOB", "origins": "ORIGIN", "limit": "N"},
-                      given_settings=("agent", "session")),
+                      given_settings=("agent", "session"), choices={"origins": _origins}),
     operation_command("restore", history_cmd.run_restore, opts=(json_opt(),)),
     operation_command("restore_all", rollback_cmd.run_rollback, metavars={"to": "SNAPSHOT|TIME"}, opts=(json_opt(),)),
     operation_command("move", manage_cmd.run_move, metavars={"expect": "VERSION"}, opts=(json_opt(),)),
@@ -310,7 +336,7 @@ _WRITTEN: tuple[Command, ...] = (
                 Opt("http", ("--http",), "Serve MCP over streamable HTTP on this loopback HOST:PORT instead of stdio (runs the service in the foreground).", metavar="ADDR"),
             ), instead=(("--json", "mcp speaks MCP's JSON-RPC on stdin/stdout: every answer is JSON already"),)),
     Command("completion", "Print a shell completion script, generated from this command spec: eval \"$(openclaw-memory completion bash)\".",
-            lambda settings, shell: _completion(shell), args=(Arg("shell", "bash, zsh or fish."),), needs_settings=False,
+            lambda settings, shell: _completion(shell), args=(Arg("shell", "bash, zsh or fish.", choices=SHELLS),), needs_settings=False,
             instead=(("--json", "completion prints a shell script, not JSON"),)),
 )
 
