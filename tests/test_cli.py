@@ -549,6 +549,30 @@ def test_a_read_whose_text_never_reached_its_reader_lets_no_write_through(worksp
     assert run_in_process(["write", "MEMORY.md", "--append", "- the agent's line"], env=env, cwd=workspace).returncode == 0
 
 
+@pytest.mark.parametrize("how", ["reader gone", "stdout closed"])
+def test_a_read_whose_reader_left_before_the_end_or_had_no_stdout_lets_no_replace_through(workspace, state_dir, how):
+    """`read | head -c 40` (the reader gone before the end: past what the pipe holds, 64 KiB) and `read
+    >&-` (no stdout at all) kept the read recorded: a replace then dropped the lines nobody saw (review)."""
+    note = write(workspace / "memory" / "big.md", "".join(f"precious line {i}\n" for i in range(30000)))
+    env = env_for(workspace, state_dir)
+    command = [sys.executable, "-m", "openclaw_memory", "read", "memory/big.md", "--lines", "30000", "--max-chars",
+               "10000000"]
+    if how == "reader gone":
+        reader = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=workspace)
+        assert reader.stdout.read(40)
+        reader.stdout.close()  # as `head -c 40` leaves
+        reader.wait(timeout=120)
+        assert b"Traceback" not in reader.stderr.read()
+    else:
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=workspace,
+                              timeout=120, pass_fds=(), preexec_fn=lambda: os.close(1))
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    (entry,) = run_in_process(["state", "--json"], env=env, cwd=workspace).json()["files"]
+    assert entry["state"] == "discovered_unread", entry
+    blocked = run_in_process(["write", "memory/big.md", "--stdin"], env=env, cwd=workspace, input="replacement\n")
+    assert blocked.returncode == 3 and note.read_text().count("precious line") == 30000, blocked.stderr
+
+
 def test_what_a_command_takes_back_is_its_own(workspace, state_dir, monkeypatch):
     """A read's take-back registered by one command line (in one process: a library's, the tests')
     must not run when a later command's output is lost."""

@@ -218,7 +218,11 @@ _ON_LOST: list[Callable[[], None]] = []  # what a command takes back should its 
 
 def if_lost(undo: Callable[[], None]) -> None:
     """Run ``undo`` should stdout not take this command's words (:class:`OutputLost`, wherever it
-    fails, at exit too): a read recorded for the write guard whose text never reached the reader."""
+    fails, at exit too; a reader gone before the end; no stdout at all, ``>&-``): a read recorded for
+    the write guard whose text never reached the reader."""
+    if "stdout" in CLOSED_STREAMS:
+        undo()
+        return
     _ON_LOST.append(undo)
 
 
@@ -239,7 +243,8 @@ def _take_back() -> None:
 class GuardedStdout:
     """``sys.stdout`` for a command line: a write or flush it cannot take raises :class:`OutputLost`
     (what is left to write silenced), wherever it fails: in the command (an unbuffered stdout, an
-    output past the buffer) as at exit. A reader gone (``| head -1``) stays a BrokenPipeError."""
+    output past the buffer) as at exit. A reader gone (``| head -1``) stays a BrokenPipeError (what
+    :func:`if_lost` registered is taken back too: the reader did not get it all)."""
 
     def __init__(self, stream):
         self._stream = stream
@@ -254,6 +259,7 @@ class GuardedStdout:
         try:
             return call(*args)
         except BrokenPipeError:
+            _take_back()  # the reader went away before the end (`| head`): it did not see it all
             raise
         except OSError as exc:
             silence(self._stream)
@@ -273,6 +279,8 @@ def delivered(code: int) -> int:
         try:
             stream.flush()
         except BrokenPipeError:
+            if stream is sys.stdout:
+                _take_back()
             silence(stream)
         except OutputLost as exc:
             _said(sys.stderr, lambda exc=exc: sys.stderr.write(f"error: {exc.message}\n"))

@@ -99,10 +99,14 @@ def printable_url(url: str) -> str:
     credentials in the environment the model never saw."""
     from urllib.parse import urlsplit, urlunsplit
 
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:  # not a URL (refused later, naming it): its text with the same parts cut
+        scheme, sep, rest = url.partition("//")
+        return scheme + sep + rest.rsplit("@", 1)[-1].split("?", 1)[0].split("#", 1)[0]
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
