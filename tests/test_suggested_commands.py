@@ -260,3 +260,14 @@ def test_a_hint_never_prints_the_qdrant_urls_credentials(workspace, state_dir, c
     settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)),
                                 environ={"OPENCLAW_MEMORY_QDRANT_URL": secret})
     assert command_line(settings, in_force=True).endswith("--qdrant-url http://127.0.0.1:1/")
+
+
+def test_files_names_the_flags_given_in_the_legacy_roots_doctor_fix(workspace, cli, tmp_path):
+    """`files -w WS --state-dir SD` said `run openclaw-memory doctor --fix` of a legacy memory.md: run as
+    printed, it renamed the memory.md of the default workspace, not this one (review)."""
+    write(workspace / "memory.md", "legacy\n")
+    other = tmp_path / "elsewhere"
+    listed = cli("-w", str(workspace), "--state-dir", str(other), "files")
+    (line,) = [line for line in listed.stdout.splitlines() if line.startswith("skipped: memory.md")]
+    args = bidden(line, r"\(run `([^`]*)`\)")
+    assert args == ["-w", str(workspace), "--state-dir", str(other), "doctor", "--fix"], line
