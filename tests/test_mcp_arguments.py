@@ -77,7 +77,7 @@ def test_a_globstar_in_paths_also_stands_for_no_folder(workspace, state_dir, cli
             found[glob] = sorted(hit["path"] for hit in result["results"])
         many = await session.call_tool("memory_search", {"query": "heron", "paths": ["a/**/b/**/c/**/d/**/e.md"]})
         later = payload(await session.call_tool("memory_search", {"query": "heron", "since": "2030-01-01"}))
-        climbs = await session.call_tool("memory_search", {"query": "heron", "paths": ["../**"]})
+        climbs = await session.call_tool("memory_search", {"query": "heron", "paths": ["memory/../**"]})
         return found, many, later, climbs
 
     found, many, later, climbs = run_session(workspace, state_dir, script)
@@ -86,7 +86,27 @@ def test_a_globstar_in_paths_also_stands_for_no_folder(workspace, state_dir, cli
     # A filter that admits nothing is named, not the score alone (a model lowered minScore and got nothing).
     assert later["message"] == "Nothing in this memory matches: no file passes the filters given (since).", later
     assert later["filteredOut"] is True
-    assert climbs.is_error and text_of(climbs) == "`paths` must be globs of memory paths, which never hold '..': '../**'"
+    assert climbs.is_error and text_of(climbs) == ("`paths` must be globs of memory paths as `files` writes them, where '..' "
+                                                   "only leads (../notes/*.md, an extra folder outside the workspace): 'memory/../**'")
+
+
+def test_paths_pick_a_note_of_an_extra_folder_outside_the_workspace(workspace, state_dir, cli, tmp_path):
+    """memory_search's results name such a note `../notes/plan.md`, and `paths: ["../notes/*.md"]` was a
+    tool error ("never hold '..'"); its absolute path matched nothing."""
+    notes = tmp_path / "notes"
+    write(notes / "plan.md", "# Plan\n\nThe heron plan.\n")
+    write(workspace / "memory" / "a.md", "# A\n\nA heron here.\n")
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"defaults": {"memorySearch": {"extraPaths": [str(notes)]}}}}))
+    assert cli("index").returncode == 0
+
+    async def script(session):
+        found = []
+        for glob in ("../notes/*.md", f"{notes}/plan.md"):
+            result = payload(await session.call_tool("memory_search", {"query": "heron", "minScore": 0, "paths": [glob]}))
+            found.append(sorted(hit["path"] for hit in result["results"]))
+        return found
+
+    assert run_session(workspace, state_dir, script) == [["../notes/plan.md"], ["../notes/plan.md"]]
 
 
 def test_memory_get_of_a_notes_fragment_that_is_no_line_citation_names_the_note(workspace, state_dir):

@@ -6,6 +6,7 @@ JSON shapes hold for any embedder, so those tests use the hash one.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -234,9 +235,9 @@ def test_a_search_of_a_workspace_with_no_memory_file_says_there_is_nothing_to_se
 
 
 def test_a_search_whose_filters_admit_nothing_does_not_blame_the_score_alone(workspace, state_dir, cli):
-    """`--since 2030-01-01` (or a glob that climbs out of the memory, `../**`) said "no file scored 0.03
+    """`--since 2030-01-01` (or a glob that climbs inside a path, `memory/../**`) said "no file scored 0.03
     or more (--min-score)": a model lowered minScore and still got nothing. The filters are named,
-    and a glob holding '..' (which no memory path holds) is refused."""
+    and a glob with a '..' inside (which no path as `files` writes it holds) is refused."""
     write(workspace / "MEMORY.md", "# Memory\n\nThe cat is called Pistachio.\n")
     assert cli("search", "cat", "--json").json()["results"]
     later = cli("search", "cat", "--since", "2030-01-01", "--path", "MEMORY.md")
@@ -246,8 +247,37 @@ def test_a_search_whose_filters_admit_nothing_does_not_blame_the_score_alone(wor
     admitted = cli("search", "zebra", "--path", "MEMORY.md", "--min-score", "0.9")  # a file admitted, none scored
     assert admitted.stdout.startswith("Nothing matches: no file of those --path admit scored 0.9 or more"), admitted.stdout
     assert "filteredOut" not in cli("search", "zebra", "--path", "MEMORY.md", "--min-score", "0.9", "--json").json()
-    climbs = cli("search", "cat", "--path", "../**", "--json")
-    assert climbs.returncode == 2 and climbs.json()["error"] == "--path must be globs of memory paths, which never hold '..': '../**'"
+    climbs = cli("search", "cat", "--path", "memory/../**", "--json")
+    assert climbs.returncode == 2 and climbs.json()["error"] == (
+        "--path must be globs of memory paths as `files` writes them, where '..' only leads "
+        "(../notes/*.md, an extra folder outside the workspace): 'memory/../**'")
+
+
+def test_a_note_of_an_extra_folder_outside_the_workspace_is_picked_by_the_path_files_writes(workspace, state_dir, cli,
+                                                                                              tmp_path):
+    """`files` writes a note of an extra folder outside the workspace as `../notes/plan.md` (as OpenClaw
+    names it), and `--path ../notes/plan.md` was refused ("never hold '..'") while its absolute path
+    matched nothing: such a note could not be searched alone. The leading `..` of a path as `files`
+    writes it are taken, and an absolute glob is matched against the file's absolute path."""
+    notes = tmp_path / "notes"
+    write(notes / "plan.md", "# Plan\n\nThe heron plan.\n")
+    write(workspace / "memory" / "a.md", "# A\n\nA heron here.\n")
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"defaults": {"memorySearch": {"extraPaths": [str(notes)]}}}}))
+    assert cli("index").returncode == 0
+    assert "../notes/plan.md\textra" in cli("files").stdout
+
+    def found(*globs: str) -> list[str]:
+        args = [a for glob in globs for a in ("--path", glob)]
+        done = cli("search", "heron", "--mode", "text", "--min-score", "0", *args, "--json")
+        assert done.returncode == 0, done.stderr
+        return sorted(hit["path"] for hit in done.json()["results"])
+
+    assert found("../notes/plan.md") == found("../**") == found("../notes/*.md") == ["../notes/plan.md"]
+    assert found(f"{notes}/*.md") == found(f"{tmp_path}/**/plan.md") == ["../notes/plan.md"]
+    assert found(f"{workspace}/memory/*.md") == ["memory/a.md"]
+    assert found("**/*.md") == ["../notes/plan.md", "memory/a.md"]
+    for inside in ("../notes/../notes/plan.md", f"{workspace}/../notes/*.md", ".."):
+        assert cli("search", "heron", "--path", inside).returncode == 2, inside
 
 
 def test_first_searches_at_once_all_answer_while_one_builds_the_index(workspace, state_dir):

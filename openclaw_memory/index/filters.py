@@ -6,8 +6,9 @@ never spent on files that would be dropped afterwards.
 
 - ``collections``: collection names (as ``collections`` lists them);
 - ``paths``: globs matched against the path as ``files`` writes it (``*`` also crosses ``/``;
-  ``**/`` stands for any folders or none); a glob without ``/`` also matches the file's name; a file
-  passes when any glob matches;
+  ``**/`` stands for any folders or none; ``../notes/*.md`` for an extra folder outside the workspace);
+  a glob without ``/`` also matches the file's name; an absolute glob is matched against the file's
+  absolute path; a file passes when any glob matches;
 - ``since`` / ``until`` (inclusive dates): the date of a dated note (``memory/YYYY-MM-DD*.md``),
   else the day the file was last modified (local time).
 """
@@ -15,9 +16,10 @@ never spent on files that would be dropped afterwards.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
 from fnmatch import fnmatchcase
@@ -87,8 +89,9 @@ class SearchFilters:
         for glob in self.paths:
             if not glob:  # (`--path "$DIR"` of a variable not set: "Nothing matches" said nothing of why)
                 raise BadValue("paths", "must be globs, not an empty one: it matches no file (memory/people/*.md, say)")
-            if ".." in glob.split("/"):  # (a memory path never climbs: "../**" matched nothing, said as a low score)
-                raise BadValue("paths", f"must be globs of memory paths, which never hold '..': {shown(glob)}")
+            if not _climbs_as_files_writes(glob):  # ("memory/../**" matched nothing, said as a low score)
+                raise BadValue("paths", "must be globs of memory paths as `files` writes them, where '..' only leads "
+                                        f"(../notes/*.md, an extra folder outside the workspace): {shown(glob)}")
             if len(glob) > MAX_GLOB:
                 raise BadValue("paths", f"must be globs of at most {MAX_GLOB} characters (a path's longest), "
                                         f"not one of {len(glob):,}: {shown(glob)}")
@@ -108,12 +111,29 @@ class SearchFilters:
     def wants_collection(self, name: str) -> bool:
         return not self.collections or name in self.collections
 
-    def wants_path(self, path: str) -> bool:
+    def wants_path(self, path: str, workspace: str | os.PathLike[str] | None = None) -> bool:
+        """Whether ``path`` (as ``files`` writes it) passes the globs; an absolute glob is matched
+        against the file's absolute path, in ``workspace`` (none given: it matches nothing)."""
+        return self.path_test(workspace)(path)
+
+    def path_test(self, workspace: str | os.PathLike[str] | None = None) -> Callable[[str], bool]:
+        """:meth:`wants_path` for many paths: the absolute globs' folders are read through their links once."""
         if not self.paths:
-            return True
-        name = path.rsplit("/", 1)[-1]
-        return any(fnmatchcase(path, g) or ("/" not in g and fnmatchcase(name, g))
-                   for glob in self.paths for g in _read_as(glob))
+            return lambda path: True
+        relative = [g for glob in self.paths if not os.path.isabs(glob) for g in _read_as(glob)]
+        absolute = [g for glob in self.paths if os.path.isabs(glob) and workspace is not None
+                    for g in _read_as(_real_glob(glob))]
+        root = os.fspath(workspace).replace(os.sep, "/") if workspace is not None else ""
+
+        def test(path: str) -> bool:
+            name = path.rsplit("/", 1)[-1]
+            if any(fnmatchcase(path, g) or ("/" not in g and fnmatchcase(name, g)) for g in relative):
+                return True
+            if absolute:
+                full = posixpath.normpath(posixpath.join(root, path))
+                return any(fnmatchcase(full, g) for g in absolute)
+            return False
+        return test
 
     def wants_day(self, day: date) -> bool:
         return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
@@ -127,11 +147,12 @@ class SearchFilters:
         if not self.by_file():
             return None
         ids: set[str] = set()
+        wants_path = self.path_test(workspace)
         for manifest in manifests.values():
             if manifest is None:
                 continue
             for path, entry in manifest.files.items():
-                if not self.wants_path(path):
+                if not wants_path(path):
                     continue
                 day = note_date(path) or modified_day(entry)
                 if day is not None and self.wants_day(day):
@@ -141,6 +162,26 @@ class SearchFilters:
     @staticmethod
     def today() -> date:
         return local_date(time.time())  # the caller's today, as its days are
+
+
+def _climbs_as_files_writes(glob: str) -> bool:
+    """Whether a glob's ``..`` are only leading ones, before some name, as ``files`` writes a file of an
+    extra folder outside the workspace (``../notes/*.md``): a ``..`` inside (``memory/../x``, an absolute
+    ``/a/../b``) names no path that is ever written."""
+    parts = glob.split("/")
+    lead = 0 if os.path.isabs(glob) else next((i for i, part in enumerate(parts) if part != ".."), len(parts))
+    return ".." not in parts[lead:] and (lead == 0 or any(parts[lead:]))
+
+
+def _real_glob(glob: str) -> str:
+    """An absolute glob with its leading folders (those before the first wildcard) read through their
+    links, as the workspace and the extra paths are (``/tmp`` on macOS is ``/private/tmp``)."""
+    parts = glob.split("/")
+    fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+    if fixed <= 1:
+        return glob
+    head = os.path.realpath("/".join(parts[:fixed]) or "/").replace(os.sep, "/")
+    return "/".join([head.rstrip("/"), *parts[fixed:]]) if fixed < len(parts) else head
 
 
 def modified_day(entry) -> date | None:

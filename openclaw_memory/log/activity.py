@@ -93,7 +93,8 @@ def activity(settings: Settings, *, since: str | None = None, until: str | None 
         # Globs are matched on the names as shown, once per path (its newest entry's, found on the
         # path index: not a read of every row); the query then takes the matching paths by their bytes.
         named = store.db.rows("SELECT path, display FROM versions WHERE id IN (SELECT MAX(id) FROM versions GROUP BY path)")
-        wanted = [path for path, display in named if filters.wants_path(dec(display))]
+        wants_path = filters.path_test(settings.workspace)  # (an absolute glob: the file's absolute path)
+        wanted = [path for path, display in named if wants_path(dec(display))]
         if not wanted:
             return ActivityLog((), False)
         where.append(f"path IN ({', '.join('?' * len(wanted))})")
