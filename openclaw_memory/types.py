@@ -15,6 +15,8 @@ RepairStatus = Literal["done", "declined", "failed", "rolled-back", "completed"]
 FileStateName = Literal["read_fresh", "read_stale", "discovered_unread", "written_unread"]
 WriteAction = Literal["append", "replace", "restore"]
 DiffMode = Literal["diff", "unchanged", "full", "missing"]  # what ``read --diff`` gives back
+# Who made a version the history logs (history.versions names each): `log --origin` takes one.
+Origin = Literal["agent-write", "external-edit", "restore", "doctor-fix", "move", "remove"]
 # Results a search returns at most, whoever asks (the command line, the library, memory_search's
 # maxResults; OpenClaw sets none): a larger limit is a usage error, not an engine overflow.
 MAX_LIMIT = 1000

@@ -227,9 +227,11 @@ def _words(hint: Any) -> tuple[str, ...]:
 
 
 def _origins() -> tuple[str, ...]:
-    from ..history.versions import ORIGINS  # (for `log` and completion alone)
+    import typing
 
-    return ORIGINS
+    from ..types import Origin
+
+    return typing.get_args(Origin)
 
 
 def _printing(name: str) -> Callable[..., int]:

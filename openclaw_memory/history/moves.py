@@ -97,6 +97,17 @@ class LinkLeft:
     text: str  # as written
     why: str
 
+    @property
+    def failed(self) -> bool:
+        """Left because its file's write failed (the disk full), not by a rule; it crosses the
+        service's socket as its text, so its text says it."""
+        return self.why.startswith(WRITE_FAILED)
+
+
+# How LinkLeft.why begins for a link whose file's rewrite failed: `mv` exits 1 for it, where a link
+# left on purpose (ambiguous, changed meanwhile) exits 0.
+WRITE_FAILED = "its rewrite failed: "
+
 
 @dataclass(frozen=True)
 class MoveResult:

@@ -9,9 +9,10 @@ removal's (``remove``): a removed file's entry, and so its bytes (pinned by it),
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, get_args
 
 from ..database import dec, enc
+from ..types import Origin
 
 if TYPE_CHECKING:
     from ..database import Database
@@ -24,6 +25,7 @@ DOCTOR_FIX = "doctor-fix"  # a repair of `doctor --fix` (a legacy root merged in
 MOVE = "move"  # `mv`: the file arrived at this path; its versions under the old path are listed before it
 REMOVE = "remove"  # `rm`: the file left the workspace; this version is what `restore --last` brings back
 ORIGINS = (AGENT_WRITE, EXTERNAL_EDIT, RESTORE, DOCTOR_FIX, MOVE, REMOVE)
+assert ORIGINS == get_args(Origin)  # (the word list the CLI's completion offers is the Literal's)
 
 
 class FileMode(NamedTuple):

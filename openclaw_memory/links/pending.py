@@ -30,7 +30,7 @@ from ..history.fileops import IMPORT_OP, LINKS_STEP, FileOp, UnreadableIntent, c
 from ..history.moves import finish_pending_op
 from ..history.store import HistoryStore
 from .parse import ParsedLink
-from .rewrite import WRITE_FAILED, Backlink, links_before, rewrite_backlinks, rewrite_failed
+from .rewrite import WRITE_FAILED, Backlink, links_before, rewrite_backlinks
 
 if TYPE_CHECKING:
     from ..history.moves import MoveResult
@@ -66,7 +66,7 @@ def _move_and_rewrite(settings: Settings, source: str, destination: str,
         return replace(result, warnings=(*result.warnings, *unread)) if unread else result
     updated, left = rewrite_backlinks(settings, backlinks, src, resolve_memory_path(result.path, workspace, extra).abs_path)
     clear_intent(settings.data_dir)
-    failed = [link for link in left if rewrite_failed(link)]
+    failed = [link for link in left if link.failed]
     if failed:
         files = len({link.source for link in failed})
         unread += (f"moved {result.source} to {result.path}, but the rewrite of {len(failed)} link(s) in {files} file(s) "

@@ -30,7 +30,7 @@ import xxhash
 
 from ..errors import MemoryToolError
 from ..fsutil.safeopen import FolderSwapped, NotRegularFile, open_regular_in_roots, read_and_close
-from ..history.moves import LinkLeft
+from ..history.moves import WRITE_FAILED, LinkLeft
 from ..history.stale import read_here
 from ..history.store import HistoryStore
 from ..history.writes import write
@@ -41,17 +41,6 @@ from .resolve import AMBIGUOUS, LinkTarget
 if TYPE_CHECKING:
     from ..settings import Settings
     from .resolve import Resolver
-
-
-# How a link whose file's rewrite failed is named (``LinkLeft.why``): `mv` exits 1 for it
-# (:func:`rewrite_failed`), where a link left on purpose (ambiguous, changed meanwhile) exits 0.
-WRITE_FAILED = "its rewrite failed: "
-
-
-def rewrite_failed(left: LinkLeft) -> bool:
-    """Whether ``left`` was left because its file's write failed, not by a rule (it crosses the
-    service's socket as its text, so its text says it)."""
-    return left.why.startswith(WRITE_FAILED)
 
 
 _PERCENT = re.compile(r"%(?=[0-9A-Fa-f]{2})")

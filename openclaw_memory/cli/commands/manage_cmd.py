@@ -20,10 +20,8 @@ def run_move(settings: Settings, source: str, destination: str, force: bool, exp
         result = memory.move(source, destination, force=force, expect=expect, update_index=update_index,
                              update_links=update_links)
     _index_warning(result.index)
-    from ...links.rewrite import rewrite_failed  # here: xxhash and the parser load only for a move
-
     # The move was made; a link rewrite that failed (the disk full) is a problem to act on: exit 1.
-    status = 1 if any(rewrite_failed(left) for left in result.links_not_updated) else 0
+    status = 1 if any(left.failed for left in result.links_not_updated) else 0
     if reported(result, json_out):
         return status
     how = " (copied across file systems, verified, then the source removed)" if result.how == "copy" else ""
