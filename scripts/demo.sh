@@ -7,6 +7,11 @@ demo=build/demo
 rm -rf "$demo"
 mkdir -p "$demo"
 cp -R fixtures/workspace "$demo/workspace"
+# Nothing of the user's own settings: every OPENCLAW_* variable is dropped before the demo's two are set
+# (an OPENCLAW_CONFIG_PATH or OPENCLAW_MEMORY_EXTRA_PATHS had the demo list, print and index private
+# notes; an OPENCLAW_MEMORY_QDRANT_URL had it index into the user's Qdrant server). With the state dir
+# set, no file under $HOME is read for settings (no ~/.openclaw/.env, no ~/.config/openclaw/gateway.env).
+for name in $(compgen -e); do case $name in OPENCLAW_*) unset "$name";; esac; done
 export OPENCLAW_WORKSPACE="$PWD/$demo/workspace"
 export OPENCLAW_STATE_DIR="$PWD/$demo/state"
 # Each command shown as it can be typed again: a word holding more than letters, digits and ./:=@%+- quoted

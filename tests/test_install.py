@@ -299,6 +299,42 @@ def test_make_demo_runs_in_a_clone_whose_build_folder_git_ignores(tmp_path):
     assert '\n$ openclaw-memory search "when are database backups taken"\n' in done.stdout, done.stdout
 
 
+def test_make_demo_reads_none_of_the_user_s_own_settings(tmp_path):
+    """The demo set only OPENCLAW_WORKSPACE and OPENCLAW_STATE_DIR: an OPENCLAW_CONFIG_PATH naming an
+    openclaw.json with extraPaths to private notes, or an OPENCLAW_MEMORY_EXTRA_PATHS, had `make demo`
+    list, print and index them, and an OPENCLAW_MEMORY_QDRANT_URL had it index into the user's server.
+    Each command of the demo runs here as a stand-in that records its OPENCLAW_* variables; `files`
+    runs the real one (what it lists is what the demo would read)."""
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "scripts", clone / "scripts")
+    shutil.copytree(REPO / "fixtures", clone / "fixtures")
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "secret.md").write_text("# private\n")
+    config = tmp_path / "openclaw.json"
+    config.write_text(json.dumps({"agents": {"defaults": {"memorySearch": {"extraPaths": [str(private)]}}}}))
+    seen = tmp_path / "seen"
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    real = Path(sys.prefix) / "bin" / "openclaw-memory"
+    stand_in = clone / ".venv" / "bin" / "openclaw-memory"
+    stand_in.write_text("#!/bin/sh\n"
+                        f"env | grep '^OPENCLAW' | sort >> {shlex.quote(str(seen))}; echo -- >> {shlex.quote(str(seen))}\n"
+                        f'[ "$1" = files ] && exec {shlex.quote(str(real))} files\n'
+                        "exit 0\n")
+    stand_in.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW")}
+    env.update(OPENCLAW_CONFIG_PATH=str(config), OPENCLAW_MEMORY_EXTRA_PATHS=str(private),
+               OPENCLAW_MEMORY_QDRANT_URL="http://127.0.0.1:9", OPENCLAW_HOME=str(tmp_path),
+               OPENCLAW_PROFILE="work", OPENCLAW_MEMORY_EMBEDDING_BACKEND="hash")
+    done = subprocess.run(["bash", "scripts/demo.sh"], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "secret" not in done.stdout + done.stderr and "MEMORY.md" in done.stdout, done.stdout
+    demo = clone / "build" / "demo"
+    calls = seen.read_text().split("--\n")[:-1]
+    assert len(calls) > 5
+    assert set(calls) == {f"OPENCLAW_STATE_DIR={demo}/state\nOPENCLAW_WORKSPACE={demo}/workspace\n"}, calls
+
+
 def _old_python(path: Path, version: str = "3.10.13") -> Path:
     """An interpreter that answers as an unsupported Python does: `-V` gives its version, the version
     check (`-c` code) fails, and `-m venv DIR` makes a venv whose python is itself."""
