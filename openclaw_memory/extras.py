@@ -13,6 +13,7 @@ model's weights, and the export of models the ONNX writer does not cover. A miss
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from .errors import MissingExtra
@@ -61,12 +62,48 @@ def pip_command(extra: str, origin: Any = _INSTALLED) -> str:
     return f"{TORCH_CPU}, then {command}" if extra == "torch" else command
 
 
+# The package's own data files, as a path inside its source folder.
+SHIPPED = "openclaw_memory/index/shipped"
+
+
 def reinstall_command(origin: Any = _INSTALLED) -> str:
-    """What puts back the package's own files (the shipped model export) when they are damaged."""
-    return f"pip install --force-reinstall {_requirement('search', origin)}"
+    """What puts back the package's own files (the shipped model export) when they are damaged or missing.
+
+    An editable install runs its folder's own files, so no pip command restores them (a forced
+    reinstall left the same file, and took the libraries off constraints.txt's pins): in a git
+    clone ``git checkout`` of the shipped folder does; any other folder needs them from where it
+    came from. Else pip reinstalls this package alone (``--no-deps``: no library changes version)."""
+    import shlex
+
+    record = installed_from() if origin is _INSTALLED else origin
+    clone = _editable_folder(record)
+    if clone is not None:
+        if (clone / ".git").exists():
+            return f"git -C {shlex.quote(str(clone))} checkout -- {SHIPPED}"
+        return f"copy {SHIPPED}/ back into {shlex.quote(str(clone))} from the source it came from"
+    return f"pip install --force-reinstall --no-deps {_requirement(None, record)}"
 
 
-def _requirement(extra: str, origin: Any) -> str:
+def restore_hint(origin: Any = _INSTALLED) -> str:
+    """How to put back a damaged or missing file of the shipped model, as a clause for an error."""
+    command = reinstall_command(origin)
+    if command.startswith("pip "):
+        return f"reinstall openclaw-memory ({command})"
+    return f"this editable install runs its folder's own files: {command}"
+
+
+def _editable_folder(record: Any) -> Path | None:
+    """The source folder of an editable install (PEP 610 ``dir_info.editable``), else None."""
+    from urllib.parse import unquote, urlparse
+
+    url = record.get("url") if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not isinstance(url, str) or not url.startswith("file://"):
+        return None
+    info = record.get("dir_info")
+    return Path(unquote(urlparse(url).path)) if isinstance(info, dict) and info.get("editable") else None
+
+
+def _requirement(extra: str | None, origin: Any) -> str:
     """This package with ``extra``, as pip is to be given it: from the folder it was installed from (a
     clone: ``pip install .``; ``-e`` kept for an editable install), from the archive or repository
     URL, else by its name on the package index. The distribution is on no index yet: by its name
@@ -76,13 +113,14 @@ def _requirement(extra: str, origin: Any) -> str:
 
     record = installed_from() if origin is _INSTALLED else origin
     url = record.get("url") if isinstance(record, dict) else None
+    wanted = f"[{extra}]" if extra else ""
     if not isinstance(record, dict) or not isinstance(url, str):
-        return shlex.quote(f"{PACKAGE}[{extra}]")
+        return shlex.quote(f"{PACKAGE}{wanted}")
     if "dir_info" in record and url.startswith("file://"):
-        folder = shlex.quote(f"{unquote(urlparse(url).path)}[{extra}]")
+        folder = shlex.quote(f"{unquote(urlparse(url).path)}{wanted}")
         return f"-e {folder}" if (record.get("dir_info") or {}).get("editable") else folder
     vcs = (record.get("vcs_info") or {}).get("vcs") if isinstance(record.get("vcs_info"), dict) else None
-    return shlex.quote(f"{PACKAGE}[{extra}] @ {vcs + '+' if vcs else ''}{url}")
+    return shlex.quote(f"{PACKAGE}{wanted} @ {vcs + '+' if vcs else ''}{url}")
 
 
 @functools.cache

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from openclaw_memory import extras
+from openclaw_memory.errors import MissingExtra, UsageError
 from openclaw_memory.extras import PACKAGE, TORCH_CPU, pip_command, reinstall_command
 
 FIXTURE = REPO / "fixtures" / "workspace"
@@ -239,23 +241,81 @@ def test_pip_hints_name_this_distribution_and_torch_s_cpu_build():
 
 
 @pytest.mark.parametrize("origin, search, reinstall", [
-    (None, f"pip install '{PACKAGE}[search]'", f"pip install --force-reinstall '{PACKAGE}[search]'"),
+    (None, f"pip install '{PACKAGE}[search]'", f"pip install --force-reinstall --no-deps {PACKAGE}"),
     ({"url": "file:///home/me/openclaw-memory", "dir_info": {}},
-     "pip install '/home/me/openclaw-memory[search]'", "pip install --force-reinstall '/home/me/openclaw-memory[search]'"),
+     "pip install '/home/me/openclaw-memory[search]'", "pip install --force-reinstall --no-deps /home/me/openclaw-memory"),
     ({"url": "file:///home/me/my%20clone", "dir_info": {"editable": True}},
-     "pip install -e '/home/me/my clone[search]'", "pip install --force-reinstall -e '/home/me/my clone[search]'"),
+     "pip install -e '/home/me/my clone[search]'", "copy openclaw_memory/index/shipped/ back into '/home/me/my clone' from the source it came from"),
     ({"url": "file:///tmp/openclaw_memory_files-0.1.0-py3-none-any.whl", "archive_info": {}},
-     f"pip install '{PACKAGE}[search] @ file:///tmp/openclaw_memory_files-0.1.0-py3-none-any.whl'", None),
+     f"pip install '{PACKAGE}[search] @ file:///tmp/openclaw_memory_files-0.1.0-py3-none-any.whl'",
+     f"pip install --force-reinstall --no-deps '{PACKAGE} @ file:///tmp/openclaw_memory_files-0.1.0-py3-none-any.whl'"),
     ({"url": "https://github.com/me/openclaw-memory", "vcs_info": {"vcs": "git", "commit_id": "abc"}},
-     f"pip install '{PACKAGE}[search] @ git+https://github.com/me/openclaw-memory'", None),
+     f"pip install '{PACKAGE}[search] @ git+https://github.com/me/openclaw-memory'",
+     f"pip install --force-reinstall --no-deps '{PACKAGE} @ git+https://github.com/me/openclaw-memory'"),
 ])
 def test_a_pip_hint_names_where_the_package_was_installed_from(origin, search, reinstall):
     """The distribution is on no index yet: installed from a clone (`pip install .`), a command that
     needs an extra said `pip install 'openclaw-memory-files[search]'`, which finds nothing. The hint
-    now names where pip took it from (PEP 610's direct_url.json), as pip is to be given it again."""
+    now names where pip took it from (PEP 610's direct_url.json), as pip is to be given it again.
+    A reinstall of the package's own files is of this package alone (--no-deps: a forced reinstall
+    of the search part moved its libraries off constraints.txt's pins)."""
     assert pip_command("search", origin=origin) == search
-    if reinstall is not None:
-        assert reinstall_command(origin=origin) == reinstall
+    assert reinstall_command(origin=origin) == reinstall
+
+
+def _editable_clone(tmp_path: Path, monkeypatch, git: bool = True) -> Path:
+    """This process's package taken for an editable install from a clone at tmp_path/my clone."""
+    clone = tmp_path / "my clone"
+    (clone / (".git" if git else "src")).mkdir(parents=True)
+    monkeypatch.setattr(extras, "installed_from", lambda: {"url": (clone.as_uri()), "dir_info": {"editable": True}})
+    return clone
+
+
+def test_an_editable_install_s_damaged_model_is_restored_from_its_clone_not_by_pip(tmp_path, monkeypatch):
+    """An editable install (`make install`) runs the clone's own files: the hint, `pip install
+    --force-reinstall -e '<clone>[search]'`, left the damaged file as it was (same error after it)."""
+    clone = _editable_clone(tmp_path, monkeypatch)
+    assert reinstall_command() == f"git -C '{clone}' checkout -- openclaw_memory/index/shipped"
+    assert extras.restore_hint() == f"this editable install runs its folder's own files: git -C '{clone}' checkout -- openclaw_memory/index/shipped"
+    shutil.rmtree(clone / ".git")  # a folder that is no git checkout (an unpacked archive): no command restores it
+    assert reinstall_command() == f"copy openclaw_memory/index/shipped/ back into '{clone}' from the source it came from"
+
+
+def test_a_missing_shipped_model_file_is_named_not_sent_to_the_torch_backend(tmp_path, monkeypatch):
+    """`mv model.int8.onnx` away: the default model went to the torch backend, whose hint is to install
+    torch (gigabytes, for a missing 24 MB file). It is named as missing, with how to restore it."""
+    pytest.importorskip("onnxruntime")
+    from openclaw_memory.index import models
+    from openclaw_memory.index.embedding import choose_backend, load_embedder
+
+    copy = tmp_path / "shipped"
+    shutil.copytree(models.SHIPPED_DIR, copy, ignore=shutil.ignore_patterns("model.int8.onnx"))
+    monkeypatch.setattr(models, "SHIPPED_DIR", copy)
+    clone = _editable_clone(tmp_path, monkeypatch)
+    assert choose_backend("all-MiniLM-L6-v2") == "onnx"
+    with pytest.raises(UsageError) as raised:
+        load_embedder("all-MiniLM-L6-v2")
+    assert str(raised.value) == (f"{copy / 'model.int8.onnx'} is missing: this editable install runs its folder's own files: "
+                                 f"git -C '{clone}' checkout -- openclaw_memory/index/shipped")
+
+
+@pytest.mark.parametrize("failure, cause", [
+    (ModuleNotFoundError("No module named 'onnxruntime'", name="onnxruntime"), "onnxruntime is not installed"),
+    (ImportError("libonnxruntime.so.1: cannot open shared object file: No such file or directory"),
+     "onnxruntime does not load: libonnxruntime.so.1: cannot open shared object file: No such file or directory"),
+])
+def test_onnxruntime_that_does_not_import_is_worded_as_the_missing_search_part(monkeypatch, failure, cause):
+    """`--embedding-backend onnx` without onnxruntime said "pip install onnxruntime" (every other
+    command names the search part), and one that is installed but fails to load lost its cause."""
+    from openclaw_memory.index import onnx_embedding
+
+    def fail():
+        raise failure
+
+    monkeypatch.setattr(onnx_embedding, "_onnxruntime", fail)
+    with pytest.raises(MissingExtra) as raised:
+        onnx_embedding.OnnxEmbedder.load("all-MiniLM-L6-v2", "unused", None)
+    assert str(raised.value) == f"indexing and search needs the optional 'search' part ({cause}): {pip_command('search')}"
 
 
 @pytest.mark.slow

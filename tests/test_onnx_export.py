@@ -191,7 +191,7 @@ def test_a_damaged_shipped_export_is_refused(tmp_path, monkeypatch):
     data = bytearray((copy / MODEL_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF
     (copy / MODEL_FILE).write_bytes(bytes(data))
-    with pytest.raises(UsageError, match=r"model\.int8\.onnx is damaged.*pip install --force-reinstall"):
+    with pytest.raises(UsageError, match=r"model\.int8\.onnx is damaged.*: (reinstall openclaw-memory \(pip install --force-reinstall --no-deps|this editable install)"):
         load_embedder(MODEL, backend="onnx")
     shutil.copyfile(SHIPPED_DIR / MODEL_FILE, copy / MODEL_FILE)
     (copy / "tokenizer.json").unlink()

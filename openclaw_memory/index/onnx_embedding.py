@@ -31,8 +31,8 @@ from pathlib import Path
 
 import xxhash
 
-from openclaw_memory.errors import UsageError
-from openclaw_memory.extras import pip_command, reinstall_command
+from openclaw_memory.errors import MemoryToolError, MissingExtra, UsageError
+from openclaw_memory.extras import FEATURES, missing_extra, pip_command, restore_hint
 from openclaw_memory.fsutil.hashing import hash_file
 from openclaw_memory.index.models import canonical_model_name, force_offline, is_default_model, resolve_model, shipped_model
 
@@ -162,8 +162,8 @@ class OnnxEmbedder:
         first when there is none."""
         try:
             _onnxruntime()
-        except ImportError:
-            raise UsageError("The onnx embedding backend needs onnxruntime: pip install onnxruntime") from None
+        except ImportError as exc:
+            raise _no_onnxruntime(exc) from None
         shipped = shipped_export(model_name)
         if shipped is not None:
             verify_shipped(shipped)
@@ -215,10 +215,22 @@ class OnnxEmbedder:
         return out
 
 
+def _no_onnxruntime(exc: ImportError) -> MemoryToolError:
+    """The error for an onnxruntime that cannot be imported, worded as every command's missing part:
+    not installed, or installed and failing to load (a missing shared library: its cause is kept)."""
+    missing = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None
+    if missing is not None:
+        return missing
+    return MissingExtra(f"{FEATURES['search']} needs the optional 'search' part (onnxruntime does not load: {exc}): "
+                        f"{pip_command('search')}")
+
+
 def shipped_export(model_name: str) -> Path | None:
-    """The export this package ships for ``model_name`` (the default model only), if present."""
-    folder = shipped_model() if is_default_model(model_name) else None
-    return folder if folder is not None and (folder / MODEL_FILE).is_file() else None
+    """The export this package ships for ``model_name`` (the default model only), if the package holds
+    it. A shipped folder without its model file is returned as well: :func:`verify_shipped` says it is
+    missing and how to restore it (taken for no export, the default model went to the torch backend,
+    whose hint is to install torch: gigabytes, for a missing 24 MB file)."""
+    return shipped_model() if is_default_model(model_name) else None
 
 
 _verified: set[tuple] = set()
@@ -248,7 +260,7 @@ def verify_shipped(folder: Path) -> None:
 def _reinstall() -> str:
     # Worded when raised: where the package was installed from is read from its metadata
     # (importlib.metadata, ~20 ms), not on every import of the backend.
-    return f"reinstall openclaw-memory ({reinstall_command()})"
+    return restore_hint()
 
 
 def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
