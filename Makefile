@@ -12,6 +12,18 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
+# A PYTHON given (`make demo PYTHON=python3.12`) that is not the Python the existing .venv was made
+# with is refused, every time, installed or not: that .venv was used as it was, on the other
+# version, without a word. The .venv is not remade behind the user's back: make clean first.
+.PHONY: venv-python
+venv-python:
+ifneq ($(filter command line environment,$(origin PYTHON)),)
+	@if [ -x $(PY) ] && ! $(PYTHON) -V >/dev/null 2>&1; then \
+		echo "make: $(PYTHON) is $(PYTHON_IS); $(VENV) was made with $$($(PY) -V 2>&1) (make without PYTHON= uses it)" >&2; exit 1; \
+	elif [ -x $(PY) ] && [ "$$($(PY) -V 2>&1 | cut -d. -f1,2)" != "$$($(PYTHON) -V 2>&1 | cut -d. -f1,2)" ]; then \
+		echo "make: $(VENV) was made with $$($(PY) -V 2>&1), not with PYTHON=$(PYTHON) ($(PYTHON_IS)): make clean (or rm -rf $(VENV)), then make PYTHON=$(PYTHON) again" >&2; exit 1; fi
+endif
+
 # [all] is every command and backend but the torch one (tests/test_install.py resolves this line
 # against PyPI and checks that no torch and no CUDA package comes with it).
 # Python 3.11 to 3.14, checked before the venv is made: with an older python3 the venv was made
@@ -21,11 +33,16 @@ install: $(STAMP)
 # have no wheel for it yet (checked 2026-12-06; raise the bound with them).
 NEED_PYTHON := import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 14))
 SUPPORTED := Python 3.11 to 3.14 (constraints.txt's numpy and onnxruntime have no wheel for a later one yet)
-$(STAMP): pyproject.toml constraints.txt
+# What $(PYTHON) is, in a few words: its version, or that it is not found, or that it does not run (a
+# pyenv shim of a version that is not active: its own error text made the refusal unreadable).
+PYTHON_IS = $$(if ! command -v $(PYTHON) >/dev/null 2>&1; then echo 'not found'; \
+	elif v=$$($(PYTHON) -V 2>&1); then echo "$$v"; \
+	else echo "$$(command -v $(PYTHON)), which does not run ($(PYTHON) -V failed)"; fi)
+$(STAMP): pyproject.toml constraints.txt | venv-python
 	@if [ -x $(PY) ] && ! $(PY) -c '$(NEED_PYTHON)'; then \
 		echo "make: $(VENV) was made with $$($(PY) -V 2>&1); this project needs $(SUPPORTED): make clean, then make PYTHON=python3.13 (or another of those)" >&2; exit 1; fi
 	@if [ ! -x $(PY) ] && ! $(PYTHON) -c '$(NEED_PYTHON)' 2>/dev/null; then \
-		echo "make: $(PYTHON) is $$(command -v $(PYTHON) >/dev/null && $(PYTHON) -V 2>&1 || echo 'not found'); this project needs $(SUPPORTED): make PYTHON=python3.13 (or another of those)" >&2; exit 1; fi
+		echo "make: $(PYTHON) is $(PYTHON_IS); this project needs $(SUPPORTED): make PYTHON=python3.13 (or another of those)" >&2; exit 1; fi
 	@# A venv without pip (Debian and Ubuntu make one and fail when python3-venv is not installed) is made
 	@# again; one that cannot be made is removed: it was kept, and every later make failed in pip ("No module named pip").
 	@$(PY) -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv $(VENV) || \

@@ -456,6 +456,52 @@ def test_make_install_with_a_python_newer_than_the_pins_have_wheels_for_says_so(
     assert done.stderr.startswith(f"make: {new} is Python 3.15.0; this project needs Python 3.11 to 3.14 (constraints.txt's numpy "
                                   "and onnxruntime have no wheel for a later one yet): make PYTHON=python3.13 (or another of those)\n"), done.stderr
 
+def _python(path: Path, version: str) -> Path:
+    """An interpreter of a supported version: `-V` gives it, the version check and every module pass."""
+    path.write_text(f'#!/bin/sh\ncase "$1" in\n  -V|--version) echo "Python {version}";;\n  -c|-m) exit 0;;\n  *) exit 1;;\nesac\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_make_with_a_python_other_than_the_venv_s_refuses_even_when_installed(tmp_path):
+    """`make demo PYTHON=python3.12` on a .venv made with 3.11 ran 3.11 without a word (installed: the
+    venv's stamp is newer than pyproject.toml, nothing was checked)."""
+    clone = _make_folder(tmp_path)
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    _python(clone / ".venv" / "bin" / "python", "3.11.9")
+    (clone / ".venv" / ".installed").touch()
+    other, same = _python(tmp_path / "python3.12", "3.12.3"), _python(tmp_path / "python3.11", "3.11.4")
+
+    def make(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "--no-print-directory", "-s", "install", *args], cwd=clone, capture_output=True, text=True,
+                              timeout=120, env=env)
+
+    refused = make(f"PYTHON={other}")
+    assert refused.returncode != 0 and refused.stderr.splitlines()[0] == (
+        f"make: .venv was made with Python 3.11.9, not with PYTHON={other} (Python 3.12.3): make clean (or rm -rf .venv), "
+        f"then make PYTHON={other} again"), refused.stderr
+    assert make(env={**os.environ, "PYTHON": str(other)}).returncode != 0  # exported, the same
+    assert make(f"PYTHON={same}").returncode == 0  # the venv's minor version: nothing to say
+    assert make().returncode == 0  # no PYTHON given: the venv is used
+
+
+def test_make_with_a_pyenv_shim_that_does_not_run_refuses_in_one_clean_line(tmp_path):
+    """A pyenv shim of a version that is not active is found by `command -v` but fails `-V` with its own
+    error: the refusal read "python3.12 is pyenv: python3.12: command not found ... not found"."""
+    clone = _make_folder(tmp_path)
+    shim = tmp_path / "python3.12"
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\necho \"The 'python3.12' command exists in these "
+                    "Python versions:\" >&2\necho '  3.12.3' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    done = subprocess.run(["make", "--no-print-directory", "-s", "install", f"PYTHON={shim}"], cwd=clone, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0 and not (clone / ".venv").exists(), done.stderr
+    assert done.stderr.splitlines()[0] == (
+        f"make: {shim} is {shim}, which does not run ({shim} -V failed); this project needs Python 3.11 to 3.14 "
+        "(constraints.txt's numpy and onnxruntime have no wheel for a later one yet): make PYTHON=python3.13 (or another of those)")
+    assert "command not found" not in done.stderr and "3.12.3" not in done.stderr, done.stderr
+
+
 def _python_without_venv(path: Path) -> Path:
     """An interpreter as Debian's and Ubuntu's python3 is without python3-venv: a good version, but
     `-m venv DIR` makes DIR/bin/python (without pip), says ensurepip is missing and fails."""
