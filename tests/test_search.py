@@ -807,3 +807,62 @@ def test_a_search_where_the_shards_folder_is_a_file_names_doctor_as_index_does(w
 def cite(path: str, start: int, end: int) -> str:
     """A citation as OpenClaw 2026.9.6's formatCitation writes it: #L3 for one line, #L3-L9 for more."""
     return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
+
+
+def test_every_search_names_the_notes_the_index_leaves_out_within_its_filters(workspace, cli, monkeypatch):
+    """A note the one sync left out (over the size limit, here lowered) was named by that search
+    alone: every later one answered "Nothing matches" with no word of it (hybrid, --mode text,
+    --no-sync, --json's notes). Each search names those its collections and filters take, in the
+    words of the syncing search."""
+    from openclaw_memory.index import collections
+
+    monkeypatch.setattr(collections, "MAX_INDEXED_BYTES", 400)
+    write(workspace / "MEMORY.md", "# Memory\n\nHerons, not ospreys.\n")
+    write(workspace / "memory" / "big.md", "# Big\n\nThe osprey nests on the pylon.\n")
+    assert cli("index").returncode == 0
+    write(workspace / "memory" / "big.md", "# Big\n\nThe osprey nests on the pylon.\n" + "filler words here\n" * 30)
+    said = "not indexed: memory/big.md (0.0 MiB, over the 0 MiB an indexed file may have: split it)"
+    first = cli("search", "osprey", "--json")
+    assert said in first.json()["notes"] and f"warning: {said}" in first.stderr, first.stderr
+    for args in ((), ("--mode", "text"), ("--no-sync",), ("--mode", "vector"), ("--path", "memory/*.md"),
+                 ("--collection", "memory-dir-main"), ("--since", "2000-01-01")):
+        again = cli("search", "osprey", *args)
+        assert again.returncode == 0 and again.stderr.count(said) == 1, (args, again.stderr)
+        assert cli("search", "osprey", "--json", *args).json()["notes"] == [said], args
+    for args in (("--path", "MEMORY.md"), ("--path", "memory/people/*.md"), ("--collection", "memory-root-main"),
+                 ("--since", "2999-01-01")):
+        other = cli("search", "osprey", "--json", *args)
+        assert "notes" not in other.json() and said not in other.stderr, (args, other.stderr)
+    write(workspace / "memory" / "big.md", "# Big\n\nThe osprey nests on the pylon.\n")  # split: indexed again
+    assert cli("search", "osprey", "--json").json()["results"][0]["path"] == "memory/big.md"
+    assert "notes" not in cli("search", "osprey", "--json").json()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (uid 65534)")
+def test_every_search_names_a_folder_it_cannot_read_and_status_lists_it(base):
+    """An unreadable folder was named by the syncing search and no later one; `status --json`'s
+    `leftOut` named only files."""
+    import dataclasses
+
+    from conftest import NOBODY, as_nobody, env_for, run_in_process
+
+    ws, sd = base / "ws", base / "state"
+    write(ws / "memory" / "a.md", "# A\n\nThe heron.\n")
+    write(ws / "memory" / "locked" / "l.md", "# L\n\nThe osprey.\n")
+    sd.mkdir()
+    for path in (ws, ws / "memory", ws / "memory" / "a.md", sd):
+        os.chown(path, NOBODY, NOBODY)
+    os.chmod(ws / "memory" / "locked", 0o700)  # root's
+
+    def run(*args: str) -> dict:
+        return as_nobody(lambda: dataclasses.asdict(run_in_process(args, env=env_for(ws, sd), cwd=ws)))
+
+    assert run("index")["returncode"] == 0
+    said = "cannot read memory/locked: unreadable: Permission denied: the notes in it are not indexed"
+    for args in ((), ("--mode", "text"), ("--no-sync",), ("--path", "memory/locked/*.md")):
+        done = run("search", "osprey", "--json", *args)
+        assert json.loads(done["stdout"])["notes"] == [said] and f"warning: {said}" in done["stderr"], (args, done)
+    assert "notes" not in json.loads(run("search", "osprey", "--json", "--path", "memory/a.md")["stdout"])
+    assert json.loads(run("status", "--json")["stdout"])["leftOut"] == [
+        {"path": "memory/locked", "folder": True,
+         "reason": "a folder this user cannot read: Permission denied; the notes in it are not indexed"}]

@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING
 
 from ..bulk import gc_paused
 from ..errors import BadValue, DiskFull, IndexMissing, LockTimeout, MemoryToolError, UsageError
+from ..files.paths import MEMORY_DIR
 from ..files.scan import ScanCache, ScanResult
 from ..fsutil.lock import read_only_mount
+from ..timezones import local_date
 from ..types import MAX_LIMIT, SearchMode
 from .agent_lock import index_builder
 from .bm25 import Bm25, saved_stats, stats_serial
-from .collections import assign_files, resolve_collections
+from .collections import assign_files, resolve_collections, unindexable
 from .config import index_config, search_ranking
 from .embedding import recipe_outdated
-from .filters import SearchFilters, file_dates
+from .filters import SearchFilters, file_dates, note_date
 from .lender import Models
 from .manifest import load_manifest, load_manifest_head, manifest_serial, stale_known
 from .results import SearchResult, SyncSummary
@@ -120,6 +122,7 @@ class MemoryIndex:
         manifests = self._built(collections)
         indexed = [c for c in collections if manifests[c.name] is not None]
         notes: list[str] = []
+        synced = False  # a sync of this search said what it leaves out (the notes below)
         if not indexed and mode != "text" and sync and not read_only_mount(self.settings.data_dir):
             # OpenClaw's first search builds the index it needs ("search-bootstrap"): an agent that
             # cannot run `openclaw-memory index` got a tool error bidding it to. An interrupted first
@@ -132,6 +135,7 @@ class MemoryIndex:
                 pass
             else:
                 notes.extend(first.notes)
+                synced = True
                 chunks = first.chunks_embedded + first.chunks_reused
                 if first.files_changed:  # (none: another search built it meanwhile, or there is no file)
                     notes.append(f"agent {self.settings.agent} had no search index yet: this search built it "
@@ -169,6 +173,7 @@ class MemoryIndex:
                     # Never wait for a running index: the last complete index answers meanwhile.
                     summary = self.sync(wait=False)
                     notes.extend(summary.notes)
+                    synced = True
                     stale = []
                     settings_changed = False
                     manifests = self._built(collections)
@@ -192,6 +197,8 @@ class MemoryIndex:
             vector = self.models.embedder.encode([query])[0]
         bm25 = Bm25(self._term_stats(c.name) for c in indexed)
         searched = [c for c in indexed if filters.wants_collection(c.name)]
+        if not synced:  # each later search says it too, as the sync that left them out did
+            notes.extend(self._left_out_notes(collections, searched, filters))
         allowed = filters.point_ids({c.name: self._manifest(c.name) for c in searched}, self.settings.workspace) \
             if filters.by_file() else None
         plan = QueryPlan(query, mode, vector, limit, bm25, ids=allowed, ranking=self.ranking)
@@ -211,6 +218,45 @@ class MemoryIndex:
         return SearchResult(tuple(hits), mode, provider=provider, model=model,
                             stale_paths=tuple(stale), notes=tuple(notes), terms=tuple(query_terms(query)), updating=updating,
                             filtered_out=allowed is not None and not allowed)
+
+    def _left_out_notes(self, collections, searched, filters: SearchFilters) -> list[str]:
+        """What the sync says of the notes it leaves out (``not indexed: ...``, an unreadable folder's
+        ``cannot read ...``), of those the searched collections and the filters take, from the stale
+        check's scan (its left-out files were found with its answer: nothing is walked again)."""
+        if self._last_stale is None:
+            return []
+        scan, left = self._last_stale[2], self._last_stale[4]
+        folders = [s for s in scan.skipped if s.reason.startswith("unreadable")]
+        if not left and not folders:
+            return []
+        names = {c.name for c in searched}
+        wants_path = filters.path_test(self.settings.workspace)
+        workspace = os.fspath(self.settings.workspace)
+
+        def owner(source: str, abs_path: str) -> str | None:
+            probe = _Probe(source, abs_path)
+            return next((c.name for c in collections if c.owns(probe)), None)
+
+        def dated_in(f) -> bool:
+            if filters.since is None and filters.until is None:
+                return True
+            try:
+                return filters.wants_day(note_date(f.path) or local_date(f.mtime_ns / 1e9))
+            except (OverflowError, ValueError, OSError):  # a time no date holds (tmpfs: any): named
+                return True
+
+        files = [f for f in left if owner(f.source, f.abs_path) in names and wants_path(f.path) and dated_in(f)]
+        notes = [f"not indexed: {'; '.join(unindexable(files))}"] if files else []
+        for s in folders:
+            # A folder's notes have no names to filter: it is named unless no collection searched
+            # or no path glob could reach below it.
+            abs_path = os.path.normpath(os.path.join(workspace, s.path))
+            source = "memory" if abs_path == os.path.join(workspace, MEMORY_DIR) or \
+                abs_path.startswith(os.path.join(workspace, MEMORY_DIR) + os.sep) else "extra"
+            if (filters.collections and owner(source, abs_path) not in names) or not filters.may_hold(s.path, workspace):
+                continue
+            notes.append(f"cannot read {s.path}: {s.reason}: the notes in it are not indexed")
+        return notes
 
     def _fetch_passages(self, candidates) -> None:
         """Read the passage fields (body, fence) of the candidates shown, one retrieve per collection."""
@@ -298,12 +344,13 @@ class MemoryIndex:
         key = (id(scan), tuple(id(manifests[c.name]) for c in collections))
         if self._last_stale is not None and self._last_stale[0] == key:
             return list(self._last_stale[1])
-        groups = assign_files(collections, scan.files)
+        left: list = []  # the files the index leaves out, with the answer (each later search names them)
+        groups = assign_files(collections, scan.files, left)
         stale: set[str] = set()
         for c in collections:
             stale.update(stale_known(self.settings.data_dir, manifests[c.name], groups[c.name]))
         # The scan and the manifests are kept with the answer, so that their ids are not reused.
-        self._last_stale = (key, sorted(stale), scan, [manifests[c.name] for c in collections])
+        self._last_stale = (key, sorted(stale), scan, [manifests[c.name] for c in collections], left)
         return sorted(stale)
 
     def status(self) -> IndexStatus:
@@ -322,6 +369,14 @@ class MemoryIndex:
                     points = shard.count()
             result.append(CollectionInfo(c.name, c.kind, c.agent, c.root, c.pattern, points, self.store.backend))
         return result
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """What ``Collection.owns`` asks of a file: where the scan found it."""
+
+    source: str
+    abs_path: str
 
 
 def _file_there(path: str, abs_path: str | None, settings: Settings) -> bool:

@@ -20,6 +20,7 @@ from ..database import Database, dec, enc
 from ..errors import printable
 from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
 from ..fsutil.safeopen import as_scanned
+from ..wire import key as wire_key
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -61,14 +62,19 @@ class Collection:
         )
 
 
-def assign_files(collections: list[Collection], files) -> dict[str, list]:
+def assign_files(collections: list[Collection], files, left: list | None = None) -> dict[str, list]:
     """Group the scanner's Markdown files by collection name (first owning collection wins).
 
     A file whose name is not UTF-8, larger than ``MAX_INDEXED_BYTES`` or unreadable, is left out (see
-    :func:`unindexable`); such a file is still listed, read and written by every other command."""
+    :func:`unindexable`; put in ``left`` when given); such a file is still listed, read and written by
+    every other command."""
     groups: dict[str, list] = {c.name: [] for c in collections}
     for f in files:
-        if f.kind != "markdown" or _left_out(f) is not None:
+        if f.kind != "markdown":
+            continue
+        if _left_out(f) is not None:
+            if left is not None:
+                left.append(f)
             continue
         for c in collections:
             if c.owns(f):
@@ -89,6 +95,7 @@ class LeftOut:
 
     path: str
     reason: str
+    folder: bool = wire_key(omit=lambda s: not s.folder, default=False)  # a folder the scan could not read
 
     def __str__(self) -> str:  # as shown to a user
         return f"{printable(self.path)} ({self.reason})"
@@ -101,6 +108,14 @@ def unindexable(files) -> list[str]:
 
 def left_out(files) -> list[LeftOut]:
     return [LeftOut(f.path, reason) for f in files if f.kind == "markdown" and (reason := _left_out(f)) is not None]
+
+
+def unreadable_folders(scan) -> list[LeftOut]:
+    """The folders a scan could not read (``ScanResult.warnings``): the notes in them are missing from
+    the scan, so from the index, as doctor's ``unreadable-folder`` says."""
+    return [LeftOut(s.path, f"a folder this user cannot read: {s.reason.split(':', 1)[-1].strip()}; "
+                            "the notes in it are not indexed", folder=True)
+            for s in scan.skipped if s.reason.startswith("unreadable")]
 
 
 def _left_out(f) -> str | None:

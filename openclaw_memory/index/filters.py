@@ -135,6 +135,25 @@ class SearchFilters:
             return False
         return test
 
+    def may_hold(self, folder: str, workspace: str | os.PathLike[str] | None = None) -> bool:
+        """Whether a glob could take some file below ``folder`` (a path as ``files`` writes it): the
+        part of the glob before its first wildcard and the folder lie on one line."""
+        if not self.paths:
+            return True
+        for glob in self.paths:
+            if "/" not in glob:  # (also a file's name)
+                return True
+            if os.path.isabs(glob):
+                if workspace is None:
+                    continue
+                glob = _real_glob(glob)
+                folder = posixpath.normpath(posixpath.join(os.fspath(workspace).replace(os.sep, "/"), folder))
+            fixed = re.split(r"[*?\[]", glob, maxsplit=1)[0]
+            below = folder.rstrip("/") + "/"
+            if fixed.startswith(below) or below.startswith(fixed):
+                return True
+        return False
+
     def wants_day(self, day: date) -> bool:
         return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
 

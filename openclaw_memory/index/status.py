@@ -18,7 +18,7 @@ from ..types import Severity
 from ..watchdog.gitstate import GitChanges
 from ..wire import key
 from .agent_lock import index_builder
-from .collections import Collection, LeftOut, assign_files, left_out, registered_names, resolve_collections
+from .collections import Collection, LeftOut, assign_files, left_out, registered_names, resolve_collections, unreadable_folders
 from .config import index_config
 from .embedding import recipe_outdated
 from .manifest import delete_manifest, is_dirty, load_manifest_head, manifest_chunk_count, stale_known
@@ -59,7 +59,8 @@ class IndexStatus:
     git: tuple[GitChanges, ...] = key(omit=lambda s: not s.git, default=())
     git_notes: tuple[str, ...] = key(omit=lambda s: not s.git_notes, default=())
     # Markdown memory files the index leaves out (too large, a name it cannot take, unreadable), each
-    # with why: search never finds them (`index` warns of each; doctor too).
+    # with why: search never finds them (`index` warns of each; doctor too); then the folders the
+    # scan could not read (``folder``: doctor's `unreadable-folder` names them).
     left_out: tuple[LeftOut, ...] = key(omit=lambda s: not s.left_out, default=())
     # The pid of the index run going on right now (an `index`, the service's sync), holding the
     # agent's index lock: its dirty marks are those of a run going on, not of one interrupted.
@@ -122,7 +123,7 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
         collections=tuple(rows),
         not_indexable=media,
         orphaned=tuple(orphaned_shards(settings, store, collections)),
-        left_out=tuple(left_out(scan.files)),
+        left_out=(*left_out(scan.files), *unreadable_folders(scan)),
         running=running,
     )
 
@@ -194,12 +195,13 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
             )
         if interrupted:
             findings.append(_interrupted(interrupted))
-    if status.left_out and status.indexed:
-        more = f" and {len(status.left_out) - 5} more" if len(status.left_out) > 5 else ""
+    left = [f for f in status.left_out if not f.folder]  # (an unreadable folder is doctor's `unreadable-folder`)
+    if left and status.indexed:
+        more = f" and {len(left) - 5} more" if len(left) > 5 else ""
         findings.append(Finding(
             "index-left-out", "warning",
-            f"{len(status.left_out)} memory file(s) are not indexed, so search never finds them: "
-            f"{'; '.join(map(str, status.left_out[:5]))}{more}", False, tuple(f.path for f in status.left_out)))
+            f"{len(left)} memory file(s) are not indexed, so search never finds them: "
+            f"{'; '.join(map(str, left[:5]))}{more}", False, tuple(f.path for f in left)))
     if status.orphaned:
         findings.append(
             _finding(
