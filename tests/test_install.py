@@ -331,6 +331,14 @@ def test_the_distribution_name_is_no_other_project_s_on_pypi():
     assert info["summary"] == PYPROJECT["description"], f"{PYPROJECT['name']} on PyPI is another project: {info['summary']}"
 
 
+def test_the_license_pyproject_names_ships_in_the_distribution():
+    """pyproject said MIT, but no LICENSE file shipped (the MIT license asks for its text with every
+    copy). `pip wheel --no-deps .` puts it in dist-info/licenses/ (checked 2026-12-06)."""
+    assert PYPROJECT["license"] == "MIT" and PYPROJECT["license-files"] == ["LICENSE"]
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 openclaw-memory contributors\n"), text[:80]
+
+
 def test_make_conformance_without_the_shared_folder_skips_and_succeeds(tmp_path):
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
