@@ -71,6 +71,27 @@ def test_search_and_collections_answer_from_a_read_only_state_dir(cli, workspace
     assert cli("search", "hojicha").returncode == 0  # the writable state dir syncs as before
 
 
+def test_a_stale_search_on_a_read_only_state_dir_bids_remount_it_not_run_index(cli, workspace, state_dir, tmp_path):
+    """Its JSON said `notes: [... mounted read-only ...]` beside `"action": "Run: `openclaw-memory ... index`"`,
+    which fails there (cannot take the lock: Read-only file system); the text line bid the same."""
+    write(workspace / "memory" / "tea.md", "# Tea\n\nSencha, then genmaicha.\n")
+    assert cli("index").returncode == 0
+    write(workspace / "memory" / "tea.md", "# Tea\n\nSencha, then genmaicha. Hojicha too.\n")
+    with read_only_view(state_dir, tmp_path / "ro") as view:
+        ro = ("--state-dir", str(view))
+        for mode in ("hybrid", "text"):
+            done = cli("search", "genmaicha", "--json", "--mode", mode, *ro)
+            assert done.returncode == 0 and done.json()["stale"] is True, done.stderr
+            action = done.json()["action"]
+            assert action.startswith("Remount the state dir read-write, then run: `") and action.endswith(
+                " index` (it is mounted read-only, where no index run can write); or search with a --state-dir "
+                "that can be written"), action
+            said = cli("search", "genmaicha", "--mode", mode, *ro).stderr
+            assert "(the state dir is mounted read-only: remount it read-write and run `" in said, said
+            assert "(run `" not in said, said
+    assert cli("search", "genmaicha", "--json", "--no-sync").json()["action"].startswith("Run: `")  # a writable one
+
+
 def test_history_and_state_on_a_read_only_state_dir_warn_only_of_what_is_not_recorded(cli, workspace, state_dir, tmp_path):
     """`history` warned "the version MEMORY.md holds now is not recorded in the history" of the very
     version it listed as recorded, and `state` "new versions not recorded" where there were none."""

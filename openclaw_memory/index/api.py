@@ -217,7 +217,8 @@ class MemoryIndex:
         model = next((m.model for m in built if m.model), self.config.model)
         return SearchResult(tuple(hits), mode, provider=provider, model=model,
                             stale_paths=tuple(stale), notes=tuple(notes), terms=tuple(query_terms(query)), updating=updating,
-                            filtered_out=allowed is not None and not allowed)
+                            filtered_out=allowed is not None and not allowed,
+                            read_only=bool(stale) and read_only_mount(self.settings.data_dir))
 
     def _left_out_notes(self, collections, searched, filters: SearchFilters) -> list[str]:
         """What the sync says of the notes it leaves out (``not indexed: ...``, an unreadable folder's

@@ -99,6 +99,9 @@ class SearchResult:
     # each front-end words it with its own settings flags (:meth:`suggesting`), as it words an error's
     # hints; never on the wire (a service's flags are not its caller's).
     program: str = key(hidden=True, default=PROGRAM)
+    # The state dir is mounted read-only: no index run can write there (its lock cannot be taken), so
+    # ``action`` bids remount it or give a writable one, not run `index` as such.
+    read_only: bool = key(hidden=True, default=False)
 
     # OpenClaw's values: citations "on" (every result and passage carries its `citation`); the other
     # three are left out (None) when the index is fresh.
@@ -121,7 +124,12 @@ class SearchResult:
 
     @property
     def action(self) -> str | None:
-        return f"Run: `{self.program} index`" if self.stale else None
+        if not self.stale:
+            return None
+        if self.read_only:
+            return (f"Remount the state dir read-write, then run: `{self.program} index` (it is mounted read-only, where "
+                    "no index run can write); or search with a --state-dir that can be written")
+        return f"Run: `{self.program} index`"
 
     def suggesting(self, program: str) -> SearchResult:
         """This answer with ``action`` naming ``program`` (the caller's ``settings.command_line``)."""
