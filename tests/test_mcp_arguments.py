@@ -219,3 +219,19 @@ def test_the_schemas_say_what_openclaws_do(workspace, state_dir):
     assert "a fraction is floored, below 1 reads 1" in specs["memory_get"]["maxChars"]["description"]
     assert "maximum" not in specs["memory_search"]["maxResults"]
     assert (specs["memory_search"]["minScore"]["minimum"], specs["memory_search"]["minScore"]["maximum"]) == (0, 1)
+
+
+def test_memory_search_names_a_note_the_index_leaves_out_each_time(workspace, state_dir, cli):
+    """After the sync that left a note out, each memory_search answered with no word of it."""
+    write(workspace / "memory" / "plain.md", "# Plain\n\nThe heron nests by the weir.\n")
+    write(workspace / "memory" / "a\\b.md", "# Slashed\n\nThe heron was ringed in May.\n")
+    assert cli("index").returncode == 0
+    said = "not indexed: memory/a\\b.md (its name has a backslash, which no memory path may hold: rename it)"
+
+    async def script(session):
+        return [payload(await session.call_tool("memory_search", {"query": "heron", **args}))
+                for args in ({}, {}, {"paths": ["memory/plain.md"]})]
+
+    first, again, other = run_session(workspace, state_dir, script)
+    assert first["notes"] == again["notes"] == [said], (first, again)
+    assert "notes" not in other
