@@ -271,3 +271,14 @@ def test_files_names_the_flags_given_in_the_legacy_roots_doctor_fix(workspace, c
     (line,) = [line for line in listed.stdout.splitlines() if line.startswith("skipped: memory.md")]
     args = bidden(line, r"\(run `([^`]*)`\)")
     assert args == ["-w", str(workspace), "--state-dir", str(other), "doctor", "--fix"], line
+    (skipped,) = cli("-w", str(workspace), "--state-dir", str(other), "files", "--json").json()["skipped"]
+    assert bidden(skipped["reason"], r"\(run `([^`]*)`\)") == args  # the JSON too (a tool runs it)
+    # An MCP server names the workspace, state dir and agent it serves, however it was given them.
+    import json
+
+    async def script(session):
+        return json.loads(text_of(await session.call_tool("memory_files", {})))
+
+    (served,) = run_session(workspace, other, script)["skipped"]
+    assert bidden(served["reason"], r"\(run `([^`]*)`\)") == ["-w", str(workspace), "--state-dir", str(other),
+                                                               "--agent", "main", "doctor", "--fix"]

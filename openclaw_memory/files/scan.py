@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from time import time_ns
 from typing import TYPE_CHECKING
@@ -104,6 +104,17 @@ class ScanResult:
     def warnings(self) -> list[str]:
         """Problems a user must hear about even without ``--json`` (unreadable folders)."""
         return [f"cannot read {s.path}: {s.reason}" for s in self.skipped if s.reason.startswith("unreadable")]
+
+    def suggesting(self, program: str) -> ScanResult:
+        """This listing with each command a skip reason names (``doctor --fix``) run as ``program``
+        (the caller's ``settings.command_line``): run as printed, it acts on this workspace."""
+        return replace(self, skipped=worded_skips(self.skipped, program))
+
+
+def worded_skips(skipped: list[Skipped], program: str) -> list[Skipped]:
+    from ..errors import suggested
+
+    return [replace(s, reason=suggested(s.reason, program)) for s in skipped]
 
 
 class _Collector:

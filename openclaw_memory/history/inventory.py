@@ -3,7 +3,7 @@ session has of it (:mod:`.states`): what MCP ``memory_files`` answers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..files.scan import Skipped, scan_workspace
@@ -37,6 +37,12 @@ class MemoryListing:
     files: tuple[ListedFile, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     warnings: tuple[str, ...] = key(omit=lambda r: not r.warnings, default=())
+
+    def suggesting(self, program: str) -> MemoryListing:
+        """As :meth:`~openclaw_memory.files.scan.ScanResult.suggesting`."""
+        from ..files.scan import worded_skips
+
+        return replace(self, skipped=tuple(worded_skips(list(self.skipped), program)))
 
 
 def memory_listing(settings: Settings) -> MemoryListing:

@@ -124,7 +124,7 @@ class MemoryTools:
         finally:
             if op.name == "read" and self.on_read is not None:
                 self.on_read(ctx, undo)
-        if op.name == "search":  # its `action` names the command as the model's shell must run it
+        if op.name in ("search", "listing"):  # a command it names, as the model's shell must run it
             value = value.suggesting(command_line(self.settings, in_force=True))
         result = to_json(value)
         shape = _SHAPES.get(op.tool.name)
