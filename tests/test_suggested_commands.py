@@ -260,6 +260,11 @@ def test_a_hint_never_prints_the_qdrant_urls_credentials(workspace, state_dir, c
     settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)),
                                 environ={"OPENCLAW_MEMORY_QDRANT_URL": secret})
     assert command_line(settings, in_force=True).endswith("--qdrant-url http://127.0.0.1:1/")
+    # A URL refused as malformed is named without them too (an MCP tool error shows the model).
+    for bad in ("http://user:SECRET1@127.0.0.1:99999/?api_key=SECRET2", "http://user:SECRET1@[::1:1/?api_key=SECRET2",
+                "ftp://user:SECRET1@host/?api_key=SECRET2", "user:SECRET1@127.0.0.1:1"):
+        refused = cli("search", "heron", "--qdrant-url", bad, "--json")
+        assert refused.returncode == 2 and "SECRET" not in refused.stdout + refused.stderr, (bad, refused.stdout)
 
 
 def test_files_names_the_flags_given_in_the_legacy_roots_doctor_fix(workspace, cli, tmp_path):

@@ -105,8 +105,10 @@ def printable_url(url: str) -> str:
         if parts.port:
             host = f"{host}:{parts.port}"
     except ValueError:  # not a URL (refused later, naming it): its text with the same parts cut
-        scheme, sep, rest = url.partition("//")
+        scheme, sep, rest = url.partition("//") if "//" in url else ("", "", url)
         return scheme + sep + rest.rsplit("@", 1)[-1].split("?", 1)[0].split("#", 1)[0]
+    if not parts.scheme or not parts.netloc:  # no scheme://: user:password@host reads as a path
+        return url.rsplit("@", 1)[-1].split("?", 1)[0].split("#", 1)[0]
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 

@@ -70,23 +70,26 @@ class ServerConfig:
 def normalize_url(raw: str, where: str) -> str:
     """Validate a server URL (http, https) or a local-mode folder (``file:///abs/folder``)."""
     text = raw.strip()
+    from ...settings import printable_url
+
+    shown = repr(printable_url(text))  # never its user:password or api_key: an MCP tool error shows the model
     try:
         parts = urlsplit(text)
     except ValueError as exc:  # an unclosed [IPv6 bracket, say
-        raise UsageError(f"{where}: {text!r} is not a Qdrant URL ({exc})") from None
+        raise UsageError(f"{where}: {shown} is not a Qdrant URL ({exc})") from None
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-            raise UsageError(f"{where}: a local-mode URL is file:///absolute/folder, not {text!r}")
+            raise UsageError(f"{where}: a local-mode URL is file:///absolute/folder, not {shown}")
         return f"file://{os.path.normpath(parts.path)}"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(
-            f"{where}: {text!r} is not a Qdrant URL; give http(s)://HOST:PORT (6333 is Qdrant's REST port) "
+            f"{where}: {shown} is not a Qdrant URL; give http(s)://HOST:PORT (6333 is Qdrant's REST port) "
             "or file:///folder for qdrant-client's local mode"
         )
     try:
         _ = parts.port  # urllib checks the port only when asked
     except ValueError:
-        raise UsageError(f"{where}: {text!r} has an invalid port") from None
+        raise UsageError(f"{where}: {shown} has an invalid port") from None
     return text.rstrip("/")
 
 
