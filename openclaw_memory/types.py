@@ -38,13 +38,13 @@ def typed_day(raw: str) -> dt.date:
 
 
 def no_such_day(raw: str) -> str:
-    """Why ``raw``, a day's form (:data:`DAY`, at its start), names no day ("February 2026 has 28
+    """Why ``raw``, a day's form (:data:`DAY`, the whole of it), names no day ("February 2026 has 28
     days (2026 is not a leap year)"), for a usage error's end; "" where it names one or is no
     day's form at all (its form is the error then)."""
     import calendar
     import re
 
-    if not re.match(DAY, raw):
+    if not re.fullmatch(DAY, raw):
         return ""
     year, month, day_of_month = int(raw[:4]), int(raw[5:7]), int(raw[8:10])
     if year == 0:

@@ -245,6 +245,8 @@ def test_a_value_of_dashes_is_a_usage_error_in_json_too(cli, argv, error):
      "--since must be a date like 2026-11-03, not '2026-04-31': April 2026 has 30 days"),
     (["log", "--json", "--since", "2026-02-00"], "--since must be a date like 2026-11-03, not '2026-02-00': a month's days count from 1"),
     (["log", "--json", "--since", "2026-2-1"], "--since must be a date like 2026-11-03, not '2026-2-1'"),  # the form is the error
+    (["log", "--json", "--since", "2026-02-29T10:00:00Z"],  # a form never taken: the form is the error, not the day
+     "--since must be a date like 2026-11-03, not '2026-02-29T10:00:00Z'"),
 ])
 def test_a_date_that_names_no_day_says_why(cli, argv, error):
     result = cli(*argv)
