@@ -125,6 +125,22 @@ def test_an_export_imports_elsewhere_with_identical_files_and_the_same_history(s
     assert "memory/2026-11-30.md" in {h.path for h in hits.results}
 
 
+def test_an_imported_move_onto_a_removed_notes_name_leaves_that_note_at_its_name_when_it_moves_on(source, tmp_path):
+    """An imported move's entry named no move (versions.arrived_by), so it was taken for one logged before
+    schema 14: the next move took the removed note's entries along, and `restore OLD --last` was refused."""
+    memory, archive = source
+    write(memory.settings.workspace / "memory" / "x.md", "# X\n")
+    memory.read("memory/x.md")
+    memory.move("memory/x.md", "memory/kettle.md")  # onto the name of the removed kettle note
+    memory.export_archive(str(archive))
+    here = target(tmp_path)
+    here.import_archive(str(archive))
+    here.read("memory/kettle.md")
+    here.move("memory/kettle.md", "memory/pot.md")
+    assert here.restore("memory/kettle.md", last=True).version == version_of(KETTLE.encode())
+    assert version_of(KETTLE.encode()) not in [v.version for v in here.history("memory/pot.md").versions]
+
+
 def test_importing_the_same_archive_again_writes_and_logs_nothing_more(source, tmp_path):
     archive = exported(source)
     dst = target(tmp_path)

@@ -395,8 +395,6 @@ def _record_move(store: HistoryStore, op: FileOp) -> None:
                      (dst, arrival, src, since, since))
         store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode),
                      moved_from=op.display)
-        # The move's own entry names itself: one of a move before schema 14 names nothing (VersionLog.note_since).
-        conn.execute("UPDATE versions SET arrived_by = id WHERE id = (SELECT MAX(id) FROM versions WHERE path = ?)", (dst,))
         conn.execute("DELETE FROM reads WHERE path = ?", (dst,))  # of a file --force replaced: another file's
         conn.execute("UPDATE reads SET path = ? WHERE path = ?", (dst, src))
         if op.links:  # the rewrites follow: the intent stays until the last (links.pending)

@@ -185,13 +185,15 @@ class VersionLog:
             if before is None:
                 before = conn.execute("SELECT version, origin FROM versions WHERE path = ? ORDER BY id DESC LIMIT 1",
                                       (path,)).fetchone()
-            conn.execute(
+            inserted = conn.execute(
                 "INSERT INTO versions (path, display, version, time, size, origin, agent, session, previous, mode, uid, gid, "
                 "moved_from, arrived, mtime_ns, ctime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, enc(display), entry.version, entry.time, entry.size, entry.origin, _blob(entry.agent),
                  _blob(entry.session or None), before[0] if before and before[1] != REMOVE else None,  # removed: none
                  *(mode.bits if mode is not None else (None, None, None)), enc(moved_from) if moved_from is not None else None,
                  arrived, *(mode[3:] if mode is not None else (None, None))))
+            if entry.origin == MOVE:  # a move's own entry names itself (one logged before schema 14: none; note_since)
+                conn.execute("UPDATE versions SET arrived_by = id WHERE id = ?", (inserted.lastrowid,))
             old = conn.execute(
                 "SELECT id, version, time, size, origin, agent, session FROM versions WHERE path = ? AND origin != ? "
                 "ORDER BY id DESC LIMIT -1 OFFSET ?", (path, REMOVE, keep)).fetchall()
