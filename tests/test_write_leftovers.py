@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -320,3 +321,30 @@ def test_a_replay_claims_its_version_put_over_an_editors_save(cli, workspace, st
               if e["path"] == "memory/a.md"]
     assert logged[:2] == [(made, "agent-write", "main"), (saved, "external-edit", None)], logged
     assert path.read_text() == HERON + "agent line\n" and leftovers(workspace) == []
+
+
+def test_an_old_temp_file_of_an_extra_path_is_set_aside_and_a_refusal_says_why(cli, workspace, tmp_path):
+    """One in an extra path beside the workspace was left with the finding fixable for ever, and every
+    doctor --fix failed saying it was "held open, or bytes the history could not keep"; a symlinked
+    .openclaw-repair was said the same way."""
+    notes = tmp_path / "notes"
+    write(notes / "a.md", "# A\n")
+    draft = notes / ".a.md.0badf00d.tmp"
+    draft.write_text("a draft\n")
+    old = draft.stat().st_mtime - 3600
+    os.utime(draft, (old, old))
+    fixed = cli("--extra", str(notes), "doctor", "--fix", "--json")
+    assert [r["status"] for r in fixed.json()["repairs"] if r["id"] == "write-leftovers"] == ["done"], fixed.stdout
+    [aside] = (workspace / ".openclaw-repair" / "leftovers").glob("*/outside/**/.a.md.0badf00d.tmp")
+    assert aside.read_text() == "a draft\n" and not draft.exists()
+    assert "write-leftovers" not in {f["id"] for f in cli("--extra", str(notes), "doctor", "--json").json()["findings"]}
+
+    inside = workspace / "memory" / ".b.md.0badf00d.tmp"
+    write(workspace / "memory" / "b.md", "# B\n")
+    inside.write_text("another draft\n")
+    os.utime(inside, (old, old))
+    shutil.rmtree(workspace / ".openclaw-repair")
+    (workspace / ".openclaw-repair").symlink_to(tmp_path)
+    (failed,) = [r for r in cli("doctor", "--fix", "--json").json()["repairs"] if r["id"] == "write-leftovers"]
+    assert failed["status"] == "failed" and "is a symlink or not a folder: move it away" in failed["detail"], failed
+    assert inside.read_text() == "another draft\n"

@@ -24,7 +24,7 @@ import os
 import stat
 import time
 
-from ..errors import MemoryToolError, PathRefused
+from ..errors import MemoryToolError, PathRefused, describe_os_error
 from ..fsutil.atomic import LEFTOVER_AGE_S, leftover_of
 from ..fsutil.lock import lock_holder
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, root_spellings
@@ -103,17 +103,28 @@ def sweep(settings: Settings, finding: Finding) -> Repair:
                                                            for p in finding.paths}))}
     aside = f"{REPAIR_DIR}/leftovers/{archive_stamp()}"
     set_aside: list[str] = []
+    why_left: list[str] = []
 
     def keep_aside(folder: Folder, name: str, seen: os.stat_result) -> None:
         """A ten-minute-old .tmp the history lacks: moved under ``aside``, as the very file looked at
-        (a write's partial copy or another program's draft: neither a version of the note, nor to lose)."""
+        (a write's partial copy or another program's draft: neither a version of the note, nor to lose);
+        one of an extra path beside the workspace under ``aside/outside/<its folder's absolute path>``
+        (copied, verified and removed where that is another file system)."""
         where = os.path.relpath(folder.path, workspace)
-        if where == os.pardir or where.startswith(os.pardir + os.sep):
-            return  # an extra path's folder beside the workspace: left, and named
-        parts = [*aside.split("/"), *(p for p in where.split(os.sep) if p not in ("", os.curdir))]
-        with Folder.under(workspace, parts, create=True) as into:
-            safe_move(folder.fd, name, into.fd, name, expect=seen)
-        set_aside.append(os.path.join(where, name))
+        outside = where == os.pardir or where.startswith(os.pardir + os.sep)
+        shown = os.path.join(where, name)
+        below = ["outside", *folder.path.split(os.sep)] if outside else where.split(os.sep)
+        parts = [*aside.split("/"), *(p for p in below if p not in ("", os.curdir))]
+        try:
+            with Folder.under(workspace, parts, create=True) as into:
+                safe_move(folder.fd, name, into.fd, name, expect=seen)
+        except (FolderSwapped, NotADirectoryError):
+            why_left.append(f"{shown} (a folder on the way to {aside}/ is a symlink or not a folder: move it away)")
+            return
+        except OSError as exc:  # a full disk, a file changed meanwhile (SourceKept): said, and left
+            why_left.append(f"{shown} (not set aside: {describe_os_error(exc)})")
+            return
+        set_aside.append(shown)
 
     try:
         with store.write_lock():  # no write is in progress: each leftover is a killed one's
@@ -130,8 +141,10 @@ def sweep(settings: Settings, finding: Finding) -> Repair:
     moved = (f"; set aside under {aside}/ (bytes the history lacks: a killed write's partial copy or another "
              f"program's draft): {', '.join(set_aside)}") if set_aside else ""
     if left:
-        return Repair(finding.id, "sweep", "failed", f"left (held open, or bytes the history could not keep): "
-                                                     f"{', '.join(left)}{moved}", tuple(left))
+        said = {entry.split(" (", 1)[0] for entry in why_left}
+        rest = [p for p in left if p not in said]
+        reasons = [*why_left, *([f"{', '.join(rest)} (held open, or bytes the history could not keep)"] if rest else [])]
+        return Repair(finding.id, "sweep", "failed", f"left: {'; '.join(reasons)}{moved}", tuple(left))
     removed = [p for p in finding.paths if p not in set_aside]
     done = f"kept in the history and removed: {', '.join(removed)}" if removed else "nothing removed"
     return Repair(finding.id, "sweep", "done", f"{done}{moved}", finding.paths)
