@@ -14,7 +14,7 @@ as that next write would, under the write lock: a ``.swp``'s bytes are logged as
 the file when the history lacks them, then each leftover goes only as bytes the history holds; a
 ten-minute-old ``.tmp`` the history lacks (a write's partial copy, another program's draft) is no
 version of the note: it is set aside, as the very file looked at, under
-``.openclaw-repair/leftovers/<stamp>/`` (one in an extra path beside the workspace stays, named). A
+``.openclaw-repair/leftovers/<stamp>/`` (one of an extra path beside the workspace under ``outside/``). A
 younger one is left to the next doctor; one too big for the history stays, and the repair names it.
 """
 
