@@ -111,3 +111,18 @@ def test_a_move_to_a_look_alike_of_a_note_or_folder_is_refused_but_a_rename_to_i
     assert cli("read", f"memory/{NFD}.md").returncode == 0
     assert cli("mv", f"memory/{NFD}.md", f"memory/{NFC}.md", "--no-index").returncode == 0
     assert names(workspace / "memory") == sorted([f"{NFC}.md", "a.md", "projects"])
+
+
+def test_an_import_that_would_make_a_look_alike_of_a_note_here_is_refused(cli, workspace, state_dir, tmp_path):
+    from conftest import settings_for
+    from openclaw_memory.memory.local import LocalMemory
+
+    there = tmp_path / "there"
+    write(there / "memory" / f"{NFD}.md", "made on a mac\n")
+    archive = tmp_path / "a.tar.gz"
+    LocalMemory(settings_for(there, tmp_path / "there-state")).export_archive(str(archive))
+    write(workspace / "memory" / f"{NFC}.md", "made here\n")
+    refused = cli("import", str(archive), "--json")
+    assert refused.returncode == 2 and "would make a second file of the same look beside it; nothing was imported" in \
+        refused.json()["error"], refused.stdout
+    assert names(workspace / "memory") == [f"{NFC}.md"]

@@ -70,6 +70,7 @@ from ..fsutil.atomic import unlink_quietly
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 from ..history.failures import FailedAt, translated
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
+from ..history.guard import refuse_look_alike_at
 from ..history.leftovers import sweep_leftovers
 from ..history.moves import finish_pending
 from ..history.placing import (
@@ -296,6 +297,9 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool, again: str
         plan.targets[record.member] = _Target(record, manifest.member(record.member), resolved,
                                               _version_here(resolved)[0])
     _refuse_overlaps(plan, str(settings.workspace))
+    for t in plan.targets.values():
+        if t.current is None:  # a note made here: never beside one whose name looks the same (NFC)
+            refuse_look_alike_at(t.resolved, "imported")
     conflicts = [t.resolved.display for t in plan.targets.values() if _replaces(t)]
     if conflicts and not force:
         raise ImportConflict(tuple(conflicts))

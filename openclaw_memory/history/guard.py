@@ -245,6 +245,25 @@ def refuse_look_alike(resolved: ResolvedPath, folder: Folder | None, done: str) 
         return
 
 
+def refuse_look_alike_at(resolved: ResolvedPath, done: str) -> None:
+    """:func:`refuse_look_alike` for a file about to be made at ``resolved`` by a step that has not
+    opened its folder (a move's destination, an import's place): nothing when a file is there by
+    that very name (it is replaced, not made), or when the way there is no folder (the step's own
+    refusal names that)."""
+    try:
+        folder = resolved.folder()
+    except FileNotFoundError:
+        refuse_look_alike(resolved, None, done)  # the folders it would make, beside look-alikes
+        return
+    except (OSError, PathRefused):
+        return
+    with folder:
+        try:
+            folder.lstat(resolved.name)
+        except FileNotFoundError:
+            refuse_look_alike(resolved, folder, done)
+
+
 def _refuse_alike_in(fd: int, resolved: ResolvedPath, depth: int, done: str) -> None:
     """:func:`refuse_look_alike` for the component ``resolved.parts[depth]``, to be made in the folder open on ``fd``."""
     import unicodedata

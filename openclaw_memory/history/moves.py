@@ -72,7 +72,7 @@ from .fileops import (
     read_intent,
     write_intent,
 )
-from .guard import IndexUpdate, refuse_dream_twin, refuse_look_alike
+from .guard import IndexUpdate, refuse_dream_twin, refuse_look_alike_at
 from .placing import kept_stat, make_folder, open_current, refuse_read_only, remove_made_folders, resolve_writable
 from .stale import check_write
 from .states import ReadRecords
@@ -315,24 +315,7 @@ def _refuse_look_alike(source: ResolvedPath, target: ResolvedPath) -> None:
     if source.root == target.root and source.parts[:-1] == target.parts[:-1] and (
             unicodedata.normalize("NFC", source.name) == unicodedata.normalize("NFC", target.name)):
         return
-    try:
-        folder = target.folder()
-    except FileNotFoundError:
-        refuse_look_alike(target, None, "moved")  # the folders a move would make, beside look-alikes
-        return
-    except (OSError, PathRefused):
-        return  # a file or a symlink on the way: the destination's own refusal names it
-    with folder:
-        if not _exists_in(folder, target.name):
-            refuse_look_alike(target, folder, "moved")
-
-
-def _exists_in(folder: Folder, name: str) -> bool:
-    try:
-        folder.lstat(name)
-    except FileNotFoundError:
-        return False
-    return True
+    refuse_look_alike_at(target, "moved")
 
 
 def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: bool,
