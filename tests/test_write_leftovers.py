@@ -144,6 +144,9 @@ def test_an_old_temp_file_the_history_lacks_is_set_aside_never_a_version_of_the_
     swept_by_doctor(cli, workspace)
     [aside] = (workspace / ".openclaw-repair" / "leftovers").glob("*/memory/.a.md.deadbeef.tmp")
     assert aside.read_text() == "precious draft 123\n"
+    # Set aside for this user alone: a draft a private folder kept was laid open by 0755 folders (review).
+    assert all(os.stat(folder).st_mode & 0o077 == 0 for folder in aside.parents if folder.is_relative_to(
+        workspace / ".openclaw-repair" / "leftovers"))
     version = xxhash.xxh3_128_hexdigest(b"precious draft 123\n")
     assert version not in {v["version"] for v in cli("history", "memory/a.md", "--json").json()["versions"]}
     assert note.read_text() == HERON + "- more\n"

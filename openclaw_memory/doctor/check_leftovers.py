@@ -116,7 +116,8 @@ def sweep(settings: Settings, finding: Finding) -> Repair:
         below = ["outside", *folder.path.split(os.sep)] if outside else where.split(os.sep)
         parts = [*aside.split("/"), *(p for p in below if p not in ("", os.curdir))]
         try:
-            with Folder.under(workspace, parts, create=True) as into:
+            # Folders of this user alone (0700): a draft its folder kept private must not be laid open.
+            with Folder.under(workspace, parts, create=True, mode=0o700) as into:
                 safe_move(folder.fd, name, into.fd, name, expect=seen)
         except (FolderSwapped, NotADirectoryError):
             why_left.append(f"{shown} (a folder on the way to {aside}/ is a symlink or not a folder: move it away)")

@@ -152,8 +152,9 @@ class Folder:
 
     @classmethod
     def under(cls, root: str | os.PathLike[str], parts: Sequence[str] = (), *, create: bool = False,
-              create_root: bool = True) -> Folder:
-        return cls(open_folder(root, parts, create=create, create_root=create_root), os.path.join(os.fspath(root), *parts))
+              create_root: bool = True, mode: int = 0o755) -> Folder:
+        return cls(open_folder(root, parts, create=create, create_root=create_root, mode=mode),
+                   os.path.join(os.fspath(root), *parts))
 
     def open_regular(self, name: str) -> tuple[int, os.stat_result]:
         return open_regular_nofollow(name, dir_fd=self.fd)
