@@ -838,6 +838,21 @@ def test_every_search_names_the_notes_the_index_leaves_out_within_its_filters(wo
     assert "notes" not in cli("search", "osprey", "--json").json()
 
 
+def test_a_search_names_five_left_out_notes_and_counts_the_rest(workspace, cli, monkeypatch):
+    """Every search names the notes the index leaves out: a shared folder of 300 a colleague keeps
+    private was 28 KB on every answer to the model (review). Five, then how many more, and `status`."""
+    from openclaw_memory.index import collections
+
+    monkeypatch.setattr(collections, "MAX_INDEXED_BYTES", 400)
+    write(workspace / "MEMORY.md", "# Memory\n\nHerons, not ospreys.\n")
+    for i in range(8):
+        write(workspace / "memory" / f"big{i}.md", "# Big\n\nThe osprey.\n" + "filler words here\n" * 30)
+    assert cli("index").returncode == 0
+    (said,) = cli("search", "osprey", "--json").json()["notes"]
+    assert said.count("memory/big") == 5 and said.endswith("; and 3 more (`openclaw-memory status` lists them)"), said
+    assert len(cli("status", "--json").json()["leftOut"]) == 8
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (uid 65534)")
 def test_every_search_names_a_folder_it_cannot_read_and_status_lists_it(base):
     """An unreadable folder was named by the syncing search and no later one; `status --json`'s
@@ -853,11 +868,18 @@ def test_every_search_names_a_folder_it_cannot_read_and_status_lists_it(base):
     for path in (ws, ws / "memory", ws / "memory" / "a.md", sd):
         os.chown(path, NOBODY, NOBODY)
     os.chmod(ws / "memory" / "locked", 0o700)  # root's
+    (ws / "memory" / "lost+found").mkdir(mode=0o700)  # a file system's own (root's): no one's notes, not named
 
     def run(*args: str) -> dict:
         return as_nobody(lambda: dataclasses.asdict(run_in_process(args, env=env_for(ws, sd), cwd=ws)))
 
-    assert run("index")["returncode"] == 0
+    # The modules a search loads, loaded first as root: uid 65534 may not read this interpreter's own
+    # folder (a root's pyenv), and a module it first needs in the forked child is not found.
+    warm = base / "warm"
+    write(warm / "ws" / "MEMORY.md", "# Warm\n")
+    assert run_in_process(["search", "warm"], env=env_for(warm / "ws", warm / "state"), cwd=warm / "ws").returncode == 0
+    indexed = run("index")
+    assert indexed["returncode"] == 0, indexed
     said = "cannot read memory/locked: unreadable: Permission denied: the notes in it are not indexed"
     for args in ((), ("--mode", "text"), ("--no-sync",), ("--path", "memory/locked/*.md")):
         done = run("search", "osprey", "--json", *args)

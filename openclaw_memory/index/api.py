@@ -16,7 +16,7 @@ from ..timezones import local_date
 from ..types import MAX_LIMIT, SearchMode
 from .agent_lock import index_builder
 from .bm25 import Bm25, saved_stats, stats_serial
-from .collections import assign_files, resolve_collections, unindexable
+from .collections import NAMED, assign_files, lost_and_found, resolve_collections, some_named, unindexable
 from .config import index_config, search_ranking
 from .embedding import recipe_outdated
 from .filters import SearchFilters, file_dates, note_date
@@ -247,7 +247,8 @@ class MemoryIndex:
                 return True
 
         files = [f for f in left if owner(f.source, f.abs_path) in names and wants_path(f.path) and dated_in(f)]
-        notes = [f"not indexed: {'; '.join(unindexable(files))}"] if files else []
+        notes = [f"not indexed: {some_named(unindexable(files))}"] if files else []
+        unread: list[str] = []
         for s in folders:
             # A folder's notes have no names to filter: it is named unless no collection searched
             # or no path glob could reach below it.
@@ -256,7 +257,12 @@ class MemoryIndex:
                 abs_path.startswith(os.path.join(workspace, MEMORY_DIR) + os.sep) else "extra"
             if (filters.collections and owner(source, abs_path) not in names) or not filters.may_hold(s.path, workspace):
                 continue
-            notes.append(f"cannot read {s.path}: {s.reason}: the notes in it are not indexed")
+            if lost_and_found(s.path):
+                continue
+            unread.append(f"cannot read {s.path}: {s.reason}: the notes in it are not indexed")  # (as the sync says it)
+        notes += unread[:NAMED]
+        if len(unread) > NAMED:
+            notes.append(f"and {len(unread) - NAMED} more folders it cannot read (`openclaw-memory status` lists them)")
         return notes
 
     def _fetch_passages(self, candidates) -> None:

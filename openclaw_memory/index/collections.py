@@ -101,6 +101,16 @@ class LeftOut:
         return f"{printable(self.path)} ({self.reason})"
 
 
+# Left-out notes a sync's or a search's notes name at most: every search carries them (a shared folder of
+# 300 notes another user keeps private was 28 KB on each answer to the model); `status` lists them all.
+NAMED = 5
+
+
+def some_named(names: list[str]) -> str:
+    shown = "; ".join(names[:NAMED])
+    return shown if len(names) <= NAMED else f"{shown}; and {len(names) - NAMED} more (`openclaw-memory status` lists them)"
+
+
 def unindexable(files) -> list[str]:
     """The Markdown files the index leaves out, each as shown to a user with the reason."""
     return [str(left) for left in left_out(files)]
@@ -115,7 +125,13 @@ def unreadable_folders(scan) -> list[LeftOut]:
     the scan, so from the index, as doctor's ``unreadable-folder`` says."""
     return [LeftOut(s.path, f"a folder this user cannot read: {s.reason.split(':', 1)[-1].strip()}; "
                             "the notes in it are not indexed", folder=True)
-            for s in scan.skipped if s.reason.startswith("unreadable")]
+            for s in scan.skipped if s.reason.startswith("unreadable") and not lost_and_found(s.path)]
+
+
+def lost_and_found(path: str) -> bool:
+    """A file system's own folder (an extra path on a disk of its own holds one, root's): no one's
+    notes, named by `files` alone, not on every search (review)."""
+    return path.rstrip("/").rsplit("/", 1)[-1] == "lost+found"
 
 
 def _left_out(f) -> str | None:

@@ -49,7 +49,15 @@ from ..fsutil.space import free_bytes
 from ..types import ProgressCallback
 from .agent_lock import agent_lock
 from .bm25 import StatsCount, TermChange, TermStats, change_stats, save_stats, scan_stats
-from .collections import Collection, assign_files, left_out, registered_names, resolve_collections, unindexable
+from .collections import (
+    Collection,
+    assign_files,
+    left_out,
+    registered_names,
+    resolve_collections,
+    some_named,
+    unindexable,
+)
 from .config import IndexConfig, index_config
 from .embedding import recipe_outdated
 from .lender import Models
@@ -361,7 +369,7 @@ class _Sync:
     def _note_left_out(self, files: list[MemoryFile]) -> None:
         unindexed = unindexable(files)
         if unindexed:
-            self.notes.append(f"not indexed: {'; '.join(unindexed)}")
+            self.notes.append(f"not indexed: {some_named(unindexed)}")
             if self.kept is not None:
                 names = {left.path for left in left_out(files)}
                 self.left_out = [f for f in files if f.path in names]
