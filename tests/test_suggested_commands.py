@@ -159,6 +159,9 @@ def test_doctors_finding_and_its_fix_line_name_the_flags_given_and_fix_that_work
     fix = bidden(report.stdout, r'Run "(openclaw-memory [^"]*)" to repair the fixable ones')
     assert fix == [*flags, "doctor", "--fix"], report.stdout
     assert bidden(report.stdout, r'Run "(openclaw-memory [^"]*)" to merge the legacy file') == fix, report.stdout
+    # The JSON too: a tool runs the fixHint it reads (it named the default workspace; review).
+    (split,) = [f for f in cli("doctor", *flags, "--json").json()["findings"] if f["id"] == "split-root"]
+    assert bidden(split["fixHint"], r'Run "(openclaw-memory [^"]*)" to merge') == fix and split["message"].endswith(split["fixHint"])
     assert cli(*fix, "--yes").returncode == 0
     assert not (other / "memory.md").exists() and "legacy" in (other / "MEMORY.md").read_text()
 

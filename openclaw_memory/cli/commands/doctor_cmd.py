@@ -88,8 +88,14 @@ def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive
         confirm=(lambda finding, description: _ask(finding, description, command_line(settings))) if interactive else None,
         on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting for it"),
     )
-    if json_out:
-        print_json(to_json(report))
+    if json_out:  # a command a finding or a repair names, with the settings flags given, as the text has it
+        program = command_line(settings)
+        shown = to_json(report)
+        for entry in (*shown.get("findings", ()), *shown.get("remaining", ()), *shown.get("repairs", ())):
+            for field in ("message", "fixHint", "detail"):
+                if isinstance(entry.get(field), str):
+                    entry[field] = suggested(entry[field], program)
+        print_json(shown)
     else:
         _render(report, fix, command_line(settings))
     return report.exit_code
