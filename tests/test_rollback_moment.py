@@ -6,6 +6,7 @@ versions are logged at times set through the history's clock, no sleeps."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 
 import pytest
@@ -122,3 +123,43 @@ def test_a_time_whose_unit_has_not_ended_means_now(cli, workspace):
         return  # the minute ended meanwhile
     assert done.returncode == 0 and iso_moment(before) <= done.json()["moment"] <= iso_moment(after), done.stdout
     assert [f["fate"] for f in done.json()["files"]] == ["unchanged"]
+
+
+def _fs_past(seconds: float, scratch) -> int:
+    """Write ``scratch`` until the file system's clock (its ctime) is past ``seconds``, no sleep: its ctime."""
+    while (ctime := os.stat(write(scratch, "tick\n")).st_ctime_ns) <= seconds * 1e9:
+        pass
+    return ctime
+
+
+@pytest.mark.parametrize("case", ["written-again-after-rm", "editor-save"])
+def test_a_change_by_hand_before_the_moment_first_seen_after_it_is_what_the_note_held(cli, workspace, tmp_path,
+                                                                                      monkeypatch, case):
+    """The review's cases: a note the history knew before the moment (the agent wrote it, then removed
+    it; or the agent wrote it and a person's editor saved over it), changed by hand before the moment and
+    first seen after it (a `read`; then, in the second case, the agent's write). The rollback replayed the
+    entries up to the moment and took no notice of the sighting's logged dates: it archived the note
+    written again, or put the agent's v1 back over the person's edit. The sighting's mtime and ctime,
+    both before the moment, say what the note held then."""
+    import openclaw_memory.rollback.plan as plan_module
+
+    monkeypatch.setattr(plan_module, "guard_ns", lambda *roots: 0)  # the moment placed between two ticks
+    scratch, note = tmp_path / "tick", workspace / "memory" / "n.md"
+    assert cli("write", "memory/n.md", "--append", "agent v1", "--no-index").returncode == 0
+    if case == "written-again-after-rm":
+        assert cli("rm", "memory/n.md", "--no-index").returncode == 0
+        _fs_past(time.time(), scratch)
+        write(note, "written by hand\n")
+    else:
+        _fs_past(time.time(), scratch)
+        os.replace(write(workspace / "memory" / ".n.md.swp", "written by hand\n"), note)
+    since = os.stat(note).st_ctime_ns
+    later = _fs_past((since + 2_000_000) / 1e9, scratch)
+    moment = (since + later) / 2e9
+    _fs_past(moment, scratch)
+    assert cli("read", "memory/n.md").returncode == 0  # first sighting, after the moment
+    if case == "editor-save":
+        assert cli("write", "memory/n.md", "--append", "agent v3", "--no-index").returncode == 0
+    done = cli("rollback", "--to", iso_moment(moment), "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert note.read_text() == "written by hand\n", done.stdout

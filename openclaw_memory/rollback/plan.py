@@ -493,7 +493,9 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
     system's timestamp granularity. They are its version then (the note was not made since: archived,
     the agent's later change, removal or move took a person's note away). A sighting dated later, or
     with no stat logged (before schema 13), cannot tell: that name, and each name of the same file's
-    history the moment would empty, is ``unsure``. A name whose first entry is the product's own (a
+    history the moment would empty, is ``unsure``. A name with entries at or before ``when`` whose
+    first entry after it is such a sighting, so dated, held its bytes then too (an editor's save over
+    the agent's version, a note written again by hand after a removal), whatever the replay says. A name whose first entry is the product's own (a
     write, a restore, a move, an import) was made since. The names vouched for so are returned too:
     a folder renamed since leaves its files' ctimes as they were, which :func:`plan` looks at.
 
@@ -545,11 +547,14 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
     # Each name's first entry (by the time it arrived here), whichever history holds it: the names
     # the moment does not name were first seen after it.
     first: dict[str, tuple] = {}
+    later: dict[str, tuple[str, tuple]] = {}  # each name's first entry after the moment, and its history
     for path, _, entries in histories:
         for entry in entries:
             name = _named(dec(entry[0]), path, workspace)
             if name not in first or entry[7] < first[name][7]:
                 first[name] = entry
+            if (entry[2] > when or entry[7] > when) and (name not in later or entry[7] < later[name][1][7]):
+                later[name] = (path, entry)
     unsure: dict[str, str] = {}
     for path, named, entries in histories:
         names = {_named(dec(e[0]), path, workspace) for e in entries}
@@ -567,6 +572,17 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
                        else f"changed at {iso_time(max(mtime_ns, ctime_ns) / 1e9)}")
             unsure[name] = f"the history first saw it at {iso_time(seen)}, {changed}"
             doubted.append(name)
+        for name in sorted(names & named_then):
+            # A name the history knew before the moment, first seen after it changed by hand (an
+            # editor's save, a note written again after a removal): a sighting whose dates are
+            # before the moment says it held those bytes then, whatever the last entry before it says.
+            if name not in later or later[name][0] != path:
+                continue
+            _, version, _, size, origin, _, _, _, arrived, mtime_ns, ctime_ns = later[name][1]
+            if (origin == EXTERNAL_EDIT and arrived is None and mtime_ns is not None and ctime_ns is not None
+                    and max(mtime_ns, ctime_ns) <= before_ns):
+                named[name] = Aim(version, size)
+                vouched.add(name)
         for name in names | set(named):
             if doubted and name not in unsure and named.get(name, Aim(None, 0)).version is None:
                 # Where that note's bytes went since (a move, a forced move): emptied on a guess, they
