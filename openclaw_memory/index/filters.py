@@ -49,6 +49,14 @@ def note_date(path: str) -> date | None:
 
 
 @lru_cache(maxsize=256)
+def _plain(glob: str) -> str:
+    """A relative glob as ``files`` writes paths: without a leading ``./`` (``./memory/*.md`` matched
+    nothing, said as "no file of the memory passes --path")."""
+    while glob.startswith("./"):
+        glob = glob[2:].lstrip("/")
+    return glob
+
+
 def _read_as(glob: str) -> tuple[str, ...]:
     """The fnmatch patterns ``glob`` stands for: each ``**/`` (a run of them is one) as some folders
     (``*/``) or as none, as a globstar is read: fnmatch alone needs a folder there, so
@@ -120,7 +128,7 @@ class SearchFilters:
         """:meth:`wants_path` for many paths: the absolute globs' folders are read through their links once."""
         if not self.paths:
             return lambda path: True
-        relative = [g for glob in self.paths if not os.path.isabs(glob) for g in _read_as(glob)]
+        relative = [g for glob in self.paths if not os.path.isabs(glob) for g in _read_as(_plain(glob))]
         absolute = [g for glob in self.paths if os.path.isabs(glob) and workspace is not None
                     for g in _read_as(_real_glob(glob))]
         root = os.fspath(workspace).replace(os.sep, "/") if workspace is not None else ""
@@ -141,6 +149,7 @@ class SearchFilters:
         if not self.paths:
             return True
         for glob in self.paths:
+            glob = _plain(glob)
             if "/" not in glob:  # (also a file's name)
                 return True
             if os.path.isabs(glob):
