@@ -16,10 +16,12 @@ install: $(STAMP)
 # with is refused, every time, installed or not: that .venv was used as it was, on the other
 # version, without a word. The .venv is not remade behind the user's back: make clean first.
 .PHONY: venv-python
+# (A PYTHON exported in the environment, as node-gyp users have it, is not dropped by leaving it off the line.)
+WITHOUT_PYTHON = $(if $(filter environment,$(origin PYTHON)),env -u PYTHON make,make without PYTHON=)
 venv-python:
 ifneq ($(filter command line environment,$(origin PYTHON)),)
 	@if [ -x $(PY) ] && ! $(PYTHON) -V >/dev/null 2>&1; then \
-		echo "make: $(PYTHON) is $(PYTHON_IS); $(VENV) was made with $$($(PY) -V 2>&1) (make without PYTHON= uses it)" >&2; exit 1; \
+		echo "make: $(PYTHON) is $(PYTHON_IS); $(VENV) was made with $$($(PY) -V 2>&1) ($(WITHOUT_PYTHON) uses it)" >&2; exit 1; \
 	elif [ -x $(PY) ] && [ "$$($(PY) -V 2>&1 | cut -d. -f1,2)" != "$$($(PYTHON) -V 2>&1 | cut -d. -f1,2)" ]; then \
 		echo "make: $(VENV) was made with $$($(PY) -V 2>&1), not with PYTHON=$(PYTHON) ($(PYTHON_IS)): make clean (or rm -rf $(VENV)), then make PYTHON=$(PYTHON) again" >&2; exit 1; fi
 endif

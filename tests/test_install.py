@@ -508,6 +508,15 @@ def test_make_with_a_pyenv_shim_that_does_not_run_refuses_in_one_clean_line(tmp_
         f"make: {shim} is {shim}, which does not run ({shim} -V failed); this project needs Python 3.11 to 3.14 "
         "(constraints.txt's numpy and onnxruntime have no wheel for a later one yet): make PYTHON=python3.13 (or another of those)")
     assert "command not found" not in done.stderr and "3.12.3" not in done.stderr, done.stderr
+    # Beside a .venv, exported (as node-gyp users have PYTHON): leaving it off the line would not drop it.
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    _python(clone / ".venv" / "bin" / "python", "3.11.9")
+    (clone / ".venv" / ".installed").touch()
+    for how, env, word in (("given", [f"PYTHON={shim}"], "make without PYTHON="),
+                           ("exported", [], "env -u PYTHON make")):
+        done = subprocess.run(["make", "--no-print-directory", "-s", "install", *env], cwd=clone, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, **({"PYTHON": str(shim)} if not env else {})})
+        assert done.stderr.splitlines()[0].endswith(f".venv was made with Python 3.11.9 ({word} uses it)"), (how, done.stderr)
 
 
 def _python_without_venv(path: Path) -> Path:
