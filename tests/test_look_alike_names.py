@@ -22,10 +22,11 @@ def test_a_write_that_would_create_a_look_alike_of_a_note_is_refused_naming_it(c
     write(workspace / "memory" / f"{NFD}.md", "the person's note\n")
     refused = cli("write", f"memory/{NFC}.md", "--append", "agent", "--json")
     assert refused.returncode == 2, refused.stderr
-    assert refused.json()["error"] == (
-        f"refused: memory/{NFD}.md exists, named as memory/{NFC}.md is but with its letters written in other Unicode "
-        f"code points (decomposed: NFD, as macOS names files): memory/{NFC}.md would make a second file of the same "
-        "look beside it; nothing was written. Write to the existing file by its exact name, as this message gives it")
+    assert refused.json()["error"] == (  # each name with its code points past ASCII escaped: they print alike
+        f"refused: memory/{NFD}.md (memory/cafe\\u0301.md) exists, named as memory/{NFC}.md (memory/caf\\xe9.md) is but "
+        f"with its letters written in other Unicode code points (decomposed: NFD, as macOS names files): memory/{NFC}.md "
+        "would make a second file of the same look beside it; nothing was written. Write to the existing file by its "
+        "exact name, as this message gives it")
     assert names(workspace / "memory") == [f"{NFD}.md"]
     # Its exact name is written; a new name that looks like no other is created as before.
     assert cli("read", f"memory/{NFD}.md").returncode == 0
@@ -44,7 +45,7 @@ def test_a_folder_a_write_would_make_beside_a_look_alike_is_refused(cli, workspa
     for path in (f"memory/{NFC}/b.md", f"memory/{NFC}/deeper/b.md"):
         refused = cli("write", path, "--append", "agent", "--json")
         assert refused.returncode == 2 and refused.json()["error"].startswith(
-            f"refused: memory/{NFD} exists, named as memory/{NFC} is but"), refused.stdout
+            f"refused: memory/{NFD} (memory/cafe\\u0301) exists, named as memory/{NFC} (memory/caf\\xe9) is but"), refused.stdout
         assert f"{path} would make a second folder of the same look beside it; nothing was written. Write under " \
             "the existing folder" in refused.json()["error"]
     assert names(workspace / "memory") == [NFD]
@@ -72,7 +73,7 @@ def test_memory_write_of_a_look_alike_is_a_tool_error_and_memory_get_finds_nothi
     session = Session(workspace, state_dir)
     try:
         refused, text = session.call("memory_write", path=f"memory/{NFC}.md", append="agent")
-        assert refused and text.startswith(f"refused: memory/{NFD}.md exists, named as memory/{NFC}.md is but"), text
+        assert refused and text.startswith(f"refused: memory/{NFD}.md (memory/cafe\\u0301.md) exists, named as memory/{NFC}.md"), text
         refused, text = session.call("memory_get", path=f"memory/{NFC}.md")  # (unchanged: OpenClaw's answer)
         assert not refused and json.loads(text) == {"text": "", "path": f"memory/{NFC}.md", "status": "not_found"}
     finally:
@@ -123,6 +124,6 @@ def test_an_import_that_would_make_a_look_alike_of_a_note_here_is_refused(cli, w
     LocalMemory(settings_for(there, tmp_path / "there-state")).export_archive(str(archive))
     write(workspace / "memory" / f"{NFC}.md", "made here\n")
     refused = cli("import", str(archive), "--json")
-    assert refused.returncode == 2 and "would make a second file of the same look beside it; nothing was imported" in \
-        refused.json()["error"], refused.stdout
+    assert refused.returncode == 2 and "would make a second file of the same look beside it; nothing was imported. " \
+        "Rename the file here to the archive's spelling first" in refused.json()["error"], refused.stdout
     assert names(workspace / "memory") == [f"{NFC}.md"]

@@ -282,12 +282,29 @@ def _refuse_alike_in(fd: int, resolved: ResolvedPath, depth: int, done: str) -> 
     head = "/".join(shown_parts[:at]) + "/" if at > 0 else ""
     there, mine = head + alike[0], head + made
     what = "file" if depth == len(resolved.parts) - 1 else "folder"
-    form = " (decomposed: NFD, as macOS names files)" if unicodedata.is_normalized("NFD", alike[0]) else ""
+    form = (" (decomposed: NFD, as macOS names files)" if unicodedata.is_normalized("NFD", alike[0]) and alike[0] != wanted
+            else " (composed: NFC)")
+    to = "to" if what == "file" else "under"
+    # The two print alike: each is also given with its code points past ASCII escaped, to tell them apart.
     raise PathRefused(
-        f"refused: {there} exists, named as {mine} is but with its letters written in other Unicode code "
-        f"points{form}: {resolved.display} would make a second {what} of the same look beside it; nothing was "
-        f"{done}. Write {'to' if what == 'file' else 'under'} the existing {what} by its exact name, as this message gives it"
+        f"refused: {there} ({_escaped(there)}) exists, named as {mine} ({_escaped(mine)}) is but with its letters "
+        f"written in other Unicode code points{form}: {resolved.display} would make a second {what} of the same look "
+        f"beside it; nothing was {done}. {_ALIKE_WAY.get(done, _ALIKE_WAY['written']).format(what=what, to=to)}"
     )
+
+
+def _escaped(name: str) -> str:
+    return name.encode("ascii", "backslashreplace").decode("ascii")
+
+
+# What to do instead, by the step refused (its ``done``).
+_ALIKE_WAY = {
+    "written": "Write {to} the existing {what} by its exact name, as this message gives it",
+    "moved": "Move {to} the existing {what} by its exact name, as this message gives it, or rename it first",
+    "restored": "Move or remove the existing {what} first (its bytes stay in the history), then restore again",
+    "imported": "Rename the {what} here to the archive's spelling first (openclaw-memory mv), then import again: "
+                "the archive's note then replaces it with --force, the one here kept in the history",
+}
 
 
 def refuse_dream_twin(resolved: ResolvedPath, workspace: str) -> None:
