@@ -127,8 +127,9 @@ class SearchResult:
         if not self.stale:
             return None
         if self.read_only:
+            # (Not "another --state-dir": a search there without the workspace's own settings searched another memory.)
             return (f"Remount the state dir read-write, then run: `{self.program} index` (it is mounted read-only, where "
-                    "no index run can write); or search with a --state-dir that can be written")
+                    "no index run can write)")
         return f"Run: `{self.program} index`"
 
     def suggesting(self, program: str) -> SearchResult:

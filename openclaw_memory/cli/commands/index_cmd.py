@@ -91,8 +91,8 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
     result = result.suggesting(command_line(settings))  # (its JSON's `action` names this command line)
     stale = [f"{len(result.stale_paths)} file(s) changed since the last index and were not searched as they are now: "
              + ", ".join(printable(p) for p in result.stale_paths[:10]) + (" ..." if len(result.stale_paths) > 10 else "")
-             + (f" (the state dir is mounted read-only: remount it read-write and run `{command_line(settings)} index`, "
-                "or search with a --state-dir that can be written)" if result.read_only else
+             + (f" (the state dir is mounted read-only: remount it read-write and run `{command_line(settings)} index`)"
+                if result.read_only else
                 f" (run `{command_line(settings)} index`)")
              ] if result.stale else []  # being indexed now (updating): normal, nothing to do
     if reported(result, json_out, [*result.notes, *stale]):
