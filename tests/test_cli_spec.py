@@ -436,6 +436,7 @@ def test_bash_completion_of_memory_paths_archives_and_choices(tmp_path, workspac
     write(workspace / "MEMORY.md", "a")
     write(workspace / "memory/my note.md", "b")
     write(workspace / "memory/sub/c.md", "c")
+    write(workspace / "memory/sub/tab\tname.md", "t")  # `files` shows it escaped (\x09), a name no read takes: not offered
     write(tmp_path / "here/backup.tar.gz", "x")
     write(tmp_path / "here/MEMORY-old.md", "x")
     settings = ["-w", str(workspace), "--state-dir", str(state_dir)]
@@ -444,6 +445,7 @@ def test_bash_completion_of_memory_paths_archives_and_choices(tmp_path, workspac
         [*settings, "mv", "MEMORY.md", "memory/"],
         ["mv", "--workspace", "=", str(workspace), "--state-dir", str(state_dir), "memory/my\\ "],
         [*settings, "read", "'memory/s"],
+        [*settings, "read", "memory/sub/"],
         [*settings, "restore", "MEMORY.md", ""],  # VERSION: no names
         [*settings, "read", "--json", "--", "-"],
         ["export", ""],
@@ -456,12 +458,13 @@ def test_bash_completion_of_memory_paths_archives_and_choices(tmp_path, workspac
         ["log", "--origin", "ag"],
         ["search", "--limit", ""],
     ], cwd=tmp_path / "here")
-    got[6].sort()  # (the folder's order)
+    got[7].sort()  # (the folder's order)
     assert got == [
         ["MEMORY.md", "memory/"],
         ["memory/my note.md", "memory/sub/"],
         ["memory/my note.md"],
         ["memory/sub/"],
+        ["memory/sub/c.md"],
         [],
         [],
         ["MEMORY-old.md", "backup.tar.gz"],

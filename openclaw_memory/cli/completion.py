@@ -140,6 +140,7 @@ def _bash(spec: Tables) -> str:
     COMPREPLY=()
     while IFS=$'\t' read -r name rest; do
         [[ $name == "$word"* ]] || continue
+        [[ $name == *\\\\* ]] && continue  # a name `files` shows escaped (a tab as \\x09): no read takes it back
         rest=${{name:${{#word}}}}
         [[ $rest == */* ]] && name=$word${{rest%%/*}}/
         [[ " ${{COMPREPLY[*]}} " == *" $name "* ]] || COMPREPLY+=("$name")
