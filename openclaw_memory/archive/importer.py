@@ -139,6 +139,7 @@ class _Plan:
     targets: dict[str, _Target] = field(default_factory=dict)  # by member name
     histories: list[tuple[PathHistory, ResolvedPath]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    beside: set[str] = field(default_factory=set)  # paths whose removed note's history goes beside the note here
     notes: tuple[str, ...] = ()  # how extra paths were matched, where it is not by path or one name
 
 
@@ -315,7 +316,16 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool, again: str
         except PathRefused:
             here = None  # no file can be there now; its history is still this path's
         if here is not None:
-            plan.skipped.append(resolved.display)  # a removed or moved file's history, where a file is now
+            if history.versions and history.versions[-1].origin == REMOVE:
+                # A note removed from that name: its entries go beside the note here, as a name keeps
+                # those of the notes removed from it (`restore PATH --last` brings it back; it was
+                # left out, and the archive's `rm` could not be undone here).
+                plan.histories.append((history, resolved))
+                plan.beside.add(resolved.abs_path)
+                continue
+            # A moved file's history (its last entry not a removal): whose its entries are, the note's
+            # here or the one moved away, cannot be told.
+            plan.skipped.append(resolved.display)
             continue
         plan.histories.append((history, resolved))
     return plan
@@ -663,6 +673,9 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
             for history, resolved in plan.histories:
                 if resolved.abs_path in not_placed:
                     continue
+                beside = resolved.abs_path in plan.beside
+                since, last = (store.log.note_since(resolved.abs_path), _last_id(store)) if beside else (0, 0)
+                before = added
                 for v in history.versions:
                     if (v.version, v.time, v.origin) not in logged:
                         owner = owners.get(resolved.abs_path)
@@ -674,6 +687,8 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                                            Entry(v.version, v.time, v.size, v.origin, v.agent, v.session), mode,
                                            arrived=arrived)
                         added += 1
+                if beside and added > before:
+                    added += _keep_the_note_here(store, resolved, since, last)
             for target in plan.targets.values():
                 if target.left:
                     added += _log_left(store, target, arrived)
@@ -697,6 +712,34 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                               "to log it") from None
     return added
 
+
+
+def _last_id(store: HistoryStore) -> int:
+    row = store.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
+    return int(row[0]) if row else 0
+
+
+def _keep_the_note_here(store: HistoryStore, resolved: ResolvedPath, since: int, last: int) -> int:
+    """After a removed note's entries were logged beside the note here (ids after ``last``), the note
+    here keeps its own: a move takes along the entries after the name's last removal (``since`` was
+    it before), or brought by a move after it (:meth:`VersionLog.note_since`), so they are marked as
+    arrived after the removal logged now; and its history ends, by time and as logged, with what it
+    holds (a rollback to now replayed the archive's removal, later dated, and archived it). How many
+    entries were logged."""
+    path = resolved.abs_path
+    with store.lock() as conn:
+        arrival = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM versions").fetchone()[0]
+        conn.execute("UPDATE versions SET arrived_by = ? WHERE path = ? AND id <= ? AND (id > ? OR arrived_by > ?)",
+                     (arrival, enc(path), last, since, since))
+    try:
+        current, kept, _ = _version_here(resolved)
+    except PathRefused:
+        return 0  # no file there now (it changed since the plan): its history stays as logged
+    ends = (store.log.latest_in_time(path), store.log.latest(path))
+    if current is not None and any(e is None or e.version != current.version or e.origin == REMOVE for e in ends):
+        store.record(path, resolved.display, current.version, current.size, EXTERNAL_EDIT, None, None, kept)
+        return 1
+    return 0
 
 
 def _log_left(store: HistoryStore, target: _Target, arrived: float) -> int:
