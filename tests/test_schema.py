@@ -287,14 +287,7 @@ def test_a_schema_12_database_keeps_its_history_and_logs_each_sightings_dates_fr
     keep every field, their dates NULL (a rollback cannot tell what such a note held then: it leaves it)."""
     from openclaw_memory.history.versions import Entry, FileMode, VersionLog
 
-    path = tmp_path / "state.db"
-    _schema_6_with_one_version(path, agent=None)
-    with sqlite3.connect(path) as conn:
-        for script in schema.MIGRATIONS[1:7]:  # 7 to 12
-            for statement in script.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        conn.execute("PRAGMA user_version = 12")
+    path = _one_version_at(tmp_path, 12)
 
     log = VersionLog(Database(tmp_path))
     assert log.latest("/w/a.md") is not None
@@ -311,14 +304,7 @@ def test_a_schema_13_database_keeps_its_history_and_tells_what_a_move_brought_fr
     before keep every field, arrived_by NULL (moved as before: all of them)."""
     from openclaw_memory.history.versions import Entry, VersionLog
 
-    path = tmp_path / "state.db"
-    _schema_6_with_one_version(path, agent=None)
-    with sqlite3.connect(path) as conn:
-        for script in schema.MIGRATIONS[1:8]:  # 7 to 13
-            for statement in script.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        conn.execute("PRAGMA user_version = 13")
+    path = _one_version_at(tmp_path, 13)
 
     log = VersionLog(Database(tmp_path))
     assert log.latest("/w/a.md") is not None
@@ -326,3 +312,16 @@ def test_a_schema_13_database_keeps_its_history_and_tells_what_a_move_brought_fr
     assert Database(tmp_path).rows("SELECT arrived_by FROM versions") == [(None,)]
     log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "remove", None), keep=10)
     assert log.note_since("/w/a.md") == Database(tmp_path).one("SELECT MAX(id) FROM versions")[0]
+
+
+def _one_version_at(folder, version: int):
+    """A state database of schema ``version`` (from 6, its migrations run) holding one entry."""
+    path = folder / "state.db"
+    _schema_6_with_one_version(path, agent=None)
+    with sqlite3.connect(path) as conn:
+        for script in schema.MIGRATIONS[1:version - 5]:  # 7 to ``version``
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {version}")
+    return path

@@ -61,6 +61,18 @@ def open_regular_nofollow(path: str | os.PathLike[str], *, dir_fd: int | None = 
     return fd, st
 
 
+def out_of_reach(path: str) -> bool | None:
+    """Whether ``path`` cannot be looked at (a folder above it this user may not enter: a stat needs
+    only search permission on its folders); None when nothing is there, False when something is."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return True
+    return False
+
+
 def open_root(root: str | os.PathLike[str]) -> int:
     """A descriptor of the allowed root folder itself (never through a symlink at its last component)."""
     try:

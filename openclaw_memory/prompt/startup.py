@@ -165,15 +165,11 @@ def _read_note(workspace: str, rel: str, max_bytes: int) -> str | StartupRefusal
 
 
 def _exists(path: str) -> bool:
-    """Whether there is an entry at ``path`` (a stat needs only search permission on its folders: a
-    note that cannot be opened is told from one that is not there). Unsure: True (it is said)."""
-    try:
-        os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return True
+    """Whether there is an entry at ``path`` (a note that cannot be opened is told from one that is not
+    there). Unsure: True (it is said)."""
+    from ..fsutil.safeopen import out_of_reach
+
+    return out_of_reach(path) is not None
 
 
 def trim_note(content: str, max_chars: int) -> str:

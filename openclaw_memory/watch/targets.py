@@ -93,15 +93,11 @@ def _real_dir(path: str) -> tuple[int, int] | None:
 
 
 def _out_of_reach(path: str) -> bool:
-    """Whether ``path`` cannot be looked at (a folder above it this user may not enter): not the same
-    as missing, or as something other than a folder there (those are waited for from above)."""
-    try:
-        os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return False
+    """Whether ``path`` cannot be looked at: not the same as missing, or as something other than a
+    folder there (those are waited for from above)."""
+    from ..fsutil.safeopen import out_of_reach
+
+    return out_of_reach(path) is True
 
 
 def watch_targets(settings: Settings) -> Targets:
