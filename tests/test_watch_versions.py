@@ -85,10 +85,10 @@ def versions(settings, abs_path) -> list[str]:
     return [e.version for e in HistoryStore(settings.data_dir).entries(os.fsdecode(abs_path))]
 
 
-def test_saves_during_a_long_sync_are_each_kept_in_order(workspace, state_dir, monkeypatch):
-    """A sync reads keep.md (v1) and is held there while the person saves v2 and v3: the history
-    gets v1, the version indexed, then v2 and v3 as read at their events, in that order. It got
-    the version the file held once the sync was done (v3), v1 and v2 never."""
+@contextlib.contextmanager
+def held_after_v1(workspace, state_dir, monkeypatch):
+    """A watch whose sync read memory/keep.md's first save (v1) and is held there: (settings, the note,
+    the HeldSync, the watch's changes, v1)."""
     settings = settings_for(workspace, state_dir)
     note = workspace / "memory" / "keep.md"
     write(note, "# keep\n\nv0\n")
@@ -98,6 +98,14 @@ def test_saves_during_a_long_sync_are_each_kept_in_order(workspace, state_dir, m
         sync.hold.set()
         v1 = save(str(note), "# keep\n\nperson save v1\n")
         assert sync.held.wait(WAIT)  # the sync read v1 and waits
+        yield settings, note, sync, changes, v1
+
+
+def test_saves_during_a_long_sync_are_each_kept_in_order(workspace, state_dir, monkeypatch):
+    """A sync reads keep.md (v1) and is held there while the person saves v2 and v3: the history
+    gets v1, the version indexed, then v2 and v3 as read at their events, in that order. It got
+    the version the file held once the sync was done (v3), v1 and v2 never."""
+    with held_after_v1(workspace, state_dir, monkeypatch) as (settings, note, sync, changes, v1):
         saved = []
         for v in (2, 3):
             before = len(sync.posted)
@@ -145,15 +153,7 @@ def test_one_save_written_in_place_during_a_sync_is_one_version(workspace, state
     """Read at each event, a save written in place a piece at a time (truncate, then write, flush,
     write...) was logged once per piece: ten versions of one save, each cut short. Reads of the
     same file closer than SETTLE_S are one save's: the last is kept."""
-    settings = settings_for(workspace, state_dir)
-    note = workspace / "memory" / "keep.md"
-    write(note, "# keep\n\nv0\n")
-    sync = HeldSync(monkeypatch, note)
-    with running(settings) as (watcher, changes):
-        sync.count(watcher)
-        sync.hold.set()
-        v1 = save(str(note), "# keep\n\nperson save v1\n")
-        assert sync.held.wait(WAIT)
+    with held_after_v1(workspace, state_dir, monkeypatch) as (settings, note, sync, changes, v1):
         text = ""
         with open(note, "w") as f:  # one save, in place
             for i in range(4):

@@ -20,7 +20,7 @@ _JSON_TYPES = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "str
 
 def json_shown(value: Any, limit: int = 60) -> str:
     """A value of openclaw.json as JSON writes it (``true``, ``null``, ``{"path": "x", "pattern": null}``),
-    not as Python shows it (``True``, ``None``), cut short; a lone surrogate as ``\\uXXXX``."""
+    not as Python shows it (``True``, ``None``), cut short; a lone surrogate as its escape (``\\ud83d``)."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
