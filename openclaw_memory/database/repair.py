@@ -332,10 +332,9 @@ def _resume(db: Database) -> Salvage | None:
 
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     try:
-        sa, sb = os.lstat(a), os.lstat(b)
+        return os.path.samestat(os.lstat(a), os.lstat(b))
     except OSError:
         return False
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def _sweep_scratch(data_dir: Path) -> None:
