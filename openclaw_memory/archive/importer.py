@@ -212,13 +212,8 @@ def _journal(settings: Settings, store: HistoryStore, archive: str, force: bool)
     rerun = earlier if earlier is not None and earlier.op == IMPORT_OP else None
     op = FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
                 session=settings.session or "")
-    op = replace(op, mark=rerun.mark, started=rerun.started, seen=rerun.seen) if rerun else replace(op, mark=_last_row(store))
+    op = replace(op, mark=rerun.mark, started=rerun.started, seen=rerun.seen) if rerun else replace(op, mark=store.last_id())
     return finished, write_intent(settings.data_dir, op), rerun
-
-
-def _last_row(store: HistoryStore) -> int:
-    row = store.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
-    return int(row[0]) if row else 0
 
 
 def _written_since(store: HistoryStore, target: _Target, earlier: FileOp, archived: set[str]) -> bool:
@@ -674,7 +669,7 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                 if resolved.abs_path in not_placed:
                     continue
                 beside = resolved.abs_path in plan.beside
-                since, last = (store.log.note_since(resolved.abs_path), _last_id(store)) if beside else (0, 0)
+                since, last = (store.log.note_since(resolved.abs_path), store.last_id()) if beside else (0, 0)
                 before = added
                 for v in history.versions:
                     if (v.version, v.time, v.origin) not in logged:
@@ -714,11 +709,6 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
 
 
 
-def _last_id(store: HistoryStore) -> int:
-    row = store.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
-    return int(row[0]) if row else 0
-
-
 def _keep_the_note_here(store: HistoryStore, resolved: ResolvedPath, since: int, last: int) -> int:
     """After a removed note's entries were logged beside the note here (ids after ``last``), the note
     here keeps its own: a move takes along the entries after the name's last removal (``since`` was
@@ -728,7 +718,7 @@ def _keep_the_note_here(store: HistoryStore, resolved: ResolvedPath, since: int,
     entries were logged."""
     path = resolved.abs_path
     with store.lock() as conn:
-        arrival = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM versions").fetchone()[0]
+        arrival = store.last_id() + 1
         conn.execute("UPDATE versions SET arrived_by = ? WHERE path = ? AND id <= ? AND (id > ? OR arrived_by > ?)",
                      (arrival, enc(path), last, since, since))
     try:

@@ -229,7 +229,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             op = write_intent(settings.data_dir, FileOp(
                 MOVE_OP, "begin", source.abs_path, source.display, current.version, current.size, target.abs_path,
                 target.display, replaced.version if replaced else None, replaced.size if replaced else None,
-                mark=_last_row(store), agent=records.agent, session=records.session, mode=_bits(mode),
+                mark=store.last_id(), agent=records.agent, session=records.session, mode=_bits(mode),
                 replaced_mode=_bits(replaced_mode), links=links, made_from=existed))
         faults.reach("mv:journaled")
         if replaced is not None:
@@ -373,7 +373,7 @@ def _record_move(store: HistoryStore, op: FileOp) -> None:
                      (dst, op.mark, op.version, EXTERNAL_EDIT))
         # The note's own entries go, not those of notes removed from its name before (restore --last's).
         since = store.log.note_since(op.path)
-        arrival = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM versions").fetchone()[0]
+        arrival = store.last_id() + 1
         conn.execute("UPDATE versions SET path = ?, arrived_by = ? WHERE path = ? AND (id > ? OR arrived_by > ?)",
                      (dst, arrival, src, since, since))
         store.record(op.target, op.target_display, op.version, op.size, MOVE, op.agent or None, mode=_mode(op.mode),
@@ -444,7 +444,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
         with in_history():
             op = write_intent(settings.data_dir, FileOp(
                 REMOVE_OP, "begin", resolved.abs_path, resolved.display, current.version, current.size,
-                mark=_last_row(store), agent=records.agent, session=records.session, mode=_bits(mode)))
+                mark=store.last_id(), agent=records.agent, session=records.session, mode=_bits(mode)))
         faults.reach("rm:journaled")
         remove_if_holds(folder.fd, resolved.name, current.version)
         # Said at once: a note at its name after a kill from here on is a new one (_recover_remove),
@@ -530,11 +530,6 @@ def _bits(mode: FileMode | None) -> tuple[int, int, int] | None:
 def _mode(recorded) -> FileMode | None:
     """A mode as the intent keeps it (a JSON list once read back)."""
     return FileMode(*recorded) if recorded is not None else None
-
-
-def _last_row(store: HistoryStore) -> int:
-    row = store.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
-    return int(row[0]) if row else 0
 
 
 def _record_or_note(store: HistoryStore, op: FileOp, done: str) -> tuple[str, ...]:

@@ -228,7 +228,7 @@ class HistoryStore:
                     return self._record_seen(abs_path, display, snapshot, origin, fd)
             if holds:  # a writer is at work: what the file holds now is decided once it is done
                 mode = seen_mode(fd) if fd is not None else self._mode_now(abs_path)
-                _pending().append(_Sighting(self, abs_path, display, snapshot, mode, self._last_id()))
+                _pending().append(_Sighting(self, abs_path, display, snapshot, mode, self.last_id()))
             if stored:
                 self._evict(snapshot.version)
         if not _in_transaction(conn):
@@ -239,7 +239,8 @@ class HistoryStore:
         return self.record(abs_path, display, snapshot.version, snapshot.size, origin, None,
                            mode=seen_mode(fd) if fd is not None else self._mode_now(abs_path))
 
-    def _last_id(self) -> int:
+    def last_id(self) -> int:
+        """The id of the newest entry logged (0: none): a step's mark, what was logged after it being since."""
         row = self.db.one("SELECT COALESCE(MAX(id), 0) FROM versions")
         return int(row[0]) if row else 0
 
