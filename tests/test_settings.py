@@ -553,7 +553,11 @@ def test_unknown_key_is_refused_with_the_closest_name(state_dir, workspace):
     ("[service]\ntimeout = nan\n", "[service] timeout must be a positive number of seconds, not nan"),
     ("[read]\ndefault_lines = 0\n", "[read] default_lines must be a whole number of at least 1, not 0"),
     ("[prompt]\ntotal_chars = 1.5\n", "[prompt] total_chars must be a whole number of at least 1, not 1.5"),
-    ("[history]\nkeep_per_path = true\n", "[history] keep_per_path must be a whole number of at least 1, not True"),
+    # Values as TOML spells them, not as Python shows them (True, {'a': 1}, datetime.date(...)).
+    ("[history]\nkeep_per_path = true\n", "[history] keep_per_path must be a whole number of at least 1, not true"),
+    ("[prompt]\nfile_chars = {a = 1, b = [false, 2026-01-01]}\n",
+     "[prompt] file_chars must be a whole number of at least 1, not {a = 1, b = [false, 2026-01-01]}"),
+    ("workspace = 10:30:00\n", "workspace must be a string (a folder path), not 10:30:00"),
     ("[watchdog]\nkeep = 1.5\n", "[watchdog] keep must be a whole number of at least 1, not 1.5"),
     ('[index]\nchunk_tokens = "many"\n', "[index] chunk_tokens must be a whole number of at least 16, not 'many'"),
     ('[index]\nembedding_backend = "fast"\n', "[index] embedding_backend must be auto, torch, onnx or hash, not 'fast'"),

@@ -3,6 +3,7 @@ openclaw-memory.toml into the tree's tables."""
 
 from __future__ import annotations
 
+import datetime
 import errno
 import json
 import os
@@ -13,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, shown
+from ..errors import ConfigError, cut, shown
 from ..fsutil.private import check_planted, others_may_plant
 from ._places import tilde
 from ._tree import BAD, TOML_KEYS, TOML_TABLES, Check
@@ -182,6 +183,24 @@ _REFUSED = {
 }
 
 
+def toml_shown(value: Any, limit: int = 80) -> str:
+    """A value of openclaw-memory.toml as TOML writes it (``true``, ``{a = 1}``, ``2026-01-01``), not
+    as Python shows it (``True``, ``{'a': 1}``, ``datetime.date(2026, 1, 1)``), cut short."""
+    return cut(_toml(value), limit)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value[:20]) + (", ...]" if len(value) > 20 else "]")
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in list(value.items())[:20]) + "}"
+    return shown(value, 10**6)  # a string as a TOML literal string ('x'), a number as TOML spells it (inf, nan)
+
+
 def _table_values(cls: type, raw: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
     """The keys of ``[name]`` as ``cls`` keeps them; an unknown key or a wrong value is a ConfigError."""
     known = {f.name: f for f in fields(cls) if "toml" in f.metadata or "table" in f.metadata}
@@ -195,14 +214,14 @@ def _table_values(cls: type, raw: dict[str, Any], name: str, path: Path) -> dict
             raise ConfigError(f"{path}: {_unknown(key, value, list(known), tables, name)}")
         if "table" in f.metadata:
             if not isinstance(value, dict):
-                raise ConfigError(f"{path}: [{name}] {key} must be a table ([{name}.{key}] with keys under it), not {shown(value)}")
+                raise ConfigError(f"{path}: [{name}] {key} must be a table ([{name}.{key}] with keys under it), not {toml_shown(value)}")
             sub = f.metadata["table"]
             values[key] = sub(**_table_values(sub, value, f"{name}.{key}", path))
             continue
         check: Check = f.metadata["toml"]
         kept = check.convert(value)
         if kept is BAD:
-            raise ConfigError(f"{path}: [{name}] {key} must be {check.words}, not {shown(value)}")
+            raise ConfigError(f"{path}: [{name}] {key} must be {check.words}, not {toml_shown(value)}")
         values[key] = kept
     return values
 
@@ -218,7 +237,7 @@ def toml_tables(data: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
     for key, value in data.items():
         if key in TOML_TABLES:
             if not isinstance(value, dict):
-                raise ConfigError(f"{path}: {key} must be a table ([{key}] with keys under it), not {shown(value)}")
+                raise ConfigError(f"{path}: {key} must be a table ([{key}] with keys under it), not {toml_shown(value)}")
         elif key in words:
             good = (
                 isinstance(value, str) if key == "workspace"
@@ -226,13 +245,13 @@ def toml_tables(data: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
                 else isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value)
             )
             if not good:
-                raise ConfigError(f"{path}: {key} must be {words[key]}, not {shown(value)}")
+                raise ConfigError(f"{path}: {key} must be {words[key]}, not {toml_shown(value)}")
         else:
             raise ConfigError(f"{path}: {_unknown(key, value, [*TOML_KEYS, *TOML_TABLES], set(TOML_TABLES), None)}")
     for item in data.get("extra_paths") or ():
         unknown = sorted(set(item) - {"path", "pattern"}) if isinstance(item, dict) else []
         if unknown:
-            raise ConfigError(f"{path}: extra_paths: unknown key '{unknown[0]}' in {shown(item)} (an entry is {{path, pattern}})")
+            raise ConfigError(f"{path}: extra_paths: unknown key '{unknown[0]}' in {toml_shown(item)} (an entry is {{path, pattern}})")
     tables = {name: _table_values(cls, data.get(name, {}), name, path) for name, cls in TOML_TABLES.items()}
     budget, overlap = tables["index"].get("chunk_tokens"), tables["index"].get("overlap_tokens")
     if budget is not None and overlap is not None and overlap > budget // 2:
