@@ -326,8 +326,10 @@ def test_a_note_whose_folder_is_a_file_now_is_left_with_a_warning_never_journale
 def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
     write(workspace / "memory" / "a.md", "a\n")
     for to, words in (("no-such-snapshot", "is neither a watchdog snapshot's label nor a time"),
-                      ("2026-13-45", "is neither a watchdog snapshot's label nor a time"),
-                      ("2026-02-30", "is neither a watchdog snapshot's label nor a time"),
+                      # A day the calendar has not: why, as the date flags say it.
+                      ("2026-13-45", "names no day: there is no month 13; nothing was changed"),
+                      ("2026-02-30", "names no day: February 2026 has 28 days; nothing was changed"),
+                      ("2027-02-29T10:00Z", "names no day: February 2027 has 28 days (2027 is not a leap year)"),
                       ("2026-W48-1", "is neither a watchdog snapshot's label nor a time"),  # (was 2026-11-23)
                       ("20261201", "is neither a watchdog snapshot's label nor a time"),
                       ("２０２６-11-03", "is neither a watchdog snapshot's label nor a time"),

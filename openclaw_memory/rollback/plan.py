@@ -30,7 +30,7 @@ from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, micros, short
-from ..types import DAY, MOMENT, typed_moment
+from ..types import DAY, MOMENT, no_such_day, typed_moment
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
 from ..watchdog.observe import KIND_FILE
@@ -79,6 +79,9 @@ def moment_of(settings: Settings, to: str) -> Moment:
             # are POSIX seconds); it was said to be neither a label nor a time.
             raise UsageError(f"{shown(to)} names a leap second (:60), which times here do not count: give "
                              "23:59:59.999999 or the next second instead; nothing was changed") from None
+        if re.fullmatch(MOMENT, given) and (why := no_such_day(given[:10])):
+            # A day the calendar has not (2026-02-30): why, as every date flag says it.
+            raise UsageError(f"{shown(to)} names no day: {why}; nothing was changed") from None
         raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
                          "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
     now = time.time()
