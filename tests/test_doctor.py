@@ -1226,3 +1226,36 @@ def test_a_split_root_whose_merge_would_pass_what_openclaw_loads_says_so_before_
     done = cli("doctor", "--json")
     (found,) = [f for f in done.json()["findings"] if f["id"] == "split-root"]
     assert "over the 2,097,152 OpenClaw loads at startup" in found["message"] and found["fixable"], found
+
+
+def test_a_missing_or_cut_short_packaged_model_is_a_doctor_error(cli, workspace, tmp_path, monkeypatch):
+    """Every index run and search with the default model failed on it while doctor found nothing
+    (its checks read the files and the index, never the model): now a finding names the file."""
+    pytest.importorskip("onnxruntime", reason="the packaged model is the onnx backend's: the search extra")
+    from openclaw_memory.index import models
+
+    shipped, copy = models.SHIPPED_DIR, tmp_path / "shipped"
+    copy.mkdir()
+    for source in shipped.rglob("*"):  # the shipped files, linked: the copy is the package's
+        if source.is_file():
+            (copy / source.relative_to(shipped)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / source.relative_to(shipped)).symlink_to(source)
+    monkeypatch.setattr(models, "SHIPPED_DIR", copy)
+    write(workspace / "MEMORY.md", "# notes\n")
+    onnx = {"OPENCLAW_MEMORY_EMBEDDING_BACKEND": "onnx"}
+
+    def model_findings(env: dict | None = None) -> list[dict]:
+        done = cli("doctor", "--json", env=env)
+        return [f for f in done.json()["findings"] if f["id"] == "model-damaged"]
+
+    assert model_findings(onnx) == []  # intact
+    (copy / "tokenizer.json").unlink()
+    [missing] = model_findings(onnx)
+    assert missing["severity"] == "error" and "tokenizer.json is missing" in missing["message"], missing
+    (copy / "tokenizer.json").symlink_to(shipped / "tokenizer.json")
+    (copy / "model.int8.onnx").unlink()
+    (copy / "model.int8.onnx").write_bytes((shipped / "model.int8.onnx").read_bytes()[:1 << 20])  # an interrupted copy
+    [cut] = model_findings(onnx)
+    assert "model.int8.onnx is damaged" in cut["message"] and "index" in cut["message"], cut
+    assert cli("doctor", env=onnx).returncode == 1
+    assert model_findings() == []  # the model-free embedder needs no model

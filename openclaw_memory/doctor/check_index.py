@@ -1,10 +1,13 @@
 """Checks of the search index: missing, stale, built with other settings, orphaned shards,
-and (with a Qdrant server) the server itself. Only reads: no model is loaded, nothing written.
+the packaged model's files, and (with a Qdrant server) the server itself. Only reads: no model is
+loaded, nothing written.
 """
 
 from __future__ import annotations
 
-from ..errors import IndexDamaged, MemoryToolError
+import importlib.util
+
+from ..errors import IndexDamaged, MemoryToolError, UsageError
 from ..extras import missing_extra
 from .model import CheckContext, Finding
 
@@ -25,6 +28,30 @@ def check_index(ctx: CheckContext) -> list[Finding]:
         return [Finding("index-unchecked", "info", f"The search index was not checked: {missing.message}")]
 
 
+def check_model(ctx: CheckContext) -> list[Finding]:
+    """The shipped export of the default model, where the index embeds with it: a missing or cut-short
+    file (an interrupted copy, a packager's pruning) fails every index run and search with the
+    embedder loaded, while the files and index checks above look fine (review)."""
+    from ..index.config import index_config
+
+    config = index_config(ctx.settings)
+    if config.embedding_backend not in ("auto", "onnx") or (
+            config.embedding_backend == "auto" and importlib.util.find_spec("onnxruntime") is None):
+        return []  # another embedder (auto without onnxruntime: torch), or none is installed: index-unchecked
+    from ..index import onnx_embedding
+
+    folder = onnx_embedding.shipped_export(config.model)
+    if folder is None:
+        return []  # another model: exported into the per-machine cache, made again when missing
+    try:
+        onnx_embedding.verify_shipped(folder, hashed=False)
+    except UsageError as exc:
+        return [Finding("model-damaged", "error",
+                        f"The embedding model this package ships cannot be loaded, so `openclaw-memory index` and "
+                        f"search fail: {exc.message}")]
+    return []
+
+
 def check_server(ctx: CheckContext) -> list[Finding]:
     from ..index.store.server_config import server_config
 
@@ -35,4 +62,4 @@ def check_server(ctx: CheckContext) -> list[Finding]:
     return server_findings(ctx.settings)
 
 
-CHECKS = [check_index, check_server]
+CHECKS = [check_index, check_model, check_server]
