@@ -1223,3 +1223,22 @@ def test_import_from_a_dash_is_refused_as_export_to_one_is(workspace, cli):
     assert refused.returncode == 2 and refused.stderr == (
         "error: import reads a file, not standard input: give the archive's file name (./- for a file named -)\n")
     assert cli("import", "./-", "--force", cwd=workspace.parent).returncode == 0  # the file named -
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_note_root_imports_into_a_users_workspace_is_the_users(open_base):
+    """Root's import made each new note root's (a write's new note is the folder owner's): the user's
+    own agent was then refused writing it, "read-only (owned by uid 0)"."""
+    from conftest import NOBODY
+
+    memory, base = _private_source(open_base)
+    archive = base / "archive.tar.gz"
+    memory.export_archive(str(archive))
+    ws = base / "dst" / "ws"
+    ws.mkdir(parents=True)
+    os.chown(ws, NOBODY, NOBODY + 1)
+    LocalMemory(settings_for(ws, base / "dst" / "state")).import_archive(str(archive))
+    for made in ("memory", "memory/private.md", "memory/public.md"):
+        st = os.stat(ws / made)
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY + 1), made
+    assert stat.S_IMODE((ws / "memory" / "private.md").stat().st_mode) == 0o600  # still private: the user's alone

@@ -66,7 +66,7 @@ from ..errors import (
 )
 from ..files.paths import DREAMS, LEGACY_DREAMS
 from ..files.read import path_changed
-from ..fsutil.atomic import unlink_quietly
+from ..fsutil.atomic import folder_owner, unlink_quietly
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 from ..history.failures import FailedAt, translated
 from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent, describe, read_intent, write_intent
@@ -538,14 +538,17 @@ def _mode_for(store: HistoryStore, target: _Target) -> FileMode:
     more open than what is here says either: a file here keeps its owner and narrows its bits to
     those it has (the look that found its version), one brought back where none is (removed here)
     to those this history saw last, and a new one to what this user's umask leaves, as a write
-    makes one (:func:`new_bits`). The owner always keeps read and write. Given to the temp file
+    makes one (:func:`new_bits`), owned as a write's new note is (:func:`folder_owner`). The owner always keeps read and write. Given to the temp file
     before the rename that names it: no moment holds the bytes more open."""
     archived = target.record.mode & PERMISSIONS
     here = target.kept if target.current is not None else None
     if here is None:
         here = recorded_mode(store, target.resolved)
     if here is None:
-        return FileMode(new_bits(archived), os.geteuid(), os.getegid())
+        # Root importing into a user's workspace: the folder's owner's, as a write's new note (root's
+        # note was one the user's own agent was refused writing: "read-only (owned by uid 0)").
+        owner = folder_owner(target.folder.fd) if target.folder is not None else None
+        return FileMode(new_bits(archived), *(owner or (os.geteuid(), os.getegid())))
     return here._replace(mode=here.mode & (archived | OWNER_RW))
 
 
