@@ -1090,3 +1090,46 @@ def test_a_damaged_service_info_file_is_no_service_never_a_hang_or_a_traceback(w
     assert read_info(settings) is None
     result = cli("status", "--json")
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("where", ["service", "in-process"])
+def test_a_database_written_over_under_an_open_connection_stops_the_write_that_would_lose_a_note(
+        workspace, state_dir, cli_process, service, where):
+    """A sync or backup tool wrote over the state database's first page while a process had it open:
+    the open connection read on from its WAL and cache, and a write replaced the note, its only
+    earlier version committed into a file no process could open again (review: the person's text
+    was gone, and `doctor --fix` could not bring it back). Now the connection looks at the file's
+    header before each use: the write is refused, the note stays, the files are copied aside."""
+    from openclaw_memory.errors import StateDamaged
+    from openclaw_memory.memory.local import LocalMemory
+
+    write(workspace / "MEMORY.md", "# M\nthe person wrote this, the only copy\n")
+    memory = None
+    if where == "service":
+        running = service()
+        _edit(cli_process, "read through the service")
+    else:
+        memory = LocalMemory(settings_for(workspace, state_dir))
+        memory.read("MEMORY.md")
+    before, versions = (workspace / "MEMORY.md").read_bytes(), _versions(cli_process)
+    db = _data_dir(state_dir) / "state.db"
+    with open(db, "r+b") as fh:
+        fh.write(random.Random(7).randbytes(4096))
+    if memory is not None:
+        with pytest.raises(StateDamaged, match="was damaged under this process: its header is not SQLite's"):
+            memory.write("MEMORY.md", content="# replaced by the agent\n")
+        memory.close()
+        assert list((_data_dir(state_dir) / "damaged").glob("*/state.db"))  # the file as it was, kept
+    else:
+        said = cli_process("write", "MEMORY.md", "--stdin", "--no-index", input="# replaced by the agent\n")
+        _clean(said)
+        assert said.returncode != 0 and "its header is not SQLite's" in said.stderr, said.stderr
+        running.stop()
+    assert (workspace / "MEMORY.md").read_bytes() == before  # nothing replaced
+    # A new process is refused too (SQLite read page 1 from the WAL: it opened the file as sound),
+    # doctor says so, and --fix rebuilds it with every version it holds.
+    said = cli_process("write", "MEMORY.md", "--stdin", "--no-index", input="# replaced by the agent\n", env=IN_PROCESS)
+    assert said.returncode != 0 and "is damaged: its header is not SQLite's" in said.stderr, said.stderr
+    assert "state-db-damaged" in _findings(cli_process)
+    assert _fix_and_count(cli_process) >= versions >= 1
+    assert (workspace / "MEMORY.md").read_bytes() == before

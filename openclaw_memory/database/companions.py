@@ -157,6 +157,33 @@ def _read(path: str, size: int, offset: int = 0) -> bytes | None:
 
 _FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
+# SQLite's 100-byte file header: its magic, then bytes 21-23, which every database holds as 64, 32, 32.
+_HEADER_BYTES = 100
+_FIXED = (slice(21, 24), b"\x40\x20\x20")
+
+
+def header_damage(path: str, opened: bool = False) -> str | None:
+    """Why the database file at ``path`` no longer starts with SQLite's header (something wrote over
+    it), or None: it does, or it cannot be looked at (its absence or replacement is a connection's
+    identity check). ``opened``: a connection of this process has it open, so a file shorter than a
+    header was cut under it (before an open, that is ``connection.emptied``'s to tell).
+
+    SQLite reads page 1 from the WAL where the WAL holds a newer copy of it: an open connection read
+    on and wrote on (the history of a note it replaced committed into a file no process could open
+    again), and a new one opened it while the file's own header was gone (review)."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    if size < _HEADER_BYTES:
+        return f"it was cut to {size} byte{'s' if size != 1 else ''}, less than a database's header" if opened else None
+    head = _read(path, _HEADER_BYTES)
+    if head is None or len(head) < _HEADER_BYTES:
+        return None  # unreadable now, or cut between the two looks: the next use says so
+    if head[:len(SQLITE_MAGIC)] != SQLITE_MAGIC or head[_FIXED[0]] != _FIXED[1]:
+        return "its header is not SQLite's any more (something wrote over the file)"
+    return None
+
 
 def _kept_descriptor(path: str, database: str, write: bool = False) -> int | None:
     try:

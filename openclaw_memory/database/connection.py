@@ -26,7 +26,7 @@ from ..errors import DiskFull, StateDamaged, StateDirError, disk_full, is_no_spa
 from ..fsutil.atomic import dead_leftovers
 from ..fsutil.move import NO_LINK, link_noreplace
 from ..fsutil.private import make_dirs
-from .companions import Unsealed, held, not_a_file, odd_companions, wal_damage
+from .companions import Unsealed, header_damage, held, not_a_file, odd_companions, wal_damage
 from .failures import (
     BUSY_TIMEOUT_S,
     is_full,
@@ -130,6 +130,9 @@ class Database:
         if emptied(self.path):
             return (f"the state database ({self.path}) was emptied ({emptied_words(self.path)}) in a data dir that was "
                     "in use: its history is gone")
+        header = header_damage(self.path)
+        if header is not None:
+            return f"the state database ({self.path}) is damaged: {header}"
         settle(self.path)  # this process's own connections first deal with what changed under them
         damage = wal_damage(self.path)
         if isinstance(damage, Unsealed) and held(self.path):

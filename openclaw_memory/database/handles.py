@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StateDamaged
-from .companions import Companions, Unsealed, clear_index, companions, hold, release, wal_damage
+from .companions import Companions, Unsealed, clear_index, companions, header_damage, hold, release, wal_damage
 from .failures import BUSY_TIMEOUT_S, worded
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ class Handle:
         _checkpoint_on_close(conn, path, False)
         self.use = threading.RLock()
         self.closed = False
+        self.damaged: str | None = None  # the file was damaged under this connection: every use says so
         self.owner = weakref.ref(threading.current_thread())
         _close_orphans()
         with _all_lock:
@@ -77,10 +78,25 @@ class Handle:
         opened anew, and damaged companions are dealt with (see the module docstring)."""
         if self.closed or self.degraded or self.pid != os.getpid() or _identity(self.path) != self.file:
             return False
+        self._check_header()
         try:
             return self._companions_sound()
         except sqlite3.Error as exc:
             raise worded(exc, self.path) from None
+
+    def _check_header(self) -> None:
+        """Raise StateDamaged when the database file was written over (or cut) under this connection,
+        its files copied under ``damaged/`` first, once: it read on from the WAL and its cache, and
+        wrote on, a replaced note's last version committed into a file no process opens again."""
+        if self.damaged is None:
+            why = header_damage(self.path, opened=True)
+            if why is None:
+                return
+            kept = _keep_copies(self.path)
+            self.damaged = (f"the state database ({self.path}) was damaged under this process: {why}; it is copied as it "
+                            f"was, with its companions, to {kept}; `openclaw-memory doctor --fix` sets it "
+                            "aside (never deleted) and makes a new state database with what it still holds")
+        raise StateDamaged(self.damaged)
 
     def _companions_sound(self) -> bool:
         was = self.companions
@@ -161,9 +177,9 @@ class Handle:
             # new since the last use.
             with _all_lock:
                 last = not any(h is not self and h.path == self.path and h.pid == self.pid and not h.closed for h in _all)
-            checkpoint = last and (was.shm is None or (now.wal == was.wal and now.shm == was.shm
-                                                       and now.shm_size >= was.shm_size
-                                                       and _closable(wal_damage(self.path, full=True))))
+            checkpoint = last and self.damaged is None and header_damage(self.path, opened=True) is None and (
+                was.shm is None or (now.wal == was.wal and now.shm == was.shm and now.shm_size >= was.shm_size
+                                    and _closable(wal_damage(self.path, full=True))))
         if checkpoint:
             _checkpoint_on_close(self.conn, self.path, True)
         self.closed = True
