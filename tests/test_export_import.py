@@ -986,6 +986,31 @@ def test_export_force_replaces_only_a_plain_file_outside_the_memory(source, tmp_
     assert cli("export", str(archive), "--force", *extra_args, env=env).returncode == 0 and tarfile.is_tarfile(archive)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a bind mount needs root")
+def test_export_force_never_writes_over_the_data_through_a_second_name_of_its_folder(source, tmp_path, cli):
+    """A bind mount (a container's volume) names the state dir's folder by another path: the check
+    compared paths only, and `export --force` wrote the archive over state.db, the history gone."""
+    memory, _ = source
+    settings = memory.settings
+    env = {"OPENCLAW_WORKSPACE": str(settings.workspace), "OPENCLAW_STATE_DIR": str(settings.state_dir)}
+    extra_args = ("--extra", str(settings.extra_paths[0]))
+    for place, words in ((settings.state_dir, "inside openclaw-memory's data"), (settings.workspace, "inside the workspace")):
+        second = tmp_path / f"second-{place.name}"
+        second.mkdir()
+        if subprocess.run(["mount", "--bind", str(place), str(second)], capture_output=True).returncode != 0:
+            pytest.skip("cannot bind-mount here")
+        try:
+            inside = second / Path(settings.data_dir / "state.db").relative_to(settings.state_dir) if place == settings.state_dir \
+                else second / "MEMORY.md"
+            before = inside.read_bytes()
+            res = cli("export", str(inside), "--force", *extra_args, env=env)
+            assert res.returncode == 2 and words in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+            assert inside.read_bytes() == before
+        finally:
+            subprocess.run(["umount", "-l", str(second)], check=False)
+    assert memory.history("MEMORY.md").versions  # state.db was not replaced
+
+
 def test_an_archive_this_user_cannot_read_is_refused_with_the_reason():
     """As another user (root drops to nobody in a forked child): a 0600 archive of root's is refused,
     exit 2's UsageError with the system's reason; the control, a 0644 one beside it, opens."""

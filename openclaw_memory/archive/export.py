@@ -248,11 +248,36 @@ def _refuse_inside_memory(settings: Settings, path: str, target: str) -> None:
     real = as_scanned(target)
     places = [("the workspace", str(settings.workspace)), *(("an extra path", str(e)) for e in settings.extra_paths),
               ("openclaw-memory's data", str(settings.data_dir.parent.parent))]
+    within = _ancestry(target)
     for name, place in places:
         for root in {place, os.path.realpath(place)}:
-            if any(t == root or t.startswith(root.rstrip("/") + "/") for t in (target, real)):
+            if any(t == root or t.startswith(root.rstrip("/") + "/") for t in (target, real)) or _identity(place) in within:
                 raise UsageError(f"cannot write {path}: it is inside {name} ({place}), which the archive holds; "
                                  "give a place outside it")
+
+
+def _ancestry(target: str) -> set[tuple[int, int]]:
+    """The identities of FILE (where it exists) and of every folder above it, up to ``/``: a second
+    name of the data folder (a bind mount, a container's volume) reaches it under another path, and
+    ``--force`` wrote the archive over ``state.db``, the whole history gone (review)."""
+    found: set[tuple[int, int]] = set()
+    at = target
+    while True:
+        key = _identity(at)
+        if key is not None:
+            found.add(key)
+        up = os.path.dirname(at)
+        if up == at:
+            return found
+        at = up
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _kind(mode: int) -> str:
