@@ -1267,3 +1267,27 @@ def test_a_note_root_imports_into_a_users_workspace_is_the_users(open_base):
         st = os.stat(ws / made)
         assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY + 1), made
     assert stat.S_IMODE((ws / "memory" / "private.md").stat().st_mode) == 0o600  # still private: the user's alone
+
+
+def test_a_note_deeper_than_a_path_may_name_is_left_out_of_an_export_and_named(source, tmp_path):
+    """A note below folders deeper than PATH_MAX (the scan reaches it one folder at a time) made the
+    whole export refused, "the path is longer than the system allows", naming no note: no backup at all."""
+    from openclaw_memory.files.paths import PATH_MAX
+
+    memory, archive = source
+    fd = os.open(memory.settings.workspace / "memory", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(PATH_MAX // 250 + 1):
+            os.mkdir("d" * 250, dir_fd=fd)
+            fd, parent = os.open("d" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+            os.close(parent)
+        note = os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(note, b"- deep fact\n")
+        os.close(note)
+    finally:
+        os.close(fd)
+    result = memory.export_archive(str(archive))
+    assert "MEMORY.md" in result.files and not [f for f in result.files if f.endswith("deep.md")]
+    [said] = [w for w in result.warnings if "deep.md" in w]
+    assert "was left out of the archive: its path is" in said and "move it to a shallower folder" in said
+    assert tarfile.is_tarfile(archive)

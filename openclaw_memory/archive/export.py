@@ -29,6 +29,7 @@ import xxhash
 
 from .. import __version__
 from ..errors import MemoryToolError, UsageError, os_error, printable
+from ..files.paths import PATH_MAX
 from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import dead_leftovers, temp_stem, unlink_quietly
@@ -91,7 +92,10 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     # A name with a backslash is no memory path (every command refuses it, and import an archive naming
     # it): the file is left out, said, and the rest exported (it blocked the whole export).
     left_out = [f for f in found if "\\" in (place_of(settings, f.abs_path) or ("", ""))[1]]
-    found = [f for f in found if f not in left_out]
+    # A note deeper than the system lets a path name (reached by the scan one folder at a time): no
+    # command opens it by name, and the whole export was refused without naming it.
+    too_long = [f for f in found if len(os.fsencode(f.abs_path)) >= PATH_MAX and f not in left_out]
+    found = [f for f in found if f not in left_out and f not in too_long]
     # The sightings in transactions of _BATCH files: one commit (an fsync) each was 5 of the 7.6 s
     # a 1,000-file export took; a batch keeps other writers' wait short.
     too_big: list[tuple[str, int]] = []
@@ -132,6 +136,9 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
         raise MemoryToolError(f"{exc.args[0]} changed while it was exported; nothing was written: try again") from None
     warnings = tuple(f"{f.path} was left out of the archive: its name has a backslash, which no memory path may "
                      "hold (import would refuse the archive): rename it, then export again" for f in left_out)
+    warnings += tuple(f"{printable(f.path)} was left out of the archive: its path is {len(os.fsencode(f.abs_path)):,} bytes, "
+                      f"past the {PATH_MAX - 1:,} a path may have here (no command reads it by name): move it to a "
+                      "shallower folder, then export again" for f in too_long)
     # What the scan skipped, as `files` lists it (a symlinked note: the archive holds no link, and what
     # it points to is no memory file here); an export said "exported 9 memory files" and nothing more.
     warnings += tuple(f"{printable(s.path)} was left out of the archive: {s.reason}" for s in scan.skipped)
