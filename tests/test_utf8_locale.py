@@ -94,3 +94,20 @@ def test_the_processes_it_starts_are_in_utf8_mode_too(tmp_path, latin1):
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **latin1},
                            cwd=tmp_path, timeout=60)
     assert probe.stdout.split() == ["utf-8", "utf-8"], probe
+
+
+def test_a_state_dir_whose_path_is_not_utf8_keeps_every_command_working(workspace, tmp_path, cli):
+    """A home folder named in Latin-1 (/home/jos\\xe9, the default state dir below it): the new state
+    database's path failed to decode ("Could not decode to UTF-8 column 'file'"), so every write,
+    history, index and doctor --fix failed while plain doctor found nothing. A hint names the folder
+    as bash takes it back ($'...\\xe9'), not with U+FFFD."""
+    state_dir = Path(os.fsdecode(os.fsencode(tmp_path) + b"/jos\xe9"))
+    env = {"OPENCLAW_STATE_DIR": str(state_dir)}
+    write(workspace / "MEMORY.md", "- a fact\n")
+    for args in (("read", "MEMORY.md"), ("write", "MEMORY.md", "--append", "- another"), ("history", "MEMORY.md"),
+                 ("index",), ("doctor", "--fix")):
+        done = cli(*args, env=env)
+        assert done.returncode == 0, (args, done.stderr)
+    assert len(cli("history", "MEMORY.md", "--json", env=env).json()["versions"]) == 2
+    status = cli("--state-dir", str(state_dir), "status")
+    assert "$'" in status.stdout and "jos\\xe9'" in status.stdout and "\ufffd" not in status.stdout, status.stdout

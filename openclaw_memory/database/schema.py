@@ -403,7 +403,15 @@ def refuse_unreleased(data_dir: str, version: int) -> None:
 
 
 def _data_dir(conn: sqlite3.Connection) -> str:
-    return os.path.dirname(next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"))
+    # As bytes: SQLite gives the file's name as it was opened, and a state dir whose path is not
+    # UTF-8 (a home folder /home/jos\xe9) failed to decode, every write refused (review).
+    saved = conn.text_factory
+    conn.text_factory = bytes
+    try:
+        rows = conn.execute("PRAGMA database_list").fetchall()
+    finally:
+        conn.text_factory = saved
+    return os.path.dirname(os.fsdecode(next(row[2] for row in rows if row[1] == b"main")))
 
 
 def _run(conn: sqlite3.Connection, script: str) -> None:

@@ -76,7 +76,6 @@ def command_line(settings: Settings, *, in_force: bool = False) -> str:
     ``in_force``: the workspace, state dir and agent in force however they were chosen (the MCP
     server's: its settings may come from the environment its host gave it, which the model's shell
     does not have), with the flags given besides."""
-    import shlex
 
     flags = settings.command_flags
     if in_force:
@@ -90,7 +89,7 @@ def command_line(settings: Settings, *, in_force: bool = False) -> str:
         if settings.qdrant_url and "--qdrant-url" not in rest:
             rest += ["--qdrant-url", printable_url(settings.qdrant_url)]
         flags = ("-w", str(settings.workspace), "--state-dir", str(settings.state_dir), "--agent", settings.agent, *rest)
-    return " ".join(["openclaw-memory", *map(shlex.quote, flags)])
+    return " ".join(["openclaw-memory", *map(shell_word, flags)])  # a folder not UTF-8: $'...\xe9' (it printed U+FFFD)
 
 
 def printable_url(url: str) -> str:
