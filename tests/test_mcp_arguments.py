@@ -235,3 +235,69 @@ def test_memory_search_names_a_note_the_index_leaves_out_each_time(workspace, st
     first, again, other = run_session(workspace, state_dir, script)
     assert first["notes"] == again["notes"] == [said], (first, again)
     assert "notes" not in other
+
+
+def test_booleans_and_lists_of_strings_are_read_as_openclaw_reads_them(workspace, state_dir, cli):
+    """OpenClaw's ``validateToolArguments`` reads ``1`` and ``0`` where a boolean is wanted as true and
+    false (no other number, no other string than ``"true"``/``"false"``), an array written as its JSON
+    text as that array, and a number or boolean item of a list of strings as its text (a null item ""):
+    here ``broken: 1``, ``paths: "[\\"MEMORY.md\\"]"`` and ``paths: [3]`` were tool errors (`must be
+    true or false, not 1`, `must be a list of strings`) where an agent's same call to OpenClaw's loop runs."""
+    write(workspace / "MEMORY.md", "# Memory\n\nThe roof [[memory/roof]] and [gone](memory/gone.md).\n")
+    write(workspace / "memory" / "roof.md", "# Roof\n\nThe roof leaks again.\n")
+    assert cli("index").returncode == 0
+
+    async def script(session):
+        calls = [("memory_links", {"broken": 1}), ("memory_links", {"broken": 0}), ("memory_links", {"broken": 1.0}),
+                 ("memory_search", {"query": "roof", "minScore": 0, "paths": '["MEMORY.md"]'}),
+                 ("memory_search", {"query": "roof", "minScore": 0, "collection": ' ["memory-root-main"] '}),
+                 ("memory_search", {"query": "roof", "minScore": 0, "paths": ["memory/roof.md", 3]}),
+                 ("memory_links", {"broken": 2}), ("memory_links", {"broken": "1"}), ("memory_links", {"broken": [True]}),
+                 ("memory_search", {"query": "roof", "paths": "MEMORY.md"}),
+                 ("memory_search", {"query": "roof", "paths": '{"a": 1}'}),
+                 ("memory_search", {"query": "roof", "paths": [["MEMORY.md"]]}),
+                 ("memory_search", {"query": "roof", "collection": "[NaN]"})]
+        return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+    broken, every, broken_too, by_path, by_collection, by_number, *refused = run_session(workspace, state_dir, script)
+    assert [link["target"] for link in payload(broken)["outgoing"]] == ["memory/gone.md"]
+    assert payload(broken_too)["outgoing"] == payload(broken)["outgoing"]
+    assert [link["target"] for link in payload(every)["outgoing"]] == ["memory/roof", "memory/gone.md"]
+    assert {r["path"] for r in payload(by_path)["results"]} == {"MEMORY.md"}
+    assert {r["path"] for r in payload(by_collection)["results"]} == {"MEMORY.md"}
+    assert {r["path"] for r in payload(by_number)["results"]} == {"memory/roof.md"}  # 3: the glob "3", no file
+    said = [text_of(result) for result in refused]
+    assert all(result.is_error for result in refused), said
+    assert said == ["`broken` must be true or false, not 2", '`broken` must be true or false, not "1"',
+                    "`broken` must be true or false, not [true]", '`paths` must be a list of strings, not "MEMORY.md"',
+                    '`paths` must be a list of strings, not "{\\"a\\": 1}"', '`paths` must be a list of strings, not [["MEMORY.md"]]',
+                    '`collection` must be a list of strings, not "[NaN]"']
+
+
+def test_the_values_openclaws_validator_gives_booleans_and_lists_of_strings():
+    """The values themselves (tests/conformance/test_tool_argument_kinds.py asks OpenClaw for each)."""
+    from openclaw_memory.mcp.server import ToolArgumentError, ToolParam
+
+    flag = ToolParam("broken", "broken", "boolean", "", default=False)
+    globs = ToolParam("paths", "paths", "strings", "")
+    for given, expected in ((1, True), (0, False), (1.0, True), (-0.0, False), ("true", True), ("false", False)):
+        assert flag.take({"broken": given}) is expected, given
+    for given, items in (('["MEMORY.md"]', ("MEMORY.md",)), (" [] ", ()), ("[1, true, null]", ("1", "true", "")),
+                         ([3, 1.5, 1e21, 1e-7, 0.00001, 2**70, 9007199254740993], ("3", "1.5", "1e+21", "1e-7", "0.00001",
+                                                                                    "1.1805916207174113e+21", "9007199254740992")),
+                         ([1e400], ("Infinity",))):
+        assert globs.take({"paths": given}) == items, given
+    for value in (2, 0.5, -1, "1", "True", " true", "", [], {}):
+        try:
+            flag.take({"broken": value})
+        except ToolArgumentError as exc:
+            assert str(exc).startswith("`broken` must be true or false, not "), exc
+        else:
+            raise AssertionError(f"broken {value!r} was taken")
+    for value in ("MEMORY.md", "", '"a"', '{"a": 1}', "[[1]]", "[NaN]", '["' + "x" * 70_000 + '"]', [[1]], [{}], 3, True, {}):
+        try:
+            globs.take({"paths": value})
+        except ToolArgumentError as exc:
+            assert str(exc).startswith("`paths` must be a list of strings, not "), exc
+        else:
+            raise AssertionError(f"paths {value!r} was taken")

@@ -259,14 +259,18 @@ class ToolParam:
             one_of = f"one of {', '.join(self.choices)}" if self.choices else "a string"
             raise ToolArgumentError(f"`{self.name}` must be {one_of}, not {_shown(value)}")
         if self.kind == "strings":
-            if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                return tuple(value)
+            items = _list_text(value) if isinstance(value, str) else value
+            texts = [_item_text(v) for v in items] if isinstance(items, list) else [None]
+            if all(text is not None for text in texts):
+                return tuple(t for t in texts if t is not None)
             raise ToolArgumentError(f"`{self.name}` must be a list of strings, not {_shown(value)}")
         if self.kind == "boolean":
             if isinstance(value, bool):
                 return value
             if isinstance(value, str) and value in _BOOLEAN_TEXT:
                 return _BOOLEAN_TEXT[value]
+            if isinstance(value, (int, float)) and value in (0, 1):  # OpenClaw's 1 and 0 (1.0, -0 too), no other number
+                return value == 1
             raise ToolArgumentError(f"`{self.name}` must be true or false, not {_shown(value)}")
         given = args.get(self.name)
         if isinstance(value, bool) and self.openclaw:
@@ -306,14 +310,74 @@ def _text_of(value: Any) -> str | None:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    try:
-        if isinstance(value, int):
-            return str(value)
-    except ValueError:  # past Python's limit on the digits of an int written as text
-        return None
-    if isinstance(value, float) and math.isfinite(value):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, (int, float)):
+        return _js_number(value)
     return None
+
+
+def _js_number(value: int | float) -> str:
+    """A JSON number as JavaScript's ``String()`` writes it, the number OpenClaw's JSON.parse made of
+    it (a double): ``1.5``, ``1e+21``, ``1e-7``, ``0.00001``, ``9007199254740992`` for
+    9007199254740993, ``Infinity`` past any double (``1e400``)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf if value > 0 else -math.inf
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number.is_integer() and abs(number) < 1e21:
+        return str(int(number))
+    sign = "-" if number < 0 else ""
+    digits, point = _shortest_digits(abs(number))
+    count = len(digits)
+    if count <= point <= 21:
+        return sign + digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * -point + digits
+    exponent = point - 1
+    mantissa = digits if count == 1 else digits[0] + "." + digits[1:]
+    return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+
+
+def _shortest_digits(number: float) -> tuple[str, int]:
+    """The shortest digits that read back as ``number`` (> 0) and where the decimal point falls
+    (``1.5``: "15", 1; ``0.001``: "1", -2), as ECMAScript's Number::toString takes them."""
+    mantissa, _, exponent = repr(number).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    point = len(whole) + int(exponent or 0) - (len(whole + fraction) - len((whole + fraction).lstrip("0")))
+    return digits.rstrip("0") or "0", point
+
+
+# An array written as a string, read as OpenClaw's validateToolArguments reads it (``paths:
+# "[\"MEMORY.md\"]"``): the JSON of an array, of at most 65,536 UTF-16 units; else the string stays
+# what it was and is refused. Each item where a string is wanted, as its ``String()``; a null item "".
+_MAX_JSON_TEXT = 65536
+
+
+def _list_text(text: str) -> Any:
+    """The list ``text`` is the JSON of, or ``text`` itself where it is none."""
+    if not text.strip() or len(text.encode("utf-16-le", "surrogatepass")) // 2 > _MAX_JSON_TEXT:
+        return text
+    try:
+        parsed = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return text
+    return parsed if isinstance(parsed, list) else text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN, Infinity: Python's json reads them, JSON.parse does not
+
+
+def _item_text(value: Any) -> str | None:
+    """An item of a list of strings as OpenClaw takes it: a string, a number or boolean as its text,
+    null as ""; None (refused) for a list or an object."""
+    return "" if value is None else _text_of(value)
 
 
 # A number or boolean written as a string, read as OpenClaw reads a tool call's arguments before its
