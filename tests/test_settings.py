@@ -817,6 +817,34 @@ def test_a_workspace_or_state_dir_longer_than_the_system_allows_is_one_short_lin
         assert "holds a name longer than the system allows (4,085 bytes; at most 255)" in res.json()["error"], res.stdout[:300]
 
 
+def test_a_long_state_dir_leaves_the_state_database_a_path_sqlite_opens(tmp_path, cli):
+    """SQLite opens no file whose path passes 504 bytes: a state dir of ~300 bytes and a workspace
+    named with 250 characters (its data dir named after it), or a state dir of ~450, made every
+    write fail "unable to open database file (is the state dir writable?)" while doctor found nothing.
+    The data dir's name is cut to fit (the rebuild's scratch database too); a state dir past any fit
+    is one line naming the limit."""
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    deep = tmp_path / "s"
+    while len(os.fsencode(deep)) < 300:
+        deep = deep / "agent-state-folder"
+    deep.mkdir(parents=True)
+    workspace = tmp_path / ("w" * 250)
+    write(workspace / "MEMORY.md", "# notes\n")
+    run = {"OPENCLAW_WORKSPACE": str(workspace), "OPENCLAW_STATE_DIR": str(deep)}
+    for args in (("read", "MEMORY.md"), ("write", "MEMORY.md", "--append", "- more"), ("doctor", "--fix")):
+        done = cli(*args, env=run)
+        assert done.returncode == 0, (args, done.stderr)
+    data_dir = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(deep))).data_dir
+    assert len(os.fsencode(data_dir / ".rebuild-4194304-0123abcd" / "new" / "state.db")) <= 504
+    assert len(cli("history", "MEMORY.md", "--json", env=run).json()["versions"]) == 2
+    while len(os.fsencode(deep)) < 440:
+        deep = deep / "agent-state-folder"
+    deep.mkdir(parents=True)
+    refused = cli("--state-dir", str(deep), "files", "--json")
+    assert refused.returncode == 2 and "the state dir path is too long for the state database" in refused.json()["error"]
+
+
 def test_a_name_that_is_not_utf8_is_measured_in_its_own_bytes(tmp_path, cli):
     """A byte of a name that is not UTF-8 comes from argv surrogate-escaped; counted in the UTF-8 of
     its escape (three bytes each), a folder of 100 such bytes was refused as 300 (e18d8e5)."""

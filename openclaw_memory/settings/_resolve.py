@@ -47,6 +47,7 @@ from ._places import (
     path_text,
 )
 from ._tree import (
+    DATA_DIR_MAX,
     TOML_NAME,
     HistorySettings,
     IndexSettings,
@@ -160,6 +161,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
     state_dir = Path(os.path.realpath(expand(given, env) if given else default_state_dir(env)))
     _fits("state dir", str(state_dir), StateDirError)
+    _leaves_room(state_dir)
     agent = agent_id(o.agent or DEFAULT_AGENT)
 
     if os.path.lexists(state_dir) and not state_dir.is_dir():
@@ -349,6 +351,17 @@ def _fits(what: str, path: str | None, error: type[UsageError]) -> None:
     if longest > NAME_MAX:  # (one folder name of 4,085 bytes was an OSError of exit 1, the path echoed whole)
         raise error(f"the {what} path holds a name longer than the system allows ({longest:,} bytes; at most "
                     f"{NAME_MAX}): {shown(path, 60)}")
+
+
+def _leaves_room(state_dir: Path) -> None:
+    """Refuse a state dir so long that no data dir below it leaves the state database a path SQLite
+    opens: every write failed "unable to open database file (is the state dir writable?)", and
+    doctor found nothing (review)."""
+    folder = _bytes(str(state_dir / "openclaw-memory" / "workspaces"))
+    if folder + 2 + 12 + 1 > DATA_DIR_MAX:  # a slash, the shortest name (one character, '-', its 12-digit key), a slash
+        raise StateDirError(f"the state dir path is too long for the state database ({_bytes(str(state_dir)):,} bytes; "
+                            f"at most {DATA_DIR_MAX - (folder - _bytes(str(state_dir))) - 15:,}: SQLite opens no file "
+                            f"whose path is longer than 504 bytes): give a shorter --state-dir")
 
 
 def _bytes(name: str) -> int:

@@ -24,6 +24,12 @@ from ._places import OPENCLAW_JSON_NAME, default_model_cache, default_state_dir,
 
 TOML_NAME = "openclaw-memory.toml"
 
+# SQLite opens a file whose path has at most 504 bytes (its unix VFS takes 512, with room for the
+# "-journal" it adds; measured: a state.db path of 504 bytes opens, 505 does not), and the longest
+# path below a data dir it opens is a rebuild's new database, ".rebuild-<pid>-<8 hex>/new/state.db"
+# (38 bytes, a pid of 7 digits): a data dir's path has at most this many bytes.
+DATA_DIR_MAX = 504 - 1 - 38
+
 
 DEFAULT_MAX_RESULTS = 6  # a search's results when neither the caller nor openclaw.json says (OpenClaw's)
 
@@ -274,7 +280,11 @@ class Settings:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", self.workspace.name).strip("-") or "root"
         # Cut to fit a file name (255 bytes) with its key: a workspace folder named with 243 or more
         # of these characters made every command fail ("File name too long"); shorter names are kept.
-        return self.state_dir / "openclaw-memory" / "workspaces" / f"{slug[:NAME_MAX - 1 - len(key)]}-{key}"
+        # And cut to leave the state database a path SQLite opens: with a long state dir, a long
+        # workspace name made every write fail ("unable to open database file").
+        folder = self.state_dir / "openclaw-memory" / "workspaces"
+        room = DATA_DIR_MAX - len(os.fsencode(folder)) - 2 - len(key)  # (a slash before the name, a '-' in it)
+        return folder / f"{slug[:max(1, min(NAME_MAX - 1 - len(key), room))]}-{key}"
 
     def notes_folder_hint(self) -> str | None:
         """What to say when the workspace looks like its own ``memory/`` folder (``-w ws/memory``)."""
