@@ -13,7 +13,7 @@ operation declared with a :class:`~openclaw_memory.memory.operations.Tool`; Open
 - ``memory_links`` (path, broken): the JSON of ``links --json``.
 
 One server serves one agent of one workspace, and is one session: its reads are its own
-(the write guard checks what this session read). When the workspace's service runs
+(the write guard checks what this session read), or those of the session ``--session ID`` names. When the workspace's service runs
 (``openclaw-memory serve``, or ``mcp --serve`` to start it), the calls go to it and many
 sessions share one index and one model; otherwise the model is loaded here once and no shard
 lock is held between calls. Every failure is a tool error in the tools' words; the server
@@ -92,7 +92,11 @@ class MemoryTools:
         settings = memory.settings if memory is not None else settings
         assert settings is not None and (memory is not None or open_memory is not None)
         self.settings = settings
-        self._session = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
+        # The session `--session ID` names (`mcp --session ID`): the reads the CLI recorded under it
+        # count for this server's writes, and its records outlive the server, as the CLI's do; else
+        # one of its own, which goes with the server. (`--session` was taken and ignored.)
+        self._named = settings.session
+        self._session = settings.session or f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
         self.session_of = session_of or (lambda _ctx: self._session)
         # Told of each memory_get once it has run, with how to take back the read it recorded (None:
         # it recorded none), for a transport that may not deliver the answer (:mod:`.http`).
@@ -133,6 +137,9 @@ class MemoryTools:
     def close(self) -> None:
         if self._memory is None:
             return  # never opened: no read recorded (opening it now would start a service for nothing)
+        if self._named is not None:  # a session named on the command line: a person may come back to it
+            self._memory.close()
+            return
         try:
             self._memory.for_session(self._session).end_session()
         except (MemoryToolError, OSError):
