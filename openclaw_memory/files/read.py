@@ -74,26 +74,27 @@ class ResolvedPath:
     def name(self) -> str:
         return self.parts[-1] if self.parts else os.path.basename(self.abs_path)
 
-    def folder(self, *, create: bool = False) -> Folder:
+    def folder(self, *, create: bool = False, mode: int = 0o755) -> Folder:
         """The file's folder, opened one component at a time from the root's descriptor.
 
         Raises PathChanged when a folder on the way is a symlink or not a folder
         (swapped since :func:`resolve_memory_path` checked it), FileNotFoundError
-        when one is missing (without ``create``).
+        when one is missing (without ``create``). With ``create``, each folder made is
+        made with ``mode`` (less the umask) at its ``mkdir``.
         """
         try:
             if create and self.in_workspace:
-                return self._made_in_workspace()
-            return Folder.under(self.root, self.parts[:-1], create=create)
+                return self._made_in_workspace(mode)
+            return Folder.under(self.root, self.parts[:-1], create=create, mode=mode)
         except _Swapped as exc:
             raise path_changed(self, exc) from None
 
-    def _made_in_workspace(self) -> Folder:
+    def _made_in_workspace(self, mode: int) -> Folder:
         """The file's folder made below the workspace, never the workspace itself: a session or a
         service outlives the folder it was started for (moved away, removed), and the first write
         made a new, empty workspace at its old path, where the agent's memory is not."""
         try:
-            return Folder.under(self.root, self.parts[:-1], create=True, create_root=False)
+            return Folder.under(self.root, self.parts[:-1], create=True, create_root=False, mode=mode)
         except FileNotFoundError as exc:
             if exc.filename != self.root:
                 raise  # a folder below it removed while it was made

@@ -379,8 +379,8 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             refuse_read_only(kept, resolved.display, "restored", folder, read_only_ok)
             os.close(fd)
             fd = None
-        if folder is None:
-            folder, existed = make_folder(resolved)
+        if folder is None:  # (a removed private note's folder removed too: made as private as the note)
+            folder, existed = make_folder(resolved, kept)
         damaged = MemoryToolError(f"the stored copy of version {short(wanted)} is damaged; {resolved.display} was not changed")
         try:
             tmp, new, _ = temp_from_blocks(folder, resolved, blocks, kept)

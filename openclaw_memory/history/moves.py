@@ -213,7 +213,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         check_names_may_change(src_folder.fd)
         _refuse_look_alike(source, target)
         try:
-            dst_folder, existed = make_folder(target)
+            dst_folder, existed = make_folder(target, mode)
             # A name goes there only when --force archives one, or a copy's temporary name goes.
             check_names_may_change(dst_folder.fd, removing=force or os.fstat(dst_folder.fd).st_dev != os.fstat(src_folder.fd).st_dev)
         except NotADirectoryError:  # (translated named the source: "memory/a.md: a folder on its path is a file")

@@ -103,17 +103,34 @@ def open_current(resolved: ResolvedPath) -> tuple[Folder | None, int | None, Fil
         raise
 
 
-def make_folder(resolved: ResolvedPath) -> tuple[Folder, int]:
-    """The file's folder, created as needed, and how many of its folders existed already."""
+def make_folder(resolved: ResolvedPath, note: FileMode | None = None) -> tuple[Folder, int]:
+    """The file's folder, created as needed, and how many of its folders existed already. Each folder
+    made is no more open than ``note``, the mode the file will have (:func:`folder_mode_for`)."""
     dirs = resolved.parts[:-1]
     existed = len(dirs)
     while existed and not _is_folder(resolved.root, dirs[:existed]):
         existed -= 1
     try:
-        return resolved.folder(create=True), existed
+        return resolved.folder(create=True, mode=folder_mode_for(note)), existed
     except BaseException:
         remove_made_folders(resolved, existed)
         raise
+
+
+def folder_mode_for(note: FileMode | None) -> int:
+    """The mode a folder made for a note is made with (less the umask, at its ``mkdir``): ``0755``, but
+    no ``r-x`` for the group where the note gives its group nothing, nor for others where it gives them
+    nothing. A removed ``0600`` note brought back (``restore --last``, a rollback, ``mv`` into a new
+    folder) into a folder removed with it got a ``0755`` folder: every user listed its name
+    (``memory/priv/divorce-lawyer.md``). ``None`` (a new note, whose mode the umask gives): ``0755``."""
+    if note is None:
+        return 0o755
+    mode = 0o755
+    if not note.mode & 0o070:
+        mode &= ~0o070
+    if not note.mode & 0o007:
+        mode &= ~0o007
+    return mode
 
 
 def _is_folder(root: str, parts: tuple[str, ...]) -> bool:
