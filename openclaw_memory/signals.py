@@ -1,4 +1,4 @@
-"""Stop signals noted, not acted on, in the handler: the service (SIGINT, SIGTERM) and the MCP
+"""Stop signals noted, not acted on, in the handler: the service (SIGINT, SIGTERM, SIGHUP) and the MCP
 server over stdio (SIGTERM) each check a list and stop cleanly between their own steps; a command's
 own Ctrl-C rule (:func:`interrupt_once`)."""
 
@@ -9,6 +9,15 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals a long-running process (``serve``, ``watch``) stops on cleanly: Ctrl-C, SIGTERM and
+    SIGHUP, its terminal closed (which killed it, exit 129, its socket and info file left behind),
+    unless SIGHUP is ignored already (started under ``nohup``: it must run on)."""
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        return signal.SIGINT, signal.SIGTERM
+    return signal.SIGINT, signal.SIGTERM, signal.SIGHUP
 
 
 def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") -> Callable[[], None]:

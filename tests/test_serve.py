@@ -257,6 +257,24 @@ def test_a_signal_at_any_moment_stops_the_service(workspace, state_dir, services
         assert service_files(workspace, state_dir) == []
 
 
+@pytest.mark.parametrize("args", [("--no-watch",), ()], ids=["serve", "with its watch"])
+def test_the_terminal_closed_stops_the_service_cleanly_unless_nohup(workspace, state_dir, services, args):
+    """SIGHUP (the terminal of `serve` or `watch` closed) killed it, exit 129, its socket and info file
+    left behind for the next command to warn of and doctor to report. Under nohup (SIGHUP ignored
+    when it starts) it runs on, as nohup means."""
+    memory(workspace)
+    service = start(services, workspace, state_dir, *args)
+    assert service.stop(signal.SIGHUP) == 0, "".join(service.stderr)
+    assert service_files(workspace, state_dir) == [] and "stopped (SIGHUP)" in "".join(service.stderr)
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts it: inherited through exec
+    try:
+        kept = start(services, workspace, state_dir, *args)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    kept.proc.send_signal(signal.SIGHUP)
+    assert kept.stop(signal.SIGTERM) == 0 and "stopped (SIGTERM)" in "".join(kept.stderr), "".join(kept.stderr)
+
+
 def test_a_killed_service_is_reported_once_then_replaced(workspace, state_dir, cli, services):
     memory(workspace)
     first = start(services, workspace, state_dir, "--no-watch")

@@ -317,13 +317,13 @@ _WRITTEN: tuple[Command, ...] = (
     operation_command("links", links_cmd.run_links, opts=(json_opt(),)),
     operation_command("migrate", migrate_cmd.run_migrate, metavars={"to": "TARGET", "source": "SOURCE"},
                       opts=(json_opt("Print a JSON summary."),)),
-    Command("watch", "Keep the search index up to date while memory files change, and serve the CLI and MCP from warm memory (the service with live sync; Ctrl-C or SIGTERM stops).",
+    Command("watch", "Keep the search index up to date while memory files change, and serve the CLI and MCP from warm memory (the service with live sync; Ctrl-C, SIGTERM or a closed terminal stops).",
             watch_cmd.run_watch,
             opts=(
                 json_opt("One JSON object per line per applied change."),
                 Opt("poll", ("--poll",), "Poll the folders instead of using inotify (network file systems).", kind="switch", default=False),
             )),
-    Command("serve", "Run the workspace's memory service: model and index kept warm for the CLI and every MCP session, live sync on (Ctrl-C or SIGTERM stops).",
+    Command("serve", "Run the workspace's memory service: model and index kept warm for the CLI and every MCP session, live sync on (Ctrl-C, SIGTERM or a closed terminal stops).",
             serve_cmd.run_serve_command,
             opts=(
                 Opt("no_watch", ("--no-watch",), "Answer requests only; do not follow file changes (no live sync).", kind="switch", default=False),

@@ -9,7 +9,7 @@
 3. With live sync on (the default; ``watch`` is this process), run the watcher in the main
    thread on the service's own warm index; without it, wait for a signal.
 4. Optionally, MCP over streamable HTTP on a loopback address (see :mod:`openclaw_memory.mcp.http`).
-5. SIGTERM/SIGINT: stop accepting, let requests in flight finish (a full index is abandoned
+5. SIGTERM/SIGINT/SIGHUP: stop accepting, let requests in flight finish (a full index is abandoned
    at its next step: the index is crash-safe), close the shards, remove the socket, token,
    info file and lock file. Later signals during the stop say once that it is already stopping
    (fault step ``serve:stopping``); once stopped, the CLI's process ignores them to its end
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import threading
 import time
@@ -48,7 +47,7 @@ from ..service_files import (
     socket_path,
     unreachable_service,
 )
-from ..signals import ignored_to_the_end, note_signals, noted_once
+from ..signals import ignored_to_the_end, note_signals, noted_once, stop_signals
 from ..wire import key
 from .core import Refused, ServiceCore, encoded, error_answer
 
@@ -197,10 +196,11 @@ class Service:
         check_data_dir(self.settings.state_dir, self.settings.data_dir)
         lock = hold_service_lock(self.settings, self.on_notice, self.http_address)
         changes = batches = 0
-        # Caught from before "serving" is said: a SIGINT/SIGTERM sent on seeing it stops the service
+        # Caught from before "serving" is said: a SIGINT/SIGTERM/SIGHUP sent on seeing it stops the service
         # cleanly (it was a KeyboardInterrupt, exit 130, until the wait or the watch took them).
         signalled: list[str] = []
-        restore_signals = note_signals(signalled, signal.SIGINT, signal.SIGTERM)
+        stopping = stop_signals()
+        restore_signals = note_signals(signalled, *stopping)
         try:
             os.chmod(folder, 0o700)
             remove_service_files(self.settings)  # left by a killed service: ours now
@@ -229,15 +229,14 @@ class Service:
         finally:
             # Still caught while it stops (up to DRAIN_S for requests in flight): a second Ctrl-C or
             # SIGTERM met the handlers put back, and killed it (130, 143) with its files left behind.
-            noted_once(b"already stopping: letting the requests in flight finish, then closing the index\n",
-                       signal.SIGINT, signal.SIGTERM)
+            noted_once(b"already stopping: letting the requests in flight finish, then closing the index\n", *stopping)
             faults.reach("serve:stopping")
             try:
                 self._shutdown(lock)
                 lock.release()
             finally:
                 restore_signals()
-                ignored_to_the_end(signal.SIGINT, signal.SIGTERM)
+                ignored_to_the_end(*stopping)
         faults.reach("serve:stopped")
         return ServiceSummary(self.core.requests, time.monotonic() - started, self._stopped_by, changes, batches)
 

@@ -5,5 +5,5 @@
 - :mod:`.changes`: what one sync applied, per file (from the manifests before and after);
 - :mod:`.versions`: record every version the watcher sees in the history (``external-edit``);
 - :mod:`.presence`: the "a watch runs for this agent" lock, for writers and a second watch;
-- :mod:`.watcher`: the loop (debounce, sync, 30 s backstop, clean stop on SIGINT/SIGTERM).
+- :mod:`.watcher`: the loop (debounce, sync, 30 s backstop, clean stop on SIGINT/SIGTERM/SIGHUP).
 """

@@ -16,7 +16,7 @@
    open); the sync reads the index beside the service's requests while it embeds and has it
    alone only for its commit, so a search waits for that commit at most, never for a whole
    sync; the service closes shards left unused (``[service] shard_idle``).
-4. SIGINT/SIGTERM stop the loop; a sync in progress is abandoned at its next Python step (the
+4. SIGINT/SIGTERM/SIGHUP stop the loop; a sync in progress is abandoned at its next Python step (the
    index is crash-safe: the next run finishes it), except inside its commit, which it finishes
    first (searches in flight would see it half done); every lock is released on the way out.
 """
@@ -42,6 +42,7 @@ from ..fsutil.safeopen import open_regular_in_roots, read_and_close
 from ..index.results import FileRead
 from ..index.sync import KEPT_READS_BYTES, keeping_reads
 from ..links.table import refresh_synced
+from ..signals import stop_signals
 from ..wire import key
 from .changes import FileChange, applied_changes, indexed_files
 from .feeds import POLL_DELAY_MS, Feed, Message, is_permission_denied, is_undecodable_name, is_watch_limit, watch_limit_said
@@ -185,7 +186,7 @@ class Watcher:
     # -- public ------------------------------------------------------------------------------
 
     def run(self) -> WatchSummary:
-        """Watch until SIGINT/SIGTERM (on the main thread) or ``stop()``."""
+        """Watch until SIGINT/SIGTERM/SIGHUP (on the main thread) or ``stop()``."""
         started = time.monotonic()
         presence = hold_presence(self.settings)
         restore = self._install_signals()
@@ -217,7 +218,7 @@ class Watcher:
     def _install_signals(self):
         if threading.current_thread() is not threading.main_thread():
             return None
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {sig: signal.getsignal(sig) for sig in stop_signals()}
 
         def handler(signum, _frame):
             # No Event.set() here: it takes a lock the interrupted code may hold (a deadlock);

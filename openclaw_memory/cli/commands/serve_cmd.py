@@ -35,7 +35,7 @@ def _stop(settings: Settings, json_out: bool) -> int:
 
 def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False, http: str | None = None,
               json_out: bool = False, watch_lines: bool = False) -> int:
-    """Run the service until SIGINT/SIGTERM. ``watch_lines``: print what ``watch`` prints."""
+    """Run the service until SIGINT/SIGTERM/SIGHUP. ``watch_lines``: print what ``watch`` prints."""
     require("search")
     from ...serve.service import Service
     from ...service_files import token_path
