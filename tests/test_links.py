@@ -648,3 +648,35 @@ def test_markdown_destinations_read_as_commonmark_reads_them_and_a_reference_def
         (11, "mention", "memory/projects/heron.md", "ok")]
     texts = [link["text"] for link in cli("links", "memory/projects/heron.md", "--json").json()["backlinks"]]
     assert texts == ["[h]: heron.md", "[i]: ../projects/heron.md#x", "memory/projects/heron.md"]
+
+
+def test_a_fifo_folder_or_path_through_a_file_is_refused_as_read_refuses_it(workspace, state_dir, cli):
+    """``links memory/fifo.md`` (and memory_links) said "no such memory file" where ``read`` (and
+    memory_get) say "refused: memory/fifo.md: not a regular file": the agent was told the file it
+    can see in `files`' skipped list does not exist. Now the same words as read's."""
+    from openclaw_memory.mcp.server import MemoryTools, tool_error_text, tool_specs
+    from openclaw_memory.memory import open_memory
+
+    write(workspace / "MEMORY.md", "# Memory\n\nSee [[fifo]].\n")
+    write(workspace / "memory" / "note", "a file, not a folder\n")
+    os.mkfifo(workspace / "memory" / "fifo.md")
+    (workspace / "memory" / "folder.md").mkdir()
+    paths = ("memory/fifo.md", "memory/folder.md", "memory/note/x.md", "memory/none.md")
+    read = [cli("read", path).stderr for path in paths]
+    links = [cli("links", path) for path in paths]
+    assert all(done.returncode == 2 for done in links)
+    assert [done.stderr for done in links[:3]] == read[:3] == [
+        "error: refused: memory/fifo.md: not a regular file\n", "error: refused: memory/folder.md: not a regular file\n",
+        "error: refused: memory/note/x.md goes through note, which is not a folder\n"]
+    assert "memory/none.md: no such memory file" in links[3].stderr  # missing: as it was
+    memory = open_memory(settings_for(workspace, state_dir), in_process=True)
+    try:
+        specs = {spec.name: spec for spec in tool_specs(memory.settings, MemoryTools(memory))}
+        said = []
+        for path in paths[:2]:
+            with pytest.raises(Exception) as raised:
+                specs["memory_links"].call(None, {"path": path})
+            said.append(tool_error_text(raised.value))
+    finally:
+        memory.close()
+    assert said == ["refused: memory/fifo.md: not a regular file", "refused: memory/folder.md: not a regular file"]

@@ -58,12 +58,18 @@ class LinkReport:
 
 def note_links(settings: Settings, path: str | None = None, *, broken: bool = False) -> LinkReport:
     """The links of the memory files as they are now (the link table brought up to date first)."""
-    from ..files.read import resolve_memory_path  # here: doctor's link check resolves no path
+    from ..files.read import open_resolved, resolve_memory_path  # here: doctor's link check resolves no path
 
     workspace = str(settings.workspace)
-    wanted = resolve_memory_path(path, workspace, settings.extra_paths).abs_path if path is not None else None
+    resolved = resolve_memory_path(path, workspace, settings.extra_paths) if path is not None else None
+    wanted = resolved.abs_path if resolved is not None else None
     state = link_state(settings)
-    if wanted is not None and wanted not in state.shown:
+    if resolved is not None and wanted not in state.shown:
+        # What is there and no memory file (a FIFO, a folder, a path through a file) is refused in
+        # read's words (`refused: memory/fifo.md: not a regular file`), where it said no such file.
+        opened = open_resolved(resolved, through_a_file="refused")
+        if opened is not None:
+            os.close(opened[0])  # (a file made since the listing: none when it was looked at)
         # One wording for the command line and the tools alike: an agent cannot run the command.
         raise PathRefused(f"{path}: no such memory file (the links that name nothing: `openclaw-memory links --broken`, "
                           "or memory_links with broken: true)")
