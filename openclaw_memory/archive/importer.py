@@ -62,6 +62,7 @@ from ..errors import (
     finished_first,
     is_no_space,
     os_error,
+    shell_word,
     workspace_gone,
 )
 from ..files.paths import DREAMS, LEGACY_DREAMS
@@ -238,18 +239,82 @@ def _written_since(store: HistoryStore, target: _Target, earlier: FileOp, archiv
 def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
     """Run a killed import again (the caller holds the write lock): (finished, what was done). One
     that cannot run now (the archive gone, a file changed here since without --force) is dropped,
-    saying so: every file is as it was or as the archive has it, and what it replaced is in the history."""
+    saying so: every file is as it was or as the archive has it, what it replaced is in the history,
+    and what the killed run staged or placed is kept (:func:`_keep_staged`), said where."""
     as_it = settings.as_recorded(op.agent, op.session)
     try:
         result = import_archive(as_it, op.path, force=op.force, finishing=True)
     except MemoryToolError as exc:
+        kept = _keep_staged(as_it, op)
         _clear_after(settings, exc)
-        return False, (f"the interrupted {describe(op)} could not be run again ({exc.message}); each file is as it was "
-                       f"or as the archive has it, and what it replaced is in the history: run the import again once "
-                       "that is resolved")
+        again = f"openclaw-memory import {shell_word(op.path)}{' --force' if op.force else ''}"
+        return False, (f"the interrupted {describe(op)} could not be run again ({exc.message}), so it was dropped "
+                       f"unfinished: each file is as it was or as the archive has it, and what it replaced is in the "
+                       f"history{kept}; `{again}` finishes it once that is resolved (the archive back where it was)")
     left = "".join(f"; {w}" for w in result.warnings if " was written since the interrupted import began" in w)
     return True, (f"finished the interrupted {describe(op)}: {len(result.files) - len(result.left)} file(s) imported, "
                   f"{result.versions} version(s) logged{left}")
+
+
+def _keep_staged(settings: Settings, op: FileOp) -> str:
+    """What the killed run of an import that cannot run again staged or placed, kept before its
+    record is dropped (nothing else would reach it: the bytes were in the history's object store,
+    which no version entry names until the log, the import's last step). A note it placed (it holds
+    bytes the import stored, which no entry names, and not what it held when the import began) is
+    logged as the import's, restored by its agent (it was an unattributed outside edit); the staged
+    temp file of each note not placed yet (``.NAME.<hex>.tmp``: the archive's bytes) is set aside
+    under ``.openclaw-repair/leftovers/<stamp>/``, with the note's own name where it is free, as
+    doctor sets aside a leftover the history lacks (:func:`~..history.leftovers.sweep_leftovers`). What
+    was done, said (empty when nothing)."""
+    from ..doctor.archive import archive_stamp
+    from ..files.paths import REPAIR_DIR
+    from ..files.read import resolve_memory_path
+    from ..history.leftovers import logged, set_aside_under
+
+    store = HistoryStore.for_settings(settings)
+    workspace = str(settings.workspace)
+    aside = f"{REPAIR_DIR}/leftovers/{archive_stamp()}"
+    placed: list[str] = []
+    moved: list[str] = []
+    failed: list[str] = []
+    for path, was in sorted((op.seen or {}).items()):
+        try:
+            resolved = resolve_memory_path(path, workspace, settings.extra_paths)
+        except MemoryToolError:
+            continue  # (an extra path not given now: its leftovers are doctor's when it is)
+        try:
+            current, kept, _ = _version_here(resolved)
+            if (current is not None and was != "" and current.version != was and store.objects.has(current.version)
+                    and not logged(store, current.version)):
+                with store.lock():
+                    store.record(path, resolved.display, current.version, current.size, RESTORE, settings.agent,
+                                 settings.session, kept)
+                placed.append(resolved.display)
+        except (OSError, MemoryToolError) as exc:
+            failed.append(f"{resolved.display} (its history: {exc.message if isinstance(exc, MemoryToolError) else exc})")
+
+        def keep(folder: Folder, name: str, seen: os.stat_result, note: ResolvedPath = resolved) -> None:
+            where, why = set_aside_under(workspace, aside, folder, name, seen, note.name)
+            if where is not None:
+                moved.append(f"{note.display} as {where}")
+            else:
+                failed.append(f"{os.path.join(os.path.dirname(note.display), name)} ({why})")
+
+        try:
+            with resolved.folder() as folder:
+                sweep_leftovers(store, resolved, folder, keep)
+        except (OSError, MemoryToolError, FolderSwapped):
+            continue  # no folder there (nothing was staged in it), or swapped: doctor --fix looks again
+    said = ""
+    if placed:
+        said += (f"; {', '.join(placed)} {'was' if len(placed) == 1 else 'were'} placed before the interruption, "
+                 "as the archive has it, and logged now as restored by the import")
+    if moved:
+        said += (f"; the staged notes not placed yet are kept, set aside (nothing lost): {', '.join(moved)} "
+                 "(copy one into place to have it now)")
+    if failed:
+        said += f"; left where they are: {', '.join(failed)}"
+    return said
 
 
 def _open_archive(path: str) -> int:
@@ -416,10 +481,10 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
             raise os_error(exc, "the workspace or the state dir", "nothing was written") from None
         faults.reach("import:staged")
         stopped = _place_all(store, targets)
-        _sweep_killed(store, targets)
     finally:
         _clean(targets)
     added = _log(store, plan, stopped, settings.agent, settings.session)
+    _sweep_killed(store, targets)  # after the log: a leftover goes only as bytes a version names
     placed = [t for t in targets.values() if t.placed]
     left = [t for t in targets.values() if t.left]
     if stopped is not None:
@@ -620,20 +685,17 @@ def _sweep_killed(store: HistoryStore, targets: dict[str, _Target]) -> None:
     full copies, for doctor to name): removed as a write of the file removes them
     (:func:`~..history.leftovers.sweep_leftovers`: this import holds the write lock, so no writer's
     is in progress; a temp file goes at once when the history holds its bytes, as it holds every
-    version the archive stored, a swap file once its bytes are in the history)."""
+    version the archive stored, a swap file once its bytes are in the history). Run after the log:
+    a temp file goes only as bytes a version entry names, and the log names the archive's (its
+    folder opened again: :func:`_clean` closed the staging's)."""
     for target in targets.values():
-        if not target.placed and not target.left:  # (a file left as it is: its archive version is stored)
+        if not target.placed and not target.left:  # (a file left as it is: its archive version is logged)
             continue
-        folder, opened = target.folder, None
         try:
-            if folder is None:
-                folder = opened = target.resolved.folder()
-            sweep_leftovers(store, target.resolved, folder)
-        except (OSError, MemoryToolError):
+            with target.resolved.folder() as folder:
+                sweep_leftovers(store, target.resolved, folder)
+        except (OSError, MemoryToolError, FolderSwapped):
             continue  # its folder gone or swapped meanwhile: the next write of the file, or doctor --fix, sweeps
-        finally:
-            if opened is not None:
-                opened.close()
 
 
 def _clean(targets: dict[str, _Target]) -> None:

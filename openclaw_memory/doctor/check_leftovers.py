@@ -12,8 +12,9 @@ Plain doctor names each ``.swp``, and each ``.tmp`` that is ours to sweep (bytes
 or ten minutes old), of this user's files only (another user's is never read); ``--fix`` sweeps them
 as that next write would, under the write lock: a ``.swp``'s bytes are logged as an outside edit of
 the file when the history lacks them, then each leftover goes only as bytes the history holds; a
-ten-minute-old ``.tmp`` the history lacks (a write's partial copy, another program's draft) is no
-version of the note: it is set aside, as the very file looked at, under
+``.tmp`` whose bytes no version entry names (a write's partial copy, another program's draft: once
+ten minutes old; a killed write's new version or an interrupted import's staged note, bytes the
+object store keeps: at once) is no version of the note: it is set aside, as the very file looked at, under
 ``.openclaw-repair/leftovers/<stamp>/`` (one of an extra path beside the workspace under ``outside/``). A
 younger one is left to the next doctor; one too big for the history stays, and the repair names it.
 """
@@ -139,8 +140,8 @@ def sweep(settings: Settings, finding: Finding) -> Repair:
     except MemoryToolError as exc:
         return Repair(finding.id, "sweep", "failed", f"{exc.message}; nothing was removed", finding.paths)
     left = [os.path.relpath(p, workspace) for p, _ in leftovers(settings, sorted({os.path.dirname(of) for of in targets}))]
-    moved = (f"; set aside under {aside}/ (bytes the history lacks: a killed write's partial copy or another "
-             f"program's draft): {', '.join(set_aside)}") if set_aside else ""
+    moved = (f"; set aside under {aside}/ (bytes no version in the history names: a killed write's copy, an "
+             f"interrupted import's staged note, or another program's draft): {', '.join(set_aside)}") if set_aside else ""
     if left:
         said = {entry.split(" (", 1)[0] for entry in why_left}
         rest = [p for p in left if p not in said]

@@ -72,9 +72,13 @@ def finish_journaled(settings: Settings, finding: Finding, recover: Callable[[],
 def finish_move(settings: Settings, finding: Finding) -> Repair:
     from ..links.pending import finish_pending_rewrites
 
+    # An import is never undone: one that could not be run again is dropped unfinished ("failed": the
+    # detail says what was kept where, and the command that finishes it), nothing rolled back.
+    not_done: RepairStatus = "failed" if finding.message.startswith("An interrupted import") else "rolled-back"
+
     def recover() -> tuple[RepairStatus, str] | None:
         done = finish_pending_rewrites(settings)  # the move or removal, then a move's link rewrites
-        return None if done is None else ("completed" if done[0] else "rolled-back", done[1])
+        return None if done is None else ("completed" if done[0] else not_done, done[1])
 
     return finish_journaled(settings, finding, recover, "move or removal")
 
