@@ -38,7 +38,10 @@ def test_another_agents_command_is_told_what_is_true(workspace, state_dir, tmp_p
     assert "Service: running, not serving this command: the memory service" in status.stdout, status.stdout
     assert "stop it, `openclaw-memory --agent main serve --stop`, then `openclaw-memory --agent main serve`" in (
         status.stdout), status.stdout  # (its flags: `serve --stop` alone acted on the default workspace)
-    assert cli_process("--agent", "main", "status", "--json").json()["service"]["refused"] is True
+    as_json = cli_process("--agent", "main", "status", "--json").json()["service"]
+    assert as_json["refused"] is True  # and its note's commands run as given: they had no flags here (review)
+    assert "stop it, `openclaw-memory --agent main serve --stop`, then `openclaw-memory --agent main serve`" in (
+        as_json["note"]), as_json
     # The command it named before, `openclaw-memory --agent main serve`, is refused, and now says why truly.
     second = cli_process("--agent", "main", "serve", "--no-watch")
     assert second.returncode == 2 and second.stdout == ""

@@ -165,6 +165,10 @@ def run_status(settings: Settings, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         status = memory.status()
         service = to_json(memory.service())
+    if service.get("note"):
+        # A command its note bids run acts on this command's workspace and agent, in the JSON too
+        # (`serve --stop` alone stopped ~/.openclaw's service, not the one meant).
+        service["note"] = suggested(service["note"], command_line(settings))
     if json_out:
         print_json({**to_json(status), "service": service})
         return 0
@@ -212,13 +216,11 @@ def _duration(seconds: float) -> str:
 
 
 def _service_line(service: dict, program: str) -> str:
-    if not service.get("running"):
-        # A command its note bids run acts on this command's workspace and agent (`serve --stop` alone
-        # stopped ~/.openclaw's service, not the one meant).
+    if not service.get("running"):  # (its note worded for this command already: run_status)
         if service.get("refused"):  # it answered: not for this agent's settings (or another version)
-            return f"Service: running, not serving this command: {suggested(service['note'], program)}"
+            return f"Service: running, not serving this command: {service['note']}"
         if service.get("note"):  # it runs (its socket is there) but does not answer
-            return f"Service: not answering: {suggested(service['note'], program)}"
+            return f"Service: not answering: {service['note']}"
         return f"Service: not running (`{program} serve` keeps the model and index warm)"
     memory = _size(service["memoryBytes"]) if service.get("memoryBytes") is not None else "unknown"
     sync = f"live sync of agent {service['agent']}" if service.get("liveSync") else "no live sync"
