@@ -248,9 +248,10 @@ def finish_import(settings: Settings, op: FileOp) -> tuple[bool, str]:
         kept = _keep_staged(as_it, op)
         _clear_after(settings, exc)
         again = f"openclaw-memory import {shell_word(op.path)}{' --force' if op.force else ''}"
+        back = "" if os.path.lexists(op.path) else " (the archive back where it was)"
         return False, (f"the interrupted {describe(op)} could not be run again ({exc.message}), so it was dropped "
                        f"unfinished: each file is as it was or as the archive has it, and what it replaced is in the "
-                       f"history{kept}; `{again}` finishes it once that is resolved (the archive back where it was)")
+                       f"history{kept}; `{again}` finishes it once that is resolved{back}")
     left = "".join(f"; {w}" for w in result.warnings if " was written since the interrupted import began" in w)
     return True, (f"finished the interrupted {describe(op)}: {len(result.files) - len(result.left)} file(s) imported, "
                   f"{result.versions} version(s) logged{left}")
