@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import settings_for, write
+from conftest import env_for, settings_for, write
 from openclaw_memory.errors import ConfigError, UsageError, WorkspaceError
 from openclaw_memory.settings import Overrides, resolve_settings
 
@@ -663,6 +663,25 @@ def test_a_state_dir_that_is_a_file_is_named_as_such(cli, tmp_path):
     plain.write_text("")
     refused = cli("--state-dir", str(plain), "write", "MEMORY.md", "--append", "x", "--json")
     assert refused.returncode == 2 and refused.json()["error"].startswith(f"the state dir {plain} is not a folder")
+    # A folder below that file: "Not a directory (PATH)", exit 1, naming no file on the way.
+    for args in (("files",), ("read", "MEMORY.md")):
+        refused = cli("--state-dir", str(plain / "sub"), *args, "--json")
+        assert refused.returncode == 2 and refused.json()["error"] == (
+            f"the state dir {plain / 'sub'} cannot be made: {plain} is a file, not a folder; give --state-dir a folder")
+
+
+def test_a_current_folder_removed_under_the_shell_is_named(tmp_path, workspace):
+    """A relative path in a folder removed under the shell: "error: No such file or directory" and
+    nothing more (no path: getcwd failed)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    write(workspace / "MEMORY.md", "# notes\n")
+    done = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && exec "$2" -m openclaw_memory -w "$3" --state-dir st files',
+                           "sh", str(gone), sys.executable, str(workspace)], capture_output=True, text=True,
+                          env=env_for(workspace, tmp_path / "state"))
+    assert done.returncode == 1 and done.stderr == (
+        "error: the current folder no longer exists (removed while the shell was in it), so no relative path can be "
+        "found from it: cd to a folder that exists, or give absolute paths\n"), done.stderr
 
 
 def test_a_state_dir_through_a_symlink_or_dot_dot_is_the_same_state_dir(tmp_path, state_dir, workspace):

@@ -6,6 +6,7 @@ a message on stderr (and ``{"error": ...}`` on stdout with ``--json``), never a 
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import sys
@@ -53,8 +54,20 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:  # a failure no layer below worded (the layers word the ones they expect)
-        error(describe_os_error(exc), as_json)
+        error(_os_worded(exc), as_json)
         return 1
+
+
+def _os_worded(exc: OSError) -> str:
+    """An OSError no layer worded; a relative path in a folder removed under the shell named nothing
+    ("No such file or directory")."""
+    if exc.filename is None and exc.errno == errno.ENOENT:
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            return ("the current folder no longer exists (removed while the shell was in it), so no relative path "
+                    "can be found from it: cd to a folder that exists, or give absolute paths")
+    return describe_os_error(exc)
 
 
 def _worded(exc: MemoryToolError, command: Command | None, args: list[str]) -> str:

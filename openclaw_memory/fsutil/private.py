@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import StateDirUnsafe
+from ..errors import StateDirError, StateDirUnsafe
 
 PRIVATE_UMASK = 0o077
 _user_umask: int | None = None  # the umask this process started with, while private_umask() holds
@@ -294,7 +294,20 @@ def _stat(path: Path) -> os.stat_result | None:
         st = os.stat(path)
     except FileNotFoundError:
         return None
+    except NotADirectoryError:  # (it was "Not a directory (PATH)", exit 1, naming no file on the way)
+        raise StateDirError(f"the state dir {path} cannot be made: {_file_on_the_way(path)} is a file, not a folder; "
+                            "give --state-dir a folder") from None
+    except PermissionError:  # (it was "Permission denied (PATH)", exit 1: HOME another user's)
+        raise StateDirError(f"the state dir {path} cannot be looked at: a folder on its way is closed to this user "
+                            f"(uid {os.geteuid()}); give --state-dir (or OPENCLAW_STATE_DIR) a folder of your own") from None
     return st if stat.S_ISDIR(st.st_mode) else None  # not a folder: the command that needs it says so
+
+
+def _file_on_the_way(path: Path) -> Path:
+    for above in reversed(path.parents):
+        if os.path.isfile(above):
+            return above
+    return path
 
 
 def _lstat(path: Path) -> os.stat_result | None:
