@@ -42,6 +42,8 @@ def test_another_agents_command_is_told_what_is_true(workspace, state_dir, tmp_p
     assert as_json["refused"] is True  # and its note's commands run as given: they had no flags here (review)
     assert "stop it, `openclaw-memory --agent main serve --stop`, then `openclaw-memory --agent main serve`" in (
         as_json["note"]), as_json
+    assert f"stop it, `openclaw-memory -w {workspace} --state-dir {state_dir} --agent main serve --stop`" in (
+        _mcp_status_note(workspace, state_dir, "main"))
     # The command it named before, `openclaw-memory --agent main serve`, is refused, and now says why truly.
     second = cli_process("--agent", "main", "serve", "--no-watch")
     assert second.returncode == 2 and second.stdout == ""
@@ -60,3 +62,26 @@ def test_another_agents_command_is_told_what_is_true(workspace, state_dir, tmp_p
     assert stopped.returncode == 0, stopped.stderr
     main = start(services, workspace, state_dir, "--no-watch", "--agent", "main")
     assert cli_process("--agent", "main", "read", "MEMORY.md").stderr == "", main.stderr
+
+
+def _mcp_status_note(workspace, state_dir, agent: str) -> str:
+    """memory_status's service note, to an MCP server of ``agent``: its commands named with that server's
+    workspace, state dir and agent, as the model's shell must run them (they had no flags: review)."""
+    import asyncio
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from conftest import env_for
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "openclaw_memory", "mcp", "--agent", agent],
+                                   env=env_for(workspace, state_dir), cwd=str(workspace))
+
+    async def main():
+        async with stdio_client(params) as (read, write_stream), ClientSession(read, write_stream) as session:
+            await session.initialize()
+            result = await session.call_tool("memory_status", {})
+            return json.loads("".join(block.text for block in result.content))["service"]["note"]
+
+    return asyncio.run(asyncio.wait_for(main(), timeout=120))

@@ -177,7 +177,10 @@ def _search_message(memory: Memory, arguments: dict, result: dict) -> dict:
 
 
 def _with_service(memory: Memory, arguments: dict, result: dict) -> dict:
-    return {**result, "service": to_json(memory.service())}
+    service = to_json(memory.service())
+    if service.get("note"):  # a command it bids run acts on this server's workspace and agent (review: no flags)
+        service["note"] = suggested(service["note"], command_line(memory.settings, in_force=True))
+    return {**result, "service": service}
 
 
 def _replay_message(memory: Memory, arguments: dict, result: dict) -> dict:
