@@ -7,8 +7,10 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import functools
+import io
 import os
 import re
+import struct
 
 # Files of the zone folder that zoneinfo opens and Intl refuses (``available_timezones`` leaves them out).
 _NOT_ZONES = frozenset({"posix", "right", "posixrules", "localtime"})
@@ -89,6 +91,44 @@ def zone_of_tz(value: str | None) -> dt.tzinfo | None:
         return ZoneInfo(name)
     except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
         return None
+
+
+def caller_zone_of_tz(value: str | None) -> dt.tzinfo | None:
+    """The zone a caller whose environment holds ``TZ=value`` keeps its local time in, as
+    :func:`zone_of_tz` names it, and also where it names none but the C library reads one: a zone
+    file's path (``:/etc/localtime``, which containers set) and a POSIX rule (``UTC+3``: three hours
+    west of UTC; ``CET-1CEST,M3.5.0,M10.5.0/3``). A service answering that caller reads its days so:
+    it refused them, and the caller's own answer then waited for the shards the service held
+    (review). What glibc reads as UTC (an unknown name, a missing file) is UTC; None for a rule no
+    Python zone holds (an offset of a day)."""
+    from zoneinfo import ZoneInfo
+
+    named = zone_of_tz(value)
+    if named is not None or value is None:
+        return named
+    name = value[1:] if value.startswith(":") else value
+    try:
+        if name.startswith("/"):
+            with open(name, "rb") as zone_file:
+                zone: dt.tzinfo = ZoneInfo.from_file(zone_file)
+        else:
+            zone = ZoneInfo.from_file(io.BytesIO(_rule_only(name)), key=name)
+    except (OSError, ValueError, UnicodeEncodeError):  # no such file, a name no rule reads: glibc's local time is UTC
+        return dt.UTC
+    try:
+        for moment in (dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC), dt.datetime(2026, 7, 1, 12, tzinfo=dt.UTC)):
+            moment.astimezone(zone).utcoffset()
+    except ValueError:  # a rule of 24 hours or more (UTC+24), which glibc reads and no Python zone holds
+        return None
+    return zone
+
+
+def _rule_only(rule: str) -> bytes:
+    """A zone file (TZif version 2, RFC 8536) with no transition and one UTC type, its footer the
+    POSIX ``rule``: a reader takes the rule for every moment, as the C library does for ``TZ=rule``."""
+    counts = struct.pack(">6l", 0, 0, 0, 0, 1, 4)  # isutcnt, isstdcnt, leapcnt, timecnt, typecnt, charcnt
+    block = b"TZif2" + bytes(15) + counts + struct.pack(">lBB", 0, 0, 0) + b"UTC\0"
+    return block + block + b"\n" + rule.encode("ascii") + b"\n"
 
 
 def host_zone() -> dt.tzinfo:

@@ -9,6 +9,7 @@ goes through the service) and over streamable HTTP. Processes are stopped with r
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 import random
@@ -432,7 +433,7 @@ def test_a_request_the_service_refuses_alone_leaves_the_session_on_it(workspace,
     mem = open_memory(settings_for(workspace, state_dir), notice=said.append)
     try:
         assert mem.service().info.pid == service.proc.pid
-        monkeypatch.setenv("TZ", "EST+5EDT,M3.2.0,M11.1.0")  # a POSIX rule: no zone the service can name
+        monkeypatch.setenv("TZ", "UTC+24")  # a POSIX rule glibc reads and no Python zone holds (a day's offset)
         assert mem.search("teak deck", since="2026-01-01", min_score=0).results
         assert len(said) == 1 and "cannot name the caller's time zone" in said[0], said
         monkeypatch.delenv("TZ")
@@ -440,6 +441,56 @@ def test_a_request_the_service_refuses_alone_leaves_the_session_on_it(workspace,
         assert mem.connected and mem.service().info.pid == service.proc.pid and len(said) == 1, said
     finally:
         mem.close()
+    assert service.stop() == 0
+
+
+@pytest.mark.parametrize("tz", ["EST+5EDT,M3.2.0,M11.1.0", "UTC+3", ":/etc/localtime", "Nowhere/City"])
+def test_a_caller_zone_that_is_a_rule_or_a_file_is_answered_by_the_service(workspace, state_dir, cli, services, tz):
+    """A POSIX rule (`UTC+3`, containers' `:/etc/localtime`) named no zone the service could: it
+    refused every search, opening the shards first, and the caller's in-process answer then waited
+    for them ("held by another openclaw-memory process; waited 5 s"), exit 2, every time. The
+    service reads the caller's days by the rule, as glibc does (an unknown name: UTC)."""
+    memory(workspace)
+    assert cli("index").returncode == 0
+    service = start(services, workspace, state_dir, "--no-watch")
+    for args in (("search", "teak deck"), ("search", "teak deck", "--since", "2026-01-01")):
+        done = cli(*args, env={"TZ": tz})
+        assert done.returncode == 0 and "boat.md" in done.stdout and done.stderr == "", (args, done.stderr)
+    assert service.stop() == 0
+
+
+def test_caller_zones_read_days_as_glibc_does():
+    """Each TZ value a caller may hold, against what glibc's localtime makes of it in a process of its own."""
+    from openclaw_memory.timezones import caller_zone_of_tz
+
+    moments = [1767268800, 1782907200, 1793534400]  # 2026-01-01, 2026-07-01, 2026-11-01 12:00 UTC
+    for tz in ("UTC+3", "EST+5EDT,M3.2.0,M11.1.0", "CET-1CEST,M3.5.0,M10.5.0/3", "<+0530>-5:30", ":/etc/localtime",
+               "Nowhere/City", "garbage!!", "", ":", "Europe/Paris", "EST5EDT"):
+        zone = caller_zone_of_tz(tz)
+        assert zone is not None, tz
+        ours = [datetime.datetime.fromtimestamp(m, zone).strftime("%Y-%m-%d %H:%M %z") for m in moments]
+        theirs = subprocess.run([sys.executable, "-c", "import sys, time\nfor m in sys.argv[1:]: "
+                                 "print(time.strftime('%Y-%m-%d %H:%M %z', time.localtime(int(m))))", *map(str, moments)],
+                                env={**os.environ, "TZ": tz}, capture_output=True, text=True, check=True).stdout.split("\n")[:3]
+        assert ours == theirs, (tz, ours, theirs)
+    assert caller_zone_of_tz("UTC+24") is None  # glibc's -24:00, which no Python zone holds: refused, said
+
+
+def test_a_command_in_process_beside_the_service_is_told_the_service_holds_the_index(workspace, state_dir, cli,
+                                                                                       services):
+    """OPENCLAW_MEMORY_SERVICE=off beside a service that holds the shards: "held by another
+    openclaw-memory process (pid N); waited 5 s. Try again when it has finished.", of a service that
+    never finishes (review). It names the service, and what to do."""
+    memory(workspace)
+    write(state_dir / "openclaw-memory.toml", "[index]\nlock_timeout = 0\n")
+    assert cli("index").returncode == 0
+    service = start(services, workspace, state_dir, "--no-watch")
+    assert cli("search", "teak deck").returncode == 0  # through it: it opens the shards, and keeps them a while
+    beside = cli("search", "teak deck", env={"OPENCLAW_MEMORY_SERVICE": "off"})
+    assert beside.returncode == 2 and (
+        f"is held by the memory service (pid {service.proc.pid}), which keeps the index open while it runs; this "
+        "command works beside it, in-process: run it through the service (without OPENCLAW_MEMORY_SERVICE=off), stop "
+        "the service (`openclaw-memory serve --stop`)") in beside.stderr, beside.stderr
     assert service.stop() == 0
 
 

@@ -114,6 +114,9 @@ class MemoryIndex:
         if not 0.0 <= min_score <= 1.0:
             raise BadValue("min_score", f"must be between 0 and 1, not {min_score}")
         filters = filters or SearchFilters()
+        # The caller's day first: a service that cannot name the caller's zone refuses before it opens
+        # a shard, which it then held while the caller's in-process answer waited for it (review).
+        today = filters.today()
         collections = resolve_collections(self.settings)
         filters.check_collections([c.name for c in collections])
         # Each manifest's head (settings, backend): its files are read only where a filter or the
@@ -207,7 +210,7 @@ class MemoryIndex:
             with self.store.open(c.name) as shard:
                 candidates.extend(plan.candidates(shard, c.name))
         dates = file_dates(self._manifest(c.name) for c in collections) if self.ranking.decay else None
-        hits = rank(plan, candidates, min_score, dates=dates, today=filters.today(), fetch=self._fetch_passages)
+        hits = rank(plan, candidates, min_score, dates=dates, today=today, fetch=self._fetch_passages)
         hits, gone = self._still_there(hits)
         if gone:  # moved out or removed since the stale check, or while the index, not yet synced, holds it
             stale = sorted({*stale, *gone})

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemoryToolError, StateDamaged, workspace_gone
+from ..errors import LockTimeout, MemoryToolError, StateDamaged, workspace_gone
 from .operations import Operation, method_of
 
 if TYPE_CHECKING:
@@ -51,6 +51,11 @@ class LocalMemory:
         bound = op.arguments(args, kwargs or {})
         try:
             return op.run(self, bound)
+        except LockTimeout as exc:
+            worded = _held_by_the_service(self._settings, exc)
+            if worded is None:
+                raise
+            raise worded from None
         except MemoryToolError:
             raise
         except OSError as exc:
@@ -118,3 +123,19 @@ def forget_read(memory: LocalMemory, path: str, version: str) -> None:
         seen = records.get(abs_path)
         if seen is not None and seen.version == version and seen.how == READ:  # else read again or written since
             records.forget(abs_path)
+
+
+def _held_by_the_service(settings: Settings, exc: LockTimeout) -> LockTimeout | None:
+    """``exc`` worded as what it is where the holder is the workspace's running service, and this
+    process works beside it (OPENCLAW_MEMORY_SERVICE=off, a library in-process): the service keeps
+    the index open while it runs, so "try again when it has finished" waited for nothing (review)."""
+    from ..service_files import read_info
+
+    pid = (read_info(settings) or {}).get("pid")
+    what, held, _ = exc.message.partition(" is held by ")
+    if not isinstance(pid, int) or pid == os.getpid() or not held or f"(pid {pid})" not in exc.message:
+        return None
+    return LockTimeout(f"{what} is held by the memory service (pid {pid}), which keeps the index open while it runs; "
+                       "this command works beside it, in-process: run it through the service (without "
+                       "OPENCLAW_MEMORY_SERVICE=off), stop the service (`openclaw-memory serve --stop`), or try again "
+                       f"once it lets go of the index ({settings.service.shard_idle:g} s after it last used it)")

@@ -26,7 +26,7 @@ from ..memory.operations import OPERATIONS, Operation
 from ..memory.protocol import PRODUCT_ERROR, PROTOCOL, REFUSED, answer_line, parse_line, settings_key
 from ..memory.service_status import LockWaits, ServiceInfo
 from ..signals import Stopping
-from ..timezones import CALLER_ZONE, UnnamedZone, tz_setting, zone_of_tz
+from ..timezones import CALLER_ZONE, UnnamedZone, caller_zone_of_tz, tz_setting
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -275,7 +275,7 @@ def _caller_zone(context: dict) -> dt.tzinfo | str | None:
     if "tz" not in context or context["tz"] == tz_setting():
         return None
     tz = context["tz"]
-    return (zone_of_tz(tz) if tz is None or isinstance(tz, str) else None) or str(tz)
+    return (caller_zone_of_tz(tz) if tz is None or isinstance(tz, str) else None) or str(tz)
 
 
 def error_answer(request_id: Any, code: int, message: str, kind: str | None = None,
