@@ -1750,3 +1750,10 @@ def test_request_ids_7_and_the_string_7_are_one_id_in_flight_over_http():
     assert refused["id"] == "7" and refused["error"]["code"] == -32600, refused
     assert "already in flight" in refused["error"]["message"], refused
     assert answers["first"] == [{"jsonrpc": "2.0", "id": 7, "result": {}}]
+
+
+@pytest.mark.parametrize("args", [("serve",), ("watch",), ("mcp", "--http", "127.0.0.1:0")])
+def test_a_service_refuses_a_session_flag_it_would_ignore(cli, workspace, args):
+    """A service answers each session by its own name: `--session` was taken and ignored."""
+    done = cli("--session", "mine", *args)
+    assert done.returncode == 2 and done.stderr.startswith("error: --session names the session of one command"), done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from ...errors import UsageError
 from ...extras import require
 from ...memory import to_json
 from ..output import one_line, print_json, printable, say, warn
@@ -36,6 +37,10 @@ def _stop(settings: Settings, json_out: bool) -> int:
 def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False, http: str | None = None,
               json_out: bool = False, watch_lines: bool = False) -> int:
     """Run the service until SIGINT/SIGTERM/SIGHUP. ``watch_lines``: print what ``watch`` prints."""
+    if settings.session is not None:  # (taken and ignored: each caller's reads are its own session's)
+        raise UsageError("--session names the session of one command or of a stdio MCP server; a service (serve, "
+                         "watch, mcp --http) answers every session by its own name (an HTTP client's is its "
+                         "mcp-session-id), so it takes none: leave --session out")
     require("search")
     from ...serve.service import Service
     from ...service_files import token_path
