@@ -666,7 +666,8 @@ def test_a_fifo_folder_or_path_through_a_file_is_refused_as_read_refuses_it(work
     links = [cli("links", path) for path in paths]
     assert all(done.returncode == 2 for done in links)
     assert [done.stderr for done in links[:3]] == read[:3] == [
-        "error: refused: memory/fifo.md: not a regular file\n", "error: refused: memory/folder.md: not a regular file\n",
+        "error: refused: memory/fifo.md: a FIFO (named pipe), not a regular file\n",
+        "error: refused: memory/folder.md: a folder, not a regular file\n",
         "error: refused: memory/note/x.md goes through note, which is not a folder\n"]
     assert "memory/none.md: no such memory file" in links[3].stderr  # missing: as it was
     memory = open_memory(settings_for(workspace, state_dir), in_process=True)
@@ -679,4 +680,5 @@ def test_a_fifo_folder_or_path_through_a_file_is_refused_as_read_refuses_it(work
             said.append(tool_error_text(raised.value))
     finally:
         memory.close()
-    assert said == ["refused: memory/fifo.md: not a regular file", "refused: memory/folder.md: not a regular file"]
+    assert said == ["refused: memory/fifo.md: a FIFO (named pipe), not a regular file",
+                    "refused: memory/folder.md: a folder, not a regular file"]

@@ -263,6 +263,11 @@ _KINDS = {stat.S_IFREG: "a file", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a sym
           stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 
 
+def kind_words(mode: int) -> str:
+    """What a file of ``mode`` is, in words: "a folder", "a FIFO (named pipe)", "a socket"..."""
+    return _KINDS.get(stat.S_IFMT(mode), "something else")
+
+
 def what_is_at(path: str, st: os.stat_result) -> str:
     """What ``path`` (``st``: its lstat) is, in words for a finding: "a folder", "a symbolic link to X"."""
     kind = stat.S_IFMT(st.st_mode)

@@ -23,7 +23,7 @@ import stat
 from collections.abc import Sequence
 
 from .atomic import give_to_folder_owner
-from .private import as_user_made
+from .private import as_user_made, kind_words
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -51,12 +51,13 @@ def open_regular_nofollow(path: str | os.PathLike[str], *, dir_fd: int | None = 
         if exc.errno == errno.ELOOP:  # the last component is a symlink
             raise NotRegularFile(exc.errno, "is a symlink", str(path)) from None
         if exc.errno == errno.ENXIO:  # a Unix socket: open() cannot open those at all
-            raise NotRegularFile(exc.errno, "not a regular file", str(path)) from None
+            raise NotRegularFile(exc.errno, "a socket, not a regular file", str(path)) from None
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise NotRegularFile(0, "not a regular file", str(path))
+        # What it is (a restore --last where a folder or a FIFO now is said only "not a regular file").
+        raise NotRegularFile(0, f"{kind_words(st.st_mode)}, not a regular file", str(path))
     os.set_blocking(fd, True)
     return fd, st
 
