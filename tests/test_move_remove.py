@@ -276,7 +276,8 @@ def test_a_destination_whose_folder_is_a_file_is_named_as_the_destination(cli, w
     write(workspace / "memory" / "file", "not a folder\n")
     assert cli("read", "memory/a.md").returncode == 0
     line = one_line_error(cli("mv", "memory/a.md", "memory/file/x.md", "--no-index"))
-    assert "refused: memory/file/x.md: a folder on its path is a file" in line and "memory/a.md is unchanged" in line, line
+    assert "refused: memory/file/x.md: memory/file on its path is a file, not a folder" in line and (
+        "memory/a.md is unchanged" in line), line
     assert (workspace / "memory" / "a.md").read_text() == HERON
 
 
@@ -1208,3 +1209,14 @@ def test_a_move_out_of_an_extra_path_naming_one_file_killed_after_the_unlink_is_
     assert "interrupted-move" not in {f["id"] for f in cli("doctor", "--json").json()["findings"]}
     assert (workspace / "memory" / "solo.md").read_text() == HERON
     assert [o for o, _ in origins(memory_for(workspace, state_dir), "memory/solo.md")] == ["move", "external-edit"]
+
+
+def test_a_fifo_where_a_notes_folder_was_is_named_as_what_it_is(cli, workspace):
+    """`restore memory/p/x.md --last` with a FIFO at memory/p said "a folder on its path is a file"."""
+    write(workspace / "memory" / "p" / "x.md", HERON)
+    assert cli("read", "memory/p/x.md").returncode == 0 and cli("rm", "memory/p/x.md", "--no-index").returncode == 0
+    (workspace / "memory" / "p").rmdir()
+    os.mkfifo(workspace / "memory" / "p")
+    line = one_line_error(cli("restore", "memory/p/x.md", "--last", "--no-index"))
+    assert line == ("error: refused: memory/p/x.md: memory/p on its path is a FIFO (named pipe), not a folder; nothing "
+                    "was restored"), line

@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 
-from ..errors import DiskFull, PathRefused, disk_full, os_error
+from ..errors import DiskFull, PathRefused, disk_full, os_error, printable
 from ..files.read import ResolvedPath, path_changed
+from ..fsutil.private import kind_words
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 
 
@@ -24,7 +26,7 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
     except _Swapped as exc:
         raise path_changed(resolved, exc, f"nothing was {done}") from None
     except NotADirectoryError:
-        raise PathRefused(f"refused: {resolved.display}: a folder on its path is a file; nothing was {done}") from None
+        raise PathRefused(f"refused: {resolved.display}: {not_a_folder_on(resolved)}; nothing was {done}") from None
     except HistoryFailed as failed:
         raise os_error(failed.error, f"the state dir ({store.data_dir})", unchanged(resolved, done),
                         folder=store.data_dir) from None
@@ -36,6 +38,24 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
     except OSError as exc:
         raise os_error(exc, where_written(resolved), unchanged(resolved, done),
                        folder=os.path.dirname(resolved.abs_path)) from None
+
+
+def not_a_folder_on(resolved: ResolvedPath) -> str:
+    """Which folder on the file's path is not one, and what it is ("memory/p on its path is a FIFO (named
+    pipe), not a folder"): looked at for the words only, once the open failed (it said "a folder on its
+    path is a file" of a FIFO)."""
+    at = resolved.root
+    for depth, part in enumerate(resolved.parts[:-1], 1):
+        at = os.path.join(at, part)
+        try:
+            st = os.lstat(at)
+        except OSError:
+            break
+        if not stat.S_ISDIR(st.st_mode):
+            below = "/".join(resolved.parts[depth:])
+            shown = resolved.display[:-len(below) - 1] if resolved.display.endswith("/" + below) else part
+            return f"{printable(shown)} on its path is {kind_words(st.st_mode)}, not a folder"
+    return "a folder on its path is a file"
 
 
 def unchanged(resolved: ResolvedPath, done: str) -> str:

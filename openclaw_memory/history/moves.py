@@ -59,7 +59,7 @@ from ..fsutil.move import (
 )
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from ..wire import key
-from .failures import FailedAt, HistoryFailed, in_history, translated, where_written
+from .failures import FailedAt, HistoryFailed, in_history, not_a_folder_on, translated, where_written
 from .fileops import (
     IMPORT_OP,
     LINKS_STEP,
@@ -217,7 +217,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
             # A name goes there only when --force archives one, or a copy's temporary name goes.
             check_names_may_change(dst_folder.fd, removing=force or os.fstat(dst_folder.fd).st_dev != os.fstat(src_folder.fd).st_dev)
         except NotADirectoryError:  # (translated named the source: "memory/a.md: a folder on its path is a file")
-            raise PathRefused(f"refused: {target.display}: a folder on its path is a file; nothing was moved: "
+            raise PathRefused(f"refused: {target.display}: {not_a_folder_on(target)}; nothing was moved: "
                               f"{source.display} is unchanged") from None
         except OSError as exc:  # named as the destination's (translated names the source's folder)
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
