@@ -122,3 +122,14 @@ def test_a_workspace_out_of_inodes_is_said_so_not_full(tmp_path, cli, workspace)
         assert done.returncode == 1, done.stderr
         assert "no inode is left on the file system of the workspace" in done.stderr, done.stderr
         assert "disk is full" not in done.stderr and not (few / "memory" / "b.md").exists()
+
+
+def test_an_export_into_a_folder_out_of_inodes_is_said_so_not_full(tmp_path, cli, workspace):
+    """`export` where the file system has space but no inode: "the disk is full: no space left to
+    write in the folder ..."."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    with tmpfs(tmp_path / "few", "20m", inodes=12) as few:
+        fill_inodes(few)
+        done = cli("export", str(few / "backup.tar.gz"))
+        assert done.returncode == 1 and "no inode is left on the file system of the folder" in done.stderr, done.stderr
+        assert "disk is full" not in done.stderr and not (few / "backup.tar.gz").exists()

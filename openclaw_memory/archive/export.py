@@ -307,7 +307,7 @@ def _write(target: str, force: bool, manifest: ArchiveManifest, files, store: Hi
             os.close(folder)
             raise
     except OSError as exc:
-        raise os_error(exc, f"the folder {where}", "nothing was written") from None
+        raise os_error(exc, f"the folder {where}", "nothing was written", folder=where) from None
     _sweep_dead(folder, name, tmp)
     try:
         with os.fdopen(os.dup(fd), "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
@@ -334,7 +334,7 @@ def _write(target: str, force: bool, manifest: ArchiveManifest, files, store: Hi
     except BaseException as exc:
         unlink_quietly(tmp, dir_fd=folder)
         if isinstance(exc, OSError) and not isinstance(exc, MemoryToolError):
-            raise os_error(exc, f"the folder {where}", "nothing was written") from None
+            raise os_error(exc, f"the folder {where}", "nothing was written", folder=where) from None
         raise
     finally:
         os.close(fd)
