@@ -575,3 +575,23 @@ def test_export_force_over_another_users_file_in_a_sticky_folder_says_why(base, 
         f"cannot replace {sticky / 'f.tgz'}: it belongs to another user (uid 0), in a folder where only a file's owner "
         f"may replace it ({sticky}, mode 1777); give another name"), done
     assert (sticky / "f.tgz").read_bytes() == b"root's" and sorted(os.listdir(sticky)) == ["f.tgz"]
+
+
+def test_importing_another_archive_over_a_killed_import_names_the_waiting_one_first(tmp_path, cli_process):
+    """After a killed `import A`, `import B` was refused for B's own conflict here (its MEMORY.md),
+    saying nothing of A's import, which must come first."""
+    from conftest import fault
+
+    archives = []
+    for name in ("a", "b"):
+        src = _memory(tmp_path, f"src-{name}")
+        write(src.settings.workspace / "MEMORY.md", f"# {name}\n")
+        write(src.settings.workspace / "memory" / f"{name}.md", f"{name} from archive\n")
+        archives.append(tmp_path / f"{name}.tgz")
+        src.export_archive(str(archives[-1]))
+    dst = _memory(tmp_path, "dst")
+    write(dst.settings.workspace / "MEMORY.md", "# here\n")
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    assert cli_process("import", str(archives[0]), "--force", env=fault("import:staged=kill", env=env)).returncode != 0
+    refused = cli_process("import", str(archives[1]), env=env)
+    assert refused.returncode == 2 and f"an interrupted import of {archives[0]} is waiting" in refused.stderr, refused.stderr

@@ -147,6 +147,8 @@ class _Plan:
 def import_archive(settings: Settings, archive: str, *, force: bool = False, finishing: bool = False) -> ImportResult:
     """``finishing``: run again to finish a killed import (:func:`finish_import`): a file here that is
     not the archive's is no conflict before the lock, where what was written since it began is told."""
+    if not finishing:  # (said first: another archive's conflicts here were said instead)
+        _another_import_waits(settings, os.path.abspath(archive))
     fd = _open_archive(archive)
     try:
         try:
@@ -192,6 +194,20 @@ def _clear_after(settings: Settings, failure: MemoryToolError) -> None:
         failure.args = (failure.message,)
 
 
+def _another_import_waits(settings: Settings, path: str) -> FileOp | None:
+    """The record of an interrupted operation (None: none, or one that cannot be read, which
+    finish_pending drops); refused when it is another archive's import, which comes first."""
+    try:
+        earlier = read_intent(settings.data_dir)
+    except UnreadableIntent:
+        return None
+    if earlier is not None and earlier.op == IMPORT_OP and earlier.path != path:
+        raise UsageError(f"an interrupted import of {earlier.display} is waiting: run `openclaw-memory import "
+                         f"{shlex.quote(earlier.display)}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
+                         "doctor --fix`; nothing was imported")
+    return earlier
+
+
 def _journal(settings: Settings, store: HistoryStore, archive: str, force: bool) -> tuple[str | None, FileOp, FileOp | None]:
     """The intent, before anything is staged (the move's row: one mover at a time holds the write
     lock). A killed import leaves it: plain doctor names it, and ``doctor --fix`` (or the next ``mv``,
@@ -201,14 +217,7 @@ def _journal(settings: Settings, store: HistoryStore, archive: str, force: bool)
     earlier import's it finishes (None when this run is no rerun): that one's ``mark``, ``started``
     and ``seen`` are kept, what files written since it began are told by."""
     path = os.path.abspath(archive)
-    try:
-        earlier = read_intent(settings.data_dir)
-    except UnreadableIntent:
-        earlier = None  # finish_pending drops it
-    if earlier is not None and earlier.op == IMPORT_OP and earlier.path != path:
-        raise UsageError(f"an interrupted import of {earlier.display} is waiting: run `openclaw-memory import "
-                         f"{shlex.quote(earlier.display)}{' --force' if earlier.force else ''}` again first, or `openclaw-memory "
-                         "doctor --fix`; nothing was imported")
+    earlier = _another_import_waits(settings, path)
     finished = finish_pending(settings) if earlier is None or earlier.op != IMPORT_OP else None
     rerun = earlier if earlier is not None and earlier.op == IMPORT_OP else None
     op = FileOp(IMPORT_OP, "begin", path, archive, "", 0, force=force, agent=settings.agent,
