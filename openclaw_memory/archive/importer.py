@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .. import faults
-from ..database import enc
+from ..database import Database, enc
 from ..errors import (
     DiskFull,
     ImportConflict,
@@ -147,7 +147,7 @@ class _Plan:
 def import_archive(settings: Settings, archive: str, *, force: bool = False, finishing: bool = False) -> ImportResult:
     """``finishing``: run again to finish a killed import (:func:`finish_import`): a file here that is
     not the archive's is no conflict before the lock, where what was written since it began is told."""
-    if not finishing:  # (said first: another archive's conflicts here were said instead)
+    if not finishing and Database(settings.data_dir).exists():  # (said first: this archive's conflicts were said instead)
         _another_import_waits(settings, os.path.abspath(archive))
     fd = _open_archive(archive)
     try:
