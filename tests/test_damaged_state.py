@@ -705,7 +705,11 @@ def test_doctor_fix_never_rebuilds_under_a_service_that_holds_the_deleted_wal(wo
     assert _versions(cli_process) == count
 
 
-def test_a_garbled_header_is_restored_and_every_row_kept(workspace, state_dir, cli_process):
+@pytest.mark.parametrize(("at", "size"), [(0, 16), (16, 8), (0, 100)], ids=["magic", "page size and versions", "whole header"])
+def test_a_garbled_header_is_restored_and_every_row_kept(workspace, state_dir, cli_process, at, size):
+    """Past the 16-byte magic (the page size, the fixed bytes SQLite checks: an editor's save over the
+    file), only the magic was put back: the copy did not open, and the rebuilt database held nothing
+    (review)."""
     write(workspace / "MEMORY.md", "# Memory\n")
     for i in range(4):
         _edit(cli_process, f"line {i}")
@@ -714,7 +718,8 @@ def test_a_garbled_header_is_restored_and_every_row_kept(workspace, state_dir, c
     db = _data_dir(state_dir) / "state.db"
     assert not Path(f"{db}-wal").exists()  # a clean close: everything is in the file
     with open(db, "r+b") as fh:
-        fh.write(random.Random("header").randbytes(16))
+        fh.seek(at)
+        fh.write(random.Random("header").randbytes(size))
     assert "state-db-damaged" in _findings(cli_process)
     assert _fix_and_count(cli_process) == count
     verified = cli_process("watchdog", "verify", "--json")

@@ -364,8 +364,9 @@ def _drop_marker(data_dir: Path) -> None:
 
 def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, str]:
     """The damaged file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
-    what the WAL holds), the 16-byte header restored when it was garbled, its length when it was cut
-    short (:func:`_pad_cut_file`); the copy, and what was cut or ""."""
+    what the WAL holds), its header restored when it was garbled (the 16-byte magic, or the fields
+    SQLite checks: :func:`_header_restored`), its length when it was cut short (:func:`_pad_cut_file`);
+    the copy, and what was cut or ""."""
     import shutil
 
     copy = scratch / "state.db"
@@ -373,11 +374,68 @@ def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, str]:
     if os.path.exists(f"{path}-wal"):
         shutil.copyfile(f"{path}-wal", f"{copy}-wal")
     with open(copy, "r+b") as fh:
-        head = fh.read(len(SQLITE_MAGIC))
-        if head != SQLITE_MAGIC and len(head) == len(SQLITE_MAGIC):
+        head = fh.read(_HEADER)
+        if len(head) == _HEADER and _header_unsound(head):
+            fh.seek(0)
+            fh.write(_header_restored(head, _wal_page_size(f"{copy}-wal")))
+        elif head[:len(SQLITE_MAGIC)] != SQLITE_MAGIC and len(head) >= len(SQLITE_MAGIC):
             fh.seek(0)
             fh.write(SQLITE_MAGIC)
     return copy, _pad_cut_file(copy)
+
+
+_HEADER = 100  # SQLite's file header (https://sqlite.org/fileformat2.html#the_database_header)
+
+
+def _page_size_sound(head: bytes) -> bool:
+    size = int.from_bytes(head[16:18], "big")
+    return size == 1 or (512 <= size <= 32768 and size & (size - 1) == 0)
+
+
+def _header_unsound(head: bytes) -> bool:
+    """Whether a field SQLite checks before it reads a page is not one it takes: then no row opens,
+    whatever the pages and the WAL hold (the magic alone put back, a header written over from byte
+    16 on left the rebuild with nothing: review)."""
+    return (not _page_size_sound(head) or head[18] not in (1, 2) or head[19] not in (1, 2)
+            or head[21:24] != b"\x40\x20\x20" or int.from_bytes(head[44:48], "big") not in range(1, 5)
+            or int.from_bytes(head[56:60], "big") not in range(1, 4))
+
+
+def _wal_page_size(wal: str) -> int | None:
+    """The page size a WAL's header gives (big-endian, bytes 8-11), where it is one."""
+    try:
+        with open(wal, "rb") as fh:
+            size = int.from_bytes(fh.read(12)[8:12], "big")
+    except OSError:
+        return None
+    return size if 512 <= size <= 65536 and size & (size - 1) == 0 else None
+
+
+def _header_restored(head: bytes, wal_page_size: int | None) -> bytes:
+    """A header SQLite opens the file with: each field it checks that is not sound given the value
+    this product's databases have (its page size from the WAL's header where the file's is gone,
+    else 4096, SQLite's default; WAL mode where a WAL is there to read), the page count and the
+    free-page list zeroed (SQLite then counts the pages from the file's length; a free page is only
+    left unused), what it does not check (the change counter, the schema cookie, the user version)
+    kept as it was."""
+    out = bytearray(head)
+    out[0:16] = SQLITE_MAGIC
+    if not _page_size_sound(head):
+        size = wal_page_size or 4096
+        out[16:18] = (1 if size == 65536 else size).to_bytes(2, "big")
+    mode = 2 if wal_page_size is not None else 1
+    out[18], out[19] = (head[18], head[19]) if head[18] in (1, 2) and head[19] in (1, 2) else (mode, mode)
+    out[20] = 0  # no bytes reserved at the end of a page (none here sets any)
+    out[21:24] = b"\x40\x20\x20"
+    out[28:40] = bytes(12)  # the page count, the first free-list page and the free-page count
+    if int.from_bytes(head[44:48], "big") not in range(1, 5):
+        out[44:48] = (4).to_bytes(4, "big")
+    out[52:56] = bytes(4)  # no auto-vacuum (this product sets none)
+    if int.from_bytes(head[56:60], "big") not in range(1, 4):
+        out[56:60] = (1).to_bytes(4, "big")  # UTF-8
+    out[64:68] = bytes(4)
+    out[72:92] = bytes(20)
+    return bytes(out)
 
 
 _PAD_LIMIT = 64 << 20  # the most zeros added to a cut file beyond its own length (see _pad_cut_file)
