@@ -857,6 +857,13 @@ def test_a_long_state_dir_leaves_the_state_database_a_path_sqlite_opens(tmp_path
     data_dir = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(deep))).data_dir
     assert len(os.fsencode(data_dir / ".rebuild-4194304-0123abcd" / "new" / "state.db")) <= 504
     assert len(cli("history", "MEMORY.md", "--json", env=run).json()["versions"]) == 2
+    # A data dir named before the cut (it worked: its state.db's path fit) keeps its name and history.
+    middle = tmp_path / "m" / ("s" * 150)
+    named = Path(str(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(middle))).data_dir))
+    assert len(os.fsencode(named.name)) < 255  # cut: a new one leaves a rebuild room
+    old = named.parent / f"{'w' * 242}-{named.name.rsplit('-', 1)[1]}"
+    old.mkdir(parents=True)
+    assert resolve_settings(Overrides(workspace=str(workspace), state_dir=str(middle))).data_dir == old
     while len(os.fsencode(deep)) < 440:
         deep = deep / "agent-state-folder"
     deep.mkdir(parents=True)

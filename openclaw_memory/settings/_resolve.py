@@ -47,7 +47,8 @@ from ._places import (
     path_text,
 )
 from ._tree import (
-    DATA_DIR_MAX,
+    DATA_DIR_USABLE,
+    SQLITE_PATH_MAX,
     TOML_NAME,
     HistorySettings,
     IndexSettings,
@@ -358,10 +359,10 @@ def _leaves_room(state_dir: Path) -> None:
     opens: every write failed "unable to open database file (is the state dir writable?)", and
     doctor found nothing (review)."""
     folder = _bytes(str(state_dir / "openclaw-memory" / "workspaces"))
-    if folder + 2 + 12 + 1 > DATA_DIR_MAX:  # a slash, the shortest name (one character, '-', its 12-digit key), a slash
+    if folder + 15 > DATA_DIR_USABLE:  # a slash and the shortest name: one character, '-', its 12-digit key
         raise StateDirError(f"the state dir path is too long for the state database ({_bytes(str(state_dir)):,} bytes; "
-                            f"at most {DATA_DIR_MAX - (folder - _bytes(str(state_dir))) - 15:,}: SQLite opens no file "
-                            f"whose path is longer than 504 bytes): give a shorter --state-dir")
+                            f"at most {DATA_DIR_USABLE - (folder - _bytes(str(state_dir))) - 15:,}: SQLite opens no file "
+                            f"whose path is longer than {SQLITE_PATH_MAX} bytes): give a shorter --state-dir")
 
 
 def _bytes(name: str) -> int:

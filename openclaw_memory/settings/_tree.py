@@ -25,10 +25,13 @@ from ._places import OPENCLAW_JSON_NAME, default_model_cache, default_state_dir,
 TOML_NAME = "openclaw-memory.toml"
 
 # SQLite opens a file whose path has at most 504 bytes (its unix VFS takes 512, with room for the
-# "-journal" it adds; measured: a state.db path of 504 bytes opens, 505 does not), and the longest
-# path below a data dir it opens is a rebuild's new database, ".rebuild-<pid>-<8 hex>/new/state.db"
-# (38 bytes, a pid of 7 digits): a data dir's path has at most this many bytes.
-DATA_DIR_MAX = 504 - 1 - 38
+# "-journal" it adds; measured: a state.db path of 504 bytes opens, 505 does not). The longest path
+# below a data dir it opens is a rebuild's new database, ".rebuild-<pid>-<8 hex>/new/state.db" (38
+# bytes, a pid of 7 digits): a data dir named now has at most DATA_DIR_MAX bytes. One whose state
+# database cannot even be made (its private name, ".state.db.new-<pid>-<8 hex>": 30 bytes) is none.
+SQLITE_PATH_MAX = 504
+DATA_DIR_MAX = SQLITE_PATH_MAX - 1 - 38
+DATA_DIR_USABLE = SQLITE_PATH_MAX - 1 - 30
 
 
 DEFAULT_MAX_RESULTS = 6  # a search's results when neither the caller nor openclaw.json says (OpenClaw's)
@@ -283,8 +286,11 @@ class Settings:
         # And cut to leave the state database a path SQLite opens: with a long state dir, a long
         # workspace name made every write fail ("unable to open database file").
         folder = self.state_dir / "openclaw-memory" / "workspaces"
+        named = folder / f"{slug[:NAME_MAX - 1 - len(key)]}-{key}"
+        if len(os.fsencode(named)) <= DATA_DIR_MAX or named.is_dir():  # (one made before the cut keeps its history)
+            return named
         room = DATA_DIR_MAX - len(os.fsencode(folder)) - 2 - len(key)  # (a slash before the name, a '-' in it)
-        return folder / f"{slug[:max(1, min(NAME_MAX - 1 - len(key), room))]}-{key}"
+        return folder / f"{slug[:max(1, room)]}-{key}"
 
     def notes_folder_hint(self) -> str | None:
         """What to say when the workspace looks like its own ``memory/`` folder (``-w ws/memory``)."""
