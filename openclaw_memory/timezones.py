@@ -99,8 +99,9 @@ def caller_zone_of_tz(value: str | None) -> dt.tzinfo | None:
     file's path (``:/etc/localtime``, which containers set) and a POSIX rule (``UTC+3``: three hours
     west of UTC; ``CET-1CEST,M3.5.0,M10.5.0/3``). A service answering that caller reads its days so:
     it refused them, and the caller's own answer then waited for the shards the service held
-    (review). What glibc reads as UTC (an unknown name, a missing file) is UTC; None for a rule no
-    Python zone holds (an offset of a day)."""
+    (review). What glibc reads as UTC (an unknown name, a missing file) is UTC; None for a rule
+    zoneinfo does not read as glibc does (an offset of a day or more; summer time without its dates,
+    ``CET-1CEST``, which glibc dates by its posixrules file): that request is answered in-process."""
     from zoneinfo import ZoneInfo
 
     named = zone_of_tz(value)
@@ -111,16 +112,32 @@ def caller_zone_of_tz(value: str | None) -> dt.tzinfo | None:
         if name.startswith("/"):
             with open(name, "rb") as zone_file:
                 zone: dt.tzinfo = ZoneInfo.from_file(zone_file)
+        elif _RULE.match(name):
+            zone = _rule_zone(name)
         else:
-            zone = ZoneInfo.from_file(io.BytesIO(_rule_only(name)), key=name)
-    except (OSError, ValueError, UnicodeEncodeError):  # no such file, a name no rule reads: glibc's local time is UTC
+            return dt.UTC  # a name glibc finds no zone for: its local time is UTC
+    except OSError:  # no such file: glibc's local time is UTC
         return dt.UTC
+    except (ValueError, UnicodeEncodeError):  # a rule zoneinfo does not read as glibc does (UTC-25): in-process
+        return None
     try:
         for moment in (dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC), dt.datetime(2026, 7, 1, 12, tzinfo=dt.UTC)):
             moment.astimezone(zone).utcoffset()
     except ValueError:  # a rule of 24 hours or more (UTC+24), which glibc reads and no Python zone holds
         return None
     return zone
+
+
+# A POSIX rule's start: its standard time's name (three letters or more, or <...>) and its offset.
+_RULE = re.compile(r"(?:[A-Za-z]{3,}|<[A-Za-z0-9+-]{3,}>)[+-]?[0-9]")
+
+
+def _rule_zone(rule: str) -> dt.tzinfo:
+    """The zone of a POSIX rule (ValueError where zoneinfo does not read it as glibc does: one naming
+    summer time without its dates, ``CET-1CEST``, which glibc dates by its posixrules file)."""
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo.from_file(io.BytesIO(_rule_only(rule)), key=rule)
 
 
 def _rule_only(rule: str) -> bytes:

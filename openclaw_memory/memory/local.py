@@ -137,5 +137,5 @@ def _held_by_the_service(settings: Settings, exc: LockTimeout) -> LockTimeout | 
         return None
     return LockTimeout(f"{what} is held by the memory service (pid {pid}), which keeps the index open while it runs; "
                        "this command works beside it, in-process: run it through the service (without "
-                       "OPENCLAW_MEMORY_SERVICE=off), stop the service (`openclaw-memory serve --stop`), or try again "
+                       "OPENCLAW_MEMORY_SERVICE=off), stop the service with `openclaw-memory serve --stop`, or try again "
                        f"once it lets go of the index ({settings.service.shard_idle:g} s after it last used it)")
