@@ -558,6 +558,8 @@ def test_unknown_key_is_refused_with_the_closest_name(state_dir, workspace):
     ("[prompt]\nfile_chars = {a = 1, b = [false, 2026-01-01]}\n",
      "[prompt] file_chars must be a whole number of at least 1, not {a = 1, b = [false, 2026-01-01]}"),
     ("workspace = 10:30:00\n", "workspace must be a string (a folder path), not 10:30:00"),
+    ('[prompt]\nfile_chars = {"a b" = 1, "x.y" = 2, c = 3}\n',
+     '[prompt] file_chars must be a whole number of at least 1, not {"a b" = 1, "x.y" = 2, c = 3}'),
     ("[watchdog]\nkeep = 1.5\n", "[watchdog] keep must be a whole number of at least 1, not 1.5"),
     ('[index]\nchunk_tokens = "many"\n', "[index] chunk_tokens must be a whole number of at least 16, not 'many'"),
     ('[index]\nembedding_backend = "fast"\n', "[index] embedding_backend must be auto, torch, onnx or hash, not 'fast'"),

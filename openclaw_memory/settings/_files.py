@@ -197,8 +197,13 @@ def _toml(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value[:20]) + (", ...]" if len(value) > 20 else "]")
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in list(value.items())[:20]) + "}"
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml(v)}" for k, v in list(value.items())[:20]) + "}"
     return shown(value, 10**6)  # a string as a TOML literal string ('x'), a number as TOML spells it (inf, nan)
+
+
+def _toml_key(key: str) -> str:
+    """A key as TOML writes it: bare where it may be, else quoted ("x.y" unquoted is a nested table)."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
 
 
 def _table_values(cls: type, raw: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
