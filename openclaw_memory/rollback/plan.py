@@ -65,6 +65,21 @@ class Fate:
     after: Aim
 
 
+def _no_such_time(raw: str) -> str:
+    """Why a moment's time and offset (what follows its day, of :data:`MOMENT`'s form) name none:
+    ``23:60``, ``24:00``, an offset of a day (``+25:00``); "" where they do (its form is the error then)."""
+    parts = re.fullmatch(r"(?:([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?)?)?([Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?", raw)
+    if parts is None:
+        return ""
+    hour, minute, second, offset = parts.groups()
+    for value, limit, name in ((hour, 23, "hour"), (minute, 59, "minute"), (second, 59, "second")):
+        if value is not None and int(value) > limit:
+            return f"there is no {name} {int(value)} (a day's {name}s run 0-{limit})"
+    if offset and offset[0] in "+-" and (int(offset[1:3]) > 23 or (len(offset) > 3 and int(offset[-2:]) > 59)):
+        return f"an offset from UTC is less than a day, not {offset}"
+    return ""
+
+
 def moment_of(settings: Settings, to: str) -> Moment:
     """``to`` as a snapshot's label (looked up first: a label made before labels that read as a time
     were refused keeps its snapshot, and :func:`plan` says so) or a time (:func:`time_meant`)."""
@@ -82,6 +97,8 @@ def moment_of(settings: Settings, to: str) -> Moment:
         if re.fullmatch(MOMENT, given) and (why := no_such_day(given[:10])):
             # A day the calendar has not (2026-02-30): why, as every date flag says it.
             raise UsageError(f"{shown(to)} names no day: {why}; nothing was changed") from None
+        if re.fullmatch(MOMENT, given) and (why := _no_such_time(given[11:])):
+            raise UsageError(f"{shown(to)} names no time: {why}; nothing was changed") from None
         raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
                          "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
     now = time.time()
