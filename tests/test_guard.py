@@ -768,3 +768,21 @@ def test_a_replace_of_a_note_no_history_can_keep_is_refused_even_with_replace_un
     assert (workspace / "memory" / "big.md").read_text() == big
     assert cli("write", "memory/big.md", "--append", "- still appends").returncode == 0
     assert (workspace / "memory" / "big.md").read_text() == big + "- still appends\n"
+
+
+def test_a_write_of_the_content_a_note_holds_writes_nothing_and_logs_nothing(cli, workspace):
+    """"unchanged: nothing written" replaced the note by a copy of itself (a new inode: a hard link and
+    an editor's watch saw a change) and logged a second agent-write of the same version."""
+    write(workspace / "memory" / "a.md", "one\n")
+    (workspace / "v2").write_text("two\n")
+    for _ in range(2):
+        assert cli("read", "memory/a.md").returncode == 0
+        done = cli("write", "memory/a.md", "--replace-file", str(workspace / "v2"), "--no-index")
+        assert done.returncode == 0, done.stderr
+        inode = os.stat(workspace / "memory" / "a.md").st_ino
+    assert done.stdout.startswith("unchanged: nothing written to memory/a.md")
+    assert os.stat(workspace / "memory" / "a.md").st_ino == inode
+    versions = cli("history", "memory/a.md", "--json").json()["versions"]
+    assert [v["origin"] for v in versions] == ["agent-write", "external-edit"], versions
+    (workspace / "v3").write_text("three\n")  # the session's record holds: its next write goes through
+    assert cli("write", "memory/a.md", "--replace-file", str(workspace / "v3"), "--no-index").returncode == 0

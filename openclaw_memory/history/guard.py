@@ -36,6 +36,7 @@ from ..files.paths import DREAMS, LEGACY_DREAMS, is_daily_note
 from ..files.read import ResolvedPath, refuse_new_not_utf8
 from ..files.root import resolve_dream_diary
 from ..fsutil.atomic import ACL_ACCESS, unlink_quietly
+from ..fsutil.hashing import hash_bytes
 from ..fsutil.safeopen import Folder
 from ..types import WriteAction
 from ..wire import key
@@ -468,6 +469,14 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                     replacing=added is None and not replace_unread, budget=budget)
         kept = kept_stat(fd)
         refuse_read_only(kept, resolved.display, "written", folder)
+        if added is None and current is not None and hash_bytes(content) == current.version:
+            # The bytes it holds already: nothing is written (the file kept its inode, a hard link
+            # and an editor's watch see no change) and no version logged; it was replaced by a copy
+            # of itself and an agent-write of a version already there was logged (review).
+            with in_history():
+                records.put(resolved.abs_path, current, WRITE)
+            return WriteResult(resolved.display, resolved.abs_path, REPLACE, current.version, current.version,
+                               current.size, False, changed=False)
         if folder is None:
             folder, existed = make_folder(resolved)
         sweep_leftovers(store, resolved, folder)
