@@ -482,3 +482,19 @@ def test_state_names_the_lines_a_window_read_showed(workspace, cli):
     (entry,) = cli("state", "--json").json()["files"]
     assert (entry["state"], entry["seenLines"]) == ("read_fresh", [])
     assert "memory/big.md  (no whole line read: read it to replace it)" in cli("state").stdout
+
+
+def test_paging_on_across_a_save_says_the_window_is_of_another_version(cli, workspace):
+    """Following nextFrom after a person's save: the second page repeated lines and skipped the
+    inserted ones, and nothing said so; the agent took the file as read."""
+    note = workspace / "memory" / "n.md"
+    write(note, "l1\nl2\nl3\nl4\nl5\nl6\n")
+    first = cli("read", "memory/n.md", "--lines", "3", "--json").json()
+    assert first["nextFrom"] == 4 and "warnings" not in first
+    assert "warnings" not in cli("read", "memory/n.md", "--from", "4", "--lines", "1", "--json").json()  # the control
+    (workspace / "memory" / "n.tmp").write_text("NEW-A\nNEW-B\nl1\nl2\nl3\nl4\nl5\nl6\n")
+    os.replace(workspace / "memory" / "n.tmp", note)  # an editor's atomic save
+    second = cli("read", "memory/n.md", "--from", "5", "--json").json()
+    assert second["warnings"] == ["memory/n.md changed since this session read lines 1-4 of it: this window is of the "
+                                  "new version, and the lines before it may differ from those shown then; read it again "
+                                  "from line 1 (from=1)"], second

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def read(settings: Settings, path: str, from_line: float | None = None, lines: float | None = None,
          max_chars: float | None = None, clamp: bool = False) -> ReadResult:
     from ..files.read import clamp_window_args, read_memory_file
-    from .states import record_read, shown_lines
+    from .states import READ, record_read, shown_lines
     from .store import FileVersion
 
     path, from_line, lines = _cited(path, from_line, lines)
@@ -44,7 +44,7 @@ def read(settings: Settings, path: str, from_line: float | None = None, lines: f
                 "no version and was not recorded for the write guard: read it again before writing it",))
         version = FileVersion(result.version, result.size)
     try:
-        record_read(settings, result.abs_path, result.path, version, shown_lines(result))
+        before = record_read(settings, result.abs_path, result.path, version, shown_lines(result))
     except (MemoryToolError, OSError) as exc:
         # The read itself succeeded (a state dir that is full, read-only, busy or damaged only costs
         # the record): without one the guard makes the agent read again before writing.
@@ -54,6 +54,14 @@ def read(settings: Settings, path: str, from_line: float | None = None, lines: f
             else exc.message if isinstance(exc, MemoryToolError) else (exc.strerror or str(exc))
         )
         return replace(result, warnings=result.warnings + (f"read not recorded for the write guard: {reason}",))
+    if (before is not None and before.how == READ and before.seen_from is not None and version is not None
+            and before.version != version.version and (result.from_line or 1) > 1):
+        # Paging on (nextFrom) across a save: the window is of the new version, whose lines above it
+        # may be other lines than those shown before (it repeated some and skipped others, unsaid).
+        shown = f"lines {before.seen_from}-{before.seen_to}" if before.seen_to is not None else f"from line {before.seen_from}"
+        return replace(result, warnings=result.warnings + (
+            f"{result.path} changed since this session read {shown} of it: this window is of the new version, and the "
+            "lines before it may differ from those shown then; read it again from line 1 (from=1)",))
     return result
 
 

@@ -156,9 +156,11 @@ def state_of(seen: Seen | None, current: str | None) -> str | None:
     return WRITTEN_UNREAD if seen.how == WRITE else READ_FRESH
 
 
-def record_read(settings: Settings, abs_path: str, display: str, snapshot: FileVersion | None, window: Window = None) -> None:
+def record_read(settings: Settings, abs_path: str, display: str, snapshot: FileVersion | None,
+                window: Window = None) -> Seen | None:
     """Record that ``settings.agent`` (its ``settings.session``) read ``snapshot`` of the file (None:
-    it found the file missing); ``window``: the lines the read showed (None: all of them).
+    it found the file missing); ``window``: the lines the read showed (None: all of them). The record
+    it had before, or None.
 
     The version's bytes are kept in the store (for ``read --diff`` and history): the
     file is read again and kept only if it still hashes to the version read.
@@ -166,8 +168,10 @@ def record_read(settings: Settings, abs_path: str, display: str, snapshot: FileV
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
     with store.lock():
+        before = records.get(abs_path)
         if snapshot is None:
             records.forget(abs_path)
-            return
+            return before
         store.observe(abs_path, display, snapshot)
         records.put(abs_path, snapshot, READ, window)
+        return before
