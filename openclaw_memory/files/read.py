@@ -22,7 +22,7 @@ from typing import Literal
 import xxhash
 
 from .. import faults
-from ..errors import PathChanged, PathRefused, printable, shown, workspace_gone
+from ..errors import PathChanged, PathRefused, cut, printable, shown, workspace_gone
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -382,9 +382,13 @@ def clamp_window_args(from_line, lines, max_chars, *, default_lines: int, defaul
 
 
 def check_window_args(from_line: int, lines: int, max_chars: int) -> None:
+    from .citation import MAX_LINE
+
     for name, value in (("from", from_line), ("lines", lines), ("max-chars", max_chars)):
         if not isinstance(value, int) or value < 1:
             raise PathRefused(f"--{name} must be at least 1 (got {value})")
+        if name == "from" and value > MAX_LINE:  # as a citation's and memory_get's: no JSON reader holds it whole
+            raise PathRefused(f"--from must be a positive integer (at most {MAX_LINE}), not {cut(str(value), 60)}")
 
 
 def read_window_bytes(data: bytes, resolved: ResolvedPath, *, from_line: int = 1, lines: int = 120,
