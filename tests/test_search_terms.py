@@ -166,6 +166,16 @@ def test_every_passage_carries_the_date_it_sits_under(workspace, state_dir):
     assert "date" not in shown["memory/people/dana.md"] and "date" not in shown["memory/people/dana.md"]["passages"][0]
 
 
+def test_a_day_the_calendar_has_not_is_no_passage_date(workspace, state_dir):
+    """memory/2026-02-30.md (and a heading ## 2026-13-01) showed that date while --since/--until
+    filtered the note by its modification day: a result dated 2026-02-30 passed --since 2026-12-01."""
+    write(workspace / "memory" / "2026-02-30.md", "# 2026-02-30\n\n## 2026-13-01\n\n- kiwi on a day that is none\n")
+    index = MemoryIndex(settings_for(workspace, state_dir))
+    index.sync()
+    [hit] = index.search("kiwi", mode="text").results
+    assert not hit.date and not any(p.date for p in hit.passages), hit
+
+
 def test_an_index_cut_by_older_term_rules_is_written_again_with_its_vectors(workspace, state_dir, monkeypatch):
     import openclaw_memory.index.chunking as chunking
     import openclaw_memory.index.sync as sync

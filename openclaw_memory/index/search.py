@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from ..types import SEARCH_MODES
+from ..types import SEARCH_MODES, typed_day
 from .blocks import line_pattern
 from .bm25 import Bm25
 from .chunking import CARD
@@ -463,10 +463,20 @@ _HEADING_LINE = line_pattern(r" {0,3}#{1,6}[ \t]")
 
 
 def _full_date(text: str) -> str:
-    """The last date with year, month and day written in ``text`` (``YYYY-MM-DD``), or ""."""
+    """The last date with year, month and day written in ``text`` (``YYYY-MM-DD``) that names a day
+    (a note named 2026-02-30 was shown that date and filtered by its modification day), or ""."""
     days = [t[len(DATE_PREFIX):] for _i, terms in date_hits(text.lower()) for t in terms
             if len(t) == len(DATE_PREFIX) + 10]
+    days = [d for d in days if _a_day(d)]
     return days[-1] if days else ""
+
+
+def _a_day(raw: str) -> bool:
+    try:
+        typed_day(raw)
+    except ValueError:
+        return False
+    return True
 
 
 def passage_date(path: str, chunks: list[_Candidate], line: int) -> str:
