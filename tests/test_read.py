@@ -516,8 +516,8 @@ def test_a_from_past_what_json_holds_is_refused_as_a_citation_is(cli, workspace)
     """`--from 9007199254740993` was read and echoed as `"from": 9007199254740993`, a number no JSON
     reader holds whole (Node reads ...992), where `#L9007199254740993` and memory_get refuse it."""
     write(workspace / "memory" / "a.md", "a\nb\n")
-    for given in ("9007199254740993", "99999999999999999999"):
-        done = cli("read", "memory/a.md", "--from", given, "--json")
+    for typed in ("9007199254740993", "99999999999999999999"):
+        done = cli("read", "memory/a.md", "--from", typed, "--json")
         assert done.returncode == 2 and done.json()["error"].startswith(
             "--from must be a positive integer (at most 9007199254740991)"), done.stdout
     assert cli("read", "memory/a.md", "--from", "9007199254740991", "--json").returncode == 0
