@@ -169,7 +169,8 @@ def test_fix_merges_different_files_then_archives(workspace, state_dir, cli):
 
 
 def test_archive_stamp_is_javascript_iso_with_dashes():
-    from openclaw_memory.doctor.archive import archive_rel, archive_stamp
+    from openclaw_memory.doctor.archive import archive_rel
+    from openclaw_memory.files.paths import archive_stamp
 
     when = dt.datetime(2026, 11, 30, 12, 55, 1, 427_999, tzinfo=dt.UTC)
     assert archive_stamp(when) == "2026-11-30T12-55-01-427Z"

@@ -276,8 +276,7 @@ def _keep_staged(settings: Settings, op: FileOp) -> str:
     under ``.openclaw-repair/leftovers/<stamp>/``, with the note's own name where it is free, as
     doctor sets aside a leftover the history lacks (:func:`~..history.leftovers.sweep_leftovers`). What
     was done, said (empty when nothing)."""
-    from ..doctor.archive import archive_stamp
-    from ..files.paths import REPAIR_DIR
+    from ..files.paths import REPAIR_DIR, archive_stamp
     from ..files.read import resolve_memory_path
     from ..history.leftovers import logged, set_aside_under
 

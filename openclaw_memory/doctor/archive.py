@@ -9,11 +9,10 @@ there, planted before or swapped in during the repair, is refused.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
 
-from ..files.paths import LEGACY_ROOT, REPAIR_ROOT_MEMORY
+from ..files.paths import LEGACY_ROOT, REPAIR_ROOT_MEMORY, archive_stamp
 from ..fsutil.private import as_user_made
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 
@@ -22,12 +21,6 @@ ARCHIVE_PARTS = tuple(REPAIR_ROOT_MEMORY.split("/"))
 
 class ArchiveRefused(OSError):
     """A folder on the archive path is a symlink or not a folder: we do not write through it."""
-
-
-def archive_stamp(now: dt.datetime | None = None) -> str:
-    now = now or dt.datetime.now(dt.UTC)
-    now = now.astimezone(dt.UTC)
-    return now.strftime("%Y-%m-%dT%H-%M-%S-") + f"{now.microsecond // 1000:03d}Z"
 
 
 def archive_rel(stamp: str) -> str:

@@ -91,11 +91,10 @@ def check_write_leftovers(ctx: CheckContext) -> list[Finding]:
 
 
 def sweep(settings: Settings, finding: Finding) -> Repair:
-    from ..files.paths import REPAIR_DIR
+    from ..files.paths import REPAIR_DIR, archive_stamp
     from ..files.read import resolve_memory_path
     from ..fsutil.move import safe_move
     from ..history.leftovers import sweep_leftovers
-    from .archive import archive_stamp
 
     workspace = str(settings.workspace)
     store = HistoryStore.for_settings(settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 
@@ -138,3 +139,10 @@ def display_path(abs_path: str, workspace: str) -> str:
     except ValueError:
         return abs_path  # another drive (Windows): no relative form exists
     return "" if rel == os.curdir else rel.replace(os.sep, "/")
+
+
+def archive_stamp(now: dt.datetime | None = None) -> str:
+    """The name of a repair archive's folder under REPAIR_DIR: the moment, UTC, to the millisecond."""
+    now = now or dt.datetime.now(dt.UTC)
+    now = now.astimezone(dt.UTC)
+    return now.strftime("%Y-%m-%dT%H-%M-%S-") + f"{now.microsecond // 1000:03d}Z"
