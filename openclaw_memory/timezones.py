@@ -137,6 +137,8 @@ def _rule_zone(rule: str) -> dt.tzinfo:
     summer time without its dates, ``CET-1CEST``, which glibc dates by its posixrules file)."""
     from zoneinfo import ZoneInfo
 
+    if any(int(part) > 59 for part in re.findall(r":([0-9]+)", rule)):
+        raise ValueError(rule)  # minutes or seconds past 59, which glibc and zoneinfo read apart
     return ZoneInfo.from_file(io.BytesIO(_rule_only(rule)), key=rule)
 
 

@@ -68,8 +68,8 @@ def typed_moment(raw: str) -> float:
     week date ``2026-W48-1`` were read as days)."""
     import re
 
-    if not re.fullmatch(MOMENT, raw):
-        raise ValueError(raw)
+    if not re.fullmatch(MOMENT, raw) or re.search(r"[+-][0-9]{2}:?[6-9][0-9]$", raw):
+        raise ValueError(raw)  # (fromisoformat takes an offset's minutes past 59: +01:99 was +02:39)
     when = dt.datetime.fromisoformat(raw.upper())
     return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
 

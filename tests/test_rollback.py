@@ -333,6 +333,8 @@ def test_bad_moments_are_refused_in_one_line(cli, workspace, state_dir):
                       ("2026-12-06T23:60Z", "names no time: there is no minute 60 (a day's minutes run 0-59)"),
                       ("2026-12-06T24:00Z", "names no time: there is no hour 24 (a day's hours run 0-23)"),
                       ("2026-12-06T10:00+25:00", "names no time: an offset from UTC is less than a day, not +25:00"),
+                      ("2026-12-06T12:00+01:99", "names no time: an offset from UTC is less than a day, not +01:99"),
+                      ("2026-12-06T12:00-00:60", "names no time: an offset from UTC is less than a day, not -00:60"),
                       ("2026-W48-1", "is neither a watchdog snapshot's label nor a time"),  # (was 2026-11-23)
                       ("20261201", "is neither a watchdog snapshot's label nor a time"),
                       ("２０２６-11-03", "is neither a watchdog snapshot's label nor a time"),

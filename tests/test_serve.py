@@ -475,7 +475,7 @@ def test_caller_zones_read_days_as_glibc_does():
         assert ours == theirs, (tz, ours, theirs)
     # glibc's -24:00, which no Python zone holds, and a summer time without its dates (glibc takes them
     # from its posixrules file: CET-1CEST was read as UTC, review): refused, said, answered in-process.
-    for tz in ("UTC+24", "UTC-25", "CET-1CEST", "NZST-12NZDT"):
+    for tz in ("UTC+24", "UTC-25", "CET-1CEST", "NZST-12NZDT", "AAA-1:59:60", "AAA-1:00:99"):
         assert caller_zone_of_tz(tz) is None, tz
 
 

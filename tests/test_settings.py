@@ -864,7 +864,9 @@ def test_a_long_state_dir_leaves_the_state_database_a_path_sqlite_opens(tmp_path
     named = Path(str(resolve_settings(Overrides(workspace=str(workspace), state_dir=str(middle))).data_dir))
     assert len(os.fsencode(named.name)) < 255  # cut: a new one leaves a rebuild room
     old = named.parent / f"{'w' * 242}-{named.name.rsplit('-', 1)[1]}"
-    old.mkdir(parents=True)
+    old.mkdir(parents=True)  # what a write that failed there left (a lock, no database): not kept
+    assert resolve_settings(Overrides(workspace=str(workspace), state_dir=str(middle))).data_dir == named
+    (old / "state.db").write_bytes(b"")
     assert resolve_settings(Overrides(workspace=str(workspace), state_dir=str(middle))).data_dir == old
     while len(os.fsencode(deep)) < 440:
         deep = deep / "agent-state-folder"

@@ -287,7 +287,7 @@ class Settings:
         # workspace name made every write fail ("unable to open database file").
         folder = self.state_dir / "openclaw-memory" / "workspaces"
         named = folder / f"{slug[:NAME_MAX - 1 - len(key)]}-{key}"
-        if len(os.fsencode(named)) <= DATA_DIR_MAX or named.is_dir():  # (one made before the cut keeps its history)
+        if len(os.fsencode(named)) <= DATA_DIR_MAX or (named / "state.db").is_file():  # (made before the cut: its history)
             return named
         room = DATA_DIR_MAX - len(os.fsencode(folder)) - 2 - len(key)  # (a slash before the name, a '-' in it)
         return folder / f"{slug[:max(1, room)]}-{key}"
