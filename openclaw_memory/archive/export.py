@@ -34,6 +34,7 @@ from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import dead_leftovers, temp_stem, unlink_quietly
 from ..fsutil.move import link_noreplace
+from ..fsutil.private import identity
 from ..fsutil.safeopen import as_scanned, open_folder
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import iso_time
@@ -258,7 +259,7 @@ def _refuse_inside_memory(settings: Settings, path: str, target: str) -> None:
     within = _ancestry(target)
     for name, place in places:
         for root in {place, os.path.realpath(place)}:
-            if any(t == root or t.startswith(root.rstrip("/") + "/") for t in (target, real)) or _identity(place) in within:
+            if any(t == root or t.startswith(root.rstrip("/") + "/") for t in (target, real)) or identity(place) in within:
                 raise UsageError(f"cannot write {path}: it is inside {name} ({place}), which the archive holds; "
                                  "give a place outside it")
 
@@ -270,21 +271,13 @@ def _ancestry(target: str) -> set[tuple[int, int]]:
     found: set[tuple[int, int]] = set()
     at = target
     while True:
-        key = _identity(at)
+        key = identity(at)
         if key is not None:
             found.add(key)
         up = os.path.dirname(at)
         if up == at:
             return found
         at = up
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _kind(mode: int) -> str:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StateDamaged
+from ..fsutil.private import identity
 from .companions import Companions, Unsealed, clear_index, companions, header_damage, hold, release, wal_damage
 from .failures import BUSY_TIMEOUT_S, worded
 
@@ -55,7 +56,7 @@ class Handle:
         self.conn = conn
         self.path = path
         self.pid = os.getpid()
-        self.file = _identity(path)
+        self.file = identity(path)
         self.degraded = degraded  # read-only because the disk was full: tried anew at each use
         # A read-only copy (immutable: read-only media, a full disk) has no companions of its own.
         wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -76,7 +77,7 @@ class Handle:
         """Still the database at its path, its companions the ones it opened: a forked child opens
         its own, a file moved away (``doctor --fix`` set a damaged one aside) or replaced is
         opened anew, and damaged companions are dealt with (see the module docstring)."""
-        if self.closed or self.degraded or self.pid != os.getpid() or _identity(self.path) != self.file:
+        if self.closed or self.degraded or self.pid != os.getpid() or identity(self.path) != self.file:
             return False
         self._check_header()
         try:
@@ -195,14 +196,6 @@ def _closable(why: str | None) -> bool:
     """Whether the last close may checkpoint: the WAL is sound, or holds frames SQLite wrote without
     their checksums (the checkpoint copies them into the file, which only a rebuilt index would lose)."""
     return why is None or isinstance(why, Unsealed)
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _ours(path: str | None = None) -> list[Handle]:

@@ -263,6 +263,15 @@ _KINDS = {stat.S_IFREG: "a file", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a sym
           stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 
 
+def identity(path: str) -> tuple[int, int] | None:
+    """The file ``path`` names (followed): its device and inode, or None where it cannot be looked at."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def kind_words(mode: int) -> str:
     """What a file of ``mode`` is, in words: "a folder", "a FIFO (named pipe)", "a socket"..."""
     return _KINDS.get(stat.S_IFMT(mode), "something else")
