@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from openclaw_memory.fsutil.hashing import hash_file  # noqa: E402
-from openclaw_memory.index.models import SHIPPED_DIR  # noqa: E402
-from openclaw_memory.index.onnx_embedding import CHECKSUMS_FILE, FORMAT, META_FILE, MODEL_FILE, export_model  # noqa: E402
+from openclaw_memory.index.models import CHECKSUMS_FILE, MODEL_FILE, SHIPPED_DIR  # noqa: E402
+from openclaw_memory.index.onnx_embedding import FORMAT, META_FILE, export_model  # noqa: E402
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # What the tokenizer, the token counter and the pipeline checks read; copied byte for byte.

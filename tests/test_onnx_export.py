@@ -23,9 +23,8 @@ from openclaw_memory.errors import UsageError
 from openclaw_memory.extras import pip_command
 from openclaw_memory.index import models
 from openclaw_memory.index.embedding import load_embedder
-from openclaw_memory.index.models import SHIPPED_DIR, resolve_model
+from openclaw_memory.index.models import CHECKSUMS_FILE, SHIPPED_DIR, resolve_model
 from openclaw_memory.index.onnx_embedding import (
-    CHECKSUMS_FILE,
     FORMAT,
     META_FILE,
     MODEL_FILE,

@@ -38,13 +38,13 @@ def check_model(ctx: CheckContext) -> list[Finding]:
     if config.embedding_backend not in ("auto", "onnx") or (
             config.embedding_backend == "auto" and importlib.util.find_spec("onnxruntime") is None):
         return []  # another embedder (auto without onnxruntime: torch), or none is installed: index-unchecked
-    from ..index import onnx_embedding
+    from ..index.models import is_default_model, shipped_model, verify_shipped  # (not the backend: 4 ms of imports)
 
-    folder = onnx_embedding.shipped_export(config.model)
+    folder = shipped_model() if is_default_model(config.model) else None
     if folder is None:
         return []  # another model: exported into the per-machine cache, made again when missing
     try:
-        onnx_embedding.verify_shipped(folder, hashed=False)
+        verify_shipped(folder, hashed=False)
     except UsageError as exc:
         return [Finding("model-damaged", "error",
                         f"The embedding model this package ships cannot be loaded, so `openclaw-memory index` and "

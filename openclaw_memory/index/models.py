@@ -20,6 +20,9 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 # The default model as this package ships it: everything but the weights (package data).
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped" / "all-MiniLM-L6-v2"
+MODEL_FILE = "model.int8.onnx"
+META_FILE = "meta.json"
+CHECKSUMS_FILE = "files.json"  # of a shipped export: every file's size, xxh3-128 (checked at load) and SHA-256
 
 
 def force_offline() -> None:
@@ -110,3 +113,53 @@ def _not_installed_message(name: str) -> str:
         f"files (config.json, tokenizer.json, weights). The default model, all-MiniLM-L6-v2, ships with "
         f"openclaw-memory itself."
     )
+
+
+_verified: set[tuple] = set()
+
+
+def verify_shipped(folder: Path, hashed: bool = True) -> None:
+    """Check every file of a shipped export against its checksums (size, xxh3-128: 20 ms for the
+    24 MB, where SHA-256 takes 130); a damaged or incomplete install raises :class:`UsageError`
+    naming the file. Once per process and file stat. ``hashed=False``: sizes only (doctor's
+    look, a stat a file: a missing or cut-short model, not a changed byte, which loading finds)."""
+    listed = _listing(folder / CHECKSUMS_FILE)
+    if not isinstance(listed, dict) or MODEL_FILE not in listed or META_FILE not in listed:
+        raise UsageError(f"{folder / CHECKSUMS_FILE} is missing or damaged: {_reinstall()}")
+    for name, expected in sorted(listed.items()):
+        path = folder / name
+        try:
+            st = path.stat()
+        except OSError:
+            raise UsageError(f"{path} is missing: {_reinstall()}") from None
+        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        if key in _verified:
+            continue
+        if not isinstance(expected, dict) or st.st_size != expected.get("bytes") or (
+                hashed and _hash_file(path) != expected.get("xxh3_128")):
+            raise UsageError(f"{path} is damaged (its size or checksum is not the one shipped): {_reinstall()}")
+        if hashed:
+            _verified.add(key)
+
+
+def _reinstall() -> str:
+    # Worded when raised: where the package was installed from is read from its metadata
+    # (importlib.metadata, ~20 ms), not on every import of the backend.
+    return restore_hint()
+
+
+def _listing(path: Path) -> object:
+    """The ``files`` of a shipped export's checksums file (None where it does not read as JSON)."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("files") if isinstance(data, dict) else None
+
+
+def _hash_file(path: Path) -> str:
+    from openclaw_memory.fsutil.hashing import hash_file
+
+    return hash_file(path)

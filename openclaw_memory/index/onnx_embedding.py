@@ -32,18 +32,23 @@ from pathlib import Path
 import xxhash
 
 from openclaw_memory.errors import MemoryToolError, MissingExtra, UsageError
-from openclaw_memory.extras import FEATURES, missing_extra, pip_command, restore_hint
-from openclaw_memory.fsutil.hashing import hash_file
-from openclaw_memory.index.models import canonical_model_name, force_offline, is_default_model, resolve_model, shipped_model
+from openclaw_memory.extras import FEATURES, missing_extra, pip_command
+from openclaw_memory.index.models import (
+    META_FILE,
+    MODEL_FILE,
+    canonical_model_name,
+    force_offline,
+    is_default_model,
+    resolve_model,
+    shipped_model,
+    verify_shipped,
+)
 
 # Bump when the export recipe changes: old exports are redone, and an index embedded by an older
 # recipe is re-embedded (the recipe is part of the embedding fingerprint). 2: activations quantised
 # with a scale per row, not per batch (a text's vector no longer depends on its batch); the word
 # table stored as int8.
 FORMAT = 2
-MODEL_FILE = "model.int8.onnx"
-META_FILE = "meta.json"
-CHECKSUMS_FILE = "files.json"  # of a shipped export: every file's size, xxh3-128 (checked at load) and SHA-256
 _TORCH_EXPORT_NEEDS = ("torch", "transformers", "onnx", "onnxruntime")
 
 
@@ -231,39 +236,6 @@ def shipped_export(model_name: str) -> Path | None:
     missing and how to restore it (taken for no export, the default model went to the torch backend,
     whose hint is to install torch: gigabytes, for a missing 24 MB file)."""
     return shipped_model() if is_default_model(model_name) else None
-
-
-_verified: set[tuple] = set()
-
-
-def verify_shipped(folder: Path, hashed: bool = True) -> None:
-    """Check every file of a shipped export against its checksums (size, xxh3-128: 20 ms for the
-    24 MB, where SHA-256 takes 130); a damaged or incomplete install raises :class:`UsageError`
-    naming the file. Once per process and file stat. ``hashed=False``: sizes only (doctor's
-    look, a stat a file: a missing or cut-short model, not a changed byte, which loading finds)."""
-    listed = _read_json(folder / CHECKSUMS_FILE).get("files")
-    if not isinstance(listed, dict) or MODEL_FILE not in listed or META_FILE not in listed:
-        raise UsageError(f"{folder / CHECKSUMS_FILE} is missing or damaged: {_reinstall()}")
-    for name, expected in sorted(listed.items()):
-        path = folder / name
-        try:
-            st = path.stat()
-        except OSError:
-            raise UsageError(f"{path} is missing: {_reinstall()}") from None
-        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
-        if key in _verified:
-            continue
-        if not isinstance(expected, dict) or st.st_size != expected.get("bytes") or (
-                hashed and hash_file(path) != expected.get("xxh3_128")):
-            raise UsageError(f"{path} is damaged (its size or checksum is not the one shipped): {_reinstall()}")
-        if hashed:
-            _verified.add(key)
-
-
-def _reinstall() -> str:
-    # Worded when raised: where the package was installed from is read from its metadata
-    # (importlib.metadata, ~20 ms), not on every import of the backend.
-    return restore_hint()
 
 
 def export_model(model_path: str, folder: Path, exporter: str = "auto") -> str:
