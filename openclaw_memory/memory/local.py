@@ -52,7 +52,7 @@ class LocalMemory:
         try:
             return op.run(self, bound)
         except LockTimeout as exc:
-            worded = _held_by_the_service(self._settings, exc)
+            worded = held_by_the_service(self._settings, exc)
             if worded is None:
                 raise
             raise worded from None
@@ -125,17 +125,24 @@ def forget_read(memory: LocalMemory, path: str, version: str) -> None:
             records.forget(abs_path)
 
 
-def _held_by_the_service(settings: Settings, exc: LockTimeout) -> LockTimeout | None:
-    """``exc`` worded as what it is where the holder is the workspace's running service, and this
-    process works beside it (OPENCLAW_MEMORY_SERVICE=off, a library in-process): the service keeps
-    the index open while it runs, so "try again when it has finished" waited for nothing (review)."""
+def held_by_the_service(settings: Settings, exc: LockTimeout, because: str | None = None) -> LockTimeout | None:
+    """``exc`` (a lock this process waited for) worded as what it is where the holder is the
+    workspace's running service: it keeps the index open while it runs, so "try again when it has
+    finished" waited for nothing (review). ``because``: why the service would not answer this
+    command (it refused this caller), else this process works beside it (OPENCLAW_MEMORY_SERVICE=off,
+    a library in-process). None where another process holds it."""
     from ..service_files import read_info
 
     pid = (read_info(settings) or {}).get("pid")
     what, held, _ = exc.message.partition(" is held by ")
     if not isinstance(pid, int) or pid == os.getpid() or not held or f"(pid {pid})" not in exc.message:
         return None
+    idle = settings.service.shard_idle
+    if because is not None:
+        return LockTimeout(f"{what} is held by the memory service (pid {pid}), which cannot answer this command: "
+                           f"{because}; or try again once it lets go of the index ({idle:g} s after it last used it: "
+                           "its live sync uses it at each change of the notes)")
     return LockTimeout(f"{what} is held by the memory service (pid {pid}), which keeps the index open while it runs; "
                        "this command works beside it, in-process: run it through the service (without "
                        "OPENCLAW_MEMORY_SERVICE=off), stop the service with `openclaw-memory serve --stop`, or try again "
-                       f"once it lets go of the index ({settings.service.shard_idle:g} s after it last used it)")
+                       f"once it lets go of the index ({idle:g} s after it last used it)")

@@ -13,6 +13,7 @@ request at a time.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -20,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import signals
 from ..errors import LockTimeout
-from ..service_files import read_info, service_may_run
+from ..service_files import service_may_run
 from ..types import MAX_LIMIT
 from .client import ServiceClient, ServiceUnavailable, Unsendable
-from .local import LocalMemory
+from .local import LocalMemory, held_by_the_service
 from .operations import OPERATIONS, Operation, method_of
 
 if TYPE_CHECKING:
@@ -87,17 +88,9 @@ class _Link:
         own settings, so waiting longer wins nothing; it said `try again when it has finished`."""
         if not self.refusal:
             return None
-        pid = (read_info(self.settings) or {}).get("pid")
-        what, held, _ = exc.message.partition(" is held by ")
-        if not pid or not held or f"(pid {pid})" not in exc.message:
-            return None
-        why = self.refusal.removeprefix(f"the memory service (pid {pid}) ").removesuffix("; working in-process")
+        why = re.sub(r"^the memory service \(pid [0-9]+\) ", "", self.refusal).removesuffix("; working in-process")
         why = why.removeprefix("cannot answer this: ")
-        why = f"it {why}" if why.startswith("is ") else why  # (another version)
-        idle = self.settings.service.shard_idle
-        return LockTimeout(f"{what} is held by the memory service (pid {pid}), which cannot answer this command: {why}; "
-                           f"or try again once it lets go of the index ({idle:g} s after it last used it: its live sync "
-                           "uses it at each change of the notes)")
+        return held_by_the_service(self.settings, exc, f"it {why}" if why.startswith("is ") else why)  # (is: another version)
 
     def _answers(self, settings: Settings) -> bool:
         """Whether the service, which just refused a request, answers this caller: then it refused that
