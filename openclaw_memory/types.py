@@ -25,7 +25,8 @@ MAX_LIMIT = 1000
 # also takes '20261103', the week date '2026-W45-2' and other digits than ASCII: a slip read as another
 # day). Matched whole before ``fromisoformat`` reads it; ``t`` and ``z`` as RFC 3339 lets them.
 DAY = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
-MOMENT = DAY + r"(?:[Tt ][0-9]{2}(?::[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
+# (its groups: the hour, minute, second and offset, as :func:`no_such_moment` reads them)
+MOMENT = DAY + r"(?:[Tt ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?)?([Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
 
 
 def typed_day(raw: str) -> dt.date:
@@ -60,6 +61,31 @@ def no_such_day(raw: str) -> str:
     return f"{calendar.month_name[month]} {year} has {days} days{leap}"
 
 
+def no_such_moment(raw: str) -> str:
+    """Why ``raw``, a moment's form (:data:`MOMENT`, the whole of it), names no moment, worded for a
+    usage error ("names no day: February 2026 has 28 days", "names no time: there is no minute 60",
+    a leap second, an offset of a day or more: ``fromisoformat`` read ``+01:99`` as ``+02:39``); ""
+    where it names one or is no moment's form at all (its form is the error then)."""
+    import re
+
+    form = re.fullmatch(MOMENT, raw)
+    if form is None:
+        return ""
+    hour, minute, second, offset = form.groups()
+    if second == "60":  # ISO 8601 writes one, but no clock here counts it (the history's times are POSIX seconds)
+        return ("names a leap second (:60), which times here do not count: give 23:59:59.999999 or the next second "
+                "instead")
+    why = no_such_day(raw[:10])
+    if why:
+        return f"names no day: {why}"
+    for value, limit, name in ((hour, 23, "hour"), (minute, 59, "minute"), (second, 59, "second")):
+        if value is not None and int(value) > limit:
+            return f"names no time: there is no {name} {int(value)} (a day's {name}s run 0-{limit})"
+    if offset and offset[0] in "+-" and (int(offset[1:3]) > 23 or (len(offset) > 3 and int(offset[-2:]) > 59)):
+        return f"names no time: an offset from UTC is less than a day, not {offset}"
+    return ""
+
+
 def typed_moment(raw: str) -> float:
     """``raw`` as a moment (:data:`MOMENT`), in seconds since the epoch; ValueError when it is none:
     ``rollback --to``'s time, which a snapshot label must not read as. A date alone is its start,
@@ -68,8 +94,8 @@ def typed_moment(raw: str) -> float:
     week date ``2026-W48-1`` were read as days)."""
     import re
 
-    if not re.fullmatch(MOMENT, raw) or re.search(r"[+-][0-9]{2}:?[6-9][0-9]$", raw):
-        raise ValueError(raw)  # (fromisoformat takes an offset's minutes past 59: +01:99 was +02:39)
+    if not re.fullmatch(MOMENT, raw) or no_such_moment(raw):
+        raise ValueError(raw)
     when = dt.datetime.fromisoformat(raw.upper())
     return (when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)).timestamp()
 

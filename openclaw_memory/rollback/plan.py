@@ -30,7 +30,7 @@ from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, micros, short
-from ..types import DAY, MOMENT, no_such_day, typed_moment
+from ..types import DAY, no_such_moment, typed_moment
 from ..watchdog.compare import rules_for
 from ..watchdog.content import is_memory_file
 from ..watchdog.observe import KIND_FILE
@@ -65,21 +65,6 @@ class Fate:
     after: Aim
 
 
-def _no_such_time(raw: str) -> str:
-    """Why a moment's time and offset (what follows its day, of :data:`MOMENT`'s form) name none:
-    ``23:60``, ``24:00``, an offset of a day (``+25:00``); "" where they do (its form is the error then)."""
-    parts = re.fullmatch(r"(?:([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?)?)?([Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?", raw)
-    if parts is None:
-        return ""
-    hour, minute, second, offset = parts.groups()
-    for value, limit, name in ((hour, 23, "hour"), (minute, 59, "minute"), (second, 59, "second")):
-        if value is not None and int(value) > limit:
-            return f"there is no {name} {int(value)} (a day's {name}s run 0-{limit})"
-    if offset and offset[0] in "+-" and (int(offset[1:3]) > 23 or (len(offset) > 3 and int(offset[-2:]) > 59)):
-        return f"an offset from UTC is less than a day, not {offset}"
-    return ""
-
-
 def moment_of(settings: Settings, to: str) -> Moment:
     """``to`` as a snapshot's label (looked up first: a label made before labels that read as a time
     were refused keeps its snapshot, and :func:`plan` says so) or a time (:func:`time_meant`)."""
@@ -89,16 +74,9 @@ def moment_of(settings: Settings, to: str) -> Moment:
     try:
         seconds = typed_moment(given)
     except ValueError:
-        if re.fullmatch(MOMENT, given) and re.search(r"[Tt ][0-9]{2}:[0-9]{2}:60", given):
-            # A leap second (23:59:60): ISO 8601 writes one, but no clock here counts it (the history's times
-            # are POSIX seconds); it was said to be neither a label nor a time.
-            raise UsageError(f"{shown(to)} names a leap second (:60), which times here do not count: give "
-                             "23:59:59.999999 or the next second instead; nothing was changed") from None
-        if re.fullmatch(MOMENT, given) and (why := no_such_day(given[:10])):
-            # A day the calendar has not (2026-02-30): why, as every date flag says it.
-            raise UsageError(f"{shown(to)} names no day: {why}; nothing was changed") from None
-        if re.fullmatch(MOMENT, given) and (why := _no_such_time(given[11:])):
-            raise UsageError(f"{shown(to)} names no time: {why}; nothing was changed") from None
+        why = no_such_moment(given)  # a day the calendar has not, a time of none, a leap second: why
+        if why:
+            raise UsageError(f"{shown(to)} {why}; nothing was changed") from None
         raise UsageError(f"{shown(to)} is neither a watchdog snapshot's label nor a time (ISO 8601, such as "
                          "2026-12-05T09:30:00Z or 2026-12-05); see `openclaw-memory log` for times") from None
     now = time.time()
