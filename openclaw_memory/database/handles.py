@@ -67,6 +67,7 @@ class Handle:
         self.use = threading.RLock()
         self.closed = False
         self.damaged: str | None = None  # the file was damaged under this connection: every use says so
+        self.header_sound_at: tuple[int, int, int] | None = None  # the file's size and times when its header was last read sound
         self.owner = weakref.ref(threading.current_thread())
         _close_orphans()
         with _all_lock:
@@ -77,21 +78,32 @@ class Handle:
         """Still the database at its path, its companions the ones it opened: a forked child opens
         its own, a file moved away (``doctor --fix`` set a damaged one aside) or replaced is
         opened anew, and damaged companions are dealt with (see the module docstring)."""
-        if self.closed or self.degraded or self.pid != os.getpid() or identity(self.path) != self.file:
+        if self.closed or self.degraded or self.pid != os.getpid():
             return False
-        self._check_header()
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) != self.file:
+            return False
+        self._check_header((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         try:
             return self._companions_sound()
         except sqlite3.Error as exc:
             raise worded(exc, self.path) from None
 
-    def _check_header(self) -> None:
+    def _check_header(self, key: tuple[int, int, int]) -> None:
         """Raise StateDamaged when the database file was written over (or cut) under this connection,
         its files copied under ``damaged/`` first, once: it read on from the WAL and its cache, and
-        wrote on, a replaced note's last version committed into a file no process opens again."""
+        wrote on, a replaced note's last version committed into a file no process opens again. Read
+        again only where the file's size or times (``key``: a write moves its ctime, which no program
+        sets) are not those it was found sound with: in WAL mode the file changes at a checkpoint only."""
         if self.damaged is None:
+            if key == self.header_sound_at:
+                return
             why = header_damage(self.path, opened=True)
             if why is None:
+                self.header_sound_at = key
                 return
             kept = _keep_copies(self.path)
             self.damaged = (f"the state database ({self.path}) was damaged under this process: {why}; it is copied as it "
