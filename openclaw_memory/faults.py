@@ -9,7 +9,8 @@ and a signal to stop would wait), the N-th embedding step (``index:embedded:N``)
 upsert to a Qdrant server (``qdrant:upsert:N``), the end of a read's N-th pass over its file
 (``read:scanned:N``, before the stat that says whether the file held still) and an atomic
 replacement of a file NAME between its temp file's write and its rename (``atomic:renaming:NAME``),
-and doctor's record of a clean check before its files are looked at again (``state-checked:keeping``).
+doctor's record of a clean check before its files are looked at again (``state-checked:keeping``)
+and a watch's start, its lock held and its signal handlers not yet in place (``watch:held``).
 
 ``OPENCLAW_MEMORY_TEST_FAULTS`` holds comma-separated ``STEP=ACTION`` entries. At STEP, ``kill``
 SIGKILLs the process; ``pause`` writes ``test-hook: paused at STEP (pid P)`` to stderr and waits for

@@ -191,3 +191,22 @@ def test_signals_after_the_first_while_it_stops_leave_one_clean_stop(workspace, 
     assert [line.split(")")[0] for line in run.lines if line.startswith("stopped (")] == [f"stopped ({first.name}"], err
     assert "error" not in err and "Traceback" not in err, err
     assert service_files(workspace, state_dir) == []
+
+
+def test_a_ctrl_c_between_the_watch_lock_and_its_handlers_stops_the_watch(workspace, state_dir):
+    """The service's handlers noted a stop signal into a list the watcher never read: one that came
+    after the watch took its lock (the moment the tests, and a person, see it running) and before its
+    own handlers were in place was lost, and the watch ran on (a CI run's 60 s wait for it timed out)."""
+    write(workspace / "MEMORY.md", "# Memory\n\nlemur facts\n")
+    run = Running(workspace, state_dir, "watch", env=fault("watch:held=pause"))
+    try:
+        run.said("test-hook: paused at watch:held")
+        run.signal(signal.SIGINT)
+        run.signal(signal.SIGUSR1)
+        code = run.end()
+    finally:
+        run.kill()
+    err = "".join(run.lines)
+    assert code == 0, err
+    assert any(line.startswith("stopped (SIGINT)") for line in run.lines), err
+    assert service_files(workspace, state_dir) == []

@@ -266,9 +266,9 @@ class Service:
         slot = self.core.pool.slot(self.settings)
         watcher = self._watcher = Watcher(
             self.settings, on_change=self.on_change, on_notice=self.on_notice, on_start=self.on_watch_start,
-            polling=self.polling, index=slot.index, index_session=self.core.pool.using,
+            polling=self.polling, index=slot.index, index_session=self.core.pool.using, noted=signalled,
         )
-        if self._stop.is_set() or signalled:  # stopped (a signal, its socket removed) before the watcher heard it
+        if self._stop.is_set():  # stopped (its socket removed) before the watcher was there to hear it
             watcher.stop()
         summary = watcher.run()
         if self._stopped_by != SOCKET_GONE:

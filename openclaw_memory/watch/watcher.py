@@ -34,6 +34,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .. import faults
 from ..errors import LockTimeout, MemoryToolError, describe_os_error
 from ..files.paths import display_path
 from ..files.scan import MemoryFile, scan_paths, scan_workspace
@@ -147,6 +148,7 @@ class Watcher:
         on_start: Callable[[WatchStarted], None] | None = None,
         polling: bool = False,
         backstop_s: float = BACKSTOP_S,
+        noted: list[str] | None = None,
     ):
         self.settings = settings
         self.on_change = on_change
@@ -179,7 +181,10 @@ class Watcher:
         self._busy = False
         self._armed_since_sync = False  # under polling: a sync is due once the arming's second is past
         self._signal = "stop"
-        self._signalled = False  # set by the signal handler, which may take no lock
+        # Stop signals by name, appended by the signal handler (which may take no lock). A caller's
+        # own handler's list (the service's, from before it started the watch) is this one: a Ctrl-C
+        # between the watch's lock and its handlers was noted there and never seen, and it ran on.
+        self._noted: list[str] = noted if noted is not None else []
         self.batches = 0
         self.changes = 0
 
@@ -189,6 +194,7 @@ class Watcher:
         """Watch until SIGINT/SIGTERM/SIGHUP (on the main thread) or ``stop()``."""
         started = time.monotonic()
         presence = hold_presence(self.settings)
+        faults.reach("watch:held")
         restore = self._install_signals()
         try:
             self._loop(self._index)
@@ -199,14 +205,15 @@ class Watcher:
             presence.release()
             if restore is not None:
                 restore()
-        return WatchSummary(self.batches, self.changes, time.monotonic() - started, self._signal)
+        stopped_by = self._noted[0] if self._noted and self._signal != WORKSPACE_GONE else self._signal
+        return WatchSummary(self.batches, self.changes, time.monotonic() - started, stopped_by)
 
     def stop(self) -> None:
         """Ask the loop to stop (from another thread); it returns within a fraction of a second."""
         self.stop_event.set()
 
     def _stopping(self) -> bool:
-        return self._signalled or self.stop_event.is_set()
+        return bool(self._noted) or self.stop_event.is_set()
 
     def _committing(self) -> bool:
         """Whether this thread is inside a sync's commit (the index's read view held to write)."""
@@ -222,9 +229,8 @@ class Watcher:
 
         def handler(signum, _frame):
             # No Event.set() here: it takes a lock the interrupted code may hold (a deadlock);
-            # the loop checks ``_signalled`` as often as the stop event.
-            self._signal = signal.Signals(signum).name
-            self._signalled = True
+            # the loop checks ``_noted`` as often as the stop event.
+            self._noted.append(signal.Signals(signum).name)
             if self._busy and not self._committing():
                 raise WatchStopped()
 
