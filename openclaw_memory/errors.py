@@ -212,6 +212,15 @@ class PathRefused(UsageError):
     """A path is not a memory path, not Markdown, a symlink, or escapes the workspace."""
 
 
+class ThroughALink(PathRefused):
+    """A memory path that goes through a symlink, refused: ``abs_path`` and ``display`` name the
+    memory file it would be without the link (whose recorded versions ``history`` still lists)."""
+
+    def __init__(self, message: str, abs_path: str, display: str):
+        self.abs_path, self.display = abs_path, display
+        super().__init__(message)
+
+
 class StateDirError(UsageError):
     """The state dir (or something this project keeps in it) cannot be created or written."""
 

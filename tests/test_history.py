@@ -136,6 +136,48 @@ def test_history_of_an_unseen_file_records_it_as_an_external_edit(cli, workspace
     assert cli("history", "notes.md").returncode == 2
 
 
+@pytest.mark.parametrize("now", ["folder", "symlink"])
+def test_history_of_a_note_whose_name_now_holds_a_folder_or_a_symlink_lists_its_versions(cli, workspace, tmp_path, now):
+    """Its versions were found by `log` only: `history` refused the path as a folder (exit 2) or as
+    going through a symlink, before the history was asked. Nothing is read at the name."""
+    write(workspace / "memory/trip.md", "# trip\nparis\n")
+    assert cli("read", "memory/trip.md").returncode == 0
+    assert cli("write", "memory/trip.md", "--append", "- agent fact").returncode == 0
+    before = cli("history", "memory/trip.md", "--json").json()["versions"]
+    (workspace / "memory/trip.md").unlink()
+    if now == "folder":
+        (workspace / "memory/trip.md").mkdir()
+    else:
+        write(tmp_path / "elsewhere.md", "another user's words\n")
+        (workspace / "memory/trip.md").symlink_to(tmp_path / "elsewhere.md")
+    listed = cli("history", "memory/trip.md", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.json()["versions"] == [{**v, "current": False} for v in before]
+    assert listed.json()["currentVersion"] is None
+    assert "nothing was read at memory/trip.md" in listed.stderr
+    shown = cli("history", "memory/trip.md")
+    assert shown.returncode == 0 and before[0]["version"][:12] in shown.stdout
+    assert "another user's words" not in repr(cli("log", "--json").json())
+    # A name that never had a version is refused as before.
+    (workspace / "memory/other.md").mkdir()
+    assert cli("history", "memory/other.md").returncode == 2
+
+
+def test_history_of_a_note_whose_sighting_could_not_be_recorded_does_not_call_it_missing(cli, workspace, state_dir, tmp_path):
+    from conftest import fill_disk, tmpfs
+
+    with tmpfs(tmp_path / "small", "2m") as small:
+        env = {"OPENCLAW_STATE_DIR": str(small)}
+        write(workspace / "MEMORY.md", "# Memory\n")
+        assert cli("history", "MEMORY.md", env=env).returncode == 0
+        write(workspace / "memory/trip.md", "# trip\n" + "paris\n" * 2000)
+        fill_disk(small)
+        shown = cli("history", "memory/trip.md", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "not recorded" in shown.stderr
+    assert shown.stdout == "memory/trip.md has no recorded version.\n"
+
+
 def test_retention_keeps_the_newest_versions_per_path_and_drops_their_objects(workspace, state_dir):
     configure(state_dir, keep_per_path=3)
     s = settings_for(workspace, state_dir)

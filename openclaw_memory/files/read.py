@@ -22,7 +22,7 @@ from typing import Literal
 import xxhash
 
 from .. import faults
-from ..errors import PathChanged, PathRefused, cut, printable, shown, workspace_gone
+from ..errors import PathChanged, PathRefused, ThroughALink, cut, printable, shown, workspace_gone
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -226,7 +226,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     if REPAIR_DIR in rel_parts or _inside(absolute, os.path.join(workspace, REPAIR_DIR)):
         raise PathRefused(f"refused: {shown} is inside a {REPAIR_DIR} archive, which is never memory")
     try:
-        _refuse_symlinks(root, rel_parts, shown)
+        _refuse_symlinks(root, rel_parts, absolute, shown)
     except PathRefused:  # a link: one of the workspace's names (its folder an extra path holds) is no link to refuse
         if in_workspace or (alias := _through_alias(absolute, workspace, extra_paths)) is None:
             raise
@@ -348,8 +348,9 @@ def _admitting(absolute: str, extra: str) -> str | None:
     return None
 
 
-def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
-    """Refuse a symlink at the allowed root or any component below it. Missing parts are fine."""
+def _refuse_symlinks(root: str, rel_parts: list[str], absolute: str, shown: str) -> None:
+    """Refuse a symlink at the allowed root or any component below it (``absolute``: the file
+    they lead to). Missing parts are fine."""
     current = root
     for part in [""] + rel_parts:
         current = os.path.join(current, part) if part else current
@@ -360,7 +361,8 @@ def _refuse_symlinks(root: str, rel_parts: list[str], shown: str) -> None:
         except OSError as exc:
             raise PathRefused(f"refused: cannot inspect {shown}: {exc.strerror}") from None
         if stat.S_ISLNK(st.st_mode):
-            raise PathRefused(f"refused: {shown} goes through a symlink ({current}); memory never follows symlinks")
+            raise ThroughALink(f"refused: {shown} goes through a symlink ({current}); memory never follows symlinks",
+                               absolute, shown)
 
 
 def clamp_window_args(from_line, lines, max_chars, *, default_lines: int, default_max_chars: int) -> tuple[int, int, int]:

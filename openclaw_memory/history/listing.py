@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import DiskFull, PathRefused, StateDirError
+from ..errors import DiskFull, PathRefused, StateDirError, ThroughALink
 from ..files.read import open_resolved
 from ..wire import key
 from .placing import resolve_writable
@@ -55,10 +55,16 @@ def _listed(logged: list[Entry], current: str | None, available: frozenset[str])
 
 def file_history(settings: Settings, path: str) -> VersionHistory:
     """List the versions of ``path``; the file as it is now is recorded first (a sighting)."""
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
     store = HistoryStore.for_settings(settings)
+    try:
+        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    except ThroughALink as refused:
+        return _recorded_only(store, refused.abs_path, refused.display, refused)
     warnings: tuple[str, ...] = ()
-    opened = open_resolved(resolved)
+    try:
+        opened = open_resolved(resolved)
+    except PathRefused as refused:  # a folder, a FIFO, a file it may not read: there now
+        return _recorded_only(store, resolved.abs_path, resolved.display, refused)
     snapshot = None
     if opened is not None:
         fd = opened[0]
@@ -79,3 +85,16 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
     available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
     current = snapshot.version if snapshot else None
     return VersionHistory(resolved.display, current, _listed(entries, current, available), warnings)
+
+
+def _recorded_only(store: HistoryStore, abs_path: str, display: str, refused: PathRefused) -> VersionHistory:
+    """The versions recorded of a memory file whose name now holds what is not read (a folder, a
+    symlink, a FIFO): listed from the history alone, nothing read there (the refusal stands where
+    nothing is recorded). A note replaced so was found by `log` only."""
+    entries = store.entries(abs_path)
+    if not entries:
+        raise refused
+    available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
+    said = refused.message.removeprefix("refused: ")
+    return VersionHistory(display, None, _listed(entries, None, available),
+                          (f"nothing was read at {display} ({said}): its recorded versions are listed",))

@@ -18,8 +18,9 @@ def run_history(settings: Settings, path: str, json_out: bool) -> int:
         result = memory.history(path)
     if reported(result, json_out):
         return 0
-    if not result.versions:
-        print(f"{printable(result.path)} does not exist and has no history.")
+    if not result.versions:  # (a file there whose sighting was not recorded: the warning said why)
+        print(f"{printable(result.path)} has no recorded version." if result.current
+              else f"{printable(result.path)} does not exist and has no history.")
     for v in result.versions:
         marks = [m for m, on in (("current", v.current), ("evicted", not v.available)) if on]
         who = f" by {v.agent}" if v.agent else ""
