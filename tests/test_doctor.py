@@ -800,6 +800,10 @@ def test_memory_system_not_found_is_a_note(workspace, cli):
     (note,) = [f for f in result.json()["findings"] if f["id"] == "memory-system-not-found"]
     assert note["severity"] == "info" and result.returncode == 0
     assert note["message"].startswith("Memory system not found in workspace.\nPaste this into your agent:")
+    # OpenClaw's doctor flag leaves the suggestion out (it was "no such option").
+    quiet = cli("doctor", "--no-workspace-suggestions")
+    assert quiet.returncode == 0 and "Memory system not found" not in quiet.stdout and "No problems found" in quiet.stdout
+    assert cli("doctor", "--fix", "--no-workspace-suggestions", "--json").json()["remaining"] == []
     write(workspace / "AGENTS.md", "Read MEMORY.md first.\n")
     assert "memory-system-not-found" not in [f["id"] for f in cli("doctor", "--json").json()["findings"]]
 

@@ -46,11 +46,14 @@ def memory_system_missing(workspace: str) -> bool:
     return not _MENTION.search(data.decode("utf-8", errors="replace"))
 
 
+MEMORY_SYSTEM_NOT_FOUND = "memory-system-not-found"  # (left out by doctor --no-workspace-suggestions)
+
+
 def check_memory_system(ctx: CheckContext) -> list[Finding]:
     if not memory_system_missing(ctx.workspace):
         return []
     return [Finding(
-        "memory-system-not-found", "info",
+        MEMORY_SYSTEM_NOT_FOUND, "info",
         f"{MEMORY_SYSTEM_PROMPT}\n(OpenClaw's note: there is no MEMORY.md and {AGENTS_FILE} does not mention it; "
         "create MEMORY.md to start the agent's durable memory.)",
         False, (CANONICAL_ROOT,),

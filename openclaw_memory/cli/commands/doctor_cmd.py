@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
@@ -81,13 +82,19 @@ def _render(report, fix: bool, program: str) -> None:
     sys.stdout.write(for_message(suggested("\n".join(out), program)) + "\n")
 
 
-def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive: bool, json_out: bool) -> int:
+def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive: bool, workspace_suggestions: bool,
+                       json_out: bool) -> int:
     interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
     report = open_memory(settings, notice=warn, shard_idle_s=0).doctor(
         fix=fix,
         confirm=(lambda finding, description: _ask(finding, description, command_line(settings))) if interactive else None,
         on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting for it"),
     )
+    if not workspace_suggestions:  # OpenClaw's flag: its suggestion (a note, never a repair) left out
+        from ...doctor.check_openclaw import MEMORY_SYSTEM_NOT_FOUND
+
+        report = dataclasses.replace(report, **{part: tuple(f for f in getattr(report, part) if f.id != MEMORY_SYSTEM_NOT_FOUND)
+                                                for part in ("findings", "remaining")})
     if json_out:  # a command a finding or a repair names, with the settings flags given, as the text has it
         program = command_line(settings)
         shown = to_json(report)
