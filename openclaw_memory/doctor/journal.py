@@ -60,6 +60,7 @@ class JournalRecord:
     earlier: str | None = None  # the archive of an earlier merge that already holds the text
     legacy_size: int | None = None
     canonical_hash: str | None = None
+    merged_hash: str | None = None  # the hash of the merged text, what MEMORY.md holds once the merge wrote it
     lossy: bool = False  # the legacy text was not valid UTF-8
     # MEMORY.md's permission bits before and after the merge, when the merge narrowed them (merge.merged_mode)
     canonical_mode: int | None = None

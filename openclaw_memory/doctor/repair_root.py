@@ -11,13 +11,14 @@ import datetime as dt
 import os
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .. import faults
 from ..errors import MemoryToolError, is_no_space
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT, REPAIR_ROOT_MEMORY
 from ..files.root import RootEntry, detect_root_memory_files
 from ..fsutil.atomic import atomic_write_bytes, write_temp_beside
-from ..fsutil.hashing import hash_open_file
+from ..fsutil.hashing import hash_bytes, hash_open_file
 from ..fsutil.move import SourceKept, link_noreplace, safe_move, unlink_other_name
 from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyRefused, read_only_note, read_only_refusal, refuse_read_only, swap_name
@@ -43,6 +44,9 @@ from .merge import (
 )
 from .model import Finding, Repair, RepairSpec
 from .place import hash_or_none, identical_twins, place_no_replace, read_within, read_within_mode, same_file
+
+if TYPE_CHECKING:
+    from ..watchdog.snapshot import Left
 
 SPLIT_PATHS = (CANONICAL_ROOT, LEGACY_ROOT)
 
@@ -193,8 +197,9 @@ def _drop_second_name(settings: Settings, root: Folder) -> Repair:
     from ..watchdog.checkpoint import append_checkpoint  # (as finalize: only once a repair is done)
 
     note = "removed memory.md, a second name (hard link) of MEMORY.md's file; MEMORY.md unchanged"
-    record_in_history(settings, [LEGACY_ROOT], DOCTOR_FIX)
-    extra = refresh_watchdog(settings, [LEGACY_ROOT], {LEGACY_ROOT: version, CANONICAL_ROOT: version})
+    left: dict[str, Left | None] = {LEGACY_ROOT: None}  # a memory.md saved since is someone else's
+    record_in_history(settings, [LEGACY_ROOT], DOCTOR_FIX, left)
+    extra = refresh_watchdog(settings, [LEGACY_ROOT], {LEGACY_ROOT: version, CANONICAL_ROOT: version}, left)
     try:
         append_checkpoint(settings.data_dir, f"- {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%SZ')} doctor --fix: {note}")
     except (MemoryToolError, OSError) as exc:
@@ -254,7 +259,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         faults.reach("merge:archive-dir")
         if mode == "append":
             new = merged_bytes(canonical, block, archive_shown(ws, rel))
-            state = step(data_dir, state, "write-canonical")
+            state = step(data_dir, replace(state, merged_hash=hash_bytes(new)), "write-canonical")
             faults.reach("merge:write-canonical")
             again, _, _, canonical_mode = read_within_mode(root, CANONICAL_ROOT, MAX_ROOT_BYTES)
             if again != canonical:
@@ -296,7 +301,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     finally:
         if stamp_dir is not None:
             stamp_dir.close()
-    extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state))
+    extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state), new if mode == "append" else None)
     return Repair("split-root", action, "done", merge_detail(state, how) + extra, (*SPLIT_PATHS, rel))
 
 

@@ -9,11 +9,13 @@ so a snapshot of an unchanged tree costs a stat per file.
 from __future__ import annotations
 
 import datetime as dt
+import os
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from ..fsutil.fsclock import guard_ns
 from ..settings import Settings
@@ -48,6 +50,13 @@ class SnapshotInfo:
     @property
     def guard_ms(self) -> float:
         return self.guard_ns / 1e6
+
+
+class Left(NamedTuple):
+    """What a repair left at a path: the version (content hash, hex) and, where known, its bytes."""
+
+    version: str
+    data: bytes | None
 
 
 def timestamp_label(prefix: str = "") -> str:
@@ -106,7 +115,8 @@ def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
     return save_table(settings, store, table, delta, files)
 
 
-def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Mapping[str, str | None] | None = None) -> list[str]:
+def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Mapping[str, str | None] | None = None,
+                     left: Mapping[str, Left | None] | None = None, since: list[str] | None = None) -> list[str]:
     """Re-record exactly ``rel_paths`` in the current baseline (dropping those gone or now folders).
 
     ``doctor --fix`` calls this after a repair so the next ``doctor`` does not report
@@ -117,6 +127,14 @@ def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Map
     When one of them is not what the baseline recorded, it was changed behind the
     agent's back before the repair: refreshing would hide that change, so nothing is
     refreshed and those paths are returned.
+
+    ``left`` gives what the repair itself left at some of the paths (None: it removed the path).
+    Only that is taken into the baseline: a path that holds something else now was changed by
+    someone else since the repair (a save while doctor was paused, or before an interrupted repair
+    was resumed), and recording it as it is now would hide that change. Such a path gets the
+    repair's version, its stat one no file has (and racy), so every verify hashes it and reports the
+    change; a path the repair removed and someone made again gets no entry (it is new). Each such
+    path is added to ``since``.
     """
     store = SnapshotStore(settings.data_dir)
     wanted = dict.fromkeys(rel_paths)
@@ -140,18 +158,37 @@ def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Map
             if rules.ignores_path(rel):
                 continue
             found = entry_folder(settings.workspace, rel)
-            if found is None:
-                continue
-            folder, name = found
-            with folder:
-                obs = observe(name, dir_fd=folder.fd)
-            if obs.gone or obs.kind == KIND_DIR:
+            obs = None
+            if found is not None:
+                folder, name = found
+                with folder:
+                    obs = observe(name, dir_fd=folder.fd)
+            there = obs is not None and not obs.gone and obs.kind != KIND_DIR
+            if left is not None and rel in left:
+                mine = left[rel]
+                now = obs.digest.hex() if there and obs is not None and obs.kind == KIND_FILE and obs.digest else None
+                if mine is None or now != mine.version:
+                    if mine is not None:
+                        table.append(rel, KIND_FILE, _never_seen(len(mine.data) if mine.data is not None else 0),
+                                     bytes.fromhex(mine.version), racy=True)
+                    if there or mine is not None:
+                        if since is not None:
+                            since.append(rel)
+                    continue
+            if not there or obs is None:
                 continue
             record_observation(table, rel, obs, base.guard_ns, delta)
         files = {rel: kept for rel, kept in store.files(base.label).items() if rel not in wanted}
         files.update(keep_contents(settings, table, list(wanted))[0])
         store.save(table, settings.watchdog.keep, files, settings.watchdog.max_bytes)
     return []
+
+
+def _never_seen(size: int) -> os.stat_result:
+    """A regular file's stat that no file on disk has (inode 0, timestamps 0): an entry recorded with
+    it is never vouched for by a stat, so it is hashed at every look."""
+    return os.stat_result((stat.S_IFREG | 0o600, 0, 0, 1, 0, 0, size, 0, 0, 0),
+                          {"st_atime_ns": 0, "st_mtime_ns": 0, "st_ctime_ns": 0})
 
 
 def _recorded_as(base: Table, rel: str, version: str | None) -> bool:
