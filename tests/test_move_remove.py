@@ -440,6 +440,46 @@ def test_mv_into_a_folder_keeps_the_notes_name_as_mv_does(cli, workspace):
     assert (workspace / "memory" / "new" / "a.md").read_text() == HERON
 
 
+def test_mv_to_a_note_name_with_a_slash_is_refused_as_mv_refuses_it_not_made_a_folder(cli, workspace):
+    """``mv memory/draft.md memory/final.md/``: mv(1) says "Not a directory" where no folder
+    ``final.md`` is; it made one (``memory/final.md/draft.md``), which write and read of
+    ``memory/final.md`` then refused as a folder. A folder so named that is there is moved into."""
+    write(workspace / "memory" / "draft.md", HERON)
+    write(workspace / "memory" / "taken.md", OTHER)
+    assert cli("read", "memory/draft.md").returncode == 0
+    for named in ("memory/final.md", "memory/Final.MD", "memory/taken.md"):
+        line = one_line_error(cli("mv", "memory/draft.md", f"{named}/", "--no-index"))
+        assert line == (f"error: refused: {named}/ names a folder, and {named} is not one: mv makes a new folder only for a "
+                        f"name not ending in .md (a folder {named} is no note write or read takes); give {named} to rename "
+                        "the note to it; nothing was moved: memory/draft.md is unchanged"), line
+    assert sorted(os.listdir(workspace / "memory")) == ["draft.md", "taken.md"]
+    assert (workspace / "memory" / "taken.md").read_text() == OTHER
+    (workspace / "memory" / "box.md").mkdir()
+    into = cli("mv", "memory/draft.md", "memory/box.md/", "--json", "--no-index")
+    assert into.returncode == 0 and into.json()["path"] == "memory/box.md/draft.md", into.stderr
+
+
+def test_mv_into_an_extra_path_named_through_a_linked_folder_above_it(cli, workspace, tmp_path):
+    """An extra path configured through a link above it (macOS's ``/tmp`` is one to ``/private/tmp``)
+    is a folder to move into, with the slash or without: the folder was walked from ``/`` refusing
+    every link, and ``mv NOTE EXTRA`` was refused as "not a memory path". A link below the extra
+    path is still never followed."""
+    (tmp_path / "real" / "notes" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "notes" / "linked").symlink_to(tmp_path / "real" / "notes" / "sub")
+    extra = str(tmp_path / "link" / "notes")
+    write(workspace / "memory" / "a.md", HERON)
+    assert cli("read", "memory/a.md", "--extra", extra).returncode == 0
+    away = cli("mv", "memory/a.md", extra, "--extra", extra, "--json", "--no-index")
+    assert away.returncode == 0, away.stdout + away.stderr
+    assert (tmp_path / "real" / "notes" / "a.md").read_text() == HERON
+    deeper = cli("mv", f"{extra}/a.md", f"{extra}/sub", "--extra", extra, "--json", "--no-index")
+    assert deeper.returncode == 0, deeper.stdout + deeper.stderr
+    assert (tmp_path / "real" / "notes" / "sub" / "a.md").read_text() == HERON
+    assert "is not a Markdown" in one_line_error(cli("mv", f"{extra}/sub/a.md", f"{extra}/linked", "--extra", extra))
+    assert os.listdir(tmp_path / "real" / "notes" / "sub") == ["a.md"]
+
+
 def test_mv_force_archives_the_file_it_replaces(workspace, state_dir):
     write(workspace / "memory" / "a.md", HERON)
     write(workspace / "memory" / "b.md", OTHER)

@@ -39,10 +39,11 @@ from ..errors import (
     finished_first,
     is_no_space,
     os_error,
+    printable,
     shell_word,
     shown,
 )
-from ..files.paths import CANONICAL_ROOT, USER_ROOT
+from ..files.paths import CANONICAL_ROOT, USER_ROOT, absolute_path
 from ..files.read import ResolvedPath, refuse_new_not_utf8, resolve_memory_path
 from ..fsutil.atomic import acl_narrowed_mode, leftover_kind
 from ..fsutil.move import (
@@ -150,7 +151,7 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     which then stays at :data:`~.fileops.LINKS_STEP` once the move is recorded."""
     workspace = str(settings.workspace)
     source = resolve_memory_path(src, workspace, settings.extra_paths)
-    dst = _into_folder(source.display, dst, workspace)
+    dst = _into_folder(source.display, dst, workspace, settings.extra_paths)
     target = resolve_writable(dst, workspace, settings.extra_paths)
     if source.abs_path == target.abs_path:
         # Named as given: "memory/a.md " is memory/a.md (OpenClaw trims the spaces around a path, as
@@ -173,22 +174,49 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     return replace(result, warnings=(earlier, *result.warnings)) if earlier else result
 
 
-def _into_folder(source: str, dst: str, workspace: str) -> str:
-    """``mv NOTE FOLDER/``, or ``mv NOTE FOLDER`` of a folder of the workspace that is there, names
+def _into_folder(source: str, dst: str, workspace: str, extra_paths=()) -> str:
+    """``mv NOTE FOLDER/``, or ``mv NOTE FOLDER`` of a folder of the memory that is there, names
     ``FOLDER/<the note's name>``, as mv(1) has it (``mv MEMORY.md memory/`` was refused: "memory is
-    not a memory path"). The folder is looked at from the workspace's descriptor, one name at a time;
-    the name made is resolved as any destination is."""
+    not a memory path"). The folder is looked at from its allowed root's descriptor (the workspace's,
+    or an extra path's as configured, a link above it followed as every path's is), one name at a time
+    below it; the name made is resolved as any destination is. ``FOLDER/`` named as a note (``*.md``)
+    and not a folder there is refused, as mv(1) refuses it ("Not a directory"): it made a folder
+    ``final.md`` that write and read then refused as one."""
     folder = dst.strip()
-    if not folder.endswith("/"):
-        if not folder or folder.lower().endswith(".md"):
-            return dst
-        root = "/" if os.path.isabs(folder) else workspace  # (an extra path's folder is named absolutely)
-        try:
-            Folder.under(root, [p for p in folder.split("/") if p not in ("", ".")], create=False,
-                         create_root=False).close()
-        except (OSError, ValueError):
-            return dst  # not a folder there: the destination is the name given
-    return f"{folder.rstrip('/')}/{source.rsplit('/', 1)[-1]}"
+    slash = folder.endswith("/")
+    if not slash and (not folder or folder.lower().endswith(".md")):
+        return dst
+    into = f"{folder.rstrip('/')}/{source.rsplit('/', 1)[-1]}"
+    if _is_folder(folder.rstrip("/"), workspace, extra_paths):
+        return into
+    if not slash:
+        return dst  # not a folder there: the destination is the name given
+    named = folder.rstrip("/")
+    if named.lower().endswith(".md"):
+        raise PathRefused(
+            f"refused: {printable(named)}/ names a folder, and {printable(named)} is not one: mv makes a new folder only "
+            f"for a name not ending in .md (a folder {printable(named)} is no note write or read takes); give "
+            f"{printable(named)} to rename the note to it; nothing was moved: {printable(source)} is unchanged")
+    return into
+
+
+def _is_folder(folder: str, workspace: str, extra_paths) -> bool:
+    """Whether ``folder`` is a folder there, looked at from the allowed root holding it (the
+    workspace, an extra path; each as configured or as its links resolve), one name at a time below
+    it, never following a link there. It walked from ``/`` and refused a link at every folder, one
+    above the root too (macOS's ``/tmp``): ``mv NOTE EXTRA`` was refused, ``mv NOTE EXTRA/`` not."""
+    absolute = absolute_path(folder, workspace)
+    for root in (workspace, *(str(extra) for extra in extra_paths)):
+        for spelled in dict.fromkeys((root, os.path.realpath(root))):
+            if absolute != spelled and not absolute.startswith(spelled.rstrip("/") + "/"):
+                continue
+            parts = [p for p in os.path.relpath(absolute, spelled).split("/") if p not in ("", ".")]
+            try:
+                Folder.under(spelled, parts, create=False, create_root=False).close()
+            except (OSError, ValueError):
+                continue
+            return True
+    return False
 
 
 def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source: ResolvedPath, target: ResolvedPath,
