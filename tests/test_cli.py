@@ -356,6 +356,23 @@ def test_write_status_and_read_diff_never_print_a_names_escapes_or_bytes_raw(cli
     assert outputs[5].stderr == "warning: memory/\\x1b[2Jgone\\xe9.md does not exist\n"
 
 
+def test_read_diff_headers_name_the_note_as_every_message_does(cli, workspace):
+    """The ``---``/``+++`` headers held the name raw: a newline in it split each in two, and its
+    escape sequences reached the terminal."""
+    name = "memory/n\nl\x1b[2J.md"
+    write(workspace / name, "one\n")
+    assert cli("read", name).returncode == 0
+    write(workspace / name, "one\ntwo\n")
+    for json_out in (False, True):
+        done = cli("read", name, "--diff", *(["--json"] if json_out else []))
+        shown = done.json()["diff"] if json_out else done.stdout
+        headers = [line for line in shown.splitlines() if line.startswith(("--- ", "+++ "))]
+        assert [h[:4] + h[4:].split(" (version")[0] for h in headers] == [
+            "--- a/memory/n\\x0al\\x1b[2J.md", "+++ b/memory/n\\x0al\\x1b[2J.md"], shown
+        assert "\x1b" not in shown
+        write(workspace / name, "one\ntwo\nthree\n")
+
+
 def test_write_stdin_with_stdin_closed_is_refused_and_writes_nothing(workspace, state_dir):
     """`write MEMORY.md --stdin <&-` read the null device put in place of the closed stream and
     replaced the file with nothing; a pipe (even an empty one) is still content given."""

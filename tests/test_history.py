@@ -524,3 +524,23 @@ def test_a_restarted_watch_opens_only_the_files_its_history_does_not_hold_as_the
     assert store.log.latest(str(workspace / "memory/n5.md")).version == version_of(b"# new\n")
     used_after = store.db.one("SELECT used FROM objects WHERE version = ?", (version_of(b"# memory/n0.md\nfirst\n"),))[0]
     assert used_after > used_before
+
+
+def test_a_path_given_with_a_leading_double_slash_names_the_same_note(cli, workspace, tmp_path):
+    """POSIX's normpath keeps a leading ``//`` (node's path.resolve folds it): ``//tmp/.../a.md`` was a
+    second name with a history of its own, so `rm`'s printed undo found no removal, and a write
+    through the plain name was blocked as unread after a read through the doubled one."""
+    write(workspace / "memory/a.md", "precious note\n")
+    doubled = "/" + str(workspace / "memory/a.md")
+    assert doubled.startswith("//") and not doubled.startswith("///")
+    assert cli("read", doubled).returncode == 0
+    assert cli("write", "memory/a.md", "--append", "more", "--no-index").returncode == 0
+    assert cli("rm", doubled, "--no-index").returncode == 0
+    assert cli("restore", "memory/a.md", "--last", "--no-index").returncode == 0
+    assert (workspace / "memory/a.md").read_text() == "precious note\nmore\n"
+    assert {v["origin"] for v in cli("history", "memory/a.md", "--json").json()["versions"]} >= {"agent-write"}
+    assert "//" not in repr(cli("log", "--json").json())
+    extra = tmp_path / "notes"
+    write(extra / "n.md", "extra note\n")
+    listed = cli("files", "--json", "--extra", "/" + str(extra)).json()
+    assert [f["path"] for f in listed["files"] if f["path"].endswith("n.md")] == [os.path.relpath(extra / "n.md", workspace)]

@@ -127,6 +127,13 @@ def shorten_home(path: str) -> str:
     return path
 
 
+def absolute_path(path: str, base: str) -> str:
+    """``path`` made absolute against ``base``, ``.``, ``..`` and doubled slashes folded, as node's
+    ``path.resolve`` does: POSIX's normpath keeps a leading ``//``, which gave every note a second
+    name (``//tmp/ws/memory/a.md``) with a history of its own."""
+    return "/" + os.path.normpath(path if os.path.isabs(path) else os.path.join(base, path)).lstrip("/")
+
+
 def display_path(abs_path: str, workspace: str) -> str:
     """Relative to the workspace with ``/``, as OpenClaw shows and indexes paths: a file in an
     extra folder outside the workspace is ``../outside/one.md`` (``path.relative``)."""

@@ -28,7 +28,7 @@ from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
 from .jstext import js_trim, not_utf8
-from .paths import LEGACY_ROOT, PATH_MAX, REPAIR_DIR, ExtraPath, display_path, file_kind, is_memory_path
+from .paths import LEGACY_ROOT, PATH_MAX, REPAIR_DIR, ExtraPath, absolute_path, display_path, file_kind, is_memory_path
 from .window import NOTICE_CUT, NOTICE_CUT_EXTRA, NOTICE_NEXT, WindowScan
 
 
@@ -181,7 +181,7 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         quoted = raw.replace("'", "\\'")  # (in bash's $'...', a quote is \')
         typed = f" ({byte[0]} in a listing is a byte of the name: in bash, $'{quoted}')" if byte else ""
         raise PathRefused(f"refused: {raw} contains a backslash; memory paths use '/'{typed}")
-    absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw))
+    absolute = absolute_path(raw, workspace)
     if len(os.fsencode(absolute)) >= PATH_MAX:
         raise PathRefused(f"refused: the path is longer than the system allows ({len(os.fsencode(absolute))} bytes; at most {PATH_MAX - 1})")
     shown = display_path(absolute, workspace)

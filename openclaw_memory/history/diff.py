@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import xxhash
 
+from ..errors import printable
 from ..files.jstext import decode_lossy
 from ..files.read import ReadResult, check_window_args, open_resolved, read_window_bytes, resolve_memory_path
 from ..types import DiffMode
@@ -113,7 +114,9 @@ def unified_diff(old: bytes, new: bytes, path: str, old_version: str, new_versio
     out = []
     for line in difflib.unified_diff(
         lines_of(_escaped(old, bad)), lines_of(_escaped(new, bad)),
-        fromfile=f"a/{path} (version {short(old_version)})", tofile=f"b/{path} (version {short(new_version)})",
+        # The name as every message shows it: a newline in it split each header in two, and its
+        # control characters reached the terminal.
+        fromfile=f"a/{printable(path)} (version {short(old_version)})", tofile=f"b/{printable(path)} (version {short(new_version)})",
     ):
         out.append(line if line.endswith("\n") else line + "\n" + NO_NEWLINE)
     return "".join(out), bad

@@ -14,7 +14,7 @@ import xxhash
 
 from ..errors import PathRefused, WriteBlocked
 from ..files.jstext import js_trim
-from ..files.paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, display_path
+from ..files.paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, absolute_path, display_path
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import Xattrs, folder_owner, has_default_acl, read_xattrs, write_temp_beside
 from ..fsutil.move import link_noreplace
@@ -34,7 +34,7 @@ def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
         return resolve_memory_path(path, workspace, extra_paths)
     except PathRefused:
         raw = js_trim(path or "")
-        absolute = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(workspace, raw)) if raw else ""
+        absolute = absolute_path(raw, workspace) if raw else ""
         if not absolute.endswith(".md") or not extra_paths:
             raise
         named = as_scanned(absolute)  # as the scanner named it while it was there

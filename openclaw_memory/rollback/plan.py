@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..database import dec
 from ..errors import MemoryToolError, PathRefused, UsageError, shown
-from ..files.paths import display_path
+from ..files.paths import absolute_path, display_path
 from ..files.read import ResolvedPath
 from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
@@ -602,4 +602,4 @@ def _named(display: str, path: str, workspace: str) -> str:
     """The absolute path of the name an entry of ``path``'s history was logged under."""
     if display == display_path(path, workspace):
         return path
-    return os.path.normpath(display if os.path.isabs(display) else os.path.join(workspace, display))
+    return absolute_path(display, workspace)

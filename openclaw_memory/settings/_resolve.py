@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError, StateDirError, UsageError, WorkspaceError, shell_word, shown
 from ..files.jstext import js_trim
-from ..files.paths import PATH_MAX, ExtraPath
+from ..files.paths import PATH_MAX, ExtraPath, absolute_path
 from ..fsutil.atomic import NAME_MAX
 from ..fsutil.private import check_planted, forget_ways, others_may_plant
 from ..openclaw_dotenv import set_in, where_set, with_dotenv
@@ -434,7 +434,7 @@ def normalize_extra_paths(raw: list, workspace: Path) -> list[ExtraPath]:
         if not text:
             continue
         expanded = expand_home_path(text)  # OpenClaw's expandHomePath: node's os.homedir(), never OPENCLAW_HOME
-        absolute = os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(workspace, expanded))
+        absolute = absolute_path(expanded, str(workspace))
         if (absolute, pattern) not in seen:
             seen.add((absolute, pattern))
             result.append(ExtraPath(absolute, pattern or None))
