@@ -32,7 +32,8 @@ from pathlib import Path
 import xxhash
 
 from .. import faults
-from ..fsutil.setaside import not_a_folder, place_for, set_aside
+from ..errors import MemoryToolError
+from ..fsutil.setaside import DAMAGED_DIR, not_a_folder, place_for, set_aside
 from .checked import LastCheck, Sighting
 from .companions import SQLITE_MAGIC, wal_damage
 from .connection import DB_NAME, SQLITE_HEADER, Database, emptied_words, forget_connections, peek, wal_is_empty
@@ -151,7 +152,11 @@ def rebuild(db: Database) -> Salvage:
        record go. A kill in between is finished by the next ``doctor --fix`` from the record.
 
     An interrupted rebuild found here is finished (or, where its new database was not complete,
-    swept) first, and the scratch folders of killed rebuilds removed."""
+    swept) first, and the scratch folders of killed rebuilds removed. A rebuild that fails before
+    its new database is in place (no space or no inode left at any step, ``damaged/`` refused as
+    another user's) undoes itself: the scratch folder, the folders it made under ``damaged/`` and
+    the record go, the damaged files are where they were (a record left locked every command out
+    as an interrupted rebuild), and the failure is said as what it is (:func:`_rebuild_failure`)."""
     import shutil  # here, not at the top: every plain doctor imports this module for damage()
 
     forget_connections()  # before any copy: closing a descriptor of the file would drop their locks
@@ -172,8 +177,10 @@ def rebuild(db: Database) -> Salvage:
     wal_lost = wal_damage(source, full=True)  # committed frames its index names that no copy can read
     name = f"{SCRATCH_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
     scratch = data_dir / name
-    write_marker(data_dir, Rebuilding(os.getpid(), name, None, {}, {}))
+    had_damaged = os.path.lexists(data_dir / DAMAGED_DIR)
+    aside: Path | None = None
     try:
+        write_marker(data_dir, Rebuilding(os.getpid(), name, None, {}, {}))
         os.mkdir(scratch, 0o700)
         faults.reach("state-db-rebuild:building")
         copy, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
@@ -207,16 +214,120 @@ def rebuild(db: Database) -> Salvage:
         finally:
             target.close()
         _fsync_file(new)
-    except BaseException:
-        # Nothing was moved: the damaged files are where they were, and only the scratch copies go.
+        faults.reach("state-db-rebuild:built")
+        aside = place_for(data_dir, DB_NAME).parent  # (refused: damaged/ is another user's, say)
+        record = Rebuilding(os.getpid(), name, os.path.relpath(aside, data_dir), counts, lost)
+        write_marker(data_dir, record)
+    except BaseException as exc:
+        # Nothing was moved: the damaged files are where they were; the scratch folder, the
+        # folders made for the damaged files and the record go (a record left would lock every
+        # command out of a database that reads as it did before).
+        room = _out_of_room(exc, db)
         shutil.rmtree(scratch, ignore_errors=True)
+        _remove_empty(aside, data_dir / DAMAGED_DIR if not had_damaged else None)
         _drop_marker(data_dir)
-        raise
-    faults.reach("state-db-rebuild:built")
-    aside = place_for(data_dir, DB_NAME).parent
-    record = Rebuilding(os.getpid(), name, os.path.relpath(aside, data_dir), counts, lost)
-    write_marker(data_dir, record)
-    return _finish(db, record)
+        failed = _rebuild_failure(exc, db, source, room)
+        if failed is None:
+            raise
+        raise failed from exc
+    return _finish(db, record, made=data_dir / DAMAGED_DIR if not had_damaged else None)
+
+
+def _put_back(db: Database, record: Rebuilding, made: Path | None) -> bool:
+    """Undo a rebuild whose new database is not in place yet: the damaged file's ``-wal`` and
+    ``-shm`` moved back beside it, what was kept of it under ``damaged/<stamp>/`` removed (the file
+    itself is still at its path), then the scratch folder and the record. Whether it was all undone
+    (else the record stays: the next ``doctor --fix`` finishes the rebuild)."""
+    import filecmp
+    import shutil
+
+    assert record.scratch is not None and record.aside is not None
+    data_dir = Path(db.data_dir)
+    aside = data_dir / record.aside
+    kept = aside / DB_NAME
+    try:
+        for suffix in ("-wal", "-shm"):
+            if os.path.lexists(f"{kept}{suffix}") and not os.path.lexists(db.path + suffix):
+                os.rename(f"{kept}{suffix}", db.path + suffix)
+        if os.path.lexists(kept):
+            if not os.path.isfile(db.path) or os.path.islink(kept) != os.path.islink(db.path):
+                return False
+            if not (_same_file(db.path, kept) or (os.path.islink(kept) and os.readlink(kept) == os.readlink(db.path))
+                    or filecmp.cmp(db.path, kept, shallow=False)):
+                return False
+            os.unlink(kept)
+        partial = kept.with_name(f".{kept.name}.copy")  # (_keep's copy, cut short)
+        if os.path.lexists(partial):
+            os.unlink(partial)
+    except OSError:
+        return False
+    _remove_empty(aside, made)
+    shutil.rmtree(data_dir / record.scratch, ignore_errors=True)
+    _drop_marker(data_dir)
+    return True
+
+
+def _remove_empty(*folders: Path | None) -> None:
+    """Remove each folder given that is there and empty (what a failed rebuild made for nothing)."""
+    for folder in folders:
+        if folder is not None:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+
+
+def _kib(size: int) -> str:
+    return f"{-(-size // 1024)} KiB"
+
+
+def _out_of_room(exc: BaseException, db: Database) -> str | None:
+    """Whether ``exc`` is the data dir's file system out of "space", or of "inodes" (looked at
+    before the rebuild's scratch files go, which frees them), or None."""
+    from ..errors import is_no_space, no_inode_left
+    from .failures import is_full
+
+    if not (is_no_space(exc) or (isinstance(exc, sqlite3.Error) and is_full(exc, db.path))):
+        return None
+    return "inodes" if no_inode_left(db.data_dir) else "space"
+
+
+def _rebuild_failure(exc: BaseException, db: Database, source: str, room: str | None) -> MemoryToolError | None:
+    """A rebuild that failed on its own writes, worded as what it is (it was said as the damage it
+    was repairing: "the state database is damaged ... run doctor --fix"): no space (``room``,
+    from :func:`_out_of_room`) left in the data dir (how much the rebuild needs there, how much is
+    free), or SQLite refusing the new database. None for any other failure (an OSError, a
+    product's error: doctor says them as they are)."""
+    import shutil
+
+    from ..errors import DiskFull, disk_full
+
+    where = f"the state dir ({db.data_dir})"
+    undone = "the damaged database was left as it was, and nothing of the rebuild is left behind"
+    if room == "inodes":
+        return DiskFull(f"no inode is left on the file system of {where}: the rebuild could not make its files there, "
+                        f"however much space is free; {undone}. Remove some files there and try again.")
+    if room == "space":
+        sizes = 0
+        for path in (source, f"{source}-wal"):
+            try:
+                sizes += os.path.getsize(path)
+            except OSError:
+                pass
+        try:
+            vfs = os.statvfs(db.data_dir)
+            free = f"{_kib((vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail) * vfs.f_frsize)} is free"
+        except OSError:
+            free = "how much is free could not be read"
+        # A copy of the damaged files, the new database and its WAL (it is written there first), what
+        # SQLite's recovery makes where the shell is installed, their -shm indexes and a fresh schema.
+        need = (4 if shutil.which("sqlite3") else 3) * sizes + (64 << 10)
+        cause = exc if isinstance(exc, OSError) else OSError(errno.ENOSPC, "No space left on device")
+        return disk_full(cause, where, f"the rebuild needs room there for a copy of the damaged database and its WAL "
+                         f"and for the new one, up to about {_kib(need)} ({free}); {undone}")
+    if isinstance(exc, sqlite3.Error):
+        return MemoryToolError(f"the new database could not be made in {where}: {exc}; {undone}")
+    return None
 
 
 _NEW = "new"  # the new database's folder in the scratch folder (a folder of its own: see _new_database)
@@ -250,10 +361,13 @@ def _fsync_file(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def _finish(db: Database, record: Rebuilding, resumed: bool = False) -> Salvage:
+def _finish(db: Database, record: Rebuilding, resumed: bool = False, made: Path | None = None) -> Salvage:
     """Put the complete new database of ``record`` in place of the damaged one (the damaged files
     kept under its ``damaged/<stamp>/``), then remove the scratch folder and the record. Each step
-    is looked at before it is done: a kill anywhere is finished by the next call."""
+    is looked at before it is done: a kill anywhere is finished by the next call. A failure before
+    the new one is in place (no space for a copy of the damaged file where the file system has no
+    hard links) undoes the rebuild (:func:`_put_back`; ``made``: the ``damaged/`` folder, where this
+    rebuild made it) and says why."""
     import shutil
 
     from ..fsutil.atomic import fsync_dir
@@ -264,20 +378,32 @@ def _finish(db: Database, record: Rebuilding, resumed: bool = False) -> Salvage:
     kept = aside / DB_NAME
     new = data_dir / record.scratch / _NEW / DB_NAME
     if os.path.isfile(new):  # not in place yet
-        os.makedirs(aside, 0o700, exist_ok=True)
-        if os.path.lexists(db.path) and not os.path.lexists(kept):
-            _keep(db.path, kept)  # the damaged file stays at its path until the new one replaces it
+        try:
+            os.makedirs(aside, 0o700, exist_ok=True)
+            if os.path.lexists(db.path) and not os.path.lexists(kept):
+                _keep(db.path, kept)  # the damaged file stays at its path until the new one replaces it
+                fsync_dir(aside)
+            faults.reach("state-db-rebuild:kept")
+            for suffix in ("-wal", "-shm"):  # its own: beside the new one, SQLite would read them as its
+                if os.path.lexists(db.path + suffix):
+                    if os.path.lexists(f"{kept}{suffix}"):
+                        set_aside(data_dir, db.path + suffix)  # (made since: kept all the same)
+                    else:
+                        os.rename(db.path + suffix, f"{kept}{suffix}")
             fsync_dir(aside)
-        faults.reach("state-db-rebuild:kept")
-        for suffix in ("-wal", "-shm"):  # its own: beside the new one, SQLite would read them as its
-            if os.path.lexists(db.path + suffix):
-                if os.path.lexists(f"{kept}{suffix}"):
-                    set_aside(data_dir, db.path + suffix)  # (made since: kept all the same)
-                else:
-                    os.rename(db.path + suffix, f"{kept}{suffix}")
-        fsync_dir(aside)
-        faults.reach("state-db-rebuild:companions")
-        os.rename(new, db.path)
+            faults.reach("state-db-rebuild:companions")
+            os.rename(new, db.path)
+        except Exception as exc:
+            # Before the swap: the damaged files are put back as they were and the rebuild undone
+            # (a disk full where the damaged file is copied aside must not lock every command out
+            # until there is room); where that fails too, the record stays for the next --fix.
+            room = _out_of_room(exc, db)
+            if not _put_back(db, record, made):
+                raise
+            failed = _rebuild_failure(exc, db, db.path, room)
+            if failed is None:
+                raise
+            raise failed from exc
         fsync_dir(data_dir)
     faults.reach("state-db-rebuild:swapped")
     forget_connections()

@@ -37,7 +37,9 @@ def _said(exc: MemoryToolError | OSError) -> str:
 
 
 def _failed(finding: Finding, action: str, exc: MemoryToolError | OSError) -> Repair:
-    return Repair(finding.id, action, "failed", f"{_said(exc)}; nothing was deleted", finding.paths)
+    said = _said(exc)  # (a sentence already ended, "... Free some space and try again.", gets one of its own)
+    return Repair(finding.id, action, "failed", f"{said} Nothing was deleted." if said.endswith(".") else
+                  f"{said}; nothing was deleted", finding.paths)
 
 
 def _rebuild_snapshots(settings: Settings, finding: Finding) -> Repair:

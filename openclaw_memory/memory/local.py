@@ -46,8 +46,10 @@ class LocalMemory:
 
     def call(self, op: Operation, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
         """Run a declared operation here. A failure no layer words (a TypeError, a ValueError) met
-        where the state database holds a row of the wrong type is that damage, said as such; a file
-        or folder missing because the workspace itself went away (a session outlives it) is that."""
+        where the state database holds a row of the wrong type is that damage, said as such (not a
+        failure that says what it is whatever the database holds: SQLite out of space, an import
+        that fails); a file or folder missing because the workspace itself went away (a session
+        outlives it) is that."""
         bound = op.arguments(args, kwargs or {})
         try:
             return op.run(self, bound)
@@ -65,6 +67,11 @@ class LocalMemory:
         except Exception as exc:
             from ..database.repair import damage_behind
 
+            unrelated = _not_the_damage(exc, self._settings)
+            if unrelated is not None:
+                raise unrelated from exc
+            if isinstance(exc, (ImportError, MemoryError)):
+                raise  # the code or the machine, whatever the database holds
             why = damage_behind(self._settings.data_dir)
             if why is None:
                 raise  # not the database's: a fault of the code, shown as one
@@ -86,6 +93,24 @@ class LocalMemory:
 
     def close(self) -> None:
         self.pool.close()
+
+
+def _not_the_damage(exc: Exception, settings: Settings) -> MemoryToolError | None:
+    """A failure no layer worded that says itself what it is, whatever damage the state database
+    has: SQLite out of space (a rebuild by ``doctor --fix`` on a full disk was said as the damage
+    it was repairing, "run doctor --fix"). None for any other."""
+    import errno
+    import sqlite3
+
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    from ..database.failures import is_full
+    from ..errors import disk_full
+
+    folder = os.fspath(settings.data_dir)
+    if is_full(exc, os.path.join(folder, "state.db")):
+        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({folder})", folder=folder)
+    return None
 
 
 def service_status(memory: LocalMemory) -> ServiceStatus:
