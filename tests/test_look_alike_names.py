@@ -127,3 +127,31 @@ def test_an_import_that_would_make_a_look_alike_of_a_note_here_is_refused(cli, w
     assert refused.returncode == 2 and "would make a second file of the same look beside it; nothing was imported. " \
         "Rename the file here to the archive's spelling first" in refused.json()["error"], refused.stdout
     assert names(workspace / "memory") == [f"{NFC}.md"]
+
+
+def test_rm_mv_and_restore_last_of_a_look_alike_name_say_which_note_is_there(cli, workspace):
+    """``rm``/``mv`` of ``memory/café.md`` typed as one é, where the note is named in NFD (as `files`
+    lists it: the two print alike), said only "does not exist"; ``restore --last`` of it after the
+    note's removal "no removal ... is recorded". Each names the spelling there, escaped."""
+    write(workspace / "memory" / f"{NFD}.md", "the person's note\n")
+    write(workspace / "memory" / NFD / "in.md", "in the person's folder\n")
+    alike = (f"memory/{NFD}.md (memory/cafe\\u0301.md), named as memory/{NFC}.md (memory/caf\\xe9.md) is but with its "
+             "letters written in other Unicode code points (decomposed: NFD, as macOS names files),")
+    for command, done in (("rm", "removed"), ("mv", "moved")):
+        refused = cli(command, f"memory/{NFC}.md", *(["memory/x.md"] if command == "mv" else []), "--json")
+        assert refused.returncode == 2, refused.stdout
+        assert refused.json()["error"] == (f"memory/{NFC}.md does not exist; nothing was {done}: {alike} is there; give its "
+                                           "exact name, as this message gives it"), refused.stdout
+    folder = cli("rm", f"memory/{NFC}/in.md", "--json")  # a folder on the way so named
+    assert folder.returncode == 2 and f": memory/{NFD}/in.md (memory/cafe\\u0301/in.md), named as memory/{NFC}/in.md " \
+        "(memory/caf\\xe9/in.md) is but" in folder.json()["error"], folder.stdout
+    assert "(see `openclaw-memory files`)" in cli("rm", "memory/other.md", "--json").json()["error"]  # as before
+    assert names(workspace / "memory") == sorted([NFD, f"{NFD}.md"])
+    assert cli("read", f"memory/{NFD}.md").returncode == 0
+    assert cli("rm", f"memory/{NFD}.md", "--no-index").returncode == 0
+    refused = cli("restore", f"memory/{NFC}.md", "--last", "--json")
+    assert refused.returncode == 2 and refused.json()["error"].endswith(
+        f"so --last has nothing to restore; one of {alike} is: `openclaw-memory restore 'memory/{NFD}.md' --last` brings "
+        "it back"), refused.stdout
+    assert cli("restore", f"memory/{NFD}.md", "--last", "--no-index").returncode == 0
+    assert (workspace / "memory" / f"{NFD}.md").read_text() == "the person's note\n"

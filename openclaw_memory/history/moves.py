@@ -43,7 +43,7 @@ from ..errors import (
     shell_word,
     shown,
 )
-from ..files.paths import CANONICAL_ROOT, USER_ROOT, absolute_path
+from ..files.paths import CANONICAL_ROOT, USER_ROOT, absolute_path, display_path
 from ..files.read import ResolvedPath, refuse_new_not_utf8, resolve_memory_path
 from ..fsutil.atomic import acl_narrowed_mode, leftover_kind
 from ..fsutil.move import (
@@ -58,7 +58,7 @@ from ..fsutil.move import (
     same_file,
     unlink_other_name,
 )
-from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_folder
 from ..wire import key
 from .failures import FailedAt, HistoryFailed, in_history, not_a_folder_on, translated, where_written
 from .fileops import (
@@ -229,7 +229,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
     replacing = False  # --force archiving the destination's note: a SourceKept then is the destination's
     try:
         if current is None or fd is None or src_folder is None:
-            raise UsageError(f"{source.display} does not exist; nothing was moved (see `openclaw-memory files`)")
+            raise UsageError(f"{source.display} does not exist; nothing was moved{_missing_hint(source)}")
         with in_history():
             store.observe(source.abs_path, source.display, current, fd=fd)
         check_write(store, source, current, records, expected, False, None, fd)
@@ -459,7 +459,7 @@ def _remove(settings: Settings, store: HistoryStore, records: ReadRecords, resol
     op: FileOp | None = None
     try:
         if current is None or fd is None or folder is None:
-            raise UsageError(f"{resolved.display} does not exist; nothing was removed (see `openclaw-memory files`)")
+            raise UsageError(f"{resolved.display} does not exist; nothing was removed{_missing_hint(resolved)}")
         with in_history():
             store.observe(resolved.abs_path, resolved.display, current, fd=fd)
         check_write(store, resolved, current, records, expected, False, None, fd)
@@ -522,13 +522,93 @@ def _record_remove(store: HistoryStore, op: FileOp) -> None:
 def last_removed(settings: Settings, path: str) -> str:
     """The version ``rm`` last archived of ``path`` (``restore PATH --last``)."""
     resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
-    for entry in reversed(HistoryStore.for_settings(settings).entries(resolved.abs_path)):
+    store = HistoryStore.for_settings(settings)
+    for entry in reversed(store.entries(resolved.abs_path)):
         if entry.origin == REMOVE:
             return entry.version
+    alike = _removed_look_alike(store, resolved, str(settings.workspace))
+    if alike is not None:
+        raise UsageError(f"no removal of {resolved.display} is recorded for this workspace ({settings.workspace}), so --last "
+                         f"has nothing to restore; one of {_alike_words(alike, resolved.display)} is: `openclaw-memory "
+                         f"restore {shell_word(alike)} --last` brings it back")
     # Not "never removed": the history of a workspace moved or renamed stays under its old path.
     raise UsageError(f"no removal of {resolved.display} is recorded for this workspace ({settings.workspace}), so --last "
                      f"has nothing to restore (see `openclaw-memory history {shell_word(resolved.display)}`; a workspace "
                      "moved or renamed leaves its earlier history under its old path, which `openclaw-memory doctor` names)")
+
+
+def _missing_hint(resolved: ResolvedPath) -> str:
+    """What ends "PATH does not exist; nothing was moved/removed": where a file is there whose name (or
+    a folder's on its way) is PATH's in other Unicode code points (the same under NFC: ``café.md``
+    typed as one é, the file named in NFD, as macOS names files), that file, each spelling also
+    escaped (the two print alike, and `files` lists the one there as PATH looks); else where to look."""
+    alike = _look_alike_there(resolved)
+    if alike is None:
+        return " (see `openclaw-memory files`)"
+    return f": {_alike_words(alike, resolved.display)} is there; give its exact name, as this message gives it"
+
+
+def _look_alike_there(resolved: ResolvedPath) -> str | None:
+    """The path (as shown) of the regular file there whose name, or a folder's on its way, is
+    ``resolved``'s in other code points, looked up from its root's descriptor one name at a time
+    (never through a link); None when there is none."""
+    import unicodedata
+
+    parts, changed = list(resolved.parts), False
+    try:
+        folder = Folder.under(resolved.root, (), create_root=False)
+    except (OSError, ValueError):
+        return None
+    try:
+        for depth, part in enumerate(parts):
+            try:
+                names = [part] if _exists(folder, part) else sorted(
+                    name for name in os.listdir(folder.fd)
+                    if name != part and unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", part))
+                if not names:
+                    return None
+                parts[depth], changed = names[0], changed or names[0] != part
+                if depth == len(parts) - 1:
+                    if not changed or not stat.S_ISREG(folder.lstat(parts[depth]).st_mode):
+                        return None
+                    break
+                below = Folder(open_folder(folder.path, (parts[depth],), root_fd=folder.fd),
+                               os.path.join(folder.path, parts[depth]))
+            except (OSError, ValueError):
+                return None
+            folder.close()
+            folder = below
+    finally:
+        folder.close()
+    shown = resolved.display.split("/")
+    at = len(shown) - len(parts)
+    return "/".join([*shown[:at], *parts]) if at >= 0 else None
+
+
+def _removed_look_alike(store: HistoryStore, resolved: ResolvedPath, workspace: str) -> str | None:
+    """The path (as shown) of a file whose removal the history holds, named as ``resolved`` is in
+    other code points (the same under NFC); None when there is none."""
+    import unicodedata
+
+    wanted = unicodedata.normalize("NFC", resolved.abs_path)
+    for path in store.log.paths():
+        if path != resolved.abs_path and unicodedata.normalize("NFC", path) == wanted and any(
+                entry.origin == REMOVE for entry in store.entries(path)):
+            return display_path(path, workspace)
+    return None
+
+
+def _alike_words(there: str, mine: str) -> str:
+    """``there`` (escaped), named as ``mine`` (escaped) is but in other code points, and its form."""
+    import unicodedata
+
+    def escaped(name: str) -> str:
+        return name.encode("ascii", "backslashreplace").decode("ascii")
+
+    form = (" (decomposed: NFD, as macOS names files)" if unicodedata.is_normalized("NFD", there)
+            and not unicodedata.is_normalized("NFC", there) else " (composed: NFC)")
+    return (f"{there} ({escaped(there)}), named as {mine} ({escaped(mine)}) is but with its letters written in other "
+            f"Unicode code points{form},")
 
 
 # -- shared steps ----------------------------------------------------------------------------------
