@@ -170,6 +170,35 @@ def test_a_name_with_a_backslash_is_left_out_of_the_index_and_named(cli, workspa
     assert f"memory/a\\b.md ({why})" in findings[0]["message"]
 
 
+def test_a_note_whose_path_is_past_the_systems_limit_is_left_out_of_the_index_and_named(cli, workspace):
+    """The scan reaches it one folder at a time, but no command takes a path that long: search cited
+    it, and `read` and `rm` of the citation were refused ("longer than the system allows"), while doctor
+    said nothing."""
+    write(workspace / "MEMORY.md", "# Memory\n\n- prefers green tea\n")
+    write(workspace / "memory" / "plain.md", "# Plain\n\nThe walrus sleeps on the ice.\n")
+    fd = os.open(workspace / "memory", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i in range(18):  # each folder made and entered from its parent's descriptor
+            name = f"{i:0250d}"
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        note = os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(note, b"# Deep\n\nThe walrus dives deep.\n")
+        os.close(note)
+    finally:
+        os.close(fd)
+    indexed = cli("index", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "its path is longer than the system allows" in indexed.stderr
+    found = cli("search", "walrus", "--mode", "text", "--json", "--min-score", "0")
+    assert [r["path"] for r in found.json()["results"]] == ["memory/plain.md"]
+    (left,) = cli("status", "--json").json()["leftOut"]
+    assert left["path"].endswith("/deep.md") and left["reason"].startswith("its path is longer than the system allows")
+    assert [f["id"] for f in cli("doctor", "--json").json()["findings"]] == ["index-left-out"]
+
+
 def test_a_workspace_whose_own_path_is_not_utf8_works_like_any_other(tmp_path, state_dir):
     """Its path names the data dir (a hash of the path's bytes): every command answers."""
     from conftest import env_for, run_in_process

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..database import Database, dec, enc
 from ..errors import printable
-from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, USER_ROOT
+from ..files.paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, MEMORY_DIR, PATH_MAX, USER_ROOT
 from ..fsutil.safeopen import as_scanned
 from ..wire import key as wire_key
 
@@ -135,10 +135,15 @@ def lost_and_found(path: str) -> bool:
 
 
 def _left_out(f) -> str | None:
-    if f.size <= MAX_INDEXED_BYTES and f.mode & 0o444 == 0o444 and f.path.isascii() and "\\" not in f.path:
+    if (f.size <= MAX_INDEXED_BYTES and f.mode & 0o444 == 0o444 and f.path.isascii() and "\\" not in f.path
+            and len(f.abs_path) < PATH_MAX):
         return None  # most files (each is asked twice per sync, once per stale check): one test
     if not _utf8(f.path):
         return "its name is not UTF-8: rename it"  # the engine keeps paths as UTF-8 text
+    if (length := len(os.fsencode(f.abs_path))) >= PATH_MAX:
+        # The scan reaches it one folder at a time, but no command takes its path (the system's
+        # limit): every result of it would be a citation that no read gives back.
+        return f"its path is longer than the system allows ({length} bytes; at most {PATH_MAX - 1}): shorten its folders"
     if "\\" in f.path:
         # `read` and `memory_get` refuse it (OpenClaw checks one name and opens another): every
         # result of it would be a citation that no read gives back.
