@@ -180,3 +180,77 @@ def test_a_step_that_fails_stops_the_rest_and_the_old_history_is_kept(tmp_path, 
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert not data.exists() and cli("-w", new, "restore", "memory/todo.md", "--last").returncode == 0
     assert (new / "memory" / "todo.md").read_text() == NOTE
+
+
+def _restored(cli, new: Path) -> None:
+    back = cli("-w", new, "restore", "memory/todo.md", "--last")
+    assert back.returncode == 0, back.stderr
+    assert (new / "memory" / "todo.md").read_text() == NOTE
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_symbolic_link_left_at_the_old_path_does_not_hide_the_history_left_behind(tmp_path, state_dir, cli, shell):
+    """The workspace moved and a symbolic link left at the old path: every command given the old
+    path follows it (the workspace is its real path), so the old history is out of reach all the
+    same; doctor said "No problems found" (os.path.isdir followed the link). The steps set the link
+    aside for the export (a ``mv`` onto it moved this folder into itself) and put it back."""
+    old, new = _renamed_after_a_removal(tmp_path, cli)
+    old.symlink_to(new)
+    (data,) = [p for p in (state_dir / "openclaw-memory" / "workspaces").iterdir()]
+    for ws in (new, old):  # the link resolves to the new path: the same workspace
+        finding = _findings(cli, ws)[FINDING]
+        assert f"{old} is now a symbolic link to this workspace" in finding["message"], finding["message"]
+        assert finding["paths"] == [str(data)]
+    aside = f"{old}.set-aside"
+    assert _steps(finding["message"])[:2] == [f"mv {old} {aside} &&", f"{{ mv {new} {old} || {{ mv {aside} {old}; false; }}; }} &&"]
+    done = _pasted(finding["message"], shell, new, state_dir)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert old.is_symlink() and os.readlink(old) == str(new) and new.is_dir() and not os.path.lexists(aside)
+    assert not data.exists()
+    _restored(cli, new)
+    assert FINDING not in _findings(cli, new)
+
+
+def test_an_empty_folder_made_again_at_the_old_path_does_not_hide_the_history_left_behind(tmp_path, state_dir, cli):
+    """OpenClaw makes its default workspace anew: a folder at the old path again, holding no memory
+    file (its bootstrap files only). This workspace has no history of its own yet: it moved here."""
+    old, new = _renamed_after_a_removal(tmp_path, cli)
+    write(old / "AGENTS.md", "# Agents\n")
+    finding = _findings(cli, new)[FINDING]
+    assert f"{old} is a folder again but holds no memory file" in finding["message"]
+    done = _pasted(finding["message"], "sh", new, state_dir)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert (old / "AGENTS.md").read_text() == "# Agents\n" and not (old / "MEMORY.md").exists()
+    _restored(cli, new)
+
+
+def test_an_empty_folder_at_the_old_path_is_named_only_where_this_workspace_looks_moved_here(tmp_path, state_dir, cli):
+    """A workspace of its own whose notes were all removed is not named from one with notes and a
+    history of its own; it is when a memory file here holds the bytes the old history last recorded
+    for the same name (the workspace moved here and was used since), or when it holds memory again."""
+    old, new = tmp_path / "agent", tmp_path / "agent-main"
+    write(old / "MEMORY.md", "# M\n")
+    assert cli("-w", old, "history", "MEMORY.md").returncode == 0  # the old history records it
+    old.rename(new)
+    old.mkdir()
+    write(new / "memory" / "other.md", "other\n")
+    assert cli("-w", new, "read", "memory/other.md").returncode == 0  # a history of its own
+    assert cli("-w", new, "history", "MEMORY.md").returncode == 0
+    assert FINDING in _findings(cli, new)  # MEMORY.md here holds what the old history recorded
+    write(new / "MEMORY.md", "# M\n- since the move\n")
+    assert FINDING not in _findings(cli, new)
+    write(old / "MEMORY.md", "# M\n")
+    assert FINDING not in _findings(cli, new)  # a workspace with memory at the old path
+
+
+def test_a_symbolic_link_above_the_old_path_is_named_without_steps_that_would_move_this_folder(tmp_path, state_dir, cli):
+    """The folder above the workspace renamed and a link left in its place: the old path names this
+    folder, so a ``mv`` of it would move this very folder: no command is given, the link is named."""
+    old, new = tmp_path / "a" / "agent", tmp_path / "c" / "agent"
+    write(old / "memory" / "todo.md", NOTE)
+    assert cli("-w", old, "read", "memory/todo.md").returncode == 0
+    (tmp_path / "a").rename(tmp_path / "c")
+    (tmp_path / "a").symlink_to(tmp_path / "c")
+    message = _findings(cli, new)[FINDING]["message"]
+    assert f"{old} now leads to this workspace, through the symbolic link {tmp_path / 'a'}" in message
+    assert _steps(message) == [] and "no command is given for it" in message
