@@ -271,6 +271,12 @@ def test_a_path_through_a_link_above_an_extra_folder_names_its_file(cli, tmp_pat
     (tmp_path / "slink").symlink_to(real / "ex")
     twice = ["-w", str(real / "ws"), "--extra", str(tmp_path / "slink"), "--extra", str(real / "ex")]
     assert cli(*twice, "read", str(tmp_path / "L" / "ex" / "e.md"), "--json").json()["text"] == "e"
+    # A link below an extra folder named through the link above it: named from its other name once,
+    # then refused (each name led back to the other: a RecursionError traceback).
+    through = ["-w", str(real / "ws"), "--extra", str(tmp_path / "L" / "ex")]
+    for named in (tmp_path / "L" / "ex" / "sub" / "x.md", real / "ex" / "sub" / "x.md"):
+        refused = cli(*through, "read", str(named))
+        assert refused.returncode == 2 and "goes through a symlink" in refused.stderr, refused.stderr
 
 
 def test_values_below_one_are_refused(workspace):

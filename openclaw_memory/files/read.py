@@ -162,7 +162,7 @@ def refuse_new_not_utf8(resolved: ResolvedPath, outcome: str) -> None:
         ) from None
 
 
-def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
+def resolve_memory_path(path: str, workspace: str, extra_paths=(), *, aliased: bool = False) -> ResolvedPath:
     """Map a user-given path to a memory file, refusing anything that is not one (OpenClaw's rules).
 
     White space around the path is trimmed; relative paths are taken from the workspace
@@ -193,8 +193,8 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
         )
     in_workspace = rel != os.curdir and not rel.startswith(os.pardir) and is_memory_path(rel)
     root, scanned = (workspace, workspace) if in_workspace else _allowed_extra(absolute, extra_paths)
-    if root is None and (alias := _through_alias(absolute, workspace, extra_paths)) is not None:
-        return resolve_memory_path(alias, workspace, extra_paths)
+    if root is None and not aliased and (alias := _through_alias(absolute, workspace, extra_paths)) is not None:
+        return resolve_memory_path(alias, workspace, extra_paths, aliased=True)
     if root is None or scanned is None:
         if (kind := _media(absolute, extra_paths)) is not None:
             raise PathRefused(f"refused: {raw if os.path.isabs(raw) or not shown else shown} is {kind}, which read does not "
@@ -228,9 +228,11 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=()) -> ResolvedPa
     try:
         _refuse_symlinks(root, rel_parts, absolute, shown)
     except PathRefused:  # a link: one of the workspace's names (its folder an extra path holds) is no link to refuse
-        if in_workspace or (alias := _through_alias(absolute, workspace, extra_paths)) is None:
+        # Named from its root's other name once (``aliased``): a link below an extra path named through a
+        # linked folder led back to the same path, and to a RecursionError.
+        if in_workspace or aliased or (alias := _through_alias(absolute, workspace, extra_paths)) is None:
             raise
-        return resolve_memory_path(alias, workspace, extra_paths)
+        return resolve_memory_path(alias, workspace, extra_paths, aliased=True)
     if not rel_parts:  # an extra path that is the file itself: opened from its folder
         root, rel_parts = os.path.dirname(root), [os.path.basename(root)]
     return ResolvedPath(absolute, shown, root, tuple(rel_parts), in_workspace)
