@@ -105,12 +105,12 @@ def test_a_rebuild_refused_by_a_damaged_folder_of_another_user_leaves_nothing_be
     assert fixed.returncode == 0 and fixed.json()["repairs"][0]["status"] == "done", fixed.stdout
 
 
-@pytest.mark.parametrize(("step", "lacking"), [("before", "space"), ("building", "space"), ("built", "space"),
+@pytest.mark.parametrize(("step", "lacking"), [("before", "space"), ("commit", "space"), ("building", "space"), ("built", "space"),
                                                ("building", "inodes"), ("built", "inodes")])
 def test_a_rebuild_out_of_space_says_so_and_leaves_nothing_behind(workspace, tmp_path, cli, step, lacking):
-    """``before``: the disk has room for the check but not the rebuild (it failed at the new
-    database's COMMIT, said as "the state database is damaged ... run doctor --fix", the report
-    gone); else the disk fills (its blocks, or its inodes) at that step of the rebuild: after its
+    """``before``: the disk has room for the check but not the rebuild; ``commit``: for the copy of
+    the damaged file but not the new database (it failed at its COMMIT, said as "the state database
+    is damaged ... run doctor --fix", the report gone); else the disk fills (its blocks, or its inodes) at that step of the rebuild: after its
     scratch folder is made (the copy), after the new database is complete (the folder under
     damaged/, the record naming it)."""
     with tmpfs(tmp_path / "st", "4m", inodes=400) as st:
@@ -121,10 +121,11 @@ def test_a_rebuild_out_of_space_says_so_and_leaves_nothing_behind(workspace, tmp
         def fill() -> None:
             (fill_disk if lacking == "space" else fill_inodes)(st)
 
-        if step == "before":
+        if step in ("before", "commit"):  # (commit: room for the copy, not for the new database)
             vfs = os.statvfs(st)
+            left = (data_dir / "state.db").stat().st_size + (96 << 10) if step == "commit" else 400 << 10
             with open(st / "filler", "wb") as fh:
-                fh.write(b"\0" * (vfs.f_bfree * vfs.f_frsize - (400 << 10)))
+                fh.write(b"\0" * (vfs.f_bfree * vfs.f_frsize - left))
             fixed = run("doctor", "--fix", "--yes", "--json")
         else:
             code, out, err = run_paused(workspace, st, ("doctor", "--fix", "--yes", "--json"),
@@ -133,7 +134,7 @@ def test_a_rebuild_out_of_space_says_so_and_leaves_nothing_behind(workspace, tmp
         says = "the disk is full" if lacking == "space" else "no inode is left"
         _failed_cleanly(fixed, data_dir, before, says)
         assert "nothing of the rebuild is left behind" in fixed.json()["repairs"][0]["detail"]
-        if step == "before":
+        if step in ("before", "commit"):
             assert "up to about" in fixed.json()["repairs"][0]["detail"]
         _usable_after(run, data_dir)
 
