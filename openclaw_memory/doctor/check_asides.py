@@ -15,36 +15,68 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import stat
 
+from ..errors import MemoryToolError
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import lock_holder
-from ..fsutil.move import link_noreplace, remove_if_holds
+from ..fsutil.move import ASIDE_TAG, aside_prefix, link_noreplace, remove_if_holds
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_regular_nofollow, root_spellings
 from ..history.store import HistoryStore
 from ..settings import Settings
 from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "move-leftovers"
-# fsutil.move.aside_name: ``.`` + the file's name + ``.aside-`` + 16 hex digits.
+# fsutil.move.aside_name: ``.`` + the file's name + ``.aside-`` + 16 hex digits; a long name cut to
+# fit ends in ``~`` + 8 hex digits of the whole name's hash (fsutil.atomic.hidden_stem), found again
+# from the names in its folder or in the history.
 _ASIDE = re.compile(r"\.(?P<of>.+\.md)\.aside-[0-9a-f]{16}")
+_CUT_ASIDE = re.compile(r"\.(?P<stem>.+~[0-9a-f]{8})\.aside-[0-9a-f]{16}")
 FIX_HINT = 'Run "openclaw-memory doctor --fix" to give each its name back where the name is free.'
+UNKNOWN = ("the note it was taken from is not known (its long name was cut to fit, and no name here or in the "
+           "history matches): rename it to a .md name to keep it, or delete it")
 
 
-def asides(settings: Settings, folders: list[str]) -> list[tuple[str, str]]:
-    """(left file, the note's name it was taken from), absolute paths, in the scan's ``folders``."""
-    found = []
+def asides(settings: Settings, folders: list[str]) -> list[tuple[str, str | None]]:
+    """(left file, the note's name it was taken from), absolute paths, in the scan's ``folders``; the
+    note None where its long name was cut and no name in its folder or in the history is it."""
+    found: list[tuple[str, str | None]] = []
+    known: list[str] | None = None
     for path in folders:
         try:
             folder = _open(settings, path)
         except (OSError, FolderSwapped):
             continue  # gone or swapped since the scan: the next doctor looks again
         with folder:
-            for name in sorted(n for n in os.listdir(folder.fd) if ".aside-" in n):
-                match = _ASIDE.fullmatch(name)
-                if match and _regular(folder, name):
+            listed = os.listdir(folder.fd)
+            for name in sorted(n for n in listed if ".aside-" in n):
+                if not _regular(folder, name):
+                    continue
+                if match := _ASIDE.fullmatch(name):
                     found.append((os.path.join(path, name), os.path.join(path, match["of"])))
+                elif match := _CUT_ASIDE.fullmatch(name):
+                    if known is None:
+                        known = _known_paths(settings)
+                    of = _cut_note(f".{match['stem']}{ASIDE_TAG}", path, listed, known)
+                    found.append((os.path.join(path, name), of))
     return found
+
+
+def _known_paths(settings: Settings) -> list[str]:
+    """Every path the history has entries for; none where it cannot be read (its own checks say why)."""
+    try:
+        return HistoryStore.for_settings(settings).log.paths()
+    except (OSError, MemoryToolError, sqlite3.Error):
+        return []
+
+
+def _cut_note(prefix: str, path: str, listed: list[str], known: list[str]) -> str | None:
+    """The note (absolute path) whose private names begin with ``prefix`` (a cut one, see
+    :func:`~..fsutil.move.aside_prefix`): a Markdown name in its folder, or one the history holds there."""
+    names = [n for n in listed if n.endswith(".md")]
+    names += [os.path.basename(p) for p in known if os.path.dirname(p) == path]
+    return next((os.path.join(path, n) for n in names if aside_prefix(n) == prefix), None)
 
 
 def _open(settings: Settings, path: str) -> Folder:
@@ -71,13 +103,16 @@ def check_move_leftovers(ctx: CheckContext) -> list[Finding]:
     if not found:
         return []
     shown = [os.path.relpath(p, ctx.workspace) for p, _ in found]
-    listed = ", ".join(f"{s} (of {os.path.relpath(of, ctx.workspace)})" for s, (_, of) in zip(shown, found, strict=True))
-    differ = [s for s, (aside, of) in zip(shown, found, strict=True) if not _fixable(aside, of)]
-    fixable = len(differ) < len(found)
+    listed = ", ".join(f"{s} (of {os.path.relpath(of, ctx.workspace) if of else 'a note whose name is not known'})"
+                       for s, (_, of) in zip(shown, found, strict=True))
+    unknown = [s for s, (_, of) in zip(shown, found, strict=True) if of is None]
+    differ = [s for s, (aside, of) in zip(shown, found, strict=True) if of is not None and not _fixable(aside, of)]
+    fixable = len(differ) + len(unknown) < len(found)
     message = (f"{len(found)} note(s) left at a hidden name by a move or removal that was killed or met a save: {listed}. "
                "No listing or search sees them."
                + (f" Each of {', '.join(differ)} differs from the note now at its name: rename it to a .md name to keep "
                   "it, or delete it." if differ else "")
+               + (f" For {', '.join(unknown)}, {UNKNOWN}." if unknown else "")
                + (f"\n{FIX_HINT}" if fixable else ""))
     return [Finding(ID, "warning", message, fixable, tuple(shown), FIX_HINT if fixable else "")]
 
@@ -113,7 +148,11 @@ def give_names_back(settings: Settings, finding: Finding) -> Repair:
     failed: list[str] = []
     with store.write_lock():  # no move or removal is in progress: each one is a killed one's
         for aside, of in asides(settings, folders):
-            shown, note = os.path.relpath(aside, workspace), os.path.relpath(of, workspace)
+            shown = os.path.relpath(aside, workspace)
+            if of is None:
+                kept.append(f"{shown} ({UNKNOWN})")
+                continue
+            note = os.path.relpath(of, workspace)
             try:
                 with _open(settings, os.path.dirname(aside)) as folder:
                     done.append(_give_back(folder, os.path.basename(aside), os.path.basename(of), shown, note))

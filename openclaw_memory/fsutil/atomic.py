@@ -8,6 +8,7 @@ through the descriptor, so a folder swapped meanwhile cannot redirect them.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -34,13 +35,21 @@ def temp_stem(name: str) -> str:
     return hidden_stem(name, len(".01234567.tmp"))
 
 
+# A cut name ends in ``~`` and this many hex digits of the whole name's hash: two long names alike
+# in all the bytes kept still make two private names, each found again from its own name only.
+CUT_TAG_HEX = 8
+
+
 def hidden_stem(name: str, suffix: int) -> str:
     """``.NAME``, NAME cut so that a suffix of ``suffix`` bytes after it still fits in one file name
-    (the same cut every time, so the name made is found again from NAME)."""
+    (the same cut every time, so the name made is found again from NAME). A cut name ends in
+    ``~<hash>``, of the whole name: cut alone, two 255-byte names alike in their first 230 bytes made
+    one stem, and a killed removal's file, taken aside, was given back under the other's name."""
     raw = os.fsencode(name)
     room = NAME_MAX - 1 - suffix
     if len(raw) > room:
-        name = os.fsdecode(raw[:room])  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
+        tag = f"~{hashlib.sha256(raw).hexdigest()[:CUT_TAG_HEX]}"
+        name = os.fsdecode(raw[:room - len(tag)]) + tag  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
     return f".{name}"
 
 

@@ -84,17 +84,20 @@ class SourceKept(OSError):
 
 def aside_name(name: str) -> str:
     """A private name beside ``name`` for the instant between taking it away and unlinking it
-    (``name`` cut to fit: beside a 255-byte name the rename failed, "File name too long")."""
-    return f"{_aside_prefix(name)}{os.urandom(8).hex()}"
+    (``name`` cut to fit, with a hash of the whole name: beside a 255-byte name the rename failed,
+    "File name too long"; see :func:`.atomic.hidden_stem`)."""
+    return f"{aside_prefix(name)}{os.urandom(8).hex()}"
 
 
 def asides_of(names: list[str], name: str) -> list[str]:
     """The private names of ``name`` among ``names`` (a folder listing): an interrupted move's source."""
-    prefix = _aside_prefix(name)
+    prefix = aside_prefix(name)
     return sorted(n for n in names if n.startswith(prefix) and len(n) == len(prefix) + 16)
 
 
-def _aside_prefix(name: str) -> str:
+def aside_prefix(name: str) -> str:
+    """``.NAME.aside-``, every private name of ``name`` but its 16 random hex digits (NAME cut to fit,
+    ending in ``~<hash of the whole name>``: one prefix is one note's only)."""
     return f"{hidden_stem(name, len(ASIDE_TAG) + 16)}{ASIDE_TAG}"
 
 
@@ -158,6 +161,7 @@ def unlink_other_name(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
     the unlink took its bytes with it."""
     aside = aside_name(src)
     try:
+        check_may_lose_name(src_dir, src, os.stat(src, dir_fd=src_dir, follow_symlinks=False))  # (it says why)
         os.rename(src, aside, src_dir_fd=src_dir, dst_dir_fd=src_dir)
     except FileNotFoundError:
         return  # someone else removed the name meanwhile: the file is at dst
@@ -203,6 +207,7 @@ def safe_move(src_dir: int, src: str, dst_dir: int, dst: str, *, expect: os.stat
         pass
     else:
         raise FileExistsError(errno.EEXIST, "destination exists", dst)
+    check_may_lose_name(src_dir, src, expect if expect is not None else os.stat(src, dir_fd=src_dir, follow_symlinks=False))
     try:
         if faults.reach("move:rename"):
             raise OSError(errno.EXDEV, "injected cross-device error (test hook)", src)
@@ -309,6 +314,53 @@ def check_file_may_move(fd: int) -> None:
         raise OSError(errno.EPERM, f"{os.strerror(errno.EPERM)} (the note is {pinned}: chattr)")
 
 
+_CAP_FOWNER = 3  # the capability that lets a process rename or remove any file in a sticky folder
+
+
+def _overrides_sticky() -> bool:
+    """Whether this process may rename or remove other users' files in a sticky folder (CAP_FOWNER:
+    root, usually; not a root without it, in some containers)."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            caps = next((line.split()[1] for line in fh if line.startswith(b"CapEff:")), None)
+    except OSError:
+        caps = None
+    if caps is None:
+        return os.geteuid() == 0
+    return bool(int(caps, 16) >> _CAP_FOWNER & 1)
+
+
+class StickyRefused(OSError):
+    """The file may not lose its name: another user's in a sticky folder (:func:`sticky_keeper`).
+    ``why`` says so in words (``belongs to another user (uid 0), ...``); ``filename``: its name."""
+
+    def __init__(self, name: str, why: str):
+        super().__init__(errno.EPERM, f"{os.strerror(errno.EPERM)} (it {why})", name)
+        self.why = why
+
+
+def sticky_keeper(dir_fd: int, st: os.stat_result) -> str | None:
+    """Why the file ``st`` (its stat) may not lose its name in the folder open on ``dir_fd``, or None
+    where it may as far as the sticky bit goes: in a sticky folder (mode 1777, as ``/tmp`` or a team's
+    shared folder) only the file's owner, the folder's owner (or a process with CAP_FOWNER) may rename
+    or remove it, whoever may write to it."""
+    held = os.fstat(dir_fd)
+    if not held.st_mode & stat.S_ISVTX or os.geteuid() in (st.st_uid, held.st_uid) or _overrides_sticky():
+        return None
+    return (f"belongs to another user (uid {st.st_uid}), in a sticky folder (mode {stat.S_IMODE(held.st_mode):o}) "
+            "where only its owner may replace, rename or remove it")
+
+
+def check_may_lose_name(dir_fd: int, name: str, st: os.stat_result) -> None:
+    """StickyRefused when the file ``st``, ``name`` in the folder open on ``dir_fd``, may not lose
+    that name (:func:`sticky_keeper`): asked before anything is linked or taken aside. The link of
+    another user's note in a sticky folder went through, its old name could not go and neither could
+    the new one: two names of one file, "nothing was moved", and every later move or removal tried
+    to finish it and failed."""
+    if (why := sticky_keeper(dir_fd, st)) is not None:
+        raise StickyRefused(name, why)
+
+
 def check_names_may_change(dir_fd: int, *, removing: bool = True) -> None:
     """OSError (EACCES, EROFS or EPERM) when this process may not add or remove names in the folder
     open on ``dir_fd``: asked before a move archives what it replaces or links anything, which its
@@ -348,6 +400,7 @@ def remove_if_holds(dir_fd: int, name: str, expect_hash: str) -> None:
 
 def _remove_object(dir_fd: int, name: str, fd: int, expect_hash: str, expect_size: int | None) -> None:
     """Steps 1-5 of the module's docstring for the object open on ``fd``, found at ``name``."""
+    check_may_lose_name(dir_fd, name, os.fstat(fd))
     aside = aside_name(name)
     try:
         os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -10,6 +10,7 @@ import stat
 
 from ..errors import DiskFull, PathRefused, disk_full, os_error, printable
 from ..files.read import ResolvedPath, path_changed
+from ..fsutil.move import StickyRefused
 from ..fsutil.private import kind_words
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 
@@ -35,6 +36,9 @@ def translated(store, resolved: ResolvedPath, done: str, operation):
     except DiskFull:
         raise disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({store.data_dir})",
                         unchanged(resolved, done), folder=store.data_dir) from None
+    except StickyRefused as exc:  # (it said "cannot write in the workspace (...): Operation not permitted")
+        named = resolved.display if exc.filename == resolved.name else printable(exc.filename)
+        raise PathRefused(f"refused: {named} {exc.why}; {unchanged(resolved, done)}") from None
     except OSError as exc:
         raise os_error(exc, where_written(resolved), unchanged(resolved, done),
                        folder=os.path.dirname(resolved.abs_path)) from None

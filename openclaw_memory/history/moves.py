@@ -51,6 +51,7 @@ from ..fsutil.move import (
     SourceKept,
     asides_of,
     check_file_may_move,
+    check_may_lose_name,
     check_names_may_change,
     give_back,
     remove_if_holds,
@@ -239,6 +240,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
         os.close(fd)
         fd = None
         check_names_may_change(src_folder.fd)
+        check_may_lose_name(src_folder.fd, source.name, seen)  # another user's note in a sticky folder: before --force archives
         _refuse_look_alike(source, target)
         try:
             dst_folder, existed = make_folder(target, mode)
@@ -267,7 +269,7 @@ def _move(settings: Settings, store: HistoryStore, records: ReadRecords, source:
                 replacing = False
             except NotRegularFile as swapped:
                 raise _swapped_note(swapped, target.display, "replaced", f"nothing was moved: {source.display} is unchanged") from None
-        if faults.reach("mv:source-refused"):  # (a refusal no check sees first: an ACL, a sticky folder)
+        if faults.reach("mv:source-refused"):  # (a refusal no check sees first: an ACL)
             raise OSError(errno.EPERM, os.strerror(errno.EPERM))
         try:
             how = safe_move(src_folder.fd, source.name, dst_folder.fd, target.name, expect=seen)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from .. import faults
 from ..errors import PROGRAM, MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
+from ..fsutil.move import sticky_keeper
 from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
 from ..history.guard import IndexUpdate, restore_file_version
 from ..history.moves import STARTUP_FILES, finish_pending, refuse_startup_file, remove_memory_file
@@ -110,8 +111,8 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
             left, files, undo = _roll_back(settings, store, records, to, moment, dry_run, force, notes)
         if undo is None:
             return RollbackResult(to, moment.shown, moment.snapshot is not None, True, tuple(files), warnings=tuple(notes))
-    files = [f if f.path not in left else replace(f, changed=left[f.path] not in (READ_ONLY, HELD_OPEN),
-                                                  read_only=left[f.path] == READ_ONLY, held_open=left[f.path] == HELD_OPEN)
+    files = [f if f.path not in left else replace(f, changed=left[f.path] not in (READ_ONLY, HELD_OPEN, STICKY),
+                                                  read_only=left[f.path] in (READ_ONLY, STICKY), held_open=left[f.path] == HELD_OPEN)
              for f in files]
     notes += [f"{path} {_SAID[why]}: left as it is (what it held is in the history){_THEN.get(why, '')}"
               for path, why in left.items()]
@@ -130,11 +131,15 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
     files = [RollbackFile(f.resolved.display, f.fate, f.after.version, f.before.version if f.before else None,
                           f.resolved.abs_path in unread, f.resolved.abs_path in read_only) for f in fates]
     startup = _startup_files_archived(settings, fates, moment)
+    kept = _sticky_refusal(fates)
     if dry_run:
         notes += [startup] if startup else []  # (its "pass --force" says what the rollback asks)
+        notes += [f"the rollback would be {kept.removeprefix('refused: ')}"] if kept else []
         return {}, files, None
     # Refused whole, before any step: a rollback that stopped at the first of them was half made.
     refuse_each_read_only((read_only.get(f.resolved.abs_path) for f in fates), "rolled back")
+    if kept:
+        raise PathRefused(kept)
     if startup and not force:
         raise UsageError(f"refused: {startup}; nothing was changed")
     if unread and not force:
@@ -154,6 +159,27 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
     faults.reach("rollback:applied")
     clear_intent(settings.data_dir)
     return left, files, undo
+
+
+def _sticky_refusal(fates: list[Fate]) -> str | None:
+    """The line refusing a rollback that would replace or archive another user's note in a sticky
+    folder (``/tmp``, a team's 1777 folder), which only its owner may: the rollback stopped at it,
+    part of it done, and neither the next rollback nor doctor --fix could finish that step."""
+    kept = [(f.resolved.display, why) for f in fates
+            if f.fate in (REWRITE, ARCHIVE) and f.before is not None and (why := _sticky_now(f.resolved)) is not None]
+    if not kept:
+        return None
+    return f"refused: {'; '.join(f'{shown} {why}' for shown, why in kept)}; nothing was rolled back"
+
+
+def _sticky_now(resolved) -> str | None:
+    """Why the note at ``resolved`` may not be replaced or removed by this user (:func:`sticky_keeper`),
+    looked up by name now; None when it may, or nothing is there."""
+    try:
+        with resolved.folder() as folder:
+            return sticky_keeper(folder.fd, folder.lstat(resolved.name))
+    except (OSError, PathRefused, FolderSwapped):
+        return None
 
 
 def _startup_files_archived(settings: Settings, fates: list[Fate], moment: Moment) -> str | None:
@@ -205,19 +231,23 @@ def _undo_moment() -> str:
 # A file held open for writing by another program (HELD_OPEN) is left too, as a write leaves it; a
 # note that became a symlink or the like (NOT_FILE), or whose path goes through one now (THROUGH_LINK),
 # is one memory never writes.
+# Another user's note in a sticky folder since the plan (STICKY: chown'd, by root) is one this user
+# may not replace or remove: left, or the rollback's record waited for a finish that never came.
 CHANGED, GONE, READ_ONLY, NOT_FILE = "changed", "gone", "read-only", "not-a-file"
-HELD_OPEN, THROUGH_LINK = "held-open", "through-link"
+HELD_OPEN, THROUGH_LINK, STICKY = "held-open", "through-link", "sticky"
 _SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)",
          READ_ONLY: "was made read-only while the rollback ran (`chmod u+w` it, then roll back again)",
          NOT_FILE: "became a symlink or something else memory never replaces while the rollback ran",
          THROUGH_LINK: "goes through a symlink now (a folder on its path was made one while the rollback ran)",
-         HELD_OPEN: "is held open for writing by another program, which could still write to it"}
+         HELD_OPEN: "is held open for writing by another program, which could still write to it",
+         STICKY: "became another user's, in a sticky folder where only its owner may replace or remove it, while the rollback ran"}
 _THEN = {HELD_OPEN: "; roll back again once that program has closed it"}
 _SINCE = {CHANGED: "changed since", GONE: "its version then no longer stored (lost with a damaged state database)",
           READ_ONLY: "made read-only since: `chmod u+w` it, then roll back again",
           NOT_FILE: "a symlink or something else memory never replaces since",
           THROUGH_LINK: "a folder on its path is a symlink since",
-          HELD_OPEN: "held open for writing by another program: roll back again once that program has closed it"}
+          HELD_OPEN: "held open for writing by another program: roll back again once that program has closed it",
+          STICKY: "another user's since, in a sticky folder where only its owner may replace or remove it"}
 
 
 def _run_steps(settings: Settings, intent: Intent, said: list[str]) -> dict[str, str]:
@@ -292,12 +322,18 @@ def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str |
     except PathRefused:
         if (kind := _not_a_file(settings, step.path)) is not None:
             return kind  # swapped for a symlink after the look above: the step refused it by name
+        if _sticky_now(resolved) is not None:
+            return STICKY
         raise
     except WriteBlocked as exc:
         # Saved between the look above and the step: kept, as a file changed before it is (the whole
         # rollback stopped there, half done, until doctor --fix). Held open for writing by another
         # program: left as a write leaves it, said in restore's words (it was called "changed").
         return HELD_OPEN if exc.step == "held_open" else CHANGED
+    except MemoryToolError:
+        if _sticky_now(resolved) is not None:
+            return STICKY  # (it stopped there, "Operation not permitted", and no finish could ever pass it)
+        raise
     return None
 
 
