@@ -25,7 +25,10 @@ import json
 import os
 import re
 import shutil
+import signal
+import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -122,12 +125,56 @@ def supported(model_path: str | Path) -> bool:
     return modes == ["pooling_mode_mean_tokens"]
 
 
+# What the ONNX path imports, in this order (numpy first: onnxruntime's own load imports it).
+_IMPORTED_WHOLE = ("numpy", "onnxruntime", "tokenizers")
+# The signals a command or the service stops on (signals.stop_signals): held while those load.
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _import_whole(names: tuple[str, ...]) -> None:
+    """Import ``names`` with the main thread's stop signals held until they are loaded, then handed
+    to the handlers they had: a Ctrl-C or SIGTERM (a KeyboardInterrupt, the watch's WatchStopped,
+    raised by its handler) during numpy's import inside onnxruntime's was swallowed by the C code
+    that loads it, printed as a traceback and said as "import numpy failed": the service and a
+    search said the 'search' part was not installed (exit 1) instead of stopping. The stop is a stop,
+    said as one once the import is done (a second or so), and no module is left half imported (a
+    process's later tries, the next request of a long-lived one, met a numpy that could not load)."""
+    if all(name in sys.modules for name in names):
+        return
+    if threading.current_thread() is not threading.main_thread():
+        for name in names:
+            importlib.import_module(name)  # (signal handlers run on the main thread only)
+        return
+    held: list[int] = []
+
+    def hold(signum, _frame):
+        held.append(signum)  # (a list append only: it runs between any two bytecodes)
+
+    previous = {}
+    for sig in _HELD_SIGNALS:
+        handler = signal.getsignal(sig)
+        if callable(handler):  # the default action (SIG_DFL) and an ignored signal stay as they are
+            previous[sig] = signal.signal(sig, hold)
+    try:
+        for name in names:
+            importlib.import_module(name)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in held:
+            handler = previous[signal.Signals(signum)]
+            if callable(handler):
+                handler(signum, None)  # raises its stop (KeyboardInterrupt, WatchStopped) or notes it
+
+
 def _onnxruntime():
     """onnxruntime with its telemetry off, set before it loads: 1.32 keeps a device id and a queue of
     reports on the host (its path, OS, CPU, memory, container) under ~/.cache/Microsoft/ and sends them
     to Microsoft's collector from any process that keeps the model loaded (DNS lookups ~9 s after
-    the load, in serve, watch, mcp and long index runs). Nothing may leave the machine."""
+    the load, in serve, watch, mcp and long index runs). Nothing may leave the machine. Loaded whole,
+    a stop signal held meanwhile (:func:`_import_whole`)."""
     os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    _import_whole(_IMPORTED_WHOLE)
     import onnxruntime
 
     onnxruntime.disable_telemetry_events()
