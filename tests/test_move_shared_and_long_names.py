@@ -139,6 +139,52 @@ def test_a_killed_rollback_whose_note_became_another_users_in_a_sticky_folder_is
     assert "interrupted-rollback" not in doctor["stdout"], doctor
 
 
+def _move_killed_after_its_link(env: dict, ws: Path) -> str:
+    """``mv memory/n.md memory/m.md`` stopped dead between its link and its unlink (both names one file)."""
+    from openclaw_memory import faults
+    from openclaw_memory.history import moves
+
+    real = faults.reach
+
+    def reach(step: str) -> bool:
+        if step == "move:linked":
+            raise _Killed
+        return real(step)
+
+    def killed(*_args: object) -> bool:
+        raise _Killed  # (a kill leaves the record: no settling)
+
+    faults.reach, moves._settle = reach, killed  # (the child's own copies of the modules)
+    try:
+        run_in_process(("mv", "memory/n.md", "memory/m.md", "--no-index"), env=env, cwd=ws)
+    except _Killed:
+        return "killed"
+    return "not killed"
+
+
+@ROOT_ONLY
+def test_a_killed_move_whose_note_became_another_users_in_a_sticky_folder_is_dropped_leaving_both_names(base, tmp_path):
+    """Killed between the link and the unlink, the note then given to root (chown): neither name may go,
+    and the record stopped every later mv and rm, doctor --fix failing it for ever. It is dropped, saying
+    so: the file stays at both names (nothing lost), which its owner may remove one of."""
+    ws, env = _shared_workspace(base, tmp_path)
+    first = _run_as_nobody(env, ws, ("write", "memory/n.md", "--append", "mine", "--no-index"), ("read", "memory/n.md"))
+    assert all(r["returncode"] == 0 for r in first), first
+    assert as_nobody(_move_killed_after_its_link, env, ws) == "killed"
+    assert os.path.samefile(ws / "memory" / "n.md", ws / "memory" / "m.md")
+    os.chown(ws / "memory" / "n.md", 0, 0)  # the team's owner takes it
+    fixed, wrote, read, removed, doctor = _run_as_nobody(
+        env, ws, ("doctor", "--fix"), ("write", "memory/mine.md", "--append", "x", "--no-index"), ("read", "memory/mine.md"),
+        ("rm", "memory/mine.md", "--no-index"), ("doctor", "--json"))
+    assert ("dropped the move of memory/n.md to memory/m.md" in fixed["stdout"]
+            and f"it cannot go on (memory/n.md {STICKY_WORDS}); memory/n.md and memory/m.md are left as two names of one "
+                "file, of which its owner may remove one" in fixed["stdout"]), fixed["stdout"]
+    assert all(r["returncode"] == 0 for r in (wrote, read, removed)), (wrote, read, removed)
+    assert "interrupted-move" not in doctor["stdout"], doctor
+    assert os.path.samefile(ws / "memory" / "n.md", ws / "memory" / "m.md")
+    assert (ws / "memory" / "n.md").read_text() == "mine\n"
+
+
 def test_two_long_names_alike_in_the_bytes_kept_have_private_names_of_their_own():
     """Cut to fit, ``.NAME.aside-<hex>`` of two 255-byte names alike in their first 231 bytes was one
     prefix: each note's asides were the other's too."""

@@ -49,6 +49,7 @@ from ..fsutil.atomic import acl_narrowed_mode, leftover_kind
 from ..fsutil.move import (
     DestinationRefused,
     SourceKept,
+    StickyRefused,
     asides_of,
     check_file_may_move,
     check_may_lose_name,
@@ -788,7 +789,14 @@ def _recover_move(store: HistoryStore, op: FileOp, source: ResolvedPath, target:
                                                                          target.name):
             # Killed between the link and the unlink: one file with two names, whatever it holds now (an
             # edit in place since changed both). Past the deciding step: the old name goes, nothing is lost.
-            unlink_other_name(src_folder.fd, source.name, dst_folder.fd, target.name)
+            try:
+                unlink_other_name(src_folder.fd, source.name, dst_folder.fd, target.name)
+            except StickyRefused as kept:
+                # Neither name may go (another user's note, in a sticky folder, by now): the record is
+                # dropped, the file at both names, nothing lost. It stopped every later mv, rm and doctor --fix.
+                return _drop(store, op, f"{source.display} {kept.why}",
+                             f"{source.display} and {target.display} are left as two names of one file, of which its "
+                             "owner may remove one; nothing was moved")
             src_folder.fsync()
             _record_move(store, op)
             _log_edit_since(store, dst_folder, target, op)
