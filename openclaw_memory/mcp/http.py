@@ -620,6 +620,18 @@ def _protocol(head_timeout: float, token: str):
             if not self.transport.is_closing():
                 self._await_head()  # the next request on a kept connection
 
+        def shutdown(self) -> None:
+            """The stop: a GET's event stream (a client listening for the server's messages, open as
+            long as its session: the SDK's own client keeps one) is closed at once, not waited for as
+            a request in flight: every stop waited 5 s for it, saying nothing. A tool call in flight
+            (a POST) is let finish, as uvicorn does."""
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete and (self.scope or {}).get("method") == "GET":
+                cycle.keep_alive = False
+                self.transport.close()
+                return
+            super().shutdown()
+
         def connection_lost(self, exc) -> None:
             # Closed without an error only once its buffer went out (asyncio's close flushes first).
             self._closed = exc is None
