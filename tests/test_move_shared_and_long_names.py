@@ -242,18 +242,3 @@ def test_an_aside_of_a_long_note_no_name_matches_is_named_but_left(workspace, cl
     found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "move-leftovers"]
     assert len(found) == 1 and "the note it was taken from is not known" in found[0]["message"] and not found[0]["fixable"]
     assert left.read_text() == "lost\n"
-
-
-def test_an_earlier_releases_aside_of_a_long_note_is_named_and_given_back(workspace, cli):
-    """Cut with no hash (its first 231 bytes alone) by an earlier release: never reported. Its note is
-    the one name alone (here one the history knows, gone from its folder) that begins with them."""
-    name = "z" * 240 + "ZZZZZZZZZZZZ.md"
-    assert len(os.fsencode(name)) == NAME_MAX
-    write(workspace / "memory" / name, "old text\n")
-    assert cli("read", f"memory/{name}").returncode == 0
-    os.remove(workspace / "memory" / name)
-    left = write(workspace / "memory" / f".{name[:231]}.aside-0123456789abcdef", "old text\n")
-    (found,) = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "move-leftovers"]
-    assert f"(of memory/{name})" in found["message"] and found["fixable"], found
-    assert cli("doctor", "--fix").returncode in (0, 1)
-    assert (workspace / "memory" / name).read_text() == "old text\n" and not left.exists()

@@ -19,7 +19,6 @@ import sqlite3
 import stat
 
 from ..errors import MemoryToolError
-from ..fsutil.atomic import NAME_MAX
 from ..fsutil.hashing import hash_open_file
 from ..fsutil.lock import lock_holder
 from ..fsutil.move import ASIDE_TAG, aside_prefix, link_noreplace, remove_if_holds
@@ -34,9 +33,6 @@ ID = "move-leftovers"
 # from the names in its folder or in the history.
 _ASIDE = re.compile(r"\.(?P<of>.+\.md)\.aside-[0-9a-f]{16}")
 _CUT_ASIDE = re.compile(r"\.(?P<stem>.+~[0-9a-f]{8})\.aside-[0-9a-f]{16}")
-# Any other: a long name an earlier release cut with no hash (its first bytes alone), found again only
-# where one name alone begins with them; named either way.
-_ANY_ASIDE = re.compile(r"\.(?P<stem>.+)\.aside-[0-9a-f]{16}")
 FIX_HINT = 'Run "openclaw-memory doctor --fix" to give each its name back where the name is free.'
 UNKNOWN = ("the note it was taken from is not known (its long name was cut to fit, and no name here or in the "
            "history matches): rename it to a .md name to keep it, or delete it")
@@ -59,10 +55,10 @@ def asides(settings: Settings, folders: list[str]) -> list[tuple[str, str | None
                     continue
                 if match := _ASIDE.fullmatch(name):
                     found.append((os.path.join(path, name), os.path.join(path, match["of"])))
-                elif match := _CUT_ASIDE.fullmatch(name) or _ANY_ASIDE.fullmatch(name):
+                elif match := _CUT_ASIDE.fullmatch(name):
                     if known is None:
                         known = _known_paths(settings)
-                    of = _cut_note(match["stem"], path, listed, known)
+                    of = _cut_note(f".{match['stem']}{ASIDE_TAG}", path, listed, known)
                     found.append((os.path.join(path, name), of))
     return found
 
@@ -75,20 +71,12 @@ def _known_paths(settings: Settings) -> list[str]:
         return []
 
 
-def _cut_note(stem: str, path: str, listed: list[str], known: list[str]) -> str | None:
-    """The note (absolute path) whose private names begin with ``.STEM.aside-`` (a cut one, see
-    :func:`~..fsutil.move.aside_prefix`): a Markdown name in its folder, or one the history holds there;
-    for a cut without a hash (an earlier release's), the one name alone that begins with ``stem``."""
-    names = {n for n in listed if n.endswith(".md")}
-    names |= {os.path.basename(p) for p in known if os.path.dirname(p) == path}
-    prefix = f".{stem}{ASIDE_TAG}"
-    if (of := next((n for n in sorted(names) if aside_prefix(n) == prefix), None)) is not None:
-        return os.path.join(path, of)
-    legacy = [n for n in names if n != stem and n.startswith(stem)] if len(os.fsencode(stem)) == _LEGACY_CUT else []
-    return os.path.join(path, legacy[0]) if len(legacy) == 1 else None
-
-
-_LEGACY_CUT = NAME_MAX - 1 - len(ASIDE_TAG) - 16  # the bytes of a name an earlier release kept
+def _cut_note(prefix: str, path: str, listed: list[str], known: list[str]) -> str | None:
+    """The note (absolute path) whose private names begin with ``prefix`` (a cut one, see
+    :func:`~..fsutil.move.aside_prefix`): a Markdown name in its folder, or one the history holds there."""
+    names = [n for n in listed if n.endswith(".md")]
+    names += [os.path.basename(p) for p in known if os.path.dirname(p) == path]
+    return next((os.path.join(path, n) for n in names if aside_prefix(n) == prefix), None)
 
 
 def _open(settings: Settings, path: str) -> Folder:
