@@ -24,9 +24,9 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError, UsageError, describe_os_error, one_line
+from ..errors import MemoryToolError, UsageError, describe_os_error, one_line, os_error
 from ..memory.protocol import MAX_LINE
-from ..service_files import remove_token, write_token
+from ..service_files import remove_token, service_dir, write_token
 from .body import BoundedBody, replay
 from .server import take_back
 
@@ -683,7 +683,11 @@ class HttpEndpoint:
         from .server import MemoryTools, build_server
 
         self.token = secrets.token_urlsafe(32)
-        write_token(self.settings, self.token)
+        try:
+            write_token(self.settings, self.token)
+        except OSError as exc:  # (a full disk: said naming no place)
+            raise os_error(exc, f"the memory service's folder {service_dir(self.settings)}",
+                           "MCP over HTTP did not start", folder=service_dir(self.settings)) from None
         deliveries = _Deliveries()
         tools = MemoryTools(self.memory, session_of=self._session_of, on_read=deliveries.ended)
         # The SDK's default (4 MiB) refuses a write that stdio and the CLI take, with a 413 that its

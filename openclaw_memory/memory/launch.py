@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError, cut
+from ..errors import MemoryToolError, cut, disk_full, no_inode_left
 from ..service_files import read_info, remove_service_files, service_dir, start_lock_path
 from .client import ServiceClient, ServiceUnavailable
 
@@ -149,6 +150,17 @@ def _last_line(log_path: str) -> str:
     return f": {cut(lines[-1].strip(), 300)}" if lines else ""
 
 
+def _no_room(folder: str) -> bool:
+    """Whether the file system of ``folder`` has no block (or no inode) left for this user."""
+    try:
+        vfs = os.statvfs(folder)
+    except OSError:
+        return False
+    if vfs.f_flag & os.ST_RDONLY:
+        return False
+    return (vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail) == 0 or no_inode_left(folder)
+
+
 def _absolute_list(value: str, keep: str = "") -> str:
     """An ``os.pathsep`` list with its relative entries made absolute against this folder (an entry
     starting with ``keep`` is the service's to expand, as the caller would: ``~``)."""
@@ -202,7 +214,13 @@ def _start(settings: Settings, notice: Callable[[str], None]) -> None:
         if proc.poll() is not None:
             if _answers(settings):  # another one won the race to start
                 return
-            raise MemoryToolError(f"the memory service did not start (exit {proc.returncode}{_last_line(log_path)}); "
-                                  f"see {log_path}")
+            said = _last_line(log_path)
+            if not said and _no_room(str(settings.data_dir)):
+                # Its disk full, the service could not write why in its log either: the model was told
+                # only "did not start (exit 1); see service.log", and the log was empty.
+                raise disk_full(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), f"the state dir {settings.data_dir}",
+                                f"the memory service did not start (exit {proc.returncode}) and could not write why "
+                                f"in its log {log_path}", folder=settings.data_dir)
+            raise MemoryToolError(f"the memory service did not start (exit {proc.returncode}{said}); see {log_path}")
         time.sleep(0.1)
     raise MemoryToolError(f"the memory service did not answer within {START_WAIT_S:g} s; see {log_path}")

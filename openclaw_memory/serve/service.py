@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import faults
-from ..errors import LockTimeout, MemoryToolError, UsageError, shown
+from ..errors import LockTimeout, MemoryToolError, UsageError, os_error, shown
 from ..fsutil.atomic import atomic_write_bytes
 from ..fsutil.lock import FileLock
 from ..fsutil.private import check_data_dir
@@ -258,7 +258,12 @@ class Service:
     def _write_info(self) -> None:
         info = {"pid": os.getpid(), "started": self.core.started, "agent": self.settings.agent,
                 "workspace": str(self.settings.workspace), "liveSync": self.live_sync, "http": self.core.http}
-        atomic_write_bytes(os.path.join(service_dir(self.settings), INFO), json.dumps(info).encode("utf-8"), 0o600)
+        folder = service_dir(self.settings)
+        try:
+            atomic_write_bytes(os.path.join(folder, INFO), json.dumps(info).encode("utf-8"), 0o600)
+        except OSError as exc:  # (a full disk said "the disk is full" naming no place: the state dir's, not the workspace's)
+            raise os_error(exc, f"the memory service's folder {folder}", "the service did not start",
+                           folder=folder) from None
 
     def _watch(self, signalled: list[str]) -> tuple[int, int]:
         from ..watch.watcher import Watcher
