@@ -152,3 +152,72 @@ def test_user_md_fixed_cap_line_in_the_budget_report(workspace):
     assert report is not None
     assert report[1] == "- USER.md: 4,500 raw / 3,999 injected (11% truncated; max/file)"
     assert report[-2:] == ["", "USER.md has a fixed 4,000-character bootstrap cap; keep it compact."]
+
+
+def test_an_unreadable_file_of_a_symlinked_workspace_names_its_real_path(tmp_path, monkeypatch):
+    # OpenClaw's guarded open opens the file under the workspace's real path, and its EACCES names that path;
+    # only the [MISSING] lines name the workspace as configured. The marker named the link: another length,
+    # so MEMORY.md was cut elsewhere under the total budget (748 characters kept, OpenClaw 719).
+    real = tmp_path / "a-much-longer-real-folder-name" / "ws"
+    write(real / "USER.md", "u\n")
+    write(real / "MEMORY.md", "m" * 3000 + "\n")
+    (tmp_path / "l").symlink_to(real.parent)
+    real_open = prompt_loader.open_regular_under
+
+    def refuse(root, path):
+        if path.endswith("USER.md"):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_open(root, path)
+
+    monkeypatch.setattr(prompt_loader, "open_regular_under", refuse)
+    result = section(real, total_cap=1000, workspace_spelled=str(tmp_path / "l" / "ws"))
+    assert [(f.name, f.content) for f in result.startup][:4] == [
+        ("AGENTS.md", f"[MISSING] Expected at: {tmp_path}/l/ws/AGENTS.md"),
+        ("SOUL.md", f"[MISSING] Expected at: {tmp_path}/l/ws/SOUL.md"),
+        ("IDENTITY.md", f"[MISSING] Expected at: {tmp_path}/l/ws/IDENTITY.md"),
+        ("USER.md", f"[UNREADABLE: EACCES: permission denied, open '{real}/USER.md']")]
+    spent = sum(f.injected_chars for f in result.startup[:4])
+    assert result.truncated[0].kept_chars == 1000 - spent - 1  # OpenClaw's cut, one under what is left
+
+
+NOTICE = ("## Bootstrap Context Notice\n"
+          "[Bootstrap truncation warning]\n"
+          "Some workspace bootstrap files were truncated before Project Context injection.\n"
+          "Treat Project Context as partial and read the relevant files directly if details seem missing.\n")
+
+
+def test_a_cut_startup_file_puts_openclaws_notice_before_the_files(workspace, state_dir, cli):
+    # OpenClaw's system prompt tells the agent when a startup file was cut ("## Bootstrap Context Notice",
+    # always: no setting turns it off); the section held only the in-file marker, the rest went to stderr.
+    write(workspace / "USER.md", "u" * 3000)
+    write(workspace / "MEMORY.md", "m\n")
+    result = section(workspace, total_cap=2000)
+    assert result.text.startswith(f"# Memory\n\n{NOTICE}\n## USER.md\n\n")
+    assert result.notice == NOTICE
+    result = section(workspace)  # nothing cut: no notice
+    assert result.notice is None and result.text.startswith("# Memory\n\n## USER.md\n\n")
+    write(state_dir / "openclaw-memory.toml", "[prompt]\ntotal_chars = 2000\n")
+    out = cli("prompt", "--peek", "--json")
+    assert out.returncode == 0 and out.json()["text"].startswith(f"# Memory\n\n{NOTICE}\n## USER.md")
+
+
+def test_the_notice_follows_openclaws_rule_for_every_startup_file(workspace):
+    write(workspace / "AGENTS.md", "a" * 25_000)  # only AGENTS.md cut: OpenClaw tells the agent too
+    write(workspace / "MEMORY.md", "m\n")
+    result = section(workspace)
+    assert not result.truncated and result.text == f"# Memory\n\n{NOTICE}\n## MEMORY.md\n\nm\n"
+    (workspace / "MEMORY.md").unlink()  # nothing of the memory files to go with: the section stays empty
+    assert section(workspace).text == ""
+    (workspace / "AGENTS.md").unlink()
+    write(workspace / "MEMORY.md", "m" * 500)  # MEMORY.md cut away whole (the [MISSING] lines took the 60): the notice alone
+    result = section(workspace, total_cap=60)
+    assert [(c.path, c.kept_chars) for c in result.truncated] == [("MEMORY.md", 0)]
+    assert result.text == f"# Memory\n\n{NOTICE}"
+
+
+def test_a_cut_daily_note_alone_brings_no_notice(workspace):
+    write(workspace / "MEMORY.md", "m\n")
+    write(workspace / "memory/2026-11-30.md", "d" * 5_000)
+    result = section(workspace)
+    assert [c.reason for c in result.truncated] == ["daily-cap"] and result.notice is None
+    assert "Bootstrap Context Notice" not in result.text

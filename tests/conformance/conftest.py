@@ -96,15 +96,17 @@ class Oracle:
         self.node = str(root / NODE_IN_ROOT)
         self.home = home
 
-    def _run(self, script: Path, requests: list[dict]) -> list[dict]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OC_ROOT": str(self.root), "HOME": str(self.home),
+    def _run(self, script: Path, requests: list[dict], user: int | None = None, home: Path | None = None) -> list[dict]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OC_ROOT": str(self.root), "HOME": str(home or self.home),
                "NO_COLOR": "1", "TZ": "UTC"}
+        # As another user (root only): that uid and gid, no other group; ``home`` is one it can read.
+        as_user = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
         payload = "".join(json.dumps(r) + "\n" for r in requests)
         # Answers go to a file: both scripts end with process.exit(), which drops what a pipe has not
         # taken yet (a batch answering over 128 KiB came back cut short); a file is written at once.
         with tempfile.TemporaryFile() as out:
             proc = subprocess.run([self.node, str(script), "--batch"], input=payload.encode(), stdout=out,
-                                  stderr=subprocess.PIPE, env=env, timeout=600)
+                                  stderr=subprocess.PIPE, env=env, timeout=600, **as_user)
             out.seek(0)
             stdout = out.read().decode("utf-8")
         answers = [json.loads(line) for line in stdout.split("\n") if line.strip()]
@@ -117,9 +119,10 @@ class Oracle:
         """OpenClaw's answers through the shared driver, in order."""
         return self._run(DRIVER, requests) if requests else []
 
-    def more(self, requests: list[dict]) -> list[dict]:
-        """Answers from oc_more.mjs (the prelude op needs the shared driver to have extracted it once)."""
-        return self._run(MORE, requests) if requests else []
+    def more(self, requests: list[dict], user: int | None = None, home: Path | None = None) -> list[dict]:
+        """Answers from oc_more.mjs (the prelude op needs the shared driver to have extracted it once),
+        as ``user`` with HOME ``home`` where given."""
+        return self._run(MORE, requests, user, home) if requests else []
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@
 //                OpenClaw's state records the workspace's setup complete (that state lives in its database);
 //                `rendered`: each injected text as the system prompt renders it; `budget`: analyzeBootstrapBudget
 //                (buildBootstrapInjectionStats), the numbers of doctor's bootstrap file size note
-//                (sanitizeContextFileContentForPrompt, extracted from its chunk: it is not exported)
+//                (sanitizeContextFileContentForPrompt, extracted from its chunk: it is not exported);
+//                `notice`: the system prompt's "## Bootstrap Context Notice" section when a file was cut, else null
 //   prelude    : buildSessionStartupContextPrelude with a configured userTimezone and an exact nowMs
 //   suggest    : shouldSuggestMemorySystem (doctor's "Memory system not found")
 //   search     : an openclaw.json as OpenClaw reads it (migrateLegacyConfig: what its startup and
@@ -58,6 +59,30 @@ async function sanitize() {
   return sanitizer;
 }
 
+// The system prompt's bootstrap sections (src/agents/system-prompt.ts: buildAgentBootstrapSystemPromptSections,
+// where "## Bootstrap Context Notice" is added), not exported: its two functions written to a temporary module,
+// given the bootstrap-pending lines they call (bootstrapMode "none" here, where none is called: this product
+// assumes the workspace's setup complete).
+let sectionsFn;
+async function bootstrapSections() {
+  if (sectionsFn) return sectionsFn;
+  const [{ text }] = chunks("src/agents/system-prompt.ts");
+  const start = text.indexOf("function buildAgentBootstrapSystemContext(");
+  const body = text.slice(start, text.indexOf("function buildUserIdentitySection(", start));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "oc-more-"));
+  const out = path.join(dir, "bootstrap-sections.mjs");
+  fs.writeFileSync(out, "export function make({ buildFullBootstrapPromptLines, buildLimitedBootstrapPromptLines, isBootstrapContextFile }) {\n"
+    + body + "\nreturn buildAgentBootstrapSystemPromptSections;\n}\n");
+  const { make } = await import(pathToFileURL(out).href);
+  fs.rmSync(dir, { recursive: true, force: true });
+  sectionsFn = make({
+    buildFullBootstrapPromptLines: await pick("src/agents/bootstrap-prompt.ts", "buildFullBootstrapPromptLines"),
+    buildLimitedBootstrapPromptLines: await pick("src/agents/bootstrap-prompt.ts", "buildLimitedBootstrapPromptLines"),
+    isBootstrapContextFile: () => { throw new Error("asked for bootstrapMode none only"); },
+  });
+  return sectionsFn;
+}
+
 const ops = {
   async bootstrap(req) {
     const load = await pick("src/agents/workspace.ts", "loadWorkspaceBootstrapFiles");
@@ -71,7 +96,15 @@ const ops = {
     const analyze = await pick("src/agents/bootstrap-budget.ts", "analyzeBootstrapBudget");
     const analysis = analyze({ files: stats({ bootstrapFiles: loaded, injectedFiles: out }),
                                bootstrapMaxChars: req.maxChars ?? 20000, bootstrapTotalMaxChars: req.totalMaxChars ?? 60000 });
+    // The system prompt's truncation notice: buildBootstrapBudgetState (its warning mode, "always") for the
+    // limits as configured, buildBootstrapPromptWarningNotice, then the section that holds it.
+    const budgetState = await pick("src/agents/bootstrap-budget.ts", "buildBootstrapBudgetState");
+    const noticeOf = await pick("src/agents/bootstrap-budget.ts", "buildBootstrapPromptWarningNotice");
+    const config = { agents: { defaults: { bootstrapMaxChars: req.maxChars ?? 20000, bootstrapTotalMaxChars: req.totalMaxChars ?? 60000 } } };
+    const state = budgetState({ config, agentId: "main", files: stats({ bootstrapFiles: loaded, injectedFiles: out }) });
+    const sections = (await bootstrapSections())({ bootstrapMode: "none", bootstrapTruncationNotice: noticeOf(state.bootstrapPromptWarning.lines), contextFiles: out });
     return {
+      notice: sections.length ? sections.join("\n") : null,
       injected: out.map((f) => ({ name: path.basename(f.path), content: f.content })),
       rendered: out.map((f) => render(f.content)),
       // doctor's bootstrap budget (noteBootstrapFileSize's numbers): each file there, and the totals

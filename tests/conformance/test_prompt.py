@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +51,12 @@ def compare_startup(checks, label, section, answer):
     for f in section.injected:  # the memory files as the section shows them
         if f"## {f.name}\n\n{prompt_text(f.content)}\n" not in section.text:
             checks.failures.append(f"{label}: {f.name} is not shown as rendered")
+    # The system prompt's "## Bootstrap Context Notice" (a startup file cut), at the head of the section
+    # (one with nothing to show has none: not a memory section, docs/openclaw.md).
+    if section.text:
+        checks.same(f"{label}: notice", section.notice, answer["notice"])
+        if section.notice and not section.text.startswith(f"# Memory\n\n{section.notice}"):
+            checks.failures.append(f"{label}: the notice is not at the head of the section")
 
 
 BOOTSTRAP_CASES = [
@@ -380,3 +390,43 @@ def test_agents_digest_words_as_javascript_iu_takes_them(oracle, new_ws, checks)
                        "MEMORY.md": "m\n"}, 3_000, 60_000))
         cases.append(({"AGENTS.md": "# Agents\n" + "plain prose line\n" * 300 + body, "MEMORY.md": "m\n"}, 1_200, 60_000))
     compare_cases(oracle, new_ws, checks, cases)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (uid 65534), whom chmod 000 stops")
+def test_unreadable_startup_file_of_a_symlinked_workspace(oracle, checks):
+    """A startup file its user may not read, in a workspace configured through a symbolic link: OpenClaw's
+    ``[UNREADABLE: EACCES: permission denied, open '<path>']`` names the real path it opened (the
+    ``[MISSING]`` lines the link), and what is left of the budget for MEMORY.md is OpenClaw's. Both sides
+    run as uid 65534, whom the file's mode stops (root reads it)."""
+    from conftest import NOBODY, as_nobody  # tests/conftest.py
+    from openclaw_memory.files.scan import scan_workspace
+    from openclaw_memory.settings import Overrides, resolve_settings
+
+    base = Path(tempfile.mkdtemp())
+    try:
+        real = base / "a-much-longer-real-folder-name" / "ws"
+        real.mkdir(parents=True)
+        build(real, {"USER.md": "u\n", "MEMORY.md": "m" * 3000 + "\n"})
+        (base / "l").symlink_to(real.parent)
+        (base / "state").mkdir()
+        for folder, _dirs, names in os.walk(base):
+            os.chmod(folder, 0o755)
+            for name in names:
+                os.chmod(os.path.join(folder, name), 0o644)
+        os.chmod(real / "USER.md", 0)
+        resolved = resolve_settings(Overrides(workspace=str(base / "l" / "ws"), state_dir=str(base / "state")))
+
+        def mine() -> dict:
+            section = build_prompt_section(scan_workspace(resolved), now=NOW, total_cap=1000,
+                                           workspace_spelled=resolved.workspace_spelled)
+            return {"injected": [[f.name, f.content] for f in section.startup], "text": section.text,
+                    "notice": section.notice}
+
+        mine()  # as root first: every module it needs imported before the child drops to nobody
+        ours_ = as_nobody(mine)
+        (answer,) = oracle.more([boot(base / "l" / "ws", totalMaxChars=1000)], user=NOBODY, home=base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    checks.same("injected as uid 65534", ours_["injected"], [[f["name"], f["content"]] for f in answer["injected"]])
+    checks.same("notice as uid 65534", ours_["notice"], answer["notice"])
+    checks.done()
