@@ -527,3 +527,18 @@ def test_a_from_past_what_json_holds_is_refused_as_a_citation_is(cli, workspace)
         assert done.returncode == 2 and done.json()["error"].startswith(
             "--from must be a positive integer (at most 9007199254740991)"), done.stdout
     assert cli("read", "memory/a.md", "--from", "9007199254740991", "--json").returncode == 0
+
+
+def test_a_file_an_extra_folders_pattern_leaves_out_is_refused_naming_the_pattern(cli, workspace, state_dir, tmp_path):
+    """It was "not a memory path (... or a file in an existing configured extra path)" though it is in
+    one: only that path's pattern leaves it out."""
+    notes = tmp_path / "notes"
+    write(notes / "a-secret.md", "s\n")
+    write(notes / "b-1.md", "b\n")
+    (state_dir / "openclaw.json").write_text(json.dumps(
+        {"agents": {"defaults": {"memorySearch": {"extraPaths": [{"path": str(notes), "pattern": "b-*.md"}]}}}}))
+    assert cli("read", str(notes / "b-1.md"), "--json").json()["text"] == "b"
+    refused = cli("read", str(notes / "a-secret.md"))
+    assert refused.returncode == 2
+    assert refused.stderr == (f"error: refused: {notes / 'a-secret.md'} is not a memory path: it is in the extra path {notes}, "
+                              "whose pattern b-*.md leaves it out\n")

@@ -207,6 +207,10 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=(), *, aliased: b
         # `~` is a name as OpenClaw reads it (a folder `~` of an extra path `.` is read); said when it meant home.
         tilde = "; '~' is not expanded: give the path relative to the workspace or absolute" if raw.startswith("~") else ""
         _refuse_citation(raw)
+        if absolute.endswith(".md") and (pattern := _pattern_leaving_out(absolute, extra_paths)) is not None:
+            raise PathRefused(  # not "no configured extra path": the one it is in takes other names
+                f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path: it is in the "
+                f"extra path {pattern[0]}, whose pattern {pattern[1]} leaves it out")
         raise PathRefused(  # named as typed: an absolute path shown relative to the workspace reads as another
             f"refused: {raw if os.path.isabs(raw) or not shown else shown} is not a memory path "
             f"(MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path){tilde}"
@@ -306,6 +310,16 @@ def _media(absolute: str, roots) -> str | None:
     if not any(absolute == os.fspath(r) or _inside(absolute, os.fspath(r)) for r in roots):
         return None
     return f"an {kind} file"
+
+
+def _pattern_leaving_out(absolute: str, extra_paths) -> tuple[str, str] | None:
+    """The existing extra folder ``absolute`` lies below and the pattern of it that does not match
+    it, as given; None where there is none."""
+    for given in extra_paths:
+        if isinstance(given, ExtraPath) and given.pattern and not given.admits(absolute) and _inside(absolute, given) \
+                and absolute != given and os.path.isdir(given):
+            return str(given), given.pattern
+    return None
 
 
 def _under_extra(absolute: str, extra_paths) -> bool:
