@@ -122,3 +122,43 @@ def test_a_wrong_value_is_shown_as_json_and_a_bad_pattern_named_as_the_pattern(s
     with pytest.raises(ConfigError) as caught:
         settings(state_dir)
     assert caught.value.message == f"{state_dir / 'openclaw.json'}: {said}"
+
+
+def test_a_config_variable_is_taken_for_a_reference_by_openclaws_rules(tmp_path, state_dir):
+    """`${NAME}` from `env.vars` as OpenClaw applies them (collectConfigEnvVarsByTarget,
+    applyConfigEnvVars): a name is trimmed, a value of white space is no value, a white-space value
+    of the environment is replaced, a name OpenClaw blocks and a value holding `${...}` are dropped.
+    `${ND}` (set as " ND ") stayed as written, `${BLANK}` became its spaces."""
+    out = tmp_path / "out"
+    write(state_dir / "openclaw.json", json.dumps({
+        "env": {"vars": {" ND ": str(out), "BLANK": "  ", "LD_PRELOAD": "/x", "OPENCLAW_INCLUDE_ROOTS": "/y",
+                         "REF": "${ND}", "ESC": "$${ND}", "SPACED": str(out)}},
+        "agents": {"defaults": {"workspace": str(tmp_path)}},
+        "memory": {"search": {"extraPaths": ["${ND}", "${BLANK}notes", "${LD_PRELOAD}", "${OPENCLAW_INCLUDE_ROOTS}",
+                                             "${REF}", "${ESC}", "${SPACED}/s"]}}}))
+    s = settings(state_dir, {"SPACED": " \t"})
+    assert s.extra_paths == tuple(map(str, (out, tmp_path / "${BLANK}notes", tmp_path / "${LD_PRELOAD}",
+                                            tmp_path / "${OPENCLAW_INCLUDE_ROOTS}", tmp_path / "${REF}",
+                                            tmp_path / "$${ND}", out / "s")))  # (one pass: $${ND} stays)
+    assert settings(state_dir, {"ND": str(tmp_path / "mine")}).extra_paths[0] == str(tmp_path / "mine")  # the process's wins
+
+
+@pytest.mark.parametrize(("files", "said"), [
+    ({"openclaw.json": "null"}, "openclaw.json: line 1: the top level must be an object, not null"),
+    ({"openclaw.json": "// nothing\nnull"}, "openclaw.json: line 1: the top level must be an object, not null"),
+    ({"openclaw.json": '{memory: {$include: "./e.json5"}}', "e.json5": "null"}, "openclaw.json: memory must be an object, not null"),
+    ({"openclaw.json": "{memory: null}"}, "openclaw.json: memory must be an object, not null"),
+    ({"openclaw.json": "{memory: {search: null}}"}, "openclaw.json: memory.search must be an object, not null"),
+    ({"openclaw.json": "{agents: {defaults: {workspace: null}}}"},
+     "openclaw.json: agents.defaults.workspace must be a string (a folder path), not null"),
+    ({"openclaw.json": "{agents: {entries: {ops: null}}}"}, "openclaw.json: agents.entries.ops must be an object, not null"),
+])
+def test_a_null_is_refused_as_openclaw_refuses_it(state_dir, files, said):
+    """A file holding `null` was no config at all (every setting its default), and an $include of one
+    "no such file"; a key this product reads set to null was unset. OpenClaw refuses each: "expected
+    object, received null"."""
+    for name, text in files.items():
+        write(state_dir / name, text)
+    with pytest.raises(ConfigError) as caught:
+        settings(state_dir)
+    assert said in caught.value.message and "OpenClaw refuses" in caught.value.message, caught.value.message

@@ -1048,3 +1048,72 @@ def test_openclaw_path_variables_holding_only_white_space_are_unset(tmp_path, mo
         s = resolve_settings(Overrides(), environ={name: " \t"})
         assert (s.state_dir, s.workspace, s.config_file) == (
             home / ".openclaw", home / ".openclaw" / "workspace", home / ".openclaw" / "openclaw.json"), name
+
+
+def test_dot_dot_after_a_symbolic_link_in_a_configured_path_is_folded_as_text(tmp_path, monkeypatch):
+    """OpenClaw resolves `link/../ws` as text (node's path.resolve): the `ws` beside `link`. It was
+    resolved through the link, to the `ws` beside the link's target: another folder's memory, or
+    "workspace not found" and a `mkdir -p` making that other folder (`x/../ws` with no `x` too)."""
+    home = tmp_path / "home"
+    for folder in ("ws", "state", "elsewhere/deep", "elsewhere/ws", "elsewhere/state", ".openclaw"):
+        (home / folder).mkdir(parents=True)
+    (home / "link").symlink_to(home / "elsewhere" / "deep")
+    monkeypatch.setenv("HOME", str(home))
+    config = home / ".openclaw" / "openclaw.json"
+    for spelled in (f"{home}/link/../ws", f"{home}/x/../ws", f"{home}/link/./../ws/"):
+        write(config, json.dumps({"agents": {"defaults": {"workspace": spelled}}}))
+        assert resolve_settings(Overrides(), environ={}).workspace == home / "ws", spelled
+    write(config, "{}")
+    assert resolve_settings(Overrides(), environ={"OPENCLAW_WORKSPACE_DIR": f"{home}/link/../ws"}).workspace == home / "ws"
+    (home / "state" / "workspace").mkdir()
+    s = resolve_settings(Overrides(), environ={"OPENCLAW_STATE_DIR": f"{home}/link/../state"})
+    assert (s.state_dir, s.workspace) == (home / "state", home / "state" / "workspace")
+    s = resolve_settings(Overrides(state_dir=f"{home}/link/../state"), environ={})
+    assert s.state_dir == home / "state"
+    (home / "ws2").symlink_to(home / "ws")  # a link to the folder itself is still followed (its real path)
+    write(config, json.dumps({"agents": {"defaults": {"workspace": f"{home}/ws2/../ws2"}}}))
+    assert resolve_settings(Overrides(), environ={}).workspace == home / "ws"
+
+
+def test_openclaw_json_env_vars_name_the_workspace_state_dir_and_home_as_in_openclaw(tmp_path, monkeypatch):
+    """OpenClaw's loadConfig adds `env.vars` to its own environment (a variable set, not only white
+    space, keeps its value) before it resolves a path: OPENCLAW_WORKSPACE_DIR, OPENCLAW_STATE_DIR and
+    OPENCLAW_HOME there were used only for `${NAME}`, so the memory was looked for in the old default
+    workspace (and agent ops's in ~/.openclaw/workspace-ops, not <state dir>/workspace-ops)."""
+    home = tmp_path / "home"
+    for folder in (".openclaw/workspace", "ws", "proc-ws", "sd2/workspace-ops", "alt/ws"):
+        (home / folder).mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    config = home / ".openclaw" / "openclaw.json"
+
+    def settings(vars_: dict, environ: dict | None = None, agent: str = "main", **more):
+        write(config, json.dumps({"env": {"vars": vars_}, **more}))
+        return resolve_settings(Overrides(agent=agent), environ=environ or {})
+
+    s = settings({"OPENCLAW_WORKSPACE_DIR": str(home / "ws")})
+    assert s.workspace == home / "ws"
+    assert settings({" OPENCLAW_WORKSPACE_DIR ": f"  {home}/ws "}).workspace == home / "ws"  # name and value trimmed
+    assert settings({"OPENCLAW_WORKSPACE_DIR": str(home / "ws")},
+                    {"OPENCLAW_WORKSPACE_DIR": str(home / "proc-ws")}).workspace == home / "proc-ws"  # the process's wins
+    assert settings({"OPENCLAW_WORKSPACE_DIR": str(home / "ws")}, {"OPENCLAW_WORKSPACE_DIR": " "}).workspace == home / "ws"
+    write(home / ".openclaw" / ".env", f"OPENCLAW_WORKSPACE_DIR={home}/proc-ws\n")  # a .env file's too
+    assert settings({"OPENCLAW_WORKSPACE_DIR": str(home / "ws")}).workspace == home / "proc-ws"
+    (home / ".openclaw" / ".env").unlink()
+    for skipped in ({"OPENCLAW_WORKSPACE_DIR": " "}, {"X": str(home), "OPENCLAW_WORKSPACE_DIR": "${X}/ws"}):
+        assert settings(skipped).workspace == home / ".openclaw" / "workspace", skipped  # blank, or holding ${...}
+    with pytest.raises(WorkspaceError, match=re.escape(f"(from OPENCLAW_WORKSPACE_DIR in {config}: env.vars)")):
+        settings({"OPENCLAW_WORKSPACE_DIR": str(home / "nowhere")})  # where it was set is said
+
+    ops = {"agents": {"ownership": "explicit", "entries": {"main": {}, "ops": {}}}}
+    s = settings({"OPENCLAW_STATE_DIR": str(home / "sd2")}, agent="ops", **ops)
+    assert (s.state_dir, s.workspace, s.config_file) == (home / "sd2", home / "sd2" / "workspace-ops", config)
+    s = settings({"OPENCLAW_HOME": str(home / "alt")}, agents={"defaults": {"workspace": "~/ws"}})
+    assert s.workspace == home / "alt" / "ws"
+    # Names OpenClaw refuses from a config: HOME (node's os.homedir() is read before), OPENCLAW_INCLUDE_ROOTS.
+    assert settings({"HOME": str(home / "alt")}, agents={"defaults": {"workspace": "~/ws"}}).workspace == home / "ws"
+    outside = tmp_path / "shared"
+    write(outside / "agents.json", json.dumps({"defaults": {"workspace": str(home / "ws")}}))
+    (home / ".openclaw" / "agents.json").symlink_to(outside / "agents.json")
+    write(config, json.dumps({"env": {"vars": {"OPENCLAW_INCLUDE_ROOTS": str(outside)}}, "agents": {"$include": "agents.json"}}))
+    with pytest.raises(ConfigError, match="outside the folder of openclaw.json"):
+        resolve_settings(Overrides(), environ={})

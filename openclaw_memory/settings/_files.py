@@ -79,33 +79,46 @@ def _refuse_link(path: Path) -> None:
 def load_json5(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """OpenClaw's openclaw.json at ``path`` ({} when there is none), its ``$include`` files in place and
     its ``${NAME}`` references replaced from ``env`` (default: this process's), as OpenClaw reads it."""
+    return load_openclaw(path, os.environ if env is None else env)[0]
+
+
+def load_openclaw(path: Path, env: Mapping[str, str]) -> tuple[dict[str, Any], Mapping[str, str]]:
+    """:func:`load_json5`, and ``env`` with the variables OpenClaw takes from the config's ``env``
+    block into its own environment (``env.vars``: :func:`openclaw_json.config_env`)."""
     from ..openclaw_json import expand
 
     data = _json5_file(path)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: line 1: the top level must be an object")
+    if data is _MISSING:
+        return {}, env
+    if not isinstance(data, dict):  # (a file holding `null` is no config at all for OpenClaw either)
+        raise ConfigError(f"{path}: line 1: the top level must be an object, not {_kind(data)} (OpenClaw refuses it too)")
     try:
-        env = os.environ if env is None else env
         return expand(data, path, env, _included, lambda root: tilde(root, env))
     except RecursionError:
         raise ConfigError(f"{path}: not valid JSON5: nested too deeply") from None
 
 
+def _kind(value: Any) -> str:
+    return {type(None): "null", list: "a list", str: "a string", bool: "true or false"}.get(type(value), "a number")
+
+
 def _included(path: Path) -> Any:
-    """A file an ``$include`` names, read and parsed as openclaw.json is; it must be there."""
+    """A file an ``$include`` names, read and parsed as openclaw.json is; it must be there (one holding
+    ``null`` is that value)."""
     data = _json5_file(path)
-    if data is None:
+    if data is _MISSING:
         raise ConfigError(f"cannot read {path} (an $include of openclaw.json): no such file")
     return data
 
 
+_MISSING: Any = object()  # no such file (a file may hold `null`)
+
+
 def _json5_file(path: Path) -> Any:
-    """The JSON5 value of the file at ``path``; None when there is no such file."""
+    """The JSON5 value of the file at ``path``; :data:`_MISSING` when there is no such file."""
     raw = _read_config(path)
     if raw is None:
-        return None
+        return _MISSING
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

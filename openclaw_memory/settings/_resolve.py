@@ -17,7 +17,7 @@ from ..files.paths import PATH_MAX, ExtraPath, absolute_path
 from ..fsutil.atomic import NAME_MAX
 from ..fsutil.private import check_planted, forget_ways, others_may_plant
 from ..openclaw_dotenv import set_in, where_set, with_dotenv
-from ._files import load_json5, load_toml, toml_tables
+from ._files import load_openclaw, load_toml, toml_tables
 from ._ids import DEFAULT_AGENT, OPENCLAW_ID, agent_id, check_session, openclaw_agent_id
 from ._openclaw import (
     agent_entry,
@@ -156,21 +156,22 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     except StateDirError:  # none to tell: a state dir given is still read; one that is not fails below
         home = None
     if given or home is not None:
-        env = with_dotenv(env, expand(given, env) if given else str(default_state_dir(env)),
+        env = with_dotenv(env, js_resolve(expand(given, env)) if given else str(default_state_dir(env)),
                           bool(o.state_dir) or "OPENCLAW_STATE_DIR" in env, home)
         given = o.state_dir or openclaw_env("OPENCLAW_STATE_DIR", env)
-    # Real, so that `..`, a symlinked ~/.openclaw and the plain path name one service (its settings key).
-    state_dir = Path(os.path.realpath(expand(given, env) if given else default_state_dir(env)))
-    _fits("state dir", str(state_dir), StateDirError)
-    _leaves_room(state_dir)
+    state_dir = _state_dir(given, o.state_dir, env)
     agent = agent_id(o.agent or DEFAULT_AGENT)
-
-    if os.path.lexists(state_dir) and not state_dir.is_dir():
-        # (named where a .env file set it: the user's shell has no such variable to look at)
-        told = f" ({where_set('OPENCLAW_STATE_DIR', env)})" if not o.state_dir and set_in("OPENCLAW_STATE_DIR", env) else ""
-        raise StateDirError(f"the state dir {state_dir}{told} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
     json_path = openclaw_config_path(state_dir, bool(given), env)
-    openclaw = load_json5(json_path, env)
+    # OpenClaw adds the config's env.vars to its environment as it loads it, and resolves every path
+    # after with them (the state dir too: its agents' folders and data are there; openclaw.json stays
+    # the one read).
+    before = env
+    openclaw, env = load_openclaw(json_path, env)
+    if env is not before and not o.state_dir:
+        given = openclaw_env("OPENCLAW_STATE_DIR", env)
+        _fits("state dir", given, StateDirError)
+        state_dir = _state_dir(given, None, env)
+    _refuse_null(openclaw, json_path)
     toml_path = state_dir / TOML_NAME
     toml = load_toml(toml_path)
     tables = toml_tables(toml, toml_path)  # every key checked here, once
@@ -267,6 +268,45 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         embedding_backend=(env_value("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env) or "").strip() or None,
     )
     return replace(resolved, command_flags=_command_flags(o, resolved))
+
+
+# The keys this product reads that OpenClaw 2026.9.6 refuses as null ("expected object, received null"),
+# and what each must be; `*` is any agent's entry.
+_NOT_NULL = tuple((path, "a string (a folder path)" if path.endswith("workspace") else "an object") for path in (
+    "agents", "agents.defaults", "agents.defaults.workspace", "agents.entries", "agents.entries.*",
+    "agents.entries.*.workspace", "agents.entries.*.memory", "agents.entries.*.memory.search", "memory", "memory.search"))
+
+
+def _refuse_null(config: dict[str, Any], json_path: Path) -> None:
+    """A key this product reads set to ``null`` (written so, or by an ``$include`` of a file holding
+    ``null``) is refused, as OpenClaw refuses the config; it was taken as unset."""
+    def walk(value: Any, parts: list[str], done: str, what: str) -> None:
+        if not isinstance(value, dict):
+            return
+        for key in (value if parts[0] == "*" else [parts[0]] if parts[0] in value else []):
+            if len(parts) == 1:
+                if value[key] is None:
+                    raise ConfigError(f"{json_path}: {done}{key} must be {what}, not null (OpenClaw refuses the config)")
+            else:
+                walk(value[key], parts[1:], f"{done}{key}.", what)
+
+    for path, what in _NOT_NULL:
+        walk(config, path.split("."), "", what)
+
+
+def _state_dir(given: str | None, flag: str | None, env: Mapping[str, str]) -> Path:
+    """The state dir ``given`` (``--state-dir``, named ``flag``, or ``OPENCLAW_STATE_DIR``), else OpenClaw's
+    default: its ``.`` and ``..`` folded as text first, as OpenClaw's ``path.resolve`` does (``link/..`` is the
+    folder holding ``link``, not the one above its target), then real, so that a symlinked ~/.openclaw and
+    the plain path name one service (its settings key); refused where it is not a folder."""
+    state_dir = Path(os.path.realpath(js_resolve(expand(given, env)) if given else default_state_dir(env)))
+    _fits("state dir", str(state_dir), StateDirError)
+    _leaves_room(state_dir)
+    if os.path.lexists(state_dir) and not state_dir.is_dir():
+        # (named where a .env file or openclaw.json set it: the user's shell has no such variable to look at)
+        told = f" ({where_set('OPENCLAW_STATE_DIR', env)})" if not flag and set_in("OPENCLAW_STATE_DIR", env) else ""
+        raise StateDirError(f"the state dir {state_dir}{told} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
+    return state_dir
 
 
 def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None, state_dir: Path, json_path: Path,
@@ -380,7 +420,7 @@ def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str
     (WorkspaceError, naming ``source``: where the path was given or configured) when it is missing,
     not a folder or not readable."""
     _fits("workspace", raw, WorkspaceError)
-    path = Path(expand(raw, env))
+    path = Path(js_resolve(expand(raw, env)))  # `.` and `..` folded as text, as OpenClaw's path.resolve: `link/..` is not the target's parent
     given = f" ({source})" if source else ""
     try:
         # os.path.realpath, not Path.resolve: on a symlink loop Python 3.11's resolve raises
