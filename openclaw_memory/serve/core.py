@@ -244,6 +244,12 @@ class ServiceCore:
         finally:
             CALLER_ZONE.reset(zone)
 
+    def let_go(self) -> None:
+        """As it stops, its socket gone: the shards no request in flight uses are closed now, and each
+        other one as its last request leaves it (callers work in-process meanwhile and wait for them)."""
+        self.pool.shard_idle_s = 0.0  # (the pool closes a shard when its last call leaves it)
+        self.pool.close_idle_shards()
+
     def close(self) -> None:
         self.pool.close()
 

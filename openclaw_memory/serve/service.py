@@ -306,6 +306,10 @@ class Service:
         lost = self._stopped_by == SOCKET_GONE
         if not lost:
             self._remove_files(lock)
+        # Its socket gone, callers work in-process and wait (the index's lock timeout, 5 s) for the
+        # shards it holds: kept open until the drain ended (up to DRAIN_S), a search failed "held by
+        # another openclaw-memory process" of a stopping service. Let go of as soon as no request uses them.
+        self.core.let_go()
         if self._http is not None:
             self._http.stop()
         deadline = time.monotonic() + DRAIN_S
