@@ -242,6 +242,7 @@ def test_a_schema_14_database_parses_every_note_anew_for_its_links(workspace, st
     with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 14 left
         (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/alice.md")]
         conn.execute("UPDATE links SET form = 'mention', text = '../heron.md' WHERE source = ?", (source,))
+        _drop_step_16(conn)
         conn.execute("PRAGMA user_version = 14")
     assert [(b["form"], b["text"]) for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == [
         ("markdown", "[h]: ../heron.md")]
@@ -273,12 +274,18 @@ def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_f
 
 
 def _drop_steps_from_12(conn) -> None:
-    """Take back what steps 12 to 14 added (reads.seen_from, seen_to; versions.mtime_ns, ctime_ns,
-    arrived_by), for a database put back to an earlier schema."""
+    """Take back what steps 12 to 14 and 16 added (reads.seen_from, seen_to; versions.mtime_ns, ctime_ns,
+    arrived_by; checkpoint.agent), for a database put back to an earlier schema."""
     for column in ("seen_from", "seen_to"):
         conn.execute(f"ALTER TABLE reads DROP COLUMN {column}")
     for column in ("mtime_ns", "ctime_ns", "arrived_by"):
         conn.execute(f"ALTER TABLE versions DROP COLUMN {column}")
+    _drop_step_16(conn)
+
+
+def _drop_step_16(conn) -> None:
+    """Take back what step 16 added (checkpoint.agent)."""
+    conn.execute("ALTER TABLE checkpoint DROP COLUMN agent")
 
 
 def test_a_schema_12_database_keeps_its_history_and_logs_each_sightings_dates_from_then_on(tmp_path):
@@ -312,6 +319,24 @@ def test_a_schema_13_database_keeps_its_history_and_tells_what_a_move_brought_fr
     assert Database(tmp_path).rows("SELECT arrived_by FROM versions") == [(None,)]
     log.append("/w/a.md", "a.md", Entry("v2", 2.0, 4, "remove", None), keep=10)
     assert log.note_since("/w/a.md") == Database(tmp_path).one("SELECT MAX(id) FROM versions")[0]
+
+
+def test_a_schema_15_database_keeps_its_pending_checkpoint_for_the_next_prompt_of_any_agent(tmp_path):
+    """Schema 16 from 15: a checkpoint section names the agent it is for (checkpoint.agent); a section
+    pending from before has none and goes, as before, to the next prompt of any agent."""
+    from openclaw_memory.watchdog.checkpoint import append_checkpoint, consume_checkpoint, read_checkpoint
+
+    path = _one_version_at(tmp_path, 15)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO checkpoint (time, section) VALUES (1.0, '## Old break')")
+    append_checkpoint(tmp_path, "## A's break", "a")
+    assert _version(path) == schema.SCHEMA_VERSION
+    pending = read_checkpoint(tmp_path, "b")
+    assert pending is not None and "## Old break" in pending.text and "## A's break" not in pending.text
+    assert consume_checkpoint(tmp_path, pending.last, "b") == 1
+    assert read_checkpoint(tmp_path, "b") is None
+    mine = read_checkpoint(tmp_path, "a")
+    assert mine is not None and "## A's break" in mine.text and "## Old break" not in mine.text
 
 
 def _one_version_at(folder, version: int):

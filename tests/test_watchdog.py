@@ -445,6 +445,30 @@ def test_heartbeat_api_first_run_then_break(settings, workspace):
     assert heartbeat(settings).status == "HEARTBEAT_OK"  # the break is in the new baseline
 
 
+def test_checkpoint_goes_to_the_agent_whose_heartbeat_wrote_it(cli, workspace):
+    # The data dir is the workspace's, which agents may share: agent b's prompt showed the break agent a's
+    # heartbeat found and consumed it, and a's prompt, which the heartbeat named, had nothing.
+    write(workspace / "MEMORY.md", "# shared\n")
+    assert cli("--agent", "a", "watchdog", "snapshot").returncode == 0
+    write(workspace / "MEMORY.md", "# shared\ntampered\n")
+    beat = cli("--agent", "a", "watchdog", "heartbeat")
+    assert beat.returncode == 1 and "--agent a prompt` includes it once" in beat.stdout
+    assert "Workspace Changes" not in cli("--agent", "b", "prompt").stdout
+    assert cli("--agent", "b", "prompt", "--json").json()["checkpoint"] is None
+    shown = cli("--agent", "a", "prompt").stdout
+    assert "Workspace Changes" in shown and "`MEMORY.md`" in shown
+    assert "Workspace Changes" not in cli("--agent", "a", "prompt").stdout  # once
+
+
+def test_checkpoint_written_before_schema_16_goes_to_any_agent(settings, cli):
+    # A section with no agent (written before the column) is the next prompt's, whichever agent's.
+    from openclaw_memory.watchdog.checkpoint import append_checkpoint
+
+    append_checkpoint(settings.data_dir, "## Break\n- changed: `MEMORY.md`", None)
+    assert "## Break" in cli("--agent", "b", "prompt").stdout
+    assert "## Break" not in cli("--agent", "a", "prompt").stdout
+
+
 def test_cli_verify_exit_codes_and_json(cli, workspace):
     write(workspace / "MEMORY.md", "# Memory\n")
     missing = cli("watchdog", "verify")

@@ -275,6 +275,13 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM links;
     DELETE FROM link_files
     """,
+    # 16: a checkpoint section names the agent it is for (checkpoint.agent: the one whose `watchdog heartbeat`
+    # or `doctor --fix` wrote it), so the prompt of that agent alone shows and consumes it: the data dir is
+    # the workspace's, and another agent sharing the workspace took the news the heartbeat promised to the
+    # one that ran it. NULL: written before this step, shown to the next prompt of any agent (as before).
+    """
+    ALTER TABLE checkpoint ADD COLUMN agent TEXT
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

@@ -185,7 +185,7 @@ def finalize(settings: Settings, state: JournalRecord, rel_paths: list[str], not
             extra = refresh_watchdog(settings, rel_paths, _started_from(state), left)
             faults.reach("finalize:checkpoint")
             when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-            append_checkpoint(data_dir, f"- {when} doctor --fix: {note}")
+            append_checkpoint(data_dir, f"- {when} doctor --fix: {note}", settings.agent)
             step(data_dir, state, CHECKPOINT_DONE)
         faults.reach("finalize:clear")
         clear_journal(data_dir)

@@ -201,7 +201,8 @@ def _drop_second_name(settings: Settings, root: Folder) -> Repair:
     record_in_history(settings, [LEGACY_ROOT], DOCTOR_FIX, left)
     extra = refresh_watchdog(settings, [LEGACY_ROOT], {LEGACY_ROOT: version, CANONICAL_ROOT: version}, left)
     try:
-        append_checkpoint(settings.data_dir, f"- {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%SZ')} doctor --fix: {note}")
+        append_checkpoint(settings.data_dir, f"- {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%SZ')} doctor --fix: {note}",
+                          settings.agent)
     except (MemoryToolError, OSError) as exc:
         extra += f"; the checkpoint line could not be written ({exc.message if isinstance(exc, MemoryToolError) else exc})"
     return Repair("split-root", "unlink", "done", f"{note} (no archive: nothing is lost, and an archived link kept "

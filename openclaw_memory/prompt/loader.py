@@ -291,7 +291,7 @@ def memory_prompt(settings: Settings, today: dt.date | None = None, consume: boo
 
     unread = None
     try:
-        pending = read_checkpoint(settings.data_dir)
+        pending = read_checkpoint(settings.data_dir, settings.agent)  # (the sections this agent is owed)
     except MemoryToolError as exc:  # the memory files still make a prompt; the news waits for the repair
         pending, unread = None, f"the pending watchdog checkpoint cannot be read: {exc.message}"
     section = build_prompt_section(
@@ -315,4 +315,4 @@ def consume_shown(settings: Settings, *, upto: int) -> None:
     left it out."""
     from ..watchdog.checkpoint import consume_checkpoint
 
-    consume_checkpoint(settings.data_dir, upto)
+    consume_checkpoint(settings.data_dir, upto, settings.agent)

@@ -105,7 +105,7 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
                 return _result(OK, None, info, None)
             if result.break_count == 0:
                 return _result(OK, result, info, None)
-            path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at))
+            path = append_checkpoint(settings.data_dir, checkpoint_section(result, info.label, info.taken_at), settings.agent)
             return _result(BREAK, result, info, path)
 
 
