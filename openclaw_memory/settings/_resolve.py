@@ -290,8 +290,11 @@ def _refuse_null(config: dict[str, Any], json_path: Path) -> None:
             else:
                 walk(value[key], parts[1:], f"{done}{key}.", what)
 
+    agents = config.get("agents")
+    listed = isinstance(agents, dict) and "list" in agents  # the older agents.list: its migration replaces agents.entries
     for path, what in _NOT_NULL:
-        walk(config, path.split("."), "", what)
+        if not (listed and path.startswith("agents.entries")):
+            walk(config, path.split("."), "", what)
 
 
 def _state_dir(given: str | None, flag: str | None, env: Mapping[str, str]) -> Path:
