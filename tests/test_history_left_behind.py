@@ -254,3 +254,51 @@ def test_a_symbolic_link_above_the_old_path_is_named_without_steps_that_would_mo
     message = _findings(cli, new)[FINDING]["message"]
     assert f"{old} now leads to this workspace, through the symbolic link {tmp_path / 'a'}" in message
     assert _steps(message) == [] and "no command is given for it" in message
+
+
+def _two_agents(tmp_path: Path, state_dir: Path) -> tuple[Path, Path]:
+    """openclaw.json with agents a (the default) and b, each with a workspace of its own."""
+    wa, wb = tmp_path / "wa", tmp_path / "wb"
+    (wa / "memory").mkdir(parents=True)
+    (wb / "memory").mkdir(parents=True)
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {
+        "a": {"default": True, "workspace": str(wa)}, "b": {"workspace": str(wb)}}}}))
+    return wa, wb
+
+
+def _agent_findings(cli, agent: str) -> dict[str, dict]:
+    done = cli("--agent", agent, "doctor", "--json", env={"OPENCLAW_WORKSPACE": ""})
+    return {f["id"]: f for f in json.loads(done.stdout)["findings"]}
+
+
+@pytest.mark.parametrize("own_history", [False, True])
+def test_another_agents_deleted_workspace_is_named_as_its_own_with_no_command_to_bring_it_here(
+        tmp_path, state_dir, cli, own_history):
+    # The reviewer's steps: agent a's configured workspace deleted; `--agent b doctor` gave a one-paste
+    # mv/export/import chain ending in `--agent b import`, which put a's note and history in b's workspace.
+    wa, wb = _two_agents(tmp_path, state_dir)
+    assert cli("--agent", "a", "write", "MEMORY.md", "--stdin", input="# a: divorce lawyer is Smith\n",
+               env={"OPENCLAW_WORKSPACE": ""}).returncode == 0
+    if own_history:
+        assert cli("--agent", "b", "write", "MEMORY.md", "--stdin", input="# b\n", env={"OPENCLAW_WORKSPACE": ""}).returncode == 0
+    else:
+        write(wb / "MEMORY.md", "# b\n")
+    for p in sorted(wa.rglob("*"), reverse=True):
+        p.unlink() if p.is_file() else p.rmdir()
+    wa.rmdir()
+    message = _agent_findings(cli, "b")[FINDING]["message"]
+    assert f"- {wa}: 1 version of 1 memory file" in message
+    assert "the workspace openclaw.json gives agent a: its history is that agent's" in message
+    assert _steps(message) == [] and "import" not in message and "rm -r" not in message
+
+
+def test_a_history_of_another_agents_writes_alone_gets_no_command_here_but_its_own_agent_does(tmp_path, state_dir, cli):
+    old, new = tmp_path / "agent", tmp_path / "agent-moved"
+    write(old / "MEMORY.md", "# M\n")
+    assert cli("-w", old, "--agent", "a", "write", "memory/x.md", "--stdin", input="secret\n").returncode == 0
+    old.rename(new)
+    theirs = _findings(cli, new)[FINDING]["message"]  # (doctor as agent main)
+    assert "its history holds writes of agent a alone" in theirs and _steps(theirs) == []
+    done = cli("-w", new, "--agent", "a", "doctor", "--json")
+    mine = {f["id"]: f for f in json.loads(done.stdout)["findings"]}[FINDING]["message"]
+    assert _steps(mine)[-2].startswith(f"openclaw-memory -w {new} --agent a import ")

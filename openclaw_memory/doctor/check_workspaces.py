@@ -38,6 +38,7 @@ _ROWS = "SELECT DISTINCT path, display FROM versions LIMIT 64"
 _COUNTS = "SELECT COUNT(*), COUNT(DISTINCT path) FROM versions"
 _LATEST = "SELECT display, version FROM versions WHERE id IN (SELECT MAX(id) FROM versions GROUP BY path) LIMIT 64"
 _ANY = "SELECT 1 FROM versions LIMIT 1"
+_AGENTS = "SELECT DISTINCT agent FROM versions"
 
 # What is at the old path now (LeftBehind.found)
 GONE = "gone"  # nothing (or its folders above gone too)
@@ -58,6 +59,59 @@ class LeftBehind:
     found: str = GONE  # what the old path holds now
     leads_to: str | None = None  # where a symbolic link at or above it leads
     link: str | None = None  # that link
+    # Another agent's, whose history this agent is not offered: the agent openclaw.json gives that
+    # workspace, or the only agents whose writes it holds. None: this agent may take it.
+    owner: str | None = None
+    configured: bool = False  # ``owner``'s configured workspace (else: the writer of all its history)
+
+
+def configured_workspaces(settings: Settings) -> dict[str, str]:
+    """Each agent openclaw.json configures (its roster, and the owner of ``agents.defaults.workspace``)
+    by id, with the workspace OpenClaw gives it: its entry's ``workspace``, else its folder under
+    ``agents.defaults.workspace`` or OpenClaw's default (resolveAgentWorkspaceDir), as node's
+    path.resolve spells it. Read from openclaw.json alone (``-w``, ``OPENCLAW_WORKSPACE`` and the toml
+    name this command's workspace, not another agent's); empty where it cannot be read (the config's
+    own checks say why)."""
+    from ..errors import UsageError
+    from ..settings._files import load_openclaw
+    from ..settings._openclaw import json_object, read_roster
+    from ..settings._places import expand
+    from ..settings._resolve import _openclaw_workspace, _text, _workspace_owner, js_resolve
+
+    json_path = settings.config_file
+    try:
+        openclaw, env = load_openclaw(json_path, os.environ)
+        defaults = json_object(json_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), "defaults")
+        shared = _text(defaults.get("workspace"), "agents.defaults.workspace")
+        _configured, roster = read_roster(openclaw, str(json_path))
+        entries = {agent: entry for agent, _at, entry in roster}
+        owner = _workspace_owner(openclaw, str(json_path))
+        if owner is not None:
+            entries.setdefault(owner, {})
+        given = "--state-dir" in settings.command_flags or "OPENCLAW_STATE_DIR" in env
+        out: dict[str, str] = {}
+        for agent, entry in entries.items():
+            raw = _text(entry.get("workspace"), "workspace") or next(
+                (value for value, _where in _openclaw_workspace(openclaw, agent, shared, settings.state_dir, json_path,
+                                                                  env, given) if value), None)
+            if raw:
+                out[agent] = js_resolve(expand(raw, env))
+        return out
+    except (UsageError, OSError, ValueError):
+        return {}
+
+
+def _same_folder(a: str, b: str) -> bool:
+    """Whether two paths name one folder: as spelled, or as their real paths (where they are)."""
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def _writers(db: str) -> set[str]:
+    """The agents whose writes a data folder's history holds (NULL: outside edits, repairs: none)."""
+    from ..database import dec
+    from ..database.connection import peek
+
+    return {dec(a) if isinstance(a, bytes) else str(a) for (a,) in peek(db, _AGENTS) if a is not None}
 
 
 def _workspace_of(settings: Settings, folder: Path, rows: list[tuple]) -> str | None:
@@ -92,6 +146,7 @@ def left_behind(settings: Settings) -> list[LeftBehind]:
     except OSError:
         return []  # no state dir yet, or not readable: the state dir's own checks say so
     found: list[LeftBehind] = []
+    agents = configured_workspaces(settings)
     for name in names:
         folder = top / name
         if folder == settings.data_dir:
@@ -112,10 +167,25 @@ def left_behind(settings: Settings) -> list[LeftBehind]:
             if at is None:
                 continue
             versions, files = peek(db, _COUNTS)[0]
+            owner, configured = _owner(settings, workspace, db, agents)
         except (sqlite3.Error, OSError):
             continue
-        found.append(LeftBehind(folder, workspace, int(versions), int(files), *at))
+        found.append(LeftBehind(folder, workspace, int(versions), int(files), *at, owner, configured))
     return sorted(found, key=lambda each: each.workspace)
+
+
+def _owner(settings: Settings, workspace: str, db: str, agents: dict[str, str]) -> tuple[str | None, bool]:
+    """Whose history ``db`` is when it is not this agent's to take (see :attr:`LeftBehind.owner`):
+    another configured agent's workspace is that agent's, deleted or not; else a history that holds
+    writes of other agents only (none of this agent's) is theirs. An import offered anyway gave one
+    agent another's notes, deleted history and all, with a one-paste command."""
+    others = sorted(agent for agent, path in agents.items() if agent != settings.agent and _same_folder(path, workspace))
+    if others and not any(agent == settings.agent and _same_folder(path, workspace) for agent, path in agents.items()):
+        return ", ".join(others), True
+    writers = _writers(db)
+    if writers and settings.agent not in writers:
+        return ", ".join(sorted(writers)), False
+    return None, False
 
 
 def _found_at(settings: Settings, workspace: str, db: str) -> tuple[str, str | None, str | None] | None:
@@ -297,16 +367,27 @@ def _now_there(each: LeftBehind, here: str) -> str:
     return ""
 
 
+def _theirs(each: LeftBehind) -> str:
+    """Another agent's history: said so, with no command that would bring it here."""
+    if each.owner is None:
+        return ""
+    if each.configured:
+        return (f" — the workspace openclaw.json gives agent {each.owner}: its history is that agent's, so no command "
+                "is given here to bring it in")
+    return (f" — its history holds writes of agent {each.owner} alone: that agent's, so no command is given here to "
+            f"bring it in (`openclaw-memory --agent {shlex.quote(each.owner.split(', ')[0])} doctor` offers one)")
+
+
 def check_history_left_behind(ctx: CheckContext) -> list[Finding]:
     found = left_behind(ctx.settings)
     if not found:
         return []
     here = str(ctx.settings.workspace)
     listed = "\n".join(f"- {each.workspace}: {_plural(each.versions, 'version')} of {_plural(each.files, 'memory file')}, "
-                       f"kept in {each.folder}{_now_there(each, here)}" for each in found)
+                       f"kept in {each.folder}{_now_there(each, here)}{_theirs(each)}" for each in found)
     steps: list[str] = []
     taken: set[str] = set()
-    for each in found[:SHOWN]:
+    for each in [each for each in found if each.owner is None][:SHOWN]:
         if each.found == LINK_ABOVE:
             steps.append(f"{each.workspace} cannot be a workspace of its own while {each.link} is a symbolic link (every "
                          f"command given that path works in {each.leads_to}): no command is given for it; with that link "
@@ -317,7 +398,8 @@ def check_history_left_behind(ctx: CheckContext) -> list[Finding]:
                      f"command, pasted whole into a shell (stop any `openclaw-memory serve` or `watch` of this workspace "
                      f"first; a step that fails stops the rest, this folder is moved back here whatever the export does, "
                      f"and the last line removes the old copy only once the import has taken it):\n{lines}")
-    more = f"\n(and the same for the {len(found) - SHOWN} other(s) listed)" if len(found) > SHOWN else ""
+    mine = sum(each.owner is None for each in found)
+    more = f"\n(and the same for the {mine - SHOWN} other(s) listed)" if mine > SHOWN else ""
     n = len(found)
     message = (
         f"This state dir holds the history of {_plural(n, 'workspace')} no longer at {'its' if n == 1 else 'their'} path, "
@@ -325,8 +407,9 @@ def check_history_left_behind(ctx: CheckContext) -> list[Finding]:
         "openclaw-memory keeps a workspace's history under the workspace's path: after a move or a rename, `history`, "
         "`log`, `restore --last` and `rollback` at the new path know nothing recorded before it.\n"
         + "\n".join(steps) + more
-        + "\nMoved elsewhere: the same, with that folder in place of this one. If that history is no longer wanted, remove "
-        "its folder (the `rm -r` line alone). doctor never moves, merges or removes it."
+        + ("\nMoved elsewhere: the same, with that folder in place of this one. If that history is no longer wanted, "
+           "remove its folder (the `rm -r` line alone)." if mine else "")
+        + (" " if mine else "") + "doctor never moves, merges or removes it."
     )
     # Info, not a warning: a workspace deleted on purpose leaves its data folder, and every doctor of
     # every workspace sharing the state dir would exit 1 until it is removed.
