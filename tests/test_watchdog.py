@@ -469,6 +469,48 @@ def test_checkpoint_written_before_schema_16_goes_to_any_agent(settings, cli):
     assert "## Break" not in cli("--agent", "a", "prompt").stdout
 
 
+def _main_holding_ops(tmp_path: Path, state_dir: Path) -> Path:
+    """OpenClaw's default layout: agents.defaults.workspace is main's, ops's is its folder ops/ in it."""
+    agent = tmp_path / "agent"
+    write(agent / "MEMORY.md", "# main\n")
+    write(agent / "ops" / "MEMORY.md", "# ops\n")
+    (agent / "memory").mkdir()
+    (agent / "ops" / "memory").mkdir()
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"workspace": str(agent)},
+                                                                    "entries": {"main": {"default": True}, "ops": {}}}}))
+    return agent
+
+
+def test_the_watchdog_leaves_out_another_agents_workspace_nested_in_this_one(tmp_path, state_dir, cli):
+    # ops's note was a break of main's heartbeat (exit 1) and main's prompt quoted it.
+    agent = _main_holding_ops(tmp_path, state_dir)
+    env = {"OPENCLAW_WORKSPACE": ""}
+    snap = cli("--agent", "main", "watchdog", "snapshot", "--json", env=env)
+    assert snap.returncode == 0 and snap.json()["entries"] == 1  # MEMORY.md: not ops/MEMORY.md
+    assert cli("--agent", "ops", "write", "memory/d.md", "--append", "ops diary", env=env).returncode == 0
+    beat = cli("--agent", "main", "watchdog", "heartbeat", env=env)
+    assert (beat.returncode, beat.stdout.strip()) == (0, "HEARTBEAT_OK")
+    assert "Workspace Changes" not in cli("--agent", "main", "prompt", env=env).stdout
+    write(agent / "memory" / "n.md", "main's\n")
+    write(agent / "MEMORY.md", "# main, changed\n")
+    beat = cli("--agent", "main", "watchdog", "heartbeat", env=env)
+    assert beat.returncode == 1 and "changed: MEMORY.md" in beat.stdout and "ops/" not in beat.stdout
+    # ops's own watchdog sees its own files.
+    assert cli("--agent", "ops", "watchdog", "snapshot", "--json", env=env).json()["entries"] == 2
+
+
+def test_a_baseline_taken_before_the_nested_agent_was_configured_does_not_report_its_files_deleted(
+        tmp_path, state_dir, cli):
+    agent = _main_holding_ops(tmp_path, state_dir)
+    config = (state_dir / "openclaw.json").read_text()
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"workspace": str(agent)}}}))
+    env = {"OPENCLAW_WORKSPACE": ""}
+    assert cli("watchdog", "snapshot", "--json", env=env).json()["entries"] == 2  # ops/ no agent's yet
+    (state_dir / "openclaw.json").write_text(config)
+    done = cli("--agent", "main", "watchdog", "verify", "--json", env=env)
+    assert done.returncode == 0 and done.json()["deleted"] == []
+
+
 def test_cli_verify_exit_codes_and_json(cli, workspace):
     write(workspace / "MEMORY.md", "# Memory\n")
     missing = cli("watchdog", "verify")

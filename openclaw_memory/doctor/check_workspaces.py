@@ -29,6 +29,7 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..files.agents import configured_workspaces
 from ..settings import Settings
 from .model import CheckContext, Finding
 
@@ -63,42 +64,6 @@ class LeftBehind:
     # workspace, or the only agents whose writes it holds. None: this agent may take it.
     owner: str | None = None
     configured: bool = False  # ``owner``'s configured workspace (else: the writer of all its history)
-
-
-def configured_workspaces(settings: Settings) -> dict[str, str]:
-    """Each agent openclaw.json configures (its roster, and the owner of ``agents.defaults.workspace``)
-    by id, with the workspace OpenClaw gives it: its entry's ``workspace``, else its folder under
-    ``agents.defaults.workspace`` or OpenClaw's default (resolveAgentWorkspaceDir), as node's
-    path.resolve spells it. Read from openclaw.json alone (``-w``, ``OPENCLAW_WORKSPACE`` and the toml
-    name this command's workspace, not another agent's); empty where it cannot be read (the config's
-    own checks say why)."""
-    from ..errors import UsageError
-    from ..settings._files import load_openclaw
-    from ..settings._openclaw import json_object, read_roster
-    from ..settings._places import expand
-    from ..settings._resolve import _openclaw_workspace, _text, _workspace_owner, js_resolve
-
-    json_path = settings.config_file
-    try:
-        openclaw, env = load_openclaw(json_path, os.environ)
-        defaults = json_object(json_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), "defaults")
-        shared = _text(defaults.get("workspace"), "agents.defaults.workspace")
-        _configured, roster = read_roster(openclaw, str(json_path))
-        entries = {agent: entry for agent, _at, entry in roster}
-        owner = _workspace_owner(openclaw, str(json_path))
-        if owner is not None:
-            entries.setdefault(owner, {})
-        given = "--state-dir" in settings.command_flags or "OPENCLAW_STATE_DIR" in env
-        out: dict[str, str] = {}
-        for agent, entry in entries.items():
-            raw = _text(entry.get("workspace"), "workspace") or next(
-                (value for value, _where in _openclaw_workspace(openclaw, agent, shared, settings.state_dir, json_path,
-                                                                  env, given) if value), None)
-            if raw:
-                out[agent] = js_resolve(expand(raw, env))
-        return out
-    except (UsageError, OSError, ValueError):
-        return {}
 
 
 def _same_folder(a: str, b: str) -> bool:

@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..database.observations import ChangeStat, is_racy
 from ..errors import WorkspaceError
@@ -25,6 +26,9 @@ from ..fsutil.safeopen import DIR_FLAGS
 from .ignore import IgnoreRules, compile_rules, excluded_state_dirs
 from .observe import KIND_DIR, Observation, observe
 from .store import HASHED, RACY, Table
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,19 @@ def _hex(digest: bytes | None) -> str | None:
     return digest.hex() if digest is not None else None
 
 
-def rules_for(workspace: Path, state_dir: Path, patterns: list[str]) -> IgnoreRules:
-    return compile_rules(patterns, excluded_state_dirs(workspace, state_dir))
+def rules_for(workspace: Path, state_dir: Path, patterns: list[str], nested: frozenset[str] = frozenset()) -> IgnoreRules:
+    """The rules of a walk of ``workspace``: ``patterns``, the state dir inside it, and ``nested``:
+    workspace-relative folders left out whatever the patterns say (other agents' workspaces)."""
+    return compile_rules(patterns, excluded_state_dirs(workspace, state_dir) | nested)
+
+
+def rules_of(settings: Settings, patterns: list[str]) -> IgnoreRules:
+    """:func:`rules_for` the settings' workspace, the workspaces of the other agents openclaw.json
+    configures inside it left out (OpenClaw's ``<agents.defaults.workspace>/<agent id>``): those agents'
+    memory, which OpenClaw keeps apart; walked, another agent's note was a break of this one's."""
+    from ..files.agents import nested_workspaces
+
+    return rules_for(settings.workspace, settings.state_dir, patterns, nested_workspaces(settings))
 
 
 def record_observation(table: Table, rel: str, obs: Observation, guard_ns: int, delta: Delta) -> None:
@@ -228,11 +243,14 @@ def compare_workspace(
     delta.entries = entries
     for rel, reason in unreadable:
         warnings.append(f"{rel or '.'}: cannot list this folder ({reason}); its files were not checked")
+    left_out = tuple(rules.excluded_dirs)
     i = seen.find(0)
     while i != -1:
         path = b_paths[i]
         unlisted = next((why for folder, why in unreadable if path.startswith(folder)), None)
-        if path in dirs:  # a file (or link) of the baseline is a folder now
+        if left_out and path.startswith(left_out):
+            pass  # in a folder left out whatever the patterns say (another agent's workspace, configured since)
+        elif path in dirs:  # a file (or link) of the baseline is a folder now
             changed.append(Changed(path, _hex(base.digest(i)), None))
         elif unlisted is None:
             delta.deleted.append(path)

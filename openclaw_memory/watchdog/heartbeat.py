@@ -17,7 +17,7 @@ from ..errors import UsageError, bytes_shown
 from ..settings import Settings
 from ..wire import key
 from .checkpoint import append_checkpoint
-from .compare import compare_workspace, rules_for
+from .compare import compare_workspace, rules_of
 from .content import keep_contents
 from .ignore import IgnoreRules, workspace_patterns
 from .snapshot import SnapshotInfo, new_table, save_table, timestamp_label
@@ -76,10 +76,10 @@ def heartbeat(settings: Settings) -> HeartbeatResult:
 
     With no baseline yet, the first snapshot is taken and the result is clean.
     """
-    ws, sd = settings.workspace, settings.state_dir
+    ws = settings.workspace
     store = SnapshotStore(settings.data_dir)
     patterns, refused = _patterns(ws, store)
-    rules = rules_for(ws, sd, patterns)
+    rules = rules_of(settings, patterns)
     while True:
         base = store.baseline()
         table = new_table(settings, timestamp_label("heartbeat-"), patterns)
@@ -132,7 +132,7 @@ def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyRe
     track, and its deletions of paths the new rules do not ignore, are merged in so a
     change made between the two passes is still reported.
     """
-    old_rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
+    old_rules = rules_of(settings, base.ignore)
     judged = result_from(base, compare_workspace(settings.workspace, old_rules, base, None, base.guard_ns))
     changed = {c.path: c for c in judged.changed}
     for c in recorded.changed:

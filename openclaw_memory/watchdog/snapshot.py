@@ -20,7 +20,7 @@ from typing import ClassVar, NamedTuple
 from ..fsutil.fsclock import guard_ns
 from ..settings import Settings
 from ..wire import key
-from .compare import Delta, compare_workspace, record_observation, rules_for
+from .compare import Delta, compare_workspace, record_observation, rules_of
 from .content import entry_folder, keep_contents
 from .gitstate import workspace_head
 from .ignore import workspace_patterns
@@ -107,7 +107,7 @@ def take_snapshot(settings: Settings, label: str | None = None) -> SnapshotInfo:
         previous = None  # hash everything afresh rather than trust it
         notes.append(exc.message)
     table = new_table(settings, label, patterns)
-    rules = rules_for(settings.workspace, settings.state_dir, patterns)
+    rules = rules_of(settings, patterns)
     delta = compare_workspace(settings.workspace, rules, previous, table, table.guard_ns)
     delta.warnings[:0] = notes
     files, not_kept = keep_contents(settings, table)
@@ -143,7 +143,7 @@ def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Map
         base = store.baseline()
         if base is None:
             return []
-        rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
+        rules = rules_of(settings, base.ignore)
         moved = [rel for rel, version in (started_from or {}).items()
                  if not rules.ignores_path(rel) and not _recorded_as(base, rel, version)]
         if moved:

@@ -15,7 +15,7 @@ from ..database.observations import ChangeStat
 from ..errors import UsageError
 from ..settings import Settings
 from ..wire import key
-from .compare import Changed, Delta, compare_workspace, rules_for
+from .compare import Changed, Delta, compare_workspace, rules_of
 from .gitstate import GitChanges, memory_git_changes
 from .store import SnapshotStore, Table
 
@@ -73,7 +73,7 @@ def verify_workspace(settings: Settings, seen_stats: Mapping[str, ChangeStat] | 
     base = store.baseline() if os.path.lexists(store.path) else None
     if base is None:
         raise NoBaseline(no_baseline_message(settings))
-    rules = rules_for(settings.workspace, settings.state_dir, base.ignore)
+    rules = rules_of(settings, base.ignore)
     delta = compare_workspace(settings.workspace, rules, base, None, base.guard_ns, seen_stats)
     git, notes = memory_git_changes(settings)
     return replace(result_from(base, delta), git=git, warnings=(*delta.warnings, *notes))
