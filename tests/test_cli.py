@@ -646,6 +646,53 @@ def test_a_change_whose_output_is_lost_is_said_done_never_bid_again(workspace, s
     assert (workspace / "memory" / "b.md").read_text() == "- a\n" and not (workspace / "memory" / "a.md").exists()
 
 
+def test_an_agent_named_memory_is_told_its_workspace_is_the_default_agents_memory_folder(cli, tmp_path, state_dir):
+    """An agent named memory under agents.defaults.workspace gets <defaults>/memory (OpenClaw's
+    resolveAgentWorkspaceDir does so too): main's memory/ folder. Its write said "give -w <defaults>",
+    which would put agent memory in main's workspace outright; doctor said nothing."""
+    import json
+
+    agent = tmp_path / "agent"
+    write(agent / "MEMORY.md", "# main\n")
+    write(agent / "memory" / "n.md", "main's note\n")
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"workspace": str(agent)},
+                                                                    "entries": {"main": {"default": True}, "memory": {}}}}))
+    env = {"OPENCLAW_WORKSPACE": ""}
+    overlap = (f"agent memory's workspace {agent / 'memory'} (its folder memory/ in agents.defaults.workspace, as OpenClaw "
+               f"gives an agent with no workspace of its own) is the memory/ folder of agent main's workspace {agent}: "
+               "agent main lists, reads and searches agent memory's notes as its own; rename agent memory or give it a "
+               "workspace of its own (agents.entries.memory.workspace in openclaw.json)")
+    done = cli("--agent", "memory", "files", env=env)
+    assert f"warning: {overlap}\n" in done.stderr and "give -w" not in done.stderr
+    for who in ("main", "memory"):  # doctor names it for every agent: it is openclaw.json's
+        doctor = cli("--agent", who, "doctor", "--json", env=env)
+        (finding,) = [f for f in doctor.json()["findings"] if f["id"] == "workspace-in-memory"]
+        assert (finding["severity"], finding["message"], finding["paths"]) == ("warning", overlap, [str(agent / "memory")])
+    # Given with -w, the folder is what the user named: the old advice stands.
+    assert "give -w" in cli("--agent", "memory", "-w", str(agent / "memory"), "files").stderr
+    # A workspace of its own: no warning, no finding.
+    write(tmp_path / "own" / "MEMORY.md", "# own\n")
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"workspace": str(agent)}, "entries": {
+        "main": {"default": True}, "memory": {"workspace": str(tmp_path / "own")}}}}))
+    assert "warning" not in cli("--agent", "memory", "files", env=env).stderr
+    assert "workspace-in-memory" not in cli("--agent", "main", "doctor", env=env).stdout
+
+
+def test_an_agents_workspace_in_another_agents_extra_path_is_a_doctor_warning(cli, tmp_path, state_dir):
+    import json
+
+    a, b = tmp_path / "a", tmp_path / "notes" / "b"
+    write(a / "MEMORY.md", "# a\n")
+    write(b / "MEMORY.md", "# b\n")
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {
+        "a": {"default": True, "workspace": str(a), "memorySearch": {"extraPaths": [str(tmp_path / "notes")]}},
+        "b": {"workspace": str(b)}}}}))
+    doctor = cli("--agent", "a", "doctor", "--json", env={"OPENCLAW_WORKSPACE": ""})
+    (finding,) = [f for f in doctor.json()["findings"] if f["id"] == "workspace-in-memory"]
+    assert finding["message"].startswith(f"agent b's workspace {b} (agents.entries.b.workspace in openclaw.json) lies in "
+                                         f"the extra path {tmp_path / 'notes'} of agent a's workspace {a}: ")
+
+
 def test_a_workspace_given_as_its_notes_folder_is_told_the_folder_above(cli, workspace, tmp_path):
     """`-w ws/memory` found no memory system and said only that (doctor: "Memory system not found ...
     Install the memory system", files: "No memory files"): a warning names the workspace above."""

@@ -34,6 +34,7 @@ from ..settings import Settings
 from .model import CheckContext, Finding
 
 ID = "history-left-behind"
+WORKSPACE_IN_MEMORY = "workspace-in-memory"
 SHOWN = 5  # workspaces given their commands one by one; more are named only
 _ROWS = "SELECT DISTINCT path, display FROM versions LIMIT 64"
 _COUNTS = "SELECT COUNT(*), COUNT(DISTINCT path) FROM versions"
@@ -381,4 +382,19 @@ def check_history_left_behind(ctx: CheckContext) -> list[Finding]:
     return [Finding(ID, "info", message, False, tuple(str(each.folder) for each in found))]
 
 
-CHECKS = [check_history_left_behind]
+def check_workspace_in_memory(ctx: CheckContext) -> list[Finding]:
+    """A configured agent's workspace inside another agent's memory (its memory/ folder or an extra path):
+    an agent named ``memory`` with no workspace of its own gets ``<agents.defaults.workspace>/memory``, the
+    default agent's memory/ folder (OpenClaw's resolveAgentWorkspaceDir does so too), and the default agent
+    lists, reads and searches its notes as its own. Every agent's doctor names it: it is openclaw.json's."""
+    from ..files.agents import configured_agents, overlaps
+    from ..files.root import overlap_text
+
+    found = overlaps(configured_agents(ctx.settings))
+    if not found:
+        return []
+    return [Finding(WORKSPACE_IN_MEMORY, "warning", "\n".join(overlap_text(o) for o in found), False,
+                    tuple(dict.fromkeys(o.places.workspace for o in found)))]
+
+
+CHECKS = [check_history_left_behind, check_workspace_in_memory]

@@ -4,24 +4,32 @@ they share a state dir (doctor's history left behind, the watchdog's walk, the n
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
 
-def configured_workspaces(settings: Settings) -> dict[str, str]:
+class AgentPlaces(NamedTuple):
+    """Where openclaw.json puts an agent's memory."""
+
+    workspace: str  # as node's path.resolve spells it (symbolic links kept)
+    where: str  # where that came from: its entry's key, or agents.defaults.workspace
+    extras: tuple[str, ...]  # its extra paths (the shared ones and its own), absolute
+
+
+def configured_agents(settings: Settings) -> dict[str, AgentPlaces]:
     """Each agent openclaw.json configures (its roster, and the owner of ``agents.defaults.workspace``)
     by id, with the workspace OpenClaw gives it: its entry's ``workspace``, else its folder under
-    ``agents.defaults.workspace`` or OpenClaw's default (resolveAgentWorkspaceDir), as node's
-    path.resolve spells it. Read from openclaw.json alone (``-w``, ``OPENCLAW_WORKSPACE`` and the toml
-    name this command's workspace, not another agent's); empty where it cannot be read (the config's
-    own checks say why)."""
+    ``agents.defaults.workspace`` or OpenClaw's default (resolveAgentWorkspaceDir); and its extra paths.
+    Read from openclaw.json alone (``-w``, ``OPENCLAW_WORKSPACE`` and the toml name this command's
+    workspace, not another agent's); empty where it cannot be read (the config's own checks say why)."""
     from ..errors import UsageError
     from ..settings._files import load_openclaw
-    from ..settings._openclaw import json_object, read_roster
+    from ..settings._openclaw import extra_list, json_object, own_sources, read_roster, search_key, shared_sources
     from ..settings._places import expand
-    from ..settings._resolve import _openclaw_workspace, _text, _workspace_owner, js_resolve
+    from ..settings._resolve import _openclaw_workspace, _text, _workspace_owner, js_resolve, normalize_extra_paths
 
     json_path = settings.config_file
     try:
@@ -29,21 +37,40 @@ def configured_workspaces(settings: Settings) -> dict[str, str]:
         defaults = json_object(json_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), "defaults")
         shared = _text(defaults.get("workspace"), "agents.defaults.workspace")
         _configured, roster = read_roster(openclaw, str(json_path))
-        entries = {agent: entry for agent, _at, entry in roster}
+        entries = {agent: (at, entry) for agent, at, entry in roster}
         owner = _workspace_owner(openclaw, str(json_path))
         if owner is not None:
-            entries.setdefault(owner, {})
+            entries.setdefault(owner, (f"agents.entries.{owner}", {}))
         given = "--state-dir" in settings.command_flags or "OPENCLAW_STATE_DIR" in env
-        out: dict[str, str] = {}
-        for agent, entry in entries.items():
-            raw = _text(entry.get("workspace"), "workspace") or next(
-                (value for value, _where in _openclaw_workspace(openclaw, agent, shared, settings.state_dir, json_path,
-                                                                  env, given) if value), None)
-            if raw:
-                out[agent] = js_resolve(expand(raw, env))
-        return out
+        shared_search = shared_sources(openclaw, f"{json_path}: ")
     except (UsageError, OSError, ValueError):
         return {}
+    out: dict[str, AgentPlaces] = {}
+    for agent, (at, entry) in entries.items():
+        try:
+            raw = _text(entry.get("workspace"), "workspace")
+            where = f"{at}.workspace"
+            if not raw:
+                raw = next((value for value, _where in _openclaw_workspace(
+                    openclaw, agent, shared, settings.state_dir, json_path, env, given) if value), None)
+                where = "agents.defaults.workspace" if shared else "OpenClaw's default"
+            if not raw:
+                continue
+            workspace = js_resolve(expand(raw, env))
+            extras: list = []
+            for level in (shared_search, own_sources(entry, at, f"{json_path}: ")):
+                value, key_at = search_key(level, "extraPaths")
+                extras += extra_list(value, key_at)
+            paths = tuple(str(p) for p in normalize_extra_paths(extras, Path(workspace)))
+        except (UsageError, OSError, ValueError):
+            continue  # this agent's own run says what is wrong with its entry
+        out[agent] = AgentPlaces(workspace, where, paths)
+    return out
+
+
+def configured_workspaces(settings: Settings) -> dict[str, str]:
+    """Each configured agent's workspace (:func:`configured_agents`), by id."""
+    return {agent: places.workspace for agent, places in configured_agents(settings).items()}
 
 
 def nested_workspaces(settings: Settings) -> frozenset[str]:
@@ -62,3 +89,41 @@ def nested_workspaces(settings: Settings) -> frozenset[str]:
             if rel.split("/")[0] != "memory":  # this agent's own notes all the same (doctor warns of the overlap)
                 out.add(rel + "/")
     return frozenset(out)
+
+
+class Overlap(NamedTuple):
+    """An agent's workspace in another agent's memory."""
+
+    agent: str  # whose workspace it is
+    places: AgentPlaces  # that agent's
+    holder: str  # the agent whose memory holds it
+    holder_workspace: str
+    memory: str  # the holder's memory folder or extra path that holds it
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def overlaps(agents: dict[str, AgentPlaces]) -> list[Overlap]:
+    """Every configured agent's workspace that lies in another agent's memory: its ``memory/`` folder
+    (an agent named ``memory`` under ``agents.defaults.workspace`` is given the default agent's, as
+    OpenClaw's resolveAgentWorkspaceDir gives it) or one of its extra paths. The holder lists, reads
+    and searches the other agent's notes as its own."""
+    from .paths import MEMORY_DIR
+
+    out = []
+    for agent, places in agents.items():
+        mine = _real(places.workspace)
+        for holder, theirs in agents.items():
+            if holder == agent or _real(theirs.workspace) == mine:
+                continue  # (a workspace shared outright is the same memory, not a part of another's)
+            for memory in (os.path.join(theirs.workspace, MEMORY_DIR), *theirs.extras):
+                if _within(mine, _real(memory)):
+                    out.append(Overlap(agent, places, holder, theirs.workspace, memory))
+                    break
+    return out
