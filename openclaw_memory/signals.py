@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterator
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
-    """The signals a long-running process (``serve``, ``watch``) stops on cleanly: Ctrl-C, SIGTERM and
-    SIGHUP, its terminal closed (which killed it, exit 129, its socket and info file left behind),
-    unless SIGHUP is ignored already (started under ``nohup``: it must run on)."""
-    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
-        return signal.SIGINT, signal.SIGTERM
-    return signal.SIGINT, signal.SIGTERM, signal.SIGHUP
+    """The signals a long-running process (``serve``, ``watch``, ``mcp``) stops on cleanly: Ctrl-C,
+    SIGTERM and SIGHUP, its terminal closed (which killed it, exit 129, its socket and info file left
+    behind), but for those ignored already: SIGHUP started under ``nohup``, SIGINT in the background
+    of a script (``serve &``; :func:`interrupt_once` keeps it ignored): it must run on (a Ctrl-C
+    meant for the script's foreground stopped it)."""
+    return tuple(sig for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                 if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN)
 
 
 def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") -> Callable[[], None]:
@@ -29,7 +30,10 @@ def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") 
         # Event.set() here would take the lock the Event.wait() it interrupts may hold, forever.
         noted.append(signal.Signals(signum).name)
         if said:
-            os.write(2, said)
+            try:
+                os.write(2, said)
+            except OSError:  # (a terminal hung up: EIO) raised here, it would be raised wherever the process was
+                pass
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
@@ -69,7 +73,9 @@ def ignored_to_the_end(*signals: signal.Signals) -> None:
             signal.signal(sig, signal.SIG_IGN)
 
 
-_STATE: dict[str, bool] = {"committed": False, "held": False, "whole": False}
+# "ignored": SIGINT was ignored when the CLI's process started (a background job of a script, which
+# the shell started so): interrupt_once keeps it so, and so does every command's own rule.
+_STATE: dict[str, bool] = {"committed": False, "held": False, "whole": False, "ignored": False}
 
 
 def interrupt_once() -> None:
@@ -83,7 +89,11 @@ def interrupt_once() -> None:
         raise KeyboardInterrupt
 
     _STATE["whole"] = True
-    signal.signal(signal.SIGINT, once)
+    # Ignored from the start (``cmd &`` in a script: the shell asked that a Ctrl-C at the script's
+    # foreground not reach it): it stays ignored, as nohup's SIGHUP does (a Ctrl-C stopped a service).
+    _STATE["ignored"] = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if not _STATE["ignored"]:
+        signal.signal(signal.SIGINT, once)
 
 
 @contextlib.contextmanager
@@ -93,8 +103,8 @@ def cancellable_until_committed() -> Iterator[None]:
     said (a Ctrl-C there was "interrupted", exit 130, of a write that was made; held back from the
     start, one while the write waited for its lock wrote it all the same). Work after the point that
     may stop asks :func:`interrupt_held` (a write's index update). Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    if threading.current_thread() is not threading.main_thread() or _STATE["ignored"]:
+        yield  # (SIGINT ignored from the process's start: see interrupt_once)
         return
     _STATE.update(committed=False, held=False)
 

@@ -815,12 +815,14 @@ def test_a_large_read_over_stdio_is_not_parsed_again_by_the_transport(workspace,
     assert grown < 180, f"the peak grew by {grown} MiB for a whole read of a 32 MiB note"
 
 
-def test_sigterm_answers_the_calls_already_read_then_stops(workspace, state_dir, cli):
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_sigterm_answers_the_calls_already_read_then_stops(workspace, state_dir, cli, stop):
     """A client stops its stdio server with SIGTERM (after closing its input, or at once), and so
     does a service manager: the server was killed mid-call, the call unanswered (a write cut short
     left its temp file beside the note). SIGTERM now ends the input as a closed one does: a search
     waiting for an index commit (another process paused inside it) is answered, then the server
-    exits 0 with one line on stderr; idle, it exits at once."""
+    exits 0 with one line on stderr; idle, it exits at once. SIGHUP (its terminal closed) the same:
+    it killed the server, exit 129, a write's temp file left in the workspace."""
     import signal
     import subprocess
 
@@ -842,7 +844,7 @@ def test_sigterm_answers_the_calls_already_read_then_stops(workspace, state_dir,
         server.stdin.flush()
         assert json.loads(server.stdout.readline())["id"] == 7
         assert json.loads(server.stdout.readline()) == {"jsonrpc": "2.0", "id": 6, "result": {}}  # read after the search: both in
-        server.send_signal(signal.SIGTERM)
+        server.send_signal(signal.Signals[stop])
         index.send_signal(signal.SIGUSR1)  # the commit ends: the search goes on
         answer = json.loads(server.stdout.readline())
         assert server.wait(timeout=60) == 0
@@ -854,14 +856,14 @@ def test_sigterm_answers_the_calls_already_read_then_stops(workspace, state_dir,
     assert answer["id"] == 5 and not answer["result"]["isError"], answer
     assert json.loads(answer["result"]["content"][0]["text"])["results"][0]["path"] == "MEMORY.md"
     said = server.stderr.read().decode()
-    assert "stopping (SIGTERM): answering the calls already read\n" in said and "Traceback" not in said
+    assert f"stopping ({stop}): answering the calls already read\n" in said and "Traceback" not in said
     idle = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
     assert idle.stdin and idle.stdout
     idle.stdin.write(json.dumps(HELLO).encode() + b"\n")
     idle.stdin.flush()
     assert json.loads(idle.stdout.readline())["id"] == 7
-    idle.send_signal(signal.SIGTERM)
+    idle.send_signal(signal.Signals[stop])
     assert idle.wait(timeout=60) == 0  # its input still open
 
 

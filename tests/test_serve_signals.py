@@ -4,16 +4,21 @@ sync's opening of the index, and again while the service is already stopping."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from conftest import env_for, fault, settings_for, wait_for, write
 from openclaw_memory.service_files import service_dir
+
+T = TypeVar("T")
 
 
 def service_files(workspace, state_dir) -> list[str]:
@@ -210,3 +215,102 @@ def test_a_ctrl_c_between_the_watch_lock_and_its_handlers_stops_the_watch(worksp
     assert code == 0, err
     assert any(line.startswith("stopped (SIGINT)") for line in run.lines), err
     assert service_files(workspace, state_dir) == []
+
+
+def _unread(fd: int) -> int:
+    import fcntl
+    import struct
+    import termios
+
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
+def test_serve_stop_stops_a_watch_whose_stdout_nobody_reads(workspace, state_dir, cli, json_out):
+    """A watch whose change lines filled a pipe nobody read (a reader that stopped reading, a
+    terminal paused with Ctrl-S) sat in its write: SIGTERM, SIGINT and SIGHUP were each retried
+    past, and `serve --stop` said it "did not stop within 30 s". The lines it could not print are
+    dropped; the sync before them is done."""
+    import fcntl
+
+    write(workspace / "MEMORY.md", "# Memory\n\nlemur facts\n")
+    for i in range(40):  # the first sync's change lines: more than the pipe holds
+        write(workspace / "memory" / f"n{i:02d}_{'x' * 150}.md", f"note {i}\n")
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: one page
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "watch", *(["--json"] if json_out else [])],
+                            cwd=workspace, env=env_for(workspace, state_dir), stdin=subprocess.DEVNULL,
+                            stdout=write_end, stderr=subprocess.PIPE, text=True)
+    try:
+        # Its lines fill the pipe: the next one waits for a reader (the pipe takes no more).
+        wait_for(lambda: not select.select([], [write_end], [], 0)[1] or proc.poll() is not None, WAIT)
+        assert proc.poll() is None and _unread(read_end) > 0
+        stopped = cli("serve", "--stop")
+        code = proc.wait(WAIT)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(read_end)
+        os.close(write_end)
+    assert stopped.returncode == 0, (stopped.stderr, err)
+    assert code == 0, err
+    assert any(line.startswith("stopped (SIGTERM): 41 change(s) applied in 1 sync(s)") for line in err.splitlines()), err
+    assert "Traceback" not in err and "error" not in err, err
+    assert service_files(workspace, state_dir) == []
+    assert "41 files scanned, 0 changed" in cli("index").stdout  # the sync before them was done
+
+
+def _started_with_sigint_ignored(start: Callable[[], T]) -> T:
+    """``start()`` with SIGINT ignored, as a script's shell starts a background job (``serve &``):
+    the child inherits it (the suite's own SIGINT stays its own)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize(("args", "started"), [(("serve", "--no-watch"), "serving "), (("watch",), "watching ")])
+def test_a_service_started_with_sigint_ignored_runs_on_at_a_ctrl_c(workspace, state_dir, args, started):
+    """`serve &` in a script (SIGINT ignored, so that a Ctrl-C at the script's foreground does not
+    reach it) was stopped by a SIGINT all the same: the service set its own handler over the ignore.
+    It runs on, as under nohup for SIGHUP; SIGTERM stops it."""
+    write(workspace / "MEMORY.md", "# Memory\n\nlemur facts\n")
+    run = _started_with_sigint_ignored(lambda: Running(workspace, state_dir, *args, env={}))
+    try:
+        run.said(started)
+        run.signal(signal.SIGINT, signal.SIGTERM)  # (both pending: SIGINT, the lower, is handled first)
+        code = run.end()
+    finally:
+        run.kill()
+    err = "".join(run.lines)
+    assert code == 0, err
+    assert [line.split(")")[0] for line in run.lines if line.startswith("stopped (")] == ["stopped (SIGTERM"], err
+    assert service_files(workspace, state_dir) == []
+
+
+def test_an_index_started_with_sigint_ignored_is_not_interrupted(workspace, state_dir, cli):
+    """The CLI's Ctrl-C rule (interrupt_once) set its handler over an ignored SIGINT: `index &` in a
+    script was "interrupted" (exit 130) by a Ctrl-C meant for the script's foreground."""
+    for i in range(4):
+        write(workspace / "memory" / f"n{i}.md", f"# n{i}\n\nword {i}\n")
+    proc = _started_with_sigint_ignored(lambda: subprocess.Popen(
+        [sys.executable, "-m", "openclaw_memory", "index"], cwd=workspace, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=fault("index:embedded:1=pause", env=env_for(workspace, state_dir, OPENCLAW_MEMORY_SERVICE="off"))))
+    assert proc.stderr is not None
+    try:
+        said = []
+        while "test-hook: paused at index:embedded:1" not in (line := proc.stderr.readline()):
+            assert line, "the index ended without pausing"
+            said.append(line)
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGUSR1)
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, "".join(said) + err
+    assert "Indexed agent main: 4 files scanned, 4 changed" in out, out

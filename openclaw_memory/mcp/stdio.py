@@ -18,7 +18,8 @@ Three things the SDK's stdio loop does not do are done on its way in (:class:`_L
 cannot read (not JSON, bytes that are not UTF-8, a lone UTF-16 surrogate as JavaScript writes half
 an emoji, a number of thousands of digits) gets a JSON-RPC error instead of no answer at all; a
 line past ``MAX_LINE`` is refused without being held whole; and at the end of the input every
-request already read is answered before the server exits. SIGTERM ends the input as a closed one does.
+request already read is answered before the server exits. SIGTERM and SIGHUP end the input as a
+closed one does.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any, BinaryIO
 
 from ..errors import one_line
 from ..memory.protocol import MAX_LINE
-from ..signals import note_signals
+from ..signals import note_signals, stop_signals
 from .refusals import (
     ID_IN_USE,
     ODD_ID,
@@ -133,12 +134,18 @@ def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, inst
     # SIGTERM (how a client stops its server, and a service manager its processes) ends the input as
     # if the client had closed it: the calls already read are answered, then the server exits (it
     # was killed mid-call: a write cut short left its temp file, and the call no answer).
+    # SIGHUP as SIGTERM (its terminal closed), unless ignored (started under nohup): it killed the
+    # server mid-call, exit 129, a write's temp file left beside the note and the call unanswered.
     terminated: list[str] = []
-    restore_signal = note_signals(terminated, signal.SIGTERM, said=b"stopping (SIGTERM): answering the calls already read\n")
+    stopping = stop_signals()
+    restores = [note_signals(terminated, sig, said=f"stopping ({sig.name}): answering the calls already read\n".encode())
+                for sig in (signal.SIGTERM, signal.SIGHUP) if sig in stopping]
     # Ctrl-C too: a KeyboardInterrupt raised wherever the event loop was (inside anyio's own
     # bookkeeping: "assert _task in task_state.cancel_scope._tasks") left the loop spinning at full
-    # CPU, never exiting (1 in about 40 Ctrl-Cs after a call). It ends the input instead, then exits 130.
-    restore_interrupt = note_signals(terminated, signal.SIGINT, said=b"stopping (Ctrl-C): answering the calls already read\n")
+    # CPU, never exiting (1 in about 40 Ctrl-Cs after a call). It ends the input instead, then exits
+    # 130. Not where it is ignored (started in the background of a script): it must run on.
+    if signal.SIGINT in stopping:
+        restores.append(note_signals(terminated, signal.SIGINT, said=b"stopping (Ctrl-C): answering the calls already read\n"))
     try:
         consumed, answered = _handshake(wire_in, out, loader, tools, terminated, initialize_result=lambda requested:
                                         initialize_result(requested, name=name, version=version, instructions=instructions))
@@ -147,8 +154,8 @@ def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, inst
         if "SIGINT" in terminated:
             raise KeyboardInterrupt  # (out of the loop now: the CLI's "interrupted", exit 130)
     finally:
-        restore_interrupt()
-        restore_signal()
+        for restore_signals in reversed(restores):
+            restore_signals()
         out.close()
         restore()
         if after is not None:

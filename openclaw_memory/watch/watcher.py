@@ -18,7 +18,8 @@
    sync; the service closes shards left unused (``[service] shard_idle``).
 4. SIGINT/SIGTERM/SIGHUP stop the loop; a sync in progress is abandoned at its next Python step (the
    index is crash-safe: the next run finishes it), except inside its commit, which it finishes
-   first (searches in flight would see it half done); every lock is released on the way out.
+   first (searches in flight would see it half done); every lock is released on the way out. A
+   callback that prints (a change, a notice) is abandoned too: its stdout may be a pipe nobody reads.
 """
 
 from __future__ import annotations
@@ -179,6 +180,10 @@ class Watcher:
         self._quick_rearm_at = -RETRY_S  # the last re-arm at once after an undecodable name
         self._identity_at = 0.0  # when the watched folders' identity was last looked at
         self._busy = False
+        # Telling the caller (on_change, on_notice, on_start) from the loop: a stop signal abandons
+        # that too. A print to a stdout nobody read (a pipe whose reader stopped, a terminal paused
+        # with Ctrl-S) blocked there, retried after each handler, and the stop was never seen.
+        self._telling = False
         self._armed_since_sync = False  # under polling: a sync is due once the arming's second is past
         self._signal = "stop"
         # Stop signals by name, appended by the signal handler (which may take no lock). A caller's
@@ -231,7 +236,7 @@ class Watcher:
             # No Event.set() here: it takes a lock the interrupted code may hold (a deadlock);
             # the loop checks ``_noted`` as often as the stop event.
             self._noted.append(signal.Signals(signum).name)
-            if self._busy and not self._committing():
+            if self._telling or (self._busy and not self._committing()):
                 raise WatchStopped()
 
         for sig in previous:
@@ -243,6 +248,18 @@ class Watcher:
 
         return restore
 
+    def _tell(self, call: Callable, *args) -> None:
+        """``call(*args)`` (a callback that prints), abandoned by a stop: not begun once one was
+        noted, cut short by one that comes while it waits for its reader (what it did not print is
+        dropped; the sync before it is done)."""
+        if self._stopping():
+            raise WatchStopped()
+        self._telling = True
+        try:
+            call(*args)
+        finally:
+            self._telling = False
+
     # -- the loop ----------------------------------------------------------------------------
 
     def _loop(self, index: MemoryIndex) -> None:
@@ -252,7 +269,8 @@ class Watcher:
             return
         self._warm(index)
         if self.on_start is not None:
-            self.on_start(
+            self._tell(
+                self.on_start,
                 WatchStarted(
                     str(self.settings.workspace),
                     self.settings.agent,
@@ -377,14 +395,14 @@ class Watcher:
             self.on_notice("the index is up to date again")
         for note in summary.notes:
             if note not in self._said:  # a standing condition ("not indexed: ...") is said once
-                self.on_notice(note)
+                self._tell(self.on_notice, note)
         self._said = set(summary.notes)
         for told in (warning, links):
             if told:
-                self.on_notice(told)
+                self._tell(self.on_notice, told)
+        self.changes += len(changes)  # applied, each, whether or not a stop leaves its line unsaid
         for change in changes:
-            self.changes += 1
-            self.on_change(change)
+            self._tell(self.on_change, change)
         return True
 
     # -- reading at the event ------------------------------------------------------------------

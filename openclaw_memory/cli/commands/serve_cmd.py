@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import io
+import os
+import select
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ...extras import require
 from ...memory import to_json
-from ..output import one_line, print_json, printable, say, warn
+from ..output import OutputLost, one_line, print_json, printable, say, silence, warn
 
 if TYPE_CHECKING:
     from ...settings import Settings
+
+# Bytes written to stdout at once, once select says it takes some: no write blocks then (a pipe
+# takes a page, a terminal's queue about this much), so a stop signal is never stuck behind one.
+_PIECE = 512
+_SLICE_S = 0.25  # how often a wait for stdout's reader looks up from select (a signal cuts it short)
 
 
 def _emit_json(data: dict) -> None:
@@ -19,6 +28,92 @@ def _emit_json(data: dict) -> None:
     # name that is not UTF-8, a stdout that does not write UTF-8).
     print_json(data, one_line=True)
     sys.stdout.flush()
+
+
+class _Lines:
+    """The service's lines on stdout (each change, with --json each object), never a write that
+    blocks a stop: a stdout nobody reads (a pipe whose reader stopped, a terminal paused with
+    Ctrl-S) held the watch in its write, deaf to SIGTERM, SIGINT and SIGHUP (``serve --stop``
+    failed). A line waits for its reader in slices, which a stop signal cuts short (the watcher's
+    handler raises there: what was not printed is dropped, the index's work is done); the last
+    line, after the stop, is printed only where stdout takes it at once."""
+
+    def __init__(self) -> None:
+        self.unsent = b""  # the rest of a line a stop cut short: the last words finish it first
+        self.lost = False  # stdout took not all of it: the last words went to stderr
+
+    def put(self, write: Callable[[], object]) -> None:
+        data = _rendered(write)
+        if data is not None:
+            self._write(self.unsent + data, wait=True)
+            return
+        write()  # stdout is no file (the tests' in-process CLI): as it is
+        sys.stdout.flush()
+
+    def last(self, write: Callable[[], object]) -> bool:
+        """``write()``'s words if stdout takes them now; False (stdout silenced) where it does not."""
+        data = _rendered(write)
+        if data is None:
+            write()
+            sys.stdout.flush()
+            return True
+        if self._write(self.unsent + data, wait=False):
+            return True
+        self.lost = True
+        silence(sys.stdout)
+        return False
+
+    def _write(self, data: bytes, *, wait: bool) -> bool:
+        fd = sys.stdout.fileno()
+        view = memoryview(data)
+        self.unsent = data
+        try:
+            while view:
+                if not select.select([], [fd], [], _SLICE_S if wait else 0)[1]:
+                    if not wait:
+                        return False
+                    continue
+                view = view[os.write(fd, view[:_PIECE]):]
+                self.unsent = bytes(view)
+        except BrokenPipeError:  # the reader went away: as GuardedStdout says it
+            raise
+        except OSError as exc:
+            silence(sys.stdout)
+            raise OutputLost(exc) from None
+        return True
+
+
+def _rendered(write: Callable[[], object]) -> bytes | None:
+    """The bytes ``write()`` puts on stdout (its encoding, its escapes), or None where stdout is no file."""
+    stream = sys.stdout
+    try:
+        stream.flush()
+        stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None
+    held = io.BytesIO()
+    wrapper = io.TextIOWrapper(held, encoding=stream.encoding, errors=stream.errors, write_through=True)
+    sys.stdout = wrapper
+    try:
+        write()
+        wrapper.flush()
+    finally:
+        sys.stdout = stream
+        wrapper.detach()
+    return held.getvalue()
+
+
+def _said_last(text: str) -> None:
+    """``text`` on stderr where it takes it now: after a stop (its signals ignored to the end) a
+    terminal paused with Ctrl-S held the process at its last line, and ``serve --stop`` failed."""
+    try:
+        fd = sys.stderr.fileno()
+    except (OSError, ValueError, AttributeError):
+        fd = None
+    if fd is not None and not select.select([], [fd], [], 0)[1]:
+        silence(sys.stderr)
+        return
+    say(text)
 
 
 def _stop(settings: Settings, json_out: bool) -> int:
@@ -46,12 +141,13 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
     from ...service_files import token_path
     from ..log_lines import log_lines
 
+    lines = _Lines()
+
     def on_change(change) -> None:
         if json_out:
-            _emit_json(to_json(change))
+            lines.put(lambda: print_json(to_json(change), one_line=True))
         else:
-            sys.stdout.write(change.line() + "\n")
-            sys.stdout.flush()
+            lines.put(lambda: sys.stdout.write(change.line() + "\n"))
 
     def on_notice(message: str) -> None:
         warn(one_line(message))  # a watched name it quotes may hold a newline
@@ -62,7 +158,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
         if json_out:
             started.update(to_json(info))
             if not info.live_sync:
-                _emit_json(started)
+                lines.put(lambda: print_json(started, one_line=True))
             return
         if not watch_lines:
             line = f"serving {printable(str(info.workspace))} for agent {info.agent} on {printable(str(info.socket))} (pid {info.pid}"
@@ -73,7 +169,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
 
     def on_watch_start(info) -> None:
         if json_out:
-            _emit_json({**started, **to_json(info)})
+            lines.put(lambda: print_json({**started, **to_json(info)}, one_line=True))
             return
         say(
             f"watching {len(info.folders)} folder(s) of {printable(str(info.workspace))} for agent {info.agent} "
@@ -86,14 +182,17 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
     # A service that stopped because its socket or its workspace went did not stop as asked: status 1,
     # so a supervisor that restarts a failed service (systemd's Restart=on-failure) starts a new one.
     status = 1 if summary.unasked else 0
-    if json_out:
-        _emit_json(to_json(summary))
+    if lines.unsent and not json_out:
+        lines.last(lambda: None)  # the rest of a change line a stop cut short, where stdout takes it
+    if json_out and lines.last(lambda: print_json(to_json(summary), one_line=True)):
         return status
     if watch_lines:
-        say(f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)\n")
+        said = f"stopped ({summary.stopped_by}): {summary.changes} change(s) applied in {summary.batches} sync(s)"
     else:
-        say(f"stopped ({summary.stopped_by}): {summary.requests} request(s) answered, "
-                         f"{summary.changes} change(s) applied\n")
+        said = f"stopped ({summary.stopped_by}): {summary.requests} request(s) answered, {summary.changes} change(s) applied"
+    if lines.lost:  # (with --json: its stop object was one of them)
+        said += "; stdout took no more lines (nobody read them): the rest were not printed"
+    _said_last(said + "\n")
     return status
 
 
