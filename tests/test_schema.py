@@ -274,8 +274,8 @@ def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_f
 
 
 def _drop_steps_from_12(conn) -> None:
-    """Take back what steps 12 to 14 and 16 added (reads.seen_from, seen_to; versions.mtime_ns, ctime_ns,
-    arrived_by; checkpoint.agent), for a database put back to an earlier schema."""
+    """Take back what steps 12 to 14, 16 and 17 added (reads.seen_from, seen_to; versions.mtime_ns, ctime_ns,
+    arrived_by; checkpoint.agent; server_identity), for a database put back to an earlier schema."""
     for column in ("seen_from", "seen_to"):
         conn.execute(f"ALTER TABLE reads DROP COLUMN {column}")
     for column in ("mtime_ns", "ctime_ns", "arrived_by"):
@@ -284,8 +284,9 @@ def _drop_steps_from_12(conn) -> None:
 
 
 def _drop_step_16(conn) -> None:
-    """Take back what step 16 added (checkpoint.agent)."""
+    """Take back what steps 16 and 17 added (checkpoint.agent; server_identity)."""
     conn.execute("ALTER TABLE checkpoint DROP COLUMN agent")
+    conn.execute("DROP TABLE server_identity")
 
 
 def test_a_schema_12_database_keeps_its_history_and_logs_each_sightings_dates_from_then_on(tmp_path):

@@ -14,6 +14,7 @@ runs against a real server when ``OPENCLAW_MEMORY_TEST_QDRANT_URL`` is set.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -573,3 +574,101 @@ def test_against_a_real_server(tmp_path, models, tenancy):
         finally:
             for name in index.store.names():
                 index.store.drop(name)
+
+
+# -- two indexes on one server never meet -----------------------------------------------
+
+def _two_state_dirs(tmp_path: Path, toml: str) -> tuple[Path, Path]:
+    dirs = []
+    for label in ("st-a", "st-b"):
+        folder = tmp_path / label
+        folder.mkdir(mode=0o700)
+        write(folder / "openclaw-memory.toml", toml)
+        dirs.append(folder)
+    return dirs[0], dirs[1]
+
+
+def _paths(result) -> list[str]:
+    assert result.returncode == 0, result.stderr
+    return sorted({r["path"] for r in result.json()["results"]})
+
+
+@pytest.mark.parametrize("tenancy", ["collection", "shared"])
+def test_two_data_dirs_of_one_workspace_path_never_read_each_others_points(workspace, cli, tmp_path, tenancy):
+    """Two machines or containers with the same workspace path (the default namespace was the
+    data folder's name, made of that path alone): one state dir each, one server. Each answers
+    from its own notes only, before and after the other wrote."""
+    url = f"file://{tmp_path / 'qdrant'}"
+    st_a, st_b = _two_state_dirs(tmp_path, f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\ntenancy = "{tenancy}"\n')
+    env_a, env_b = {"OPENCLAW_STATE_DIR": str(st_a)}, {"OPENCLAW_STATE_DIR": str(st_b)}
+    assert settings_for(workspace, st_a).data_dir.name == settings_for(workspace, st_b).data_dir.name
+    write(workspace / "MEMORY.md", "# Alice\n\nThe bank code is kept in the drawer.\n")
+    assert cli("index", "--json", env=env_a).returncode == 0
+    write(workspace / "MEMORY.md", "# Bob\n\nBuy groceries on the way home.\n")
+    assert cli("index", "--json", env=env_b).returncode == 0
+    assert _paths(cli("search", "bank drawer", "--json", "--mode", "text", env=env_b)) == []  # alice's note is not bob's
+    assert _paths(cli("search", "groceries", "--json", "--mode", "text", env=env_b)) == ["MEMORY.md"]
+    write(workspace / "MEMORY.md", "# Alice\n\nThe bank code is kept in the drawer.\n")
+    assert _paths(cli("search", "groceries", "--json", "--mode", "text", "--no-sync", env=env_a)) == []
+    assert _paths(cli("search", "bank drawer", "--json", "--mode", "text", "--no-sync", env=env_a)) == ["MEMORY.md"]
+    doctor = cli("doctor", "--json", env=env_a)
+    assert not [f for f in doctor.json()["findings"] if f["id"].startswith("qdrant-")], doctor.stdout
+
+
+def test_one_configured_namespace_for_two_workspaces_keeps_them_apart(cli, tmp_path, state_dir):
+    """scaling.md's `namespace = "team-memory"` in a state dir's toml applies to every workspace of it:
+    two workspaces whose agents are both `main` each answer from their own notes."""
+    url = f"file://{tmp_path / 'qdrant'}"
+    write(state_dir / "openclaw-memory.toml", f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\nnamespace = "team-memory"\n')
+    ws, ws3 = tmp_path / "ws", tmp_path / "ws3"
+    write(ws / "MEMORY.md", "# Charlie\n\nThe alarm code is in the safe.\n")
+    write(ws3 / "MEMORY.md", "# Dana\n\nWater the orchids on Sunday.\n")
+    assert cli("index", "-w", str(ws)).returncode == 0
+    assert cli("index", "-w", str(ws3)).returncode == 0
+    assert _paths(cli("search", "orchids", "--json", "--mode", "text", "-w", str(ws))) == []
+    assert _paths(cli("search", "alarm safe", "--json", "--mode", "text", "-w", str(ws))) == ["MEMORY.md"]
+    assert _paths(cli("search", "alarm safe", "--json", "--mode", "text", "-w", str(ws3))) == []
+
+
+@pytest.mark.parametrize("tenancy", ["collection", "shared"])
+def test_a_collection_recorded_as_another_index_is_refused_and_reported(workspace, state_dir, cli, tmp_path, tenancy):
+    """A collection (or tenant) at this index's name that another index created (or someone by hand)
+    is never read, written or dropped: one line says so, and doctor reports it."""
+    from openclaw_memory.index.store.server_health import server_findings
+
+    url = f"file://{tmp_path / 'qdrant'}"
+    write(state_dir / "openclaw-memory.toml", f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\ntenancy = "{tenancy}"\n')
+    write(workspace / "MEMORY.md", "# Mine\n\nThe boat is moored at pier four.\n")
+    s = settings_for(workspace, state_dir)
+    mine = server_config(s)
+    assert mine is not None and mine.owner is not None and mine.namespace.endswith("-" + mine.owner[:12])
+    assert server_config(s) == mine  # made once, kept
+    other = ServerStore(dataclasses.replace(mine, owner=uuid.uuid4().hex))
+    with other.open("memory-root-main", dim=4) as shard:
+        shard.upsert(points("memory-root-main"))
+    other.close()
+    for args in (("search", "boat"), ("index",), ("index", "--full")):
+        r = cli(*args)
+        assert r.returncode == 1 and "is recorded as another index" in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert [line for line in r.stderr.splitlines() if "recorded as" in line or "Traceback" in line] == [r.stderr.splitlines()[-1]]
+    (finding,) = [f for f in server_findings(s) if f.id.startswith("qdrant-")]
+    assert finding.id == "qdrant-collection-foreign" and finding.paths == ("memory-root-main",)
+    with ServerStore(dataclasses.replace(mine, owner=None)).open("memory-root-main") as shard:
+        assert shard.count() == len(NOTES)  # the other's points are all there: nothing was dropped
+
+
+def test_one_index_shared_by_two_machines_on_purpose(workspace, cli, tmp_path):
+    """The same namespace and the same identity (OPENCLAW_MEMORY_QDRANT_INDEX_ID) on two machines: one
+    writes, the other searches its collections."""
+    from openclaw_memory.database.connection import Database
+
+    url = f"file://{tmp_path / 'qdrant'}"
+    st_a, st_b = _two_state_dirs(tmp_path, f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\nnamespace = "team"\n')
+    write(workspace / "MEMORY.md", "# Shared\n\nThe release train leaves on Thursday.\n")
+    assert cli("index", env={"OPENCLAW_STATE_DIR": str(st_a)}).returncode == 0
+    (identity,) = Database(settings_for(workspace, st_a).data_dir).one("SELECT value FROM server_identity")
+    env_b = {"OPENCLAW_STATE_DIR": str(st_b), "OPENCLAW_MEMORY_QDRANT_INDEX_ID": identity}
+    assert cli("index", env=env_b).returncode == 0
+    assert _paths(cli("search", "release train", "--json", "--mode", "text", "--no-sync", env=env_b)) == ["MEMORY.md"]
+    bad = cli("search", "release", env={**env_b, "OPENCLAW_MEMORY_QDRANT_INDEX_ID": "not-an-id"})
+    assert bad.returncode == 2 and "32 hexadecimal digits" in bad.stderr

@@ -282,6 +282,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE checkpoint ADD COLUMN agent TEXT
     """,
+    # 17: the index's identity on a Qdrant server (index.store.server_config.index_identity), made once at
+    # random: it is part of the names of this data dir's collections (or tenants) there and recorded on each,
+    # so two data dirs whose workspace folders have the same path (two machines, two containers) never
+    # read or write each other's points, as they did under a namespace made of that path alone.
+    """
+    CREATE TABLE server_identity (    -- this data dir's index on a Qdrant server: who it is there
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value TEXT NOT NULL           -- 32 lowercase hex digits
+    )
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.

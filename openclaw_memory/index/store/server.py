@@ -9,8 +9,10 @@ needs no branch. BM25 ranking over a text index needs Qdrant 1.20 or later.
 Where collections live (``[index.server] tenancy``):
 
 - ``collection`` (default): one Qdrant collection per agent-scoped collection,
-  named ``<namespace>__<collection>``; the namespace (default: one per workspace)
-  keeps two workspaces' ``memory-root-main`` apart.
+  named ``<namespace>__<collection>``; the namespace ends with the index's identity
+  (``server_config.index_identity``), which keeps two indexes' ``memory-root-main``
+  apart, and the whole identity is recorded on the collection (``ocmOwner``): one
+  recorded as another's, or as no one's, is never read, written or dropped.
 - ``shared``: one Qdrant collection per collection kind
   (``openclaw-memory-root``, ``-dir``, ``-custom``), each point tagged with
   ``tenant = <namespace>/<collection>`` (a keyword index with ``is_tenant``);
@@ -18,7 +20,7 @@ Where collections live (``[index.server] tenancy``):
   recommends for many tenants, and BM25 statistics are computed over the
   tenant only. Point ids are ``uuid5(tenant, id)`` so equal chunks of two
   tenants never collide; the original id travels in the payload and is what
-  callers see. A small registry collection records each tenant.
+  callers see. A small registry collection records each tenant and its owner.
 
 Local mode (``file:///folder``) runs the same code on qdrant-client's pure-Python
 engine, which answers text queries only over the default word tokenizer: there
@@ -52,6 +54,7 @@ _TENANT_NS = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/openclaw/opencla
 # This project's entries in a collection's metadata (flat keys: the server merges metadata key by key).
 META_NAME, META_NAMESPACE, META_DIM = "ocmName", "ocmNamespace", "ocmDim"
 META_SETTINGS, META_FINGERPRINT = "ocmSettingsKey", "ocmFingerprint"
+META_OWNER = "ocmOwner"  # the identity of the index that created the collection (server_config.index_identity)
 
 
 def collection_kind(name: str) -> str:
@@ -146,10 +149,16 @@ class ServerStore:
         self._tenants.discard(name)
         if not self.shared:
             self._ready.pop(physical, None)
+            if self.config.owner is not None and self._collection_exists(physical):
+                info = self._call(f"reading collection {physical}", self.client.get_collection, physical)
+                self._check_owner(f"collection {physical}", (info.config.metadata or {}).get(META_OWNER))
             self._call(f"deleting collection {physical}", self.client.delete_collection, physical)
             return
         from qdrant_client import models as m
 
+        entry = self._registry_entry(name) if self.config.owner is not None else None
+        if entry is not None:
+            self._check_owner(f"tenant {self.tenant(name)}", entry.get("owner"))
         if self._collection_exists(physical):
             self._call(
                 f"deleting tenant {self.tenant(name)}",
@@ -204,6 +213,8 @@ class ServerStore:
                 raise self._missing(name)
             self._create(physical, dim, None if self.shared else name)
         info = self._call(f"reading collection {physical}", self.client.get_collection, physical)
+        if not self.shared:
+            self._check_owner(f"collection {physical}", (info.config.metadata or {}).get(META_OWNER))
         vectors = info.config.params.vectors
         if not isinstance(vectors, dict) or DENSE not in vectors:
             raise MemoryToolError(
@@ -221,8 +232,21 @@ class ServerStore:
             )
         return int(vectors[DENSE].size)
 
+    def _check_owner(self, what: str, recorded: object) -> None:
+        """Refuse ``what`` (a collection, or a tenant) recorded as another index's, or as no one's."""
+        owner = self.config.owner
+        if owner is None or recorded == owner:
+            return
+        whose = f"another index ({recorded})" if recorded else "no index (written by hand, or by an earlier openclaw-memory)"
+        raise MemoryToolError(
+            f"Qdrant {what} on {self.config.display_url} is recorded as {whose}'s, not this one's ({owner}): "
+            "this index never reads, writes or deletes it; delete it on the server, or set another `[index.server] namespace`"
+        )
+
     def _prepare_tenant(self, name: str, dim: int | None, size: int) -> None:
         entry = self._registry_entry(name)
+        if entry is not None:
+            self._check_owner(f"tenant {self.tenant(name)}", entry.get("owner"))
         if entry is None:
             if dim is None:
                 raise self._missing(name)
@@ -251,6 +275,8 @@ class ServerStore:
         else:
             hnsw = None
         metadata = {META_NAMESPACE: c.namespace, META_DIM: dim}
+        if c.owner is not None and name is not None:  # a shared collection is every tenant's: its tenants have owners
+            metadata[META_OWNER] = c.owner
         if name is not None:
             metadata.update({META_NAME: name, META_SETTINGS: c.settings_key})
         self._call(
@@ -331,6 +357,8 @@ class ServerStore:
             "dim": dim,
             "settingsKey": self.config.settings_key,
         }
+        if self.config.owner is not None:
+            payload["owner"] = self.config.owner
         self._call(
             "updating the tenant registry",
             self.client.upsert,
@@ -343,7 +371,7 @@ class ServerStore:
         """What the server holds about ``name``: ``dim``, ``settingsKey`` and ``fingerprint`` when recorded; None when missing."""
         if self.shared:
             entry = self._registry_entry(name)
-            return None if entry is None else {k: entry.get(k) for k in ("dim", "settingsKey", "fingerprint")}
+            return None if entry is None else {k: entry.get(k) for k in ("dim", "settingsKey", "fingerprint", "owner")}
         physical = self.physical(name)
         if not self._collection_exists(physical):
             return None
@@ -351,7 +379,7 @@ class ServerStore:
         meta = info.config.metadata or {}
         vectors = info.config.params.vectors
         dim = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
-        return {"dim": dim, "settingsKey": meta.get(META_SETTINGS), "fingerprint": meta.get(META_FINGERPRINT)}
+        return {"dim": dim, "settingsKey": meta.get(META_SETTINGS), "fingerprint": meta.get(META_FINGERPRINT), "owner": meta.get(META_OWNER)}
 
     def record_fingerprint(self, name: str, fingerprint: str) -> None:
         """Note on the server which embedding fingerprint the vectors of ``name`` have (a migration knows it)."""

@@ -13,11 +13,20 @@ agent-scoped collection, the default; ``shared``: one per collection kind, the
 agent's collection as a tenant key), ``namespace``, ``shard_number``,
 ``replication_factor``, ``write_consistency_factor``, ``hnsw_m``,
 ``hnsw_ef_construct``, ``timeout``, ``retries``, ``retry_backoff``.
+
+Each data dir's index has an identity on the server (:func:`index_identity`): 32 hex digits made
+once at random and kept in the state database, or given with ``OPENCLAW_MEMORY_QDRANT_INDEX_ID``
+to share one index between machines deliberately. Its first 12 digits end the namespace, so the
+names of its collections (or tenants) are its own even where two data dirs have the same name
+(the same workspace path on two machines) or the same configured namespace; the whole identity is
+recorded on each collection it creates, and a collection recorded as another's is refused.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -30,6 +39,8 @@ if TYPE_CHECKING:
 
 URL_ENV = "OPENCLAW_MEMORY_QDRANT_URL"
 API_KEY_ENV = "OPENCLAW_MEMORY_QDRANT_API_KEY"
+INDEX_ID_ENV = "OPENCLAW_MEMORY_QDRANT_INDEX_ID"
+_INDEX_ID = re.compile(r"[0-9a-f]{32}")
 _WHERE = "openclaw-memory.toml [index.server]"
 
 
@@ -38,7 +49,7 @@ class ServerConfig:
     """A resolved Qdrant target. ``api_key`` is kept out of ``repr`` so it is never printed by accident."""
 
     url: str  # http(s)://host:port or file:///folder
-    namespace: str
+    namespace: str  # what names this index's collections (or tenants): server_config ends it with the owner's 12 first digits
     settings_key: str  # the embedding settings (index.config), recorded on created collections
     api_key: str | None = field(default=None, repr=False)
     api_key_source: str = "none"  # "environment", "file <path>" or "none"
@@ -51,6 +62,9 @@ class ServerConfig:
     write_consistency_factor: int | None = None
     hnsw_m: int | None = None
     hnsw_ef_construct: int | None = None
+    # The index's identity (index_identity), recorded on the collections it creates and checked on
+    # those it opens. None only in a config made by hand (tests, the benchmark): nothing recorded or checked.
+    owner: str | None = None
 
     @property
     def local_path(self) -> str | None:
@@ -115,8 +129,39 @@ def _api_key(table: IndexServerSettings, environ: Mapping[str, str]) -> tuple[st
 
 
 def default_namespace(settings: Settings) -> str:
-    """One namespace per workspace (its data folder's name), so two workspaces never share a collection."""
+    """The namespace's readable part by default: the workspace's data folder's name. It is made of the
+    workspace's path alone (two machines with the same path have the same), so the index's identity
+    ends every namespace (see :func:`server_config`)."""
     return "ocm-" + settings.data_dir.name[-60:].lstrip("-_")
+
+
+def index_identity(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """This data dir's index on a Qdrant server: ``OPENCLAW_MEMORY_QDRANT_INDEX_ID`` where set (one index
+    shared by machines on purpose), else 32 hex digits made once at random and kept in the state
+    database. Where the database may not be written (plain ``doctor``) and holds none yet, a new
+    random one that is not kept: such an index has nothing on any server."""
+    from ...database.connection import Database, is_read_only
+
+    env = os.environ if environ is None else environ
+    given = (env.get(INDEX_ID_ENV) or "").strip().lower()
+    if given:
+        if not _INDEX_ID.fullmatch(given.replace("-", "")):
+            raise UsageError(f"{INDEX_ID_ENV} must be an index's identity, 32 hexadecimal digits (server_identity in its "
+                             f"state.db, or ocmOwner in its collections' metadata on the server), not {given[:40]!r}")
+        return given.replace("-", "")
+    db = Database(settings.data_dir)
+    row = db.one("SELECT value FROM server_identity WHERE id = 1")
+    if row is not None:
+        return str(row[0])
+    if is_read_only():
+        return uuid.uuid4().hex
+    with db.transaction() as conn:  # BEGIN IMMEDIATE: two first runs at once keep one identity
+        row = conn.execute("SELECT value FROM server_identity WHERE id = 1").fetchone()
+        if row is not None:
+            return str(row[0])
+        made = uuid.uuid4().hex
+        conn.execute("INSERT INTO server_identity VALUES (1, ?)", (made,))
+        return made
 
 
 def server_config(settings: Settings, url: str | None = None, environ: Mapping[str, str] | None = None) -> ServerConfig | None:
@@ -139,9 +184,11 @@ def server_config(settings: Settings, url: str | None = None, environ: Mapping[s
     chosen = normalize_url(chosen, where)
     server = table.server
     api_key, source = _api_key(server, env)
+    owner = index_identity(settings, env)
     return ServerConfig(
         url=chosen,
-        namespace=server.namespace or default_namespace(settings),
+        namespace=f"{server.namespace or default_namespace(settings)}-{owner[:12]}",
+        owner=owner,
         settings_key=index_config(settings).settings_key,
         api_key=api_key,
         api_key_source=source,

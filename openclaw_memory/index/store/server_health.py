@@ -37,6 +37,7 @@ class CollectionReport(TypedDict):
     fingerprint: str | None
     indexedFingerprint: str | None
     indexedSettingsKey: str | None
+    owner: str | None  # the index recorded on it as its creator (None: none recorded, or missing)
 
 
 class ServerReport(TypedDict):
@@ -45,6 +46,7 @@ class ServerReport(TypedDict):
     backend: str
     url: str
     namespace: str
+    indexId: str | None  # this index's identity on the server (server_config.index_identity)
     tenancy: str
     apiKey: str
     version: str | None
@@ -105,6 +107,7 @@ def _server_report(settings: Settings, config: ServerConfig) -> ServerReport:
         "backend": "qdrant-local" if config.local_path else "qdrant",
         "url": config.display_url,
         "namespace": config.namespace,
+        "indexId": config.owner,
         "tenancy": config.tenancy,
         "apiKey": config.api_key_source,
         "version": None,
@@ -134,6 +137,7 @@ def _server_report(settings: Settings, config: ServerConfig) -> ServerReport:
                     "fingerprint": meta.get("fingerprint") if meta else None,
                     "indexedFingerprint": manifest.fingerprint if manifest else None,
                     "indexedSettingsKey": manifest.settings_key if manifest else None,
+                    "owner": meta.get("owner") if meta else None,
                 }
             )
     except MemoryToolError as exc:
@@ -169,7 +173,11 @@ def server_findings(settings: Settings) -> list[Finding]:
     missing: list[str] = []
     dims: list[str] = []
     prints: list[str] = []
+    foreign: list[str] = []
     for c in report["collections"]:
+        if c["present"] and report["indexId"] is not None and c["owner"] != report["indexId"]:
+            foreign.append(c["name"])  # never read or written by this index, indexed here or not
+            continue
         if c["indexedFingerprint"] is None:
             continue  # never indexed here: nothing to compare with
         if not c["present"]:
@@ -180,6 +188,17 @@ def server_findings(settings: Settings) -> list[Finding]:
             not c["fingerprint"] and c["settingsKey"] and c["settingsKey"] != c["indexedSettingsKey"]
         ):
             prints.append(c["name"])
+    if foreign:
+        found.append(
+            _finding(
+                "qdrant-collection-foreign",
+                "error",
+                f"{len(foreign)} collection(s) at this index's names on {report['url']} (namespace {report['namespace']}) are "
+                f"recorded as another index's, or as no one's, not this one's ({report['indexId']}): `index` and `search` "
+                "refuse them; delete them on the server, or set another `[index.server] namespace`",
+                paths=foreign,
+            )
+        )
     if missing:
         found.append(
             _finding(
