@@ -9,8 +9,10 @@ and a signal to stop would wait), the N-th embedding step (``index:embedded:N``)
 upsert to a Qdrant server (``qdrant:upsert:N``), the end of a read's N-th pass over its file
 (``read:scanned:N``, before the stat that says whether the file held still) and an atomic
 replacement of a file NAME between its temp file's write and its rename (``atomic:renaming:NAME``),
-doctor's record of a clean check before its files are looked at again (``state-checked:keeping``)
-and a watch's start, its lock held and its signal handlers not yet in place (``watch:held``).
+doctor's record of a clean check before its files are looked at again (``state-checked:keeping``),
+a watch's start, its lock held and its signal handlers not yet in place (``watch:held``), and the
+start of a service or of an MCP server over stdio before their handlers are (``serve:starting``,
+``mcp:starting``).
 
 ``OPENCLAW_MEMORY_TEST_FAULTS`` holds comma-separated ``STEP=ACTION`` entries. At STEP, ``kill``
 SIGKILLs the process; ``pause`` writes ``test-hook: paused at STEP (pid P)`` to stderr and waits for

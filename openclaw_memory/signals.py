@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -38,12 +39,48 @@ def note_signals(noted: list[str], *signals: signal.Signals, said: bytes = b"") 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = {sig: signal.signal(sig, handler) for sig in signals}
+    for sig, old in previous.items():
+        if old is _noted_early:  # (see noted_from_the_start) what it noted is this list's now
+            previous[sig] = _EARLY_PREVIOUS.pop(sig, signal.SIG_DFL)
+            for name in [name for name in _EARLY_NOTED if name == sig.name]:
+                _EARLY_NOTED.remove(name)
+                handler(sig, None)
 
     def restore() -> None:
         for sig, old in previous.items():
             signal.signal(sig, old)
 
     return restore
+
+
+_EARLY_NOTED: list[str] = []
+_EARLY_PREVIOUS: dict[signal.Signals, Any] = {}
+
+
+def _noted_early(signum, _frame) -> None:
+    _EARLY_NOTED.append(signal.Signals(signum).name)  # (a list append only: see note_signals)
+
+
+def noted_from_the_start(*signals: signal.Signals) -> Callable[[], None]:
+    """Each of ``signals`` noted from now on (main thread only) until the long-running process's own
+    handlers (:func:`note_signals`) take them over, with what was noted: the CLI's process of a
+    ``serve``, ``watch`` or ``mcp``, from its command line parsed on (``cli.main``). Sent before its
+    handlers were in place (its settings, its imports: up to half a second), SIGTERM and SIGHUP killed
+    it (143, 129) with nothing said; now it stops as on one sent later. The function that puts back
+    what no handler took over (the command ended first: an error)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    for sig in signals:
+        _EARLY_PREVIOUS[sig] = signal.signal(sig, _noted_early)
+
+    def release() -> None:
+        for sig, old in list(_EARLY_PREVIOUS.items()):
+            if signal.getsignal(sig) is _noted_early:
+                signal.signal(sig, old)
+        _EARLY_PREVIOUS.clear()
+        _EARLY_NOTED.clear()
+
+    return release
 
 
 def noted_once(said: bytes, *signals: signal.Signals) -> None:

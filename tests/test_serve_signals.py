@@ -314,3 +314,41 @@ def test_an_index_started_with_sigint_ignored_is_not_interrupted(workspace, stat
         proc.wait()
     assert proc.returncode == 0, "".join(said) + err
     assert "Indexed agent main: 4 files scanned, 4 changed" in out, out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_before_the_services_handlers_stops_it_cleanly(workspace, state_dir, sig):
+    """Sent in the first half second (the settings, the imports), before the service's handlers
+    were in place, SIGTERM and SIGHUP killed it (143, 129) with nothing said. The CLI notes them from
+    the command line parsed on, and the service, once started, stops as on one sent later."""
+    write(workspace / "MEMORY.md", "# Memory\n\nlemur facts\n")
+    run = Running(workspace, state_dir, "watch", env=fault("serve:starting=pause"))
+    try:
+        run.said("test-hook: paused at serve:starting")
+        run.signal(sig, signal.SIGUSR1)
+        code = run.end()
+    finally:
+        run.kill()
+    err = "".join(run.lines)
+    assert code == 0, err
+    assert [line.split(")")[0] for line in run.lines if line.startswith("stopped (")] == [f"stopped ({sig.name}"], err
+    assert service_files(workspace, state_dir) == []
+
+
+def test_a_sigterm_before_the_stdio_servers_handlers_ends_it_cleanly(workspace, state_dir):
+    """The MCP server over stdio, the same: SIGTERM before its handlers (its imports) killed it, 143."""
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], cwd=workspace, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=fault("mcp:starting=pause", env=env_for(workspace, state_dir)))
+    assert proc.stderr is not None
+    try:
+        while "test-hook: paused at mcp:starting" not in (line := proc.stderr.readline()):
+            assert line, "the server ended without pausing"
+        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGUSR1)
+        _out, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, err
+    assert "stopping (SIGTERM): answering the calls already read" in err and "Traceback" not in err, err

@@ -10,10 +10,11 @@ import errno
 import gc
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import PROGRAM, BadValue, MemoryToolError, StateDirError, describe_os_error
-from ..signals import interrupt_once
+from ..signals import interrupt_once, noted_from_the_start, stop_signals
 from .output import UNICODE_ESCAPE, GuardedStdout, delivered, error, hints_run_as, none_to_take_back, utf8_stream
 from .parse import CommandLineError, Parsed, parse
 from .spec import Command
@@ -36,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         if parsed.action == "help":
             sys.stdout.write(parsed.help)
             return 0
-        return run_parsed(parsed)
+        release = _stop_signals_noted(parsed)
+        try:
+            return run_parsed(parsed)
+        finally:
+            release()
     except MemoryToolError as exc:
         error(_worded(exc, command, args), as_json, below=exc.help_line if isinstance(exc, CommandLineError) else "")
         return exc.exit_code
@@ -56,6 +61,21 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a failure no layer below worded (the layers word the ones they expect)
         error(_os_worded(exc), as_json)
         return 1
+
+
+# The commands that run until a signal stops them: ``serve --stop`` excepted, and ``mcp --serve``,
+# which may wait up to a minute for the service it starts (a SIGTERM there would wait with it).
+_LONG_RUNNING = frozenset({"serve", "watch", "mcp"})
+
+
+def _stop_signals_noted(parsed: Parsed) -> Callable[[], None]:
+    """A long-running command's SIGTERM and SIGHUP noted from its command line parsed on, until its
+    own handlers take them over (signals.noted_from_the_start); the function that puts back the
+    rest. Not SIGINT: a Ctrl-C before the start is "interrupted" at once (exit 130, nothing made)."""
+    command = parsed.command
+    if command is None or command.name not in _LONG_RUNNING or parsed.values.get("stop") or parsed.values.get("serve"):
+        return lambda: None
+    return noted_from_the_start(*(sig for sig in stop_signals() if sig.name != "SIGINT"))
 
 
 def _os_worded(exc: OSError) -> str:

@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from .. import faults
 from ..errors import one_line
 from ..memory.protocol import MAX_LINE
 from ..signals import note_signals, stop_signals
@@ -137,6 +138,7 @@ def serve_stdio(make_server: Callable[[], Any], *, name: str, version: str, inst
     # SIGHUP as SIGTERM (its terminal closed), unless ignored (started under nohup): it killed the
     # server mid-call, exit 129, a write's temp file left beside the note and the call unanswered.
     terminated: list[str] = []
+    faults.reach("mcp:starting")  # (its SIGTERM and SIGHUP noted by the CLI, its own handlers not yet in place)
     stopping = stop_signals()
     restores = [note_signals(terminated, sig, said=f"stopping ({sig.name}): answering the calls already read\n".encode())
                 for sig in (signal.SIGTERM, signal.SIGHUP) if sig in stopping]

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ... import faults
 from ...errors import UsageError
 from ...extras import require
 from ...memory import to_json
@@ -137,6 +138,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
                          "watch, mcp --http) answers every session by its own name (an HTTP client's is its "
                          "mcp-session-id), so it takes none: leave --session out")
     require("search")
+    faults.reach("serve:starting")  # (its stop signals noted by the CLI, its own handlers not yet in place)
     from ...serve.service import Service
     from ...service_files import token_path
     from ..log_lines import log_lines
