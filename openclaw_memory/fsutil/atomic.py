@@ -8,7 +8,6 @@ through the descriptor, so a folder swapped meanwhile cannot redirect them.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -48,6 +47,8 @@ def hidden_stem(name: str, suffix: int) -> str:
     raw = os.fsencode(name)
     room = NAME_MAX - 1 - suffix
     if len(raw) > room:
+        import hashlib  # (here: its import, OpenSSL's, was 4 ms of every command's start)
+
         tag = f"~{hashlib.sha256(raw).hexdigest()[:CUT_TAG_HEX]}"
         name = os.fsdecode(raw[:room - len(tag)]) + tag  # a cut inside a UTF-8 sequence stays the same bytes (surrogateescape)
     return f".{name}"
