@@ -615,6 +615,40 @@ def test_two_data_dirs_of_one_workspace_path_never_read_each_others_points(works
     assert not [f for f in doctor.json()["findings"] if f["id"].startswith("qdrant-")], doctor.stdout
 
 
+def test_a_rebuild_of_the_damaged_state_database_keeps_the_index_identity(workspace, state_dir, cli, tmp_path):
+    """doctor --fix's rebuild left the identity out: the next index made a new one, built new
+    collections, and left the old ones (every note's text) on the server, named by nothing."""
+    import sqlite3
+
+    from openclaw_memory.database.connection import forget_connections
+
+    url = f"file://{tmp_path / 'qdrant'}"
+    write(state_dir / "openclaw-memory.toml", f'[index]\nbackend = "qdrant"\nurl = "{url}"\n')
+    write(workspace / "MEMORY.md", "# Memory\n\nThe boat is at pier four.\n")
+    for i in range(40):
+        write(workspace / "memory" / f"n{i}.md", f"note {i}\n")
+    assert cli("index").returncode == 0 and cli("watchdog", "snapshot").returncode == 0
+    db = settings_for(workspace, state_dir).data_dir / "state.db"
+    forget_connections()
+    conn = sqlite3.connect(db)
+    (identity,) = conn.execute("SELECT value FROM server_identity").fetchone()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    collections = sorted(os.listdir(tmp_path / "qdrant" / "collection"))
+    with open(db, "r+b") as fh:
+        fh.seek(4096 * 20)
+        fh.write(b"\xff" * 4096)
+    fixed = cli("doctor", "--fix", "--json")
+    assert "1 server_identity; every row was recovered" in fixed.stdout, fixed.stdout
+    assert cli("index").returncode == 0
+    forget_connections()
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM server_identity").fetchone() == (identity,)
+    conn.close()
+    assert sorted(os.listdir(tmp_path / "qdrant" / "collection")) == collections
+    assert _paths(cli("search", "boat pier", "--json", "--mode", "text")) == ["MEMORY.md"]
+
+
 def test_one_configured_namespace_for_two_workspaces_keeps_them_apart(cli, tmp_path, state_dir):
     """scaling.md's `namespace = "team-memory"` in a state dir's toml applies to every workspace of it:
     two workspaces whose agents are both `main` each answer from their own notes."""

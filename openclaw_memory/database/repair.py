@@ -49,6 +49,9 @@ _TABLES = {
     "objects": "version", "object_parts": "version, seq", "versions": "id", "reads": "agent, session, path",
     "idempotency": "key", "collections": "name", "snapshots": "seq", "snapshot_files": "label, path", "checkpoint": "id",
     "journal": "id", "file_ops": "id", "rollback_ops": "id",
+    # The index's identity on a Qdrant server: lost, a new one named new collections, and the old ones
+    # (every note's text) stayed on the server, named by nothing.
+    "server_identity": "id",
 }
 _MISSES = 4096
 
@@ -873,6 +876,8 @@ def _unsound_objects(conn: sqlite3.Connection) -> list[str]:
 def _copy(source: sqlite3.Connection, target: sqlite3.Connection, table: str, key: str) -> str:
     """Copy the rows of ``table`` that read (a row already there is kept); past a page that cannot
     be read, the rest by rowid ranges where the table has rowids. What could not be read, or ""."""
+    if _predates(source, table):
+        return ""  # the file's schema is from before the table: nothing of it to copy
     unfit = _unfit(source, table)
     if unfit:
         return unfit
@@ -1026,6 +1031,18 @@ def _unfit(source: sqlite3.Connection, table: str) -> str:
     if rows == 0:
         return ""
     return f"its column(s) {', '.join(lacking)} are missing from the damaged file: {rows} row(s) could not be copied"
+
+
+def _predates(source: sqlite3.Connection, table: str) -> bool:
+    """Whether the damaged file's schema version is one from before ``table`` was added (a later
+    step's table: nothing of it is lost)."""
+    from .schema import FIRST_RELEASED, declared
+
+    try:
+        version = source.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.Error:
+        return False
+    return FIRST_RELEASED <= version < SCHEMA_VERSION and table not in declared(version)
 
 
 def _columns(table: str, source: sqlite3.Connection) -> list[str]:
