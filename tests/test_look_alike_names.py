@@ -155,3 +155,15 @@ def test_rm_mv_and_restore_last_of_a_look_alike_name_say_which_note_is_there(cli
         "it back"), refused.stdout
     assert cli("restore", f"memory/{NFD}.md", "--last", "--no-index").returncode == 0
     assert (workspace / "memory" / f"{NFD}.md").read_text() == "the person's note\n"
+
+
+def test_a_read_of_a_look_alike_name_says_which_note_is_there(cli, workspace):
+    """It said only "does not exist" while `files` listed a name that prints alike."""
+    write(workspace / "memory" / f"{NFD}.md", "the person's note\n")
+    missing = cli("read", f"memory/{NFC}.md")
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr == (f"warning: memory/{NFC}.md does not exist; memory/{NFD}.md (memory/cafe\\u0301.md), named as "
+                              f"memory/{NFC}.md (memory/caf\\xe9.md) is but with its letters written in other Unicode code "
+                              "points (decomposed: NFD, as macOS names files), is there\n")
+    assert cli("read", "memory/none.md").stderr == "warning: memory/none.md does not exist\n"
+    assert cli("read", f"memory/{NFC}.md", "--json").json()["path"] == f"memory/{NFC}.md"  # (OpenClaw's shape, as before)

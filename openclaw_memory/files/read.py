@@ -24,7 +24,7 @@ import xxhash
 from .. import faults
 from ..errors import PathChanged, PathRefused, ThroughALink, cut, printable, shown, workspace_gone
 from ..fsutil.hashing import BLOCK
-from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
+from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned, open_folder
 from ..fsutil.safeopen import FolderSwapped as _Swapped
 from ..wire import key
 from .jstext import js_trim, not_utf8
@@ -485,3 +485,61 @@ def _result(scan: WindowScan, from_line: int, resolved: ResolvedPath) -> ReadRes
     warnings = (not_utf8(resolved.display),) if window.bad_utf8 else ()
     return ReadResult(window.text, resolved.display, from_line, window.lines, window.truncated, window.next_from,
                       window.line_chars, abs_path=resolved.abs_path, warnings=warnings)
+
+
+def look_alike_there(resolved: ResolvedPath) -> str | None:
+    """The path (as shown) of the regular file there whose name, or a folder's on its way, is
+    ``resolved``'s in other code points, looked up from its root's descriptor one name at a time
+    (never through a link); None when there is none."""
+    import unicodedata
+
+    parts, changed = list(resolved.parts), False
+    try:
+        folder = Folder.under(resolved.root, (), create_root=False)
+    except (OSError, ValueError):
+        return None
+    try:
+        for depth, part in enumerate(parts):
+            try:
+                names = [part] if _there(folder, part) else sorted(
+                    name for name in os.listdir(folder.fd)
+                    if name != part and unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", part))
+                if not names:
+                    return None
+                parts[depth], changed = names[0], changed or names[0] != part
+                if depth == len(parts) - 1:
+                    if not changed or not stat.S_ISREG(folder.lstat(parts[depth]).st_mode):
+                        return None
+                    break
+                below = Folder(open_folder(folder.path, (parts[depth],), root_fd=folder.fd),
+                               os.path.join(folder.path, parts[depth]))
+            except (OSError, ValueError):
+                return None
+            folder.close()
+            folder = below
+    finally:
+        folder.close()
+    shown = resolved.display.split("/")
+    at = len(shown) - len(parts)
+    return "/".join([*shown[:at], *parts]) if at >= 0 else None
+
+
+def _there(folder: Folder, name: str) -> bool:
+    try:
+        folder.lstat(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def alike_words(there: str, mine: str) -> str:
+    """``there`` (escaped), named as ``mine`` (escaped) is but in other code points, and its form."""
+    import unicodedata
+
+    def escaped(name: str) -> str:
+        return name.encode("ascii", "backslashreplace").decode("ascii")
+
+    form = (" (decomposed: NFD, as macOS names files)" if unicodedata.is_normalized("NFD", there)
+            and not unicodedata.is_normalized("NFC", there) else " (composed: NFC)")
+    return (f"{there} ({escaped(there)}), named as {mine} ({escaped(mine)}) is but with its letters written in other "
+            f"Unicode code points{form},")

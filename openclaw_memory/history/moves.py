@@ -44,7 +44,7 @@ from ..errors import (
     shown,
 )
 from ..files.paths import CANONICAL_ROOT, USER_ROOT, absolute_path, display_path
-from ..files.read import ResolvedPath, refuse_new_not_utf8, resolve_memory_path
+from ..files.read import ResolvedPath, alike_words, look_alike_there, refuse_new_not_utf8, resolve_memory_path
 from ..fsutil.atomic import acl_narrowed_mode, leftover_kind
 from ..fsutil.move import (
     DestinationRefused,
@@ -60,7 +60,7 @@ from ..fsutil.move import (
     same_file,
     unlink_other_name,
 )
-from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_folder
+from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile
 from ..wire import key
 from .failures import FailedAt, HistoryFailed, in_history, not_a_folder_on, translated, where_written
 from .fileops import (
@@ -532,7 +532,7 @@ def last_removed(settings: Settings, path: str) -> str:
     alike = _removed_look_alike(store, resolved, str(settings.workspace))
     if alike is not None:
         raise UsageError(f"no removal of {resolved.display} is recorded for this workspace ({settings.workspace}), so --last "
-                         f"has nothing to restore; one of {_alike_words(alike, resolved.display)} is: `openclaw-memory "
+                         f"has nothing to restore; one of {alike_words(alike, resolved.display)} is: `openclaw-memory "
                          f"restore {shell_word(alike)} --last` brings it back")
     # Not "never removed": the history of a workspace moved or renamed stays under its old path.
     raise UsageError(f"no removal of {resolved.display} is recorded for this workspace ({settings.workspace}), so --last "
@@ -545,47 +545,10 @@ def _missing_hint(resolved: ResolvedPath) -> str:
     a folder's on its way) is PATH's in other Unicode code points (the same under NFC: ``café.md``
     typed as one é, the file named in NFD, as macOS names files), that file, each spelling also
     escaped (the two print alike, and `files` lists the one there as PATH looks); else where to look."""
-    alike = _look_alike_there(resolved)
+    alike = look_alike_there(resolved)
     if alike is None:
         return " (see `openclaw-memory files`)"
-    return f": {_alike_words(alike, resolved.display)} is there; give its exact name, as this message gives it"
-
-
-def _look_alike_there(resolved: ResolvedPath) -> str | None:
-    """The path (as shown) of the regular file there whose name, or a folder's on its way, is
-    ``resolved``'s in other code points, looked up from its root's descriptor one name at a time
-    (never through a link); None when there is none."""
-    import unicodedata
-
-    parts, changed = list(resolved.parts), False
-    try:
-        folder = Folder.under(resolved.root, (), create_root=False)
-    except (OSError, ValueError):
-        return None
-    try:
-        for depth, part in enumerate(parts):
-            try:
-                names = [part] if _exists(folder, part) else sorted(
-                    name for name in os.listdir(folder.fd)
-                    if name != part and unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", part))
-                if not names:
-                    return None
-                parts[depth], changed = names[0], changed or names[0] != part
-                if depth == len(parts) - 1:
-                    if not changed or not stat.S_ISREG(folder.lstat(parts[depth]).st_mode):
-                        return None
-                    break
-                below = Folder(open_folder(folder.path, (parts[depth],), root_fd=folder.fd),
-                               os.path.join(folder.path, parts[depth]))
-            except (OSError, ValueError):
-                return None
-            folder.close()
-            folder = below
-    finally:
-        folder.close()
-    shown = resolved.display.split("/")
-    at = len(shown) - len(parts)
-    return "/".join([*shown[:at], *parts]) if at >= 0 else None
+    return f": {alike_words(alike, resolved.display)} is there; give its exact name, as this message gives it"
 
 
 def _removed_look_alike(store: HistoryStore, resolved: ResolvedPath, workspace: str) -> str | None:
@@ -599,19 +562,6 @@ def _removed_look_alike(store: HistoryStore, resolved: ResolvedPath, workspace: 
                 entry.origin == REMOVE for entry in store.entries(path)):
             return display_path(path, workspace)
     return None
-
-
-def _alike_words(there: str, mine: str) -> str:
-    """``there`` (escaped), named as ``mine`` (escaped) is but in other code points, and its form."""
-    import unicodedata
-
-    def escaped(name: str) -> str:
-        return name.encode("ascii", "backslashreplace").decode("ascii")
-
-    form = (" (decomposed: NFD, as macOS names files)" if unicodedata.is_normalized("NFD", there)
-            and not unicodedata.is_normalized("NFC", there) else " (composed: NFC)")
-    return (f"{there} ({escaped(there)}), named as {mine} ({escaped(mine)}) is but with its letters written in other "
-            f"Unicode code points{form},")
 
 
 # -- shared steps ----------------------------------------------------------------------------------
