@@ -511,6 +511,35 @@ def test_a_baseline_taken_before_the_nested_agent_was_configured_does_not_report
     assert done.returncode == 0 and done.json()["deleted"] == []
 
 
+def test_this_agents_extra_paths_in_a_nested_agents_workspace_stay_watched(tmp_path, state_dir, cli):
+    # An extra path that is agent notes's workspace (notes/), one inside agent ops's (ops/shared) and a
+    # file there (ops/f.md) are main's notes too: left out with those workspaces, a tamper was HEARTBEAT_OK.
+    agent = tmp_path / "agent"
+    write(agent / "MEMORY.md", "# main\n")
+    write(agent / "notes" / "x.md", "team fact\n")
+    write(agent / "ops" / "MEMORY.md", "# ops\n")
+    write(agent / "ops" / "memory" / "d.md", "ops diary\n")
+    write(agent / "ops" / "shared" / "sub" / "s.md", "shared\n")
+    write(agent / "ops" / "f.md", "a file\n")
+    (agent / "memory").mkdir()
+    (state_dir / "openclaw.json").write_text(json.dumps({
+        "agents": {"defaults": {"workspace": str(agent)}, "entries": {"main": {"default": True}, "notes": {}, "ops": {}}},
+        "memory": {"search": {"extraPaths": ["notes", "ops/shared", "ops/f.md"]}}}))
+    env = {"OPENCLAW_WORKSPACE": ""}
+    snap = cli("--agent", "main", "watchdog", "snapshot", "--json", env=env)
+    assert snap.returncode == 0 and snap.json()["entries"] == 4
+    write(agent / "notes" / "x.md", "tampered\n")
+    write(agent / "ops" / "shared" / "sub" / "s.md", "tampered\n")
+    (agent / "ops" / "f.md").unlink()
+    write(agent / "ops" / "memory" / "d.md", "ops diary, more\n")
+    write(agent / "ops" / "MEMORY.md", "# ops, changed\n")
+    beat = cli("--agent", "main", "watchdog", "heartbeat", env=env)
+    assert beat.returncode == 1
+    lines = beat.stdout.splitlines()
+    assert "changed: notes/x.md" in lines and "changed: ops/shared/sub/s.md" in lines and "deleted: ops/f.md" in lines
+    assert "ops/memory" not in beat.stdout and "ops/MEMORY.md" not in beat.stdout
+
+
 def test_cli_verify_exit_codes_and_json(cli, workspace):
     write(workspace / "MEMORY.md", "# Memory\n")
     missing = cli("watchdog", "verify")

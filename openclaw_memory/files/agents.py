@@ -73,22 +73,40 @@ def configured_workspaces(settings: Settings) -> dict[str, str]:
     return {agent: places.workspace for agent, places in configured_agents(settings).items()}
 
 
-def nested_workspaces(settings: Settings) -> frozenset[str]:
+class Nested(NamedTuple):
+    """The workspaces of the other configured agents inside this one, as the watchdog's walk takes them."""
+
+    left_out: frozenset[str]  # workspace-relative folders (``ops/``)
+    kept: frozenset[str]  # this agent's memory paths inside them (``ops/shared/`` and ``ops/shared``)
+
+
+def nested_workspaces(settings: Settings) -> Nested:
     """The workspaces of the other configured agents that lie inside this one, as workspace-relative
     folders (``ops/``): OpenClaw's default layout puts each agent's in ``<agents.defaults.workspace>/<id>``,
-    the default agent's own. They are those agents' memory, kept apart by OpenClaw. One in this
-    workspace's ``memory/`` folder is not among them: what is there is this agent's notes as well."""
-    here = str(settings.workspace)
-    out = set()
-    for agent, path in configured_workspaces(settings).items():
-        if agent == settings.agent:
-            continue
+    the default agent's own. They are those agents' memory, kept apart by OpenClaw. One that lies in one
+    of this agent's memory paths (its ``memory/`` folder, an extra path) is not among them: what is there
+    is this agent's notes as well; and such a path inside one (an extra path ``ops/shared``) is kept, in
+    both spellings (a folder's with its slash, a file's without: what it is may change)."""
+    from .paths import MEMORY_DIR
+
+    here = str(settings.workspace).rstrip("/") + "/"
+
+    def inside(path: str) -> str | None:
         real = os.path.realpath(path)
-        if real != here and real.startswith(here.rstrip("/") + "/"):
-            rel = real[len(here.rstrip("/")) + 1:]
-            if rel.split("/")[0] != "memory":  # this agent's own notes all the same (doctor warns of the overlap)
-                out.add(rel + "/")
-    return frozenset(out)
+        return real[len(here):] + "/" if real.startswith(here) else None
+
+    mine = [rel for rel in (inside(p) for p in (os.path.join(here, MEMORY_DIR), *settings.extra_paths)) if rel]
+    left_out: set[str] = set()
+    kept: set[str] = set()
+    for agent, path in configured_workspaces(settings).items():
+        rel = inside(path) if agent != settings.agent else None
+        if rel is None or any(rel.startswith(memory) for memory in mine):
+            continue  # elsewhere, this one's, or this agent's own notes all the same (doctor warns of the overlap)
+        left_out.add(rel)
+        for memory in mine:
+            if memory.startswith(rel):
+                kept.update((memory, memory[:-1]))
+    return Nested(frozenset(left_out), frozenset(kept))
 
 
 class Overlap(NamedTuple):

@@ -54,19 +54,23 @@ def _hex(digest: bytes | None) -> str | None:
     return digest.hex() if digest is not None else None
 
 
-def rules_for(workspace: Path, state_dir: Path, patterns: list[str], nested: frozenset[str] = frozenset()) -> IgnoreRules:
+def rules_for(workspace: Path, state_dir: Path, patterns: list[str], nested: frozenset[str] = frozenset(),
+              kept: frozenset[str] = frozenset()) -> IgnoreRules:
     """The rules of a walk of ``workspace``: ``patterns``, the state dir inside it, and ``nested``:
-    workspace-relative folders left out whatever the patterns say (other agents' workspaces)."""
-    return compile_rules(patterns, excluded_state_dirs(workspace, state_dir) | nested)
+    workspace-relative folders left out whatever the patterns say (other agents' workspaces), but for
+    the paths ``kept`` in them (this agent's memory paths)."""
+    return compile_rules(patterns, excluded_state_dirs(workspace, state_dir) | nested, kept)
 
 
 def rules_of(settings: Settings, patterns: list[str]) -> IgnoreRules:
     """:func:`rules_for` the settings' workspace, the workspaces of the other agents openclaw.json
     configures inside it left out (OpenClaw's ``<agents.defaults.workspace>/<agent id>``): those agents'
-    memory, which OpenClaw keeps apart; walked, another agent's note was a break of this one's."""
+    memory, which OpenClaw keeps apart; walked, another agent's note was a break of this one's. This
+    agent's memory paths stay watched wherever they lie (an extra path that is such a workspace)."""
     from ..files.agents import nested_workspaces
 
-    return rules_for(settings.workspace, settings.state_dir, patterns, nested_workspaces(settings))
+    nested = nested_workspaces(settings)
+    return rules_for(settings.workspace, settings.state_dir, patterns, nested.left_out, nested.kept)
 
 
 def record_observation(table: Table, rel: str, obs: Observation, guard_ns: int, delta: Delta) -> None:
@@ -127,9 +131,11 @@ def compare_workspace(
     unreadable: list[tuple[str, str]] = []
     # Each folder is opened from its parent's descriptor (O_NOFOLLOW): a folder swapped
     # for a symlink after it was listed is refused, never followed outside the workspace.
-    stack: list[tuple[str, _Held | None, str]] = [("", None, os.fspath(workspace))]
+    # A folder's flag: it is excluded (or in an excluded one) and walked only for the kept paths in it.
+    stack: list[tuple[str, _Held | None, str, bool]] = [("", None, os.fspath(workspace), False)]
+    kept = rules.kept
     while stack:
-        rel, parent, name = stack.pop()
+        rel, parent, name, partial = stack.pop()
         try:
             if parent is None:
                 fd = os.open(name, DIR_FLAGS)
@@ -162,10 +168,18 @@ def compare_workspace(
                         is_dir = False
                     if is_dir:
                         dirs.add(path)
-                        if not ignores_dir(path + "/"):
+                        folder = path + "/"
+                        if partial or (kept and ignores_dir(folder)):
+                            way = _way_through(rules, folder, partial)
+                            if way is not None:
+                                held.waiting += 1
+                                stack.append((folder, held, name, way))
+                        elif not ignores_dir(folder):
                             held.waiting += 1
-                            stack.append((path + "/", held, name))
+                            stack.append((folder, held, name, False))
                         continue
+                    if partial and path not in kept:
+                        continue  # in another agent's workspace, not one of this agent's memory paths
                     if suffixes is not None:
                         if name.endswith(suffixes):
                             continue
@@ -248,7 +262,7 @@ def compare_workspace(
     while i != -1:
         path = b_paths[i]
         unlisted = next((why for folder, why in unreadable if path.startswith(folder)), None)
-        if left_out and path.startswith(left_out):
+        if left_out and rules.left_out(path):
             pass  # in a folder left out whatever the patterns say (another agent's workspace, configured since)
         elif path in dirs:  # a file (or link) of the baseline is a folder now
             changed.append(Changed(path, _hex(base.digest(i)), None))
@@ -263,6 +277,18 @@ def compare_workspace(
     delta.deleted.sort()
     new.sort()
     return delta
+
+
+def _way_through(rules: IgnoreRules, folder: str, partial: bool) -> bool | None:
+    """How the walk takes ``folder``, in a folder walked for its kept paths (``partial``) or one the
+    rules ignore: None, not at all; True, for the kept paths in it; False, all of it."""
+    if not partial and folder not in rules.excluded_dirs:
+        return None  # ignored by the patterns
+    if rules.patterns_ignore_dir(folder):
+        return None
+    if partial and folder in rules.kept:
+        return False
+    return True if rules.through(folder) else None
 
 
 class _Held:

@@ -169,6 +169,9 @@ class IgnoreRules:
     _path: re.Pattern[str] | None
     # Workspace-relative folders ("a/b/") excluded whatever the patterns say (a state dir inside).
     excluded_dirs: frozenset[str] = frozenset()
+    # Paths inside those walked all the same ("a/b/c/" a folder, "a/b/c" a file): this agent's memory
+    # paths in another agent's workspace. A folder on the way to one is walked for it alone.
+    kept: frozenset[str] = frozenset()
 
     def ignores_file(self, rel: str, name: str) -> bool:
         """Whether the file at ``rel`` (last component ``name``) is ignored; its folders were not."""
@@ -192,9 +195,25 @@ class IgnoreRules:
 
     def ignores_path(self, rel: str) -> bool:
         """Whether a workspace-relative file path is ignored, its folders included."""
+        if self.left_out(rel):
+            return True
         parts = rel.split("/")
         folders = ("/".join(parts[: n + 1]) + "/" for n in range(len(parts) - 1))
-        return any(self.ignores_dir(f) for f in folders) or self.ignores_file(rel, parts[-1])
+        return any(self._dirs.ignores(f) for f in folders) or self.ignores_file(rel, parts[-1])
+
+    def left_out(self, rel: str) -> bool:
+        """Whether ``rel`` lies in a folder excluded whatever the patterns say and is no kept path."""
+        if not rel.startswith(tuple(self.excluded_dirs)):
+            return False
+        return rel not in self.kept and not any(k.endswith("/") and rel.startswith(k) for k in self.kept)
+
+    def patterns_ignore_dir(self, rel_with_slash: str) -> bool:
+        """Whether the patterns alone ignore the folder."""
+        return self._dirs.ignores(rel_with_slash)
+
+    def through(self, rel_with_slash: str) -> bool:
+        """Whether the folder, excluded or in an excluded one, holds a kept path below it."""
+        return any(k.startswith(rel_with_slash) and k != rel_with_slash for k in self.kept)
 
 
 _ANY_DEPTH = "^(?:.+/)?"
@@ -305,7 +324,8 @@ def _as_file(regex: str) -> str | None:
     return regex
 
 
-def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozenset[str] = frozenset()) -> IgnoreRules:
+def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozenset[str] = frozenset(),
+                  kept: frozenset[str] = frozenset()) -> IgnoreRules:
     """Compile gitignore ``patterns`` (blank lines and comments allowed)."""
     # (include, regex source) of every pattern that matches anything. pathspec gives "*/" and
     # "**/" (every folder, as git reads them) an expression of the bare folder ending, which
@@ -323,7 +343,7 @@ def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozense
         return IgnoreRules(
             tuple(patterns),
             _verdicts([(include, _as_folder(regex)) for include, regex in newest_first]),
-            _verdicts(files), (), None, None, excluded_dirs,
+            _verdicts(files), (), None, None, excluded_dirs, kept,
         )
     # Without negations a folder matched by "a/**" can be pruned with all it holds (nothing inside
     # can be re-included), and a regex without an end anchor matches only through such a folder.
@@ -340,6 +360,7 @@ def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozense
         _alternation(names),
         _alternation(paths),
         excluded_dirs,
+        kept,
     )
 
 
