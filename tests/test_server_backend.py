@@ -706,3 +706,22 @@ def test_one_index_shared_by_two_machines_on_purpose(workspace, cli, tmp_path):
     assert _paths(cli("search", "release train", "--json", "--mode", "text", "--no-sync", env=env_b)) == ["MEMORY.md"]
     bad = cli("search", "release", env={**env_b, "OPENCLAW_MEMORY_QDRANT_INDEX_ID": "not-an-id"})
     assert bad.returncode == 2 and "32 hexadecimal digits" in bad.stderr
+
+
+def test_a_machine_sharing_an_index_is_told_to_index_once_not_that_its_index_was_interrupted(workspace, cli, tmp_path):
+    # B's first `search --no-sync` said "the first index ... was interrupted": B never ran one.
+    from openclaw_memory.database.connection import Database
+
+    url = f"file://{tmp_path / 'qdrant'}"
+    st_a, st_b = _two_state_dirs(tmp_path, f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\nnamespace = "team"\n')
+    write(workspace / "MEMORY.md", "# Shared\n\nThe release train leaves on Thursday.\n")
+    assert cli("index", env={"OPENCLAW_STATE_DIR": str(st_a)}).returncode == 0
+    (identity,) = Database(settings_for(workspace, st_a).data_dir).one("SELECT value FROM server_identity")
+    env_b = {"OPENCLAW_STATE_DIR": str(st_b), "OPENCLAW_MEMORY_QDRANT_INDEX_ID": identity}
+    first = cli("search", "release train", "--mode", "text", "--no-sync", env=env_b)
+    assert first.returncode == 1 and "interrupted" not in first.stderr, first.stderr
+    assert "OPENCLAW_MEMORY_QDRANT_INDEX_ID shares was built by another state dir" in first.stderr
+    assert "run `openclaw-memory index` once here (it embeds nothing the server holds already)" in first.stderr
+    done = cli("index", "--json", env=env_b)
+    assert (done.json()["chunksEmbedded"], done.json()["chunksReused"]) == (0, 1)
+    assert _paths(cli("search", "release train", "--json", "--mode", "text", "--no-sync", env=env_b)) == ["MEMORY.md"]

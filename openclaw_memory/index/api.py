@@ -153,9 +153,9 @@ class MemoryIndex:
             # Listing the shards says it when their folder is not one ("Not a directory", naming
             # doctor, as `index` does): "no search index yet" bid an `index` that then failed so.
             self.store.names()
-            if any(self.store.exists(c.name) for c in collections):  # shards written in place, never committed
-                raise IndexMissing(f"the first index of agent {self.settings.agent} in {self.settings.workspace} was "
-                                   "interrupted: ", run="index", then=" finishes it (what it saved is not embedded again)")
+            held = [c.name for c in collections if self.store.exists(c.name)]
+            if held:
+                raise self._unrecorded(held)
             raise IndexMissing(f"no search index for agent {self.settings.agent} in {self.settings.workspace} yet: build it with ",
                                run="index")
         stale = self._stale(collections, manifests)
@@ -295,6 +295,24 @@ class MemoryIndex:
                 raise MemoryToolError(f"the keyword statistics of collection {name} are damaged: run `openclaw-memory index --full`")
             cached = self._stats[name] = (key, stats)
         return cached[1]
+
+    def _unrecorded(self, held: list[str]) -> IndexMissing:
+        """What a search says of shards the store holds that no manifest here lists: a first index of this
+        data dir, written in place and interrupted (its dirty mark says it began here), or an index on a
+        Qdrant server that another machine sharing it (OPENCLAW_MEMORY_QDRANT_INDEX_ID) built."""
+        from .manifest import is_dirty
+        from .store.server_config import INDEX_ID_ENV
+
+        whose = f"agent {self.settings.agent} in {self.settings.workspace}"
+        if any(is_dirty(self.settings.data_dir, name) for name in held):
+            return IndexMissing(f"the first index of {whose} was interrupted: ", run="index",
+                                then=" finishes it (what it saved is not embedded again)")
+        if os.environ.get(INDEX_ID_ENV, "").strip():
+            return IndexMissing(f"the search index of {whose} that {INDEX_ID_ENV} shares was built by another state "
+                                "dir (another machine's), and this one has no record of it yet: run ", run="index",
+                                then=" once here (it embeds nothing the server holds already), then search")
+        return IndexMissing(f"the search index of {whose} holds points this state dir has no record of: ", run="index",
+                            then=" records them (what they hold is not embedded again)")
 
     def _built(self, collections) -> dict:
         """Each collection's manifest head where the store holds its shard, else None (as
