@@ -62,6 +62,48 @@ def test_moving_another_users_note_in_a_sticky_folder_is_refused_before_anything
 
 
 @ROOT_ONLY
+def test_writing_or_restoring_over_another_users_note_in_a_sticky_folder_says_why(base, tmp_path):
+    """As uid 65534, write and append over root's 0666 note in a 1777 folder said "cannot write in the
+    workspace (.../memory): Operation not permitted" of a folder anyone may write in; restore --last over
+    it said "is read-only (owned by uid 0, mode 644)", the mode computed for its replacement, the file
+    being 0666. Each says what mv and rm say, before anything is written."""
+    ws, env = _shared_workspace(base, tmp_path)
+    read, appended, mine, removed = _run_as_nobody(
+        env, ws, ("read", "memory/r.md"), ("write", "memory/r.md", "--append", "mine", "--no-index"),
+        ("write", "memory/n.md", "--append", "mine", "--no-index"), ("rm", "memory/n.md", "--no-index"))
+    wrote = as_nobody(lambda: dataclasses.asdict(run_in_process(
+        ("write", "memory/r.md", "--stdin", "--no-index"), env=env, cwd=ws, input="mine\n")))
+    assert read["returncode"] == 0 and mine["returncode"] == 0 and removed["returncode"] == 0, (read, mine, removed)
+    for done in (wrote, appended):
+        assert done["returncode"] == 2, done
+        assert done["stderr"].strip() == f"error: refused: memory/r.md {STICKY_WORDS}; nothing was written: memory/r.md is unchanged"
+    write(ws / "memory" / "n.md", "roots\n")
+    os.chmod(ws / "memory" / "n.md", 0o666)
+    (restored,) = _run_as_nobody(env, ws, ("restore", "memory/n.md", "--last", "--no-index"))
+    assert restored["returncode"] == 2, restored
+    assert restored["stderr"].strip() == (f"error: refused: memory/n.md {STICKY_WORDS.replace('r.md', 'n.md')}; "
+                                          "nothing was restored: memory/n.md is unchanged")
+    assert (ws / "memory" / "r.md").read_text() == "team\n" and (ws / "memory" / "n.md").read_text() == "roots\n"
+    assert sorted(os.listdir(ws / "memory")) == ["n.md", "r.md"]  # no temp file left
+
+
+@ROOT_ONLY
+def test_restoring_over_another_users_writable_note_is_not_called_read_only(base, tmp_path):
+    """Outside a sticky folder the note, 0666, is this user's to replace, as write replaces it: the restore
+    refused it as "read-only (owned by uid 0, mode 644)", the mode it computed for the replacement."""
+    ws, env = _shared_workspace(base, tmp_path)
+    os.chmod(ws / "memory", 0o777)
+    mine, removed = _run_as_nobody(env, ws, ("write", "memory/n.md", "--append", "mine", "--no-index"),
+                                   ("rm", "memory/n.md", "--no-index"))
+    assert mine["returncode"] == 0 and removed["returncode"] == 0, (mine, removed)
+    write(ws / "memory" / "n.md", "roots\n")
+    os.chmod(ws / "memory" / "n.md", 0o666)
+    (restored,) = _run_as_nobody(env, ws, ("restore", "memory/n.md", "--last", "--no-index"))
+    assert restored["returncode"] == 0 and "read-only" not in restored["stderr"], restored
+    assert (ws / "memory" / "n.md").read_text() == "mine\n"
+
+
+@ROOT_ONLY
 def test_a_forced_move_of_another_users_note_in_a_sticky_folder_archives_nothing(base, tmp_path):
     """With --force over a note of nobody's own, the destination's note was archived first, then the
     move refused: "the file that was at memory/t.md is archived"."""

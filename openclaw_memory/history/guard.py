@@ -37,6 +37,7 @@ from ..files.read import ResolvedPath, refuse_new_not_utf8
 from ..files.root import resolve_dream_diary
 from ..fsutil.atomic import ACL_ACCESS, unlink_quietly
 from ..fsutil.hashing import hash_bytes
+from ..fsutil.move import check_may_lose_name
 from ..fsutil.safeopen import Folder
 from ..types import WriteAction
 from ..wire import key
@@ -359,10 +360,11 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             refuse_look_alike(resolved, folder, "restored")
         # Brought back where none is (a removed note): with the mode and owner the history saw last.
         kept: FileMode | None
+        there: FileMode | None = None  # the file at the name, as it is
         if fd is None:
             kept = recorded_mode(store, resolved, wanted)
         else:
-            over = kept_stat(fd)
+            there = over = kept_stat(fd)
             own = (None if store.log.held_here_since(resolved.abs_path, wanted)
                    else store.log.mode_of(resolved.abs_path, resolved.display, wanted))
             if over is not None and own is not None and not any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
@@ -377,7 +379,10 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
                 over = over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
             kept = over
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
-            refuse_read_only(kept, resolved.display, "restored", folder, read_only_ok)
+            refuse_sticky(folder, fd, resolved)
+            # The file there as it is: the mode computed for its replacement (narrowed to the version's
+            # own) called another user's 0666 note "read-only (mode 644)".
+            refuse_read_only(there, resolved.display, "restored", folder, read_only_ok)
             os.close(fd)
             fd = None
         if folder is None:  # (a removed private note's folder removed too: made as private as the note)
@@ -401,6 +406,15 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             os.close(fd)
         if folder is not None:
             folder.close()
+
+
+def refuse_sticky(folder: Folder | None, fd: int | None, resolved: ResolvedPath) -> None:
+    """StickyRefused where the file open on ``fd`` is another user's in a sticky folder (mode 1777),
+    which only its owner may replace (:func:`~..fsutil.move.sticky_keeper`): asked before anything is
+    written, as mv and rm ask it. The replacing rename failed at the end, "cannot write in the
+    workspace (...): Operation not permitted" of a folder anyone may write in."""
+    if folder is not None and fd is not None:
+        check_may_lose_name(folder.fd, resolved.name, os.fstat(fd))
 
 
 def first_nul(fd: int) -> int | None:
@@ -468,6 +482,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
         check_write(store, resolved, current, records, expected, daily_append, latest_before, fd,
                     replacing=added is None and not replace_unread, budget=budget)
         kept = kept_stat(fd)
+        refuse_sticky(folder, fd, resolved)
         refuse_read_only(kept, resolved.display, "written", folder)
         if added is None and current is not None and hash_bytes(content) == current.version:
             # The bytes it holds already: nothing is written (the file kept its inode, a hard link
