@@ -725,3 +725,26 @@ def test_a_machine_sharing_an_index_is_told_to_index_once_not_that_its_index_was
     done = cli("index", "--json", env=env_b)
     assert (done.json()["chunksEmbedded"], done.json()["chunksReused"]) == (0, 1)
     assert _paths(cli("search", "release train", "--json", "--mode", "text", "--no-sync", env=env_b)) == ["MEMORY.md"]
+
+
+def test_doctor_fix_on_a_machine_sharing_an_index_never_removes_the_others_collections(workspace, cli, tmp_path):
+    """B's doctor --fix took every collection its state dir had no record of for an orphan: before B's
+    first index, all of them (A's next search found no index), after it, those of an extra path A alone has."""
+    from openclaw_memory.database.connection import Database
+
+    url = f"file://{tmp_path / 'qdrant'}"
+    st_a, st_b = _two_state_dirs(tmp_path, f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\nnamespace = "team"\n')
+    notes = tmp_path / "notes"
+    write(notes / "n.md", "# Notes\n\nThe ferry timetable changes in May.\n")
+    write(workspace / "MEMORY.md", "# Shared\n\nThe release train leaves on Thursday.\n")
+    env_a = {"OPENCLAW_STATE_DIR": str(st_a)}
+    assert cli("index", "--extra", str(notes), env=env_a).returncode == 0
+    (identity,) = Database(settings_for(workspace, st_a).data_dir).one("SELECT value FROM server_identity")
+    env_b = {"OPENCLAW_STATE_DIR": str(st_b), "OPENCLAW_MEMORY_QDRANT_INDEX_ID": identity}
+    for _ in range(2):  # before B's first index, and after it
+        fixed = cli("doctor", "--fix", "--json", env=env_b)
+        assert "removed" not in fixed.stdout, fixed.stdout
+        assert _paths(cli("search", "release train", "--json", "--mode", "text", "--no-sync", env=env_a)) == ["MEMORY.md"]
+        assert _paths(cli("search", "ferry timetable", "--json", "--mode", "text", "--no-sync", "--extra", str(notes),
+                          env=env_a)) == [os.path.relpath(notes / "n.md", workspace)]
+        assert cli("index", env=env_b).returncode == 0

@@ -135,6 +135,12 @@ def default_namespace(settings: Settings) -> str:
     return "ocm-" + settings.data_dir.name[-60:].lstrip("-_")
 
 
+def shared_on_purpose(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this index is one several data dirs (machines) share on purpose (``OPENCLAW_MEMORY_QDRANT_INDEX_ID``
+    set): a collection this data dir has no record of is then another's, never an orphan of its own."""
+    return bool(((os.environ if environ is None else environ).get(INDEX_ID_ENV) or "").strip())
+
+
 def index_identity(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
     """This data dir's index on a Qdrant server: ``OPENCLAW_MEMORY_QDRANT_INDEX_ID`` where set (one index
     shared by machines on purpose), else 32 hex digits made once at random and kept in the state
