@@ -1117,3 +1117,42 @@ def test_openclaw_json_env_vars_name_the_workspace_state_dir_and_home_as_in_open
     write(config, json.dumps({"env": {"vars": {"OPENCLAW_INCLUDE_ROOTS": str(outside)}}, "agents": {"$include": "agents.json"}}))
     with pytest.raises(ConfigError, match="outside the folder of openclaw.json"):
         resolve_settings(Overrides(), environ={})
+
+
+def test_a_value_from_openclaw_json_env_vars_is_said_to_come_from_there(tmp_path, monkeypatch):
+    """A message about a value openclaw.json's env.vars gave names the file: the shell has no such
+    variable to look at. OPENCLAW_MEMORY_EMBEDDING_BACKEND there was refused as if the shell set it,
+    and an OPENCLAW_HOME there naming a file gave "cannot open workspace .../afile/.openclaw/workspace:
+    Not a directory" (or "give --state-dir a folder"), naming neither the variable nor the file."""
+    from openclaw_memory.errors import StateDirError
+    from openclaw_memory.index.config import index_config
+
+    home = tmp_path / "home"
+    (home / ".openclaw" / "workspace").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    config = home / ".openclaw" / "openclaw.json"
+    write(config, json.dumps({"env": {"vars": {"OPENCLAW_MEMORY_EMBEDDING_BACKEND": "bogus"}}}))
+    with pytest.raises(ConfigError) as caught:
+        index_config(resolve_settings(Overrides(), environ={}))
+    assert caught.value.message == (f"OPENCLAW_MEMORY_EMBEDDING_BACKEND (set in {config}: env.vars) must be auto, torch, "
+                                    "onnx or hash, not 'bogus'")
+    with pytest.raises(ConfigError) as caught:  # the shell's: as before
+        index_config(resolve_settings(Overrides(), environ={"OPENCLAW_MEMORY_EMBEDDING_BACKEND": "fast"}))
+    assert caught.value.message == "OPENCLAW_MEMORY_EMBEDDING_BACKEND must be auto, torch, onnx or hash, not 'fast'"
+
+    afile = home / "afile"
+    write(afile, "")
+    write(config, json.dumps({"env": {"vars": {"OPENCLAW_HOME": str(afile)}}}))
+    said = f"(OpenClaw's home {afile} is from OPENCLAW_HOME in {config}: env.vars)"
+    with pytest.raises(StateDirError) as caught:
+        resolve_settings(Overrides(), environ={})
+    assert caught.value.message == (f"the state dir {afile / '.openclaw'} {said} cannot be made: {afile} is a file, not a "
+                                    "folder; give --state-dir or OPENCLAW_STATE_DIR a folder")
+    with pytest.raises(StateDirError) as caught:  # with a workspace given, the state dir still holds the data
+        resolve_settings(Overrides(workspace=str(home)), environ={})
+    assert said in caught.value.message
+    (home / "alt").mkdir()
+    write(config, json.dumps({"env": {"vars": {"OPENCLAW_HOME": str(home / "alt")}}}))
+    with pytest.raises(WorkspaceError) as caught:  # OpenClaw's default workspace, placed by that home
+        resolve_settings(Overrides(), environ={})
+    assert f"; OpenClaw's home {home / 'alt'} is from OPENCLAW_HOME in {config}: env.vars)" in caught.value.message

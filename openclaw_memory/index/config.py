@@ -63,7 +63,8 @@ def index_config(settings: Settings) -> IndexConfig:
     table = settings.index
     embedding_backend = settings.embedding_backend or table.embedding_backend
     if embedding_backend not in EMBEDDING_BACKENDS:
-        raise ConfigError(f"OPENCLAW_MEMORY_EMBEDDING_BACKEND must be auto, torch, onnx or hash, not {embedding_backend!r}")
+        told = f" (set{settings.embedding_backend_from})" if settings.embedding_backend_from else ""  # (.env, env.vars)
+        raise ConfigError(f"OPENCLAW_MEMORY_EMBEDDING_BACKEND{told} must be auto, torch, onnx or hash, not {embedding_backend!r}")
     return IndexConfig(
         model=table.model,
         chunk_tokens=table.chunk_tokens,

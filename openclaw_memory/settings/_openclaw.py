@@ -52,12 +52,13 @@ def read_roster(openclaw: dict[str, Any], where: str) -> tuple[bool, list[tuple[
     is configured at all. OpenClaw 2026.9.6 keeps them in ``agents.entries``, an object keyed by id
     (its ``doctor --fix`` moves the older ``agents.list`` array there), and reads ``agents.list``
     only where there is no ``agents.entries``, as that fix moves it (``projectLegacyAgentRosterEntries``):
-    an entry without an id is agent ``agent``'s, a second entry of one id is ``<id>-2``'s, and so on.
+    an entry without an id is agent ``agent``'s, a second entry of one id is ``<id>-2``'s, and so on
+    (an ``agents.entries`` key holding null is the roster too, refused, as OpenClaw reads it).
     A key OpenClaw's schema refuses ("a b", "!!!", over 64 characters) is refused in its words, as is a
     config with two keys of one id ("OPS" and "ops"): neither can be told which of the two an agent is."""
     agents = json_object(openclaw.get("agents"), f"{where}: agents")
     keyed, listed = agents.get("entries"), agents.get("list")
-    if keyed is not None:
+    if "entries" in agents:  # the roster, even null (OpenClaw's readAgentRosterProperty): the list beside it is not read
         if not isinstance(keyed, dict):
             raise ConfigError(f"{where}: agents.entries must be an object keyed by agent id, not {json_shown(keyed)}")
         for key in keyed:  # OpenClaw's schema refuses the whole config, naming each (AgentsSchema's record keys)

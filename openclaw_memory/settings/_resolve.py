@@ -36,6 +36,7 @@ from ._openclaw import (
     switch_env,
 )
 from ._places import (
+    _home_value,
     default_model_cache,
     default_state_dir,
     env_value,
@@ -266,34 +267,63 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         openclaw_hybrid=hybrid,
         model_cache=default_model_cache(env, state_dir),
         embedding_backend=(env_value("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env) or "").strip() or None,
+        embedding_backend_from=set_in("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env),
     )
     return replace(resolved, command_flags=_command_flags(o, resolved))
 
 
+_OBJECT, _FOLDER, _NUMBER, _ARRAY, _SWITCH = "an object", "a string (a folder path)", "a number", "an array", "true or false"
+_SEARCH_KEYS = (("", _OBJECT), (".extraPaths", _ARRAY), (".multimodal", _OBJECT), (".multimodal.enabled", _SWITCH),
+                (".multimodal.modalities", _ARRAY), (".query", _OBJECT), (".query.maxResults", _NUMBER))
+_AGENT_KEYS = (("", _OBJECT), (".workspace", _FOLDER), (".default", _SWITCH), (".memory", _OBJECT),
+               *((f".memory.search{key}", what) for key, what in _SEARCH_KEYS), (".contextLimits", _OBJECT),
+               (".contextLimits.memoryGetMaxChars", _NUMBER), (".bootstrapMaxChars", _NUMBER),
+               (".bootstrapTotalMaxChars", _NUMBER))
 # The keys this product reads that OpenClaw 2026.9.6 refuses as null ("expected object, received null"),
-# and what each must be; `*` is any agent's entry.
-_NOT_NULL = tuple((path, "a string (a folder path)" if path.endswith("workspace") else "an object") for path in (
-    "agents", "agents.defaults", "agents.defaults.workspace", "agents.entries", "agents.entries.*",
-    "agents.entries.*.workspace", "agents.entries.*.memory", "agents.entries.*.memory.search", "memory", "memory.search"))
+# and what each must be; `*` is any key of an object or item of a list (an agent's entry, a variable).
+_NOT_NULL = (
+    ("env", _OBJECT), ("env.vars", _OBJECT), ("env.vars.*", "a string"),
+    ("memory", _OBJECT), *((f"memory.search{key}", what) for key, what in _SEARCH_KEYS),
+    ("agents", _OBJECT), ("agents.ownership", '"explicit"'), ("agents.defaults", _OBJECT),
+    ("agents.defaults.workspace", _FOLDER), ("agents.defaults.userTimezone", "a string"),
+    ("agents.defaults.contextLimits", _OBJECT), ("agents.defaults.contextLimits.memoryGetMaxChars", _NUMBER),
+    ("agents.defaults.bootstrapMaxChars", _NUMBER), ("agents.defaults.bootstrapTotalMaxChars", _NUMBER),
+    ("agents.defaults.startupContext", _OBJECT), ("agents.defaults.startupContext.enabled", _SWITCH),
+    ("agents.defaults.startupContext.applyOn", _ARRAY),
+    *((f"agents.defaults.startupContext.{key}", _NUMBER) for key in ("dailyMemoryDays", "maxFileBytes", "maxFileChars",
+                                                                    "maxTotalChars")),
+    ("agents.entries", _OBJECT), *((f"agents.entries.*{key}", what) for key, what in _AGENT_KEYS),
+    ("agents.list", _ARRAY), *((f"agents.list.*{key}", what) for key, what in _AGENT_KEYS),
+)
 
 
 def _refuse_null(config: dict[str, Any], json_path: Path) -> None:
     """A key this product reads set to ``null`` (written so, or by an ``$include`` of a file holding
-    ``null``) is refused, as OpenClaw refuses the config; it was taken as unset."""
+    ``null``) is refused, as OpenClaw refuses the config; it was taken as unset (no extra paths, the
+    default budget, no ``env.vars``). ``agents.entries`` too where the older ``agents.list`` is beside it:
+    OpenClaw takes the key as its roster whatever it holds (readAgentRosterProperty) and refuses the config;
+    the list was read in its place, and beside ``{"main": null}`` neither was (another folder's memory)."""
     def walk(value: Any, parts: list[str], done: str, what: str) -> None:
-        if not isinstance(value, dict):
+        places: list[tuple[Any, str]]  # (the key or index, and its name)
+        if isinstance(value, list) and parts[0] == "*" and done == "agents.list.":
+            places = [(index, f"{done.removesuffix('.')}[{index}]") for index in range(len(value))]
+        elif isinstance(value, dict):
+            places = [(key, f"{done}{key}") for key in (value if parts[0] == "*" else [parts[0]] if parts[0] in value else [])]
+        else:
             return
-        for key in (value if parts[0] == "*" else [parts[0]] if parts[0] in value else []):
+        for key, at in places:
             if len(parts) == 1:
                 if value[key] is None:
-                    raise ConfigError(f"{json_path}: {done}{key} must be {what}, not null (OpenClaw refuses the config)")
+                    beside = ("; remove it, and the agents.list beside it is read as OpenClaw's doctor --fix moves it"
+                              if at == "agents.entries" and "list" in config["agents"] else "")
+                    raise ConfigError(f"{json_path}: {at} must be {what}, not null (OpenClaw refuses the config{beside})")
             else:
-                walk(value[key], parts[1:], f"{done}{key}.", what)
+                walk(value[key], parts[1:], f"{at}.", what)
 
     agents = config.get("agents")
-    listed = isinstance(agents, dict) and "list" in agents  # the older agents.list: its migration replaces agents.entries
+    keyed = isinstance(agents, dict) and "entries" in agents  # the roster, even null: a list beside it is not read
     for path, what in _NOT_NULL:
-        if not (listed and path.startswith("agents.entries")):
+        if not (keyed and path.startswith("agents.list")):
             walk(config, path.split("."), "", what)
 
 
@@ -305,10 +335,17 @@ def _state_dir(given: str | None, flag: str | None, env: Mapping[str, str]) -> P
     state_dir = Path(os.path.realpath(js_resolve(expand(given, env)) if given else default_state_dir(env)))
     _fits("state dir", str(state_dir), StateDirError)
     _leaves_room(state_dir)
+    # Where it came from, where a .env file or openclaw.json set it (the user's shell has no such variable to
+    # look at) or OPENCLAW_HOME placed it.
+    source = None if flag else (where_set("OPENCLAW_STATE_DIR", env) if set_in("OPENCLAW_STATE_DIR", env) else None) \
+        if given else _home_source(env)
+    told = f" ({source})" if source else ""
     if os.path.lexists(state_dir) and not state_dir.is_dir():
-        # (named where a .env file or openclaw.json set it: the user's shell has no such variable to look at)
-        told = f" ({where_set('OPENCLAW_STATE_DIR', env)})" if not flag and set_in("OPENCLAW_STATE_DIR", env) else ""
         raise StateDirError(f"the state dir {state_dir}{told} is not a folder (give --state-dir or OPENCLAW_STATE_DIR a folder)")
+    blocker = next((above for above in reversed(state_dir.parents) if os.path.isfile(above)), None) if source else None
+    if blocker is not None:  # (else said where it is made, naming the flag)
+        raise StateDirError(f"the state dir {state_dir}{told} cannot be made: {blocker} is a file, not a folder; "
+                            "give --state-dir or OPENCLAW_STATE_DIR a folder")
     return state_dir
 
 
@@ -325,6 +362,7 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         where = f"from {json_path}: agents.defaults.workspace"
         yield (shared, where) if owner else (os.path.join(expand(shared, env), agent), f"{where}, agent {agent}'s folder in it")
         return
+    home_source = None if state_dir_given else _home_source(env)  # (said where OPENCLAW_HOME placed the folder)
     if owner:
         yield openclaw_env("OPENCLAW_WORKSPACE_DIR", env), where_set("OPENCLAW_WORKSPACE_DIR", env)
         profile = openclaw_env("OPENCLAW_PROFILE", env) or ""
@@ -335,7 +373,7 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
                                   "'_' and '-', at most 64, as OpenClaw's --profile takes them)")
             yield (os.path.join(openclaw_home(env), f".openclaw-{profile}", "workspace"),
                    f"OpenClaw's default for OPENCLAW_PROFILE={profile}{in_file}, as no workspace is configured for agent "
-                   f"{agent} in {json_path}")
+                   f"{agent} in {json_path}{f'; {home_source}' if home_source else ''}")
     unset = f"OpenClaw's default, as no workspace is configured for agent {agent} in {json_path}"
     try:
         usual = openclaw_config_path(default_state_dir(env), False, env)  # the one OpenClaw reads, clawdbot.json included
@@ -344,9 +382,24 @@ def _openclaw_workspace(openclaw: dict[str, Any], agent: str, shared: str | None
         moved = False
     if moved:
         unset += f", which does not exist ({usual} is read with OPENCLAW_CONFIG_PATH={usual})"
+    if home_source:
+        unset += f"; {home_source}"
     # The owner's is in ~/.openclaw whatever state dir a ~/.clawdbot gave (OpenClaw's resolveDefaultAgentWorkspaceDir).
     home_state = state_dir if state_dir_given else Path(openclaw_home(env)) / ".openclaw"
     yield str(home_state / "workspace" if owner else state_dir / f"workspace-{agent}"), unset
+
+
+def _home_source(env: Mapping[str, str]) -> str | None:
+    """``OpenClaw's home H is from OPENCLAW_HOME`` (and the file that set it) where that variable names the
+    home OpenClaw's default places are in, for a message about such a place (the shell may have no such
+    variable); None where it does not."""
+    if _home_value(env.get("OPENCLAW_HOME")) is None:
+        return None
+    try:
+        home = openclaw_home(env)
+    except StateDirError:
+        return None
+    return f"OpenClaw's home {home} is {where_set('OPENCLAW_HOME', env)}"
 
 
 def _check_default_workspace(path: str) -> None:

@@ -256,6 +256,9 @@ class Settings:
     # OPENCLAW_MEMORY_EMBEDDING_BACKEND: above toml [index] embedding_backend, as
     # OPENCLAW_MEMORY_QDRANT_URL is above [index] url.
     embedding_backend: str | None = None
+    # Where a .env file or openclaw.json's env.vars set it (`` in FILE``; empty: the environment), for
+    # a message about its value: the shell has no such variable to look at.
+    embedding_backend_from: str = ""
     # The settings flags the command line gave (``-w``, ``--agent``, ...), each with its value in force:
     # what a command a message suggests repeats (command_line).
     command_flags: tuple[str, ...] = ()

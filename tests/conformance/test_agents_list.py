@@ -7,7 +7,9 @@ and answers the workspace (``resolveAgentWorkspaceDir``), the extra paths and th
 OpenClaw 2026.9.6 refuses a config holding the older ``agents.list`` ("Unrecognized key"); its
 ``doctor --fix`` moves it to ``agents.entries``, and the cases below compare this product with the
 config that fix writes (a randomized run of 2,000 configs found them; ``agents.entries`` configs
-valid as written agreed).
+valid as written agreed). Not a list beside an ``agents.entries`` of null: the fix moves the list over it,
+but OpenClaw itself takes that key for its roster and refuses the config, and so does this product
+(test_config_env_paths.py::test_a_null_openclaw_refuses_is_refused).
 """
 
 from __future__ import annotations
@@ -89,10 +91,6 @@ LIST_FOUND = [
      {"agents": {"list": [{"workspace": "~/w1", "contextLimits": {"memoryGetMaxChars": 25000}}, {"id": "ops"}]}}, "main"),
     # An empty list becomes agents.entries.main: main owns the default workspace (here: workspace-main).
     ("an empty list", {"agents": {"list": []}}, "main"),
-    # agents.entries null beside the list: the fix moves the list over it (the owner was taken from a
-    # key that was there, though it held no roster).
-    ("the list beside an agents.entries of null",
-     {"agents": {"defaults": {"workspace": "~/shared"}, "entries": None, "list": [{"id": "ops"}, {"id": "main"}]}}, "ops"),
     # A second entry of one id becomes ops-2, and owns the workspace when marked default (here: ops's
     # first entry was read, as the owner).
     ("a second entry of one id is ops-2",
