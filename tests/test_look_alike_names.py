@@ -74,8 +74,14 @@ def test_memory_write_of_a_look_alike_is_a_tool_error_and_memory_get_finds_nothi
     try:
         refused, text = session.call("memory_write", path=f"memory/{NFC}.md", append="agent")
         assert refused and text.startswith(f"refused: memory/{NFD}.md (memory/cafe\\u0301.md) exists, named as memory/{NFC}.md"), text
-        refused, text = session.call("memory_get", path=f"memory/{NFC}.md")  # (unchanged: OpenClaw's answer)
-        assert not refused and json.loads(text) == {"text": "", "path": f"memory/{NFC}.md", "status": "not_found"}
+        refused, text = session.call("memory_get", path=f"memory/{NFC}.md")  # (OpenClaw's answer, and a warning naming it)
+        got = json.loads(text)
+        assert not refused and {k: got[k] for k in ("text", "path", "status")} == {
+            "text": "", "path": f"memory/{NFC}.md", "status": "not_found"}
+        assert got["warnings"] == [f"memory/{NFC}.md does not exist; memory/{NFD}.md (memory/cafe\\u0301.md), named as "
+                                   f"memory/{NFC}.md (memory/caf\\xe9.md) is but with its letters written in other Unicode "
+                                   "code points (decomposed: NFD, as macOS names files), is there: read it by its exact "
+                                   "name, as this message gives it"]
     finally:
         assert "Traceback" not in session.close()
     assert names(workspace / "memory") == [f"{NFD}.md"]
@@ -158,12 +164,15 @@ def test_rm_mv_and_restore_last_of_a_look_alike_name_say_which_note_is_there(cli
 
 
 def test_a_read_of_a_look_alike_name_says_which_note_is_there(cli, workspace):
-    """It said only "does not exist" while `files` listed a name that prints alike."""
+    """It said only "does not exist" while `files` listed a name that prints alike; --json (and memory_get)
+    keep OpenClaw's not_found shape, with the warning."""
     write(workspace / "memory" / f"{NFD}.md", "the person's note\n")
+    said = (f"memory/{NFC}.md does not exist; memory/{NFD}.md (memory/cafe\\u0301.md), named as memory/{NFC}.md "
+            "(memory/caf\\xe9.md) is but with its letters written in other Unicode code points (decomposed: NFD, as macOS "
+            "names files), is there: read it by its exact name, as this message gives it")
     missing = cli("read", f"memory/{NFC}.md")
-    assert missing.returncode == 1 and missing.stdout == ""
-    assert missing.stderr == (f"warning: memory/{NFC}.md does not exist; memory/{NFD}.md (memory/cafe\\u0301.md), named as "
-                              f"memory/{NFC}.md (memory/caf\\xe9.md) is but with its letters written in other Unicode code "
-                              "points (decomposed: NFD, as macOS names files), is there\n")
+    assert (missing.returncode, missing.stdout, missing.stderr) == (1, "", f"warning: {said}\n")
     assert cli("read", "memory/none.md").stderr == "warning: memory/none.md does not exist\n"
-    assert cli("read", f"memory/{NFC}.md", "--json").json()["path"] == f"memory/{NFC}.md"  # (OpenClaw's shape, as before)
+    shown = cli("read", f"memory/{NFC}.md", "--json")
+    assert shown.json() == {"text": "", "path": f"memory/{NFC}.md", "status": "not_found", "warnings": [said]}
+    assert shown.stderr == f"warning: {said}\n"

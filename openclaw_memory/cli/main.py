@@ -128,7 +128,9 @@ def run_parsed(parsed: Parsed) -> int:
     from ..memory import private_umask
 
     hints_run_as(command_line(settings))
-    if (hint := settings.notes_folder_hint()) is not None:  # `-w ws/memory`: found no memory, said nothing
+    from ..settings.agents import workspace_hint
+
+    if (hint := workspace_hint(settings)) is not None:  # `-w ws/memory`: found no memory, said nothing
         from .output import warn
 
         warn(hint)

@@ -277,9 +277,6 @@ _WRITTEN: tuple[Command, ...] = (
     operation_command("doctor", doctor_cmd.run_doctor_command, opts=(
         Opt("yes", ("--yes",), "Do not ask before each repair.", kind="switch", default=False),
         Opt("non_interactive", ("--non-interactive",), "Never prompt (for scripts).", kind="switch", default=False),
-        Opt("workspace_suggestions", ("--no-workspace-suggestions",),
-            "Leave out OpenClaw's suggestion to start a memory system (no MEMORY.md yet), as OpenClaw's doctor does.",
-            kind="off", default=True),
         json_opt("Print the findings and repairs as JSON (never prompts)."),
     )),
     operation_command("index", index_cmd.run_index, opts=(json_opt("Print a JSON summary."),),

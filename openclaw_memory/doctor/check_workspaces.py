@@ -29,8 +29,8 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..files.agents import configured_workspaces
 from ..settings import Settings
+from ..settings.agents import configured_workspaces
 from .model import CheckContext, Finding
 
 ID = "history-left-behind"
@@ -387,8 +387,7 @@ def check_workspace_in_memory(ctx: CheckContext) -> list[Finding]:
     an agent named ``memory`` with no workspace of its own gets ``<agents.defaults.workspace>/memory``, the
     default agent's memory/ folder (OpenClaw's resolveAgentWorkspaceDir does so too), and the default agent
     lists, reads and searches its notes as its own. Every agent's doctor names it: it is openclaw.json's."""
-    from ..files.agents import configured_agents, overlaps
-    from ..files.root import overlap_text
+    from ..settings.agents import configured_agents, overlap_text, overlaps
 
     found = overlaps(configured_agents(ctx.settings))
     if not found:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from .. import faults
@@ -155,10 +155,24 @@ def run_doctor(
     settings: Settings,
     *,
     fix: bool = False,
+    workspace_suggestions: bool = True,
     confirm: Confirm | None = None,
     on_lock_wait: Callable[[str], None] | None = None,
 ) -> DoctorReport:
-    """Check the workspace; with ``fix``, repair what can be repaired. Raises LockTimeout (exit 2)."""
+    """Check the workspace; with ``fix``, repair what can be repaired. Raises LockTimeout (exit 2).
+    Without ``workspace_suggestions`` (OpenClaw's ``--no-workspace-suggestions``) its suggestion to
+    start a memory system, a note and never a repair, is left out."""
+    report = _run_doctor(settings, fix, confirm, on_lock_wait)
+    if workspace_suggestions:
+        return report
+    from .check_openclaw import MEMORY_SYSTEM_NOT_FOUND
+
+    return replace(report, findings=tuple(f for f in report.findings if f.id != MEMORY_SYSTEM_NOT_FOUND),
+                   remaining=tuple(f for f in report.remaining if f.id != MEMORY_SYSTEM_NOT_FOUND))
+
+
+def _run_doctor(settings: Settings, fix: bool, confirm: Confirm | None,
+                on_lock_wait: Callable[[str], None] | None) -> DoctorReport:
     workspace = str(settings.workspace)
     if not fix:
         found = tuple(run_checks(settings, plain=True))

@@ -433,7 +433,12 @@ def read_memory_file(
     resolved = resolve_memory_path(path, workspace, extra_paths)
     opened = open_resolved(resolved, through_a_file="refused")
     if opened is None:
-        return ReadResult("", resolved.display, status="not_found", abs_path=resolved.abs_path)
+        # A note there named in the other Unicode form (NFD, as macOS names files) prints alike: said,
+        # to the agent too (OpenClaw's not_found shape, with a warning).
+        alike = look_alike_there(resolved)
+        warnings = (f"{resolved.display} does not exist; {alike_words(alike, resolved.display)} is there: "
+                    "read it by its exact name, as this message gives it",) if alike else ()
+        return ReadResult("", resolved.display, status="not_found", abs_path=resolved.abs_path, warnings=warnings)
     try:
         scan, version, size = _scan_versioned(opened[0], from_line, lines, max_chars)
     finally:

@@ -10,13 +10,8 @@ import os
 import shlex
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .paths import CANONICAL_ROOT, DREAMS, LEGACY_DREAMS, LEGACY_ROOT, MEMORY_DIR, USER_ROOT
-
-if TYPE_CHECKING:
-    from ..settings import Settings
-    from .agents import Overlap
 
 
 @dataclass(frozen=True)
@@ -110,20 +105,11 @@ def resolve_dream_diary(workspace: str, entries: set[str]) -> tuple[RootEntry | 
 WORKSPACE_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "BOOT.md", "BOOTSTRAP.md", "TOOLS.md", "HEARTBEAT.md")
 
 
-def notes_folder_hint(workspace: str, settings: Settings | None = None) -> str | None:
+def notes_folder_hint(workspace: str) -> str | None:
     """The warning for a workspace named ``memory`` that holds no memory system of its own (no
     MEMORY.md, USER.md or memory/ folder) while its parent holds MEMORY.md or USER.md, or it holds
-    notes itself (.md files): it is the parent's memory/ folder. None otherwise.
-
-    Where openclaw.json gives the agent of ``settings`` that workspace (no ``-w``) and it lies in another
-    configured agent's memory (an agent named ``memory`` gets ``<agents.defaults.workspace>/memory``, the
-    default agent's memory/ folder, as OpenClaw gives it), the warning names that overlap: "give -w
-    <the parent>" would put the agent in the other's workspace outright."""
+    notes itself (.md files): it is the parent's memory/ folder. None otherwise."""
     workspace = os.path.normpath(workspace)
-    if settings is not None and "-w" not in settings.command_flags:
-        overlap = _configured_overlap(workspace, settings)
-        if overlap is not None:
-            return overlap
     if os.path.basename(workspace) != MEMORY_DIR:
         return None
     if any(os.path.lexists(os.path.join(workspace, name)) for name in (CANONICAL_ROOT, USER_ROOT, MEMORY_DIR, *WORKSPACE_FILES)):
@@ -141,32 +127,3 @@ def notes_folder_hint(workspace: str, settings: Settings | None = None) -> str |
         return None
     return (f"{workspace} holds notes but no {CANONICAL_ROOT}: it looks like the {MEMORY_DIR}/ folder of the "
             f"workspace {parent}; give -w {shlex.quote(parent)} (the folder that holds {MEMORY_DIR}/)")
-
-
-def _configured_overlap(workspace: str, settings: Settings) -> str | None:
-    """The overlap warning for this agent's configured workspace in another agent's memory, if it is."""
-    from .agents import configured_agents, overlaps
-
-    agents = configured_agents(settings)
-    mine = agents.get(settings.agent)
-    if mine is None or os.path.realpath(mine.workspace) != workspace:
-        return None
-    found = next((o for o in overlaps(agents) if o.agent == settings.agent), None)
-    return None if found is None else overlap_text(found)
-
-
-def overlap_text(o: Overlap) -> str:
-    """One agent's workspace in another's memory, said: both agents, the folder, and what to do."""
-    if o.places.where == "agents.defaults.workspace":
-        given = f"its folder {o.agent}/ in agents.defaults.workspace, as OpenClaw gives an agent with no workspace of its own"
-    elif o.places.where == "OpenClaw's default":
-        given = "OpenClaw's default"
-    else:
-        given = f"{o.places.where} in openclaw.json"
-    what = (f"the {MEMORY_DIR}/ folder" if os.path.realpath(o.memory) == os.path.realpath(os.path.join(o.holder_workspace, MEMORY_DIR))
-            else f"the extra path {o.memory}")
-    inside = "is" if os.path.realpath(o.places.workspace) == os.path.realpath(o.memory) else "lies in"
-    return (f"agent {o.agent}'s workspace {o.places.workspace} ({given}) {inside} {what} of agent {o.holder}'s "
-            f"workspace {o.holder_workspace}: agent {o.holder} lists, reads and searches agent {o.agent}'s notes as its "
-            f"own; rename agent {o.agent} or give it a workspace of its own (agents.entries.{o.agent}.workspace in "
-            "openclaw.json)")

@@ -410,9 +410,13 @@ class Memory(Protocol):
     # -- repair and watchdog ---------------------------------------------------------------------
 
     @operation(impl=".doctor:run_doctor", writes=True, changes_notes=True,
-               help={"fix": "Repair what can be repaired (asks first on a terminal)."},
-               cli=Cli("doctor", flags={"fix": ("--fix", "--repair")}, also=("check", "verify")))
-    def doctor(self, *, fix: bool = False, confirm: Callable[[Finding, str], bool] | None = None,
+               help={"fix": "Repair what can be repaired (asks first on a terminal).",
+                     "workspace_suggestions": "Leave out OpenClaw's suggestion to start a memory system (no MEMORY.md "
+                                              "yet), as OpenClaw's doctor flag does."},
+               cli=Cli("doctor", flags={"fix": ("--fix", "--repair"), "workspace_suggestions": ("--no-workspace-suggestions",)},
+                       also=("check", "verify")))
+    def doctor(self, *, fix: bool = False, workspace_suggestions: bool = True,
+               confirm: Callable[[Finding, str], bool] | None = None,
                on_lock_wait: Callable[[str], None] | None = None) -> DoctorReport:
         """Check the memory files (split or legacy root, symlinks, extra paths, prompt caps, UTF-8, watchdog, index); --fix repairs.
 

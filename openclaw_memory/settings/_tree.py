@@ -295,13 +295,6 @@ class Settings:
         room = DATA_DIR_MAX - len(os.fsencode(folder)) - 2 - len(key)  # (a slash before the name, a '-' in it)
         return folder / f"{slug[:max(1, room)]}-{key}"
 
-    def notes_folder_hint(self) -> str | None:
-        """What to say when the workspace looks like its own ``memory/`` folder (``-w ws/memory``), or
-        openclaw.json puts it in another agent's memory."""
-        from ..files.root import notes_folder_hint
-
-        return notes_folder_hint(str(self.workspace), self)
-
     def with_agent(self, agent: str) -> Settings:
         return replace(self, agent=agent_id(agent))
 

@@ -67,7 +67,7 @@ def rules_of(settings: Settings, patterns: list[str]) -> IgnoreRules:
     configures inside it left out (OpenClaw's ``<agents.defaults.workspace>/<agent id>``): those agents'
     memory, which OpenClaw keeps apart; walked, another agent's note was a break of this one's. This
     agent's memory paths stay watched wherever they lie (an extra path that is such a workspace)."""
-    from ..files.agents import nested_workspaces
+    from ..settings.agents import nested_workspaces
 
     nested = nested_workspaces(settings)
     return rules_for(settings.workspace, settings.state_dir, patterns, nested.left_out, nested.kept)

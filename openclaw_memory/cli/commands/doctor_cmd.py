@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
@@ -86,15 +85,10 @@ def run_doctor_command(settings: Settings, fix: bool, yes: bool, non_interactive
                        json_out: bool) -> int:
     interactive = fix and not (yes or non_interactive or json_out) and sys.stdin.isatty()
     report = open_memory(settings, notice=warn, shard_idle_s=0).doctor(
-        fix=fix,
+        fix=fix, workspace_suggestions=workspace_suggestions,
         confirm=(lambda finding, description: _ask(finding, description, command_line(settings))) if interactive else None,
         on_lock_wait=lambda pid: warn(f"another doctor --fix (pid {pid}) is repairing this workspace; waiting for it"),
     )
-    if not workspace_suggestions:  # OpenClaw's flag: its suggestion (a note, never a repair) left out
-        from ...doctor.check_openclaw import MEMORY_SYSTEM_NOT_FOUND
-
-        report = dataclasses.replace(report, **{part: tuple(f for f in getattr(report, part) if f.id != MEMORY_SYSTEM_NOT_FOUND)
-                                                for part in ("findings", "remaining")})
     if json_out:  # a command a finding or a repair names, with the settings flags given, as the text has it
         program = command_line(settings)
         shown = to_json(report)

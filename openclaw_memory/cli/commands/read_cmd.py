@@ -29,27 +29,13 @@ def run_read(settings: Settings, path: str, from_line: int | None, lines: int | 
             _show(result.path, result.text)
             if result.line_chars is not None:  # a hard cut: OpenClaw's notice names no read that shows the line
                 _whole_line(settings, result.path, result.from_line or 1, result.line_chars)
-        elif result.missing:
-            warn(f"{printable(result.path)} does not exist{_look_alike_hint(settings, path)}")
+        elif result.missing and not result.warnings:  # (a warning said so already, naming a look-alike there)
+            warn(f"{printable(result.path)} does not exist")
         elif result.lines == 0:  # nothing printed, and nothing said why: a --from past the end looked like an empty note
             start = result.from_line or 1
             say(f"{printable(result.path)}: " + (f"it ends before line {start}: no line to show\n" if start > 1
                                                               else "the file is empty\n"))
     return 1 if result.missing else 0  # the JSON keeps OpenClaw's not_found shape; the status says it too
-
-
-def _look_alike_hint(settings: Settings, path: str) -> str:
-    """Where a note is there named as ``path`` is in other Unicode code points (``café.md`` typed
-    as one é, the note named in NFD, as macOS names files: the two print alike), that note; else ""."""
-    from ...errors import PathRefused
-    from ...files.read import alike_words, look_alike_there, resolve_memory_path
-
-    try:
-        resolved = resolve_memory_path(path, str(settings.workspace), settings.extra_paths)
-    except PathRefused:
-        return ""
-    alike = look_alike_there(resolved)
-    return f"; {alike_words(alike, resolved.display)} is there" if alike else ""
 
 
 def _whole_line(settings: Settings, path: str, start: int, chars: int) -> None:

@@ -31,7 +31,7 @@ def _emit_json(data: dict) -> None:
     sys.stdout.flush()
 
 
-class _Lines:
+class _ChangeLines:
     """The service's lines on stdout (each change, with --json each object), never a write that
     blocks a stop: a stdout nobody reads (a pipe whose reader stopped, a terminal paused with
     Ctrl-S) held the watch in its write, deaf to SIGTERM, SIGINT and SIGHUP (``serve --stop``
@@ -143,7 +143,7 @@ def run_serve(settings: Settings, *, live_sync: bool = True, poll: bool = False,
     from ...service_files import token_path
     from ..log_lines import log_lines
 
-    lines = _Lines()
+    lines = _ChangeLines()
 
     def on_change(change) -> None:
         if json_out:

@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..files.paths import MEMORY_DIR
+
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ._tree import Settings
 
 
 class AgentPlaces(NamedTuple):
@@ -26,10 +28,10 @@ def configured_agents(settings: Settings) -> dict[str, AgentPlaces]:
     Read from openclaw.json alone (``-w``, ``OPENCLAW_WORKSPACE`` and the toml name this command's
     workspace, not another agent's); empty where it cannot be read (the config's own checks say why)."""
     from ..errors import UsageError
-    from ..settings._files import load_openclaw
-    from ..settings._openclaw import extra_list, json_object, own_sources, read_roster, search_key, shared_sources
-    from ..settings._places import expand
-    from ..settings._resolve import _openclaw_workspace, _text, _workspace_owner, js_resolve, normalize_extra_paths
+    from ._files import load_openclaw
+    from ._openclaw import extra_list, json_object, own_sources, read_roster, search_key, shared_sources
+    from ._places import expand
+    from ._resolve import _openclaw_workspace, _text, _workspace_owner, js_resolve, normalize_extra_paths
 
     json_path = settings.config_file
     try:
@@ -87,7 +89,6 @@ def nested_workspaces(settings: Settings) -> Nested:
     of this agent's memory paths (its ``memory/`` folder, an extra path) is not among them: what is there
     is this agent's notes as well; and such a path inside one (an extra path ``ops/shared``) is kept, in
     both spellings (a folder's with its slash, a file's without: what it is may change)."""
-    from .paths import MEMORY_DIR
 
     here = str(settings.workspace).rstrip("/") + "/"
 
@@ -132,7 +133,6 @@ def overlaps(agents: dict[str, AgentPlaces]) -> list[Overlap]:
     (an agent named ``memory`` under ``agents.defaults.workspace`` is given the default agent's, as
     OpenClaw's resolveAgentWorkspaceDir gives it) or one of its extra paths. The holder lists, reads
     and searches the other agent's notes as its own."""
-    from .paths import MEMORY_DIR
 
     out = []
     for agent, places in agents.items():
@@ -145,3 +145,45 @@ def overlaps(agents: dict[str, AgentPlaces]) -> list[Overlap]:
                     out.append(Overlap(agent, places, holder, theirs.workspace, memory))
                     break
     return out
+
+
+def configured_overlap(workspace: str, settings: Settings) -> str | None:
+    """The warning for this agent's workspace as openclaw.json gives it (``workspace``, real path) where it
+    lies in another configured agent's memory (an agent named ``memory`` gets
+    ``<agents.defaults.workspace>/memory``, the default agent's memory/ folder, as OpenClaw gives it):
+    "give -w <the parent>" would put the agent in the other's workspace outright. None otherwise."""
+    agents = configured_agents(settings)
+    mine = agents.get(settings.agent)
+    if mine is None or os.path.realpath(mine.workspace) != workspace:
+        return None
+    found = next((o for o in overlaps(agents) if o.agent == settings.agent), None)
+    return None if found is None else overlap_text(found)
+
+
+def overlap_text(o: Overlap) -> str:
+    """One agent's workspace in another's memory, said: both agents, the folder, and what to do."""
+    if o.places.where == "agents.defaults.workspace":
+        given = f"its folder {o.agent}/ in agents.defaults.workspace, as OpenClaw gives an agent with no workspace of its own"
+    elif o.places.where == "OpenClaw's default":
+        given = "OpenClaw's default"
+    else:
+        given = f"{o.places.where} in openclaw.json"
+    what = (f"the {MEMORY_DIR}/ folder" if os.path.realpath(o.memory) == os.path.realpath(os.path.join(o.holder_workspace, MEMORY_DIR))
+            else f"the extra path {o.memory}")
+    inside = "is" if os.path.realpath(o.places.workspace) == os.path.realpath(o.memory) else "lies in"
+    return (f"agent {o.agent}'s workspace {o.places.workspace} ({given}) {inside} {what} of agent {o.holder}'s "
+            f"workspace {o.holder_workspace}: agent {o.holder} lists, reads and searches agent {o.agent}'s notes as its "
+            f"own; rename agent {o.agent} or give it a workspace of its own (agents.entries.{o.agent}.workspace in "
+            "openclaw.json)")
+
+
+def workspace_hint(settings: Settings) -> str | None:
+    """What to say when the workspace looks like its own ``memory/`` folder (``-w ws/memory``), or
+    openclaw.json (no ``-w``) puts it in another agent's memory; None otherwise."""
+    from ..files.root import notes_folder_hint
+
+    if "-w" not in settings.command_flags:
+        overlap = configured_overlap(os.path.normpath(str(settings.workspace)), settings)
+        if overlap is not None:
+            return overlap
+    return notes_folder_hint(str(settings.workspace))
