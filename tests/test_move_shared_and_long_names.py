@@ -88,9 +88,11 @@ def test_writing_or_restoring_over_another_users_note_in_a_sticky_folder_says_wh
 
 
 @ROOT_ONLY
-def test_restoring_over_another_users_writable_note_is_not_called_read_only(base, tmp_path):
-    """Outside a sticky folder the note, 0666, is this user's to replace, as write replaces it: the restore
-    refused it as "read-only (owned by uid 0, mode 644)", the mode it computed for the replacement."""
+def test_restoring_over_another_users_writable_note_is_refused_saying_why(base, tmp_path):
+    """Outside a sticky folder the note, 0666, is another user's: the restore puts a new file of this
+    user's in its place, mode narrowed to the version's, which its owner could no longer write. It was
+    refused as "read-only (owned by uid 0, mode 644)", the mode computed for the replacement; then taken
+    over (uid 65534, 0644)."""
     ws, env = _shared_workspace(base, tmp_path)
     os.chmod(ws / "memory", 0o777)
     mine, removed = _run_as_nobody(env, ws, ("write", "memory/n.md", "--append", "mine", "--no-index"),
@@ -99,8 +101,12 @@ def test_restoring_over_another_users_writable_note_is_not_called_read_only(base
     write(ws / "memory" / "n.md", "roots\n")
     os.chmod(ws / "memory" / "n.md", 0o666)
     (restored,) = _run_as_nobody(env, ws, ("restore", "memory/n.md", "--last", "--no-index"))
-    assert restored["returncode"] == 0 and "read-only" not in restored["stderr"], restored
-    assert (ws / "memory" / "n.md").read_text() == "mine\n"
+    assert restored["returncode"] == 2, restored
+    assert restored["stderr"] == ("error: refused: memory/n.md belongs to another user (uid 0, mode 666): a restore puts a "
+                                  "file of this user's in its place, which they could no longer write; nothing was "
+                                  "restored: memory/n.md is unchanged\n"), restored
+    st = os.stat(ws / "memory" / "n.md")
+    assert ((ws / "memory" / "n.md").read_text(), st.st_uid, st.st_mode & 0o777) == ("roots\n", 0, 0o666)
 
 
 @ROOT_ONLY

@@ -383,6 +383,12 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             # The file there as it is: the mode computed for its replacement (narrowed to the version's
             # own) called another user's 0666 note "read-only (mode 644)".
             refuse_read_only(there, resolved.display, "restored", folder, read_only_ok)
+            if there is not None and there.uid != os.geteuid() and os.geteuid() != 0 and read_only_ok is None:
+                # The version comes back as a new file of this user's, mode narrowed to the version's:
+                # another user's writable note became this user's 0644, its owner locked out of it.
+                raise PathRefused(f"refused: {resolved.display} belongs to another user (uid {there.uid}, mode "
+                                  f"{there.mode & 0o777:o}): a restore puts a file of this user's in its place, which "
+                                  f"they could no longer write; nothing was restored: {resolved.display} is unchanged")
             os.close(fd)
             fd = None
         if folder is None:  # (a removed private note's folder removed too: made as private as the note)
