@@ -748,3 +748,9 @@ def test_doctor_fix_on_a_machine_sharing_an_index_never_removes_the_others_colle
         assert _paths(cli("search", "ferry timetable", "--json", "--mode", "text", "--no-sync", "--extra", str(notes),
                           env=env_a)) == [os.path.relpath(notes / "n.md", workspace)]
         assert cli("index", env=env_b).returncode == 0
+    # B indexed the extra path too, then stopped using it: A still searches it.
+    assert cli("index", "--extra", str(notes), env=env_b).returncode == 0
+    fixed = cli("doctor", "--fix", "--json", env=env_b)
+    assert "removed" not in fixed.stdout, fixed.stdout
+    assert _paths(cli("search", "ferry timetable", "--json", "--mode", "text", "--no-sync", "--extra", str(notes),
+                      env=env_a)) == [os.path.relpath(notes / "n.md", workspace)]

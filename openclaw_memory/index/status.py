@@ -132,13 +132,15 @@ def orphaned_shards(settings: Settings, store, collections: list[Collection] | N
     """Shards of this agent no configured collection uses (an extra path was removed), and unregistered ones."""
     current = {c.name for c in (collections if collections is not None else resolve_collections(settings))}
     registry = registered_names(settings.data_dir)
-    # An index shared by machines on purpose holds the others' collections too (an extra path only
-    # one of them has): doctor --fix on a machine that had not indexed yet removed them all.
-    others = store.backend != "edge" and _shared_on_purpose()
+    if store.backend != "edge" and _shared_on_purpose():
+        # An index shared by machines on purpose holds the others' collections too (an extra path this
+        # machine no longer has, or has never had, another may search): no machine's to remove. doctor
+        # --fix on one that had not indexed yet removed them all.
+        return []
     orphans = []
     for name in store.names():
         entry = registry.get(name)
-        if (entry is None and not others) or (entry is not None and entry["agent"] == settings.agent and name not in current):
+        if entry is None or (entry["agent"] == settings.agent and name not in current):
             orphans.append(name)
     return orphans
 
