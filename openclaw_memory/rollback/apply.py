@@ -131,15 +131,15 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
     files = [RollbackFile(f.resolved.display, f.fate, f.after.version, f.before.version if f.before else None,
                           f.resolved.abs_path in unread, f.resolved.abs_path in read_only) for f in fates]
     startup = _startup_files_archived(settings, fates, moment)
-    kept = _sticky_refusal(fates)
+    kept = _sticky_notes(fates)
     if dry_run:
         notes += [startup] if startup else []  # (its "pass --force" says what the rollback asks)
-        notes += [f"the rollback would be {kept.removeprefix('refused: ')}"] if kept else []
+        notes += [f"the rollback would be refused: {kept}; nothing would be rolled back"] if kept else []
         return {}, files, None
     # Refused whole, before any step: a rollback that stopped at the first of them was half made.
     refuse_each_read_only((read_only.get(f.resolved.abs_path) for f in fates), "rolled back")
     if kept:
-        raise PathRefused(kept)
+        raise PathRefused(f"refused: {kept}; nothing was rolled back")
     if startup and not force:
         raise UsageError(f"refused: {startup}; nothing was changed")
     if unread and not force:
@@ -161,15 +161,14 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
     return left, files, undo
 
 
-def _sticky_refusal(fates: list[Fate]) -> str | None:
-    """The line refusing a rollback that would replace or archive another user's note in a sticky
-    folder (``/tmp``, a team's 1777 folder), which only its owner may: the rollback stopped at it,
-    part of it done, and neither the next rollback nor doctor --fix could finish that step."""
+def _sticky_notes(fates: list[Fate]) -> str | None:
+    """The notes a rollback would replace or archive that are another user's in a sticky folder
+    (``/tmp``, a team's 1777 folder), which only their owner may, each with why (the rollback is
+    refused whole: it stopped at one, part of it done, and neither the next rollback nor doctor --fix
+    could finish that step); None when there is none."""
     kept = [(f.resolved.display, why) for f in fates
             if f.fate in (REWRITE, ARCHIVE) and f.before is not None and (why := _sticky_now(f.resolved)) is not None]
-    if not kept:
-        return None
-    return f"refused: {'; '.join(f'{shown} {why}' for shown, why in kept)}; nothing was rolled back"
+    return "; ".join(f"{shown} {why}" for shown, why in kept) if kept else None
 
 
 def _sticky_now(resolved) -> str | None:
