@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -101,6 +102,17 @@ class Oracle:
                "NO_COLOR": "1", "TZ": "UTC"}
         # As another user (root only): that uid and gid, no other group; ``home`` is one it can read.
         as_user = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
+        if user is not None:  # the script and the module it imports, where that user can read them (a clone
+            # made in a `mktemp -d` folder is its maker's alone: "Cannot find module .../oc_more.mjs")
+            with tempfile.TemporaryDirectory() as readable:
+                os.chmod(readable, 0o755)
+                for name in (script.name, "oc_dist.mjs"):
+                    shutil.copyfile(script.with_name(name), os.path.join(readable, name))
+                    os.chmod(os.path.join(readable, name), 0o644)
+                return self._answers(Path(readable, script.name), requests, env, as_user)
+        return self._answers(script, requests, env, as_user)
+
+    def _answers(self, script: Path, requests: list[dict], env: dict, as_user: dict) -> list[dict]:
         payload = "".join(json.dumps(r) + "\n" for r in requests)
         # Answers go to a file: both scripts end with process.exit(), which drops what a pipe has not
         # taken yet (a batch answering over 128 KiB came back cut short); a file is written at once.
