@@ -26,6 +26,7 @@ import os
 import shlex
 import sqlite3
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -251,25 +252,22 @@ def _archive_name(folder: str, old: str, taken: set[str]) -> str:
     nothing holds now (export refuses one that exists: the import after it then failed, and the
     old history was removed) and no other workspace's steps use."""
     stem = os.path.join(folder, f"{os.path.basename(old) or 'workspace'}-history")
-    n = 1
-    while True:
-        name = f"{stem}.tar.gz" if n == 1 else f"{stem}-{n}.tar.gz"
-        if name not in taken and not os.path.lexists(name):
-            taken.add(name)
-            return name
-        n += 1
+    return _free(lambda n: f"{stem}.tar.gz" if n == 1 else f"{stem}-{n}.tar.gz", taken)
 
 
 def _aside_name(old: str, taken: set[str]) -> str:
     """``<old>.set-aside`` (or ``-2``, ``-3`` ...): where what the old path holds now (a link, a
     folder made again) waits while this folder is there; a name nothing holds now."""
+    return _free(lambda n: f"{old}.set-aside" if n == 1 else f"{old}.set-aside-{n}", taken)
+
+
+def _free(named: Callable[[int], str], taken: set[str]) -> str:
+    """The first of ``named(1)``, ``named(2)`` ... that nothing holds now and no other step took."""
     n = 1
-    while True:
-        name = f"{old}.set-aside" if n == 1 else f"{old}.set-aside-{n}"
-        if name not in taken and not os.path.lexists(name):
-            taken.add(name)
-            return name
+    while (name := named(n)) in taken or os.path.lexists(name):
         n += 1
+    taken.add(name)
+    return name
 
 
 def _steps(settings: Settings, each: LeftBehind, taken: set[str]) -> list[str]:
