@@ -691,17 +691,24 @@ def test_a_collection_recorded_as_another_index_is_refused_and_reported(workspac
         assert shard.count() == len(NOTES)  # the other's points are all there: nothing was dropped
 
 
-def test_one_index_shared_by_two_machines_on_purpose(workspace, cli, tmp_path):
-    """The same namespace and the same identity (OPENCLAW_MEMORY_QDRANT_INDEX_ID) on two machines: one
-    writes, the other searches its collections."""
+def _sharing_on_purpose(workspace, cli, tmp_path, *extra: str) -> tuple[dict, dict]:
+    """Machine A (one state dir) indexed the workspace (and ``extra`` paths) into a `team` namespace; B
+    (another state dir) shares that index on purpose (OPENCLAW_MEMORY_QDRANT_INDEX_ID). Their envs."""
     from openclaw_memory.database.connection import Database
 
     url = f"file://{tmp_path / 'qdrant'}"
     st_a, st_b = _two_state_dirs(tmp_path, f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\nnamespace = "team"\n')
     write(workspace / "MEMORY.md", "# Shared\n\nThe release train leaves on Thursday.\n")
-    assert cli("index", env={"OPENCLAW_STATE_DIR": str(st_a)}).returncode == 0
+    env_a = {"OPENCLAW_STATE_DIR": str(st_a)}
+    assert cli("index", *[f"--extra={e}" for e in extra], env=env_a).returncode == 0
     (identity,) = Database(settings_for(workspace, st_a).data_dir).one("SELECT value FROM server_identity")
-    env_b = {"OPENCLAW_STATE_DIR": str(st_b), "OPENCLAW_MEMORY_QDRANT_INDEX_ID": identity}
+    return env_a, {"OPENCLAW_STATE_DIR": str(st_b), "OPENCLAW_MEMORY_QDRANT_INDEX_ID": identity}
+
+
+def test_one_index_shared_by_two_machines_on_purpose(workspace, cli, tmp_path):
+    """The same namespace and the same identity (OPENCLAW_MEMORY_QDRANT_INDEX_ID) on two machines: one
+    writes, the other searches its collections."""
+    _, env_b = _sharing_on_purpose(workspace, cli, tmp_path)
     assert cli("index", env=env_b).returncode == 0
     assert _paths(cli("search", "release train", "--json", "--mode", "text", "--no-sync", env=env_b)) == ["MEMORY.md"]
     bad = cli("search", "release", env={**env_b, "OPENCLAW_MEMORY_QDRANT_INDEX_ID": "not-an-id"})
@@ -710,14 +717,7 @@ def test_one_index_shared_by_two_machines_on_purpose(workspace, cli, tmp_path):
 
 def test_a_machine_sharing_an_index_is_told_to_index_once_not_that_its_index_was_interrupted(workspace, cli, tmp_path):
     # B's first `search --no-sync` said "the first index ... was interrupted": B never ran one.
-    from openclaw_memory.database.connection import Database
-
-    url = f"file://{tmp_path / 'qdrant'}"
-    st_a, st_b = _two_state_dirs(tmp_path, f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\nnamespace = "team"\n')
-    write(workspace / "MEMORY.md", "# Shared\n\nThe release train leaves on Thursday.\n")
-    assert cli("index", env={"OPENCLAW_STATE_DIR": str(st_a)}).returncode == 0
-    (identity,) = Database(settings_for(workspace, st_a).data_dir).one("SELECT value FROM server_identity")
-    env_b = {"OPENCLAW_STATE_DIR": str(st_b), "OPENCLAW_MEMORY_QDRANT_INDEX_ID": identity}
+    _, env_b = _sharing_on_purpose(workspace, cli, tmp_path)
     first = cli("search", "release train", "--mode", "text", "--no-sync", env=env_b)
     assert first.returncode == 1 and "interrupted" not in first.stderr, first.stderr
     assert "OPENCLAW_MEMORY_QDRANT_INDEX_ID shares was built by another state dir" in first.stderr
@@ -730,17 +730,9 @@ def test_a_machine_sharing_an_index_is_told_to_index_once_not_that_its_index_was
 def test_doctor_fix_on_a_machine_sharing_an_index_never_removes_the_others_collections(workspace, cli, tmp_path):
     """B's doctor --fix took every collection its state dir had no record of for an orphan: before B's
     first index, all of them (A's next search found no index), after it, those of an extra path A alone has."""
-    from openclaw_memory.database.connection import Database
-
-    url = f"file://{tmp_path / 'qdrant'}"
-    st_a, st_b = _two_state_dirs(tmp_path, f'[index]\nbackend = "qdrant"\nurl = "{url}"\n[index.server]\nnamespace = "team"\n')
     notes = tmp_path / "notes"
     write(notes / "n.md", "# Notes\n\nThe ferry timetable changes in May.\n")
-    write(workspace / "MEMORY.md", "# Shared\n\nThe release train leaves on Thursday.\n")
-    env_a = {"OPENCLAW_STATE_DIR": str(st_a)}
-    assert cli("index", "--extra", str(notes), env=env_a).returncode == 0
-    (identity,) = Database(settings_for(workspace, st_a).data_dir).one("SELECT value FROM server_identity")
-    env_b = {"OPENCLAW_STATE_DIR": str(st_b), "OPENCLAW_MEMORY_QDRANT_INDEX_ID": identity}
+    env_a, env_b = _sharing_on_purpose(workspace, cli, tmp_path, str(notes))
     for _ in range(2):  # before B's first index, and after it
         fixed = cli("doctor", "--fix", "--json", env=env_b)
         assert "removed" not in fixed.stdout, fixed.stdout
