@@ -3,6 +3,7 @@ openclaw-memory.toml into the tree's tables."""
 
 from __future__ import annotations
 
+import copy
 import datetime
 import errno
 import json
@@ -126,7 +127,18 @@ def _json5_file(path: Path) -> Any:
     try:  # most files are plain JSON, which the C parser reads a thousand times faster than json5
         return json.loads(text)
     except (ValueError, RecursionError):
-        return _parse_json5(text, path)
+        pass
+    # A JSON5 text is parsed once a process (json5's parser is pure Python: 12 ms for a small config,
+    # and a command reads openclaw.json twice, for its settings and for the other agents' workspaces);
+    # each reader gets its own copy.
+    if text not in _PARSED:
+        if len(_PARSED) >= 8:
+            _PARSED.clear()
+        _PARSED[text] = _parse_json5(text, path)
+    return copy.deepcopy(_PARSED[text])
+
+
+_PARSED: dict[str, Any] = {}
 
 
 def _parse_json5(text: str, path: Path) -> Any:
