@@ -79,12 +79,19 @@ def is_full(exc: sqlite3.Error, path: str) -> bool:
     return free * vfs.f_frsize < 64 * 1024
 
 
+def full_error(exc: sqlite3.Error, path: str) -> MemoryToolError | None:
+    """The disk-full error of the database at ``path`` where ``exc`` is SQLite out of space; else None."""
+    if not is_full(exc, path):
+        return None
+    folder = os.path.dirname(path)
+    return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({folder})", folder=folder)
+
+
 def worded(exc: sqlite3.Error, path: str) -> MemoryToolError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
-    if is_full(exc, path):
-        folder = os.path.dirname(path)
-        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({folder})", folder=folder)
+    if (full := full_error(exc, path)) is not None:
+        return full
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
         return LockTimeout(
             f"the state database ({path}) is busy: another openclaw-memory process kept it for more than "

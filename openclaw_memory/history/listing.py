@@ -82,9 +82,13 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
     entries = store.entries(resolved.abs_path)
     if snapshot is not None and any(e.version == snapshot.version for e in entries):
         warnings = ()  # recorded already (a read-only state dir refused only the sighting's time)
+    return _history(store, entries, resolved.display, snapshot.version if snapshot else None, warnings)
+
+
+def _history(store: HistoryStore, entries: list[Entry], display: str, current: str | None,
+             warnings: tuple[str, ...]) -> VersionHistory:
     available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
-    current = snapshot.version if snapshot else None
-    return VersionHistory(resolved.display, current, _listed(entries, current, available), warnings)
+    return VersionHistory(display, current, _listed(entries, current, available), warnings)
 
 
 def _recorded_only(store: HistoryStore, abs_path: str, display: str, refused: PathRefused) -> VersionHistory:
@@ -94,7 +98,5 @@ def _recorded_only(store: HistoryStore, abs_path: str, display: str, refused: Pa
     entries = store.entries(abs_path)
     if not entries:
         raise refused
-    available = frozenset(v for v in {e.version for e in entries} if store.objects.has(v))
     said = refused.message.removeprefix("refused: ")
-    return VersionHistory(display, None, _listed(entries, None, available),
-                          (f"nothing was read at {display} ({said}): its recorded versions are listed",))
+    return _history(store, entries, display, None, (f"nothing was read at {display} ({said}): its recorded versions are listed",))

@@ -301,13 +301,13 @@ class MemoryIndex:
         data dir, written in place and interrupted (its dirty mark says it began here), or an index on a
         Qdrant server that another machine sharing it (OPENCLAW_MEMORY_QDRANT_INDEX_ID) built."""
         from .manifest import is_dirty
-        from .store.server_config import INDEX_ID_ENV
+        from .store.server_config import INDEX_ID_ENV, shared_on_purpose
 
         whose = f"agent {self.settings.agent} in {self.settings.workspace}"
         if any(is_dirty(self.settings.data_dir, name) for name in held):
             return IndexMissing(f"the first index of {whose} was interrupted: ", run="index",
                                 then=" finishes it (what it saved is not embedded again)")
-        if os.environ.get(INDEX_ID_ENV, "").strip():
+        if shared_on_purpose():
             return IndexMissing(f"the search index of {whose} that {INDEX_ID_ENV} shares was built by another state "
                                 "dir (another machine's), and this one has no record of it yet: run ", run="index",
                                 then=" once here (it embeds nothing the server holds already), then search")

@@ -132,7 +132,9 @@ def orphaned_shards(settings: Settings, store, collections: list[Collection] | N
     """Shards of this agent no configured collection uses (an extra path was removed), and unregistered ones."""
     current = {c.name for c in (collections if collections is not None else resolve_collections(settings))}
     registry = registered_names(settings.data_dir)
-    if store.backend != "edge" and _shared_on_purpose():
+    from .store.server_config import shared_on_purpose
+
+    if store.backend != "edge" and shared_on_purpose():
         # An index shared by machines on purpose holds the others' collections too (an extra path this
         # machine no longer has, or has never had, another may search): no machine's to remove. doctor
         # --fix on one that had not indexed yet removed them all.
@@ -143,12 +145,6 @@ def orphaned_shards(settings: Settings, store, collections: list[Collection] | N
         if entry is None or (entry["agent"] == settings.agent and name not in current):
             orphans.append(name)
     return orphans
-
-
-def _shared_on_purpose() -> bool:
-    from .store.server_config import shared_on_purpose
-
-    return shared_on_purpose()
 
 
 def remove_orphaned_shards(settings: Settings, store) -> list[str]:

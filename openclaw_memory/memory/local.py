@@ -99,18 +99,13 @@ def _not_the_damage(exc: Exception, settings: Settings) -> MemoryToolError | Non
     """A failure no layer worded that says itself what it is, whatever damage the state database
     has: SQLite out of space (a rebuild by ``doctor --fix`` on a full disk was said as the damage
     it was repairing, "run doctor --fix"). None for any other."""
-    import errno
     import sqlite3
 
     if not isinstance(exc, sqlite3.Error):
         return None
-    from ..database.failures import is_full
-    from ..errors import disk_full
+    from ..database.failures import full_error
 
-    folder = os.fspath(settings.data_dir)
-    if is_full(exc, os.path.join(folder, "state.db")):
-        return disk_full(OSError(errno.ENOSPC, "No space left on device"), f"the state dir ({folder})", folder=folder)
-    return None
+    return full_error(exc, os.path.join(os.fspath(settings.data_dir), "state.db"))
 
 
 def service_status(memory: LocalMemory) -> ServiceStatus:

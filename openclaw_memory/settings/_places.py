@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, StateDirError, shown
 from ..files.jstext import js_trim
+from ..files.paths import absolute_path
 
 OPENCLAW_JSON_NAME = "openclaw.json"
 # The names OpenClaw 2026.9.6 still reads from before its rename (its LEGACY_STATE_DIRNAMES and
@@ -135,9 +136,7 @@ def _cwd() -> str:
 def _resolve(*parts: str) -> str:
     """node's ``path.resolve``: absolute against the current folder, ``.``/``..`` and doubled slashes folded."""
     joined = os.path.join(*parts)
-    if not os.path.isabs(joined):
-        joined = os.path.join(_cwd(), joined)
-    return "/" + os.path.normpath(joined).lstrip("/")
+    return absolute_path(joined, joined if os.path.isabs(joined) else _cwd())
 
 
 def _system_home() -> str:
