@@ -13,10 +13,10 @@ import importlib.util
 import io
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -201,18 +201,24 @@ def wait_for(condition: Callable[[], Any], timeout: float = 60, step: float = 0.
 
 
 def wait_for_line(stream, needle: str, timeout: float = 60) -> str:
-    """Read a child's ``stream`` until a line contains ``needle``; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.2)
-        if ready:
-            line = stream.readline()
-            if not line:
-                break
-            seen.append(line)
-            if needle in line:
-                return line
+    """Read a child's ``stream`` until a line contains ``needle``; fail after ``timeout`` seconds.
+    Blocking reads in a thread: select() on a buffered stream misses a line already in its buffer
+    (two lines that came in one read), and a test then waited its whole timeout under load."""
+    seen: list[str] = []
+    found: list[str] = []
+
+    def read() -> None:
+        for line in iter(stream.readline, "" if isinstance(stream, io.TextIOBase) else b""):
+            seen.append(line if isinstance(line, str) else line.decode(errors="replace"))
+            if needle in seen[-1]:
+                found.append(seen[-1])
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if found:
+        return found[0]
     raise AssertionError(f"never saw {needle!r}; got {''.join(seen)!r}")
 
 
