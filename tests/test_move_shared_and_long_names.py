@@ -110,6 +110,31 @@ def test_restoring_over_another_users_writable_note_is_refused_saying_why(base, 
 
 
 @ROOT_ONLY
+def test_writing_over_another_users_writable_note_is_refused_saying_why(base, tmp_path):
+    """A team's folder (not sticky) and a note of another user's that this one may write (0664, its
+    group's): the write put a new file of this user's in its place, the owner and group this user's,
+    so its owner could no longer write it. Refused as a restore is, the note as it was; writing the
+    bytes it holds already changes nothing and is not refused."""
+    ws, env = _shared_workspace(base, tmp_path)
+    os.chmod(ws / "memory", 0o777)
+    note = write(ws / "memory" / "n.md", "roots\n")
+    os.chown(note, 0, 65534)
+    os.chmod(note, 0o664)
+    same_bytes = write(ws / "same.txt", "roots\n")
+    read, written, same = _run_as_nobody(env, ws, ("read", "memory/n.md"),
+                                         ("write", "memory/n.md", "--append", "mine", "--no-index"),
+                                         ("write", "memory/n.md", "--replace-file", str(same_bytes), "--no-index"))
+    assert read["returncode"] == 0, read
+    assert written["returncode"] == 2, written
+    assert written["stderr"] == ("error: refused: memory/n.md belongs to another user (uid 0, mode 664): a write puts a "
+                                 "file of this user's in its place, which they could no longer write; nothing was "
+                                 "written: memory/n.md is unchanged\n"), written
+    assert same["returncode"] == 0, same
+    st = os.stat(note)
+    assert (note.read_text(), st.st_uid, st.st_gid, st.st_mode & 0o777) == ("roots\n", 0, 65534, 0o664)
+
+
+@ROOT_ONLY
 def test_a_forced_move_of_another_users_note_in_a_sticky_folder_archives_nothing(base, tmp_path):
     """With --force over a note of nobody's own, the destination's note was archived first, then the
     move refused: "the file that was at memory/t.md is archived"."""

@@ -55,6 +55,7 @@ from .placing import (
     open_current,
     recorded_mode,
     refuse_read_only,
+    refuse_taking_over,
     remove_made_folders,
     resolve_writable,
     swap_name,
@@ -383,12 +384,10 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             # The file there as it is: the mode computed for its replacement (narrowed to the version's
             # own) called another user's 0666 note "read-only (mode 644)".
             refuse_read_only(there, resolved.display, "restored", folder, read_only_ok)
-            if there is not None and there.uid != os.geteuid() and os.geteuid() != 0 and read_only_ok is None:
+            if read_only_ok is None:
                 # The version comes back as a new file of this user's, mode narrowed to the version's:
                 # another user's writable note became this user's 0644, its owner locked out of it.
-                raise PathRefused(f"refused: {resolved.display} belongs to another user (uid {there.uid}, mode "
-                                  f"{there.mode & 0o777:o}): a restore puts a file of this user's in its place, which "
-                                  f"they could no longer write; nothing was restored: {resolved.display} is unchanged")
+                refuse_taking_over(there, resolved.display, "a restore", "restored")
             os.close(fd)
             fd = None
         if folder is None:  # (a removed private note's folder removed too: made as private as the note)
@@ -498,6 +497,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 records.put(resolved.abs_path, current, WRITE)
             return WriteResult(resolved.display, resolved.abs_path, REPLACE, current.version, current.version,
                                current.size, False, changed=False)
+        refuse_taking_over(kept, resolved.display, "a write", "written")
         if folder is None:
             folder, existed = make_folder(resolved)
         sweep_leftovers(store, resolved, folder)

@@ -270,6 +270,17 @@ def refuse_read_only(kept: FileMode | None, display: str, done: str, folder: Fol
     refuse_each_read_only([read_only_note(display, kept, folder)], done)
 
 
+def refuse_taking_over(there: FileMode | None, display: str, doing: str, done: str) -> None:
+    """PathRefused where the note (``there``: the opened file's stat) is another user's and this
+    process, not root, replaces it: the new file is this user's (a chown to its owner is refused),
+    so its owner loses it (a 0664 note in a team's folder became the writer's, in the writer's
+    group). ``doing``: "a write", "a restore"; ``done``: "written", "restored"."""
+    if there is not None and there.uid != os.geteuid() and os.geteuid() != 0:
+        raise PathRefused(f"refused: {display} belongs to another user (uid {there.uid}, mode {there.mode & 0o777:o}): "
+                          f"{doing} puts a file of this user's in its place, which they could no longer write; "
+                          f"nothing was {done}: {display} is unchanged")
+
+
 def read_only_now(resolved: ResolvedPath) -> ReadOnlyNote | None:
     """The file at ``resolved`` now, looked up by name, when it is read-only; None when it is not, or
     nothing (or no folder) is there. For a plan of many files before any is changed (a rollback's):
