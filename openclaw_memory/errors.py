@@ -84,11 +84,11 @@ def shown(value: object, limit: int = 80) -> str:
 
 
 # A command a message bids the user run: the program's name opening a quote (`openclaw-memory index`,
-# "openclaw-memory doctor --fix", (openclaw-memory read PATH)) where a sentence puts one (at the start,
-# after a space or a colon), its command word next. A name that already has its flags
+# "openclaw-memory doctor --fix", (openclaw-memory read PATH), (`openclaw-memory serve --stop`)) where
+# a sentence puts one (at the start, after a space, a colon or a parenthesis), its command word next. A name that already has its flags
 # (`openclaw-memory -w WS index`) is not matched again; nor is a file or folder named like one
 # (memory/(openclaw-memory notes).md: its opener follows a slash).
-_NAMED_COMMAND = re.compile(r'(?:(?<=^[`"(])|(?<=[\s:;,][`"(]))openclaw-memory(?= [a-z])')
+_NAMED_COMMAND = re.compile(r'(?:(?<=^[`"(])|(?<=[\s:;,][`"(])|(?<=[\s:;,]\([`"]))openclaw-memory(?= [a-z])')
 
 
 def suggested(text: str, program: str) -> str:

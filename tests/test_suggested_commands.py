@@ -89,6 +89,21 @@ def test_a_hint_worded_by_the_service_names_the_callers_flags(workspace, state_d
         missing.stderr)
 
 
+def test_a_hint_in_parentheses_names_the_flags_given_and_stops_that_service(workspace, state_dir, cli, services, tmp_path):
+    """A second `serve --http` beside a service without it was told "stop it (`openclaw-memory serve
+    --stop`)": a hint opening inside a parenthesis was not given the flags, and run as printed from
+    another folder it stopped another workspace's service, or none."""
+    write(workspace / "MEMORY.md", "The heron nests by the pier.\n")
+    service = start(services, workspace, state_dir)
+    elsewhere = {"OPENCLAW_WORKSPACE": str(tmp_path)}  # not the service's workspace: only -w names it
+    refused = cli("serve", "-w", str(workspace), "--http", "127.0.0.1:0", env=elsewhere)
+    assert refused.returncode == 2, refused.stderr
+    step = bidden(refused.stderr, r"stop it \(`([^`]*)`\)")
+    assert step == ["-w", str(workspace), "serve", "--stop"], refused.stderr
+    assert cli(*step, env=elsewhere, cwd=tmp_path).returncode == 0
+    assert service.proc.wait(timeout=60) == 0
+
+
 def _index_folder_blocked(workspace: Path, state_dir: Path) -> None:
     """A file where the index's folder goes: a search fails naming `doctor --fix`, which moves it aside."""
     from conftest import settings_for
