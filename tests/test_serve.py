@@ -362,6 +362,27 @@ def test_a_hung_service_times_out_and_the_command_works_in_process(workspace, st
     assert service_files(workspace, state_dir) == []
 
 
+def test_a_search_a_hung_service_holds_the_shards_of_says_so_and_how_to_end_it(workspace, state_dir, cli, services):
+    """It said "this command works beside it, in-process: run it through the service (without
+    OPENCLAW_MEMORY_SERVICE=off) ... or try again once it lets go of the index (10 s after ...)": the
+    caller had tried the service, and a stopped service lets go of nothing (docs/serve.md, *it hangs*)."""
+    memory(workspace)
+    (state_dir / "openclaw-memory.toml").write_text("[service]\ntimeout = 1\n[index]\nlock_timeout = 0.5\n")
+    service = start(services, workspace, state_dir, "--no-watch")
+    assert cli("search", "teak").returncode == 0  # through the service: it holds the shards open now
+    os.kill(service.proc.pid, signal.SIGSTOP)
+    try:
+        searched = cli("search", "teak")
+    finally:
+        os.kill(service.proc.pid, signal.SIGCONT)
+    pid = service.proc.pid
+    assert searched.returncode == 2, searched.stderr
+    error = searched.stderr.strip().splitlines()[-1]
+    assert f"is held by the memory service (pid {pid}), which did not answer within 1 s" in error, error
+    assert f"`kill -9 {pid}` where it is stopped or hung" in error and "OPENCLAW_MEMORY_SERVICE=off" not in error, error
+    assert service.stop() == 0
+
+
 def test_a_long_session_goes_back_to_the_service_after_it_hung(workspace, state_dir, services, monkeypatch):
     """An MCP session outlives a stall of the service: after one timeout it works in-process, then
     asks the service again (working alone for good, it could not open the shards the service holds)."""

@@ -34,12 +34,14 @@ if TYPE_CHECKING:
 
 class ServiceUnavailable(Exception):
     """No answer from the service; ``message`` says why in one line (empty: none runs). ``refused``:
-    it answered that it will not serve this caller (another version, other settings)."""
+    it answered that it will not serve this caller (another version, other settings); ``silent``: it
+    took the request and said nothing for the timeout (busy, stopped or hung)."""
 
-    def __init__(self, message: str = "", *, refused: bool = False):
+    def __init__(self, message: str = "", *, refused: bool = False, silent: bool = False):
         super().__init__(message)
         self.message = message
         self.refused = refused
+        self.silent = silent
 
 
 class _Closed(ValueError):
@@ -144,7 +146,7 @@ class ServiceClient:
         except TimeoutError:
             self.close()
             raise ServiceUnavailable(f"{_who(self.settings)} did not answer within {self.timeout:g} s"
-                                     f"{_maybe_made(operation)}; working in-process") from None
+                                     f"{_maybe_made(operation)}; working in-process", silent=True) from None
         except (OSError, ValueError) as exc:
             self.close()
             if reused and not self._heard and not operation.writes and isinstance(exc, (ConnectionError, _Closed)):

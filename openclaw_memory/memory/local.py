@@ -145,12 +145,15 @@ def forget_read(memory: LocalMemory, path: str, version: str) -> None:
             records.forget(abs_path)
 
 
-def held_by_the_service(settings: Settings, exc: LockTimeout, because: str | None = None) -> LockTimeout | None:
+def held_by_the_service(settings: Settings, exc: LockTimeout, because: str | None = None, *,
+                        silent_s: float | None = None) -> LockTimeout | None:
     """``exc`` (a lock this process waited for) worded as what it is where the holder is the
     workspace's running service: it keeps the index open while it runs, so "try again when it has
     finished" waited for nothing (review). ``because``: why the service would not answer this
-    command (it refused this caller), else this process works beside it (OPENCLAW_MEMORY_SERVICE=off,
-    a library in-process). None where another process holds it."""
+    command (it refused this caller); ``silent_s``: it took this command and did not answer within
+    that many seconds (a stopped or hung service lets go of nothing: it was told to run it through
+    the service and to wait until it lets go); else this process works beside it
+    (OPENCLAW_MEMORY_SERVICE=off, a library in-process). None where another process holds it."""
     from ..service_files import read_info
 
     pid = (read_info(settings) or {}).get("pid")
@@ -158,6 +161,10 @@ def held_by_the_service(settings: Settings, exc: LockTimeout, because: str | Non
     if not isinstance(pid, int) or pid == os.getpid() or not held or f"(pid {pid})" not in exc.message:
         return None
     idle = settings.service.shard_idle
+    if silent_s is not None:
+        return LockTimeout(f"{what} is held by the memory service (pid {pid}), which did not answer within {silent_s:g} s "
+                           "and keeps the index open while its process lives: try again once it answers, or end it "
+                           f"(`openclaw-memory serve --stop`; `kill -9 {pid}` where it is stopped or hung)")
     if because is not None:
         return LockTimeout(f"{what} is held by the memory service (pid {pid}), which cannot answer this command: "
                            f"{because}; or try again once it lets go of the index ({idle:g} s after it last used it: "

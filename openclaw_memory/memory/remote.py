@@ -54,6 +54,7 @@ class _Link:
         self.retry_at: float | None = None  # None: never again (the service refused)
         self.said = ""
         self.refusal = ""  # why the service refused this caller (its settings differ), once it did
+        self.silent = False  # its last call got no answer in time (it may be stopped or hung)
 
     def call(self, settings: Settings, method: str, **args: Any) -> Any:
         """The service's answer; ServiceUnavailable with ``self.client`` dropped when it gave none."""
@@ -67,6 +68,7 @@ class _Link:
             except ServiceUnavailable as exc:
                 self.client.close()
                 self.client = None
+                self.silent = exc.silent
                 if exc.refused and self._answers(settings):
                     self.notice(exc.message)  # this request only (a time zone it cannot name, over 256 MiB): run here
                     raise
@@ -77,6 +79,7 @@ class _Link:
                     self.notice(exc.message)
                 self.said = exc.message
                 raise
+            self.silent = False
             if self.said:
                 self.notice("the memory service answers again; calls go to it")
                 self.said = ""
@@ -86,6 +89,8 @@ class _Link:
         """``exc`` (a lock waited for in-process) worded as what it is when the holder is the service
         that refused this caller: it keeps the shards its live sync uses open, and answers only its
         own settings, so waiting longer wins nothing; it said `try again when it has finished`."""
+        if self.silent:
+            return held_by_the_service(self.settings, exc, silent_s=self.settings.service.timeout)
         if not self.refusal:
             return None
         why = re.sub(r"^the memory service \(pid [0-9]+\) ", "", self.refusal).removesuffix("; working in-process")
