@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, env_for, fault, tmpfs, write
+from conftest import CliResult, env_for, fault, run_paused, tmpfs, write
 from openclaw_memory.database import forget_connections
 
 FACTS = "# Memory\n\n## Preferences\n\n- likes green tea in the morning\n"
@@ -87,6 +87,25 @@ def test_search_while_index_runs_answers_from_the_last_complete_index(indexed, c
         _resume(proc)
     assert "memory/zeppelin.md" in _paths(cli("search", "zeppelin fact", "--mode", "text", "--json"))
     assert not [p for p in _edge(sd).iterdir() if p.name.startswith(".")]
+
+
+def test_search_while_index_embeds_a_small_change_answers_at_once(indexed, cli):
+    """A change of one batch is embedded with no shard held, then written in one short step: the
+    index took the vectors of the note's unchanged chunks from the live shard and, in a store that
+    keeps its shards open (every command's), held it through the embedding: a search meanwhile
+    waited the lock timeout and failed ("held by another openclaw-memory process ... waited 5 s")."""
+    ws, sd = indexed
+    write(sd / "openclaw-memory.toml", TOML + "lock_timeout = 0.5\n")
+    sailing = ws / "memory" / "sailing.md"
+    sailing.write_text(sailing.read_text().replace("fact number 1 ", "fact number one "))
+    seen = {}
+
+    def meanwhile():
+        seen["search"] = cli("search", "green tea", "--json")
+
+    code, _out, err = run_paused(ws, sd, ("index",), "index:embedded:1", meanwhile)
+    assert code == 0, err
+    assert "MEMORY.md" in _paths(seen["search"]), seen["search"].stderr
 
 
 def test_full_rebuild_is_built_beside_and_swapped_in(indexed, cli):

@@ -736,7 +736,9 @@ class _Sync:
                 if open_as is not None and open_as[0] == name:
                     self._take(vectors, needed, open_as[1], wanted)  # the shard this run writes, open already
                 elif self.store.exists(name):
-                    with self.store.open(name) as shard:
+                    # Let go of at once: the embedding that follows may take seconds, and a live
+                    # shard held through it kept other processes' searches out (they wait 5 s, then fail).
+                    with self.store.open(name, keep=False) as shard:
                         self._take(vectors, needed, shard, wanted)
         missing = sorted((h for h in needed if h not in vectors), key=lambda h: -len(needed[h]))
         if missing:

@@ -111,8 +111,11 @@ class VectorStore(Protocol):
 
     def exists(self, name: str) -> bool: ...
 
-    def open(self, name: str, dim: int | None = None) -> AbstractContextManager[Shard]:
-        """Lock and open ``name`` (created with vectors of ``dim`` when missing and ``dim`` is given)."""
+    def open(self, name: str, dim: int | None = None, *, keep: bool = True) -> AbstractContextManager[Shard]:
+        """Lock and open ``name`` (created with vectors of ``dim`` when missing and ``dim`` is given).
+        ``keep=False``: one this call opens is closed (its lock let go) at the block's end, even in a
+        store that keeps shards open (a sync that reads vectors from a live shard and then embeds for
+        seconds held the searches of other processes out)."""
         ...
 
     def drop(self, name: str) -> None: ...

@@ -381,8 +381,10 @@ class EdgeStore:
         return lock
 
     @contextmanager
-    def open(self, name: str, dim: int | None = None) -> Iterator[EdgeShard]:
-        """The shard ``name``, read (or written) inside the block under :attr:`view`."""
+    def open(self, name: str, dim: int | None = None, *, keep: bool = True) -> Iterator[EdgeShard]:
+        """The shard ``name``, read (or written) inside the block under :attr:`view` (``keep``: see
+        :meth:`VectorStore.open`)."""
+        keep = keep and self.keep_open
         with self.view.reading():
             held = self._open.get(name)
             if held is not None:
@@ -398,9 +400,9 @@ class EdgeStore:
                     except BaseException:
                         lock.release()
                         raise
-                    if self.keep_open:
+                    if keep:
                         self._open[name] = (shard, lock)
-            if held is not None or self.keep_open:
+            if held is not None or keep:
                 yield held[0] if held is not None else shard
                 return
             try:

@@ -185,7 +185,7 @@ class ServerStore:
         self.conn.close()
 
     @contextmanager
-    def open(self, name: str, dim: int | None = None) -> Iterator[ServerShard]:
+    def open(self, name: str, dim: int | None = None, *, keep: bool = True) -> Iterator[ServerShard]:  # (nothing held here)
         physical = self.physical(name)
         if physical not in self._ready:
             self._ready[physical] = self._prepare_collection(name, physical, dim)
