@@ -141,6 +141,12 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["search", "---\ntitle: Trip\n---\n\n# Packing list for the trip to the coast"],
      "no such option: '---\\ntitle: Trip\\n---\\n\\n# Packing list for the trip to ... "
      "(an argument that starts with - goes after --)", "search"),
+    # A query or text that starts with -w and holds a space: it was -w "ith space", another workspace, exit 0.
+    (["search", "-with space", "hello"], "no such option: '-with space' (an argument that starts with - goes after --; "
+                                         "a value holding white space goes apart from its flag: -w 'VALUE')", "search"),
+    (["write", "memory/n.md", "--append", "x", "-w /elsewhere"],
+     "no such option: '-w /elsewhere' (an argument that starts with - goes after --; a value holding white space goes "
+     "apart from its flag: -w 'VALUE')", "write"),
     (["fiels"], "no such command 'fiels' (did you mean 'files'?)", ""),
     (["watchdog", "verfy"], "no such command 'verfy' (did you mean 'verify'?)", "watchdog"),
     (["--lines", "3", "read", "a"], "--lines is an option of a command, so it goes after the command's name: "

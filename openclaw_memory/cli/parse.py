@@ -282,6 +282,12 @@ class _Level(argparse.ArgumentParser):
             if token.startswith("--") and "=" in token:
                 flag, inline = token.split("=", 1)
             elif not token.startswith("--") and len(token) > 2 and token[:2] in self.table:
+                if any(c.isspace() for c in token):
+                    # Text that starts with a dash (`search "-with space"`), not -w "ith space": it
+                    # searched, and wrote in, a workspace named by the rest of the word, exit 0.
+                    raise CommandLineError(f"no such option: {shown(token, 60)} (an argument that starts with - goes "
+                                           f"after --; a value holding white space goes apart from its flag: "
+                                           f"{token[:2]} 'VALUE')", self.words)
                 # -wPATH, and -w=PATH as argparse reads it (commander and getopt give "=PATH": a path
                 # nobody means); a value that starts with = is `-w =x` or `--workspace==x`
                 flag, inline = token[:2], token[3:] if token[2] == "=" else token[2:]
