@@ -118,7 +118,37 @@ def test_a_full_disk_under_the_state_dir_is_a_finding(workspace, state_dir, cli,
         assert done.returncode == 1, done.stdout
         (found,) = [f for f in done.json()["findings"] if f["id"] == "disk-full"]
         assert found["message"].startswith(f"The disk of the state dir ({small / 'st'}) is full: "), found
+        assert found["message"].endswith("or give another state dir on a disk with room (--state-dir DIR or "
+                                         "OPENCLAW_STATE_DIR; it starts without this one's index and history)."), found
         assert cli("write", "MEMORY.md", "--append", "x", *st).returncode != 0  # (what the finding says)
+
+
+def test_a_full_workspace_disk_is_not_told_to_give_another_state_dir(cli, tmp_path):
+    """The workspace's full disk was advised "(or give another state dir: --state-dir DIR)", which frees
+    nothing there: the state dir is elsewhere. On a disk holding both, one finding names both."""
+    from conftest import fill_disk, tmpfs, write
+
+    with tmpfs(tmp_path / "small", "1m") as small:
+        write(small / "ws" / "MEMORY.md", "# Memory\n")
+        fill_disk(small)
+        done = cli("-w", str(small / "ws"), "doctor", "--json")
+        assert done.returncode == 1, done.stdout
+        (found,) = [f for f in done.json()["findings"] if f["id"] == "disk-full"]
+        said = found["message"]
+        assert said.startswith(f"The disk of the workspace ({small / 'ws'}) is full: "), said
+        assert "no memory file can be written, moved or restored" in said and "state dir" not in said, said
+        assert said.endswith("Free some space there: only room on the workspace's own disk lets its memory files "
+                             "be written."), said
+
+        both = cli("-w", str(small / "ws"), "--state-dir", str(small / "st"), "doctor", "--json")
+        (found,) = [f for f in both.json()["findings"] if f["id"] == "disk-full"]
+        said = found["message"]
+        assert said.startswith(f"The disk of the state dir ({small / 'st'}) and of the workspace ({small / 'ws'}) "
+                               "is full: "), said
+        assert "every command that records something" in said and "no memory file can be written" in said, said
+        assert said.endswith("both are on this disk, and another state dir (--state-dir) would still leave the "
+                             "workspace's memory files no room to be written."), said
+        assert found["paths"] == [str(small), str(small / "ws")], found
 
 
 def test_no_inode_left_under_the_state_dir_is_a_full_disk(workspace, cli, tmp_path):

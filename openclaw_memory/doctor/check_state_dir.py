@@ -82,11 +82,12 @@ def _free_bytes(folder: Path) -> int | None:
 
 
 def check_disk_space(ctx: CheckContext) -> list[Finding]:
-    """The disk of the state dir, and of the workspace, with no room for one more write."""
+    """The disk of the state dir, and of the workspace, with no room for one more write: one finding
+    per disk, its advice for what is on it (another state dir does not help a workspace's disk)."""
     settings = ctx.settings
     places = [("the state dir", Path(settings.state_dir), _nearest_existing(Path(settings.data_dir))),
               ("the workspace", Path(settings.workspace), Path(settings.workspace))]
-    findings, devices = [], set()
+    full: dict[int, tuple[str, list[tuple[str, Path, Path]]]] = {}  # device -> (what is left, what is on it)
     for what, named, at in places:
         if at is None or not os.path.isdir(at):
             continue
@@ -94,22 +95,38 @@ def check_disk_space(ctx: CheckContext) -> list[Finding]:
             device = os.stat(at).st_dev
         except OSError:
             continue
-        free = _free_bytes(at)
-        if (device in devices or free is None or (free >= FULL_BELOW and not no_inode_left(at))
-                or read_only_mount(at)):
+        if device in full:
+            full[device][1].append((what, named, at))
             continue
-        devices.add(device)
-        fails = ("every command that records something (write, rm, mv, restore, index, even a read's record for the "
-                 "write guard) fails, saying the disk is full and that nothing was changed" if what == "the state dir"
-                 else "no memory file can be written, moved or restored")
+        free = _free_bytes(at)
+        if free is None or (free >= FULL_BELOW and not no_inode_left(at)) or read_only_mount(at):
+            continue
         left = (f"{free // 1024} KiB left" if free < FULL_BELOW
                 else "no inode left (no new file can be made there, however much space is free)")
-        findings.append(Finding(DISK_FULL, "error",
-                                f"The disk of {what} ({named}) is full: {left}. Until there is room, "
-                                f"{fails}. Free some space there, or remove files (or give another state dir: "
-                                "--state-dir DIR).",
-                                False, (str(at),)))
-    return findings
+        full[device] = (left, [(what, named, at)])
+    return [_disk_full(left, on) for left, on in full.values()]
+
+
+def _disk_full(left: str, on: list[tuple[str, Path, Path]]) -> Finding:
+    """The finding of one full disk, holding the state dir, the workspace, or both."""
+    holds = {what for what, _, _ in on}
+    fails = []
+    if "the state dir" in holds:
+        fails.append("every command that records something (write, rm, mv, restore, index, even a read's record for "
+                     "the write guard) fails, saying the disk is full and that nothing was changed")
+    if "the workspace" in holds:
+        fails.append("no memory file can be written, moved or restored")
+    if holds == {"the state dir"}:
+        fix = ("Free some space there, or give another state dir on a disk with room (--state-dir DIR or "
+               "OPENCLAW_STATE_DIR; it starts without this one's index and history).")
+    elif holds == {"the workspace"}:  # the state dir is elsewhere: moving it frees nothing here
+        fix = "Free some space there: only room on the workspace's own disk lets its memory files be written."
+    else:
+        fix = ("Free some space there: both are on this disk, and another state dir (--state-dir) would still "
+               "leave the workspace's memory files no room to be written.")
+    disk = " and of ".join(f"{what} ({named})" for what, named, _ in on)
+    return Finding(DISK_FULL, "error", f"The disk of {disk} is full: {left}. Until there is room, "
+                   f"{', and '.join(fails)}. {fix}", False, tuple(str(at) for _, _, at in on))
 
 
 DISK_FULL = "disk-full"
