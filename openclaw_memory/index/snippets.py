@@ -28,6 +28,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import regex
+
 from .blocks import (
     CODE,
     FENCE,
@@ -145,18 +147,40 @@ def _cut_line(line: str, patterns: list[re.Pattern], limit: int) -> str:
     centre = min(starts) if starts else 0
     start = max(0, min(centre - limit // 2, len(line) - limit))
     end = start + limit
-    # Never split a surrogate pair or a combining mark from its base character.
-    while start > 0 and _is_mark(line[start]):
-        start -= 1
-    while end < len(line) and _is_mark(line[end]) and end - start > 1:
-        end -= 1
-    return line[start:end]
+    # Only between graphemes, as the chunker cuts an over-long line: a cut inside one showed a lone
+    # regional indicator (and every flag after it misread), a bare ZWJ or a skin-tone swatch. Both
+    # ends move inwards, so the snippet stays within the limit; a window inside one grapheme longer
+    # than it (a chain of ZWJ emoji) is cut between code points, as the chunker cuts that.
+    inner_start, inner_end = start, end
+    while inner_start < end and _joined(line, inner_start):
+        inner_start += 1
+    while inner_end > inner_start and _joined(line, inner_end):
+        inner_end -= 1
+    return line[inner_start:inner_end] if inner_start < inner_end else line[start:end]
 
 
-def _is_mark(ch: str) -> bool:
-    import unicodedata
+# An extended grapheme cluster (UAX #29), tried on two code points: whether they are one (a letter
+# and its marks, an emoji and its variation selector, skin-tone modifier or tag characters, Hangul
+# jamo, CR LF). Only what needs more than the pair is decided apart (``_joined``).
+_GRAPHEME = regex.compile(r"\X", regex.DOTALL)
+_REGIONAL_RUN = regex.compile("[\U0001F1E6-\U0001F1FF]+", regex.REVERSE)  # matched backwards from a point
 
-    return unicodedata.category(ch) in ("Mn", "Mc", "Me") or "\udc00" <= ch <= "\udfff"
+
+def _joined(line: str, p: int) -> bool:
+    """Whether ``line[p - 1]`` and ``line[p]`` are of one grapheme, so that no cut falls between them."""
+    if not 0 < p < len(line):
+        return False
+    a, b = line[p - 1], line[p]
+    if a == "\u200d":  # a ZWJ joins what follows it (the next emoji of a family), the pair alone cannot tell
+        return True
+    if _REGIONAL_RUN.fullmatch(a + b):
+        # Flags are regional indicators paired from the start of their run: joined after an odd count.
+        run = _REGIONAL_RUN.match(line, 0, p)
+        return run is not None and (p - run.start()) % 2 == 1
+    if "\ud800" <= a <= "\udbff" and "\udc00" <= b <= "\udfff":  # a surrogate pair (a string made with surrogatepass)
+        return True
+    match = _GRAPHEME.match(line, p - 1, p + 1)
+    return match is not None and match.end() > p
 
 
 # -- passages: the entries that matched, each with its own lines and score ------------------------
