@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 from pathlib import Path
 
@@ -468,7 +469,7 @@ def _killed_import(tmp_path: Path, cli_process, step: str):
     write(ws / "memory" / "y.md", "local y\n")
     env = {"OPENCLAW_WORKSPACE": str(ws), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
     killed = cli_process("import", "--force", str(archive), env=fault(f"{step}=kill", env=env))
-    assert killed.returncode != 0
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
     return archive, ws, env
 
 
@@ -509,6 +510,25 @@ def test_finishing_a_killed_import_leaves_a_note_written_since_and_names_it(fini
     archived = _history_versions(cli_process, src_env, "memory/x.md")[0]
     assert archived in _history_versions(cli_process, env, "memory/x.md")
     assert cli_process("doctor", env=env).stdout.count("interrupted") == 0
+
+
+@pytest.mark.parametrize("finish", ["doctor", "import"])
+def test_a_persons_save_since_a_killed_import_keeps_its_bytes_in_the_history(finish, tmp_path, cli_process):
+    """`import --force` SIGKILLed after its staging, then a person's save of memory/x.md (not seen):
+    the run that finished the import left it as it is and logged it as an outside edit without its
+    bytes. The person's next save lost it: `history` showed it `[evicted]` (max_bytes nowhere near
+    full) and `restore` of it was refused. Its bytes are kept, as every sighting keeps them."""
+    import xxhash
+
+    archive, ws, env = _killed_import(tmp_path, cli_process, "import:staged")
+    edit = b"person's edit\n"
+    (ws / "memory" / "x.md").write_bytes(edit)
+    done = cli_process(*(("doctor", "--fix") if finish == "doctor" else ("import", "--force", str(archive))), env=env)
+    assert "memory/x.md was written since the interrupted import began" in done.stdout + done.stderr, done.stderr
+    (ws / "memory" / "x.md").write_bytes(b"person's second edit\n")
+    restored = cli_process("restore", "memory/x.md", xxhash.xxh3_128_hexdigest(edit)[:12], env=env)
+    assert restored.returncode == 0, restored.stderr
+    assert (ws / "memory" / "x.md").read_bytes() == edit
 
 
 def test_a_note_the_killed_import_placed_is_no_note_written_since(tmp_path, cli_process):

@@ -397,8 +397,69 @@ def test_the_history_of_a_note_deleted_by_hand_is_still_left_out_where_a_file_of
     own = versions(dst, "memory/gone.md")
     result = dst.import_archive(str(archive), force=True)
     assert result.skipped == ("memory/gone.md",)
+    assert ("the history of memory/gone.md was not imported: a file of that name is here, and the archive's entries "
+            "(of a file moved or deleted there) cannot be told from its own") in result.warnings
     assert versions(dst, "memory/gone.md") == own
     assert (dst.settings.workspace / "memory" / "gone.md").read_text() == "# Here\n"
+
+
+def test_a_persons_note_beside_an_archives_removed_note_keeps_its_bytes_in_the_history(source, tmp_path):
+    """A person's note, never seen here, at the name of a note the archive's `rm` removed: the import
+    logged what it held (the history ending with what the note holds) as an outside edit without its
+    bytes. The person's next save lost them: `history` showed the version `[evicted]` (max_bytes nowhere
+    near full) and a rollback to a moment that held it was refused. Its bytes are kept, as every
+    sighting keeps them."""
+    archive = exported(source)
+    dst = target(tmp_path)
+    note = dst.settings.workspace / "memory" / "kettle.md"
+    typed = b"# My kettle\n\nTyped by hand.\n"
+    write(note, typed)
+    assert dst.import_archive(str(archive)).skipped == ()
+    moment = _moment()
+    write(note, "# My kettle\n\nTyped again.\n")
+    assert [v[5] for v in versions(dst, "memory/kettle.md") if v[0] == version_of(typed)] == [True]
+    dst.restore_all(moment, force=True)
+    assert note.read_bytes() == typed
+
+
+def test_an_imported_note_whose_bytes_the_archives_history_lacked_keeps_them_here(tmp_path):
+    """An archive from a history that did not keep a note's version (past its own max_bytes / 8)
+    lists no object of it: the import placed the note and logged its version without its bytes,
+    and the next save here lost it (`history` showing it `[evicted]`, this history nowhere near full)."""
+    state = tmp_path / "src" / "state"
+    write(state / "openclaw-memory.toml", "[history]\nmax_bytes = 80\n")
+    (tmp_path / "src" / "ws").mkdir()
+    src = LocalMemory(settings_for(tmp_path / "src" / "ws", state))
+    body = b"# Heron\n\nMore than a tenth of eighty bytes.\n"
+    src.write("memory/heron.md", content=body.decode())
+    archive = tmp_path / "small.tar.gz"
+    assert src.export_archive(str(archive)).objects == 0
+    dst = target(tmp_path)
+    dst.import_archive(str(archive))
+    write(dst.settings.workspace / "memory" / "heron.md", "# Heron\n\nEdited here.\n")
+    assert [v[5] for v in versions(dst, "memory/heron.md") if v[0] == version_of(body)] == [True]
+    dst.restore("memory/heron.md", version_of(body))
+    assert (dst.settings.workspace / "memory" / "heron.md").read_bytes() == body
+
+
+def test_a_history_of_a_path_that_is_no_memory_path_here_is_left_out_saying_so(source, tmp_path, cli_process):
+    """The history of the removed memory/kettle.md, named AGENTS.md in the manifest, imported into an
+    empty workspace: "the history of AGENTS.md was not imported: a file of that name is here, or its
+    extra path is not configured" (neither was true). Now the reason itself, once."""
+
+    def rename(manifest, members):
+        (kettle,) = [h for h in manifest["history"] if h["path"] == "memory/kettle.md"]
+        kettle["path"] = "AGENTS.md"
+
+    archive = rebuilt(exported(source), tmp_path / "agents.tar.gz", rename)
+    dst = target(tmp_path)
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    done = cli_process("import", str(archive), "--extra", str(dst.settings.extra_paths[0]), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"warning: the history of AGENTS.md was not imported: {dst.settings.workspace / 'AGENTS.md'} is not a memory "
+        "path (MEMORY.md, USER.md, DREAMS.md, memory/**/*.md or a file in an existing configured extra path)"]
+    assert not (dst.settings.workspace / "AGENTS.md").exists()
 
 
 def test_files_of_an_extra_path_need_one_configured_here(source, tmp_path):

@@ -10,7 +10,7 @@
    first (never more open than a file here, or the history here, had them, nor than this user's
    umask leaves a new file: :func:`_mode_for`),
    each stored version into the history's
-   object store, and each file ``force`` replaces is recorded in the history first (a sighting, as a
+   object store (each file's own version too: every version logged has its bytes), and each file ``force`` replaces is recorded in the history first (a sighting, as a
    write records the version it replaces). A failure rolls the transaction back and removes the
    temp files and the folders made for them.
 3. **Place** each file as the guarded write does: a new one linked into place (which fails if a
@@ -74,6 +74,7 @@ from ..history.fileops import IMPORT_OP, FileOp, UnreadableIntent, clear_intent,
 from ..history.guard import refuse_look_alike_at
 from ..history.leftovers import sweep_leftovers
 from ..history.moves import finish_pending
+from ..history.objects import pread_blocks
 from ..history.placing import (
     Raced,
     ReadOnlyNote,
@@ -96,7 +97,7 @@ from ..history.versions import EXTERNAL_EDIT, REMOVE, RESTORE, Entry, FileMode, 
 from ..wire import key
 from .manifest import PERMISSIONS, ArchiveManifest, FileRecord, Member, PathHistory, Refusal
 from .members import walk
-from .places import match_roots, resolve_place
+from .places import NoPlaceHere, match_roots, resolve_place
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -142,6 +143,7 @@ class _Plan:
     skipped: list[str] = field(default_factory=list)
     beside: set[str] = field(default_factory=set)  # paths whose removed note's history goes beside the note here
     notes: tuple[str, ...] = ()  # how extra paths were matched, where it is not by path or one name
+    left_out: list[str] = field(default_factory=list)  # each history skipped, and why
 
 
 def import_archive(settings: Settings, archive: str, *, force: bool = False, finishing: bool = False) -> ImportResult:
@@ -376,8 +378,9 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool, again: str
     for history in manifest.history:
         try:
             resolved = resolve_place(settings, roots, history.root, history.path)
-        except PathRefused:
-            plan.skipped.append(history.path or history.root)  # a removed file of an extra path not configured here
+        except NoPlaceHere as exc:  # an extra path not configured here, a path no memory path here (AGENTS.md)
+            plan.skipped.append(history.path or history.root)
+            plan.left_out.append(f"the history of {history.path or history.root} was not imported: {exc.why}")
             continue
         member = places.get(resolved.abs_path)
         try:
@@ -395,6 +398,8 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool, again: str
             # A moved file's history (its last entry not a removal): whose its entries are, the note's
             # here or the one moved away, cannot be told.
             plan.skipped.append(resolved.display)
+            plan.left_out.append(f"the history of {resolved.display} was not imported: a file of that name is here, "
+                                 "and the archive's entries (of a file moved or deleted there) cannot be told from its own")
             continue
         plan.histories.append((history, resolved))
     return plan
@@ -418,8 +423,15 @@ def _refuse_overlaps(plan: _Plan, workspace: str) -> None:
                       f"skips {LEGACY_DREAMS}", dreams[1].record.member)
 
 
-def _version_here(resolved: ResolvedPath) -> tuple[FileVersion | None, FileMode | None, ReadOnlyNote | None]:
-    """What the file here holds, its mode and owner, and whether it is read-only: one look at one open file."""
+def _version_here(resolved: ResolvedPath, keep: HistoryStore | None = None,
+                  ) -> tuple[FileVersion | None, FileMode | None, ReadOnlyNote | None]:
+    """What the file here holds, its mode and owner, and whether it is read-only: one look at one open file.
+
+    ``keep``: a look whose version is logged (a sighting's, as :meth:`HistoryStore.observe` does):
+    its bytes go to that history first, read from the file hashed (a version logged without them was
+    lost at the next edit, shown as evicted, and a rollback to a moment that held it refused). Bytes
+    that no longer hash to it (the file written in place meanwhile) are no version to log: None, as
+    when there is no file (the next sighting logs what it holds then)."""
     try:
         folder, fd, current = open_current(resolved)
     except NotADirectoryError:  # as `write` refuses it (it was "not a folder (PATH)", exit 1, the file unnamed)
@@ -431,6 +443,9 @@ def _version_here(resolved: ResolvedPath) -> tuple[FileVersion | None, FileMode 
         raise PathRefused(f"refused: {resolved.display} cannot be imported here: {_what_is_there(resolved)}; "
                           "nothing was written") from None
     try:
+        if (keep is not None and current is not None and fd is not None and keep.objects.fits(current.size)
+                and keep.objects.put_fd(fd, current.version) is None):
+            current = None
         kept = kept_stat(fd)
         return current, kept, read_only_note(resolved.display, kept, folder)
     finally:
@@ -504,7 +519,7 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
         os.path.abspath(path), manifest.agent, tuple(t.resolved.display for t in targets.values()),
         tuple(t.resolved.display for t in placed if _replaces(t)), added, tuple(plan.skipped),
         left=tuple(t.resolved.display for t in left),
-        warnings=(*plan.notes, *(f"{t.resolved.display} was written since the interrupted import began: left as it is; "
+        warnings=(*plan.notes, *plan.left_out, *(f"{t.resolved.display} was written since the interrupted import began: left as it is; "
                                  f"its archive version ({short(t.member.hash)}) is in the history" for t in left)))
 
 
@@ -539,11 +554,16 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], modes: dict[tuple[s
         if store.objects.fits(member.size):
             _store(store, member, blocks)
         return
+    # The file's version is logged (as the import's, or as the archive's version of a file left as
+    # it is): its bytes go to the history too, as a write's do, when they fit. An archive whose history
+    # had not kept them (evicted there, or past its own limit) lists no object of them: the next
+    # edit here lost them, `history` showing the version imported as evicted.
+    keep = store.objects.fits(member.size) and not store.objects.has(member.hash)
     target = targets[member.name]
-    if target.current is not None and target.current.version == member.hash:
-        return  # the file here holds these bytes already
-    if target.left:  # written since the interrupted import began: its archive version goes to the history only
-        if store.objects.fits(member.size) and not store.objects.has(member.hash):
+    if target.left or (target.current is not None and target.current.version == member.hash):
+        # Written since the interrupted import began (its archive version goes to the history only),
+        # or the file here holds these bytes already.
+        if keep:
             _store(store, member, blocks)
         return
     try:
@@ -552,6 +572,13 @@ def _stage(store: HistoryStore, targets: dict[str, _Target], modes: dict[tuple[s
         if is_no_space(exc):  # named (it was "the workspace or the state dir", no folder)
             raise FailedAt(exc, f"the workspace ({os.path.dirname(target.resolved.abs_path)})", "nothing was written") from None
         raise
+    if keep:  # read back from the temp file staged (its blocks are read once)
+        assert target.folder is not None and target.tmp is not None
+        fd = os.open(target.tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=target.folder.fd)
+        try:
+            _store(store, member, pread_blocks(fd))
+        finally:
+            os.close(fd)
 
 
 def _stage_file(store: HistoryStore, target: _Target, modes: dict[tuple[str, str], int], blocks: Iterator[bytes]) -> None:
@@ -796,7 +823,7 @@ def _keep_the_note_here(store: HistoryStore, resolved: ResolvedPath, since: int,
         conn.execute("UPDATE versions SET arrived_by = ? WHERE path = ? AND id <= ? AND (id > ? OR arrived_by > ?)",
                      (arrival, enc(path), last, since, since))
     try:
-        current, kept, _ = _version_here(resolved)
+        current, kept, _ = _version_here(resolved, keep=store)
     except PathRefused:
         return 0  # no file there now (it changed since the plan): its history stays as logged
     ends = (store.log.latest_in_time(path), store.log.latest(path))
@@ -815,11 +842,14 @@ def _log_left(store: HistoryStore, target: _Target, arrived: float) -> int:
         store.record_entry(path, display, Entry(target.member.hash, arrived, target.member.size, RESTORE, None, None),
                            arrived=arrived)
         added += 1
-    current = target.current
+    try:  # looked at again: the file may have been written since the look before the staging
+        current, kept, _ = _version_here(target.resolved, keep=store)
+    except PathRefused:
+        return added  # no file there now: its history stays as logged
     # By time (what a rollback to now replays last) and as logged (what the history shows as current):
     # the archive's entries were logged after the write, some maybe with later times (another clock).
     ends = (store.log.latest_in_time(path), store.log.latest(path))
     if current is not None and any(e is None or e.version != current.version or e.origin == REMOVE for e in ends):
-        store.record(path, display, current.version, current.size, EXTERNAL_EDIT, None, None, target.kept)
+        store.record(path, display, current.version, current.size, EXTERNAL_EDIT, None, None, kept)
         added += 1
     return added

@@ -126,21 +126,34 @@ def _refuse_roots(settings: Settings, root: Root, why: str, extras: list[Root], 
         f"`{command}`; nothing was written")
 
 
+class NoPlaceHere(PathRefused):
+    """:func:`resolve_place`'s refusal; ``why``: its reason alone, which an import that leaves out
+    a history for it says (a history of ``AGENTS.md`` was "not imported: a file of that name is
+    here, or its extra path is not configured", where neither was true)."""
+
+    def __init__(self, message: str, why: str):
+        self.why = why
+        super().__init__(message)
+
+
 def resolve_place(settings: Settings, roots: dict[str, str], root: str, path: str) -> ResolvedPath:
     """The importing workspace's memory file for (root, path), ``roots`` being what
-    :func:`match_roots` matched; PathRefused (this workspace's configuration, not the archive, is
+    :func:`match_roots` matched; NoPlaceHere (this workspace's configuration, not the archive, is
     at fault) when the root matched none or the path is not a memory path here (a symlink on the
     way, a file where a folder should be, a name of the dream diary a write refuses)."""
     workspace = str(settings.workspace)
     base = roots.get(root)
     if base is None:
-        raise PathRefused(f"refused: the archive's {root} matches no extra path here; nothing was written")
+        why = f"the archive's {root} matches no extra path configured here"
+        raise NoPlaceHere(f"refused: {why}; nothing was written", why)
     wanted = os.path.normpath(os.path.join(base, *path.split("/"))) if path else base
     try:
         resolved = resolve_writable(wanted, workspace, settings.extra_paths)
         refuse_dream_twin(resolved, workspace)  # as a write: `Dreams.md`, or `dreams.md` beside `DREAMS.md`
     except PathRefused as exc:
-        raise PathRefused(f"refused: {path or base} cannot be imported here ({exc.message}); nothing was written") from None
+        raise NoPlaceHere(f"refused: {path or base} cannot be imported here ({exc.message}); nothing was written",
+                          exc.message.removeprefix("refused: ")) from None
     if resolved.abs_path != wanted or (root == WORKSPACE) != resolved.in_workspace:
-        raise PathRefused(f"refused: {path or base} would not land in its own root here; nothing was written")
+        raise NoPlaceHere(f"refused: {path or base} would not land in its own root here; nothing was written",
+                          "it would not land in its own root here")
     return resolved

@@ -157,7 +157,9 @@ class HistoryStore:
 
     def record(self, abs_path: str, display: str, version: str, size: int, origin: str, agent: str | None,
                session: str | None = None, mode: FileMode | None = None, moved_from: str | None = None) -> Entry:
-        """Log a version of ``abs_path`` (store its bytes first, when they fit), then apply the limits.
+        """Log a version of ``abs_path``, then apply the limits. Its bytes are the caller's to store
+        first, where they fit (:meth:`observe` does): a version logged without them is lost at the
+        file's next edit, and shown as evicted.
         ``mode``: the file's permission bits and owner at this version, where it was looked at;
         ``moved_from``: a move's source, as ``display`` names a path. Its time is now, or the path's
         latest entry's where the clock stepped back a little since (a rollback replays a path's entries

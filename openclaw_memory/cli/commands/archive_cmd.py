@@ -40,10 +40,9 @@ def run_import(settings: Settings, archive: str, force: bool, json_out: bool) ->
     archive = _expanded(archive)
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
         result = memory.import_archive(archive, force=force)
-    if reported(result, json_out):  # its warnings: an interrupted operation finished first, extra paths paired by order
+    # Its warnings: an interrupted operation finished first, extra paths paired by order, each history left out and why.
+    if reported(result, json_out):
         return 0
-    for path in result.skipped:
-        warn(f"the history of {path} was not imported: a file of that name is here, or its extra path is not configured")
     left = f" ({len(result.left)} more left as they are: written since the interrupted import began)" if result.left else ""
     print(f"imported {len(result.files) - len(result.left)} memory files of agent '{printable(result.agent)}' from "
           f"{printable(result.archive)}{left}, and {result.versions} versions of their history.")
