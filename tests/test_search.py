@@ -892,3 +892,32 @@ def test_every_search_names_a_folder_it_cannot_read_and_status_lists_it(base):
     assert json.loads(run("status", "--json")["stdout"])["leftOut"] == [
         {"path": "memory/locked", "folder": True,
          "reason": "a folder this user cannot read: Permission denied; the notes in it are not indexed"}]
+
+
+def test_a_hit_on_a_note_edited_in_place_since_the_last_check_is_cited_as_it_is_now(workspace, state_dir, monkeypatch):
+    """A long-lived process (an MCP server, a library caller) checks its last scan's files in
+    rotation (1,024 a search): an edit in place that the turn had not reached was cited with the
+    lines the note had before, with no stale mark (review: 3,000 notes, two searches wrong). A hit's
+    file, lstat'ed anyway, is compared with the scan: edited, the search syncs it and runs again."""
+    from test_scan import _later
+
+    for name in "abcde":
+        write(workspace / "memory" / f"{name}.md", f"# Note {name}\n\n- a fact of note {name}\n")
+    write(workspace / "memory" / "e.md", "# Note e\n\n- the zephyr code is 4471\n")
+    _later(monkeypatch)
+    with MemoryIndex(settings_for(workspace, state_dir), keep_open=True) as index:
+        index._scans.files_per_check = 1  # the turn reaches memory/a.md next, not memory/e.md
+        (before,) = [h for h in index.search("zephyr code", min_score=0).results if h.path == "memory/e.md"]
+        assert (before.start_line, before.end_line) == (1, 3)
+        note = workspace / "memory" / "e.md"
+        with open(note, "r+", encoding="utf-8") as fh:  # in place: same inode, the folder's mtime as it was
+            fh.write("# Moved\n\nnew first paragraph\n\n# Note e\n\n- the zephyr code is 4471\n")
+        after = index.search("zephyr code", min_score=0)
+        with open(note, "r+", encoding="utf-8") as fh:  # again, searched with no sync: said to be stale
+            fh.write("# Moved again\n\n")
+        unsynced = index.search("zephyr code", min_score=0, sync=False)
+        assert unsynced.stale_paths == ("memory/e.md",), unsynced
+    (hit,) = [h for h in after.results if h.path == "memory/e.md"]
+    lines = note.read_text().splitlines()[hit.start_line - 1:hit.end_line]
+    assert "- the zephyr code is 4471" in lines, (hit.start_line, hit.end_line, lines)
+    assert not after.stale_paths

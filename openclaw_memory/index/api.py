@@ -66,7 +66,7 @@ class MemoryIndex:
         self._scans = ScanCache(settings)  # the stale check of every search
         self._last_stale: tuple | None = None
         self._scan: ScanResult | None = None  # the last stale check's scan
-        self._listed: tuple | None = None  # (that scan, its files' names: path -> abs_path)
+        self._listed: tuple | None = None  # (that scan, its files by path)
         self.ranking = search_ranking(settings)
         self.store = open_store(settings, on_wait=on_wait, keep_open=keep_open)
 
@@ -103,6 +103,12 @@ class MemoryIndex:
         ...     for hit in index.search("when are backups taken").results:
         ...         print(hit.score, hit.citation)
         """
+        return self._search(query, limit, min_score, mode, sync, filters, progress, again=True)
+
+    def _search(self, query: str, limit: int | None, min_score: float, mode: SearchMode, sync: bool,
+                filters: SearchFilters | None, progress: ProgressCallback | None, *, again: bool) -> SearchResult:
+        """``search``; ``again``: a hit's note found changed since the stale check may have it searched
+        once more, the change synced first."""
         if mode not in MODES:
             raise BadValue("mode", f"must be one of {', '.join(MODES)}, not {mode!r}")
         if not query.strip():
@@ -211,9 +217,16 @@ class MemoryIndex:
                 candidates.extend(plan.candidates(shard, c.name))
         dates = file_dates(self._manifest(c.name) for c in collections) if self.ranking.decay else None
         hits = rank(plan, candidates, min_score, dates=dates, today=today, fetch=self._fetch_passages)
-        hits, gone = self._still_there(hits)
-        if gone:  # moved out or removed since the stale check, or while the index, not yet synced, holds it
-            stale = sorted({*stale, *gone})
+        hits, gone, edited = self._still_there(hits)
+        if edited:
+            # Edited since the stale check, which a long-lived process's scan sees only in rotation (an
+            # edit in place, 1,024 files a search): the hit's lines may not be the note's any more, and
+            # were cited as they were. The next check walks again: searched once more, the edit synced.
+            self._scans.changed()
+            if again and sync and mode != "text" and not updating:
+                return self._search(query, limit, min_score, mode, sync, filters, progress, again=False)
+        if gone or edited:  # moved out or removed (edited) since the stale check, or while the index, not yet synced, holds it
+            stale = sorted({*stale, *gone, *edited})
         # What OpenClaw's memory_search calls its provider and model: what embedded this index.
         built = [m for m in manifests.values() if m is not None]
         provider = next((m.embed_backend for m in built if m.embed_backend), self.config.embedding_backend)
@@ -344,22 +357,28 @@ class MemoryIndex:
         reuses its last scan while its bounded check finds nothing moved; see ScanCache)."""
         self._scans.changed()
 
-    def _still_there(self, hits: list) -> tuple[list, list[str]]:
-        """The hits whose file is there now, and the paths of those whose file is not (each hit's
-        file lstat'ed once, by the name the last scan listed it under: see ``_file_there``)."""
+    def _still_there(self, hits: list) -> tuple[list, list[str], list[str]]:
+        """The hits whose file is there now; the paths of those whose file is not; and those of the
+        kept ones whose file is not as the last scan saw it (the change rule's key: edited since).
+        Each hit's file is lstat'ed once, by the name the last scan listed it under (``_file_there``)."""
         if not hits:
-            return hits, []
+            return hits, [], []
         listed = self._listed
         if listed is None or listed[0] is not self._scan:
             scan = self._scan
-            listed = self._listed = (scan, {f.path: f.abs_path for f in scan.files} if scan is not None else {})
-        kept, gone = [], []
+            listed = self._listed = (scan, {f.path: f for f in scan.files} if scan is not None else {})
+        kept, gone, edited = [], [], set()
         for hit in hits:
-            if _file_there(hit.path, listed[1].get(hit.path), self.settings):
-                kept.append(hit)
-            else:
+            scanned = listed[1].get(hit.path)
+            st = _file_there(hit.path, scanned.abs_path if scanned is not None else None, self.settings)
+            if st is None:
                 gone.append(hit.path)
-        return kept, gone
+                continue
+            kept.append(hit)
+            if scanned is not None and isinstance(st, os.stat_result) and (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode) != (
+                    scanned.size, scanned.mtime_ns, scanned.ctime_ns, scanned.inode, scanned.mode):
+                edited.add(hit.path)
+        return kept, gone, sorted(edited)
 
     def _stale(self, collections, manifests) -> list[str]:
         with gc_paused():  # every file's entry, in bulk (none forms a cycle): no collection walks them
@@ -407,11 +426,11 @@ class _Probe:
     abs_path: str
 
 
-def _file_there(path: str, abs_path: str | None, settings: Settings) -> bool:
-    """Whether a hit's memory file is still there: one lstat of the name the scan listed it under
-    (``abs_path``), else (the scan did not list it) the path resolved as every memory path is,
-    refusing symlinks, and its entry lstat'ed from its folder's descriptor. A file that cannot be
-    looked at (no permission) counts as there."""
+def _file_there(path: str, abs_path: str | None, settings: Settings) -> os.stat_result | bool | None:
+    """A hit's memory file's lstat where it is still there (None where it is not): one lstat of the
+    name the scan listed it under (``abs_path``), else (the scan did not list it) the path resolved
+    as every memory path is, refusing symlinks, and its entry lstat'ed from its folder's descriptor.
+    A file that cannot be looked at (no permission) counts as there (True)."""
     try:
         if abs_path is not None:
             st = os.lstat(abs_path)
@@ -424,9 +443,9 @@ def _file_there(path: str, abs_path: str | None, settings: Settings) -> bool:
                 with resolved.folder() as folder:
                     st = folder.lstat(resolved.name)
             except PathRefused:  # a symlink or no memory path now: not this memory file
-                return False
+                return None
     except (FileNotFoundError, NotADirectoryError):
-        return False
+        return None
     except OSError:
         return True
-    return stat.S_ISREG(st.st_mode)
+    return st if stat.S_ISREG(st.st_mode) else None
