@@ -153,6 +153,26 @@ def test_the_command_line_write_with_no_text_is_refused_after_an_empty_write(cli
     assert refused.returncode == 2 and "replayed" not in refused.stdout
 
 
+@pytest.mark.parametrize(("value", "said"), [
+    ("-", "--replace-file reads a file, not standard input: pipe the content in with --stdin (./- for a file named -)"),
+    ("", "the file name given with --replace-file is empty; give one (an empty value does not empty the note: "
+         "give an empty file for that)"),
+    (" ", "the file name given with --replace-file is empty; give one"),
+], ids=["dash", "empty", "blank"])
+def test_replace_file_of_a_dash_or_an_empty_value_says_what_to_give(cli, workspace, value, said):
+    """Both were "cannot read --replace-file -: No such file or directory", as if a file had been
+    looked for; export and import say what to give instead, every other empty value that it is."""
+    write(workspace / "MEMORY.md", MEMORY)
+    assert cli("read", "MEMORY.md").returncode == 0
+    refused = cli("write", "MEMORY.md", "--replace-file", value)
+    assert refused.returncode == 2 and refused.stderr.startswith(f"error: {said}"), refused.stderr
+    assert "No such file" not in refused.stderr
+    assert (workspace / "MEMORY.md").read_text() == MEMORY
+    write(workspace / "-", "# Memory\n\n- a file named -\n")  # ./- names it
+    assert cli("write", "MEMORY.md", "--replace-file", "./-").returncode == 0
+    assert (workspace / "MEMORY.md").read_text() == "# Memory\n\n- a file named -\n"
+
+
 @pytest.mark.parametrize("text", ["\n", "\r\n", "\r", "\n\r\n\r", ""])
 def test_an_append_of_only_line_breaks_is_refused_as_empty(settings, workspace, text):
     memory = LocalMemory(settings)

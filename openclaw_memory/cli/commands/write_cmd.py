@@ -94,6 +94,14 @@ def run_write(settings: Settings, path: str, append: str | None, replace_file: s
               replace_unread: bool = False) -> int:
     if sum((append is not None, replace_file is not None, stdin)) != 1:
         raise UsageError("give exactly one of --append TEXT, --replace-file FILE or --stdin")
+    # Said as the other commands say them: both were "cannot read --replace-file -: No such file or
+    # directory", as if a file had been looked for and was missing.
+    if replace_file is not None and not replace_file.strip():  # (`--replace-file "$NEW"`, NEW unset)
+        raise UsageError("the file name given with --replace-file is empty; give one (an empty value does not empty the "
+                         "note: give an empty file for that)")
+    if replace_file == "-":  # a shell's "standard input", as export and import refuse it
+        raise UsageError("--replace-file reads a file, not standard input: pipe the content in with --stdin "
+                         "(./- for a file named -)")
     if replace_file is not None:  # a quoted ~ expanded as -w, --state-dir and --extra expand theirs
         from ...settings._places import tilde
 
