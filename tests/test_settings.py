@@ -838,6 +838,38 @@ def test_a_workspace_or_state_dir_longer_than_the_system_allows_is_one_short_lin
         assert "holds a name longer than the system allows (4,085 bytes; at most 255)" in res.json()["error"], res.stdout[:300]
 
 
+def test_an_extra_path_longer_than_the_system_allows_is_one_short_line_from_every_source(cli, state_dir):
+    """`--extra "$NOTE"` of 120,000 characters gave a warning and a `skipped:` line each echoing it
+    whole, exit 0 (and `status` failed, exit 1), while the same -w was refused in one short line: every
+    source is refused so now, naming it (OpenClaw's own listing fails on such a config: ENAMETOOLONG)."""
+    big = "b" * 120_000
+    sources = [
+        ({}, ("--extra", big), "the extra path given with --extra"),
+        ({"OPENCLAW_MEMORY_EXTRA_PATHS": big}, (), "the extra path from OPENCLAW_MEMORY_EXTRA_PATHS"),
+        ({}, ("--extra", "c" * 300), "the extra path given with --extra holds a name longer than the system allows "
+                                     "(300 bytes; at most 255)"),
+        ({}, ("--extra", "n/" * 2040), "the extra path given with --extra is longer"),  # 4,080 bytes: past it under the workspace
+    ]
+    for env, flags, said in sources:
+        for command in (("files",), ("status",), ("doctor",)):
+            res = cli(*flags, *command, "--json", env=env)
+            lines = (res.stdout + res.stderr).splitlines()
+            assert res.returncode == 2 and len(lines) <= 2 and max(map(len, lines)) < 300, (said, command, res.stdout[:300])
+            assert res.json()["error"].startswith(said), res.stdout[:300]
+    configs = [("openclaw.json", json.dumps({"memory": {"search": {"extraPaths": ["ok", {"path": big}]}}}),
+                "openclaw.json: memory.search.extraPaths: the extra path is longer than the system allows (1"),
+               ("openclaw-memory.toml", f'extra_paths = ["{big}"]\n', "openclaw-memory.toml: extra_paths: the extra path")]
+    for name, text, said in configs:
+        write(state_dir / name, text)
+        for command in (("files",), ("status",), ("doctor",)):
+            res = cli(*command, "--json")
+            lines = (res.stdout + res.stderr).splitlines()
+            assert res.returncode == 2 and len(lines) <= 2 and max(map(len, lines)) < 400, (name, command, res.stdout[:300])
+            assert f"{state_dir / said}" in res.json()["error"], res.stdout[:300]
+        (state_dir / name).unlink()
+    assert cli("--extra", "c" * 255, "files").returncode == 0  # the longest name there may be: missing, not refused
+
+
 def test_a_long_state_dir_leaves_the_state_database_a_path_sqlite_opens(tmp_path, cli):
     """SQLite opens no file whose path passes 504 bytes: a state dir of ~300 bytes and a workspace
     named with 250 characters (its data dir named after it), or a state dir of ~450, made every

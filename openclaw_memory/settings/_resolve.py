@@ -150,7 +150,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         raise UsageError("the extra path given with --extra is empty; give one (an empty value adds no path)")
 
     given = o.state_dir or openclaw_env("OPENCLAW_STATE_DIR", env)
-    _fits("state dir", given, StateDirError)
+    _fits("the state dir path", given, StateDirError)
     # OpenClaw's environment is this one plus its own .env files (the state dir's may name another).
     try:
         home: str | None = openclaw_home(env)
@@ -170,7 +170,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     openclaw, env = load_openclaw(json_path, env)
     if env is not before and not o.state_dir:
         given = openclaw_env("OPENCLAW_STATE_DIR", env)
-        _fits("state dir", given, StateDirError)
+        _fits("the state dir path", given, StateDirError)
         state_dir = _state_dir(given, None, env)
     _refuse_null(openclaw, json_path)
     toml_path = state_dir / TOML_NAME
@@ -196,18 +196,29 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     ), _openclaw_workspace(openclaw, agent, shared, state_dir, json_path, env, bool(given))
     ) if value)  # (the last only when needed)
 
-    extras: list = []
+    # Each extra path, as its refusal names it (the key, the variable, the flag), and that refusal.
+    extras: list[tuple[Any, str, type[UsageError]]] = []
     for level in (shared_search, own_search):  # the shared ones, then the agent's (an agent's list adds to them, as in OpenClaw)
         value, at = search_key(level, "extraPaths")
-        extras += extra_list(value, at)
-    extras += extra_list(toml.get("extra_paths"), f"{toml_path}: extra_paths")
+        extras += [(item, f"{at}: the extra path", ConfigError) for item in extra_list(value, at)]
+    toml_at = f"{toml_path}: extra_paths"
+    extras += [(item, f"{toml_at}: the extra path", ConfigError) for item in extra_list(toml.get("extra_paths"), toml_at)]
     env_extra = env_value("OPENCLAW_MEMORY_EXTRA_PATHS", env)
     if env_extra:
-        extras += env_extra.split(os.pathsep)
-    extras += list(o.extra)
+        named = f"the extra path {where_set('OPENCLAW_MEMORY_EXTRA_PATHS', env)}"
+        extras += [(item, named, UsageError) for item in env_extra.split(os.pathsep)]
+    extras += [(item, "the extra path given with --extra", UsageError) for item in o.extra]
     if workspace_source.startswith("OpenClaw's default"):
         _check_default_workspace(expand(str(workspace_raw), env))
     workspace = resolve_workspace(str(workspace_raw), workspace_source, env)  # after the checks of the files' paths: those name their key
+    # One no system call takes is refused as -w is, in one short line: kept, it was a warning and a
+    # `skipped:` line each echoing it whole (120,000 characters), and `status` failed (exit 1) on it.
+    # OpenClaw 2026.9.6 takes none either: its whole listing fails (`memory source scan failed ...
+    # ENAMETOOLONG`), as on a path holding a NUL, which a config is refused for here too.
+    for item, named, error in extras:
+        for extra in normalize_extra_paths([item], workspace):  # as the system gets it: absolute, `~` expanded
+            _fits(named, str(extra), error)
+    extra_paths = normalize_extra_paths([item for item, _, _ in extras], workspace)
 
     multimodal = o.multimodal
     if multimodal is None:
@@ -251,7 +262,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         agent=agent,
         state_dir=state_dir,
         openclaw_json=json_path,
-        extra_paths=tuple(normalize_extra_paths(extras, workspace)),
+        extra_paths=tuple(extra_paths),
         multimodal=bool(multimodal and modalities),  # no media kind left: off, as OpenClaw has it
         modalities=modalities,
         max_results=max_results,
@@ -333,7 +344,7 @@ def _state_dir(given: str | None, flag: str | None, env: Mapping[str, str]) -> P
     folder holding ``link``, not the one above its target), then real, so that a symlinked ~/.openclaw and
     the plain path name one service (its settings key); refused where it is not a folder."""
     state_dir = Path(os.path.realpath(js_resolve(expand(given, env)) if given else default_state_dir(env)))
-    _fits("state dir", str(state_dir), StateDirError)
+    _fits("the state dir path", str(state_dir), StateDirError)
     _leaves_room(state_dir)
     # Where it came from, where a .env file or openclaw.json set it (the user's shell has no such variable to
     # look at) or OPENCLAW_HOME placed it.
@@ -439,14 +450,15 @@ def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
 
 def _fits(what: str, path: str | None, error: type[UsageError]) -> None:
     """Refuse a path no system call takes (`-w "$NOTE"` holding a note by mistake): in one short line,
-    not echoed whole (100,000 characters came back), nor an OSError worded at exit 1."""
+    not echoed whole (100,000 characters came back), nor an OSError worded at exit 1. ``what`` names
+    it: ``the workspace path``, ``the extra path given with --extra``, ``FILE: KEY: the extra path``."""
     size = _bytes(path) if path else 0
     if size >= PATH_MAX:
-        raise error(f"the {what} path is longer than the system allows ({size:,} bytes; at most {PATH_MAX - 1:,}): "
+        raise error(f"{what} is longer than the system allows ({size:,} bytes; at most {PATH_MAX - 1:,}): "
                     f"{shown(path, 60)}")
     longest = max((_bytes(part) for part in (path or "").split(os.sep)), default=0)
     if longest > NAME_MAX:  # (one folder name of 4,085 bytes was an OSError of exit 1, the path echoed whole)
-        raise error(f"the {what} path holds a name longer than the system allows ({longest:,} bytes; at most "
+        raise error(f"{what} holds a name longer than the system allows ({longest:,} bytes; at most "
                     f"{NAME_MAX}): {shown(path, 60)}")
 
 
@@ -475,7 +487,7 @@ def resolve_workspace(raw: str, source: str | None = None, env: Mapping[str, str
     """The workspace's real path (a ``~`` in ``raw``: OpenClaw's home, from ``env``); refused
     (WorkspaceError, naming ``source``: where the path was given or configured) when it is missing,
     not a folder or not readable."""
-    _fits("workspace", raw, WorkspaceError)
+    _fits("the workspace path", raw, WorkspaceError)
     path = Path(js_resolve(expand(raw, env)))  # `.` and `..` folded as text, as OpenClaw's path.resolve: `link/..` is not the target's parent
     given = f" ({source})" if source else ""
     try:
