@@ -163,3 +163,27 @@ def test_a_change_by_hand_before_the_moment_first_seen_after_it_is_what_the_note
     done = cli("rollback", "--to", iso_moment(moment), "--force", "--no-index")
     assert done.returncode == 0, done.stderr
     assert note.read_text() == "written by hand\n", done.stdout
+
+
+def test_notes_deleted_or_moved_by_hand_that_state_found_gone_stay_gone_in_a_rollback_to_after(cli, workspace, clock):
+    """`state` said "deleted" of a note removed by hand, but nothing was logged: a rollback to a moment
+    after it brought the note back, and after a shell `mv a c` and the agent's `mv b a` it rewrote a.md
+    with c.md's text (a.md = c.md = "alpha", a state that never was). A look at the whole workspace logs
+    the removal it finds, dated then; `restore --last` brings the note back."""
+    clock.now = BASE
+    for name, text in (("old", "old note"), ("a", "alpha"), ("b", "bravo")):
+        assert cli("write", f"memory/{name}.md", "--append", text, "--no-index").returncode == 0
+    os.unlink(workspace / "memory" / "old.md")
+    os.rename(workspace / "memory" / "a.md", workspace / "memory" / "c.md")
+    clock.now = BASE + 10
+    state = cli("state", "--json")
+    assert {f["path"]: f["state"] for f in state.json()["files"]}["memory/old.md"] == "read_stale", state.stdout
+    moment = iso_time(BASE + 20)
+    clock.now = BASE + 30
+    assert cli("mv", "memory/b.md", "memory/a.md", "--no-index").returncode == 0
+    done = cli("rollback", "--to", moment, "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    held = {p.name: p.read_text() for p in (workspace / "memory").iterdir() if p.suffix == ".md"}
+    assert held == {"b.md": "bravo\n", "c.md": "alpha\n"}, held
+    assert cli("restore", "memory/old.md", "--last", "--no-index").returncode == 0
+    assert (workspace / "memory" / "old.md").read_text() == "old note\n"

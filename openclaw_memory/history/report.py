@@ -14,6 +14,7 @@ from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.safeopen import FolderSwapped
 from ..wire import camel, key
+from .removals import see_removals
 from .states import READ_FRESH, STATES, ReadRecords, Seen, Window, state_of
 from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import iso_time
@@ -122,6 +123,7 @@ def file_states(settings: Settings) -> StateReport:
             if not unrecorded:
                 Observations.record(conn, seen)
                 Observations.forget(conn, [p for p in known if p not in listed and not os.path.lexists(p)])
+                see_removals(settings, store, listed)  # a note deleted by hand, said "deleted" below: logged so
     except (DiskFull, StateDirError) as exc:
         # The states are still true; only new versions miss the history this time.
         if not listed:  # it could not even start (a read-only state dir): look without it, and a version

@@ -28,6 +28,7 @@ from ..files.scan import scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.safeopen import Folder
 from ..history.placing import ReadOnlyNote, read_only_now, resolve_writable
+from ..history.removals import in_roots, see_removals
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, micros, short
 from ..types import DAY, no_such_moment, typed_moment
@@ -145,7 +146,7 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
     workspace, extra = str(settings.workspace), settings.extra_paths
     files = scan_workspace(settings, multimodal=False).files
     if record:
-        _see_removals(settings, store, {f.abs_path for f in files})
+        see_removals(settings, store, {f.abs_path for f in files})
     named_then: set[str] = set()  # for a time: every path the history named at or before it
     unsure: dict[str, str] = {}  # for a time: a path whose content then is unknown, and why
     seen_after: set[str] = set()  # for a time: every path the history named (after it, where not in named_then)
@@ -376,34 +377,6 @@ def _file_on_the_way(resolved: ResolvedPath) -> bool:
     return False
 
 
-def _see_removals(settings: Settings, store: HistoryStore, present: set[str]) -> None:
-    """Log a removal for each file the history lists as present that is gone now (deleted by hand):
-    the history then says what the workspace holds at this moment, which a rollback back to it
-    (the undo) reads, and the file's last bytes are pinned as a removed file's."""
-    rows = store.db.rows("SELECT path, display, version, size, origin FROM versions "
-                         "WHERE id IN (SELECT MAX(id) FROM versions GROUP BY path)")
-    roots = (str(settings.workspace), *settings.extra_paths)
-    for raw, display, version, size, origin in rows:
-        path = dec(raw)
-        if origin == REMOVE or path in present or not _under(path, roots):
-            continue
-        try:
-            resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
-            gone = current_version(store, resolved, record=False) is None
-        except (PathRefused, UsageError):
-            continue  # something else is at the path (the plan refuses it if it is the rollback's)
-        if gone:
-            with store.lock():
-                store.record(path, dec(display), version, size, REMOVE, None)
-
-
-def _under(path: str, roots: tuple[str, ...]) -> bool:
-    """Whether ``path`` is a file of one of ``roots``: below it, or the root itself (an extra path
-    that names one file: moved away or deleted, it was left out, so a rollback archived its note's
-    new name and said nothing of the old)."""
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
-
-
 def _fate(before: FileVersion | None, after: Aim) -> str:
     now = before.version if before is not None else None
     if now == after.version:
@@ -521,7 +494,7 @@ def _history_targets(settings: Settings, store: HistoryStore, when: float,
     histories: list[tuple[str, dict[str, Aim], list[tuple]]] = []
     unknown: list[str] = []
     def memory_now(path: str) -> bool:  # not under an extra path no longer configured
-        return _under(path, roots)
+        return in_roots(path, roots)
 
     for raw, entries in by_path.items():
         path = dec(raw)
