@@ -50,8 +50,9 @@ def test_the_mcp_search_result_names_every_key_of_search_json():
     shape = row.split("the JSON of `search --json`: `", 1)[1].split("`", 1)[0]
     top = re.sub(r"\[.*\]", "", shape)  # the keys of the result itself, not of its hits
     documented = {k.rstrip("?") for k in re.findall(r"[A-Za-z]+\??", top)}
-    # Every key it may print: stale (with its warning and action) and updating never print together.
-    stale = to_json(SearchResult((), "hybrid", stale_paths=("a.md",), notes=("n",)))
+    # Every key it may print: stale (with its warning and action) and updating never print together;
+    # a path filter that matched nothing is a key of its own.
+    stale = to_json(SearchResult((), "hybrid", stale_paths=("a.md",), notes=("n",), filtered_out=True))
     updating = to_json(SearchResult((), "hybrid", stale_paths=("a.md",), updating=True))
     assert documented == set(stale) | set(updating), shape
 
