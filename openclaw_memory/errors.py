@@ -95,9 +95,13 @@ def suggested(text: str, program: str) -> str:
     """``text`` with each command it names run as ``program``: ``openclaw-memory`` and the settings
     flags in force (``settings.command_line``), so that, run as printed, it acts on the same workspace,
     agent and session as the command that printed it. The one rule of every front-end's hints."""
-    if program != PROGRAM and program in text:  # worded already (an error passes two front-end layers)
+    if program == PROGRAM:
         return text
-    return _NAMED_COMMAND.sub(lambda _: program, text)
+    # What names ``program`` is worded already (an error passes two front-end layers; a finished
+    # rollback's `To undo:` is worded where it is made) and kept as it is: a workspace named like a
+    # hint is in it. The rest is worded still: a doctor report with that undo in it was kept whole, and
+    # a removal's `restore --last` beside it named no workspace.
+    return program.join(_NAMED_COMMAND.sub(lambda _: program, piece) for piece in text.split(program))
 
 
 class MemoryToolError(Exception):

@@ -12,7 +12,9 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
 from test_mcp import run_session, text_of
+from test_rollback import run_killed
 from test_serve import start
 
 from conftest import write
@@ -102,6 +104,43 @@ def test_a_hint_in_parentheses_names_the_flags_given_and_stops_that_service(work
     assert step == ["-w", str(workspace), "serve", "--stop"], refused.stderr
     assert cli(*step, env=elsewhere, cwd=tmp_path).returncode == 0
     assert service.proc.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize("finisher", ["doctor", "rollback"])
+@pytest.mark.parametrize("killed", ["rollback:step:1", "rm:unlinked"])
+def test_finishing_a_killed_rollback_names_the_flags_given_in_its_undo_and_restore_and_they_act_on_that_workspace(
+        workspace, state_dir, cli, tmp_path, finisher, killed):
+    """`doctor -w WS --fix` finishing a killed rollback said `To undo: openclaw-memory rollback --to T`: run as
+    printed from another folder, it rolled back $OPENCLAW_WORKSPACE's workspace. Killed inside its removal
+    of a note made since, the removal's `restore --last` is finished too, in the same report."""
+    other = tmp_path / "other"
+    a = write(other / "memory" / "a.md", "a at the snapshot\n")
+    flags = ("-w", str(other), "--agent", "ops")
+    assert cli("read", *flags, "memory/a.md").returncode == 0
+    assert cli("watchdog", "snapshot", *flags, "base").returncode == 0
+    assert cli("write", *flags, "memory/a.md", "--stdin", input="a since\n").returncode == 0
+    made = write(other / "memory" / "new note.md", "made since\n")
+    assert cli("read", *flags, "memory/new note.md").returncode == 0
+    run_killed(workspace, state_dir, killed, *flags, "rollback", "--to", "base", "--force")  # (in $OPENCLAW_WORKSPACE)
+    elsewhere = {"OPENCLAW_WORKSPACE": str(workspace)}  # not the rolled back workspace: only -w names it
+    if finisher == "doctor":
+        said = cli(*flags, "doctor", "--fix", env=elsewhere, cwd=tmp_path)
+        assert said.returncode == 0, said.stdout + said.stderr
+        said_it = said.stdout
+    else:
+        said = cli(*flags, "rollback", "--to", "base", "--force", env=elsewhere, cwd=tmp_path)
+        assert said.returncode == 0, said.stdout + said.stderr
+        said_it = said.stderr
+    assert a.read_text() == "a at the snapshot\n" and not made.exists(), said_it
+    if killed == "rm:unlinked":
+        restore = bidden(said_it, r"its bytes are in the history \(`([^`]*)` brings it back\)")
+        assert restore == [*flags, "restore", "memory/new note.md", "--last"], said_it
+        assert cli(*restore, env=elsewhere, cwd=tmp_path).returncode == 0 and made.read_text() == "made since\n"
+    undo = bidden(said_it, r"(?m)finished the interrupted rollback .*\. To undo: (openclaw-memory .*)$")
+    assert undo[:-1] == [*flags, "rollback", "--to"], said_it
+    undone = cli(*undo, env=elsewhere, cwd=tmp_path)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert a.read_text() == "a since\n" and made.read_text() == "made since\n"
 
 
 def _index_folder_blocked(workspace: Path, state_dir: Path) -> None:

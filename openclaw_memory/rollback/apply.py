@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import faults
-from ..errors import PROGRAM, MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
+from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
 from ..fsutil.move import sticky_keeper
 from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
 from ..history.guard import IndexUpdate, restore_file_version
@@ -35,7 +35,7 @@ from ..history.states import ReadRecords
 from ..history.store import HistoryStore
 from ..history.versions import REMOVE, RESTORE
 from ..links.pending import finish_pending_rewrites
-from ..settings import Settings
+from ..settings import Settings, command_line
 from ..types import typed_moment
 from ..wire import key
 from .journal import Intent, Step, UnreadableRollback, clear_intent, describe, read_intent, write_intent
@@ -386,8 +386,10 @@ def recover_pending(settings: Settings) -> str | None:
     left = _run_steps(settings.as_recorded(intent.agent, intent.session), intent, said)
     clear_intent(settings.data_dir)
     also = "".join(f"; {warning}" for warning in said)
-    # The killed process never printed its `To undo:` line: the moment its record names is said here.
-    undo = f". To undo: {PROGRAM} rollback --to {shlex.quote(intent.undo)}"
+    # The killed process never printed its `To undo:` line: the moment its record names is said here,
+    # with the settings flags of the command finishing it (a service's own where one finishes it), as
+    # the plain rollback's: no front-end words it (errors.suggested finds a command opening a quote).
+    undo = f". To undo: {command_line(settings)} rollback --to {shlex.quote(intent.undo)}"
     if not left:
         return f"finished the interrupted {describe(intent)}: every memory file is as it was at {intent.moment}{also}{undo}"
     # Never "every memory file" when some were left (it said so, then named one left as it was).
