@@ -374,9 +374,9 @@ BLOCKED_STEPS = {
         "cli": "; read it first ({program} read {path}), then append.",
         "tools": "; call memory_get first, then append.",
     },
-    "history": {
-        "cli": " Check `{program} history` and try again.",
-        "tools": " Check `{program} history` and try again.",
+    "history": {  # (history takes the note: without it, `error: missing argument PATH`)
+        "cli": " Check `{program} history {path}` and try again.",
+        "tools": " Check `{program} history {path}` and try again.",
     },
     "rollback": {
         "cli": "; read them first ({program} read PATH), or pass --force: what each holds now is kept in the history.",

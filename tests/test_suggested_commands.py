@@ -17,7 +17,7 @@ from test_mcp import run_session, text_of
 from test_rollback import run_killed
 from test_serve import start
 
-from conftest import write
+from conftest import run_paused, write
 
 
 def bidden(text: str, pattern: str) -> list[str]:
@@ -141,6 +141,31 @@ def test_finishing_a_killed_rollback_names_the_flags_given_in_its_undo_and_resto
     undone = cli(*undo, env=elsewhere, cwd=tmp_path)
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert a.read_text() == "a since\n" and made.read_text() == "made since\n"
+
+
+def test_restores_changed_while_restored_hint_names_the_note_and_the_flags_given_and_lists_its_history(
+        workspace, state_dir, cli, tmp_path):
+    """A restore that an editor's save overtook said ``Check `openclaw-memory -w WS history` and try again``:
+    run as printed, `error: missing argument PATH`."""
+    other = tmp_path / "other"
+    note = write(other / "memory" / "my note.md", "first\n")
+    flags = ("-w", str(other), "--agent", "ops")
+    assert cli("read", *flags, "memory/my note.md").returncode == 0
+    assert cli("write", *flags, "memory/my note.md", "--append", "second").returncode == 0
+    first = cli("history", *flags, "memory/my note.md", "--json").json()["versions"][-1]["version"]
+
+    def editor_saves() -> None:
+        (other / "memory" / ".my note.md.swp").write_text("the editor's\n")
+        (other / "memory" / ".my note.md.swp").replace(note)
+
+    code, _, err = run_paused(workspace, state_dir, (*flags, "restore", "memory/my note.md", first[:12]), "write:checked",
+                              editor_saves)
+    assert code == 3 and "changed while it was being restored" in err, err
+    history = bidden(err, r"Check `([^`]*)` and try again")
+    assert history == [*flags, "history", "memory/my note.md"], err
+    listed = cli(*history, env={"OPENCLAW_WORKSPACE": str(workspace)}, cwd=tmp_path)
+    assert listed.returncode == 0 and first[:12] in listed.stdout, listed.stdout + listed.stderr
+    assert note.read_text() == "the editor's\n"
 
 
 def _index_folder_blocked(workspace: Path, state_dir: Path) -> None:
