@@ -141,6 +141,69 @@ def test_an_imported_move_onto_a_removed_notes_name_leaves_that_note_at_its_name
     assert version_of(KETTLE.encode()) not in [v.version for v in here.history("memory/pot.md").versions]
 
 
+def _logged(memory: LocalMemory) -> list[dict]:
+    """`log --json`'s entries, every field."""
+    from openclaw_memory.wire import to_json
+
+    return [to_json(e) for e in memory.activity(limit=1000).entries]
+
+
+def _plan(memory: LocalMemory, moment: str) -> list[tuple]:
+    return [(f.path, f.fate, f.version, f.previous) for f in memory.restore_all(moment, dry_run=True, force=True).files]
+
+
+def test_an_imported_history_shows_each_version_under_the_name_it_had_then(tmp_path):
+    """Every version of a moved note was logged under the note's name now: after a -> b -> c (the last
+    move forced onto a note it archived), `log` in the importing workspace showed a.md's and b.md's
+    versions as c.md's and every line count against the version logged before it there, and its next
+    `mv` left the note's earlier entries behind with the archived one (versions.arrived_by). Now
+    `log`, `history`, `restore --last` and a rollback's plan give what they give where it was exported."""
+    (tmp_path / "a" / "ws").mkdir(parents=True)
+    src = LocalMemory(settings_for(tmp_path / "a" / "ws", tmp_path / "a" / "state"))
+    src.write("memory/c.md", content=KETTLE)
+    src.write("memory/a.md", content=HERON)
+    src.read("memory/a.md")
+    src.write("memory/a.md", content=HERON_2)
+    src.move("memory/a.md", "memory/b.md")
+    src.read("memory/c.md")
+    src.move("memory/b.md", "memory/c.md", force=True)  # the kettle note archived: restore --last
+    archive = tmp_path / "moved.tar.gz"
+    src.export_archive(str(archive))
+    (tmp_path / "b" / "ws").mkdir(parents=True)
+    dst = LocalMemory(settings_for(tmp_path / "b" / "ws", tmp_path / "b" / "state"))
+    dst.import_archive(str(archive))
+
+    logged = _logged(src)
+    assert [(e["path"], e["origin"]) for e in logged] == [
+        ("memory/c.md", "move"), ("memory/c.md", "remove"), ("memory/b.md", "move"), ("memory/a.md", "agent-write"),
+        ("memory/a.md", "agent-write"), ("memory/c.md", "agent-write")]
+    assert _logged(dst) == logged
+    assert versions(dst, "memory/c.md") == versions(src, "memory/c.md")
+    after_import = _moment()
+    for memory in (src, dst):  # the note moves on: its own entries go with it, the archived one's stay
+        memory.read("memory/c.md")
+        memory.move("memory/c.md", "memory/d.md")
+
+    def undated(listed: list, time_of) -> list:  # (each workspace's own move has its own time)
+        return [time_of(e) if time_of(e) < after_import else None for e in listed]
+
+    assert undated(_logged(dst), lambda e: e["time"]) == undated(_logged(src), lambda e: e["time"])
+    assert [{**e, "time": None} for e in _logged(dst)] == [{**e, "time": None} for e in _logged(src)]
+    for old in ("memory/a.md", "memory/b.md", "memory/c.md", "memory/d.md"):
+        assert undated(versions(dst, old), lambda v: v[1]) == undated(versions(src, old), lambda v: v[1]), old
+        assert [v[:1] + v[2:] for v in versions(dst, old)] == [v[:1] + v[2:] for v in versions(src, old)], old
+    planned = _plan(src, after_import)
+    assert _plan(dst, after_import) == planned
+    assert [f for f in planned if f[1] != "unchanged"] == [
+        ("memory/c.md", "bring-back", version_of(HERON_2.encode()), None),
+        ("memory/d.md", "archive", None, version_of(HERON_2.encode()))]
+    for memory in (src, dst):
+        assert memory.restore("memory/c.md", last=True).version == version_of(KETTLE.encode())
+        for never_removed in ("memory/a.md", "memory/b.md"):
+            with pytest.raises(UsageError, match="no removal of"):
+                memory.restore(never_removed, last=True)
+
+
 def test_importing_the_same_archive_again_writes_and_logs_nothing_more(source, tmp_path):
     archive = exported(source)
     dst = target(tmp_path)
@@ -799,7 +862,28 @@ def _manifest_not_first(manifest, members):
 
 
 def _newer_format(manifest, members):
-    manifest["formatVersion"] = 2
+    manifest["formatVersion"] = 3
+
+
+def _the_first_format(manifest, members):
+    """Format 1 carried no version's name: its moved notes' versions would be logged under their name now."""
+    manifest["formatVersion"] = 1
+
+
+def _a_versions_name_in_an_undeclared_root(manifest, members):
+    manifest["history"][0]["versions"][0]["name"] = {"root": "extra/7", "path": "a.md"}
+
+
+def _a_versions_name_out_of_its_root(manifest, members):
+    manifest["history"][0]["versions"][0]["movedFrom"] = {"root": "workspace", "path": "../escaped.md"}
+
+
+def _a_previous_version_not_a_hash(manifest, members):
+    manifest["history"][0]["versions"][0]["previous"] = "HEAD~1"
+
+
+def _arrived_by_past_the_versions(manifest, members):
+    manifest["history"][0]["versions"][0]["arrivedBy"] = 99
 
 
 def _odd_origin(manifest, members):
@@ -910,7 +994,12 @@ HOSTILE = {
     "object no history lists": (_object_no_history_lists, "no history lists it"),
     "unlisted member": (_unlisted_member, "does not list"),
     "manifest not first": (_manifest_not_first, "first member"),
-    "newer format": (_newer_format, "format 2"),
+    "newer format": (_newer_format, "it is export format 3; this release reads format 2 only"),
+    "the first format": (_the_first_format, "it is export format 1; this release reads format 2 only"),
+    "a version's name in an undeclared root": (_a_versions_name_in_an_undeclared_root, "in an undeclared root"),
+    "a version's name out of its root": (_a_versions_name_out_of_its_root, "not a plain relative path"),
+    "a previous version not a hash": (_a_previous_version_not_a_hash, "is not an xxh3_128 hash"),
+    "arrivedBy past the versions": (_arrived_by_past_the_versions, "arrivedBy 99 is past the"),
     "bad origin": (_odd_origin, "origin"),
     "escapes in an agent": (_escapes_in_an_agent, "manifest's agent"),
     "escapes in a session": (_escapes_in_a_session, "manifest's session"),
@@ -1271,6 +1360,35 @@ def test_a_rollback_to_before_an_import_puts_back_what_was_here_not_the_archives
     assert note.read_text() == "LOCAL-1\n"
     assert cli("rollback", "--to", after_import, "--force").returncode == 0
     assert note.read_text() == "SOURCE-1\n"
+
+
+def test_the_time_history_prints_for_a_version_an_import_placed_rolls_back_to_it(workspace, tmp_path, cli):
+    """n.md written here, then elsewhere 0.1 s later, that export imported here with --force: `history`
+    listed the archive's version `[current]` at its own time, and `rollback --to` that time planned
+    this workspace's own version back (it held it then), though `rollback --to` the time `history`
+    prints goes back to that version. The import is listed too, at its moment: the current version."""
+    note = write(workspace / "memory" / "n.md", "mine\n")
+    assert cli("read", "memory/n.md").returncode == 0
+    time.sleep(0.1)
+    elsewhere = _elsewhere(tmp_path, cli, {"memory/n.md": "theirs\n"})
+    archive = tmp_path / "n.tar.gz"
+    assert cli("export", str(archive), env=elsewhere).returncode == 0
+    before_import = _moment()
+    assert cli("import", str(archive), "--force").returncode == 0
+
+    listed = cli("history", "memory/n.md", "--json").json()["versions"]
+    assert [(v["version"], v["origin"], v["current"]) for v in listed] == [
+        (version_of(b"theirs\n"), "restore", True), (version_of(b"theirs\n"), "external-edit", False),
+        (version_of(b"mine\n"), "external-edit", False)]
+    assert listed[0]["time"] > before_import > listed[1]["time"]
+    assert listed[0]["time"] == cli("log", "--json").json()["entries"][0]["time"]
+    dry = cli("rollback", "--to", listed[0]["time"], "--dry-run", "--json").json()
+    assert [(f["path"], f["fate"]) for f in dry["files"]] == [("memory/n.md", "unchanged")]
+    # The archive's own entry keeps its time there: this workspace held its own version then.
+    dry = cli("rollback", "--to", listed[1]["time"], "--dry-run", "--json").json()
+    assert [(f["path"], f["fate"], f["version"]) for f in dry["files"]] == [
+        ("memory/n.md", "rewrite", version_of(b"mine\n"))]
+    assert note.read_text() == "theirs\n"
 
 
 def test_an_import_onto_a_full_disk_names_the_folder_it_could_not_write(source, tmp_path, cli):

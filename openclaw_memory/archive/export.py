@@ -17,6 +17,7 @@ fsynced, then renamed into place (linked, so that a FILE made meanwhile is never
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import stat
@@ -29,7 +30,7 @@ import xxhash
 
 from .. import __version__
 from ..errors import MemoryToolError, UsageError, os_error, printable
-from ..files.paths import PATH_MAX
+from ..files.paths import PATH_MAX, absolute_path
 from ..files.read import open_resolved, resolve_memory_path
 from ..files.scan import scan_workspace
 from ..fsutil.atomic import dead_leftovers, temp_stem, unlink_quietly
@@ -37,7 +38,7 @@ from ..fsutil.move import link_noreplace
 from ..fsutil.private import identity
 from ..fsutil.safeopen import as_scanned, open_folder
 from ..history.store import FileVersion, HistoryStore, snapshot_fd
-from ..history.versions import iso_time
+from ..history.versions import LoggedRow, iso_time
 from ..wire import key
 from .manifest import (
     MANIFEST,
@@ -118,8 +119,7 @@ def export_archive(settings: Settings, archive: str, *, force: bool = False) -> 
     for abs_path in store.log.paths():
         place = place_of(settings, abs_path)
         if place is not None and "\\" not in place[1]:
-            history.append(PathHistory(*place, tuple(Version(*e, mode=_bits(mode))
-                                                     for e, mode in store.log.entries_with_modes(abs_path))))
+            history.append(PathHistory(*place, _versions(settings, place, store.log.entries_as_logged(abs_path))))
     sizes = {v.version: v.size for h in history for v in h.versions}
     # A stored version past the member limit (a history configured to keep one that big) is listed
     # without its bytes, as an evicted one is: import refuses a member past it, so the whole archive.
@@ -187,6 +187,29 @@ def _folders(files: list[tuple[FileRecord, ResolvedPath, Member]]) -> tuple[Fold
             finally:
                 os.close(fd)
     return tuple(found.values())
+
+
+def _versions(settings: Settings, place: tuple[str, str], rows: list[LoggedRow]) -> tuple[Version, ...]:
+    """A path's entries as the archive carries them: each with the name it was logged under (where
+    it is not the path's own: a moved file's earlier entries), a move's source, the version logged
+    before it and, for an entry a move brought, how many of the path's entries precede the move
+    (ids mean nothing in another history; that order is what a move here compares). Imported, `log`
+    and `history` show each entry where it was, and a rollback replays the moves (each was re-filed
+    under the file's name now, a move shown from its own name to itself)."""
+    workspace = str(settings.workspace)
+
+    def named(display: str | None) -> tuple[str, str] | None:
+        found = None if display is None else place_of(settings, absolute_path(display, workspace))
+        return None if found is None or "\\" in found[1] else found
+
+    ids = [row.id for row in rows]
+    versions = []
+    for row in rows:
+        name = named(row.display)
+        versions.append(Version(*row.entry, mode=_bits(row.mode), name=None if name == place else name,
+                                moved_from=named(row.moved_from), previous=row.previous,
+                                arrived_by=None if row.arrived_by is None else bisect.bisect_left(ids, row.arrived_by)))
+    return tuple(versions)
 
 
 def _bits(mode: int | None) -> int | None:

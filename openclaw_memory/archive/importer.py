@@ -16,10 +16,12 @@
 3. **Place** each file as the guarded write does: a new one linked into place (which fails if a
    file appeared meanwhile), a replaced one exchanged with the version recorded (kept and put back
    when another save landed: :class:`~openclaw_memory.history.swap.Swap`).
-4. **Log** the history: each path's versions with their own time, origin, agent and session, after
-   what the path's log holds here (a version already logged at that time with that origin is not
-   logged twice: importing the same archive again adds nothing), each with the moment it arrived
-   here: a rollback to a moment before the import puts back what this workspace held then.
+4. **Log** the history: each path's versions with their own time, origin, agent and session, each
+   under the name it had then, a move with its source, after what the path's log holds here (a
+   version already logged at that time with that origin is not logged twice: importing the same
+   archive again adds nothing), each with the moment it arrived here: a rollback to a moment before
+   the import puts back what this workspace held then. A file placed where this history knew another
+   version is logged again at that moment (a ``restore``): its listed time is when it arrived.
 
 Killed at any step (nothing is lost, so there is nothing to undo), the files here are each as
 they were or as the archive has them, what ``force`` replaced is in the history, and importing the
@@ -65,7 +67,7 @@ from ..errors import (
     shell_word,
     workspace_gone,
 )
-from ..files.paths import DREAMS, LEGACY_DREAMS
+from ..files.paths import DREAMS, LEGACY_DREAMS, display_path
 from ..files.read import path_changed
 from ..fsutil.atomic import folder_owner, unlink_quietly
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
@@ -95,12 +97,12 @@ from ..history.store import FileVersion, HistoryStore
 from ..history.swap import Swap
 from ..history.versions import EXTERNAL_EDIT, REMOVE, RESTORE, Entry, FileMode, short
 from ..wire import key
-from .manifest import PERMISSIONS, ArchiveManifest, FileRecord, Member, PathHistory, Refusal
+from .manifest import PERMISSIONS, ArchiveManifest, FileRecord, Member, PathHistory, Refusal, Version
 from .members import walk
 from .places import NoPlaceHere, match_roots, resolve_place
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from ..files.read import ResolvedPath
     from ..settings import Settings
@@ -144,6 +146,7 @@ class _Plan:
     beside: set[str] = field(default_factory=set)  # paths whose removed note's history goes beside the note here
     notes: tuple[str, ...] = ()  # how extra paths were matched, where it is not by path or one name
     left_out: list[str] = field(default_factory=list)  # each history skipped, and why
+    roots: dict[str, str] = field(default_factory=dict)  # each of the archive's roots -> its folder here
 
 
 def import_archive(settings: Settings, archive: str, *, force: bool = False, finishing: bool = False) -> ImportResult:
@@ -361,6 +364,7 @@ def _plan(settings: Settings, manifest: ArchiveManifest, force: bool, again: str
     plan = _Plan()
     places: dict[str, str] = {}
     roots, plan.notes = match_roots(settings, manifest.roots, {record.root for record in manifest.files}, again)
+    plan.roots = roots
     for record in manifest.files:
         resolved = resolve_place(settings, roots, record.root, record.path)
         if resolved.abs_path in places:
@@ -507,7 +511,7 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
         stopped = _place_all(store, targets)
     finally:
         _clean(targets)
-    added = _log(store, plan, stopped, settings.agent, settings.session)
+    added = _log(store, plan, stopped, settings)
     _sweep_killed(store, targets)  # after the log: a leftover goes only as bytes a version names
     placed = [t for t in targets.values() if t.placed]
     left = [t for t in targets.values() if t.left]
@@ -748,9 +752,11 @@ def _clean(targets: dict[str, _Target]) -> None:
             remove_made_folders(target.resolved, target.existed)
 
 
-def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, session: str | None) -> int:
-    """Each path's versions, after what its log holds here, skipping those it holds already; the
-    versions of a file that was not placed wait for the import that places it."""
+def _log(store: HistoryStore, plan: _Plan, stopped: str | None, settings: Settings) -> int:
+    """Each path's versions, after what its log holds here, skipping those it holds already, each as
+    the archive's history logged it (:func:`_log_history`); the versions of a file that was not
+    placed wait for the import that places it."""
+    agent, session = settings.agent, settings.session
     not_placed = {t.resolved.abs_path for t in plan.targets.values() if not t.placed and not t.left}
     # Each version's bits are logged as a file made here from it gets them (a removed 0600 note that
     # `restore --last` brings back comes back 0600; a 0666 one 0666 less this user's umask, never
@@ -766,37 +772,43 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
             # (an export imported back after `mv c e`: c's versions, logged again under c.md, said c.md
             # held them until the import; after `mv a c`, a's said c.md held them before the move).
             logged = store.log.logged()
+            # The paths this workspace's history knew before the import logs anything.
+            known = {t.resolved.abs_path for t in plan.targets.values() if store.log.latest(t.resolved.abs_path)}
             for history, resolved in plan.histories:
                 if resolved.abs_path in not_placed:
                     continue
                 beside = resolved.abs_path in plan.beside
                 since, last = (store.log.note_since(resolved.abs_path), store.last_id()) if beside else (0, 0)
-                before = added
-                for v in history.versions:
-                    if (v.version, v.time, v.origin) not in logged:
-                        owner = owners.get(resolved.abs_path)
-                        bits = (owner.mode if owner is not None and given.get(resolved.abs_path) == v.version
-                                else None if v.mode is None else new_bits(v.mode & PERMISSIONS))
-                        mode = None if bits is None else FileMode(
-                            bits, *((owner.uid, owner.gid) if owner else (os.geteuid(), os.getegid())))
-                        store.record_entry(resolved.abs_path, resolved.display,
-                                           Entry(v.version, v.time, v.size, v.origin, v.agent, v.session), mode,
-                                           arrived=arrived)
-                        added += 1
-                if beside and added > before:
+                owner = owners.get(resolved.abs_path)
+
+                def mode_of(v: Version, owner: FileMode | None = owner, path: str = resolved.abs_path) -> FileMode | None:
+                    bits = (owner.mode if owner is not None and given.get(path) == v.version
+                            else None if v.mode is None else new_bits(v.mode & PERMISSIONS))
+                    return None if bits is None else FileMode(
+                        bits, *((owner.uid, owner.gid) if owner else (os.geteuid(), os.getegid())))
+
+                new = _log_history(store, history, resolved, logged, mode_of, arrived, plan.roots, str(settings.workspace))
+                added += new
+                if beside and new:
                     added += _keep_the_note_here(store, resolved, since, last)
             for target in plan.targets.values():
                 if target.left:
                     added += _log_left(store, target, arrived)
                     continue
-                latest = store.log.latest_in_time(target.resolved.abs_path)
-                if target.placed and (latest is None or latest.version != target.member.hash or latest.origin == REMOVE):
-                    # Its history does not end with what it holds now (as a rollback replays it, by
-                    # time): logged by an earlier import, or here, before what --force replaced, or a
-                    # removal here since the export: the file holds the archive's version from now
-                    # on, as a restore puts one back (a rollback to after the import took it for
-                    # removed, or for holding what it held before).
-                    store.record(target.resolved.abs_path, target.resolved.display, target.member.hash,
+                path = target.resolved.abs_path
+                latest = store.log.latest_in_time(path)
+                made = target.current is None or target.current.version != target.member.hash
+                if target.placed and ((made and path in known) or latest is None
+                                      or latest.version != target.member.hash or latest.origin == REMOVE):
+                    # The import put the archive's version where this history knew another (--force
+                    # replaced it, or a note of that name was removed here), or its history does not
+                    # end with what it holds now (as a rollback replays it, by time): logged by an
+                    # earlier import, or here, before what --force replaced, or a removal here since
+                    # the export. The file holds the archive's version from now on, as a restore
+                    # puts one back, listed at the moment it did: the archive's own entry of it is
+                    # dated the exporting side's time, and a rollback to that time (which `history`
+                    # printed for the current version) put back what this workspace held then.
+                    store.record(path, target.resolved.display, target.member.hash,
                                  target.member.size, RESTORE, agent, session, target.mode or target.kept)
                     added += 1
     except (OSError, MemoryToolError) as exc:
@@ -808,6 +820,43 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, agent: str, sess
                               "to log it") from None
     return added
 
+
+
+def _log_history(store: HistoryStore, history: PathHistory, resolved: ResolvedPath, logged: set[tuple[str, float, str]],
+                 mode_of: Callable[[Version], FileMode | None], arrived: float, roots: dict[str, str],
+                 workspace: str) -> int:
+    """The archive's entries of one path not in ``logged``, each as its history logged it: under the
+    name it had then (a moved file's earlier entries), a move with its source, counted against the
+    version its path logged before it there, and an entry a move brought marked as arrived by that
+    move here (what the next move of the note takes along: :meth:`VersionLog.note_since`). Each was
+    logged under the file's name now, a move from that name to itself: `log` rewrote where things
+    were. How many entries were logged."""
+
+    def here(place: tuple[str, str] | None) -> str | None:
+        base = None if place is None else roots.get(place[0])
+        if place is None or base is None:  # (an extra path matching none here: the path's own name)
+            return None
+        return display_path(os.path.normpath(os.path.join(base, *place[1].split("/"))) if place[1] else base, workspace)
+
+    ids: dict[int, int] = {}  # the archive's index of each entry logged now -> its id here
+    for index, v in enumerate(history.versions):
+        if (v.version, v.time, v.origin) in logged:
+            continue
+        store.record_entry(resolved.abs_path, here(v.name) or resolved.display,
+                           Entry(v.version, v.time, v.size, v.origin, v.agent, v.session), mode_of(v),
+                           moved_from=here(v.moved_from), arrived=arrived)
+        ids[index] = store.last_id()
+    with store.lock() as conn:
+        for index, entry_id in ids.items():
+            v = history.versions[index]
+            # The version logged before it there, not here: the entries of several notes of one name
+            # (a removed one's, a moved one's) are listed in the order they were logged, and each is
+            # counted against its own note's, as `log` counts it there.
+            arrival = None if v.arrived_by is None else min(
+                (i for k, i in ids.items() if k >= v.arrived_by), default=store.last_id() + 1)
+            conn.execute("UPDATE versions SET previous = ?, arrived_by = COALESCE(?, arrived_by) WHERE id = ?",
+                         (v.previous, arrival, entry_id))
+    return len(ids)
 
 
 def _keep_the_note_here(store: HistoryStore, resolved: ResolvedPath, since: int, last: int) -> int:

@@ -4,7 +4,12 @@ Every other member is listed with its size and xxh3_128 hash; each memory file n
 (``workspace`` or ``extra/N``, the N-th extra path), its path below it, its member and its
 permission bits (``mode``, at most ``0o777``: a private note stays private where it is imported);
 each path with a history lists its versions oldest first, as the version log holds them, each with
-the permission bits the history saw it with (``null`` where it saw none); each folder below a root
+the permission bits the history saw it with (``null`` where it saw none) and what the log knows of
+it besides its path's (``name``: the root and path it was logged under, a moved file's entries
+keeping the name they had then; ``movedFrom``: a move's source; ``previous``: the version the
+path logged before it, what ``log`` counts its lines against; ``arrivedBy``: for an entry a move
+brought to the path, how many of the path's entries precede that move's arrival; each ``null``
+where there is none); each folder below a root
 that holds an exported file is listed with its root, its path and its permission bits (``folders``:
 import makes a folder it has to make with them, so a private ``memory/priv/`` stays private; an
 archive without the list, an older export's, is read too). Nothing in it is
@@ -26,7 +31,8 @@ from ..history.versions import ORIGINS, iso_time
 from ..settings import agent_id, check_agent, check_session
 
 FORMAT = "openclaw-memory-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: each version's name, movedFrom, previous and arrivedBy (format 1 re-filed every
+# version of a moved file under its current name: `log` after an import rewrote where things were)
 MANIFEST = "manifest.json"
 WORKSPACE = "workspace"
 # What import holds or reads at most: the manifest is parsed whole; a member and the whole archive
@@ -85,6 +91,10 @@ class Version:
     agent: str | None
     session: str | None
     mode: int | None = None  # the permission bits the history saw it with (& PERMISSIONS); None: none seen
+    name: tuple[str, str] | None = None  # (root, path) it was logged under; None: its history's own path
+    moved_from: tuple[str, str] | None = None  # a move's source (root, path); None: not a move, or none logged
+    previous: str | None = None  # the version its path logged before it (``log``'s counts); None: none
+    arrived_by: int | None = None  # brought by a move: how many of its path's entries precede that arrival
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,8 @@ class ArchiveManifest:
             "files": [{"root": f.root, "path": f.path, "member": f.member, "mode": f.mode} for f in self.files],
             "history": [{"root": h.root, "path": h.path, "versions": [
                 {"version": v.version, "time": v.time, "size": v.size, "origin": v.origin, "agent": v.agent,
-                 "session": v.session, "mode": v.mode} for v in h.versions]} for h in self.history],
+                 "session": v.session, "mode": v.mode, "name": _place_json(v.name), "movedFrom": _place_json(v.moved_from),
+                 "previous": v.previous, "arrivedBy": v.arrived_by} for v in h.versions]} for h in self.history],
             "folders": [{"root": d.root, "path": d.path, "mode": d.mode} for d in self.folders],
         }
         # ASCII only: a file name that is not UTF-8 travels as its \\udcXX escapes and comes back exactly.
@@ -128,6 +139,10 @@ class ArchiveManifest:
         """Each member by name (a look-up per file went through the list: 20,000 files took 2.4 s,
         the 300,000 a manifest may list hours)."""
         return {m.name: m for m in self.members}
+
+
+def _place_json(place: tuple[str, str] | None) -> dict | None:
+    return None if place is None else {"root": place[0], "path": place[1]}
 
 
 def file_member(root: str, path: str, basename: str) -> str:
@@ -203,7 +218,7 @@ def parse(data: bytes) -> ArchiveManifest:
                       MANIFEST)
     if body.get("formatVersion") != FORMAT_VERSION:
         raise Refusal(f"it is export format {json.dumps(body.get('formatVersion'))[:20]}; this release reads format "
-                      f"{FORMAT_VERSION} (a newer release made it?)", MANIFEST)
+                      f"{FORMAT_VERSION} only (another release made it)", MANIFEST)
     roots = tuple(Root(_root(_str(r, "name")), _str(r, "path")) for r in _list(body, "roots"))
     members = tuple(_member(m) for m in _list(body, "members"))
     files = tuple(_file(f) for f in _list(body, "files"))
@@ -251,6 +266,11 @@ def _agree(m: ArchiveManifest) -> None:
         for v in h.versions:
             if sizes.setdefault(v.version, v.size) != v.size:
                 raise Refusal(f"its manifest gives version {v.version[:12]} two sizes", MANIFEST)
+            if any(place is not None and place[0] not in roots for place in (v.name, v.moved_from)):
+                raise Refusal(f"its manifest names a version of {json.dumps(h.path)} in an undeclared root", MANIFEST)
+            if v.arrived_by is not None and v.arrived_by > len(h.versions):
+                raise Refusal(f"its manifest's arrivedBy {v.arrived_by} is past the {len(h.versions)} versions of "
+                              f"{json.dumps(h.path)}", MANIFEST)
     if len({(h.root, h.path) for h in m.history}) != len(m.history):
         raise Refusal("its manifest lists a path's history twice", MANIFEST)
     for d in m.folders:
@@ -294,10 +314,10 @@ def _str(body: dict, key: str, *, optional: bool = False) -> str:
     return value
 
 
-def _int(body: dict, key: str) -> int:
+def _int(body: dict, key: str, what: str = "a count of bytes") -> int:
     value = body.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise Refusal(f"its manifest's {key} {json.dumps(value)[:40]} is not a count of bytes", MANIFEST)
+        raise Refusal(f"its manifest's {key} {json.dumps(value)[:40]} is not {what}", MANIFEST)
     return value
 
 
@@ -369,6 +389,16 @@ def _who(body: dict, field: str, check: Callable[[str], str | None]) -> str | No
         raise Refusal(f"its manifest's {field} {json.dumps(value)[:60]} is refused: {rule}", MANIFEST) from None
 
 
+def _place(body: dict, key: str) -> tuple[str, str] | None:
+    """A name a version was logged under (``name``, ``movedFrom``): a root and a path below it, or null."""
+    value = body.get(key)
+    if value is None:
+        return None
+    place = _obj(value, f"its manifest's {key}")
+    root = _root(_str(place, "root"))
+    return root, check_relative(_str(place, "path"), empty=root != WORKSPACE)
+
+
 def _history(body: dict) -> PathHistory:
     root = _root(_str(body, "root"))
     path = check_relative(_str(body, "path"), empty=root != WORKSPACE)
@@ -388,5 +418,8 @@ def _history(body: dict) -> PathHistory:
         if origin not in ORIGINS:
             raise Refusal(f"its manifest's origin {json.dumps(origin)[:40]} is not one of {', '.join(ORIGINS)}", MANIFEST)
         versions.append(Version(_hash(v, "version"), float(when), _int(v, "size"), origin,
-                                _who(v, "agent", _recorded_agent), _who(v, "session", check_session), _mode(v, optional=True)))
+                                _who(v, "agent", _recorded_agent), _who(v, "session", check_session), _mode(v, optional=True),
+                                _place(v, "name"), _place(v, "movedFrom"),
+                                None if v.get("previous") is None else _hash(v, "previous"),
+                                None if v.get("arrivedBy") is None else _int(v, "arrivedBy", "a count of entries")))
     return PathHistory(root, path, tuple(versions))

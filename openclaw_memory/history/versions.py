@@ -65,6 +65,21 @@ class Entry(NamedTuple):
     session: str | None = None  # the agent's session that did; None for the plain command line and outside edits
 
 
+class LoggedRow(NamedTuple):
+    """An entry with the rest of its row, as ``export`` carries it: its permission bits (None: not
+    looked at, or logged before schema 7), the name it was logged under (``display``: a moved file's
+    entries keep theirs), a move's source, the version its path logged before it, the move that
+    brought it to its path (``arrived_by``, an id) and its own id."""
+
+    entry: Entry
+    mode: int | None
+    display: str
+    moved_from: str | None
+    previous: str | None
+    arrived_by: int | None
+    id: int
+
+
 def micros(seconds: float) -> int:
     """A time to the microsecond, as every time is shown and read (``rollback --to``'s moment too)."""
     return round(seconds * 1_000_000)
@@ -96,12 +111,13 @@ class VersionLog:
                             (enc(abs_path),))
         return [_entry(*row) for row in rows]
 
-    def entries_with_modes(self, abs_path: str) -> list[tuple[Entry, int | None]]:
-        """The path's entries, oldest first, each with the permission bits it was seen with (None: not
-        looked at, or logged before schema 7): what ``export`` carries, read in one query."""
-        rows = self.db.rows("SELECT version, time, size, origin, agent, session, mode FROM versions WHERE path = ? "
-                            "ORDER BY id", (enc(abs_path),))
-        return [(_entry(*row[:6]), row[6]) for row in rows]
+    def entries_as_logged(self, abs_path: str) -> list[LoggedRow]:
+        """The path's entries, oldest first, each with what its row holds besides (:class:`LoggedRow`):
+        what ``export`` carries, read in one query."""
+        rows = self.db.rows("SELECT version, time, size, origin, agent, session, mode, display, moved_from, previous, "
+                            "arrived_by, id FROM versions WHERE path = ? ORDER BY id", (enc(abs_path),))
+        return [LoggedRow(_entry(*row[:6]), row[6], dec(row[7]), dec(row[8]) if row[8] is not None else None, row[9],
+                          row[10], row[11]) for row in rows]
 
     def paths(self) -> list[str]:
         """Every path the log has entries for (what ``export`` carries: removed and moved files too)."""
