@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import env_for, settings_for, write
+from conftest import env_for, run_paused, settings_for, write
 from openclaw_memory.errors import WriteBlocked
 from openclaw_memory.fsutil import move
 from openclaw_memory.fsutil.safeopen import Folder
@@ -168,3 +168,40 @@ def test_a_swap_file_a_killed_write_left_is_swept_only_once_no_program_holds_it_
     store = HistoryStore.for_settings(settings_for(workspace, state_dir))
     kept = [store.objects.read_bytes(e.version) for e in store.entries(str(path))]
     assert b"# day as a killed write displaced it\n" + b"".join(b"appender line %d\n" % i for i in range(4)) in kept
+
+
+def test_a_writer_opening_the_note_while_a_restore_swaps_it_blocks_the_restore_saying_so(workspace, state_dir, cli):
+    """A restore paused after its checks while a program appends to the note (its open breaks the
+    restore's lease): the restore sees the writer, or the version it did not check, and gives the note
+    back, exit 3. Letting go of a lease being broken was refused (EAGAIN, Linux 6.18), and that took
+    the place of the answer: exit 1, "cannot write in the workspace (...): Resource temporarily
+    unavailable". The append lands; nothing is lost."""
+    path = write(workspace / DAY, "v1\n")
+    if not _leases_granted(path):
+        pytest.skip("this file system grants no leases: a restore cannot see a writer's open")
+    assert cli("read", DAY).returncode == 0
+    assert cli("write", DAY, "--append", "v2", "--no-index").returncode == 0
+    first = cli("history", DAY, "--json").json()["versions"][-1]["version"]
+
+    def meanwhile():  # `echo appended >> note` in another process, done before the restore goes on
+        subprocess.run([sys.executable, "-c", f"open({str(path)!r}, 'a').write('appended\\n')"], check=True, timeout=120)
+
+    code, _out, err = run_paused(workspace, state_dir, ("restore", DAY, first, "--no-index"), "write:checked", meanwhile)
+    assert code == 3, err
+    assert ("memory/2026-12-05.md is held open for writing by another program" in err
+            or "memory/2026-12-05.md changed while it was being restored" in err), err
+    assert path.read_text() == "v1\nv2\nappended\n"
+
+
+def _leases_granted(path) -> bool:
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        return True
+    except (OSError, AttributeError):
+        return False
+    finally:
+        os.close(fd)

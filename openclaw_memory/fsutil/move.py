@@ -497,4 +497,11 @@ class Lease:
     def release(self) -> None:
         if self.held:
             self.held = False
-            fcntl.fcntl(self.fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+            try:
+                fcntl.fcntl(self.fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+            except OSError:
+                # A lease being broken (a writer's open waiting on it) may refuse F_UNLCK (EAGAIN,
+                # Linux 6.18): it goes with its descriptor, which the caller closes next. Raised, it
+                # took the place of what the caller was saying (`blocked: ... held open for
+                # writing`, exit 3) with "cannot write in the workspace: Resource temporarily unavailable".
+                pass
