@@ -187,3 +187,25 @@ def test_notes_deleted_or_moved_by_hand_that_state_found_gone_stay_gone_in_a_rol
     assert held == {"b.md": "bravo\n", "c.md": "alpha\n"}, held
     assert cli("restore", "memory/old.md", "--last", "--no-index").returncode == 0
     assert (workspace / "memory" / "old.md").read_text() == "old note\n"
+
+
+def test_a_note_back_with_the_bytes_it_had_when_removed_is_logged_there_again(cli, workspace, clock):
+    """A branch switched away and back (`state` in between logged the removal): the note came back
+    with the bytes the removal logged, and a sighting of the same version logged nothing, so the
+    history said "removed" of a note there and just read, and a rollback to that moment archived it.
+    The same for a note an `rm` removed and a person put back as it was."""
+    clock.now = BASE
+    note = write(workspace / "memory" / "ops.md", "deploy key rotation: every 90 days\n")
+    assert cli("read", "memory/ops.md").returncode == 0
+    note.unlink()
+    clock.now = BASE + 10
+    assert cli("state").returncode == 0
+    clock.now = BASE + 20
+    write(note, "deploy key rotation: every 90 days\n")
+    assert cli("read", "memory/ops.md").returncode == 0
+    assert [e["origin"] for e in cli("history", "memory/ops.md", "--json").json()["versions"]][0] == "external-edit"
+    moment = iso_time(BASE + 30)
+    clock.now = BASE + 40
+    plan = cli("rollback", "--to", moment, "--dry-run", "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert {f["path"]: f["fate"] for f in plan.json()["files"]}["memory/ops.md"] == "unchanged", plan.stdout

@@ -29,7 +29,7 @@ from ..fsutil.lock import FileLock
 from ..fsutil.safeopen import open_regular_in_roots
 from ..settings import HistorySettings
 from .objects import ObjectStore
-from .versions import EXTERNAL_EDIT, Entry, FileMode, VersionLog, short
+from .versions import EXTERNAL_EDIT, REMOVE, Entry, FileMode, VersionLog, short
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -56,6 +56,14 @@ class _Sighting(NamedTuple):
     snapshot: FileVersion
     mode: FileMode | None
     after: int  # the id of the history's last entry when it was seen
+
+
+def _holds_already(latest: Entry | None, snapshot: FileVersion) -> bool:
+    """Whether the path's latest entry says the file holds ``snapshot`` (nothing new to log). A removal
+    logs the version it took away: a note that came back with those bytes (a branch switched back,
+    a file put back by hand) is there again, and was left logged as removed, so a rollback to a moment
+    it was there (read, even) archived it."""
+    return latest is not None and latest.version == snapshot.version and latest.origin != REMOVE
 
 
 def _pending() -> list[_Sighting]:
@@ -212,7 +220,7 @@ class HistoryStore:
             else:
                 stored = self._store_from_path(abs_path, snapshot.version)
         latest = self.log.latest(abs_path)
-        if latest is not None and latest.version == snapshot.version:
+        if _holds_already(latest, snapshot):
             if stored:
                 self._evict(snapshot.version)
             return None
@@ -222,7 +230,7 @@ class HistoryStore:
             return self._record_seen(abs_path, display, snapshot, origin, fd)
         with self.db.transaction() as conn:  # the look at the latest entry and the entry it decides: one step
             latest = self.log.latest(abs_path)
-            if latest is not None and latest.version == snapshot.version:
+            if _holds_already(latest, snapshot):
                 return None
             with self._no_write_in_progress() as quiet:
                 holds = self._holds_now(abs_path, snapshot, fd)
