@@ -92,6 +92,20 @@ def exported(source) -> Path:
 # -- the round trip --------------------------------------------------------------------------------
 
 
+def test_an_archive_of_the_first_format_imports_each_version_under_its_path(source, tmp_path):
+    """0.1.0's backups (format 1) were refused once format 2 carried each version's name ("this release
+    reads format 2 only"): read as they were made, each version filed under its path."""
+    archive = rebuilt(exported(source), tmp_path / "first.tar.gz", as_format_1)
+    dst = target(tmp_path)
+    dst.import_archive(str(archive))
+    ws = dst.settings.workspace
+    assert (ws / "memory" / "2026-11-30.md").read_text() == HERON_2
+    assert [v.version for v in dst.history("memory/2026-11-30.md").versions] == [
+        v.version for v in source[0].history("memory/2026-11-30.md").versions]
+    assert dst.restore("memory/kettle.md", last=True).version is not None
+    assert (ws / "memory" / "kettle.md").read_text() == KETTLE
+
+
 def test_an_export_imports_elsewhere_with_identical_files_and_the_same_history(source, tmp_path):
     memory, archive = source
     result = memory.export_archive(str(archive))
@@ -865,9 +879,17 @@ def _newer_format(manifest, members):
     manifest["formatVersion"] = 3
 
 
-def _the_first_format(manifest, members):
-    """Format 1 carried no version's name: its moved notes' versions would be logged under their name now."""
+def _a_format_not_a_number(manifest, members):
+    manifest["formatVersion"] = "2"
+
+
+def as_format_1(manifest, members):
+    """What 0.1.0 exported: format 1, no version's name, movedFrom, previous or arrivedBy."""
     manifest["formatVersion"] = 1
+    for path in manifest["history"]:
+        for version in path["versions"]:
+            for key in ("name", "movedFrom", "previous", "arrivedBy"):
+                version.pop(key, None)
 
 
 def _a_versions_name_in_an_undeclared_root(manifest, members):
@@ -994,8 +1016,8 @@ HOSTILE = {
     "object no history lists": (_object_no_history_lists, "no history lists it"),
     "unlisted member": (_unlisted_member, "does not list"),
     "manifest not first": (_manifest_not_first, "first member"),
-    "newer format": (_newer_format, "it is export format 3; this release reads format 2 only"),
-    "the first format": (_the_first_format, "it is export format 1; this release reads format 2 only"),
+    "newer format": (_newer_format, "it is export format 3; this release reads formats 1 and 2 only"),
+    "a format not a number": (_a_format_not_a_number, 'it is export format "2"; this release reads formats 1 and 2 only'),
     "a version's name in an undeclared root": (_a_versions_name_in_an_undeclared_root, "in an undeclared root"),
     "a version's name out of its root": (_a_versions_name_out_of_its_root, "not a plain relative path"),
     "a previous version not a hash": (_a_previous_version_not_a_hash, "is not an xxh3_128 hash"),

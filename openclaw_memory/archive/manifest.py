@@ -33,6 +33,7 @@ from ..settings import agent_id, check_agent, check_session
 FORMAT = "openclaw-memory-export"
 FORMAT_VERSION = 2  # 2: each version's name, movedFrom, previous and arrivedBy (format 1 re-filed every
 # version of a moved file under its current name: `log` after an import rewrote where things were)
+READS = (1, FORMAT_VERSION)  # a format-1 archive (0.1.0's backups) is read as it was: each version under its path
 MANIFEST = "manifest.json"
 WORKSPACE = "workspace"
 # What import holds or reads at most: the manifest is parsed whole; a member and the whole archive
@@ -216,9 +217,10 @@ def parse(data: bytes) -> ArchiveManifest:
     if body.get("format") != FORMAT:
         raise Refusal(f"its manifest is not an openclaw-memory export's (format {json.dumps(body.get('format'))[:60]})",
                       MANIFEST)
-    if body.get("formatVersion") != FORMAT_VERSION:
-        raise Refusal(f"it is export format {json.dumps(body.get('formatVersion'))[:20]}; this release reads format "
-                      f"{FORMAT_VERSION} only (another release made it)", MANIFEST)
+    version = body.get("formatVersion")
+    if type(version) is not int or version not in READS:
+        raise Refusal(f"it is export format {json.dumps(version)[:20]}; this release reads formats "
+                      f"{' and '.join(map(str, READS))} only (another release made it)", MANIFEST)
     roots = tuple(Root(_root(_str(r, "name")), _str(r, "path")) for r in _list(body, "roots"))
     members = tuple(_member(m) for m in _list(body, "members"))
     files = tuple(_file(f) for f in _list(body, "files"))
