@@ -80,6 +80,7 @@ from ..history.objects import pread_blocks
 from ..history.placing import (
     Raced,
     ReadOnlyNote,
+    TakenOver,
     create_new,
     current_version,
     held_open,
@@ -89,8 +90,10 @@ from ..history.placing import (
     read_only_note,
     recorded_mode,
     refuse_each_read_only,
+    refuse_each_taking_over,
     remove_made_folders,
     swap_name,
+    taking_over,
     temp_from_blocks,
 )
 from ..history.store import FileVersion, HistoryStore
@@ -489,6 +492,8 @@ def _import(store: HistoryStore, fd: int, path: str, manifest: ArchiveManifest, 
             for t in targets.values()}))
     # Those --force would replace, refused whole naming each, as a write of one is.
     refuse_each_read_only((t.read_only for t in targets.values() if _replaces(t)), "written")
+    # And other users' notes whose owners could no longer write the file of this user's put in their place.
+    refuse_each_taking_over((_taken_over(store, t) for t in targets.values() if _replaces(t)), "an import", "written")
     try:
         try:
             with store.lock():
@@ -535,6 +540,16 @@ def _archived_versions(plan: _Plan) -> dict[str, set[str]]:
     for target in plan.targets.values():
         versions.setdefault(target.resolved.abs_path, set()).add(target.member.hash)
     return versions
+
+
+def _taken_over(store: HistoryStore, target: _Target) -> TakenOver | None:
+    """The note here, another user's, when the file of this user's the import puts in its place (with
+    the bits :func:`_mode_for` gives it) is one its owner could no longer write (:func:`taking_over`)."""
+    try:
+        with target.resolved.folder() as folder:
+            return taking_over(target.resolved.display, target.kept, _mode_for(store, target).mode, folder.fd)
+    except (OSError, PathRefused):
+        return None  # (its folder gone or swapped since the look: staging says so)
 
 
 def _replaces(target: _Target) -> bool:

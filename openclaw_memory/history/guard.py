@@ -46,6 +46,7 @@ from .failures import HistoryFailed, in_history, translated
 from .leftovers import sweep_leftovers
 from .objects import pread_blocks
 from .placing import (
+    KeptMode,
     Raced,
     create_new,
     current_version,
@@ -365,29 +366,17 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
         if fd is None:
             kept = recorded_mode(store, resolved, wanted)
         else:
-            there = over = kept_stat(fd)
-            own = (None if store.log.held_here_since(resolved.abs_path, wanted)
-                   else store.log.mode_of(resolved.abs_path, resolved.display, wanted))
-            if over is not None and own is not None and not any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
-                # Over another file at the name (one moved there: `mv --force q p`, then a rollback to
-                # before it; one made there after the note's removal or move away), with that file's
-                # mode and owner but giving its group and others no access the version's own file did
-                # not: p's private text came back at q's 0644, a removed 0600 note's at the new note's
-                # 0644. Never wider than the file there: "another file" is also the note's own brought
-                # back (restore --last) or moved, which its owner may have made private since. (Over the
-                # note's own file, its mode as the user set it; an ACL there kept whole: its mask is
-                # the group bits.)
-                over = over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
-            kept = over
+            there = kept_stat(fd)
+            kept = restored_over(store, resolved, wanted, there) if there is not None else None
         if fd is not None:  # (a removed note comes back with its recorded mode: nothing is replaced)
             refuse_sticky(folder, fd, resolved)
             # The file there as it is: the mode computed for its replacement (narrowed to the version's
             # own) called another user's 0666 note "read-only (mode 644)".
             refuse_read_only(there, resolved.display, "restored", folder, read_only_ok)
-            if read_only_ok is None:
-                # The version comes back as a new file of this user's, mode narrowed to the version's:
-                # another user's writable note became this user's 0644, its owner locked out of it.
-                refuse_taking_over(there, resolved.display, "a restore", "restored")
+            # The version comes back as a new file of this user's, mode narrowed to the version's:
+            # another user's writable note became this user's 0644, its owner locked out of it. A
+            # rollback's step too (read_only_ok): it leaves that note, named (rollback.apply).
+            refuse_taking_over(there, folder, resolved.display, "a restore", "restored", kept.mode if kept else None)
             os.close(fd)
             fd = None
         if folder is None:  # (a removed private note's folder removed too: made as private as the note)
@@ -411,6 +400,22 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             os.close(fd)
         if folder is not None:
             folder.close()
+
+
+def restored_over(store: HistoryStore, resolved: ResolvedPath, wanted: str, over: KeptMode) -> KeptMode:
+    """The mode and owner version ``wanted`` comes back with over the file at the name (``over``: its
+    stat): that file's, but giving its group and others no access the version's own file did not.
+    Over another file at the name (one moved there: `mv --force q p`, then a rollback to before it;
+    one made there after the note's removal or move away): p's private text came back at q's 0644, a
+    removed 0600 note's at the new note's 0644. Never wider than the file there: "another file" is
+    also the note's own brought back (restore --last) or moved, which its owner may have made private
+    since. (Over the note's own file, its mode as the user set it; an ACL there kept whole: its mask
+    is the group bits.)"""
+    own = (None if store.log.held_here_since(resolved.abs_path, wanted)
+           else store.log.mode_of(resolved.abs_path, resolved.display, wanted))
+    if own is None or any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
+        return over
+    return over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
 
 
 def refuse_sticky(folder: Folder | None, fd: int | None, resolved: ResolvedPath) -> None:
@@ -497,7 +502,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 records.put(resolved.abs_path, current, WRITE)
             return WriteResult(resolved.display, resolved.abs_path, REPLACE, current.version, current.version,
                                current.size, False, changed=False)
-        refuse_taking_over(kept, resolved.display, "a write", "written")
+        refuse_taking_over(kept, folder, resolved.display, "a write", "written")  # (a new file of this user's, the note's mode)
         if folder is None:
             folder, existed = make_folder(resolved)
         sweep_leftovers(store, resolved, folder)

@@ -5,7 +5,9 @@ the swap. Shared by the guarded write (:mod:`.guard`), mv and rm (:mod:`.moves`)
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeGuard
@@ -270,15 +272,87 @@ def refuse_read_only(kept: FileMode | None, display: str, done: str, folder: Fol
     refuse_each_read_only([read_only_note(display, kept, folder)], done)
 
 
-def refuse_taking_over(there: FileMode | None, display: str, doing: str, done: str) -> None:
-    """PathRefused where the note (``there``: the opened file's stat) is another user's and this
-    process, not root, replaces it: the new file is this user's (a chown to its owner is refused),
-    so its owner loses it (a 0664 note in a team's folder became the writer's, in the writer's
-    group). ``doing``: "a write", "a restore"; ``done``: "written", "restored"."""
-    if there is not None and there.uid != os.geteuid() and os.geteuid() != 0:
-        raise PathRefused(f"refused: {display} belongs to another user (uid {there.uid}, mode {there.mode & 0o777:o}): "
-                          f"{doing} puts a file of this user's in its place, which they could no longer write; "
-                          f"nothing was {done}: {display} is unchanged")
+class TakenOver(NamedTuple):
+    """Another user's note a change would replace by a file its owner could no longer write (:func:`taking_over`)."""
+
+    display: str
+    there: FileMode  # the note as it is (its owner, and its mode as it is, named in the refusal)
+
+
+class TakeOverRefused(PathRefused):
+    """A change refused whole (exit 2) for the notes of other users it would take over (``found``).
+    Its own class so that a rollback step can tell it from the other refusals: that note is left, named."""
+
+    def __init__(self, found: list[TakenOver], doing: str, done: str):
+        one = found[0].display if len(found) == 1 else "they"
+        super().__init__(f"refused: {taking_over_words(found, doing)}; nothing was {done}: {one} "
+                         f"{'is' if len(found) == 1 else 'are'} unchanged")
+        self.found = found
+
+
+def taking_over_words(found: list[TakenOver], doing: str) -> str:
+    """Why ``doing`` ("a write", "a restore", "a rollback", "an import") may not replace the notes ``found``."""
+    if len(found) == 1:
+        return (f"{found[0].display} belongs to another user (uid {found[0].there.uid}, mode {found[0].there.mode & 0o777:o}): "
+                f"{doing} puts a file of this user's in its place, which they could no longer write")
+    named = [f"{n.display} (uid {n.there.uid}, mode {n.there.mode & 0o777:o})" for n in found]
+    return (f"{', '.join(named[:-1])} and {named[-1]} belong to other users: {doing} puts files of this user's "
+            "in their place, which their owners could no longer write")
+
+
+def taking_over(display: str, there: FileMode | None, mode: int, folder_fd: int) -> TakenOver | None:
+    """The note ``there`` (another user's, the opened file's stat) when this process, not root, would
+    replace it in the folder open on ``folder_fd`` by a file of ``mode`` (what the caller gives the
+    replacement: a write the note's own, a restore the version's narrowed) that its owner could no
+    longer write; None when it could. The replacement is this user's (a chown to another user is
+    refused), in the group :func:`replacement_group` says: its owner may write it still where the
+    mode lets others write, or its group and the owner is in that group (a 0664 note in a setgid
+    team folder, bob's now in the team's group as it was alice's: alice's append worked before the
+    refusal and still does). Root keeps the note's owner."""
+    euid = os.geteuid()
+    if there is None or there.uid == euid or euid == 0 or mode & 0o002:
+        return None
+    if mode & 0o020 and _in_group(there.uid, replacement_group(there.gid, folder_fd)):
+        return None
+    return TakenOver(display, there)
+
+
+def replacement_group(gid: int, folder_fd: int) -> int:
+    """The group of the file this process, not root, puts in place of a note of group ``gid`` in the
+    folder open on ``folder_fd``: ``gid`` where this process may give its own file that group (a
+    member of it, :func:`temp_from_blocks`; write_temp_beside chowns only a group other than its
+    own), else the one a new file gets: the folder's in a setgid folder, this process's otherwise."""
+    if gid != os.getegid() and gid in os.getgroups():
+        return gid
+    folder = os.fstat(folder_fd)
+    return folder.st_gid if folder.st_mode & stat.S_ISGID else os.getegid()
+
+
+def _in_group(uid: int, gid: int) -> bool:
+    """Whether the user ``uid`` is in the group ``gid``: its primary group, or listed as a member. A
+    user or group unknown here is in none (the owner is then said to lose access: refused)."""
+    try:
+        user = pwd.getpwuid(uid)
+        return user.pw_gid == gid or user.pw_name in grp.getgrgid(gid).gr_mem
+    except KeyError:
+        return False
+
+
+def refuse_each_taking_over(found: Iterable[TakenOver | None], doing: str, done: str) -> None:
+    """TakeOverRefused naming every note of ``found`` (Nones: those not taken over), if any: a change
+    of many files (a rollback, an import) is refused whole before any is changed."""
+    listed = [n for n in found if n is not None]
+    if listed:
+        raise TakeOverRefused(listed, doing, done)
+
+
+def refuse_taking_over(there: FileMode | None, folder: Folder | None, display: str, doing: str, done: str,
+                       mode: int | None = None) -> None:
+    """TakeOverRefused (exit 2) where replacing the note ``there`` (the opened file's stat, in
+    ``folder``) by a file of ``mode`` (None: the note's own, as a write keeps it) takes it from its
+    owner (:func:`taking_over`). ``doing``: "a write", "a restore"; ``done``: "written", "restored"."""
+    if folder is not None and there is not None:
+        refuse_each_taking_over([taking_over(display, there, there.mode if mode is None else mode, folder.fd)], doing, done)
 
 
 def read_only_now(resolved: ResolvedPath) -> ReadOnlyNote | None:
@@ -330,8 +404,11 @@ def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[by
         yield tail
 
     if kept is not None:  # (a replaced file's, or one the history recorded for a file brought back)
-        tmp = write_temp_beside(resolved.name, hashed(), kept.mode, dir_fd=folder.fd, owner=(kept.uid, kept.gid),
-                                xattrs=kept.xattrs)
+        # Root gives it the note's owner; another user's own file, the note's group where it is in that
+        # group (a chown to another user is refused, a chgrp to one's own group is not): the team
+        # keeps the note in a team folder that is not setgid (it became the writer's own group's).
+        owner = (kept.uid if os.geteuid() == 0 else os.geteuid(), kept.gid)
+        tmp = write_temp_beside(resolved.name, hashed(), kept.mode, dir_fd=folder.fd, owner=owner, xattrs=kept.xattrs)
     elif has_default_acl(folder.fd):  # created as the shell's `>` would, the folder's default ACL applied
         tmp = write_temp_beside(resolved.name, hashed(), None, dir_fd=folder.fd, create_mode=0o666,
                                 owner=folder_owner(folder.fd))

@@ -27,9 +27,19 @@ from .. import faults
 from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
 from ..fsutil.move import sticky_keeper
 from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
-from ..history.guard import IndexUpdate, restore_file_version
+from ..history.guard import IndexUpdate, restore_file_version, restored_over
 from ..history.moves import STARTUP_FILES, finish_pending, refuse_startup_file, remove_memory_file
-from ..history.placing import ReadOnlyRefused, refuse_each_read_only, resolve_writable
+from ..history.placing import (
+    ReadOnlyRefused,
+    TakenOver,
+    TakeOverRefused,
+    kept_stat,
+    refuse_each_read_only,
+    refuse_each_taking_over,
+    resolve_writable,
+    taking_over,
+    taking_over_words,
+)
 from ..history.stale import read_here
 from ..history.states import ReadRecords
 from ..history.store import HistoryStore
@@ -111,8 +121,9 @@ def rollback(settings: Settings, to: str, *, dry_run: bool = False, force: bool 
             left, files, undo = _roll_back(settings, store, records, to, moment, dry_run, force, notes)
         if undo is None:
             return RollbackResult(to, moment.shown, moment.snapshot is not None, True, tuple(files), warnings=tuple(notes))
-    files = [f if f.path not in left else replace(f, changed=left[f.path] not in (READ_ONLY, HELD_OPEN, STICKY),
-                                                  read_only=left[f.path] in (READ_ONLY, STICKY), held_open=left[f.path] == HELD_OPEN)
+    files = [f if f.path not in left else replace(f, changed=left[f.path] not in (READ_ONLY, HELD_OPEN, STICKY, TAKEN),
+                                                  read_only=left[f.path] in (READ_ONLY, STICKY, TAKEN),
+                                                  held_open=left[f.path] == HELD_OPEN)
              for f in files]
     notes += [f"{path} {_SAID[why]}: left as it is (what it held is in the history){_THEN.get(why, '')}"
               for path, why in left.items()]
@@ -132,14 +143,18 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
                           f.resolved.abs_path in unread, f.resolved.abs_path in read_only) for f in fates]
     startup = _startup_files_archived(settings, fates, moment)
     kept = _sticky_notes(fates)
+    taken = _taken_over_notes(store, fates)
     if dry_run:
         notes += [startup] if startup else []  # (its "pass --force" says what the rollback asks)
         notes += [f"the rollback would be refused: {kept}; nothing would be rolled back"] if kept else []
+        notes += [f"the rollback would be refused: {taking_over_words(taken, 'a rollback')}; nothing would be rolled back"
+                  ] if taken else []
         return {}, files, None
     # Refused whole, before any step: a rollback that stopped at the first of them was half made.
     refuse_each_read_only((read_only.get(f.resolved.abs_path) for f in fates), "rolled back")
     if kept:
         raise PathRefused(f"refused: {kept}; nothing was rolled back")
+    refuse_each_taking_over(taken, "a rollback", "rolled back")
     if startup and not force:
         raise UsageError(f"refused: {startup}; nothing was changed")
     if unread and not force:
@@ -179,6 +194,31 @@ def _sticky_now(resolved) -> str | None:
             return sticky_keeper(folder.fd, folder.lstat(resolved.name))
     except (OSError, PathRefused, FolderSwapped):
         return None
+
+
+def _taken_over_notes(store: HistoryStore, fates: list[Fate]) -> list[TakenOver]:
+    """The notes of other users a rollback would restore over by files of this user's that their
+    owners could no longer write (:func:`~..history.placing.taking_over`), with the mode each step's
+    restore gives its version (:func:`~..history.guard.restored_over`), looked up by name now: the
+    rollback is refused whole, as a restore of one is. Archiving one is no takeover (the note goes
+    to the history, as ``rm`` of a note in a shared folder); one in a sticky folder is refused as such."""
+    found = []
+    for f in fates:
+        if f.fate != REWRITE or f.before is None or f.after.version is None or _sticky_now(f.resolved) is not None:
+            continue
+        try:
+            with f.resolved.folder() as folder:
+                fd, _ = folder.open_regular(f.resolved.name)
+                try:
+                    there = kept_stat(fd)
+                finally:
+                    os.close(fd)
+                if there is not None:
+                    mode = restored_over(store, f.resolved, f.after.version, there).mode
+                    found.append(taking_over(f.resolved.display, there, mode, folder.fd))
+        except (OSError, PathRefused, FolderSwapped):
+            continue  # (gone or swapped since the plan: its step says so)
+    return [n for n in found if n is not None]
 
 
 def _startup_files_archived(settings: Settings, fates: list[Fate], moment: Moment) -> str | None:
@@ -232,21 +272,26 @@ def _undo_moment() -> str:
 # is one memory never writes.
 # Another user's note in a sticky folder since the plan (STICKY: chown'd, by root) is one this user
 # may not replace or remove: left, or the rollback's record waited for a finish that never came.
+# Another user's note its restore would take from its owner since the plan (TAKEN: chown'd, its
+# mode narrowed): left, as a restore of it is refused.
 CHANGED, GONE, READ_ONLY, NOT_FILE = "changed", "gone", "read-only", "not-a-file"
-HELD_OPEN, THROUGH_LINK, STICKY = "held-open", "through-link", "sticky"
+HELD_OPEN, THROUGH_LINK, STICKY, TAKEN = "held-open", "through-link", "sticky", "taken-over"
 _SAID = {CHANGED: "changed while the rollback ran", GONE: "is to be a version no longer stored (lost with a damaged state database)",
          READ_ONLY: "was made read-only while the rollback ran (`chmod u+w` it, then roll back again)",
          NOT_FILE: "became a symlink or something else memory never replaces while the rollback ran",
          THROUGH_LINK: "goes through a symlink now (a folder on its path was made one while the rollback ran)",
          HELD_OPEN: "is held open for writing by another program, which could still write to it",
-         STICKY: "became another user's, in a sticky folder where only its owner may replace or remove it, while the rollback ran"}
+         STICKY: "became another user's, in a sticky folder where only its owner may replace or remove it, while the rollback ran",
+         TAKEN: "is another user's, which they could no longer write with a file of this user's in its place (its owner or "
+                "mode changed while the rollback ran)"}
 _THEN = {HELD_OPEN: "; roll back again once that program has closed it"}
 _SINCE = {CHANGED: "changed since", GONE: "its version then no longer stored (lost with a damaged state database)",
           READ_ONLY: "made read-only since: `chmod u+w` it, then roll back again",
           NOT_FILE: "a symlink or something else memory never replaces since",
           THROUGH_LINK: "a folder on its path is a symlink since",
           HELD_OPEN: "held open for writing by another program: roll back again once that program has closed it",
-          STICKY: "another user's since, in a sticky folder where only its owner may replace or remove it"}
+          STICKY: "another user's since, in a sticky folder where only its owner may replace or remove it",
+          TAKEN: "another user's since, which they could no longer write with a file of this user's in its place"}
 
 
 def _run_steps(settings: Settings, intent: Intent, said: list[str]) -> dict[str, str]:
@@ -318,6 +363,8 @@ def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str |
             said.extend(restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok).warnings)
     except ReadOnlyRefused:
         return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
+    except TakeOverRefused:
+        return TAKEN  # given to another user, or its mode changed, after the plan: theirs, as a read-only note is the user's
     except PathRefused:
         if (kind := _not_a_file(settings, step.path)) is not None:
             return kind  # swapped for a symlink after the look above: the step refused it by name
