@@ -383,6 +383,32 @@ def test_a_search_a_hung_service_holds_the_shards_of_says_so_and_how_to_end_it(w
     assert service.stop() == 0
 
 
+def test_requests_a_caller_gave_up_on_are_not_run_when_a_hung_service_goes_on(workspace, state_dir, cli, services):
+    """A service stopped (Ctrl-Z) while callers timed out and worked in-process: on SIGCONT it read
+    the requests still queued on their closed connections and ran them, a read then the write after
+    it, over a person's later edit (the agent's text back, the person's gone from the file), and an
+    append a second time."""
+    memory(workspace)
+    (state_dir / "openclaw-memory.toml").write_text("[service]\ntimeout = 1\n")
+    service = start(services, workspace, state_dir, "--no-watch")
+    day = workspace / "memory" / "day.md"
+    write(day, "# day\n")
+    os.kill(service.proc.pid, signal.SIGSTOP)
+    try:
+        assert cli("read", "memory/day.md").returncode == 0  # in-process, after the timeout
+        assert cli("write", "memory/day.md", "--append", "- paid the rent", "--no-index").returncode == 0
+        assert cli("read", "memory/day.md").returncode == 0
+        assert cli("write", "memory/day.md", "--replace-file", str(write(workspace / "plan.txt", "agent plan v2\n")),
+                   "--no-index").returncode == 0
+        day.write_text("PERSON'S FINAL PLAN\n")  # a person edits afterwards
+    finally:
+        os.kill(service.proc.pid, signal.SIGCONT)
+    gave_up = "a caller gave up waiting for this service and worked in-process: its request, read only now, was not run"
+    wait_for(lambda: sum(gave_up in line for line in service.stderr) == 4)  # each command's one request
+    assert day.read_text() == "PERSON'S FINAL PLAN\n"
+    assert service.stop() == 0, "".join(service.stderr)
+
+
 def test_a_long_session_goes_back_to_the_service_after_it_hung(workspace, state_dir, services, monkeypatch):
     """An MCP session outlives a stall of the service: after one timeout it works in-process, then
     asks the service again (working alone for good, it could not open the shards the service holds)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import threading
 import time
@@ -419,6 +420,13 @@ class Service:
                 if line is None:
                     return
                 if line.strip():
+                    if _hung_up(conn):
+                        # The caller gave up (no answer within its timeout: this service was stopped,
+                        # Ctrl-Z, or stuck) and did it in-process; run now, a write it read back was
+                        # made again over a person's later edit, an append twice.
+                        self.on_notice("a caller gave up waiting for this service and worked in-process: "
+                                       "its request, read only now, was not run")
+                        return
                     self._answer(conn, send_lock, line, sessions)
         except OSError:
             return
@@ -479,3 +487,11 @@ def _refuse(conn: socket.socket, why: str) -> None:
         pass  # gone already: nothing to tell
     finally:
         conn.close()
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """Whether the caller closed its end of ``conn`` (what it sent may still be unread): a caller
+    waits for each answer with its end open, so a request read after that is one it gave up on."""
+    poller = select.poll()
+    poller.register(conn, select.POLLIN | getattr(select, "POLLRDHUP", 0))
+    return any(events & (select.POLLHUP | getattr(select, "POLLRDHUP", 0)) for _fd, events in poller.poll(0))
