@@ -31,9 +31,13 @@ import pytest
 def pytest_configure(config) -> None:
     """A suite started in the background of a script (``make test &``, nohup) inherits SIGINT
     ignored, and so would every CLI it starts: Python then installs no KeyboardInterrupt, and a test
-    of Ctrl-C waits forever. Children of a process with a handler get the default back at exec."""
+    of Ctrl-C waits forever. Children of a process with a handler get the default back at exec.
+    Under nohup SIGHUP is ignored too, and a service started by a test then ran on after its
+    terminal closed, as nohup means (four tests of SIGHUP waited out their minutes)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
