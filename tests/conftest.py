@@ -393,17 +393,26 @@ NOBODY = 65534  # the other user the tests act as (root only)
 
 
 def as_nobody(fn: Callable[..., object], *args: object) -> object:
-    """``fn(*args)`` in a forked child that became uid/gid 65534 (no other group); its JSON result.
-    Forked, not started: the child needs no path to the interpreter or the checkout."""
+    """``fn(*args)`` in a forked child that became uid/gid 65534 (no other group); its JSON result."""
+    return as_user(NOBODY, NOBODY, [], None, "nobody", fn, *args)
+
+
+def as_user(uid: int, gid: int, groups: list[int], umask: int | None, name: str, fn: Callable[..., object],
+            *args: object) -> object:
+    """``fn(*args)`` in a forked child that became ``uid``/``gid`` with ``groups`` (and ``umask``, if
+    given); its JSON result. Forked, not started: the child needs no path to the interpreter or the
+    checkout (which may be closed to that user)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 1
         try:
             os.close(read_end)
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
+            os.setgroups(groups)
+            os.setgid(gid)
+            os.setuid(uid)
+            if umask is not None:
+                os.umask(umask)
             data = json.dumps(fn(*args)).encode()
             while data:
                 data = data[os.write(write_end, data):]
@@ -414,5 +423,24 @@ def as_nobody(fn: Callable[..., object], *args: object) -> object:
     with os.fdopen(read_end, "rb") as fh:
         out = fh.read()
     _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child acting as nobody failed"
+    assert os.waitstatus_to_exitcode(status) == 0, f"the child acting as {name} failed"
     return json.loads(out)
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL in a child acting as another user (which may not start this checkout anew)."""
+
+
+def rollback_killed_after_its_record(env: dict, ws: Path) -> str:
+    """``rollback --to before`` stopped dead once its record is made, before its first step."""
+    from openclaw_memory.rollback import apply
+
+    def killed(*_args: object, **_kw: object) -> dict:
+        raise Killed
+
+    apply._run_steps = killed  # (the child's own copy of the module)
+    try:
+        run_in_process(("rollback", "--to", "before", "--no-index"), env=env, cwd=ws)
+    except Killed:
+        return "killed"
+    return "not killed"

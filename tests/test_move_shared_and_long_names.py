@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOBODY, as_nobody, env_for, run_in_process, write
+from conftest import NOBODY, Killed, as_nobody, env_for, rollback_killed_after_its_record, run_in_process, write
 from openclaw_memory.fsutil.atomic import NAME_MAX, hidden_stem
 from openclaw_memory.fsutil.move import aside_name, asides_of
 
@@ -174,25 +174,6 @@ def json_of(result: dict) -> dict:
     return json.loads(result["stdout"])
 
 
-class _Killed(BaseException):
-    """Stands for a SIGKILL in the child acting as nobody (which may not start this checkout anew)."""
-
-
-def _rollback_killed_after_its_record(env: dict, ws: Path) -> str:
-    """``rollback --to before`` stopped dead once its record is made, before its first step."""
-    from openclaw_memory.rollback import apply
-
-    def killed(*_args: object, **_kw: object) -> dict:
-        raise _Killed
-
-    apply._run_steps = killed  # (the child's own copy of the module)
-    try:
-        run_in_process(("rollback", "--to", "before", "--no-index"), env=env, cwd=ws)
-    except _Killed:
-        return "killed"
-    return "not killed"
-
-
 @ROOT_ONLY
 def test_a_killed_rollback_whose_note_became_another_users_in_a_sticky_folder_is_finished_leaving_it(base, tmp_path):
     """A rollback killed after its record was made, the note then given to root (chown): the finish
@@ -202,7 +183,7 @@ def test_a_killed_rollback_whose_note_became_another_users_in_a_sticky_folder_is
     first = _run_as_nobody(env, ws, ("read", "memory/r.md"), ("watchdog", "snapshot", "before"),
                            ("write", "memory/r.md", "--append", "v2", "--no-index"))
     assert all(r["returncode"] == 0 for r in first), first
-    assert as_nobody(_rollback_killed_after_its_record, env, ws) == "killed"
+    assert as_nobody(rollback_killed_after_its_record, env, ws) == "killed"
     os.chown(ws / "memory" / "r.md", 0, 0)  # the team's owner takes it
     os.chmod(ws / "memory" / "r.md", 0o666)
     plain, fixed, doctor = _run_as_nobody(env, ws, ("doctor", "--json"), ("doctor", "--fix"), ("doctor", "--json"))
@@ -222,16 +203,16 @@ def _move_killed_after_its_link(env: dict, ws: Path) -> str:
 
     def reach(step: str) -> bool:
         if step == "move:linked":
-            raise _Killed
+            raise Killed
         return real(step)
 
     def killed(*_args: object) -> bool:
-        raise _Killed  # (a kill leaves the record: no settling)
+        raise Killed  # (a kill leaves the record: no settling)
 
     faults.reach, moves._settle = reach, killed  # (the child's own copies of the modules)
     try:
         run_in_process(("mv", "memory/n.md", "memory/m.md", "--no-index"), env=env, cwd=ws)
-    except _Killed:
+    except Killed:
         return "killed"
     return "not killed"
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import pytest
 
-from conftest import env_for, run_in_process, write
+from conftest import as_user, env_for, rollback_killed_after_its_record, run_in_process, write
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
                                 reason="needs root and useradd to make users and a group to act as")
@@ -69,30 +69,8 @@ def team() -> Iterator[Team]:
 
 
 def _as(user: User, fn: Callable[..., object], *args: object) -> object:
-    """``fn(*args)`` in a forked child that became ``user`` (its groups, umask 002 as a team's); its
-    JSON result. Forked, not started: the child needs no path to the interpreter or the checkout."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 1
-        try:
-            os.close(read_end)
-            os.setgroups(os.getgrouplist(user.name, user.gid))
-            os.setgid(user.gid)
-            os.setuid(user.uid)
-            os.umask(0o002)
-            data = json.dumps(fn(*args)).encode()
-            while data:
-                data = data[os.write(write_end, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as fh:
-        out = fh.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, f"the child acting as {user.name} failed"
-    return json.loads(out)
+    """``fn(*args)`` in a forked child that became ``user`` (its groups, umask 002 as a team's)."""
+    return as_user(user.uid, user.gid, os.getgrouplist(user.name, user.gid), 0o002, user.name, fn, *args)
 
 
 class Place(NamedTuple):
@@ -266,24 +244,6 @@ def test_a_rollbacks_dry_run_says_it_would_be_refused_for_a_note_it_would_take_o
             "back") in json.loads(dry["stdout"])["warnings"], dry
 
 
-class _Killed(BaseException):
-    """Stands for a SIGKILL in the child (which may not start this checkout anew)."""
-
-
-def _rollback_killed_after_its_record(env: dict, ws: Path) -> str:
-    from openclaw_memory.rollback import apply
-
-    def killed(*_args: object, **_kw: object) -> dict:
-        raise _Killed
-
-    apply._run_steps = killed  # (the child's own copy of the module)
-    try:
-        run_in_process(("rollback", "--to", "before", "--no-index"), env=env, cwd=ws)
-    except _Killed:
-        return "killed"
-    return "not killed"
-
-
 def test_a_killed_rollback_whose_note_became_one_it_would_take_over_is_finished_leaving_it(base, tmp_path, team):
     """bob's own note when the rollback was planned, then given to carol (chown) before its finish: the
     finish leaves it as it is and says so, as a note made read-only meanwhile (it stopped there, exit 2)."""
@@ -291,7 +251,7 @@ def test_a_killed_rollback_whose_note_became_one_it_would_take_over_is_finished_
     first = _run(place, team.bob, ("write", "memory/n.md", "--append", "v1", "--no-index"), ("watchdog", "snapshot", "before"),
                  ("write", "memory/n.md", "--append", "v2", "--no-index"))
     assert all(r["returncode"] == 0 for r in first), first
-    assert _as(team.bob, _rollback_killed_after_its_record, place.envs[team.bob.name], place.ws) == "killed"
+    assert _as(team.bob, rollback_killed_after_its_record, place.envs[team.bob.name], place.ws) == "killed"
     os.chown(place.note, team.carol.uid, team.gid)
     fixed, doctor = _run(place, team.bob, ("doctor", "--fix"), ("doctor", "--json"))
     assert ("memory/n.md (another user's since, which they could no longer write with a file of this user's in its "
