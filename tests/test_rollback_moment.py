@@ -209,3 +209,25 @@ def test_a_note_back_with_the_bytes_it_had_when_removed_is_logged_there_again(cl
     plan = cli("rollback", "--to", moment, "--dry-run", "--json")
     assert plan.returncode == 0, plan.stderr
     assert {f["path"]: f["fate"] for f in plan.json()["files"]}["memory/ops.md"] == "unchanged", plan.stdout
+
+
+def test_history_of_a_note_deleted_by_hand_logs_its_removal_but_not_of_an_extra_path_not_mounted(cli, workspace, clock,
+                                                                                                   tmp_path):
+    """`history PATH` looks at the note: found gone, the removal is logged then (restore --last brings
+    it back). A note of an extra path whose folder is not there (a disk not mounted now) is not, by
+    `state` either."""
+    clock.now = BASE
+    extra = tmp_path / "usb" / "notes"
+    extra.mkdir(parents=True)
+    env = {"OPENCLAW_MEMORY_EXTRA_PATHS": str(extra)}
+    for path in ("memory/gone.md", str(extra / "trip.md")):
+        assert cli("write", path, "--append", "kept", "--no-index", env=env).returncode == 0
+    os.unlink(workspace / "memory" / "gone.md")
+    (extra / "trip.md").unlink()
+    extra.rmdir()  # the disk unmounted, as the history cannot tell from a removal
+    clock.now = BASE + 10
+    origins = [v["origin"] for v in cli("history", "memory/gone.md", "--json", env=env).json()["versions"]]
+    assert origins == ["remove", "agent-write"], origins
+    assert cli("state", env=env).returncode == 0
+    logged = [(e["path"], e["origin"]) for e in cli("log", "--json", env=env).json()["entries"]]
+    assert ("../usb/notes/trip.md", "remove") not in logged and ("memory/gone.md", "remove") in logged, logged

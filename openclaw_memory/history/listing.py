@@ -10,6 +10,7 @@ from ..errors import DiskFull, PathRefused, StateDirError, ThroughALink
 from ..files.read import open_resolved
 from ..wire import key
 from .placing import resolve_writable
+from .removals import see_removal
 from .store import HistoryStore, snapshot_fd
 from .versions import Entry, iso_time
 
@@ -79,6 +80,11 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
             warnings = (f"the version {resolved.display} holds now is not recorded in the history: {exc.message}",)
         finally:
             os.close(fd)
+    else:
+        try:
+            see_removal(store, resolved.abs_path, resolved.display)  # deleted by hand: found gone now
+        except (DiskFull, StateDirError) as exc:
+            warnings = (f"the removal of {resolved.display} is not recorded in the history: {exc.message}",)
     entries = store.entries(resolved.abs_path)
     if snapshot is not None and any(e.version == snapshot.version for e in entries):
         warnings = ()  # recorded already (a read-only state dir refused only the sighting's time)

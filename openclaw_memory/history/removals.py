@@ -4,8 +4,8 @@ A note removed outside the product (a shell's `rm`, a file manager, a `mv` away)
 history still named its last version as present, so a rollback to a moment after the deletion, even
 one after `state` had said "deleted", brought the note back (or, for a shell `mv a c` followed by the
 agent's `mv b a`, rewrote `a` with the text it had before). A look at every memory file (`state`,
-the plan of a rollback) logs a removal for each path the history holds as present that is gone, dated
-when it was found: the history then says what the workspace held from that moment, and the note's
+the plan of a rollback), or at the note's own name (`history PATH`), logs a removal for each path the
+history holds as present that is gone, dated when it was found: the history then says what the workspace held from that moment, and the note's
 last bytes are kept as a removed note's (`restore PATH --last` brings it back).
 """
 
@@ -42,6 +42,17 @@ def see_removals(settings: Settings, store: HistoryStore, present: set[str]) -> 
         if _gone(store, path):
             with store.lock():
                 store.record(path, dec(display), version, size, REMOVE, None)
+
+
+def see_removal(store: HistoryStore, abs_path: str, display: str) -> None:
+    """Log a removal of ``abs_path``, found gone (its name resolved as a memory path's, in a folder that
+    is there, and nothing at it), where its latest entry holds it as present: `history PATH` of a note
+    deleted by hand is a look at it. (An extra path not there now, a disk not mounted, is refused as
+    no memory path before: its notes are not known to be removed.)"""
+    with store.lock():
+        latest = store.log.latest(abs_path)
+        if latest is not None and latest.origin != REMOVE:
+            store.record(abs_path, display, latest.version, latest.size, REMOVE, None)
 
 
 def _gone(store: HistoryStore, abs_path: str) -> bool:
