@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -998,3 +1000,60 @@ def test_an_unexpected_failure_is_a_tool_error_naming_no_path_and_the_server_kee
     assert "error: internal error in memory_files (RuntimeError: boom in /srv/secret/openclaw_memory/files/listing.py " \
         "line 12); answered as a tool error, the server keeps serving\n" in err, err
     assert "Traceback" not in err, err
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the server's memory from /proc")
+def test_a_client_that_sends_without_reading_never_makes_the_server_hold_every_answer(workspace, state_dir):
+    """A client that keeps sending calls and never reads stdout made the server read and run every
+    one and hold each answer (1,000 reads of a 1 MB note: RSS 20 -> 2,072 MiB, kept). It stops
+    reading while 16 requests wait for their answer, and reads on as the client reads."""
+    import subprocess
+
+    write(workspace / "memory" / "big.md", "".join(f"{n:06d} " + "x" * 92 + "\n" for n in range(10_000)))  # 1 MB
+    calls = 400
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env_for(workspace, state_dir), cwd=workspace)
+    assert proc.stdin and proc.stdout
+    try:
+        proc.stdin.write(json.dumps(HELLO).encode() + b"\n" + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 7
+        requests = b"".join(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+            "name": "memory_get", "arguments": {"path": "memory/big.md", "lines": 10_000, "maxChars": 2_000_000}}}).encode()
+            + b"\n" for n in range(1, calls + 1))
+        sender = threading.Thread(target=lambda: (proc.stdin.write(requests), proc.stdin.flush()), daemon=True)
+        sender.start()
+        # Until the server has done what it will without the client reading: its CPU idle for 1 s.
+        peak, idle, last = 0, 0, -1
+        for _ in range(600):
+            peak = max(peak, _status_mib(proc.pid))
+            assert peak < 400, f"the server holds {peak} MiB of answers nobody reads"
+            ticks = _cpu_ticks(proc.pid)
+            idle, last = (idle + 1 if ticks == last else 0), ticks
+            if idle >= 10:
+                break
+            time.sleep(0.1)
+        # Then the client reads: every answer comes, each once, whole.
+        answered = []
+        for _ in range(calls):
+            answer = json.loads(proc.stdout.readline())
+            assert len(json.loads(answer["result"]["content"][0]["text"])["text"]) == 999_999  # the note, its last line end aside
+            answered.append(answer["id"])
+        assert sorted(answered) == list(range(1, calls + 1))
+        sender.join(timeout=60)
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _status_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) >> 10

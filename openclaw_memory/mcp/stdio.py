@@ -20,6 +20,13 @@ an emoji, a number of thousands of digits) gets a JSON-RPC error instead of no a
 line past ``MAX_LINE`` is refused without being held whole; and at the end of the input every
 request already read is answered before the server exits. SIGTERM and SIGHUP end the input as a
 closed one does.
+
+Nothing more is read while ``MAX_UNANSWERED`` requests wait for their answer: the SDK runs each
+request it is given at once and holds its answer until the client reads it, so a client that kept
+sending and never read made the server hold every answer (1,000 reads of a 1 MB note: 2 GiB). The
+client's own pipe fills instead, and reading goes on as it reads the answers. A
+``notifications/cancelled`` sent meanwhile is read only then: the call it cancels is answered (or
+ends) first.
 """
 
 from __future__ import annotations
@@ -54,6 +61,10 @@ from .refusals import (
 # The SDK's mcp_types.version HANDSHAKE_PROTOCOL_VERSIONS (initialize negotiates among these: the
 # client's if listed, else the newest); a test keeps the two equal.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+# Requests read and not answered yet past which nothing more is read (see the module docstring):
+# room for an agent's parallel calls; at most this many answers are held for a client that does not read.
+MAX_UNANSWERED = 16
 
 # A byte order mark before a line's JSON (a Windows encoder writes one): ignored, as RFC 8259 lets a
 # parser do. Read as JSON it was a parse error with id null, and the client waited for its answer.
@@ -283,7 +294,10 @@ class _Lines:
             # Abandoned on cancel (Ctrl-C): a read waits for the client, which may never write again.
             return await anyio.to_thread.run_sync(self.stdin.readline, size, abandon_on_cancel=True)
 
-        while line := await readline(self.limit + 1):
+        while True:
+            await self.wire.room()
+            if not (line := await readline(self.limit + 1)):
+                break
             if len(line) > self.limit and not line.endswith("\n"):
                 # A line past the cap (the service's and HTTP's): its rest is read and dropped, never held.
                 while (rest := await readline(1 << 20)) and not rest.endswith("\n"):
@@ -365,6 +379,7 @@ class _Wire:
         self.initialized = False
         self.refused_initialize = False  # an initialize was answered with an error
         self.version: str | None = None  # the protocol version the initialize answer agreed on
+        self._settled: Any = None  # an anyio.Event while reading waits for an answer (see ``room``)
 
     def in_flight(self, key: str) -> bool:
         """Whether a request with the id ``key`` is still waiting for the SDK's answer (the SDK's
@@ -377,6 +392,17 @@ class _Wire:
             self.pending[key] -= 1
         else:
             del self.pending[key]
+        if self._settled is not None:
+            self._settled.set()
+
+    async def room(self) -> None:
+        """Returns once fewer than ``MAX_UNANSWERED`` requests wait for their answer."""
+        import anyio
+
+        while sum(self.pending.values()) >= MAX_UNANSWERED:
+            self._settled = anyio.Event()
+            await self._settled.wait()
+        self._settled = None
 
     async def refuse(self, line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
         """A JSON-RPC error for a line the SDK cannot read, with its id when one can be found."""
