@@ -22,12 +22,14 @@ import struct
 import sys
 import threading
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryToolError, UsageError, describe_os_error, one_line, os_error
 from ..memory.protocol import MAX_LINE
 from ..service_files import remove_token, service_dir, write_token
 from .body import BoundedBody, replay
+from .refusals import has_request_id
 from .server import take_back
 
 if TYPE_CHECKING:  # uvicorn loads only when the endpoint starts
@@ -47,6 +49,11 @@ START_WAIT_S = 20.0
 MAX_HTTP_CONNECTIONS = 256
 MAX_UNAUTHENTICATED = 64
 UNAUTHENTICATED_HEAD_S = 10.0
+# MCP sessions open at once, and how long one is kept without a request (the SDK's own defaults were
+# 10,000 and 30 minutes: a client that exits without its DELETE, killed or crash-looping, holds its
+# place until then; see :class:`_SessionBounds`).
+MAX_HTTP_SESSIONS = 256
+SESSION_IDLE_S = 30 * 60.0
 log = logging.getLogger(__name__)
 
 
@@ -203,6 +210,141 @@ class _SessionEnds:
                         one_line(said))
 
 
+class _SessionBounds:
+    """ASGI middleware: at most ``MAX_HTTP_SESSIONS`` MCP sessions open. A client that exits without
+    its DELETE (killed, crash-looping) leaves its session open until ``SESSION_IDLE_S`` without a
+    request end it; with the SDK alone, once its bound was reached every new session was refused
+    ("Too many open sessions") until then, saying neither when nor what to do. A new session now
+    closes the one idle longest (none of its requests in flight: never a call running, nor an open
+    event stream), by the DELETE its client would send (so its read records go as theirs do); only
+    when every session has a request in flight is it refused, in one line saying so. A request for a
+    session that is not open is answered 404 saying why it may have ended, and to initialize again.
+
+    Every session the SDK opens is counted here (from its opening answer's ``mcp-session-id``, before
+    the client can name it), so the SDK never has more open than this counts, nor reaches its own
+    bound (the same) first."""
+
+    def __init__(self, app):
+        self.app = app
+        # Session id -> [requests in flight, when the last one ended], least recently active first.
+        self.open: OrderedDict[str, list[float]] = OrderedDict()
+        self.opening = 0  # opening requests not answered yet
+        self.said_full = False  # the bound said once each time it is reached, not per session
+
+    async def __call__(self, scope, receive, send):
+        version = _header(scope, b"mcp-protocol-version") if scope["type"] == "http" else None
+        if (scope["type"] != "http" or scope.get("path") != "/mcp"
+                or (version is not None and _unsupported_version(version.decode("latin-1")))):
+            await self.app(scope, receive, send)  # not the SDK's sessions (its sessionless protocol: it opens none)
+            return
+        sid = _header(scope, b"mcp-session-id")
+        if sid is None:
+            await self._opening(scope, receive, send)
+            return
+        key = sid.decode("latin-1")
+        entry = self.open.get(key)
+        if entry is None or (not entry[0] and time.monotonic() - entry[1] >= SESSION_IDLE_S):
+            self.open.pop(key, None)
+            minutes = f"{SESSION_IDLE_S / 60:g}"
+            await _answer(send, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+                f"MCP session {json.dumps(key[:64])} is not open: its client ended it, it went {minutes} minutes "
+                f"without a request, or it was the one idle longest when {MAX_HTTP_SESSIONS} were open and a new one "
+                "was opened; initialize a new session")}}, status=404)
+            return
+        entry[0] += 1
+        self.open.move_to_end(key)
+        status: list[int] = []
+
+        async def watched(message):
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            entry[0] -= 1
+            entry[1] = time.monotonic()
+            if key in self.open:
+                self.open.move_to_end(key)
+            if status and (status[0] == 404 or (scope.get("method") == "DELETE" and 200 <= status[0] < 300)):
+                self.open.pop(key, None)  # ended by its client, or by the SDK (idle) already
+
+    async def _opening(self, scope, receive, send) -> None:
+        """A request without a session: an initialize opens one, when there is room or room is made."""
+        messages = []
+        if scope.get("method") == "POST":
+            messages.append(await receive())  # the whole body, in one message (BoundedBody, outside this)
+            now = time.monotonic()
+            for stale in [k for k, (busy, since) in self.open.items() if not busy and now - since >= SESSION_IDLE_S]:
+                del self.open[stale]  # ended by the SDK already
+            initialize = _is_initialize(messages[0].get("body", b""))  # (anything else opens nothing: the SDK refuses it)
+            if initialize and len(self.open) + self.opening >= MAX_HTTP_SESSIONS:
+                if not await self._make_room(scope):
+                    log.warning("MCP over HTTP: %d sessions are open, each with a request in flight; refusing a new one",
+                                MAX_HTTP_SESSIONS)
+                    await _answer(send, {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": (
+                        f"{MAX_HTTP_SESSIONS} MCP sessions are open, each with a request in flight: try again when "
+                        "one of them ends (an idle one is closed to make room for a new session)")}}, status=503)
+                    return
+            elif initialize:
+                self.said_full = False
+        self.opening += 1
+        opened: list[list[float]] = []
+
+        async def watched(message):
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                sid = next((v for k, v in message.get("headers") or [] if k.lower() == b"mcp-session-id"), None)
+                if sid is not None:  # counted before the client can name it in a request of its own
+                    self.opening -= 1
+                    opened.append([1, 0.0])
+                    self.open[sid.decode("latin-1")] = opened[0]
+            await send(message)
+
+        try:
+            await self.app(scope, replay(messages, receive), watched)
+        finally:
+            if opened:
+                opened[0][0] -= 1
+                opened[0][1] = time.monotonic()
+            else:
+                self.opening -= 1
+
+    async def _make_room(self, scope) -> bool:
+        """Ends the session idle longest, as its client's DELETE would; False when every one is busy."""
+        idle = next((k for k, (busy, _) in self.open.items() if not busy), None)
+        if idle is None:
+            return False
+        del self.open[idle]  # from now on its id is answered 404 here, never let through
+        if not self.said_full:
+            log.warning("MCP over HTTP: %d sessions are open; closing the one idle longest to make room for each new one",
+                        MAX_HTTP_SESSIONS)
+            self.said_full = True
+        given = [{"type": "http.request", "body": b"", "more_body": False}]
+
+        async def receive():
+            return given.pop() if given else {"type": "http.disconnect"}
+
+        async def ignore(_message):
+            pass
+
+        host = _header(scope, b"host") or b""
+        await self.app({**scope, "method": "DELETE", "query_string": b"", "headers": [
+            (b"host", host), (b"mcp-session-id", idle.encode("latin-1"))]}, receive, ignore)
+        return True
+
+
+def _is_initialize(body: bytes) -> bool:
+    """Whether a POST body is an ``initialize`` request (one is small: a larger body is not looked into)."""
+    if len(body) > 1 << 16:
+        return False
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(parsed, dict) and parsed.get("method") == "initialize"
+
+
 LOST_KEPT_S = 600.0  # how long a lost answer waits for its call to end (one refused before it ran never does)
 
 
@@ -285,7 +427,8 @@ class _OneRequestPerId:
     """ASGI middleware: a JSON-RPC request whose id is already in flight in the same MCP session is
     answered at once with an error, instead of waiting on a response the transport can route to
     only one of them (concurrent calls reusing an id were left hanging for minutes); a body the SDK
-    would refuse in its validator's words is refused in plain ones (:mod:`.refusals`)."""
+    would refuse in its validator's words is refused in plain ones (:mod:`.refusals`), and a session's
+    request whose ``MCP-Protocol-Version`` no session can have agreed on, 400, naming it."""
 
     def __init__(self, app, deliveries: _Deliveries):
         self.app = app
@@ -293,7 +436,16 @@ class _OneRequestPerId:
         self.inflight: set[tuple[bytes, str]] = set()
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") != "POST":
+            version = _header(scope, b"mcp-protocol-version")
+            unsupported = _unsupported_version(version.decode("latin-1")) if version is not None else None
+            if unsupported is not None and _header(scope, b"mcp-session-id"):
+                await _answer(send, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": unsupported}},
+                              status=400)
+                return
             await self.app(scope, receive, send)
             return
         sid = _header(scope, b"mcp-session-id")
@@ -309,6 +461,12 @@ class _OneRequestPerId:
         # The protocol version the client agreed on (it sends it on every request after initialize;
         # without it, the spec says to assume 2025-03-26): its methods' params are checked against it.
         version = (_header(scope, b"mcp-protocol-version") or b"2025-03-26").decode("latin-1")
+        unsupported = _unsupported_version(version)
+        if unsupported is not None:
+            asked_id = parsed.get("id") if isinstance(parsed, dict) and has_request_id(parsed) else None
+            await _answer(send, {"jsonrpc": "2.0", "id": asked_id, "error": {"code": -32600, "message": unsupported}},
+                          status=400)
+            return
         refused = _refusal(data, parsed, version)
         if refused is not None:
             await _answer(send, refused)
@@ -368,9 +526,22 @@ async def _written(scope) -> bool:
     return False
 
 
-async def _answer(send, error: dict) -> None:
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+async def _answer(send, error: dict, status: int = 200) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": json.dumps(error).encode("utf-8")})
+
+
+def _unsupported_version(version: str) -> str | None:
+    """Why a session's request with ``MCP-Protocol-Version: version`` is refused (400, as the spec
+    says); None for a version a session can have agreed on. The SDK took any other for its sessionless
+    protocol's and refused the call in that one's terms (``params._meta must be an object carrying the
+    required 'io.modelcontextprotocol/protocolVersion' ... envelope keys``)."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    if version in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    return (f"MCP-Protocol-Version {json.dumps(version[:64])} is not supported "
+            f"({', '.join(reversed(HANDSHAKE_PROTOCOL_VERSIONS))}): send the version initialize agreed on")
 
 
 _UNREADABLE = object()  # a body that is not JSON
@@ -693,8 +864,9 @@ class HttpEndpoint:
         # The SDK's default (4 MiB) refuses a write that stdio and the CLI take, with a 413 that its
         # client shows the model only as "Server returned an error response".
         app = build_server(tools).streamable_http_app(host=self.host, transport_security=_transport_security(self.host),
-                                                      max_request_body_size=MAX_LINE)
-        sessions = _SessionEnds(app, self.on_session_end)
+                                                      max_request_body_size=MAX_LINE, max_sessions=MAX_HTTP_SESSIONS,
+                                                      session_idle_timeout=SESSION_IDLE_S)
+        sessions = _SessionBounds(_SessionEnds(app, self.on_session_end))
         app = BoundedBody(_OneRequestPerId(sessions, deliveries), MAX_LINE, self.settings.service.http_body_timeout)
         app = _LoopbackOnly(_BearerAuth(app, self.token), _served_names(self.host))
         # No log_config: uvicorn's lines go to the process's own handlers (`serve` prints them as its own lines).
