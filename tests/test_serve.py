@@ -15,6 +15,7 @@ import os
 import random
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -407,6 +408,27 @@ def test_requests_a_caller_gave_up_on_are_not_run_when_a_hung_service_goes_on(wo
     wait_for(lambda: sum(gave_up in line for line in service.stderr) == 4)  # each command's one request
     assert day.read_text() == "PERSON'S FINAL PLAN\n"
     assert service.stop() == 0, "".join(service.stderr)
+
+
+def test_a_caller_that_stops_sending_and_waits_is_answered(workspace, state_dir, services):
+    """A request line, then shutdown(SHUT_WR) (socat's way, `nc -N`'s): the caller still waits for
+    its answer. Taken for one that gave up (4983a6c), it was dropped unanswered, a write not made."""
+    from openclaw_memory.memory.protocol import request_line
+    from openclaw_memory.service_files import socket_path
+
+    memory(workspace)
+    start(services, workspace, state_dir, "--no-watch")
+    settings = settings_for(workspace, state_dir)
+    with socket.socket(socket.AF_UNIX) as caller:
+        caller.connect(str(socket_path(settings)))
+        caller.sendall(request_line(9, "write", {"path": "memory/half.md", "append": "- half closed"}, settings))
+        caller.shutdown(socket.SHUT_WR)
+        caller.settimeout(60)
+        answer = b""
+        while not answer.strip().endswith(b"}") and (data := caller.recv(65536)):
+            answer += data
+    assert json.loads(answer)["id"] == 9 and "result" in json.loads(answer), answer
+    assert (workspace / "memory" / "half.md").read_text() == "- half closed\n"
 
 
 def test_a_long_session_goes_back_to_the_service_after_it_hung(workspace, state_dir, services, monkeypatch):

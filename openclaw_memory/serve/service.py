@@ -490,8 +490,10 @@ def _refuse(conn: socket.socket, why: str) -> None:
 
 
 def _hung_up(conn: socket.socket) -> bool:
-    """Whether the caller closed its end of ``conn`` (what it sent may still be unread): a caller
-    waits for each answer with its end open, so a request read after that is one it gave up on."""
+    """Whether the caller closed ``conn`` (what it sent may still be unread): a caller waits for each
+    answer with it open, so a request read after that is one it gave up on. Closed, not half-closed:
+    one that has only stopped sending (`shutdown(SHUT_WR)`, as socat and `nc -N` do) still waits
+    for its answer (POLLRDHUP alone)."""
     poller = select.poll()
-    poller.register(conn, select.POLLIN | getattr(select, "POLLRDHUP", 0))
-    return any(events & (select.POLLHUP | getattr(select, "POLLRDHUP", 0)) for _fd, events in poller.poll(0))
+    poller.register(conn, select.POLLIN)
+    return any(events & select.POLLHUP for _fd, events in poller.poll(0))
