@@ -214,8 +214,8 @@ def test_a_note_back_with_the_bytes_it_had_when_removed_is_logged_there_again(cl
 def test_history_of_a_note_deleted_by_hand_logs_its_removal_but_not_of_an_extra_path_not_mounted(cli, workspace, clock,
                                                                                                    tmp_path):
     """`history PATH` looks at the note: found gone, the removal is logged then (restore --last brings
-    it back). A note of an extra path whose folder is not there (a disk not mounted now) is not, by
-    `state` either."""
+    it back). A note of an extra path whose folder is empty (a disk not mounted: its mount point) is
+    not, by `state` either: logged removed, the note was archived by a rollback once the disk was back."""
     clock.now = BASE
     extra = tmp_path / "usb" / "notes"
     extra.mkdir(parents=True)
@@ -223,11 +223,16 @@ def test_history_of_a_note_deleted_by_hand_logs_its_removal_but_not_of_an_extra_
     for path in ("memory/gone.md", str(extra / "trip.md")):
         assert cli("write", path, "--append", "kept", "--no-index", env=env).returncode == 0
     os.unlink(workspace / "memory" / "gone.md")
-    (extra / "trip.md").unlink()
-    extra.rmdir()  # the disk unmounted, as the history cannot tell from a removal
+    (extra / "trip.md").unlink()  # the disk unmounted: its mount point an empty folder
     clock.now = BASE + 10
     origins = [v["origin"] for v in cli("history", "memory/gone.md", "--json", env=env).json()["versions"]]
     assert origins == ["remove", "agent-write"], origins
+    assert cli("history", str(extra / "trip.md"), "--json", env=env).returncode == 0
     assert cli("state", env=env).returncode == 0
     logged = [(e["path"], e["origin"]) for e in cli("log", "--json", env=env).json()["entries"]]
     assert ("../usb/notes/trip.md", "remove") not in logged and ("memory/gone.md", "remove") in logged, logged
+    write(extra / "trip.md", "kept\n")  # mounted again
+    moment = iso_time(BASE + 20)
+    clock.now = BASE + 30
+    plan = cli("rollback", "--to", moment, "--dry-run", "--json", env=env)
+    assert {f["path"]: f["fate"] for f in plan.json()["files"]}["../usb/notes/trip.md"] == "unchanged", plan.stdout
