@@ -25,6 +25,7 @@ from test_json_keys import DOCUMENTED, keys_of
 from conftest import fault, settings_for, write
 from openclaw_memory.archive.manifest import MEMBER_LIMIT, TOTAL_LIMIT, ArchiveManifest, Member
 from openclaw_memory.errors import ImportConflict, PathRefused, UsageError
+from openclaw_memory.history.versions import iso_time
 from openclaw_memory.memory.local import LocalMemory
 
 HERON = "# Heron\n\nThe heron project keeps lighthouse keepers on the northern cape.\n"
@@ -90,6 +91,42 @@ def exported(source) -> Path:
 
 
 # -- the round trip --------------------------------------------------------------------------------
+
+
+def _log_of(memory: LocalMemory, path: str) -> list[tuple[str, str | None, int, int]]:
+    return [(e.version, e.previous, e.added, e.removed) for e in memory.activity(limit=100).entries
+            if e.path == path]
+
+
+def test_an_archive_of_the_first_format_counts_each_version_against_the_one_before(source, tmp_path):
+    """Format 1 names no version's previous one: each was set to none, and `log` counted every imported
+    version's lines against nothing (two one-line appends: 5 and 4 lines added)."""
+    archive = rebuilt(exported(source), tmp_path / "first.tar.gz", as_format_1)
+    dst = target(tmp_path)
+    dst.import_archive(str(archive))
+    assert _log_of(dst, "memory/2026-11-30.md") == _log_of(source[0], "memory/2026-11-30.md")
+
+
+def test_a_rollback_to_before_an_import_of_a_trimmed_history_archives_the_note(tmp_path, cli):
+    """The exporting side's retention had dropped a note's first versions: its first kept one names a
+    previous version, which the import gave the path's first entry here, and a rollback to a moment
+    before the import said "the history no longer knows what memory/a.md held then", refused."""
+    src = target(tmp_path, "src")
+    write(src.settings.state_dir / "openclaw-memory.toml", "[history]\nkeep_per_path = 3\n")
+    src = LocalMemory(settings_for(src.settings.workspace, src.settings.state_dir))
+    for i in range(5):
+        src.write("memory/a.md", append=f"line {i}", update_index=False)
+    archive = tmp_path / "trimmed.tar.gz"
+    src.export_archive(str(archive))
+    dst = target(tmp_path)
+    write(dst.settings.workspace / "MEMORY.md", "own\n")
+    dst.state()
+    before_import = iso_time(time.time())
+    dst.import_archive(str(archive))
+    env = {"OPENCLAW_WORKSPACE": str(dst.settings.workspace), "OPENCLAW_STATE_DIR": str(dst.settings.state_dir)}
+    plan = cli("rollback", "--to", before_import, "--dry-run", "--json", env=env)
+    assert plan.returncode == 0, plan.stderr
+    assert {f["path"]: f["fate"] for f in plan.json()["files"]}["memory/a.md"] == "archive", plan.stdout
 
 
 def test_an_archive_of_the_first_format_imports_each_version_under_its_path(source, tmp_path):

@@ -150,6 +150,8 @@ class _Plan:
     notes: tuple[str, ...] = ()  # how extra paths were matched, where it is not by path or one name
     left_out: list[str] = field(default_factory=list)  # each history skipped, and why
     roots: dict[str, str] = field(default_factory=dict)  # each of the archive's roots -> its folder here
+    previous_named: bool = True  # each version names its path's previous one (format 2; format 1 none)
+    archived: set[str] = field(default_factory=set)  # every version the archive's histories hold
 
 
 def import_archive(settings: Settings, archive: str, *, force: bool = False, finishing: bool = False) -> ImportResult:
@@ -364,7 +366,8 @@ def _open_archive(path: str) -> int:
 def _plan(settings: Settings, manifest: ArchiveManifest, force: bool, again: str) -> _Plan:
     """Where each file and history goes here, read only; ImportConflict for files that exist here.
     ``again``: the import's arguments, for the command a refusal of its extra paths gives."""
-    plan = _Plan()
+    plan = _Plan(previous_named=manifest.format_version >= 2,
+                 archived={v.version for history in manifest.history for v in history.versions})
     places: dict[str, str] = {}
     roots, plan.notes = match_roots(settings, manifest.roots, {record.root for record in manifest.files}, again)
     plan.roots = roots
@@ -802,7 +805,7 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, settings: Settin
                     return None if bits is None else FileMode(
                         bits, *((owner.uid, owner.gid) if owner else (os.geteuid(), os.getegid())))
 
-                new = _log_history(store, history, resolved, logged, mode_of, arrived, plan.roots, str(settings.workspace))
+                new = _log_history(store, history, resolved, logged, mode_of, arrived, plan, str(settings.workspace))
                 added += new
                 if beside and new:
                     added += _keep_the_note_here(store, resolved, since, last)
@@ -838,8 +841,7 @@ def _log(store: HistoryStore, plan: _Plan, stopped: str | None, settings: Settin
 
 
 def _log_history(store: HistoryStore, history: PathHistory, resolved: ResolvedPath, logged: set[tuple[str, float, str]],
-                 mode_of: Callable[[Version], FileMode | None], arrived: float, roots: dict[str, str],
-                 workspace: str) -> int:
+                 mode_of: Callable[[Version], FileMode | None], arrived: float, plan: _Plan, workspace: str) -> int:
     """The archive's entries of one path not in ``logged``, each as its history logged it: under the
     name it had then (a moved file's earlier entries), a move with its source, counted against the
     version its path logged before it there, and an entry a move brought marked as arrived by that
@@ -848,7 +850,7 @@ def _log_history(store: HistoryStore, history: PathHistory, resolved: ResolvedPa
     were. How many entries were logged."""
 
     def here(place: tuple[str, str] | None) -> str | None:
-        base = None if place is None else roots.get(place[0])
+        base = None if place is None else plan.roots.get(place[0])
         if place is None or base is None:  # (an extra path matching none here: the path's own name)
             return None
         return display_path(os.path.normpath(os.path.join(base, *place[1].split("/"))) if place[1] else base, workspace)
@@ -866,11 +868,17 @@ def _log_history(store: HistoryStore, history: PathHistory, resolved: ResolvedPa
             v = history.versions[index]
             # The version logged before it there, not here: the entries of several notes of one name
             # (a removed one's, a moved one's) are listed in the order they were logged, and each is
-            # counted against its own note's, as `log` counts it there.
+            # counted against its own note's, as `log` counts it there. Not where the archive names
+            # none (format 1: each was counted against nothing, as the one logged here first is), nor
+            # one neither the archive nor this history holds (the exporting side's retention dropped
+            # it: a rollback to before the import said the history no longer knew what the note held).
             arrival = None if v.arrived_by is None else min(
                 (i for k, i in ids.items() if k >= v.arrived_by), default=store.last_id() + 1)
-            conn.execute("UPDATE versions SET previous = ?, arrived_by = COALESCE(?, arrived_by) WHERE id = ?",
-                         (v.previous, arrival, entry_id))
+            if plan.previous_named:
+                previous = v.previous if v.previous is None or v.previous in plan.archived or conn.execute(
+                    "SELECT 1 FROM versions WHERE version = ? LIMIT 1", (v.previous,)).fetchone() else None
+                conn.execute("UPDATE versions SET previous = ? WHERE id = ?", (previous, entry_id))
+            conn.execute("UPDATE versions SET arrived_by = COALESCE(?, arrived_by) WHERE id = ?", (arrival, entry_id))
     return len(ids)
 
 

@@ -115,6 +115,7 @@ class ArchiveManifest:
     files: tuple[FileRecord, ...]
     history: tuple[PathHistory, ...]
     folders: tuple[FolderRecord, ...] = ()
+    format_version: int = FORMAT_VERSION  # the format it was read in (1: no version names its previous one)
 
     def to_bytes(self) -> bytes:
         body = {
@@ -227,7 +228,7 @@ def parse(data: bytes) -> ArchiveManifest:
     history = tuple(_history(h) for h in _list(body, "history"))
     folders = tuple(_folder(d) for d in _list(body, "folders")) if "folders" in body else ()
     manifest = ArchiveManifest(_str(body, "product"), _agent(body), _str(body, "created"), roots, members, files, history,
-                               folders)
+                               folders, version)
     _agree(manifest)
     return manifest
 
