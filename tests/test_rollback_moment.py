@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import subprocess
 import time
 
 import pytest
@@ -220,7 +221,7 @@ def test_history_of_a_note_deleted_by_hand_logs_its_removal_but_not_of_an_extra_
     extra = tmp_path / "usb" / "notes"
     extra.mkdir(parents=True)
     env = {"OPENCLAW_MEMORY_EXTRA_PATHS": str(extra)}
-    for path in ("memory/gone.md", str(extra / "trip.md")):
+    for path in ("memory/gone.md", "memory/stays.md", str(extra / "trip.md")):
         assert cli("write", path, "--append", "kept", "--no-index", env=env).returncode == 0
     os.unlink(workspace / "memory" / "gone.md")
     (extra / "trip.md").unlink()  # the disk unmounted: its mount point an empty folder
@@ -236,3 +237,30 @@ def test_history_of_a_note_deleted_by_hand_logs_its_removal_but_not_of_an_extra_
     clock.now = BASE + 30
     plan = cli("rollback", "--to", moment, "--dry-run", "--json", env=env)
     assert {f["path"]: f["fate"] for f in plan.json()["files"]}["../usb/notes/trip.md"] == "unchanged", plan.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a bind mount needs root")
+def test_a_note_of_a_memory_folder_mounted_from_elsewhere_is_not_logged_removed_while_unmounted(cli, workspace, clock,
+                                                                                                tmp_path):
+    """memory/ a mount point, the workspace holding MEMORY.md beside it: unmounted, every note under it
+    was logged removed (the workspace holds something), and once it was mounted again a rollback to a
+    moment after archived them."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    write(workspace / "MEMORY.md", "# ws\n")
+    (workspace / "memory").mkdir(exist_ok=True)
+    subprocess.run(["mount", "--bind", str(disk), str(workspace / "memory")], check=True)
+    try:
+        clock.now = BASE
+        assert cli("write", "memory/project.md", "--append", "- the plan", "--no-index").returncode == 0
+        subprocess.run(["umount", str(workspace / "memory")], check=True)
+        clock.now = BASE + 10
+        assert cli("state").returncode == 0
+        assert cli("history", "memory/project.md").returncode == 0
+        subprocess.run(["mount", "--bind", str(disk), str(workspace / "memory")], check=True)
+        moment = iso_time(BASE + 20)
+        clock.now = BASE + 30
+        plan = cli("rollback", "--to", moment, "--dry-run", "--json")
+        assert {f["path"]: f["fate"] for f in plan.json()["files"]}["memory/project.md"] == "unchanged", plan.stdout
+    finally:
+        subprocess.run(["umount", str(workspace / "memory")], capture_output=True)

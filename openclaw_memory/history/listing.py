@@ -82,7 +82,7 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
             os.close(fd)
     else:
         try:
-            see_removal(settings, store, resolved.abs_path, resolved.display)  # deleted by hand: found gone now
+            see_removal(store, resolved.abs_path, resolved.display)  # deleted by hand: found gone now
         except (DiskFull, StateDirError) as exc:
             warnings = (f"the removal of {resolved.display} is not recorded in the history: {exc.message}",)
     entries = store.entries(resolved.abs_path)

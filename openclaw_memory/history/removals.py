@@ -5,8 +5,8 @@ history still named its last version as present, so a rollback to a moment after
 one after `state` had said "deleted", brought the note back (or, for a shell `mv a c` followed by the
 agent's `mv b a`, rewrote `a` with the text it had before). A look at every memory file (`state`,
 the plan of a rollback), or at the note's own name (`history PATH`), logs a removal for each path the
-history holds as present that is gone, in a root that holds something (an extra path on a disk not
-mounted is an empty folder), dated when it was found: the history then says what the workspace held from that moment, and the note's
+history holds as present that is gone, in a folder that holds something (a disk not mounted leaves
+an empty folder), dated when it was found: the history then says what the workspace held from that moment, and the note's
 last bytes are kept as a removed note's (`restore PATH --last` brings it back).
 """
 
@@ -34,7 +34,7 @@ def see_removals(settings: Settings, store: HistoryStore, present: set[str]) -> 
     roots = (str(settings.workspace), *settings.extra_paths)
     for raw, display, version, size, origin in rows:
         path = dec(raw)
-        if origin == REMOVE or path in present or not in_roots(path, roots) or not root_holds_something(path, roots):
+        if origin == REMOVE or path in present or not in_roots(path, roots) or not folder_holds_something(path):
             continue
         try:
             resolve_writable(path, str(settings.workspace), settings.extra_paths)
@@ -45,11 +45,11 @@ def see_removals(settings: Settings, store: HistoryStore, present: set[str]) -> 
                 store.record(path, dec(display), version, size, REMOVE, None)
 
 
-def see_removal(settings: Settings, store: HistoryStore, abs_path: str, display: str) -> None:
+def see_removal(store: HistoryStore, abs_path: str, display: str) -> None:
     """Log a removal of ``abs_path``, found gone (its name resolved as a memory path's, in a folder that
     is there, and nothing at it), where its latest entry holds it as present: `history PATH` of a note
-    deleted by hand is a look at it (not in a root that holds nothing: :func:`root_holds_something`)."""
-    if not root_holds_something(abs_path, (str(settings.workspace), *settings.extra_paths)):
+    deleted by hand is a look at it (not in a folder that holds nothing: :func:`folder_holds_something`)."""
+    if not folder_holds_something(abs_path):
         return
     with store.lock():
         latest = store.log.latest(abs_path)
@@ -68,22 +68,25 @@ def _gone(store: HistoryStore, abs_path: str) -> bool:
     return False
 
 
-def root_holds_something(path: str, roots: tuple[str, ...]) -> bool:
-    """Whether the folder of the root ``path`` is under (the workspace, an extra path; the folder holding
-    an extra path that names one file) holds any entry. A disk not mounted leaves its mount point an
-    empty folder: every note of an extra path there was logged removed, and once the disk was back a
-    rollback to a moment after archived them. Notes whose root is empty are not known to be removed
-    (a person who emptied it by hand has them logged once something is in it again, or by a rollback's
-    plan bringing them back: the safe side)."""
-    for root in sorted(roots, key=len, reverse=True):  # the innermost root holding the path
-        if path == root or path.startswith(root.rstrip("/") + "/"):
-            folder = os.path.dirname(root) if path == root else root
-            try:
-                with os.scandir(folder) as entries:
-                    return next(entries, None) is not None
-            except OSError:
+def folder_holds_something(path: str) -> bool:
+    """Whether the nearest folder there on ``path``'s way (its own, else the first one above it that is
+    there) holds any entry. A disk not mounted leaves its mount point an empty folder (an extra path, a
+    `memory/` mounted from elsewhere): every note there was logged removed, and once the disk was back
+    a rollback to a moment after archived them. A note whose nearest folder holds nothing is not known
+    to be removed (a person who emptied it by hand has it logged once something is in it again, or a
+    rollback's plan brings it back: the safe side)."""
+    folder = os.path.dirname(path)
+    while True:
+        try:
+            with os.scandir(folder) as entries:
+                return next(entries, None) is not None
+        except FileNotFoundError:
+            above = os.path.dirname(folder)
+            if above == folder:
                 return False
-    return False
+            folder = above
+        except OSError:
+            return False
 
 
 def in_roots(path: str, roots: tuple[str, ...]) -> bool:
