@@ -38,6 +38,41 @@ def test_workspace_precedence(tmp_path, state_dir):
     assert resolve_settings(Overrides(state_dir=str(state_dir)), environ={"OPENCLAW_WORKSPACE": ""}).workspace == c
 
 
+def test_openclaw_workspace_is_read_from_the_process_alone(tmp_path, state_dir):
+    """OPENCLAW_WORKSPACE is this product's own: OpenClaw reads no such variable, so one in openclaw.json's
+    env.vars or the state dir's .env names no agent's workspace. Taken from them, it gave agent ops main's
+    workspace over its own agents.entries.ops.workspace (ops read main's notes)."""
+    main, ops = tmp_path / "mainws", tmp_path / "opsws"
+    main.mkdir()
+    ops.mkdir()
+    agents = f'agents: {{entries: {{main: {{default: true, workspace: "{main}"}}, ops: {{workspace: "{ops}"}}}}}}'
+    write(state_dir / "openclaw.json", f'{{env: {{vars: {{OPENCLAW_WORKSPACE: "{main}"}}}}, {agents}}}')
+    assert resolve(state_dir, agent="ops").workspace == ops
+    write(state_dir / "openclaw.json", f"{{{agents}}}")
+    write(state_dir / ".env", f"OPENCLAW_WORKSPACE={main}\n")
+    assert resolve(state_dir, agent="ops").workspace == ops
+    assert resolve(state_dir, {"OPENCLAW_WORKSPACE": str(main)}, agent="ops").workspace == main  # the process's: above the config
+
+
+def test_the_other_agents_workspaces_are_read_with_the_settings_environment(tmp_path, monkeypatch):
+    """The agents openclaw.json configures are resolved with the environment the settings were, OpenClaw's
+    .env files included (a ${VAR}, an OPENCLAW_STATE_DIR): read with the process's alone, agent ops's
+    workspace "${ROOT}/ops" was a folder of that name in the current one, and main's was looked for in
+    ~/.openclaw, not the state dir the .env named."""
+    from openclaw_memory.settings.agents import configured_workspaces
+
+    home, state = tmp_path / "home", tmp_path / "state"
+    monkeypatch.setenv("HOME", str(home))
+    write(home / ".openclaw" / ".env", f"OPENCLAW_STATE_DIR={state}\nROOT={tmp_path / 'root'}\n")
+    write(state / "openclaw.json", '{agents: {entries: {main: {default: true}, ops: {workspace: "${ROOT}/ops"}, qa: {}}}}')
+    for folder in ("workspace", "workspace-qa"):
+        (state / folder).mkdir()
+    settings = resolve_settings(Overrides(), environ={"HOME": str(home)})
+    assert settings.state_dir == state and settings.workspace == state / "workspace"
+    assert configured_workspaces(settings) == {
+        "main": str(state / "workspace"), "ops": str(tmp_path / "root" / "ops"), "qa": str(state / "workspace-qa")}
+
+
 def test_agent_entry_workspace_and_extra_paths_add_up(tmp_path, state_dir):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -387,6 +422,22 @@ def test_extra_path_objects_with_patterns_from_every_config(tmp_path, state_dir,
     write(state_dir / "openclaw-memory.toml", 'extra_paths = [{ pattern = "x" }]\n')
     with pytest.raises(ConfigError, match="extra_paths must be a list of paths or"):
         resolve(state_dir, workspace=str(workspace))
+
+
+def test_an_extra_path_object_with_an_unknown_key_is_refused_as_openclaw_refuses_it(state_dir, workspace):
+    """OpenClaw's schema takes an extraPaths object with `path` and `pattern` alone (strict): `patern` was
+    read as no pattern here, and every note of the folder (private-diary.md) was memory."""
+    json_path = state_dir / "openclaw.json"
+    write(json_path, '{memory: {search: {extraPaths: [{path: "notes", patern: "public*.md"}]}}}')
+    with pytest.raises(ConfigError) as err:
+        resolve(state_dir, workspace=str(workspace))
+    assert str(err.value) == (f'{json_path}: memory.search.extraPaths: unknown key "patern" in '
+                              '{"path": "notes", "patern": "public*.md"} (an entry is {path, pattern}; OpenClaw refuses the config)')
+    write(json_path, '{agents: {entries: {main: {memory: {search: {extraPaths: [{path: "n", pattern: "*.md", x: 1}]}}}}}}')
+    with pytest.raises(ConfigError, match=r'agents\.entries\.main\.memory\.search\.extraPaths: unknown key "x"'):
+        resolve(state_dir, workspace=str(workspace))
+    write(json_path, '{memory: {search: {extraPaths: [{path: "notes", pattern: "public*.md"}]}}}')
+    assert [e.pattern for e in resolve(state_dir, workspace=str(workspace)).extra_paths] == ["public*.md"]
 
 
 def test_openclaw_limits_per_agent_and_toml_above_them(state_dir, workspace):

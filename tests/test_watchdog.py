@@ -499,6 +499,22 @@ def test_the_watchdog_leaves_out_another_agents_workspace_nested_in_this_one(tmp
     assert cli("--agent", "ops", "watchdog", "snapshot", "--json", env=env).json()["entries"] == 2
 
 
+def test_a_nested_agents_workspace_named_through_a_variable_of_the_state_dirs_env_is_left_out(tmp_path, state_dir, cli):
+    # agents.defaults.workspace "${AGENTS_ROOT}", the variable in the state dir's .env (as OpenClaw reads it):
+    # the other agents' workspaces were read with the process's environment alone, ops's was unknown, and
+    # its notes were main's (snapshot: 2 entries; ops's edit was a break of main's heartbeat).
+    agent = _main_holding_ops(tmp_path, state_dir)
+    write(state_dir / ".env", f"AGENTS_ROOT={agent}\n")
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"workspace": "${AGENTS_ROOT}"},
+                                                                    "entries": {"main": {"default": True}, "ops": {}}}}))
+    env = {"OPENCLAW_WORKSPACE": ""}
+    snap = cli("--agent", "main", "watchdog", "snapshot", "--json", env=env)
+    assert snap.returncode == 0 and snap.json()["entries"] == 1
+    write(agent / "ops" / "MEMORY.md", "# ops, edited\n")
+    beat = cli("--agent", "main", "watchdog", "heartbeat", env=env)
+    assert (beat.returncode, beat.stdout.strip()) == (0, "HEARTBEAT_OK")
+
+
 def test_a_baseline_taken_before_the_nested_agent_was_configured_does_not_report_its_files_deleted(
         tmp_path, state_dir, cli):
     agent = _main_holding_ops(tmp_path, state_dir)

@@ -114,6 +114,10 @@ def extra_list(value: Any, where: str) -> list:
         raise ConfigError(f"{where} must be a list of paths or {{path, pattern}} objects")
     out: list = []
     for item in value:
+        unknown = sorted(set(item) - {"path", "pattern"}) if isinstance(item, dict) else []
+        if unknown:  # (`patern`: taken as no pattern, the folder's every note was memory) OpenClaw's schema is strict
+            raise ConfigError(f"{where}: unknown key {json_shown(unknown[0])} in {json_shown(item, 80)} (an entry is "
+                              "{path, pattern}; OpenClaw refuses the config)")
         if isinstance(item, str):
             out.append(path_text(item, where))
         elif isinstance(item, dict) and isinstance(item.get("path"), str) and isinstance(item.get("pattern", ""), str):

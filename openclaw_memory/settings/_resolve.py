@@ -149,6 +149,10 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     if any(not extra.strip() for extra in o.extra):  # (`--extra "$NOTES"`, NOTES unset: dropped without a word)
         raise UsageError("the extra path given with --extra is empty; give one (an empty value adds no path)")
 
+    # OPENCLAW_WORKSPACE is this product's own, read from its process alone: OpenClaw reads no such
+    # variable, so one its .env files or openclaw.json's env.vars hold names no agent's workspace there
+    # (taken from them, it gave every agent that folder, over each one's agents.entries.<id>.workspace).
+    own_workspace = openclaw_env("OPENCLAW_WORKSPACE", env)
     given = o.state_dir or openclaw_env("OPENCLAW_STATE_DIR", env)
     _fits("the state dir path", given, StateDirError)
     # OpenClaw's environment is this one plus its own .env files (the state dir's may name another).
@@ -189,7 +193,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     shared = _text(defaults.get("workspace"), f"{json_path}: agents.defaults.workspace")
     workspace_raw, workspace_source = next((value, where) for value, where in itertools.chain((
         (o.workspace, "given with --workspace"),
-        (openclaw_env("OPENCLAW_WORKSPACE", env), where_set("OPENCLAW_WORKSPACE", env)),
+        (own_workspace, "from OPENCLAW_WORKSPACE"),
         (_text(toml.get("workspace"), f"{toml_path}: workspace"), f"from {toml_path}: workspace"),
         (_text(entry.get("workspace"), f"{json_path}: {entry_at}.workspace"),
          f"from {json_path}: {entry_at}.workspace"),
@@ -279,6 +283,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         model_cache=default_model_cache(env, state_dir),
         embedding_backend=(env_value("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env) or "").strip() or None,
         embedding_backend_from=set_in("OPENCLAW_MEMORY_EMBEDDING_BACKEND", env),
+        openclaw_environ=env,
     )
     return replace(resolved, command_flags=_command_flags(o, resolved))
 

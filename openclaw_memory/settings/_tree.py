@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -259,6 +259,12 @@ class Settings:
     # Where a .env file or openclaw.json's env.vars set it (`` in FILE``; empty: the environment), for
     # a message about its value: the shell has no such variable to look at.
     embedding_backend_from: str = ""
+    # The environment openclaw.json was resolved with: the process's, what OpenClaw's .env files add and
+    # the config's env.vars (resolve_settings); None: this process's (settings made in code). The other
+    # agents' workspaces are read with it (settings.agents), as OpenClaw resolves them: read with the
+    # process's alone, a ${VAR} of ~/.openclaw/.env left another agent's workspace unknown, and the
+    # watchdog took its notes for this agent's.
+    openclaw_environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
     # The settings flags the command line gave (``-w``, ``--agent``, ...), each with its value in force:
     # what a command a message suggests repeats (command_line).
     command_flags: tuple[str, ...] = ()

@@ -26,16 +26,18 @@ def configured_agents(settings: Settings) -> dict[str, AgentPlaces]:
     by id, with the workspace OpenClaw gives it: its entry's ``workspace``, else its folder under
     ``agents.defaults.workspace`` or OpenClaw's default (resolveAgentWorkspaceDir); and its extra paths.
     Read from openclaw.json alone (``-w``, ``OPENCLAW_WORKSPACE`` and the toml name this command's
-    workspace, not another agent's); empty where it cannot be read (the config's own checks say why)."""
+    workspace, not another agent's), with the environment the settings were resolved with (its ``.env``
+    files' and ``env.vars``' variables: a ``${VAR}``, ``OPENCLAW_STATE_DIR``); empty where it cannot be
+    read (the config's own checks say why)."""
     from ..errors import UsageError
     from ._files import load_openclaw
     from ._openclaw import extra_list, json_object, own_sources, read_roster, search_key, shared_sources
-    from ._places import expand
+    from ._places import expand, openclaw_env
     from ._resolve import _openclaw_workspace, _text, _workspace_owner, js_resolve, normalize_extra_paths
 
     json_path = settings.config_file
     try:
-        openclaw, env = load_openclaw(json_path, os.environ)
+        openclaw, env = load_openclaw(json_path, os.environ if settings.openclaw_environ is None else settings.openclaw_environ)
         defaults = json_object(json_object(openclaw.get("agents"), f"{json_path}: agents").get("defaults"), "defaults")
         shared = _text(defaults.get("workspace"), "agents.defaults.workspace")
         _configured, roster = read_roster(openclaw, str(json_path))
@@ -43,7 +45,7 @@ def configured_agents(settings: Settings) -> dict[str, AgentPlaces]:
         owner = _workspace_owner(openclaw, str(json_path))
         if owner is not None:
             entries.setdefault(owner, (f"agents.entries.{owner}", {}))
-        given = "--state-dir" in settings.command_flags or "OPENCLAW_STATE_DIR" in env
+        given = "--state-dir" in settings.command_flags or openclaw_env("OPENCLAW_STATE_DIR", env) is not None  # (as resolved)
         shared_search = shared_sources(openclaw, f"{json_path}: ")
     except (UsageError, OSError, ValueError):
         return {}

@@ -40,6 +40,9 @@ CASES = [
     ("env.vars OPENCLAW_HOME", {"env": {"vars": {"OPENCLAW_HOME": "@/elsewhere"}}, "agents": {"defaults": {"workspace": "~/ws"}}},
      {}),
     ("env.vars HOME, blocked", {"env": {"vars": {"HOME": "@/elsewhere"}}, "agents": {"defaults": {"workspace": "~/ws"}}}, {}),
+    # OpenClaw reads no OPENCLAW_WORKSPACE (this product's own, from its process alone): each agent keeps its own.
+    ("env.vars OPENCLAW_WORKSPACE, read by neither", {"env": {"vars": {"OPENCLAW_WORKSPACE": "@/ws"}}, "agents": {"entries": {
+        "main": {"default": True, "workspace": "@/ws"}, "ops": {"workspace": "@/elsewhere/ws"}}}}, {}),
 ]
 
 
