@@ -103,7 +103,7 @@ def test_restoring_over_another_users_writable_note_is_refused_saying_why(base, 
     (restored,) = _run_as_nobody(env, ws, ("restore", "memory/n.md", "--last", "--no-index"))
     assert restored["returncode"] == 2, restored
     assert restored["stderr"] == ("error: refused: memory/n.md belongs to another user (uid 0, mode 666): a restore puts a "
-                                  "file of this user's in its place, which they could no longer write; nothing was "
+                                  "file of this user's in its place, which would be root's no more; nothing was "
                                   "restored: memory/n.md is unchanged\n"), restored
     st = os.stat(ws / "memory" / "n.md")
     assert ((ws / "memory" / "n.md").read_text(), st.st_uid, st.st_mode & 0o777) == ("roots\n", 0, 0o666)
@@ -127,7 +127,7 @@ def test_writing_over_another_users_writable_note_is_refused_saying_why(base, tm
     assert read["returncode"] == 0, read
     assert written["returncode"] == 2, written
     assert written["stderr"] == ("error: refused: memory/n.md belongs to another user (uid 0, mode 664): a write puts a "
-                                 "file of this user's in its place, which they could no longer write; nothing was "
+                                 "file of this user's in its place, which would be root's no more; nothing was "
                                  "written: memory/n.md is unchanged\n"), written
     assert same["returncode"] == 0, same
     st = os.stat(note)

@@ -293,8 +293,10 @@ class TakeOverRefused(PathRefused):
 def taking_over_words(found: list[TakenOver], doing: str) -> str:
     """Why ``doing`` ("a write", "a restore", "a rollback", "an import") may not replace the notes ``found``."""
     if len(found) == 1:
+        # (root may write any file: a note of root's would only stop being root's)
+        lost = "which would be root's no more" if found[0].there.uid == 0 else "which they could no longer write"
         return (f"{found[0].display} belongs to another user (uid {found[0].there.uid}, mode {found[0].there.mode & 0o777:o}): "
-                f"{doing} puts a file of this user's in its place, which they could no longer write")
+                f"{doing} puts a file of this user's in its place, {lost}")
     named = [f"{n.display} (uid {n.there.uid}, mode {n.there.mode & 0o777:o})" for n in found]
     return (f"{', '.join(named[:-1])} and {named[-1]} belong to other users: {doing} puts files of this user's "
             "in their place, which their owners could no longer write")
