@@ -414,13 +414,14 @@ def test_a_caller_that_stops_sending_and_waits_is_answered(workspace, state_dir,
     """A request line, then shutdown(SHUT_WR) (socat's way, `nc -N`'s): the caller still waits for
     its answer. Taken for one that gave up (4983a6c), it was dropped unanswered, a write not made."""
     from openclaw_memory.memory.protocol import request_line
-    from openclaw_memory.service_files import socket_path
+    from openclaw_memory.service_files import socket_address
 
     memory(workspace)
     start(services, workspace, state_dir, "--no-watch")
     settings = settings_for(workspace, state_dir)
     with socket.socket(socket.AF_UNIX) as caller:
-        caller.connect(str(socket_path(settings)))
+        with socket_address(settings) as address:  # (a long path is reached through its folder, as callers do)
+            caller.connect(address)
         caller.sendall(request_line(9, "write", {"path": "memory/half.md", "append": "- half closed"}, settings))
         caller.shutdown(socket.SHUT_WR)
         caller.settimeout(60)
