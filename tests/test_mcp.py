@@ -311,15 +311,17 @@ def test_a_line_past_the_cap_is_refused_unread_and_the_next_line_is_served():
     from openclaw_memory.mcp.stdio import _Lines, _Wire
 
     out = io.BytesIO()
-    ping = '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'  # a request would wait for its answer
+    ping = '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
     long = '{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"x": "' + "a" * 5000 + '"}}\n'
     lines = _Lines(io.StringIO(long + ping + long[:-1]), _Wire(out, {}), limit=1000)
 
-    async def served() -> list[str]:
-        return [line async for line in lines]
+    async def read() -> list:
+        await lines.read()
+        return [item for _, _, item in lines.queue]
 
-    assert anyio.run(served) == [ping]
-    refused = [json.loads(line) for line in out.getvalue().splitlines()]
+    read_ = anyio.run(read)
+    assert [item.method for item in read_ if not isinstance(item, bytes)] == ["notifications/initialized"]
+    refused = [json.loads(item) for item in read_ if isinstance(item, bytes)]
     assert len(refused) == 2  # the one in the middle and the one the input ends with
     assert all(r["error"]["code"] == -32600 and "longer than" in r["error"]["message"] for r in refused)
 
@@ -1057,3 +1059,80 @@ def test_a_client_that_sends_without_reading_never_makes_the_server_hold_every_a
 def _status_mib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) >> 10
+
+
+def _mcp_process(workspace: Path, state_dir: Path):
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_memory", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env_for(workspace, state_dir), cwd=workspace)
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(json.dumps(HELLO).encode() + b"\n" + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 7
+    return proc
+
+
+def test_a_client_that_writes_every_request_then_reads_every_answer_gets_them_all(workspace, state_dir):
+    """A scripted client on one thread writes all its requests, then reads all the answers. 2ab3cfb
+    stopped reading while 16 answers waited (stuck in the full stdout pipe): the client then blocked
+    writing the rest into the full stdin pipe, never reaching its reads, and both waited forever. The
+    server reads on (holding the requests, not running them) while the answers wait to be read."""
+    write(workspace / "memory" / "note.md", "".join("y" * 99 + "\n" for _ in range(1000)))  # 100 KB
+    requests = [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+        "name": "memory_get", "arguments": {"path": "memory/note.md", "lines": 1000}}} for n in range(1, 601)]
+    requests.append({"jsonrpc": "2.0", "id": 601, "method": "tools/call", "params": {
+        "name": "memory_write", "arguments": {"path": "memory/w.md", "content": "z" * 300_000}}})
+    proc = _mcp_process(workspace, state_dir)
+    answered: list[int] = []
+
+    def client() -> None:
+        for request in requests:
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        for _ in requests:
+            answered.append(json.loads(proc.stdout.readline())["id"])
+
+    try:
+        thread = threading.Thread(target=client, daemon=True)
+        thread.start()
+        thread.join(timeout=120)
+        assert not thread.is_alive(), f"the client and the server wait for each other ({len(answered)} answers read)"
+        assert sorted(answered) == list(range(1, 602))
+        assert (workspace / "memory" / "w.md").stat().st_size == 300_000
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the server's memory from /proc")
+def test_a_client_that_cancels_the_calls_it_cannot_read_never_makes_the_server_hold_their_answers(workspace, state_dir):
+    """A client whose reader is stuck cancels each call it times out on (MCP clients do): the
+    transport freed the call's slot on the cancel while its answer was still to be written, so the
+    server ran call after call and held every answer (300 reads of a 1 MB note: 180 -> 665 MiB).
+    An answer to a cancelled call is never written (nor held), and a slot is freed only once its
+    call is answered or ends unanswered."""
+    write(workspace / "memory" / "big.md", "".join(f"{n:06d} " + "x" * 92 + "\n" for n in range(20_000)))  # 2 MB
+    proc = _mcp_process(workspace, state_dir)
+    try:
+        peak = 0
+        for n in range(1, 201):
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+                "name": "memory_get", "arguments": {"path": "memory/big.md", "lines": 20_000, "maxChars": 4_000_000}}}).encode()
+                + b"\n")
+            proc.stdin.flush()
+            time.sleep(0.1)
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+                "requestId": n, "reason": "timed out"}}).encode() + b"\n")
+            proc.stdin.flush()
+            peak = max(peak, _status_mib(proc.pid))
+            assert peak < 400, f"the server holds {peak} MiB of answers to calls cancelled ({n} calls)"
+        proc.stdin.close()
+        answers = proc.stdout.read().splitlines()
+        assert proc.wait(timeout=60) == 0
+        assert len(answers) <= 16, f"{len(answers)} answers to calls the client cancelled"  # those run to their end
+    finally:
+        proc.kill()
+        proc.wait()

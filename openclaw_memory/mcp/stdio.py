@@ -21,12 +21,18 @@ line past ``MAX_LINE`` is refused without being held whole; and at the end of th
 request already read is answered before the server exits. SIGTERM and SIGHUP end the input as a
 closed one does.
 
-Nothing more is read while ``MAX_UNANSWERED`` requests wait for their answer: the SDK runs each
-request it is given at once and holds its answer until the client reads it, so a client that kept
-sending and never read made the server hold every answer (1,000 reads of a 1 MB note: 2 GiB). The
-client's own pipe fills instead, and reading goes on as it reads the answers. A
-``notifications/cancelled`` sent meanwhile is read only then: the call it cancels is answered (or
-ends) first.
+The input is read on, always, but a request goes to the SDK only while fewer than
+``MAX_UNANSWERED`` requests it was given wait for their answer: the SDK runs each request it is
+given at once and holds its answer until the client reads it, so a client that kept sending and
+never read made the server hold every answer (1,000 reads of a 1 MB note: 2 GiB). The requests read
+meanwhile wait in order, as read, and go to the SDK as answers are written. Reading stops only while
+those waiting hold ``MAX_QUEUED`` characters: reading no more as soon as 16 answers waited stopped a
+client that writes all its requests before reading any (a script, on one thread): it blocked writing
+into a full pipe, never reaching its reads. A ``notifications/cancelled`` is taken at once: a call
+still waiting is dropped (never run, never answered), one running is cancelled in the SDK. A call
+keeps its place among the 16 until its answer is written or the SDK ends it unanswered (a cancel
+that stops it): a cancel freeing it at once let a client whose reader was stuck, cancelling each call
+it gave up on, make the server run and hold call after call.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import select
 import signal
 import sys
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -49,6 +55,7 @@ from ..memory.protocol import MAX_LINE
 from ..signals import note_signals, stop_signals
 from .refusals import (
     ID_IN_USE,
+    INVALID_REQUEST,
     ODD_ID,
     has_request_id,
     message_problem,
@@ -65,6 +72,10 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 # Requests read and not answered yet past which nothing more is read (see the module docstring):
 # room for an agent's parallel calls; at most this many answers are held for a client that does not read.
 MAX_UNANSWERED = 16
+
+# The characters of request lines read and not given to the SDK yet past which nothing more is read:
+# only a client that sends this much without reading an answer waits (its pipe fills).
+MAX_QUEUED = 64 << 20
 
 # A byte order mark before a line's JSON (a Windows encoder writes one): ignored, as RFC 8259 lets a
 # parser do. Read as JSON it was a parse error with id null, and the client waited for its answer.
@@ -221,16 +232,23 @@ def _handshake(wire_in: int, out: BinaryIO, loader: threading.Thread, tools: lis
 def _run(server: Any, consumed: bytes, wire_in: int, out: BinaryIO, answered: dict[str, dict],
          terminated: list[str]) -> None:
     import anyio
-    from mcp.server.stdio import stdio_server
 
     wire_reader = _Prefixed(consumed, os.dup(wire_in), terminated)
     reader = io.TextIOWrapper(io.BufferedReader(wire_reader), encoding="utf-8", errors="surrogateescape")
 
     async def main() -> None:
+        # The SDK's stdio_server, but with the input read apart from what is given to the SDK (see
+        # the module docstring), and each request carrying the hook by which the SDK says it ended
+        # one unanswered (a cancel that stopped it), which frees its place.
         wire = _Wire(out, answered)
-        stdin = _Lines(reader, wire)
-        async with stdio_server(stdin=stdin, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        lines = _Lines(reader, wire)
+        to_sdk, from_client = anyio.create_memory_object_stream[Any](0)
+        to_client, from_sdk = anyio.create_memory_object_stream[Any](0)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(lines.read)
+            tasks.start_soon(lines.feed, to_sdk)
+            tasks.start_soon(wire.serve, from_sdk)
+            await server.run(from_client, to_client, server.create_initialization_options())
 
     try:
         anyio.run(main)
@@ -276,17 +294,22 @@ class _Prefixed(io.RawIOBase):
 
 
 class _Lines:
-    """The input lines for the SDK; see the module docstring."""
+    """The input, read (:meth:`read`) and given to the SDK (:meth:`feed`); see the module docstring."""
 
     def __init__(self, stdin: io.TextIOBase, wire: _Wire, limit: int = MAX_LINE):
         self.stdin = stdin
         self.wire = wire
         self.limit = limit
+        # What was read and waits for the SDK, in order: (the request's id or None, its characters,
+        # the parsed message or the bytes of this transport's own refusal to write).
+        self.queue: deque[tuple[str | None, int, Any]] = deque()
+        self.queued = 0  # the characters of the lines in ``queue``
+        self.waiting: Counter[str] = Counter()  # the ids of the requests in ``queue``
+        self.cancels: deque[Any] = deque()  # cancels of calls given to the SDK: they go before the queue
+        self.ended = False  # the input ended (or SIGTERM)
 
-    def __aiter__(self):
-        return self._lines()
-
-    async def _lines(self):
+    async def read(self) -> None:
+        """Read the input to its end, while the queue holds less than ``MAX_QUEUED``."""
         import anyio
         from mcp import types
 
@@ -294,70 +317,141 @@ class _Lines:
             # Abandoned on cancel (Ctrl-C): a read waits for the client, which may never write again.
             return await anyio.to_thread.run_sync(self.stdin.readline, size, abandon_on_cancel=True)
 
-        while True:
-            await self.wire.room()
-            if not (line := await readline(self.limit + 1)):
-                break
-            if len(line) > self.limit and not line.endswith("\n"):
-                # A line past the cap (the service's and HTTP's): its rest is read and dropped, never held.
-                while (rest := await readline(1 << 20)) and not rest.endswith("\n"):
-                    pass
-                await self.wire.refuse("", ValueError(), code=-32600,
-                                       reason=f"it is longer than {self.limit >> 20} MiB; write a file that large in-process")
-                continue
-            line = line.removeprefix(BOM)
-            if not line.strip():
-                continue
-            try:
-                line.encode("utf-8")
-            except UnicodeEncodeError as exc:  # bytes that are not UTF-8, kept as they came (surrogateescape)
-                where = len(line[: exc.start].encode("utf-8", "surrogateescape"))
-                await self.wire.refuse(line, exc, code=-32700,
-                                       reason=f"it is not valid UTF-8 (byte {where} of the line); JSON text is UTF-8")
-                continue
-            try:
-                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-            except Exception as exc:  # noqa: BLE001 - whatever the SDK cannot read, it would not answer
-                await self.wire.refuse(line, exc)
-                continue
-            method, request_id = getattr(message, "method", None), getattr(message, "id", None)
-            problem = tool_call_problem(getattr(message, "params", None) or {}) if method == "tools/call" else None
-            if problem is None and request_id is not None and self.wire.version is not None:
-                problem = params_problem(method, self.wire.version, getattr(message, "params", None))
-            if problem is not None and request_id is not None:  # the SDK would say only "Invalid request parameters"
-                await self.wire.refuse(line, ValueError(), code=problem[0], reason=problem[1])
-                continue
-            if method is not None and request_id is None and '"id"' in line and _odd_id(line):
-                # The SDK reads a request whose id is null, a fraction, a boolean or an object as a
-                # notification: it would run unanswered.
-                await self.wire.refuse(line, ValueError(), code=-32600, reason=ODD_ID)
-                continue
-            if method is not None and request_id is not None:
-                key = json.dumps(request_id)
-                if self.wire.in_flight(key):
+        def refuse(line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
+            self._put(None, 0, self.wire.refusal(line, exc, code=code, reason=reason))
+
+        try:
+            while True:
+                while self.queued >= MAX_QUEUED:
+                    await self.wire.changed()
+                if not (line := await readline(self.limit + 1)):
+                    break
+                if len(line) > self.limit and not line.endswith("\n"):
+                    # A line past the cap (the service's and HTTP's): its rest is read and dropped, never held.
+                    while (rest := await readline(1 << 20)) and not rest.endswith("\n"):
+                        pass
+                    refuse("", ValueError(), code=INVALID_REQUEST,
+                           reason=f"it is longer than {self.limit >> 20} MiB; write a file that large in-process")
+                    continue
+                line = line.removeprefix(BOM)
+                if not line.strip():
+                    continue
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError as exc:  # bytes that are not UTF-8, kept as they came (surrogateescape)
+                    where = len(line[: exc.start].encode("utf-8", "surrogateescape"))
+                    refuse(line, exc, code=-32700, reason=f"it is not valid UTF-8 (byte {where} of the line); JSON text is UTF-8")
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except Exception as exc:  # noqa: BLE001 - whatever the SDK cannot read, it would not answer
+                    refuse(line, exc)
+                    continue
+                method, request_id = getattr(message, "method", None), getattr(message, "id", None)
+                if method is not None and request_id is None and '"id"' in line and _odd_id(line):
+                    # The SDK reads a request whose id is null, a fraction, a boolean or an object as a
+                    # notification: it would run unanswered.
+                    refuse(line, ValueError(), code=INVALID_REQUEST, reason=ODD_ID)
+                    continue
+                key = json.dumps(request_id) if method is not None and request_id is not None else None
+                if key is not None and (self.wire.in_flight(key) or self.waiting[key]):
                     # The SDK keeps one request per id in flight (a second overwrites the first), so
                     # one of the two could go unanswered; MCP never reuses an id within a session.
-                    await self.wire.refuse(line, ValueError(), code=-32600, reason=ID_IN_USE.format(id=request_id))
+                    refuse(line, ValueError(), code=INVALID_REQUEST, reason=ID_IN_USE.format(id=request_id))
                     continue
-                self.wire.pending[key] += 1
-                if method == "initialize":
-                    self.wire.initializing.add(key)
-            elif method == "notifications/cancelled":  # a cancelled request gets no answer
-                self.wire.settle(json.dumps((getattr(message, "params", None) or {}).get("requestId")))
-            elif method == "notifications/initialized":
-                while self.wire.initializing:  # an initialize read before it: its answer decides
-                    await anyio.sleep(0.02)
-                if self.wire.refused_initialize and not self.wire.initialized:
-                    # The SDK takes the notification alone as the end of a handshake: after an
-                    # initialize it refused, every call was then answered as if it had succeeded.
+                if method == "notifications/cancelled":  # a cancelled request gets no answer
+                    if not self._drop(json.dumps((getattr(message, "params", None) or {}).get("requestId"))):
+                        self.cancels.append(message)  # given to the SDK (it stops the call), or one it ignores
+                        self.wire.notify()
                     continue
-            # Its parsed copy goes before the SDK parses the line again, the line once the SDK has it: a
-            # 100 MB write was held three times while the SDK parsed it, twice until the client wrote again.
-            del message
-            yield line
-            del line
-        while self.wire.pending:  # the end of the input: answer what was asked first
-            await anyio.sleep(0.02)
+                if key is not None:
+                    self.waiting[key] += 1
+                # The line goes once parsed (only the message is held): a 100 MB write was held three
+                # times while the SDK parsed it, twice until the client wrote again.
+                size = len(line)
+                del line
+                self._put(key, size, message)
+                del message
+        finally:
+            self.ended = True
+            self.wire.notify()
+
+    def _put(self, key: str | None, size: int, item: Any) -> None:
+        self.queue.append((key, size, item))
+        self.queued += size
+        self.wire.notify()
+
+    def _drop(self, key: str) -> bool:
+        """Drop the waiting request with the id ``key``, if one waits: it is never run nor answered."""
+        if not self.waiting[key]:
+            return False
+        for entry in self.queue:
+            if entry[0] == key:
+                self.queue.remove(entry)
+                self._taken(entry)
+                return True
+        return False  # (not reached: ``waiting`` counts the ids in the queue)
+
+    def _taken(self, entry: tuple[str | None, int, Any]) -> None:
+        key, size, _ = entry
+        self.queued -= size
+        if key is not None:
+            self.waiting[key] -= 1
+            if not self.waiting[key]:
+                del self.waiting[key]
+        self.wire.notify()  # room to read on
+
+    async def feed(self, sdk: Any) -> None:
+        """Give the SDK what was read, in order, a request only while fewer than ``MAX_UNANSWERED``
+        wait for their answer; at the end of the input, wait for every answer (the SDK cancels what
+        is in flight when its input closes)."""
+        from mcp.shared.message import SessionMessage
+
+        async with sdk:
+            while True:
+                if self.cancels:
+                    await sdk.send(SessionMessage(self.cancels.popleft()))
+                elif self.queue and (self.queue[0][0] is None or self.wire.unanswered() < MAX_UNANSWERED):
+                    entry = self.queue.popleft()
+                    self._taken(entry)
+                    await self._give(sdk, entry[0], entry[2])
+                    del entry
+                elif self.queue or not self.ended:
+                    await self.wire.changed()
+                else:
+                    break
+            while self.wire.pending:
+                await self.wire.changed()
+
+    async def _give(self, sdk: Any, key: str | None, item: Any) -> None:
+        import anyio
+        from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+        if isinstance(item, bytes):
+            await self.wire.send(item)
+            return
+        method, params = getattr(item, "method", None), getattr(item, "params", None)
+        if key is not None:
+            problem = tool_call_problem(params or {}) if method == "tools/call" else None
+            if problem is None and self.wire.version is not None:
+                problem = params_problem(item.method, self.wire.version, params)
+            if problem is not None:  # the SDK would say only "Invalid request parameters"
+                await self.wire.send(self.wire.error(item.id, *problem))
+                return
+            self.wire.pending[key] += 1
+            if method == "initialize":
+                self.wire.initializing.add(key)
+            metadata = ServerMessageMetadata(on_request_unanswered=lambda: self.wire.unanswered_end(key))
+            await sdk.send(SessionMessage(item, metadata=metadata))
+            return
+        if method == "notifications/initialized":
+            while self.wire.initializing:  # an initialize given before it: its answer decides
+                await anyio.sleep(0.02)
+            if self.wire.refused_initialize and not self.wire.initialized:
+                # The SDK takes the notification alone as the end of a handshake: after an
+                # initialize it refused, every call was then answered as if it had succeeded.
+                return
+        await sdk.send(SessionMessage(item))
 
 
 class _Wire:
@@ -379,54 +473,80 @@ class _Wire:
         self.initialized = False
         self.refused_initialize = False  # an initialize was answered with an error
         self.version: str | None = None  # the protocol version the initialize answer agreed on
-        self._settled: Any = None  # an anyio.Event while reading waits for an answer (see ``room``)
+        self._waiters: list[Any] = []  # anyio.Events of the tasks waiting for a change (see ``changed``)
 
     def in_flight(self, key: str) -> bool:
         """Whether a request with the id ``key`` is still waiting for the SDK's answer (the SDK's
         second answer to an ``initialize`` answered early does not count: the client has its answer)."""
         return self.pending[key] - (key in self.answered) > 0
 
+    def unanswered(self) -> int:
+        """The requests given to the SDK and not answered yet."""
+        return sum(self.pending.values())
+
     def settle(self, key: str) -> None:
-        """One request with the id ``key`` needs no answer any more (answered, or cancelled)."""
+        """One request with the id ``key`` given to the SDK needs no answer any more."""
         if self.pending[key] > 1:
             self.pending[key] -= 1
         else:
             del self.pending[key]
-        if self._settled is not None:
-            self._settled.set()
+        self.notify()
 
-    async def room(self) -> None:
-        """Returns once fewer than ``MAX_UNANSWERED`` requests wait for their answer."""
+    async def unanswered_end(self, key: str) -> None:
+        """The SDK ended a request unanswered (a cancel stopped it): its place is free."""
+        self.initializing.discard(key)
+        self.settle(key)
+
+    def notify(self) -> None:
+        """Wake the tasks waiting in ``changed``: a request was read, taken, answered."""
+        for waiter in self._waiters:
+            waiter.set()
+        self._waiters.clear()
+
+    async def changed(self) -> None:
+        """Returns at the next ``notify`` (the caller checks again what it waits for)."""
         import anyio
 
-        while sum(self.pending.values()) >= MAX_UNANSWERED:
-            self._settled = anyio.Event()
-            await self._settled.wait()
-        self._settled = None
+        waiter = anyio.Event()
+        self._waiters.append(waiter)
+        await waiter.wait()
 
-    async def refuse(self, line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
-        """A JSON-RPC error for a line the SDK cannot read, with its id when one can be found."""
+    def refusal(self, line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> bytes:
+        """A JSON-RPC error for a line the SDK cannot read, with its id when one can be found; b""
+        for a notification (nothing to answer)."""
         try:
             data = json.loads(line, parse_int=_int_or_none)  # a number of thousands of digits still gives the id
         except (ValueError, RecursionError):
             data, found = None, -32700
         else:
-            found = -32600
+            found = INVALID_REQUEST
         code = code or found
         if isinstance(data, dict) and "id" not in data:
-            return  # a notification: nothing to answer
+            return b""
         request_id = data.get("id") if isinstance(data, dict) and has_request_id(data) else None
         if data is None:  # nested past the parser's depth, or cut short: its id still answers the client
             request_id = top_level_id(line)
-        problem = message_problem(data) if reason is None and code == -32600 else None
+        problem = message_problem(data) if reason is None and code == INVALID_REQUEST else None
         if problem is not None:
             code, reason = problem
         if reason is None:
             reason = surrogate_reason(data) or _plain(exc)
-        error = {"jsonrpc": "2.0", "id": request_id, "error": {
-            "code": code, "message": f"the request cannot be read: {reason[:300]}"}}
-        text = json.dumps(error, ensure_ascii=True)
-        await _in_thread(lambda: self._send(text.encode("ascii") + b"\n"))
+        return self.error(request_id, code, reason)
+
+    @staticmethod
+    def error(request_id: Any, code: int, reason: str) -> bytes:
+        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": f"the request cannot be read: {reason[:300]}"}}
+        return json.dumps(error, ensure_ascii=True).encode("ascii") + b"\n"
+
+    async def send(self, data: bytes) -> None:
+        if data:
+            await _in_thread(lambda: self._send(data))
+
+    async def serve(self, answers: Any) -> None:
+        """Write the SDK's messages, as its stdio_server does."""
+        async with answers:
+            async for answer in answers:
+                await self.write(answer.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n")
 
     def _send(self, data: bytes) -> None:
         with self.lock:  # the SDK's answers and this transport's own refusals, one line at a time
@@ -463,9 +583,6 @@ class _Wire:
         finally:
             if key is not None:  # answered, on the wire already (or the client is gone): the input may end
                 self.settle(key)
-
-    async def flush(self) -> None:
-        await _in_thread(self.out.flush)
 
 
 # The head of the SDK's answer with a result, as its serializer writes it (fields in their order).
