@@ -9,6 +9,7 @@ import stat
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import LockTimeout, StateDirError, disk_full, is_no_space
@@ -210,10 +211,15 @@ def set_aside_odd_lock(path: str) -> bool:
 def read_only_mount(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` (or its nearest existing folder above) lies on a file system mounted
     read-only: nothing on this mount can be written there, by us or by any other writer."""
-    path = os.fspath(path)
+    return on_nearest_there(os.fspath(path), lambda there: bool(os.statvfs(there).f_flag & os.ST_RDONLY))
+
+
+def on_nearest_there(path: str, look: Callable[[str], bool]) -> bool:
+    """``look`` of ``path``, or of the nearest folder above it that is there; False where none is,
+    or where looking fails otherwise."""
     while True:
         try:
-            return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+            return look(path)
         except FileNotFoundError:
             parent = os.path.dirname(path)
             if parent == path:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..database import dec
 from ..errors import PathRefused, UsageError
+from ..fsutil.lock import on_nearest_there
 from .placing import resolve_writable
 from .versions import REMOVE
 
@@ -75,18 +76,11 @@ def folder_holds_something(path: str) -> bool:
     a rollback to a moment after archived them. A note whose nearest folder holds nothing is not known
     to be removed (a person who emptied it by hand has it logged once something is in it again, or a
     rollback's plan brings it back: the safe side)."""
-    folder = os.path.dirname(path)
-    while True:
-        try:
-            with os.scandir(folder) as entries:
-                return next(entries, None) is not None
-        except FileNotFoundError:
-            above = os.path.dirname(folder)
-            if above == folder:
-                return False
-            folder = above
-        except OSError:
-            return False
+    def holds_something(folder: str) -> bool:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+
+    return on_nearest_there(os.path.dirname(path), holds_something)
 
 
 def in_roots(path: str, roots: tuple[str, ...]) -> bool:
