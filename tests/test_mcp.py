@@ -326,6 +326,28 @@ def test_a_line_past_the_cap_is_refused_unread_and_the_next_line_is_served():
     assert all(r["error"]["code"] == -32600 and "longer than" in r["error"]["message"] for r in refused)
 
 
+def test_lines_refused_while_no_answer_is_read_count_toward_the_bound_on_what_is_held(monkeypatch):
+    """Bad lines (`x`) from a client that reads no answer: each refusal waited in the queue counted as
+    nothing, so reading never stopped and the server held ~270 bytes more for every 2-byte line
+    (143 MiB after 660 KB). Each entry counts at least ``ENTRY``: reading stops at the bound."""
+    import io
+
+    import anyio
+
+    from openclaw_memory.mcp import stdio
+
+    monkeypatch.setattr(stdio, "MAX_QUEUED", stdio.ENTRY * 50)
+    given = io.StringIO("x\n" * 10_000)
+    lines = stdio._Lines(given, stdio._Wire(io.BytesIO(), {}))
+
+    async def read() -> None:
+        with anyio.move_on_after(2):  # it waits for room that nothing here makes
+            await lines.read()
+
+    anyio.run(read)
+    assert len(lines.queue) == 50 and given.tell() < len(given.getvalue()), (len(lines.queue), given.tell())
+
+
 @pytest.mark.slow
 def test_a_request_past_256_mib_on_stdio_is_refused_and_the_session_goes_on(workspace, state_dir):
     import subprocess

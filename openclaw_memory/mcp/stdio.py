@@ -76,6 +76,7 @@ MAX_UNANSWERED = 16
 # The characters of request lines read and not given to the SDK yet past which nothing more is read:
 # only a client that sends this much without reading an answer waits (its pipe fills).
 MAX_QUEUED = 64 << 20
+ENTRY = 512  # what a queued line is counted at least: its entry, its parsed message or refusal
 
 # A byte order mark before a line's JSON (a Windows encoder writes one): ignored, as RFC 8259 lets a
 # parser do. Read as JSON it was a parse error with id null, and the client waited for its answer.
@@ -318,7 +319,8 @@ class _Lines:
             return await anyio.to_thread.run_sync(self.stdin.readline, size, abandon_on_cancel=True)
 
         def refuse(line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
-            self._put(None, 0, self.wire.refusal(line, exc, code=code, reason=reason))
+            refusal = self.wire.refusal(line, exc, code=code, reason=reason)
+            self._put(None, len(refusal), refusal)
 
         try:
             while True:
@@ -377,6 +379,9 @@ class _Lines:
             self.wire.notify()
 
     def _put(self, key: str | None, size: int, item: Any) -> None:
+        # Each entry counted at least ENTRY: refusals of 2-byte lines counted as nothing, and a client
+        # that sent bad lines and read no answer made the queue grow without end (~270 bytes each).
+        size = max(size, ENTRY)
         self.queue.append((key, size, item))
         self.queued += size
         self.wire.notify()
