@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from test_serve import _http_session
+from test_serve import _http_service, _http_session
 
 from conftest import settings_for, write
 from openclaw_memory.mcp import http
@@ -39,6 +39,25 @@ def test_an_unsupported_protocol_version_header_is_refused_naming_it_and_the_ver
     assert stream.status_code == 400 and "MCP-Protocol-Version" in _error(stream)
     agreed = httpx2.post(url, headers={**session, "MCP-Protocol-Version": "2025-06-18"}, json=STATUS)
     assert agreed.status_code == 200 and '"result"' in agreed.text
+    assert service.stop() == 0
+
+
+def test_an_initialize_with_an_unknown_protocol_version_header_is_refused_naming_it(workspace, state_dir, services):
+    """An initialize carrying an ``MCP-Protocol-Version`` the SDK does not know was refused in the
+    words of the SDK's sessionless protocol (``params._meta must be an object carrying ... envelope
+    keys``): now 400, naming the header and the versions spoken; without the header, or with a
+    version initialize negotiates, it opens a session as before."""
+    import httpx2
+
+    service, url, base = _http_service(services, workspace, state_dir)
+    answer = httpx2.post(url, headers={**base, "MCP-Protocol-Version": "2099-01-01"}, json=HELLO)
+    assert answer.status_code == 400, answer.text
+    assert _error(answer) == ('MCP-Protocol-Version "2099-01-01" is not supported (2026-07-28, 2025-11-25, '
+                              "2025-06-18, 2025-03-26, 2024-11-05): send initialize without it, or one of these")
+    assert json.loads(answer.text)["id"] == 1 and "mcp-session-id" not in answer.headers
+    for headers in ({}, {"MCP-Protocol-Version": "2025-06-18"}):
+        opened = httpx2.post(url, headers={**base, **headers}, json=HELLO)
+        assert opened.status_code == 200 and "mcp-session-id" in opened.headers, opened.text
     assert service.stop() == 0
 
 

@@ -450,7 +450,19 @@ class _OneRequestPerId:
             return
         sid = _header(scope, b"mcp-session-id")
         if not sid:  # no session yet (an initialize) or stateless: nothing to share an id with
-            await self.app(scope, receive, send)
+            version = _header(scope, b"mcp-protocol-version")
+            unknown = _unknown_version(version.decode("latin-1")) if version is not None else None
+            if unknown is None:
+                await self.app(scope, receive, send)
+                return
+            message = await receive()
+            try:
+                parsed = json.loads(message.get("body", b""))
+            except (ValueError, RecursionError):
+                parsed = None
+            asked_id = parsed.get("id") if isinstance(parsed, dict) and has_request_id(parsed) else None
+            await _answer(send, {"jsonrpc": "2.0", "id": asked_id, "error": {"code": -32600, "message": unknown}},
+                          status=400)
             return
         message = await receive()  # the whole body, in one message (BoundedBody, outside this)
         data = message.get("body", b"")
@@ -542,6 +554,19 @@ def _unsupported_version(version: str) -> str | None:
         return None
     return (f"MCP-Protocol-Version {json.dumps(version[:64])} is not supported "
             f"({', '.join(reversed(HANDSHAKE_PROTOCOL_VERSIONS))}): send the version initialize agreed on")
+
+
+def _unknown_version(version: str) -> str | None:
+    """Why a request outside any session (an initialize, or the sessionless protocol's) with
+    ``MCP-Protocol-Version: version`` is refused; None for a version the SDK speaks. The SDK took an
+    unknown one for its sessionless protocol's and refused even an initialize in that one's terms
+    (``params._meta must be an object carrying ... envelope keys``)."""
+    from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+
+    if version in KNOWN_PROTOCOL_VERSIONS:
+        return None
+    return (f"MCP-Protocol-Version {json.dumps(version[:64])} is not supported "
+            f"({', '.join(reversed(KNOWN_PROTOCOL_VERSIONS))}): send initialize without it, or one of these")
 
 
 _UNREADABLE = object()  # a body that is not JSON
