@@ -205,14 +205,47 @@ def test_a_time_before_moves_puts_each_file_back_under_the_name_it_had(cli, work
     assert memory_files(workspace) == after
 
 
+def test_names_a_note_was_moved_through_are_no_memory_files_of_a_rollback(cli, workspace, state_dir):
+    """After a -> b -> c, a rollback to a time after the moves (or before them) lists only the
+    names that hold a note now or held one then: a.md and b.md, empty both then and now, were
+    listed "unchanged" (JSON version null) and counted in "N of M memory files"."""
+    write(workspace / "memory" / "a.md", "# A\n")
+    write(workspace / "memory" / "x.md", "# X\n")
+    read_all(cli, workspace)
+    before = time.time()
+    while time.time() <= before + 0.001:
+        time.sleep(0.001)
+    assert cli("mv", "memory/a.md", "memory/b.md", "--no-index").returncode == 0
+    assert cli("mv", "memory/b.md", "memory/c.md", "--no-index").returncode == 0
+    moved = memory_files(workspace)
+    after = time.time()
+    while time.time() <= after + 0.001:
+        time.sleep(0.001)
+
+    dry = cli("rollback", "--to", iso_moment(after), "--dry-run", "--json")
+    assert {f["path"]: f["fate"] for f in dry.json()["files"]} == {"memory/c.md": "unchanged", "memory/x.md": "unchanged"}
+    text = cli("rollback", "--to", iso_moment(after), "--dry-run")
+    assert "memory/a.md" not in text.stdout and "memory/b.md" not in text.stdout
+    assert "0 of 2 memory files would change" in text.stdout
+    back = cli("rollback", "--to", iso_moment(before), "--dry-run", "--json")
+    assert {f["path"]: f["fate"] for f in back.json()["files"]} == {
+        "memory/a.md": "bring-back", "memory/c.md": "archive", "memory/x.md": "unchanged"}
+    done = cli("rollback", "--to", iso_moment(before), "--json")
+    assert done.returncode == 0, done.stderr
+    assert memory_files(workspace) == {"memory/a.md": b"# A\n", "memory/x.md": b"# X\n"}
+    assert "memory/b.md" not in {f["path"] for f in done.json()["files"]}
+    assert cli("rollback", "--to", done.json()["undo"], "--json").returncode == 0
+    assert memory_files(workspace) == moved
+
+
 @pytest.mark.parametrize(("other", "fates"), [
     # `mv a x`, then `mv b x --force`: x's history holds both files' entries, interleaved, and the
     # first move emptied every name of it, b's too: a rollback to a time between the two moves left
     # b.md out ("unchanged", absent), though it held "# B" then.
-    ("# B\n", {"memory/a.md": "unchanged", "memory/b.md": "bring-back", "memory/x.md": "rewrite"}),
+    ("# B\n", {"memory/b.md": "bring-back", "memory/x.md": "rewrite"}),
     # b.md a copy of a.md (the same bytes): the first move emptied every name holding its bytes,
     # b.md's too, though only a.md moved.
-    ("# A\n", {"memory/a.md": "unchanged", "memory/b.md": "bring-back", "memory/x.md": "unchanged"}),
+    ("# A\n", {"memory/b.md": "bring-back", "memory/x.md": "unchanged"}),
 ], ids=["another-note", "a-copy"])
 def test_a_note_whose_history_a_later_forced_move_merged_is_kept_at_a_time_between(cli, workspace, state_dir, other, fates):
     write(workspace / "memory" / "a.md", "# A\n")
@@ -822,7 +855,7 @@ def test_a_note_deleted_by_hand_before_the_moment_is_not_brought_back(cli, works
         assert planned.returncode == 0, planned.stderr
         return {f["path"]: f["fate"] for f in planned.json()["files"]}
 
-    assert fates(after_deletion) == {"memory/old/gone.md": "unchanged", "memory/kept.md": "rewrite"}
+    assert fates(after_deletion) == {"memory/kept.md": "rewrite"}  # gone then and now: no memory file of either
     assert fates(before)["memory/old/gone.md"] == "bring-back"
     write(workspace / "memory" / "old" / "new.md", "made in that folder since\n")
     assert fates(after_deletion)["memory/old/gone.md"] == "bring-back"

@@ -218,7 +218,10 @@ def plan(settings: Settings, store: HistoryStore, moment: Moment, *, record: boo
             notes.append(f"{resolved.display} left as it is: a folder on its path is a file, so it cannot be brought back")
             stranded[after.version] = resolved.display
             continue
-        fates.append(Fate(resolved, _fate(before, after), before, after))
+        if before is not None or after.version is not None:
+            # A name the history knows that held nothing then and holds nothing now (a note moved on,
+            # a→b→c: a and b) is no memory file of either: listed, it was counted "unchanged".
+            fates.append(Fate(resolved, _fate(before, after), before, after))
     notes += _moved_with_a_folder(fates, came_with, moment.shown)
     for i, f in enumerate(fates):
         if f.fate == ARCHIVE and f.before is not None and f.before.version in stranded:
