@@ -8,7 +8,8 @@ socket) holds the memory text, so no other user may read it, write it or take it
   umask 077, so every file it creates is born owner-only, those of the libraries it calls
   included (Qdrant Edge writes its shards from Rust, some of them from the engine's own
   threads, at moments this process does not choose). What it makes in the workspace, which
-  is the user's, gets the user's own umask back explicitly (:func:`as_user_made`).
+  is the user's, gets the user's own umask back explicitly (:func:`as_user_made`); what the
+  service makes there for a caller gets the caller's (:data:`CALLER_UMASK`).
 - :func:`make_dirs`: missing folders made 0700 (the state dir too, when this makes it).
 - :func:`check_data_dir`: before a command uses the data dir, a folder another user could
   have tampered with (a link below the state dir included) is refused
@@ -23,12 +24,17 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ..errors import StateDirError, StateDirUnsafe
 
 PRIVATE_UMASK = 0o077
 _user_umask: int | None = None  # the umask this process started with, while private_umask() holds
+# The umask of the caller the service answers, for that request's thread (serve.core, as the caller's
+# zone): a note or folder the service makes for a caller is as the caller's own process makes it (a
+# caller at umask 077 got the service's 0644 note and 0755 folder, readable by every user).
+CALLER_UMASK: ContextVar[int | None] = ContextVar("caller_umask", default=None)
 _checked: set[Path] = set()  # the state dirs check_data_dir looked at: make_dirs checks below them too
 # The folders check_the_way found clean since settings were last resolved: the config files and the
 # default workspace of one resolution sit in one state dir (four walks of every folder from / down).
@@ -56,16 +62,29 @@ def private_umask() -> Iterator[None]:
 
 
 def user_umask() -> int | None:
-    """The user's umask while :func:`private_umask` holds, else None (the process's umask is the user's)."""
-    return _user_umask
+    """The user's umask: the caller's, in a service answering one (:data:`CALLER_UMASK`); the one this
+    process started with while :func:`private_umask` holds; else None (the process's umask is the user's)."""
+    caller = CALLER_UMASK.get()
+    return caller if caller is not None else _user_umask
+
+
+def umask_of_user() -> int:
+    """:func:`user_umask`, or this process's own umask where that is the user's."""
+    umask = user_umask()
+    if umask is None:
+        umask = os.umask(PRIVATE_UMASK)  # read by setting it; a file made meanwhile by a thread is only more private
+        os.umask(umask)
+    return umask
 
 
 def as_user_made(fd: int, mode: int) -> None:
     """A folder or file this process just made in the user's tree (the workspace): give it the mode
-    the user's umask gives ``mode``, as it would have without :func:`private_umask`."""
-    if _user_umask is not None:
+    the user's umask gives ``mode``, as it would have without :func:`private_umask` (or, in the
+    service, as the caller's process would have made it)."""
+    umask = user_umask()
+    if umask is not None:
         try:
-            os.fchmod(fd, mode & ~_user_umask)
+            os.fchmod(fd, mode & ~umask)
         except OSError:
             pass  # not ours after all (swapped in meanwhile): it keeps the mode it has
 

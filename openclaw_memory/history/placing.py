@@ -20,7 +20,7 @@ from ..files.paths import LEGACY_ROOT, REPAIR_DIR, ExtraPath, absolute_path, dis
 from ..files.read import ResolvedPath, resolve_memory_path
 from ..fsutil.atomic import Xattrs, folder_owner, has_default_acl, read_xattrs, write_temp_beside
 from ..fsutil.move import link_noreplace
-from ..fsutil.private import user_umask
+from ..fsutil.private import umask_of_user
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import FileMode
@@ -422,11 +422,7 @@ def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[by
 def new_file_mode() -> int:
     """A new memory file's mode: what the user's umask leaves of 0666, as an editor's new file gets
     (in a folder with no default ACL: where there is one, the kernel gives a file what it says)."""
-    umask = user_umask()
-    if umask is None:  # no private umask in force: the process's own is the user's
-        umask = os.umask(0o077)  # read by setting it; a file made meanwhile by a thread is only more private
-        os.umask(umask)
-    return 0o666 & ~umask
+    return 0o666 & ~umask_of_user()  # (in the service: the caller's umask, not the service's)
 
 
 def current_version(folder: Folder, name: str) -> str | None:

@@ -1,7 +1,7 @@
 """Requests and answers over the service socket: JSON-RPC 2.0 (the protocol MCP speaks), one per line.
 
 A request: ``{"jsonrpc": "2.0", "id": n, "method": "search", "params": {"args": {...}, "context":
-{workspace, stateDir, agent, session, key, protocol, tz}}}``, the method one of
+{workspace, stateDir, agent, session, key, protocol, tz, umask}}}``, the method one of
 :data:`~openclaw_memory.memory.operations.OPERATIONS`, the arguments and the result JSON data of the
 declared types (:mod:`openclaw_memory.wire`: no type names). While the service works on it, it sends an
 empty line every ``HEARTBEAT_S``; then ``{"jsonrpc": "2.0", "id": n, "result": ...}`` or ``"error":
@@ -14,8 +14,10 @@ knows the service hangs. A connection may carry many requests, one after the oth
 with a refusal that says to restart the service, so the caller works in-process instead.
 
 ``tz`` is the caller's TZ (None: unset): a day read as local is the caller's (:mod:`openclaw_memory.timezones`).
+``umask`` is the caller's umask (0 to 0o777): a note or folder the service makes for the caller gets the
+mode the caller's own process would give it (:data:`~openclaw_memory.fsutil.private.CALLER_UMASK`).
 
-Standard library only (with :mod:`.paths`): the CLI imports this on its fast path.
+Standard library only (with :mod:`..timezones` and :mod:`..fsutil.private`): the CLI imports this on its fast path.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
+from ..fsutil.private import umask_of_user
 from ..timezones import tz_setting
 
 if TYPE_CHECKING:
@@ -61,10 +64,11 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-PROTOCOL = 6  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested; 4: write's
+PROTOCOL = 7  # 3: one JSON shape per result (the --json keys), ServiceInfo with lockWaits nested; 4: write's
 # replace_unread, and the guard's rules a service of 3 would not apply (expect names a version read, keys per session);
 # 5: maxResults out of the settings key, a search's limit sent resolved (a service of 4 would refuse every caller);
-# 6: [prompt] out of the settings key (a service of 5 would refuse every caller with a [prompt] of its own)
+# 6: [prompt] out of the settings key (a service of 5 would refuse every caller with a [prompt] of its own);
+# 7: the caller's umask in the context (a service of 6 would make a new note with its own: 0644 for a caller at 077)
 PRODUCT_ERROR = -32000  # a MemoryToolError: data.kind names which, from the closed set in errors
 REFUSED = -32001  # this service does not answer this request: the caller works in-process
 
@@ -78,6 +82,7 @@ def request_line(request_id: int, method: str, args: dict, settings: Settings) -
         "key": settings_key(settings),
         "protocol": PROTOCOL,
         "tz": tz_setting(),  # the service reads a local day as this process's (its own TZ may differ)
+        "umask": umask_of_user(),  # and makes a new note and folder as this process would (its own umask may differ)
     }
     payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"args": args, "context": context}}
     return json_line(payload)  # ValueError: a number strict JSON cannot hold

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import wire
 from ..errors import ERROR_KINDS, MemoryToolError, shown
+from ..fsutil.private import CALLER_UMASK
 from ..index.pool import IndexPool
 from ..memory.local import LocalMemory
 from ..memory.operations import OPERATIONS, Operation
@@ -69,6 +70,7 @@ class Request:
     args: dict[str, Any]
     settings: Settings
     zone: dt.tzinfo | str | None = None  # the caller's local time when not the service's (str: its TZ, unnamed)
+    umask: int | None = None  # the caller's umask: what the service makes in the workspace for it gets its modes
 
 
 class ServiceCore:
@@ -191,7 +193,8 @@ class ServiceCore:
             arguments = operation.arguments((), typed)
         except (ValueError, TypeError) as exc:  # TypeError: a required argument missing
             raise Refused(f"arguments it cannot read ({exc})", INVALID_PARAMS) from None
-        return Request(data.get("id"), operation, arguments, self._settings_for(context), _caller_zone(context))
+        return Request(data.get("id"), operation, arguments, self._settings_for(context), _caller_zone(context),
+                       _caller_umask(context))
 
     def _settings_for(self, context: dict) -> Settings:
         agent = str(context.get("agent") or self.settings.agent)
@@ -226,6 +229,7 @@ class ServiceCore:
         self.called(request.settings.session)
         memory = self.memory.for_agent(request.settings.agent, request.settings.session)
         zone = CALLER_ZONE.set(request.zone)  # this thread's request only
+        umask = CALLER_UMASK.set(request.umask)
         try:
             value = memory.call(request.operation, (), request.args)
             return {"jsonrpc": "2.0", "id": request.id, "result": wire.to_json(value)}
@@ -242,6 +246,7 @@ class ServiceCore:
         except Exception as exc:  # a bug, not the caller's fault: the caller still gets its answer in-process
             return error_answer(request.id, REFUSED, f"it failed ({type(exc).__name__}: {exc})")
         finally:
+            CALLER_UMASK.reset(umask)
             CALLER_ZONE.reset(zone)
 
     def let_go(self) -> None:
@@ -282,6 +287,15 @@ def _caller_zone(context: dict) -> dt.tzinfo | str | None:
         return None
     tz = context["tz"]
     return (caller_zone_of_tz(tz) if tz is None or isinstance(tz, str) else None) or str(tz)
+
+
+def _caller_umask(context: dict) -> int:
+    """The caller's umask (a note the service makes for it gets the mode the caller's process would
+    give it); Refused where the context has none a umask can be."""
+    umask = context.get("umask")
+    if type(umask) is not int or not 0 <= umask <= 0o777:
+        raise Refused("a request's context names the caller's umask, a number from 0 to 0o777", INVALID_PARAMS)
+    return umask
 
 
 def error_answer(request_id: Any, code: int, message: str, kind: str | None = None,
