@@ -786,3 +786,87 @@ def test_a_write_of_the_content_a_note_holds_writes_nothing_and_logs_nothing(cli
     assert [v["origin"] for v in versions] == ["agent-write", "external-edit"], versions
     (workspace / "v3").write_text("three\n")  # the session's record holds: its next write goes through
     assert cli("write", "memory/a.md", "--replace-file", str(workspace / "v3"), "--no-index").returncode == 0
+
+
+def _bits(path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+@pytest.mark.parametrize("step", ["write:key-recorded", "write:checked"])
+def test_a_chmod_made_while_a_write_runs_is_kept_and_never_undone(cli, workspace, state_dir, step):
+    """A `chmod 600` made while a write ran was undone: the new file (the new text with it) got the
+    mode copied at the write's start, 0644, readable by every user. Now the write sees it as it sees
+    an editor's save: nothing written, blocked (exit 3), the note still 0600; written again, it stays 0600."""
+    note = write(workspace / "memory" / "d.md", "hello\n")
+    os.chmod(note, 0o644)
+    assert cli("read", "memory/d.md").returncode == 0
+    code, _out, err = run_paused(workspace, state_dir, ("write", "memory/d.md", "--append", "bank PIN 5555", "--no-index"),
+                                 step, lambda: os.chmod(note, 0o600))
+    assert code == 3 and "memory/d.md changed while it was being written; nothing was written" in err, err
+    assert (_bits(note), note.read_text()) == (0o600, "hello\n")
+    assert cli("write", "memory/d.md", "--append", "bank PIN 5555", "--no-index").returncode == 0
+    assert (_bits(note), note.read_text()) == (0o600, "hello\nbank PIN 5555\n")
+    assert [p.name for p in note.parent.iterdir()] == ["d.md"]  # no temp or swap file left
+
+
+def test_a_chmod_made_while_a_daily_note_append_runs_is_kept_and_the_append_tried_again(workspace, state_dir, monkeypatch):
+    """A daily-note append, tried again after a save made meanwhile, is tried again after a chmod too: made, at 0600."""
+    from openclaw_memory import faults
+
+    note = write(workspace / TODAY, "# Today\n")
+    os.chmod(note, 0o644)
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    memory.read(TODAY)
+    real, reached = faults.reach, []
+
+    def chmod_at_the_first(step):  # the fault hook's pause, acted on in this process
+        if step == "write:key-recorded" and step not in reached:
+            os.chmod(note, 0o600)
+        reached.append(step)
+        return real(step)
+
+    monkeypatch.setattr(faults, "reach", chmod_at_the_first)
+    memory.write(TODAY, append="- private", update_index=False)
+    assert reached.count("write:key-recorded") == 2  # raced once, then made
+    assert (_bits(note), note.read_text()) == (0o600, "# Today\n- private\n")
+
+
+def test_a_chmod_made_while_a_restore_runs_is_kept(cli, workspace, state_dir):
+    """restore exchanges its version in as a write does: a chmod 600 made meanwhile was undone (0644)."""
+    note = write(workspace / "memory" / "d.md", "secret one\n")
+    os.chmod(note, 0o644)
+    assert cli("read", "memory/d.md").returncode == 0
+    first = version_of(b"secret one\n")
+    assert cli("write", "memory/d.md", "--append", "two", "--no-index").returncode == 0
+    code, _out, err = run_paused(workspace, state_dir, ("restore", "memory/d.md", first, "--no-index"), "write:checked",
+                                 lambda: os.chmod(note, 0o600))
+    assert code == 3 and "changed while it was being restored" in err, err
+    assert (_bits(note), note.read_text()) == (0o600, "secret one\ntwo\n")
+    assert cli("restore", "memory/d.md", first, "--no-index").returncode == 0
+    assert (_bits(note), note.read_text()) == (0o600, "secret one\n")
+
+
+def test_a_chmod_in_the_instant_before_the_exchange_is_undone_with_the_exchange(workspace, state_dir, monkeypatch):
+    """The mode is checked before the exchange and again on what the exchange took off: a chmod
+    landing between the two (here, just before the kernel's exchange) puts the note back, 0600."""
+    from openclaw_memory.history import swap
+
+    note = write(workspace / "memory" / "d.md", "hello\n")
+    os.chmod(note, 0o644)
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    memory.read("memory/d.md")
+    real = swap.exchange
+    calls = []
+
+    def chmod_first(dir_fd, a, b):
+        if not calls:
+            os.chmod(note, 0o600)
+        calls.append(b)
+        return real(dir_fd, a, b)
+
+    monkeypatch.setattr(swap, "exchange", chmod_first)
+    with pytest.raises(WriteBlocked, match="changed while it was being written"):
+        memory.write("memory/d.md", append="bank PIN 5555", update_index=False)
+    assert len(calls) == 2  # exchanged, then undone
+    assert (_bits(note), note.read_text()) == (0o600, "hello\n")
+    assert [p.name for p in note.parent.iterdir()] == ["d.md"]

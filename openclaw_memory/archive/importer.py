@@ -716,7 +716,8 @@ def _place(target: _Target) -> None:
         target.tmp = None
         return
     tmp = target.tmp = swap_name(folder, tmp)
-    swap = Swap(folder, tmp, name)
+    assert target.kept is not None  # (read with its version: what the staged file's mode was made from)
+    swap = Swap(folder, tmp, name, target.kept)
     try:
         if not swap.lease_target():
             raise held_open(target.resolved)

@@ -80,7 +80,7 @@ def _place_merged(settings: Settings, root: Folder, stamp_dir: StampDir, merged:
     open for writing is left as it is (its later writes would land in the file taken off). Where the
     file system cannot exchange, a rename follows the compare, nothing between."""
     tmp = swap_name(root, write_temp_beside(CANONICAL_ROOT, merged, perms, dir_fd=root.fd, owner=(kept.uid, kept.gid)))
-    swap = Swap(root, tmp, CANONICAL_ROOT)
+    swap = Swap(root, tmp, CANONICAL_ROOT, kept)  # a chmod of MEMORY.md since its look stops the merge too
     recorded = {checked}  # (logged before the merge: record_in_history) what the leftover may be to go
     try:
         if not swap.lease_target():

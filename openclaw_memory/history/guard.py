@@ -390,7 +390,7 @@ def _restore_once(store, records, resolved: ResolvedPath, version: str, stored: 
             unlink_quietly(tmp, dir_fd=folder.fd)
             raise damaged
         nul = nul_in_temp(folder, tmp)
-        return with_nul_warning(_commit(store, records, resolved, folder, current, tmp, new, RESTORED), nul)
+        return with_nul_warning(_commit(store, records, resolved, folder, current, tmp, new, RESTORED, there), nul)
     except BaseException:
         if existed is not None:
             remove_made_folders(resolved, existed)
@@ -516,7 +516,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
                 unlink_quietly(tmp, dir_fd=folder.fd)
                 raise Raced()
         return _commit(store, records, resolved, folder, current, tmp, new, APPEND if added is not None else REPLACE,
-                       before_swap, None if added is None else seen_after_append(records, resolved, current, fd))
+                       kept, before_swap, None if added is None else seen_after_append(records, resolved, current, fd))
     except BaseException:
         if existed is not None:
             remove_made_folders(resolved, existed)
@@ -529,7 +529,7 @@ def _write_once(store, records, resolved: ResolvedPath, content, added, expected
 
 
 def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, folder: Folder,
-            current: FileVersion | None, tmp: str, new: FileVersion, action: WriteAction,
+            current: FileVersion | None, tmp: str, new: FileVersion, action: WriteAction, copied: FileMode | None,
             before_swap: Callable[[WriteResult], None] | None = None, seen: Window = None) -> WriteResult:
     """Store the new version, re-check the target, swap the temp file in, then log the new version.
 
@@ -537,8 +537,10 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     idempotency key), so a disk-full state dir stops the write with the file unchanged, and nothing
     but a hash separates the check from the swap. The swap keeps what it displaces (:mod:`.swap`):
     a save that landed after the check is recorded in the history and put back, and the write is
-    raced (tried again on the new version, or blocked). The agent-write entry is logged only once
-    the new version is in place, so the history never lists a version the file never held.
+    raced (tried again on the new version, or blocked); so is a ``chmod`` made since ``copied`` (the
+    file's mode and owner as the temp file got them), which the new file would undo. The agent-write
+    entry is logged only once the new version is in place, so the history never lists a version the
+    file never held.
     """
     target = resolved.abs_path
     result = WriteResult(
@@ -565,7 +567,8 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
         else:
             # From here on the temp file may hold a displaced version: named apart from a bare temp file.
             tmp = swap_name(folder, tmp)
-            swap = Swap(folder, tmp, resolved.name)
+            assert copied is not None  # (a file replaced: the temp file's mode and owner are its own)
+            swap = Swap(folder, tmp, resolved.name, copied)
             if not swap.lease_target():
                 raise held_open(resolved)
             if current_version(folder, resolved.name) != current.version:

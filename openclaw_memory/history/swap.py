@@ -16,19 +16,30 @@ taken on the target, which the kernel grants only while nobody has it open for w
 is held, another process's open of it for writing waits for us and breaks the lease, which is
 checked after the exchange (the exchange is undone) and before the displaced file is unlinked
 (it is kept for the sweep).
+
+A person's ``chmod``, ``chown`` or ``setfacl`` of the file while the write runs counts as a save.
+The new file's mode, owner and ACL are copied from the file as the caller first opened it
+(``copied``): exchanged in after a ``chmod 600``, it gave the new text, and the note from then on,
+the old ``0644``. So the target must still have what was copied: checked on it just before the
+exchange (then nothing is exchanged, and the new text is never at the name with a mode taken away)
+and, for a change in the instant between, on what the exchange took off (then it is undone). The
+caller then tries again, with the mode as it is now, or is blocked, as after a save.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from typing import NamedTuple
 
 from .. import faults
+from ..fsutil.atomic import ACL_ACCESS
 from ..fsutil.exchange import exchange
 from ..fsutil.move import Lease
 from ..fsutil.safeopen import Folder, NotRegularFile
 from .store import FileVersion, snapshot_fd
+from .versions import FileMode
 
 # A writer that keeps replacing the file faster than two exchanges gets its latest save put back
 # at most this many times; every version taken off is recorded all the same.
@@ -42,15 +53,27 @@ class Taken(NamedTuple):
     version: FileVersion
 
 
+def _acl(fd: int) -> bytes | None:
+    """The POSIX ACL of the file open on ``fd`` (None: none, or none on this file system)."""
+    try:
+        return os.getxattr(fd, ACL_ACCESS)
+    except OSError as exc:
+        if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
+            return None
+        raise
+
+
 def _identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
 class Swap:
-    """One exchange of the temp file ``tmp`` with the target ``name`` in ``folder``, and its undo."""
+    """One exchange of the temp file ``tmp`` with the target ``name`` in ``folder``, and its undo.
+    ``copied``: the target's mode and owner (with its extended attributes, where read: its ACL) as
+    the caller saw them when it gave the temp file its own from them; the target must still have them."""
 
-    def __init__(self, folder: Folder, tmp: str, name: str):
-        self.folder, self.tmp, self.name = folder, tmp, name
+    def __init__(self, folder: Folder, tmp: str, name: str, copied: FileMode):
+        self.folder, self.tmp, self.name, self.copied = folder, tmp, name, copied
         self.ours, _ = folder.open_regular(tmp)  # held open: its inode number cannot be reused meanwhile
         self.placed = _identity(os.fstat(self.ours))  # what our last exchange put at the target
         self.taken: list[Taken] = []  # every regular file an exchange took off the target, in order
@@ -75,17 +98,22 @@ class Swap:
     def exchange(self, checked: str) -> bool | None:
         """Exchange the temp file with the target. True: the target held ``checked`` and now holds
         the new file (``tmp`` holds the old one). False: another version was there; it has been put
-        back and is in :attr:`taken`. None: this file system cannot exchange (nothing changed)."""
+        back and is in :attr:`taken`; or its mode, owner or ACL are no longer those the temp file
+        copied. None: this file system cannot exchange (nothing changed)."""
+        # Checked before the exchange too: after it, the new text is at the name with the mode the
+        # person just took away until the exchange is undone (a reader opening it then keeps it).
+        if self.leased is not None and not self._as_copied(self.leased):
+            return False
         if not exchange(self.folder.fd, self.tmp, self.name):
             return None
         faults.reach("write:exchanged")  # a kill here leaves what the exchange displaced at the .swp name
         try:
             first = self._take()
+            if first is not None and first.version.version == checked and self._as_copied(first.fd):
+                return True
         except BaseException:  # what came off cannot be read (permissions, I/O): it goes back unread
             self.put_back()
             raise
-        if first is not None and first.version.version == checked:
-            return True
         self.put_back()
         return False
 
@@ -121,6 +149,15 @@ class Swap:
         for fd in [self.ours, *(t.fd for t in self.taken), *([self.leased] if self.leased is not None else [])]:
             os.close(fd)
         self.taken, self.leased = [], None
+
+    def _as_copied(self, fd: int) -> bool:
+        """Whether the file open on ``fd`` has the mode, owner and ACL the temp file copied."""
+        st = os.fstat(fd)
+        if FileMode.of(st).bits != self.copied.bits:
+            return False
+        if self.copied.xattrs is None:  # (not read: the temp kept what it was created with)
+            return True
+        return _acl(fd) == next((value for name, value in self.copied.xattrs if name == ACL_ACCESS), None)
 
     def _at_tmp(self) -> tuple[int, int]:
         return _identity(self.folder.lstat(self.tmp))
