@@ -6,6 +6,7 @@ and ``doctor --fix`` finishing or undoing the step."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -20,7 +21,19 @@ import xxhash
 from test_serve import Serve
 from test_watch import Watch
 
-from conftest import env_for, fault, fill_disk, run_paused, settings_for, tmpfs, wait_for, write
+from conftest import (
+    NOBODY,
+    as_nobody,
+    env_for,
+    fault,
+    fill_disk,
+    run_in_process,
+    run_paused,
+    settings_for,
+    tmpfs,
+    wait_for,
+    write,
+)
 from openclaw_memory.errors import UsageError, WriteBlocked
 from openclaw_memory.history.moves import pending
 from openclaw_memory.history.store import HistoryStore
@@ -267,6 +280,43 @@ def test_a_destination_it_may_not_write_is_named_as_the_destination(cli, workspa
         moved = cli("mv", "memory/b.md", str(extra / "b.md"), "--no-index", "--extra", str(extra))
         assert moved.returncode == 1 and f"({extra})" in moved.stderr and "Read-only file system" in moved.stderr
         assert "nothing was moved" in moved.stderr and (workspace / "memory" / "b.md").read_text() == KETTLE
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user (uid 65534) needs root")
+def test_a_forced_move_onto_a_note_it_may_not_read_names_that_note(base):
+    """`mv --force` onto another user's 0600 note said "cannot write in the workspace (…/memory):
+    Permission denied" of a folder anyone may write in (0777); the note it could not read to archive
+    it was the obstacle, as `rm` of it says."""
+    ws, sd = base / "ws", base / "state"
+    memory = ws / "memory"
+    memory.mkdir(parents=True)
+    memory.chmod(0o777)
+    sd.mkdir()
+    os.chown(sd, NOBODY, NOBODY)
+    os.chown(write(memory / "plan.md", HERON), NOBODY, NOBODY)
+    write(memory / "nb.md", KETTLE).chmod(0o600)  # root's, private
+
+    def run(*args: str) -> dict:
+        return as_nobody(lambda: dataclasses.asdict(run_in_process(args, env=env_for(ws, sd), cwd=ws)))
+
+    # The same commands run here first: the child acting as uid 65534 may not reach the
+    # interpreter's library folder (under /root) to import a module they need.
+    warm, warm_state = base / "warm", base / "warm-state"
+    for name in ("a.md", "b.md"):
+        write(warm / "memory" / name, HERON)
+    for args in (("read", "memory/a.md"), ("read", "memory/b.md"), ("rm", "memory/b.md"), ("read", "memory/a.md"),
+                 ("restore", "memory/b.md", "--last", "--no-index"), ("read", "memory/b.md"),
+                 ("mv", "memory/a.md", "memory/b.md", "--force", "--no-index")):
+        assert run_in_process(args, env=env_for(warm, warm_state), cwd=warm).returncode == 0, args
+    read = run("read", "memory/plan.md")
+    assert read["returncode"] == 0, read
+    removed = run("rm", "memory/nb.md")
+    assert (removed["returncode"], removed["stderr"]) == (2, "error: cannot read memory/nb.md: permission denied\n")
+    moved = run("mv", "memory/plan.md", "memory/nb.md", "--force", "--no-index")
+    assert moved["returncode"] == 2 and "Traceback" not in moved["stderr"], moved
+    assert moved["stderr"] == ("error: cannot read memory/nb.md: permission denied, so --force cannot archive it; "
+                               "nothing was moved\n")
+    assert (memory / "plan.md").read_text() == HERON and (memory / "nb.md").read_text() == KETTLE
 
 
 def test_a_destination_whose_folder_is_a_file_is_named_as_the_destination(cli, workspace):

@@ -366,7 +366,11 @@ def _replaced(store: HistoryStore, folder: Folder, target: ResolvedPath, force: 
     if not force:
         raise UsageError(f"{target.display} exists; nothing was moved (--force replaces it, archived as `rm` archives: "
                          f"`openclaw-memory restore {shell_word(target.display)} --last` brings it back)")
-    fd, _ = folder.open_regular(target.name)
+    try:
+        fd, _ = folder.open_regular(target.name)
+    except PermissionError:  # (it said "cannot write in the workspace (…/memory)" of a folder anyone may write in)
+        raise PathRefused(f"cannot read {target.display}: permission denied, so --force cannot archive it; "
+                          "nothing was moved") from None
     try:
         found = snapshot_fd(fd)
         mode = kept_stat(fd)
