@@ -403,7 +403,11 @@ def test_bash_completion_offers_exactly_what_the_parser_accepts(tmp_path):
     assert got[0] == {c.words[0] for c in COMMANDS} | {"help"}
     assert got[1] == {c.words[1] for c in COMMANDS if c.words[0] == "watchdog"}
     for command, offered in zip(COMMANDS, got[2:], strict=False):
-        assert offered == _flag_spellings(command.opts + SETTINGS) | {"-h", "--help"}, command.name
+        # and the switch and flags of a command its name also runs (`restore --all --to T` is `rollback`):
+        # `restore --` offered neither --all nor --to, --dry-run, --force, which the parser takes
+        also = [c for c in COMMANDS if c.spelled is not None and c.spelled[0] == command.name]
+        accepted = _flag_spellings(command.opts + SETTINGS + tuple(o for c in also for o in c.opts))
+        assert offered == accepted | {c.spelled[1] for c in also} | {"-h", "--help"}, command.name
     assert got[-2] == {str(tmp_path / "notes-a.md")} and got[-1] == set()  # a path, then a number: no names
 
 
@@ -498,6 +502,7 @@ def test_zsh_and_fish_completion_come_from_the_same_spec(capsys):
         assert f"-a {command.words[-1]} " in fish, command.name
         for flag in _flag_spellings(command.opts):
             assert (f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}") in fish, (command.name, flag)
+    assert "-n '__fish_seen_subcommand_from restore' -l all" in fish and "__fish_seen_subcommand_from restore' -l dry-run" in fish
     assert main(["completion", "tcsh"]) == 2 and "the shells are bash, zsh, fish" in capsys.readouterr().err
     # fish: memory paths from `files`, archives from the folder, the choices of an argument and a flag, help's commands
     for command in ("read", "mv", "links"):

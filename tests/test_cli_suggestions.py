@@ -13,6 +13,9 @@ import pytest
     (("memory", "status"), "openclaw-memory status"),
     (("memory", "index", "--full"), "openclaw-memory index --full"),
     (("memory",), "openclaw-memory search QUERY"),
+    (("memory", "get", "MEMORY.md"), "openclaw-memory read MEMORY.md"),  # these three said 'search QUERY'
+    (("memory", "sync"), "openclaw-memory index"),
+    (("memory", "find", "backups"), "openclaw-memory search backups"),
 ])
 def test_openclaws_memory_word_is_said_to_be_one_too_many(cli, args, meant):
     # It was "no such command 'memory'" and no more.
@@ -20,6 +23,19 @@ def test_openclaws_memory_word_is_said_to_be_one_too_many(cli, args, meant):
     assert done.returncode == 2 and done.stdout == "", done
     assert done.stderr.splitlines()[0] == (f"error: no such command 'memory': openclaw-memory's commands are openclaw's "
                                            f"memory subcommands: try '{meant}'"), done.stderr
+
+
+@pytest.mark.parametrize(("args", "then"), [
+    (("memory", "reset", "--yes"), "no such command 'reset' (did you mean 'openclaw-memory index --full'?)"),
+    (("memory", "forget", "--session", "x"), "no such command 'forget': `openclaw memory forget` is OpenClaw's own"),
+    (("memory", "serch", "x"), "no such command 'serch' (did you mean 'search'?)"),
+])
+def test_openclaws_memory_word_then_a_word_that_is_no_command_gets_that_words_answer(cli, args, then):
+    """`memory reset`, `memory forget`, `memory promote`: each was told to try 'search QUERY'."""
+    done = cli(*args)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.splitlines()[0].startswith(
+        "error: no such command 'memory': openclaw-memory's commands are openclaw's memory subcommands; " + then), done.stderr
 
 
 @pytest.mark.parametrize(("word", "meant"), [

@@ -65,6 +65,20 @@ def _flags(opts: tuple[Opt, ...]) -> list[str]:
     return out
 
 
+def _offered(spec: Tables, command: Command) -> tuple[list[str], tuple[Opt, ...]]:
+    """The switches and flags a command's line takes: its own, and for each command its name and a
+    switch also run (``Command.spelled``: ``restore --all`` is ``rollback``), that switch and the
+    flags of that command it has not, as its ``--help`` lists them."""
+    switches: list[str] = []
+    opts = command.opts
+    for other in spec.commands:
+        if other.spelled is not None and other.spelled[0] == command.name:
+            switches.append(other.spelled[1])
+            have = {f for o in opts for f in o.flags}
+            opts += tuple(o for o in other.opts if not set(o.flags) & have)
+    return switches, opts
+
+
 def _valued(opts: tuple[Opt, ...], paths: bool) -> list[str]:
     """The spellings of the flags that take a value: those whose value is a path, or the others."""
     return [f for o in opts if o.kind == "value" and ((o.metavar or "") in _PATH_VALUES) == paths for f in o.flags]
@@ -97,9 +111,10 @@ def _bash(spec: Tables) -> str:
     settings_valued = " ".join(f for o in spec.settings if o.kind == "value" for f in o.flags)
     cases = []
     for command in spec.commands:
-        flags = " ".join([*_flags(command.opts), *spec.help_flags])
+        switches, opts = _offered(spec, command)
+        flags = " ".join([*_flags(opts), *switches, *spec.help_flags])
         args = " ".join(shlex.quote(_arg_kind(a)) for a in command.args)
-        values = "\n".join(f"{flag} {' '.join(o.choices)}" for o in command.opts if o.choices for flag in o.flags)
+        values = "\n".join(f"{flag} {' '.join(o.choices)}" for o in opts if o.choices for flag in o.flags)
         cases.append(f"        {shlex.quote(command.name)}) flags={shlex.quote(flags)}; args=({args}); values=$'{values}' ;;")
     groups = "\n".join(f"        {g}) subs={shlex.quote(' '.join(c.words[1] for c in spec.commands if c.words[0] == g))} ;;"
                        for g in spec.groups)
@@ -255,8 +270,11 @@ def _fish(spec: Tables) -> str:
         condition = f"__fish_seen_subcommand_from {command.words[-1]}"
         if len(command.words) > 1:
             condition = f"__fish_seen_subcommand_from {command.words[0]}; and {condition}"
-        for opt in command.opts:
+        switches, opts = _offered(spec, command)
+        for opt in opts:
             lines.append(_fish_opt(prog, opt, condition))
+        for switch in switches:
+            lines.append(f"complete -c {prog} -n '{condition}' -l {switch.removeprefix('--')}")
         for kind in dict.fromkeys(_arg_kind(a) for a in command.args):
             if kind == "@notes":
                 lines.append(f"complete -c {prog} -n '{condition}' -a '({_FUNCTION}_notes)'")

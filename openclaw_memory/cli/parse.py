@@ -414,8 +414,15 @@ def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = 
 
     if name == "memory" and not words:  # OpenClaw's `openclaw memory search foo`, one word too many here
         after = list(rest or ())
-        example = shlex.join([PROG, *after]) if after and after[0] in names else f"{PROG} search QUERY"
-        return f"no such command {name!r}: {PROG}'s commands are openclaw's memory subcommands: try {example!r}"
+        lead = f"no such command {name!r}: {PROG}'s commands are openclaw's memory subcommands"
+        if not after or after[0].startswith("-"):
+            return f"{lead}: try {PROG + ' search QUERY'!r}"
+        # The word after it is answered as it would be on its own (OpenClaw's `memory get` is `read`
+        # here, its `memory reset` `index --full`): "search QUERY" for any of them misled.
+        same = [c.words[0] for c in commands() if after[0].lower() in c.also]
+        if after[0] in names or same:
+            return f"{lead}: try {shlex.join([PROG, *(same[:1] or after[:1]), *after[1:]])!r}"
+        return f"{lead}; {_unknown_command(after[0], names, (), after[1:])}"
     if not words and name.lower() in OPENCLAW_ONLY:
         return (f"no such command {name!r}: `openclaw memory {name.lower()}` is OpenClaw's own (its sessions and "
                 f"dreaming); {PROG} manages the memory files (`{PROG} --help` lists its commands)")
