@@ -5,6 +5,8 @@ where this machine cannot make one: it needs root)."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -36,8 +38,8 @@ def _read_only(folder: Path) -> bool:
     return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
 
 
-def _copies() -> set[str]:
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("openclaw-memory-memory-")}
+def _copies(folder: Path | None = None) -> set[str]:
+    return {n for n in os.listdir(folder or tempfile.gettempdir()) if n.startswith("openclaw-memory-memory-")}
 
 
 def test_search_and_collections_answer_from_a_read_only_state_dir(cli, workspace, state_dir, tmp_path):
@@ -105,3 +107,43 @@ def test_history_and_state_on_a_read_only_state_dir_warn_only_of_what_is_not_rec
         write(workspace / "MEMORY.md", "hello\nedited by hand\n")
         edited = cli("history", "MEMORY.md", *ro)
         assert "is not recorded in the history" in edited.stderr, edited.stderr  # (true of this one)
+
+
+def test_doctor_probes_a_copied_index_on_a_read_only_state_dir_as_a_search_loads_it(cli, workspace, state_dir, tmp_path,
+                                                                                     monkeypatch):
+    """A state dir copied (restored from a backup: new inodes, so the recorded probe no longer
+    matches its files) and mounted read-only: doctor probed the shard in place, the engine's load
+    failed to write there ("Read-only file system"), and a sound index, which search read, was
+    reported damaged with `doctor --fix` to rebuild it. It now probes a private copy, as a search
+    loads one: a sound shard is sound, a damaged one still damaged, and no copy is left behind."""
+    write(workspace / "MEMORY.md", "# Memory\n\n- backups at 02:30\n")
+    write(workspace / "memory" / "tea.md", "# Tea\n\nSencha, then genmaicha.\n")
+    assert cli("index").returncode == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(state_dir, copy, symlinks=True)
+    temp = tmp_path / "temp"  # its own: another test's copies come and go in the shared one meanwhile
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    with read_only_view(copy, tmp_path / "ro") as view:
+        ro = ("--state-dir", str(view))
+        assert cli("search", "backups", *ro).returncode == 0
+        plain = cli("doctor", *ro)
+        assert "damaged" not in plain.stdout and "Read-only file system (os error" not in plain.stdout, plain.stdout
+        found = cli("doctor", "--json", *ro)
+        assert found.returncode == 1, found.stderr  # the state dir cannot be written: that is said
+        assert [f["id"] for f in found.json()["findings"]] == ["state-dir-not-writable"], found.stdout
+    assert _copies(temp) == set()
+    changed = 0  # a start line rewritten in place (the payload pages hold no checksum): the probe's reading finds it
+    for page in copy.glob("openclaw-memory/workspaces/*/index/edge/memory-*/segments/*/payload_storage/page_0.dat"):
+        data = bytearray(page.read_bytes())
+        for m in re.finditer(rb'"startLine":(1)\D', data):
+            data[m.start(1)] = ord("3")
+            changed += 1
+        page.write_bytes(bytes(data))
+    assert changed
+    with read_only_view(copy, tmp_path / "ro2") as view:
+        damaged = cli("doctor", "--json", "--state-dir", str(view))
+        (finding,) = [f for f in damaged.json()["findings"] if f["id"] == "index-damaged"]
+        assert "have a damaged vector or payload" in finding["message"], finding
+        assert "Read-only file system" not in finding["message"], finding
+    assert _copies(temp) == set()

@@ -178,13 +178,30 @@ class EdgeStore:
         return reason, (count if reason is None else None)
 
     def _probe(self, name: str, expected: int | None) -> tuple[str | None, int]:
+        path = self.shard_path(name)
+        if not (path / "edge_config.json").is_file():
+            return "its configuration file edge_config.json is missing", 0
+        if not read_only_mount(self.root):
+            return self._probe_at(path, expected)
+        # The engine's load writes to the folder it opens: in place on a read-only mount it fails
+        # ("Read-only file system"), which says nothing of the shard. Probe what a search there
+        # loads, a private copy (see _load_copy), and name the shard, not the copy, in the reason.
+        try:
+            folder = self._copy_out(name, "checked")
+        except OSError as exc:  # a file of the shard that cannot be read: the engine could not load it either
+            return f"its files cannot be read ({exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''})", 0
+        try:
+            reason, count = self._probe_at(folder / "shard", expected)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return (reason.replace(str(folder / "shard"), str(path)) if reason is not None else None), count
+
+    def _probe_at(self, path: Path, expected: int | None) -> tuple[str | None, int]:
+        """:meth:`_probe` of the shard's files at ``path`` (the shard's folder, or a copy of it)."""
         import signal
         import subprocess
         import sys
 
-        path = self.shard_path(name)
-        if not (path / "edge_config.json").is_file():
-            return "its configuration file edge_config.json is missing", 0
         try:
             proc = subprocess.run(  # -P: with -c, the current folder (a json.py in it) came first on the module path
                 [sys.executable, "-P", "-c", _PROBE, str(path)],
@@ -499,30 +516,41 @@ class EdgeStore:
         """The engine of a private copy of the shard ``name`` (the state dir is mounted read-only,
         and the engine's load writes to the folder it opens), made under the shard's lock; the copy
         is removed when the shard is closed. Its points are not known (nothing recorded them)."""
-        import tempfile
-
         if not self.exists(name):
             raise MemoryToolError(f"index collection {name} does not exist yet, and the state dir ({self.root}) is "
                                   "mounted read-only: run `openclaw-memory index` where it can be written")
-        folder = tempfile.mkdtemp(prefix=f"openclaw-memory-{name}-")
-        copy = Path(folder) / "shard"
+        folder = None
         try:
-            copy_sparse_tree(self.shard_path(name), copy)
-            engine, dim = load_engine(copy)
+            folder = self._copy_out(name, "searched")
+            engine, dim = load_engine(folder / "shard")
         except BaseException as exc:
-            shutil.rmtree(folder, ignore_errors=True)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
             if isinstance(exc, (MemoryToolError, ModuleNotFoundError)):
                 raise
             if not is_engine_failure(exc):
                 raise
-            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-                raise MemoryToolError(f"index collection {name} cannot be searched: the state dir is mounted read-only, "
-                                      f"and its copy in the temporary folder ({tempfile.gettempdir()}) does not fit "
-                                      "there (set TMPDIR to a folder with room)") from None
             raise MemoryToolError(f"index collection {name} at {self.shard_path(name)} cannot be opened ({exc}); "
                                   "rebuild it with `openclaw-memory index --full` where the state dir can be written") from None
-        self._copies[name] = folder
+        self._copies[name] = str(folder)
         return engine, dim, None
+
+    def _copy_out(self, name: str, doing: str) -> Path:
+        """A folder in the temporary folder holding a copy of the shard ``name`` as ``shard``, for
+        the engine to load where the state dir is mounted read-only; the caller removes it."""
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix=f"openclaw-memory-{name}-"))
+        try:
+            copy_sparse_tree(self.shard_path(name), folder / "shard")
+        except BaseException as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                raise MemoryToolError(f"index collection {name} cannot be {doing}: the state dir is mounted read-only, "
+                                      f"and its copy in the temporary folder ({tempfile.gettempdir()}) does not fit "
+                                      "there (set TMPDIR to a folder with room)") from None
+            raise
+        return folder
 
     def _listed(self, name: str) -> int | None:
         """The points the shard's manifest lists (None while a write to it is unfinished, or for a
