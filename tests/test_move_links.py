@@ -500,3 +500,47 @@ def test_a_markdown_destination_is_read_and_written_as_commonmark_reads_it(cli, 
     assert (workspace / "memory" / "p" / "c.md").read_text() == f"See {rewritten}.\n"
     (link,) = cli("links", "memory/p/c.md", "--json").json()["outgoing"]
     assert (link["resolved"], link["status"]) == (f"memory/p/{new}", "ok")
+
+
+def test_a_link_that_finds_another_note_after_mv_is_said(cli, workspace):
+    """Without --update-links a link naming the old path was said to name nothing (`links --broken`
+    lists it), but one whose name finds another note then ([[alice]] beside people/alice.md finds
+    projects/alice.md; the moved note's own [b](b.md) finds the b.md of its new folder) switched
+    notes with no word, and `links --broken` listed nothing. Each is said now, in text and in
+    --json's warnings; a link that names nothing after is left to `links --broken`."""
+    write(workspace / "memory" / "people" / "alice.md", "# Alice Smith (person)\n")
+    write(workspace / "memory" / "projects" / "alice.md", "# Project Alice\n")
+    write(workspace / "memory" / "people" / "team.md", "# Team\nAsk [[alice]] about it.\n")
+    write(workspace / "memory" / "a.md", "[b](b.md) [[b]] [[team]]\n")
+    write(workspace / "memory" / "b.md", "b\n")
+    write(workspace / "memory" / "sub" / "b.md", "sub b\n")
+    for name in ("memory/people/alice.md", "memory/a.md", "memory/projects/alice.md"):
+        assert cli("read", name).returncode == 0
+
+    moved = cli("mv", "memory/people/alice.md", "memory/people/alice-smith.md", "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert moved.json()["warnings"] == [
+        "memory/people/team.md:2 [[alice]] named memory/people/alice.md, moved to memory/people/alice-smith.md; "
+        "it names memory/projects/alice.md now"]
+    back = cli("mv", "memory/people/alice-smith.md", "memory/people/alice.md")  # its new path takes the link back
+    assert back.returncode == 0, back.stderr
+    assert ("warning: memory/people/team.md:2 [[alice]] named memory/projects/alice.md before the move of "
+            "memory/people/alice-smith.md to memory/people/alice.md; it names memory/people/alice.md now") in back.stderr
+
+    own = cli("mv", "memory/a.md", "memory/sub/a.md", "--json")
+    assert own.returncode == 0, own.stderr
+    assert own.json()["warnings"] == [
+        "memory/sub/a.md:1 [b](b.md) named memory/b.md before the move of memory/a.md to memory/sub/a.md; "
+        "it names memory/sub/b.md now",
+        "memory/sub/a.md:1 [[b]] named memory/b.md before the move of memory/a.md to memory/sub/a.md; "
+        "it names memory/sub/b.md now"]
+    # With --update-links the moved note's own links are rewritten: nothing to say of them.
+    rewritten = cli("mv", "memory/sub/a.md", "memory/a.md", "--update-links", "--json")
+    assert rewritten.returncode == 0, rewritten.stderr
+    assert "warnings" not in rewritten.json()
+    # A link naming nothing after is not said: `links --broken` lists it.
+    for name in ("memory/projects/alice.md", "memory/people/alice.md"):
+        gone = cli("mv", name, name.replace("alice", "carol"), "--json")
+        assert gone.returncode == 0, gone.stderr
+    assert "warnings" not in gone.json()
+    assert [link["text"] for link in cli("links", "--broken", "--json").json()["outgoing"]] == ["[[alice]]"]

@@ -24,13 +24,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import finished_first, shell_word
+from ..errors import MemoryToolError, finished_first, shell_word
 from ..files.read import resolve_memory_path
 from ..history.fileops import IMPORT_OP, LINKS_STEP, FileOp, UnreadableIntent, clear_intent, read_intent
 from ..history.moves import finish_pending_op
 from ..history.store import HistoryStore
 from .parse import ParsedLink
 from .rewrite import WRITE_FAILED, Backlink, links_before, rewrite_backlinks
+from .shifted import shifted_links
 
 if TYPE_CHECKING:
     from ..history.moves import MoveResult
@@ -47,7 +48,24 @@ def move(settings: Settings, source: str, destination: str, update_links: bool,
         earlier = finish_pending_rewrites(settings)
         with finished_first(earlier[1] if earlier else None):
             result = _move_and_rewrite(settings, source, destination, move_file) if update_links else move_file(None)
-    return replace(result, warnings=(earlier[1], *result.warnings)) if earlier else result
+        # A link that named a note and names another now (the old name found another note, or the
+        # new one took a name a link found elsewhere) is said: `links --broken` cannot list it.
+        shifted = moved_links_said(settings, result.source, result.path, replaced=result.replaced is not None,
+                                   own_links=not update_links)
+    warnings = (*((earlier[1],) if earlier else ()), *result.warnings, *shifted)
+    return replace(result, warnings=warnings) if warnings != result.warnings else result
+
+
+def moved_links_said(settings: Settings, source: str, destination: str | None, *, replaced: bool = False,
+                     own_links: bool = True) -> tuple[str, ...]:
+    """:func:`~.shifted.shifted_links` after the move (or, ``destination`` None, the removal) of
+    ``source``, made already: one that cannot be worked out is said so, never a failure of it."""
+    try:
+        return shifted_links(settings, source, destination, replaced=replaced, own_links=own_links)
+    except MemoryToolError as exc:
+        done = f"moved {source} to {destination}" if destination is not None else f"removed {source}"
+        return (f"{done}, but which links name another note now could not be worked out ({exc.message}): "
+                "`openclaw-memory links` lists what each names",)
 
 
 def _move_and_rewrite(settings: Settings, source: str, destination: str,

@@ -82,6 +82,13 @@ class Resolver:
         for t in self.targets.values():
             self._by_name.setdefault(self._fold(_stem(os.path.basename(t.abs_path))), []).append(t)
 
+    def replaced(self, gone: Iterable[str], added: Iterable[LinkTarget]) -> Resolver:
+        """A resolver on these memory files less ``gone`` (absolute paths) and with ``added``: the
+        memory as it was before a move or a removal (:mod:`.shifted`)."""
+        dropped = set(gone)
+        left = [t for path, t in self.targets.items() if path not in dropped]
+        return Resolver(self.workspace, [*left, *added], folds_case=self._folds, roots=self._roots[1:])
+
     def resolve(self, link: ParsedLink, source: str) -> Resolution:
         """``link`` as written in the memory file ``source`` (absolute path)."""
         folder = os.path.dirname(source)
