@@ -329,6 +329,34 @@ def test_default_and_workspace_ignore_rules(settings, workspace):
     assert [c.path for c in result.changed] == [".openclaw-memoryignore", "MEMORY.md"]
 
 
+def test_memory_files_in_folders_only_the_default_rules_leave_out_are_watched_and_kept(settings, workspace):
+    # OpenClaw lists memory/node_modules/a.md and memory/x.tmp/d.md as memory: the defaults left them out
+    # of every snapshot, so an edit was no break (verify, doctor) and a rollback left it.
+    notes = ["memory/node_modules/a.md", "memory/x.tmp/d.md", "memory/.git/sub/g.md", "memory/__pycache__/p.md"]
+    for rel in notes:
+        write(workspace / rel, "v1\n")
+    clutter = ["memory/.git/objects/ab", "memory/x.tmp/e.txt", "node_modules/n.md", "memory/run.log"]
+    for rel in clutter:
+        write(workspace / rel, "v1\n")
+    info = take_snapshot(settings, "base")
+    store = SnapshotStore(settings.data_dir)
+    assert set(store.load("base").paths) == {"MEMORY.md", "memory/2026-01-01.md", *notes}
+    assert set(store.files("base")) == {"MEMORY.md", "memory/2026-01-01.md", *notes} and info.kept == 6
+    for rel in notes + clutter:
+        write(workspace / rel, "edited behind the agent's back\n")
+    result = verify_workspace(settings)
+    assert sorted(c.path for c in result.changed) == sorted(notes) and result.break_count == 4
+    rules = compile_rules(list(DEFAULT_PATTERNS))
+    assert [rules.ignores_path(p) for p in notes + clutter] == [False] * 4 + [True] * 4
+    # The workspace's own ignore file still decides for memory files as it did.
+    write(workspace / ".openclaw-memoryignore", "node_modules/\n")
+    take_snapshot(settings, "own")
+    assert "memory/node_modules/a.md" not in store.load("own").paths and "memory/x.tmp/d.md" in store.load("own").paths
+    # A snapshot of an earlier release (its defaults stored without the line that marks these rules)
+    # keeps its rules: the defaults left such a note out of it.
+    assert compile_rules(list(DEFAULT_PATTERNS[1:])).ignores_path("memory/node_modules/a.md")
+
+
 def test_ignore_matching_agrees_with_pathspec():
     patterns = list(DEFAULT_PATTERNS) + ["/build", "docs/*.md", "x*.md", "*.b~k", "a/**/b", "\\#lit"]
     paths = [

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..database.observations import ChangeStat, is_racy
 from ..errors import WorkspaceError
 from ..fsutil.safeopen import DIR_FLAGS
-from .ignore import IgnoreRules, compile_rules, excluded_state_dirs
+from .ignore import IgnoreRules, compile_rules, excluded_state_dirs, is_memory_kind
 from .observe import KIND_DIR, Observation, observe
 from .store import HASHED, RACY, Table
 
@@ -131,11 +131,12 @@ def compare_workspace(
     unreadable: list[tuple[str, str]] = []
     # Each folder is opened from its parent's descriptor (O_NOFOLLOW): a folder swapped
     # for a symlink after it was listed is refused, never followed outside the workspace.
-    # A folder's flag: it is excluded (or in an excluded one) and walked only for the kept paths in it.
-    stack: list[tuple[str, _Held | None, str, bool]] = [("", None, os.fspath(workspace), False)]
+    # A folder's flags: it is excluded (or in an excluded one) and walked only for the kept paths in it;
+    # it is (or is in) a folder under memory/ only the defaults ignore, walked only for its memory files.
+    stack: list[tuple[str, _Held | None, str, bool, bool]] = [("", None, os.fspath(workspace), False, False)]
     kept = rules.kept
     while stack:
-        rel, parent, name, partial = stack.pop()
+        rel, parent, name, partial, spared = stack.pop()
         try:
             if parent is None:
                 fd = os.open(name, DIR_FLAGS)
@@ -171,15 +172,19 @@ def compare_workspace(
                         folder = path + "/"
                         if partial or (kept and ignores_dir(folder)):
                             way = _way_through(rules, folder, partial)
-                            if way is not None:
-                                held.waiting += 1
-                                stack.append((folder, held, name, way))
-                        elif not ignores_dir(folder):
+                        else:
+                            way = None if ignores_dir(folder) else False
+                        if way is not None:
                             held.waiting += 1
-                            stack.append((folder, held, name, False))
+                            stack.append((folder, held, name, way, spared))
+                        elif not partial and rules.spares(folder):
+                            held.waiting += 1
+                            stack.append((folder, held, name, False, True))
                         continue
                     if partial and path not in kept:
                         continue  # in another agent's workspace, not one of this agent's memory paths
+                    if spared and not is_memory_kind(name):
+                        continue  # what the defaults leave out, but for the memory files
                     if suffixes is not None:
                         if name.endswith(suffixes):
                             continue

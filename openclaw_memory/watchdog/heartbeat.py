@@ -126,7 +126,8 @@ def _patterns(workspace: Path, store: SnapshotStore) -> tuple[list[str], str | N
 
 
 def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyResult, new_rules: IgnoreRules) -> VerifyResult:
-    """The ignore file changed since the baseline: report what the baseline's rules see.
+    """The ignore rules changed since the baseline (the ignore file, or the defaults since the baseline's
+    release): report what the baseline's rules see.
 
     The recording pass (new rules) already ran; its changes to paths both rule sets
     track, and its deletions of paths the new rules do not ignore, are merged in so a
@@ -143,6 +144,7 @@ def _judge_by_baseline_rules(settings: Settings, base: Table, recorded: VerifyRe
         judged,
         changed=tuple(sorted(changed.values(), key=lambda c: c.path)),
         deleted=tuple(sorted(deleted)),
-        warnings=judged.warnings + ("the ignore file changed since the baseline; the delta uses the baseline's rules",),
+        warnings=judged.warnings + ("the ignore rules changed since the baseline (its ignore file, or the defaults of an earlier "
+                                     "release); the delta uses the baseline's rules",),
     )
 

@@ -23,9 +23,18 @@ from pathlib import Path
 import pathspec
 
 from ..errors import UsageError
+from ..files.paths import MEMORY_DIR, file_kind
 from ..fsutil.safeopen import Folder, NotRegularFile
 
+# The defaults leave out a tool's clutter, never a memory file: OpenClaw lists memory/node_modules/a.md
+# and memory/x.tmp/d.md as memory, so under memory/ a folder only the defaults ignore is walked for the
+# memory files in it (see IgnoreRules.spares). Their first line, a comment, says so in the patterns
+# stored with a snapshot: a snapshot of an earlier release stored them without it, and its rules stay
+# what they were (the defaults left such notes out), so a rollback to it does not take them for notes
+# it removed.
+SPARES_MEMORY = "# the defaults below leave out no memory file (memory/**)"
 DEFAULT_PATTERNS: tuple[str, ...] = (
+    SPARES_MEMORY,
     "*.tmp",
     "*.log",
     ".git/",
@@ -144,14 +153,24 @@ class _Verdicts:
 
     runs: tuple[tuple[re.Pattern[str], bool], ...]
     any: re.Pattern[str] | None  # all of them at once, when there are several runs: most paths match none
+    defaults_from: int  # the first run of the default patterns (they are the oldest); len(runs): none known
 
     def ignores(self, rel: str) -> bool:
+        return self._deciding(rel) % 2 == 1
+
+    def ignored_by_defaults(self, rel: str) -> bool:
+        """Whether a default pattern ignores ``rel`` and no later one (the ignore file's) matches it."""
+        decided = self._deciding(rel)
+        return decided % 2 == 1 and decided // 2 >= self.defaults_from
+
+    def _deciding(self, rel: str) -> int:
+        """2 * the index of the run that decides plus its verdict (1: ignored); 0 when none matches."""
         if self.any is not None and self.any.match(rel) is None:
-            return False
-        for regex, include in self.runs:
+            return 0
+        for n, (regex, include) in enumerate(self.runs):
             if regex.match(rel) is not None:
-                return include
-        return False
+                return 2 * n + include
+        return 0
 
 
 @dataclass(frozen=True)
@@ -193,13 +212,25 @@ class IgnoreRules:
     def ignores_dir(self, rel_with_slash: str) -> bool:
         return rel_with_slash in self.excluded_dirs or self._dirs.ignores(rel_with_slash)
 
+    def spares(self, rel_with_slash: str) -> bool:
+        """Whether an ignored folder is walked all the same for the memory files in it: it lies under
+        ``memory/`` and only the default patterns ignore it (``memory/node_modules/``)."""
+        return (rel_with_slash.startswith(MEMORY_DIR + "/") and rel_with_slash not in self.excluded_dirs
+                and self._dirs.ignored_by_defaults(rel_with_slash))
+
     def ignores_path(self, rel: str) -> bool:
-        """Whether a workspace-relative file path is ignored, its folders included."""
+        """Whether a workspace-relative file path is ignored, its folders included (as the walk judges it)."""
         if self.left_out(rel):
             return True
         parts = rel.split("/")
-        folders = ("/".join(parts[: n + 1]) + "/" for n in range(len(parts) - 1))
-        return any(self._dirs.ignores(f) for f in folders) or self.ignores_file(rel, parts[-1])
+        spared = False
+        for n in range(len(parts) - 1):
+            folder = "/".join(parts[: n + 1]) + "/"
+            if self._dirs.ignores(folder):
+                if not self.spares(folder):
+                    return True
+                spared = True
+        return (spared and not is_memory_kind(parts[-1])) or self.ignores_file(rel, parts[-1])
 
     def left_out(self, rel: str) -> bool:
         """Whether ``rel`` lies in a folder excluded whatever the patterns say and is no kept path."""
@@ -288,16 +319,28 @@ def _alternation(bodies: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{_without_backtracking(_PATHSPEC_GROUP.sub('(?:', body))})" for body in bodies))
 
 
-def _verdicts(newest_first: list[tuple[bool, str]]) -> _Verdicts:
+def is_memory_kind(name: str) -> bool:
+    """Whether a file of this name, under ``memory/``, can be a memory file (a note, or media, whatever
+    the multimodal setting says: the watchdog's rules must not change with it)."""
+    return file_kind(name, True) is not None
+
+
+def _verdicts(newest_first: list[tuple[bool, str]], defaults: int = 0) -> _Verdicts:
+    """The runs of ``newest_first``, whose last ``defaults`` are the default patterns (a run of their own)."""
     runs: list[tuple[re.Pattern[str], bool]] = []
+    cut = len(newest_first) - defaults
+    defaults_from = None
     start = 0
     for end in range(1, len(newest_first) + 1):
-        if end == len(newest_first) or newest_first[end][0] != newest_first[start][0]:
+        if end in (len(newest_first), cut) or newest_first[end][0] != newest_first[start][0]:
             regex = _alternation([body for _, body in newest_first[start:end]])
             assert regex is not None  # the run is not empty
+            if defaults and start >= cut and defaults_from is None:
+                defaults_from = len(runs)
             runs.append((regex, newest_first[start][0]))
             start = end
-    return _Verdicts(tuple(runs), _alternation([body for _, body in newest_first]) if len(runs) > 1 else None)
+    return _Verdicts(tuple(runs), _alternation([body for _, body in newest_first]) if len(runs) > 1 else None,
+                     len(runs) if defaults_from is None else defaults_from)
 
 
 def _as_folder(regex: str) -> str:
@@ -335,6 +378,9 @@ def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozense
         for include, regex in map(_translate, patterns)
         if include is not None and regex is not None
     ]
+    # How many of them are the defaults that spare memory files (none in an earlier release's snapshot).
+    defaults = (sum(1 for include, _ in map(_translate, DEFAULT_PATTERNS) if include is not None)
+                if tuple(patterns[:len(DEFAULT_PATTERNS)]) == DEFAULT_PATTERNS else 0)
     newest_first = list(reversed(compiled))
     if any(not include for include, _ in compiled):
         # A negation can re-include what an earlier pattern matched, so folders and files are
@@ -342,7 +388,7 @@ def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozense
         files = [(include, regex) for include, regex in ((i, _as_file(r)) for i, r in newest_first) if regex is not None]
         return IgnoreRules(
             tuple(patterns),
-            _verdicts([(include, _as_folder(regex)) for include, regex in newest_first]),
+            _verdicts([(include, _as_folder(regex)) for include, regex in newest_first], defaults),
             _verdicts(files), (), None, None, excluded_dirs, kept,
         )
     # Without negations a folder matched by "a/**" can be pruned with all it holds (nothing inside
@@ -354,7 +400,7 @@ def compile_rules(patterns: list[str] | tuple[str, ...], excluded_dirs: frozense
     paths = [r for r in file_capable if not _is_name_only(r)]
     return IgnoreRules(
         tuple(patterns),
-        _verdicts(newest_first),
+        _verdicts(newest_first, defaults),
         None,
         tuple(suffixes),
         _alternation(names),
