@@ -136,3 +136,47 @@ def test_refresh_baseline_takes_only_what_the_repair_left(workspace, state_dir, 
     # a migration left memory.md's bytes at MEMORY.md; a merge, its text, known by its hash
     migrate = left_by(settings, JournalRecord("migrate", "to-canonical", legacy_hash=h(b"x")))
     assert migrate == {"memory.md": None, "MEMORY.md": Left(h(b"x"), None)}
+
+
+def _no_break_after(cli) -> None:
+    """doctor --fix's own repair is no change behind the agent's back: the next doctor is clean, and
+    so is the next heartbeat (a break there is quoted to the agent as someone else's change)."""
+    assert cli("doctor").returncode == 0
+    beat = cli("watchdog", "heartbeat")
+    assert beat.returncode == 0 and beat.stdout.strip() == "HEARTBEAT_OK", beat.stdout
+
+
+def test_the_leftovers_sweep_takes_what_it_removed_out_of_the_watchdog_baseline(workspace, cli, cli_process):
+    write(workspace / "MEMORY.md", "# M\n")
+    write(workspace / "memory" / "a.md", "a1\n")
+    cli("read", "memory/a.md")
+    assert cli_process("write", "memory/a.md", "--append", "a2", env=fault("write:exchanged=kill")).returncode == -signal.SIGKILL
+    (swp,) = (workspace / "memory").glob(".a.md.*.swp")
+    cli("watchdog", "snapshot")
+    fixed = cli("doctor", "--fix", "--json").json()
+    assert [(r["id"], r["status"]) for r in fixed["repairs"]] == [("write-leftovers", "done")] and fixed["ok"], fixed
+    assert not swp.exists()
+    _no_break_after(cli)
+
+
+def test_undoing_a_removal_killed_with_its_note_aside_leaves_no_watchdog_break(workspace, cli, cli_process):
+    write(workspace / "MEMORY.md", "# M\n")
+    write(workspace / "memory" / "a.md", "a1\n")
+    cli("read", "memory/a.md")
+    assert cli_process("rm", "memory/a.md", env=fault("move:source-aside=kill")).returncode == -signal.SIGKILL
+    assert not (workspace / "memory" / "a.md").exists()
+    cli("watchdog", "snapshot")  # the note at its private name is in the baseline
+    fixed = cli("doctor", "--fix", "--json").json()
+    assert ("interrupted-move", "rolled-back") in [(r["id"], r["status"]) for r in fixed["repairs"]] and fixed["ok"], fixed
+    assert (workspace / "memory" / "a.md").read_text() == "a1\n"
+    _no_break_after(cli)
+
+
+def test_a_note_given_its_name_back_leaves_no_watchdog_break(workspace, cli):
+    write(workspace / "MEMORY.md", "# M\n")
+    write(workspace / "memory" / ".a.md.aside-0123456789abcdef", "a1\n")
+    cli("watchdog", "snapshot")
+    fixed = cli("doctor", "--fix", "--json").json()
+    assert [(r["id"], r["status"]) for r in fixed["repairs"]] == [("move-leftovers", "done")] and fixed["ok"], fixed
+    assert (workspace / "memory" / "a.md").read_text() == "a1\n"
+    _no_break_after(cli)

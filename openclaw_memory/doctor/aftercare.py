@@ -53,6 +53,28 @@ def refresh_watchdog(settings: Settings, rel_paths: list[str], started_from: dic
     return note
 
 
+def held_now(settings: Settings, rel_paths: list[str]) -> dict[str, str | None]:
+    """What each workspace-relative path holds, as the watchdog hashes it (None: no regular file there):
+    a repair's ``started_from`` (:func:`refresh_watchdog`), taken before it runs. Empty without a baseline."""
+    from ..watchdog.content import entry_folder
+    from ..watchdog.observe import KIND_FILE, observe
+    from ..watchdog.store import has_baseline
+
+    if not has_baseline(settings):
+        return {}
+    held: dict[str, str | None] = {}
+    for rel in rel_paths:
+        found = entry_folder(settings.workspace, rel)
+        obs = None
+        if found is not None:
+            folder, name = found
+            with folder:
+                obs = observe(name, dir_fd=folder.fd)
+        there = obs is not None and not obs.gone and obs.kind == KIND_FILE and obs.digest is not None
+        held[rel] = obs.digest.hex() if there and obs is not None and obs.digest is not None else None
+    return held
+
+
 def left_by(settings: Settings, state: JournalRecord, merged: bytes | None = None) -> dict[str, Left | None]:
     """What the journaled repair ``state`` left at each path it changed (None: it removed the path),
     as far as it is known: ``merged``, the merge's text where the caller still holds it, or the

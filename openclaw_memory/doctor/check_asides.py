@@ -25,6 +25,7 @@ from ..fsutil.move import ASIDE_TAG, aside_prefix, link_noreplace, remove_if_hol
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_regular_nofollow, root_spellings
 from ..history.store import HistoryStore
 from ..settings import Settings
+from .aftercare import held_now, refresh_watchdog
 from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "move-leftovers"
@@ -146,8 +147,15 @@ def give_names_back(settings: Settings, finding: Finding) -> Repair:
     done: list[str] = []
     kept: list[str] = []
     failed: list[str] = []
+    gone: list[str] = []  # the private names given back or removed
     with store.write_lock():  # no move or removal is in progress: each one is a killed one's
-        for aside, of in asides(settings, folders):
+        found = asides(settings, folders)
+        # Each name it gives back, and each private name it empties, is the repair's change, not one
+        # behind the agent's back: the watchdog's baseline takes them (an extra path is outside it).
+        touched = sorted({r for aside, of in found for r in (os.path.relpath(p, workspace) for p in (aside, of) if p)
+                          if not r.startswith(os.pardir)})
+        started = held_now(settings, touched)
+        for aside, of in found:
             shown = os.path.relpath(aside, workspace)
             if of is None:
                 kept.append(f"{shown} ({UNKNOWN})")
@@ -156,12 +164,14 @@ def give_names_back(settings: Settings, finding: Finding) -> Repair:
             try:
                 with _open(settings, os.path.dirname(aside)) as folder:
                     done.append(_give_back(folder, os.path.basename(aside), os.path.basename(of), shown, note))
+                    gone.append(shown)
             except FileExistsError:
                 kept.append(f"{shown} (it differs from {note}: rename it to a .md name to keep it, or delete it)")
             except (OSError, FolderSwapped) as exc:
                 failed.append(f"{shown} ({exc.strerror or exc})")
+        watched = refresh_watchdog(settings, touched, started, dict.fromkeys(gone)) if gone else ""
     detail = "; ".join([*done, *([f"left as it is: {', '.join(kept)}"] if kept else []),
-                        *([f"failed: {', '.join(failed)}"] if failed else [])])
+                        *([f"failed: {', '.join(failed)}"] if failed else [])]) + watched
     return Repair(finding.id, "give back", "failed" if failed else "done",
                   detail or "none left (an earlier repair gave them back)", finding.paths)
 

@@ -31,6 +31,7 @@ from ..fsutil.lock import lock_holder
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, root_spellings
 from ..history.store import HistoryStore
 from ..settings import Settings
+from .aftercare import refresh_watchdog
 from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "write-leftovers"
@@ -103,6 +104,7 @@ def sweep(settings: Settings, finding: Finding) -> Repair:
                                                            for p in finding.paths}))}
     aside = f"{REPAIR_DIR}/leftovers/{archive_stamp()}"
     set_aside: list[str] = []
+    landed: list[str] = []  # where those went, in the workspace
     why_left: list[str] = []
 
     def keep_aside(folder: Folder, name: str, seen: os.stat_result) -> None:
@@ -126,6 +128,8 @@ def sweep(settings: Settings, finding: Finding) -> Repair:
             why_left.append(f"{shown} (not set aside: {describe_os_error(exc)})")
             return
         set_aside.append(shown)
+        if not outside:
+            landed.append("/".join([*parts, name]))
 
     try:
         with store.write_lock():  # no write is in progress: each leftover is a killed one's
@@ -141,14 +145,18 @@ def sweep(settings: Settings, finding: Finding) -> Repair:
     left = [os.path.relpath(p, workspace) for p, _ in leftovers(settings, sorted({os.path.dirname(of) for of in targets}))]
     moved = (f"; set aside under {aside}/ (bytes no version in the history names: a killed write's copy, an "
              f"interrupted import's staged note, or another program's draft): {', '.join(set_aside)}") if set_aside else ""
+    # The leftovers the sweep took away are its own change, not one behind the agent's back: out of
+    # the watchdog's baseline (an extra path beside the workspace is outside it), as every repair does.
+    gone = [p for p in finding.paths if p not in left and not p.startswith(os.pardir + os.sep)]
+    watched = refresh_watchdog(settings, gone + landed, {}, dict.fromkeys(gone))
     if left:
         said = {entry.split(" (", 1)[0] for entry in why_left}
         rest = [p for p in left if p not in said]
         reasons = [*why_left, *([f"{', '.join(rest)} (held open, or bytes the history could not keep)"] if rest else [])]
-        return Repair(finding.id, "sweep", "failed", f"left: {'; '.join(reasons)}{moved}", tuple(left))
+        return Repair(finding.id, "sweep", "failed", f"left: {'; '.join(reasons)}{moved}{watched}", tuple(left))
     removed = [p for p in finding.paths if p not in set_aside]
     done = f"kept in the history and removed: {', '.join(removed)}" if removed else "nothing removed"
-    return Repair(finding.id, "sweep", "done", f"{done}{moved}", finding.paths)
+    return Repair(finding.id, "sweep", "done", f"{done}{moved}{watched}", finding.paths)
 
 
 CHECKS = [check_write_leftovers]

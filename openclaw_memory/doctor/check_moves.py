@@ -69,16 +69,55 @@ def finish_journaled(settings: Settings, finding: Finding, recover: Callable[[],
     return Repair(finding.id, "finish", done[0], done[1], finding.paths)
 
 
+def _touched(settings: Settings) -> tuple[list[str], list[str]]:
+    """The workspace paths finishing or undoing the interrupted move or removal may change (its file's
+    names, the notes whose links it rewrites), and among them the private names its file was taken
+    aside to, which it leaves empty either way (``.NAME.aside-<hex>``). An import's are not known here."""
+    import os
+
+    from ..fsutil.move import asides_of
+
+    try:
+        op = read_intent(settings.data_dir)
+    except (UnreadableIntent, StateDamaged):
+        return [], []
+    if op is None or op.op == IMPORT_OP:
+        return [], []
+    workspace = str(settings.workspace)
+    names = [p for p in (op.path, op.target) if p]
+    asides = []
+    for path in names:
+        try:
+            asides += [os.path.join(os.path.dirname(path), a) for a in asides_of(os.listdir(os.path.dirname(path)), os.path.basename(path))]
+        except OSError:
+            continue  # its folder is gone: nothing of it to record
+    linking = [b[0] for b in op.links or () if isinstance(b, list) and b and isinstance(b[0], str)]
+
+    def inside(paths: list[str]) -> list[str]:
+        rels = (os.path.relpath(p, workspace) for p in paths)
+        return sorted({r for r in rels if r != os.curdir and not r.startswith(os.pardir)})
+
+    return inside(names + asides + linking), inside(asides)
+
+
 def finish_move(settings: Settings, finding: Finding) -> Repair:
     from ..links.pending import finish_pending_rewrites
+    from .aftercare import held_now, refresh_watchdog
 
     # An import is never undone: one that could not be run again is dropped unfinished ("failed": the
     # detail says what was kept where, and the command that finishes it), nothing rolled back.
     not_done: RepairStatus = "failed" if finding.message.startswith("An interrupted import") else "rolled-back"
 
     def recover() -> tuple[RepairStatus, str] | None:
+        # What the repair changes is its own, not a change behind the agent's back: the watchdog's
+        # baseline takes it, unless one of those paths had changed since the snapshot before it began.
+        touched, asides = _touched(settings)
+        started = held_now(settings, touched)
         done = finish_pending_rewrites(settings)  # the move or removal, then a move's link rewrites
-        return None if done is None else ("completed" if done[0] else not_done, done[1])
+        if done is None:
+            return None
+        note = refresh_watchdog(settings, touched, started, dict.fromkeys(asides)) if touched else ""
+        return ("completed" if done[0] else not_done, done[1] + note)
 
     return finish_journaled(settings, finding, recover, "move or removal")
 
