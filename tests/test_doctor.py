@@ -1264,3 +1264,23 @@ def test_a_missing_or_cut_short_packaged_model_is_a_doctor_error(cli, workspace,
     assert "model.int8.onnx is damaged" in cut["message"] and "index" in cut["message"], cut
     assert cli("doctor", env=onnx).returncode == 1
     assert model_findings() == []  # the model-free embedder needs no model
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_the_repair_archive_root_makes_in_a_users_workspace_is_the_users_down_to_its_stamp_folder(base):
+    # Root's doctor --fix left .openclaw-repair/root-memory/<stamp>/ root's (0755): the user could neither
+    # remove nor move the archived memory.md.
+    from conftest import NOBODY, run_in_process
+
+    ws = base / "ws"
+    write(ws / "memory" / "d.md", "day\n")
+    write(ws / "MEMORY.md", "# c\n")
+    write(ws / "memory.md", "leg\n")
+    for path in (ws, *ws.rglob("*")):
+        os.chown(path, NOBODY, NOBODY)
+    done = run_in_process(("doctor", "--fix", "--json"), env=env_for(ws, base / "state"), cwd=base)
+    assert done.returncode == 0, done.stdout + done.stderr
+    made = [ws / ".openclaw-repair", *(ws / ".openclaw-repair").rglob("*")]
+    assert any(p.name == "memory.md" for p in made)
+    assert {p.relative_to(ws).as_posix(): (p.stat().st_uid, p.stat().st_gid) for p in made} == \
+        {p.relative_to(ws).as_posix(): (NOBODY, NOBODY) for p in made}

@@ -13,6 +13,7 @@ import os
 import time
 
 from ..files.paths import LEGACY_ROOT, REPAIR_ROOT_MEMORY, archive_stamp
+from ..fsutil.atomic import give_to_folder_owner
 from ..fsutil.private import as_user_made
 from ..fsutil.safeopen import Folder, FolderSwapped, open_folder
 
@@ -75,6 +76,9 @@ def make_stamp_dir(workspace: str, stamp: str) -> StampDir:
         parent.fsync()
         made = StampDir(parent, stamp)
         as_user_made(made.folder.fd, 0o755)  # the workspace's: the user's umask, not the process's private one
+        # Root's stamp folder in a user's workspace is the user's, as the folders above it are
+        # (Folder.under): left root's, the user could neither remove nor move the archived memory.md.
+        give_to_folder_owner(made.folder.fd, parent.fd)
         return made
     except BaseException:
         parent.close()
