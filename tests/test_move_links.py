@@ -245,6 +245,30 @@ def test_a_link_in_indented_code_or_an_html_comment_is_never_rewritten(workspace
         "--> [[heron]]", "--> [[egret]]").replace("new [[heron]]", "new [[egret]]")
 
 
+@pytest.mark.parametrize("end", ["\r", "\r\n"], ids=["cr", "crlf"])
+def test_code_in_a_note_whose_lines_end_with_a_lone_cr_is_never_a_link(workspace, state_dir, end):
+    """A note whose lines end with a lone CR (an old Mac editor's) was one line to the block
+    grammar: the links in its fenced and indented code counted as backlinks and `mv --update-links`
+    rewrote them. Its code is code now, as with LF or CRLF; the line numbers stay `read`'s (a line
+    ends at LF) and the rewrite keeps every line end byte for byte."""
+    write(workspace / "memory" / "t.md", "# T\n")
+    lines = ["# Mac note", "", "~~~", "example: [fenced](t.md) [[t]]", "~~~", "", "    [indented](t.md)", "",
+             "Real [real](t.md) and [[t]]", "", "[def]: t.md", ""]
+    note = end.join(lines)
+    (workspace / "memory" / "cr.md").write_bytes(note.encode())
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/t.md")
+    cr = end == "\r"  # `read` numbers a line ended at LF: a note of lone CRs is one line there
+    assert [(link.line, link.text) for link in memory.links("memory/t.md").backlinks] == [
+        (1 if cr else 9, "[real](t.md)"), (1 if cr else 9, "[[t]]"), (1 if cr else 11, "[def]: t.md")]
+    assert memory.read("memory/cr.md").lines == (1 if cr else 11)
+
+    moved = memory.move("memory/t.md", "memory/u.md", update_links=True)
+    assert moved.links_updated == ("memory/cr.md",) and moved.links_not_updated == ()
+    assert (workspace / "memory" / "cr.md").read_bytes() == note.replace("Real [real](t.md) and [[t]]", "Real [real](u.md) and [[u]]").replace(
+        "[def]: t.md", "[def]: u.md").encode()
+
+
 def test_a_name_holding_a_comment_marker_is_never_written_into_a_link(workspace, state_dir):
     """``-->`` in a new name closes a comment a paragraph left open (its links text until then):
     written, the name hid the links before it and was itself no link."""

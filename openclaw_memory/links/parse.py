@@ -81,6 +81,7 @@ _RUN = re.compile(r"[\w./\\-]+")
 _LAST_NAME = re.compile(r"[\w.-]*\w\.md")
 _LINES = re.compile(r"#(L[0-9]+(?:-L[0-9]+)?)(?![\w/\\-]|\.\w)")
 _MAX_PATH = 4096
+_CR_LINE = re.compile(r"[^\r]*\r|[^\r]+")
 
 
 def parse_note(text: str) -> ParsedNote:
@@ -117,6 +118,7 @@ class NoteParser:
         self._maybe: list[tuple[int, ParsedLink]] | None = None
         self._before = 0
         self._defining = False  # the paragraph so far is link reference definitions: the next line may be one
+        self._after_cr = False  # the piece fed last ended with a CR: a piece continuing its line starts a line
 
     def feed(self, line: str, *, continued: bool = False) -> None:
         """The next line of the note (``continued``: the next piece of the line fed last)."""
@@ -125,8 +127,26 @@ class NoteParser:
         if not continued:
             self.number += 1
             self._last_empty = not line
+        elif not line:
+            return  # nothing more of the line (the LF of a CRLF cut from its CR)
         else:
             self._last_empty = False
+        # A lone CR ends a line too (a note saved by an old Mac editor): each line it ends is read as
+        # a line of the blocks (a fence, indented code, a blank line), as marked renders it, while
+        # the line numbers stay those `read` gives (a line ends at LF) and so do the columns: a
+        # link's start is in its LF-ended line, which a rewrite edits byte for byte.
+        after_cr, self._after_cr = self._after_cr, line.endswith("\r")
+        if "\r" not in line[:-1]:
+            self._feed_part(line, 0, continued and not after_cr)
+            return
+        at = 0
+        for part in _cr_lines(line):
+            self._feed_part(part, at, continued and not after_cr and at == 0)
+            at += len(part)
+
+    def _feed_part(self, line: str, at: int, continued: bool) -> None:
+        """One line of the blocks (the whole line, or one a lone CR ends in it), ``at`` where it
+        starts in the line fed."""
         read = self._lines.feed(line, continued)
         if read.ended:
             self._settle()
@@ -143,14 +163,14 @@ class NoteParser:
             if defined is not None:
                 self._defining = True
                 if defined[1] is not None:
-                    self._found.append((defined[0], defined[1]))
+                    self._found.append((at + defined[0], defined[1]))
                 return
         if read.maybe is not None and self._maybe is None:
             self._maybe, self._before = [], len(self._found)
-        self._found.extend(_spans_of_line(read.visible, line, self.number))
+        self._found.extend((at + start, link) for start, link in _spans_of_line(read.visible, line, self.number))
         if read.maybe is not None:
             assert self._maybe is not None
-            self._maybe.extend(_spans_of_line(read.maybe, line, self.number))
+            self._maybe.extend((at + start, link) for start, link in _spans_of_line(read.maybe, line, self.number))
 
     def _settle(self) -> None:
         """The comment a paragraph held open was text: its opening line's links and those after are
@@ -168,6 +188,11 @@ class NoteParser:
         """What was fed, its lines counted as an editor counts them (a final line end starts none)."""
         lines = self.number - (1 if self._last_empty else 0)
         return ParsedNote([link for _, link in self.found()], [] if self._binary else self.headings, lines)
+
+
+def _cr_lines(line: str) -> list[str]:
+    """``line`` cut after each CR, each part keeping its CR (as a CRLF-ended line keeps its own)."""
+    return _CR_LINE.findall(line)
 
 
 def markdown_destination(text: str) -> tuple[int, int] | None:
