@@ -3,13 +3,16 @@ that says which page holds each table): every table was unreadable, though their
 there, and ``doctor --fix`` recovered nothing ("the new one holds nothing"; SQLite's ``.recover`` fails
 too). The lost schema pages are made again from this release's schema, made the way the product makes
 a database (same page size): its tables are on the same pages, its schema on the same pages with the
-same bytes, which the file's surviving schema pages are checked against first."""
+same bytes, which the file's surviving schema pages are checked against first; a page the cut leaves
+only part of (the cut not on a page boundary) counts as gone, as one wholly cut off does."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 from pathlib import Path
+
+import pytest
 
 from conftest import write
 
@@ -80,3 +83,58 @@ def test_a_schema_of_its_own_is_not_made_again(workspace, state_dir, cli_process
     (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
     assert "were gone and every table with them: made again" not in repair["detail"], repair
     assert list((_data_dir(state_dir) / "damaged").glob("*/state.db"))  # the cut file kept, for whoever can read it
+
+
+def _query(db: Path, sql: str, *args: object) -> object:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(("through", "into"), [("schema", 0), ("schema", 7), ("schema", 2048), ("snapshots", 7),
+                                               ("snapshots", 2048)],
+                         ids=["on-a-page-boundary", "a-few-bytes-into-the-schema-page", "half-the-schema-page",
+                              "a-few-bytes-into-a-root-page", "half-a-root-page"])
+def test_a_cut_part_way_into_a_page_keeps_the_rows_on_the_whole_pages(workspace, state_dir, cli_process, through, into):
+    """A cut that leaves a page half there (a table's root, or the schema page itself) recovered nothing:
+    the half page, read as the padding left it, was taken for a page of another schema ("a record of
+    no values" in a root, bytes unlike ours in a schema page) and the schema was not made again."""
+    write(workspace / "MEMORY.md", "# M\n")
+    notes = [f"memory/n{i}.md" for i in range(3)]
+    for note in notes:
+        write(workspace / note, f"note {note}\n")
+        for args in (("read", note), ("write", note, "--append", f"more {note}", "--no-index")):
+            done = cli_process(*args)
+            assert done.returncode == 0, done.stderr
+    before = {note: _versions(cli_process, note) for note in notes}
+    assert all(len(v) == 2 for v in before.values()), before
+    for args in (("index",), ("watchdog", "snapshot")):  # rows in the roots between the history and the cut
+        done = cli_process(*args)
+        assert done.returncode == 0, done.stderr
+    db = _data_dir(state_dir) / "state.db"
+    assert not Path(f"{db}-wal").exists()
+    page_size = 4096
+    last_schema_page = max(_schema_pages(db))
+    if through == "schema":
+        cut_page = last_schema_page
+    else:  # a root page holding a row (its cell at the page's end), before the last schema page
+        cut_page = _query(db, "SELECT rootpage FROM sqlite_master WHERE name = ?", through)
+        assert _query(db, f"SELECT COUNT(*) FROM {through}") and cut_page < last_schema_page  # noqa: S608
+    history = _query(db, "SELECT max(pageno) FROM dbstat WHERE name IN ('objects', 'object_parts', 'versions')")
+    assert history < cut_page  # the history lies on whole pages
+    os.truncate(db, (cut_page - 1) * page_size + into)
+
+    fixed = cli_process("doctor", "--fix", "--json")
+    assert "Traceback" not in fixed.stderr, fixed.stderr
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    assert repair["status"] == "done", repair
+    assert "the new one holds nothing" not in repair["detail"], repair
+    assert "were gone and every table with them: made again" in repair["detail"], repair
+    for note in notes:
+        assert _versions(cli_process, note) == before[note]
+        origins = [v["origin"] for v in cli_process("history", note, "--json").json()["versions"]]
+        assert origins[0] == "agent-write", origins  # still the agent's write, not an outside edit
+    logged = cli_process("log")
+    assert logged.stdout.count("agent-write") == len(notes), logged.stdout

@@ -186,8 +186,8 @@ def rebuild(db: Database) -> Salvage:
         write_marker(data_dir, Rebuilding(os.getpid(), name, None, {}, {}))
         os.mkdir(scratch, 0o700)
         faults.reach("state-db-rebuild:building")
-        copy, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
-        schema_note = _schema_made_again(copy, scratch)
+        copy, length, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
+        schema_note = _schema_made_again(copy, scratch, length)
         new = _new_database(scratch)
         target = sqlite3.connect(new, isolation_level=None)
         try:
@@ -491,11 +491,12 @@ def _drop_marker(data_dir: Path) -> None:
     fsync_dir(data_dir)
 
 
-def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, str]:
+def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, int, str]:
     """The damaged file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
     what the WAL holds), its header restored when it was garbled (the 16-byte magic, or the fields
     SQLite checks: :func:`_header_restored`), its length when it was cut short (:func:`_pad_cut_file`);
-    the copy, and what was cut or ""."""
+    the copy, its length as copied (where the file's own bytes end, before any padding), and what
+    was cut or ""."""
     import shutil
 
     copy = scratch / "state.db"
@@ -510,7 +511,8 @@ def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, str]:
         elif head[:len(SQLITE_MAGIC)] != SQLITE_MAGIC and len(head) >= len(SQLITE_MAGIC):
             fh.seek(0)
             fh.write(SQLITE_MAGIC)
-    return copy, _pad_cut_file(copy)
+        length = os.fstat(fh.fileno()).st_size
+    return copy, length, _pad_cut_file(copy)
 
 
 _HEADER = 100  # SQLite's file header (https://sqlite.org/fileformat2.html#the_database_header)
@@ -614,7 +616,7 @@ def _pad_cut_file(copy: Path) -> str:
             "with them")
 
 
-def _schema_made_again(copy: Path, scratch: Path) -> str:
+def _schema_made_again(copy: Path, scratch: Path, length: int) -> str:
     """Where the copy's schema (``sqlite_schema``, the b-tree rooted on page 1 that says which page
     holds each table) does not read because some of its pages are gone (zeros: cut off the end and
     padded, or zeroed), those pages are written again from a new database of this release's schema
@@ -623,6 +625,8 @@ def _schema_made_again(copy: Path, scratch: Path) -> str:
     page the copy still holds (page 1 past its 100-byte file header included) is byte for byte the
     new one's, and each table's root page in the copy is a page of its kind or gone: a database
     whose schema changed since (one made by an earlier release and migrated) is left as it is.
+    A page the file's own bytes (``length``: where a cut file ends, before the padding) do not hold
+    whole counts as gone, as one wholly cut off does: the rest of it is zeros, nothing to tell by.
     Without it every table was lost with one page of the schema, the rows on intact pages with them.
     What was done, for the repair's report, or ""."""
     if _schema_reads(copy):
@@ -640,24 +644,25 @@ def _schema_made_again(copy: Path, scratch: Path) -> str:
         pages = _btree_pages(made, page_size, 1)
         roots = _roots(fresh)
         with open(copy, "r+b") as fh:
-            size = os.fstat(fh.fileno()).st_size
 
             def page(number: int) -> bytes:
+                # A page cut part way is read as gone: as the padding left it, a root whose cell pointer
+                # led into the zeros held a record of no values, and the whole schema was given up.
+                if number * page_size > length:
+                    return bytes(page_size)
                 fh.seek((number - 1) * page_size)
                 return fh.read(page_size)
             gone = []
             for number in pages:
                 theirs, ours = page(number), made[(number - 1) * page_size:number * page_size]
                 skip = 100 if number == 1 else 0
-                if len(theirs) < page_size or not any(theirs[skip:]):
+                if not any(theirs[skip:]):
                     gone.append(number)
                 elif theirs[skip:] != ours[skip:]:
                     return ""  # a schema of its own: nothing here can say which page is which
             if not gone or 1 in gone:
                 return ""
             for kind, root, columns in roots:
-                if root * page_size > size:
-                    continue
                 if not _fits(page, root, kind, columns):
                     return ""  # that page holds something else: this file's tables are not where ours are
             for number in gone:
