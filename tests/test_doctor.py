@@ -1284,3 +1284,24 @@ def test_the_repair_archive_root_makes_in_a_users_workspace_is_the_users_down_to
     assert any(p.name == "memory.md" for p in made)
     assert {p.relative_to(ws).as_posix(): (p.stat().st_uid, p.stat().st_gid) for p in made} == \
         {p.relative_to(ws).as_posix(): (NOBODY, NOBODY) for p in made}
+
+
+@pytest.mark.parametrize("odd", ["folder", "symlink"])
+def test_a_folder_or_link_at_doctors_own_lock_is_reported_with_where_fix_moved_it(workspace, state_dir, cli, odd):
+    # Taking its own lock set the folder aside in silence: `{"findings": [], "repairs": [], "ok": true}`.
+    write(workspace / "MEMORY.md", "# c\n")
+    assert cli("watchdog", "snapshot").returncode == 0
+    lock = data_dir(workspace, state_dir) / "doctor.lock"
+    if odd == "folder":
+        write(lock / "keep", "x\n")
+    else:
+        lock.symlink_to("/etc/passwd")
+    fixed = cli("doctor", "--fix", "--json").json()
+    assert [f["id"] for f in fixed["findings"]] == ["lock-not-a-file"] and fixed["ok"], fixed
+    (repair,) = fixed["repairs"]
+    assert (repair["id"], repair["status"]) == ("lock-not-a-file", "done")
+    went = Path(re.search(r" to (/\S+/damaged/[^;]+);", repair["detail"])[1])
+    assert went.parent.parent.name == "damaged" and (went / "keep" if odd == "folder" else went).is_symlink() == (odd == "symlink")
+    assert (went / "keep").read_text() == "x\n" if odd == "folder" else os.readlink(went) == "/etc/passwd"
+    assert lock.is_file() and not lock.is_symlink()
+    assert cli("doctor", "--fix", "--json").json()["findings"] == []

@@ -72,8 +72,9 @@ def _set_aside(settings: Settings, finding: Finding) -> Repair:
     moved = []
     try:
         for path, what in odd_locks(settings.data_dir):  # looked at again: a command may have set it aside since
-            set_aside_odd_lock(path)
-            moved.append(f"{path} ({what})")
+            went: list[Path] = []
+            set_aside_odd_lock(path, went)
+            moved += [f"{path} ({what}) to {target}" for target in went]
     except OSError as exc:
         return Repair(finding.id, "set aside", "failed", f"{exc.strerror or exc} ({exc.filename or ''})", finding.paths)
     detail = (f"moved under damaged/: {'; '.join(moved)}; each lock file is made anew when next taken" if moved

@@ -45,7 +45,7 @@ from . import (
     repair_root,
     repair_state,
 )
-from .journal import doctor_lock
+from .journal import doctor_lock, lock_path
 from .model import CheckContext, Finding, Repair
 
 # Checks only read (plain doctor runs only these), in report order; repairs keyed by finding id.
@@ -179,14 +179,26 @@ def _run_doctor(settings: Settings, fix: bool, confirm: Confirm | None,
         return DoctorReport(workspace, found, (), found)
 
     specs = REPAIRS
+    repairs: list[Repair] = []
+    tried: set[tuple[str, tuple[str, ...]]] = set()
+    # Taking doctor's own lock sets aside whatever is at its path (a folder, a link: fsutil.lock), which
+    # doctor then found nowhere ("Found: nothing", the folder moved in silence): found and repaired
+    # here first, as any other finding (under the folder's flock, as the lock itself would).
+    odd = [f for f in check_locks.check_locks(CheckContext(settings)) if str(lock_path(settings.data_dir)) in f.paths]
+    for blocker in odd:
+        tried.add((blocker.id, blocker.paths))
+        spec = specs[blocker.id]
+        if confirm is not None and not confirm(blocker, spec.describe(blocker)):
+            declined = Repair(blocker.id, spec.action, "declined", "declined at the prompt; nothing changed (doctor "
+                              "--fix cannot take its lock without moving it)", blocker.paths)
+            return DoctorReport(workspace, tuple(odd), (declined,), tuple(odd))
+        repairs.append(spec.apply(settings, blocker))
     lock = doctor_lock(settings.data_dir, workspace)
     lock.acquire(on_wait=on_lock_wait)
     try:
         faults.reach("locked")
-        findings = run_checks(settings)
-        current = findings
-        repairs: list[Repair] = []
-        tried: set[tuple[str, tuple[str, ...]]] = set()
+        findings = [*odd, *run_checks(settings)]
+        current = findings[len(odd):]
         while True:
             todo = next((f for f in sorted(current, key=lambda f: f.id not in STATE_DB_FIRST)
                          if f.fixable and f.id in specs and (f.id, f.paths) not in tried), None)

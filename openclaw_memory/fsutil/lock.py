@@ -182,9 +182,10 @@ def _in_the_way(path: str) -> str:
     return f"{blocker} is not a folder: move it away"
 
 
-def set_aside_odd_lock(path: str) -> bool:
+def set_aside_odd_lock(path: str, moved: list[Path] | None = None) -> bool:
     """Move what is at the lock path ``path`` under the data dir's ``damaged/`` when it is not a
-    regular file, or one this user cannot open; True when nothing odd is there now.
+    regular file, or one this user cannot open; True when nothing odd is there now. Where it went is
+    added to ``moved`` (doctor reports it).
 
     Under an exclusive flock of the folder, so two processes finding the same thing never both
     move something: the second looks again and finds the lock file the first one made (moving
@@ -202,7 +203,9 @@ def set_aside_odd_lock(path: str) -> bool:
         except FileNotFoundError:
             return True
         if not stat.S_ISREG(st.st_mode) or closed_to_me(st):
-            set_aside(data_dir, path)
+            target = set_aside(data_dir, path)
+            if moved is not None and target is not None:
+                moved.append(target)
         return True
     finally:
         os.close(folder)
