@@ -1305,3 +1305,20 @@ def test_a_folder_or_link_at_doctors_own_lock_is_reported_with_where_fix_moved_i
     assert (went / "keep").read_text() == "x\n" if odd == "folder" else os.readlink(went) == "/etc/passwd"
     assert lock.is_file() and not lock.is_symlink()
     assert cli("doctor", "--fix", "--json").json()["findings"] == []
+
+
+@pytest.mark.parametrize("odd", ["symlink", "fifo"])
+def test_a_link_or_fifo_at_a_migrations_temporary_name_is_no_memory_md_to_give_back(workspace, cli, odd):
+    # A link to /etc/passwd named .memory.md.migrate-<hex>.tmp was "the bytes of memory.md", and --fix
+    # made it a MEMORY.md -> /etc/passwd link.
+    write(workspace / "memory" / "a.md", "x\n")
+    temp = workspace / ".memory.md.migrate-0123abcd.tmp"
+    if odd == "symlink":
+        temp.symlink_to("/etc/passwd")
+    else:
+        os.mkfifo(temp)
+    assert "interrupted-repair" not in [f["id"] for f in cli("doctor", "--json").json()["findings"]]
+    fixed = cli("doctor", "--fix", "--json").json()
+    assert fixed["repairs"] == [] and fixed["ok"], fixed
+    assert not os.path.lexists(workspace / "MEMORY.md") and not os.path.lexists(workspace / "memory.md")
+    assert temp.is_symlink() if odd == "symlink" else stat.S_ISFIFO(temp.lstat().st_mode)

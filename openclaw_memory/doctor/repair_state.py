@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import MemoryToolError
 from ..files.paths import CANONICAL_ROOT, LEGACY_ROOT
 from ..fsutil.move import SourceKept, asides_of, unlink_other_name
-from ..fsutil.safeopen import Folder
+from ..fsutil.safeopen import Folder, open_regular_nofollow
 from .check_state import (
     INDEX_DAMAGED,
     STATE_DB_COMPANION_NOT_A_FILE,
@@ -174,10 +174,24 @@ def stranded_temps(folder: int | str) -> list[str]:
     """The names memory.md is left at in the workspace root ``folder`` when nothing loads it: an
     interrupted rename's ``.memory.md.migrate-<hex>.tmp``, and a move's private name
     ``.memory.md.aside-<hex>`` (killed before it unlinked it, or kept because a new memory.md
-    was made while the move checked it)."""
+    was made while the move checked it). Only regular files, each checked as the object opened: a
+    symlink so named (to /etc/passwd) holds no bytes of memory.md, and given back a name it was a
+    ``MEMORY.md`` link to wherever it pointed."""
+    if isinstance(folder, str):
+        with Folder.under(folder) as root:
+            return stranded_temps(root.fd)
     names = os.listdir(folder)
     renames = [n for n in names if n.startswith(f".{LEGACY_ROOT}.migrate-") and n.endswith(".tmp")]
-    return sorted(renames + asides_of(names, LEGACY_ROOT))
+    return sorted(n for n in renames + asides_of(names, LEGACY_ROOT) if _regular_file(folder, n))
+
+
+def _regular_file(dir_fd: int, name: str) -> bool:
+    try:
+        fd, _ = open_regular_nofollow(name, dir_fd=dir_fd)  # a FIFO never blocks it, a link is never followed
+    except OSError:
+        return False
+    os.close(fd)
+    return True
 
 
 def _unlinked_second_name(root: Folder, name: str) -> bool:
