@@ -682,3 +682,29 @@ def test_a_fifo_folder_or_path_through_a_file_is_refused_as_read_refuses_it(work
         memory.close()
     assert said == ["refused: memory/fifo.md: a FIFO (named pipe), not a regular file",
                     "refused: memory/folder.md: a folder, not a regular file"]
+
+
+def test_link_text_is_read_as_commonmark_reads_it_no_link_in_a_link_and_an_escaped_bracket_is_text(workspace, cli):
+    """`[see [inner](t.md) more](other.md)`: a link holds no link, so CommonMark (and marked) link
+    `inner` to t.md and leave the outer brackets text; the parser read other.md alone. `\\[label](t.md)`
+    is text there (an escaped bracket); the parser counted it, and `mv --update-links` rewrote it.
+    An image's description may hold a link (`[![badge](b.svg)](t.md)` links t.md), an escaped `!`
+    leaves a link (`\\![alt](t.md)`), and escaped brackets are text inside a link's label."""
+    for name in ("t.md", "other.md"):
+        write(workspace / "memory" / name, "# x\n")
+    note = ("The [see [inner](t.md) more](other.md) page.\n"
+            "\\[escaped](t.md) and \\\\[after an escaped backslash](t.md)\n"
+            "[![badge](b.svg)](t.md) \\![alt](t.md) [a \\] b \\[ c](t.md) [a [b] c](t.md) [open\\](t.md)\n")
+    write(workspace / "memory" / "n.md", note)
+    assert [(link["line"], link["text"], link["target"])
+            for link in cli("links", "memory/n.md", "--json").json()["outgoing"]] == [
+        (1, "[inner](t.md)", "t.md"), (2, "[after an escaped backslash](t.md)", "t.md"),
+        (3, "[![badge](b.svg)](t.md)", "t.md"), (3, "[alt](t.md)", "t.md"), (3, "[a \\] b \\[ c](t.md)", "t.md"),
+        (3, "[a [b] c](t.md)", "t.md")]
+    assert cli("read", "memory/t.md").returncode == 0
+    moved = cli("mv", "memory/t.md", "memory/u.md", "--update-links", "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert (workspace / "memory" / "n.md").read_text() == (
+        "The [see [inner](u.md) more](other.md) page.\n"
+        "\\[escaped](t.md) and \\\\[after an escaped backslash](u.md)\n"
+        "[![badge](b.svg)](u.md) \\![alt](u.md) [a \\] b \\[ c](u.md) [a [b] c](u.md) [open\\](t.md)\n")

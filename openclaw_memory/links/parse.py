@@ -62,7 +62,15 @@ for _ in range(2):
     _NEST = rf"\((?:{_ATOM}|{_NEST})*+\)"
 _DESTINATION = rf"<(?:\\[{_PUNCT}]|\\|[^<>\n\\])*+>|(?!<)(?:{_ATOM}|{_NEST})++"
 _TITLE = r"\"(?:\\.|[^\"\\\n])*+\"|'(?:\\.|[^'\\\n])*+'|\((?:\\.|[^()\\\n])*+\)"
-_MARKDOWN = re.compile(rf"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\([ \t]*(?:({_DESTINATION})(?:[ \t]+(?:{_TITLE}))?)?[ \t]*\)")
+# A link's text as CommonMark reads it: a backslash escapes ASCII punctuation (``\\]`` is no bracket),
+# brackets nest balanced (one level here), and a link holds no link: ``[see [inner](t.md) more](x.md)``
+# links ``inner`` alone, its outer brackets text (an image's description may hold one: ``[![badge](b.svg)](t.md)``
+# is a link, ``![see [inner](t.md)](x.png)`` an image). Each character is read one way (``!`` only
+# before a ``[`` opens an image), so a failed match is given up in time linear in what it read.
+_UNIT = rf"\\[{_PUNCT}]|\\(?![{_PUNCT}])|[^\[\]\\!\n]|!(?!\[)"
+_TAIL = rf"\([ \t]*(?:(?:{_DESTINATION})(?:[ \t]+(?:{_TITLE}))?)?[ \t]*\)"  # an inline link's (destination "title")
+_TEXT = rf"(?:{_UNIT}|!\[(?:{_UNIT})*\]|\[(?:{_UNIT})*\](?(1)|(?!{_TAIL})))*"
+_MARKDOWN = re.compile(rf"(!)?\[({_TEXT})\]\([ \t]*(?:({_DESTINATION})(?:[ \t]+(?:{_TITLE}))?)?[ \t]*\)")
 # A link reference definition, ``[label]: destination "title"``, alone on a line that starts a
 # paragraph (after block quote markers and list item markers): its destination resolves as an
 # inline link's, from the note's folder. A footnote (``[^1]: ...``) is text.
@@ -70,6 +78,7 @@ _DEFINITION_TEXT = rf"\[(?!\^)((?:\\.|[^\[\]\\\n]){{1,999}})\]:[ \t]*({_DESTINAT
 _DEFINITION = re.compile(rf"(?:[ ]{{0,3}}>[ ]?)*+(?:[ ]{{0,3}}(?:[-+*]|[0-9]{{1,9}}[.)])[ \t]+)*+[ ]{{0,3}}({_DEFINITION_TEXT})[ \t]*\r?")
 _DEFINITION_ALONE = re.compile(_DEFINITION_TEXT)
 # What a destination's text stands for: a backslash escape, an entity (``&amp;``, ``&#35;``).
+_ESCAPE = re.compile(rf"\\[{_PUNCT}]")  # one backslash escape
 _ESCAPED = re.compile(rf"\\([{_PUNCT}])|&(#[0-9]{{1,7}}|#[xX][0-9a-fA-F]{{1,6}}|[A-Za-z][A-Za-z0-9]{{1,31}});")
 _URL_TAIL = re.compile(r"[^\s<>]*")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
@@ -285,11 +294,16 @@ def _spans_of_line(visible: str, raw: str, number: int) -> list[tuple[int, Parse
             found.append((m.start(), ParsedLink(number, WIKI, target, fragment or None, raw[m.start():m.end()])))
         blank(masked, m.start(), m.end())
     visible = "".join(masked)
-    for m in _MARKDOWN.finditer(visible):
+    # Each backslash escape read as ``\_`` (same length): an escaped ``[`` opens no link and an
+    # escaped ``!`` no image (``\[label](t.md)`` is text, ``\![alt](t.md)`` a ``!`` and a link), so a
+    # link is looked for only where a bracket opens one, in time linear in the line; what the link
+    # says is read from the line as written.
+    searched = _ESCAPE.sub(r"\\_", visible) if "\\" in visible else visible
+    for m in _MARKDOWN.finditer(searched):
         blank(masked, m.start(), m.end())
         if m.group(1) or m.group(3) is None:  # an image, or no destination
             continue
-        link = _markdown(m.group(3), number, raw[m.start():m.end()])
+        link = _markdown(visible[m.start(3):m.end(3)], number, raw[m.start():m.end()])
         if link is not None:
             found.append((m.start(), link))
     visible = _without_urls("".join(masked))
