@@ -173,6 +173,20 @@ def test_fingerprint_changes_with_every_setting():
     assert "budget=254" in base and "backend=torch" in base
 
 
+def test_what_changed_names_each_part_that_differs_then_and_now():
+    """Every fingerprint starts with the model's name: what differs is said part by part."""
+    from openclaw_memory.index.config import IndexConfig
+    from openclaw_memory.index.embedding import fingerprint_parts, what_changed
+
+    old = fingerprint_parts(embedding_fingerprint("all-MiniLM-L6-v2", 384, 254, 38, "torch"))
+    new = fingerprint_parts(embedding_fingerprint("all-MiniLM-L6-v2", 384, 64, 38, "hash"))
+    assert what_changed(old, new) == "chunk size (chunk_tokens) 254 -> 64, embedding backend torch -> hash"
+    assert what_changed(old, old) == ""
+    before = IndexConfig(embedding_backend="onnx").settings_parts()
+    after = IndexConfig(model="all-MiniLM-L12-v2", overlap_tokens=8, embedding_backend="onnx").settings_parts()
+    assert what_changed(before, after) == "model all-MiniLM-L6-v2 -> all-MiniLM-L12-v2, overlap (overlap_tokens) default -> 8"
+
+
 def test_the_fingerprint_names_the_onnx_recipe():
     """An index embedded by an older ONNX export (recipe 1: activation scales per batch) is known to
     need re-embedding from its manifest alone; torch and hash vectors have no recipe."""
@@ -207,11 +221,17 @@ def test_an_index_of_an_older_onnx_recipe_is_reported_and_re_embedded(tmp_path):
             assert backend == "onnx" and ";recipe=onnx-" in fingerprint
             conn.execute("UPDATE manifests SET fingerprint = ?, serial = serial + 1 WHERE collection = ?",
                          (fingerprint.rsplit(";recipe=", 1)[0], name))
+    from openclaw_memory.index.onnx_embedding import FORMAT
+    from openclaw_memory.index.status import index_findings
+
+    (found,) = [f for f in index_findings(settings) if f.id == "index-fingerprint"]
+    assert f"changed since the last index: ONNX export recipe none -> onnx-{FORMAT}; " in found.message, found.message
     with MemoryIndex(settings) as index:
         assert all(c.settings_changed for c in index.status().collections if c.indexed)
         again = index.sync()
         assert again.chunks_embedded == first.chunks_embedded and again.chunks_reused == 0
-        assert any("re-embedding every chunk" in n for n in again.notes), again.notes
+        assert any(n.endswith(f"the ONNX export's int8 recipe changed (ONNX export recipe none -> onnx-{FORMAT}): "
+                              "re-embedding every chunk") for n in again.notes), again.notes
         assert not any(c.settings_changed for c in index.status().collections)
         assert index.sync().chunks_embedded == 0
 

@@ -121,12 +121,23 @@ def test_incremental_edit_rename_move_delete(workspace, state_dir, tmp_path, mod
 
 
 def test_settings_change_reembeds_and_says_why(workspace, state_dir, models):
+    """doctor and the re-embedding sync name the settings that changed, then and now (they said the
+    model, the same both sides, and the fingerprints cut to 12 characters: "model=senten" both sides)."""
+    from openclaw_memory.index.status import index_findings
+
     write(workspace / "memory" / "a.md", note("a", n=20, topic="sailing"))
     MemoryIndex(settings_for(workspace, state_dir), models=models).sync()
-    (state_dir / "openclaw-memory.toml").write_text("[index]\nchunk_tokens = 64\n")
-    index = MemoryIndex(settings_for(workspace, state_dir))
+    budget, overlap = models.budget
+    (state_dir / "openclaw-memory.toml").write_text("[index]\nchunk_tokens = 64\noverlap_tokens = 8\n")
+    settings = settings_for(workspace, state_dir)
+    (found,) = [f for f in index_findings(settings) if f.id == "index-fingerprint"]
+    assert found.message.startswith("the embedding settings changed since the last index: chunk size (chunk_tokens) "
+                                    "default -> 64, overlap (overlap_tokens) default -> 8; "), found.message
+    index = MemoryIndex(settings)
     summary = index.sync()
-    assert any("embedding settings changed" in n for n in summary.notes)
+    said = [n for n in summary.notes if "embedding settings changed" in n]
+    assert said and all(n.endswith(f"embedding settings changed (chunk size (chunk_tokens) {budget} -> 64, overlap "
+                                   f"(overlap_tokens) {overlap} -> 8): re-embedding every chunk") for n in said), said
     assert summary.chunks_embedded == len(assert_consistent(index)) > 0
 
 

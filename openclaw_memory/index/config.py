@@ -56,6 +56,24 @@ class IndexConfig:
             return False
         return isinstance(stored, list) and stored[:-1] == self._vector_settings()
 
+    def settings_parts(self) -> dict[str, object]:
+        """These settings by the names of a fingerprint's parts (:func:`settings_parts`)."""
+        return settings_parts(self.settings_key)
+
+
+def settings_parts(key: str) -> dict[str, object]:
+    """What a settings key (:attr:`IndexConfig.settings_key`, a manifest's) holds, by the names of a
+    fingerprint's parts, as the user set them (None: left to the model's default), for
+    :func:`.embedding.what_changed`; empty where the key does not read. A key of a release before the
+    chunker's version was recorded has no ``chunker``."""
+    try:
+        stored = json.loads(key)
+    except ValueError:
+        return {}
+    if not isinstance(stored, list):
+        return {}
+    return dict(zip(("model", "budget", "overlap", "backend", "chunker"), stored, strict=False))
+
 
 def index_config(settings: Settings) -> IndexConfig:
     """``[index]`` as the index uses it (checked when settings were resolved), with

@@ -9,6 +9,7 @@ no weights are ever downloaded at run time.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -152,10 +153,40 @@ def backend_recipe(backend: str) -> str:
     return ""
 
 
+def fingerprint_parts(fingerprint: str) -> dict[str, str]:
+    """A fingerprint's parts by name: ``model``, ``dim``, ``budget``, ``overlap``, ``backend``,
+    ``chunker`` and, for ONNX, ``recipe`` (:func:`embedding_fingerprint`)."""
+    return dict(part.partition("=")[::2] for part in fingerprint.split(";") if part)
+
+
+# What a message calls each part of a fingerprint, and of the settings that shape one
+# (:func:`.config.settings_parts`, by the same names), with the setting a user changes for it.
+_PART_NAMES = {
+    "model": "model", "dim": "dimension", "budget": "chunk size (chunk_tokens)", "overlap": "overlap (overlap_tokens)",
+    "backend": "embedding backend", "chunker": "chunking rules", "recipe": "ONNX export recipe",
+}
+
+
+def what_changed(old: Mapping[str, object], new: Mapping[str, object]) -> str:
+    """The parts that differ between two fingerprints' parts (or two settings'), each with its value
+    then and now: "chunk size (chunk_tokens) 256 -> 64, embedding backend onnx -> hash"; "" when
+    none does. A setting left to its default is "default"; a part one side lacks (an ONNX index from
+    before the recipe was recorded) is "none". Every fingerprint starts with the same model's name,
+    so a cut of the two strings said nothing of which part changed."""
+    def shown(parts: Mapping[str, object], name: str) -> str:
+        if name not in parts:
+            return "none"
+        value = parts[name]
+        return "default" if value is None else str(value)
+
+    return ", ".join(f"{_PART_NAMES.get(name, name)} {shown(old, name)} -> {shown(new, name)}"
+                     for name in dict.fromkeys([*old, *new]) if shown(old, name) != shown(new, name))
+
+
 def recipe_outdated(fingerprint: str) -> bool:
     """Whether vectors stored under ``fingerprint`` were made by another recipe of their backend than
     this version's (an index embedded by an older ONNX export): known without loading any model.
     An ONNX fingerprint from before the recipe was recorded has none, so it is outdated."""
-    fields = dict(part.partition("=")[::2] for part in fingerprint.split(";") if part)
+    fields = fingerprint_parts(fingerprint)
     backend = fields.get("backend")
     return backend is not None and fields.get("recipe", "") != backend_recipe(backend)

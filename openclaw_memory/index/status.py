@@ -19,8 +19,8 @@ from ..watchdog.gitstate import GitChanges
 from ..wire import key
 from .agent_lock import index_builder
 from .collections import Collection, LeftOut, assign_files, left_out, registered_names, resolve_collections, unreadable_folders
-from .config import index_config
-from .embedding import recipe_outdated
+from .config import IndexConfig, index_config, settings_parts
+from .embedding import backend_recipe, fingerprint_parts, recipe_outdated, what_changed
 from .manifest import delete_manifest, is_dirty, load_manifest_head, manifest_chunk_count, stale_known
 
 if TYPE_CHECKING:
@@ -191,12 +191,13 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
             )
         changed = [c for c in status.collections if c.settings_changed]
         if changed:
+            said = _settings_change(settings, index_config(settings), changed[0].name)
             findings.append(
                 _finding(
                     "index-fingerprint",
                     "warning",
-                    f"the embedding settings changed since the last index (indexed with {changed[0].model}, "
-                    f"settings say {status.model}); re-indexing re-embeds every chunk",
+                    f"the embedding settings changed since the last index{': ' + said if said else ''}; "
+                    "re-indexing re-embeds every chunk",
                     [c.name for c in changed],
                 )
             )
@@ -219,6 +220,19 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
             )
         )
     return findings
+
+
+def _settings_change(settings: Settings, config: IndexConfig, collection: str) -> str:
+    """Which settings that shape the vectors differ from those ``collection`` was indexed with, then
+    and now, or whether this version's ONNX export recipe does (:func:`.embedding.what_changed`)."""
+    m = load_manifest_head(settings.data_dir, collection)
+    if m is None:
+        return ""
+    indexed = fingerprint_parts(m.fingerprint)
+    recipe = {"recipe": indexed["recipe"]} if "recipe" in indexed else {}
+    now = backend_recipe(indexed.get("backend", ""))
+    return what_changed({**settings_parts(m.settings_key), **recipe},
+                        {**config.settings_parts(), **({"recipe": now} if now else {})})
 
 
 def _interrupted(collections: list[str]) -> Finding:

@@ -59,7 +59,7 @@ from .collections import (
     unindexable,
 )
 from .config import IndexConfig, index_config
-from .embedding import recipe_outdated
+from .embedding import fingerprint_parts, recipe_outdated, what_changed
 from .lender import Models
 from .manifest import (
     FileEntry,
@@ -435,11 +435,8 @@ class _Sync:
             why = "embedding settings changed"
             if old.settings_key == self.config.settings_key and recipe_outdated(old.fingerprint):
                 why = "the ONNX export's int8 recipe changed"
-            self.notes.append(
-                f"{c.name}: {why} (was model {old.model}, {old.embed_backend}, "
-                f"fingerprint {old.fingerprint[:12]}; now model {self.config.model}, {self.models.embedder.backend}, "
-                f"fingerprint {current[:12]}): re-embedding every chunk"
-            )
+            changes = what_changed(fingerprint_parts(old.fingerprint), fingerprint_parts(current))
+            self.notes.append(f"{c.name}: {why} ({changes}): re-embedding every chunk")
             fresh.add(c.name)  # built beside the live shard, which searches keep using until the swap
             result[c.name] = None
         return result
