@@ -568,3 +568,18 @@ def test_a_link_that_finds_another_note_after_mv_is_said(cli, workspace):
         assert gone.returncode == 0, gone.stderr
     assert "warnings" not in gone.json()
     assert [link["text"] for link in cli("links", "--broken", "--json").json()["outgoing"]] == ["[[alice]]"]
+
+
+def test_a_link_that_finds_another_note_after_rm_is_said(cli, workspace):
+    """rm of people/alice.md switched [[alice]] to projects/alice.md with no word, as mv did."""
+    write(workspace / "memory" / "people" / "alice.md", "# Alice Smith (person)\n")
+    write(workspace / "memory" / "projects" / "alice.md", "# Project Alice\n")
+    write(workspace / "memory" / "people" / "team.md", "# Team\nAsk [[alice]] about it.\n")
+    assert cli("read", "memory/people/alice.md").returncode == 0
+    removed = cli("rm", "memory/people/alice.md", "--json")
+    assert removed.returncode == 0, removed.stderr
+    assert removed.json()["warnings"] == [
+        "memory/people/team.md:2 [[alice]] named memory/people/alice.md, removed; it names memory/projects/alice.md now"]
+    assert cli("read", "memory/projects/alice.md").returncode == 0
+    gone = cli("rm", "memory/projects/alice.md")  # then it names nothing: `links --broken` says so, not rm
+    assert gone.returncode == 0 and "warning" not in gone.stderr, gone.stderr

@@ -52,15 +52,16 @@ def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | No
            update_index: bool = True) -> RemoveResult:
     from ..history.moves import remove_memory_file
     from ..history.store import HistoryStore
-    from ..links.pending import finish_pending_rewrites
+    from ..links.pending import finish_pending_rewrites, moved_links_said
 
     with HistoryStore.for_settings(memory.settings).write_lock():
         earlier = finish_pending_rewrites(memory.settings)  # what a killed mv (links and all), rm or import left, first
         with finished_first(earlier[1] if earlier else None):
             result = remove_memory_file(memory.settings, path, force=force, expect=expect)
-    if earlier:
-        result = replace(result, warnings=(earlier[1], *result.warnings))
-    return replace(result, index=index_update(memory, update_index=update_index, paths=(result.path,)))
+        # A link that named the note and names another now (a note of its name elsewhere) is said.
+        shifted = moved_links_said(memory.settings, result.path, None)
+    warnings = (*((earlier[1],) if earlier else ()), *result.warnings, *shifted)
+    return replace(result, warnings=warnings, index=index_update(memory, update_index=update_index, paths=(result.path,)))
 
 
 def restore_all(memory: LocalMemory, to: str, dry_run: bool = False, force: bool = False,
