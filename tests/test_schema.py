@@ -249,6 +249,25 @@ def test_a_schema_14_database_parses_every_note_anew_for_its_links(workspace, st
     assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
 
 
+def test_a_schema_17_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
+    """Schema 18 from 17: the link table is emptied once more (the parser came to read a lone-CR
+    note by its lines, and link text as CommonMark does). Kept, an unchanged note's old parse stayed:
+    the inner link of [see [inner](heron.md) more](other.md) missed (no backlink, none rewritten)."""
+    write(workspace / "memory" / "team.md", "The [see [inner](heron.md) more](other.md) page.\n")
+    write(workspace / "memory" / "heron.md", "# Heron\n")
+    assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == ["[inner](heron.md)"]
+    data_dir = settings_for(workspace, state_dir).data_dir
+    forget_connections()
+    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 17 left
+        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/team.md")]
+        conn.execute("DELETE FROM links WHERE source = ?", (source,))
+        conn.execute("INSERT INTO links VALUES (?, 0, 1, 'markdown', 'other.md', NULL, "
+                     "'[see [inner](heron.md) more](other.md)')", (source,))
+        conn.execute("PRAGMA user_version = 17")
+    assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == ["[inner](heron.md)"]
+    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+
+
 def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_from_then_on(tmp_path):
     """Schema 9 from 8: a move's entry names the name it came from (versions.moved_from), so a
     rollback empties that name alone; the moves logged before keep every field, their source NULL."""

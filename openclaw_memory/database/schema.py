@@ -292,6 +292,14 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL           -- 32 lowercase hex digits
     )
     """,
+    # 18: the link parser reads a note whose lines end with a lone CR by its lines (a ~~~ fence or an
+    # indented block there is code), and link text as CommonMark does (no link inside a link's text, an
+    # escaped bracket is text): an unchanged note's old parse listed such code and text as backlinks,
+    # which `mv --update-links` rewrote, and missed an inner link. As step 8 did.
+    """
+    DELETE FROM links;
+    DELETE FROM link_files
+    """,
 )
 SCHEMA_VERSION = FIRST_RELEASED + len(MIGRATIONS)
 # What development builds kept in the data dir before the state database.
