@@ -1138,3 +1138,47 @@ def test_a_database_written_over_under_an_open_connection_stops_the_write_that_w
     assert "state-db-damaged" in _findings(cli_process)
     assert _fix_and_count(cli_process) >= versions >= 1
     assert (workspace / "MEMORY.md").read_bytes() == before
+
+
+@pytest.mark.parametrize("source", ["a backup of this workspace's index", "another workspace's shard"])
+def test_a_shard_holding_other_points_than_its_manifest_lists_is_damaged_never_cited(workspace, state_dir, tmp_path, cli,
+                                                                                      cli_process, service, source):
+    """A shard restored from an older backup, or copied in from another workspace's state dir,
+    held as many points as the manifest lists: its probe (new inodes) found it sound, doctor said
+    "No problems found", `index` "0 changed", and search cited `memory/a.md#L1` with text the file
+    does not hold (the other workspace's note). Its points are now checked against the manifest's
+    (ids and chunk hashes): damaged, for the service's search too, and `index` rebuilds it."""
+    write(workspace / "MEMORY.md", "# c\n")
+    note = write(workspace / "memory" / "a.md", "the door code is 1111\n")
+    assert cli("index").returncode == 0
+    shard = _data_dir(state_dir) / "index" / "edge" / "memory-dir-main"
+    if source.startswith("a backup"):
+        shutil.copytree(shard, tmp_path / "copy")
+        write(note, "the door code is 2222\n")
+        assert cli("index").returncode == 0
+    else:
+        other, other_sd = tmp_path / "other", tmp_path / "other-state"
+        write(other / "MEMORY.md", "# c\n")
+        write(other / "memory" / "a.md", "the door code is 9999\n")
+        write(note, "the door code is 2222\n")
+        assert cli("index", env={"OPENCLAW_WORKSPACE": str(other), "OPENCLAW_STATE_DIR": str(other_sd)}, cwd=other).returncode == 0
+        shutil.copytree(_data_dir(other_sd) / "index" / "edge" / "memory-dir-main", tmp_path / "copy")
+        assert cli("index").returncode == 0
+    shutil.rmtree(shard)
+    shutil.copytree(tmp_path / "copy", shard)
+    query = ("search", "door code", "--mode", "text", "--no-sync", "--json")
+
+    running = service()
+    served = cli_process(*query)
+    _clean(served)
+    assert served.returncode == 1 and "damaged" in served.stderr and "doctor --fix" in served.stderr, served.stdout
+    assert running.stop() == 0
+    found = cli("doctor", "--json")
+    assert "index-damaged" in {f["id"] for f in found.json()["findings"]}, found.stdout
+    searched = cli(*query)
+    assert searched.returncode == 1 and "its manifest lists" in searched.stderr, searched.stdout
+    indexed = cli("index")
+    assert indexed.returncode == 0 and "memory-dir-main was damaged" in indexed.stderr, indexed.stderr
+    snippets = [p["snippet"] for hit in cli(*query).json()["results"] for p in hit["passages"]]
+    assert snippets == ["the door code is 2222"], snippets
+    assert cli("doctor").returncode == 0

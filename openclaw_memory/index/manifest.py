@@ -71,6 +71,18 @@ def manifest_chunk_count(data_dir: Path, collection: str) -> int | None:
     return int(row[0]) if row[0] is not None else _summed(db.one, collection)
 
 
+def manifest_points(data_dir: Path, collection: str) -> list[tuple[str, str]] | None:
+    """(point id, chunk hash) of every point the saved manifest lists (None: none saved): what a
+    shard's probe checks it holds (``store.edge``), read only then."""
+    db = Database(data_dir)
+    if db.one("SELECT 1 FROM manifests WHERE collection = ?", (collection,)) is None:
+        return None
+    rows = db.rows("SELECT chunks FROM manifest_files WHERE collection = ?", (collection,))
+    with gc_paused():
+        every_chunks = json.loads("[" + ",".join(row[0] for row in rows) + "]")  # one parse (see _entries)
+        return [(pid, h) for chunks in every_chunks for pid, h in chunks]
+
+
 def _points(db: Database) -> str:
     """``manifests.points``, or NULL (the count then summed) in a database of 0.1.0's schema, which
     lacks it and is read as it is where nothing may migrate it (plain doctor)."""
