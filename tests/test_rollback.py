@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from conftest import env_for, fault, run_paused, settings_for, write
+from conftest import NOBODY, env_for, fault, run_paused, settings_for, write
 from openclaw_memory.fsutil.fsclock import guard_ns
 from openclaw_memory.history.store import HistoryStore
 from openclaw_memory.rollback.journal import read_intent
@@ -1097,3 +1097,92 @@ def test_a_rollback_or_restore_killed_mid_exchange_leaves_no_swap_file_once_fini
     assert any(n.endswith(".swp") for n in os.listdir(note.parent))
     assert cli("restore", "memory/a.md", first, "--no-index").returncode == 0
     assert sorted(os.listdir(note.parent)) == ["a.md"] and note.read_text() == "v1\n"
+
+
+# -- a note brought back keeps who may read it -----------------------------------------------------
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o7777
+
+
+@pytest.mark.parametrize("bits", [0o600, 0o640])
+@pytest.mark.parametrize("killed", [False, True])
+def test_a_note_only_a_snapshot_saw_comes_back_with_the_snapshots_bits(cli, workspace, state_dir, bits, killed):
+    """A private note the history never logged (written by hand, never read), kept by a snapshot and
+    deleted by hand, folder and all: the rollback brought it back 0644 (a new file's mode), readable by
+    every user, in a 0755 folder. It comes back with the bits the snapshot saw, in a folder no more
+    open; so too when the rollback was killed after its record and doctor --fix finished it."""
+    from openclaw_memory.fsutil.private import umask_of_user
+    from openclaw_memory.history.placing import new_file_mode
+
+    assert new_file_mode() & 0o077 & ~bits  # the control: a note made anew here is wider, so the test can fail
+    note = write(workspace / "memory" / "priv" / "s.md", "the staging password\n")
+    os.chmod(note, bits)
+    plain = write(workspace / "memory" / "plain.md", "a plain note\n")
+    os.chmod(plain, 0o600)
+    assert cli("watchdog", "snapshot", "before").returncode == 0
+    os.remove(note)
+    os.rmdir(note.parent)
+    os.remove(plain)
+    if killed:
+        run_killed(workspace, state_dir, "rollback:journaled", "rollback", "--to", "before", "--no-index")
+        assert not note.exists()  # (the control: killed before its first step)
+        assert cli("doctor", "--fix").returncode == 0
+    else:
+        done = cli("rollback", "--to", "before", "--no-index", "--json")
+        assert done.returncode == 0, done.stderr
+        assert {f["path"]: f["fate"] for f in done.json()["files"]} == {"memory/priv/s.md": "bring-back",
+                                                                       "memory/plain.md": "bring-back"}
+    assert note.read_text() == "the staging password\n" and _mode(note) == bits
+    assert _mode(plain) == 0o600
+    assert _mode(note.parent) == {0o600: 0o700, 0o640: 0o750}[bits] & ~umask_of_user()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_as_root_a_users_note_only_a_snapshot_saw_comes_back_private_and_the_users(cli, workspace, state_dir):
+    """Root rolling back a user's workspace: nobody's 0600 note, only a snapshot saw it, came back
+    root's 0644, which every user could read. It comes back 0600; the snapshot keeps no owner, so it
+    is the folder's owner's, as a new note root makes (nobody's memory/ here). A note the history
+    logged as nobody's 0644, made 0600 before the snapshot, comes back nobody's and 0600."""
+    (workspace / "memory").mkdir()
+    os.chown(workspace / "memory", NOBODY, NOBODY)
+    note = write(workspace / "memory" / "s.md", "nobody's secret\n")
+    os.chown(note, NOBODY, NOBODY)
+    os.chmod(note, 0o600)
+    logged = write(workspace / "memory" / "logged.md", "logged, then made private\n")
+    os.chown(logged, NOBODY, NOBODY)
+    os.chmod(logged, 0o644)
+    assert cli("read", "memory/logged.md").returncode == 0  # the history logs it: nobody's, 0644
+    os.chmod(logged, 0o600)
+    assert cli("watchdog", "snapshot", "before").returncode == 0
+    os.remove(note)
+    os.remove(logged)
+    done = cli("rollback", "--to", "before", "--no-index")
+    assert done.returncode == 0, done.stderr
+    for back in (note, logged):
+        seen = back.stat()
+        assert (seen.st_uid, seen.st_gid, seen.st_mode & 0o7777) == (NOBODY, NOBODY, 0o600), back
+
+
+def test_a_note_the_history_only_saw_comes_back_by_time_with_the_mode_it_logged(cli, workspace, state_dir):
+    """A rollback to a time bringing back a note written by hand, known to the history by one sighting
+    (a read) and deleted by hand: the bits (and, as root, the owner) that sighting logged."""
+    from openclaw_memory.history.placing import new_file_mode
+
+    assert new_file_mode() != 0o600
+    note = write(workspace / "memory" / "s.md", "the staging password\n")
+    os.chmod(note, 0o600)
+    if os.geteuid() == 0:
+        os.chown(note, NOBODY, NOBODY)
+    assert cli("read", "memory/s.md").returncode == 0
+    moment = later_than(time.time(), workspace)
+    later_than(moment, workspace)
+    os.remove(note)
+    done = cli("rollback", "--to", iso_moment(moment), "--no-index", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [(f["path"], f["fate"]) for f in done.json()["files"]] == [("memory/s.md", "bring-back")]
+    seen = note.stat()
+    assert seen.st_mode & 0o7777 == 0o600
+    if os.geteuid() == 0:
+        assert (seen.st_uid, seen.st_gid) == (NOBODY, NOBODY)

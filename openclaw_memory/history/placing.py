@@ -10,6 +10,8 @@ import os
 import pwd
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple, TypeGuard
 
 import xxhash
@@ -375,13 +377,55 @@ def recorded_mode(store: HistoryStore, resolved: ResolvedPath, version: str | No
     bits are left off: a file made anew, perhaps given to another user by root, never gets those.
     With ``version`` (the content brought back), no bit that content did not have when seen: the
     last mode under the name may be another file's (``mv --force q p``: a rollback to before it
-    brought p's private 0600 text back at q's 0644). None where the history saw none (versions
+    brought p's private 0600 text back at q's 0644). Within :func:`snapshot_mode`, no bit the
+    watchdog snapshot a rollback goes back to saw either. None where neither saw one (versions
     logged before schema 7): the default, a new file's."""
     seen = store.log.last_mode(resolved.abs_path, resolved.display)
     own = store.log.mode_of(resolved.abs_path, resolved.display, version) if version is not None else None
     if own is not None:  # the owner and the owner's bits as last seen: only group and others narrowed
         seen = own if seen is None else seen._replace(mode=seen.mode & (~0o077 | own.mode))
+    snapped = _SNAPSHOT_MODE.get()
+    if snapped is not None and snapped[0] == resolved.abs_path:
+        # The bits a watchdog snapshot saw the content brought back with (a rollback to it): a note
+        # the history never logged, deleted by hand, came back root's 0644 from a snapshot of it at 0600.
+        bits = snapped[1] & 0o777
+        seen = (FileMode(bits, *_new_note_owner(resolved)) if seen is None
+                else seen._replace(mode=seen.mode & (~0o077 | bits)))
     return seen._replace(mode=seen.mode & 0o777) if seen is not None else None
+
+
+# The note a rollback to a watchdog snapshot is bringing back, and the st_mode the snapshot saw it
+# with (:func:`snapshot_mode`), for :func:`recorded_mode`.
+_SNAPSHOT_MODE: ContextVar[tuple[str, int] | None] = ContextVar("snapshot_mode", default=None)
+
+
+@contextmanager
+def snapshot_mode(abs_path: str, mode: int | None) -> Iterator[None]:
+    """While it lasts, a note brought back at ``abs_path`` (:func:`recorded_mode`) gets no permission
+    bit ``mode`` (what a watchdog snapshot saw it with) does not give; with no recorded owner, the
+    owner a new note gets. ``None``: nothing recorded, the history's word alone."""
+    token = _SNAPSHOT_MODE.set((abs_path, mode) if mode is not None else None)
+    try:
+        yield
+    finally:
+        _SNAPSHOT_MODE.reset(token)
+
+
+def _new_note_owner(resolved: ResolvedPath) -> tuple[int, int]:
+    """The owner a note made at ``resolved`` gets where nothing records one: this process's; made by
+    root, the owner of its folder (:func:`~..fsutil.atomic.folder_owner`), the deepest one there is
+    (each folder made for it is given its parent's owner)."""
+    if os.geteuid() != 0:
+        return os.geteuid(), os.getegid()
+    dirs = resolved.parts[:-1]
+    for depth in range(len(dirs), -1, -1):
+        try:
+            with Folder.under(resolved.root, dirs[:depth]) as folder:
+                st = os.fstat(folder.fd)
+                return st.st_uid, st.st_gid
+        except (OSError, ValueError):
+            continue
+    return os.geteuid(), os.getegid()
 
 
 def temp_from_blocks(folder: Folder, resolved: ResolvedPath, blocks: Iterable[bytes], kept: FileMode | None,

@@ -37,6 +37,7 @@ from ..history.placing import (
     refuse_each_read_only,
     refuse_each_taking_over,
     resolve_writable,
+    snapshot_mode,
     taking_over,
     taking_over_words,
 )
@@ -166,7 +167,7 @@ def _roll_back(settings: Settings, store: HistoryStore, records: ReadRecords, to
             path=names[0], step="rollback", agent=records.agent, session=records.session)
     undo = _undo_moment()
     steps = tuple(Step(f.resolved.abs_path, f.resolved.display, f.before.version if f.before else None,
-                       f.after.version, f.after.size) for f in fates if f.fate != UNCHANGED)
+                       f.after.version, f.after.size, f.after.mode) for f in fates if f.fate != UNCHANGED)
     intent = write_intent(settings.data_dir, Intent(to, moment.shown, undo, steps, agent=records.agent,
                                                     session=records.session))
     faults.reach("rollback:journaled")
@@ -360,7 +361,10 @@ def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str |
         elif not store.objects.has(step.after):
             return GONE
         else:
-            said.extend(restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok).warnings)
+            # Brought back, with no bit the snapshot saw it without (its history may have logged none).
+            with snapshot_mode(resolved.abs_path, step.mode):
+                restored = restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok)
+            said.extend(restored.warnings)
     except ReadOnlyRefused:
         return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
     except TakeOverRefused:

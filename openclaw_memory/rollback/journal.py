@@ -33,6 +33,7 @@ class Step:
     before: str | None  # what it held when the rollback began (None: absent)
     after: str | None  # what it is to hold (None: archived)
     size: int = 0  # the size of ``after``
+    mode: int | None = None  # the st_mode a watchdog snapshot saw ``after`` with: what a bring-back gives no more than
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def _well_typed(intent: Intent) -> bool:
     return (text(intent.to, intent.moment, intent.undo, intent.agent, intent.session, *intent.pins)
             and isinstance(intent.pins, tuple) and number(intent.pid) and number(intent.started, (int, float))
             and all(text(s.path, s.display) and all(v is None or text(v) for v in (s.before, s.after)) and number(s.size)
-                    for s in intent.steps))
+                    and (s.mode is None or number(s.mode)) for s in intent.steps))
 
 
 def write_intent(data_dir, intent: Intent) -> Intent:

@@ -56,6 +56,7 @@ class Aim(NamedTuple):
 
     version: str | None  # None: the file did not exist at the moment
     size: int
+    mode: int | None = None  # its st_mode then, where a watchdog snapshot saw it (the history may know none)
 
 
 @dataclass(frozen=True)
@@ -450,8 +451,8 @@ def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], l
                               f"{f' and {len(lost) - 5} more' if len(lost) > 5 else ''} (too large, or changing while it "
                               "was taken): it cannot be restored whole; give a time instead; nothing was changed")
     workspace = settings.workspace
-    return {os.path.join(workspace, rel): Aim(version, size) for rel, (version, size) in kept.items()
-            if is_memory_file(rel, False)}, []
+    return {os.path.join(workspace, rel): Aim(version, size, table.mode[i] if (i := table.index.get(rel)) is not None else None)
+            for rel, (version, size) in kept.items() if is_memory_file(rel, False)}, []
 
 
 def _history_targets(settings: Settings, store: HistoryStore, when: float,
