@@ -876,8 +876,9 @@ def test_a_snapshot_says_which_memory_files_it_does_not_cover(cli, workspace, tm
     write(extra / "e.md", "edited\n")
     args = ["rollback", "--to", "lab", "--force", "--extra", str(extra), *(["--dry-run"] if dry_run else [])]
     ignored = ("memory/n0.md, memory/n1.md, memory/n2.md, memory/n3.md, memory/n4.md and 2 more left as they are: snapshot "
-               "lab does not cover them (.openclaw-memoryignore ignored them when the snapshot was taken); give --to a time "
-               "to roll them back too")
+               "lab does not cover them (its ignore rules left them out when the snapshot was taken (.openclaw-memoryignore, "
+               "or the built-in defaults of an earlier release: *.tmp, *.log, .git/, __pycache__/, node_modules/)); give "
+               "--to a time to roll them back too")
     outside = ("../ex/e.md left as it is: snapshot lab does not cover it (no watchdog snapshot covers an extra path's "
                "files); give --to a time to roll it back too")
     text = cli(*args)
@@ -887,6 +888,24 @@ def test_a_snapshot_says_which_memory_files_it_does_not_cover(cli, workspace, tm
     assert [w.split(" (see")[0] for w in done.json()["warnings"]] == [ignored, outside]
     assert (workspace / "memory" / "n0.md").read_text() == "edited\n" and (extra / "e.md").read_text() == "edited\n"
 
+
+
+def test_a_snapshot_of_an_earlier_release_says_its_defaults_may_have_left_a_note_out(cli, workspace, monkeypatch):
+    """An earlier release's default rules left memory/node_modules/a.md out of its snapshots; a rollback
+    to one said `.openclaw-memoryignore ignored it`, where the workspace has no such file."""
+    from openclaw_memory.watchdog import ignore
+
+    write(workspace / "memory" / "node_modules" / "a.md", "a note\n")
+    with monkeypatch.context() as patched:  # the defaults as that release stored them (no first line)
+        patched.setattr(ignore, "DEFAULT_PATTERNS", ignore.DEFAULT_PATTERNS[1:])
+        assert cli("watchdog", "snapshot", "old").returncode == 0
+    write(workspace / "memory" / "node_modules" / "a.md", "edited\n")
+    done = cli("rollback", "--to", "old", "--force", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert not (workspace / ".openclaw-memoryignore").exists()
+    assert ("memory/node_modules/a.md left as it is: snapshot old does not cover it (its ignore rules left it out when "
+            "the snapshot was taken (.openclaw-memoryignore, or the built-in defaults of an earlier release: *.tmp, "
+            "*.log, .git/, __pycache__/, node_modules/)); give --to a time to roll it back too") in done.stderr, done.stderr
 
 # -- a killed rollback's record, finished or dropped -----------------------------------------------
 

@@ -411,10 +411,14 @@ def current_version(store: HistoryStore, resolved: ResolvedPath, record: bool) -
 def _not_covered(settings: Settings, label: str, ignored: list[str], extra: list[str]) -> list[str]:
     """What ``rollback --to LABEL`` leaves out, said (it was left out silently: `0 of 0 memory files would
     change`, exit 0, with every note edited since): the workspace's memory files the snapshot's ignore
-    rules (its .openclaw-memoryignore when it was taken) left out, and the extra paths' files, which no
-    snapshot covers. One line for each, naming the first five; a rollback to a time covers them."""
+    rules left out (its .openclaw-memoryignore when it was taken, or the defaults of an earlier release,
+    which left out memory/node_modules/a.md and the like: that was blamed on an ignore file there was
+    none of), and the extra paths' files, which no snapshot covers. One line for each, naming the first
+    five; a rollback to a time covers them."""
     said = []
-    for paths, why in ((ignored, ".openclaw-memoryignore ignored {it} when the snapshot was taken"),
+    for paths, why in ((ignored, "its ignore rules left {it} out when the snapshot was taken (.openclaw-memoryignore, or "
+                                 "the built-in defaults of an earlier release: *.tmp, *.log, .git/, __pycache__/, "
+                                 "node_modules/)"),
                        (extra, "no watchdog snapshot covers an extra path's files")):
         if paths:
             names = [display_path(p, str(settings.workspace)) for p in sorted(paths)]
