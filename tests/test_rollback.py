@@ -1158,6 +1158,22 @@ def test_a_note_only_a_snapshot_saw_comes_back_with_the_snapshots_bits(cli, work
     assert _mode(note.parent) == {0o600: 0o700, 0o640: 0o750}[bits] & ~umask_of_user()
 
 
+def test_a_note_only_a_snapshot_saw_comes_back_over_a_new_file_at_its_name_no_wider_than_the_snapshot_saw(
+        cli, workspace, state_dir):
+    """A 0600 note the history never logged, kept by a snapshot and deleted by hand, its name then
+    taken by a new 0644 file: the rollback wrote the private text into that file's 0644. The group's
+    and others' bits are those both the file there and the snapshot give."""
+    note = write(workspace / "memory" / "s.md", "the staging password\n")
+    os.chmod(note, 0o600)
+    assert cli("watchdog", "snapshot", "before").returncode == 0
+    os.remove(note)
+    write(note, "a new note\n")
+    os.chmod(note, 0o644)
+    done = cli("rollback", "--to", "before", "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert note.read_text() == "the staging password\n" and _mode(note) == 0o600
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_as_root_a_users_note_only_a_snapshot_saw_comes_back_private_and_the_users(cli, workspace, state_dir):
     """Root rolling back a user's workspace: nobody's 0600 note, only a snapshot saw it, came back

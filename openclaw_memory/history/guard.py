@@ -59,6 +59,7 @@ from .placing import (
     refuse_taking_over,
     remove_made_folders,
     resolve_writable,
+    snapshot_bits,
     swap_name,
     temp_from_blocks,
 )
@@ -410,12 +411,19 @@ def restored_over(store: HistoryStore, resolved: ResolvedPath, wanted: str, over
     removed 0600 note's at the new note's 0644. Never wider than the file there: "another file" is
     also the note's own brought back (restore --last) or moved, which its owner may have made private
     since. (Over the note's own file, its mode as the user set it; an ACL there kept whole: its mask
-    is the group bits.)"""
-    own = (None if store.log.held_here_since(resolved.abs_path, wanted)
-           else store.log.mode_of(resolved.abs_path, resolved.display, wanted))
-    if own is None or any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
+    is the group bits.) A rollback to a watchdog snapshot narrows them to the bits the snapshot saw
+    too (:func:`~.placing.snapshot_bits`): a note the history never logged, deleted by hand, its
+    name then taken by a new 0644 file, came back at that file's 0644 from a snapshot of it at 0600."""
+    if store.log.held_here_since(resolved.abs_path, wanted):
         return over
-    return over._replace(mode=over.mode & ~0o077 | over.mode & own.mode & 0o077)
+    own = store.log.mode_of(resolved.abs_path, resolved.display, wanted)
+    snapped = snapshot_bits(resolved)
+    bits = own.mode if own is not None else snapped
+    if bits is None or any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
+        return over
+    if snapped is not None:
+        bits &= snapped
+    return over._replace(mode=over.mode & ~0o077 | over.mode & bits & 0o077)
 
 
 def refuse_sticky(folder: Folder | None, fd: int | None, resolved: ResolvedPath) -> None:

@@ -384,11 +384,10 @@ def recorded_mode(store: HistoryStore, resolved: ResolvedPath, version: str | No
     own = store.log.mode_of(resolved.abs_path, resolved.display, version) if version is not None else None
     if own is not None:  # the owner and the owner's bits as last seen: only group and others narrowed
         seen = own if seen is None else seen._replace(mode=seen.mode & (~0o077 | own.mode))
-    snapped = _SNAPSHOT_MODE.get()
-    if snapped is not None and snapped[0] == resolved.abs_path:
+    bits = snapshot_bits(resolved)
+    if bits is not None:
         # The bits a watchdog snapshot saw the content brought back with (a rollback to it): a note
         # the history never logged, deleted by hand, came back root's 0644 from a snapshot of it at 0600.
-        bits = snapped[1] & 0o777
         seen = (FileMode(bits, *_new_note_owner(resolved)) if seen is None
                 else seen._replace(mode=seen.mode & (~0o077 | bits)))
     return seen._replace(mode=seen.mode & 0o777) if seen is not None else None
@@ -409,6 +408,13 @@ def snapshot_mode(abs_path: str, mode: int | None) -> Iterator[None]:
         yield
     finally:
         _SNAPSHOT_MODE.reset(token)
+
+
+def snapshot_bits(resolved: ResolvedPath) -> int | None:
+    """The permission bits the watchdog snapshot a rollback is bringing ``resolved`` back from saw
+    it with (:func:`snapshot_mode`); None outside one, or where the snapshot recorded none."""
+    snapped = _SNAPSHOT_MODE.get()
+    return snapped[1] & 0o777 if snapped is not None and snapped[0] == resolved.abs_path else None
 
 
 def _new_note_owner(resolved: ResolvedPath) -> tuple[int, int]:
