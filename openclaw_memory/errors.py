@@ -452,6 +452,15 @@ def out_of_files() -> str:
     return f"too many open files (the limit is {soft}: raise it with `ulimit -n`)"
 
 
+class OutOfFiles(MemoryToolError):
+    """The descriptors ran out (:func:`is_out_of_files`) while opening ``what``: a limit in force,
+    never a file gone nor damage (with a higher limit everything is found as it was)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(f"{what}: {out_of_files()}")
+
+
 def disk_full(exc: OSError, where: str, outcome: str = "nothing was changed", *, folder: str | os.PathLike[str] | None = None) -> DiskFull:
     """The message for a write that ran out of space in ``where`` (a folder the user can find);
     ``folder``, where known, is looked at for inodes: out of them, the disk has space and "full" misleads."""

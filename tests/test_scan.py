@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+
+import pytest
 
 from conftest import write
 from openclaw_memory.files.scan import scan_memory_files
@@ -354,3 +357,183 @@ def test_an_emacs_lock_link_beside_a_note_being_edited_is_no_skipped_note(worksp
     doctor = cli("doctor", "--json")
     links = [f for f in doctor.json()["findings"] if f["id"] == "memory-file-symlink"]
     assert [f["paths"] for f in links] == [["memory/alias.md"]], doctor.stdout
+
+
+def _chain(folder, depth: int, note: str = "A note about a quokka at the bottom of the tree.\n") -> str:
+    """``folder/d/d/.../d/deep.md`` made one level at a time (os.makedirs recurses); its path."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            fd, parent = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+            os.close(parent)
+        with open(os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as out:
+            out.write(note)
+    finally:
+        os.close(fd)
+    return "memory/" + "d/" * depth + "deep.md"
+
+
+@pytest.fixture
+def chain(workspace):
+    """A note below a chain of folders (``chain(depth)``), taken down bottom up afterwards: pytest's
+    own clean-up of temp folders recurses."""
+    made: list[int] = []
+
+    def make(depth: int) -> str:
+        write(workspace / "MEMORY.md", "# Memory\n")
+        (workspace / "memory").mkdir(exist_ok=True)
+        made.append(depth)
+        return _chain(workspace / "memory", depth)
+
+    yield make
+    for depth in made:
+        path = os.path.join(workspace, "memory", *["d"] * depth)
+        os.unlink(os.path.join(path, "deep.md"))
+        for _ in range(depth):
+            os.rmdir(path)
+            path = os.path.dirname(path)
+
+
+def limited(workspace, state_dir, limit: int, *args: str) -> subprocess.CompletedProcess:
+    """``openclaw-memory ARGS`` in a process whose soft ``ulimit -n`` is ``limit``."""
+    import resource
+    import sys
+
+    from conftest import env_for
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return subprocess.run([sys.executable, "-m", "openclaw_memory", *args], capture_output=True, text=True,
+                          env=env_for(workspace, state_dir), cwd=workspace,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard)))
+
+
+@pytest.mark.parametrize("limit", [256, 1024])
+def test_a_folder_chain_deeper_than_the_open_file_limit_is_walked_whole(workspace, state_dir, chain, limit):
+    """The walk held a descriptor for every folder on its way down: under `ulimit -n 1024` a chain of
+    1,100 folders ran out, its note was skipped as 'unreadable: Too many open files' and `index` took
+    it out of the index, exit 0. The walk now holds at most HELD_FOLDERS of them, opening a folder
+    again as it climbs back to it: the note is listed and indexed at any depth."""
+    import json
+
+    deep = chain(1100)
+    listing = limited(workspace, state_dir, limit, "files", "--json")
+    assert listing.returncode == 0 and not listing.stderr, listing.stderr
+    data = json.loads(listing.stdout)
+    assert [f["path"] for f in data["files"]] == ["MEMORY.md", deep] and data["skipped"] == []
+    assert limited(workspace, state_dir, limit, "index").returncode == 0
+    assert limited(workspace, state_dir, limit, "index").returncode == 0  # again: nothing to remove
+    found = limited(workspace, state_dir, limit, "search", "quokka", "--mode", "text", "--no-sync", "--json")
+    assert [r["path"] for r in json.loads(found.stdout)["results"]] == [deep], found.stderr
+
+
+def test_running_out_of_descriptors_in_the_scan_says_so_and_removes_nothing(workspace, state_dir, chain, cli, tmp_path):
+    """Out of descriptors, the scan skipped the folder it could not open as 'unreadable' and went on:
+    `index` removed the notes below it from the index, `files` and `export` (its notes left out of the
+    archive) exited 0. A limit is no note gone: each command now stops with the limit named, one line,
+    and the index keeps the note."""
+    deep = chain(60)  # deeper than the walk holds descriptors for (HELD_FOLDERS): it runs out in the walk at 16
+    assert cli("index").returncode == 0
+    for args in (["files"], ["index"], ["export", str(tmp_path / "backup.tar")]):
+        done = limited(workspace, state_dir, 16, *args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        [said] = done.stderr.splitlines()
+        assert said.startswith("error: cannot list memory/d/d/"), said
+        assert said.endswith("too many open files (the limit is 16: raise it with `ulimit -n`)"), said
+    assert not (tmp_path / "backup.tar").exists()
+    found = cli("search", "quokka", "--mode", "text", "--no-sync", "--json").json()["results"]
+    assert [r["path"] for r in found] == [deep]
+
+
+def _mutating_visit(monkeypatch, mutate) -> None:
+    """The walk's general path calling ``mutate()`` once, when it visits the entry ``x.txt``."""
+    from openclaw_memory.files import scan
+
+    visit = scan._Collector._visit
+    done: list[bool] = []
+
+    def visiting(self, folder, entry, *args):
+        if entry.name == "x.txt" and not done:
+            done.append(True)
+            mutate()
+        return visit(self, folder, entry, *args)
+
+    monkeypatch.setattr(scan._Collector, "_visit", visiting)
+
+
+@pytest.mark.parametrize("held", [1, 2, 100])
+def test_a_folder_moved_away_mid_walk_leaves_its_parent_listed(workspace, tmp_path, monkeypatch, held):
+    """A folder let go on the way down (HELD_FOLDERS) is opened again from its sub-folder's ``..``
+    when that is still it, else by its names from the nearest folder held: a sub-folder moved out
+    while the walk was in it leaves the rest of its parent listed, as a descriptor held all along
+    would (100: every one held)."""
+    from openclaw_memory.files import scan
+
+    monkeypatch.setattr(scan, "HELD_FOLDERS", held)
+    write(workspace / "memory/a/b/c/d/n.md", "n")
+    write(workspace / "memory/a/b/c/d/x.txt", "x")
+    write(workspace / "memory/a/b/z.md", "z")
+    write(workspace / "memory/a/zz.md", "zz")
+    write(workspace / "memory/zzz.md", "zzz")
+    (tmp_path / "away").mkdir()
+    _mutating_visit(monkeypatch, lambda: os.rename(workspace / "memory/a/b/c", tmp_path / "away/c"))
+    result = scan_memory_files(workspace)
+    assert paths(result) == ["memory/a/b/c/d/n.md", "memory/a/b/z.md", "memory/a/zz.md", "memory/zzz.md"]
+    assert result.skipped == []
+
+
+@pytest.mark.parametrize("held", [1, 2])
+def test_a_folder_let_go_and_swapped_for_a_symlink_is_never_walked_through_it(workspace, tmp_path, monkeypatch, held):
+    """A folder let go on the way down is opened again one name at a time with O_NOFOLLOW and must
+    be the very folder listed: swapped for a symlink meanwhile, the rest of it is not listed (never
+    what the link leads to: nothing outside the workspace shows up as memory) and the link is
+    reported as the walk reports one; the folders above it go on."""
+    from openclaw_memory.files import scan
+
+    monkeypatch.setattr(scan, "HELD_FOLDERS", held)
+    write(workspace / "memory/a/b/c/d/x.txt", "x")
+    write(workspace / "memory/a/b/z.md", "z")
+    write(workspace / "memory/a/zz.md", "zz")
+    write(tmp_path / "outside/z.md", "outside")
+
+    def swap() -> None:
+        os.rename(workspace / "memory/a/b/c", tmp_path / "c")  # (its `..` is not b any more)
+        os.rename(workspace / "memory/a/b", tmp_path / "b-aside")
+        os.symlink(tmp_path / "outside", workspace / "memory/a/b")
+
+    _mutating_visit(monkeypatch, swap)
+    result = scan_memory_files(workspace)
+    assert paths(result) == ["memory/a/zz.md"]
+    assert reasons(result) == {"memory/a/b": "symlink (ignored)"}
+
+
+def test_out_of_descriptors_anywhere_in_the_scan_is_never_a_skip(workspace, monkeypatch):
+    """EMFILE or ENFILE opening any folder of the walk (its root, a sub-folder, a folder climbed back
+    to) or a write's own note (scan_paths) raises OutOfFiles, the limit named: never a folder skipped
+    as unreadable, nor a note not listed, which a sync takes for notes gone."""
+    import errno
+    from types import SimpleNamespace
+
+    from openclaw_memory.errors import OutOfFiles
+    from openclaw_memory.files import scan
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    write(workspace / "memory/a/b/n.md", "n")
+    real_open = os.open
+    limit = r"too many open files \(the limit is [0-9]+: raise it with `ulimit -n`\)"
+    for code in (errno.EMFILE, errno.ENFILE):
+        for folder in ("memory", "a", "b", ".."):
+            def refusing(path, *args, _folder=folder, _code=code, **kwargs):
+                if os.path.basename(path) == _folder:
+                    raise OSError(_code, os.strerror(_code), path)
+                return real_open(path, *args, **kwargs)
+
+            with monkeypatch.context() as patched:
+                patched.setattr(scan.os, "open", refusing)
+                patched.setattr(scan, "HELD_FOLDERS", 1)  # back from b, a is opened again: its `..`
+                with pytest.raises(OutOfFiles, match=limit):
+                    scan_memory_files(workspace)
+                if folder != "..":
+                    with pytest.raises(OutOfFiles, match="cannot open memory/a/b/n.md: " + limit):
+                        scan.scan_paths(SimpleNamespace(workspace=workspace), ["memory/a/b/n.md"])
+    assert [f.path for f in scan_memory_files(workspace).files] == ["MEMORY.md", "memory/a/b/n.md"]

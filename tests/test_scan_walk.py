@@ -163,6 +163,38 @@ def test_the_walk_lists_what_a_plain_reference_listing_lists(tree):
         shutil.rmtree(top)
 
 
+DEEP_TREES = st.recursive(st.dictionaries(NAMES, LEAVES, max_size=3),
+                          lambda inner: st.dictionaries(NAMES, st.one_of(LEAVES, inner), min_size=1, max_size=3),
+                          max_leaves=24)
+
+
+@settings(max_examples=60, deadline=None)
+@given(DEEP_TREES)
+def test_a_walk_holding_one_folder_lists_what_one_holding_every_folder_lists(tree):
+    """Past HELD_FOLDERS on its way down the walk lets go of the folders furthest up and opens each
+    again as it climbs back to it, its entries not visited yet listed again: holding one folder
+    (every folder above the one walked let go, then climbed back to) it lists and skips exactly
+    what it lists holding them all, the memory folder and an extra folder under a ``**`` pattern."""
+    from unittest import mock
+
+    top = tempfile.mkdtemp()
+    try:
+        ws, extra, outside = (os.path.join(top, name) for name in ("ws", "extra", "outside"))
+        os.mkdir(ws)
+        build(outside, {"t.md": "file"}, outside)
+        build(os.path.join(ws, "memory"), tree, outside)
+        build(extra, tree, outside)
+        extras = [ExtraPath(extra, "**")]
+        with mock.patch.object(scan, "HELD_FOLDERS", 1000):
+            every = scan_memory_files(ws, extra_paths=extras)
+        with mock.patch.object(scan, "HELD_FOLDERS", 1):
+            one = scan_memory_files(ws, extra_paths=extras)
+        assert [dataclasses.astuple(f) for f in one.files] == [dataclasses.astuple(f) for f in every.files]
+        assert one.skipped == every.skipped and one.folders == every.folders
+    finally:
+        shutil.rmtree(top)
+
+
 class Counted:
     """Calls of the scan's general path, of the sort key and of MemoryFile's constructor, counted
     on the real functions."""

@@ -19,6 +19,7 @@ from time import time_ns
 from typing import TYPE_CHECKING
 
 from ..bulk import gc_paused
+from ..errors import OutOfFiles, cut, is_out_of_files, printable
 from ..fsutil.fsclock import WIDEST_GUARD_NS
 from ..fsutil.safeopen import DIR_FLAGS, FolderSwapped, as_scanned, open_root
 from ..wire import key
@@ -205,7 +206,9 @@ class _Collector:
         shows up as memory. ``shown_prefix`` is how ``root`` is displayed, plus "/": a
         listed file's path is that prefix plus its name (the scan's hot path). The walk keeps
         its own stack (a chain of folders thousands deep is walked like any other), holding
-        open the descriptors of the folders on the current path only.
+        open the descriptors of the folders on the current path only, HELD_FOLDERS of them at most
+        (and its root's): deeper, those furthest up are let go and opened again on the way back
+        (:meth:`_climb`, :meth:`_reopen`), each the very folder listed, never through a symlink.
 
         The common entry, a regular ``*.md`` file where no pattern filters, is listed in the loop
         itself (at 30,000 notes the Python around each note's stat was most of the scan): by
@@ -228,6 +231,8 @@ class _Collector:
         try:
             while stack:
                 top = stack[-1]
+                if top.fd < 0 and not self._reopen(stack):
+                    continue  # it, or a folder above it, is not what was listed any more: dropped from the stack
                 prefix, shown = top.prefix, top.shown_prefix
                 for entry in top.entries:  # an iterator: after a sub-folder, it goes on where it was
                     name = entry.name
@@ -244,12 +249,22 @@ class _Collector:
                     child = self._visit(top, entry, source, multimodal, admits)
                     if child is not None:
                         stack.append(child)
+                        if len(stack) > HELD_FOLDERS + 1:
+                            stack[-HELD_FOLDERS - 1].let_go()
                         break
                 else:
-                    os.close(stack.pop().fd)
+                    below = stack.pop().fd
+                    if stack and stack[-1].fd < 0:
+                        try:
+                            self._climb(stack[-1], below)
+                        finally:
+                            os.close(below)
+                    else:
+                        os.close(below)
         finally:
             for open_folder in stack:
-                os.close(open_folder.fd)
+                if open_folder.fd >= 0:
+                    os.close(open_folder.fd)
 
     def _open(self, root: str, shown_prefix: str, parent_fd: int | None) -> _Folder | None:
         """The folder ``root``, opened and listed; None (reported) when it cannot be, or was seen."""
@@ -258,26 +273,96 @@ class _Collector:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR) or isinstance(exc, FolderSwapped):
-                self.skip(root, "symlink (ignored)")
-            else:
-                self.skip(root, f"unreadable: {exc.strerror or exc}")
+            self._refused(root, exc)
             return None
         try:
             st = os.fstat(fd)
-            key = (st.st_dev, st.st_ino)
+            key = _key(st)
             if key in self._seen_dirs:
                 os.close(fd)
                 return None
             self._seen_dirs.add(key)
             self.folders.append((root, st.st_ino, st.st_mtime_ns))
             with os.scandir(fd) as it:
-                entries = sorted(it, key=attrgetter("name"))
+                entries = sorted(it, key=_NAME)
         except OSError as exc:
             os.close(fd)
-            self.skip(root, f"unreadable: {exc.strerror or exc}")
+            self._refused(root, exc)
             return None
-        return _Folder(fd, root + os.sep, shown_prefix, iter(entries))
+        return _Folder(fd, key, root + os.sep, shown_prefix, iter(entries))
+
+    def _refused(self, root: str, exc: OSError) -> None:
+        """Report the folder ``root`` that could not be opened or listed; out of descriptors, raise:
+        that is no folder unreadable, and a folder skipped would have its notes taken out of the index."""
+        if is_out_of_files(exc):
+            raise OutOfFiles(f"cannot list {cut(printable(display_path(root, self.workspace)), 100)}") from None
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) or isinstance(exc, FolderSwapped):
+            self.skip(root, "symlink (ignored)")
+        else:
+            self.skip(root, f"unreadable: {exc.strerror or exc}")
+
+    def _climb(self, folder: _Folder, child_fd: int) -> None:
+        """Open again ``folder``, let go on the way down (:meth:`_Folder.let_go`), as the walk comes
+        back to it from the sub-folder whose descriptor is ``child_fd``: its ``..``, never a link, when
+        that is the very folder listed (device and inode), as a descriptor held all along would be.
+        Else it stays let go, for :meth:`_reopen` (that sub-folder was moved, say)."""
+        try:
+            fd = os.open("..", DIR_FLAGS, dir_fd=child_fd)
+        except OSError as exc:
+            if is_out_of_files(exc):
+                self._refused(folder.prefix[:-1], exc)
+            return
+        if _key(os.fstat(fd)) != folder.key:
+            os.close(fd)
+            return
+        self._list_again(folder, fd)
+
+    def _reopen(self, stack: list[_Folder]) -> bool:
+        """Open again the top of ``stack``, let go on the way down and not climbed back to: one name at
+        a time from the nearest folder above it still held, as the walk opened it (``O_NOFOLLOW``), each
+        the very folder listed then (device and inode). False when a folder on the way is not what was
+        listed: it and the folders below it are dropped from the stack, the rest of their entries not
+        listed (a symlink swapped in is reported as the walk reports one; a folder gone, or another in
+        its place, is not there any more, as one gone before it was opened)."""
+        target = len(stack) - 1
+        held = target - 1
+        while stack[held].fd < 0:
+            held -= 1
+        fd = stack[held].fd
+        for depth in range(held + 1, target + 1):
+            path = stack[depth].prefix[:-1]
+            try:
+                opened = os.open(os.path.basename(path), DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                opened, failed = -1, exc
+            if fd != stack[held].fd:
+                os.close(fd)  # only the way down: the walk climbs back to each from the target
+            if opened >= 0 and _key(os.fstat(opened)) != stack[depth].key:
+                os.close(opened)
+                opened, failed = -1, FileNotFoundError(errno.ENOENT, "another folder by that name", path)
+            if opened < 0:
+                if not isinstance(failed, FileNotFoundError):
+                    self._refused(path, failed)
+                del stack[depth:]
+                return False
+            fd = opened
+        if not self._list_again(stack[target], fd):
+            del stack[target:]
+            return False
+        return True
+
+    def _list_again(self, folder: _Folder, fd: int) -> bool:
+        """Hold ``fd`` as ``folder``'s descriptor again, its entries not visited yet listed from it;
+        False (reported, ``fd`` closed) when they cannot be."""
+        try:
+            with os.scandir(fd) as it:
+                folder.entries = iter(sorted((e for e in it if e.name in folder.names), key=_NAME))
+        except OSError as exc:
+            os.close(fd)
+            self._refused(folder.prefix[:-1], exc)
+            return False
+        folder.fd = fd
+        return True
 
     def _visit(self, folder: _Folder, entry: os.DirEntry, source: str, multimodal: bool | tuple[str, ...],
                admits: Callable[[str], bool] | None) -> _Folder | None:
@@ -313,17 +398,43 @@ class _Collector:
         return None
 
 
+# How many folder descriptors one walk holds at most besides its root's (and one more while it
+# lists a folder: scandir takes its own). Past this depth it lets go of those furthest up and opens
+# each again as it climbs back to it (_Collector._climb), so that no depth of folders runs out of
+# descriptors: a default `ulimit -n` is 1024, and the index and the state database hold their own.
+HELD_FOLDERS = 16
+
+
 @dataclass
 class _Folder:
-    """A folder on the walk's current path: its descriptor, kept open while its entries are visited."""
+    """A folder on the walk's current path: its descriptor, kept open while its entries are visited
+    (-1 when let go: see HELD_FOLDERS)."""
 
     fd: int
+    key: tuple[int, int]  # its device and inode when it was listed
     prefix: str  # its path plus the separator
     shown_prefix: str
     entries: Iterator[os.DirEntry]  # those not visited yet, by name
+    names: frozenset[str] = frozenset()  # when let go, the names of its entries not visited yet
+
+    def let_go(self) -> None:
+        """Close its descriptor, keeping the names of the entries not visited yet: each entry
+        stats through the descriptor its folder was listed from, so they are listed again when the
+        folder is opened again."""
+        if self.fd >= 0:
+            self.names = frozenset(e.name for e in self.entries)
+            self.entries = iter(())
+            os.close(self.fd)
+            self.fd = -1
 
 
 _ABS_PATH = attrgetter("abs_path")
+_NAME = attrgetter("name")
+
+
+def _key(st: os.stat_result) -> tuple[int, int]:
+    """What tells one folder from another: its device and inode."""
+    return st.st_dev, st.st_ino
 
 
 def _emacs_lock(folder_fd: int, name: str) -> bool:
@@ -355,8 +466,14 @@ def scan_memory_files(
     agent: str = "main",
 ) -> ScanResult:
     """List the memory files of ``workspace`` (already resolved) with what was skipped and why."""
+    ws = os.fspath(workspace)
     with gc_paused():  # its MemoryFile objects form no cycle (see bulk)
-        return _scan(os.fspath(workspace), extra_paths, multimodal, agent)
+        try:
+            return _scan(ws, extra_paths, multimodal, agent)
+        except OSError as exc:
+            if is_out_of_files(exc):  # (the workspace's own listing: each folder's says which, _refused)
+                raise OutOfFiles(f"cannot list the memory files of {printable(ws)}") from None
+            raise
 
 
 def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool | tuple[str, ...], agent: str) -> ScanResult:
@@ -568,7 +685,9 @@ def _lstat_listed(ws: str, parts: list[str], source: str, rel: str) -> MemoryFil
         for name in parts[:-1]:
             fds.append(os.open(name, DIR_FLAGS, dir_fd=fds[-1]))
         st = os.stat(parts[-1], dir_fd=fds[-1], follow_symlinks=False)
-    except OSError:  # missing, a symlink or not a folder on the way, unreadable: not listed
+    except OSError as exc:  # missing, a symlink or not a folder on the way, unreadable: not listed
+        if is_out_of_files(exc):  # a limit, not a file gone: "not listed" would take it out of the index
+            raise OutOfFiles(f"cannot open {printable(rel)}") from None
         return None
     finally:
         for fd in fds:
